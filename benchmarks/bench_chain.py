@@ -1,0 +1,274 @@
+"""Benchmark: linear-chain marginals (``calib_metrics.models.linear_chain``) vs pytorch-crf.
+
+Times, in one process on one thread, on a batch of B = 1000 random-potential sentences
+of up to T = 25 tokens over K = 47 tags (the Penn tag set's size; lengths uniform in
+[2, T], one sentence of full length):
+
+* pytorch-crf's ``CRF(...)(emissions, tags, mask)`` log-likelihood: it computes only
+  log Z (plus the gold score), so it is the natural floor for anything that also
+  returns marginals;
+* pytorch-crf's log-likelihood plus ``backward()``: autograd of log Z, the usual way to
+  get unigram marginals out of it;
+* ours: unigram + pairwise marginals, unigram only, log Z, Viterbi (against
+  pytorch-crf's ``decode``) and 10 posterior samples per sentence;
+* torch-struct's ``LinearChainCRF(...).marginals`` on a 100-sentence slice, if
+  ``torch_struct`` imports (against pytorch-crf on the same slice);
+* the HMM's closed-form fit on all of UD English-EWT train, if
+  ``calib_metrics.models.hmm`` and the shared data are there.
+
+Each case is run ``--repeats`` times round-robin (so background load hits all cases
+alike) and the median is reported. Potentials are float32; our recursion runs in
+float64 (the pairwise product in float32). Large outputs (the 212 MB pairwise tensor)
+are dominated by first-touch page faults on some virtual machines; by default the
+script sets PyTorch's ``THP_MEM_ALLOC_ENABLE=1`` (transparent huge pages for large CPU
+allocations, read once when torch loads, and applied to every peer alike);
+``--no-thp`` measures the plain allocator.
+
+Usage::
+
+    python benchmarks/bench_chain.py [--device cpu] [--repeats 7] [--no-thp] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+if "--no-thp" not in sys.argv:
+    # Must be set before torch allocates anything; see the module docstring.
+    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
+import torch
+from torchcrf import CRF
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from calib_metrics.models import linear_chain  # noqa: E402
+
+Case = tuple[str, int, Callable[[], object], str]  # (label, sentences, fn, floor key)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _potentials(batch: int, length: int, num_tags: int, device, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    em = torch.randn(batch, length, num_tags, generator=g)
+    trans = torch.randn(num_tags, num_tags, generator=g)
+    start = torch.randn(num_tags, generator=g)
+    end = torch.randn(num_tags, generator=g)
+    lengths = torch.randint(2, length + 1, (batch,), generator=g)
+    lengths[0] = length
+    mask = torch.arange(length)[None, :] < lengths[:, None]
+    tags = torch.randint(0, num_tags, (batch, length), generator=g)
+    return [x.to(device) for x in (em, trans, start, end, mask, tags)]
+
+
+def _pytorch_crf(trans, start, end) -> CRF:
+    crf = CRF(trans.shape[0], batch_first=True).to(trans.device)
+    with torch.no_grad():
+        crf.transitions.copy_(trans)
+        crf.start_transitions.copy_(start)
+        crf.end_transitions.copy_(end)
+    return crf
+
+
+def _torch_struct_potentials(em, trans, start, end, mask):
+    """torch-struct's edge scores ``[B, N-1, C_next, C_prev]`` for our chain."""
+    edge = trans.t()[None, None] + em[:, 1:, :, None]  # [B, T-1, j, i]
+    edge = edge.clone()
+    edge[:, 0] += (start + em[:, 0])[:, None, :]
+    last_edge = mask.sum(1) - 2
+    rows = torch.arange(em.shape[0], device=em.device)
+    edge[rows, last_edge] += end[None, :, None]
+    return edge, mask.sum(1)
+
+
+def _time_round_robin(cases: list[Case], repeats: int, device) -> dict[str, float]:
+    times: dict[str, list[float]] = {label: [] for label, *_ in cases}
+    for _, _, fn, _ in cases:  # warm-up
+        fn()
+    for _ in range(repeats):
+        for label, _, fn, _ in cases:
+            _sync(device)
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            times[label].append(time.perf_counter() - start)
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
+def _hmm_rows(device, repeats: int) -> tuple[list[str], list[str]]:
+    """Rows for the HMM fit on EWT train, or notes saying why there are none."""
+    try:
+        from calib_metrics.models.hmm import HMM
+    except ImportError as err:
+        return [], [f"HMM fit: skipped (calib_metrics.models.hmm not importable: {err})"]
+    try:
+        from calib_metrics.data.locations import find_dataset
+        from calib_metrics.data.tagging import Vocabulary, encode_batch, read_tagged_sentences
+    except ImportError as err:
+        return [], [f"HMM fit: skipped (tagging reader not importable: {err})"]
+    try:
+        folder = find_dataset("ud-english-ewt")
+    except FileNotFoundError as err:
+        return [], [f"HMM fit: skipped ({err})"]
+    start = time.perf_counter()
+    sentences = read_tagged_sentences(folder / "en_ewt-ud-train.conllu.gz")
+    words_vocab = Vocabulary.build(w for w, _ in sentences)
+    tag_vocab = Vocabulary.build((t for _, t in sentences), unknown=False)
+    words, tags, mask = encode_batch(sentences, words_vocab, tag_vocab, device=device)
+    read_s = time.perf_counter() - start
+    hmm = HMM(len(tag_vocab), len(words_vocab), pseudocount=1.0).to(device)
+    fit = _time_round_robin([("fit", 0, lambda: hmm.fit(words, tags, mask), "")], repeats, device)
+    tokens = int(mask.sum())
+    row = (
+        f"| HMM closed-form fit, all of EWT train ({len(sentences)} sentences, {tokens} tokens, "
+        f"K = {len(tag_vocab)}, V = {len(words_vocab)}) | {len(sentences)} | "
+        f"{fit['fit'] * 1e3:.1f} | target < 1 s |"
+    )
+    note = f"EWT train read + encoded in {read_s:.1f} s (CoNLL-U parsing; not part of the fit)."
+    return [row], [note]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--length", type=int, default=25)
+    parser.add_argument("--tags", type=int, default=47)
+    parser.add_argument("--slice", type=int, default=100, help="sentences for torch-struct")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-thp", action="store_true", help="plain allocator (see docstring)")
+    parser.add_argument("--write", action="store_true", help="write docs/bench_chain.md")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    device = torch.device(args.device)
+    em, trans, start, end, mask, tags = _potentials(
+        args.batch, args.length, args.tags, device, args.seed
+    )
+    crf = _pytorch_crf(trans, start, end)
+    pm = linear_chain.posterior_marginals
+    notes: list[str] = []
+
+    def crf_ll(e=em, m=mask, y=tags):
+        with torch.no_grad():
+            return crf(e, y, m, reduction="none")
+
+    def crf_autograd():
+        e = em.clone().requires_grad_()
+        crf(e, tags, mask, reduction="sum").backward()
+        return e.grad
+
+    n = args.batch
+    cases: list[Case] = [
+        ("pytorch-crf log-likelihood (log Z only; the floor)", n, crf_ll, "full"),
+        ("pytorch-crf log-likelihood + backward (autograd unigram)", n, crf_autograd, "full"),
+        ("ours: unigram + pairwise marginals", n, lambda: pm(em, trans, start, end, mask), "full"),
+        (
+            "ours: unigram marginals only",
+            n,
+            lambda: pm(em, trans, start, end, mask, pairwise=False),
+            "full",
+        ),
+        ("ours: log Z", n, lambda: linear_chain.log_partition(em, trans, start, end, mask), "full"),
+        ("ours: Viterbi", n, lambda: linear_chain.viterbi(em, trans, start, end, mask), "full"),
+        ("pytorch-crf decode (Viterbi)", n, lambda: crf.decode(em, mask), "full"),
+        (
+            "ours: 10 posterior samples per sentence",
+            n,
+            lambda: linear_chain.sample(
+                em, trans, start, end, mask, n_samples=10, generator=torch.Generator(device)
+            ),
+            "full",
+        ),
+    ]
+
+    k = min(args.slice, args.batch)
+    sl = (em[:k], trans, start, end, mask[:k])
+    try:
+        from torch_struct import LinearChainCRF
+
+        edge, lengths = _torch_struct_potentials(*sl)
+
+        def struct_marginals():
+            return LinearChainCRF(edge.clone().requires_grad_(), lengths=lengths).marginals
+
+        cases += [
+            (
+                f"pytorch-crf log-likelihood, {k}-sentence slice",
+                k,
+                lambda: crf_ll(em[:k], mask[:k], tags[:k]),
+                "slice",
+            ),
+            (f"ours: unigram + pairwise, {k}-sentence slice", k, lambda: pm(*sl), "slice"),
+            (
+                f"torch-struct LinearChainCRF marginals, {k}-sentence slice",
+                k,
+                struct_marginals,
+                "slice",
+            ),
+        ]
+        theirs = struct_marginals().detach()  # [B, N-1, j, i]
+        ours = pm(*sl).pairwise
+        gap = (theirs.transpose(-1, -2) - ours).abs().max().item()
+        notes.append(f"torch-struct vs ours, pairwise marginals: max |diff| = {gap:.2e}")
+    except ImportError:
+        print("torch-struct: not installed")
+        notes.append("torch-struct: not installed")
+
+    medians = _time_round_robin(cases, args.repeats, device)
+    floors = {key: medians[label] for label, _, _, key in cases if "(log Z only" in label}
+    floors["slice"] = next(
+        (medians[label] for label, _, _, key in cases if key == "slice"), float("nan")
+    )
+    rows = [
+        f"| {label} | {sents} | {medians[label] * 1e3:.1f} | {medians[label] / floors[key]:.2f}× |"
+        for label, sents, _, key in cases
+    ]
+
+    ours = pm(em, trans, start, end, mask)
+    grad = crf_autograd()
+    autograd_uni = (torch.nn.functional.one_hot(tags, args.tags) * mask[..., None]) - grad
+    gap = (ours.unigram - autograd_uni).abs().max().item()
+    notes.insert(0, f"ours vs pytorch-crf autograd, unigram marginals: max |diff| = {gap:.2e}")
+
+    hmm_rows, hmm_notes = _hmm_rows(device, args.repeats)
+    rows += hmm_rows
+    notes += hmm_notes
+    allocator = "plain allocator" if args.no_thp else "THP_MEM_ALLOC_ENABLE=1"
+    header = (
+        f"B = {args.batch}, T = {args.length} (lengths uniform in [2, T]), K = {args.tags}, "
+        f"float32 potentials (our recursion in float64), device {device}, "
+        f"{torch.get_num_threads()} thread, torch {torch.__version__}, {allocator}; "
+        f"median of {args.repeats} round-robin runs."
+    )
+    table = "\n".join(
+        [
+            "| what | sentences | median ms | × pytorch-crf log-likelihood (same sentences) |",
+            "|---|---:|---:|---:|",
+            *rows,
+        ]
+    )
+    text = header + "\n\n" + table + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    print(text)
+    if args.write:
+        out = ROOT / "docs" / "bench_chain.md"
+        out.write_text(
+            "# Linear-chain marginals benchmark\n\n"
+            "Generated by `python benchmarks/bench_chain.py --write`.\n\n" + text
+        )
+        print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

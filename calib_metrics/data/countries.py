@@ -1,0 +1,373 @@
+"""Country lexicon w(c) for the event analysis, read from TABARI/CAMEO ``.actors`` files.
+
+The paper (appendix, part 3) matches words against ``country_igos.txt``: each
+country's names and adjective forms, case-insensitively, with a light stemming
+back-off (strip the last one, then two characters when a word is not found).
+That file has no license, so the lexicon is built from the MIT-licensed
+Phoenix/PETRARCH2 dictionaries (``shared/data/phoenix-country-actors``), which
+hold the same names (96% of country_igos' lines appear verbatim).
+
+What is taken from the TABARI file and why:
+
+* **Countries.** An actor block whose code is a bare three-letter code
+  (``AFGHANISTAN_ [AFG]``, or codes on indented lines such as ``[IRQ <20030320]``)
+  is a country; its head name and ``+`` synonyms are its names. When a block
+  carries several three-letter codes over time (``LEIPZIG`` is ``DDR`` then
+  ``DEU``) the open-ended, most recent one wins. Person and institution blocks
+  (codes with role suffixes such as ``USAGOV``) are left out.
+* **Names and demonyms, not cities.** Phoenix lists capitals, cities and
+  provinces as synonyms (``+BUFFALO_`` under the USA); the paper's lexicon has
+  names and adjectives only, and city names collide with person names in
+  ordinary text. A synonym is kept when one of its words shares its first three
+  letters with a distinctive word of the country's official names (``AFGHAN`` /
+  ``AFGHANISTAN``, ``SWISS`` / ``SWITZERLAND``), when all its words are generic
+  (``UNITED STATES``), when it is an acronym (``U.S.``, ``DPRK``), or when it is
+  one of the few well-known demonyms in :data:`EXTRA_NAMES` (``BRITISH``,
+  ``DUTCH``, ``BURMA``). ``cities=True`` keeps every synonym instead.
+* **IGOs** (NATO, the UN, the EU, ...) from the International file: organisation
+  entries (acronyms or names with words like ORGANIZATION, UNION, COUNCIL) whose
+  code starts with ``IGO`` and has no date range; their code is the full CAMEO
+  code (``IGOWSTNAT`` for NATO).
+* **Short acronyms** written without dots (``US``, ``UK``, ``UN``) match only an
+  all-uppercase token, because "us" is an English pronoun ("they attacked us").
+  The stemming back-off only yields stems of at least four characters, so
+  "Malik" does not become "Mali" but "Iraqis" becomes "Iraqi".
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+COUNTRIES_FILE = "Phoenix.Countries.actors.txt.gz"
+INTERNATIONAL_FILE = "Phoenix.International.actors.txt.gz"
+
+#: Words that say nothing about which country a name belongs to.
+GENERIC_WORDS = frozenset(
+    [
+        "the",
+        "of",
+        "and",
+        "republic",
+        "democratic",
+        "people's",
+        "peoples",
+        "people",
+        "united",
+        "states",
+        "state",
+        "kingdom",
+        "federal",
+        "federation",
+        "islamic",
+        "islands",
+        "island",
+        "saint",
+        "st.",
+        "north",
+        "south",
+        "east",
+        "west",
+        "northern",
+        "southern",
+        "eastern",
+        "western",
+        "central",
+        "arab",
+        "great",
+        "new",
+        "union",
+        "commonwealth",
+        "socialist",
+        "principality",
+        "grand",
+        "duchy",
+        "sultanate",
+        "emirates",
+        "territory",
+    ]
+)
+
+#: Demonyms and common names that share no prefix with their country's official name.
+EXTRA_NAMES: dict[str, tuple[str, ...]] = {
+    "GBR": (
+        "britain", "british", "briton", "britons", "england", "english", "englishman",
+        "scotland", "scottish", "scot", "wales", "welsh",
+    ),
+    "NLD": ("dutch", "dutchman", "holland"),
+    "MMR": ("burma", "burmese"),
+    "PHL": ("filipino", "filipina"),
+    "CIV": ("ivory coast", "ivorian"),
+    "USA": ("america", "american", "americans"),
+    "DEU": ("german", "germans"),
+    "CHE": ("swiss",),
+    "PRK": ("dprk",),
+    "FRA": ("french", "frenchman", "frenchmen"),
+    "DNK": ("danish", "dane", "danes"),
+    "IRL": ("irish", "irishman", "eire"),
+    "IRN": ("persia", "persian"),
+    "KHM": ("kampuchea",),
+    "MDG": ("malagasy",),
+    "LKA": ("ceylon",),
+    "THA": ("siam",),
+}  # fmt: skip
+
+_ORG_WORDS = re.compile(
+    r"ORGANI[SZ]ATION|UNION|COUNCIL|LEAGUE|ALLIANCE|TREATY|NATIONS|COMMUNITY|ASSEMBLY|"
+    r"BANK|FUND|COMMISSION|AGENCY|COURT|TRIBUNAL|SECRETARIAT|PARLIAMENT"
+)
+_CODE = re.compile(r"\[([^\]\s]+)(?:\s+([^\]]*))?\]")
+_COUNTRY_CODE = re.compile(r"^[A-Z]{3}$")
+
+
+@dataclass
+class _Block:
+    names: list[str] = field(default_factory=list)
+    codes: list[tuple[str, str]] = field(default_factory=list)  # (code, date range or "")
+
+
+def _read_blocks(path: Path) -> list[_Block]:
+    """Actor blocks of a TABARI ``.actors`` file: a head line, ``+`` synonyms, codes."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    blocks: list[_Block] = []
+    current: _Block | None = None
+    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+        for raw in handle:
+            line = raw.split("#", 1)[0].rstrip()
+            if not line.strip():
+                continue
+            codes = [(m.group(1), (m.group(2) or "").strip()) for m in _CODE.finditer(line)]
+            name = _CODE.sub("", line).strip()
+            if line[0] in " \t":  # an indented line carries codes only
+                if current is not None:
+                    current.codes += codes
+                continue
+            if line.startswith("+"):
+                if current is not None and name[1:].strip():
+                    current.names.append(name[1:].strip())
+                    current.codes += codes
+                continue
+            # A head line without codes whose predecessor has none either is a
+            # synonym-less alias in TABARI; a new block starts either way.
+            current = _Block([name], codes)
+            blocks.append(current)
+    return blocks
+
+
+def _phrase(name: str) -> tuple[str, ...]:
+    return tuple(w for w in re.split(r"[_\s]+", name.strip().lower()) if w)
+
+
+def _is_acronym(words: tuple[str, ...]) -> bool:
+    letters = "".join(words).replace(".", "")
+    vowels = sum(ch in "aeiou" for ch in letters)
+    short = len(letters) <= 3 or (len(letters) <= 5 and vowels <= 1)
+    return len(words) == 1 and letters.isalpha() and (short or "." in words[0])
+
+
+def _country_code(codes: list[tuple[str, str]]) -> str | None:
+    bare = [(c, d) for c, d in codes if _COUNTRY_CODE.match(c)]
+    if not bare:
+        return None
+    # Prefer the open-ended code ("" or ">date"), i.e. the country as it is now.
+    open_ended = [c for c, d in bare if not d or d.startswith(">")]
+    return (open_ended or [bare[-1][0]])[-1]
+
+
+class CountryLexicon:
+    """Country (and IGO) names mapped to codes, matched as the paper's appendix says.
+
+    Args:
+        phrases: lower-cased word tuples mapped to a code (``("north", "korea") -> "PRK"``).
+        case_sensitive: phrases (short dotless acronyms such as ``("us",)``) that
+            match only when every token is upper case.
+        min_stem: the shortest stem the back-off may produce.
+
+    Example:
+        >>> lex = CountryLexicon({("france",): "FRA", ("french",): "FRA", ("us",): "USA",
+        ...                       ("north", "korea"): "PRK"}, case_sensitive={("us",)})
+        >>> lex.match("French"), lex.match("Frenchs"), lex.match("us"), lex.match("US")
+        ('FRA', 'FRA', None, 'USA')
+        >>> lex.match_tokens(["Troops", "of", "North", "Korea", "attacked"])
+        [(2, 4, 'PRK')]
+    """
+
+    def __init__(
+        self,
+        phrases: dict[tuple[str, ...], str],
+        case_sensitive: set[tuple[str, ...]] | frozenset[tuple[str, ...]] = frozenset(),
+        min_stem: int = 5,
+    ) -> None:
+        if min_stem < 1:
+            raise ValueError(f"min_stem must be >= 1, got {min_stem}")
+        self.phrases = dict(phrases)
+        self.case_sensitive = frozenset(case_sensitive)
+        self.min_stem = min_stem
+        self.max_len = max((len(p) for p in self.phrases), default=0)
+        # Multiword phrases indexed by their first word, so a scan tries only the
+        # lengths that can match at a position (the back-off touches the last word).
+        lengths: dict[str, set[int]] = {}
+        for p in self.phrases:
+            if len(p) > 1:
+                lengths.setdefault(p[0], set()).add(len(p))
+        self._lengths = {w: sorted(ls, reverse=True) for w, ls in lengths.items()}
+        self.codes = sorted(set(self.phrases.values()))
+
+    def __len__(self) -> int:
+        return len(self.phrases)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike,
+        *,
+        cities: bool = False,
+        igos: bool = True,
+        min_stem: int = 5,
+    ) -> CountryLexicon:
+        """Build the lexicon from a Phoenix folder (or a single ``.actors`` file).
+
+        ``path`` is the folder holding ``Phoenix.Countries.actors.txt.gz`` (and,
+        with ``igos=True``, ``Phoenix.International.actors.txt.gz``) or one
+        ``.actors[.txt][.gz]`` file. ``cities=True`` keeps city and province synonyms.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> d = pathlib.Path(tempfile.mkdtemp())
+            >>> _ = (d / "x.actors.txt").write_text(
+            ...     "FRANCE_ [FRA]\\n+FRENCH_\\n+PARIS_\\nJACQUES_CHIRAC_\\n\\t[FRAGOV]\\n")
+            >>> lex = CountryLexicon.load(d / "x.actors.txt")
+            >>> lex.match("french"), lex.match("Paris"), lex.match("Chirac")
+            ('FRA', None, None)
+        """
+        path = Path(path)
+        if path.is_dir():
+            files = [path / COUNTRIES_FILE]
+            if igos and (path / INTERNATIONAL_FILE).exists():
+                files.append(path / INTERNATIONAL_FILE)
+        else:
+            files = [path]
+        for f in files:
+            if not f.exists():
+                raise FileNotFoundError(f"country lexicon file not found: {f}")
+        phrases: dict[tuple[str, ...], str] = {}
+        for f in files:
+            # The International file also has bare three-letter codes that are not
+            # countries (MED: news media), so only its IGOs are taken.
+            countries = not f.name.startswith("Phoenix.International")
+            for block in _read_blocks(f):
+                blocks = _block_phrases(block, cities=cities, igos=igos, countries=countries)
+                for words, code in blocks:
+                    phrases.setdefault(words, code)
+        for code, names in EXTRA_NAMES.items():
+            if code in set(phrases.values()):
+                for name in names:
+                    phrases.setdefault(_phrase(name), code)
+        if not phrases:
+            raise ValueError(f"no country entries found in {path}")
+        sensitive = {p for p in phrases if len(p) == 1 and "." not in p[0] and len(p[0]) <= 3}
+        return cls(phrases, case_sensitive=sensitive, min_stem=min_stem)
+
+    def _variants(self, word: str) -> list[str]:
+        lower = word.lower()
+        out = [lower]
+        for k in (1, 2):
+            if len(lower) - k >= self.min_stem:
+                out.append(lower[:-k])
+        return out
+
+    def _lookup(self, tokens: Sequence[str]) -> str | None:
+        head = tuple(t.lower() for t in tokens[:-1])
+        for last in self._variants(tokens[-1]):
+            key = (*head, last)
+            code = self.phrases.get(key)
+            if code is None:
+                continue
+            if key in self.case_sensitive and not all(t.isupper() for t in tokens):
+                continue
+            return code
+        return None
+
+    def match(self, word: str) -> str | None:
+        """The code of a single word (with the stemming back-off), or ``None``."""
+        return self._lookup([word]) if word else None
+
+    def match_tokens(self, tokens: Sequence[str]) -> list[tuple[int, int, str]]:
+        """Greedy longest matches over a token sequence: ``(start, end, code)``, end exclusive.
+
+        The back-off applies to the last word of a phrase ("North Koreans").
+        """
+        found: list[tuple[int, int, str]] = []
+        i, n = 0, len(tokens)
+        while i < n:
+            candidates = [k for k in self._lengths.get(tokens[i].lower(), ()) if k <= n - i]
+            for length in [*candidates, 1]:
+                code = self._lookup(tokens[i : i + length])
+                if code is not None:
+                    found.append((i, i + length, code))
+                    i += length
+                    break
+            else:
+                i += 1
+        return found
+
+    def token_codes(self, tokens: Sequence[str]) -> list[str | None]:
+        """The code each token belongs to (through a multiword match), or ``None``.
+
+        Example:
+            >>> lex = CountryLexicon({("united", "states"): "USA"})
+            >>> lex.token_codes(["the", "United", "States"])
+            [None, 'USA', 'USA']
+        """
+        codes: list[str | None] = [None] * len(tokens)
+        for start, end, code in self.match_tokens(tokens):
+            codes[start:end] = [code] * (end - start)
+        return codes
+
+
+def _block_phrases(block: _Block, *, cities: bool, igos: bool, countries: bool = True):
+    """The (phrase, code) pairs a block contributes to the lexicon."""
+    country = _country_code(block.codes) if countries else None
+    names = [n for n in block.names if "(" not in n and n.strip()]
+    if country is not None:
+        if cities:
+            yield from ((_phrase(n), country) for n in names)
+            return
+        # The head name is the official one; when it is all generic words
+        # ("UNITED_KINGDOM_") the first synonym (the long official form) stands in.
+        stems: set[str] = set()
+        for name in names[:2]:
+            stems |= {w[:3] for w in _phrase(name) if len(w) >= 4 and w not in GENERIC_WORDS}
+            if stems:
+                break
+        for i, name in enumerate(names):
+            words = _phrase(name)
+            if not words:
+                continue
+            keep = (
+                i == 0
+                or all(w in GENERIC_WORDS for w in words)
+                or _is_acronym(words)
+                or any(len(w) >= 3 and w[:3] in stems for w in words if w not in GENERIC_WORDS)
+            )
+            if keep:
+                yield words, country
+        return
+    if not igos or not block.codes:
+        return
+    codes = {c for c, _ in block.codes}
+    if len(codes) != 1 or any(d for _, d in block.codes):
+        return
+    code = codes.pop()
+    if not code.startswith("IGO"):
+        return
+    for name in names:
+        words = _phrase(name)
+        # organisation acronyms (NATO, UNESCO) are one short word; people have several
+        short = len(words) == 1 and len(words[0].replace(".", "")) <= 6
+        if words and (short or _ORG_WORDS.search(name.upper())):
+            yield words, code

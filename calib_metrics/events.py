@@ -1,0 +1,436 @@
+"""Exploratory analysis under coreference uncertainty: country "attack" events per period.
+
+The paper's §6: for a country ``c`` and a document ``d`` with coreference clustering
+``e_d``, ``f(c, e)`` holds for an entity ``e`` iff
+
+* **affiliation**: some mention of ``e`` is described as ``c`` (its head word is in
+  ``w(c)``, or the head has an ``nmod`` / ``amod`` dependent in ``w(c)``: "Americans",
+  "American forces", "president of the U.S."), and ``c`` is the only country among
+  the entity's mentions;
+* **attack**: some mention of ``e`` is the ``nsubj`` of the verb "attack" or its agent
+  in the passive ("they attacked", "attacked by them").
+
+``a(d, c, e_d) = OR_e f(c, e)`` (Eq. 3) and ``n(t, c) = sum_{d in t} a(d, c)`` (Eq. 4).
+Both are deterministic functions of the clustering, so evaluating them on sampled
+clusterings samples their posterior (appendix, part 1).
+
+Rules are evaluated once per mention (:class:`MentionTable`: which countries each
+mention is described as, whether it is an attack agent); per sample only entity
+roots change, and :func:`document_events` aggregates the tables over entities with
+scatter-adds, for all samples at once.
+
+Example:
+    >>> import io, torch
+    >>> from calib_metrics.data.coref_conllu import read_coref_documents
+    >>> from calib_metrics.data.countries import CountryLexicon
+    >>> text = ("# newdoc id = d\\n# meta::dateCreated = 2015-08-21\\n"
+    ...     "1\\tFrance\\tFrance\\tPROPN\\tNNP\\t_\\t2\\tnsubj\\t_\\tEntity=(1)\\n"
+    ...     "2\\tspoke\\tspeak\\tVERB\\tVBD\\t_\\t0\\troot\\t_\\t_\\n\\n"
+    ...     "1\\tIt\\tit\\tPRON\\tPRP\\t_\\t2\\tnsubj\\t_\\tEntity=(1)\\n"
+    ...     "2\\tattacked\\tattack\\tVERB\\tVBD\\t_\\t0\\troot\\t_\\t_\\n\\n")
+    >>> doc = read_coref_documents(io.StringIO(text))[0]
+    >>> table = EventExtractor(CountryLexicon({("france",): "FRA"})).table(doc)
+    >>> table.codes, table.countries.tolist(), table.attacks.tolist()
+    (['FRA'], [[True], [False]], [False, True])
+    >>> document_events(table, torch.tensor([[0, 0], [0, 1]]))  # together / split
+    tensor([[ True],
+            [False]])
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from calib_metrics.data.countries import CountryLexicon
+from calib_metrics.events_stats import (
+    CountDistribution,
+    PosteriorSummary,
+    poisson_binomial_summary,
+    sample_summary,
+)
+
+__all__ = [
+    "AFFILIATION_RELATIONS",
+    "EventAnalysis",
+    "EventExtractor",
+    "MentionTable",
+    "aggregate_events",
+    "document_date",
+    "document_events",
+    "gold_antecedents",
+    "period_label",
+]
+
+#: Dependents of a mention's head that make it "described as" a country. The
+#: paper names ``nmod`` and ``amod``; ``nmod:poss`` ("North Korea's military") is
+#: UD v2's split of Stanford's ``nmod`` and ``compound`` covers "U.S. forces",
+#: which UD analyses as a compound, not an ``amod``.
+AFFILIATION_RELATIONS: tuple[str, ...] = ("nmod", "nmod:poss", "amod", "compound")
+
+PERIODS = ("month", "quarter", "year")
+
+
+def document_date(doc, key: str = "dateCreated") -> _dt.date | None:
+    """A document's date from ``# meta::<key> = YYYY[-MM[-DD]]``, or ``None`` if absent.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> document_date(SimpleNamespace(meta={"dateCreated": "2015-08-21"}))
+        datetime.date(2015, 8, 21)
+        >>> document_date(SimpleNamespace(meta={"dateCreated": "1999-05"}))
+        datetime.date(1999, 5, 1)
+    """
+    value = (getattr(doc, "meta", None) or {}).get(key)
+    if not value:
+        return None
+    parts = value.strip().strip("-").split("-")
+    try:
+        numbers = [int(p) for p in parts[:3] if p]
+        return _dt.date(numbers[0], *(numbers[1:] + [1, 1][: 3 - len(numbers)]))
+    except (ValueError, IndexError) as err:
+        raise ValueError(f"document {getattr(doc, 'doc_id', '?')}: bad {key} {value!r}") from err
+
+
+def period_label(date: _dt.date, period: str = "quarter") -> str:
+    """``2015-08`` (month), ``2015Q3`` (quarter) or ``2015`` (year); labels sort in time order.
+
+    Example:
+        >>> d = _dt.date(2015, 8, 21)
+        >>> [period_label(d, p) for p in ("month", "quarter", "year")]
+        ['2015-08', '2015Q3', '2015']
+    """
+    if period == "month":
+        return f"{date.year:04d}-{date.month:02d}"
+    if period == "quarter":
+        return f"{date.year:04d}Q{(date.month - 1) // 3 + 1}"
+    if period == "year":
+        return f"{date.year:04d}"
+    raise ValueError(f"period must be one of {PERIODS}, got {period!r}")
+
+
+@dataclass
+class MentionTable:
+    """Per-mention rule outcomes of one document.
+
+    Attributes:
+        doc_id: the document's id.
+        codes: the ``K`` country codes that occur in the document's mentions.
+        countries: ``Bool [N, K]``, mention ``i`` is described as country ``codes[k]``.
+        attacks: ``Bool [N]``, mention ``i`` is the agent of an attack verb.
+    """
+
+    doc_id: str
+    codes: list[str]
+    countries: Tensor
+    attacks: Tensor
+
+    @property
+    def can_fire(self) -> bool:
+        """Whether some clustering could give an event (else ``a(d, c) = 0`` exactly)."""
+        return bool(self.attacks.any()) and bool(self.countries.any())
+
+
+@dataclass
+class _Sentence:
+    codes: list[str | None]  # country code of each word (through multiword matches)
+    position: dict[int, int]  # CoNLL-U word id -> 0-based index
+    children: list[list[int]]  # dependents of each word
+
+
+def _passive(sent: Sequence[dict], verb: int, children: list[int]) -> bool:
+    if (sent[verb].get("feats") or {}).get("Voice") == "Pass":
+        return True
+    return any(sent[k].get("deprel") in ("nsubj:pass", "aux:pass") for k in children)
+
+
+def _has_case_by(sent: Sequence[dict], children: list[int]) -> bool:
+    return any(
+        sent[k].get("deprel") == "case"
+        and str(sent[k].get("lemma") or sent[k].get("form") or "").lower() == "by"
+        for k in children
+    )
+
+
+class EventExtractor:
+    """The paper's syntactic rules, evaluated per mention (the ``x_d`` part of ``f``).
+
+    Args:
+        lexicon: the country lexicon ``w(c)``.
+        verbs: lemmas of the event verb (``("attack",)``), matched case-insensitively.
+        relations: dependency relations of a head's dependents that count for
+            affiliation (default :data:`AFFILIATION_RELATIONS`).
+        enhanced: also accept ``nsubj`` / ``nsubj:xsubj`` arcs of the enhanced graph
+            ("X threatened to attack", whose controlled subject the basic tree omits).
+            Off by default: the paper uses basic dependencies.
+
+    Example:
+        >>> ex = EventExtractor(CountryLexicon({("iraq",): "IRQ"}))
+        >>> rows = [("Troops", "troop", "NOUN", 4, "nsubj"), ("of", "of", "ADP", 3, "case"),
+        ...         ("Iraq", "Iraq", "PROPN", 1, "nmod"), ("attacked", "attack", "VERB", 0, "root")]
+        >>> keys = ("form", "lemma", "upos", "head", "deprel")
+        >>> sent = [{"id": k, **dict(zip(keys, row))} for k, row in enumerate(rows, 1)]
+        >>> ex.head_codes(sent, 0), ex.is_agent(sent, 0)
+        ({'IRQ'}, True)
+    """
+
+    def __init__(
+        self,
+        lexicon: CountryLexicon,
+        verbs: Sequence[str] = ("attack",),
+        relations: Sequence[str] = AFFILIATION_RELATIONS,
+        enhanced: bool = False,
+    ) -> None:
+        if not verbs:
+            raise ValueError("verbs must name at least one lemma")
+        self.lexicon = lexicon
+        self.verbs = frozenset(v.lower() for v in verbs)
+        self.relations = frozenset(relations)
+        self.enhanced = enhanced
+        self._cache: tuple[Sequence[dict], _Sentence] | None = None
+
+    def _sentence_info(self, sent: Sequence[dict]) -> _Sentence:
+        # Mentions of one sentence come in a run, so one cached sentence suffices.
+        if self._cache is None or self._cache[0] is not sent:
+            forms = [str(t.get("form") or "") for t in sent]
+            position = {t["id"]: k for k, t in enumerate(sent)}
+            children: list[list[int]] = [[] for _ in sent]
+            for k, t in enumerate(sent):
+                g = position.get(t.get("head"))
+                if g is not None:
+                    children[g].append(k)
+            info = _Sentence(self.lexicon.token_codes(forms), position, children)
+            self._cache = (sent, info)
+        return self._cache[1]
+
+    def head_codes(self, sent: Sequence[dict], head: int) -> set[str]:
+        """Countries a mention with head word ``sent[head]`` is described as."""
+        info = self._sentence_info(sent)
+        codes = info.codes
+        found = {codes[head]} if codes[head] else set()
+        for k in info.children[head]:
+            if codes[k] and sent[k].get("deprel") in self.relations:
+                found.add(codes[k])
+        return found
+
+    def _is_verb(self, tok: dict) -> bool:
+        lemma = str(tok.get("lemma") or "").lower()
+        return lemma in self.verbs and tok.get("upos") in (None, "_", "VERB")
+
+    def is_agent(self, sent: Sequence[dict], head: int) -> bool:
+        """Whether the word ``sent[head]`` is the agent of an event verb (active or passive)."""
+        info = self._sentence_info(sent)
+        tok = sent[head]
+        gov = info.position.get(tok.get("head"))
+        if gov is not None and self._is_verb(sent[gov]):
+            rel = tok.get("deprel")
+            if rel == "nsubj" or rel == "obl:agent":
+                return True
+            if (
+                rel == "obl"
+                and _has_case_by(sent, info.children[head])
+                and _passive(sent, gov, info.children[gov])
+            ):
+                return True
+        if self.enhanced:
+            for rel, gid in tok.get("deps") or ():
+                g = info.position.get(gid)
+                if g is not None and rel in ("nsubj", "nsubj:xsubj") and self._is_verb(sent[g]):
+                    return True
+        return False
+
+    def table(self, doc) -> MentionTable:
+        """Evaluate both rules on every mention of ``doc`` (a coref ``Document``)."""
+        per_mention: list[set[str]] = []
+        attacks: list[bool] = []
+        for m in doc.mentions:
+            sent = doc.sentences[m.sentence]
+            if not 0 <= m.head < len(sent):
+                raise ValueError(f"document {doc.doc_id}: mention head {m.head} out of range")
+            per_mention.append(self.head_codes(sent, m.head))
+            attacks.append(self.is_agent(sent, m.head))
+        self._cache = None
+        codes = sorted(set().union(*per_mention)) if per_mention else []
+        index = {c: k for k, c in enumerate(codes)}
+        countries = torch.zeros(len(per_mention), len(codes), dtype=torch.bool)
+        for i, found in enumerate(per_mention):
+            for c in found:
+                countries[i, index[c]] = True
+        return MentionTable(doc.doc_id, codes, countries, torch.tensor(attacks, dtype=torch.bool))
+
+
+def gold_antecedents(doc) -> Tensor:
+    """Antecedent vector of the gold clustering: each mention points to its entity's
+    previous mention (itself when it is the first). ``Long [N]``.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> doc = NS(mentions=[NS(entity="a"), NS(entity="b"), NS(entity="a")])
+        >>> gold_antecedents(doc)
+        tensor([0, 1, 0])
+    """
+    last: dict[str, int] = {}
+    out = []
+    for i, m in enumerate(doc.mentions):
+        out.append(last.get(m.entity, i))
+        last[m.entity] = i
+    return torch.tensor(out, dtype=torch.long)
+
+
+def document_events(table: MentionTable, roots: Tensor) -> Tensor:
+    """``a(d, c, e^(s))`` for every sample and country of a document: ``Bool [S, K]`` (Eq. 3).
+
+    ``roots [S, N]`` names each mention's entity by its first mention
+    (:func:`calib_metrics.models.coref.entity_roots`). Per sample and entity, the
+    countries and attack flags of its mentions are summed with one scatter-add each;
+    an entity fires for ``c`` when it has an attack mention, ``c`` is among its
+    countries and no other country is.
+    """
+    n, k = table.countries.shape
+    if roots.ndim != 2 or roots.shape[1] != n:
+        raise ValueError(
+            f"roots must be [S, {n}] for document {table.doc_id}, got {tuple(roots.shape)}"
+        )
+    s = roots.shape[0]
+    device = roots.device
+    if n == 0 or k == 0:
+        return torch.zeros(s, k, dtype=torch.bool, device=device)
+    countries = table.countries.to(device=device, dtype=torch.float32)
+    attacks = table.attacks.to(device=device, dtype=torch.float32)
+    has = torch.zeros(s, n, k, device=device).scatter_add_(
+        1, roots[:, :, None].expand(s, n, k), countries.expand(s, n, k)
+    )
+    agent = torch.zeros(s, n, device=device).scatter_add_(1, roots, attacks.expand(s, n))
+    has = has > 0
+    single = has.sum(-1) == 1
+    fires = has & (single & (agent > 0))[:, :, None]
+    return fires.any(1)
+
+
+@dataclass
+class EventAnalysis:
+    """Event indicators of a corpus and their counts per period and country.
+
+    Attributes:
+        codes: the ``C`` country codes (columns).
+        periods: the ``T`` period labels, in time order (rows).
+        doc_ids: the ``D`` documents, with ``doc_period [D]`` their period index.
+        pair_doc, pair_code: ``Long [P]``, the (document, country) pairs that can fire.
+        pair_samples: ``Bool [S, P]``, the pair's event indicator in each sample.
+        exact: ``Bool [P]``, the document's clustering was given as deterministic
+            (one row of roots: gold coreference or a 1-best clustering), so ``a(d, c)``
+            is exact (0 or 1); otherwise it is the fraction of ``S`` samples, an estimate.
+    """
+
+    codes: list[str]
+    periods: list[str]
+    doc_ids: list[str]
+    doc_period: Tensor
+    pair_doc: Tensor
+    pair_code: Tensor
+    pair_samples: Tensor
+    exact: Tensor
+
+    @property
+    def n_samples(self) -> int:
+        return self.pair_samples.shape[0]
+
+    @property
+    def doc_probs(self) -> Tensor:
+        """``a(d, c)`` per pair: the fraction of samples with the event. ``[P]``."""
+        return self.pair_samples.double().mean(0)
+
+    def counts(self) -> Tensor:
+        """Sampled ``n^(s)(t, c)``: ``Long [S, T, C]`` (Eq. 4), one ``index_add`` for all S."""
+        s, t, c = self.n_samples, len(self.periods), len(self.codes)
+        cell = self.doc_period.to(self.pair_doc.device)[self.pair_doc] * c + self.pair_code
+        out = torch.zeros(s, t * c, dtype=torch.long, device=self.pair_samples.device)
+        out.index_add_(1, cell, self.pair_samples.long())
+        return out.view(s, t, c)
+
+    def summary(self, confidence: float = 0.95) -> PosteriorSummary:
+        """Sampled posterior mean, std, normal and percentile intervals, each ``[T, C]``."""
+        return sample_summary(self.counts(), confidence)
+
+    def poisson_binomial(self, confidence: float = 0.95) -> CountDistribution:
+        """Exact distribution of ``n(t, c)`` given the per-document ``a(d, c)``.
+
+        Returns pmf ``[T, C, L + 1]`` (``L`` the most candidate documents in a cell)
+        and mean, variance, quantile interval ``[T, C]``.
+        """
+        t, c = len(self.periods), len(self.codes)
+        cell = self.doc_period[self.pair_doc] * c + self.pair_code
+        probs = self.doc_probs
+        order = torch.argsort(cell, stable=True)
+        cell, probs = cell[order], probs[order]
+        n_cells = torch.bincount(cell, minlength=t * c)
+        starts = torch.cumsum(n_cells, 0) - n_cells
+        rank = torch.arange(cell.numel(), device=cell.device) - starts[cell]
+        width = int(n_cells.max()) if cell.numel() else 0
+        grid = torch.zeros(t * c, width, dtype=torch.float64, device=probs.device)
+        grid[cell, rank] = probs
+        dist = poisson_binomial_summary(grid, confidence)
+        return CountDistribution(*(x.view(t, c, *x.shape[1:]) for x in dist))
+
+    def totals(self) -> Tensor:
+        """Sampled total events per country over all periods: ``Long [S, C]``."""
+        return self.counts().sum(1)
+
+
+def aggregate_events(
+    tables: Sequence[MentionTable],
+    roots: Sequence[Tensor | None],
+    periods: Sequence[str],
+    n_samples: int | None = None,
+) -> EventAnalysis:
+    """Collect per-document event samples into an :class:`EventAnalysis`.
+
+    Args:
+        tables: one :class:`MentionTable` per document.
+        roots: per document, entity roots ``[S, N]`` (one row for a deterministic
+            clustering, which is broadcast to ``S``), or ``None`` for a document that
+            cannot fire (no attack or no country mention: ``a = 0`` in every sample).
+        periods: the period label of each document.
+        n_samples: ``S``; by default the largest leading dim among ``roots``.
+    """
+    if not len(tables) == len(roots) == len(periods):
+        raise ValueError(
+            "tables, roots and periods differ in length: "
+            f"{len(tables)}, {len(roots)}, {len(periods)}"
+        )
+    sizes = {r.shape[0] for r in roots if r is not None}
+    s = n_samples or max(sizes, default=1)
+    if not sizes <= {1, s}:
+        raise ValueError(f"roots must all have {s} samples (or 1), got {sorted(sizes)}")
+    labels = sorted(set(periods))
+    period_index = {p: k for k, p in enumerate(labels)}
+    codes = sorted({c for t in tables for c in t.codes})
+    code_index = {c: k for k, c in enumerate(codes)}
+    pair_doc, pair_code, cols, exact = [], [], [], []
+    for d, (table, r) in enumerate(zip(tables, roots, strict=True)):
+        if r is None or not table.can_fire:
+            continue
+        events = document_events(table, r)  # [S or 1, K]
+        for k, code in enumerate(table.codes):
+            column = events[:, k]
+            if not bool(column.any()):
+                continue  # zero in every sample: contributes nothing to any count
+            pair_doc.append(d)
+            pair_code.append(code_index[code])
+            cols.append(column.expand(s))
+            exact.append(r.shape[0] == 1)
+    samples = torch.stack(cols, 1) if cols else torch.zeros(s, 0, dtype=torch.bool)
+    return EventAnalysis(
+        codes=codes,
+        periods=labels,
+        doc_ids=[t.doc_id for t in tables],
+        doc_period=torch.tensor([period_index[p] for p in periods], dtype=torch.long),
+        pair_doc=torch.tensor(pair_doc, dtype=torch.long),
+        pair_code=torch.tensor(pair_code, dtype=torch.long),
+        pair_samples=samples,
+        exact=torch.tensor(exact, dtype=torch.bool),
+    )

@@ -1,0 +1,180 @@
+"""Error analysis of uncertain event predictions (the paper's §6.2, last paragraphs).
+
+For a calibrated model, the documents whose event probability ``a(d, c)`` is near
+0.5 are the ones most likely to be wrong. For each such document this module
+shows the sentences involved and the coreference decisions that decide the
+outcome: for every mention ``i`` and antecedent choice ``j``, ``P(a_i = j)`` and the
+event rate among samples that made that choice, ``P(event | a_i = j)``. Decisions
+are ranked by the share of the event's variance they explain,
+``sum_j P(a_i = j) (P(event | a_i = j) - P(event))^2`` (the variance of the
+conditional expectation): a decision whose choices all give the same event rate
+cannot flip the outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from calib_metrics.events import EventAnalysis, MentionTable
+
+__all__ = ["Choice", "Decision", "UncertainDocument", "decision_effects", "uncertain_documents"]
+
+
+@dataclass
+class Choice:
+    """One antecedent choice of a mention: its target (``None`` = NEW), probability, event rate."""
+
+    antecedent: int | None
+    text: str
+    prob: float
+    event_rate: float
+
+
+@dataclass
+class Decision:
+    """A mention's antecedent decision and how it moves the event."""
+
+    mention: int
+    text: str
+    sentence: int
+    explained: float
+    choices: list[Choice] = field(default_factory=list)
+
+
+@dataclass
+class UncertainDocument:
+    """A document whose event probability for ``code`` is near 0.5."""
+
+    doc_id: str
+    code: str
+    prob: float
+    sentences: list[str]
+    decisions: list[Decision]
+
+
+def decision_effects(
+    antecedents: Tensor, events: Tensor, probs: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Choice probabilities and conditional event rates of every antecedent decision.
+
+    Args:
+        antecedents: ``Long [S, N]`` sampled antecedents of one document.
+        events: ``Bool [S]`` the event indicator in each sample.
+        probs: optional exact ``P(a_i = j)`` ``[N, N]`` (from the model's scores);
+            by default the sample frequencies.
+
+    Returns:
+        ``(choice_prob [N, N], rate [N, N], support [N, N], explained [N])``: rate is
+        ``P(event | a_i = j)`` (NaN where no sample chose ``j``), support the number of
+        samples that did, explained the variance of the conditional event rate.
+
+    Example:
+        >>> a = torch.tensor([[0, 0], [0, 1], [0, 0], [0, 1]])
+        >>> ev = torch.tensor([True, False, True, False])
+        >>> p, rate, support, explained = decision_effects(a, ev)
+        >>> rate[1].tolist(), explained.tolist()
+        ([1.0, 0.0], [0.0, 0.25])
+    """
+    if antecedents.ndim != 2 or events.shape != antecedents.shape[:1]:
+        raise ValueError("antecedents must be [S, N] and events [S]")
+    s, n = antecedents.shape
+    key = (torch.arange(n, device=antecedents.device) * n + antecedents).reshape(-1)
+    weights = events.double()[:, None].expand(s, n).reshape(-1)
+    support = torch.bincount(key, minlength=n * n).view(n, n).double()
+    hits = torch.bincount(key, weights=weights, minlength=n * n).view(n, n)
+    rate = hits / support  # NaN where never chosen
+    choice = probs.double() if probs is not None else support / s
+    mean = events.double().mean()
+    dev = torch.nan_to_num(rate - mean, nan=0.0)
+    # Renormalise over the choices that were sampled so unsampled exact
+    # probabilities do not count as "no effect".
+    seen = choice * (support > 0)
+    explained = (seen * dev**2).sum(-1) / seen.sum(-1).clamp_min(1e-12)
+    return choice, rate, support, explained
+
+
+def _sentence_text(doc, k: int) -> str:
+    sent = doc.sentences[k]
+    text = (getattr(sent, "metadata", None) or {}).get("text")
+    return text or " ".join(str(t["form"]) for t in sent)
+
+
+def _mention_text(doc, i: int) -> str:
+    m = doc.mentions[i]
+    return " ".join(str(doc.sentences[m.sentence][k]["form"]) for k in range(m.start, m.end))
+
+
+def uncertain_documents(
+    analysis: EventAnalysis,
+    docs: Sequence,
+    tables: Sequence[MentionTable],
+    antecedents: Mapping[int, Tensor],
+    choice_probs: Mapping[int, Tensor] | None = None,
+    *,
+    band: tuple[float, float] = (0.1, 0.9),
+    top: int = 10,
+    decisions: int = 3,
+    min_prob: float = 0.01,
+) -> list[UncertainDocument]:
+    """The (document, country) pairs with ``band[0] <= a(d, c) <= band[1]``, closest to 0.5 first.
+
+    Args:
+        analysis: the sampled :class:`~calib_metrics.events.EventAnalysis`.
+        docs, tables: the documents and their mention tables (indexed like ``analysis.doc_ids``).
+        antecedents: document index -> sampled antecedents ``Long [S, N]`` (the samples
+            behind ``analysis``).
+        choice_probs: optional document index -> exact ``P(a_i = j)`` ``[N, N]``.
+        band: the probability range that counts as uncertain.
+        top: at most this many documents.
+        decisions: at most this many decisions per document.
+        min_prob: choices less probable than this are not listed.
+    """
+    lo, hi = band
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(f"band must satisfy 0 <= lo <= hi <= 1, got {band}")
+    p = analysis.doc_probs
+    keep = ((p >= lo) & (p <= hi)).nonzero().flatten()
+    keep = keep[torch.argsort((p[keep] - 0.5).abs(), stable=True)][:top]
+    out: list[UncertainDocument] = []
+    for pair in keep.tolist():
+        d = int(analysis.pair_doc[pair])
+        code = analysis.codes[int(analysis.pair_code[pair])]
+        if d not in antecedents:
+            continue
+        doc, table = docs[d], tables[d]
+        events = analysis.pair_samples[:, pair]
+        probs = None if choice_probs is None else choice_probs.get(d)
+        choice, rate, support, explained = decision_effects(antecedents[d], events, probs)
+        order = torch.argsort(explained, descending=True, stable=True)
+        found: list[Decision] = []
+        for i in order.tolist()[:decisions]:
+            if explained[i] <= 0:
+                break
+            m = doc.mentions[i]
+            choices = []
+            for j in torch.argsort(choice[i], descending=True).tolist():
+                if choice[i, j] < min_prob or support[i, j] == 0:
+                    continue
+                text = "NEW" if j == i else _mention_text(doc, j)
+                choices.append(
+                    Choice(None if j == i else j, text, float(choice[i, j]), float(rate[i, j]))
+                )
+            found.append(
+                Decision(i, _mention_text(doc, i), m.sentence, float(explained[i]), choices)
+            )
+        column = table.codes.index(code)
+        involved = (table.attacks | table.countries[:, column]).nonzero().flatten().tolist()
+        wanted = sorted(
+            {doc.mentions[i].sentence for i in involved if table.attacks[i]}
+            | {dec.sentence for dec in found}
+        )
+        out.append(
+            UncertainDocument(
+                doc.doc_id, code, float(p[pair]), [_sentence_text(doc, k) for k in wanted], found
+            )
+        )
+    return out

@@ -1,0 +1,383 @@
+"""The paper's §5: calibration of pairwise coreference probabilities (Figure 5).
+
+``calib-metrics reproduce coref`` trains the antecedent ranker
+(:class:`~calib_metrics.models.coref_ranker.AntecedentRanker`, gold mentions as input)
+on OntoGUM train (OntoNotes scheme, the closest open match to the paper's CoNLL-2011),
+choosing the L2 strength on dev by the gold marginal log-likelihood. On the test
+documents it computes, for every mention pair ``j < i``, the exact probability that
+the two corefer (a dynamic program, :func:`~calib_metrics.models.coref.coreference_marginals`)
+and the paper's estimate from 1,000 sampled clusterings; it reports the number of
+pairs, CalibErr with its 95% interval for both, how far the estimate is from the exact
+values, where the model is over- or under-confident, reliability diagrams, and MUC, B³
+and pairwise F1 of the most probable clustering. The same evaluation runs on LitBank
+(fiction, out of domain; no POS tags or parses, so mention types come from a pronoun
+lexicon and capitalisation, heads are the span's last word, and number comes only from
+pronouns) with the OntoGUM-trained model. The model is saved as ``<out>/ranker.pt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from calib_metrics.data.coref_conllu import (
+    Document,
+    read_coref_documents,
+    read_litbank_documents,
+)
+from calib_metrics.data.locations import find_dataset
+from calib_metrics.experiments import report
+from calib_metrics.experiments.coref_scores import score_corpus
+from calib_metrics.functional import brier_decomposition, calibration_error_ci
+from calib_metrics.models.coref import clusters, coreference_marginals, most_probable_antecedents
+from calib_metrics.models.coref_features import DocumentFeatures
+from calib_metrics.models.coref_ranker import AntecedentRanker
+from calib_metrics.queries import coref_pair_queries
+
+DESCRIPTION = "§5: antecedent-ranking coreference, exact vs 1000-sample pairwise marginals"
+NAME = "gum-ontogum-coref"
+LITBANK = "litbank-coref"
+L2_GRID = (1e-5, 1e-4, 1e-3)
+PAPER = {
+    "data": "CoNLL-2011 (OntoNotes) development set, 404 documents, Berkeley coref system",
+    "pairs": 4_300_000,
+    "samples": 1000,
+    "finding": "CalibErr < 1%, slightly overconfident on middle to high-valued predictions",
+}
+RANGES = ((0.0, 0.1), (0.1, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.0))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``calib-metrics reproduce coref``.
+
+    Example:
+        >>> p = argparse.ArgumentParser()
+        >>> add_arguments(p)
+        >>> a = p.parse_args(["--quick"])
+        >>> a.quick, a.bin_size, a.samples, a.litbank
+        (True, 5000, 1000, None)
+    """
+    parser.add_argument("--data", default=None, help="data folder (default: shared/data)")
+    parser.add_argument("--out", default="out/coref", help="output folder")
+    parser.add_argument("--quick", action="store_true", help="a few documents, short training")
+    parser.add_argument("--l2", type=float, nargs="+", default=list(L2_GRID), help="L2 grid")
+    parser.add_argument("--epochs", type=int, default=10, help="Adagrad epochs per fit")
+    parser.add_argument("--lr", type=float, default=0.1, help="Adagrad learning rate")
+    parser.add_argument("--n-bits", type=int, default=20, help="log2 of the hashed weights")
+    parser.add_argument("--max-distance", type=int, default=100, help="antecedent window")
+    parser.add_argument("--samples", type=int, default=1000, help="sampled clusterings")
+    parser.add_argument("--bin-size", type=int, default=5000, help="adaptive bin size")
+    parser.add_argument("--ci-samples", type=int, default=10000, help="interval samples")
+    parser.add_argument("--seed", type=int, default=0, help="seed of training and sampling")
+    parser.add_argument(
+        "--litbank",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also evaluate on LitBank (default: when its data is there)",
+    )
+
+
+def _load(folder: Path, quick: bool) -> dict[str, list[Document]]:
+    splits = {}
+    for split in ("train", "dev", "test"):
+        path = folder / f"ontogum-{split}.conllu.gz"
+        if not path.is_file():
+            path = folder / f"ontogum-{split}.conllu"
+        if not path.is_file():
+            raise FileNotFoundError(f"{folder}: missing ontogum-{split}.conllu(.gz)")
+        docs = read_coref_documents(path)
+        if quick:
+            docs = docs[: {"train": 12, "dev": 3, "test": 3}[split]]
+        splits[split] = [d for d in docs if d.mentions]
+    return splits
+
+
+def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]]:
+    """Mean prediction, empirical frequency and over/under-confidence per range of q.
+
+    A range is *overconfident* when its predictions lie farther from 0.5 than the
+    observed frequency (q > p above 0.5, q < p below it).
+
+    Example:
+        >>> q = torch.tensor([0.95, 0.95, 0.05, 0.05])
+        >>> y = torch.tensor([1.0, 0.0, 0.0, 0.0])
+        >>> [(r["range"], r["verdict"]) for r in confidence_by_range(q, y)]
+        [('0.0-0.1', 'underconfident'), ('0.9-1.0', 'overconfident')]
+    """
+    rows = []
+    for lo, hi in RANGES:
+        sel = (q >= lo) & ((q < hi) if hi < 1.0 else (q <= hi))
+        count = int(sel.sum())
+        if count == 0:
+            continue
+        qm, pm = float(q[sel].double().mean()), float(y[sel].double().mean())
+        se = math.sqrt(max(pm * (1 - pm), 1e-12) / count)
+        gap = pm - qm
+        if abs(gap) < 1.96 * se:
+            verdict = "calibrated (within 1.96 se)"
+        elif (qm - 0.5) * (qm - pm) > 0:
+            verdict = "overconfident"
+        else:
+            verdict = "underconfident"
+        rows.append(
+            {"range": f"{lo:.1f}-{hi:.1f}", "pairs": count, "mean_q": qm, "freq": pm,
+             "gap": gap, "verdict": verdict}
+        )  # fmt: skip
+    return rows
+
+
+def _calibration(q: torch.Tensor, y: torch.Tensor, bin_size: int, args, gen) -> dict[str, Any]:
+    result = calibration_error_ci(
+        q.double(), y.double(), bin_size=bin_size, n_samples=args.ci_samples, generator=gen
+    )
+    brier = brier_decomposition(q.double(), y.double(), bin_size=bin_size)
+    return {
+        "bin_size": bin_size,
+        "bins": int(result.bins.count.numel()),
+        "error": float(result.error),
+        "lower": float(result.lower),
+        "upper": float(result.upper),
+        "std": float(result.std),
+        "brier": float(brier.brier),
+        "brier_calibration": float(brier.calibration),
+        "brier_refinement": float(brier.refinement),
+        "result": result,
+    }
+
+
+def evaluate(
+    model: AntecedentRanker,
+    feats: list[DocumentFeatures],
+    args: argparse.Namespace,
+    label: str,
+) -> dict[str, Any]:
+    """Exact and sampled pairwise marginals, their calibration, and 1-best cluster scores."""
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    qs, q_samples, ys, keys, responses = [], [], [], [], []
+    t_exact = t_sampled = 0.0
+    with torch.no_grad():
+        for f in tqdm(feats, desc=f"{label}: marginals", file=sys.stderr, leave=False):
+            scores, mask = model.score_batch([f])
+            t0 = time.perf_counter()
+            exact = coreference_marginals(scores, mask=mask)
+            t1 = time.perf_counter()
+            sampled = coreference_marginals(
+                scores, n_samples=args.samples, mask=mask, generator=gen
+            )
+            t_sampled += time.perf_counter() - t1
+            t_exact += t1 - t0
+            ids = f.entity[None].to(scores.device)
+            q, y = coref_pair_queries(exact, ids, mask)
+            q_s, _ = coref_pair_queries(sampled, ids, mask)
+            qs.append(q)
+            q_samples.append(q_s)
+            ys.append(y)
+            best = most_probable_antecedents(scores, mask)[0]
+            responses.append(clusters(best))
+            gold: dict[int, list[int]] = {}
+            for i, e in enumerate(f.entity.tolist()):
+                gold.setdefault(e if e >= 0 else -1 - i, []).append(i)
+            keys.append(list(gold.values()))
+    q, q_s, y = torch.cat(qs), torch.cat(q_samples), torch.cat(ys)
+    n_pairs = int(q.numel())
+    if n_pairs == 0:
+        raise ValueError(f"{label}: no mention pairs to evaluate")
+    diff = (q_s - q).abs()
+    out: dict[str, Any] = {
+        "documents": len(feats),
+        "mentions": sum(f.n for f in feats),
+        "pairs": n_pairs,
+        "coreferent_pairs": int(y.sum()),
+        "mean_q": float(q.double().mean()),
+        "samples": args.samples,
+        "abs_diff_mean": float(diff.double().mean()),
+        "abs_diff_max": float(diff.max()),
+        "seconds_exact": t_exact,
+        "seconds_sampled": t_sampled,
+        "exact": {"main": _calibration(q, y, args.bin_size, args, gen)},
+        "sampled": {"main": _calibration(q_s, y, args.bin_size, args, gen)},
+        "ranges_exact": confidence_by_range(q, y),
+        "ranges_sampled": confidence_by_range(q_s, y),
+        "clusters": {k: v._asdict() for k, v in score_corpus(keys, responses).items()},
+    }
+    # Fewer than ten bins of the paper's size give a coarse curve: add a finer binning.
+    if n_pairs < 10 * args.bin_size:
+        small = max(50, n_pairs // 20)
+        out["exact"]["small"] = _calibration(q, y, small, args, gen)
+        out["sampled"]["small"] = _calibration(q_s, y, small, args, gen)
+    return out
+
+
+def _figure(evaluation: dict[str, Any], which: str, title: str, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from calib_metrics.plot import reliability_diagram
+
+    key = "small" if "small" in evaluation[which] else "main"
+    fig, _ = reliability_diagram(evaluation[which][key]["result"], title=title)
+    fig.savefig(path, dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _select_l2(splits, feats, args, gen) -> tuple[AntecedentRanker, list[dict[str, Any]], float]:
+    grid = []
+    best: tuple[float, float, AntecedentRanker] | None = None
+    for l2 in args.l2:
+        model = AntecedentRanker(n_bits=args.n_bits, max_distance=args.max_distance)
+        t0 = time.perf_counter()
+        history = model.fit(
+            feats["train"], l2=l2, epochs=args.epochs, lr=args.lr, generator=gen, progress=True
+        )
+        dev_nll = model.objective(feats["dev"], 0.0)
+        grid.append(
+            {"l2": l2, "objective": history, "dev_nll_per_mention": dev_nll,
+             "seconds": time.perf_counter() - t0}
+        )  # fmt: skip
+        print(
+            f"  l2={l2:g}: train objective {history[0]:.4f} -> {history[-1]:.4f}, "
+            f"dev NLL/mention {dev_nll:.4f}",
+            file=sys.stderr,
+        )
+        if best is None or dev_nll < best[0]:
+            best = (dev_nll, l2, model)
+    assert best is not None
+    return best[2], grid, best[1]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Train on OntoGUM, evaluate pairwise calibration on test (and LitBank); write results."""
+    if args.samples < 1 or args.bin_size < 1 or args.epochs < 0:
+        raise ValueError("--samples and --bin-size must be positive, --epochs non-negative")
+    if not args.l2 or min(args.l2) < 0:
+        raise ValueError(f"--l2 needs non-negative values, got {args.l2}")
+    if args.quick:
+        args.epochs = min(args.epochs, 3)
+        args.l2 = args.l2[:2]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    folder = find_dataset(NAME, args.data)
+    torch.manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(args.seed)
+    t_start = time.perf_counter()
+    splits = _load(folder, args.quick)
+    featurizer = AntecedentRanker(n_bits=args.n_bits, max_distance=args.max_distance)
+    feats = {
+        k: [featurizer.featurize(d) for d in tqdm(v, desc=f"features {k}", file=sys.stderr)]
+        for k, v in splits.items()
+    }
+    print(f"coref: training on {len(feats['train'])} OntoGUM documents", file=sys.stderr)
+    model, grid, l2 = _select_l2(splits, feats, args, gen)
+    model_path = model.save(out / "ranker.pt")
+
+    results: dict[str, Any] = {
+        "experiment": "coref",
+        "dataset": NAME,
+        "data": str(folder),
+        "quick": bool(args.quick),
+        "settings": {
+            k: getattr(args, k)
+            for k in ("epochs", "lr", "n_bits", "max_distance", "samples", "bin_size", "seed")
+        },
+        "l2_grid": grid,
+        "l2": l2,
+        "model": str(model_path),
+        "paper": PAPER,
+        "sets": {},
+    }
+    sets = {"ontogum_test": feats["test"]}
+    use_litbank = args.litbank
+    litbank_dir = None
+    try:
+        litbank_dir = find_dataset(LITBANK, args.data)
+    except FileNotFoundError:
+        if use_litbank:
+            raise
+    if use_litbank is None:
+        use_litbank = litbank_dir is not None and (litbank_dir / f"{LITBANK}-conll.tar.gz").exists()
+    if use_litbank:
+        archive = litbank_dir / f"{LITBANK}-conll.tar.gz"  # type: ignore[operator]
+        docs = read_litbank_documents(archive if archive.exists() else litbank_dir)
+        docs = [d for d in docs if d.mentions][: 3 if args.quick else None]
+        sets["litbank"] = [model.featurize(d) for d in docs]
+    titles = {"ontogum_test": "OntoGUM test", "litbank": "LitBank (out of domain)"}
+    for name, set_feats in sets.items():
+        ev = evaluate(model, set_feats, args, titles[name])
+        for which, label in (("exact", "exact"), ("sampled", f"{args.samples} samples")):
+            png = _figure(ev, which, f"{titles[name]}: pairwise coreference, {label}",
+                          out / f"coref_{name}_{which}.png")  # fmt: skip
+            ev[which]["figure"] = png.name
+            for v in ev[which].values():
+                if isinstance(v, dict):
+                    v.pop("result", None)
+        results["sets"][name] = ev
+    results["seconds"] = time.perf_counter() - t_start
+    report.write_json(out / "results.json", results)
+    (out / "results.md").write_text(_markdown(results))
+    _print_summary(results)
+    return results
+
+
+def _row(name: str, ev: dict[str, Any]) -> list[Any]:
+    e, s = ev["exact"]["main"], ev["sampled"]["main"]
+    c = ev["clusters"]
+    return [
+        name, ev["documents"], ev["pairs"], f"{ev['coreferent_pairs'] / ev['pairs']:.3f}",
+        report.format_interval(e["error"], e["lower"], e["upper"]),
+        report.format_interval(s["error"], s["lower"], s["upper"]),
+        f"{ev['abs_diff_mean']:.4f} / {ev['abs_diff_max']:.4f}",
+        f"{c['muc']['f1']:.3f}", f"{c['b3']['f1']:.3f}", f"{c['pairwise']['f1']:.3f}",
+    ]  # fmt: skip
+
+
+def _markdown(results: dict[str, Any]) -> str:
+    headers = ["set", "docs", "pairs", "coref rate", "CalibErr exact [95% CI]",
+               f"CalibErr {results['settings']['samples']}-sample [95% CI]",
+               "mean / max |sampled − exact|", "MUC F1", "B³ F1", "pairwise F1"]  # fmt: skip
+    lines = ["# Coreference calibration (paper §5, Figure 5)", ""]
+    lines.append(f"Model: antecedent ranker, L2 = {results['l2']:g} (chosen on dev NLL), "
+                 f"bin size {results['settings']['bin_size']}.")  # fmt: skip
+    lines += ["", report.markdown_table(headers, [_row(k, v) for k, v in results["sets"].items()])]
+    lines += ["", f"Paper: {PAPER['finding']} ({PAPER['pairs']:,} pairs, {PAPER['data']}).", ""]
+    for name, ev in results["sets"].items():
+        if "small" in ev["exact"]:
+            sm = ev["exact"]["small"]
+            interval = report.format_interval(sm["error"], sm["lower"], sm["upper"])
+            lines.append(f"{name}: fewer than 10 bins of {ev['exact']['main']['bin_size']} pairs; "
+                         f"with bin size {sm['bin_size']}: exact CalibErr {interval}.")  # fmt: skip
+        lines += ["", f"## {name}: confidence by range (exact marginals)", ""]
+        rows = [[r["range"], r["pairs"], r["mean_q"], r["freq"], r["gap"], r["verdict"]]
+                for r in ev["ranges_exact"]]  # fmt: skip
+        lines.append(report.markdown_table(["q range", "pairs", "mean q", "freq", "freq − q",
+                                            "verdict"], rows))  # fmt: skip
+        lines += ["", f"![{name} exact]({ev['exact']['figure']}) "
+                      f"![{name} sampled]({ev['sampled']['figure']})", ""]  # fmt: skip
+    lines += ["## L2 grid (dev NLL per mention)", ""]
+    lines.append(report.markdown_table(
+        ["l2", "train objective start → end", "dev NLL/mention"],
+        [[g["l2"], f"{g['objective'][0]:.4f} → {g['objective'][-1]:.4f}",
+          g["dev_nll_per_mention"]] for g in results["l2_grid"]]))  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _print_summary(results: dict[str, Any]) -> None:
+    for name, ev in results["sets"].items():
+        e, s = ev["exact"]["main"], ev["sampled"]["main"]
+        c = ev["clusters"]
+        print(
+            f"{name}: {ev['pairs']} pairs; CalibErr exact "
+            f"{report.format_interval(e['error'], e['lower'], e['upper'])}, "
+            f"{ev['samples']}-sample {report.format_interval(s['error'], s['lower'], s['upper'])}; "
+            f"|sampled-exact| mean {ev['abs_diff_mean']:.4f} max {ev['abs_diff_max']:.4f}; "
+            f"F1 MUC {c['muc']['f1']:.3f} B3 {c['b3']['f1']:.3f} pairwise {c['pairwise']['f1']:.3f}"
+        )

@@ -1,0 +1,465 @@
+"""Country "attack" events per period with coreference posterior intervals (paper §6, Fig. 6).
+
+Runs the paper's exploratory analysis on a CoNLL-U corpus with parses, mentions
+(``Entity=`` MISC annotation) and a date per document (``# meta::dateCreated``):
+
+1. the rules of :mod:`calib_metrics.events` on every mention, once;
+2. with **gold coreference** (one deterministic clustering: zero-width intervals);
+3. with the **1-best** clustering of an antecedent ranker;
+4. with **S sampled clusterings** from the ranker: posterior mean, normal and
+   percentile intervals of ``n(t, c)``, and the exact Poisson-binomial given the
+   per-document probabilities;
+5. the documents whose event probability is near 0.5, with the competing
+   coreference decisions.
+
+Only documents with both an attack-agent mention and a country mention can hold an
+event under any clustering; every other document has ``a(d, c) = 0`` exactly and is
+never sampled. Without ``--model`` a ranker is trained on the GUM train documents
+*except* those candidate documents, so every scored document is held out (the
+candidate set is chosen from the lexicon and the parse, never from gold
+coreference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from calib_metrics.data.coref_conllu import read_coref_documents
+from calib_metrics.data.countries import CountryLexicon
+from calib_metrics.data.locations import find_dataset
+from calib_metrics.events import (
+    EventExtractor,
+    aggregate_events,
+    document_date,
+    gold_antecedents,
+    period_label,
+)
+from calib_metrics.events_errors import uncertain_documents
+from calib_metrics.events_stats import sample_summary
+from calib_metrics.experiments import report
+
+DESCRIPTION = "country 'attack' events per period with coreference posterior intervals (§6)"
+NAME = "ud-english-gum"
+LEXICON = "phoenix-country-actors"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", default=None, help="GUM folder or a folder/file of CoNLL-U")
+    parser.add_argument("--out", default="out/events", help="output folder")
+    parser.add_argument("--lexicon", default=None, help="Phoenix actors folder (auto-located)")
+    parser.add_argument("--period", choices=("month", "quarter", "year"), default="year")
+    parser.add_argument("--samples", type=int, default=100, help="coreference samples S")
+    parser.add_argument("--model", default=None, help="a saved AntecedentRanker (ranker.pt)")
+    parser.add_argument("--epochs", type=int, default=3, help="ranker training epochs")
+    parser.add_argument("--n-bits", type=int, default=20, help="ranker feature hash bits")
+    parser.add_argument(
+        "--enhanced",
+        action="store_true",
+        help="also use enhanced-UD subjects (nsubj:xsubj) for the attack rule",
+    )
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument(
+        "--band",
+        type=float,
+        nargs=2,
+        default=(0.05, 0.95),
+        metavar=("LO", "HI"),
+        help="event probabilities listed as uncertain (closest to 0.5 first)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="few epochs and samples")
+
+
+def _files(data: Path) -> list[Path]:
+    if data.is_file():
+        return [data]
+    files = sorted(data.glob("*.conllu")) + sorted(data.glob("*.conllu.gz"))
+    if not files:
+        raise FileNotFoundError(f"no .conllu or .conllu.gz files in {data}")
+    return files
+
+
+def _read(files: list[Path]) -> tuple[list, list[str]]:
+    docs, split = [], []
+    for f in tqdm(files, desc="read", leave=False):
+        part = read_coref_documents(f)
+        name = f.name.split(".")[0]
+        tag = (
+            "train"
+            if "train" in name
+            else "dev"
+            if "dev" in name
+            else "test"
+            if "test" in name
+            else name
+        )
+        docs += part
+        split += [tag] * len(part)
+    return docs, split
+
+
+def _train_ranker(docs, args, out: Path):
+    from calib_metrics.models.coref_ranker import AntecedentRanker
+
+    if args.model:
+        return AntecedentRanker.load(args.model), {"model": str(args.model)}
+    if not docs:
+        raise ValueError("no training documents for the ranker (pass --model PATH)")
+    model = AntecedentRanker(n_bits=args.n_bits)
+    g = torch.Generator().manual_seed(args.seed)
+    t0 = time.perf_counter()
+    history = model.fit(docs, epochs=args.epochs, generator=g, progress=True)
+    model.save(out / "ranker.pt")
+    info = {
+        "model": str(out / "ranker.pt"),
+        "train_documents": len(docs),
+        "epochs": args.epochs,
+        "objective": history,
+        "train_seconds": time.perf_counter() - t0,
+    }
+    return model, info
+
+
+def _cells(analysis, summary, dist, gold, best) -> list[dict]:
+    """One row per (period, country) cell where any of the views is non-zero."""
+    rows = []
+    for t, period in enumerate(analysis.periods):
+        for c, code in enumerate(analysis.codes):
+            vals = [summary.mean[t, c], gold[t, c], best[t, c]]
+            if all(float(v) == 0 for v in vals):
+                continue
+            rows.append(
+                {
+                    "period": period,
+                    "country": code,
+                    "gold": int(gold[t, c]),
+                    "one_best": int(best[t, c]),
+                    "mean": float(summary.mean[t, c]),
+                    "std": float(summary.std[t, c]),
+                    "normal": [
+                        float(summary.normal_lower[t, c]),
+                        float(summary.normal_upper[t, c]),
+                    ],
+                    "percentile": [
+                        float(summary.percentile_lower[t, c]),
+                        float(summary.percentile_upper[t, c]),
+                    ],
+                    "exact_mean": float(dist.mean[t, c]),
+                    "exact_var": float(dist.var[t, c]),
+                    "exact_interval": [int(dist.lower[t, c]), int(dist.upper[t, c])],
+                }
+            )
+    return rows
+
+
+def _figures(analysis, summary, gold_counts, best_counts, top: list[int], out: Path) -> list[str]:
+    from calib_metrics.plot import posterior_time_series
+
+    paths = []
+    periods = analysis.periods
+    for c in top:
+        code = analysis.codes[c]
+        fig, ax = posterior_time_series(
+            periods,
+            summary.mean[:, c],
+            summary.normal_lower[:, c].clamp_min(0),
+            summary.normal_upper[:, c],
+            label=code,
+            one_best=best_counts[:, c],
+            title=f"{code}: documents with an attack",
+        )
+        ax.plot(range(len(periods)), gold_counts[:, c].tolist(), "x", color="0.2", label="gold")
+        ax.legend(fontsize=7)
+        path = out / f"events_{code}.png"
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+        paths.append(str(path))
+    if len(top) >= 2:
+        fig = ax = None
+        for c, color in zip(top[:2], ("tab:blue", "tab:red"), strict=False):
+            fig, ax = posterior_time_series(
+                periods,
+                summary.mean[:, c],
+                summary.normal_lower[:, c].clamp_min(0),
+                summary.normal_upper[:, c],
+                ax=ax,
+                label=analysis.codes[c],
+                color=color,
+                title=f"{analysis.codes[top[0]]} vs {analysis.codes[top[1]]}",
+            )
+        path = out / "events_overlay.png"
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+        paths.append(str(path))
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    return paths
+
+
+def run(args: argparse.Namespace) -> dict:
+    from calib_metrics.models.coref import (
+        entity_roots,
+        most_probable_antecedents,
+        sample_antecedents,
+    )
+
+    if args.samples < 1:
+        raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    if args.quick:
+        args.samples, args.epochs = min(args.samples, 20), min(args.epochs, 1)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = (
+        Path(args.data)
+        if args.data and Path(args.data).is_file()
+        else find_dataset(NAME, args.data)
+    )
+    beside = Path(data).parent / LEXICON  # a corpus inside the shared data folder
+    lexicon_dir = (
+        beside if args.lexicon is None and beside.is_dir() else find_dataset(LEXICON, args.lexicon)
+    )
+    lexicon = CountryLexicon.load(lexicon_dir)
+    docs, split = _read(_files(Path(data)))
+    if not docs:
+        raise ValueError(f"no documents in {data}")
+    periods = []
+    for d in docs:
+        date = document_date(d)
+        if date is None:
+            raise ValueError(f"document {d.doc_id} has no '# meta::dateCreated' date")
+        periods.append(period_label(date, args.period))
+
+    extractor = EventExtractor(lexicon, enhanced=args.enhanced)
+    tables = [extractor.table(d) for d in tqdm(docs, desc="rules", leave=False)]
+    candidates = [i for i, t in enumerate(tables) if t.can_fire]
+    print(
+        f"{len(docs)} documents, {sum(int(t.attacks.sum()) for t in tables)} attack-agent "
+        f"mentions, {len(candidates)} candidate documents"
+    )
+
+    # gold: one deterministic clustering per document
+    gold_roots = [
+        entity_roots(gold_antecedents(d))[None] if t.can_fire else None
+        for d, t in zip(docs, tables, strict=True)
+    ]
+    gold = aggregate_events(tables, gold_roots, periods)
+
+    held_out = set(candidates)
+    train_docs = [d for i, d in enumerate(docs) if split[i] == "train" and i not in held_out]
+    model, model_info = _train_ranker(train_docs, args, out)
+    g = torch.Generator().manual_seed(args.seed)
+    best_roots, sample_roots, antecedents, choice_probs = (
+        [None] * len(docs),
+        [None] * len(docs),
+        {},
+        {},
+    )
+    with torch.no_grad():
+        from calib_metrics.models.coref import antecedent_log_probs
+
+        for i in tqdm(candidates, desc="sample", leave=False):
+            scores = model.score_document(docs[i])[None].float()
+            best_roots[i] = entity_roots(most_probable_antecedents(scores))[0]
+            a = sample_antecedents(scores, args.samples, generator=g)[:, 0]  # [S, N]
+            antecedents[i] = a
+            sample_roots[i] = entity_roots(a)
+            choice_probs[i] = antecedent_log_probs(scores)[0].exp()
+    best = aggregate_events(tables, [r if r is None else r[None] for r in best_roots], periods)
+    sampled = aggregate_events(tables, sample_roots, periods, n_samples=args.samples)
+    # All three share one layout: periods from the documents, codes from the tables.
+    summary = sampled.summary(args.confidence)
+    dist = sampled.poisson_binomial(args.confidence)
+    gold_counts, best_counts = gold.counts()[0], best.counts()[0]  # [T, C]
+    totals = sample_summary(sampled.totals(), args.confidence)  # [C]
+    exact_totals = dist.mean.sum(0)
+
+    country_rows = []
+    for c, code in enumerate(sampled.codes):
+        row = {
+            "country": code,
+            "gold": int(gold_counts[:, c].sum()),
+            "one_best": int(best_counts[:, c].sum()),
+            "mean": float(totals.mean[c]),
+            "std": float(totals.std[c]),
+            "normal": [float(totals.normal_lower[c]), float(totals.normal_upper[c])],
+            "percentile": [float(totals.percentile_lower[c]), float(totals.percentile_upper[c])],
+            "exact_mean": float(exact_totals[c]),
+        }
+        if row["gold"] or row["one_best"] or row["mean"] > 0:
+            country_rows.append(row)
+    country_rows.sort(key=lambda r: (-r["mean"], -r["gold"], r["country"]))
+    cells = _cells(sampled, summary, dist, gold_counts, best_counts)
+
+    # per document: the model's a(d, c) next to gold and 1-best
+    doc_rows = []
+    fired = {}
+    for name, analysis in (("sampled", sampled), ("gold", gold), ("one_best", best)):
+        probs = analysis.doc_probs
+        for p in range(analysis.pair_doc.numel()):
+            key = (int(analysis.pair_doc[p]), analysis.codes[int(analysis.pair_code[p])])
+            fired.setdefault(key, {"prob": 0.0, "gold": 0, "one_best": 0})
+            fired[key]["prob" if name == "sampled" else name] = (
+                float(probs[p]) if name == "sampled" else 1
+            )
+    for (d, code), row in sorted(fired.items()):
+        doc_rows.append({"doc": docs[d].doc_id, "period": periods[d], "country": code, **row})
+    brier = (
+        sum((r["prob"] - r["gold"]) ** 2 for r in doc_rows) / len(doc_rows) if doc_rows else None
+    )
+
+    uncertain = uncertain_documents(
+        sampled, docs, tables, antecedents, choice_probs, band=tuple(args.band)
+    )
+    top = [sampled.codes.index(r["country"]) for r in country_rows if r["mean"] > 0][:4]
+    figures = _figures(sampled, summary, gold_counts, best_counts, top, out) if top else []
+
+    results = {
+        "experiment": "events",
+        "data": str(data),
+        "lexicon": str(lexicon_dir),
+        "lexicon_entries": len(lexicon),
+        "period": args.period,
+        "samples": args.samples,
+        "confidence": args.confidence,
+        "enhanced": args.enhanced,
+        "documents": len(docs),
+        "periods": len(sampled.periods),
+        "attack_mentions": sum(int(t.attacks.sum()) for t in tables),
+        "candidate_documents": [docs[i].doc_id for i in candidates],
+        "ranker": model_info,
+        "countries": country_rows,
+        "cells": cells,
+        "document_events": doc_rows,
+        "document_brier": brier,
+        "band": list(args.band),
+        "uncertain": uncertain,
+        "figures": figures,
+        "exactness": "gold and 1-best a(d,c) are exact (deterministic clusterings); the "
+        "model's a(d,c) is the fraction of S samples (an estimate); the Poisson-binomial "
+        "distribution of n(t,c) is exact given those a(d,c).",
+    }
+    report.write_json(out / "results.json", results)
+    (out / "results.md").write_text(_markdown(results))
+    _print_summary(results)
+    return results
+
+
+def _interval(lo_hi: list[float]) -> str:
+    return f"[{lo_hi[0]:.2f}, {lo_hi[1]:.2f}]"
+
+
+def _markdown(r: dict) -> str:
+    lines = [
+        "# Country attack events with coreference uncertainty (paper §6)",
+        "",
+        f"Data: `{r['data']}` — {r['documents']} documents, {r['periods']} {r['period']} periods, "
+        f"{r['attack_mentions']} attack-agent mentions, {len(r['candidate_documents'])} candidate "
+        f"documents (an attack agent and a country mention), S = {r['samples']} samples, "
+        f"{r['confidence']:.0%} intervals.",
+        "",
+        "## Per country (all periods)",
+        "",
+        report.markdown_table(
+            [
+                "country",
+                "gold",
+                "1-best",
+                "mean",
+                "std",
+                "normal m±1.96s",
+                "percentile",
+                "exact mean",
+            ],
+            [
+                [
+                    c["country"],
+                    c["gold"],
+                    c["one_best"],
+                    c["mean"],
+                    c["std"],
+                    _interval(c["normal"]),
+                    _interval(c["percentile"]),
+                    c["exact_mean"],
+                ]
+                for c in r["countries"]
+            ],
+        ),
+        "",
+        f"## Per {r['period']} and country",
+        "",
+        report.markdown_table(
+            [
+                "period",
+                "country",
+                "gold",
+                "1-best",
+                "mean",
+                "normal",
+                "percentile",
+                "Poisson-binomial mean",
+                "exact interval",
+            ],
+            [
+                [
+                    c["period"],
+                    c["country"],
+                    c["gold"],
+                    c["one_best"],
+                    c["mean"],
+                    _interval(c["normal"]),
+                    _interval(c["percentile"]),
+                    c["exact_mean"],
+                    f"[{c['exact_interval'][0]}, {c['exact_interval'][1]}]",
+                ]
+                for c in r["cells"]
+            ],
+        ),
+        "",
+        "## Per document: model probability a(d, c) vs gold and 1-best",
+        "",
+        report.markdown_table(
+            ["document", "period", "country", "P(event)", "gold", "1-best"],
+            [
+                [d["doc"], d["period"], d["country"], d["prob"], d["gold"], d["one_best"]]
+                for d in r["document_events"]
+            ],
+        ),
+        "",
+        f"## Uncertain documents ({r['band'][0]} <= a(d, c) <= {r['band'][1]}, "
+        "closest to 0.5 first)",
+        "",
+    ]
+    if not r["uncertain"]:
+        lo, hi = r["band"]
+        lines.append(f"None: no candidate document's event probability lies in [{lo}, {hi}].")
+    for u in r["uncertain"]:
+        lines += [f"### {u.doc_id} — {u.code}, P(event) = {u.prob:.2f}", ""]
+        lines += [f"> {text}" for text in u.sentences] + [""]
+        for dec in u.decisions:
+            opts = "; ".join(
+                f"{ch.text!r}: P={ch.prob:.2f}, P(event|choice)={ch.event_rate:.2f}"
+                for ch in dec.choices
+            )
+            lines.append(f"- mention {dec.text!r} (sentence {dec.sentence + 1}): {opts}")
+        lines.append("")
+    lines += ["", r["exactness"], ""]
+    lines += [f"![{Path(f).stem}]({Path(f).name})" for f in r["figures"]]
+    return "\n".join(lines) + "\n"
+
+
+def _print_summary(r: dict) -> None:
+    print(
+        f"events: {r['documents']} documents, {r['attack_mentions']} attack-agent mentions, "
+        f"{len(r['candidate_documents'])} candidates, S={r['samples']}"
+    )
+    for c in r["countries"][:8]:
+        print(
+            f"  {c['country']}: gold {c['gold']}, 1-best {c['one_best']}, "
+            f"mean {c['mean']:.2f} normal {_interval(c['normal'])} "
+            f"percentile {_interval(c['percentile'])}"
+        )
+    print(f"  uncertain documents: {len(r['uncertain'])}")

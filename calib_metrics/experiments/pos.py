@@ -1,0 +1,505 @@
+"""The paper's §4.2: HMM versus CRF part-of-speech taggers, calibration of their marginals.
+
+``calib-metrics reproduce pos`` reads UD English-EWT (XPOS, Penn-style tags; the
+paper used WSJ), fits an HMM (Dirichlet MAP, pseudocount chosen on dev) and a
+CRF with only tag-tag and tag-word features (L2 strength chosen on dev), and, as
+the paper does, a second CRF trained on a subset of sentences sized so that its
+dev accuracy matches the HMM's. On test it reports accuracy and CalibErr with its
+95% interval for the one-vs-rest tag queries concatenated over all tags (Figure
+3), per tag (Figure 4a, with how many tags each model wins), and for the top-5 and
+top-100 consecutive tag pairs (Figure 4b), plus reliability diagrams and
+whether each model is over- or under-confident.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+from tqdm import tqdm
+
+from calib_metrics.data.locations import find_dataset
+from calib_metrics.data.tagging import Vocabulary, encode_batch, read_tagged_sentences
+from calib_metrics.experiments import report
+from calib_metrics.functional import calibration_error_ci
+from calib_metrics.models.crf import CRFTagger, length_chunks
+from calib_metrics.models.hmm import HMM
+from calib_metrics.queries import tag_pair_queries, tag_queries, top_tag_pairs
+
+DESCRIPTION = "§4.2: HMM vs CRF part-of-speech taggers, calibration of tag and tag-pair marginals"
+
+DOMAINS = {"ewt": ("ud-english-ewt", "en_ewt-ud"), "gum": ("ud-english-gum", "en_gum-ud")}
+HMM_PSEUDOCOUNTS = (1e-4, 1e-3, 1e-2, 0.1, 1.0)
+CRF_C2S = (10.0, 1.0, 0.1)  # strongest first: each fit warm-starts the next
+PAPER = {
+    "data": "WSJ (OntoNotes/CoNLL-2011), 47 tags; CRF trained on 3000 sentences",
+    "accuracy": {"hmm": 0.887, "crf": 0.887},
+    "findings": [
+        "CRF has lower overall CalibErr than HMM (Figure 3)",
+        "CRF better calibrated on 39 of 47 tags (Figure 4a); about equal on NN",
+        "HMM underconfident, CRF overconfident",
+        "tag pairs: CRF generally better; HMM better on 29 of the top 100 pairs (Figure 4b)",
+    ],
+}
+MODELS = {"hmm": "HMM", "crf_matched": "CRF (accuracy-matched)", "crf": "CRF (all train)"}
+
+
+class Split(NamedTuple):
+    words: torch.Tensor
+    tags: torch.Tensor
+    mask: torch.Tensor
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``calib-metrics reproduce pos``.
+
+    Example:
+        >>> p = argparse.ArgumentParser()
+        >>> add_arguments(p)
+        >>> a = p.parse_args(["--quick"])
+        >>> a.quick, a.bin_size, a.domain
+        (True, 5000, 'ewt')
+    """
+    parser.add_argument("--data", default=None, help="data folder (default: shared/data)")
+    parser.add_argument("--out", default="out/pos", help="output folder")
+    parser.add_argument("--domain", choices=sorted(DOMAINS), default="ewt", help="corpus")
+    parser.add_argument("--column", choices=("xpos", "upos"), default="xpos", help="tag column")
+    parser.add_argument("--quick", action="store_true", help="small subsets and grids (tests)")
+    parser.add_argument("--bin-size", type=int, default=5000, help="adaptive bin size")
+    parser.add_argument("--n-samples", type=int, default=10000, help="interval samples")
+    parser.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations per CRF fit")
+    parser.add_argument("--top-pairs", type=int, nargs="+", default=[5, 100], help="pair counts")
+    parser.add_argument("--seed", type=int, default=0, help="seed of subsets and intervals")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (1 is fastest for these small per-step products)",
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, default=8192, help="padded positions per inference chunk"
+    )
+
+
+def _load(args: argparse.Namespace) -> tuple[dict[str, list], Path]:
+    name, prefix = DOMAINS[args.domain]
+    folder = find_dataset(name, args.data)
+    limits = {"train": 400, "dev": 150, "test": 150} if args.quick else {}
+    splits = {}
+    for split in ("train", "dev", "test"):
+        candidates = [folder / f"{prefix}-{split}.conllu{ext}" for ext in (".gz", "")]
+        path = next((p for p in candidates if p.is_file()), None)
+        if path is None:
+            raise FileNotFoundError(
+                f"no {split} file in {folder} (looked for {candidates[0].name})"
+            )
+        splits[split] = read_tagged_sentences(path, args.column, limit=limits.get(split))
+        if not splits[split]:
+            raise ValueError(f"{path} holds no sentences")
+    return splits, folder
+
+
+def _encode(sentences: list, words: Vocabulary, tags: Vocabulary) -> tuple[Split, int]:
+    # A tag unseen in training cannot be predicted; such sentences are left out and counted.
+    kept = [s for s in sentences if all(t in tags for t in s[1])]
+    return Split(*encode_batch(kept, words, tags)), len(sentences) - len(kept)
+
+
+def accuracy(model: Any, split: Split, max_tokens: int = 8192) -> float:
+    """Token accuracy of the Viterbi tags, over length-sorted chunks."""
+    correct = total = 0
+    for idx, width in length_chunks(split.mask.sum(1), max_tokens):
+        mask = split.mask[idx, :width]
+        _, pred = model.viterbi(split.words[idx, :width], mask)
+        correct += int((pred == split.tags[idx, :width])[mask].sum())
+        total += int(mask.sum())
+    return correct / total
+
+
+def posterior_queries(
+    model: Any, split: Split, pairs: torch.Tensor, max_tokens: int = 8192
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-tag queries ``(q [K, N], y [K, N])`` and per-pair queries ``(q [k, M], y [k, M])``.
+
+    Marginals are computed chunk by chunk (the pairwise ones are ``K^2`` per token), and
+    only the chosen ``pairs`` are kept.
+    """
+    tag_q, tag_y, pair_q, pair_y = [], [], [], []
+    for idx, width in length_chunks(split.mask.sum(1), max_tokens):
+        words, tags, mask = (x[idx, :width] for x in split)
+        marg = model.marginals(words, mask, pairwise=True)
+        q, y = tag_queries(marg.unigram, tags, mask, per_tag=True)
+        tag_q.append(q)
+        tag_y.append(y)
+        if width > 1:
+            out = tag_pair_queries(marg.pairwise, tags, mask, pairs=pairs)
+            pair_q.append(out.pair_q)
+            pair_y.append(out.pair_y)
+    return torch.cat(tag_q, 1), torch.cat(tag_y, 1), torch.cat(pair_q, 1), torch.cat(pair_y, 1)
+
+
+def _confidence(result: Any) -> dict[str, float]:
+    """Signed bin gaps: > 0 means predictions are more extreme than the observed rates."""
+    bins = result.bins
+    gap = (bins.pred_mean - bins.freq).double()
+    weight = bins.count.double()
+    high = bins.pred_mean > 0.5
+    over = (torch.sign(bins.pred_mean - 0.5) * gap * weight).sum() / weight.sum()
+    high_gap = (gap[high] * weight[high]).sum() / weight[high].sum() if high.any() else None
+    return {
+        "overconfidence": float(over),
+        "gap_above_half": None if high_gap is None else float(high_gap),
+    }
+
+
+def calibration(q: torch.Tensor, y: torch.Tensor, args: argparse.Namespace, seed: int) -> dict:
+    """CalibErr with its interval, as a JSON-ready dict (the bins are kept for plotting)."""
+    g = torch.Generator(device=q.device).manual_seed(seed)
+    result = calibration_error_ci(
+        q.double(), y.double(), bin_size=args.bin_size, n_samples=args.n_samples, generator=g
+    )
+    out = {k: float(getattr(result, k)) for k in ("error", "mean", "std", "lower", "upper")}
+    out.update(_confidence(result), n=int(q.numel()))
+    return {**out, "_result": result}
+
+
+def _select_hmm(train: Split, dev: Split, n_words: int, n_tags: int, args) -> tuple[HMM, dict]:
+    scores = {}
+    for alpha in tqdm(HMM_PSEUDOCOUNTS, desc="HMM pseudocount", file=sys.stderr, leave=False):
+        model = HMM(n_tags, n_words, alpha).fit(*train)
+        scores[alpha] = accuracy(model, dev, args.max_tokens)
+    best = max(scores, key=lambda a: (scores[a], a))
+    return HMM(n_tags, n_words, best).fit(*train), {"grid": scores, "pseudocount": best}
+
+
+def _fit_crf(model: CRFTagger, data: Split, c2: float, args) -> CRFTagger:
+    max_iter = 30 if args.quick else args.max_iter
+    return model.fit(*data, c2=c2, max_iter=max_iter, tol=1e-4, tolerance_change=1e-7)
+
+
+def _select_crf(train: Split, dev: Split, n_words: int, n_tags: int, args) -> tuple:
+    scores, models = {}, {}
+    model = CRFTagger(n_tags, n_words)
+    for c2 in tqdm(CRF_C2S, desc="CRF c2", file=sys.stderr, leave=False):
+        model = _fit_crf(copy.deepcopy(model), train, c2, args)
+        models[c2], scores[c2] = model, accuracy(model, dev, args.max_tokens)
+    best = max(scores, key=lambda c: (scores[c], c))
+    info = {"grid": scores, "c2": best, "fit": models[best].fit_info}
+    return models[best], info
+
+
+def _subset(split: Split, idx: torch.Tensor) -> Split:
+    width = int(split.mask[idx].sum(1).max())
+    return Split(*(x[idx, :width] for x in split))
+
+
+def _match_crf(train: Split, dev: Split, target: float, c2: float, shape: tuple, args) -> tuple:
+    """Train CRFs on growing random subsets until dev accuracy reaches ``target``; bisect."""
+    n_total = train.words.shape[0]
+    perm = torch.randperm(n_total, generator=torch.Generator().manual_seed(args.seed))
+    tried: dict[int, tuple[float, CRFTagger]] = {}
+
+    def attempt(n: int) -> float:
+        n = max(1, min(n_total, n))
+        if n not in tried:
+            model = _fit_crf(CRFTagger(*shape), _subset(train, perm[:n]), c2, args)
+            tried[n] = (accuracy(model, dev, args.max_tokens), model)
+        return tried[n][0]
+
+    size = 50 if args.quick else 250
+    bar = tqdm(desc="CRF subset size", file=sys.stderr, leave=False)
+    while attempt(size) < target and size < n_total:
+        size *= 2
+        bar.update(1)
+    low = max((n for n in tried if tried[n][0] < target), default=None)
+    high = min((n for n in tried if tried[n][0] >= target), default=None)
+    for _ in range(1 if args.quick else 3):
+        if low is None or high is None or high - low <= max(10, n_total // 200):
+            break
+        mid = int(round(math.sqrt(low * high)))
+        (low, high) = (mid, high) if attempt(mid) < target else (low, mid)
+        bar.update(1)
+    bar.close()
+    best = min(tried, key=lambda n: (abs(tried[n][0] - target), n))
+    curve = {n: tried[n][0] for n in sorted(tried)}
+    return tried[best][1], {"sentences": min(best, n_total), "dev_accuracy_by_size": curve}
+
+
+def _summaries(name: str, q, y, pq, py, pairs, tag_names, args, seed: int) -> dict:
+    out: dict[str, Any] = {"all_tags": calibration(q.reshape(-1), y.reshape(-1), args, seed)}
+    out["per_tag"] = {
+        tag_names[k]: calibration(q[k], y[k], args, seed + 1 + k) for k in range(q.shape[0])
+    }
+    for k in args.top_pairs:
+        k = min(k, pq.shape[0])
+        per_pair = [calibration(pq[m], py[m], args, seed + 100 + m) for m in range(k)]
+        out[f"top{k}_pairs"] = {
+            "concatenated": calibration(pq[:k].reshape(-1), py[:k].reshape(-1), args, seed + 99),
+            "average": sum(r["error"] for r in per_pair) / k,
+            "per_pair": dict(zip(_pair_names(pairs[:k], tag_names), per_pair, strict=True)),
+        }
+    return out
+
+
+def _pair_names(pairs: torch.Tensor, tag_names: list[str]) -> list[str]:
+    return [f"{tag_names[i]} {tag_names[j]}" for i, j in pairs.tolist()]
+
+
+def _wins(a: dict, b: dict) -> dict[str, int]:
+    """How many queries sets ``a`` beats ``b`` on (lower error), and significantly so."""
+    keys = list(a)
+    return {
+        "lower_error": sum(a[k]["error"] < b[k]["error"] for k in keys),
+        "significant": sum(a[k]["upper"] < b[k]["lower"] for k in keys),
+        "of": len(keys),
+    }
+
+
+def _reliability(result: Any, title: str, ax: Any = None) -> Any:
+    try:
+        from calib_metrics.plot import reliability_diagram
+    except ImportError:  # the plotting module is optional; draw a plain diagram instead
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5, 4.6))
+        bins = result.bins
+        ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
+        ax.plot(bins.pred_mean.tolist(), bins.freq.tolist(), marker="o", markersize=3)
+        ax.set(xlabel="predicted probability (bin mean)", ylabel="observed frequency")
+        ax.set_title(title, fontsize=9)
+        return ax.figure, ax
+    return reliability_diagram(result, ax=ax, title=title)
+
+
+def _bars(ax: Any, names: list[str], series: dict[str, list[dict]], ylabel: str) -> None:
+    width = 0.8 / len(series)
+    for i, (label, rows) in enumerate(series.items()):
+        xs = [x + (i - (len(series) - 1) / 2) * width for x in range(len(names))]
+        err = [[r["error"] - r["lower"] for r in rows], [r["upper"] - r["error"] for r in rows]]
+        err = [[max(e, 0.0) for e in side] for side in err]
+        ax.bar(xs, [r["error"] for r in rows], width, yerr=err, label=label, capsize=1.5)
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+
+
+def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths: dict[str, str] = {}
+    models = results["models"]
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.6))
+    for ax, (key, m) in zip(axes, models.items(), strict=True):
+        title = (
+            f"{MODELS[key]}: acc {m['test_accuracy']:.3f}, CalibErr {m['all_tags']['error']:.4f}"
+        )
+        _reliability(m["all_tags"]["_result"], title, ax=ax)
+        single, _ = _reliability(m["all_tags"]["_result"], title)
+        paths[key] = str(out / f"pos_reliability_{key}.png")
+        single.savefig(paths[key], dpi=90, bbox_inches="tight")
+        plt.close(single)
+    fig.tight_layout()
+    paths["reliability"] = str(out / "pos_reliability.png")
+    fig.savefig(paths["reliability"], dpi=90, bbox_inches="tight")
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(max(8, 0.32 * len(tag_order)), 4))
+    series = {
+        MODELS[k]: [m["per_tag"][t] for t in tag_order] + [m["all_tags"]] for k, m in models.items()
+    }
+    _bars(ax, [*tag_order, "ALL"], series, "CalibErr (per tag, 95% interval)")
+    ax.set_title("Per-tag calibration error (Figure 4a); tags by test frequency")
+    fig.tight_layout()
+    paths["per_tag"] = str(out / "pos_per_tag.png")
+    fig.savefig(paths["per_tag"], dpi=90, bbox_inches="tight")
+    plt.close(fig)
+
+    small = min(results["top_pairs"])
+    first = next(iter(models.values()))[f"top{small}_pairs"]["per_pair"]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    series = {}
+    for key, m in models.items():
+        rows = [m[f"top{small}_pairs"]["per_pair"][p] for p in first]
+        avgs = [{"error": m[f"top{k}_pairs"]["average"]} for k in results["top_pairs"]]
+        series[MODELS[key]] = rows + [{**a, "lower": a["error"], "upper": a["error"]} for a in avgs]
+    _bars(ax, [*first, *(f"avg top{k}" for k in results["top_pairs"])], series, "CalibErr")
+    ax.set_title("Tag-pair calibration error (Figure 4b)")
+    fig.tight_layout()
+    paths["pairs"] = str(out / "pos_pairs.png")
+    fig.savefig(paths["pairs"], dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return paths
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k != "_result"}
+    return value
+
+
+def _markdown(results: dict) -> str:
+    def ci(r: dict) -> str:
+        return report.format_interval(r["error"], r["lower"], r["upper"])
+
+    models = results["models"]
+    ks = results["top_pairs"]
+    headers = [
+        "model",
+        "train sents",
+        "dev acc",
+        "test acc",
+        "CalibErr all tags [95%]",
+        "overconf.",
+    ]
+    headers += [h for k in ks for h in (f"top-{k} pairs concat.", f"top-{k} avg")]
+    rows = []
+    for key, m in models.items():
+        row = [MODELS[key], m["train_sentences"], m["dev_accuracy"], m["test_accuracy"]]
+        row += [ci(m["all_tags"]), m["all_tags"]["overconfidence"]]
+        for k in ks:
+            row += [ci(m[f"top{k}_pairs"]["concatenated"]), m[f"top{k}_pairs"]["average"]]
+        rows.append(row)
+    lines = [f"# POS tagging calibration ({results['dataset']}, {results['column']})", ""]
+    lines += [report.markdown_table(headers, rows), ""]
+    lines.append(
+        "Overconfidence: count-weighted mean of sign(q̂ − ½)(q̂ − p̂) over bins (> 0: too extreme)."
+    )
+    lines.append("")
+    for name, w in results["comparisons"].items():
+        lines.append(
+            f"- {name}: lower error on {w['lower_error']} of {w['of']} "
+            f"(non-overlapping intervals on {w['significant']})"
+        )
+    lines += ["", f"Selection: {results['selection_summary']}", ""]
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Train the taggers, evaluate their calibration on test, write results and figures."""
+    if args.threads < 1:
+        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    threads = torch.get_num_threads()
+    # The recursions are many small [B, K] @ [K, K] products: extra threads only add
+    # synchronisation, which on a busy machine costs tens of times the work.
+    torch.set_num_threads(args.threads)
+    try:
+        return _run(args)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.bin_size < 1 or args.n_samples < 1:
+        raise ValueError("--bin-size and --n-samples must be positive")
+    if any(k < 1 for k in args.top_pairs):
+        raise ValueError("--top-pairs values must be positive")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    raw, folder = _load(args)
+    word_vocab = Vocabulary.build(w for w, _ in raw["train"])
+    tag_vocab = Vocabulary.build((t for _, t in raw["train"]), unknown=False)
+    train, _ = _encode(raw["train"], word_vocab, tag_vocab)
+    dev, dropped_dev = _encode(raw["dev"], word_vocab, tag_vocab)
+    test, dropped_test = _encode(raw["test"], word_vocab, tag_vocab)
+    shape = (len(tag_vocab), len(word_vocab))
+    print(
+        f"pos: {folder.name}: {train.words.shape[0]} train / {dev.words.shape[0]} dev / "
+        f"{test.words.shape[0]} test sentences, {shape[0]} tags, {shape[1]} words",
+        file=sys.stderr,
+    )
+
+    hmm, hmm_sel = _select_hmm(train, dev, shape[1], shape[0], args)
+    crf, crf_sel = _select_crf(train, dev, shape[1], shape[0], args)
+    hmm_dev = hmm_sel["grid"][hmm_sel["pseudocount"]]
+    matched, match_sel = _match_crf(train, dev, hmm_dev, crf_sel["c2"], shape, args)
+    trained = {"hmm": hmm, "crf_matched": matched, "crf": crf}
+    sizes = {
+        "hmm": train.words.shape[0],
+        "crf_matched": match_sel["sentences"],
+        "crf": train.words.shape[0],
+    }
+
+    tag_names = tag_vocab.itos
+    test_counts = torch.bincount(test.tags[test.mask], minlength=shape[0])
+    tag_order = [
+        tag_names[k]
+        for k in torch.sort(-test_counts, stable=True).indices.tolist()
+        if test_counts[k] > 0
+    ]
+    pairs, pair_counts = top_tag_pairs(test.tags, test.mask, shape[0], max(args.top_pairs))
+    top_pairs = sorted({min(k, pairs.shape[0]) for k in args.top_pairs})
+    args.top_pairs = top_pairs
+    models: dict[str, Any] = {}
+    for i, (key, model) in enumerate(
+        tqdm(trained.items(), desc="evaluate", file=sys.stderr, leave=False)
+    ):
+        q, y, pq, py = posterior_queries(model, test, pairs, args.max_tokens)
+        summary = _summaries(key, q, y, pq, py, pairs, tag_names, args, args.seed + 1000 * i)
+        models[key] = {
+            "train_sentences": sizes[key],
+            "dev_accuracy": accuracy(model, dev, args.max_tokens),
+            "test_accuracy": accuracy(model, test, args.max_tokens),
+            **summary,
+        }
+        models[key]["per_tag"] = {t: models[key]["per_tag"][t] for t in tag_order}
+
+    comparisons = {}
+    for crf_key in ("crf_matched", "crf"):
+        for label, field in (
+            ("tags", "per_tag"),
+            (f"top-{top_pairs[-1]} pairs", f"top{top_pairs[-1]}_pairs"),
+        ):
+            a = models[crf_key][field] if field == "per_tag" else models[crf_key][field]["per_pair"]
+            b = models["hmm"][field] if field == "per_tag" else models["hmm"][field]["per_pair"]
+            comparisons[f"{MODELS[crf_key]} vs HMM, {label}"] = _wins(a, b)
+            comparisons[f"HMM vs {MODELS[crf_key]}, {label}"] = _wins(b, a)
+    results: dict[str, Any] = {
+        "experiment": "pos",
+        "dataset": folder.name,
+        "column": args.column,
+        "quick": args.quick,
+        "bin_size": args.bin_size,
+        "n_samples": args.n_samples,
+        "top_pairs": top_pairs,
+        "sentences": {
+            "train": sizes["hmm"],
+            "dev": dev.words.shape[0],
+            "test": test.words.shape[0],
+            "dropped_unknown_tag": {"dev": dropped_dev, "test": dropped_test},
+        },
+        "num_tags": shape[0],
+        "vocab_size": shape[1],
+        "selection": {"hmm": hmm_sel, "crf": crf_sel, "crf_matched": match_sel},
+        "selection_summary": (
+            f"HMM pseudocount {hmm_sel['pseudocount']:g}; CRF c2 {crf_sel['c2']:g}; "
+            f"accuracy-matched CRF on {match_sel['sentences']} sentences"
+        ),
+        "pairs": dict(zip(_pair_names(pairs, tag_names), pair_counts.tolist(), strict=True)),
+        "models": models,
+        "comparisons": comparisons,
+        "paper": PAPER,
+    }
+    results["figures"] = _figures(results, out, tag_order)
+    results = _strip(results)
+    report.write_json(out / "results.json", results)
+    (out / "results.md").write_text(_markdown(results))
+    for key, m in models.items():
+        a = m["all_tags"]
+        print(
+            f"{MODELS[key]:<24} test acc {m['test_accuracy']:.4f}  CalibErr "
+            f"{report.format_interval(a['error'], a['lower'], a['upper'])}  "
+            f"overconfidence {a['overconfidence']:+.4f}"
+        )
+    for name, w in comparisons.items():
+        print(f"{name}: better on {w['lower_error']}/{w['of']} (significant {w['significant']})")
+    print(f"wrote {out / 'results.json'}, {out / 'results.md'}")
+    return results

@@ -1,0 +1,28 @@
+"""Pure tensor functions: binning, calibration error and its interval, Brier split.
+
+Nothing here keeps state, draws figures or imports anything but torch.
+"""
+
+from calib_metrics.functional.binning import Bins, adaptive_binning, uniform_binning
+from calib_metrics.functional.calibration import (
+    BrierDecomposition,
+    CalibrationResult,
+    brier_decomposition,
+    calibration_error,
+    calibration_error_ci,
+    ci_from_bins,
+    error_from_bins,
+)
+
+__all__ = [
+    "Bins",
+    "BrierDecomposition",
+    "CalibrationResult",
+    "adaptive_binning",
+    "brier_decomposition",
+    "calibration_error",
+    "calibration_error_ci",
+    "ci_from_bins",
+    "error_from_bins",
+    "uniform_binning",
+]

@@ -1,0 +1,275 @@
+"""``CalibrationError``: the paper's calibration analysis as a torchmetrics ``Metric``."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+from torchmetrics.utilities.data import dim_zero_cat
+
+from calib_metrics.functional import sketch
+from calib_metrics.functional.binning import Bins, _check_pairs, check_probs
+from calib_metrics.functional.calibration import (
+    CalibrationResult,
+    _check_interval_options,
+    _check_options,
+    ci_from_bins,
+    compute_bins,
+    error_from_bins,
+)
+
+
+class CalibrationError(Metric):
+    """RMS calibration error with adaptive bins, sampled intervals and diagrams.
+
+    Binary input: ``probs`` and ``target`` of one shape (any shape, flattened), ``probs``
+    the probability that the label is 1. Multiclass input (``num_classes=C``): ``probs``
+    of shape ``[..., C]`` and integer ``target`` of shape ``[...]``; every item gives C
+    binary pairs (q = probs[c], y = [target == c]), the paper's one-vs-rest expansion
+    (§4.2.2). ``average="micro"`` pools all pairs; ``average=None`` gives one result per
+    class. Items whose target equals ``ignore_index`` (padding) are dropped.
+
+    ``compute()`` returns the error alone (a 0-dim tensor, or one per class), so that
+    ``self.log("val/calib_err", metric)`` works in Lightning; :meth:`compute_result`
+    returns the full :class:`~calib_metrics.CalibrationResult` with the interval.
+
+    Two memory modes. The exact mode (default) keeps every pair, so its bins are exactly
+    the paper's; under DDP the pairs of all ranks are gathered and the result equals one
+    process on the union. ``streaming=True`` keeps a fixed histogram of ``resolution``
+    cells per class (count, Σq, Σy in float64; see
+    :mod:`calib_metrics.functional.sketch`), merged by addition across batches and ranks,
+    whose memory does not grow with the data; its adaptive bins are formed from whole
+    cells.
+
+    Args:
+        num_classes: None for binary input, else the number of classes C.
+        bin_size: target bin size β of adaptive binning (the paper uses 5000).
+        binning: ``"adaptive"`` (equal mass) or ``"uniform"`` (equal width).
+        n_bins: number of bins of uniform binning.
+        norm: ``"l2"`` (RMS, the paper's), ``"l1"`` or ``"max"``.
+        n_samples: draws of the sampled interval (Algorithm 2).
+        confidence: coverage of the interval.
+        method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
+        debias: subtract each bin's sampling noise from its squared gap (l2 only).
+        average: ``"micro"`` (all pairs pooled) or None (one result per class).
+        ignore_index: target value marking items to drop (padding).
+        streaming: keep a fixed-size histogram instead of every pair.
+        resolution: cells of the streaming histogram.
+        seed: seed of the interval's draws, for reproducible results (None: global RNG).
+        validate_args: check every batch (one host synchronisation); False skips it.
+
+    Example:
+        >>> import torch
+        >>> metric = CalibrationError(bin_size=100)
+        >>> g = torch.Generator().manual_seed(0)
+        >>> for _ in range(3):
+        ...     probs = torch.rand(400, generator=g)
+        ...     metric.update(probs, torch.bernoulli(probs, generator=g))
+        >>> metric.compute()
+        tensor(0.0238, dtype=torch.float64)
+        >>> result = metric.compute_result()
+        >>> bool(result.lower < result.upper)
+        True
+    """
+
+    is_differentiable = False
+    higher_is_better = False
+    full_state_update = False
+    plot_lower_bound = 0.0
+    plot_upper_bound = 1.0
+
+    def __init__(
+        self,
+        num_classes: int | None = None,
+        *,
+        bin_size: int = 5000,
+        binning: Literal["adaptive", "uniform"] = "adaptive",
+        n_bins: int = 15,
+        norm: Literal["l1", "l2", "max"] = "l2",
+        n_samples: int = 10000,
+        confidence: float = 0.95,
+        method: Literal["normal", "percentile"] = "normal",
+        debias: bool = False,
+        average: Literal["micro"] | None = "micro",
+        ignore_index: int | None = None,
+        streaming: bool = False,
+        resolution: int = sketch.DEFAULT_RESOLUTION,
+        seed: int | None = 0,
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        _check_options(norm, binning, bin_size, n_bins)
+        _check_interval_options(n_samples, confidence, method)
+        if num_classes is not None and (
+            not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2
+        ):
+            raise ValueError(f"num_classes must be None or an integer >= 2, got {num_classes!r}")
+        if average not in ("micro", None):
+            raise ValueError(f"average must be 'micro' or None, got {average!r}")
+        if average is None and num_classes is None:
+            raise ValueError("average=None gives one result per class: set num_classes")
+        if debias and norm != "l2":
+            raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
+        if ignore_index is not None and not isinstance(ignore_index, int):
+            raise ValueError(f"ignore_index must be an integer or None, got {ignore_index!r}")
+        if streaming and binning == "uniform":
+            raise ValueError("streaming=True supports binning='adaptive' only")
+        self.num_classes = num_classes
+        self.bin_size = bin_size
+        self.binning = binning
+        self.n_bins = n_bins
+        self.norm = norm
+        self.n_samples = n_samples
+        self.confidence = confidence
+        self.method = method
+        self.debias = debias
+        self.average = average
+        self.ignore_index = ignore_index
+        self.streaming = streaming
+        self.resolution = resolution
+        self.seed = seed
+        self.validate_args = validate_args
+        if streaming:
+            shape = (num_classes or 1, sketch.num_cells(resolution))
+            for name in ("cell_count", "cell_sum_q", "cell_sum_y"):
+                self.add_state(
+                    name, torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="sum"
+                )
+        else:
+            self.add_state("probs", default=[], dist_reduce_fx="cat")
+            self.add_state("target", default=[], dist_reduce_fx="cat")
+
+    # ------------------------------------------------------------------ update
+    def _prepare(self, probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+        """Validate one batch and return (probs [n] or [n, C], target [n])."""
+        if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
+            raise ValueError("probs and target must be tensors")
+        if self.num_classes is None:
+            if probs.shape != target.shape:
+                raise ValueError(
+                    f"probs and target must have the same shape, got {tuple(probs.shape)} "
+                    f"and {tuple(target.shape)}"
+                )
+            probs, target = probs.reshape(-1), target.reshape(-1)
+            if self.ignore_index is not None:
+                keep = target != self.ignore_index
+                probs, target = probs[keep], target[keep]
+            if self.validate_args and probs.numel():
+                _check_pairs(probs, target)
+            return probs, target
+        c = self.num_classes
+        if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
+            raise ValueError(
+                f"multiclass input needs probs [..., {c}] and target [...], got probs "
+                f"{tuple(probs.shape)} and target {tuple(target.shape)}"
+            )
+        if target.is_floating_point():
+            raise ValueError(f"multiclass target must hold integer class ids, got {target.dtype}")
+        probs, target = probs.reshape(-1, c), target.reshape(-1)
+        if self.ignore_index is not None:
+            keep = target != self.ignore_index
+            probs, target = probs[keep], target[keep]
+        if self.validate_args and target.numel():
+            low, high = torch.aminmax(target)
+            if low < 0 or high >= c:
+                bad = target[(target < 0) | (target >= c)][0].item()
+                raise ValueError(f"target holds class id {bad}, outside [0, {c})")
+            check_probs(probs)
+        return probs, target
+
+    def update(self, probs: Tensor, target: Tensor) -> None:
+        """Accumulate a batch; a batch that fails validation changes nothing."""
+        if not probs.is_floating_point():
+            raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
+        probs, target = self._prepare(probs.detach(), target.detach())
+        if self.streaming:
+            if self.num_classes is None:
+                sketch.accumulate(
+                    self.cell_count[0], self.cell_sum_q[0], self.cell_sum_y[0], probs, target
+                )
+            else:
+                classes = torch.arange(self.num_classes, device=target.device)
+                one_hot = target.unsqueeze(1) == classes
+                sketch.accumulate_rows(
+                    self.cell_count, self.cell_sum_q, self.cell_sum_y, probs, one_hot
+                )
+            return
+        self.probs.append(probs)
+        self.target.append(target)
+
+    # ----------------------------------------------------------------- compute
+    def _pairs(self) -> tuple[Tensor, Tensor]:
+        if not self.probs:
+            raise ValueError("CalibrationError has no pairs: call update() before compute()")
+        probs = dim_zero_cat(self.probs)
+        target = dim_zero_cat(self.target)
+        if probs.numel() == 0:
+            raise ValueError("CalibrationError has no pairs: every update was empty")
+        return probs, target
+
+    def class_bins(self) -> list[Bins]:
+        """The bins behind the result: one entry (micro) or one per class."""
+        if self.streaming:
+            count, sum_q, sum_y = self.cell_count, self.cell_sum_q, self.cell_sum_y
+            if count.sum() == 0:
+                raise ValueError("CalibrationError has no pairs: call update() before compute()")
+            if self.average == "micro":
+                count, sum_q, sum_y = count.sum(0), sum_q.sum(0), sum_y.sum(0)
+                return [sketch.to_bins(count, sum_q, sum_y, self.bin_size)]
+            return [
+                sketch.to_bins(count[c], sum_q[c], sum_y[c], self.bin_size)
+                for c in range(count.shape[0])
+            ]
+        probs, target = self._pairs()
+        options = {"binning": self.binning, "bin_size": self.bin_size, "n_bins": self.n_bins}
+        if self.num_classes is None:
+            return [compute_bins(probs, target, validate=False, **options)]
+        classes = torch.arange(self.num_classes, device=target.device)
+        if self.average == "micro":
+            one_hot = target.unsqueeze(1) == classes
+            return [compute_bins(probs, one_hot, validate=False, **options)]
+        return [
+            compute_bins(probs[:, c], target == c, validate=False, **options)
+            for c in range(self.num_classes)
+        ]
+
+    def compute(self) -> Tensor:
+        """The calibration error: 0-dim (micro) or one value per class (average=None)."""
+        errors = [error_from_bins(b, self.norm, debias=self.debias) for b in self.class_bins()]
+        return errors[0] if self.average == "micro" else torch.stack(errors)
+
+    def compute_result(self) -> CalibrationResult | list[CalibrationResult]:
+        """Error, sampled interval and bins: one result (micro) or a list per class."""
+        generator = None
+        results = []
+        for bins in self.class_bins():
+            if self.seed is not None and generator is None:
+                generator = torch.Generator(device=bins.freq.device).manual_seed(self.seed)
+            results.append(
+                ci_from_bins(
+                    bins,
+                    n_samples=self.n_samples,
+                    confidence=self.confidence,
+                    method=self.method,
+                    norm=self.norm,
+                    debias=self.debias,
+                    generator=generator,
+                )
+            )
+        return results[0] if self.average == "micro" else results
+
+    def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
+        """Reliability diagram (micro) or per-class error bars (``average=None``).
+
+        Returns ``(fig, ax)``; ``val`` may be a result from :meth:`compute_result`.
+        """
+        from calib_metrics import plot
+
+        result = self.compute_result() if val is None else val
+        if isinstance(result, list):
+            labels = [str(c) for c in range(len(result))]
+            return plot.per_class_errors({"model": result}, labels, ax=ax)
+        return plot.reliability_diagram(result, ax=ax)

@@ -1,0 +1,426 @@
+"""Antecedent-ranking coreference: batched sampling of clusterings and exact pairwise marginals.
+
+The model of the paper's §5 (Durrett & Klein 2013 as independent softmaxes): every
+mention ``i`` picks an antecedent ``a_i`` among the earlier mentions ``j < i`` or NEW,
+independently of the others, and the entities are the connected components of the
+antecedent graph. Scores follow one convention everywhere (DESIGN.md):
+
+* ``scores[b, i, j]`` for ``j < i`` scores "the antecedent of mention ``i`` is ``j``";
+* ``scores[b, i, i]`` scores NEW (``i`` starts an entity);
+* entries ``j > i`` are ignored.
+
+An antecedent vector uses the same indexing: ``a[..., i] = j <= i``, with ``j == i``
+meaning NEW. Because every pointer goes backwards, the entity of a mention is named by
+its first mention (its *root*), found by pointer jumping in ``O(log N)`` gathers.
+
+``mask`` (``[B, N]`` bool, True for real mentions, normally left-aligned) marks padding:
+a padded mention always takes NEW, so it is a singleton, and no real mention ever
+attaches to it.
+
+Example:
+    >>> import torch
+    >>> scores = torch.tensor([[[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 3.0, 0.0]]])
+    >>> coreference_marginals(scores).round(decimals=3)
+    tensor([[[1.0000, 0.8810, 0.8460],
+             [0.8810, 1.0000, 0.9490],
+             [0.8460, 0.9490, 1.0000]]])
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "antecedent_log_probs",
+    "clusters",
+    "coreference_marginals",
+    "entity_roots",
+    "most_probable_antecedents",
+    "sample_antecedents",
+]
+
+# Elements held at once by the chunked sampler (uniforms and indices) and by the
+# pairwise comparison of sampled roots; bounds memory whatever S, B and N are.
+_SAMPLE_CHUNK_ELEMENTS = 1 << 22
+_PAIR_CHUNK_ELEMENTS = 1 << 24
+# Row-block size of the exact dynamic program: large enough that the off-block work is
+# matrix-matrix (BLAS-3), small enough that the in-block loop stays cheap.
+_DP_BLOCK = 64
+
+
+def _check_scores(scores: Tensor, mask: Tensor | None) -> Tensor | None:
+    if not isinstance(scores, Tensor):
+        raise ValueError(f"scores must be a torch.Tensor, got {type(scores).__name__}")
+    if scores.ndim != 3:
+        raise ValueError(
+            f"scores must have shape [B, N, N] (3 dims), got {scores.ndim} dims "
+            f"with shape {tuple(scores.shape)}"
+        )
+    if scores.shape[1] != scores.shape[2]:
+        raise ValueError(
+            f"scores must be square in its last two dims [B, N, N], got {tuple(scores.shape)}"
+        )
+    if not scores.is_floating_point():
+        raise ValueError(f"scores must be a floating-point tensor, got dtype {scores.dtype}")
+    if mask is None:
+        return None
+    if not isinstance(mask, Tensor):
+        raise ValueError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if tuple(mask.shape) != tuple(scores.shape[:2]):
+        raise ValueError(
+            f"mask must have shape [B, N] = {tuple(scores.shape[:2])} to match scores "
+            f"{tuple(scores.shape)}, got {tuple(mask.shape)}"
+        )
+    if mask.device != scores.device:
+        raise ValueError(f"mask is on {mask.device} but scores are on {scores.device}")
+    return mask if mask.dtype == torch.bool else mask != 0
+
+
+def _check_n_samples(n_samples: int) -> None:
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
+
+
+def _log_probs(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
+    """Validated-input core of :func:`antecedent_log_probs` (mask already a bool tensor).
+
+    ``owned=True`` lets it overwrite ``scores`` (a private copy), saving an N x N buffer.
+    """
+    n = scores.shape[-1]
+    idx = torch.arange(n, device=scores.device)
+    earlier = idx[None, :] < idx[:, None]  # [N, N]: j < i
+    diag = idx[None, :] == idx[:, None]
+    if mask is None:
+        can_attach = earlier.expand(scores.shape)
+    else:
+        # Padding neither attaches nor is attached to.
+        can_attach = earlier & mask[:, :, None] & mask[:, None, :]
+    # A mention with no candidate antecedent (the first one, or padding) takes NEW with
+    # probability 1 whatever its NEW score, so a -inf there cannot produce NaN.
+    only_new = ~can_attach.any(-1)  # [B, N]
+    forbidden = ~(can_attach | diag)
+    if owned:
+        logits = scores.masked_fill_(forbidden, float("-inf"))
+    else:
+        logits = scores.masked_fill(forbidden, float("-inf"))
+    del forbidden
+    logits.diagonal(dim1=-2, dim2=-1).masked_fill_(only_new, 0.0)
+    logp = logits.log_softmax(-1)
+    if torch.isnan(logp).any():
+        raise ValueError(
+            "scores give no valid distribution for some mention: an allowed score "
+            "(j <= i) is NaN or +inf, or all of a mention's allowed scores are -inf"
+        )
+    return logp
+
+
+def antecedent_log_probs(scores: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Log-probabilities of each mention's antecedent choice, ``log P(a_i = j | x)``.
+
+    A softmax per mention ``i`` over ``{j < i}`` and NEW (at ``j = i``); entries ``j > i``
+    are ``-inf``. A padded mention (``mask`` False) puts all its mass on NEW and real
+    mentions never attach to padding.
+
+    Args:
+        scores: ``[B, N, N]`` floating-point antecedent scores (see the module docstring).
+        mask: optional ``[B, N]`` bool, True for real mentions.
+
+    Returns:
+        ``[B, N, N]`` log-probabilities, same dtype and device as ``scores``.
+
+    Example:
+        >>> import torch
+        >>> scores = torch.zeros(1, 3, 3)
+        >>> antecedent_log_probs(scores).exp()
+        tensor([[[1.0000, 0.0000, 0.0000],
+                 [0.5000, 0.5000, 0.0000],
+                 [0.3333, 0.3333, 0.3333]]])
+        >>> antecedent_log_probs(scores, mask=torch.tensor([[True, True, False]])).exp()
+        tensor([[[1.0000, 0.0000, 0.0000],
+                 [0.5000, 0.5000, 0.0000],
+                 [0.0000, 0.0000, 1.0000]]])
+    """
+    mask = _check_scores(scores, mask)
+    return _log_probs(scores, mask)
+
+
+def most_probable_antecedents(scores: Tensor, mask: Tensor | None = None) -> Tensor:
+    """The most probable antecedent of every mention (NEW is ``i`` itself): ``Long [B, N]``.
+
+    Because the choices are independent, this vector is the joint argmax
+    ``argmax_a P(a | x)``; ``entity_roots`` / ``clusters`` of it give the 1-best clustering.
+    Ties go to the earliest index.
+
+    Example:
+        >>> import torch
+        >>> scores = torch.tensor([[[0.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, -1.0, 1.0]]])
+        >>> most_probable_antecedents(scores)
+        tensor([[0, 0, 2]])
+    """
+    mask = _check_scores(scores, mask)
+    return _log_probs(scores, mask).argmax(-1)
+
+
+def _float64_copy(scores: Tensor) -> Tensor:
+    # A private copy even for float64 input, so later steps may work in place.
+    return scores.to(torch.float64, copy=True)
+
+
+def _cumulative(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """Per-mention cumulative probabilities for inverse-CDF lookup, ``[B, N, N]`` float64.
+
+    Entries ``j >= i`` are ``+inf``: a uniform in ``[0, 1)`` that passes ``cdf[i - 1]``
+    (or rounds past the total) lands on NEW, and no draw can go beyond ``i``.
+    """
+    # float64 so that the lookup is exact to ~1e-16 even for long rows.
+    cdf = _log_probs(_float64_copy(scores), mask, owned=True).exp_().cumsum_(-1)
+    cdf /= cdf[..., -1:]
+    n = cdf.shape[-1]
+    idx = torch.arange(n, device=cdf.device)
+    return cdf.masked_fill_(idx[None, :] >= idx[:, None], float("inf"))
+
+
+def _draw(cdf: Tensor, n_samples: int, generator: torch.Generator | None) -> Tensor:
+    """Inverse-CDF draws from :func:`_cumulative` ``[B, N, N]``: ``Long [S, B, N]``."""
+    b, n, _ = cdf.shape
+    out = torch.empty((n_samples, b, n), dtype=torch.long, device=cdf.device)
+    if out.numel() == 0:
+        return out
+    chunk = max(1, _SAMPLE_CHUNK_ELEMENTS // max(1, b * n))
+    for start in range(0, n_samples, chunk):
+        c = min(chunk, n_samples - start)
+        # Sample-major uniforms: on CPU, chunks of one stream equal one big draw, so the
+        # result does not depend on the chunk size.
+        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, device=cdf.device)
+        # right=True returns the first index whose cdf exceeds u, so a zero-probability
+        # choice (flat cdf) is never picked.
+        a = torch.searchsorted(cdf, u.permute(1, 2, 0).contiguous(), right=True)
+        out[start : start + c] = a.permute(2, 0, 1)
+    return out
+
+
+def sample_antecedents(
+    scores: Tensor,
+    n_samples: int,
+    mask: Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Draw ``n_samples`` independent antecedent vectors per document: ``Long [S, B, N]``.
+
+    Every ``a[s, b, i]`` is drawn from ``P(a_i | x)`` (:func:`antecedent_log_probs`), all
+    mentions, documents and samples at once by inverse-CDF lookup (one uniform per
+    draw, a binary search in the mention's cumulative distribution), chunked over
+    samples so memory stays bounded. ``a[s, b, i] <= i``; ``i`` means NEW; padded
+    mentions always get ``i``.
+
+    Args:
+        scores: ``[B, N, N]`` antecedent scores.
+        n_samples: number of samples ``S`` (positive int).
+        mask: optional ``[B, N]`` bool, True for real mentions.
+        generator: optional ``torch.Generator`` (on the device of ``scores``).
+
+    Example:
+        >>> import torch
+        >>> scores = torch.tensor([[[0.0, 0.0, 0.0], [5.0, 0.0, 0.0], [0.0, 5.0, 0.0]]])
+        >>> g = torch.Generator().manual_seed(0)
+        >>> a = sample_antecedents(scores, 1000, generator=g)
+        >>> a.shape
+        torch.Size([1000, 1, 3])
+        >>> bool((a <= torch.arange(3)).all())
+        True
+        >>> round((a[:, 0, 2] == 1).double().mean().item(), 1)
+        1.0
+    """
+    mask = _check_scores(scores, mask)
+    _check_n_samples(n_samples)
+    with torch.no_grad():
+        return _draw(_cumulative(scores, mask), n_samples, generator)
+
+
+def _roots(antecedents: Tensor) -> Tensor:
+    n = antecedents.shape[-1]
+    roots = antecedents
+    # After k rounds roots[i] = a^(2^k)(i); chains have at most N - 1 links, so
+    # ceil(log2 N) rounds reach the fixed point. A fixed count avoids host syncs.
+    for _ in range(math.ceil(math.log2(n)) if n > 1 else 0):
+        roots = roots.gather(-1, roots)
+    return roots
+
+
+def entity_roots(antecedents: Tensor) -> Tensor:
+    """The first mention of every mention's entity, by pointer jumping.
+
+    Antecedents point backwards (``a[..., i] <= i``), so following them ends at the
+    entity's first mention; ``root = root[root]`` repeated ``ceil(log2 N)`` times (one
+    ``gather`` each, no loop over mentions or samples) gets there. Works on any leading
+    dims, e.g. ``[S, B, N]`` samples.
+
+    Args:
+        antecedents: integer tensor ``[..., N]`` with ``0 <= a[..., i] <= i``.
+
+    Returns:
+        ``Long`` tensor of the same shape; two mentions corefer iff their roots are equal.
+
+    Example:
+        >>> import torch
+        >>> entity_roots(torch.tensor([0, 0, 2, 1, 3, 5]))
+        tensor([0, 0, 2, 0, 0, 5])
+    """
+    if not isinstance(antecedents, Tensor):
+        raise ValueError(f"antecedents must be a torch.Tensor, got {type(antecedents).__name__}")
+    if antecedents.ndim < 1:
+        raise ValueError("antecedents must have at least one dim [..., N], got a 0-dim tensor")
+    if (
+        antecedents.is_floating_point()
+        or antecedents.is_complex()
+        or antecedents.dtype == torch.bool
+    ):
+        raise ValueError(f"antecedents must be an integer tensor, got dtype {antecedents.dtype}")
+    antecedents = antecedents.long()
+    n = antecedents.shape[-1]
+    if antecedents.numel() and bool(
+        ((antecedents < 0) | (antecedents > torch.arange(n, device=antecedents.device))).any()
+    ):
+        raise ValueError("antecedents must satisfy 0 <= a[..., i] <= i (i means NEW)")
+    return _roots(antecedents)
+
+
+def clusters(antecedents: Tensor) -> list[list[int]]:
+    """One clustering's entities as lists of mention indices.
+
+    Takes one antecedent vector ``[N]`` (a sample, or :func:`most_probable_antecedents`
+    of one document) or its :func:`entity_roots`. Entities are ordered by first mention
+    and each lists its mentions in document order; singletons are included. For a padded
+    document, slice off the padding first (``a[:n]``).
+
+    Example:
+        >>> import torch
+        >>> clusters(torch.tensor([0, 0, 2, 1, 3, 5]))
+        [[0, 1, 3, 4], [2], [5]]
+    """
+    if isinstance(antecedents, Tensor) and antecedents.ndim != 1:
+        raise ValueError(
+            f"clusters takes one antecedent vector [N], got shape {tuple(antecedents.shape)}"
+        )
+    roots = entity_roots(antecedents).tolist()
+    groups: dict[int, list[int]] = {}
+    for i, r in enumerate(roots):
+        groups.setdefault(r, []).append(i)
+    return list(groups.values())
+
+
+def _exact_marginals(logp: Tensor, block: int = _DP_BLOCK) -> Tensor:
+    """Exact ``P(i ~ j)`` from float64 log-probabilities ``[B, N, N]``.
+
+    Q[i, j] (j < i) = sum_{k < i} P(a_i = k) Q[k, j] with Q[k, k] = 1, since a_i is
+    independent of the earlier choices that decide Q[k, j]. Mentions are taken in row
+    blocks I = [s, e): their links to the earlier mentions solve the unit lower
+    triangular system (1 - L_II) X = L_I,<s Q_<s,<s (a matrix product and a triangular
+    solve), and only the links inside the block need a loop over its rows.
+    """
+    bsz, n, _ = logp.shape
+    # In place: the caller hands over its log-probabilities, saving an N x N buffer.
+    links = logp.exp_().tril_(-1)  # P(a_i = k) for k < i; NEW and j > i dropped
+    q = torch.zeros_like(links)
+    for s in range(0, n, block):
+        e = min(s + block, n)
+        # inner[t, u] = Q[s+t, s+u]: starts as sum_{k < s} P(a_{s+t} = k) Q[k, s+u] and
+        # is completed row by row below; kept contiguous so the loop's products are cheap.
+        if s > 0:
+            rhs = links[:, s:e, :s] @ q[:, :s, :s]
+            x = torch.linalg.solve_triangular(
+                -links[:, s:e, s:e], rhs, upper=False, unitriangular=True
+            )
+            q[:, s:e, :s] = x
+            q[:, :s, s:e] = x.transpose(-1, -2)
+            inner = links[:, s:e, :s] @ x.transpose(-1, -2)
+        else:
+            inner = torch.zeros((bsz, e - s, e - s), dtype=q.dtype, device=q.device)
+        inner.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+        local = links[:, s:e, s:e].contiguous()
+        for t in range(1, e - s):
+            row = torch.baddbmm(inner[:, t : t + 1, :t], local[:, t : t + 1, :t], inner[:, :t, :t])
+            inner[:, t : t + 1, :t] = row
+            inner[:, :t, t : t + 1] = row.transpose(-1, -2)
+        q[:, s:e, s:e] = inner
+    return q.clamp_(0.0, 1.0)
+
+
+def _sampled_marginals(
+    cdf: Tensor, n_samples: int, generator: torch.Generator | None, dtype: torch.dtype
+) -> Tensor:
+    bsz, n, _ = cdf.shape
+    counts = torch.zeros((bsz, n, n), dtype=torch.int32, device=cdf.device)
+    # At most 255 samples per chunk, so that a chunk's counts fit uint8: summing bytes
+    # into bytes vectorises, while a widening reduction over samples is ~100x slower.
+    chunk = min(255, n_samples)
+    # The comparison is done for a tile of rows at a time (only columns up to the tile,
+    # the rest is mirrored), so memory stays near _PAIR_CHUNK_ELEMENTS bytes for any N.
+    rows = max(1, min(n, _PAIR_CHUNK_ELEMENTS // max(1, chunk * bsz * n)))
+    buffer = torch.empty(chunk * bsz * rows * n, dtype=torch.bool, device=cdf.device)
+    narrow = torch.int16 if n <= torch.iinfo(torch.int16).max else torch.long
+    for start in range(0, n_samples, chunk):
+        c = min(chunk, n_samples - start)
+        roots = _roots(_draw(cdf, c, generator)).to(narrow)  # [c, B, N]
+        for r0 in range(0, n, rows):
+            r1 = min(n, r0 + rows)
+            same = buffer[: c * bsz * (r1 - r0) * r1].view(c, bsz, r1 - r0, r1)
+            torch.eq(roots[..., r0:r1, None], roots[..., None, :r1], out=same)
+            counts[:, r0:r1, :r1] += same.view(torch.uint8).sum(0, dtype=torch.uint8)
+    lower = counts.tril_()
+    lower += lower.tril(-1).transpose(-1, -2)
+    return lower.to(dtype) / n_samples
+
+
+def coreference_marginals(
+    scores: Tensor,
+    n_samples: int | None = None,
+    mask: Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Pairwise coreference probabilities ``P(i and j are in one entity | x)``: ``[B, N, N]``.
+
+    With ``n_samples=None`` the result is exact: antecedent choices are independent and
+    point backwards, so ``Q[i, :i] = P(a_i = .)[:i] @ Q[:i, :i]`` with ``Q[k, k] = 1``; it
+    is computed in float64 by a blocked dynamic program (``O(N^3)`` flops, mostly matrix
+    products). With ``n_samples=S`` it is the paper's Monte Carlo estimate, the fraction
+    of ``S`` sampled clusterings (:func:`sample_antecedents` + :func:`entity_roots`) in
+    which ``i`` and ``j`` corefer, chunked over samples so memory stays bounded.
+
+    The result is symmetric with diagonal 1. Padded mentions are singletons: their rows
+    and columns are 0 off the diagonal (and 1 on it). It carries no gradient (train on
+    :func:`antecedent_log_probs`, which does).
+
+    Args:
+        scores: ``[B, N, N]`` antecedent scores.
+        n_samples: ``None`` for the exact marginals, or the number of samples.
+        mask: optional ``[B, N]`` bool, True for real mentions.
+        generator: optional ``torch.Generator`` for the sampled estimate.
+
+    Returns:
+        ``[B, N, N]`` in the dtype and on the device of ``scores``.
+
+    Example:
+        >>> import torch
+        >>> scores = torch.zeros(1, 3, 3)
+        >>> coreference_marginals(scores)
+        tensor([[[1.0000, 0.5000, 0.5000],
+                 [0.5000, 1.0000, 0.5000],
+                 [0.5000, 0.5000, 1.0000]]])
+        >>> g = torch.Generator().manual_seed(0)
+        >>> est = coreference_marginals(scores, n_samples=4000, generator=g)
+        >>> bool((est - coreference_marginals(scores)).abs().max() < 0.05)
+        True
+    """
+    mask = _check_scores(scores, mask)
+    if n_samples is not None:
+        _check_n_samples(n_samples)
+    # An evaluation quantity: the DP fills its table in place, so no graph is recorded.
+    with torch.no_grad():
+        if n_samples is None:
+            logp = _log_probs(_float64_copy(scores), mask, owned=True)
+            return _exact_marginals(logp).to(scores.dtype)
+        return _sampled_marginals(_cumulative(scores, mask), n_samples, generator, scores.dtype)

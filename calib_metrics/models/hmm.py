@@ -1,0 +1,182 @@
+"""A first-order hidden Markov model tagger fitted in closed form (Dirichlet MAP).
+
+The HMM is the generative half of the paper's §4.2 comparison: tag-tag transitions
+(with start and stop), and tag-word emissions, each a categorical distribution whose
+MAP estimate under a symmetric Dirichlet prior is ``(count + pseudocount) /
+(total + n_outcomes * pseudocount)``. Its posterior over tag sequences is a linear
+chain whose log potentials are the log probabilities, so marginals, Viterbi and
+samples all come from :mod:`calib_metrics.models.linear_chain`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from calib_metrics.models import linear_chain
+from calib_metrics.models.linear_chain import ChainMarginals
+
+
+def _check_batch(words: Tensor, mask: Tensor | None, vocab_size: int) -> Tensor:
+    if words.dim() != 2:
+        raise ValueError(f"words must be [B, T], got shape {tuple(words.shape)}")
+    if words.dtype.is_floating_point or words.dtype == torch.bool:
+        raise ValueError(f"words must be an integer tensor, got {words.dtype}")
+    if mask is None:
+        mask = torch.ones_like(words, dtype=torch.bool)
+    elif mask.shape != words.shape:
+        raise ValueError(f"mask must have shape {tuple(words.shape)}, got {tuple(mask.shape)}")
+    mask = mask.bool()
+    if words.numel() and not bool(mask[:, 0].all()):
+        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    valid = words[mask]
+    if valid.numel() and (valid.min() < 0 or valid.max() >= vocab_size):
+        raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
+    return mask
+
+
+class HMM(nn.Module):
+    """HMM tagger with Dirichlet-MAP estimates and an unknown-word column.
+
+    Parameters are log probabilities, stored as buffers (the model is fitted by
+    counting, not by gradient descent): ``log_start [K]``, ``log_transitions [K, K]``,
+    ``log_end [K]`` (the probability of stopping after a tag; each row of
+    ``exp(log_transitions)`` plus ``exp(log_end)`` sums to 1) and ``log_emissions [K, V]``.
+    Word index 0 is the unknown word: test words outside the training vocabulary map
+    to it, and its emission probability is whatever the training counts (if any) and
+    the pseudocount give it.
+
+    Args:
+        num_tags: number of tags ``K``.
+        vocab_size: number of word indices ``V``, the unknown word (index 0) included.
+        pseudocount: Dirichlet MAP pseudocount added to every start, transition, stop
+            and emission count (> 0).
+
+    Example:
+        >>> words = torch.tensor([[1, 2], [1, 0]])
+        >>> tags = torch.tensor([[0, 1], [0, 0]])
+        >>> mask = torch.tensor([[True, True], [True, False]])
+        >>> hmm = HMM(num_tags=2, vocab_size=3, pseudocount=1.0).fit(words, tags, mask)
+        >>> hmm.log_start.exp()
+        tensor([0.7500, 0.2500])
+        >>> hmm.viterbi(words, mask)[1]
+        tensor([[0, 1],
+                [0, 0]])
+        >>> hmm.marginals(words, mask).unigram.sum(-1)
+        tensor([[1., 1.],
+                [1., 0.]])
+    """
+
+    log_start: Tensor
+    log_transitions: Tensor
+    log_end: Tensor
+    log_emissions: Tensor
+
+    def __init__(self, num_tags: int, vocab_size: int, pseudocount: float = 1.0):
+        super().__init__()
+        if num_tags < 1:
+            raise ValueError(f"num_tags must be >= 1, got {num_tags}")
+        if vocab_size < 1:
+            raise ValueError(
+                f"vocab_size must be >= 1 (index 0 is the unknown word), got {vocab_size}"
+            )
+        if not pseudocount > 0:
+            raise ValueError(f"pseudocount must be > 0, got {pseudocount}")
+        self.num_tags = num_tags
+        self.vocab_size = vocab_size
+        self.pseudocount = float(pseudocount)
+        # Before fitting the model is uniform; buffers follow .to(device) and state_dict.
+        k, v = num_tags, vocab_size
+        self.register_buffer("log_start", torch.full((k,), -torch.log(torch.tensor(k + 0.0))))
+        self.register_buffer(
+            "log_transitions", torch.full((k, k), -torch.log(torch.tensor(k + 1.0)))
+        )
+        self.register_buffer("log_end", torch.full((k,), -torch.log(torch.tensor(k + 1.0))))
+        self.register_buffer("log_emissions", torch.full((k, v), -torch.log(torch.tensor(v + 0.0))))
+
+    def extra_repr(self) -> str:
+        return f"num_tags={self.num_tags}, vocab_size={self.vocab_size}, pseudocount={self.pseudocount}"
+
+    @torch.no_grad()
+    def fit(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> HMM:
+        """Set the parameters to the Dirichlet MAP estimate from a padded, tagged batch.
+
+        One pass of counting over all sentences at once (``bincount`` on flat indices),
+        on the inputs' device. Returns ``self``.
+        """
+        mask = _check_batch(words, mask, self.vocab_size)
+        if tags.shape != words.shape:
+            raise ValueError(f"tags must have shape {tuple(words.shape)}, got {tuple(tags.shape)}")
+        k, v = self.num_tags, self.vocab_size
+        gold = tags[mask]
+        if gold.numel() and (gold.min() < 0 or gold.max() >= k):
+            raise ValueError(f"tags must lie in [0, {k}) where mask is True")
+        dtype = self.log_start.dtype
+        lengths = mask.sum(1)
+        last = tags.gather(1, (lengths - 1).clamp(min=0)[:, None]).squeeze(1)
+        both = mask[:, :-1] & mask[:, 1:]
+        start = torch.bincount(tags[:, 0], minlength=k).to(dtype)
+        end = torch.bincount(last, minlength=k).to(dtype)
+        trans = torch.bincount((tags[:, :-1] * k + tags[:, 1:])[both], minlength=k * k)
+        trans = trans.to(dtype).view(k, k)
+        emit = torch.bincount(gold * v + words[mask], minlength=k * v).to(dtype).view(k, v)
+
+        a = self.pseudocount
+        self.log_start = torch.log((start + a) / (start.sum() + k * a))
+        # A tag's successors are the K tags and the stop event: one categorical.
+        row_total = trans.sum(1) + end + (k + 1) * a
+        self.log_transitions = torch.log((trans + a) / row_total[:, None])
+        self.log_end = torch.log((end + a) / row_total)
+        self.log_emissions = torch.log((emit + a) / (emit.sum(1, keepdim=True) + v * a))
+        return self
+
+    def potentials(
+        self, words: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``.
+
+        In :mod:`~calib_metrics.models.linear_chain`'s convention, so that the chain's
+        score of a tag sequence is the HMM's joint ``log P(x, y)`` and its ``log Z`` is
+        ``log P(x)``. Padding positions get emission 0.
+        """
+        mask = _check_batch(words, mask, self.vocab_size)
+        emissions = self.log_emissions.t()[words]  # [B, T, K]
+        emissions = emissions.masked_fill(~mask[..., None], 0.0)
+        return emissions, self.log_transitions, self.log_start, self.log_end
+
+    def log_likelihood(self, words: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Marginal log likelihood ``log P(x)`` of each sentence, ``[B]``."""
+        emissions, trans, start, end = self.potentials(words, mask)
+        return linear_chain.log_partition(emissions, trans, start, end, mask)
+
+    def marginals(
+        self, words: Tensor, mask: Tensor | None = None, *, pairwise: bool = True
+    ) -> ChainMarginals:
+        """Posterior marginals ``P(y_t | x)`` (and ``P(y_t, y_{t+1} | x)``) by forward-backward."""
+        emissions, trans, start, end = self.potentials(words, mask)
+        return linear_chain.posterior_marginals(
+            emissions, trans, start, end, mask, pairwise=pairwise
+        )
+
+    def viterbi(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Most probable tag sequences: ``(log P(x, y*) [B], tags [B, T])``."""
+        emissions, trans, start, end = self.potentials(words, mask)
+        return linear_chain.viterbi(emissions, trans, start, end, mask)
+
+    def sample(
+        self,
+        words: Tensor,
+        mask: Tensor | None = None,
+        *,
+        n_samples: int,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Exact posterior samples of tag sequences, ``Long [S, B, T]``."""
+        emissions, trans, start, end = self.potentials(words, mask)
+        return linear_chain.sample(
+            emissions, trans, start, end, mask, n_samples=n_samples, generator=generator
+        )
+
+    def forward(self, words: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Unigram posterior marginals ``[B, T, K]`` (what the calibration metric consumes)."""
+        return self.marginals(words, mask, pairwise=False).unigram

@@ -1,0 +1,445 @@
+"""Exact inference for linear-chain models (HMM, CRF): marginals, Viterbi, sampling.
+
+A chain of ``T`` tags over ``K`` labels is scored, for tags ``y``, as
+
+    start[y_0] + sum_t emissions[t, y_t] + sum_t transitions[y_t, y_{t+1}] + end[y_{L-1}]
+
+with ``transitions[i, j]`` the score of tag ``i`` followed by tag ``j`` (the
+convention of pytorch-crf's ``torchcrf.CRF``, start and end scores included), so
+``P(y | x) = exp(score(y)) / Z``. Sentences of different lengths share a batch
+through a left-aligned boolean ``mask`` ``[B, T]`` (``mask[:, 0]`` all True, as
+pytorch-crf requires); positions outside the mask get zero marginals.
+
+Every routine is batched over sentences and loops only over time steps. The
+forward-backward recursions run in probability space with a per-step rescaling
+(the classic HMM "scaled" recursion): each step is one small matrix product
+``[B, K] @ [K, K]`` plus a ``log``/``exp`` of a ``[B, K]`` vector, instead of the
+``[B, K, K]`` log-sum-exp of a log-space recursion. Transition scores are
+shifted per column (forward) or per row (backward) before exponentiating and
+the emission scores are folded in log space, so nothing overflows; the
+recursion works in float64 by default (``compute_dtype``), which keeps float32
+inputs of length 2000 and score scale 30 within 1e-6 of the float64 answer.
+Results come back in the dtype of ``emissions`` on its device.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "ChainMarginals",
+    "log_partition",
+    "posterior_marginals",
+    "sample",
+    "sequence_score",
+    "viterbi",
+]
+
+
+class ChainMarginals(NamedTuple):
+    """Posterior of a linear chain.
+
+    Attributes:
+        log_partition: ``[B]`` log normaliser ``log Z`` of each sentence.
+        unigram: ``[B, T, K]``, ``unigram[b, t, k] = P(y_t = k | x)``; 0 outside the mask.
+        pairwise: ``[B, T-1, K, K]``, ``pairwise[b, t, i, j] = P(y_t = i, y_{t+1} = j | x)``;
+            0 where ``t + 1`` is outside the mask. ``None`` when not requested.
+    """
+
+    log_partition: Tensor
+    unigram: Tensor
+    pairwise: Tensor | None
+
+
+class _Forward(NamedTuple):
+    """Scaled forward pass: ``alpha_t = log_scale_t + log(probs_t)`` (probs sum to 1)."""
+
+    probs: Tensor  # [B, T, K] normalised forward vectors, carried past the end of the mask
+    log_partition: Tensor  # [B]
+    col_shift: Tensor  # [K] per-column max of the transitions (finite)
+    trans_col: Tensor  # [K, K] exp(transitions - col_shift)
+
+
+def _default_compute_dtype(device: torch.device) -> torch.dtype:
+    # MPS has no float64; everywhere else float64 is what keeps long chains exact.
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
+def _check_inputs(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    mask: Tensor | None,
+) -> Tensor:
+    """Validate shapes and the mask; return the mask as bool ``[B, T]``."""
+    if not isinstance(emissions, Tensor) or emissions.dim() != 3:
+        shape = tuple(emissions.shape) if isinstance(emissions, Tensor) else type(emissions)
+        raise ValueError(f"emissions must be a [B, T, K] tensor, got shape {shape}")
+    if not emissions.is_floating_point():
+        raise ValueError(f"emissions must be floating point, got {emissions.dtype}")
+    batch, length, num_tags = emissions.shape
+    if length < 1 or num_tags < 1:
+        raise ValueError(f"emissions needs T >= 1 and K >= 1, got shape {tuple(emissions.shape)}")
+    if tuple(transitions.shape) != (num_tags, num_tags):
+        raise ValueError(
+            f"transitions must have shape [K, K] = [{num_tags}, {num_tags}], "
+            f"got {tuple(transitions.shape)}"
+        )
+    for name, vec in (("start", start), ("end", end)):
+        if tuple(vec.shape) != (num_tags,):
+            raise ValueError(f"{name} must have shape [K] = [{num_tags}], got {tuple(vec.shape)}")
+    if mask is None:
+        return torch.ones(batch, length, dtype=torch.bool, device=emissions.device)
+    if tuple(mask.shape) != (batch, length):
+        raise ValueError(
+            f"mask must have shape [B, T] = [{batch}, {length}], got {tuple(mask.shape)}"
+        )
+    if mask.is_floating_point() or mask.is_complex():
+        raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
+    mask = mask.bool()
+    if batch and not bool(mask[:, 0].all()):
+        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    if length > 1 and bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+        raise ValueError("mask must be left-aligned (True for a prefix of each row, then False)")
+    return mask
+
+
+def _finite_or_zero(x: Tensor) -> Tensor:
+    # A shift of -inf (a tag that can never be entered or left, or an impossible step)
+    # would give nan; one fused op, since it runs at every step.
+    return torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _normalise(x: Tensor) -> tuple[Tensor, Tensor]:
+    """Return ``x / x.sum(-1)`` and the log of the sum (last dim)."""
+    total = x.sum(-1, keepdim=True)
+    return x / total, total.log().squeeze(-1)
+
+
+def _log_normalise(x: Tensor) -> Tensor:
+    """``x - logsumexp(x)`` over the last dim (``log_softmax`` threads badly on tiny rows)."""
+    shifted = x - _finite_or_zero(x.amax(-1, keepdim=True))
+    return shifted - torch.log(torch.exp(shifted).sum(-1, keepdim=True))
+
+
+def _forward(emissions: Tensor, transitions: Tensor, start: Tensor, end: Tensor, mask: Tensor):
+    """Scaled forward recursion; all arguments already in the compute dtype."""
+    batch, length, num_tags = emissions.shape
+    col_shift = _finite_or_zero(transitions.amax(0))
+    trans_col = torch.exp(transitions - col_shift)
+    probs = emissions.new_empty(batch, length, num_tags)
+
+    log_alpha = start + emissions[:, 0]
+    shift = _finite_or_zero(log_alpha.amax(-1, keepdim=True))
+    prob, log_total = _normalise(torch.exp(log_alpha - shift))
+    log_scale = shift.squeeze(-1) + log_total
+    probs[:, 0] = prob
+    for t in range(1, length):
+        # sum_i p(i) exp(A[i, j]) = (p @ exp(A - col_shift))_j * exp(col_shift_j); folding
+        # col_shift and the emissions in log space keeps each step within float range.
+        log_alpha = torch.log(prob @ trans_col) + col_shift + emissions[:, t]
+        shift = _finite_or_zero(log_alpha.amax(-1, keepdim=True))
+        new_prob, log_total = _normalise(torch.exp(log_alpha - shift))
+        valid = mask[:, t]
+        prob = torch.where(valid[:, None], new_prob, prob)
+        log_scale = log_scale + torch.where(valid, shift.squeeze(-1) + log_total, 0.0)
+        probs[:, t] = prob
+
+    end_shift = _finite_or_zero(end.amax())
+    log_partition = log_scale + torch.log(prob @ torch.exp(end - end_shift)) + end_shift
+    return _Forward(probs, log_partition, col_shift, trans_col)
+
+
+def _backward(emissions: Tensor, transitions: Tensor, end: Tensor, mask: Tensor) -> Tensor:
+    """Scaled backward recursion: ``log beta_t = const_t + log_q[:, t]`` with ``q`` summing to 1.
+
+    Returns ``log_q`` ``[B, T, K]``; at the last valid position it is ``end`` normalised.
+    """
+    batch, length, num_tags = emissions.shape
+    row_shift = _finite_or_zero(transitions.amax(1))
+    trans_row_t = torch.exp(transitions - row_shift[:, None]).t()
+    log_q_last = _log_normalise(end).expand(batch, num_tags)
+    log_q = emissions.new_empty(batch, length, num_tags)
+    log_q[:, length - 1] = log_q_last
+    current = log_q_last
+    for t in range(length - 2, -1, -1):
+        w = emissions[:, t + 1] + current
+        w_shift = _finite_or_zero(w.amax(-1, keepdim=True))
+        log_beta = torch.log(torch.exp(w - w_shift) @ trans_row_t) + row_shift
+        new = _log_normalise(log_beta)
+        # Past the end of a sentence the chain restarts from the end scores.
+        current = torch.where(mask[:, t + 1, None], new, log_q_last)
+        log_q[:, t] = current
+    return log_q
+
+
+def _prepare(emissions, transitions, start, end, mask, compute_dtype):
+    mask = _check_inputs(emissions, transitions, start, end, mask)
+    dtype = compute_dtype or _default_compute_dtype(emissions.device)
+    return (
+        emissions.to(dtype),
+        transitions.to(device=emissions.device, dtype=dtype),
+        start.to(device=emissions.device, dtype=dtype),
+        end.to(device=emissions.device, dtype=dtype),
+        mask,
+    )
+
+
+def log_partition(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    mask: Tensor | None = None,
+    *,
+    compute_dtype: torch.dtype | None = None,
+) -> Tensor:
+    """Log normaliser ``log Z`` of each sentence, ``[B]`` (differentiable).
+
+    Its gradient with respect to ``emissions`` is the unigram marginals.
+
+    Example:
+        >>> import torch
+        >>> K = 3
+        >>> em, tr, st, en = torch.zeros(2, 4, K), torch.zeros(K, K), torch.zeros(K), torch.zeros(K)
+        >>> z = log_partition(em, tr, st, en)
+        >>> torch.allclose(z, torch.full((2,), 4 * torch.log(torch.tensor(3.0))))
+        True
+    """
+    em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
+    return _forward(em, tr, st, en, mask).log_partition.to(emissions.dtype)
+
+
+def posterior_marginals(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    mask: Tensor | None = None,
+    *,
+    pairwise: bool = True,
+    compute_dtype: torch.dtype | None = None,
+) -> ChainMarginals:
+    """Exact posterior marginals of a linear chain by scaled forward-backward.
+
+    Args:
+        emissions: ``[B, T, K]`` emission scores (log potentials).
+        transitions: ``[K, K]``, ``transitions[i, j]`` scores tag ``i`` followed by ``j``.
+        start: ``[K]`` scores of the first tag.
+        end: ``[K]`` scores of the last tag (at each sentence's own last position).
+        mask: ``[B, T]`` bool, left-aligned, ``mask[:, 0]`` all True; ``None`` means all True.
+        pairwise: also return the ``[B, T-1, K, K]`` pairwise marginals (the largest output;
+            switch off to save memory).
+        compute_dtype: dtype of the recursion; default float64 (float32 on MPS).
+
+    Returns:
+        :class:`ChainMarginals` in the dtype and on the device of ``emissions``.
+
+    Raises:
+        ValueError: on shape mismatches or a mask that is not left-aligned.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> em = torch.randn(2, 5, 3, generator=g)
+        >>> tr, st, en = torch.randn(3, 3, generator=g), torch.zeros(3), torch.zeros(3)
+        >>> mask = torch.tensor([[True] * 5, [True, True, False, False, False]])
+        >>> out = posterior_marginals(em, tr, st, en, mask)
+        >>> out.unigram.shape, out.pairwise.shape
+        (torch.Size([2, 5, 3]), torch.Size([2, 4, 3, 3]))
+        >>> out.unigram.sum(-1)
+        tensor([[1., 1., 1., 1., 1.],
+                [1., 1., 0., 0., 0.]])
+        >>> torch.allclose(out.pairwise.sum(-1), out.unigram[:, :-1] * mask[:, 1:, None])
+        True
+    """
+    em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
+    out_dtype = emissions.dtype
+    fwd = _forward(em, tr, st, en, mask)
+    log_q = _backward(em, tr, en, mask)
+
+    # P(y_t = k) is proportional to alpha_t(k) * beta_t(k); both are stored up to a
+    # per-(b, t) constant, which the normalisation removes.
+    # log_q is normalised (its largest entry is >= 1/K), so exp needs no further shift.
+    uni = fwd.probs * torch.exp(log_q)
+    uni = uni.mul_(mask[..., None] / uni.sum(-1, keepdim=True))
+
+    pair_out = None
+    if pairwise:
+        pair_out = _pairwise(fwd, em, log_q, mask, out_dtype)
+    return ChainMarginals(fwd.log_partition.to(out_dtype), uni.to(out_dtype), pair_out)
+
+
+def _pairwise(fwd: _Forward, em: Tensor, log_q: Tensor, mask: Tensor, out_dtype) -> Tensor:
+    """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * g_{t+1}(j)``, one broadcast product.
+
+    ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``g`` carries the
+    emission, backward and normalising factors, so ``g <= 1 / total`` with ``total`` below.
+    """
+    batch, length, num_tags = em.shape
+    if length == 1:
+        return em.new_zeros(batch, 0, num_tags, num_tags, dtype=out_dtype)
+    # h_{t+1}(j) = exp(col_shift_j + em_{t+1}(j) + log beta_{t+1}(j)), up to a per-(b, t) constant.
+    log_h = fwd.col_shift + em[:, 1:] + log_q[:, 1:]
+    h = torch.exp(log_h - _finite_or_zero(log_h.amax(-1, keepdim=True)))
+    prev = fwd.probs[:, :-1]
+    # The normaliser sum_ij p(i) A[i, j] h(j) is a cheap [B, K] @ [K, K] product.
+    total = ((prev @ fwd.trans_col) * h).sum(-1, keepdim=True)
+    valid = mask[:, 1:, None]
+    g = torch.where(valid, h / torch.where(valid, total, 1.0), 0.0)
+    # The [B, T-1, K, K] product dominates the cost, and float32 halves it. It is exact to
+    # float32 rounding wherever 1 / total stays far inside float32 range: an entry whose
+    # partial product p * A underflows (< 1e-38) is then below 1e-38 / total in value.
+    # The rare steps with a tiny normaliser (very peaked scores) are redone in float64.
+    work = torch.float64 if out_dtype == torch.float64 else torch.float32
+    out = torch.empty(batch, length - 1, num_tags, num_tags, dtype=work, device=em.device)
+    torch.mul(prev.to(work)[..., None], fwd.trans_col.to(work), out=out)
+    out.mul_(g.to(work)[..., None, :])
+    if em.dtype == torch.float64 and work != torch.float64:
+        redo = (valid & (total < 1e-20)).squeeze(-1).nonzero(as_tuple=True)
+        if redo[0].numel():
+            exact = prev[redo][..., None] * fwd.trans_col * g[redo][..., None, :]
+            out[redo] = exact.to(work)
+    return out.to(out_dtype)
+
+
+def viterbi(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    mask: Tensor | None = None,
+    *,
+    compute_dtype: torch.dtype | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Highest-scoring tag sequence of each sentence (max-product dynamic programme).
+
+    Returns:
+        ``(best_score [B], tags [B, T])``: the score in the dtype of ``emissions``, tags as
+        ``torch.long``, 0 outside the mask. Ties go to the lowest tag index.
+
+    Example:
+        >>> import torch
+        >>> em = torch.tensor([[[2.0, 0.0], [0.0, 1.0], [0.0, 3.0]]])
+        >>> tr = torch.tensor([[0.0, -5.0], [-5.0, 0.0]])
+        >>> score, tags = viterbi(em, tr, torch.zeros(2), torch.zeros(2))
+        >>> tags, score
+        (tensor([[1, 1, 1]]), tensor([4.]))
+        >>> viterbi(em, tr, torch.zeros(2), torch.zeros(2), torch.tensor([[True, True, False]]))[1]
+        tensor([[0, 0, 0]])
+    """
+    em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
+    batch, length, num_tags = em.shape
+    score = st + em[:, 0]
+    backpointers = torch.zeros(batch, length, num_tags, dtype=torch.long, device=em.device)
+    for t in range(1, length):
+        best, arg = (score[:, :, None] + tr).max(1)
+        valid = mask[:, t, None]
+        score = torch.where(valid, best + em[:, t], score)
+        backpointers[:, t] = arg
+    best_score, current = (score + en).max(-1)
+
+    tags = torch.zeros(batch, length, dtype=torch.long, device=em.device)
+    for t in range(length - 1, 0, -1):
+        # Before a sentence's last position is reached, current stays its final tag.
+        valid = mask[:, t]
+        tags[:, t] = torch.where(valid, current, 0)
+        previous = backpointers[:, t].gather(1, current[:, None]).squeeze(1)
+        current = torch.where(valid, previous, current)
+    tags[:, 0] = current
+    return best_score.to(emissions.dtype), tags
+
+
+def sample(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    mask: Tensor | None = None,
+    *,
+    n_samples: int,
+    generator: torch.Generator | None = None,
+    compute_dtype: torch.dtype | None = None,
+) -> Tensor:
+    """Exact samples from ``P(y | x)`` by forward filtering, backward sampling.
+
+    The last tag is drawn from ``P(y_{L-1} | x)``, then each earlier tag from
+    ``P(y_t | y_{t+1}, x) ∝ alpha_t(y_t) exp(transitions[y_t, y_{t+1}])``, vectorised over
+    samples and sentences.
+
+    Returns:
+        ``[S, B, T]`` long tags, 0 outside the mask.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> em = torch.tensor([[[5.0, -5.0], [0.0, 0.0]]])
+        >>> tr = torch.tensor([[9.0, -9.0], [-9.0, 9.0]])
+        >>> y = sample(em, tr, torch.zeros(2), torch.zeros(2), n_samples=4, generator=g)
+        >>> y.shape, y.tolist()
+        (torch.Size([4, 1, 2]), [[[0, 0]], [[0, 0]], [[0, 0]], [[0, 0]]])
+    """
+    if not isinstance(n_samples, int) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
+    em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
+    batch, length, num_tags = em.shape
+    fwd = _forward(em, tr, st, en, mask)
+    last = mask.sum(1) - 1  # [B] index of each sentence's last tag
+    end_weight = torch.exp(en - _finite_or_zero(en.amax()))
+    # Uniforms drawn in one call keep the result independent of the device's kernel order.
+    uniforms = torch.rand(
+        length, n_samples, batch, generator=generator, device=em.device, dtype=em.dtype
+    )
+    tags = torch.zeros(n_samples, batch, length, dtype=torch.long, device=em.device)
+    current = torch.zeros(n_samples, batch, dtype=torch.long, device=em.device)
+    for t in range(length - 1, -1, -1):
+        prob = fwd.probs[:, t]  # [B, K]
+        is_last = (last == t)[None, :, None]
+        # Column y_{t+1} of exp(transitions) (its column shift cancels in the normalisation).
+        to_next = fwd.trans_col.t()[current]  # [S, B, K]
+        weight = prob * torch.where(is_last, end_weight, to_next)
+        cdf = weight.cumsum(-1)
+        draw = torch.searchsorted(cdf, (uniforms[t] * cdf[..., -1])[..., None]).squeeze(-1)
+        draw = draw.clamp_(max=num_tags - 1)
+        valid = mask[:, t][None, :]
+        current = torch.where(valid, draw, current)
+        tags[:, :, t] = torch.where(valid, draw, 0)
+    return tags
+
+
+def sequence_score(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    tags: Tensor,
+    mask: Tensor | None = None,
+) -> Tensor:
+    """Score ``start + emissions + transitions + end`` of given tag sequences, ``[B]``.
+
+    ``score - log_partition`` is the log-likelihood pytorch-crf's ``CRF.forward`` returns.
+
+    Example:
+        >>> import torch
+        >>> em = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])
+        >>> tr = torch.tensor([[0.0, 0.5], [0.0, 0.0]])
+        >>> sequence_score(em, tr, torch.zeros(2), torch.zeros(2), torch.tensor([[0, 1]]))
+        tensor([3.5000])
+    """
+    mask = _check_inputs(emissions, transitions, start, end, mask)
+    if tuple(tags.shape) != tuple(mask.shape):
+        raise ValueError(
+            f"tags must have shape [B, T] = {tuple(mask.shape)}, got {tuple(tags.shape)}"
+        )
+    tags = tags.long()
+    weights = mask.to(emissions.dtype)
+    emit = emissions.gather(2, tags[..., None]).squeeze(-1)
+    score = start[tags[:, 0]] + (emit * weights).sum(1)
+    if tags.shape[1] > 1:
+        score = score + (transitions[tags[:, :-1], tags[:, 1:]] * weights[:, 1:]).sum(1)
+    last_tag = tags.gather(1, (mask.sum(1) - 1)[:, None]).squeeze(1)
+    return score + end[last_tag]

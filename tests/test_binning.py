@@ -1,0 +1,222 @@
+"""Adaptive and uniform binning against the brute-force numpy reference (tests/reference.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calib_metrics.functional import adaptive_binning, uniform_binning
+from calib_metrics.functional import binning as binning_module
+
+_spec = importlib.util.spec_from_file_location(
+    "reference", Path(__file__).with_name("reference.py")
+)
+ref = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ref)
+
+LOW_PRECISION = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# Values that the planted ties repeat: both ends, values that round in float16/bfloat16,
+# and a -0.0 (which must tie with +0.0).
+TIE_POOL = (0.0, -0.0, 1.0, 0.5, 0.25, 0.7, 0.1, 0.3333, 0.9999, 1e-4)
+
+
+def tied_data(
+    n: int, seed: int, dtype: torch.dtype = torch.float32, tie_fraction: float = 0.6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """q with many exact repeats (so runs of equal q straddle bin boundaries), y ~ Bernoulli(q)."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.distributions.Beta(0.4, 0.4).sample((n,)).to(torch.float64)
+    pick = torch.rand(n, generator=g) < tie_fraction
+    pool = torch.tensor(TIE_POOL, dtype=torch.float64)
+    q = torch.where(pick, pool[torch.randint(len(TIE_POOL), (n,), generator=g)], q)
+    q = q.to(dtype)
+    y = torch.bernoulli(q.to(torch.float64).abs(), generator=g).to(torch.int64)
+    return q, y
+
+
+def assert_bins_equal(bins, expected, rtol: float = 1e-12) -> None:
+    """Compare our Bins with the reference's: counts exactly, means to ``rtol``."""
+    assert bins.count.dtype == torch.float64
+    assert bins.pred_mean.dtype == torch.float64 and bins.freq.dtype == torch.float64
+    np.testing.assert_array_equal(bins.count.numpy(), expected.count.astype(np.float64))
+    np.testing.assert_allclose(bins.freq.numpy(), expected.freq, rtol=rtol, atol=1e-15)
+    np.testing.assert_allclose(bins.pred_mean.numpy(), expected.pred_mean, rtol=rtol, atol=1e-15)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(1234)
+
+
+# (N, bin_size): multiple of β, N not a multiple, N < β, N == β, β = 1, one pair,
+# N just under 2β (one bin), a short last run of one pair.
+SIZES = [(1000, 100), (1037, 100), (50, 100), (100, 100), (37, 1), (1, 5), (199, 100), (301, 50)]
+
+
+@pytest.mark.parametrize(("n", "bin_size"), SIZES)
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
+def test_adaptive_matches_reference(n: int, bin_size: int, dtype: torch.dtype) -> None:
+    q, y = tied_data(n, seed=n * 7 + bin_size, dtype=dtype)
+    bins = adaptive_binning(q, y, bin_size=bin_size)
+    # The reference sees exactly the same values, widened to float64.
+    expected = ref.adaptive_bins(q.to(torch.float64).numpy(), y.numpy(), bin_size)
+    assert_bins_equal(bins, expected)
+    assert bins.count.sum().item() == n
+    assert len(bins.count) == max(1, n // bin_size)
+
+
+@pytest.fixture
+def histogram_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force the histogram algorithm, which normally starts at 2**17 pairs."""
+    monkeypatch.setattr(binning_module, "_SORT_BELOW", 0)
+
+
+@pytest.mark.parametrize(("n", "bin_size"), SIZES)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float64])
+def test_histogram_path_matches_reference(histogram_path, n, bin_size, dtype) -> None:
+    q, y = tied_data(n, seed=n * 3 + bin_size, dtype=dtype)
+    bins = adaptive_binning(q, y, bin_size=bin_size)
+    assert_bins_equal(bins, ref.adaptive_bins(q.to(torch.float64).numpy(), y.numpy(), bin_size))
+
+
+@pytest.mark.parametrize(
+    "target_dtype", [torch.bool, torch.int64, torch.int32, torch.uint8, torch.float32]
+)
+def test_target_dtypes_agree(target_dtype: torch.dtype) -> None:
+    q, y = tied_data(777, seed=3)
+    bins = adaptive_binning(q, y.to(target_dtype), bin_size=40)
+    assert_bins_equal(bins, ref.adaptive_bins(q.numpy(), y.numpy(), 40))
+
+
+def test_ties_are_broken_by_label_zeros_first() -> None:
+    # Ten pairs at q = 0.7, five of each label: sorted zeros first, bins of 3 with the
+    # short last run merged are [0 0 0] [0 0 1] [1 1 1 1].
+    q = torch.full((10,), 0.7, dtype=torch.float64)
+    y = torch.tensor([1, 0] * 5)
+    bins = adaptive_binning(q, y, bin_size=3)
+    assert bins.count.tolist() == [3.0, 3.0, 4.0]
+    assert bins.freq.tolist() == [0.0, 1 / 3, 1.0]
+    assert bins.pred_mean.tolist() == pytest.approx([0.7, 0.7, 0.7], abs=1e-15)
+
+
+@pytest.mark.parametrize("path", ["sort", "histogram"])
+def test_negative_zero_ties_with_zero(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if path == "histogram":
+        monkeypatch.setattr(binning_module, "_SORT_BELOW", 0)
+    # -0.0 == 0.0; its bit pattern would sort last if taken naively.
+    q = torch.tensor([-0.0, 0.0, 0.5, -0.0, 0.0, 0.5])
+    y = torch.tensor([1, 0, 1, 0, 1, 0])
+    bins = adaptive_binning(q, y, bin_size=2)
+    assert bins.count.tolist() == [2.0, 2.0, 2.0]
+    assert bins.freq.tolist() == [0.0, 1.0, 0.5]
+    assert bins.pred_mean.tolist() == [0.0, 0.0, 0.5]
+
+
+@pytest.mark.parametrize("path", ["sort", "histogram"])
+def test_float64_values_closer_than_float32_resolution_keep_their_order(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if path == "histogram":
+        monkeypatch.setattr(binning_module, "_SORT_BELOW", 0)
+    # Adjacent float64 values collapse to one float32; if they were treated as a tie the
+    # label would decide the order instead of q.
+    base = np.float64(0.3)
+    q = np.array([base, np.nextafter(base, 1.0), np.nextafter(np.nextafter(base, 1.0), 1.0)])
+    qq = np.concatenate([q, 1.0 - q])  # also just below 0.7, where keys use 1 - q
+    y = np.array([1, 0, 1, 1, 0, 1])
+    bins = adaptive_binning(torch.from_numpy(qq), torch.from_numpy(y), bin_size=1)
+    expected = ref.adaptive_bins(qq, y, 1)
+    assert_bins_equal(bins, expected, rtol=0)
+
+
+@pytest.mark.parametrize("n", [5003, 150_001])
+def test_input_order_does_not_change_bins(n: int) -> None:
+    # 150,001 pairs take the histogram path, 5003 the plain sort.
+    q, y = tied_data(n, seed=11)
+    bins = adaptive_binning(q, y, bin_size=250)
+    perm = torch.randperm(q.numel(), generator=torch.Generator().manual_seed(5))
+    shuffled = adaptive_binning(q[perm], y[perm], bin_size=250)
+    assert torch.equal(bins.count, shuffled.count)
+    assert torch.equal(bins.freq, shuffled.freq)
+    torch.testing.assert_close(bins.pred_mean, shuffled.pred_mean, rtol=1e-14, atol=0)
+
+
+def test_any_shape_is_flattened() -> None:
+    q, y = tied_data(600, seed=2)
+    flat = adaptive_binning(q, y, bin_size=50)
+    shaped = adaptive_binning(q.reshape(4, 15, 10), y.reshape(4, 15, 10), bin_size=50)
+    assert torch.equal(flat.count, shaped.count)
+    assert torch.equal(flat.freq, shaped.freq)
+
+
+def test_dense_cluster_cut_by_many_boundaries(histogram_path) -> None:
+    # Thousands of distinct values inside one histogram cell, so several bin boundaries
+    # fall inside one cell and the cell is resolved by the exact sort.
+    g = torch.Generator().manual_seed(9)
+    q = 0.3 + torch.rand(20000, generator=g, dtype=torch.float64) * 1e-9
+    q = torch.cat([q, torch.rand(3001, generator=g, dtype=torch.float64)])
+    y = torch.bernoulli(torch.full_like(q, 0.5), generator=g).long()
+    for dtype in (torch.float64, torch.float32):
+        qd = q.to(dtype)
+        bins = adaptive_binning(qd, y, bin_size=700)
+        assert_bins_equal(bins, ref.adaptive_bins(qd.double().numpy(), y.numpy(), 700))
+
+
+def test_several_chunks(histogram_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The passes stream the pairs in chunks; a small chunk size exercises the joins.
+    monkeypatch.setattr(binning_module, "_CHUNK", 1000)
+    q, y = tied_data(10_007, seed=21)
+    bins = adaptive_binning(q, y, bin_size=300)
+    assert_bins_equal(bins, ref.adaptive_bins(q.numpy(), y.numpy(), 300))
+
+
+def test_pred_mean_sorted_and_bin_sizes_bounded() -> None:
+    q, y = tied_data(4321, seed=4)
+    bins = adaptive_binning(q, y, bin_size=100)
+    assert bool((bins.pred_mean[1:] >= bins.pred_mean[:-1]).all())
+    assert bool((bins.count >= 100).all()) and bool((bins.count < 200).all())
+
+
+def test_docstring_example_values() -> None:
+    probs = torch.tensor([0.1, 0.9, 0.1, 0.8, 0.2, 0.7])
+    target = torch.tensor([0, 1, 1, 1, 0, 0])
+    bins = adaptive_binning(probs, target, bin_size=2)
+    assert_bins_equal(bins, ref.adaptive_bins(probs.double().numpy(), target.numpy(), 2))
+
+
+# Uniform binning: data kept away from the inner bin edges so that float rounding of the
+# edges cannot move a point; 0 and 1 are included on purpose.
+def edge_free(n: int, n_bins: int, seed: int, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.distributions.Beta(0.5, 0.5).sample((n,)).to(torch.float64)
+    scaled = q * n_bins
+    q = torch.where((scaled - scaled.round()).abs() < 1e-4, q * 0.5 + 0.25 / n_bins, q)
+    q[:3] = torch.tensor([0.0, 1.0, 1.0], dtype=torch.float64)
+    q = q.to(dtype)
+    y = torch.bernoulli(q.to(torch.float64), generator=g).long()
+    return q, y
+
+
+@pytest.mark.parametrize("n_bins", [1, 2, 7, 15, 100])
+@pytest.mark.parametrize("dtype", LOW_PRECISION)
+def test_uniform_matches_reference(n_bins: int, dtype: torch.dtype) -> None:
+    q, y = edge_free(2000, n_bins, seed=n_bins, dtype=dtype)
+    scaled = q.double() * n_bins
+    inner = (scaled > 0) & (scaled < n_bins)
+    if dtype in (torch.float16, torch.bfloat16):
+        # Rounding to a coarse dtype can land a value on an edge; drop those pairs.
+        keep = ~inner | ((scaled - scaled.round()).abs() > 1e-6)
+        q, y = q[keep], y[keep]
+    bins = uniform_binning(q, y, n_bins)
+    assert_bins_equal(bins, ref.uniform_bins(q.double().numpy(), y.numpy(), n_bins))
+
+
+def test_uniform_drops_empty_bins_and_keeps_one_in_last() -> None:
+    bins = uniform_binning(torch.tensor([0.05, 0.05, 1.0]), torch.tensor([0, 1, 1]), 10)
+    assert bins.count.tolist() == [2.0, 1.0]
+    assert bins.pred_mean.tolist() == pytest.approx([0.05, 1.0])
+    assert bins.freq.tolist() == [0.5, 1.0]

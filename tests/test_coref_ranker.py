@@ -1,0 +1,182 @@
+"""Tests for the hashed-feature antecedent ranker and its features."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import conllu
+import pytest
+import torch
+
+from calib_metrics.data.coref_conllu import Document, Mention
+from calib_metrics.models.coref import antecedent_log_probs, coreference_marginals
+from calib_metrics.models.coref_features import distance_bucket, extract_features, mention_type
+from calib_metrics.models.coref_ranker import AntecedentRanker
+
+NAMES = ["Alpha", "Beta", "Gamma", "Delta", "Omega", "Sigma"]
+
+
+def token(k: int, form: str, upos: str = "PROPN", xpos: str = "NNP") -> dict:
+    return {"id": k + 1, "form": form, "lemma": form.lower(), "upos": upos, "xpos": xpos,
+            "feats": None, "head": 0, "deprel": "root", "deps": None, "misc": None}  # fmt: skip
+
+
+def name_doc(seed: int, n_mentions: int = 12, doc_id: str = "d") -> Document:
+    """One single-word name mention per sentence; a mention's entity is its name."""
+    g = torch.Generator().manual_seed(seed)
+    picks = torch.randint(0, len(NAMES), (n_mentions,), generator=g).tolist()
+    sentences, mentions = [], []
+    for s, k in enumerate(picks):
+        sentences.append(conllu.TokenList([token(0, NAMES[k]), token(1, "left", "VERB", "VBD")]))
+        mentions.append(Mention(s, 0, 1, 0, NAMES[k]))
+    return Document(doc_id, {}, sentences, mentions)
+
+
+def test_feature_helpers():
+    assert distance_bucket(torch.tensor([0, 3, 6, 9, 20, 40])).tolist() == [0, 3, 5, 6, 7, 8]
+    assert mention_type("PRON", "PRP$", "his", False) == 0
+    assert mention_type("NOUN", "NN", "dog", False) == 2
+    assert mention_type(None, None, "She", True) == 0
+    assert mention_type(None, None, "The", True) == 2  # sentence-initial capital is no name
+
+
+def test_features_window_and_shapes():
+    doc = name_doc(0, n_mentions=10)
+    f = extract_features(doc, n_bits=12, max_distance=3)
+    assert f.n == 10
+    assert ((f.pair_i - f.pair_j) >= 1).all() and ((f.pair_i - f.pair_j) <= 3).all()
+    assert f.pair_i.numel() == 1 + 2 + 3 * 7  # i = 1, 2, then 3 candidates for i = 3..9
+    assert f.pair_feats.shape[0] == f.pair_i.numel() and f.new_feats.shape[0] == 10
+    assert int(f.pair_feats.max()) < 2**12 and int(f.pair_feats.min()) >= 0
+    with pytest.raises(ValueError, match="n_bits"):
+        extract_features(doc, n_bits=2)
+    with pytest.raises(ValueError, match="max_distance"):
+        extract_features(doc, max_distance=0)
+
+
+def test_scores_layout_and_window():
+    model = AntecedentRanker(n_bits=12, max_distance=3)
+    with torch.no_grad():
+        model.weight.normal_(generator=torch.Generator().manual_seed(0))
+    scores = model(name_doc(1, n_mentions=8))
+    assert scores.shape == (8, 8)
+    i, j = torch.tril_indices(8, 8, offset=-1)
+    inside = (i - j) <= 3
+    assert torch.isfinite(scores[i[inside], j[inside]]).all()
+    assert torch.isinf(scores[i[~inside], j[~inside]]).all()  # beyond the window
+    assert torch.isfinite(scores.diagonal()).all()  # NEW is always scored
+    assert torch.isinf(scores.triu(1)[scores.triu(1) != 0]).all()
+    # -inf entries get probability 0 and the marginals stay finite and valid
+    logp = antecedent_log_probs(scores[None])
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(1, 8, dtype=logp.dtype))
+    q = coreference_marginals(scores[None])
+    assert torch.isfinite(q).all() and (q >= 0).all() and (q <= 1).all()
+
+
+def test_score_batch_pads_and_matches_single_documents():
+    model = AntecedentRanker(n_bits=12)
+    with torch.no_grad():
+        model.weight.normal_(generator=torch.Generator().manual_seed(1))
+    docs = [name_doc(2, 5), name_doc(3, 9)]
+    scores, mask = model.score_batch(docs)
+    assert scores.shape == (2, 9, 9)
+    assert mask.sum(-1).tolist() == [5, 9]
+    assert torch.isfinite(scores[0, 5:, :]).all()  # padding is finite
+    single = model(docs[0])
+    assert torch.equal(scores[0, :5, :5], single)
+    batched = coreference_marginals(scores, mask=mask)[0, :5, :5]
+    assert torch.allclose(batched, coreference_marginals(single[None])[0], atol=1e-6)
+    with pytest.raises(ValueError, match="at least one"):
+        model.score_batch([])
+
+
+def test_gold_options():
+    doc = name_doc(4, 6)
+    f = extract_features(doc, n_bits=10, max_distance=2)
+    gold = AntecedentRanker.gold_options(f)
+    ents = [m.entity for m in doc.mentions]
+    for i in range(6):
+        earlier = [j for j in range(max(0, i - 2), i) if ents[j] == ents[i]]
+        expected = set(earlier) if earlier else {i}
+        assert set(torch.nonzero(gold[i]).flatten().tolist()) == expected
+
+
+def test_training_raises_gold_likelihood_and_separable_data_gets_near_one():
+    docs = [name_doc(s, 14, f"d{s}") for s in range(6)]
+    model = AntecedentRanker(n_bits=14, max_distance=20)
+    before = sum(float(model.gold_log_likelihood(d)[0]) for d in docs)
+    history = model.fit(
+        docs, l2=1e-6, epochs=40, lr=0.5, generator=torch.Generator().manual_seed(0)
+    )
+    after = sum(float(model.gold_log_likelihood(d)[0]) for d in docs)
+    assert len(history) == 41
+    assert history[-1] < history[0] and after > before
+    # exact string match identifies the entity, so every gold choice becomes near certain
+    total, count = 0.0, 0
+    for d in docs:
+        ll, c = model.gold_log_likelihood(d)
+        total, count = total + float(ll), count + c
+    assert total / count > -0.1, f"mean gold log-prob {total / count:.3f}"
+    held_out = name_doc(99, 14)
+    q = coreference_marginals(model(held_out)[None])[0]
+    ents = [m.entity for m in held_out.mentions]
+    same = torch.tensor([[a == b for b in ents] for a in ents])
+    assert (q[same] > 0.9).all() and (q[~same] < 0.1).all()
+
+
+def test_fit_rejects_bad_options():
+    model = AntecedentRanker(n_bits=8)
+    docs = [name_doc(0, 4)]
+    for kwargs, message in (({"l2": -1.0}, "l2"), ({"epochs": -1}, "epochs"),
+                            ({"batch_size": 0}, "batch_size"), ({"lr": 0.0}, "lr")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            model.fit(docs, **kwargs)
+    with pytest.raises(ValueError, match="n_bits"):
+        AntecedentRanker(n_bits=40)
+    with pytest.raises(ValueError, match="max_distance"):
+        model(extract_features(docs[0], n_bits=8, max_distance=7))
+
+
+def test_save_load_round_trip(tmp_path: Path):
+    model = AntecedentRanker(n_bits=10, max_distance=5)
+    with torch.no_grad():
+        model.weight.normal_(generator=torch.Generator().manual_seed(2))
+    path = model.save(tmp_path / "r.pt")
+    loaded = AntecedentRanker.load(path)
+    doc = name_doc(5, 7)
+    assert torch.equal(model(doc), loaded(doc))
+    assert loaded.max_distance == 5
+    (tmp_path / "bad.pt").write_bytes(b"")
+    with pytest.raises(FileNotFoundError):
+        AntecedentRanker.load(tmp_path / "none.pt")
+
+
+SCRIPT = """
+import sys, torch
+sys.path.insert(0, {root!r})
+sys.path.insert(0, {tests!r})
+from test_coref_ranker import name_doc
+from calib_metrics.models.coref_features import extract_features
+f = extract_features(name_doc(7, 9), n_bits=20)
+print(f.pair_feats.long().sum().item(), f.new_feats.long().sum().item(), f.pair_feats[3].tolist())
+"""
+
+
+def test_hashing_is_deterministic_across_processes():
+    root = str(Path(__file__).resolve().parents[1])
+    tests = str(Path(__file__).resolve().parent)
+    outputs = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT.format(root=root, tests=tests)],
+            capture_output=True, text=True, env=env, check=True, timeout=120,
+        )  # fmt: skip
+        outputs.add(done.stdout.strip())
+    f = extract_features(name_doc(7, 9), n_bits=20)
+    here = f"{f.pair_feats.long().sum().item()} {f.new_feats.long().sum().item()} "
+    here += str(f.pair_feats[3].tolist())
+    assert outputs == {here}

@@ -1,0 +1,355 @@
+"""Sampling core of the antecedent-ranking coreference model against exact enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+import torch
+
+from calib_metrics.models import coref
+from calib_metrics.models.coref import (
+    antecedent_log_probs,
+    clusters,
+    coreference_marginals,
+    entity_roots,
+    most_probable_antecedents,
+    sample_antecedents,
+)
+
+# ----------------------------------------------------------------------------- references
+
+
+def _python_roots(a: list[int]) -> list[int]:
+    roots = []
+    for i, ai in enumerate(a):
+        roots.append(i if ai == i else roots[ai])
+    return roots
+
+
+def _partition(a: list[int]) -> tuple[tuple[int, ...], ...]:
+    groups: dict[int, list[int]] = {}
+    for i, r in enumerate(_python_roots(a)):
+        groups.setdefault(r, []).append(i)
+    return tuple(tuple(g) for g in groups.values())
+
+
+def _enumerate(scores: torch.Tensor, mask: torch.Tensor | None = None):
+    """Every antecedent vector of every document with its probability, by brute force.
+
+    Returns per document: a dict antecedent-tuple -> probability (from a softmax written
+    here, not the module's), and the exact pairwise matrix and partition distribution.
+    """
+    bsz, n, _ = scores.shape
+    docs = []
+    for b in range(bsz):
+        length = n if mask is None else int(mask[b].sum())
+        probs = []
+        for i in range(n):
+            if i >= length:
+                probs.append({i: 1.0})  # padding: NEW only
+                continue
+            logits = [float(scores[b, i, j]) for j in range(i + 1)]
+            top = max(logits)
+            z = sum(math.exp(v - top) for v in logits)
+            probs.append({j: math.exp(v - top) / z for j, v in enumerate(logits)})
+        joint: dict[tuple[int, ...], float] = {}
+        for a in itertools.product(*[sorted(p) for p in probs]):
+            joint[a] = math.prod(probs[i][ai] for i, ai in enumerate(a))
+        pair = [[0.0] * n for _ in range(n)]
+        parts: dict[tuple, float] = {}
+        for a, p in joint.items():
+            roots = _python_roots(list(a))
+            for i in range(n):
+                for j in range(n):
+                    if roots[i] == roots[j]:
+                        pair[i][j] += p
+            key = _partition(list(a))
+            parts[key] = parts.get(key, 0.0) + p
+        pair_t = torch.tensor(pair, dtype=torch.float64)
+        docs.append({"probs": probs, "joint": joint, "pair": pair_t, "parts": parts})
+    return docs
+
+
+def _padded_batch(seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    scores = 2.0 * torch.randn(3, 6, 6, generator=g, dtype=torch.float64)
+    mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2, [True] * 2 + [False] * 4])
+    return scores, mask
+
+
+# ----------------------------------------------------------------------------- log-probs
+
+
+def test_log_probs_match_enumeration_and_padding():
+    scores, mask = _padded_batch()
+    logp = antecedent_log_probs(scores, mask)
+    docs = _enumerate(scores, mask)
+    for b, doc in enumerate(docs):
+        for i, row in enumerate(doc["probs"]):
+            expected = torch.zeros(6, dtype=torch.float64)
+            for j, p in row.items():
+                expected[j] = p
+            torch.testing.assert_close(logp[b, i].exp(), expected)
+    assert torch.isneginf(
+        logp[:, torch.triu_indices(6, 6, 1)[0], torch.triu_indices(6, 6, 1)[1]]
+    ).all()
+    # Real mentions never attach to padding; padding is all NEW.
+    assert logp[1, 4, 4] == 0 and logp[2, 3, 3] == 0
+    assert torch.isneginf(logp[2, 3, :3]).all()
+
+
+def test_first_mention_and_padding_tolerate_inf_and_nan_scores():
+    scores, mask = _padded_batch()
+    dirty = scores.clone()
+    dirty[:, 0, 0] = float("-inf")  # mention 0 has only NEW: its score cannot matter
+    dirty[1, 4:, :] = float("nan")  # padding rows
+    dirty[2, :, 2:] = float("nan")  # padding columns and ignored j > i entries
+    dirty[0, 1, 3] = float("inf")  # ignored (j > i)
+    torch.testing.assert_close(
+        coreference_marginals(dirty, mask=mask), coreference_marginals(scores, mask=mask)
+    )
+
+
+# ----------------------------------------------------------------------------- exact marginals
+
+
+@pytest.mark.parametrize("block", [1, 2, 4, 64])
+def test_exact_marginals_match_enumeration(block):
+    scores, mask = _padded_batch(seed=block)
+    logp = antecedent_log_probs(scores, mask)
+    q = coref._exact_marginals(logp, block=block)
+    for b, doc in enumerate(_enumerate(scores, mask)):
+        torch.testing.assert_close(q[b], doc["pair"], atol=1e-12, rtol=0)
+
+
+def test_public_exact_marginals_padding_and_dtype():
+    scores, mask = _padded_batch(seed=3)
+    q = coreference_marginals(scores.float(), mask=mask)
+    assert q.dtype == torch.float32 and q.shape == (3, 6, 6)
+    for b, doc in enumerate(_enumerate(scores, mask)):
+        torch.testing.assert_close(q[b].double(), doc["pair"], atol=1e-6, rtol=0)
+    # Padding: 1 on the diagonal, 0 elsewhere in its rows and columns.
+    assert torch.equal(q[2, 2:, :], torch.eye(6)[2:, :])
+    assert torch.equal(q[2, :, 2:], torch.eye(6)[:, 2:])
+    # A padded document equals the same document alone.
+    alone = coreference_marginals(scores[1:2, :4, :4], mask=None)
+    torch.testing.assert_close(coreference_marginals(scores, mask=mask)[1, :4, :4], alone[0])
+
+
+def test_exact_marginals_long_document_properties():
+    g = torch.Generator().manual_seed(1)
+    n = 3000
+    scores = torch.randn(1, n, n, generator=g)
+    scores.diagonal(dim1=-2, dim2=-1).add_(4.0)  # many NEW choices: a mix of entities
+    q = coreference_marginals(scores)
+    assert q.shape == (1, n, n)
+    assert torch.equal(q.diagonal(dim1=-2, dim2=-1), torch.ones(1, n))
+    assert torch.equal(q, q.transpose(-1, -2))
+    assert bool((q >= 0).all()) and bool((q <= 1).all())
+    # Pointers go backwards, so the first k mentions' marginals depend only on their own
+    # scores: a prefix computed alone must agree, across many DP blocks.
+    k = 200
+    prefix = coreference_marginals(scores[:, :k, :k].double())
+    torch.testing.assert_close(q[:, :k, :k].double(), prefix, atol=1e-6, rtol=0)
+    # ... and the sampled estimate of that block agrees within Monte Carlo error.
+    est = coreference_marginals(
+        scores[:, :k, :k], n_samples=1000, generator=torch.Generator().manual_seed(2)
+    )
+    sigma = (prefix * (1 - prefix) / 1000).clamp_min(0).sqrt()
+    assert bool(((est.double() - prefix).abs() <= 5 * sigma + 1e-3).all())
+
+
+def test_exact_dp_matches_naive_recursion_across_blocks():
+    g = torch.Generator().manual_seed(4)
+    scores = 3.0 * torch.randn(2, 150, 150, generator=g, dtype=torch.float64)
+    mask = torch.arange(150)[None, :] < torch.tensor([[150], [97]])
+    p = antecedent_log_probs(scores, mask).exp()
+    naive = torch.zeros(2, 150, 150, dtype=torch.float64)
+    for i in range(150):
+        naive[:, i, i] = 1.0
+        row = (p[:, i : i + 1, :i] @ naive[:, :i, :i]).squeeze(1)
+        naive[:, i, :i] = row
+        naive[:, :i, i] = row
+    torch.testing.assert_close(coreference_marginals(scores, mask=mask), naive)
+
+
+# ----------------------------------------------------------------------------- sampling
+
+
+def test_sample_contract_and_padding():
+    scores, mask = _padded_batch()
+    a = sample_antecedents(scores, 500, mask=mask, generator=torch.Generator().manual_seed(0))
+    assert a.shape == (500, 3, 6) and a.dtype == torch.long
+    assert bool((a >= 0).all()) and bool((a <= torch.arange(6)).all())
+    assert bool((a[:, 1, 4:] == torch.arange(4, 6)).all())
+    assert bool((a[:, 2, 2:] == torch.arange(2, 6)).all())
+    assert bool((a[:, 1, :4] < 4).all())  # never attach to padding
+    assert bool((a[:, :, 0] == 0).all())
+
+
+def test_sampled_antecedent_and_clustering_frequencies_match_enumeration():
+    scores, mask = _padded_batch(seed=5)
+    n_samples = 20000
+    a = sample_antecedents(scores, n_samples, mask=mask, generator=torch.Generator().manual_seed(7))
+    docs = _enumerate(scores, mask)
+    for b, doc in enumerate(docs):
+        for i, row in enumerate(doc["probs"]):
+            for j, p in row.items():
+                freq = (a[:, b, i] == j).double().mean().item()
+                assert abs(freq - p) <= 5 * math.sqrt(p * (1 - p) / n_samples) + 1e-9
+        # Distribution over clusterings (the paper's CC(a)), for every partition.
+        counts: dict[tuple, int] = {}
+        for row in a[:, b].tolist():
+            key = _partition(row)
+            counts[key] = counts.get(key, 0) + 1
+        assert set(counts) <= set(doc["parts"])
+        for key, p in doc["parts"].items():
+            freq = counts.get(key, 0) / n_samples
+            assert abs(freq - p) <= 5 * math.sqrt(p * (1 - p) / n_samples) + 1e-9
+
+
+def test_sampled_marginals_match_exact_within_monte_carlo_error():
+    scores, mask = _padded_batch(seed=6)
+    n_samples = 20000
+    est = coreference_marginals(
+        scores, n_samples=n_samples, mask=mask, generator=torch.Generator().manual_seed(8)
+    )
+    for b, doc in enumerate(_enumerate(scores, mask)):
+        exact = doc["pair"]
+        sigma = (exact * (1 - exact) / n_samples).clamp_min(0).sqrt()
+        assert bool(((est[b] - exact).abs() <= 5 * sigma + 1e-9).all())
+    assert torch.equal(est, est.transpose(-1, -2))
+    assert torch.equal(est.diagonal(dim1=-2, dim2=-1), torch.ones(3, 6, dtype=est.dtype))
+    assert torch.equal(est[2, 2:, :], torch.eye(6, dtype=est.dtype)[2:, :])
+
+
+def test_sampled_marginals_equal_fraction_of_sampled_clusterings(monkeypatch):
+    # Small chunks on purpose: the estimate and the samples must not depend on chunking.
+    scores, mask = _padded_batch(seed=9)
+    a = sample_antecedents(scores, 300, mask=mask, generator=torch.Generator().manual_seed(1))
+    roots = entity_roots(a)
+    fraction = (roots[..., :, None] == roots[..., None, :]).double().mean(0)
+    monkeypatch.setattr(coref, "_SAMPLE_CHUNK_ELEMENTS", 7)
+    monkeypatch.setattr(coref, "_PAIR_CHUNK_ELEMENTS", 500)
+    a_chunked = sample_antecedents(
+        scores, 300, mask=mask, generator=torch.Generator().manual_seed(1)
+    )
+    assert torch.equal(a, a_chunked)
+    est = coreference_marginals(
+        scores, n_samples=300, mask=mask, generator=torch.Generator().manual_seed(1)
+    )
+    torch.testing.assert_close(est, fraction)
+
+
+def test_forbidden_antecedents_are_never_sampled():
+    scores = torch.zeros(1, 4, 4)
+    scores[0, 3, :3] = float("-inf")  # mention 3 must be NEW
+    scores[0, 2, 2] = float("-inf")  # mention 2 must attach
+    scores[0, 2, 0] = float("-inf")  # ... and only to mention 1
+    a = sample_antecedents(scores, 2000, generator=torch.Generator().manual_seed(0))
+    assert bool((a[:, 0, 3] == 3).all()) and bool((a[:, 0, 2] == 1).all())
+
+
+def test_sampling_is_deterministic_given_generator():
+    scores, mask = _padded_batch()
+    first = sample_antecedents(scores, 50, mask, torch.Generator().manual_seed(3))
+    second = sample_antecedents(scores, 50, mask, torch.Generator().manual_seed(3))
+    assert torch.equal(first, second)
+
+
+# ----------------------------------------------------------------------------- roots, clusters
+
+
+def test_entity_roots_hand_made():
+    a = torch.tensor([0, 0, 1, 3, 2, 3, 6, 4])
+    assert entity_roots(a).tolist() == [0, 0, 0, 3, 0, 3, 6, 0]
+    assert entity_roots(torch.arange(5)).tolist() == [0, 1, 2, 3, 4]
+    assert entity_roots(torch.tensor([0])).tolist() == [0]
+    assert entity_roots(torch.zeros(2, 0, dtype=torch.long)).shape == (2, 0)
+    # Leading dims, and int32 input.
+    batch = torch.stack([a, torch.arange(8)]).reshape(2, 1, 8).int()
+    assert entity_roots(batch).tolist() == [[[0, 0, 0, 3, 0, 3, 6, 0]], [list(range(8))]]
+
+
+def test_entity_roots_long_chains():
+    n = 3000
+    chain = torch.cat([torch.zeros(1, dtype=torch.long), torch.arange(n - 1)])
+    assert bool((entity_roots(chain) == 0).all())
+    rng = random.Random(0)
+    vectors = []
+    for _ in range(4):
+        # Long random chains: mostly a[i] = i - 1 or a short hop back, a few NEW.
+        a = [0]
+        for i in range(1, n):
+            r = rng.random()
+            a.append(i if r < 0.01 else i - 1 if r < 0.8 else rng.randrange(i))
+        vectors.append(a)
+    got = entity_roots(torch.tensor(vectors).reshape(2, 2, n))
+    assert got.reshape(4, n).tolist() == [_python_roots(a) for a in vectors]
+
+
+def test_clusters_and_most_probable():
+    assert clusters(torch.tensor([0, 0, 2, 1, 3, 5])) == [[0, 1, 3, 4], [2], [5]]
+    roots = entity_roots(torch.tensor([0, 0, 2, 1, 3, 5]))
+    assert clusters(roots) == [[0, 1, 3, 4], [2], [5]]
+    scores, mask = _padded_batch(seed=11)
+    best = most_probable_antecedents(scores, mask)
+    for b, doc in enumerate(_enumerate(scores, mask)):
+        argmax = max(doc["joint"], key=doc["joint"].get)
+        assert best[b].tolist() == list(argmax)
+        assert clusters(best[b]) == [list(c) for c in _partition(list(argmax))]
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: coreference_marginals(torch.zeros(3, 3)), "3 dims"),
+        (lambda: sample_antecedents(torch.zeros(1, 3, 4), 2), "square"),
+        (lambda: antecedent_log_probs(torch.zeros(1, 3, 3, dtype=torch.long)), "floating"),
+        (lambda: coreference_marginals(torch.zeros(2, 3, 3), mask=torch.ones(2, 4)), "mask"),
+        (lambda: sample_antecedents(torch.zeros(2, 3, 3), 5, mask=torch.ones(3)), "mask"),
+        (lambda: sample_antecedents(torch.zeros(1, 3, 3), 0), "n_samples"),
+        (lambda: coreference_marginals(torch.zeros(1, 3, 3), n_samples=2.5), "n_samples"),
+        (lambda: coreference_marginals(torch.zeros(1, 3, 3), n_samples=True), "n_samples"),
+        (
+            lambda: coreference_marginals(
+                torch.tensor([[[0.0, 0, 0], [float("nan"), 0, 0], [0, 0, 0]]])
+            ),
+            "NaN",
+        ),
+        (
+            lambda: sample_antecedents(
+                torch.tensor([[[0.0, 0], [float("-inf"), float("-inf")]]]), 3
+            ),
+            "-inf",
+        ),
+        (lambda: entity_roots(torch.tensor([0.0, 1.0])), "integer"),
+        (lambda: entity_roots(torch.tensor([0, 2, 1])), "a\\[..., i\\] <= i"),
+        (lambda: entity_roots(torch.tensor([0, -1])), "a\\[..., i\\] <= i"),
+        (lambda: entity_roots(torch.tensor(0)), "0-dim"),
+        (lambda: clusters(torch.zeros(2, 3, dtype=torch.long)), "one antecedent vector"),
+    ],
+)
+def test_bad_input_raises(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_empty_documents_and_gradients():
+    empty = torch.zeros(2, 0, 0)
+    assert coreference_marginals(empty).shape == (2, 0, 0)
+    assert coreference_marginals(empty, n_samples=3).shape == (2, 0, 0)
+    assert sample_antecedents(empty, 4).shape == (4, 2, 0)
+    # Training goes through the log-probabilities; the marginals are evaluation-only.
+    scores = torch.randn(1, 5, 5, requires_grad=True)
+    logp = antecedent_log_probs(scores)
+    logp[0, 4, :2].logsumexp(-1).backward()
+    assert scores.grad is not None and bool(scores.grad[0, 4, :5].ne(0).all())
+    assert bool(scores.grad[0, :4].eq(0).all())
+    assert not coreference_marginals(scores).requires_grad

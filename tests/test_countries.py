@@ -1,0 +1,157 @@
+"""The TABARI-format country lexicon: parsing, city filtering, matching and back-off."""
+
+from __future__ import annotations
+
+import pytest
+
+from calib_metrics.data.countries import CountryLexicon
+from calib_metrics.data.locations import shared_data_dir
+
+ACTORS = """\
+# comment line
+IRAQ_
++IRAQI_
++IRAK_
++BAGHDAD_
++MOSUL_
+\t[IRQ <20030320]
+\t[IRQOCC 20030320-20060520]
+\t[IRQ >20060520]
+LEIPZIG_
++DRESDEN_
+\t[DDR 491007-901003]
+\t[DEU >19901003]
+UNITED_STATES_OF_AMERICA_  [USA]
++WASHINGTON_D.C._
++AMERICAN_
++US_ # the pronoun problem
++U.S.
++UNITED_STATES_
++NEW_YORK_
++IOWA_
++AMERICA_(UNITED_STATES)_
+SADDAM_HUSSEIN_
+\t[IRQGOV 790716-030409]
+"""
+
+INTERNATIONAL = """\
+NATO_
++NORTH_ATLANTIC_TREATY_ORGANIZATION_
+\t[IGOWSTNAT]
+KOFI_ANNAN_
+\t[IGOUNO 970101-061231]
+CARLOS_SANTOS_CRUZ_\t[IGOUNO]
+REUTERS_
+\t[MED]
+"""
+
+
+@pytest.fixture()
+def lexicon(tmp_path) -> CountryLexicon:
+    (tmp_path / "Phoenix.Countries.actors.txt").write_text(ACTORS)
+    path = tmp_path / "countries.actors.txt"
+    path.write_text(ACTORS)
+    return CountryLexicon.load(path)
+
+
+def test_names_and_demonyms_kept_cities_and_people_dropped(lexicon):
+    assert lexicon.match("Iraq") == "IRQ" and lexicon.match("IRAQI") == "IRQ"
+    assert lexicon.match("irak") == "IRQ"
+    assert lexicon.match("American") == "USA" and lexicon.match("U.S.") == "USA"
+    for city in ("Baghdad", "Mosul", "Washington", "Iowa", "Saddam", "Hussein"):
+        assert lexicon.match(city) is None, city
+    assert lexicon.match_tokens(["New", "York"]) == []
+
+
+def test_most_recent_country_code_wins(lexicon):
+    assert lexicon.match("Leipzig") == "DEU"
+
+
+def test_cities_option_keeps_every_synonym(tmp_path):
+    path = tmp_path / "c.actors.txt"
+    path.write_text(ACTORS)
+    lex = CountryLexicon.load(path, cities=True)
+    assert lex.match("Baghdad") == "IRQ" and lex.match_tokens(["New", "York"]) == [(0, 2, "USA")]
+
+
+def test_multiword_longest_match_case_insensitive(lexicon):
+    words = ["the", "President", "of", "the", "UNITED", "STATES", "and", "the", "united", "states"]
+    assert lexicon.match_tokens(words) == [(4, 6, "USA"), (8, 10, "USA")]
+    assert lexicon.token_codes(["United", "States", "forces"]) == ["USA", "USA", None]
+
+
+def test_stemming_backoff_one_then_two_characters(lexicon):
+    assert lexicon.match("Iraqis") == "IRQ"  # strip one
+    assert lexicon.match("Americanos") == "USA"  # strip two
+    assert lexicon.match("Americanoss") is None  # three is too many
+    # a multiword phrase backs off on its last word
+    assert lexicon.match_tokens(["United", "Statesx"]) == [(0, 2, "USA")]
+
+
+def test_backoff_never_makes_short_stems():
+    lex = CountryLexicon({("mali",): "MLI"})
+    assert lex.match("Mali") == "MLI" and lex.match("Malik") is None
+    assert CountryLexicon({("mali",): "MLI"}, min_stem=4).match("Malik") == "MLI"
+    with pytest.raises(ValueError, match="min_stem"):
+        CountryLexicon({}, min_stem=0)
+
+
+def test_dotless_short_acronyms_are_case_sensitive(lexicon):
+    assert lexicon.match("US") == "USA"
+    assert lexicon.match("us") is None and lexicon.match("Us") is None
+
+
+def test_igos_from_the_international_file(tmp_path):
+    (tmp_path / "Phoenix.Countries.actors.txt.gz").write_bytes(_gz(ACTORS))
+    (tmp_path / "Phoenix.International.actors.txt.gz").write_bytes(_gz(INTERNATIONAL))
+    lex = CountryLexicon.load(tmp_path)
+    assert lex.match("NATO") == "IGOWSTNAT"
+    assert lex.match_tokens(["the", "North", "Atlantic", "Treaty", "Organization"]) == [
+        (1, 5, "IGOWSTNAT")
+    ]
+    assert lex.match("Annan") is None and lex.match("Cruz") is None
+    assert lex.match("Reuters") is None  # a three-letter code, but media, not a country
+    assert CountryLexicon.load(tmp_path, igos=False).match("NATO") is None
+
+
+def _gz(text: str) -> bytes:
+    import gzip
+
+    return gzip.compress(text.encode())
+
+
+def test_missing_files_raise(tmp_path):
+    with pytest.raises(FileNotFoundError, match="lexicon"):
+        CountryLexicon.load(tmp_path / "none.actors.txt")
+    with pytest.raises(FileNotFoundError):
+        CountryLexicon.load(tmp_path)  # a folder without the Phoenix files
+    empty = tmp_path / "empty.actors.txt"
+    empty.write_text("# nothing\n")
+    with pytest.raises(ValueError, match="no country entries"):
+        CountryLexicon.load(empty)
+
+
+def test_shared_phoenix_lexicon():
+    root = shared_data_dir()
+    if root is None or not (root / "phoenix-country-actors").is_dir():
+        pytest.skip("shared Phoenix lexicon (phoenix-country-actors) not available")
+    lex = CountryLexicon.load(root / "phoenix-country-actors")
+    assert len(lex.codes) > 180
+    cases = {
+        "France": "FRA",
+        "French": "FRA",
+        "Americans": "USA",
+        "U.S.": "USA",
+        "British": "GBR",
+        "Iraqis": "IRQ",
+        "NATO": "IGOWSTNAT",
+        "Chicago": None,
+        "us": None,
+        "Malik": None,
+    }
+    for word, code in cases.items():
+        assert lex.match(word) == code, word
+    assert lex.match_tokens(["North", "Korea", "and", "South", "Korea"]) == [
+        (0, 2, "PRK"),
+        (3, 5, "KOR"),
+    ]

@@ -1,0 +1,282 @@
+"""Rules, per-sample aggregation, intervals and the GUM regression of calib_metrics.events."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import io
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from calib_metrics.data.coref_conllu import read_coref_documents
+from calib_metrics.data.countries import CountryLexicon
+from calib_metrics.data.locations import shared_data_dir
+from calib_metrics.events import (
+    EventExtractor,
+    aggregate_events,
+    document_date,
+    document_events,
+    gold_antecedents,
+    period_label,
+)
+from calib_metrics.events_errors import decision_effects, uncertain_documents
+from calib_metrics.events_stats import (
+    poisson_binomial_pmf,
+    poisson_binomial_summary,
+    sample_summary,
+)
+from calib_metrics.models.coref import entity_roots, sample_antecedents
+
+_spec = importlib.util.spec_from_file_location(
+    "events_fixtures", Path(__file__).with_name("events_fixtures.py")
+)
+fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fx)
+
+
+@pytest.fixture(scope="module")
+def lexicon(tmp_path_factory) -> CountryLexicon:
+    path = tmp_path_factory.mktemp("lex") / "test.actors.txt"
+    path.write_text(fx.LEXICON)
+    return CountryLexicon.load(path)
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return {d.doc_id: d for d in fx.read()}
+
+
+def gold_events(doc, lexicon) -> dict[str, bool]:
+    table = EventExtractor(lexicon).table(doc)
+    events = document_events(table, entity_roots(gold_antecedents(doc))[None])[0]
+    return dict(zip(table.codes, events.tolist(), strict=True))
+
+
+def test_nmod_affiliation_and_active_attack_through_coreference(docs, lexicon):
+    doc = docs["nmod_active"]
+    table = EventExtractor(lexicon).table(doc)
+    # mentions: Troops of France, France, the border, They
+    assert table.codes == ["FRA"]
+    assert table.countries[:, 0].tolist() == [True, True, False, False]
+    assert table.attacks.tolist() == [False, False, False, True]
+    assert gold_events(doc, lexicon) == {"FRA": True}
+    # every mention a singleton: "They" carries the attack but no country
+    singletons = torch.arange(len(doc.mentions))[None]
+    assert not document_events(table, singletons).any()
+
+
+def test_amod_affiliation_and_passive_by_agent(docs, lexicon):
+    table = EventExtractor(lexicon).table(docs["amod_passive"])
+    assert table.attacks.tolist() == [False, True]  # the town is the patient
+    assert gold_events(docs["amod_passive"], lexicon) == {"IRQ": True}
+
+
+def test_obl_agent_and_patient_is_not_agent(docs, lexicon):
+    doc = docs["obl_agent"]
+    table = EventExtractor(lexicon).table(doc)
+    # president of the U.S. (nsubj:pass: patient), the U.S., rebels (obl:agent), He
+    assert table.attacks.tolist() == [False, False, True, True]
+    assert gold_events(doc, lexicon) == {"USA": True}
+    # without the "He" link the president never attacks
+    split = torch.tensor([[0, 1, 2, 3]])
+    assert not document_events(table, split).any()
+
+
+def test_entity_with_two_countries_is_excluded(docs, lexicon):
+    doc = docs["two_countries"]
+    assert gold_events(doc, lexicon) == {"FRA": False, "IRQ": False}
+    # split apart, the Iraqi troops alone attack
+    table = EventExtractor(lexicon).table(doc)
+    assert document_events(table, torch.tensor([[0, 1]]))[0].tolist() == [False, True]
+
+
+def test_stemming_backoff_compound_and_pronoun_us(docs, lexicon):
+    doc = docs["stem_compound"]
+    table = EventExtractor(lexicon).table(doc)
+    assert table.codes == ["IRQ", "USA"]
+    assert table.countries.tolist() == [[True, False], [False, True], [False, False]]
+    assert gold_events(doc, lexicon) == {"IRQ": True, "USA": True}
+    no_compound = EventExtractor(lexicon, relations=("nmod", "amod")).table(doc)
+    assert no_compound.codes == ["IRQ"]
+
+
+def test_city_is_not_a_country(docs, lexicon):
+    assert EventExtractor(lexicon).table(docs["city"]).codes == []
+
+
+def test_cities_option(tmp_path):
+    path = tmp_path / "c.actors.txt"
+    path.write_text(fx.LEXICON)
+    assert CountryLexicon.load(path, cities=True).match("Paris") == "FRA"
+
+
+def test_enhanced_subjects_are_opt_in(lexicon):
+    text = fx.document(
+        "xsubj",
+        "2015-01-01",
+        [
+            [
+                ("Iraq", "Iraq", "PROPN", 2, "nsubj", "Entity=(1)"),
+                ("threatened", "threaten", "VERB", 0, "root"),
+                ("to", "to", "PART", 4, "mark"),
+                ("attack", "attack", "VERB", 2, "xcomp"),
+            ]
+        ],
+    ).replace("\tnsubj\t_\tEntity=(1)", "\tnsubj\t2:nsubj|4:nsubj:xsubj\tEntity=(1)")
+    doc = read_coref_documents(io.StringIO(text))[0]
+    assert not EventExtractor(lexicon).table(doc).attacks.any()
+    assert EventExtractor(lexicon, enhanced=True).table(doc).attacks.tolist() == [True]
+
+
+def test_dates_and_periods():
+    doc = fx.read(fx.NMOD_ACTIVE)[0]
+    date = document_date(doc)
+    assert [period_label(date, p) for p in ("month", "quarter", "year")] == [
+        "2015-08",
+        "2015Q3",
+        "2015",
+    ]
+    with pytest.raises(ValueError, match="period"):
+        period_label(date, "week")
+
+
+def test_gold_counts_have_zero_width_intervals(docs, lexicon):
+    ex = EventExtractor(lexicon)
+    order = list(docs.values())
+    tables = [ex.table(d) for d in order]
+    roots = [entity_roots(gold_antecedents(d))[None] for d in order]
+    periods = [period_label(document_date(d), "quarter") for d in order]
+    analysis = aggregate_events(tables, roots, periods)
+    counts = analysis.counts()[0]
+    assert analysis.periods == ["2015Q3", "2015Q4", "2016Q1"]
+    total = dict(zip(analysis.codes, counts.sum(0).tolist(), strict=True))
+    assert total == {"FRA": 1, "IRQ": 2, "USA": 2}
+    s = analysis.summary()
+    assert torch.equal(s.normal_lower, s.normal_upper) and torch.equal(s.mean, counts.double())
+    dist = analysis.poisson_binomial()
+    assert torch.equal(dist.lower, dist.upper) and torch.equal(dist.lower, counts)
+    assert bool(analysis.exact.all())
+
+
+def _link_doc_scores(p: float) -> torch.Tensor:
+    """Scores for nmod_active: 'They' (mention 3) links to 'Troops of France' w.p. p, else NEW."""
+    big = 1e4
+    s = torch.full((4, 4), -big)
+    s.fill_diagonal_(0.0)
+    s[3, 0] = math.log(p / (1 - p))
+    return s
+
+
+def test_one_hot_posterior_gives_zero_width(docs, lexicon):
+    doc = docs["nmod_active"]
+    table = EventExtractor(lexicon).table(doc)
+    scores = _link_doc_scores(0.5)
+    scores[3, 0] = 1e4  # a huge margin: a one-hot posterior
+    a = sample_antecedents(scores[None], 200, generator=torch.Generator().manual_seed(0))[:, 0]
+    analysis = aggregate_events([table], [entity_roots(a)], ["2015"])
+    s = analysis.summary()
+    assert s.std.abs().max() == 0 and torch.equal(s.percentile_lower, s.percentile_upper)
+    assert s.mean.sum() == 1
+
+
+def test_sampled_mean_matches_exact_poisson_binomial(docs, lexicon):
+    doc = docs["nmod_active"]
+    table = EventExtractor(lexicon).table(doc)
+    g = torch.Generator().manual_seed(1)
+    true_p = torch.linspace(0.05, 0.95, 16)
+    n_samples = 1000
+    roots, periods = [], []
+    for k, p in enumerate(true_p.tolist()):
+        a = sample_antecedents(_link_doc_scores(p)[None], n_samples, generator=g)[:, 0]
+        roots.append(entity_roots(a))
+        periods.append("A" if k % 2 else "B")
+    analysis = aggregate_events([table] * len(roots), roots, periods)
+    s = analysis.summary()
+    exact = poisson_binomial_summary(torch.stack([true_p[1::2], true_p[0::2]]))
+    mc_error = s.std[:, 0] / math.sqrt(n_samples)
+    assert torch.all((s.mean[:, 0] - exact.mean).abs() < 4 * mc_error)
+    # the spread matches too (documents are independent)
+    assert torch.allclose(s.std[:, 0].double() ** 2, exact.var, rtol=0.15)
+    # the estimated-probability Poisson-binomial has the sampled mean exactly
+    assert torch.allclose(analysis.poisson_binomial().mean[:, 0], s.mean[:, 0].double())
+    assert not analysis.exact.any()
+
+
+def test_poisson_binomial_against_enumeration():
+    g = torch.Generator().manual_seed(0)
+    p = torch.rand(3, 6, generator=g, dtype=torch.float64)
+    pmf = poisson_binomial_pmf(p)
+    bits = torch.tensor([[(m >> j) & 1 for j in range(6)] for m in range(64)], dtype=torch.float64)
+    for row in range(3):
+        weight = (bits * p[row] + (1 - bits) * (1 - p[row])).prod(-1)
+        brute = torch.zeros(7, dtype=torch.float64).index_add_(0, bits.sum(-1).long(), weight)
+        assert torch.allclose(pmf[row], brute)
+    assert torch.allclose(pmf.sum(-1), torch.ones(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        poisson_binomial_pmf(torch.tensor([[1.5]]))
+
+
+def test_sample_summary_normal_interval_is_mean_pm_196_std():
+    x = torch.tensor([[0.0], [1.0], [2.0], [3.0]])
+    s = sample_summary(x)
+    assert torch.allclose(s.normal_upper - s.mean, 1.959964 * s.std, atol=1e-4)
+    with pytest.raises(ValueError, match="confidence"):
+        sample_summary(x, confidence=1.5)
+
+
+def test_uncertain_documents_name_the_deciding_link(docs, lexicon):
+    doc = docs["nmod_active"]
+    table = EventExtractor(lexicon).table(doc)
+    scores = _link_doc_scores(0.5)
+    a = sample_antecedents(scores[None], 400, generator=torch.Generator().manual_seed(3))[:, 0]
+    analysis = aggregate_events([table], [entity_roots(a)], ["2015"])
+    found = uncertain_documents(analysis, [doc], [table], {0: a})
+    assert len(found) == 1 and found[0].code == "FRA"
+    top = found[0].decisions[0]
+    assert top.text == "They"
+    rates = {c.text: c.event_rate for c in top.choices}
+    assert rates == {"Troops of France": 1.0, "NEW": 0.0}
+    assert any("attacked" in s for s in found[0].sentences)
+    # with exact choice probabilities from the scores
+    _, _, _, explained = decision_effects(a, analysis.pair_samples[:, 0])
+    assert int(explained.argmax()) == 3
+
+
+def test_aggregate_rejects_mismatched_inputs(docs, lexicon):
+    table = EventExtractor(lexicon).table(docs["nmod_active"])
+    with pytest.raises(ValueError, match="length"):
+        aggregate_events([table], [], ["2015"])
+    with pytest.raises(ValueError, match="roots must be"):
+        document_events(table, torch.zeros(2, 3, dtype=torch.long))
+
+
+def _gum_document(doc_id: str):
+    root = shared_data_dir()
+    path = None if root is None else root / "ud-english-gum" / "en_gum-ud-train.conllu.gz"
+    if path is None or not path.exists():
+        pytest.skip("shared GUM data (ud-english-gum) not available")
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    start = data.find(f"# newdoc id = {doc_id}\n".encode())
+    assert start >= 0, f"{doc_id} not in {path}"
+    end = data.find(b"# newdoc id", start + 1)
+    text = data[start : end if end >= 0 else len(data)].decode("utf-8")
+    return read_coref_documents(io.StringIO(text))[0]
+
+
+def test_gum_news_korea_event_needs_coreference():
+    root = shared_data_dir()
+    lex_dir = None if root is None else root / "phoenix-country-actors"
+    if lex_dir is None or not lex_dir.is_dir():
+        pytest.skip("shared Phoenix lexicon (phoenix-country-actors) not available")
+    doc = _gum_document("GUM_news_korea")
+    table = EventExtractor(CountryLexicon.load(lex_dir)).table(doc)
+    agents = [" ".join(doc.mention_words(doc.mentions[i])) for i in table.attacks.nonzero()[:, 0]]
+    assert agents == ["it"]
+    gold = document_events(table, entity_roots(gold_antecedents(doc))[None])[0]
+    assert gold[table.codes.index("PRK")] and gold.sum() == 1
+    singletons = torch.arange(len(doc.mentions))[None]
+    assert not document_events(table, singletons).any()

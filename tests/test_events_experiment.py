@@ -1,0 +1,87 @@
+"""End to end: ``calib-metrics reproduce events`` on a tiny hand-written corpus."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from calib_metrics.experiments import events as experiment
+from calib_metrics.models.coref_ranker import AntecedentRanker
+
+_spec = importlib.util.spec_from_file_location(
+    "events_fixtures", Path(__file__).with_name("events_fixtures.py")
+)
+fx = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(fx)
+
+
+def _args(tmp_path: Path, *extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    experiment.add_arguments(parser)
+    data = tmp_path / "corpus"
+    if not data.exists():
+        data.mkdir()
+        (data / "tiny-train.conllu").write_text(fx.ALL)
+        lex = tmp_path / "lexicon"
+        lex.mkdir()
+        (lex / "Phoenix.Countries.actors.txt.gz").write_bytes(gzip.compress(fx.LEXICON.encode()))
+    base = [
+        "--data",
+        str(data),
+        "--lexicon",
+        str(tmp_path / "lexicon"),
+        "--out",
+        str(tmp_path / "out"),
+        "--samples",
+        "200",
+        "--period",
+        "quarter",
+    ]
+    return parser.parse_args(base + list(extra))
+
+
+def test_run_with_a_saved_uniform_model(tmp_path):
+    model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")  # zero weights: uniform
+    results = experiment.run(_args(tmp_path, "--model", str(model)))
+    out = tmp_path / "out"
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["documents"] == 6 and saved["candidate_documents"]
+    rows = {r["country"]: r for r in saved["countries"]}
+    assert {c: rows[c]["gold"] for c in ("FRA", "IRQ", "USA")} == {"FRA": 1, "IRQ": 2, "USA": 2}
+    for r in rows.values():
+        lo, hi = r["percentile"]
+        assert lo <= r["mean"] <= hi
+        assert r["normal"][0] <= r["mean"] <= r["normal"][1]
+        assert r["exact_mean"] == pytest.approx(r["mean"], abs=1e-6)
+    # a uniform posterior makes "They" -> "Troops of France" a coin flip
+    fra = [d for d in saved["document_events"] if d["country"] == "FRA"]
+    assert 0.2 < fra[0]["prob"] < 0.8 and fra[0]["gold"] == 1
+    assert any(u["doc_id"] == "nmod_active" for u in saved["uncertain"])
+    assert results["cells"] and all("exact_interval" in c for c in results["cells"])
+    md = (out / "results.md").read_text()
+    assert "Uncertain documents" in md and "nmod_active" in md
+    for fig in saved["figures"]:
+        assert Path(fig).exists() and Path(fig).stat().st_size > 0
+    assert any(Path(f).name == "events_overlay.png" for f in saved["figures"])
+
+
+def test_run_trains_a_ranker_when_no_model_is_given(tmp_path):
+    results = experiment.run(_args(tmp_path, "--quick", "--epochs", "1", "--n-bits", "10"))
+    assert (tmp_path / "out" / "ranker.pt").exists()
+    assert results["ranker"]["train_documents"] >= 1
+    assert results["samples"] == 20
+
+
+def test_bad_input_raises(tmp_path):
+    with pytest.raises(ValueError, match="samples"):
+        experiment.run(_args(tmp_path, "--samples", "0"))
+    parser = argparse.ArgumentParser()
+    experiment.add_arguments(parser)
+    args = parser.parse_args(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
+    with pytest.raises(FileNotFoundError):
+        experiment.run(args)

@@ -1,0 +1,147 @@
+"""Tests of the closed-form HMM tagger against explicit counting and brute-force enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from calib_metrics.models.hmm import HMM
+
+
+def _corpus(seed: int = 0, batch: int = 6, length: int = 5, num_tags: int = 3, vocab: int = 6):
+    g = torch.Generator().manual_seed(seed)
+    words = torch.randint(1, vocab, (batch, length), generator=g)
+    tags = torch.randint(num_tags, (batch, length), generator=g)
+    lengths = torch.randint(1, length + 1, (batch,), generator=g)
+    lengths[0] = length
+    mask = torch.arange(length) < lengths[:, None]
+    return words, tags, mask
+
+
+def _loop_estimate(words, tags, mask, num_tags, vocab, alpha):
+    """Reference Dirichlet-MAP estimate by Python loops over sentences."""
+    start = [alpha] * num_tags
+    end = [alpha] * num_tags
+    trans = [[alpha] * num_tags for _ in range(num_tags)]
+    emit = [[alpha] * vocab for _ in range(num_tags)]
+    for b in range(words.shape[0]):
+        n = int(mask[b].sum())
+        ys, xs = tags[b, :n].tolist(), words[b, :n].tolist()
+        start[ys[0]] += 1
+        end[ys[-1]] += 1
+        for t in range(n):
+            emit[ys[t]][xs[t]] += 1
+            if t + 1 < n:
+                trans[ys[t]][ys[t + 1]] += 1
+    start = torch.tensor(start) / sum(start)
+    out_totals = [sum(trans[i]) + end[i] for i in range(num_tags)]
+    trans = torch.tensor([[c / out_totals[i] for c in row] for i, row in enumerate(trans)])
+    end = torch.tensor([end[i] / out_totals[i] for i in range(num_tags)])
+    emit = torch.tensor([[c / sum(row) for c in row] for row in emit])
+    return start, trans, end, emit
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.01])
+def test_fit_matches_explicit_counting(alpha):
+    words, tags, mask = _corpus()
+    hmm = HMM(3, 6, pseudocount=alpha).fit(words, tags, mask)
+    start, trans, end, emit = _loop_estimate(words, tags, mask, 3, 6, alpha)
+    torch.testing.assert_close(hmm.log_start.exp(), start)
+    torch.testing.assert_close(hmm.log_transitions.exp(), trans)
+    torch.testing.assert_close(hmm.log_end.exp(), end)
+    torch.testing.assert_close(hmm.log_emissions.exp(), emit)
+    # Each distribution sums to one (a tag's successors include stopping).
+    torch.testing.assert_close(hmm.log_start.exp().sum(), torch.tensor(1.0))
+    rows = hmm.log_transitions.exp().sum(1) + hmm.log_end.exp()
+    torch.testing.assert_close(rows, torch.ones(3))
+    torch.testing.assert_close(hmm.log_emissions.exp().sum(1), torch.ones(3))
+
+
+def test_unknown_word_column_gets_only_the_pseudocount():
+    words, tags, mask = _corpus(1)
+    alpha = 0.5
+    hmm = HMM(3, 6, pseudocount=alpha).fit(words, tags, mask)
+    per_tag = torch.bincount(tags[mask], minlength=3).float()
+    expected = alpha / (per_tag + 6 * alpha)
+    torch.testing.assert_close(hmm.log_emissions[:, 0].exp(), expected)
+
+
+def test_padding_content_does_not_change_the_fit():
+    words, tags, mask = _corpus(2)
+    a = HMM(3, 6).fit(words, tags, mask)
+    b = HMM(3, 6).fit(words.masked_fill(~mask, 5), tags.masked_fill(~mask, 2), mask)
+    for name in ("log_start", "log_transitions", "log_end", "log_emissions"):
+        torch.testing.assert_close(getattr(a, name), getattr(b, name))
+
+
+def _joint(hmm: HMM, xs: list[int], ys: list[int]) -> float:
+    lp = hmm.log_start[ys[0]] + hmm.log_emissions[ys[0], xs[0]]
+    for t in range(1, len(xs)):
+        lp = lp + hmm.log_transitions[ys[t - 1], ys[t]] + hmm.log_emissions[ys[t], xs[t]]
+    return float(lp + hmm.log_end[ys[-1]])
+
+
+def test_posterior_matches_brute_force_enumeration():
+    words, tags, mask = _corpus(3, batch=4, length=4)
+    hmm = HMM(3, 6, pseudocount=0.3).fit(words, tags, mask).double()
+    marg = hmm.marginals(words, mask)
+    log_px = hmm.log_likelihood(words, mask)
+    _, best = hmm.viterbi(words, mask)
+    for b in range(words.shape[0]):
+        n = int(mask[b].sum())
+        xs = words[b, :n].tolist()
+        seqs = list(itertools.product(range(3), repeat=n))
+        joint = torch.tensor([_joint(hmm, xs, list(ys)) for ys in seqs], dtype=torch.float64)
+        assert math.isclose(log_px[b].item(), torch.logsumexp(joint, 0).item(), rel_tol=1e-9)
+        post = torch.softmax(joint, 0)
+        uni = torch.zeros(n, 3, dtype=torch.float64)
+        for p, ys in zip(post, seqs, strict=True):
+            for t, y in enumerate(ys):
+                uni[t, y] += p
+        torch.testing.assert_close(marg.unigram[b, :n], uni)
+        assert marg.unigram[b, n:].abs().sum() == 0
+        assert best[b, :n].tolist() == list(seqs[int(joint.argmax())])
+
+
+def test_potentials_score_is_the_joint_log_probability():
+    from calib_metrics.models import linear_chain
+
+    words, tags, mask = _corpus(4)
+    hmm = HMM(3, 6).fit(words, tags, mask).double()
+    score = linear_chain.sequence_score(*hmm.potentials(words, mask), tags, mask)
+    for b in range(words.shape[0]):
+        n = int(mask[b].sum())
+        expected = _joint(hmm, words[b, :n].tolist(), tags[b, :n].tolist())
+        assert math.isclose(score[b].item(), expected, rel_tol=1e-9)
+
+
+def test_samples_follow_the_posterior():
+    words, tags, mask = _corpus(5, batch=2, length=3)
+    hmm = HMM(3, 6, pseudocount=0.5).fit(words, tags, mask)
+    g = torch.Generator().manual_seed(0)
+    samples = hmm.sample(words, mask, n_samples=4000, generator=g)
+    assert samples.shape == (4000, 2, 3)
+    empirical = torch.nn.functional.one_hot(samples, 3).float().mean(0)
+    marg = hmm.marginals(words, mask, pairwise=False).unigram
+    # 4000 draws: standard error below 0.008, so 0.04 is a five-sigma band.
+    assert (empirical - marg)[mask].abs().max() < 0.04
+
+
+def test_bad_input_is_rejected():
+    with pytest.raises(ValueError, match="pseudocount"):
+        HMM(3, 5, pseudocount=0.0)
+    with pytest.raises(ValueError, match="num_tags"):
+        HMM(0, 5)
+    hmm = HMM(3, 5)
+    words, tags, mask = _corpus(0, vocab=5)
+    with pytest.raises(ValueError, match="word indices"):
+        hmm.fit(words + 5, tags, mask)
+    with pytest.raises(ValueError, match="tags must lie"):
+        hmm.fit(words, tags + 3, mask)
+    with pytest.raises(ValueError, match=r"mask\[:, 0\]"):
+        hmm.fit(words, tags, torch.zeros_like(mask))
+    with pytest.raises(ValueError, match="words must be"):
+        hmm.marginals(words[0], None)

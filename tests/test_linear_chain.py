@@ -1,0 +1,295 @@
+"""Tests for the linear-chain core: brute force, autograd, pytorch-crf, sampling, precision."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+from torchcrf import CRF
+
+from calib_metrics.models.linear_chain import (
+    ChainMarginals,
+    log_partition,
+    posterior_marginals,
+    sample,
+    sequence_score,
+    viterbi,
+)
+
+F64 = torch.float64
+
+
+def _potentials(batch, length, num_tags, *, scale=1.0, seed=0, dtype=F64):
+    g = torch.Generator().manual_seed(seed)
+    return tuple(
+        (torch.randn(*shape, generator=g, dtype=F64) * scale).to(dtype)
+        for shape in ((batch, length, num_tags), (num_tags, num_tags), (num_tags,), (num_tags,))
+    )
+
+
+def _ragged_mask(lengths, length):
+    return torch.arange(length)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def _brute_force(em, tr, st, en, length):
+    """log Z, unigram, pairwise, best path and best score of one sentence by enumeration."""
+    num_tags = em.shape[-1]
+    seqs = torch.tensor(list(itertools.product(range(num_tags), repeat=length)))
+    scores = st[seqs[:, 0]] + em[torch.arange(length), seqs].sum(1) + en[seqs[:, -1]]
+    if length > 1:
+        scores = scores + tr[seqs[:, :-1], seqs[:, 1:]].sum(1)
+    log_z = torch.logsumexp(scores, 0)
+    prob = torch.exp(scores - log_z)
+    uni = torch.zeros(length, num_tags, dtype=F64)
+    pair = torch.zeros(max(length - 1, 0), num_tags, num_tags, dtype=F64)
+    for t in range(length):
+        uni[t].index_add_(0, seqs[:, t], prob)
+    for t in range(length - 1):
+        pair[t].view(-1).index_add_(0, seqs[:, t] * num_tags + seqs[:, t + 1], prob)
+    best = int(scores.argmax())
+    return log_z, uni, pair, seqs[best], scores[best]
+
+
+CASES = [
+    # (lengths in the batch, T, K)
+    ([1], 1, 3),
+    ([2, 2], 2, 4),
+    ([5], 5, 3),
+    ([5, 2, 1, 4], 5, 3),
+    ([1, 2], 2, 4),
+    ([3, 5, 5], 5, 4),
+]
+
+
+@pytest.mark.parametrize(("lengths", "length", "num_tags"), CASES)
+def test_matches_brute_force(lengths, length, num_tags):
+    em, tr, st, en = _potentials(len(lengths), length, num_tags, scale=1.5, seed=len(lengths))
+    mask = _ragged_mask(lengths, length)
+    out = posterior_marginals(em, tr, st, en, mask)
+    assert isinstance(out, ChainMarginals)
+    assert out.unigram.shape == (len(lengths), length, num_tags)
+    assert out.pairwise.shape == (len(lengths), length - 1, num_tags, num_tags)
+    best_score, best_tags = viterbi(em, tr, st, en, mask)
+    for b, n in enumerate(lengths):
+        log_z, uni, pair, path, path_score = _brute_force(em[b, :n], tr, st, en, n)
+        torch.testing.assert_close(out.log_partition[b], log_z)
+        torch.testing.assert_close(out.unigram[b, :n], uni)
+        torch.testing.assert_close(out.pairwise[b, : n - 1], pair)
+        # Outside the mask everything is exactly zero.
+        assert not out.unigram[b, n:].any()
+        assert not out.pairwise[b, max(n - 1, 0) :].any()
+        assert best_tags[b, :n].tolist() == path.tolist()
+        assert not best_tags[b, n:].any()
+        torch.testing.assert_close(best_score[b], path_score)
+    torch.testing.assert_close(log_partition(em, tr, st, en, mask), out.log_partition)
+
+
+def test_forbidden_transitions_give_zero_probability():
+    # -inf scores (hard constraints, as in BIO tagging) must not produce nan.
+    em, tr, st, en = _potentials(3, 5, 4, seed=3)
+    tr = tr.clone()
+    tr[0, 1] = tr[2, :] = -math.inf
+    tr[2, 2] = 0.0
+    st = st.clone()
+    st[3] = -math.inf
+    mask = _ragged_mask([5, 3, 1], 5)
+    out = posterior_marginals(em, tr, st, en, mask)
+    assert torch.isfinite(out.unigram).all() and torch.isfinite(out.pairwise).all()
+    for b, n in enumerate([5, 3, 1]):
+        log_z, uni, pair, path, _ = _brute_force(em[b, :n], tr, st, en, n)
+        torch.testing.assert_close(out.log_partition[b], log_z)
+        torch.testing.assert_close(out.unigram[b, :n], uni)
+        torch.testing.assert_close(out.pairwise[b, : n - 1], pair)
+        assert viterbi(em, tr, st, en, mask)[1][b, :n].tolist() == path.tolist()
+    assert not out.pairwise[..., 0, 1].any()
+    assert not out.unigram[:, 0, 3].any()
+
+
+def test_unigram_is_gradient_of_log_partition():
+    em, tr, st, en = _potentials(4, 7, 5, scale=2.0, seed=5)
+    mask = _ragged_mask([7, 3, 1, 6], 7)
+    em = em.requires_grad_()
+    (grad,) = torch.autograd.grad(log_partition(em, tr, st, en, mask).sum(), em)
+    out = posterior_marginals(em.detach(), tr, st, en, mask)
+    torch.testing.assert_close(out.unigram, grad)
+    # The pairwise marginals are the gradient with respect to each step's transition scores.
+    trans_steps = tr.expand(4, 6, 5, 5).clone().requires_grad_()
+    em_fold = em.detach().clone()
+    log_z = _log_z_with_step_transitions(em_fold, trans_steps, st, en, mask)
+    (pair_grad,) = torch.autograd.grad(log_z.sum(), trans_steps)
+    torch.testing.assert_close(out.pairwise, pair_grad)
+
+
+def _log_z_with_step_transitions(em, trans_steps, st, en, mask):
+    """Plain log-space forward with a separate transition matrix per step (reference)."""
+    alpha = st + em[:, 0]
+    for t in range(1, em.shape[1]):
+        nxt = torch.logsumexp(alpha[:, :, None] + trans_steps[:, t - 1], 1) + em[:, t]
+        alpha = torch.where(mask[:, t, None], nxt, alpha)
+    return torch.logsumexp(alpha + en, 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+def test_pytorch_crf_log_likelihood_is_score_minus_log_z(dtype):
+    em, tr, st, en = _potentials(6, 9, 5, scale=2.0, seed=7, dtype=dtype)
+    mask = _ragged_mask([9, 1, 4, 9, 2, 7], 9)
+    tags = torch.randint(0, 5, (6, 9), generator=torch.Generator().manual_seed(1))
+    crf = CRF(5, batch_first=True).to(dtype)
+    with torch.no_grad():
+        crf.transitions.copy_(tr)
+        crf.start_transitions.copy_(st)
+        crf.end_transitions.copy_(en)
+        expected = crf(em, tags, mask, reduction="none")
+    out = posterior_marginals(em, tr, st, en, mask)
+    assert out.log_partition.dtype == dtype and out.unigram.dtype == dtype
+    ours = sequence_score(em, tr, st, en, tags, mask) - out.log_partition
+    torch.testing.assert_close(ours, expected)
+    # Autograd of pytorch-crf's log Z gives the same unigram marginals.
+    em_grad = em.clone().requires_grad_()
+    log_z = crf._compute_normalizer(em_grad.transpose(0, 1), mask.transpose(0, 1))
+    (grad,) = torch.autograd.grad(log_z.sum(), em_grad)
+    torch.testing.assert_close(out.unigram, grad)
+    # pytorch-crf's Viterbi agrees with ours.
+    best = viterbi(em, tr, st, en, mask)[1]
+    decoded = crf.decode(em, mask)
+    assert [best[b, : len(d)].tolist() for b, d in enumerate(decoded)] == decoded
+
+
+def test_samples_converge_to_exact_marginals():
+    lengths = [6, 3, 1]
+    em, tr, st, en = _potentials(3, 6, 4, scale=1.0, seed=11)
+    mask = _ragged_mask(lengths, 6)
+    n = 20_000
+    draws = sample(em, tr, st, en, mask, n_samples=n, generator=torch.Generator().manual_seed(0))
+    assert draws.shape == (n, 3, 6) and draws.dtype == torch.long
+    assert not draws[:, ~mask].any()
+    out = posterior_marginals(em, tr, st, en, mask)
+    freq = torch.nn.functional.one_hot(draws, 4).to(F64).mean(0) * mask[..., None]
+    pair_codes = draws[..., :-1] * 4 + draws[..., 1:]
+    pair_freq = torch.nn.functional.one_hot(pair_codes, 16).to(F64).mean(0).view(3, 5, 4, 4)
+    pair_freq = pair_freq * mask[:, 1:, None, None]
+    for exact, est in ((out.unigram, freq), (out.pairwise, pair_freq)):
+        # Four binomial standard errors, floored so near-0 and near-1 cells are not too strict.
+        tol = 4 * torch.sqrt(exact * (1 - exact) / n).clamp_min(1e-3)
+        assert ((est - exact).abs() <= tol).all()
+    # Whole sequences: the empirical frequency of each full tag path of the length-3 sentence.
+    codes = (draws[:, 1, :3] * torch.tensor([16, 4, 1])).sum(-1)
+    counts = torch.bincount(codes, minlength=64).to(F64) / n
+    seqs = torch.tensor(list(itertools.product(range(4), repeat=3)))
+    scores = torch.stack([sequence_score(em[1:2, :3], tr, st, en, s[None])[0] for s in seqs])
+    probs = torch.softmax(scores, 0)
+    assert ((counts - probs).abs() <= 4 * torch.sqrt(probs * (1 - probs) / n) + 1e-3).all()
+
+
+def test_sampling_is_reproducible_with_generator():
+    em, tr, st, en = _potentials(2, 4, 3, seed=2)
+    first = sample(em, tr, st, en, n_samples=5, generator=torch.Generator().manual_seed(3))
+    again = sample(em, tr, st, en, n_samples=5, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(first, again)
+
+
+def _log_space_reference(em, tr, st, en):
+    """Unmasked float64 log-space forward-backward, for long chains."""
+    length = em.shape[1]
+    alpha = [st + em[:, 0]]
+    for t in range(1, length):
+        alpha.append(torch.logsumexp(alpha[-1][:, :, None] + tr, 1) + em[:, t])
+    beta = [en.expand_as(alpha[0])]
+    for t in range(length - 1, 0, -1):
+        beta.append(torch.logsumexp(tr + (em[:, t] + beta[-1])[:, None, :], 2))
+    beta = beta[::-1]
+    log_z = torch.logsumexp(alpha[-1] + en, 1)
+    uni = torch.exp(torch.stack(alpha, 1) + torch.stack(beta, 1) - log_z[:, None, None])
+    return log_z, uni
+
+
+def test_long_float32_chain_with_large_scores_is_accurate():
+    em, tr, st, en = _potentials(2, 2000, 6, scale=30.0, seed=13)
+    log_z64, uni64 = _log_space_reference(em, tr, st, en)
+    out64 = posterior_marginals(em, tr, st, en, pairwise=False)
+    torch.testing.assert_close(out64.log_partition, log_z64, rtol=1e-12, atol=1e-8)
+    torch.testing.assert_close(out64.unigram, uni64, rtol=0, atol=1e-7)
+    em32, tr32, st32, en32 = (x.float() for x in (em, tr, st, en))
+    out32 = posterior_marginals(em32, tr32, st32, en32)
+    assert out32.unigram.dtype == torch.float32 and out32.pairwise.dtype == torch.float32
+    assert (out32.unigram.double() - uni64).abs().max() < 2e-3
+    assert torch.isfinite(out32.pairwise).all()
+    torch.testing.assert_close(out32.pairwise.sum(-1), out32.unigram[:, :-1], atol=1e-5, rtol=0)
+    # Even a float32 recursion (used on MPS) stays within tolerance thanks to the rescaling.
+    out_f32 = posterior_marginals(em32, tr32, st32, en32, compute_dtype=torch.float32)
+    assert (out_f32.unigram.double() - uni64).abs().max() < 2e-3
+
+
+def test_pairwise_float32_fallback_for_tiny_normalisers():
+    # Scores so peaked that the pairwise normaliser leaves float32 range: the float64 path
+    # must take over and still match the float64 answer.
+    em, tr, st, en = _potentials(3, 6, 4, scale=60.0, seed=17)
+    ref = posterior_marginals(em, tr, st, en)
+    out = posterior_marginals(em.float(), tr.float(), st.float(), en.float())
+    torch.testing.assert_close(out.pairwise.double(), ref.pairwise, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.pairwise.sum((-1, -2)), torch.ones(3, 5), atol=1e-5, rtol=0)
+    # Moderate scores take the float32 fast path everywhere; it agrees to float32 rounding.
+    em, tr, st, en = _potentials(5, 8, 6, scale=3.0, seed=18)
+    mask = _ragged_mask([8, 1, 5, 2, 7], 8)
+    ref = posterior_marginals(em, tr, st, en, mask)
+    out = posterior_marginals(em.float(), tr.float(), st.float(), en.float(), mask)
+    torch.testing.assert_close(out.pairwise.double(), ref.pairwise, atol=1e-6, rtol=0)
+    half = posterior_marginals(em.half(), tr.half(), st.half(), en.half(), mask)
+    assert half.pairwise.dtype == torch.float16 and half.unigram.dtype == torch.float16
+    torch.testing.assert_close(half.unigram.sum(-1), mask.half(), atol=2e-3, rtol=0)
+
+
+def test_pairwise_can_be_skipped_and_length_one_has_empty_pairwise():
+    em, tr, st, en = _potentials(2, 1, 3, seed=19)
+    out = posterior_marginals(em, tr, st, en)
+    assert out.pairwise.shape == (2, 0, 3, 3)
+    assert posterior_marginals(em, tr, st, en, pairwise=False).pairwise is None
+
+
+def test_integer_mask_is_accepted():
+    em, tr, st, en = _potentials(2, 3, 3, seed=23)
+    mask = _ragged_mask([3, 2], 3)
+    out_bool = posterior_marginals(em, tr, st, en, mask)
+    out_int = posterior_marginals(em, tr, st, en, mask.to(torch.uint8))
+    torch.testing.assert_close(out_int.unigram, out_bool.unigram)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda a: {**a, "emissions": a["emissions"][0]}, "emissions"),
+        (lambda a: {**a, "transitions": torch.zeros(3, 4)}, "transitions"),
+        (lambda a: {**a, "start": torch.zeros(4)}, "start"),
+        (lambda a: {**a, "end": torch.zeros(2)}, "end"),
+        (lambda a: {**a, "mask": torch.ones(2, 4, dtype=torch.bool)}, "mask"),
+        (lambda a: {**a, "mask": torch.tensor([[True, False, True], [True] * 3])}, "left-aligned"),
+        (lambda a: {**a, "mask": torch.tensor([[False, False, False], [True] * 3])}, "mask"),
+        (lambda a: {**a, "mask": torch.ones(2, 3)}, "mask"),
+        (lambda a: {**a, "emissions": torch.zeros(2, 0, 3)}, "T >= 1"),
+        (lambda a: {**a, "emissions": torch.zeros(2, 3, 3, dtype=torch.long)}, "floating"),
+    ],
+)
+def test_bad_inputs_raise(change, message):
+    args = {
+        "emissions": torch.zeros(2, 3, 3),
+        "transitions": torch.zeros(3, 3),
+        "start": torch.zeros(3),
+        "end": torch.zeros(3),
+        "mask": None,
+    }
+    bad = change(args)
+    for fn in (posterior_marginals, viterbi, log_partition):
+        with pytest.raises(ValueError, match=message):
+            fn(**bad)
+    with pytest.raises(ValueError, match=message):
+        sample(**bad, n_samples=2)
+
+
+def test_bad_sample_count_and_tag_shape_raise():
+    em, tr, st, en = _potentials(2, 3, 3)
+    with pytest.raises(ValueError, match="n_samples"):
+        sample(em, tr, st, en, n_samples=0)
+    with pytest.raises(ValueError, match="tags"):
+        sequence_score(em, tr, st, en, torch.zeros(2, 4, dtype=torch.long))
