@@ -17,16 +17,18 @@ of up to T = 25 tokens over K = 47 tags (the Penn tag set's size; lengths unifor
   ``calib_metrics.models.hmm`` and the shared data are there.
 
 Each case is run ``--repeats`` times round-robin (so background load hits all cases
-alike) and the median is reported. Potentials are float32; our recursion runs in
-float64 (the pairwise product in float32). Large outputs (the 212 MB pairwise tensor)
-are dominated by first-touch page faults on some virtual machines; by default the
-script sets PyTorch's ``THP_MEM_ALLOC_ENABLE=1`` (transparent huge pages for large CPU
-allocations, read once when torch loads, and applied to every peer alike);
-``--no-thp`` measures the plain allocator.
+alike) and the median is reported, as wall time and as process CPU time (user +
+system; the robust number on a shared machine). Potentials are float32; our recursion
+runs in float64 (the pairwise product in float32). First-touch page faults of fresh
+large outputs (the 212 MB pairwise tensor) show up as system time; ``--thp`` sets
+PyTorch's ``THP_MEM_ALLOC_ENABLE=1`` (2 MB-aligned, huge-page-advised CPU allocations,
+read once when torch loads) for every peer alike; it helps a lone large allocation but
+defeats glibc's reuse of pytorch-crf's per-step buffers, so the default is the plain
+allocator.
 
 Usage::
 
-    python benchmarks/bench_chain.py [--device cpu] [--repeats 7] [--no-thp] [--write]
+    python benchmarks/bench_chain.py [--device cpu] [--repeats 7] [--thp] [--write]
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-if "--no-thp" not in sys.argv:
+if "--thp" in sys.argv:
     # Must be set before torch allocates anything; see the module docstring.
-    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+    os.environ["THP_MEM_ALLOC_ENABLE"] = "1"
 
 import torch
 from torchcrf import CRF
@@ -92,18 +94,26 @@ def _torch_struct_potentials(em, trans, start, end, mask):
     return edge, mask.sum(1)
 
 
-def _time_round_robin(cases: list[Case], repeats: int, device) -> dict[str, float]:
-    times: dict[str, list[float]] = {label: [] for label, *_ in cases}
+def _time_round_robin(cases: list[Case], repeats: int, device) -> dict[str, tuple[float, float]]:
+    """Median (wall, process CPU) seconds per case over ``repeats`` round-robin runs.
+
+    CPU time is reported beside wall time because on a shared machine other processes
+    inflate wall time; on one thread the two agree when the machine is idle.
+    """
+    times: dict[str, list[tuple[float, float]]] = {label: [] for label, *_ in cases}
     for _, _, fn, _ in cases:  # warm-up
         fn()
     for _ in range(repeats):
         for label, _, fn, _ in cases:
             _sync(device)
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             fn()
             _sync(device)
-            times[label].append(time.perf_counter() - start)
-    return {label: statistics.median(t) for label, t in times.items()}
+            times[label].append((time.perf_counter() - wall, time.process_time() - cpu))
+    return {
+        label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
+        for label, t in times.items()
+    }
 
 
 def _hmm_rows(device, repeats: int) -> tuple[list[str], list[str]]:
@@ -129,11 +139,12 @@ def _hmm_rows(device, repeats: int) -> tuple[list[str], list[str]]:
     read_s = time.perf_counter() - start
     hmm = HMM(len(tag_vocab), len(words_vocab), pseudocount=1.0).to(device)
     fit = _time_round_robin([("fit", 0, lambda: hmm.fit(words, tags, mask), "")], repeats, device)
+    wall, cpu = fit["fit"]
     tokens = int(mask.sum())
     row = (
         f"| HMM closed-form fit, all of EWT train ({len(sentences)} sentences, {tokens} tokens, "
         f"K = {len(tag_vocab)}, V = {len(words_vocab)}) | {len(sentences)} | "
-        f"{fit['fit'] * 1e3:.1f} | target < 1 s |"
+        f"{wall * 1e3:.1f} | {cpu * 1e3:.1f} | target < 1 s | |"
     )
     note = f"EWT train read + encoded in {read_s:.1f} s (CoNLL-U parsing; not part of the fit)."
     return [row], [note]
@@ -148,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--slice", type=int, default=100, help="sentences for torch-struct")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-thp", action="store_true", help="plain allocator (see docstring)")
+    parser.add_argument("--thp", action="store_true", help="huge-page allocator (see docstring)")
     parser.add_argument("--write", action="store_true", help="write docs/bench_chain.md")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -195,46 +206,43 @@ def main(argv: list[str] | None = None) -> None:
 
     k = min(args.slice, args.batch)
     sl = (em[:k], trans, start, end, mask[:k])
+    cases += [
+        (
+            f"pytorch-crf log-likelihood, {k}-sentence slice",
+            k,
+            lambda: crf_ll(em[:k], mask[:k], tags[:k]),
+            "slice",
+        ),
+        (f"ours: unigram + pairwise, {k}-sentence slice", k, lambda: pm(*sl), "slice"),
+    ]
+    medians = _time_round_robin(cases, args.repeats, device)
+    floor_label = {"full": cases[0][0], "slice": cases[-2][0]}
+
     try:
         from torch_struct import LinearChainCRF
-
-        edge, lengths = _torch_struct_potentials(*sl)
-
-        def struct_marginals():
-            return LinearChainCRF(edge.clone().requires_grad_(), lengths=lengths).marginals
-
-        cases += [
-            (
-                f"pytorch-crf log-likelihood, {k}-sentence slice",
-                k,
-                lambda: crf_ll(em[:k], mask[:k], tags[:k]),
-                "slice",
-            ),
-            (f"ours: unigram + pairwise, {k}-sentence slice", k, lambda: pm(*sl), "slice"),
-            (
-                f"torch-struct LinearChainCRF marginals, {k}-sentence slice",
-                k,
-                struct_marginals,
-                "slice",
-            ),
-        ]
-        theirs = struct_marginals().detach()  # [B, N-1, j, i]
-        ours = pm(*sl).pairwise
-        gap = (theirs.transpose(-1, -2) - ours).abs().max().item()
-        notes.append(f"torch-struct vs ours, pairwise marginals: max |diff| = {gap:.2e}")
     except ImportError:
         print("torch-struct: not installed")
         notes.append("torch-struct: not installed")
+    else:
+        # torch-struct takes about a minute per call on CPU: one timed run, which also
+        # serves as the correctness check.
+        edge, lengths = _torch_struct_potentials(*sl)
+        wall, cpu = time.perf_counter(), time.process_time()
+        theirs = LinearChainCRF(edge.clone().requires_grad_(), lengths=lengths).marginals
+        _sync(device)
+        struct_label = f"torch-struct LinearChainCRF marginals, {k}-sentence slice (1 run)"
+        medians[struct_label] = (time.perf_counter() - wall, time.process_time() - cpu)
+        cases.append((struct_label, k, lambda: None, "slice"))
+        gap = (theirs.detach().transpose(-1, -2) - pm(*sl).pairwise).abs().max().item()
+        notes.append(f"torch-struct vs ours, pairwise marginals: max |diff| = {gap:.2e}")
 
-    medians = _time_round_robin(cases, args.repeats, device)
-    floors = {key: medians[label] for label, _, _, key in cases if "(log Z only" in label}
-    floors["slice"] = next(
-        (medians[label] for label, _, _, key in cases if key == "slice"), float("nan")
-    )
-    rows = [
-        f"| {label} | {sents} | {medians[label] * 1e3:.1f} | {medians[label] / floors[key]:.2f}× |"
-        for label, sents, _, key in cases
-    ]
+    rows = []
+    for label, sents, _, key in cases:
+        (wall, cpu), (floor_wall, floor_cpu) = medians[label], medians[floor_label[key]]
+        rows.append(
+            f"| {label} | {sents} | {wall * 1e3:.1f} | {cpu * 1e3:.1f} | "
+            f"{wall / floor_wall:.2f}× | {cpu / floor_cpu:.2f}× |"
+        )
 
     ours = pm(em, trans, start, end, mask)
     grad = crf_autograd()
@@ -245,17 +253,18 @@ def main(argv: list[str] | None = None) -> None:
     hmm_rows, hmm_notes = _hmm_rows(device, args.repeats)
     rows += hmm_rows
     notes += hmm_notes
-    allocator = "plain allocator" if args.no_thp else "THP_MEM_ALLOC_ENABLE=1"
+    allocator = "THP_MEM_ALLOC_ENABLE=1" if args.thp else "plain allocator"
     header = (
         f"B = {args.batch}, T = {args.length} (lengths uniform in [2, T]), K = {args.tags}, "
         f"float32 potentials (our recursion in float64), device {device}, "
         f"{torch.get_num_threads()} thread, torch {torch.__version__}, {allocator}; "
-        f"median of {args.repeats} round-robin runs."
+        f"median of {args.repeats} round-robin runs. The floor is pytorch-crf's "
+        "log-likelihood on the same sentences; CPU = process CPU time (user + system)."
     )
     table = "\n".join(
         [
-            "| what | sentences | median ms | × pytorch-crf log-likelihood (same sentences) |",
-            "|---|---:|---:|---:|",
+            "| what | sentences | wall ms | CPU ms | × floor (wall) | × floor (CPU) |",
+            "|---|---:|---:|---:|---:|---:|",
             *rows,
         ]
     )

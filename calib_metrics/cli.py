@@ -52,18 +52,36 @@ def evaluate(args: argparse.Namespace) -> dict:
     g = torch.Generator().manual_seed(args.seed)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
-        probs, target, n_samples=args.samples, confidence=args.confidence, generator=g,
-        method=args.method, norm=args.norm, debias=args.debias, **options,
+        probs,
+        target,
+        n_samples=args.samples,
+        confidence=args.confidence,
+        generator=g,
+        method=args.method,
+        norm=args.norm,
+        debias=args.debias,
+        **options,
     )
     brier = brier_decomposition(probs, target, **options)
     summary = {
-        "file": str(args.file), "n": probs.numel(), "bins": len(result.bins.count),
-        "binning": args.binning, "bin_size": args.bin_size, "norm": args.norm,
-        "confidence": args.confidence, "method": args.method, "debias": args.debias,
-        "calib_err": result.error, "mean": result.mean, "std": result.std,
-        "lower": result.lower, "upper": result.upper,
-        "brier": brier.brier, "calibration": brier.calibration,
-        "refinement": brier.refinement, "within_bin": brier.within_bin,
+        "file": str(args.file),
+        "n": probs.numel(),
+        "bins": len(result.bins.count),
+        "binning": args.binning,
+        "bin_size": args.bin_size,
+        "norm": args.norm,
+        "confidence": args.confidence,
+        "method": args.method,
+        "debias": args.debias,
+        "calib_err": result.error,
+        "mean": result.mean,
+        "std": result.std,
+        "lower": result.lower,
+        "upper": result.upper,
+        "brier": brier.brier,
+        "calibration": brier.calibration,
+        "refinement": brier.refinement,
+        "within_bin": brier.within_bin,
     }
     if args.plot:
         from calib_metrics.plot import reliability_diagram
@@ -77,12 +95,16 @@ def evaluate(args: argparse.Namespace) -> dict:
     else:
         pct = f"{args.confidence:.0%}"
         print(f"{args.file}: N = {summary['n']} pairs, {summary['bins']} {args.binning} bins")
-        print(f"CalibErr ({args.norm}{', debiased' if args.debias else ''}) = "
-              f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
-              f"{result.upper.item():.4f}] ({args.method}, {args.samples} draws)")
-        print(f"Brier = {brier.brier.item():.4f} = calibration {brier.calibration.item():.4f}"
-              f" + refinement {brier.refinement.item():.4f}"
-              f" + within-bin {brier.within_bin.item():.4f}")
+        print(
+            f"CalibErr ({args.norm}{', debiased' if args.debias else ''}) = "
+            f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
+            f"{result.upper.item():.4f}] ({args.method}, {args.samples} draws)"
+        )
+        print(
+            f"Brier = {brier.brier.item():.4f} = calibration {brier.calibration.item():.4f}"
+            f" + refinement {brier.refinement.item():.4f}"
+            f" + within-bin {brier.within_bin.item():.4f}"
+        )
         if args.plot:
             print(f"reliability diagram: {args.plot}")
     return summary
@@ -129,8 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             demo.run(args)
         else:
             if getattr(args, "unavailable", None):
-                raise ValueError(f"experiment {args.experiment!r} is unavailable: "
-                                 f"{args.unavailable}")
+                raise ValueError(
+                    f"experiment {args.experiment!r} is unavailable: {args.unavailable}"
+                )
             _experiment(args.experiment).run(args)
     except (ValueError, FileNotFoundError, ImportError) as err:
         print(f"calib-metrics: error: {err}", file=sys.stderr)

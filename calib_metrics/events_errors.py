@@ -57,7 +57,7 @@ class UncertainDocument:
 
 
 def decision_effects(
-    antecedents: Tensor, events: Tensor, probs: Tensor | None = None
+    antecedents: Tensor, events: Tensor, probs: Tensor | None = None, min_support: int = 1
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Choice probabilities and conditional event rates of every antecedent decision.
 
@@ -66,6 +66,8 @@ def decision_effects(
         events: ``Bool [S]`` the event indicator in each sample.
         probs: optional exact ``P(a_i = j)`` ``[N, N]`` (from the model's scores);
             by default the sample frequencies.
+        min_support: a choice made in fewer samples than this does not count towards
+            ``explained`` (its event rate is too noisy to rank decisions by).
 
     Returns:
         ``(choice_prob [N, N], rate [N, N], support [N, N], explained [N])``: rate is
@@ -92,7 +94,7 @@ def decision_effects(
     dev = torch.nan_to_num(rate - mean, nan=0.0)
     # Renormalise over the choices that were sampled so unsampled exact
     # probabilities do not count as "no effect".
-    seen = choice * (support > 0)
+    seen = choice * (support >= max(min_support, 1))
     explained = (seen * dev**2).sum(-1) / seen.sum(-1).clamp_min(1e-12)
     return choice, rate, support, explained
 
@@ -118,7 +120,9 @@ def uncertain_documents(
     band: tuple[float, float] = (0.1, 0.9),
     top: int = 10,
     decisions: int = 3,
+    choices: int = 4,
     min_prob: float = 0.01,
+    min_support: int = 5,
 ) -> list[UncertainDocument]:
     """The (document, country) pairs with ``band[0] <= a(d, c) <= band[1]``, closest to 0.5 first.
 
@@ -131,7 +135,9 @@ def uncertain_documents(
         band: the probability range that counts as uncertain.
         top: at most this many documents.
         decisions: at most this many decisions per document.
+        choices: at most this many choices per decision (the most probable ones).
         min_prob: choices less probable than this are not listed.
+        min_support: choices sampled fewer times are listed but do not rank a decision.
     """
     lo, hi = band
     if not 0.0 <= lo <= hi <= 1.0:
@@ -148,30 +154,40 @@ def uncertain_documents(
         doc, table = docs[d], tables[d]
         events = analysis.pair_samples[:, pair]
         probs = None if choice_probs is None else choice_probs.get(d)
-        choice, rate, support, explained = decision_effects(antecedents[d], events, probs)
+        choice, rate, support, explained = decision_effects(
+            antecedents[d], events, probs, min_support=min_support
+        )
         order = torch.argsort(explained, descending=True, stable=True)
         found: list[Decision] = []
         for i in order.tolist()[:decisions]:
             if explained[i] <= 0:
                 break
             m = doc.mentions[i]
-            choices = []
-            for j in torch.argsort(choice[i], descending=True).tolist():
-                if choice[i, j] < min_prob or support[i, j] == 0:
-                    continue
+            # list the choices that move the event most, then the most probable ones
+            mean = events.double().mean()
+            gap = torch.nan_to_num(rate[i] - mean, nan=0.0) ** 2
+            weight = choice[i] * gap * (support[i] >= min_support)
+            usable = (choice[i] >= min_prob) & (support[i] > 0)
+            key = torch.where(usable, weight + 1e-9 * choice[i], torch.full_like(weight, -1.0))
+            picked = [
+                j for j in torch.argsort(key, descending=True)[:choices].tolist() if key[j] >= 0
+            ]
+            listed = []
+            for j in sorted(picked, key=lambda j: -float(choice[i, j])):
                 text = "NEW" if j == i else _mention_text(doc, j)
-                choices.append(
+                listed.append(
                     Choice(None if j == i else j, text, float(choice[i, j]), float(rate[i, j]))
                 )
             found.append(
-                Decision(i, _mention_text(doc, i), m.sentence, float(explained[i]), choices)
+                Decision(i, _mention_text(doc, i), m.sentence, float(explained[i]), listed)
             )
+        # the attack sentences, the first sentences naming the country, the decisions'
         column = table.codes.index(code)
-        involved = (table.attacks | table.countries[:, column]).nonzero().flatten().tolist()
-        wanted = sorted(
-            {doc.mentions[i].sentence for i in involved if table.attacks[i]}
-            | {dec.sentence for dec in found}
+        attack = {doc.mentions[i].sentence for i in table.attacks.nonzero()[:, 0].tolist()}
+        named = sorted(
+            {doc.mentions[i].sentence for i in table.countries[:, column].nonzero()[:, 0].tolist()}
         )
+        wanted = sorted(attack | set(named[:2]) | {dec.sentence for dec in found})
         out.append(
             UncertainDocument(
                 doc.doc_id, code, float(p[pair]), [_sentence_text(doc, k) for k in wanted], found

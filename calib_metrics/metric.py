@@ -135,9 +135,7 @@ class CalibrationError(Metric):
         if streaming:
             shape = (num_classes or 1, sketch.num_cells(resolution))
             for name in ("cell_count", "cell_sum_q", "cell_sum_y"):
-                self.add_state(
-                    name, torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="sum"
-                )
+                self.add_state(name, torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="sum")
         else:
             self.add_state("probs", default=[], dist_reduce_fx="cat")
             self.add_state("target", default=[], dist_reduce_fx="cat")

@@ -44,8 +44,7 @@ def describe(result: CalibrationResult) -> str:
         'CalibErr 0.0392 [0.0275, 0.0821]'
     """
     return (
-        f"CalibErr {result.error.item():.4f} "
-        f"[{result.lower.item():.4f}, {result.upper.item():.4f}]"
+        f"CalibErr {result.error.item():.4f} [{result.lower.item():.4f}, {result.upper.item():.4f}]"
     )
 
 
@@ -77,21 +76,37 @@ def reliability_diagram(
     q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
     se = [Z95 * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, n)]
     ax.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect calibration")
-    ax.errorbar(q, p, yerr=se, fmt="o-", color=color, markersize=3, capsize=2, linewidth=1,
-                label=label or "bins (±1.96 se)")
+    ax.errorbar(
+        q,
+        p,
+        yerr=se,
+        fmt="o-",
+        color=color,
+        markersize=3,
+        capsize=2,
+        linewidth=1,
+        label=label or "bins (±1.96 se)",
+    )
     total = sum(n)
     # The spread of q (the refinement): pairs per tenth of [0, 1], as grey bars along
     # the bottom fifth of the plot.
     mass = ax.twinx()
-    heights, _, _ = mass.hist(q, bins=20, range=(0, 1), weights=[ni / total for ni in n],
-                              color="0.75", alpha=0.6, zorder=0)
+    heights, _, _ = mass.hist(
+        q,
+        bins=20,
+        range=(0, 1),
+        weights=[ni / total for ni in n],
+        color="0.75",
+        alpha=0.6,
+        zorder=0,
+    )
     mass.set_ylim(0, max(float(max(heights)), 1e-12) * 5)
     mass.set_yticks([])
     ax.set_zorder(mass.get_zorder() + 1)
     ax.patch.set_visible(False)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_aspect("equal", adjustable="box")
+    ax.set_box_aspect(1)
     ax.set_xlabel("predicted probability q̂ (bin mean)")
     ax.set_ylabel("empirical frequency p̂")
     ax.legend(loc="upper left", fontsize=8)
@@ -125,8 +140,15 @@ def per_class_errors(
         err = [r.error.item() for r in rows]
         low = [max(0.0, e - r.lower.item()) for e, r in zip(err, rows)]
         high = [max(0.0, r.upper.item() - e) for e, r in zip(err, rows)]
-        ax.bar(x, err, width=width, yerr=[low, high], capsize=1.5, label=name,
-               error_kw={"linewidth": 0.6})
+        ax.bar(
+            x,
+            err,
+            width=width,
+            yerr=[low, high],
+            capsize=1.5,
+            label=name,
+            error_kw={"linewidth": 0.6},
+        )
     ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
     ax.set_ylabel("calibration error")
     ax.legend(fontsize=8)
@@ -159,8 +181,14 @@ def error_curve(
     fig, ax = _axes(ax, (6.0, 4.0))
     (line,) = ax.plot(list(x), _numbers(error), "o-", markersize=3, label=label, color=color)
     if lower is not None and upper is not None:
-        ax.fill_between(list(x), _numbers(lower), _numbers(upper), alpha=0.25,
-                        color=line.get_color(), linewidth=0)
+        ax.fill_between(
+            list(x),
+            _numbers(lower),
+            _numbers(upper),
+            alpha=0.25,
+            color=line.get_color(),
+            linewidth=0,
+        )
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
@@ -197,13 +225,32 @@ def posterior_time_series(
     """
     fig, ax = _axes(ax, (7.0, 3.5))
     x = list(range(len(periods)))
-    (line,) = ax.plot(x, _numbers(mean), "-", color=color, linewidth=1.5,
-                      label=f"{label} posterior mean" if label else "posterior mean")
-    ax.fill_between(x, _numbers(lower), _numbers(upper), color=line.get_color(), alpha=0.25,
-                    linewidth=0, label="95% interval")
+    (line,) = ax.plot(
+        x,
+        _numbers(mean),
+        "-",
+        color=color,
+        linewidth=1.5,
+        label=f"{label} posterior mean" if label else "posterior mean",
+    )
+    ax.fill_between(
+        x,
+        _numbers(lower),
+        _numbers(upper),
+        color=line.get_color(),
+        alpha=0.25,
+        linewidth=0,
+        label="95% interval",
+    )
     if one_best is not None:
-        ax.plot(x, _numbers(one_best), ":", color=line.get_color(), linewidth=1,
-                label=f"{label} 1-best" if label else "1-best")
+        ax.plot(
+            x,
+            _numbers(one_best),
+            ":",
+            color=line.get_color(),
+            linewidth=1,
+            label=f"{label} 1-best" if label else "1-best",
+        )
     step = max(1, len(periods) // 12)
     ax.set_xticks(x[::step], list(periods)[::step], rotation=45, fontsize=7)
     ax.set_ylabel("documents")

@@ -107,18 +107,21 @@ def test_gold_options():
 def test_training_raises_gold_likelihood_and_separable_data_gets_near_one():
     docs = [name_doc(s, 14, f"d{s}") for s in range(6)]
     model = AntecedentRanker(n_bits=14, max_distance=20)
-    before = sum(float(model.gold_log_likelihood(d)[0]) for d in docs)
+    with torch.no_grad():
+        before = sum(float(model.gold_log_likelihood(d)[0]) for d in docs)
     history = model.fit(
-        docs, l2=1e-6, epochs=40, lr=0.5, generator=torch.Generator().manual_seed(0)
+        docs, l2=1e-6, epochs=25, lr=0.5, generator=torch.Generator().manual_seed(0)
     )
-    after = sum(float(model.gold_log_likelihood(d)[0]) for d in docs)
-    assert len(history) == 41
+    with torch.no_grad():
+        after = sum(float(model.gold_log_likelihood(d)[0]) for d in docs)
+    assert len(history) == 26
     assert history[-1] < history[0] and after > before
     # exact string match identifies the entity, so every gold choice becomes near certain
     total, count = 0.0, 0
-    for d in docs:
-        ll, c = model.gold_log_likelihood(d)
-        total, count = total + float(ll), count + c
+    with torch.no_grad():
+        for d in docs:
+            ll, c = model.gold_log_likelihood(d)
+            total, count = total + float(ll), count + c
     assert total / count > -0.1, f"mean gold log-prob {total / count:.3f}"
     held_out = name_doc(99, 14)
     q = coreference_marginals(model(held_out)[None])[0]

@@ -139,6 +139,7 @@ def test_public_exact_marginals_padding_and_dtype():
     torch.testing.assert_close(coreference_marginals(scores, mask=mask)[1, :4, :4], alone[0])
 
 
+@pytest.mark.slow
 def test_exact_marginals_long_document_properties():
     g = torch.Generator().manual_seed(1)
     n = 3000

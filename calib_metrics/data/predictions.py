@@ -22,7 +22,9 @@ TARGET_NAMES = ("target", "label", "labels", "y", "gold", "truth", "outcome")
 FORMATS = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".npy", ".npz", ".pt", ".pth")
 
 
-def _pick(names: list[str], wanted: str | None, defaults: tuple[str, ...], what: str, path: Path) -> str:
+def _pick(
+    names: list[str], wanted: str | None, defaults: tuple[str, ...], what: str, path: Path
+) -> str:
     if wanted is not None:
         if wanted not in names:
             raise ValueError(f"{path}: no column {wanted!r} (columns: {', '.join(names)})")

@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="out/coref", help="output folder")
     parser.add_argument("--quick", action="store_true", help="a few documents, short training")
     parser.add_argument("--l2", type=float, nargs="+", default=list(L2_GRID), help="L2 grid")
-    parser.add_argument("--epochs", type=int, default=10, help="Adagrad epochs per fit")
+    parser.add_argument("--epochs", type=int, default=8, help="Adagrad epochs per fit")
     parser.add_argument("--lr", type=float, default=0.1, help="Adagrad learning rate")
     parser.add_argument("--n-bits", type=int, default=20, help="log2 of the hashed weights")
     parser.add_argument("--max-distance", type=int, default=100, help="antecedent window")
@@ -76,6 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bin-size", type=int, default=5000, help="adaptive bin size")
     parser.add_argument("--ci-samples", type=int, default=10000, help="interval samples")
     parser.add_argument("--seed", type=int, default=0, help="seed of training and sampling")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (default 1: the work is many small ops; 0 keeps torch's default)",
+    )
     parser.add_argument(
         "--litbank",
         action=argparse.BooleanOptionalAction,
@@ -257,6 +263,16 @@ def _select_l2(splits, feats, args, gen) -> tuple[AntecedentRanker, list[dict[st
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train on OntoGUM, evaluate pairwise calibration on test (and LitBank); write results."""
+    threads = torch.get_num_threads()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        return _run(args)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
     if args.samples < 1 or args.bin_size < 1 or args.epochs < 0:
         raise ValueError("--samples and --bin-size must be positive, --epochs non-negative")
     if not args.l2 or min(args.l2) < 0:

@@ -65,16 +65,33 @@ def run(args: argparse.Namespace) -> dict:
         res = calibration_error_ci(q, y, bin_size=bin_size, n_samples=samples, generator=g)
         brier = brier_decomposition(q, y, bin_size=bin_size)
         truth = true_calibration_error(a, b, k)
-        results["settings"].append({
-            "name": name, "a": a, "b": b, "k": k, "true_error": truth,
-            "error": res.error, "mean": res.mean, "std": res.std,
-            "lower": res.lower, "upper": res.upper, "bins": len(res.bins.count),
-            "brier": brier.brier, "calibration": brier.calibration,
-            "refinement": brier.refinement,
-        })
-        table.append([name, f"{truth:.4f}",
-                      report.format_interval(res.error.item(), res.lower.item(), res.upper.item()),
-                      brier.brier.item(), brier.refinement.item()])
+        results["settings"].append(
+            {
+                "name": name,
+                "a": a,
+                "b": b,
+                "k": k,
+                "true_error": truth,
+                "error": res.error,
+                "mean": res.mean,
+                "std": res.std,
+                "lower": res.lower,
+                "upper": res.upper,
+                "bins": len(res.bins.count),
+                "brier": brier.brier,
+                "calibration": brier.calibration,
+                "refinement": brier.refinement,
+            }
+        )
+        table.append(
+            [
+                name,
+                f"{truth:.4f}",
+                report.format_interval(res.error.item(), res.lower.item(), res.upper.item()),
+                brier.brier.item(),
+                brier.refinement.item(),
+            ]
+        )
         if a == 0.3:
             rows.append((name, res))
         bar.update()
@@ -93,15 +110,26 @@ def run(args: argparse.Namespace) -> dict:
         curve = [calibration_error_ci(q, y, bin_size=s, n_samples=200, generator=g) for s in sizes]
         curves[label] = curve
         bar.update(8)
-    fig, ax = plot.error_curve(sizes, [r.error for r in curves["calibrated"]],
-                               [r.lower for r in curves["calibrated"]],
-                               [r.upper for r in curves["calibrated"]], label="calibrated",
-                               xlabel="bin size β (log scale)", logx=True,
-                               title=f"CalibErr against bin size, N={m}, Beta(0.3, 0.3)")
-    plot.error_curve(sizes, [r.error for r in curves["k=0.1"]], [r.lower for r in curves["k=0.1"]],
-                     [r.upper for r in curves["k=0.1"]], ax=ax, logx=True,
-                     label=f"k=0.1 (true {true_calibration_error(0.3, 0.3, 0.1):.4f})",
-                     xlabel="bin size β (log scale)")
+    fig, ax = plot.error_curve(
+        sizes,
+        [r.error for r in curves["calibrated"]],
+        [r.lower for r in curves["calibrated"]],
+        [r.upper for r in curves["calibrated"]],
+        label="calibrated",
+        xlabel="bin size β (log scale)",
+        logx=True,
+        title=f"CalibErr against bin size, N={m}, Beta(0.3, 0.3)",
+    )
+    plot.error_curve(
+        sizes,
+        [r.error for r in curves["k=0.1"]],
+        [r.lower for r in curves["k=0.1"]],
+        [r.upper for r in curves["k=0.1"]],
+        ax=ax,
+        logx=True,
+        label=f"k=0.1 (true {true_calibration_error(0.3, 0.3, 0.1):.4f})",
+        xlabel="bin size β (log scale)",
+    )
     ax.axhline(true_calibration_error(0.3, 0.3, 0.1), color="0.5", linestyle=":", linewidth=1)
     files.append(_save(fig, out / "error_vs_bin_size.png"))
     results["bin_size_curve"] = {
@@ -115,22 +143,35 @@ def run(args: argparse.Namespace) -> dict:
     for label, k in (("calibrated", 0.0), ("k=0.1", 0.1)):
         q_all, y_all = sample_pairs(ns[-1], 0.3, 0.3, k, generator=g)
         sample_curves[label] = [
-            calibration_error_ci(q_all[:size], y_all[:size], bin_size=max(1, int(math.sqrt(size))),
-                                 n_samples=200, generator=g)
+            calibration_error_ci(
+                q_all[:size],
+                y_all[:size],
+                bin_size=max(1, int(math.sqrt(size))),
+                n_samples=200,
+                generator=g,
+            )
             for size in ns
         ]
         bar.update(6)
     fig, ax = None, None
     for label in sample_curves:
         res = sample_curves[label]
-        fig, ax = plot.error_curve(ns, [r.error for r in res], [r.lower for r in res],
-                                   [r.upper for r in res], ax=ax, label=label, logx=True,
-                                   xlabel="number of pairs N (β = √N, log scale)",
-                                   title="CalibErr against sample size, Beta(0.3, 0.3)")
+        fig, ax = plot.error_curve(
+            ns,
+            [r.error for r in res],
+            [r.lower for r in res],
+            [r.upper for r in res],
+            ax=ax,
+            label=label,
+            logx=True,
+            xlabel="number of pairs N (β = √N, log scale)",
+            title="CalibErr against sample size, Beta(0.3, 0.3)",
+        )
     ax.axhline(true_calibration_error(0.3, 0.3, 0.1), color="0.5", linestyle=":", linewidth=1)
     files.append(_save(fig, out / "error_vs_sample_size.png"))
     results["sample_size_curve"] = {
-        "n": ns, **{label: [r.error for r in res] for label, res in sample_curves.items()},
+        "n": ns,
+        **{label: [r.error for r in res] for label, res in sample_curves.items()},
     }
     bar.close()
 
@@ -141,11 +182,16 @@ def run(args: argparse.Namespace) -> dict:
     report.write_json(out / "results.json", results)
     (out / "results.md").write_text(
         f"N = {n} pairs per setting, bin size {bin_size}, {samples} interval draws.\n\n"
-        + markdown + "\n"
+        + markdown
+        + "\n"
     )
-    print(f"Synthetic calibration study (thesis §4.3): N={n}, bin size {bin_size}, "
-          f"{samples} interval draws\n")
+    print(
+        f"Synthetic calibration study (thesis §4.3): N={n}, bin size {bin_size}, "
+        f"{samples} interval draws\n"
+    )
     print(markdown)
-    print(f"\nwrote {', '.join(files)}, results.json, results.md to {out} "
-          f"in {results['seconds']:.1f} s")
+    print(
+        f"\nwrote {', '.join(files)}, results.json, results.md to {out} "
+        f"in {results['seconds']:.1f} s"
+    )
     return results

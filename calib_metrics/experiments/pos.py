@@ -76,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-pairs", type=int, nargs="+", default=[5, 100], help="pair counts")
     parser.add_argument("--seed", type=int, default=0, help="seed of subsets and intervals")
     parser.add_argument(
+        "--save-models", action="store_true", help="also write models.pt (state dicts)"
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         default=1,
@@ -143,17 +146,31 @@ def posterior_queries(
     return torch.cat(tag_q, 1), torch.cat(tag_y, 1), torch.cat(pair_q, 1), torch.cat(pair_y, 1)
 
 
-def _confidence(result: Any) -> dict[str, float]:
-    """Signed bin gaps: > 0 means predictions are more extreme than the observed rates."""
+def _confidence(result: Any) -> dict[str, Any]:
+    """Signed bin gaps, count-weighted: > 0 means predictions more extreme than observed rates.
+
+    ``gap_above_half`` is the mean of ``q̂ - p̂`` over bins with ``q̂ > 0.5`` (the
+    confident "yes" predictions), ``gap_below_half`` the mean of ``p̂ - q̂`` over bins
+    with ``q̂ <= 0.5``; ``overconfidence`` weighs both by count over all bins.
+    """
     bins = result.bins
     gap = (bins.pred_mean - bins.freq).double()
     weight = bins.count.double()
     high = bins.pred_mean > 0.5
-    over = (torch.sign(bins.pred_mean - 0.5) * gap * weight).sum() / weight.sum()
-    high_gap = (gap[high] * weight[high]).sum() / weight[high].sum() if high.any() else None
+
+    def mean(sel: torch.Tensor, sign: float) -> float | None:
+        return (
+            float(sign * (gap[sel] * weight[sel]).sum() / weight[sel].sum()) if sel.any() else None
+        )
+
+    above, below = mean(high, 1.0), mean(~high, -1.0)
+    over = float((torch.sign(bins.pred_mean - 0.5) * gap * weight).sum() / weight.sum())
+    verdict = None if above is None else ("overconfident" if above > 0 else "underconfident")
     return {
-        "overconfidence": float(over),
-        "gap_above_half": None if high_gap is None else float(high_gap),
+        "overconfidence": over,
+        "gap_above_half": above,
+        "gap_below_half": below,
+        "verdict": verdict,
     }
 
 
@@ -364,14 +381,17 @@ def _markdown(results: dict) -> str:
     rows = []
     for key, m in models.items():
         row = [MODELS[key], m["train_sentences"], m["dev_accuracy"], m["test_accuracy"]]
-        row += [ci(m["all_tags"]), m["all_tags"]["overconfidence"]]
+        a = m["all_tags"]
+        gap = "n/a" if a["gap_above_half"] is None else f"{a['gap_above_half']:+.4f}"
+        row += [ci(a), gap, a["verdict"] or "n/a"]
         for k in ks:
             row += [ci(m[f"top{k}_pairs"]["concatenated"]), m[f"top{k}_pairs"]["average"]]
         rows.append(row)
     lines = [f"# POS tagging calibration ({results['dataset']}, {results['column']})", ""]
     lines += [report.markdown_table(headers, rows), ""]
     lines.append(
-        "Overconfidence: count-weighted mean of sign(q̂ − ½)(q̂ − p̂) over bins (> 0: too extreme)."
+        "q̂−p̂ (q̂>½): count-weighted mean gap over the bins of confident predictions; "
+        "> 0 means overconfident, < 0 underconfident."
     )
     lines.append("")
     for name, w in results["comparisons"].items():
@@ -428,6 +448,11 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "crf": train.words.shape[0],
     }
 
+    if args.save_models:
+        states = {k: m.state_dict() for k, m in trained.items()}
+        torch.save(
+            {"models": states, "words": word_vocab.itos, "tags": tag_vocab.itos}, out / "models.pt"
+        )
     tag_names = tag_vocab.itos
     test_counts = torch.bincount(test.tags[test.mask], minlength=shape[0])
     tag_order = [

@@ -70,7 +70,10 @@ def _gamma(shape: float, n: int, generator, device) -> Tensor:
         x = torch.randn(m, generator=generator, device=device, dtype=torch.float64)
         u = torch.rand(m, generator=generator, device=device, dtype=torch.float64)
         v = (1 + c * x) ** 3
-        ok = (v > 0) & (torch.log(u.clamp_min(1e-300)) < 0.5 * x**2 + d - d * v + d * torch.log(v.clamp_min(1e-300)))
+        ok = (v > 0) & (
+            torch.log(u.clamp_min(1e-300))
+            < 0.5 * x**2 + d - d * v + d * torch.log(v.clamp_min(1e-300))
+        )
         out[todo[ok]] = d * v[ok]
         todo = todo[~ok]
     if boost:

@@ -241,8 +241,9 @@ def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bin
 def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     """Equal-width bins over [0, 1]; empty bins are dropped.
 
-    Bin i holds q in [i/n, (i+1)/n) and the last bin also holds q = 1, the bins of
-    torchmetrics' ``BinaryCalibrationError``.
+    Bin i holds q in [i/n, (i+1)/n), as in torchmetrics' ``BinaryCalibrationError``,
+    except that q = 1 belongs to the last bin here (torchmetrics gives it a bin of its
+    own, so the two differ only on data with q exactly 1).
 
     Example:
         >>> import torch

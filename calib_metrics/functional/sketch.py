@@ -52,9 +52,7 @@ def cell_index(probs: Tensor, resolution: int = DEFAULT_RESOLUTION) -> Tensor:
     return scaled.long().clamp_(0, resolution - 1)
 
 
-def accumulate(
-    count: Tensor, sum_q: Tensor, sum_y: Tensor, probs: Tensor, target: Tensor
-) -> None:
+def accumulate(count: Tensor, sum_q: Tensor, sum_y: Tensor, probs: Tensor, target: Tensor) -> None:
     """Add binary pairs to a sketch (``count``, ``sum_q``, ``sum_y`` of shape [R]) in place.
 
     Example:

@@ -359,7 +359,9 @@ def _sampled_marginals(
     chunk = min(255, n_samples)
     # The comparison is done for a tile of rows at a time (only columns up to the tile,
     # the rest is mirrored), so memory stays near _PAIR_CHUNK_ELEMENTS bytes for any N.
-    rows = max(1, min(n, _PAIR_CHUNK_ELEMENTS // max(1, chunk * bsz * n)))
+    # About four tiles per document at least, so the mirrored half is mostly skipped.
+    rows = min(n, max(64, -(-n // 4)), _PAIR_CHUNK_ELEMENTS // max(1, chunk * bsz * n))
+    rows = max(1, rows)
     buffer = torch.empty(chunk * bsz * rows * n, dtype=torch.bool, device=cdf.device)
     narrow = torch.int16 if n <= torch.iinfo(torch.int16).max else torch.long
     for start in range(0, n_samples, chunk):

@@ -1,0 +1,186 @@
+"""What :class:`~calib_metrics.callbacks.CalibrationMonitor` writes, kept apart from the hooks.
+
+Loggers are recognised by what their ``experiment`` can do (``add_figure``,
+``add_custom_scalars``, ``add_tensor``, ``add_text``), never by their class, so the same
+code serves ``lightning.pytorch`` and ``pytorch_lightning`` loggers, tensorboardX
+writers and anything else with those methods.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from calib_metrics.functional.calibration import CalibrationResult
+
+BIN_COLUMNS = ("pred_mean", "freq", "count")
+CLASS_COLUMNS = ("error", "mean", "std", "lower", "upper")
+
+
+def experiment_of(logger: Any) -> Any | None:
+    """The logger's ``experiment`` (its writer), or None when it has none or cannot make one.
+
+    Example:
+        >>> class NoWriter:
+        ...     pass
+        >>> experiment_of(NoWriter()) is None
+        True
+    """
+    try:
+        return getattr(logger, "experiment", None)
+    except Exception:  # a logger whose writer fails to start must not stop training
+        return None
+
+
+def has_method(obj: Any, name: str) -> bool:
+    """Whether ``obj`` has a callable attribute ``name`` (duck typing, no class checks).
+
+    Example:
+        >>> has_method([], "append"), has_method([], "add_figure")
+        (True, False)
+    """
+    return obj is not None and callable(getattr(obj, name, None))
+
+
+def tag_for(logger: Any, name: str) -> str:
+    """The tag a logger's ``log_metrics`` gives ``name`` (Lightning loggers may add a prefix).
+
+    Example:
+        >>> class Prefixed:
+        ...     _prefix = "run1"
+        >>> tag_for(Prefixed(), "val/calib_err"), tag_for(object(), "val/calib_err")
+        ('run1-val/calib_err', 'val/calib_err')
+    """
+    prefix = getattr(logger, "_prefix", "") or ""
+    if not isinstance(prefix, str) or not prefix:
+        return name
+    # Lightning joins a logger's prefix and the metric name with LOGGER_JOIN_CHAR ("-").
+    join = getattr(logger, "LOGGER_JOIN_CHAR", "-")
+    return f"{prefix}{join}{name}"
+
+
+def margin_layout(title: str, value: str, lower: str, upper: str) -> dict[str, Any]:
+    """A Custom Scalars layout whose "Margin" chart draws ``value`` inside a [lower, upper] band.
+
+    ``SummaryWriter.add_custom_scalars`` turns it into tensorboard's ``layout_pb2.Layout``.
+
+    Example:
+        >>> margin_layout("err", "v/e", "v/lo", "v/hi")
+        {'calibration': {'err': ['Margin', ['v/e', 'v/lo', 'v/hi']]}}
+    """
+    return {"calibration": {title: ["Margin", [value, lower, upper]]}}
+
+
+def bins_tensor(result: CalibrationResult) -> Tensor:
+    """The bins as a float64 CPU tensor ``[n_bins, 3]``: columns pred_mean, freq, count.
+
+    Example:
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> p = torch.linspace(0.05, 0.95, 40)
+        >>> bins_tensor(calibration_error_ci(p, (p > 0.5).float(), bin_size=10)).shape
+        torch.Size([4, 3])
+    """
+    bins = result.bins
+    columns = (bins.pred_mean, bins.freq, bins.count)
+    return torch.stack([c.detach().to("cpu", torch.float64).reshape(-1) for c in columns], 1)
+
+
+def result_numbers(result: CalibrationResult) -> dict[str, float]:
+    """The result's error, mean, std, lower and upper as Python floats.
+
+    Example:
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> p = torch.linspace(0.05, 0.95, 40)
+        >>> sorted(result_numbers(calibration_error_ci(p, (p > 0.5).float(), bin_size=10)))
+        ['error', 'lower', 'mean', 'std', 'upper']
+    """
+    return {name: float(getattr(result, name)) for name in CLASS_COLUMNS}
+
+
+def bins_markdown(result: CalibrationResult, confidence: float) -> str:
+    """A markdown table of the bins, headed by the error and its interval (TensorBoard's Text tab).
+
+    Example:
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> p = torch.linspace(0.05, 0.95, 40)
+        >>> text = bins_markdown(calibration_error_ci(p, (p > 0.5).float(), bin_size=20), 0.95)
+        >>> text.splitlines()[2]
+        '| bin | q̂ (mean prediction) | p̂ (frequency) | pairs |'
+    """
+    n = result_numbers(result)
+    lines = [
+        f"CalibErr **{n['error']:.5f}**, {confidence:.0%} interval "
+        f"[{n['lower']:.5f}, {n['upper']:.5f}] (sampled mean {n['mean']:.5f}, "
+        f"std {n['std']:.5f})",
+        "",
+        "| bin | q̂ (mean prediction) | p̂ (frequency) | pairs |",
+        "|---:|---:|---:|---:|",
+    ]
+    for i, (q, p, c) in enumerate(bins_tensor(result).tolist()):
+        lines.append(f"| {i} | {q:.5f} | {p:.5f} | {int(c)} |")
+    return "\n".join(lines)
+
+
+def per_class_tensor(results: Sequence[CalibrationResult]) -> Tensor:
+    """Per-class numbers as a float64 tensor ``[C, 5]``: error, mean, std, lower, upper.
+
+    Example:
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> p = torch.linspace(0.05, 0.95, 40)
+        >>> r = calibration_error_ci(p, (p > 0.5).float(), bin_size=10)
+        >>> per_class_tensor([r, r, r]).shape
+        torch.Size([3, 5])
+    """
+    rows = [[result_numbers(r)[c] for c in CLASS_COLUMNS] for r in results]
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+def per_class_markdown(results: Sequence[CalibrationResult], labels: Sequence[str]) -> str:
+    """A markdown table of each class's error and interval.
+
+    Example:
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> p = torch.linspace(0.05, 0.95, 40)
+        >>> r = calibration_error_ci(p, (p > 0.5).float(), bin_size=10)
+        >>> per_class_markdown([r], ["NN"]).splitlines()[0]
+        '| class | CalibErr | lower | upper |'
+    """
+    lines = ["| class | CalibErr | lower | upper |", "|---|---:|---:|---:|"]
+    for label, r in zip(labels, results, strict=True):
+        n = result_numbers(r)
+        lines.append(f"| {label} | {n['error']:.5f} | {n['lower']:.5f} | {n['upper']:.5f} |")
+    return "\n".join(lines)
+
+
+def log_dir_of(logger: Any, fallback: str | os.PathLike) -> Path:
+    """Where a logger keeps its files (``log_dir``, else ``save_dir``), else ``fallback``.
+
+    Example:
+        >>> class Csv:
+        ...     log_dir = "/tmp/logs/version_0"
+        >>> log_dir_of(Csv(), "/tmp/root").as_posix(), log_dir_of(object(), "/tmp/root").as_posix()
+        ('/tmp/logs/version_0', '/tmp/root')
+    """
+    for name in ("log_dir", "save_dir"):
+        try:
+            value = getattr(logger, name, None)
+        except Exception:  # some loggers compute these lazily and may fail offline
+            value = None
+        if isinstance(value, (str, os.PathLike)) and str(value):
+            return Path(value)
+    return Path(fallback)
+
+
+def safe_name(tag: str) -> str:
+    """A tag made fit for a file name (``val/calib`` -> ``val_calib``).
+
+    Example:
+        >>> safe_name("val/calib err")
+        'val_calib_err'
+    """
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in tag)

@@ -1,0 +1,424 @@
+"""``CalibrationMonitor``: calibration error, its interval and reliability diagrams every epoch."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import torch
+from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
+from torch import Tensor
+
+from calib_metrics.callbacks import _tensorboard as tb
+from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.metric import CalibrationError
+
+Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
+
+
+class CalibrationMonitor(Callback):
+    """Log the calibration error with its interval, and the reliability diagram, every epoch.
+
+    Each validation (or test) batch's ``outputs`` feed a
+    :class:`~calib_metrics.CalibrationError`: by default ``validation_step`` returns a dict
+    holding ``"probs"`` and ``"target"`` (the keys are options); ``extract(outputs, batch)``
+    may instead return ``(probs, target)``, or None to skip the batch. At the end of each
+    evaluated epoch (never during the sanity check) the callback
+
+    * logs ``{prefix}/calib_err``, ``{prefix}/calib_err_lower`` and
+      ``{prefix}/calib_err_upper`` through ``pl_module.log``, so they reach every logger at
+      the step ``self.log`` uses and can be monitored by ``ModelCheckpoint`` or
+      ``EarlyStopping``;
+    * draws the reliability diagram (and, with ``per_class=True``, the per-class error bars
+      of the paper's Figure 4) with ``add_figure`` on every logger whose ``experiment`` has
+      it, registers a Custom Scalars "Margin" chart so TensorBoard draws the interval as a
+      band over epochs, and writes the raw bins with ``add_tensor`` (``[n_bins, 3]``:
+      pred_mean, freq, count) and ``add_text`` (a table);
+    * saves PNGs, the error-over-epochs curve and ``history.json`` under
+      ``<log_dir>/calibration/`` for loggers that cannot show images (``save_png=None``),
+      for every logger (``True``) or never (``False``).
+
+    Under DDP every rank updates and computes (the metric is synchronised; with
+    ``streaming=True``, the default, by summing fixed-size histograms, so a long epoch costs
+    no memory), and rank zero draws and writes. The list of past results, :attr:`history`,
+    is saved in checkpoints, so a resumed run continues it.
+
+    Args:
+        num_classes: None for binary probabilities, else the number of classes C
+            (``probs [..., C]``, integer ``target [...]``).
+        probs_key: key of the probabilities in the step's output dict.
+        target_key: key of the targets in the step's output dict.
+        extract: ``extract(outputs, batch) -> (probs, target) | None``, replacing the keys.
+        ignore_index: target value of items to drop (padding).
+        stage: ``"val"`` (validation epochs) or ``"test"``.
+        every_n_epochs: evaluate every n-th epoch while fitting.
+        prefix: start of every tag; defaults to ``stage``.
+        per_class: also log one result per class (needs ``num_classes``).
+        class_names: labels of the per-class chart (default ``0 .. C-1``).
+        save_png: PNGs for loggers without images (None), for all (True) or never (False).
+        prog_bar: show ``{prefix}/calib_err`` in the progress bar.
+        bin_size, n_samples, confidence, streaming: passed to the metric.
+        metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option.
+
+    Example:
+        >>> import torch
+        >>> monitor = CalibrationMonitor(num_classes=3, ignore_index=-100, bin_size=50)
+        >>> monitor.scalar_names
+        ('val/calib_err', 'val/calib_err_lower', 'val/calib_err_upper')
+        >>> probs = torch.softmax(torch.randn(8, 5, 3), -1)
+        >>> target = torch.randint(0, 3, (8, 5))
+        >>> monitor.extract_batch({"probs": probs, "target": target}, None)[0].shape
+        torch.Size([8, 5, 3])
+        >>> monitor.state_dict()
+        {'history': []}
+    """
+
+    def __init__(
+        self,
+        num_classes: int | None = None,
+        *,
+        probs_key: str = "probs",
+        target_key: str = "target",
+        extract: Extract | None = None,
+        ignore_index: int | None = None,
+        stage: Literal["val", "test"] = "val",
+        every_n_epochs: int = 1,
+        prefix: str | None = None,
+        per_class: bool = False,
+        class_names: Sequence[str] | None = None,
+        save_png: bool | None = None,
+        prog_bar: bool = False,
+        bin_size: int = 5000,
+        n_samples: int = 10000,
+        confidence: float = 0.95,
+        streaming: bool = True,
+        **metric_kwargs: Any,
+    ) -> None:
+        super().__init__()
+        if stage not in ("val", "test"):
+            raise ValueError(f"stage must be 'val' or 'test', got {stage!r}")
+        if not isinstance(every_n_epochs, int) or isinstance(every_n_epochs, bool):
+            raise ValueError(f"every_n_epochs must be an integer >= 1, got {every_n_epochs!r}")
+        if every_n_epochs < 1:
+            raise ValueError(f"every_n_epochs must be an integer >= 1, got {every_n_epochs!r}")
+        if extract is not None and not callable(extract):
+            raise ValueError(f"extract must be callable, got {type(extract).__name__}")
+        if per_class and num_classes is None:
+            raise ValueError("per_class=True needs num_classes (one result per class)")
+        if class_names is not None and (num_classes is None or len(class_names) != num_classes):
+            raise ValueError(
+                f"class_names must have num_classes={num_classes} entries, got {len(class_names)}"
+            )
+        if save_png not in (None, True, False):
+            raise ValueError(f"save_png must be None, True or False, got {save_png!r}")
+        if "average" in metric_kwargs:
+            raise ValueError("set per_class=True instead of average (the monitor logs micro)")
+        options = dict(
+            num_classes=num_classes,
+            ignore_index=ignore_index,
+            bin_size=bin_size,
+            n_samples=n_samples,
+            confidence=confidence,
+            streaming=streaming,
+            **metric_kwargs,
+        )
+        # The metric validates every option up front, so a bad one fails here, not at epoch end.
+        self.metric = CalibrationError(**options)
+        self.class_metric = CalibrationError(average=None, **options) if per_class else None
+        self.num_classes = num_classes
+        self.probs_key = probs_key
+        self.target_key = target_key
+        self.extract = extract
+        self.stage = stage
+        self.every_n_epochs = every_n_epochs
+        self.prefix = prefix if prefix is not None else stage
+        self.class_names = (
+            [str(c) for c in class_names]
+            if class_names is not None
+            else [str(c) for c in range(num_classes or 0)]
+        )
+        self.save_png = save_png
+        self.prog_bar = prog_bar
+        self.confidence = confidence
+        self.history: list[dict[str, Any]] = []
+        self._active = False
+        self._layouts_written: set[int] = set()
+
+    # ------------------------------------------------------------------ names
+    @property
+    def state_key(self) -> str:
+        return self._generate_state_key(stage=self.stage, prefix=self.prefix)
+
+    @property
+    def scalar_names(self) -> tuple[str, str, str]:
+        """The three scalar tags: error, lower and upper end of the interval."""
+        base = f"{self.prefix}/calib_err"
+        return base, f"{base}_lower", f"{base}_upper"
+
+    # ---------------------------------------------------------------- collect
+    def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
+        """``(probs, target)`` of one step's outputs, or None to skip the batch."""
+        if self.extract is not None:
+            pair = self.extract(outputs, batch)
+            if pair is None:
+                return None
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(
+                    f"extract must return (probs, target) or None, got {type(pair).__name__}"
+                )
+            probs, target = pair
+        else:
+            if not isinstance(outputs, Mapping) or self.probs_key not in outputs:
+                got = sorted(outputs) if isinstance(outputs, Mapping) else type(outputs).__name__
+                raise ValueError(
+                    f"CalibrationMonitor needs the {self.stage} step to return a dict with keys "
+                    f"{self.probs_key!r} and {self.target_key!r} (got {got}); set probs_key / "
+                    "target_key or pass extract=(outputs, batch) -> (probs, target)"
+                )
+            if self.target_key not in outputs:
+                raise ValueError(
+                    f"the {self.stage} step's output has no {self.target_key!r} "
+                    f"(keys: {sorted(outputs)})"
+                )
+            probs, target = outputs[self.probs_key], outputs[self.target_key]
+        if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
+            raise ValueError(
+                f"probs and target must be tensors, got {type(probs).__name__} "
+                f"and {type(target).__name__}"
+            )
+        probs = probs.detach()
+        # Half precision (mixed-precision training) loses the resolution the bins need.
+        if probs.dtype in (torch.float16, torch.bfloat16):
+            probs = probs.float()
+        return probs, target.detach()
+
+    def _due(self, trainer: Trainer) -> bool:
+        if trainer.sanity_checking:
+            return False
+        fitting = getattr(trainer.state.fn, "value", trainer.state.fn) == "fit"
+        return not fitting or (trainer.current_epoch + 1) % self.every_n_epochs == 0
+
+    def _metrics(self) -> list[CalibrationError]:
+        return [self.metric] if self.class_metric is None else [self.metric, self.class_metric]
+
+    def _epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._active = self._due(trainer)
+        for metric in self._metrics():
+            metric.to(pl_module.device)
+            metric.reset()
+
+    def _batch_end(self, outputs: Any, batch: Any) -> None:
+        if not self._active:
+            return
+        pair = self.extract_batch(outputs, batch)
+        if pair is None:
+            return
+        for metric in self._metrics():
+            metric.update(*pair)
+
+    def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self.stage == "val":
+            self._epoch_start(trainer, pl_module)
+
+    def on_test_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self.stage == "test":
+            self._epoch_start(trainer, pl_module)
+
+    def on_validation_batch_end(
+        self,
+        trainer: Trainer,
+        pl_module: LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        if self.stage == "val" and not trainer.sanity_checking:
+            self._batch_end(outputs, batch)
+
+    def on_test_batch_end(
+        self,
+        trainer: Trainer,
+        pl_module: LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        if self.stage == "test":
+            self._batch_end(outputs, batch)
+
+    def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self.stage == "val":
+            self._epoch_end(trainer, pl_module)
+
+    def on_test_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self.stage == "test":
+            self._epoch_end(trainer, pl_module)
+
+    # ---------------------------------------------------------------- compute
+    @staticmethod
+    def _synced_result(metric: CalibrationError) -> Any:
+        # compute_result() is not wrapped by torchmetrics' sync (only compute() is), so the
+        # ranks' states are gathered here; without a process group this does nothing.
+        with metric.sync_context(should_sync=True, should_unsync=True):
+            return metric.compute_result()
+
+    def _epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if not self._active or trainer.sanity_checking:
+            return
+        self._active = False
+        try:
+            result = self._synced_result(self.metric)
+        except ValueError as err:
+            # Every rank sees the same synchronised state, so every rank skips together.
+            if "no pairs" not in str(err):
+                raise
+            rank_zero_warn(f"CalibrationMonitor: nothing to measure this epoch ({err})")
+            return
+        per_class = None if self.class_metric is None else self._synced_result(self.class_metric)
+        for metric in self._metrics():
+            metric.reset()
+        step = int(trainer.fit_loop.epoch_loop._batches_that_stepped)
+        numbers = tb.result_numbers(result)
+        names = self.scalar_names
+        for name, key in zip(names, ("error", "lower", "upper"), strict=True):
+            pl_module.log(
+                name,
+                numbers[key],
+                on_step=False,
+                on_epoch=True,
+                prog_bar=self.prog_bar and key == "error",
+                logger=True,
+                # Values are identical on every rank (synchronised above); syncing only keeps
+                # Lightning from warning about epoch-level logging under DDP.
+                sync_dist=trainer.world_size > 1,
+            )
+        record = self._record(trainer, step, result, per_class)
+        self.history.append(record)
+        if trainer.is_global_zero:
+            self._write(trainer, step, result, per_class)
+
+    def _record(
+        self,
+        trainer: Trainer,
+        step: int,
+        result: CalibrationResult,
+        per_class: list[CalibrationResult] | None,
+    ) -> dict[str, Any]:
+        bins = tb.bins_tensor(result)
+        record: dict[str, Any] = {
+            "stage": self.stage,
+            "epoch": int(trainer.current_epoch),
+            "step": step,
+            **tb.result_numbers(result),
+            "confidence": self.confidence,
+            "n_pairs": int(bins[:, 2].sum().item()),
+            "bins": {c: bins[:, i].tolist() for i, c in enumerate(tb.BIN_COLUMNS)},
+        }
+        if per_class is not None:
+            pairs = zip(self.class_names, per_class, strict=True)
+            record["per_class"] = {name: tb.result_numbers(r) for name, r in pairs}
+        return record
+
+    # ------------------------------------------------------------------ write
+    @rank_zero_only
+    def _write(
+        self,
+        trainer: Trainer,
+        step: int,
+        result: CalibrationResult,
+        per_class: list[CalibrationResult] | None,
+    ) -> None:
+        from calib_metrics import plot  # matplotlib only once there is something to draw
+
+        epoch = int(trainer.current_epoch)
+        title = f"{self.prefix} · epoch {epoch} · step {step}"
+        figures = {"reliability_diagram": plot.reliability_diagram(result, title=title)[0]}
+        if per_class is not None:
+            figures["calib_err_per_class"] = plot.per_class_errors(
+                {self.prefix: per_class}, self.class_names, title=title
+            )[0]
+        png_dirs = []
+        for logger in trainer.loggers:
+            experiment = tb.experiment_of(logger)
+            if tb.has_method(experiment, "add_figure"):
+                self._write_experiment(logger, experiment, step, result, per_class, figures)
+                if self.save_png:
+                    png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
+            elif self.save_png is not False:
+                png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
+        if self.save_png and not trainer.loggers:
+            png_dirs.append(tb.log_dir_of(None, trainer.default_root_dir))
+        for folder in dict.fromkeys(png_dirs):  # unique, in order
+            self._write_files(folder / "calibration", epoch, figures)
+
+    def _write_experiment(
+        self,
+        logger: Any,
+        experiment: Any,
+        step: int,
+        result: CalibrationResult,
+        per_class: list[CalibrationResult] | None,
+        figures: dict[str, Any],
+    ) -> None:
+        if tb.has_method(experiment, "add_custom_scalars") and id(experiment) not in (
+            self._layouts_written
+        ):
+            value, lower, upper = (tb.tag_for(logger, n) for n in self.scalar_names)
+            title = f"{value} ({self.confidence:.0%} interval)"
+            experiment.add_custom_scalars(tb.margin_layout(title, value, lower, upper))
+            self._layouts_written.add(id(experiment))
+        for name, fig in figures.items():
+            # close=False: these Figures are not pyplot's, so there is nothing to close.
+            experiment.add_figure(f"{self.prefix}/{name}", fig, global_step=step, close=False)
+        if tb.has_method(experiment, "add_tensor"):
+            experiment.add_tensor(
+                f"{self.prefix}/calib_bins", tb.bins_tensor(result), global_step=step
+            )
+            if per_class is not None:
+                experiment.add_tensor(
+                    f"{self.prefix}/calib_err_per_class",
+                    tb.per_class_tensor(per_class),
+                    global_step=step,
+                )
+        if tb.has_method(experiment, "add_text"):
+            text = tb.bins_markdown(result, self.confidence)
+            if per_class is not None:
+                text += "\n\n" + tb.per_class_markdown(per_class, self.class_names)
+            experiment.add_text(f"{self.prefix}/calib_bins", text, global_step=step)
+        if tb.has_method(experiment, "flush"):
+            experiment.flush()
+
+    def _write_files(self, folder: Any, epoch: int, figures: dict[str, Any]) -> None:
+        from calib_metrics import plot
+
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = tb.safe_name(self.prefix)
+        for name, fig in figures.items():
+            fig.savefig(folder / f"{stem}_{name}_epoch{epoch:03d}.png", dpi=100)
+        epochs = [r["epoch"] for r in self.history]
+        fig, _ = plot.error_curve(
+            epochs,
+            [r["error"] for r in self.history],
+            [r["lower"] for r in self.history],
+            [r["upper"] for r in self.history],
+            xlabel="epoch",
+            label=f"{self.prefix} CalibErr ({self.confidence:.0%} interval)",
+        )
+        fig.savefig(folder / f"{stem}_calib_err.png", dpi=100)
+        with open(folder / f"{stem}_history.json", "w", encoding="utf-8") as stream:
+            json.dump(self.history, stream, indent=1)
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self) -> dict[str, Any]:
+        return {"history": [dict(r) for r in self.history]}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        history = state_dict.get("history", [])
+        if not isinstance(history, list):
+            raise ValueError(f"history must be a list, got {type(history).__name__}")
+        self.history = [dict(r) for r in history]

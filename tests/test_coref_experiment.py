@@ -1,0 +1,160 @@
+"""Tests for the coreference scores (MUC, B³, pairwise) and a tiny end-to-end experiment run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from calib_metrics.experiments import coref
+from calib_metrics.experiments.coref_scores import b_cubed, muc, pairwise, score_corpus
+
+# ---------------------------------------------------------------------------
+# scores: textbook examples
+
+KEY_BB = [[1, 2, 3, 4, 5], [6, 7], [8, 9, 10, 11, 12]]
+RESPONSE_BB = [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11, 12]]
+
+
+def test_muc_vilain_example():
+    # Vilain et al. (1995): key {A B C D}; response {A B} {C D}: R = 2/3, P = 1
+    s = muc([["A", "B", "C", "D"]], [["A", "B"], ["C", "D"]])
+    assert s.precision == pytest.approx(1.0) and s.recall == pytest.approx(2 / 3)
+    assert s.f1 == pytest.approx(0.8)
+
+
+def test_bagga_baldwin_example():
+    # Bagga & Baldwin (1998): merging two key entities; MUC P = 9/10 while B³ P = 16/21
+    m = muc(KEY_BB, RESPONSE_BB)
+    assert m.recall == pytest.approx(1.0) and m.precision == pytest.approx(0.9)
+    b = b_cubed(KEY_BB, RESPONSE_BB)
+    assert b.recall == pytest.approx(1.0)
+    assert b.precision == pytest.approx((5 + 2 * 2 / 7 + 5 * 5 / 7) / 12)
+    p = pairwise(KEY_BB, RESPONSE_BB)
+    assert p.recall == pytest.approx(1.0) and p.precision == pytest.approx(21 / 31)
+
+
+def test_scores_singletons_and_perfect():
+    key = [[0, 1], [2], [3, 4, 5]]
+    for f in (muc, b_cubed, pairwise):
+        assert f(key, key).f1 == pytest.approx(1.0)
+    # all singletons: no links, B³ precision 1, recall = mean 1/|K|
+    resp = [[i] for i in range(6)]
+    assert muc(key, resp).f1 == 0.0 and pairwise(key, resp).f1 == 0.0
+    assert b_cubed(key, resp).precision == pytest.approx(1.0)
+    assert b_cubed(key, resp).recall == pytest.approx((2 * 0.5 + 1 + 3 / 3) / 6)
+
+
+def test_score_corpus_micro_average_and_errors():
+    s = score_corpus([KEY_BB, [[1, 2]]], [RESPONSE_BB, [[1], [2]]])
+    # MUC recall: (9 + 0) / (9 + 1)
+    assert s["muc"].recall == pytest.approx(0.9)
+    assert s["avg"].f1 == pytest.approx((s["muc"].f1 + s["b3"].f1) / 2)
+    with pytest.raises(ValueError, match="two clusters"):
+        muc([[1, 2], [2, 3]], [[1]])
+    with pytest.raises(ValueError, match="response documents"):
+        score_corpus([KEY_BB], [])
+
+
+def test_confidence_by_range_verdicts():
+    q = torch.tensor([0.8] * 1000 + [0.2] * 1000)
+    y = torch.tensor([1.0] * 500 + [0.0] * 500 + [1.0] * 200 + [0.0] * 800)
+    rows = {r["range"]: r for r in coref.confidence_by_range(q, y)}
+    assert rows["0.7-0.9"]["verdict"] == "overconfident"  # says 0.8, happens 0.5
+    assert rows["0.1-0.3"]["verdict"].startswith("calibrated")
+
+
+# ---------------------------------------------------------------------------
+# tiny end-to-end run on synthetic CoNLL-U
+
+NAMES = [("Anna", "she"), ("Boris", "he"), ("Clara", "she"), ("David", "he"), ("Ella", "she")]
+
+
+def _line(k, form, upos, xpos, head, deprel, entity=None):
+    misc = f"Entity={entity}" if entity else "_"
+    return f"{k}\t{form}\t{form.lower()}\t{upos}\t{xpos}\t_\t{head}\t{deprel}\t_\t{misc}"
+
+
+def _conllu_doc(rng: random.Random, doc_id: str) -> str:
+    lines = [f"# newdoc id = {doc_id}", "# meta::dateCreated = 2020-01-01"]
+    cast = rng.sample(range(len(NAMES)), 3)
+    prev = None
+    for _ in range(7):
+        subj, obj = rng.sample(cast, 2)
+        if prev is not None and rng.random() < 0.5:
+            subj = prev
+            first = _line(1, NAMES[subj][1].capitalize(), "PRON", "PRP", 2, "nsubj", f"({subj})")
+        else:
+            first = _line(1, NAMES[subj][0], "PROPN", "NNP", 2, "nsubj", f"({subj})")
+        lines += [first, _line(2, "met", "VERB", "VBD", 0, "root")]
+        lines += [_line(3, NAMES[obj][0], "PROPN", "NNP", 2, "obj", f"({obj})")]
+        lines += [_line(4, ".", "PUNCT", ".", 2, "punct"), ""]
+        prev = subj
+    return "\n".join(lines) + "\n"
+
+
+def _write_data(root: Path) -> None:
+    rng = random.Random(0)
+    folder = root / "gum-ontogum-coref"
+    folder.mkdir(parents=True)
+    for split, n in (("train", 8), ("dev", 2), ("test", 3)):
+        text = "".join(_conllu_doc(rng, f"{split}_{k}") for k in range(n))
+        (folder / f"ontogum-{split}.conllu").write_text(text)
+    lit = root / "litbank-coref"
+    lit.mkdir()
+    rows = ["#begin document (1_book); part 0"]
+    for s in range(6):
+        k = s % 2
+        rows += [f"1_book\t0\t0\t{NAMES[k][0]}\t_\t_\t_\t_\t_\t_\t_\t_\t({k})",
+                 "1_book\t0\t1\tsaw\t_\t_\t_\t_\t_\t_\t_\t_\t_",
+                 f"1_book\t0\t2\t{NAMES[k][1]}\t_\t_\t_\t_\t_\t_\t_\t_\t({k})", ""]  # fmt: skip
+    rows.append("#end document")
+    plain = lit / "1_book.conll"
+    plain.write_text("\n".join(rows) + "\n")
+    with tarfile.open(lit / "litbank-coref-conll.tar.gz", "w:gz") as tar:
+        tar.add(plain, arcname="coref/conll/1_book.conll")
+    plain.unlink()
+
+
+def test_end_to_end_quick_run(tmp_path: Path):
+    _write_data(tmp_path / "data")
+    parser = argparse.ArgumentParser()
+    coref.add_arguments(parser)
+    out = tmp_path / "out"
+    args = parser.parse_args(
+        ["--data", str(tmp_path / "data"), "--out", str(out), "--quick", "--n-bits", "12",
+         "--samples", "300", "--ci-samples", "200", "--epochs", "3", "--l2", "1e-4", "1e-2"]
+    )  # fmt: skip
+    results = coref.run(args)
+    for name in ("results.json", "results.md", "ranker.pt"):
+        assert (out / name).is_file(), name
+    assert set(results["sets"]) == {"ontogum_test", "litbank"}
+    test = results["sets"]["ontogum_test"]
+    n = [7 * 2] * 3  # three test documents of 14 mentions each
+    assert test["pairs"] == sum(k * (k - 1) // 2 for k in n)
+    for which in ("exact", "sampled"):
+        assert 0.0 <= test[which]["main"]["error"] <= 1.0
+        assert test[which]["main"]["lower"] <= test[which]["main"]["upper"]
+        assert "small" in test[which]  # too few pairs for 10 bins of 5000
+        assert (out / test[which]["figure"]).is_file()
+    assert 0.0 <= test["abs_diff_mean"] <= test["abs_diff_max"] <= 1.0
+    assert test["abs_diff_mean"] < 0.05  # 300 samples: Monte Carlo error ~ 0.03 at most
+    assert len(results["l2_grid"]) == 2
+    for g in results["l2_grid"]:
+        assert g["objective"][-1] < g["objective"][0]
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["sets"]["litbank"]["pairs"] == 12 * 11 // 2
+    assert "CalibErr" in (out / "results.md").read_text()
+
+
+def test_run_reports_missing_data(tmp_path: Path):
+    parser = argparse.ArgumentParser()
+    coref.add_arguments(parser)
+    args = parser.parse_args(["--data", str(tmp_path), "--out", str(tmp_path / "o"), "--quick"])
+    with pytest.raises(FileNotFoundError, match="ontogum-train"):
+        coref.run(args)

@@ -1,0 +1,159 @@
+"""End-to-end tests of ``calib-metrics reproduce pos`` and the CoNLL-U reader."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+
+import pytest
+import torch
+
+from calib_metrics.data.locations import shared_data_dir
+from calib_metrics.data.tagging import Vocabulary, encode_batch, read_tagged_sentences
+from calib_metrics.experiments import pos
+
+TAGS = ["DT", "NN", "VB", "IN"]
+
+
+def _conllu_sentence(words: list[str], tags: list[str], sent_id: str) -> str:
+    lines = [f"# sent_id = {sent_id}", f"# text = {' '.join(words)}"]
+    for i, (w, t) in enumerate(zip(words, tags, strict=True), start=1):
+        lines.append(f"{i}\t{w}\t{w.lower()}\tX\t{t}\t_\t0\tdep\t_\t_")
+    return "\n".join(lines) + "\n\n"
+
+
+def _write_corpus(folder, seed: int = 0) -> None:
+    """A tiny EWT look-alike: sentences from a random HMM over 4 tags and ambiguous words."""
+    g = torch.Generator().manual_seed(seed)
+    trans = torch.softmax(2 * torch.randn(4, 4, generator=g), -1)
+    # Each tag emits from its own 6 words plus 3 words shared by all tags (ambiguity).
+    vocab = {t: [f"{t.lower()}{i}" for i in range(6)] + ["set", "run", "up"] for t in TAGS}
+    folder.mkdir(parents=True)
+    for split, n in (("train", 160), ("dev", 50), ("test", 50)):
+        text = ""
+        for s in range(n):
+            length = int(torch.randint(2, 9, (1,), generator=g))
+            ys = [int(torch.randint(4, (1,), generator=g))]
+            for _ in range(length - 1):
+                ys.append(int(torch.multinomial(trans[ys[-1]], 1, generator=g)))
+            words = [vocab[TAGS[y]][int(torch.randint(9, (1,), generator=g))] for y in ys]
+            text += _conllu_sentence(words, [TAGS[y] for y in ys], f"{split}-{s}")
+        with gzip.open(folder / f"en_ewt-ud-{split}.conllu.gz", "wt", encoding="utf-8") as f:
+            f.write(text)
+
+
+def _args(tmp_path, *extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    pos.add_arguments(parser)
+    return parser.parse_args(
+        ["--data", str(tmp_path / "data"), "--out", str(tmp_path / "out"), *extra]
+    )
+
+
+def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
+    _write_corpus(tmp_path / "data" / "ud-english-ewt")
+    args = _args(
+        tmp_path, "--quick", "--bin-size", "100", "--n-samples", "200", "--top-pairs", "2", "6"
+    )
+    results = pos.run(args)
+    out = tmp_path / "out"
+    for name in (
+        "results.json",
+        "results.md",
+        "pos_reliability.png",
+        "pos_per_tag.png",
+        "pos_pairs.png",
+        "pos_reliability_hmm.png",
+        "pos_reliability_crf.png",
+    ):
+        assert (out / name).is_file(), name
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["num_tags"] == 4
+    assert saved["sentences"] == {
+        "train": 160,
+        "dev": 50,
+        "test": 50,
+        "dropped_unknown_tag": {"dev": 0, "test": 0},
+    }
+    assert set(saved["models"]) == {"hmm", "crf_matched", "crf"}
+    for m in saved["models"].values():
+        assert 0.4 < m["test_accuracy"] <= 1.0
+        a = m["all_tags"]
+        assert a["lower"] <= a["mean"] <= a["upper"]
+        assert 0.0 <= a["error"] < 0.5
+        assert set(m["per_tag"]) == set(TAGS)
+        assert m["top2_pairs"]["average"] >= 0
+        assert len(m["top6_pairs"]["per_pair"]) == 6
+    assert saved["models"]["crf_matched"]["train_sentences"] <= 160
+    assert saved["selection"]["hmm"]["pseudocount"] in pos.HMM_PSEUDOCOUNTS
+    assert saved["selection"]["crf"]["c2"] in pos.CRF_C2S
+    assert "| HMM |" in (out / "results.md").read_text()
+    assert results["models"]["hmm"]["test_accuracy"] == saved["models"]["hmm"]["test_accuracy"]
+    # The concatenated tag queries hold K queries per test token.
+    n_tokens = sum(
+        len(w)
+        for w, _ in read_tagged_sentences(
+            tmp_path / "data" / "ud-english-ewt" / "en_ewt-ud-test.conllu.gz"
+        )
+    )
+    assert saved["models"]["hmm"]["all_tags"]["n"] == 4 * n_tokens
+
+
+def test_missing_data_names_the_data_set(tmp_path):
+    (tmp_path / "data").mkdir()
+    args = _args(tmp_path, "--quick")
+    with pytest.raises(FileNotFoundError, match="train"):
+        pos.run(args)
+
+
+def test_reader_skips_multiword_tokens_and_empty_nodes(tmp_path):
+    rows = [
+        "# sent_id = a",
+        "1-2\tcannot\t_\t_\t_\t_\t_\t_\t_\t_",
+        "1\tcan\tcan\tAUX\tMD\t_\t0\troot\t_\t_",
+        "2\tnot\tnot\tPART\tRB\t_\t1\tadvmod\t_\t_",
+        "2.1\tgo\tgo\tVERB\tVB\t_\t_\t_\t1:x\t_",
+        "3\t.\t.\tPUNCT\t.\t_\t1\tpunct\t_\t_",
+    ]
+    path = tmp_path / "a.conllu"
+    path.write_text("\n".join(rows) + "\n\n")
+    assert read_tagged_sentences(path) == [(["can", "not", "."], ["MD", "RB", "."])]
+    assert read_tagged_sentences(path, column="upos")[0][1] == ["AUX", "PART", "PUNCT"]
+    with pytest.raises(ValueError, match="column"):
+        read_tagged_sentences(path, column="lemma")
+    with pytest.raises(FileNotFoundError):
+        read_tagged_sentences(tmp_path / "missing.conllu")
+
+
+def test_vocabulary_and_padding():
+    sents = [(["The", "cat", "sat"], ["DT", "NN", "VB"]), (["the", "dog"], ["DT", "NN"])]
+    words = Vocabulary.build((w for w, _ in sents), lowercase=True, min_count=2)
+    assert words.itos == ["<unk>", "the"]
+    assert words["CAT"] == 0 and words["The"] == 1
+    tags = Vocabulary.build((t for _, t in sents), unknown=False)
+    w, t, m = encode_batch(sents, words, tags)
+    assert w.tolist() == [[1, 0, 0], [1, 0, 0]]
+    assert m.tolist() == [[True, True, True], [True, True, False]]
+    assert tags.decode(t[0].tolist()) == ["DT", "NN", "VB"]
+    with pytest.raises(ValueError, match="unknown tag"):
+        encode_batch([(["a"], ["ZZ"])], words, tags)
+    with pytest.raises(ValueError, match="empty"):
+        encode_batch([([], [])], words, tags)
+    with pytest.raises(ValueError, match="min_count"):
+        Vocabulary.build([["a"]], unknown=False, min_count=2)
+
+
+def test_shared_ewt_reads_penn_tags():
+    root = shared_data_dir()
+    path = None if root is None else root / "ud-english-ewt" / "en_ewt-ud-train.conllu.gz"
+    if path is None or not path.is_file():
+        pytest.skip("shared data (ud-english-ewt) not found; set CALIB_METRICS_DATA to run this")
+    sentences = read_tagged_sentences(path, limit=20)
+    assert len(sentences) == 20
+    tags = {t for _, ts in sentences for t in ts}
+    assert {"NN", "IN", "DT"} <= tags  # Penn Treebank tags, not UPOS
+    assert all(len(w) == len(t) > 0 for w, t in sentences)
+    upos = read_tagged_sentences(path, column="upos", limit=20)
+    assert {"NOUN", "ADP"} <= {t for _, ts in upos for t in ts}
+    assert [w for w, _ in upos] == [w for w, _ in sentences]
