@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import torch
 from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
+from torchmetrics.utilities.distributed import gather_all_tensors
 
 from calib_metrics.functional import sketch
 from calib_metrics.functional.binning import Bins, _check_pairs, check_probs
@@ -19,6 +21,32 @@ from calib_metrics.functional.calibration import (
     compute_bins,
     error_from_bins,
 )
+
+# dtypes a list state may hold, coded by position for the ranks to agree on one.
+_DTYPES = (
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+)
+
+
+def _dtype_code(parts: list[Tensor]) -> int:
+    """Position in ``_DTYPES`` of the dtype the parts concatenate to; -1 for none."""
+    if not parts:
+        return -1
+    dtype = functools.reduce(torch.promote_types, (p.dtype for p in parts))
+    return _DTYPES.index(dtype)
+
+
+# Per class, the sketch's (count, Σr, Σr², Σy) per cell; see functional/sketch.py.
+_SKETCH_STATES = ("cell_count", "cell_sum_r", "cell_sum_r2", "cell_sum_y")
 
 
 class CalibrationError(Metric):
@@ -133,16 +161,21 @@ class CalibrationError(Metric):
         self.seed = seed
         self.validate_args = validate_args
         if streaming:
-            shape = (num_classes or 1, sketch.num_cells(resolution))
-            for name in ("cell_count", "cell_sum_q", "cell_sum_y"):
-                self.add_state(name, torch.zeros(shape, dtype=torch.float64), dist_reduce_fx="sum")
+            shape = (num_classes or 1,)
+            for name, default in zip(_SKETCH_STATES, sketch.empty(resolution, shape)):
+                self.add_state(name, default, dist_reduce_fx="sum")
         else:
             self.add_state("probs", default=[], dist_reduce_fx="cat")
             self.add_state("target", default=[], dist_reduce_fx="cat")
 
     # ------------------------------------------------------------------ update
-    def _prepare(self, probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
-        """Validate one batch and return (probs [n] or [n, C], target [n])."""
+    def _prepare(self, probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Validate one batch; return probs [n] or [n, C], target [n] and the rows to keep.
+
+        Rows whose target is ``ignore_index`` are not removed here (boolean indexing
+        would wait for the device): the keep mask goes along, and only the optional
+        validation looks at the kept rows alone.
+        """
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError("probs and target must be tensors")
         if self.num_classes is None:
@@ -152,12 +185,13 @@ class CalibrationError(Metric):
                     f"and {tuple(target.shape)}"
                 )
             probs, target = probs.reshape(-1), target.reshape(-1)
-            if self.ignore_index is not None:
-                keep = target != self.ignore_index
-                probs, target = probs[keep], target[keep]
+            keep = None if self.ignore_index is None else target != self.ignore_index
             if self.validate_args and probs.numel():
-                _check_pairs(probs, target)
-            return probs, target
+                if keep is None:
+                    _check_pairs(probs, target)
+                elif keep.any():
+                    _check_pairs(probs[keep], target[keep])
+            return probs, target, keep
         c = self.num_classes
         if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
             raise ValueError(
@@ -167,36 +201,62 @@ class CalibrationError(Metric):
         if target.is_floating_point():
             raise ValueError(f"multiclass target must hold integer class ids, got {target.dtype}")
         probs, target = probs.reshape(-1, c), target.reshape(-1)
-        if self.ignore_index is not None:
-            keep = target != self.ignore_index
-            probs, target = probs[keep], target[keep]
+        keep = None if self.ignore_index is None else target != self.ignore_index
         if self.validate_args and target.numel():
-            low, high = torch.aminmax(target)
-            if low < 0 or high >= c:
-                bad = target[(target < 0) | (target >= c)][0].item()
-                raise ValueError(f"target holds class id {bad}, outside [0, {c})")
-            check_probs(probs)
-        return probs, target
+            kept_probs, kept = (probs, target) if keep is None else (probs[keep], target[keep])
+            if kept.numel():
+                low, high = torch.aminmax(kept)
+                if low < 0 or high >= c:
+                    bad = kept[(kept < 0) | (kept >= c)][0].item()
+                    raise ValueError(f"target holds class id {bad}, outside [0, {c})")
+                check_probs(kept_probs)
+        return probs, target, keep
 
     def update(self, probs: Tensor, target: Tensor) -> None:
         """Accumulate a batch; a batch that fails validation changes nothing."""
         if not probs.is_floating_point():
             raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
-        probs, target = self._prepare(probs.detach(), target.detach())
+        probs, target, keep = self._prepare(probs.detach(), target.detach())
         if self.streaming:
+            states = [getattr(self, name) for name in _SKETCH_STATES]
             if self.num_classes is None:
-                sketch.accumulate(
-                    self.cell_count[0], self.cell_sum_q[0], self.cell_sum_y[0], probs, target
-                )
+                sketch.accumulate(*(s[0] for s in states), probs, target, keep)
             else:
                 classes = torch.arange(self.num_classes, device=target.device)
                 one_hot = target.unsqueeze(1) == classes
-                sketch.accumulate_rows(
-                    self.cell_count, self.cell_sum_q, self.cell_sum_y, probs, one_hot
-                )
+                sketch.accumulate(*states, probs, one_hot, keep)
             return
+        # Ignored rows stay until compute(), where dropping them may synchronise.
         self.probs.append(probs)
         self.target.append(target)
+
+    def _sync_dist(self, dist_sync_fn: Any = None, process_group: Any = None) -> None:
+        """Gather the pairs of every rank (exact mode) or sum the sketches (streaming).
+
+        Before gathering, the ranks agree on one dtype per list state (pairs are kept
+        as given, e.g. bfloat16 on one rank and float32 on another), and a rank without
+        data contributes an empty tensor of that dtype and of the right shape, which
+        ``all_gather`` needs.
+        """
+        kwargs = {} if dist_sync_fn is None else {"dist_sync_fn": dist_sync_fn}
+        if not self.streaming:
+            gather = dist_sync_fn or gather_all_tensors
+            group = process_group or self.process_group
+            for name in ("probs", "target"):
+                parts = getattr(self, name)
+                code = torch.tensor(_dtype_code(parts), device=self.device)
+                codes = [int(c) for c in gather(code, group=group)]
+                if max(codes) < 0:
+                    continue  # no rank has data: compute() will say so
+                dtype = functools.reduce(torch.promote_types, (_DTYPES[c] for c in codes if c >= 0))
+                width = () if name == "target" or self.num_classes is None else (self.num_classes,)
+                if parts:
+                    parts = [dim_zero_cat(parts).to(dtype)]
+                else:
+                    parts = [torch.empty((0, *width), dtype=dtype, device=self.device)]
+                # A new list, so that the copy kept for unsync() stays as it was.
+                setattr(self, name, parts)
+        super()._sync_dist(process_group=process_group, **kwargs)
 
     # ----------------------------------------------------------------- compute
     def _pairs(self) -> tuple[Tensor, Tensor]:
@@ -204,6 +264,9 @@ class CalibrationError(Metric):
             raise ValueError("CalibrationError has no pairs: call update() before compute()")
         probs = dim_zero_cat(self.probs)
         target = dim_zero_cat(self.target)
+        if self.ignore_index is not None:
+            keep = target != self.ignore_index
+            probs, target = probs[keep], target[keep]
         if probs.numel() == 0:
             raise ValueError("CalibrationError has no pairs: every update was empty")
         return probs, target
@@ -211,15 +274,15 @@ class CalibrationError(Metric):
     def class_bins(self) -> list[Bins]:
         """The bins behind the result: one entry (micro) or one per class."""
         if self.streaming:
-            count, sum_q, sum_y = self.cell_count, self.cell_sum_q, self.cell_sum_y
-            if count.sum() == 0:
+            states = [getattr(self, name) for name in _SKETCH_STATES]
+            if states[0].sum() == 0:
                 raise ValueError("CalibrationError has no pairs: call update() before compute()")
             if self.average == "micro":
-                count, sum_q, sum_y = count.sum(0), sum_q.sum(0), sum_y.sum(0)
-                return [sketch.to_bins(count, sum_q, sum_y, self.bin_size)]
+                # Cells are aligned across classes, so pooling them is a sum.
+                return [sketch.to_bins(*(s.sum(0) for s in states), self.bin_size)]
             return [
-                sketch.to_bins(count[c], sum_q[c], sum_y[c], self.bin_size)
-                for c in range(count.shape[0])
+                sketch.to_bins(*(s[c] for s in states), self.bin_size)
+                for c in range(states[0].shape[0])
             ]
         probs, target = self._pairs()
         options = {"binning": self.binning, "bin_size": self.bin_size, "n_bins": self.n_bins}

@@ -172,8 +172,19 @@ def test_normal_interval_is_mean_plus_minus_z_std(miscalibrated, confidence) -> 
         generator=torch.Generator().manual_seed(1),
     )
     z = NormalDist().inv_cdf((1 + confidence) / 2)
+    assert r.mean.item() - z * r.std.item() > 0  # clipping at 0 plays no part here
     assert r.lower.item() == pytest.approx(r.mean.item() - z * r.std.item(), rel=1e-9)
     assert r.upper.item() == pytest.approx(r.mean.item() + z * r.std.item(), rel=1e-9)
+
+
+def test_normal_interval_never_below_zero() -> None:
+    # Three pairs: std is large, mean - 1.96·std < 0; an error cannot be negative.
+    q = torch.tensor([0.9, 0.2, 0.4], dtype=torch.float64)
+    y = torch.tensor([1, 0, 1])
+    r = calibration_error_ci(q, y, n_samples=2000, generator=torch.Generator().manual_seed(0))
+    assert r.mean.item() - 1.96 * r.std.item() < 0
+    assert r.lower.item() >= 0.0
+    assert r.upper.item() == pytest.approx(r.mean.item() + 1.959963984540054 * r.std.item())
 
 
 def test_ci_deterministic_with_generator(miscalibrated) -> None:

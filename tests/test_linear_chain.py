@@ -293,3 +293,38 @@ def test_bad_sample_count_and_tag_shape_raise():
         sample(em, tr, st, en, n_samples=0)
     with pytest.raises(ValueError, match="tags"):
         sequence_score(em, tr, st, en, torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_extreme_scores_fall_back_to_the_robust_recursion():
+    # Steps spanning hundreds of nats underflow the pre-exponentiated fast path; the
+    # log-space-folded recursion must take over and still match enumeration.
+    from calib_metrics.models import linear_chain as lc
+
+    lengths = [5, 3, 1]
+    em, tr, st, en = _potentials(3, 5, 3, scale=400.0, seed=29)
+    mask = _ragged_mask(lengths, 5)
+    assert lc._run_forward(em, tr, st, en, mask)[1] is None
+    out = posterior_marginals(em, tr, st, en, mask)
+    for b, n in enumerate(lengths):
+        log_z, uni, pair, path, _ = _brute_force(em[b, :n], tr, st, en, n)
+        torch.testing.assert_close(out.log_partition[b], log_z)
+        torch.testing.assert_close(out.unigram[b, :n], uni)
+        torch.testing.assert_close(out.pairwise[b, : n - 1], pair)
+        assert viterbi(em, tr, st, en, mask)[1][b, :n].tolist() == path.tolist()
+    draws = sample(em, tr, st, en, mask, n_samples=50, generator=torch.Generator().manual_seed(0))
+    assert (draws[:, 0] == out.unigram[0].argmax(-1)).all()  # posterior is a point mass here
+
+
+def test_fast_and_robust_recursions_agree():
+    from calib_metrics.models import linear_chain as lc
+
+    em, tr, st, en = _potentials(4, 9, 5, scale=3.0, seed=31)
+    mask = _ragged_mask([9, 4, 1, 7], 9)
+    fast_fwd, state = lc._run_forward(em, tr, st, en, mask)
+    assert state is not None
+    robust_fwd = lc._forward(em, tr, st, en, mask)
+    torch.testing.assert_close(fast_fwd.log_partition, robust_fwd.log_partition)
+    torch.testing.assert_close(fast_fwd.probs * mask[..., None], robust_fwd.probs * mask[..., None])
+    fast_q = lc._fast_backward(state, fast_fwd.trans_col, en, mask)
+    robust_q = torch.exp(lc._backward(em, tr, en, mask))
+    torch.testing.assert_close(fast_q * mask[..., None], robust_q * mask[..., None])

@@ -65,7 +65,7 @@ def _read_delimited(path: Path, delimiter: str) -> dict[str, list[str]]:
         names = [n.strip() for n in reader.fieldnames]
         table: dict[str, list[str]] = {n: [] for n in names}
         for line, row in enumerate(reader, start=2):
-            if None in row or len(row) != len(names):
+            if None in row or None in row.values():
                 raise ValueError(f"{path}: line {line} has a different number of fields")
             for raw, name in zip(row.values(), names):
                 table[name].append(raw.strip() if isinstance(raw, str) else raw)

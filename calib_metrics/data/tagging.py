@@ -202,7 +202,7 @@ def encode_batch(
     if len(sentences) == 0:
         raise ValueError("encode_batch needs at least one sentence")
     lengths_list = [len(w) for w, _ in sentences]
-    for i, ((w, t), n) in enumerate(zip(sentences, lengths_list, strict=True)):
+    for i, ((_, t), n) in enumerate(zip(sentences, lengths_list, strict=True)):
         if n == 0:
             raise ValueError(f"sentence {i} is empty")
         if len(t) != n:

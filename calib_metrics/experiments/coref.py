@@ -112,8 +112,8 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
     observed frequency (q > p above 0.5, q < p below it).
 
     Example:
-        >>> q = torch.tensor([0.95, 0.95, 0.05, 0.05])
-        >>> y = torch.tensor([1.0, 0.0, 0.0, 0.0])
+        >>> q = torch.tensor([0.95] * 10 + [0.05] * 10)
+        >>> y = torch.tensor([1.0] * 5 + [0.0] * 15)
         >>> [(r["range"], r["verdict"]) for r in confidence_by_range(q, y)]
         [('0.0-0.1', 'underconfident'), ('0.9-1.0', 'overconfident')]
     """
@@ -209,6 +209,16 @@ def evaluate(
         "seconds_sampled": t_sampled,
         "exact": {"main": _calibration(q, y, args.bin_size, args, gen)},
         "sampled": {"main": _calibration(q_s, y, args.bin_size, args, gen)},
+        # The estimate takes only S + 1 values, so huge groups of pairs tie (most at 0).
+        # Adaptive binning orders ties by label (zeros first), which piles a tie group's
+        # positives into its last bins; a jitter far below 1/S breaks ties at random.
+        "sampled_random_ties": {
+            "main": _calibration(_jitter(q_s, gen), y, args.bin_size, args, gen)
+        },
+        "sampled_zero": {
+            "pairs": int((q_s == 0).sum()),
+            "coreferent": int(y[q_s == 0].sum()),
+        },
         "ranges_exact": confidence_by_range(q, y),
         "ranges_sampled": confidence_by_range(q_s, y),
         "clusters": {k: v._asdict() for k, v in score_corpus(keys, responses).items()},
@@ -218,7 +228,13 @@ def evaluate(
         small = max(50, n_pairs // 20)
         out["exact"]["small"] = _calibration(q, y, small, args, gen)
         out["sampled"]["small"] = _calibration(q_s, y, small, args, gen)
+        out["sampled_random_ties"]["small"] = _calibration(_jitter(q_s, gen), y, small, args, gen)
     return out
+
+
+def _jitter(q: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    noise = torch.rand(q.shape, generator=gen, dtype=torch.float64) * 1e-9
+    return (q.double() + noise).clamp(0.0, 1.0)
 
 
 def _figure(evaluation: dict[str, Any], which: str, title: str, path: Path) -> Path:
@@ -329,7 +345,12 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     titles = {"ontogum_test": "OntoGUM test", "litbank": "LitBank (out of domain)"}
     for name, set_feats in sets.items():
         ev = evaluate(model, set_feats, args, titles[name])
-        for which, label in (("exact", "exact"), ("sampled", f"{args.samples} samples")):
+        figures = (
+            ("exact", "exact"),
+            ("sampled", f"{args.samples} samples"),
+            ("sampled_random_ties", f"{args.samples} samples, ties broken at random"),
+        )
+        for which, label in figures:
             png = _figure(ev, which, f"{titles[name]}: pairwise coreference, {label}",
                           out / f"coref_{name}_{which}.png")  # fmt: skip
             ev[which]["figure"] = png.name
@@ -346,11 +367,13 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _row(name: str, ev: dict[str, Any]) -> list[Any]:
     e, s = ev["exact"]["main"], ev["sampled"]["main"]
+    r = ev["sampled_random_ties"]["main"]
     c = ev["clusters"]
     return [
         name, ev["documents"], ev["pairs"], f"{ev['coreferent_pairs'] / ev['pairs']:.3f}",
         report.format_interval(e["error"], e["lower"], e["upper"]),
         report.format_interval(s["error"], s["lower"], s["upper"]),
+        report.format_interval(r["error"], r["lower"], r["upper"]),
         f"{ev['abs_diff_mean']:.4f} / {ev['abs_diff_max']:.4f}",
         f"{c['muc']['f1']:.3f}", f"{c['b3']['f1']:.3f}", f"{c['pairwise']['f1']:.3f}",
     ]  # fmt: skip
@@ -359,6 +382,7 @@ def _row(name: str, ev: dict[str, Any]) -> list[Any]:
 def _markdown(results: dict[str, Any]) -> str:
     headers = ["set", "docs", "pairs", "coref rate", "CalibErr exact [95% CI]",
                f"CalibErr {results['settings']['samples']}-sample [95% CI]",
+               "same, ties broken at random",
                "mean / max |sampled − exact|", "MUC F1", "B³ F1", "pairwise F1"]  # fmt: skip
     lines = ["# Coreference calibration (paper §5, Figure 5)", ""]
     lines.append(f"Model: antecedent ranker, L2 = {results['l2']:g} (chosen on dev NLL), "
@@ -376,8 +400,11 @@ def _markdown(results: dict[str, Any]) -> str:
                 for r in ev["ranges_exact"]]  # fmt: skip
         lines.append(report.markdown_table(["q range", "pairs", "mean q", "freq", "freq − q",
                                             "verdict"], rows))  # fmt: skip
-        lines += ["", f"![{name} exact]({ev['exact']['figure']}) "
-                      f"![{name} sampled]({ev['sampled']['figure']})", ""]  # fmt: skip
+        z = ev["sampled_zero"]
+        lines += ["", f"{z['pairs']} pairs have a sampled estimate of exactly 0; "
+                      f"{z['coreferent']} of them corefer.", ""]  # fmt: skip
+        kinds = ("exact", "sampled", "sampled_random_ties")
+        lines += ["", " ".join(f"![{name} {w}]({ev[w]['figure']})" for w in kinds), ""]
     lines += ["## L2 grid (dev NLL per mention)", ""]
     lines.append(report.markdown_table(
         ["l2", "train objective start → end", "dev NLL/mention"],
@@ -393,7 +420,8 @@ def _print_summary(results: dict[str, Any]) -> None:
         print(
             f"{name}: {ev['pairs']} pairs; CalibErr exact "
             f"{report.format_interval(e['error'], e['lower'], e['upper'])}, "
-            f"{ev['samples']}-sample {report.format_interval(s['error'], s['lower'], s['upper'])}; "
+            f"{ev['samples']}-sample {report.format_interval(s['error'], s['lower'], s['upper'])} "
+            f"(ties at random {ev['sampled_random_ties']['main']['error']:.4f}); "
             f"|sampled-exact| mean {ev['abs_diff_mean']:.4f} max {ev['abs_diff_max']:.4f}; "
             f"F1 MUC {c['muc']['f1']:.3f} B3 {c['b3']['f1']:.3f} pairwise {c['pairwise']['f1']:.3f}"
         )

@@ -157,40 +157,62 @@ def _cells(analysis, summary, dist, gold, best) -> list[dict]:
     return rows
 
 
+def _window(active: torch.Tensor, pad: int = 3) -> slice:
+    """The periods from ``pad`` before the first to ``pad`` after the last active one."""
+    idx = active.nonzero().flatten()
+    if idx.numel() == 0:
+        return slice(0, active.numel())
+    return slice(max(0, int(idx[0]) - pad), int(idx[-1]) + pad + 1)
+
+
 def _figures(analysis, summary, gold_counts, best_counts, top: list[int], out: Path) -> list[str]:
+    """A time series per country in ``top`` and an overlay of the first two (Fig. 6).
+
+    Each figure shows the periods around those with a non-zero value (GUM spans
+    1895-2024 with a handful of documents a year); the table has all periods.
+    """
     from calib_metrics.plot import posterior_time_series
 
+    lower = summary.normal_lower.clamp_min(0)
+    upper = summary.normal_upper
+    active = (upper > 0) | (gold_counts > 0) | (best_counts > 0)  # [T, C]
     paths = []
-    periods = analysis.periods
     for c in top:
         code = analysis.codes[c]
+        w = _window(active[:, c])
         fig, ax = posterior_time_series(
-            periods,
-            summary.mean[:, c],
-            summary.normal_lower[:, c].clamp_min(0),
-            summary.normal_upper[:, c],
+            analysis.periods[w],
+            summary.mean[w, c],
+            lower[w, c],
+            upper[w, c],
             label=code,
-            one_best=best_counts[:, c],
+            one_best=best_counts[w, c],
             title=f"{code}: documents with an attack",
         )
-        ax.plot(range(len(periods)), gold_counts[:, c].tolist(), "x", color="0.2", label="gold")
+        gold = gold_counts[w, c].float()
+        ax.plot(range(len(gold)), gold.tolist(), "x", color="0.2", label="gold")
+        top_y = max(float(upper[w, c].max()), float(gold.max()), float(best_counts[w, c].max()))
+        ax.set_ylim(0, 1.15 * max(top_y, 1.0))
         ax.legend(fontsize=7)
         path = out / f"events_{code}.png"
         fig.savefig(path, dpi=100, bbox_inches="tight")
         paths.append(str(path))
     if len(top) >= 2:
+        pair = top[:2]
+        w = _window(active[:, pair].any(1))
         fig = ax = None
-        for c, color in zip(top[:2], ("tab:blue", "tab:red"), strict=False):
+        for c, color in zip(pair, ("tab:blue", "tab:red"), strict=True):
             fig, ax = posterior_time_series(
-                periods,
-                summary.mean[:, c],
-                summary.normal_lower[:, c].clamp_min(0),
-                summary.normal_upper[:, c],
+                analysis.periods[w],
+                summary.mean[w, c],
+                lower[w, c],
+                upper[w, c],
                 ax=ax,
                 label=analysis.codes[c],
                 color=color,
-                title=f"{analysis.codes[top[0]]} vs {analysis.codes[top[1]]}",
+                title=f"{analysis.codes[pair[0]]} vs {analysis.codes[pair[1]]}",
             )
+        ax.set_ylim(0, 1.15 * max(float(upper[w][:, pair].max()), 1.0))
         path = out / "events_overlay.png"
         fig.savefig(path, dpi=100, bbox_inches="tight")
         paths.append(str(path))

@@ -195,7 +195,7 @@ def _select_hmm(train: Split, dev: Split, n_words: int, n_tags: int, args) -> tu
 
 
 def _fit_crf(model: CRFTagger, data: Split, c2: float, args) -> CRFTagger:
-    max_iter = 30 if args.quick else args.max_iter
+    max_iter = min(15, args.max_iter) if args.quick else args.max_iter
     return model.fit(*data, c2=c2, max_iter=max_iter, tol=1e-4, tolerance_change=1e-7)
 
 
@@ -238,7 +238,7 @@ def _match_crf(train: Split, dev: Split, target: float, c2: float, shape: tuple,
     for _ in range(1 if args.quick else 3):
         if low is None or high is None or high - low <= max(10, n_total // 200):
             break
-        mid = int(round(math.sqrt(low * high)))
+        mid = round(math.sqrt(low * high))
         (low, high) = (mid, high) if attempt(mid) < target else (low, mid)
         bar.update(1)
     bar.close()
@@ -460,6 +460,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         for k in torch.sort(-test_counts, stable=True).indices.tolist()
         if test_counts[k] > 0
     ]
+    if test.words.shape[1] < 2:
+        raise ValueError("the test set has no two-token sentence, so no tag pairs to query")
     pairs, pair_counts = top_tag_pairs(test.tags, test.mask, shape[0], max(args.top_pairs))
     top_pairs = sorted({min(k, pairs.shape[0]) for k in args.top_pairs})
     args.top_pairs = top_pairs

@@ -220,12 +220,17 @@ def sampled_errors(
 def interval_from_samples(
     samples: Tensor, confidence: float = 0.95, method: IntervalMethod = "normal"
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """(mean, std, lower, upper) of sampled errors: ``mean ∓ z·std`` or quantiles."""
+    """(mean, std, lower, upper) of sampled errors: ``mean ∓ z·std`` or quantiles.
+
+    The normal form's lower end is clipped at 0 (the paper's formula can dip below 0
+    with few pairs per bin; a calibration error cannot).
+    """
     mean = samples.mean()
     std = samples.std() if samples.numel() > 1 else torch.zeros_like(mean)
     if method == "normal":
+        # An error is never negative, so the lower end is clipped at 0.
         z = _normal_quantile(confidence)
-        return mean, std, mean - z * std, mean + z * std
+        return mean, std, (mean - z * std).clamp_min(0), mean + z * std
     tail = (1 - confidence) / 2
     levels = torch.tensor([tail, 1 - tail], dtype=samples.dtype, device=samples.device)
     lower, upper = torch.quantile(samples, levels)

@@ -59,7 +59,9 @@ def length_chunks(lengths: Tensor, max_tokens: int) -> list[tuple[Tensor, int]]:
 
 
 class CRFTagger(nn.Module):
-    """First-order CRF tagger: ``score(x, y) = start[y_0] + sum_t (E[x_t, y_t] + A[y_{t-1}, y_t]) + end[y_L]``.
+    """First-order CRF tagger with tag-tag and tag-word features.
+
+    ``score(x, y) = start[y_0] + sum_t (E[x_t, y_t] + A[y_{t-1}, y_t]) + end[y_L]``.
 
     ``E`` is :attr:`emission` (an ``nn.Embedding(vocab_size, num_tags)``, row 0 the
     unknown word) and ``A``, ``start``, ``end`` are ``crf.transitions``,
@@ -122,7 +124,7 @@ class CRFTagger(nn.Module):
         return self.emission(words), crf.transitions, crf.start_transitions, crf.end_transitions
 
     def log_likelihood(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``log P(tags | words)`` per sentence, ``[B]``, computed by pytorch-crf's ``CRF.forward``."""
+        """``log P(tags | words)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
         mask = _check_batch(words, mask, self.vocab_size)
         return self.crf(self.emission(words), tags, mask=mask, reduction="none")
 
@@ -264,7 +266,7 @@ class CRFTagger(nn.Module):
     def marginals(
         self, words: Tensor, mask: Tensor | None = None, *, pairwise: bool = True
     ) -> ChainMarginals:
-        """Posterior marginals ``P(y_t | x)`` (and pairwise) from linear_chain's forward-backward."""
+        """Posterior marginals ``P(y_t | x)`` (and pairwise) by linear_chain's forward-backward."""
         with torch.no_grad():
             emissions, trans, start, end = self.potentials(words, mask)
             return linear_chain.posterior_marginals(

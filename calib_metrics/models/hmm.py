@@ -95,7 +95,10 @@ class HMM(nn.Module):
         self.register_buffer("log_emissions", torch.full((k, v), -torch.log(torch.tensor(v + 0.0))))
 
     def extra_repr(self) -> str:
-        return f"num_tags={self.num_tags}, vocab_size={self.vocab_size}, pseudocount={self.pseudocount}"
+        return (
+            f"num_tags={self.num_tags}, vocab_size={self.vocab_size}, "
+            f"pseudocount={self.pseudocount}"
+        )
 
     @torch.no_grad()
     def fit(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> HMM:

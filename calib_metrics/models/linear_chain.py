@@ -13,12 +13,14 @@ pytorch-crf requires); positions outside the mask get zero marginals.
 Every routine is batched over sentences and loops only over time steps. The
 forward-backward recursions run in probability space with a per-step rescaling
 (the classic HMM "scaled" recursion): each step is one small matrix product
-``[B, K] @ [K, K]`` plus a ``log``/``exp`` of a ``[B, K]`` vector, instead of the
-``[B, K, K]`` log-sum-exp of a log-space recursion. Transition scores are
-shifted per column (forward) or per row (backward) before exponentiating and
-the emission scores are folded in log space, so nothing overflows; the
-recursion works in float64 by default (``compute_dtype``), which keeps float32
-inputs of length 2000 and score scale 30 within 1e-6 of the float64 answer.
+``[B, K] @ [K, K]``, a multiply and a normalisation of a ``[B, K]`` block, instead
+of the ``[B, K, K]`` log-sum-exp of a log-space recursion. Transition scores are
+shifted per column before exponentiating and each step's emission scores by
+their maximum, in float64 by default (``compute_dtype``). Should a single step
+span so many nats that terms could underflow (hundreds of nats; never for
+trained HMM/CRF potentials) the call is redone by a slower recursion that folds
+the emissions in log space at every step. Float32 inputs of length 2000 and
+score scale 30 give marginals within 1e-6 of the float64 answer.
 Results come back in the dtype of ``emissions`` on its device.
 """
 
@@ -177,6 +179,89 @@ def _backward(emissions: Tensor, transitions: Tensor, end: Tensor, mask: Tensor)
     return log_q
 
 
+# Fast path. The robust recursions above fold each step's emission scores in log space,
+# costing a log and an exp of a [B, K] block per step. When no single step spans more than
+# ~470 nats in float64 (always, for trained HMM/CRF potentials) the emission factors can
+# be exponentiated once for the whole batch and each step is a matrix product, a multiply
+# and a normalisation. The recursions check their smallest per-step normaliser; below
+# _tiny (tiny ** (2/3), so underflowed terms weigh < K^2 tiny^(1/3), about 1e-96 in
+# float64) the caller falls back to the robust path.
+def _tiny(dtype: torch.dtype) -> float:
+    return torch.finfo(dtype).tiny ** (2 / 3)
+
+
+class _FastState(NamedTuple):
+    # F_t(j) = exp(E'_t(j) - shift_t) with E'_0 = em_0 + start, E'_t = em_t + col_shift (t >= 1)
+    factors: Tensor  # [B, T, K]
+    step_totals: Tensor  # [B, T] normaliser of each forward step
+
+
+def _fast_forward(em: Tensor, st: Tensor, en: Tensor, mask: Tensor, trans_col, col_shift):
+    """Forward pass with pre-exponentiated emissions; ``None`` if a step underflows."""
+    batch, length, num_tags = em.shape
+    shifted = em + col_shift
+    shifted[:, 0] = em[:, 0] + st
+    shift = _finite_or_zero(shifted.amax(-1, keepdim=True))
+    factors = torch.exp(shifted - shift)
+    shift = shift.squeeze(-1)
+    probs = em.new_empty(batch, length, num_tags)
+    step_totals = em.new_ones(batch, length)
+    total = factors[:, 0].sum(-1, keepdim=True)
+    prob = factors[:, 0] / total
+    step_totals[:, 0] = total.squeeze(-1)
+    probs[:, 0] = prob
+    for t in range(1, length):
+        weight = (prob @ trans_col).mul_(factors[:, t])
+        total = weight.sum(-1, keepdim=True)
+        prob = torch.where(mask[:, t, None], weight / total, prob)
+        step_totals[:, t] = total.squeeze(-1)
+        probs[:, t] = prob
+    end_shift = _finite_or_zero(en.amax())
+    last = prob @ torch.exp(en - end_shift)
+    valid_totals = step_totals.masked_fill(~mask, 1.0)
+    if not bool(torch.minimum(valid_totals.amin(1), last).amin() >= _tiny(em.dtype)):
+        return None
+    log_partition = (valid_totals.log() + shift * mask).sum(1) + torch.log(last) + end_shift
+    fwd = _Forward(probs, log_partition, col_shift, trans_col)
+    return fwd, _FastState(factors, step_totals)
+
+
+def _fast_backward(state: _FastState, trans_col: Tensor, en: Tensor, mask: Tensor):
+    """Normalised backward vectors ``q`` ``[B, T, K]``, or ``None`` if a step underflows.
+
+    ``beta_t(i) ∝ sum_j trans_col[i, j] F_{t+1}(j) beta_{t+1}(j)``: the column shift of
+    ``trans_col`` lives in ``F``, so the forward pass's matrix serves both directions.
+    """
+    factors = state.factors
+    batch, length, num_tags = factors.shape
+    q_last = torch.exp(en - _finite_or_zero(en.amax()))
+    q_last = (q_last / q_last.sum()).expand(batch, num_tags)
+    trans_t = trans_col.t()
+    qs = factors.new_empty(batch, length, num_tags)
+    qs[:, length - 1] = q_last
+    smallest = factors.new_ones(batch)
+    current = q_last
+    for t in range(length - 2, -1, -1):
+        weight = (factors[:, t + 1] * current) @ trans_t
+        total = weight.sum(-1, keepdim=True)
+        valid = mask[:, t + 1]
+        # Past the end of a sentence the chain restarts from the end scores.
+        current = torch.where(valid[:, None], weight / total, q_last)
+        smallest = torch.minimum(smallest, torch.where(valid, total.squeeze(-1), 1.0))
+        qs[:, t] = current
+    return qs if bool(smallest.amin() >= _tiny(factors.dtype)) else None
+
+
+def _run_forward(em, tr, st, en, mask):
+    """Fast forward when it is exact, else the robust one; returns (forward, fast state)."""
+    col_shift = _finite_or_zero(tr.amax(0))
+    trans_col = torch.exp(tr - col_shift)
+    fast = _fast_forward(em, st, en, mask, trans_col, col_shift)
+    if fast is None:
+        return _forward(em, tr, st, en, mask), None
+    return fast
+
+
 def _prepare(emissions, transitions, start, end, mask, compute_dtype):
     mask = _check_inputs(emissions, transitions, start, end, mask)
     dtype = compute_dtype or _default_compute_dtype(emissions.device)
@@ -211,7 +296,7 @@ def log_partition(
         True
     """
     em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
-    return _forward(em, tr, st, en, mask).log_partition.to(emissions.dtype)
+    return _run_forward(em, tr, st, en, mask)[0].log_partition.to(emissions.dtype)
 
 
 def posterior_marginals(
@@ -259,36 +344,44 @@ def posterior_marginals(
     """
     em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
     out_dtype = emissions.dtype
-    fwd = _forward(em, tr, st, en, mask)
-    log_q = _backward(em, tr, en, mask)
+    fwd, state = _run_forward(em, tr, st, en, mask)
+    qs = None if state is None else _fast_backward(state, fwd.trans_col, en, mask)
+    log_q = _backward(em, tr, en, mask) if qs is None else None
+    if qs is None:
+        qs = torch.exp(log_q)  # log_q is normalised: its largest entry is >= 1/K
 
     # P(y_t = k) is proportional to alpha_t(k) * beta_t(k); both are stored up to a
     # per-(b, t) constant, which the normalisation removes.
-    # log_q is normalised (its largest entry is >= 1/K), so exp needs no further shift.
-    uni = fwd.probs * torch.exp(log_q)
-    uni = uni.mul_(mask[..., None] / uni.sum(-1, keepdim=True))
+    uni = fwd.probs * qs
+    norm = uni.sum(-1, keepdim=True)
+    uni = uni.mul_(mask[..., None] / norm)
 
     pair_out = None
-    if pairwise:
-        pair_out = _pairwise(fwd, em, log_q, mask, out_dtype)
+    if pairwise and em.shape[1] == 1:
+        pair_out = em.new_zeros(em.shape[0], 0, em.shape[2], em.shape[2], dtype=out_dtype)
+    elif pairwise:
+        prev = fwd.probs[:, :-1]
+        if state is not None and log_q is None:
+            # h_{t+1}(j) = F_{t+1}(j) q_{t+1}(j); the normaliser sum_ij p_t(i) A'_ij h(j) is
+            # the forward step total times the unigram normaliser at t + 1.
+            h = state.factors[:, 1:] * qs[:, 1:]
+            total = state.step_totals[:, 1:, None] * norm[:, 1:]
+        else:
+            # Robust path: exp(col_shift_j + em_{t+1}(j) + log q_{t+1}(j)) shifted per step.
+            log_h = fwd.col_shift + em[:, 1:] + log_q[:, 1:]
+            h = torch.exp(log_h - _finite_or_zero(log_h.amax(-1, keepdim=True)))
+            total = ((prev @ fwd.trans_col) * h).sum(-1, keepdim=True)
+        pair_out = _pairwise(prev, fwd.trans_col, h, total, mask, out_dtype)
     return ChainMarginals(fwd.log_partition.to(out_dtype), uni.to(out_dtype), pair_out)
 
 
-def _pairwise(fwd: _Forward, em: Tensor, log_q: Tensor, mask: Tensor, out_dtype) -> Tensor:
-    """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * g_{t+1}(j)``, one broadcast product.
+def _pairwise(prev: Tensor, trans_col: Tensor, h: Tensor, total: Tensor, mask: Tensor, out_dtype):
+    """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * h_{t+1}(j) / total_t``.
 
-    ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``g`` carries the
-    emission, backward and normalising factors, so ``g <= 1 / total`` with ``total`` below.
+    ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``g = h / total``
+    carries the emission, backward and normalising factors. One broadcast product.
     """
-    batch, length, num_tags = em.shape
-    if length == 1:
-        return em.new_zeros(batch, 0, num_tags, num_tags, dtype=out_dtype)
-    # h_{t+1}(j) = exp(col_shift_j + em_{t+1}(j) + log beta_{t+1}(j)), up to a per-(b, t) constant.
-    log_h = fwd.col_shift + em[:, 1:] + log_q[:, 1:]
-    h = torch.exp(log_h - _finite_or_zero(log_h.amax(-1, keepdim=True)))
-    prev = fwd.probs[:, :-1]
-    # The normaliser sum_ij p(i) A[i, j] h(j) is a cheap [B, K] @ [K, K] product.
-    total = ((prev @ fwd.trans_col) * h).sum(-1, keepdim=True)
+    batch, steps, num_tags = prev.shape
     valid = mask[:, 1:, None]
     g = torch.where(valid, h / torch.where(valid, total, 1.0), 0.0)
     # The [B, T-1, K, K] product dominates the cost, and float32 halves it. It is exact to
@@ -296,13 +389,13 @@ def _pairwise(fwd: _Forward, em: Tensor, log_q: Tensor, mask: Tensor, out_dtype)
     # partial product p * A underflows (< 1e-38) is then below 1e-38 / total in value.
     # The rare steps with a tiny normaliser (very peaked scores) are redone in float64.
     work = torch.float64 if out_dtype == torch.float64 else torch.float32
-    out = torch.empty(batch, length - 1, num_tags, num_tags, dtype=work, device=em.device)
-    torch.mul(prev.to(work)[..., None], fwd.trans_col.to(work), out=out)
+    out = torch.empty(batch, steps, num_tags, num_tags, dtype=work, device=prev.device)
+    torch.mul(prev.to(work)[..., None], trans_col.to(work), out=out)
     out.mul_(g.to(work)[..., None, :])
-    if em.dtype == torch.float64 and work != torch.float64:
+    if prev.dtype == torch.float64 and work != torch.float64:
         redo = (valid & (total < 1e-20)).squeeze(-1).nonzero(as_tuple=True)
         if redo[0].numel():
-            exact = prev[redo][..., None] * fwd.trans_col * g[redo][..., None, :]
+            exact = prev[redo][..., None] * trans_col * g[redo][..., None, :]
             out[redo] = exact.to(work)
     return out.to(out_dtype)
 
@@ -387,7 +480,7 @@ def sample(
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
     em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
     batch, length, num_tags = em.shape
-    fwd = _forward(em, tr, st, en, mask)
+    fwd = _run_forward(em, tr, st, en, mask)[0]
     last = mask.sum(1) - 1  # [B] index of each sentence's last tag
     end_weight = torch.exp(en - _finite_or_zero(en.amax()))
     # Uniforms drawn in one call keep the result independent of the device's kernel order.

@@ -1,0 +1,280 @@
+"""Time and memory of the metric core against one sort and against peer libraries.
+
+For each N (default 1e6 and 1e7): q ~ Beta(0.3, 0.3) in float32, y ~ Bernoulli(q). In one
+process, interleaved, after a warm-up, the median of ``--repeats`` runs of:
+
+- CalibErr + interval: ``calibration_error_ci`` (S = 10,000 draws, bin size 5000);
+- CalibErr alone: ``calibration_error``;
+- one ``torch.sort`` of the same N float32 values (the yardstick: exact equal-mass bins
+  are at most one sort away);
+- torchmetrics' ``BinaryCalibrationError(n_bins=15, norm="l2")``, update + compute;
+- torch-uncertainty's adaptive calibration error, if it can be imported.
+
+The machine may be shared, so what the table reports is the ratio to the sort measured in
+the same process with the runs interleaved, not absolute times.
+
+Peak memory: each function runs once in a fresh subprocess (glibc's mmap threshold lowered
+so that freed tensors leave the resident set); the extra peak is the rise of the resident
+high-water mark (reset through /proc/self/clear_refs once the inputs exist, where the
+kernel allows it), reported as a multiple of the input's bytes (q + y).
+
+    python benchmarks/bench_metric.py --sizes 1e6 1e7 --repeats 7 --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from calib_metrics.functional import calibration_error, calibration_error_ci  # noqa: E402
+
+DOC = ROOT / "docs" / "bench_metric.md"
+TARGET_TIME = "≤ 1.0× the sort at 1e7 (aim 0.5×)"
+TARGET_MEMORY = "≤ 2× the input's bytes"
+
+
+def make_inputs(n: int, device: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """q ~ Beta(0.3, 0.3) float32, y ~ Bernoulli(q) float32, on ``device``."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    # Beta(a, a) as X / (X + Y) with X, Y ~ Gamma(a): torch.distributions has no generator.
+    torch.manual_seed(seed)
+    q = torch.distributions.Beta(
+        torch.tensor(0.3, device=device), torch.tensor(0.3, device=device)
+    ).sample((n,))
+    q = q.to(torch.float32).clamp_(0, 1)
+    y = torch.bernoulli(q, generator=g)
+    return q, y
+
+
+def peer_torchmetrics() -> Callable | None:
+    try:
+        from torchmetrics.classification import BinaryCalibrationError
+    except ImportError:
+        return None
+
+    def run(q: torch.Tensor, y: torch.Tensor) -> float:
+        metric = BinaryCalibrationError(n_bins=15, norm="l2").to(q.device)
+        metric.update(q, y)
+        return metric.compute().item()
+
+    return run
+
+
+def peer_torch_uncertainty() -> tuple[Callable | None, str]:
+    try:
+        from torch_uncertainty.metrics.classification import AdaptiveCalibrationError
+    except Exception as err:  # a broken install raises more than ImportError
+        return None, f"not installed ({type(err).__name__}: {err})"
+
+    def run(q: torch.Tensor, y: torch.Tensor) -> float:
+        metric = AdaptiveCalibrationError(task="binary", num_bins=max(1, q.numel() // 5000))
+        metric = metric.to(q.device)
+        metric.update(q, y.long())
+        return metric.compute().item()
+
+    return run, "installed"
+
+
+def candidates(samples: int, bin_size: int) -> dict[str, Callable | None]:
+    def ours_ci(q, y):
+        g = torch.Generator(device=q.device).manual_seed(0)
+        r = calibration_error_ci(q, y, bin_size=bin_size, n_samples=samples, generator=g)
+        return r.error.item(), r.lower.item(), r.upper.item()
+
+    def ours(q, y):
+        return calibration_error(q, y, bin_size=bin_size).item()
+
+    def sort(q, y):
+        return torch.sort(q)[0][-1].item()
+
+    tu, _ = peer_torch_uncertainty()
+    return {
+        "CalibErr + interval (ours)": ours_ci,
+        "CalibErr (ours)": ours,
+        "torch.sort of q": sort,
+        "torchmetrics BinaryCalibrationError (15 bins, l2)": peer_torchmetrics(),
+        "torch-uncertainty adaptive CE": tu,
+    }
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def time_all(
+    n: int, device: str, repeats: int, samples: int, bin_size: int
+) -> tuple[dict[str, float], dict[str, object]]:
+    q, y = make_inputs(n, device)
+    fns = {k: f for k, f in candidates(samples, bin_size).items() if f is not None}
+    values = {name: fn(q, y) for name, fn in fns.items()}  # warm-up, and the answers
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():  # interleaved, so load changes hit every entry alike
+            synchronize(device)
+            start = time.perf_counter()
+            fn(q, y)
+            synchronize(device)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}, values
+
+
+# ------------------------------------------------------------------------- memory
+def _resident_peak_kib() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _reset_peak() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def memory_child(name: str, n: int, device: str, samples: int, bin_size: int) -> None:
+    """Run one function once on fresh inputs; print the extra peak resident memory."""
+    fn = candidates(samples, bin_size)[name]
+    q, y = make_inputs(n, device)
+    small_q, small_y = make_inputs(1000, device, seed=1)
+    fn(small_q, small_y)  # load lazily imported code before the baseline
+    gc.collect()
+    reset = _reset_peak()
+    before = _resident_peak_kib()
+    fn(q, y)
+    after = _resident_peak_kib()
+    input_bytes = q.numel() * q.element_size() + y.numel() * y.element_size()
+    print(json.dumps({"extra": (after - before) * 1024, "input": input_bytes, "reset": reset}))
+
+
+def measure_memory(
+    name: str, n: int, device: str, samples: int, bin_size: int, threads: int
+) -> dict | None:
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", PYTHONPATH=str(ROOT))
+    cmd = [
+        sys.executable,
+        __file__,
+        "--memory-child",
+        name,
+        "--sizes",
+        str(n),
+        "--device",
+        device,
+        "--samples",
+        str(samples),
+        "--bin-size",
+        str(bin_size),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    if done.returncode != 0:
+        print(f"memory run of {name!r} failed: {done.stderr.strip()[-500:]}", file=sys.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------------- report
+def format_value(value: object) -> str:
+    if isinstance(value, tuple):
+        error, lower, upper = value
+        return f"{error:.5f} [{lower:.5f}, {upper:.5f}]"
+    if isinstance(value, float):
+        return f"{value:.5f}"
+    return str(value)
+
+
+def table(n: int, medians: dict[str, float], values: dict, memory: dict[str, dict | None]) -> str:
+    sort_time = medians["torch.sort of q"]
+    rows = [
+        f"**N = {n:.0e}**".replace("e+0", "e"),
+        "",
+        "| method | median time (s) | ratio to sort | extra peak memory / input bytes | value |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for name, median in medians.items():
+        mem = memory.get(name)
+        mem_text = f"{mem['extra'] / mem['input']:.2f}×" if mem else "–"
+        value = "" if name == "torch.sort of q" else format_value(values[name])
+        rows.append(f"| {name} | {median:.4f} | {median / sort_time:.2f}× | {mem_text} | {value} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
+    )
+    parser.add_argument("--samples", type=int, default=10000, help="interval draws S")
+    parser.add_argument("--bin-size", type=int, default=5000)
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
+    parser.add_argument("--write", action="store_true", help=f"write {DOC.relative_to(ROOT)}")
+    parser.add_argument("--memory-child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes]
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.memory_child:
+        memory_child(args.memory_child, sizes[0], args.device, args.samples, args.bin_size)
+        return 0
+
+    _, tu_status = peer_torch_uncertainty()
+    header = [
+        "# Benchmark: calibration metric core",
+        "",
+        f"`python benchmarks/bench_metric.py --sizes {' '.join(f'{s:.0e}' for s in sizes)} "
+        f"--repeats {args.repeats} --threads {torch.get_num_threads()}` on {args.device} "
+        f"(torch {torch.__version__}, {os.cpu_count()} CPUs). q ~ Beta(0.3, 0.3) float32, "
+        "y ~ Bernoulli(q) "
+        f"float32; bin size {args.bin_size}, S = {args.samples} interval draws. Times are "
+        f"medians of {args.repeats} interleaved runs after a warm-up; the ratio is to one "
+        "`torch.sort` of q in the same process. Extra peak memory: rise of the resident "
+        "high-water mark in a fresh process, over the bytes of q + y.",
+        "",
+        f"Targets: CalibErr + interval {TARGET_TIME}; extra peak memory {TARGET_MEMORY}.",
+        f"torch-uncertainty: {tu_status}.",
+        "",
+    ]
+    print("\n".join(header))
+    sections = []
+    for n in sizes:
+        medians, values = time_all(n, args.device, args.repeats, args.samples, args.bin_size)
+        memory = {}
+        if not args.no_memory:
+            for name in medians:
+                memory[name] = measure_memory(
+                    name, n, args.device, args.samples, args.bin_size, torch.get_num_threads()
+                )
+        section = table(n, medians, values, memory)
+        print(section + "\n", flush=True)
+        sections.append(section)
+    if args.write:
+        DOC.parent.mkdir(parents=True, exist_ok=True)
+        DOC.write_text("\n".join(header) + "\n" + "\n\n".join(sections) + "\n")
+        print(f"wrote {DOC.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

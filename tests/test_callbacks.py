@@ -1,0 +1,380 @@
+"""CalibrationMonitor in real (tiny, CPU) Lightning runs, read back from the event files."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from tensorboard.backend.event_processing.event_accumulator import (
+    IMAGES,
+    SCALARS,
+    TENSORS,
+    EventAccumulator,
+)
+from tensorboard.plugins.custom_scalar import layout_pb2
+from tensorboard.util import tensor_util
+from torch.utils.data import DataLoader, TensorDataset
+
+from calib_metrics import CalibrationError
+from calib_metrics.callbacks import CalibrationMonitor
+
+PAD = -100
+N_CLASSES = 3
+FEATURES = 6
+
+
+def tagging_data(n: int = 48, length: int = 5, seed: int = 0) -> TensorDataset:
+    """Sequences of feature vectors whose noisy-linear tags the model can learn; padded tails."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, length, FEATURES, generator=g)
+    w = torch.randn(FEATURES, N_CLASSES, generator=torch.Generator().manual_seed(99))
+    y = (x @ w + 0.8 * torch.randn(n, length, N_CLASSES, generator=g)).argmax(-1)
+    lengths = torch.randint(2, length + 1, (n,), generator=g)
+    y[torch.arange(length) >= lengths[:, None]] = PAD
+    return TensorDataset(x, y)
+
+
+class TinyTagger(LightningModule):
+    """Per-token softmax over a linear layer: emits ``{"probs", "target"}`` when evaluated."""
+
+    def __init__(self, lr: float = 0.3) -> None:
+        super().__init__()
+        self.lr = lr
+        self.net = torch.nn.Linear(FEATURES, N_CLASSES)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x).softmax(-1)
+
+    def _loss(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        x, y = batch
+        logits = self.net(x)
+        loss = F.cross_entropy(logits.reshape(-1, N_CLASSES), y.reshape(-1), ignore_index=PAD)
+        return loss, logits.softmax(-1), y
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        loss, _, _ = self._loss(batch)
+        self.log("train/loss", loss)
+        return loss
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        loss, probs, y = self._loss(batch)
+        self.log("val/loss", loss)  # its steps are what the monitor's must match
+        return {"probs": probs, "target": y}
+
+    def test_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        loss, probs, y = self._loss(batch)
+        self.log("test/loss", loss)
+        return {"probs": probs, "target": y}
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+
+def loaders(batch_size: int = 16) -> tuple[DataLoader, DataLoader]:
+    train = DataLoader(tagging_data(48, seed=0), batch_size=batch_size, shuffle=False)
+    val = DataLoader(tagging_data(40, seed=1), batch_size=batch_size)
+    return train, val
+
+
+def trainer(root: Path, max_epochs: int, **kwargs: Any) -> Trainer:
+    options: dict[str, Any] = dict(
+        default_root_dir=root,
+        max_epochs=max_epochs,
+        accelerator="cpu",
+        devices=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        log_every_n_steps=1,
+        num_sanity_val_steps=1,
+    )
+    options.update(kwargs)
+    return Trainer(**options)
+
+
+def monitor(**kwargs: Any) -> CalibrationMonitor:
+    options: dict[str, Any] = dict(
+        num_classes=N_CLASSES, ignore_index=PAD, bin_size=20, n_samples=300
+    )
+    options.update(kwargs)
+    return CalibrationMonitor(**options)
+
+
+def read_events(log_dir: str | Path) -> EventAccumulator:
+    acc = EventAccumulator(str(log_dir), size_guidance={IMAGES: 0, SCALARS: 0, TENSORS: 0})
+    acc.Reload()
+    return acc
+
+
+def expected_result(model: TinyTagger, loader: DataLoader, **kwargs: Any) -> Any:
+    metric = CalibrationError(N_CLASSES, ignore_index=PAD, bin_size=20, n_samples=300, **kwargs)
+    with torch.no_grad():
+        for x, y in loader:
+            metric.update(model(x), y)
+    return metric.compute_result()
+
+
+@pytest.fixture(scope="module")
+def three_epochs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One 3-epoch run logging to TensorBoard and CSV (a logger without images)."""
+    root = tmp_path_factory.mktemp("three_epochs")
+    torch.manual_seed(0)
+    tb_logger = TensorBoardLogger(root, name="tb")
+    csv_logger = CSVLogger(root, name="csv")
+    cb = monitor(per_class=True, class_names=["A", "B", "C"])
+    model = TinyTagger()
+    train, val = loaders()
+    t = trainer(root, 3, logger=[tb_logger, csv_logger], callbacks=[cb])
+    t.fit(model, train, val)
+    return {
+        "acc": read_events(tb_logger.log_dir),
+        "csv_dir": Path(csv_logger.log_dir),
+        "monitor": cb,
+        "model": model,
+        "val": val,
+        "trainer": t,
+    }
+
+
+def test_one_diagram_per_epoch_at_self_log_steps(three_epochs: dict[str, Any]) -> None:
+    acc = three_epochs["acc"]
+    loss_steps = [e.step for e in acc.Scalars("val/loss")]
+    assert len(loss_steps) == 3  # the sanity check logged nothing
+    assert loss_steps == sorted(set(loss_steps))
+    images = acc.Images("val/reliability_diagram")
+    assert [e.step for e in images] == loss_steps
+    assert all(e.width > 100 and e.height > 100 and e.encoded_image_string for e in images)
+    assert [e.step for e in acc.Images("val/calib_err_per_class")] == loss_steps
+    assert [r["step"] for r in three_epochs["monitor"].history] == loss_steps
+
+
+def test_three_scalars_per_epoch_with_interval(three_epochs: dict[str, Any]) -> None:
+    acc = three_epochs["acc"]
+    loss_steps = [e.step for e in acc.Scalars("val/loss")]
+    err, low, high = (acc.Scalars(f"val/calib_err{s}") for s in ("", "_lower", "_upper"))
+    for series in (err, low, high):
+        assert [e.step for e in series] == loss_steps
+    for e, lo, hi in zip(err, low, high, strict=True):
+        assert 0 <= lo.value <= hi.value
+        assert 0 <= e.value <= 1
+    history = three_epochs["monitor"].history
+    assert [r["epoch"] for r in history] == [0, 1, 2]
+    assert [e.value for e in err] == pytest.approx([r["error"] for r in history], rel=1e-6)
+    assert [e.value for e in high] == pytest.approx([r["upper"] for r in history], rel=1e-6)
+    # The model gets better, so its probabilities move: the three epochs differ.
+    assert len({round(r["error"], 8) for r in history}) == 3
+    # The last epoch's value is the metric on the trained model's validation predictions.
+    expected = expected_result(three_epochs["model"], three_epochs["val"], streaming=True)
+    assert history[-1]["error"] == pytest.approx(float(expected.error), rel=1e-6)
+    assert history[-1]["lower"] == pytest.approx(float(expected.lower), rel=1e-6)
+
+
+def test_raw_bins_and_margin_layout_are_readable(three_epochs: dict[str, Any]) -> None:
+    acc = three_epochs["acc"]
+    events = acc.Tensors("val/calib_bins")
+    assert len(events) == 3
+    bins = tensor_util.make_ndarray(events[-1].tensor_proto)
+    assert bins.ndim == 2 and bins.shape[1] == 3
+    n_tokens = int((three_epochs["val"].dataset.tensors[1] != PAD).sum())
+    assert bins[:, 2].sum() == n_tokens * N_CLASSES  # micro: C pairs per unpadded token
+    assert ((bins[:, :2] >= 0) & (bins[:, :2] <= 1)).all()
+    last = three_epochs["monitor"].history[-1]
+    assert bins[:, 0].tolist() == pytest.approx(last["bins"]["pred_mean"])
+    per_class = tensor_util.make_ndarray(acc.Tensors("val/calib_err_per_class")[-1].tensor_proto)
+    assert per_class.shape == (N_CLASSES, 5)
+    assert (per_class[:, 3] <= per_class[:, 4]).all()
+    text = acc.Tensors("val/calib_bins/text_summary")[-1].tensor_proto.string_val[0].decode()
+    assert "| bin |" in text and "CalibErr" in text
+    config = acc.Tensors("custom_scalars__config__")[0].tensor_proto.string_val[0]
+    layout = layout_pb2.Layout.FromString(config)
+    (category,) = layout.category
+    (chart,) = category.chart
+    (series,) = chart.margin.series
+    assert (series.value, series.lower, series.upper) == (
+        "val/calib_err",
+        "val/calib_err_lower",
+        "val/calib_err_upper",
+    )
+
+
+def test_logger_without_images_gets_pngs(three_epochs: dict[str, Any]) -> None:
+    folder = three_epochs["csv_dir"] / "calibration"
+    names = sorted(p.name for p in folder.glob("*.png"))
+    assert names == [
+        "val_calib_err.png",
+        *[f"val_calib_err_per_class_epoch{e:03d}.png" for e in range(3)],
+        *[f"val_reliability_diagram_epoch{e:03d}.png" for e in range(3)],
+    ]
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in folder.glob("*.png"))
+    history = json.loads((folder / "val_history.json").read_text())
+    assert [r["epoch"] for r in history] == [0, 1, 2]
+    # The CSV logger got the scalars from pl_module.log as well.
+    metrics = (three_epochs["csv_dir"] / "metrics.csv").read_text()
+    assert "val/calib_err_lower" in metrics
+
+
+class RecordingExperiment:
+    """Anything with ``add_figure``: no class check may stand in the way."""
+
+    def __init__(self) -> None:
+        self.figures: list[tuple[str, int]] = []
+
+    def add_figure(self, tag: str, figure: Any, global_step: int | None = None, **_: Any) -> None:
+        assert figure.axes, "an empty figure was logged"
+        self.figures.append((tag, global_step))
+
+
+class DuckLogger(Logger):
+    def __init__(self) -> None:
+        super().__init__()
+        self._experiment = RecordingExperiment()
+        self.metrics: list[tuple[dict[str, float], int | None]] = []
+
+    @property
+    def name(self) -> str:
+        return "duck"
+
+    @property
+    def version(self) -> int:
+        return 0
+
+    @property
+    def experiment(self) -> RecordingExperiment:
+        return self._experiment
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        self.metrics.append((metrics, step))
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def test_duck_typed_logger_every_n_epochs_and_no_sanity(tmp_path: Path) -> None:
+    logger = DuckLogger()
+    cb = monitor(every_n_epochs=2, save_png=False)
+    train, val = loaders()
+    trainer(tmp_path, 4, logger=logger, callbacks=[cb]).fit(TinyTagger(), train, val)
+    assert [r["epoch"] for r in cb.history] == [1, 3]
+    steps = [s for m, s in logger.metrics if "val/calib_err" in m]
+    loss_steps = [s for m, s in logger.metrics if "val/loss" in m]
+    assert len(loss_steps) == 4
+    assert steps == [loss_steps[1], loss_steps[3]]
+    assert logger.experiment.figures == [("val/reliability_diagram", s) for s in steps]
+    assert not (tmp_path / "calibration").exists()
+
+
+def test_checkpoint_and_resume_continue_history(tmp_path: Path) -> None:
+    train, val = loaders()
+    ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True)
+    first = monitor(n_samples=100)
+    trainer(
+        tmp_path,
+        2,
+        logger=CSVLogger(tmp_path, name="a"),
+        callbacks=[first, ckpt],
+        enable_checkpointing=True,
+    ).fit(TinyTagger(), train, val)
+    assert [r["epoch"] for r in first.history] == [0, 1]
+    saved = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=False)
+    assert saved["callbacks"][first.state_key]["history"] == first.history
+
+    second = monitor(n_samples=100)
+    resumed = trainer(tmp_path, 4, logger=CSVLogger(tmp_path, name="b"), callbacks=[second])
+    resumed.fit(TinyTagger(), train, val, ckpt_path=tmp_path / "ckpt" / "last.ckpt")
+    assert [r["epoch"] for r in second.history] == [0, 1, 2, 3]
+    assert second.history[:2] == first.history
+    steps = [r["step"] for r in second.history]
+    assert steps == sorted(set(steps))
+    # The PNG history of the resumed run draws all four epochs.
+    written = json.loads(
+        (Path(resumed.loggers[0].log_dir) / "calibration" / "val_history.json").read_text()
+    )
+    assert [r["epoch"] for r in written] == [0, 1, 2, 3]
+
+
+def test_test_stage_binary_extract(tmp_path: Path) -> None:
+    def correct_tag(outputs: dict[str, torch.Tensor], batch: Any) -> tuple[torch.Tensor, ...]:
+        # Binary pairs: the top tag's probability, and whether it is right.
+        probs, target = outputs["probs"], outputs["target"]
+        keep = target != PAD
+        top, tag = probs[keep].max(-1)
+        return top, (tag == target[keep]).float()
+
+    cb = CalibrationMonitor(extract=correct_tag, stage="test", bin_size=10, n_samples=100)
+    model = TinyTagger()
+    _, val = loaders()
+    t = trainer(tmp_path, 1, logger=TensorBoardLogger(tmp_path, name="tb"), callbacks=[cb])
+    (metrics,) = t.test(model, val)
+    assert metrics["test/calib_err_lower"] <= metrics["test/calib_err_upper"]
+    assert len(cb.history) == 1 and cb.history[0]["stage"] == "test"
+    n_tokens = int((val.dataset.tensors[1] != PAD).sum())
+    assert cb.history[0]["n_pairs"] == n_tokens
+    acc = read_events(t.loggers[0].log_dir)
+    assert len(acc.Images("test/reliability_diagram")) == 1
+    assert [e.step for e in acc.Scalars("test/calib_err")] == [
+        e.step for e in acc.Scalars("test/loss")
+    ]
+
+
+def test_epoch_without_pairs_warns_and_skips(tmp_path: Path) -> None:
+    cb = monitor(extract=lambda outputs, batch: None)
+    train, val = loaders()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer(tmp_path, 1, logger=False, callbacks=[cb]).fit(TinyTagger(), train, val)
+    assert cb.history == []
+    assert any("nothing to measure" in str(w.message) for w in caught)
+
+
+def test_extract_batch_errors() -> None:
+    cb = monitor()
+    with pytest.raises(ValueError, match="'probs' and 'target'"):
+        cb.extract_batch(torch.zeros(3), None)
+    with pytest.raises(ValueError, match="no 'target'"):
+        cb.extract_batch({"probs": torch.zeros(3, 3)}, None)
+    with pytest.raises(ValueError, match="must be tensors"):
+        cb.extract_batch({"probs": [0.5], "target": [1]}, None)
+    keyed = monitor(probs_key="p", target_key="y")
+    probs, _ = keyed.extract_batch({"p": torch.full((2, 3), 1 / 3).half(), "y": torch.ones(2)}, 0)
+    assert probs.dtype == torch.float32
+    bad = monitor(extract=lambda outputs, batch: outputs)
+    with pytest.raises(ValueError, match="extract must return"):
+        bad.extract_batch("nope", None)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"stage": "train"}, "stage must be"),
+        ({"every_n_epochs": 0}, "every_n_epochs"),
+        ({"every_n_epochs": 1.5}, "every_n_epochs"),
+        ({"num_classes": None, "per_class": True}, "per_class=True needs num_classes"),
+        ({"class_names": ["a"]}, "class_names must have"),
+        ({"save_png": "yes"}, "save_png"),
+        ({"average": None}, "per_class=True instead"),
+        ({"extract": 3}, "extract must be callable"),
+        ({"bin_size": 0}, "bin_size"),
+    ],
+)
+def test_bad_options(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        monitor(**kwargs)
+
+
+def test_state_dict_round_trip_and_state_key() -> None:
+    cb = monitor()
+    cb.history.append({"epoch": 0, "error": 0.1})
+    other = monitor()
+    other.load_state_dict(cb.state_dict())
+    assert other.history == cb.history and other.history is not cb.history
+    assert monitor(stage="test").state_key != cb.state_key
+    with pytest.raises(ValueError, match="history must be a list"):
+        other.load_state_dict({"history": 3})

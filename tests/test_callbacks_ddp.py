@@ -1,0 +1,156 @@
+"""CalibrationMonitor under 2-process CPU DDP: every rank computes the synced value, rank 0 writes.
+
+The run happens in a child Python process (this file run as a script), so that
+``ddp_spawn``'s workers can import the model by name and a hung run can be killed by PID
+without taking pytest down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lightning.pytorch import Callback, LightningModule, Trainer
+
+EPOCHS = 2
+TIMEOUT_S = 300
+
+
+class DumpHistory(Callback):
+    """Writes each rank's monitor history (module level, so that DDP workers can unpickle it)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+
+    def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        from calib_metrics.callbacks import CalibrationMonitor
+
+        (monitor,) = (c for c in trainer.callbacks if isinstance(c, CalibrationMonitor))
+        path = self.out / f"rank{trainer.global_rank}.json"
+        path.write_text(json.dumps(monitor.history))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_ddp(out: Path) -> None:
+    """Fit on 2 CPU processes, then write what each rank and the parent saw to ``out``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import torch
+    from lightning.pytorch import Trainer
+    from lightning.pytorch.loggers import TensorBoardLogger
+    from test_callbacks import PAD, TinyTagger, loaders
+
+    from calib_metrics import CalibrationError
+    from calib_metrics.callbacks import CalibrationMonitor
+
+    torch.manual_seed(0)
+    train, val = loaders(batch_size=10)  # 40 validation sequences: 20 per rank, no padding
+    model = TinyTagger()
+    monitor = CalibrationMonitor(
+        num_classes=3, ignore_index=PAD, bin_size=20, n_samples=300, save_png=True
+    )
+    trainer = Trainer(
+        default_root_dir=out,
+        max_epochs=EPOCHS,
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp_spawn",
+        logger=TensorBoardLogger(out, name="tb"),
+        callbacks=[monitor, DumpHistory(out)],
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=1,
+        log_every_n_steps=1,
+    )
+    trainer.fit(model, train, val)
+    # The parent holds rank 0's trained weights: the metric on the whole validation set
+    # is what the synchronised ranks must have logged.
+    metric = CalibrationError(3, ignore_index=PAD, bin_size=20, n_samples=300, streaming=True)
+    with torch.no_grad():
+        for x, y in val:
+            metric.update(model(x), y)
+    expected = metric.compute_result()
+    summary = {
+        "logged": {k: float(v) for k, v in trainer.callback_metrics.items()},
+        "expected": {"error": float(expected.error), "upper": float(expected.upper)},
+    }
+    (out / "summary.json").write_text(json.dumps(summary))
+
+
+def test_ddp_two_cpu_processes(tmp_path: Path) -> None:
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+    )
+    env.setdefault("MPLBACKEND", "Agg")
+    proc = subprocess.Popen(
+        [sys.executable, __file__, str(tmp_path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its spawned workers share its process group
+    )
+    try:
+        output, _ = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        output = b""
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        # Workers left behind by a killed run: end them by their group, which is proc's PID.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = output.decode(errors="replace")[-4000:]
+    assert proc.returncode == 0, f"DDP run failed or timed out:\n{text}"
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    # Every rank computed, over both ranks' data, the same result.
+    for history in ranks:
+        assert [r["epoch"] for r in history] == list(range(EPOCHS))
+    assert [r["error"] for r in ranks[0]] == [r["error"] for r in ranks[1]]
+    assert [r["n_pairs"] for r in ranks[0]] == [r["n_pairs"] for r in ranks[1]]
+    n_tokens = ranks[0][0]["n_pairs"] // 3
+    assert n_tokens > 40  # both halves of the 40 sequences, not one rank's 20
+    logged, expected = summary["logged"], summary["expected"]
+    assert logged["val/calib_err"] == pytest.approx(expected["error"], rel=1e-5)
+    assert logged["val/calib_err_upper"] == pytest.approx(expected["upper"], rel=1e-5)
+    assert ranks[0][-1]["error"] == pytest.approx(expected["error"], rel=1e-9)
+
+    # Rank zero alone wrote: one event file, one image and one value per epoch.
+    from tensorboard.backend.event_processing.event_accumulator import (
+        IMAGES,
+        SCALARS,
+        EventAccumulator,
+    )
+
+    # (The parent's logger, asked after the run, names the next version: look at all.)
+    (events,) = (tmp_path / "tb").glob("version_*/events.out.tfevents.*")
+    log_dir = events.parent
+    acc = EventAccumulator(str(log_dir), size_guidance={IMAGES: 0, SCALARS: 0})
+    acc.Reload()
+    assert len(acc.Images("val/reliability_diagram")) == EPOCHS
+    assert len(acc.Scalars("val/calib_err")) == EPOCHS
+    pngs = sorted((log_dir / "calibration").glob("val_reliability_diagram_epoch*.png"))
+    assert len(pngs) == EPOCHS
+
+
+if __name__ == "__main__":
+    run_ddp(Path(sys.argv[1]))

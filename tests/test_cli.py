@@ -1,0 +1,247 @@
+"""The ``calib-metrics`` command: file round trips, JSON and plot output, bad files."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calib_metrics import cli
+from calib_metrics.functional import brier_decomposition, calibration_error_ci
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def pairs() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    q = rng.beta(0.5, 0.5, size=1500)
+    y = (rng.random(1500) < np.clip(q + 0.05, 0, 1)).astype(np.int64)
+    q[:20] = 0.25  # ties
+    q[20], q[21] = 0.0, 1.0
+    return q, y
+
+
+def expected_numbers(q: np.ndarray, y: np.ndarray, **options) -> dict[str, float]:
+    """The functional API's numbers for the CLI's defaults (seed 0)."""
+    probs, target = torch.from_numpy(q), torch.from_numpy(y)
+    bin_size = options.get("bin_size", 5000)
+    samples = options.get("samples", 10000)
+    result = calibration_error_ci(
+        probs,
+        target,
+        bin_size=bin_size,
+        n_samples=samples,
+        generator=torch.Generator().manual_seed(0),
+    )
+    brier = brier_decomposition(probs, target, bin_size=bin_size)
+    return {
+        "calib_err": result.error.item(),
+        "mean": result.mean.item(),
+        "std": result.std.item(),
+        "lower": result.lower.item(),
+        "upper": result.upper.item(),
+        "brier": brier.brier.item(),
+        "calibration": brier.calibration.item(),
+        "refinement": brier.refinement.item(),
+    }
+
+
+def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exit_:  # argparse usage errors
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(path: Path, q: np.ndarray, y: np.ndarray) -> Path:
+    """Write the pairs in the format that the suffix names."""
+    suffix = path.suffix
+    if suffix in (".csv", ".tsv"):
+        sep = "," if suffix == ".csv" else "\t"
+        lines = [f"id{sep}prob{sep}label"]
+        lines += [
+            f"{i}{sep}{float(a)!r}{sep}{int(b)}" for i, (a, b) in enumerate(zip(q, y, strict=True))
+        ]
+        path.write_text("\n".join(lines) + "\n")
+    elif suffix == ".jsonl":
+        rows = (json.dumps({"q": float(a), "y": int(b)}) for a, b in zip(q, y, strict=True))
+        path.write_text("\n".join(rows) + "\n")
+    elif suffix == ".npy":
+        np.save(path, np.stack([q, y.astype(np.float64)], axis=1))
+    elif suffix == ".npz":
+        np.savez(path, probs=q, target=y)
+    elif suffix == ".pt":
+        torch.save({"probs": torch.from_numpy(q), "target": torch.from_numpy(y)}, path)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl", ".npy", ".npz", ".pt"])
+def test_round_trip_json(tmp_path: Path, capsys, pairs, suffix: str) -> None:
+    q, y = pairs
+    path = write(tmp_path / f"preds{suffix}", q, y)
+    code, out, err = run_cli(
+        capsys, "evaluate", path, "--json", "--bin-size", "200", "--samples", "300"
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["n"] == len(q)
+    assert summary["bins"] == len(q) // 200
+    for name, value in expected_numbers(q, y, bin_size=200, samples=300).items():
+        assert summary[name] == pytest.approx(value, rel=1e-12, abs=1e-15), name
+
+
+def test_text_output_and_plot(tmp_path: Path, capsys, pairs) -> None:
+    q, y = pairs
+    path = write(tmp_path / "preds.csv", q, y)
+    png = tmp_path / "figs" / "diagram.png"
+    code, out, err = run_cli(
+        capsys,
+        "evaluate",
+        path,
+        "--probs",
+        "prob",
+        "--target",
+        "label",
+        "--bin-size",
+        "300",
+        "--samples",
+        "200",
+        "--plot",
+        png,
+    )
+    assert code == 0, err
+    numbers = expected_numbers(q, y, bin_size=300, samples=200)
+    assert f"N = {len(q)}" in out
+    assert f"{numbers['calib_err']:.4f}" in out
+    assert f"[{numbers['lower']:.4f}, {numbers['upper']:.4f}]" in out
+    assert f"{numbers['brier']:.4f}" in out
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_options_reach_the_computation(tmp_path: Path, capsys, pairs) -> None:
+    q, y = pairs
+    path = write(tmp_path / "preds.npz", q, y)
+    code, out, _ = run_cli(
+        capsys,
+        "evaluate",
+        path,
+        "--json",
+        "--binning",
+        "uniform",
+        "--n-bins",
+        "10",
+        "--norm",
+        "l1",
+        "--samples",
+        "100",
+        "--confidence",
+        "0.9",
+        "--method",
+        "percentile",
+    )
+    assert code == 0
+    summary = json.loads(out)
+    expected = calibration_error_ci(
+        torch.from_numpy(q),
+        torch.from_numpy(y),
+        binning="uniform",
+        n_bins=10,
+        norm="l1",
+        n_samples=100,
+        confidence=0.9,
+        method="percentile",
+        generator=torch.Generator().manual_seed(0),
+    )
+    assert summary["calib_err"] == pytest.approx(expected.error.item(), rel=1e-12)
+    assert summary["upper"] == pytest.approx(expected.upper.item(), rel=1e-12)
+    assert summary["bins"] == len(expected.bins.count)
+
+
+BAD_FILES = {
+    "missing": (None, "no such file"),
+    "empty.csv": ("", "empty"),
+    "header_only.csv": ("prob,label\n", "no rows"),
+    "bad_value.csv": ("prob,label\n0.3,1\n1.7,0\n", r"\[0, 1\]"),
+    "nonbinary.csv": ("prob,label\n0.3,1\n0.7,2\n", "binary"),
+    "text.csv": ("prob,label\n0.3,1\nhigh,0\n", "non-numeric"),
+    "ragged.csv": ("prob,label\n0.3,1\n0.7\n", "line 3"),
+    "nan.tsv": ("prob\tlabel\n0.3\t1\nnan\t0\n", "NaN"),
+    "broken.jsonl": ('{"q": 0.3, "y": 1}\n{"q": 0.5,\n', "JSON"),
+    "broken.npy": ("not an array", "npy"),
+    "broken.pt": ("not a tensor", "torch"),
+    "preds.xlsx": ("a,b\n", "format"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_FILES))
+def test_bad_files_give_one_line_and_exit_2(tmp_path: Path, capsys, name: str) -> None:
+    content, match = BAD_FILES[name]
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content)
+    code, out, err = run_cli(capsys, "evaluate", path, "--samples", "10")
+    assert code == 2
+    assert "Traceback" not in err and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert re.search(match, lines[0], flags=re.IGNORECASE), lines[0]
+
+
+def test_bad_column_is_named(tmp_path: Path, capsys, pairs) -> None:
+    path = write(tmp_path / "preds.csv", *pairs)
+    code, _, err = run_cli(capsys, "evaluate", path, "--probs", "confidence_score")
+    assert code == 2
+    assert "confidence_score" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run_cli(
+        capsys, "evaluate", write(tmp_path / "p.npz", *pairs), "--target", "gold"
+    )
+    assert code == 2 and "gold" in err
+
+
+def test_bad_option_values(tmp_path: Path, capsys, pairs) -> None:
+    path = write(tmp_path / "preds.csv", *pairs)
+    for option, value in (("--bin-size", "0"), ("--samples", "1"), ("--confidence", "1.5")):
+        code, _, err = run_cli(capsys, "evaluate", path, option, value)
+        assert code == 2, option
+        assert option.lstrip("-").replace("-", "_").split("_")[0] in err.replace("-", "_"), err
+        assert "Traceback" not in err
+
+
+def test_usage_error_exits_2(capsys) -> None:
+    code, _, err = run_cli(capsys, "evaluate")
+    assert code == 2 and "usage" in err.lower()
+
+
+def test_module_entry_point_exit_code(tmp_path: Path) -> None:
+    # The real process: exit status 2 and one line on stderr, no traceback.
+    bad = tmp_path / "bad.csv"
+    bad.write_text("prob,label\n0.3,1\n-0.5,0\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "calib_metrics.cli", "evaluate", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "[0, 1]" in done.stderr
+
+
+def test_demo_quick_writes_pngs(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "demo"
+    code, _, err = run_cli(capsys, "demo", "--out", out, "--quick")
+    assert code == 0, err
+    pngs = sorted(out.glob("*.png"))
+    assert pngs, f"no PNG in {list(out.iterdir())}"
+    for png in pngs:
+        assert png.read_bytes()[:8] == PNG_MAGIC
