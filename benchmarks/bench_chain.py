@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -94,24 +95,40 @@ def _torch_struct_potentials(em, trans, start, end, mask):
     return edge, mask.sum(1)
 
 
-def _time_round_robin(cases: list[Case], repeats: int, device) -> dict[str, tuple[float, float]]:
-    """Median (wall, process CPU) seconds per case over ``repeats`` round-robin runs.
+Timing = tuple[float, float, float]  # wall, process CPU (user + system), system seconds
+
+
+def _clock() -> Timing:
+    return (
+        time.perf_counter(),
+        time.process_time(),
+        resource.getrusage(resource.RUSAGE_SELF).ru_stime,
+    )
+
+
+def _since(start: Timing) -> Timing:
+    return tuple(now - then for now, then in zip(_clock(), start, strict=True))  # type: ignore[return-value]
+
+
+def _time_round_robin(cases: list[Case], repeats: int, device) -> dict[str, Timing]:
+    """Median (wall, CPU, system) seconds per case over ``repeats`` round-robin runs.
 
     CPU time is reported beside wall time because on a shared machine other processes
-    inflate wall time; on one thread the two agree when the machine is idle.
+    inflate wall time; on one thread the two agree when the machine is idle. System time
+    is mostly the kernel providing fresh zeroed pages for large new tensors.
     """
-    times: dict[str, list[tuple[float, float]]] = {label: [] for label, *_ in cases}
+    times: dict[str, list[Timing]] = {label: [] for label, *_ in cases}
     for _, _, fn, _ in cases:  # warm-up
         fn()
     for _ in range(repeats):
         for label, _, fn, _ in cases:
             _sync(device)
-            wall, cpu = time.perf_counter(), time.process_time()
+            start = _clock()
             fn()
             _sync(device)
-            times[label].append((time.perf_counter() - wall, time.process_time() - cpu))
+            times[label].append(_since(start))
     return {
-        label: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
+        label: tuple(statistics.median(x[i] for x in t) for i in range(3))  # type: ignore[misc]
         for label, t in times.items()
     }
 
@@ -139,12 +156,12 @@ def _hmm_rows(device, repeats: int) -> tuple[list[str], list[str]]:
     read_s = time.perf_counter() - start
     hmm = HMM(len(tag_vocab), len(words_vocab), pseudocount=1.0).to(device)
     fit = _time_round_robin([("fit", 0, lambda: hmm.fit(words, tags, mask), "")], repeats, device)
-    wall, cpu = fit["fit"]
+    wall, cpu, sys_ = fit["fit"]
     tokens = int(mask.sum())
     row = (
         f"| HMM closed-form fit, all of EWT train ({len(sentences)} sentences, {tokens} tokens, "
         f"K = {len(tag_vocab)}, V = {len(words_vocab)}) | {len(sentences)} | "
-        f"{wall * 1e3:.1f} | {cpu * 1e3:.1f} | target < 1 s | |"
+        f"{wall * 1e3:.1f} | {cpu * 1e3:.1f} | {sys_ * 1e3:.1f} | target < 1 s | |"
     )
     note = f"EWT train read + encoded in {read_s:.1f} s (CoNLL-U parsing; not part of the fit)."
     return [row], [note]
@@ -227,20 +244,20 @@ def main(argv: list[str] | None = None) -> None:
         # torch-struct takes about a minute per call on CPU: one timed run, which also
         # serves as the correctness check.
         edge, lengths = _torch_struct_potentials(*sl)
-        wall, cpu = time.perf_counter(), time.process_time()
+        started = _clock()
         theirs = LinearChainCRF(edge.clone().requires_grad_(), lengths=lengths).marginals
         _sync(device)
         struct_label = f"torch-struct LinearChainCRF marginals, {k}-sentence slice (1 run)"
-        medians[struct_label] = (time.perf_counter() - wall, time.process_time() - cpu)
+        medians[struct_label] = _since(started)
         cases.append((struct_label, k, lambda: None, "slice"))
         gap = (theirs.detach().transpose(-1, -2) - pm(*sl).pairwise).abs().max().item()
         notes.append(f"torch-struct vs ours, pairwise marginals: max |diff| = {gap:.2e}")
 
     rows = []
     for label, sents, _, key in cases:
-        (wall, cpu), (floor_wall, floor_cpu) = medians[label], medians[floor_label[key]]
+        (wall, cpu, sys_), (floor_wall, floor_cpu, _) = medians[label], medians[floor_label[key]]
         rows.append(
-            f"| {label} | {sents} | {wall * 1e3:.1f} | {cpu * 1e3:.1f} | "
+            f"| {label} | {sents} | {wall * 1e3:.1f} | {cpu * 1e3:.1f} | {sys_ * 1e3:.1f} | "
             f"{wall / floor_wall:.2f}× | {cpu / floor_cpu:.2f}× |"
         )
 
@@ -263,20 +280,33 @@ def main(argv: list[str] | None = None) -> None:
     )
     table = "\n".join(
         [
-            "| what | sentences | wall ms | CPU ms | × floor (wall) | × floor (CPU) |",
-            "|---|---:|---:|---:|---:|---:|",
+            "| what | sentences | wall ms | CPU ms | of which system ms | × floor (wall) "
+            "| × floor (CPU) |",
+            "|---|---:|---:|---:|---:|---:|---:|",
             *rows,
         ]
     )
     text = header + "\n\n" + table + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
     print(text)
     if args.write:
-        out = ROOT / "docs" / "bench_chain.md"
-        out.write_text(
-            "# Linear-chain marginals benchmark\n\n"
-            "Generated by `python benchmarks/bench_chain.py --write`.\n\n" + text
-        )
-        print(f"wrote {out}")
+        _write_doc(ROOT / "docs" / "bench_chain.md", allocator, text)
+
+
+def _write_doc(path: Path, allocator: str, text: str) -> None:
+    """Write this run's section, keeping the other allocator's section if present."""
+    sections = {}
+    if path.exists():
+        for chunk in path.read_text().split("\n## ")[1:]:
+            title, _, body = chunk.partition("\n\n")
+            sections[title.strip()] = body.strip() + "\n"
+    sections[allocator] = text
+    order = [a for a in ("plain allocator", "THP_MEM_ALLOC_ENABLE=1") if a in sections]
+    path.write_text(
+        "# Linear-chain marginals benchmark\n\n"
+        "Generated by `python benchmarks/bench_chain.py --write` (and `--thp --write`).\n"
+        + "".join(f"\n## {a}\n\n{sections[a]}" for a in order)
+    )
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

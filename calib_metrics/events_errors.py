@@ -32,6 +32,7 @@ class Choice:
     text: str
     prob: float
     event_rate: float
+    sentence: int | None = None
 
 
 @dataclass
@@ -176,7 +177,13 @@ def uncertain_documents(
             for j in sorted(picked, key=lambda j: -float(choice[i, j])):
                 text = "NEW" if j == i else _mention_text(doc, j)
                 listed.append(
-                    Choice(None if j == i else j, text, float(choice[i, j]), float(rate[i, j]))
+                    Choice(
+                        None if j == i else j,
+                        text,
+                        float(choice[i, j]),
+                        float(rate[i, j]),
+                        None if j == i else doc.mentions[j].sentence,
+                    )
                 )
             found.append(
                 Decision(i, _mention_text(doc, i), m.sentence, float(explained[i]), listed)

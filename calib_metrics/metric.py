@@ -303,10 +303,20 @@ class CalibrationError(Metric):
         return errors[0] if self.average == "micro" else torch.stack(errors)
 
     def compute_result(self) -> CalibrationResult | list[CalibrationResult]:
-        """Error, sampled interval and bins: one result (micro) or a list per class."""
+        """Error, sampled interval and bins: one result (micro) or a list per class.
+
+        Under DDP it is synchronised like :meth:`compute` (torchmetrics wraps only
+        ``compute``), unless the caller already holds the metric synchronised.
+        """
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn,
+            should_sync=self._to_sync and not self._is_synced,
+            should_unsync=self._should_unsync and not self._is_synced,
+        ):
+            all_bins = self.class_bins()
         generator = None
         results = []
-        for bins in self.class_bins():
+        for bins in all_bins:
             if self.seed is not None and generator is None:
                 generator = torch.Generator(device=bins.freq.device).manual_seed(self.seed)
             results.append(

@@ -41,7 +41,7 @@ def describe(result: CalibrationResult) -> str:
         >>> g = torch.Generator().manual_seed(0)
         >>> p = torch.rand(1000, generator=g)
         >>> describe(calibration_error_ci(p, torch.bernoulli(p, generator=g), bin_size=100))
-        'CalibErr 0.0392 [0.0275, 0.0821]'
+        'CalibErr 0.0392 [0.0312, 0.0785]'
     """
     return (
         f"CalibErr {result.error.item():.4f} [{result.lower.item():.4f}, {result.upper.item():.4f}]"

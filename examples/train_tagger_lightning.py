@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="UD English-EWT folder (default: auto)")
     parser.add_argument("--synthetic", action="store_true", help="use an HMM-generated corpus")
-    parser.add_argument("--model", choices=("crf", "bilstm"), default="crf")
+    parser.add_argument("--model", choices=("bilstm", "crf"), default="bilstm")
     parser.add_argument("--column", choices=("xpos", "upos"), default="xpos")
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--train-sentences", type=int, default=3000)

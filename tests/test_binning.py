@@ -104,6 +104,19 @@ def test_ties_are_broken_by_label_zeros_first() -> None:
 
 
 @pytest.mark.parametrize("path", ["sort", "histogram"])
+def test_one_value_for_all_pairs(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every pair in one histogram cell: the whole input is one cut cell.
+    if path == "histogram":
+        monkeypatch.setattr(binning_module, "_SORT_BELOW", 0)
+    q = torch.full((1003,), 0.7)
+    y = torch.arange(1003) % 3 == 0  # 335 ones
+    bins = adaptive_binning(q, y, bin_size=100)
+    assert bins.count.tolist() == [100.0] * 9 + [103.0]
+    ones_per_bin = (bins.freq * bins.count).round().tolist()
+    assert ones_per_bin == [0.0] * 6 + [32.0, 100.0, 100.0, 103.0]
+
+
+@pytest.mark.parametrize("path", ["sort", "histogram"])
 def test_negative_zero_ties_with_zero(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if path == "histogram":
         monkeypatch.setattr(binning_module, "_SORT_BELOW", 0)

@@ -188,11 +188,15 @@ def test_raw_bins_and_margin_layout_are_readable(three_epochs: dict[str, Any]) -
     assert ((bins[:, :2] >= 0) & (bins[:, :2] <= 1)).all()
     last = three_epochs["monitor"].history[-1]
     assert bins[:, 0].tolist() == pytest.approx(last["bins"]["pred_mean"])
-    per_class = tensor_util.make_ndarray(acc.Tensors("val/calib_err_per_class")[-1].tensor_proto)
+    per_class = tensor_util.make_ndarray(acc.Tensors("val/calib_per_class")[-1].tensor_proto)
     assert per_class.shape == (N_CLASSES, 5)
     assert (per_class[:, 3] <= per_class[:, 4]).all()
     text = acc.Tensors("val/calib_bins/text_summary")[-1].tensor_proto.string_val[0].decode()
     assert "| bin |" in text and "CalibErr" in text
+    # One plugin per tag: TensorBoard drops a tag reused by another kind of summary.
+    tags = acc.Tags()
+    kinds = [set(tags["images"]), set(tags["tensors"]), set(tags["scalars"])]
+    assert not (kinds[0] & kinds[1] or kinds[0] & kinds[2] or kinds[1] & kinds[2])
     config = acc.Tensors("custom_scalars__config__")[0].tensor_proto.string_val[0]
     layout = layout_pb2.Layout.FromString(config)
     (category,) = layout.category

@@ -195,3 +195,14 @@ def test_shared_litbank_counts():
     assert len(docs) == 100
     assert sum(len(d.mentions) for d in docs) == 29103
     assert sum(len({m.entity for m in d.mentions}) for d in docs) == 7927
+
+
+def test_shared_gum_richer_coref_aligns_with_ontogum():
+    gum = _shared("ud-english-gum")
+    onto = _shared("gum-ontogum-coref")
+    docs = read_coref_documents(gum / "en_gum-ud-test.conllu.gz")
+    onto_docs = read_coref_documents(onto / "ontogum-test.conllu.gz")
+    assert [d.doc_id for d in docs] == [d.doc_id for d in onto_docs]
+    # same tokens; GUM's own scheme keeps singletons, so it has more mentions
+    assert [len(s) for s in docs[0].sentences] == [len(s) for s in onto_docs[0].sentences]
+    assert sum(len(d.mentions) for d in docs) > sum(len(d.mentions) for d in onto_docs)

@@ -297,7 +297,7 @@ def test_bad_sample_count_and_tag_shape_raise():
 
 def test_extreme_scores_fall_back_to_the_robust_recursion():
     # Steps spanning hundreds of nats underflow the pre-exponentiated fast path; the
-    # log-space-folded recursion must take over and still match enumeration.
+    # log-space recursion must take over and still match enumeration.
     from calib_metrics.models import linear_chain as lc
 
     lengths = [5, 3, 1]
@@ -315,16 +315,31 @@ def test_extreme_scores_fall_back_to_the_robust_recursion():
     assert (draws[:, 0] == out.unigram[0].argmax(-1)).all()  # posterior is a point mass here
 
 
-def test_fast_and_robust_recursions_agree():
+def test_fast_and_log_space_paths_agree():
     from calib_metrics.models import linear_chain as lc
 
     em, tr, st, en = _potentials(4, 9, 5, scale=3.0, seed=31)
     mask = _ragged_mask([9, 4, 1, 7], 9)
-    fast_fwd, state = lc._run_forward(em, tr, st, en, mask)
+    fwd, state = lc._run_forward(em, tr, st, en, mask)
     assert state is not None
-    robust_fwd = lc._forward(em, tr, st, en, mask)
-    torch.testing.assert_close(fast_fwd.log_partition, robust_fwd.log_partition)
-    torch.testing.assert_close(fast_fwd.probs * mask[..., None], robust_fwd.probs * mask[..., None])
-    fast_q = lc._fast_backward(state, fast_fwd.trans_col, en, mask)
-    robust_q = torch.exp(lc._backward(em, tr, en, mask))
-    torch.testing.assert_close(fast_q * mask[..., None], robust_q * mask[..., None])
+    fast = lc._marginal_parts(em, tr, st, en, mask, pairwise=True)
+    assert fast.nxt is not None and fast.pair is None
+    slow = lc._log_parts(em, tr, st, en, mask, True, fwd)
+    torch.testing.assert_close(slow.forward.log_partition, fwd.log_partition)
+    torch.testing.assert_close(slow.unigram, fast.unigram)
+    torch.testing.assert_close(lc._pairwise(slow, mask, F64), lc._pairwise(fast, mask, F64))
+
+
+@pytest.mark.parametrize("scale", [2.0, 400.0])  # fast path, robust path
+def test_log_partition_gradients_are_expected_counts(scale):
+    # CRF training differentiates log Z: d/dA = summed pairwise marginals, d/dstart = first
+    # unigram, d/dend = unigram at each sentence's last position.
+    em, tr, st, en = _potentials(3, 6, 4, scale=scale, seed=37)
+    mask = _ragged_mask([6, 2, 4], 6)
+    params = [x.clone().requires_grad_() for x in (em, tr, st, en)]
+    grads = torch.autograd.grad(log_partition(*params, mask).sum(), params)
+    out = posterior_marginals(em, tr, st, en, mask)
+    last = out.unigram[torch.arange(3), mask.sum(1) - 1]
+    expected = (out.unigram, out.pairwise.sum((0, 1)), out.unigram[:, 0].sum(0), last.sum(0))
+    for got, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(got, want)

@@ -381,7 +381,8 @@ class CalibrationMonitor(Callback):
             )
             if per_class is not None:
                 experiment.add_tensor(
-                    f"{self.prefix}/calib_err_per_class",
+                    # Not the figure's tag: TensorBoard keeps one plugin per tag and run.
+                    f"{self.prefix}/calib_per_class",
                     tb.per_class_tensor(per_class),
                     global_step=step,
                 )

@@ -463,7 +463,7 @@ def _markdown(r: dict) -> str:
         lines += [f"> {text}" for text in u.sentences] + [""]
         for dec in u.decisions:
             opts = "; ".join(
-                f"{ch.text!r}: P={ch.prob:.2f}, P(event|choice)={ch.event_rate:.2f}"
+                f"{_where(ch)}: P={ch.prob:.2f}, P(event|choice)={ch.event_rate:.2f}"
                 for ch in dec.choices
             )
             lines.append(f"- mention {dec.text!r} (sentence {dec.sentence + 1}): {opts}")
@@ -471,6 +471,12 @@ def _markdown(r: dict) -> str:
     lines += ["", r["exactness"], ""]
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in r["figures"]]
     return "\n".join(lines) + "\n"
+
+
+def _where(choice) -> str:
+    if choice.sentence is None:
+        return "NEW"
+    return f"{choice.text!r} (s{choice.sentence + 1})"
 
 
 def _print_summary(r: dict) -> None:

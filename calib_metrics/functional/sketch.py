@@ -81,13 +81,14 @@ def cell_index(probs: Tensor, resolution: int = DEFAULT_RESOLUTION) -> Tensor:
 
     Example:
         >>> cell_index(torch.tensor([0.0, 0.25, 0.5, 1.0]), resolution=8)
-        tensor([0, 2, 4, 7])
+        tensor([0, 3, 4, 7])
     """
-    q = probs.to(torch.float32)
-    logit = torch.log(q) - torch.log1p(-q)
-    scaled = (logit.clamp_(-LOGIT_RANGE, LOGIT_RANGE) + LOGIT_RANGE) * (
-        resolution / (2 * LOGIT_RANGE)
-    )
+    # The logit in the input's precision (float64 input keeps its resolution next to 1),
+    # then the cheap part in float32, in place.
+    wide = probs.to(torch.promote_types(probs.dtype, torch.float32))
+    scaled = torch.logit(wide).to(torch.float32).clamp_(-LOGIT_RANGE, LOGIT_RANGE)
+    scale = resolution / (2 * LOGIT_RANGE)
+    scaled.mul_(scale).add_(LOGIT_RANGE * scale)
     # NaN (only in rows that a weight of 0 drops) goes to cell 0 rather than anywhere.
     return scaled.nan_to_num_(0.0).long().clamp_(0, resolution - 1)
 
@@ -131,26 +132,29 @@ def accumulate(
         ([4], 3.0, 2.0)
     """
     resolution = count.shape[-1]
-    n_sketches = count[..., 0].numel()
+    n_cells = count.numel()
     cell = cell_index(probs, resolution)
-    if n_sketches > 1:
-        offset = torch.arange(n_sketches, device=cell.device).reshape(count.shape[:-1])
-        cell = cell + offset * resolution
+    # r = q - [upper half], with the half read off the cell so that the two always agree.
+    r = (probs.to(torch.float64) - (cell >= resolution // 2).to(torch.uint8)).reshape(-1)
+    if n_cells > resolution:
+        offset = torch.arange(0, n_cells, resolution, device=cell.device)
+        cell = cell.add_(offset.reshape(count.shape[:-1]))
     cell = cell.reshape(-1)
-    q = probs.to(torch.float64).reshape(-1)
-    r = torch.where(cell % resolution >= resolution // 2, q - 1, q)
-    y = target.to(torch.float64).reshape(-1)
-    if weight is None:
-        n = torch.ones_like(r)
-    else:
-        keep = weight.reshape(-1, *([1] * (probs.ndim - 1))).expand_as(probs).reshape(-1)
-        keep = keep.to(torch.bool)
-        n = keep.to(torch.float64)
-        r, y = torch.where(keep, r, 0.0), torch.where(keep, y, 0.0)
-    count.view(-1).index_add_(0, cell, n)
+    keep = None
+    if weight is not None:
+        keep = weight.to(torch.bool).reshape(-1, *([1] * (probs.ndim - 1)))
+        keep = keep.expand(probs.shape).reshape(-1)
+        r = torch.where(keep, r, 0.0)
     sum_r.view(-1).index_add_(0, cell, r)
-    sum_r2.view(-1).index_add_(0, cell, r * r)
-    sum_y.view(-1).index_add_(0, cell, y)
+    sum_r2.view(-1).index_add_(0, cell, r.mul_(r))
+    # Counts and Σy at once, exact in integers: one histogram over (cell, y); dropped
+    # rows go to one extra slot past the end.
+    cell.mul_(2).add_(target.reshape(-1).to(torch.int64))
+    if keep is not None:
+        cell = torch.where(keep, cell, 2 * n_cells)
+    pairs = torch.bincount(cell, minlength=2 * n_cells + 1)[: 2 * n_cells].view(-1, 2)
+    count.view(-1).add_(pairs.sum(1))
+    sum_y.view(-1).add_(pairs[:, 1])
 
 
 def _cumulative(
@@ -191,7 +195,7 @@ def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_siz
         >>> accumulate(count, sum_r, sum_r2, sum_y, probs, (probs > 0.5).long())
         >>> bins = to_bins(count, sum_r, sum_r2, sum_y, bin_size=250)
         >>> bins.count.tolist(), bins.freq.tolist()
-        [[250.0, 250.0, 250.0, 250.0], [0.0, 0.0, 1.0, 1.0]]
+        ([250.0, 250.0, 250.0, 250.0], [0.0, 0.0, 1.0, 1.0])
     """
     if not isinstance(bin_size, int) or isinstance(bin_size, bool) or bin_size < 1:
         raise ValueError(f"bin_size must be a positive integer, got {bin_size!r}")

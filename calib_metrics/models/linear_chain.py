@@ -12,15 +12,16 @@ pytorch-crf requires); positions outside the mask get zero marginals.
 
 Every routine is batched over sentences and loops only over time steps. The
 forward-backward recursions run in probability space with a per-step rescaling
-(the classic HMM "scaled" recursion): each step is one small matrix product
-``[B, K] @ [K, K]``, a multiply and a normalisation of a ``[B, K]`` block, instead
-of the ``[B, K, K]`` log-sum-exp of a log-space recursion. Transition scores are
-shifted per column before exponentiating and each step's emission scores by
-their maximum, in float64 by default (``compute_dtype``). Should a single step
-span so many nats that terms could underflow (hundreds of nats; never for
-trained HMM/CRF potentials) the call is redone by a slower recursion that folds
-the emissions in log space at every step. Float32 inputs of length 2000 and
-score scale 30 give marginals within 1e-6 of the float64 answer.
+(the classic HMM "scaled" recursion): emission scores are exponentiated once,
+shifted by each step's maximum, transition scores shifted per column, and each
+step is one small matrix product ``[B, K] @ [K, K]``, a multiply and a
+normalisation, instead of the ``[B, K, K]`` log-sum-exp of a log-space
+recursion; float64 by default (``compute_dtype``). Should a step span so many
+nats that terms could underflow (hundreds; never for trained HMM/CRF
+potentials), the call is redone by a per-step-normalised log-space recursion,
+which is exact for any finite scores. Float32 inputs of length 2000 and score
+scale 30 give marginals within 1e-6 of the float64 answer. ``log_partition``
+is differentiable, with the marginals (expected counts) as its exact gradient.
 Results come back in the dtype of ``emissions`` on its device.
 """
 
@@ -49,6 +50,17 @@ class ChainMarginals(NamedTuple):
         unigram: ``[B, T, K]``, ``unigram[b, t, k] = P(y_t = k | x)``; 0 outside the mask.
         pairwise: ``[B, T-1, K, K]``, ``pairwise[b, t, i, j] = P(y_t = i, y_{t+1} = j | x)``;
             0 where ``t + 1`` is outside the mask. ``None`` when not requested.
+
+    Example:
+        >>> import torch
+        >>> out = posterior_marginals(torch.zeros(1, 2, 2), torch.zeros(2, 2), torch.zeros(2),
+        ...                           torch.zeros(2))
+        >>> out.unigram
+        tensor([[[0.5000, 0.5000],
+                 [0.5000, 0.5000]]])
+        >>> out.pairwise[0, 0]
+        tensor([[0.2500, 0.2500],
+                [0.2500, 0.2500]])
     """
 
     log_partition: Tensor
@@ -57,9 +69,14 @@ class ChainMarginals(NamedTuple):
 
 
 class _Forward(NamedTuple):
-    """Scaled forward pass: ``alpha_t = log_scale_t + log(probs_t)`` (probs sum to 1)."""
+    """Forward pass. Fast path: ``alpha_t = log_scale_t + log(probs_t)``, probs summing to 1.
 
-    probs: Tensor  # [B, T, K] normalised forward vectors, carried past the end of the mask
+    Log-space fallback: ``log_alpha`` itself and ``probs`` is None. Both are carried
+    unchanged past the end of each sentence's mask.
+    """
+
+    probs: Tensor | None  # [B, T, K]
+    log_alpha: Tensor | None  # [B, T, K]
     log_partition: Tensor  # [B]
     col_shift: Tensor  # [K] per-column max of the transitions (finite)
     trans_col: Tensor  # [K, K] exp(transitions - col_shift)
@@ -116,76 +133,49 @@ def _finite_or_zero(x: Tensor) -> Tensor:
     return torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
 
 
-def _normalise(x: Tensor) -> tuple[Tensor, Tensor]:
-    """Return ``x / x.sum(-1)`` and the log of the sum (last dim)."""
-    total = x.sum(-1, keepdim=True)
-    return x / total, total.log().squeeze(-1)
+def _log_forward(em: Tensor, tr: Tensor, st: Tensor, en: Tensor, mask: Tensor):
+    """Log-space forward recursion (log-sum-exp over ``[B, K, K]`` each step): the exact,
+    slower fallback for scores too extreme for the rescaled probability-space path.
 
-
-def _log_normalise(x: Tensor) -> Tensor:
-    """``x - logsumexp(x)`` over the last dim (``log_softmax`` threads badly on tiny rows)."""
-    shifted = x - _finite_or_zero(x.amax(-1, keepdim=True))
-    return shifted - torch.log(torch.exp(shifted).sum(-1, keepdim=True))
-
-
-def _forward(emissions: Tensor, transitions: Tensor, start: Tensor, end: Tensor, mask: Tensor):
-    """Scaled forward recursion; all arguments already in the compute dtype."""
-    batch, length, num_tags = emissions.shape
-    col_shift = _finite_or_zero(transitions.amax(0))
-    trans_col = torch.exp(transitions - col_shift)
-    probs = emissions.new_empty(batch, length, num_tags)
-
-    log_alpha = start + emissions[:, 0]
-    shift = _finite_or_zero(log_alpha.amax(-1, keepdim=True))
-    prob, log_total = _normalise(torch.exp(log_alpha - shift))
-    log_scale = shift.squeeze(-1) + log_total
-    probs[:, 0] = prob
-    for t in range(1, length):
-        # sum_i p(i) exp(A[i, j]) = (p @ exp(A - col_shift))_j * exp(col_shift_j); folding
-        # col_shift and the emissions in log space keeps each step within float range.
-        log_alpha = torch.log(prob @ trans_col) + col_shift + emissions[:, t]
-        shift = _finite_or_zero(log_alpha.amax(-1, keepdim=True))
-        new_prob, log_total = _normalise(torch.exp(log_alpha - shift))
-        valid = mask[:, t]
-        prob = torch.where(valid[:, None], new_prob, prob)
-        log_scale = log_scale + torch.where(valid, shift.squeeze(-1) + log_total, 0.0)
-        probs[:, t] = prob
-
-    end_shift = _finite_or_zero(end.amax())
-    log_partition = log_scale + torch.log(prob @ torch.exp(end - end_shift)) + end_shift
-    return _Forward(probs, log_partition, col_shift, trans_col)
-
-
-def _backward(emissions: Tensor, transitions: Tensor, end: Tensor, mask: Tensor) -> Tensor:
-    """Scaled backward recursion: ``log beta_t = const_t + log_q[:, t]`` with ``q`` summing to 1.
-
-    Returns ``log_q`` ``[B, T, K]``; at the last valid position it is ``end`` normalised.
+    Each step is normalised (the scale kept apart) so that values stay small and float32
+    keeps its resolution on long chains; returns (normalised log alpha, log Z).
     """
-    batch, length, num_tags = emissions.shape
-    row_shift = _finite_or_zero(transitions.amax(1))
-    trans_row_t = torch.exp(transitions - row_shift[:, None]).t()
-    log_q_last = _log_normalise(end).expand(batch, num_tags)
-    log_q = emissions.new_empty(batch, length, num_tags)
-    log_q[:, length - 1] = log_q_last
-    current = log_q_last
+    log_alpha = em.new_empty(em.shape)
+    current = st + em[:, 0]
+    scale = torch.logsumexp(current, -1)
+    current = current - scale[:, None]
+    log_alpha[:, 0] = current
+    for t in range(1, em.shape[1]):
+        new = torch.logsumexp(current[:, :, None] + tr, 1) + em[:, t]
+        step = torch.logsumexp(new, -1)
+        valid = mask[:, t]
+        current = torch.where(valid[:, None], new - step[:, None], current)
+        scale = scale + torch.where(valid, step, 0.0)
+        log_alpha[:, t] = current
+    return log_alpha, scale + torch.logsumexp(current + en, -1)
+
+
+def _log_backward(em: Tensor, tr: Tensor, en: Tensor, mask: Tensor) -> Tensor:
+    """Log-space backward recursion, normalised per step; restarts from ``end`` past the end."""
+    batch, length, num_tags = em.shape
+    log_beta = em.new_empty(em.shape)
+    last = en.expand(batch, num_tags)
+    current = last
+    log_beta[:, length - 1] = current
     for t in range(length - 2, -1, -1):
-        w = emissions[:, t + 1] + current
-        w_shift = _finite_or_zero(w.amax(-1, keepdim=True))
-        log_beta = torch.log(torch.exp(w - w_shift) @ trans_row_t) + row_shift
-        new = _log_normalise(log_beta)
-        # Past the end of a sentence the chain restarts from the end scores.
-        current = torch.where(mask[:, t + 1, None], new, log_q_last)
-        log_q[:, t] = current
-    return log_q
+        new = torch.logsumexp(tr + (em[:, t + 1] + current)[:, None, :], 2)
+        new = new - torch.logsumexp(new, -1, keepdim=True)
+        current = torch.where(mask[:, t + 1, None], new, last)
+        log_beta[:, t] = current
+    return log_beta
 
 
-# Fast path. The robust recursions above fold each step's emission scores in log space,
-# costing a log and an exp of a [B, K] block per step. When no single step spans more than
-# ~470 nats in float64 (always, for trained HMM/CRF potentials) the emission factors can
-# be exponentiated once for the whole batch and each step is a matrix product, a multiply
-# and a normalisation. The recursions check their smallest per-step normaliser; below
-# _tiny (tiny ** (2/3), so underflowed terms weigh < K^2 tiny^(1/3), about 1e-96 in
-# float64) the caller falls back to the robust path.
+# Fast path: the emission factors are exponentiated once for the whole batch and each
+# step is a [B, K] @ [K, K] product, a multiply and a normalisation. It is exact unless a
+# single step spans hundreds of nats (never, for trained HMM/CRF potentials), so the
+# recursions check their smallest per-step normaliser; below _tiny (tiny ** (2/3), so
+# underflowed terms weigh < K^2 tiny^(1/3), about 1e-96 in float64) the caller falls
+# back to the log-space recursions above.
 def _tiny(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).tiny ** (2 / 3)
 
@@ -222,7 +212,7 @@ def _fast_forward(em: Tensor, st: Tensor, en: Tensor, mask: Tensor, trans_col, c
     if not bool(torch.minimum(valid_totals.amin(1), last).amin() >= _tiny(em.dtype)):
         return None
     log_partition = (valid_totals.log() + shift * mask).sum(1) + torch.log(last) + end_shift
-    fwd = _Forward(probs, log_partition, col_shift, trans_col)
+    fwd = _Forward(probs, None, log_partition, col_shift, trans_col)
     return fwd, _FastState(factors, step_totals)
 
 
@@ -253,12 +243,13 @@ def _fast_backward(state: _FastState, trans_col: Tensor, en: Tensor, mask: Tenso
 
 
 def _run_forward(em, tr, st, en, mask):
-    """Fast forward when it is exact, else the robust one; returns (forward, fast state)."""
+    """Fast forward when it is exact, else the log-space one; returns (forward, fast state)."""
     col_shift = _finite_or_zero(tr.amax(0))
     trans_col = torch.exp(tr - col_shift)
     fast = _fast_forward(em, st, en, mask, trans_col, col_shift)
     if fast is None:
-        return _forward(em, tr, st, en, mask), None
+        log_alpha, log_z = _log_forward(em, tr, st, en, mask)
+        return _Forward(None, log_alpha, log_z, col_shift, trans_col), None
     return fast
 
 
@@ -296,7 +287,7 @@ def log_partition(
         True
     """
     em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
-    return _run_forward(em, tr, st, en, mask)[0].log_partition.to(emissions.dtype)
+    return _LogPartition.apply(em, tr, st, en, mask).to(emissions.dtype)
 
 
 def posterior_marginals(
@@ -344,60 +335,123 @@ def posterior_marginals(
     """
     em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
     out_dtype = emissions.dtype
+    with torch.no_grad():
+        parts = _marginal_parts(em, tr, st, en, mask, pairwise)
+    pair_out = None
+    if pairwise:
+        pair_out = _pairwise(parts, mask, out_dtype)
+    return ChainMarginals(
+        parts.forward.log_partition.to(out_dtype), parts.unigram.to(out_dtype), pair_out
+    )
+
+
+class _Parts(NamedTuple):
+    forward: _Forward
+    unigram: Tensor  # [B, T, K], 0 outside the mask
+    # Fast path: P(y_t = i, y_{t+1} = j) = probs[b, t, i] * trans_col[i, j] * nxt[b, t, j],
+    # nxt 0 where t + 1 is outside the mask. Log-space path: the pairwise tensor itself.
+    nxt: Tensor | None
+    pair: Tensor | None
+
+
+def _marginal_parts(em, tr, st, en, mask, pairwise: bool) -> _Parts:
+    """Forward-backward in the compute dtype: unigram marginals and pairwise factors."""
     fwd, state = _run_forward(em, tr, st, en, mask)
     qs = None if state is None else _fast_backward(state, fwd.trans_col, en, mask)
-    log_q = _backward(em, tr, en, mask) if qs is None else None
-    if qs is None:
-        qs = torch.exp(log_q)  # log_q is normalised: its largest entry is >= 1/K
-
-    # P(y_t = k) is proportional to alpha_t(k) * beta_t(k); both are stored up to a
-    # per-(b, t) constant, which the normalisation removes.
-    uni = fwd.probs * qs
-    norm = uni.sum(-1, keepdim=True)
-    uni = uni.mul_(mask[..., None] / norm)
-
-    pair_out = None
-    if pairwise and em.shape[1] == 1:
-        pair_out = em.new_zeros(em.shape[0], 0, em.shape[2], em.shape[2], dtype=out_dtype)
-    elif pairwise:
-        prev = fwd.probs[:, :-1]
-        if state is not None and log_q is None:
-            # h_{t+1}(j) = F_{t+1}(j) q_{t+1}(j); the normaliser sum_ij p_t(i) A'_ij h(j) is
-            # the forward step total times the unigram normaliser at t + 1.
+    if qs is not None:
+        # P(y_t = k) is proportional to alpha_t(k) * beta_t(k); both are stored up to a
+        # per-(b, t) constant, which the normalisation removes.
+        uni = fwd.probs * qs
+        norm = uni.sum(-1, keepdim=True)
+        # The forward and backward vectors can be nearly disjoint (their product
+        # underflowing) only for extreme scores; then go to log space as well.
+        if bool(norm.masked_fill(~mask[..., None], 1.0).amin() >= _tiny(em.dtype)):
+            uni = uni.mul_(mask[..., None] / norm)
+            if not pairwise or em.shape[1] == 1:
+                return _Parts(fwd, uni, em.new_zeros(em.shape[0], 0, em.shape[2]), None)
+            # h_{t+1}(j) = F_{t+1}(j) q_{t+1}(j); the normaliser sum_ij p_t(i) A'_ij h(j)
+            # is the forward step total times the unigram normaliser at t + 1.
             h = state.factors[:, 1:] * qs[:, 1:]
             total = state.step_totals[:, 1:, None] * norm[:, 1:]
-        else:
-            # Robust path: exp(col_shift_j + em_{t+1}(j) + log q_{t+1}(j)) shifted per step.
-            log_h = fwd.col_shift + em[:, 1:] + log_q[:, 1:]
-            h = torch.exp(log_h - _finite_or_zero(log_h.amax(-1, keepdim=True)))
-            total = ((prev @ fwd.trans_col) * h).sum(-1, keepdim=True)
-        pair_out = _pairwise(prev, fwd.trans_col, h, total, mask, out_dtype)
-    return ChainMarginals(fwd.log_partition.to(out_dtype), uni.to(out_dtype), pair_out)
+            valid = mask[:, 1:, None]
+            nxt = torch.where(valid, h / torch.where(valid, total, 1.0), 0.0)
+            return _Parts(fwd, uni, nxt, None)
+    return _log_parts(em, tr, st, en, mask, pairwise, fwd)
 
 
-def _pairwise(prev: Tensor, trans_col: Tensor, h: Tensor, total: Tensor, mask: Tensor, out_dtype):
-    """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * h_{t+1}(j) / total_t``.
+def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
+    """Marginals from the log-space recursions (the exact fallback)."""
+    if fwd.log_alpha is None:
+        log_alpha, log_z = _log_forward(em, tr, st, en, mask)
+        fwd = _Forward(None, log_alpha, log_z, fwd.col_shift, fwd.trans_col)
+    log_beta = _log_backward(em, tr, en, mask)
+    valid = mask[..., None]
+    uni = torch.where(valid, torch.softmax(fwd.log_alpha + log_beta, -1), 0.0)
+    pair = None
+    if pairwise:
+        right = (em[:, 1:] + log_beta[:, 1:])[:, :, None, :]
+        log_pair = fwd.log_alpha[:, :-1, :, None] + tr + right
+        norm = torch.logsumexp(log_pair.flatten(-2), -1)
+        log_pair = log_pair - _finite_or_zero(norm)[..., None, None]
+        pair = torch.where(mask[:, 1:, None, None], torch.exp(log_pair), 0.0)
+    return _Parts(fwd, uni, None, pair)
 
-    ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``g = h / total``
-    carries the emission, backward and normalising factors. One broadcast product.
+
+def _pairwise(parts: _Parts, mask: Tensor, out_dtype) -> Tensor:
+    """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as one broadcast product.
+
+    ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``nxt`` carries
+    the emission, backward and normalising factors.
     """
-    batch, steps, num_tags = prev.shape
-    valid = mask[:, 1:, None]
-    g = torch.where(valid, h / torch.where(valid, total, 1.0), 0.0)
+    if parts.pair is not None:
+        return parts.pair.to(out_dtype)
+    prev, trans_col, nxt = parts.forward.probs[:, :-1], parts.forward.trans_col, parts.nxt
+    batch, steps, num_tags = nxt.shape
     # The [B, T-1, K, K] product dominates the cost, and float32 halves it. It is exact to
-    # float32 rounding wherever 1 / total stays far inside float32 range: an entry whose
-    # partial product p * A underflows (< 1e-38) is then below 1e-38 / total in value.
-    # The rare steps with a tiny normaliser (very peaked scores) are redone in float64.
+    # float32 rounding wherever nxt stays far inside float32 range: an entry whose partial
+    # product p * A underflows (< 1e-38) is then below 1e-38 * nxt in value. The rare steps
+    # with a huge nxt (very peaked scores) are redone in float64.
     work = torch.float64 if out_dtype == torch.float64 else torch.float32
-    out = torch.empty(batch, steps, num_tags, num_tags, dtype=work, device=prev.device)
+    out = torch.empty(batch, steps, num_tags, num_tags, dtype=work, device=nxt.device)
     torch.mul(prev.to(work)[..., None], trans_col.to(work), out=out)
-    out.mul_(g.to(work)[..., None, :])
-    if prev.dtype == torch.float64 and work != torch.float64:
-        redo = (valid & (total < 1e-20)).squeeze(-1).nonzero(as_tuple=True)
+    out.mul_(nxt.to(work)[..., None, :])
+    if nxt.dtype == torch.float64 and work != torch.float64:
+        redo = (nxt.amax(-1) > 1e20).nonzero(as_tuple=True)
         if redo[0].numel():
-            exact = prev[redo][..., None] * trans_col * g[redo][..., None, :]
+            exact = prev[redo][..., None] * trans_col * nxt[redo][..., None, :]
             out[redo] = exact.to(work)
     return out.to(out_dtype)
+
+
+class _LogPartition(torch.autograd.Function):
+    """log Z whose backward is the expected counts (marginals), not autograd of the loop.
+
+    Exact where differentiating the rescaled recursion would meet 0 * inf, and it keeps
+    no graph over the time steps.
+    """
+
+    @staticmethod
+    def forward(ctx, em, tr, st, en, mask):
+        ctx.save_for_backward(em, tr, st, en, mask)
+        return _run_forward(em, tr, st, en, mask)[0].log_partition
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        em, tr, st, en, mask = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        parts = _marginal_parts(em, tr, st, en, mask, pairwise=needs[1])
+        weighted = parts.unigram * grad[:, None, None]
+        last = weighted[torch.arange(em.shape[0], device=em.device), mask.sum(1) - 1]
+        grad_tr = None
+        if needs[1] and parts.pair is not None:
+            grad_tr = (parts.pair * grad[:, None, None, None]).sum((0, 1))
+        elif needs[1]:
+            # sum_{b,t} w_b P_bt(i, j) = trans_col[i, j] * sum_{b,t} w_b prev_bt(i) nxt_bt(j)
+            prev = parts.forward.probs[:, :-1] * grad[:, None, None]
+            flat = prev.reshape(-1, prev.shape[-1]).t() @ parts.nxt.reshape(-1, prev.shape[-1])
+            grad_tr = parts.forward.trans_col * flat
+        return weighted, grad_tr, weighted[:, 0].sum(0), last.sum(0), None
 
 
 def viterbi(
@@ -462,7 +516,7 @@ def sample(
 
     The last tag is drawn from ``P(y_{L-1} | x)``, then each earlier tag from
     ``P(y_t | y_{t+1}, x) ∝ alpha_t(y_t) exp(transitions[y_t, y_{t+1}])``, vectorised over
-    samples and sentences.
+    samples and sentences (by inverse-CDF lookup of one uniform per tag).
 
     Returns:
         ``[S, B, T]`` long tags, 0 outside the mask.
@@ -490,11 +544,14 @@ def sample(
     tags = torch.zeros(n_samples, batch, length, dtype=torch.long, device=em.device)
     current = torch.zeros(n_samples, batch, dtype=torch.long, device=em.device)
     for t in range(length - 1, -1, -1):
-        prob = fwd.probs[:, t]  # [B, K]
         is_last = (last == t)[None, :, None]
-        # Column y_{t+1} of exp(transitions) (its column shift cancels in the normalisation).
-        to_next = fwd.trans_col.t()[current]  # [S, B, K]
-        weight = prob * torch.where(is_last, end_weight, to_next)
+        if fwd.probs is not None:
+            # Column y_{t+1} of exp(transitions); its column shift cancels when normalised.
+            to_next = fwd.trans_col.t()[current]  # [S, B, K]
+            weight = fwd.probs[:, t] * torch.where(is_last, end_weight, to_next)
+        else:
+            log_weight = fwd.log_alpha[:, t] + torch.where(is_last, en, tr.t()[current])
+            weight = torch.exp(log_weight - _finite_or_zero(log_weight.amax(-1, keepdim=True)))
         cdf = weight.cumsum(-1)
         draw = torch.searchsorted(cdf, (uniforms[t] * cdf[..., -1])[..., None]).squeeze(-1)
         draw = draw.clamp_(max=num_tags - 1)

@@ -1,0 +1,308 @@
+"""Coverage study: bias, RMSE and interval coverage of the calibration error, measured.
+
+Data (the thesis' §4.3): q ~ Beta(a, b) (a = b = 0.3 by default: most mass near 0 and
+1, as for NLP models), y ~ Bernoulli(t_k(q)) with the thesis' miscalibration t_k at
+k ∈ {0, 0.02, 0.05, 0.1}, so the true error sqrt(E[(q − t_k(q))²]) is known
+(:func:`calib_metrics.experiments.synthetic.true_calibration_error`, numerical
+integration).
+
+Grouped variant: pairs come in groups of ``--group-size`` (sentences, documents) whose
+correctness is correlated. A pair is correct when its label agrees with the side of
+1/2 its prediction is on, with probability c(q) = t_k(q) for q > 1/2 and 1 − t_k(q)
+otherwise. Correctness is drawn through a Gaussian copula: correct ⟺ Φ(√ρ·Z_g +
+√(1 − ρ)·ε) < c(q), with one Z_g ~ N(0, 1) per group and one ε per pair. Given its
+group a pair is correct with probability Φ((Φ⁻¹(c(q)) − √ρ·Z_g)/√(1 − ρ)): a group-level
+random shift of the probit of the accuracy (easy and hard documents), and averaged
+over Z_g that is exactly c(q), so P(y = 1 | q) = t_k(q) as before. The true error is
+computed again by integrating over q (trapezoid in logit space) and over Z_g
+(Gauss–Hermite, 64 nodes) and must agree with the ungrouped one; both are printed.
+
+Per setting (variant, k, N, β) and repetition the script bins once (β ∈ {100, 1000,
+5000, auto = ⌈√N⌉}), and records the plug-in and debiased estimates and the intervals
+of: the paper's Algorithm 2 (normal and percentile forms, on the plug-in and on the
+debiased estimate), the pair bootstrap and, for grouped data, the group bootstrap
+(plug-in percentile/normal, and the recentred debiased bootstrap of
+:mod:`calib_metrics.functional.intervals`, percentile/normal). An interval covers the
+truth when lower ≤ truth ≤ upper (both ends are clipped at 0; see docs/coverage.md
+for what that means at a true error of 0).
+
+Run ``python benchmarks/coverage.py --write`` (full grid; ``--quick`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from calib_metrics.experiments.synthetic import (
+    miscalibrate,
+    sample_pairs,
+    true_calibration_error,
+)
+from calib_metrics.functional.auto_bin import auto_bin_size
+from calib_metrics.functional.binning import Bins
+from calib_metrics.functional.calibration import compute_bins
+from calib_metrics.functional.intervals import (
+    _group_blocks,
+    _pair_blocks,
+    draw_statistics,
+    interval_of_draws,
+)
+
+KS = (0.0, 0.02, 0.05, 0.1)
+SIZES = (1_000, 10_000, 100_000, 1_000_000)
+BIN_SIZES = (100, 1000, 5000, "auto")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def grouped_true_error(a: float, b: float, k: float, rho: float, nodes: int = 64) -> float:
+    """sqrt(E[(q − P(y = 1 | q))²]) of the grouped variant, integrating over q and Z_g."""
+    u = torch.linspace(-60, 60, 40_001, dtype=torch.float64)
+    q = torch.sigmoid(u)
+    log_beta = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    logsig = torch.nn.functional.logsigmoid
+    density = torch.exp(a * logsig(u) + b * logsig(-u) - log_beta)
+    t = miscalibrate(q, k)
+    correct = torch.where(q > 0.5, t, 1 - t)
+    x, w = _hermite(nodes)
+    normal = torch.distributions.Normal(torch.tensor(0.0, dtype=torch.float64), 1.0)
+    probit = normal.icdf(correct.clamp(1e-300, 1 - 1e-16))
+    shifted = (probit[:, None] - math.sqrt(rho) * math.sqrt(2) * x) / math.sqrt(1 - rho)
+    given_group = normal.cdf(shifted)
+    # Exact 0 and 1 stay exact whatever the group (the probit is ±infinite there).
+    given_group = torch.where(correct[:, None] <= 0, 0.0, given_group)
+    given_group = torch.where(correct[:, None] >= 1, 1.0, given_group)
+    mean_correct = given_group @ w / math.sqrt(math.pi)
+    p_one = torch.where(q > 0.5, mean_correct, 1 - mean_correct)
+    return math.sqrt(torch.trapezoid(density * (q - p_one) ** 2, u).item())
+
+
+def _hermite(nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gauss–Hermite nodes and weights (Golub–Welsch) for ∫ e^(−x²) f(x) dx."""
+    i = torch.arange(1, nodes, dtype=torch.float64)
+    jacobi = torch.diag(torch.sqrt(i / 2), 1) + torch.diag(torch.sqrt(i / 2), -1)
+    x, vectors = torch.linalg.eigh(jacobi)
+    return x, math.sqrt(math.pi) * vectors[0] ** 2
+
+
+def draw_data(n: int, a: float, b: float, group_size: int, rho: float, grouped: bool, g):
+    """q, the uniform u behind every label, and group ids (None when ungrouped)."""
+    q, _ = sample_pairs(n, a, b, 0.0, generator=g, dtype=torch.float64)
+    if not grouped:
+        return q, torch.rand(n, generator=g, dtype=torch.float64), None
+    groups = torch.arange(n) // group_size
+    z = torch.randn(int(groups[-1]) + 1, generator=g, dtype=torch.float64)
+    eps = torch.randn(n, generator=g, dtype=torch.float64)
+    latent = math.sqrt(rho) * z.index_select(0, groups) + math.sqrt(1 - rho) * eps
+    return q, torch.special.ndtr(latent), groups
+
+
+def labels(q: torch.Tensor, u: torch.Tensor, k: float, grouped: bool) -> torch.Tensor:
+    t = miscalibrate(q, k)
+    if not grouped:
+        return (u < t).to(torch.float64)
+    correct = u < torch.where(q > 0.5, t, 1 - t)
+    return torch.where(q > 0.5, correct, ~correct).to(torch.float64)
+
+
+def batched_bins(q, y, index, n_bins) -> Bins:
+    """Bins of R repetitions at once: q, y, index are [R, N]; fields are [R, T]."""
+    reps = q.shape[0]
+    flat = (index + n_bins * torch.arange(reps)[:, None]).reshape(-1)
+    count = torch.bincount(flat, minlength=reps * n_bins).to(torch.float64)
+    sum_q = torch.zeros_like(count).index_add_(0, flat, q.reshape(-1))
+    sum_y = torch.zeros_like(count).index_add_(0, flat, y.reshape(-1))
+    return Bins(*(v.reshape(reps, n_bins) for v in (sum_q / count, sum_y / count, count)))
+
+
+def paper_draws(bins: Bins, samples: int, debias: bool, g) -> torch.Tensor:
+    """Algorithm 2 on [R, T] bins: the formula of ``sampled_errors``, batched -> [S, R]."""
+    se = (bins.freq * (1 - bins.freq) / bins.count).sqrt()
+    weight = bins.count / bins.count.sum(dim=-1, keepdim=True)
+    per_block = max(1, (1 << 22) // bins.freq.numel())
+    out = []
+    for start in range(0, samples, per_block):
+        size = min(per_block, samples - start)
+        noise = torch.randn((size, *bins.freq.shape), generator=g, dtype=torch.float64)
+        freq = (bins.freq + se * noise).clamp_(0, 1)
+        square = (bins.pred_mean - freq) ** 2
+        if debias:
+            square = square - freq * (1 - freq) / (bins.count - 1).clamp_min(1)
+        out.append((weight * square).sum(dim=-1).clamp_min(0).sqrt())
+    return torch.cat(out)
+
+
+def paper_interval(draws: torch.Tensor, method: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``interval_from_samples`` along dimension 0."""
+    if method == "normal":
+        mean, std = draws.mean(0), draws.std(0)
+        return (mean - 1.959964 * std).clamp_min(0), mean + 1.959964 * std
+    levels = torch.tensor([0.025, 0.975], dtype=draws.dtype)
+    low, high = torch.quantile(draws, levels, dim=0)
+    return low, high
+
+
+def one_batch(bins, q, y, groups, index, truth, samples, g) -> dict:
+    """Point estimates and every interval of R data sets: {name: [R] tensor}."""
+    gap = bins.pred_mean - bins.freq
+    weight = bins.count / bins.count.sum(dim=-1, keepdim=True)
+    noise = bins.freq * (1 - bins.freq) / (bins.count - 1).clamp_min(1)
+    out = {
+        "plugin": (weight * gap**2).sum(-1).sqrt(),
+        "debiased": (weight * (gap**2 - noise)).sum(-1).clamp_min(0).sqrt(),
+    }
+    intervals = {}
+    for debias, tag in ((False, "paper"), (True, "paper_db")):
+        draws = paper_draws(bins, samples, debias, g)
+        for method in ("normal", "percentile"):
+            intervals[f"{tag}_{method[:4]}"] = paper_interval(draws, method)
+    kinds = [("pairs", _pair_blocks(bins, samples, g))]
+    if groups is not None:
+        reps, n_bins = bins.count.shape
+        offset = torch.arange(reps)[:, None]
+        flat_index = (index + n_bins * offset).reshape(-1)
+        flat_groups = (groups + (int(groups.max()) + 1) * offset).reshape(-1)
+        blocks = _group_blocks(
+            q.reshape(-1), y.reshape(-1), flat_groups, flat_index, reps * n_bins, samples, g
+        )
+        shaped = ((v.reshape(-1, reps, n_bins) for v in block) for block in blocks)
+        kinds.append(("groups", shaped))
+    for kind, blocks in kinds:
+        stats = draw_statistics(bins, blocks)
+        for debias, tag in ((False, kind), (True, f"{kind}_db")):
+            for method in ("normal", "percentile"):
+                s = interval_of_draws(stats, method=method, debias=debias)
+                intervals[f"{tag}_{method[:4]}"] = (s.lower, s.upper)
+    for name, (lo, hi) in intervals.items():
+        out[f"cov_{name}"] = ((lo <= truth + 1e-12) & (truth <= hi + 1e-12)).to(torch.float64)
+        out[f"len_{name}"] = hi - lo
+    return out
+
+
+def run(args) -> dict:
+    torch.set_num_threads(args.threads)
+    g = torch.Generator().manual_seed(args.seed)
+    truths = {k: true_calibration_error(args.a, args.b, k) for k in KS}
+    grouped_truths = {k: grouped_true_error(args.a, args.b, k, args.rho) for k in KS}
+    print("true errors (ungrouped / grouped by integration):", file=sys.stderr)
+    for k in KS:
+        print(f"  k={k}: {truths[k]:.6f} / {grouped_truths[k]:.6f}", file=sys.stderr)
+    results = {"config": vars(args) | {"truths": truths, "grouped_truths": grouped_truths}}
+    rows = results["rows"] = []
+    for n in args.sizes:
+        reps = args.reps if n < 1_000_000 else min(args.reps, args.reps_large)
+        samples = args.samples if n < 1_000_000 else min(args.samples, args.samples_large)
+        batch = max(1, min(reps, args.batch_pairs // n))
+        for grouped in (False, True):
+            start = time.time()
+            acc: dict = {}
+            for first in range(0, reps, batch):
+                r = min(batch, reps - first)
+                q, u, groups = draw_data(
+                    r * n, args.a, args.b, args.group_size, args.rho, grouped, g
+                )
+                q, u = q.reshape(r, n), u.reshape(r, n)
+                groups = (
+                    None if groups is None else groups.reshape(r, n) - groups.reshape(r, n)[:, :1]
+                )
+                order = torch.argsort(q, dim=1)
+                for beta in BIN_SIZES:
+                    size = auto_bin_size(n) if beta == "auto" else beta
+                    n_bins = max(1, n // size)
+                    rank_bin = (torch.arange(n) // size).clamp_(max=n_bins - 1).expand(r, n)
+                    index = torch.empty_like(order).scatter_(1, order, rank_bin)
+                    for k in KS:
+                        y = labels(q, u, k, grouped)
+                        bins = batched_bins(q, y, index, n_bins)
+                        if first == 0 and k == KS[-1]:
+                            ref = compute_bins(q[0], y[0], bin_size=size)
+                            assert torch.allclose(ref.freq, bins.freq[0]), "binning differs"
+                        truth = (grouped_truths if grouped else truths)[k]
+                        row = one_batch(bins, q, y, groups, index, truth, samples, g)
+                        acc.setdefault((beta, k), []).append(row)
+            for (beta, k), parts in acc.items():
+                truth = (grouped_truths if grouped else truths)[k]
+                merged = {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
+                rows.append(summarise(merged, n, beta, k, grouped, truth, samples))
+            print(
+                f"N={n} grouped={grouped}: {reps} reps in {time.time() - start:.0f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+            save(results, args)
+    return results
+
+
+def summarise(merged, n, beta, k, grouped, truth, samples) -> dict:
+    row = {
+        "variant": "grouped" if grouped else "iid",
+        "k": k,
+        "n": n,
+        "beta": beta,
+        "truth": truth,
+        "reps": merged["plugin"].numel(),
+        "samples": samples,
+    }
+    for est in ("plugin", "debiased"):
+        values = merged[est]
+        row[f"{est}_mean"] = values.mean().item()
+        row[f"{est}_bias"] = (values - truth).mean().item()
+        row[f"{est}_rmse"] = (values - truth).pow(2).mean().sqrt().item()
+    row.update({key: v.mean().item() for key, v in merged.items() if key[:4] in ("cov_", "len_")})
+    return row
+
+
+def save(results: dict, args) -> None:
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=500, help="repetitions per setting")
+    p.add_argument("--reps-large", type=int, default=100, help="repetitions at N = 1e6")
+    p.add_argument("--samples", type=int, default=1000, help="interval draws S")
+    p.add_argument("--samples-large", type=int, default=200, help="interval draws at N=1e6")
+    p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    p.add_argument("--a", type=float, default=0.3)
+    p.add_argument("--b", type=float, default=0.3)
+    p.add_argument("--group-size", type=int, default=20)
+    p.add_argument("--rho", type=float, default=0.5, help="copula correlation in a group")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch-pairs", type=int, default=400_000, help="pairs per rep batch")
+    p.add_argument("--device", default="cpu", help="only cpu is supported")
+    p.add_argument("--json", default="out/coverage/results.json")
+    p.add_argument("--quick", action="store_true", help="50 reps, N ≤ 1e4, 200 draws")
+    p.add_argument("--write", action="store_true", help="write docs/coverage.md")
+    args = p.parse_args(argv)
+    if args.device != "cpu":
+        raise SystemExit("--device: the study runs on cpu only")
+    if args.quick:
+        args.reps, args.samples = min(args.reps, 50), min(args.samples, 200)
+        args.sizes = [s for s in args.sizes if s <= 10_000]
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse(argv)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    results = run(args)
+    from coverage_report import render
+
+    text = render(results)
+    print(text)
+    if args.write:
+        (ROOT / "docs" / "coverage.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

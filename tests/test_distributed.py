@@ -1,0 +1,205 @@
+"""CalibrationError under real ``torch.distributed``: 2 CPU processes, gloo backend.
+
+Every case shards one data set over the ranks (unevenly, in scattered pieces, or with
+one rank holding nothing), lets each rank ``compute()`` the synchronised result, and
+compares it with one process that saw the union. The run happens in a child Python
+process (this file run as a script) that spawns the two ranks, so that a hung run is
+killed by its process group without taking pytest down.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationError
+from calib_metrics.functional import calibration_error
+
+WORLD = 2
+TIMEOUT_S = 120
+C = 4
+PAD = -100
+
+# name -> (metric options, data kind, which batches each rank gets)
+PER_CLASS = {"num_classes": C, "average": None}
+CASES = {
+    "exact-uneven": ({}, "binary", [[0, 2, 3], [1]]),
+    "exact-empty-rank": ({}, "binary", [[0, 1, 2, 3], []]),
+    "exact-mixed-dtypes": ({}, "binary-bf16", [[0, 2], [1, 3]]),
+    "exact-padding": ({"ignore_index": PAD}, "binary-padded", [[3], [0, 1, 2]]),
+    "stream-uneven": ({"streaming": True}, "binary", [[1, 3], [0, 2]]),
+    "stream-empty-rank": ({"streaming": True}, "binary", [[], [0, 1, 2, 3]]),
+    "exact-per-class": ({**PER_CLASS, "ignore_index": PAD}, "tags", [[0, 1, 2], [3]]),
+    "exact-per-class-empty": (PER_CLASS, "tags", [[], [0, 1, 2, 3]]),
+    "exact-micro": ({"num_classes": C, "ignore_index": PAD}, "tags", [[2], [0, 1, 3]]),
+    "stream-per-class": (
+        {**PER_CLASS, "ignore_index": PAD, "streaming": True},
+        "tags",
+        [[0, 3], [1, 2]],
+    ),
+    "stream-per-class-empty": ({**PER_CLASS, "streaming": True}, "tags", [[0, 1, 2, 3], []]),
+}
+OPTIONS = {"bin_size": 500, "n_samples": 500, "seed": 3}
+
+
+def batches(kind: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Four batches of unequal sizes; the same on every process."""
+    g = torch.Generator().manual_seed(11)
+    out = []
+    for size in (1700, 300, 2600, 900):
+        if kind == "tags":
+            probs = torch.softmax(2.5 * torch.randn(size, C, generator=g), -1)
+            target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+            target[torch.rand(size, generator=g) < 0.1] = PAD
+            out.append((probs, target))
+            continue
+        q = torch.rand(size, generator=g) ** 3
+        y = torch.bernoulli((q * 1.3).clamp(0, 1), generator=g).long()
+        if kind == "binary-bf16":
+            q = q.to(torch.bfloat16) if len(out) % 2 == 0 else q
+        if kind == "binary-padded":
+            y[torch.rand(size, generator=g) < 0.2] = PAD
+        out.append((q, y))
+    return out
+
+
+def summarise(metric: CalibrationError) -> dict[str, torch.Tensor]:
+    result = metric.compute_result()
+    results = result if isinstance(result, list) else [result]
+    return {
+        "compute": metric.compute(),
+        "error": torch.stack([r.error for r in results]),
+        "lower": torch.stack([r.lower for r in results]),
+        "upper": torch.stack([r.upper for r in results]),
+        "pairs": torch.stack([r.bins.count.sum() for r in results]),
+    }
+
+
+def single_process(name: str) -> dict[str, torch.Tensor]:
+    options, kind, _ = CASES[name]
+    metric = CalibrationError(**options, **OPTIONS)
+    for q, y in batches(kind):
+        metric.update(q, y)
+    return summarise(metric)
+
+
+def _rank(rank: int, port: int, out: str) -> None:
+    """One rank: every case on its shard, the synchronised results saved to ``out``."""
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.distributed.init_process_group(
+        "gloo", rank=rank, world_size=WORLD, timeout=timedelta(seconds=60)
+    )
+    results = {}
+    for name, (options, kind, shards) in CASES.items():
+        metric = CalibrationError(**options, **OPTIONS)
+        data = batches(kind)
+        for i in shards[rank]:
+            metric.update(*data[i])
+        results[name] = summarise(metric)
+        # compute() gathers, then restores this rank's own state.
+        local = metric.metric_state
+        results[name]["local_pairs"] = torch.tensor(
+            float(sum(t.numel() for t in local["probs"]))
+            if "probs" in local
+            else float(local["cell_count"].sum())
+        )
+    torch.save(results, Path(out) / f"rank{rank}.pt")
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _main(out: str) -> None:
+    """Spawn the ranks and wait for them, killing them if they outlive the deadline."""
+    context = torch.multiprocessing.start_processes(
+        _rank, args=(free_port(), out), nprocs=WORLD, join=False, start_method="spawn"
+    )
+    deadline = time.monotonic() + TIMEOUT_S - 10
+    while not context.join(timeout=1):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                if process.is_alive():
+                    process.kill()
+            raise TimeoutError("the distributed ranks did not finish in time")
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory) -> list[dict]:
+    out = tmp_path_factory.mktemp("ddp")
+    env = dict(os.environ, MPLBACKEND="Agg")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+    )
+    proc = subprocess.Popen(
+        [sys.executable, __file__, str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # the ranks share its process group
+    )
+    try:
+        output, _ = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        output = b"(timed out)"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    files = [out / f"rank{r}.pt" for r in range(WORLD)]
+    if proc.returncode != 0 or not all(f.exists() for f in files):
+        pytest.fail(f"distributed run failed:\n{output.decode(errors='replace')[-4000:]}")
+    return [torch.load(f) for f in files]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_rank_gets_the_single_process_result(ranks, name) -> None:
+    expected = single_process(name)
+    for rank in ranks:
+        got = rank[name]
+        for key, value in expected.items():
+            torch.testing.assert_close(got[key], value, rtol=1e-9, atol=1e-12, msg=key)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_sync_leaves_each_rank_its_own_state(ranks, name) -> None:
+    options, kind, shards = CASES[name]
+    data = batches(kind)
+    for rank, result in enumerate(ranks):
+        mine = [data[i] for i in shards[rank]]
+        if options.get("streaming"):
+            pad = options.get("ignore_index")
+            expected = sum(int((y != pad).sum()) if pad is not None else y.numel() for _, y in mine)
+            expected *= options.get("num_classes") or 1
+        else:
+            expected = sum(q.numel() for q, _ in mine)
+        assert result[name]["local_pairs"].item() == expected
+
+
+def test_exact_mode_equals_the_functional_on_the_union(ranks) -> None:
+    q, y = (torch.cat(t) for t in zip(*batches("binary-padded")))
+    keep = y != PAD
+    want = calibration_error(q[keep], y[keep], bin_size=OPTIONS["bin_size"])
+    for rank in ranks:
+        torch.testing.assert_close(rank["exact-padding"]["compute"], want)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])

@@ -1,0 +1,227 @@
+"""The streaming sketch: merging, fixed size, device discipline and its approximation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationError
+from calib_metrics.functional import calibration_error_ci, sketch
+from calib_metrics.functional.calibration import compute_bins
+
+N = 10**6
+BIN_SIZE = 5000
+
+
+def miscalibrated_labels(q: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """y ~ Bernoulli(sigmoid(0.8·logit q)): an overconfident model, CalibErr ≈ 0.02–0.03."""
+    p = torch.sigmoid(0.8 * torch.logit(q.to(torch.float64)))
+    return torch.bernoulli(p, generator=g)
+
+
+def draw(kind: str, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The issue's distributions of q (float32), with miscalibrated labels."""
+    torch.manual_seed(seed)  # torch.distributions.Beta takes no generator
+    g = torch.Generator().manual_seed(seed)
+    beta = torch.distributions.Beta
+    if kind == "beta0.3":
+        q = beta(0.3, 0.3).sample((n,))
+    elif kind == "beta0.1":
+        q = beta(0.1, 0.1).sample((n,))
+    elif kind == "peaked":
+        # 70% confident negatives piled at 0 (a third of them below 1e-7), 30% near 1.
+        low, high = beta(0.05, 2.0).sample((n,)), beta(20.0, 0.5).sample((n,))
+        q = torch.where(torch.rand(n, generator=g) < 0.7, low, high)
+    elif kind == "bfloat16-overconfident":
+        # A half-precision model: every q is one of a few hundred values, ties everywhere.
+        z = 12 * torch.randn(n, generator=g)
+        q = torch.sigmoid(z).to(torch.bfloat16)
+        return q, torch.bernoulli(torch.sigmoid(z / 3), generator=g)
+    else:
+        raise AssertionError(kind)
+    return q, miscalibrated_labels(q, g)
+
+
+def both_modes(q: torch.Tensor, y: torch.Tensor, **options):
+    exact = CalibrationError(bin_size=BIN_SIZE, seed=7, **options)
+    stream = CalibrationError(bin_size=BIN_SIZE, seed=7, streaming=True, **options)
+    for start in range(0, q.numel(), 250_000):
+        exact.update(q[start : start + 250_000], y[start : start + 250_000])
+        stream.update(q[start : start + 250_000], y[start : start + 250_000])
+    return exact.compute_result(), stream.compute_result()
+
+
+@pytest.mark.parametrize("kind", ["beta0.3", "beta0.1", "peaked", "bfloat16-overconfident"])
+def test_streaming_within_1e3_of_exact_on_a_million_pairs(kind) -> None:
+    q, y = draw(kind, N, seed=0)
+    exact, stream = both_modes(q, y)
+    # The exact mode is the functional core on the same pairs.
+    reference = calibration_error_ci(q, y, bin_size=BIN_SIZE, generator=torch.Generator())
+    torch.testing.assert_close(exact.error, reference.error)
+    assert 0.01 < exact.error.item() < 0.2  # a case where the error is worth measuring
+    for field in ("error", "lower", "upper"):
+        gap = abs(getattr(stream, field).item() - getattr(exact, field).item())
+        assert gap <= 1e-3, (kind, field, gap)
+    # Boundaries fall at the exact ranks: same number of bins, same sizes.
+    torch.testing.assert_close(stream.bins.count, exact.bins.count)
+
+
+def test_tied_values_are_split_exactly_like_the_exact_order() -> None:
+    # 37 distinct q, many pairs each, labels mixed: every boundary cuts a tied cell, where
+    # the exact order puts the cell's y = 0 first. The sketch must reproduce it exactly.
+    g = torch.Generator().manual_seed(1)
+    values = torch.rand(37, generator=g)
+    q = values[torch.randint(0, 37, (20_000,), generator=g)]
+    y = torch.bernoulli(q.double(), generator=g)
+    state = sketch.empty()
+    sketch.accumulate(*state, q, y)
+    got = sketch.to_bins(*state, bin_size=300)
+    want = compute_bins(q, y, bin_size=300)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_spread_cells_keep_exact_counts_and_sums() -> None:
+    g = torch.Generator().manual_seed(2)
+    q = torch.rand(50_000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    state = sketch.empty(1024)
+    sketch.accumulate(*state, q, y)
+    got = sketch.to_bins(*state, bin_size=4000)
+    want = compute_bins(q, y, bin_size=4000)
+    torch.testing.assert_close(got.count, want.count)
+    # Totals are exact; each bin's mean q is within a cell width of the exact one.
+    torch.testing.assert_close((got.pred_mean * got.count).sum(), q.sum())
+    torch.testing.assert_close((got.freq * got.count).sum(), y.sum())
+    assert (got.pred_mean - want.pred_mean).abs().max() < sketch.cell_width(0.5, 1024)
+    assert (got.freq - want.freq).abs().max() < 0.01
+
+
+def test_fewer_pairs_than_a_bin_give_one_exact_bin() -> None:
+    q = torch.tensor([0.1, 0.2, 0.9, 0.99])
+    y = torch.tensor([0, 1, 1, 1])
+    state = sketch.empty()
+    sketch.accumulate(*state, q, y)
+    bins = sketch.to_bins(*state, bin_size=10)
+    torch.testing.assert_close(bins.count, torch.tensor([4.0], dtype=torch.float64))
+    torch.testing.assert_close(bins.pred_mean, q.double().mean().reshape(1))
+    torch.testing.assert_close(bins.freq, torch.tensor([0.75], dtype=torch.float64))
+
+
+def test_merge_by_addition_equals_one_sketch_of_the_union() -> None:
+    q, y = draw("beta0.3", 30_000, seed=3)
+    whole, left, right = sketch.empty(), sketch.empty(), sketch.empty()
+    sketch.accumulate(*whole, q, y)
+    sketch.accumulate(*left, q[:7_000], y[:7_000])
+    sketch.accumulate(*right, q[7_000:], y[7_000:])
+    merged = [a + b for a, b in zip(left, right)]
+    for a, b in zip(sketch.to_bins(*merged, 1000), sketch.to_bins(*whole, 1000)):
+        torch.testing.assert_close(a, b)
+
+
+def test_metric_merge_state_and_order_independence() -> None:
+    q, y = draw("beta0.1", 40_000, seed=4)
+    whole, left, right = (CalibrationError(bin_size=2000, streaming=True) for _ in range(3))
+    whole.update(q, y)
+    perm = torch.randperm(q.numel(), generator=torch.Generator().manual_seed(0))
+    left.update(q[perm[:100]], y[perm[:100]])
+    right.update(q[perm[100:]], y[perm[100:]])
+    left.merge_state(right)
+    torch.testing.assert_close(left.compute(), whole.compute())
+
+
+def test_dropped_rows_may_hold_anything() -> None:
+    q = torch.tensor([0.3, float("nan"), 0.8, 7.0])
+    y = torch.tensor([1, -100, 0, -100])
+    state, clean = sketch.empty(64), sketch.empty(64)
+    sketch.accumulate(*state, q, y, weight=y != -100)
+    sketch.accumulate(*clean, q[[0, 2]], y[[0, 2]])
+    for a, b in zip(state, clean):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("num_classes", [None, 5])
+def test_state_size_is_fixed_and_small(num_classes) -> None:
+    metric = CalibrationError(num_classes, streaming=True)
+    sizes = []
+    g = torch.Generator().manual_seed(5)
+    for n in (10, 100_000):
+        if num_classes is None:
+            metric.update(torch.rand(n, generator=g), torch.randint(0, 2, (n,), generator=g))
+        else:
+            probs = torch.softmax(torch.randn(n, num_classes, generator=g), -1)
+            metric.update(probs, torch.randint(0, num_classes, (n,), generator=g))
+        sizes.append(sum(t.numel() * t.element_size() for t in metric.metric_state.values()))
+    assert sizes[0] == sizes[1]
+    assert sizes[0] == 4 * 8 * sketch.DEFAULT_RESOLUTION * (num_classes or 1)
+    if num_classes is None:
+        assert sizes[0] < 2 * 2**20
+
+
+def test_documented_resolution() -> None:
+    # The module docstring's numbers: 0.00049 wide at 1/2, 0.195% of q near 0 and of 1 - q
+    # near 1, end cells beyond q = 1.1e-7.
+    assert sketch.cell_width(0.5) == pytest.approx(0.000488, rel=1e-3)
+    assert sketch.cell_width(1e-4) / 1e-4 == pytest.approx(0.00195, rel=1e-2)
+    assert sketch.cell_width(1 - 1e-4) / 1e-4 == pytest.approx(0.00195, rel=1e-2)
+    edge = torch.tensor([1.0e-7, 1.2e-7, 1 - 1.2e-7, 1 - 1.0e-7], dtype=torch.float64)
+    cells = sketch.cell_index(edge).tolist()
+    assert cells[0] == 0 and cells[1] > 0
+    assert cells[3] == sketch.DEFAULT_RESOLUTION - 1 and cells[2] < cells[3]
+
+
+def test_no_host_synchronisation_in_update(monkeypatch) -> None:
+    # On CPU nothing waits, so make the calls that would wait on an accelerator fail.
+    def forbidden(*args, **kwargs):
+        raise AssertionError("host synchronisation in update()")
+
+    g = torch.Generator().manual_seed(6)
+    binary = (torch.rand(2, 300, generator=g), torch.randint(-1, 2, (2, 300), generator=g))
+    probs = torch.softmax(torch.randn(4, 50, 3, generator=g), -1)
+    multiclass = (probs, torch.randint(-1, 3, (4, 50), generator=g))
+    metrics = [
+        (CalibrationError(ignore_index=-1, validate_args=False, bin_size=50, **kw), binary)
+        for kw in ({}, {"streaming": True})
+    ] + [
+        (CalibrationError(3, ignore_index=-1, validate_args=False, bin_size=50, **kw), multiclass)
+        for kw in ({}, {"streaming": True}, {"streaming": True, "average": None})
+    ]
+    expected = [m.compute() for m in _fed(metrics)]
+    with monkeypatch.context() as patch:
+        for name in ("item", "tolist", "nonzero", "__bool__", "__int__", "__float__"):
+            patch.setattr(torch.Tensor, name, forbidden)
+        patch.setattr(torch, "nonzero", forbidden)
+        getitem = torch.Tensor.__getitem__
+
+        def no_mask(self, index):
+            # Indexing by a boolean mask waits for the mask's count; slicing does not.
+            parts = index if isinstance(index, tuple) else (index,)
+            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in parts):
+                forbidden()
+            return getitem(self, index)
+
+        patch.setattr(torch.Tensor, "__getitem__", no_mask)
+        patch.setattr(torch, "masked_select", forbidden)
+        for metric, batch in metrics:
+            metric.reset()
+            metric.update(*batch)
+    for metric, want in zip([m for m, _ in metrics], expected):
+        torch.testing.assert_close(metric.compute(), want)
+
+
+def _fed(metrics):
+    for metric, batch in metrics:
+        metric.update(*batch)
+        yield metric
+
+
+def test_bad_resolution_and_empty_sketch() -> None:
+    for bad in (1, 3, 2.0, True):
+        with pytest.raises(ValueError, match="resolution"):
+            sketch.num_cells(bad)
+    with pytest.raises(ValueError, match="resolution"):
+        CalibrationError(streaming=True, resolution=101)
+    with pytest.raises(ValueError, match="empty"):
+        sketch.to_bins(*sketch.empty(16), bin_size=5)
+    with pytest.raises(ValueError, match="no pairs"):
+        CalibrationError(streaming=True).compute()
