@@ -209,6 +209,12 @@ def main(argv: list[str] | None = None) -> None:
             "full",
         ),
         ("ours: log Z", n, lambda: linear_chain.log_partition(em, trans, start, end, mask), "full"),
+        (
+            "reference: torch.zeros of the pairwise output's shape (allocation alone)",
+            n,
+            lambda: torch.zeros(args.batch, args.length - 1, args.tags, args.tags, device=device),
+            "full",
+        ),
         ("ours: Viterbi", n, lambda: linear_chain.viterbi(em, trans, start, end, mask), "full"),
         ("pytorch-crf decode (Viterbi)", n, lambda: crf.decode(em, mask), "full"),
         (

@@ -265,7 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         "The value column gives CalibErr [lower, upper]: Algorithm 2's interval is centred on "
         "the mean of the sampled errors, which lies above the point estimate when the model is "
         "well calibrated (redrawn frequencies only add to the squared gaps). torchmetrics and "
-        "our uniform binning use the same 15 bins; torchmetrics sums in float32.",
+        "our uniform binning use the same 15 bins; torchmetrics sums in float32. On a machine "
+        "shared by many processes, pass --threads 1: with several intra-op threads every "
+        "tensor operation waits for all of them to be scheduled, which measures the load, "
+        "not the algorithm.",
         f"torch-uncertainty: {tu_status}.",
         "",
     ]

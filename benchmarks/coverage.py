@@ -198,7 +198,8 @@ def run(args) -> dict:
     results = {"config": vars(args) | {"truths": truths, "grouped_truths": grouped_truths}}
     rows = results["rows"] = []
     for n in args.sizes:
-        reps = args.reps if n < 1_000_000 else min(args.reps, args.reps_large)
+        # Larger N gets fewer repetitions: at most --pair-budget pairs per (N, variant).
+        reps = max(2, min(args.reps, int(args.pair_budget) // n))
         samples = args.samples if n < 1_000_000 else min(args.samples, args.samples_large)
         batch = max(1, min(reps, args.batch_pairs // n))
         for grouped in (False, True):
@@ -268,7 +269,12 @@ def save(results: dict, args) -> None:
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=500, help="repetitions per setting")
-    p.add_argument("--reps-large", type=int, default=100, help="repetitions at N = 1e6")
+    p.add_argument(
+        "--pair-budget",
+        type=float,
+        default=2e7,
+        help="cap on repetitions × N per setting (fewer reps at large N)",
+    )
     p.add_argument("--samples", type=int, default=1000, help="interval draws S")
     p.add_argument("--samples-large", type=int, default=200, help="interval draws at N=1e6")
     p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
@@ -277,7 +283,7 @@ def parse(argv=None):
     p.add_argument("--group-size", type=int, default=20)
     p.add_argument("--rho", type=float, default=0.5, help="copula correlation in a group")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared CPU")
     p.add_argument("--batch-pairs", type=int, default=400_000, help="pairs per rep batch")
     p.add_argument("--device", default="cpu", help="only cpu is supported")
     p.add_argument("--json", default="out/coverage/results.json")

@@ -218,6 +218,11 @@ class CalibrationError(Metric):
             raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
         probs, target, keep = self._prepare(probs.detach(), target.detach())
         if self.streaming:
+            if self.cell_count.device.type == "cpu" and self.cell_count.is_shared():
+                # ddp_spawn (torch.multiprocessing) hands every rank the metric in shared
+                # memory: without a private copy, the ranks would add into one buffer.
+                for name in _SKETCH_STATES:
+                    setattr(self, name, getattr(self, name).clone())
             states = [getattr(self, name) for name in _SKETCH_STATES]
             if self.num_classes is None:
                 sketch.accumulate(*(s[0] for s in states), probs, target, keep)
@@ -260,7 +265,8 @@ class CalibrationError(Metric):
 
     # ----------------------------------------------------------------- compute
     def _pairs(self) -> tuple[Tensor, Tensor]:
-        if not self.probs:
+        # Lists of batches locally; one tensor each once synchronised across ranks.
+        if isinstance(self.probs, list) and not self.probs:
             raise ValueError("CalibrationError has no pairs: call update() before compute()")
         probs = dim_zero_cat(self.probs)
         target = dim_zero_cat(self.target)

@@ -89,6 +89,7 @@ def run_ddp(out: Path) -> None:
     (out / "summary.json").write_text(json.dumps(summary))
 
 
+@pytest.mark.slow
 def test_ddp_two_cpu_processes(tmp_path: Path) -> None:
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     env["PYTHONPATH"] = os.pathsep.join(

@@ -39,12 +39,12 @@ CASES = {
     "exact-padding": ({"ignore_index": PAD}, "binary-padded", [[3], [0, 1, 2]]),
     "stream-uneven": ({"streaming": True}, "binary", [[1, 3], [0, 2]]),
     "stream-empty-rank": ({"streaming": True}, "binary", [[], [0, 1, 2, 3]]),
-    "exact-per-class": ({**PER_CLASS, "ignore_index": PAD}, "tags", [[0, 1, 2], [3]]),
+    "exact-per-class": ({**PER_CLASS, "ignore_index": PAD}, "tags-padded", [[0, 1, 2], [3]]),
     "exact-per-class-empty": (PER_CLASS, "tags", [[], [0, 1, 2, 3]]),
-    "exact-micro": ({"num_classes": C, "ignore_index": PAD}, "tags", [[2], [0, 1, 3]]),
+    "exact-micro": ({"num_classes": C, "ignore_index": PAD}, "tags-padded", [[2], [0, 1, 3]]),
     "stream-per-class": (
         {**PER_CLASS, "ignore_index": PAD, "streaming": True},
-        "tags",
+        "tags-padded",
         [[0, 3], [1, 2]],
     ),
     "stream-per-class-empty": ({**PER_CLASS, "streaming": True}, "tags", [[0, 1, 2, 3], []]),
@@ -57,10 +57,11 @@ def batches(kind: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
     g = torch.Generator().manual_seed(11)
     out = []
     for size in (1700, 300, 2600, 900):
-        if kind == "tags":
+        if kind.startswith("tags"):
             probs = torch.softmax(2.5 * torch.randn(size, C, generator=g), -1)
             target = torch.multinomial(probs, 1, generator=g).squeeze(1)
-            target[torch.rand(size, generator=g) < 0.1] = PAD
+            if kind == "tags-padded":
+                target[torch.rand(size, generator=g) < 0.1] = PAD
             out.append((probs, target))
             continue
         q = torch.rand(size, generator=g) ** 3

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from calib_metrics import CalibrationError
-from calib_metrics.functional import calibration_error_ci, sketch
+from calib_metrics.functional import sketch
 from calib_metrics.functional.calibration import compute_bins
 
 N = 10**6
@@ -55,9 +55,6 @@ def both_modes(q: torch.Tensor, y: torch.Tensor, **options):
 def test_streaming_within_1e3_of_exact_on_a_million_pairs(kind) -> None:
     q, y = draw(kind, N, seed=0)
     exact, stream = both_modes(q, y)
-    # The exact mode is the functional core on the same pairs.
-    reference = calibration_error_ci(q, y, bin_size=BIN_SIZE, generator=torch.Generator())
-    torch.testing.assert_close(exact.error, reference.error)
     assert 0.01 < exact.error.item() < 0.2  # a case where the error is worth measuring
     for field in ("error", "lower", "upper"):
         gap = abs(getattr(stream, field).item() - getattr(exact, field).item())
@@ -225,3 +222,13 @@ def test_bad_resolution_and_empty_sketch() -> None:
         sketch.to_bins(*sketch.empty(16), bin_size=5)
     with pytest.raises(ValueError, match="no pairs"):
         CalibrationError(streaming=True).compute()
+
+
+def test_state_in_shared_memory_is_copied_before_the_first_update() -> None:
+    # ddp_spawn pickles the module to every rank through torch.multiprocessing, which
+    # moves CPU tensors to shared memory; the ranks must not add into one buffer.
+    metric = CalibrationError(streaming=True, bin_size=10)
+    shared = metric.cell_count.share_memory_()
+    metric.update(torch.tensor([0.2, 0.7]), torch.tensor([0, 1]))
+    assert shared.sum().item() == 0
+    assert metric.cell_count.sum().item() == 2 and not metric.cell_count.is_shared()

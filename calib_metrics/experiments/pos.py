@@ -76,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-pairs", type=int, nargs="+", default=[5, 100], help="pair counts")
     parser.add_argument("--seed", type=int, default=0, help="seed of subsets and intervals")
     parser.add_argument(
+        "--load-models", default=None, help="evaluate models.pt from --save-models, no training"
+    )
+    parser.add_argument(
         "--save-models", action="store_true", help="also write models.pt (state dicts)"
     )
     parser.add_argument(
@@ -178,7 +181,12 @@ def calibration(q: torch.Tensor, y: torch.Tensor, args: argparse.Namespace, seed
     """CalibErr with its interval, as a JSON-ready dict (the bins are kept for plotting)."""
     g = torch.Generator(device=q.device).manual_seed(seed)
     result = calibration_error_ci(
-        q.double(), y.double(), bin_size=args.bin_size, n_samples=args.n_samples, generator=g
+        # Marginals computed in float32 may exceed 1 by a rounding error.
+        q.double().clamp(0.0, 1.0),
+        y.double(),
+        bin_size=args.bin_size,
+        n_samples=args.n_samples,
+        generator=g,
     )
     out = {k: float(getattr(result, k)) for k in ("error", "mean", "std", "lower", "upper")}
     out.update(_confidence(result), n=int(q.numel()))
@@ -208,6 +216,18 @@ def _select_crf(train: Split, dev: Split, n_words: int, n_tags: int, args) -> tu
     best = max(scores, key=lambda c: (scores[c], c))
     info = {"grid": scores, "c2": best, "fit": models[best].fit_info}
     return models[best], info
+
+
+def _load_models(path: str, shape: tuple, words: Vocabulary, tags: Vocabulary) -> tuple:
+    """Models, selection and sizes saved by ``--save-models``, checked against the vocabularies."""
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    if saved["words"] != words.itos or saved["tags"] != tags.itos:
+        raise ValueError(f"{path} was saved with other vocabularies than this data's")
+    trained: dict[str, Any] = {"hmm": HMM(*shape, pseudocount=saved["pseudocount"])}
+    trained.update(crf_matched=CRFTagger(*shape), crf=CRFTagger(*shape))
+    for key, model in trained.items():
+        model.load_state_dict(saved["models"][key])
+    return trained, saved["selection"], saved["sizes"]
 
 
 def _subset(split: Split, idx: torch.Tensor) -> Split:
@@ -375,7 +395,8 @@ def _markdown(results: dict) -> str:
         "dev acc",
         "test acc",
         "CalibErr all tags [95%]",
-        "overconf.",
+        "q̂−p̂ (q̂>½)",
+        "verdict",
     ]
     headers += [h for k in ks for h in (f"top-{k} pairs concat.", f"top-{k} avg")]
     rows = []
@@ -437,22 +458,30 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         file=sys.stderr,
     )
 
-    hmm, hmm_sel = _select_hmm(train, dev, shape[1], shape[0], args)
-    crf, crf_sel = _select_crf(train, dev, shape[1], shape[0], args)
-    hmm_dev = hmm_sel["grid"][hmm_sel["pseudocount"]]
-    matched, match_sel = _match_crf(train, dev, hmm_dev, crf_sel["c2"], shape, args)
-    trained = {"hmm": hmm, "crf_matched": matched, "crf": crf}
-    sizes = {
-        "hmm": train.words.shape[0],
-        "crf_matched": match_sel["sentences"],
-        "crf": train.words.shape[0],
-    }
-
+    if args.load_models:
+        trained, selection, sizes = _load_models(args.load_models, shape, word_vocab, tag_vocab)
+    else:
+        hmm, hmm_sel = _select_hmm(train, dev, shape[1], shape[0], args)
+        crf, crf_sel = _select_crf(train, dev, shape[1], shape[0], args)
+        hmm_dev = hmm_sel["grid"][hmm_sel["pseudocount"]]
+        matched, match_sel = _match_crf(train, dev, hmm_dev, crf_sel["c2"], shape, args)
+        trained = {"hmm": hmm, "crf_matched": matched, "crf": crf}
+        selection = {"hmm": hmm_sel, "crf": crf_sel, "crf_matched": match_sel}
+        n_train = train.words.shape[0]
+        sizes = {"hmm": n_train, "crf_matched": match_sel["sentences"], "crf": n_train}
     if args.save_models:
-        states = {k: m.state_dict() for k, m in trained.items()}
         torch.save(
-            {"models": states, "words": word_vocab.itos, "tags": tag_vocab.itos}, out / "models.pt"
+            {
+                "models": {k: m.state_dict() for k, m in trained.items()},
+                "pseudocount": trained["hmm"].pseudocount,
+                "selection": report.to_jsonable(selection),
+                "sizes": sizes,
+                "words": word_vocab.itos,
+                "tags": tag_vocab.itos,
+            },
+            out / "models.pt",
         )
+    hmm_sel, crf_sel, match_sel = (selection[k] for k in ("hmm", "crf", "crf_matched"))
     tag_names = tag_vocab.itos
     test_counts = torch.bincount(test.tags[test.mask], minlength=shape[0])
     tag_order = [
@@ -505,7 +534,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "num_tags": shape[0],
         "vocab_size": shape[1],
-        "selection": {"hmm": hmm_sel, "crf": crf_sel, "crf_matched": match_sel},
+        "selection": selection,
         "selection_summary": (
             f"HMM pseudocount {hmm_sel['pseudocount']:g}; CRF c2 {crf_sel['c2']:g}; "
             f"accuracy-matched CRF on {match_sel['sentences']} sentences"
