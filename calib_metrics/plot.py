@@ -37,11 +37,11 @@ def describe(result: CalibrationResult) -> str:
 
     Example:
         >>> import torch
-        >>> from calib_metrics.functional import calibration_error_ci
-        >>> g = torch.Generator().manual_seed(0)
-        >>> p = torch.rand(1000, generator=g)
-        >>> describe(calibration_error_ci(p, torch.bernoulli(p, generator=g), bin_size=100))
-        'CalibErr 0.0392 [0.0312, 0.0785]'
+        >>> from calib_metrics.functional import Bins
+        >>> t = torch.tensor
+        >>> empty = Bins(t([]), t([]), t([]))
+        >>> describe(CalibrationResult(t(0.0123), t(0.013), t(0.001), t(0.011), t(0.015), empty))
+        'CalibErr 0.0123 [0.0110, 0.0150]'
     """
     return (
         f"CalibErr {result.error.item():.4f} [{result.lower.item():.4f}, {result.upper.item():.4f}]"

@@ -18,12 +18,19 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.auto_bin import AUTO, resolve_bin_size
 from calib_metrics.functional.binning import (
     Bins,
     _check_pairs,
     _sums_to_bins,
     adaptive_bin_sums,
     uniform_binning,
+)
+from calib_metrics.functional.intervals import (
+    Interval,
+    bin_index,
+    group_bootstrap,
+    pair_bootstrap,
 )
 
 Norm = Literal["l1", "l2", "max"]
@@ -71,12 +78,15 @@ class BrierDecomposition(NamedTuple):
     within_bin: Tensor
 
 
-def _check_options(norm: str, binning: str, bin_size: int, n_bins: int) -> None:
+def _check_options(norm: str, binning: str, bin_size: int | str, n_bins: int) -> None:
     if norm not in ("l1", "l2", "max"):
         raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
     if binning not in ("adaptive", "uniform"):
         raise ValueError(f"binning must be 'adaptive' or 'uniform', got {binning!r}")
-    for name, value in (("bin_size", bin_size), ("n_bins", n_bins)):
+    checked = (
+        (("n_bins", n_bins),) if bin_size == AUTO else (("bin_size", bin_size), ("n_bins", n_bins))
+    )
+    for name, value in checked:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
@@ -86,18 +96,22 @@ def compute_bins(
     target: Tensor,
     *,
     binning: Binning = "adaptive",
-    bin_size: int = 5000,
+    bin_size: int | str = 5000,
     n_bins: int = 15,
     validate: bool = True,
 ) -> Bins:
-    """Bins of (q, y) by either rule; ``validate=False`` skips the input checks."""
+    """Bins of (q, y) by either rule; ``validate=False`` skips the input checks.
+
+    ``bin_size="auto"`` picks β = ⌈√N⌉ (:func:`~calib_metrics.functional.auto_bin.auto_bin_size`).
+    """
     if validate:
         probs, target = _check_pairs(probs, target)
     else:
         probs, target = probs.reshape(-1), target.reshape(-1)
     if binning == "uniform":
         return uniform_binning(probs, target, n_bins)
-    return _sums_to_bins(*adaptive_bin_sums(probs, target, bin_size))
+    size = resolve_bin_size(bin_size, probs.numel())
+    return _sums_to_bins(*adaptive_bin_sums(probs, target, size))
 
 
 def _debiased_square_gap(bins: Bins, freq: Tensor) -> Tensor:
@@ -110,9 +124,22 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
     """The calibration error of given bins (Algorithm 1, step 5).
 
     ``debias=True`` (``norm="l2"`` only) replaces each squared gap by its unbiased
-    estimate (q̂ᵢ − p̂ᵢ)² − p̂ᵢ(1 − p̂ᵢ)/(|Bᵢ| − 1), since E[p̂ᵢ(1 − p̂ᵢ)] =
-    pᵢ(1 − pᵢ)(|Bᵢ| − 1)/|Bᵢ| = (|Bᵢ| − 1)·Var(p̂ᵢ); the weighted sum is clipped at 0
-    before the square root.
+    estimate (q̂ᵢ − p̂ᵢ)² − p̂ᵢ(1 − p̂ᵢ)/(|Bᵢ| − 1). Derivation: given the bin (its q
+    fixed), its n = |Bᵢ| labels are independent with mean pᵢ (the bin's true
+    frequency), so p̂ᵢ has mean pᵢ and variance pᵢ(1 − pᵢ)/n, and
+
+        E[(q̂ᵢ − p̂ᵢ)²] = (q̂ᵢ − pᵢ)² + pᵢ(1 − pᵢ)/n:
+
+    the plug-in square overshoots by the sampling variance of p̂ᵢ. That variance is
+    estimated without bias by p̂ᵢ(1 − p̂ᵢ)/(n − 1), because E[p̂ᵢ(1 − p̂ᵢ)] = E[p̂ᵢ] −
+    E[p̂ᵢ²] = pᵢ − pᵢ² − pᵢ(1 − pᵢ)/n = pᵢ(1 − pᵢ)(n − 1)/n. Subtracting it makes each
+    bin's term, and the weighted sum, unbiased for Σ wᵢ(q̂ᵢ − pᵢ)². That sum can come
+    out negative (when the true gaps are smaller than the noise); it is clipped at 0
+    before the square root, which makes the *error* biased upward again but far less:
+    on calibrated data it is 0 about half the time instead of always ≈ √(Σ wᵢ pᵢ(1 −
+    pᵢ)/n). Labels correlated within a bin (e.g. tokens of one sentence) have a larger
+    variance than p(1 − p)/n, which this correction does not remove; the group
+    bootstrap of :func:`calibration_error_ci` accounts for it in the interval.
 
     Example:
         >>> import torch
@@ -139,7 +166,7 @@ def calibration_error(
     probs: Tensor,
     target: Tensor,
     *,
-    bin_size: int = 5000,
+    bin_size: int | str = 5000,
     binning: Binning = "adaptive",
     n_bins: int = 15,
     norm: Norm = "l2",
@@ -150,7 +177,8 @@ def calibration_error(
     Args:
         probs: predicted probabilities q in [0, 1], any shape and floating dtype.
         target: binary labels y of the same shape.
-        bin_size: target bin size β of adaptive binning.
+        bin_size: target bin size β of adaptive binning, or ``"auto"`` for β = ⌈√N⌉
+            (the rule chosen by the coverage study, ``docs/coverage.md``).
         binning: ``"adaptive"`` (equal mass, the paper's) or ``"uniform"`` (equal width).
         n_bins: number of bins of uniform binning.
         norm: ``"l2"`` (the paper's RMS error), ``"l1"`` (weighted mean absolute gap)
@@ -191,29 +219,35 @@ def sampled_errors(
     """S errors of bins whose frequencies are redrawn per Algorithm 2, step 2.
 
     One normal draw per bin and sample, vectorised; drawn in slices of at most
-    ``2**22`` normals so that memory stays bounded for many bins.
+    ``2**22`` normals so that memory stays bounded for many bins. The draws and the
+    per-draw errors are computed in float32: their rounding (~1e-7 relative) is far
+    below the Monte Carlo noise of the interval (~1/√S), and it halves the time and
+    memory of this, the costliest step. Bins and point estimates stay float64.
     """
     device = bins.freq.device
-    se = (bins.freq * (1 - bins.freq) / bins.count).sqrt()
-    weight = bins.count / bins.count.sum()
+    draw = torch.float32
+    freq0 = bins.freq.to(draw)
+    pred = bins.pred_mean.to(draw)
+    se = (bins.freq * (1 - bins.freq) / bins.count).sqrt().to(draw)
+    weight = (bins.count / bins.count.sum()).to(draw)
     per_block = max(1, _DRAW_BLOCK // max(1, bins.freq.numel()))
+    low_bins = Bins(pred, freq0, bins.count.to(draw))
     out = []
     for start in range(0, n_samples, per_block):
         size = min(per_block, n_samples - start)
-        noise = torch.randn(
-            (size, bins.freq.numel()), generator=generator, device=device, dtype=torch.float64
-        )
-        freq = (bins.freq + se * noise).clamp_(0, 1)
+        freq = torch.randn((size, freq0.numel()), generator=generator, device=device, dtype=draw)
+        freq.mul_(se).add_(freq0).clamp_(0, 1)
         if debias:
-            out.append((_debiased_square_gap(bins, freq) @ weight).clamp_min(0).sqrt())
+            out.append((_debiased_square_gap(low_bins, freq) @ weight).clamp_min(0).sqrt())
             continue
-        gap = bins.pred_mean - freq
+        gap = freq.sub_(pred)
         if norm == "l2":
-            out.append((gap**2 @ weight).sqrt())
+            out.append((gap.square_() @ weight).sqrt())
         elif norm == "l1":
-            out.append(gap.abs() @ weight)
+            out.append(gap.abs_() @ weight)
         else:
-            out.append(gap.abs().amax(dim=1))
+            out.append(gap.abs_().amax(dim=1))
+    return torch.cat(out).to(torch.float64)
     return torch.cat(out)
 
 
@@ -246,28 +280,52 @@ def ci_from_bins(
     norm: Norm = "l2",
     debias: bool = False,
     generator: torch.Generator | None = None,
+    interval: Interval = "paper",
 ) -> CalibrationResult:
-    """Algorithm 2 on given bins; see :func:`calibration_error_ci`."""
+    """Algorithm 2 (or the pair bootstrap) on given bins; see :func:`calibration_error_ci`.
+
+    ``interval="groups"`` needs the pairs and their groups, so it is not available here.
+    """
+    if interval == "pairs":
+        summary = pair_bootstrap(
+            bins,
+            n_samples=n_samples,
+            confidence=confidence,
+            method=method,
+            norm=norm,
+            debias=debias,
+            generator=generator,
+        )
+        return CalibrationResult(*summary, bins)
+    if interval != "paper":
+        raise ValueError(
+            f"interval must be 'paper' or 'pairs' for given bins, got {interval!r} "
+            "('groups' needs the pairs: use calibration_error_ci)"
+        )
     error = error_from_bins(bins, norm, debias=debias)
     samples = sampled_errors(bins, n_samples, norm=norm, debias=debias, generator=generator)
     mean, std, lower, upper = interval_from_samples(samples, confidence, method)
     return CalibrationResult(error, mean, std, lower, upper, bins)
 
 
-def _check_interval_options(n_samples: int, confidence: float, method: str) -> None:
+def _check_interval_options(
+    n_samples: int, confidence: float, method: str, interval: str = "paper"
+) -> None:
     if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 2:
         raise ValueError(f"n_samples must be an integer >= 2, got {n_samples!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
     if method not in ("normal", "percentile"):
         raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
+    if interval not in ("paper", "pairs", "groups"):
+        raise ValueError(f"interval must be 'paper', 'pairs' or 'groups', got {interval!r}")
 
 
 def calibration_error_ci(
     probs: Tensor,
     target: Tensor,
     *,
-    bin_size: int = 5000,
+    bin_size: int | str = 5000,
     n_samples: int = 10000,
     confidence: float = 0.95,
     generator: torch.Generator | None = None,
@@ -276,18 +334,29 @@ def calibration_error_ci(
     n_bins: int = 15,
     norm: Norm = "l2",
     debias: bool = False,
+    interval: Interval = "paper",
+    groups: Tensor | None = None,
 ) -> CalibrationResult:
-    """Calibration error with its sampled confidence interval (the paper's Algorithm 2).
+    """Calibration error with a confidence interval (by default the paper's Algorithm 2).
 
     Args:
         probs: predicted probabilities q in [0, 1], any shape and floating dtype.
         target: binary labels y of the same shape.
-        bin_size: target bin size β of adaptive binning.
-        n_samples: number S of simulated error values.
+        bin_size: target bin size β of adaptive binning, or ``"auto"`` (β = ⌈√N⌉).
+        n_samples: number S of simulated error values (draws).
         confidence: coverage of the interval (0.95 gives the paper's ±1.96·std).
         generator: source of randomness (on the input's device) for reproducible draws.
         method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
         binning, n_bins, norm, debias: as in :func:`calibration_error`.
+        interval: ``"paper"`` (Algorithm 2: per-bin frequencies redrawn from normals),
+            ``"pairs"`` (Poisson bootstrap over pairs) or ``"groups"`` (Poisson
+            bootstrap over whole groups, e.g. sentences); the bins are formed once and
+            not re-formed per draw. With ``debias=True`` the bootstrap intervals are
+            recentred on the debiased estimate (see
+            :mod:`calib_metrics.functional.intervals`); ``docs/coverage.md`` measures
+            every combination.
+        groups: group id of every pair (any integer tensor of ``probs``' shape), needed
+            by and only used with ``interval="groups"``.
 
     Returns:
         :class:`CalibrationResult` (error, mean, std, lower, upper, bins).
@@ -304,17 +373,43 @@ def calibration_error_ci(
         0.006
     """
     _check_options(norm, binning, bin_size, n_bins)
-    _check_interval_options(n_samples, confidence, method)
-    bins = compute_bins(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
-    return ci_from_bins(
-        bins,
-        n_samples=n_samples,
-        confidence=confidence,
-        method=method,
-        norm=norm,
-        debias=debias,
-        generator=generator,
+    _check_interval_options(n_samples, confidence, method, interval)
+    if debias and norm != "l2":
+        raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
+    if (groups is None) != (interval != "groups"):
+        raise ValueError(
+            "groups= is needed by, and only used with, interval='groups' "
+            f"(got interval={interval!r} and groups={'None' if groups is None else 'a tensor'})"
+        )
+    probs, target = _check_pairs(probs, target)
+    bins = compute_bins(
+        probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins, validate=False
     )
+    options = {"n_samples": n_samples, "confidence": confidence, "method": method}
+    options |= {"norm": norm, "debias": debias, "generator": generator}
+    if interval != "groups":
+        return ci_from_bins(bins, interval=interval, **options)
+    groups = _check_groups(groups, probs)
+    size = bin_size if binning == "uniform" else resolve_bin_size(bin_size, probs.numel())
+    index = bin_index(probs, target, binning=binning, bin_size=size, n_bins=n_bins)
+    summary = group_bootstrap(probs, target, groups, bins, index, **options)
+    return CalibrationResult(*summary, bins)
+
+
+def _check_groups(groups: Tensor, probs: Tensor) -> Tensor:
+    """Validate group ids against the flat ``probs`` and return them flat."""
+    if not isinstance(groups, Tensor):
+        raise ValueError(f"groups must be a tensor of group ids, got {type(groups).__name__}")
+    if groups.numel() != probs.numel():
+        raise ValueError(
+            f"groups must give one id per pair: got {groups.numel()} ids for "
+            f"{probs.numel()} pairs (shape {tuple(groups.shape)})"
+        )
+    if groups.is_floating_point() or groups.is_complex() or groups.dtype == torch.bool:
+        raise ValueError(f"groups must hold integer ids, got dtype {groups.dtype}")
+    if groups.device != probs.device:
+        raise ValueError(f"groups on {groups.device} but probs on {probs.device}")
+    return groups.reshape(-1)
 
 
 def brier_decomposition(

@@ -1,0 +1,234 @@
+"""Streaming vs exact CalibrationError vs torchmetrics' BinaryCalibrationError.
+
+Three measurements, every peer in the same process (peak memory: one child process per
+run, so that the peaks do not mix):
+
+1. throughput (pairs/s) of update + compute on N = 10⁷ pairs fed in batches of 10⁵,
+   with ``validate_args`` on and off; medians over ``--repeats`` runs taken in turn;
+2. state bytes at N = 10⁶, 10⁷, 10⁸ (for 10⁸ the same 10⁷ pairs are fed ten times:
+   list states then hold references, and their bytes are counted as if they were new);
+3. peak memory of a run that draws its pairs batch by batch (RSS on CPU, the CUDA
+   allocator's peak on a GPU).
+
+Run ``python benchmarks/bench_streaming.py [--device cuda] [--threads 1] [--write]``;
+``--write`` puts the tables in ``docs/bench_streaming.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torchmetrics import Metric
+from torchmetrics.classification import BinaryCalibrationError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from calib_metrics import CalibrationError
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN_SIZE = 5000
+
+
+def factories(validate: bool) -> dict[str, Callable[[], Metric]]:
+    return {
+        "torchmetrics BinaryCalibrationError (15 bins)": lambda: BinaryCalibrationError(
+            n_bins=15, validate_args=validate
+        ),
+        "calib_metrics streaming": lambda: CalibrationError(
+            bin_size=BIN_SIZE, streaming=True, validate_args=validate
+        ),
+        "calib_metrics exact": lambda: CalibrationError(bin_size=BIN_SIZE, validate_args=validate),
+    }
+
+
+def draw(n: int, device: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pairs of a miscalibrated model: q ~ U(0,1)², y ~ Bernoulli(min(1, 1.2 q))."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    q = torch.rand(n, generator=g, device=device) ** 2
+    y = torch.bernoulli((1.2 * q).clamp_(max=1), generator=g).long()
+    return q, y
+
+
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def run_once(metric: Metric, q: torch.Tensor, y: torch.Tensor, batch: int, device: str) -> float:
+    synchronize(device)
+    start = time.perf_counter()
+    for i in range(0, q.numel(), batch):
+        metric.update(q[i : i + batch], y[i : i + batch])
+    metric.compute()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def throughput(args: argparse.Namespace) -> list[dict]:
+    q, y = draw(args.n, args.device)
+    rows = []
+    for validate in (False, True):
+        makers = factories(validate)
+        for make in makers.values():  # warm-up: first calls allocate and load kernels
+            run_once(make(), q[: 10 * args.batch], y[: 10 * args.batch], args.batch, args.device)
+        times: dict[str, list[float]] = {name: [] for name in makers}
+        for _ in range(args.repeats):  # in turn, so that load on the machine hits all alike
+            for name, make in makers.items():
+                times[name].append(run_once(make(), q, y, args.batch, args.device))
+        peer = statistics.median(times[next(iter(makers))])
+        for name, runs in times.items():
+            median = statistics.median(runs)
+            rows.append(
+                {
+                    "method": name,
+                    "validate_args": validate,
+                    "seconds": median,
+                    "pairs_per_s": args.n / median,
+                    "vs_torchmetrics": peer / median,
+                }
+            )
+    return rows
+
+
+def state_bytes(metric: Metric) -> int:
+    total = 0
+    for value in metric.metric_state.values():
+        parts = value if isinstance(value, list) else [value]
+        total += sum(t.numel() * t.element_size() for t in parts)
+    return total
+
+
+def state_sizes(args: argparse.Namespace) -> dict[str, dict[int, int]]:
+    q, y = draw(args.n, args.device, seed=1)
+    sizes: dict[str, dict[int, int]] = {}
+    for name, make in factories(False).items():
+        sizes[name] = {}
+        for n in (10**6, 10**7, 10**8):
+            metric = make()
+            fed = 0
+            while fed < n:  # 10⁸: the same pairs again, held by reference
+                take = min(n - fed, q.numel())
+                for i in range(0, take, args.batch):
+                    end = min(i + args.batch, take)
+                    metric.update(q[i:end], y[i:end])
+                fed += take
+            sizes[name][n] = state_bytes(metric)
+    return sizes
+
+
+def peak_child(name: str, n: int, device: str, batch: int) -> int:
+    """Peak memory (bytes) of drawing n pairs batch by batch into the metric + compute."""
+    make = factories(False)[name]
+    metric = make()
+    metric.update(*draw(batch, device, seed=99))  # warm-up, then a fresh metric
+    metric = make()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    else:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    for seed in range(n // batch):
+        metric.update(*draw(batch, device, seed=seed))
+    metric.compute()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        return torch.cuda.max_memory_allocated() - before
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+
+
+def peaks(args: argparse.Namespace) -> dict[str, dict[int, int | None]]:
+    out: dict[str, dict[int, int | None]] = {}
+    for name in factories(False):
+        out[name] = {}
+        for n in (10**6, 10**7, 10**8):
+            if n > args.peak_max and "streaming" not in name:
+                out[name][n] = None
+                continue
+            command = [sys.executable, __file__, "--_peak", name, str(n), "--device", args.device]
+            command += ["--batch", str(args.batch), "--threads", str(args.threads)]
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            out[name][n] = json.loads(done.stdout.strip().splitlines()[-1])
+    return out
+
+
+def mib(value: int | None) -> str:
+    return "—" if value is None else f"{value / 2**20:,.2f} MiB"
+
+
+def tables(args: argparse.Namespace, rows: list[dict], sizes: dict, peak: dict) -> str:
+    threads = torch.get_num_threads()
+    lines = [
+        "# Benchmark: streaming calibration error",
+        "",
+        f"`python benchmarks/bench_streaming.py --device {args.device} --threads {threads}"
+        f" --repeats {args.repeats}` — torch {torch.__version__}, {platform.processor() or '?'}"
+        f" ({args.device}, {threads} thread(s)); medians of {args.repeats} runs taken in turn.",
+        "",
+        f"## Throughput: update + compute, {args.n:.0e} pairs in batches of {args.batch:.0e}",
+        "",
+        "| method | validate_args | seconds | pairs/s | × torchmetrics |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['method']} | {r['validate_args']} | {r['seconds']:.3f} | "
+            f"{r['pairs_per_s'] / 1e6:.1f} M | {r['vs_torchmetrics']:.1f}× |"
+        )
+    ns = (10**6, 10**7, 10**8)
+    head = "| method | " + " | ".join(f"N = 1e{len(str(n)) - 1}" for n in ns) + " |"
+    lines += ["", "## State bytes", "", head, "|---|---:|---:|---:|"]
+    for name, by_n in sizes.items():
+        lines.append(f"| {name} | " + " | ".join(mib(by_n[n]) for n in ns) + " |")
+    kind = "CUDA allocator peak" if args.device.startswith("cuda") else "growth of peak RSS"
+    lines += [
+        "",
+        f"## Peak memory of a run ({kind}; pairs drawn batch by batch; — = not run)",
+        "",
+        head,
+        "|---|---:|---:|---:|",
+    ]
+    for name, by_n in peak.items():
+        lines.append(f"| {name} | " + " | ".join(mib(by_n[n]) for n in ns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--n", type=int, default=10**7, help="pairs of the throughput runs")
+    parser.add_argument("--batch", type=int, default=10**5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument(
+        "--peak-max", type=int, default=10**7, help="largest N of the peers' peak runs"
+    )
+    parser.add_argument("--write", action="store_true", help="write docs/bench_streaming.md")
+    parser.add_argument("--_peak", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args._peak:
+        name, n = args._peak
+        print(json.dumps(peak_child(name, int(n), args.device, args.batch)))
+        return
+    rows = throughput(args)
+    sizes = state_sizes(args)
+    peak = peaks(args)
+    text = tables(args, rows, sizes, peak)
+    print(text)
+    if args.write:
+        (ROOT / "docs" / "bench_streaming.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()
