@@ -28,7 +28,9 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", type=Path)
     p.add_argument("--probs", help="column (or array) of probabilities (default: by name)")
     p.add_argument("--target", help="column (or array) of 0/1 labels (default: by name)")
-    p.add_argument("--bin-size", type=int, default=5000, help="adaptive bin size β")
+    p.add_argument(
+        "--bin-size", type=_bin_size, default=5000, help="adaptive bin size β, or 'auto' (⌈√N⌉)"
+    )
     p.add_argument("--binning", choices=["adaptive", "uniform"], default="adaptive")
     p.add_argument("--n-bins", type=int, default=15, help="bins of uniform binning")
     p.add_argument("--norm", choices=["l2", "l1", "max"], default="l2")
@@ -36,9 +38,30 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--method", choices=["normal", "percentile"], default="normal")
     p.add_argument("--debias", action="store_true", help="debiased squared gaps (l2)")
+    p.add_argument(
+        "--interval",
+        choices=["paper", "pairs"],
+        default="paper",
+        help="Algorithm 2 (paper) or the bootstrap over pairs (see docs/coverage.md)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plot", type=Path, help="write a reliability diagram PNG here")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def _bin_size(text: str) -> int | str:
+    """``--bin-size``: a positive integer or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer or 'auto', got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got {text!r}")
+    return value
 
 
 def evaluate(args: argparse.Namespace) -> dict:
@@ -60,6 +83,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         method=args.method,
         norm=args.norm,
         debias=args.debias,
+        interval=args.interval,
         **options,
     )
     brier = brier_decomposition(probs, target, **options)
@@ -73,6 +97,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         "confidence": args.confidence,
         "method": args.method,
         "debias": args.debias,
+        "interval": args.interval,
         "calib_err": result.error,
         "mean": result.mean,
         "std": result.std,
@@ -98,7 +123,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         print(
             f"CalibErr ({args.norm}{', debiased' if args.debias else ''}) = "
             f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
-            f"{result.upper.item():.4f}] ({args.method}, {args.samples} draws)"
+            f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
         )
         print(
             f"Brier = {brier.brier.item():.4f} = calibration {brier.calibration.item():.4f}"

@@ -12,6 +12,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
 from calib_metrics.functional import sketch
+from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import Bins, _check_pairs, check_probs
 from calib_metrics.functional.calibration import (
     CalibrationResult,
@@ -66,14 +67,17 @@ class CalibrationError(Metric):
     Two memory modes. The exact mode (default) keeps every pair, so its bins are exactly
     the paper's; under DDP the pairs of all ranks are gathered and the result equals one
     process on the union. ``streaming=True`` keeps a fixed histogram of ``resolution``
-    cells per class (count, Σq, Σy in float64; see
-    :mod:`calib_metrics.functional.sketch`), merged by addition across batches and ranks,
-    whose memory does not grow with the data; its adaptive bins are formed from whole
-    cells.
+    logit-spaced cells per class (count, Σr, Σr², Σy in float64, 512 KiB per class at
+    the default; see :mod:`calib_metrics.functional.sketch` and ``docs/streaming.md``),
+    merged by addition across batches and ranks, whose memory does not grow with the
+    data; its bins hold exactly the exact mode's counts, and its error and interval
+    bounds were within 2e-5 of the exact mode's on 10⁶ pairs. With
+    ``validate_args=False``, ``update`` never waits for the device in either mode.
 
     Args:
         num_classes: None for binary input, else the number of classes C.
-        bin_size: target bin size β of adaptive binning (the paper uses 5000).
+        bin_size: target bin size β of adaptive binning (the paper uses 5000), or
+            ``"auto"``: β = ⌈√N⌉ for the N pairs seen (see ``docs/coverage.md``).
         binning: ``"adaptive"`` (equal mass) or ``"uniform"`` (equal width).
         n_bins: number of bins of uniform binning.
         norm: ``"l2"`` (RMS, the paper's), ``"l1"`` or ``"max"``.
@@ -81,10 +85,13 @@ class CalibrationError(Metric):
         confidence: coverage of the interval.
         method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
         debias: subtract each bin's sampling noise from its squared gap (l2 only).
+        interval: ``"paper"`` (Algorithm 2) or ``"pairs"`` (Poisson bootstrap over
+            pairs; with ``debias=True`` recentred on the debiased estimate). The group
+            bootstrap needs group ids: use ``functional.calibration_error_ci``.
         average: ``"micro"`` (all pairs pooled) or None (one result per class).
         ignore_index: target value marking items to drop (padding).
         streaming: keep a fixed-size histogram instead of every pair.
-        resolution: cells of the streaming histogram.
+        resolution: cells of the streaming histogram (even; 2¹⁴ by default).
         seed: seed of the interval's draws, for reproducible results (None: global RNG).
         validate_args: check every batch (one host synchronisation); False skips it.
 
@@ -112,7 +119,7 @@ class CalibrationError(Metric):
         self,
         num_classes: int | None = None,
         *,
-        bin_size: int = 5000,
+        bin_size: int | Literal["auto"] = 5000,
         binning: Literal["adaptive", "uniform"] = "adaptive",
         n_bins: int = 15,
         norm: Literal["l1", "l2", "max"] = "l2",
@@ -120,6 +127,7 @@ class CalibrationError(Metric):
         confidence: float = 0.95,
         method: Literal["normal", "percentile"] = "normal",
         debias: bool = False,
+        interval: Literal["paper", "pairs"] = "paper",
         average: Literal["micro"] | None = "micro",
         ignore_index: int | None = None,
         streaming: bool = False,
@@ -131,6 +139,8 @@ class CalibrationError(Metric):
         super().__init__(**kwargs)
         _check_options(norm, binning, bin_size, n_bins)
         _check_interval_options(n_samples, confidence, method)
+        if interval not in ("paper", "pairs"):
+            raise ValueError(f"interval must be 'paper' or 'pairs', got {interval!r}")
         if num_classes is not None and (
             not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2
         ):
@@ -154,6 +164,7 @@ class CalibrationError(Metric):
         self.confidence = confidence
         self.method = method
         self.debias = debias
+        self.interval = interval
         self.average = average
         self.ignore_index = ignore_index
         self.streaming = streaming
@@ -285,9 +296,14 @@ class CalibrationError(Metric):
                 raise ValueError("CalibrationError has no pairs: call update() before compute()")
             if self.average == "micro":
                 # Cells are aligned across classes, so pooling them is a sum.
-                return [sketch.to_bins(*(s.sum(0) for s in states), self.bin_size)]
+                pooled = [s.sum(0) for s in states]
+                size = resolve_bin_size(self.bin_size, int(pooled[0].sum().item()))
+                return [sketch.to_bins(*pooled, size)]
             return [
-                sketch.to_bins(*(s[c] for s in states), self.bin_size)
+                sketch.to_bins(
+                    *(s[c] for s in states),
+                    resolve_bin_size(self.bin_size, int(states[0][c].sum().item())),
+                )
                 for c in range(states[0].shape[0])
             ]
         probs, target = self._pairs()
@@ -334,6 +350,7 @@ class CalibrationError(Metric):
                     norm=self.norm,
                     debias=self.debias,
                     generator=generator,
+                    interval=self.interval,
                 )
             )
         return results[0] if self.average == "micro" else results

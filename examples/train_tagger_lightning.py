@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="UD English-EWT folder (default: auto)")
     parser.add_argument("--synthetic", action="store_true", help="use an HMM-generated corpus")
-    parser.add_argument("--model", choices=("bilstm", "crf"), default="bilstm")
+    parser.add_argument("--model", choices=("crf", "bilstm"), default="crf")
     parser.add_argument("--column", choices=("xpos", "upos"), default="xpos")
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--train-sentences", type=int, default=3000)
@@ -184,15 +184,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bin-size", type=int, default=2000, help="adaptive bin size β")
     parser.add_argument("--out", default="runs/tagger", help="TensorBoard log folder")
     parser.add_argument("--accelerator", default="cpu")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="CPU threads (a small tagger runs fastest on one)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
-    for name in ("epochs", "train_sentences", "dev_sentences", "batch_size", "bin_size"):
+    for name in ("epochs", "train_sentences", "dev_sentences", "batch_size", "bin_size", "threads"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+    # Several threads on a tagger this small mostly wait for each other, and on a busy
+    # machine they fight other processes for cores: one thread is many times faster.
+    torch.set_num_threads(args.threads)
     seed_everything(args.seed, verbose=False)
     train, dev, source = load_corpus(args)
     word_vocab = Vocabulary.build((w for w, _ in train), min_count=2)

@@ -382,3 +382,40 @@ def test_state_dict_round_trip_and_state_key() -> None:
     assert monitor(stage="test").state_key != cb.state_key
     with pytest.raises(ValueError, match="history must be a list"):
         other.load_state_dict({"history": 3})
+
+
+@pytest.mark.parametrize("model", ["crf", "bilstm"])
+def test_example_script_runs_on_synthetic_data(tmp_path: Path, model: str) -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "train_tagger_lightning.py"
+    spec = importlib.util.spec_from_file_location("train_tagger_lightning", path)
+    example = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(example)
+    threads = torch.get_num_threads()
+    try:
+        out = example.main(
+            [
+                "--synthetic",
+                "--model",
+                model,
+                "--epochs",
+                "2",
+                "--train-sentences",
+                "60",
+                "--dev-sentences",
+                "30",
+                "--bin-size",
+                "100",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+    finally:
+        torch.set_num_threads(threads)  # the script sets it for its own process
+    assert [r["epoch"] for r in out["history"]] == [0, 1]
+    assert out["last"]["lower"] <= out["last"]["upper"]
+    acc = read_events(out["log_dir"])
+    assert len(acc.Images("val/reliability_diagram")) == 2
+    assert len(acc.Images("val/calib_err_per_class")) == 2

@@ -20,9 +20,10 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-# Histogram cells over the leading bits of q: 2**20 cells keep the cells that a bin
-# boundary cuts through small even where NLP models pile their mass (near 0 and 1).
-_CELL_BITS = 20
+# Histogram cells over the leading bits of the key: up to 2**20 cells (about N/16),
+# so the cells that a bin boundary cuts through stay small even where NLP models pile
+# their mass (near 0 and 1), while small inputs do not pay for a huge histogram.
+_MAX_CELL_BITS = 20
 # Pairs are streamed through the passes in chunks to bound the extra memory.
 _CHUNK = 1 << 21
 # Below this many pairs one sort is cheaper than the histogram's fixed cost.
@@ -136,7 +137,12 @@ def _bin_of_rank(rank: Tensor, bin_size: int, n_bins: int) -> Tensor:
 
 
 def _sorted_sums(
-    probs: Tensor, target: Tensor, first_rank: Tensor | int, bin_size: int, n_bins: int
+    probs: Tensor,
+    target: Tensor,
+    first_rank: Tensor | int,
+    bin_size: int,
+    n_bins: int,
+    cell_bits: int = _MAX_CELL_BITS,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Sums per bin of pairs sorted by (q, y); ``first_rank`` maps each pair's histogram
     cell to the global rank of the cell's first pair (or 0 when sorting everything)."""
@@ -145,7 +151,7 @@ def _sorted_sums(
     q, y = probs.index_select(0, order), target.index_select(0, order)
     position = torch.arange(q.numel(), device=q.device)
     if isinstance(first_rank, Tensor):
-        cell = key.index_select(0, order) >> (width - _CELL_BITS)
+        cell = key.index_select(0, order) >> (width - cell_bits)
         first_of_cell = torch.searchsorted(cell, cell, right=False)
         position = first_rank.index_select(0, cell) + position - first_of_cell
     b = _bin_of_rank(position, bin_size, n_bins)
@@ -165,7 +171,8 @@ def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Ten
     n_bins = max(1, n // bin_size)
     if n <= _SORT_BELOW:
         return _sorted_sums(probs, target, 0, bin_size, n_bins)
-    n_cells = 1 << _CELL_BITS
+    cell_bits = min(_MAX_CELL_BITS, max(10, n.bit_length() - 4))
+    n_cells = 1 << cell_bits
 
     # Pass 1: how many pairs fall in each histogram cell (leading bits of the key).
     parts = _chunks(n)
@@ -173,7 +180,7 @@ def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Ten
     cell_size = torch.zeros(n_cells, dtype=torch.int64, device=device)
     for part in parts:
         key, width = _order_key(probs[part])
-        cells.append(key >> (width - _CELL_BITS))
+        cells.append(key >> (width - cell_bits))
         cell_size += torch.bincount(cells[-1], minlength=n_cells)
     cell_end = torch.cumsum(cell_size, 0)
     cell_start = cell_end - cell_size
@@ -203,7 +210,7 @@ def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Ten
     count, sum_q, sum_y = count[:n_bins], sum_q[:n_bins], sum_y[:n_bins]
     if any_cut:
         q, y = torch.cat(cut_q), torch.cat(cut_y)
-        extra = _sorted_sums(q, y, cell_start, bin_size, n_bins)
+        extra = _sorted_sums(q, y, cell_start, bin_size, n_bins, cell_bits)
         count, sum_q, sum_y = count + extra[0], sum_q + extra[1], sum_y + extra[2]
     return count, sum_q, sum_y
 

@@ -248,7 +248,6 @@ def sampled_errors(
         else:
             out.append(gap.abs_().amax(dim=1))
     return torch.cat(out).to(torch.float64)
-    return torch.cat(out)
 
 
 def interval_from_samples(

@@ -1,0 +1,234 @@
+"""Debiased calibration error, pair/group bootstrap intervals and ``bin_size="auto"``."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationError
+from calib_metrics.cli import main
+from calib_metrics.experiments.synthetic import sample_pairs, true_calibration_error
+from calib_metrics.functional import (
+    calibration_error,
+    calibration_error_ci,
+    ci_from_bins,
+    error_from_bins,
+)
+from calib_metrics.functional.auto_bin import auto_bin_size, resolve_bin_size
+from calib_metrics.functional.calibration import compute_bins
+from calib_metrics.functional.intervals import bin_index, pair_bootstrap
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _correlated_groups(n_groups: int = 200, size: int = 50, seed: int = 0):
+    """Pairs whose labels are shared by the whole group (maximal within-group correlation)."""
+    g = _gen(seed)
+    probs = 0.4 + 0.2 * torch.rand(n_groups * size, generator=g, dtype=torch.float64)
+    group_label = torch.bernoulli(torch.full((n_groups,), 0.5, dtype=torch.float64), generator=g)
+    groups = torch.arange(n_groups * size) // size
+    return probs, group_label[groups], groups
+
+
+def test_debiased_mean_on_calibrated_data_is_far_below_plugin():
+    g = _gen(1)
+    plugin, debiased = [], []
+    for _ in range(8):
+        q = torch.rand(50_000, generator=g, dtype=torch.float64)
+        bins = compute_bins(q, torch.bernoulli(q, generator=g), bin_size=1250)
+        plugin.append(error_from_bins(bins).item())
+        debiased.append(error_from_bins(bins, debias=True).item())
+    mean_plugin, mean_debiased = sum(plugin) / 8, sum(debiased) / 8
+    # The plug-in sits near sqrt(E[q(1 − q)]/β) = sqrt(1/6/1250) ≈ 0.0115.
+    assert 0.009 < mean_plugin < 0.014
+    assert mean_debiased < mean_plugin / 5
+
+
+def test_debiased_error_is_unbiased_for_the_square_on_miscalibrated_data():
+    g = _gen(2)
+    truth = true_calibration_error(0.3, 0.3, 0.1)
+    squares, plugins = [], []
+    for _ in range(4):
+        q, y = sample_pairs(30_000, 0.3, 0.3, 0.1, generator=g)
+        squares.append(calibration_error(q, y, bin_size=150, debias=True).item() ** 2)
+        plugins.append(calibration_error(q, y, bin_size=150).item() ** 2)
+    assert abs(math.sqrt(sum(squares) / 4) - truth) < 0.003
+    # The plug-in square overshoots by the binomial noise Σ wᵢ pᵢ(1 − pᵢ)/|Bᵢ|.
+    assert sum(plugins) / 4 - sum(squares) / 4 > 2e-4
+
+
+def test_paper_interval_misses_zero_where_the_debiased_bootstrap_covers_it():
+    q, y = sample_pairs(200_000, 0.3, 0.3, 0.0, generator=_gen(3))
+    paper = calibration_error_ci(q, y, n_samples=2000, generator=_gen(4))
+    fixed = calibration_error_ci(
+        q, y, n_samples=2000, generator=_gen(4), interval="pairs", debias=True
+    )
+    assert paper.lower > 0.003  # Algorithm 2 excludes the true error 0
+    assert fixed.lower == 0 and fixed.upper < paper.upper
+
+
+@pytest.mark.parametrize("interval", ["pairs", "groups"])
+def test_bootstrap_is_deterministic_given_a_generator(interval):
+    probs, target, groups = _correlated_groups(100, 20)
+    options = {"bin_size": 200, "n_samples": 300, "interval": interval, "debias": True}
+    if interval == "groups":
+        options["groups"] = groups
+    first = calibration_error_ci(probs, target, generator=_gen(7), **options)
+    second = calibration_error_ci(probs, target, generator=_gen(7), **options)
+    other = calibration_error_ci(probs, target, generator=_gen(8), **options)
+    for a, b in zip(first[:5], second[:5]):
+        assert torch.equal(a, b)
+    assert not torch.equal(first.upper, other.upper)
+
+
+@pytest.mark.parametrize("debias", [False, True])
+def test_group_bootstrap_is_wider_than_pair_bootstrap_on_correlated_groups(debias):
+    probs, target, groups = _correlated_groups()
+    options = {"bin_size": 1000, "n_samples": 500, "debias": debias, "method": "percentile"}
+    pairs = calibration_error_ci(probs, target, interval="pairs", generator=_gen(), **options)
+    grouped = calibration_error_ci(
+        probs, target, interval="groups", groups=groups, generator=_gen(), **options
+    )
+    assert grouped.upper - grouped.lower > 2 * (pairs.upper - pairs.lower)
+    assert grouped.std > 2 * pairs.std
+
+
+def test_group_bootstrap_with_singleton_groups_matches_pair_bootstrap():
+    q, y = sample_pairs(20_000, 0.3, 0.3, 0.05, generator=_gen(5))
+    options = {"bin_size": 500, "n_samples": 1000, "debias": True}
+    pairs = calibration_error_ci(q, y, interval="pairs", generator=_gen(), **options)
+    single = calibration_error_ci(
+        q, y, interval="groups", groups=torch.arange(20_000), generator=_gen(), **options
+    )
+    assert torch.equal(pairs.error, single.error)
+    for a, b in ((pairs.lower, single.lower), (pairs.upper, single.upper)):
+        assert abs(a - b) < 0.1 * pairs.error
+
+
+def test_pair_bootstrap_from_bins_agrees_with_functional_and_metric():
+    q, y = sample_pairs(30_000, 0.3, 0.3, 0.05, generator=_gen(6))
+    bins = compute_bins(q, y, bin_size=1000)
+    direct = pair_bootstrap(bins, n_samples=400, debias=True, method="normal", generator=_gen(9))
+    via_bins = ci_from_bins(bins, n_samples=400, debias=True, interval="pairs", generator=_gen(9))
+    functional = calibration_error_ci(
+        q, y, bin_size=1000, n_samples=400, debias=True, interval="pairs", generator=_gen(9)
+    )
+    metric = CalibrationError(bin_size=1000, n_samples=400, debias=True, interval="pairs", seed=9)
+    metric.update(q, y)
+    result = metric.compute_result()
+    for other in (via_bins, functional):
+        assert torch.equal(torch.stack(direct[:5]), torch.stack(other[:5]))
+    assert torch.allclose(torch.stack(direct[:5]), torch.stack(result[:5]), atol=1e-3)
+
+
+def test_debiased_bootstrap_interval_contains_its_estimate():
+    q, y = sample_pairs(50_000, 0.3, 0.3, 0.1, generator=_gen(10))
+    for method in ("normal", "percentile"):
+        r = calibration_error_ci(
+            q, y, bin_size=500, n_samples=1000, debias=True, interval="pairs", method=method
+        )
+        assert r.lower < r.error < r.upper
+        assert r.lower < true_calibration_error(0.3, 0.3, 0.1) < r.upper
+
+
+@pytest.mark.parametrize("binning", ["adaptive", "uniform"])
+def test_bin_index_matches_compute_bins(binning):
+    g = _gen(11)
+    # Ties in q (rounded values) and empty uniform bins (values only in [0, 0.5)).
+    probs = (torch.rand(5000, generator=g, dtype=torch.float64) * 50).round() / 100
+    target = torch.bernoulli(probs, generator=g)
+    bins = compute_bins(probs, target, binning=binning, bin_size=300, n_bins=20)
+    index = bin_index(probs, target, binning=binning, bin_size=300, n_bins=20)
+    count = torch.bincount(index).to(torch.float64)
+    freq = torch.zeros_like(count).index_add_(0, index, target) / count
+    assert torch.equal(count, bins.count)
+    assert torch.allclose(freq, bins.freq)
+
+
+def test_auto_bin_size_rule():
+    assert [auto_bin_size(n) for n in (1, 2, 1000, 10_000, 100_000, 1_000_000)] == [
+        1,
+        2,
+        32,
+        100,
+        317,
+        1000,
+    ]
+    assert all(auto_bin_size(n) ** 2 >= n > (auto_bin_size(n) - 1) ** 2 for n in range(1, 500))
+    assert resolve_bin_size("auto", 40_000) == 200 and resolve_bin_size(7, 40_000) == 7
+    q, y = sample_pairs(40_000, generator=_gen(12))
+    auto = calibration_error(q, y, bin_size="auto")
+    assert torch.equal(auto, calibration_error(q, y, bin_size=200))
+    assert len(calibration_error_ci(q, y, bin_size="auto", n_samples=10).bins.count) == 200
+    for streaming in (False, True):
+        metric = CalibrationError(bin_size="auto", streaming=streaming)
+        metric.update(q, y)
+        # (the streaming sketch shares out the pairs of cut cells approximately)
+        assert torch.allclose(metric.compute(), auto, atol=5e-4)
+
+
+def test_cli_accepts_auto_bins_and_bootstrap(tmp_path, capsys):
+    q, y = sample_pairs(5000, 0.3, 0.3, 0.05, generator=_gen(13))
+    file = tmp_path / "preds.csv"
+    file.write_text("prob,label\n" + "".join(f"{a},{int(b)}\n" for a, b in zip(q, y)))
+    args = ["evaluate", str(file), "--bin-size", "auto", "--interval", "pairs", "--debias"]
+    assert main([*args, "--samples", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "debiased" in out and "pairs" in out and "70 adaptive bins" in out
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluate", str(file), "--bin-size", "big"])
+    assert exit_info.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"interval": "groups"}, "groups= is needed"),
+        ({"groups": torch.zeros(100, dtype=torch.long)}, "groups= is needed"),
+        ({"interval": "groups", "groups": torch.zeros(99, dtype=torch.long)}, "one id per"),
+        ({"interval": "groups", "groups": torch.zeros(100)}, "integer ids"),
+        ({"interval": "groups", "groups": [0] * 100}, "tensor of group ids"),
+        ({"interval": "jackknife"}, "interval must be"),
+        ({"bin_size": "big"}, "bin_size must be"),
+        ({"bin_size": 0}, "bin_size must be"),
+        ({"interval": "pairs", "debias": True, "norm": "l1"}, "debias applies"),
+    ],
+)
+def test_bad_options_raise(options, message):
+    probs = torch.rand(100, generator=_gen(14))
+    target = torch.bernoulli(probs, generator=_gen(15))
+    with pytest.raises(ValueError, match=message):
+        calibration_error_ci(probs, target, n_samples=10, **options)
+
+
+def test_bad_interval_options_raise_elsewhere():
+    bins = compute_bins(torch.rand(50), torch.ones(50), bin_size=10)
+    with pytest.raises(ValueError, match="'groups' needs the pairs"):
+        ci_from_bins(bins, interval="groups")
+    with pytest.raises(ValueError, match="interval must be"):
+        CalibrationError(interval="groups")
+    with pytest.raises(ValueError, match="bin_size must be"):
+        calibration_error(torch.rand(5), torch.ones(5), bin_size="sqrt")
+
+
+def test_grouped_variant_of_the_study_keeps_the_true_error():
+    spec = importlib.util.spec_from_file_location("coverage", ROOT / "benchmarks" / "coverage.py")
+    coverage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(coverage)
+    for k in (0.0, 0.05, 0.1):
+        grouped = coverage.grouped_true_error(0.3, 0.3, k, 0.5)
+        assert grouped == pytest.approx(true_calibration_error(0.3, 0.3, k), abs=1e-6)
+    q, u, _ = coverage.draw_data(20_000, 0.3, 0.3, 20, 0.5, True, _gen(16))
+    y = coverage.labels(q, u, 0.1, True)
+    # Within a group, correctness is positively correlated (the point of the variant).
+    correct = (y == (q > 0.5)).to(torch.float64).reshape(-1, 20)
+    between = correct.mean(1).var()
+    assert between > 2 * correct.var() / 20
