@@ -40,16 +40,21 @@ def _correlated_groups(n_groups: int = 200, size: int = 50, seed: int = 0):
 
 def test_debiased_mean_on_calibrated_data_is_far_below_plugin():
     g = _gen(1)
-    plugin, debiased = [], []
-    for _ in range(8):
-        q = torch.rand(50_000, generator=g, dtype=torch.float64)
-        bins = compute_bins(q, torch.bernoulli(q, generator=g), bin_size=1250)
+    plugin, debiased, square = [], [], []
+    for _ in range(20):
+        q = torch.rand(20_000, generator=g, dtype=torch.float64)
+        bins = compute_bins(q, torch.bernoulli(q, generator=g), bin_size=500)
         plugin.append(error_from_bins(bins).item())
         debiased.append(error_from_bins(bins, debias=True).item())
-    mean_plugin, mean_debiased = sum(plugin) / 8, sum(debiased) / 8
-    # The plug-in sits near sqrt(E[q(1 − q)]/β) = sqrt(1/6/1250) ≈ 0.0115.
-    assert 0.009 < mean_plugin < 0.014
-    assert mean_debiased < mean_plugin / 5
+        gap, noise = bins.pred_mean - bins.freq, bins.freq * (1 - bins.freq) / (bins.count - 1)
+        square.append((bins.count / bins.count.sum() * (gap**2 - noise)).sum().item())
+    mean_plugin, mean_debiased = sum(plugin) / 20, sum(debiased) / 20
+    # The plug-in sits near sqrt(E[q(1 − q)]/β) = sqrt(1/6/500) ≈ 0.018; the clipped
+    # debiased error near 0.41·(2/T)^(1/4) of it with T = 40 bins, about a fifth.
+    assert 0.015 < mean_plugin < 0.022
+    assert mean_debiased < mean_plugin / 3
+    # Before clipping, the debiased square is centred on the true 0.
+    assert abs(sum(square) / 20) < 0.1 * mean_plugin**2
 
 
 def test_debiased_error_is_unbiased_for_the_square_on_miscalibrated_data():

@@ -154,7 +154,7 @@ def render(browser: str, url: str, profile: Path, *extra: str) -> str:
         start_new_session=True,
     )
     try:
-        out, _ = proc.communicate(timeout=120)
+        out, _ = proc.communicate(timeout=90)
     finally:
         stop(proc)
     return out.decode("utf-8", errors="replace")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -32,11 +31,14 @@ class CalibrationMonitor(Callback):
       ``{prefix}/calib_err_upper`` through ``pl_module.log``, so they reach every logger at
       the step ``self.log`` uses and can be monitored by ``ModelCheckpoint`` or
       ``EarlyStopping``;
-    * draws the reliability diagram (and, with ``per_class=True``, the per-class error bars
-      of the paper's Figure 4) with ``add_figure`` on every logger whose ``experiment`` has
-      it, registers a Custom Scalars "Margin" chart so TensorBoard draws the interval as a
-      band over epochs, and writes the raw bins with ``add_tensor`` (``[n_bins, 3]``:
-      pred_mean, freq, count) and ``add_text`` (a table);
+    * draws the reliability diagram ``{prefix}/reliability_diagram`` (and, with
+      ``per_class=True``, the per-class error bars of the paper's Figure 4,
+      ``{prefix}/calib_err_per_class``) with ``add_figure`` on every logger whose
+      ``experiment`` has it, registers a Custom Scalars "Margin" chart so TensorBoard draws
+      the interval as a band over epochs, and writes the raw bins with ``add_tensor``
+      (``{prefix}/calib_bins``, ``[n_bins, 3]``: pred_mean, freq, count; per class
+      ``{prefix}/calib_per_class``, ``[C, 5]``: error, mean, std, lower, upper) and
+      ``add_text`` (a table);
     * saves PNGs, the error-over-epochs curve and ``history.json`` under
       ``<log_dir>/calibration/`` for loggers that cannot show images (``save_png=None``),
       for every logger (``True``) or never (``False``).
@@ -354,7 +356,14 @@ class CalibrationMonitor(Callback):
         if self.save_png and not trainer.loggers:
             png_dirs.append(tb.log_dir_of(None, trainer.default_root_dir))
         for folder in dict.fromkeys(png_dirs):  # unique, in order
-            self._write_files(folder / "calibration", epoch, figures)
+            tb.write_files(
+                folder / "calibration",
+                tb.safe_name(self.prefix),
+                epoch,
+                figures,
+                self.history,
+                f"{self.prefix} CalibErr ({self.confidence:.0%} interval)",
+            )
 
     def _write_experiment(
         self,
@@ -393,26 +402,6 @@ class CalibrationMonitor(Callback):
             experiment.add_text(f"{self.prefix}/calib_bins", text, global_step=step)
         if tb.has_method(experiment, "flush"):
             experiment.flush()
-
-    def _write_files(self, folder: Any, epoch: int, figures: dict[str, Any]) -> None:
-        from calib_metrics import plot
-
-        folder.mkdir(parents=True, exist_ok=True)
-        stem = tb.safe_name(self.prefix)
-        for name, fig in figures.items():
-            fig.savefig(folder / f"{stem}_{name}_epoch{epoch:03d}.png", dpi=100)
-        epochs = [r["epoch"] for r in self.history]
-        fig, _ = plot.error_curve(
-            epochs,
-            [r["error"] for r in self.history],
-            [r["lower"] for r in self.history],
-            [r["upper"] for r in self.history],
-            xlabel="epoch",
-            label=f"{self.prefix} CalibErr ({self.confidence:.0%} interval)",
-        )
-        fig.savefig(folder / f"{stem}_calib_err.png", dpi=100)
-        with open(folder / f"{stem}_history.json", "w", encoding="utf-8") as stream:
-            json.dump(self.history, stream, indent=1)
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
