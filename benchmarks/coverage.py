@@ -428,7 +428,7 @@ def render(results: dict) -> str:
         for r in rows
     ]
     header = ["data", "k", "N", "β", "reps", "true", "plug-in bias", "plug-in RMSE"]
-    out += _table(header + ["debiased bias", "debiased RMSE"], est_rows)
+    out += _table([*header, "debiased bias", "debiased RMSE"], est_rows)
     out += ["", "### Empirical coverage of the true error (nominal 0.95)", ""]
     out.append(
         "N = normal form, P = percentile form; *-db = on the debiased estimate; pairs/"
@@ -449,7 +449,7 @@ def render(results: dict) -> str:
         for r in rows
     ]
     out += _table(["data", "k", "N", "β"] + [METHODS[m] for m in length], len_rows)
-    return "\n".join(out + ["", END]) + "\n"
+    return "\n".join([*out, "", END]) + "\n"
 
 
 def write_doc(text: str, path: Path) -> None:

@@ -25,6 +25,9 @@ import torch
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error
 
+# Spawns processes (tens of seconds); still run in CI.
+pytestmark = pytest.mark.slow
+
 WORLD = 2
 TIMEOUT_S = 120
 C = 4

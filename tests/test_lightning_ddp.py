@@ -26,6 +26,9 @@ from torch.utils.data import DataLoader, TensorDataset
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error
 
+# Spawns processes (tens of seconds); still run in CI.
+pytestmark = pytest.mark.slow
+
 TIMEOUT_S = 240
 N = 4000  # 2000 per rank: DistributedSampler pads only sizes that do not divide evenly
 BIN_SIZE = 300

@@ -51,6 +51,7 @@ def both_modes(q: torch.Tensor, y: torch.Tensor, **options):
     return exact.compute_result(), stream.compute_result()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["beta0.3", "beta0.1", "peaked", "bfloat16-overconfident"])
 def test_streaming_within_1e3_of_exact_on_a_million_pairs(kind) -> None:
     q, y = draw(kind, N, seed=0)

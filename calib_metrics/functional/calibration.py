@@ -370,6 +370,11 @@ def calibration_error_ci(
         True
         >>> round(result.error.item(), 3)
         0.006
+        >>> groups = torch.arange(20000) // 20  # e.g. sentence ids
+        >>> r = calibration_error_ci(probs, target, bin_size="auto", n_samples=500, debias=True,
+        ...                          interval="groups", groups=groups, generator=g)
+        >>> r.bins.count.numel(), bool(r.lower <= r.error <= r.upper)
+        (141, True)
     """
     _check_options(norm, binning, bin_size, n_bins)
     _check_interval_options(n_samples, confidence, method, interval)
