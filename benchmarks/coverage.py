@@ -205,7 +205,7 @@ def run(args) -> dict:
         reps = max(2, min(args.reps, int(args.pair_budget) // n))
         samples = args.samples if n < 1_000_000 else min(args.samples, args.samples_large)
         batch = max(1, min(reps, args.batch_pairs // n))
-        for grouped in (False, True):
+        for grouped in [v == "grouped" for v in args.variants]:
             start = time.time()
             acc: dict = {}
             for first in range(0, reps, batch):
@@ -313,6 +313,7 @@ def parse(argv=None):
     p.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     p.add_argument("--a", type=float, default=0.3)
     p.add_argument("--b", type=float, default=0.3)
+    p.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid", "grouped"])
     p.add_argument("--group-size", type=int, default=20)
     p.add_argument("--rho", type=float, default=0.5, help="copula correlation in a group")
     p.add_argument("--seed", type=int, default=0)

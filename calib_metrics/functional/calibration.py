@@ -374,7 +374,7 @@ def calibration_error_ci(
         >>> r = calibration_error_ci(probs, target, bin_size="auto", n_samples=500, debias=True,
         ...                          interval="groups", groups=groups, generator=g)
         >>> r.bins.count.numel(), bool(r.lower <= r.error <= r.upper)
-        (141, True)
+        (140, True)
     """
     _check_options(norm, binning, bin_size, n_bins)
     _check_interval_options(n_samples, confidence, method, interval)

@@ -335,14 +335,14 @@ def posterior_marginals(
     """
     em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
     out_dtype = emissions.dtype
+    # Marginals are outputs, not a graph: the differentiable route to them is
+    # log_partition's backward. Rounding can push a float32 marginal a hair past 1,
+    # which a calibration metric would reject, hence the clamp.
     with torch.no_grad():
         parts = _marginal_parts(em, tr, st, en, mask, pairwise)
-    pair_out = None
-    if pairwise:
-        pair_out = _pairwise(parts, mask, out_dtype)
-    return ChainMarginals(
-        parts.forward.log_partition.to(out_dtype), parts.unigram.to(out_dtype), pair_out
-    )
+        pair_out = _pairwise(parts, mask, out_dtype).clamp_(0, 1) if pairwise else None
+        unigram = parts.unigram.to(out_dtype).clamp_(0, 1)
+    return ChainMarginals(parts.forward.log_partition.to(out_dtype), unigram, pair_out)
 
 
 class _Parts(NamedTuple):
