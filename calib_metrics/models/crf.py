@@ -18,8 +18,8 @@ from torch import Tensor, nn
 from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
+from calib_metrics.models.chain_tagger import ChainTagger
 from calib_metrics.models.hmm import _check_batch
-from calib_metrics.models.linear_chain import ChainMarginals
 
 
 @dataclass
@@ -58,7 +58,7 @@ def length_chunks(lengths: Tensor, max_tokens: int) -> list[tuple[Tensor, int]]:
     return chunks
 
 
-class CRFTagger(nn.Module):
+class CRFTagger(ChainTagger):
     """First-order CRF tagger with tag-tag and tag-word features.
 
     ``score(x, y) = start[y_0] + sum_t (E[x_t, y_t] + A[y_{t-1}, y_t]) + end[y_L]``.
@@ -262,38 +262,3 @@ class CRFTagger(nn.Module):
             seconds=time.perf_counter() - begin,
         )
         return self
-
-    def marginals(
-        self, words: Tensor, mask: Tensor | None = None, *, pairwise: bool = True
-    ) -> ChainMarginals:
-        """Posterior marginals ``P(y_t | x)`` (and pairwise) by linear_chain's forward-backward."""
-        with torch.no_grad():
-            emissions, trans, start, end = self.potentials(words, mask)
-            return linear_chain.posterior_marginals(
-                emissions, trans, start, end, mask, pairwise=pairwise
-            )
-
-    def viterbi(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """Best tag sequences: ``(score [B], tags [B, T])``."""
-        with torch.no_grad():
-            emissions, trans, start, end = self.potentials(words, mask)
-            return linear_chain.viterbi(emissions, trans, start, end, mask)
-
-    def sample(
-        self,
-        words: Tensor,
-        mask: Tensor | None = None,
-        *,
-        n_samples: int,
-        generator: torch.Generator | None = None,
-    ) -> Tensor:
-        """Exact posterior samples of tag sequences, ``Long [S, B, T]``."""
-        with torch.no_grad():
-            emissions, trans, start, end = self.potentials(words, mask)
-            return linear_chain.sample(
-                emissions, trans, start, end, mask, n_samples=n_samples, generator=generator
-            )
-
-    def forward(self, words: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Unigram posterior marginals ``[B, T, K]``."""
-        return self.marginals(words, mask, pairwise=False).unigram

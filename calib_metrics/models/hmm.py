@@ -11,10 +11,10 @@ samples all come from :mod:`calib_metrics.models.linear_chain`.
 from __future__ import annotations
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from calib_metrics.models import linear_chain
-from calib_metrics.models.linear_chain import ChainMarginals
+from calib_metrics.models.chain_tagger import ChainTagger
 
 
 def _check_batch(words: Tensor, mask: Tensor | None, vocab_size: int) -> Tensor:
@@ -35,7 +35,7 @@ def _check_batch(words: Tensor, mask: Tensor | None, vocab_size: int) -> Tensor:
     return mask
 
 
-class HMM(nn.Module):
+class HMM(ChainTagger):
     """HMM tagger with Dirichlet-MAP estimates and an unknown-word column.
 
     Parameters are log probabilities, stored as buffers (the model is fitted by
@@ -151,35 +151,3 @@ class HMM(nn.Module):
         """Marginal log likelihood ``log P(x)`` of each sentence, ``[B]``."""
         emissions, trans, start, end = self.potentials(words, mask)
         return linear_chain.log_partition(emissions, trans, start, end, mask)
-
-    def marginals(
-        self, words: Tensor, mask: Tensor | None = None, *, pairwise: bool = True
-    ) -> ChainMarginals:
-        """Posterior marginals ``P(y_t | x)`` (and ``P(y_t, y_{t+1} | x)``) by forward-backward."""
-        emissions, trans, start, end = self.potentials(words, mask)
-        return linear_chain.posterior_marginals(
-            emissions, trans, start, end, mask, pairwise=pairwise
-        )
-
-    def viterbi(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        """Most probable tag sequences: ``(log P(x, y*) [B], tags [B, T])``."""
-        emissions, trans, start, end = self.potentials(words, mask)
-        return linear_chain.viterbi(emissions, trans, start, end, mask)
-
-    def sample(
-        self,
-        words: Tensor,
-        mask: Tensor | None = None,
-        *,
-        n_samples: int,
-        generator: torch.Generator | None = None,
-    ) -> Tensor:
-        """Exact posterior samples of tag sequences, ``Long [S, B, T]``."""
-        emissions, trans, start, end = self.potentials(words, mask)
-        return linear_chain.sample(
-            emissions, trans, start, end, mask, n_samples=n_samples, generator=generator
-        )
-
-    def forward(self, words: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Unigram posterior marginals ``[B, T, K]`` (what the calibration metric consumes)."""
-        return self.marginals(words, mask, pairwise=False).unigram
