@@ -63,6 +63,21 @@ BIN_SIZES = (100, 1000, 5000, "auto")
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def bin_size_of(beta: int | str, n: int) -> int:
+    """β itself, ⌈√N⌉ for ``auto``, or ⌈C·√N⌉ for ``auto*C`` (to compare constants)."""
+    if beta == "auto":
+        return auto_bin_size(n)
+    if isinstance(beta, str):
+        return max(1, math.ceil(float(beta.split("*")[1]) * math.sqrt(n)))
+    return beta
+
+
+def _bin_size_arg(text: str) -> int | str:
+    if text == "auto" or (text.startswith("auto*") and float(text[5:]) > 0):
+        return text
+    return int(text)
+
+
 def grouped_true_error(a: float, b: float, k: float, rho: float, nodes: int = 64) -> float:
     """sqrt(E[(q − P(y = 1 | q))²]) of the grouped variant, integrating over q and Z_g."""
     u = torch.linspace(-60, 60, 40_001, dtype=torch.float64)
@@ -200,6 +215,7 @@ def run(args) -> dict:
     if args.target_reps:
         results["target"] = target_check(args, g)
         print(f"target check (N=2e5, β=5000, k=0): {results['target']}", file=sys.stderr)
+        save(results, args)
     for n in args.sizes:
         # Larger N gets fewer repetitions: at most --pair-budget pairs per (N, variant).
         reps = max(2, min(args.reps, int(args.pair_budget) // n))
@@ -218,8 +234,8 @@ def run(args) -> dict:
                     None if groups is None else groups.reshape(r, n) - groups.reshape(r, n)[:, :1]
                 )
                 order = torch.argsort(q, dim=1)
-                for beta in BIN_SIZES:
-                    size = auto_bin_size(n) if beta == "auto" else beta
+                for beta in args.bin_sizes:
+                    size = bin_size_of(beta, n)
                     n_bins = max(1, n // size)
                     rank_bin = (torch.arange(n) // size).clamp_(max=n_bins - 1).expand(r, n)
                     index = torch.empty_like(order).scatter_(1, order, rank_bin)
@@ -305,14 +321,21 @@ def parse(argv=None):
     p.add_argument(
         "--pair-budget",
         type=float,
-        default=2e7,
+        default=1e7,
         help="cap on repetitions × N per setting (fewer reps at large N)",
     )
-    p.add_argument("--samples", type=int, default=1000, help="interval draws S")
+    p.add_argument("--samples", type=int, default=400, help="interval draws S")
     p.add_argument("--samples-large", type=int, default=200, help="interval draws at N=1e6")
     p.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     p.add_argument("--a", type=float, default=0.3)
     p.add_argument("--b", type=float, default=0.3)
+    p.add_argument(
+        "--bin-sizes",
+        type=_bin_size_arg,
+        nargs="+",
+        default=list(BIN_SIZES),
+        help="β values: integers, auto (⌈√N⌉) or auto*C (⌈C·√N⌉)",
+    )
     p.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid", "grouped"])
     p.add_argument("--group-size", type=int, default=20)
     p.add_argument("--rho", type=float, default=0.5, help="copula correlation in a group")
@@ -368,12 +391,12 @@ def render(results: dict) -> str:
     )
     config = results["config"]
     out = [BEGIN, "", "### Run", ""]
-    reps = sorted({(r["n"], r["reps"], r["samples"]) for r in rows})
+    reps = sorted({(r["n"], r["variant"], r["reps"], r["samples"]) for r in rows})
     out.append(
         f"Beta({config['a']}, {config['b']}) predictions; grouped variant: groups of "
         f"{config['group_size']}, copula correlation ρ = {config['rho']}. Repetitions and "
         "interval draws actually run per setting: "
-        + ", ".join(f"N = {n:,}: {r} reps × {s} draws" for n, r, s in reps)
+        + "; ".join(f"N = {n:,} {v}: {r} reps × {s} draws" for n, v, r, s in reps)
         + ". True errors (ungrouped / grouped, both by numerical integration): "
         + ", ".join(
             f"k = {k}: {config['truths'][k]:.6f} / {config['grouped_truths'][k]:.6f}"
@@ -395,8 +418,10 @@ def render(results: dict) -> str:
     out += ["", "### Coverage summary, N ≥ 10⁴", ""]
     out.append(
         "Per method: lowest and highest empirical coverage of the true error over the "
-        "settings with N ≥ 10⁴, and how many settings fall in [0.93, 0.97]; first over "
-        "all bin sizes, then over β = auto only, then β = auto with k > 0 (true error > 0)."
+        "settings with N ≥ 10⁴ run with at least 50 repetitions (N = 10⁶ ran fewer: see "
+        "its rows below), and how many settings fall in [0.93, 0.97]; first over the grid's "
+        "bin sizes and both variants, then with β = auto by variant and by whether the "
+        "true error is 0."
     )
     out.append("")
     summary = []
@@ -404,14 +429,54 @@ def render(results: dict) -> str:
         cells = [METHODS[m]]
         for pick in (
             lambda r: True,
-            lambda r: r["beta"] == "auto",
-            lambda r: r["beta"] == "auto" and r["k"] > 0,
+            lambda r: r["beta"] == "auto" and r["k"] > 0 and r["variant"] == "iid",
+            lambda r: r["beta"] == "auto" and r["k"] == 0 and r["variant"] == "iid",
+            lambda r: r["beta"] == "auto" and r["k"] > 0 and r["variant"] == "grouped",
         ):
-            cov = [r[f"cov_{m}"] for r in rows if r["n"] >= 10_000 and pick(r) and f"cov_{m}" in r]
+            cov = [
+                r[f"cov_{m}"]
+                for r in rows
+                if r["n"] >= 10_000
+                and r["reps"] >= 50
+                and r["beta"] in BIN_SIZES
+                and pick(r)
+                and f"cov_{m}" in r
+            ]
             inside = sum(0.93 <= c <= 0.97 for c in cov)
             cells.append(f"{min(cov):.3f}–{max(cov):.3f} ({inside}/{len(cov)})" if cov else "–")
         summary.append(cells)
-    out += _table(["method", "all β", "β = auto", "β = auto, k > 0"], summary)
+    header = ["method", "all (grid β, both data)", "iid, auto, k > 0", "iid, auto, k = 0"]
+    out += _table([*header, "grouped, auto, k > 0"], summary)
+    out += ["", "### Choosing β: iid data, per N and β", ""]
+    out.append(
+        "Debiased RMSE (mean over k, and at k = 0), and the lowest/highest coverage of "
+        "pairs-db N and P over k > 0. `auto*C` is ⌈C·√N⌉ (a comparison run)."
+    )
+    out.append("")
+    choice = []
+    iid = [r for r in rows if r["variant"] == "iid" and "cov_pairs_db_norm" in r]
+    for n in sorted({r["n"] for r in iid}):
+        at_n = [r for r in iid if r["n"] == n]
+        for beta in sorted(
+            {str(r["beta"]) for r in at_n},
+            key=lambda b: bin_size_of(int(b) if b.isdigit() else b, n),
+        ):
+            group = [r for r in at_n if str(r["beta"]) == beta]
+            positive = [r for r in group if r["k"] > 0]
+            zero = [r for r in group if r["k"] == 0]
+            cov = [r[f"cov_pairs_db_{m}"] for r in positive for m in ("norm", "perc")]
+            choice.append(
+                [
+                    f"{n:,}",
+                    beta,
+                    str(bin_size_of(int(beta) if beta.isdigit() else beta, n)),
+                    _fmt(sum(r["debiased_rmse"] for r in group) / len(group), 5),
+                    _fmt(zero[0]["debiased_rmse"], 5) if zero else "–",
+                    f"{min(cov):.3f}–{max(cov):.3f}" if cov else "–",
+                ]
+            )
+    header = ["N", "β", "β value", "RMSE (mean over k)", "RMSE k = 0", "pairs-db cov. k > 0"]
+    out += _table(header, choice)
     out += ["", "### Point estimates: bias and RMSE of the error", ""]
     est_rows = [
         [

@@ -14,11 +14,12 @@ Two views of the same posterior ``P(n(t, c) | x)`` (paper Eq. 5):
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
+
+from calib_metrics.functional.intervals import normal_quantile
 
 __all__ = [
     "CountDistribution",
@@ -53,7 +54,7 @@ class CountDistribution(NamedTuple):
 def _z(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    return math.sqrt(2.0) * torch.erfinv(torch.tensor(confidence, dtype=torch.float64)).item()
+    return normal_quantile(confidence)
 
 
 def sample_summary(samples: Tensor, confidence: float = 0.95) -> PosteriorSummary:

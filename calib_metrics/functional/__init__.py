@@ -3,6 +3,7 @@
 Nothing here keeps state, draws figures or imports anything but torch.
 """
 
+from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins, adaptive_binning, uniform_binning
 from calib_metrics.functional.calibration import (
     BrierDecomposition,
@@ -13,16 +14,20 @@ from calib_metrics.functional.calibration import (
     ci_from_bins,
     error_from_bins,
 )
+from calib_metrics.functional.intervals import group_bootstrap, pair_bootstrap
 
 __all__ = [
     "Bins",
     "BrierDecomposition",
     "CalibrationResult",
     "adaptive_binning",
+    "auto_bin_size",
     "brier_decomposition",
     "calibration_error",
     "calibration_error_ci",
     "ci_from_bins",
     "error_from_bins",
+    "group_bootstrap",
+    "pair_bootstrap",
     "uniform_binning",
 ]

@@ -12,7 +12,6 @@ accumulated in float64 whatever the input dtype, on the input's device.
 
 from __future__ import annotations
 
-from statistics import NormalDist
 from typing import Literal, NamedTuple
 
 import torch
@@ -30,6 +29,7 @@ from calib_metrics.functional.intervals import (
     Interval,
     bin_index,
     group_bootstrap,
+    normal_quantile,
     pair_bootstrap,
 )
 
@@ -203,11 +203,6 @@ def calibration_error(
     return error_from_bins(bins, norm, debias=debias)
 
 
-def _normal_quantile(confidence: float) -> float:
-    """z with P(|Z| < z) = confidence for a standard normal Z (1.96 for 0.95)."""
-    return NormalDist().inv_cdf((1 + confidence) / 2)
-
-
 def sampled_errors(
     bins: Bins,
     n_samples: int,
@@ -262,7 +257,7 @@ def interval_from_samples(
     std = samples.std() if samples.numel() > 1 else torch.zeros_like(mean)
     if method == "normal":
         # An error is never negative, so the lower end is clipped at 0.
-        z = _normal_quantile(confidence)
+        z = normal_quantile(confidence)
         return mean, std, (mean - z * std).clamp_min(0), mean + z * std
     tail = (1 - confidence) / 2
     levels = torch.tensor([tail, 1 - tail], dtype=samples.dtype, device=samples.device)
