@@ -271,6 +271,11 @@ def interval_of_draws(
         tail = (1 - confidence) / 2
         levels = torch.tensor([tail, 1 - tail], dtype=values.dtype, device=values.device)
         low, high = torch.quantile(values, levels, dim=0)
+    if debias:
+        # A negative debiased square is a sampling accident (the truth is ≥ 0): the upper
+        # end is taken as if the estimate were 0, so it cannot collapse to a [0, 0]
+        # interval that claims certainty (it did on ~10% of calibrated data sets).
+        high = high + (-draws.debiased).clamp_min(0)
     low, high = low.clamp_min(0), high.clamp_min(0)
     if debias:
         low, high = low.sqrt(), high.sqrt()
