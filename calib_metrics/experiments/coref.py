@@ -279,13 +279,8 @@ def _select_l2(splits, feats, args, gen) -> tuple[AntecedentRanker, list[dict[st
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train on OntoGUM, evaluate pairwise calibration on test (and LitBank); write results."""
-    threads = torch.get_num_threads()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    try:
+    with report.torch_threads(args.threads):
         return _run(args)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:

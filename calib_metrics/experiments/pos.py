@@ -428,14 +428,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train the taggers, evaluate their calibration on test, write results and figures."""
     if args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
-    threads = torch.get_num_threads()
     # The recursions are many small [B, K] @ [K, K] products: extra threads only add
     # synchronisation, which on a busy machine costs tens of times the work.
-    torch.set_num_threads(args.threads)
-    try:
+    with report.torch_threads(args.threads):
         return _run(args)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
