@@ -23,7 +23,9 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "evaluate",
         help="calibration of a file of (probability, label) pairs",
         description="Reads CSV/TSV (with a header), JSON lines, .npy, .npz or .pt and prints "
-        "N, the bins, CalibErr with its interval, and the Brier score split.",
+        "N, the bins, CalibErr with its interval, and the Brier score split. For an interval "
+        "that means what it says use --debias --interval pairs --bin-size auto, or "
+        "--interval groups when pairs come in sentences or documents (docs/coverage.md).",
     )
     p.add_argument("file", type=Path)
     p.add_argument("--probs", help="column (or array) of probabilities (default: by name)")
@@ -40,9 +42,14 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--debias", action="store_true", help="debiased squared gaps (l2)")
     p.add_argument(
         "--interval",
-        choices=["paper", "pairs"],
+        choices=["paper", "pairs", "groups"],
         default="paper",
-        help="Algorithm 2 (paper) or the bootstrap over pairs (see docs/coverage.md)",
+        help="Algorithm 2 (paper), the bootstrap over pairs, or over groups of pairs "
+        "(sentences, documents: needs a group column) (see docs/coverage.md)",
+    )
+    p.add_argument(
+        "--groups",
+        help="column of group ids for --interval groups (default: by name, e.g. sentence_id)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plot", type=Path, help="write a reliability diagram PNG here")
@@ -67,11 +74,16 @@ def _bin_size(text: str) -> int | str:
 def evaluate(args: argparse.Namespace) -> dict:
     import torch
 
-    from calib_metrics.data.predictions import read_predictions
+    from calib_metrics.data.predictions import read_table
     from calib_metrics.experiments.report import to_jsonable
     from calib_metrics.functional import brier_decomposition, calibration_error_ci
 
-    probs, target = read_predictions(args.file, args.probs, args.target)
+    if args.groups is not None and args.interval != "groups":
+        raise ValueError(
+            f"--groups is used by --interval groups only (got --interval {args.interval})"
+        )
+    wanted_groups = (args.groups or "") if args.interval == "groups" else None
+    probs, target, groups = read_table(args.file, args.probs, args.target, wanted_groups)
     g = torch.Generator().manual_seed(args.seed)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
@@ -84,6 +96,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         norm=args.norm,
         debias=args.debias,
         interval=args.interval,
+        groups=groups,
         **options,
     )
     brier = brier_decomposition(probs, target, **options)
@@ -98,6 +111,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         "method": args.method,
         "debias": args.debias,
         "interval": args.interval,
+        "groups": None if groups is None else int(groups.max()) + 1,
         "calib_err": result.error,
         "mean": result.mean,
         "std": result.std,
@@ -119,7 +133,11 @@ def evaluate(args: argparse.Namespace) -> dict:
         print(json.dumps(to_jsonable(summary), indent=2))
     else:
         pct = f"{args.confidence:.0%}"
-        print(f"{args.file}: N = {summary['n']} pairs, {summary['bins']} {args.binning} bins")
+        in_groups = "" if groups is None else f" in {summary['groups']} groups"
+        print(
+            f"{args.file}: N = {summary['n']} pairs{in_groups}, "
+            f"{summary['bins']} {args.binning} bins"
+        )
         print(
             f"CalibErr ({args.norm}{', debiased' if args.debias else ''}) = "
             f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "

@@ -16,8 +16,10 @@ from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import Bins, _check_pairs, check_probs
 from calib_metrics.functional.calibration import (
     CalibrationResult,
+    _check_groups,
     _check_interval_options,
     _check_options,
+    calibration_error_ci,
     ci_from_bins,
     compute_bins,
     error_from_bins,
@@ -85,9 +87,12 @@ class CalibrationError(Metric):
         confidence: coverage of the interval.
         method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
         debias: subtract each bin's sampling noise from its squared gap (l2 only).
-        interval: ``"paper"`` (Algorithm 2) or ``"pairs"`` (Poisson bootstrap over
-            pairs; with ``debias=True`` recentred on the debiased estimate). The group
-            bootstrap needs group ids: use ``functional.calibration_error_ci``.
+        interval: ``"paper"`` (Algorithm 2), ``"pairs"`` (Poisson bootstrap over
+            pairs) or ``"groups"`` (Poisson bootstrap over whole groups: sentences,
+            documents; every ``update`` then takes ``groups=``, one id per item, and
+            the metric keeps them, so it needs ``streaming=False``). With
+            ``debias=True`` the bootstrap is recentred on the debiased estimate;
+            ``docs/coverage.md`` measures when each interval means what it says.
         average: ``"micro"`` (all pairs pooled) or None (one result per class).
         ignore_index: target value marking items to drop (padding).
         streaming: keep a fixed-size histogram instead of every pair.
@@ -106,6 +111,16 @@ class CalibrationError(Metric):
         tensor(0.0238, dtype=torch.float64)
         >>> result = metric.compute_result()
         >>> bool(result.lower < result.upper)
+        True
+
+        Pairs that come in sentences, with the recommended interval:
+
+        >>> metric = CalibrationError(bin_size="auto", debias=True, interval="groups")
+        >>> probs = torch.rand(50, 20, generator=g)  # 50 sentences of 20 tokens
+        >>> sentence = torch.arange(50).unsqueeze(1).expand(50, 20)
+        >>> metric.update(probs, torch.bernoulli(probs, generator=g), groups=sentence)
+        >>> result = metric.compute_result()
+        >>> bool(result.lower <= result.error <= result.upper)
         True
     """
 
@@ -127,7 +142,7 @@ class CalibrationError(Metric):
         confidence: float = 0.95,
         method: Literal["normal", "percentile"] = "normal",
         debias: bool = False,
-        interval: Literal["paper", "pairs"] = "paper",
+        interval: Literal["paper", "pairs", "groups"] = "paper",
         average: Literal["micro"] | None = "micro",
         ignore_index: int | None = None,
         streaming: bool = False,
@@ -138,9 +153,12 @@ class CalibrationError(Metric):
     ) -> None:
         super().__init__(**kwargs)
         _check_options(norm, binning, bin_size, n_bins)
-        _check_interval_options(n_samples, confidence, method)
-        if interval not in ("paper", "pairs"):
-            raise ValueError(f"interval must be 'paper' or 'pairs', got {interval!r}")
+        _check_interval_options(n_samples, confidence, method, interval)
+        if interval == "groups" and streaming:
+            raise ValueError(
+                "interval='groups' resamples whole groups, so the metric must keep every "
+                "pair's group: use streaming=False (or interval='pairs' to stream)"
+            )
         if num_classes is not None and (
             not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2
         ):
@@ -178,6 +196,8 @@ class CalibrationError(Metric):
         else:
             self.add_state("probs", default=[], dist_reduce_fx="cat")
             self.add_state("target", default=[], dist_reduce_fx="cat")
+            if interval == "groups":
+                self.add_state("groups", default=[], dist_reduce_fx="cat")
 
     # ------------------------------------------------------------------ update
     def _prepare(self, probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -223,10 +243,40 @@ class CalibrationError(Metric):
                 check_probs(kept_probs)
         return probs, target, keep
 
-    def update(self, probs: Tensor, target: Tensor) -> None:
-        """Accumulate a batch; a batch that fails validation changes nothing."""
+    def _check_groups(self, groups: Tensor | None, target: Tensor) -> Tensor | None:
+        """Validate ``groups=`` of one batch: one integer id per item (target's shape)."""
+        if self.interval != "groups":
+            if groups is not None:
+                raise ValueError(
+                    f"groups= is used by interval='groups' only; this metric has "
+                    f"interval={self.interval!r}"
+                )
+            return None
+        if groups is None:
+            raise ValueError(
+                "interval='groups' needs groups=: the group (sentence, document) id of "
+                "every item, e.g. update(probs, target, groups=sentence_ids)"
+            )
+        if isinstance(groups, Tensor) and groups.shape != target.shape:
+            raise ValueError(
+                f"groups must have the target's shape {tuple(target.shape)} (one id per "
+                f"item), got {tuple(groups.shape)}"
+            )
+        return _check_groups(groups, target, "target").detach()
+
+    def update(self, probs: Tensor, target: Tensor, groups: Tensor | None = None) -> None:
+        """Accumulate a batch; a batch that fails validation changes nothing.
+
+        ``groups`` (with ``interval="groups"`` only): the id of every item's group, of
+        ``target``'s shape. Ids must name a group in the whole evaluation set (e.g. the
+        sentence's index in the data set), also across DDP ranks, since pairs with one
+        id are resampled together.
+        """
+        if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
+            raise ValueError("probs and target must be tensors")
         if not probs.is_floating_point():
             raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
+        groups = self._check_groups(groups, target)
         probs, target, keep = self._prepare(probs.detach(), target.detach())
         if self.streaming:
             if self.cell_count.device.type == "cpu" and self.cell_count.is_shared():
@@ -245,6 +295,8 @@ class CalibrationError(Metric):
         # Ignored rows stay until compute(), where dropping them may synchronise.
         self.probs.append(probs)
         self.target.append(target)
+        if groups is not None:
+            self.groups.append(groups)
 
     def _sync_dist(self, dist_sync_fn: Any = None, process_group: Any = None) -> None:
         """Gather the pairs of every rank (exact mode) or sum the sketches (streaming).
@@ -258,14 +310,15 @@ class CalibrationError(Metric):
         if not self.streaming:
             gather = dist_sync_fn or gather_all_tensors
             group = process_group or self.process_group
-            for name in ("probs", "target"):
+            for name in self._pair_states():
                 parts = getattr(self, name)
                 code = torch.tensor(_dtype_code(parts), device=self.device)
                 codes = [int(c) for c in gather(code, group=group)]
                 if max(codes) < 0:
                     continue  # no rank has data: compute() will say so
                 dtype = functools.reduce(torch.promote_types, (_DTYPES[c] for c in codes if c >= 0))
-                width = () if name == "target" or self.num_classes is None else (self.num_classes,)
+                wide = name == "probs" and self.num_classes is not None
+                width = (self.num_classes,) if wide else ()
                 if parts:
                     parts = [dim_zero_cat(parts).to(dtype)]
                 else:
@@ -275,18 +328,36 @@ class CalibrationError(Metric):
         super()._sync_dist(process_group=process_group, **kwargs)
 
     # ----------------------------------------------------------------- compute
-    def _pairs(self) -> tuple[Tensor, Tensor]:
+    def _pair_states(self) -> tuple[str, ...]:
+        return ("probs", "target", "groups") if self.interval == "groups" else ("probs", "target")
+
+    def _pairs(self) -> tuple[Tensor, Tensor, Tensor | None]:
+        """probs, target and (interval='groups') group ids, ignored items dropped."""
         # Lists of batches locally; one tensor each once synchronised across ranks.
         if isinstance(self.probs, list) and not self.probs:
             raise ValueError("CalibrationError has no pairs: call update() before compute()")
         probs = dim_zero_cat(self.probs)
         target = dim_zero_cat(self.target)
+        groups = dim_zero_cat(self.groups) if self.interval == "groups" else None
         if self.ignore_index is not None:
             keep = target != self.ignore_index
             probs, target = probs[keep], target[keep]
+            groups = None if groups is None else groups[keep]
         if probs.numel() == 0:
             raise ValueError("CalibrationError has no pairs: every update was empty")
-        return probs, target
+        return probs, target, groups
+
+    def _class_pairs(self) -> list[tuple[Tensor, Tensor, Tensor | None]]:
+        """Binary pairs (probs, target, groups) behind each result: one (micro) or per class."""
+        probs, target, groups = self._pairs()
+        if self.num_classes is None:
+            return [(probs, target, groups)]
+        classes = torch.arange(self.num_classes, device=target.device)
+        if self.average == "micro":
+            # Every item gives C pairs, all in the item's group.
+            wide = None if groups is None else groups.unsqueeze(1).expand(-1, self.num_classes)
+            return [(probs, target.unsqueeze(1) == classes, wide)]
+        return [(probs[:, c], target == c, groups) for c in range(self.num_classes)]
 
     def class_bins(self) -> list[Bins]:
         """The bins behind the result: one entry (micro) or one per class."""
@@ -306,17 +377,10 @@ class CalibrationError(Metric):
                 )
                 for c in range(states[0].shape[0])
             ]
-        probs, target = self._pairs()
         options = {"binning": self.binning, "bin_size": self.bin_size, "n_bins": self.n_bins}
-        if self.num_classes is None:
-            return [compute_bins(probs, target, validate=False, **options)]
-        classes = torch.arange(self.num_classes, device=target.device)
-        if self.average == "micro":
-            one_hot = target.unsqueeze(1) == classes
-            return [compute_bins(probs, one_hot, validate=False, **options)]
         return [
-            compute_bins(probs[:, c], target == c, validate=False, **options)
-            for c in range(self.num_classes)
+            compute_bins(probs, target, validate=False, **options)
+            for probs, target, _ in self._class_pairs()
         ]
 
     def compute(self) -> Tensor:
@@ -335,22 +399,32 @@ class CalibrationError(Metric):
             should_sync=self._to_sync and not self._is_synced,
             should_unsync=self._should_unsync and not self._is_synced,
         ):
-            all_bins = self.class_bins()
+            inputs = self._class_pairs() if self.interval == "groups" else self.class_bins()
+        options = {"n_samples": self.n_samples, "confidence": self.confidence}
+        options |= {"method": self.method, "norm": self.norm, "debias": self.debias}
         generator = None
         results = []
-        for bins in all_bins:
+        for item in inputs:
             if self.seed is not None and generator is None:
-                generator = torch.Generator(device=bins.freq.device).manual_seed(self.seed)
+                device = item.freq.device if isinstance(item, Bins) else item[0].device
+                generator = torch.Generator(device=device).manual_seed(self.seed)
+            if isinstance(item, Bins):
+                results.append(
+                    ci_from_bins(item, generator=generator, interval=self.interval, **options)
+                )
+                continue
+            probs, target, groups = item
             results.append(
-                ci_from_bins(
-                    bins,
-                    n_samples=self.n_samples,
-                    confidence=self.confidence,
-                    method=self.method,
-                    norm=self.norm,
-                    debias=self.debias,
+                calibration_error_ci(
+                    probs,
+                    target,
+                    groups=groups,
+                    interval="groups",
                     generator=generator,
-                    interval=self.interval,
+                    binning=self.binning,
+                    bin_size=self.bin_size,
+                    n_bins=self.n_bins,
+                    **options,
                 )
             )
         return results[0] if self.average == "micro" else results

@@ -419,3 +419,47 @@ def test_example_script_runs_on_synthetic_data(tmp_path: Path, model: str) -> No
     acc = read_events(out["log_dir"])
     assert len(acc.Images("val/reliability_diagram")) == 2
     assert len(acc.Images("val/calib_err_per_class")) == 2
+
+
+class SentenceTagger(TinyTagger):
+    """Also returns each token's sentence id (its row in the data set) as ``groups``."""
+
+    def test_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        out = super().test_step(batch, batch_idx)
+        y = batch[1]
+        sentence = batch_idx * 16 + torch.arange(y.shape[0])
+        return {**out, "sentence": sentence.unsqueeze(1).expand_as(y)}
+
+
+def test_group_interval_resamples_the_steps_sentences(tmp_path: Path) -> None:
+    options = {"interval": "groups", "debias": True, "streaming": False}
+    cb = monitor(stage="test", groups_key="sentence", **options)
+    model = SentenceTagger()
+    _, val = loaders()
+    t = trainer(tmp_path, 1, logger=False, callbacks=[cb])
+    (metrics,) = t.test(model, val)
+    metric = CalibrationError(N_CLASSES, ignore_index=PAD, bin_size=20, n_samples=300, **options)
+    with torch.no_grad():
+        for i, (x, y) in enumerate(val):
+            sentence = (i * 16 + torch.arange(y.shape[0])).unsqueeze(1).expand_as(y)
+            metric.update(model(x), y, groups=sentence)
+    want = metric.compute_result()
+    assert metrics["test/calib_err"] == pytest.approx(want.error.item(), rel=1e-5)
+    assert metrics["test/calib_err_lower"] == pytest.approx(want.lower.item(), rel=1e-5)
+    assert metrics["test/calib_err_upper"] == pytest.approx(want.upper.item(), rel=1e-5)
+
+
+def test_group_interval_needs_ids_and_the_exact_mode() -> None:
+    with pytest.raises(ValueError, match="streaming=False"):
+        monitor(interval="groups")  # the monitor streams by default
+    cb = monitor(interval="groups", streaming=False)
+    batch = {"probs": torch.full((2, 3), 1 / 3), "target": torch.ones(2, dtype=torch.long)}
+    with pytest.raises(ValueError, match="'groups'"):
+        cb.extract_batch(batch, None)
+    *_, groups = cb.extract_batch({**batch, "groups": torch.arange(2)}, None)
+    assert groups.tolist() == [0, 1]
+    two = monitor(
+        interval="groups", streaming=False, extract=lambda o, b: (o["probs"], o["target"])
+    )
+    with pytest.raises(ValueError, match=r"\(probs, target, groups\)"):
+        two.extract_batch(batch, None)

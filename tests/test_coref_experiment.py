@@ -142,6 +142,8 @@ def test_end_to_end_quick_run(tmp_path: Path):
         assert test[which]["main"]["lower"] <= test[which]["main"]["upper"]
         assert "small" in test[which]  # too few pairs for 10 bins of 5000
         assert (out / test[which]["figure"]).is_file()
+    d = test["exact_documents"]
+    assert d["lower"] <= d["error"] <= d["upper"] and d["bins"] >= 1
     assert 0.0 <= test["abs_diff_mean"] <= test["abs_diff_max"] <= 1.0
     assert test["abs_diff_mean"] < 0.05  # 300 samples: Monte Carlo error ~ 0.03 at most
     assert len(results["l2_grid"]) == 2

@@ -51,19 +51,30 @@ CASES = {
         [[0, 3], [1, 2]],
     ),
     "stream-per-class-empty": ({**PER_CLASS, "streaming": True}, "tags", [[0, 1, 2, 3], []]),
+    # The group bootstrap gathers every pair's group id with the pairs.
+    "groups-uneven": ({"interval": "groups", "debias": True}, "binary-groups", [[0, 2, 3], [1]]),
+    "groups-micro-padded": (
+        {"num_classes": C, "ignore_index": PAD, "interval": "groups"},
+        "tags-padded-groups",
+        [[], [0, 1, 2, 3]],
+    ),
+    "groups-per-class": ({**PER_CLASS, "interval": "groups"}, "tags-groups", [[1, 2], [0, 3]]),
 }
 OPTIONS = {"bin_size": 500, "n_samples": 500, "seed": 3}
 
 
-def batches(kind: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Four batches of unequal sizes; the same on every process."""
+def batches(kind: str) -> list[tuple[torch.Tensor, ...]]:
+    """Four batches of unequal sizes; the same on every process.
+
+    ``*-groups`` kinds add group ids (runs of 10 items, numbered across the data set).
+    """
     g = torch.Generator().manual_seed(11)
     out = []
     for size in (1700, 300, 2600, 900):
         if kind.startswith("tags"):
             probs = torch.softmax(2.5 * torch.randn(size, C, generator=g), -1)
             target = torch.multinomial(probs, 1, generator=g).squeeze(1)
-            if kind == "tags-padded":
+            if kind.startswith("tags-padded"):
                 target[torch.rand(size, generator=g) < 0.1] = PAD
             out.append((probs, target))
             continue
@@ -74,6 +85,12 @@ def batches(kind: str) -> list[tuple[torch.Tensor, torch.Tensor]]:
         if kind == "binary-padded":
             y[torch.rand(size, generator=g) < 0.2] = PAD
         out.append((q, y))
+    if kind.endswith("-groups"):
+        first = 0
+        for i, (probs, target) in enumerate(out):
+            ids = (first + torch.arange(target.numel())) // 10
+            out[i] = (probs, target, ids)
+            first += target.numel()
     return out
 
 
@@ -92,8 +109,8 @@ def summarise(metric: CalibrationError) -> dict[str, torch.Tensor]:
 def single_process(name: str) -> dict[str, torch.Tensor]:
     options, kind, _ = CASES[name]
     metric = CalibrationError(**options, **OPTIONS)
-    for q, y in batches(kind):
-        metric.update(q, y)
+    for batch in batches(kind):
+        metric.update(*batch)
     return summarise(metric)
 
 
@@ -190,10 +207,12 @@ def test_sync_leaves_each_rank_its_own_state(ranks, name) -> None:
         mine = [data[i] for i in shards[rank]]
         if options.get("streaming"):
             pad = options.get("ignore_index")
-            expected = sum(int((y != pad).sum()) if pad is not None else y.numel() for _, y in mine)
+            expected = sum(
+                int((y != pad).sum()) if pad is not None else y.numel() for _, y, *_ in mine
+            )
             expected *= options.get("num_classes") or 1
         else:
-            expected = sum(q.numel() for q, _ in mine)
+            expected = sum(q.numel() for q, *_ in mine)
         assert result[name]["local_pairs"].item() == expected
 
 

@@ -20,7 +20,7 @@ from calib_metrics.functional import (
 )
 from calib_metrics.functional.auto_bin import auto_bin_size, resolve_bin_size
 from calib_metrics.functional.calibration import compute_bins
-from calib_metrics.functional.intervals import bin_index, pair_bootstrap
+from calib_metrics.functional.intervals import bin_index, group_sum_matrix, pair_bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -219,15 +219,20 @@ def test_bad_interval_options_raise_elsewhere():
     with pytest.raises(ValueError, match="'groups' needs the pairs"):
         ci_from_bins(bins, interval="groups")
     with pytest.raises(ValueError, match="interval must be"):
-        CalibrationError(interval="groups")
+        CalibrationError(interval="documents")
     with pytest.raises(ValueError, match="bin_size must be"):
         calibration_error(torch.rand(5), torch.ones(5), bin_size="sqrt")
 
 
-def test_grouped_variant_of_the_study_keeps_the_true_error():
+def _study():
     spec = importlib.util.spec_from_file_location("coverage", ROOT / "benchmarks" / "coverage.py")
     coverage = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(coverage)
+    return coverage
+
+
+def test_grouped_variant_of_the_study_keeps_the_true_error():
+    coverage = _study()
     for k in (0.0, 0.1):
         grouped = coverage.grouped_true_error(0.3, 0.3, k, 0.5)
         assert grouped == pytest.approx(true_calibration_error(0.3, 0.3, k), abs=1e-6)
@@ -237,3 +242,78 @@ def test_grouped_variant_of_the_study_keeps_the_true_error():
     correct = (y == (q > 0.5)).to(torch.float64).reshape(-1, 20)
     between = correct.mean(1).var()
     assert between > 2 * correct.var() / 20
+
+
+def test_group_sum_matrix_equals_dense_sums():
+    g = torch.Generator().manual_seed(8)
+    n, n_bins, n_groups = 500, 7, 40
+    group = torch.randint(0, n_groups, (n,), generator=g)
+    index = torch.randint(0, n_bins, (n,), generator=g)
+    values = [torch.ones(n), torch.rand(n, generator=g, dtype=torch.float64)]
+    matrix = group_sum_matrix(group, index, n_bins, n_groups, values).to_dense()
+    for v, value in enumerate(values):
+        dense = torch.zeros(n_bins, n_groups, dtype=torch.float64)
+        dense.index_put_((index, group), value.double(), accumulate=True)
+        torch.testing.assert_close(matrix[v * n_bins : (v + 1) * n_bins], dense)
+
+
+def test_study_group_draws_are_weighted_sums_of_the_groups():
+    coverage = _study()
+    reps, n, size, samples = 2, 600, 50, 5
+    q, u, groups = coverage.draw_data(reps * n, 0.3, 0.3, 20, 0.5, True, _gen(3))
+    q, u, groups = q.reshape(reps, n), u.reshape(reps, n), groups.reshape(reps, n)
+    order = torch.argsort(q, dim=1)
+    q, u = q.gather(1, order), u.gather(1, order)
+    groups = (groups - groups[:, :1]).gather(1, order)
+    ys = [coverage.labels(q, u, k, True) for k in (0.0, 0.1)]
+    starts, ends = coverage.rank_bins(n, size)
+    weights = torch.poisson(torch.ones(reps * 30, samples, dtype=torch.float64), generator=_gen(4))
+    blocks = coverage.group_draws(q, ys, groups, 30, starts, ends, weights)
+    count, sum_q, sum_y = (torch.cat(parts) for parts in zip(*blocks[1]))
+    # Direct: every pair carries its group's weight into its rank's bin.
+    bin_of_rank = torch.repeat_interleave(torch.arange(starts.numel()), ends - starts)
+    for r in range(reps):
+        w = weights[r * 30 + groups[r]]  # [n, S]
+        for t in range(starts.numel()):
+            rows = bin_of_rank == t
+            torch.testing.assert_close(count[:, r, t], w[rows].sum(0))
+            torch.testing.assert_close(sum_q[:, r, t], (w[rows] * q[r, rows, None]).sum(0))
+            torch.testing.assert_close(sum_y[:, r, t], (w[rows] * ys[1][r, rows, None]).sum(0))
+    # And the bins of sorted data match compute_bins.
+    bins = coverage.sorted_bins(coverage.cumulative(q), coverage.cumulative(ys[1]), starts, ends)
+    ref = compute_bins(q[1], ys[1][1], bin_size=size)
+    torch.testing.assert_close(bins.freq[1], ref.freq)
+    torch.testing.assert_close(bins.pred_mean[1], ref.pred_mean)
+
+
+def test_study_smoke_run_writes_every_setting(tmp_path):
+    coverage = _study()
+    out = tmp_path / "r.json"
+    argv = ["--sizes", "2000", "--reps", "4", "--samples", "40", "--target-reps", "0"]
+    args = coverage.parse([*argv, "--bin-sizes", "100", "auto", "--json", str(out)])
+    results = coverage.run(args)
+    rows = results["rows"]
+    assert len(rows) == 2 * 2 * 4  # variants × β × k
+    for row in rows:
+        assert row["reps"] == 4
+        covs = [v for key, v in row.items() if key.startswith("cov_")]
+        assert len(covs) == (12 if row["variant"] == "grouped" else 8)
+        assert all(0 <= c <= 1 for c in covs)
+    assert "Coverage summary" in coverage.render(results)
+
+
+@pytest.mark.parametrize("debias", [False, True])
+@pytest.mark.parametrize("method", ["normal", "percentile"])
+def test_group_bootstrap_with_few_groups_leaves_empty_draws_out(debias, method):
+    # With 2 groups, e^-2 = 14% of Poisson draws give both weight 0 (an empty draw).
+    g = _gen(21)
+    probs = torch.rand(400, generator=g, dtype=torch.float64)
+    target = torch.bernoulli(probs, generator=g)
+    groups = torch.arange(400) // 200
+    result = calibration_error_ci(
+        probs, target, bin_size=50, n_samples=500, interval="groups", groups=groups,
+        debias=debias, method=method, generator=g,
+    )  # fmt: skip
+    values = torch.stack([result.mean, result.std, result.lower, result.upper])
+    assert torch.isfinite(values).all()
+    assert result.lower <= result.upper

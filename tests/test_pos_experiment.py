@@ -82,6 +82,8 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
         a = m["all_tags"]
         assert a["lower"] <= a["mean"] <= a["upper"]
         assert 0.0 <= a["error"] < 0.5
+        s = m["all_tags_sentences"]
+        assert s["n"] == a["n"] and s["lower"] <= s["error"] <= s["upper"]
         assert set(m["per_tag"]) == set(TAGS)
         assert m["top2_pairs"]["average"] >= 0
         assert len(m["top6_pairs"]["per_pair"]) == 6
@@ -98,6 +100,32 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
         )
     )
     assert saved["models"]["hmm"]["all_tags"]["n"] == 4 * n_tokens
+
+
+def test_posterior_queries_carry_each_tokens_sentence():
+    class Uniform:
+        def marginals(self, words, mask, pairwise):
+            from types import SimpleNamespace
+
+            b, t = words.shape
+            unigram = torch.full((b, t, 3), 1 / 3)
+            return SimpleNamespace(unigram=unigram, pairwise=torch.full((b, t - 1, 3, 3), 1 / 9))
+
+    lengths = torch.tensor([3, 1, 5, 2])
+    mask = torch.arange(5) < lengths[:, None]
+    words = torch.where(mask, 1, 0)
+    # Token t of sentence s gets tag (s + t) % 3, so the gold tags identify the sentence.
+    tags = torch.where(mask, (torch.arange(4)[:, None] + torch.arange(5)) % 3, 0)
+    split = pos.Split(words, tags, mask)
+    queries = pos.posterior_queries(Uniform(), split, torch.tensor([[0, 1]]), max_tokens=6)
+    assert sorted(queries.sentence.tolist()) == [0, 0, 0, 1, 2, 2, 2, 2, 2, 3, 3]
+    # Row-major within chunks: a token's gold tag (from y) matches its sentence's pattern.
+    gold = queries.tag_y.argmax(0)
+    position = torch.zeros_like(queries.sentence)
+    for s in range(4):
+        where = (queries.sentence == s).nonzero().flatten()
+        position[where] = torch.arange(where.numel())
+    assert torch.equal(gold, (queries.sentence + position) % 3)
 
 
 def test_missing_data_names_the_data_set(tmp_path):

@@ -15,7 +15,7 @@ from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.metric import CalibrationError
 
-Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
+Extract = Callable[[Any, Any], "tuple[Tensor, ...] | None"]
 
 
 class CalibrationMonitor(Callback):
@@ -24,7 +24,10 @@ class CalibrationMonitor(Callback):
     Each validation (or test) batch's ``outputs`` feed a
     :class:`~calib_metrics.CalibrationError`: by default ``validation_step`` returns a dict
     holding ``"probs"`` and ``"target"`` (the keys are options); ``extract(outputs, batch)``
-    may instead return ``(probs, target)``, or None to skip the batch. At the end of each
+    may instead return ``(probs, target)``, or None to skip the batch. With
+    ``interval="groups"`` (the bootstrap over sentences or documents, which needs
+    ``streaming=False``) the dict also holds ``"groups"``, one id per item, or
+    ``extract`` returns ``(probs, target, groups)``. At the end of each
     evaluated epoch (never during the sanity check) the callback
 
     * logs ``{prefix}/calib_err``, ``{prefix}/calib_err_lower`` and
@@ -53,7 +56,9 @@ class CalibrationMonitor(Callback):
             (``probs [..., C]``, integer ``target [...]``).
         probs_key: key of the probabilities in the step's output dict.
         target_key: key of the targets in the step's output dict.
-        extract: ``extract(outputs, batch) -> (probs, target) | None``, replacing the keys.
+        groups_key: key of the group ids (``interval="groups"`` only).
+        extract: ``extract(outputs, batch) -> (probs, target[, groups]) | None``, replacing
+            the keys.
         ignore_index: target value of items to drop (padding).
         stage: ``"val"`` (validation epochs) or ``"test"``.
         every_n_epochs: evaluate every n-th epoch while fitting.
@@ -84,6 +89,7 @@ class CalibrationMonitor(Callback):
         *,
         probs_key: str = "probs",
         target_key: str = "target",
+        groups_key: str = "groups",
         extract: Extract | None = None,
         ignore_index: int | None = None,
         stage: Literal["val", "test"] = "val",
@@ -133,6 +139,8 @@ class CalibrationMonitor(Callback):
         self.num_classes = num_classes
         self.probs_key = probs_key
         self.target_key = target_key
+        self.groups_key = groups_key
+        self.needs_groups = self.metric.interval == "groups"
         self.extract = extract
         self.stage = stage
         self.every_n_epochs = every_n_epochs
@@ -161,17 +169,21 @@ class CalibrationMonitor(Callback):
         return base, f"{base}_lower", f"{base}_upper"
 
     # ---------------------------------------------------------------- collect
-    def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
-        """``(probs, target)`` of one step's outputs, or None to skip the batch."""
+    def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, ...] | None:
+        """``(probs, target)`` of one step's outputs (``(probs, target, groups)`` with
+        ``interval="groups"``), or None to skip the batch."""
+        groups = None
         if self.extract is not None:
             pair = self.extract(outputs, batch)
             if pair is None:
                 return None
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(
-                    f"extract must return (probs, target) or None, got {type(pair).__name__}"
-                )
-            probs, target = pair
+            size = 3 if self.needs_groups else 2
+            if not isinstance(pair, (tuple, list)) or len(pair) != size:
+                wanted = "(probs, target, groups)" if self.needs_groups else "(probs, target)"
+                got = f"{len(pair)} items" if isinstance(pair, (tuple, list)) else type(pair)
+                raise ValueError(f"extract must return {wanted} or None, got {got}")
+            probs, target = pair[0], pair[1]
+            groups = pair[2] if self.needs_groups else None
         else:
             if not isinstance(outputs, Mapping) or self.probs_key not in outputs:
                 got = sorted(outputs) if isinstance(outputs, Mapping) else type(outputs).__name__
@@ -186,6 +198,14 @@ class CalibrationMonitor(Callback):
                     f"(keys: {sorted(outputs)})"
                 )
             probs, target = outputs[self.probs_key], outputs[self.target_key]
+            if self.needs_groups:
+                if self.groups_key not in outputs:
+                    raise ValueError(
+                        f"interval='groups' needs the {self.stage} step's output to hold "
+                        f"{self.groups_key!r} (the group id of every item; keys: "
+                        f"{sorted(outputs)})"
+                    )
+                groups = outputs[self.groups_key]
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError(
                 f"probs and target must be tensors, got {type(probs).__name__} "
@@ -195,7 +215,11 @@ class CalibrationMonitor(Callback):
         # Half precision (mixed-precision training) loses the resolution the bins need.
         if probs.dtype in (torch.float16, torch.bfloat16):
             probs = probs.float()
-        return probs, target.detach()
+        if groups is None:
+            return probs, target.detach()
+        if not isinstance(groups, Tensor):
+            raise ValueError(f"groups must be a tensor, got {type(groups).__name__}")
+        return probs, target.detach(), groups.detach()
 
     def _due(self, trainer: Trainer) -> bool:
         if trainer.sanity_checking:
@@ -219,7 +243,7 @@ class CalibrationMonitor(Callback):
         if pair is None:
             return
         for metric in self._metrics():
-            metric.update(*pair)
+            metric.update(*pair[:2], **({"groups": pair[2]} if len(pair) == 3 else {}))
 
     def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self.stage == "val":

@@ -1,9 +1,11 @@
-"""Read a file of (probability, label) pairs for the command line.
+"""Read a file of (probability, label) pairs, optionally with group ids, for the CLI.
 
 CSV and TSV (with a header), JSON lines, ``.npy`` (an [N, 2] array or a structured
 array), ``.npz`` and ``.pt`` (named arrays or tensors, or one [N, 2] array). Columns
-are found by name (``--probs``/``--target``) or by the usual names. Every problem is a
-``ValueError`` (or ``FileNotFoundError``) whose message names the file and the column.
+are found by name (``--probs``/``--target``/``--groups``) or by the usual names. Group
+ids (sentence or document ids for the group bootstrap) may be numbers or strings; they
+are numbered 0..G-1. Every problem is a ``ValueError`` (or ``FileNotFoundError``) whose
+message names the file and the column.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -19,6 +21,18 @@ from torch import Tensor
 
 PROB_NAMES = ("probs", "prob", "probability", "q", "p", "pred", "prediction", "score", "confidence")
 TARGET_NAMES = ("target", "label", "labels", "y", "gold", "truth", "outcome")
+GROUP_NAMES = (
+    "groups",
+    "group",
+    "group_id",
+    "sentence",
+    "sentence_id",
+    "sent_id",
+    "doc",
+    "doc_id",
+    "document",
+    "document_id",
+)
 FORMATS = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".npy", ".npz", ".pt", ".pth")
 
 
@@ -33,20 +47,36 @@ def _pick(
     for name in defaults:
         if name in lowered:
             return lowered[name]
+    option = {"probabilities": "probs", "labels": "target", "group ids": "groups"}[what]
     raise ValueError(
         f"{path}: cannot tell which column holds the {what} (columns: {', '.join(names)}); "
-        f"name it with --{'probs' if what == 'probabilities' else 'target'}"
+        f"name it with --{option}"
     )
 
 
-def _columns_from_table(
-    table: dict[str, Any], path: Path, probs: str | None, target: str | None
-) -> tuple[Any, Any]:
+class Predictions(NamedTuple):
+    """Probabilities and labels (float64), and group ids 0..G-1 (int64) when asked for."""
+
+    probs: Tensor
+    target: Tensor
+    groups: Tensor | None
+
+
+# What to read: the probability and label column names, and the group column name or
+# "" for "find it by its usual name" (None: no groups).
+Wanted = tuple[str | None, str | None, str | None]
+
+
+def _columns_from_table(table: dict[str, Any], path: Path, wanted: Wanted) -> tuple[Any, ...]:
     names = list(table)
-    return (
+    probs, target, groups = wanted
+    columns = (
         table[_pick(names, probs, PROB_NAMES, "probabilities", path)],
         table[_pick(names, target, TARGET_NAMES, "labels", path)],
     )
+    if groups is None:
+        return (*columns, None)
+    return (*columns, table[_pick(names, groups or None, GROUP_NAMES, "group ids", path)])
 
 
 def _to_float(values: Any, path: Path, column: str) -> Tensor:
@@ -55,6 +85,16 @@ def _to_float(values: Any, path: Path, column: str) -> Tensor:
     except (TypeError, ValueError) as err:
         raise ValueError(f"{path}: column {column!r} holds a non-numeric value ({err})") from None
     return torch.from_numpy(array.reshape(-1).copy())
+
+
+def _to_ids(values: Any, path: Path, column: str) -> Tensor:
+    """Group ids of any kind (numbers, strings) numbered 0..G-1 in sorted order."""
+    array = np.asarray(values).reshape(-1)
+    if array.dtype.kind not in "iub":
+        if array.dtype.kind == "f" and np.isnan(array).any():
+            raise ValueError(f"{path}: column {column!r} has a missing group id (NaN)")
+        array = array.astype(str)
+    return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
 
 
 def _read_delimited(path: Path, delimiter: str) -> dict[str, list[str]]:
@@ -91,15 +131,21 @@ def _read_jsonl(path: Path) -> dict[str, list[Any]]:
     return table
 
 
-def _from_arrays(obj: Any, path: Path, probs: str | None, target: str | None) -> tuple[Any, Any]:
+def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
     if isinstance(obj, dict) or hasattr(obj, "files"):
         table = {k: obj[k] for k in (obj.files if hasattr(obj, "files") else obj)}
-        return _columns_from_table(table, path, probs, target)
+        table = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in table.items()}
+        return _columns_from_table(table, path, wanted)
     array = obj.detach().cpu().numpy() if isinstance(obj, Tensor) else np.asarray(obj)
     if array.dtype.names:
-        return _columns_from_table({n: array[n] for n in array.dtype.names}, path, probs, target)
+        return _columns_from_table({n: array[n] for n in array.dtype.names}, path, wanted)
     if array.ndim == 2 and array.shape[1] == 2:
-        return array[:, 0], array[:, 1]
+        if wanted[2] is not None:
+            raise ValueError(
+                f"{path}: an [N, 2] array has no group ids; store named arrays "
+                "(probs, target, groups) instead"
+            )
+        return array[:, 0], array[:, 1], None
     raise ValueError(
         f"{path}: expected named arrays or one [N, 2] array (probability, label), "
         f"got shape {tuple(array.shape)}"
@@ -119,7 +165,31 @@ def read_predictions(
         >>> read_predictions(file)
         (tensor([0.9000, 0.2000], dtype=torch.float64), tensor([1., 0.], dtype=torch.float64))
     """
+    q, y, _ = read_table(path, probs, target)
+    return q, y
+
+
+def read_table(
+    path: str | Path,
+    probs: str | None = None,
+    target: str | None = None,
+    groups: str | None = None,
+) -> Predictions:
+    """Probabilities, labels and, if ``groups`` is not None, group ids from a file.
+
+    ``groups``: the group column's name, or ``""`` to find it by its usual names
+    (``sentence_id``, ``doc_id``, ``group``, ...).
+
+    Example:
+        >>> import tempfile, os
+        >>> folder = tempfile.mkdtemp()
+        >>> file = os.path.join(folder, "tokens.csv")
+        >>> _ = open(file, "w").write("prob,label,sentence\\n0.9,1,s2\\n0.2,0,s1\\n0.4,0,s2\\n")
+        >>> read_table(file, groups="").groups
+        tensor([1, 0, 1])
+    """
     path = Path(path)
+    wanted = (probs, target, groups)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     suffix = path.suffix.lower()
@@ -127,29 +197,33 @@ def read_predictions(
         raise ValueError(f"{path}: unknown format {suffix!r} (use one of {', '.join(FORMATS)})")
     if suffix in (".csv", ".tsv"):
         table = _read_delimited(path, "\t" if suffix == ".tsv" else ",")
-        q, y = _columns_from_table(table, path, probs, target)
+        q, y, ids = _columns_from_table(table, path, wanted)
     elif suffix in (".jsonl", ".json", ".ndjson"):
-        q, y = _columns_from_table(_read_jsonl(path), path, probs, target)
+        q, y, ids = _columns_from_table(_read_jsonl(path), path, wanted)
     elif suffix == ".npy":
         try:
             obj = np.load(path, allow_pickle=False)
         except ValueError as err:
             raise ValueError(f"{path}: not a readable .npy file ({err})") from None
-        q, y = _from_arrays(obj, path, probs, target)
+        q, y, ids = _from_arrays(obj, path, wanted)
     elif suffix == ".npz":
         try:
             obj = np.load(path, allow_pickle=False)
         except (ValueError, OSError) as err:
             raise ValueError(f"{path}: not a readable .npz file ({err})") from None
-        q, y = _from_arrays(obj, path, probs, target)
+        q, y, ids = _from_arrays(obj, path, wanted)
     else:
         try:
             obj = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as err:  # torch raises many types for a bad file
             raise ValueError(f"{path}: not a readable torch file ({type(err).__name__})") from None
-        q, y = _from_arrays(obj, path, probs, target)
+        q, y, ids = _from_arrays(obj, path, wanted)
     q = _to_float(q, path, probs or "probabilities")
     y = _to_float(y, path, target or "labels")
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
-    return q, y
+    if ids is not None:
+        ids = _to_ids(ids, path, groups or "group ids")
+        if ids.numel() != q.numel():
+            raise ValueError(f"{path}: {ids.numel()} group ids for {q.numel()} probabilities")
+    return Predictions(q, y, ids)

@@ -71,7 +71,6 @@ def run(args: argparse.Namespace) -> dict:
             bin_size="auto",
             debias=True,
             interval="pairs",
-            method="percentile",
             n_samples=samples,
             generator=g,
         )

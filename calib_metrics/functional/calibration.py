@@ -395,19 +395,20 @@ def calibration_error_ci(
     return CalibrationResult(*summary, bins)
 
 
-def _check_groups(groups: Tensor, probs: Tensor) -> Tensor:
-    """Validate group ids against the flat ``probs`` and return them flat."""
+def _check_groups(groups: Tensor, reference: Tensor, name: str = "probs") -> Tensor:
+    """Validate group ids, one per element of ``reference`` (named ``name`` in errors),
+    and return them flat."""
     if not isinstance(groups, Tensor):
         raise ValueError(f"groups must be a tensor of group ids, got {type(groups).__name__}")
-    if groups.numel() != probs.numel():
+    if groups.numel() != reference.numel():
         raise ValueError(
             f"groups must give one id per pair: got {groups.numel()} ids for "
-            f"{probs.numel()} pairs (shape {tuple(groups.shape)})"
+            f"{reference.numel()} pairs (shape {tuple(groups.shape)})"
         )
     if groups.is_floating_point() or groups.is_complex() or groups.dtype == torch.bool:
         raise ValueError(f"groups must hold integer ids, got dtype {groups.dtype}")
-    if groups.device != probs.device:
-        raise ValueError(f"groups on {groups.device} but probs on {probs.device}")
+    if groups.device != reference.device:
+        raise ValueError(f"groups on {groups.device} but {name} on {reference.device}")
     return groups.reshape(-1)
 
 

@@ -122,6 +122,51 @@ def _pair_blocks(bins: Bins, n_samples: int, generator: torch.Generator | None):
         yield count, count * bins.pred_mean, n1
 
 
+def group_sum_matrix(group: Tensor, index: Tensor, n_bins: int, n_groups: int, values) -> Tensor:
+    """Sparse CSR ``[V·T, G]``: row v·T + t holds, per group, the sum of ``values[v]`` over
+    the group's pairs in bin t.
+
+    ``group`` holds compact ids in [0, G) and ``index`` each pair's bin in [0, T), both
+    flat and aligned with every tensor of ``values``. Cells are keyed bin-major, so the
+    sorted unique keys are already in CSR order and no COO conversion (a second sort)
+    is needed; the V row blocks share one sparsity pattern.
+
+    Example:
+        >>> import torch
+        >>> m = group_sum_matrix(
+        ...     torch.tensor([0, 0, 1]), torch.tensor([0, 1, 1]), 2, 2, [torch.ones(3)]
+        ... )
+        >>> m.to_dense()
+        tensor([[1., 0.],
+                [1., 1.]], dtype=torch.float64)
+    """
+    device = index.device
+    cell, cell_of_pair = torch.unique(index * n_groups + group, return_inverse=True)
+    nnz = cell.numel()
+    per_bin = torch.bincount(cell // n_groups, minlength=n_bins)
+    starts = torch.cumsum(per_bin, 0) - per_bin
+    crow = torch.cat(
+        [starts + v * nnz for v in range(len(values))]
+        + [torch.tensor([len(values) * nnz], device=device)]
+    )
+    sums = [
+        torch.zeros(nnz, dtype=torch.float64, device=device).index_add_(
+            0, cell_of_pair, v.to(torch.float64)
+        )
+        for v in values
+    ]
+    with warnings.catch_warnings():
+        # CSR is "beta" in torch but its product with a dense matrix is the fastest path.
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(
+            crow,
+            (cell % n_groups).repeat(len(values)),
+            torch.cat(sums),
+            (len(values) * n_bins, n_groups),
+            check_invariants=False,
+        )
+
+
 def _group_blocks(
     probs: Tensor,
     target: Tensor,
@@ -132,31 +177,14 @@ def _group_blocks(
     generator: torch.Generator | None,
 ):
     """Blocks of group-bootstrap bin sums (count, Σq, Σy), each [S_b, T]."""
-    device = probs.device
     group = torch.unique(groups.reshape(-1), return_inverse=True)[1]
     n_groups = int(group.max().item()) + 1
-    cell, cell_of_pair = torch.unique(group * n_bins + index, return_inverse=True)
-    cell_group, cell_bin = cell // n_bins, cell % n_bins
-    rows = []
-    for values in (torch.ones_like(probs, dtype=torch.float64), probs, target):
-        sums = torch.zeros(cell.numel(), dtype=torch.float64, device=device)
-        rows.append(sums.index_add_(0, cell_of_pair, values.to(torch.float64)))
-    # One sparse [3T, G] matrix: row t (+T, +2T) holds bin t's per-group count (Σq, Σy).
-    row = torch.cat([cell_bin, cell_bin + n_bins, cell_bin + 2 * n_bins])
-    col = cell_group.repeat(3)
-    with warnings.catch_warnings():
-        # CSR is "beta" in torch but its product with a dense matrix is the fastest path.
-        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-        matrix = torch.sparse_coo_tensor(
-            torch.stack([row, col]),
-            torch.cat(rows),
-            (3 * n_bins, n_groups),
-            check_invariants=False,
-        ).to_sparse_csr()
+    ones = torch.ones_like(probs, dtype=torch.float64)
+    matrix = group_sum_matrix(group, index, n_bins, n_groups, [ones, probs, target])
     per_block = max(1, _BLOCK // max(n_groups, 3 * n_bins))
     for start in range(0, n_samples, per_block):
         size = min(per_block, n_samples - start)
-        rate = torch.ones((n_groups, size), dtype=torch.float64, device=device)
+        rate = torch.ones((n_groups, size), dtype=torch.float64, device=probs.device)
         sums = torch.sparse.mm(matrix, torch.poisson(rate, generator=generator)).T
         yield sums[:, :n_bins], sums[:, n_bins : 2 * n_bins], sums[:, 2 * n_bins :]
 
@@ -234,6 +262,15 @@ def draw_statistics(bins: Bins, blocks, *, norm: str = "l2", debias: bool = True
     return Draws(torch.cat(plugins), theta, error, estimate)
 
 
+def _nan_mean_std(values: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean and standard deviation along dimension 0, leaving NaN (empty draws) out."""
+    valid = ~values.isnan()
+    n = valid.sum(dim=0)
+    mean = torch.where(valid, values, 0).sum(dim=0) / n.clamp_min(1)
+    square = torch.where(valid, values - mean, 0).pow(2).sum(dim=0)
+    return mean, (square / (n - 1).clamp_min(1)).sqrt()
+
+
 def interval_of_draws(
     draws: Draws, *, confidence: float = 0.95, method: str = "percentile", debias: bool = False
 ) -> IntervalSummary:
@@ -260,17 +297,18 @@ def interval_of_draws(
     else:
         values = errors = draws.plugin
         error = centre = draws.error
-    mean = errors.mean(dim=0)
-    std = errors.std(dim=0) if errors.shape[0] > 1 else torch.zeros_like(mean)
+    # A draw that gave every unit weight 0 is empty (NaN): it is left out, i.e. the
+    # bootstrap is conditioned on a non-empty draw (only likely with a handful of groups).
+    mean, std = _nan_mean_std(errors)
     if method == "normal":
         z = normal_quantile(confidence)
-        middle = values.mean(dim=0) if centre is None else centre
-        spread = values.std(dim=0) if values.shape[0] > 1 else torch.zeros_like(middle)
+        middle, spread = _nan_mean_std(values)
+        middle = middle if centre is None else centre
         low, high = middle - z * spread, middle + z * spread
     else:
         tail = (1 - confidence) / 2
         levels = torch.tensor([tail, 1 - tail], dtype=values.dtype, device=values.device)
-        low, high = torch.quantile(values, levels, dim=0)
+        low, high = torch.nanquantile(values, levels, dim=0)
     if debias:
         # A negative debiased square is a sampling accident (the truth is ≥ 0): the upper
         # end is taken as if the estimate were 0, so it cannot collapse to a [0, 0]

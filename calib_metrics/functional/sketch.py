@@ -86,11 +86,12 @@ def cell_index(probs: Tensor, resolution: int = DEFAULT_RESOLUTION) -> Tensor:
     # The logit in the input's precision (float64 input keeps its resolution next to 1),
     # then the cheap part in float32, in place.
     wide = probs.to(torch.promote_types(probs.dtype, torch.float32))
-    scaled = torch.logit(wide).to(torch.float32).clamp_(-LOGIT_RANGE, LOGIT_RANGE)
+    scaled = torch.logit(wide).to(torch.float32)
     scale = resolution / (2 * LOGIT_RANGE)
-    scaled.mul_(scale).add_(LOGIT_RANGE * scale)
+    # Clamping after scaling sends |logit| ≥ L (and ±inf) to the end cells in one pass.
+    scaled.mul_(scale).add_(LOGIT_RANGE * scale).clamp_(0, resolution - 1)
     # NaN (only in rows that a weight of 0 drops) goes to cell 0 rather than anywhere.
-    return scaled.nan_to_num_(0.0).long().clamp_(0, resolution - 1)
+    return scaled.nan_to_num_(0.0).long()
 
 
 def empty(
@@ -145,16 +146,18 @@ def accumulate(
         keep = weight.to(torch.bool).reshape(-1, *([1] * (probs.ndim - 1)))
         keep = keep.expand(probs.shape).reshape(-1)
         r = torch.where(keep, r, 0.0)
-    sum_r.view(-1).index_add_(0, cell, r)
-    sum_r2.view(-1).index_add_(0, cell, r.mul_(r))
-    # Counts and Σy at once, exact in integers: one histogram over (cell, y); dropped
-    # rows go to one extra slot past the end.
-    cell.mul_(2).add_(target.reshape(-1).to(torch.int64))
+    # scatter_add_ is the same sum as index_add_ here, and faster on CPU.
+    sum_r.view(-1).scatter_add_(0, cell, r)
+    sum_r2.view(-1).scatter_add_(0, cell, r.mul_(r))
+    # Counts by one histogram (dropped rows go to a slot past the end); Σy of 0/1 labels
+    # is exact in float64.
+    y = target.reshape(-1).to(torch.float64)
+    counted = cell
     if keep is not None:
-        cell = torch.where(keep, cell, 2 * n_cells)
-    pairs = torch.bincount(cell, minlength=2 * n_cells + 1)[: 2 * n_cells].view(-1, 2)
-    count.view(-1).add_(pairs.sum(1))
-    sum_y.view(-1).add_(pairs[:, 1])
+        y = torch.where(keep, y, 0.0)
+        counted = torch.where(keep, cell, n_cells)
+    count.view(-1).add_(torch.bincount(counted, minlength=n_cells + 1)[:n_cells])
+    sum_y.view(-1).scatter_add_(0, cell, y)
 
 
 def _cumulative(

@@ -1,0 +1,117 @@
+"""``calib-metrics evaluate --interval groups``: group ids read from the file."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calib_metrics import cli
+from calib_metrics.functional import calibration_error_ci
+
+
+@pytest.fixture(scope="module")
+def tokens() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """300 sentences of 8 tokens; sentence ids are strings, rows shuffled."""
+    rng = np.random.default_rng(1)
+    q = rng.beta(0.5, 0.5, size=2400)
+    sentence = np.repeat(np.arange(300), 8)
+    shift = rng.normal(size=300)[sentence]
+    y = ((q - 0.5) * 4 + shift + rng.normal(size=2400) > 0).astype(np.int64)
+    order = rng.permutation(2400)
+    return q[order], y[order], sentence[order]
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def expected(q, y, sentence) -> dict[str, float]:
+    # read_table numbers ids in sorted order of their text: np.unique does the same here.
+    ids = np.unique(np.array([f"s{s}" for s in sentence]), return_inverse=True)[1]
+    result = calibration_error_ci(
+        torch.from_numpy(q),
+        torch.from_numpy(y),
+        bin_size="auto",
+        n_samples=300,
+        debias=True,
+        method="percentile",
+        interval="groups",
+        groups=torch.from_numpy(ids.reshape(-1)),
+        generator=torch.Generator().manual_seed(0),
+    )
+    return {k: getattr(result, k).item() for k in ("error", "lower", "upper")}
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_group_interval_from_a_file_equals_the_functional(tmp_path: Path, capsys, tokens, suffix):
+    q, y, sentence = tokens
+    path = tmp_path / f"tokens{suffix}"
+    if suffix == ".csv":
+        rows = ["prob,label,sentence_id"] + [
+            f"{float(a)!r},{b},s{c}" for a, b, c in zip(q, y, sentence)
+        ]
+        path.write_text("\n".join(rows) + "\n")
+    else:
+        rows = [
+            json.dumps({"q": float(a), "y": int(b), "doc": f"s{c}"})
+            for a, b, c in zip(q, y, sentence)
+        ]
+        path.write_text("\n".join(rows) + "\n")
+    argv = ["evaluate", path, "--interval", "groups", "--debias", "--bin-size", "auto"]
+    argv += ["--method", "percentile", "--samples", "300", "--json"]
+    if suffix == ".jsonl":
+        argv += ["--groups", "doc"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    got = json.loads(out)
+    want = expected(q, y, sentence)
+    assert got["groups"] == 300
+    assert got["calib_err"] == pytest.approx(want["error"], rel=1e-12)
+    assert got["lower"] == pytest.approx(want["lower"], rel=1e-12)
+    assert got["upper"] == pytest.approx(want["upper"], rel=1e-12)
+
+
+def test_text_output_names_the_groups(tmp_path: Path, capsys, tokens):
+    q, y, sentence = tokens
+    path = tmp_path / "tokens.npz"
+    np.savez(path, probs=q, target=y, group=sentence)
+    code, out, err = run(capsys, "evaluate", path, "--interval", "groups", "--samples", "50")
+    assert code == 0, err
+    assert "N = 2400 pairs in 300 groups" in out
+    assert "groups normal" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "argv", "match"),
+    [
+        ("prob,label\n0.2,0\n0.7,1\n", ["--interval", "groups"], "group ids.*--groups"),
+        ("prob,label,s\n0.2,0,1\n", ["--interval", "groups", "--groups", "doc"], "no column 'doc'"),
+        ("prob,label,s\n0.2,0,1\n", ["--groups", "s"], "--interval groups only"),
+    ],
+)
+def test_missing_or_unused_group_column_is_one_line_exit_2(
+    tmp_path: Path, capsys, content, argv, match
+):
+    path = tmp_path / "p.csv"
+    path.write_text(content)
+    code, out, err = run(capsys, "evaluate", path, "--samples", "10", *argv)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert re.search(match, err), err
+
+
+def test_a_plain_array_has_no_groups(tmp_path: Path, capsys):
+    path = tmp_path / "p.npy"
+    np.save(path, np.array([[0.2, 0.0], [0.7, 1.0]]))
+    code, _, err = run(capsys, "evaluate", path, "--interval", "groups", "--samples", "10")
+    assert code == 2 and "no group ids" in err
