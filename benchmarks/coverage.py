@@ -578,13 +578,38 @@ def write_doc(text: str, path: Path) -> None:
 
 
 def merge(paths: list[str]) -> dict:
-    """One results dict from several JSON files (e.g. N = 10⁶ run separately)."""
+    """One results dict from several JSON files (e.g. N = 10⁶ run separately).
+
+    Runs of the same setting (e.g. with other seeds) are pooled: repetitions add up,
+    means and coverages are averaged with the repetitions as weights, RMSEs pooled in
+    square.
+    """
     parts = [json.loads(Path(p).read_text()) for p in paths]
     merged = {"config": parts[0]["config"], "rows": []}
+    pooled: dict = {}
     for part in parts:
-        merged["rows"] += part["rows"]
+        for row in part["rows"]:
+            key = (row["variant"], row["k"], row["n"], str(row["beta"]), row["samples"])
+            pooled.setdefault(key, []).append(row)
         merged.update({key: part[key] for key in ("target",) if key in part})
+    merged["rows"] = [pool_rows(rows) for rows in pooled.values()]
     return merged
+
+
+def pool_rows(rows: list[dict]) -> dict:
+    """One row from runs of one setting, weighted by their repetitions."""
+    if len(rows) == 1:
+        return rows[0]
+    reps = sum(r["reps"] for r in rows)
+    out = dict(rows[0], reps=reps)
+    for key, value in rows[0].items():
+        if not isinstance(value, float) or key in ("k", "truth"):
+            continue
+        if key.endswith("_rmse"):
+            out[key] = math.sqrt(sum(r["reps"] * r[key] ** 2 for r in rows) / reps)
+        else:
+            out[key] = sum(r["reps"] * r[key] for r in rows) / reps
+    return out
 
 
 def main(argv=None) -> None:

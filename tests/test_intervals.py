@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 from pathlib import Path
 
@@ -317,3 +318,21 @@ def test_group_bootstrap_with_few_groups_leaves_empty_draws_out(debias, method):
     values = torch.stack([result.mean, result.std, result.lower, result.upper])
     assert torch.isfinite(values).all()
     assert result.lower <= result.upper
+
+
+def test_study_pools_runs_of_one_setting(tmp_path):
+    coverage = _study()
+    base = {"variant": "iid", "k": 0.1, "n": 1000, "beta": "auto", "truth": 0.07, "samples": 40}
+    runs = [
+        {**base, "reps": 100, "cov_pairs_db_norm": 0.9, "plugin_rmse": 0.3, "plugin_bias": 0.1},
+        {**base, "reps": 300, "cov_pairs_db_norm": 1.0, "plugin_rmse": 0.1, "plugin_bias": -0.1},
+    ]
+    paths = []
+    for i, row in enumerate(runs):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps({"config": {}, "rows": [row]}))
+    (row,) = coverage.merge([str(p) for p in paths])["rows"]
+    assert row["reps"] == 400 and row["truth"] == 0.07 and row["k"] == 0.1
+    assert row["cov_pairs_db_norm"] == pytest.approx(0.975)
+    assert row["plugin_bias"] == pytest.approx(-0.05)
+    assert row["plugin_rmse"] == pytest.approx(math.sqrt((100 * 0.09 + 300 * 0.01) / 400))
