@@ -24,8 +24,11 @@ from torch import Tensor
 # so the cells that a bin boundary cuts through stay small even where NLP models pile
 # their mass (near 0 and 1), while small inputs do not pay for a huge histogram.
 _MAX_CELL_BITS = 20
-# Pairs are streamed through the passes in chunks to bound the extra memory.
+# Pairs are streamed through the passes in chunks to bound the extra memory: at most
+# 2**21 pairs, and about an eighth of the input (at least 2**16) so that small inputs
+# also keep their temporaries small next to themselves.
 _CHUNK = 1 << 21
+_MIN_CHUNK = 1 << 16
 # Below this many pairs one sort is cheaper than the histogram's fixed cost.
 _SORT_BELOW = 1 << 17
 
@@ -114,7 +117,8 @@ def _order_key(probs: Tensor) -> tuple[Tensor, int]:
 
 
 def _chunks(n: int) -> list[slice]:
-    return [slice(i, min(i + _CHUNK, n)) for i in range(0, n, _CHUNK)]
+    size = min(_CHUNK, max(_MIN_CHUNK, n // 8))
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
 def _sums_to_bins(count: Tensor, sum_q: Tensor, sum_y: Tensor) -> Bins:
@@ -180,7 +184,8 @@ def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Ten
     cell_size = torch.zeros(n_cells, dtype=torch.int64, device=device)
     for part in parts:
         key, width = _order_key(probs[part])
-        cells.append(key >> (width - cell_bits))
+        # int32 is enough for 2**20 cells and halves the one list kept across passes.
+        cells.append((key >> (width - cell_bits)).to(torch.int32))
         cell_size += torch.bincount(cells[-1], minlength=n_cells)
     cell_end = torch.cumsum(cell_size, 0)
     cell_start = cell_end - cell_size
