@@ -7,17 +7,19 @@ without taking pytest down.
 
 from __future__ import annotations
 
-import contextlib
+import importlib.util
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from lightning.pytorch import Callback, LightningModule, Trainer
+
+_spec = importlib.util.spec_from_file_location(
+    "process_helpers", Path(__file__).with_name("process_helpers.py")
+)
+process_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(process_helpers)
 
 EPOCHS = 2
 TIMEOUT_S = 300
@@ -35,12 +37,6 @@ class DumpHistory(Callback):
         (monitor,) = (c for c in trainer.callbacks if isinstance(c, CalibrationMonitor))
         path = self.out / f"rank{trainer.global_rank}.json"
         path.write_text(json.dumps(monitor.history))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def run_ddp(out: Path) -> None:
@@ -91,35 +87,8 @@ def run_ddp(out: Path) -> None:
 
 @pytest.mark.slow
 def test_ddp_two_cpu_processes(tmp_path: Path) -> None:
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
-    )
-    env.setdefault("MPLBACKEND", "Agg")
-    proc = subprocess.Popen(
-        [sys.executable, __file__, str(tmp_path)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its spawned workers share its process group
-    )
-    try:
-        output, _ = proc.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        output = b""
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        # Workers left behind by a killed run: end them by their group, which is proc's PID.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    text = output.decode(errors="replace")[-4000:]
-    assert proc.returncode == 0, f"DDP run failed or timed out:\n{text}"
+    code, text = process_helpers.run_script(__file__, tmp_path, timeout=TIMEOUT_S, ddp=True)
+    assert code == 0, f"DDP run failed or timed out:\n{text}"
 
     summary = json.loads((tmp_path / "summary.json").read_text())
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]

@@ -9,11 +9,8 @@ killed by its process group without taking pytest down.
 
 from __future__ import annotations
 
-import contextlib
+import importlib.util
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 from datetime import timedelta
@@ -24,6 +21,12 @@ import torch
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error
+
+_spec = importlib.util.spec_from_file_location(
+    "process_helpers", Path(__file__).with_name("process_helpers.py")
+)
+process_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(process_helpers)
 
 # Spawns processes (tens of seconds); still run in CI.
 pytestmark = pytest.mark.slow
@@ -140,16 +143,14 @@ def _rank(rank: int, port: int, out: str) -> None:
     torch.distributed.destroy_process_group()
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _main(out: str) -> None:
     """Spawn the ranks and wait for them, killing them if they outlive the deadline."""
     context = torch.multiprocessing.start_processes(
-        _rank, args=(free_port(), out), nprocs=WORLD, join=False, start_method="spawn"
+        _rank,
+        args=(process_helpers.free_port(), out),
+        nprocs=WORLD,
+        join=False,
+        start_method="spawn",
     )
     deadline = time.monotonic() + TIMEOUT_S - 10
     while not context.join(timeout=1):
@@ -163,30 +164,10 @@ def _main(out: str) -> None:
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory) -> list[dict]:
     out = tmp_path_factory.mktemp("ddp")
-    env = dict(os.environ, MPLBACKEND="Agg")
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
-    )
-    proc = subprocess.Popen(
-        [sys.executable, __file__, str(out)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # the ranks share its process group
-    )
-    try:
-        output, _ = proc.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        output = b"(timed out)"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    code, text = process_helpers.run_script(__file__, out, timeout=TIMEOUT_S)
     files = [out / f"rank{r}.pt" for r in range(WORLD)]
-    if proc.returncode != 0 or not all(f.exists() for f in files):
-        pytest.fail(f"distributed run failed:\n{output.decode(errors='replace')[-4000:]}")
+    if code != 0 or not all(f.exists() for f in files):
+        pytest.fail(f"distributed run failed:\n{text}")
     return [torch.load(f) for f in files]
 
 

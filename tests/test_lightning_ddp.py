@@ -9,12 +9,8 @@ killed by its process group without taking pytest down.
 
 from __future__ import annotations
 
-import contextlib
+import importlib.util
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +21,12 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error
+
+_spec = importlib.util.spec_from_file_location(
+    "process_helpers", Path(__file__).with_name("process_helpers.py")
+)
+process_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(process_helpers)
 
 # Spawns processes (tens of seconds); still run in CI.
 pytestmark = pytest.mark.slow
@@ -89,38 +91,11 @@ def run_ddp(out: Path) -> None:
     trainer.validate(Scorer(), DataLoader(dataset(), batch_size=250))
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_logged_metric_is_the_single_process_number(tmp_path: Path) -> None:
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
-    )
-    proc = subprocess.Popen(
-        [sys.executable, __file__, str(tmp_path)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its spawned workers share its process group
-    )
-    try:
-        output, _ = proc.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        output = b"(timed out)"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-        # Workers left behind by a killed run: end them by their group, which is proc's PID.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    code, text = process_helpers.run_script(__file__, tmp_path, timeout=TIMEOUT_S, ddp=True)
     files = [tmp_path / f"rank{r}.json" for r in range(2)]
-    if proc.returncode != 0 or not all(f.exists() for f in files):
-        pytest.fail(f"Lightning DDP run failed:\n{output.decode(errors='replace')[-4000:]}")
+    if code != 0 or not all(f.exists() for f in files):
+        pytest.fail(f"Lightning DDP run failed:\n{text}")
     logged = [json.loads(f.read_text()) for f in files]
 
     q, y = dataset().tensors

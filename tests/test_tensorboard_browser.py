@@ -10,11 +10,8 @@ import base64
 import contextlib
 import importlib.util
 import json
-import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "process_helpers", Path(__file__).with_name("process_helpers.py")
+)
+process_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(process_helpers)
 
 BROWSERS = ("chromium", "chromium-browser")
 CHROME_FLAGS = (
@@ -42,25 +45,6 @@ def find_browser() -> str | None:
         if path:
             return path
     return None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """Terminate, wait, kill: then end whatever it left in its own process group."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # the group started with proc (start_new_session)
 
 
 def get(url: str, timeout: float = 10.0) -> bytes:
@@ -103,7 +87,7 @@ def logged_run(tmp_path_factory: pytest.TempPathFactory, browser: str) -> dict[s
 @pytest.fixture(scope="module")
 def tensorboard(logged_run: dict[str, Any]) -> Iterator[str]:
     """A TensorBoard server on a free port of 127.0.0.1; yields its base URL."""
-    port = free_port()
+    port = process_helpers.free_port()
     log = open(logged_run["root"] / "tensorboard.log", "wb")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(
         [
@@ -141,7 +125,7 @@ def tensorboard(logged_run: dict[str, Any]) -> Iterator[str]:
             time.sleep(0.5)
         yield base
     finally:
-        stop(proc)
+        process_helpers.stop(proc)
         log.close()
 
 
@@ -156,7 +140,7 @@ def render(browser: str, url: str, profile: Path, *extra: str) -> str:
     try:
         out, _ = proc.communicate(timeout=90)
     finally:
-        stop(proc)
+        process_helpers.stop(proc)
     return out.decode("utf-8", errors="replace")
 
 
