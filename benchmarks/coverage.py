@@ -206,7 +206,8 @@ def one_batch(bins, truth, samples, g, group_blocks=None) -> dict:
     if group_blocks is not None:
         kinds.append(("groups", group_blocks))
     for kind, blocks in kinds:
-        stats = draw_statistics(bins, blocks)
+        # As in the library: the group bootstrap's world keeps the observed gaps.
+        stats = draw_statistics(bins, blocks, shrink=kind == "pairs")
         for debias, tag in ((False, kind), (True, f"{kind}_db")):
             for method in ("normal", "percentile"):
                 s = interval_of_draws(stats, method=method, debias=debias)

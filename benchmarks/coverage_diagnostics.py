@@ -4,8 +4,8 @@ For one (variant, N, β) of the coverage study (``benchmarks/coverage.py``), it 
 data sets and compares, per k, the actual spread of the debiased square D over data
 sets with the spread of the bootstrap roots L* = D* − θ̃ in three bootstrap worlds:
 
-* ``shrunk``: the library's world, gaps ĝ shrunk by λ = √(D₊/P) (``draw_statistics``);
-* ``unshrunk``: the observed gaps ĝ (λ = 1);
+* ``shrunk``: gaps ĝ shrunk by λ = √(D₊/P), the pair bootstrap's world;
+* ``unshrunk``: the observed gaps ĝ (λ = 1), the group bootstrap's world;
 * ``oracle``: the true gaps of each bin, known here from t_k (not available to a user).
 
 It also prints the normal-form coverage of the true error for ``shrunk`` and

@@ -144,6 +144,10 @@ def test_end_to_end_quick_run(tmp_path: Path):
         assert (out / test[which]["figure"]).is_file()
     d = test["exact_documents"]
     assert d["lower"] <= d["error"] <= d["upper"] and d["bins"] >= 1
+    per = d["per_document"]
+    assert 0 <= per["documents"] <= test["documents"]
+    if per["documents"]:
+        assert per["min"] <= per["median"] <= per["max"]
     assert 0.0 <= test["abs_diff_mean"] <= test["abs_diff_max"] <= 1.0
     assert test["abs_diff_mean"] < 0.05  # 300 samples: Monte Carlo error ~ 0.03 at most
     assert len(results["l2_grid"]) == 2

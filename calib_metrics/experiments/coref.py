@@ -35,7 +35,7 @@ from calib_metrics.data.coref_conllu import (
 from calib_metrics.data.locations import find_dataset
 from calib_metrics.experiments import report
 from calib_metrics.experiments.coref_scores import score_corpus
-from calib_metrics.functional import brier_decomposition, calibration_error_ci
+from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
 from calib_metrics.models.coref import clusters, coreference_marginals, most_probable_antecedents
 from calib_metrics.models.coref_features import DocumentFeatures
 from calib_metrics.models.coref_ranker import AntecedentRanker
@@ -160,6 +160,7 @@ def _calibration(q: torch.Tensor, y: torch.Tensor, bin_size: int, args, gen) -> 
 
 # The interval that docs/coverage.md finds trustworthy when pairs come in groups: all the
 # mention pairs of one document are resampled together.
+MIN_DOCUMENT_PAIRS = 1000
 DOCUMENT_BOOTSTRAP = {
     "debias": True,
     "interval": "groups",
@@ -169,11 +170,21 @@ DOCUMENT_BOOTSTRAP = {
 
 
 def _document_interval(q: torch.Tensor, y: torch.Tensor, document: torch.Tensor, gen) -> dict:
+    """The document-bootstrap interval, and how much the documents' own errors differ."""
     result = calibration_error_ci(
         q.double(), y.double(), groups=document, generator=gen, **DOCUMENT_BOOTSTRAP
     )
     out = {k: float(getattr(result, k)) for k in ("error", "lower", "upper")}
-    return {**out, "bins": int(result.bins.count.numel())}
+    # Each document with enough pairs for a few bins of its own: its debiased error.
+    own = [
+        float(calibration_error(q[pick].double(), y[pick].double(), bin_size="auto", debias=True))
+        for pick in (document == d for d in torch.unique(document))
+        if int(pick.sum()) >= MIN_DOCUMENT_PAIRS
+    ]
+    spread = {"documents": len(own)}
+    if own:
+        spread |= {"min": min(own), "median": float(torch.tensor(own).median()), "max": max(own)}
+    return {**out, "bins": int(result.bins.count.numel()), "per_document": spread}
 
 
 def evaluate(
@@ -420,6 +431,11 @@ def _markdown(results: dict[str, Any]) -> str:
                 for r in ev["ranges_exact"]]  # fmt: skip
         lines.append(report.markdown_table(["q range", "pairs", "mean q", "freq", "freq − q",
                                             "verdict"], rows))  # fmt: skip
+        per = ev["exact_documents"]["per_document"]
+        if per["documents"]:
+            lines += ["", f"Documents with ≥ {MIN_DOCUMENT_PAIRS} pairs: {per['documents']}; their "
+                          f"own debiased errors range {per['min']:.4f}–{per['max']:.4f} "
+                          f"(median {per['median']:.4f})."]  # fmt: skip
         z = ev["sampled_zero"]
         lines += ["", f"{z['pairs']} pairs have a sampled estimate of exactly 0; "
                       f"{z['coreferent']} of them corefer.", ""]  # fmt: skip

@@ -33,6 +33,18 @@ variance is larger than p̂(1 − p̂)/(n − 1) assumes). The draws θ_s = D �
 the interval: their quantiles (``"percentile"``, the basic bootstrap) or mean ∓ z·std
 (``"normal"``), each end clipped at 0 and square-rooted.
 
+**Which world, pairs or groups.** The spread of L* comes mostly from its linear term
+2 Σ wᵢ gᵢ eᵢ*, so it is only right if the world's gaps carry the true gaps' weight. For
+independent pairs the shrink λ above does that in expectation (the observed gaps'
+squares exceed the true ones by the same noise that D removes). When labels are
+correlated within groups, the group effects move every bin's error together and the
+linear term's spread no longer shrinks with the noise: the shrunk world then understates
+it (by 19% at a small true error in ``benchmarks/coverage_diagnostics.py``), while the
+unshrunk world matches a world built from the true gaps to within 10%. So the group
+bootstrap uses the observed gaps (λ = 1), the conservative choice: on weakly correlated
+groups it over-covers at a small true error rather than under-covering on strongly
+correlated ones (``docs/coverage.md``).
+
 **Covering zero.** A calibration error is never negative, so both ends are clipped at
 0. When the true error is exactly 0 a two-sided interval clipped this way covers it
 unless its lower end is positive: it misses in one tail only, so its coverage there is
@@ -221,11 +233,15 @@ class Draws(NamedTuple):
     debiased: Tensor | None
 
 
-def draw_statistics(bins: Bins, blocks, *, norm: str = "l2", debias: bool = True) -> Draws:
+def draw_statistics(
+    bins: Bins, blocks, *, norm: str = "l2", debias: bool = True, shrink: bool = True
+) -> Draws:
     """Reduce blocks of bootstrap bin sums ``[S_b, ..., T]`` to per-draw statistics.
 
     The bins may carry leading batch dimensions (``[..., T]``, e.g. repetitions of a
-    simulation), which the blocks share.
+    simulation), which the blocks share. ``shrink``: build the recentred world from the
+    observed gaps shrunk to the debiased estimate (pairs) or from the observed gaps
+    themselves (groups); see the module docstring.
 
     Example:
         >>> import torch
@@ -245,10 +261,12 @@ def draw_statistics(bins: Bins, blocks, *, norm: str = "l2", debias: bool = True
             raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
         estimate = _debiased_square(bins.count, gap, bins.freq)
         plugin = error**2
-        # Shrink the observed gaps so that the bootstrap world's θ̃ equals max(D, 0).
-        shrink = torch.where(plugin > 0, estimate.clamp_min(0) / plugin, 0).sqrt()
-        shrunk = shrink.unsqueeze(-1) * gap
-        target_square = shrink**2 * plugin
+        # Shrunk, the bootstrap world's θ̃ equals max(D, 0); unshrunk, it is P.
+        factor = torch.where(plugin > 0, estimate.clamp_min(0) / plugin, 0).sqrt()
+        if not shrink:
+            factor = torch.ones_like(factor)
+        shrunk = factor.unsqueeze(-1) * gap
+        target_square = factor**2 * plugin
     for count, sum_q, sum_y in blocks:
         plugins.append(_plugin_of_draws(count, sum_q, sum_y, norm))
         if debias:
@@ -328,10 +346,11 @@ def summarize_draws(
     method: str = "percentile",
     norm: str = "l2",
     debias: bool = False,
+    shrink: bool = True,
 ) -> IntervalSummary:
     """Interval from blocks of bootstrap bin sums: :func:`draw_statistics` then
     :func:`interval_of_draws`."""
-    draws = draw_statistics(bins, blocks, norm=norm, debias=debias)
+    draws = draw_statistics(bins, blocks, norm=norm, debias=debias, shrink=shrink)
     return interval_of_draws(draws, confidence=confidence, method=method, debias=debias)
 
 
@@ -402,5 +421,5 @@ def group_bootstrap(
         probs.to(torch.float64), target, groups, index, bins.count.numel(), n_samples, generator
     )
     return summarize_draws(
-        bins, blocks, confidence=confidence, method=method, norm=norm, debias=debias
+        bins, blocks, confidence=confidence, method=method, norm=norm, debias=debias, shrink=False
     )
