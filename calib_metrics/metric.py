@@ -205,10 +205,8 @@ class CalibrationError(Metric):
 
         Rows whose target is ``ignore_index`` are not removed here (boolean indexing
         would wait for the device): the keep mask goes along, and only the optional
-        validation looks at the kept rows alone.
+        validation looks at the kept rows alone. ``update`` has checked both are tensors.
         """
-        if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
-            raise ValueError("probs and target must be tensors")
         if self.num_classes is None:
             if probs.shape != target.shape:
                 raise ValueError(
