@@ -140,8 +140,8 @@ def _hmm_rows(device, repeats: int) -> tuple[list[str], list[str]]:
     except ImportError as err:
         return [], [f"HMM fit: skipped (calib_metrics.models.hmm not importable: {err})"]
     try:
-        from calib_metrics.data.locations import find_dataset
-        from calib_metrics.data.tagging import Vocabulary, encode_batch, read_tagged_sentences
+        from calib_metrics.paper.locations import find_dataset
+        from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
     except ImportError as err:
         return [], [f"HMM fit: skipped (tagging reader not importable: {err})"]
     try:

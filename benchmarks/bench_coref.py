@@ -135,7 +135,7 @@ def _scores(n: int, seed: int, device: torch.device) -> torch.Tensor:
 def test_set_sizes(data_dir: Path | None) -> tuple[list[int], str]:
     """Mention counts of the OntoGUM test documents (reader if present, else MISC brackets)."""
     if data_dir is None:
-        from calib_metrics.data.locations import shared_data_dir
+        from calib_metrics.paper.locations import shared_data_dir
 
         data_dir = shared_data_dir()
     path = None if data_dir is None else data_dir / TEST_SET
@@ -145,7 +145,7 @@ def test_set_sizes(data_dir: Path | None) -> tuple[list[int], str]:
         sizes = [rng.randint(50, 189) for _ in range(30)]
         return sizes, "synthetic 30 documents (OntoGUM test file not found)"
     try:
-        from calib_metrics.data.coref_conllu import read_coref_documents
+        from calib_metrics.paper.coref_conllu import read_coref_documents
 
         sizes = [len(doc.mentions) for doc in read_coref_documents(path)]
         return sizes, f"{path.name} via read_coref_documents"

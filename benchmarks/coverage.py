@@ -3,7 +3,7 @@
 Data (the thesis' §4.3): q ~ Beta(a, b) (a = b = 0.3 by default: most mass near 0 and
 1, as for NLP models), y ~ Bernoulli(t_k(q)) with the thesis' miscalibration t_k at
 k ∈ {0, 0.02, 0.05, 0.1}, so the true error sqrt(E[(q − t_k(q))²]) is known
-(:func:`calib_metrics.experiments.synthetic.true_calibration_error`, numerical
+(:func:`calib_metrics.paper.synthetic.true_calibration_error`, numerical
 integration).
 
 Grouped variant: pairs come in groups of ``--group-size`` (sentences, documents) whose
@@ -42,11 +42,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calib_metrics.experiments.synthetic import (
-    miscalibrate,
-    sample_pairs,
-    true_calibration_error,
-)
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import compute_bins
@@ -55,6 +50,11 @@ from calib_metrics.functional.intervals import (
     draw_statistics,
     group_sum_matrix,
     interval_of_draws,
+)
+from calib_metrics.paper.synthetic import (
+    miscalibrate,
+    sample_pairs,
+    true_calibration_error,
 )
 
 KS = (0.0, 0.02, 0.05, 0.1)

@@ -28,9 +28,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calib_metrics.experiments.synthetic import miscalibrate, true_calibration_error
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.intervals import _debiased_square, _pair_blocks, draw_statistics
+from calib_metrics.paper.synthetic import miscalibrate, true_calibration_error
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("coverage", ROOT / "benchmarks" / "coverage.py")

@@ -2,6 +2,10 @@
 
 Every problem with the input ends in one line on stderr and exit code 2, never a
 traceback.
+
+This is the only library module that imports :mod:`calib_metrics.paper`, and only
+inside the functions that build and run ``demo`` and ``reproduce``: ``evaluate``
+never loads the paper's readers and experiments.
 """
 
 from __future__ import annotations
@@ -12,8 +16,6 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-from calib_metrics.experiments import EXPERIMENTS
 
 EXIT_USAGE = 2
 
@@ -74,9 +76,8 @@ def _bin_size(text: str) -> int | str:
 def evaluate(args: argparse.Namespace) -> dict:
     import torch
 
-    from calib_metrics.data.predictions import read_table
-    from calib_metrics.experiments.report import to_jsonable
     from calib_metrics.functional import brier_decomposition, calibration_error_ci
+    from calib_metrics.predictions import read_table, to_jsonable
 
     if args.groups is not None and args.interval != "groups":
         raise ValueError(
@@ -154,21 +155,24 @@ def evaluate(args: argparse.Namespace) -> dict:
 
 
 def _experiment(name: str):
+    from calib_metrics.paper import EXPERIMENTS
+
     return importlib.import_module(EXPERIMENTS[name])
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="calib-metrics",
-        description="Posterior calibration analysis (Nguyen & O'Connor, EMNLP 2015).",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    _add_evaluate(sub)
-    from calib_metrics.experiments import demo
+PAPER_COMMANDS = {
+    "demo": "the thesis' synthetic calibration study (no data set needed)",
+    "reproduce": "run one of the paper's experiments",
+}
+
+
+def _add_paper_commands(sub: argparse._SubParsersAction) -> None:
+    """``demo`` and ``reproduce``, whose options come from the paper's modules."""
+    from calib_metrics.paper import EXPERIMENTS, demo
 
     demo_parser = sub.add_parser("demo", help=demo.DESCRIPTION, description=demo.__doc__)
     demo.add_arguments(demo_parser)
-    reproduce = sub.add_parser("reproduce", help="run one of the paper's experiments")
+    reproduce = sub.add_parser("reproduce", help=PAPER_COMMANDS["reproduce"])
     experiments = reproduce.add_subparsers(dest="experiment", required=True)
     for name in EXPERIMENTS:
         try:
@@ -179,25 +183,55 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         exp_parser = experiments.add_parser(name, help=module.DESCRIPTION)
         module.add_arguments(exp_parser)
+
+
+def build_parser(paper: bool = True) -> argparse.ArgumentParser:
+    """The command's parser; with ``paper=False`` ``demo``/``reproduce`` are listed only.
+
+    Example:
+        >>> build_parser(paper=False).parse_args(["evaluate", "preds.csv"]).command
+        'evaluate'
+    """
+    parser = argparse.ArgumentParser(
+        prog="calib-metrics",
+        description="Posterior calibration analysis (Nguyen & O'Connor, EMNLP 2015).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_evaluate(sub)
+    if paper:
+        _add_paper_commands(sub)
+    else:
+        for name, text in PAPER_COMMANDS.items():
+            sub.add_parser(name, help=text, add_help=False)
     return parser
 
 
+def _wants_paper(argv: Sequence[str]) -> bool:
+    """Whether the command named in ``argv`` is one of the paper's (or no command is)."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    return command is None or command in PAPER_COMMANDS
+
+
+def _run_paper_command(args: argparse.Namespace) -> None:
+    if args.command == "demo":
+        from calib_metrics.paper import demo
+
+        demo.run(args)
+        return
+    if getattr(args, "unavailable", None):
+        raise ValueError(f"experiment {args.experiment!r} is unavailable: {args.unavailable}")
+    _experiment(args.experiment).run(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(paper=_wants_paper(argv))
     args = parser.parse_args(argv)
     try:
         if args.command == "evaluate":
             evaluate(args)
-        elif args.command == "demo":
-            from calib_metrics.experiments import demo
-
-            demo.run(args)
         else:
-            if getattr(args, "unavailable", None):
-                raise ValueError(
-                    f"experiment {args.experiment!r} is unavailable: {args.unavailable}"
-                )
-            _experiment(args.experiment).run(args)
+            _run_paper_command(args)
     except (ValueError, FileNotFoundError, ImportError) as err:
         print(f"calib-metrics: error: {err}", file=sys.stderr)
         return EXIT_USAGE

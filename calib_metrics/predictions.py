@@ -1,4 +1,4 @@
-"""Read a file of (probability, label) pairs, optionally with group ids, for the CLI.
+"""The command line's I/O edge: read (probability, label) pairs, write results as JSON.
 
 CSV and TSV (with a header), JSON lines, ``.npy`` (an [N, 2] array or a structured
 array), ``.npz`` and ``.pt`` (named arrays or tensors, or one [N, 2] array). Columns
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -152,23 +153,6 @@ def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
     )
 
 
-def read_predictions(
-    path: str | Path, probs: str | None = None, target: str | None = None
-) -> tuple[Tensor, Tensor]:
-    """(probabilities, labels) as float64 tensors from a file of predictions.
-
-    Example:
-        >>> import tempfile, os
-        >>> folder = tempfile.mkdtemp()
-        >>> file = os.path.join(folder, "preds.csv")
-        >>> _ = open(file, "w").write("prob,label\\n0.9,1\\n0.2,0\\n")
-        >>> read_predictions(file)
-        (tensor([0.9000, 0.2000], dtype=torch.float64), tensor([1., 0.], dtype=torch.float64))
-    """
-    q, y, _ = read_table(path, probs, target)
-    return q, y
-
-
 def read_table(
     path: str | Path,
     probs: str | None = None,
@@ -227,3 +211,29 @@ def read_table(
         if ids.numel() != q.numel():
             raise ValueError(f"{path}: {ids.numel()} group ids for {q.numel()} probabilities")
     return Predictions(q, y, ids)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn tensors, paths, dataclasses and nested containers into JSON values.
+
+    Non-finite floats become ``None`` (JSON has no NaN).
+
+    Example:
+        >>> to_jsonable({"a": torch.tensor(0.5), "b": [torch.tensor([1, 2])], "c": float("nan")})
+        {'a': 0.5, 'b': [[1, 2]], 'c': None}
+    """
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().tolist()
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "_asdict"):
+        return to_jsonable(value._asdict())
+    if hasattr(value, "__dataclass_fields__"):
+        return to_jsonable({k: getattr(value, k) for k in value.__dataclass_fields__})
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -31,14 +31,14 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
 from calib_metrics.callbacks import CalibrationMonitor
-from calib_metrics.data.locations import find_dataset
-from calib_metrics.data.tagging import (
+from calib_metrics.models.crf import CRFTagger
+from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.tagging import (
     TaggedSentence,
     Vocabulary,
     encode_batch,
     read_tagged_sentences,
 )
-from calib_metrics.models.crf import CRFTagger
 
 PAD = -100
 

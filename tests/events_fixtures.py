@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from calib_metrics.data.coref_conllu import read_coref_documents
+from calib_metrics.paper.coref_conllu import read_coref_documents
 
 LEXICON = """\
 FRANCE_  [FRA]

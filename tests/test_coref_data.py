@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from calib_metrics.data.coref_conllu import (
+from calib_metrics.paper.coref_conllu import (
     Mention,
     read_coref_documents,
     read_litbank_documents,
     span_head,
     split_ids,
 )
-from calib_metrics.data.locations import shared_data_dir
+from calib_metrics.paper.locations import shared_data_dir
 
 
 def row(i, form, upos="NOUN", xpos="NN", head=0, deprel="dep", misc="_", feats="_"):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from calib_metrics.experiments import coref
-from calib_metrics.experiments.coref_scores import b_cubed, muc, pairwise, score_corpus
+from calib_metrics.paper import coref
+from calib_metrics.paper.coref_scores import b_cubed, muc, pairwise, score_corpus
 
 # ---------------------------------------------------------------------------
 # scores: textbook examples

@@ -11,10 +11,19 @@ import conllu
 import pytest
 import torch
 
-from calib_metrics.data.coref_conllu import Document, Mention
-from calib_metrics.models.coref import antecedent_log_probs, coreference_marginals
-from calib_metrics.models.coref_features import distance_bucket, extract_features, mention_type
-from calib_metrics.models.coref_ranker import AntecedentRanker
+from calib_metrics.models.coref import (
+    antecedent_log_probs,
+    coreference_marginals,
+    sample_antecedents,
+)
+from calib_metrics.models.coref_ranker import AntecedentRanker, DocumentFeatures
+from calib_metrics.paper.coref_conllu import Document, Mention
+from calib_metrics.paper.coref_features import (
+    distance_bucket,
+    extract_features,
+    features_for,
+    mention_type,
+)
 
 NAMES = ["Alpha", "Beta", "Gamma", "Delta", "Omega", "Sigma"]
 
@@ -61,7 +70,7 @@ def test_scores_layout_and_window():
     model = AntecedentRanker(n_bits=12, max_distance=3)
     with torch.no_grad():
         model.weight.normal_(generator=torch.Generator().manual_seed(0))
-    scores = model(name_doc(1, n_mentions=8))
+    scores = model(features_for(model, name_doc(1, n_mentions=8)))
     assert scores.shape == (8, 8)
     i, j = torch.tril_indices(8, 8, offset=-1)
     inside = (i - j) <= 3
@@ -80,7 +89,7 @@ def test_score_batch_pads_and_matches_single_documents():
     model = AntecedentRanker(n_bits=12)
     with torch.no_grad():
         model.weight.normal_(generator=torch.Generator().manual_seed(1))
-    docs = [name_doc(2, 5), name_doc(3, 9)]
+    docs = [features_for(model, d) for d in (name_doc(2, 5), name_doc(3, 9))]
     scores, mask = model.score_batch(docs)
     assert scores.shape == (2, 9, 9)
     assert mask.sum(-1).tolist() == [5, 9]
@@ -105,8 +114,8 @@ def test_gold_options():
 
 
 def test_training_raises_gold_likelihood_and_separable_data_gets_near_one():
-    docs = [name_doc(s, 14, f"d{s}") for s in range(6)]
     model = AntecedentRanker(n_bits=14, max_distance=20)
+    docs = [features_for(model, name_doc(s, 14, f"d{s}")) for s in range(6)]
     with torch.no_grad():
         before = sum(float(model.gold_log_likelihood(d)[0]) for d in docs)
     history = model.fit(
@@ -124,7 +133,7 @@ def test_training_raises_gold_likelihood_and_separable_data_gets_near_one():
             total, count = total + float(ll), count + c
     assert total / count > -0.1, f"mean gold log-prob {total / count:.3f}"
     held_out = name_doc(99, 14)
-    q = coreference_marginals(model(held_out)[None])[0]
+    q = coreference_marginals(model(features_for(model, held_out))[None])[0]
     ents = [m.entity for m in held_out.mentions]
     same = torch.tensor([[a == b for b in ents] for a in ents])
     assert (q[same] > 0.9).all() and (q[~same] < 0.1).all()
@@ -132,7 +141,7 @@ def test_training_raises_gold_likelihood_and_separable_data_gets_near_one():
 
 def test_fit_rejects_bad_options():
     model = AntecedentRanker(n_bits=8)
-    docs = [name_doc(0, 4)]
+    docs = [features_for(model, name_doc(0, 4))]
     for kwargs, message in (({"l2": -1.0}, "l2"), ({"epochs": -1}, "epochs"),
                             ({"batch_size": 0}, "batch_size"), ({"lr": 0.0}, "lr")):  # fmt: skip
         with pytest.raises(ValueError, match=message):
@@ -140,7 +149,9 @@ def test_fit_rejects_bad_options():
     with pytest.raises(ValueError, match="n_bits"):
         AntecedentRanker(n_bits=40)
     with pytest.raises(ValueError, match="max_distance"):
-        model(extract_features(docs[0], n_bits=8, max_distance=7))
+        model(extract_features(name_doc(0, 4), n_bits=8, max_distance=7))
+    with pytest.raises(ValueError, match="DocumentFeatures"):
+        model(name_doc(0, 4))  # a reader's Document is not a model input
 
 
 def test_save_load_round_trip(tmp_path: Path):
@@ -149,7 +160,7 @@ def test_save_load_round_trip(tmp_path: Path):
         model.weight.normal_(generator=torch.Generator().manual_seed(2))
     path = model.save(tmp_path / "r.pt")
     loaded = AntecedentRanker.load(path)
-    doc = name_doc(5, 7)
+    doc = features_for(model, name_doc(5, 7))
     assert torch.equal(model(doc), loaded(doc))
     assert loaded.max_distance == 5
     (tmp_path / "bad.pt").write_bytes(b"")
@@ -157,12 +168,40 @@ def test_save_load_round_trip(tmp_path: Path):
         AntecedentRanker.load(tmp_path / "none.pt")
 
 
+def test_a_user_scores_and_samples_with_hand_made_tensors():
+    """No corpus reader: a user's own pipeline hands the ranker feature-id tensors."""
+    n = 4
+    i, j = torch.tril_indices(n, n, offset=-1)  # every earlier mention is a candidate
+    same = torch.tensor([0, 1, 0, 1])  # mentions 0, 2 and 1, 3 corefer
+    pair_feats = torch.stack([(same[i] == same[j]).long() + 1, torch.full_like(i, 3)], -1)
+    features = DocumentFeatures(
+        n=n,
+        pair_i=i,
+        pair_j=j,
+        pair_feats=pair_feats,
+        new_feats=torch.full((n, 1), 4),
+        entity=same,
+        max_distance=n,
+    )
+    model = AntecedentRanker(n_bits=4, max_distance=n)
+    history = model.fit([features], l2=0.0, epochs=30, lr=0.5)
+    assert history[-1] < history[0]
+    with torch.no_grad():
+        scores, mask = model.score_batch([features])
+    assert scores.shape == (1, n, n) and mask.all()
+    samples = sample_antecedents(scores, 50, mask=mask, generator=torch.Generator().manual_seed(0))
+    assert samples.shape == (50, 1, n)
+    assert (samples <= torch.arange(n)).all()  # an antecedent is earlier, or itself (NEW)
+    q = coreference_marginals(scores, mask=mask)[0]
+    assert q[2, 0] > 0.5 and q[3, 1] > 0.5 and q[1, 0] < 0.5
+
+
 SCRIPT = """
 import sys, torch
 sys.path.insert(0, {root!r})
 sys.path.insert(0, {tests!r})
 from test_coref_ranker import name_doc
-from calib_metrics.models.coref_features import extract_features
+from calib_metrics.paper.coref_features import extract_features
 f = extract_features(name_doc(7, 9), n_bits=20)
 print(f.pair_feats.long().sum().item(), f.new_feats.long().sum().item(), f.pair_feats[3].tolist())
 """

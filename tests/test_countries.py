@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from calib_metrics.data.countries import CountryLexicon
-from calib_metrics.data.locations import shared_data_dir
+from calib_metrics.paper.countries import CountryLexicon
+from calib_metrics.paper.locations import shared_data_dir
 
 ACTORS = """\
 # comment line

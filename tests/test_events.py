@@ -1,4 +1,4 @@
-"""Rules, per-sample aggregation, intervals and the GUM regression of calib_metrics.events."""
+"""Rules, per-sample aggregation, intervals and the GUM regression of calib_metrics.paper.events."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from calib_metrics.data.coref_conllu import read_coref_documents
-from calib_metrics.data.countries import CountryLexicon
-from calib_metrics.data.locations import shared_data_dir
-from calib_metrics.events import (
+from calib_metrics.models.coref import entity_roots, sample_antecedents
+from calib_metrics.paper.coref_conllu import read_coref_documents
+from calib_metrics.paper.countries import CountryLexicon
+from calib_metrics.paper.events.analysis import (
     EventExtractor,
     aggregate_events,
     document_date,
@@ -22,13 +22,13 @@ from calib_metrics.events import (
     gold_antecedents,
     period_label,
 )
-from calib_metrics.events_errors import decision_effects, uncertain_documents
-from calib_metrics.events_stats import (
+from calib_metrics.paper.events.errors import decision_effects, uncertain_documents
+from calib_metrics.paper.events.stats import (
     poisson_binomial_pmf,
     poisson_binomial_summary,
     sample_summary,
 )
-from calib_metrics.models.coref import entity_roots, sample_antecedents
+from calib_metrics.paper.locations import shared_data_dir
 
 _spec = importlib.util.spec_from_file_location(
     "events_fixtures", Path(__file__).with_name("events_fixtures.py")

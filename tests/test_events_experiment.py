@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from calib_metrics.experiments import events as experiment
 from calib_metrics.models.coref_ranker import AntecedentRanker
+from calib_metrics.paper.events import experiment
 
 _spec = importlib.util.spec_from_file_location(
     "events_fixtures", Path(__file__).with_name("events_fixtures.py")

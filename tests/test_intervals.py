@@ -12,7 +12,6 @@ import torch
 
 from calib_metrics import CalibrationError
 from calib_metrics.cli import main
-from calib_metrics.experiments.synthetic import sample_pairs, true_calibration_error
 from calib_metrics.functional import (
     calibration_error,
     calibration_error_ci,
@@ -22,6 +21,7 @@ from calib_metrics.functional import (
 from calib_metrics.functional.auto_bin import auto_bin_size, resolve_bin_size
 from calib_metrics.functional.calibration import compute_bins
 from calib_metrics.functional.intervals import bin_index, group_sum_matrix, pair_bootstrap
+from calib_metrics.paper.synthetic import sample_pairs, true_calibration_error
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,9 +9,9 @@ import json
 import pytest
 import torch
 
-from calib_metrics.data.locations import shared_data_dir
-from calib_metrics.data.tagging import Vocabulary, encode_batch, read_tagged_sentences
-from calib_metrics.experiments import pos
+from calib_metrics.paper import pos
+from calib_metrics.paper.locations import shared_data_dir
+from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
 
 TAGS = ["DT", "NN", "VB", "IN"]
 

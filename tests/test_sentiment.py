@@ -15,8 +15,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calib_metrics.data.locations import shared_data_dir
-from calib_metrics.data.tweets import (
+from calib_metrics.paper import sentiment
+from calib_metrics.paper.locations import shared_data_dir
+from calib_metrics.paper.tweets import (
     POLARITY,
     TWITTER,
     balanced_subsample,
@@ -31,7 +32,6 @@ from calib_metrics.data.tweets import (
     remove_emoticons,
     stratified_split,
 )
-from calib_metrics.experiments import sentiment
 
 # --- labelling and emoticon removal -------------------------------------------------
 

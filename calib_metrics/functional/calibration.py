@@ -416,7 +416,7 @@ def brier_decomposition(
     probs: Tensor,
     target: Tensor,
     *,
-    bin_size: int = 5000,
+    bin_size: int | str = 5000,
     binning: Binning = "adaptive",
     n_bins: int = 15,
 ) -> BrierDecomposition:

@@ -6,8 +6,14 @@ Every mention ``i`` picks an antecedent ``a_i`` among the earlier mentions or NE
 (``scores[i, j]`` for ``j < i``, NEW on the diagonal), so sampling, exact pairwise
 marginals and 1-best clusters come from that module.
 
-**Gold mentions are the input**: the model ranks antecedents among given mention
-spans; it does not detect mentions. Candidate antecedents farther than
+**Tensors are the input**: the model ranks antecedents among given mentions, each
+document described by a :class:`DocumentFeatures` (hashed feature ids of every
+candidate pair and of every mention's NEW action, gold entity ids for training). The
+paper's surface features of a CoNLL-U corpus are built by
+``calib_metrics.paper.coref_features.extract_features``; any other pipeline that
+produces the same tensors works as well. The model does not detect mentions.
+
+Candidate antecedents farther than
 ``max_distance`` mentions back get score ``-inf`` (probability exactly 0; the softmax of
 :func:`~calib_metrics.models.coref.antecedent_log_probs` ignores them, and the NEW score
 is always finite), which bounds the cost at ``O(N * max_distance)`` per document. Such
@@ -23,17 +29,63 @@ mean per-mention negative log-likelihood, and Adagrad minimises the sum.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
-from calib_metrics.data.coref_conllu import Document
-from calib_metrics.models.coref_features import DocumentFeatures, extract_features
-
-__all__ = ["AntecedentRanker"]
+__all__ = ["AntecedentRanker", "DocumentFeatures"]
 
 _FORMAT_VERSION = 1
+
+
+@dataclass
+class DocumentFeatures:
+    """Feature index tensors of one document: the ranker's input, built once per document.
+
+    Attributes:
+        n: number of mentions ``N``.
+        pair_i, pair_j: ``Long [P]`` anaphor and candidate antecedent of every scored pair
+            (``0 < i - j <= max_distance``).
+        pair_feats: ``Int [P, Tp]`` hashed feature ids of each pair.
+        new_feats: ``Int [N, Tn]`` hashed feature ids of each mention's NEW action.
+        entity: ``Long [N]`` gold entity index (document-local, ``-1`` when unknown).
+        max_distance: the antecedent window the pairs were built with.
+
+    Example (three mentions, two feature templates per pair, one for NEW):
+        >>> f = DocumentFeatures(
+        ...     n=3,
+        ...     pair_i=torch.tensor([1, 2, 2]),
+        ...     pair_j=torch.tensor([0, 1, 0]),
+        ...     pair_feats=torch.tensor([[1, 2], [3, 4], [5, 6]]),
+        ...     new_feats=torch.tensor([[7], [7], [8]]),
+        ...     entity=torch.tensor([0, 1, 0]),
+        ...     max_distance=2,
+        ... )
+        >>> AntecedentRanker(n_bits=4, max_distance=2)(f).shape
+        torch.Size([3, 3])
+    """
+
+    n: int
+    pair_i: Tensor
+    pair_j: Tensor
+    pair_feats: Tensor
+    new_feats: Tensor
+    entity: Tensor
+    max_distance: int
+
+    def to(self, device: torch.device | str) -> DocumentFeatures:
+        """A copy with every tensor on ``device``."""
+        return DocumentFeatures(
+            self.n,
+            self.pair_i.to(device),
+            self.pair_j.to(device),
+            self.pair_feats.to(device),
+            self.new_feats.to(device),
+            self.entity.to(device),
+            self.max_distance,
+        )
 
 
 class _HashedSum(torch.autograd.Function):
@@ -65,22 +117,21 @@ class AntecedentRanker(nn.Module):
         n_bits: the weight vector has ``2**n_bits`` entries (hash buckets).
         max_distance: farthest candidate antecedent, in mentions (default 100).
 
-    Example:
-        >>> import io
-        >>> from calib_metrics.data.coref_conllu import read_coref_documents
-        >>> text = (
-        ...     "# newdoc id = d\\n"
-        ...     "1\\tKim\\tKim\\tPROPN\\tNNP\\t_\\t2\\tnsubj\\t_\\tEntity=(1)\\n"
-        ...     "2\\tsaw\\tsee\\tVERB\\tVBD\\t_\\t0\\troot\\t_\\t_\\n"
-        ...     "3\\tLee\\tLee\\tPROPN\\tNNP\\t_\\t2\\tobj\\t_\\tEntity=(2)\\n\\n"
-        ...     "1\\tHe\\the\\tPRON\\tPRP\\t_\\t2\\tnsubj\\t_\\tEntity=(1)\\n"
-        ...     "2\\tleft\\tleave\\tVERB\\tVBD\\t_\\t0\\troot\\t_\\t_\\n\\n")
-        >>> docs = read_coref_documents(io.StringIO(text))
-        >>> model = AntecedentRanker(n_bits=12)
-        >>> scores, mask = model.score_batch(docs)
+    Example (features made by hand: mention 2 corefers with mention 0):
+        >>> f = DocumentFeatures(
+        ...     n=3,
+        ...     pair_i=torch.tensor([1, 2, 2]),
+        ...     pair_j=torch.tensor([0, 1, 0]),
+        ...     pair_feats=torch.tensor([[1, 2], [3, 4], [5, 6]]),
+        ...     new_feats=torch.tensor([[7], [7], [8]]),
+        ...     entity=torch.tensor([0, 1, 0]),
+        ...     max_distance=2,
+        ... )
+        >>> model = AntecedentRanker(n_bits=12, max_distance=2)
+        >>> scores, mask = model.score_batch([f])
         >>> scores.shape, mask.tolist()
         (torch.Size([1, 3, 3]), [[True, True, True]])
-        >>> history = model.fit(docs, l2=1e-3, epochs=20, lr=0.5)
+        >>> history = model.fit([f], l2=1e-3, epochs=20, lr=0.5)
         >>> history[-1] < history[0]
         True
     """
@@ -100,23 +151,21 @@ class AntecedentRanker(nn.Module):
 
     # -- features and scores ---------------------------------------------------------
 
-    def featurize(self, doc: Document) -> DocumentFeatures:
-        """Extract the document's feature index tensors (once; reuse them across epochs)."""
-        return extract_features(doc, n_bits=self.n_bits, max_distance=self.max_distance)
+    def _features(self, features: DocumentFeatures) -> DocumentFeatures:
+        if not isinstance(features, DocumentFeatures):
+            raise ValueError(
+                f"expected DocumentFeatures (tensors of mention features), got "
+                f"{type(features).__name__}; build them from a corpus with "
+                "calib_metrics.paper.coref_features.extract_features or your own pipeline"
+            )
+        if features.max_distance != self.max_distance:
+            raise ValueError(
+                f"features were built with max_distance={features.max_distance}, "
+                f"the model uses {self.max_distance}"
+            )
+        return features
 
-    def _features(self, doc: Document | DocumentFeatures) -> DocumentFeatures:
-        if isinstance(doc, DocumentFeatures):
-            if doc.max_distance != self.max_distance:
-                raise ValueError(
-                    f"features were built with max_distance={doc.max_distance}, "
-                    f"the model uses {self.max_distance}"
-                )
-            return doc
-        if isinstance(doc, Document):
-            return self.featurize(doc)
-        raise ValueError(f"expected a Document or DocumentFeatures, got {type(doc).__name__}")
-
-    def forward(self, features: DocumentFeatures | Document) -> Tensor:
+    def forward(self, features: DocumentFeatures) -> Tensor:
         """The document's score matrix ``[N, N]`` (``-inf`` outside the antecedent window).
 
         ``scores[i, j] = w · f(i, j)`` for ``0 < i - j <= max_distance``, ``scores[i, i]``
@@ -143,11 +192,11 @@ class AntecedentRanker(nn.Module):
             out.append(scores.index_put((diag, diag), new))
         return out
 
-    def score_document(self, doc: Document | DocumentFeatures) -> Tensor:
+    def score_document(self, doc: DocumentFeatures) -> Tensor:
         """Alias of :meth:`forward` for one document: ``[N, N]`` scores."""
         return self(doc)
 
-    def score_batch(self, docs: Sequence[Document | DocumentFeatures]) -> tuple[Tensor, Tensor]:
+    def score_batch(self, docs: Sequence[DocumentFeatures]) -> tuple[Tensor, Tensor]:
         """Padded scores ``[B, N, N]`` and mask ``[B, N]`` (True at real mentions).
 
         Padding entries are 0 (finite); the functions of :mod:`calib_metrics.models.coref`
@@ -184,16 +233,15 @@ class AntecedentRanker(nn.Module):
         gold[diag, diag] = ~gold.any(-1) & (ent >= 0)
         return gold
 
-    def gold_log_likelihood(self, doc: Document | DocumentFeatures) -> tuple[Tensor, int]:
+    def gold_log_likelihood(self, doc: DocumentFeatures) -> tuple[Tensor, int]:
         """Summed ``log P(a_i ∈ gold_i | x)`` over mentions with a gold entity, and their count.
 
-        Example:
-            >>> import io
-            >>> from calib_metrics.data.coref_conllu import read_coref_documents
-            >>> doc = read_coref_documents(io.StringIO(
-            ...     "1\\tIt\\tit\\tPRON\\tPRP\\t_\\t0\\troot\\t_\\tEntity=(1)\\n"
-            ...     "2\\tit\\tit\\tPRON\\tPRP\\t_\\t1\\tobj\\t_\\tEntity=(1)\\n\\n"))[0]
-            >>> ll, count = AntecedentRanker(n_bits=8).gold_log_likelihood(doc)
+        Example (two mentions of one entity, all weights zero):
+            >>> f = DocumentFeatures(
+            ...     n=2, pair_i=torch.tensor([1]), pair_j=torch.tensor([0]),
+            ...     pair_feats=torch.tensor([[1]]), new_feats=torch.tensor([[2], [2]]),
+            ...     entity=torch.tensor([0, 0]), max_distance=1)
+            >>> ll, count = AntecedentRanker(n_bits=8, max_distance=1).gold_log_likelihood(f)
             >>> round(ll.item(), 4), count   # log 1 (first is NEW) + log 1/2
             (-0.6931, 2)
         """
@@ -209,7 +257,7 @@ class AntecedentRanker(nn.Module):
         log_gold = torch.logsumexp(scores[rows].masked_fill(~gold[rows], float("-inf")), -1)
         return (log_gold - log_z).sum(), int(rows.sum())
 
-    def objective(self, docs: Sequence[Document | DocumentFeatures], l2: float) -> float:
+    def objective(self, docs: Sequence[DocumentFeatures], l2: float) -> float:
         """Mean per-mention negative gold log-likelihood plus ``l2/2 * ||w||^2`` (no grad)."""
         with torch.no_grad():
             total, count = 0.0, 0
@@ -225,7 +273,7 @@ class AntecedentRanker(nn.Module):
 
     def fit(
         self,
-        docs: Sequence[Document | DocumentFeatures],
+        docs: Sequence[DocumentFeatures],
         *,
         l2: float = 1e-4,
         epochs: int = 10,

@@ -27,18 +27,18 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from calib_metrics.data.coref_conllu import (
+from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
+from calib_metrics.models.coref import clusters, coreference_marginals, most_probable_antecedents
+from calib_metrics.models.coref_ranker import AntecedentRanker
+from calib_metrics.paper import report
+from calib_metrics.paper.coref_conllu import (
     Document,
     read_coref_documents,
     read_litbank_documents,
 )
-from calib_metrics.data.locations import find_dataset
-from calib_metrics.experiments import report
-from calib_metrics.experiments.coref_scores import score_corpus
-from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
-from calib_metrics.models.coref import clusters, coreference_marginals, most_probable_antecedents
-from calib_metrics.models.coref_features import DocumentFeatures
-from calib_metrics.models.coref_ranker import AntecedentRanker
+from calib_metrics.paper.coref_features import DocumentFeatures, features_for
+from calib_metrics.paper.coref_scores import score_corpus
+from calib_metrics.paper.locations import find_dataset
 from calib_metrics.queries import coref_pair_queries
 
 DESCRIPTION = "§5: antecedent-ranking coreference, exact vs 1000-sample pairwise marginals"
@@ -141,7 +141,13 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
 
 def _calibration(q: torch.Tensor, y: torch.Tensor, bin_size: int, args, gen) -> dict[str, Any]:
     result = calibration_error_ci(
-        q.double(), y.double(), bin_size=bin_size, n_samples=args.ci_samples, generator=gen
+        q.double(),
+        y.double(),
+        bin_size=bin_size,
+        n_samples=args.ci_samples,
+        generator=gen,
+        debias=False,
+        interval="paper",
     )
     brier = brier_decomposition(q.double(), y.double(), bin_size=bin_size)
     return {
@@ -189,14 +195,16 @@ def _document_interval(q: torch.Tensor, y: torch.Tensor, document: torch.Tensor,
     return {**out, "bins": int(result.bins.count.numel()), "per_document": spread}
 
 
-def evaluate(
-    model: AntecedentRanker,
-    feats: list[DocumentFeatures],
-    args: argparse.Namespace,
-    label: str,
-) -> dict[str, Any]:
-    """Exact and sampled pairwise marginals, their calibration, and 1-best cluster scores."""
-    gen = torch.Generator().manual_seed(args.seed + 1)
+def _gold_clusters(entity: torch.Tensor) -> list[list[int]]:
+    """Mentions grouped by gold entity; a mention without one is its own cluster."""
+    gold: dict[int, list[int]] = {}
+    for i, e in enumerate(entity.tolist()):
+        gold.setdefault(e if e >= 0 else -1 - i, []).append(i)
+    return list(gold.values())
+
+
+def _marginals(model, feats, samples: int, gen, label: str) -> dict[str, Any]:
+    """Per document: exact and sampled pair marginals (timed), labels, 1-best clusters."""
     qs, q_samples, ys, keys, responses, documents = [], [], [], [], [], []
     t_exact = t_sampled = 0.0
     with torch.no_grad():
@@ -205,9 +213,7 @@ def evaluate(
             t0 = time.perf_counter()
             exact = coreference_marginals(scores, mask=mask)
             t1 = time.perf_counter()
-            sampled = coreference_marginals(
-                scores, n_samples=args.samples, mask=mask, generator=gen
-            )
+            sampled = coreference_marginals(scores, n_samples=samples, mask=mask, generator=gen)
             t_sampled += time.perf_counter() - t1
             t_exact += t1 - t0
             ids = f.entity[None].to(scores.device)
@@ -217,13 +223,30 @@ def evaluate(
             q_samples.append(q_s)
             ys.append(y)
             documents.append(torch.full((q.numel(),), len(documents), dtype=torch.long))
-            best = most_probable_antecedents(scores, mask)[0]
-            responses.append(clusters(best))
-            gold: dict[int, list[int]] = {}
-            for i, e in enumerate(f.entity.tolist()):
-                gold.setdefault(e if e >= 0 else -1 - i, []).append(i)
-            keys.append(list(gold.values()))
-    q, q_s, y = torch.cat(qs), torch.cat(q_samples), torch.cat(ys)
+            responses.append(clusters(most_probable_antecedents(scores, mask)[0]))
+            keys.append(_gold_clusters(f.entity))
+    return {
+        "q": torch.cat(qs),
+        "q_sampled": torch.cat(q_samples),
+        "y": torch.cat(ys),
+        "documents": torch.cat(documents),
+        "keys": keys,
+        "responses": responses,
+        "seconds_exact": t_exact,
+        "seconds_sampled": t_sampled,
+    }
+
+
+def evaluate(
+    model: AntecedentRanker,
+    feats: list[DocumentFeatures],
+    args: argparse.Namespace,
+    label: str,
+) -> dict[str, Any]:
+    """Exact and sampled pairwise marginals, their calibration, and 1-best cluster scores."""
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    m = _marginals(model, feats, args.samples, gen, label)
+    q, q_s, y, documents = m["q"], m["q_sampled"], m["y"], m["documents"]
     n_pairs = int(q.numel())
     if n_pairs == 0:
         raise ValueError(f"{label}: no mention pairs to evaluate")
@@ -237,10 +260,10 @@ def evaluate(
         "samples": args.samples,
         "abs_diff_mean": float(diff.double().mean()),
         "abs_diff_max": float(diff.max()),
-        "seconds_exact": t_exact,
-        "seconds_sampled": t_sampled,
+        "seconds_exact": m["seconds_exact"],
+        "seconds_sampled": m["seconds_sampled"],
         "exact": {"main": _calibration(q, y, args.bin_size, args, gen)},
-        "exact_documents": _document_interval(q, y, torch.cat(documents).to(q.device), gen),
+        "exact_documents": _document_interval(q, y, documents.to(q.device), gen),
         "sampled": {"main": _calibration(q_s, y, args.bin_size, args, gen)},
         # The estimate takes only S + 1 values, so huge groups of pairs tie (most at 0).
         # Adaptive binning orders ties by label (zeros first), which piles a tie group's
@@ -254,7 +277,7 @@ def evaluate(
         },
         "ranges_exact": confidence_by_range(q, y),
         "ranges_sampled": confidence_by_range(q_s, y),
-        "clusters": {k: v._asdict() for k, v in score_corpus(keys, responses).items()},
+        "clusters": {k: v._asdict() for k, v in score_corpus(m["keys"], m["responses"]).items()},
     }
     # Fewer than ten bins of the paper's size give a coarse curve: add a finer binning.
     if n_pairs < 10 * args.bin_size:
@@ -316,6 +339,46 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return _run(args)
 
 
+def _litbank(args: argparse.Namespace, model: AntecedentRanker) -> list | None:
+    """LitBank's features (out of domain), or None when it is absent and not asked for."""
+    use_litbank = args.litbank
+    litbank_dir = None
+    try:
+        litbank_dir = find_dataset(LITBANK, args.data)
+    except FileNotFoundError:
+        if use_litbank:
+            raise
+    if use_litbank is None:
+        use_litbank = litbank_dir is not None and (litbank_dir / f"{LITBANK}-conll.tar.gz").exists()
+    if not use_litbank:
+        return None
+    archive = litbank_dir / f"{LITBANK}-conll.tar.gz"  # type: ignore[operator]
+    docs = read_litbank_documents(archive if archive.exists() else litbank_dir)
+    docs = [d for d in docs if d.mentions][: 3 if args.quick else None]
+    return [features_for(model, d) for d in docs]
+
+
+TITLES = {"ontogum_test": "OntoGUM test", "litbank": "LitBank (out of domain)"}
+
+
+def _evaluate_set(model, name: str, feats: list, args: argparse.Namespace, out: Path) -> dict:
+    """One evaluation set's results, with its three reliability diagrams written."""
+    ev = evaluate(model, feats, args, TITLES[name])
+    figures = (
+        ("exact", "exact"),
+        ("sampled", f"{args.samples} samples"),
+        ("sampled_random_ties", f"{args.samples} samples, ties broken at random"),
+    )
+    for which, label in figures:
+        png = _figure(ev, which, f"{TITLES[name]}: pairwise coreference, {label}",
+                      out / f"coref_{name}_{which}.png")  # fmt: skip
+        ev[which]["figure"] = png.name
+        for v in ev[which].values():
+            if isinstance(v, dict):
+                v.pop("result", None)
+    return ev
+
+
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     if args.samples < 1 or args.bin_size < 1 or args.epochs < 0:
         raise ValueError("--samples and --bin-size must be positive, --epochs non-negative")
@@ -333,7 +396,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     splits = _load(folder, args.quick)
     featurizer = AntecedentRanker(n_bits=args.n_bits, max_distance=args.max_distance)
     feats = {
-        k: [featurizer.featurize(d) for d in tqdm(v, desc=f"features {k}", file=sys.stderr)]
+        k: [features_for(featurizer, d) for d in tqdm(v, desc=f"features {k}", file=sys.stderr)]
         for k, v in splits.items()
     }
     print(f"coref: training on {len(feats['train'])} OntoGUM documents", file=sys.stderr)
@@ -356,36 +419,11 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "sets": {},
     }
     sets = {"ontogum_test": feats["test"]}
-    use_litbank = args.litbank
-    litbank_dir = None
-    try:
-        litbank_dir = find_dataset(LITBANK, args.data)
-    except FileNotFoundError:
-        if use_litbank:
-            raise
-    if use_litbank is None:
-        use_litbank = litbank_dir is not None and (litbank_dir / f"{LITBANK}-conll.tar.gz").exists()
-    if use_litbank:
-        archive = litbank_dir / f"{LITBANK}-conll.tar.gz"  # type: ignore[operator]
-        docs = read_litbank_documents(archive if archive.exists() else litbank_dir)
-        docs = [d for d in docs if d.mentions][: 3 if args.quick else None]
-        sets["litbank"] = [model.featurize(d) for d in docs]
-    titles = {"ontogum_test": "OntoGUM test", "litbank": "LitBank (out of domain)"}
+    litbank = _litbank(args, model)
+    if litbank is not None:
+        sets["litbank"] = litbank
     for name, set_feats in sets.items():
-        ev = evaluate(model, set_feats, args, titles[name])
-        figures = (
-            ("exact", "exact"),
-            ("sampled", f"{args.samples} samples"),
-            ("sampled_random_ties", f"{args.samples} samples, ties broken at random"),
-        )
-        for which, label in figures:
-            png = _figure(ev, which, f"{titles[name]}: pairwise coreference, {label}",
-                          out / f"coref_{name}_{which}.png")  # fmt: skip
-            ev[which]["figure"] = png.name
-            for v in ev[which].values():
-                if isinstance(v, dict):
-                    v.pop("result", None)
-        results["sets"][name] = ev
+        results["sets"][name] = _evaluate_set(model, name, set_feats, args, out)
     results["seconds"] = time.perf_counter() - t_start
     report.write_json(out / "results.json", results)
     (out / "results.md").write_text(_markdown(results))

@@ -287,45 +287,59 @@ def _word(k: int, form: str) -> dict:
     }
 
 
+def _sentence_spans(corefs: list[str], where: str, source: str) -> list[tuple[int, int, str]]:
+    """(start, end, entity) of every mention in one sentence's coreference column."""
+    spans: list[tuple[int, int, str]] = []
+    open_stack: list[tuple[str, int]] = []
+    for k, col in enumerate(corefs):
+        if col in ("", "-", "_"):
+            continue
+        for item in col.split("|"):
+            if item.startswith("(") and item.endswith(")"):
+                spans.append((k, k + 1, item[1:-1]))
+            elif item.startswith("("):
+                open_stack.append((item[1:], k))
+            elif item.endswith(")"):
+                eid = item[:-1]
+                for pos in range(len(open_stack) - 1, -1, -1):
+                    if open_stack[pos][0] == eid:
+                        spans.append((open_stack.pop(pos)[1], k + 1, eid))
+                        break
+                else:
+                    raise ValueError(
+                        f"{source}: {where}: closing bracket {item!r} has no open mention"
+                    )
+            else:
+                raise ValueError(f"{source}: malformed coreference column {col!r}")
+    if open_stack:
+        raise ValueError(
+            f"{source}: {where}: mention of entity {open_stack[-1][0]!r} is never closed "
+            "within its sentence"
+        )
+    return spans
+
+
+def _begin_document(line: str, source: str) -> Document:
+    match = _BEGIN.match(line)
+    doc_id = match.group("doc") if match else source
+    if match and match.group("part") not in (None, "0"):
+        doc_id = f"{doc_id}_part{match.group('part')}"
+    return Document(doc_id=doc_id)
+
+
 def _parse_conll2012(lines: Iterable[str], source: str) -> list[Document]:
     docs: list[Document] = []
     doc: Document | None = None
     words: list[dict] = []
     corefs: list[str] = []
-    open_stack: list[tuple[str, int]] = []
 
     def flush() -> None:
         nonlocal words, corefs
         if doc is None or not words:
             return
         index = len(doc.sentences)
-        spans: list[tuple[int, int, str]] = []
-        for k, col in enumerate(corefs):
-            if col in ("", "-", "_"):
-                continue
-            for item in col.split("|"):
-                if item.startswith("(") and item.endswith(")"):
-                    spans.append((k, k + 1, item[1:-1]))
-                elif item.startswith("("):
-                    open_stack.append((item[1:], k))
-                elif item.endswith(")"):
-                    eid = item[:-1]
-                    for pos in range(len(open_stack) - 1, -1, -1):
-                        if open_stack[pos][0] == eid:
-                            spans.append((open_stack.pop(pos)[1], k + 1, eid))
-                            break
-                    else:
-                        raise ValueError(
-                            f"{source}: document {doc.doc_id!r}, sentence {index}: closing "
-                            f"bracket {item!r} has no open mention"
-                        )
-                else:
-                    raise ValueError(f"{source}: malformed coreference column {col!r}")
-        if open_stack:
-            raise ValueError(
-                f"{source}: document {doc.doc_id!r}, sentence {index}: mention of entity "
-                f"{open_stack[-1][0]!r} is never closed within its sentence"
-            )
+        where = f"document {doc.doc_id!r}, sentence {index}"
+        spans = _sentence_spans(corefs, where, source)
         # no parse: the head of an English NP is taken to be its last word
         doc.mentions.extend(Mention(index, s, e, e - 1, eid) for s, e, eid in spans)
         doc.sentences.append(conllu.TokenList([_word(k, w["form"]) for k, w in enumerate(words)]))
@@ -335,11 +349,7 @@ def _parse_conll2012(lines: Iterable[str], source: str) -> list[Document]:
         line = raw.rstrip("\n")
         if line.startswith("#begin document"):
             flush()
-            match = _BEGIN.match(line)
-            doc_id = match.group("doc") if match else source
-            if match and match.group("part") not in (None, "0"):
-                doc_id = f"{doc_id}_part{match.group('part')}"
-            doc = Document(doc_id=doc_id)
+            doc = _begin_document(line, source)
             docs.append(doc)
         elif line.startswith("#end document"):
             flush()

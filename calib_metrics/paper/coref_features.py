@@ -29,18 +29,19 @@ that does not open the sentence is a name.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from calib_metrics.data.coref_conllu import Document
+from calib_metrics.models.coref_ranker import AntecedentRanker, DocumentFeatures
+from calib_metrics.paper.coref_conllu import Document
 
 __all__ = [
     "DISTANCE_BUCKETS",
     "DocumentFeatures",
     "distance_bucket",
     "extract_features",
+    "features_for",
     "mention_type",
     "stable_hash",
 ]
@@ -127,41 +128,6 @@ def mention_type(upos: str | None, xpos: str | None, word: str, sentence_initial
     return NOMINAL
 
 
-@dataclass
-class DocumentFeatures:
-    """Feature index tensors of one document, extracted once.
-
-    Attributes:
-        n: number of mentions ``N``.
-        pair_i, pair_j: ``Long [P]`` anaphor and candidate antecedent of every scored pair
-            (``0 < i - j <= max_distance``).
-        pair_feats: ``Int [P, Tp]`` hashed feature ids of each pair.
-        new_feats: ``Int [N, Tn]`` hashed feature ids of each mention's NEW action.
-        entity: ``Long [N]`` gold entity index (document-local, ``-1`` when unknown).
-        max_distance: the antecedent window the pairs were built with.
-    """
-
-    n: int
-    pair_i: Tensor
-    pair_j: Tensor
-    pair_feats: Tensor
-    new_feats: Tensor
-    entity: Tensor
-    max_distance: int
-
-    def to(self, device: torch.device | str) -> DocumentFeatures:
-        """A copy with every tensor on ``device``."""
-        return DocumentFeatures(
-            self.n,
-            self.pair_i.to(device),
-            self.pair_j.to(device),
-            self.pair_feats.to(device),
-            self.new_feats.to(device),
-            self.entity.to(device),
-            self.max_distance,
-        )
-
-
 def _number(tok: dict, lower: str) -> int:
     if lower in _PRONOUNS:
         return _PRONOUNS[lower][1]
@@ -229,6 +195,66 @@ def _agreement(a: Tensor, b: Tensor) -> Tensor:
     return torch.where((a == 0) | (b == 0), 0, torch.where(a == b, 1, 2))
 
 
+def _window_pairs(n: int, max_distance: int) -> tuple[Tensor, Tensor]:
+    """Pairs in the window, anaphor-major: i = 1..N-1, j = i-1 down to i-max_distance."""
+    idx = torch.arange(n)
+    offsets = torch.arange(1, max_distance + 1)
+    ii = idx[:, None].expand(n, max_distance)
+    jj = ii - offsets[None, :]
+    keep = jj >= 0
+    return ii[keep], jj[keep]
+
+
+def _pair_features(a: dict[str, Tensor], pi: Tensor, pj: Tensor, n_bits: int) -> list[Tensor]:
+    """The hashed pair templates (anaphor ``pi``, candidate ``pj``), one tensor each."""
+    bits = {"n_bits": n_bits}
+    ti, tj = a["type"][pi], a["type"][pj]
+    exact = (a["string"][pi] == a["string"][pj]).long()
+    head = (a["head"][pi] == a["head"][pj]).long()
+    dist = distance_bucket(pi - pj)
+    sdist = distance_bucket(a["sent"][pi] - a["sent"][pj])
+    same_sent = a["sent"][pi] == a["sent"][pj]
+    overlap = (same_sent & (a["start"][pi] < a["end"][pj]) & (a["start"][pj] < a["end"][pi])).long()
+    is_pron = ti == PRONOUN
+    # pronoun anaphors see the antecedent's pronoun (or, for non-pronouns, its type)
+    ante = torch.where(tj == PRONOUN, a["pron"][pj], tj)
+    anaphor_pron = torch.where(is_pron, a["pron"][pi], -1)
+    pair = [
+        _combine(1, ti, tj, **bits),
+        _combine(2, ti, tj, exact, **bits),
+        _combine(3, ti, tj, head, **bits),
+        _combine(4, ti, dist, **bits),
+        _combine(5, ti, sdist, **bits),
+        _combine(6, ti, head, sdist, **bits),
+        _combine(7, ti, tj, _agreement(a["number"][pi], a["number"][pj]), **bits),
+        _combine(8, ti, tj, _agreement(a["gender"][pi], a["gender"][pj]), **bits),
+        _combine(9, ti, tj, _agreement(a["person"][pi], a["person"][pj]), **bits),
+        _combine(10, ti, overlap, **bits),
+        _combine(11, ti, a["head"][pj], **bits),
+        _combine(12, ti, a["first"][pj], **bits),
+        # pronoun-only templates; for other anaphors they fall back to a shared constant
+        _combine(13, anaphor_pron, torch.where(is_pron, ante, -1), **bits),
+        _combine(14, anaphor_pron, torch.where(is_pron, sdist, -1), **bits),
+    ]
+    return pair
+
+
+def _new_features(a: dict[str, Tensor], n_bits: int) -> list[Tensor]:
+    """The hashed NEW templates of every mention, one tensor each."""
+    bits = {"n_bits": n_bits}
+    t = a["type"]
+    new = [
+        _combine(101, t, **bits),
+        _combine(102, t, a["head"], **bits),
+        _combine(103, t, a["first"], **bits),
+        _combine(104, t, a["definite"], **bits),
+        _combine(105, t, a["first_head"], **bits),
+        _combine(106, t, a["first_string"], **bits),
+        _combine(107, t, a["length"], **bits),
+    ]
+    return new
+
+
 def extract_features(doc: Document, n_bits: int = 20, max_distance: int = 100) -> DocumentFeatures:
     """Hash the pair and NEW features of every mention of ``doc`` (its gold mentions).
 
@@ -237,7 +263,7 @@ def extract_features(doc: Document, n_bits: int = 20, max_distance: int = 100) -
 
     Example:
         >>> import io
-        >>> from calib_metrics.data.coref_conllu import read_coref_documents
+        >>> from calib_metrics.paper.coref_conllu import read_coref_documents
         >>> doc = read_coref_documents(io.StringIO(
         ...     "# newdoc id = d\\n"
         ...     "1\\tKim\\tKim\\tPROPN\\tNNP\\t_\\t2\\tnsubj\\t_\\tEntity=(1)\\n"
@@ -267,54 +293,9 @@ def extract_features(doc: Document, n_bits: int = 20, max_distance: int = 100) -
         no_feats = torch.zeros((0, 0), dtype=torch.int32)
         return DocumentFeatures(0, empty, empty, no_feats, no_feats, entity, max_distance)
     a = _attributes(doc)
-    bits = {"n_bits": n_bits}
-
-    # Pairs in the window, anaphor-major: i = 1..N-1, j = i-1 down to i-max_distance.
-    idx = torch.arange(n)
-    offsets = torch.arange(1, max_distance + 1)
-    ii = idx[:, None].expand(n, max_distance)
-    jj = ii - offsets[None, :]
-    keep = jj >= 0
-    pi, pj = ii[keep], jj[keep]
-
-    ti, tj = a["type"][pi], a["type"][pj]
-    exact = (a["string"][pi] == a["string"][pj]).long()
-    head = (a["head"][pi] == a["head"][pj]).long()
-    dist = distance_bucket(pi - pj)
-    sdist = distance_bucket(a["sent"][pi] - a["sent"][pj])
-    same_sent = a["sent"][pi] == a["sent"][pj]
-    overlap = (same_sent & (a["start"][pi] < a["end"][pj]) & (a["start"][pj] < a["end"][pi])).long()
-    is_pron = ti == PRONOUN
-    # pronoun anaphors see the antecedent's pronoun (or, for non-pronouns, its type)
-    ante = torch.where(tj == PRONOUN, a["pron"][pj], tj)
-    anaphor_pron = torch.where(is_pron, a["pron"][pi], -1)
-    pair = [
-        _combine(1, ti, tj, **bits),
-        _combine(2, ti, tj, exact, **bits),
-        _combine(3, ti, tj, head, **bits),
-        _combine(4, ti, dist, **bits),
-        _combine(5, ti, sdist, **bits),
-        _combine(6, ti, head, sdist, **bits),
-        _combine(7, ti, tj, _agreement(a["number"][pi], a["number"][pj]), **bits),
-        _combine(8, ti, tj, _agreement(a["gender"][pi], a["gender"][pj]), **bits),
-        _combine(9, ti, tj, _agreement(a["person"][pi], a["person"][pj]), **bits),
-        _combine(10, ti, overlap, **bits),
-        _combine(11, ti, a["head"][pj], **bits),
-        _combine(12, ti, a["first"][pj], **bits),
-        # pronoun-only templates; for other anaphors they fall back to a shared constant
-        _combine(13, anaphor_pron, torch.where(is_pron, ante, -1), **bits),
-        _combine(14, anaphor_pron, torch.where(is_pron, sdist, -1), **bits),
-    ]
-    t = a["type"]
-    new = [
-        _combine(101, t, **bits),
-        _combine(102, t, a["head"], **bits),
-        _combine(103, t, a["first"], **bits),
-        _combine(104, t, a["definite"], **bits),
-        _combine(105, t, a["first_head"], **bits),
-        _combine(106, t, a["first_string"], **bits),
-        _combine(107, t, a["length"], **bits),
-    ]
+    pi, pj = _window_pairs(n, max_distance)
+    pair = _pair_features(a, pi, pj, n_bits)
+    new = _new_features(a, n_bits)
     return DocumentFeatures(
         n=n,
         pair_i=pi,
@@ -325,3 +306,20 @@ def extract_features(doc: Document, n_bits: int = 20, max_distance: int = 100) -
         entity=entity,
         max_distance=max_distance,
     )
+
+
+def features_for(model: AntecedentRanker, doc: Document) -> DocumentFeatures:
+    """The features of ``doc`` with ``model``'s hash size and antecedent window.
+
+    Example:
+        >>> import io
+        >>> from calib_metrics.paper.coref_conllu import read_coref_documents
+        >>> doc = read_coref_documents(io.StringIO(
+        ...     "1\\tIt\\tit\\tPRON\\tPRP\\t_\\t0\\troot\\t_\\tEntity=(1)\\n"
+        ...     "2\\tit\\tit\\tPRON\\tPRP\\t_\\t1\\tobj\\t_\\tEntity=(1)\\n\\n"))[0]
+        >>> ll, count = AntecedentRanker(n_bits=8).gold_log_likelihood(
+        ...     features_for(AntecedentRanker(n_bits=8), doc))
+        >>> round(ll.item(), 4), count
+        (-0.6931, 2)
+    """
+    return extract_features(doc, n_bits=model.n_bits, max_distance=model.max_distance)

@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from calib_metrics.experiments import report
-from calib_metrics.experiments.synthetic import sample_pairs, true_calibration_error
 from calib_metrics.functional import brier_decomposition, calibration_error_ci
+from calib_metrics.paper import report
+from calib_metrics.paper.synthetic import sample_pairs, true_calibration_error
 
 DESCRIPTION = "the thesis' synthetic calibration study (no data set needed)"
 
@@ -45,150 +45,142 @@ def _save(fig, path: Path) -> str:
     return path.name
 
 
-def run(args: argparse.Namespace) -> dict:
+# The paper's estimator, passed explicitly so that the library's defaults can move.
+PAPER = {"debias": False, "interval": "paper"}
+
+
+def _setting_row(name: str, a: float, b: float, k: float, n: int, bin_size: int, samples: int, g):
+    """One synthetic setting: the paper's CalibErr, the recommended one, and the truth."""
+    q, y = sample_pairs(n, a, b, k, generator=g)
+    res = calibration_error_ci(q, y, bin_size=bin_size, n_samples=samples, generator=g, **PAPER)
+    brier = brier_decomposition(q, y, bin_size=bin_size)
+    # The recommended estimator and interval (docs/coverage.md) beside the paper's.
+    fair = calibration_error_ci(
+        q, y, bin_size="auto", debias=True, interval="pairs", n_samples=samples, generator=g
+    )
+    truth = true_calibration_error(a, b, k)
+    result = {
+        "name": name,
+        "a": a,
+        "b": b,
+        "k": k,
+        "true_error": truth,
+        "error": res.error,
+        "mean": res.mean,
+        "std": res.std,
+        "lower": res.lower,
+        "upper": res.upper,
+        "bins": len(res.bins.count),
+        "debiased": fair.error,
+        "debiased_lower": fair.lower,
+        "debiased_upper": fair.upper,
+        "brier": brier.brier,
+        "calibration": brier.calibration,
+        "refinement": brier.refinement,
+    }
+    row = [
+        name,
+        f"{truth:.4f}",
+        report.format_interval(res.error.item(), res.lower.item(), res.upper.item()),
+        report.format_interval(fair.error.item(), fair.lower.item(), fair.upper.item()),
+        brier.brier.item(),
+        brier.refinement.item(),
+    ]
+    return result, row, res
+
+
+def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
+    """Every setting's row, and the reliability diagrams of the Beta(0.3, 0.3) ones."""
     from calib_metrics import plot
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    n, bin_size, samples = args.n, args.bin_size, args.samples
-    if args.quick:
-        n, bin_size, samples = 20_000, 1000, 500
-    g = torch.Generator().manual_seed(args.seed)
-    start = time.perf_counter()
-    steps = len(SETTINGS) + 16 + 12
-    bar = tqdm(total=steps, desc="demo", unit="step", leave=False)
-
-    rows, table = [], []
-    results: dict = {"n": n, "bin_size": bin_size, "samples": samples, "settings": []}
+    settings, table, shown = [], [], []
     for name, a, b, k in SETTINGS:
-        q, y = sample_pairs(n, a, b, k, generator=g)
-        res = calibration_error_ci(q, y, bin_size=bin_size, n_samples=samples, generator=g)
-        brier = brier_decomposition(q, y, bin_size=bin_size)
-        # The recommended estimator and interval (docs/coverage.md) beside the paper's.
-        fair = calibration_error_ci(
-            q,
-            y,
-            bin_size="auto",
-            debias=True,
-            interval="pairs",
-            n_samples=samples,
-            generator=g,
-        )
-        truth = true_calibration_error(a, b, k)
-        results["settings"].append(
-            {
-                "name": name,
-                "a": a,
-                "b": b,
-                "k": k,
-                "true_error": truth,
-                "error": res.error,
-                "mean": res.mean,
-                "std": res.std,
-                "lower": res.lower,
-                "upper": res.upper,
-                "bins": len(res.bins.count),
-                "debiased": fair.error,
-                "debiased_lower": fair.lower,
-                "debiased_upper": fair.upper,
-                "brier": brier.brier,
-                "calibration": brier.calibration,
-                "refinement": brier.refinement,
-            }
-        )
-        table.append(
-            [
-                name,
-                f"{truth:.4f}",
-                report.format_interval(res.error.item(), res.lower.item(), res.upper.item()),
-                report.format_interval(fair.error.item(), fair.lower.item(), fair.upper.item()),
-                brier.brier.item(),
-                brier.refinement.item(),
-            ]
-        )
+        result, row, res = _setting_row(name, a, b, k, n, bin_size, samples, g)
+        settings.append(result)
+        table.append(row)
         if a == 0.3:
-            rows.append((name, res))
+            shown.append((name, res))
         bar.update()
+    fig = plot.Figure(figsize=(4.2 * len(shown), 4.8), layout="constrained")
+    for i, (name, res) in enumerate(shown):
+        plot.reliability_diagram(res, fig.add_subplot(1, len(shown), i + 1), title=name)
+    return settings, table, _save(fig, out / "reliability.png")
 
-    fig = plot.Figure(figsize=(4.2 * len(rows), 4.8), layout="constrained")
-    for i, (name, res) in enumerate(rows):
-        plot.reliability_diagram(res, fig.add_subplot(1, len(rows), i + 1), title=name)
-    files = [_save(fig, out / "reliability.png")]
 
-    # Error against bin size on 10^5 pairs (thesis Fig. 4.7 log scale; 4.8/4.9 linear).
-    m = 100_000 if not args.quick else 20_000
+def _plot_curves(x, curves: dict, ax=None, **style):
+    """One error curve with its band per label, on one axis."""
+    from calib_metrics import plot
+
+    fig = None
+    for label, res in curves.items():
+        fig, ax = plot.error_curve(
+            x,
+            [r.error for r in res],
+            [r.lower for r in res],
+            [r.upper for r in res],
+            ax=ax,
+            logx=True,
+            label=label,
+            **style,
+        )
+        style.pop("title", None)
+    ax.axhline(true_calibration_error(0.3, 0.3, 0.1), color="0.5", linestyle=":", linewidth=1)
+    return fig
+
+
+def _bin_size_curve(quick: bool, g, bar, out: Path) -> tuple[dict, str]:
+    """Error against bin size on 10^5 pairs (thesis Fig. 4.7 log scale; 4.8/4.9 linear)."""
+    m = 100_000 if not quick else 20_000
     sizes = [2**e for e in range(1, 17) if 2**e <= m]
     curves: dict = {}
     for label, k in (("calibrated", 0.0), ("k=0.1", 0.1)):
         q, y = sample_pairs(m, 0.3, 0.3, k, generator=g)
-        curve = [calibration_error_ci(q, y, bin_size=s, n_samples=200, generator=g) for s in sizes]
-        curves[label] = curve
+        curves[label] = [
+            calibration_error_ci(q, y, bin_size=s, n_samples=200, generator=g, **PAPER)
+            for s in sizes
+        ]
         bar.update(8)
-    fig, ax = plot.error_curve(
+    truth = true_calibration_error(0.3, 0.3, 0.1)
+    labelled = {"calibrated": curves["calibrated"], f"k=0.1 (true {truth:.4f})": curves["k=0.1"]}
+    fig = _plot_curves(
         sizes,
-        [r.error for r in curves["calibrated"]],
-        [r.lower for r in curves["calibrated"]],
-        [r.upper for r in curves["calibrated"]],
-        label="calibrated",
+        labelled,
         xlabel="bin size β (log scale)",
-        logx=True,
         title=f"CalibErr against bin size, N={m}, Beta(0.3, 0.3)",
     )
-    plot.error_curve(
-        sizes,
-        [r.error for r in curves["k=0.1"]],
-        [r.lower for r in curves["k=0.1"]],
-        [r.upper for r in curves["k=0.1"]],
-        ax=ax,
-        logx=True,
-        label=f"k=0.1 (true {true_calibration_error(0.3, 0.3, 0.1):.4f})",
-        xlabel="bin size β (log scale)",
-    )
-    ax.axhline(true_calibration_error(0.3, 0.3, 0.1), color="0.5", linestyle=":", linewidth=1)
-    files.append(_save(fig, out / "error_vs_bin_size.png"))
-    results["bin_size_curve"] = {
-        "sizes": sizes,
-        **{label: [r.error for r in curve] for label, curve in curves.items()},
-    }
+    summary = {"sizes": sizes, **{k: [r.error for r in c] for k, c in curves.items()}}
+    return summary, _save(fig, out / "error_vs_bin_size.png")
 
-    # Error against sample size with β = sqrt(N) (thesis Figs. 4.10/4.11).
-    ns = [int(v) for v in torch.logspace(3, 6 if not args.quick else 4.5, 12).tolist()]
-    sample_curves: dict = {}
+
+def _sample_size_curve(quick: bool, g, bar, out: Path) -> tuple[dict, str]:
+    """Error against sample size with β = sqrt(N) (thesis Figs. 4.10/4.11)."""
+    ns = [int(v) for v in torch.logspace(3, 6 if not quick else 4.5, 12).tolist()]
+    curves: dict = {}
     for label, k in (("calibrated", 0.0), ("k=0.1", 0.1)):
         q_all, y_all = sample_pairs(ns[-1], 0.3, 0.3, k, generator=g)
-        sample_curves[label] = [
+        curves[label] = [
             calibration_error_ci(
                 q_all[:size],
                 y_all[:size],
                 bin_size=max(1, int(math.sqrt(size))),
                 n_samples=200,
                 generator=g,
+                **PAPER,
             )
             for size in ns
         ]
         bar.update(6)
-    fig, ax = None, None
-    for label in sample_curves:
-        res = sample_curves[label]
-        fig, ax = plot.error_curve(
-            ns,
-            [r.error for r in res],
-            [r.lower for r in res],
-            [r.upper for r in res],
-            ax=ax,
-            label=label,
-            logx=True,
-            xlabel="number of pairs N (β = √N, log scale)",
-            title="CalibErr against sample size, Beta(0.3, 0.3)",
-        )
-    ax.axhline(true_calibration_error(0.3, 0.3, 0.1), color="0.5", linestyle=":", linewidth=1)
-    files.append(_save(fig, out / "error_vs_sample_size.png"))
-    results["sample_size_curve"] = {
-        "n": ns,
-        **{label: [r.error for r in res] for label, res in sample_curves.items()},
-    }
-    bar.close()
+    fig = _plot_curves(
+        ns,
+        curves,
+        xlabel="number of pairs N (β = √N, log scale)",
+        title="CalibErr against sample size, Beta(0.3, 0.3)",
+    )
+    summary = {"n": ns, **{k: [r.error for r in c] for k, c in curves.items()}}
+    return summary, _save(fig, out / "error_vs_sample_size.png")
 
+
+def _write(results: dict, table: list, out: Path) -> None:
     headers = [
         "setting",
         "true CalibErr",
@@ -198,8 +190,7 @@ def run(args: argparse.Namespace) -> dict:
         "refinement",
     ]
     markdown = report.markdown_table(headers, table)
-    results["seconds"] = time.perf_counter() - start
-    results["figures"] = files
+    n, bin_size, samples = results["n"], results["bin_size"], results["samples"]
     report.write_json(out / "results.json", results)
     (out / "results.md").write_text(
         f"N = {n} pairs per setting, bin size {bin_size}, {samples} interval draws.\n\n"
@@ -212,7 +203,26 @@ def run(args: argparse.Namespace) -> dict:
     )
     print(markdown)
     print(
-        f"\nwrote {', '.join(files)}, results.json, results.md to {out} "
+        f"\nwrote {', '.join(results['figures'])}, results.json, results.md to {out} "
         f"in {results['seconds']:.1f} s"
     )
+
+
+def run(args: argparse.Namespace) -> dict:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    n, bin_size, samples = args.n, args.bin_size, args.samples
+    if args.quick:
+        n, bin_size, samples = 20_000, 1000, 500
+    g = torch.Generator().manual_seed(args.seed)
+    start = time.perf_counter()
+    bar = tqdm(total=len(SETTINGS) + 16 + 12, desc="demo", unit="step", leave=False)
+    results: dict = {"n": n, "bin_size": bin_size, "samples": samples}
+    results["settings"], table, reliability = _settings(n, bin_size, samples, g, bar, out)
+    results["bin_size_curve"], by_bin_size = _bin_size_curve(args.quick, g, bar, out)
+    results["sample_size_curve"], by_sample_size = _sample_size_curve(args.quick, g, bar, out)
+    bar.close()
+    results["seconds"] = time.perf_counter() - start
+    results["figures"] = [reliability, by_bin_size, by_sample_size]
+    _write(results, table, out)
     return results

@@ -1,9 +1,11 @@
 """Where the open data sets live.
 
-Nothing is downloaded and nothing is bundled: a reader takes a path, and when the
-caller gives none, :func:`shared_data_dir` looks at the ``CALIB_METRICS_DATA``
-environment variable, then for a ``shared/data`` folder beside (or above) the
-working directory, as in a checkout that sits next to ``../shared/data``.
+Nothing is downloaded and nothing is bundled: a reader takes a path. When the caller
+gives none (``--data DIR`` on the command line), :func:`shared_data_dir` takes the
+``CALIB_METRICS_DATA`` environment variable, else the ``shared/data`` folder beside a
+source checkout (``<checkout>/../shared/data``, found from this package's own
+location). Nothing else is searched: not the working directory's parents, not
+site-packages.
 """
 
 from __future__ import annotations
@@ -11,11 +13,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+__all__ = ["ENV_VAR", "find_dataset", "shared_data_dir"]
+
 ENV_VAR = "CALIB_METRICS_DATA"
+
+
+def _checkout_root() -> Path | None:
+    """The source checkout holding this package, or None for an installed copy."""
+    root = Path(__file__).resolve().parents[2]  # <root>/calib_metrics/paper/locations.py
+    return root if (root / "pyproject.toml").is_file() else None
 
 
 def shared_data_dir() -> Path | None:
     """The folder holding the shared data sets, or ``None`` when there is none.
+
+    ``$CALIB_METRICS_DATA`` when set (None if it is not a folder), else
+    ``<checkout>/../shared/data`` when this package runs from a source checkout.
 
     Example:
         >>> import os
@@ -27,17 +40,11 @@ def shared_data_dir() -> Path | None:
     if env:
         path = Path(env).expanduser()
         return path if path.is_dir() else None
-    here = Path.cwd().resolve()
-    package_root = Path(__file__).resolve().parents[2]
-    for start in (here, package_root):
-        for folder in (start, *start.parents):
-            candidate = folder / "shared" / "data"
-            if candidate.is_dir():
-                return candidate
-            sibling = folder.parent / "shared" / "data"
-            if sibling.is_dir():
-                return sibling
-    return None
+    root = _checkout_root()
+    if root is None:
+        return None
+    beside = root.parent / "shared" / "data"
+    return beside if beside.is_dir() else None
 
 
 def find_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Path:
@@ -67,5 +74,7 @@ def find_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Path:
             tried.append(root / name)
             if (root / name).is_dir():
                 return root / name
-    where = ", ".join(str(p) for p in tried) or f"${ENV_VAR} unset and no shared/data found"
+    where = ", ".join(str(p) for p in tried) or (
+        f"--data not given, ${ENV_VAR} unset, no shared/data beside a source checkout"
+    )
     raise FileNotFoundError(f"data set {name!r} not found (looked in: {where})")

@@ -22,12 +22,12 @@ from typing import Any, NamedTuple
 import torch
 from tqdm import tqdm
 
-from calib_metrics.data.locations import find_dataset
-from calib_metrics.data.tagging import Vocabulary, encode_batch, read_tagged_sentences
-from calib_metrics.experiments import report
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.models.crf import CRFTagger, length_chunks
 from calib_metrics.models.hmm import HMM
+from calib_metrics.paper import report
+from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
 from calib_metrics.queries import tag_pair_queries, tag_queries, top_tag_pairs
 
 DESCRIPTION = "§4.2: HMM vs CRF part-of-speech taggers, calibration of tag and tag-pair marginals"
@@ -198,7 +198,8 @@ def calibration(
     ``options`` override the paper's setting (β = ``--bin-size``, Algorithm 2).
     """
     g = torch.Generator(device=q.device).manual_seed(seed)
-    options = {"bin_size": args.bin_size, "n_samples": args.n_samples} | options
+    paper = {"bin_size": args.bin_size, "debias": False, "interval": "paper"}
+    options = paper | {"n_samples": args.n_samples} | options
     result = calibration_error_ci(
         # Marginals computed in float32 may exceed 1 by a rounding error.
         q.double().clamp(0.0, 1.0),
@@ -473,13 +474,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return _run(args)
 
 
-def _run(args: argparse.Namespace) -> dict[str, Any]:
-    if args.bin_size < 1 or args.n_samples < 1:
-        raise ValueError("--bin-size and --n-samples must be positive")
-    if any(k < 1 for k in args.top_pairs):
-        raise ValueError("--top-pairs values must be positive")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+def _corpus(args: argparse.Namespace) -> dict[str, Any]:
+    """The treebank's splits encoded with vocabularies built on train."""
     raw, folder = _load(args)
     word_vocab = Vocabulary.build(w for w, _ in raw["train"])
     tag_vocab = Vocabulary.build((t for _, t in raw["train"]), unknown=False)
@@ -492,9 +488,23 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         f"{test.words.shape[0]} test sentences, {shape[0]} tags, {shape[1]} words",
         file=sys.stderr,
     )
+    return {
+        "folder": folder,
+        "words": word_vocab,
+        "tags": tag_vocab,
+        "train": train,
+        "dev": dev,
+        "test": test,
+        "dropped": {"dev": dropped_dev, "test": dropped_test},
+        "shape": shape,
+    }
 
+
+def _taggers(args: argparse.Namespace, c: dict[str, Any], out: Path):
+    """The three taggers (trained with model selection, or loaded), saved if asked."""
+    shape, train, dev = c["shape"], c["train"], c["dev"]
     if args.load_models:
-        trained, selection, sizes = _load_models(args.load_models, shape, word_vocab, tag_vocab)
+        trained, selection, sizes = _load_models(args.load_models, shape, c["words"], c["tags"])
     else:
         hmm, hmm_sel = _select_hmm(train, dev, shape[1], shape[0], args)
         crf, crf_sel = _select_crf(train, dev, shape[1], shape[0], args)
@@ -511,24 +521,23 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
                 "pseudocount": trained["hmm"].pseudocount,
                 "selection": report.to_jsonable(selection),
                 "sizes": sizes,
-                "words": word_vocab.itos,
-                "tags": tag_vocab.itos,
+                "words": c["words"].itos,
+                "tags": c["tags"].itos,
             },
             out / "models.pt",
         )
-    hmm_sel, crf_sel, match_sel = (selection[k] for k in ("hmm", "crf", "crf_matched"))
-    tag_names = tag_vocab.itos
-    test_counts = torch.bincount(test.tags[test.mask], minlength=shape[0])
+    return trained, selection, sizes
+
+
+def _evaluate(args, c: dict[str, Any], trained: dict, sizes: dict, pairs) -> tuple[dict, list]:
+    """Accuracy and calibration summaries of every tagger on test; tags by test frequency."""
+    test, tag_names = c["test"], c["tags"].itos
+    test_counts = torch.bincount(test.tags[test.mask], minlength=c["shape"][0])
     tag_order = [
         tag_names[k]
         for k in torch.sort(-test_counts, stable=True).indices.tolist()
         if test_counts[k] > 0
     ]
-    if test.words.shape[1] < 2:
-        raise ValueError("the test set has no two-token sentence, so no tag pairs to query")
-    pairs, pair_counts = top_tag_pairs(test.tags, test.mask, shape[0], max(args.top_pairs))
-    top_pairs = sorted({min(k, pairs.shape[0]) for k in args.top_pairs})
-    args.top_pairs = top_pairs
     models: dict[str, Any] = {}
     for i, (key, model) in enumerate(
         tqdm(trained.items(), desc="evaluate", file=sys.stderr, leave=False)
@@ -537,53 +546,28 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         summary = _summaries(queries, pairs, tag_names, args, args.seed + 1000 * i)
         models[key] = {
             "train_sentences": sizes[key],
-            "dev_accuracy": accuracy(model, dev, args.max_tokens),
+            "dev_accuracy": accuracy(model, c["dev"], args.max_tokens),
             "test_accuracy": accuracy(model, test, args.max_tokens),
             **summary,
         }
         models[key]["per_tag"] = {t: models[key]["per_tag"][t] for t in tag_order}
+    return models, tag_order
 
+
+def _comparisons(models: dict, top: int) -> dict[str, Any]:
+    """Each CRF against the HMM (and back) per tag and per top tag pair."""
     comparisons = {}
     for crf_key in ("crf_matched", "crf"):
-        for label, field in (
-            ("tags", "per_tag"),
-            (f"top-{top_pairs[-1]} pairs", f"top{top_pairs[-1]}_pairs"),
-        ):
+        for label, field in (("tags", "per_tag"), (f"top-{top} pairs", f"top{top}_pairs")):
             a = models[crf_key][field] if field == "per_tag" else models[crf_key][field]["per_pair"]
             b = models["hmm"][field] if field == "per_tag" else models["hmm"][field]["per_pair"]
             comparisons[f"{MODELS[crf_key]} vs HMM, {label}"] = _wins(a, b)
             comparisons[f"HMM vs {MODELS[crf_key]}, {label}"] = _wins(b, a)
-    results: dict[str, Any] = {
-        "experiment": "pos",
-        "dataset": folder.name,
-        "column": args.column,
-        "quick": args.quick,
-        "bin_size": args.bin_size,
-        "n_samples": args.n_samples,
-        "top_pairs": top_pairs,
-        "sentences": {
-            "train": sizes["hmm"],
-            "dev": dev.words.shape[0],
-            "test": test.words.shape[0],
-            "dropped_unknown_tag": {"dev": dropped_dev, "test": dropped_test},
-        },
-        "num_tags": shape[0],
-        "vocab_size": shape[1],
-        "selection": selection,
-        "selection_summary": (
-            f"HMM pseudocount {hmm_sel['pseudocount']:g}; CRF c2 {crf_sel['c2']:g}; "
-            f"accuracy-matched CRF on {match_sel['sentences']} sentences"
-        ),
-        "pairs": dict(zip(_pair_names(pairs, tag_names), pair_counts.tolist(), strict=True)),
-        "models": models,
-        "comparisons": comparisons,
-        "paper": PAPER,
-    }
-    results["figures"] = _figures(results, out, tag_order)
-    results = _strip(results)
-    report.write_json(out / "results.json", results)
-    (out / "results.md").write_text(_markdown(results))
-    for key, m in models.items():
+    return comparisons
+
+
+def _print_summary(results: dict[str, Any], out: Path) -> None:
+    for key, m in results["models"].items():
         a, s = m["all_tags"], m["all_tags_sentences"]
         print(
             f"{MODELS[key]:<24} test acc {m['test_accuracy']:.4f}  CalibErr "
@@ -591,7 +575,57 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             f"{report.format_interval(s['error'], s['lower'], s['upper'])} "
             f"(sentence bootstrap)  overconfidence {a['overconfidence']:+.4f}"
         )
-    for name, w in comparisons.items():
+    for name, w in results["comparisons"].items():
         print(f"{name}: better on {w['lower_error']}/{w['of']} (significant {w['significant']})")
     print(f"wrote {out / 'results.json'}, {out / 'results.md'}")
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.bin_size < 1 or args.n_samples < 1:
+        raise ValueError("--bin-size and --n-samples must be positive")
+    if any(k < 1 for k in args.top_pairs):
+        raise ValueError("--top-pairs values must be positive")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    c = _corpus(args)
+    trained, selection, sizes = _taggers(args, c, out)
+    test, tag_names = c["test"], c["tags"].itos
+    if test.words.shape[1] < 2:
+        raise ValueError("the test set has no two-token sentence, so no tag pairs to query")
+    pairs, pair_counts = top_tag_pairs(test.tags, test.mask, c["shape"][0], max(args.top_pairs))
+    top_pairs = sorted({min(k, pairs.shape[0]) for k in args.top_pairs})
+    args.top_pairs = top_pairs
+    models, tag_order = _evaluate(args, c, trained, sizes, pairs)
+    hmm_sel, crf_sel, match_sel = (selection[k] for k in ("hmm", "crf", "crf_matched"))
+    results: dict[str, Any] = {
+        "experiment": "pos",
+        "dataset": c["folder"].name,
+        "column": args.column,
+        "quick": args.quick,
+        "bin_size": args.bin_size,
+        "n_samples": args.n_samples,
+        "top_pairs": top_pairs,
+        "sentences": {
+            "train": sizes["hmm"],
+            "dev": c["dev"].words.shape[0],
+            "test": test.words.shape[0],
+            "dropped_unknown_tag": c["dropped"],
+        },
+        "num_tags": c["shape"][0],
+        "vocab_size": c["shape"][1],
+        "selection": selection,
+        "selection_summary": (
+            f"HMM pseudocount {hmm_sel['pseudocount']:g}; CRF c2 {crf_sel['c2']:g}; "
+            f"accuracy-matched CRF on {match_sel['sentences']} sentences"
+        ),
+        "pairs": dict(zip(_pair_names(pairs, tag_names), pair_counts.tolist(), strict=True)),
+        "models": models,
+        "comparisons": _comparisons(models, top_pairs[-1]),
+        "paper": PAPER,
+    }
+    results["figures"] = _figures(results, out, tag_order)
+    results = _strip(results)
+    report.write_json(out / "results.json", results)
+    (out / "results.md").write_text(_markdown(results))
+    _print_summary(results, out)
     return results

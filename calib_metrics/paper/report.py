@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,29 +10,9 @@ from typing import Any
 
 import torch
 
+from calib_metrics.predictions import to_jsonable
 
-def to_jsonable(value: Any) -> Any:
-    """Turn tensors, paths, dataclasses and nested containers into JSON values.
-
-    Example:
-        >>> to_jsonable({"a": torch.tensor(0.5), "b": [torch.tensor([1, 2])]})
-        {'a': 0.5, 'b': [[1, 2]]}
-    """
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().tolist()
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "_asdict"):
-        return to_jsonable(value._asdict())
-    if hasattr(value, "__dataclass_fields__"):
-        return to_jsonable({k: getattr(value, k) for k in value.__dataclass_fields__})
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+__all__ = ["format_interval", "markdown_table", "to_jsonable", "torch_threads", "write_json"]
 
 
 def write_json(path: str | Path, results: Any) -> Path:

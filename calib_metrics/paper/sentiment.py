@@ -20,7 +20,9 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from calib_metrics.data.tweets import (
+from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
+from calib_metrics.paper import report
+from calib_metrics.paper.tweets import (
     POLARITY,
     SMILEY,
     TWITTER,
@@ -32,8 +34,6 @@ from calib_metrics.data.tweets import (
     remove_emoticons,
     stratified_split,
 )
-from calib_metrics.experiments import report
-from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
 
 DESCRIPTION = "§4.1: Bernoulli Naive Bayes vs logistic regression on emoticon-labelled tweets"
 
@@ -139,7 +139,7 @@ def select(make_model: Any, grid: list[float], train: tuple, dev: tuple, desc: s
         probs = torch.from_numpy(model.predict_proba(dev[0])[:, 1]).to(torch.float64)
         scores[value] = {
             "f1": _binary_f1(target, (probs > 0.5).long()),
-            "calib_err": float(calibration_error(probs, target, bin_size=bin_size)),
+            "calib_err": float(calibration_error(probs, target, bin_size=bin_size, debias=False)),
         }
         if best is None or scores[value]["f1"] > scores[best[0]]["f1"]:
             best = (value, model)
@@ -165,7 +165,13 @@ def evaluate(
     """
     pred = (probs > 0.5).long()
     result = calibration_error_ci(
-        probs, target, bin_size=bin_size, n_samples=n_samples, generator=generator
+        probs,
+        target,
+        bin_size=bin_size,
+        n_samples=n_samples,
+        generator=generator,
+        debias=False,
+        interval="paper",
     )
     brier = brier_decomposition(probs, target, bin_size=bin_size)
     metrics = {
@@ -281,6 +287,84 @@ def _markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _check(args: argparse.Namespace) -> None:
+    if args.bin_size is not None and args.bin_size < 1:
+        raise ValueError(f"--bin-size must be >= 1, got {args.bin_size}")
+    if args.n_samples < 1:
+        raise ValueError(f"--n-samples must be >= 1, got {args.n_samples}")
+    for flag, grid in (("--alphas", args.alphas), ("--cs", args.cs)):
+        if not grid or min(grid) <= 0:
+            raise ValueError(f"{flag} must be positive numbers, got {grid}")
+
+
+def _note(corpus, args: argparse.Namespace, fallback: bool) -> str:
+    """Where the labels come from, in one sentence for the results."""
+    if corpus.emoticon_labelled:
+        return (
+            f"Labels by the emoticon trick: positive iff the tweet contains '{SMILEY}'; "
+            f"emoticons removed before features ({args.emoticons})."
+        )
+    return (
+        f"FALLBACK: {TWITTER} not found, using {POLARITY}"
+        if fallback
+        else f"{POLARITY} chosen with --dataset"
+    ) + " (movie-review snippets, labels from review ratings, not emoticons)."
+
+
+def _split(corpus, args: argparse.Namespace) -> list[torch.Tensor]:
+    """Indices of train / dev / test, stratified (after balancing, if asked)."""
+    generator = torch.Generator().manual_seed(args.seed)
+    keep = torch.arange(len(corpus.labels))
+    if args.balance:
+        keep = balanced_subsample(corpus.labels, generator)
+    labels = corpus.labels[keep]
+    parts = [keep[p] for p in stratified_split(labels, args.split, generator)]
+    if min(p.numel() for p in parts) == 0:
+        raise ValueError(f"split {args.split} leaves a part empty ({len(keep)} items)")
+    return parts
+
+
+def _features(texts, tokenize, parts, corpus) -> tuple[list[tuple], int]:
+    """Binary bag-of-words (x, y) per part, the vocabulary fitted on train."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    vectorizer = CountVectorizer(
+        binary=True, lowercase=True, tokenizer=tokenize, token_pattern=None
+    )
+    train_x = vectorizer.fit_transform([texts[i] for i in parts[0].tolist()])
+    xs = [train_x] + [vectorizer.transform([texts[i] for i in p.tolist()]) for p in parts[1:]]
+    ys = [corpus.labels[p].numpy() for p in parts]
+    return list(zip(xs, ys, strict=True)), len(vectorizer.vocabulary_)
+
+
+def _train_and_evaluate(args, data, test_y, bin_size: int, models: dict) -> dict:
+    """Select each model's hyperparameter on dev, evaluate it on test; its curves."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import BernoulliNB
+
+    factories = {
+        "naive_bayes": ("alpha", args.alphas, lambda a: BernoulliNB(alpha=a)),
+        "logistic_regression": (
+            "C",
+            args.cs,
+            lambda c: LogisticRegression(C=c, solver="liblinear"),
+        ),
+    }
+    curves = {}
+    for key, (hyper, grid, factory) in factories.items():
+        value, model, dev = select(factory, grid, data[0], data[1], key)
+        probs = torch.from_numpy(model.predict_proba(data[2][0])[:, 1]).to(torch.float64)
+        ci_gen = torch.Generator().manual_seed(args.seed)
+        metrics, curves[key] = evaluate(probs, test_y, bin_size, args.n_samples, ci_gen)
+        models[key] = {
+            "hyperparameter": hyper,
+            "value": value,
+            "dev": {f"{k:g}": v for k, v in dev.items()},
+            **metrics,
+        }
+    return curves
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the experiment and write ``results.json``, ``results.md`` and the PNGs.
 
@@ -293,66 +377,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ...     print("no data")
         no data
     """
-    if args.bin_size is not None and args.bin_size < 1:
-        raise ValueError(f"--bin-size must be >= 1, got {args.bin_size}")
-    if args.n_samples < 1:
-        raise ValueError(f"--n-samples must be >= 1, got {args.n_samples}")
-    for flag, grid in (("--alphas", args.alphas), ("--cs", args.cs)):
-        if not grid or min(grid) <= 0:
-            raise ValueError(f"{flag} must be positive numbers, got {grid}")
+    _check(args)
     corpus, folder = load_corpus(args.data, args.dataset)
     _require_sklearn()
-    from sklearn.feature_extraction.text import CountVectorizer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.naive_bayes import BernoulliNB
-
     fallback = corpus.name != TWITTER and args.dataset == "auto"
-    if corpus.emoticon_labelled:
-        note = (
-            f"Labels by the emoticon trick: positive iff the tweet contains '{SMILEY}'; "
-            f"emoticons removed before features ({args.emoticons})."
-        )
-    else:
-        note = (
-            f"FALLBACK: {TWITTER} not found, using {POLARITY}"
-            if fallback
-            else f"{POLARITY} chosen with --dataset"
-        ) + " (movie-review snippets, labels from review ratings, not emoticons)."
     texts = _feature_texts(corpus, args.emoticons)
     tok_name, tokenize = make_tokenizer(args.tokenizer)
-
-    generator = torch.Generator().manual_seed(args.seed)
-    keep = torch.arange(len(texts))
-    if args.balance:
-        keep = balanced_subsample(corpus.labels, generator)
-    labels = corpus.labels[keep]
-    parts = [keep[p] for p in stratified_split(labels, args.split, generator)]
-    if min(p.numel() for p in parts) == 0:
-        raise ValueError(f"split {args.split} leaves a part empty ({len(keep)} items)")
-
-    vectorizer = CountVectorizer(
-        binary=True, lowercase=True, tokenizer=tokenize, token_pattern=None
-    )
-    train_x = vectorizer.fit_transform([texts[i] for i in parts[0].tolist()])
-    xs = [train_x] + [vectorizer.transform([texts[i] for i in p.tolist()]) for p in parts[1:]]
-    ys = [corpus.labels[p].numpy() for p in parts]
+    parts = _split(corpus, args)
+    data, n_features = _features(texts, tokenize, parts, corpus)
     test_y = corpus.labels[parts[2]]
     bin_size = args.bin_size or max(1, len(test_y) // 10)
-
-    factories = {
-        "naive_bayes": ("alpha", args.alphas, lambda a: BernoulliNB(alpha=a)),
-        "logistic_regression": (
-            "C",
-            args.cs,
-            lambda c: LogisticRegression(C=c, solver="liblinear"),
-        ),
-    }
     results: dict[str, Any] = {
         "experiment": "sentiment",
         "dataset": corpus.name,
         "data_dir": str(folder),
         "fallback": fallback,
-        "note": note,
+        "note": _note(corpus, args, fallback),
         "labelling": {
             "rule": f"positive iff text contains '{SMILEY}'"
             if corpus.emoticon_labelled
@@ -370,25 +410,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "sizes": [p.numel() for p in parts],
             "test_positives": int(test_y.sum()),
         },
-        "n_features": len(vectorizer.vocabulary_),
+        "n_features": n_features,
         "bin_size": bin_size,
         "n_samples": args.n_samples,
         "confidence": 0.95,
         "models": {},
         "paper": PAPER,
     }
-    curves = {}
-    for key, (hyper, grid, factory) in factories.items():
-        value, model, dev = select(factory, grid, (xs[0], ys[0]), (xs[1], ys[1]), key)
-        probs = torch.from_numpy(model.predict_proba(xs[2])[:, 1]).to(torch.float64)
-        ci_gen = torch.Generator().manual_seed(args.seed)
-        metrics, curves[key] = evaluate(probs, test_y, bin_size, args.n_samples, ci_gen)
-        results["models"][key] = {
-            "hyperparameter": hyper,
-            "value": value,
-            "dev": {f"{k:g}": v for k, v in dev.items()},
-            **metrics,
-        }
+    curves = _train_and_evaluate(args, data, test_y, bin_size, results["models"])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results["figures"] = _figures(results, curves, out)

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import torch
 
-from calib_metrics.data.locations import find_dataset
+from calib_metrics.paper.locations import find_dataset
 
 TWITTER = "nltk-twitter-samples-text"
 POLARITY = "nltk-sentence-polarity"

@@ -21,8 +21,8 @@ scatter-adds, for all samples at once.
 
 Example:
     >>> import io, torch
-    >>> from calib_metrics.data.coref_conllu import read_coref_documents
-    >>> from calib_metrics.data.countries import CountryLexicon
+    >>> from calib_metrics.paper.coref_conllu import read_coref_documents
+    >>> from calib_metrics.paper.countries import CountryLexicon
     >>> text = ("# newdoc id = d\\n# meta::dateCreated = 2015-08-21\\n"
     ...     "1\\tFrance\\tFrance\\tPROPN\\tNNP\\t_\\t2\\tnsubj\\t_\\tEntity=(1)\\n"
     ...     "2\\tspoke\\tspeak\\tVERB\\tVBD\\t_\\t0\\troot\\t_\\t_\\n\\n"
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from calib_metrics.data.countries import CountryLexicon
-from calib_metrics.events_stats import (
+from calib_metrics.paper.countries import CountryLexicon
+from calib_metrics.paper.events.stats import (
     CountDistribution,
     PosteriorSummary,
     poisson_binomial_summary,

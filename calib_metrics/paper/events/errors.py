@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from calib_metrics.events import EventAnalysis, MentionTable
+from calib_metrics.paper.events.analysis import EventAnalysis, MentionTable
 
 __all__ = ["Choice", "Decision", "UncertainDocument", "decision_effects", "uncertain_documents"]
 
@@ -128,7 +128,7 @@ def uncertain_documents(
     """The (document, country) pairs with ``band[0] <= a(d, c) <= band[1]``, closest to 0.5 first.
 
     Args:
-        analysis: the sampled :class:`~calib_metrics.events.EventAnalysis`.
+        analysis: the sampled :class:`~calib_metrics.paper.events.analysis.EventAnalysis`.
         docs, tables: the documents and their mention tables (indexed like ``analysis.doc_ids``).
         antecedents: document index -> sampled antecedents ``Long [S, N]`` (the samples
             behind ``analysis``).

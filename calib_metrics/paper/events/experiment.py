@@ -3,7 +3,7 @@
 Runs the paper's exploratory analysis on a CoNLL-U corpus with parses, mentions
 (``Entity=`` MISC annotation) and a date per document (``# meta::dateCreated``):
 
-1. the rules of :mod:`calib_metrics.events` on every mention, once;
+1. the rules of :mod:`calib_metrics.paper.events.analysis` on every mention, once;
 2. with **gold coreference** (one deterministic clustering: zero-width intervals);
 3. with the **1-best** clustering of an antecedent ranker;
 4. with **S sampled clusterings** from the ranker: posterior mean, normal and
@@ -29,19 +29,20 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from calib_metrics.data.coref_conllu import read_coref_documents
-from calib_metrics.data.countries import CountryLexicon
-from calib_metrics.data.locations import find_dataset
-from calib_metrics.events import (
+from calib_metrics.paper import report
+from calib_metrics.paper.coref_conllu import read_coref_documents
+from calib_metrics.paper.coref_features import features_for
+from calib_metrics.paper.countries import CountryLexicon
+from calib_metrics.paper.events.analysis import (
     EventExtractor,
     aggregate_events,
     document_date,
     gold_antecedents,
     period_label,
 )
-from calib_metrics.events_errors import uncertain_documents
-from calib_metrics.events_stats import sample_summary
-from calib_metrics.experiments import report
+from calib_metrics.paper.events.errors import uncertain_documents
+from calib_metrics.paper.events.stats import sample_summary
+from calib_metrics.paper.locations import find_dataset
 
 DESCRIPTION = "country 'attack' events per period with coreference posterior intervals (§6)"
 NAME = "ud-english-gum"
@@ -113,7 +114,8 @@ def _train_ranker(docs, args, out: Path):
     model = AntecedentRanker(n_bits=args.n_bits)
     g = torch.Generator().manual_seed(args.seed)
     t0 = time.perf_counter()
-    history = model.fit(docs, epochs=args.epochs, generator=g, progress=True)
+    feats = [features_for(model, d) for d in docs]
+    history = model.fit(feats, epochs=args.epochs, generator=g, progress=True)
     model.save(out / "ranker.pt")
     info = {
         "model": str(out / "ranker.pt"),
@@ -222,19 +224,8 @@ def _figures(analysis, summary, gold_counts, best_counts, top: list[int], out: P
     return paths
 
 
-def run(args: argparse.Namespace) -> dict:
-    from calib_metrics.models.coref import (
-        entity_roots,
-        most_probable_antecedents,
-        sample_antecedents,
-    )
-
-    if args.samples < 1:
-        raise ValueError(f"--samples must be >= 1, got {args.samples}")
-    if args.quick:
-        args.samples, args.epochs = min(args.samples, 20), min(args.epochs, 1)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+def _load(args: argparse.Namespace) -> dict:
+    """The corpus, its split and periods, and the country lexicon."""
     data = (
         Path(args.data)
         if args.data and Path(args.data).is_file()
@@ -254,52 +245,49 @@ def run(args: argparse.Namespace) -> dict:
         if date is None:
             raise ValueError(f"document {d.doc_id} has no '# meta::dateCreated' date")
         periods.append(period_label(date, args.period))
+    return {
+        "data": data,
+        "lexicon_dir": lexicon_dir,
+        "lexicon": lexicon,
+        "docs": docs,
+        "split": split,
+        "periods": periods,
+    }
 
-    extractor = EventExtractor(lexicon, enhanced=args.enhanced)
-    tables = [extractor.table(d) for d in tqdm(docs, desc="rules", leave=False)]
-    candidates = [i for i, t in enumerate(tables) if t.can_fire]
-    print(
-        f"{len(docs)} documents, {sum(int(t.attacks.sum()) for t in tables)} attack-agent "
-        f"mentions, {len(candidates)} candidate documents"
+
+def _sample_clusterings(model, docs, candidates: list[int], args) -> dict:
+    """1-best and sampled entity roots, antecedents and choice probabilities per candidate."""
+    from calib_metrics.models.coref import (
+        antecedent_log_probs,
+        entity_roots,
+        most_probable_antecedents,
+        sample_antecedents,
     )
 
-    # gold: one deterministic clustering per document
-    gold_roots = [
-        entity_roots(gold_antecedents(d))[None] if t.can_fire else None
-        for d, t in zip(docs, tables, strict=True)
-    ]
-    gold = aggregate_events(tables, gold_roots, periods)
-
-    held_out = set(candidates)
-    train_docs = [d for i, d in enumerate(docs) if split[i] == "train" and i not in held_out]
-    model, model_info = _train_ranker(train_docs, args, out)
     g = torch.Generator().manual_seed(args.seed)
-    best_roots, sample_roots, antecedents, choice_probs = (
-        [None] * len(docs),
-        [None] * len(docs),
-        {},
-        {},
-    )
+    best_roots, sample_roots = [None] * len(docs), [None] * len(docs)
+    antecedents, choice_probs = {}, {}
     with torch.no_grad():
-        from calib_metrics.models.coref import antecedent_log_probs
-
         for i in tqdm(candidates, desc="sample", leave=False):
-            scores = model.score_document(docs[i])[None].float()
+            scores = model.score_document(features_for(model, docs[i]))[None].float()
             best_roots[i] = entity_roots(most_probable_antecedents(scores))[0]
             a = sample_antecedents(scores, args.samples, generator=g)[:, 0]  # [S, N]
             antecedents[i] = a
             sample_roots[i] = entity_roots(a)
             choice_probs[i] = antecedent_log_probs(scores)[0].exp()
-    best = aggregate_events(tables, [r if r is None else r[None] for r in best_roots], periods)
-    sampled = aggregate_events(tables, sample_roots, periods, n_samples=args.samples)
-    # All three share one layout: periods from the documents, codes from the tables.
-    summary = sampled.summary(args.confidence)
-    dist = sampled.poisson_binomial(args.confidence)
-    gold_counts, best_counts = gold.counts()[0], best.counts()[0]  # [T, C]
-    totals = sample_summary(sampled.totals(), args.confidence)  # [C]
-    exact_totals = dist.mean.sum(0)
+    return {
+        "best_roots": [r if r is None else r[None] for r in best_roots],
+        "sample_roots": sample_roots,
+        "antecedents": antecedents,
+        "choice_probs": choice_probs,
+    }
 
-    country_rows = []
+
+def _country_rows(sampled, dist, gold_counts, best_counts, confidence: float) -> list[dict]:
+    """Totals over all periods per country, most events first."""
+    totals = sample_summary(sampled.totals(), confidence)  # [C]
+    exact_totals = dist.mean.sum(0)
+    rows = []
     for c, code in enumerate(sampled.codes):
         row = {
             "country": code,
@@ -312,12 +300,13 @@ def run(args: argparse.Namespace) -> dict:
             "exact_mean": float(exact_totals[c]),
         }
         if row["gold"] or row["one_best"] or row["mean"] > 0:
-            country_rows.append(row)
-    country_rows.sort(key=lambda r: (-r["mean"], -r["gold"], r["country"]))
-    cells = _cells(sampled, summary, dist, gold_counts, best_counts)
+            rows.append(row)
+    rows.sort(key=lambda r: (-r["mean"], -r["gold"], r["country"]))
+    return rows
 
-    # per document: the model's a(d, c) next to gold and 1-best
-    doc_rows = []
+
+def _document_rows(sampled, gold, best, docs, periods) -> list[dict]:
+    """Per document and country: the model's a(d, c) next to gold and 1-best."""
     fired = {}
     for name, analysis in (("sampled", sampled), ("gold", gold), ("one_best", best)):
         probs = analysis.doc_probs
@@ -327,34 +316,87 @@ def run(args: argparse.Namespace) -> dict:
             fired[key]["prob" if name == "sampled" else name] = (
                 float(probs[p]) if name == "sampled" else 1
             )
-    for (d, code), row in sorted(fired.items()):
-        doc_rows.append({"doc": docs[d].doc_id, "period": periods[d], "country": code, **row})
+    return [
+        {"doc": docs[d].doc_id, "period": periods[d], "country": code, **row}
+        for (d, code), row in sorted(fired.items())
+    ]
+
+
+def _rules(lexicon, docs, enhanced: bool) -> tuple[list, list[int], int]:
+    """Every document's mention table, the candidates (rules can fire), attack mentions."""
+    extractor = EventExtractor(lexicon, enhanced=enhanced)
+    tables = [extractor.table(d) for d in tqdm(docs, desc="rules", leave=False)]
+    candidates = [i for i, t in enumerate(tables) if t.can_fire]
+    attack_mentions = sum(int(t.attacks.sum()) for t in tables)
+    print(
+        f"{len(docs)} documents, {attack_mentions} attack-agent "
+        f"mentions, {len(candidates)} candidate documents"
+    )
+    return tables, candidates, attack_mentions
+
+
+def _gold(docs, tables, periods):
+    """Events of the gold clusterings: one deterministic clustering per document."""
+    from calib_metrics.models.coref import entity_roots
+
+    gold_roots = [
+        entity_roots(gold_antecedents(d))[None] if t.can_fire else None
+        for d, t in zip(docs, tables, strict=True)
+    ]
+    return aggregate_events(tables, gold_roots, periods)
+
+
+def run(args: argparse.Namespace) -> dict:
+    if args.samples < 1:
+        raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    if args.quick:
+        args.samples, args.epochs = min(args.samples, 20), min(args.epochs, 1)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = _load(args)
+    docs, periods = corpus["docs"], corpus["periods"]
+
+    tables, candidates, attack_mentions = _rules(corpus["lexicon"], docs, args.enhanced)
+    gold = _gold(docs, tables, periods)
+
+    held_out = set(candidates)
+    split = corpus["split"]
+    train_docs = [d for i, d in enumerate(docs) if split[i] == "train" and i not in held_out]
+    model, model_info = _train_ranker(train_docs, args, out)
+    drawn = _sample_clusterings(model, docs, candidates, args)
+    best = aggregate_events(tables, drawn["best_roots"], periods)
+    sampled = aggregate_events(tables, drawn["sample_roots"], periods, n_samples=args.samples)
+    # All three share one layout: periods from the documents, codes from the tables.
+    summary = sampled.summary(args.confidence)
+    dist = sampled.poisson_binomial(args.confidence)
+    gold_counts, best_counts = gold.counts()[0], best.counts()[0]  # [T, C]
+    country_rows = _country_rows(sampled, dist, gold_counts, best_counts, args.confidence)
+    doc_rows = _document_rows(sampled, gold, best, docs, periods)
     brier = (
         sum((r["prob"] - r["gold"]) ** 2 for r in doc_rows) / len(doc_rows) if doc_rows else None
     )
-
     uncertain = uncertain_documents(
-        sampled, docs, tables, antecedents, choice_probs, band=tuple(args.band)
+        sampled, docs, tables, drawn["antecedents"], drawn["choice_probs"], band=tuple(args.band)
     )
     top = [sampled.codes.index(r["country"]) for r in country_rows if r["mean"] > 0][:4]
     figures = _figures(sampled, summary, gold_counts, best_counts, top, out) if top else []
 
     results = {
         "experiment": "events",
-        "data": str(data),
-        "lexicon": str(lexicon_dir),
-        "lexicon_entries": len(lexicon),
+        "data": str(corpus["data"]),
+        "lexicon": str(corpus["lexicon_dir"]),
+        "lexicon_entries": len(corpus["lexicon"]),
         "period": args.period,
         "samples": args.samples,
         "confidence": args.confidence,
         "enhanced": args.enhanced,
         "documents": len(docs),
         "periods": len(sampled.periods),
-        "attack_mentions": sum(int(t.attacks.sum()) for t in tables),
+        "attack_mentions": attack_mentions,
         "candidate_documents": [docs[i].doc_id for i in candidates],
         "ranker": model_info,
         "countries": country_rows,
-        "cells": cells,
+        "cells": _cells(sampled, summary, dist, gold_counts, best_counts),
         "document_events": doc_rows,
         "document_brier": brier,
         "band": list(args.band),
@@ -374,90 +416,52 @@ def _interval(lo_hi: list[float]) -> str:
     return f"[{lo_hi[0]:.2f}, {lo_hi[1]:.2f}]"
 
 
-def _markdown(r: dict) -> str:
-    lines = [
-        "# Country attack events with coreference uncertainty (paper §6)",
-        "",
-        f"Data: `{r['data']}` — {r['documents']} documents, {r['periods']} {r['period']} periods, "
-        f"{r['attack_mentions']} attack-agent mentions, {len(r['candidate_documents'])} candidate "
-        f"documents (an attack agent and a country mention), S = {r['samples']} samples, "
-        f"{r['confidence']:.0%} intervals.",
-        "",
-        "## Per country (all periods)",
-        "",
-        report.markdown_table(
+def _country_table(r: dict) -> str:
+    return report.markdown_table(
+        ["country", "gold", "1-best", "mean", "std", "normal m±1.96s", "percentile", "exact mean"],
+        [
             [
-                "country",
-                "gold",
-                "1-best",
-                "mean",
-                "std",
-                "normal m±1.96s",
-                "percentile",
-                "exact mean",
-            ],
+                c["country"],
+                c["gold"],
+                c["one_best"],
+                c["mean"],
+                c["std"],
+                _interval(c["normal"]),
+                _interval(c["percentile"]),
+                c["exact_mean"],
+            ]
+            for c in r["countries"]
+        ],
+    )
+
+
+def _cell_table(r: dict) -> str:
+    headers = ["period", "country", "gold", "1-best", "mean", "normal", "percentile"]
+    headers += ["Poisson-binomial mean", "exact interval"]
+    return report.markdown_table(
+        headers,
+        [
             [
-                [
-                    c["country"],
-                    c["gold"],
-                    c["one_best"],
-                    c["mean"],
-                    c["std"],
-                    _interval(c["normal"]),
-                    _interval(c["percentile"]),
-                    c["exact_mean"],
-                ]
-                for c in r["countries"]
-            ],
-        ),
-        "",
-        f"## Per {r['period']} and country",
-        "",
-        report.markdown_table(
-            [
-                "period",
-                "country",
-                "gold",
-                "1-best",
-                "mean",
-                "normal",
-                "percentile",
-                "Poisson-binomial mean",
-                "exact interval",
-            ],
-            [
-                [
-                    c["period"],
-                    c["country"],
-                    c["gold"],
-                    c["one_best"],
-                    c["mean"],
-                    _interval(c["normal"]),
-                    _interval(c["percentile"]),
-                    c["exact_mean"],
-                    f"[{c['exact_interval'][0]}, {c['exact_interval'][1]}]",
-                ]
-                for c in r["cells"]
-            ],
-        ),
-        "",
-        "## Per document: model probability a(d, c) vs gold and 1-best",
-        "",
-        report.markdown_table(
-            ["document", "period", "country", "P(event)", "gold", "1-best"],
-            [
-                [d["doc"], d["period"], d["country"], d["prob"], d["gold"], d["one_best"]]
-                for d in r["document_events"]
-            ],
-        ),
-        "",
-        f"## Uncertain documents ({r['band'][0]} <= a(d, c) <= {r['band'][1]}, "
-        "closest to 0.5 first)",
-        "",
-    ]
+                c["period"],
+                c["country"],
+                c["gold"],
+                c["one_best"],
+                c["mean"],
+                _interval(c["normal"]),
+                _interval(c["percentile"]),
+                c["exact_mean"],
+                f"[{c['exact_interval'][0]}, {c['exact_interval'][1]}]",
+            ]
+            for c in r["cells"]
+        ],
+    )
+
+
+def _uncertain_section(r: dict) -> list[str]:
     if not r["uncertain"]:
         lo, hi = r["band"]
-        lines.append(f"None: no candidate document's event probability lies in [{lo}, {hi}].")
+        return [f"None: no candidate document's event probability lies in [{lo}, {hi}]."]
+    lines = []
     for u in r["uncertain"]:
         lines += [f"### {u.doc_id} — {u.code}, P(event) = {u.prob:.2f}", ""]
         lines += [f"> {text}" for text in u.sentences] + [""]
@@ -468,6 +472,42 @@ def _markdown(r: dict) -> str:
             )
             lines.append(f"- mention {dec.text!r} (sentence {dec.sentence + 1}): {opts}")
         lines.append("")
+    return lines
+
+
+def _markdown(r: dict) -> str:
+    documents = report.markdown_table(
+        ["document", "period", "country", "P(event)", "gold", "1-best"],
+        [
+            [d["doc"], d["period"], d["country"], d["prob"], d["gold"], d["one_best"]]
+            for d in r["document_events"]
+        ],
+    )
+    lines = [
+        "# Country attack events with coreference uncertainty (paper §6)",
+        "",
+        f"Data: `{r['data']}` — {r['documents']} documents, {r['periods']} {r['period']} periods, "
+        f"{r['attack_mentions']} attack-agent mentions, {len(r['candidate_documents'])} candidate "
+        f"documents (an attack agent and a country mention), S = {r['samples']} samples, "
+        f"{r['confidence']:.0%} intervals.",
+        "",
+        "## Per country (all periods)",
+        "",
+        _country_table(r),
+        "",
+        f"## Per {r['period']} and country",
+        "",
+        _cell_table(r),
+        "",
+        "## Per document: model probability a(d, c) vs gold and 1-best",
+        "",
+        documents,
+        "",
+        f"## Uncertain documents ({r['band'][0]} <= a(d, c) <= {r['band'][1]}, "
+        "closest to 0.5 first)",
+        "",
+        *_uncertain_section(r),
+    ]
     lines += ["", r["exactness"], ""]
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in r["figures"]]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,100 @@
+"""Import time of the package's entry points, against ``import torch`` (the floor).
+
+Each import runs in a fresh interpreter (``python -c``), the statements taken in turn
+``--repeats`` times so that a loaded machine slows them alike; the table gives medians
+and the ratio to ``import torch`` measured in the same rounds. ``import calib_metrics``
+and ``import calib_metrics.functional`` should cost torch alone: ``CalibrationError``
+(torchmetrics, which pulls matplotlib and scipy) is imported on first use.
+
+Run ``python benchmarks/bench_import.py [--repeats 7] [--before CHECKOUT] [--write]``;
+``--write`` puts the table in ``docs/bench_import.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STATEMENTS = {
+    "import torch": "import torch",
+    "import calib_metrics.functional": "import calib_metrics.functional",
+    "import calib_metrics": "import calib_metrics",
+    "from calib_metrics import CalibrationError": "from calib_metrics import CalibrationError",
+    "import torchmetrics": "import torchmetrics",
+}
+TIMER = "import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+
+
+def time_import(statement: str, root: Path = ROOT) -> float:
+    """Seconds one fresh interpreter spends on ``statement`` with ``root`` on the path."""
+    done = subprocess.run(
+        [sys.executable, "-c", TIMER.format(statement=statement)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    return float(done.stdout.strip())
+
+
+def measure(repeats: int, before: Path | None) -> dict[str, float]:
+    """Median seconds per statement, the statements interleaved round by round.
+
+    With ``before`` (another checkout, e.g. the code before lazy imports), its
+    ``import calib_metrics.functional`` is timed in the same rounds.
+    """
+    runs = {name: (statement, ROOT) for name, statement in STATEMENTS.items()}
+    if before is not None:
+        runs[f"import calib_metrics.functional ({before})"] = (
+            "import calib_metrics.functional",
+            before,
+        )
+    for statement, root in runs.values():  # warm the file cache
+        time_import(statement, root)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, (statement, root) in runs.items():
+            times[name].append(time_import(statement, root))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def table(medians: dict[str, float], repeats: int, before: Path | None) -> str:
+    floor = medians["import torch"]
+    extra = "" if before is None else f" --before {before}"
+    lines = [
+        f"`python benchmarks/bench_import.py --repeats {repeats}{extra}` — Python "
+        f"{platform.python_version()}, {platform.machine()}; medians of {repeats} fresh "
+        "interpreters per statement, taken in turn.",
+        "",
+        "| statement | seconds | × `import torch` |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| `{name}` | {t:.3f} | {t / floor:.2f}× |" for name, t in medians.items()]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--write", action="store_true", help="write docs/bench_import.md")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout to time `import calib_metrics.functional` in"
+    )
+    args = parser.parse_args()
+    text = table(measure(args.repeats, args.before), args.repeats, args.before)
+    print(text)
+    if args.write:
+        out = ROOT / "docs" / "bench_import.md"
+        out.write_text("# Import time\n\n" + text + "\n")
+        print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""The house's layering, import weight, old import paths and data locations (issue 18)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "calib_metrics"
+# The one module allowed to name the paper package besides cli.py: the finder that keeps
+# the old import paths of the moved modules working (it imports them only on request).
+MOVED_SHIM = PACKAGE / "_moved.py"
+
+
+def _modules() -> dict[str, ast.Module]:
+    return {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts): ast.parse(path.read_text())
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+
+
+def _imports(tree: ast.Module, module: str) -> list[tuple[str, bool]]:
+    """(imported module, imported inside a function) for every import of ``tree``."""
+    found: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if isinstance(child, ast.Import):
+                found.extend((alias.name, in_function) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:  # relative: resolve against the importing module
+                    parent = module.split(".")[: -child.level]
+                    base = ".".join([*parent, base] if base else parent)
+                found.append((base, in_function))
+                found.extend((f"{base}.{alias.name}", in_function) for alias in child.names)
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def _under(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_only_the_cli_imports_the_paper_and_only_inside_functions():
+    offenders = []
+    for module, tree in _modules().items():
+        if _under(module, "calib_metrics.paper"):
+            continue
+        for name, in_function in _imports(tree, module):
+            if not _under(name, "calib_metrics.paper"):
+                continue
+            if module != "calib_metrics.cli" or not in_function:
+                offenders.append(f"{module} imports {name}")
+    assert offenders == []
+    # the alias finder names the package only as a string, never in an import statement
+    assert MOVED_SHIM.exists()
+
+
+def test_lower_layers_never_import_higher_ones():
+    offenders = []
+    for module, tree in _modules().items():
+        names = [name for name, _ in _imports(tree, module)]
+        if _under(module, "calib_metrics.functional"):
+            allowed = set(sys.stdlib_module_names) | {"torch", "__future__"}
+            offenders += [
+                f"{module} imports {n}"
+                for n in names
+                if n.split(".")[0] not in allowed and not _under(n, "calib_metrics.functional")
+            ]
+        if _under(module, "calib_metrics.models"):
+            higher = ("calib_metrics.callbacks", "calib_metrics.paper", "calib_metrics.plot")
+            offenders += [
+                f"{module} imports {n}" for n in names if any(_under(n, h) for h in higher)
+            ]
+    assert offenders == []
+
+
+def test_the_layering_check_sees_a_violation():
+    """The checker itself: a nested import of the paper in a library module is caught."""
+    tree = ast.parse("import torch\ndef f():\n    from calib_metrics.paper import demo\n")
+    assert ("calib_metrics.paper", True) in _imports(tree, "calib_metrics.plot")
+    tree = ast.parse("from .paper import demo\n")
+    assert ("calib_metrics.paper", False) in _imports(tree, "calib_metrics.plot")
+
+
+LOADED = """
+import json, sys
+import {module}
+print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in
+      ('torchmetrics', 'matplotlib', 'scipy', 'lightning', 'calib_metrics'))))
+"""
+
+
+def _loaded_after(module: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED.format(module=module)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    return set(json.loads(done.stdout))
+
+
+def test_functional_imports_torch_alone():
+    loaded = _loaded_after("calib_metrics.functional")
+    heavy = {m for m in loaded if m.split(".")[0] in ("torchmetrics", "matplotlib", "scipy")}
+    assert heavy == set()
+    assert "calib_metrics.metric" not in loaded and "calib_metrics.paper" not in loaded
+
+
+def test_metric_is_imported_on_first_use():
+    loaded = _loaded_after("calib_metrics")
+    assert "calib_metrics.metric" not in loaded and "torchmetrics" not in loaded
+    import calib_metrics
+    from calib_metrics.metric import CalibrationError
+
+    assert calib_metrics.CalibrationError is CalibrationError
+    assert "CalibrationError" in dir(calib_metrics)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        calib_metrics.no_such_name  # noqa: B018
+
+
+def test_old_import_paths_warn_and_give_the_same_objects():
+    for old in [m for m in sys.modules if m.startswith("calib_metrics.experiments")]:
+        del sys.modules[old]
+    with pytest.warns(DeprecationWarning, match="calib_metrics.paper.synthetic"):
+        old = importlib.import_module("calib_metrics.experiments.synthetic")
+    from calib_metrics.paper import synthetic
+
+    assert old is synthetic
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from calib_metrics.data.predictions import read_table
+        from calib_metrics.events import EventAnalysis
+    from calib_metrics.paper.events.analysis import EventAnalysis as moved
+    from calib_metrics.predictions import read_table as reader
+
+    assert EventAnalysis is moved and read_table is reader
+
+
+def test_data_location_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from calib_metrics.paper import locations
+
+    chosen = tmp_path / "mine"
+    (chosen / "set").mkdir(parents=True)
+    env = tmp_path / "env"
+    (env / "set").mkdir(parents=True)
+    monkeypatch.setenv(locations.ENV_VAR, str(env))
+    assert locations.find_dataset("set", chosen) == chosen / "set"  # --data wins
+    assert locations.find_dataset("set") == env / "set"  # then the variable
+    monkeypatch.delenv(locations.ENV_VAR)
+    beside = ROOT.parent / "shared" / "data"
+    assert locations.shared_data_dir() == (beside if beside.is_dir() else None)
+
+
+def test_no_search_outside_the_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Neither the working directory's parents nor an installed copy's folders count."""
+    from calib_metrics.paper import locations
+
+    monkeypatch.delenv(locations.ENV_VAR, raising=False)
+    (tmp_path / "shared" / "data" / "set").mkdir(parents=True)
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    installed = tmp_path / "site-packages" / "calib_metrics" / "paper" / "locations.py"
+    monkeypatch.setattr(locations, "__file__", str(installed))
+    assert locations.shared_data_dir() is None  # no pyproject.toml: not a checkout
+    with pytest.raises(FileNotFoundError, match="CALIB_METRICS_DATA unset"):
+        locations.find_dataset("set")
+    checkout = tmp_path / "repo"
+    (checkout / "calib_metrics" / "paper").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("")
+    monkeypatch.setattr(locations, "__file__", str(checkout / "calib_metrics/paper/locations.py"))
+    assert locations.shared_data_dir() == tmp_path / "shared" / "data"
