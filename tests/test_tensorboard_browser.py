@@ -1,7 +1,8 @@
 """The monitor's images as a user sees them: TensorBoard on 127.0.0.1, rendered in Chromium.
 
-Needs the ``chromium`` binary (Debian: ``apt-get install -y chromium``); skipped with that
-reason when it is missing. Every process started here is ended by its PID.
+Needs Debian's ``chromium`` and ``chromium-driver`` and ``selenium`` (see
+``browser_harness.py``); skipped with that reason when one is missing. The page checks wait
+for the element they read, with a bounded timeout. Every process started here is ended.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ import base64
 import contextlib
 import importlib.util
 import json
-import re
-import shutil
 import subprocess
 import sys
 import time
@@ -23,28 +22,18 @@ from typing import Any
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "process_helpers", Path(__file__).with_name("process_helpers.py")
-)
-process_helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(process_helpers)
 
-BROWSERS = ("chromium", "chromium-browser")
-CHROME_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--virtual-time-budget=15000",
-)
+def _load(name: str) -> Any:
+    """A helper module of tests/ loaded by path (tests is no package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
 
 
-def find_browser() -> str | None:
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+process_helpers = _load("process_helpers")
+browser_harness = _load("browser_harness")
 
 
 def get(url: str, timeout: float = 10.0) -> bytes:
@@ -63,15 +52,14 @@ def helpers() -> Any:
 
 
 @pytest.fixture(scope="module")
-def browser() -> str:
-    path = find_browser()
-    if path is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
-    return path
+def browser() -> tuple[str, str]:
+    return browser_harness.require_browser()
 
 
 @pytest.fixture(scope="module")
-def logged_run(tmp_path_factory: pytest.TempPathFactory, browser: str) -> dict[str, Any]:
+def logged_run(
+    tmp_path_factory: pytest.TempPathFactory, browser: tuple[str, str]
+) -> dict[str, Any]:
     """A 2-epoch run of the monitor writing to TensorBoard."""
     from lightning.pytorch.loggers import TensorBoardLogger
 
@@ -129,39 +117,20 @@ def tensorboard(logged_run: dict[str, Any]) -> Iterator[str]:
         log.close()
 
 
-def render(browser: str, url: str, profile: Path, *extra: str) -> str:
-    """Chromium's ``--dump-dom`` of ``url`` (or what ``extra`` asks for), as text."""
-    proc = subprocess.Popen(
-        [browser, *CHROME_FLAGS, f"--user-data-dir={profile}", *extra, url],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=90)
-    finally:
-        process_helpers.stop(proc)
-    return out.decode("utf-8", errors="replace")
-
-
 def test_time_series_page_shows_the_diagram(
-    browser: str, tensorboard: str, logged_run: dict[str, Any], tmp_path: Path
+    tensorboard: str, logged_run: dict[str, Any], tmp_path: Path
 ) -> None:
     # The "val" group starts collapsed; the tagFilter query shows the matching card.
     url = f"{tensorboard}/?darkMode=false&tagFilter=val%2Freliability_diagram#timeseries"
     last_step = logged_run["history"][-1]["step"]
-    # Cards render lazily; on a busy machine the first page load may end before the image
-    # request does, so allow a second look.
-    for attempt in range(3):
-        dom = render(browser, url, tmp_path / f"profile{attempt}", "--dump-dom")
-        if f"Image at step {last_step}" in dom:
-            break
-    assert f"Image at step {last_step}" in dom, dom[-3000:]
+    with browser_harness.chromium(tmp_path / "profile") as driver:
+        driver.get(url)
+        image = browser_harness.wait_for_css(driver, f'img[alt="Image at step {last_step}"]')
+        src = image.get_attribute("src")
     # The <img> source is served, and it is a PNG of the diagram of the last epoch.
-    (src,) = re.findall(r'<img[^>]*alt="Image at step \d+"[^>]*src="([^"]+)"', dom)
-    png = get(f"{tensorboard}/{src.replace('&amp;', '&')}")
+    png = get(urllib.parse.urljoin(tensorboard + "/", src))
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    image_id = src.split("imageId=")[1].split("&")[0]
+    image_id = urllib.parse.parse_qs(urllib.parse.urlparse(src).query)["imageId"][0]
     # imageId is base64 JSON: [experiment, run, tag, step, index]
     decoded = json.loads(base64.urlsafe_b64decode(image_id + "=" * (-len(image_id) % 4)))
     assert decoded[2:4] == ["val/reliability_diagram", last_step]
