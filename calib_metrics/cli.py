@@ -18,6 +18,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 EXIT_USAGE = 2
+# Bin sizes beyond this overflow torch's integer arithmetic; no data set has that many pairs.
+MAX_BIN_SIZE = 2**62
+# The paper's estimator (Nguyen & O'Connor 2015, Algorithm 1 and 2).
+PAPER_SETTING = {"bin_size": 5000, "debias": False, "interval": "paper"}
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr (and exit code 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
@@ -25,15 +36,19 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "evaluate",
         help="calibration of a file of (probability, label) pairs",
         description="Reads CSV/TSV (with a header), JSON lines, .npy, .npz or .pt and prints "
-        "N, the bins, CalibErr with its interval, and the Brier score split. For an interval "
-        "that means what it says use --debias --interval pairs --bin-size auto, or "
-        "--interval groups when pairs come in sentences or documents (docs/coverage.md).",
+        "N, the bins, CalibErr with its interval, and the Brier score split. The defaults are "
+        "the estimator we recommend: β = ⌈√N⌉, debiased squared gaps, the bootstrap over "
+        "pairs (over groups with --groups) (docs/coverage.md). --paper gives the paper's "
+        "method: --bin-size 5000 --no-debias --interval paper.",
     )
     p.add_argument("file", type=Path)
     p.add_argument("--probs", help="column (or array) of probabilities (default: by name)")
     p.add_argument("--target", help="column (or array) of 0/1 labels (default: by name)")
     p.add_argument(
-        "--bin-size", type=_bin_size, default=5000, help="adaptive bin size β, or 'auto' (⌈√N⌉)"
+        "--bin-size",
+        type=_bin_size,
+        default=None,
+        help="adaptive bin size β, or 'auto' (⌈√N⌉, the default; 5000 with --paper)",
     )
     p.add_argument("--binning", choices=["adaptive", "uniform"], default="adaptive")
     p.add_argument("--n-bins", type=int, default=15, help="bins of uniform binning")
@@ -41,58 +56,105 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=10000, help="interval draws S")
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--method", choices=["normal", "percentile"], default="normal")
-    p.add_argument("--debias", action="store_true", help="debiased squared gaps (l2)")
+    p.add_argument(
+        "--debias",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="debiased squared gaps (default for l2; --no-debias for the plug-in estimate)",
+    )
     p.add_argument(
         "--interval",
         choices=["paper", "pairs", "groups"],
-        default="paper",
-        help="Algorithm 2 (paper), the bootstrap over pairs, or over groups of pairs "
-        "(sentences, documents: needs a group column) (see docs/coverage.md)",
+        default=None,
+        help="Algorithm 2 (paper), the bootstrap over pairs (the default), or over groups of "
+        "pairs (sentences, documents: the default with --groups) (see docs/coverage.md)",
     )
     p.add_argument(
         "--groups",
-        help="column of group ids for --interval groups (default: by name, e.g. sentence_id)",
+        help="column of group ids; implies --interval groups (which, without --groups, "
+        "finds the column by name, e.g. sentence_id)",
+    )
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="the paper's method: --bin-size 5000 --no-debias --interval paper "
+        "(options given explicitly win)",
     )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--plot", type=Path, help="write a reliability diagram PNG here")
+    p.add_argument(
+        "--plot", type=Path, help="write a reliability diagram PNG here (its folder must exist)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
 def _bin_size(text: str) -> int | str:
-    """``--bin-size``: a positive integer or ``auto``."""
+    """``--bin-size``: a positive integer (``1e4`` is read as 10000) or ``auto``.
+
+    Example:
+        >>> _bin_size("auto"), _bin_size("200"), _bin_size("1e4")
+        ('auto', 200, 10000)
+    """
     if text == "auto":
         return text
     try:
-        value = int(text)
+        value = float(text) if any(c in text for c in ".eE") else int(text)
     except ValueError:
+        value = None
+    if isinstance(value, float):
+        value = int(value) if value.is_integer() else None
+    if value is None or not 1 <= value <= MAX_BIN_SIZE:
         raise argparse.ArgumentTypeError(
-            f"expected a positive integer or 'auto', got {text!r}"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got {text!r}")
+            f"expected a positive integer up to 2**62 or 'auto', got {text!r}"
+        )
     return value
 
 
-def evaluate(args: argparse.Namespace) -> dict:
-    import torch
-
-    from calib_metrics.functional import brier_decomposition, calibration_error_ci
-    from calib_metrics.predictions import read_table, to_jsonable
-
+def _settle_options(args: argparse.Namespace) -> None:
+    """Fill the options left unset: the recommended estimator, or the paper's (``--paper``)."""
+    if args.bin_size is None:
+        args.bin_size = PAPER_SETTING["bin_size"] if args.paper else "auto"
+    if args.debias is None:
+        # The debiased estimate exists for l2 only; l1 and max keep the plug-in.
+        args.debias = not args.paper and args.norm == "l2"
+    if args.interval is None:
+        if args.paper:
+            args.interval = PAPER_SETTING["interval"]
+        else:
+            args.interval = "groups" if args.groups is not None else "pairs"
     if args.groups is not None and args.interval != "groups":
         raise ValueError(
             f"--groups is used by --interval groups only (got --interval {args.interval})"
         )
+
+
+def _check_plot_path(path: Path | None) -> None:
+    """Refuse, before any work, a figure path whose folder does not exist."""
+    if path is None:
+        return
+    if path.is_dir():
+        raise ValueError(f"--plot {path}: is a folder; give a file name such as {path / 'x.png'}")
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise ValueError(f"--plot {path}: {folder} {what}")
+
+
+def _compute(args: argparse.Namespace):
+    """Read the file; the error with its interval, and the Brier decomposition."""
+    import torch
+
+    from calib_metrics.functional import brier_decomposition, calibration_error_ci
+    from calib_metrics.predictions import read_table
+
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
     probs, target, groups = read_table(args.file, args.probs, args.target, wanted_groups)
-    g = torch.Generator().manual_seed(args.seed)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
         probs,
         target,
         n_samples=args.samples,
         confidence=args.confidence,
-        generator=g,
+        generator=torch.Generator().manual_seed(args.seed),
         method=args.method,
         norm=args.norm,
         debias=args.debias,
@@ -101,10 +163,15 @@ def evaluate(args: argparse.Namespace) -> dict:
         **options,
     )
     brier = brier_decomposition(probs, target, **options)
-    summary = {
+    return probs, groups, result, brier
+
+
+def _summary(args: argparse.Namespace, probs, groups, result, brier) -> dict:
+    bins = result.bins
+    return {
         "file": str(args.file),
         "n": probs.numel(),
-        "bins": len(result.bins.count),
+        "bins": len(bins.count),
         "binning": args.binning,
         "bin_size": args.bin_size,
         "norm": args.norm,
@@ -122,35 +189,55 @@ def evaluate(args: argparse.Namespace) -> dict:
         "calibration": brier.calibration,
         "refinement": brier.refinement,
         "within_bin": brier.within_bin,
+        "per_bin": [
+            {"pred_mean": q, "freq": f, "count": c}
+            for q, f, c in zip(
+                bins.pred_mean.tolist(), bins.freq.tolist(), bins.count.tolist(), strict=True
+            )
+        ],
     }
+
+
+def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
+    pct = f"{args.confidence:.0%}"
+    in_groups = "" if summary["groups"] is None else f" in {summary['groups']} groups"
+    n_bins = summary["bins"]
+    print(
+        f"{args.file}: N = {summary['n']} pairs{in_groups}, "
+        f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
+    )
+    print(
+        f"CalibErr ({args.norm}{', debiased' if args.debias else ''}) = "
+        f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
+        f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
+    )
+    print(
+        f"Brier = {brier.brier.item():.4f} = calibration {brier.calibration.item():.4f}"
+        f" + refinement {brier.refinement.item():.4f}"
+        f" + within-bin {brier.within_bin.item():.4f}"
+    )
+    if args.plot:
+        print(f"reliability diagram: {args.plot}")
+
+
+def evaluate(args: argparse.Namespace) -> dict:
+    """``calib-metrics evaluate``: read, compute, plot if asked, print; the summary."""
+    from calib_metrics.predictions import to_jsonable
+
+    _settle_options(args)
+    _check_plot_path(args.plot)
+    probs, groups, result, brier = _compute(args)
+    summary = _summary(args, probs, groups, result, brier)
     if args.plot:
         from calib_metrics.plot import reliability_diagram
 
         fig, _ = reliability_diagram(result, title=Path(args.file).name)
-        args.plot.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(args.plot, dpi=120)
         summary["plot"] = str(args.plot)
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
     else:
-        pct = f"{args.confidence:.0%}"
-        in_groups = "" if groups is None else f" in {summary['groups']} groups"
-        print(
-            f"{args.file}: N = {summary['n']} pairs{in_groups}, "
-            f"{summary['bins']} {args.binning} bins"
-        )
-        print(
-            f"CalibErr ({args.norm}{', debiased' if args.debias else ''}) = "
-            f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
-            f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
-        )
-        print(
-            f"Brier = {brier.brier.item():.4f} = calibration {brier.calibration.item():.4f}"
-            f" + refinement {brier.refinement.item():.4f}"
-            f" + within-bin {brier.within_bin.item():.4f}"
-        )
-        if args.plot:
-            print(f"reliability diagram: {args.plot}")
+        _print_text(args, summary, result, brier)
     return summary
 
 
@@ -192,7 +279,7 @@ def build_parser(paper: bool = True) -> argparse.ArgumentParser:
         >>> build_parser(paper=False).parse_args(["evaluate", "preds.csv"]).command
         'evaluate'
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="calib-metrics",
         description="Posterior calibration analysis (Nguyen & O'Connor, EMNLP 2015).",
     )
@@ -223,6 +310,11 @@ def _run_paper_command(args: argparse.Namespace) -> None:
     _experiment(args.experiment).run(args)
 
 
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(paper=_wants_paper(argv))
@@ -232,8 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             evaluate(args)
         else:
             _run_paper_command(args)
-    except (ValueError, FileNotFoundError, ImportError) as err:
-        print(f"calib-metrics: error: {err}", file=sys.stderr)
+    except (ValueError, OSError, ImportError) as err:
+        # Each known problem is a ValueError raised at its cause; this also keeps any
+        # other bad input or unwritable output to one line, never a traceback.
+        print(f"calib-metrics: error: {_one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("calib-metrics: interrupted", file=sys.stderr)

@@ -68,24 +68,56 @@ class Predictions(NamedTuple):
 Wanted = tuple[str | None, str | None, str | None]
 
 
-def _columns_from_table(table: dict[str, Any], path: Path, wanted: Wanted) -> tuple[Any, ...]:
+# A column read from a file: its name (for messages) and its values.
+Column = tuple[str, Any]
+
+
+def _columns_from_table(
+    table: dict[str, Any], path: Path, wanted: Wanted
+) -> tuple[Column, Column, Column | None]:
     names = list(table)
     probs, target, groups = wanted
-    columns = (
-        table[_pick(names, probs, PROB_NAMES, "probabilities", path)],
-        table[_pick(names, target, TARGET_NAMES, "labels", path)],
+    picked = (
+        _pick(names, probs, PROB_NAMES, "probabilities", path),
+        _pick(names, target, TARGET_NAMES, "labels", path),
     )
+    columns = tuple((name, table[name]) for name in picked)
     if groups is None:
         return (*columns, None)
-    return (*columns, table[_pick(names, groups or None, GROUP_NAMES, "group ids", path)])
+    group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
+    return (*columns, (group, table[group]))
 
 
 def _to_float(values: Any, path: Path, column: str) -> Tensor:
     try:
         array = np.asarray(values, dtype=np.float64)
+    except OverflowError:
+        raise ValueError(
+            f"{path}: column {column!r} holds a number too large for a float"
+        ) from None
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{path}: column {column!r} holds a non-numeric value ({err})") from None
+        hint = ""
+        if any(isinstance(v, str) and "," in v for v in np.asarray(values).reshape(-1)[:1000]):
+            hint = "; decimal commas are not read: write 0.9, not 0,9"
+        raise ValueError(
+            f"{path}: column {column!r} holds a non-numeric value ({err}){hint}"
+        ) from None
     return torch.from_numpy(array.reshape(-1).copy())
+
+
+_BOOLEANS = {"true": 1.0, "false": 0.0}
+
+
+def _to_labels(values: Any, path: Path, column: str) -> Tensor:
+    """Labels as floats; ``True``/``False`` (any case, or JSON booleans) are 1 and 0."""
+    array = np.asarray(values, dtype=object).reshape(-1)
+    words = [v for v in array[:1] if isinstance(v, str) and v.strip().lower() in _BOOLEANS]
+    if words:
+        array = np.array(
+            [_BOOLEANS.get(v.strip().lower(), v) if isinstance(v, str) else v for v in array],
+            dtype=object,
+        )
+    return _to_float(array.tolist(), path, column)
 
 
 def _to_ids(values: Any, path: Path, column: str) -> Tensor:
@@ -98,24 +130,49 @@ def _to_ids(values: Any, path: Path, column: str) -> Tensor:
     return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
 
 
+def _delimiter(header: str, default: str) -> str:
+    """``;`` for a semicolon-separated file (a header with semicolons and no commas)."""
+    if default == "," and "," not in header and ";" in header:
+        return ";"
+    return default
+
+
 def _read_delimited(path: Path, delimiter: str) -> dict[str, list[str]]:
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
-        if not reader.fieldnames:
-            raise ValueError(f"{path}: empty file (a header row is needed)")
-        names = [n.strip() for n in reader.fieldnames]
-        table: dict[str, list[str]] = {n: [] for n in names}
-        for line, row in enumerate(reader, start=2):
-            if None in row or None in row.values():
-                raise ValueError(f"{path}: line {line} has a different number of fields")
-            for raw, name in zip(row.values(), names):
-                table[name].append(raw.strip() if isinstance(raw, str) else raw)
+    # utf-8-sig drops the byte-order mark that spreadsheet programs put before the header.
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        delimiter = _delimiter(handle.readline(), delimiter)
+        handle.seek(0)
+        reader = csv.reader(handle, delimiter=delimiter)
+        try:
+            return _table_from_rows(reader, path)
+        except csv.Error as err:
+            raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
+
+
+def _table_from_rows(reader: Any, path: Path) -> dict[str, list[str]]:
+    header = next(reader, None)
+    if not header:
+        raise ValueError(f"{path}: empty file (a header row is needed)")
+    names = [n.strip() for n in header]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(
+            f"{path}: the header repeats column name(s) {', '.join(map(repr, repeated))}"
+        )
+    table: dict[str, list[str]] = {n: [] for n in names}
+    for row in reader:
+        if not row:
+            continue
+        if len(row) != len(names):
+            raise ValueError(f"{path}: line {reader.line_num} has a different number of fields")
+        for name, raw in zip(names, row, strict=True):
+            table[name].append(raw.strip())
     return table
 
 
 def _read_jsonl(path: Path) -> dict[str, list[Any]]:
     table: dict[str, list[Any]] = {}
-    with path.open() as handle:
+    with path.open(encoding="utf-8-sig") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -132,12 +189,26 @@ def _read_jsonl(path: Path) -> dict[str, list[Any]]:
     return table
 
 
+def _to_numpy(value: Any) -> Any:
+    """A tensor as numpy: detached, on the CPU, bfloat16/half widened to float64."""
+    if not isinstance(value, Tensor):
+        return value
+    value = value.detach().cpu()
+    if value.is_floating_point() and value.dtype not in (torch.float32, torch.float64):
+        value = value.double()
+    return value.numpy()
+
+
 def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
     if isinstance(obj, dict) or hasattr(obj, "files"):
-        table = {k: obj[k] for k in (obj.files if hasattr(obj, "files") else obj)}
-        table = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in table.items()}
-        return _columns_from_table(table, path, wanted)
-    array = obj.detach().cpu().numpy() if isinstance(obj, Tensor) else np.asarray(obj)
+        keys = list(obj.files if hasattr(obj, "files") else obj)
+        if not all(isinstance(k, str) for k in keys):
+            raise ValueError(
+                f"{path}: expected arrays named by strings (probs, target), got keys "
+                f"{', '.join(repr(k) for k in keys[:5])}"
+            )
+        return _columns_from_table({k: _to_numpy(obj[k]) for k in keys}, path, wanted)
+    array = _to_numpy(obj) if isinstance(obj, Tensor) else np.asarray(obj)
     if array.dtype.names:
         return _columns_from_table({n: array[n] for n in array.dtype.names}, path, wanted)
     if array.ndim == 2 and array.shape[1] == 2:
@@ -146,7 +217,7 @@ def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
                 f"{path}: an [N, 2] array has no group ids; store named arrays "
                 "(probs, target, groups) instead"
             )
-        return array[:, 0], array[:, 1], None
+        return ("column 0", array[:, 0]), ("column 1", array[:, 1]), None
     raise ValueError(
         f"{path}: expected named arrays or one [N, 2] array (probability, label), "
         f"got shape {tuple(array.shape)}"
@@ -202,12 +273,12 @@ def read_table(
         except Exception as err:  # torch raises many types for a bad file
             raise ValueError(f"{path}: not a readable torch file ({type(err).__name__})") from None
         q, y, ids = _from_arrays(obj, path, wanted)
-    q = _to_float(q, path, probs or "probabilities")
-    y = _to_float(y, path, target or "labels")
+    q = _to_float(q[1], path, q[0])
+    y = _to_labels(y[1], path, y[0])
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
     if ids is not None:
-        ids = _to_ids(ids, path, groups or "group ids")
+        ids = _to_ids(ids[1], path, ids[0])
         if ids.numel() != q.numel():
             raise ValueError(f"{path}: {ids.numel()} group ids for {q.numel()} probabilities")
     return Predictions(q, y, ids)

@@ -28,8 +28,12 @@ def pairs() -> tuple[np.ndarray, np.ndarray]:
     return q, y
 
 
+# The paper's estimator, named on both sides so that neither default matters.
+PAPER_CLI = ("--no-debias", "--interval", "paper")
+
+
 def expected_numbers(q: np.ndarray, y: np.ndarray, **options) -> dict[str, float]:
-    """The functional API's numbers for the CLI's defaults (seed 0)."""
+    """The functional API's numbers for the paper's setting with the given options (seed 0)."""
     probs, target = torch.from_numpy(q), torch.from_numpy(y)
     bin_size = options.get("bin_size", 5000)
     samples = options.get("samples", 10000)
@@ -39,6 +43,8 @@ def expected_numbers(q: np.ndarray, y: np.ndarray, **options) -> dict[str, float
         bin_size=bin_size,
         n_samples=samples,
         generator=torch.Generator().manual_seed(0),
+        debias=options.get("debias", False),
+        interval=options.get("interval", "paper"),
     )
     brier = brier_decomposition(probs, target, bin_size=bin_size)
     return {
@@ -89,7 +95,7 @@ def test_round_trip_json(tmp_path: Path, capsys, pairs, suffix: str) -> None:
     q, y = pairs
     path = write(tmp_path / f"preds{suffix}", q, y)
     code, out, err = run_cli(
-        capsys, "evaluate", path, "--json", "--bin-size", "200", "--samples", "300"
+        capsys, "evaluate", path, "--json", "--bin-size", "200", "--samples", "300", *PAPER_CLI
     )
     assert code == 0, err
     summary = json.loads(out)
@@ -103,6 +109,7 @@ def test_text_output_and_plot(tmp_path: Path, capsys, pairs) -> None:
     q, y = pairs
     path = write(tmp_path / "preds.csv", q, y)
     png = tmp_path / "figs" / "diagram.png"
+    png.parent.mkdir()  # --plot writes into an existing folder only
     code, out, err = run_cli(
         capsys,
         "evaluate",
@@ -117,6 +124,7 @@ def test_text_output_and_plot(tmp_path: Path, capsys, pairs) -> None:
         "200",
         "--plot",
         png,
+        *PAPER_CLI,
     )
     assert code == 0, err
     numbers = expected_numbers(q, y, bin_size=300, samples=200)
@@ -147,6 +155,8 @@ def test_options_reach_the_computation(tmp_path: Path, capsys, pairs) -> None:
         "0.9",
         "--method",
         "percentile",
+        "--interval",
+        "paper",
     )
     assert code == 0
     summary = json.loads(out)
@@ -160,7 +170,10 @@ def test_options_reach_the_computation(tmp_path: Path, capsys, pairs) -> None:
         confidence=0.9,
         method="percentile",
         generator=torch.Generator().manual_seed(0),
+        debias=False,
+        interval="paper",
     )
+    assert summary["debias"] is False  # l1 has no debiased estimate: the plug-in
     assert summary["calib_err"] == pytest.approx(expected.error.item(), rel=1e-12)
     assert summary["upper"] == pytest.approx(expected.upper.item(), rel=1e-12)
     assert summary["bins"] == len(expected.bins.count)

@@ -96,7 +96,7 @@ def test_text_output_names_the_groups(tmp_path: Path, capsys, tokens):
     [
         ("prob,label\n0.2,0\n0.7,1\n", ["--interval", "groups"], "group ids.*--groups"),
         ("prob,label,s\n0.2,0,1\n", ["--interval", "groups", "--groups", "doc"], "no column 'doc'"),
-        ("prob,label,s\n0.2,0,1\n", ["--groups", "s"], "--interval groups only"),
+        ("prob,label,s\n0.2,0,1\n", ["--groups", "s", "--interval", "pairs"], "groups only"),
     ],
 )
 def test_missing_or_unused_group_column_is_one_line_exit_2(

@@ -1,0 +1,296 @@
+"""``calib-metrics evaluate`` on unusual and bad input: one line and exit 2, or the right
+numbers, never a traceback; and its defaults (issue 13, "The command line")."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calib_metrics import cli
+from calib_metrics.functional import calibration_error_ci
+
+Q = [0.1, 0.35, 0.35, 0.6, 0.8, 0.95, 0.2, 0.7]
+Y = [0, 1, 0, 1, 1, 1, 0, 0]
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exit_:  # argparse errors
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(capsys, *argv) -> str:
+    """Run the command, check it failed with one line on stderr and exit 2; that line."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2, (code, out, err)
+    assert out == "" and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def csv_text(labels=Y, sep: str = ",", header: str = "prob,label") -> str:
+    rows = [header.replace(",", sep)]
+    rows += [f"{q}{sep}{y}" for q, y in zip(Q, labels, strict=True)]
+    return "\n".join(rows) + "\n"
+
+
+def summary(capsys, path: Path, *options) -> dict:
+    code, out, err = run_cli(capsys, "evaluate", path, "--json", "--samples", "50", *options)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> Path:
+    path = tmp_path / "good.csv"
+    path.write_text(csv_text())
+    return path
+
+
+# -- bad input: one line, exit 2 -------------------------------------------------------
+
+
+def test_pt_with_integer_keys(tmp_path: Path, capsys):
+    path = tmp_path / "p.pt"
+    torch.save({0: torch.tensor(Q), 1: torch.tensor(Y)}, path)
+    line = one_line_error(capsys, "evaluate", path)
+    assert "named by strings" in line and "0, 1" in line
+
+
+def test_csv_field_over_the_csv_limit(tmp_path: Path, capsys):
+    path = tmp_path / "long.csv"
+    path.write_text("prob,label\n0.5,1\n0." + "1" * 140_000 + ",0\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert "line 3" in line and "field" in line
+
+
+def test_jsonl_integer_of_400_digits(tmp_path: Path, capsys):
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"q": 0.5, "y": 1}\n{"q": ' + "7" * 400 + ', "y": 0}\n')
+    line = one_line_error(capsys, "evaluate", path)
+    assert "'q'" in line and "too large" in line
+
+
+@pytest.mark.parametrize("value", ["1e30", str(10**30), "0", "-3", "2.5", "nan", "many"])
+def test_bin_size_out_of_range_or_not_an_integer(good: Path, capsys, value: str):
+    line = one_line_error(capsys, "evaluate", good, "--bin-size", value)
+    assert "--bin-size" in line and repr(value) in line
+
+
+def test_bin_size_in_scientific_notation_is_read(good: Path, capsys):
+    assert summary(capsys, good, "--bin-size", "1e4")["bin_size"] == 10_000
+
+
+def test_plot_under_a_file(good: Path, capsys):
+    line = one_line_error(capsys, "evaluate", good, "--plot", good / "x.png")
+    assert "is a file, not a folder" in line
+
+
+def test_plot_in_a_missing_folder_is_refused_not_created(tmp_path: Path, good: Path, capsys):
+    target = tmp_path / "no" / "such" / "dir" / "x.png"
+    line = one_line_error(capsys, "evaluate", good, "--plot", target)
+    assert "does not exist" in line
+    assert not (tmp_path / "no").exists()
+
+
+def test_duplicate_header_names(tmp_path: Path, capsys):
+    path = tmp_path / "dup.csv"
+    path.write_text("prob,label,prob\n0.2,0,0.9\n0.8,1,0.1\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert "repeats column name" in line and "'prob'" in line
+
+
+def test_decimal_commas_are_named(tmp_path: Path, capsys):
+    path = tmp_path / "semi.csv"
+    path.write_text("prob;label\n0,2;0\n0,8;1\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert "decimal comma" in line and "'prob'" in line
+
+
+def test_an_os_error_anywhere_is_one_line(good: Path, capsys, monkeypatch):
+    """The safety net in main: an OSError from any step is one line, exit 2."""
+    from calib_metrics import predictions
+
+    def unreadable(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(good))
+
+    monkeypatch.setattr(predictions, "read_table", unreadable)
+    assert "Permission denied" in one_line_error(capsys, "evaluate", good)
+
+
+def test_the_real_process_prints_one_line(tmp_path: Path):
+    path = tmp_path / "p.pt"
+    torch.save({0: torch.tensor(Q), 1: torch.tensor(Y)}, path)
+    done = subprocess.run(
+        [sys.executable, "-m", "calib_metrics.cli", "evaluate", str(path), "--bin-size", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+# -- unusual but valid input: the same numbers as a plain file -------------------------
+
+
+@pytest.fixture
+def reference(good: Path, capsys) -> dict:
+    return summary(capsys, good)
+
+
+def _same(got: dict, want: dict) -> None:
+    for key in ("n", "bins", "calib_err", "lower", "upper", "brier"):
+        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-15), key
+
+
+def test_bf16_tensors_are_read(tmp_path: Path, capsys):
+    path = tmp_path / "bf16.pt"
+    probs = torch.tensor(Q, dtype=torch.bfloat16)
+    torch.save({"probs": probs, "target": torch.tensor(Y, dtype=torch.bfloat16)}, path)
+    plain = tmp_path / "plain.csv"
+    rounded = [float(v) for v in probs.double()]  # what bf16 stored
+    plain.write_text("prob,label\n" + "".join(f"{q!r},{y}\n" for q, y in zip(rounded, Y)))
+    _same(summary(capsys, path), summary(capsys, plain))
+
+
+def test_tensors_that_require_grad_are_detached(tmp_path: Path, capsys, reference):
+    path = tmp_path / "grad.pt"
+    probs = torch.tensor(Q, dtype=torch.float64, requires_grad=True)
+    torch.save({"probs": probs, "target": torch.tensor(Y)}, path)
+    _same(summary(capsys, path), reference)
+    stacked = tmp_path / "stacked.pt"
+    torch.save(torch.stack([probs, torch.tensor(Y, dtype=torch.float64)], 1), stacked)
+    _same(summary(capsys, stacked), reference)
+
+
+def test_utf8_bom_header_is_recognised(tmp_path: Path, capsys, reference):
+    path = tmp_path / "bom.csv"
+    path.write_text(csv_text(), encoding="utf-8-sig")
+    assert path.read_bytes()[:3] == b"\xef\xbb\xbf"
+    _same(summary(capsys, path), reference)
+    jsonl = tmp_path / "bom.jsonl"
+    rows = [json.dumps({"prob": q, "label": y}) for q, y in zip(Q, Y, strict=True)]
+    jsonl.write_text("\n".join(rows) + "\n", encoding="utf-8-sig")
+    _same(summary(capsys, jsonl), reference)
+
+
+@pytest.mark.parametrize("spelling", [("True", "False"), ("true", "false"), ("TRUE", "FALSE")])
+def test_true_false_labels_are_accepted(tmp_path: Path, capsys, reference, spelling):
+    path = tmp_path / "bool.csv"
+    path.write_text(csv_text(labels=[spelling[0] if y else spelling[1] for y in Y]))
+    _same(summary(capsys, path), reference)
+
+
+def test_json_booleans_are_labels(tmp_path: Path, capsys, reference):
+    path = tmp_path / "bool.jsonl"
+    rows = [json.dumps({"q": q, "y": bool(y)}) for q, y in zip(Q, Y, strict=True)]
+    path.write_text("\n".join(rows) + "\n")
+    _same(summary(capsys, path), reference)
+
+
+def test_semicolon_separated_csv_is_detected(tmp_path: Path, capsys, reference):
+    path = tmp_path / "semi.csv"
+    path.write_text(csv_text(sep=";"))
+    _same(summary(capsys, path), reference)
+
+
+# -- output ----------------------------------------------------------------------------
+
+
+def test_bin_count_grammar(good: Path, capsys):
+    code, out, _ = run_cli(capsys, "evaluate", good, "--samples", "20", "--bin-size", "100")
+    assert code == 0 and re.search(r"N = 8 pairs, 1 adaptive bin\b(?!s)", out), out
+    code, out, _ = run_cli(capsys, "evaluate", good, "--samples", "20", "--bin-size", "2")
+    assert code == 0 and "4 adaptive bins" in out, out
+
+
+def test_json_has_the_bins(good: Path, capsys):
+    got = summary(capsys, good, "--bin-size", "2")
+    result = calibration_error_ci(
+        torch.tensor(Q, dtype=torch.float64),
+        torch.tensor(Y, dtype=torch.float64),
+        bin_size=2,
+        n_samples=10,
+        debias=True,
+        interval="pairs",
+    )
+    per_bin = got["per_bin"]
+    assert len(per_bin) == got["bins"] == 4
+    assert [b["count"] for b in per_bin] == result.bins.count.tolist()
+    assert [b["pred_mean"] for b in per_bin] == pytest.approx(result.bins.pred_mean.tolist())
+    assert [b["freq"] for b in per_bin] == pytest.approx(result.bins.freq.tolist())
+
+
+# -- defaults: the recommended estimator; the paper's one option away ------------------
+
+
+def _pairs(n: int = 3000) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    q = rng.beta(0.5, 0.5, size=n)
+    return q, (rng.random(n) < np.clip(1.1 * q, 0, 1)).astype(np.int64)
+
+
+def _functional(q, y, **options):
+    return calibration_error_ci(
+        torch.from_numpy(q),
+        torch.from_numpy(y),
+        n_samples=50,
+        generator=torch.Generator().manual_seed(0),
+        **options,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "options"),
+    [
+        ((), {"bin_size": "auto", "debias": True, "interval": "pairs"}),
+        (("--paper",), {"bin_size": 5000, "debias": False, "interval": "paper"}),
+        (
+            ("--bin-size", "5000", "--no-debias", "--interval", "paper"),
+            {"bin_size": 5000, "debias": False, "interval": "paper"},
+        ),
+        (("--paper", "--bin-size", "300"), {"bin_size": 300, "debias": False, "interval": "paper"}),
+        (("--no-debias",), {"bin_size": "auto", "debias": False, "interval": "pairs"}),
+    ],
+)
+def test_defaults_and_the_paper_setting(tmp_path: Path, capsys, argv, options):
+    q, y = _pairs()
+    path = tmp_path / "p.npz"
+    np.savez(path, probs=q, target=y)
+    got = summary(capsys, path, *argv)
+    want = _functional(q, y, **options)
+    assert (got["bin_size"], got["debias"], got["interval"]) == (
+        options["bin_size"],
+        options["debias"],
+        options["interval"],
+    )
+    assert got["bins"] == len(want.bins.count)
+    for key in ("error", "lower", "upper"):
+        assert got[key if key != "error" else "calib_err"] == pytest.approx(
+            getattr(want, key).item(), rel=1e-12
+        )
+
+
+def test_groups_imply_the_group_bootstrap(tmp_path: Path, capsys):
+    q, y = _pairs()
+    groups = np.arange(len(q)) // 10
+    path = tmp_path / "p.npz"
+    np.savez(path, probs=q, target=y, sentence=groups)
+    got = summary(capsys, path, "--groups", "sentence")
+    want = _functional(
+        q, y, bin_size="auto", debias=True, interval="groups", groups=torch.from_numpy(groups)
+    )
+    assert got["interval"] == "groups" and got["groups"] == 300
+    assert got["upper"] == pytest.approx(want.upper.item(), rel=1e-12)
