@@ -187,3 +187,26 @@ def test_no_search_outside_the_checkout(tmp_path: Path, monkeypatch: pytest.Monk
     (checkout / "pyproject.toml").write_text("")
     monkeypatch.setattr(locations, "__file__", str(checkout / "calib_metrics/paper/locations.py"))
     assert locations.shared_data_dir() == tmp_path / "shared" / "data"
+
+
+EVALUATE = """
+import sys
+from calib_metrics.cli import main
+assert main(["evaluate", {path!r}, "--samples", "10"]) == 0
+print(sorted(m for m in sys.modules if m.startswith("calib_metrics.paper")))
+"""
+
+
+def test_evaluate_never_loads_the_paper(tmp_path: Path):
+    path = tmp_path / "p.csv"
+    path.write_text("prob,label\n0.2,0\n0.7,1\n0.9,1\n")
+    done = subprocess.run(
+        [sys.executable, "-c", EVALUATE.format(path=str(path))],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
