@@ -250,12 +250,30 @@ def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bin
     return _sums_to_bins(*adaptive_bin_sums(probs, target, bin_size))
 
 
+def uniform_bin_of(probs: Tensor, n_bins: int) -> Tensor:
+    """Equal-width bin of each probability, 0 … n_bins − 1 (q = 1 in the last bin).
+
+    The edges are ``linspace(0, 1, n_bins + 1)`` in the input's own dtype, as
+    torchmetrics builds them, so a probability on an inner edge falls where it falls
+    there. ``probs`` must be validated.
+
+    Example:
+        >>> import torch
+        >>> uniform_bin_of(torch.tensor([0.0, 0.65, 0.7, 1.0]), 10)
+        tensor([0, 6, 7, 9])
+    """
+    edges = torch.linspace(0, 1, n_bins + 1, dtype=probs.dtype, device=probs.device)
+    return (torch.bucketize(probs, edges, right=True) - 1).clamp_(0, n_bins - 1)
+
+
 def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     """Equal-width bins over [0, 1]; empty bins are dropped.
 
-    Bin i holds q in [i/n, (i+1)/n), as in torchmetrics' ``BinaryCalibrationError``,
-    except that q = 1 belongs to the last bin here (torchmetrics gives it a bin of its
-    own, so the two differ only on data with q exactly 1).
+    Bin i holds q in [eᵢ, eᵢ₊₁) with the edges ``linspace(0, 1, n + 1)`` computed in the
+    input's dtype, as in torchmetrics' ``BinaryCalibrationError``, so a q on an inner
+    edge lands in the same bin as there (float32(0.7) < float32 edge 0.7 would not hold
+    against float64 edges); the sums are float64 whatever the dtype. The one difference:
+    q = 1 belongs to the last bin here, while torchmetrics gives it a bin of its own.
 
     Example:
         >>> import torch
@@ -268,9 +286,8 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     if not isinstance(n_bins, int) or isinstance(n_bins, bool) or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
     probs, target = _check_pairs(probs, target)
+    b = uniform_bin_of(probs, n_bins)
     q = probs.to(torch.float64)
-    edges = torch.linspace(0, 1, n_bins + 1, dtype=torch.float64, device=q.device)
-    b = (torch.bucketize(q, edges, right=True) - 1).clamp_(0, n_bins - 1)
     count = torch.bincount(b, minlength=n_bins).to(torch.float64)
     sum_q = torch.zeros_like(count).index_add_(0, b, q)
     sum_y = torch.zeros_like(count).index_add_(0, b, target.to(torch.float64))

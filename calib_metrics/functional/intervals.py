@@ -60,7 +60,13 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, _bin_of_rank, _order_key, _sort_pairs
+from calib_metrics.functional.binning import (
+    Bins,
+    _bin_of_rank,
+    _order_key,
+    _sort_pairs,
+    uniform_bin_of,
+)
 
 Interval = Literal["paper", "pairs", "groups"]
 # Draws are made in blocks of at most this many cells (S·T or S·G), to bound memory.
@@ -109,9 +115,7 @@ def bin_index(
     """
     n = probs.numel()
     if binning == "uniform":
-        q = probs.to(torch.float64)
-        edges = torch.linspace(0, 1, n_bins + 1, dtype=torch.float64, device=q.device)
-        raw = (torch.bucketize(q, edges, right=True) - 1).clamp_(0, n_bins - 1)
+        raw = uniform_bin_of(probs, n_bins)
         # compute_bins drops empty bins, so renumber the occupied ones consecutively.
         occupied = torch.bincount(raw, minlength=n_bins) > 0
         return (torch.cumsum(occupied, 0) - 1).index_select(0, raw)
