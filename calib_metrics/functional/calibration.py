@@ -32,6 +32,7 @@ from calib_metrics.functional.intervals import (
     normal_quantile,
     pair_bootstrap,
 )
+from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
 
 Norm = Literal["l1", "l2", "max"]
 Binning = Literal["adaptive", "uniform"]
@@ -171,6 +172,7 @@ def calibration_error(
     n_bins: int = 15,
     norm: Norm = "l2",
     debias: bool = False,
+    mode: Mode = "one_vs_rest",
 ) -> Tensor:
     """RMS calibration error of binary predictions (the paper's Algorithm 1).
 
@@ -185,6 +187,9 @@ def calibration_error(
             or ``"max"`` (worst bin).
         debias: subtract each bin's sampling noise from its squared gap (l2 only);
             see :func:`error_from_bins`.
+        mode: for multiclass ``probs [..., C]`` with integer ``target [...]``:
+            ``"one_vs_rest"`` (the paper's), ``"top_label"`` or ``"classwise"`` (the
+            mean of the per-class errors); see :mod:`calib_metrics.functional.multiclass`.
 
     Returns:
         0-dim float64 tensor on the input's device.
@@ -197,8 +202,19 @@ def calibration_error(
         tensor(0.1768, dtype=torch.float64)
         >>> calibration_error(probs, target, bin_size=2, norm="l1")
         tensor(0.1750, dtype=torch.float64)
+        >>> probs = torch.tensor([[0.8, 0.2], [0.4, 0.6], [0.9, 0.1], [0.3, 0.7]])
+        >>> calibration_error(probs, torch.tensor([0, 0, 1, 1]), bin_size=2, mode="top_label")
+        tensor(0.2693, dtype=torch.float64)
     """
     _check_options(norm, binning, bin_size, n_bins)
+    sets = pair_sets(probs, target, mode)
+    if len(sets) > 1:
+        options = {"bin_size": bin_size, "binning": binning, "n_bins": n_bins}
+        per_class = [
+            calibration_error(q, y, norm=norm, debias=debias, **options) for q, y, _ in sets
+        ]
+        return torch.stack(per_class).mean()
+    probs, target = sets[0].probs, sets[0].target
     bins = compute_bins(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
     return error_from_bins(bins, norm, debias=debias)
 
@@ -330,6 +346,7 @@ def calibration_error_ci(
     debias: bool = False,
     interval: Interval = "paper",
     groups: Tensor | None = None,
+    mode: Mode = "one_vs_rest",
 ) -> CalibrationResult:
     """Calibration error with a confidence interval (by default the paper's Algorithm 2).
 
@@ -351,6 +368,9 @@ def calibration_error_ci(
             every combination.
         groups: group id of every pair (any integer tensor of ``probs``' shape), needed
             by and only used with ``interval="groups"``.
+        mode: multiclass input as in :func:`calibration_error`; ``"classwise"`` averages
+            the per-class results (its interval conservatively, see
+            :func:`~calib_metrics.functional.multiclass.average_results`).
 
     Returns:
         :class:`CalibrationResult` (error, mean, std, lower, upper, bins).
@@ -380,6 +400,14 @@ def calibration_error_ci(
             "groups= is needed by, and only used with, interval='groups' "
             f"(got interval={interval!r} and groups={'None' if groups is None else 'a tensor'})"
         )
+    sets = pair_sets(probs, target, mode, groups)
+    if len(sets) > 1:
+        options = {"bin_size": bin_size, "n_samples": n_samples, "confidence": confidence}
+        options |= {"generator": generator, "method": method, "binning": binning}
+        options |= {"n_bins": n_bins, "norm": norm, "debias": debias, "interval": interval}
+        per_class = [calibration_error_ci(q, y, groups=g, **options) for q, y, g in sets]
+        return CalibrationResult(*average_results(per_class))
+    probs, target, groups = sets[0]
     probs, target = _check_pairs(probs, target)
     bins = compute_bins(
         probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins, validate=False

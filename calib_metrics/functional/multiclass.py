@@ -1,0 +1,162 @@
+"""Multiclass probabilities as binary (q, y) pairs: one-vs-rest, top-label, classwise.
+
+Input ``probs [..., C]`` (one probability per class) with integer ``target [...]``
+becomes binary pairs in one of three ways (``mode``):
+
+* ``"one_vs_rest"`` (the paper's §4.2.2, the default): every item gives C pairs
+  (q = probs[c], y = [target = c]), all pooled into one set of pairs.
+* ``"top_label"``: one pair per item, the confidence q = max_c probs[c] and
+  y = [argmax_c probs = target] (the first maximum wins a tie, as in ``torch.max``).
+  This is torchmetrics' ``MulticlassCalibrationError`` and torch-uncertainty's
+  adaptive calibration error.
+* ``"classwise"``: C sets of pairs, one per class (q = probs[c], y = [target = c]);
+  the error is the average of the C per-class errors.
+
+Binary input (``probs`` and ``target`` of one shape) is already a set of pairs; it is
+passed through under ``"one_vs_rest"`` and refused by the other two modes, which need
+the class dimension.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import torch
+from torch import Tensor
+
+from calib_metrics.functional.binning import Bins, check_probs
+
+Mode = Literal["one_vs_rest", "top_label", "classwise"]
+MODES = ("one_vs_rest", "top_label", "classwise")
+
+
+class PairSet(NamedTuple):
+    """One set of binary pairs (flat), with the group id of each pair or None."""
+
+    probs: Tensor
+    target: Tensor
+    groups: Tensor | None
+
+
+def is_multiclass(probs: Tensor, target: Tensor) -> bool:
+    """True for ``probs [..., C]`` with ``target [...]``, False for equal shapes.
+
+    Example:
+        >>> import torch
+        >>> is_multiclass(torch.rand(4, 3), torch.tensor([0, 2, 1, 1]))
+        True
+        >>> is_multiclass(torch.rand(4), torch.tensor([0, 1, 1, 0]))
+        False
+    """
+    return (
+        isinstance(probs, Tensor)
+        and isinstance(target, Tensor)
+        and probs.ndim == target.ndim + 1
+        and probs.shape[:-1] == target.shape
+    )
+
+
+def _check_multiclass(probs: Tensor, target: Tensor) -> int:
+    """Validate multiclass input and return the number of classes C."""
+    n_classes = probs.shape[-1]
+    if n_classes < 2:
+        raise ValueError(
+            f"multiclass probs need at least 2 classes, got shape {tuple(probs.shape)}"
+        )
+    if target.numel() == 0:
+        raise ValueError("empty input: at least one item is needed")
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise ValueError(f"multiclass target must hold integer class ids, got dtype {target.dtype}")
+    if probs.device != target.device:
+        raise ValueError(f"probs on {probs.device} but target on {target.device}")
+    check_probs(probs)
+    low, high = torch.aminmax(target.reshape(-1))
+    if low < 0 or high >= n_classes:
+        bad = (low if low < 0 else high).item()
+        raise ValueError(f"target class ids must lie in [0, {n_classes - 1}], found {bad}")
+    return n_classes
+
+
+def pair_sets(
+    probs: Tensor, target: Tensor, mode: Mode = "one_vs_rest", groups: Tensor | None = None
+) -> list[PairSet]:
+    """The binary pair set(s) that ``mode`` makes of (multiclass) input.
+
+    Args:
+        probs: binary probabilities (``target``'s shape) or multiclass ``[..., C]``.
+        target: binary labels, or integer class ids ``[...]`` for multiclass probs.
+        mode: ``"one_vs_rest"``, ``"top_label"`` or ``"classwise"`` (see the module).
+        groups: optional group id per item (``target``'s shape); it follows every pair
+            made from the item.
+
+    Returns:
+        One :class:`PairSet` (one-vs-rest, top-label, binary input) or C (classwise),
+        each flat. Binary input is returned as given (validated later, with the pairs).
+
+    Example:
+        >>> import torch
+        >>> probs = torch.tensor([[0.7, 0.2, 0.1], [0.3, 0.3, 0.4]])
+        >>> target = torch.tensor([0, 1])
+        >>> q, y, _ = pair_sets(probs, target, "top_label")[0]
+        >>> q, y
+        (tensor([0.7000, 0.4000]), tensor([1, 0]))
+        >>> pair_sets(probs, target)[0].target
+        tensor([1, 0, 0, 0, 1, 0])
+        >>> [s.probs.tolist() for s in pair_sets(probs, target, "classwise")][1]
+        [0.20000000298023224, 0.30000001192092896]
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if not is_multiclass(probs, target):
+        if mode != "one_vs_rest":
+            raise ValueError(
+                f"mode={mode!r} needs multiclass probs [..., C] with integer targets [...], "
+                f"got shapes {tuple(getattr(probs, 'shape', ()))} and "
+                f"{tuple(getattr(target, 'shape', ()))} (for binary scores p pass "
+                "torch.stack([1 - p, p], -1))"
+            )
+        return [PairSet(probs, target, groups)]
+    n_classes = _check_multiclass(probs, target)
+    probs, target = probs.reshape(-1, n_classes), target.reshape(-1)
+    flat_groups = None if groups is None else groups.reshape(-1)
+    if groups is not None and flat_groups.numel() != target.numel():
+        raise ValueError(
+            f"groups must give one id per item: got {flat_groups.numel()} ids for "
+            f"{target.numel()} items (target shape {tuple(target.shape)})"
+        )
+    if mode == "top_label":
+        confidence, predicted = probs.max(dim=-1)
+        return [PairSet(confidence, (predicted == target).long(), flat_groups)]
+    onehot = torch.nn.functional.one_hot(target.long(), n_classes)
+    if mode == "one_vs_rest":
+        repeated = None if groups is None else flat_groups.repeat_interleave(n_classes)
+        return [PairSet(probs.reshape(-1), onehot.reshape(-1), repeated)]
+    # One contiguous row per class, so that each class's pairs are read in one sweep.
+    columns, labels = probs.T.contiguous(), onehot.T.contiguous()
+    return [PairSet(columns[c], labels[c], flat_groups) for c in range(n_classes)]
+
+
+def average_results(results: list) -> tuple:
+    """Average per-class results (error, mean, std, lower, upper, bins) into one.
+
+    The error and the centre are the means over classes. The spread is the mean of the
+    per-class spreads and the ends are the means of the per-class ends: by Minkowski's
+    inequality the standard deviation of an average of C errors is at most the average
+    of their standard deviations, whatever the correlation between classes (which share
+    items), so the averaged interval is conservative rather than too narrow. The bins
+    are every class's bins together, sorted by mean prediction.
+
+    Example:
+        >>> import torch
+        >>> t, b = torch.tensor, Bins(torch.tensor([0.5]), torch.tensor([0.5]), torch.tensor([2.0]))
+        >>> out = average_results([(t(0.1), t(0.1), t(0.02), t(0.06), t(0.14), b),
+        ...                        (t(0.3), t(0.3), t(0.04), t(0.22), t(0.38), b)])
+        >>> [round(v.item(), 3) for v in out[:5]], out[5].count.tolist()
+        ([0.2, 0.2, 0.03, 0.14, 0.26], [2.0, 2.0])
+    """
+    fields = [torch.stack([r[i] for r in results]).mean() for i in range(5)]
+    pred = torch.cat([r[5].pred_mean for r in results])
+    order = torch.argsort(pred, stable=True)
+    freq = torch.cat([r[5].freq for r in results]).index_select(0, order)
+    count = torch.cat([r[5].count for r in results]).index_select(0, order)
+    return (*fields, Bins(pred.index_select(0, order), freq, count))
