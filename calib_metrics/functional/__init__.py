@@ -15,11 +15,18 @@ from calib_metrics.functional.calibration import (
     error_from_bins,
 )
 from calib_metrics.functional.intervals import group_bootstrap, pair_bootstrap
+from calib_metrics.functional.smooth import (
+    SmoothCurve,
+    smooth_calibration_error,
+    smooth_calibration_from_histogram,
+    smooth_reliability_curve,
+)
 
 __all__ = [
     "Bins",
     "BrierDecomposition",
     "CalibrationResult",
+    "SmoothCurve",
     "adaptive_binning",
     "auto_bin_size",
     "brier_decomposition",
@@ -29,5 +36,8 @@ __all__ = [
     "error_from_bins",
     "group_bootstrap",
     "pair_bootstrap",
+    "smooth_calibration_error",
+    "smooth_calibration_from_histogram",
+    "smooth_reliability_curve",
     "uniform_binning",
 ]

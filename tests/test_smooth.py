@@ -1,0 +1,210 @@
+"""Smooth calibration error and curve: relplot as the oracle, brute force, histogram path.
+
+relplot (the authors' package, ``relplot.metrics.smECE``) computes exactly what
+``smooth_calibration_error`` computes, except that it adds 1e-4 to the kernel density at
+each mesh point; that moves the result by ~1e-8 at N = 500 and less beyond, so the
+comparisons hold to 1e-7.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from calib_metrics.functional.sketch import cell_index
+from calib_metrics.functional.smooth import (
+    histogram_tolerance,
+    smooth_bandwidth,
+    smooth_calibration_error,
+    smooth_calibration_from_histogram,
+    smooth_reliability_curve,
+)
+
+relplot_metrics = pytest.importorskip("relplot.metrics", reason="relplot is the oracle (dev extra)")
+
+
+def data(n: int, seed: int, shift: float = 0.0, power: float = 2.0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.rand(n, generator=g, dtype=torch.float64) ** power
+    y = torch.bernoulli((q + shift).clamp(0, 1), generator=g)
+    return q, y
+
+
+CASES = [(300, 0, 0.0), (2000, 1, 0.1), (20000, 2, -0.03), (5000, 3, 0.0)]
+
+
+@pytest.mark.parametrize(("n", "seed", "shift"), CASES)
+@pytest.mark.parametrize("sigma", [0.003, 0.05, 0.3])
+def test_fixed_bandwidth_equals_relplot(n, seed, shift, sigma) -> None:
+    q, y = data(n, seed, shift)
+    expected = relplot_metrics.smECE_sigma(q.numpy(), y.numpy(), sigma)
+    got = smooth_calibration_error(q, y, bandwidth=sigma)
+    assert got.item() == pytest.approx(expected, abs=1e-7)
+
+
+@pytest.mark.parametrize(("n", "seed", "shift"), CASES)
+def test_automatic_bandwidth_equals_relplot(n, seed, shift) -> None:
+    q, y = data(n, seed, shift)
+    expected, width = relplot_metrics.smECE(q.numpy(), y.numpy(), return_width=True)
+    assert smooth_bandwidth(q, y) == width
+    got = smooth_calibration_error(q, y)
+    assert got.item() == pytest.approx(expected, abs=1e-7)
+    assert got.dtype == torch.float64 and got.ndim == 0
+
+
+def test_float32_input_and_top_label_mode() -> None:
+    g = torch.Generator().manual_seed(4)
+    probs = (torch.randn(3000, 4, generator=g) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    confidence, correct = relplot_metrics.multiclass_logits_to_confidences(
+        probs.double().numpy(), target.numpy(), probs=True
+    )
+    expected = relplot_metrics.smECE(confidence, correct)
+    got = smooth_calibration_error(probs, target, mode="top_label")
+    assert got.item() == pytest.approx(expected, abs=1e-6)  # relplot widens the float32 probs
+
+
+def brute_force(q: torch.Tensor, y: torch.Tensor, sigma: float) -> float:
+    """The definition itself: kernel sums at 20,001 points, reflected at 0 and 1."""
+    t = torch.linspace(0, 1, 4001, dtype=torch.float64).unsqueeze(1)
+    images = [q + 2 * k for k in (-1, 0, 1)] + [-q + 2 * k for k in (0, 1)]
+    kernel = sum(torch.exp(-((t - c) ** 2) / (2 * sigma**2)) for c in images)
+    kernel = kernel / (math.sqrt(2 * math.pi) * sigma)
+    return ((kernel @ (q - y)).abs().mean() / (kernel.sum(1)).mean()).item()
+
+
+@pytest.mark.parametrize("sigma", [0.02, 0.08])
+def test_equals_the_definition_by_brute_force(sigma) -> None:
+    q, y = data(400, seed=5, shift=0.05)
+    # relplot's discretisation (shared here) sums the integrals over a mesh of 10/σ points
+    # with equal weights, end points included, where q piles up (q = u² here); with its
+    # grid rounding and kernel truncation that leaves 0.8% (σ = 0.02) and 1.3% (σ = 0.08)
+    # between the package's number and the integral itself.
+    assert smooth_calibration_error(q, y, bandwidth=sigma).item() == pytest.approx(
+        brute_force(q, y, sigma), rel=2e-2
+    )
+
+
+def test_reacts_to_miscalibration_and_is_small_when_calibrated() -> None:
+    q, y = data(20000, seed=6)
+    calibrated = smooth_calibration_error(q, y).item()
+    q_bad, y_bad = data(20000, seed=6, shift=0.1)
+    assert calibrated < 0.02 < 0.05 < smooth_calibration_error(q_bad, y_bad).item()
+
+
+def test_one_cell_per_pair_histogram_is_exact() -> None:
+    q, y = data(3000, seed=7, shift=0.05)
+    ones = torch.ones_like(q)
+    for sigma in (None, 0.04):
+        exact = smooth_calibration_error(q, y, bandwidth=sigma)
+        from_cells = smooth_calibration_from_histogram(q, ones, y, bandwidth=sigma)
+        assert from_cells.item() == pytest.approx(exact.item(), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("shift", "resolution"), [(0.0, 1 << 14), (0.05, 1 << 14), (0.05, 1 << 10)]
+)
+def test_sketch_cells_agree_within_the_stated_tolerance(shift, resolution) -> None:
+    # The streaming sketch's cells (equal width in logit) hold count, Σq and Σy.
+    q, y = data(100_000, seed=8, shift=shift, power=3.0)
+    cell = cell_index(q, resolution)
+    count = torch.zeros(resolution, dtype=torch.float64).index_add_(0, cell, torch.ones_like(q))
+    sum_q = torch.zeros_like(count).index_add_(0, cell, q)
+    sum_y = torch.zeros_like(count).index_add_(0, cell, y)
+    keep = count > 0
+    position = sum_q[keep] / count[keep]
+    sigma = smooth_bandwidth(q, y)
+    exact = smooth_calibration_error(q, y, bandwidth=sigma).item()
+    histogram = smooth_calibration_from_histogram(
+        position, count[keep], sum_y[keep], bandwidth=sigma
+    ).item()
+    bound = histogram_tolerance(q, (sum_q / count.clamp_min(1))[cell], sigma).item()
+    assert abs(histogram - exact) <= bound
+    if resolution == 1 << 14:  # the sketch's default resolution: well within 1e-4
+        assert abs(histogram - exact) < 1e-4
+    # The automatic bandwidth from the cells gives the same error to the same tolerance.
+    auto = smooth_calibration_from_histogram(position, count[keep], sum_y[keep]).item()
+    assert auto == pytest.approx(smooth_calibration_error(q, y).item(), abs=max(bound, 2e-3))
+
+
+def test_curve_equals_relplot_kernel_smoother_and_band_holds_it() -> None:
+    q, y = data(5000, seed=9, shift=0.05)
+    sigma = 0.05
+    curve = smooth_reliability_curve(
+        q, y, bandwidth=sigma, n_samples=100, generator=torch.Generator().manual_seed(0)
+    )
+    kernels = pytest.importorskip("relplot.kernels")
+    expected, density = kernels.ReflectedGaussianKernel(sigma).smooth(
+        q.numpy(), y.numpy(), curve.grid.numpy()
+    )
+    # relplot divides by density + 1e-4: compare where that is negligible.
+    dense = torch.from_numpy(density) > 10
+    torch.testing.assert_close(
+        curve.curve[dense], torch.from_numpy(expected)[dense], rtol=1e-5, atol=0
+    )
+    assert bool((curve.lower <= curve.curve).all() and (curve.curve <= curve.upper).all())
+    assert curve.error.item() == pytest.approx(
+        smooth_calibration_error(q, y, bandwidth=sigma).item()
+    )
+    assert curve.density.mean().item() == pytest.approx(1.0)
+
+
+def test_band_covers_the_truth_and_groups_widen_it() -> None:
+    # Calibrated data: the true curve is the diagonal. Grouped labels (10 items share
+    # one label draw) are far noisier than independent ones; the group band must see it.
+    g = torch.Generator().manual_seed(10)
+    n = 6000
+    group = torch.arange(n) // 10
+    q = torch.rand(n // 10, generator=g, dtype=torch.float64)
+    q, y = q.repeat_interleave(10), torch.bernoulli(q, generator=g).repeat_interleave(10)
+    options = {"bandwidth": 0.08, "n_samples": 200, "points": 51}
+    pairs = smooth_reliability_curve(q, y, generator=torch.Generator().manual_seed(1), **options)
+    groups = smooth_reliability_curve(
+        q, y, groups=group, generator=torch.Generator().manual_seed(1), **options
+    )
+    inner = (pairs.grid > 0.1) & (pairs.grid < 0.9)
+    width_pairs = (pairs.upper - pairs.lower)[inner].mean()
+    width_groups = (groups.upper - groups.lower)[inner].mean()
+    assert width_groups > 2 * width_pairs  # √10 ≈ 3.2 in theory
+    truth = groups.grid[inner]
+    covered = ((groups.lower[inner] <= truth) & (truth <= groups.upper[inner])).float().mean()
+    assert covered > 0.8
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"bandwidth": 0.0}, r"bandwidth must lie in \(0, 1\]"),
+        ({"bandwidth": "auto"}, "bandwidth must be a number"),
+        ({"n_samples": 1}, "n_samples must be an integer >= 2"),
+        ({"confidence": 1.0}, "confidence must lie strictly between"),
+        ({"points": 1}, "points must be an integer >= 2"),
+    ],
+)
+def test_curve_errors(kwargs, message) -> None:
+    q, y = data(100, seed=0)
+    with pytest.raises(ValueError, match=message):
+        smooth_reliability_curve(q, y, **kwargs)
+
+
+def test_input_errors() -> None:
+    with pytest.raises(ValueError, match="must lie in"):
+        smooth_calibration_error(torch.tensor([1.5]), torch.tensor([1]))
+    with pytest.raises(ValueError, match="same shape"):
+        smooth_calibration_error(torch.rand(3), torch.tensor([1, 0]))
+    with pytest.raises(ValueError, match="sum_target <= count"):
+        smooth_calibration_from_histogram(
+            torch.tensor([0.5], dtype=torch.float64),
+            torch.tensor([1.0], dtype=torch.float64),
+            torch.tensor([2.0], dtype=torch.float64),
+        )
+    probs = torch.rand(5, 3).softmax(-1)
+    with pytest.raises(ValueError, match="classwise"):
+        smooth_reliability_curve(probs, torch.tensor([0, 1, 2, 0, 1]), mode="classwise")
+    # Classwise smooth error is the mean of the per-class errors.
+    target = torch.tensor([0, 1, 2, 0, 1])
+    per_class = [smooth_calibration_error(probs[:, c], (target == c).long()) for c in range(3)]
+    got = smooth_calibration_error(probs, target, mode="classwise")
+    assert got.item() == pytest.approx(torch.stack(per_class).mean().item())
