@@ -21,12 +21,14 @@ from calib_metrics.functional.smooth import (
     smooth_calibration_from_histogram,
     smooth_reliability_curve,
 )
+from calib_metrics.functional.spiegelhalter import SpiegelhalterResult, spiegelhalter_test
 
 __all__ = [
     "Bins",
     "BrierDecomposition",
     "CalibrationResult",
     "SmoothCurve",
+    "SpiegelhalterResult",
     "adaptive_binning",
     "auto_bin_size",
     "brier_decomposition",
@@ -39,5 +41,6 @@ __all__ = [
     "smooth_calibration_error",
     "smooth_calibration_from_histogram",
     "smooth_reliability_curve",
+    "spiegelhalter_test",
     "uniform_binning",
 ]
