@@ -82,6 +82,15 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
+        "--mode",
+        choices=["one_vs_rest", "top_label", "classwise"],
+        default="one_vs_rest",
+        help="multiclass files (C probabilities per label, e.g. an [N, C] array beside [N] "
+        "class ids): pool one-vs-rest pairs, the top label's confidence, or average classes",
+    )
+    p.add_argument("--smooth", action="store_true", help="also print the smooth ECE (binning-free)")
+    p.add_argument("--spiegelhalter", action="store_true", help="also print Spiegelhalter's z test")
+    p.add_argument(
         "--plot", type=Path, help="write a reliability diagram PNG here (its folder must exist)"
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -148,6 +157,7 @@ def _compute(args: argparse.Namespace):
 
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
     probs, target, groups = read_table(args.file, args.probs, args.target, wanted_groups)
+    probs, target = _as_multiclass(probs, target, args.file)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
         probs,
@@ -160,17 +170,18 @@ def _compute(args: argparse.Namespace):
         debias=args.debias,
         interval=args.interval,
         groups=groups,
+        mode=args.mode,
         **options,
     )
-    brier = brier_decomposition(probs, target, **options)
-    return probs, groups, result, brier
+    brier = brier_decomposition(*_brier_pairs(probs, target, args.mode), **options)
+    return probs, target, groups, result, brier
 
 
 def _summary(args: argparse.Namespace, probs, groups, result, brier) -> dict:
     bins = result.bins
     return {
         "file": str(args.file),
-        "n": probs.numel(),
+        "n": int(bins.count.sum().item()),
         "bins": len(bins.count),
         "binning": args.binning,
         "bin_size": args.bin_size,
@@ -216,6 +227,8 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         f" + refinement {brier.refinement.item():.4f}"
         f" + within-bin {brier.within_bin.item():.4f}"
     )
+    for line in _extra_lines(summary):
+        print(line)
     if args.plot:
         print(f"reliability diagram: {args.plot}")
 
@@ -226,8 +239,9 @@ def evaluate(args: argparse.Namespace) -> dict:
 
     _settle_options(args)
     _check_plot_path(args.plot)
-    probs, groups, result, brier = _compute(args)
+    probs, target, groups, result, brier = _compute(args)
     summary = _summary(args, probs, groups, result, brier)
+    summary |= _extra_measures(probs, target, args)
     if args.plot:
         from calib_metrics.plot import reliability_diagram
 
@@ -239,6 +253,54 @@ def evaluate(args: argparse.Namespace) -> dict:
     else:
         _print_text(args, summary, result, brier)
     return summary
+
+
+def _as_multiclass(probs, target, path: Path):
+    """C probabilities per label (k·N values for N labels, k ≥ 2) become [N, C] with
+    integer class ids; equal counts stay binary pairs."""
+    import torch
+
+    n, total = target.numel(), probs.numel()
+    if total == n or n == 0 or total % n:
+        return probs, target
+    if not bool((target == target.round()).all()):
+        raise ValueError(f"{path}: {total // n} probabilities per label need integer class ids")
+    return probs.reshape(n, total // n), target.to(torch.long)
+
+
+def _brier_pairs(probs, target, mode: str):
+    """The binary pairs behind the Brier split: top-label pairs, else one-vs-rest."""
+    from calib_metrics.functional.multiclass import pair_sets
+
+    pairs = pair_sets(probs, target, "top_label" if mode == "top_label" else "one_vs_rest")
+    return pairs[0].probs, pairs[0].target
+
+
+def _extra_measures(probs, target, args: argparse.Namespace) -> dict:
+    """The measures beside CalibErr that --mode, --smooth and --spiegelhalter ask for."""
+    extra: dict = {"mode": args.mode}
+    if args.smooth:
+        from calib_metrics.functional import smooth_calibration_error
+
+        extra["smooth_ece"] = smooth_calibration_error(probs, target, mode=args.mode)
+    if args.spiegelhalter:
+        from calib_metrics.functional import spiegelhalter_test
+
+        test = spiegelhalter_test(probs, target, mode=args.mode)
+        extra |= {"spiegelhalter_z": test.z, "spiegelhalter_p": test.p_value}
+    return extra
+
+
+def _extra_lines(summary: dict) -> list[str]:
+    lines = []
+    if "smooth_ece" in summary:
+        lines.append(f"smooth ECE = {summary['smooth_ece'].item():.4f} (Błasiok & Nakkiran)")
+    if "spiegelhalter_z" in summary:
+        lines.append(
+            f"Spiegelhalter z = {summary['spiegelhalter_z'].item():.3f}, "
+            f"two-sided p = {summary['spiegelhalter_p'].item():.3g}"
+        )
+    return lines
 
 
 def _experiment(name: str):

@@ -1,0 +1,77 @@
+"""``evaluate --mode / --smooth / --spiegelhalter``: multiclass files and the extra measures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calib_metrics.cli import main
+from calib_metrics.functional import (
+    calibration_error,
+    smooth_calibration_error,
+    spiegelhalter_test,
+)
+
+
+def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def multiclass_file(tmp_path: Path) -> tuple[Path, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    probs = (torch.randn(600, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    path = tmp_path / "multiclass.npz"
+    np.savez(path, probs=probs.numpy(), target=target.numpy())
+    return path, probs, target
+
+
+@pytest.mark.parametrize("mode", ["one_vs_rest", "top_label", "classwise"])
+def test_mode_reaches_the_computation(capsys, multiclass_file, mode) -> None:
+    path, probs, target = multiclass_file
+    options = ("--bin-size", "50", "--samples", "100", "--json", "--mode", mode, "--smooth")
+    code, out, err = run(capsys, "evaluate", path, *options)
+    assert code == 0, err
+    summary = json.loads(out)
+    expected = calibration_error(probs, target, bin_size=50, mode=mode).item()
+    assert summary["calib_err"] == pytest.approx(expected, rel=1e-12)
+    assert summary["mode"] == mode
+    assert summary["n"] == (600 if mode == "top_label" else 1800)
+    smooth = smooth_calibration_error(probs, target, mode=mode).item()
+    assert summary["smooth_ece"] == pytest.approx(smooth, rel=1e-12)
+
+
+def test_text_lines_for_smooth_and_spiegelhalter(capsys, multiclass_file) -> None:
+    path, probs, target = multiclass_file
+    argv = ("--bin-size", "50", "--samples", "100", "--mode", "top_label")
+    code, out, err = run(capsys, "evaluate", path, *argv, "--smooth", "--spiegelhalter")
+    assert code == 0, err
+    test = spiegelhalter_test(probs, target, mode="top_label")
+    assert f"Spiegelhalter z = {test.z.item():.3f}" in out
+    smooth = smooth_calibration_error(probs, target, mode="top_label").item()
+    assert f"smooth ECE = {smooth:.4f}" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--mode", "classwise", "--spiegelhalter"), "one test per class"),
+        (("--mode", "top_label", "--binary"), "needs multiclass probs"),
+    ],
+)
+def test_one_line_errors(capsys, tmp_path, multiclass_file, argv, message) -> None:
+    path = multiclass_file[0]
+    if "--binary" in argv:
+        path = tmp_path / "binary.csv"
+        path.write_text("prob,label\n0.2,0\n0.7,1\n0.6,0\n")
+        argv = argv[:-1]
+    code, out, err = run(capsys, "evaluate", path, "--bin-size", "2", "--samples", "10", *argv)
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1
