@@ -637,13 +637,14 @@ def spiegelhalter_size(args) -> str:
             rate = (torch.special.erfc(z.abs() / math.sqrt(2)) < 0.05).double().mean().item()
             sd = math.sqrt(0.05 * 0.95 / reps)
             rows.append(f"| {variant} | {n:,} | {reps} | {rate:.3f} | {2 * sd:.3f} |")
+            print("\n".join(rows) if len(rows) == 3 else rows[-1], flush=True)
     return "\n".join(rows)
 
 
 def main(argv=None) -> None:
     args = parse(argv)
     if args.spiegelhalter:
-        print(spiegelhalter_size(args))
+        spiegelhalter_size(args)  # prints each row as it is measured
         return
     if args.from_json:
         results = merge(args.from_json)
