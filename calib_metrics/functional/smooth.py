@@ -39,6 +39,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, _check_pairs
+from calib_metrics.functional.intervals import _group_blocks, _pair_blocks
 from calib_metrics.functional.multiclass import Mode, pair_sets
 
 # relplot's constants: bandwidth floor and bisection steps, evaluation-mesh size.
@@ -390,8 +391,6 @@ def smooth_reliability_curve(
 
 def _bootstrap_curves(q, y, groups, sigma, t, n_samples, generator) -> Tensor:
     """Curves of the bootstrap draws, ``[S, points]``."""
-    from calib_metrics.functional.intervals import _group_blocks, _pair_blocks
-
     index, cells = _cell_sums(q, y, _grid_points(sigma))
     if groups is None:
         blocks = _pair_blocks(cells, n_samples, generator)
