@@ -40,7 +40,7 @@ def test_mode_reaches_the_computation(capsys, multiclass_file, mode) -> None:
     code, out, err = run(capsys, "evaluate", path, *options)
     assert code == 0, err
     summary = json.loads(out)
-    expected = calibration_error(probs, target, bin_size=50, mode=mode).item()
+    expected = calibration_error(probs, target, bin_size=50, debias=True, mode=mode).item()
     assert summary["calib_err"] == pytest.approx(expected, rel=1e-12)
     assert summary["mode"] == mode
     assert summary["n"] == (600 if mode == "top_label" else 1800)
