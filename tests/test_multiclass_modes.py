@@ -24,7 +24,7 @@ import torch
 from torchmetrics.classification import MulticlassCalibrationError
 from torchmetrics.functional.classification import multiclass_calibration_error
 
-from calib_metrics.functional import calibration_error, calibration_error_ci
+from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
 
 _spec = importlib.util.spec_from_file_location(
     "reference", Path(__file__).with_name("reference.py")
@@ -213,3 +213,15 @@ def test_mode_errors(probs, target, mode, message) -> None:
         calibration_error(probs, target, mode=mode)
     with pytest.raises(ValueError, match=message):
         calibration_error_ci(probs, target, mode=mode, n_samples=10)
+
+
+def test_brier_decomposition_takes_multiclass_input() -> None:
+    probs, target = softmax_data(1000, 3, seed=12)
+    onehot = torch.nn.functional.one_hot(target, 3)
+    pooled = brier_decomposition(probs.reshape(-1), onehot.reshape(-1), bin_size=100)
+    assert brier_decomposition(probs, target, bin_size=100) == pooled
+    confidence, predicted = probs.max(-1)
+    top = brier_decomposition(confidence, (predicted == target).long(), bin_size=100)
+    assert brier_decomposition(probs, target, bin_size=100, mode="top_label") == top
+    with pytest.raises(ValueError, match="one split per class"):
+        brier_decomposition(probs, target, mode="classwise")

@@ -447,8 +447,12 @@ def brier_decomposition(
     bin_size: int | str = 5000,
     binning: Binning = "adaptive",
     n_bins: int = 15,
+    mode: Mode = "one_vs_rest",
 ) -> BrierDecomposition:
     """Brier score with its calibration and refinement terms from the same bins (Eq. 1).
+
+    Multiclass ``probs [..., C]`` with integer ``target [...]`` are split by ``mode``
+    (``"one_vs_rest"`` or ``"top_label"``) as in :func:`calibration_error`.
 
     Example:
         >>> import torch
@@ -459,6 +463,9 @@ def brier_decomposition(
         [0.175, 0.09, 0.125, -0.04]
     """
     _check_options("l2", binning, bin_size, n_bins)
+    if mode == "classwise":
+        raise ValueError("brier_decomposition: mode='classwise' gives one split per class")
+    probs, target, _ = pair_sets(probs, target, mode)[0]
     probs, target = _check_pairs(probs, target)
     bins = compute_bins(
         probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins, validate=False
