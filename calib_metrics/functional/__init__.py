@@ -14,12 +14,14 @@ from calib_metrics.functional.calibration import (
     ci_from_bins,
     error_from_bins,
 )
+from calib_metrics.functional.errors import NoPairsError
 from calib_metrics.functional.intervals import group_bootstrap, pair_bootstrap
 
 __all__ = [
     "Bins",
     "BrierDecomposition",
     "CalibrationResult",
+    "NoPairsError",
     "adaptive_binning",
     "auto_bin_size",
     "brier_decomposition",
