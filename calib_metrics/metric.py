@@ -163,9 +163,10 @@ class CalibrationError(Metric):
             l2 only: l1 and max fall back to the plug-in).
         interval: None (default): ``"pairs"``, or ``"groups"`` when ``update`` is given
             ``groups=`` (exact mode only); ``"paper"`` (Algorithm 2), ``"pairs"``
-            (Poisson bootstrap over pairs) or ``"groups"`` (Poisson bootstrap over whole groups: sentences,
-            documents; every ``update`` then takes ``groups=``, one id per item, and
-            the metric keeps them, so it needs ``streaming=False``). With
+            (Poisson bootstrap over pairs) or ``"groups"`` (Poisson bootstrap over
+            whole groups: sentences, documents; every ``update`` then takes
+            ``groups=``, one id per item, and the metric keeps them, so it needs
+            ``streaming=False``). With
             ``debias=True`` the bootstrap is recentred on the debiased estimate;
             ``docs/coverage.md`` measures when each interval means what it says.
         average: ``"micro"`` (all pairs pooled), ``"none"``/None (one result per class),
