@@ -99,7 +99,7 @@ def _check_seed(seed: Any) -> None:
         raise ValueError(f"seed must be an integer or None, got {type(seed).__name__} {seed!r}")
     try:
         torch.Generator().manual_seed(seed)
-    except RuntimeError as err:
+    except (RuntimeError, ValueError, OverflowError) as err:
         raise ValueError(f"seed {seed} is out of range for torch.Generator: {err}") from None
 
 
@@ -552,6 +552,8 @@ class CalibrationError(Metric):
                 continue
             this._defaults[key] = _keep_dtype(fn, default)
             setattr(this, key, _keep_dtype(fn, getattr(this, key)))
+        # torchmetrics casts the cached compute() value too; recomputing it is exact.
+        this._computed = None
         return this
 
     def _load_from_state_dict(
