@@ -48,6 +48,16 @@ class CalibrationMonitor(Callback):
       ``<log_dir>/calibration/`` for loggers that cannot show images (``save_png=None``),
       for every logger (``True``) or never (``False``).
 
+    The metric's defaults are the recommended estimator (``bin_size="auto"``, debiased,
+    the recentred pair bootstrap; with ``streaming=False`` and ``"groups"`` in the step's
+    output, the group bootstrap). With several validation (or test) dataloaders, each
+    gets its own result, tagged as Lightning tags them (``val/calib_err/dataloader_idx_1``;
+    ``history`` records carry ``dataloader_idx``). The monitor warns once when the
+    LightningModule logs one of its tags itself (the monitor's value would replace the
+    module's: log yours as e.g. ``val/ece``), once when ``trainer.test()`` runs with only a
+    ``stage="val"`` monitor, and once when the trainer has no logger (the values still
+    reach ``trainer.callback_metrics``).
+
     Under DDP every rank updates and computes (the metric is synchronised; with
     ``streaming=True``, the default, by summing fixed-size histograms, so a long epoch costs
     no memory), and rank zero draws and writes. The list of past results, :attr:`history`,
@@ -69,7 +79,8 @@ class CalibrationMonitor(Callback):
         class_names: labels of the per-class chart (default ``0 .. C-1``).
         save_png: PNGs for loggers without images (None), for all (True) or never (False).
         prog_bar: show ``{prefix}/calib_err`` in the progress bar.
-        bin_size, n_samples, confidence, streaming: passed to the metric.
+        bin_size, n_samples, confidence, streaming: passed to the metric (defaults
+            ``"auto"``, 10000, 0.95, True).
         metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option.
 
     Example:
