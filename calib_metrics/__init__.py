@@ -29,13 +29,22 @@ _LAZY = {
     "BrierDecomposition": "calib_metrics.functional.calibration",
     "CalibrationResult": "calib_metrics.functional.calibration",
     "CalibrationError": "calib_metrics.metric",
+    "NoPairsError": "calib_metrics.functional.errors",
 }
 
-__all__ = ["Bins", "BrierDecomposition", "CalibrationError", "CalibrationResult", "__version__"]
+__all__ = [
+    "Bins",
+    "BrierDecomposition",
+    "CalibrationError",
+    "CalibrationResult",
+    "NoPairsError",
+    "__version__",
+]
 
 if TYPE_CHECKING:
     from calib_metrics.functional.binning import Bins
     from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
+    from calib_metrics.functional.errors import NoPairsError
     from calib_metrics.metric import CalibrationError
 
 _moved.install()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import warnings
+from collections.abc import Callable
 from typing import Any, Literal
 
 import torch
@@ -24,6 +26,7 @@ from calib_metrics.functional.calibration import (
     compute_bins,
     error_from_bins,
 )
+from calib_metrics.functional.errors import NoPairsError
 
 # dtypes a list state may hold, coded by position for the ranks to agree on one.
 _DTYPES = (
@@ -40,6 +43,27 @@ _DTYPES = (
 )
 
 
+def _keep_dtype(fn: Callable, value: Tensor | list[Tensor]) -> Tensor | list[Tensor]:
+    """``fn`` (a module-wide conversion) applied to a state for its device only."""
+    if isinstance(value, list):
+        return [_keep_dtype(fn, v) for v in value]
+    # An empty probe shows where fn sends the state, and whether it would cast it.
+    probe = fn(torch.empty(0, dtype=value.dtype, device=value.device))
+    if probe.dtype == value.dtype:
+        return fn(value)
+    return value.to(device=probe.device)
+
+
+def _copy_state(value: Any, default: Tensor | list[Tensor]) -> Any:
+    """A private copy of a loaded state: a new list, cloned tensors, the default's dtype."""
+    if isinstance(value, (list, tuple)):
+        return [v.detach().clone() if isinstance(v, Tensor) else v for v in value]
+    if isinstance(value, Tensor):
+        dtype = default.dtype if isinstance(default, Tensor) else value.dtype
+        return value.detach().to(dtype=dtype, copy=True)
+    return value
+
+
 def _dtype_code(parts: list[Tensor]) -> int:
     """Position in ``_DTYPES`` of the dtype the parts concatenate to; -1 for none."""
     if not parts:
@@ -51,6 +75,41 @@ def _dtype_code(parts: list[Tensor]) -> int:
 # Per class, the sketch's (count, Σr, Σr², Σy) per cell; see functional/sketch.py.
 _SKETCH_STATES = ("cell_count", "cell_sum_r", "cell_sum_r2", "cell_sum_y")
 
+# Fewer bins than this cannot show miscalibration (one bin scores about 0 for any model).
+MIN_BINS = 10
+# Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
+_MAX_BIN_SIZE = 1 << 62
+_MAX_N_BINS = 1 << 20
+_AVERAGES = ("micro", "macro", "weighted", "none", None)
+
+
+def _check_sizes(bin_size: int | str, n_bins: int) -> None:
+    """Upper limits the functional checks leave to the caller (they only ask for >= 1)."""
+    if isinstance(bin_size, int) and bin_size > _MAX_BIN_SIZE:
+        raise ValueError(f"bin_size must be at most 2**62, got {bin_size!r}")
+    if isinstance(n_bins, int) and n_bins > _MAX_N_BINS:
+        raise ValueError(f"n_bins must be at most 2**20 = {_MAX_N_BINS}, got {n_bins!r}")
+
+
+def _check_seed(seed: Any) -> None:
+    """A seed must be what ``torch.Generator.manual_seed`` takes: None or an int in range."""
+    if seed is None:
+        return
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(f"seed must be an integer or None, got {type(seed).__name__} {seed!r}")
+    try:
+        torch.Generator().manual_seed(seed)
+    except (RuntimeError, ValueError, OverflowError) as err:
+        raise ValueError(f"seed {seed} is out of range for torch.Generator: {err}") from None
+
+
+def _check_confidence(confidence: Any) -> None:
+    if not isinstance(confidence, (int, float)) or isinstance(confidence, bool):
+        raise ValueError(
+            f"confidence must be a number strictly between 0 and 1, got "
+            f"{type(confidence).__name__} {confidence!r}"
+        )
+
 
 class CalibrationError(Metric):
     """RMS calibration error with adaptive bins, sampled intervals and diagrams.
@@ -59,12 +118,25 @@ class CalibrationError(Metric):
     the probability that the label is 1. Multiclass input (``num_classes=C``): ``probs``
     of shape ``[..., C]`` and integer ``target`` of shape ``[...]``; every item gives C
     binary pairs (q = probs[c], y = [target == c]), the paper's one-vs-rest expansion
-    (§4.2.2). ``average="micro"`` pools all pairs; ``average=None`` gives one result per
-    class. Items whose target equals ``ignore_index`` (padding) are dropped.
+    (§4.2.2). ``average="micro"`` pools all pairs; ``"none"`` (or None) gives one result
+    per class, ``"macro"`` their mean and ``"weighted"`` their mean weighted by each
+    class's support (torchmetrics' meanings). Items whose target equals
+    ``ignore_index`` (padding) are dropped.
+
+    The defaults are the estimator the project recommends, not the paper's:
+    ``bin_size="auto"``, the debiased error (for ``norm="l2"``; l1 and max have no
+    correction and use the plug-in) and the recentred bootstrap interval over pairs, or
+    over groups when ``update`` is given ``groups=``. The paper's method is
+    ``CalibrationError(debias=False, bin_size=5000, interval="paper")``. Fewer than 10
+    bins cannot show miscalibration: the metric then warns, once.
 
     ``compute()`` returns the error alone (a 0-dim tensor, or one per class), so that
-    ``self.log("val/calib_err", metric)`` works in Lightning; :meth:`compute_result`
+    ``self.log("val/ece", metric)`` works in Lightning; :meth:`compute_result`
     returns the full :class:`~calib_metrics.CalibrationResult` with the interval.
+    ``forward`` (``metric(probs, target)``) updates and returns the batch's own value:
+    NaN for a batch of padding only; a rejected batch raises and changes nothing.
+    The states keep their dtype when the module is cast (``.half()``, Lightning's
+    ``precision="bf16-true"``).
 
     Two memory modes. The exact mode (default) keeps every pair, so its bins are exactly
     the paper's; under DDP the pairs of all ranks are gathered and the result equals one
@@ -78,22 +150,27 @@ class CalibrationError(Metric):
 
     Args:
         num_classes: None for binary input, else the number of classes C.
-        bin_size: target bin size β of adaptive binning (the paper uses 5000), or
-            ``"auto"``: β = ⌈√N⌉ for the N pairs seen (see ``docs/coverage.md``).
+        bin_size: ``"auto"`` (default): β = ⌈√N⌉ for the N pairs seen (see
+            ``docs/coverage.md``), or the target bin size β of adaptive binning (the
+            paper uses 5000), at most 2**62.
         binning: ``"adaptive"`` (equal mass) or ``"uniform"`` (equal width).
-        n_bins: number of bins of uniform binning.
+        n_bins: number of bins of uniform binning (at most 2**20).
         norm: ``"l2"`` (RMS, the paper's), ``"l1"`` or ``"max"``.
         n_samples: draws of the sampled interval (Algorithm 2).
         confidence: coverage of the interval.
         method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
-        debias: subtract each bin's sampling noise from its squared gap (l2 only).
-        interval: ``"paper"`` (Algorithm 2), ``"pairs"`` (Poisson bootstrap over
-            pairs) or ``"groups"`` (Poisson bootstrap over whole groups: sentences,
-            documents; every ``update`` then takes ``groups=``, one id per item, and
-            the metric keeps them, so it needs ``streaming=False``). With
+        debias: subtract each bin's sampling noise from its squared gap (default True;
+            l2 only: l1 and max fall back to the plug-in).
+        interval: None (default): ``"pairs"``, or ``"groups"`` when ``update`` is given
+            ``groups=`` (exact mode only); ``"paper"`` (Algorithm 2), ``"pairs"``
+            (Poisson bootstrap over pairs) or ``"groups"`` (Poisson bootstrap over
+            whole groups: sentences, documents; every ``update`` then takes
+            ``groups=``, one id per item, and the metric keeps them, so it needs
+            ``streaming=False``). With
             ``debias=True`` the bootstrap is recentred on the debiased estimate;
             ``docs/coverage.md`` measures when each interval means what it says.
-        average: ``"micro"`` (all pairs pooled) or None (one result per class).
+        average: ``"micro"`` (all pairs pooled), ``"none"``/None (one result per class),
+            ``"macro"`` or ``"weighted"`` (the per-class errors averaged).
         ignore_index: target value marking items to drop (padding).
         streaming: keep a fixed-size histogram instead of every pair.
         resolution: cells of the streaming histogram (even; 2¹⁴ by default).
@@ -102,20 +179,24 @@ class CalibrationError(Metric):
 
     Example:
         >>> import torch
-        >>> metric = CalibrationError(bin_size=100)
+        >>> metric = CalibrationError()
         >>> g = torch.Generator().manual_seed(0)
-        >>> for _ in range(3):
+        >>> for _ in range(3):  # an overconfident model: the truth is 0.5 + (q - 0.5) / 2
         ...     probs = torch.rand(400, generator=g)
-        ...     metric.update(probs, torch.bernoulli(probs, generator=g))
+        ...     metric.update(probs, torch.bernoulli(0.25 + probs / 2, generator=g))
         >>> metric.compute()
-        tensor(0.0238, dtype=torch.float64)
+        tensor(0.1318, dtype=torch.float64)
         >>> result = metric.compute_result()
-        >>> bool(result.lower < result.upper)
+        >>> bool(result.lower < result.error < result.upper)
         True
 
-        Pairs that come in sentences, with the recommended interval:
+        The paper's estimator and interval, one setting away:
 
-        >>> metric = CalibrationError(bin_size="auto", debias=True, interval="groups")
+        >>> paper = CalibrationError(debias=False, bin_size=5000, interval="paper")
+
+        Pairs that come in sentences: with ``groups=`` the interval resamples sentences.
+
+        >>> metric = CalibrationError()
         >>> probs = torch.rand(50, 20, generator=g)  # 50 sentences of 20 tokens
         >>> sentence = torch.arange(50).unsqueeze(1).expand(50, 20)
         >>> metric.update(probs, torch.bernoulli(probs, generator=g), groups=sentence)
@@ -134,16 +215,16 @@ class CalibrationError(Metric):
         self,
         num_classes: int | None = None,
         *,
-        bin_size: int | Literal["auto"] = 5000,
+        bin_size: int | Literal["auto"] = "auto",
         binning: Literal["adaptive", "uniform"] = "adaptive",
         n_bins: int = 15,
         norm: Literal["l1", "l2", "max"] = "l2",
         n_samples: int = 10000,
         confidence: float = 0.95,
         method: Literal["normal", "percentile"] = "normal",
-        debias: bool = False,
-        interval: Literal["paper", "pairs", "groups"] = "paper",
-        average: Literal["micro"] | None = "micro",
+        debias: bool = True,
+        interval: Literal["paper", "pairs", "groups"] | None = None,
+        average: Literal["micro", "macro", "weighted", "none"] | None = "micro",
         ignore_index: int | None = None,
         streaming: bool = False,
         resolution: int = sketch.DEFAULT_RESOLUTION,
@@ -151,28 +232,9 @@ class CalibrationError(Metric):
         validate_args: bool = True,
         **kwargs: Any,
     ) -> None:
+        options = dict(locals())
         super().__init__(**kwargs)
-        _check_options(norm, binning, bin_size, n_bins)
-        _check_interval_options(n_samples, confidence, method, interval)
-        if interval == "groups" and streaming:
-            raise ValueError(
-                "interval='groups' resamples whole groups, so the metric must keep every "
-                "pair's group: use streaming=False (or interval='pairs' to stream)"
-            )
-        if num_classes is not None and (
-            not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2
-        ):
-            raise ValueError(f"num_classes must be None or an integer >= 2, got {num_classes!r}")
-        if average not in ("micro", None):
-            raise ValueError(f"average must be 'micro' or None, got {average!r}")
-        if average is None and num_classes is None:
-            raise ValueError("average=None gives one result per class: set num_classes")
-        if debias and norm != "l2":
-            raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
-        if ignore_index is not None and not isinstance(ignore_index, int):
-            raise ValueError(f"ignore_index must be an integer or None, got {ignore_index!r}")
-        if streaming and binning == "uniform":
-            raise ValueError("streaming=True supports binning='adaptive' only")
+        self._check_arguments(options)
         self.num_classes = num_classes
         self.bin_size = bin_size
         self.binning = binning
@@ -183,12 +245,18 @@ class CalibrationError(Metric):
         self.method = method
         self.debias = debias
         self.interval = interval
-        self.average = average
+        self.average = None if average == "none" else average
         self.ignore_index = ignore_index
         self.streaming = streaming
         self.resolution = resolution
         self.seed = seed
         self.validate_args = validate_args
+        # What forward() needs to build a metric like this one for a single batch.
+        for name in ("self", "kwargs", "__class__"):
+            options.pop(name, None)
+        self._options = options
+        self._base_kwargs = kwargs
+        self._few_bins_warned = False
         if streaming:
             shape = (num_classes or 1,)
             for name, default in zip(_SKETCH_STATES, sketch.empty(resolution, shape)):
@@ -196,8 +264,51 @@ class CalibrationError(Metric):
         else:
             self.add_state("probs", default=[], dist_reduce_fx="cat")
             self.add_state("target", default=[], dist_reduce_fx="cat")
-            if interval == "groups":
+            if interval in ("groups", None):
+                # interval=None resamples groups when update() is given them.
                 self.add_state("groups", default=[], dist_reduce_fx="cat")
+
+    @staticmethod
+    def _check_arguments(args: dict[str, Any]) -> None:
+        """Every constructor argument, checked before any state exists."""
+        norm, interval, streaming = args["norm"], args["interval"], args["streaming"]
+        num_classes, average = args["num_classes"], args["average"]
+        _check_options(norm, args["binning"], args["bin_size"], args["n_bins"])
+        _check_sizes(args["bin_size"], args["n_bins"])
+        _check_confidence(args["confidence"])
+        _check_interval_options(
+            args["n_samples"], args["confidence"], args["method"], interval or "pairs"
+        )
+        _check_seed(args["seed"])
+        if interval == "groups" and streaming:
+            raise ValueError(
+                "interval='groups' resamples whole groups, so the metric must keep every "
+                "pair's group: use streaming=False (or interval='pairs' to stream)"
+            )
+        if num_classes is not None and (
+            not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2
+        ):
+            raise ValueError(f"num_classes must be None or an integer >= 2, got {num_classes!r}")
+        if average not in _AVERAGES:
+            raise ValueError(
+                f"average must be 'micro', 'macro', 'weighted' or 'none' (None), got {average!r}"
+            )
+        if average not in ("micro",) and num_classes is None:
+            raise ValueError(f"average={average!r} averages over classes: set num_classes")
+        if not isinstance(args["debias"], bool):
+            raise ValueError(f"debias must be True or False, got {args['debias']!r}")
+        ignore_index = args["ignore_index"]
+        if ignore_index is not None and (
+            not isinstance(ignore_index, int) or isinstance(ignore_index, bool)
+        ):
+            raise ValueError(f"ignore_index must be an integer or None, got {ignore_index!r}")
+        if streaming and args["binning"] == "uniform":
+            raise ValueError("streaming=True supports binning='adaptive' only")
+
+    @property
+    def _debias(self) -> bool:
+        """debias as applied: the plug-in estimate for l1 and max, which have no correction."""
+        return self.debias and self.norm == "l2"
 
     # ------------------------------------------------------------------ update
     def _prepare(self, probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -243,17 +354,32 @@ class CalibrationError(Metric):
 
     def _check_groups(self, groups: Tensor | None, target: Tensor) -> Tensor | None:
         """Validate ``groups=`` of one batch: one integer id per item (target's shape)."""
-        if self.interval != "groups":
-            if groups is not None:
+        if groups is None:
+            if self.interval == "groups":
                 raise ValueError(
-                    f"groups= is used by interval='groups' only; this metric has "
-                    f"interval={self.interval!r}"
+                    "interval='groups' needs groups=: the group (sentence, document) id of "
+                    "every item, e.g. update(probs, target, groups=sentence_ids)"
+                )
+            if self._keeps_groups() and self.groups:
+                raise ValueError(
+                    "earlier batches came with groups= and this one without: give every "
+                    "batch its group ids, or none"
                 )
             return None
-        if groups is None:
+        if self.interval in ("paper", "pairs"):
             raise ValueError(
-                "interval='groups' needs groups=: the group (sentence, document) id of "
-                "every item, e.g. update(probs, target, groups=sentence_ids)"
+                f"groups= is used by interval='groups' (or the default interval=None) only; "
+                f"this metric has interval={self.interval!r}"
+            )
+        if self.streaming:
+            raise ValueError(
+                "groups= needs streaming=False: the streaming histogram keeps no per-pair "
+                "group ids (drop groups= for the pair bootstrap)"
+            )
+        if self.interval is None and self.probs and not self.groups:
+            raise ValueError(
+                "earlier batches came without groups= and this one with: give every batch "
+                "its group ids, or none"
             )
         if isinstance(groups, Tensor) and groups.shape != target.shape:
             raise ValueError(
@@ -262,14 +388,26 @@ class CalibrationError(Metric):
             )
         return _check_groups(groups, target, "target").detach()
 
+    def _keeps_groups(self) -> bool:
+        return not self.streaming and self.interval in ("groups", None)
+
     def update(self, probs: Tensor, target: Tensor, groups: Tensor | None = None) -> None:
         """Accumulate a batch; a batch that fails validation changes nothing.
 
         ``groups`` (with ``interval="groups"`` only): the id of every item's group, of
         ``target``'s shape. Ids must name a group in the whole evaluation set (e.g. the
         sentence's index in the data set), also across DDP ranks, since pairs with one
-        id are resampled together.
+        id are resampled together. With the default ``interval=None`` (and
+        ``streaming=False``), passing ``groups`` makes the interval resample groups.
         """
+        try:
+            self._update(probs, target, groups)
+        except Exception:
+            # torchmetrics counted the call before it ran; a rejected batch is no update.
+            self._update_count -= 1
+            raise
+
+    def _update(self, probs: Tensor, target: Tensor, groups: Tensor | None) -> None:
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError("probs and target must be tensors")
         if not probs.is_floating_point():
@@ -296,54 +434,198 @@ class CalibrationError(Metric):
         if groups is not None:
             self.groups.append(groups)
 
-    def _sync_dist(self, dist_sync_fn: Any = None, process_group: Any = None) -> None:
+    def sync(
+        self,
+        dist_sync_fn: Callable | None = None,
+        process_group: Any | None = None,
+        should_sync: bool = True,
+        distributed_available: Callable | None = None,
+    ) -> None:
         """Gather the pairs of every rank (exact mode) or sum the sketches (streaming).
 
-        Before gathering, the ranks agree on one dtype per list state (pairs are kept
-        as given, e.g. bfloat16 on one rank and float32 on another), and a rank without
-        data contributes an empty tensor of that dtype and of the right shape, which
-        ``all_gather`` needs.
+        torchmetrics' public ``sync``, after one step of its own in the exact mode: the
+        ranks agree on one dtype per list state (pairs are kept as given, e.g. bfloat16
+        on one rank and float32 on another), and a rank without data contributes an
+        empty tensor of that dtype and of the right shape, which ``all_gather`` needs.
         """
-        kwargs = {} if dist_sync_fn is None else {"dist_sync_fn": dist_sync_fn}
-        if not self.streaming:
-            gather = dist_sync_fn or gather_all_tensors
-            group = process_group or self.process_group
-            for name in self._pair_states():
-                parts = getattr(self, name)
-                code = torch.tensor(_dtype_code(parts), device=self.device)
-                codes = [int(c) for c in gather(code, group=group)]
-                if max(codes) < 0:
-                    continue  # no rank has data: compute() will say so
-                dtype = functools.reduce(torch.promote_types, (_DTYPES[c] for c in codes if c >= 0))
-                wide = name == "probs" and self.num_classes is not None
-                width = (self.num_classes,) if wide else ()
-                if parts:
-                    parts = [dim_zero_cat(parts).to(dtype)]
-                else:
-                    parts = [torch.empty((0, *width), dtype=dtype, device=self.device)]
-                # A new list, so that the copy kept for unsync() stays as it was.
-                setattr(self, name, parts)
-        super()._sync_dist(process_group=process_group, **kwargs)
+        available = distributed_available or self.distributed_available_fn
+        if should_sync and not self.streaming and callable(available) and available():
+            self._agree_on_pair_dtypes(dist_sync_fn or gather_all_tensors, process_group)
+        super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
+
+    def _agree_on_pair_dtypes(self, gather: Callable, process_group: Any | None) -> None:
+        group = process_group or self.process_group
+        for name in self._pair_states():
+            parts = getattr(self, name)
+            if not isinstance(parts, list):
+                continue
+            code = torch.tensor(_dtype_code(parts), device=self.device)
+            codes = [int(c) for c in gather(code, group=group)]
+            if max(codes) < 0:
+                continue  # no rank has data: compute() will say so
+            dtype = functools.reduce(torch.promote_types, (_DTYPES[c] for c in codes if c >= 0))
+            wide = name == "probs" and self.num_classes is not None
+            width = (self.num_classes,) if wide else ()
+            if parts:
+                parts = [dim_zero_cat(parts).to(dtype)]
+            else:
+                parts = [torch.empty((0, *width), dtype=dtype, device=self.device)]
+            # A new list, so that the caller's earlier lists stay as they were.
+            setattr(self, name, parts)
+
+    # ------------------------------------------------------------------- state
+    def forward(self, *args: Any, **kwargs: Any) -> Tensor:
+        """``update`` with the batch, returning the batch's own value (``compute``'s kind).
+
+        Unlike torchmetrics' default (reset, update, compute, restore), the batch is
+        measured by a separate metric of the same options and then merged in, so that
+        a rejected batch raises and leaves the accumulated state as it was, and a batch
+        of padding only returns NaN and keeps it too.
+        """
+        batch = self._batch_metric()
+        batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
+        try:
+            value = batch.compute()
+        except NoPairsError:
+            shape = (self.num_classes,) if self.average is None else ()
+            value = torch.full(shape, float("nan"), dtype=torch.float64, device=self.device)
+        self.merge_state(batch)
+        self._update_count += 1
+        self._forward_cache = value
+        return value
+
+    def _batch_metric(self) -> CalibrationError:
+        """A metric like this one (cached, reset) that measures one batch for forward()."""
+        batch = self.__dict__.get("_batch")
+        if batch is None:
+            # The batch value is synchronised only with dist_sync_on_step, as in torchmetrics.
+            kwargs = {**self._base_kwargs, "sync_on_compute": self.dist_sync_on_step}
+            batch = CalibrationError(**self._options, **kwargs)
+            # Kept out of the module tree, so it is not in state_dict() nor moved by .to().
+            self.__dict__["_batch"] = batch
+        batch.to(self.device)
+        batch.reset()
+        return batch
+
+    def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
+        """Add another metric's state (or a state dict) to this one; both must keep alike."""
+        if isinstance(incoming_state, CalibrationError):
+            problem = self._merge_problem(incoming_state)
+            if problem:
+                raise ValueError(f"cannot merge these CalibrationErrors: {problem}")
+        elif isinstance(incoming_state, dict) and set(incoming_state) != set(self._defaults):
+            raise ValueError(
+                f"cannot merge a state with keys {sorted(incoming_state)} into a "
+                f"CalibrationError that keeps {sorted(self._defaults)}"
+            )
+        super().merge_state(incoming_state)
+        self._computed = None
+
+    def _merge_problem(self, other: CalibrationError) -> str:
+        """Why ``other``'s state cannot be added to this one's ('' when it can)."""
+        mode = {True: "a streaming", False: "an exact-mode"}
+        if other.streaming != self.streaming:
+            return (
+                f"{mode[other.streaming]} metric cannot be merged into {mode[self.streaming]} "
+                "one (streaming= must match)"
+            )
+        if other.num_classes != self.num_classes:
+            return f"num_classes {other.num_classes} into num_classes {self.num_classes}"
+        if self.streaming and other.resolution != self.resolution:
+            return f"resolution {other.resolution} into resolution {self.resolution}"
+        if set(other._defaults) != set(self._defaults):
+            return "one keeps group ids and the other does not (interval= must match)"
+        return ""
+
+    def _apply(self, fn: Callable, exclude_state: Any = ()) -> CalibrationError:
+        """Move the states with the module, but never change their dtype.
+
+        ``.to(torch.bfloat16)``, ``.half()`` or Lightning's ``precision="bf16-true"``
+        cast a module's tensors; cast, the float64 sums of the streaming state would
+        stop accepting updates and the exact mode's stored probabilities would be
+        rounded. The states (and their defaults, which ``reset`` restores) only follow
+        the device; every other tensor is left to torchmetrics.
+        """
+        this = super()._apply(fn, exclude_state=(*exclude_state, *self._defaults))
+        for key, default in this._defaults.items():
+            if key in exclude_state:
+                continue
+            this._defaults[key] = _keep_dtype(fn, default)
+            setattr(this, key, _keep_dtype(fn, getattr(this, key)))
+        # torchmetrics casts the cached compute() value too; recomputing it is exact.
+        this._computed = None
+        return this
+
+    def _load_from_state_dict(
+        self,
+        state_dict: dict,
+        prefix: str,
+        local_metadata: dict,
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        # torchmetrics assigns the caller's own lists and tensors: later updates would
+        # append to (or, streaming, add into) the caller's dict. Load copies instead.
+        for key in self._defaults:
+            name = prefix + key
+            if name in state_dict:
+                state_dict[name] = _copy_state(state_dict[name], self._defaults[key])
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
 
     # ----------------------------------------------------------------- compute
     def _pair_states(self) -> tuple[str, ...]:
-        return ("probs", "target", "groups") if self.interval == "groups" else ("probs", "target")
+        return ("probs", "target", "groups") if self._keeps_groups() else ("probs", "target")
+
+    def _no_pairs(self) -> NoPairsError:
+        """The error of a metric with nothing to measure, saying why."""
+        if self.update_count == 0:
+            return NoPairsError("CalibrationError has no pairs: call update() before compute()")
+        padding = "" if self.ignore_index is None else f" or padding ({self.ignore_index})"
+        return NoPairsError(
+            f"CalibrationError has no pairs: all {self.update_count} updates were empty{padding}"
+        )
 
     def _pairs(self) -> tuple[Tensor, Tensor, Tensor | None]:
-        """probs, target and (interval='groups') group ids, ignored items dropped."""
+        """probs, target and (when kept) group ids, ignored items dropped."""
         # Lists of batches locally; one tensor each once synchronised across ranks.
         if isinstance(self.probs, list) and not self.probs:
-            raise ValueError("CalibrationError has no pairs: call update() before compute()")
+            raise self._no_pairs()
         probs = dim_zero_cat(self.probs)
         target = dim_zero_cat(self.target)
-        groups = dim_zero_cat(self.groups) if self.interval == "groups" else None
+        if probs.numel() == 0:
+            raise self._no_pairs()
+        groups = self._kept_groups(target)
         if self.ignore_index is not None:
             keep = target != self.ignore_index
             probs, target = probs[keep], target[keep]
             groups = None if groups is None else groups[keep]
-        if probs.numel() == 0:
-            raise ValueError("CalibrationError has no pairs: every update was empty")
+        if target.numel() == 0:
+            raise self._no_pairs()
         return probs, target, groups
+
+    def _kept_groups(self, target: Tensor) -> Tensor | None:
+        """The group ids to resample, or None for the pair interval."""
+        if not self._keeps_groups() or (isinstance(self.groups, list) and not self.groups):
+            return None
+        groups = dim_zero_cat(self.groups)
+        if groups.numel() == 0 and self.interval is None:
+            return None
+        if groups.numel() != target.numel():
+            raise ValueError(
+                f"{groups.numel()} group ids for {target.numel()} items: some batches (or "
+                "ranks) came without groups="
+            )
+        return groups
+
+    def _interval(self, groups: Tensor | None) -> str:
+        """The interval that compute_result() draws: interval=None picks by the data."""
+        if self.interval is not None:
+            return self.interval
+        return "pairs" if groups is None else "groups"
 
     def _class_pairs(self) -> list[tuple[Tensor, Tensor, Tensor | None]]:
         """Binary pairs (probs, target, groups) behind each result: one (micro) or per class."""
@@ -362,7 +644,7 @@ class CalibrationError(Metric):
         if self.streaming:
             states = [getattr(self, name) for name in _SKETCH_STATES]
             if states[0].sum() == 0:
-                raise ValueError("CalibrationError has no pairs: call update() before compute()")
+                raise self._no_pairs()
             if self.average == "micro":
                 # Cells are aligned across classes, so pooling them is a sum.
                 pooled = [s.sum(0) for s in states]
@@ -375,31 +657,79 @@ class CalibrationError(Metric):
                 )
                 for c in range(states[0].shape[0])
             ]
+        return self._bins_of(self._class_pairs())
+
+    def _bins_of(self, pairs: list[tuple[Tensor, Tensor, Tensor | None]]) -> list[Bins]:
         options = {"binning": self.binning, "bin_size": self.bin_size, "n_bins": self.n_bins}
-        return [
-            compute_bins(probs, target, validate=False, **options)
-            for probs, target, _ in self._class_pairs()
-        ]
+        return [compute_bins(p, t, validate=False, **options) for p, t, _ in pairs]
+
+    def _warn_few_bins(self, bins: list[Bins]) -> None:
+        """One UserWarning per metric object when the data make fewer than MIN_BINS bins."""
+        fewest = min(bins, key=lambda b: b.count.numel())
+        n_bins = fewest.count.numel()
+        if self._few_bins_warned or n_bins >= MIN_BINS:
+            return
+        self._few_bins_warned = True
+        n_pairs = int(fewest.count.sum().item())
+        if self.binning == "uniform":
+            fix = f"raise n_bins (now {self.n_bins}) or use binning='adaptive'"
+        elif self.bin_size == "auto":
+            fix = "measure more pairs (bin_size='auto' makes about sqrt(N) bins)"
+        else:
+            fix = f"use bin_size='auto' or a bin_size of at most {max(1, n_pairs // MIN_BINS)}"
+        warnings.warn(
+            f"CalibrationError: only {n_bins} bin{'s' * (n_bins != 1)} from {n_pairs} pairs "
+            f"(bin_size={self.bin_size!r}); with fewer than {MIN_BINS} bins the error "
+            f"cannot show miscalibration (one bin scores about 0 for any model): {fix}",
+            UserWarning,
+            stacklevel=3,
+        )
+
+    def _average(self, errors: list[Tensor], bins: list[Bins]) -> Tensor:
+        """One error (micro), per class (none) or their mean (macro) / support-weighted mean."""
+        if self.average == "micro":
+            return errors[0]
+        stacked = torch.stack(errors)
+        if self.average is None:
+            return stacked
+        if self.average == "macro":
+            return stacked.mean()
+        # weighted: by each class's support, the number of items of that class.
+        support = torch.stack([(b.freq * b.count).sum() for b in bins]).to(stacked.dtype)
+        return (stacked * support).sum() / support.sum()
 
     def compute(self) -> Tensor:
-        """The calibration error: 0-dim (micro) or one value per class (average=None)."""
-        errors = [error_from_bins(b, self.norm, debias=self.debias) for b in self.class_bins()]
-        return errors[0] if self.average == "micro" else torch.stack(errors)
+        """The calibration error: 0-dim (micro, macro, weighted) or one per class (none)."""
+        bins = self.class_bins()
+        self._warn_few_bins(bins)
+        errors = [error_from_bins(b, self.norm, debias=self._debias) for b in bins]
+        return self._average(errors, bins)
 
     def compute_result(self) -> CalibrationResult | list[CalibrationResult]:
-        """Error, sampled interval and bins: one result (micro) or a list per class.
+        """Error, interval and bins: one result (micro) or a list of one per class.
 
-        Under DDP it is synchronised like :meth:`compute` (torchmetrics wraps only
-        ``compute``), unless the caller already holds the metric synchronised.
+        ``average="macro"`` and ``"weighted"`` give the per-class list too (their
+        average's own value is :meth:`compute`). The interval is ``interval``'s; with
+        ``interval=None``, the group bootstrap when the updates gave ``groups=``, else
+        the pair bootstrap. Under DDP it is synchronised like :meth:`compute`
+        (torchmetrics wraps only ``compute``); do not call it inside ``sync_context``.
         """
         with self.sync_context(
-            dist_sync_fn=self.dist_sync_fn,
-            should_sync=self._to_sync and not self._is_synced,
-            should_unsync=self._should_unsync and not self._is_synced,
+            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
-            inputs = self._class_pairs() if self.interval == "groups" else self.class_bins()
+            pairs = None if self.streaming else self._class_pairs()
+            interval = self._interval(None if pairs is None else pairs[0][2])
+            if interval == "groups":
+                inputs = pairs
+            else:
+                inputs = self.class_bins() if pairs is None else self._bins_of(pairs)
+        results = self._results(inputs, interval)
+        self._warn_few_bins([r.bins for r in results])
+        return results[0] if self.average == "micro" else results
+
+    def _results(self, inputs: list[Any], interval: str) -> list[CalibrationResult]:
         options = {"n_samples": self.n_samples, "confidence": self.confidence}
-        options |= {"method": self.method, "norm": self.norm, "debias": self.debias}
+        options |= {"method": self.method, "norm": self.norm, "debias": self._debias}
         generator = None
         results = []
         for item in inputs:
@@ -407,9 +737,8 @@ class CalibrationError(Metric):
                 device = item.freq.device if isinstance(item, Bins) else item[0].device
                 generator = torch.Generator(device=device).manual_seed(self.seed)
             if isinstance(item, Bins):
-                results.append(
-                    ci_from_bins(item, generator=generator, interval=self.interval, **options)
-                )
+                result = ci_from_bins(item, generator=generator, interval=interval, **options)
+                results.append(result)
                 continue
             probs, target, groups = item
             results.append(
@@ -425,7 +754,7 @@ class CalibrationError(Metric):
                     **options,
                 )
             )
-        return results[0] if self.average == "micro" else results
+        return results
 
     def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
         """Reliability diagram (micro) or per-class error bars (``average=None``).

@@ -181,7 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dev-sentences", type=int, default=1000)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=None, help="default: 0.05 crf, 0.005 bilstm")
-    parser.add_argument("--bin-size", type=int, default=2000, help="adaptive bin size β")
+    parser.add_argument(
+        "--bin-size",
+        type=lambda text: text if text == "auto" else int(text),
+        default="auto",
+        help="adaptive bin size β, or 'auto' (about √N bins of √N pairs; the default)",
+    )
     parser.add_argument("--out", default="runs/tagger", help="TensorBoard log folder")
     parser.add_argument("--accelerator", default="cpu")
     parser.add_argument(
@@ -194,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
     for name in ("epochs", "train_sentences", "dev_sentences", "batch_size", "bin_size", "threads"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) != "auto" and getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
     # Several threads on a tagger this small mostly wait for each other, and on a busy
     # machine they fight other processes for cores: one thread is many times faster.

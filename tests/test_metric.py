@@ -52,13 +52,14 @@ def state_snapshot(metric: CalibrationError):
 
 def test_binary_any_shape_equals_functional() -> None:
     batches = binary_batches(shape=(2, 5, 20))
-    metric = CalibrationError(bin_size=50)
+    metric = CalibrationError(bin_size=50, debias=False)  # the reference is the plug-in
     for q, y in batches:
         metric.update(q, y)
     q, y = cat(batches)
     value = metric.compute()
     assert value.shape == () and value.dtype == torch.float64
-    torch.testing.assert_close(value, calibration_error(q, y, bin_size=50), rtol=0, atol=0)
+    expected = calibration_error(q, y, bin_size=50, debias=False)
+    torch.testing.assert_close(value, expected, rtol=0, atol=0)
     expected = ref.error(ref.adaptive_bins(q.double().numpy(), y.numpy(), 50))
     assert value.item() == pytest.approx(expected, rel=1e-12)
 
@@ -72,7 +73,13 @@ def test_compute_result_equals_functional_interval() -> None:
     assert isinstance(result, CalibrationResult)
     q, y = cat(batches)
     expected = calibration_error_ci(
-        q, y, bin_size=60, n_samples=500, generator=torch.Generator().manual_seed(7)
+        q,
+        y,
+        bin_size=60,
+        n_samples=500,
+        generator=torch.Generator().manual_seed(7),
+        debias=True,
+        interval="pairs",
     )
     for name in ("error", "mean", "std", "lower", "upper"):
         torch.testing.assert_close(getattr(result, name), getattr(expected, name))
@@ -89,7 +96,9 @@ def test_uniform_binning_and_norms_follow_the_functional() -> None:
         metric = CalibrationError(binning="uniform", n_bins=10, norm=norm)
         for qb, yb in batches:
             metric.update(qb, yb)
-        expected = calibration_error(q, y, binning="uniform", n_bins=10, norm=norm)
+        # The default debias=True is the plug-in for l1 and max, which have no correction.
+        debias = norm == "l2"
+        expected = calibration_error(q, y, binning="uniform", n_bins=10, norm=norm, debias=debias)
         torch.testing.assert_close(metric.compute(), expected)
 
 
@@ -98,9 +107,9 @@ def test_forward_returns_batch_value_and_accumulates() -> None:
     metric = CalibrationError(bin_size=40)
     for q, y in batches:
         batch_value = metric(q, y)
-        torch.testing.assert_close(batch_value, calibration_error(q, y, bin_size=40))
+        torch.testing.assert_close(batch_value, calibration_error(q, y, bin_size=40, debias=True))
     q, y = cat(batches)
-    torch.testing.assert_close(metric.compute(), calibration_error(q, y, bin_size=40))
+    torch.testing.assert_close(metric.compute(), calibration_error(q, y, bin_size=40, debias=True))
 
 
 @pytest.mark.filterwarnings("ignore:The ``compute`` method")
@@ -112,7 +121,9 @@ def test_reset_forgets_everything() -> None:
     with pytest.raises(ValueError, match="no pairs"):
         metric.compute()
     metric.update(*second)
-    torch.testing.assert_close(metric.compute(), calibration_error(*second, bin_size=30))
+    torch.testing.assert_close(
+        metric.compute(), calibration_error(*second, bin_size=30, debias=True)
+    )
 
 
 def test_merge_state_equals_one_metric_on_the_union() -> None:
@@ -166,7 +177,7 @@ def test_lightning_self_log_accepts_the_metric() -> None:
     )
     (logged,) = trainer.validate(module, loader, verbose=False)
     q, y = cat(module.seen)
-    expected = calibration_error(q, y, bin_size=20)
+    expected = calibration_error(q, y, bin_size=20, debias=True)
     assert logged["val/calib_err"] == pytest.approx(expected.item(), rel=1e-6)
 
 
@@ -204,12 +215,13 @@ def expand(probs: torch.Tensor, target: torch.Tensor, c: int):
 def test_multiclass_one_vs_rest_equals_functional_on_expanded_pairs() -> None:
     c = 4
     batches = [multiclass_batch(c=c, seed=s) for s in range(3)]
-    metric = CalibrationError(num_classes=c, bin_size=60)
+    metric = CalibrationError(num_classes=c, bin_size=60, debias=False)  # as the reference
     for probs, target in batches:
         metric.update(probs, target)
     q = torch.cat([expand(p, t, c)[0] for p, t in batches])
     y = torch.cat([expand(p, t, c)[1] for p, t in batches])
-    torch.testing.assert_close(metric.compute(), calibration_error(q, y, bin_size=60))
+    expected = calibration_error(q, y, bin_size=60, debias=False)
+    torch.testing.assert_close(metric.compute(), expected)
     expected = ref.error(ref.adaptive_bins(q.double().numpy(), y.numpy(), 60))
     assert metric.compute().item() == pytest.approx(expected, rel=1e-12)
 
@@ -224,7 +236,7 @@ def test_multiclass_per_class() -> None:
     results = metric.compute_result()
     assert isinstance(results, list) and len(results) == c
     for k in range(c):
-        expected = calibration_error(probs[..., k], target == k, bin_size=25)
+        expected = calibration_error(probs[..., k], target == k, bin_size=25, debias=True)
         torch.testing.assert_close(values[k], expected)
         torch.testing.assert_close(results[k].error, expected)
         assert results[k].bins.count.sum().item() == target.numel()
@@ -240,7 +252,7 @@ def test_ignore_index_drops_padding_multiclass() -> None:
     metric = CalibrationError(num_classes=c, ignore_index=-100, bin_size=50)
     metric.update(probs, padded)
     q, y = expand(probs[:, :30], target[:, :30], c)
-    torch.testing.assert_close(metric.compute(), calibration_error(q, y, bin_size=50))
+    torch.testing.assert_close(metric.compute(), calibration_error(q, y, bin_size=50, debias=True))
 
 
 def test_ignore_index_drops_padding_binary() -> None:
@@ -249,7 +261,7 @@ def test_ignore_index_drops_padding_binary() -> None:
     padded[:, 35:] = -1
     metric = CalibrationError(ignore_index=-1, bin_size=20)
     metric.update(q, padded)
-    expected = calibration_error(q[:, :35], y[:, :35], bin_size=20)
+    expected = calibration_error(q[:, :35], y[:, :35], bin_size=20, debias=True)
     torch.testing.assert_close(metric.compute(), expected)
 
 
@@ -315,9 +327,9 @@ def test_rejected_multiclass_update_leaves_state_unchanged(name, corrupt, match)
         ({"n_samples": 1}, "n_samples"),
         ({"method": "bca"}, "method"),
         ({"num_classes": 1}, "num_classes"),
-        ({"num_classes": 3, "average": "macro"}, "average"),
+        ({"num_classes": 3, "average": "samples"}, "average"),
         ({"average": None}, "num_classes"),
-        ({"norm": "max", "debias": True}, "debias"),
+        ({"debias": None}, "debias"),
         ({"ignore_index": "pad"}, "ignore_index"),
     ],
 )

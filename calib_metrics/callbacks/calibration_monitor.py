@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -13,6 +14,7 @@ from torch import Tensor
 
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.functional.errors import NoPairsError
 from calib_metrics.metric import CalibrationError
 
 Extract = Callable[[Any, Any], "tuple[Tensor, ...] | None"]
@@ -46,6 +48,16 @@ class CalibrationMonitor(Callback):
       ``<log_dir>/calibration/`` for loggers that cannot show images (``save_png=None``),
       for every logger (``True``) or never (``False``).
 
+    The metric's defaults are the recommended estimator (``bin_size="auto"``, debiased,
+    the recentred pair bootstrap; with ``streaming=False`` and ``"groups"`` in the step's
+    output, the group bootstrap). With several validation (or test) dataloaders, each
+    gets its own result, tagged as Lightning tags them (``val/calib_err/dataloader_idx_1``;
+    ``history`` records carry ``dataloader_idx``). The monitor warns once when the
+    LightningModule logs one of its tags itself (the monitor's value would replace the
+    module's: log yours as e.g. ``val/ece``), once when ``trainer.test()`` runs with only a
+    ``stage="val"`` monitor, and once when the trainer has no logger (the values still
+    reach ``trainer.callback_metrics``).
+
     Under DDP every rank updates and computes (the metric is synchronised; with
     ``streaming=True``, the default, by summing fixed-size histograms, so a long epoch costs
     no memory), and rank zero draws and writes. The list of past results, :attr:`history`,
@@ -67,7 +79,8 @@ class CalibrationMonitor(Callback):
         class_names: labels of the per-class chart (default ``0 .. C-1``).
         save_png: PNGs for loggers without images (None), for all (True) or never (False).
         prog_bar: show ``{prefix}/calib_err`` in the progress bar.
-        bin_size, n_samples, confidence, streaming: passed to the metric.
+        bin_size, n_samples, confidence, streaming: passed to the metric (defaults
+            ``"auto"``, 10000, 0.95, True).
         metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option.
 
     Example:
@@ -99,7 +112,7 @@ class CalibrationMonitor(Callback):
         class_names: Sequence[str] | None = None,
         save_png: bool | None = None,
         prog_bar: bool = False,
-        bin_size: int = 5000,
+        bin_size: int | str = "auto",
         n_samples: int = 10000,
         confidence: float = 0.95,
         streaming: bool = True,
@@ -136,11 +149,16 @@ class CalibrationMonitor(Callback):
         # The metric validates every option up front, so a bad one fails here, not at epoch end.
         self.metric = CalibrationError(**options)
         self.class_metric = CalibrationError(average=None, **options) if per_class else None
+        self._options = options
+        # Metrics of the second, third, ... dataloader, made when their first batch comes.
+        self._more_loaders: dict[int, list[CalibrationError]] = {}
         self.num_classes = num_classes
         self.probs_key = probs_key
         self.target_key = target_key
         self.groups_key = groups_key
         self.needs_groups = self.metric.interval == "groups"
+        # interval=None (the default) resamples groups whenever the step gives them.
+        self.accepts_groups = not self.metric.streaming and self.metric.interval in (None, "groups")
         self.extract = extract
         self.stage = stage
         self.every_n_epochs = every_n_epochs
@@ -156,6 +174,9 @@ class CalibrationMonitor(Callback):
         self.history: list[dict[str, Any]] = []
         self._active = False
         self._layouts_written: set[int] = set()
+        self._warned: set[str] = set()
+        self._tags_checked = False
+        self._layout_suffixes = [""]
 
     # ------------------------------------------------------------------ names
     @property
@@ -165,8 +186,12 @@ class CalibrationMonitor(Callback):
     @property
     def scalar_names(self) -> tuple[str, str, str]:
         """The three scalar tags: error, lower and upper end of the interval."""
+        return self._scalar_names("")
+
+    def _scalar_names(self, suffix: str) -> tuple[str, str, str]:
+        """Scalar tags of one dataloader: ``suffix`` is Lightning's ``/dataloader_idx_i``."""
         base = f"{self.prefix}/calib_err"
-        return base, f"{base}_lower", f"{base}_upper"
+        return f"{base}{suffix}", f"{base}_lower{suffix}", f"{base}_upper{suffix}"
 
     # ---------------------------------------------------------------- collect
     def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, ...] | None:
@@ -177,13 +202,15 @@ class CalibrationMonitor(Callback):
             pair = self.extract(outputs, batch)
             if pair is None:
                 return None
-            size = 3 if self.needs_groups else 2
-            if not isinstance(pair, (tuple, list)) or len(pair) != size:
-                wanted = "(probs, target, groups)" if self.needs_groups else "(probs, target)"
+            sizes = (3,) if self.needs_groups else (2, 3) if self.accepts_groups else (2,)
+            if not isinstance(pair, (tuple, list)) or len(pair) not in sizes:
+                wanted = " or ".join(
+                    "(probs, target, groups)" if n == 3 else "(probs, target)" for n in sizes
+                )
                 got = f"{len(pair)} items" if isinstance(pair, (tuple, list)) else type(pair)
                 raise ValueError(f"extract must return {wanted} or None, got {got}")
             probs, target = pair[0], pair[1]
-            groups = pair[2] if self.needs_groups else None
+            groups = pair[2] if len(pair) == 3 else None
         else:
             if not isinstance(outputs, Mapping) or self.probs_key not in outputs:
                 got = sorted(outputs) if isinstance(outputs, Mapping) else type(outputs).__name__
@@ -206,6 +233,8 @@ class CalibrationMonitor(Callback):
                         f"{sorted(outputs)})"
                     )
                 groups = outputs[self.groups_key]
+            elif self.accepts_groups:
+                groups = outputs.get(self.groups_key)
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError(
                 f"probs and target must be tensors, got {type(probs).__name__} "
@@ -227,23 +256,58 @@ class CalibrationMonitor(Callback):
         fitting = getattr(trainer.state.fn, "value", trainer.state.fn) == "fit"
         return not fitting or (trainer.current_epoch + 1) % self.every_n_epochs == 0
 
-    def _metrics(self) -> list[CalibrationError]:
-        return [self.metric] if self.class_metric is None else [self.metric, self.class_metric]
+    def _metrics(self, dataloader_idx: int = 0) -> list[CalibrationError]:
+        """The metric (and per-class metric) of one dataloader."""
+        if dataloader_idx == 0:
+            return [self.metric] if self.class_metric is None else [self.metric, self.class_metric]
+        if dataloader_idx not in self._more_loaders:
+            metrics = [CalibrationError(**self._options)]
+            if self.class_metric is not None:
+                metrics.append(CalibrationError(average=None, **self._options))
+            for metric in metrics:
+                metric.to(self.metric.device)
+            self._more_loaders[dataloader_idx] = metrics
+        return self._more_loaders[dataloader_idx]
+
+    def _all_metrics(self) -> list[CalibrationError]:
+        return [m for idx in (0, *self._more_loaders) for m in self._metrics(idx)]
 
     def _epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._active = self._due(trainer)
-        for metric in self._metrics():
+        for metric in self._all_metrics():
             metric.to(pl_module.device)
             metric.reset()
 
-    def _batch_end(self, outputs: Any, batch: Any) -> None:
+    def _batch_end(self, outputs: Any, batch: Any, dataloader_idx: int) -> None:
         if not self._active:
             return
         pair = self.extract_batch(outputs, batch)
         if pair is None:
             return
-        for metric in self._metrics():
+        for metric in self._metrics(dataloader_idx):
             metric.update(*pair[:2], **({"groups": pair[2]} if len(pair) == 3 else {}))
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            rank_zero_warn(f"CalibrationMonitor: {message}")
+
+    def on_test_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self.stage == "val":
+            self._warn_once(
+                "stage",
+                "this monitor has stage='val', so trainer.test() is not measured; add "
+                "CalibrationMonitor(stage='test') to the callbacks for the test set",
+            )
+
+    def on_validation_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        validating = getattr(trainer.state.fn, "value", trainer.state.fn) == "validate"
+        if self.stage == "test" and validating:
+            self._warn_once(
+                "stage",
+                "this monitor has stage='test', so trainer.validate() is not measured; add "
+                "CalibrationMonitor(stage='val') to the callbacks for the validation set",
+            )
 
     def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self.stage == "val":
@@ -263,7 +327,7 @@ class CalibrationMonitor(Callback):
         dataloader_idx: int = 0,
     ) -> None:
         if self.stage == "val" and not trainer.sanity_checking:
-            self._batch_end(outputs, batch)
+            self._batch_end(outputs, batch, dataloader_idx)
 
     def on_test_batch_end(
         self,
@@ -275,7 +339,7 @@ class CalibrationMonitor(Callback):
         dataloader_idx: int = 0,
     ) -> None:
         if self.stage == "test":
-            self._batch_end(outputs, batch)
+            self._batch_end(outputs, batch, dataloader_idx)
 
     def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if self.stage == "val":
@@ -286,47 +350,99 @@ class CalibrationMonitor(Callback):
             self._epoch_end(trainer, pl_module)
 
     # ---------------------------------------------------------------- compute
-    @staticmethod
-    def _synced_result(metric: CalibrationError) -> Any:
-        # compute_result() is not wrapped by torchmetrics' sync (only compute() is), so the
-        # ranks' states are gathered here; without a process group this does nothing.
-        with metric.sync_context(should_sync=True, should_unsync=True):
-            return metric.compute_result()
+    def _suffixes(self, trainer: Trainer) -> dict[int, str]:
+        """Each dataloader's tag suffix: none for one loader, else Lightning's naming."""
+        counts = trainer.num_val_batches if self.stage == "val" else trainer.num_test_batches
+        n_loaders = len(counts) if isinstance(counts, (list, tuple)) else 1
+        if n_loaders <= 1:
+            return {0: ""}
+        return {i: f"/dataloader_idx_{i}" for i in range(n_loaders)}
+
+    def _check_tags(self, trainer: Trainer, suffixes: dict[int, str]) -> None:
+        """Warn once when the LightningModule logs one of the monitor's scalar tags itself.
+
+        Both values would go to one tag, and the monitor's (logged later) replaces the
+        module's without a word. Lightning has no public list of this epoch's logged
+        names, so this reads its result collection, and checks nothing if it is absent.
+        """
+        if self._tags_checked:
+            return
+        self._tags_checked = True
+        results = getattr(trainer, "_results", None)
+        taken = set()
+        for item in (results or {}).values():
+            meta = getattr(item, "meta", None)
+            if meta is None or not isinstance(getattr(meta, "name", None), str):
+                continue
+            index = getattr(meta, "dataloader_idx", None)
+            add_index = getattr(meta, "add_dataloader_idx", False) and index is not None
+            taken.add(meta.name + (f"/dataloader_idx_{index}" if add_index else ""))
+        ours = {name for suffix in suffixes.values() for name in self._scalar_names(suffix)}
+        clash = sorted(taken & ours)
+        if clash:
+            self._warn_once(
+                "tags",
+                f"the LightningModule also logs {', '.join(map(repr, clash))}, a tag this "
+                "monitor logs, and the monitor's value replaces it; log your metric under "
+                "another name (e.g. self.log('val/ece', metric)) or set prefix= on the monitor",
+            )
 
     def _epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if not self._active or trainer.sanity_checking:
             return
         self._active = False
-        try:
-            result = self._synced_result(self.metric)
-        except ValueError as err:
-            # Every rank sees the same synchronised state, so every rank skips together.
-            if "no pairs" not in str(err):
-                raise
-            rank_zero_warn(f"CalibrationMonitor: nothing to measure this epoch ({err})")
-            return
-        per_class = None if self.class_metric is None else self._synced_result(self.class_metric)
-        for metric in self._metrics():
-            metric.reset()
-        step = int(trainer.fit_loop.epoch_loop._batches_that_stepped)
-        numbers = tb.result_numbers(result)
-        names = self.scalar_names
-        for name, key in zip(names, ("error", "lower", "upper"), strict=True):
-            pl_module.log(
-                name,
-                numbers[key],
-                on_step=False,
-                on_epoch=True,
-                prog_bar=self.prog_bar and key == "error",
-                logger=True,
-                # Values are identical on every rank (synchronised above); syncing only keeps
-                # Lightning from warning about epoch-level logging under DDP.
-                sync_dist=trainer.world_size > 1,
+        suffixes = self._suffixes(trainer)
+        self._layout_suffixes = list(suffixes.values())
+        self._check_tags(trainer, suffixes)
+        if not trainer.loggers:
+            self._warn_once(
+                "logger",
+                "the trainer has no logger, so the scalars go only to trainer.callback_metrics, "
+                "the metrics trainer.validate()/test() return, and this monitor's history",
             )
+        step = int(trainer.fit_loop.epoch_loop._batches_that_stepped)
+        for idx, suffix in suffixes.items():
+            self._loader_end(trainer, pl_module, step, idx, suffix)
+        for metric in self._all_metrics():
+            metric.reset()
+
+    def _loader_end(
+        self, trainer: Trainer, pl_module: LightningModule, step: int, idx: int, suffix: str
+    ) -> None:
+        """Compute, log, record and draw the result of one dataloader."""
+        metric, *class_metric = self._metrics(idx)
+        try:
+            # compute_result() synchronises the ranks' states (without DDP it does nothing).
+            result = metric.compute_result()
+        except NoPairsError as err:
+            # Every rank sees the same synchronised state, so every rank skips together.
+            rank_zero_warn(f"CalibrationMonitor: nothing to measure this epoch{suffix} ({err})")
+            return
+        per_class = class_metric[0].compute_result() if class_metric else None
+        numbers = tb.result_numbers(result)
+        with warnings.catch_warnings():
+            if not trainer.loggers:
+                # Lightning warns for every key, every epoch; the monitor said it once.
+                warnings.filterwarnings("ignore", message=r"You called `self\.log\(")
+            for name, key in zip(self._scalar_names(suffix), ("error", "lower", "upper")):
+                pl_module.log(
+                    name,
+                    numbers[key],
+                    on_step=False,
+                    on_epoch=True,
+                    prog_bar=self.prog_bar and key == "error",
+                    logger=True,
+                    add_dataloader_idx=False,  # the suffix names the loader already
+                    # Values are identical on every rank (synchronised above); syncing only
+                    # keeps Lightning from warning about epoch-level logging under DDP.
+                    sync_dist=trainer.world_size > 1,
+                )
         record = self._record(trainer, step, result, per_class)
+        if suffix:
+            record["dataloader_idx"] = idx
         self.history.append(record)
         if trainer.is_global_zero:
-            self._write(trainer, step, result, per_class)
+            self._write(trainer, step, result, per_class, suffix)
 
     def _record(
         self,
@@ -358,11 +474,12 @@ class CalibrationMonitor(Callback):
         step: int,
         result: CalibrationResult,
         per_class: list[CalibrationResult] | None,
+        suffix: str = "",
     ) -> None:
         from calib_metrics import plot  # matplotlib only once there is something to draw
 
         epoch = int(trainer.current_epoch)
-        title = f"{self.prefix} · epoch {epoch} · step {step}"
+        title = f"{self.prefix}{suffix} · epoch {epoch} · step {step}"
         figures = {"reliability_diagram": plot.reliability_diagram(result, title=title)[0]}
         if per_class is not None:
             figures["calib_err_per_class"] = plot.per_class_errors(
@@ -372,21 +489,23 @@ class CalibrationMonitor(Callback):
         for logger in trainer.loggers:
             experiment = tb.experiment_of(logger)
             if tb.has_method(experiment, "add_figure"):
-                self._write_experiment(logger, experiment, step, result, per_class, figures)
+                self._write_experiment(logger, experiment, step, result, per_class, figures, suffix)
                 if self.save_png:
                     png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
             elif self.save_png is not False:
                 png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
         if self.save_png and not trainer.loggers:
             png_dirs.append(tb.log_dir_of(None, trainer.default_root_dir))
+        index = self.history[-1].get("dataloader_idx")
+        history = [r for r in self.history if r.get("dataloader_idx") == index]
         for folder in dict.fromkeys(png_dirs):  # unique, in order
             tb.write_files(
                 folder / "calibration",
-                tb.safe_name(self.prefix),
+                tb.safe_name(self.prefix + suffix),
                 epoch,
                 figures,
-                self.history,
-                f"{self.prefix} CalibErr ({self.confidence:.0%} interval)",
+                history,
+                f"{self.prefix}{suffix} CalibErr ({self.confidence:.0%} interval)",
             )
 
     def _write_experiment(
@@ -397,25 +516,25 @@ class CalibrationMonitor(Callback):
         result: CalibrationResult,
         per_class: list[CalibrationResult] | None,
         figures: dict[str, Any],
+        suffix: str = "",
     ) -> None:
         if tb.has_method(experiment, "add_custom_scalars") and id(experiment) not in (
             self._layouts_written
         ):
-            value, lower, upper = (tb.tag_for(logger, n) for n in self.scalar_names)
-            title = f"{value} ({self.confidence:.0%} interval)"
-            experiment.add_custom_scalars(tb.margin_layout(title, value, lower, upper))
+            experiment.add_custom_scalars(self._layout(logger))
             self._layouts_written.add(id(experiment))
         for name, fig in figures.items():
             # close=False: these Figures are not pyplot's, so there is nothing to close.
-            experiment.add_figure(f"{self.prefix}/{name}", fig, global_step=step, close=False)
+            tag = f"{self.prefix}/{name}{suffix}"
+            experiment.add_figure(tag, fig, global_step=step, close=False)
         if tb.has_method(experiment, "add_tensor"):
             experiment.add_tensor(
-                f"{self.prefix}/calib_bins", tb.bins_tensor(result), global_step=step
+                f"{self.prefix}/calib_bins{suffix}", tb.bins_tensor(result), global_step=step
             )
             if per_class is not None:
                 experiment.add_tensor(
                     # Not the figure's tag: TensorBoard keeps one plugin per tag and run.
-                    f"{self.prefix}/calib_per_class",
+                    f"{self.prefix}/calib_per_class{suffix}",
                     tb.per_class_tensor(per_class),
                     global_step=step,
                 )
@@ -423,9 +542,19 @@ class CalibrationMonitor(Callback):
             text = tb.bins_markdown(result, self.confidence)
             if per_class is not None:
                 text += "\n\n" + tb.per_class_markdown(per_class, self.class_names)
-            experiment.add_text(f"{self.prefix}/calib_bins", text, global_step=step)
+            experiment.add_text(f"{self.prefix}/calib_bins{suffix}", text, global_step=step)
         if tb.has_method(experiment, "flush"):
             experiment.flush()
+
+    def _layout(self, logger: Any) -> dict[str, Any]:
+        """One Custom Scalars "Margin" chart per dataloader, written once per experiment."""
+        layout: dict[str, Any] = {}
+        for suffix in self._layout_suffixes:
+            value, lower, upper = (tb.tag_for(logger, n) for n in self._scalar_names(suffix))
+            title = f"{value} ({self.confidence:.0%} interval)"
+            for category, charts in tb.margin_layout(title, value, lower, upper).items():
+                layout.setdefault(category, {}).update(charts)
+        return layout
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from calib_metrics.functional.calibration import (
     ci_from_bins,
     error_from_bins,
 )
+from calib_metrics.functional.errors import NoPairsError
 from calib_metrics.functional.intervals import group_bootstrap, pair_bootstrap
 from calib_metrics.functional.smooth import (
     SmoothCurve,
@@ -27,6 +28,7 @@ __all__ = [
     "Bins",
     "BrierDecomposition",
     "CalibrationResult",
+    "NoPairsError",
     "SmoothCurve",
     "SpiegelhalterResult",
     "adaptive_binning",

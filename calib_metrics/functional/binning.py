@@ -20,6 +20,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import NoPairsError
+
 # Histogram cells over the leading bits of the key: up to 2**20 cells (about N/16),
 # so the cells that a bin boundary cuts through stay small even where NLP models pile
 # their mass (near 0 and 1), while small inputs do not pay for a huge histogram.
@@ -89,7 +91,7 @@ def _check_pairs(probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
             f"{tuple(target.shape)}"
         )
     if probs.numel() == 0:
-        raise ValueError("empty input: at least one (probability, target) pair is needed")
+        raise NoPairsError("empty input: at least one (probability, target) pair is needed")
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs)

@@ -1,0 +1,193 @@
+"""CalibrationMonitor on day one: the README's snippets, shared tags, several loaders, no logger."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from lightning.pytorch.loggers import TensorBoardLogger
+from torch.utils.data import DataLoader, TensorDataset
+
+from calib_metrics import CalibrationError
+from calib_metrics.callbacks import CalibrationMonitor
+
+# The tiny tagger and run helpers of test_callbacks.py (tests are not a package).
+_spec = importlib.util.spec_from_file_location(
+    "callbacks_helpers", Path(__file__).with_name("test_callbacks.py")
+)
+_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_helpers)
+N_CLASSES, PAD, TinyTagger = _helpers.N_CLASSES, _helpers.PAD, _helpers.TinyTagger
+loaders, monitor, read_events = _helpers.loaders, _helpers.monitor, _helpers.read_events
+trainer = _helpers.trainer
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def caught(fn, *args, **kwargs) -> list[str]:
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        fn(*args, **kwargs)
+    return [str(r.message) for r in records]
+
+
+def test_monitor_defaults_are_the_recommended_estimator() -> None:
+    metric = CalibrationMonitor().metric
+    assert (metric.bin_size, metric.debias, metric.interval) == ("auto", True, None)
+    assert metric.streaming and not CalibrationMonitor().accepts_groups
+
+
+# ------------------------------------------------------------- the README's snippets
+
+
+def readme_section_code(heading: str) -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def padded_tags(n: int, length: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    words = torch.randint(0, 50, (n, length), generator=g)
+    tags = (words % 47).clone()
+    tags[:, length - 2 :] = PAD
+    return words, tags
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_readme_snippets_run_as_written_and_log_what_they_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the README's Trainer logs to ./lightning_logs
+    torch.manual_seed(0)
+    words, tags = padded_tags(64, 12, seed=0)
+    model = torch.nn.Embedding(50, 47)  # a "tagger" whose logits depend on the word
+    namespace: dict[str, Any] = {
+        "model": model,
+        "val_loader": DataLoader(TensorDataset(words, tags), batch_size=16),
+        "val_loader_with_ids": DataLoader(
+            TensorDataset(words, tags, torch.arange(64)), batch_size=16
+        ),
+    }
+    blocks = [b for b in readme_section_code("The metric in a training loop")]
+    runnable = [b for b in blocks if "calib_metrics.functional" not in b]
+    assert len(runnable) == 3 and "CalibrationMonitor" in runnable[2]
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        for block in runnable:
+            exec(compile(block, str(README), "exec"), namespace)
+    messages = [str(r.message) for r in records]
+    # The module's own tag and the monitor's do not collide, so nothing warns about it.
+    assert not [m for m in messages if "CalibrationMonitor: the LightningModule also logs" in m]
+    (logged,) = namespace["metrics"]
+    assert {"val/ece", "val/calib_err", "val/calib_err_lower", "val/calib_err_upper"} <= set(logged)
+    with torch.no_grad():
+        probs = model(words).softmax(-1)
+    exact = CalibrationError(num_classes=47, ignore_index=PAD)
+    exact.update(probs, tags)
+    assert logged["val/ece"] == pytest.approx(exact.compute().item(), rel=1e-5)
+    result = namespace["monitor"].history[-1]
+    assert logged["val/calib_err"] == pytest.approx(result["error"], rel=1e-5)
+    assert result["lower"] <= result["upper"]
+    # The second snippet's groups made the interval resample sentences.
+    assert namespace["metric"]._interval(namespace["groups"]) == "groups"
+
+
+# ------------------------------------------------------------------- shared tag
+
+
+class SelfLogging(TinyTagger):
+    """Logs its own CalibrationError under the monitor's tag, as the old README did."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calib = CalibrationError(N_CLASSES, ignore_index=PAD)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        out = super().validation_step(batch, batch_idx)
+        self.calib.update(out["probs"], out["target"])
+        self.log("val/calib_err", self.calib)
+        return out
+
+
+def test_module_logging_the_monitors_tag_is_warned_once(tmp_path: Path) -> None:
+    train, val = loaders()
+    messages = caught(
+        trainer(tmp_path, 2, logger=False, callbacks=[monitor()]).fit, SelfLogging(), train, val
+    )
+    clash = [m for m in messages if "also logs 'val/calib_err'" in m]
+    assert len(clash) == 1 and "self.log('val/ece', metric)" in clash[0]
+
+
+# ------------------------------------------------------------- several loaders
+
+
+class TwoLoaderTagger(TinyTagger):
+    def validation_step(
+        self, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> dict[str, torch.Tensor]:
+        return super().validation_step(batch, batch_idx)
+
+
+def test_two_validation_loaders_give_one_result_each(tmp_path: Path) -> None:
+    train, val = loaders()
+    other = DataLoader(TensorDataset(*val.dataset.tensors[:2]), batch_size=8)
+    short = DataLoader(TensorDataset(*(t[:24] for t in val.dataset.tensors)), batch_size=8)
+    cb = monitor(save_png=False)
+    logger = TensorBoardLogger(tmp_path, name="tb")
+    model = TwoLoaderTagger()
+    t = trainer(tmp_path, 1, logger=logger, callbacks=[cb])
+    t.fit(model, train, [other, short])
+    metrics = t.callback_metrics
+    for idx, loader in enumerate((other, short)):
+        suffix = f"/dataloader_idx_{idx}"
+        metric = CalibrationError(
+            N_CLASSES, ignore_index=PAD, bin_size=20, n_samples=300, streaming=True
+        )
+        with torch.no_grad():
+            for x, y in loader:
+                metric.update(model(x), y)
+        want = metric.compute_result()
+        assert metrics[f"val/calib_err{suffix}"].item() == pytest.approx(
+            want.error.item(), rel=1e-5
+        )
+        assert metrics[f"val/calib_err_upper{suffix}"].item() == pytest.approx(
+            want.upper.item(), rel=1e-5
+        )
+    assert "val/calib_err" not in metrics  # never pooled
+    assert [r["dataloader_idx"] for r in cb.history] == [0, 1]
+    assert cb.history[0]["n_pairs"] != cb.history[1]["n_pairs"]
+    acc = read_events(logger.log_dir)
+    for idx in (0, 1):
+        assert len(acc.Images(f"val/reliability_diagram/dataloader_idx_{idx}")) == 1
+        assert len(acc.Scalars(f"val/calib_err/dataloader_idx_{idx}")) == 1
+
+
+# -------------------------------------------------------- stage and no logger
+
+
+def test_test_run_with_only_a_val_monitor_says_so_once(tmp_path: Path) -> None:
+    _, val = loaders()
+    cb = monitor()
+    t = trainer(tmp_path, 1, logger=False, callbacks=[cb])
+    messages = caught(t.test, TinyTagger(), val, verbose=False)
+    messages += caught(t.test, TinyTagger(), val, verbose=False)
+    said = [m for m in messages if "stage='val'" in m and "trainer.test()" in m]
+    assert len(said) == 1 and "CalibrationMonitor(stage='test')" in said[0]
+    assert cb.history == []
+
+
+def test_no_logger_logs_quietly_and_warns_once(tmp_path: Path) -> None:
+    train, val = loaders()
+    cb = monitor()
+    t = trainer(tmp_path, 3, logger=False, callbacks=[cb])
+    messages = caught(t.fit, TinyTagger(), train, val)
+    assert not [m for m in messages if "but have no logger configured" in m]
+    assert len([m for m in messages if "has no logger" in m]) == 1
+    assert len(cb.history) == 3
+    assert t.callback_metrics["val/calib_err"].item() == pytest.approx(cb.history[-1]["error"])
