@@ -1,7 +1,7 @@
 """Brute-force numpy reference of the paper's Algorithms 1 and 2, used by the tests.
 
 Written to be obviously right rather than fast: a full sort of all N pairs by
-(q, then y) with ``np.lexsort``, bins as consecutive runs of β with a short last run
+q, tie groups at their mean label, bins as consecutive runs of β with a short last run
 merged into the one before, and explicit per-sample loops in float64. The tests load
 it with ``importlib`` (pytest runs with ``--import-mode=importlib``)::
 
@@ -39,11 +39,16 @@ def _as_float64(probs, target) -> tuple[np.ndarray, np.ndarray]:
 
 
 def adaptive_bins(probs, target, bin_size: int) -> RefBins:
-    """Algorithm 1, steps 1–4: sort by q then y, runs of ``bin_size``, last run merged."""
+    """Algorithm 1, steps 1–4: sort by q, runs of ``bin_size``, last run merged.
+
+    A tie group split by a boundary counts at its mean label in every bin it reaches
+    (DESIGN.md): each pair's y is replaced by its tie group's mean before the runs.
+    """
     q, y = _as_float64(probs, target)
-    # lexsort sorts by its last key first: q, then y (zeros first) among equal q.
-    order = np.lexsort((y, q))
+    order = np.argsort(q, kind="stable")
     q, y = q[order], y[order]
+    _, group = np.unique(q, return_inverse=True)
+    y = (np.bincount(group, weights=y) / np.bincount(group))[group]
     n = q.size
     n_bins = max(1, n // bin_size)
     # Bin b is the run [b·β, (b+1)·β) of the sorted pairs; the last runs to the end.

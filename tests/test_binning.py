@@ -92,14 +92,14 @@ def test_target_dtypes_agree(target_dtype: torch.dtype) -> None:
     assert_bins_equal(bins, ref.adaptive_bins(q.numpy(), y.numpy(), 40))
 
 
-def test_ties_are_broken_by_label_zeros_first() -> None:
-    # Ten pairs at q = 0.7, five of each label: sorted zeros first, bins of 3 with the
-    # short last run merged are [0 0 0] [0 0 1] [1 1 1 1].
+def test_split_tie_group_counts_at_its_mean_label() -> None:
+    # Ten pairs at q = 0.7, five of each label: one tie group, mean label 1/2, so every
+    # bin (3, 3 and the merged 4) holds its pairs at frequency 1/2, whatever the order.
     q = torch.full((10,), 0.7, dtype=torch.float64)
     y = torch.tensor([1, 0] * 5)
     bins = adaptive_binning(q, y, bin_size=3)
     assert bins.count.tolist() == [3.0, 3.0, 4.0]
-    assert bins.freq.tolist() == [0.0, 1 / 3, 1.0]
+    assert bins.freq.tolist() == [0.5, 0.5, 0.5]
     assert bins.pred_mean.tolist() == pytest.approx([0.7, 0.7, 0.7], abs=1e-15)
 
 
@@ -112,8 +112,8 @@ def test_one_value_for_all_pairs(path: str, monkeypatch: pytest.MonkeyPatch) -> 
     y = torch.arange(1003) % 3 == 0  # 335 ones
     bins = adaptive_binning(q, y, bin_size=100)
     assert bins.count.tolist() == [100.0] * 9 + [103.0]
-    ones_per_bin = (bins.freq * bins.count).round().tolist()
-    assert ones_per_bin == [0.0] * 6 + [32.0, 100.0, 100.0, 103.0]
+    # One tie group: every bin at the group's mean label.
+    assert bins.freq.tolist() == pytest.approx([335 / 1003] * 10, rel=1e-12)
 
 
 @pytest.mark.parametrize("path", ["sort", "histogram"])
@@ -125,7 +125,8 @@ def test_negative_zero_ties_with_zero(path: str, monkeypatch: pytest.MonkeyPatch
     y = torch.tensor([1, 0, 1, 0, 1, 0])
     bins = adaptive_binning(q, y, bin_size=2)
     assert bins.count.tolist() == [2.0, 2.0, 2.0]
-    assert bins.freq.tolist() == [0.0, 1.0, 0.5]
+    # The four zeros are one tie group (labels 1, 0, 0, 1), split across two bins.
+    assert bins.freq.tolist() == [0.5, 0.5, 0.5]
     assert bins.pred_mean.tolist() == [0.0, 0.0, 0.5]
 
 

@@ -4,13 +4,21 @@ Both return :class:`Bins`: per bin the mean prediction ``pred_mean`` (q̂ᵢ), t
 label frequency ``freq`` (p̂ᵢ) and the number of pairs ``count`` (|Bᵢ|), in float64
 whatever the input dtype, sorted by ``pred_mean``.
 
-Adaptive binning is the paper's Algorithm 1, steps 1–4. Pairs are ordered by q with
-ties broken by y (zeros first), so the bins never depend on the input order; bins are
-consecutive runs of ``bin_size`` in that order and a short last run joins the one
-before it. The implementation never sorts all N pairs: a histogram over the leading
-bits of q (the bit pattern of a non-negative float orders like its value) locates the
-bin boundaries, every pair in a histogram cell without a boundary is summed straight
-into its bin, and only the few cells that a boundary cuts through are sorted.
+Adaptive binning is the paper's Algorithm 1, steps 1–4. Pairs are ordered by q; bins
+are consecutive runs of ``bin_size`` ranks and a short last run joins the one before.
+A tie group (pairs of equal q) that a bin boundary splits gives each bin its share of
+the group's pairs at the group's mean label: the expectation over every way of
+breaking the tie, so the bins never depend on the input order and a group's labels
+are not sorted apart (``Bins.freq`` may then be a fractional count over the size).
+
+The implementation never sorts the N pairs (radix select). Every bin's sums are
+differences of F(r), the sums of q and y over the first r pairs, at the boundary
+ranks r. A histogram over the leading bits of an order-preserving integer key of q
+gives F at every cell edge by a cumulative sum; only the cells that a boundary cuts
+through are refined, by a histogram over the key's next bits restricted to them, and
+so on until a cut cell holds one distinct value (a tie group, shared out as above) or
+so few pairs that sorting them is cheaper. Each level reads its pairs in chunks, so
+the extra memory stays a fraction of the input's.
 """
 
 from __future__ import annotations
@@ -20,18 +28,19 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import NoPairsError
-
-# Histogram cells over the leading bits of the key: up to 2**20 cells (about N/16),
-# so the cells that a bin boundary cuts through stay small even where NLP models pile
-# their mass (near 0 and 1), while small inputs do not pay for a huge histogram.
-_MAX_CELL_BITS = 20
+# Level-0 histogram cells: about N/16 (at least 2**10, at most 2**22), so the cells
+# that a bin boundary cuts through hold few pairs while small inputs do not pay for a
+# big histogram. Half-precision keys (15 bits) get one cell per value at once.
+_MIN_CELL_BITS = 10
+_MAX_CELL_BITS = 22
+# A refining level's histogram has at most max(2**16, pairs/16) cells (24 bytes each,
+# i.e. at most 1.5 bytes per pair) and splits each cut cell by at least 2**4.
+_MIN_REFINE_BITS = 4
 # Pairs are streamed through the passes in chunks to bound the extra memory: at most
-# 2**21 pairs, and about an eighth of the input (at least 2**16) so that small inputs
-# also keep their temporaries small next to themselves.
+# 2**21 pairs, and about an eighth of the input (at least 2**16).
 _CHUNK = 1 << 21
 _MIN_CHUNK = 1 << 16
-# Below this many pairs one sort is cheaper than the histogram's fixed cost.
+# At most this many pending pairs are sorted rather than refined by another level.
 _SORT_BELOW = 1 << 17
 
 
@@ -40,7 +49,8 @@ class Bins(NamedTuple):
 
     Attributes:
         pred_mean: mean prediction q̂ᵢ of each bin.
-        freq: label frequency p̂ᵢ (fraction of y = 1) of each bin.
+        freq: label frequency p̂ᵢ (fraction of y = 1) of each bin; a tie group split
+            by a boundary counts at its mean label, so it may be fractional.
         count: number of pairs |Bᵢ| in each bin.
     """
 
@@ -91,12 +101,19 @@ def _check_pairs(probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
             f"{tuple(target.shape)}"
         )
     if probs.numel() == 0:
-        raise NoPairsError("empty input: at least one (probability, target) pair is needed")
+        raise ValueError("empty input: at least one (probability, target) pair is needed")
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs)
     check_binary_target(target)
     return probs.reshape(-1), target.reshape(-1)
+
+
+def _key_width(dtype: torch.dtype) -> int:
+    """Bit width of the order keys of ``dtype`` (see :func:`_order_key`)."""
+    if dtype == torch.float64:
+        return 63
+    return 15 if dtype in (torch.float16, torch.bfloat16) else 31
 
 
 def _order_key(probs: Tensor) -> tuple[Tensor, int]:
@@ -106,16 +123,20 @@ def _order_key(probs: Tensor) -> tuple[Tensor, int]:
     1, where NLP models put much of their mass. For q > 1/2 the key is therefore built
     from 1 − q, which is exact in floating point there (Sterbenz), mirrored above the
     key of 1/2: q ≤ 1/2 ↦ bits(q), q > 1/2 ↦ 2·bits(1/2) − bits(1 − q). Equal q give
-    equal keys, so ties stay ties.
+    equal keys, so ties stay ties. Half-precision input keeps its own 15-bit keys.
     """
     if probs.dtype == torch.float64:
-        as_int, half, width = torch.int64, 0x3FE0000000000000, 63
+        as_int, half = torch.int64, 0x3FE0000000000000
+    elif probs.dtype == torch.float16:
+        as_int, half = torch.int16, 0x3800
+    elif probs.dtype == torch.bfloat16:
+        as_int, half = torch.int16, 0x3F00
     else:
-        probs, as_int, half, width = probs.to(torch.float32), torch.int32, 0x3F000000, 31
+        probs, as_int, half = probs.to(torch.float32), torch.int32, 0x3F000000
     # + 0.0 turns a -0.0 into +0.0, whose bit pattern would otherwise sort last.
     low = (probs + 0.0).view(as_int)
     high = 2 * half - (1.0 - probs).view(as_int)
-    return torch.where(probs > 0.5, high, low), width
+    return torch.where(probs > 0.5, high, low), _key_width(probs.dtype)
 
 
 def _chunks(n: int) -> list[slice]:
@@ -142,84 +163,165 @@ def _bin_of_rank(rank: Tensor, bin_size: int, n_bins: int) -> Tensor:
     return torch.div(rank, bin_size, rounding_mode="floor").clamp_(max=n_bins - 1)
 
 
-def _sorted_sums(
-    probs: Tensor,
-    target: Tensor,
-    first_rank: Tensor | int,
-    bin_size: int,
-    n_bins: int,
-    cell_bits: int = _MAX_CELL_BITS,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Sums per bin of pairs sorted by (q, y); ``first_rank`` maps each pair's histogram
-    cell to the global rank of the cell's first pair (or 0 when sorting everything)."""
-    key, width = _order_key(probs)
-    order = _sort_pairs(key, width, target)
-    q, y = probs.index_select(0, order), target.index_select(0, order)
-    position = torch.arange(q.numel(), device=q.device)
-    if isinstance(first_rank, Tensor):
-        cell = key.index_select(0, order) >> (width - cell_bits)
-        first_of_cell = torch.searchsorted(cell, cell, right=False)
-        position = first_rank.index_select(0, cell) + position - first_of_cell
-    b = _bin_of_rank(position, bin_size, n_bins)
-    count = torch.bincount(b, minlength=n_bins).to(torch.float64)
-    sum_q = torch.zeros_like(count).index_add_(0, b, q.to(torch.float64))
-    sum_y = torch.zeros_like(count).index_add_(0, b, y.to(torch.float64))
+# A refinement plan: per level, (bits, slot_map), where slot_map sends the previous
+# level's cells to the slots refined at this level (-1: not refined; None at level 0).
+# A pair's cell at a level is slot·2^bits + the key's next ``bits`` bits.
+_Plan = list[tuple[int, "Tensor | None"]]
+
+
+def _cell_index(key: Tensor, width: int, plan: _Plan) -> Tensor:
+    """Each pair's cell at the last level of ``plan`` (int64)."""
+    consumed = plan[0][0]
+    cell = (key >> (width - consumed)).long()
+    for bits, slot_map in plan[1:]:
+        consumed += bits
+        low = ((key >> (width - consumed)) & ((1 << bits) - 1)).long()
+        cell = (slot_map.index_select(0, cell) << bits).bitwise_or_(low)
+    return cell
+
+
+def _histogram(q: Tensor, y: Tensor, plan: _Plan, size: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Per cell of the plan's last level: number of pairs, Σq and Σy (float64 sums)."""
+    count = torch.zeros(size, dtype=torch.int64, device=q.device)
+    sum_q = torch.zeros(size, dtype=torch.float64, device=q.device)
+    sum_y = torch.zeros_like(sum_q)
+    for part in _chunks(q.numel()):
+        cell = _cell_index(*_order_key(q[part]), plan)
+        count += torch.bincount(cell, minlength=size)
+        # index_add_ is much faster than bincount with weights on CPU.
+        sum_q.index_add_(0, cell, q[part].to(torch.float64))
+        sum_y.index_add_(0, cell, y[part].to(torch.float64))
     return count, sum_q, sum_y
+
+
+def _check_room(m: int, q: Tensor) -> None:
+    """Raise ValueError before keeping ``m`` pairs aside that the device cannot hold."""
+    need = m * (q.element_size() + 1)
+    if q.device.type == "cuda":
+        free = torch.cuda.mem_get_info(q.device)[0]
+    else:
+        try:
+            with open("/proc/meminfo") as info:
+                fields = dict(line.split(":", 1) for line in info)
+            free = int(fields["MemAvailable"].split()[0]) * 1024
+        except (OSError, KeyError, ValueError):
+            return
+    if need > free:
+        raise ValueError(
+            f"exact adaptive binning of {q.numel()} pairs needs {need / 2**30:.1f} GiB more "
+            f"than the {free / 2**30:.1f} GiB free on {q.device}: use the streaming mode "
+            "(CalibrationError(streaming=True)), whose memory does not grow with N"
+        )
+
+
+def _compact(q: Tensor, y: Tensor, plan: _Plan, slot_map: Tensor, m: int) -> tuple[Tensor, Tensor]:
+    """The ``m`` pairs whose cell ``slot_map`` refines, q in its dtype and y as bool."""
+    _check_room(m, q)
+    out_q = torch.empty(m, dtype=q.dtype, device=q.device)
+    out_y = torch.empty(m, dtype=torch.bool, device=q.device)
+    pos = 0
+    for part in _chunks(q.numel()):
+        cell = _cell_index(*_order_key(q[part]), plan)
+        pick = (slot_map.index_select(0, cell) >= 0).nonzero().squeeze(1)
+        end = pos + pick.numel()
+        out_q[pos:end] = q[part].index_select(0, pick)
+        out_y[pos:end] = y[part].index_select(0, pick) != 0
+        pos = end
+    return out_q, out_y
+
+
+def _sorted_prefix(q: Tensor, y: Tensor, ranks: Tensor) -> tuple[Tensor, Tensor]:
+    """F(r) of the pairs (Σq, Σy of the first r in q order, tie groups at their mean)."""
+    key, _ = _order_key(q)
+    key, order = torch.sort(key.long())
+    zero = torch.zeros(1, dtype=torch.float64, device=q.device)
+    cum_q = torch.cat([zero, torch.cumsum(q.index_select(0, order).to(torch.float64), 0)])
+    cum_y = torch.cat([zero, torch.cumsum(y.index_select(0, order).to(torch.float64), 0)])
+    value = key.index_select(0, ranks.clamp(max=key.numel() - 1))
+    first = torch.searchsorted(key, value, right=False)
+    last = torch.searchsorted(key, value, right=True)
+    share = (ranks - first).to(torch.float64) / (last - first)
+    f_q = cum_q[first] + share * (cum_q[last] - cum_q[first])
+    f_y = cum_y[first] + share * (cum_y[last] - cum_y[first])
+    return f_q, f_y
+
+
+def _level_bits(consumed: int, width: int, n: int, m: int, n_slots: int) -> int:
+    """Key bits of the next level (0: sort the pending pairs instead)."""
+    if consumed == 0:
+        if width <= 16:
+            return width
+        return min(_MAX_CELL_BITS, max(_MIN_CELL_BITS, n.bit_length() - 4))
+    if m <= _SORT_BELOW:
+        return 0
+    cap = max(1 << 16, m // 16, n // 16)
+    bits = min(width - consumed, (cap // n_slots).bit_length() - 1)
+    return bits if bits >= min(_MIN_REFINE_BITS, width - consumed) else 0
+
+
+def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> tuple[Tensor, Tensor]:
+    """F(r) = (Σq, Σy) of the first r pairs in q order at the ranks ``ranks`` (int64),
+    every tie group at its mean label, by radix select (see the module docstring)."""
+    n, width = probs.numel(), _key_width(probs.dtype)
+    f_q = torch.zeros(ranks.numel(), dtype=torch.float64, device=probs.device)
+    f_y = torch.zeros_like(f_q)
+    # Unresolved queries: their index, rank in the pending sequence (the pending pairs
+    # of every refined cell, cell after cell) and the rank where their cell starts.
+    active, rel, origin = torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks
+    q, y, plan, consumed, n_slots, slot_map = probs, target, [], 0, 1, None
+    if n <= _SORT_BELOW:
+        return _sorted_prefix(probs, target, ranks)
+    while True:
+        bits = _level_bits(consumed, width, n, q.numel(), n_slots)
+        if bits == 0:
+            # Cells from different slots never tie, so one sort orders the sequence.
+            (at_q, at_y), (o_q, o_y) = (_sorted_prefix(q, y, r) for r in (rel, origin))
+            f_q.index_add_(0, active, at_q - o_q)
+            f_y.index_add_(0, active, at_y - o_y)
+            return f_q, f_y
+        plan.append((bits, slot_map))
+        consumed += bits
+        size = n_slots << bits
+        count, sum_q, sum_y = _histogram(q, y, plan, size)
+        end = torch.cumsum(count, 0)
+        start = end - count
+        cum_q, cum_y = torch.cumsum(sum_q, 0) - sum_q, torch.cumsum(sum_y, 0) - sum_y
+        # Origins sit on cell edges; a rank inside a cell of one value takes its share.
+        o = torch.searchsorted(end, origin, right=True).clamp_(max=size - 1)
+        k = torch.searchsorted(end, rel, right=True).clamp_(max=size - 1)
+        t, c = rel - start[k], count[k]
+        inside = (t > 0) & (t < c)
+        share = torch.where(t >= c, 1.0, 0.0).to(torch.float64)
+        if consumed == width:
+            share = torch.where(inside, t.to(torch.float64) / c.clamp(min=1), share)
+        f_q.index_add_(0, active, cum_q[k] + share * sum_q[k] - cum_q[o])
+        f_y.index_add_(0, active, cum_y[k] + share * sum_y[k] - cum_y[o])
+        if consumed == width or not bool(inside.any()):
+            return f_q, f_y
+        active, k, t = active[inside], k[inside], t[inside]
+        cells = torch.unique(k)
+        slot_map = torch.full((size,), -1, dtype=torch.int64, device=probs.device)
+        slot_map[cells] = torch.arange(cells.numel(), device=probs.device)
+        sizes = count.index_select(0, cells)
+        starts = torch.cumsum(sizes, 0) - sizes
+        origin = starts.index_select(0, slot_map.index_select(0, k))
+        rel = origin + t
+        q, y = _compact(q, y, plan, slot_map, int(sizes.sum()))
+        n_slots = cells.numel()
 
 
 def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Tensor, ...]:
     """Per-bin (count, sum of q, sum of y) of the adaptive bins, in float64.
 
-    The pairs must already be validated and flat (see :func:`adaptive_binning`).
+    The pairs must already be validated and flat (see :func:`adaptive_binning`). Reads
+    the pairs a few times in chunks; synchronises with the device once per level.
     """
     n = probs.numel()
-    device = probs.device
     n_bins = max(1, n // bin_size)
-    if n <= _SORT_BELOW:
-        return _sorted_sums(probs, target, 0, bin_size, n_bins)
-    cell_bits = min(_MAX_CELL_BITS, max(10, n.bit_length() - 4))
-    n_cells = 1 << cell_bits
-
-    # Pass 1: how many pairs fall in each histogram cell (leading bits of the key).
-    parts = _chunks(n)
-    cells = []
-    cell_size = torch.zeros(n_cells, dtype=torch.int64, device=device)
-    for part in parts:
-        key, width = _order_key(probs[part])
-        # int32 is enough for 2**20 cells and halves the one list kept across passes.
-        cells.append((key >> (width - cell_bits)).to(torch.int32))
-        cell_size += torch.bincount(cells[-1], minlength=n_cells)
-    cell_end = torch.cumsum(cell_size, 0)
-    cell_start = cell_end - cell_size
-    first_bin = _bin_of_rank(cell_start, bin_size, n_bins)
-    last_bin = _bin_of_rank((cell_end - 1).clamp_min(0), bin_size, n_bins)
-    # A cell that a boundary cuts through goes to the overflow bin ``n_bins`` for now.
-    cut = (first_bin != last_bin) & (cell_size > 0)
-    bin_of_cell = torch.where(cut, n_bins, first_bin)
-
-    # Pass 2: sums per bin; pairs of cut cells are set aside to be sorted.
-    # (index_select and index_add_ are much faster than fancy indexing and bincount.)
-    count = torch.zeros(n_bins + 1, dtype=torch.float64, device=device)
-    sum_q = torch.zeros_like(count)
-    sum_y = torch.zeros_like(count)
-    cut_q, cut_y = [], []
-    any_cut = bool(cut.any())
-    for part, cell in zip(parts, cells):
-        b = bin_of_cell.index_select(0, cell)
-        q, y = probs[part], target[part]
-        count += torch.bincount(b, minlength=n_bins + 1)
-        sum_q.index_add_(0, b, q.to(torch.float64))
-        sum_y.index_add_(0, b, y.to(torch.float64))
-        if any_cut:
-            pick = (b == n_bins).nonzero().squeeze(1)
-            cut_q.append(q.index_select(0, pick))
-            cut_y.append(y.index_select(0, pick))
-    count, sum_q, sum_y = count[:n_bins], sum_q[:n_bins], sum_y[:n_bins]
-    if any_cut:
-        q, y = torch.cat(cut_q), torch.cat(cut_y)
-        extra = _sorted_sums(q, y, cell_start, bin_size, n_bins, cell_bits)
-        count, sum_q, sum_y = count + extra[0], sum_q + extra[1], sum_y + extra[2]
-    return count, sum_q, sum_y
+    ranks = torch.arange(n_bins + 1, device=probs.device) * bin_size
+    ranks[-1] = n
+    f_q, f_y = _prefix_sums(probs, target, ranks)
+    return ranks.diff().to(torch.float64), f_q.diff(), f_y.diff()
 
 
 def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bins:
@@ -252,30 +354,12 @@ def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bin
     return _sums_to_bins(*adaptive_bin_sums(probs, target, bin_size))
 
 
-def uniform_bin_of(probs: Tensor, n_bins: int) -> Tensor:
-    """Equal-width bin of each probability, 0 … n_bins − 1 (q = 1 in the last bin).
-
-    The edges are ``linspace(0, 1, n_bins + 1)`` in the input's own dtype, as
-    torchmetrics builds them, so a probability on an inner edge falls where it falls
-    there. ``probs`` must be validated.
-
-    Example:
-        >>> import torch
-        >>> uniform_bin_of(torch.tensor([0.0, 0.65, 0.7, 1.0]), 10)
-        tensor([0, 6, 7, 9])
-    """
-    edges = torch.linspace(0, 1, n_bins + 1, dtype=probs.dtype, device=probs.device)
-    return (torch.bucketize(probs, edges, right=True) - 1).clamp_(0, n_bins - 1)
-
-
 def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     """Equal-width bins over [0, 1]; empty bins are dropped.
 
-    Bin i holds q in [eᵢ, eᵢ₊₁) with the edges ``linspace(0, 1, n + 1)`` computed in the
-    input's dtype, as in torchmetrics' ``BinaryCalibrationError``, so a q on an inner
-    edge lands in the same bin as there (float32(0.7) < float32 edge 0.7 would not hold
-    against float64 edges); the sums are float64 whatever the dtype. The one difference:
-    q = 1 belongs to the last bin here, while torchmetrics gives it a bin of its own.
+    Bin i holds q in [i/n, (i+1)/n), as in torchmetrics' ``BinaryCalibrationError``,
+    except that q = 1 belongs to the last bin here (torchmetrics gives it a bin of its
+    own, so the two differ only on data with q exactly 1).
 
     Example:
         >>> import torch
@@ -288,8 +372,9 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     if not isinstance(n_bins, int) or isinstance(n_bins, bool) or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
     probs, target = _check_pairs(probs, target)
-    b = uniform_bin_of(probs, n_bins)
     q = probs.to(torch.float64)
+    edges = torch.linspace(0, 1, n_bins + 1, dtype=torch.float64, device=q.device)
+    b = (torch.bucketize(q, edges, right=True) - 1).clamp_(0, n_bins - 1)
     count = torch.bincount(b, minlength=n_bins).to(torch.float64)
     sum_q = torch.zeros_like(count).index_add_(0, b, q)
     sum_y = torch.zeros_like(count).index_add_(0, b, target.to(torch.float64))
