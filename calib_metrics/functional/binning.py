@@ -37,8 +37,9 @@ _MAX_CELL_BITS = 22
 # i.e. at most 1.5 bytes per pair) and splits each cut cell by at least 2**4.
 _MIN_REFINE_BITS = 4
 # Pairs are streamed through the passes in chunks to bound the extra memory: at most
-# 2**21 pairs, and about an eighth of the input (at least 2**16).
-_CHUNK = 1 << 21
+# 2**18 pairs (their temporaries, ~60 bytes a pair, stay ~16 MB), and about an eighth
+# of the input (at least 2**16).
+_CHUNK = 1 << 18
 _MIN_CHUNK = 1 << 16
 # At most this many pending pairs are sorted rather than refined by another level.
 _SORT_BELOW = 1 << 17
@@ -172,7 +173,9 @@ _Plan = list[tuple[int, "Tensor | None"]]
 def _cell_index(key: Tensor, width: int, plan: _Plan) -> Tensor:
     """Each pair's cell at the last level of ``plan`` (int64)."""
     consumed = plan[0][0]
-    cell = (key >> (width - consumed)).long()
+    # Level 0 keeps q = 0 (key 0) in a cell of its own, so a mass of exact zeros is
+    # never refined; q = 1 is alone in its cell already (see _order_key).
+    cell = torch.where(key == 0, 0, (key >> (width - consumed)).long() + 1)
     for bits, slot_map in plan[1:]:
         consumed += bits
         low = ((key >> (width - consumed)) & ((1 << bits) - 1)).long()
@@ -281,7 +284,7 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> tuple[Tensor, 
             return f_q, f_y
         plan.append((bits, slot_map))
         consumed += bits
-        size = n_slots << bits
+        size = (n_slots << bits) + (len(plan) == 1)
         count, sum_q, sum_y = _histogram(q, y, plan, size)
         end = torch.cumsum(count, 0)
         start = end - count
@@ -291,12 +294,14 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> tuple[Tensor, 
         k = torch.searchsorted(end, rel, right=True).clamp_(max=size - 1)
         t, c = rel - start[k], count[k]
         inside = (t > 0) & (t < c)
+        # A cell of one value: all key bits used, or all its q are 0, or all are 1.
+        final = (sum_q[k] == 0) | (sum_q[k] == c) | (consumed == width)
         share = torch.where(t >= c, 1.0, 0.0).to(torch.float64)
-        if consumed == width:
-            share = torch.where(inside, t.to(torch.float64) / c.clamp(min=1), share)
+        share = torch.where(inside & final, t.to(torch.float64) / c.clamp(min=1), share)
         f_q.index_add_(0, active, cum_q[k] + share * sum_q[k] - cum_q[o])
         f_y.index_add_(0, active, cum_y[k] + share * sum_y[k] - cum_y[o])
-        if consumed == width or not bool(inside.any()):
+        inside &= ~final
+        if not bool(inside.any()):
             return f_q, f_y
         active, k, t = active[inside], k[inside], t[inside]
         cells = torch.unique(k)
