@@ -7,7 +7,7 @@ import torch
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import sketch
-from calib_metrics.functional.calibration import compute_bins
+from calib_metrics.functional.calibration import calibration_error, compute_bins, error_from_bins
 
 N = 10**6
 BIN_SIZE = 5000
@@ -64,9 +64,9 @@ def test_streaming_within_1e3_of_exact_on_a_million_pairs(kind) -> None:
     torch.testing.assert_close(stream.bins.count, exact.bins.count)
 
 
-def test_tied_values_are_split_exactly_like_the_exact_order() -> None:
-    # 37 distinct q, many pairs each, labels mixed: every boundary cuts a tied cell, where
-    # the exact order puts the cell's y = 0 first. The sketch must reproduce it exactly.
+def test_tied_values_are_split_exactly_like_the_exact_mode() -> None:
+    # 37 distinct q, many pairs each, labels mixed: every boundary cuts a tied cell, which
+    # counts at its mean label in both modes. The sketch must reproduce it exactly.
     g = torch.Generator().manual_seed(1)
     values = torch.rand(37, generator=g)
     q = values[torch.randint(0, 37, (20_000,), generator=g)]
@@ -152,20 +152,21 @@ def test_state_size_is_fixed_and_small(num_classes) -> None:
         sizes.append(sum(t.numel() * t.element_size() for t in metric.metric_state.values()))
     assert sizes[0] == sizes[1]
     assert sizes[0] == 4 * 8 * sketch.DEFAULT_RESOLUTION * (num_classes or 1)
-    if num_classes is None:
-        assert sizes[0] < 2 * 2**20
+    # The documented bound: at most 8 MiB per class, whatever N.
+    assert sizes[0] <= 8 * 2**20 * (num_classes or 1)
 
 
 def test_documented_resolution() -> None:
-    # The module docstring's numbers: 0.00049 wide at 1/2, 0.195% of q near 0 and of 1 - q
-    # near 1, end cells beyond q = 1.1e-7.
-    assert sketch.cell_width(0.5) == pytest.approx(0.000488, rel=1e-3)
-    assert sketch.cell_width(1e-4) / 1e-4 == pytest.approx(0.00195, rel=1e-2)
-    assert sketch.cell_width(1 - 1e-4) / 1e-4 == pytest.approx(0.00195, rel=1e-2)
-    edge = torch.tensor([1.0e-7, 1.2e-7, 1 - 1.2e-7, 1 - 1.0e-7], dtype=torch.float64)
+    # The module docstring's numbers: 3.05e-5 wide at 1/2, 0.0122% of q near 0 and of
+    # 1 - q near 1; beyond q = 1.1e-7 the cells next to the ends, which hold 0 and 1 alone.
+    assert sketch.cell_width(0.5) == pytest.approx(3.05e-5, rel=1e-3)
+    assert sketch.cell_width(1e-4) / 1e-4 == pytest.approx(1.22e-4, rel=1e-2)
+    assert sketch.cell_width(1 - 1e-4) / 1e-4 == pytest.approx(1.22e-4, rel=1e-2)
+    edge = torch.tensor([0.0, 1.0e-7, 1.2e-7, 1 - 1.2e-7, 1 - 1.0e-7, 1.0], dtype=torch.float64)
     cells = sketch.cell_index(edge).tolist()
-    assert cells[0] == 0 and cells[1] > 0
-    assert cells[3] == sketch.DEFAULT_RESOLUTION - 1 and cells[2] < cells[3]
+    last = sketch.DEFAULT_RESOLUTION - 1
+    assert cells[0] == 0 and cells[1] == 1 and cells[2] > 1
+    assert cells[5] == last and cells[4] == last - 1 and cells[3] < last - 1
 
 
 def test_no_host_synchronisation_in_update(monkeypatch) -> None:
@@ -233,3 +234,28 @@ def test_state_in_shared_memory_is_copied_before_the_first_update() -> None:
     metric.update(torch.tensor([0.2, 0.7]), torch.tensor([0, 1]))
     assert shared.sum().item() == 0
     assert metric.cell_count.sum().item() == 2 and not metric.cell_count.is_shared()
+
+
+@pytest.mark.parametrize(
+    ("tie_value", "tie_count", "tie_positives", "other", "bin_size"),
+    [
+        # Issue 14: 328 x q = 0 (one positive) and one q = 1e-9, bins of one pair.
+        (0.0, 328, 1, 1e-9, 1),
+        # 100k x q = 1.0 (97% positive) and 100 x 0.99999994, bins of 5000.
+        (1.0, 100_000, 97_000, 0.99999994, 5000),
+    ],
+)
+def test_tie_masses_at_the_ends_match_the_exact_mode(
+    tie_value, tie_count, tie_positives, other, bin_size
+) -> None:
+    n_other = 1 if tie_value == 0.0 else 100
+    q = torch.cat([torch.full((tie_count,), tie_value), torch.full((n_other,), other)])
+    y = torch.zeros(q.numel())
+    y[:tie_positives] = 1
+    y[tie_count] = 1
+    state = sketch.empty()
+    sketch.accumulate(*state, q, y)
+    for debias in (False, True):
+        exact = calibration_error(q, y, bin_size=bin_size, debias=debias)
+        stream = error_from_bins(sketch.to_bins(*state, bin_size), debias=debias)
+        assert stream.item() == pytest.approx(exact.item(), abs=1e-9)
