@@ -56,7 +56,8 @@ def test_bins_partition_the_pairs(data, bin_size) -> None:
         assert bool((bins.count >= bin_size).all()) and bool((bins.count < 2 * bin_size).all())
     assert bool((bins.pred_mean[1:] >= bins.pred_mean[:-1]).all())
     assert bool(((bins.freq >= 0) & (bins.freq <= 1)).all())
-    assert bins.freq.mul(bins.count).sum().item() == y.sum().item()
+    # Split tie groups count at their mean label, so the label sums are fractional.
+    assert abs(bins.freq.mul(bins.count).sum().item() - y.sum().item()) <= 1e-9
 
 
 @SETTINGS

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-# Level-0 histogram cells: about N/16 (at least 2**10, at most 2**22), so the cells
+# Level-0 histogram cells: about N/8 (at least 2**10, at most 2**22), so the cells
 # that a bin boundary cuts through hold few pairs while small inputs do not pay for a
 # big histogram. Half-precision keys (15 bits) get one cell per value at once.
 _MIN_CELL_BITS = 10
@@ -254,7 +254,7 @@ def _level_bits(consumed: int, width: int, n: int, m: int, n_slots: int) -> int:
     if consumed == 0:
         if width <= 16:
             return width
-        return min(_MAX_CELL_BITS, max(_MIN_CELL_BITS, n.bit_length() - 4))
+        return min(_MAX_CELL_BITS, max(_MIN_CELL_BITS, n.bit_length() - 3))
     if m <= _SORT_BELOW:
         return 0
     cap = max(1 << 16, m // 16, n // 16)
@@ -326,11 +326,16 @@ def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Ten
     ranks = torch.arange(n_bins + 1, device=probs.device) * bin_size
     ranks[-1] = n
     f_q, f_y = _prefix_sums(probs, target, ranks)
-    return ranks.diff().to(torch.float64), f_q.diff(), f_y.diff()
+    count = ranks.diff().to(torch.float64)
+    # Differences of prefix sums may leave adjacent bins of one tied value an ulp out of
+    # order; the bins' means are sorted by construction, so restore that exactly.
+    sum_q = torch.cummax(f_q.diff() / count, 0).values * count
+    return count, sum_q, f_y.diff()
 
 
 def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bins:
-    """Equal-mass bins of ``bin_size`` consecutive pairs in (q, y) order (Algorithm 1).
+    """Equal-mass bins of ``bin_size`` consecutive pairs in q order (Algorithm 1); a tie
+    group split by a boundary counts at its mean label in each bin.
 
     Args:
         probs: predicted probabilities q in [0, 1], any shape and floating dtype.

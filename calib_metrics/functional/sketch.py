@@ -45,9 +45,13 @@ from calib_metrics.functional.binning import Bins
 DEFAULT_RESOLUTION = 1 << 18
 LOGIT_RANGE = 16.0
 # A cut cell counts as one tied value when its variance of q is below this fraction of
-# its squared mean distance to the nearer end: float64 sums of equal values agree to
-# ~1e-12, while two float32 neighbours a few ulps apart already count as equal.
-_TIE_TOLERANCE = 1e-9
+# its squared mean distance to the nearer end, plus the rounding that n float64 additions
+# may leave (4·n·2⁻⁵³): a cell of the default sketch is ~1e-4 wide relative to q, i.e. a
+# relative variance ~1e-9 when its values spread, while equal values leave ~1e-16.
+_TIE_TOLERANCE = 1e-13
+# The label noise of cut cells is drawn from this seed, so the answer is a function of
+# the sketch alone.
+_NOISE_SEED = 14
 
 
 def num_cells(resolution: int = DEFAULT_RESOLUTION) -> int:
@@ -175,7 +179,7 @@ def _cumulative(
     cum_q: Tensor,
     cum_y: Tensor,
 ) -> tuple[Tensor, Tensor]:
-    """Σq and Σy of the first ``rank`` pairs in (q, y) order, from the cell sums."""
+    """Σq and Σy of the first ``rank`` pairs in q order, from the cell sums."""
     end = start + count
     k = torch.searchsorted(end, rank, right=True).clamp_(max=count.numel() - 1)
     n, s = count[k], start[k]
@@ -184,12 +188,48 @@ def _cumulative(
     part = t / n_safe
     # q spread evenly over mean ∓ √3·std: the first t of n pairs sum to t·mean − √3·std·t(n−t)/n.
     q = cum_q[k] - sum_q[k] + part * sum_q[k] - math.sqrt(3) * std[k] * t * (n - t) / n_safe
-    y = cum_y[k] - sum_y[k] + part * sum_y[k]
-    return q, y
+    y_part = part * sum_y[k] + _label_noise(k, t, n, sum_y[k], ~tied[k])
+    # The first t of n pairs hold at least t − (n − Σy) and at most min(t, Σy) ones.
+    y_part = torch.maximum(torch.minimum(y_part, torch.minimum(t, sum_y[k])), t - n + sum_y[k])
+    return q, cum_y[k] - sum_y[k] + y_part
+
+
+def _label_noise(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, spread: Tensor) -> Tensor:
+    """Label noise of the boundaries inside cells of several values: a hypergeometric
+    bridge (normal approximation) per cell, drawn from a fixed seed.
+
+    Sharing a cut cell's Σy in proportion would remove the label noise of the pairs
+    that the exact order puts on either side of the boundary, which the plug-in
+    estimator measures, so the streaming error would drift low as cells fill up. The
+    first t of a cell's n pairs, in an order the sums cannot tell, hold t·p ones in
+    mean with the hypergeometric covariance p(1 − p)·n/(n − 1)·t(n − u)/n (t ≤ u); this
+    draws them jointly for all boundaries of a cell, so the answer is unbiased and
+    depends only on the sketch (merged sketches give the same draw).
+    """
+    inside = spread & (t > 0) & (t < n)
+    if not bool(inside.any()):
+        return torch.zeros_like(t)
+    g = torch.Generator(device=k.device).manual_seed(_NOISE_SEED)
+    same = torch.zeros_like(inside)
+    same[1:] = k[1:] == k[:-1]
+    step = (t - torch.where(same, t.roll(1), 0.0)).clamp_(min=0)
+    z = torch.randn(t.shape, generator=g, dtype=torch.float64, device=t.device) * step.sqrt()
+    walk = torch.cumsum(z, 0)
+    run = torch.cumsum(~same, 0) - 1
+    firsts = (~same).nonzero().squeeze(1)
+    walk = walk - (walk[firsts] - z[firsts]).index_select(0, run)
+    lasts = torch.cat([firsts[1:] - 1, firsts.new_tensor([t.numel() - 1])])
+    tail = torch.randn(firsts.shape, generator=g, dtype=torch.float64, device=t.device)
+    n_last = n[lasts]
+    end = walk[lasts] + tail * (n_last - t[lasts]).clamp(min=0).sqrt()
+    bridge = walk - t / n.clamp(min=1) * end.index_select(0, run)
+    p = ones / n.clamp(min=1)
+    scale = (p * (1 - p) * n / (n - 1).clamp(min=1)).sqrt()
+    return torch.where(inside, scale * bridge, 0.0)
 
 
 def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_size: int) -> Bins:
-    """Adaptive bins of ``bin_size`` pairs (in (q, y) order) from one sketch ``[R]``.
+    """Adaptive bins of ``bin_size`` pairs (in q order) from one sketch ``[R]``.
 
     Bin boundaries fall at the exact algorithm's ranks; see the module docstring for how
     a cell cut by a boundary is shared out.
@@ -215,7 +255,7 @@ def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_siz
     n_safe = count.clamp(min=1)
     mean_r = sum_r / n_safe
     var = (sum_r2 / n_safe - mean_r**2).clamp_(min=0)
-    tied = var <= _TIE_TOLERANCE * mean_r**2
+    tied = var <= (_TIE_TOLERANCE + 4 * count * 2.0**-53) * mean_r**2
     std = torch.where(tied, 0.0, var.sqrt())
     start = torch.cumsum(count, 0) - count
     cum_q, cum_y = torch.cumsum(sum_q, 0), torch.cumsum(sum_y, 0)

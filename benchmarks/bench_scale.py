@@ -1,0 +1,244 @@
+"""Exact vs streaming vs torchmetrics from N = 10⁴ to 10⁹: time, memory and drift.
+
+Every peer runs in the same process on the same pairs, so the printed ratios hold on a
+loaded machine even where the absolute times do not. Pairs are calibrated,
+y ~ Bernoulli(q), with q uniform or Beta(0.3, 0.3), drawn in batches of 10⁶ from fixed
+seeds, so the streaming sketch can take 10⁹ pairs without holding them.
+
+Per N it measures (peak memory: the rise of the process' peak RSS over its RSS before
+the call, the peak reset through /proc/self/clear_refs):
+
+* exact: ``calibration_error`` on all pairs (only up to ``--exact-max``), next to one
+  ``torch.sort`` of q, and its extra peak memory next to the input's bytes;
+* streaming: the sketch fed batch by batch, then binned; its state bytes;
+* torchmetrics' ``BinaryCalibrationError`` (15 bins; it keeps every pair) up to
+  ``--torchmetrics-max``;
+* drift: streaming − exact, plug-in and debiased, ``bin_size`` = 5000 and "auto".
+
+Run ``python benchmarks/bench_scale.py --threads 1 --write`` (add ``--max 1e9
+--exact-max 1e8`` where the memory allows); ``--write`` puts the tables in
+``docs/streaming.md`` and the plot in ``docs/img/scale.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torchmetrics.classification import BinaryCalibrationError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from calib_metrics.functional import calibration_error, sketch
+from calib_metrics.functional.auto_bin import resolve_bin_size
+from calib_metrics.functional.calibration import error_from_bins
+
+ROOT = Path(__file__).resolve().parents[1]
+BATCH = 1_000_000
+BEGIN, END = "<!-- bench_scale:begin -->", "<!-- bench_scale:end -->"
+
+
+def batches(n: int, dist: str):
+    """Calibrated pairs in batches of at most 10⁶, the same for every caller."""
+    for i, start in enumerate(range(0, n, BATCH)):
+        size = min(BATCH, n - start)
+        g = torch.Generator().manual_seed(1000 * i + (dist == "beta0.3"))
+        if dist == "uniform":
+            q = torch.rand(size, generator=g)
+        else:
+            u = torch.rand(size, generator=g)
+            # Beta(0.3, 0.3) by inverting its CDF is slow; a symmetric power map of a
+            # uniform has the same U shape and is drawn from the generator alone.
+            q = torch.where(u < 0.5, (2 * u) ** (1 / 0.3) / 2, 1 - (2 - 2 * u) ** (1 / 0.3) / 2)
+        yield q, torch.bernoulli(q, generator=g).bool()
+
+
+def whole(n: int, dist: str) -> tuple[torch.Tensor, torch.Tensor]:
+    q = torch.empty(n)
+    y = torch.empty(n, dtype=torch.bool)
+    for i, (bq, by) in enumerate(batches(n, dist)):
+        q[i * BATCH : i * BATCH + bq.numel()] = bq
+        y[i * BATCH : i * BATCH + bq.numel()] = by
+    return q, y
+
+
+def _status(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def measured(fn):
+    """(result, seconds, extra peak bytes) of fn()."""
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _status("VmRSS")
+    start = time.perf_counter()
+    out = fn()
+    seconds = time.perf_counter() - start
+    return out, seconds, max(0, _status("VmHWM") - before)
+
+
+def streaming_state(n: int, dist: str) -> tuple:
+    state = sketch.empty()
+    for q, y in batches(n, dist):
+        sketch.accumulate(*state, q, y)
+    return state
+
+
+def errors_from_state(state, n: int) -> dict:
+    out = {}
+    for bin_size in (5000, "auto"):
+        bins = sketch.to_bins(*state, resolve_bin_size(bin_size, n))
+        for debias in (False, True):
+            out[f"{bin_size}/{debias}"] = error_from_bins(bins, debias=debias).item()
+    return out
+
+
+def exact_errors(q, y, n: int) -> dict:
+    out = {}
+    for bin_size in (5000, "auto"):
+        for debias in (False, True):
+            value = calibration_error(q, y, bin_size=resolve_bin_size(bin_size, n), debias=debias)
+            out[f"{bin_size}/{debias}"] = value.item()
+    return out
+
+
+def torchmetrics_error(n: int, dist: str) -> float:
+    metric = BinaryCalibrationError(n_bins=15, validate_args=False)
+    for q, y in batches(n, dist):
+        metric.update(q, y.long())
+    return metric.compute().item()
+
+
+def run_size(n: int, dist: str, args) -> dict:
+    row: dict = {"n": n, "dist": dist}
+    state, row["stream_s"], row["stream_peak"] = measured(lambda: streaming_state(n, dist))
+    stream, seconds, _ = measured(lambda: errors_from_state(state, n))
+    row["stream_s"] += seconds
+    row["stream_state"] = sum(t.numel() * t.element_size() for t in state)
+    row["stream"] = stream
+    if n <= args.torchmetrics_max:
+        _, row["tm_s"], row["tm_peak"] = measured(lambda: torchmetrics_error(n, dist))
+    if n <= args.exact_max:
+        q, y = whole(n, dist)
+        row["input_bytes"] = q.numel() * q.element_size() + y.numel() * y.element_size()
+        bin_size = resolve_bin_size("auto", n)
+        _, row["exact_s"], row["exact_peak"] = measured(
+            lambda: calibration_error(q, y, bin_size=bin_size, debias=True)
+        )
+        _, row["sort_s"], _ = measured(lambda: torch.sort(q))
+        row["exact"] = exact_errors(q, y, n)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def mib(x: float) -> str:
+    return f"{x / 2**20:,.1f}"
+
+
+def tables(rows: list[dict]) -> str:
+    out = [
+        "| q | N | exact s/pair (× sort) | exact extra peak (× input) | streaming s/pair | "
+        "streaming state | torchmetrics s/pair | torchmetrics peak |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        ex = (
+            f"{r['exact_s'] / r['n']:.1e} ({r['exact_s'] / r['sort_s']:.2f}×)"
+            if "exact_s" in r
+            else "—"
+        )
+        mem = (
+            f"{mib(r['exact_peak'])} MiB ({r['exact_peak'] / r['input_bytes']:.2f}×)"
+            if "exact_s" in r
+            else "—"
+        )
+        tm = f"{r['tm_s'] / r['n']:.1e}" if "tm_s" in r else "—"
+        tm_peak = f"{mib(r['tm_peak'])} MiB" if "tm_s" in r else "—"
+        out.append(
+            f"| {r['dist']} | {r['n']:.0e} | {ex} | {mem} | {r['stream_s'] / r['n']:.1e} | "
+            f"{mib(r['stream_state'])} MiB | {tm} | {tm_peak} |"
+        )
+    out += [
+        "",
+        "Drift, streaming − exact (plug-in / debiased):",
+        "",
+        "| q | N | β = 5000: exact | streaming − exact | β = auto: exact | streaming − exact |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if "exact" not in r:
+            continue
+        cells = []
+        for b in ("5000", "auto"):
+            e = [r["exact"][f"{b}/{d}"] for d in (False, True)]
+            s = [r["stream"][f"{b}/{d}"] for d in (False, True)]
+            cells.append(f"{e[0]:.5f} / {e[1]:.5f}")
+            cells.append(f"{s[0] - e[0]:+.1e} / {s[1] - e[1]:+.1e}")
+        out.append(f"| {r['dist']} | {r['n']:.0e} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
+    rows = [r for r in rows if r["dist"] == "uniform"]
+    series = {
+        "exact": ("exact_s", "exact_peak"),
+        "streaming": ("stream_s", "stream_state"),
+        "torchmetrics": ("tm_s", "tm_peak"),
+        "torch.sort": ("sort_s", None),
+    }
+    for name, (t_key, m_key) in series.items():
+        have = [r for r in rows if t_key in r]
+        if not have:
+            continue
+        n = [r["n"] for r in have]
+        ax_t.loglog(n, [r[t_key] for r in have], "o-", label=name)
+        if m_key:
+            ax_m.loglog(n, [max(r[m_key], 1) / 2**20 for r in have], "o-", label=name)
+    ax_t.set(xlabel="N pairs", ylabel="seconds", title="time (uniform q)")
+    ax_m.set(xlabel="N pairs", ylabel="MiB", title="extra peak memory / state")
+    ax_t.legend()
+    ax_m.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max", type=float, default=1e7)
+    parser.add_argument("--exact-max", type=float, default=1e7)
+    parser.add_argument("--torchmetrics-max", type=float, default=1e7)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    sizes = [n for n in (10**4, 10**5, 10**6, 10**7, 10**8, 10**9) if n <= args.max]
+    rows = [run_size(n, dist, args) for n in sizes for dist in ("uniform", "beta0.3")]
+    text = tables(rows)
+    print(text)
+    if args.write:
+        doc = ROOT / "docs" / "streaming.md"
+        body = doc.read_text()
+        command = " ".join(["python", "benchmarks/bench_scale.py", *sys.argv[1:]])
+        block = f"{BEGIN}\n`{command}`, torch {torch.__version__}:\n\n{text}\n{END}"
+        if BEGIN in body:
+            body = body[: body.index(BEGIN)] + block + body[body.index(END) + len(END) :]
+        else:
+            body += "\n" + block + "\n"
+        doc.write_text(body)
+        plot(rows, ROOT / "docs" / "img" / "scale.png")
+
+
+if __name__ == "__main__":
+    main()
