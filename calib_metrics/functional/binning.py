@@ -28,7 +28,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-# Level-0 histogram cells: about N/8 (at least 2**10, at most 2**22), so the cells
+# Level-0 histogram cells: about N/16 (at least 2**10, at most 2**22), so the cells
 # that a bin boundary cuts through hold few pairs while small inputs do not pay for a
 # big histogram. Half-precision keys (15 bits) get one cell per value at once.
 _MIN_CELL_BITS = 10
@@ -254,7 +254,7 @@ def _level_bits(consumed: int, width: int, n: int, m: int, n_slots: int) -> int:
     if consumed == 0:
         if width <= 16:
             return width
-        return min(_MAX_CELL_BITS, max(_MIN_CELL_BITS, n.bit_length() - 3))
+        return min(_MAX_CELL_BITS, max(_MIN_CELL_BITS, n.bit_length() - 4))
     if m <= _SORT_BELOW:
         return 0
     cap = max(1 << 16, m // 16, n // 16)
