@@ -203,8 +203,11 @@ def plot(rows: list[dict], path: Path) -> None:
             continue
         n = [r["n"] for r in have]
         ax_t.loglog(n, [r[t_key] for r in have], "o-", label=name)
-        if m_key:
-            ax_m.loglog(n, [max(r[m_key], 1) / 2**20 for r in have], "o-", label=name)
+        # A peak below the RSS page granularity reads 0: left out of the log scale.
+        sized = [r for r in have if m_key and r.get(m_key, 0) > 0]
+        if sized:
+            mem = [r[m_key] / 2**20 for r in sized]
+            ax_m.loglog([r["n"] for r in sized], mem, "o-", label=name)
     ax_t.set(xlabel="N pairs", ylabel="seconds", title="time (uniform q)")
     ax_m.set(xlabel="N pairs", ylabel="MiB", title="extra peak memory / state")
     ax_t.legend()
