@@ -28,6 +28,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import NoPairsError
+
 # Level-0 histogram cells: about N/16 (at least 2**10, at most 2**22), so the cells
 # that a bin boundary cuts through hold few pairs while small inputs do not pay for a
 # big histogram. Half-precision keys (15 bits) get one cell per value at once.
@@ -102,7 +104,7 @@ def _check_pairs(probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
             f"{tuple(target.shape)}"
         )
     if probs.numel() == 0:
-        raise ValueError("empty input: at least one (probability, target) pair is needed")
+        raise NoPairsError("empty input: at least one (probability, target) pair is needed")
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs)
@@ -364,12 +366,30 @@ def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bin
     return _sums_to_bins(*adaptive_bin_sums(probs, target, bin_size))
 
 
+def uniform_bin_of(probs: Tensor, n_bins: int) -> Tensor:
+    """Equal-width bin of each probability, 0 … n_bins − 1 (q = 1 in the last bin).
+
+    The edges are ``linspace(0, 1, n_bins + 1)`` in the input's own dtype, as
+    torchmetrics builds them, so a probability on an inner edge falls where it falls
+    there. ``probs`` must be validated.
+
+    Example:
+        >>> import torch
+        >>> uniform_bin_of(torch.tensor([0.0, 0.65, 0.7, 1.0]), 10)
+        tensor([0, 6, 7, 9])
+    """
+    edges = torch.linspace(0, 1, n_bins + 1, dtype=probs.dtype, device=probs.device)
+    return (torch.bucketize(probs, edges, right=True) - 1).clamp_(0, n_bins - 1)
+
+
 def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     """Equal-width bins over [0, 1]; empty bins are dropped.
 
-    Bin i holds q in [i/n, (i+1)/n), as in torchmetrics' ``BinaryCalibrationError``,
-    except that q = 1 belongs to the last bin here (torchmetrics gives it a bin of its
-    own, so the two differ only on data with q exactly 1).
+    Bin i holds q in [eᵢ, eᵢ₊₁) with the edges ``linspace(0, 1, n + 1)`` computed in the
+    input's dtype, as in torchmetrics' ``BinaryCalibrationError``, so a q on an inner
+    edge lands in the same bin as there (float32(0.7) < float32 edge 0.7 would not hold
+    against float64 edges); the sums are float64 whatever the dtype. The one difference:
+    q = 1 belongs to the last bin here, while torchmetrics gives it a bin of its own.
 
     Example:
         >>> import torch
@@ -382,9 +402,8 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     if not isinstance(n_bins, int) or isinstance(n_bins, bool) or n_bins < 1:
         raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
     probs, target = _check_pairs(probs, target)
+    b = uniform_bin_of(probs, n_bins)
     q = probs.to(torch.float64)
-    edges = torch.linspace(0, 1, n_bins + 1, dtype=torch.float64, device=q.device)
-    b = (torch.bucketize(q, edges, right=True) - 1).clamp_(0, n_bins - 1)
     count = torch.bincount(b, minlength=n_bins).to(torch.float64)
     sum_q = torch.zeros_like(count).index_add_(0, b, q)
     sum_y = torch.zeros_like(count).index_add_(0, b, target.to(torch.float64))
