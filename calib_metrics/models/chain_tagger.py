@@ -1,9 +1,10 @@
 """What every linear-chain tagger offers once it can score a sentence.
 
-A tagger subclasses :class:`ChainTagger` and implements ``potentials(words, mask)``,
+A tagger subclasses :class:`ChainTagger` and implements ``_potentials(words, mask)``,
 returning ``(emissions [B, T, K], transitions [K, K], start [K], end [K])`` in
-:mod:`~calib_metrics.models.linear_chain`'s convention; marginals, Viterbi paths and
-posterior samples then come from the one shared forward-backward core.
+:mod:`~calib_metrics.models.linear_chain`'s convention for an already checked batch;
+the public :meth:`~ChainTagger.potentials`, marginals, Viterbi paths and posterior
+samples then check the batch once and run the one shared forward-backward core.
 """
 
 from __future__ import annotations
@@ -15,18 +16,83 @@ from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
 
 
-class ChainTagger(nn.Module):
-    """Base class of the HMM and CRF taggers (inference only; no parameters here)."""
+def check_words(
+    words: Tensor,
+    mask: Tensor | None,
+    vocab_size: int,
+    tags: Tensor | None = None,
+    num_tags: int | None = None,
+) -> Tensor:
+    """Validate a padded batch of word indices (and gold tags); return the mask as bool.
 
-    def potentials(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
+    The value checks are reduced on the device and read back together: one host
+    synchronisation, made once at a tagger's public entry, never inside a training loop.
+
+    Example:
+        >>> check_words(torch.tensor([[1, 2], [3, 0]]), None, vocab_size=4)
+        tensor([[True, True],
+                [True, True]])
+    """
+    if not isinstance(words, Tensor) or words.dim() != 2:
+        shape = tuple(words.shape) if isinstance(words, Tensor) else type(words).__name__
+        raise ValueError(f"words must be [B, T], got shape {shape}")
+    if words.dtype.is_floating_point or words.dtype == torch.bool:
+        raise ValueError(f"words must be an integer tensor, got {words.dtype}")
+    if mask is None:
+        mask = torch.ones_like(words, dtype=torch.bool)
+    elif not isinstance(mask, Tensor) or mask.shape != words.shape:
+        shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"mask must have shape {tuple(words.shape)}, got {shape}")
+    mask = mask.bool()
+    flags = [
+        ~mask[:, 0].all() if words.numel() else mask.new_zeros(()),
+        _outside(words, mask, vocab_size),
+    ]
+    if tags is not None:
+        if not isinstance(tags, Tensor) or tags.shape != words.shape:
+            shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
+            raise ValueError(f"tags must have shape {tuple(words.shape)}, got {shape}")
+        if tags.dtype.is_floating_point or tags.dtype == torch.bool:
+            raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+        flags.append(_outside(tags, mask, num_tags))
+    first_missing, bad_word, *bad_tag = torch.stack(flags).tolist()
+    if first_missing:
+        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    if bad_word:
+        raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
+    if bad_tag and bad_tag[0]:
+        raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
+    return mask
+
+
+def _outside(values: Tensor, mask: Tensor, size: int) -> Tensor:
+    return (((values < 0) | (values >= size)) & mask).any()
+
+
+class ChainTagger(nn.Module):
+    """Base class of the HMM and CRF taggers (inference only; no parameters here).
+
+    Subclasses set ``vocab_size`` and implement ``_potentials``.
+    """
+
+    vocab_size: int
+
+    def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         raise NotImplementedError
+
+    def potentials(
+        self, words: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``."""
+        return self._potentials(words, check_words(words, mask, self.vocab_size))
 
     @torch.no_grad()
     def marginals(
         self, words: Tensor, mask: Tensor | None = None, *, pairwise: bool = True
     ) -> ChainMarginals:
         """Posterior marginals ``P(y_t | x)`` (and ``P(y_t, y_{t+1} | x)``) by forward-backward."""
-        emissions, trans, start, end = self.potentials(words, mask)
+        mask = check_words(words, mask, self.vocab_size)
+        emissions, trans, start, end = self._potentials(words, mask)
         return linear_chain.posterior_marginals(
             emissions, trans, start, end, mask, pairwise=pairwise
         )
@@ -34,7 +100,8 @@ class ChainTagger(nn.Module):
     @torch.no_grad()
     def viterbi(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Most probable tag sequences: ``(score [B], tags [B, T])``."""
-        emissions, trans, start, end = self.potentials(words, mask)
+        mask = check_words(words, mask, self.vocab_size)
+        emissions, trans, start, end = self._potentials(words, mask)
         return linear_chain.viterbi(emissions, trans, start, end, mask)
 
     @torch.no_grad()
@@ -47,7 +114,8 @@ class ChainTagger(nn.Module):
         generator: torch.Generator | None = None,
     ) -> Tensor:
         """Exact posterior samples of tag sequences, ``Long [S, B, T]``."""
-        emissions, trans, start, end = self.potentials(words, mask)
+        mask = check_words(words, mask, self.vocab_size)
+        emissions, trans, start, end = self._potentials(words, mask)
         return linear_chain.sample(
             emissions, trans, start, end, mask, n_samples=n_samples, generator=generator
         )

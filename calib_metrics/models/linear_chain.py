@@ -364,14 +364,21 @@ def log_partition(
     *,
     compute_dtype: torch.dtype | None = None,
     validate_args: bool = True,
+    precision_flags: list[Tensor] | None = None,
 ) -> Tensor:
     """Log normaliser ``log Z`` of each sentence, ``[B]`` (differentiable).
 
     Its gradient with respect to ``emissions`` is the unigram marginals. A sentence that
     no tag sequence can score (every path -inf) gets ``log Z = -inf`` and zero gradient.
+
     Host synchronisations: one for the argument checks (``validate_args=False`` skips
-    them; the caller then vouches for the inputs) and one in the forward pass and one in
-    the backward pass, which decide whether the fast recursion was exact.
+    them; the caller then vouches for the inputs), and one in the forward and one in the
+    backward pass, which decide whether the fast rescaled recursion was exact or the
+    log-space one is needed. A training loop that must not wait passes a list as
+    ``precision_flags``: the two checks are then appended to it as 0-dim bool device
+    tensors (True = the fast path lost precision) instead of being read, the fast result
+    is used as it is, and the caller reads the flags once (say, per objective evaluation)
+    and recomputes without ``precision_flags`` if any is True.
 
     Example:
         >>> import torch
@@ -384,7 +391,7 @@ def log_partition(
     em, tr, st, en, mask = _prepare(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
-    return _LogPartition.apply(em, tr, st, en, mask, None).to(emissions.dtype)
+    return _LogPartition.apply(em, tr, st, en, mask, precision_flags).to(emissions.dtype)
 
 
 def posterior_marginals(
