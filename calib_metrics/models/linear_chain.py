@@ -452,7 +452,7 @@ def posterior_marginals(
     # which a calibration metric would reject, hence the clamp.
     with torch.no_grad():
         parts = _marginal_parts(em, tr, st, en, mask, pairwise)
-        pair_out = _pairwise(parts, out_dtype).clamp_(0, 1) if pairwise else None
+        pair_out = _pairwise(parts, out_dtype) if pairwise else None
         unigram = parts.unigram.to(out_dtype).clamp_(0, 1)
     return ChainMarginals(parts.forward.log_partition.to(out_dtype), unigram, pair_out)
 
@@ -580,7 +580,7 @@ def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
 
 # Rows of the pairwise output built per block: the [rows, K, K] partial product stays in
 # cache, so the output is written once instead of written and then re-read and rewritten.
-_PAIR_BLOCK_ELEMENTS = 1 << 16
+_PAIR_BLOCK_ELEMENTS = 1 << 18
 
 
 def _pairwise(parts: _Parts, out_dtype) -> Tensor:
@@ -590,7 +590,7 @@ def _pairwise(parts: _Parts, out_dtype) -> Tensor:
     the emission, backward and normalising factors.
     """
     if parts.pair is not None:
-        return parts.pair.to(out_dtype)
+        return parts.pair.to(out_dtype).clamp_(0, 1)
     prev, trans_col, nxt = parts.forward.probs[:, :-1], parts.forward.trans_col, parts.nxt
     batch, steps, num_tags = nxt.shape
     # The [B, T-1, K, K] product dominates the cost, and float32 halves it. It is exact to
@@ -606,12 +606,16 @@ def _pairwise(parts: _Parts, out_dtype) -> Tensor:
     rows = max(1, _PAIR_BLOCK_ELEMENTS // (num_tags * num_tags))
     for begin in range(0, batch * steps, rows):
         block = slice(begin, begin + rows)
-        torch.mul(flat_prev[block] * trans_work, flat_nxt[block], out=flat_out[block])
+        torch.mul(flat_prev[block], trans_work, out=flat_out[block])
+        flat_out[block].mul_(flat_nxt[block])
+        # Rounding can push a float32 marginal a hair past 1, which a calibration metric
+        # would reject; clamped while the block is in cache rather than in another pass.
+        flat_out[block].clamp_(max=1.0)
     if nxt.dtype == torch.float64 and work != torch.float64:
         redo = (nxt.amax(-1) > 1e20).nonzero(as_tuple=True)
         if redo[0].numel():
             exact = prev[redo][..., None] * trans_col * nxt[redo][..., None, :]
-            out[redo] = exact.to(work)
+            out[redo] = exact.to(work).clamp_(max=1.0)
     return out.to(out_dtype)
 
 
@@ -682,10 +686,15 @@ def viterbi(
     batch, length, num_tags = em.shape
     score = st + em[:, 0]
     backpointers = torch.zeros(batch, length, num_tags, dtype=torch.long, device=em.device)
+    # One [B, K, K] buffer and one pair of max outputs for every step: a fresh tensor per
+    # step would cost an allocation (and, when large, its first-touch page faults) each time.
+    candidates = em.new_empty(batch, num_tags, num_tags)
+    best = em.new_empty(batch, num_tags)
+    arg = backpointers.new_empty(batch, num_tags)
     for t in range(1, length):
-        best, arg = (score[:, :, None] + tr).max(1)
-        valid = mask[:, t, None]
-        score = torch.where(valid, best + em[:, t], score)
+        torch.add(score[:, :, None], tr, out=candidates)
+        torch.max(candidates, 1, out=(best, arg))
+        score = torch.where(mask[:, t, None], best.add_(em[:, t]), score)
         backpointers[:, t] = arg
     best_score, current = (score + en).max(-1)
 
