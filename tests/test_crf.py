@@ -258,3 +258,29 @@ def test_objective_redoes_an_imprecise_evaluation_exactly(one_thread):
     pytorch_crf = -model.log_likelihood(words, tags, mask).sum()
     torch.testing.assert_close(total, nll.detach())
     torch.testing.assert_close(total, pytorch_crf.detach(), rtol=1e-9, atol=1e-6)
+
+
+def test_a_tagger_that_implements_only_potentials_still_works():
+    # Subclasses outside this package (the feature CRF) override potentials() alone.
+    from calib_metrics.models.chain_tagger import ChainTagger
+
+    class Table(ChainTagger):
+        def __init__(self, emissions):
+            super().__init__()
+            self.table = emissions
+
+        def potentials(self, words, mask=None):
+            zeros = torch.zeros(3, dtype=self.table.dtype)
+            return self.table[words], torch.zeros(3, 3, dtype=zeros.dtype), zeros, zeros
+
+    g = torch.Generator().manual_seed(0)
+    model = Table(torch.randn(5, 3, generator=g, dtype=torch.float64))
+    words = torch.tensor([[1, 2, 3], [4, 0, 0]])
+    mask = torch.tensor([[True] * 3, [True, False, False]])
+    uni = model.marginals(words, mask).unigram
+    want = torch.softmax(model.table[words], -1) * mask[..., None]
+    torch.testing.assert_close(uni, want)
+    assert model.viterbi(words, mask)[1][0].tolist() == model.table[words[0]].argmax(-1).tolist()
+    assert model.sample(words, mask, n_samples=2, generator=g).shape == (2, 2, 3)
+    with pytest.raises(NotImplementedError):
+        ChainTagger().potentials(words)

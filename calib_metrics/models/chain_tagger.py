@@ -1,10 +1,9 @@
 """What every linear-chain tagger offers once it can score a sentence.
 
-A tagger subclasses :class:`ChainTagger` and implements ``_potentials(words, mask)``,
+A tagger subclasses :class:`ChainTagger` and implements ``potentials(words, mask)``,
 returning ``(emissions [B, T, K], transitions [K, K], start [K], end [K])`` in
-:mod:`~calib_metrics.models.linear_chain`'s convention for an already checked batch;
-the public :meth:`~ChainTagger.potentials`, marginals, Viterbi paths and posterior
-samples then check the batch once and run the one shared forward-backward core.
+:mod:`~calib_metrics.models.linear_chain`'s convention; marginals, Viterbi paths and
+posterior samples then check the batch once and run the one shared forward-backward core.
 """
 
 from __future__ import annotations
@@ -72,27 +71,29 @@ def _outside(values: Tensor, mask: Tensor, size: int) -> Tensor:
 class ChainTagger(nn.Module):
     """Base class of the HMM and CRF taggers (inference only; no parameters here).
 
-    Subclasses set ``vocab_size`` and implement ``_potentials``.
+    A subclass implements ``potentials(words, mask)``, which checks its inputs. One that
+    can split the check from the scoring (so that training loops skip it) overrides
+    ``_checked_potentials`` instead, as the HMM and the CRF do with :func:`check_words`.
     """
 
-    vocab_size: int
-
-    def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        raise NotImplementedError
-
-    def potentials(
-        self, words: Tensor, mask: Tensor | None = None
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def potentials(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
         """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``."""
-        return self._potentials(words, check_words(words, mask, self.vocab_size))
+        return self._checked_potentials(words, mask)[1]
+
+    def _checked_potentials(
+        self, words: Tensor, mask: Tensor | None
+    ) -> tuple[Tensor | None, tuple[Tensor, ...]]:
+        """``(mask, potentials)`` with the inputs checked once."""
+        if type(self).potentials is ChainTagger.potentials:
+            raise NotImplementedError("a ChainTagger implements potentials()")
+        return mask, self.potentials(words, mask)
 
     @torch.no_grad()
     def marginals(
         self, words: Tensor, mask: Tensor | None = None, *, pairwise: bool = True
     ) -> ChainMarginals:
         """Posterior marginals ``P(y_t | x)`` (and ``P(y_t, y_{t+1} | x)``) by forward-backward."""
-        mask = check_words(words, mask, self.vocab_size)
-        emissions, trans, start, end = self._potentials(words, mask)
+        mask, (emissions, trans, start, end) = self._checked_potentials(words, mask)
         return linear_chain.posterior_marginals(
             emissions, trans, start, end, mask, pairwise=pairwise
         )
@@ -100,8 +101,7 @@ class ChainTagger(nn.Module):
     @torch.no_grad()
     def viterbi(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Most probable tag sequences: ``(score [B], tags [B, T])``."""
-        mask = check_words(words, mask, self.vocab_size)
-        emissions, trans, start, end = self._potentials(words, mask)
+        mask, (emissions, trans, start, end) = self._checked_potentials(words, mask)
         return linear_chain.viterbi(emissions, trans, start, end, mask)
 
     @torch.no_grad()
@@ -114,8 +114,7 @@ class ChainTagger(nn.Module):
         generator: torch.Generator | None = None,
     ) -> Tensor:
         """Exact posterior samples of tag sequences, ``Long [S, B, T]``."""
-        mask = check_words(words, mask, self.vocab_size)
-        emissions, trans, start, end = self._potentials(words, mask)
+        mask, (emissions, trans, start, end) = self._checked_potentials(words, mask)
         return linear_chain.sample(
             emissions, trans, start, end, mask, n_samples=n_samples, generator=generator
         )

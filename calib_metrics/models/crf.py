@@ -119,7 +119,11 @@ class CRFTagger(ChainTagger):
         self, words: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``."""
-        return super().potentials(words, mask)
+        return self._checked_potentials(words, mask)[1]
+
+    def _checked_potentials(self, words: Tensor, mask: Tensor | None):
+        mask = check_words(words, mask, self.vocab_size)
+        return mask, self._potentials(words, mask)
 
     def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         crf = self.crf

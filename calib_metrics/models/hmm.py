@@ -120,7 +120,11 @@ class HMM(ChainTagger):
         score of a tag sequence is the HMM's joint ``log P(x, y)`` and its ``log Z`` is
         ``log P(x)``. Padding positions get emission 0.
         """
-        return super().potentials(words, mask)
+        return self._checked_potentials(words, mask)[1]
+
+    def _checked_potentials(self, words: Tensor, mask: Tensor | None):
+        mask = check_words(words, mask, self.vocab_size)
+        return mask, self._potentials(words, mask)
 
     def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         emissions = self.log_emissions.t()[words]  # [B, T, K]
