@@ -23,6 +23,15 @@ which is exact for any finite scores. Float32 inputs of length 2000 and score
 scale 30 give marginals within 1e-6 of the float64 answer. ``log_partition``
 is differentiable, with the marginals (expected counts) as its exact gradient.
 Results come back in the dtype of ``emissions`` on its device.
+
+Scores may be -inf (a forbidden tag or transition); NaN and +inf raise ``ValueError``
+(emissions are checked only inside the mask), as do B = 0 and a bad mask. A sentence that
+no tag sequence can score has ``log Z = -inf``, zero marginals and Viterbi score -inf;
+sampling from it raises. :func:`forward_backward` exposes the log messages themselves
+(for span and segment queries, :func:`calib_metrics.queries.span_marginals`). Every public
+function checks its arguments once (one host synchronisation; ``validate_args=False``
+skips it), and a training loop can defer the fast path's precision checks too
+(``log_partition(..., precision_flags=[])``).
 """
 
 from __future__ import annotations
