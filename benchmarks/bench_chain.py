@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--thp", action="store_true", help="huge-page allocator (see docstring)")
     parser.add_argument("--write", action="store_true", help="write docs/bench_chain.md")
+    parser.add_argument("--skip-sweep", action="store_true", help="no table over sizes")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     device = torch.device(args.device)
@@ -293,9 +294,51 @@ def main(argv: list[str] | None = None) -> None:
         ]
     )
     text = header + "\n\n" + table + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    if not args.skip_sweep:
+        text += "\n" + _sweep(device, args.repeats, args.seed) + "\n"
     print(text)
     if args.write:
         _write_doc(ROOT / "docs" / "bench_chain.md", allocator, text)
+
+
+SWEEP_SIZES = [(1000, 25, 47), (200, 50, 47), (100, 100, 20), (1000, 25, 9), (50, 200, 47)]
+
+
+def _sweep(device, repeats: int, seed: int) -> str:
+    """Ours against pytorch-crf over several (B, T, K): marginals vs its log-likelihood,
+    Viterbi vs its decode; round-robin, median CPU time, the ratio printed."""
+    rows = []
+    for batch, length, num_tags in SWEEP_SIZES:
+        em, trans, start, end, mask, tags = _potentials(batch, length, num_tags, device, seed)
+        crf = _pytorch_crf(trans, start, end)
+
+        def crf_ll(em=em, tags=tags, mask=mask, crf=crf):
+            with torch.no_grad():
+                return crf(em, tags, mask, reduction="none")
+
+        chain = (em, trans, start, end, mask)
+        cases: list[Case] = [
+            ("ll", 0, crf_ll, ""),
+            ("marg", 0, lambda chain=chain: linear_chain.posterior_marginals(*chain), ""),
+            ("decode", 0, lambda crf=crf, em=em, mask=mask: crf.decode(em, mask), ""),
+            ("viterbi", 0, lambda chain=chain: linear_chain.viterbi(*chain), ""),
+        ]
+        cpu = {k: v[1] * 1e3 for k, v in _time_round_robin(cases, repeats, device).items()}
+        rows.append(
+            f"| {batch} | {length} | {num_tags} | {cpu['ll']:.1f} | {cpu['marg']:.1f} | "
+            f"{cpu['marg'] / cpu['ll']:.2f}× | {cpu['decode']:.1f} | {cpu['viterbi']:.1f} | "
+            f"{cpu['viterbi'] / cpu['decode']:.2f}× |"
+        )
+    return "\n".join(
+        [
+            "### Over sizes (median CPU ms; lengths uniform in [2, T])",
+            "",
+            "| B | T | K | pytorch-crf log-likelihood | ours: unigram + pairwise | ratio "
+            "| pytorch-crf decode | ours: Viterbi | ratio |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *rows,
+        ]
+    )
 
 
 def _write_doc(path: Path, allocator: str, text: str) -> None:

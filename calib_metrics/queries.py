@@ -5,8 +5,9 @@ A structured model's posterior answers many yes/no questions ("is token t an NN?
 question gives one predicted probability ``q`` and one gold outcome ``y`` in {0, 1},
 which the calibration metric bins (the paper's §2-3 and §4.2.2-4.2.3).
 
-Only torch is imported here; every function works on the input's device and is
-vectorised over sentences and documents.
+Only torch and the linear-chain core (for span probabilities) are imported here;
+every function works on the input's device and is vectorised over sentences and
+documents.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor
+
+from calib_metrics.models import linear_chain
 
 
 def _check_mask(mask: Tensor | None, shape: torch.Size, like: Tensor) -> Tensor:
@@ -228,3 +231,195 @@ def coref_pair_queries(
     q = marginals[:, rows, cols][valid]
     same = (entity_ids[:, rows] == entity_ids[:, cols]) & (entity_ids[:, rows] >= 0)
     return q, same[valid].to(q.dtype)
+
+
+def _check_span_args(num_tags: int, begin: int, inside: int, max_length: int) -> None:
+    for name, value in (("begin", begin), ("inside", inside)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < num_tags:
+            raise ValueError(f"{name} must be a tag index in [0, {num_tags}), got {value!r}")
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
+        raise ValueError(f"max_length must be a positive int, got {max_length!r}")
+
+
+def _exit_scores(em, tr, en, log_beta, mask, inside: int, tag: int) -> Tensor:
+    """``[B, T]``: log of the summed scores after position s given ``y_s = tag`` and
+    ``y_{s+1} != inside`` (``end[tag]`` at the last token, -inf past it)."""
+    following = em[:, 1:] + log_beta[:, 1:]  # [B, T-1, K]
+    following[..., inside] = float("-inf")
+    leave = torch.logsumexp(tr[tag] + following, -1)
+    last = mask & ~torch.cat([mask[:, 1:], torch.zeros_like(mask[:, :1])], 1)
+    out = torch.where(last, en[tag], float("-inf"))
+    out[:, :-1] = torch.where(mask[:, 1:], leave, out[:, :-1])
+    return out
+
+
+def _shift_left(x: Tensor, by: int) -> Tensor:
+    """``x[:, t + by]`` at ``t``, -inf past the end."""
+    pad = x.new_full((x.shape[0], by), float("-inf"))
+    return torch.cat([x[:, by:], pad], 1) if by < x.shape[1] else pad[:, : x.shape[1]]
+
+
+def span_marginals(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    mask: Tensor | None = None,
+    *,
+    begin: int,
+    inside: int,
+    max_length: int,
+) -> Tensor:
+    """Exact probability of every candidate span ``[t, t + l]`` being one labelled entity.
+
+    ``out[b, t, l] = P(y_t = begin, y_{t+1..t+l} = inside, y_{t+l+1} != inside | x)`` under
+    the linear chain of :mod:`calib_metrics.models.linear_chain` (same potentials and
+    conventions as ``posterior_marginals``), for span lengths ``l + 1 = 1 .. max_length``.
+    A span that ends at the sentence's last token needs no following tag; a span that
+    runs past the sentence (or starts in padding) gets 0. With BIO tags pass ``B-X``
+    and ``I-X``; with BILOU-like tags, where the last token has its own tag, the event is
+    still "``begin``, then ``inside`` tokens, then anything but ``inside``".
+
+    Computed in one batched pass from the forward and backward messages: the span's
+    score is ``log_alpha[t, begin]`` + the transitions and ``inside`` emissions through
+    ``t + l`` + the log-sum of every continuation whose next tag is not ``inside``, less
+    ``log Z`` — a loop over ``max_length`` steps of ``[B, T]`` work, never an enumeration
+    of tag sequences. float64 throughout; the result has the dtype of ``emissions``. An
+    impossible sentence (log Z = -inf) gets zeros.
+
+    Args:
+        emissions, transitions, start, end, mask: the chain, as in
+            :func:`~calib_metrics.models.linear_chain.posterior_marginals`.
+        begin: tag index that opens a span.
+        inside: tag index that continues it.
+        max_length: longest span length considered (>= 1); ``l`` runs over
+            ``0 .. max_length - 1`` (``l = 0`` is a one-token span).
+
+    Returns:
+        ``[B, T, max_length]`` probabilities in ``[0, 1]``.
+
+    Raises:
+        ValueError: on the chain's errors (see ``posterior_marginals``), or ``begin``,
+            ``inside`` or ``max_length`` out of range.
+
+    Example:
+        >>> O, B, I = 0, 1, 2
+        >>> em = torch.tensor([[[0.0, 2.0, -1.0], [0.0, -1.0, 2.0], [1.0, 0.0, 0.0]]])
+        >>> tr = torch.zeros(3, 3)
+        >>> tr[O, I] = float("-inf")  # BIO: no I after O
+        >>> probs = span_marginals(em, tr, torch.zeros(3), torch.zeros(3),
+        ...                        begin=B, inside=I, max_length=3)
+        >>> probs.shape
+        torch.Size([1, 3, 3])
+        >>> probs[0].round(decimals=3)  # row t: spans starting at t of 1, 2, 3 tokens
+        tensor([[0.1270, 0.6380, 0.1720],
+                [0.0380, 0.0100, 0.0000],
+                [0.2180, 0.0000, 0.0000]])
+    """
+    if not isinstance(emissions, Tensor) or emissions.dim() != 3:
+        raise ValueError("emissions must be a [B, T, K] tensor")
+    _check_span_args(emissions.shape[-1], begin, inside, max_length)
+    msg = linear_chain.forward_backward(emissions, transitions, start, end, mask)
+    dtype = msg.log_alpha.dtype
+    em = emissions.to(dtype)
+    tr = transitions.to(device=em.device, dtype=dtype)
+    en = end.to(device=em.device, dtype=dtype)
+    valid = torch.isfinite(msg.log_alpha).any(-1)  # the mask, and False if impossible
+    log_z = msg.log_partition.masked_fill(~torch.isfinite(msg.log_partition), 0.0)[:, None]
+    exit_begin = _exit_scores(em, tr, en, msg.log_beta, valid, inside, begin)
+    exit_inside = _exit_scores(em, tr, en, msg.log_beta, valid, inside, inside)
+    inside_em = em[..., inside].masked_fill(~valid, float("-inf"))
+    opened = msg.log_alpha[..., begin] - log_z  # [B, T]
+    out = em.new_empty(*em.shape[:2], max_length)
+    out[..., 0] = opened + exit_begin
+    run = opened
+    for length in range(1, max_length):
+        step = tr[begin, inside] if length == 1 else tr[inside, inside]
+        run = run + step + _shift_left(inside_em, length)
+        out[..., length] = run + _shift_left(exit_inside, length)
+    return out.exp_().clamp_(0, 1).to(emissions.dtype)
+
+
+def span_indicators(
+    tags: Tensor, mask: Tensor | None = None, *, begin: int, inside: int, max_length: int
+) -> Tensor:
+    """Gold counterpart of :func:`span_marginals`: ``out[b, t, l]`` is True where the gold
+    tags hold ``begin`` at ``t``, ``inside`` through ``t + l`` and not ``inside`` at ``t + l + 1``
+    (or the sentence ends), so a span's query and its outcome use one definition.
+
+    Example:
+        >>> O, B, I = 0, 1, 2
+        >>> span_indicators(torch.tensor([[B, I, O, B]]), begin=B, inside=I, max_length=2)
+        tensor([[[False,  True],
+                 [False, False],
+                 [False, False],
+                 [ True, False]]])
+    """
+    if not isinstance(tags, Tensor) or tags.dim() != 2:
+        raise ValueError("tags must be a [B, T] integer tensor")
+    if tags.is_floating_point() or tags.dtype == torch.bool:
+        raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+    _check_span_args(max(begin, inside) + 1, begin, inside, max_length)
+    mask = _check_mask(mask, tags.shape, tags)
+    one_hot = torch.stack([tags == begin, tags == inside], -1) & mask[..., None]
+    scores = torch.where(one_hot, 0.0, float("-inf")).to(torch.float64)
+    # The gold sequence as a chain of two tags (begin, inside) plus "anything else".
+    em = torch.cat([scores, torch.where(mask & ~one_hot.any(-1), 0.0, -torch.inf)[..., None]], -1)
+    em = em.masked_fill(~mask[..., None], 0.0)
+    zeros = torch.zeros(3, dtype=torch.float64, device=tags.device)
+    probs = span_marginals(
+        em, zeros.new_zeros(3, 3), zeros, zeros, mask, begin=0, inside=1, max_length=max_length
+    )
+    return probs > 0.5
+
+
+def span_queries(
+    span_probs: Tensor,
+    tags: Tensor,
+    mask: Tensor | None = None,
+    *,
+    begin: int,
+    inside: int,
+    top_k: int | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Queries "is this span one entity?" as flat ``(q, y)`` for the calibration metric.
+
+    ``q`` comes from :func:`span_marginals` and ``y`` from :func:`span_indicators` on the
+    gold ``tags`` (same ``begin``, ``inside`` and ``max_length``, the last dim of
+    ``span_probs``). Every span that lies inside its sentence is a query, or, with
+    ``top_k``, only the ``top_k`` most probable spans of each sentence (the candidates a
+    tagger would show). Gold spans longer than ``max_length`` are not queried.
+
+    Example:
+        >>> O, B, I = 0, 1, 2
+        >>> probs = torch.tensor([[[0.75, 0.25], [0.125, 0.0], [0.0, 0.0]]])
+        >>> q, y = span_queries(probs, torch.tensor([[B, O, O]]), begin=B, inside=I)
+        >>> q.tolist(), y.tolist()  # spans (0, 1 token), (0, 2), (1, 1), (1, 2), (2, 1)
+        ([0.75, 0.25, 0.125, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 0.0])
+        >>> span_queries(probs, torch.tensor([[B, O, O]]), begin=B, inside=I, top_k=1)
+        (tensor([0.7500]), tensor([1.]))
+    """
+    if not isinstance(span_probs, Tensor) or span_probs.dim() != 3:
+        raise ValueError("span_probs must be a [B, T, max_length] tensor")
+    batch, length, max_length = span_probs.shape
+    if not isinstance(tags, Tensor) or tuple(tags.shape) != (batch, length):
+        raise ValueError(f"tags must have shape {(batch, length)} to match span_probs")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
+    mask = _check_mask(mask, tags.shape, tags)
+    gold = span_indicators(tags, mask, begin=begin, inside=inside, max_length=max_length)
+    ends = torch.arange(length, device=tags.device)[:, None] + torch.arange(
+        max_length, device=tags.device
+    )
+    lengths = mask.sum(1)
+    inside_sentence = ends[None] < lengths[:, None, None]  # [B, T, L]
+    q_all = span_probs.reshape(batch, -1)
+    y_all = gold.reshape(batch, -1).to(span_probs.dtype)
+    keep = inside_sentence.reshape(batch, -1)
+    if top_k is None:
+        return q_all[keep], y_all[keep]
+    ranked = q_all.masked_fill(~keep, -1.0)
+    k = min(top_k, ranked.shape[1])
+    top = ranked.topk(k, dim=1).indices
+    chosen = keep.gather(1, top)
+    return q_all.gather(1, top)[chosen], y_all.gather(1, top)[chosen]

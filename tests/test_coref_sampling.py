@@ -354,3 +354,21 @@ def test_empty_documents_and_gradients():
     assert scores.grad is not None and bool(scores.grad[0, 4, :5].ne(0).all())
     assert bool(scores.grad[0, :4].eq(0).all())
     assert not coreference_marginals(scores).requires_grad
+
+
+@pytest.mark.parametrize("peak", [0.0, 8.0, 40.0])
+def test_guide_table_lookup_equals_binary_search(peak):
+    # The indexed search (guide table + forward steps + binary search for the rest) must
+    # pick exactly the antecedent the plain inverse-CDF binary search picks, also for
+    # peaked rows (many near-zero choices in one bucket) and zero-probability choices.
+    g = torch.Generator().manual_seed(3)
+    scores = torch.randn(2, 60, 60, generator=g, dtype=torch.float64)
+    scores[:, :, ::7] += peak
+    scores[:, :, 5] = float("-inf")
+    mask = torch.ones(2, 60, dtype=torch.bool)
+    mask[1, 50:] = False
+    cdf = coref._cumulative(scores, mask)
+    u = torch.rand(2, 60, 500, generator=g, dtype=torch.float64)
+    u[0, :, :3] = torch.tensor([0.0, 1 - 2**-53, 0.5])
+    want = torch.searchsorted(cdf, u, right=True)
+    torch.testing.assert_close(coref._lookup(cdf, coref._guide(cdf), u), want, rtol=0, atol=0)

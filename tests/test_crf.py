@@ -167,3 +167,120 @@ def test_weights_and_marginals_match_crfsuite(tmp_path, one_thread):
             dtype=torch.float64,
         )
         torch.testing.assert_close(marg[b, : len(xs)], ref, atol=1e-4, rtol=0)
+
+
+class _SyncCounter:
+    """Counts the Python-level calls that wait for the device (on CPU nothing waits, so
+    they are counted instead), the way tests/test_sketch.py forbids them in update()."""
+
+    NAMES = ("item", "tolist", "nonzero", "__bool__", "__int__", "__float__")
+
+    def __init__(self, monkeypatch):
+        self.calls: list[str] = []
+        for name in self.NAMES:
+            original = getattr(torch.Tensor, name)
+            monkeypatch.setattr(torch.Tensor, name, self._counted(name, original))
+        getitem = torch.Tensor.__getitem__
+
+        def by_mask(tensor, index):
+            # Indexing by a boolean mask waits for the mask's count; slicing does not.
+            parts = index if isinstance(index, tuple) else (index,)
+            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in parts):
+                self.calls.append("mask index")
+            return getitem(tensor, index)
+
+        monkeypatch.setattr(torch.Tensor, "__getitem__", by_mask)
+
+    def _counted(self, name, original):
+        def wrapper(*args, **kwargs):
+            self.calls.append(name)
+            return original(*args, **kwargs)
+
+        return wrapper
+
+
+def test_objective_evaluation_makes_one_host_sync(monkeypatch, one_thread):
+    # Issue 18: inside L-BFGS each evaluation used to pay ~10 syncs per chunk (input
+    # checks, a recheck in sequence_score, precision checks) and total.item().
+    _, words, tags, mask = _hmm_corpus(40, 3, 8, seed=4)
+    model = _randomise(CRFTagger(3, 8).double(), seed=1)
+    chunks = [(words[i, :w], tags[i, :w], mask[i, :w]) for i, w in length_chunks(mask.sum(1), 64)]
+    assert len(chunks) > 3
+    expected = model._objective(chunks, 0.5)
+    grads = [p.grad.clone() for p in model.parameters()]
+    with monkeypatch.context() as patch:
+        counter = _SyncCounter(patch)
+        total = model._objective(chunks, 0.5)
+    assert counter.calls == ["__bool__"]  # the chunks' precision flags, read once
+    torch.testing.assert_close(total, expected)
+    for g, p in zip(grads, model.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, g)
+    # It is the full-batch objective of the public, checked route.
+    nll = model.negative_log_likelihood(words, tags, mask).sum() + 0.5 * model.l2_penalty()
+    torch.testing.assert_close(total, nll.detach())
+
+
+def test_deferred_precision_flags_make_log_partition_sync_free(monkeypatch):
+    g = torch.Generator().manual_seed(0)
+    em = torch.randn(3, 6, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    tr, st, en = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((4, 4), (4,), (4,)))
+    mask = torch.arange(6)[None, :] < torch.tensor([6, 3, 1])[:, None]
+    flags: list[torch.Tensor] = []
+    with monkeypatch.context() as patch:
+        counter = _SyncCounter(patch)
+        z = linear_chain.log_partition(
+            em, tr, st, en, mask, validate_args=False, precision_flags=flags
+        )
+        z.sum().backward()
+    assert counter.calls == []
+    assert len(flags) >= 2 and not torch.stack(flags).any()
+    torch.testing.assert_close(z, linear_chain.log_partition(em, tr, st, en, mask))
+    # Scores that defeat the rescaled recursion raise the flag instead of failing silently.
+    flags.clear()
+    linear_chain.log_partition(em, tr * 1000, st, en, mask, precision_flags=flags)
+    assert torch.stack(flags).any()
+
+
+def test_objective_redoes_an_imprecise_evaluation_exactly(one_thread):
+    _, words, tags, mask = _hmm_corpus(10, 3, 8, seed=6)
+    model = CRFTagger(3, 8).double()
+    with torch.no_grad():
+        # Every sentence starts in tag 2, whose every successor is 2000 nats below the
+        # column's best: one step underflows the rescaled recursion.
+        model.crf.start_transitions.copy_(torch.tensor([-3000.0, -3000.0, 0.0]))
+        model.crf.transitions[2] = -2000.0
+    chunks = [(words, tags, mask)]
+    flags: list[torch.Tensor] = []
+    model._accumulate(chunks, 0.0, flags)
+    assert torch.stack(flags).any()  # the fast path is not exact here
+    total = model._objective(chunks, 0.0)
+    nll = model.negative_log_likelihood(words, tags, mask).sum()
+    pytorch_crf = -model.log_likelihood(words, tags, mask).sum()
+    torch.testing.assert_close(total, nll.detach())
+    torch.testing.assert_close(total, pytorch_crf.detach(), rtol=1e-9, atol=1e-6)
+
+
+def test_a_tagger_that_implements_only_potentials_still_works():
+    # Subclasses outside this package (the feature CRF) override potentials() alone.
+    from calib_metrics.models.chain_tagger import ChainTagger
+
+    class Table(ChainTagger):
+        def __init__(self, emissions):
+            super().__init__()
+            self.table = emissions
+
+        def potentials(self, words, mask=None):
+            zeros = torch.zeros(3, dtype=self.table.dtype)
+            return self.table[words], torch.zeros(3, 3, dtype=zeros.dtype), zeros, zeros
+
+    g = torch.Generator().manual_seed(0)
+    model = Table(torch.randn(5, 3, generator=g, dtype=torch.float64))
+    words = torch.tensor([[1, 2, 3], [4, 0, 0]])
+    mask = torch.tensor([[True] * 3, [True, False, False]])
+    uni = model.marginals(words, mask).unigram
+    want = torch.softmax(model.table[words], -1) * mask[..., None]
+    torch.testing.assert_close(uni, want)
+    assert model.viterbi(words, mask)[1][0].tolist() == model.table[words[0]].argmax(-1).tolist()
+    assert model.sample(words, mask, n_samples=2, generator=g).shape == (2, 2, 3)
+    with pytest.raises(NotImplementedError):
+        ChainTagger().potentials(words)

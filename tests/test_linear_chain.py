@@ -327,7 +327,7 @@ def test_fast_and_log_space_paths_agree():
     slow = lc._log_parts(em, tr, st, en, mask, True, fwd)
     torch.testing.assert_close(slow.forward.log_partition, fwd.log_partition)
     torch.testing.assert_close(slow.unigram, fast.unigram)
-    torch.testing.assert_close(lc._pairwise(slow, mask, F64), lc._pairwise(fast, mask, F64))
+    torch.testing.assert_close(lc._pairwise(slow, F64), lc._pairwise(fast, F64))
 
 
 @pytest.mark.parametrize("scale", [2.0, 400.0])  # fast path, robust path
@@ -343,3 +343,86 @@ def test_log_partition_gradients_are_expected_counts(scale):
     expected = (out.unigram, out.pairwise.sum((0, 1)), out.unigram[:, 0].sum(0), last.sum(0))
     for got, want in zip(grads, expected, strict=True):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("scale", [1.0, 300.0])  # fast path, log-space path
+def test_forward_backward_messages_give_log_z_and_marginals_everywhere(scale):
+    from calib_metrics.models.linear_chain import forward_backward
+
+    em, tr, st, en = _potentials(3, 5, 3, scale=scale, seed=8)
+    mask = _ragged_mask([5, 3, 1], 5)
+    msg = forward_backward(em, tr, st, en, mask)
+    for b, n in enumerate([5, 3, 1]):
+        log_z, uni, *_ = _brute_force(em[b, :n], tr, st, en, n)
+        torch.testing.assert_close(msg.log_partition[b], log_z)
+        both = msg.log_alpha[b, :n] + msg.log_beta[b, :n]
+        torch.testing.assert_close(torch.logsumexp(both, -1), log_z.expand(n))
+        torch.testing.assert_close(torch.exp(both - log_z), uni)
+        assert torch.isneginf(msg.log_alpha[b, n:]).all()
+    # log_alpha at t = 0 is start + emission; log_beta at the last token is end.
+    torch.testing.assert_close(msg.log_alpha[:, 0], st + em[:, 0])
+    torch.testing.assert_close(msg.log_beta[2, 0], en)
+
+
+# Issue 13: every error is a clear one.
+
+
+def test_empty_batch_raises_value_error():
+    em, tr, st, en = _potentials(1, 3, 3)
+    empty = em[:0]
+    for fn in (posterior_marginals, viterbi, log_partition):
+        with pytest.raises(ValueError, match="B >= 1"):
+            fn(empty, tr, st, en)
+    with pytest.raises(ValueError, match="B >= 1"):
+        sample(empty, tr, st, en, n_samples=1)
+
+
+def test_boolean_sample_count_raises():
+    em, tr, st, en = _potentials(1, 3, 3)
+    with pytest.raises(ValueError, match="n_samples"):
+        sample(em, tr, st, en, n_samples=True)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("where", ["emissions", "transitions", "start", "end"])
+def test_nan_and_plus_inf_scores_raise(bad, where):
+    args = dict(zip(("emissions", "transitions", "start", "end"), _potentials(2, 3, 3)))
+    args[where] = args[where].clone()
+    args[where].view(-1)[1] = bad
+    for fn in (posterior_marginals, viterbi, log_partition):
+        with pytest.raises(ValueError, match="NaN or \\+inf"):
+            fn(**args)
+
+
+def test_nan_in_padding_is_ignored():
+    em, tr, st, en = _potentials(2, 3, 3)
+    mask = _ragged_mask([3, 1], 3)
+    padded = em.clone()
+    padded[1, 1:] = float("nan")
+    got = posterior_marginals(padded, tr, st, en, mask)
+    want = posterior_marginals(em, tr, st, en, mask)
+    torch.testing.assert_close(got.unigram, want.unigram)
+
+
+def test_impossible_sentence_has_minus_inf_log_z_and_zero_marginals():
+    em, tr, st, en = _potentials(3, 4, 3, seed=4)
+    em[1, 2] = float("-inf")  # no tag allowed at token 2 of sentence 1
+    tr2 = tr.clone()
+    mask = _ragged_mask([4, 4, 2], 4)
+    out = posterior_marginals(em, tr2, st, en, mask)
+    assert torch.isneginf(out.log_partition[1]) and torch.isfinite(out.log_partition[[0, 2]]).all()
+    assert (out.unigram[1] == 0).all() and (out.pairwise[1] == 0).all()
+    assert not out.unigram.isnan().any() and not out.pairwise.isnan().any()
+    # The possible sentences are unaffected.
+    alone = posterior_marginals(em[[0, 2]], tr, st, en, mask[[0, 2]])
+    torch.testing.assert_close(out.unigram[[0, 2]], alone.unigram)
+    z = log_partition(em, tr, st, en, mask)
+    assert torch.isneginf(z[1])
+    score, _ = viterbi(em, tr, st, en, mask)
+    assert torch.isneginf(score[1]) and torch.isfinite(score[[0, 2]]).all()
+    with pytest.raises(ValueError, match="impossible"):
+        sample(em, tr, st, en, mask, n_samples=2)
+    # Forbidden transitions can make a sentence impossible too.
+    blocked = torch.full((3, 3), float("-inf"), dtype=F64)
+    assert torch.isneginf(log_partition(em[:1], blocked, st, en)).all()
+    assert (posterior_marginals(em[:1], blocked, st, en).unigram == 0).all()

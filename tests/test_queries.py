@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
-from calib_metrics.queries import coref_pair_queries, tag_pair_queries, tag_queries, top_tag_pairs
+from calib_metrics.models import linear_chain
+from calib_metrics.queries import (
+    coref_pair_queries,
+    span_indicators,
+    span_marginals,
+    span_queries,
+    tag_pair_queries,
+    tag_queries,
+    top_tag_pairs,
+)
 
 
 def _random_batch(seed: int = 0, batch: int = 4, length: int = 6, num_tags: int = 3):
@@ -149,3 +160,131 @@ def test_coref_pair_queries_reject_bad_input():
         coref_pair_queries(torch.rand(2, 3, 3), torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="integer"):
         coref_pair_queries(torch.rand(2, 3, 3), torch.zeros(2, 3))
+
+
+# ----------------------------------------------------------------------- span marginals
+
+
+def _chain(batch, length, num_tags, seed, forbid=()):
+    g = torch.Generator().manual_seed(seed)
+    em = torch.randn(batch, length, num_tags, generator=g, dtype=torch.float64)
+    tr = torch.randn(num_tags, num_tags, generator=g, dtype=torch.float64)
+    st = torch.randn(num_tags, generator=g, dtype=torch.float64)
+    en = torch.randn(num_tags, generator=g, dtype=torch.float64)
+    for i, j in forbid:
+        tr[i, j] = float("-inf")
+    return em, tr, st, en
+
+
+def _span_brute_force(em, tr, st, en, length, begin, inside, max_length):
+    """P(span) for one sentence by enumerating every tag sequence."""
+    num_tags = em.shape[-1]
+    out = torch.zeros(em.shape[0], max_length, dtype=torch.float64)
+    seqs = list(itertools.product(range(num_tags), repeat=length))
+    scores = []
+    for y in seqs:
+        s = st[y[0]] + en[y[-1]] + sum(em[t, y[t]] for t in range(length))
+        scores.append(s + sum(tr[y[t], y[t + 1]] for t in range(length - 1)))
+    probs = torch.softmax(torch.stack(scores), 0)
+    for y, p in zip(seqs, probs, strict=True):
+        for t in range(length):
+            for ln in range(max_length):
+                last = t + ln
+                if last >= length or y[t] != begin:
+                    continue
+                if all(y[u] == inside for u in range(t + 1, last + 1)) and (
+                    last + 1 == length or y[last + 1] != inside
+                ):
+                    out[t, ln] += p
+    return out
+
+
+SPAN_CASES = [
+    # (K, T, lengths, begin, inside, forbidden transitions, max_length)
+    (3, 4, [4], 1, 2, [(0, 2)], 3),  # BIO: O, B, I; no O -> I
+    (3, 5, [5, 3, 1], 1, 2, [(0, 2)], 5),
+    (2, 4, [4, 2], 0, 1, [], 2),  # the smallest tag set
+    (5, 5, [5, 4], 1, 2, [(0, 2), (2, 1), (1, 3)], 4),  # BILOU-like: O B I L U
+    (4, 3, [3, 2], 2, 2, [], 3),  # begin == inside
+    (4, 6, [6, 5], 3, 1, [], 7),  # max_length past T
+]
+
+
+@pytest.mark.parametrize(("k", "t", "lengths", "begin", "inside", "forbid", "max_len"), SPAN_CASES)
+def test_span_marginals_match_enumeration(k, t, lengths, begin, inside, forbid, max_len):
+    em, tr, st, en = _chain(len(lengths), t, k, seed=k * 10 + t, forbid=forbid)
+    mask = torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
+    em = em.masked_fill(~mask[..., None], 123.0)  # padding values must not matter
+    got = span_marginals(em, tr, st, en, mask, begin=begin, inside=inside, max_length=max_len)
+    assert got.shape == (len(lengths), t, max_len)
+    for b, n in enumerate(lengths):
+        want = _span_brute_force(em[b, :n], tr, st, en, n, begin, inside, max_len)
+        torch.testing.assert_close(got[b, :n], want, atol=1e-10, rtol=1e-8)
+        assert (got[b, n:] == 0).all()
+
+
+def test_span_marginals_float32_and_extreme_scores_match_float64():
+    em, tr, st, en = _chain(2, 6, 3, seed=5, forbid=[(0, 2)])
+    want = span_marginals(em, tr, st, en, begin=1, inside=2, max_length=4)
+    got = span_marginals(
+        em.float(), tr.float(), st.float(), en.float(), begin=1, inside=2, max_length=4
+    )
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=1e-5)
+    # Scores spanning hundreds of nats take the log-space path; still exact.
+    big = span_marginals(em * 300, tr, st, en, begin=1, inside=2, max_length=4)
+    ref = _span_brute_force(em[0] * 300, tr, st, en, 6, 1, 2, 4)
+    torch.testing.assert_close(big[0], ref, atol=1e-10, rtol=1e-8)
+
+
+def test_span_marginals_of_length_one_spans_complete_the_unigram():
+    # Every token tagged `begin` opens exactly one span, so the spans starting at t sum
+    # to P(y_t = begin) once max_length covers the sentence.
+    em, tr, st, en = _chain(3, 5, 4, seed=2)
+    mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2, [True] + [False] * 4])
+    spans = span_marginals(em, tr, st, en, mask, begin=1, inside=2, max_length=5)
+    uni = linear_chain.posterior_marginals(em, tr, st, en, mask).unigram
+    torch.testing.assert_close(spans.sum(-1), uni[..., 1])
+
+
+def test_span_marginals_of_an_impossible_sentence_are_zero():
+    em, tr, st, en = _chain(2, 3, 3, seed=3)
+    em[1, 1] = float("-inf")  # no tag possible at token 1 of sentence 1
+    out = span_marginals(em, tr, st, en, begin=1, inside=2, max_length=2)
+    assert (out[1] == 0).all() and (out[0] > 0).any() and not out.isnan().any()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"begin": 3}, "begin"),
+        ({"inside": -1}, "inside"),
+        ({"max_length": 0}, "max_length"),
+        ({"max_length": True}, "max_length"),
+        ({"mask": torch.tensor([[False, True, True]])}, "mask"),
+    ],
+)
+def test_span_marginals_reject_bad_input(kwargs, match):
+    args = {"begin": 1, "inside": 2, "max_length": 2, "mask": None, **kwargs}
+    em, tr, st, en = _chain(1, 3, 3, seed=0)
+    with pytest.raises(ValueError, match=match):
+        span_marginals(em, tr, st, en, **args)
+
+
+def test_span_indicators_and_queries_follow_the_gold_tags():
+    O, B, I = 0, 1, 2
+    tags = torch.tensor([[B, I, I, O, B], [O, B, B, 0, 0]])
+    mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    gold = span_indicators(tags, mask, begin=B, inside=I, max_length=3)
+    assert gold.nonzero().tolist() == [[0, 0, 2], [0, 4, 0], [1, 1, 0], [1, 2, 0]]
+    # A chain sure of the gold tags gives q = y on every in-sentence span.
+    em = torch.where(torch.nn.functional.one_hot(tags, 3).bool(), 0.0, -30.0).double()
+    zeros = torch.zeros(3, dtype=torch.float64)
+    probs = span_marginals(
+        em, zeros.new_zeros(3, 3), zeros, zeros, mask, begin=B, inside=I, max_length=3
+    )
+    q, y = span_queries(probs, tags, mask, begin=B, inside=I)
+    assert q.numel() == (5 + 4 + 3) + (3 + 2 + 1)
+    torch.testing.assert_close(q, y, atol=1e-9, rtol=0)
+    q, y = span_queries(probs, tags, mask, begin=B, inside=I, top_k=2)
+    assert q.numel() == 4 and y.sum() == 4

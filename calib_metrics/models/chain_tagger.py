@@ -3,7 +3,7 @@
 A tagger subclasses :class:`ChainTagger` and implements ``potentials(words, mask)``,
 returning ``(emissions [B, T, K], transitions [K, K], start [K], end [K])`` in
 :mod:`~calib_metrics.models.linear_chain`'s convention; marginals, Viterbi paths and
-posterior samples then come from the one shared forward-backward core.
+posterior samples then check the batch once and run the one shared forward-backward core.
 """
 
 from __future__ import annotations
@@ -15,18 +15,85 @@ from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
 
 
+def check_words(
+    words: Tensor,
+    mask: Tensor | None,
+    vocab_size: int,
+    tags: Tensor | None = None,
+    num_tags: int | None = None,
+) -> Tensor:
+    """Validate a padded batch of word indices (and gold tags); return the mask as bool.
+
+    The value checks are reduced on the device and read back together: one host
+    synchronisation, made once at a tagger's public entry, never inside a training loop.
+
+    Example:
+        >>> check_words(torch.tensor([[1, 2], [3, 0]]), None, vocab_size=4)
+        tensor([[True, True],
+                [True, True]])
+    """
+    if not isinstance(words, Tensor) or words.dim() != 2:
+        shape = tuple(words.shape) if isinstance(words, Tensor) else type(words).__name__
+        raise ValueError(f"words must be [B, T], got shape {shape}")
+    if words.dtype.is_floating_point or words.dtype == torch.bool:
+        raise ValueError(f"words must be an integer tensor, got {words.dtype}")
+    if mask is None:
+        mask = torch.ones_like(words, dtype=torch.bool)
+    elif not isinstance(mask, Tensor) or mask.shape != words.shape:
+        shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"mask must have shape {tuple(words.shape)}, got {shape}")
+    mask = mask.bool()
+    flags = [
+        ~mask[:, 0].all() if words.numel() else mask.new_zeros(()),
+        _outside(words, mask, vocab_size),
+    ]
+    if tags is not None:
+        if not isinstance(tags, Tensor) or tags.shape != words.shape:
+            shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
+            raise ValueError(f"tags must have shape {tuple(words.shape)}, got {shape}")
+        if tags.dtype.is_floating_point or tags.dtype == torch.bool:
+            raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+        flags.append(_outside(tags, mask, num_tags))
+    first_missing, bad_word, *bad_tag = torch.stack(flags).tolist()
+    if first_missing:
+        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    if bad_word:
+        raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
+    if bad_tag and bad_tag[0]:
+        raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
+    return mask
+
+
+def _outside(values: Tensor, mask: Tensor, size: int) -> Tensor:
+    return (((values < 0) | (values >= size)) & mask).any()
+
+
 class ChainTagger(nn.Module):
-    """Base class of the HMM and CRF taggers (inference only; no parameters here)."""
+    """Base class of the HMM and CRF taggers (inference only; no parameters here).
+
+    A subclass implements ``potentials(words, mask)``, which checks its inputs. One that
+    can split the check from the scoring (so that training loops skip it) overrides
+    ``_checked_potentials`` instead, as the HMM and the CRF do with :func:`check_words`.
+    """
 
     def potentials(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
-        raise NotImplementedError
+        """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``."""
+        return self._checked_potentials(words, mask)[1]
+
+    def _checked_potentials(
+        self, words: Tensor, mask: Tensor | None
+    ) -> tuple[Tensor | None, tuple[Tensor, ...]]:
+        """``(mask, potentials)`` with the inputs checked once."""
+        if type(self).potentials is ChainTagger.potentials:
+            raise NotImplementedError("a ChainTagger implements potentials()")
+        return mask, self.potentials(words, mask)
 
     @torch.no_grad()
     def marginals(
         self, words: Tensor, mask: Tensor | None = None, *, pairwise: bool = True
     ) -> ChainMarginals:
         """Posterior marginals ``P(y_t | x)`` (and ``P(y_t, y_{t+1} | x)``) by forward-backward."""
-        emissions, trans, start, end = self.potentials(words, mask)
+        mask, (emissions, trans, start, end) = self._checked_potentials(words, mask)
         return linear_chain.posterior_marginals(
             emissions, trans, start, end, mask, pairwise=pairwise
         )
@@ -34,7 +101,7 @@ class ChainTagger(nn.Module):
     @torch.no_grad()
     def viterbi(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Most probable tag sequences: ``(score [B], tags [B, T])``."""
-        emissions, trans, start, end = self.potentials(words, mask)
+        mask, (emissions, trans, start, end) = self._checked_potentials(words, mask)
         return linear_chain.viterbi(emissions, trans, start, end, mask)
 
     @torch.no_grad()
@@ -47,7 +114,7 @@ class ChainTagger(nn.Module):
         generator: torch.Generator | None = None,
     ) -> Tensor:
         """Exact posterior samples of tag sequences, ``Long [S, B, T]``."""
-        emissions, trans, start, end = self.potentials(words, mask)
+        mask, (emissions, trans, start, end) = self._checked_potentials(words, mask)
         return linear_chain.sample(
             emissions, trans, start, end, mask, n_samples=n_samples, generator=generator
         )

@@ -11,6 +11,7 @@ parameters, since pytorch-crf has no marginals.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -18,8 +19,7 @@ from torch import Tensor, nn
 from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
-from calib_metrics.models.chain_tagger import ChainTagger
-from calib_metrics.models.hmm import _check_batch
+from calib_metrics.models.chain_tagger import ChainTagger, check_words
 
 
 @dataclass
@@ -119,13 +119,19 @@ class CRFTagger(ChainTagger):
         self, words: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``."""
-        _check_batch(words, mask, self.vocab_size)
+        return self._checked_potentials(words, mask)[1]
+
+    def _checked_potentials(self, words: Tensor, mask: Tensor | None):
+        mask = check_words(words, mask, self.vocab_size)
+        return mask, self._potentials(words, mask)
+
+    def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         crf = self.crf
         return self.emission(words), crf.transitions, crf.start_transitions, crf.end_transitions
 
     def log_likelihood(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | words)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
-        mask = _check_batch(words, mask, self.vocab_size)
+        mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         return self.crf(self.emission(words), tags, mask=mask, reduction="none")
 
     def negative_log_likelihood(
@@ -137,9 +143,18 @@ class CRFTagger(ChainTagger):
         faster: a ``[B, K] @ [K, K]`` product per step instead of a ``[B, K, K]``
         log-sum-exp. Differentiable.
         """
-        emissions, trans, start, end = self.potentials(words, mask)
-        log_z = linear_chain.log_partition(emissions, trans, start, end, mask)
-        score = linear_chain.sequence_score(emissions, trans, start, end, tags, mask)
+        mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
+        return self._nll(words, tags, mask, None)
+
+    def _nll(self, words: Tensor, tags: Tensor, mask: Tensor, flags: list[Tensor] | None):
+        """Unchecked NLL; ``flags`` defers the forward-backward's precision checks."""
+        emissions, trans, start, end = self._potentials(words, mask)
+        log_z = linear_chain.log_partition(
+            emissions, trans, start, end, mask, validate_args=False, precision_flags=flags
+        )
+        score = linear_chain.sequence_score(
+            emissions, trans, start, end, tags, mask, validate_args=False
+        )
         return log_z - score
 
     def l2_penalty(self) -> Tensor:
@@ -173,6 +188,12 @@ class CRFTagger(ChainTagger):
         L-BFGS evaluation is one exact full-batch objective and gradient. Training
         runs in ``dtype`` (the module is cast back to its dtype afterwards).
 
+        The batch is checked once, here. An objective evaluation then makes one host
+        synchronisation of its own, whatever the number of chunks: the forward-backward
+        passes' precision checks, collected on the device and read together (if any
+        failed, the evaluation is redone on the exact log-space path). ``progress=True``
+        adds one (the objective shown on the bar); ``torch.optim.LBFGS`` makes its own.
+
         Args:
             words, tags, mask: the padded training batch (``[B, T]``).
             c2: L2 strength (>= 0).
@@ -187,78 +208,101 @@ class CRFTagger(ChainTagger):
         Returns:
             ``self``, with :attr:`fit_info` set.
         """
-        import time
-
-        from tqdm.auto import tqdm
-
-        if c2 < 0:
-            raise ValueError(f"c2 must be >= 0, got {c2}")
-        if max_iter < 1:
-            raise ValueError(f"max_iter must be >= 1, got {max_iter}")
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        mask = _check_batch(words, mask, self.vocab_size)
-        if tags.shape != words.shape:
-            raise ValueError(f"tags must have shape {tuple(words.shape)}, got {tuple(tags.shape)}")
-        gold = tags[mask]
-        if gold.numel() and (gold.min() < 0 or gold.max() >= self.num_tags):
-            raise ValueError(f"tags must lie in [0, {self.num_tags}) where mask is True")
-
+        _check_fit_options(c2, max_iter, max_tokens)
+        mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         chunks = [
             (words[idx, :width], tags[idx, :width], mask[idx, :width])
             for idx, width in length_chunks(mask.sum(1), max_tokens)
         ]
-
         original_dtype = self.crf.transitions.dtype
         self.to(dtype)
         params = [p for p in self.parameters() if p.requires_grad]
-        max_eval = max_iter * 5 // 4 + 1
         optimizer = torch.optim.LBFGS(
             params,
             lr=1.0,
             max_iter=max_iter,
-            max_eval=max_eval,
+            max_eval=max_iter * 5 // 4 + 1,
             tolerance_grad=tol,
             tolerance_change=tolerance_change,
             history_size=history_size,
             line_search_fn="strong_wolfe",
         )
-        bar = tqdm(desc="CRF L-BFGS", unit="eval", disable=not progress, leave=False)
+        begin = time.perf_counter()
+        n_evals = self._minimise(optimizer, chunks, c2, progress)
+        self.fit_info = self._finish(optimizer, params, chunks, c2, n_evals, begin)
+        self.to(original_dtype)
+        self.zero_grad(set_to_none=True)
+        return self
+
+    def _objective(self, chunks, c2: float) -> Tensor:
+        """Full-batch objective with its gradient accumulated in ``.grad``.
+
+        One host synchronisation: the precision flags of every chunk, read at once.
+        """
+        total = self._accumulate(chunks, c2, flags := [])
+        if flags and bool(torch.stack(flags).any()):
+            # Scores extreme enough for the rescaled recursion to lose precision: redo
+            # every chunk on the checked path, which falls back to log space where needed.
+            total = self._accumulate(chunks, c2, None)
+        return total
+
+    def _accumulate(self, chunks, c2: float, flags: list[Tensor] | None) -> Tensor:
+        for p in self.parameters():
+            p.grad = None
+        total = self.crf.transitions.new_zeros(())
+        for w, t, m in chunks:
+            loss = self._nll(w, t, m, flags).sum()
+            loss.backward()
+            total = total + loss.detach()
+        if c2 > 0:
+            penalty = c2 * self.l2_penalty()
+            penalty.backward()
+            total = total + penalty.detach()
+        return total
+
+    def _minimise(self, optimizer, chunks, c2: float, progress: bool) -> int:
+        """Run L-BFGS to its stopping rule; returns the number of objective evaluations."""
+        from tqdm.auto import tqdm
+
         n_evals = 0
+        bar = tqdm(desc="CRF L-BFGS", unit="eval", disable=not progress, leave=False)
 
         def closure() -> Tensor:
             nonlocal n_evals
-            optimizer.zero_grad()
-            total = torch.zeros((), dtype=dtype, device=words.device)
-            for w, t, m in chunks:
-                loss = self.negative_log_likelihood(w, t, m).sum()
-                loss.backward()
-                total = total + loss.detach()
-            if c2 > 0:
-                penalty = c2 * self.l2_penalty().to(dtype)
-                penalty.backward()
-                total = total + penalty.detach()
+            total = self._objective(chunks, c2)
             n_evals += 1
-            bar.update(1)
-            bar.set_postfix(objective=f"{total.item():.6g}")
+            if progress:
+                bar.update(1)
+                bar.set_postfix(objective=f"{total.item():.6g}")
             return total
 
-        begin = time.perf_counter()
         try:
             optimizer.step(closure)
         finally:
             bar.close()
-        state = optimizer.state[optimizer._params[0]]
-        n_iter = int(state.get("n_iter", 0))
-        final = closure().item()  # one more evaluation: the objective and gradient at the end
-        grad_max = max(float(p.grad.abs().max()) for p in params)
-        self.to(original_dtype)
-        self.zero_grad(set_to_none=True)
-        self.fit_info = FitInfo(
+        return n_evals
+
+    def _finish(self, optimizer, params, chunks, c2: float, n_evals: int, begin: float):
+        """One more evaluation (objective and gradient at the end) and the fit summary."""
+        n_iter = int(optimizer.state[params[0]].get("n_iter", 0))
+        final = self._objective(chunks, c2).item()
+        n_evals += 1
+        grad_max = float(torch.stack([p.grad.abs().max() for p in params]).max())
+        max_iter, max_eval = (optimizer.defaults[k] for k in ("max_iter", "max_eval"))
+        tol = optimizer.defaults["tolerance_grad"]
+        return FitInfo(
             objective=final,
             n_evals=n_evals,
             n_iter=n_iter,
             converged=grad_max <= tol or (n_iter < max_iter and n_evals - 1 < max_eval),
             seconds=time.perf_counter() - begin,
         )
-        return self
+
+
+def _check_fit_options(c2: float, max_iter: int, max_tokens: int) -> None:
+    if not c2 >= 0:
+        raise ValueError(f"c2 must be >= 0, got {c2}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")

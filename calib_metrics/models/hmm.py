@@ -14,25 +14,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.models import linear_chain
-from calib_metrics.models.chain_tagger import ChainTagger
-
-
-def _check_batch(words: Tensor, mask: Tensor | None, vocab_size: int) -> Tensor:
-    if words.dim() != 2:
-        raise ValueError(f"words must be [B, T], got shape {tuple(words.shape)}")
-    if words.dtype.is_floating_point or words.dtype == torch.bool:
-        raise ValueError(f"words must be an integer tensor, got {words.dtype}")
-    if mask is None:
-        mask = torch.ones_like(words, dtype=torch.bool)
-    elif mask.shape != words.shape:
-        raise ValueError(f"mask must have shape {tuple(words.shape)}, got {tuple(mask.shape)}")
-    mask = mask.bool()
-    if words.numel() and not bool(mask[:, 0].all()):
-        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
-    valid = words[mask]
-    if valid.numel() and (valid.min() < 0 or valid.max() >= vocab_size):
-        raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
-    return mask
+from calib_metrics.models.chain_tagger import ChainTagger, check_words
 
 
 class HMM(ChainTagger):
@@ -107,13 +89,9 @@ class HMM(ChainTagger):
         One pass of counting over all sentences at once (``bincount`` on flat indices),
         on the inputs' device. Returns ``self``.
         """
-        mask = _check_batch(words, mask, self.vocab_size)
-        if tags.shape != words.shape:
-            raise ValueError(f"tags must have shape {tuple(words.shape)}, got {tuple(tags.shape)}")
+        mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         k, v = self.num_tags, self.vocab_size
         gold = tags[mask]
-        if gold.numel() and (gold.min() < 0 or gold.max() >= k):
-            raise ValueError(f"tags must lie in [0, {k}) where mask is True")
         dtype = self.log_start.dtype
         lengths = mask.sum(1)
         last = tags.gather(1, (lengths - 1).clamp(min=0)[:, None]).squeeze(1)
@@ -142,12 +120,19 @@ class HMM(ChainTagger):
         score of a tag sequence is the HMM's joint ``log P(x, y)`` and its ``log Z`` is
         ``log P(x)``. Padding positions get emission 0.
         """
-        mask = _check_batch(words, mask, self.vocab_size)
+        return self._checked_potentials(words, mask)[1]
+
+    def _checked_potentials(self, words: Tensor, mask: Tensor | None):
+        mask = check_words(words, mask, self.vocab_size)
+        return mask, self._potentials(words, mask)
+
+    def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         emissions = self.log_emissions.t()[words]  # [B, T, K]
         emissions = emissions.masked_fill(~mask[..., None], 0.0)
         return emissions, self.log_transitions, self.log_start, self.log_end
 
     def log_likelihood(self, words: Tensor, mask: Tensor | None = None) -> Tensor:
         """Marginal log likelihood ``log P(x)`` of each sentence, ``[B]``."""
-        emissions, trans, start, end = self.potentials(words, mask)
+        mask = check_words(words, mask, self.vocab_size)
+        emissions, trans, start, end = self._potentials(words, mask)
         return linear_chain.log_partition(emissions, trans, start, end, mask)

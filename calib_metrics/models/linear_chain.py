@@ -23,6 +23,15 @@ which is exact for any finite scores. Float32 inputs of length 2000 and score
 scale 30 give marginals within 1e-6 of the float64 answer. ``log_partition``
 is differentiable, with the marginals (expected counts) as its exact gradient.
 Results come back in the dtype of ``emissions`` on its device.
+
+Scores may be -inf (a forbidden tag or transition); NaN and +inf raise ``ValueError``
+(emissions are checked only inside the mask), as do B = 0 and a bad mask. A sentence that
+no tag sequence can score has ``log Z = -inf``, zero marginals and Viterbi score -inf;
+sampling from it raises. :func:`forward_backward` exposes the log messages themselves
+(for span and segment queries, :func:`calib_metrics.queries.span_marginals`). Every public
+function checks its arguments once (one host synchronisation; ``validate_args=False``
+skips it), and a training loop can defer the fast path's precision checks too
+(``log_partition(..., precision_flags=[])``).
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ from torch import Tensor
 
 __all__ = [
     "ChainMarginals",
+    "ChainMessages",
+    "forward_backward",
     "log_partition",
     "posterior_marginals",
     "sample",
@@ -69,15 +80,16 @@ class ChainMarginals(NamedTuple):
 
 
 class _Forward(NamedTuple):
-    """Forward pass. Fast path: ``alpha_t = log_scale_t + log(probs_t)``, probs summing to 1.
+    """Forward pass. Fast path: ``alpha_t = exp(log_scale_t) * probs_t``, probs summing to 1.
 
-    Log-space fallback: ``log_alpha`` itself and ``probs`` is None. Both are carried
-    unchanged past the end of each sentence's mask.
+    Log-space fallback: ``alpha_t = exp(log_scale_t + log_alpha_t)`` and probs is None.
+    Both are carried unchanged past the end of each sentence's mask.
     """
 
     probs: Tensor | None  # [B, T, K]
-    log_alpha: Tensor | None  # [B, T, K]
+    log_alpha: Tensor | None  # [B, T, K], normalised per step
     log_partition: Tensor  # [B]
+    log_scale: Tensor  # [B, T] cumulative log normaliser of the forward messages
     col_shift: Tensor  # [K] per-column max of the transitions (finite)
     trans_col: Tensor  # [K, K] exp(transitions - col_shift)
 
@@ -94,37 +106,79 @@ def _check_inputs(
     end: Tensor,
     mask: Tensor | None,
 ) -> Tensor:
-    """Validate shapes and the mask; return the mask as bool ``[B, T]``."""
+    """Validate shapes, values and the mask; return the mask as bool ``[B, T]``.
+
+    The value checks (NaN / +inf scores, the mask's first column and left alignment) are
+    reduced on the device and read back once: one host synchronisation per call.
+    """
+    _check_shapes(emissions, transitions, start, end)
+    batch, length, _ = emissions.shape
+    if mask is None:
+        mask = torch.ones(batch, length, dtype=torch.bool, device=emissions.device)
+    else:
+        if not isinstance(mask, Tensor) or tuple(mask.shape) != (batch, length):
+            shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
+            raise ValueError(f"mask must have shape [B, T] = [{batch}, {length}], got {shape}")
+        if mask.is_floating_point() or mask.is_complex():
+            raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
+        mask = mask.to(device=emissions.device, dtype=torch.bool)
+    first_missing, not_left_aligned, bad_emission, bad_other = _value_flags(
+        emissions, transitions, start, end, mask
+    ).tolist()
+    if first_missing:
+        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    if not_left_aligned:
+        raise ValueError("mask must be left-aligned (True for a prefix of each row, then False)")
+    if bad_emission or bad_other:
+        where = "emissions (inside the mask)" if bad_emission else "transitions, start or end"
+        raise ValueError(
+            f"scores must be finite or -inf (a forbidden choice): {where} hold NaN or +inf"
+        )
+    return mask
+
+
+def _check_shapes(emissions: Tensor, transitions: Tensor, start: Tensor, end: Tensor) -> None:
     if not isinstance(emissions, Tensor) or emissions.dim() != 3:
         shape = tuple(emissions.shape) if isinstance(emissions, Tensor) else type(emissions)
         raise ValueError(f"emissions must be a [B, T, K] tensor, got shape {shape}")
     if not emissions.is_floating_point():
         raise ValueError(f"emissions must be floating point, got {emissions.dtype}")
     batch, length, num_tags = emissions.shape
-    if length < 1 or num_tags < 1:
-        raise ValueError(f"emissions needs T >= 1 and K >= 1, got shape {tuple(emissions.shape)}")
-    if tuple(transitions.shape) != (num_tags, num_tags):
+    if batch < 1 or length < 1 or num_tags < 1:
         raise ValueError(
-            f"transitions must have shape [K, K] = [{num_tags}, {num_tags}], "
-            f"got {tuple(transitions.shape)}"
+            f"emissions needs B >= 1, T >= 1 and K >= 1, got shape {tuple(emissions.shape)}"
         )
-    for name, vec in (("start", start), ("end", end)):
-        if tuple(vec.shape) != (num_tags,):
-            raise ValueError(f"{name} must have shape [K] = [{num_tags}], got {tuple(vec.shape)}")
-    if mask is None:
-        return torch.ones(batch, length, dtype=torch.bool, device=emissions.device)
-    if tuple(mask.shape) != (batch, length):
-        raise ValueError(
-            f"mask must have shape [B, T] = [{batch}, {length}], got {tuple(mask.shape)}"
-        )
-    if mask.is_floating_point() or mask.is_complex():
-        raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
-    mask = mask.bool()
-    if batch and not bool(mask[:, 0].all()):
-        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
-    if length > 1 and bool((mask[:, 1:] & ~mask[:, :-1]).any()):
-        raise ValueError("mask must be left-aligned (True for a prefix of each row, then False)")
-    return mask
+    for name, value, shape in (
+        ("transitions", transitions, (num_tags, num_tags)),
+        ("start", start, (num_tags,)),
+        ("end", end, (num_tags,)),
+    ):
+        if not isinstance(value, Tensor) or tuple(value.shape) != shape:
+            got = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
+            dims = "[K, K]" if len(shape) == 2 else "[K]"
+            raise ValueError(f"{name} must have shape {dims} = {list(shape)}, got {got}")
+        if not value.is_floating_point():
+            raise ValueError(f"{name} must be floating point, got {value.dtype}")
+
+
+def _value_flags(emissions, transitions, start, end, mask) -> Tensor:
+    """``[4]`` bool on the device: first token missing, mask not left-aligned, bad emission
+    inside the mask, bad transition / start / end score (NaN or +inf)."""
+
+    def bad(x: Tensor) -> Tensor:
+        return torch.isnan(x) | torch.isposinf(x)
+
+    device = emissions.device
+    aligned = mask[:, 1:] & ~mask[:, :-1]
+    others = [bad(x.to(device)).any() for x in (transitions, start, end)]
+    return torch.stack(
+        [
+            ~mask[:, 0].all(),
+            aligned.any(),
+            (bad(emissions) & mask[..., None]).any(),
+            torch.stack(others).any(),
+        ]
+    )
 
 
 def _finite_or_zero(x: Tensor) -> Tensor:
@@ -138,21 +192,26 @@ def _log_forward(em: Tensor, tr: Tensor, st: Tensor, en: Tensor, mask: Tensor):
     slower fallback for scores too extreme for the rescaled probability-space path.
 
     Each step is normalised (the scale kept apart) so that values stay small and float32
-    keeps its resolution on long chains; returns (normalised log alpha, log Z).
+    keeps its resolution on long chains; returns (normalised log alpha, log Z, log scale),
+    with ``log_alpha + log_scale[..., None]`` the unnormalised forward messages. An
+    impossible prefix (every path -inf) stays -inf rather than NaN.
     """
     log_alpha = em.new_empty(em.shape)
+    log_scale = em.new_empty(em.shape[:2])
     current = st + em[:, 0]
     scale = torch.logsumexp(current, -1)
-    current = current - scale[:, None]
+    current = current - _finite_or_zero(scale)[:, None]
     log_alpha[:, 0] = current
+    log_scale[:, 0] = scale
     for t in range(1, em.shape[1]):
         new = torch.logsumexp(current[:, :, None] + tr, 1) + em[:, t]
         step = torch.logsumexp(new, -1)
         valid = mask[:, t]
-        current = torch.where(valid[:, None], new - step[:, None], current)
+        current = torch.where(valid[:, None], new - _finite_or_zero(step)[:, None], current)
         scale = scale + torch.where(valid, step, 0.0)
         log_alpha[:, t] = current
-    return log_alpha, scale + torch.logsumexp(current + en, -1)
+        log_scale[:, t] = scale
+    return log_alpha, scale + torch.logsumexp(current + en, -1), log_scale
 
 
 def _log_backward(em: Tensor, tr: Tensor, en: Tensor, mask: Tensor) -> Tensor:
@@ -164,7 +223,7 @@ def _log_backward(em: Tensor, tr: Tensor, en: Tensor, mask: Tensor) -> Tensor:
     log_beta[:, length - 1] = current
     for t in range(length - 2, -1, -1):
         new = torch.logsumexp(tr + (em[:, t + 1] + current)[:, None, :], 2)
-        new = new - torch.logsumexp(new, -1, keepdim=True)
+        new = new - _finite_or_zero(torch.logsumexp(new, -1, keepdim=True))
         current = torch.where(mask[:, t + 1, None], new, last)
         log_beta[:, t] = current
     return log_beta
@@ -173,9 +232,11 @@ def _log_backward(em: Tensor, tr: Tensor, en: Tensor, mask: Tensor) -> Tensor:
 # Fast path: the emission factors are exponentiated once for the whole batch and each
 # step is a [B, K] @ [K, K] product, a multiply and a normalisation. It is exact unless a
 # single step spans hundreds of nats (never, for trained HMM/CRF potentials), so the
-# recursions check their smallest per-step normaliser; below _tiny (tiny ** (2/3), so
+# recursions report their smallest per-step normaliser; below _tiny (tiny ** (2/3), so
 # underflowed terms weigh < K^2 tiny^(1/3), about 1e-96 in float64) the caller falls
-# back to the log-space recursions above.
+# back to the log-space recursions above. The check is a device tensor: a caller either
+# reads it (one host synchronisation per call) or collects it in ``flags`` and reads all
+# of them once (the CRF trainer does, once per objective evaluation).
 def _tiny(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).tiny ** (2 / 3)
 
@@ -187,7 +248,8 @@ class _FastState(NamedTuple):
 
 
 def _fast_forward(em: Tensor, st: Tensor, en: Tensor, mask: Tensor, trans_col, col_shift):
-    """Forward pass with pre-exponentiated emissions; ``None`` if a step underflows."""
+    """Forward pass with pre-exponentiated emissions: ``(forward, state, ok)``, ``ok`` a
+    0-dim bool tensor, False if a step underflowed (then the results are not to be used)."""
     batch, length, num_tags = em.shape
     shifted = em + col_shift
     shifted[:, 0] = em[:, 0] + st
@@ -209,15 +271,15 @@ def _fast_forward(em: Tensor, st: Tensor, en: Tensor, mask: Tensor, trans_col, c
     end_shift = _finite_or_zero(en.amax())
     last = prob @ torch.exp(en - end_shift)
     valid_totals = step_totals.masked_fill(~mask, 1.0)
-    if not bool(torch.minimum(valid_totals.amin(1), last).amin() >= _tiny(em.dtype)):
-        return None
-    log_partition = (valid_totals.log() + shift * mask).sum(1) + torch.log(last) + end_shift
-    fwd = _Forward(probs, None, log_partition, col_shift, trans_col)
-    return fwd, _FastState(factors, step_totals)
+    ok = torch.minimum(valid_totals.amin(1), last).amin() >= _tiny(em.dtype)
+    log_scale = (valid_totals.log() + shift * mask).cumsum(1)
+    log_partition = log_scale[:, -1] + torch.log(last) + end_shift
+    fwd = _Forward(probs, None, log_partition, log_scale, col_shift, trans_col)
+    return fwd, _FastState(factors, step_totals), ok
 
 
 def _fast_backward(state: _FastState, trans_col: Tensor, en: Tensor, mask: Tensor):
-    """Normalised backward vectors ``q`` ``[B, T, K]``, or ``None`` if a step underflows.
+    """Normalised backward vectors ``q`` ``[B, T, K]`` and an ``ok`` flag as above.
 
     ``beta_t(i) ∝ sum_j trans_col[i, j] F_{t+1}(j) beta_{t+1}(j)``: the column shift of
     ``trans_col`` lives in ``F``, so the forward pass's matrix serves both directions.
@@ -239,22 +301,59 @@ def _fast_backward(state: _FastState, trans_col: Tensor, en: Tensor, mask: Tenso
         current = torch.where(valid[:, None], weight / total, q_last)
         smallest = torch.minimum(smallest, torch.where(valid, total.squeeze(-1), 1.0))
         qs[:, t] = current
-    return qs if bool(smallest.amin() >= _tiny(factors.dtype)) else None
+    return qs, smallest.amin() >= _tiny(factors.dtype)
 
 
-def _run_forward(em, tr, st, en, mask):
+def _accept(ok: Tensor, flags: list[Tensor] | None) -> bool:
+    """Whether to use a fast result: read ``ok`` now, or defer it into ``flags``."""
+    if flags is None:
+        return bool(ok)
+    flags.append(~ok)
+    return True
+
+
+def _run_forward(em, tr, st, en, mask, flags: list[Tensor] | None = None):
     """Fast forward when it is exact, else the log-space one; returns (forward, fast state)."""
     col_shift = _finite_or_zero(tr.amax(0))
     trans_col = torch.exp(tr - col_shift)
-    fast = _fast_forward(em, st, en, mask, trans_col, col_shift)
-    if fast is None:
-        log_alpha, log_z = _log_forward(em, tr, st, en, mask)
-        return _Forward(None, log_alpha, log_z, col_shift, trans_col), None
-    return fast
+    fwd, state, ok = _fast_forward(em, st, en, mask, trans_col, col_shift)
+    if _accept(ok, flags):
+        return fwd, state
+    log_alpha, log_z, log_scale = _log_forward(em, tr, st, en, mask)
+    return _Forward(None, log_alpha, log_z, log_scale, col_shift, trans_col), None
 
 
-def _prepare(emissions, transitions, start, end, mask, compute_dtype):
-    mask = _check_inputs(emissions, transitions, start, end, mask)
+class _FastBoth(NamedTuple):
+    forward: _Forward
+    state: _FastState
+    qs: Tensor  # [B, T, K] normalised backward vectors
+    norm: Tensor  # [B, T, 1] sum_k probs_t(k) qs_t(k)
+
+
+def _forward_backward(em, tr, st, en, mask, flags=None) -> tuple[_Forward, _FastBoth | None]:
+    """The one forward-backward core: the fast pair of recursions, or ``None`` beside the
+    forward pass where they would lose precision (the caller then goes to log space)."""
+    fwd, state = _run_forward(em, tr, st, en, mask, flags)
+    if state is None:
+        return fwd, None
+    qs, ok = _fast_backward(state, fwd.trans_col, en, mask)
+    # P(y_t = k) is proportional to alpha_t(k) * beta_t(k); both are stored up to a
+    # per-(b, t) constant. The two vectors can be nearly disjoint (their product
+    # underflowing) only for extreme scores; then go to log space as well.
+    norm = (fwd.probs * qs).sum(-1, keepdim=True)
+    ok = ok & (norm.masked_fill(~mask[..., None], 1.0).amin() >= _tiny(em.dtype))
+    if _accept(ok, flags):
+        return fwd, _FastBoth(fwd, state, qs, norm)
+    return fwd, None
+
+
+def _prepare(emissions, transitions, start, end, mask, compute_dtype, validate_args=True):
+    if validate_args:
+        mask = _check_inputs(emissions, transitions, start, end, mask)
+    elif mask is None:
+        mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
+    else:
+        mask = mask.to(device=emissions.device, dtype=torch.bool)
     dtype = compute_dtype or _default_compute_dtype(emissions.device)
     return (
         emissions.to(dtype),
@@ -273,10 +372,22 @@ def log_partition(
     mask: Tensor | None = None,
     *,
     compute_dtype: torch.dtype | None = None,
+    validate_args: bool = True,
+    precision_flags: list[Tensor] | None = None,
 ) -> Tensor:
     """Log normaliser ``log Z`` of each sentence, ``[B]`` (differentiable).
 
-    Its gradient with respect to ``emissions`` is the unigram marginals.
+    Its gradient with respect to ``emissions`` is the unigram marginals. A sentence that
+    no tag sequence can score (every path -inf) gets ``log Z = -inf`` and zero gradient.
+
+    Host synchronisations: one for the argument checks (``validate_args=False`` skips
+    them; the caller then vouches for the inputs), and one in the forward and one in the
+    backward pass, which decide whether the fast rescaled recursion was exact or the
+    log-space one is needed. A training loop that must not wait passes a list as
+    ``precision_flags``: the two checks are then appended to it as 0-dim bool device
+    tensors (True = the fast path lost precision) instead of being read, the fast result
+    is used as it is, and the caller reads the flags once (say, per objective evaluation)
+    and recomputes without ``precision_flags`` if any is True.
 
     Example:
         >>> import torch
@@ -286,8 +397,10 @@ def log_partition(
         >>> torch.allclose(z, torch.full((2,), 4 * torch.log(torch.tensor(3.0))))
         True
     """
-    em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
-    return _LogPartition.apply(em, tr, st, en, mask).to(emissions.dtype)
+    em, tr, st, en, mask = _prepare(
+        emissions, transitions, start, end, mask, compute_dtype, validate_args
+    )
+    return _LogPartition.apply(em, tr, st, en, mask, precision_flags).to(emissions.dtype)
 
 
 def posterior_marginals(
@@ -299,11 +412,12 @@ def posterior_marginals(
     *,
     pairwise: bool = True,
     compute_dtype: torch.dtype | None = None,
+    validate_args: bool = True,
 ) -> ChainMarginals:
     """Exact posterior marginals of a linear chain by scaled forward-backward.
 
     Args:
-        emissions: ``[B, T, K]`` emission scores (log potentials).
+        emissions: ``[B, T, K]`` emission scores (log potentials); -inf forbids a tag.
         transitions: ``[K, K]``, ``transitions[i, j]`` scores tag ``i`` followed by ``j``.
         start: ``[K]`` scores of the first tag.
         end: ``[K]`` scores of the last tag (at each sentence's own last position).
@@ -311,12 +425,17 @@ def posterior_marginals(
         pairwise: also return the ``[B, T-1, K, K]`` pairwise marginals (the largest output;
             switch off to save memory).
         compute_dtype: dtype of the recursion; default float64 (float32 on MPS).
+        validate_args: check the arguments (one host synchronisation); switch off only
+            for inputs already checked.
 
     Returns:
-        :class:`ChainMarginals` in the dtype and on the device of ``emissions``.
+        :class:`ChainMarginals` in the dtype and on the device of ``emissions``. An
+        impossible sentence (every tag sequence scores -inf) has ``log_partition = -inf``
+        and all-zero marginals, so its unigram rows sum to 0 instead of 1.
 
     Raises:
-        ValueError: on shape mismatches or a mask that is not left-aligned.
+        ValueError: on shape mismatches, B = 0, NaN or +inf scores, or a mask that is not
+            left-aligned.
 
     Example:
         >>> import torch
@@ -333,16 +452,92 @@ def posterior_marginals(
         >>> torch.allclose(out.pairwise.sum(-1), out.unigram[:, :-1] * mask[:, 1:, None])
         True
     """
-    em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
+    em, tr, st, en, mask = _prepare(
+        emissions, transitions, start, end, mask, compute_dtype, validate_args
+    )
     out_dtype = emissions.dtype
     # Marginals are outputs, not a graph: the differentiable route to them is
     # log_partition's backward. Rounding can push a float32 marginal a hair past 1,
     # which a calibration metric would reject, hence the clamp.
     with torch.no_grad():
         parts = _marginal_parts(em, tr, st, en, mask, pairwise)
-        pair_out = _pairwise(parts, mask, out_dtype).clamp_(0, 1) if pairwise else None
+        pair_out = _pairwise(parts, out_dtype) if pairwise else None
         unigram = parts.unigram.to(out_dtype).clamp_(0, 1)
     return ChainMarginals(parts.forward.log_partition.to(out_dtype), unigram, pair_out)
+
+
+class ChainMessages(NamedTuple):
+    """Forward and backward messages of a linear chain, in log space.
+
+    Attributes:
+        log_alpha: ``[B, T, K]``, ``log_alpha[b, t, k]`` = log of the summed
+            ``exp(score)`` of all tag prefixes ``y_0..y_t`` with ``y_t = k`` (start,
+            emissions up to and including ``t``, transitions between them).
+        log_beta: ``[B, T, K]``, the log of the summed ``exp(score)`` of all continuations
+            ``y_{t+1}..y_{L-1}`` given ``y_t = k`` (their transitions, emissions and the
+            end score; ``end[k]`` at the sentence's last token).
+        log_partition: ``[B]``; ``logsumexp_k(log_alpha + log_beta) = log_partition`` at
+            every position inside the mask.
+
+    Both message tensors are -inf outside the mask and wherever the sentence is impossible.
+    """
+
+    log_alpha: Tensor
+    log_beta: Tensor
+    log_partition: Tensor
+
+
+def forward_backward(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    mask: Tensor | None = None,
+    *,
+    compute_dtype: torch.dtype | None = None,
+    validate_args: bool = True,
+) -> ChainMessages:
+    """Log forward and backward messages, from the same core as :func:`posterior_marginals`.
+
+    For queries that the marginals cannot answer (spans, segments): any event that fixes
+    tags over a window ``[t, u]`` has probability
+    ``exp(log_alpha[t, y_t] + score(window) + log_beta[u, y_u] - log_partition)``.
+    Returned in ``compute_dtype`` (float64 by default), no gradient.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> em, tr = torch.randn(1, 4, 3, generator=g), torch.randn(3, 3, generator=g)
+        >>> msg = forward_backward(em, tr, torch.zeros(3), torch.zeros(3))
+        >>> uni = (msg.log_alpha + msg.log_beta - msg.log_partition[:, None, None]).exp()
+        >>> torch.allclose(uni.float(), posterior_marginals(em, tr, torch.zeros(3),
+        ...                                                 torch.zeros(3)).unigram)
+        True
+    """
+    em, tr, st, en, mask = _prepare(
+        emissions, transitions, start, end, mask, compute_dtype, validate_args
+    )
+    with torch.no_grad():
+        fwd, both = _forward_backward(em, tr, st, en, mask)
+        log_z = fwd.log_partition
+        if both is not None:
+            log_alpha = both.forward.probs.log() + fwd.log_scale[..., None]
+            offset = log_z[:, None] - fwd.log_scale - both.norm.squeeze(-1).log()
+            log_beta = both.qs.log() + offset[..., None]
+        else:
+            if fwd.log_alpha is None:  # the fast forward held, the fast backward did not
+                log_alpha, _, log_scale = _log_forward(em, tr, st, en, mask)
+                fwd = fwd._replace(log_alpha=log_alpha, log_scale=log_scale)
+            log_alpha = fwd.log_alpha + fwd.log_scale[..., None]
+            log_beta = _log_backward(em, tr, en, mask)
+            offset = log_z[:, None] - torch.logsumexp(log_alpha + log_beta, -1)
+            log_beta = log_beta + _finite_or_zero(offset)[..., None]
+        keep = (mask & torch.isfinite(log_z)[:, None])[..., None]
+        return ChainMessages(
+            log_alpha.masked_fill(~keep, float("-inf")),
+            log_beta.masked_fill(~keep, float("-inf")),
+            log_z,
+        )
 
 
 class _Parts(NamedTuple):
@@ -354,38 +549,33 @@ class _Parts(NamedTuple):
     pair: Tensor | None
 
 
-def _marginal_parts(em, tr, st, en, mask, pairwise: bool) -> _Parts:
+def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None) -> _Parts:
     """Forward-backward in the compute dtype: unigram marginals and pairwise factors."""
-    fwd, state = _run_forward(em, tr, st, en, mask)
-    qs = None if state is None else _fast_backward(state, fwd.trans_col, en, mask)
-    if qs is not None:
-        # P(y_t = k) is proportional to alpha_t(k) * beta_t(k); both are stored up to a
-        # per-(b, t) constant, which the normalisation removes.
-        uni = fwd.probs * qs
-        norm = uni.sum(-1, keepdim=True)
-        # The forward and backward vectors can be nearly disjoint (their product
-        # underflowing) only for extreme scores; then go to log space as well.
-        if bool(norm.masked_fill(~mask[..., None], 1.0).amin() >= _tiny(em.dtype)):
-            uni = uni.mul_(mask[..., None] / norm)
-            if not pairwise or em.shape[1] == 1:
-                return _Parts(fwd, uni, em.new_zeros(em.shape[0], 0, em.shape[2]), None)
-            # h_{t+1}(j) = F_{t+1}(j) q_{t+1}(j); the normaliser sum_ij p_t(i) A'_ij h(j)
-            # is the forward step total times the unigram normaliser at t + 1.
-            h = state.factors[:, 1:] * qs[:, 1:]
-            total = state.step_totals[:, 1:, None] * norm[:, 1:]
-            valid = mask[:, 1:, None]
-            nxt = torch.where(valid, h / torch.where(valid, total, 1.0), 0.0)
-            return _Parts(fwd, uni, nxt, None)
-    return _log_parts(em, tr, st, en, mask, pairwise, fwd)
+    fwd, both = _forward_backward(em, tr, st, en, mask, flags)
+    if both is None:
+        return _log_parts(em, tr, st, en, mask, pairwise, fwd)
+    norm, qs = both.norm, both.qs
+    uni = (fwd.probs * qs).mul_(mask[..., None] / norm)
+    if not pairwise or em.shape[1] == 1:
+        return _Parts(fwd, uni, em.new_zeros(em.shape[0], 0, em.shape[2]), None)
+    # h_{t+1}(j) = F_{t+1}(j) q_{t+1}(j); the normaliser sum_ij p_t(i) A'_ij h(j)
+    # is the forward step total times the unigram normaliser at t + 1.
+    h = both.state.factors[:, 1:] * qs[:, 1:]
+    total = both.state.step_totals[:, 1:, None] * norm[:, 1:]
+    valid = mask[:, 1:, None]
+    nxt = torch.where(valid, h / torch.where(valid, total, 1.0), 0.0)
+    return _Parts(fwd, uni, nxt, None)
 
 
 def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
-    """Marginals from the log-space recursions (the exact fallback)."""
+    """Marginals from the log-space recursions (the exact fallback); an impossible
+    sentence (log Z = -inf) gets zero marginals."""
     if fwd.log_alpha is None:
-        log_alpha, log_z = _log_forward(em, tr, st, en, mask)
-        fwd = _Forward(None, log_alpha, log_z, fwd.col_shift, fwd.trans_col)
+        log_alpha, log_z, log_scale = _log_forward(em, tr, st, en, mask)
+        fwd = _Forward(None, log_alpha, log_z, log_scale, fwd.col_shift, fwd.trans_col)
     log_beta = _log_backward(em, tr, en, mask)
-    valid = mask[..., None]
+    possible = torch.isfinite(fwd.log_partition)
+    valid = mask[..., None] & possible[:, None, None]
     uni = torch.where(valid, torch.softmax(fwd.log_alpha + log_beta, -1), 0.0)
     pair = None
     if pairwise:
@@ -393,18 +583,23 @@ def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
         log_pair = fwd.log_alpha[:, :-1, :, None] + tr + right
         norm = torch.logsumexp(log_pair.flatten(-2), -1)
         log_pair = log_pair - _finite_or_zero(norm)[..., None, None]
-        pair = torch.where(mask[:, 1:, None, None], torch.exp(log_pair), 0.0)
+        pair = torch.where(valid[:, 1:, :, None], torch.exp(log_pair), 0.0)
     return _Parts(fwd, uni, None, pair)
 
 
-def _pairwise(parts: _Parts, mask: Tensor, out_dtype) -> Tensor:
-    """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as one broadcast product.
+# Rows of the pairwise output built per block: the [rows, K, K] partial product stays in
+# cache, so the output is written once instead of written and then re-read and rewritten.
+_PAIR_BLOCK_ELEMENTS = 1 << 18
+
+
+def _pairwise(parts: _Parts, out_dtype) -> Tensor:
+    """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as broadcast products.
 
     ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``nxt`` carries
     the emission, backward and normalising factors.
     """
     if parts.pair is not None:
-        return parts.pair.to(out_dtype)
+        return parts.pair.to(out_dtype).clamp_(0, 1)
     prev, trans_col, nxt = parts.forward.probs[:, :-1], parts.forward.trans_col, parts.nxt
     batch, steps, num_tags = nxt.shape
     # The [B, T-1, K, K] product dominates the cost, and float32 halves it. It is exact to
@@ -413,13 +608,23 @@ def _pairwise(parts: _Parts, mask: Tensor, out_dtype) -> Tensor:
     # with a huge nxt (very peaked scores) are redone in float64.
     work = torch.float64 if out_dtype == torch.float64 else torch.float32
     out = torch.empty(batch, steps, num_tags, num_tags, dtype=work, device=nxt.device)
-    torch.mul(prev.to(work)[..., None], trans_col.to(work), out=out)
-    out.mul_(nxt.to(work)[..., None, :])
+    flat_out = out.view(batch * steps, num_tags, num_tags)
+    flat_prev = prev.to(work).reshape(batch * steps, num_tags, 1)
+    flat_nxt = nxt.to(work).reshape(batch * steps, 1, num_tags)
+    trans_work = trans_col.to(work)
+    rows = max(1, _PAIR_BLOCK_ELEMENTS // (num_tags * num_tags))
+    for begin in range(0, batch * steps, rows):
+        block = slice(begin, begin + rows)
+        torch.mul(flat_prev[block], trans_work, out=flat_out[block])
+        flat_out[block].mul_(flat_nxt[block])
+        # Rounding can push a float32 marginal a hair past 1, which a calibration metric
+        # would reject; clamped while the block is in cache rather than in another pass.
+        flat_out[block].clamp_(max=1.0)
     if nxt.dtype == torch.float64 and work != torch.float64:
         redo = (nxt.amax(-1) > 1e20).nonzero(as_tuple=True)
         if redo[0].numel():
             exact = prev[redo][..., None] * trans_col * nxt[redo][..., None, :]
-            out[redo] = exact.to(work)
+            out[redo] = exact.to(work).clamp_(max=1.0)
     return out.to(out_dtype)
 
 
@@ -427,22 +632,24 @@ class _LogPartition(torch.autograd.Function):
     """log Z whose backward is the expected counts (marginals), not autograd of the loop.
 
     Exact where differentiating the rescaled recursion would meet 0 * inf, and it keeps
-    no graph over the time steps.
+    no graph over the time steps. ``flags`` (a list, or None) defers the fast path's
+    precision checks to the caller, as in :func:`_accept`.
     """
 
     @staticmethod
-    def forward(ctx, em, tr, st, en, mask):
+    def forward(ctx, em, tr, st, en, mask, flags):
         ctx.save_for_backward(em, tr, st, en, mask)
-        return _run_forward(em, tr, st, en, mask)[0].log_partition
+        ctx.flags = flags
+        return _run_forward(em, tr, st, en, mask, flags)[0].log_partition
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         em, tr, st, en, mask = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        parts = _marginal_parts(em, tr, st, en, mask, pairwise=needs[1])
+        parts = _marginal_parts(em, tr, st, en, mask, pairwise=needs[1], flags=ctx.flags)
         weighted = parts.unigram * grad[:, None, None]
-        last = weighted[torch.arange(em.shape[0], device=em.device), mask.sum(1) - 1]
+        last = weighted.gather(1, (mask.sum(1) - 1)[:, None, None].expand(-1, 1, em.shape[2]))
         grad_tr = None
         if needs[1] and parts.pair is not None:
             grad_tr = (parts.pair * grad[:, None, None, None]).sum((0, 1))
@@ -451,7 +658,7 @@ class _LogPartition(torch.autograd.Function):
             prev = parts.forward.probs[:, :-1] * grad[:, None, None]
             flat = prev.reshape(-1, prev.shape[-1]).t() @ parts.nxt.reshape(-1, prev.shape[-1])
             grad_tr = parts.forward.trans_col * flat
-        return weighted, grad_tr, weighted[:, 0].sum(0), last.sum(0), None
+        return weighted, grad_tr, weighted[:, 0].sum(0), last.sum((0, 1)), None, None
 
 
 def viterbi(
@@ -462,12 +669,15 @@ def viterbi(
     mask: Tensor | None = None,
     *,
     compute_dtype: torch.dtype | None = None,
+    validate_args: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Highest-scoring tag sequence of each sentence (max-product dynamic programme).
 
     Returns:
         ``(best_score [B], tags [B, T])``: the score in the dtype of ``emissions``, tags as
-        ``torch.long``, 0 outside the mask. Ties go to the lowest tag index.
+        ``torch.long``, 0 outside the mask. Ties go to the lowest tag index. An impossible
+        sentence (every path -inf) gets ``best_score = -inf``; its tags mean nothing.
+        The argument checks are the only host synchronisation (``validate_args``).
 
     Example:
         >>> import torch
@@ -479,14 +689,21 @@ def viterbi(
         >>> viterbi(em, tr, torch.zeros(2), torch.zeros(2), torch.tensor([[True, True, False]]))[1]
         tensor([[0, 0, 0]])
     """
-    em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
+    em, tr, st, en, mask = _prepare(
+        emissions, transitions, start, end, mask, compute_dtype, validate_args
+    )
     batch, length, num_tags = em.shape
     score = st + em[:, 0]
     backpointers = torch.zeros(batch, length, num_tags, dtype=torch.long, device=em.device)
+    # One [B, K, K] buffer and one pair of max outputs for every step: a fresh tensor per
+    # step would cost an allocation (and, when large, its first-touch page faults) each time.
+    candidates = em.new_empty(batch, num_tags, num_tags)
+    best = em.new_empty(batch, num_tags)
+    arg = backpointers.new_empty(batch, num_tags)
     for t in range(1, length):
-        best, arg = (score[:, :, None] + tr).max(1)
-        valid = mask[:, t, None]
-        score = torch.where(valid, best + em[:, t], score)
+        torch.add(score[:, :, None], tr, out=candidates)
+        torch.max(candidates, 1, out=(best, arg))
+        score = torch.where(mask[:, t, None], best.add_(em[:, t]), score)
         backpointers[:, t] = arg
     best_score, current = (score + en).max(-1)
 
@@ -511,6 +728,7 @@ def sample(
     n_samples: int,
     generator: torch.Generator | None = None,
     compute_dtype: torch.dtype | None = None,
+    validate_args: bool = True,
 ) -> Tensor:
     """Exact samples from ``P(y | x)`` by forward filtering, backward sampling.
 
@@ -521,6 +739,12 @@ def sample(
     Returns:
         ``[S, B, T]`` long tags, 0 outside the mask.
 
+    Raises:
+        ValueError: on bad arguments (as :func:`posterior_marginals`), ``n_samples`` not a
+            positive int, or an impossible sentence (every path -inf: nothing to sample).
+            With ``validate_args=False`` none of these is checked and the call makes no
+            host synchronisation beyond the forward pass's precision check.
+
     Example:
         >>> import torch
         >>> g = torch.Generator().manual_seed(0)
@@ -530,11 +754,21 @@ def sample(
         >>> y.shape, y.tolist()
         (torch.Size([4, 1, 2]), [[[0, 0]], [[0, 0]], [[0, 0]], [[0, 0]]])
     """
-    if not isinstance(n_samples, int) or n_samples < 1:
+    if validate_args and (
+        isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1
+    ):
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
-    em, tr, st, en, mask = _prepare(emissions, transitions, start, end, mask, compute_dtype)
+    em, tr, st, en, mask = _prepare(
+        emissions, transitions, start, end, mask, compute_dtype, validate_args
+    )
     batch, length, num_tags = em.shape
     fwd = _run_forward(em, tr, st, en, mask)[0]
+    if validate_args and not bool(torch.isfinite(fwd.log_partition).all()):
+        impossible = torch.isinf(fwd.log_partition).nonzero().flatten().tolist()
+        raise ValueError(
+            f"sentences {impossible} are impossible (every tag sequence scores -inf): "
+            "there is no posterior to sample from"
+        )
     last = mask.sum(1) - 1  # [B] index of each sentence's last tag
     end_weight = torch.exp(en - _finite_or_zero(en.amax()))
     # Uniforms drawn in one call keep the result independent of the device's kernel order.
@@ -568,6 +802,8 @@ def sequence_score(
     end: Tensor,
     tags: Tensor,
     mask: Tensor | None = None,
+    *,
+    validate_args: bool = True,
 ) -> Tensor:
     """Score ``start + emissions + transitions + end`` of given tag sequences, ``[B]``.
 
@@ -580,11 +816,13 @@ def sequence_score(
         >>> sequence_score(em, tr, torch.zeros(2), torch.zeros(2), torch.tensor([[0, 1]]))
         tensor([3.5000])
     """
-    mask = _check_inputs(emissions, transitions, start, end, mask)
-    if tuple(tags.shape) != tuple(mask.shape):
-        raise ValueError(
-            f"tags must have shape [B, T] = {tuple(mask.shape)}, got {tuple(tags.shape)}"
-        )
+    if validate_args:
+        mask = _check_inputs(emissions, transitions, start, end, mask)
+        _check_tags(tags, mask, emissions.shape[2])
+    elif mask is None:
+        mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
+    else:
+        mask = mask.bool()
     tags = tags.long()
     weights = mask.to(emissions.dtype)
     emit = emissions.gather(2, tags[..., None]).squeeze(-1)
@@ -593,3 +831,13 @@ def sequence_score(
         score = score + (transitions[tags[:, :-1], tags[:, 1:]] * weights[:, 1:]).sum(1)
     last_tag = tags.gather(1, (mask.sum(1) - 1)[:, None]).squeeze(1)
     return score + end[last_tag]
+
+
+def _check_tags(tags: Tensor, mask: Tensor, num_tags: int) -> None:
+    if not isinstance(tags, Tensor) or tuple(tags.shape) != tuple(mask.shape):
+        got = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
+        raise ValueError(f"tags must have shape [B, T] = {tuple(mask.shape)}, got {got}")
+    if tags.is_floating_point() or tags.is_complex() or tags.dtype == torch.bool:
+        raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+    if bool(((tags < 0) | (tags >= num_tags)).logical_and_(mask).any()):
+        raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
