@@ -1,0 +1,134 @@
+"""Shared pieces of the recalibrators: argument checks, a float64 L-BFGS fit, buffers.
+
+Fitting always runs in float64 with gradients on, outside inference mode, on private
+copies of the inputs: Lightning's validation loop runs under ``torch.inference_mode``,
+whose tensors cannot be saved for backward, so a recalibrator fitted from a callback
+would otherwise fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import Tensor, nn
+
+
+@contextmanager
+def fitting_mode() -> Iterator[None]:
+    """Grad on and inference mode off, whatever the caller's context."""
+    with torch.inference_mode(False), torch.enable_grad():
+        yield
+
+
+def float64_copy(x: Tensor) -> Tensor:
+    """A float64 copy that is a normal tensor (never an inference tensor) and needs no grad.
+
+    Call inside :func:`fitting_mode`.
+    """
+    return x.detach().clone().to(torch.float64)
+
+
+def check_tensor(x: object, name: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+def check_finite(x: Tensor, name: str) -> None:
+    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} contains NaN or infinite values")
+
+
+def check_nonempty(x: Tensor, name: str) -> None:
+    if x.numel() == 0:
+        raise ValueError(f"{name} is empty: a recalibrator needs held-out data to fit on")
+
+
+def check_binary_target(target: Tensor, like: Tensor, name: str = "scores") -> Tensor:
+    """``target`` as float64 0/1 of ``like``'s shape, with both classes present."""
+    target = check_tensor(target, "target")
+    if tuple(target.shape) != tuple(like.shape):
+        raise ValueError(
+            f"target must have the shape of {name} {tuple(like.shape)}, got {tuple(target.shape)}"
+        )
+    check_finite(target.to(torch.float64) if not target.is_floating_point() else target, "target")
+    if not bool(((target == 0) | (target == 1)).all()):
+        raise ValueError("target must hold only 0 and 1 for binary recalibration")
+    positives = int((target == 1).sum())
+    if positives in (0, target.numel()):
+        raise ValueError(
+            f"target holds a single class ({'1' if positives else '0'} everywhere): "
+            "a recalibrator cannot be fitted on it"
+        )
+    return target.to(torch.float64)
+
+
+def check_probs(probs: Tensor, name: str = "probs") -> Tensor:
+    probs = check_tensor(probs, name)
+    if not probs.is_floating_point():
+        raise ValueError(f"{name} must be floating point, got dtype {probs.dtype}")
+    check_finite(probs, name)
+    if bool(((probs < 0) | (probs > 1)).any()):
+        raise ValueError(f"{name} must lie in [0, 1]")
+    return probs
+
+
+def logit(probs: Tensor, eps: float = 1e-12) -> Tensor:
+    """``log(q / (1 - q))`` with ``q`` clamped to ``[eps, 1 - eps]`` so 0 and 1 stay finite."""
+    q = probs.to(torch.float64).clamp(eps, 1 - eps)
+    return torch.log(q) - torch.log1p(-q)
+
+
+def lbfgs(
+    params: list[Tensor], loss_fn: Callable[[], Tensor], max_iter: int = 200, tol: float = 1e-10
+) -> float:
+    """Minimise ``loss_fn`` over ``params`` (float64 leaves) by L-BFGS with a Wolfe search."""
+    optimizer = torch.optim.LBFGS(
+        params,
+        lr=1.0,
+        max_iter=max_iter,
+        tolerance_grad=tol,
+        tolerance_change=tol * 1e-2,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
+
+    def closure() -> Tensor:
+        optimizer.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    with torch.no_grad():
+        loss = float(loss_fn())
+    if loss != loss:  # NaN: the data admit no finite optimum
+        raise ValueError("recalibration did not converge (NaN loss)")
+    return loss
+
+
+class FittedModule(nn.Module):
+    """An ``nn.Module`` whose buffers take the shapes they are loaded with.
+
+    Binning recalibrators learn a number of bins that depends on the data; a fresh object
+    must still accept their ``state_dict``, and ``fitted`` (a buffer) says whether the
+    object has been fitted or loaded.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("fitted", torch.tensor(False))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
+        for name in list(self._buffers):
+            key = prefix + name
+            if key in state_dict and self._buffers[name] is not None:
+                incoming = state_dict[key]
+                self._buffers[name] = torch.empty_like(incoming, device=self._buffers[name].device)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+
+    def check_fitted(self) -> None:
+        if not bool(self.fitted):
+            raise ValueError(f"{type(self).__name__} is not fitted: call fit(...) first")

@@ -1,0 +1,241 @@
+"""Non-parametric recalibrators of binary scores: histogram binning, isotonic, scaling-binning.
+
+All take scores ``[N]`` (probabilities, or any score that orders items by confidence) and
+0/1 targets on a held-out set, and map new scores to probabilities. They are binary; a
+multiclass or structured model goes through its one-vs-rest queries (``queries.py``)
+first, or through a scaler of :mod:`calib_metrics.recalibration.scaling`.
+
+* :class:`HistogramBinning` (Zadrozny & Elkan 2001): equal-mass (or equal-width) bins of
+  the dev scores; a score maps to its bin's dev frequency of positives.
+* :class:`IsotonicCalibration` (Zadrozny & Elkan 2002): the monotone least-squares fit,
+  computed by scikit-learn's ``IsotonicRegression`` at the numpy edge; applied in torch
+  by the same linear interpolation between its thresholds (clipped outside them).
+* :class:`ScalingBinning` (Kumar, Liang & Ma 2019): Platt scaling fitted on one half of
+  dev, then equal-mass bins of the scaled scores on the other half, each bin mapping to
+  the mean *scaled* score in it. The output takes few values (so its calibration error
+  can be measured, their point) yet keeps Platt's low variance.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from calib_metrics.recalibration._common import (
+    FittedModule,
+    check_binary_target,
+    check_finite,
+    check_nonempty,
+    check_probs,
+    check_tensor,
+)
+from calib_metrics.recalibration.scaling import PlattScaling
+
+__all__ = ["HistogramBinning", "IsotonicCalibration", "ScalingBinning"]
+
+
+def check_scores(scores: object, name: str = "scores") -> Tensor:
+    scores = check_tensor(scores, name)
+    if not scores.is_floating_point():
+        raise ValueError(f"{name} must be floating point, got dtype {scores.dtype}")
+    check_nonempty(scores, name)
+    check_finite(scores, name)
+    return scores
+
+
+def _check_fit_inputs(scores: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    scores = check_scores(scores)
+    if scores.ndim != 1:
+        raise ValueError(f"scores must be [N], got shape {tuple(scores.shape)}")
+    return scores.to(torch.float64), check_binary_target(target, scores)
+
+
+def _check_n_bins(n_bins: int) -> int:
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive int, got {n_bins!r}")
+    return n_bins
+
+
+def equal_mass_edges(scores: Tensor, n_bins: int) -> Tensor:
+    """Interior edges splitting sorted ``scores`` into ``n_bins`` runs of (nearly) equal size.
+
+    Edges are midpoints between neighbouring sorted scores, deduplicated, so tied scores
+    always share a bin.
+    """
+    s = scores.sort().values
+    n = s.numel()
+    cuts = torch.arange(1, n_bins, device=s.device) * n // n_bins
+    cuts = cuts[(cuts > 0) & (cuts < n)]
+    edges = (s[cuts - 1] + s[cuts]) / 2
+    edges = edges[s[cuts - 1] < s[cuts]]
+    return edges.unique()
+
+
+def _bin_means(index: Tensor, values: Tensor, n_bins: int, empty: Tensor) -> Tensor:
+    total = torch.zeros(n_bins, dtype=torch.float64, device=values.device)
+    count = torch.zeros_like(total)
+    total.index_add_(0, index, values.to(torch.float64))
+    count.index_add_(0, index, torch.ones_like(values, dtype=torch.float64))
+    return torch.where(count > 0, total / count.clamp(min=1), empty)
+
+
+class HistogramBinning(FittedModule):
+    """Histogram binning: each score maps to its bin's frequency of positives on dev.
+
+    Args:
+        n_bins: number of bins.
+        binning: ``"adaptive"`` (equal mass on the dev scores; any real scores) or
+            ``"uniform"`` (equal width on [0, 1]; probabilities only). An empty uniform bin
+            maps to its midpoint.
+
+    Example:
+        >>> import torch
+        >>> q = torch.tensor([0.1, 0.2, 0.3, 0.6, 0.7, 0.9])
+        >>> y = torch.tensor([0, 0, 1, 1, 1, 1])
+        >>> hb = HistogramBinning(n_bins=2).fit(q, y)
+        >>> hb(torch.tensor([0.0, 0.25, 0.8]))
+        tensor([0.3333, 0.3333, 1.0000])
+    """
+
+    def __init__(self, n_bins: int = 15, binning: str = "adaptive") -> None:
+        super().__init__()
+        self.n_bins = _check_n_bins(n_bins)
+        if binning not in ("adaptive", "uniform"):
+            raise ValueError(f"binning must be 'adaptive' or 'uniform', got {binning!r}")
+        self.binning = binning
+        self.register_buffer("edges", torch.zeros(0, dtype=torch.float64))
+        self.register_buffer("values", torch.zeros(0, dtype=torch.float64))
+
+    def fit(self, scores: Tensor, target: Tensor) -> HistogramBinning:
+        scores, y = _check_fit_inputs(scores, target)
+        if self.binning == "uniform":
+            check_probs(scores, "scores")
+            grid = torch.linspace(0, 1, self.n_bins + 1, dtype=torch.float64, device=scores.device)
+            edges, midpoints = grid[1:-1], (grid[1:] + grid[:-1]) / 2
+        else:
+            edges = equal_mass_edges(scores, self.n_bins)
+            midpoints = torch.full((edges.numel() + 1,), 0.5, dtype=torch.float64)
+        index = torch.bucketize(scores, edges)
+        self.edges = edges
+        self.values = _bin_means(index, y, edges.numel() + 1, midpoints.to(scores.device))
+        self.fitted = torch.tensor(True, device=scores.device)
+        return self
+
+    def forward(self, scores: Tensor) -> Tensor:
+        """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
+        self.check_fitted()
+        scores = check_scores(scores)
+        edges = self.edges.to(scores.device)
+        index = torch.bucketize(scores.to(torch.float64), edges)
+        return self.values.to(scores.device)[index].to(scores.dtype)
+
+
+class IsotonicCalibration(FittedModule):
+    """Isotonic regression of the labels on the scores (scikit-learn's, at the numpy edge).
+
+    Fitting calls ``sklearn.isotonic.IsotonicRegression(y_min=0, y_max=1,
+    out_of_bounds="clip")`` on CPU copies; the fitted thresholds are buffers and
+    prediction is torch's linear interpolation between them, on the input's device,
+    equal to scikit-learn's ``predict``.
+
+    Example:
+        >>> import torch
+        >>> q = torch.tensor([0.1, 0.3, 0.2, 0.6, 0.8, 0.9])
+        >>> y = torch.tensor([0, 1, 0, 0, 1, 1])
+        >>> iso = IsotonicCalibration().fit(q, y)
+        >>> iso(torch.tensor([0.0, 0.25, 0.7, 1.0]))
+        tensor([0.0000, 0.2500, 0.7500, 1.0000])
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("x_thresholds", torch.zeros(0, dtype=torch.float64))
+        self.register_buffer("y_thresholds", torch.zeros(0, dtype=torch.float64))
+
+    def fit(self, scores: Tensor, target: Tensor) -> IsotonicCalibration:
+        scores, y = _check_fit_inputs(scores, target)
+        try:
+            from sklearn.isotonic import IsotonicRegression
+        except ImportError as err:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "IsotonicCalibration needs scikit-learn (pip install scikit-learn)"
+            ) from err
+        iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+        iso.fit(scores.detach().cpu().numpy(), y.detach().cpu().numpy())
+        as_tensor = {"dtype": torch.float64, "device": scores.device}
+        self.x_thresholds = torch.as_tensor(iso.X_thresholds_, **as_tensor)
+        self.y_thresholds = torch.as_tensor(iso.y_thresholds_, **as_tensor)
+        self.fitted = torch.tensor(True, device=scores.device)
+        return self
+
+    def forward(self, scores: Tensor) -> Tensor:
+        """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
+        self.check_fitted()
+        scores = check_scores(scores)
+        xs = self.x_thresholds.to(scores.device)
+        ys = self.y_thresholds.to(scores.device)
+        if xs.numel() == 1:
+            return ys.expand(scores.shape).to(scores.dtype)
+        x = scores.to(torch.float64).clamp(xs[0], xs[-1])
+        right = torch.searchsorted(xs, x, right=True).clamp(1, xs.numel() - 1)
+        x0, x1, y0, y1 = xs[right - 1], xs[right], ys[right - 1], ys[right]
+        slope = (y1 - y0) / (x1 - x0)
+        return (y0 + slope * (x - x0)).to(scores.dtype)
+
+
+class ScalingBinning(FittedModule):
+    """Scaling-binning calibrator of Kumar, Liang & Ma (NeurIPS 2019).
+
+    ``fit`` splits dev at random into two halves: Platt scaling is fitted on the first;
+    the second half's scaled scores are cut into ``n_bins`` equal-mass bins, and each bin
+    outputs the mean scaled score in it.
+
+    Args:
+        n_bins: number of bins.
+        inputs: ``"logits"`` or ``"probs"`` (passed to :class:`PlattScaling`).
+        generator: ``torch.Generator`` of the random split (on CPU).
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> s = torch.randn(2000, generator=g)
+        >>> y = torch.bernoulli(torch.sigmoid(2 * s), generator=g)
+        >>> sb = ScalingBinning(n_bins=10, generator=torch.Generator().manual_seed(0)).fit(s, y)
+        >>> sb(s).unique().numel()
+        10
+    """
+
+    def __init__(
+        self, n_bins: int = 15, inputs: str = "logits", generator: torch.Generator | None = None
+    ) -> None:
+        super().__init__()
+        self.n_bins = _check_n_bins(n_bins)
+        self.platt = PlattScaling(inputs=inputs)
+        self.generator = generator
+        self.register_buffer("edges", torch.zeros(0, dtype=torch.float64))
+        self.register_buffer("values", torch.zeros(0, dtype=torch.float64))
+
+    def fit(self, scores: Tensor, target: Tensor) -> ScalingBinning:
+        scores_checked, _ = _check_fit_inputs(scores, target)
+        n = scores_checked.numel()
+        if n < 4:
+            raise ValueError(f"scaling-binning needs at least 4 dev items, got {n}")
+        order = torch.randperm(n, generator=self.generator).to(scores.device)
+        first, second = order[: n // 2], order[n // 2 :]
+        self.platt.fit(scores[first], target[first])
+        scaled = self.platt(scores[second]).to(torch.float64)
+        edges = equal_mass_edges(scaled, self.n_bins)
+        index = torch.bucketize(scaled, edges)
+        empty = torch.full((edges.numel() + 1,), 0.5, dtype=torch.float64, device=scores.device)
+        self.edges = edges
+        self.values = _bin_means(index, scaled, edges.numel() + 1, empty)
+        self.fitted = torch.tensor(True, device=scores.device)
+        return self
+
+    def forward(self, scores: Tensor) -> Tensor:
+        """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
+        self.check_fitted()
+        scores = check_scores(scores)
+        scaled = self.platt(scores).to(torch.float64)
+        edges = self.edges.to(scaled.device)
+        return self.values.to(scaled.device)[torch.bucketize(scaled, edges)].to(scores.dtype)

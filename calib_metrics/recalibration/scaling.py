@@ -1,0 +1,360 @@
+"""Parametric recalibrators of logits, fitted by NLL on held-out data with L-BFGS (float64).
+
+* :class:`TemperatureScaling` (Guo et al. 2017): one ``T > 0``, ``softmax(z / T)`` or
+  ``sigmoid(z / T)``; never changes the arg-max.
+* :class:`VectorScaling`: ``softmax(w * z + b)``, one weight and bias per class.
+* :class:`MatrixScaling`: ``softmax(W z + b)`` with the ODIR penalty of Kull et al. (2019),
+  ``λ_od Σ_{i≠j} W_ij² / (C(C-1)) + λ_b Σ_j b_j² / C``: the off-diagonal weights and the
+  intercepts are pulled to 0 (the diagonal is free), which keeps the C² parameters from
+  overfitting a small dev set.
+* :class:`PlattScaling` (Platt 1999): ``sigmoid(a s + b)`` of a binary score ``s`` (or of
+  ``logit(q)`` for a probability ``q``, with ``inputs="probs"``), i.e. unpenalised
+  logistic regression on the one score; plain 0/1 targets (no Platt label smoothing), so
+  it equals scikit-learn's ``LogisticRegression(penalty=None)``.
+
+Each is an ``nn.Module``: ``fit(dev) -> self``, then calling it maps logits (any device) to
+probabilities; the fitted parameters are buffers, so ``state_dict`` round-trips.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from calib_metrics.recalibration._common import (
+    FittedModule,
+    check_binary_target,
+    check_finite,
+    check_nonempty,
+    check_probs,
+    check_tensor,
+    fitting_mode,
+    float64_copy,
+    lbfgs,
+    logit,
+)
+
+__all__ = ["MatrixScaling", "PlattScaling", "TemperatureScaling", "VectorScaling"]
+
+
+def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
+    """Validate ``logits [N, C]`` and integer ``target [N]``; return target as long."""
+    if logits.ndim != 2 or logits.shape[1] < 2:
+        raise ValueError(f"logits must be [N, C] with C >= 2, got shape {tuple(logits.shape)}")
+    check_tensor(target, "target")
+    if tuple(target.shape) != (logits.shape[0],):
+        raise ValueError(
+            f"target must be [N] = ({logits.shape[0]},) to match logits "
+            f"{tuple(logits.shape)}, got {tuple(target.shape)}"
+        )
+    if target.is_floating_point():
+        check_finite(target, "target")
+        if not bool((target == target.round()).all()):
+            raise ValueError("target must hold integer class indices")
+    target = target.long()
+    num_classes = logits.shape[1]
+    if bool(((target < 0) | (target >= num_classes)).any()):
+        raise ValueError(f"target must hold class indices in [0, {num_classes})")
+    if int(target.unique().numel()) < 2:
+        raise ValueError("target holds a single class: a recalibrator cannot be fitted on it")
+    return target
+
+
+def check_logits(logits: object) -> Tensor:
+    logits = check_tensor(logits, "logits")
+    if not logits.is_floating_point():
+        raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
+    check_nonempty(logits, "logits")
+    check_finite(logits, "logits")
+    return logits
+
+
+class _LogitScaler(FittedModule):
+    """Common fit/forward of the scalers: subclasses say how logits are transformed."""
+
+    binary_ok = False
+
+    def __init__(self, max_iter: int = 200) -> None:
+        super().__init__()
+        if not isinstance(max_iter, int) or max_iter < 1:
+            raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+        self.max_iter = max_iter
+        # 0 until fitted; 1 for binary scores [N], else C.
+        self.register_buffer("num_classes", torch.tensor(0))
+
+    def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
+        raise NotImplementedError
+
+    def _constrain(self, free: list[Tensor]) -> list[Tensor]:
+        """Free (optimised) parameters -> the stored ones (e.g. ``log T`` -> ``T``)."""
+        return free
+
+    def _transform(self, z: Tensor, params: list[Tensor]) -> Tensor:
+        raise NotImplementedError
+
+    def _penalty(self, params: list[Tensor]) -> Tensor | float:
+        return 0.0
+
+    def _store(self, params: list[Tensor]) -> None:
+        raise NotImplementedError
+
+    def _stored(self) -> list[Tensor]:
+        raise NotImplementedError
+
+    def _prepare_input(self, logits: Tensor) -> Tensor:
+        return logits
+
+    def fit(self, logits: Tensor, target: Tensor) -> _LogitScaler:
+        logits = self._prepare_input(check_logits(logits))
+        binary = logits.ndim == 1
+        if binary and not self.binary_ok:
+            raise ValueError(
+                f"{type(self).__name__} needs multiclass logits [N, C], got shape "
+                f"{tuple(logits.shape)}"
+            )
+        if binary:
+            y = check_binary_target(target, logits, "logits")
+        else:
+            y = check_multiclass(logits, target)
+        num_classes = 1 if binary else logits.shape[1]
+        with fitting_mode():
+            z = float64_copy(logits)
+            y = y.detach().clone()
+            free = self._init_params(num_classes, z.device)
+
+            def loss() -> Tensor:
+                params = self._constrain(free)
+                out = self._transform(z, params)
+                if binary:
+                    nll = F.binary_cross_entropy_with_logits(out, y)
+                else:
+                    nll = F.cross_entropy(out, y)
+                return nll + self._penalty(params)
+
+            self.nll_ = lbfgs(free, loss, self.max_iter)
+            self._store([p.detach() for p in self._constrain(free)])
+        self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
+        self.fitted = torch.tensor(True, device=self.fitted.device)
+        return self
+
+    def forward(self, logits: Tensor) -> Tensor:
+        """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
+        self.check_fitted()
+        dtype = check_logits(logits).dtype
+        logits = self._prepare_input(logits)
+        c = int(self.num_classes)
+        if c > 1 and logits.shape[-1] != c:
+            raise ValueError(f"logits must end in C = {c} classes, got shape {tuple(logits.shape)}")
+        params = [p.to(logits.device) for p in self._stored()]
+        z = self._transform(logits.to(torch.float64), params)
+        probs = torch.sigmoid(z) if c == 1 else torch.softmax(z, -1)
+        return probs.to(dtype)
+
+    def calibrated_logits(self, logits: Tensor) -> Tensor:
+        """The recalibrated logits (float64), before the softmax or sigmoid."""
+        self.check_fitted()
+        logits = self._prepare_input(check_logits(logits))
+        params = [p.to(logits.device) for p in self._stored()]
+        return self._transform(logits.to(torch.float64), params)
+
+
+class TemperatureScaling(_LogitScaler):
+    """Temperature scaling: ``softmax(logits / T)`` (or ``sigmoid(scores / T)``), ``T > 0``.
+
+    ``fit(logits [N, C] or [N], target [N])`` minimises the dev NLL over ``log T`` by L-BFGS
+    in float64; calling the fitted module on logits ``[..., C]`` (or binary scores of any
+    shape) returns probabilities. The arg-max, hence accuracy, never changes.
+
+    Args:
+        max_iter: L-BFGS iterations.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> logits = 3 * torch.randn(2000, 4, generator=g)   # overconfident by 3x
+        >>> target = torch.multinomial(torch.softmax(logits / 3, -1), 1, generator=g)[:, 0]
+        >>> ts = TemperatureScaling().fit(logits, target)
+        >>> 2.5 < ts.temperature.item() < 3.5
+        True
+        >>> ts(logits).shape
+        torch.Size([2000, 4])
+        >>> TemperatureScaling().load_state_dict(ts.state_dict())
+        <All keys matched successfully>
+    """
+
+    binary_ok = True
+
+    def __init__(self, max_iter: int = 200) -> None:
+        super().__init__(max_iter)
+        self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
+
+    def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
+        return [torch.zeros((), dtype=torch.float64, device=device, requires_grad=True)]
+
+    def _constrain(self, free: list[Tensor]) -> list[Tensor]:
+        return [free[0].exp()]  # fitted on log T, so T stays positive
+
+    def _transform(self, z: Tensor, params: list[Tensor]) -> Tensor:
+        return z / params[0]
+
+    def _store(self, params: list[Tensor]) -> None:
+        self.temperature = params[0].to(self.temperature.device)
+
+    def _stored(self) -> list[Tensor]:
+        return [self.temperature]
+
+
+class VectorScaling(_LogitScaler):
+    """Vector scaling: ``softmax(w * logits + b)`` with ``w, b`` in ``R^C``.
+
+    Args:
+        bias_l2: weight of the penalty ``bias_l2 * Σ b_j² / C`` (0: none, as Guo et al.).
+        max_iter: L-BFGS iterations.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> logits = torch.randn(500, 3, generator=g)
+        >>> shifted = torch.softmax(logits + torch.tensor([1.0, 0, 0]), -1)
+        >>> target = torch.multinomial(shifted, 1, generator=g)[:, 0]
+        >>> vs = VectorScaling().fit(logits, target)
+        >>> bool(vs.bias[0] > vs.bias[1])
+        True
+    """
+
+    def __init__(self, bias_l2: float = 0.0, max_iter: int = 200) -> None:
+        super().__init__(max_iter)
+        if bias_l2 < 0:
+            raise ValueError(f"bias_l2 must be >= 0, got {bias_l2}")
+        self.bias_l2 = float(bias_l2)
+        self.register_buffer("weight", torch.ones(0, dtype=torch.float64))
+        self.register_buffer("bias", torch.zeros(0, dtype=torch.float64))
+
+    def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
+        w = torch.ones(num_classes, dtype=torch.float64, device=device, requires_grad=True)
+        b = torch.zeros(num_classes, dtype=torch.float64, device=device, requires_grad=True)
+        return [w, b]
+
+    def _transform(self, z: Tensor, params: list[Tensor]) -> Tensor:
+        return z * params[0] + params[1]
+
+    def _penalty(self, params: list[Tensor]) -> Tensor | float:
+        return self.bias_l2 * params[1].square().mean() if self.bias_l2 else 0.0
+
+    def _store(self, params: list[Tensor]) -> None:
+        self.weight, self.bias = (p.to(self.weight.device) for p in params)
+
+    def _stored(self) -> list[Tensor]:
+        return [self.weight, self.bias]
+
+
+class MatrixScaling(_LogitScaler):
+    """Matrix scaling ``softmax(W logits + b)`` with ODIR regularisation (Kull et al. 2019).
+
+    The loss is the mean dev NLL plus ``off_diagonal_l2 * Σ_{i≠j} W_ij² / (C(C-1))`` plus
+    ``bias_l2 * Σ_j b_j² / C``; ``W`` starts at the identity. Kull et al. pick the two
+    weights by cross-validation; the defaults (0.01 each) are a mild setting for dev sets
+    of a few thousand items; set both to 0 for unregularised matrix scaling.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> logits = torch.randn(500, 3, generator=g)
+        >>> target = torch.multinomial(torch.softmax(2 * logits, -1), 1, generator=g)[:, 0]
+        >>> ms = MatrixScaling().fit(logits, target)
+        >>> ms.weight.shape, bool(ms.weight.diagonal().min() > 1.2)
+        (torch.Size([3, 3]), True)
+    """
+
+    def __init__(
+        self, off_diagonal_l2: float = 0.01, bias_l2: float = 0.01, max_iter: int = 500
+    ) -> None:
+        super().__init__(max_iter)
+        if off_diagonal_l2 < 0 or bias_l2 < 0:
+            raise ValueError(
+                f"off_diagonal_l2 and bias_l2 must be >= 0, got {off_diagonal_l2}, {bias_l2}"
+            )
+        self.off_diagonal_l2 = float(off_diagonal_l2)
+        self.bias_l2 = float(bias_l2)
+        self.register_buffer("weight", torch.zeros(0, 0, dtype=torch.float64))
+        self.register_buffer("bias", torch.zeros(0, dtype=torch.float64))
+
+    def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
+        w = torch.eye(num_classes, dtype=torch.float64, device=device).requires_grad_()
+        b = torch.zeros(num_classes, dtype=torch.float64, device=device, requires_grad=True)
+        return [w, b]
+
+    def _transform(self, z: Tensor, params: list[Tensor]) -> Tensor:
+        return z @ params[0].t() + params[1]
+
+    def _penalty(self, params: list[Tensor]) -> Tensor | float:
+        w, b = params
+        c = w.shape[0]
+        off = w - torch.diag(w.diagonal())
+        return self.off_diagonal_l2 * off.square().sum() / (c * (c - 1)) + self.bias_l2 * (
+            b.square().mean()
+        )
+
+    def _store(self, params: list[Tensor]) -> None:
+        self.weight, self.bias = (p.to(self.weight.device) for p in params)
+
+    def _stored(self) -> list[Tensor]:
+        return [self.weight, self.bias]
+
+
+class PlattScaling(_LogitScaler):
+    """Platt scaling: ``sigmoid(a * s + b)`` of binary scores ``s`` ``[N]``.
+
+    Args:
+        inputs: ``"logits"`` (scores on the real line) or ``"probs"``: probabilities ``q``
+            in ``[0, 1]`` (e.g. any ``queries`` output), used through ``logit(q)``, clamped
+            at 1e-12 so that 0 and 1 stay finite.
+        max_iter: L-BFGS iterations.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> s = torch.randn(4000, generator=g)
+        >>> y = torch.bernoulli(torch.sigmoid(0.5 * s - 1), generator=g)
+        >>> platt = PlattScaling().fit(s, y)
+        >>> [round(v, 1) for v in (platt.slope.item(), platt.intercept.item())]
+        [0.5, -1.0]
+    """
+
+    binary_ok = True
+
+    def __init__(self, inputs: str = "logits", max_iter: int = 200) -> None:
+        super().__init__(max_iter)
+        if inputs not in ("logits", "probs"):
+            raise ValueError(f"inputs must be 'logits' or 'probs', got {inputs!r}")
+        self.inputs = inputs
+        self.register_buffer("slope", torch.tensor(1.0, dtype=torch.float64))
+        self.register_buffer("intercept", torch.tensor(0.0, dtype=torch.float64))
+
+    def _prepare_input(self, logits: Tensor) -> Tensor:
+        if logits.ndim == 0:
+            raise ValueError("scores must have at least one dimension")
+        if self.inputs == "probs":
+            return logit(check_probs(logits))
+        return logits
+
+    def fit(self, scores: Tensor, target: Tensor) -> PlattScaling:  # type: ignore[override]
+        check_logits(scores)
+        if scores.ndim != 1:
+            raise ValueError(f"scores must be [N], got shape {tuple(scores.shape)}")
+        return super().fit(scores, target)  # type: ignore[return-value]
+
+    def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
+        a = torch.ones((), dtype=torch.float64, device=device, requires_grad=True)
+        b = torch.zeros((), dtype=torch.float64, device=device, requires_grad=True)
+        return [a, b]
+
+    def _transform(self, z: Tensor, params: list[Tensor]) -> Tensor:
+        return params[0] * z + params[1]
+
+    def _store(self, params: list[Tensor]) -> None:
+        self.slope, self.intercept = (p.to(self.slope.device) for p in params)
+
+    def _stored(self) -> list[Tensor]:
+        return [self.slope, self.intercept]

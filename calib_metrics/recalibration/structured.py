@@ -1,0 +1,393 @@
+"""Recalibration of structured models: a temperature on a linear chain's potentials, and on
+a coreference ranker's antecedent scores.
+
+Linear chains (:class:`ChainTemperature`). Dividing every potential (emissions,
+transitions, start, end) by one ``T > 0`` scales every path score by ``1 / T``: the
+Viterbi path is unchanged (accuracy too), while the marginals, pairwise marginals and
+samples sharpen (``T < 1``) or flatten (``T > 1``). ``separate=True`` fits one temperature
+for the emissions and one for the transition, start and end scores (an HMM's emission and
+transition log-probabilities can be off by different factors; the Viterbi path may then
+change). Fitting maximises the dev log-likelihood of the gold tag sequences,
+``Σ_b score_T(y_b) - log Z_T(x_b)`` (the marginal likelihood of the gold tags), by L-BFGS
+on ``log T`` in float64: its gradient is the usual "observed minus expected" counts, from
+:func:`~calib_metrics.models.linear_chain.log_partition`'s exact backward. The alternative
+``objective="calib_err"`` picks ``T`` on a grid by the debiased CalibErr of the dev tag
+queries (``docs/recalibration.md`` compares the two on held-out data).
+
+Coreference (:class:`CorefTemperature`). Each mention's antecedent distribution is a softmax
+of its scores; ``scores / T`` (plus an optional offset ``b`` on every NEW score) is fitted by
+the dev likelihood of the gold antecedent *sets*, ``Σ_i log Σ_{j ∈ gold(i)} P_T(a_i = j)``,
+the ranker's own training objective. Exact pairwise marginals
+(:func:`~calib_metrics.models.coref.coreference_marginals`) and sampled clusterings then
+come from the recalibrated scores.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from calib_metrics.functional import calibration_error
+from calib_metrics.models import coref as coref_model
+from calib_metrics.models import linear_chain
+from calib_metrics.models.linear_chain import ChainMarginals
+from calib_metrics.recalibration._common import (
+    FittedModule,
+    check_finite,
+    check_tensor,
+    fitting_mode,
+    float64_copy,
+    lbfgs,
+)
+
+__all__ = ["ChainTemperature", "CorefTemperature"]
+
+_OBJECTIVES = ("likelihood", "calib_err")
+
+
+def _check_potentials(emissions, transitions, start, end, mask) -> Tensor:
+    """Check what linear_chain does not (type, emptiness, NaN); return the bool mask."""
+    for name, x in (("emissions", emissions), ("transitions", transitions), ("start", start),
+                    ("end", end)):  # fmt: skip
+        check_tensor(x, name)
+        if not x.is_floating_point():
+            raise ValueError(f"{name} must be floating point, got dtype {x.dtype}")
+    if emissions.ndim != 3 or emissions.shape[0] == 0 or emissions.shape[1] == 0:
+        raise ValueError(
+            f"emissions must be [B, T, K] with B, T >= 1 (a non-empty dev set), "
+            f"got shape {tuple(emissions.shape)}"
+        )
+    for name, x in (("emissions", emissions), ("transitions", transitions)):
+        check_finite(x, name)
+    for name, x in (("start", start), ("end", end)):
+        if bool(torch.isnan(x).any()):
+            raise ValueError(f"{name} contains NaN")
+    if mask is None:
+        return torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
+    check_tensor(mask, "mask")
+    if tuple(mask.shape) != tuple(emissions.shape[:2]):
+        raise ValueError(
+            f"mask must be [B, T] = {tuple(emissions.shape[:2])}, got {tuple(mask.shape)}"
+        )
+    return mask.bool()
+
+
+def _check_tags(tags: object, mask: Tensor, num_tags: int) -> Tensor:
+    tags = check_tensor(tags, "tags")
+    if tuple(tags.shape) != tuple(mask.shape):
+        raise ValueError(f"tags must be [B, T] = {tuple(mask.shape)}, got {tuple(tags.shape)}")
+    if tags.is_floating_point():
+        raise ValueError(f"tags must be integer tag indices, got dtype {tags.dtype}")
+    real = tags[mask]
+    if bool(((real < 0) | (real >= num_tags)).any()):
+        raise ValueError(f"tags must lie in [0, {num_tags}) at unmasked positions")
+    if int(real.unique().numel()) < 2:
+        raise ValueError("tags hold a single tag: a temperature cannot be fitted on them")
+    return torch.where(mask, tags.long(), 0)
+
+
+def chain_nll(
+    parts: tuple[Tensor, Tensor, Tensor, Tensor],
+    gold: tuple[Tensor, Tensor],
+    mask: Tensor,
+    emission_temperature: Tensor,
+    transition_temperature: Tensor,
+) -> Tensor:
+    """Mean per-token negative log-likelihood of the gold paths under scaled potentials.
+
+    ``gold`` holds the gold paths' emission and transition(+start+end) scores ``[B]``; the
+    path score is linear in the potentials, so it scales with the temperatures directly.
+    """
+    em, tr, st, en = parts
+    log_z = linear_chain.log_partition(
+        em / emission_temperature,
+        tr / transition_temperature,
+        st / transition_temperature,
+        en / transition_temperature,
+        mask,
+    )
+    score = gold[0] / emission_temperature + gold[1] / transition_temperature
+    return (log_z - score).sum() / mask.sum()
+
+
+class ChainTemperature(FittedModule):
+    """A temperature on a linear chain's potentials, fitted on dev (see the module docstring).
+
+    ``.temperature`` divides the emissions and, unless ``separate=True``, all potentials;
+    ``.transition_temperature`` divides the transition, start and end scores (it equals
+    ``.temperature`` when ``separate=False``).
+
+    Args:
+        separate: fit separate emission and transition temperatures.
+        objective: ``"likelihood"`` (L-BFGS on the gold paths' log-likelihood) or
+            ``"calib_err"`` (a grid search over a single ``T`` for the lowest debiased
+            CalibErr of the dev tag queries, ``bin_size="auto"``).
+        max_iter: L-BFGS iterations.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.models.linear_chain import sample
+        >>> g = torch.Generator().manual_seed(0)
+        >>> em, tr = torch.randn(200, 6, 3, generator=g), torch.randn(3, 3, generator=g)
+        >>> st, en = torch.zeros(3), torch.zeros(3)
+        >>> tags = sample(em, tr, st, en, n_samples=1, generator=g)[0]  # gold from T = 1
+        >>> ct = ChainTemperature().fit(3 * em, 3 * tr, st, en, tags)   # model 3x overconfident
+        >>> round(ct.temperature.item())
+        3
+        >>> ct.marginals(3 * em, 3 * tr, st, en).unigram.shape
+        torch.Size([200, 6, 3])
+    """
+
+    def __init__(
+        self, separate: bool = False, objective: str = "likelihood", max_iter: int = 100
+    ) -> None:
+        super().__init__()
+        if objective not in _OBJECTIVES:
+            raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}")
+        if separate and objective != "likelihood":
+            raise ValueError("separate temperatures are fitted by objective='likelihood' only")
+        self.separate = bool(separate)
+        self.objective = objective
+        self.max_iter = max_iter
+        self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
+        self.register_buffer("transition_temperature", torch.tensor(1.0, dtype=torch.float64))
+
+    # ------------------------------------------------------------------ apply
+    def scale(
+        self, emissions: Tensor, transitions: Tensor, start: Tensor, end: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The recalibrated potentials ``(emissions, transitions, start, end)``."""
+        t_em = self.temperature.to(emissions.device, emissions.dtype)
+        t_tr = self.transition_temperature.to(emissions.device, emissions.dtype)
+        return emissions / t_em, transitions / t_tr, start / t_tr, end / t_tr
+
+    def marginals(
+        self,
+        emissions: Tensor,
+        transitions: Tensor,
+        start: Tensor,
+        end: Tensor,
+        mask: Tensor | None = None,
+        *,
+        pairwise: bool = True,
+    ) -> ChainMarginals:
+        """:func:`~calib_metrics.models.linear_chain.posterior_marginals` of the recalibrated
+        chain."""
+        self.check_fitted()
+        _check_potentials(emissions, transitions, start, end, mask)
+        scaled = self.scale(emissions, transitions, start, end)
+        return linear_chain.posterior_marginals(*scaled, mask, pairwise=pairwise)
+
+    def sample(
+        self,
+        emissions: Tensor,
+        transitions: Tensor,
+        start: Tensor,
+        end: Tensor,
+        mask: Tensor | None = None,
+        *,
+        n_samples: int,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Exact samples ``[S, B, T]`` of the recalibrated chain."""
+        self.check_fitted()
+        _check_potentials(emissions, transitions, start, end, mask)
+        scaled = self.scale(emissions, transitions, start, end)
+        return linear_chain.sample(*scaled, mask, n_samples=n_samples, generator=generator)
+
+    def nll(self, emissions, transitions, start, end, tags, mask=None) -> float:
+        """Mean per-token negative log-likelihood of ``tags`` under the recalibrated chain."""
+        self.check_fitted()
+        mask = _check_potentials(emissions, transitions, start, end, mask)
+        tags = _check_tags(tags, mask, emissions.shape[-1])
+        parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
+        t_em = self.temperature.to(emissions.device)
+        t_tr = self.transition_temperature.to(emissions.device)
+        with torch.no_grad():
+            return float(chain_nll(parts, gold, mask, t_em, t_tr))
+
+    # -------------------------------------------------------------------- fit
+    @staticmethod
+    def _parts(emissions, transitions, start, end, tags, mask):
+        parts = tuple(float64_copy(x) for x in (emissions, transitions, start, end))
+        em, tr, st, en = parts
+        gold_em = linear_chain.sequence_score(
+            em, torch.zeros_like(tr), torch.zeros_like(st), torch.zeros_like(en), tags, mask
+        )
+        gold_tr = linear_chain.sequence_score(torch.zeros_like(em), tr, st, en, tags, mask)
+        return parts, (gold_em, gold_tr)
+
+    def fit(
+        self,
+        emissions: Tensor,
+        transitions: Tensor,
+        start: Tensor,
+        end: Tensor,
+        tags: Tensor,
+        mask: Tensor | None = None,
+    ) -> ChainTemperature:
+        """Fit on dev potentials ``[B, T, K]``, ``[K, K]``, ``[K]``, ``[K]`` and gold ``tags``."""
+        mask = _check_potentials(emissions, transitions, start, end, mask)
+        tags = _check_tags(tags, mask, emissions.shape[-1])
+        with fitting_mode():
+            parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
+            if self.objective == "calib_err":
+                t_em = t_tr = self._grid_calib_err(parts, tags, mask)
+            else:
+                t_em, t_tr = self._fit_likelihood(parts, gold, mask)
+        self.temperature = t_em.detach().to(self.temperature.device)
+        self.transition_temperature = t_tr.detach().to(self.temperature.device)
+        self.fitted = torch.tensor(True, device=self.fitted.device)
+        return self
+
+    def _fit_likelihood(self, parts, gold, mask) -> tuple[Tensor, Tensor]:
+        device = parts[0].device
+        log_t = torch.zeros(2 if self.separate else 1, dtype=torch.float64, device=device)
+        log_t.requires_grad_()
+
+        def loss() -> Tensor:
+            t = log_t.exp()
+            return chain_nll(parts, gold, mask, t[0], t[-1])
+
+        self.nll_ = lbfgs([log_t], loss, self.max_iter)
+        t = log_t.detach().exp()
+        return t[0], t[-1]
+
+    def _grid_calib_err(self, parts, tags, mask) -> Tensor:
+        em, tr, st, en = parts
+        y = torch.nn.functional.one_hot(tags[mask], em.shape[-1]).to(torch.float64)
+
+        def error(t: float) -> float:
+            unigram = linear_chain.posterior_marginals(
+                em / t, tr / t, st / t, en / t, mask, pairwise=False
+            ).unigram
+            q = unigram[mask]
+            return float(calibration_error(q.reshape(-1), y.reshape(-1), bin_size="auto",
+                                           debias=True))  # fmt: skip
+
+        grid = torch.logspace(math.log10(0.2), math.log10(5.0), 41, dtype=torch.float64)
+        errors = torch.tensor([error(float(t)) for t in grid])
+        best = int(errors.argmin())
+        # Refine between the best point's neighbours.
+        lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, grid.numel() - 1)]
+        fine = torch.logspace(math.log10(lo), math.log10(hi), 21, dtype=torch.float64)
+        fine_errors = torch.tensor([error(float(t)) for t in fine])
+        self.calib_err_ = float(fine_errors.min())
+        return fine[int(fine_errors.argmin())].to(em.device)
+
+
+def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
+    scores = check_tensor(scores, "scores")
+    if scores.ndim != 3 or scores.shape[0] == 0 or scores.shape[1] == 0:
+        raise ValueError(
+            f"scores must be [B, N, N] with B, N >= 1 (a non-empty dev set), "
+            f"got shape {tuple(scores.shape)}"
+        )
+    if scores.is_floating_point() and not bool(torch.isfinite(scores.tril()).all()):
+        raise ValueError("scores contain NaN or infinite values at allowed entries (j <= i)")
+    return mask
+
+
+class CorefTemperature(FittedModule):
+    """A temperature (and optional NEW offset) on antecedent scores ``[B, N, N]``.
+
+    The recalibrated scores are ``scores / T`` with ``b`` added to every NEW score
+    (the diagonal) when ``new_offset=True``. Fitting maximises the dev likelihood of the
+    gold antecedent sets (mentions with no gold antecedent option are skipped).
+
+    Args:
+        new_offset: also fit the NEW-score offset ``b``.
+        max_iter: L-BFGS iterations.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.models.coref import sample_antecedents
+        >>> g = torch.Generator().manual_seed(0)
+        >>> scores = torch.randn(50, 8, 8, generator=g)
+        >>> a = sample_antecedents(scores, 1, generator=g)[0]           # gold from T = 1
+        >>> gold = torch.nn.functional.one_hot(a, 8).bool()
+        >>> ct = CorefTemperature().fit(4 * scores, gold)                # 4x overconfident
+        >>> 3 < ct.temperature.item() < 5
+        True
+        >>> ct.marginals(4 * scores).shape
+        torch.Size([50, 8, 8])
+    """
+
+    def __init__(self, new_offset: bool = False, max_iter: int = 100) -> None:
+        super().__init__()
+        self.new_offset = bool(new_offset)
+        self.max_iter = max_iter
+        self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
+        self.register_buffer("offset", torch.tensor(0.0, dtype=torch.float64))
+
+    def scale(self, scores: Tensor) -> Tensor:
+        """The recalibrated scores ``scores / T + b * I``."""
+        return _scaled(scores, self.temperature.to(scores.device), self.offset.to(scores.device))
+
+    def log_probs(self, scores: Tensor, mask: Tensor | None = None) -> Tensor:
+        """Recalibrated ``log P(a_i = j | x)``, ``[B, N, N]``."""
+        self.check_fitted()
+        _check_coref(scores, mask)
+        return coref_model.antecedent_log_probs(self.scale(scores), mask)
+
+    def marginals(
+        self,
+        scores: Tensor,
+        mask: Tensor | None = None,
+        n_samples: int | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Pairwise coreference probabilities of the recalibrated ranker (exact by default)."""
+        self.check_fitted()
+        _check_coref(scores, mask)
+        return coref_model.coreference_marginals(self.scale(scores), n_samples, mask, generator)
+
+    def sample(
+        self,
+        scores: Tensor,
+        n_samples: int,
+        mask: Tensor | None = None,
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Antecedent samples ``[S, B, N]`` of the recalibrated ranker."""
+        self.check_fitted()
+        _check_coref(scores, mask)
+        return coref_model.sample_antecedents(self.scale(scores), n_samples, mask, generator)
+
+    def fit(self, scores: Tensor, gold: Tensor, mask: Tensor | None = None) -> CorefTemperature:
+        """Fit on dev ``scores [B, N, N]`` and bool ``gold [B, N, N]``: ``gold[b, i, j]``
+        (``j <= i``) is True when choosing ``j`` (``j = i``: NEW) agrees with the gold
+        entities (``AntecedentRanker.gold_options`` builds it for one document)."""
+        _check_coref(scores, mask)
+        gold = check_tensor(gold, "gold")
+        if tuple(gold.shape) != tuple(scores.shape):
+            raise ValueError(f"gold must have the shape of scores {tuple(scores.shape)}, "
+                             f"got {tuple(gold.shape)}")  # fmt: skip
+        gold = gold.bool() & torch.ones_like(gold, dtype=torch.bool).tril()
+        if mask is not None:
+            gold = gold & mask.bool()[:, :, None]
+        rows = gold.any(-1)
+        if not bool(rows.any()):
+            raise ValueError("gold marks no antecedent option: nothing to fit on")
+        with fitting_mode():
+            s = float64_copy(scores)
+            free = torch.zeros(2, dtype=torch.float64, device=s.device, requires_grad=True)
+
+            def loss() -> Tensor:
+                offset = free[1] if self.new_offset else free[1].detach() * 0
+                logp = coref_model.antecedent_log_probs(_scaled(s, free[0].exp(), offset), mask)
+                log_gold = torch.logsumexp(logp.masked_fill(~gold, float("-inf")), -1)
+                return -log_gold[rows].sum() / rows.sum()
+
+            self.nll_ = lbfgs([free], loss, self.max_iter)
+        self.temperature = free.detach()[0].exp().to(self.temperature.device)
+        self.offset = free.detach()[1].to(self.offset.device)
+        self.fitted = torch.tensor(True, device=self.fitted.device)
+        return self
+
+
+def _scaled(scores: Tensor, temperature: Tensor, offset: Tensor) -> Tensor:
+    eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
+    return scores / temperature.to(scores.dtype) + offset.to(scores.dtype) * eye
