@@ -1,0 +1,237 @@
+"""Classifier recalibrators against references: scikit-learn, brute force, closed forms."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from calib_metrics.recalibration import (
+    HistogramBinning,
+    IsotonicCalibration,
+    MatrixScaling,
+    PlattScaling,
+    ScalingBinning,
+    TemperatureScaling,
+    VectorScaling,
+)
+
+sklearn = pytest.importorskip("sklearn")
+
+
+def _multiclass(n=600, c=4, scale=3.0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(n, c, generator=g, dtype=torch.float64)
+    target = torch.multinomial(torch.softmax(logits, -1), 1, generator=g)[:, 0]
+    return scale * logits, target
+
+
+def _binary(n=800, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    s = 2 * torch.randn(n, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(torch.sigmoid(0.4 * s + 0.3), generator=g)
+    return s, y
+
+
+def test_temperature_matches_brute_force_grid():
+    logits, target = _multiclass(n=40, c=3)
+    ts = TemperatureScaling().fit(logits, target)
+    grid = torch.linspace(0.5, 8, 75001, dtype=torch.float64)
+    nll = torch.stack([F.cross_entropy(logits / t, target) for t in grid[::50]])
+    coarse = grid[::50][nll.argmin()]
+    fine = grid[(grid - coarse).abs() < 0.02]
+    nll = torch.stack([F.cross_entropy(logits / t, target) for t in fine])
+    assert ts.temperature.item() == pytest.approx(fine[nll.argmin()].item(), abs=2e-4)
+    assert ts.temperature.item() > 1.5  # logits were made 3x overconfident
+
+
+def test_binary_temperature_matches_brute_force():
+    s, y = _binary(n=50)
+    ts = TemperatureScaling().fit(s, y)
+    grid = torch.linspace(0.5, 10, 95001, dtype=torch.float64)
+    nll = torch.stack([F.binary_cross_entropy_with_logits(s / t, y) for t in grid[::100]])
+    coarse = grid[::100][nll.argmin()]
+    fine = grid[(grid - coarse).abs() < 0.02]
+    nll = torch.stack([F.binary_cross_entropy_with_logits(s / t, y) for t in fine])
+    assert ts.temperature.item() == pytest.approx(fine[nll.argmin()].item(), abs=2e-4)
+    assert ts(s).shape == s.shape
+
+
+def test_temperature_keeps_argmax_and_is_softmax():
+    logits, target = _multiclass()
+    ts = TemperatureScaling().fit(logits, target)
+    probs = ts(logits)
+    assert torch.equal(probs.argmax(-1), logits.argmax(-1))
+    assert torch.allclose(probs, torch.softmax(logits / ts.temperature, -1))
+    # [..., C] inputs are accepted once fitted.
+    assert ts(logits.reshape(6, 100, 4)).shape == (6, 100, 4)
+
+
+def test_platt_matches_sklearn_logistic_regression():
+    from sklearn.linear_model import LogisticRegression
+
+    s, y = _binary()
+    platt = PlattScaling().fit(s, y)
+    lr = LogisticRegression(C=float("inf"), tol=1e-10, max_iter=10000).fit(s[:, None].numpy(), y)
+    assert platt.slope.item() == pytest.approx(lr.coef_[0, 0], abs=1e-5)
+    assert platt.intercept.item() == pytest.approx(lr.intercept_[0], abs=1e-5)
+    expected = torch.as_tensor(lr.predict_proba(s[:, None].numpy())[:, 1])
+    assert torch.allclose(platt(s), expected, atol=1e-6)
+
+
+def test_platt_on_probabilities_uses_their_logit():
+    s, y = _binary()
+    q = torch.sigmoid(s)
+    a = PlattScaling(inputs="probs").fit(q, y)
+    b = PlattScaling().fit(s, y)
+    assert a.slope.item() == pytest.approx(b.slope.item(), abs=1e-6)
+    assert torch.allclose(a(q), b(s), atol=1e-8)
+
+
+def test_isotonic_matches_sklearn():
+    from sklearn.isotonic import IsotonicRegression
+
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(500, generator=g, dtype=torch.float64).round(decimals=2)  # with ties
+    y = torch.bernoulli(q**2, generator=g)
+    iso = IsotonicCalibration().fit(q, y)
+    ref = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(q.numpy(), y.numpy())
+    new = torch.linspace(-0.2, 1.2, 1001, dtype=torch.float64)
+    assert torch.allclose(iso(new), torch.as_tensor(ref.predict(new.numpy())), atol=1e-12)
+    assert torch.allclose(iso(q), torch.as_tensor(ref.predict(q.numpy())), atol=1e-12)
+
+
+def test_histogram_binning_is_bin_frequency():
+    g = torch.Generator().manual_seed(2)
+    q = torch.rand(1000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    hb = HistogramBinning(n_bins=10).fit(q, y)
+    out = hb(q)
+    assert out.unique().numel() == 10
+    order = q.argsort()
+    for chunk in order.chunk(10):  # equal-mass bins of 100 sorted dev scores
+        assert torch.allclose(out[chunk], y[chunk].mean().expand(100))
+    uniform = HistogramBinning(n_bins=4, binning="uniform").fit(q, y)
+    in_first = q < 0.25
+    assert torch.allclose(uniform(torch.tensor([0.1], dtype=torch.float64)), y[in_first].mean())
+
+
+def test_scaling_binning_outputs_bin_means_of_platt():
+    s, y = _binary(n=2000)
+    sb = ScalingBinning(n_bins=10, generator=torch.Generator().manual_seed(0)).fit(s, y)
+    out = sb(s)
+    assert out.unique().numel() == 10
+    # Each output value is the mean of the Platt outputs of its bin: within Platt's range.
+    platt = sb.platt(s)
+    assert out.min() >= platt.min() and out.max() <= platt.max()
+    # Monotone in the score.
+    sorted_out = out[s.argsort()]
+    assert bool((sorted_out[1:] >= sorted_out[:-1]).all())
+
+
+def test_vector_and_matrix_scaling_improve_dev_nll():
+    logits, target = _multiclass(n=1000)
+    logits = logits + torch.tensor([1.0, 0, 0, -1.0], dtype=torch.float64)  # class bias
+    before = F.cross_entropy(logits, target).item()
+    ts_nll = F.cross_entropy(TemperatureScaling().fit(logits, target).calibrated_logits(logits),
+                             target).item()  # fmt: skip
+    vs = VectorScaling().fit(logits, target)
+    vs_nll = F.nll_loss(vs(logits).log(), target).item()
+    ms = MatrixScaling(off_diagonal_l2=0.0, bias_l2=0.0).fit(logits, target)
+    ms_nll = F.nll_loss(ms(logits).log(), target).item()
+    # Nested models: each can do at least what the smaller one does, on dev.
+    assert ms_nll <= vs_nll + 1e-6 <= ts_nll + 2e-6 < before
+
+
+def test_matrix_scaling_odir_shrinks_off_diagonal():
+    logits, target = _multiclass(n=150, c=5)
+    free = MatrixScaling(off_diagonal_l2=0.0, bias_l2=0.0).fit(logits, target)
+    odir = MatrixScaling(off_diagonal_l2=10.0, bias_l2=10.0).fit(logits, target)
+
+    def off(m):
+        w = m.weight
+        return (w - torch.diag(w.diagonal())).abs().sum().item()
+
+    assert off(odir) < 0.5 * off(free)
+    assert odir.bias.abs().sum() < free.bias.abs().sum()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [TemperatureScaling, VectorScaling, MatrixScaling, PlattScaling, HistogramBinning,
+     IsotonicCalibration, lambda: ScalingBinning(generator=torch.Generator().manual_seed(0))],
+)  # fmt: skip
+def test_state_dict_round_trip(make):
+    multiclass = make in (VectorScaling, MatrixScaling)
+    if multiclass:
+        x, y = _multiclass()
+    else:
+        x, y = _binary()
+        x = torch.sigmoid(x) if make in (HistogramBinning, IsotonicCalibration) else x
+    fitted = make().fit(x, y)
+    fresh = make()
+    fresh.load_state_dict(fitted.state_dict())
+    assert torch.equal(fresh(x), fitted(x))
+
+
+def test_unfitted_call_is_a_value_error():
+    with pytest.raises(ValueError, match="not fitted"):
+        TemperatureScaling()(torch.zeros(3, 2))
+    with pytest.raises(ValueError, match="not fitted"):
+        IsotonicCalibration()(torch.zeros(3))
+
+
+BINARY = [TemperatureScaling, PlattScaling, HistogramBinning, IsotonicCalibration, ScalingBinning]
+
+
+@pytest.mark.parametrize("make", BINARY)
+def test_bad_binary_inputs(make):
+    q = torch.tensor([0.2, 0.4, 0.6, 0.8])
+    with pytest.raises(ValueError, match="empty"):
+        make().fit(torch.zeros(0), torch.zeros(0))
+    with pytest.raises(ValueError, match="single class"):
+        make().fit(q, torch.ones(4))
+    with pytest.raises(ValueError, match="NaN"):
+        make().fit(torch.tensor([0.2, math.nan, 0.6, 0.8]), torch.tensor([0, 1, 0, 1]))
+    with pytest.raises(ValueError, match="shape"):
+        make().fit(q, torch.tensor([0, 1, 0]))
+    with pytest.raises(ValueError, match="0 and 1"):
+        make().fit(q, torch.tensor([0, 1, 2, 1]))
+
+
+@pytest.mark.parametrize("make", [TemperatureScaling, VectorScaling, MatrixScaling])
+def test_bad_multiclass_inputs(make):
+    logits = torch.randn(5, 3, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="empty"):
+        make().fit(torch.zeros(0, 3), torch.zeros(0, dtype=torch.long))
+    with pytest.raises(ValueError, match="single class"):
+        make().fit(logits, torch.zeros(5, dtype=torch.long))
+    bad = logits.clone()
+    bad[0, 0] = math.nan
+    with pytest.raises(ValueError, match="NaN"):
+        make().fit(bad, torch.tensor([0, 1, 2, 0, 1]))
+    with pytest.raises(ValueError, match="target must be"):
+        make().fit(logits, torch.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match="class indices"):
+        make().fit(logits, torch.tensor([0, 1, 3, 0, 1]))
+    with pytest.raises(ValueError, match=r"\[N, C\]"):
+        make().fit(torch.randn(2, 5, 3), torch.zeros(2, 5, dtype=torch.long))
+
+
+def test_fit_works_under_inference_mode():
+    logits, target = _multiclass()
+    with torch.inference_mode():
+        ts = TemperatureScaling().fit(logits, target)
+        probs = ts(logits)
+    expected = TemperatureScaling().fit(logits, target).temperature
+    assert ts.temperature.item() == pytest.approx(expected.item(), rel=1e-10)
+    assert probs.shape == logits.shape
+
+
+def test_float32_input_gives_float32_probs():
+    logits, target = _multiclass()
+    ts = TemperatureScaling().fit(logits.float(), target)
+    assert ts(logits.float()).dtype == torch.float32
+    assert ts.temperature.dtype == torch.float64

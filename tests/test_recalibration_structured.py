@@ -1,0 +1,217 @@
+"""Chain and coreference temperatures: gradients, Viterbi invariance, recovery, bad inputs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from calib_metrics.models import linear_chain
+from calib_metrics.models.coref import coreference_marginals, sample_antecedents
+from calib_metrics.recalibration import ChainTemperature, CorefTemperature, PlattScaling
+from calib_metrics.recalibration.structured import chain_nll
+
+
+def _chain(b=60, t=7, k=4, seed=0, scale=1.0):
+    """Potentials, and gold tags sampled from the chain at T = 1, before scaling by ``scale``."""
+    g = torch.Generator().manual_seed(seed)
+    em = torch.randn(b, t, k, generator=g, dtype=torch.float64)
+    tr = torch.randn(k, k, generator=g, dtype=torch.float64)
+    st, en = torch.randn(k, generator=g, dtype=torch.float64), torch.zeros(k, dtype=torch.float64)
+    lengths = torch.randint(2, t + 1, (b,), generator=g)
+    mask = torch.arange(t)[None, :] < lengths[:, None]
+    tags = linear_chain.sample(em, tr, st, en, mask, n_samples=1, generator=g)[0]
+    return (scale * em, scale * tr, scale * st, scale * en), tags, mask
+
+
+def _gold_scores(parts, tags, mask):
+    em, tr, st, en = parts
+    z = torch.zeros_like
+    gold_em = linear_chain.sequence_score(em, z(tr), z(st), z(en), tags, mask)
+    gold_tr = linear_chain.sequence_score(z(em), tr, st, en, tags, mask)
+    return gold_em, gold_tr
+
+
+def _grid_argmin(f, lo=0.5, hi=8.0) -> float:
+    """Brute force: a coarse grid, then a fine one (step 1e-3) around its best point."""
+    coarse = torch.linspace(lo, hi, 151, dtype=torch.float64)
+    best = coarse[torch.stack([f(t) for t in coarse]).argmin()]
+    fine = torch.linspace(best - 0.05, best + 0.05, 101, dtype=torch.float64)
+    return fine[torch.stack([f(t) for t in fine]).argmin()].item()
+
+
+def test_chain_nll_gradient_matches_finite_differences():
+    parts, tags, mask = _chain(b=8, t=5, k=3)
+    gold = _gold_scores(parts, tags, mask)
+
+    def f(log_t):
+        t = log_t.exp()
+        return chain_nll(parts, gold, mask, t[0], t[1])
+
+    log_t = torch.tensor([0.3, -0.2], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(f, (log_t,), eps=1e-6, atol=1e-7)
+
+
+def test_chain_nll_is_the_gold_path_log_likelihood():
+    parts, tags, mask = _chain(b=5, t=4, k=3)
+    t = torch.tensor(1.7, dtype=torch.float64)
+    nll = chain_nll(parts, _gold_scores(parts, tags, mask), mask, t, t)
+    scaled = [p / t for p in parts]
+    ll = linear_chain.sequence_score(*scaled, tags, mask) - linear_chain.log_partition(
+        *scaled, mask
+    )
+    assert nll.item() == pytest.approx(-(ll.sum() / mask.sum()).item(), rel=1e-12)
+
+
+def test_chain_temperature_is_the_likelihood_optimum():
+    parts, tags, mask = _chain(b=20, t=5, k=3, scale=2.5)
+    ct = ChainTemperature().fit(*parts, tags, mask)
+    gold = _gold_scores(parts, tags, mask)
+    assert ct.temperature.item() == pytest.approx(_grid_argmin(lambda t: chain_nll(
+        parts, gold, mask, t, t)), abs=2e-3)  # fmt: skip
+    assert ct.transition_temperature.item() == ct.temperature.item()
+
+
+def test_chain_temperature_recovers_overconfidence():
+    parts, tags, mask = _chain(b=300, t=8, k=4, scale=3.0)
+    ct = ChainTemperature().fit(*parts, tags, mask)
+    assert 2.4 < ct.temperature.item() < 3.6
+    sep = ChainTemperature(separate=True).fit(*parts, tags, mask)
+    assert 2.2 < sep.temperature.item() < 3.8
+    assert 2.2 < sep.transition_temperature.item() < 3.8
+    assert sep.nll(*parts, tags, mask) <= ct.nll(*parts, tags, mask) + 1e-9
+
+
+def test_single_temperature_keeps_viterbi_but_changes_marginals_and_samples():
+    parts, tags, mask = _chain(b=30, t=6, k=4, scale=3.0)
+    ct = ChainTemperature().fit(*parts, tags, mask)
+    assert abs(ct.temperature.item() - 1) > 0.5
+    scaled = ct.scale(*parts)
+    _, best = linear_chain.viterbi(*parts, mask)
+    _, best_scaled = linear_chain.viterbi(*scaled, mask)
+    assert torch.equal(best, best_scaled)
+    before = linear_chain.posterior_marginals(*parts, mask)
+    after = ct.marginals(*parts, mask)
+    assert (before.unigram - after.unigram).abs().max() > 0.05
+    assert (before.pairwise - after.pairwise).abs().max() > 0.05
+    assert torch.allclose(after.unigram, linear_chain.posterior_marginals(*scaled, mask).unigram)
+    # Same uniforms, different chain: samples differ (flatter chain, more disagreement).
+    draws_before = linear_chain.sample(
+        *parts, mask, n_samples=50, generator=torch.Generator().manual_seed(0)
+    )
+    draws_after = ct.sample(*parts, mask, n_samples=50, generator=torch.Generator().manual_seed(0))
+    assert not torch.equal(draws_before, draws_after)
+    assert (draws_after != best).sum() > (draws_before != best).sum()
+
+
+def test_chain_temperature_by_calib_err():
+    parts, tags, mask = _chain(b=300, t=8, k=4, scale=3.0)
+    ct = ChainTemperature(objective="calib_err").fit(*parts, tags, mask)
+    assert 1.5 < ct.temperature.item() < 5.0
+
+
+def test_chain_state_dict_round_trip():
+    parts, tags, mask = _chain()
+    ct = ChainTemperature(separate=True).fit(*parts, tags, mask)
+    fresh = ChainTemperature(separate=True)
+    fresh.load_state_dict(ct.state_dict())
+    assert torch.equal(fresh.marginals(*parts, mask).unigram, ct.marginals(*parts, mask).unigram)
+
+
+def test_chain_bad_inputs():
+    parts, tags, mask = _chain(b=4, t=5, k=3)
+    em, tr, st, en = parts
+    with pytest.raises(ValueError, match="non-empty"):
+        ChainTemperature().fit(em[:0], tr, st, en, tags[:0], mask[:0])
+    with pytest.raises(ValueError, match="single tag"):
+        ChainTemperature().fit(em, tr, st, en, torch.zeros_like(tags), mask)
+    bad = em.clone()
+    bad[0, 0, 0] = math.nan
+    with pytest.raises(ValueError, match="NaN"):
+        ChainTemperature().fit(bad, tr, st, en, tags, mask)
+    with pytest.raises(ValueError, match="tags must be"):
+        ChainTemperature().fit(em, tr, st, en, tags[:, :3], mask)
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        ChainTemperature().fit(em, tr, st, en, tags + 5, mask)
+    with pytest.raises(ValueError, match="objective"):
+        ChainTemperature(objective="accuracy")
+    with pytest.raises(ValueError, match="not fitted"):
+        ChainTemperature().marginals(em, tr, st, en, mask)
+
+
+def _coref(b=80, n=8, seed=0, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(b, n, n, generator=g, dtype=torch.float64)
+    a = sample_antecedents(scores, 1, generator=g)[0]
+    gold = torch.nn.functional.one_hot(a, n).bool()
+    return scale * scores, gold
+
+
+def test_coref_temperature_is_the_likelihood_optimum():
+    scores, gold = _coref(b=10, n=6, scale=2.0)
+    ct = CorefTemperature().fit(scores, gold)
+
+    def nll(t):
+        logp = torch.log_softmax(
+            (scores / t).masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), -math.inf), -1
+        )
+        rows = gold.any(-1)
+        return -(logp.masked_fill(~gold, -math.inf).logsumexp(-1)[rows]).mean()
+
+    assert ct.temperature.item() == pytest.approx(_grid_argmin(nll), abs=2e-3)
+
+
+def test_coref_temperature_with_gold_sets_and_offset():
+    scores, _ = _coref(b=200, n=10, scale=3.0)
+    g = torch.Generator().manual_seed(5)
+    # Gold antecedent *sets*: the whole sampled entity of each mention.
+    a = sample_antecedents(scores / 3.0 + 1.0 * torch.eye(10), 1, generator=g)[0]
+    from calib_metrics.models.coref import entity_roots
+
+    roots = entity_roots(a)
+    earlier = torch.ones(10, 10, dtype=torch.bool).tril(-1)
+    same = (roots[:, :, None] == roots[:, None, :]) & earlier
+    gold = same | (torch.eye(10, dtype=torch.bool) & ~same.any(-1, keepdim=True))
+    plain = CorefTemperature().fit(scores, gold)
+    offset = CorefTemperature(new_offset=True).fit(scores, gold)
+    assert offset.nll_ <= plain.nll_ + 1e-9
+    assert offset.offset.item() > 0.3  # the NEW scores were shifted by +1 at T = 1
+    exact = offset.marginals(scores)
+    assert torch.allclose(exact, coreference_marginals(offset.scale(scores)))
+    est = offset.marginals(scores, n_samples=4000, generator=torch.Generator().manual_seed(0))
+    assert (est - exact).abs().max() < 0.06
+    assert not torch.allclose(exact, coreference_marginals(scores), atol=1e-2)
+
+
+def test_coref_bad_inputs():
+    scores, gold = _coref(b=3, n=4)
+    with pytest.raises(ValueError, match="non-empty"):
+        CorefTemperature().fit(scores[:0], gold[:0])
+    bad = scores.clone()
+    bad[0, 2, 1] = math.nan
+    with pytest.raises(ValueError, match="NaN"):
+        CorefTemperature().fit(bad, gold)
+    with pytest.raises(ValueError, match="gold must"):
+        CorefTemperature().fit(scores, gold[:, :2])
+    with pytest.raises(ValueError, match="nothing to fit"):
+        CorefTemperature().fit(scores, torch.zeros_like(gold))
+
+
+def test_query_level_recalibration_is_a_binary_recalibrator():
+    """A black-box tagger: recalibrate its one-vs-rest tag queries with Platt on (q, y)."""
+    from calib_metrics.functional import calibration_error
+    from calib_metrics.queries import tag_queries
+
+    dev_parts, dev_tags, dev_mask = _chain(b=300, t=8, k=4, scale=3.0, seed=1)
+    test_parts, test_tags, test_mask = _chain(b=300, t=8, k=4, scale=3.0, seed=2)
+    q_dev, y_dev = tag_queries(
+        linear_chain.posterior_marginals(*dev_parts, dev_mask).unigram, dev_tags, dev_mask
+    )
+    q_test, y_test = tag_queries(
+        linear_chain.posterior_marginals(*test_parts, test_mask).unigram, test_tags, test_mask
+    )
+    platt = PlattScaling(inputs="probs").fit(q_dev, y_dev)
+    before = calibration_error(q_test, y_test, bin_size=200)
+    after = calibration_error(platt(q_test), y_test, bin_size=200)
+    assert after < 0.7 * before
