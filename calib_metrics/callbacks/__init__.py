@@ -6,5 +6,6 @@ Add one line to a Trainer's callbacks::
 """
 
 from calib_metrics.callbacks.calibration_monitor import CalibrationMonitor
+from calib_metrics.callbacks.recalibration import TemperatureRecalibration
 
-__all__ = ["CalibrationMonitor"]
+__all__ = ["CalibrationMonitor", "TemperatureRecalibration"]

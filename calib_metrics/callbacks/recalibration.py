@@ -1,0 +1,183 @@
+"""A Lightning callback that fits a temperature on the validation set when fitting ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch.utilities import rank_zero_only
+from torch import Tensor
+
+from calib_metrics.callbacks import _tensorboard as tb
+from calib_metrics.functional import calibration_error_ci
+from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.recalibration import TemperatureScaling
+from calib_metrics.recalibration._common import fitting_mode
+
+Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
+
+
+class TemperatureRecalibration(Callback):
+    """Fit :class:`~calib_metrics.recalibration.TemperatureScaling` on the last validation
+    epoch's logits at the end of ``fit``, and log the calibration before and after.
+
+    Each validation step returns a dict with ``"logits"`` (``[..., C]``, or binary scores
+    ``[...]``) and ``"target"`` (the keys are options), or ``extract(outputs, batch)``
+    returns ``(logits, target)``. The logits of the last validation epoch (never the
+    sanity check) are kept; when fitting ends the temperature is fitted on them (in float64,
+    with grad enabled and outside inference mode, on copies of the inference-mode tensors
+    Lightning's validation produces), stored as :attr:`recalibrator` and as
+    ``pl_module.calibration_temperature`` (a float, so it can be applied at prediction time:
+    ``softmax(logits / T)``), and
+
+    * ``{prefix}/temperature``, ``{prefix}/calib_err_before`` and ``{prefix}/calib_err_after``
+      (with ``_lower`` / ``_upper`` interval ends) go to every logger's ``log_metrics``;
+    * the reliability diagrams ``{prefix}/reliability_before`` and ``..._after`` go to every
+      logger whose ``experiment`` has ``add_figure``.
+
+    The errors are measured on the validation set the temperature was fitted on (an
+    in-sample check); the held-out verdict comes from a test set (``calib-metrics
+    recalibrate``, ``docs/recalibration.md``). Multiclass probabilities are measured
+    one-vs-rest (the paper's §4.2.2). Under DDP each rank fits on its own validation shard.
+
+    Args:
+        logits_key, target_key: keys of the step's output dict.
+        extract: ``extract(outputs, batch) -> (logits, target) | None``, replacing the keys.
+        ignore_index: target value of items to drop (padding).
+        prefix: start of every logged name.
+        bin_size, n_samples, confidence: of the before/after errors (debiased, bootstrap
+            over pairs).
+
+    Example:
+        >>> import torch
+        >>> cb = TemperatureRecalibration(ignore_index=-100)
+        >>> logits, target = torch.randn(4, 3), torch.tensor([0, 2, -100, 1])
+        >>> [t.shape for t in cb.extract_batch({"logits": logits, "target": target}, None)]
+        [torch.Size([3, 3]), torch.Size([3])]
+    """
+
+    def __init__(
+        self,
+        *,
+        logits_key: str = "logits",
+        target_key: str = "target",
+        extract: Extract | None = None,
+        ignore_index: int | None = None,
+        prefix: str = "recalibration",
+        bin_size: int | str = "auto",
+        n_samples: int = 2000,
+        confidence: float = 0.95,
+    ) -> None:
+        super().__init__()
+        self.logits_key, self.target_key = logits_key, target_key
+        self.extract = extract
+        self.ignore_index = ignore_index
+        self.prefix = prefix
+        self.options = {"bin_size": bin_size, "n_samples": n_samples, "confidence": confidence}
+        self.recalibrator: TemperatureScaling | None = None
+        self.results: dict[str, float] = {}
+        self._logits: list[Tensor] = []
+        self._target: list[Tensor] = []
+
+    def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
+        """``(logits [M, C] or [M], target [M])`` of one step, padding dropped."""
+        if self.extract is not None:
+            pair = self.extract(outputs, batch)
+            if pair is None:
+                return None
+            logits, target = pair
+        else:
+            if not isinstance(outputs, Mapping) or self.logits_key not in outputs:
+                raise ValueError(
+                    f"TemperatureRecalibration needs the validation step to return a dict "
+                    f"with keys {self.logits_key!r} and {self.target_key!r}, or extract="
+                )
+            logits, target = outputs[self.logits_key], outputs[self.target_key]
+        logits, target = logits.detach(), target.detach()
+        binary = logits.shape == target.shape
+        logits = logits.reshape(-1) if binary else logits.reshape(-1, logits.shape[-1])
+        target = target.reshape(-1)
+        if self.ignore_index is not None:
+            keep = target != self.ignore_index
+            logits, target = logits[keep], target[keep]
+        return logits, target
+
+    def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._logits, self._target = [], []
+
+    def on_validation_batch_end(
+        self,
+        trainer: Trainer,
+        pl_module: LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        if trainer.sanity_checking:
+            return
+        pair = self.extract_batch(outputs, batch)
+        if pair is not None:
+            self._logits.append(pair[0])
+            self._target.append(pair[1])
+
+    def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if not self._logits:
+            return
+        with fitting_mode():
+            # Validation ran in inference mode: cat outside it gives normal tensors.
+            logits = torch.cat(self._logits).clone()
+            target = torch.cat(self._target).clone()
+        self._logits, self._target = [], []
+        self.recalibrator = TemperatureScaling().fit(logits, target)
+        pl_module.calibration_temperature = float(self.recalibrator.temperature)
+        before = self._measure(_probs(logits), target)
+        after = self._measure(self.recalibrator(logits), target)
+        self.results = {"temperature": float(self.recalibrator.temperature)}
+        for name, result in (("before", before), ("after", after)):
+            numbers = tb.result_numbers(result)
+            base = f"{self.prefix}/calib_err_{name}"
+            self.results |= {base: numbers["error"], f"{base}_lower": numbers["lower"],
+                             f"{base}_upper": numbers["upper"]}  # fmt: skip
+        self._write(trainer, before, after)
+
+    def _measure(self, probs: Tensor, target: Tensor) -> CalibrationResult:
+        generator = torch.Generator().manual_seed(0)
+        if probs.ndim == 2:
+            target = torch.nn.functional.one_hot(target.long(), probs.shape[-1])
+        return calibration_error_ci(
+            probs.reshape(-1).cpu(), target.reshape(-1).cpu(), generator=generator,
+            debias=True, interval="pairs", **self.options,
+        )  # fmt: skip
+
+    @rank_zero_only
+    def _write(self, trainer: Trainer, before: CalibrationResult, after: CalibrationResult) -> None:
+        step = int(trainer.global_step)
+        metrics = {f"{self.prefix}/temperature": self.results["temperature"]} | {
+            k: v for k, v in self.results.items() if k != "temperature"
+        }
+        figures = None
+        for logger in trainer.loggers:
+            logger.log_metrics(metrics, step=step)
+            experiment = tb.experiment_of(logger)
+            if tb.has_method(experiment, "add_figure"):
+                figures = figures or self._figures(before, after)
+                for name, fig in figures.items():
+                    experiment.add_figure(f"{self.prefix}/{name}", fig, global_step=step)
+            if hasattr(logger, "save"):
+                logger.save()
+
+    def _figures(self, before: CalibrationResult, after: CalibrationResult) -> dict[str, Any]:
+        from calib_metrics import plot  # matplotlib only once there is something to draw
+
+        t = self.results["temperature"]
+        return {
+            "reliability_before": plot.reliability_diagram(before, title="before")[0],
+            "reliability_after": plot.reliability_diagram(after, title=f"after (T = {t:.3f})")[0],
+        }
+
+
+def _probs(logits: Tensor) -> Tensor:
+    return torch.sigmoid(logits) if logits.ndim == 1 else torch.softmax(logits, -1)

@@ -1,0 +1,104 @@
+"""TemperatureRecalibration in a tiny CPU Trainer run (validation under inference mode)."""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+from tensorboard.backend.event_processing.event_accumulator import IMAGES, EventAccumulator
+from torch.utils.data import DataLoader, TensorDataset
+
+from calib_metrics.callbacks import TemperatureRecalibration
+from calib_metrics.recalibration import TemperatureScaling
+
+PAD = -100
+TRUE_WEIGHT = torch.randn(5, 3, generator=torch.Generator().manual_seed(9))
+
+
+def _data(n: int, seed: int) -> TensorDataset:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 4, 5, generator=g)
+    probs = torch.softmax(x @ TRUE_WEIGHT, -1).reshape(-1, 3)
+    y = torch.multinomial(probs, 1, generator=g).reshape(n, 4)
+    y[:, 3] = PAD
+    return TensorDataset(x, y)
+
+
+class Overconfident(LightningModule):
+    """The true linear tagger with its logits multiplied by 5 (and a tiny learning rate)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Linear(5, 3)
+        with torch.no_grad():
+            self.net.weight.copy_(TRUE_WEIGHT.t())
+            self.net.bias.zero_()
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        return 5 * self.net(x)
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        return F.cross_entropy(self.logits(x).reshape(-1, 3), y.reshape(-1), ignore_index=PAD)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        x, y = batch
+        return {"logits": self.logits(x), "target": y}
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=1e-4)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_fits_temperature_on_validation_under_inference_mode(tmp_path):
+    torch.manual_seed(0)
+    model = Overconfident()
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=200)
+    loggers = [CSVLogger(tmp_path, name="csv"), TensorBoardLogger(tmp_path, name="tb")]
+    trainer = Trainer(
+        max_epochs=2,
+        accelerator="cpu",
+        logger=loggers,
+        callbacks=[callback],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        inference_mode=True,
+    )
+    val = _data(300, seed=1)
+    trainer.fit(
+        model, DataLoader(_data(300, seed=0), batch_size=50), DataLoader(val, batch_size=64)
+    )
+
+    # The same temperature as fitting directly on the final model's validation logits.
+    with torch.no_grad():
+        x, y = val.tensors
+        logits, target = model.logits(x).reshape(-1, 3), y.reshape(-1)
+    keep = target != PAD
+    expected = TemperatureScaling().fit(logits[keep], target[keep]).temperature.item()
+    t = callback.recalibrator.temperature.item()
+    assert t == pytest.approx(expected, rel=1e-6)
+    assert 3.5 < t < 6.5 and model.calibration_temperature == pytest.approx(t)
+    before = callback.results["recalibration/calib_err_before"]
+    after = callback.results["recalibration/calib_err_after"]
+    assert after < before
+
+    with open(loggers[0].log_dir + "/metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    logged = {k: v for r in rows for k, v in r.items() if v}
+    assert float(logged["recalibration/temperature"]) == pytest.approx(t)
+    assert "recalibration/calib_err_after_upper" in logged
+    events = EventAccumulator(loggers[1].log_dir, size_guidance={IMAGES: 0}).Reload()
+    assert {"recalibration/reliability_before", "recalibration/reliability_after"} <= set(
+        events.Tags()["images"]
+    )
+
+
+def test_missing_logits_key_is_a_value_error():
+    with pytest.raises(ValueError, match="logits"):
+        TemperatureRecalibration().extract_batch({"probs": torch.zeros(2, 3)}, None)
