@@ -347,6 +347,12 @@ def build_parser(paper: bool = True) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_evaluate(sub)
+    from calib_metrics import cli_recalibrate
+
+    recal = sub.add_parser(
+        "recalibrate", help=cli_recalibrate.DESCRIPTION, description=cli_recalibrate.__doc__
+    )
+    cli_recalibrate.add_arguments(recal)
     if paper:
         _add_paper_commands(sub)
     else:
@@ -384,6 +390,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "evaluate":
             evaluate(args)
+        elif args.command == "recalibrate":
+            from calib_metrics import cli_recalibrate
+
+            cli_recalibrate.run(args)
         else:
             _run_paper_command(args)
     except (ValueError, OSError, ImportError) as err:

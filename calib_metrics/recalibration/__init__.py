@@ -5,14 +5,15 @@ Classifiers (multiclass logits or binary scores): :class:`TemperatureScaling`,
 :class:`HistogramBinning`, :class:`IsotonicCalibration`, :class:`ScalingBinning`.
 Structured models: :class:`ChainTemperature` (linear chains: HMM, CRF) and
 :class:`CorefTemperature` (antecedent rankers). For a black-box structured model, fit any
-binary recalibrator on its ``queries`` output ``(q, y)`` (``PlattScaling(inputs="probs")``,
-``IsotonicCalibration``, ...): the query level needs nothing more.
+binary recalibrator on its ``queries`` output ``(q, y)`` (:func:`fit_binary`,
+``PlattScaling(inputs="probs")``, ...): the query level needs nothing more.
 
 Each is an ``nn.Module``: ``fit(dev...) -> self``, then call it (or ``marginals``); fitting
 runs in float64 with gradients on, also when called under ``torch.inference_mode``.
 See ``docs/recalibration.md``.
 """
 
+from calib_metrics.recalibration.binary import BINARY_METHODS, fit_binary
 from calib_metrics.recalibration.binning import (
     HistogramBinning,
     IsotonicCalibration,
@@ -27,6 +28,7 @@ from calib_metrics.recalibration.scaling import (
 from calib_metrics.recalibration.structured import ChainTemperature, CorefTemperature
 
 __all__ = [
+    "BINARY_METHODS",
     "ChainTemperature",
     "CorefTemperature",
     "HistogramBinning",
@@ -36,4 +38,5 @@ __all__ = [
     "ScalingBinning",
     "TemperatureScaling",
     "VectorScaling",
+    "fit_binary",
 ]

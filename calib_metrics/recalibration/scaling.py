@@ -65,6 +65,8 @@ def check_logits(logits: object) -> Tensor:
     logits = check_tensor(logits, "logits")
     if not logits.is_floating_point():
         raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
+    if logits.ndim == 0:
+        raise ValueError("logits must have at least one dimension, got a 0-dim tensor")
     check_nonempty(logits, "logits")
     check_finite(logits, "logits")
     return logits
@@ -75,11 +77,14 @@ class _LogitScaler(FittedModule):
 
     binary_ok = False
 
-    def __init__(self, max_iter: int = 200) -> None:
+    def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
         super().__init__()
         if not isinstance(max_iter, int) or max_iter < 1:
             raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+        if inputs not in ("logits", "probs"):
+            raise ValueError(f"inputs must be 'logits' or 'probs', got {inputs!r}")
         self.max_iter = max_iter
+        self.inputs = inputs
         # 0 until fitted; 1 for binary scores [N], else C.
         self.register_buffer("num_classes", torch.tensor(0))
 
@@ -103,7 +108,12 @@ class _LogitScaler(FittedModule):
         raise NotImplementedError
 
     def _prepare_input(self, logits: Tensor) -> Tensor:
-        return logits
+        """Probabilities become logits: ``logit(q)`` of binary ``[N]``, ``log p`` of ``[N, C]``
+        (both clamped at 1e-12 so that 0 and 1 stay finite)."""
+        if self.inputs == "logits":
+            return logits
+        probs = check_probs(logits)
+        return logit(probs) if probs.ndim <= 1 else probs.to(torch.float64).clamp_min(1e-12).log()
 
     def fit(self, logits: Tensor, target: Tensor) -> _LogitScaler:
         logits = self._prepare_input(check_logits(logits))
@@ -168,6 +178,9 @@ class TemperatureScaling(_LogitScaler):
 
     Args:
         max_iter: L-BFGS iterations.
+        inputs: ``"logits"``, or ``"probs"`` for probabilities (a model that gives no
+            logits): binary ``q`` ``[N]`` are used through ``logit(q)``, multiclass
+            ``p`` ``[N, C]`` through ``log p`` (clamped at 1e-12).
 
     Example:
         >>> import torch
@@ -185,8 +198,8 @@ class TemperatureScaling(_LogitScaler):
 
     binary_ok = True
 
-    def __init__(self, max_iter: int = 200) -> None:
-        super().__init__(max_iter)
+    def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
+        super().__init__(max_iter, inputs)
         self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
 
     def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
@@ -325,19 +338,9 @@ class PlattScaling(_LogitScaler):
     binary_ok = True
 
     def __init__(self, inputs: str = "logits", max_iter: int = 200) -> None:
-        super().__init__(max_iter)
-        if inputs not in ("logits", "probs"):
-            raise ValueError(f"inputs must be 'logits' or 'probs', got {inputs!r}")
-        self.inputs = inputs
+        super().__init__(max_iter, inputs)
         self.register_buffer("slope", torch.tensor(1.0, dtype=torch.float64))
         self.register_buffer("intercept", torch.tensor(0.0, dtype=torch.float64))
-
-    def _prepare_input(self, logits: Tensor) -> Tensor:
-        if logits.ndim == 0:
-            raise ValueError("scores must have at least one dimension")
-        if self.inputs == "probs":
-            return logit(check_probs(logits))
-        return logits
 
     def fit(self, scores: Tensor, target: Tensor) -> PlattScaling:  # type: ignore[override]
         check_logits(scores)

@@ -1,0 +1,98 @@
+"""``calib-metrics recalibrate``: fit on dev, before/after on test, paired interval, output file."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+import torch
+
+from calib_metrics.cli import main
+from calib_metrics.recalibration import PlattScaling, TemperatureScaling
+
+
+def _write(path, n, seed, groups=False):
+    g = torch.Generator().manual_seed(seed)
+    s = torch.randn(n, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(torch.sigmoid(s), generator=g)
+    q = torch.sigmoid(3 * s)  # overconfident
+    with open(path, "w") as f:
+        f.write("prob,label" + (",doc_id" if groups else "") + "\n")
+        for i, (a, b) in enumerate(zip(q.tolist(), y.tolist())):
+            f.write(f"{a!r},{int(b)}" + (f",d{i // 20}" if groups else "") + "\n")
+    return q, y
+
+
+@pytest.fixture
+def files(tmp_path):
+    dev, test = tmp_path / "dev.csv", tmp_path / "test.csv"
+    return (dev, *_write(dev, 1500, 0)), (test, *_write(test, 2000, 1, groups=True))
+
+
+def test_platt_before_after_and_written_probabilities(files, tmp_path, capsys):
+    (dev, q_dev, y_dev), (test, q_test, _) = files
+    out = tmp_path / "recal.csv"
+    code = main(["recalibrate", str(dev), str(test), "--method", "platt", "--samples", "100",
+                 "--out", str(out)])  # fmt: skip
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "before CalibErr" in text and "after  CalibErr" in text and "paired" in text
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2000
+    written = torch.tensor([float(r["probs"]) for r in rows], dtype=torch.float64)
+    expected = PlattScaling(inputs="probs").fit(q_dev, y_dev)(q_test)
+    assert torch.allclose(written, expected, atol=1e-9)
+
+
+def test_json_summary_shows_the_improvement_with_groups(files, tmp_path, capsys):
+    (dev, q_dev, y_dev), (test, *_) = files
+    code = main(["recalibrate", str(dev), str(test), "--method", "temperature", "--groups",
+                 "--samples", "100", "--out", str(tmp_path / "o.csv"), "--json"])  # fmt: skip
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    fitted = TemperatureScaling(inputs="probs").fit(q_dev, y_dev).temperature.item()
+    assert summary["temperature"] == pytest.approx(fitted, rel=1e-9)
+    assert summary["temperature"] > 2  # the dev probabilities were made 3x overconfident
+    d = summary["difference"]
+    assert d["lower"] > 0  # recalibration helped, and the paired interval says so
+    assert d["difference"] == pytest.approx(
+        summary["before"]["calib_err"] - summary["after"]["calib_err"], abs=1e-9
+    )
+    assert summary["before"]["accuracy"] == summary["after"]["accuracy"]
+    assert summary["after"]["nll"] < summary["before"]["nll"]
+
+
+@pytest.mark.parametrize("method", ["isotonic", "histogram"])
+def test_binning_methods_run(files, tmp_path, method, capsys):
+    (dev, *_), (test, *_) = files
+    code = main(["recalibrate", str(dev), str(test), "--method", method, "--samples", "50",
+                 "--out", str(tmp_path / "o.csv")])  # fmt: skip
+    assert code == 0
+    assert method in capsys.readouterr().out
+
+
+def test_bad_inputs_are_one_line_errors(files, tmp_path, capsys):
+    (dev, *_), (test, *_) = files
+    single = tmp_path / "single.csv"
+    single.write_text("prob,label\n0.2,0\n0.4,0\n")
+    assert main(["recalibrate", str(single), str(test)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "single class" in err
+    assert main(["recalibrate", str(dev), str(tmp_path / "missing.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    empty = tmp_path / "empty.csv"
+    empty.write_text("prob,label\n")
+    assert main(["recalibrate", str(empty), str(test)]) == 2
+    assert capsys.readouterr().err.startswith("calib-metrics: error:")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["recalibrate", str(dev), str(test), "--method", "magic"])
+    assert exit_info.value.code == 2
+
+
+def test_cli_methods_are_the_library_methods():
+    from calib_metrics.cli_recalibrate import METHODS
+    from calib_metrics.recalibration import BINARY_METHODS
+
+    assert METHODS == BINARY_METHODS
