@@ -12,12 +12,10 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import torch
     from torch import Tensor
 
 DESCRIPTION = "fit a recalibrator on dev, show on test with a paired interval"
@@ -51,75 +49,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("--plot", type=Path, help="PNG of the before/after reliability diagrams")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
-
-
-def paired_comparison(
-    before: Tensor,
-    after: Tensor,
-    target: Tensor,
-    groups: Tensor | None,
-    *,
-    confidence: float,
-    n_samples: int,
-    generator: torch.Generator,
-) -> dict[str, float]:
-    """Error(before) - error(after) on the same test items, with its paired interval.
-
-    The one place that calls :func:`calib_metrics.functional.compare_calibration`; until it
-    is in the library, a recentred paired bootstrap of the debiased error (the same resampled
-    pairs or groups for both, ``bin_size`` fixed at ``⌈√N⌉``) stands in.
-    """
-
-    try:
-        from calib_metrics.functional import compare_calibration
-    except ImportError:
-        return _paired_bootstrap(before, after, target, groups, confidence, n_samples, generator)
-    result = compare_calibration(
-        before, after, target, groups=groups, confidence=confidence, generator=generator,
-        n_samples=n_samples, bin_size="auto", debias=True,
-    )  # fmt: skip
-    return {
-        "difference": float(result.difference),
-        "lower": float(result.lower),
-        "upper": float(result.upper),
-        "p_value": float(result.p_value),
-    }
-
-
-def _paired_bootstrap(before, after, target, groups, confidence, n_samples, generator):
-    import torch
-
-    from calib_metrics.functional import calibration_error
-
-    n = target.numel()
-    bin_size = max(1, math.ceil(math.sqrt(n)))  # "auto" at the original N, kept fixed
-
-    def difference(idx: Tensor) -> float:
-        a = calibration_error(before[idx], target[idx], bin_size=bin_size, debias=True)
-        b = calibration_error(after[idx], target[idx], bin_size=bin_size, debias=True)
-        return float(a - b)
-
-    if groups is None:
-        draws = [difference(torch.randint(n, (n,), generator=generator)) for _ in range(n_samples)]
-    else:
-        order = groups.argsort()
-        members = torch.split(order, torch.bincount(groups).tolist())
-        n_groups = len(members)
-        draws = []
-        for _ in range(n_samples):
-            pick = torch.randint(n_groups, (n_groups,), generator=generator).tolist()
-            draws.append(difference(torch.cat([members[g] for g in pick])))
-    observed = difference(torch.arange(n))
-    # Recentred (basic) bootstrap: resampling with repeats shifts the debiased error, so the
-    # draws' spread around their own mean is laid around the observed difference.
-    spread = torch.tensor(draws, dtype=torch.float64)
-    spread = spread - spread.mean()
-    alpha = (1 - confidence) / 2
-    quantiles = torch.tensor([alpha, 1 - alpha], dtype=torch.float64)
-    lower, upper = observed + torch.quantile(spread, quantiles)
-    p_value = float((spread.abs() >= abs(observed)).double().mean())
-    return {"difference": observed, "lower": float(lower), "upper": float(upper),
-            "p_value": p_value}  # fmt: skip
 
 
 def _summary(probs: Tensor, target: Tensor, groups, args, seed_offset: int) -> dict[str, Any]:
@@ -163,7 +92,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from calib_metrics.predictions import read_table
-    from calib_metrics.recalibration import fit_binary
+    from calib_metrics.recalibration import compare_before_after, fit_binary
 
     if args.samples < 1:
         raise ValueError(f"--samples must be positive, got {args.samples}")
@@ -189,7 +118,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "confidence": args.confidence,
         "before": _summary(before, test.target, test.groups, args, 1),
         "after": _summary(after, test.target, test.groups, args, 2),
-        "difference": paired_comparison(
+        "difference": compare_before_after(
             before,
             after,
             test.target,

@@ -19,6 +19,7 @@ from calib_metrics.recalibration.binning import (
     IsotonicCalibration,
     ScalingBinning,
 )
+from calib_metrics.recalibration.compare import compare_before_after
 from calib_metrics.recalibration.scaling import (
     MatrixScaling,
     PlattScaling,
@@ -38,5 +39,6 @@ __all__ = [
     "ScalingBinning",
     "TemperatureScaling",
     "VectorScaling",
+    "compare_before_after",
     "fit_binary",
 ]

@@ -1,0 +1,213 @@
+"""``--recalibrate`` of the reproductions: fit on dev, measure on test, paired interval.
+
+One row per (model, method): test CalibErr before -> after (debiased, ``bin_size="auto"``,
+the interval of each by the bootstrap over pairs or sentences), the paired interval of
+the difference before - after (one resampling shared by both;
+:func:`~calib_metrics.recalibration.compare_before_after`), accuracy before / after and NLL
+before -> after; and a figure of the reliability diagrams before and after.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from calib_metrics.functional import calibration_error_ci
+from calib_metrics.paper import report
+from calib_metrics.recalibration import ChainTemperature, compare_before_after, fit_binary
+
+HEADERS = ("model", "method", "fitted", "test CalibErr before → after", "before − after [95%]",
+           "p", "accuracy before / after", "NLL before → after")  # fmt: skip
+
+
+def _result(q: Tensor, y: Tensor, groups: Tensor | None, n_samples: int, seed: int):
+    return calibration_error_ci(
+        q, y, bin_size="auto", debias=True, n_samples=n_samples, method="percentile",
+        interval="pairs" if groups is None else "groups", groups=groups,
+        generator=torch.Generator().manual_seed(seed),
+    )  # fmt: skip
+
+
+def binary_nll(q: Tensor, y: Tensor) -> float:
+    """Mean negative log-likelihood of 0/1 ``y`` under probabilities ``q`` (clamped)."""
+    q = q.to(torch.float64).clamp(1e-12, 1 - 1e-12)
+    y = y.to(torch.float64)
+    return float(-(y * q.log() + (1 - y) * (1 - q).log()).mean())
+
+
+def row(
+    model: str,
+    method: str,
+    fitted: str,
+    before: Tensor,
+    after: Tensor,
+    target: Tensor,
+    *,
+    groups: Tensor | None = None,
+    accuracy: tuple[float, float],
+    nll: tuple[float, float],
+    n_samples: int,
+    seed: int,
+) -> tuple[dict[str, Any], tuple[Any, Any]]:
+    """One table row (a dict) and the before/after results (for the diagrams)."""
+    res_before = _result(before, target, groups, n_samples, seed)
+    res_after = _result(after, target, groups, n_samples, seed + 1)
+    diff = compare_before_after(
+        before, after, target, groups, confidence=0.95, n_samples=n_samples,
+        generator=torch.Generator().manual_seed(seed + 2),
+    )  # fmt: skip
+    record = {
+        "model": model,
+        "method": method,
+        "fitted": fitted,
+        "before": {k: float(getattr(res_before, k)) for k in ("error", "lower", "upper")},
+        "after": {k: float(getattr(res_after, k)) for k in ("error", "lower", "upper")},
+        "difference": diff,
+        "accuracy": list(accuracy),
+        "nll": list(nll),
+        "interval_over": "pairs" if groups is None else "sentences",
+    }
+    return record, (res_before, res_after)
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """The table of the docs: one line per (model, method)."""
+    lines = []
+    for r in rows:
+        b, a, d = r["before"], r["after"], r["difference"]
+        lines.append([
+            r["model"], r["method"], r["fitted"],
+            f"{report.format_interval(b['error'], b['lower'], b['upper'])} → "
+            f"{report.format_interval(a['error'], a['lower'], a['upper'])}",
+            f"{d['difference']:+.4f} [{d['lower']:+.4f}, {d['upper']:+.4f}]",
+            f"{d['p_value']:.3g}",
+            f"{r['accuracy'][0]:.4f} / {r['accuracy'][1]:.4f}",
+            f"{r['nll'][0]:.4f} → {r['nll'][1]:.4f}",
+        ])  # fmt: skip
+    return report.markdown_table(HEADERS, lines)
+
+
+def figure(curves: dict[str, tuple[Any, Any]], path: Path) -> str:
+    """Reliability diagrams before (top) and after (bottom), one column per row."""
+    from matplotlib.figure import Figure
+
+    from calib_metrics.plot import reliability_diagram
+
+    fig = Figure(figsize=(4.6 * len(curves), 9.2), layout="constrained")
+    axes = fig.subplots(2, len(curves), squeeze=False)
+    for col, (name, (before, after)) in enumerate(curves.items()):
+        reliability_diagram(before, ax=axes[0, col], title=f"{name}: before")
+        reliability_diagram(after, ax=axes[1, col], title=f"{name}: after")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    return str(path)
+
+
+def binary_rows(
+    model: str,
+    dev: tuple[Tensor, Tensor],
+    test: tuple[Tensor, Tensor],
+    *,
+    methods: tuple[str, ...] = ("platt", "isotonic"),
+    n_samples: int = 1000,
+    seed: int = 0,
+) -> tuple[list[dict[str, Any]], dict[str, tuple[Any, Any]]]:
+    """Rows for a binary classifier's dev/test probabilities, one per method."""
+    rows, curves = [], {}
+    q_test, y_test = test
+    for i, method in enumerate(methods):
+        recal = fit_binary(method, *dev, generator=torch.Generator().manual_seed(seed))
+        after = recal(q_test).to(torch.float64).clamp(0, 1)
+        record, curve = row(
+            model, method, "dev NLL" if method == "platt" else "dev (isotonic LS)",
+            q_test, after, y_test,
+            accuracy=(_accuracy(q_test, y_test), _accuracy(after, y_test)),
+            nll=(binary_nll(q_test, y_test), binary_nll(after, y_test)),
+            n_samples=n_samples, seed=seed + 10 * i,
+        )  # fmt: skip
+        rows.append(record)
+        curves[f"{model} {method}"] = curve
+    return rows, curves
+
+
+def _accuracy(q: Tensor, y: Tensor) -> float:
+    return float(((q > 0.5).to(torch.float64) == y.to(torch.float64)).to(torch.float64).mean())
+
+
+def _chain_queries(potentials, tags, mask, recal: ChainTemperature | None):
+    """One-vs-rest tag queries ``(q, y)`` and each query's sentence, before or after."""
+    from calib_metrics.models.linear_chain import posterior_marginals
+    from calib_metrics.queries import tag_queries
+
+    if recal is None:
+        unigram = posterior_marginals(*potentials, mask, pairwise=False).unigram
+    else:
+        unigram = recal.marginals(*potentials, mask, pairwise=False).unigram
+    q, y = tag_queries(unigram, tags, mask)
+    sentence = torch.arange(mask.shape[0]).unsqueeze(1).expand_as(mask)[mask]
+    return q.to(torch.float64), y, sentence.repeat(unigram.shape[-1])
+
+
+def chain_rows(
+    model_name: str,
+    model: Any,
+    dev: Any,
+    test: Any,
+    *,
+    accuracy: float,
+    n_samples: int = 200,
+    seed: int = 0,
+) -> tuple[list[dict[str, Any]], dict[str, tuple[Any, Any]]]:
+    """Rows for a linear-chain tagger: one temperature fitted by the gold paths' likelihood,
+    separate emission/transition temperatures, and one fitted by the dev debiased CalibErr.
+
+    ``dev``/``test`` hold ``words``, ``tags``, ``mask``; ``model.potentials(words, mask)``
+    gives the chain. Intervals resample whole test sentences.
+    """
+    with torch.no_grad():
+        dev_pot = [p.detach().to(torch.float64) for p in model.potentials(dev.words, dev.mask)]
+        test_pot = [p.detach().to(torch.float64) for p in model.potentials(test.words, test.mask)]
+    q0, y0, sentence = _chain_queries(test_pot, test.tags, test.mask, None)
+    rows, curves = [], {}
+    variants = (("temperature", "dev gold-path NLL", {}),
+                ("emission/transition T", "dev gold-path NLL", {"separate": True}),
+                ("temperature", "dev debiased CalibErr", {"objective": "calib_err"}))  # fmt: skip
+    for i, (method, fitted, options) in enumerate(variants):
+        recal = ChainTemperature(**options).fit(*dev_pot, dev.tags, dev.mask)
+        q1, _, _ = _chain_queries(test_pot, test.tags, test.mask, recal)
+        nll = (_gold_nll(test_pot, test), recal.nll(*test_pot, test.tags, test.mask))
+        accuracy_after = accuracy if not options.get("separate") else _viterbi_accuracy(
+            recal.scale(*test_pot), test)  # fmt: skip
+        temps = f"T = {recal.temperature.item():.3f}"
+        if options.get("separate"):
+            temps = f"T_em = {recal.temperature.item():.3f}, T_tr = " + (
+                f"{recal.transition_temperature.item():.3f}")  # fmt: skip
+        record, curve = row(
+            model_name, f"{method} ({temps})", fitted, q0, q1, y0, groups=sentence,
+            accuracy=(accuracy, accuracy_after), nll=nll, n_samples=n_samples,
+            seed=seed + 10 * i,
+        )  # fmt: skip
+        record["nll_unit"] = "per token, gold tag sequences"
+        rows.append(record)
+        curves[f"{model_name} {method} ({fitted})"] = curve
+    return rows, curves
+
+
+def _gold_nll(potentials, split) -> float:
+    """Per-token NLL of the gold tag sequences under the unscaled chain."""
+    from calib_metrics.models.linear_chain import log_partition, sequence_score
+
+    ll = sequence_score(*potentials, split.tags, split.mask) - log_partition(
+        *potentials, split.mask
+    )
+    return float(-ll.sum() / split.mask.sum())
+
+
+def _viterbi_accuracy(potentials, split) -> float:
+    from calib_metrics.models.linear_chain import viterbi
+
+    _, pred = viterbi(*potentials, split.mask)
+    return float((pred == split.tags)[split.mask].to(torch.float64).mean())
