@@ -105,6 +105,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cs", type=float, nargs="+", default=list(LR_CS), help="LR inverse L2 strength grid"
     )
+    parser.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="also fit Platt and isotonic recalibrators on dev; test before/after, paired",
+    )
 
 
 def _binary_f1(y_true: torch.Tensor, y_pred: torch.Tensor) -> float:
@@ -337,8 +342,12 @@ def _features(texts, tokenize, parts, corpus) -> tuple[list[tuple], int]:
     return list(zip(xs, ys, strict=True)), len(vectorizer.vocabulary_)
 
 
-def _train_and_evaluate(args, data, test_y, bin_size: int, models: dict) -> dict:
-    """Select each model's hyperparameter on dev, evaluate it on test; its curves."""
+def _train_and_evaluate(
+    args, data, test_y, bin_size: int, models: dict, recal: dict | None = None
+) -> dict:
+    """Select each model's hyperparameter on dev, evaluate it on test; its curves.
+
+    ``recal``, when given, receives each model's (dev probs, dev labels, test probs)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.naive_bayes import BernoulliNB
 
@@ -354,6 +363,9 @@ def _train_and_evaluate(args, data, test_y, bin_size: int, models: dict) -> dict
     for key, (hyper, grid, factory) in factories.items():
         value, model, dev = select(factory, grid, data[0], data[1], key)
         probs = torch.from_numpy(model.predict_proba(data[2][0])[:, 1]).to(torch.float64)
+        if recal is not None:
+            dev_probs = torch.from_numpy(model.predict_proba(data[1][0])[:, 1])
+            recal[key] = (dev_probs.to(torch.float64), torch.as_tensor(data[1][1]), probs)
         ci_gen = torch.Generator().manual_seed(args.seed)
         metrics, curves[key] = evaluate(probs, test_y, bin_size, args.n_samples, ci_gen)
         models[key] = {
@@ -417,12 +429,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "models": {},
         "paper": PAPER,
     }
-    curves = _train_and_evaluate(args, data, test_y, bin_size, results["models"])
+    recal = {} if getattr(args, "recalibrate", False) else None
+    curves = _train_and_evaluate(args, data, test_y, bin_size, results["models"], recal)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results["figures"] = _figures(results, curves, out)
+    if recal is not None:
+        results["recalibration"] = _recalibrate(recal, test_y, args, out)
     report.write_json(out / "results.json", results)
     markdown = _markdown(results)
+    if recal is not None:
+        markdown += (
+            "\n\n## Recalibration (fit on dev, test)\n\n" + results["recalibration"]["table"]
+        )
     (out / "results.md").write_text(markdown)
     print(markdown)
     return results
+
+
+def _recalibrate(recal: dict, test_y: torch.Tensor, args: argparse.Namespace, out: Path) -> dict:
+    """Platt and isotonic recalibration of NB and LR, fitted on dev, shown on test."""
+    from calib_metrics.paper import recalibrate
+
+    rows, curves = [], {}
+    for i, (key, (dev_q, dev_y, test_q)) in enumerate(recal.items()):
+        r, cv = recalibrate.binary_rows(
+            MODELS[key], (dev_q, dev_y.to(torch.float64)), (test_q, test_y.to(torch.float64)),
+            seed=args.seed + 100 * i,
+        )  # fmt: skip
+        rows += r
+        curves.update(cv)
+    table = recalibrate.markdown(rows)
+    figure = recalibrate.figure(curves, out / "sentiment_recalibration.png")
+    return {"rows": rows, "table": table, "figure": figure}

@@ -14,11 +14,11 @@ def compare_before_after(
     before: Tensor,
     after: Tensor,
     target: Tensor,
-    groups: Tensor | None,
+    groups: Tensor | None = None,
     *,
-    confidence: float,
-    n_samples: int,
-    generator: torch.Generator,
+    confidence: float = 0.95,
+    n_samples: int = 2000,
+    generator: torch.Generator | None = None,
 ) -> dict[str, float]:
     """Error(before) - error(after) on the same test items, with its paired interval.
 
@@ -41,6 +41,15 @@ def compare_before_after(
         >>> bool(d["lower"] > 0)
         True
     """
+    if before.shape != after.shape or before.shape != target.shape:
+        raise ValueError(
+            f"before, after and target must have one shape, got {tuple(before.shape)}, "
+            f"{tuple(after.shape)} and {tuple(target.shape)}"
+        )
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
     try:
         from calib_metrics.functional import compare_calibration
     except ImportError:
