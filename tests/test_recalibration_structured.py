@@ -198,6 +198,15 @@ def test_coref_bad_inputs():
         CorefTemperature().fit(scores, torch.zeros_like(gold))
 
 
+def test_coref_forbidden_choices_stay_forbidden():
+    scores, gold = _coref(b=40, n=6, scale=2.0)
+    far = torch.ones(6, 6, dtype=torch.bool).tril(-3)  # antecedents beyond a window of 2
+    windowed = scores.masked_fill(far, -math.inf)
+    ct = CorefTemperature(new_offset=True).fit(windowed, gold & ~far)  # rows left empty: skipped
+    assert math.isfinite(ct.temperature.item()) and math.isfinite(ct.offset.item())
+    assert bool((ct.log_probs(windowed).exp()[:, far] == 0).all())
+
+
 def test_query_level_recalibration_is_a_binary_recalibrator():
     """A black-box tagger: recalibrate its one-vs-rest tag queries with Platt on (q, y)."""
     from calib_metrics.functional import calibration_error

@@ -285,8 +285,10 @@ def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
             f"scores must be [B, N, N] with B, N >= 1 (a non-empty dev set), "
             f"got shape {tuple(scores.shape)}"
         )
-    if scores.is_floating_point() and not bool(torch.isfinite(scores.tril()).all()):
-        raise ValueError("scores contain NaN or infinite values at allowed entries (j <= i)")
+    lower = scores.tril()
+    if scores.is_floating_point() and bool((torch.isnan(lower) | (lower == math.inf)).any()):
+        # -inf is allowed: it forbids a choice (e.g. an antecedent beyond the window).
+        raise ValueError("scores contain NaN or +inf at entries j <= i")
     return mask
 
 
@@ -390,4 +392,7 @@ class CorefTemperature(FittedModule):
 
 def _scaled(scores: Tensor, temperature: Tensor, offset: Tensor) -> Tensor:
     eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
-    return scores / temperature.to(scores.dtype) + offset.to(scores.dtype) * eye
+    # -inf (forbidden) entries stay -inf; dividing them would put NaN in the gradient.
+    finite = torch.isfinite(scores)
+    scaled = torch.where(finite, scores, 0.0) / temperature.to(scores.dtype)
+    return torch.where(finite, scaled, scores) + offset.to(scores.dtype) * eye
