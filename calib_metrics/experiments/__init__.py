@@ -10,4 +10,5 @@ EXPERIMENTS: dict[str, str] = {
     "coref": "calib_metrics.experiments.coref",
     "events": "calib_metrics.experiments.events",
     "sentiment": "calib_metrics.experiments.sentiment",
+    "twitter-pos": "calib_metrics.paper.twitter_pos",
 }
