@@ -11,4 +11,5 @@ EXPERIMENTS: dict[str, str] = {
     "events": "calib_metrics.experiments.events",
     "sentiment": "calib_metrics.experiments.sentiment",
     "twitter-pos": "calib_metrics.paper.twitter_pos",
+    "ner": "calib_metrics.paper.ner",
 }

@@ -118,7 +118,8 @@ def calibration(
         q.double().clamp(0, 1), y.double(), n_samples=n, generator=g, **options
     )
     out = {k: float(getattr(result, k)) for k in ("error", "lower", "upper")}
-    return {**out, "mse": out["error"] ** 2, "bins": len(result.bins.count), "_result": result}
+    bins = len(result.bins.count)
+    return {**out, "mse": out["error"] ** 2, "n": q.numel(), "bins": bins, "_result": result}
 
 
 def strip(value: Any) -> Any:
