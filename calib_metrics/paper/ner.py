@@ -38,7 +38,7 @@ from calib_metrics.paper.gum_entities import (
     flatten,
     read_gum_entities,
 )
-from calib_metrics.queries import span_marginals, tag_queries
+from calib_metrics.queries import span_indicators, span_marginals, tag_queries
 
 DESCRIPTION = "thesis §3.4: entity-span calibration of a feature CRF on GUM (span_marginals)"
 QUICK_LIMITS = {"train": 300, "dev": 80, "test": 120}
@@ -137,7 +137,7 @@ def constrained_potentials(model, x: torch.Tensor, mask: torch.Tensor, tags: Voc
     trans_mask, start_mask = bio_constraints(tags)
     with torch.no_grad():
         em, tr, st, en = model.potentials(x, mask)
-    return em, tr + trans_mask.to(tr), st + start_mask.to(st), en
+        return em, tr + trans_mask.to(tr), st + start_mask.to(st), en.clone()
 
 
 def span_tables(potentials, split: ce.Tagged, tags: Vocabulary, max_length: int):
@@ -156,16 +156,28 @@ def span_tables(potentials, split: ce.Tagged, tags: Vocabulary, max_length: int)
         ],
         -1,
     )
-    gold = torch.zeros_like(probs)
-    for b, (_, sentence_tags) in enumerate(split.sentences):
-        for start, end, label in bio_spans(sentence_tags):
-            if end - start <= max_length:
-                gold[b, start, end - start - 1, types.index(label)] = 1.0
+    gold = torch.stack(
+        [
+            span_indicators(
+                split.tags,
+                split.mask,
+                begin=tags[f"B-{x}"],
+                inside=tags[f"I-{x}"],
+                max_length=max_length,
+            )
+            for x in types
+        ],
+        -1,
+    ).to(probs.dtype)
     return probs, gold, types
 
 
 def predicted_spans(path: torch.Tensor, split: ce.Tagged, tags: Vocabulary, types: list[str]):
-    """Index tensors ``(b, t, l, x)`` of the spans on the Viterbi paths."""
+    """Index tensors ``(b, t, l, x)`` of the spans on the Viterbi paths.
+
+    ``l + 1`` is the span's length, which may exceed the span table's ``max_length``
+    (a first-order chain cannot bound it); the caller drops those from the queries.
+    """
     rows = []
     for b, length in enumerate(split.mask.sum(1).tolist()):
         names = tags.decode(path[b, :length].tolist())
@@ -210,16 +222,21 @@ def evaluate(model, hasher, split: ce.Tagged, tags: Vocabulary, args) -> dict:
     }
     probs, gold, types = span_tables(pot, split, tags, args.max_length)
     b, t, l, k = predicted_spans(path, split, tags, types)
+    short = l < args.max_length  # longer predicted spans are wrong: gold spans are short
+    n_long = int((~short).sum())
+    b, t, l, k = b[short], t[short], l[short], k[short]
     pred_q, pred_y = probs[b, t, l, k], gold[b, t, l, k]
     out["predicted_spans"] = _calibrate(pred_q, pred_y, b, args, args.seed + 1)
     idx, rows = top_k_spans(probs, args.top_k)
     top_q, top_y = probs.reshape(-1)[idx], gold.reshape(-1)[idx]
     out[f"top{args.top_k}_spans"] = _calibrate(top_q, top_y, rows, args, args.seed + 2)
-    n_gold, n_pred, n_hit = float(gold.sum()), float(pred_y.numel()), float(pred_y.sum())
+    n_gold, n_hit = float(gold.sum()), float(pred_y.sum())
+    n_pred = float(pred_y.numel() + n_long)
     precision, recall = n_hit / max(n_pred, 1), n_hit / max(n_gold, 1)
     out["spans"] = {
         "gold": int(n_gold),
         "predicted": int(n_pred),
+        "predicted_too_long": n_long,
         "precision": precision,
         "recall": recall,
         "f1": 2 * precision * recall / max(precision + recall, 1e-12),
