@@ -1,4 +1,4 @@
-"""The paper's reproductions: corpus readers, features, the experiments, the event analysis.
+"""The paper's and the thesis' reproductions: corpus readers, features, the experiments, the event analysis.
 
 Nothing in the library imports this package; only :mod:`calib_metrics.cli` does, lazily,
 for ``calib-metrics reproduce`` and ``calib-metrics demo``. It builds on the library
@@ -11,7 +11,7 @@ command line.
 
 Example:
     >>> sorted(EXPERIMENTS)
-    ['coref', 'events', 'pos', 'sentiment']
+    ['coref', 'events', 'ner', 'pos', 'sentiment', 'twitter-pos']
 """
 
 EXPERIMENTS: dict[str, str] = {
@@ -19,4 +19,6 @@ EXPERIMENTS: dict[str, str] = {
     "coref": "calib_metrics.paper.coref",
     "events": "calib_metrics.paper.events.experiment",
     "sentiment": "calib_metrics.paper.sentiment",
+    "twitter-pos": "calib_metrics.paper.twitter_pos",
+    "ner": "calib_metrics.paper.ner",
 }

@@ -1,0 +1,237 @@
+"""A linear-chain CRF over sparse observation features (the thesis' CRF-Advanced, §4.1.2).
+
+Each token carries a bag of feature ids (hashed attributes, see
+:mod:`calib_metrics.models.features`); its emission score for tag ``k`` is the sum of
+the weights ``W[f, k]`` of its features, which :class:`torch.nn.EmbeddingBag` computes
+in one call (``mode="sum"``, id 0 the padding). Tag-tag, start and end scores live in
+pytorch-crf's :class:`torchcrf.CRF`. With the single template ``word`` the model is
+the CRF-Basic of the paper (:class:`~calib_metrics.models.crf.CRFTagger`).
+
+Training minimises CRFsuite's objective ``sum_n NLL_n + c2 * ||w||^2`` with full-batch
+L-BFGS rather than the thesis' mini-batch AdaGrad: the objective is convex and the
+corpora here are small (tens of thousands of tokens), so full batch converges to the
+optimum in a few hundred evaluations without a learning-rate schedule to tune, and
+the optimum is the one CRFsuite finds, which the tests check. Inference runs on
+:mod:`calib_metrics.models.linear_chain`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import Tensor, nn
+from torchcrf import CRF
+
+from calib_metrics.models import linear_chain
+from calib_metrics.models.chain_tagger import ChainTagger
+from calib_metrics.models.crf import FitInfo, length_chunks
+
+__all__ = ["FeatureCRF"]
+
+
+def _check_features(features: Tensor, mask: Tensor | None, num_features: int) -> Tensor:
+    if not isinstance(features, Tensor) or features.dim() != 3:
+        shape = tuple(features.shape) if isinstance(features, Tensor) else type(features)
+        raise ValueError(f"features must be a [B, T, F] tensor of ids, got shape {shape}")
+    if features.dtype.is_floating_point or features.dtype == torch.bool:
+        raise ValueError(f"features must be an integer tensor, got {features.dtype}")
+    if mask is None:
+        mask = torch.ones(features.shape[:2], dtype=torch.bool, device=features.device)
+    elif mask.shape != features.shape[:2]:
+        raise ValueError(
+            f"mask must have shape {tuple(features.shape[:2])}, got {tuple(mask.shape)}"
+        )
+    mask = mask.bool()
+    if features.numel() and not bool(mask[:, 0].all()):
+        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    if features.numel() and (features.min() < 0 or features.max() >= num_features):
+        raise ValueError(f"feature ids must lie in [0, {num_features})")
+    return mask
+
+
+class FeatureCRF(ChainTagger):
+    """First-order CRF whose emissions are sums of per-feature, per-tag weights.
+
+    ``score(x, y) = start[y_0] + sum_t (sum_{f in x_t} W[f, y_t] + A[y_{t-1}, y_t]) + end[y_L]``.
+
+    Args:
+        num_tags: number of tags ``K``.
+        num_features: number of feature ids (id 0 is padding and has no weight), e.g.
+            the hasher's ``num_buckets``.
+        freeze_boundary: keep the start and end scores at 0 and out of training
+            (CRFsuite's model, which has no start/end features).
+
+    Example:
+        >>> from calib_metrics.models.features import FeatureHasher
+        >>> hasher = FeatureHasher(["bias", "word", "affixes"], num_buckets=512)
+        >>> ids, mask = hasher.encode([["the", "dog", "runs"], ["a", "cat"]])
+        >>> tags = torch.tensor([[0, 1, 2], [0, 1, 0]])
+        >>> crf = FeatureCRF(num_tags=3, num_features=512).fit(ids, tags, mask, c2=0.01)
+        >>> crf.viterbi(ids, mask)[1][mask].tolist()
+        [0, 1, 2, 0, 1]
+        >>> crf(ids, mask).shape
+        torch.Size([2, 3, 3])
+    """
+
+    def __init__(self, num_tags: int, num_features: int, *, freeze_boundary: bool = False):
+        super().__init__()
+        if num_tags < 1:
+            raise ValueError(f"num_tags must be >= 1, got {num_tags}")
+        if num_features < 2:
+            raise ValueError(f"num_features must be >= 2 (id 0 is padding), got {num_features}")
+        self.num_tags = num_tags
+        self.num_features = num_features
+        self.freeze_boundary = freeze_boundary
+        self.crf = CRF(num_tags, batch_first=True)
+        self.weights = nn.EmbeddingBag(num_features, num_tags, mode="sum", padding_idx=0)
+        with torch.no_grad():  # a convex objective: start at 0, as CRFsuite does
+            for p in self.parameters():
+                p.zero_()
+        if freeze_boundary:
+            self.crf.start_transitions.requires_grad_(False)
+            self.crf.end_transitions.requires_grad_(False)
+        self.fit_info: FitInfo | None = None
+
+    def extra_repr(self) -> str:
+        return (
+            f"num_tags={self.num_tags}, num_features={self.num_features}, "
+            f"freeze_boundary={self.freeze_boundary}"
+        )
+
+    def _emissions(self, features: Tensor) -> Tensor:
+        batch, length, slots = features.shape
+        return self.weights(features.reshape(-1, slots)).view(batch, length, self.num_tags)
+
+    def potentials(
+        self, features: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``."""
+        _check_features(features, mask, self.num_features)
+        crf = self.crf
+        return (
+            self._emissions(features),
+            crf.transitions,
+            crf.start_transitions,
+            crf.end_transitions,
+        )
+
+    def log_likelihood(self, features: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``log P(tags | x)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
+        mask = _check_features(features, mask, self.num_features)
+        return self.crf(self._emissions(features), tags, mask=mask, reduction="none")
+
+    def _nll(self, features: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
+        # linear_chain's scaled forward: equal to -log_likelihood, several times faster.
+        emissions = self._emissions(features)
+        crf = self.crf
+        args = (emissions, crf.transitions, crf.start_transitions, crf.end_transitions)
+        log_z = linear_chain.log_partition(*args, mask)
+        return log_z - linear_chain.sequence_score(*args, tags, mask)
+
+    def l2_penalty(self) -> Tensor:
+        """``||w||^2`` over the trained weights (frozen start/end scores excluded)."""
+        return torch.stack([p.pow(2).sum() for p in self.parameters() if p.requires_grad]).sum()
+
+    def objective(self, features: Tensor, tags: Tensor, mask: Tensor | None, c2: float) -> Tensor:
+        """CRFsuite's training objective ``sum_n NLL_n + c2 * ||w||^2`` (differentiable)."""
+        mask = _check_features(features, mask, self.num_features)
+        return self._nll(features, tags, mask).sum() + c2 * self.l2_penalty()
+
+    def fit(
+        self,
+        features: Tensor,
+        tags: Tensor,
+        mask: Tensor | None = None,
+        *,
+        c2: float = 1.0,
+        max_iter: int = 200,
+        tol: float = 1e-5,
+        tolerance_change: float = 1e-9,
+        history_size: int = 10,
+        max_tokens: int = 8192,
+        dtype: torch.dtype = torch.float64,
+    ) -> FeatureCRF:
+        """Minimise ``sum_n NLL_n + c2 * ||w||^2`` full-batch with L-BFGS (strong Wolfe).
+
+        Sentences are processed in length-sorted chunks of at most ``max_tokens``
+        padded positions; gradients accumulate over chunks, so every evaluation is the
+        exact full-batch objective. Training runs in ``dtype`` and the module is cast
+        back afterwards; :attr:`fit_info` records the final objective and convergence.
+
+        Args:
+            features, tags, mask: the padded training batch (``[B, T, F]``, ``[B, T]``).
+            c2: L2 strength (>= 0), multiplying the squared norm (no 1/2), as in CRFsuite.
+            max_iter: maximum L-BFGS iterations.
+            tol: stop when the largest absolute gradient entry is below this.
+            tolerance_change: stop when the objective or the step changes less than this.
+            history_size: L-BFGS memory (each entry holds two copies of the weights).
+            max_tokens: padded positions per chunk.
+            dtype: training dtype (float64 recommended).
+        """
+        mask = self._check_fit(features, tags, mask, c2, max_iter, max_tokens)
+        chunks = [
+            (features[idx, :width], tags[idx, :width], mask[idx, :width])
+            for idx, width in length_chunks(mask.sum(1), max_tokens)
+        ]
+        original_dtype = self.crf.transitions.dtype
+        self.to(dtype)
+        params = [p for p in self.parameters() if p.requires_grad]
+        optimizer = torch.optim.LBFGS(
+            params,
+            max_iter=max_iter,
+            max_eval=max_iter * 5 // 4 + 1,
+            tolerance_grad=tol,
+            tolerance_change=tolerance_change,
+            history_size=history_size,
+            line_search_fn="strong_wolfe",
+        )
+        n_evals = 0
+
+        def closure() -> Tensor:
+            nonlocal n_evals
+            optimizer.zero_grad()
+            total = torch.zeros((), dtype=dtype, device=features.device)
+            for f, t, m in chunks:
+                loss = self._nll(f, t, m).sum()
+                loss.backward()
+                total = total + loss.detach()
+            if c2 > 0:
+                penalty = c2 * self.l2_penalty()
+                penalty.backward()
+                total = total + penalty.detach()
+            n_evals += 1
+            return total
+
+        begin = time.perf_counter()
+        optimizer.step(closure)
+        n_iter = int(optimizer.state[optimizer._params[0]].get("n_iter", 0))
+        final = closure().item()  # the objective and gradient where L-BFGS stopped
+        grad_max = max(float(p.grad.abs().max()) for p in params)
+        self.to(original_dtype)
+        self.zero_grad(set_to_none=True)
+        self.fit_info = FitInfo(
+            objective=final,
+            n_evals=n_evals,
+            n_iter=n_iter,
+            converged=grad_max <= tol or n_iter < max_iter,
+            seconds=time.perf_counter() - begin,
+        )
+        return self
+
+    def _check_fit(self, features, tags, mask, c2, max_iter, max_tokens) -> Tensor:
+        if c2 < 0:
+            raise ValueError(f"c2 must be >= 0, got {c2}")
+        if max_iter < 1:
+            raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        mask = _check_features(features, mask, self.num_features)
+        if tags.shape != features.shape[:2]:
+            raise ValueError(
+                f"tags must have shape {tuple(features.shape[:2])}, got {tuple(tags.shape)}"
+            )
+        gold = tags[mask]
+        if gold.numel() and (gold.min() < 0 or gold.max() >= self.num_tags):
+            raise ValueError(f"tags must lie in [0, {self.num_tags}) where mask is True")
+        return mask

@@ -1,0 +1,348 @@
+"""Entity calibration from a linear chain: typed mentions of GUM (thesis §3.4's span queries).
+
+``calib-metrics reproduce ner`` flattens GUM's nested entity mentions to
+non-overlapping spans (:func:`~calib_metrics.paper.gum_entities.flatten`: longest
+first, at most ``--max-length`` words), tags them BIO, and trains a feature-template
+CRF (the CRF-Advanced templates) on a subset of GUM train. Decoding and marginals
+forbid ill-formed BIO transitions (``O`` or ``B-Y`` followed by ``I-X``, a sentence
+starting with ``I-X``). On GUM test it reports
+
+- token level: the one-vs-rest queries "token t has BIO tag k", all tags concatenated;
+- span level: "words [t, t+l] are one entity of type X", whose exact probability
+  :func:`calib_metrics.queries.span_marginals` gives, for the spans the Viterbi path
+  predicts and for each sentence's top-k candidate spans (all types, all lengths);
+
+in the paper's setting and the recommended one, with reliability diagrams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from calib_metrics.data.locations import find_dataset
+from calib_metrics.data.tagging import Vocabulary
+from calib_metrics.experiments import report
+from calib_metrics.models import linear_chain
+from calib_metrics.models.features import ABLATION
+from calib_metrics.paper import chain_eval as ce
+from calib_metrics.paper.gum_entities import (
+    ENTITY_TYPES,
+    bio_spans,
+    bio_tags,
+    flatten,
+    read_gum_entities,
+)
+from calib_metrics.queries import span_indicators, span_marginals, tag_queries
+
+DESCRIPTION = "thesis §3.4: entity-span calibration of a feature CRF on GUM (span_marginals)"
+QUICK_LIMITS = {"train": 300, "dev": 80, "test": 120}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``calib-metrics reproduce ner``.
+
+    Example:
+        >>> p = argparse.ArgumentParser()
+        >>> add_arguments(p)
+        >>> a = p.parse_args([])
+        >>> a.max_length, a.top_k, a.train_sentences
+        (6, 10, 3000)
+    """
+    parser.add_argument("--data", default=None, help="data folder (default: shared/data)")
+    parser.add_argument("--out", default="out/ner", help="output folder")
+    parser.add_argument("--quick", action="store_true", help="small subsets (tests)")
+    parser.add_argument("--train-sentences", type=int, default=3000, help="GUM train subset")
+    parser.add_argument("--max-length", type=int, default=6, help="longest span (words)")
+    parser.add_argument("--top-k", type=int, default=10, help="candidate spans per sentence")
+    parser.add_argument("--c2", type=float, nargs="+", default=[0.1], help="L2 grid (dev)")
+    parser.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations")
+    parser.add_argument("--buckets", type=int, default=2**17, help="feature hash buckets")
+    parser.add_argument("--n-samples", type=int, default=2000, help="interval draws")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the intervals")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+
+
+def bio_vocabulary(types: list[str]) -> Vocabulary:
+    """``O``, then ``B-X``, ``I-X`` for each type.
+
+    Example:
+        >>> bio_vocabulary(["person"]).itos
+        ['O', 'B-person', 'I-person']
+    """
+    return Vocabulary(["O", *(f"{p}-{t}" for t in types for p in "BI")], unknown=False)
+
+
+def bio_constraints(tags: Vocabulary) -> tuple[torch.Tensor, torch.Tensor]:
+    """Additive masks ``(transitions [K, K], start [K])``: 0 where allowed, -inf where not.
+
+    ``I-X`` may follow only ``B-X`` or ``I-X``, and no sentence starts with ``I-X``.
+
+    Example:
+        >>> trans, start = bio_constraints(bio_vocabulary(["person"]))
+        >>> trans[:, 2].tolist(), start.tolist()
+        ([-inf, 0.0, 0.0], [0.0, 0.0, -inf])
+    """
+    k = len(tags)
+    trans = torch.zeros(k, k)
+    start = torch.zeros(k)
+    for j, name in enumerate(tags.itos):
+        if name.startswith("I-"):
+            allowed = {f"B-{name[2:]}", name}
+            for i, prev in enumerate(tags.itos):
+                if prev not in allowed:
+                    trans[i, j] = float("-inf")
+            start[j] = float("-inf")
+    return trans, start
+
+
+def _load(args) -> tuple[dict, Path]:
+    folder = find_dataset("ud-english-gum", args.data)
+    limits = {"train": args.train_sentences, "dev": 500, "test": None}
+    if args.quick:
+        limits = {k: min(v or QUICK_LIMITS[k], QUICK_LIMITS[k]) for k, v in limits.items()}
+    raw = {}
+    for split, limit in limits.items():
+        candidates = [folder / f"en_gum-ud-{split}.conllu{e}" for e in (".gz", "")]
+        path = next((p for p in candidates if p.is_file()), None)
+        if path is None:
+            raise FileNotFoundError(f"no {split} file in {folder} (looked for {candidates[0]})")
+        raw[split] = read_gum_entities(path, limit=limit)
+    return raw, folder
+
+
+def tagged_splits(raw: dict, max_length: int) -> tuple[dict[str, ce.Tagged], Vocabulary]:
+    """Flatten, BIO-tag and encode every split (types: those of train, GUM's order)."""
+    flat = {
+        split: [(s.words, bio_tags(len(s.words), flatten(s.spans, max_length))) for s in sents]
+        for split, sents in raw.items()
+    }
+    seen = {t[2:] for _, tags in flat["train"] for t in tags if t != "O"}
+    tags = bio_vocabulary([t for t in ENTITY_TYPES if t in seen] + sorted(seen - set(ENTITY_TYPES)))
+    words = Vocabulary.build(w for w, _ in flat["train"])
+    out = {}
+    for split, sentences in flat.items():
+        kept, _ = ce.keep_known_tags([s for s in sentences if s[0]], tags)
+        out[split] = ce.encode(kept, words, tags)
+    return out, tags
+
+
+def constrained_potentials(model, x: torch.Tensor, mask: torch.Tensor, tags: Vocabulary):
+    """The CRF's potentials with ill-formed BIO transitions at -inf."""
+    trans_mask, start_mask = bio_constraints(tags)
+    with torch.no_grad():
+        em, tr, st, en = model.potentials(x, mask)
+        return em, tr + trans_mask.to(tr), st + start_mask.to(st), en.clone()
+
+
+def span_tables(potentials, split: ce.Tagged, tags: Vocabulary, max_length: int):
+    """``(probs, gold)``, each ``[B, T, L, X]``: P(span [t, t+l] is one X) and whether it is."""
+    types = [name[2:] for name in tags.itos if name.startswith("B-")]
+    probs = torch.stack(
+        [
+            span_marginals(
+                *potentials,
+                split.mask,
+                begin=tags[f"B-{x}"],
+                inside=tags[f"I-{x}"],
+                max_length=max_length,
+            )
+            for x in types
+        ],
+        -1,
+    )
+    gold = torch.stack(
+        [
+            span_indicators(
+                split.tags,
+                split.mask,
+                begin=tags[f"B-{x}"],
+                inside=tags[f"I-{x}"],
+                max_length=max_length,
+            )
+            for x in types
+        ],
+        -1,
+    ).to(probs.dtype)
+    return probs, gold, types
+
+
+def predicted_spans(path: torch.Tensor, split: ce.Tagged, tags: Vocabulary, types: list[str]):
+    """Index tensors ``(b, t, l, x)`` of the spans on the Viterbi paths.
+
+    ``l + 1`` is the span's length, which may exceed the span table's ``max_length``
+    (a first-order chain cannot bound it); the caller drops those from the queries.
+    """
+    rows = []
+    for b, length in enumerate(split.mask.sum(1).tolist()):
+        names = tags.decode(path[b, :length].tolist())
+        rows += [(b, s, e - s - 1, types.index(lab)) for s, e, lab in bio_spans(names)]
+    return torch.tensor(rows, dtype=torch.long).reshape(-1, 4).unbind(1)
+
+
+def top_k_spans(probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Flat indices of each sentence's ``k`` most probable candidate spans, and sentence ids.
+
+    Example:
+        >>> p = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.0, 0.4]]).reshape(2, 3, 1, 1)
+        >>> idx, rows = top_k_spans(p, 2)
+        >>> idx.tolist(), rows.tolist()
+        ([1, 2, 3, 5], [0, 0, 1, 1])
+    """
+    flat = probs.reshape(probs.shape[0], -1)
+    k = min(k, flat.shape[1])
+    top = flat.topk(k, dim=1).indices
+    rows = torch.arange(flat.shape[0])[:, None].expand_as(top)
+    return (rows * flat.shape[1] + top).reshape(-1), rows.reshape(-1)
+
+
+def _calibrate(q, y, groups, args, seed) -> dict:
+    return {
+        name: ce.calibration(q, y, setting, groups=groups, seed=seed, n=args.n_samples)
+        for name, setting in (("paper", ce.PAPER_SETTING), ("recommended", ce.RECOMMENDED_SETTING))
+    }
+
+
+def evaluate(model, hasher, split: ce.Tagged, tags: Vocabulary, args) -> dict:
+    """Token-level and span-level calibration, and span precision / recall / F1."""
+    x = ce.features(split, hasher)
+    pot = constrained_potentials(model, x, split.mask, tags)
+    marg = linear_chain.posterior_marginals(*pot, split.mask, pairwise=False).unigram
+    path = linear_chain.viterbi(*pot, split.mask)[1]
+    q, y = tag_queries(marg, split.tags, split.mask)
+    sentences = ce.sentence_ids(split.mask)
+    out: dict[str, Any] = {
+        "token_accuracy": float((path == split.tags)[split.mask].double().mean()),
+        "token": _calibrate(q, y, sentences.repeat(len(tags)), args, args.seed),
+    }
+    probs, gold, types = span_tables(pot, split, tags, args.max_length)
+    b, t, l, k = predicted_spans(path, split, tags, types)
+    short = l < args.max_length  # longer predicted spans are wrong: gold spans are short
+    n_long = int((~short).sum())
+    b, t, l, k = b[short], t[short], l[short], k[short]
+    pred_q, pred_y = probs[b, t, l, k], gold[b, t, l, k]
+    out["predicted_spans"] = _calibrate(pred_q, pred_y, b, args, args.seed + 1)
+    idx, rows = top_k_spans(probs, args.top_k)
+    top_q, top_y = probs.reshape(-1)[idx], gold.reshape(-1)[idx]
+    out[f"top{args.top_k}_spans"] = _calibrate(top_q, top_y, rows, args, args.seed + 2)
+    n_gold, n_hit = float(gold.sum()), float(pred_y.sum())
+    n_pred = float(pred_y.numel() + n_long)
+    precision, recall = n_hit / max(n_pred, 1), n_hit / max(n_gold, 1)
+    out["spans"] = {
+        "gold": int(n_gold),
+        "predicted": int(n_pred),
+        "predicted_too_long": n_long,
+        "precision": precision,
+        "recall": recall,
+        "f1": 2 * precision * recall / max(precision + recall, 1e-12),
+        "expected_correct_predicted": float(pred_q.sum()),
+        "expected_gold_spans": float(probs.sum()),
+    }
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Train the CRF, evaluate token and span calibration, write results and figures."""
+    if min(args.threads, args.max_iter, args.n_samples, args.top_k, args.max_length) < 1:
+        raise ValueError("--threads, --max-iter, --n-samples, --top-k, --max-length must be >= 1")
+    if args.train_sentences < 1 or args.buckets < 2 or any(c < 0 for c in args.c2):
+        raise ValueError("--train-sentences must be >= 1, --buckets >= 2, --c2 values >= 0")
+    with report.torch_threads(args.threads):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    begin = time.perf_counter()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    raw, folder = _load(args)
+    data, tags = tagged_splits(raw, args.max_length)
+    print(f"ner: {folder.name}: {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
+    model, hasher, selection = ce.fit_crf(
+        ABLATION["+shape"],
+        data["train"],
+        data["dev"],
+        len(tags),
+        buckets=args.buckets,
+        c2_grid=args.c2[:1] if args.quick else args.c2,
+        max_iter=min(args.max_iter, 30) if args.quick else args.max_iter,
+    )
+    test = evaluate(model, hasher, data["test"], tags, args)
+    results = {
+        "experiment": "ner",
+        "dataset": folder.name,
+        "quick": args.quick,
+        "max_length": args.max_length,
+        "top_k": args.top_k,
+        "tags": tags.itos,
+        "sentences": {k: len(v.sentences) for k, v in data.items()},
+        "selection": selection,
+        "test": test,
+    }
+    results["figure"] = _figure(test, out, args.top_k)
+    results["seconds"] = time.perf_counter() - begin
+    results = ce.strip(results)
+    report.write_json(out / "results.json", results)
+    (out / "results.md").write_text(markdown(results))
+    print(markdown(results))
+    print(f"wrote {out / 'results.json'}, {out / 'results.md'}")
+    return results
+
+
+def _figure(test: dict, out: Path, k: int) -> str:
+    panels = [
+        (f"token: BIO tags (acc {test['token_accuracy']:.3f})", test["token"]),
+        (f"predicted spans (F1 {test['spans']['f1']:.3f})", test["predicted_spans"]),
+        (f"top-{k} candidate spans per sentence", test[f"top{k}_spans"]),
+    ]
+    return ce.reliability_panels(
+        [(t, r["recommended"]["_result"]) for t, r in panels],
+        out / "ner_reliability.png",
+        "GUM entities, feature CRF: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap",
+    )
+
+
+def markdown(results: dict) -> str:
+    """The calibration table and span scores of a results dict."""
+    test = results["test"]
+    k = results["top_k"]
+    rows = []
+    for key, label in (
+        ("token", "token: BIO tag (one-vs-rest, all tags)"),
+        ("predicted_spans", "span: predicted (Viterbi) spans"),
+        (f"top{k}_spans", f"span: top-{k} candidates per sentence"),
+    ):
+        r = test[key]
+        rows.append(
+            [
+                label,
+                r["paper"]["n"],
+                report.format_interval(
+                    r["paper"]["error"], r["paper"]["lower"], r["paper"]["upper"]
+                ),
+                r["paper"]["bins"],
+                report.format_interval(
+                    r["recommended"]["error"], r["recommended"]["lower"], r["recommended"]["upper"]
+                ),
+                r["recommended"]["bins"],
+            ]
+        )
+    s = test["spans"]
+    headers = ["query", "N", "CalibErr paper [95%]", "bins", "CalibErr recommended [95%]", "bins"]
+    lines = [
+        f"### GUM entities (test, {results['sentences']['test']} sentences), feature CRF",
+        "",
+        report.markdown_table(headers, rows),
+        "",
+        f"Token accuracy {test['token_accuracy']:.4f}; spans: {s['predicted']} predicted, "
+        f"{s['gold']} gold, precision {s['precision']:.4f}, recall {s['recall']:.4f}, "
+        f"F1 {s['f1']:.4f}; expected correct among predicted {s['expected_correct_predicted']:.1f} "
+        f"(observed {round(s['precision'] * s['predicted'])}); expected gold spans "
+        f"{s['expected_gold_spans']:.1f} (observed {s['gold']}).",
+    ]
+    return "\n".join(lines) + "\n"

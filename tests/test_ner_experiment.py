@@ -1,0 +1,189 @@
+"""GUM entity reading, BIO flattening and the span-calibration experiment (synthetic corpus
+everywhere; the real GUM dev file when ../shared/data is there)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+import torch
+
+from calib_metrics.data.locations import shared_data_dir
+from calib_metrics.paper import ner
+from calib_metrics.paper.gum_entities import (
+    Span,
+    bio_spans,
+    bio_tags,
+    flatten,
+    parse_entity_field,
+    read_gum_entities,
+)
+
+_PEOPLE = ["Kim", "Ana", "Bo"]
+_PLACES = ["Paris", "Oslo", "Rome"]
+_THINGS = ["car", "book", "idea"]
+
+
+def _conllu_sentence(rng: random.Random, eid: list[int]) -> str:
+    """'PERSON saw the THING in PLACE .' with the place nested in a longer mention."""
+    rows: list[tuple[str, str]] = []
+
+    def mention(words: list[str], label: str, inner: tuple[int, str] | None = None) -> None:
+        eid[0] += 1
+        first = len(rows)
+        for w in words:
+            rows.append((w, ""))
+        if len(words) == 1:
+            rows[first] = (words[0], f"({eid[0]}-{label}-new-x)")
+        else:
+            rows[first] = (words[0], f"({eid[0]}-{label}-new-x")
+            rows[-1] = (rows[-1][0], f"{eid[0]})")
+        if inner is not None:
+            pos, inner_label = inner
+            eid[0] += 1
+            w, mark = rows[first + pos]
+            rows[first + pos] = (w, mark + f"({eid[0]}-{inner_label}-giv-y)")
+
+    mention([rng.choice(_PEOPLE)], "person")
+    rows.append(("saw", ""))
+    mention(["the", rng.choice(_THINGS)], "object")
+    rows.append(("in", ""))
+    mention(["the", "city", "of", rng.choice(_PLACES)], "place", inner=(3, "place"))
+    rows.append((".", ""))
+    lines = [
+        f"{i}\t{w}\t_\t_\t_\t_\t0\tdep\t_\t" + (f"Entity={m}" if m else "_")
+        for i, (w, m) in enumerate(rows, 1)
+    ]
+    return "\n".join(lines)
+
+
+def _write_gum(folder: Path, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    eid = [0]
+    for split, n in (("train", 60), ("dev", 20), ("test", 25)):
+        blocks = [f"# newdoc id = doc_{split}"] + [_conllu_sentence(rng, eid) for _ in range(n)]
+        (folder / f"en_gum-ud-{split}.conllu").write_text("\n\n".join(blocks) + "\n\n")
+    return folder
+
+
+def test_entity_field_and_reader(tmp_path):
+    assert parse_entity_field("(1-person-new-a)2)") == [
+        ("single", "1", "person"),
+        ("close", "2", ""),
+    ]
+    with pytest.raises(ValueError, match="no id and type"):
+        parse_entity_field("(oops)")
+    folder = _write_gum(tmp_path / "ud-english-gum")
+    sentences = read_gum_entities(folder / "en_gum-ud-dev.conllu")
+    assert len(sentences) == 20 and sentences[0].document == "doc_dev"
+    spans = sentences[0].spans
+    # person, object, the 4-word place and the 1-word place nested in it.
+    assert [(s.end - s.start, s.label) for s in spans] == [
+        (1, "person"),
+        (2, "object"),
+        (4, "place"),
+        (1, "place"),
+    ]
+    assert len(read_gum_entities(folder / "en_gum-ud-dev.conllu", limit=3)) == 3
+
+
+def test_flatten_and_bio_round_trip():
+    nested = [Span(0, 1, "person"), Span(4, 8, "place"), Span(7, 8, "place")]
+    assert flatten(nested, max_length=6) == [Span(0, 1, "person"), Span(4, 8, "place")]
+    # A mention too long to keep gives way to the one nested in it.
+    assert flatten(nested, max_length=3) == [Span(0, 1, "person"), Span(7, 8, "place")]
+    tags = bio_tags(9, flatten(nested, 6))
+    assert tags[4:8] == ["B-place", "I-place", "I-place", "I-place"]
+    assert bio_spans(tags) == flatten(nested, 6)
+    with pytest.raises(ValueError, match="overlap"):
+        bio_tags(9, nested)
+    with pytest.raises(ValueError, match="max_length"):
+        flatten(nested, 0)
+
+
+def test_bio_constraints_forbid_ill_formed_transitions():
+    tags = ner.bio_vocabulary(["person", "place"])
+    trans, start = ner.bio_constraints(tags)
+    i_person = tags["I-person"]
+    allowed = {tags.itos[i] for i in range(len(tags)) if trans[i, i_person] == 0}
+    assert allowed == {"B-person", "I-person"}
+    assert start[i_person] == float("-inf") and start[tags["B-place"]] == 0
+
+
+def _args(tmp_path, **options) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    ner.add_arguments(parser)
+    args = parser.parse_args(["--quick"])
+    defaults = dict(
+        data=str(tmp_path), out=str(tmp_path / "out"), max_iter=15, n_samples=50, buckets=1024
+    )
+    for key, value in (defaults | options).items():
+        setattr(args, key, value)
+    return args
+
+
+def test_span_tables_sum_to_the_begin_marginals(tmp_path):
+    """Summed over lengths, P(span of type X starts at t) is P(y_t = B-X)."""
+    _write_gum(tmp_path / "ud-english-gum")
+    args = _args(tmp_path, max_length=12)
+    raw, _ = ner._load(args)
+    data, tags = ner.tagged_splits(raw, args.max_length)
+    model, hasher, _ = ner.ce.fit_crf(
+        ner.ABLATION["+shape"],
+        data["train"],
+        data["dev"],
+        len(tags),
+        buckets=1024,
+        c2_grid=[1.0],
+        max_iter=10,
+    )
+    split = data["test"]
+    pot = ner.constrained_potentials(model, ner.ce.features(split, hasher), split.mask, tags)
+    unigram = ner.linear_chain.posterior_marginals(*pot, split.mask).unigram
+    probs, gold, types = ner.span_tables(pot, split, tags, args.max_length)
+    begins = torch.tensor([tags[f"B-{x}"] for x in types])
+    torch.testing.assert_close(
+        probs.sum(2), unigram[..., begins].to(probs.dtype), atol=1e-6, rtol=0
+    )
+    assert int(gold.sum()) == sum(len(bio_spans(t)) for _, t in split.sentences)
+
+
+def test_ner_experiment_on_a_synthetic_corpus(tmp_path):
+    _write_gum(tmp_path / "ud-english-gum")
+    results = ner.run(_args(tmp_path))
+    test = results["test"]
+    assert test["spans"]["gold"] == 25 * 3  # the nested place is flattened away
+    assert 0 < test["spans"]["f1"] <= 1
+    for key in ("token", "predicted_spans", "top10_spans"):
+        for setting in ("paper", "recommended"):
+            r = test[key][setting]
+            assert 0 <= r["lower"] <= r["upper"] <= 1 and r["n"] > 0
+    assert test["top10_spans"]["paper"]["n"] == 25 * 10
+    assert (tmp_path / "out" / "ner_reliability.png").stat().st_size > 0
+    assert "predicted (Viterbi) spans" in (tmp_path / "out" / "results.md").read_text()
+
+
+def test_ner_rejects_bad_options(tmp_path):
+    with pytest.raises(ValueError, match="top-k"):
+        ner.run(_args(tmp_path, top_k=0))
+
+
+_DATA = shared_data_dir()
+
+
+@pytest.mark.skipif(
+    _DATA is None or not (_DATA / "ud-english-gum").is_dir(),
+    reason="needs ../shared/data/ud-english-gum",
+)
+@pytest.mark.shared_data
+def test_gum_dev_mentions_match_the_release_counts():
+    sentences = read_gum_entities(_DATA / "ud-english-gum" / "en_gum-ud-dev.conllu.gz")
+    assert len(sentences) == 1575
+    assert sum(len(s.words) for s in sentences) == 28119
+    assert sum(len(s.spans) for s in sentences) == 7897  # SOURCE.md's mention count
+    flat = [flatten(s.spans, 6) for s in sentences]
+    assert all(b.start >= a.end for spans in flat for a, b in pairwise(spans))
