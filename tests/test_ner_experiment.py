@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from calib_metrics.data.locations import shared_data_dir
 from calib_metrics.paper import ner
 from calib_metrics.paper.gum_entities import (
     Span,
@@ -21,6 +20,7 @@ from calib_metrics.paper.gum_entities import (
     parse_entity_field,
     read_gum_entities,
 )
+from calib_metrics.paper.locations import shared_data_dir
 
 _PEOPLE = ["Kim", "Ana", "Bo"]
 _PLACES = ["Paris", "Oslo", "Rome"]

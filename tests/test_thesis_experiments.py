@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from calib_metrics.data.locations import shared_data_dir
 from calib_metrics.paper import twitter_pos
 from calib_metrics.paper.ark_twitter import load_ark_twitter, read_ark_conll
+from calib_metrics.paper.locations import shared_data_dir
 
 _NOUNS = ["dog", "cat", "game", "phone", "day", "bus", "song"]
 _VERBS = ["runs", "won", "bet", "likes", "got", "loves"]

@@ -13,8 +13,8 @@ import io
 import os
 from pathlib import Path
 
-from calib_metrics.data.locations import find_dataset
-from calib_metrics.data.tagging import TaggedSentence
+from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.tagging import TaggedSentence
 
 DATASET = "ark-twitter-pos"
 SPLITS = {
@@ -71,7 +71,7 @@ def load_ark_twitter(
     """The named splits (``train``, ``dev``, ``test``, ``daily547``) of the corpus.
 
     ``data`` is the corpus folder or the folder holding ``ark-twitter-pos`` (default:
-    the shared data folder, see :func:`calib_metrics.data.locations.find_dataset`).
+    the shared data folder, see :func:`calib_metrics.paper.locations.find_dataset`).
 
     Example:
         >>> import tempfile, pathlib

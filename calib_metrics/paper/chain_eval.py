@@ -13,11 +13,11 @@ from typing import Any, NamedTuple
 
 import torch
 
-from calib_metrics.data.tagging import TaggedSentence, Vocabulary, encode_batch
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.models.feature_crf import FeatureCRF
 from calib_metrics.models.features import FeatureHasher
 from calib_metrics.models.hmm import HMM
+from calib_metrics.paper.tagging import TaggedSentence, Vocabulary, encode_batch
 
 # The paper's estimator, passed explicitly: β = 5000, plug-in, Algorithm 2.
 PAPER_SETTING = {"debias": False, "bin_size": 5000, "interval": "paper"}

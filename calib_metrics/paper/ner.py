@@ -25,12 +25,10 @@ from typing import Any
 
 import torch
 
-from calib_metrics.data.locations import find_dataset
-from calib_metrics.data.tagging import Vocabulary
-from calib_metrics.experiments import report
 from calib_metrics.models import linear_chain
 from calib_metrics.models.features import ABLATION
 from calib_metrics.paper import chain_eval as ce
+from calib_metrics.paper import report
 from calib_metrics.paper.gum_entities import (
     ENTITY_TYPES,
     bio_spans,
@@ -38,6 +36,8 @@ from calib_metrics.paper.gum_entities import (
     flatten,
     read_gum_entities,
 )
+from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.tagging import Vocabulary
 from calib_metrics.queries import span_indicators, span_marginals, tag_queries
 
 DESCRIPTION = "thesis §3.4: entity-span calibration of a feature CRF on GUM (span_marginals)"

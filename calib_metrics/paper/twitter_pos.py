@@ -22,12 +22,12 @@ from typing import Any
 
 import torch
 
-from calib_metrics.data.locations import find_dataset
-from calib_metrics.data.tagging import Vocabulary, read_tagged_sentences
-from calib_metrics.experiments import report
 from calib_metrics.models.features import ABLATION
 from calib_metrics.paper import chain_eval as ce
+from calib_metrics.paper import report
 from calib_metrics.paper.ark_twitter import load_ark_twitter
+from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.tagging import Vocabulary, read_tagged_sentences
 from calib_metrics.queries import tag_queries
 
 DESCRIPTION = "thesis §4.1-4.2: HMM vs CRF-Basic vs CRF-Advanced (tweets: tag V; EWT: tag NN)"
