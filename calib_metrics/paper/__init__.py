@@ -1,4 +1,4 @@
-"""The paper's and the thesis' reproductions: corpus readers, features, the experiments, the event analysis.
+"""The paper's and the thesis' reproductions: readers, features, experiments, event analysis.
 
 Nothing in the library imports this package; only :mod:`calib_metrics.cli` does, lazily,
 for ``calib-metrics reproduce`` and ``calib-metrics demo``. It builds on the library
