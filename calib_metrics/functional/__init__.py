@@ -14,6 +14,7 @@ from calib_metrics.functional.calibration import (
     ci_from_bins,
     error_from_bins,
 )
+from calib_metrics.functional.comparison import ComparisonResult, compare_calibration
 from calib_metrics.functional.errors import NoPairsError
 from calib_metrics.functional.intervals import group_bootstrap, pair_bootstrap
 from calib_metrics.functional.smooth import (
@@ -28,6 +29,7 @@ __all__ = [
     "Bins",
     "BrierDecomposition",
     "CalibrationResult",
+    "ComparisonResult",
     "NoPairsError",
     "SmoothCurve",
     "SpiegelhalterResult",
@@ -36,6 +38,7 @@ __all__ = [
     "brier_decomposition",
     "calibration_error",
     "calibration_error_ci",
+    "compare_calibration",
     "ci_from_bins",
     "error_from_bins",
     "group_bootstrap",
