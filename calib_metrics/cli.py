@@ -353,6 +353,12 @@ def build_parser(paper: bool = True) -> argparse.ArgumentParser:
         "recalibrate", help=cli_recalibrate.DESCRIPTION, description=cli_recalibrate.__doc__
     )
     cli_recalibrate.add_arguments(recal)
+    from calib_metrics import cli_compare
+
+    compare = sub.add_parser(
+        "compare", help=cli_compare.DESCRIPTION, description=cli_compare.__doc__
+    )
+    cli_compare.add_arguments(compare)
     if paper:
         _add_paper_commands(sub)
     else:
@@ -394,6 +400,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from calib_metrics import cli_recalibrate
 
             cli_recalibrate.run(args)
+        elif args.command == "compare":
+            from calib_metrics import cli_compare
+
+            cli_compare.run(args)
         else:
             _run_paper_command(args)
     except (ValueError, OSError, ImportError) as err:

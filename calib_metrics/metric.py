@@ -17,6 +17,8 @@ from calib_metrics.functional import sketch
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import Bins, _check_pairs, check_probs
 from calib_metrics.functional.calibration import (
+    MAX_BIN_SIZE,
+    MAX_UNIFORM_BINS,
     CalibrationResult,
     _check_groups,
     _check_interval_options,
@@ -78,8 +80,8 @@ _SKETCH_STATES = ("cell_count", "cell_sum_r", "cell_sum_r2", "cell_sum_y")
 # Fewer bins than this cannot show miscalibration (one bin scores about 0 for any model).
 MIN_BINS = 10
 # Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
-_MAX_BIN_SIZE = 1 << 62
-_MAX_N_BINS = 1 << 20
+_MAX_BIN_SIZE = MAX_BIN_SIZE
+_MAX_N_BINS = MAX_UNIFORM_BINS
 _AVERAGES = ("micro", "macro", "weighted", "none", None)
 
 

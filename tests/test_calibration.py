@@ -61,7 +61,7 @@ def reference_error(q, y, bin_size, norm="l2", debias=False):
 def test_error_matches_reference(norm, dtype, n, bin_size) -> None:
     q, y = beta_data(n, seed=n + bin_size, shift=0.05)
     q = with_ties(q, seed=n).to(dtype)
-    got = calibration_error(q, y, bin_size=bin_size, norm=norm)
+    got = calibration_error(q, y, bin_size=bin_size, norm=norm, debias=False)
     assert got.dtype == torch.float64 and got.shape == ()
     assert got.item() == pytest.approx(reference_error(q, y, bin_size, norm), rel=1e-12, abs=1e-15)
 
@@ -70,21 +70,21 @@ def test_debias_matches_reference() -> None:
     q, y = beta_data(5000, seed=1, shift=0.03)
     got = calibration_error(q, y, bin_size=250, debias=True)
     assert got.item() == pytest.approx(reference_error(q, y, 250, debias=True), rel=1e-12)
-    assert got < calibration_error(q, y, bin_size=250)
+    assert got < calibration_error(q, y, bin_size=250, debias=False)
 
 
 @pytest.mark.parametrize("norm", ["l2", "l1", "max"])
 def test_uniform_error_matches_reference(norm) -> None:
     q, y = beta_data(4000, seed=2, shift=-0.04, dtype=torch.float64)
     bins = ref.uniform_bins(q.numpy(), y.numpy(), 15)
-    got = calibration_error(q, y, binning="uniform", n_bins=15, norm=norm)
+    got = calibration_error(q, y, binning="uniform", n_bins=15, norm=norm, debias=False)
     assert got.item() == pytest.approx(ref.error(bins, norm), rel=1e-12)
 
 
 def test_target_types_give_one_answer() -> None:
     q, y = beta_data(999, seed=3)
     values = {
-        calibration_error(q, y.to(dtype), bin_size=100).item()
+        calibration_error(q, y.to(dtype), bin_size=100, debias=False).item()
         for dtype in (torch.bool, torch.int64, torch.int8, torch.float16, torch.float64)
     }
     assert len(values) == 1
@@ -94,7 +94,7 @@ def test_paper_definition_by_hand() -> None:
     # Bins {0.1, 0.2 | y 0, 0} and {0.7, 0.9 | y 1, 1}: gaps 0.15 and 0.2.
     probs = torch.tensor([0.1, 0.2, 0.7, 0.9], dtype=torch.float64)
     target = torch.tensor([0, 0, 1, 1])
-    got = calibration_error(probs, target, bin_size=2)
+    got = calibration_error(probs, target, bin_size=2, debias=False)
     assert got.item() == pytest.approx(math.sqrt((0.15**2 + 0.2**2) / 2), rel=1e-14)
 
 
@@ -103,15 +103,19 @@ def test_constant_prediction_matching_frequency_is_zero() -> None:
     probs = torch.full((100,), 0.7, dtype=torch.float64)
     target = torch.zeros(100, dtype=torch.long)
     target[torch.randperm(100, generator=torch.Generator().manual_seed(0))[:70]] = 1
-    assert calibration_error(probs, target, bin_size=100).item() == pytest.approx(0, abs=1e-12)
-    assert calibration_error(probs, target, bin_size=5000).item() == pytest.approx(0, abs=1e-12)
+    assert calibration_error(probs, target, bin_size=100, debias=False).item() == pytest.approx(
+        0, abs=1e-12
+    )
+    assert calibration_error(probs, target, bin_size=5000, debias=False).item() == pytest.approx(
+        0, abs=1e-12
+    )
 
 
 def test_extremes_q_zero_and_one() -> None:
     # Confident and right: 0; confident and wrong: 1.
     q = torch.tensor([0.0, 0.0, 1.0, 1.0])
-    assert calibration_error(q, torch.tensor([0, 0, 1, 1]), bin_size=2).item() == 0.0
-    assert calibration_error(q, torch.tensor([1, 1, 0, 0]), bin_size=2).item() == 1.0
+    assert calibration_error(q, torch.tensor([0, 0, 1, 1]), bin_size=2, debias=False).item() == 0.0
+    assert calibration_error(q, torch.tensor([1, 1, 0, 0]), bin_size=2, debias=False).item() == 1.0
 
 
 def test_float32_two_million_pairs_equal_float64_answer() -> None:
@@ -125,7 +129,7 @@ def test_float32_two_million_pairs_equal_float64_answer() -> None:
     v = torch.rand(n, generator=g) ** 3
     q = torch.where(u < 0.45, v, torch.where(u < 0.9, 1 - v, torch.tensor(0.25)))
     y = torch.bernoulli(q, generator=g).to(torch.uint8)
-    got = calibration_error(q, y, bin_size=5000)
+    got = calibration_error(q, y, bin_size=5000, debias=False)
     expected = reference_error(q, y, 5000)
     assert got.dtype == torch.float64
     assert abs(got.item() - expected) <= 1e-9
@@ -146,7 +150,13 @@ def test_ci_matches_reference_algorithm_2(miscalibrated) -> None:
     q, y = miscalibrated
     s = 20000
     result = calibration_error_ci(
-        q, y, bin_size=300, n_samples=s, generator=torch.Generator().manual_seed(1)
+        q,
+        y,
+        bin_size=300,
+        n_samples=s,
+        generator=torch.Generator().manual_seed(1),
+        debias=False,
+        interval="paper",
     )
     bins = ref.adaptive_bins(q.numpy(), y.numpy(), 300)
     samples = ref.sampled_errors(bins, 4000, np.random.default_rng(0))
@@ -170,6 +180,8 @@ def test_normal_interval_is_mean_plus_minus_z_std(miscalibrated, confidence) -> 
         n_samples=500,
         confidence=confidence,
         generator=torch.Generator().manual_seed(1),
+        debias=False,
+        interval="paper",
     )
     z = NormalDist().inv_cdf((1 + confidence) / 2)
     assert r.mean.item() - z * r.std.item() > 0  # clipping at 0 plays no part here
@@ -181,7 +193,15 @@ def test_normal_interval_never_below_zero() -> None:
     # Three pairs: std is large, mean - 1.96·std < 0; an error cannot be negative.
     q = torch.tensor([0.9, 0.2, 0.4], dtype=torch.float64)
     y = torch.tensor([1, 0, 1])
-    r = calibration_error_ci(q, y, n_samples=2000, generator=torch.Generator().manual_seed(0))
+    r = calibration_error_ci(
+        q,
+        y,
+        n_samples=2000,
+        generator=torch.Generator().manual_seed(0),
+        debias=False,
+        interval="paper",
+        bin_size=5000,
+    )
     assert r.mean.item() - 1.96 * r.std.item() < 0
     assert r.lower.item() >= 0.0
     assert r.upper.item() == pytest.approx(r.mean.item() + 1.959963984540054 * r.std.item())
@@ -190,13 +210,31 @@ def test_normal_interval_never_below_zero() -> None:
 def test_ci_deterministic_with_generator(miscalibrated) -> None:
     q, y = miscalibrated
     a = calibration_error_ci(
-        q, y, bin_size=500, n_samples=500, generator=torch.Generator().manual_seed(3)
+        q,
+        y,
+        bin_size=500,
+        n_samples=500,
+        generator=torch.Generator().manual_seed(3),
+        debias=False,
+        interval="paper",
     )
     b = calibration_error_ci(
-        q, y, bin_size=500, n_samples=500, generator=torch.Generator().manual_seed(3)
+        q,
+        y,
+        bin_size=500,
+        n_samples=500,
+        generator=torch.Generator().manual_seed(3),
+        debias=False,
+        interval="paper",
     )
     c = calibration_error_ci(
-        q, y, bin_size=500, n_samples=500, generator=torch.Generator().manual_seed(4)
+        q,
+        y,
+        bin_size=500,
+        n_samples=500,
+        generator=torch.Generator().manual_seed(4),
+        debias=False,
+        interval="paper",
     )
     for name in ("error", "mean", "std", "lower", "upper"):
         assert torch.equal(getattr(a, name), getattr(b, name)), name
@@ -214,6 +252,8 @@ def test_ci_ordering_and_dtype(miscalibrated, method) -> None:
         n_samples=2000,
         method=method,
         generator=torch.Generator().manual_seed(5),
+        debias=False,
+        interval="paper",
     )
     for value in (r.error, r.mean, r.std, r.lower, r.upper):
         assert value.shape == () and value.dtype == torch.float64
@@ -233,6 +273,8 @@ def test_percentile_bounds_are_sample_quantiles(miscalibrated) -> None:
         method="percentile",
         confidence=0.9,
         generator=torch.Generator().manual_seed(8),
+        debias=False,
+        interval="paper",
     )
     samples = calibration_module.sampled_errors(
         bins, 3000, generator=torch.Generator().manual_seed(8)
@@ -263,6 +305,8 @@ def test_width_grows_with_confidence(miscalibrated, method) -> None:
             confidence=confidence,
             method=method,
             generator=torch.Generator().manual_seed(11),
+            debias=False,
+            interval="paper",
         )
         widths.append((r.upper - r.lower).item())
     assert widths == sorted(widths) and widths[0] < widths[-1]
@@ -280,6 +324,8 @@ def test_ci_uniform_binning_and_norms(miscalibrated) -> None:
             norm=norm,
             n_samples=1000,
             generator=torch.Generator().manual_seed(0),
+            debias=False,
+            interval="paper",
         )
         bins = ref.uniform_bins(q.numpy(), y.numpy(), 10)
         assert r.error.item() == pytest.approx(ref.error(bins, norm), rel=1e-12)
@@ -290,7 +336,7 @@ def test_ci_degenerate_bins_have_zero_width() -> None:
     # Every bin's frequency is 0 or 1: no sampling noise, all draws equal the error.
     q = torch.tensor([0.1] * 10 + [0.8] * 10, dtype=torch.float64)
     y = torch.tensor([0] * 10 + [1] * 10)
-    r = calibration_error_ci(q, y, bin_size=10, n_samples=100)
+    r = calibration_error_ci(q, y, bin_size=10, n_samples=100, debias=False, interval="paper")
     assert r.std.item() == pytest.approx(0, abs=1e-15)
     assert r.mean.item() == pytest.approx(r.error.item())
 
@@ -304,7 +350,7 @@ def test_brier_decomposition_identity(miscalibrated) -> None:
     d = brier_decomposition(q.float(), y, bin_size=300)
     q64 = q.float().double().numpy()
     assert d.brier.item() == pytest.approx(float(np.mean((q64 - y.numpy()) ** 2)), rel=1e-12)
-    err = calibration_error(q.float(), y, bin_size=300)
+    err = calibration_error(q.float(), y, bin_size=300, debias=False)
     assert d.calibration.item() == pytest.approx(err.item() ** 2, rel=1e-12)
     bins = ref.adaptive_bins(q64, y.numpy(), 300)
     w = bins.count / bins.count.sum()
@@ -360,9 +406,11 @@ BAD_PAIRS = [
 @pytest.mark.parametrize(
     "fn",
     [
-        lambda p, t: calibration_error(p, t, bin_size=2),
-        lambda p, t: calibration_error(p, t, binning="uniform"),
-        lambda p, t: calibration_error_ci(p, t, bin_size=2, n_samples=10),
+        lambda p, t: calibration_error(p, t, bin_size=2, debias=False),
+        lambda p, t: calibration_error(p, t, binning="uniform", debias=False),
+        lambda p, t: calibration_error_ci(
+            p, t, bin_size=2, n_samples=10, debias=False, interval="paper"
+        ),
         lambda p, t: adaptive_binning(p, t, 2),
         lambda p, t: uniform_binning(p, t, 5),
         lambda p, t: brier_decomposition(p, t, bin_size=2),
@@ -383,7 +431,7 @@ BAD_OPTIONS = [
     (calibration_error, {"n_bins": 1.5}, "n_bins"),
     (calibration_error, {"norm": "l3"}, "norm"),
     (calibration_error, {"binning": "quantile"}, "binning"),
-    (calibration_error, {"norm": "l1", "debias": True}, "debias"),
+    (calibration_error, {"debias": "yes"}, "debias"),
     (calibration_error_ci, {"confidence": 0.0}, "confidence"),
     (calibration_error_ci, {"confidence": 1.0}, "confidence"),
     (calibration_error_ci, {"confidence": 95}, "confidence"),
@@ -407,4 +455,4 @@ def test_bad_options_rejected(fn, kwargs, match) -> None:
 
 def test_non_tensor_rejected() -> None:
     with pytest.raises(ValueError, match="tensor"):
-        calibration_error([0.2, 0.5], torch.tensor([0, 1]))
+        calibration_error([0.2, 0.5], torch.tensor([0, 1]), debias=False, bin_size=5000)

@@ -49,7 +49,7 @@ def test_uniform_equals_torchmetrics(norm, n, n_bins, a, shift) -> None:
         peer.update(q[part], y[part])
     expected = peer.compute()
     assert expected.dtype == torch.float64
-    got = calibration_error(q, y, binning="uniform", n_bins=n_bins, norm=norm)
+    got = calibration_error(q, y, binning="uniform", n_bins=n_bins, norm=norm, debias=False)
     torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-14)
     # The interval's point estimate is the same number.
     result = calibration_error_ci(
@@ -60,6 +60,8 @@ def test_uniform_equals_torchmetrics(norm, n, n_bins, a, shift) -> None:
         norm=norm,
         n_samples=10,
         generator=torch.Generator().manual_seed(0),
+        debias=False,
+        interval="paper",
     )
     torch.testing.assert_close(result.error, expected, rtol=1e-12, atol=1e-14)
 
@@ -72,7 +74,7 @@ def test_parity_holds_for_float32_input_in_our_float64_path() -> None:
     q32 = torch.where(((q32.double() * 15 - (q32.double() * 15).round()).abs() < 1e-6), 0.5, q32)
     peer = BinaryCalibrationError(n_bins=15, norm="l2")
     peer.update(q32.double(), y)
-    got = calibration_error(q32, y, binning="uniform", n_bins=15)
+    got = calibration_error(q32, y, binning="uniform", n_bins=15, debias=False)
     torch.testing.assert_close(got, peer.compute(), rtol=1e-12, atol=1e-14)
 
 
@@ -81,7 +83,7 @@ def test_float32_on_an_inner_edge_lands_where_torchmetrics_puts_it() -> None:
     # compared with float64 edges it fell in bin 6 with 0.65 (l1 0.175 instead of 0.475).
     preds, target = torch.tensor([0.65, 0.7]), torch.tensor([0, 1])
     expected = binary_calibration_error(preds, target, n_bins=10, norm="l1")
-    got = calibration_error(preds, target, binning="uniform", n_bins=10, norm="l1")
+    got = calibration_error(preds, target, binning="uniform", n_bins=10, norm="l1", debias=False)
     assert got.item() == pytest.approx(0.475, abs=1e-7)
     torch.testing.assert_close(got.float(), expected)
     assert uniform_binning(preds, target, 10).count.tolist() == [1.0, 1.0]
@@ -97,7 +99,7 @@ def test_every_grid_value_k_over_n_is_binned_as_in_torchmetrics(dtype, n_bins) -
     y = torch.arange(q.numel()) % 2
     for norm in ("l1", "l2", "max"):
         expected = binary_calibration_error(q, y, n_bins=n_bins, norm=norm)
-        got = calibration_error(q, y, binning="uniform", n_bins=n_bins, norm=norm)
+        got = calibration_error(q, y, binning="uniform", n_bins=n_bins, norm=norm, debias=False)
         # float32 inputs: torchmetrics sums in float32, hence the tolerance.
         torch.testing.assert_close(got, expected.double(), rtol=1e-6, atol=1e-6)
     edges = torch.linspace(0, 1, n_bins + 1, dtype=dtype)
@@ -111,7 +113,7 @@ def test_q_equal_one_is_the_documented_difference() -> None:
     q = torch.tensor([0.95, 1.0], dtype=torch.float64)
     y = torch.tensor([0, 1])
     assert binary_calibration_error(q, y, n_bins=10, norm="l1").item() == pytest.approx(0.475)
-    got = calibration_error(q, y, binning="uniform", n_bins=10, norm="l1")
+    got = calibration_error(q, y, binning="uniform", n_bins=10, norm="l1", debias=False)
     assert got.item() == pytest.approx(abs(0.975 - 0.5))
 
 
@@ -143,7 +145,9 @@ def test_torchmetrics_binary_cases(preds, target, n_bins, norm) -> None:
     reference = (netcal.ECE if norm == "l1" else netcal.MCE)(n_bins).measure(
         preds.double().numpy().ravel(), target.numpy().ravel()
     )
-    got = calibration_error(preds, target, binning="uniform", n_bins=n_bins, norm=norm)
+    got = calibration_error(
+        preds, target, binning="uniform", n_bins=n_bins, norm=norm, debias=False
+    )
     assert got.item() == pytest.approx(reference, abs=1e-7)
     # The class metric, fed batch by batch as torchmetrics' tester does.
     peer = BinaryCalibrationError(n_bins=n_bins, norm=norm)

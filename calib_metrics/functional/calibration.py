@@ -34,6 +34,8 @@ from calib_metrics.functional.intervals import (
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
 
+MAX_BIN_SIZE = 2**62
+MAX_UNIFORM_BINS = 2**20
 Norm = Literal["l1", "l2", "max"]
 Binning = Literal["adaptive", "uniform"]
 IntervalMethod = Literal["normal", "percentile"]
@@ -90,6 +92,11 @@ def _check_options(norm: str, binning: str, bin_size: int | str, n_bins: int) ->
     for name, value in checked:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    # Past these, the ranks (int64) or the uniform edges (memory) cannot be formed.
+    if bin_size != AUTO and bin_size > MAX_BIN_SIZE:
+        raise ValueError(f"bin_size must be at most 2**62, got {bin_size}")
+    if n_bins > MAX_UNIFORM_BINS:
+        raise ValueError(f"n_bins must be at most 2**20, got {n_bins}")
 
 
 def compute_bins(
@@ -113,6 +120,13 @@ def compute_bins(
         return uniform_binning(probs, target, n_bins)
     size = resolve_bin_size(bin_size, probs.numel())
     return _sums_to_bins(*adaptive_bin_sums(probs, target, size))
+
+
+def _debias_for(norm: str, debias: bool) -> bool:
+    """``debias`` as asked for l2; l1 and max have no debiased form and use the plug-in."""
+    if not isinstance(debias, bool):
+        raise ValueError(f"debias must be True or False, got {debias!r}")
+    return debias and norm == "l2"
 
 
 def _debiased_square_gap(bins: Bins, freq: Tensor) -> Tensor:
@@ -150,6 +164,8 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
         >>> error_from_bins(bins, "max")
         tensor(0.1000)
     """
+    if norm not in ("l1", "l2", "max"):
+        raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
     weight = bins.count / bins.count.sum()
     gap = bins.pred_mean - bins.freq
     if debias:
@@ -167,11 +183,11 @@ def calibration_error(
     probs: Tensor,
     target: Tensor,
     *,
-    bin_size: int | str = 5000,
+    bin_size: int | str = "auto",
     binning: Binning = "adaptive",
     n_bins: int = 15,
     norm: Norm = "l2",
-    debias: bool = False,
+    debias: bool = True,
     mode: Mode = "one_vs_rest",
 ) -> Tensor:
     """RMS calibration error of binary predictions (the paper's Algorithm 1).
@@ -179,14 +195,17 @@ def calibration_error(
     Args:
         probs: predicted probabilities q in [0, 1], any shape and floating dtype.
         target: binary labels y of the same shape.
-        bin_size: target bin size β of adaptive binning, or ``"auto"`` for β = ⌈√N⌉
-            (the rule chosen by the coverage study, ``docs/coverage.md``).
+        bin_size: target bin size β of adaptive binning, or ``"auto"`` (default) for
+            β = ⌈√N⌉ (the rule chosen by the coverage study, ``docs/coverage.md``); the
+            paper's is 5000.
         binning: ``"adaptive"`` (equal mass, the paper's) or ``"uniform"`` (equal width).
         n_bins: number of bins of uniform binning.
         norm: ``"l2"`` (the paper's RMS error), ``"l1"`` (weighted mean absolute gap)
             or ``"max"`` (worst bin).
-        debias: subtract each bin's sampling noise from its squared gap (l2 only);
-            see :func:`error_from_bins`.
+        debias: subtract each bin's sampling noise from its squared gap (default; l2
+            only: ``l1`` and ``max`` fall back to the plug-in); see
+            :func:`error_from_bins`. The paper's estimator is ``debias=False,
+            bin_size=5000``.
         mode: for multiclass ``probs [..., C]`` with integer ``target [...]``:
             ``"one_vs_rest"`` (the paper's), ``"top_label"`` or ``"classwise"`` (the
             mean of the per-class errors); see :mod:`calib_metrics.functional.multiclass`.
@@ -198,15 +217,17 @@ def calibration_error(
         >>> import torch
         >>> probs = torch.tensor([0.1, 0.2, 0.7, 0.9])
         >>> target = torch.tensor([0, 0, 1, 1])
-        >>> calibration_error(probs, target, bin_size=2)
+        >>> calibration_error(probs, target, bin_size=2, debias=False)  # the paper's plug-in
         tensor(0.1768, dtype=torch.float64)
         >>> calibration_error(probs, target, bin_size=2, norm="l1")
         tensor(0.1750, dtype=torch.float64)
         >>> probs = torch.tensor([[0.8, 0.2], [0.4, 0.6], [0.9, 0.1], [0.3, 0.7]])
-        >>> calibration_error(probs, torch.tensor([0, 0, 1, 1]), bin_size=2, mode="top_label")
+        >>> calibration_error(probs, torch.tensor([0, 0, 1, 1]), bin_size=2, mode="top_label",
+        ...                   debias=False)
         tensor(0.2693, dtype=torch.float64)
     """
     _check_options(norm, binning, bin_size, n_bins)
+    debias = _debias_for(norm, debias)
     sets = pair_sets(probs, target, mode)
     if len(sets) > 1:
         options = {"bin_size": bin_size, "binning": binning, "n_bins": n_bins}
@@ -296,6 +317,7 @@ def ci_from_bins(
 
     ``interval="groups"`` needs the pairs and their groups, so it is not available here.
     """
+    _check_interval_options(n_samples, confidence, method, interval)
     if interval == "pairs":
         summary = pair_bootstrap(
             bins,
@@ -323,8 +345,14 @@ def _check_interval_options(
 ) -> None:
     if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 2:
         raise ValueError(f"n_samples must be an integer >= 2, got {n_samples!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, (int, float))
+        or not 0 < confidence < 1
+    ):
+        raise ValueError(
+            f"confidence must be a number strictly between 0 and 1, got {confidence!r}"
+        )
     if method not in ("normal", "percentile"):
         raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
     if interval not in ("paper", "pairs", "groups"):
@@ -335,7 +363,7 @@ def calibration_error_ci(
     probs: Tensor,
     target: Tensor,
     *,
-    bin_size: int | str = 5000,
+    bin_size: int | str = "auto",
     n_samples: int = 10000,
     confidence: float = 0.95,
     generator: torch.Generator | None = None,
@@ -343,12 +371,17 @@ def calibration_error_ci(
     binning: Binning = "adaptive",
     n_bins: int = 15,
     norm: Norm = "l2",
-    debias: bool = False,
-    interval: Interval = "paper",
+    debias: bool = True,
+    interval: Interval | None = None,
     groups: Tensor | None = None,
     mode: Mode = "one_vs_rest",
 ) -> CalibrationResult:
-    """Calibration error with a confidence interval (by default the paper's Algorithm 2).
+    """Calibration error with a confidence interval.
+
+    Defaults are the recommended estimator: ``bin_size="auto"``, debiased, and the
+    recentred bootstrap over pairs (over groups when ``groups`` is given). The paper's
+    method (Algorithm 1 with Algorithm 2's sampled interval) is
+    ``debias=False, bin_size=5000, interval="paper"``.
 
     Args:
         probs: predicted probabilities q in [0, 1], any shape and floating dtype.
@@ -359,7 +392,8 @@ def calibration_error_ci(
         generator: source of randomness (on the input's device) for reproducible draws.
         method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
         binning, n_bins, norm, debias: as in :func:`calibration_error`.
-        interval: ``"paper"`` (Algorithm 2: per-bin frequencies redrawn from normals),
+        interval: None (default): ``"pairs"``, or ``"groups"`` when ``groups`` is given;
+            ``"paper"`` (Algorithm 2: per-bin frequencies redrawn from normals),
             ``"pairs"`` (Poisson bootstrap over pairs) or ``"groups"`` (Poisson
             bootstrap over whole groups, e.g. sentences); the bins are formed once and
             not re-formed per draw. With ``debias=True`` the bootstrap intervals are
@@ -380,7 +414,8 @@ def calibration_error_ci(
         >>> g = torch.Generator().manual_seed(0)
         >>> probs = torch.rand(20000, generator=g)
         >>> target = torch.bernoulli(probs, generator=g)
-        >>> result = calibration_error_ci(probs, target, bin_size=2000, generator=g)
+        >>> result = calibration_error_ci(probs, target, bin_size=2000, generator=g,
+        ...                               debias=False, interval="paper")  # the paper's
         >>> bool(result.lower < result.error < result.upper)
         True
         >>> round(result.error.item(), 3)
@@ -392,9 +427,10 @@ def calibration_error_ci(
         (140, True)
     """
     _check_options(norm, binning, bin_size, n_bins)
+    if interval is None:
+        interval = "pairs" if groups is None else "groups"
     _check_interval_options(n_samples, confidence, method, interval)
-    if debias and norm != "l2":
-        raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
+    debias = _debias_for(norm, debias)
     if (groups is None) != (interval != "groups"):
         raise ValueError(
             "groups= is needed by, and only used with, interval='groups' "
@@ -444,7 +480,7 @@ def brier_decomposition(
     probs: Tensor,
     target: Tensor,
     *,
-    bin_size: int | str = 5000,
+    bin_size: int | str = "auto",
     binning: Binning = "adaptive",
     n_bins: int = 15,
     mode: Mode = "one_vs_rest",

@@ -381,6 +381,8 @@ def pair_bootstrap(
         >>> bool(s.lower < s.error < s.upper)
         True
     """
+    if method not in ("normal", "percentile"):
+        raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
     blocks = _pair_blocks(bins, n_samples, generator)
     return summarize_draws(
         bins, blocks, confidence=confidence, method=method, norm=norm, debias=debias
