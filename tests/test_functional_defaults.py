@@ -93,3 +93,9 @@ Q, Y = torch.rand(50, generator=torch.Generator().manual_seed(0)), torch.ones(50
 def test_bad_arguments_are_value_errors_that_name_the_problem(call, message) -> None:
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_an_out_of_range_probability_is_shown_exactly() -> None:
+    probs = torch.tensor([0.2, 1 + 6e-8], dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"got 1\.00000006"):
+        calibration_error(probs, torch.tensor([0, 1]))

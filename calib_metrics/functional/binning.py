@@ -72,9 +72,12 @@ def check_probs(probs: Tensor) -> None:
     if torch.isnan(low) or torch.isnan(high):
         raise ValueError("probs contains NaN")
     if low < 0 or high > 1:
+        # repr-exact: 1 + 6e-8 must not print as 1.
+        offending = low.item() if low < 0 else high.item()
         raise ValueError(
-            f"probs must lie in [0, 1] (got values in [{low.item():.4g}, {high.item():.4g}]); "
-            "pass probabilities, not logits (apply sigmoid/softmax first)"
+            f"probs must lie in [0, 1], got {offending!r} (values span "
+            f"[{low.item():.4g}, {high.item():.4g}]); pass probabilities, not logits "
+            "(apply sigmoid/softmax first)"
         )
 
 
