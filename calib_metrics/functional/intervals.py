@@ -103,9 +103,9 @@ def bin_index(
 ) -> Tensor:
     """Each pair's bin, as an index into the bins that ``compute_bins`` returns.
 
-    Adaptive bins are runs of ``bin_size`` pairs in (q, y) order (the last, if short,
-    joins the one before); uniform bins are equal-width, empty ones dropped. The pairs
-    must be validated and flat.
+    Adaptive bins are runs of ``bin_size`` pairs in q order, a tie group's labels spread
+    evenly over its runs (the last run, if short, joins the one before); uniform bins
+    are equal-width, empty ones dropped. The pairs must be validated and flat.
 
     Example:
         >>> import torch
@@ -120,9 +120,38 @@ def bin_index(
         occupied = torch.bincount(raw, minlength=n_bins) > 0
         return (torch.cumsum(occupied, 0) - 1).index_select(0, raw)
     key, width = _order_key(probs)
-    order = _sort_pairs(key, width, target)
+    order = _interleave_ties(key, _sort_pairs(key, width, target), target)
     rank_bin = _bin_of_rank(torch.arange(n, device=probs.device), bin_size, max(1, n // bin_size))
     return torch.empty_like(rank_bin).index_put_((order,), rank_bin)
+
+
+def _interleave_ties(key: Tensor, order: Tensor, target: Tensor) -> Tensor:
+    """``order`` (by key, zeros first) with each tie group's labels spread evenly.
+
+    The bins give a split tie group's every part its mean label (DESIGN.md); a pair must
+    still sit in one bin, so within a tie group the i-th of its n₀ zeros goes to position
+    (i + ½)/n₀ and the j-th of its n₁ ones to (j + ½)/n₁. Every run of the group then holds
+    its share of ones up to one pair, and resampling the pairs moves those bins' labels
+    as the bins themselves count them (zeros first would give bins of all 0 or all 1).
+    """
+    n = key.numel()
+    if n < 2:
+        return order
+    k, y = key.index_select(0, order), (target.index_select(0, order) != 0).to(torch.int64)
+    starts_group = torch.ones(n, dtype=torch.bool, device=key.device)
+    starts_group[1:] = k[1:] != k[:-1]
+    group = torch.cumsum(starts_group, 0) - 1
+    label_class = 2 * group + y  # consecutive: a group's zeros, then its ones
+    starts_class = torch.ones(n, dtype=torch.bool, device=key.device)
+    starts_class[1:] = label_class[1:] != label_class[:-1]
+    class_id = torch.cumsum(starts_class, 0) - 1
+    class_start = torch.nonzero(starts_class).squeeze(1)
+    size = torch.bincount(class_id).to(torch.float64)
+    within = torch.arange(n, device=key.device) - class_start.index_select(0, class_id)
+    position = (within + 0.5) / size.index_select(0, class_id)
+    by_position = torch.sort(position, stable=True)[1]
+    regroup = torch.sort(group.index_select(0, by_position), stable=True)[1]
+    return order.index_select(0, by_position.index_select(0, regroup))
 
 
 def _pair_blocks(bins: Bins, n_samples: int, generator: torch.Generator | None):
