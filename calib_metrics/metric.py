@@ -769,4 +769,4 @@ class CalibrationError(Metric):
         if isinstance(result, list):
             labels = [str(c) for c in range(len(result))]
             return plot.per_class_errors({"model": result}, labels, ax=ax)
-        return plot.reliability_diagram(result, ax=ax)
+        return plot.reliability_diagram(result, ax=ax, confidence=self.confidence)

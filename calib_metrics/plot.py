@@ -16,7 +16,16 @@ from matplotlib.figure import Figure
 
 from calib_metrics.functional.calibration import CalibrationResult
 
-Z95 = 1.959963984540054
+
+def _z(confidence: float) -> float:
+    """The two-sided normal quantile of ``confidence`` (1.96 at 0.95)."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    import torch
+
+    return float(torch.special.ndtri(torch.tensor(0.5 + confidence / 2, dtype=torch.float64)))
 
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:
@@ -55,8 +64,10 @@ def reliability_diagram(
     title: str | None = None,
     label: str | None = None,
     color: str = "C0",
+    confidence: float = 0.95,
 ) -> tuple[Figure, Axes]:
-    """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±1.96·se bars.
+    """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
+    ``confidence``: 1.96 at 0.95).
 
     The diagonal marks perfect calibration: points above it are underconfident
     (q < p), below it overconfident. Grey bars along the bottom show how the
@@ -74,7 +85,8 @@ def reliability_diagram(
     fig, ax = _axes(ax)
     bins = result.bins
     q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
-    se = [Z95 * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, n)]
+    z = _z(confidence)
+    se = [z * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, n)]
     ax.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect calibration")
     ax.errorbar(
         q,
@@ -85,10 +97,10 @@ def reliability_diagram(
         markersize=3,
         capsize=2,
         linewidth=1,
-        label=label or "bins (±1.96 se)",
+        label=label or f"bins (±{z:.2f} se)",
     )
     total = sum(n)
-    # The spread of q (the refinement): pairs per tenth of [0, 1], as grey bars along
+    # The spread of q (the refinement): pairs per twentieth of [0, 1], as grey bars along
     # the bottom fifth of the plot.
     mass = ax.twinx()
     heights, _, _ = mass.hist(
@@ -212,8 +224,11 @@ def posterior_time_series(
     color: str | None = None,
     one_best: Any = None,
     title: str | None = None,
+    confidence: float = 0.95,
 ) -> tuple[Figure, Axes]:
     """Posterior mean per period with its shaded interval, and the 1-best line (Fig. 6).
+
+    ``confidence`` names the interval's level in the legend (the interval itself is given).
 
     Call it twice on one ``ax`` to overlay two series (the paper's Yugoslavia/NATO).
 
@@ -240,7 +255,7 @@ def posterior_time_series(
         color=line.get_color(),
         alpha=0.25,
         linewidth=0,
-        label="95% interval",
+        label=f"{100 * confidence:g}% interval",
     )
     if one_best is not None:
         ax.plot(

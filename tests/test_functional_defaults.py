@@ -99,3 +99,20 @@ def test_an_out_of_range_probability_is_shown_exactly() -> None:
     probs = torch.tensor([0.2, 1 + 6e-8], dtype=torch.float64)
     with pytest.raises(ValueError, match=r"got 1\.00000006"):
         calibration_error(probs, torch.tensor([0, 1]))
+
+
+def test_diagram_bars_and_legend_follow_the_confidence() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from calib_metrics.plot import posterior_time_series, reliability_diagram
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2000, generator=g)
+    result = calibration_error_ci(q, torch.bernoulli(q, generator=g), n_samples=50)
+    _, ax = reliability_diagram(result, confidence=0.9)
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "bins (±1.64 se)"
+    _, ax = posterior_time_series(["a", "b"], [1, 2], [0, 1], [2, 3], confidence=0.8)
+    assert "80% interval" in [c.get_label() for c in ax.collections]
+    with pytest.raises(ValueError, match="confidence"):
+        reliability_diagram(result, confidence=1.2)
