@@ -100,8 +100,21 @@ class LBFGSFit:
         (True, [[0, 1, 0]])
     """
 
+    fit_info: FitInfo | None
+
     def _nll(self, inputs: Tensor, tags: Tensor, mask: Tensor, flags: list[Tensor] | None):
         raise NotImplementedError
+
+    def _start_at_zero(self, freeze_boundary: bool) -> None:
+        """Every weight 0 (the objective is convex: CRFsuite starts there too); with
+        ``freeze_boundary`` the ``crf``'s start and end scores stay 0, out of training."""
+        with torch.no_grad():
+            for p in self.parameters():
+                p.zero_()
+        if freeze_boundary:
+            self.crf.start_transitions.requires_grad_(False)
+            self.crf.end_transitions.requires_grad_(False)
+        self.fit_info = None
 
     def l2_penalty(self) -> Tensor:
         """``||w||^2`` over the trained weights (frozen parameters excluded)."""

@@ -65,13 +65,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
         self.freeze_boundary = freeze_boundary
         self.crf = CRF(num_tags, batch_first=True)
         self.emission = nn.Embedding(vocab_size, num_tags)
-        with torch.no_grad():
-            for p in (*self.crf.parameters(), *self.emission.parameters()):
-                p.zero_()
-        if freeze_boundary:
-            self.crf.start_transitions.requires_grad_(False)
-            self.crf.end_transitions.requires_grad_(False)
-        self.fit_info: FitInfo | None = None
+        self._start_at_zero(freeze_boundary)
 
     def extra_repr(self) -> str:
         return (

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
-from calib_metrics.models.chain_fit import FitInfo, LBFGSFit, check_fit_options
+from calib_metrics.models.chain_fit import LBFGSFit, check_fit_options
 from calib_metrics.models.chain_tagger import ChainTagger
 
 __all__ = ["FeatureCRF"]
@@ -83,13 +83,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         self.freeze_boundary = freeze_boundary
         self.crf = CRF(num_tags, batch_first=True)
         self.weights = nn.EmbeddingBag(num_features, num_tags, mode="sum", padding_idx=0)
-        with torch.no_grad():  # a convex objective: start at 0, as CRFsuite does
-            for p in self.parameters():
-                p.zero_()
-        if freeze_boundary:
-            self.crf.start_transitions.requires_grad_(False)
-            self.crf.end_transitions.requires_grad_(False)
-        self.fit_info: FitInfo | None = None
+        self._start_at_zero(freeze_boundary)
 
     def extra_repr(self) -> str:
         return (
