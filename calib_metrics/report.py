@@ -162,7 +162,7 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
 
 
 def _settings_section(settings: Mapping[str, Any], command: str | None) -> str:
-    rows = [(k, k, "—" if v is None else v) for k, v in settings.items()]
+    rows = [(f"setting-{k}", k, "—" if v is None else v) for k, v in settings.items()]
     out = '<section id="settings"><h2>Settings used</h2>'
     if command:
         out += f"<p>Command: <code>{_text(command)}</code></p>"
