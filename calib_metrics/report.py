@@ -29,6 +29,11 @@ INTERVAL_KINDS = {
     "pairs": "recentred bootstrap over pairs",
     "groups": "recentred bootstrap over groups",
 }
+EVALUATE_KEYS = (
+    "file", "n", "binning", "bin_size", "norm", "debias", "interval", "confidence", "method",
+    "samples",
+)  # fmt: skip
+COMPARE_KEYS = ("n", "resampled", "confidence", "samples")
 STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
@@ -239,7 +244,11 @@ def evaluate_page(
         >>> page = evaluate_page(s, r, Measures(brier_decomposition(q, y, bin_size=100)))
         >>> page.count("<svg"), page.count("<tr>")  # one diagram; 4 bins and a header row
         (1, 5)
+        >>> evaluate_page({"file": "a.csv"}, r, Measures(brier_decomposition(q, y)))
+        Traceback (most recent call last):
+        ValueError: evaluate_page: the summary lacks n, binning, bin_size, ...
     """
+    _require(summary, EVALUATE_KEYS, "evaluate_page")
     title = f"Calibration report: {summary['file']}"
     groups = summary.get("groups")
     debiased = ", debiased" if summary["debias"] else ""
@@ -249,7 +258,8 @@ def evaluate_page(
         (
             "estimator",
             "estimator",
-            f"{_bin_rule(summary)}, {len(result.bins.count)} bins; {summary['norm']}{debiased}",
+            f"{_bin_rule(summary)}, {len(result.bins.count)} bins; {summary['norm']}{debiased}"
+            + _mode(summary),
         ),
         ("calib_err", f"CalibErr ({summary['norm']}{debiased})", _num(result.error)),
         ("interval", f"{100 * summary['confidence']:g}% interval", _interval(result)),
@@ -284,8 +294,20 @@ def evaluate_page(
     return _page(title, sections)
 
 
+def _mode(summary: Mapping[str, Any]) -> str:
+    """``; top_label pairs`` for a multiclass mode other than the default, else nothing."""
+    mode = summary.get("mode", "one_vs_rest")
+    return "" if mode == "one_vs_rest" else f"; {mode} pairs"
+
+
+def _require(summary: Mapping[str, Any], keys: tuple[str, ...], who: str) -> None:
+    missing = [k for k in keys if k not in summary]
+    if missing:
+        raise ValueError(f"{who}: the summary lacks {', '.join(missing)}")
+
+
 def _bin_rule(summary: Mapping[str, Any]) -> str:
-    """``adaptive bins of β = 71 (auto: ⌈√N⌉)`` or ``15 uniform bins``."""
+    """``adaptive bins of β = 71 (auto: ⌈√N⌉)``, or the uniform rule."""
     if summary["binning"] == "uniform":
         return "equal-width bins (empty ones dropped)"
     size = summary["bin_size"]
@@ -343,6 +365,7 @@ def compare_page(
         >>> page.count("<svg"), page.count('id="bins-')
         (2, 2)
     """
+    _require(summary, COMPARE_KEYS, "compare_page")
     a, b = names
     level = f"{100 * summary['confidence']:g}%"
     setup = [

@@ -10,12 +10,17 @@ overconfident on NOUN and VERB and underconfident on ADJ; then runs
         --html DIR/compare.html
     calib-metrics evaluate DIR/tagged.csv --probs prob_a --label tag --html DIR/evaluate.html
 
-docs/img/report.png is a screenshot of DIR/compare.html (see docs/report.md).
+With ``--screenshot PNG`` it also photographs the top of DIR/compare.html in headless
+Chromium; docs/img/report.png is made so:
+
+    python examples/html_report.py --screenshot docs/img/report.png
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -53,12 +58,29 @@ def write_predictions(path: Path, n: int = 6000, seed: int = 0) -> Path:
     return path
 
 
+def screenshot(page: Path, png: Path, size: tuple[int, int] = (1200, 1900)) -> None:
+    """The top ``size`` pixels of ``page`` as rendered by headless Chromium, into ``png``."""
+    browser = next(
+        filter(None, map(shutil.which, ("chromium", "chromium-browser", "chrome"))), None
+    )
+    if browser is None:
+        raise SystemExit("--screenshot needs chromium (Debian: apt-get install -y chromium)")
+    flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    window = f"--window-size={size[0]},{size[1]}"
+    command = [browser, *flags, window, f"--screenshot={png.resolve()}", page.resolve().as_uri()]
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("out/report"))
+    parser.add_argument("--screenshot", type=Path, help="PNG of the top of compare.html")
     args = parser.parse_args()
     csv = str(write_predictions(args.out / "tagged.csv"))
     compare = ["compare", csv, "--probs", "prob_a", "--probs-b", "prob_b", "--label", "tag"]
     code = calib_metrics([*compare, "--html", str(args.out / "compare.html")])
     evaluate = ["evaluate", csv, "--probs", "prob_a", "--label", "tag"]
-    sys.exit(code or calib_metrics([*evaluate, "--html", str(args.out / "evaluate.html")]))
+    code = code or calib_metrics([*evaluate, "--html", str(args.out / "evaluate.html")])
+    if code == 0 and args.screenshot:
+        screenshot(args.out / "compare.html", args.screenshot)
+    sys.exit(code)
