@@ -239,3 +239,30 @@ def test_the_report_module_loads_no_matplotlib():
     code = "import sys, calib_metrics.report; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_labels_with_groups_resample_each_labels_groups(tmp_path, capsys):
+    rows = ["prob,label,tag,sentence"]
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(400, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    rows += [f"{qi:.4f},{yi},{'AB'[i % 2]},s{i // 8}" for i, (qi, yi) in enumerate(zip(q, y))]
+    path = tmp_path / "tokens.csv"
+    path.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "g.html"
+    argv = ["evaluate", path, "--groups", "sentence", "--label", "tag", "--samples", "100"]
+    code, stdout, err = run(capsys, *argv, "--json", "--html", out)
+    assert code == 0, err
+    summary = json.loads(stdout)
+    assert summary["interval"] == "groups" and sorted(summary["per_label"]) == ["A", "B"]
+    assert all(r["n"] == 200 for r in summary["per_label"].values())
+    page = Page(out.read_text())
+    assert page.value("n") == "400 in 50 groups"
+    assert "bootstrap over groups" in page.value("interval_kind")
+
+
+def test_label_array_of_another_length_is_one_line(tmp_path, capsys):
+    path = tmp_path / "p.npz"
+    np.savez(path, probs=np.array([0.2, 0.9, 0.4]), target=np.array([0, 1, 0]), tag=np.array(["x"]))
+    line = one_line_error(capsys, "evaluate", path, "--label", "tag")
+    assert "1 values in --label 'tag' for 3 rows" in line
