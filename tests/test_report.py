@@ -164,7 +164,7 @@ def test_compare_page_has_both_models_and_the_paired_difference(tmp_path, tagged
 
 
 def test_text_from_files_is_escaped(tmp_path, capsys):
-    evil = ("<script>alert(1)</script>", "a$b&c", 'q"uote')
+    evil = ("<script>alert(1)</script>", "$5 & $10", 'q"uote')
     path = write_tagged(tmp_path / "<b>bold<i>.csv", n=300, tags=evil)
     out = tmp_path / "r.html"
     evaluate_json(capsys, path, out, "--label", "tag")
@@ -173,7 +173,10 @@ def test_text_from_files_is_escaped(tmp_path, capsys):
     assert page.count("script") == page.count("b") == page.count("i") == 0
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     labels = {row[0] for row in _table_cells(text, "per-label-table")}
-    assert labels == set(evil)  # the $ reached the chart without starting mathtext
+    assert labels == set(evil)
+    start = text.index('id="per-label-chart"')
+    chart = Page(text[start : text.index("</svg>", start)]).text
+    assert "$5 & $10" in chart  # drawn as typed: the $ pair did not start mathtext
 
 
 def _table_cells(text: str, table_id: str) -> list[list[str]]:
