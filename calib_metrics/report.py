@@ -47,6 +47,14 @@ figcaption { font-size: 0.9em; color: #555; max-width: 40em; }
 """
 
 
+class Estimator(NamedTuple):
+    """The settings behind an interval, for the figures: its level, kind and estimate."""
+
+    confidence: float
+    interval: str
+    debias: bool
+
+
 class Measures(NamedTuple):
     """One model's numbers beside CalibErr: the Brier split, the smooth ECE, Spiegelhalter.
 
@@ -197,19 +205,29 @@ def _interval_kind(interval: str, confidence: float, method: str | None, draws: 
     return f"{100 * confidence:g}% interval: {how}{form}, {draws} draws"
 
 
-def _diagram(result: CalibrationResult, title: str, confidence: float, name: str) -> str:
+def _diagram(result: CalibrationResult, title: str, name: str, estimator: Estimator) -> str:
+    """A reliability diagram as inline SVG, its interval at the estimator's confidence."""
     from calib_metrics.plot import reliability_diagram
 
-    fig, _ = reliability_diagram(result, title=_plain(title), confidence=confidence)
+    fig, _ = reliability_diagram(result, title=_plain(title), confidence=estimator.confidence)
     return figure_svg(fig, name)
 
 
-def _per_label_chart(results: Mapping[str, Sequence[CalibrationResult]], labels: list[str]) -> str:
+def _per_label_chart(
+    per_label: Mapping[str, CalibrationResult] | Mapping[str, ComparisonResult],
+    order: list[str],
+    estimator: Estimator,
+) -> str:
+    """Each label's error (one model) or both models' errors (a comparison), in ``order``."""
     from calib_metrics.plot import per_class_errors
 
-    fig, _ = per_class_errors(
-        results, [_plain(label) for label in labels], title="calibration error per label"
-    )
+    rows = [per_label[k] for k in order]
+    if all(isinstance(r, ComparisonResult) for r in rows):
+        series = {"a": [r.a for r in rows], "b": [r.b for r in rows]}
+    else:
+        series = {"CalibErr": rows}
+    labels = [_plain(label) for label in order]
+    fig, _ = per_class_errors(series, labels, title="calibration error per label")
     return figure_svg(fig, "per-label")
 
 
@@ -250,6 +268,7 @@ def evaluate_page(
     """
     _require(summary, EVALUATE_KEYS, "evaluate_page")
     title = f"Calibration report: {summary['file']}"
+    estimator = Estimator(summary["confidence"], summary["interval"], bool(summary["debias"]))
     groups = summary.get("groups")
     debiased = ", debiased" if summary["debias"] else ""
     rows = [
@@ -276,7 +295,7 @@ def evaluate_page(
         '<section id="summary"><h2>Summary</h2>' + _key_table(rows, "summary-table") + "</section>",
         '<section id="diagrams"><h2>Reliability diagram</h2>'
         + _figure(
-            _diagram(result, str(summary["file"]), summary["confidence"], "reliability"),
+            _diagram(result, str(summary["file"]), "reliability", estimator),
             "Each point is one bin: its mean predicted probability q̂ against the observed "
             "frequency p̂; the dashed diagonal is perfect calibration.",
             "reliability",
@@ -284,7 +303,7 @@ def evaluate_page(
         + "</section>",
     ]
     if per_label:
-        sections.append(_evaluate_labels(per_label))
+        sections.append(_evaluate_labels(per_label, estimator))
     sections.append(
         '<section id="bins"><h2>Bins</h2>'
         + _bins_section(result.bins, "bins-table", f"{len(result.bins.count)} bins")
@@ -316,9 +335,9 @@ def _bin_rule(summary: Mapping[str, Any]) -> str:
     return f"adaptive bins of β = {size}"
 
 
-def _evaluate_labels(per_label: Mapping[str, CalibrationResult]) -> str:
+def _evaluate_labels(per_label: Mapping[str, CalibrationResult], estimator: Estimator) -> str:
     order = sorted(per_label, key=lambda k: -float(per_label[k].error))
-    chart = _per_label_chart({"CalibErr": [per_label[k] for k in order]}, order)
+    chart = _per_label_chart(per_label, order, estimator)
     rows = [
         [k, _pairs(r), _num(r.error), _interval(r)] for k, r in ((k, per_label[k]) for k in order)
     ]
@@ -385,8 +404,9 @@ def compare_page(
         ),
     ]
     models = _models_table((a, b), (comparison.a, comparison.b), measures, level)
+    estimator = Estimator(summary["confidence"], summary["resampled"], True)
     figures = "".join(
-        _figure(_diagram(r, f"{key}: {name}", summary["confidence"], f"reliability-{key}"),
+        _figure(_diagram(r, f"{key}: {name}", f"reliability-{key}", estimator),
                 f"model {key}: {name}", f"reliability-{key}")
         for key, name, r in (("a", a, comparison.a), ("b", b, comparison.b))
     )  # fmt: skip
@@ -398,7 +418,7 @@ def compare_page(
         f'<section id="diagrams"><h2>Reliability diagrams</h2>{figures}</section>',
     ]
     if per_label:
-        sections.append(_compare_labels(per_label, summary["samples"]))
+        sections.append(_compare_labels(per_label, summary["samples"], estimator))
     sections.append(
         '<section id="bins"><h2>Bins</h2><div class="side">'
         + _bins_section(comparison.a.bins, "bins-a", f"model a: {a}")
@@ -434,11 +454,11 @@ def _models_table(
     return _table(["", "model a", "model b"], rows, table_id="models-table", numeric_from=3)
 
 
-def _compare_labels(per_label: Mapping[str, ComparisonResult], samples: int) -> str:
+def _compare_labels(
+    per_label: Mapping[str, ComparisonResult], samples: int, estimator: Estimator
+) -> str:
     order = sorted(per_label, key=lambda k: -abs(float(per_label[k].difference)))
-    chart = _per_label_chart(
-        {"a": [per_label[k].a for k in order], "b": [per_label[k].b for k in order]}, order
-    )
+    chart = _per_label_chart(per_label, order, estimator)
     rows = [
         [k, _pairs(c.a), _num(c.a.error), _num(c.b.error), f"{float(c.difference):+.4f}",
          _interval(c, sign="+"), _p_value(c, samples)]
