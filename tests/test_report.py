@@ -269,3 +269,10 @@ def test_label_array_of_another_length_is_one_line(tmp_path, capsys):
     np.savez(path, probs=np.array([0.2, 0.9, 0.4]), target=np.array([0, 1, 0]), tag=np.array(["x"]))
     line = one_line_error(capsys, "evaluate", path, "--label", "tag")
     assert "1 values in --label 'tag' for 3 rows" in line
+
+
+def test_label_without_html_prints_each_label(tagged, capsys):
+    code, out, err = run(capsys, "evaluate", tagged, "--probs", "prob_a", "--label", "tag")
+    assert code == 0, err
+    assert "per label (3):" in out
+    assert all(any(line.startswith(f"  {t}: CalibErr ") for line in out.splitlines()) for t in TAGS)
