@@ -41,7 +41,7 @@ def _renumbered(groups: Tensor | None, rows: Tensor) -> Tensor | None:
     return torch.unique(groups[rows], return_inverse=True)[1]
 
 
-def read_row_labels(path: Path, column: str, n: int) -> list[str]:
+def _read_row_labels(path: Path, column: str, n: int) -> list[str]:
     """Column ``column`` of ``path``, one label per (probability, label) row."""
     from calib_metrics.predictions import read_labels
 
@@ -62,7 +62,7 @@ def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups
             raise ValueError(
                 f"--label {args.label}: a multiclass file's classes are its labels already"
             )
-        rows = split_by_label(read_row_labels(args.file, args.label, target.numel()))
+        rows = split_by_label(_read_row_labels(args.file, args.label, target.numel()))
         return {k: (probs[r], target[r], _renumbered(groups, r)) for k, r in rows.items()}
     if multiclass and args.html:
         sets = pair_sets(probs, target, "classwise", groups)
@@ -71,7 +71,21 @@ def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups
 
 
 def evaluate_per_label(args: argparse.Namespace, probs: Tensor, target: Tensor, groups):
-    """Each label's CalibrationResult with the command's estimator, or None (no labels)."""
+    """Each label's CalibrationResult with the command's estimator, or None (no labels).
+
+    Example:
+        >>> import os, tempfile, torch
+        >>> from calib_metrics.cli import _settle_options, build_parser
+        >>> file = os.path.join(tempfile.mkdtemp(), "tags.csv")
+        >>> rows = [f"{(i % 10) / 10 + 0.05},{i % 2},{'AB'[i % 3 == 0]}" for i in range(60)]
+        >>> _ = open(file, "w").write("prob,label,tag\\n" + "\\n".join(rows) + "\\n")
+        >>> args = build_parser(paper=False).parse_args(
+        ...     ["evaluate", file, "--label", "tag", "--samples", "20"])
+        >>> _settle_options(args)
+        >>> q, y = torch.tensor([(i % 10) / 10 + 0.05 for i in range(60)]), torch.arange(60) % 2
+        >>> sorted(evaluate_per_label(args, q, y.double(), None))
+        ['A', 'B']
+    """
     import warnings
 
     from calib_metrics.functional import calibration_error_ci
@@ -101,7 +115,7 @@ def compare_per_label(args: argparse.Namespace, a, b):
 
     if args.label is None:
         return None
-    rows = split_by_label(read_row_labels(args.a, args.label, a.target.numel()))
+    rows = split_by_label(_read_row_labels(args.a, args.label, a.target.numel()))
     generator = torch.Generator().manual_seed(args.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -119,7 +133,7 @@ def compare_per_label(args: argparse.Namespace, a, b):
         }
 
 
-def measures_of(probs: Tensor, target: Tensor, mode: str = "one_vs_rest"):
+def _measures_of(probs: Tensor, target: Tensor, mode: str = "one_vs_rest"):
     """The Brier split (bins of ⌈√N⌉), the smooth ECE and Spiegelhalter's test of one model."""
     from calib_metrics.cli import _brier_pairs
     from calib_metrics.functional import (
@@ -138,7 +152,7 @@ def measures_of(probs: Tensor, target: Tensor, mode: str = "one_vs_rest"):
     )
 
 
-def settings_of(args: argparse.Namespace) -> dict[str, Any]:
+def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
     """The options that shaped the numbers, for the report's settings table."""
     return {
         k: str(v) if isinstance(v, Path) else v
@@ -147,13 +161,22 @@ def settings_of(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def command_line() -> str:
+def _command_line() -> str:
     """The command as typed (``calib-metrics`` and its arguments, shell-quoted)."""
     return shlex.join(["calib-metrics", *sys.argv[1:]])
 
 
 def label_summary(per_label: dict) -> dict[str, dict[str, float]]:
-    """Each label's pairs, error and interval, for the command's JSON and text output."""
+    """Each label's pairs, error and interval, for the command's JSON and text output.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> q = torch.linspace(0.05, 0.95, 40, dtype=torch.float64)
+        >>> r = calibration_error_ci(q, (q > 0.5).double(), bin_size=10, n_samples=20)
+        >>> label_summary({"NN": r})["NN"]["n"]
+        40.0
+    """
     return {
         k: {
             "n": float(r.bins.count.sum()),
@@ -166,7 +189,12 @@ def label_summary(per_label: dict) -> dict[str, dict[str, float]]:
 
 
 def label_lines(per_label: dict[str, dict[str, float]]) -> list[str]:
-    """One line per label: ``  NN: CalibErr 0.0123 [0.0100, 0.0150], 812 pairs``."""
+    """One line per label of :func:`label_summary`'s output.
+
+    Example:
+        >>> label_lines({"NN": {"n": 812.0, "calib_err": 0.0123, "lower": 0.01, "upper": 0.015}})
+        ['  NN: CalibErr 0.0123 [0.0100, 0.0150], 812 pairs']
+    """
     return [
         f"  {k}: CalibErr {r['calib_err']:.4f} [{r['lower']:.4f}, {r['upper']:.4f}], "
         f"{r['n']:g} pairs"
@@ -189,8 +217,8 @@ def write_evaluate(args, summary: dict, result, brier, per_label) -> str:
         result,
         measures,
         per_label=per_label,
-        settings=settings_of(args),
-        command=command_line(),
+        settings=_settings_of(args),
+        command=_command_line(),
     )
     Path(args.html).write_text(page, encoding="utf-8")
     return str(args.html)
@@ -204,11 +232,11 @@ def write_compare(args, summary: dict, comparison, a, b, per_label) -> str:
     page = compare_page(
         summary,
         comparison,
-        (measures_of(a.probs, a.target), measures_of(b.probs, b.target)),
+        (_measures_of(a.probs, a.target), _measures_of(b.probs, b.target)),
         names=names,
         per_label=per_label,
-        settings=settings_of(args),
-        command=command_line(),
+        settings=_settings_of(args),
+        command=_command_line(),
     )
     Path(args.html).write_text(page, encoding="utf-8")
     return str(args.html)
