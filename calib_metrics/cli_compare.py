@@ -30,6 +30,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws")
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--html", type=Path,
+        help="write a self-contained HTML report here (both models, the difference, diagrams, "
+        "bins, settings; its folder must exist)",
+    )  # fmt: skip
+    p.add_argument(
+        "--label", help="column (of a's file) naming each item's label: adds a paired "
+        "comparison per label",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -54,8 +63,11 @@ def _read_both(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
+    from calib_metrics import cli_report
     from calib_metrics.functional import compare_calibration
+    from calib_metrics.predictions import check_output_path
 
+    check_output_path(args.html, "--html")
     if args.samples < 2:
         raise ValueError(f"--samples must be at least 2, got {args.samples}")
     if not 0 < args.confidence < 1:
@@ -77,7 +89,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "lower": float(result.lower),
         "upper": float(result.upper),
         "p_value": float(result.p_value),
+        "samples": args.samples,
     }
+    per_label = cli_report.compare_per_label(args, a, b)
+    if per_label is not None:
+        summary["per_label"] = {
+            k: {"n": c.a.bins.count.sum().item(), "difference": float(c.difference),
+                "lower": float(c.lower), "upper": float(c.upper), "p_value": float(c.p_value)}
+            for k, c in per_label.items()
+        }  # fmt: skip
+    if args.html:
+        summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label)
     _print(summary, args)
     return summary
 
@@ -98,3 +120,8 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         f"  a - b = {summary['difference']:+.4f} [{level}: {summary['lower']:+.4f}, "
         f"{summary['upper']:+.4f}], p = {summary['p_value']:.3g}"
     )
+    for k, r in summary.get("per_label", {}).items():
+        print(f"    {k}: a - b = {r['difference']:+.4f} [{r['lower']:+.4f}, {r['upper']:+.4f}], "
+              f"p = {r['p_value']:.3g}, {r['n']:g} items")  # fmt: skip
+    if "html" in summary:
+        print(f"HTML report: {summary['html']}")
