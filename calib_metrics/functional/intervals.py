@@ -232,13 +232,12 @@ def paper_draws(
         >>> block.freq.shape, block.freq.dtype
         (torch.Size([5, 2]), torch.float32)
     """
-    draw = dtype
-    freq = bins.freq.to(draw)
-    pred = bins.pred_mean.to(draw)
-    se = (bins.freq * (1 - bins.freq) / bins.count).sqrt().to(draw)
+    freq = bins.freq.to(dtype)
+    pred = bins.pred_mean.to(dtype)
+    se = (bins.freq * (1 - bins.freq) / bins.count).sqrt().to(dtype)
     for size in _block_sizes(n_samples, bins.freq.numel()):
         noise = torch.randn(
-            (size, *freq.shape), generator=generator, device=freq.device, dtype=draw
+            (size, *freq.shape), generator=generator, device=freq.device, dtype=dtype
         )
         yield Bins(pred, noise.mul_(se).add_(freq).clamp_(0, 1), bins.count)
 
@@ -594,14 +593,37 @@ def group_bootstrap(
     return resampled_interval(bins, blocks, "groups", **options)
 
 
+def _summarize_draws(
+    bins: Bins,
+    blocks: Iterable[tuple[Tensor, Tensor, Tensor]],
+    *,
+    confidence: float = 0.95,
+    method: str = "percentile",
+    norm: Norm = "l2",
+    debias: bool = False,
+    shrink: bool = True,
+) -> CalibrationResult:
+    """The retired ``summarize_draws``: blocks of bootstrap sums (count, Σq, Σy)."""
+    draws = (bins_of_sums(*block) for block in blocks)
+    options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
+    return resampled_interval(bins, draws, "pairs" if shrink else "groups", **options)
+
+
+# Retired public names: what replaces each, and what the name now gives.
+_RETIRED = {
+    "IntervalSummary": ("CalibrationResult (the same fields and the bins)", CalibrationResult),
+    "summarize_draws": ("resampled_interval (blocks of Bins, not of sums)", _summarize_draws),
+}
+
+
 def __getattr__(name: str):
-    """Retired names: ``IntervalSummary`` is now :class:`CalibrationResult` (with bins)."""
-    if name == "IntervalSummary":
+    """Retired names keep working with a ``DeprecationWarning`` naming the replacement."""
+    if name in _RETIRED:
+        replacement, value = _RETIRED[name]
         warnings.warn(
-            "IntervalSummary is retired: intervals return CalibrationResult (the same "
-            "fields and the bins)",
+            f"calib_metrics.functional.intervals.{name} is retired: use {replacement}",
             DeprecationWarning,
             stacklevel=2,
         )
-        return CalibrationResult
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
