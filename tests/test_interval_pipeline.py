@@ -146,7 +146,7 @@ def test_paired_comparison_draws_are_the_group_generator_with_shared_weights():
 
 def test_retired_names_warn_and_point_to_the_one_result_type():
     with pytest.warns(DeprecationWarning, match="CalibrationResult"):
-        assert intervals.IntervalSummary is CalibrationResult
+        assert intervals.IntervalSummary is intervals.CalibrationResult
     bins = _bins()
     ones = bins.count * bins.freq
     sums = [

@@ -47,18 +47,6 @@ from calib_metrics.functional.intervals import (
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
 
-__all__ = [
-    "BrierDecomposition",
-    "CalibrationResult",
-    "brier_decomposition",
-    "calibration_error",
-    "calibration_error_ci",
-    "ci_from_bins",
-    "compute_bins",
-    "error_from_bins",
-    "sampled_errors",
-]
-
 MAX_BIN_SIZE = 2**62
 MAX_UNIFORM_BINS = 2**20
 Binning = Literal["adaptive", "uniform"]

@@ -428,12 +428,18 @@ def draw_statistics(
     if world == "draws" or not debias:
         errors = torch.cat([bin_errors(d, norm, debias) for d in blocks]).to(torch.float64)
         return Draws(errors, errors, None if world == "draws" else estimate, estimate, None)
+    square, theta = _recentred_squares(bins, blocks, shrink=world == "shrunk")
+    return Draws(theta.clamp_min(0).sqrt(), theta, None, estimate, square)
+
+
+def _recentred_squares(bins: Bins, blocks: Iterable[Bins], shrink: bool) -> tuple[Tensor, Tensor]:
+    """The data's debiased square D and the draws' θ_s = D − (D*_s − θ̃) (module docstring)."""
     gap = bins.pred_mean - bins.freq
     square = debiased_square(gap, bins.freq, bins.count)
     plugin = bin_errors(bins) ** 2
     # Shrunk, the bootstrap world's θ̃ equals max(D, 0); observed, it is P.
     factor = torch.where(plugin > 0, square.clamp_min(0) / plugin, 0).sqrt()
-    if world == "observed":
+    if not shrink:
         factor = torch.ones_like(factor)
     shrunk = factor.unsqueeze(-1) * gap
     target_square = factor**2 * plugin
@@ -442,8 +448,7 @@ def draw_statistics(
         # The draw's movement of each bin's gap, added to the world's gap.
         moved = shrunk + (d.pred_mean - bins.pred_mean) - (d.freq - bins.freq)
         thetas.append(square - (debiased_square(moved, d.freq, d.count) - target_square))
-    theta = torch.cat(thetas)
-    return Draws(theta.clamp_min(0).sqrt(), theta, None, estimate, square)
+    return square, torch.cat(thetas)
 
 
 def _nan_mean_std(values: Tensor) -> tuple[Tensor, Tensor]:
