@@ -195,11 +195,12 @@ def bin_errors(bins: Bins, norm: Norm = "l2", debias: bool = False) -> Tensor:
     gap = bins.pred_mean - bins.freq
     if debias:
         return debiased_square(gap, bins.freq, bins.count).clamp_min(0).sqrt()
+    # gap is this function's own tensor: squared (or made absolute) in place.
     if norm == "l2":
-        return weighted_mean(gap**2, bins.count).sqrt()
+        return weighted_mean(gap.square_(), bins.count).sqrt()
     if norm == "l1":
-        return weighted_mean(gap.abs(), bins.count)
-    return torch.where(bins.count > 0, gap.abs(), 0).amax(dim=-1)
+        return weighted_mean(gap.abs_(), bins.count)
+    return torch.where(bins.count > 0, gap.abs_(), 0).amax(dim=-1)
 
 
 # --- The three draw generators: blocks of resampled bins [S_b, ..., T] ---------------
