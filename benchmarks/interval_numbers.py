@@ -11,19 +11,24 @@ Run ``python benchmarks/interval_numbers.py --write FILE`` on one revision and
 ``python benchmarks/interval_numbers.py --compare FILE`` on another: the comparison
 prints the largest absolute and relative difference over all numbers and the calls
 that differ (exit status 1 if any differs by more than ``--tolerance``, 0 by default).
+``INTERVAL_NUMBERS_ROOT=DIR`` imports ``calib_metrics`` from DIR instead of this checkout,
+e.g. from ``git archive REV calib_metrics | tar -x -C DIR``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(
+    0, os.environ.get("INTERVAL_NUMBERS_ROOT", str(Path(__file__).resolve().parents[1]))
+)
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import (
