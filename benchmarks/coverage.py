@@ -46,10 +46,13 @@ from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import compute_bins
 from calib_metrics.functional.intervals import (
-    _pair_blocks,
+    bin_errors,
+    bins_of_sums,
     draw_statistics,
     group_sum_matrix,
     interval_of_draws,
+    pair_draws,
+    paper_draws,
 )
 from calib_metrics.paper.synthetic import (
     miscalibrate,
@@ -158,60 +161,30 @@ def cumulative(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.pad(torch.cumsum(x, dim=1, dtype=torch.float64), (1, 0))
 
 
-def paper_draws(bins: Bins, samples: int, debias: bool, g) -> torch.Tensor:
-    """Algorithm 2 on [R, T] bins: the formula of ``sampled_errors``, batched -> [S, R]."""
-    se = (bins.freq * (1 - bins.freq) / bins.count).sqrt()
-    weight = bins.count / bins.count.sum(dim=-1, keepdim=True)
-    per_block = max(1, (1 << 22) // bins.freq.numel())
-    out = []
-    for start in range(0, samples, per_block):
-        size = min(per_block, samples - start)
-        noise = torch.randn((size, *bins.freq.shape), generator=g, dtype=torch.float64)
-        freq = (bins.freq + se * noise).clamp_(0, 1)
-        square = (bins.pred_mean - freq) ** 2
-        if debias:
-            square = square - freq * (1 - freq) / (bins.count - 1).clamp_min(1)
-        out.append((weight * square).sum(dim=-1).clamp_min(0).sqrt())
-    return torch.cat(out)
-
-
-def paper_interval(draws: torch.Tensor, method: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """``interval_from_samples`` along dimension 0."""
-    if method == "normal":
-        mean, std = draws.mean(0), draws.std(0)
-        return (mean - 1.959964 * std).clamp_min(0), mean + 1.959964 * std
-    levels = torch.tensor([0.025, 0.975], dtype=draws.dtype)
-    low, high = torch.quantile(draws, levels, dim=0)
-    return low, high
-
-
 def one_batch(bins, truth, samples, g, group_blocks=None) -> dict:
     """Point estimates and every interval of R data sets: {name: [R] tensor}.
 
     ``group_blocks``: the group bootstrap's [S_b, R, T] bin sums (grouped data only).
     """
-    gap = bins.pred_mean - bins.freq
-    weight = bins.count / bins.count.sum(dim=-1, keepdim=True)
-    noise = bins.freq * (1 - bins.freq) / (bins.count - 1).clamp_min(1)
-    out = {
-        "plugin": (weight * gap**2).sum(-1).sqrt(),
-        "debiased": (weight * (gap**2 - noise)).sum(-1).clamp_min(0).sqrt(),
-    }
+    out = {"plugin": bin_errors(bins), "debiased": bin_errors(bins, debias=True)}
     intervals = {}
-    for debias, tag in ((False, "paper"), (True, "paper_db")):
-        draws = paper_draws(bins, samples, debias, g)
-        for method in ("normal", "percentile"):
-            intervals[f"{tag}_{method[:4]}"] = paper_interval(draws, method)
-    kinds = [("pairs", _pair_blocks(bins, samples, g))]
-    if group_blocks is not None:
-        kinds.append(("groups", group_blocks))
-    for kind, blocks in kinds:
-        # As in the library: the group bootstrap's world keeps the observed gaps.
-        stats = draw_statistics(bins, blocks, shrink=kind == "pairs")
+    # The library's pipeline: each generator's draws, then every estimator and form.
+    # Algorithm 2 draws afresh (in float64, one block at a time) for each estimator; a
+    # bootstrap's draws serve both.
+    kinds = ["paper", "pairs"] + ["groups"] * (group_blocks is not None)
+    for kind in kinds:
+        world = {"paper": "draws", "pairs": "shrunk", "groups": "observed"}[kind]
+        if kind == "pairs":
+            blocks = list(pair_draws(bins, samples, g))
+        elif kind == "groups":
+            blocks = [bins_of_sums(*block) for block in group_blocks]
         for debias, tag in ((False, kind), (True, f"{kind}_db")):
+            if kind == "paper":
+                blocks = paper_draws(bins, samples, g, torch.float64)
+            stats = draw_statistics(bins, blocks, debias=debias, world=world)
             for method in ("normal", "percentile"):
-                s = interval_of_draws(stats, method=method, debias=debias)
-                intervals[f"{tag}_{method[:4]}"] = (s.lower, s.upper)
+                s = interval_of_draws(stats, method=method)
+                intervals[f"{tag}_{method[:4]}"] = (s[3], s[4])
     for name, (lo, hi) in intervals.items():
         out[f"cov_{name}"] = ((lo <= truth + 1e-12) & (truth <= hi + 1e-12)).to(torch.float64)
         out[f"len_{name}"] = hi - lo

@@ -29,7 +29,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calib_metrics.functional.auto_bin import auto_bin_size
-from calib_metrics.functional.intervals import _debiased_square, _pair_blocks, draw_statistics
+from calib_metrics.functional.intervals import (
+    bins_of_sums,
+    debiased_square,
+    draw_statistics,
+    pair_draws,
+    weighted_mean,
+)
 from calib_metrics.paper.synthetic import miscalibrate, true_calibration_error
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,14 +46,11 @@ _spec.loader.exec_module(study)
 
 def roots(bins, blocks, gaps: torch.Tensor) -> torch.Tensor:
     """D* − θ̃ of every draw in the world whose bin gaps are ``gaps``."""
-    weight = bins.count / bins.count.sum(dim=-1, keepdim=True)
-    world = (weight * gaps**2).sum(-1)
+    world = weighted_mean(gaps**2, bins.count)
     out = []
-    for count, sum_q, sum_y in blocks:
-        safe = count.clamp_min(1)
-        freq = sum_y / safe
-        moved = gaps + (sum_q / safe - bins.pred_mean) - (freq - bins.freq)
-        out.append(_debiased_square(count, moved, freq) - world)
+    for draw in blocks:
+        moved = gaps + (draw.pred_mean - bins.pred_mean) - (draw.freq - bins.freq)
+        out.append(debiased_square(moved, draw.freq, draw.count) - world)
     return torch.cat(out)
 
 
@@ -85,21 +88,24 @@ def main(argv=None) -> None:
             group_blocks = study.group_draws(q, ys, groups, n_groups, starts, ends, weights)
         for i, k in enumerate(study.KS):
             bins = study.sorted_bins(cum_q, study.cumulative(ys[i]), starts, ends)
-            blocks = group_blocks[i] if grouped else list(_pair_blocks(bins, args.samples, g))
+            if grouped:
+                blocks = [bins_of_sums(*block) for block in group_blocks[i]]
+            else:
+                blocks = list(pair_draws(bins, args.samples, g))
             cum_t = study.cumulative(miscalibrate(q, k))
             true_gap = bins.pred_mean - (cum_t[:, ends] - cum_t[:, starts]) / bins.count
             stats = draw_statistics(bins, blocks)
             a = acc[k]
-            a["D"].append(stats.debiased)
-            shrunk = stats.debiased - stats.theta
+            a["D"].append(stats.square)
+            shrunk = stats.square - stats.values
             a["root"].append(shrunk.mean(0))
             gap = bins.pred_mean - bins.freq
             unshrunk = roots(bins, blocks, gap)
             for name, r in (("shrunk", shrunk), ("unshrunk", unshrunk)):
                 a[name].append(r.std(0))
-                theta = stats.debiased - r
+                theta = stats.square - r
                 low = (theta.mean(0) - 1.96 * theta.std(0)).clamp_min(0).sqrt()
-                high = theta.mean(0) + 1.96 * theta.std(0) + (-stats.debiased).clamp_min(0)
+                high = theta.mean(0) + 1.96 * theta.std(0) + (-stats.square).clamp_min(0)
                 covered = (low <= truths[k]) & (truths[k] <= high.clamp_min(0).sqrt())
                 a[f"cover_{name}"].append(covered.double())
             a["oracle"].append(roots(bins, blocks, true_gap).std(0))

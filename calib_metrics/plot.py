@@ -15,17 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from calib_metrics.functional.calibration import CalibrationResult
-
-
-def _z(confidence: float) -> float:
-    """The two-sided normal quantile of ``confidence`` (1.96 at 0.95)."""
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    import torch
-
-    return float(torch.special.ndtri(torch.tensor(0.5 + confidence / 2, dtype=torch.float64)))
+from calib_metrics.functional.intervals import normal_quantile
 
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:
@@ -85,7 +75,7 @@ def reliability_diagram(
     fig, ax = _axes(ax)
     bins = result.bins
     q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
-    z = _z(confidence)
+    z = normal_quantile(confidence)
     se = [z * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, n)]
     ax.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect calibration")
     ax.errorbar(

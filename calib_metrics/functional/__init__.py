@@ -1,6 +1,10 @@
 """Pure tensor functions: binning, calibration error and its interval, Brier split.
 
-Nothing here keeps state, draws figures or imports anything but torch.
+Every interval comes from one pipeline (:mod:`calib_metrics.functional.intervals`): a
+draw generator (the paper's Algorithm 2, the Poisson bootstrap over pairs, or over
+groups) yields resampled bins, one reduction turns bins into errors, one summary gives a
+:class:`CalibrationResult`. Nothing here keeps state, draws figures or imports anything
+but torch.
 """
 
 from calib_metrics.functional.auto_bin import auto_bin_size

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from calib_metrics.functional.errors import check_int
+
 AUTO = "auto"
 
 
@@ -22,8 +24,7 @@ def auto_bin_size(n: int) -> int:
         >>> auto_bin_size(10_000), auto_bin_size(200_000), auto_bin_size(1)
         (100, 448, 1)
     """
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"the number of pairs must be a positive integer, got {n!r}")
+    check_int("the number of pairs", n)
     return math.isqrt(n - 1) + 1
 
 

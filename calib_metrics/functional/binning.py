@@ -28,7 +28,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import NoPairsError
+from calib_metrics.functional.errors import NoPairsError, check_int
 
 # Level-0 histogram cells: about N/16 (at least 2**10, at most 2**22), so the cells
 # that a bin boundary cuts through hold few pairs while small inputs do not pay for a
@@ -363,8 +363,7 @@ def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bin
         >>> bins.count
         tensor([2., 2., 2.], dtype=torch.float64)
     """
-    if not isinstance(bin_size, int) or isinstance(bin_size, bool) or bin_size < 1:
-        raise ValueError(f"bin_size must be a positive integer, got {bin_size!r}")
+    check_int("bin_size", bin_size)
     probs, target = _check_pairs(probs, target)
     return _sums_to_bins(*adaptive_bin_sums(probs, target, bin_size))
 
@@ -402,8 +401,7 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
         >>> bins.freq
         tensor([0., 1., 1.], dtype=torch.float64)
     """
-    if not isinstance(n_bins, int) or isinstance(n_bins, bool) or n_bins < 1:
-        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
+    check_int("n_bins", n_bins)
     probs, target = _check_pairs(probs, target)
     b = uniform_bin_of(probs, n_bins)
     q = probs.to(torch.float64)
@@ -411,3 +409,64 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     sum_q = torch.zeros_like(count).index_add_(0, b, q)
     sum_y = torch.zeros_like(count).index_add_(0, b, target.to(torch.float64))
     return _sums_to_bins(count, sum_q, sum_y)
+
+
+def bin_index(
+    probs: Tensor,
+    target: Tensor,
+    *,
+    binning: str = "adaptive",
+    bin_size: int = 5000,
+    n_bins: int = 15,
+) -> Tensor:
+    """Each pair's bin, as an index into the bins that ``compute_bins`` returns.
+
+    Adaptive bins are runs of ``bin_size`` pairs in q order, a tie group's labels spread
+    evenly over its runs (the last run, if short, joins the one before); uniform bins
+    are equal-width, empty ones dropped. The pairs must be validated and flat.
+
+    Example:
+        >>> import torch
+        >>> probs = torch.tensor([0.9, 0.1, 0.5, 0.2])
+        >>> bin_index(probs, torch.tensor([1, 0, 1, 0]), bin_size=2)
+        tensor([1, 0, 1, 0])
+    """
+    n = probs.numel()
+    if binning == "uniform":
+        raw = uniform_bin_of(probs, n_bins)
+        # compute_bins drops empty bins, so renumber the occupied ones consecutively.
+        occupied = torch.bincount(raw, minlength=n_bins) > 0
+        return (torch.cumsum(occupied, 0) - 1).index_select(0, raw)
+    key, width = _order_key(probs)
+    order = _interleave_ties(key, _sort_pairs(key, width, target), target)
+    rank_bin = _bin_of_rank(torch.arange(n, device=probs.device), bin_size, max(1, n // bin_size))
+    return torch.empty_like(rank_bin).index_put_((order,), rank_bin)
+
+
+def _interleave_ties(key: Tensor, order: Tensor, target: Tensor) -> Tensor:
+    """``order`` (by key, zeros first) with each tie group's labels spread evenly.
+
+    The bins give a split tie group's every part its mean label (DESIGN.md); a pair must
+    still sit in one bin, so within a tie group the i-th of its n₀ zeros goes to position
+    (i + ½)/n₀ and the j-th of its n₁ ones to (j + ½)/n₁. Every run of the group then holds
+    its share of ones up to one pair, and resampling the pairs moves those bins' labels
+    as the bins themselves count them (zeros first would give bins of all 0 or all 1).
+    """
+    n = key.numel()
+    if n < 2:
+        return order
+    k, y = key.index_select(0, order), (target.index_select(0, order) != 0).to(torch.int64)
+    starts_group = torch.ones(n, dtype=torch.bool, device=key.device)
+    starts_group[1:] = k[1:] != k[:-1]
+    group = torch.cumsum(starts_group, 0) - 1
+    label_class = 2 * group + y  # consecutive: a group's zeros, then its ones
+    starts_class = torch.ones(n, dtype=torch.bool, device=key.device)
+    starts_class[1:] = label_class[1:] != label_class[:-1]
+    class_id = torch.cumsum(starts_class, 0) - 1
+    class_start = torch.nonzero(starts_class).squeeze(1)
+    size = torch.bincount(class_id).to(torch.float64)
+    within = torch.arange(n, device=key.device) - class_start.index_select(0, class_id)
+    position = (within + 0.5) / size.index_select(0, class_id)
+    by_position = torch.sort(position, stable=True)[1]
+    regroup = torch.sort(group.index_select(0, by_position), stable=True)[1]
+    return order.index_select(0, by_position.index_select(0, regroup))

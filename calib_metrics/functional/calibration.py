@@ -4,14 +4,17 @@ The paper's Definition 1 estimated by Algorithm 1 (adaptive bins),
 
     CalibErr = sqrt( Σᵢ |Bᵢ| (q̂ᵢ − p̂ᵢ)² / N ),
 
-and its interval by Algorithm 2: per bin p̂ᵢ⁽ˢ⁾ ~ Normal(p̂ᵢ, p̂ᵢ(1 − p̂ᵢ)/|Bᵢ|) clipped to
-[0, 1], the error recomputed on each of S draws, and ``mean ∓ z·std`` over the draws
-(``method="normal"``) or their quantiles (``method="percentile"``). Everything is
-accumulated in float64 whatever the input dtype, on the input's device.
+with ``norm="l1"``/``"max"`` and the debiased square as options. Its interval comes from
+the one pipeline of :mod:`calib_metrics.functional.intervals`: a draw generator
+(Algorithm 2's per-bin normals, or the Poisson bootstrap over pairs or over groups)
+feeds the same reduction as the point estimate (:func:`error_from_bins`) and one summary
+into a :class:`CalibrationResult`. Bins and estimates are float64 whatever the input
+dtype, on the input's device.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal, NamedTuple
 
 import torch
@@ -23,46 +26,31 @@ from calib_metrics.functional.binning import (
     _check_pairs,
     _sums_to_bins,
     adaptive_bin_sums,
+    bin_index,
     uniform_binning,
 )
+from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.intervals import (
+    CalibrationResult,
+    Draws,
     Interval,
-    bin_index,
-    group_bootstrap,
-    normal_quantile,
+    Norm,
+    bin_errors,
+    check_confidence,
+    draw_statistics,
+    group_draws,
+    interval_of_draws,
     pair_bootstrap,
+    paper_draws,
+    resampled_interval,
+    weighted_mean,
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
 
 MAX_BIN_SIZE = 2**62
 MAX_UNIFORM_BINS = 2**20
-Norm = Literal["l1", "l2", "max"]
 Binning = Literal["adaptive", "uniform"]
 IntervalMethod = Literal["normal", "percentile"]
-
-# Draws of the interval are made in slices of at most this many normals (S·T), so a
-# 10,000 × 2,000 draw never holds more than 32 MiB at once.
-_DRAW_BLOCK = 1 << 22
-
-
-class CalibrationResult(NamedTuple):
-    """Calibration error with its sampled interval (Algorithm 2) and its bins.
-
-    Attributes:
-        error: the point estimate (Algorithm 1), 0-dim float64.
-        mean: mean of the sampled errors.
-        std: standard deviation of the sampled errors.
-        lower: lower end of the interval.
-        upper: upper end of the interval.
-        bins: the :class:`~calib_metrics.functional.binning.Bins` behind the estimate.
-    """
-
-    error: Tensor
-    mean: Tensor
-    std: Tensor
-    lower: Tensor
-    upper: Tensor
-    bins: Bins
 
 
 class BrierDecomposition(NamedTuple):
@@ -90,8 +78,7 @@ def _check_options(norm: str, binning: str, bin_size: int | str, n_bins: int) ->
         (("n_bins", n_bins),) if bin_size == AUTO else (("bin_size", bin_size), ("n_bins", n_bins))
     )
     for name, value in checked:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_int(name, value)
     # Past these, the ranks (int64) or the uniform edges (memory) cannot be formed.
     if bin_size != AUTO and bin_size > MAX_BIN_SIZE:
         raise ValueError(f"bin_size must be at most 2**62, got {bin_size}")
@@ -122,17 +109,22 @@ def compute_bins(
     return _sums_to_bins(*adaptive_bin_sums(probs, target, size))
 
 
+def bins_and_index(
+    probs: Tensor, target: Tensor, *, binning: Binning, bin_size: int | str, n_bins: int
+) -> tuple[Bins, Tensor]:
+    """:func:`compute_bins` of validated flat pairs and each pair's bin (``bin_index``),
+    what the group bootstrap resamples."""
+    options = {"binning": binning, "n_bins": n_bins}
+    size = bin_size if binning == "uniform" else resolve_bin_size(bin_size, probs.numel())
+    bins = compute_bins(probs, target, bin_size=size, validate=False, **options)
+    return bins, bin_index(probs, target, bin_size=size, **options)
+
+
 def _debias_for(norm: str, debias: bool) -> bool:
     """``debias`` as asked for l2; l1 and max have no debiased form and use the plug-in."""
     if not isinstance(debias, bool):
         raise ValueError(f"debias must be True or False, got {debias!r}")
     return debias and norm == "l2"
-
-
-def _debiased_square_gap(bins: Bins, freq: Tensor) -> Tensor:
-    """(q̂ − p̂)² − p̂(1 − p̂)/(|B| − 1): unbiased for the squared gap of each bin."""
-    denom = (bins.count - 1).clamp_min(1)
-    return (bins.pred_mean - freq) ** 2 - freq * (1 - freq) / denom
 
 
 def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> Tensor:
@@ -166,17 +158,9 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
     """
     if norm not in ("l1", "l2", "max"):
         raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
-    weight = bins.count / bins.count.sum()
-    gap = bins.pred_mean - bins.freq
-    if debias:
-        if norm != "l2":
-            raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
-        return (weight * _debiased_square_gap(bins, bins.freq)).sum().clamp_min(0).sqrt()
-    if norm == "l2":
-        return (weight * gap**2).sum().sqrt()
-    if norm == "l1":
-        return (weight * gap.abs()).sum()
-    return gap.abs().max()
+    if debias and norm != "l2":
+        raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
+    return bin_errors(bins, norm, debias)
 
 
 def calibration_error(
@@ -248,58 +232,17 @@ def sampled_errors(
     debias: bool = False,
     generator: torch.Generator | None = None,
 ) -> Tensor:
-    """S errors of bins whose frequencies are redrawn per Algorithm 2, step 2.
+    """The S errors of Algorithm 2's draws of ``bins`` (float64; drawn in float32).
 
-    One normal draw per bin and sample, vectorised; drawn in slices of at most
-    ``2**22`` normals so that memory stays bounded for many bins. The draws and the
-    per-draw errors are computed in float32: their rounding (~1e-7 relative) is far
-    below the Monte Carlo noise of the interval (~1/√S), and it halves the time and
-    memory of this, the costliest step. Bins and point estimates stay float64.
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> sampled_errors(bins, 3, generator=torch.Generator().manual_seed(0)).shape
+        torch.Size([3])
     """
-    device = bins.freq.device
-    draw = torch.float32
-    freq0 = bins.freq.to(draw)
-    pred = bins.pred_mean.to(draw)
-    se = (bins.freq * (1 - bins.freq) / bins.count).sqrt().to(draw)
-    weight = (bins.count / bins.count.sum()).to(draw)
-    per_block = max(1, _DRAW_BLOCK // max(1, bins.freq.numel()))
-    low_bins = Bins(pred, freq0, bins.count.to(draw))
-    out = []
-    for start in range(0, n_samples, per_block):
-        size = min(per_block, n_samples - start)
-        freq = torch.randn((size, freq0.numel()), generator=generator, device=device, dtype=draw)
-        freq.mul_(se).add_(freq0).clamp_(0, 1)
-        if debias:
-            out.append((_debiased_square_gap(low_bins, freq) @ weight).clamp_min(0).sqrt())
-            continue
-        gap = freq.sub_(pred)
-        if norm == "l2":
-            out.append((gap.square_() @ weight).sqrt())
-        elif norm == "l1":
-            out.append(gap.abs_() @ weight)
-        else:
-            out.append(gap.abs_().amax(dim=1))
-    return torch.cat(out).to(torch.float64)
-
-
-def interval_from_samples(
-    samples: Tensor, confidence: float = 0.95, method: IntervalMethod = "normal"
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """(mean, std, lower, upper) of sampled errors: ``mean ∓ z·std`` or quantiles.
-
-    The normal form's lower end is clipped at 0 (the paper's formula can dip below 0
-    with few pairs per bin; a calibration error cannot).
-    """
-    mean = samples.mean()
-    std = samples.std() if samples.numel() > 1 else torch.zeros_like(mean)
-    if method == "normal":
-        # An error is never negative, so the lower end is clipped at 0.
-        z = normal_quantile(confidence)
-        return mean, std, (mean - z * std).clamp_min(0), mean + z * std
-    tail = (1 - confidence) / 2
-    levels = torch.tensor([tail, 1 - tail], dtype=samples.dtype, device=samples.device)
-    lower, upper = torch.quantile(samples, levels)
-    return mean, std, lower, upper
+    draws = paper_draws(bins, n_samples, generator)
+    return draw_statistics(bins, draws, norm=norm, debias=debias, world="draws").errors
 
 
 def ci_from_bins(
@@ -316,43 +259,32 @@ def ci_from_bins(
     """Algorithm 2 (or the pair bootstrap) on given bins; see :func:`calibration_error_ci`.
 
     ``interval="groups"`` needs the pairs and their groups, so it is not available here.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> r = ci_from_bins(bins, n_samples=1000, generator=torch.Generator().manual_seed(0))
+        >>> round(r.error.item(), 3), bool(r.lower < r.mean < r.upper)
+        (0.1, True)
     """
     _check_interval_options(n_samples, confidence, method, interval)
+    options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
     if interval == "pairs":
-        summary = pair_bootstrap(
-            bins,
-            n_samples=n_samples,
-            confidence=confidence,
-            method=method,
-            norm=norm,
-            debias=debias,
-            generator=generator,
-        )
-        return CalibrationResult(*summary, bins)
+        return pair_bootstrap(bins, n_samples=n_samples, generator=generator, **options)
     if interval != "paper":
         raise ValueError(
             f"interval must be 'paper' or 'pairs' for given bins, got {interval!r} "
             "('groups' needs the pairs: use calibration_error_ci)"
         )
-    error = error_from_bins(bins, norm, debias=debias)
-    samples = sampled_errors(bins, n_samples, norm=norm, debias=debias, generator=generator)
-    mean, std, lower, upper = interval_from_samples(samples, confidence, method)
-    return CalibrationResult(error, mean, std, lower, upper, bins)
+    return resampled_interval(bins, paper_draws(bins, n_samples, generator), "paper", **options)
 
 
 def _check_interval_options(
     n_samples: int, confidence: float, method: str, interval: str = "paper"
 ) -> None:
-    if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 2:
-        raise ValueError(f"n_samples must be an integer >= 2, got {n_samples!r}")
-    if (
-        isinstance(confidence, bool)
-        or not isinstance(confidence, (int, float))
-        or not 0 < confidence < 1
-    ):
-        raise ValueError(
-            f"confidence must be a number strictly between 0 and 1, got {confidence!r}"
-        )
+    check_int("n_samples", n_samples, 2)
+    check_confidence(confidence)
     if method not in ("normal", "percentile"):
         raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
     if interval not in ("paper", "pairs", "groups"):
@@ -445,18 +377,20 @@ def calibration_error_ci(
         return CalibrationResult(*average_results(per_class))
     probs, target, groups = sets[0]
     probs, target = _check_pairs(probs, target)
-    bins = compute_bins(
-        probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins, validate=False
-    )
     options = {"n_samples": n_samples, "confidence": confidence, "method": method}
     options |= {"norm": norm, "debias": debias, "generator": generator}
     if interval != "groups":
+        bins = compute_bins(
+            probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins, validate=False
+        )
         return ci_from_bins(bins, interval=interval, **options)
     groups = _check_groups(groups, probs)
-    size = bin_size if binning == "uniform" else resolve_bin_size(bin_size, probs.numel())
-    index = bin_index(probs, target, binning=binning, bin_size=size, n_bins=n_bins)
-    summary = group_bootstrap(probs, target, groups, bins, index, **options)
-    return CalibrationResult(*summary, bins)
+    bins, index = bins_and_index(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
+    draws = group_draws(
+        probs.to(torch.float64), target, groups, index, bins.count.numel(), n_samples, generator
+    )
+    del options["n_samples"], options["generator"]
+    return resampled_interval(bins, draws, "groups", **options)
 
 
 def _check_groups(groups: Tensor, reference: Tensor, name: str = "probs") -> Tensor:
@@ -508,7 +442,24 @@ def brier_decomposition(
     )
     q = probs.to(torch.float64)
     brier = ((q - target.to(torch.float64)) ** 2).mean()
-    weight = bins.count / bins.count.sum()
-    calibration = (weight * (bins.pred_mean - bins.freq) ** 2).sum()
-    refinement = (weight * bins.freq * (1 - bins.freq)).sum()
+    calibration = weighted_mean((bins.pred_mean - bins.freq) ** 2, bins.count)
+    refinement = weighted_mean(bins.freq * (1 - bins.freq), bins.count)
     return BrierDecomposition(brier, calibration, refinement, brier - calibration - refinement)
+
+
+def interval_from_samples(
+    samples: Tensor, confidence: float = 0.95, method: IntervalMethod = "normal"
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Retired: (mean, std, lower, upper) of Algorithm 2's sampled errors.
+
+    Use :func:`~calib_metrics.functional.intervals.interval_of_draws` (or
+    :func:`ci_from_bins`); this wrapper warns and calls it.
+    """
+    warnings.warn(
+        "interval_from_samples is retired: use calib_metrics.functional.intervals."
+        "interval_of_draws",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    draws = Draws(samples, samples, None, samples.mean(), None)
+    return interval_of_draws(draws, confidence=confidence, method=method)[1:]

@@ -10,10 +10,14 @@ zero error has its draws clipped at 0, which would otherwise shift them all); th
 of "no difference" inverts it (the smallest α at which the two-sided interval excludes 0).
 ``benchmarks/coverage_compare.py`` measures coverage and size (``docs/coverage.md``).
 
-Each model keeps its own bins, formed once on the data (the bootstrap reweights, it does
-not re-bin; see :mod:`calib_metrics.functional.intervals`). With ``debias=True`` each
-draw's error is the recentred one of the single-model intervals (the draw's estimate of
-the truth), so the difference's interval is centred on the debiased difference.
+The draws come from the one interval pipeline (:mod:`calib_metrics.functional.intervals`):
+each model keeps its own bins, formed once on the data, and its per-unit bin sums (the
+group generator's sparse matrix; a pair is a unit of its own without ``groups``); every
+block of Poisson unit weights reweights both matrices, and each model's draws go through
+the same per-draw statistics and summary as a single model's interval. With
+``debias=True`` each draw's error is the recentred one of the single-model intervals (the
+draw's estimate of the truth), so the difference's interval is centred on the debiased
+difference.
 """
 
 from __future__ import annotations
@@ -23,21 +27,20 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import Bins, _check_pairs
 from calib_metrics.functional.calibration import (
     CalibrationResult,
     _check_groups,
     _check_interval_options,
     _check_options,
-    compute_bins,
+    bins_and_index,
 )
 from calib_metrics.functional.intervals import (
-    _BLOCK,
-    bin_index,
     draw_statistics,
-    group_sum_matrix,
     interval_of_draws,
+    reweighted_bins,
+    unit_sum_matrix,
+    unit_weights,
 )
 
 
@@ -61,40 +64,26 @@ class ComparisonResult(NamedTuple):
     b: CalibrationResult
 
 
-def _paired_blocks(sums_a: Tensor, sums_b: Tensor, n_units: int, n_samples: int, generator):
-    """Blocks of bootstrap bin sums of both models from one set of unit weights per draw."""
-    bins_a, bins_b = sums_a.shape[0] // 3, sums_b.shape[0] // 3
-    per_block = max(1, _BLOCK // max(n_units, 3 * (bins_a + bins_b)))
-    for start in range(0, n_samples, per_block):
-        size = min(per_block, n_samples - start)
-        rate = torch.ones((n_units, size), dtype=torch.float64, device=sums_a.device)
-        weights = torch.poisson(rate, generator=generator)
-        a, b = torch.sparse.mm(sums_a, weights).T, torch.sparse.mm(sums_b, weights).T
-        yield (
-            (a[:, :bins_a], a[:, bins_a : 2 * bins_a], a[:, 2 * bins_a :]),
-            (b[:, :bins_b], b[:, bins_b : 2 * bins_b], b[:, 2 * bins_b :]),
-        )
+def _paired_blocks(matrix_a: Tensor, matrix_b: Tensor, n_units: int, n_samples: int, generator):
+    """Blocks of both models' resampled bins from one set of unit weights per draw."""
+    rows = matrix_a.shape[0] + matrix_b.shape[0]
+    for weights in unit_weights(n_units, n_samples, rows, generator, matrix_a.device):
+        yield reweighted_bins(matrix_a, weights), reweighted_bins(matrix_b, weights)
 
 
 def _unit_sums(probs: Tensor, target: Tensor, units: Tensor, n_units: int, options: dict):
     """The model's bins and its sparse [3T, G] per-unit bin sums (count, Σq, Σy)."""
-    bins = compute_bins(probs, target, validate=False, **options)
-    index = bin_index(probs, target, **options)
-    ones = torch.ones_like(probs, dtype=torch.float64)
-    matrix = group_sum_matrix(units, index, bins.count.numel(), n_units, [ones, probs, target])
-    return bins, matrix
+    bins, index = bins_and_index(probs, target, **options)
+    return bins, unit_sum_matrix(probs, target, units, index, bins.count.numel(), n_units)
 
 
-def _error_draws(bins: Bins, blocks: list, norm: str, debias: bool, shrink: bool):
-    """Per-draw errors of one model (the recentred ones when debiased) and its draws."""
-    draws = draw_statistics(bins, iter(blocks), norm=norm, debias=debias, shrink=shrink)
-    values = draws.theta.clamp_min(0).sqrt() if debias else draws.plugin
-    return values, draws
-
-
-def _result(bins: Bins, draws, confidence: float, debias: bool) -> CalibrationResult:
-    summary = interval_of_draws(draws, confidence=confidence, method="percentile", debias=debias)
-    return CalibrationResult(*summary, bins)
+def _model_result(
+    bins: Bins, blocks: list, confidence: float, norm: str, debias: bool, world: str
+) -> tuple[Tensor, CalibrationResult]:
+    """One model's per-draw errors and its result (percentile interval) from its draws."""
+    draws = draw_statistics(bins, blocks, norm=norm, debias=debias, world=world)
+    summary = interval_of_draws(draws, confidence=confidence, method="percentile")
+    return draws.errors, CalibrationResult(*summary, bins)
 
 
 def compare_calibration(
@@ -163,19 +152,17 @@ def compare_calibration(
     else:
         units = torch.unique(_check_groups(groups, probs_a), return_inverse=True)[1]
     n_units = int(units.max().item()) + 1  # the one host sync: the number of units
-    size = bin_size if binning == "uniform" else resolve_bin_size(bin_size, units.numel())
-    options = {"binning": binning, "bin_size": size, "n_bins": n_bins}
+    options = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
     bins_a, sums_a = _unit_sums(probs_a, target_flat, units, n_units, options)
     bins_b, sums_b = _unit_sums(probs_b, target_flat, units, n_units, options)
     blocks = list(_paired_blocks(sums_a, sums_b, n_units, n_samples, generator))
     # Pairs: the shrunk (recentred) world of the single-model pair bootstrap; groups: the
     # observed gaps (see calib_metrics.functional.intervals).
-    shrink = groups is None
-    values_a, draws_a = _error_draws(bins_a, [blk[0] for blk in blocks], norm, debias, shrink)
-    values_b, draws_b = _error_draws(bins_b, [blk[1] for blk in blocks], norm, debias, shrink)
-    a = _result(bins_a, draws_a, confidence, debias)
-    b = _result(bins_b, draws_b, confidence, debias)
-    return _summarise(a, b, values_a - values_b, confidence)
+    world = "shrunk" if groups is None else "observed"
+    estimator = {"confidence": confidence, "norm": norm, "debias": debias, "world": world}
+    errors_a, a = _model_result(bins_a, [blk[0] for blk in blocks], **estimator)
+    errors_b, b = _model_result(bins_b, [blk[1] for blk in blocks], **estimator)
+    return _summarise(a, b, errors_a - errors_b, confidence)
 
 
 def _summarise(a: CalibrationResult, b: CalibrationResult, diffs: Tensor, confidence: float):

@@ -1,6 +1,20 @@
-"""Typed errors of the functional layer, for callers that must tell them apart."""
+"""Typed errors of the functional layer, and the check of integer options."""
 
 from __future__ import annotations
+
+
+def check_int(name: str, value: int, minimum: int = 1) -> None:
+    """Raise ValueError naming ``name`` unless ``value`` is an int (not a bool) ≥ ``minimum``.
+
+    Example:
+        >>> check_int("n_bins", 0)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_bins must be a positive integer, got 0
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
 
 
 class NoPairsError(ValueError):

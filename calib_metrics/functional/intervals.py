@@ -1,37 +1,49 @@
-"""Bootstrap intervals of the calibration error: over pairs and over groups of pairs.
+"""One pipeline of resampled draws for the calibration error's interval: paper | pairs | groups.
 
-**What is resampled.** The bins are formed once, on the data, and are *not* re-formed
-per draw: a draw reweights the pairs (or the groups) and recomputes every bin's count,
-mean prediction and label frequency from the reweighted sums. Weights are Poisson(1)
-(the Poisson bootstrap: each unit is copied Poisson(1) times, so the number of units
-varies slightly from draw to draw, which leaves the variance of means unchanged to
-first order and makes draws independent across bins, hence cheap to vectorise).
+**The pipeline.** The bins are formed once, on the data. A *draw generator* then yields
+blocks of resampled bins (:class:`~calib_metrics.functional.binning.Bins` with a leading
+draw dimension, at most ``_BLOCK`` cells per block so memory stays bounded); one
+reduction, :func:`bin_errors` (the l2, l1 or max norm of the weighted bin gaps, or the
+debiased square :func:`debiased_square`), turns the data's bins into the estimate and
+every draw's bins into that draw's error; :func:`draw_statistics` collects the draws and
+:func:`interval_of_draws` summarises them (mean, std, and the normal ``centre ∓ z·std``
+or percentile interval) into a :class:`CalibrationResult`. The three generators:
 
-* ``interval="pairs"`` resamples pairs. Within a bin, the copies of its n₁ pairs with
-  y = 1 and of its n₀ pairs with y = 0 sum to Poisson(n₁) and Poisson(n₀) exactly, so a
-  draw needs only the bins: counts and frequencies are exact Poisson-bootstrap draws,
-  and the bin's mean prediction is held fixed (its bootstrap spread, the spread of q
-  inside one bin over √n, is negligible next to that of the frequency). Cost O(S·T)
-  for S draws and T bins, whatever N.
-* ``interval="groups"`` resamples whole groups (``groups=`` gives each pair a sentence
-  or document id): per (group, bin) cell the sums of 1, q and y form a sparse [3T, G]
-  matrix, and a block of draws is that matrix times Poisson(1) group weights [G, S].
-  Labels that are correlated inside a group therefore move together in every draw.
+* ``interval="paper"``, :func:`paper_draws` (the paper's Algorithm 2): per bin
+  p̂ᵢ⁽ˢ⁾ ~ Normal(p̂ᵢ, p̂ᵢ(1 − p̂ᵢ)/|Bᵢ|) clipped to [0, 1], counts and mean predictions
+  fixed. The interval is over the draws' own errors, centred on their mean (Algorithm 2's
+  ``mean ∓ z·std``). The draws are made in float32: their rounding (~1e-7 relative) is far
+  below the Monte Carlo noise (~1/√S) and it halves the time and memory of this step.
+* ``interval="pairs"``, :func:`pair_draws`: the Poisson bootstrap over pairs. Each unit
+  is copied Poisson(1) times (the number of units varies slightly from draw to draw,
+  which leaves the variance of means unchanged to first order and makes draws
+  independent across bins). Within a bin the copies of its n₁ pairs with y = 1 and its
+  n₀ pairs with y = 0 sum to Poisson(n₁) and Poisson(n₀) exactly, so a draw needs only
+  the bins, O(S·T) for S draws and T bins whatever N; the bin's mean prediction is held
+  fixed (its bootstrap spread, that of q inside one bin over √n, is negligible next to
+  that of the frequency).
+* ``interval="groups"``, :func:`group_draws`: the Poisson bootstrap over whole groups
+  (``groups=`` gives each pair a sentence or document id). Per (group, bin) cell the sums
+  of 1, q and y form a sparse [3T, G] matrix (:func:`group_sum_matrix`), and a block of
+  draws is that matrix times Poisson(1) group weights [G, S], so labels correlated
+  inside a group move together. Pairs are the special case of one pair per group; a
+  paired comparison of two models multiplies both models' matrices by the same weights.
 
-**Estimators.** With ``debias=False`` the draws give the plug-in error of each draw,
-and the interval is their quantiles (``method="percentile"``) or error ∓ z·std
-(``"normal"``). Both inherit the plug-in's upward bias (≈ Σᵢ wᵢ p̂ᵢ(1 − p̂ᵢ)/|Bᵢ| in the
-square) and add it again, since each draw is noisier than the data it came from.
+**Estimators.** With ``debias=False`` a bootstrap interval is the draws' quantiles
+(``method="percentile"``) or error ∓ z·std (``"normal"``). Both inherit the plug-in's
+upward bias (≈ Σᵢ wᵢ p̂ᵢ(1 − p̂ᵢ)/|Bᵢ| in the square) and add it again, since each draw is
+noisier than the data it came from.
 
-With ``debias=True`` the interval is built for θ = Σᵢ wᵢ (q̂ᵢ − pᵢ)² (the squared error
-that the debiased estimate D estimates without bias) from a *recentred* bootstrap: the
-draws are made in a world whose gaps are the observed ones shrunk by λ = √(D₊ / P)
-(P the plug-in square), so its θ̃ = Σ wᵢ (λ gᵢ)² equals D₊ = max(D, 0), and each draw's
-debiased estimate D* is compared with that known θ̃. The root L* = D* − θ̃ imitates
-D − θ, including the extra bias that correlated labels leave in D (their within-bin
-variance is larger than p̂(1 − p̂)/(n − 1) assumes). The draws θ_s = D − L*_s then give
-the interval: their quantiles (``"percentile"``, the basic bootstrap) or mean ∓ z·std
-(``"normal"``), each end clipped at 0 and square-rooted.
+With ``debias=True`` the bootstrap interval is built for θ = Σᵢ wᵢ (q̂ᵢ − pᵢ)² (the
+squared error that the debiased estimate D estimates without bias) from a *recentred*
+bootstrap: the draws are made in a world whose gaps are the observed ones shrunk by
+λ = √(D₊ / P) (P the plug-in square), so its θ̃ = Σ wᵢ (λ gᵢ)² equals D₊ = max(D, 0), and
+each draw's debiased estimate D* is compared with that known θ̃. The root L* = D* − θ̃
+imitates D − θ, including the extra bias that correlated labels leave in D (their
+within-bin variance is larger than p̂(1 − p̂)/(n − 1) assumes). The draws θ_s = D − L*_s
+then give the interval: their quantiles (``"percentile"``, the basic bootstrap) or
+D ∓ z·std (``"normal"``), each end clipped at 0 and square-rooted. Algorithm 2 with
+``debias=True`` simply uses each draw's debiased error.
 
 **Which world, pairs or groups.** The spread of L* comes mostly from its linear term
 2 Σ wᵢ gᵢ eᵢ*, so it is only right if the world's gaps carry the true gaps' weight. For
@@ -54,33 +66,67 @@ unless its lower end is positive: it misses in one tail only, so its coverage th
 from __future__ import annotations
 
 import warnings
-from statistics import NormalDist
+from collections.abc import Iterable, Iterator
 from typing import Literal, NamedTuple
 
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import (
-    Bins,
-    _bin_of_rank,
-    _order_key,
-    _sort_pairs,
-    uniform_bin_of,
-)
+from calib_metrics.functional.binning import Bins, bin_index
+
+__all__ = [
+    "CalibrationResult",
+    "Draws",
+    "bin_errors",
+    "bin_index",
+    "debiased_square",
+    "draw_statistics",
+    "group_bootstrap",
+    "group_draws",
+    "group_sum_matrix",
+    "interval_of_draws",
+    "normal_quantile",
+    "pair_bootstrap",
+    "pair_draws",
+    "paper_draws",
+    "resampled_interval",
+    "weighted_mean",
+]
 
 Interval = Literal["paper", "pairs", "groups"]
-# Draws are made in blocks of at most this many cells (S·T or S·G), to bound memory.
+Norm = Literal["l1", "l2", "max"]
+# Each generator's blocks hold at most this many cells (draws × bins, or draws × units).
 _BLOCK = 1 << 22
+# The world each interval's draws are compared with (see the module docstring).
+_WORLD = {"paper": "draws", "pairs": "shrunk", "groups": "observed"}
 
 
-class IntervalSummary(NamedTuple):
-    """Error, centre, spread and ends of an interval (0-dim float64 tensors)."""
+class CalibrationResult(NamedTuple):
+    """Calibration error with its sampled interval and its bins: the one result type.
+
+    Attributes:
+        error: the point estimate (Algorithm 1, plug-in or debiased), 0-dim float64.
+        mean: mean of the sampled errors.
+        std: standard deviation of the sampled errors.
+        lower: lower end of the interval.
+        upper: upper end of the interval.
+        bins: the :class:`~calib_metrics.functional.binning.Bins` behind the estimate.
+    """
 
     error: Tensor
     mean: Tensor
     std: Tensor
     lower: Tensor
     upper: Tensor
+    bins: Bins
+
+
+def check_confidence(confidence: float) -> None:
+    """Raise ValueError unless ``confidence`` is a number strictly between 0 and 1."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
 
 
 def normal_quantile(confidence: float) -> float:
@@ -90,81 +136,139 @@ def normal_quantile(confidence: float) -> float:
         >>> round(normal_quantile(0.95), 2)
         1.96
     """
-    return NormalDist().inv_cdf((1 + confidence) / 2)
+    check_confidence(confidence)
+    level = torch.tensor((1 + confidence) / 2, dtype=torch.float64)
+    return float(torch.special.ndtri(level))
 
 
-def bin_index(
-    probs: Tensor,
-    target: Tensor,
-    *,
-    binning: str = "adaptive",
-    bin_size: int = 5000,
-    n_bins: int = 15,
-) -> Tensor:
-    """Each pair's bin, as an index into the bins that ``compute_bins`` returns.
+# --- The one reduction: weighted bin gaps to an error -------------------------------
 
-    Adaptive bins are runs of ``bin_size`` pairs in q order, a tie group's labels spread
-    evenly over its runs (the last run, if short, joins the one before); uniform bins
-    are equal-width, empty ones dropped. The pairs must be validated and flat.
+
+def weighted_mean(values: Tensor, count: Tensor) -> Tensor:
+    """Σᵢ wᵢ valuesᵢ along the last dimension, wᵢ = countᵢ / Σ count (in values' dtype).
+
+    Weights shared by every draw (1-D ``count`` under ``[S, T]`` values) are one matrix
+    product; per-draw weights are multiplied elementwise.
 
     Example:
         >>> import torch
-        >>> probs = torch.tensor([0.9, 0.1, 0.5, 0.2])
-        >>> bin_index(probs, torch.tensor([1, 0, 1, 0]), bin_size=2)
-        tensor([1, 0, 1, 0])
+        >>> weighted_mean(torch.tensor([0.5, 1.0]), torch.tensor([3.0, 1.0]))
+        tensor(0.6250)
     """
-    n = probs.numel()
-    if binning == "uniform":
-        raw = uniform_bin_of(probs, n_bins)
-        # compute_bins drops empty bins, so renumber the occupied ones consecutively.
-        occupied = torch.bincount(raw, minlength=n_bins) > 0
-        return (torch.cumsum(occupied, 0) - 1).index_select(0, raw)
-    key, width = _order_key(probs)
-    order = _interleave_ties(key, _sort_pairs(key, width, target), target)
-    rank_bin = _bin_of_rank(torch.arange(n, device=probs.device), bin_size, max(1, n // bin_size))
-    return torch.empty_like(rank_bin).index_put_((order,), rank_bin)
+    weight = (count / count.sum(dim=-1, keepdim=True)).to(values.dtype)
+    if weight.ndim == 1 and values.ndim > 1:
+        return values @ weight
+    return (weight * values).sum(dim=-1)
 
 
-def _interleave_ties(key: Tensor, order: Tensor, target: Tensor) -> Tensor:
-    """``order`` (by key, zeros first) with each tie group's labels spread evenly.
+def debiased_square(gap: Tensor, freq: Tensor, count: Tensor) -> Tensor:
+    """Σᵢ wᵢ [gapᵢ² − p̂ᵢ(1 − p̂ᵢ)/(|Bᵢ| − 1)] along the last dimension (unclipped).
 
-    The bins give a split tie group's every part its mean label (DESIGN.md); a pair must
-    still sit in one bin, so within a tie group the i-th of its n₀ zeros goes to position
-    (i + ½)/n₀ and the j-th of its n₁ ones to (j + ½)/n₁. Every run of the group then holds
-    its share of ones up to one pair, and resampling the pairs moves those bins' labels
-    as the bins themselves count them (zeros first would give bins of all 0 or all 1).
+    The debias term p̂(1 − p̂)/(n − 1) estimates the sampling variance of p̂ without bias
+    (see :func:`~calib_metrics.functional.calibration.error_from_bins`).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> round(debiased_square(t([0.1, 0.0]), t([0.5, 0.5]), t([6.0, 6.0])).item(), 4)
+        -0.045
     """
-    n = key.numel()
-    if n < 2:
-        return order
-    k, y = key.index_select(0, order), (target.index_select(0, order) != 0).to(torch.int64)
-    starts_group = torch.ones(n, dtype=torch.bool, device=key.device)
-    starts_group[1:] = k[1:] != k[:-1]
-    group = torch.cumsum(starts_group, 0) - 1
-    label_class = 2 * group + y  # consecutive: a group's zeros, then its ones
-    starts_class = torch.ones(n, dtype=torch.bool, device=key.device)
-    starts_class[1:] = label_class[1:] != label_class[:-1]
-    class_id = torch.cumsum(starts_class, 0) - 1
-    class_start = torch.nonzero(starts_class).squeeze(1)
-    size = torch.bincount(class_id).to(torch.float64)
-    within = torch.arange(n, device=key.device) - class_start.index_select(0, class_id)
-    position = (within + 0.5) / size.index_select(0, class_id)
-    by_position = torch.sort(position, stable=True)[1]
-    regroup = torch.sort(group.index_select(0, by_position), stable=True)[1]
-    return order.index_select(0, by_position.index_select(0, regroup))
+    noise = freq * (1 - freq) / (count - 1).clamp_min(1).to(freq.dtype)
+    return weighted_mean(gap**2 - noise, count)
 
 
-def _pair_blocks(bins: Bins, n_samples: int, generator: torch.Generator | None):
-    """Blocks of Poisson-bootstrap bin sums (count, Σq, Σy), each [S_b, T]."""
+def bin_errors(bins: Bins, norm: Norm = "l2", debias: bool = False) -> Tensor:
+    """The calibration error of bins along their last dimension: data's bins or draws'.
+
+    ``norm``: ``"l2"`` √(Σ wᵢ gᵢ²), ``"l1"`` Σ wᵢ |gᵢ| or ``"max"`` maxᵢ |gᵢ| over the
+    non-empty bins, gᵢ = q̂ᵢ − p̂ᵢ and wᵢ = |Bᵢ|/Σ|B|; ``debias=True`` (l2):
+    √max(:func:`debiased_square`, 0). Unchecked: see
+    :func:`~calib_metrics.functional.calibration.error_from_bins`.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([[0.2, 0.8], [0.3, 0.8]]), t([0.1, 0.8]), t([5.0, 5.0]))
+        >>> bin_errors(bins)
+        tensor([0.0707, 0.1414])
+    """
+    gap = bins.pred_mean - bins.freq
+    if debias:
+        return debiased_square(gap, bins.freq, bins.count).clamp_min(0).sqrt()
+    # gap is this function's own tensor: squared (or made absolute) in place.
+    if norm == "l2":
+        return weighted_mean(gap.square_(), bins.count).sqrt()
+    if norm == "l1":
+        return weighted_mean(gap.abs_(), bins.count)
+    return torch.where(bins.count > 0, gap.abs_(), 0).amax(dim=-1)
+
+
+# --- The three draw generators: blocks of resampled bins [S_b, ..., T] ---------------
+
+
+def _block_sizes(n_samples: int, cells_per_draw: int) -> Iterator[int]:
+    """Sizes of the blocks of ``n_samples`` draws, each at most ``_BLOCK`` cells."""
+    per_block = max(1, _BLOCK // max(1, cells_per_draw))
+    for start in range(0, n_samples, per_block):
+        yield min(per_block, n_samples - start)
+
+
+def paper_draws(
+    bins: Bins,
+    n_samples: int,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> Iterator[Bins]:
+    """Algorithm 2's draws: per bin p̂ᵢ⁽ˢ⁾ ~ Normal(p̂ᵢ, p̂ᵢ(1 − p̂ᵢ)/|Bᵢ|) clipped to [0, 1].
+
+    Frequencies are drawn in ``dtype``, float32 by default (see the module docstring);
+    mean predictions and counts stay those of ``bins``, which may carry leading batch
+    dimensions.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> block = next(paper_draws(bins, 5, torch.Generator().manual_seed(0)))
+        >>> block.freq.shape, block.freq.dtype
+        (torch.Size([5, 2]), torch.float32)
+    """
+    freq = bins.freq.to(dtype)
+    pred = bins.pred_mean.to(dtype)
+    se = (bins.freq * (1 - bins.freq) / bins.count).sqrt().to(dtype)
+    for size in _block_sizes(n_samples, bins.freq.numel()):
+        noise = torch.randn(
+            (size, *freq.shape), generator=generator, device=freq.device, dtype=dtype
+        )
+        yield Bins(pred, noise.mul_(se).add_(freq).clamp_(0, 1), bins.count)
+
+
+def pair_draws(
+    bins: Bins, n_samples: int, generator: torch.Generator | None = None
+) -> Iterator[Bins]:
+    """The Poisson bootstrap over pairs, from the bins alone (see the module docstring).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> block = next(pair_draws(bins, 5, torch.Generator().manual_seed(0)))
+        >>> block.count.shape, block.freq.shape
+        (torch.Size([5, 2]), torch.Size([5, 2]))
+    """
     ones = bins.count * bins.freq
     zeros = bins.count - ones
-    per_block = max(1, _BLOCK // max(1, ones.numel()))
-    for start in range(0, n_samples, per_block):
-        size = min(per_block, n_samples - start)
+    for size in _block_sizes(n_samples, ones.numel()):
         n1 = torch.poisson(ones.expand(size, *ones.shape).contiguous(), generator=generator)
         n0 = torch.poisson(zeros.expand(size, *ones.shape).contiguous(), generator=generator)
         count = n1 + n0
-        yield count, count * bins.pred_mean, n1
+        yield Bins(bins.pred_mean, n1 / count.clamp_min(1), count)
+
+
+def bins_of_sums(count: Tensor, sum_q: Tensor, sum_y: Tensor) -> Bins:
+    """Bins of per-bin sums, empty bins kept (mean prediction and frequency 0 there)."""
+    safe = count.clamp_min(1)
+    return Bins(sum_q / safe, sum_y / safe, count)
 
 
 def group_sum_matrix(group: Tensor, index: Tensor, n_bins: int, n_groups: int, values) -> Tensor:
@@ -212,105 +316,140 @@ def group_sum_matrix(group: Tensor, index: Tensor, n_bins: int, n_groups: int, v
         )
 
 
-def _group_blocks(
+def unit_sum_matrix(
+    probs: Tensor, target: Tensor, units: Tensor, index: Tensor, n_bins: int, n_units: int
+) -> Tensor:
+    """The sparse [3T, G] per-unit bin sums (count, Σq, Σy) that :func:`group_draws`
+    reweights; ``units`` are compact ids in [0, G), ``index`` each pair's bin."""
+    ones = torch.ones_like(probs, dtype=torch.float64)
+    return group_sum_matrix(units, index, n_bins, n_units, [ones, probs, target])
+
+
+def unit_weights(
+    n_units: int,
+    n_samples: int,
+    rows: int,
+    generator: torch.Generator | None,
+    device: torch.device,
+) -> Iterator[Tensor]:
+    """Blocks of Poisson(1) weights ``[G, S_b]`` of ``n_units`` units, each block sized
+    for sparse matrices of ``rows`` rows in all."""
+    for size in _block_sizes(n_samples, max(n_units, rows)):
+        rate = torch.ones((n_units, size), dtype=torch.float64, device=device)
+        yield torch.poisson(rate, generator=generator)
+
+
+def reweighted_bins(matrix: Tensor, weights: Tensor) -> Bins:
+    """Bins of one block of draws: a :func:`unit_sum_matrix` times unit weights."""
+    n_bins = matrix.shape[0] // 3
+    sums = torch.sparse.mm(matrix, weights).T
+    return bins_of_sums(sums[:, :n_bins], sums[:, n_bins : 2 * n_bins], sums[:, 2 * n_bins :])
+
+
+def group_draws(
     probs: Tensor,
     target: Tensor,
     groups: Tensor,
     index: Tensor,
     n_bins: int,
     n_samples: int,
-    generator: torch.Generator | None,
-):
-    """Blocks of group-bootstrap bin sums (count, Σq, Σy), each [S_b, T]."""
-    group = torch.unique(groups.reshape(-1), return_inverse=True)[1]
-    n_groups = int(group.max().item()) + 1
-    ones = torch.ones_like(probs, dtype=torch.float64)
-    matrix = group_sum_matrix(group, index, n_bins, n_groups, [ones, probs, target])
-    per_block = max(1, _BLOCK // max(n_groups, 3 * n_bins))
-    for start in range(0, n_samples, per_block):
-        size = min(per_block, n_samples - start)
-        rate = torch.ones((n_groups, size), dtype=torch.float64, device=probs.device)
-        sums = torch.sparse.mm(matrix, torch.poisson(rate, generator=generator)).T
-        yield sums[:, :n_bins], sums[:, n_bins : 2 * n_bins], sums[:, 2 * n_bins :]
+    generator: torch.Generator | None = None,
+) -> Iterator[Bins]:
+    """The Poisson bootstrap over groups: flat aligned pairs, group ids and bin indices.
+
+    Example:
+        >>> import torch
+        >>> q, y = torch.tensor([0.1, 0.2, 0.8, 0.9]), torch.tensor([0, 1, 1, 1])
+        >>> index, groups = torch.tensor([0, 0, 1, 1]), torch.tensor([5, 5, 7, 7])
+        >>> block = next(group_draws(q, y, groups, index, 2, 3, torch.Generator().manual_seed(0)))
+        >>> block.count.shape
+        torch.Size([3, 2])
+    """
+    units = torch.unique(groups.reshape(-1), return_inverse=True)[1]
+    n_units = int(units.max().item()) + 1
+    matrix = unit_sum_matrix(probs, target, units, index, n_bins, n_units)
+    for weights in unit_weights(n_units, n_samples, 3 * n_bins, generator, probs.device):
+        yield reweighted_bins(matrix, weights)
 
 
-def _plugin_of_draws(count: Tensor, sum_q: Tensor, sum_y: Tensor, norm: str) -> Tensor:
-    """Plug-in error of bin sums along the last dimension."""
-    weight = count / count.sum(dim=-1, keepdim=True)
-    gap = (sum_q - sum_y) / count.clamp_min(1)
-    if norm == "l2":
-        return (weight * gap**2).sum(dim=-1).sqrt()
-    if norm == "l1":
-        return (weight * gap.abs()).sum(dim=-1)
-    return torch.where(count > 0, gap.abs(), 0).amax(dim=-1)
-
-
-def _debiased_square(count: Tensor, gap: Tensor, freq: Tensor) -> Tensor:
-    """Σ wᵢ [gapᵢ² − fᵢ(1 − fᵢ)/(nᵢ − 1)] along the last dimension (unclipped)."""
-    weight = count / count.sum(dim=-1, keepdim=True)
-    noise = freq * (1 - freq) / (count - 1).clamp_min(1)
-    return (weight * (gap**2 - noise)).sum(dim=-1)
+# --- From draws to the interval: one set of statistics, one summary ------------------
 
 
 class Draws(NamedTuple):
-    """Per-draw statistics of a bootstrap, draws along dimension 0.
+    """Per-draw statistics of one generator's draws, draws along dimension 0.
 
-    ``plugin``: the plug-in error of each draw; ``theta``: the recentred squared error
-    D − (D* − θ̃) of each draw; ``error``/``debiased``: the data's plug-in error and its
-    unclipped debiased square D. Leading batch dimensions of the bins are kept.
+    Attributes:
+        errors: each draw's error (``mean`` and ``std`` of the result summarise them).
+        values: what the interval is formed on: the errors, or the recentred squares
+            θ_s = D − (D*_s − θ̃) of the debiased bootstrap (``squared``).
+        centre: centre of the normal form: the data's plug-in error (plug-in
+            bootstrap), or None for the values' mean (Algorithm 2, debiased bootstrap).
+        estimate: the data's error (the result's ``error``).
+        square: the data's debiased square D when ``values`` are recentred squares (the
+            upper end is then widened by (−D)₊, both ends clipped at 0 and
+            square-rooted); None otherwise.
+
+    Leading batch dimensions of the bins are kept.
     """
 
-    plugin: Tensor
-    theta: Tensor | None
-    error: Tensor
-    debiased: Tensor | None
+    errors: Tensor
+    values: Tensor
+    centre: Tensor | None
+    estimate: Tensor
+    square: Tensor | None
 
 
 def draw_statistics(
-    bins: Bins, blocks, *, norm: str = "l2", debias: bool = True, shrink: bool = True
+    bins: Bins,
+    blocks: Iterable[Bins],
+    *,
+    norm: Norm = "l2",
+    debias: bool = True,
+    world: Literal["draws", "shrunk", "observed"] = "shrunk",
 ) -> Draws:
-    """Reduce blocks of bootstrap bin sums ``[S_b, ..., T]`` to per-draw statistics.
+    """Reduce blocks of resampled bins ``[S_b, ..., T]`` to per-draw statistics.
 
-    The bins may carry leading batch dimensions (``[..., T]``, e.g. repetitions of a
-    simulation), which the blocks share. ``shrink``: build the recentred world from the
-    observed gaps shrunk to the debiased estimate (pairs) or from the observed gaps
-    themselves (groups); see the module docstring.
+    ``world``: ``"draws"`` (Algorithm 2: each draw's own error, centred on their mean),
+    ``"shrunk"`` (pairs: the recentred world of the observed gaps shrunk to the debiased
+    estimate) or ``"observed"`` (groups: the observed gaps themselves); the bins may carry
+    leading batch dimensions, which the blocks share. See the module docstring.
 
     Example:
         >>> import torch
         >>> t = torch.tensor
         >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
         >>> g = torch.Generator().manual_seed(0)
-        >>> d = draw_statistics(bins, _pair_blocks(bins, 100, g))
-        >>> d.plugin.shape, d.theta.shape, round(d.error.item(), 3)
-        (torch.Size([100]), torch.Size([100]), 0.1)
+        >>> d = draw_statistics(bins, pair_draws(bins, 100, g))
+        >>> d.errors.shape, d.values.shape, round(d.estimate.item(), 3)
+        (torch.Size([100]), torch.Size([100]), 0.098)
     """
+    if debias and norm != "l2":
+        raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
+    estimate = bin_errors(bins, norm, debias)
+    if world == "draws" or not debias:
+        errors = torch.cat([bin_errors(d, norm, debias) for d in blocks]).to(torch.float64)
+        return Draws(errors, errors, None if world == "draws" else estimate, estimate, None)
+    square, theta = _recentred_squares(bins, blocks, shrink=world == "shrunk")
+    return Draws(theta.clamp_min(0).sqrt(), theta, None, estimate, square)
+
+
+def _recentred_squares(bins: Bins, blocks: Iterable[Bins], shrink: bool) -> tuple[Tensor, Tensor]:
+    """The data's debiased square D and the draws' θ_s = D − (D*_s − θ̃) (module docstring)."""
     gap = bins.pred_mean - bins.freq
-    sums = (bins.count, bins.count * bins.pred_mean, bins.count * bins.freq)
-    error = _plugin_of_draws(*sums, norm)
-    plugins, thetas, estimate = [], [], None
-    if debias:
-        if norm != "l2":
-            raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
-        estimate = _debiased_square(bins.count, gap, bins.freq)
-        plugin = error**2
-        # Shrunk, the bootstrap world's θ̃ equals max(D, 0); unshrunk, it is P.
-        factor = torch.where(plugin > 0, estimate.clamp_min(0) / plugin, 0).sqrt()
-        if not shrink:
-            factor = torch.ones_like(factor)
-        shrunk = factor.unsqueeze(-1) * gap
-        target_square = factor**2 * plugin
-    for count, sum_q, sum_y in blocks:
-        plugins.append(_plugin_of_draws(count, sum_q, sum_y, norm))
-        if debias:
-            safe = count.clamp_min(1)
-            freq = sum_y / safe
-            # The draw's movement of each bin's gap, added to the shrunk gap.
-            gap_draw = shrunk + (sum_q / safe - bins.pred_mean) - (freq - bins.freq)
-            root = _debiased_square(count, gap_draw, freq) - target_square
-            thetas.append(estimate - root)
-    theta = torch.cat(thetas) if debias else None
-    return Draws(torch.cat(plugins), theta, error, estimate)
+    square = debiased_square(gap, bins.freq, bins.count)
+    plugin = bin_errors(bins) ** 2
+    # Shrunk, the bootstrap world's θ̃ equals max(D, 0); observed, it is P.
+    factor = torch.where(plugin > 0, square.clamp_min(0) / plugin, 0).sqrt()
+    if not shrink:
+        factor = torch.ones_like(factor)
+    shrunk = factor.unsqueeze(-1) * gap
+    target_square = factor**2 * plugin
+    thetas = []
+    for d in blocks:
+        # The draw's movement of each bin's gap, added to the world's gap.
+        moved = shrunk + (d.pred_mean - bins.pred_mean) - (d.freq - bins.freq)
+        thetas.append(square - (debiased_square(moved, d.freq, d.count) - target_square))
+    return square, torch.cat(thetas)
 
 
 def _nan_mean_std(values: Tensor) -> tuple[Tensor, Tensor]:
@@ -323,68 +462,70 @@ def _nan_mean_std(values: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def interval_of_draws(
-    draws: Draws, *, confidence: float = 0.95, method: str = "percentile", debias: bool = False
-) -> IntervalSummary:
-    """The interval of :func:`draw_statistics`' draws; see the module docstring.
+    draws: Draws, *, confidence: float = 0.95, method: str = "percentile"
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """(error, mean, std, lower, upper) of :func:`draw_statistics`' draws.
 
-    Plug-in (``debias=False``): quantiles of the draws' errors, or error ∓ z·std.
-    Debiased: quantiles of θ draws, or their mean ∓ z·std, clipped at 0, square-rooted.
+    Normal form: centre ∓ z·std of the values (the centre is their mean, or the data's
+    plug-in error for the plug-in bootstraps); percentile form: their quantiles.
+    Ends are clipped at 0; squared values (the debiased bootstrap) are square-rooted.
+    A draw that gave every unit weight 0 is empty (NaN): it is left out, i.e. the
+    bootstrap is conditioned on a non-empty draw (only likely with a handful of groups).
 
     Example:
         >>> import torch
         >>> t = torch.tensor
         >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
         >>> g = torch.Generator().manual_seed(0)
-        >>> d = draw_statistics(bins, _pair_blocks(bins, 2000, g))
-        >>> s = interval_of_draws(d, debias=True)
-        >>> bool(s.lower < s.error < s.upper), round(s.error.item(), 3)
+        >>> s = interval_of_draws(draw_statistics(bins, pair_draws(bins, 2000, g)))
+        >>> bool(s[3] < s[0] < s[4]), round(s[0].item(), 3)
         (True, 0.098)
     """
-    if debias:
-        if draws.theta is None:
-            raise ValueError("these draws were made with debias=False")
-        values, errors = draws.theta, draws.theta.clamp_min(0).sqrt()
-        error, centre = draws.debiased.clamp_min(0).sqrt(), None
-    else:
-        values = errors = draws.plugin
-        error = centre = draws.error
-    # A draw that gave every unit weight 0 is empty (NaN): it is left out, i.e. the
-    # bootstrap is conditioned on a non-empty draw (only likely with a handful of groups).
-    mean, std = _nan_mean_std(errors)
+    mean, std = _nan_mean_std(draws.errors)
+    values = draws.values
     if method == "normal":
-        z = normal_quantile(confidence)
         middle, spread = _nan_mean_std(values)
-        middle = middle if centre is None else centre
+        middle = middle if draws.centre is None else draws.centre
+        z = normal_quantile(confidence)
         low, high = middle - z * spread, middle + z * spread
     else:
         tail = (1 - confidence) / 2
         levels = torch.tensor([tail, 1 - tail], dtype=values.dtype, device=values.device)
         low, high = torch.nanquantile(values, levels, dim=0)
-    if debias:
+    if draws.square is not None:
         # A negative debiased square is a sampling accident (the truth is ≥ 0): the upper
         # end is taken as if the estimate were 0, so it cannot collapse to a [0, 0]
         # interval that claims certainty (it did on ~10% of calibrated data sets).
-        high = high + (-draws.debiased).clamp_min(0)
+        high = high + (-draws.square).clamp_min(0)
     low, high = low.clamp_min(0), high.clamp_min(0)
-    if debias:
+    if draws.square is not None:
         low, high = low.sqrt(), high.sqrt()
-    return IntervalSummary(error, mean, std, low, high)
+    return draws.estimate, mean, std, low, high
 
 
-def summarize_draws(
+def resampled_interval(
     bins: Bins,
-    blocks,
+    blocks: Iterable[Bins],
+    interval: Interval,
     *,
     confidence: float = 0.95,
     method: str = "percentile",
-    norm: str = "l2",
+    norm: Norm = "l2",
     debias: bool = False,
-    shrink: bool = True,
-) -> IntervalSummary:
-    """Interval from blocks of bootstrap bin sums: :func:`draw_statistics` then
-    :func:`interval_of_draws`."""
-    draws = draw_statistics(bins, blocks, norm=norm, debias=debias, shrink=shrink)
-    return interval_of_draws(draws, confidence=confidence, method=method, debias=debias)
+) -> CalibrationResult:
+    """The pipeline's last two steps: ``interval``'s draws of ``bins`` to a result.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> draws = paper_draws(bins, 1000, torch.Generator().manual_seed(0))
+        >>> r = resampled_interval(bins, draws, "paper", method="normal")
+        >>> round(r.error.item(), 3), bool(r.lower < r.mean < r.upper)
+        (0.1, True)
+    """
+    draws = draw_statistics(bins, blocks, norm=norm, debias=debias, world=_WORLD[interval])
+    return CalibrationResult(*interval_of_draws(draws, confidence=confidence, method=method), bins)
 
 
 def pair_bootstrap(
@@ -393,10 +534,10 @@ def pair_bootstrap(
     n_samples: int = 10000,
     confidence: float = 0.95,
     method: str = "percentile",
-    norm: str = "l2",
+    norm: Norm = "l2",
     debias: bool = False,
     generator: torch.Generator | None = None,
-) -> IntervalSummary:
+) -> CalibrationResult:
     """Interval of the calibration error by the Poisson bootstrap over pairs.
 
     Needs only the bins (exact Poisson counts per bin and label; see the module
@@ -412,10 +553,9 @@ def pair_bootstrap(
     """
     if method not in ("normal", "percentile"):
         raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
-    blocks = _pair_blocks(bins, n_samples, generator)
-    return summarize_draws(
-        bins, blocks, confidence=confidence, method=method, norm=norm, debias=debias
-    )
+    blocks = pair_draws(bins, n_samples, generator)
+    options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
+    return resampled_interval(bins, blocks, "pairs", **options)
 
 
 def group_bootstrap(
@@ -428,10 +568,10 @@ def group_bootstrap(
     n_samples: int = 10000,
     confidence: float = 0.95,
     method: str = "percentile",
-    norm: str = "l2",
+    norm: Norm = "l2",
     debias: bool = False,
     generator: torch.Generator | None = None,
-) -> IntervalSummary:
+) -> CalibrationResult:
     """Interval of the calibration error by the Poisson bootstrap over groups.
 
     ``probs``, ``target``, ``groups`` and ``index`` (each pair's bin, from
@@ -452,9 +592,44 @@ def group_bootstrap(
         >>> bool(s.lower <= s.error <= s.upper), s.lower.item()
         (True, 0.0)
     """
-    blocks = _group_blocks(
+    blocks = group_draws(
         probs.to(torch.float64), target, groups, index, bins.count.numel(), n_samples, generator
     )
-    return summarize_draws(
-        bins, blocks, confidence=confidence, method=method, norm=norm, debias=debias, shrink=False
-    )
+    options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
+    return resampled_interval(bins, blocks, "groups", **options)
+
+
+def _summarize_draws(
+    bins: Bins,
+    blocks: Iterable[tuple[Tensor, Tensor, Tensor]],
+    *,
+    confidence: float = 0.95,
+    method: str = "percentile",
+    norm: Norm = "l2",
+    debias: bool = False,
+    shrink: bool = True,
+) -> CalibrationResult:
+    """The retired ``summarize_draws``: blocks of bootstrap sums (count, Σq, Σy)."""
+    draws = (bins_of_sums(*block) for block in blocks)
+    options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
+    return resampled_interval(bins, draws, "pairs" if shrink else "groups", **options)
+
+
+# Retired public names: what replaces each, and what the name now gives.
+_RETIRED = {
+    "IntervalSummary": ("CalibrationResult (the same fields and the bins)", CalibrationResult),
+    "summarize_draws": ("resampled_interval (blocks of Bins, not of sums)", _summarize_draws),
+}
+
+
+def __getattr__(name: str):
+    """Retired names keep working with a ``DeprecationWarning`` naming the replacement."""
+    if name in _RETIRED:
+        replacement, value = _RETIRED[name]
+        warnings.warn(
+            f"calib_metrics.functional.intervals.{name} is retired: use {replacement}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

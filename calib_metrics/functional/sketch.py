@@ -41,6 +41,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import Bins
+from calib_metrics.functional.errors import check_int
 
 DEFAULT_RESOLUTION = 1 << 18
 LOGIT_RANGE = 16.0
@@ -242,8 +243,7 @@ def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_siz
         >>> bins.count.tolist(), bins.freq.tolist()
         ([250.0, 250.0, 250.0, 250.0], [0.0, 0.0, 1.0, 1.0])
     """
-    if not isinstance(bin_size, int) or isinstance(bin_size, bool) or bin_size < 1:
-        raise ValueError(f"bin_size must be a positive integer, got {bin_size!r}")
+    check_int("bin_size", bin_size)
     resolution = count.shape[-1]
     total = count.sum()
     n_total = int(total.item())  # compute() may synchronise; update() never does

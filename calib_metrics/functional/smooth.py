@@ -39,7 +39,8 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, _check_pairs
-from calib_metrics.functional.intervals import _group_blocks, _pair_blocks
+from calib_metrics.functional.errors import check_int
+from calib_metrics.functional.intervals import check_confidence, group_draws, pair_draws
 from calib_metrics.functional.multiclass import Mode, pair_sets
 
 # relplot's constants: bandwidth floor and bisection steps, evaluation-mesh size.
@@ -393,24 +394,20 @@ def _bootstrap_curves(q, y, groups, sigma, t, n_samples, generator) -> Tensor:
     """Curves of the bootstrap draws, ``[S, points]``."""
     index, cells = _cell_sums(q, y, _grid_points(sigma))
     if groups is None:
-        blocks = _pair_blocks(cells, n_samples, generator)
+        blocks = pair_draws(cells, n_samples, generator)
     else:
         groups = _check_curve_groups(groups, q)
-        blocks = _group_blocks(q, y, groups, index, cells.count.numel(), n_samples, generator)
+        blocks = group_draws(q, y, groups, index, cells.count.numel(), n_samples, generator)
+    # A draw's bins are a reweighted histogram: its counts and label sums are the masses.
     return torch.cat(
-        [_curve(cells.pred_mean, count, sum_y, sigma, t)[0] for count, _, sum_y in blocks]
+        [_curve(cells.pred_mean, d.count, d.freq * d.count, sigma, t)[0] for d in blocks]
     )
 
 
 def _check_curve_options(n_samples: int, confidence: float, points: int, mode: str) -> None:
-    if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 2:
-        raise ValueError(f"n_samples must be an integer >= 2, got {n_samples!r}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    if not isinstance(points, int) or isinstance(points, bool) or points < 2:
-        raise ValueError(f"points must be an integer >= 2, got {points!r}")
+    check_int("n_samples", n_samples, 2)
+    check_confidence(confidence)
+    check_int("points", points, 2)
     if mode == "classwise":
         raise ValueError("mode='classwise' has one curve per class: pass one class's pairs")
 

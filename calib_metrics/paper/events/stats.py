@@ -51,12 +51,6 @@ class CountDistribution(NamedTuple):
     upper: Tensor
 
 
-def _z(confidence: float) -> float:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    return normal_quantile(confidence)
-
-
 def sample_summary(samples: Tensor, confidence: float = 0.95) -> PosteriorSummary:
     """Mean, std, normal interval ``m -/+ z s`` and percentile interval over dim 0.
 
@@ -74,7 +68,7 @@ def sample_summary(samples: Tensor, confidence: float = 0.95) -> PosteriorSummar
     """
     if samples.ndim < 1 or samples.shape[0] == 0:
         raise ValueError("samples must have a non-empty leading sample dim")
-    z = _z(confidence)
+    z = normal_quantile(confidence)
     x = samples.double()
     mean = x.mean(0)
     std = x.std(0, unbiased=False)
@@ -125,7 +119,7 @@ def poisson_binomial_summary(probs: Tensor, confidence: float = 0.95) -> CountDi
         >>> d.mean.item(), d.var.item(), d.lower.item(), d.upper.item()
         (2.0, 1.0, 0, 4)
     """
-    _z(confidence)
+    normal_quantile(confidence)  # validates confidence
     pmf = poisson_binomial_pmf(probs)
     p = probs.double()
     cdf = pmf.cumsum(-1)
