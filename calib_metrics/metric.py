@@ -74,6 +74,82 @@ def _dtype_code(parts: list[Tensor]) -> int:
     return _DTYPES.index(dtype)
 
 
+def prepare_batch(
+    probs: Tensor,
+    target: Tensor,
+    num_classes: int | None,
+    ignore_index: int | None,
+    *,
+    validate: bool = True,
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Validate one batch; return probs [n] or [n, C], target [n] and the rows to keep.
+
+    Rows whose target is ``ignore_index`` are not removed here (boolean indexing
+    would wait for the device): the keep mask goes along, and only the optional
+    validation looks at the kept rows alone. The caller has checked both are tensors.
+    """
+    if num_classes is None:
+        if probs.shape != target.shape:
+            raise ValueError(
+                f"probs and target must have the same shape, got {tuple(probs.shape)} "
+                f"and {tuple(target.shape)}"
+            )
+        probs, target = probs.reshape(-1), target.reshape(-1)
+        keep = None if ignore_index is None else target != ignore_index
+        if validate and probs.numel():
+            if keep is None:
+                _check_pairs(probs, target)
+            elif keep.any():
+                _check_pairs(probs[keep], target[keep])
+        return probs, target, keep
+    c = num_classes
+    if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
+        raise ValueError(
+            f"multiclass input needs probs [..., {c}] and target [...], got probs "
+            f"{tuple(probs.shape)} and target {tuple(target.shape)}"
+        )
+    if target.is_floating_point():
+        raise ValueError(f"multiclass target must hold integer class ids, got {target.dtype}")
+    probs, target = probs.reshape(-1, c), target.reshape(-1)
+    keep = None if ignore_index is None else target != ignore_index
+    if validate and target.numel():
+        kept_probs, kept = (probs, target) if keep is None else (probs[keep], target[keep])
+        if kept.numel():
+            low, high = torch.aminmax(kept)
+            if low < 0 or high >= c:
+                bad = kept[(kept < 0) | (kept >= c)][0].item()
+                raise ValueError(f"target holds class id {bad}, outside [0, {c})")
+            check_probs(kept_probs)
+    return probs, target, keep
+
+
+def agree_on_pair_dtypes(
+    metric: Metric, widths: dict[str, tuple[int, ...]], gather: Callable, group: Any
+) -> None:
+    """Make every rank's list states one tensor of one dtype, ahead of ``all_gather``.
+
+    ``widths`` names the list states and each one's trailing shape (``(C,)`` for
+    multiclass probabilities, ``()`` otherwise). The ranks agree on one dtype per state
+    (pairs are kept as given, e.g. bfloat16 on one rank and float32 on another), and a
+    rank without data contributes an empty tensor of that dtype and shape.
+    """
+    for name, width in widths.items():
+        parts = getattr(metric, name)
+        if not isinstance(parts, list):
+            continue
+        code = torch.tensor(_dtype_code(parts), device=metric.device)
+        codes = [int(c) for c in gather(code, group=group)]
+        if max(codes) < 0:
+            continue  # no rank has data: compute() will say so
+        dtype = functools.reduce(torch.promote_types, (_DTYPES[c] for c in codes if c >= 0))
+        if parts:
+            parts = [dim_zero_cat(parts).to(dtype)]
+        else:
+            parts = [torch.empty((0, *width), dtype=dtype, device=metric.device)]
+        # A new list, so that the caller's earlier lists stay as they were.
+        setattr(metric, name, parts)
+
+
 # Per class, the sketch's (count, Σr, Σr², Σy) per cell; see functional/sketch.py.
 _SKETCH_STATES = ("cell_count", "cell_sum_r", "cell_sum_r2", "cell_sum_y")
 
@@ -314,45 +390,9 @@ class CalibrationError(Metric):
 
     # ------------------------------------------------------------------ update
     def _prepare(self, probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
-        """Validate one batch; return probs [n] or [n, C], target [n] and the rows to keep.
-
-        Rows whose target is ``ignore_index`` are not removed here (boolean indexing
-        would wait for the device): the keep mask goes along, and only the optional
-        validation looks at the kept rows alone. ``update`` has checked both are tensors.
-        """
-        if self.num_classes is None:
-            if probs.shape != target.shape:
-                raise ValueError(
-                    f"probs and target must have the same shape, got {tuple(probs.shape)} "
-                    f"and {tuple(target.shape)}"
-                )
-            probs, target = probs.reshape(-1), target.reshape(-1)
-            keep = None if self.ignore_index is None else target != self.ignore_index
-            if self.validate_args and probs.numel():
-                if keep is None:
-                    _check_pairs(probs, target)
-                elif keep.any():
-                    _check_pairs(probs[keep], target[keep])
-            return probs, target, keep
-        c = self.num_classes
-        if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
-            raise ValueError(
-                f"multiclass input needs probs [..., {c}] and target [...], got probs "
-                f"{tuple(probs.shape)} and target {tuple(target.shape)}"
-            )
-        if target.is_floating_point():
-            raise ValueError(f"multiclass target must hold integer class ids, got {target.dtype}")
-        probs, target = probs.reshape(-1, c), target.reshape(-1)
-        keep = None if self.ignore_index is None else target != self.ignore_index
-        if self.validate_args and target.numel():
-            kept_probs, kept = (probs, target) if keep is None else (probs[keep], target[keep])
-            if kept.numel():
-                low, high = torch.aminmax(kept)
-                if low < 0 or high >= c:
-                    bad = kept[(kept < 0) | (kept >= c)][0].item()
-                    raise ValueError(f"target holds class id {bad}, outside [0, {c})")
-                check_probs(kept_probs)
-        return probs, target, keep
+        return prepare_batch(
+            probs, target, self.num_classes, self.ignore_index, validate=self.validate_args
+        )
 
     def _check_groups(self, groups: Tensor | None, target: Tensor) -> Tensor | None:
         """Validate ``groups=`` of one batch: one integer id per item (target's shape)."""
@@ -456,24 +496,9 @@ class CalibrationError(Metric):
         super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
 
     def _agree_on_pair_dtypes(self, gather: Callable, process_group: Any | None) -> None:
-        group = process_group or self.process_group
-        for name in self._pair_states():
-            parts = getattr(self, name)
-            if not isinstance(parts, list):
-                continue
-            code = torch.tensor(_dtype_code(parts), device=self.device)
-            codes = [int(c) for c in gather(code, group=group)]
-            if max(codes) < 0:
-                continue  # no rank has data: compute() will say so
-            dtype = functools.reduce(torch.promote_types, (_DTYPES[c] for c in codes if c >= 0))
-            wide = name == "probs" and self.num_classes is not None
-            width = (self.num_classes,) if wide else ()
-            if parts:
-                parts = [dim_zero_cat(parts).to(dtype)]
-            else:
-                parts = [torch.empty((0, *width), dtype=dtype, device=self.device)]
-            # A new list, so that the caller's earlier lists stay as they were.
-            setattr(self, name, parts)
+        wide = (self.num_classes,) if self.num_classes is not None else ()
+        widths = {name: wide if name == "probs" else () for name in self._pair_states()}
+        agree_on_pair_dtypes(self, widths, gather, process_group or self.process_group)
 
     # ------------------------------------------------------------------- state
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:

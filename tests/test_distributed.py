@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -144,31 +143,13 @@ def _rank(rank: int, port: int, out: str) -> None:
 
 
 def _main(out: str) -> None:
-    """Spawn the ranks and wait for them, killing them if they outlive the deadline."""
-    context = torch.multiprocessing.start_processes(
-        _rank,
-        args=(process_helpers.free_port(), out),
-        nprocs=WORLD,
-        join=False,
-        start_method="spawn",
-    )
-    deadline = time.monotonic() + TIMEOUT_S - 10
-    while not context.join(timeout=1):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                if process.is_alive():
-                    process.kill()
-            raise TimeoutError("the distributed ranks did not finish in time")
+    process_helpers.spawn_ranks(_rank, out, WORLD, TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory) -> list[dict]:
     out = tmp_path_factory.mktemp("ddp")
-    code, text = process_helpers.run_script(__file__, out, timeout=TIMEOUT_S)
-    files = [out / f"rank{r}.pt" for r in range(WORLD)]
-    if code != 0 or not all(f.exists() for f in files):
-        pytest.fail(f"distributed run failed:\n{text}")
-    return [torch.load(f) for f in files]
+    return process_helpers.rank_results(__file__, out, WORLD, TIMEOUT_S)
 
 
 @pytest.mark.parametrize("name", list(CASES))
