@@ -29,6 +29,7 @@ from calib_metrics.functional.calibration import (
     error_from_bins,
 )
 from calib_metrics.functional.errors import NoPairsError
+from calib_metrics.functional.multiclass import MODES, average_results, pair_sets
 
 # dtypes a list state may hold, coded by position for the ranks to agree on one.
 _DTYPES = (
@@ -150,6 +151,21 @@ def agree_on_pair_dtypes(
         setattr(metric, name, parts)
 
 
+def _check_mode(mode: Any, num_classes: int | None, average: str | None) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode == "one_vs_rest":
+        return
+    if num_classes is None:
+        raise ValueError(f"mode={mode!r} needs multiclass input: set num_classes")
+    if average != "micro":
+        raise ValueError(
+            f"mode={mode!r} makes its own result (top-label: one set of pairs; classwise: the "
+            f"mean of the per-class errors), so average must stay 'micro', got {average!r}; "
+            "for one result per class use mode='one_vs_rest' with average='none'"
+        )
+
+
 # Per class, the sketch's (count, Σr, Σr², Σy) per cell; see functional/sketch.py.
 _SKETCH_STATES = ("cell_count", "cell_sum_r", "cell_sum_r2", "cell_sum_y")
 
@@ -198,8 +214,11 @@ class CalibrationError(Metric):
     binary pairs (q = probs[c], y = [target == c]), the paper's one-vs-rest expansion
     (§4.2.2). ``average="micro"`` pools all pairs; ``"none"`` (or None) gives one result
     per class, ``"macro"`` their mean and ``"weighted"`` their mean weighted by each
-    class's support (torchmetrics' meanings). Items whose target equals
-    ``ignore_index`` (padding) are dropped.
+    class's support (torchmetrics' meanings). ``mode="top_label"`` measures one pair
+    per item instead, (max probability, prediction correct) — torchmetrics'
+    ``MulticlassCalibrationError`` — and ``mode="classwise"`` the mean of the per-class
+    errors, as :func:`~calib_metrics.functional.calibration_error` does with the same
+    ``mode``. Items whose target equals ``ignore_index`` (padding) are dropped.
 
     The defaults are the estimator the project recommends, not the paper's:
     ``bin_size="auto"``, the debiased error (for ``norm="l2"``; l1 and max have no
@@ -249,6 +268,10 @@ class CalibrationError(Metric):
             ``docs/coverage.md`` measures when each interval means what it says.
         average: ``"micro"`` (all pairs pooled), ``"none"``/None (one result per class),
             ``"macro"`` or ``"weighted"`` (the per-class errors averaged).
+        mode: multiclass pairs: ``"one_vs_rest"`` (default, the paper's; combined by
+            ``average``), ``"top_label"`` or ``"classwise"`` (these two need the default
+            ``average="micro"``; classwise's interval is the conservative average of
+            :func:`~calib_metrics.functional.multiclass.average_results`).
         ignore_index: target value marking items to drop (padding).
         streaming: keep a fixed-size histogram instead of every pair.
         resolution: cells of the streaming histogram (even; 2¹⁸ by default).
@@ -271,6 +294,15 @@ class CalibrationError(Metric):
         The paper's estimator and interval, one setting away:
 
         >>> paper = CalibrationError(debias=False, bin_size=5000, interval="paper")
+
+        A classifier's top-label (confidence) error, as torchmetrics measures it:
+
+        >>> top = CalibrationError(num_classes=3, mode="top_label", binning="uniform",
+        ...                        debias=False)
+        >>> probs = torch.softmax(3 * torch.randn(2000, 3, generator=g), -1)
+        >>> top.update(probs, torch.multinomial(probs, 1, generator=g).squeeze(1))
+        >>> top.compute()
+        tensor(0.0275, dtype=torch.float64)
 
         Pairs that come in sentences: with ``groups=`` the interval resamples sentences.
 
@@ -303,6 +335,7 @@ class CalibrationError(Metric):
         debias: bool = True,
         interval: Literal["paper", "pairs", "groups"] | None = None,
         average: Literal["micro", "macro", "weighted", "none"] | None = "micro",
+        mode: Literal["one_vs_rest", "top_label", "classwise"] = "one_vs_rest",
         ignore_index: int | None = None,
         streaming: bool = False,
         resolution: int = sketch.DEFAULT_RESOLUTION,
@@ -324,6 +357,7 @@ class CalibrationError(Metric):
         self.debias = debias
         self.interval = interval
         self.average = None if average == "none" else average
+        self.mode = mode
         self.ignore_index = ignore_index
         self.streaming = streaming
         self.resolution = resolution
@@ -336,7 +370,7 @@ class CalibrationError(Metric):
         self._base_kwargs = kwargs
         self._few_bins_warned = False
         if streaming:
-            shape = (num_classes or 1,)
+            shape = (1,) if mode == "top_label" else (num_classes or 1,)
             for name, default in zip(_SKETCH_STATES, sketch.empty(resolution, shape)):
                 self.add_state(name, default, dist_reduce_fx="sum")
         else:
@@ -373,6 +407,7 @@ class CalibrationError(Metric):
             )
         if average not in ("micro",) and num_classes is None:
             raise ValueError(f"average={average!r} averages over classes: set num_classes")
+        _check_mode(args["mode"], num_classes, average)
         if not isinstance(args["debias"], bool):
             raise ValueError(f"debias must be True or False, got {args['debias']!r}")
         ignore_index = args["ignore_index"]
@@ -382,6 +417,13 @@ class CalibrationError(Metric):
             raise ValueError(f"ignore_index must be an integer or None, got {ignore_index!r}")
         if streaming and args["binning"] == "uniform":
             raise ValueError("streaming=True supports binning='adaptive' only")
+
+    @property
+    def _per_class(self) -> bool:
+        """Whether the result is made of one set of pairs per class (else one set in all)."""
+        return self.num_classes is not None and (
+            self.average != "micro" or self.mode == "classwise"
+        )
 
     @property
     def _debias(self) -> bool:
@@ -463,7 +505,10 @@ class CalibrationError(Metric):
                 for name in _SKETCH_STATES:
                     setattr(self, name, getattr(self, name).clone())
             states = [getattr(self, name) for name in _SKETCH_STATES]
-            if self.num_classes is None:
+            if self.mode == "top_label":
+                confidence, predicted = probs.max(dim=-1)
+                sketch.accumulate(*(s[0] for s in states), confidence, predicted == target, keep)
+            elif self.num_classes is None:
                 sketch.accumulate(*(s[0] for s in states), probs, target, keep)
             else:
                 classes = torch.arange(self.num_classes, device=target.device)
@@ -558,6 +603,8 @@ class CalibrationError(Metric):
             )
         if other.num_classes != self.num_classes:
             return f"num_classes {other.num_classes} into num_classes {self.num_classes}"
+        if other.mode != self.mode:
+            return f"mode {other.mode!r} into mode {self.mode!r}"
         if self.streaming and other.resolution != self.resolution:
             return f"resolution {other.resolution} into resolution {self.resolution}"
         if set(other._defaults) != set(self._defaults):
@@ -659,8 +706,10 @@ class CalibrationError(Metric):
         probs, target, groups = self._pairs()
         if self.num_classes is None:
             return [(probs, target, groups)]
+        if self.mode == "top_label":
+            return [pair_sets(probs, target, "top_label", groups)[0]]
         classes = torch.arange(self.num_classes, device=target.device)
-        if self.average == "micro":
+        if not self._per_class:
             # Every item gives C pairs, all in the item's group.
             wide = None if groups is None else groups.unsqueeze(1).expand(-1, self.num_classes)
             return [(probs, target.unsqueeze(1) == classes, wide)]
@@ -672,7 +721,7 @@ class CalibrationError(Metric):
             states = [getattr(self, name) for name in _SKETCH_STATES]
             if states[0].sum() == 0:
                 raise self._no_pairs()
-            if self.average == "micro":
+            if not self._per_class:
                 # Cells are aligned across classes, so pooling them is a sum.
                 pooled = [s.sum(0) for s in states]
                 size = resolve_bin_size(self.bin_size, int(pooled[0].sum().item()))
@@ -713,13 +762,13 @@ class CalibrationError(Metric):
         )
 
     def _average(self, errors: list[Tensor], bins: list[Bins]) -> Tensor:
-        """One error (micro), per class (none) or their mean (macro) / support-weighted mean."""
-        if self.average == "micro":
+        """One error (micro), per class (none) or their mean (macro, classwise) / weighted."""
+        if not self._per_class:
             return errors[0]
         stacked = torch.stack(errors)
         if self.average is None:
             return stacked
-        if self.average == "macro":
+        if self.average == "macro" or self.mode == "classwise":
             return stacked.mean()
         # weighted: by each class's support, the number of items of that class.
         support = torch.stack([(b.freq * b.count).sum() for b in bins]).to(stacked.dtype)
@@ -752,7 +801,9 @@ class CalibrationError(Metric):
                 inputs = self.class_bins() if pairs is None else self._bins_of(pairs)
         results = self._results(inputs, interval)
         self._warn_few_bins([r.bins for r in results])
-        return results[0] if self.average == "micro" else results
+        if self.mode == "classwise":
+            return CalibrationResult(*average_results(results))
+        return results if self._per_class else results[0]
 
     def _results(self, inputs: list[Any], interval: str) -> list[CalibrationResult]:
         options = {"n_samples": self.n_samples, "confidence": self.confidence}
