@@ -17,8 +17,12 @@ from calib_metrics.functional.calibration import (
     _check_options,
 )
 from calib_metrics.functional.comparison import ComparisonResult, compare_calibration
+from calib_metrics.functional.comparison_by_label import (
+    LabelComparisonResult,
+    compare_calibration_by_label,
+)
 from calib_metrics.functional.errors import NoPairsError
-from calib_metrics.functional.multiclass import MODES
+from calib_metrics.functional.multiclass import MODES, pair_sets
 from calib_metrics.metric import (
     _check_confidence,
     _check_seed,
@@ -49,7 +53,8 @@ class CalibrationComparison(Metric):
     :func:`~calib_metrics.functional.compare_calibration`). Items whose target is
     ``ignore_index`` are dropped. A rejected ``update`` or ``forward`` raises and leaves
     the state as it was; ``forward`` returns the batch's own comparison (None for a batch
-    of padding only).
+    of padding only). :meth:`compute_by_label` compares class by class (one-vs-rest), with
+    Holm's or Benjamini–Hochberg's correction and the counts of the paper's Figure 4.
 
     Args:
         num_classes: None for binary input, else the number of classes C.
@@ -263,13 +268,58 @@ class CalibrationComparison(Metric):
     def compute(self) -> ComparisonResult:
         """The comparison of every item seen (see :func:`compare_calibration`)."""
         probs_a, probs_b, target, groups = self._pairs()
-        generator = None
-        if self.seed is not None:
-            generator = torch.Generator(device=target.device).manual_seed(self.seed)
+        generator = self._generator(target.device)
         mode = self.mode if self.num_classes is not None else "one_vs_rest"
         return compare_calibration(
             probs_a, probs_b, target, groups=groups, generator=generator, mode=mode,
             **self.estimator,
+        )  # fmt: skip
+
+    def _generator(self, device: torch.device) -> torch.Generator | None:
+        if self.seed is None:
+            return None
+        return torch.Generator(device=device).manual_seed(self.seed)
+
+    def compute_by_label(
+        self, *, correction: Literal["holm", "bh"] = "holm", alpha: float = 0.05
+    ) -> LabelComparisonResult:
+        """Class by class (multiclass, one-vs-rest): each class's paired difference.
+
+        The per-tag comparison of the paper's Figure 4:
+        :func:`~calib_metrics.functional.compare_calibration_by_label` on the one-vs-rest
+        pairs labelled by their class, with the p-values corrected by Holm's procedure
+        (family-wise error) or Benjamini–Hochberg's (``"bh"``, false discovery rate) and
+        the counts "a better / b better / not distinguishable" at ``alpha``.
+        Synchronised under DDP like :meth:`compute`.
+
+        Example:
+            >>> import torch
+            >>> g = torch.Generator().manual_seed(0)
+            >>> p = torch.softmax(2 * torch.randn(6000, 3, generator=g), -1)
+            >>> c = torch.multinomial(p, 1, generator=g).squeeze(1)
+            >>> metric = CalibrationComparison(num_classes=3, n_samples=300)
+            >>> metric.update(torch.softmax(3 * p.log(), -1), p, c)  # a: overconfident
+            >>> r = metric.compute_by_label()
+            >>> r.labels.tolist(), (r.a_better, r.b_better, r.not_distinguishable)
+            ([0, 1, 2], (0, 3, 0))
+        """
+        if self.num_classes is None or self.mode != "one_vs_rest":
+            raise ValueError(
+                "compute_by_label compares class by class: it needs num_classes and "
+                f"mode='one_vs_rest' (this metric has num_classes={self.num_classes}, "
+                f"mode={self.mode!r})"
+            )
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+        ):
+            probs_a, probs_b, target, groups = self._pairs()
+        (q_a, y, pair_groups), *_ = pair_sets(probs_a, target, "one_vs_rest", groups)
+        (q_b, _, _), *_ = pair_sets(probs_b, target, "one_vs_rest")
+        classes = torch.arange(self.num_classes, device=target.device)
+        labels = classes.expand(target.numel(), -1).reshape(-1)
+        return compare_calibration_by_label(
+            q_a, q_b, y, labels, groups=pair_groups, correction=correction, alpha=alpha,
+            generator=self._generator(target.device), **self.estimator,
         )  # fmt: skip
 
 

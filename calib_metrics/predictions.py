@@ -122,12 +122,18 @@ def _to_labels(values: Any, path: Path, column: str) -> Tensor:
 
 def _to_ids(values: Any, path: Path, column: str) -> Tensor:
     """Group ids of any kind (numbers, strings) numbered 0..G-1 in sorted order."""
+    return _ids_and_names(values, path, column)[0]
+
+
+def _ids_and_names(values: Any, path: Path, column: str) -> tuple[Tensor, list[str]]:
+    """Ids 0..G-1 numbering the values in sorted order, and each id's value as text."""
     array = np.asarray(values).reshape(-1)
     if array.dtype.kind not in "iub":
         if array.dtype.kind == "f" and np.isnan(array).any():
-            raise ValueError(f"{path}: column {column!r} has a missing group id (NaN)")
+            raise ValueError(f"{path}: column {column!r} has a missing id (NaN)")
         array = array.astype(str)
-    return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
+    names, ids = np.unique(array, return_inverse=True)
+    return torch.from_numpy(ids.reshape(-1).astype(np.int64)), [str(n) for n in names]
 
 
 def _delimiter(header: str, default: str) -> str:
@@ -244,35 +250,7 @@ def read_table(
         tensor([1, 0, 1])
     """
     path = Path(path)
-    wanted = (probs, target, groups)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        raise ValueError(f"{path}: unknown format {suffix!r} (use one of {', '.join(FORMATS)})")
-    if suffix in (".csv", ".tsv"):
-        table = _read_delimited(path, "\t" if suffix == ".tsv" else ",")
-        q, y, ids = _columns_from_table(table, path, wanted)
-    elif suffix in (".jsonl", ".json", ".ndjson"):
-        q, y, ids = _columns_from_table(_read_jsonl(path), path, wanted)
-    elif suffix == ".npy":
-        try:
-            obj = np.load(path, allow_pickle=False)
-        except ValueError as err:
-            raise ValueError(f"{path}: not a readable .npy file ({err})") from None
-        q, y, ids = _from_arrays(obj, path, wanted)
-    elif suffix == ".npz":
-        try:
-            obj = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as err:
-            raise ValueError(f"{path}: not a readable .npz file ({err})") from None
-        q, y, ids = _from_arrays(obj, path, wanted)
-    else:
-        try:
-            obj = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as err:  # torch raises many types for a bad file
-            raise ValueError(f"{path}: not a readable torch file ({type(err).__name__})") from None
-        q, y, ids = _from_arrays(obj, path, wanted)
+    q, y, ids = _raw_columns(path, (probs, target, groups))
     q = _to_float(q[1], path, q[0])
     y = _to_labels(y[1], path, y[0])
     if q.numel() == 0:
@@ -282,6 +260,62 @@ def read_table(
         if ids.numel() != q.numel():
             raise ValueError(f"{path}: {ids.numel()} group ids for {q.numel()} probabilities")
     return Predictions(q, y, ids)
+
+
+def _raw_columns(path: Path, wanted: Wanted) -> tuple[Column, Column, Column | None]:
+    """The wanted columns of a file of any supported format, as read (not converted)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"{path}: unknown format {suffix!r} (use one of {', '.join(FORMATS)})")
+    if suffix in (".csv", ".tsv"):
+        table = _read_delimited(path, "\t" if suffix == ".tsv" else ",")
+        return _columns_from_table(table, path, wanted)
+    elif suffix in (".jsonl", ".json", ".ndjson"):
+        return _columns_from_table(_read_jsonl(path), path, wanted)
+    elif suffix == ".npy":
+        try:
+            obj = np.load(path, allow_pickle=False)
+        except ValueError as err:
+            raise ValueError(f"{path}: not a readable .npy file ({err})") from None
+        return _from_arrays(obj, path, wanted)
+    elif suffix == ".npz":
+        try:
+            obj = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as err:
+            raise ValueError(f"{path}: not a readable .npz file ({err})") from None
+        return _from_arrays(obj, path, wanted)
+    else:
+        try:
+            obj = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as err:  # torch raises many types for a bad file
+            raise ValueError(f"{path}: not a readable torch file ({type(err).__name__})") from None
+        return _from_arrays(obj, path, wanted)
+
+
+def read_ids(
+    path: str | Path, column: str, probs: str | None = None, target: str | None = None
+) -> tuple[Tensor, list[str]]:
+    """A column of ids (labels, tags: numbers or strings) as 0..L-1, with each id's name.
+
+    The ids number the column's values in sorted order (as ``read_table``'s group ids);
+    ``probs`` and ``target`` name the file's other columns when their names are not
+    the usual ones.
+
+    Example:
+        >>> import tempfile, os
+        >>> folder = tempfile.mkdtemp()
+        >>> file = os.path.join(folder, "tokens.csv")
+        >>> _ = open(file, "w").write("prob,label,tag\\n0.9,1,VERB\\n0.2,0,DET\\n0.4,0,VERB\\n")
+        >>> read_ids(file, "tag")
+        (tensor([1, 0, 1]), ['DET', 'VERB'])
+    """
+    path = Path(path)
+    if not isinstance(column, str) or not column:
+        raise ValueError(f"the id column must be named, got {column!r}")
+    _, _, ids = _raw_columns(path, (probs, target, column))
+    return _ids_and_names(ids[1], path, ids[0])
 
 
 def to_jsonable(value: Any) -> Any:

@@ -53,3 +53,71 @@ def test_bad_input_is_one_line_and_exit_2(predictions, capsys, extra, message) -
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+@pytest.fixture
+def tagged(tmp_path: Path) -> dict:
+    """Three labels' pairs; model a is overconfident on NOUN only."""
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(3, 1500, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    a = q.clone()
+    a[1] = torch.where(q[1] > 0.5, q[1].sqrt(), q[1] ** 2)
+    names = ["VERB", "NOUN", "DET"]  # sorted: DET = 0, NOUN = 1, VERB = 2
+    tag = [names[i] for i in range(3) for _ in range(1500)]
+    columns = {"qa": a.reshape(-1).tolist(), "qb": q.reshape(-1).tolist()}
+    columns |= {"y": y.reshape(-1).long().tolist(), "tag": tag}
+    ids = torch.tensor([sorted(names).index(t) for t in tag])
+    path = _write(tmp_path / "tagged.csv", columns)
+    return {"path": path, "a": a.reshape(-1), "b": q.reshape(-1), "y": y.reshape(-1), "ids": ids}
+
+
+def _by_label_argv(tagged: dict, *extra: str) -> list[str]:
+    argv = ["compare", str(tagged["path"]), "--probs", "qa", "--probs-b", "qb", "--target", "y"]
+    return [*argv, "--labels", "tag", "--samples", "300", *extra]
+
+
+@pytest.mark.parametrize("correction", ["holm", "bh"])
+def test_labels_give_the_functional_per_label_result(tagged, capsys, correction) -> None:
+    from calib_metrics.functional import compare_calibration_by_label
+
+    assert main(_by_label_argv(tagged, "--correction", correction, "--json")) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = compare_calibration_by_label(
+        tagged["a"], tagged["b"], tagged["y"], tagged["ids"], correction=correction,
+        n_samples=300, generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    assert [r["label"] for r in got["labels"]] == ["DET", "NOUN", "VERB"]
+    assert [r["n"] for r in got["labels"]] == [1500, 1500, 1500]
+    for key in ("difference", "lower", "upper", "p_value", "adjusted_p_value"):
+        assert [r[key] for r in got["labels"]] == pytest.approx(getattr(want, key).tolist())
+    assert [r["verdict"] for r in got["labels"]] == ["-", "b", "-"]
+    counts = (got["a_better"], got["b_better"], got["not_distinguishable"])
+    assert counts == (want.a_better, want.b_better, want.not_distinguishable) == (0, 1, 2)
+    assert got["correction"] == correction
+
+
+def test_labels_print_a_table_and_the_counts(tagged, capsys) -> None:
+    assert main(_by_label_argv(tagged)) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split() for line in out[2:5]}
+    assert set(rows) == {"DET", "NOUN", "VERB"} and rows["NOUN"][-1] == "b"
+    assert out[-1].strip() == (
+        "a better on 0, b better on 1, not distinguishable on 2 of 3 labels "
+        "(Holm (family-wise error) at alpha = 0.05)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--labels", "nope"], "nope"),
+        (["--labels", "tag", "--alpha", "1.5"], "alpha"),
+        (["--labels", ""], "id column"),
+    ],
+)
+def test_bad_labels_are_one_line_and_exit_2(tagged, capsys, extra, message) -> None:
+    argv = ["compare", str(tagged["path"]), "--probs", "qa", "--probs-b", "qb", "--target", "y"]
+    assert main([*argv, *extra, "--samples", "50"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err

@@ -170,3 +170,37 @@ def test_compute_without_items_and_reset() -> None:
 def test_bad_constructor_arguments(kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         CalibrationComparison(**kwargs)
+
+
+@pytest.mark.parametrize("correction", ["holm", "bh"])
+def test_compute_by_label_is_the_functional_per_class(correction) -> None:
+    from calib_metrics.functional import compare_calibration_by_label
+
+    batches = _tags(pad=True)
+    metric = CalibrationComparison(num_classes=4, ignore_index=PAD, **OPTIONS)
+    for batch in batches:
+        metric.update(*batch)
+    got = metric.compute_by_label(correction=correction)
+    a, b, t = (torch.cat(c) for c in zip(*batches))
+    keep = t != PAD
+    a, b, t = a[keep], b[keep], t[keep]
+    labels = torch.arange(4).expand(t.numel(), 4).reshape(-1)
+    onehot = torch.nn.functional.one_hot(t, 4).reshape(-1)
+    estimator = {k: v for k, v in OPTIONS.items() if k != "seed"}
+    want = compare_calibration_by_label(
+        a.reshape(-1), b.reshape(-1), onehot, labels, correction=correction,
+        generator=torch.Generator().manual_seed(OPTIONS["seed"]), **estimator,
+    )  # fmt: skip
+    assert got.labels.tolist() == [0, 1, 2, 3]
+    for field in ("difference", "lower", "upper", "p_value", "adjusted_p_value", "verdict"):
+        torch.testing.assert_close(getattr(got, field), getattr(want, field), rtol=0, atol=0)
+    assert (got.a_better, got.b_better) == (want.a_better, want.b_better)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"num_classes": 4, "mode": "top_label"}], ids=["binary", "top_label"]
+)
+def test_compute_by_label_needs_one_vs_rest_classes(options) -> None:
+    metric = CalibrationComparison(**options, **OPTIONS)
+    with pytest.raises(ValueError, match="class by class"):
+        metric.compute_by_label()
