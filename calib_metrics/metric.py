@@ -80,7 +80,7 @@ def _dtype_code(parts: list[Tensor]) -> int:
     return _DTYPES.index(dtype)
 
 
-def prepare_batch(
+def _prepare_batch(
     probs: Tensor,
     target: Tensor,
     num_classes: int | None,
@@ -129,7 +129,7 @@ def prepare_batch(
     return probs, target, keep
 
 
-def agree_on_pair_dtypes(
+def _agree_on_list_dtypes(
     metric: Metric, widths: dict[str, tuple[int, ...]], gather: Callable, group: Any
 ) -> None:
     """Make every rank's list states one tensor of one dtype, ahead of ``all_gather``.
@@ -210,7 +210,50 @@ def _check_confidence(confidence: Any) -> None:
         )
 
 
-class CalibrationError(Metric):
+class _StatesKeepTheirDtype(Metric):
+    """A Metric whose states follow the module's device but never its dtype casts."""
+
+    def _apply(self, fn: Callable, exclude_state: Any = ()) -> _StatesKeepTheirDtype:
+        """Move the states with the module, but never change their dtype.
+
+        ``.to(torch.bfloat16)``, ``.half()`` or Lightning's ``precision="bf16-true"``
+        cast a module's tensors; cast, the float64 sums of the streaming state would
+        stop accepting updates and the exact mode's stored probabilities would be
+        rounded. The states (and their defaults, which ``reset`` restores) only follow
+        the device; every other tensor is left to torchmetrics.
+        """
+        this = super()._apply(fn, exclude_state=(*exclude_state, *self._defaults))
+        for key, default in this._defaults.items():
+            if key in exclude_state:
+                continue
+            this._defaults[key] = _keep_dtype(fn, default)
+            setattr(this, key, _keep_dtype(fn, getattr(this, key)))
+        # torchmetrics casts the cached compute() value too; recomputing it is exact.
+        this._computed = None
+        return this
+
+    def _load_from_state_dict(
+        self,
+        state_dict: dict,
+        prefix: str,
+        local_metadata: dict,
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        # torchmetrics assigns the caller's own lists and tensors: later updates would
+        # append to (or, streaming, add into) the caller's dict. Load copies instead.
+        for key in self._defaults:
+            name = prefix + key
+            if name in state_dict:
+                state_dict[name] = _copy_state(state_dict[name], self._defaults[key])
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+
+
+class CalibrationError(_StatesKeepTheirDtype):
     """RMS calibration error with adaptive bins, sampled intervals and diagrams.
 
     Binary input: ``probs`` and ``target`` of one shape (any shape, flattened), ``probs``
@@ -437,7 +480,7 @@ class CalibrationError(Metric):
 
     # ------------------------------------------------------------------ update
     def _prepare(self, probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
-        return prepare_batch(
+        return _prepare_batch(
             probs, target, self.num_classes, self.ignore_index, validate=self.validate_args
         )
 
@@ -548,7 +591,7 @@ class CalibrationError(Metric):
     def _agree_on_pair_dtypes(self, gather: Callable, process_group: Any | None) -> None:
         wide = (self.num_classes,) if self.num_classes is not None else ()
         widths = {name: wide if name == "probs" else () for name in self._pair_states()}
-        agree_on_pair_dtypes(self, widths, gather, process_group or self.process_group)
+        _agree_on_list_dtypes(self, widths, gather, process_group or self.process_group)
 
     # ------------------------------------------------------------------- state
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:
@@ -615,45 +658,6 @@ class CalibrationError(Metric):
         if set(other._defaults) != set(self._defaults):
             return "one keeps group ids and the other does not (interval= must match)"
         return ""
-
-    def _apply(self, fn: Callable, exclude_state: Any = ()) -> CalibrationError:
-        """Move the states with the module, but never change their dtype.
-
-        ``.to(torch.bfloat16)``, ``.half()`` or Lightning's ``precision="bf16-true"``
-        cast a module's tensors; cast, the float64 sums of the streaming state would
-        stop accepting updates and the exact mode's stored probabilities would be
-        rounded. The states (and their defaults, which ``reset`` restores) only follow
-        the device; every other tensor is left to torchmetrics.
-        """
-        this = super()._apply(fn, exclude_state=(*exclude_state, *self._defaults))
-        for key, default in this._defaults.items():
-            if key in exclude_state:
-                continue
-            this._defaults[key] = _keep_dtype(fn, default)
-            setattr(this, key, _keep_dtype(fn, getattr(this, key)))
-        # torchmetrics casts the cached compute() value too; recomputing it is exact.
-        this._computed = None
-        return this
-
-    def _load_from_state_dict(
-        self,
-        state_dict: dict,
-        prefix: str,
-        local_metadata: dict,
-        strict: bool,
-        missing_keys: list[str],
-        unexpected_keys: list[str],
-        error_msgs: list[str],
-    ) -> None:
-        # torchmetrics assigns the caller's own lists and tensors: later updates would
-        # append to (or, streaming, add into) the caller's dict. Load copies instead.
-        for key in self._defaults:
-            name = prefix + key
-            if name in state_dict:
-                state_dict[name] = _copy_state(state_dict[name], self._defaults[key])
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
 
     # ----------------------------------------------------------------- compute
     def _pair_states(self) -> tuple[str, ...]:

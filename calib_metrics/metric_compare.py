@@ -24,17 +24,18 @@ from calib_metrics.functional.comparison_by_label import (
 from calib_metrics.functional.errors import NoPairsError
 from calib_metrics.functional.multiclass import MODES, pair_sets
 from calib_metrics.metric import (
+    _agree_on_list_dtypes,
     _check_confidence,
     _check_seed,
     _check_sizes,
-    agree_on_pair_dtypes,
-    prepare_batch,
+    _prepare_batch,
+    _StatesKeepTheirDtype,
 )
 
 _STATES = ("probs_a", "probs_b", "target", "groups")
 
 
-class CalibrationComparison(Metric):
+class CalibrationComparison(_StatesKeepTheirDtype):
     """Difference in calibration error of two models scored on the same items.
 
     The Metric form of :func:`~calib_metrics.functional.compare_calibration`: ``update``
@@ -145,10 +146,10 @@ class CalibrationComparison(Metric):
                 raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
         groups = self._check_batch_groups(groups, target)
         options = (self.num_classes, self.ignore_index)
-        a, target, _ = prepare_batch(
+        a, target, _ = _prepare_batch(
             probs_a.detach(), target.detach(), *options, validate=self.validate_args
         )
-        b, _, _ = prepare_batch(probs_b.detach(), target, *options, validate=self.validate_args)
+        b, _, _ = _prepare_batch(probs_b.detach(), target, *options, validate=self.validate_args)
         self.probs_a.append(a)
         self.probs_b.append(b)
         self.target.append(target)
@@ -238,7 +239,7 @@ class CalibrationComparison(Metric):
             wide = () if self.num_classes is None else (self.num_classes,)
             widths = {"probs_a": wide, "probs_b": wide, "target": (), "groups": ()}
             group = process_group or self.process_group
-            agree_on_pair_dtypes(self, widths, dist_sync_fn or gather_all_tensors, group)
+            _agree_on_list_dtypes(self, widths, dist_sync_fn or gather_all_tensors, group)
         super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
 
     # ----------------------------------------------------------------- compute

@@ -204,3 +204,13 @@ def test_compute_by_label_needs_one_vs_rest_classes(options) -> None:
     metric = CalibrationComparison(**options, **OPTIONS)
     with pytest.raises(ValueError, match="class by class"):
         metric.compute_by_label()
+
+
+def test_casting_the_module_keeps_the_states_dtype() -> None:
+    batches = _binary()
+    metric = CalibrationComparison(**OPTIONS)
+    metric.update(*batches[0])
+    metric = metric.to(torch.bfloat16)
+    assert metric.probs_a[0].dtype == torch.float64 and metric.target[0].dtype == torch.float64
+    metric.update(*batches[1])
+    _assert_equal(metric.compute(), _functional(batches[:2]))

@@ -91,6 +91,8 @@ class CalibrationMonitor(Callback):
         >>> monitor = CalibrationMonitor(num_classes=3, ignore_index=-100, bin_size=50)
         >>> monitor.scalar_names
         ('val/calib_err', 'val/calib_err_lower', 'val/calib_err_upper')
+        >>> monitor.smooth_name
+        'val/smooth_calib_err'
         >>> probs = torch.softmax(torch.randn(8, 5, 3), -1)
         >>> target = torch.randint(0, 3, (8, 5))
         >>> monitor.extract_batch({"probs": probs, "target": target}, None)[0].shape
