@@ -66,10 +66,12 @@ def tagged(tmp_path: Path) -> dict:
     names = ["VERB", "NOUN", "DET"]  # sorted: DET = 0, NOUN = 1, VERB = 2
     tag = [names[i] for i in range(3) for _ in range(1500)]
     columns = {"qa": a.reshape(-1).tolist(), "qb": q.reshape(-1).tolist()}
-    columns |= {"y": y.reshape(-1).long().tolist(), "tag": tag}
+    sentence = (torch.arange(4500) * 7919 % 4500) // 15  # 300 sentences across the tags
+    columns |= {"y": y.reshape(-1).long().tolist(), "tag": tag, "sent": sentence.tolist()}
     ids = torch.tensor([sorted(names).index(t) for t in tag])
     path = _write(tmp_path / "tagged.csv", columns)
-    return {"path": path, "a": a.reshape(-1), "b": q.reshape(-1), "y": y.reshape(-1), "ids": ids}
+    flat = {"a": a.reshape(-1), "b": q.reshape(-1), "y": y.reshape(-1)}
+    return {"path": path, **flat, "ids": ids}
 
 
 def _by_label_argv(tagged: dict, *extra: str) -> list[str]:
@@ -95,6 +97,23 @@ def test_labels_give_the_functional_per_label_result(tagged, capsys, correction)
     counts = (got["a_better"], got["b_better"], got["not_distinguishable"])
     assert counts == (want.a_better, want.b_better, want.not_distinguishable) == (0, 1, 2)
     assert got["correction"] == correction
+
+
+def test_labels_with_groups_resample_sentences_within_each_label(tagged, capsys) -> None:
+    from calib_metrics.functional import compare_calibration_by_label
+    from calib_metrics.predictions import read_table
+
+    assert main(_by_label_argv(tagged, "--groups", "sent", "--json")) == 0
+    got = json.loads(capsys.readouterr().out)
+    # The reader numbers ids in sorted order of the column's text ("10" before "2").
+    sentence = read_table(tagged["path"], "qa", "y", "sent").groups
+    want = compare_calibration_by_label(
+        tagged["a"], tagged["b"], tagged["y"], tagged["ids"], groups=sentence,
+        n_samples=300, generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    assert got["resampled"] == "groups"
+    assert [r["lower"] for r in got["labels"]] == pytest.approx(want.lower.tolist())
+    assert [r["upper"] for r in got["labels"]] == pytest.approx(want.upper.tolist())
 
 
 def test_labels_print_a_table_and_the_counts(tagged, capsys) -> None:
