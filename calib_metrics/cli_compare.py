@@ -31,12 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--groups", nargs="?", const="", default=None,
         help="resample whole groups: the column's name, or no value to find it by name",
     )  # fmt: skip
-    p.add_argument("--labels", help="column of per-pair label ids: compare label by label")
+    p.add_argument("--labels", help="column (of a's file) of per-pair label ids: per label")
     p.add_argument(
-        "--correction", choices=("holm", "bh"), default="holm",
-        help="multiple-comparison correction of --labels: holm (FWER) or bh (FDR)",
+        "--correction", choices=("holm", "bh"),
+        help="multiple-comparison correction of --labels: holm (FWER, default) or bh (FDR)",
     )  # fmt: skip
-    p.add_argument("--alpha", type=float, default=0.05, help="level of --labels' correction")
+    p.add_argument("--alpha", type=float, help="level of --labels' correction (0.05)")
     p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws")
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0)
@@ -70,6 +70,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"--samples must be at least 2, got {args.samples}")
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+    if args.labels is None and (args.correction is not None or args.alpha is not None):
+        raise ValueError("--correction and --alpha apply to --labels COLUMN only")
     a, b = _read_both(args)
     if args.labels is not None:
         return _run_by_label(args, a, b)
@@ -101,6 +103,8 @@ def _run_by_label(args: argparse.Namespace, a, b) -> dict[str, Any]:
     from calib_metrics.predictions import read_ids
 
     labels, names = read_ids(args.a, args.labels, args.probs, args.target)
+    args.correction = args.correction or "holm"
+    args.alpha = 0.05 if args.alpha is None else args.alpha
     result = compare_calibration_by_label(
         a.probs, b.probs, a.target, labels, groups=a.groups, correction=args.correction,
         alpha=args.alpha, confidence=args.confidence, n_samples=args.samples,

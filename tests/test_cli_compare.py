@@ -133,6 +133,8 @@ def test_labels_print_a_table_and_the_counts(tagged, capsys) -> None:
         (["--labels", "nope"], "nope"),
         (["--labels", "tag", "--alpha", "1.5"], "alpha"),
         (["--labels", ""], "id column"),
+        (["--correction", "bh"], "--labels COLUMN only"),
+        (["--alpha", "0.1"], "--labels COLUMN only"),
     ],
 )
 def test_bad_labels_are_one_line_and_exit_2(tagged, capsys, extra, message) -> None:
