@@ -61,6 +61,13 @@ CASES = {
         [[], [0, 1, 2, 3]],
     ),
     "groups-per-class": ({**PER_CLASS, "interval": "groups"}, "tags-groups", [[1, 2], [0, 3]]),
+    # mode= other than one-vs-rest: top-label streams one histogram; classwise averages.
+    "stream-top-label": (
+        {"num_classes": C, "mode": "top_label", "ignore_index": PAD, "streaming": True},
+        "tags-padded",
+        [[0, 3], [1, 2]],
+    ),
+    "exact-classwise-empty": ({"num_classes": C, "mode": "classwise"}, "tags", [[], [0, 1, 2, 3]]),
 }
 OPTIONS = {"bin_size": 500, "n_samples": 500, "seed": 3}
 
@@ -172,7 +179,8 @@ def test_sync_leaves_each_rank_its_own_state(ranks, name) -> None:
             expected = sum(
                 int((y != pad).sum()) if pad is not None else y.numel() for _, y, *_ in mine
             )
-            expected *= options.get("num_classes") or 1
+            if options.get("mode") != "top_label":  # top-label: one pair per item
+                expected *= options.get("num_classes") or 1
         else:
             expected = sum(q.numel() for q, *_ in mine)
         assert result[name]["local_pairs"].item() == expected
