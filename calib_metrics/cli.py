@@ -93,6 +93,17 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--plot", type=Path, help="write a reliability diagram PNG here (its folder must exist)"
     )
+    p.add_argument(
+        "--html",
+        type=Path,
+        help="write a self-contained HTML report here (summary, diagram, bins, settings; "
+        "its folder must exist); also computes the smooth ECE and Spiegelhalter's test",
+    )
+    p.add_argument(
+        "--label",
+        help="column naming each pair's label (tag, query type): the report adds each "
+        "label's error (a multiclass file's classes are its labels)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -134,18 +145,6 @@ def _settle_options(args: argparse.Namespace) -> None:
         raise ValueError(
             f"--groups is used by --interval groups only (got --interval {args.interval})"
         )
-
-
-def _check_plot_path(path: Path | None) -> None:
-    """Refuse, before any work, a figure path whose folder does not exist."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise ValueError(f"--plot {path}: is a folder; give a file name such as {path / 'x.png'}")
-    folder = path.parent
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "does not exist"
-        raise ValueError(f"--plot {path}: {folder} {what}")
 
 
 def _compute(args: argparse.Namespace):
@@ -190,6 +189,7 @@ def _summary(args: argparse.Namespace, probs, groups, result, brier) -> dict:
         "method": args.method,
         "debias": args.debias,
         "interval": args.interval,
+        "samples": args.samples,
         "groups": None if groups is None else int(groups.max()) + 1,
         "calib_err": result.error,
         "mean": result.mean,
@@ -229,25 +229,41 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     )
     for line in _extra_lines(summary):
         print(line)
+    if "per_label" in summary:
+        from calib_metrics.cli_report import label_lines
+
+        print(f"per label ({len(summary['per_label'])}):")
+        print("\n".join(label_lines(summary["per_label"])))
     if args.plot:
         print(f"reliability diagram: {args.plot}")
+    if args.html:
+        print(f"HTML report: {args.html}")
 
 
 def evaluate(args: argparse.Namespace) -> dict:
     """``calib-metrics evaluate``: read, compute, plot if asked, print; the summary."""
-    from calib_metrics.predictions import to_jsonable
+    from calib_metrics import cli_report
+    from calib_metrics.predictions import check_output_path, to_jsonable
 
     _settle_options(args)
-    _check_plot_path(args.plot)
+    check_output_path(args.plot, "--plot")
+    check_output_path(args.html, "--html")
+    if args.html:  # the page shows every measure the command has
+        args.smooth = args.spiegelhalter = True
     probs, target, groups, result, brier = _compute(args)
     summary = _summary(args, probs, groups, result, brier)
     summary |= _extra_measures(probs, target, args)
+    per_label = cli_report.evaluate_per_label(args, probs, target, groups)
+    if per_label is not None:
+        summary["per_label"] = cli_report.label_summary(per_label)
     if args.plot:
         from calib_metrics.plot import reliability_diagram
 
         fig, _ = reliability_diagram(result, title=Path(args.file).name, confidence=args.confidence)
         fig.savefig(args.plot, dpi=120)
         summary["plot"] = str(args.plot)
+    if args.html:
+        summary["html"] = cli_report.write_evaluate(args, summary, result, brier, per_label)
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
     else:

@@ -4,9 +4,10 @@ Reads model a's and model b's (probability, label[, group]) files with the CLI's
 or two probability columns of one file (``compare preds.csv --probs q_a --probs-b q_b``) —
 checks that both hold the same labels in the same order, and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
-difference" (:func:`calib_metrics.functional.compare_calibration`). With ``--labels COL``
-(a column of a's file naming each pair's label: the tag of a one-vs-rest query, say) it
-prints one row per label and the counts "a better / b better / not distinguishable" after
+difference" (:func:`calib_metrics.functional.compare_calibration`). With ``--label COL``
+(or ``--labels``: a column of a's file naming each pair's label, the tag of a one-vs-rest
+query, say) it also prints one row per label — the label's paired difference, p-value
+and corrected p-value — and the counts "a better / b better / not distinguishable" after
 Holm's (or, ``--correction bh``, Benjamini–Hochberg's) correction
 (:func:`calib_metrics.functional.compare_calibration_by_label`).
 """
@@ -31,15 +32,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--groups", nargs="?", const="", default=None,
         help="resample whole groups: the column's name, or no value to find it by name",
     )  # fmt: skip
-    p.add_argument("--labels", help="column (of a's file) of per-pair label ids: per label")
-    p.add_argument(
-        "--correction", choices=("holm", "bh"),
-        help="multiple-comparison correction of --labels: holm (FWER, default) or bh (FDR)",
-    )  # fmt: skip
-    p.add_argument("--alpha", type=float, help="level of --labels' correction (0.05)")
     p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws")
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--html", type=Path,
+        help="write a self-contained HTML report here (both models, the difference, diagrams, "
+        "bins, settings; its folder must exist)",
+    )  # fmt: skip
+    p.add_argument(
+        "--label", "--labels", dest="label", help="column (of a's file) naming each item's "
+        "label: adds a paired comparison per label, with corrected counts",
+    )  # fmt: skip
+    p.add_argument(
+        "--correction", choices=("holm", "bh"),
+        help="multiple-comparison correction of --label: holm (FWER, default) or bh (FDR)",
+    )  # fmt: skip
+    p.add_argument("--alpha", type=float, help="level of --label's correction (default 0.05)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -64,17 +73,18 @@ def _read_both(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
+    from calib_metrics import cli_report
     from calib_metrics.functional import compare_calibration
+    from calib_metrics.predictions import check_output_path
 
+    check_output_path(args.html, "--html")
     if args.samples < 2:
         raise ValueError(f"--samples must be at least 2, got {args.samples}")
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
-    if args.labels is None and (args.correction is not None or args.alpha is not None):
-        raise ValueError("--correction and --alpha apply to --labels COLUMN only")
+    if args.label is None and (args.correction is not None or args.alpha is not None):
+        raise ValueError("--correction and --alpha apply to --label COLUMN only")
     a, b = _read_both(args)
-    if args.labels is not None:
-        return _run_by_label(args, a, b)
     result = compare_calibration(
         a.probs, b.probs, a.target, groups=a.groups, confidence=args.confidence,
         n_samples=args.samples, generator=torch.Generator().manual_seed(args.seed),
@@ -91,82 +101,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "lower": float(result.lower),
         "upper": float(result.upper),
         "p_value": float(result.p_value),
+        "samples": args.samples,
     }
+    per_label = None
+    by_label = cli_report.compare_per_label(args, a, b)
+    if by_label is not None:
+        names, labelled = by_label
+        per_label = dict(zip(names, labelled.per_label, strict=True))
+        summary["per_label"] = {name: _label_row(labelled, i) for i, name in enumerate(names)}
+        summary["label_counts"] = {
+            "a_better": labelled.a_better,
+            "b_better": labelled.b_better,
+            "not_distinguishable": labelled.not_distinguishable,
+            "correction": labelled.correction,
+            "alpha": labelled.alpha,
+        }
+    if args.html:
+        summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label)
     _print(summary, args)
     return summary
-
-
-def _run_by_label(args: argparse.Namespace, a, b) -> dict[str, Any]:
-    import torch
-
-    from calib_metrics.functional import compare_calibration_by_label
-    from calib_metrics.predictions import read_ids
-
-    labels, names = read_ids(args.a, args.labels, args.probs, args.target)
-    args.correction = args.correction or "holm"
-    args.alpha = 0.05 if args.alpha is None else args.alpha
-    result = compare_calibration_by_label(
-        a.probs, b.probs, a.target, labels, groups=a.groups, correction=args.correction,
-        alpha=args.alpha, confidence=args.confidence, n_samples=args.samples,
-        generator=torch.Generator().manual_seed(args.seed),
-    )  # fmt: skip
-    rows = [_label_row(result, i, names[label]) for i, label in enumerate(result.labels.tolist())]
-    summary = {
-        "n": a.target.numel(),
-        "resampled": "pairs" if a.groups is None else "groups",
-        "confidence": args.confidence,
-        "correction": args.correction,
-        "alpha": args.alpha,
-        "labels": rows,
-        "a_better": result.a_better,
-        "b_better": result.b_better,
-        "not_distinguishable": result.not_distinguishable,
-    }
-    _print_by_label(summary, args)
-    return summary
-
-
-def _label_row(result, i: int, name: str) -> dict[str, Any]:
-    """One label's numbers: pairs, both errors, the difference, p-values and the verdict."""
-    r = result.per_label[i]
-    numbers = {"a": r.a.error, "b": r.b.error, "difference": r.difference}
-    numbers |= {"lower": r.lower, "upper": r.upper, "p_value": r.p_value}
-    numbers["adjusted_p_value"] = result.adjusted_p_value[i]
-    return {
-        "label": name,
-        "n": int(r.a.bins.count.sum().item()),
-        **{key: float(value) for key, value in numbers.items()},
-        "verdict": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])],
-    }
-
-
-def _print_by_label(summary: dict[str, Any], args: argparse.Namespace) -> None:
-    if args.json:
-        print(json.dumps(summary, indent=2))
-        return
-    level = f"{100 * summary['confidence']:g}%"
-    print(
-        f"N = {summary['n']} pairs in {len(summary['labels'])} labels, debiased CalibErr, "
-        f"paired bootstrap over {summary['resampled']} ({args.samples} draws) per label"
-    )
-    width = max(5, *(len(r["label"]) for r in summary["labels"]))
-    print(
-        f"  {'label':<{width}} {'n':>7} {'a':>7} {'b':>7} {'a - b':>8} "
-        f"{'[' + level + ']':>19} {'p':>7} {'p adj':>7}  better"
-    )
-    for r in summary["labels"]:
-        interval = f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
-        print(
-            f"  {r['label']:<{width}} {r['n']:>7} {r['a']:>7.4f} {r['b']:>7.4f} "
-            f"{r['difference']:>+8.4f} {interval:>19} {r['p_value']:>7.3g} "
-            f"{r['adjusted_p_value']:>7.3g}  {r['verdict']}"
-        )
-    name = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery)"}
-    print(
-        f"  a better on {summary['a_better']}, b better on {summary['b_better']}, not "
-        f"distinguishable on {summary['not_distinguishable']} of {len(summary['labels'])} "
-        f"labels ({name[summary['correction']]} at alpha = {summary['alpha']:g})"
-    )
 
 
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
@@ -184,4 +137,45 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     print(
         f"  a - b = {summary['difference']:+.4f} [{level}: {summary['lower']:+.4f}, "
         f"{summary['upper']:+.4f}], p = {summary['p_value']:.3g}"
+    )
+    if "per_label" in summary:
+        _print_per_label(summary, level)
+    if "html" in summary:
+        print(f"HTML report: {summary['html']}")
+
+
+def _label_row(result, i: int) -> dict[str, Any]:
+    """Label i's numbers: pairs, both errors, the difference, p-values and the verdict."""
+    r = result.per_label[i]
+    numbers = {"a": r.a.error, "b": r.b.error, "difference": r.difference}
+    numbers |= {"lower": r.lower, "upper": r.upper, "p_value": r.p_value}
+    numbers["adjusted_p_value"] = result.adjusted_p_value[i]
+    return {
+        "n": r.a.bins.count.sum().item(),
+        **{key: float(value) for key, value in numbers.items()},
+        "better": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])],
+    }
+
+
+def _print_per_label(summary: dict[str, Any], level: str) -> None:
+    """The per-label table (difference, interval, p and corrected p) and the counts."""
+    rows = summary["per_label"]
+    width = max(5, *(len(k) for k in rows))
+    print(
+        f"  {'label':<{width}} {'n':>7} {'a':>7} {'b':>7} {'a - b':>8} "
+        f"{'[' + level + ']':>19} {'p':>7} {'p adj':>7}  better"
+    )
+    for k, r in rows.items():
+        interval = f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
+        print(
+            f"  {k:<{width}} {r['n']:>7g} {r['a']:>7.4f} {r['b']:>7.4f} "
+            f"{r['difference']:>+8.4f} {interval:>19} {r['p_value']:>7.3g} "
+            f"{r['adjusted_p_value']:>7.3g}  {r['better']}"
+        )
+    counts = summary["label_counts"]
+    name = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery)"}
+    print(
+        f"  a better on {counts['a_better']}, b better on {counts['b_better']}, not "
+        f"distinguishable on {counts['not_distinguishable']} of {len(rows)} labels "
+        f"({name[counts['correction']]} at alpha = {counts['alpha']:g})"
     )

@@ -122,18 +122,12 @@ def _to_labels(values: Any, path: Path, column: str) -> Tensor:
 
 def _to_ids(values: Any, path: Path, column: str) -> Tensor:
     """Group ids of any kind (numbers, strings) numbered 0..G-1 in sorted order."""
-    return _ids_and_names(values, path, column)[0]
-
-
-def _ids_and_names(values: Any, path: Path, column: str) -> tuple[Tensor, list[str]]:
-    """Ids 0..G-1 numbering the values in sorted order, and each id's value as text."""
     array = np.asarray(values).reshape(-1)
     if array.dtype.kind not in "iub":
         if array.dtype.kind == "f" and np.isnan(array).any():
-            raise ValueError(f"{path}: column {column!r} has a missing id (NaN)")
+            raise ValueError(f"{path}: column {column!r} has a missing group id (NaN)")
         array = array.astype(str)
-    names, ids = np.unique(array, return_inverse=True)
-    return torch.from_numpy(ids.reshape(-1).astype(np.int64)), [str(n) for n in names]
+    return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
 
 
 def _delimiter(header: str, default: str) -> str:
@@ -205,7 +199,8 @@ def _to_numpy(value: Any) -> Any:
     return value.numpy()
 
 
-def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
+def _named_columns(obj: Any, path: Path) -> dict[str, Any] | None:
+    """A table, a dict or .npz of arrays, or a structured array as named columns; else None."""
     if isinstance(obj, dict) or hasattr(obj, "files"):
         keys = list(obj.files if hasattr(obj, "files") else obj)
         if not all(isinstance(k, str) for k in keys):
@@ -213,10 +208,18 @@ def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
                 f"{path}: expected arrays named by strings (probs, target), got keys "
                 f"{', '.join(repr(k) for k in keys[:5])}"
             )
-        return _columns_from_table({k: _to_numpy(obj[k]) for k in keys}, path, wanted)
+        return {k: _to_numpy(obj[k]) for k in keys}
     array = _to_numpy(obj) if isinstance(obj, Tensor) else np.asarray(obj)
     if array.dtype.names:
-        return _columns_from_table({n: array[n] for n in array.dtype.names}, path, wanted)
+        return {n: array[n] for n in array.dtype.names}
+    return None
+
+
+def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
+    table = _named_columns(obj, path)
+    if table is not None:
+        return _columns_from_table(table, path, wanted)
+    array = _to_numpy(obj) if isinstance(obj, Tensor) else np.asarray(obj)
     if array.ndim == 2 and array.shape[1] == 2:
         if wanted[2] is not None:
             raise ValueError(
@@ -228,6 +231,28 @@ def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
         f"{path}: expected named arrays or one [N, 2] array (probability, label), "
         f"got shape {tuple(array.shape)}"
     )
+
+
+def _load(path: Path) -> Any:
+    """The file's contents: a table of columns (text formats) or the stored array object."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"{path}: unknown format {suffix!r} (use one of {', '.join(FORMATS)})")
+    if suffix in (".csv", ".tsv"):
+        return _read_delimited(path, "\t" if suffix == ".tsv" else ",")
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return _read_jsonl(path)
+    if suffix in (".npy", ".npz"):
+        try:
+            return np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as err:
+            raise ValueError(f"{path}: not a readable {suffix} file ({err})") from None
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises many types for a bad file
+        raise ValueError(f"{path}: not a readable torch file ({type(err).__name__})") from None
 
 
 def read_table(
@@ -250,7 +275,7 @@ def read_table(
         tensor([1, 0, 1])
     """
     path = Path(path)
-    q, y, ids = _raw_columns(path, (probs, target, groups))
+    q, y, ids = _from_arrays(_load(path), path, (probs, target, groups))
     q = _to_float(q[1], path, q[0])
     y = _to_labels(y[1], path, y[0])
     if q.numel() == 0:
@@ -262,60 +287,41 @@ def read_table(
     return Predictions(q, y, ids)
 
 
-def _raw_columns(path: Path, wanted: Wanted) -> tuple[Column, Column, Column | None]:
-    """The wanted columns of a file of any supported format, as read (not converted)."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix not in FORMATS:
-        raise ValueError(f"{path}: unknown format {suffix!r} (use one of {', '.join(FORMATS)})")
-    if suffix in (".csv", ".tsv"):
-        table = _read_delimited(path, "\t" if suffix == ".tsv" else ",")
-        return _columns_from_table(table, path, wanted)
-    elif suffix in (".jsonl", ".json", ".ndjson"):
-        return _columns_from_table(_read_jsonl(path), path, wanted)
-    elif suffix == ".npy":
-        try:
-            obj = np.load(path, allow_pickle=False)
-        except ValueError as err:
-            raise ValueError(f"{path}: not a readable .npy file ({err})") from None
-        return _from_arrays(obj, path, wanted)
-    elif suffix == ".npz":
-        try:
-            obj = np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as err:
-            raise ValueError(f"{path}: not a readable .npz file ({err})") from None
-        return _from_arrays(obj, path, wanted)
-    else:
-        try:
-            obj = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as err:  # torch raises many types for a bad file
-            raise ValueError(f"{path}: not a readable torch file ({type(err).__name__})") from None
-        return _from_arrays(obj, path, wanted)
-
-
-def read_ids(
-    path: str | Path, column: str, probs: str | None = None, target: str | None = None
-) -> tuple[Tensor, list[str]]:
-    """A column of ids (labels, tags: numbers or strings) as 0..L-1, with each id's name.
-
-    The ids number the column's values in sorted order (as ``read_table``'s group ids);
-    ``probs`` and ``target`` name the file's other columns when their names are not
-    the usual ones.
+def read_labels(path: str | Path, column: str) -> list[str]:
+    """Each row's value in ``column`` as text: the label (query type, class name) of a pair.
 
     Example:
         >>> import tempfile, os
-        >>> folder = tempfile.mkdtemp()
-        >>> file = os.path.join(folder, "tokens.csv")
-        >>> _ = open(file, "w").write("prob,label,tag\\n0.9,1,VERB\\n0.2,0,DET\\n0.4,0,VERB\\n")
-        >>> read_ids(file, "tag")
-        (tensor([1, 0, 1]), ['DET', 'VERB'])
+        >>> file = os.path.join(tempfile.mkdtemp(), "pairs.csv")
+        >>> _ = open(file, "w").write("prob,label,tag\\n0.9,1,NN\\n0.2,0,VB\\n")
+        >>> read_labels(file, "tag")
+        ['NN', 'VB']
     """
     path = Path(path)
-    if not isinstance(column, str) or not column:
-        raise ValueError(f"the id column must be named, got {column!r}")
-    _, _, ids = _raw_columns(path, (probs, target, column))
-    return _ids_and_names(ids[1], path, ids[0])
+    table = _named_columns(_load(path), path)
+    if table is None:
+        raise ValueError(f"{path}: an unnamed array has no label column {column!r}")
+    if column not in table:
+        raise ValueError(f"{path}: no column {column!r} (columns: {', '.join(table)})")
+    return [str(v) for v in np.asarray(table[column]).reshape(-1).tolist()]
+
+
+def check_output_path(path: Path | None, option: str) -> None:
+    """Refuse, before any work, an output path that is a folder or whose folder is missing.
+
+    Example:
+        >>> check_output_path(Path("/no/such/folder/report.html"), "--html")
+        Traceback (most recent call last):
+        ValueError: --html /no/such/folder/report.html: /no/such/folder does not exist
+    """
+    if path is None:
+        return
+    if path.is_dir():
+        raise ValueError(f"{option} {path}: is a folder; give a file name in it")
+    folder = path.parent
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise ValueError(f"{option} {path}: {folder} {what}")
 
 
 def to_jsonable(value: Any) -> Any:

@@ -233,12 +233,25 @@ def coref_pair_queries(
     return q, same[valid].to(q.dtype)
 
 
-def _check_span_args(num_tags: int, begin: int, inside: int, max_length: int) -> None:
-    for name, value in (("begin", begin), ("inside", inside)):
+def _check_span_args(
+    num_tags: int,
+    begin: int,
+    inside: int,
+    max_length: int,
+    last: int | None = None,
+    unit: int | None = None,
+) -> bool:
+    """Check the span tags; return True for BILOU (``last`` and ``unit`` given)."""
+    if (last is None) != (unit is None):
+        raise ValueError("last and unit must be given together (BILOU) or not at all (BIO)")
+    bilou = last is not None
+    roles = (("begin", begin), ("inside", inside), ("last", last), ("unit", unit))
+    for name, value in roles[: 4 if bilou else 2]:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < num_tags:
             raise ValueError(f"{name} must be a tag index in [0, {num_tags}), got {value!r}")
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
         raise ValueError(f"max_length must be a positive int, got {max_length!r}")
+    return bilou
 
 
 def _exit_scores(em, tr, en, log_beta, mask, inside: int, tag: int) -> Tensor:
@@ -269,6 +282,8 @@ def span_marginals(
     begin: int,
     inside: int,
     max_length: int,
+    last: int | None = None,
+    unit: int | None = None,
 ) -> Tensor:
     """Exact probability of every candidate span ``[t, t + l]`` being one labelled entity.
 
@@ -277,8 +292,12 @@ def span_marginals(
     conventions as ``posterior_marginals``), for span lengths ``l + 1 = 1 .. max_length``.
     A span that ends at the sentence's last token needs no following tag; a span that
     runs past the sentence (or starts in padding) gets 0. With BIO tags pass ``B-X``
-    and ``I-X``; with BILOU-like tags, where the last token has its own tag, the event is
-    still "``begin``, then ``inside`` tokens, then anything but ``inside``".
+    and ``I-X``.
+
+    **BILOU** (``last`` and ``unit`` given, e.g. ``L-X`` and ``U-X``): a one-token span is
+    ``y_t = unit``, a longer one ``y_t = begin, y_{t+1..t+l-1} = inside, y_{t+l} = last``
+    (the ``last`` tag closes it, so the next tag is not constrained):
+    ``out[b, t, 0] = P(y_t = unit)``, ``out[b, t, l] = P(begin, inside^(l-1), last)``.
 
     Computed in one batched pass from the forward and backward messages: the span's
     score is ``log_alpha[t, begin]`` + the transitions and ``inside`` emissions through
@@ -294,13 +313,15 @@ def span_marginals(
         inside: tag index that continues it.
         max_length: longest span length considered (>= 1); ``l`` runs over
             ``0 .. max_length - 1`` (``l = 0`` is a one-token span).
+        last: BILOU only: tag index that closes a span of two or more tokens.
+        unit: BILOU only: tag index of a one-token span.
 
     Returns:
         ``[B, T, max_length]`` probabilities in ``[0, 1]``.
 
     Raises:
-        ValueError: on the chain's errors (see ``posterior_marginals``), or ``begin``,
-            ``inside`` or ``max_length`` out of range.
+        ValueError: on the chain's errors (see ``posterior_marginals``), a span tag or
+            ``max_length`` out of range, or only one of ``last`` and ``unit`` given.
 
     Example:
         >>> O, B, I = 0, 1, 2
@@ -315,37 +336,67 @@ def span_marginals(
         tensor([[0.1270, 0.6380, 0.1720],
                 [0.0380, 0.0100, 0.0000],
                 [0.2180, 0.0000, 0.0000]])
+
+        BILOU tags ``O B I L U``: the spans of the sentence ``B L U`` are the most probable.
+
+        >>> O, B, I, L, U = range(5)
+        >>> em = torch.full((1, 3, 5), -2.0)
+        >>> em[0, 0, B] = em[0, 1, L] = em[0, 2, U] = 2.0
+        >>> spans = span_marginals(em, torch.zeros(5, 5), torch.zeros(5), torch.zeros(5),
+        ...                        begin=B, inside=I, last=L, unit=U, max_length=3)
+        >>> spans[0].argmax(-1).tolist(), round(spans[0, 0, 1].item(), 3)  # [0, 1] is B L
+        ([1, 0, 0], 0.868)
     """
     if not isinstance(emissions, Tensor) or emissions.dim() != 3:
         raise ValueError("emissions must be a [B, T, K] tensor")
-    _check_span_args(emissions.shape[-1], begin, inside, max_length)
+    bilou = _check_span_args(emissions.shape[-1], begin, inside, max_length, last, unit)
     msg = linear_chain.forward_backward(emissions, transitions, start, end, mask)
     dtype = msg.log_alpha.dtype
     em = emissions.to(dtype)
     tr = transitions.to(device=em.device, dtype=dtype)
-    en = end.to(device=em.device, dtype=dtype)
     valid = torch.isfinite(msg.log_alpha).any(-1)  # the mask, and False if impossible
     log_z = msg.log_partition.masked_fill(~torch.isfinite(msg.log_partition), 0.0)[:, None]
-    exit_begin = _exit_scores(em, tr, en, msg.log_beta, valid, inside, begin)
-    exit_inside = _exit_scores(em, tr, en, msg.log_beta, valid, inside, inside)
     inside_em = em[..., inside].masked_fill(~valid, float("-inf"))
-    opened = msg.log_alpha[..., begin] - log_z  # [B, T]
+    opened = msg.log_alpha[..., begin] - log_z  # [B, T]: prefix through a `begin` at t
+    if bilou:
+        # A span closes with `last` at t + l: its emission and every continuation.
+        close = (em[..., last] + msg.log_beta[..., last]).masked_fill(~valid, float("-inf"))
+        first = msg.log_alpha[..., unit] + msg.log_beta[..., unit] - log_z
+        closing = (tr[begin, last], tr[inside, last])
+    else:
+        # A span closes with `inside` (or `begin`) at t + l, then anything but `inside`.
+        en = end.to(device=em.device, dtype=dtype)
+        close = _exit_scores(em, tr, en, msg.log_beta, valid, inside, inside)
+        first = opened + _exit_scores(em, tr, en, msg.log_beta, valid, inside, begin)
+        closing = (0.0, 0.0)
     out = em.new_empty(*em.shape[:2], max_length)
-    out[..., 0] = opened + exit_begin
-    run = opened
+    out[..., 0] = first
+    run = opened  # through `begin` at t and `inside` up to t + l - 1
     for length in range(1, max_length):
-        step = tr[begin, inside] if length == 1 else tr[inside, inside]
-        run = run + step + _shift_left(inside_em, length)
-        out[..., length] = run + _shift_left(exit_inside, length)
+        into = tr[begin, inside] if length == 1 else tr[inside, inside]
+        if bilou:
+            out[..., length] = run + closing[length > 1] + _shift_left(close, length)
+        run = run + into + _shift_left(inside_em, length)
+        if not bilou:
+            out[..., length] = run + _shift_left(close, length)
     return out.exp_().clamp_(0, 1).to(emissions.dtype)
 
 
 def span_indicators(
-    tags: Tensor, mask: Tensor | None = None, *, begin: int, inside: int, max_length: int
+    tags: Tensor,
+    mask: Tensor | None = None,
+    *,
+    begin: int,
+    inside: int,
+    max_length: int,
+    last: int | None = None,
+    unit: int | None = None,
 ) -> Tensor:
     """Gold counterpart of :func:`span_marginals`: ``out[b, t, l]`` is True where the gold
     tags hold ``begin`` at ``t``, ``inside`` through ``t + l`` and not ``inside`` at ``t + l + 1``
-    (or the sentence ends), so a span's query and its outcome use one definition.
+    (or the sentence ends), so a span's query and its outcome use one definition. With
+    ``last`` and ``unit`` (BILOU): ``unit`` at ``t`` for ``l = 0``, else ``begin``, ``inside``
+    through ``t + l - 1`` and ``last`` at ``t + l``.
 
     Example:
         >>> O, B, I = 0, 1, 2
@@ -354,21 +405,38 @@ def span_indicators(
                  [False, False],
                  [False, False],
                  [ True, False]]])
+        >>> O, B, I, L, U = range(5)
+        >>> span_indicators(torch.tensor([[B, L, U]]), begin=B, inside=I, last=L, unit=U,
+        ...                 max_length=2)[0].tolist()
+        [[False, True], [False, False], [True, False]]
     """
     if not isinstance(tags, Tensor) or tags.dim() != 2:
         raise ValueError("tags must be a [B, T] integer tensor")
     if tags.is_floating_point() or tags.dtype == torch.bool:
         raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
-    _check_span_args(max(begin, inside) + 1, begin, inside, max_length)
+    roles = [begin, inside] if last is None else [begin, inside, last, unit]
+    bound = max(r for r in roles if isinstance(r, int)) + 1
+    bilou = _check_span_args(bound, begin, inside, max_length, last, unit)
     mask = _check_mask(mask, tags.shape, tags)
-    one_hot = torch.stack([tags == begin, tags == inside], -1) & mask[..., None]
-    scores = torch.where(one_hot, 0.0, float("-inf")).to(torch.float64)
-    # The gold sequence as a chain of two tags (begin, inside) plus "anything else".
-    em = torch.cat([scores, torch.where(mask & ~one_hot.any(-1), 0.0, -torch.inf)[..., None]], -1)
-    em = em.masked_fill(~mask[..., None], 0.0)
-    zeros = torch.zeros(3, dtype=torch.float64, device=tags.device)
+    # The gold sequence as a chain over the span's tags (in `roles` order) plus "other":
+    # one path has all the probability, so a span's marginal is 1 exactly when it is gold.
+    one_hot = torch.stack([tags == r for r in roles], -1) & mask[..., None]
+    other = mask & ~one_hot.any(-1)
+    em = torch.where(torch.cat([one_hot, other[..., None]], -1), 0.0, float("-inf"))
+    em = em.to(torch.float64).masked_fill(~mask[..., None], 0.0)
+    k = len(roles) + 1
+    zeros = torch.zeros(k, dtype=torch.float64, device=tags.device)
+    spans = {"last": 2, "unit": 3} if bilou else {}
     probs = span_marginals(
-        em, zeros.new_zeros(3, 3), zeros, zeros, mask, begin=0, inside=1, max_length=max_length
+        em,
+        zeros.new_zeros(k, k),
+        zeros,
+        zeros,
+        mask,
+        begin=0,
+        inside=1,
+        max_length=max_length,
+        **spans,
     )
     return probs > 0.5
 
@@ -381,11 +449,14 @@ def span_queries(
     begin: int,
     inside: int,
     top_k: int | None = None,
+    last: int | None = None,
+    unit: int | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Queries "is this span one entity?" as flat ``(q, y)`` for the calibration metric.
 
     ``q`` comes from :func:`span_marginals` and ``y`` from :func:`span_indicators` on the
-    gold ``tags`` (same ``begin``, ``inside`` and ``max_length``, the last dim of
+    gold ``tags`` (same ``begin``, ``inside``, BILOU's ``last`` and ``unit`` if
+    given, and ``max_length``, the last dim of
     ``span_probs``). Every span that lies inside its sentence is a query, or, with
     ``top_k``, only the ``top_k`` most probable spans of each sentence (the candidates a
     tagger would show). Gold spans longer than ``max_length`` are not queried.
@@ -407,7 +478,9 @@ def span_queries(
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
     mask = _check_mask(mask, tags.shape, tags)
-    gold = span_indicators(tags, mask, begin=begin, inside=inside, max_length=max_length)
+    gold = span_indicators(
+        tags, mask, begin=begin, inside=inside, max_length=max_length, last=last, unit=unit
+    )
     ends = torch.arange(length, device=tags.device)[:, None] + torch.arange(
         max_length, device=tags.device
     )

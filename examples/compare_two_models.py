@@ -57,4 +57,4 @@ if __name__ == "__main__":
     status = calib_metrics(["compare", str(csv), *columns])
     print()
     tagged = write_tagged(args.out / "tagged.csv")
-    sys.exit(status or calib_metrics(["compare", str(tagged), *columns, "--labels", "tag"]))
+    sys.exit(status or calib_metrics(["compare", str(tagged), *columns, "--label", "tag"]))

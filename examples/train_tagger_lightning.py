@@ -7,11 +7,19 @@ on its negative log-likelihood) or a BiLSTM's softmax (``--model bilstm``). One 
 reliability diagram, the per-tag errors and the calibration error with its 95% interval
 at every validation epoch.
 
+With ``--recalibrate`` (BiLSTM only: its probabilities are a softmax of logits) a second
+callback, :class:`calib_metrics.callbacks.TemperatureRecalibration`, fits a temperature on
+the dev logits when fitting ends; the script then tags a held-out test set and prints test
+CalibErr before -> after (one-vs-rest tag queries, intervals over sentences), the paired
+interval of the difference (:func:`calib_metrics.recalibration.compare_before_after`),
+accuracy and NLL (and writes the reliability diagrams before / after to ``--out``).
+
 Run (UD English-EWT from ``../shared/data``, or ``--data DIR``; ``--synthetic`` for an
 HMM-generated corpus that needs no download)::
 
     python examples/train_tagger_lightning.py --epochs 4
     python examples/train_tagger_lightning.py --synthetic --model bilstm
+    python examples/train_tagger_lightning.py --model bilstm --recalibrate
     tensorboard --logdir runs/tagger
 """
 
@@ -21,6 +29,7 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -30,8 +39,10 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
-from calib_metrics.callbacks import CalibrationMonitor
+from calib_metrics.callbacks import CalibrationMonitor, TemperatureRecalibration
 from calib_metrics.models.crf import CRFTagger
+from calib_metrics.paper import recalibrate as recal_report
+from calib_metrics.paper.chain_eval import keep_known_tags
 from calib_metrics.paper.locations import find_dataset
 from calib_metrics.paper.tagging import (
     TaggedSentence,
@@ -65,8 +76,10 @@ def synthetic_corpus(
     return out
 
 
-def load_corpus(args: argparse.Namespace) -> tuple[list[TaggedSentence], list[TaggedSentence], str]:
-    """(train, dev, description) from UD English-EWT, or from the synthetic HMM."""
+def load_corpus(
+    args: argparse.Namespace,
+) -> tuple[list[TaggedSentence], list[TaggedSentence], list[TaggedSentence], str]:
+    """(train, dev, test, description) from UD English-EWT, or from the synthetic HMM."""
     if not args.synthetic:
         try:
             folder = find_dataset("ud-english-ewt", args.data)
@@ -75,15 +88,19 @@ def load_corpus(args: argparse.Namespace) -> tuple[list[TaggedSentence], list[Ta
                 raise
             print(f"{err}; using synthetic data (--synthetic)", file=sys.stderr)
         else:
-            train = read_tagged_sentences(
-                folder / "en_ewt-ud-train.conllu.gz", args.column, limit=args.train_sentences
-            )
-            dev = read_tagged_sentences(
-                folder / "en_ewt-ud-dev.conllu.gz", args.column, limit=args.dev_sentences
-            )
-            return train, dev, f"UD English-EWT {args.column} ({folder})"
-    corpus = synthetic_corpus(args.train_sentences + args.dev_sentences, seed=args.seed)
-    return corpus[: args.train_sentences], corpus[args.train_sentences :], "synthetic HMM"
+            splits = [
+                read_tagged_sentences(folder / f"en_ewt-ud-{name}.conllu.gz", args.column, limit=n)
+                for name, n in (
+                    ("train", args.train_sentences),
+                    ("dev", args.dev_sentences),
+                    ("test", args.test_sentences),
+                )
+            ]
+            return (*splits, f"UD English-EWT {args.column} ({folder})")
+    sizes = (args.train_sentences, args.dev_sentences, args.test_sentences)
+    corpus = synthetic_corpus(sum(sizes), seed=args.seed)
+    train, dev = corpus[: sizes[0]], corpus[sizes[0] : sizes[0] + sizes[1]]
+    return train, dev, corpus[sizes[0] + sizes[1] :], "synthetic HMM"
 
 
 class BiLSTMTagger(nn.Module):
@@ -122,16 +139,17 @@ class TaggerModule(LightningModule):
         self.kind = model
         self.lr = lr
 
-    def probs_and_loss(self, words: Tensor, tags: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    def probs_and_loss(
+        self, words: Tensor, tags: Tensor, mask: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Per-token probabilities, the loss, and the logits (None for the CRF)."""
         n_tokens = mask.sum()
         if self.kind == "crf":
             loss = self.tagger.negative_log_likelihood(words, tags, mask).sum() / n_tokens
-            probs = self.tagger(words, mask)  # posterior marginals P(y_t | x)
-        else:
-            logits = self.tagger(words, mask)
-            loss = F.cross_entropy(logits[mask], tags[mask])
-            probs = logits.softmax(-1)
-        return probs, loss
+            return self.tagger(words, mask), loss, None  # posterior marginals P(y_t | x)
+        logits = self.tagger(words, mask)
+        loss = F.cross_entropy(logits[mask], tags[mask])
+        return logits.softmax(-1), loss, logits
 
     def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
         words, tags, mask = batch
@@ -146,12 +164,13 @@ class TaggerModule(LightningModule):
         self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int
     ) -> dict[str, Tensor]:
         words, tags, mask = batch
-        probs, loss = self.probs_and_loss(words, tags, mask)
+        probs, loss, logits = self.probs_and_loss(words, tags, mask)
         correct = (probs.argmax(-1) == tags)[mask].float().mean()
         n = int(mask.sum())
         self.log("val/loss", loss, batch_size=n)
         self.log("val/acc", correct, prog_bar=True, batch_size=n)
-        return {"probs": probs, "target": tags.masked_fill(~mask, PAD)}
+        out = {"probs": probs, "target": tags.masked_fill(~mask, PAD)}
+        return out if logits is None else out | {"logits": logits}
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr)
@@ -179,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--train-sentences", type=int, default=3000)
     parser.add_argument("--dev-sentences", type=int, default=1000)
+    parser.add_argument("--test-sentences", type=int, default=1000, help="for --recalibrate")
+    parser.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="BiLSTM: fit a temperature on dev at the end of fitting, report test before/after",
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=None, help="default: 0.05 crf, 0.005 bilstm")
     parser.add_argument(
@@ -193,19 +218,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=int, default=1, help="CPU threads (a small tagger runs fastest on one)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-samples", type=int, default=1000, help="bootstrap draws (test)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
-    for name in ("epochs", "train_sentences", "dev_sentences", "batch_size", "bin_size", "threads"):
+    sizes = (
+        "epochs",
+        "train_sentences",
+        "dev_sentences",
+        "test_sentences",
+        "batch_size",
+        "n_samples",
+    )
+    for name in (*sizes, "bin_size", "threads"):
         if getattr(args, name) != "auto" and getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+    if args.recalibrate and args.model != "bilstm":
+        raise ValueError("--recalibrate needs --model bilstm (a temperature rescales logits)")
     # Several threads on a tagger this small mostly wait for each other, and on a busy
     # machine they fight other processes for cores: one thread is many times faster.
     torch.set_num_threads(args.threads)
     seed_everything(args.seed, verbose=False)
-    train, dev, source = load_corpus(args)
+    train, dev, test, source = load_corpus(args)
     word_vocab = Vocabulary.build((w for w, _ in train), min_count=2)
     tag_vocab = Vocabulary.build((t for _, t in train + dev), unknown=False)
     lr = args.lr if args.lr is not None else (0.05 if args.model == "crf" else 0.005)
@@ -224,12 +260,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         per_class=True,
         class_names=tag_vocab.itos,
     )
+    # Fits T on the last validation epoch's logits when fitting ends.
+    recalibration = [TemperatureRecalibration(ignore_index=PAD)] if args.recalibrate else []
     trainer = Trainer(
         max_epochs=args.epochs,
         accelerator=args.accelerator,
         devices=1,
         logger=logger,
-        callbacks=[monitor],
+        callbacks=[monitor, *recalibration],
         enable_checkpointing=False,
         log_every_n_steps=10,
         num_sanity_val_steps=1,
@@ -254,7 +292,47 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"\n{args.epochs} epochs in {seconds:.0f} s; logs in {logger.log_dir}\n"
         f"watch them: tensorboard --logdir {args.out}"
     )
-    return {"history": monitor.history, "log_dir": logger.log_dir, "last": last}
+    out = {"history": monitor.history, "log_dir": logger.log_dir, "last": last}
+    if args.recalibrate:
+        test, dropped = keep_known_tags(test, tag_vocab)
+        batch = encode_batch(test, word_vocab, tag_vocab)
+        out["recalibration"] = recalibration_report(module, batch, args)
+        print(f"\ntest: {len(test)} sentences ({dropped} with tags unseen in train/dev dropped)")
+        print(recal_report.markdown([out["recalibration"]]))
+    return out
+
+
+def recalibration_report(module: TaggerModule, batch: tuple[Tensor, Tensor, Tensor], args) -> dict:
+    """Test CalibErr, accuracy and NLL before and after the dev temperature; diagrams.
+
+    Queries are one-vs-rest ("token t has tag k", every test token and tag); intervals
+    resample whole sentences, the paired interval of the difference too.
+    """
+    words, tags, mask = batch
+    module.eval()
+    with torch.no_grad():
+        logits = module.tagger(words, mask)[mask].double()  # [N, K]
+    gold = tags[mask]
+    temperature = module.calibration_temperature
+    before, after = logits.softmax(-1), (logits / temperature).softmax(-1)
+    onehot = F.one_hot(gold, logits.shape[-1]).double()
+    sentence = torch.arange(len(mask))[:, None].expand_as(mask)[mask]
+    groups = sentence[:, None].expand_as(onehot).reshape(-1)
+
+    def nll(probs: Tensor) -> float:
+        return float(-probs.gather(1, gold[:, None]).clamp_min(1e-300).log().mean())
+
+    accuracy = float((logits.argmax(-1) == gold).double().mean())  # T > 0 keeps the argmax
+    record, curves = recal_report.row(
+        "BiLSTM tagger (softmax)", f"temperature (T = {temperature:.3f})", "dev NLL (callback)",
+        before.reshape(-1), after.reshape(-1), onehot.reshape(-1), groups=groups,
+        accuracy=(accuracy, accuracy), nll=(nll(before), nll(after)),
+        n_samples=args.n_samples, seed=args.seed,
+    )  # fmt: skip
+    record["figure"] = recal_report.figure(
+        {"BiLSTM": curves}, Path(args.out) / "bilstm_recalibration.png"
+    )
+    return record
 
 
 def accuracy_at(logger: TensorBoardLogger, step: int) -> float:

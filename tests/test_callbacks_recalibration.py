@@ -102,3 +102,38 @@ def test_fits_temperature_on_validation_under_inference_mode(tmp_path):
 def test_missing_logits_key_is_a_value_error():
     with pytest.raises(ValueError, match="logits"):
         TemperatureRecalibration().extract_batch({"probs": torch.zeros(2, 3)}, None)
+
+
+def _example():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "train_tagger_lightning.py"
+    spec = importlib.util.spec_from_file_location("train_tagger_lightning", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path):
+    example = _example()
+    threads = torch.get_num_threads()
+    sizes = ["--train-sentences", "60", "--dev-sentences", "30", "--test-sentences", "40"]
+    try:
+        out = example.main(
+            ["--synthetic", "--model", "bilstm", "--recalibrate", "--epochs", "2", *sizes,
+             "--bin-size", "100", "--n-samples", "50", "--out", str(tmp_path)]
+        )  # fmt: skip
+        with pytest.raises(ValueError, match="--recalibrate needs --model bilstm"):
+            example.main(["--synthetic", "--model", "crf", "--recalibrate", *sizes])
+    finally:
+        torch.set_num_threads(threads)  # the script sets it for its own process
+    row = out["recalibration"]
+    assert row["method"].startswith("temperature (T = ")
+    assert row["accuracy"][0] == row["accuracy"][1]  # a temperature keeps the argmax
+    d = row["difference"]
+    assert d["lower"] <= d["difference"] <= d["upper"]
+    assert row["before"]["error"] - row["after"]["error"] == pytest.approx(d["difference"])
+    assert row["interval_over"] == "sentences"
+    assert (tmp_path / "bilstm_recalibration.png").stat().st_size > 0

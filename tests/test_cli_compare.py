@@ -89,14 +89,16 @@ def test_labels_give_the_functional_per_label_result(tagged, capsys, correction)
         tagged["a"], tagged["b"], tagged["y"], tagged["ids"], correction=correction,
         n_samples=300, generator=torch.Generator().manual_seed(0),
     )  # fmt: skip
-    assert [r["label"] for r in got["labels"]] == ["DET", "NOUN", "VERB"]
-    assert [r["n"] for r in got["labels"]] == [1500, 1500, 1500]
+    rows = got["per_label"]
+    assert list(rows) == ["DET", "NOUN", "VERB"]
+    assert [r["n"] for r in rows.values()] == [1500, 1500, 1500]
     for key in ("difference", "lower", "upper", "p_value", "adjusted_p_value"):
-        assert [r[key] for r in got["labels"]] == pytest.approx(getattr(want, key).tolist())
-    assert [r["verdict"] for r in got["labels"]] == ["-", "b", "-"]
-    counts = (got["a_better"], got["b_better"], got["not_distinguishable"])
-    assert counts == (want.a_better, want.b_better, want.not_distinguishable) == (0, 1, 2)
-    assert got["correction"] == correction
+        assert [r[key] for r in rows.values()] == pytest.approx(getattr(want, key).tolist())
+    assert [r["better"] for r in rows.values()] == ["-", "b", "-"]
+    counts = got["label_counts"]
+    assert (counts["a_better"], counts["b_better"], counts["not_distinguishable"]) == (0, 1, 2)
+    assert (want.a_better, want.b_better, want.not_distinguishable) == (0, 1, 2)
+    assert counts["correction"] == correction
 
 
 def test_labels_with_groups_resample_sentences_within_each_label(tagged, capsys) -> None:
@@ -112,14 +114,15 @@ def test_labels_with_groups_resample_sentences_within_each_label(tagged, capsys)
         n_samples=300, generator=torch.Generator().manual_seed(0),
     )  # fmt: skip
     assert got["resampled"] == "groups"
-    assert [r["lower"] for r in got["labels"]] == pytest.approx(want.lower.tolist())
-    assert [r["upper"] for r in got["labels"]] == pytest.approx(want.upper.tolist())
+    assert [r["lower"] for r in got["per_label"].values()] == pytest.approx(want.lower.tolist())
+    assert [r["upper"] for r in got["per_label"].values()] == pytest.approx(want.upper.tolist())
 
 
 def test_labels_print_a_table_and_the_counts(tagged, capsys) -> None:
     assert main(_by_label_argv(tagged)) == 0
     out = capsys.readouterr().out.splitlines()
-    rows = {line.split()[0]: line.split() for line in out[2:5]}
+    header = next(i for i, line in enumerate(out) if line.split()[:2] == ["label", "n"])
+    rows = {line.split()[0]: line.split() for line in out[header + 1 : header + 4]}
     assert set(rows) == {"DET", "NOUN", "VERB"} and rows["NOUN"][-1] == "b"
     assert out[-1].strip() == (
         "a better on 0, b better on 1, not distinguishable on 2 of 3 labels "
@@ -132,9 +135,9 @@ def test_labels_print_a_table_and_the_counts(tagged, capsys) -> None:
     [
         (["--labels", "nope"], "nope"),
         (["--labels", "tag", "--alpha", "1.5"], "alpha"),
-        (["--labels", ""], "id column"),
-        (["--correction", "bh"], "--labels COLUMN only"),
-        (["--alpha", "0.1"], "--labels COLUMN only"),
+        (["--label", ""], "no column ''"),
+        (["--correction", "bh"], "--label COLUMN only"),
+        (["--alpha", "0.1"], "--label COLUMN only"),
     ],
 )
 def test_bad_labels_are_one_line_and_exit_2(tagged, capsys, extra, message) -> None:

@@ -14,6 +14,7 @@ import torch
 from calib_metrics.paper import ner
 from calib_metrics.paper.gum_entities import (
     Span,
+    bilou_tags,
     bio_spans,
     bio_tags,
     flatten,
@@ -107,11 +108,35 @@ def test_flatten_and_bio_round_trip():
 
 def test_bio_constraints_forbid_ill_formed_transitions():
     tags = ner.bio_vocabulary(["person", "place"])
-    trans, start = ner.bio_constraints(tags)
+    trans, start, end = ner.bio_constraints(tags)
     i_person = tags["I-person"]
     allowed = {tags.itos[i] for i in range(len(tags)) if trans[i, i_person] == 0}
     assert allowed == {"B-person", "I-person"}
     assert start[i_person] == float("-inf") and start[tags["B-place"]] == 0
+    assert (end == 0).all() and (trans[tags["B-person"]] == 0).sum() == len(tags) - 1
+
+
+def test_bilou_constraints_admit_exactly_the_well_formed_sequences():
+    tags = ner.bio_vocabulary(["person", "place"], "bilou")
+    trans, start, end = ner.bio_constraints(tags)
+    names = tags.itos
+
+    def well_formed(seq: list[str]) -> bool:
+        return bilou_tags(len(seq), bio_spans(seq)) == seq
+
+    import itertools
+
+    for seq in itertools.product(names, repeat=3):
+        score = start[tags[seq[0]]] + end[tags[seq[-1]]]
+        score = score + sum(trans[tags[a], tags[b]] for a, b in pairwise(seq))
+        assert bool(score == 0) == well_formed(list(seq)), seq
+
+
+def test_bilou_tags_round_trip():
+    spans = [Span(0, 1, "person"), Span(2, 5, "place")]
+    tags = bilou_tags(6, spans)
+    assert tags == ["U-person", "O", "B-place", "I-place", "L-place", "O"]
+    assert bio_spans(tags) == spans
 
 
 def _args(tmp_path, **options) -> argparse.Namespace:
@@ -126,12 +151,13 @@ def _args(tmp_path, **options) -> argparse.Namespace:
     return args
 
 
-def test_span_tables_sum_to_the_begin_marginals(tmp_path):
-    """Summed over lengths, P(span of type X starts at t) is P(y_t = B-X)."""
+@pytest.mark.parametrize("scheme", ["bio", "bilou"])
+def test_span_tables_sum_to_the_begin_marginals(tmp_path, scheme):
+    """Summed over lengths, P(span of type X starts at t) is P(y_t = B-X) (BILOU: + U-X)."""
     _write_gum(tmp_path / "ud-english-gum")
     args = _args(tmp_path, max_length=12)
     raw, _ = ner._load(args)
-    data, tags = ner.tagged_splits(raw, args.max_length)
+    data, tags = ner.tagged_splits(raw, args.max_length, scheme)
     model, hasher, _ = ner.ce.fit_crf(
         ner.ABLATION["+shape"],
         data["train"],
@@ -145,11 +171,12 @@ def test_span_tables_sum_to_the_begin_marginals(tmp_path):
     pot = ner.constrained_potentials(model, ner.ce.features(split, hasher), split.mask, tags)
     unigram = ner.linear_chain.posterior_marginals(*pot, split.mask).unigram
     probs, gold, types = ner.span_tables(pot, split, tags, args.max_length)
-    begins = torch.tensor([tags[f"B-{x}"] for x in types])
-    torch.testing.assert_close(
-        probs.sum(2), unigram[..., begins].to(probs.dtype), atol=1e-6, rtol=0
-    )
+    openers = [[f"{p}-{x}" for p in ("BU" if scheme == "bilou" else "B")] for x in types]
+    want = torch.stack([unigram[..., [tags[n] for n in names]].sum(-1) for names in openers], -1)
+    torch.testing.assert_close(probs.sum(2), want.to(probs.dtype), atol=1e-6, rtol=0)
     assert int(gold.sum()) == sum(len(bio_spans(t)) for _, t in split.sentences)
+    if scheme == "bilou":
+        assert any(t.startswith("U-") for _, ts in split.sentences for t in ts)
 
 
 def test_ner_experiment_on_a_synthetic_corpus(tmp_path):
@@ -165,6 +192,15 @@ def test_ner_experiment_on_a_synthetic_corpus(tmp_path):
     assert test["top10_spans"]["paper"]["n"] == 25 * 10
     assert (tmp_path / "out" / "ner_reliability.png").stat().st_size > 0
     assert "predicted (Viterbi) spans" in (tmp_path / "out" / "results.md").read_text()
+
+
+def test_ner_experiment_with_bilou_tags(tmp_path):
+    _write_gum(tmp_path / "ud-english-gum")
+    results = ner.run(_args(tmp_path, scheme="bilou", out=str(tmp_path / "bilou")))
+    assert results["scheme"] == "bilou" and "U-person" in results["tags"]
+    assert results["test"]["spans"]["gold"] == 25 * 3
+    assert 0 < results["test"]["spans"]["f1"] <= 1
+    assert "token: BILOU tag" in (tmp_path / "bilou" / "results.md").read_text()
 
 
 def test_ner_rejects_bad_options(tmp_path):

@@ -223,6 +223,67 @@ def test_span_marginals_match_enumeration(k, t, lengths, begin, inside, forbid, 
         assert (got[b, n:] == 0).all()
 
 
+def _bilou_brute_force(em, tr, st, en, length, tags, max_length):
+    """P(span) under BILOU for one sentence by enumerating every tag sequence."""
+    begin, inside, last, unit = tags
+    num_tags = em.shape[-1]
+    out = torch.zeros(em.shape[0], max_length, dtype=torch.float64)
+    seqs = list(itertools.product(range(num_tags), repeat=length))
+    scores = []
+    for y in seqs:
+        s = st[y[0]] + en[y[-1]] + sum(em[t, y[t]] for t in range(length))
+        scores.append(s + sum(tr[y[t], y[t + 1]] for t in range(length - 1)))
+    probs = torch.softmax(torch.stack(scores), 0)
+    for y, p in zip(seqs, probs, strict=True):
+        for t in range(length):
+            out[t, 0] += p * (y[t] == unit)
+            for ln in range(1, min(max_length, length - t)):
+                span = y[t : t + ln + 1]
+                if span == (begin, *[inside] * (ln - 1), last):
+                    out[t, ln] += p
+    return out
+
+
+BILOU_CASES = [
+    # (K, T, lengths, (begin, inside, last, unit), forbidden transitions, max_length)
+    (5, 5, [5, 3, 1], (1, 2, 3, 4), [(0, 2), (0, 3), (2, 1), (1, 4)], 4),  # O B I L U
+    (5, 4, [4, 2], (1, 2, 3, 4), [], 5),  # nothing forbidden, max_length past T
+    (4, 4, [4, 3], (0, 1, 2, 3), [], 2),  # no O tag at all
+    (7, 3, [3, 3], (5, 6, 3, 1), [(0, 6)], 3),  # tags in any order, other types around
+]
+
+
+@pytest.mark.parametrize(("k", "t", "lengths", "tags", "forbid", "max_len"), BILOU_CASES)
+def test_bilou_span_marginals_match_enumeration(k, t, lengths, tags, forbid, max_len):
+    em, tr, st, en = _chain(len(lengths), t, k, seed=k * 7 + t, forbid=forbid)
+    mask = torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
+    em = em.masked_fill(~mask[..., None], 55.0)  # padding values must not matter
+    begin, inside, last, unit = tags
+    got = span_marginals(
+        em, tr, st, en, mask, begin=begin, inside=inside, last=last, unit=unit, max_length=max_len
+    )
+    assert got.shape == (len(lengths), t, max_len)
+    for b, n in enumerate(lengths):
+        want = _bilou_brute_force(em[b, :n], tr, st, en, n, tags, max_len)
+        torch.testing.assert_close(got[b, :n], want, atol=1e-10, rtol=1e-8)
+        assert (got[b, n:] == 0).all()
+    # The BIO event differs (a span closed by `last`, not by leaving `inside`).
+    bio = span_marginals(em, tr, st, en, mask, begin=begin, inside=inside, max_length=max_len)
+    assert not torch.allclose(bio, got)
+
+
+def test_bilou_span_marginals_in_float32_and_extreme_scores():
+    em, tr, st, en = _chain(2, 5, 5, seed=9, forbid=[(0, 2), (0, 3)])
+    tags = {"begin": 1, "inside": 2, "last": 3, "unit": 4, "max_length": 3}
+    want = span_marginals(em, tr, st, en, **tags)
+    got = span_marginals(em.float(), tr.float(), st.float(), en.float(), **tags)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=1e-5)
+    big = span_marginals(em * 300, tr, st, en, **tags)
+    ref = _bilou_brute_force(em[0] * 300, tr, st, en, 5, (1, 2, 3, 4), 3)
+    torch.testing.assert_close(big[0], ref, atol=1e-10, rtol=1e-8)
+
+
 def test_span_marginals_float32_and_extreme_scores_match_float64():
     em, tr, st, en = _chain(2, 6, 3, seed=5, forbid=[(0, 2)])
     want = span_marginals(em, tr, st, en, begin=1, inside=2, max_length=4)
@@ -261,6 +322,8 @@ def test_span_marginals_of_an_impossible_sentence_are_zero():
         ({"inside": -1}, "inside"),
         ({"max_length": 0}, "max_length"),
         ({"max_length": True}, "max_length"),
+        ({"last": 1}, "last and unit"),
+        ({"last": 0, "unit": 3}, "unit"),
         ({"mask": torch.tensor([[False, True, True]])}, "mask"),
     ],
 )
@@ -288,3 +351,24 @@ def test_span_indicators_and_queries_follow_the_gold_tags():
     torch.testing.assert_close(q, y, atol=1e-9, rtol=0)
     q, y = span_queries(probs, tags, mask, begin=B, inside=I, top_k=2)
     assert q.numel() == 4 and y.sum() == 4
+
+
+def test_bilou_span_indicators_and_queries_follow_the_gold_tags():
+    O, B, I, L, U = range(5)
+    tags = torch.tensor([[B, I, L, O, U], [U, B, L, 0, 0]])
+    mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    spans = {"begin": B, "inside": I, "last": L, "unit": U}
+    gold = span_indicators(tags, mask, max_length=3, **spans)
+    assert gold.nonzero().tolist() == [[0, 0, 2], [0, 4, 0], [1, 0, 0], [1, 1, 1]]
+    # An unclosed B I (no L) is no BILOU span, though BIO would count "B I" as one.
+    open_run = span_indicators(torch.tensor([[B, I, O]]), max_length=3, **spans)
+    assert not open_run.any()
+    # A chain sure of the gold tags gives q = y on every in-sentence span.
+    em = torch.where(torch.nn.functional.one_hot(tags, 5).bool(), 0.0, -30.0).double()
+    zeros = torch.zeros(5, dtype=torch.float64)
+    probs = span_marginals(em, zeros.new_zeros(5, 5), zeros, zeros, mask, max_length=3, **spans)
+    q, y = span_queries(probs, tags, mask, **spans)
+    assert q.numel() == (5 + 4 + 3) + (3 + 2 + 1) and y.sum() == 4
+    torch.testing.assert_close(q, y, atol=1e-9, rtol=0)
+    with pytest.raises(ValueError, match="last and unit"):
+        span_indicators(tags, mask, begin=B, inside=I, last=L, max_length=2)

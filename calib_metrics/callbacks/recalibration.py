@@ -40,7 +40,13 @@ class TemperatureRecalibration(Callback):
     The errors are measured on the validation set the temperature was fitted on (an
     in-sample check); the held-out verdict comes from a test set (``calib-metrics
     recalibrate``, ``docs/recalibration.md``). Multiclass probabilities are measured
-    one-vs-rest (the paper's §4.2.2). Under DDP each rank fits on its own validation shard.
+    one-vs-rest (the paper's §4.2.2).
+
+    Under DDP the validation set is split over the ranks: each rank's logits and targets
+    (of any length, even none) are gathered from all ranks first
+    (``torchmetrics``' ``gather_all_tensors``: pad, ``all_gather``, trim), so every rank
+    fits the same temperature on the whole validation set, in rank order; rank zero alone
+    logs and draws.
 
     Args:
         logits_key, target_key: keys of the step's output dict.
@@ -124,13 +130,15 @@ class TemperatureRecalibration(Callback):
             self._target.append(pair[1])
 
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        if not self._logits:
-            return
         with fitting_mode():
             # Validation ran in inference mode: cat outside it gives normal tensors.
-            logits = torch.cat(self._logits).clone()
-            target = torch.cat(self._target).clone()
-        self._logits, self._target = [], []
+            local = (torch.cat(self._logits), torch.cat(self._target)) if self._logits else None
+            self._logits, self._target = [], []
+            if _distributed(trainer):
+                local = _gather_ranks(local, pl_module.device)
+            if local is None:
+                return
+            logits, target = (t.clone() for t in local)
         self.recalibrator = TemperatureScaling().fit(logits, target)
         pl_module.calibration_temperature = float(self.recalibrator.temperature)
         before = self._measure(_probs(logits), target)
@@ -177,6 +185,39 @@ class TemperatureRecalibration(Callback):
             "reliability_before": plot.reliability_diagram(before, title="before")[0],
             "reliability_after": plot.reliability_diagram(after, title=f"after (T = {t:.3f})")[0],
         }
+
+
+def _distributed(trainer: Trainer) -> bool:
+    dist = torch.distributed
+    return trainer.world_size > 1 and dist.is_available() and dist.is_initialized()
+
+
+def _gather_ranks(local: tuple[Tensor, Tensor] | None, device) -> tuple[Tensor, Tensor] | None:
+    """Every rank's ``(logits, target)`` concatenated in rank order, on every rank.
+
+    Collective: all ranks must call it. A rank without validation pairs takes part with
+    empty tensors, shaped after the others' (a header of sizes is gathered first).
+    Logits travel as float64 and targets as float64, so that ranks agree on dtypes.
+    """
+    from torchmetrics.utilities.distributed import gather_all_tensors
+
+    count, width = (0, -1) if local is None else (len(local[1]), _width(local[0]))
+    header = torch.stack(gather_all_tensors(torch.tensor([count, width], device=device)))
+    if int(header[:, 0].sum()) == 0:
+        return None
+    width = int(header[:, 1].max())
+    if local is None:
+        shape = (0, width) if width else (0,)
+        local = (torch.zeros(shape, device=device), torch.zeros(0, device=device))
+    logits, target = (t.to(device=device, dtype=torch.float64) for t in local)
+    logits = torch.cat(gather_all_tensors(logits))
+    target = torch.cat(gather_all_tensors(target))
+    return logits, target.long() if width else target
+
+
+def _width(logits: Tensor) -> int:
+    """Classes of multiclass logits ``[M, C]``; 0 for binary scores ``[M]``."""
+    return int(logits.shape[-1]) if logits.ndim == 2 else 0
 
 
 def _probs(logits: Tensor) -> Tensor:

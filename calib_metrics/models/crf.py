@@ -11,54 +11,18 @@ parameters, since pytorch-crf has no marginals.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-
 import torch
 from torch import Tensor, nn
 from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
+from calib_metrics.models.chain_fit import FitInfo, LBFGSFit, check_fit_options, length_chunks
 from calib_metrics.models.chain_tagger import ChainTagger, check_words
 
-
-@dataclass
-class FitInfo:
-    """What :meth:`CRFTagger.fit` did: final objective, evaluations, and whether it converged."""
-
-    objective: float
-    n_evals: int
-    n_iter: int
-    converged: bool
-    seconds: float
+__all__ = ["CRFTagger", "FitInfo", "length_chunks"]  # the last two live in chain_fit
 
 
-def length_chunks(lengths: Tensor, max_tokens: int) -> list[tuple[Tensor, int]]:
-    """Group sentences of similar length: ``[(indices, width), ...]`` covering every sentence.
-
-    Sentences are sorted by length and cut greedily so that ``len(indices) * width``
-    (the padded size of a chunk) stays within ``max_tokens`` (a longer sentence gets a
-    chunk of its own). Linear-chain inference loops over the width, so this keeps both
-    the padding and the number of steps small.
-
-    Example:
-        >>> [(i.tolist(), w) for i, w in length_chunks(torch.tensor([3, 1, 2, 1]), 4)]
-        [([1, 3], 1), ([2], 2), ([0], 3)]
-    """
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-    order = torch.argsort(lengths, stable=True)
-    sorted_lengths = lengths[order].tolist()
-    chunks: list[tuple[Tensor, int]] = []
-    begin = 0
-    for i in range(1, len(sorted_lengths) + 1):
-        if i == len(sorted_lengths) or (i - begin + 1) * sorted_lengths[i] > max_tokens:
-            chunks.append((order[begin:i], int(sorted_lengths[i - 1])))
-            begin = i
-    return chunks
-
-
-class CRFTagger(ChainTagger):
+class CRFTagger(LBFGSFit, ChainTagger):
     """First-order CRF tagger with tag-tag and tag-word features.
 
     ``score(x, y) = start[y_0] + sum_t (E[x_t, y_t] + A[y_{t-1}, y_t]) + end[y_L]``.
@@ -101,13 +65,7 @@ class CRFTagger(ChainTagger):
         self.freeze_boundary = freeze_boundary
         self.crf = CRF(num_tags, batch_first=True)
         self.emission = nn.Embedding(vocab_size, num_tags)
-        with torch.no_grad():
-            for p in (*self.crf.parameters(), *self.emission.parameters()):
-                p.zero_()
-        if freeze_boundary:
-            self.crf.start_transitions.requires_grad_(False)
-            self.crf.end_transitions.requires_grad_(False)
-        self.fit_info: FitInfo | None = None
+        self._start_at_zero(freeze_boundary)
 
     def extra_repr(self) -> str:
         return (
@@ -157,13 +115,6 @@ class CRFTagger(ChainTagger):
         )
         return log_z - score
 
-    def l2_penalty(self) -> Tensor:
-        """``||w||^2`` over the trained weights (frozen start/end scores excluded)."""
-        squares = [p.pow(2).sum() for p in self.parameters() if p.requires_grad]
-        if not squares:
-            return self.crf.transitions.new_zeros(())
-        return torch.stack(squares).sum()
-
     def fit(
         self,
         words: Tensor,
@@ -208,101 +159,19 @@ class CRFTagger(ChainTagger):
         Returns:
             ``self``, with :attr:`fit_info` set.
         """
-        _check_fit_options(c2, max_iter, max_tokens)
+        check_fit_options(c2, max_iter, max_tokens)
         mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
-        chunks = [
-            (words[idx, :width], tags[idx, :width], mask[idx, :width])
-            for idx, width in length_chunks(mask.sum(1), max_tokens)
-        ]
-        original_dtype = self.crf.transitions.dtype
-        self.to(dtype)
-        params = [p for p in self.parameters() if p.requires_grad]
-        optimizer = torch.optim.LBFGS(
-            params,
-            lr=1.0,
+        self.fit_info = self._fit_lbfgs(
+            words,
+            tags,
+            mask,
+            c2=c2,
             max_iter=max_iter,
-            max_eval=max_iter * 5 // 4 + 1,
-            tolerance_grad=tol,
+            tol=tol,
             tolerance_change=tolerance_change,
             history_size=history_size,
-            line_search_fn="strong_wolfe",
+            max_tokens=max_tokens,
+            dtype=dtype,
+            progress=progress,
         )
-        begin = time.perf_counter()
-        n_evals = self._minimise(optimizer, chunks, c2, progress)
-        self.fit_info = self._finish(optimizer, params, chunks, c2, n_evals, begin)
-        self.to(original_dtype)
-        self.zero_grad(set_to_none=True)
         return self
-
-    def _objective(self, chunks, c2: float) -> Tensor:
-        """Full-batch objective with its gradient accumulated in ``.grad``.
-
-        One host synchronisation: the precision flags of every chunk, read at once.
-        """
-        total = self._accumulate(chunks, c2, flags := [])
-        if flags and bool(torch.stack(flags).any()):
-            # Scores extreme enough for the rescaled recursion to lose precision: redo
-            # every chunk on the checked path, which falls back to log space where needed.
-            total = self._accumulate(chunks, c2, None)
-        return total
-
-    def _accumulate(self, chunks, c2: float, flags: list[Tensor] | None) -> Tensor:
-        for p in self.parameters():
-            p.grad = None
-        total = self.crf.transitions.new_zeros(())
-        for w, t, m in chunks:
-            loss = self._nll(w, t, m, flags).sum()
-            loss.backward()
-            total = total + loss.detach()
-        if c2 > 0:
-            penalty = c2 * self.l2_penalty()
-            penalty.backward()
-            total = total + penalty.detach()
-        return total
-
-    def _minimise(self, optimizer, chunks, c2: float, progress: bool) -> int:
-        """Run L-BFGS to its stopping rule; returns the number of objective evaluations."""
-        from tqdm.auto import tqdm
-
-        n_evals = 0
-        bar = tqdm(desc="CRF L-BFGS", unit="eval", disable=not progress, leave=False)
-
-        def closure() -> Tensor:
-            nonlocal n_evals
-            total = self._objective(chunks, c2)
-            n_evals += 1
-            if progress:
-                bar.update(1)
-                bar.set_postfix(objective=f"{total.item():.6g}")
-            return total
-
-        try:
-            optimizer.step(closure)
-        finally:
-            bar.close()
-        return n_evals
-
-    def _finish(self, optimizer, params, chunks, c2: float, n_evals: int, begin: float):
-        """One more evaluation (objective and gradient at the end) and the fit summary."""
-        n_iter = int(optimizer.state[params[0]].get("n_iter", 0))
-        final = self._objective(chunks, c2).item()
-        n_evals += 1
-        grad_max = float(torch.stack([p.grad.abs().max() for p in params]).max())
-        max_iter, max_eval = (optimizer.defaults[k] for k in ("max_iter", "max_eval"))
-        tol = optimizer.defaults["tolerance_grad"]
-        return FitInfo(
-            objective=final,
-            n_evals=n_evals,
-            n_iter=n_iter,
-            converged=grad_max <= tol or (n_iter < max_iter and n_evals - 1 < max_eval),
-            seconds=time.perf_counter() - begin,
-        )
-
-
-def _check_fit_options(c2: float, max_iter: int, max_tokens: int) -> None:
-    if not c2 >= 0:
-        raise ValueError(f"c2 must be >= 0, got {c2}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")

@@ -17,15 +17,13 @@ the optimum is the one CRFsuite finds, which the tests check. Inference runs on
 
 from __future__ import annotations
 
-import time
-
 import torch
 from torch import Tensor, nn
 from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
+from calib_metrics.models.chain_fit import LBFGSFit, check_fit_options
 from calib_metrics.models.chain_tagger import ChainTagger
-from calib_metrics.models.crf import FitInfo, length_chunks
 
 __all__ = ["FeatureCRF"]
 
@@ -50,7 +48,7 @@ def _check_features(features: Tensor, mask: Tensor | None, num_features: int) ->
     return mask
 
 
-class FeatureCRF(ChainTagger):
+class FeatureCRF(LBFGSFit, ChainTagger):
     """First-order CRF whose emissions are sums of per-feature, per-tag weights.
 
     ``score(x, y) = start[y_0] + sum_t (sum_{f in x_t} W[f, y_t] + A[y_{t-1}, y_t]) + end[y_L]``.
@@ -85,13 +83,7 @@ class FeatureCRF(ChainTagger):
         self.freeze_boundary = freeze_boundary
         self.crf = CRF(num_tags, batch_first=True)
         self.weights = nn.EmbeddingBag(num_features, num_tags, mode="sum", padding_idx=0)
-        with torch.no_grad():  # a convex objective: start at 0, as CRFsuite does
-            for p in self.parameters():
-                p.zero_()
-        if freeze_boundary:
-            self.crf.start_transitions.requires_grad_(False)
-            self.crf.end_transitions.requires_grad_(False)
-        self.fit_info: FitInfo | None = None
+        self._start_at_zero(freeze_boundary)
 
     def extra_repr(self) -> str:
         return (
@@ -121,21 +113,20 @@ class FeatureCRF(ChainTagger):
         mask = _check_features(features, mask, self.num_features)
         return self.crf(self._emissions(features), tags, mask=mask, reduction="none")
 
-    def _nll(self, features: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
-        # linear_chain's scaled forward: equal to -log_likelihood, several times faster.
+    def _nll(
+        self, features: Tensor, tags: Tensor, mask: Tensor, flags: list[Tensor] | None = None
+    ) -> Tensor:
+        # linear_chain's scaled forward: equal to -log_likelihood, several times faster;
+        # ``flags`` defers its precision checks (see LBFGSFit._objective).
         emissions = self._emissions(features)
         crf = self.crf
         args = (emissions, crf.transitions, crf.start_transitions, crf.end_transitions)
-        log_z = linear_chain.log_partition(*args, mask)
-        return log_z - linear_chain.sequence_score(*args, tags, mask)
-
-    def l2_penalty(self) -> Tensor:
-        """``||w||^2`` over the trained weights (frozen start/end scores excluded)."""
-        return torch.stack([p.pow(2).sum() for p in self.parameters() if p.requires_grad]).sum()
+        log_z = linear_chain.log_partition(*args, mask, validate_args=False, precision_flags=flags)
+        return log_z - linear_chain.sequence_score(*args, tags, mask, validate_args=False)
 
     def objective(self, features: Tensor, tags: Tensor, mask: Tensor | None, c2: float) -> Tensor:
         """CRFsuite's training objective ``sum_n NLL_n + c2 * ||w||^2`` (differentiable)."""
-        mask = _check_features(features, mask, self.num_features)
+        mask = self._check_batch(features, tags, mask)
         return self._nll(features, tags, mask).sum() + c2 * self.l2_penalty()
 
     def fit(
@@ -169,63 +160,23 @@ class FeatureCRF(ChainTagger):
             max_tokens: padded positions per chunk.
             dtype: training dtype (float64 recommended).
         """
-        mask = self._check_fit(features, tags, mask, c2, max_iter, max_tokens)
-        chunks = [
-            (features[idx, :width], tags[idx, :width], mask[idx, :width])
-            for idx, width in length_chunks(mask.sum(1), max_tokens)
-        ]
-        original_dtype = self.crf.transitions.dtype
-        self.to(dtype)
-        params = [p for p in self.parameters() if p.requires_grad]
-        optimizer = torch.optim.LBFGS(
-            params,
+        check_fit_options(c2, max_iter, max_tokens)
+        mask = self._check_batch(features, tags, mask)
+        self.fit_info = self._fit_lbfgs(
+            features,
+            tags,
+            mask,
+            c2=c2,
             max_iter=max_iter,
-            max_eval=max_iter * 5 // 4 + 1,
-            tolerance_grad=tol,
+            tol=tol,
             tolerance_change=tolerance_change,
             history_size=history_size,
-            line_search_fn="strong_wolfe",
-        )
-        n_evals = 0
-
-        def closure() -> Tensor:
-            nonlocal n_evals
-            optimizer.zero_grad()
-            total = torch.zeros((), dtype=dtype, device=features.device)
-            for f, t, m in chunks:
-                loss = self._nll(f, t, m).sum()
-                loss.backward()
-                total = total + loss.detach()
-            if c2 > 0:
-                penalty = c2 * self.l2_penalty()
-                penalty.backward()
-                total = total + penalty.detach()
-            n_evals += 1
-            return total
-
-        begin = time.perf_counter()
-        optimizer.step(closure)
-        n_iter = int(optimizer.state[optimizer._params[0]].get("n_iter", 0))
-        final = closure().item()  # the objective and gradient where L-BFGS stopped
-        grad_max = max(float(p.grad.abs().max()) for p in params)
-        self.to(original_dtype)
-        self.zero_grad(set_to_none=True)
-        self.fit_info = FitInfo(
-            objective=final,
-            n_evals=n_evals,
-            n_iter=n_iter,
-            converged=grad_max <= tol or n_iter < max_iter,
-            seconds=time.perf_counter() - begin,
+            max_tokens=max_tokens,
+            dtype=dtype,
         )
         return self
 
-    def _check_fit(self, features, tags, mask, c2, max_iter, max_tokens) -> Tensor:
-        if c2 < 0:
-            raise ValueError(f"c2 must be >= 0, got {c2}")
-        if max_iter < 1:
-            raise ValueError(f"max_iter must be >= 1, got {max_iter}")
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    def _check_batch(self, features: Tensor, tags: Tensor, mask: Tensor | None) -> Tensor:
         mask = _check_features(features, mask, self.num_features)
         if tags.shape != features.shape[:2]:
             raise ValueError(

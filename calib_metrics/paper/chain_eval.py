@@ -127,22 +127,3 @@ def strip(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: strip(v) for k, v in value.items() if k != "_result"}
     return value
-
-
-def reliability_panels(panels: list[tuple[str, Any]], path, suptitle: str) -> str:
-    """One calibration curve per model side by side (the thesis' Figures 4.1-4.6)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from calib_metrics.plot import reliability_diagram
-
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 5.2))
-    for ax, (title, result) in zip(axes, panels, strict=True):
-        reliability_diagram(result, ax=ax, title=title)
-    fig.suptitle(suptitle, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return str(path)

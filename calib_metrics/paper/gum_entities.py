@@ -192,20 +192,42 @@ def bio_tags(length: int, spans: list[Span]) -> list[str]:
     return tags
 
 
+def bilou_tags(length: int, spans: list[Span]) -> list[str]:
+    """BILOU tags: a one-word span is ``U-X``, a longer one ``B-X I-X* L-X``.
+
+    Example:
+        >>> bilou_tags(5, [Span(0, 3, "person"), Span(4, 5, "place")])
+        ['B-person', 'I-person', 'L-person', 'O', 'U-place']
+    """
+    tags = bio_tags(length, spans)
+    for start, end, label in spans:
+        if end - start == 1:
+            tags[start] = f"U-{label}"
+        else:
+            tags[end - 1] = f"L-{label}"
+    return tags
+
+
 def bio_spans(tags: list[str]) -> list[Span]:
-    """Spans of a well-formed BIO sequence (an ``I-X`` that does not continue ``X`` opens one).
+    """Spans of a BIO or BILOU sequence (an ``I-X`` or ``L-X`` that does not continue
+    ``X`` opens one; ``L-X`` and ``U-X`` close theirs).
 
     Example:
         >>> bio_spans(["B-person", "I-person", "O", "I-place"])
         [Span(start=0, end=2, label='person'), Span(start=3, end=4, label='place')]
+        >>> bio_spans(["B-person", "L-person", "U-place", "O"])
+        [Span(start=0, end=2, label='person'), Span(start=2, end=3, label='place')]
     """
     spans: list[Span] = []
     start, label = None, None
     for i, tag in enumerate([*tags, "O"]):
-        continues = tag.startswith("I-") and tag[2:] == label
+        continues = tag[:2] in ("I-", "L-") and tag[2:] == label
         if start is not None and not continues:
             spans.append(Span(start, i, label))
             start, label = None, None
-        if tag.startswith("B-") or (tag.startswith("I-") and not continues):
+        if tag[:2] in ("B-", "U-") or (tag[:2] in ("I-", "L-") and not continues):
             start, label = i, tag[2:]
+        if tag[:2] in ("L-", "U-"):
+            spans.append(Span(start, i + 1, label))
+            start, label = None, None
     return spans

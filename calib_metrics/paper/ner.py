@@ -2,12 +2,13 @@
 
 ``calib-metrics reproduce ner`` flattens GUM's nested entity mentions to
 non-overlapping spans (:func:`~calib_metrics.paper.gum_entities.flatten`: longest
-first, at most ``--max-length`` words), tags them BIO, and trains a feature-template
-CRF (the CRF-Advanced templates) on a subset of GUM train. Decoding and marginals
-forbid ill-formed BIO transitions (``O`` or ``B-Y`` followed by ``I-X``, a sentence
-starting with ``I-X``). On GUM test it reports
+first, at most ``--max-length`` words), tags them BIO (or BILOU, ``--scheme bilou``),
+and trains a feature-template CRF (the CRF-Advanced templates) on a subset of GUM
+train. Decoding and marginals forbid ill-formed transitions (BIO: ``O`` or ``B-Y``
+followed by ``I-X``, a sentence starting with ``I-X``; BILOU also: ``B-X`` or ``I-X``
+followed by anything but ``I-X``/``L-X``, or ending a sentence). On GUM test it reports
 
-- token level: the one-vs-rest queries "token t has BIO tag k", all tags concatenated;
+- token level: the one-vs-rest queries "token t has tag k", all tags concatenated;
 - span level: "words [t, t+l] are one entity of type X", whose exact probability
   :func:`calib_metrics.queries.span_marginals` gives, for the spans the Viterbi path
   predicts and for each sentence's top-k candidate spans (all types, all lengths);
@@ -31,6 +32,7 @@ from calib_metrics.paper import chain_eval as ce
 from calib_metrics.paper import report
 from calib_metrics.paper.gum_entities import (
     ENTITY_TYPES,
+    bilou_tags,
     bio_spans,
     bio_tags,
     flatten,
@@ -38,10 +40,12 @@ from calib_metrics.paper.gum_entities import (
 )
 from calib_metrics.paper.locations import find_dataset
 from calib_metrics.paper.tagging import Vocabulary
+from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import span_indicators, span_marginals, tag_queries
 
 DESCRIPTION = "thesis §3.4: entity-span calibration of a feature CRF on GUM (span_marginals)"
 QUICK_LIMITS = {"train": 300, "dev": 80, "test": 120}
+SCHEMES = ("bio", "bilou")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> p = argparse.ArgumentParser()
         >>> add_arguments(p)
         >>> a = p.parse_args([])
-        >>> a.max_length, a.top_k, a.train_sentences
-        (6, 10, 3000)
+        >>> a.max_length, a.top_k, a.train_sentences, a.scheme
+        (6, 10, 3000, 'bio')
     """
     parser.add_argument("--data", default=None, help="data folder (default: shared/data)")
     parser.add_argument("--out", default="out/ner", help="output folder")
@@ -60,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-sentences", type=int, default=3000, help="GUM train subset")
     parser.add_argument("--max-length", type=int, default=6, help="longest span (words)")
     parser.add_argument("--top-k", type=int, default=10, help="candidate spans per sentence")
+    parser.add_argument(
+        "--scheme", choices=SCHEMES, default="bio", help="entity tagging: BIO or BILOU"
+    )
     parser.add_argument("--c2", type=float, nargs="+", default=[0.1], help="L2 grid (dev)")
     parser.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations")
     parser.add_argument("--buckets", type=int, default=2**17, help="feature hash buckets")
@@ -68,37 +75,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
 
 
-def bio_vocabulary(types: list[str]) -> Vocabulary:
-    """``O``, then ``B-X``, ``I-X`` for each type.
+def bio_vocabulary(types: list[str], scheme: str = "bio") -> Vocabulary:
+    """``O``, then ``B-X``, ``I-X`` (BILOU: and ``L-X``, ``U-X``) for each type.
 
     Example:
         >>> bio_vocabulary(["person"]).itos
         ['O', 'B-person', 'I-person']
+        >>> bio_vocabulary(["person"], "bilou").itos
+        ['O', 'B-person', 'I-person', 'L-person', 'U-person']
     """
-    return Vocabulary(["O", *(f"{p}-{t}" for t in types for p in "BI")], unknown=False)
+    prefixes = {"bio": "BI", "bilou": "BILU"}[scheme]
+    return Vocabulary(["O", *(f"{p}-{t}" for t in types for p in prefixes)], unknown=False)
 
 
-def bio_constraints(tags: Vocabulary) -> tuple[torch.Tensor, torch.Tensor]:
-    """Additive masks ``(transitions [K, K], start [K])``: 0 where allowed, -inf where not.
+def bio_constraints(tags: Vocabulary) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Additive masks ``(transitions [K, K], start [K], end [K])``: 0 allowed, -inf not.
 
-    ``I-X`` may follow only ``B-X`` or ``I-X``, and no sentence starts with ``I-X``.
+    ``I-X`` (and BILOU's ``L-X``) may follow only ``B-X`` or ``I-X`` and start no
+    sentence; with BILOU tags (any ``L-`` in ``tags``), ``B-X`` and ``I-X`` must be
+    followed by ``I-X`` or ``L-X`` and end no sentence.
 
     Example:
-        >>> trans, start = bio_constraints(bio_vocabulary(["person"]))
-        >>> trans[:, 2].tolist(), start.tolist()
-        ([-inf, 0.0, 0.0], [0.0, 0.0, -inf])
+        >>> trans, start, end = bio_constraints(bio_vocabulary(["person"]))
+        >>> trans[:, 2].tolist(), start.tolist(), end.tolist()
+        ([-inf, 0.0, 0.0], [0.0, 0.0, -inf], [0.0, 0.0, 0.0])
+        >>> trans, start, end = bio_constraints(bio_vocabulary(["person"], "bilou"))
+        >>> trans[1].tolist(), end.tolist()  # after B-person: I- or L-person only
+        ([-inf, -inf, 0.0, 0.0, -inf], [0.0, -inf, -inf, 0.0, 0.0])
     """
     k = len(tags)
-    trans = torch.zeros(k, k)
+    names = tags.itos
+    bilou = any(name.startswith("L-") for name in names)
+    allowed = torch.ones(k, k, dtype=torch.bool)
     start = torch.zeros(k)
-    for j, name in enumerate(tags.itos):
-        if name.startswith("I-"):
-            allowed = {f"B-{name[2:]}", name}
-            for i, prev in enumerate(tags.itos):
-                if prev not in allowed:
-                    trans[i, j] = float("-inf")
+    end = torch.zeros(k)
+    for j, name in enumerate(names):
+        kind, label = name[:2], name[2:]
+        if kind in ("I-", "L-"):  # continues a span of its type
+            allowed[:, j] = torch.tensor([p in (f"B-{label}", f"I-{label}") for p in names])
             start[j] = float("-inf")
-    return trans, start
+        if bilou and kind in ("B-", "I-"):  # an open span must go on
+            allowed[j] &= torch.tensor([n in (f"I-{label}", f"L-{label}") for n in names])
+            end[j] = float("-inf")
+    trans = torch.zeros(k, k).masked_fill(~allowed, float("-inf"))
+    return trans, start, end
 
 
 def _load(args) -> tuple[dict, Path]:
@@ -116,14 +136,18 @@ def _load(args) -> tuple[dict, Path]:
     return raw, folder
 
 
-def tagged_splits(raw: dict, max_length: int) -> tuple[dict[str, ce.Tagged], Vocabulary]:
-    """Flatten, BIO-tag and encode every split (types: those of train, GUM's order)."""
+def tagged_splits(
+    raw: dict, max_length: int, scheme: str = "bio"
+) -> tuple[dict[str, ce.Tagged], Vocabulary]:
+    """Flatten, BIO- (or BILOU-) tag and encode every split (types: train's, GUM's order)."""
+    tagger = {"bio": bio_tags, "bilou": bilou_tags}[scheme]
     flat = {
-        split: [(s.words, bio_tags(len(s.words), flatten(s.spans, max_length))) for s in sents]
+        split: [(s.words, tagger(len(s.words), flatten(s.spans, max_length))) for s in sents]
         for split, sents in raw.items()
     }
     seen = {t[2:] for _, tags in flat["train"] for t in tags if t != "O"}
-    tags = bio_vocabulary([t for t in ENTITY_TYPES if t in seen] + sorted(seen - set(ENTITY_TYPES)))
+    ordered = [t for t in ENTITY_TYPES if t in seen] + sorted(seen - set(ENTITY_TYPES))
+    tags = bio_vocabulary(ordered, scheme)
     words = Vocabulary.build(w for w, _ in flat["train"])
     out = {}
     for split, sentences in flat.items():
@@ -133,41 +157,28 @@ def tagged_splits(raw: dict, max_length: int) -> tuple[dict[str, ce.Tagged], Voc
 
 
 def constrained_potentials(model, x: torch.Tensor, mask: torch.Tensor, tags: Vocabulary):
-    """The CRF's potentials with ill-formed BIO transitions at -inf."""
-    trans_mask, start_mask = bio_constraints(tags)
+    """The CRF's potentials with ill-formed BIO (or BILOU) transitions at -inf."""
+    trans_mask, start_mask, end_mask = bio_constraints(tags)
     with torch.no_grad():
         em, tr, st, en = model.potentials(x, mask)
-        return em, tr + trans_mask.to(tr), st + start_mask.to(st), en.clone()
+        return em, tr + trans_mask.to(tr), st + start_mask.to(st), en + end_mask.to(en)
+
+
+def _span_tags(tags: Vocabulary, label: str) -> dict[str, int]:
+    """The span arguments of ``label``: ``begin``, ``inside`` (BILOU: ``last``, ``unit``)."""
+    roles = {"begin": "B", "inside": "I", "last": "L", "unit": "U"}
+    return {role: tags[f"{p}-{label}"] for role, p in roles.items() if f"{p}-{label}" in tags}
 
 
 def span_tables(potentials, split: ce.Tagged, tags: Vocabulary, max_length: int):
     """``(probs, gold)``, each ``[B, T, L, X]``: P(span [t, t+l] is one X) and whether it is."""
     types = [name[2:] for name in tags.itos if name.startswith("B-")]
+    spans = [_span_tags(tags, x) for x in types]
     probs = torch.stack(
-        [
-            span_marginals(
-                *potentials,
-                split.mask,
-                begin=tags[f"B-{x}"],
-                inside=tags[f"I-{x}"],
-                max_length=max_length,
-            )
-            for x in types
-        ],
-        -1,
+        [span_marginals(*potentials, split.mask, max_length=max_length, **s) for s in spans], -1
     )
     gold = torch.stack(
-        [
-            span_indicators(
-                split.tags,
-                split.mask,
-                begin=tags[f"B-{x}"],
-                inside=tags[f"I-{x}"],
-                max_length=max_length,
-            )
-            for x in types
-        ],
-        -1,
+        [span_indicators(split.tags, split.mask, max_length=max_length, **s) for s in spans], -1
     ).to(probs.dtype)
     return probs, gold, types
 
@@ -261,7 +272,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     raw, folder = _load(args)
-    data, tags = tagged_splits(raw, args.max_length)
+    data, tags = tagged_splits(raw, args.max_length, args.scheme)
     print(f"ner: {folder.name}: {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
     model, hasher, selection = ce.fit_crf(
         ABLATION["+shape"],
@@ -279,12 +290,13 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "quick": args.quick,
         "max_length": args.max_length,
         "top_k": args.top_k,
+        "scheme": args.scheme,
         "tags": tags.itos,
         "sentences": {k: len(v.sentences) for k, v in data.items()},
         "selection": selection,
         "test": test,
     }
-    results["figure"] = _figure(test, out, args.top_k)
+    results["figure"] = _figure(test, out, args.top_k, args.scheme)
     results["seconds"] = time.perf_counter() - begin
     results = ce.strip(results)
     report.write_json(out / "results.json", results)
@@ -294,16 +306,30 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
-def _figure(test: dict, out: Path, k: int) -> str:
-    panels = [
-        (f"token: BIO tags (acc {test['token_accuracy']:.3f})", test["token"]),
-        (f"predicted spans (F1 {test['spans']['f1']:.3f})", test["predicted_spans"]),
-        (f"top-{k} candidate spans per sentence", test[f"top{k}_spans"]),
+def _figure(test: dict, out: Path, k: int, scheme: str) -> str:
+    """The thesis' layout: token and span queries overlaid in one panel, then one each."""
+    s = test["spans"]
+    curves = [
+        Curve(
+            f"token: {scheme.upper()} tag",
+            f"token: {scheme.upper()} tags, Acc = {test['token_accuracy']:.3f}",
+            test["token"]["recommended"]["_result"],
+        ),
+        Curve(
+            "predicted spans",
+            f"predicted (Viterbi) spans, P = {s['precision']:.3f}, R = {s['recall']:.3f}",
+            test["predicted_spans"]["recommended"]["_result"],
+        ),
+        Curve(
+            f"top-{k} spans",
+            f"top-{k} candidate spans per sentence",
+            test[f"top{k}_spans"]["recommended"]["_result"],
+        ),
     ]
-    return ce.reliability_panels(
-        [(t, r["recommended"]["_result"]) for t, r in panels],
+    return thesis_figure(
+        [(f"GUM entities ({scheme.upper()}), feature CRF", curves)],
         out / "ner_reliability.png",
-        "GUM entities, feature CRF: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap",
+        suptitle="GUM entities: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap",
     )
 
 
@@ -313,7 +339,7 @@ def markdown(results: dict) -> str:
     k = results["top_k"]
     rows = []
     for key, label in (
-        ("token", "token: BIO tag (one-vs-rest, all tags)"),
+        ("token", f"token: {results.get('scheme', 'bio').upper()} tag (one-vs-rest, all tags)"),
         ("predicted_spans", "span: predicted (Viterbi) spans"),
         (f"top{k}_spans", f"span: top-{k} candidates per sentence"),
     ):

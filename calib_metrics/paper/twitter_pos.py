@@ -28,6 +28,7 @@ from calib_metrics.paper import report
 from calib_metrics.paper.ark_twitter import load_ark_twitter
 from calib_metrics.paper.locations import find_dataset
 from calib_metrics.paper.tagging import Vocabulary, read_tagged_sentences
+from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import tag_queries
 
 DESCRIPTION = "thesis §4.1-4.2: HMM vs CRF-Basic vs CRF-Advanced (tweets: tag V; EWT: tag NN)"
@@ -226,24 +227,25 @@ def _drop_private(value: Any) -> Any:
 
 
 def _figures(results: dict, out: Path) -> dict[str, str]:
+    """Per corpus, the thesis' Figures 4.1-4.6: the models overlaid, then one panel each."""
     paths = {}
     for corpus, label in (("twitter", "POS Tweet"), ("ewt", "POS EWT")):
         if corpus not in results:
             continue
         block = results[corpus]
-        panels = []
+        curves = []
         for key, name in MODELS.items():
             r = block["models"][key]["test"]
-            rec = r["recommended"]["query"]
-            title = (
-                f"{name} ({label}), Acc = {r['accuracy']:.3f}, "
-                f"MSE = {r['paper']['query']['mse']:.4f}"
+            caption = (
+                f"{name} ({label}), Acc = {r['accuracy']:.3f},\n"
+                f"CalibScore (MSE, paper setting) = {r['paper']['query']['mse']:.5f}"
             )
-            panels.append((title, rec["_result"]))
-        paths[corpus] = ce.reliability_panels(
-            panels,
+            curves.append(Curve(name, caption, r["recommended"]["query"]["_result"]))
+        query = f"{label}: the word has tag {block['query_tag']}"
+        paths[corpus] = thesis_figure(
+            [(query, curves)],
             out / f"{corpus}_reliability.png",
-            f"Query: the word has tag {block['query_tag']} (bins of ⌈√N⌉, debiased CalibErr)",
+            suptitle=f"{query} (curves: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap)",
         )
     return paths
 

@@ -1,0 +1,241 @@
+"""The command line's ``--html`` and ``--label``: per-label results and the report page.
+
+``evaluate --label COLUMN`` measures each label's pairs on their own (with the options of
+the whole file); a multiclass file's classes are its labels. ``compare --label COLUMN``
+compares the two models on each label's items, paired. The page itself is built by
+:mod:`calib_metrics.report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+# Options that are not settings of the estimate (what to do with it, not how).
+_NOT_SETTINGS = ("command", "json", "html", "plot", "smooth", "spiegelhalter")
+
+
+def split_by_label(labels: list[str]) -> dict[str, Tensor]:
+    """The row indices of each label, labels in order of first appearance.
+
+    Example:
+        >>> split_by_label(["NN", "VB", "NN"])
+        {'NN': tensor([0, 2]), 'VB': tensor([1])}
+    """
+    rows: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        rows.setdefault(label, []).append(i)
+    return {k: torch.tensor(v, dtype=torch.long) for k, v in rows.items()}
+
+
+def _renumbered(groups: Tensor | None, rows: Tensor) -> Tensor | None:
+    """The group ids of ``rows``, numbered 0..G'-1 among themselves."""
+    if groups is None:
+        return None
+    return torch.unique(groups[rows], return_inverse=True)[1]
+
+
+def _read_row_labels(path: Path, column: str, n: int) -> list[str]:
+    """Column ``column`` of ``path``, one label per (probability, label) row."""
+    from calib_metrics.predictions import read_labels
+
+    labels = read_labels(path, column)
+    if len(labels) != n:
+        raise ValueError(f"{path}: {len(labels)} values in --label {column!r} for {n} rows")
+    return labels
+
+
+def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups):
+    """Each label's (probs, target, groups): the --label column's, or a multiclass file's
+    classes (one-vs-rest pairs of each class); None when the pairs have no labels."""
+    from calib_metrics.functional.multiclass import is_multiclass, pair_sets
+
+    multiclass = is_multiclass(probs, target)
+    if args.label is not None:
+        if multiclass:
+            raise ValueError(
+                f"--label {args.label}: a multiclass file's classes are its labels already"
+            )
+        rows = split_by_label(_read_row_labels(args.file, args.label, target.numel()))
+        return {k: (probs[r], target[r], _renumbered(groups, r)) for k, r in rows.items()}
+    if multiclass and args.html:
+        sets = pair_sets(probs, target, "classwise", groups)
+        return {f"class {c}": tuple(s) for c, s in enumerate(sets)}
+    return None
+
+
+def evaluate_per_label(args: argparse.Namespace, probs: Tensor, target: Tensor, groups):
+    """Each label's CalibrationResult with the command's estimator, or None (no labels).
+
+    Example:
+        >>> import os, tempfile, torch
+        >>> from calib_metrics.cli import _settle_options, build_parser
+        >>> file = os.path.join(tempfile.mkdtemp(), "tags.csv")
+        >>> rows = [f"{(i % 10) / 10 + 0.05},{i % 2},{'AB'[i % 3 == 0]}" for i in range(60)]
+        >>> _ = open(file, "w").write("prob,label,tag\\n" + "\\n".join(rows) + "\\n")
+        >>> args = build_parser(paper=False).parse_args(
+        ...     ["evaluate", file, "--label", "tag", "--samples", "20"])
+        >>> _settle_options(args)
+        >>> q, y = torch.tensor([(i % 10) / 10 + 0.05 for i in range(60)]), torch.arange(60) % 2
+        >>> sorted(evaluate_per_label(args, q, y.double(), None))
+        ['A', 'B']
+    """
+    import warnings
+
+    from calib_metrics.functional import calibration_error_ci
+
+    per_label = _label_pairs(args, probs, target, groups)
+    if per_label is None:
+        return None
+    generator = torch.Generator().manual_seed(args.seed)
+    options = {
+        "bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins,
+        "n_samples": args.samples, "confidence": args.confidence, "method": args.method,
+        "norm": args.norm, "debias": args.debias, "interval": args.interval,
+    }  # fmt: skip
+    with warnings.catch_warnings():  # few pairs per label: few bins is expected here
+        warnings.simplefilter("ignore", UserWarning)
+        return {
+            k: calibration_error_ci(q, y, groups=g, generator=generator, **options)
+            for k, (q, y, g) in per_label.items()
+        }
+
+
+def compare_per_label(args: argparse.Namespace, a, b):
+    """Label by label, models a and b compared (``compare_calibration_by_label``): the
+    labels' names, in sorted order, and the result; None without --label."""
+    import warnings
+
+    import numpy as np
+
+    from calib_metrics.functional import compare_calibration_by_label
+
+    if args.label is None:
+        return None
+    text = _read_row_labels(args.a, args.label, a.target.numel())
+    names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
+    alpha = 0.05 if args.alpha is None else args.alpha
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = compare_calibration_by_label(
+            a.probs, b.probs, a.target, torch.from_numpy(ids.reshape(-1).astype(np.int64)),
+            groups=a.groups, correction=args.correction or "holm", alpha=alpha,
+            confidence=args.confidence, n_samples=args.samples,
+            generator=torch.Generator().manual_seed(args.seed),
+        )  # fmt: skip
+    return [str(n) for n in names], result
+
+
+def _measures_of(probs: Tensor, target: Tensor, mode: str = "one_vs_rest"):
+    """The Brier split (bins of ⌈√N⌉), the smooth ECE and Spiegelhalter's test of one model."""
+    from calib_metrics.cli import _brier_pairs
+    from calib_metrics.functional import (
+        brier_decomposition,
+        smooth_calibration_error,
+        spiegelhalter_test,
+    )
+    from calib_metrics.report import Measures
+
+    test = spiegelhalter_test(probs, target, mode=mode)
+    return Measures(
+        brier_decomposition(*_brier_pairs(probs, target, mode)),
+        float(smooth_calibration_error(probs, target, mode=mode)),
+        float(test.z),
+        float(test.p_value),
+    )
+
+
+def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The options that shaped the numbers, for the report's settings table."""
+    return {
+        k: str(v) if isinstance(v, Path) else v
+        for k, v in vars(args).items()
+        if k not in _NOT_SETTINGS and not callable(v)
+    }
+
+
+def _command_line() -> str:
+    """The command as typed (``calib-metrics`` and its arguments, shell-quoted)."""
+    return shlex.join(["calib-metrics", *sys.argv[1:]])
+
+
+def label_summary(per_label: dict) -> dict[str, dict[str, float]]:
+    """Each label's pairs, error and interval, for the command's JSON and text output.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> q = torch.linspace(0.05, 0.95, 40, dtype=torch.float64)
+        >>> r = calibration_error_ci(q, (q > 0.5).double(), bin_size=10, n_samples=20)
+        >>> label_summary({"NN": r})["NN"]["n"]
+        40.0
+    """
+    return {
+        k: {
+            "n": float(r.bins.count.sum()),
+            "calib_err": float(r.error),
+            "lower": float(r.lower),
+            "upper": float(r.upper),
+        }
+        for k, r in per_label.items()
+    }
+
+
+def label_lines(per_label: dict[str, dict[str, float]]) -> list[str]:
+    """One line per label of :func:`label_summary`'s output.
+
+    Example:
+        >>> label_lines({"NN": {"n": 812.0, "calib_err": 0.0123, "lower": 0.01, "upper": 0.015}})
+        ['  NN: CalibErr 0.0123 [0.0100, 0.0150], 812 pairs']
+    """
+    return [
+        f"  {k}: CalibErr {r['calib_err']:.4f} [{r['lower']:.4f}, {r['upper']:.4f}], "
+        f"{r['n']:g} pairs"
+        for k, r in per_label.items()
+    ]
+
+
+def write_evaluate(args, summary: dict, result, brier, per_label) -> str:
+    """Write ``evaluate``'s page to ``args.html``; its path."""
+    from calib_metrics.report import Measures, evaluate_page
+
+    measures = Measures(
+        brier,
+        float(summary["smooth_ece"]),
+        float(summary["spiegelhalter_z"]),
+        float(summary["spiegelhalter_p"]),
+    )
+    page = evaluate_page(
+        summary,
+        result,
+        measures,
+        per_label=per_label,
+        settings=_settings_of(args),
+        command=_command_line(),
+    )
+    Path(args.html).write_text(page, encoding="utf-8")
+    return str(args.html)
+
+
+def write_compare(args, summary: dict, comparison, a, b, per_label) -> str:
+    """Write ``compare``'s page to ``args.html``; its path."""
+    from calib_metrics.report import compare_page
+
+    names = (str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]")
+    page = compare_page(
+        summary,
+        comparison,
+        (_measures_of(a.probs, a.target), _measures_of(b.probs, b.target)),
+        names=names,
+        per_label=per_label,
+        settings=_settings_of(args),
+        command=_command_line(),
+    )
+    Path(args.html).write_text(page, encoding="utf-8")
+    return str(args.html)

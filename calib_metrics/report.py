@@ -1,0 +1,478 @@
+"""One self-contained static HTML page of a calibration analysis (``--html report.html``).
+
+The page holds a summary table, the reliability diagram(s), a per-label chart and table
+when the pairs have labels, the bins and the settings used. Figures are inline SVG
+(matplotlib's ``savefig(format="svg")`` with text kept as text), styles are inline, and a
+Content-Security-Policy forbids every fetch: the page loads nothing from anywhere. Every
+text taken from the input (file names, labels, settings) is escaped.
+
+This module only lays out what the caller computed; :mod:`calib_metrics.plot` (and so
+matplotlib) is imported when a page is built, never on import.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from calib_metrics.functional.auto_bin import auto_bin_size
+from calib_metrics.functional.binning import Bins
+from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
+from calib_metrics.functional.comparison import ComparisonResult
+
+# Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+INTERVAL_KINDS = {
+    "paper": "Algorithm 2 of the paper (normal draws per bin)",
+    "pairs": "recentred bootstrap over pairs",
+    "groups": "recentred bootstrap over groups",
+}
+EVALUATE_KEYS = (
+    "file", "n", "binning", "bin_size", "norm", "debias", "interval", "confidence", "method",
+    "samples",
+)  # fmt: skip
+COMPARE_KEYS = ("n", "resampled", "confidence", "samples")
+STYLE = """
+body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+thead th { background: #f0f0f0; }
+figure { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: 0.9em; color: #555; max-width: 40em; }
+.side { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }
+"""
+
+
+class Estimator(NamedTuple):
+    """The settings behind an interval, for the figures: its level, kind and estimate."""
+
+    confidence: float
+    interval: str
+    debias: bool
+
+
+class Measures(NamedTuple):
+    """One model's numbers beside CalibErr: the Brier split, the smooth ECE, Spiegelhalter.
+
+    ``smooth_ece``, ``spiegelhalter_z`` and ``spiegelhalter_p`` are None when not computed.
+    """
+
+    brier: BrierDecomposition
+    smooth_ece: float | None = None
+    spiegelhalter_z: float | None = None
+    spiegelhalter_p: float | None = None
+
+
+def _text(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    text = f"{float(value):.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
+def _interval(result: Any, digits: int = 4, sign: str = "") -> str:
+    return f"[{float(result.lower):{sign}.{digits}f}, {float(result.upper):{sign}.{digits}f}]"
+
+
+def _plain(text: str) -> str:
+    """Text for a matplotlib label: a ``$`` from a file must not start mathtext."""
+    return text.replace("$", r"\$")
+
+
+def figure_svg(fig: Any, name: str) -> str:
+    """A matplotlib figure as an inline ``<svg>`` element: text kept as text, no prolog.
+
+    ``name`` salts the element ids so that several figures on one page never share one.
+
+    Example:
+        >>> from matplotlib.figure import Figure
+        >>> fig = Figure(figsize=(2, 2))
+        >>> _ = fig.add_subplot().set_xlabel("q")
+        >>> svg = figure_svg(fig, "x")
+        >>> svg.startswith("<svg") and ">q</text>" in svg
+        True
+    """
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"calib-{name}"}):
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg") :].strip()
+
+
+def _table(
+    header: Sequence[str], rows: Iterable[Sequence[str]], *, table_id: str, numeric_from: int = 1
+) -> str:
+    """A table of escaped cells; columns from ``numeric_from`` on are right-aligned numbers."""
+    head = "".join(f"<th>{_text(h)}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = "".join(
+            f'<td class="num">{_text(c)}</td>' if i >= numeric_from else f"<td>{_text(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    return (
+        f'<table id="{table_id}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _key_table(rows: Sequence[tuple[str, str, str]], table_id: str) -> str:
+    """A two-column table of (key, name, value) rows; ``data-key`` marks each row."""
+    body = "".join(
+        f'<tr data-key="{_text(k)}"><th>{_text(name)}</th><td>{_text(value)}</td></tr>'
+        for k, name, value in rows
+    )
+    return f'<table id="{table_id}"><tbody>{body}</tbody></table>'
+
+
+def bins_rows(bins: Bins) -> list[list[str]]:
+    """One row per bin: index, q̂, p̂, q̂ − p̂, pairs (the bins table's cells).
+
+    Example:
+        >>> import torch
+        >>> bins_rows(Bins(torch.tensor([0.25]), torch.tensor([0.5]), torch.tensor([8.0])))
+        [['1', '0.2500', '0.5000', '-0.2500', '8']]
+    """
+    q, p, n = bins.pred_mean.tolist(), bins.freq.tolist(), bins.count.tolist()
+    return [
+        [str(i + 1), _num(qi), _num(pi), f"{qi - pi:.4f}", f"{ni:g}"]
+        for i, (qi, pi, ni) in enumerate(zip(q, p, n, strict=True))
+    ]
+
+
+def _bins_section(bins: Bins, table_id: str, heading: str) -> str:
+    header = ["bin", "q̂ (mean probability)", "p̂ (frequency)", "q̂ − p̂", "pairs"]
+    return f"<h3>{_text(heading)}</h3>" + _table(header, bins_rows(bins), table_id=table_id)
+
+
+def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]:
+    b = measures.brier
+    rows = [
+        (f"{prefix}brier", "Brier score", _num(b.brier)),
+        (
+            f"{prefix}brier_split",
+            "Brier = calibration + refinement + within-bin",
+            f"{_num(b.calibration)} + {_num(b.refinement)} + {_num(b.within_bin)}",
+        ),
+    ]
+    if measures.smooth_ece is not None:
+        rows.append(
+            (f"{prefix}smooth_ece", "smooth ECE (Błasiok & Nakkiran)", _num(measures.smooth_ece))
+        )
+    if measures.spiegelhalter_z is not None:
+        test = f"z = {measures.spiegelhalter_z:.3f}, two-sided p = {measures.spiegelhalter_p:.3g}"
+        rows.append((f"{prefix}spiegelhalter", "Spiegelhalter test", test))
+    return rows
+
+
+def _settings_section(settings: Mapping[str, Any], command: str | None) -> str:
+    rows = [(f"setting-{k}", k, "—" if v is None else v) for k, v in settings.items()]
+    out = '<section id="settings"><h2>Settings used</h2>'
+    if command:
+        out += f"<p>Command: <code>{_text(command)}</code></p>"
+    return out + _key_table(rows, "settings-table") + "</section>"
+
+
+def _figure(svg: str, caption: str, figure_id: str) -> str:
+    return f'<figure id="{figure_id}">{svg}<figcaption>{_text(caption)}</figcaption></figure>'
+
+
+def _page(title: str, sections: Sequence[str]) -> str:
+    from calib_metrics import __version__
+
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_text(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{_text(title)}</h1>{''.join(sections)}"
+        f"<footer><p>calib_metrics {_text(__version__)}</p></footer></body></html>\n"
+    )
+
+
+def _interval_kind(interval: str, confidence: float, method: str | None, draws: int) -> str:
+    how = INTERVAL_KINDS.get(interval, interval)
+    form = f", {method}" if method else ""
+    return f"{100 * confidence:g}% interval: {how}{form}, {draws} draws"
+
+
+def _diagram(result: CalibrationResult, title: str, name: str, estimator: Estimator) -> str:
+    """A reliability diagram as inline SVG, its interval at the estimator's confidence."""
+    from calib_metrics.plot import reliability_diagram
+
+    fig, _ = reliability_diagram(result, title=_plain(title), confidence=estimator.confidence)
+    return figure_svg(fig, name)
+
+
+def _per_label_chart(
+    per_label: Mapping[str, CalibrationResult] | Mapping[str, ComparisonResult],
+    order: list[str],
+    estimator: Estimator,
+) -> str:
+    """Each label's error (one model) or both models' errors (a comparison), in ``order``."""
+    from calib_metrics.plot import per_class_errors
+
+    rows = [per_label[k] for k in order]
+    if all(isinstance(r, ComparisonResult) for r in rows):
+        series = {"a": [r.a for r in rows], "b": [r.b for r in rows]}
+    else:
+        series = {"CalibErr": rows}
+    labels = [_plain(label) for label in order]
+    fig, _ = per_class_errors(series, labels, title="calibration error per label")
+    return figure_svg(fig, "per-label")
+
+
+def _pairs(result: CalibrationResult) -> str:
+    return f"{float(result.bins.count.sum()):g}"
+
+
+def evaluate_page(
+    summary: Mapping[str, Any],
+    result: CalibrationResult,
+    measures: Measures,
+    *,
+    per_label: Mapping[str, CalibrationResult] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    command: str | None = None,
+) -> str:
+    """The page of ``calib-metrics evaluate``: summary, diagram, per-label, bins, settings.
+
+    ``summary`` is the command's summary (``file``, ``n``, ``binning``, ``bin_size``,
+    ``norm``, ``debias``, ``interval``, ``confidence``, ``method``, ``samples``,
+    ``groups``); ``per_label`` maps each label to its own result.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import brier_decomposition, calibration_error_ci
+        >>> q = torch.rand(400, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+        >>> y = (q > 0.5).double()
+        >>> r = calibration_error_ci(q, y, bin_size=100, n_samples=50)
+        >>> s = {"file": "a.csv", "n": 400, "binning": "adaptive", "bin_size": 100,
+        ...      "norm": "l2", "debias": True, "interval": "pairs", "confidence": 0.9,
+        ...      "method": "normal", "samples": 50, "groups": None}
+        >>> page = evaluate_page(s, r, Measures(brier_decomposition(q, y, bin_size=100)))
+        >>> page.count("<svg"), page.count("<tr>")  # one diagram; 4 bins and a header row
+        (1, 5)
+        >>> evaluate_page({"file": "a.csv"}, r, Measures(brier_decomposition(q, y)))
+        Traceback (most recent call last):
+        ValueError: evaluate_page: the summary lacks n, binning, bin_size, ...
+    """
+    _require(summary, EVALUATE_KEYS, "evaluate_page")
+    title = f"Calibration report: {summary['file']}"
+    estimator = Estimator(summary["confidence"], summary["interval"], bool(summary["debias"]))
+    groups = summary.get("groups")
+    debiased = ", debiased" if summary["debias"] else ""
+    rows = [
+        ("file", "file", summary["file"]),
+        ("n", "N (pairs)", f"{summary['n']}" + (f" in {groups} groups" if groups else "")),
+        (
+            "estimator",
+            "estimator",
+            f"{_bin_rule(summary)}, {len(result.bins.count)} bins; {summary['norm']}{debiased}"
+            + _mode(summary),
+        ),
+        ("calib_err", f"CalibErr ({summary['norm']}{debiased})", _num(result.error)),
+        ("interval", f"{100 * summary['confidence']:g}% interval", _interval(result)),
+        (
+            "interval_kind",
+            "interval kind",
+            _interval_kind(
+                summary["interval"], summary["confidence"], summary["method"], summary["samples"]
+            ),
+        ),
+        *_measure_rows("", measures),
+    ]
+    sections = [
+        '<section id="summary"><h2>Summary</h2>' + _key_table(rows, "summary-table") + "</section>",
+        '<section id="diagrams"><h2>Reliability diagram</h2>'
+        + _figure(
+            _diagram(result, str(summary["file"]), "reliability", estimator),
+            "Each point is one bin: its mean predicted probability q̂ against the observed "
+            "frequency p̂; the dashed diagonal is perfect calibration.",
+            "reliability",
+        )
+        + "</section>",
+    ]
+    if per_label:
+        sections.append(_evaluate_labels(per_label, estimator))
+    sections.append(
+        '<section id="bins"><h2>Bins</h2>'
+        + _bins_section(result.bins, "bins-table", f"{len(result.bins.count)} bins")
+        + "</section>"
+    )
+    sections.append(_settings_section(settings or {}, command))
+    return _page(title, sections)
+
+
+def _mode(summary: Mapping[str, Any]) -> str:
+    """``; top_label pairs`` for a multiclass mode other than the default, else nothing."""
+    mode = summary.get("mode", "one_vs_rest")
+    return "" if mode == "one_vs_rest" else f"; {mode} pairs"
+
+
+def _require(summary: Mapping[str, Any], keys: tuple[str, ...], who: str) -> None:
+    missing = [k for k in keys if k not in summary]
+    if missing:
+        raise ValueError(f"{who}: the summary lacks {', '.join(missing)}")
+
+
+def _bin_rule(summary: Mapping[str, Any]) -> str:
+    """``adaptive bins of β = 71 (auto: ⌈√N⌉)``, or the uniform rule."""
+    if summary["binning"] == "uniform":
+        return "equal-width bins (empty ones dropped)"
+    size = summary["bin_size"]
+    if size == "auto" and summary.get("mode", "one_vs_rest") != "classwise":
+        return f"adaptive bins of β = {auto_bin_size(int(summary['n']))} (auto: ⌈√N⌉)"
+    return f"adaptive bins of β = {size}"
+
+
+def _evaluate_labels(per_label: Mapping[str, CalibrationResult], estimator: Estimator) -> str:
+    order = sorted(per_label, key=lambda k: -float(per_label[k].error))
+    chart = _per_label_chart(per_label, order, estimator)
+    rows = [
+        [k, _pairs(r), _num(r.error), _interval(r)] for k, r in ((k, per_label[k]) for k in order)
+    ]
+    table = _table(["label", "pairs", "CalibErr", "interval"], rows, table_id="per-label-table")
+    return (
+        f'<section id="per-label"><h2>Per label ({len(order)} labels)</h2>'
+        + _figure(
+            chart,
+            "Each label's pairs binned and measured on their own, with the "
+            "interval of the summary's kind; sorted by error.",
+            "per-label-chart",
+        )
+        + table
+        + "</section>"
+    )
+
+
+def compare_page(
+    summary: Mapping[str, Any],
+    comparison: ComparisonResult,
+    measures: tuple[Measures, Measures],
+    *,
+    names: tuple[str, str] = ("a", "b"),
+    per_label: Mapping[str, ComparisonResult] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    command: str | None = None,
+) -> str:
+    """The page of ``calib-metrics compare``: both models, the paired difference, figures.
+
+    ``summary`` is the command's summary (``n``, ``resampled``, ``confidence``,
+    ``samples``); ``names`` are the two models' names (their files); ``per_label`` maps
+    each label to the paired comparison on its items.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import brier_decomposition, compare_calibration
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = torch.rand(400, generator=g, dtype=torch.float64)
+        >>> y = torch.bernoulli(q, generator=g)
+        >>> c = compare_calibration(q.sqrt(), q, y, n_samples=50, generator=g)
+        >>> m = Measures(brier_decomposition(q, y))
+        >>> s = {"n": 400, "resampled": "pairs", "confidence": 0.95, "samples": 50}
+        >>> page = compare_page(s, c, (m, m), names=("sqrt.csv", "q.csv"))
+        >>> page.count("<svg"), page.count('id="bins-')
+        (2, 2)
+    """
+    _require(summary, COMPARE_KEYS, "compare_page")
+    a, b = names
+    level = f"{100 * summary['confidence']:g}%"
+    setup = [
+        ("n", "N (items)", str(summary["n"])),
+        ("estimator", "estimator", "adaptive bins of ⌈√N⌉, l2, debiased"),
+        (
+            "interval_kind",
+            "interval kind",
+            f"{level} paired bootstrap over {summary['resampled']}, {summary['samples']} draws",
+        ),
+        ("difference", "a − b", f"{float(comparison.difference):+.4f}"),
+        ("difference_interval", f"a − b, paired {level} interval", _interval(comparison, sign="+")),
+        (
+            "p_value",
+            "p-value of no difference (two-sided)",
+            _p_value(comparison, summary["samples"]),
+        ),
+    ]
+    models = _models_table((a, b), (comparison.a, comparison.b), measures, level)
+    estimator = Estimator(summary["confidence"], summary["resampled"], True)
+    figures = "".join(
+        _figure(_diagram(r, f"{key}: {name}", f"reliability-{key}", estimator),
+                f"model {key}: {name}", f"reliability-{key}")
+        for key, name, r in (("a", a, comparison.a), ("b", b, comparison.b))
+    )  # fmt: skip
+    sections = [
+        '<section id="summary"><h2>Summary</h2>'
+        + _key_table(setup, "summary-table")
+        + models
+        + "</section>",
+        f'<section id="diagrams"><h2>Reliability diagrams</h2>{figures}</section>',
+    ]
+    if per_label:
+        sections.append(_compare_labels(per_label, summary["samples"], estimator))
+    sections.append(
+        '<section id="bins"><h2>Bins</h2><div class="side">'
+        + _bins_section(comparison.a.bins, "bins-a", f"model a: {a}")
+        + _bins_section(comparison.b.bins, "bins-b", f"model b: {b}")
+        + "</div></section>"
+    )
+    sections.append(_settings_section(settings or {}, command))
+    return _page(f"Calibration comparison: {a} vs {b}", sections)
+
+
+def _p_value(comparison: ComparisonResult, samples: int) -> str:
+    """The p-value; 0 means no paired draw reached 0, i.e. below 2/S."""
+    p = float(comparison.p_value)
+    if p == 0:
+        return f"< {2 / samples:.2g} (no paired draw reached 0)"
+    return f"{p:.3g}"
+
+
+def _models_table(
+    names: tuple[str, str],
+    results: tuple[CalibrationResult, CalibrationResult],
+    measures: tuple[Measures, Measures],
+    level: str,
+) -> str:
+    """Model a and b side by side: file, CalibErr, interval and the other measures."""
+    rows = [
+        ("file", *names),
+        ("CalibErr", *(_num(r.error) for r in results)),
+        (f"{level} interval", *(_interval(r) for r in results)),
+    ]
+    per_model = [{name: value for _, name, value in _measure_rows("", m)} for m in measures]
+    rows += [(name, per_model[0][name], per_model[1].get(name, "")) for name in per_model[0]]
+    return _table(["", "model a", "model b"], rows, table_id="models-table", numeric_from=3)
+
+
+def _compare_labels(
+    per_label: Mapping[str, ComparisonResult], samples: int, estimator: Estimator
+) -> str:
+    order = sorted(per_label, key=lambda k: -abs(float(per_label[k].difference)))
+    chart = _per_label_chart(per_label, order, estimator)
+    rows = [
+        [k, _pairs(c.a), _num(c.a.error), _num(c.b.error), f"{float(c.difference):+.4f}",
+         _interval(c, sign="+"), _p_value(c, samples)]
+        for k, c in ((k, per_label[k]) for k in order)
+    ]  # fmt: skip
+    header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p"]
+    return (
+        f'<section id="per-label"><h2>Per label ({len(order)} labels)</h2>'
+        + _figure(
+            chart,
+            "Each label's items compared on their own (paired); sorted by the "
+            "size of the difference.",
+            "per-label-chart",
+        )
+        + _table(header, rows, table_id="per-label-table")
+        + "</section>"
+    )

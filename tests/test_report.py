@@ -1,0 +1,278 @@
+"""``evaluate --html`` and ``compare --html`` (issue 19): the page's structure read with
+``html.parser`` (no browser needed), escaping, nothing fetched, and bad paths."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calib_metrics import cli
+from calib_metrics.predictions import read_labels
+
+TAGS = ("NOUN", "VERB", "ADJ")
+
+
+def write_tagged(path: Path, n: int = 600, tags=TAGS) -> Path:
+    """prob_a (overconfident), prob_b (calibrated), label, tag: a small two-model file."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(n, generator=g, dtype=torch.float64) * 0.98 + 0.01
+    y = torch.bernoulli(q, generator=g).long()
+    a = torch.where(q > 0.5, q.sqrt(), q**2)
+    rows = [
+        f"{pa:.6f},{pb:.6f},{t},{tags[i % len(tags)]}"
+        for i, (pa, pb, t) in enumerate(zip(a.tolist(), q.tolist(), y.tolist()))
+    ]
+    path.write_text("prob_a,prob_b,label,tag\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+class Page(HTMLParser):
+    """Tags, attributes, table rows and text of a page, as html.parser reads them."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.rows: dict[str, int] = {}  # table id -> rows in its <tbody>
+        self.keys: dict[str, list[str]] = {}  # data-key -> cell texts of that row
+        self.text: list[str] = []
+        self._table: list[str] = []
+        self._key: str | None = None
+        self._in_tbody = False
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if tag == "table":
+            self._table.append(a.get("id") or "")
+            self.rows.setdefault(self._table[-1], 0)
+        elif tag == "tbody":
+            self._in_tbody = True
+        elif tag == "tr" and self._in_tbody and self._table:
+            self.rows[self._table[-1]] += 1
+            self._key = a.get("data-key")
+            if self._key:
+                self.keys[self._key] = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self._table.pop()
+        elif tag == "tbody":
+            self._in_tbody = False
+        elif tag == "tr":
+            self._key = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._key and data.strip():
+            self.keys[self._key].append(data.strip())
+
+    def count(self, tag: str) -> int:
+        return sum(1 for t, _ in self.tags if t == tag)
+
+    def value(self, key: str) -> str:
+        """The value cell of a summary row (the last cell: a row is th name, td value)."""
+        return self.keys[key][-1]
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(capsys, *argv) -> str:
+    code, out, err = run(capsys, *argv)
+    assert code == 2, (code, out, err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err.strip()
+
+
+@pytest.fixture(scope="module")
+def tagged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tagged(tmp_path_factory.mktemp("report") / "tagged.csv")
+
+
+def evaluate_json(capsys, path: Path, html: Path, *options) -> dict:
+    argv = ["evaluate", path, "--probs", "prob_a", "--samples", "200", "--json", "--html", html]
+    code, out, err = run(capsys, *argv, *options)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def assert_self_contained(page: Page) -> None:
+    """No script, stylesheet link, image, frame or any URL outside the page."""
+    for tag in ("script", "link", "img", "iframe", "object", "embed"):
+        assert page.count(tag) == 0, tag
+    for tag, attrs in page.tags:
+        for name in ("src", "href", "xlink:href", "action", "data"):
+            value = attrs.get(name)
+            assert value is None or value.startswith("#"), (tag, name, value)
+    (csp,) = [a for t, a in page.tags if t == "meta" and a.get("http-equiv")]
+    assert "default-src 'none'" in csp["content"]
+
+
+def test_evaluate_page_has_summary_figures_labels_bins_settings(tmp_path, tagged, capsys):
+    out = tmp_path / "report.html"
+    summary = evaluate_json(capsys, tagged, out, "--label", "tag")
+    assert summary["html"] == str(out)
+    page = Page(out.read_text(encoding="utf-8"))
+    assert page.value("calib_err") == f"{summary['calib_err']:.4f}"
+    assert page.value("interval") == f"[{summary['lower']:.4f}, {summary['upper']:.4f}]"
+    assert page.value("n") == str(summary["n"])
+    assert "95% interval: recentred bootstrap over pairs" in page.value("interval_kind")
+    assert page.value("brier") == f"{summary['brier']:.4f}"
+    assert page.value("smooth_ece") == f"{summary['smooth_ece']:.4f}"
+    assert page.value("spiegelhalter").startswith(f"z = {summary['spiegelhalter_z']:.3f}")
+    assert page.count("svg") == 2  # the reliability diagram and the per-label chart
+    assert page.rows["bins-table"] == summary["bins"] == len(summary["per_bin"])
+    assert page.rows["per-label-table"] == len(TAGS) == len(summary["per_label"])
+    assert page.value("setting-bin_size") == "auto" and page.value("setting-label") == "tag"
+    assert_self_contained(page)
+
+
+def test_compare_page_has_both_models_and_the_paired_difference(tmp_path, tagged, capsys):
+    out = tmp_path / "compare.html"
+    argv = ["compare", tagged, "--probs", "prob_a", "--probs-b", "prob_b", "--label", "tag"]
+    code, stdout, err = run(capsys, *argv, "--samples", "200", "--json", "--html", out)
+    assert code == 0, err
+    summary = json.loads(stdout)
+    page = Page(out.read_text(encoding="utf-8"))
+    assert page.value("difference") == f"{summary['difference']:+.4f}"
+    assert page.value("difference_interval") == (
+        f"[{summary['lower']:+.4f}, {summary['upper']:+.4f}]"
+    )
+    assert page.value("p_value").split()[0] in (f"{summary['p_value']:.3g}", "<")
+    assert page.count("svg") == 3  # two diagrams and the per-label chart
+    assert page.rows["models-table"] >= 3
+    text = "".join(page.text)
+    assert f"{summary['a']['calib_err']:.4f}" in text and f"{summary['b']['calib_err']:.4f}" in text
+    assert page.rows["bins-a"] > 1 and page.rows["bins-b"] > 1
+    assert page.rows["per-label-table"] == len(TAGS)
+    assert_self_contained(page)
+
+
+def test_text_from_files_is_escaped(tmp_path, capsys):
+    evil = ("<script>alert(1)</script>", "$5 & $10", 'q"uote')
+    path = write_tagged(tmp_path / "<b>bold<i>.csv", n=300, tags=evil)
+    out = tmp_path / "r.html"
+    evaluate_json(capsys, path, out, "--label", "tag")
+    text = out.read_text(encoding="utf-8")
+    page = Page(text)
+    assert page.count("script") == page.count("b") == page.count("i") == 0
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    labels = {row[0] for row in _table_cells(text, "per-label-table")}
+    assert labels == set(evil)
+    start = text.index('id="per-label-chart"')
+    chart = Page(text[start : text.index("</svg>", start)]).text
+    assert "$5 & $10" in chart  # drawn as typed: the $ pair did not start mathtext
+
+
+def _table_cells(text: str, table_id: str) -> list[list[str]]:
+    """The cell texts of each body row of one table."""
+    start = text.index(f'id="{table_id}"')
+    body = text[start : text.index("</table>", start)]
+    rows = []
+    for row in body.split("<tr>")[2:]:  # after the header row
+        cells = Page(row).text
+        rows.append([c for c in cells if c.strip()])
+    return rows
+
+
+def test_multiclass_classes_are_the_labels(tmp_path, capsys):
+    g = torch.Generator().manual_seed(1)
+    probs = torch.softmax(torch.randn(300, 3, generator=g), -1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(-1)
+    path = tmp_path / "mc.npz"
+    np.savez(path, prob_a=probs.numpy(), target=target.numpy())
+    out = tmp_path / "mc.html"
+    summary = evaluate_json(capsys, path, out)
+    assert sorted(summary["per_label"]) == ["class 0", "class 1", "class 2"]
+    assert Page(out.read_text()).rows["per-label-table"] == 3
+    line = one_line_error(capsys, "evaluate", path, "--probs", "prob_a", "--label", "target")
+    assert "multiclass" in line
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_html_in_a_missing_folder_is_refused_not_created(tmp_path, tagged, capsys, command):
+    target = tmp_path / "no" / "such" / "report.html"
+    extra = ["--probs", "prob_a"] + (["--probs-b", "prob_b"] if command == "compare" else [])
+    line = one_line_error(capsys, command, tagged, *extra, "--html", target)
+    assert "--html" in line and "does not exist" in line
+    assert not (tmp_path / "no").exists()
+
+
+def test_html_that_is_a_folder_or_under_a_file(tmp_path, tagged, capsys):
+    line = one_line_error(capsys, "evaluate", tagged, "--probs", "prob_a", "--html", tmp_path)
+    assert "is a folder" in line
+    line = one_line_error(
+        capsys, "evaluate", tagged, "--probs", "prob_a", "--html", tagged / "r.html"
+    )
+    assert "is a file, not a folder" in line
+
+
+def test_missing_label_column_is_one_line(tmp_path, tagged, capsys):
+    out = tmp_path / "r.html"
+    line = one_line_error(capsys, "evaluate", tagged, "--probs", "prob_a", "--label", "pos")
+    assert "no column 'pos'" in line and not out.exists()
+
+
+def test_read_labels_from_named_arrays_and_not_from_a_plain_one(tmp_path):
+    path = tmp_path / "p.npz"
+    np.savez(path, probs=np.array([0.2, 0.9]), target=np.array([0, 1]), tag=np.array(["x", "y"]))
+    assert read_labels(path, "tag") == ["x", "y"]
+    plain = tmp_path / "p.npy"
+    np.save(plain, np.array([[0.2, 0.0], [0.9, 1.0]]))
+    with pytest.raises(ValueError, match="unnamed array"):
+        read_labels(plain, "tag")
+
+
+def test_the_report_module_loads_no_matplotlib():
+    code = "import sys, calib_metrics.report; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_labels_with_groups_resample_each_labels_groups(tmp_path, capsys):
+    rows = ["prob,label,tag,sentence"]
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(400, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    rows += [f"{qi:.4f},{yi},{'AB'[i % 2]},s{i // 8}" for i, (qi, yi) in enumerate(zip(q, y))]
+    path = tmp_path / "tokens.csv"
+    path.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "g.html"
+    argv = ["evaluate", path, "--groups", "sentence", "--label", "tag", "--samples", "100"]
+    code, stdout, err = run(capsys, *argv, "--json", "--html", out)
+    assert code == 0, err
+    summary = json.loads(stdout)
+    assert summary["interval"] == "groups" and sorted(summary["per_label"]) == ["A", "B"]
+    assert all(r["n"] == 200 for r in summary["per_label"].values())
+    page = Page(out.read_text())
+    assert page.value("n") == "400 in 50 groups"
+    assert "bootstrap over groups" in page.value("interval_kind")
+
+
+def test_label_array_of_another_length_is_one_line(tmp_path, capsys):
+    path = tmp_path / "p.npz"
+    np.savez(path, probs=np.array([0.2, 0.9, 0.4]), target=np.array([0, 1, 0]), tag=np.array(["x"]))
+    line = one_line_error(capsys, "evaluate", path, "--label", "tag")
+    assert "1 values in --label 'tag' for 3 rows" in line
+
+
+def test_label_without_html_prints_each_label(tagged, capsys):
+    code, out, err = run(capsys, "evaluate", tagged, "--probs", "prob_a", "--label", "tag")
+    assert code == 0, err
+    assert "per label (3):" in out
+    assert all(any(line.startswith(f"  {t}: CalibErr ") for line in out.splitlines()) for t in TAGS)

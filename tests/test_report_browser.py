@@ -1,0 +1,137 @@
+"""The ``--html`` report as a reader sees it: loaded from a file:// URL in headless Chromium.
+
+Needs Debian's ``chromium`` and ``chromium-driver`` and ``selenium`` (``browser_harness.py``);
+skipped with that reason when one is missing. Every check waits (bounded) for the element
+it reads; nothing is timed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _load(name: str) -> Any:
+    """A helper module of tests/ loaded by path (tests is no package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    return module
+
+
+browser_harness = _load("browser_harness")
+report_tests = _load("test_report")
+
+# Every fetch the page made, and the URL of the page itself.
+RESOURCES = "return performance.getEntriesByType('resource').map(e => e.name)"
+SVG_TEXTS = "return Array.from(arguments[0].querySelectorAll('text'), t => t.textContent)"
+
+
+def _cli_json(capsys: pytest.CaptureFixture, *argv: Any) -> dict[str, Any]:
+    code, out, err = report_tests.run(capsys, *argv, "--samples", "200", "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _axis_labels() -> dict[str, tuple[str, str]]:
+    """The x and y labels that the plot module gives each figure the page embeds."""
+    import torch
+
+    from calib_metrics.functional import calibration_error_ci
+    from calib_metrics.plot import per_class_errors, reliability_diagram
+
+    q = torch.linspace(0.01, 0.99, 200, dtype=torch.float64)
+    r = calibration_error_ci(q, (q > 0.5).double(), bin_size=20, n_samples=20)
+    _, diagram = reliability_diagram(r)
+    _, bars = per_class_errors({"m": [r]}, ["x"])
+    return {
+        "diagram": (diagram.get_xlabel(), diagram.get_ylabel()),
+        "per_label": (bars.get_xlabel(), bars.get_ylabel()),
+    }
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory):
+    browser_harness.require_browser()
+    with browser_harness.chromium(tmp_path_factory.mktemp("profile")) as session:
+        yield session
+
+
+def _open(driver: Any, page: Path) -> None:
+    driver.get(page.resolve().as_uri())
+    browser_harness.wait_for_css(driver, "#settings-table tr")
+
+
+def _cell(driver: Any, key: str) -> str:
+    cell = browser_harness.wait_for_css(driver, f'#summary-table tr[data-key="{key}"] td')
+    return cell.text
+
+
+def _rows(driver: Any, table_id: str) -> int:
+    browser_harness.wait_for_css(driver, f"#{table_id} tbody tr")
+    return len(driver.find_elements("css selector", f"#{table_id} tbody tr"))
+
+
+def _svg_texts(driver: Any, css: str) -> list[str]:
+    svg = browser_harness.wait_for_css(driver, css)
+    return [t.strip() for t in driver.execute_script(SVG_TEXTS, svg)]
+
+
+def _assert_nothing_fetched(driver: Any) -> None:
+    names = driver.execute_script(RESOURCES)
+    assert all(n.startswith(("data:", "file:")) for n in names), names
+    assert driver.execute_script("return document.scripts.length") == 0
+
+
+def _assert_axes_text(texts: list[str], labels: tuple[str, str]) -> None:
+    for label in labels:
+        if label and "$" not in label:  # mathtext is drawn as pieces, not one text
+            assert label in texts, (label, texts[:20])
+    assert sum(t.replace(".", "", 1).isdigit() for t in texts) >= 4  # tick labels
+
+
+def test_evaluate_report_in_chromium(driver, tmp_path: Path, capsys) -> None:
+    data = report_tests.write_tagged(tmp_path / "tagged.csv")
+    page = tmp_path / "report.html"
+    summary = _cli_json(
+        capsys, "evaluate", data, "--probs", "prob_a", "--label", "tag", "--html", page
+    )
+    _open(driver, page)
+    assert _cell(driver, "calib_err") == f"{summary['calib_err']:.4f}"
+    assert _cell(driver, "interval") == f"[{summary['lower']:.4f}, {summary['upper']:.4f}]"
+    assert _cell(driver, "n") == str(summary["n"])
+    assert "recentred bootstrap over pairs" in _cell(driver, "interval_kind")
+    assert _cell(driver, "smooth_ece") == f"{summary['smooth_ece']:.4f}"
+    assert len(driver.find_elements("css selector", "figure svg")) == 2
+    labels = _axis_labels()
+    _assert_axes_text(_svg_texts(driver, "#reliability svg"), labels["diagram"])
+    _assert_axes_text(_svg_texts(driver, "#per-label-chart svg"), labels["per_label"])
+    assert _rows(driver, "bins-table") == summary["bins"]
+    assert _rows(driver, "per-label-table") == len(report_tests.TAGS)
+    _assert_nothing_fetched(driver)
+
+
+def test_compare_report_in_chromium(driver, tmp_path: Path, capsys) -> None:
+    data = report_tests.write_tagged(tmp_path / "tagged.csv")
+    page = tmp_path / "compare.html"
+    argv = ["compare", data, "--probs", "prob_a", "--probs-b", "prob_b", "--label", "tag"]
+    summary = _cli_json(capsys, *argv, "--html", page)
+    _open(driver, page)
+    assert _cell(driver, "difference") == f"{summary['difference']:+.4f}"
+    interval = f"[{summary['lower']:+.4f}, {summary['upper']:+.4f}]"
+    assert _cell(driver, "difference_interval") == interval
+    models = browser_harness.wait_for_css(driver, "#models-table").text
+    assert f"{summary['a']['calib_err']:.4f}" in models
+    assert f"{summary['b']['calib_err']:.4f}" in models
+    assert len(driver.find_elements("css selector", "figure svg")) == 3
+    labels = _axis_labels()
+    for key in ("a", "b"):
+        _assert_axes_text(_svg_texts(driver, f"#reliability-{key} svg"), labels["diagram"])
+    assert _rows(driver, "per-label-table") == len(report_tests.TAGS)
+    assert _rows(driver, "bins-a") > 1 and _rows(driver, "bins-b") > 1
+    _assert_nothing_fetched(driver)
