@@ -28,6 +28,7 @@ _LAZY = {
     "Bins": "calib_metrics.functional.binning",
     "BrierDecomposition": "calib_metrics.functional.calibration",
     "CalibrationResult": "calib_metrics.functional.calibration",
+    "CalibrationComparison": "calib_metrics.metric_compare",
     "CalibrationError": "calib_metrics.metric",
     "NoPairsError": "calib_metrics.functional.errors",
 }
@@ -35,6 +36,7 @@ _LAZY = {
 __all__ = [
     "Bins",
     "BrierDecomposition",
+    "CalibrationComparison",
     "CalibrationError",
     "CalibrationResult",
     "NoPairsError",
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
     from calib_metrics.functional.errors import NoPairsError
     from calib_metrics.metric import CalibrationError
+    from calib_metrics.metric_compare import CalibrationComparison
 
 _moved.install()
 

@@ -4,7 +4,12 @@ Reads model a's and model b's (probability, label[, group]) files with the CLI's
 or two probability columns of one file (``compare preds.csv --probs q_a --probs-b q_b``) —
 checks that both hold the same labels in the same order, and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
-difference" (:func:`calib_metrics.functional.compare_calibration`).
+difference" (:func:`calib_metrics.functional.compare_calibration`). With ``--label COL``
+(or ``--labels``: a column of a's file naming each pair's label, the tag of a one-vs-rest
+query, say) it also prints one row per label — the label's paired difference, p-value
+and corrected p-value — and the counts "a better / b better / not distinguishable" after
+Holm's (or, ``--correction bh``, Benjamini–Hochberg's) correction
+(:func:`calib_metrics.functional.compare_calibration_by_label`).
 """
 
 from __future__ import annotations
@@ -36,9 +41,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "bins, settings; its folder must exist)",
     )  # fmt: skip
     p.add_argument(
-        "--label", help="column (of a's file) naming each item's label: adds a paired "
-        "comparison per label",
+        "--label", "--labels", dest="label", help="column (of a's file) naming each item's "
+        "label: adds a paired comparison per label, with corrected counts",
     )  # fmt: skip
+    p.add_argument(
+        "--correction", choices=("holm", "bh"),
+        help="multiple-comparison correction of --label: holm (FWER, default) or bh (FDR)",
+    )  # fmt: skip
+    p.add_argument("--alpha", type=float, help="level of --label's correction (default 0.05)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -72,6 +82,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"--samples must be at least 2, got {args.samples}")
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+    if args.label is None and (args.correction is not None or args.alpha is not None):
+        raise ValueError("--correction and --alpha apply to --label COLUMN only")
     a, b = _read_both(args)
     result = compare_calibration(
         a.probs, b.probs, a.target, groups=a.groups, confidence=args.confidence,
@@ -91,13 +103,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "p_value": float(result.p_value),
         "samples": args.samples,
     }
-    per_label = cli_report.compare_per_label(args, a, b)
-    if per_label is not None:
-        summary["per_label"] = {
-            k: {"n": c.a.bins.count.sum().item(), "difference": float(c.difference),
-                "lower": float(c.lower), "upper": float(c.upper), "p_value": float(c.p_value)}
-            for k, c in per_label.items()
-        }  # fmt: skip
+    per_label = None
+    by_label = cli_report.compare_per_label(args, a, b)
+    if by_label is not None:
+        names, labelled = by_label
+        per_label = dict(zip(names, labelled.per_label, strict=True))
+        summary["per_label"] = {name: _label_row(labelled, i) for i, name in enumerate(names)}
+        summary["label_counts"] = {
+            "a_better": labelled.a_better,
+            "b_better": labelled.b_better,
+            "not_distinguishable": labelled.not_distinguishable,
+            "correction": labelled.correction,
+            "alpha": labelled.alpha,
+        }
     if args.html:
         summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label)
     _print(summary, args)
@@ -120,8 +138,44 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         f"  a - b = {summary['difference']:+.4f} [{level}: {summary['lower']:+.4f}, "
         f"{summary['upper']:+.4f}], p = {summary['p_value']:.3g}"
     )
-    for k, r in summary.get("per_label", {}).items():
-        print(f"    {k}: a - b = {r['difference']:+.4f} [{r['lower']:+.4f}, {r['upper']:+.4f}], "
-              f"p = {r['p_value']:.3g}, {r['n']:g} items")  # fmt: skip
+    if "per_label" in summary:
+        _print_per_label(summary, level)
     if "html" in summary:
         print(f"HTML report: {summary['html']}")
+
+
+def _label_row(result, i: int) -> dict[str, Any]:
+    """Label i's numbers: pairs, both errors, the difference, p-values and the verdict."""
+    r = result.per_label[i]
+    numbers = {"a": r.a.error, "b": r.b.error, "difference": r.difference}
+    numbers |= {"lower": r.lower, "upper": r.upper, "p_value": r.p_value}
+    numbers["adjusted_p_value"] = result.adjusted_p_value[i]
+    return {
+        "n": r.a.bins.count.sum().item(),
+        **{key: float(value) for key, value in numbers.items()},
+        "better": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])],
+    }
+
+
+def _print_per_label(summary: dict[str, Any], level: str) -> None:
+    """The per-label table (difference, interval, p and corrected p) and the counts."""
+    rows = summary["per_label"]
+    width = max(5, *(len(k) for k in rows))
+    print(
+        f"  {'label':<{width}} {'n':>7} {'a':>7} {'b':>7} {'a - b':>8} "
+        f"{'[' + level + ']':>19} {'p':>7} {'p adj':>7}  better"
+    )
+    for k, r in rows.items():
+        interval = f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
+        print(
+            f"  {k:<{width}} {r['n']:>7g} {r['a']:>7.4f} {r['b']:>7.4f} "
+            f"{r['difference']:>+8.4f} {interval:>19} {r['p_value']:>7.3g} "
+            f"{r['adjusted_p_value']:>7.3g}  {r['better']}"
+        )
+    counts = summary["label_counts"]
+    name = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery)"}
+    print(
+        f"  a better on {counts['a_better']}, b better on {counts['b_better']}, not "
+        f"distinguishable on {counts['not_distinguishable']} of {len(rows)} labels "
+        f"({name[counts['correction']]} at alpha = {counts['alpha']:g})"
+    )

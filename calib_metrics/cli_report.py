@@ -108,29 +108,28 @@ def evaluate_per_label(args: argparse.Namespace, probs: Tensor, target: Tensor, 
 
 
 def compare_per_label(args: argparse.Namespace, a, b):
-    """Each label's paired ComparisonResult of models a and b, or None without --label."""
+    """Label by label, models a and b compared (``compare_calibration_by_label``): the
+    labels' names, in sorted order, and the result; None without --label."""
     import warnings
 
-    from calib_metrics.functional import compare_calibration
+    import numpy as np
+
+    from calib_metrics.functional import compare_calibration_by_label
 
     if args.label is None:
         return None
-    rows = split_by_label(_read_row_labels(args.a, args.label, a.target.numel()))
-    generator = torch.Generator().manual_seed(args.seed)
+    text = _read_row_labels(args.a, args.label, a.target.numel())
+    names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
+    alpha = 0.05 if args.alpha is None else args.alpha
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return {
-            k: compare_calibration(
-                a.probs[r],
-                b.probs[r],
-                a.target[r],
-                groups=_renumbered(a.groups, r),
-                confidence=args.confidence,
-                n_samples=args.samples,
-                generator=generator,
-            )
-            for k, r in rows.items()
-        }
+        result = compare_calibration_by_label(
+            a.probs, b.probs, a.target, torch.from_numpy(ids.reshape(-1).astype(np.int64)),
+            groups=a.groups, correction=args.correction or "holm", alpha=alpha,
+            confidence=args.confidence, n_samples=args.samples,
+            generator=torch.Generator().manual_seed(args.seed),
+        )  # fmt: skip
+    return [str(n) for n in names], result
 
 
 def _measures_of(probs: Tensor, target: Tensor, mode: str = "one_vs_rest"):

@@ -64,3 +64,36 @@ def run_script(script: str | Path, *args: object, timeout: float, ddp: bool = Fa
     finally:
         stop(proc)
     return code, output.decode(errors="replace")[-4000:]
+
+
+def spawn_ranks(rank_fn, out: str, world: int, timeout: float) -> None:
+    """Run ``rank_fn(rank, port, out)`` in ``world`` spawned processes; kill them by ``timeout``.
+
+    The body of a DDP test script run as ``__main__`` (see :func:`rank_results`).
+    """
+    import time
+
+    import torch
+
+    context = torch.multiprocessing.start_processes(
+        rank_fn, args=(free_port(), out), nprocs=world, join=False, start_method="spawn"
+    )
+    deadline = time.monotonic() + timeout - 10
+    while not context.join(timeout=1):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                if process.is_alive():
+                    process.kill()
+            raise TimeoutError("the distributed ranks did not finish in time")
+
+
+def rank_results(script: str | Path, out: Path, world: int, timeout: float) -> list:
+    """Run a DDP test script (``script out``) and load the ``rank{r}.pt`` files it saves."""
+    import pytest
+    import torch
+
+    code, text = run_script(script, out, timeout=timeout)
+    files = [out / f"rank{r}.pt" for r in range(world)]
+    if code != 0 or not all(f.exists() for f in files):
+        pytest.fail(f"distributed run failed:\n{text}")
+    return [torch.load(f) for f in files]

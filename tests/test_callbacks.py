@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from calib_metrics import CalibrationError
 from calib_metrics.callbacks import CalibrationMonitor
+from calib_metrics.functional import smooth_calibration_error
 
 PAD = -100
 N_CLASSES = 3
@@ -175,6 +176,24 @@ def test_three_scalars_per_epoch_with_interval(three_epochs: dict[str, Any]) -> 
     expected = expected_result(three_epochs["model"], three_epochs["val"], streaming=True)
     assert history[-1]["error"] == pytest.approx(float(expected.error), rel=1e-6)
     assert history[-1]["lower"] == pytest.approx(float(expected.lower), rel=1e-6)
+
+
+def test_smooth_error_is_logged_beside_calib_err(three_epochs: dict[str, Any]) -> None:
+    acc = three_epochs["acc"]
+    loss_steps = [e.step for e in acc.Scalars("val/loss")]
+    smooth = acc.Scalars("val/smooth_calib_err")
+    assert [e.step for e in smooth] == loss_steps
+    history = three_epochs["monitor"].history
+    assert [e.value for e in smooth] == pytest.approx([r["smooth_error"] for r in history])
+    assert len({round(r["smooth_error"], 8) for r in history}) == 3
+    # The last epoch's value: the streaming histogram smoothed, which is the exact
+    # (pairwise) smooth ECE of the trained model's validation predictions to ~1e-6.
+    with torch.no_grad():
+        batches = [(three_epochs["model"](x), y) for x, y in three_epochs["val"]]
+    probs, target = torch.cat([p for p, _ in batches]), torch.cat([y for _, y in batches])
+    keep = target != PAD
+    exact = smooth_calibration_error(probs[keep], target[keep])
+    assert history[-1]["smooth_error"] == pytest.approx(exact.item(), abs=1e-5)
 
 
 def test_raw_bins_and_margin_layout_are_readable(three_epochs: dict[str, Any]) -> None:
@@ -363,6 +382,7 @@ def test_extract_batch_errors() -> None:
         ({"num_classes": None, "per_class": True}, "per_class=True needs num_classes"),
         ({"class_names": ["a"]}, "class_names must have"),
         ({"save_png": "yes"}, "save_png"),
+        ({"smooth": "yes"}, "smooth must be"),
         ({"average": None}, "per_class=True instead"),
         ({"extract": 3}, "extract must be callable"),
         ({"bin_size": 0}, "bin_size"),

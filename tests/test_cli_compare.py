@@ -53,3 +53,95 @@ def test_bad_input_is_one_line_and_exit_2(predictions, capsys, extra, message) -
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
+
+
+@pytest.fixture
+def tagged(tmp_path: Path) -> dict:
+    """Three labels' pairs; model a is overconfident on NOUN only."""
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(3, 1500, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    a = q.clone()
+    a[1] = torch.where(q[1] > 0.5, q[1].sqrt(), q[1] ** 2)
+    names = ["VERB", "NOUN", "DET"]  # sorted: DET = 0, NOUN = 1, VERB = 2
+    tag = [names[i] for i in range(3) for _ in range(1500)]
+    columns = {"qa": a.reshape(-1).tolist(), "qb": q.reshape(-1).tolist()}
+    sentence = (torch.arange(4500) * 7919 % 4500) // 15  # 300 sentences across the tags
+    columns |= {"y": y.reshape(-1).long().tolist(), "tag": tag, "sent": sentence.tolist()}
+    ids = torch.tensor([sorted(names).index(t) for t in tag])
+    path = _write(tmp_path / "tagged.csv", columns)
+    flat = {"a": a.reshape(-1), "b": q.reshape(-1), "y": y.reshape(-1)}
+    return {"path": path, **flat, "ids": ids}
+
+
+def _by_label_argv(tagged: dict, *extra: str) -> list[str]:
+    argv = ["compare", str(tagged["path"]), "--probs", "qa", "--probs-b", "qb", "--target", "y"]
+    return [*argv, "--labels", "tag", "--samples", "300", *extra]
+
+
+@pytest.mark.parametrize("correction", ["holm", "bh"])
+def test_labels_give_the_functional_per_label_result(tagged, capsys, correction) -> None:
+    from calib_metrics.functional import compare_calibration_by_label
+
+    assert main(_by_label_argv(tagged, "--correction", correction, "--json")) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = compare_calibration_by_label(
+        tagged["a"], tagged["b"], tagged["y"], tagged["ids"], correction=correction,
+        n_samples=300, generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    rows = got["per_label"]
+    assert list(rows) == ["DET", "NOUN", "VERB"]
+    assert [r["n"] for r in rows.values()] == [1500, 1500, 1500]
+    for key in ("difference", "lower", "upper", "p_value", "adjusted_p_value"):
+        assert [r[key] for r in rows.values()] == pytest.approx(getattr(want, key).tolist())
+    assert [r["better"] for r in rows.values()] == ["-", "b", "-"]
+    counts = got["label_counts"]
+    assert (counts["a_better"], counts["b_better"], counts["not_distinguishable"]) == (0, 1, 2)
+    assert (want.a_better, want.b_better, want.not_distinguishable) == (0, 1, 2)
+    assert counts["correction"] == correction
+
+
+def test_labels_with_groups_resample_sentences_within_each_label(tagged, capsys) -> None:
+    from calib_metrics.functional import compare_calibration_by_label
+    from calib_metrics.predictions import read_table
+
+    assert main(_by_label_argv(tagged, "--groups", "sent", "--json")) == 0
+    got = json.loads(capsys.readouterr().out)
+    # The reader numbers ids in sorted order of the column's text ("10" before "2").
+    sentence = read_table(tagged["path"], "qa", "y", "sent").groups
+    want = compare_calibration_by_label(
+        tagged["a"], tagged["b"], tagged["y"], tagged["ids"], groups=sentence,
+        n_samples=300, generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    assert got["resampled"] == "groups"
+    assert [r["lower"] for r in got["per_label"].values()] == pytest.approx(want.lower.tolist())
+    assert [r["upper"] for r in got["per_label"].values()] == pytest.approx(want.upper.tolist())
+
+
+def test_labels_print_a_table_and_the_counts(tagged, capsys) -> None:
+    assert main(_by_label_argv(tagged)) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(out) if line.split()[:2] == ["label", "n"])
+    rows = {line.split()[0]: line.split() for line in out[header + 1 : header + 4]}
+    assert set(rows) == {"DET", "NOUN", "VERB"} and rows["NOUN"][-1] == "b"
+    assert out[-1].strip() == (
+        "a better on 0, b better on 1, not distinguishable on 2 of 3 labels "
+        "(Holm (family-wise error) at alpha = 0.05)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--labels", "nope"], "nope"),
+        (["--labels", "tag", "--alpha", "1.5"], "alpha"),
+        (["--label", ""], "no column ''"),
+        (["--correction", "bh"], "--label COLUMN only"),
+        (["--alpha", "0.1"], "--label COLUMN only"),
+    ],
+)
+def test_bad_labels_are_one_line_and_exit_2(tagged, capsys, extra, message) -> None:
+    argv = ["compare", str(tagged["path"]), "--probs", "qa", "--probs-b", "qb", "--target", "y"]
+    assert main([*argv, *extra, "--samples", "50"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err

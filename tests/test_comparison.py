@@ -111,3 +111,75 @@ def test_bad_input_is_a_clear_value_error(kwargs, message) -> None:
     args |= kwargs
     with pytest.raises(ValueError, match=message):
         compare_calibration(**args)
+
+
+def _multiclass(n: int = 3000, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    p = torch.softmax(2.5 * torch.randn(n, 4, generator=g, dtype=torch.float64), -1)
+    c = torch.multinomial(p, 1, generator=g).squeeze(1)
+    sharp = torch.softmax(2 * p.log(), -1)
+    return sharp, p, c
+
+
+def test_top_label_compares_each_models_own_confidence_and_correctness() -> None:
+    sharp, p, c = _multiclass()
+    got = compare_calibration(
+        sharp, p, c, mode="top_label", n_samples=200, generator=torch.Generator().manual_seed(1)
+    )
+    # By hand: each model's (max prob, argmax correct) pairs, one unit per item.
+    conf_a, pred_a = sharp.max(-1)
+    conf_b, pred_b = p.max(-1)
+    want_a = calibration_error(conf_a, (pred_a == c).double())
+    want_b = calibration_error(conf_b, (pred_b == c).double())
+    torch.testing.assert_close(got.a.error, want_a)
+    torch.testing.assert_close(got.b.error, want_b)
+    torch.testing.assert_close(got.difference, want_a - want_b)
+    assert got.a.bins.count.sum().item() == c.numel()
+
+
+def test_one_vs_rest_equals_the_expanded_pairs() -> None:
+    sharp, p, c = _multiclass(seed=2)
+    onehot = torch.nn.functional.one_hot(c, 4).reshape(-1)
+    options = {"n_samples": 200, "bin_size": 300}
+    got = compare_calibration(sharp, p, c, generator=torch.Generator().manual_seed(4), **options)
+    want = compare_calibration(
+        sharp.reshape(-1), p.reshape(-1), onehot, generator=torch.Generator().manual_seed(4),
+        **options,
+    )  # fmt: skip
+    for field in ("difference", "lower", "upper", "p_value"):
+        torch.testing.assert_close(getattr(got, field), getattr(want, field))
+
+
+def test_multiclass_groups_follow_every_pair_of_an_item() -> None:
+    sharp, p, c = _multiclass(seed=3)
+    items = torch.arange(c.numel()) // 10
+    got = compare_calibration(
+        sharp, p, c, groups=items, n_samples=200, generator=torch.Generator().manual_seed(5)
+    )
+    want = compare_calibration(
+        sharp.reshape(-1), p.reshape(-1), torch.nn.functional.one_hot(c, 4).reshape(-1),
+        groups=items.repeat_interleave(4), n_samples=200,
+        generator=torch.Generator().manual_seed(5),
+    )  # fmt: skip
+    torch.testing.assert_close(got.lower, want.lower)
+    torch.testing.assert_close(got.upper, want.upper)
+
+
+@pytest.mark.parametrize(
+    ("mode", "groups", "match"),
+    [
+        ("classwise", None, "classwise"),
+        ("top_lable", None, "mode must be one of"),
+        ("one_vs_rest", [0, 1], "groups must be a tensor"),
+    ],
+)
+def test_bad_multiclass_arguments(mode, groups, match) -> None:
+    sharp, p, c = _multiclass(n=50)
+    with pytest.raises(ValueError, match=match):
+        compare_calibration(sharp, p, c, mode=mode, groups=groups, n_samples=10)
+
+
+def test_top_label_needs_class_probabilities() -> None:
+    a, b, y = _data(n=50)
+    with pytest.raises(ValueError, match="multiclass"):
+        compare_calibration(a, b, y, mode="top_label", n_samples=10)

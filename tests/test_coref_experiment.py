@@ -149,6 +149,12 @@ def test_end_to_end_quick_run(tmp_path: Path):
     if per["documents"]:
         assert per["min"] <= per["median"] <= per["max"]
     assert 0.0 <= test["abs_diff_mean"] <= test["abs_diff_max"] <= 1.0
+    # Issue 15: sampled against exact marginals, paired over documents.
+    for ev in results["sets"].values():
+        c = ev["sampled_minus_exact"]
+        assert c["lower"] <= c["difference"] <= c["upper"] and 0 <= c["p_value"] <= 1
+        assert c["difference"] == pytest.approx(c["a"] - c["b"])
+        assert c["b"] == pytest.approx(ev["exact_documents"]["error"])  # the same estimator
     assert test["abs_diff_mean"] < 0.05  # 300 samples: Monte Carlo error ~ 0.03 at most
     assert len(results["l2_grid"]) == 2
     for g in results["l2_grid"]:
@@ -156,6 +162,7 @@ def test_end_to_end_quick_run(tmp_path: Path):
     saved = json.loads((out / "results.json").read_text())
     assert saved["sets"]["litbank"]["pairs"] == 12 * 11 // 2
     assert "CalibErr" in (out / "results.md").read_text()
+    assert "sampled − exact, paired [95%]" in (out / "results.md").read_text()
 
 
 def test_run_reports_missing_data(tmp_path: Path):

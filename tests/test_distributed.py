@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -62,6 +61,13 @@ CASES = {
         [[], [0, 1, 2, 3]],
     ),
     "groups-per-class": ({**PER_CLASS, "interval": "groups"}, "tags-groups", [[1, 2], [0, 3]]),
+    # mode= other than one-vs-rest: top-label streams one histogram; classwise averages.
+    "stream-top-label": (
+        {"num_classes": C, "mode": "top_label", "ignore_index": PAD, "streaming": True},
+        "tags-padded",
+        [[0, 3], [1, 2]],
+    ),
+    "exact-classwise-empty": ({"num_classes": C, "mode": "classwise"}, "tags", [[], [0, 1, 2, 3]]),
 }
 OPTIONS = {"bin_size": 500, "n_samples": 500, "seed": 3}
 
@@ -144,31 +150,13 @@ def _rank(rank: int, port: int, out: str) -> None:
 
 
 def _main(out: str) -> None:
-    """Spawn the ranks and wait for them, killing them if they outlive the deadline."""
-    context = torch.multiprocessing.start_processes(
-        _rank,
-        args=(process_helpers.free_port(), out),
-        nprocs=WORLD,
-        join=False,
-        start_method="spawn",
-    )
-    deadline = time.monotonic() + TIMEOUT_S - 10
-    while not context.join(timeout=1):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                if process.is_alive():
-                    process.kill()
-            raise TimeoutError("the distributed ranks did not finish in time")
+    process_helpers.spawn_ranks(_rank, out, WORLD, TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory) -> list[dict]:
     out = tmp_path_factory.mktemp("ddp")
-    code, text = process_helpers.run_script(__file__, out, timeout=TIMEOUT_S)
-    files = [out / f"rank{r}.pt" for r in range(WORLD)]
-    if code != 0 or not all(f.exists() for f in files):
-        pytest.fail(f"distributed run failed:\n{text}")
-    return [torch.load(f) for f in files]
+    return process_helpers.rank_results(__file__, out, WORLD, TIMEOUT_S)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -191,7 +179,8 @@ def test_sync_leaves_each_rank_its_own_state(ranks, name) -> None:
             expected = sum(
                 int((y != pad).sum()) if pad is not None else y.numel() for _, y, *_ in mine
             )
-            expected *= options.get("num_classes") or 1
+            if options.get("mode") != "top_label":  # top-label: one pair per item
+                expected *= options.get("num_classes") or 1
         else:
             expected = sum(q.numel() for q, *_ in mine)
         assert result[name]["local_pairs"].item() == expected

@@ -88,6 +88,22 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
         assert m["top2_pairs"]["average"] >= 0
         assert len(m["top6_pairs"]["per_pair"]) == 6
     assert saved["models"]["crf_matched"]["train_sentences"] <= 160
+    # Issue 15: each CRF against the HMM, paired over sentences, overall and per label.
+    assert set(saved["paired"]) == {"crf_matched", "crf"}
+    for c in saved["paired"].values():
+        d = c["all_tags"]
+        assert d["lower"] <= d["difference"] <= d["upper"] and 0 <= d["p_value"] <= 1
+        assert d["difference"] == pytest.approx(d["a"] - d["b"])
+        for field, n in (("per_tag", 4), ("top6_pairs", 6)):
+            counts = c[field]
+            assert counts["of"] == n == len(counts["per_label"])
+            assert counts["a_better"] + counts["b_better"] + counts["not_distinguishable"] == n
+            for v in counts["per_label"].values():
+                assert v["adjusted_p_value"] >= v["p_value"]
+                assert v["verdict"] == 0 or v["adjusted_p_value"] <= 0.05
+        assert set(c["per_tag"]["per_label"]) == set(TAGS)
+    markdown = (out / "results.md").read_text()
+    assert "− HMM, paired [95%]" in markdown and "not distinguishable on" in markdown
     assert saved["selection"]["hmm"]["pseudocount"] in pos.HMM_PSEUDOCOUNTS
     assert saved["selection"]["crf"]["c2"] in pos.CRF_C2S
     assert "| HMM |" in (out / "results.md").read_text()
@@ -119,6 +135,9 @@ def test_posterior_queries_carry_each_tokens_sentence():
     split = pos.Split(words, tags, mask)
     queries = pos.posterior_queries(Uniform(), split, torch.tensor([[0, 1]]), max_tokens=6)
     assert sorted(queries.sentence.tolist()) == [0, 0, 0, 1, 2, 2, 2, 2, 2, 3, 3]
+    # A token pair (t, t+1) belongs to the sentence of its tokens: lengths 3, 1, 5, 2.
+    assert sorted(queries.pair_sentence.tolist()) == [0, 0, 2, 2, 2, 2, 3]
+    assert queries.pair_sentence.numel() == queries.pair_q.shape[1]
     # Row-major within chunks: a token's gold tag (from y) matches its sentence's pattern.
     gold = queries.tag_y.argmax(0)
     position = torch.zeros_like(queries.sentence)

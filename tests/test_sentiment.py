@@ -289,6 +289,11 @@ def _check_results(results: dict, out: Path) -> None:
         assert m["dev"][f"{m['value']:g}"]["f1"] == best
         assert Path(on_disk["figures"][key]).stat().st_size > 1000
     assert Path(on_disk["figures"]["both"]).is_file()
+    # Issue 15: NB against LR, paired on the same test items.
+    d = on_disk["paired"]
+    assert d["lower"] <= d["difference"] <= d["upper"] and 0 <= d["p_value"] <= 1
+    assert d["difference"] == pytest.approx(d["a"] - d["b"])
+    assert "NB − LR, paired [95%]" in (out / "results.md").read_text()
 
 
 def test_end_to_end_on_synthetic_tweets(tmp_path, capsys):
@@ -308,6 +313,7 @@ def test_end_to_end_on_synthetic_tweets(tmp_path, capsys):
     # Same seed, same numbers.
     again = sentiment.run(_args(*argv, "--alphas", "0.1", "1", "--cs", "0.1", "1"))
     assert again["models"] == results["models"]
+    assert again["paired"] == results["paired"]
 
 
 def test_end_to_end_falls_back_to_polarity(tmp_path, capsys):

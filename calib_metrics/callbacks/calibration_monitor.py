@@ -35,7 +35,9 @@ class CalibrationMonitor(Callback):
     * logs ``{prefix}/calib_err``, ``{prefix}/calib_err_lower`` and
       ``{prefix}/calib_err_upper`` through ``pl_module.log``, so they reach every logger at
       the step ``self.log`` uses and can be monitored by ``ModelCheckpoint`` or
-      ``EarlyStopping``;
+      ``EarlyStopping``; beside them ``{prefix}/smooth_calib_err``, the binning-free
+      smooth ECE (:meth:`CalibrationError.compute_smooth`: from the streaming histogram
+      when streaming, so no pairs are kept; ``smooth=False`` skips it);
     * draws the reliability diagram ``{prefix}/reliability_diagram`` (and, with
       ``per_class=True``, the per-class error bars of the paper's Figure 4,
       ``{prefix}/calib_err_per_class``) with ``add_figure`` on every logger whose
@@ -79,6 +81,7 @@ class CalibrationMonitor(Callback):
         class_names: labels of the per-class chart (default ``0 .. C-1``).
         save_png: PNGs for loggers without images (None), for all (True) or never (False).
         prog_bar: show ``{prefix}/calib_err`` in the progress bar.
+        smooth: also log the smooth calibration error (default True).
         bin_size, n_samples, confidence, streaming: passed to the metric (defaults
             ``"auto"``, 10000, 0.95, True).
         metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option.
@@ -88,6 +91,8 @@ class CalibrationMonitor(Callback):
         >>> monitor = CalibrationMonitor(num_classes=3, ignore_index=-100, bin_size=50)
         >>> monitor.scalar_names
         ('val/calib_err', 'val/calib_err_lower', 'val/calib_err_upper')
+        >>> monitor.smooth_name
+        'val/smooth_calib_err'
         >>> probs = torch.softmax(torch.randn(8, 5, 3), -1)
         >>> target = torch.randint(0, 3, (8, 5))
         >>> monitor.extract_batch({"probs": probs, "target": target}, None)[0].shape
@@ -112,6 +117,7 @@ class CalibrationMonitor(Callback):
         class_names: Sequence[str] | None = None,
         save_png: bool | None = None,
         prog_bar: bool = False,
+        smooth: bool = True,
         bin_size: int | str = "auto",
         n_samples: int = 10000,
         confidence: float = 0.95,
@@ -133,6 +139,8 @@ class CalibrationMonitor(Callback):
             raise ValueError(
                 f"class_names must have num_classes={num_classes} entries, got {len(class_names)}"
             )
+        if not isinstance(smooth, bool):
+            raise ValueError(f"smooth must be True or False, got {smooth!r}")
         if save_png not in (None, True, False):
             raise ValueError(f"save_png must be None, True or False, got {save_png!r}")
         if "average" in metric_kwargs:
@@ -170,6 +178,7 @@ class CalibrationMonitor(Callback):
         )
         self.save_png = save_png
         self.prog_bar = prog_bar
+        self.smooth = smooth
         self.confidence = confidence
         self.history: list[dict[str, Any]] = []
         self._active = False
@@ -187,6 +196,14 @@ class CalibrationMonitor(Callback):
     def scalar_names(self) -> tuple[str, str, str]:
         """The three scalar tags: error, lower and upper end of the interval."""
         return self._scalar_names("")
+
+    @property
+    def smooth_name(self) -> str:
+        """The smooth calibration error's scalar tag (logged with ``smooth=True``)."""
+        return self._smooth_name("")
+
+    def _smooth_name(self, suffix: str) -> str:
+        return f"{self.prefix}/smooth_calib_err{suffix}"
 
     def _scalar_names(self, suffix: str) -> tuple[str, str, str]:
         """Scalar tags of one dataloader: ``suffix`` is Lightning's ``/dataloader_idx_i``."""
@@ -378,6 +395,9 @@ class CalibrationMonitor(Callback):
             add_index = getattr(meta, "add_dataloader_idx", False) and index is not None
             taken.add(meta.name + (f"/dataloader_idx_{index}" if add_index else ""))
         ours = {name for suffix in suffixes.values() for name in self._scalar_names(suffix)}
+        ours |= (
+            {self._smooth_name(suffix) for suffix in suffixes.values()} if self.smooth else set()
+        )
         clash = sorted(taken & ours)
         if clash:
             self._warn_once(
@@ -420,11 +440,15 @@ class CalibrationMonitor(Callback):
             return
         per_class = class_metric[0].compute_result() if class_metric else None
         numbers = tb.result_numbers(result)
+        scalars = dict(zip(self._scalar_names(suffix), ("error", "lower", "upper"), strict=True))
+        if self.smooth:
+            numbers["smooth_error"] = metric.compute_smooth().item()
+            scalars[self._smooth_name(suffix)] = "smooth_error"
         with warnings.catch_warnings():
             if not trainer.loggers:
                 # Lightning warns for every key, every epoch; the monitor said it once.
                 warnings.filterwarnings("ignore", message=r"You called `self\.log\(")
-            for name, key in zip(self._scalar_names(suffix), ("error", "lower", "upper")):
+            for name, key in scalars.items():
                 pl_module.log(
                     name,
                     numbers[key],
@@ -438,6 +462,8 @@ class CalibrationMonitor(Callback):
                     sync_dist=trainer.world_size > 1,
                 )
         record = self._record(trainer, step, result, per_class)
+        if self.smooth:
+            record["smooth_error"] = numbers["smooth_error"]
         if suffix:
             record["dataloader_idx"] = idx
         self.history.append(record)

@@ -19,6 +19,12 @@ from calib_metrics.functional.calibration import (
     error_from_bins,
 )
 from calib_metrics.functional.comparison import ComparisonResult, compare_calibration
+from calib_metrics.functional.comparison_by_label import (
+    LabelComparisonResult,
+    bh_adjust,
+    compare_calibration_by_label,
+    holm_adjust,
+)
 from calib_metrics.functional.errors import NoPairsError
 from calib_metrics.functional.intervals import group_bootstrap, pair_bootstrap
 from calib_metrics.functional.smooth import (
@@ -34,18 +40,22 @@ __all__ = [
     "BrierDecomposition",
     "CalibrationResult",
     "ComparisonResult",
+    "LabelComparisonResult",
     "NoPairsError",
     "SmoothCurve",
     "SpiegelhalterResult",
     "adaptive_binning",
     "auto_bin_size",
+    "bh_adjust",
     "brier_decomposition",
     "calibration_error",
     "calibration_error_ci",
     "ci_from_bins",
     "compare_calibration",
+    "compare_calibration_by_label",
     "error_from_bins",
     "group_bootstrap",
+    "holm_adjust",
     "pair_bootstrap",
     "smooth_calibration_error",
     "smooth_calibration_from_histogram",

@@ -42,6 +42,7 @@ from calib_metrics.functional.intervals import (
     unit_sum_matrix,
     unit_weights,
 )
+from calib_metrics.functional.multiclass import Mode, pair_sets
 
 
 class ComparisonResult(NamedTuple):
@@ -100,13 +101,15 @@ def compare_calibration(
     n_bins: int = 15,
     norm: str = "l2",
     debias: bool = True,
+    mode: Mode = "one_vs_rest",
 ) -> ComparisonResult:
     """Difference in calibration error of two models scored on the same items.
 
     Args:
-        probs_a: model a's probabilities q in [0, 1] (binary; any shape).
+        probs_a: model a's probabilities q in [0, 1] (binary, any shape), or multiclass
+            ``[..., C]`` with integer ``target [...]``.
         probs_b: model b's probabilities for the same items, same shape.
-        target: the binary labels, same shape.
+        target: the binary labels (``probs_a``'s shape), or the class ids.
         groups: optional group id per item (sentence, document): whole groups are
             resampled, so labels correlated within a group move together.
         confidence: coverage of the interval of the difference.
@@ -115,6 +118,11 @@ def compare_calibration(
         bin_size, binning, n_bins, norm, debias: the estimator, as in
             :func:`~calib_metrics.functional.calibration.calibration_error` (defaults: the
             recommended one; ``debias`` falls back to the plug-in for l1 and max).
+        mode: multiclass input as in :func:`~calib_metrics.functional.calibration_error`:
+            ``"one_vs_rest"`` (every item gives C pairs) or ``"top_label"`` (each model's
+            own confidence and correctness; the pairs of an item stay paired across the
+            models). ``"classwise"`` is refused: its average of per-class errors has no
+            paired draws here; compare each class's pairs instead.
 
     Returns:
         :class:`ComparisonResult`: ``difference = error(a) − error(b)``, its percentile
@@ -134,6 +142,15 @@ def compare_calibration(
         >>> same = compare_calibration(q, q, y, n_samples=200, generator=g)
         >>> same.difference.item(), same.p_value.item()
         (0.0, 1.0)
+
+        Multiclass: the top-label (confidence) error of two classifiers.
+
+        >>> p = torch.softmax(3 * torch.randn(4000, 3, generator=g), -1)
+        >>> c = torch.multinomial(p, 1, generator=g).squeeze(1)
+        >>> sharp = torch.softmax(3 * p.log(), -1)  # overconfident: temperature 1/3
+        >>> r = compare_calibration(sharp, p, c, mode="top_label", n_samples=300, generator=g)
+        >>> bool(r.lower > 0)
+        True
     """
     _check_options(norm, binning, bin_size, n_bins)
     _check_interval_options(n_samples, confidence, "percentile", "pairs")
@@ -144,17 +161,18 @@ def compare_calibration(
             "the two models must score the same items: probs_a has shape "
             f"{tuple(probs_a.shape)}, probs_b {tuple(probs_b.shape)}"
         )
-    probs_a, target_flat = _check_pairs(probs_a, target)
-    probs_b, _ = _check_pairs(probs_b, target)
+    probs_a, target_a, probs_b, target_b, groups = _paired_sets(
+        probs_a, probs_b, target, groups, mode
+    )
     debias = debias and norm == "l2"
     if groups is None:
-        units = torch.arange(target_flat.numel(), device=target_flat.device)
+        units = torch.arange(target_a.numel(), device=target_a.device)
     else:
         units = torch.unique(_check_groups(groups, probs_a), return_inverse=True)[1]
     n_units = int(units.max().item()) + 1  # the one host sync: the number of units
     options = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
-    bins_a, sums_a = _unit_sums(probs_a, target_flat, units, n_units, options)
-    bins_b, sums_b = _unit_sums(probs_b, target_flat, units, n_units, options)
+    bins_a, sums_a = _unit_sums(probs_a, target_a, units, n_units, options)
+    bins_b, sums_b = _unit_sums(probs_b, target_b, units, n_units, options)
     blocks = list(_paired_blocks(sums_a, sums_b, n_units, n_samples, generator))
     # Pairs: the shrunk (recentred) world of the single-model pair bootstrap; groups: the
     # observed gaps (see calib_metrics.functional.intervals).
@@ -163,6 +181,23 @@ def compare_calibration(
     errors_a, a = _model_result(bins_a, [blk[0] for blk in blocks], **estimator)
     errors_b, b = _model_result(bins_b, [blk[1] for blk in blocks], **estimator)
     return _summarise(a, b, errors_a - errors_b, confidence)
+
+
+def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode: str):
+    """Both models' flat, checked binary pairs (and the pairs' group ids) under ``mode``."""
+    if mode == "classwise":
+        raise ValueError(
+            "compare_calibration: mode='classwise' is not supported (its average of per-class "
+            "errors has no paired draws); compare one class's pairs at a time, or use "
+            "mode='one_vs_rest' or 'top_label'"
+        )
+    if groups is not None and not isinstance(groups, Tensor):
+        raise ValueError(f"groups must be a tensor of group ids, got {type(groups).__name__}")
+    (q_a, y_a, groups), *_ = pair_sets(probs_a, target, mode, groups)
+    (q_b, y_b, _), *_ = pair_sets(probs_b, target, mode)
+    q_a, y_a = _check_pairs(q_a, y_a)
+    q_b, y_b = _check_pairs(q_b, y_b)
+    return q_a, y_a, q_b, y_b, groups
 
 
 def _summarise(a: CalibrationResult, b: CalibrationResult, diffs: Tensor, confidence: float):

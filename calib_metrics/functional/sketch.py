@@ -264,3 +264,26 @@ def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_siz
     q, y = _cumulative(rank, count, start, sum_q, sum_y, std, tied, cum_q, cum_y)
     size = rank.diff()
     return Bins(q.diff() / size, (y.diff() / size).clamp_(0, 1), size)
+
+
+def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The non-empty cells of one sketch ``[R]`` as (mean q, count, Σy), in q order.
+
+    The input of :func:`~calib_metrics.functional.smooth_calibration_from_histogram`,
+    which smooths it without the pairs (its error bound: ``histogram_tolerance``). One
+    host synchronisation (the number of non-empty cells).
+
+    Example:
+        >>> count, sum_r, sum_r2, sum_y = empty(64)
+        >>> accumulate(count, sum_r, sum_r2, sum_y, torch.tensor([0.2, 0.2, 0.9]),
+        ...            torch.tensor([1, 0, 1]))
+        >>> [t.tolist() for t in histogram(count, sum_r, sum_y)]
+        [[0.2, 0.9], [2.0, 1.0], [1.0, 1.0]]
+    """
+    resolution = count.shape[-1]
+    upper = torch.arange(resolution, device=count.device) >= resolution // 2
+    full = count > 0
+    n = count[full]
+    # Σq = Σr + n·[upper half]; a cell of one value gives that value back to rounding.
+    position = ((sum_r[full] + n * upper[full]) / n).clamp_(0, 1)
+    return position, n, sum_y[full]

@@ -25,7 +25,7 @@ from tqdm import tqdm
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.models.crf import CRFTagger, length_chunks
 from calib_metrics.models.hmm import HMM
-from calib_metrics.paper import report
+from calib_metrics.paper import paired, report
 from calib_metrics.paper.locations import find_dataset
 from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
 from calib_metrics.queries import tag_pair_queries, tag_queries, top_tag_pairs
@@ -132,13 +132,15 @@ def accuracy(model: Any, split: Split, max_tokens: int = 8192) -> float:
 
 
 class Queries(NamedTuple):
-    """Per-tag queries ``[K, N]``, per-pair queries ``[k, M]`` and each token's sentence [N]."""
+    """Per-tag queries ``[K, N]``, per-pair queries ``[k, M]``, each token's sentence [N]
+    and each token pair's sentence [M]."""
 
     tag_q: torch.Tensor
     tag_y: torch.Tensor
     pair_q: torch.Tensor
     pair_y: torch.Tensor
     sentence: torch.Tensor
+    pair_sentence: torch.Tensor
 
 
 def posterior_queries(
@@ -149,7 +151,7 @@ def posterior_queries(
     Marginals are computed chunk by chunk (the pairwise ones are ``K^2`` per token), and
     only the chosen ``pairs`` are kept.
     """
-    tag_q, tag_y, pair_q, pair_y, sentence = [], [], [], [], []
+    tag_q, tag_y, pair_q, pair_y, sentence, pair_sentence = [], [], [], [], [], []
     for idx, width in length_chunks(split.mask.sum(1), max_tokens):
         words, tags, mask = (x[idx, :width] for x in split)
         marg = model.marginals(words, mask, pairwise=True)
@@ -157,13 +159,18 @@ def posterior_queries(
         tag_q.append(q)
         tag_y.append(y)
         # The masked tokens in tag_queries' (row-major) order, each with its sentence.
-        sentence.append(idx.to(mask.device).unsqueeze(1).expand_as(mask)[mask])
+        ids = idx.to(mask.device).unsqueeze(1).expand_as(mask)
+        sentence.append(ids[mask])
         if width > 1:
             out = tag_pair_queries(marg.pairwise, tags, mask, pairs=pairs)
             pair_q.append(out.pair_q)
             pair_y.append(out.pair_y)
+            # tag_pair_queries' positions: both tokens real, row-major.
+            pair_sentence.append(ids[:, 1:][mask[:, :-1] & mask[:, 1:]])
     return Queries(
-        *(torch.cat(parts, 1) for parts in (tag_q, tag_y, pair_q, pair_y)), torch.cat(sentence)
+        *(torch.cat(parts, 1) for parts in (tag_q, tag_y, pair_q, pair_y)),
+        torch.cat(sentence),
+        torch.cat(pair_sentence) if pair_sentence else torch.zeros(0, dtype=torch.long),
     )
 
 
@@ -304,7 +311,7 @@ SENTENCE_BOOTSTRAP = {
 
 
 def _summaries(queries: Queries, pairs, tag_names, args, seed: int) -> dict:
-    q, y, pq, py, sentence = queries
+    q, y, pq, py, sentence, _ = queries
     out: dict[str, Any] = {"all_tags": calibration(q.reshape(-1), y.reshape(-1), args, seed)}
     groups = sentence.expand(q.shape[0], -1).reshape(-1)
     out["all_tags_sentences"] = calibration(
@@ -437,6 +444,7 @@ def _markdown(results: dict) -> str:
         "test acc",
         "CalibErr all tags [95%]",
         "debiased, sentence bootstrap [95%]",
+        "− HMM, paired [95%]",
         "q̂−p̂ (q̂>½)",
         "verdict",
     ]
@@ -446,7 +454,9 @@ def _markdown(results: dict) -> str:
         row = [MODELS[key], m["train_sentences"], m["dev_accuracy"], m["test_accuracy"]]
         a = m["all_tags"]
         gap = "n/a" if a["gap_above_half"] is None else f"{a['gap_above_half']:+.4f}"
-        row += [ci(a), ci(m["all_tags_sentences"]), gap, a["verdict"] or "n/a"]
+        vs_hmm = results["paired"].get(key, {}).get("all_tags")
+        vs_hmm = "—" if vs_hmm is None else paired.format_difference(vs_hmm)
+        row += [ci(a), ci(m["all_tags_sentences"]), vs_hmm, gap, a["verdict"] or "n/a"]
         for k in ks:
             row += [ci(m[f"top{k}_pairs"]["concatenated"]), m[f"top{k}_pairs"]["average"]]
         rows.append(row)
@@ -465,8 +475,33 @@ def _markdown(results: dict) -> str:
             f"- {name}: lower error on {w['lower_error']} of {w['of']} "
             f"(non-overlapping intervals on {w['significant']})"
         )
+    lines += ["", *_paired_markdown(results["paired"]), ""]
     lines += ["", f"Selection: {results['selection_summary']}", ""]
     return "\n".join(lines) + "\n"
+
+
+def _paired_markdown(comparisons: dict) -> list[str]:
+    """Per-tag and per-pair counts of real differences, and the per-tag table."""
+    lines = [
+        "Paired comparisons (error(CRF) − error(HMM) on the same test tokens, < 0: the CRF "
+        "is better; debiased, β = ⌈√N⌉, 2000 draws resampling whole sentences; a label's "
+        "difference is real when its Holm-adjusted p-value is ≤ 0.05):",
+        "",
+    ]
+    for key, c in comparisons.items():
+        for field, what in (("per_tag", "tags"), *((f, "pairs") for f in c if "pairs" in f)):
+            counts = paired.format_counts(c[field], "CRF", "HMM")
+            lines.append(f"- {MODELS[key]} vs HMM, {what}: {counts}")
+    keys = list(comparisons)
+    headers = ["tag"] + [h for k in keys for h in (f"{MODELS[k]} − HMM [95%]", "Holm p")]
+    rows = []
+    for tag in comparisons[keys[0]]["per_tag"]["per_label"]:
+        row = [tag]
+        for k in keys:
+            d = comparisons[k]["per_tag"]["per_label"][tag]
+            row += [paired.format_difference(d), f"{d['adjusted_p_value']:.3g}"]
+        rows.append(row)
+    return [*lines, "", report.markdown_table(headers, rows)]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -534,8 +569,9 @@ def _taggers(args: argparse.Namespace, c: dict[str, Any], out: Path):
     return trained, selection, sizes
 
 
-def _evaluate(args, c: dict[str, Any], trained: dict, sizes: dict, pairs) -> tuple[dict, list]:
-    """Accuracy and calibration summaries of every tagger on test; tags by test frequency."""
+def _evaluate(args, c: dict[str, Any], trained: dict, sizes: dict, pairs) -> tuple:
+    """Accuracy and calibration summaries of every tagger on test (tags by test frequency),
+    and each tagger's test queries."""
     test, tag_names = c["test"], c["tags"].itos
     test_counts = torch.bincount(test.tags[test.mask], minlength=c["shape"][0])
     tag_order = [
@@ -544,10 +580,11 @@ def _evaluate(args, c: dict[str, Any], trained: dict, sizes: dict, pairs) -> tup
         if test_counts[k] > 0
     ]
     models: dict[str, Any] = {}
+    queries_of: dict[str, Queries] = {}
     for i, (key, model) in enumerate(
         tqdm(trained.items(), desc="evaluate", file=sys.stderr, leave=False)
     ):
-        queries = posterior_queries(model, test, pairs, args.max_tokens)
+        queries = queries_of[key] = posterior_queries(model, test, pairs, args.max_tokens)
         summary = _summaries(queries, pairs, tag_names, args, args.seed + 1000 * i)
         models[key] = {
             "train_sentences": sizes[key],
@@ -556,7 +593,38 @@ def _evaluate(args, c: dict[str, Any], trained: dict, sizes: dict, pairs) -> tup
             **summary,
         }
         models[key]["per_tag"] = {t: models[key]["per_tag"][t] for t in tag_order}
-    return models, tag_order
+    return models, tag_order, queries_of
+
+
+def paired_comparisons(
+    queries_of: dict, tag_names: list, pair_names: list, top: int, seed: int
+) -> dict:
+    """Each CRF against the HMM on the same test tokens, resampling whole sentences:
+    error(CRF) − error(HMM) over all tags (< 0: the CRF is better calibrated), per tag seen
+    in test and per top tag pair (Holm-corrected counts); the recommended estimator."""
+    hmm = queries_of["hmm"]
+    counts = hmm.tag_y.sum(1)
+    seen = torch.sort(-counts, stable=True).indices  # by test frequency, as the figures
+    seen = seen[counts[seen] > 0]
+    names = [tag_names[k] for k in seen.tolist()]
+    out = {}
+    for i, key in enumerate(("crf_matched", "crf")):
+        crf, seed = queries_of[key], seed + 1000 * i
+        out[key] = {
+            "all_tags": paired.difference(
+                crf.tag_q, hmm.tag_q, hmm.tag_y, groups=hmm.sentence.expand_as(hmm.tag_q),
+                seed=seed,
+            ),
+            "per_tag": paired.by_label(
+                crf.tag_q[seen], hmm.tag_q[seen], hmm.tag_y[seen], names, groups=hmm.sentence,
+                seed=seed + 1,
+            ),
+            f"top{top}_pairs": paired.by_label(
+                crf.pair_q[:top], hmm.pair_q[:top], hmm.pair_y[:top], pair_names[:top],
+                groups=hmm.pair_sentence, seed=seed + 2,
+            ),
+        }  # fmt: skip
+    return out
 
 
 def _comparisons(models: dict, top: int) -> dict[str, Any]:
@@ -582,6 +650,9 @@ def _print_summary(results: dict[str, Any], out: Path) -> None:
         )
     for name, w in results["comparisons"].items():
         print(f"{name}: better on {w['lower_error']}/{w['of']} (significant {w['significant']})")
+    for key, c in results["paired"].items():
+        print(f"{MODELS[key]} − HMM, all tags: {paired.format_difference(c['all_tags'])}")
+        print(f"  per tag: {paired.format_counts(c['per_tag'], 'CRF', 'HMM')}")
     print(f"wrote {out / 'results.json'}, {out / 'results.md'}")
 
 
@@ -600,7 +671,11 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     pairs, pair_counts = top_tag_pairs(test.tags, test.mask, c["shape"][0], max(args.top_pairs))
     top_pairs = sorted({min(k, pairs.shape[0]) for k in args.top_pairs})
     args.top_pairs = top_pairs
-    models, tag_order = _evaluate(args, c, trained, sizes, pairs)
+    models, tag_order, queries_of = _evaluate(args, c, trained, sizes, pairs)
+    paired_results = paired_comparisons(
+        queries_of, tag_names, _pair_names(pairs, tag_names), top_pairs[-1], args.seed + 7000
+    )
+    del queries_of
     hmm_sel, crf_sel, match_sel = (selection[k] for k in ("hmm", "crf", "crf_matched"))
     results: dict[str, Any] = {
         "experiment": "pos",
@@ -626,6 +701,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "pairs": dict(zip(_pair_names(pairs, tag_names), pair_counts.tolist(), strict=True)),
         "models": models,
         "comparisons": _comparisons(models, top_pairs[-1]),
+        "paired": paired_results,
         "paper": PAPER,
     }
     results["figures"] = _figures(results, out, tag_order)
@@ -651,7 +727,8 @@ def _recalibrate(args, c: dict[str, Any], trained: dict, models: dict, out: Path
     for i, key in enumerate(("hmm", "crf")):
         r, cv = recalibrate.chain_rows(
             MODELS[key], trained[key], c["dev"], c["test"],
-            accuracy=models[key]["test_accuracy"], n_samples=100, seed=args.seed + 100 * i,
+            accuracy=models[key]["test_accuracy"], n_samples=recalibrate.N_SAMPLES,
+            seed=args.seed + 100 * i,
         )  # fmt: skip
         rows += r
         curves.update(cv)

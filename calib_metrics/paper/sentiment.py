@@ -21,7 +21,7 @@ import torch
 from tqdm import tqdm
 
 from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
-from calib_metrics.paper import report
+from calib_metrics.paper import paired, report
 from calib_metrics.paper.tweets import (
     POLARITY,
     SMILEY,
@@ -241,6 +241,7 @@ def _markdown(results: dict) -> str:
                 f"{100 * m['accuracy']:.1f}%",
                 ci,
                 m["calib_err_debiased"],
+                paired.format_difference(results["paired"]) if key == "naive_bayes" else "—",
                 m["brier"],
                 m["brier_calibration"],
                 m["brier_refinement"],
@@ -249,9 +250,10 @@ def _markdown(results: dict) -> str:
     for key, name in MODELS.items():
         p = PAPER[key]
         rows.append(
-            [f"paper: {name}", f"{100 * p['f1']:.1f}%", "", f"{p['calib_err']:.3f}"] + [""] * 4
+            [f"paper: {name}", f"{100 * p['f1']:.1f}%", "", f"{p['calib_err']:.3f}"] + [""] * 5
         )
-    head = ["model", "F1", "accuracy", "CalibErr [95% CI]", "debiased", "Brier", "calib.", "refin."]
+    head = ["model", "F1", "accuracy", "CalibErr [95% CI]", "debiased", "NB − LR, paired [95%]",
+            "Brier", "calib.", "refin."]  # fmt: skip
     s = results["split"]
     lab = results["labelling"]
     by_source = "; ".join(
@@ -273,6 +275,10 @@ def _markdown(results: dict) -> str:
         f"{results['n_samples']} samples for the interval.",
         "",
         report.markdown_table(head, rows),
+        "",
+        "NB − LR: error(NB) − error(LR) on the same test tweets (> 0: LR is better "
+        "calibrated), debiased with β = ⌈√N⌉, percentile interval of 2000 paired draws "
+        f"(tweets resampled once for both models), p = {results['paired']['p_value']:.3g}.",
         "",
         "Model selection on dev (F1 picks; CalibErr shown for comparison only):",
         "",
@@ -344,8 +350,9 @@ def _features(texts, tokenize, parts, corpus) -> tuple[list[tuple], int]:
 
 def _train_and_evaluate(
     args, data, test_y, bin_size: int, models: dict, recal: dict | None = None
-) -> dict:
-    """Select each model's hyperparameter on dev, evaluate it on test; its curves.
+) -> tuple[dict, dict]:
+    """Select each model's hyperparameter on dev, evaluate it on test; its curves and its
+    test probabilities.
 
     ``recal``, when given, receives each model's (dev probs, dev labels, test probs)."""
     from sklearn.linear_model import LogisticRegression
@@ -359,10 +366,11 @@ def _train_and_evaluate(
             lambda c: LogisticRegression(C=c, solver="liblinear"),
         ),
     }
-    curves = {}
+    curves, test_probs = {}, {}
     for key, (hyper, grid, factory) in factories.items():
         value, model, dev = select(factory, grid, data[0], data[1], key)
         probs = torch.from_numpy(model.predict_proba(data[2][0])[:, 1]).to(torch.float64)
+        test_probs[key] = probs
         if recal is not None:
             dev_probs = torch.from_numpy(model.predict_proba(data[1][0])[:, 1])
             recal[key] = (dev_probs.to(torch.float64), torch.as_tensor(data[1][1]), probs)
@@ -374,7 +382,7 @@ def _train_and_evaluate(
             "dev": {f"{k:g}": v for k, v in dev.items()},
             **metrics,
         }
-    return curves
+    return curves, test_probs
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -430,7 +438,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "paper": PAPER,
     }
     recal = {} if getattr(args, "recalibrate", False) else None
-    curves = _train_and_evaluate(args, data, test_y, bin_size, results["models"], recal)
+    curves, test_probs = _train_and_evaluate(args, data, test_y, bin_size, results["models"], recal)
+    # Issue 15: NB against LR on the same test tweets, one paired resampling of tweets.
+    results["paired"] = paired.difference(
+        test_probs["naive_bayes"], test_probs["logistic_regression"], test_y, seed=args.seed
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results["figures"] = _figures(results, curves, out)

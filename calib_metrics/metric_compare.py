@@ -1,0 +1,355 @@
+"""``CalibrationComparison``: two models' calibration compared on the same items, as a Metric."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+from torchmetrics.utilities.data import dim_zero_cat
+from torchmetrics.utilities.distributed import gather_all_tensors
+
+from calib_metrics.functional.calibration import (
+    _check_groups,
+    _check_interval_options,
+    _check_options,
+)
+from calib_metrics.functional.comparison import ComparisonResult, compare_calibration
+from calib_metrics.functional.comparison_by_label import (
+    LabelComparisonResult,
+    compare_calibration_by_label,
+)
+from calib_metrics.functional.errors import NoPairsError
+from calib_metrics.functional.multiclass import MODES, pair_sets
+from calib_metrics.metric import (
+    _agree_on_list_dtypes,
+    _check_confidence,
+    _check_seed,
+    _check_sizes,
+    _prepare_batch,
+    _StatesKeepTheirDtype,
+)
+
+_STATES = ("probs_a", "probs_b", "target", "groups")
+
+
+class CalibrationComparison(_StatesKeepTheirDtype):
+    """Difference in calibration error of two models scored on the same items.
+
+    The Metric form of :func:`~calib_metrics.functional.compare_calibration`: ``update``
+    takes both models' probabilities for one batch of items with the items' labels (and
+    optionally their group ids: sentences, documents); ``compute`` returns the
+    :class:`~calib_metrics.functional.ComparisonResult` of every item seen —
+    ``difference = error(a) − error(b)``, its paired bootstrap interval and the p-value
+    of "no difference", and each model's own result — exactly what the functional gives
+    on the concatenated batches (the comparison needs every pair, so there is no
+    streaming mode). Under DDP the pairs of all ranks are gathered, and the result equals
+    one process on the union of the data (in rank order).
+
+    Binary input: ``probs_a``, ``probs_b`` and ``target`` of one shape. Multiclass input
+    (``num_classes=C``): ``probs_* [..., C]`` with integer ``target [...]``, turned into
+    pairs by ``mode`` (``"one_vs_rest"``, the paper's, or ``"top_label"``; see
+    :func:`~calib_metrics.functional.compare_calibration`). Items whose target is
+    ``ignore_index`` are dropped. A rejected ``update`` or ``forward`` raises and leaves
+    the state as it was; ``forward`` returns the batch's own comparison (None for a batch
+    of padding only). :meth:`compute_by_label` compares class by class (one-vs-rest), with
+    Holm's or Benjamini–Hochberg's correction and the counts of the paper's Figure 4.
+
+    Args:
+        num_classes: None for binary input, else the number of classes C.
+        mode: ``"one_vs_rest"`` or ``"top_label"`` (multiclass only).
+        ignore_index: target value marking items to drop (padding).
+        n_samples: paired bootstrap draws.
+        confidence: coverage of the interval of the difference.
+        bin_size, binning, n_bins, norm, debias: the estimator, as in
+            :class:`~calib_metrics.CalibrationError`.
+        seed: seed of the draws (None: the global RNG).
+        validate_args: check every batch (one host synchronisation); False skips it.
+
+    Example:
+        >>> import torch
+        >>> metric = CalibrationComparison(n_samples=500)
+        >>> g = torch.Generator().manual_seed(0)
+        >>> for _ in range(4):
+        ...     q = torch.rand(5000, generator=g, dtype=torch.float64)
+        ...     y = torch.bernoulli(q, generator=g)
+        ...     overconfident = torch.where(q > 0.5, q.sqrt(), q**2)
+        ...     metric.update(overconfident, q, y)
+        >>> result = metric.compute()
+        >>> bool(result.difference > 0), bool(result.lower > 0), bool(result.p_value < 0.01)
+        (True, True, True)
+        >>> round(result.a.error.item(), 3), round(result.b.error.item(), 3)
+        (0.157, 0.0)
+    """
+
+    is_differentiable = False
+    higher_is_better = None
+    full_state_update = False
+
+    def __init__(
+        self,
+        num_classes: int | None = None,
+        *,
+        mode: Literal["one_vs_rest", "top_label"] = "one_vs_rest",
+        ignore_index: int | None = None,
+        n_samples: int = 2000,
+        confidence: float = 0.95,
+        bin_size: int | Literal["auto"] = "auto",
+        binning: Literal["adaptive", "uniform"] = "adaptive",
+        n_bins: int = 15,
+        norm: Literal["l1", "l2", "max"] = "l2",
+        debias: bool = True,
+        seed: int | None = 0,
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        options = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        super().__init__(**kwargs)
+        _check_arguments(options)
+        self.num_classes, self.mode, self.ignore_index = num_classes, mode, ignore_index
+        self.seed, self.validate_args = seed, validate_args
+        self.estimator = {
+            "n_samples": n_samples, "confidence": confidence, "bin_size": bin_size,
+            "binning": binning, "n_bins": n_bins, "norm": norm, "debias": debias,
+        }  # fmt: skip
+        self._options, self._base_kwargs = options, kwargs
+        for name in _STATES:
+            self.add_state(name, default=[], dist_reduce_fx="cat")
+
+    # ------------------------------------------------------------------ update
+    def update(
+        self, probs_a: Tensor, probs_b: Tensor, target: Tensor, groups: Tensor | None = None
+    ) -> None:
+        """Accumulate a batch; a batch that fails validation changes nothing.
+
+        ``groups``: optional group id of every item (``target``'s shape), unique across
+        the whole evaluation set (and the DDP ranks); give it with every batch or none.
+        """
+        try:
+            self._update(probs_a, probs_b, target, groups)
+        except Exception:
+            self._update_count -= 1  # torchmetrics counted the call before it ran
+            raise
+
+    def _update(self, probs_a: Tensor, probs_b: Tensor, target: Tensor, groups: Tensor | None):
+        if not all(isinstance(t, Tensor) for t in (probs_a, probs_b, target)):
+            raise ValueError("probs_a, probs_b and target must be tensors")
+        if probs_a.shape != probs_b.shape:
+            raise ValueError(
+                "the two models must score the same items: probs_a has shape "
+                f"{tuple(probs_a.shape)}, probs_b {tuple(probs_b.shape)}"
+            )
+        for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
+            if not probs.is_floating_point():
+                raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
+        groups = self._check_batch_groups(groups, target)
+        options = (self.num_classes, self.ignore_index)
+        a, target, _ = _prepare_batch(
+            probs_a.detach(), target.detach(), *options, validate=self.validate_args
+        )
+        b, _, _ = _prepare_batch(probs_b.detach(), target, *options, validate=self.validate_args)
+        self.probs_a.append(a)
+        self.probs_b.append(b)
+        self.target.append(target)
+        if groups is not None:
+            self.groups.append(groups)
+
+    def _check_batch_groups(self, groups: Tensor | None, target: Tensor) -> Tensor | None:
+        """One integer id per item, given with every batch or with none."""
+        if (groups is None) != (not self.groups) and self.target:
+            given = "without" if groups is None else "with"
+            raise ValueError(
+                f"this batch came {given} groups= and earlier ones did not: give every batch "
+                "its group ids, or none"
+            )
+        if groups is None:
+            return None
+        if isinstance(groups, Tensor) and groups.shape != target.shape:
+            raise ValueError(
+                f"groups must have the target's shape {tuple(target.shape)} (one id per "
+                f"item), got {tuple(groups.shape)}"
+            )
+        return _check_groups(groups, target, "target").detach()
+
+    def forward(self, *args: Any, **kwargs: Any) -> ComparisonResult | None:
+        """``update`` with the batch, returning the batch's own comparison.
+
+        The batch is measured by a separate metric of the same options and then appended,
+        so a rejected batch leaves the state as it was; a batch of padding only gives None.
+        """
+        batch = self.__dict__.get("_batch")
+        if batch is None:
+            kwargs_ = {**self._base_kwargs, "sync_on_compute": self.dist_sync_on_step}
+            batch = CalibrationComparison(**self._options, **kwargs_)
+            self.__dict__["_batch"] = batch  # out of the module tree and its state_dict
+        batch.to(self.device)
+        batch.reset()
+        batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
+        try:
+            value = batch.compute()
+        except NoPairsError:
+            value = None
+        self.merge_state(batch)
+        self._update_count += 1
+        self._forward_cache = value
+        return value
+
+    def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
+        """Append another comparison's pairs (or a state dict's) after this one's.
+
+        The pair bootstrap gives each pair its own weight in order, so the order is kept:
+        this metric's pairs first, then the incoming ones.
+        """
+        if isinstance(incoming_state, Metric):
+            if not isinstance(incoming_state, CalibrationComparison):
+                raise ValueError(
+                    f"cannot merge a {type(incoming_state).__name__} into a CalibrationComparison"
+                )
+            if incoming_state.num_classes != self.num_classes:
+                raise ValueError(
+                    f"cannot merge num_classes {incoming_state.num_classes} into "
+                    f"num_classes {self.num_classes}"
+                )
+            incoming_state = incoming_state.metric_state
+        if not isinstance(incoming_state, dict) or set(incoming_state) != set(_STATES):
+            raise ValueError(f"a CalibrationComparison state is a dict with keys {list(_STATES)}")
+        if (self.target and incoming_state["target"]) and (
+            bool(self.groups) != bool(incoming_state["groups"])
+        ):
+            raise ValueError("cannot merge: one state has group ids and the other does not")
+        for name in _STATES:
+            mine, theirs = getattr(self, name), incoming_state[name]
+            mine = mine if isinstance(mine, list) else [mine]
+            theirs = theirs if isinstance(theirs, list) else [theirs]
+            setattr(self, name, [*mine, *(t.detach().clone() for t in theirs)])
+        self._computed = None
+
+    def sync(
+        self,
+        dist_sync_fn: Callable | None = None,
+        process_group: Any | None = None,
+        should_sync: bool = True,
+        distributed_available: Callable | None = None,
+    ) -> None:
+        """Gather every rank's pairs; the ranks first agree on each state's dtype and shape."""
+        available = distributed_available or self.distributed_available_fn
+        if should_sync and callable(available) and available():
+            wide = () if self.num_classes is None else (self.num_classes,)
+            widths = {"probs_a": wide, "probs_b": wide, "target": (), "groups": ()}
+            group = process_group or self.process_group
+            _agree_on_list_dtypes(self, widths, dist_sync_fn or gather_all_tensors, group)
+        super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
+
+    # ----------------------------------------------------------------- compute
+    def _pairs(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+        """Both models' probabilities, the targets and the group ids; padding dropped."""
+        # Lists of batches locally; one tensor each once synchronised across ranks.
+        probs_a, probs_b, target, groups = (_cat(getattr(self, name)) for name in _STATES)
+        if target is None or target.numel() == 0:
+            raise NoPairsError("CalibrationComparison has no items: call update() first")
+        if groups is not None and groups.numel() == 0:
+            groups = None
+        if groups is not None and groups.numel() != target.numel():
+            raise ValueError(
+                f"{groups.numel()} group ids for {target.numel()} items: some batches (or "
+                "ranks) came without groups="
+            )
+        if self.ignore_index is not None:
+            keep = target != self.ignore_index
+            probs_a, probs_b, target = probs_a[keep], probs_b[keep], target[keep]
+            groups = None if groups is None else groups[keep]
+            if target.numel() == 0:
+                raise NoPairsError(
+                    f"CalibrationComparison has no items: all were padding ({self.ignore_index})"
+                )
+        return probs_a, probs_b, target, groups
+
+    def compute(self) -> ComparisonResult:
+        """The comparison of every item seen (see :func:`compare_calibration`)."""
+        probs_a, probs_b, target, groups = self._pairs()
+        generator = self._generator(target.device)
+        mode = self.mode if self.num_classes is not None else "one_vs_rest"
+        return compare_calibration(
+            probs_a, probs_b, target, groups=groups, generator=generator, mode=mode,
+            **self.estimator,
+        )  # fmt: skip
+
+    def _generator(self, device: torch.device) -> torch.Generator | None:
+        if self.seed is None:
+            return None
+        return torch.Generator(device=device).manual_seed(self.seed)
+
+    def compute_by_label(
+        self, *, correction: Literal["holm", "bh"] = "holm", alpha: float = 0.05
+    ) -> LabelComparisonResult:
+        """Class by class (multiclass, one-vs-rest): each class's paired difference.
+
+        The per-tag comparison of the paper's Figure 4:
+        :func:`~calib_metrics.functional.compare_calibration_by_label` on the one-vs-rest
+        pairs labelled by their class, with the p-values corrected by Holm's procedure
+        (family-wise error) or Benjamini–Hochberg's (``"bh"``, false discovery rate) and
+        the counts "a better / b better / not distinguishable" at ``alpha``.
+        Synchronised under DDP like :meth:`compute`.
+
+        Example:
+            >>> import torch
+            >>> g = torch.Generator().manual_seed(0)
+            >>> p = torch.softmax(2 * torch.randn(6000, 3, generator=g), -1)
+            >>> c = torch.multinomial(p, 1, generator=g).squeeze(1)
+            >>> metric = CalibrationComparison(num_classes=3, n_samples=300)
+            >>> metric.update(torch.softmax(3 * p.log(), -1), p, c)  # a: overconfident
+            >>> r = metric.compute_by_label()
+            >>> r.labels.tolist(), (r.a_better, r.b_better, r.not_distinguishable)
+            ([0, 1, 2], (0, 3, 0))
+        """
+        if self.num_classes is None or self.mode != "one_vs_rest":
+            raise ValueError(
+                "compute_by_label compares class by class: it needs num_classes and "
+                f"mode='one_vs_rest' (this metric has num_classes={self.num_classes}, "
+                f"mode={self.mode!r})"
+            )
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+        ):
+            probs_a, probs_b, target, groups = self._pairs()
+        (q_a, y, pair_groups), *_ = pair_sets(probs_a, target, "one_vs_rest", groups)
+        (q_b, _, _), *_ = pair_sets(probs_b, target, "one_vs_rest")
+        classes = torch.arange(self.num_classes, device=target.device)
+        labels = classes.expand(target.numel(), -1).reshape(-1)
+        return compare_calibration_by_label(
+            q_a, q_b, y, labels, groups=pair_groups, correction=correction, alpha=alpha,
+            generator=self._generator(target.device), **self.estimator,
+        )  # fmt: skip
+
+
+def _cat(value: list[Tensor] | Tensor) -> Tensor | None:
+    """A state as one tensor (None for an empty list)."""
+    if isinstance(value, list) and not value:
+        return None
+    return dim_zero_cat(value)
+
+
+def _check_arguments(args: dict[str, Any]) -> None:
+    """Every constructor argument, checked before any state exists."""
+    num_classes, mode, ignore_index = args["num_classes"], args["mode"], args["ignore_index"]
+    if num_classes is not None and (
+        not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2
+    ):
+        raise ValueError(f"num_classes must be None or an integer >= 2, got {num_classes!r}")
+    if mode not in MODES or mode == "classwise":
+        raise ValueError(f"mode must be 'one_vs_rest' or 'top_label', got {mode!r}")
+    if mode == "top_label" and num_classes is None:
+        raise ValueError("mode='top_label' needs multiclass input: set num_classes")
+    if ignore_index is not None and (
+        not isinstance(ignore_index, int) or isinstance(ignore_index, bool)
+    ):
+        raise ValueError(f"ignore_index must be an integer or None, got {ignore_index!r}")
+    _check_options(args["norm"], args["binning"], args["bin_size"], args["n_bins"])
+    _check_sizes(args["bin_size"], args["n_bins"])
+    _check_confidence(args["confidence"])
+    _check_interval_options(args["n_samples"], args["confidence"], "percentile", "pairs")
+    _check_seed(args["seed"])
+    if not isinstance(args["debias"], bool):
+        raise ValueError(f"debias must be True or False, got {args['debias']!r}")

@@ -1,0 +1,199 @@
+"""compare_calibration_by_label: per-label paired differences, Holm and BH corrections."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from calib_metrics.functional import (
+    LabelComparisonResult,
+    bh_adjust,
+    compare_calibration,
+    compare_calibration_by_label,
+    holm_adjust,
+)
+
+
+def holm_rejects(p: list[float], alpha: float) -> set[int]:
+    """Holm's step-down procedure, as written in textbooks: walk the sorted p-values."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    rejected = set()
+    for k, i in enumerate(order):
+        if p[i] > alpha / (m - k):
+            break
+        rejected.add(i)
+    return rejected
+
+
+def bh_rejects(p: list[float], alpha: float) -> set[int]:
+    """Benjamini–Hochberg: reject the k smallest, k the largest with p_(k) <= k alpha / m."""
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    passing = [k for k in range(1, m + 1) if p[order[k - 1]] <= k * alpha / m]
+    return set(order[: max(passing)]) if passing else set()
+
+
+def p_value_sets():
+    g = torch.Generator().manual_seed(3)
+    yield [0.01, 0.04, 0.03, 0.5]
+    yield [0.0, 0.0, 1.0]
+    yield [0.02, 0.02, 0.02, 0.02]  # ties
+    for m in (1, 2, 5, 17, 48):
+        p = torch.rand(m, generator=g, dtype=torch.float64) ** 3  # many small ones
+        yield p.tolist()
+        yield (p * 20).round().div(20).tolist()  # ties on a grid
+
+
+ALPHAS = [0.001, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5]
+
+
+@pytest.mark.parametrize("adjust,reference", [(holm_adjust, holm_rejects), (bh_adjust, bh_rejects)])
+def test_adjusted_p_values_reject_what_the_procedure_rejects(adjust, reference):
+    for p, alpha in itertools.product(p_value_sets(), ALPHAS):
+        adjusted = adjust(torch.tensor(p, dtype=torch.float64))
+        ours = {i for i, a in enumerate(adjusted.tolist()) if a <= alpha + 1e-12}
+        assert ours == reference(p, alpha), (p, alpha)
+
+
+def test_adjusted_p_values_against_the_closed_forms():
+    p = [0.01, 0.04, 0.03, 0.5]
+    # Holm: sorted 0.01*4, 0.03*3, 0.04*2 -> running max 0.04, 0.09, 0.09; 0.5*1.
+    assert holm_adjust(torch.tensor(p)).tolist() == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    # BH: 0.01*4/1, 0.03*4/2, 0.04*4/3, 0.5 -> running min from the top.
+    assert bh_adjust(torch.tensor(p)).tolist() == pytest.approx([0.04, 0.16 / 3, 0.16 / 3, 0.5])
+    assert holm_adjust(torch.tensor([float("nan"), 0.01])).tolist() == pytest.approx([1.0, 0.02])
+
+
+def _data(n_labels=4, n=3000, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.rand(n_labels, n, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    a = q.clone()
+    a[0] = q[0].sqrt()  # label 0: a is worse
+    b = q.clone()
+    b[1] = q[1] ** 2  # label 1: b is worse
+    labels = torch.arange(n_labels).mul(7).unsqueeze(1).expand_as(q)  # ids 0, 7, 14, 21
+    groups = torch.arange(n_labels * n).reshape(n_labels, n) // 10
+    return a, b, y, labels, groups
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_each_label_is_compare_calibration_on_its_subset(grouped):
+    a, b, y, labels, groups = _data()
+    groups = groups if grouped else None
+    res = compare_calibration_by_label(
+        a, b, y, labels, groups=groups, n_samples=200, generator=torch.Generator().manual_seed(5)
+    )
+    assert isinstance(res, LabelComparisonResult)
+    assert res.labels.tolist() == [0, 7, 14, 21]
+    g = torch.Generator().manual_seed(5)  # the labels draw in increasing id order
+    for k, label in enumerate(res.labels.tolist()):
+        sel = labels == label
+        ref = compare_calibration(
+            a[sel], b[sel], y[sel], groups=None if groups is None else groups[sel],
+            n_samples=200, generator=g,
+        )  # fmt: skip
+        got = res.per_label[k]
+        for field in ("difference", "lower", "upper", "p_value"):
+            assert torch.equal(getattr(got, field), getattr(ref, field)), (label, field)
+            assert getattr(res, field)[k].item() == getattr(ref, field).item()
+        assert torch.equal(got.a.error, ref.a.error) and torch.equal(got.b.upper, ref.b.upper)
+
+
+def test_verdicts_and_counts_follow_the_adjusted_p_values():
+    a, b, y, labels, _ = _data()
+    res = compare_calibration_by_label(
+        a, b, y, labels, n_samples=300, generator=torch.Generator().manual_seed(1)
+    )
+    assert res.verdict.tolist() == [1, -1, 0, 0]  # b better on 0, a better on 7
+    assert (res.a_better, res.b_better, res.not_distinguishable) == (1, 1, 2)
+    assert torch.equal(res.adjusted_p_value, holm_adjust(res.p_value))
+    bh = compare_calibration_by_label(
+        a, b, y, labels, correction="bh", n_samples=300, generator=torch.Generator().manual_seed(1)
+    )
+    assert torch.equal(bh.adjusted_p_value, bh_adjust(bh.p_value))
+    assert torch.equal(bh.p_value, res.p_value)  # same draws: only the correction differs
+    assert bool((bh.adjusted_p_value <= res.adjusted_p_value).all())
+
+
+def test_the_correction_decides_which_differences_are_real(monkeypatch):
+    """Counts from given p-values: uncorrected all four would be 'real' at 0.05."""
+    import calib_metrics.functional.comparison_by_label as module
+
+    p_values = iter([0.001, 0.02, 0.03, 0.04])
+    signs = iter([-1.0, 1.0, -1.0, 1.0])
+
+    def fake(*args, **kwargs):
+        one = torch.tensor(1.0, dtype=torch.float64)
+        d = torch.tensor(next(signs), dtype=torch.float64)
+        return module.ComparisonResult(d, d, d, torch.tensor(next(p_values)), one, one)
+
+    monkeypatch.setattr(module, "compare_calibration", fake)
+    labels = torch.arange(4)
+    holm = compare_calibration_by_label(torch.rand(4), torch.rand(4), torch.ones(4), labels)
+    # Holm: 0.001*4 = 0.004 real; 0.02*3 = 0.06 stops the walk.
+    assert holm.verdict.tolist() == [-1, 0, 0, 0]
+    assert (holm.a_better, holm.b_better, holm.not_distinguishable) == (1, 0, 3)
+    p_values, signs = iter([0.001, 0.02, 0.03, 0.04]), iter([-1.0, 1.0, -1.0, 1.0])
+    bh = compare_calibration_by_label(
+        torch.rand(4), torch.rand(4), torch.ones(4), labels, correction="bh"
+    )
+    # BH: 0.04 <= 4 * 0.05 / 4, so all four are discoveries.
+    assert bh.verdict.tolist() == [-1, 1, -1, 1]
+    assert (bh.a_better, bh.b_better, bh.not_distinguishable) == (2, 2, 0)
+
+
+def test_one_label_is_compare_calibration_itself():
+    a, b, y, _, _ = _data(n_labels=2)
+    a, b, y = a[:1], b[:1], y[:1]
+    res = compare_calibration_by_label(
+        a, b, y, torch.zeros_like(y, dtype=torch.long), n_samples=200,
+        generator=torch.Generator().manual_seed(2),
+    )  # fmt: skip
+    ref = compare_calibration(a, b, y, n_samples=200, generator=torch.Generator().manual_seed(2))
+    assert res.difference.tolist() == [ref.difference.item()]
+    assert res.adjusted_p_value.tolist() == [ref.p_value.item()]  # m = 1: no adjustment
+
+
+def _call(**changes):
+    a, b, y, labels, _ = _data(n_labels=2, n=200)
+    kwargs = {"probs_a": a, "probs_b": b, "target": y, "labels": labels, "n_samples": 20}
+    kwargs.update(changes)
+    return compare_calibration_by_label(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"labels": torch.zeros(2, 5, dtype=torch.long)}, "labels must have the shape"),
+        ({"labels": torch.zeros(2, 200)}, "labels must hold integer ids"),
+        ({"labels": [0, 1]}, "labels must be a tensor"),
+        ({"groups": torch.zeros(2, 200)}, "groups must hold integer ids"),
+        ({"groups": torch.zeros(3, dtype=torch.long)}, "groups must have the shape"),
+        ({"probs_b": torch.zeros(2, 199)}, "probs_b must have the shape"),
+        ({"correction": "bonferroni"}, "correction must be 'holm' or 'bh'"),
+        ({"alpha": 0.0}, "alpha must be a number strictly between 0 and 1"),
+        ({"alpha": True}, "alpha must be a number"),
+        ({"confidence": 1.5}, "confidence"),
+        ({"n_samples": 1}, "n_samples"),
+        ({"norm": "l3"}, "norm"),
+    ],
+)
+def test_bad_arguments_raise_value_error(changes, message):
+    with pytest.raises(ValueError, match=message):
+        _call(**changes)
+
+
+def test_empty_input_and_bad_p_values_raise_value_error():
+    empty = torch.zeros(0, dtype=torch.float64)
+    with pytest.raises(ValueError, match="empty"):
+        compare_calibration_by_label(empty, empty, empty, empty.long())
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        holm_adjust(torch.tensor([0.5, 1.5]))
+    with pytest.raises(ValueError, match="1-d"):
+        bh_adjust(torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="floating point"):
+        bh_adjust(torch.tensor([0, 1]))
