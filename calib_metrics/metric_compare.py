@@ -146,13 +146,16 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
         groups = self._check_batch_groups(groups, target)
         options = (self.num_classes, self.ignore_index)
-        a, target, _ = _prepare_batch(
-            probs_a.detach(), target.detach(), *options, validate=self.validate_args
+        # Both models are checked against the batch's own target (any shape, [...] or
+        # [..., C] probabilities); the flat target is stored once.
+        target = target.detach()
+        a, flat_target, _ = _prepare_batch(
+            probs_a.detach(), target, *options, validate=self.validate_args
         )
         b, _, _ = _prepare_batch(probs_b.detach(), target, *options, validate=self.validate_args)
         self.probs_a.append(a)
         self.probs_b.append(b)
-        self.target.append(target)
+        self.target.append(flat_target)
         if groups is not None:
             self.groups.append(groups)
 

@@ -73,10 +73,14 @@ def test_readme_snippets_run_as_written_and_log_what_they_claim(
         "val_loader_with_ids": DataLoader(
             TensorDataset(words, tags, torch.arange(64)), batch_size=16
         ),
+        # The comparison snippet's two taggers: the model and a sharpened copy of it.
+        "hmm": lambda w: model(w).softmax(-1),
+        "crf": lambda w: (2 * model(w)).softmax(-1),
     }
     blocks = [b for b in readme_section_code("The metric in a training loop")]
     runnable = [b for b in blocks if "calib_metrics.functional" not in b]
-    assert len(runnable) == 3 and "CalibrationMonitor" in runnable[2]
+    assert len(runnable) == 4 and "CalibrationMonitor" in runnable[2]
+    assert "CalibrationComparison" in runnable[3]
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")
         for block in runnable:
@@ -96,6 +100,11 @@ def test_readme_snippets_run_as_written_and_log_what_they_claim(
     assert result["lower"] <= result["upper"]
     # The second snippet's groups made the interval resample sentences.
     assert namespace["metric"]._interval(namespace["groups"]) == "groups"
+    # The comparison snippet compared the two taggers on every non-padding token.
+    compared = namespace["r"]
+    assert compared.a.error.item() == pytest.approx(exact.compute().item(), rel=1e-5)
+    assert compared.difference.item() < 0  # the sharpened copy is the worse calibrated
+    assert namespace["per_tag"].labels.numel() == 47
 
 
 # ------------------------------------------------------------------- shared tag

@@ -80,6 +80,16 @@ def test_multiclass_modes_with_padding_equal_the_functional(mode) -> None:
     _assert_equal(metric.compute(), _functional(batches, keep=keep, mode=mode))
 
 
+def test_padded_sequences_batch_time_classes_equal_the_flat_items() -> None:
+    """[batch, time, C] probabilities with [batch, time] tags, as a tagger gives them."""
+    flat = _tags(sizes=(600,), pad=True)[0]
+    a, b, t = (x.reshape(20, 30, *x.shape[1:]) for x in flat)
+    metric = CalibrationComparison(num_classes=4, ignore_index=PAD, **OPTIONS)
+    metric.update(a, b, t)
+    keep = flat[2] != PAD
+    _assert_equal(metric.compute(), _functional([flat], keep=keep))
+
+
 def test_forward_returns_the_batch_comparison_and_accumulates_in_order() -> None:
     batches = _binary()
     metric = CalibrationComparison(**OPTIONS)
