@@ -103,7 +103,8 @@ def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
         bar.update()
     fig = plot.Figure(figsize=(4.2 * len(shown), 4.8), layout="constrained")
     for i, (name, res) in enumerate(shown):
-        plot.reliability_diagram(res, fig.add_subplot(1, len(shown), i + 1), title=name)
+        ax = fig.add_subplot(1, len(shown), i + 1)
+        plot.reliability_diagram(res, ax, title=name, interval="paper", debias=False)
     return settings, table, _save(fig, out / "reliability.png")
 
 
