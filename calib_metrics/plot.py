@@ -294,6 +294,7 @@ def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]
     for qi, ni in zip(axis.clip(q), n):
         heights[min(max(bisect.bisect_right(edges, qi) - 1, 0), len(heights) - 1)] += ni
     counts = ax.twinx()
+    counts.set_box_aspect(ax.get_box_aspect())  # else the twin keeps the whole cell
     nonzero = [h for h in heights if h > 0] or [1.0]
     log = max(nonzero) >= 100 * min(nonzero)
     widths = [b - a for a, b in itertools.pairwise(edges)]

@@ -261,3 +261,16 @@ def test_band_over_epochs_has_integer_ticks() -> None:
     assert ticks and all(float(t).is_integer() for t in ticks)
     _, ax = error_curve(epochs, [0.1, 0.08, 0.07], xlabel="epoch")
     assert not all(float(t).is_integer() for t in ax.get_xticks())
+
+
+def test_count_axis_covers_the_diagram_in_a_grid_of_panels(uniform) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 5.6), layout="constrained")
+    panels = fig.subplots(1, 2)
+    for ax in panels:
+        reliability_diagram(uniform, ax=ax, title="panel")
+    fig.canvas.draw()
+    for ax in panels:
+        counts = _count_axis(ax)
+        assert counts.get_position().bounds == pytest.approx(ax.get_position().bounds)
