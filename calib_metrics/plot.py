@@ -176,7 +176,24 @@ def reliability_diagram(
     ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
     if smooth is not None:
         _draw_smooth(ax, smooth, axis, color, confidence)
-    z = _z(confidence)
+    _draw_bins(ax, axis, (q, p, n), _z(confidence), color, label)
+    axis.apply(ax)
+    counts = _count_bars(ax, axis, q, n)
+    ax.set_xlabel("predicted probability q̂ (bin mean)")
+    ax.set_ylabel("empirical frequency p̂")
+    handles = ax.get_legend_handles_labels()[0] + [counts]
+    ax.legend(handles=handles, loc="upper left", fontsize=7.5, framealpha=0.85)
+    lines = [title] if title else []
+    lines += [describe(result), f"{heading} · {len(q)} bins · N={int(sum(n)):,}"]
+    ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
+    return fig, ax
+
+
+def _draw_bins(
+    ax: Axes, axis: _ProbabilityAxis, bins: tuple[list, list, list], z: float, color, label
+) -> None:
+    """(q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (clipped to [0, 1]), thinner for many bins."""
+    q, p, n = bins
     se = [z * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, n)]
     many = len(q) > 60  # thinner marks, so that hundreds of bins do not merge
     ax.errorbar(
@@ -194,16 +211,6 @@ def reliability_diagram(
         elinewidth=0.5 if many else 1,
         label=label or f"bins (±{z:.2f} se)",
     )
-    axis.apply(ax)
-    counts = _count_bars(ax, axis, q, n)
-    ax.set_xlabel("predicted probability q̂ (bin mean)")
-    ax.set_ylabel("empirical frequency p̂")
-    handles = ax.get_legend_handles_labels()[0] + [counts]
-    ax.legend(handles=handles, loc="upper left", fontsize=7.5, framealpha=0.85)
-    lines = [title] if title else []
-    lines += [describe(result), f"{heading} · {len(q)} bins · N={int(sum(n)):,}"]
-    ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
-    return fig, ax
 
 
 def _pick_scale(xscale: str, q: list[float], n: list[float]) -> tuple[str, str]:
