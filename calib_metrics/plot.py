@@ -398,7 +398,8 @@ def per_label_errors(
 
     One horizontal bar per label and model (label names stay horizontal and legible for
     50 labels), largest error of the first model at the top, whiskers from the
-    interval's ends; the legend names the interval (:func:`interval_label`). A value per
+    interval's ends; the legend names the interval (:func:`interval_label`) and sits below
+    the panels when the function makes the figure (``fig.legends[0]``). A value per
     label is a CalibrationResult (one model), a sequence of them (several models, named
     by ``names``), or a :class:`~calib_metrics.functional.comparison.ComparisonResult`
     (a paired comparison of two models): then a second panel (``fig.axes[1]``, sharing
@@ -426,7 +427,7 @@ def per_label_errors(
         >>> fig, ax = per_label_errors({"NN": fit, "VB": off}, interval="pairs", debias=True)
         >>> [t.get_text() for t in ax.get_yticklabels()]
         ['VB', 'NN']
-        >>> ax.get_legend().get_title().get_text()
+        >>> fig.legends[0].get_title().get_text()
         'whiskers: 95% interval: debiased pair bootstrap'
     """
     labels, series, comparisons = _per_label_inputs(results)
@@ -436,7 +437,8 @@ def per_label_errors(
     order = list(range(len(labels)))
     if sort:
         order.sort(key=lambda i: -series[0][i].error.item())
-    height = max(2.6, 0.9 + 0.19 * len(labels) * (1 + 0.3 * (len(series) - 1)))
+    height = max(2.6, 1.2 + 0.19 * len(labels) * (1 + 0.3 * (len(series) - 1)))
+    own = ax is None
     if comparisons is None:
         fig, ax = _axes(ax, (4.4, height))
     elif ax is not None:
@@ -444,13 +446,18 @@ def per_label_errors(
     else:
         fig = Figure(figsize=(7.4, height), layout="constrained")
         ax, diff_ax = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
-        _difference_panel(diff_ax, [comparisons[i] for i in order], names, legend)
+        _difference_panel(diff_ax, [comparisons[i] for i in order], names)
     for k, rows in enumerate(series):
         _label_bars(ax, [rows[i] for i in order], k, len(series), f"CalibErr ({names[k]})")
     _label_axis(ax, [labels[i] for i in order])
     ax.set_xlabel("calibration error")
     ax.set_xlim(left=0)
-    ax.legend(fontsize=7.5, title=legend, title_fontsize=7.5, loc="lower right")
+    handles = [h for a in fig.axes for h in a.get_legend_handles_labels()[0]]
+    style = {"title": legend, "fontsize": 7.5, "title_fontsize": 7.5}
+    if own:  # below the panels, where it hides no bar
+        fig.legend(handles=handles, loc="outside lower center", ncols=2, **style)
+    else:
+        ax.legend(handles=handles, loc="best", **style)
     if title and comparisons is not None:
         fig.suptitle(title, fontsize=9)
     elif title:
@@ -512,16 +519,15 @@ def _label_axis(ax: Axes, labels: list[str]) -> None:
     ax.tick_params(axis="y", length=0)
 
 
-def _difference_panel(
-    ax: Axes, rows: list[ComparisonResult], names: Sequence[str], legend: str
-) -> None:
+def _difference_panel(ax: Axes, rows: list[ComparisonResult], names: Sequence[str]) -> None:
     """error(a) − error(b) per label with its paired interval; 0 marked."""
     d = [r.difference.item() for r in rows]
     low = [max(0.0, v - r.lower.item()) for v, r in zip(d, rows)]
     high = [max(0.0, r.upper.item() - v) for v, r in zip(d, rows)]
     clear = [r.lower.item() > 0 or r.upper.item() < 0 for r in rows]
     ax.axvline(0, color="0.4", linewidth=0.8)
-    for flag, colour, text in ((False, "0.55", "interval holds 0"), (True, "C3", "excludes 0")):
+    marks = ((False, "0.55", "difference, interval holds 0"), (True, "C3", "excludes 0"))
+    for flag, colour, text in marks:
         idx = [i for i, c in enumerate(clear) if c == flag]
         ax.errorbar(
             [d[i] for i in idx],
@@ -537,7 +543,6 @@ def _difference_panel(
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="y", length=0)
     ax.set_xlabel(f"{names[0]} − {names[1]} (paired)")
-    ax.legend(fontsize=7.5, title=legend, title_fontsize=7.5, loc="best")
 
 
 def per_class_errors(

@@ -515,7 +515,7 @@ def test_monitor_figures_name_the_interval_and_draw_the_per_label_chart(
     assert sorted(t.get_text() for t in ax.get_yticklabels()) == ["ADJ", "NOUN", "VERB"]
     widths = [p.get_width() for p in ax.patches]
     assert widths == sorted(widths, reverse=True)
-    legend = ax.get_legend()
+    (legend,) = per_class.legends
     assert legend.get_title().get_text() == "whiskers: " + kind
     assert [t.get_text() for t in legend.get_texts()] == ["CalibErr (val)"]
     # Thumbnail-sized: not wider than a reliability diagram.

@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import pytest
 import torch
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from calib_metrics.functional import (
     calibration_error_ci,
@@ -173,8 +174,9 @@ def test_fifty_labels_get_fifty_ticks_sorted_by_error() -> None:
     assert errors == sorted(errors, reverse=True)
     # The first label is drawn at the top.
     assert ax.get_ylim()[0] > ax.get_ylim()[1]
-    assert ax.get_legend().get_title().get_text() == "whiskers: 90% interval: group bootstrap"
-    assert _legend(ax) == ["CalibErr (model)"]
+    (legend,) = ax.figure.legends
+    assert legend.get_title().get_text() == "whiskers: 90% interval: group bootstrap"
+    assert [t.get_text() for t in legend.get_texts()] == ["CalibErr (model)"]
     _, ax = per_label_errors(results, sort=False)
     assert [t.get_text() for t in ax.get_yticklabels()] == list(results)
 
@@ -191,8 +193,9 @@ def test_paired_comparison_adds_the_difference_panel() -> None:
     assert len(fig.axes) == 2
     diff = fig.axes[1]
     assert diff.get_xlabel() == "HMM − CRF (paired)"
-    assert _legend(ax) == ["CalibErr (HMM)", "CalibErr (CRF)"]
-    assert "debiased pair bootstrap" in diff.get_legend().get_title().get_text()
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()][:2] == ["CalibErr (HMM)", "CalibErr (CRF)"]
+    assert legend.get_title().get_text() == "whiskers: 95% interval: debiased pair bootstrap"
     # One point per label, placed at its difference.
     points = sorted(
         (y, x)
@@ -211,8 +214,12 @@ def test_paired_comparison_adds_the_difference_panel() -> None:
 def test_several_models_and_bad_inputs() -> None:
     results = _per_label(3)
     rows = {label: [r, r, r] for label, r in results.items()}
-    _, ax = per_label_errors(rows, names=["a", "b", "c"])
-    assert _legend(ax) == ["CalibErr (a)", "CalibErr (b)", "CalibErr (c)"]
+    fig, _ = per_label_errors(rows, names=["a", "b", "c"])
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts == ["CalibErr (a)", "CalibErr (b)", "CalibErr (c)"]
+    # On a given axes the legend stays on it.
+    fig, _ = per_label_errors(rows, names=["a", "b", "c"], ax=Figure().add_subplot())
+    assert not fig.legends and fig.axes[0].get_legend() is not None
     with pytest.raises(ValueError, match="names must name all 3"):
         per_label_errors(rows, names=["a"])
     with pytest.raises(ValueError, match="non-empty mapping"):
@@ -264,8 +271,6 @@ def test_band_over_epochs_has_integer_ticks() -> None:
 
 
 def test_count_axis_covers_the_diagram_in_a_grid_of_panels(uniform) -> None:
-    from matplotlib.figure import Figure
-
     fig = Figure(figsize=(10, 5.6), layout="constrained")
     panels = fig.subplots(1, 2)
     for ax in panels:
