@@ -603,9 +603,11 @@ def error_curve(
     color: str | None = None,
     title: str | None = None,
     integer_x: bool = False,
+    band: str | None = None,
 ) -> tuple[Figure, Axes]:
     """A calibration error against a parameter (bin size, sample size), with a band.
 
+    ``band`` is the band's legend entry (what the interval is: :func:`interval_label`);
     ``integer_x=True`` puts ticks on whole numbers only (epochs).
 
     Example:
@@ -624,6 +626,7 @@ def error_curve(
             alpha=0.25,
             color=line.get_color(),
             linewidth=0,
+            label=band,
         )
     if logx:
         ax.set_xscale("log")
@@ -632,7 +635,7 @@ def error_curve(
     ax.set_xlabel(xlabel)
     ax.set_ylabel("calibration error")
     ax.grid(alpha=0.3)
-    if label:
+    if label or band:
         ax.legend(fontsize=8)
     if title:
         ax.set_title(title, fontsize=9)

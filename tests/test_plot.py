@@ -270,6 +270,12 @@ def test_band_over_epochs_has_integer_ticks() -> None:
     assert not all(float(t).is_integer() for t in ax.get_xticks())
 
 
+def test_error_curve_names_its_band() -> None:
+    band = interval_label(0.9, "paper")
+    _, ax = error_curve([1, 2], [0.1, 0.08], [0.08, 0.06], [0.12, 0.1], label="k=0.1", band=band)
+    assert _legend(ax) == ["k=0.1", "90% interval: paper Algorithm 2"]
+
+
 def test_count_axis_covers_the_diagram_in_a_grid_of_panels(uniform) -> None:
     fig = Figure(figsize=(10, 5.6), layout="constrained")
     panels = fig.subplots(1, 2)

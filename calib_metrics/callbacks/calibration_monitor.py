@@ -511,7 +511,7 @@ class CalibrationMonitor(Callback):
                 epoch,
                 figures,
                 history,
-                f"{self.prefix}{suffix} CalibErr ({self.confidence:.0%} interval)",
+                f"{self.prefix}{suffix} CalibErr ({plot.interval_label(**kind)})",
             )
 
     def _write_experiment(

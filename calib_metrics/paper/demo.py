@@ -116,10 +116,11 @@ def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
 
 
 def _plot_curves(x, curves: dict, ax=None, **style):
-    """One error curve with its band per label, on one axis."""
+    """One error curve with its band per label, on one axis (the bands are PAPER's)."""
     from calib_metrics import plot
 
     fig = None
+    style["band"] = plot.interval_label(0.95, PAPER["interval"], PAPER["debias"])
     for label, res in curves.items():
         fig, ax = plot.error_curve(
             x,
@@ -132,6 +133,7 @@ def _plot_curves(x, curves: dict, ax=None, **style):
             **style,
         )
         style.pop("title", None)
+        style.pop("band", None)  # named once: every band is the same kind
     ax.axhline(true_calibration_error(0.3, 0.3, 0.1), color="0.5", linestyle=":", linewidth=1)
     return fig
 
