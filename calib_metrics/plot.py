@@ -437,7 +437,7 @@ def per_label_errors(
     order = list(range(len(labels)))
     if sort:
         order.sort(key=lambda i: -series[0][i].error.item())
-    height = max(2.6, 1.2 + 0.19 * len(labels) * (1 + 0.3 * (len(series) - 1)))
+    height = max(3.0, 1.4 + 0.19 * len(labels) * (1 + 0.3 * (len(series) - 1)))
     own = ax is None
     if comparisons is None:
         fig, ax = _axes(ax, (4.4, height))
