@@ -209,7 +209,7 @@ def _diagram(result: CalibrationResult, title: str, name: str, estimator: Estima
     """A reliability diagram as inline SVG, its interval at the estimator's confidence."""
     from calib_metrics.plot import reliability_diagram
 
-    fig, _ = reliability_diagram(result, title=_plain(title), confidence=estimator.confidence)
+    fig, _ = reliability_diagram(result, title=_plain(title), **estimator._asdict())
     return figure_svg(fig, name)
 
 
@@ -219,15 +219,15 @@ def _per_label_chart(
     estimator: Estimator,
 ) -> str:
     """Each label's error (one model) or both models' errors (a comparison), in ``order``."""
-    from calib_metrics.plot import per_class_errors
+    from calib_metrics.plot import per_label_errors
 
-    rows = [per_label[k] for k in order]
-    if all(isinstance(r, ComparisonResult) for r in rows):
-        series = {"a": [r.a for r in rows], "b": [r.b for r in rows]}
-    else:
-        series = {"CalibErr": rows}
-    labels = [_plain(label) for label in order]
-    fig, _ = per_class_errors(series, labels, title="calibration error per label")
+    chart = {_plain(label): per_label[label] for label in order}
+    names = (
+        ("a", "b")
+        if all(isinstance(r, ComparisonResult) for r in chart.values())
+        else ("this model",)
+    )
+    fig, _ = per_label_errors(chart, names=names, sort=False, **estimator._asdict())
     return figure_svg(fig, "per-label")
 
 
