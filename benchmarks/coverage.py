@@ -541,7 +541,7 @@ def render(results: dict) -> str:
     for m in present:
         cells = [METHODS[m]]
         for pick in (
-            lambda r: True,
+            lambda r: r["variant"] != "ovr",
             lambda r: r["beta"] == "auto" and r["k"] > 0 and r["variant"] == "iid",
             lambda r: r["beta"] == "auto" and r["k"] == 0 and r["variant"] == "iid",
             lambda r: r["beta"] == "auto" and r["k"] > 0 and r["variant"] == "grouped",
