@@ -6,7 +6,8 @@
 Two synthetic models score the same items, q ~ U(0, 1), y ~ Bernoulli(q): independent
 labels (``iid``), or (``grouped``) groups of 20 items whose labels share a Gaussian-copula
 shift, y = 1 ⟺ Φ(√ρ·Z_g + √(1 − ρ)·ε) < q with ρ = 0.5 (as in ``coverage.py``; marginally
-still P(y = 1 | q) = q), compared with ``groups=`` so that whole groups are resampled. Each model's prediction is a known map of q, so its true calibration error is
+still P(y = 1 | q) = q), compared with ``groups=`` so that whole groups are resampled.
+Each model's prediction is a known map of q, so its true calibration error is
 sqrt(∫ (map(q) − q)² dq) (the labels' frequency given the prediction is q) and the true
 difference is known:
 
@@ -114,7 +115,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write the rows here as they are measured")
     parser.add_argument("--from-json", nargs="+", help="print the table of saved rows")
+    parser.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared CPU")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     print(HEADER, flush=True)
     if args.from_json:
         for path in args.from_json:
