@@ -28,6 +28,14 @@ whole spread. An interval of the difference of the two roots centred on the esti
 covered a true difference of 0.049 (against a calibrated model) only 75–82% of the time
 (``benchmarks/coverage_compare.py``; ``docs/coverage.md`` has the study).
 
+**Ties.** A tie group split over bins gives each part its mean label, whose noise is the
+group's, not the bin's; the debias term then over-subtracts, and D_a − D_b would call a
+model with tied predictions better calibrated than it is. Each model's D gets
+:func:`tie_noise_correction` back (0 without split ties) before Δ is formed. (The
+bootstrap still resamples those bins' labels one by one, which makes their draws wider
+than the estimator's noise: conservative. Sharing each tied pair over its group's bins
+in the unit sums would make the draws pool the group as the estimator does.)
+
 **Plug-in** (``debias=False``, or the l1/max norms): the percentile interval of the
 paired draws' differences of errors, shifted so that their median is the estimate (a
 model near zero error has its draws clipped at 0, which would otherwise shift them all);
