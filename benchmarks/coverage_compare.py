@@ -63,11 +63,12 @@ def labels(q: torch.Tensor, variant: str, g: torch.Generator) -> tuple:
     return (torch.special.ndtr(latent) < q).to(torch.float64), groups
 
 
-def run(sizes: list[int], variants: list[str], reps: int, draws: int, seed: int, out) -> list:
+def run(sizes, variants, settings, reps: int, draws: int, seed: int, out) -> list:
     rows = []
     for n in sizes:
         for variant in variants:
-            for name, (model_a, model_b, truth) in SETTINGS.items():
+            for name in settings:
+                model_a, model_b, truth = SETTINGS[name]
                 g = torch.Generator().manual_seed(seed)
                 covered = rejected = 0
                 width = 0.0
@@ -110,6 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
@@ -124,7 +126,7 @@ def main() -> None:
             for row in json.loads(Path(path).read_text()):
                 print(_row(row))
         return
-    run(args.sizes, args.variants, args.reps, args.draws, args.seed, args.json)
+    run(args.sizes, args.variants, args.settings, args.reps, args.draws, args.seed, args.json)
 
 
 if __name__ == "__main__":

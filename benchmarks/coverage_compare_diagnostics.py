@@ -43,14 +43,14 @@ def one_data_set(q, y, setting, draws, g) -> dict:
     n = q.numel()
     units = torch.arange(n)
     options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", n), "n_bins": 15}
-    bins_a, sums_a, ties_a = _unit_sums(model_a(q), y, units, n, options)
-    bins_b, sums_b, ties_b = _unit_sums(model_b(q), y, units, n, options)
+    bins_a, sums_a = _unit_sums(model_a(q), y, units, n, options)
+    bins_b, sums_b = _unit_sums(model_b(q), y, units, n, options)
     blocks = list(_paired_blocks(sums_a, sums_b, n, draws, g))
     out = {}
     for world, shrink in (("shrunk", True), ("observed", False)):
         _, da = _error_draws(bins_a, [b[0] for b in blocks], "l2", True, shrink)
         _, db = _error_draws(bins_b, [b[1] for b in blocks], "l2", True, shrink)
-        theta_a, theta_b = da.theta + ties_a, db.theta + ties_b
+        theta_a, theta_b = da.theta, db.theta
         squares = theta_a - theta_b
         out[f"{world} Δ ends"] = _ends(squares)
         out[f"{world} sd"] = squares.std()
@@ -66,9 +66,9 @@ def one_data_set(q, y, setting, draws, g) -> dict:
                 root_difference(high, m_low if high > 0 else m_high),
             ]
         )
-        m_hat = torch.minimum(da.debiased + ties_a, db.debiased + ties_b)
+        m_hat = torch.minimum(da.debiased, db.debiased)
         out[f"{world} m̂"] = root_difference(_ends(squares), m_hat)
-    out["D_a − D_b"] = (da.debiased + ties_a) - (db.debiased + ties_b)
+    out["D_a − D_b"] = da.debiased - db.debiased
     out["estimate"] = estimate
     return out
 

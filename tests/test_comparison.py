@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from statistics import NormalDist
 
 import pytest
@@ -10,8 +9,7 @@ import torch
 
 from calib_metrics.functional import calibration_error, compare_calibration
 from calib_metrics.functional.calibration import compute_bins
-from calib_metrics.functional.comparison import root_difference, tie_noise_correction
-from calib_metrics.functional.intervals import bin_index
+from calib_metrics.functional.comparison import _unit_sums, root_difference
 
 
 def _data(n: int = 600, seed: int = 0):
@@ -143,7 +141,7 @@ def test_a_tied_calibrated_model_is_not_called_better_than_an_untied_one() -> No
     # Both calibrated (true errors 0). Model a ties every item at ½, so its 40 bins of 100
     # each get the mean label of all 4000: the debias term f(1 − f)/99 over-subtracts and
     # D_a averages −0.0025, which read as "a is better" (interval [−0.073, −0.026],
-    # p = 0.012 on these data) until the tie correction.
+    # p = 0.012 on these data) until the draws shared tie groups over their bins.
     g = torch.Generator().manual_seed(0)
     y = torch.bernoulli(torch.full((4000,), 0.5, dtype=torch.float64), generator=g)
     tied = torch.full((4000,), 0.5, dtype=torch.float64)
@@ -154,25 +152,24 @@ def test_a_tied_calibrated_model_is_not_called_better_than_an_untied_one() -> No
     assert r.lower < 0 < r.upper and r.p_value > 0.2
 
 
-def test_the_tie_correction_makes_the_debiased_square_exactly_unbiased() -> None:
-    # One tie group of N = 200 at q = ½ with y ~ Bernoulli(0.3), bins of 20: every bin's
-    # frequency is the group's mean K/N, so E[D] and E[D + correction] are sums over
-    # K ~ Binomial(N, 0.3). The truth is θ = (0.5 − 0.3)².
-    n, p = 200, 0.3
-    q = torch.full((n,), 0.5, dtype=torch.float64)
-    expected_d = expected_corrected = 0.0
-    for k in range(n + 1):
-        y = (torch.arange(n) < k).to(torch.float64)
-        bins = compute_bins(q, y, bin_size=20)
-        w = bins.count / bins.count.sum()
-        noise = bins.freq * (1 - bins.freq) / (bins.count - 1)
-        d = (w * ((bins.pred_mean - bins.freq) ** 2 - noise)).sum().item()
-        correction = tie_noise_correction(q, bin_index(q, y, bin_size=20), bins).item()
-        pmf = math.comb(n, k) * p**k * (1 - p) ** (n - k)
-        expected_d += pmf * d
-        expected_corrected += pmf * (d + correction)
-    assert expected_d - 0.04 < -0.009  # p(1 − p)(1/N − (1 − 1/N)/19): biased
-    assert expected_corrected == pytest.approx(0.04, abs=1e-12)
+def test_unit_sums_share_a_tie_group_over_its_bins_as_the_tie_rule_does() -> None:
+    # Per bin, the shared unit sums are the bins (the tie rule's mean label on every
+    # part of a split group), and one group's weight moves all of its bins together.
+    g = torch.Generator().manual_seed(3)
+    u = torch.rand(500, generator=g, dtype=torch.float64)
+    q = torch.where(torch.rand(500, generator=g) < 0.6, 0.3, u)
+    y = torch.bernoulli(q, generator=g)
+    options = {"binning": "adaptive", "bin_size": 40, "n_bins": 15}
+    bins, matrix = _unit_sums(q, y, torch.arange(500), 500, options)
+    sums = matrix.to_dense().sum(dim=1).reshape(3, -1)
+    torch.testing.assert_close(sums[0], bins.count)
+    torch.testing.assert_close(sums[1] / sums[0], bins.pred_mean)
+    torch.testing.assert_close(sums[2] / sums[0], bins.freq)
+    tied_bins = ((bins.pred_mean - 0.3).abs() < 1e-12).nonzero().squeeze(1)
+    assert tied_bins.numel() > 3
+    first_tied = int((q == 0.3).nonzero()[0])
+    column = matrix.to_dense()[:, first_tied].reshape(3, -1)[0]
+    assert bool((column[tied_bins] > 0).all()) and column.sum().item() == pytest.approx(1.0)
 
 
 def test_root_difference_is_the_difference_of_roots() -> None:

@@ -28,13 +28,16 @@ whole spread. An interval of the difference of the two roots centred on the esti
 covered a true difference of 0.049 (against a calibrated model) only 75–82% of the time
 (``benchmarks/coverage_compare.py``; ``docs/coverage.md`` has the study).
 
-**Ties.** A tie group split over bins gives each part its mean label, whose noise is the
-group's, not the bin's; the debias term then over-subtracts, and D_a − D_b would call a
-model with tied predictions better calibrated than it is. Each model's D gets
-:func:`tie_noise_correction` back (0 without split ties) before Δ is formed. (The
-bootstrap still resamples those bins' labels one by one, which makes their draws wider
-than the estimator's noise: conservative. Sharing each tied pair over its group's bins
-in the unit sums would make the draws pool the group as the estimator does.)
+**Ties.** A tie group split over bins gives each part the group's mean label (the tie
+rule, DESIGN.md), so such a bin's frequency carries the group's noise, not its own nᵢ
+labels', and the debias term fᵢ(1 − fᵢ)/(nᵢ − 1) over-subtracts (by 0.0025 for 4000 items
+tied at ½ in bins of 100). The per-unit bin sums therefore share each tied pair over its
+group's bins (cᵢ/N of it in bin i, :func:`_tie_shares`): every draw then gives those bins
+the group's reweighted mean, as the estimator does, the roots L* carry the same bias as
+D, and θ* = D − L* is free of it. (Resampling the interleaved labels one by one instead
+made tied bins noisier in the draws than in the estimator, and with correlated labels
+the difference was biased: a tied and an untied calibrated model, grouped labels, were
+told apart 23% of the time at α = 0.05.)
 
 **Plug-in** (``debias=False``, or the l1/max norms): the percentile interval of the
 paired draws' differences of errors, shifted so that their median is the estimate (a
@@ -109,45 +112,37 @@ def _unit_sums(probs: Tensor, target: Tensor, units: Tensor, n_units: int, optio
     """The model's bins and its sparse [3T, G] per-unit bin sums (count, Σq, Σy)."""
     bins = compute_bins(probs, target, validate=False, **options)
     index = bin_index(probs, target, **options)
-    ones = torch.ones_like(probs, dtype=torch.float64)
-    matrix = group_sum_matrix(units, index, bins.count.numel(), n_units, [ones, probs, target])
-    return bins, matrix, tie_noise_correction(probs, index, bins)
+    pair, bin_of, share = _tie_shares(probs, index)
+    values = [share, share * probs.index_select(0, pair), share * target.index_select(0, pair)]
+    n_bins = bins.count.numel()
+    matrix = group_sum_matrix(units.index_select(0, pair), bin_of, n_bins, n_units, values)
+    return bins, matrix
 
 
-def tie_noise_correction(probs: Tensor, index: Tensor, bins: Bins) -> Tensor:
-    """What the debias term over-subtracts on bins cut from tie groups: add it to D.
+def _tie_shares(probs: Tensor, index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(pair, bin, share) entries: each pair of a tie group in every bin of its group,
+    with share cᵢ/N (cᵢ of the group's N pairs fall in bin i); an untied pair: its bin, 1.
 
-    A tie group (pairs of equal q) split over several bins gives each part the group's
-    mean label (DESIGN.md), so such a bin's frequency carries the noise of the group's
-    mean, not of its own nᵢ labels: with cᵢⱼ of bin i's pairs from group j of size Nⱼ,
-    var fᵢ = p(1 − p)/n_eff,i with n_eff,i = nᵢ²/Σⱼ cᵢⱼ²/Nⱼ (nᵢ for untied pairs, Nⱼ for
-    a bin inside one group), while the debias term subtracts fᵢ(1 − fᵢ)/(nᵢ − 1). This
-    returns Σᵢ wᵢ fᵢ(1 − fᵢ)[1/(nᵢ − 1) − 1/(n_eff,i − 1)] (0 without split ties), so
-    that D + correction is unbiased again: for 2000 pairs tied at q = ½ in bins of 100,
-    D alone averages −0.0024 at a true 0. ``index`` is each pair's bin (:func:`bin_index`).
-
-    Example:
-        >>> import torch
-        >>> from calib_metrics.functional.calibration import compute_bins
-        >>> q, y = torch.full((4,), 0.5, dtype=torch.float64), torch.tensor([1.0, 0, 1, 0])
-        >>> bins = compute_bins(q, y, bin_size=2)
-        >>> index = bin_index(q, y, bin_size=2)
-        >>> tie_noise_correction(q, index, bins).item()  # ¼·(1/1 − 1/3)
-        0.16666666666666669
+    Summed per bin, the shares give the bins exactly as the tie rule counts them (each
+    part of a split group at the group's mean label), and so does every bootstrap draw.
     """
     key = torch.unique(probs, return_inverse=True)[1]
     n_keys = int(key.max().item()) + 1 if key.numel() else 1
-    group_size = torch.bincount(key, minlength=n_keys).to(torch.float64)
+    size = torch.bincount(key, minlength=n_keys).to(torch.float64)
     cell, cell_of_pair = torch.unique(index * n_keys + key, return_inverse=True)
-    share = torch.bincount(cell_of_pair, minlength=cell.numel()).to(torch.float64)
-    kept = share - share**2 / group_size.index_select(0, cell % n_keys)
-    count = bins.count
-    deficit = torch.zeros_like(count).index_add_(0, cell // n_keys, kept)
-    n_eff = count**2 / (count - deficit).clamp_min(1e-300)
-    weight = count / count.sum()
-    noise = bins.freq * (1 - bins.freq)
-    excess = 1 / (count - 1).clamp_min(1) - 1 / (n_eff - 1).clamp_min(1)
-    return (weight * noise * excess).sum()
+    count = torch.bincount(cell_of_pair, minlength=cell.numel()).to(torch.float64)
+    cell_key = cell % n_keys
+    by_key = torch.sort(cell_key, stable=True)[1]  # each group's cells, consecutive
+    cells_per_key = torch.bincount(cell_key, minlength=n_keys)
+    first = torch.cumsum(cells_per_key, 0) - cells_per_key
+    repeats = cells_per_key.index_select(0, key)
+    pair = torch.repeat_interleave(torch.arange(probs.numel(), device=probs.device), repeats)
+    start = torch.repeat_interleave(torch.cumsum(repeats, 0) - repeats, repeats)
+    offset = torch.arange(pair.numel(), device=probs.device) - start
+    pair_key = key.index_select(0, pair)
+    entry = by_key.index_select(0, first.index_select(0, pair_key) + offset)
+    share = count.index_select(0, entry) / size.index_select(0, pair_key)
+    return pair, cell.index_select(0, entry) // n_keys, share
 
 
 def _error_draws(bins: Bins, blocks: list, norm: str, debias: bool, shrink: bool):
@@ -232,8 +227,8 @@ def compare_calibration(
     n_units = int(units.max().item()) + 1  # the one host sync: the number of units
     size = bin_size if binning == "uniform" else resolve_bin_size(bin_size, units.numel())
     options = {"binning": binning, "bin_size": size, "n_bins": n_bins}
-    bins_a, sums_a, ties_a = _unit_sums(probs_a, target_flat, units, n_units, options)
-    bins_b, sums_b, ties_b = _unit_sums(probs_b, target_flat, units, n_units, options)
+    bins_a, sums_a = _unit_sums(probs_a, target_flat, units, n_units, options)
+    bins_b, sums_b = _unit_sums(probs_b, target_flat, units, n_units, options)
     blocks = list(_paired_blocks(sums_a, sums_b, n_units, n_samples, generator))
     blocks_a, blocks_b = [blk[0] for blk in blocks], [blk[1] for blk in blocks]
     # Each model's own result as calibration_error_ci reports it: the shrunk world for
@@ -250,8 +245,7 @@ def compare_calibration(
     # The difference: both worlds keep the observed gaps (see the module docstring).
     world_a = draw_statistics(bins_a, iter(blocks_a), norm=norm, shrink=False)
     world_b = draw_statistics(bins_b, iter(blocks_b), norm=norm, shrink=False)
-    # D + the tie correction: unbiased where tie groups are split over bins.
-    ends = _debiased_difference(world_a.theta + ties_a, world_b.theta + ties_b, confidence)
+    ends = _debiased_difference(world_a.theta, world_b.theta, confidence)
     return ComparisonResult(difference, *ends, a, b)
 
 
