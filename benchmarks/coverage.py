@@ -55,6 +55,7 @@ from calib_metrics.functional.intervals import (
     paper_draws,
 )
 from calib_metrics.paper.synthetic import (
+    _gamma,
     miscalibrate,
     sample_pairs,
     true_calibration_error,
@@ -67,16 +68,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def bin_size_of(beta: int | str, n: int) -> int:
-    """β itself, ⌈√N⌉ for ``auto``, or ⌈C·√N⌉ for ``auto*C`` (to compare constants)."""
+    """β itself, ⌈√N⌉ for ``auto``, ⌈C·√N⌉ for ``auto*C`` (to compare constants), or
+    ⌈N^(2/3)⌉ for ``cbrt`` (about N^(1/3) bins, the plug-in's rate in the literature)."""
     if beta == "auto":
         return auto_bin_size(n)
+    if beta == "cbrt":
+        return max(1, math.ceil(n ** (2 / 3) - 1e-9))
     if isinstance(beta, str):
         return max(1, math.ceil(float(beta.split("*")[1]) * math.sqrt(n)))
     return beta
 
 
 def _bin_size_arg(text: str) -> int | str:
-    if text == "auto" or (text.startswith("auto*") and float(text[5:]) > 0):
+    if text in ("auto", "cbrt") or (text.startswith("auto*") and float(text[5:]) > 0):
         return text
     return int(text)
 
@@ -111,21 +115,60 @@ def _hermite(nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
     return x, math.sqrt(math.pi) * vectors[0] ** 2
 
 
-def draw_data(n: int, a: float, b: float, group_size: int, rho: float, grouped: bool, g):
-    """q, the uniform u behind every label, and group ids (None when ungrouped)."""
-    q, _ = sample_pairs(n, a, b, 0.0, generator=g, dtype=torch.float64)
-    if not grouped:
+def draw_data(n: int, args, variant: str, g):
+    """q, what every label is drawn from, and group ids (None for iid).
+
+    iid/grouped: q ~ Beta(a, b) and the uniform u behind every label. ovr: the true class
+    probabilities π ~ Dirichlet(α·1_C) of n / C examples, flattened to n one-vs-rest
+    pairs (q = π here; :func:`predictions` maps it), their one-hot labels y, and each
+    pair's example as its group.
+    """
+    if variant == "ovr":
+        examples, classes = n // args.classes, args.classes
+        gamma = _gamma(args.alpha, examples * classes, g, None).reshape(examples, classes)
+        pi = gamma / gamma.sum(dim=1, keepdim=True)
+        label = torch.multinomial(pi, 1, generator=g).squeeze(1)
+        y = torch.nn.functional.one_hot(label, classes).to(torch.float64)
+        return pi.reshape(-1), y.reshape(-1), torch.arange(n) // classes
+    q, _ = sample_pairs(n, args.a, args.b, 0.0, generator=g, dtype=torch.float64)
+    if variant == "iid":
         return q, torch.rand(n, generator=g, dtype=torch.float64), None
-    groups = torch.arange(n) // group_size
+    groups = torch.arange(n) // args.group_size
     z = torch.randn(int(groups[-1]) + 1, generator=g, dtype=torch.float64)
     eps = torch.randn(n, generator=g, dtype=torch.float64)
-    latent = math.sqrt(rho) * z.index_select(0, groups) + math.sqrt(1 - rho) * eps
+    latent = math.sqrt(args.rho) * z.index_select(0, groups) + math.sqrt(1 - args.rho) * eps
     return q, torch.special.ndtr(latent), groups
 
 
-def labels(q: torch.Tensor, u: torch.Tensor, k: float, grouped: bool) -> torch.Tensor:
+def ovr_temperature(k: float) -> float:
+    """The ovr variant's per-class temperature s_k = 1 + 5k (k = 0: calibrated)."""
+    return 1 + 5 * k
+
+
+def predictions(q: torch.Tensor, k: float, variant: str) -> torch.Tensor:
+    """The model's scores: q itself, or σ(s_k·logit π) per class for ovr (overconfident),
+    so that P(y = 1 | score) = π exactly."""
+    if variant != "ovr" or k == 0:
+        return q
+    return torch.sigmoid(ovr_temperature(k) * torch.logit(q))
+
+
+def ovr_true_error(alpha: float, classes: int, k: float) -> float:
+    """sqrt(E[(σ(s_k·logit π) − π)²]), π ~ Beta(α, (C − 1)α) (a class's marginal)."""
+    a, b = alpha, (classes - 1) * alpha
+    u = torch.linspace(-200, 60, 200_001, dtype=torch.float64)
+    logsig = torch.nn.functional.logsigmoid
+    log_beta = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    density = torch.exp(a * logsig(u) + b * logsig(-u) - log_beta)
+    gap = torch.sigmoid(ovr_temperature(k) * u) - torch.sigmoid(u)
+    return math.sqrt(torch.trapezoid(density * gap**2, u).item())
+
+
+def labels(q: torch.Tensor, u: torch.Tensor, k: float, variant: str) -> torch.Tensor:
+    if variant == "ovr":
+        return u
     t = miscalibrate(q, k)
-    if not grouped:
+    if variant == "iid":
         return (u < t).to(torch.float64)
     correct = u < torch.where(q > 0.5, t, 1 - t)
     return torch.where(q > 0.5, correct, ~correct).to(torch.float64)
@@ -191,20 +234,21 @@ def one_batch(bins, truth, samples, g, group_blocks=None) -> dict:
     return out
 
 
-def group_draws(q, ys, group, n_groups, starts, ends, weights) -> list:
+def group_draws(qs, ys, group, n_groups, starts, ends, weights) -> list:
     """Group-bootstrap bin sums of R sorted data sets, one list of blocks per label set.
 
-    ``q``, every ``ys[k]`` and ``group`` are [R, N] in sorted order, so a pair's bin is
-    its rank's run. One sparse matrix per β serves all label sets (rows count, Σq, Σy
-    per k), and the Poisson group weights ``weights`` [R·G, S] are shared by every β
-    and k: each setting's draws are still a group bootstrap of its own data.
+    Every ``qs[j]`` (one score set, or one per k for ovr), every ``ys[k]`` and ``group``
+    are [R, N] in sorted order, so a pair's bin is its rank's run. One sparse matrix per
+    β serves all label sets (rows count, Σq, Σy per k), and the Poisson group weights
+    ``weights`` [R·G, S] are shared by every β and k: each setting's draws are still a
+    group bootstrap of its own data.
     """
-    reps, n = q.shape
+    reps, n = qs[0].shape
     n_bins = starts.numel()
     rank_bin = torch.repeat_interleave(torch.arange(n_bins), ends - starts)
     index = (rank_bin + n_bins * torch.arange(reps)[:, None]).reshape(-1)
     flat_group = (group + n_groups * torch.arange(reps)[:, None]).reshape(-1)
-    values = [torch.ones(reps * n, dtype=torch.float64), q.reshape(-1)]
+    values = [torch.ones(reps * n, dtype=torch.float64)] + [q.reshape(-1) for q in qs]
     values += [y.reshape(-1) for y in ys]
     matrix = group_sum_matrix(flat_group, index, reps * n_bins, reps * n_groups, values)
     per_block = max(1, (1 << 23) // matrix.shape[0])
@@ -213,7 +257,8 @@ def group_draws(q, ys, group, n_groups, starts, ends, weights) -> list:
         sums = torch.sparse.mm(matrix, weights[:, first : first + per_block])
         sums = sums.T.reshape(-1, len(values), reps, n_bins)
         for k in range(len(ys)):
-            blocks[k].append((sums[:, 0], sums[:, 1], sums[:, 2 + k]))
+            q_row = 1 + (k if len(qs) > 1 else 0)
+            blocks[k].append((sums[:, 0], sums[:, q_row], sums[:, 1 + len(qs) + k]))
     return blocks
 
 
@@ -222,10 +267,13 @@ def run(args) -> dict:
     g = torch.Generator().manual_seed(args.seed)
     truths = {k: true_calibration_error(args.a, args.b, k) for k in KS}
     grouped_truths = {k: grouped_true_error(args.a, args.b, k, args.rho) for k in KS}
+    ovr_truths = {k: ovr_true_error(args.alpha, args.classes, k) for k in KS}
     print("true errors (ungrouped / grouped by integration):", file=sys.stderr)
     for k in KS:
         print(f"  k={k}: {truths[k]:.6f} / {grouped_truths[k]:.6f}", file=sys.stderr)
-    results = {"config": vars(args) | {"truths": truths, "grouped_truths": grouped_truths}}
+    truth_of = {"iid": truths, "grouped": grouped_truths, "ovr": ovr_truths}
+    config = {"truths": truths, "grouped_truths": grouped_truths, "ovr_truths": ovr_truths}
+    results = {"config": vars(args) | config}
     rows = results["rows"] = []
     if args.target_reps:
         results["target"] = target_check(args, g)
@@ -236,21 +284,21 @@ def run(args) -> dict:
         reps = max(2, min(args.reps, int(args.pair_budget) // n))
         samples = args.samples if n < 1_000_000 else min(args.samples, args.samples_large)
         batch = max(1, min(reps, args.batch_pairs // n))
-        for grouped in [v == "grouped" for v in args.variants]:
+        for variant in args.variants:
             start = time.time()
             acc: dict = {}
             for first in range(0, reps, batch):
                 r = min(batch, reps - first)
-                q, u, groups = draw_data(
-                    r * n, args.a, args.b, args.group_size, args.rho, grouped, g
-                )
+                q, u, groups = draw_data(r * n, args, variant, g)
                 q, u = q.reshape(r, n), u.reshape(r, n)
-                # Sorted once per data set: every β's adaptive bins are runs of ranks.
+                # Sorted once per data set: every β's adaptive bins are runs of ranks
+                # (ovr: every k's scores are an increasing map of π, so one order serves).
                 order = torch.argsort(q, dim=1)
                 q, u = q.gather(1, order), u.gather(1, order)
-                ys = [labels(q, u, k, grouped) for k in KS]
-                cum_q, cum_ys = cumulative(q), [cumulative(y) for y in ys]
-                if grouped:
+                qs = [predictions(q, k, variant) for k in KS] if variant == "ovr" else [q]
+                ys = [labels(q, u, k, variant) for k in KS]
+                cum_qs, cum_ys = [cumulative(x) for x in qs], [cumulative(y) for y in ys]
+                if groups is not None:
                     groups = groups.reshape(r, n)
                     groups = (groups - groups[:, :1]).gather(1, order)
                     n_groups = int(groups.max()) + 1
@@ -259,23 +307,24 @@ def run(args) -> dict:
                 for beta in args.bin_sizes:
                     size = bin_size_of(beta, n)
                     starts, ends = rank_bins(n, size)
-                    if grouped:
-                        blocks = group_draws(q, ys, groups, n_groups, starts, ends, weights)
+                    if groups is not None:
+                        blocks = group_draws(qs, ys, groups, n_groups, starts, ends, weights)
                     for i, k in enumerate(KS):
-                        bins = sorted_bins(cum_q, cum_ys[i], starts, ends)
+                        q_k = qs[i if len(qs) > 1 else 0]
+                        bins = sorted_bins(cum_qs[i if len(qs) > 1 else 0], cum_ys[i], starts, ends)
                         if first == 0 and k == KS[-1]:
-                            ref = compute_bins(q[0], ys[i][0], bin_size=size)
+                            ref = compute_bins(q_k[0], ys[i][0], bin_size=size)
                             assert torch.allclose(ref.freq, bins.freq[0]), "binning differs"
                             assert torch.allclose(ref.pred_mean, bins.pred_mean[0])
-                        truth = (grouped_truths if grouped else truths)[k]
-                        row = one_batch(bins, truth, samples, g, blocks[i] if grouped else None)
+                        group_blocks = None if groups is None else blocks[i]
+                        row = one_batch(bins, truth_of[variant][k], samples, g, group_blocks)
                         acc.setdefault((beta, k), []).append(row)
             for (beta, k), parts in acc.items():
-                truth = (grouped_truths if grouped else truths)[k]
                 merged = {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
-                rows.append(summarise(merged, n, beta, k, grouped, truth, samples))
+                truth = truth_of[variant][k]
+                rows.append(summarise(merged, n, beta, k, variant, truth, samples))
             print(
-                f"N={n} grouped={grouped}: {reps} reps in {time.time() - start:.0f}s",
+                f"N={n} {variant}: {reps} reps in {time.time() - start:.0f}s",
                 file=sys.stderr,
                 flush=True,
             )
@@ -289,14 +338,14 @@ def target_check(args, g) -> dict:
     plugin, debiased, square = [], [], []
     for first in range(0, reps, 10):
         r = min(10, reps - first)
-        q, u, _ = draw_data(r * n, args.a, args.b, 1, 0.0, False, g)
+        q, u, _ = draw_data(r * n, args, "iid", g)
         q, u = q.reshape(r, n), u.reshape(r, n)
         index = torch.empty_like(q, dtype=torch.long).scatter_(
             1,
             torch.argsort(q, dim=1),
             (torch.arange(n) // size).clamp_(max=n // size - 1).expand(r, n),
         )
-        bins = batched_bins(q, labels(q, u, 0.0, False), index, n // size)
+        bins = batched_bins(q, labels(q, u, 0.0, "iid"), index, n // size)
         gap = bins.pred_mean - bins.freq
         weight = bins.count / bins.count.sum(dim=-1, keepdim=True)
         noise = bins.freq * (1 - bins.freq) / (bins.count - 1)
@@ -313,9 +362,9 @@ def target_check(args, g) -> dict:
     return out
 
 
-def summarise(merged, n, beta, k, grouped, truth, samples) -> dict:
+def summarise(merged, n, beta, k, variant, truth, samples) -> dict:
     row = {
-        "variant": "grouped" if grouped else "iid",
+        "variant": variant,
         "k": k,
         "n": n,
         "beta": beta,
@@ -359,7 +408,11 @@ def parse(argv=None):
         default=list(BIN_SIZES),
         help="β values: integers, auto (⌈√N⌉) or auto*C (⌈C·√N⌉)",
     )
-    p.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid", "grouped"])
+    p.add_argument(
+        "--variants", nargs="+", choices=["iid", "grouped", "ovr"], default=["iid", "grouped"]
+    )
+    p.add_argument("--classes", type=int, default=10, help="ovr: classes C (N/C examples)")
+    p.add_argument("--alpha", type=float, default=0.2, help="ovr: Dirichlet(α·1_C) of π")
     p.add_argument("--group-size", type=int, default=20)
     p.add_argument("--rho", type=float, default=0.5, help="copula correlation in a group")
     p.add_argument("--seed", type=int, default=0)
@@ -423,6 +476,13 @@ def render(results: dict) -> str:
         f"{config['group_size']}, copula correlation ρ = {config['rho']}. Repetitions and "
         "interval draws actually run per setting: "
         + "; ".join(f"N = {n:,} {v}: {r} reps × {s} draws" for n, v, r, s in reps)
+        + (
+            f". ovr variant: C = {config['classes']} classes, π ~ Dirichlet({config['alpha']}·1), "
+            "scores σ(s_k·logit π_c) with s_k = 1 + 5k, groups = examples; its true errors "
+            + ", ".join(f"k = {k}: {v:.6f}" for k, v in config["ovr_truths"].items())
+            if "ovr_truths" in config
+            else ""
+        )
         + ". True errors (ungrouped / grouped, both by numerical integration): "
         + ", ".join(
             f"k = {k}: {config['truths'][k]:.6f} / {config['grouped_truths'][k]:.6f}"
@@ -454,7 +514,7 @@ def render(results: dict) -> str:
     for m in present:
         cells = [METHODS[m]]
         for pick in (
-            lambda r: True,
+            lambda r: r["variant"] != "ovr",
             lambda r: r["beta"] == "auto" and r["k"] > 0 and r["variant"] == "iid",
             lambda r: r["beta"] == "auto" and r["k"] == 0 and r["variant"] == "iid",
             lambda r: r["beta"] == "auto" and r["k"] > 0 and r["variant"] == "grouped",
@@ -503,6 +563,7 @@ def render(results: dict) -> str:
             )
     header = ["N", "β", "β value", "RMSE (mean over k)", "RMSE k = 0", "pairs-db cov. k > 0"]
     out += _table(header, choice)
+    out += auto_rule_table(rows)
     out += ["", "### Point estimates: bias and RMSE of the error", ""]
     est_rows = [
         [
@@ -544,6 +605,41 @@ def render(results: dict) -> str:
     return "\n".join([*out, "", END]) + "\n"
 
 
+def auto_rule_table(rows: list[dict]) -> list[str]:
+    """⌈√N⌉ (``auto``) against ⌈N^(2/3)⌉ (``cbrt``) per data and N, where both were run."""
+    body = []
+    for variant in ("iid", "grouped", "ovr"):
+        for n in sorted({r["n"] for r in rows}):
+            for beta in ("auto", "cbrt"):
+                at = [r for r in rows if (r["variant"], r["n"]) == (variant, n)]
+                group = [r for r in at if r["beta"] == beta]
+                if len(group) < len(KS) or not any(r["beta"] == "cbrt" for r in at):
+                    continue
+                method = "pairs_db_norm" if variant == "iid" else "groups_db_norm"
+                positive = [r for r in group if r["k"] > 0]
+                zero = next(r for r in group if r["k"] == 0)
+                cov = [r[f"cov_{method}"] for r in positive]
+                body.append(
+                    [variant, f"{n:,}", beta, str(bin_size_of(beta, n))]
+                    + [_fmt(sum(r[f"{e}_rmse"] for r in group) / len(group), 4)
+                       for e in ("plugin", "debiased")]
+                    + [_fmt(max(abs(r["debiased_bias"]) for r in positive), 4),
+                       f"{min(cov):.3f}–{max(cov):.3f}", _fmt(zero[f"cov_{method}"], 3),
+                       _fmt(sum(r[f"len_{method}"] for r in positive) / len(positive), 4)]
+                )  # fmt: skip
+    if not body:
+        return []
+    out = ["", "### The auto rule: ⌈√N⌉ (auto) against ⌈N^(2/3)⌉ (cbrt, ~N^(1/3) bins)", ""]
+    out.append(
+        "RMSE of the plug-in and debiased error (mean over k), the debiased estimate's "
+        "largest absolute bias over k > 0, and the recommended interval (normal form; pairs-db "
+        "for iid, groups-db for grouped and ovr, whose groups are the examples): lowest–"
+        "highest coverage over k > 0, coverage at k = 0, mean length over k > 0."
+    )
+    header = ["data", "N", "rule", "β", "plug-in RMSE", "debiased RMSE", "max abs. bias k > 0"]
+    return [*out, "", *_table([*header, "coverage k > 0", "k = 0", "length"], body)]
+
+
 def write_doc(text: str, path: Path) -> None:
     """Replace the generated section of ``path`` (or create the file with it)."""
     if path.exists() and BEGIN in (old := path.read_text()) and END in old:
@@ -562,7 +658,11 @@ def merge(paths: list[str]) -> dict:
     square.
     """
     parts = [json.loads(Path(p).read_text()) for p in paths]
-    merged = {"config": parts[0]["config"], "rows": []}
+    merged = {"config": dict(parts[0]["config"]), "rows": []}
+    for part in parts:  # the ovr variant's settings come from the run that had it
+        if "ovr" in part["config"]["variants"]:
+            for key in ("ovr_truths", "classes", "alpha"):
+                merged["config"][key] = part["config"][key]
     pooled: dict = {}
     for part in parts:
         for row in part["rows"]:
@@ -600,13 +700,12 @@ def spiegelhalter_size(args) -> str:
     g = torch.Generator().manual_seed(args.seed)
     rows = ["| variant | N | reps | rejected at α = 0.05 | ± 2 MC sd |", "|---|---|---|---|---|"]
     for variant in args.variants:
-        grouped = variant == "grouped"
         for n in args.sizes:
             reps = args.reps if n < 1_000_000 else max(1, args.reps // 5)
             z = torch.empty(reps, dtype=torch.float64)
             for r in range(reps):
-                q, u, _ = draw_data(n, args.a, args.b, args.group_size, args.rho, grouped, g)
-                z[r] = spiegelhalter_z(q, labels(q, u, 0.0, grouped))
+                q, u, _ = draw_data(n, args, variant, g)
+                z[r] = spiegelhalter_z(q, labels(q, u, 0.0, variant))
             rate = (torch.special.erfc(z.abs() / math.sqrt(2)) < 0.05).double().mean().item()
             sd = math.sqrt(0.05 * 0.95 / reps)
             rows.append(f"| {variant} | {n:,} | {reps} | {rate:.3f} | {2 * sd:.3f} |")

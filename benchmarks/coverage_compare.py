@@ -1,9 +1,13 @@
 """Coverage of compare_calibration's paired interval, and its test's size, by simulation.
 
-    python benchmarks/coverage_compare.py --reps 200 --sizes 10000 100000 [--write]
+    python benchmarks/coverage_compare.py --reps 300 --sizes 10000 --variants iid grouped \
+        --json docs/coverage/compare4.json [--write docs/coverage.md]
 
-Two synthetic models score the same items, q ~ U(0, 1), y ~ Bernoulli(q), independent
-labels. Each model's prediction is a known map of q, so its true calibration error is
+Two synthetic models score the same items, q ~ U(0, 1), y ~ Bernoulli(q): independent
+labels (``iid``), or (``grouped``) groups of 20 items whose labels share a Gaussian-copula
+shift, y = 1 ⟺ Φ(√ρ·Z_g + √(1 − ρ)·ε) < q with ρ = 0.5 (as in ``coverage.py``; marginally
+still P(y = 1 | q) = q), compared with ``groups=`` so that whole groups are resampled.
+Each model's prediction is a known map of q, so its true calibration error is
 sqrt(∫ (map(q) − q)² dq) (the labels' frequency given the prediction is q) and the true
 difference is known:
 
@@ -14,12 +18,14 @@ difference is known:
   calibrated); true errors 0 and 0.
 
 Reported per setting: coverage of the 95% interval of the difference (the truth inside
-[lower, upper]), the rejection rate of "no difference" at α = 0.05, and the mean width.
+[lower, upper]) with its Monte Carlo standard error, the rejection rate of "no
+difference" at α = 0.05, and the mean width.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -43,52 +49,84 @@ SETTINGS = {
 }
 
 
-def run(sizes: list[int], reps: int, draws: int, seed: int) -> list[dict]:
+GROUP_SIZE, RHO = 20, 0.5
+
+
+def labels(q: torch.Tensor, variant: str, g: torch.Generator) -> tuple:
+    """y with P(y = 1 | q) = q, and the group ids (None for independent labels)."""
+    if variant == "iid":
+        return torch.bernoulli(q, generator=g), None
+    groups = torch.arange(q.numel()) // GROUP_SIZE
+    z = torch.randn(int(groups[-1]) + 1, generator=g, dtype=torch.float64)
+    eps = torch.randn(q.numel(), generator=g, dtype=torch.float64)
+    latent = math.sqrt(RHO) * z.index_select(0, groups) + math.sqrt(1 - RHO) * eps
+    return (torch.special.ndtr(latent) < q).to(torch.float64), groups
+
+
+def run(sizes, variants, settings, reps: int, draws: int, seed: int, out) -> list:
     rows = []
-    for name, (model_a, model_b, truth) in SETTINGS.items():
-        for n in sizes:
-            g = torch.Generator().manual_seed(seed)
-            covered = rejected = 0
-            width = 0.0
-            for _ in range(reps):
-                q = torch.rand(n, generator=g, dtype=torch.float64)
-                y = torch.bernoulli(q, generator=g)
-                r = compare_calibration(model_a(q), model_b(q), y, n_samples=draws, generator=g)
-                covered += int(r.lower <= truth <= r.upper)
-                rejected += int(r.p_value < 0.05)
-                width += float(r.upper - r.lower) / reps
-            rows.append(
-                {"setting": name, "n": n, "truth": truth, "coverage": covered / reps,
-                 "rejection": rejected / reps, "width": width, "reps": reps}
-            )  # fmt: skip
-            print(_row(rows[-1]), flush=True)
+    for n in sizes:
+        for variant in variants:
+            for name in settings:
+                model_a, model_b, truth = SETTINGS[name]
+                g = torch.Generator().manual_seed(seed)
+                covered = rejected = 0
+                width = 0.0
+                for _ in range(reps):
+                    q = torch.rand(n, generator=g, dtype=torch.float64)
+                    y, groups = labels(q, variant, g)
+                    r = compare_calibration(
+                        model_a(q), model_b(q), y, groups=groups, n_samples=draws, generator=g
+                    )
+                    covered += int(r.lower <= truth <= r.upper)
+                    rejected += int(r.p_value < 0.05)
+                    width += float(r.upper - r.lower) / reps
+                rows.append(
+                    {"setting": name, "variant": variant, "n": n, "truth": truth,
+                     "coverage": covered / reps, "rejection": rejected / reps, "width": width,
+                     "reps": reps, "draws": draws}
+                )  # fmt: skip
+                print(_row(rows[-1]), flush=True)
+                if out:
+                    Path(out).write_text(json.dumps(rows, indent=1))
     return rows
 
 
+HEADER = (
+    "| setting | labels | N | true difference | coverage (95%) ± s.e. | rejection at α = 0.05 "
+    "| mean width | reps |\n|---|---|---|---|---|---|---|---|"
+)
+
+
 def _row(r: dict) -> str:
+    se = math.sqrt(max(r["coverage"] * (1 - r["coverage"]), 0.05 * 0.95) / r["reps"])
     return (
-        f"| {r['setting']} | {r['n']:,} | {r['truth']:.4f} | {r['coverage']:.3f} | "
-        f"{r['rejection']:.3f} | {r['width']:.4f} | {r['reps']} |"
+        f"| {r['setting']} | {r['variant']} | {r['n']:,} | {r['truth']:.4f} | "
+        f"{r['coverage']:.3f} ± {se:.3f} | {r['rejection']:.3f} | {r['width']:.4f} | "
+        f"{r['reps']} |"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
+    parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--write", type=Path, help="append the markdown table to this file")
+    parser.add_argument("--json", help="write the rows here as they are measured")
+    parser.add_argument("--from-json", nargs="+", help="print the table of saved rows")
+    parser.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared CPU")
     args = parser.parse_args()
-    header = (
-        "| setting | N | true difference | coverage (95%) | rejection at α = 0.05 | "
-        "mean width | reps |\n|---|---|---|---|---|---|---|"
-    )
-    print(header, flush=True)
-    rows = run(args.sizes, args.reps, args.draws, args.seed)
-    if args.write:
-        with open(args.write, "a") as f:
-            f.write("\n" + header + "\n" + "\n".join(_row(r) for r in rows) + "\n")
+    torch.set_num_threads(args.threads)
+    print(HEADER, flush=True)
+    if args.from_json:
+        for path in args.from_json:
+            for row in json.loads(Path(path).read_text()):
+                print(_row(row))
+        return
+    run(args.sizes, args.variants, args.settings, args.reps, args.draws, args.seed, args.json)
 
 
 if __name__ == "__main__":

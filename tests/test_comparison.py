@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import pytest
 import torch
 
 from calib_metrics.functional import calibration_error, compare_calibration
+from calib_metrics.functional.calibration import compute_bins
+from calib_metrics.functional.comparison import _unit_sums, root_difference
 
 
 def _data(n: int = 600, seed: int = 0):
@@ -94,6 +98,85 @@ def test_groups_share_one_weight_per_group_in_both_models() -> None:
     lower, upper = torch.quantile(diffs, torch.tensor([0.025, 0.975], dtype=torch.float64))
     assert result.lower.item() == pytest.approx(lower.item(), abs=1e-12)
     assert result.upper.item() == pytest.approx(upper.item(), abs=1e-12)
+
+
+def test_equal_errors_the_test_has_the_spread_of_the_difference_of_squares() -> None:
+    # a = q + c and b = q − c share their bins, and their debias terms cancel, so
+    # D_a − D_b = 4c·Σ wᵢ (q̄ᵢ − fᵢ) exactly: its sd is 4c·sqrt(Σ wᵢ² fᵢ(1 − fᵢ)/nᵢ). The
+    # p-value must be that of z = (D_a − D_b)/sd. The single-model shrink (λ² = D₊/P, here
+    # ≈ 0.56) narrowed the draws by λ and gave p = 0.02 for a z of 1.77 (p = 0.08): the
+    # equal-error false-positive rate was 0.10–0.15 at α = 0.05 in the coverage study.
+    g = torch.Generator().manual_seed(7)
+    q = 0.1 + 0.8 * torch.rand(4000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    c = 0.05
+    r = compare_calibration(
+        q + c, q - c, y, bin_size=100, n_samples=4000, generator=torch.Generator().manual_seed(0)
+    )
+    bins = compute_bins(q + c, y, bin_size=100)
+    w = bins.count / bins.count.sum()
+    sd = 4 * c * (w**2 * bins.freq * (1 - bins.freq) / bins.count).sum().sqrt()
+    z = (r.a.error**2 - r.b.error**2) / sd
+    implied = NormalDist().inv_cdf(1 - r.p_value.item() / 2)
+    assert 1.7 < z.item() < 1.8
+    assert implied == pytest.approx(z.item(), rel=0.1)
+
+
+def test_against_a_calibrated_model_the_interval_reaches_the_whole_difference() -> None:
+    # b = q is calibrated (true error 0), a = q + 0.05 (true difference 0.05). b's error
+    # √D₊ is biased up (≈ 0.007 here), so an interval centred on error(a) − error(b) fell
+    # short of the truth (upper end 0.0492 on this data); the draws of Δ carried with m*
+    # reach the upper end of √Δ.
+    g = torch.Generator().manual_seed(11)
+    q = 0.1 + 0.8 * torch.rand(10_000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    r = compare_calibration(
+        q + 0.05, q, y, bin_size=100, n_samples=2000, generator=torch.Generator().manual_seed(0)
+    )
+    assert r.b.error > 0.008  # the calibrated model's estimate is off 0 on this data
+    assert r.lower < r.difference < 0.05 < r.upper
+
+
+def test_a_tied_calibrated_model_is_not_called_better_than_an_untied_one() -> None:
+    # Both calibrated (true errors 0). Model a ties every item at ½, so its 40 bins of 100
+    # each get the mean label of all 4000: the debias term f(1 − f)/99 over-subtracts and
+    # D_a averages −0.0025, which read as "a is better" (interval [−0.073, −0.026],
+    # p = 0.012 on these data) until the draws shared tie groups over their bins.
+    g = torch.Generator().manual_seed(0)
+    y = torch.bernoulli(torch.full((4000,), 0.5, dtype=torch.float64), generator=g)
+    tied = torch.full((4000,), 0.5, dtype=torch.float64)
+    untied = 0.5 + 1e-9 * torch.randn(4000, generator=g, dtype=torch.float64)
+    r = compare_calibration(
+        tied, untied, y, bin_size=100, n_samples=1000, generator=torch.Generator().manual_seed(0)
+    )
+    assert r.lower < 0 < r.upper and r.p_value > 0.2
+
+
+def test_unit_sums_share_a_tie_group_over_its_bins_as_the_tie_rule_does() -> None:
+    # Per bin, the shared unit sums are the bins (the tie rule's mean label on every
+    # part of a split group), and one group's weight moves all of its bins together.
+    g = torch.Generator().manual_seed(3)
+    u = torch.rand(500, generator=g, dtype=torch.float64)
+    q = torch.where(torch.rand(500, generator=g) < 0.6, 0.3, u)
+    y = torch.bernoulli(q, generator=g)
+    options = {"binning": "adaptive", "bin_size": 40, "n_bins": 15}
+    bins, matrix = _unit_sums(q, y, torch.arange(500), 500, options)
+    sums = matrix.to_dense().sum(dim=1).reshape(3, -1)
+    torch.testing.assert_close(sums[0], bins.count)
+    torch.testing.assert_close(sums[1] / sums[0], bins.pred_mean)
+    torch.testing.assert_close(sums[2] / sums[0], bins.freq)
+    tied_bins = ((bins.pred_mean - 0.3).abs() < 1e-12).nonzero().squeeze(1)
+    assert tied_bins.numel() > 3
+    first_tied = int((q == 0.3).nonzero()[0])
+    column = matrix.to_dense()[:, first_tied].reshape(3, -1)[0]
+    assert bool((column[tied_bins] > 0).all()) and column.sum().item() == pytest.approx(1.0)
+
+
+def test_root_difference_is_the_difference_of_roots() -> None:
+    theta_a = torch.tensor([0.04, 0.01, 0.0, 0.09], dtype=torch.float64)
+    theta_b = torch.tensor([0.01, 0.04, 0.0, 0.0], dtype=torch.float64)
+    got = root_difference(theta_a - theta_b, torch.minimum(theta_a, theta_b))
+    torch.testing.assert_close(got, theta_a.sqrt() - theta_b.sqrt())
 
 
 @pytest.mark.parametrize(
