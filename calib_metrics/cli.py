@@ -245,7 +245,13 @@ def evaluate(args: argparse.Namespace) -> dict:
     if args.plot:
         from calib_metrics.plot import reliability_diagram
 
-        fig, _ = reliability_diagram(result, title=Path(args.file).name, confidence=args.confidence)
+        fig, _ = reliability_diagram(
+            result,
+            title=Path(args.file).name,
+            confidence=args.confidence,
+            interval=args.interval,
+            debias=args.debias,
+        )
         fig.savefig(args.plot, dpi=120)
         summary["plot"] = str(args.plot)
     if args.json:

@@ -57,9 +57,10 @@ def _summary(probs: Tensor, target: Tensor, groups, args, seed_offset: int) -> d
     from calib_metrics.functional import calibration_error_ci
 
     g = torch.Generator().manual_seed(args.seed + seed_offset)
+    interval = "pairs" if groups is None else "groups"
     result = calibration_error_ci(
         probs, target, bin_size="auto", n_samples=args.samples, confidence=args.confidence,
-        generator=g, debias=True, interval="pairs" if groups is None else "groups",
+        generator=g, debias=True, interval=interval,
         groups=groups, method="percentile",
     )  # fmt: skip
     q = probs.to(torch.float64).clamp(1e-12, 1 - 1e-12)
@@ -73,6 +74,7 @@ def _summary(probs: Tensor, target: Tensor, groups, args, seed_offset: int) -> d
         "nll": float(nll),
         "brier": float(((probs.to(torch.float64) - y) ** 2).mean()),
         "result": result,
+        "interval": interval,
     }
 
 
@@ -145,7 +147,12 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
     fig, axes = _subplots()
     for ax, which in zip(axes, ("before", "after"), strict=True):
         plot.reliability_diagram(
-            summary[which]["result"], ax, title=f"{which} ({summary['method']})"
+            summary[which]["result"],
+            ax,
+            title=f"{which} ({summary['method']})",
+            confidence=summary["confidence"],
+            interval=summary[which]["interval"],
+            debias=True,
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")

@@ -623,6 +623,16 @@ class CalibrationError(Metric):
             )
         return groups
 
+    def _drawn_interval(self) -> str:
+        """The interval compute_result() draws on the current state, for figures' labels."""
+        if self.interval is not None:
+            return self.interval
+        if not self._keeps_groups():
+            return "pairs"
+        groups = self.groups
+        held = sum(g.numel() for g in groups) if isinstance(groups, list) else groups.numel()
+        return "groups" if held else "pairs"
+
     def _interval(self, groups: Tensor | None) -> str:
         """The interval that compute_result() draws: interval=None picks by the data."""
         if self.interval is not None:
@@ -759,14 +769,17 @@ class CalibrationError(Metric):
         return results
 
     def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
-        """Reliability diagram (micro) or per-class error bars (``average=None``).
+        """Reliability diagram (micro) or per-class error bars (``average=None``), their
+        titles and legends naming this metric's interval and confidence.
 
         Returns ``(fig, ax)``; ``val`` may be a result from :meth:`compute_result`.
         """
         from calib_metrics import plot
 
         result = self.compute_result() if val is None else val
+        kind = {"confidence": self.confidence, "interval": self._drawn_interval()}
+        kind["debias"] = self._debias
         if isinstance(result, list):
-            labels = [str(c) for c in range(len(result))]
-            return plot.per_class_errors({"model": result}, labels, ax=ax)
-        return plot.reliability_diagram(result, ax=ax, confidence=self.confidence)
+            per_class = {str(c): r for c, r in enumerate(result)}
+            return plot.per_label_errors(per_class, ax=ax, names=("class",), **kind)
+        return plot.reliability_diagram(result, ax=ax, **kind)

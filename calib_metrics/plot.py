@@ -3,18 +3,40 @@
 Every function draws on a given ``ax`` or on a new ``matplotlib.figure.Figure`` (never
 pyplot's global state, so nothing leaks between calls or threads) and returns
 ``(fig, ax)``. This module is imported lazily: the metric works without matplotlib.
+
+A figure that shows an interval names its level and kind (:func:`interval_label`), from
+the settings the caller passes: nothing assumes 95%. Sizes and fonts are chosen so that
+the figures stay legible as TensorBoard thumbnails (about 300 px wide).
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator
 
 from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.functional.comparison import ComparisonResult
+from calib_metrics.functional.smooth import SmoothCurve
+
+#: What each ``interval=`` setting of the library draws, as figures name it.
+INTERVAL_KINDS = {
+    "paper": "paper Algorithm 2",
+    "pairs": "pair bootstrap",
+    "groups": "group bootstrap",
+}
+#: ``xscale="auto"`` draws logit axes when more than END_SHARE of the pairs lie in bins
+#: whose mean is within END of 0 or 1.
+END, END_SHARE = 0.05, 0.5
+#: The reliability diagram counts pairs in this many equal slices of its x axis.
+N_SLICES = 20
 
 
 def _z(confidence: float) -> float:
@@ -57,6 +79,41 @@ def describe(result: CalibrationResult) -> str:
     )
 
 
+def interval_label(confidence: float, interval: str | None = None, debias: bool = False) -> str:
+    """The interval's level and kind, as every figure names it.
+
+    Args:
+        confidence: the interval's coverage, in (0, 1).
+        interval: ``"paper"``, ``"pairs"``, ``"groups"`` (the library's ``interval=``
+            settings), or None when the kind is not known (only the level is named).
+        debias: whether the interval is built around the debiased estimate.
+
+    Example:
+        >>> interval_label(0.95, "pairs", debias=True)
+        '95% interval: debiased pair bootstrap'
+        >>> interval_label(0.9, "paper")
+        '90% interval: paper Algorithm 2'
+        >>> interval_label(0.99, "groups")
+        '99% interval: group bootstrap'
+        >>> interval_label(0.8)
+        '80% interval'
+    """
+    _z(confidence)
+    if interval is not None and interval not in INTERVAL_KINDS:
+        raise ValueError(
+            f"interval must be one of {sorted(INTERVAL_KINDS)} or None, got {interval!r}"
+        )
+    if not isinstance(debias, bool):
+        raise ValueError(f"debias must be True or False, got {debias!r}")
+    level = f"{100 * confidence:g}% interval"
+    if interval is None:
+        return level
+    kind = INTERVAL_KINDS[interval]
+    if debias:
+        kind = f"{kind}, debiased" if interval == "paper" else f"debiased {kind}"
+    return f"{level}: {kind}"
+
+
 def reliability_diagram(
     result: CalibrationResult,
     ax: Axes | None = None,
@@ -65,66 +122,415 @@ def reliability_diagram(
     label: str | None = None,
     color: str = "C0",
     confidence: float = 0.95,
+    interval: str | None = None,
+    debias: bool = False,
+    xscale: str = "auto",
+    smooth: SmoothCurve | None = None,
 ) -> tuple[Figure, Axes]:
     """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
-    ``confidence``: 1.96 at 0.95).
+    ``confidence``: 1.96 at 0.95), over grey bars counting the pairs.
 
     The diagonal marks perfect calibration: points above it are underconfident
-    (q < p), below it overconfident. Grey bars along the bottom show how the
-    predictions are spread over [0, 1] (the refinement: mass piled near 0 and 1 means
-    sharp predictions). The title gives the error with its interval.
+    (q < p), below it overconfident. The grey bars count the pairs in each of 20 equal
+    slices of the x axis, on the right-hand axis (log-scaled when the counts span two
+    decades or more): mass piled near 0 and 1 means sharp predictions. The title gives the
+    error with its interval, and the interval's level and kind (:func:`interval_label`
+    of ``confidence``, ``interval`` and ``debias``: pass the settings that made
+    ``result``).
+
+    Args:
+        result: what :func:`~calib_metrics.functional.calibration_error_ci` returns.
+        ax: axes to draw on (default: a new figure).
+        title: first line of the title.
+        label: legend entry of the bins.
+        color: colour of the bins (and of the smooth curve).
+        confidence, interval, debias: the settings behind ``result``'s interval.
+        xscale: ``"linear"``, ``"logit"`` (the x axis in log-odds, which spreads the
+            ends; y stays linear), or
+            ``"auto"``: logit when more than half of the pairs lie in bins whose mean is
+            within 0.05 of 0 or 1, and the title says so.
+        smooth: a :class:`~calib_metrics.functional.smooth.SmoothCurve` from
+            :func:`~calib_metrics.functional.smooth_reliability_curve` on the same pairs
+            (made at the same ``confidence``), drawn with its bootstrap band.
 
     Example:
         >>> import torch
         >>> from calib_metrics.functional import calibration_error_ci
         >>> p = torch.rand(2000, generator=torch.Generator().manual_seed(1))
-        >>> fig, ax = reliability_diagram(calibration_error_ci(p, (p > 0.5).float(), bin_size=200))
+        >>> r = calibration_error_ci(p, (p > 0.5).float(), bin_size=200, n_samples=100)
+        >>> fig, ax = reliability_diagram(r, interval="pairs", debias=True)
         >>> ax.get_xlabel()
         'predicted probability q̂ (bin mean)'
+        >>> ax.get_title().splitlines()[1]
+        '95% interval: debiased pair bootstrap · 10 bins · N=2,000'
     """
-    fig, ax = _axes(ax)
+    heading = interval_label(confidence, interval, debias)
+    if smooth is not None and not isinstance(smooth, SmoothCurve):
+        raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
     bins = result.bins
     q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
+    scale, note = _pick_scale(xscale, q, n)
+    fig, ax = _axes(ax, (4.6, 4.6))
+    axis = _ProbabilityAxis(scale, q)
+    t = axis.grid()
+    ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
+    if smooth is not None:
+        _draw_smooth(ax, smooth, axis, color, confidence)
     z = _z(confidence)
     se = [z * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, n)]
-    ax.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfect calibration")
+    many = len(q) > 60  # thinner marks, so that hundreds of bins do not merge
     ax.errorbar(
-        q,
+        axis.clip(q),
         p,
-        yerr=se,
+        yerr=[
+            [pi - max(pi - e, 0.0) for pi, e in zip(p, se)],
+            [min(pi + e, 1.0) - pi for pi, e in zip(p, se)],
+        ],
         fmt="o-",
         color=color,
-        markersize=3,
-        capsize=2,
-        linewidth=1,
+        markersize=2 if many else 3,
+        capsize=0 if many else 2,
+        linewidth=0.6 if many else 1,
+        elinewidth=0.5 if many else 1,
         label=label or f"bins (±{z:.2f} se)",
     )
-    total = sum(n)
-    # The spread of q (the refinement): pairs per twentieth of [0, 1], as grey bars along
-    # the bottom fifth of the plot.
-    mass = ax.twinx()
-    heights, _, _ = mass.hist(
-        q,
-        bins=20,
-        range=(0, 1),
-        weights=[ni / total for ni in n],
-        color="0.75",
-        alpha=0.6,
-        zorder=0,
-    )
-    mass.set_ylim(0, max(float(max(heights)), 1e-12) * 5)
-    mass.set_yticks([])
-    ax.set_zorder(mass.get_zorder() + 1)
-    ax.patch.set_visible(False)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_box_aspect(1)
+    axis.apply(ax)
+    counts = _count_bars(ax, axis, q, n)
     ax.set_xlabel("predicted probability q̂ (bin mean)")
     ax.set_ylabel("empirical frequency p̂")
-    ax.legend(loc="upper left", fontsize=8)
-    heading = describe(result) + f"  ({len(q)} bins, N={int(total)})"
-    ax.set_title(f"{title}\n{heading}" if title else heading, fontsize=9)
+    handles = ax.get_legend_handles_labels()[0] + [counts]
+    ax.legend(handles=handles, loc="upper left", fontsize=7.5, framealpha=0.85)
+    lines = [title] if title else []
+    lines += [describe(result), f"{heading} · {len(q)} bins · N={int(sum(n)):,}"]
+    ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     return fig, ax
+
+
+def _pick_scale(xscale: str, q: list[float], n: list[float]) -> tuple[str, str]:
+    """The scale to draw, and the title's note when ``"auto"`` picked logit."""
+    if xscale not in ("linear", "logit", "auto"):
+        raise ValueError(f"xscale must be 'linear', 'logit' or 'auto', got {xscale!r}")
+    if xscale != "auto":
+        return xscale, ""
+    near = sum(ni for qi, ni in zip(q, n) if min(qi, 1 - qi) < END)
+    share = near / max(sum(n), 1e-300)
+    if share > END_SHARE:
+        return "logit", f"logit axes (auto): {share:.0%} of pairs within {END:g} of 0 or 1"
+    return "linear", ""
+
+
+class _ProbabilityAxis:
+    """The x axis: [0, 1] drawn linearly, or logit over [ε, 1 − ε] with q clipped there.
+
+    ε is a power of ten below every bin mean's distance to the nearer end (within
+    [1e-6, 1e-2]), so the logit axis shows every bin. The y axis stays linear on [0, 1]:
+    vertical gaps are the absolute gaps that the calibration error adds up.
+    """
+
+    def __init__(self, scale: str, values: list[float]) -> None:
+        self.scale = scale
+        self.lo, self.hi = 0.0, 1.0
+        if scale == "logit":
+            self.lo = _margin([v for v in values if 0 < v < 1])
+            self.hi = 1 - _margin([1 - v for v in values if 0 < v < 1])
+
+    def clip(self, values: list[float]) -> list[float]:
+        return [min(max(v, self.lo), self.hi) for v in values]
+
+    def _from_unit(self, u: float) -> float:
+        """The probability at fraction ``u`` of the axis' width."""
+        if self.scale == "linear":
+            return u
+        lo, hi = (math.log(v / (1 - v)) for v in (self.lo, self.hi))
+        return 1 / (1 + math.exp(-(lo + u * (hi - lo))))
+
+    def grid(self, points: int = 201) -> list[float]:
+        return [self._from_unit(k / (points - 1)) for k in range(points)]
+
+    def slices(self, count: int = N_SLICES) -> list[float]:
+        """Edges of ``count`` slices of equal width on the drawn axis."""
+        return [self._from_unit(k / count) for k in range(count + 1)]
+
+    def apply(self, ax: Axes) -> None:
+        if self.scale == "logit":
+            ax.set_xscale("logit")
+            low, high = _decades(self.lo), [1 - d for d in _decades(1 - self.hi)]
+            ax.xaxis.set_major_locator(FixedLocator(sorted([*low, 0.5, *high])))
+            ax.xaxis.set_major_formatter(FuncFormatter(_probability_tick))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlim(self.lo, self.hi)
+        ax.set_ylim(0, 1)
+        ax.set_box_aspect(1)
+
+
+def _margin(distances: list[float]) -> float:
+    """A power of ten below half the smallest distance to an end, within [1e-6, 1e-2]."""
+    exponent = math.floor(math.log10(min(distances, default=0.01) / 2))
+    return min(1e-2, max(1e-6, 10.0**exponent))
+
+
+def _decades(margin: float) -> list[float]:
+    """Ticks 0.1, 0.01, ... down to ``margin`` (every other one when more than three)."""
+    decades = [10.0**-k for k in range(1, round(-math.log10(margin)) + 1)]
+    return decades[1::2] if len(decades) > 3 else decades
+
+
+def _probability_tick(value: float, _pos: int | None = None) -> str:
+    """``0.001``, ``0.5``, ``0.999``; ``1e-05`` and ``1-1e-05`` past three decimals."""
+    end = min(value, 1 - value)
+    if end >= 1e-3 - 1e-12:
+        return f"{value:.{max(1, -math.floor(math.log10(end) + 1e-9))}f}"
+    small = f"{end:.0e}".replace("e-0", "e-")
+    return small if value < 0.5 else f"1-{small}"
+
+
+def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]) -> Any:
+    """Pairs per slice of the x axis as grey bars on a labelled right-hand axis.
+
+    Returns the bars (for the legend).
+    """
+    edges = axis.slices()
+    heights = [0.0] * (len(edges) - 1)
+    for qi, ni in zip(axis.clip(q), n):
+        heights[min(max(bisect.bisect_right(edges, qi) - 1, 0), len(heights) - 1)] += ni
+    counts = ax.twinx()
+    counts.set_box_aspect(ax.get_box_aspect())  # else the twin keeps the whole cell
+    nonzero = [h for h in heights if h > 0] or [1.0]
+    log = max(nonzero) >= 100 * min(nonzero)
+    widths = [b - a for a, b in itertools.pairwise(edges)]
+    bars = counts.bar(
+        edges[:-1],
+        heights,
+        width=widths,
+        align="edge",
+        color="0.85",
+        edgecolor="0.65",
+        linewidth=0.4,
+        log=log,
+        label="pairs per grey bar (right axis" + (", log)" if log else ")"),
+    )
+    _count_limits(counts, min(nonzero), max(nonzero), log)
+    counts.set_ylabel("pairs" + (" (log scale)" if log else ""), color="0.35", fontsize=8)
+    counts.yaxis.set_label_coords(1.13, 0.17)
+    counts.yaxis.set_major_formatter(FuncFormatter(_count_tick))
+    counts.tick_params(axis="y", colors="0.35", labelsize=7)
+    ax.set_zorder(counts.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    return bars
+
+
+def _count_tick(value: float, _pos: int | None = None) -> str:
+    """``500``, ``30k``, ``1.2M``: short labels for the count axis."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def _count_limits(counts: Axes, smallest: float, largest: float, log: bool) -> None:
+    """Bars fill the bottom ~third of the plot; ticks only up to the tallest bar."""
+    if log:
+        bottom = 10.0 ** math.floor(math.log10(smallest)) / 2
+        top = bottom * (largest / bottom) ** (1 / 0.35)
+        first, last = math.ceil(math.log10(bottom)), math.floor(math.log10(largest))
+        ticks = [10.0**k for k in range(first, last + 1)]
+        counts.set_ylim(bottom, top)
+        counts.yaxis.set_major_locator(FixedLocator(ticks[:: max(1, len(ticks) // 4)]))
+        counts.yaxis.set_minor_locator(NullLocator())
+    else:
+        counts.set_ylim(0, largest / 0.35)
+        ticks = MaxNLocator(nbins=3, integer=True).tick_values(0, largest)
+        counts.yaxis.set_major_locator(FixedLocator([t for t in ticks if t <= largest]))
+
+
+def _draw_smooth(
+    ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str, confidence: float
+) -> None:
+    """The smooth curve where the predictions' density is not negligible, with its band."""
+    grid, density = _numbers(smooth.grid), _numbers(smooth.density)
+    values = [_numbers(v) for v in (smooth.curve, smooth.lower, smooth.upper)]
+    keep = [
+        i
+        for i, (t, d) in enumerate(zip(grid, density))
+        if axis.lo <= t <= axis.hi and d > 1e-3 and not math.isnan(values[0][i])
+    ]
+    t = [grid[i] for i in keep]
+    curve, lower, upper = ([v[i] for i in keep] for v in values)
+    sigma, error = smooth.bandwidth.item(), smooth.error.item()
+    ax.fill_between(
+        t,
+        lower,
+        upper,
+        color=color,
+        alpha=0.18,
+        linewidth=0,
+        label=f"{100 * confidence:g}% pointwise bootstrap band",
+    )
+    ax.plot(
+        t,
+        curve,
+        color=color,
+        linewidth=1.6,
+        alpha=0.8,
+        label=f"smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
+    )
+
+
+def per_label_errors(
+    results: Mapping[str, CalibrationResult | Sequence[CalibrationResult] | ComparisonResult],
+    ax: Axes | None = None,
+    *,
+    names: Sequence[str] = ("model", "other"),
+    confidence: float = 0.95,
+    interval: str | None = None,
+    debias: bool = False,
+    sort: bool = True,
+    title: str | None = None,
+) -> tuple[Figure, Axes]:
+    """Each label's calibration error with its interval, sorted (the paper's Figure 4).
+
+    One horizontal bar per label and model (label names stay horizontal and legible for
+    50 labels), largest error of the first model at the top, whiskers from the
+    interval's ends; the legend names the interval (:func:`interval_label`). A value per
+    label is a CalibrationResult (one model), a sequence of them (several models, named
+    by ``names``), or a :class:`~calib_metrics.functional.comparison.ComparisonResult`
+    (a paired comparison of two models): then a second panel (``fig.axes[1]``, sharing
+    the labels) shows error(a) − error(b) with its paired interval, and the labels whose
+    interval excludes 0 are marked.
+
+    Args:
+        results: label -> CalibrationResult, sequence of them, or ComparisonResult.
+        ax: axes to draw on (not with comparisons, which make a figure of two panels).
+        names: the models' names, in order.
+        confidence, interval, debias: the settings behind the intervals.
+        sort: order labels by the first model's error, largest first; else as given.
+        title: the figure's title.
+
+    Returns:
+        ``(fig, ax)``: ``ax`` holds the error bars.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> g = torch.Generator().manual_seed(2)
+        >>> p = torch.rand(500, generator=g)
+        >>> fit = calibration_error_ci(p, torch.bernoulli(p, generator=g), bin_size=100)
+        >>> off = calibration_error_ci(p, (p > 0.5).float(), bin_size=100)
+        >>> fig, ax = per_label_errors({"NN": fit, "VB": off}, interval="pairs", debias=True)
+        >>> [t.get_text() for t in ax.get_yticklabels()]
+        ['VB', 'NN']
+        >>> ax.get_legend().get_title().get_text()
+        'whiskers: 95% interval: debiased pair bootstrap'
+    """
+    labels, series, comparisons = _per_label_inputs(results)
+    if len(names) < len(series):
+        raise ValueError(f"names must name all {len(series)} models, got {list(names)}")
+    legend = "whiskers: " + interval_label(confidence, interval, debias)
+    order = list(range(len(labels)))
+    if sort:
+        order.sort(key=lambda i: -series[0][i].error.item())
+    height = max(2.6, 0.9 + 0.19 * len(labels) * (1 + 0.3 * (len(series) - 1)))
+    if comparisons is None:
+        fig, ax = _axes(ax, (4.4, height))
+    elif ax is not None:
+        raise ValueError("a comparison draws two panels: leave ax=None")
+    else:
+        fig = Figure(figsize=(7.4, height), layout="constrained")
+        ax, diff_ax = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
+        _difference_panel(diff_ax, [comparisons[i] for i in order], names, legend)
+    for k, rows in enumerate(series):
+        _label_bars(ax, [rows[i] for i in order], k, len(series), f"CalibErr ({names[k]})")
+    _label_axis(ax, [labels[i] for i in order])
+    ax.set_xlabel("calibration error")
+    ax.set_xlim(left=0)
+    ax.legend(fontsize=7.5, title=legend, title_fontsize=7.5, loc="lower right")
+    if title and comparisons is not None:
+        fig.suptitle(title, fontsize=9)
+    elif title:
+        ax.set_title(title, fontsize=9)
+    return fig, ax
+
+
+def _per_label_inputs(
+    results: Mapping[str, Any],
+) -> tuple[list[str], list[list[CalibrationResult]], list[ComparisonResult] | None]:
+    """Labels, each model's results per label, and the comparisons (or None)."""
+    if not isinstance(results, Mapping) or not results:
+        raise ValueError("results must be a non-empty mapping label -> result")
+    labels, values = [str(k) for k in results], list(results.values())
+    if all(isinstance(v, ComparisonResult) for v in values):
+        return labels, [[v.a for v in values], [v.b for v in values]], values
+    if all(isinstance(v, CalibrationResult) for v in values):
+        return labels, [values], None
+    rows = [list(v) if isinstance(v, Sequence) else None for v in values]
+    ok = all(r and all(isinstance(x, CalibrationResult) for x in r) for r in rows)
+    if not ok or len({len(r) for r in rows}) != 1:
+        raise ValueError(
+            "results' values must all be CalibrationResults, all ComparisonResults, or all "
+            "sequences of one CalibrationResult per model, got "
+            + ", ".join(sorted({type(v).__name__ for v in values}))
+        )
+    return labels, [list(model) for model in zip(*rows)], None
+
+
+def _whiskers(rows: Sequence[CalibrationResult]) -> tuple[list[float], list[list[float]]]:
+    """Errors, and their distances to the interval's lower and upper ends."""
+    err = [r.error.item() for r in rows]
+    low = [max(0.0, e - r.lower.item()) for e, r in zip(err, rows)]
+    high = [max(0.0, r.upper.item() - e) for e, r in zip(err, rows)]
+    return err, [low, high]
+
+
+def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, label: str) -> None:
+    """Model ``k`` of ``count``: one horizontal bar per label, whiskers from the interval."""
+    height = 0.8 / count
+    y = [i + (k - (count - 1) / 2) * height for i in range(len(rows))]
+    err, whiskers = _whiskers(rows)
+    ax.barh(
+        y,
+        err,
+        height=height,
+        xerr=whiskers,
+        color=f"C{k}",
+        label=label,
+        error_kw={"linewidth": 0.8, "capsize": 1.5, "ecolor": "0.2"},
+    )
+
+
+def _label_axis(ax: Axes, labels: list[str]) -> None:
+    """One tick per label, first label at the top, a faint line across for each."""
+    ax.set_yticks(range(len(labels)), labels, fontsize=8 if len(labels) > 25 else 9)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.grid(axis="x", alpha=0.3)
+    ax.tick_params(axis="y", length=0)
+
+
+def _difference_panel(
+    ax: Axes, rows: list[ComparisonResult], names: Sequence[str], legend: str
+) -> None:
+    """error(a) − error(b) per label with its paired interval; 0 marked."""
+    d = [r.difference.item() for r in rows]
+    low = [max(0.0, v - r.lower.item()) for v, r in zip(d, rows)]
+    high = [max(0.0, r.upper.item() - v) for v, r in zip(d, rows)]
+    clear = [r.lower.item() > 0 or r.upper.item() < 0 for r in rows]
+    ax.axvline(0, color="0.4", linewidth=0.8)
+    for flag, colour, text in ((False, "0.55", "interval holds 0"), (True, "C3", "excludes 0")):
+        idx = [i for i, c in enumerate(clear) if c == flag]
+        ax.errorbar(
+            [d[i] for i in idx],
+            idx,
+            xerr=[[low[i] for i in idx], [high[i] for i in idx]],
+            fmt="o",
+            color=colour,
+            markersize=3.5,
+            capsize=1.5,
+            linewidth=0.9,
+            label=text,
+        )
+    ax.grid(axis="x", alpha=0.3)
+    ax.tick_params(axis="y", length=0)
+    ax.set_xlabel(f"{names[0]} − {names[1]} (paired)")
+    ax.legend(fontsize=7.5, title=legend, title_fontsize=7.5, loc="best")
 
 
 def per_class_errors(
@@ -133,8 +539,12 @@ def per_class_errors(
     ax: Axes | None = None,
     *,
     title: str | None = None,
+    confidence: float = 0.95,
+    interval: str | None = None,
+    debias: bool = False,
 ) -> tuple[Figure, Axes]:
-    """Grouped bars of each label's error with its interval, one colour per model (Fig. 4).
+    """Grouped vertical bars of each label's error with its interval, one colour per
+    model, in the labels' order (:func:`per_label_errors` sorts, pairs and reads better).
 
     Example:
         >>> import torch
@@ -145,25 +555,24 @@ def per_class_errors(
         >>> len(ax.patches)
         4
     """
+    legend = "whiskers: " + interval_label(confidence, interval, debias)
     fig, ax = _axes(ax, (max(6.0, 0.35 * len(labels) * len(results)), 4.0))
     width = 0.8 / max(1, len(results))
     for k, (name, rows) in enumerate(results.items()):
         x = [i + (k - (len(results) - 1) / 2) * width for i in range(len(labels))]
-        err = [r.error.item() for r in rows]
-        low = [max(0.0, e - r.lower.item()) for e, r in zip(err, rows)]
-        high = [max(0.0, r.upper.item() - e) for e, r in zip(err, rows)]
+        err, whiskers = _whiskers(rows)
         ax.bar(
             x,
             err,
             width=width,
-            yerr=[low, high],
+            yerr=whiskers,
             capsize=1.5,
             label=name,
             error_kw={"linewidth": 0.6},
         )
     ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
     ax.set_ylabel("calibration error")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title=legend, title_fontsize=8)
     if title:
         ax.set_title(title, fontsize=9)
     return fig, ax
@@ -181,8 +590,11 @@ def error_curve(
     logx: bool = False,
     color: str | None = None,
     title: str | None = None,
+    integer_x: bool = False,
 ) -> tuple[Figure, Axes]:
     """A calibration error against a parameter (bin size, sample size), with a band.
+
+    ``integer_x=True`` puts ticks on whole numbers only (epochs).
 
     Example:
         >>> fig, ax = error_curve([1, 2, 3], [0.1, 0.05, 0.03], [0.08, 0.04, 0.02],
@@ -203,6 +615,8 @@ def error_curve(
         )
     if logx:
         ax.set_xscale("log")
+    if integer_x:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("calibration error")
     ax.grid(alpha=0.3)
@@ -223,54 +637,99 @@ def posterior_time_series(
     label: str | None = None,
     color: str | None = None,
     one_best: Any = None,
+    gold: Any = None,
     title: str | None = None,
     confidence: float = 0.95,
+    interval: str | None = None,
 ) -> tuple[Figure, Axes]:
-    """Posterior mean per period with its shaded interval, and the 1-best line (Fig. 6).
+    """Posterior mean count per period with its interval, the 1-best and gold counts (Fig. 6).
 
-    ``confidence`` names the interval's level in the legend (the interval itself is given).
+    A count belongs to its period, so every series is drawn as steps a period wide
+    (never a line interpolated between periods): the posterior mean as a solid step,
+    its interval as a shaded box per period, the 1-best count as a dashed step with
+    square markers, gold counts as crosses. The y axis starts a little below 0 so that
+    zero counts stay visible above the axis. ``confidence`` and ``interval`` (free text
+    naming the interval's kind, e.g. ``"normal, over posterior samples"``) name the
+    interval in the legend; the interval itself is given.
 
     Call it twice on one ``ax`` to overlay two series (the paper's Yugoslavia/NATO).
 
     Example:
         >>> fig, ax = posterior_time_series(["2001Q1", "2001Q2"], [1.0, 2.5], [0.2, 1.0],
         ...                                 [1.8, 4.0], label="USA", one_best=[1, 3])
-        >>> len(ax.lines)
-        2
+        >>> len(ax.lines)  # mean, 1-best steps and 1-best markers
+        3
+        >>> ax.lines[0].get_drawstyle()
+        'steps-post'
     """
+    _z(confidence)
     fig, ax = _axes(ax, (7.0, 3.5))
-    x = list(range(len(periods)))
-    (line,) = ax.plot(
-        x,
-        _numbers(mean),
-        "-",
+    edges = [k - 0.5 for k in range(len(periods) + 1)]
+    mean_values = _numbers(mean)
+    (line,) = ax.step(
+        edges,
+        _period_steps(mean_values),
+        where="post",
         color=color,
-        linewidth=1.5,
+        linewidth=1.8,
         label=f"{label} posterior mean" if label else "posterior mean",
     )
+    colour = line.get_color()
+    band = f"{100 * confidence:g}% interval" + (f": {interval}" if interval else "")
     ax.fill_between(
-        x,
-        _numbers(lower),
-        _numbers(upper),
-        color=line.get_color(),
-        alpha=0.25,
+        edges,
+        _period_steps(_numbers(lower)),
+        _period_steps(_numbers(upper)),
+        step="post",
+        color=colour,
+        alpha=0.22,
         linewidth=0,
-        label=f"{100 * confidence:g}% interval",
+        label=f"{label} {band}" if label and interval else band,
     )
+    centres = list(range(len(periods)))
     if one_best is not None:
-        ax.plot(
-            x,
-            _numbers(one_best),
-            ":",
-            color=line.get_color(),
-            linewidth=1,
+        best = _numbers(one_best)
+        ax.step(
+            edges,
+            _period_steps(best),
+            where="post",
+            color=colour,
+            linestyle="--",
+            linewidth=1.2,
             label=f"{label} 1-best" if label else "1-best",
         )
-    step = max(1, len(periods) // 12)
-    ax.set_xticks(x[::step], list(periods)[::step], rotation=45, fontsize=7)
-    ax.set_ylabel("documents")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7)
+        ax.plot(centres, best, "s", color=colour, markersize=5.5, markerfacecolor="white")
+    if gold is not None:
+        ax.plot(
+            centres,
+            _numbers(gold),
+            "x",
+            color="0.1",
+            markersize=6,
+            mew=1.5,
+            label=f"{label} gold" if label else "gold",
+        )
+    _period_axis(ax, periods)
     if title:
         ax.set_title(title, fontsize=9)
     return fig, ax
+
+
+def _period_steps(values: list[float]) -> list[float]:
+    """Values at the period edges for ``step(where="post")``: the last one repeated."""
+    return values + values[-1:]
+
+
+def _period_axis(ax: Axes, periods: Sequence[str]) -> None:
+    """Period names as ticks, y from just below 0 to above everything drawn, legend."""
+    x = list(range(len(periods)))
+    step = max(1, len(periods) // 16)
+    ax.set_xticks(x[::step], list(periods)[::step], rotation=45, fontsize=7)
+    ax.set_xlim(-0.5, len(periods) - 0.5)
+    top = max([1.0] + [v for line in ax.lines for v in line.get_ydata()])
+    for band in ax.collections:
+        top = max([top] + [v for path in band.get_paths() for v in path.vertices[:, 1]])
+    ax.set_ylim(-0.04 * top, 1.15 * top)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("documents")
+    ax.legend(fontsize=7)

@@ -463,3 +463,77 @@ def test_group_interval_needs_ids_and_the_exact_mode() -> None:
     )
     with pytest.raises(ValueError, match=r"\(probs, target, groups\)"):
         two.extract_batch(batch, None)
+
+
+# --------------------------------------------------------------------------------------
+# what the figures say: the interval's kind and level, the per-label chart, epoch ticks
+
+
+class FigureExperiment:
+    """Keeps every figure given to ``add_figure``, by tag."""
+
+    def __init__(self) -> None:
+        self.figures: dict[str, list[Any]] = {}
+
+    def add_figure(self, tag: str, figure: Any, global_step: int | None = None, **_: Any) -> None:
+        self.figures.setdefault(tag, []).append(figure)
+
+
+class FigureLogger(DuckLogger):
+    def __init__(self) -> None:
+        super().__init__()
+        self._experiment = FigureExperiment()
+
+
+def _run(tmp_path: Path, **options: Any) -> dict[str, list[Any]]:
+    logger = FigureLogger()
+    cb = monitor(per_class=True, class_names=["ADJ", "NOUN", "VERB"], save_png=False, **options)
+    train, val = loaders()
+    trainer(tmp_path, 1, logger=logger, callbacks=[cb]).fit(TinyTagger(), train, val)
+    return logger.experiment.figures
+
+
+@pytest.mark.parametrize(
+    ("options", "kind"),
+    [
+        ({}, "95% interval: debiased pair bootstrap"),
+        (
+            {"confidence": 0.9, "interval": "paper", "debias": False},
+            "90% interval: paper Algorithm 2",
+        ),
+    ],
+)
+def test_monitor_figures_name_the_interval_and_draw_the_per_label_chart(
+    tmp_path: Path, options: dict, kind: str
+) -> None:
+    figures = _run(tmp_path, **options)
+    (diagram,) = figures["val/reliability_diagram"]
+    assert kind + " · " in diagram.axes[0].get_title()
+    (per_class,) = figures["val/calib_err_per_class"]
+    ax = per_class.axes[0]
+    # The per-label chart: one horizontal bar per class, labels on the y axis, sorted.
+    assert sorted(t.get_text() for t in ax.get_yticklabels()) == ["ADJ", "NOUN", "VERB"]
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == sorted(widths, reverse=True)
+    legend = ax.get_legend()
+    assert legend.get_title().get_text() == "whiskers: " + kind
+    assert [t.get_text() for t in legend.get_texts()] == ["CalibErr (val)"]
+    # Thumbnail-sized: not wider than a reliability diagram.
+    assert per_class.get_size_inches()[0] <= diagram.get_size_inches()[0]
+
+
+def test_band_over_epochs_puts_ticks_on_whole_epochs(tmp_path: Path, monkeypatch) -> None:
+    from calib_metrics import plot
+    from calib_metrics.callbacks import _tensorboard as tb
+
+    drawn: list[dict] = []
+    original = plot.error_curve
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        drawn.append(kwargs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(plot, "error_curve", spy)
+    rows = [{"epoch": e, "error": 0.1, "lower": 0.08, "upper": 0.12} for e in range(3)]
+    tb.write_files(tmp_path, "val", 2, {}, rows, "val CalibErr")
+    assert drawn and drawn[0]["integer_x"] is True and drawn[0]["xlabel"] == "epoch"

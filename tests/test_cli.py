@@ -251,10 +251,24 @@ def test_module_entry_point_exit_code(tmp_path: Path) -> None:
 
 
 def test_demo_quick_writes_pngs(tmp_path: Path, capsys) -> None:
-    out = tmp_path / "demo"
-    code, _, err = run_cli(capsys, "demo", "--out", out, "--quick")
+    out, img = tmp_path / "demo", tmp_path / "img"
+    img.mkdir()
+    code, _, err = run_cli(capsys, "demo", "--out", out, "--quick", "--img", img)
     assert code == 0, err
     pngs = sorted(out.glob("*.png"))
     assert pngs, f"no PNG in {list(out.iterdir())}"
     for png in pngs:
         assert png.read_bytes()[:8] == PNG_MAGIC
+    # --img: the docs' copies, under the names docs/img gives them.
+    copies = sorted(p.name for p in img.iterdir())
+    assert copies == sorted(f"demo_{p.name}" for p in pngs)
+    assert "demo_reliability.png" in copies
+    for png in pngs:
+        assert (img / f"demo_{png.name}").read_bytes() == png.read_bytes()
+
+
+def test_demo_refuses_a_missing_img_folder_before_running(tmp_path: Path, capsys) -> None:
+    code, _, err = run_cli(capsys, "demo", "--out", tmp_path, "--quick", "--img", tmp_path / "no")
+    assert code == 2
+    assert err.strip().endswith("not a folder") and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("*.png"))

@@ -220,6 +220,7 @@ def write_files(
         [r["upper"] for r in history],
         xlabel="epoch",
         label=label,
+        integer_x=True,
     )
     fig.savefig(folder / f"{stem}_calib_err.png", dpi=100)
     with open(folder / f"{stem}_history.json", "w", encoding="utf-8") as stream:

@@ -442,7 +442,9 @@ class CalibrationMonitor(Callback):
             record["dataloader_idx"] = idx
         self.history.append(record)
         if trainer.is_global_zero:
-            self._write(trainer, step, result, per_class, suffix)
+            # The figures name the interval the metric drew (its state is still there).
+            drawn = (metric._drawn_interval(), metric._debias)
+            self._write(trainer, step, result, per_class, drawn, suffix)
 
     def _record(
         self,
@@ -474,16 +476,20 @@ class CalibrationMonitor(Callback):
         step: int,
         result: CalibrationResult,
         per_class: list[CalibrationResult] | None,
+        drawn: tuple[str, bool],
         suffix: str = "",
     ) -> None:
         from calib_metrics import plot  # matplotlib only once there is something to draw
 
         epoch = int(trainer.current_epoch)
         title = f"{self.prefix}{suffix} · epoch {epoch} · step {step}"
-        figures = {"reliability_diagram": plot.reliability_diagram(result, title=title)[0]}
+        interval, debias = drawn
+        kind = {"confidence": self.confidence, "interval": interval, "debias": debias}
+        figures = {"reliability_diagram": plot.reliability_diagram(result, title=title, **kind)[0]}
         if per_class is not None:
-            figures["calib_err_per_class"] = plot.per_class_errors(
-                {self.prefix: per_class}, self.class_names, title=title
+            errors = dict(zip(self.class_names, per_class, strict=True))
+            figures["calib_err_per_class"] = plot.per_label_errors(
+                errors, names=(f"{self.prefix}{suffix}",), title=title, **kind
             )[0]
         png_dirs = []
         for logger in trainer.loggers:

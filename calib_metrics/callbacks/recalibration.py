@@ -173,9 +173,14 @@ class TemperatureRecalibration(Callback):
         from calib_metrics import plot  # matplotlib only once there is something to draw
 
         t = self.results["temperature"]
+        kind = {"interval": "pairs", "debias": True}  # as _result() draws it
+        if "confidence" in self.options:
+            kind["confidence"] = self.options["confidence"]
         return {
-            "reliability_before": plot.reliability_diagram(before, title="before")[0],
-            "reliability_after": plot.reliability_diagram(after, title=f"after (T = {t:.3f})")[0],
+            "reliability_before": plot.reliability_diagram(before, title="before", **kind)[0],
+            "reliability_after": plot.reliability_diagram(
+                after, title=f"after (T = {t:.3f})", **kind
+            )[0],
         }
 
 

@@ -129,8 +129,11 @@ def strip(value: Any) -> Any:
     return value
 
 
-def reliability_panels(panels: list[tuple[str, Any]], path, suptitle: str) -> str:
-    """One calibration curve per model side by side (the thesis' Figures 4.1-4.6)."""
+def reliability_panels(
+    panels: list[tuple[str, Any]], path, suptitle: str, setting: dict = RECOMMENDED_SETTING
+) -> str:
+    """One calibration curve per model side by side (the thesis' Figures 4.1-4.6);
+    ``setting`` is the one that made the results (it names their interval)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,7 +143,9 @@ def reliability_panels(panels: list[tuple[str, Any]], path, suptitle: str) -> st
 
     fig, axes = plt.subplots(1, len(panels), figsize=(4.8 * len(panels), 5.2))
     for ax, (title, result) in zip(axes, panels, strict=True):
-        reliability_diagram(result, ax=ax, title=title)
+        reliability_diagram(
+            result, ax=ax, title=title, interval=setting["interval"], debias=setting["debias"]
+        )
     fig.suptitle(suptitle, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90, bbox_inches="tight")

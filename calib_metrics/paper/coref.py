@@ -311,7 +311,10 @@ def _figure(evaluation: dict[str, Any], which: str, title: str, path: Path) -> P
     from calib_metrics.plot import reliability_diagram
 
     key = "small" if "small" in evaluation[which] else "main"
-    fig, _ = reliability_diagram(evaluation[which][key]["result"], title=title)
+    # _calibration() made the result with the paper's setting.
+    fig, _ = reliability_diagram(
+        evaluation[which][key]["result"], title=title, interval="paper", debias=False
+    )
     fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
 import time
 from pathlib import Path
 
@@ -38,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", type=int, default=10000, help="interval draws")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="small sizes, for tests")
+    parser.add_argument(
+        "--img",
+        type=Path,
+        default=None,
+        help="also write the figures there as demo_<name>.png (docs/img: the README's)",
+    )
 
 
 def _save(fig, path: Path) -> str:
@@ -103,7 +110,8 @@ def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
         bar.update()
     fig = plot.Figure(figsize=(4.2 * len(shown), 4.8), layout="constrained")
     for i, (name, res) in enumerate(shown):
-        plot.reliability_diagram(res, fig.add_subplot(1, len(shown), i + 1), title=name)
+        ax = fig.add_subplot(1, len(shown), i + 1)
+        plot.reliability_diagram(res, ax, title=name, interval="paper", debias=False)
     return settings, table, _save(fig, out / "reliability.png")
 
 
@@ -210,7 +218,16 @@ def _write(results: dict, table: list, out: Path) -> None:
     )
 
 
+def _copy_figures(names: list[str], out: Path, img: Path) -> None:
+    """The figures under ``img`` as ``demo_<name>``, the names docs/img gives them."""
+    for name in names:
+        shutil.copyfile(out / name, img / f"demo_{name}")
+    print(f"copied {', '.join(names)} to {img} as demo_*.png")
+
+
 def run(args: argparse.Namespace) -> dict:
+    if args.img is not None and not Path(args.img).is_dir():
+        raise ValueError(f"--img {args.img}: not a folder")  # said before the long run
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     n, bin_size, samples = args.n, args.bin_size, args.samples
@@ -228,4 +245,6 @@ def run(args: argparse.Namespace) -> dict:
     results["seconds"] = time.perf_counter() - start
     results["figures"] = [reliability, by_bin_size, by_sample_size]
     _write(results, table, out)
+    if args.img is not None:
+        _copy_figures(results["figures"], out, Path(args.img))
     return results

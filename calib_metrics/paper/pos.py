@@ -359,19 +359,8 @@ def _reliability(result: Any, title: str, ax: Any = None) -> Any:
         ax.set(xlabel="predicted probability (bin mean)", ylabel="observed frequency")
         ax.set_title(title, fontsize=9)
         return ax.figure, ax
-    return reliability_diagram(result, ax=ax, title=title)
-
-
-def _bars(ax: Any, names: list[str], series: dict[str, list[dict]], ylabel: str) -> None:
-    width = 0.8 / len(series)
-    for i, (label, rows) in enumerate(series.items()):
-        xs = [x + (i - (len(series) - 1) / 2) * width for x in range(len(names))]
-        err = [[r["error"] - r["lower"] for r in rows], [r["upper"] - r["error"] for r in rows]]
-        err = [[max(e, 0.0) for e in side] for side in err]
-        ax.bar(xs, [r["error"] for r in rows], width, yerr=err, label=label, capsize=1.5)
-    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
+    # The paper's setting made these results (calibration(), Algorithm 2).
+    return reliability_diagram(result, ax=ax, title=title, interval="paper", debias=False)
 
 
 def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
@@ -379,6 +368,8 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from calib_metrics.plot import per_label_errors
 
     paths: dict[str, str] = {}
     models = results["models"]
@@ -397,31 +388,35 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
     fig.savefig(paths["reliability"], dpi=90, bbox_inches="tight")
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(max(8, 0.32 * len(tag_order)), 4))
-    series = {
-        MODELS[k]: [m["per_tag"][t] for t in tag_order] + [m["all_tags"]] for k, m in models.items()
-    }
-    _bars(ax, [*tag_order, "ALL"], series, "CalibErr (per tag, 95% interval)")
-    ax.set_title("Per-tag calibration error (Figure 4a); tags by test frequency")
-    fig.tight_layout()
+    names = [MODELS[k] for k in models]
+    paper = {"names": names, "interval": "paper", "debias": False}  # as calibration() draws
+    per_tag = {t: [m["per_tag"][t]["_result"] for m in models.values()] for t in tag_order}
+    overall = ", ".join(f"{MODELS[k]} {m['all_tags']['error']:.4f}" for k, m in models.items())
+    fig, _ = per_label_errors(
+        per_tag, title=f"Per-tag calibration error (Figure 4a)\nall tags: {overall}", **paper
+    )
     paths["per_tag"] = str(out / "pos_per_tag.png")
     fig.savefig(paths["per_tag"], dpi=90, bbox_inches="tight")
-    plt.close(fig)
 
     small = min(results["top_pairs"])
     first = next(iter(models.values()))[f"top{small}_pairs"]["per_pair"]
-    fig, ax = plt.subplots(figsize=(8, 4))
-    series = {}
-    for key, m in models.items():
-        rows = [m[f"top{small}_pairs"]["per_pair"][p] for p in first]
-        avgs = [{"error": m[f"top{k}_pairs"]["average"]} for k in results["top_pairs"]]
-        series[MODELS[key]] = rows + [{**a, "lower": a["error"], "upper": a["error"]} for a in avgs]
-    _bars(ax, [*first, *(f"avg top{k}" for k in results["top_pairs"])], series, "CalibErr")
-    ax.set_title("Tag-pair calibration error (Figure 4b)")
-    fig.tight_layout()
+    per_pair = {
+        p: [m[f"top{small}_pairs"]["per_pair"][p]["_result"] for m in models.values()]
+        for p in first
+    }
+    averages = "\n".join(
+        f"{MODELS[key]} "
+        + ", ".join(f"{m[f'top{k}_pairs']['average']:.4f}" for k in results["top_pairs"])
+        for key, m in models.items()
+    )
+    tops = "/".join(f"top{k}" for k in results["top_pairs"])
+    fig, _ = per_label_errors(
+        per_pair,
+        title=f"Tag-pair calibration error (Figure 4b); average over {tops}:\n{averages}",
+        **paper,
+    )
     paths["pairs"] = str(out / "pos_pairs.png")
     fig.savefig(paths["pairs"], dpi=90, bbox_inches="tight")
-    plt.close(fig)
     return paths
 
 
@@ -732,7 +727,7 @@ def _recalibrate(args, c: dict[str, Any], trained: dict, models: dict, out: Path
         )  # fmt: skip
         rows += r
         curves.update(cv)
-    figure = recalibrate.figure(curves, out / "pos_recalibration.png")
+    figure = recalibrate.figure(curves, out / "pos_recalibration.png", interval="groups")
     table = recalibrate.markdown(rows)
     print(table)
     return {"rows": rows, "table": table, "figure": figure}

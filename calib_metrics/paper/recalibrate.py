@@ -94,8 +94,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return report.markdown_table(HEADERS, lines)
 
 
-def figure(curves: dict[str, tuple[Any, Any]], path: Path) -> str:
-    """Reliability diagrams before (top) and after (bottom), one column per row."""
+def figure(curves: dict[str, tuple[Any, Any]], path: Path, interval: str = "pairs") -> str:
+    """Reliability diagrams before (top) and after (bottom), one column per row;
+    ``interval`` is ``"groups"`` when the rows were given groups (see :func:`row`)."""
     from matplotlib.figure import Figure
 
     from calib_metrics.plot import reliability_diagram
@@ -103,8 +104,9 @@ def figure(curves: dict[str, tuple[Any, Any]], path: Path) -> str:
     fig = Figure(figsize=(4.6 * len(curves), 9.2), layout="constrained")
     axes = fig.subplots(2, len(curves), squeeze=False)
     for col, (name, (before, after)) in enumerate(curves.items()):
-        reliability_diagram(before, ax=axes[0, col], title=f"{name}: before")
-        reliability_diagram(after, ax=axes[1, col], title=f"{name}: after")
+        kind = {"interval": interval, "debias": True}  # as _result() draws it
+        reliability_diagram(before, ax=axes[0, col], title=f"{name}: before", **kind)
+        reliability_diagram(after, ax=axes[1, col], title=f"{name}: after", **kind)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     return str(path)
@@ -272,4 +274,5 @@ def coref_report(model: Any, dev_feats: list, sets: dict, seed: int, out: Path) 
             curves[f"{name} {method}"] = curve
     table = markdown(rows)
     print(table)
-    return {"rows": rows, "table": table, "figure": figure(curves, out / "coref_recalibration.png")}
+    path = out / "coref_recalibration.png"
+    return {"rows": rows, "table": table, "figure": figure(curves, path, interval="groups")}

@@ -220,8 +220,9 @@ def _figures(results: dict, curves: dict, out: Path) -> dict[str, str]:
     for ax, (key, result) in zip(both.subplots(1, len(curves)), curves.items(), strict=True):
         m = results["models"][key]
         title = f"{MODELS[key]} ({m['hyperparameter']}={m['value']:g}), F1 {100 * m['f1']:.1f}%"
-        reliability_diagram(result, ax=ax, title=title)
-        single, _ = reliability_diagram(result, title=title)
+        kind = {"title": title, "interval": "paper", "debias": False}  # as evaluate() draws
+        reliability_diagram(result, ax=ax, **kind)
+        single, _ = reliability_diagram(result, **kind)
         paths[key] = str(out / f"sentiment_{key}.png")
         single.savefig(paths[key], dpi=100, bbox_inches="tight")
     paths["both"] = str(out / "sentiment_reliability.png")

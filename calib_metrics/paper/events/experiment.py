@@ -167,7 +167,13 @@ def _window(active: torch.Tensor, pad: int = 3) -> slice:
     return slice(max(0, int(idx[0]) - pad), int(idx[-1]) + pad + 1)
 
 
-def _figures(analysis, summary, gold_counts, best_counts, top: list[int], out: Path) -> list[str]:
+# The interval the figures shade: sample_summary's normal interval m ∓ z·s (the paper's).
+INTERVAL_KIND = "normal, over posterior samples"
+
+
+def _figures(
+    analysis, summary, gold_counts, best_counts, top: list[int], out: Path, confidence: float
+) -> list[str]:
     """A time series per country in ``top`` and an overlay of the first two (Fig. 6).
 
     Each figure shows the periods around those with a non-zero value (GUM spans
@@ -178,6 +184,7 @@ def _figures(analysis, summary, gold_counts, best_counts, top: list[int], out: P
     lower = summary.normal_lower.clamp_min(0)
     upper = summary.normal_upper
     active = (upper > 0) | (gold_counts > 0) | (best_counts > 0)  # [T, C]
+    kind = {"confidence": confidence, "interval": INTERVAL_KIND}
     paths = []
     for c in top:
         code = analysis.codes[c]
@@ -189,13 +196,10 @@ def _figures(analysis, summary, gold_counts, best_counts, top: list[int], out: P
             upper[w, c],
             label=code,
             one_best=best_counts[w, c],
+            gold=gold_counts[w, c],
             title=f"{code}: documents with an attack",
+            **kind,
         )
-        gold = gold_counts[w, c].float()
-        ax.plot(range(len(gold)), gold.tolist(), "x", color="0.2", label="gold")
-        top_y = max(float(upper[w, c].max()), float(gold.max()), float(best_counts[w, c].max()))
-        ax.set_ylim(0, 1.15 * max(top_y, 1.0))
-        ax.legend(fontsize=7)
         path = out / f"events_{code}.png"
         fig.savefig(path, dpi=100, bbox_inches="tight")
         paths.append(str(path))
@@ -213,8 +217,8 @@ def _figures(analysis, summary, gold_counts, best_counts, top: list[int], out: P
                 label=analysis.codes[c],
                 color=color,
                 title=f"{analysis.codes[pair[0]]} vs {analysis.codes[pair[1]]}",
+                **kind,
             )
-        ax.set_ylim(0, 1.15 * max(float(upper[w][:, pair].max()), 1.0))
         path = out / "events_overlay.png"
         fig.savefig(path, dpi=100, bbox_inches="tight")
         paths.append(str(path))
@@ -379,7 +383,9 @@ def run(args: argparse.Namespace) -> dict:
         sampled, docs, tables, drawn["antecedents"], drawn["choice_probs"], band=tuple(args.band)
     )
     top = [sampled.codes.index(r["country"]) for r in country_rows if r["mean"] > 0][:4]
-    figures = _figures(sampled, summary, gold_counts, best_counts, top, out) if top else []
+    figures = []
+    if top:
+        figures = _figures(sampled, summary, gold_counts, best_counts, top, out, args.confidence)
 
     results = {
         "experiment": "events",

@@ -1,0 +1,276 @@
+"""Figures' content, read back from matplotlib objects (never pixels): axes, titles, legends."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+from matplotlib.axes import Axes
+
+from calib_metrics.functional import (
+    calibration_error_ci,
+    compare_calibration,
+    smooth_reliability_curve,
+)
+from calib_metrics.plot import (
+    error_curve,
+    interval_label,
+    per_label_errors,
+    posterior_time_series,
+    reliability_diagram,
+)
+
+
+def _pairs(n: int, skewed: bool, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Calibrated pairs: uniform q, or a tagger's (most q far below 0.05)."""
+    g = torch.Generator().manual_seed(seed)
+    if skewed:
+        q = torch.sigmoid(torch.randn(n, generator=g, dtype=torch.float64) * 2.5 - 6)
+    else:
+        q = torch.rand(n, generator=g, dtype=torch.float64)
+    return q, torch.bernoulli(q, generator=g)
+
+
+@pytest.fixture(scope="module")
+def skewed():
+    q, y = _pairs(40_000, skewed=True)
+    return calibration_error_ci(q, y, n_samples=50, generator=torch.Generator().manual_seed(1))
+
+
+@pytest.fixture(scope="module")
+def uniform():
+    q, y = _pairs(4_000, skewed=False)
+    return calibration_error_ci(q, y, n_samples=50, generator=torch.Generator().manual_seed(1))
+
+
+def _count_axis(ax: Axes) -> Axes:
+    """The diagram's twin axis that counts pairs (the one sharing ax's x axis)."""
+    twins = [a for a in ax.figure.axes if a is not ax and a.get_shared_x_axes().joined(a, ax)]
+    assert len(twins) == 1, "the diagram has one count axis"
+    return twins[0]
+
+
+def _legend(ax: Axes) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+# --------------------------------------------------------------------------------------
+# reliability diagram
+
+
+def test_diagram_axes_are_labelled_and_counts_have_their_own_axis(uniform) -> None:
+    _, ax = reliability_diagram(uniform, xscale="linear")
+    assert ax.get_xlabel() == "predicted probability q̂ (bin mean)"
+    assert ax.get_ylabel() == "empirical frequency p̂"
+    counts = _count_axis(ax)
+    assert counts.get_ylabel() == "pairs"  # uniform q: every slice holds about N/20
+    assert counts.get_yscale() == "linear"
+    heights = [p.get_height() for p in counts.patches]
+    assert len(heights) == 20 and sum(heights) == pytest.approx(4000)
+    assert "pairs per grey bar (right axis)" in _legend(ax)
+
+
+def test_count_axis_is_log_scaled_when_counts_span_decades(skewed) -> None:
+    # On a linear x axis the first twentieth holds nearly all of the skewed pairs.
+    _, ax = reliability_diagram(skewed, xscale="linear")
+    counts = _count_axis(ax)
+    assert counts.get_yscale() == "log"
+    assert counts.get_ylabel() == "pairs (log scale)"
+    heights = [p.get_height() for p in counts.patches if p.get_height() > 0]
+    assert max(heights) >= 100 * min(heights)
+    assert sum(heights) == pytest.approx(40_000)
+    assert "pairs per grey bar (right axis, log)" in _legend(ax)
+
+
+def test_auto_picks_logit_for_skewed_predictions_and_says_so(skewed, uniform) -> None:
+    _, ax = reliability_diagram(skewed)
+    assert ax.get_xscale() == "logit" and ax.get_yscale() == "linear"
+    note = ax.get_title().splitlines()[-1]
+    assert note.startswith("logit axes (auto): ") and "within 0.05 of 0 or 1" in note
+    low, high = ax.get_xlim()
+    bins = skewed.bins.pred_mean
+    assert 0 < low <= bins.min().item() and bins.max().item() <= high < 1
+    _, ax = reliability_diagram(uniform)
+    assert ax.get_xscale() == "linear" and ax.get_xlim() == (0, 1)
+    assert "logit" not in ax.get_title()
+    # Asked for explicitly, the scale is used and no note is added.
+    _, ax = reliability_diagram(uniform, xscale="logit")
+    assert ax.get_xscale() == "logit" and "auto" not in ax.get_title()
+    _, ax = reliability_diagram(skewed, xscale="linear")
+    assert ax.get_xscale() == "linear"
+    with pytest.raises(ValueError, match="xscale must be"):
+        reliability_diagram(uniform, xscale="log")
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"interval": "paper", "confidence": 0.9}, "90% interval: paper Algorithm 2"),
+        (
+            {"interval": "pairs", "debias": True, "confidence": 0.95},
+            "95% interval: debiased pair bootstrap",
+        ),
+        ({"interval": "groups", "confidence": 0.99}, "99% interval: group bootstrap"),
+        ({"confidence": 0.8}, "80% interval"),
+    ],
+)
+def test_title_names_the_interval_kind_and_level(uniform, options, expected) -> None:
+    _, ax = reliability_diagram(uniform, title="model", **options)
+    lines = ax.get_title().splitlines()
+    assert lines[0] == "model"
+    assert lines[2].startswith(expected + " · ")
+    assert lines[2].endswith("N=4,000")
+    assert interval_label(**options) == expected
+
+
+def test_interval_label_refuses_unknown_settings() -> None:
+    with pytest.raises(ValueError, match="interval must be one of"):
+        interval_label(0.95, "bootstrap")
+    with pytest.raises(ValueError, match="confidence"):
+        interval_label(95)
+    with pytest.raises(ValueError, match="debias"):
+        interval_label(0.95, "pairs", debias="yes")
+
+
+def test_smooth_curve_and_its_band_are_drawn() -> None:
+    q, y = _pairs(3000, skewed=False, seed=3)
+    result = calibration_error_ci(q, y, n_samples=50)
+    curve = smooth_reliability_curve(
+        q, y, n_samples=30, confidence=0.9, generator=torch.Generator().manual_seed(0)
+    )
+    _, ax = reliability_diagram(result, confidence=0.9, smooth=curve, xscale="linear")
+    labels = _legend(ax)
+    assert "90% pointwise bootstrap band" in labels
+    assert any(label.startswith("smooth curve (smECE ") for label in labels)
+    smooth_line = next(line for line in ax.lines if line.get_label().startswith("smooth"))
+    assert len(smooth_line.get_xdata()) > 100
+    with pytest.raises(ValueError, match="smooth must be a SmoothCurve"):
+        reliability_diagram(result, smooth=(1, 2))
+
+
+# --------------------------------------------------------------------------------------
+# per-label errors (the paper's Figure 4)
+
+
+def _per_label(n_labels: int) -> dict:
+    results = {}
+    for k in range(n_labels):
+        q, y = _pairs(300, skewed=False, seed=10 + k)
+        y = torch.bernoulli(q ** (1 + k / n_labels), generator=torch.Generator().manual_seed(k))
+        results[f"L{k:02d}"] = calibration_error_ci(q, y, bin_size=30, n_samples=30)
+    return results
+
+
+def test_fifty_labels_get_fifty_ticks_sorted_by_error() -> None:
+    results = _per_label(50)
+    _, ax = per_label_errors(results, interval="groups", confidence=0.9)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(ax.get_yticks()) == 50 and sorted(labels) == sorted(results)
+    errors = [results[label].error.item() for label in labels]
+    assert errors == sorted(errors, reverse=True)
+    # The first label is drawn at the top.
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]
+    assert ax.get_legend().get_title().get_text() == "whiskers: 90% interval: group bootstrap"
+    assert _legend(ax) == ["CalibErr (model)"]
+    _, ax = per_label_errors(results, sort=False)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(results)
+
+
+def test_paired_comparison_adds_the_difference_panel() -> None:
+    results = {}
+    for k in range(6):
+        q, y = _pairs(400, skewed=False, seed=k)
+        sharp = (q + 0.3 * (q - 0.5)).clamp(0, 1)
+        results[f"T{k}"] = compare_calibration(
+            q, sharp, y, n_samples=50, generator=torch.Generator().manual_seed(k)
+        )
+    fig, ax = per_label_errors(results, names=("HMM", "CRF"), interval="pairs", debias=True)
+    assert len(fig.axes) == 2
+    diff = fig.axes[1]
+    assert diff.get_xlabel() == "HMM − CRF (paired)"
+    assert _legend(ax) == ["CalibErr (HMM)", "CalibErr (CRF)"]
+    assert "debiased pair bootstrap" in diff.get_legend().get_title().get_text()
+    # One point per label, placed at its difference.
+    points = sorted(
+        (y, x)
+        for line in diff.lines
+        if line.get_marker() == "o"
+        for x, y in zip(line.get_xdata(), line.get_ydata())
+    )
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert [x for _, x in points] == pytest.approx(
+        [results[label].difference.item() for label in labels]
+    )
+    with pytest.raises(ValueError, match="leave ax=None"):
+        per_label_errors(results, ax=ax)
+
+
+def test_several_models_and_bad_inputs() -> None:
+    results = _per_label(3)
+    rows = {label: [r, r, r] for label, r in results.items()}
+    _, ax = per_label_errors(rows, names=["a", "b", "c"])
+    assert _legend(ax) == ["CalibErr (a)", "CalibErr (b)", "CalibErr (c)"]
+    with pytest.raises(ValueError, match="names must name all 3"):
+        per_label_errors(rows, names=["a"])
+    with pytest.raises(ValueError, match="non-empty mapping"):
+        per_label_errors({})
+    with pytest.raises(ValueError, match="must all be"):
+        per_label_errors({"x": 1.0})
+
+
+# --------------------------------------------------------------------------------------
+# event counts per period, and the band over epochs
+
+
+def test_event_counts_are_steps_with_gold_one_best_and_the_interval_kind() -> None:
+    periods = ["2014", "2015", "2016"]
+    _, ax = posterior_time_series(
+        periods,
+        [0.0, 0.06, 0.0],
+        [0.0, 0.0, 0.0],
+        [0.0, 0.52, 0.0],
+        label="PRK",
+        one_best=[0, 0, 0],
+        gold=[0, 1, 0],
+        interval="normal, over posterior samples",
+        confidence=0.9,
+    )
+    mean = next(line for line in ax.lines if line.get_label() == "PRK posterior mean")
+    assert mean.get_drawstyle() == "steps-post"
+    # The 2015 count covers 2015's whole width, and nothing leaks into 2014 or 2016.
+    assert list(mean.get_xdata()) == [-0.5, 0.5, 1.5, 2.5]
+    assert list(mean.get_ydata()) == [0.0, 0.06, 0.0, 0.0]
+    best = next(line for line in ax.lines if line.get_label() == "PRK 1-best")
+    assert best.get_drawstyle() == "steps-post"
+    gold = next(line for line in ax.lines if line.get_label() == "PRK gold")
+    assert list(gold.get_ydata()) == [0, 1, 0]
+    assert "PRK 90% interval: normal, over posterior samples" in _legend(ax)
+    # Zero counts sit above the axis, not on it.
+    assert ax.get_ylim()[0] < 0 < ax.get_ylim()[1]
+    assert ax.get_ylim()[1] > 1
+
+
+def test_band_over_epochs_has_integer_ticks() -> None:
+    epochs = [0, 1, 2]
+    _, ax = error_curve(epochs, [0.1, 0.08, 0.07], [0.08, 0.06, 0.05], [0.12, 0.1, 0.09],
+                        xlabel="epoch", integer_x=True)  # fmt: skip
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    _, ax = error_curve(epochs, [0.1, 0.08, 0.07], xlabel="epoch")
+    assert not all(float(t).is_integer() for t in ax.get_xticks())
+
+
+def test_count_axis_covers_the_diagram_in_a_grid_of_panels(uniform) -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 5.6), layout="constrained")
+    panels = fig.subplots(1, 2)
+    for ax in panels:
+        reliability_diagram(uniform, ax=ax, title="panel")
+    fig.canvas.draw()
+    for ax in panels:
+        counts = _count_axis(ax)
+        assert counts.get_position().bounds == pytest.approx(ax.get_position().bounds)
