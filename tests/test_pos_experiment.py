@@ -66,6 +66,7 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
         "pos_pairs.png",
         "pos_reliability_hmm.png",
         "pos_reliability_crf.png",
+        "pos_per_tag_paired.png",
     ):
         assert (out / name).is_file(), name
     saved = json.loads((out / "results.json").read_text())

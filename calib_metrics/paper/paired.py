@@ -64,8 +64,10 @@ def by_label(
     """Per-label differences for queries laid out ``[L, n]`` (row ``l`` is label ``names[l]``).
 
     Returns the counts (``a_better``, ``b_better``, ``not_distinguishable``, ``of``), the
-    correction and level, and per label its difference, interval, p-value and adjusted
-    p-value. ``groups`` (``[n]`` or ``[L, n]``) are resampled whole within each label.
+    correction and level, and per label its difference, interval, p-value, adjusted
+    p-value, verdict and (under ``"_result"``, for figures; not JSON) its
+    ``ComparisonResult``. ``groups`` (``[n]`` or ``[L, n]``) are resampled whole within
+    each label.
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -91,7 +93,7 @@ def by_label(
     fields = ("difference", "lower", "upper", "p_value", "adjusted_p_value")
     per_label = {
         names[int(label)]: {k: float(getattr(r, k)[i]) for k in fields}
-        | {"verdict": int(r.verdict[i])}
+        | {"verdict": int(r.verdict[i]), "_result": r.per_label[i]}
         for i, label in enumerate(r.labels.tolist())
     }
     return {

@@ -417,6 +417,17 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
     )
     paths["pairs"] = str(out / "pos_pairs.png")
     fig.savefig(paths["pairs"], dpi=90, bbox_inches="tight")
+
+    # The paired per-tag comparison of the full CRF with the HMM (issue 15).
+    c = results["paired"]["crf"]["per_tag"]
+    fig, _ = per_label_errors(
+        {t: v["_result"] for t, v in c["per_label"].items()},
+        names=[MODELS["crf"], MODELS["hmm"]], interval="groups", debias=True,
+        title=f"Per tag, {MODELS['crf']} − HMM, paired over sentences\n"
+        f"{paired.format_counts(c, 'CRF', 'HMM')}",
+    )  # fmt: skip
+    paths["per_tag_paired"] = str(out / "pos_per_tag_paired.png")
+    fig.savefig(paths["per_tag_paired"], dpi=90, bbox_inches="tight")
     return paths
 
 
