@@ -71,6 +71,21 @@ def num_cells(resolution: int = DEFAULT_RESOLUTION) -> int:
     return resolution
 
 
+def buffer_rows(resolution: int = DEFAULT_RESOLUTION) -> int:
+    """Rows of exact pairs a streaming metric keeps before folding them into its sketch.
+
+    2·R rows: at most 16 bytes a pair (float64 q, int64 y), so the buffer never takes
+    more memory than the sketch's 32 bytes a cell (a multiclass row of C pairs and one
+    target, 8·C + 8 bytes, is under 16·C). Until the pairs seen (on all ranks together)
+    exceed it, the streaming result is the exact one.
+
+    Example:
+        >>> buffer_rows(1024)
+        2048
+    """
+    return 2 * num_cells(resolution)
+
+
 def cell_width(q: float, resolution: int = DEFAULT_RESOLUTION) -> float:
     """Width, in q, of the cell that holds ``q`` (0 < q < 1): w·q(1 − q), w = 2L/R.
 
