@@ -23,6 +23,7 @@ the extra memory stays a fraction of the input's.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -199,12 +200,19 @@ def _plan_cells(plan: _Plan) -> _CellOf:
     return lambda q: _cell_index(*_order_key(q), plan)
 
 
-def _histogram(q: Tensor, y: Tensor, cell_of: _CellOf, size: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Per cell (``cell_of``, 0 … size − 1): number of pairs, Σq and Σy (float64 sums)."""
+def _histogram(
+    q: Tensor, y: Tensor, cell_of: _CellOf, size: int, top: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Per cell (``cell_of``, 0 … size − 1): number of pairs, Σq and Σy (float64 sums);
+    with ``top`` (size, q's dtype) also the largest q of every cell, in place."""
     counts = torch.zeros(2 * size, dtype=torch.int64, device=q.device)
     sum_q = torch.zeros(size, dtype=torch.float64, device=q.device)
     for part in _chunks(q.numel()):
         cell = cell_of(q[part])
+        if top is not None:
+            with warnings.catch_warnings():  # "index_reduce() is in beta"
+                warnings.simplefilter("ignore", UserWarning)
+                top.index_reduce_(0, cell, q[part], "amax")
         # One histogram of (cell, y) counts the pairs and the ones of every cell.
         counts += torch.bincount(2 * cell + (y[part] != 0), minlength=2 * size)
         # index_add_ is much faster than bincount with weights on CPU.
@@ -240,10 +248,9 @@ def _compact(
     _check_room(m, q)
     out_q = torch.empty(m, dtype=q.dtype, device=q.device)
     out_y = torch.empty(m, dtype=torch.bool, device=q.device)
-    pos = 0
+    pos, refined = 0, slot_map >= 0
     for part in _chunks(q.numel()):
-        cell = cell_of(q[part])
-        pick = (slot_map.index_select(0, cell) >= 0).nonzero().squeeze(1)
+        pick = refined.index_select(0, cell_of(q[part])).nonzero().squeeze(1)
         end = pos + pick.numel()
         out_q[pos:end] = q[part].index_select(0, pick)
         out_y[pos:end] = y[part].index_select(0, pick) != 0
@@ -395,16 +402,18 @@ def _sampled_cells(probs: Tensor) -> tuple[_CellOf, int, Tensor]:
     want = hits.to(torch.float64) * (cells / sample.numel())
     extra = torch.ceil(torch.log2(want.clamp(min=1))).long().clamp_(0, rest)
     span = torch.ones_like(extra) << extra
-    # Prefix p's cells start after the spans before it: cell = key >> shift + offset.
+    # Prefix p's cells start after the spans before it: cell = key >> shift + offset,
+    # both read from one table (offset · 64 + shift: one gather per pair).
     prefixes = torch.arange(span.numel(), device=span.device)
-    shift = (rest - extra).to(as_int)
-    offset = (torch.cumsum(span, 0) - span - (prefixes << extra)).to(as_int)
+    shift = rest - extra
+    offset = torch.cumsum(span, 0) - span - (prefixes << extra)
+    table = ((offset << 6) | shift).to(as_int)
     single = (shift == 0).repeat_interleave(span)
 
     def cell_of(q: Tensor) -> Tensor:
         key = _order_key(q)[0].to(as_int)
-        p = key >> rest
-        return (key >> shift.index_select(0, p)).add_(offset.index_select(0, p))
+        packed = table.index_select(0, key >> rest)
+        return (key >> (packed & 63)).add_(packed >> 6)
 
     return cell_of, int(span.sum()), single
 
@@ -421,7 +430,15 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     f = torch.zeros(3, ranks.numel(), dtype=torch.float64, device=probs.device)
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
     cell_of, size, single = _sampled_cells(probs)
-    cells = _histogram(probs, target, cell_of, size)
+    top = torch.zeros(size, dtype=torch.float32, device=probs.device)
+    if probs.dtype == torch.float32:
+        cells = _histogram(probs, target, cell_of, size, top)
+        # Float32 sums are exact in float64 (a cell's q share an exponent), so a cell
+        # whose Σq is its count times its largest q holds one value: a tie group that
+        # a rank may split, never one to refine (1 − 2⁻²⁴ and its like near 1).
+        single = single | (cells[1] == cells[0] * top.to(torch.float64))
+    else:
+        cells = _histogram(probs, target, cell_of, size)
     left, k, t = _resolve(cells, single, queries, f)
     if not bool(left.any()):
         return f
