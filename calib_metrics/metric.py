@@ -15,7 +15,13 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 
 from calib_metrics.functional import sketch
 from calib_metrics.functional.auto_bin import resolve_bin_size
-from calib_metrics.functional.binning import Bins, _check_pairs, check_probs
+from calib_metrics.functional.binning import (
+    Bins,
+    _check_pairs,
+    check_probs,
+    check_room,
+    exact_working_bytes,
+)
 from calib_metrics.functional.calibration import (
     MAX_BIN_SIZE,
     MAX_UNIFORM_BINS,
@@ -64,6 +70,11 @@ def _copy_state(value: Any, default: Tensor | list[Tensor]) -> Any:
         dtype = default.dtype if isinstance(default, Tensor) else value.dtype
         return value.detach().to(dtype=dtype, copy=True)
     return value
+
+
+def _as_list(state: Tensor | list[Tensor]) -> list[Tensor]:
+    """A pair state as a list of tensors (one tensor once synchronised)."""
+    return state if isinstance(state, list) else [state]
 
 
 def _dtype_code(parts: list[Tensor]) -> int:
@@ -649,6 +660,7 @@ class CalibrationError(Metric):
         # Lists of batches locally; one tensor each once synchronised across ranks.
         if isinstance(self.probs, list) and not self.probs:
             raise self._no_pairs()
+        self._check_room()
         probs = dim_zero_cat(self.probs)
         target = dim_zero_cat(self.target)
         if probs.numel() == 0:
@@ -661,6 +673,19 @@ class CalibrationError(Metric):
         if target.numel() == 0:
             raise self._no_pairs()
         return probs, target, groups
+
+    def _check_room(self) -> None:
+        """Raise ValueError up front, recommending streaming, when compute() would not fit:
+        the joined pairs (twice with ``ignore_index``) and the binning's working memory."""
+        parts = [t for name in self._pair_states() for t in _as_list(getattr(self, name))]
+        copies = 2 if self.ignore_index is not None else 1
+        need = copies * sum(t.numel() * t.element_size() for t in parts)
+        probs = _as_list(self.probs)
+        pairs = sum(t.numel() for t in probs)
+        if self.binning == "adaptive":
+            bin_size = resolve_bin_size(self.bin_size, max(pairs, 1))
+            need += exact_working_bytes(pairs, bin_size, probs[0].element_size())
+        check_room(need, self.device, f"the exact mode's compute() of {pairs} pairs")
 
     def _kept_groups(self, target: Tensor) -> Tensor | None:
         """The group ids to resample, or None for the pair interval."""

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from calib_metrics import CalibrationError
 from calib_metrics.functional import adaptive_binning, calibration_error
 from calib_metrics.functional import binning as binning_module
 
@@ -123,8 +124,28 @@ def test_exact_mode_sets_few_pairs_aside(kind, monkeypatch) -> None:
     assert sum(set_aside) <= (0.7 if kind == "uniform" else 0.15) * n
 
 
-def test_exact_mode_fails_up_front_when_memory_is_short() -> None:
-    # Before setting cut cells' pairs aside, the exact mode checks the free memory and
-    # recommends the streaming mode rather than dying of an out-of-memory kill.
-    with pytest.raises(ValueError, match="streaming"):
-        binning_module._check_room(2**50, torch.zeros(3))
+def test_exact_mode_fails_up_front_when_memory_is_short(monkeypatch) -> None:
+    # With less memory free than the estimate (a fake limit of 1 MiB), the exact mode
+    # raises before reading the pairs and recommends the streaming mode, rather than
+    # dying of an out-of-memory kill at 10⁹ pairs.
+    g = torch.Generator().manual_seed(4)
+    q = torch.rand(300_000, generator=g)
+    y = torch.bernoulli(q, generator=g)
+    metric = CalibrationError(bin_size=1000)
+    metric.update(q, y)
+
+    def started(*args):
+        raise AssertionError("the binning started")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(binning_module, "available_bytes", lambda device: 2**20)
+        patch.setattr(binning_module, "_histogram", started)
+        with pytest.raises(ValueError, match=r"streaming=True"):
+            adaptive_binning(q, y, bin_size=1000)
+        with pytest.raises(ValueError, match=r"compute\(\) of 300000 pairs.*streaming=True"):
+            metric.compute()
+    # With room (here 1 GiB), the same calls run.
+    monkeypatch.setattr(binning_module, "available_bytes", lambda device: 2**30)
+    torch.testing.assert_close(metric.compute(), calibration_error(q, y, bin_size=1000))
+    # The documented estimate at 10⁹ float32 pairs with bin_size="auto" (β = 31623).
+    assert 1.5 < binning_module.exact_working_bytes(10**9, 31623, 4) / 2**30 < 2.5

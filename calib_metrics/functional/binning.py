@@ -221,31 +221,63 @@ def _histogram(
     return by_label.sum(1), sum_q, by_label[:, 1].to(torch.float64)
 
 
-def _check_room(m: int, q: Tensor) -> None:
-    """Raise ValueError before keeping ``m`` pairs aside that the device cannot hold."""
-    need = m * (q.element_size() + 1)
-    if q.device.type == "cuda":
-        free = torch.cuda.mem_get_info(q.device)[0]
-    else:
-        try:
-            with open("/proc/meminfo") as info:
-                fields = dict(line.split(":", 1) for line in info)
-            free = int(fields["MemAvailable"].split()[0]) * 1024
-        except (OSError, KeyError, ValueError):
-            return
-    if need > free:
+def available_bytes(device: torch.device) -> int | None:
+    """Memory free on ``device``: CUDA's free memory, or the host's MemAvailable (None
+    where it cannot be read)."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as info:
+            fields = dict(line.split(":", 1) for line in info)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_room(need: int, device: torch.device, what: str) -> None:
+    """Raise ValueError, recommending the streaming mode, if ``need`` bytes are not free.
+
+    Example:
+        >>> check_room(1024, torch.device("cpu"), "a small job")
+    """
+    free = available_bytes(device)
+    if free is not None and need > free:
         raise ValueError(
-            f"exact adaptive binning of {q.numel()} pairs needs {need / 2**30:.1f} GiB more "
-            f"than the {free / 2**30:.1f} GiB free on {q.device}: use the streaming mode "
-            "(CalibrationError(streaming=True)), whose memory does not grow with N"
+            f"{what} needs {need / 2**30:.1f} GiB more than the {free / 2**30:.1f} GiB free "
+            f"on {device}: use the streaming mode (CalibrationError(streaming=True)), whose "
+            "memory does not grow with N"
         )
+
+
+# Bytes per pair of sorting pairs (_sorted_prefix): int64 keys sorted with their
+# permutation, the sorted q and y in float64 and their cumulative sums.
+_SORT_BYTES = 64
+
+
+def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
+    """Estimated memory that exact adaptive binning of ``n`` pairs (q of ``q_bytes``)
+    needs beyond its input: the first level's cells and chunk temporaries, the pairs
+    set aside (about two cells' worth at each bin boundary) and the next level's, and
+    the sort of the set-aside pairs (of at most 2¹⁷ when they are many and refined).
+
+    Example:
+        >>> round(exact_working_bytes(10**9, 31623, 4) / 2**30, 1)  # GiB
+        2.1
+    """
+    if n <= _SORT_BELOW:
+        return n * _SORT_BYTES
+    cells = min(_MAX_CELLS, max(_MIN_CELLS, n // _PAIRS_PER_CELL))
+    chunk = min(_CHUNK, max(_MIN_CHUNK, n // 8))
+    aside = min(n, 2 * (n // bin_size) * (n // cells))
+    sorted_ = aside if aside <= n // _SORT_FRACTION else _SORT_BELOW
+    return 28 * cells + 64 * chunk + 2 * aside * (q_bytes + 1) + sorted_ * _SORT_BYTES
 
 
 def _compact(
     q: Tensor, y: Tensor, cell_of: _CellOf, slot_map: Tensor, m: int
 ) -> tuple[Tensor, Tensor]:
     """The ``m`` pairs whose cell ``slot_map`` refines, q in its dtype and y as bool."""
-    _check_room(m, q)
+    check_room(m * (q.element_size() + 1), q.device, f"setting {m} pairs aside")
     out_q = torch.empty(m, dtype=q.dtype, device=q.device)
     out_y = torch.empty(m, dtype=torch.bool, device=q.device)
     pos, refined = 0, slot_map >= 0
@@ -380,7 +412,7 @@ def _add_sorted(q: Tensor, y: Tensor, queries: _Queries, f: Tensor) -> None:
 # few pairs each whatever the distribution and the cut cells set aside few pairs.
 _SAMPLE = 1 << 16
 _PREFIX_BITS = {15: 15, 31: 12, 63: 16}
-_MIN_CELLS, _MAX_CELLS = 1 << 10, 1 << 19
+_MIN_CELLS, _MAX_CELLS = 1 << 10, 1 << 21
 _PAIRS_PER_CELL = 128
 # Pairs set aside by the first level are sorted when they are at most N / 8.
 _SORT_FRACTION = 8
@@ -460,8 +492,12 @@ def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Ten
 
     The pairs must already be validated and flat (see :func:`adaptive_binning`). Reads
     the pairs a few times in chunks; synchronises with the device once per level.
+    Raises ValueError up front, recommending the streaming mode, when the estimated
+    working memory (:func:`exact_working_bytes`) exceeds what the device has free.
     """
     n = probs.numel()
+    need = exact_working_bytes(n, bin_size, probs.element_size())
+    check_room(need, probs.device, f"exact adaptive binning of {n} pairs")
     n_bins = max(1, n // bin_size)
     ranks = torch.arange(n_bins + 1, device=probs.device) * bin_size
     ranks[-1] = n
