@@ -13,12 +13,17 @@ are not sorted apart (``Bins.freq`` may then be a fractional count over the size
 
 The implementation never sorts the N pairs (radix select). Every bin's sums are
 differences of F(r), the sums of q and y over the first r pairs, at the boundary
-ranks r. A histogram over the leading bits of an order-preserving integer key of q
-gives F at every cell edge by a cumulative sum; only the cells that a boundary cuts
-through are refined, by a histogram over the key's next bits restricted to them, and
-so on until a cut cell holds one distinct value (a tie group, shared out as above) or
-so few pairs that sorting them is cheaper. Each level reads its pairs in chunks, so
-the extra memory stays a fraction of the input's.
+ranks r. A histogram over cells of an order-preserving integer key of q gives F at
+every cell edge by a cumulative sum. The first level's cells follow the data: a
+strided sample of the keys says how many pairs fall under each prefix of the key's
+leading bits, and each prefix gets cells (the key's next bits) in proportion, about
+128 pairs a cell whatever the distribution. Only the cells that a boundary cuts
+through are set aside: a cell of one value (all key bits used, q = 0, q = 1, or a
+float32 cell whose Σq is its count times its largest q) is a tie group, shared out as
+above; the others' pairs, cell after cell in q order, are sorted when few, or refined
+by histograms over fixed key bits, level after level, when many (heavy ties). Passes
+read the pairs in chunks, so the extra memory stays a fraction of the input's, and
+:func:`adaptive_bin_sums` checks the estimate against the free memory up front.
 """
 
 from __future__ import annotations
@@ -421,8 +426,9 @@ _SORT_FRACTION = 8
 def _sampled_cells(probs: Tensor) -> tuple[_CellOf, int, Tensor]:
     """The first level's cell function, its number of cells and which hold one key.
 
-    Cell 0 starts at key 0 (q = 0), which it shares only with subnormal q. Arithmetic
-    stays in int32 below 64-bit keys (int64 is several times slower on CPU).
+    Cell 0 holds q = 0 alone (the others move up by one), so that a mass of exact zeros
+    is one tie group even beside subnormal q. Arithmetic stays in int32 below 64-bit
+    keys (int64 is several times slower on CPU).
     """
     n, width = probs.numel(), _key_width(probs.dtype)
     prefix = _PREFIX_BITS[width]
@@ -440,14 +446,16 @@ def _sampled_cells(probs: Tensor) -> tuple[_CellOf, int, Tensor]:
     shift = rest - extra
     offset = torch.cumsum(span, 0) - span - (prefixes << extra)
     table = ((offset << 6) | shift).to(as_int)
-    single = (shift == 0).repeat_interleave(span)
+    single = torch.cat([shift.new_ones(1, dtype=torch.bool), shift == 0]).repeat_interleave(
+        torch.cat([span.new_ones(1), span])
+    )
 
     def cell_of(q: Tensor) -> Tensor:
         key = _order_key(q)[0].to(as_int)
         packed = table.index_select(0, key >> rest)
-        return (key >> (packed & 63)).add_(packed >> 6)
+        return (key >> (packed & 63)).add_(packed >> 6).add_(key != 0)
 
-    return cell_of, int(span.sum()), single
+    return cell_of, int(span.sum()) + 1, single
 
 
 def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
