@@ -413,11 +413,12 @@ def _add_sorted(q: Tensor, y: Tensor, queries: _Queries, f: Tensor) -> None:
 # The first level's cells follow the data: a strided sample of up to 2**16 keys gives
 # the share of the pairs under each prefix of the key's leading bits (12 for float32,
 # 16 for float64; half precision takes all 15, one cell per value), and each prefix gets
-# about that share of N/8 cells (at most 2**22) as a power of two, so that cells hold a
-# few pairs each whatever the distribution and the cut cells set aside few pairs.
+# about that share of N/128 cells (at least 2**15, so that below 4 million pairs the
+# cut cells set aside little; at most 2**21, which still fit the caches) as a power of
+# two, so that cells hold alike many pairs whatever the distribution.
 _SAMPLE = 1 << 16
 _PREFIX_BITS = {15: 15, 31: 12, 63: 16}
-_MIN_CELLS, _MAX_CELLS = 1 << 10, 1 << 21
+_MIN_CELLS, _MAX_CELLS = 1 << 15, 1 << 21
 _PAIRS_PER_CELL = 128
 # Pairs set aside by the first level are sorted when they are at most N / 8.
 _SORT_FRACTION = 8
