@@ -123,11 +123,11 @@ def test_exact_mode_sets_few_pairs_aside(kind, monkeypatch) -> None:
     monkeypatch.setattr(binning_module, "_compact", recording)
     bins = adaptive_binning(q, y, bin_size=1000)
     assert bins.count.sum().item() == n
-    # The first level's cells follow a sample of the data (about 128 pairs a cell), so
-    # the 1000 boundaries set aside about 2 * 1000 * 128 pairs whatever the
-    # distribution. (With cells of fixed leading key bits, 65% on uniform q, where the
-    # bit patterns crowd [1/4, 3/4] into few cells.)
-    assert sum(set_aside) <= 0.2 * n, sum(set_aside) / n
+    # The first level's cells follow a sample of the data (2**15 cells here), so the
+    # 1000 boundaries set aside a few cells' worth each whatever the distribution:
+    # measured 2.3% on uniform q, at most 1.8% otherwise. (With cells of fixed leading
+    # key bits, 65% on uniform q, where the bit patterns crowd [1/4, 3/4] into few cells.)
+    assert sum(set_aside) <= 0.05 * n, sum(set_aside) / n
     if kind == "tagger-subnormal":
         # Zeros and subnormals are different values: the bins are those of one sort.
         monkeypatch.setattr(binning_module, "_SORT_BELOW", n)

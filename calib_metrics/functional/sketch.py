@@ -30,7 +30,8 @@ mean ∓ √3·std.
 the streaming answer loses part of the per-bin label noise that the plug-in estimator
 measures: the gap grows with the number of pairs per cell next to the bin size. The
 measured gap to the exact mode, by N and bin size, is in ``docs/streaming.md``
-(``benchmarks/bench_scale.py``).
+(``benchmarks/bench_scale.py``). Below :func:`buffer_rows` rows the streaming metric
+keeps the pairs themselves and gives the exact result.
 """
 
 from __future__ import annotations
