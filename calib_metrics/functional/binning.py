@@ -267,11 +267,11 @@ def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
 
     Example:
         >>> round(exact_working_bytes(10**9, 31623, 4) / 2**30, 1)  # GiB
-        2.1
+        8.6
     """
     if n <= _SORT_BELOW:
         return n * _SORT_BYTES
-    cells = min(_MAX_CELLS, max(_MIN_CELLS, n // _PAIRS_PER_CELL))
+    cells = _first_level_cells(n, n // bin_size)
     chunk = min(_CHUNK, max(_MIN_CHUNK, n // 8))
     aside = min(n, 2 * (n // bin_size) * (n // cells))
     sorted_ = aside if aside <= n // _SORT_FRACTION else _SORT_BELOW
@@ -414,17 +414,26 @@ def _add_sorted(q: Tensor, y: Tensor, queries: _Queries, f: Tensor) -> None:
 # the share of the pairs under each prefix of the key's leading bits (12 for float32,
 # 16 for float64; half precision takes all 15, one cell per value), and each prefix gets
 # about that share of N/128 cells (at least 2**15, so that below 4 million pairs the
-# cut cells set aside little; at most 2**21, which still fit the caches) as a power of
+# cut cells set aside little; at most 2**18, which still fit the caches) as a power of
 # two, so that cells hold alike many pairs whatever the distribution.
 _SAMPLE = 1 << 16
 _PREFIX_BITS = {15: 15, 31: 12, 63: 16}
-_MIN_CELLS, _MAX_CELLS = 1 << 15, 1 << 21
+_MIN_CELLS, _MAX_CELLS = 1 << 15, 1 << 18
+# But at least 16 cells a bin (up to 2**22), so that the cut cells stay a small part of
+# the pairs when bins are few pairs each (N = 10⁹ with β = 5000).
+_CELLS_PER_BIN, _MAX_BIN_CELLS = 16, 1 << 22
 _PAIRS_PER_CELL = 128
 # Pairs set aside by the first level are sorted when they are at most N / 8.
 _SORT_FRACTION = 8
 
 
-def _sampled_cells(probs: Tensor) -> tuple[_CellOf, int, Tensor]:
+def _first_level_cells(n: int, n_bins: int) -> int:
+    """About how many cells the first level spreads ``n`` pairs over (see above)."""
+    by_pairs = min(_MAX_CELLS, max(_MIN_CELLS, n // _PAIRS_PER_CELL))
+    return min(_MAX_BIN_CELLS, max(by_pairs, _CELLS_PER_BIN * n_bins))
+
+
+def _sampled_cells(probs: Tensor, n_bins: int) -> tuple[_CellOf, int, Tensor]:
     """The first level's cell function, its number of cells and which hold one key.
 
     Cell 0 holds q = 0 alone (the others move up by one), so that a mass of exact zeros
@@ -437,7 +446,7 @@ def _sampled_cells(probs: Tensor) -> tuple[_CellOf, int, Tensor]:
     as_int = torch.int64 if width > 31 else torch.int32
     sample, _ = _order_key(probs[:: max(1, n // _SAMPLE)])
     hits = torch.bincount((sample.to(as_int) >> rest).long(), minlength=1 << prefix)
-    cells = min(_MAX_CELLS, max(_MIN_CELLS, n // _PAIRS_PER_CELL))
+    cells = _first_level_cells(n, n_bins)
     want = hits.to(torch.float64) * (cells / sample.numel())
     extra = torch.ceil(torch.log2(want.clamp(min=1))).long().clamp_(0, rest)
     span = torch.ones_like(extra) << extra
@@ -470,7 +479,7 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
         return _sorted_prefix(probs, target, ranks)
     f = torch.zeros(3, ranks.numel(), dtype=torch.float64, device=probs.device)
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
-    cell_of, size, single = _sampled_cells(probs)
+    cell_of, size, single = _sampled_cells(probs, ranks.numel() - 1)
     top = torch.zeros(size, dtype=torch.float32, device=probs.device)
     if probs.dtype == torch.float32:
         cells = _histogram(probs, target, cell_of, size, top)
