@@ -450,20 +450,23 @@ def _sampled_cells(probs: Tensor, n_bins: int) -> tuple[_CellOf, int, Tensor]:
     want = hits.to(torch.float64) * (cells / sample.numel())
     extra = torch.ceil(torch.log2(want.clamp(min=1))).long().clamp_(0, rest)
     span = torch.ones_like(extra) << extra
-    # Prefix p's cells start after the spans before it: cell = key >> shift + offset,
-    # both read from one table (offset · 64 + shift: one gather per pair).
-    prefixes = torch.arange(span.numel(), device=span.device)
+    # Prefix p's cells start after the spans before it (base); a key's cell is base + its
+    # next ``extra`` bits, base and shift read from one table (base · 64 + shift: one
+    # gather per pair; base < 2**23, so the table fits int32).
     shift = rest - extra
-    offset = torch.cumsum(span, 0) - span - (prefixes << extra)
-    table = ((offset << 6) | shift).to(as_int)
+    base = torch.cumsum(span, 0) - span
+    table = ((base << 6) | shift).to(as_int)
     single = torch.cat([shift.new_ones(1, dtype=torch.bool), shift == 0]).repeat_interleave(
         torch.cat([span.new_ones(1), span])
     )
 
     def cell_of(q: Tensor) -> Tensor:
         key = _order_key(q)[0].to(as_int)
-        packed = table.index_select(0, key >> rest)
-        return (key >> (packed & 63)).add_(packed >> 6).add_(key != 0)
+        p = key >> rest
+        packed = table.index_select(0, p)
+        bits = packed & 63
+        low = (key >> bits).sub_(p << (rest - bits))
+        return low.add_(packed >> 6).add_(key != 0)
 
     return cell_of, int(span.sum()) + 1, single
 
