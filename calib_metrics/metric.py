@@ -275,6 +275,9 @@ class CalibrationError(Metric):
         self._options = options
         self._base_kwargs = kwargs
         self._few_bins_warned = False
+        # Streaming: once rows were folded into the sketch, later rows go there directly,
+        # so that the state stays the sketch alone (host-side: no synchronisation).
+        self._folded = False
         # Streaming keeps the pairs too, exactly, until they would outgrow the sketch.
         self.add_state("probs", default=[], dist_reduce_fx="cat")
         self.add_state("target", default=[], dist_reduce_fx="cat")
@@ -441,7 +444,8 @@ class CalibrationError(Metric):
                 for name in (*_SKETCH_STATES, "rows_seen"):
                     setattr(self, name, getattr(self, name).clone())
             self.rows_seen += probs.shape[0]
-            if self._buffered_rows() + probs.shape[0] > sketch.buffer_rows(self.resolution):
+            capacity = sketch.buffer_rows(self.resolution)
+            if self._folded or self._buffered_rows() + probs.shape[0] > capacity:
                 self._fold_buffer()
                 self._accumulate(self._sketch_states(), probs, target, keep)
                 return
@@ -482,6 +486,12 @@ class CalibrationError(Metric):
         """Move the exactly kept rows into the sketch (no host synchronisation)."""
         self._add_buffer(self._sketch_states())
         self.probs, self.target = [], []
+        self._folded = True
+
+    def reset(self) -> None:
+        """Forget every pair (and, streaming, start keeping pairs exactly again)."""
+        super().reset()
+        self._folded = False
 
     def _exact_pairs(self) -> bool:
         """Whether compute() bins the kept pairs exactly: always, or (streaming) while
@@ -583,7 +593,10 @@ class CalibrationError(Metric):
                 f"CalibrationError that keeps {sorted(self._defaults)}"
             )
         super().merge_state(incoming_state)
-        if self.streaming and self._buffered_rows() > sketch.buffer_rows(self.resolution):
+        folded = self._folded or getattr(incoming_state, "_folded", False)
+        if self.streaming and (
+            folded or self._buffered_rows() > sketch.buffer_rows(self.resolution)
+        ):
             self._fold_buffer()
         self._computed = None
 

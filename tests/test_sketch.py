@@ -151,8 +151,9 @@ def test_state_size_is_bounded_and_fixed_past_the_buffer(num_classes) -> None:
     metric = CalibrationError(num_classes, streaming=True)
     sketch_bytes = 4 * 8 * sketch.DEFAULT_RESOLUTION * (num_classes or 1)
     g = torch.Generator().manual_seed(5)
-    # 10 and 10⁵ rows stay in the buffer, the third batch overflows it.
-    for n, folded in ((10, False), (100_000, False), (500_000, True)):
+    # 10 and 10⁵ rows stay in the buffer, the third batch overflows it, and rows after
+    # that go to the sketch directly.
+    for n, folded in ((10, False), (100_000, False), (500_000, True), (1000, True)):
         target = torch.randint(0, num_classes or 2, (n,), generator=g)
         if num_classes is None:
             metric.update(torch.rand(n, generator=g), target)
