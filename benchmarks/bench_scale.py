@@ -10,7 +10,8 @@ the call, the peak reset through /proc/self/clear_refs):
 
 * exact: ``calibration_error`` on all pairs (only up to ``--exact-max``), next to one
   ``torch.sort`` of q, and its extra peak memory next to the input's bytes;
-* streaming: the sketch fed batch by batch, then binned; its state bytes;
+* streaming: ``CalibrationError(streaming=True)`` fed batch by batch, then binned; its
+  state bytes (the sketch, plus the pairs it keeps exactly below ``2·resolution``);
 * torchmetrics' ``BinaryCalibrationError`` (15 bins; it keeps every pair) up to
   ``--torchmetrics-max``;
 * drift: streaming − exact, plug-in and debiased, ``bin_size`` = 5000 and "auto".
@@ -32,7 +33,8 @@ import torch
 from torchmetrics.classification import BinaryCalibrationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from calib_metrics.functional import calibration_error, sketch
+from calib_metrics import CalibrationError
+from calib_metrics.functional import calibration_error
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.calibration import error_from_bins
 
@@ -82,17 +84,27 @@ def measured(fn):
     return out, seconds, max(0, _status("VmHWM") - before)
 
 
-def streaming_state(n: int, dist: str) -> tuple:
-    state = sketch.empty()
+def streaming_metric(n: int, dist: str, bin_size: int | str) -> CalibrationError:
+    """A streaming CalibrationError fed every batch (it keeps the pairs exactly while
+    they fit in the sketch's memory, ``sketch.buffer_rows``), its bins computed."""
+    metric = CalibrationError(streaming=True, bin_size=bin_size, validate_args=False)
     for q, y in batches(n, dist):
-        sketch.accumulate(*state, q, y)
-    return state
+        metric.update(q, y)
+    metric.class_bins()
+    return metric
 
 
-def errors_from_state(state, n: int) -> dict:
+def state_bytes(metric: CalibrationError) -> int:
+    tensors = []
+    for value in metric.metric_state.values():
+        tensors += value if isinstance(value, list) else [value]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def streaming_errors(metrics: dict) -> dict:
     out = {}
-    for bin_size in (5000, "auto"):
-        bins = sketch.to_bins(*state, resolve_bin_size(bin_size, n))
+    for bin_size, metric in metrics.items():
+        bins = metric.class_bins()[0]
         for debias in (False, True):
             out[f"{bin_size}/{debias}"] = error_from_bins(bins, debias=debias).item()
     return out
@@ -116,11 +128,9 @@ def torchmetrics_error(n: int, dist: str) -> float:
 
 def run_size(n: int, dist: str, args) -> dict:
     row: dict = {"n": n, "dist": dist}
-    state, row["stream_s"], row["stream_peak"] = measured(lambda: streaming_state(n, dist))
-    stream, seconds, _ = measured(lambda: errors_from_state(state, n))
-    row["stream_s"] += seconds
-    row["stream_state"] = sum(t.numel() * t.element_size() for t in state)
-    row["stream"] = stream
+    auto, row["stream_s"], row["stream_peak"] = measured(lambda: streaming_metric(n, dist, "auto"))
+    row["stream_state"] = state_bytes(auto)
+    row["stream"] = streaming_errors({5000: streaming_metric(n, dist, 5000), "auto": auto})
     if n <= args.torchmetrics_max:
         _, row["tm_s"], row["tm_peak"] = measured(lambda: torchmetrics_error(n, dist))
     if n <= args.exact_max:

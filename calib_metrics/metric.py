@@ -15,7 +15,13 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 
 from calib_metrics.functional import sketch
 from calib_metrics.functional.auto_bin import resolve_bin_size
-from calib_metrics.functional.binning import Bins, _check_pairs, check_probs
+from calib_metrics.functional.binning import (
+    Bins,
+    _check_pairs,
+    check_probs,
+    check_room,
+    exact_working_bytes,
+)
 from calib_metrics.functional.calibration import (
     MAX_BIN_SIZE,
     MAX_UNIFORM_BINS,
@@ -70,6 +76,11 @@ def _copy_state(value: Any, default: Tensor | list[Tensor]) -> Any:
         dtype = default.dtype if isinstance(default, Tensor) else value.dtype
         return value.detach().to(dtype=dtype, copy=True)
     return value
+
+
+def _as_list(state: Tensor | list[Tensor]) -> list[Tensor]:
+    """A pair state as a list of tensors (one tensor once synchronised)."""
+    return state if isinstance(state, list) else [state]
 
 
 def _dtype_code(parts: list[Tensor]) -> int:
@@ -289,8 +300,13 @@ class CalibrationError(_StatesKeepTheirDtype):
     logit-spaced cells per class (count, Σr, Σr², Σy in float64, 8 MiB per class at
     the default; see :mod:`calib_metrics.functional.sketch` and ``docs/streaming.md``),
     merged by addition across batches and ranks, whose memory does not grow with the
-    data; its bins hold exactly the exact mode's counts, and its error and interval
-    bounds stay within the gap to the exact mode measured in ``docs/streaming.md``. With
+    data. Until the rows seen (on all ranks together) exceed ``2·resolution``
+    (:func:`~calib_metrics.functional.sketch.buffer_rows`) it keeps them exactly as well,
+    in at most the sketch's memory, and its result is the exact mode's; past that every
+    row is folded into the histogram, whose bins hold exactly the exact mode's counts,
+    and its error and interval bounds stay within the gap to the exact mode measured in
+    ``docs/streaming.md``. Which of the two answers is a function of the union of the
+    rows, so DDP and ``merge_state`` still equal one process on the union. With
     ``validate_args=False``, ``update`` never waits for the device in either mode.
 
     Args:
@@ -417,16 +433,21 @@ class CalibrationError(_StatesKeepTheirDtype):
         self._options = options
         self._base_kwargs = kwargs
         self._few_bins_warned = False
+        # Streaming: once rows were folded into the sketch, later rows go there directly,
+        # so that the state stays the sketch alone (host-side: no synchronisation).
+        self._folded = False
+        # Streaming keeps the pairs too, exactly, until they would outgrow the sketch.
+        self.add_state("probs", default=[], dist_reduce_fx="cat")
+        self.add_state("target", default=[], dist_reduce_fx="cat")
         if streaming:
             shape = (1,) if mode == "top_label" else (num_classes or 1,)
             for name, default in zip(_SKETCH_STATES, sketch.empty(resolution, shape)):
                 self.add_state(name, default, dist_reduce_fx="sum")
-        else:
-            self.add_state("probs", default=[], dist_reduce_fx="cat")
-            self.add_state("target", default=[], dist_reduce_fx="cat")
-            if interval in ("groups", None):
-                # interval=None resamples groups when update() is given them.
-                self.add_state("groups", default=[], dist_reduce_fx="cat")
+            # Rows seen, kept or folded, on all ranks once synchronised.
+            self.add_state("rows_seen", torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
+        elif interval in ("groups", None):
+            # interval=None resamples groups when update() is given them.
+            self.add_state("groups", default=[], dist_reduce_fx="cat")
 
     @staticmethod
     def _check_arguments(args: dict[str, Any]) -> None:
@@ -550,24 +571,75 @@ class CalibrationError(_StatesKeepTheirDtype):
             if self.cell_count.device.type == "cpu" and self.cell_count.is_shared():
                 # ddp_spawn (torch.multiprocessing) hands every rank the metric in shared
                 # memory: without a private copy, the ranks would add into one buffer.
-                for name in _SKETCH_STATES:
+                for name in (*_SKETCH_STATES, "rows_seen"):
                     setattr(self, name, getattr(self, name).clone())
-            states = [getattr(self, name) for name in _SKETCH_STATES]
-            if self.mode == "top_label":
-                confidence, predicted = probs.max(dim=-1)
-                sketch.accumulate(*(s[0] for s in states), confidence, predicted == target, keep)
-            elif self.num_classes is None:
-                sketch.accumulate(*(s[0] for s in states), probs, target, keep)
-            else:
-                classes = torch.arange(self.num_classes, device=target.device)
-                one_hot = target.unsqueeze(1) == classes
-                sketch.accumulate(*states, probs, one_hot, keep)
-            return
+            self.rows_seen += probs.shape[0]
+            capacity = sketch.buffer_rows(self.resolution)
+            if self._folded or self._buffered_rows() + probs.shape[0] > capacity:
+                self._fold_buffer()
+                self._accumulate(self._sketch_states(), probs, target, keep)
+                return
         # Ignored rows stay until compute(), where dropping them may synchronise.
         self.probs.append(probs)
         self.target.append(target)
         if groups is not None:
             self.groups.append(groups)
+
+    # --------------------------------------------------------------- streaming
+    def _sketch_states(self) -> list[Tensor]:
+        return [getattr(self, name) for name in _SKETCH_STATES]
+
+    def _buffered_rows(self) -> int:
+        """Rows kept exactly (a host-side count of shapes: no synchronisation)."""
+        parts = self.probs
+        return parts.shape[0] if isinstance(parts, Tensor) else sum(p.shape[0] for p in parts)
+
+    def _accumulate(
+        self, states: list[Tensor], probs: Tensor, target: Tensor, keep: Tensor | None
+    ) -> None:
+        """Add rows (probs [n] or [n, C], target [n]) to sketch states, ``keep`` 0/1 per row."""
+        if self.mode == "top_label":
+            confidence, predicted = probs.max(dim=-1)
+            sketch.accumulate(*(s[0] for s in states), confidence, predicted == target, keep)
+        elif self.num_classes is None:
+            sketch.accumulate(*(s[0] for s in states), probs, target, keep)
+        else:
+            classes = torch.arange(self.num_classes, device=target.device)
+            sketch.accumulate(*states, probs, target.unsqueeze(1) == classes, keep)
+
+    def _add_buffer(self, states: list[Tensor]) -> None:
+        """Add the exactly kept rows to ``states``; ignored rows get weight 0."""
+        if self._buffered_rows() == 0:
+            return
+        probs, target = dim_zero_cat(self.probs), dim_zero_cat(self.target)
+        keep = None if self.ignore_index is None else target != self.ignore_index
+        self._accumulate(states, probs, target, keep)
+
+    def _fold_buffer(self) -> None:
+        """Move the exactly kept rows into the sketch (no host synchronisation)."""
+        self._add_buffer(self._sketch_states())
+        self.probs, self.target = [], []
+        self._folded = True
+
+    def reset(self) -> None:
+        """Forget every pair (and, streaming, start keeping pairs exactly again)."""
+        super().reset()
+        self._folded = False
+
+    def _exact_pairs(self) -> bool:
+        """Whether compute() bins the kept pairs exactly: always, or (streaming) while
+        the rows seen, on all ranks once synchronised, fit the buffer (host sync)."""
+        if not self.streaming:
+            return True
+        return int(self.rows_seen.item()) <= sketch.buffer_rows(self.resolution)
+
+    def _full_sketch(self) -> list[Tensor]:
+        """The sketch with the kept rows folded into a copy (the state stays as it is)."""
+        states = self._sketch_states()
+        if self._buffered_rows():
+            states = [s.clone() for s in states]
+            self._add_buffer(states)
+        return states
 
     def sync(
         self,
@@ -576,15 +648,15 @@ class CalibrationError(_StatesKeepTheirDtype):
         should_sync: bool = True,
         distributed_available: Callable | None = None,
     ) -> None:
-        """Gather the pairs of every rank (exact mode) or sum the sketches (streaming).
+        """Gather the kept pairs of every rank and sum the sketches (streaming).
 
-        torchmetrics' public ``sync``, after one step of its own in the exact mode: the
+        torchmetrics' public ``sync``, after one step of its own for the kept pairs: the
         ranks agree on one dtype per list state (pairs are kept as given, e.g. bfloat16
         on one rank and float32 on another), and a rank without data contributes an
         empty tensor of that dtype and of the right shape, which ``all_gather`` needs.
         """
         available = distributed_available or self.distributed_available_fn
-        if should_sync and not self.streaming and callable(available) and available():
+        if should_sync and callable(available) and available():
             self._agree_on_pair_dtypes(dist_sync_fn or gather_all_tensors, process_group)
         super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
 
@@ -639,6 +711,11 @@ class CalibrationError(_StatesKeepTheirDtype):
                 f"CalibrationError that keeps {sorted(self._defaults)}"
             )
         super().merge_state(incoming_state)
+        folded = self._folded or getattr(incoming_state, "_folded", False)
+        if self.streaming and (
+            folded or self._buffered_rows() > sketch.buffer_rows(self.resolution)
+        ):
+            self._fold_buffer()
         self._computed = None
 
     def _merge_problem(self, other: CalibrationError) -> str:
@@ -677,6 +754,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         # Lists of batches locally; one tensor each once synchronised across ranks.
         if isinstance(self.probs, list) and not self.probs:
             raise self._no_pairs()
+        self._check_room()
         probs = dim_zero_cat(self.probs)
         target = dim_zero_cat(self.target)
         if probs.numel() == 0:
@@ -689,6 +767,19 @@ class CalibrationError(_StatesKeepTheirDtype):
         if target.numel() == 0:
             raise self._no_pairs()
         return probs, target, groups
+
+    def _check_room(self) -> None:
+        """Raise ValueError up front, recommending streaming, when compute() would not fit:
+        the joined pairs (twice with ``ignore_index``) and the binning's working memory."""
+        parts = [t for name in self._pair_states() for t in _as_list(getattr(self, name))]
+        copies = 2 if self.ignore_index is not None else 1
+        need = copies * sum(t.numel() * t.element_size() for t in parts)
+        probs = _as_list(self.probs)
+        pairs = sum(t.numel() for t in probs)
+        if self.binning == "adaptive":
+            bin_size = resolve_bin_size(self.bin_size, max(pairs, 1))
+            need += exact_working_bytes(pairs, bin_size, probs[0].element_size())
+        check_room(need, self.device, f"the exact mode's compute() of {pairs} pairs")
 
     def _kept_groups(self, target: Tensor) -> Tensor | None:
         """The group ids to resample, or None for the pair interval."""
@@ -736,8 +827,8 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def class_bins(self) -> list[Bins]:
         """The bins behind the result: one entry (micro) or one per class."""
-        if self.streaming:
-            states = [getattr(self, name) for name in _SKETCH_STATES]
+        if not self._exact_pairs():
+            states = self._full_sketch()
             if states[0].sum() == 0:
                 raise self._no_pairs()
             if not self._per_class:
@@ -812,7 +903,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
-            pairs = None if self.streaming else self._class_pairs()
+            pairs = self._class_pairs() if self._exact_pairs() else None
             interval = self._interval(None if pairs is None else pairs[0][2])
             if interval == "groups":
                 inputs = pairs
@@ -853,7 +944,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
-            if self.streaming:
+            if not self._exact_pairs():
                 errors = [
                     smooth_calibration_from_histogram(*cells, bandwidth=bandwidth)
                     for cells in self._histograms()
@@ -868,7 +959,7 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _histograms(self) -> list[tuple[Tensor, Tensor, Tensor]]:
         """The sketch's non-empty cells (mean q, count, Σy): pooled (micro) or per class."""
-        count, sum_r, _, sum_y = (getattr(self, name) for name in _SKETCH_STATES)
+        count, sum_r, _, sum_y = self._full_sketch()
         if count.sum() == 0:
             raise self._no_pairs()
         if not self._per_class:

@@ -53,6 +53,19 @@ CASES = {
         [[0, 3], [1, 2]],
     ),
     "stream-per-class-empty": ({**PER_CLASS, "streaming": True}, "tags", [[0, 1, 2, 3], []]),
+    # Small sketches: rank 0 keeps its 1200 rows exactly, rank 1 folds its 4300 (a buffer
+    # of 2048 rows); both keep theirs exactly but the union of 5500 overflows 4096.
+    "stream-one-rank-folded": (
+        {"streaming": True, "resolution": 1024, "ignore_index": PAD},
+        "binary-padded",
+        [[1, 3], [0, 2]],
+    ),
+    "stream-union-overflows": (
+        {**PER_CLASS, "streaming": True, "resolution": 2048},
+        "tags",
+        [[0, 1], [2, 3]],
+    ),
+    "stream-union-fits": ({"streaming": True, "resolution": 4096}, "binary", [[0, 1], [2, 3]]),
     # The group bootstrap gathers every pair's group id with the pairs.
     "groups-uneven": ({"interval": "groups", "debias": True}, "binary-groups", [[0, 2, 3], [1]]),
     "groups-micro-padded": (
@@ -139,11 +152,15 @@ def _rank(rank: int, port: int, out: str) -> None:
         results[name] = summarise(metric)
         # compute() gathers, then restores this rank's own state.
         local = metric.metric_state
-        results[name]["local_pairs"] = torch.tensor(
-            float(sum(t.numel() for t in local["probs"]))
-            if "probs" in local
-            else float(local["cell_count"].sum())
-        )
+        if "cell_count" in local:
+            pad = options.get("ignore_index")
+            kept = sum(t.numel() if pad is None else int((t != pad).sum()) for t in local["target"])
+            if options.get("mode") != "top_label":  # top-label: one pair per item
+                kept *= options.get("num_classes") or 1
+            pairs = float(local["cell_count"].sum()) + kept
+        else:
+            pairs = float(sum(t.numel() for t in local["probs"]))
+        results[name]["local_pairs"] = torch.tensor(pairs)
     torch.save(results, Path(out) / f"rank{rank}.pt")
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
@@ -184,6 +201,13 @@ def test_sync_leaves_each_rank_its_own_state(ranks, name) -> None:
         else:
             expected = sum(q.numel() for q, *_ in mine)
         assert result[name]["local_pairs"].item() == expected
+
+
+def test_streaming_whose_union_fits_the_buffer_is_exact(ranks) -> None:
+    for rank in ranks:
+        for key in ("compute", "error", "lower", "upper"):
+            want = rank["exact-uneven"][key]
+            torch.testing.assert_close(rank["stream-union-fits"][key], want, rtol=0, atol=0)
 
 
 def test_exact_mode_equals_the_functional_on_the_union(ranks) -> None:

@@ -344,7 +344,10 @@ def test_bad_constructor_arguments(kwargs, match) -> None:
 
 def test_streaming_merges_exactly_and_approximates_exact_mode() -> None:
     batches = binary_batches(n_batches=4, shape=(50, 100), seed=10)
-    left, right, whole = (CalibrationError(bin_size=1000, streaming=True) for _ in range(3))
+    # 4096 cells keep 8192 rows exactly: the second batch of each overflows into the sketch.
+    left, right, whole = (
+        CalibrationError(bin_size=1000, streaming=True, resolution=4096) for _ in range(3)
+    )
     exact = CalibrationError(bin_size=1000)
     for i, (q, y) in enumerate(batches):
         (left if i % 2 else right).update(q, y)

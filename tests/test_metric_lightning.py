@@ -12,6 +12,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error
+from calib_metrics.metric import _SKETCH_STATES as SKETCH_STATES
 
 N_CLASSES = 3
 
@@ -72,9 +73,11 @@ def test_bf16_true_training_keeps_the_metric_states(tmp_path: Any) -> None:
     # A second run casts the module again, with pairs already stored.
     make_trainer(tmp_path).validate(model, loader(2), verbose=False)
     assert model.net.weight.dtype == torch.bfloat16
-    for name in model.streaming._defaults:
+    for name in SKETCH_STATES:
         assert getattr(model.streaming, name).dtype == torch.float64, name
-    assert {p.dtype for p in model.exact.probs} == {torch.float32}
+    assert model.streaming.rows_seen.dtype == torch.int64
+    for metric in (model.streaming, model.exact):
+        assert {p.dtype for p in metric.probs} == {torch.float32}
     probs = torch.cat([p for p, _ in model.seen])
     target = torch.cat([t for _, t in model.seen])
     one_hot = torch.nn.functional.one_hot(target, N_CLASSES)

@@ -71,9 +71,11 @@ def test_per_class_gives_one_value_per_class() -> None:
 
 @pytest.mark.parametrize("bandwidth", [0.02, 0.1, None])
 def test_streaming_is_within_the_histogram_tolerance(bandwidth) -> None:
-    batches = _binary(seed=3)
+    # More rows than the streaming buffer keeps exactly (2 * resolution): the sketch path.
+    batches = _binary(seed=3, sizes=(5000, 5000))
     q, y = (torch.cat(c) for c in zip(*batches))
     metric = _fill(CalibrationError(streaming=True, resolution=1 << 12), batches)
+    assert not metric._exact_pairs()
     got = metric.compute_smooth(bandwidth=bandwidth)
     want = smooth_calibration_error(q, y, bandwidth=bandwidth)
     # Every pair's cell and the cell's mean q, from the sketch's own cells.
@@ -93,9 +95,11 @@ def test_streaming_is_within_the_histogram_tolerance(bandwidth) -> None:
 
 
 def test_streaming_multiclass_top_label_is_close() -> None:
-    batches = _tags(seed=4)
+    batches = _tags(seed=4, sizes=(1500, 1500))
     p, t = (torch.cat(c) for c in zip(*batches))
-    metric = _fill(CalibrationError(num_classes=C, mode="top_label", streaming=True), batches)
+    options = {"mode": "top_label", "streaming": True, "resolution": 1 << 10}
+    metric = _fill(CalibrationError(num_classes=C, **options), batches)
+    assert not metric._exact_pairs()  # past the exact buffer: the histogram path
     want = smooth_calibration_error(p, t, mode="top_label", bandwidth=0.05)
     torch.testing.assert_close(metric.compute_smooth(0.05), want, rtol=0, atol=1e-3)
 
@@ -109,3 +113,11 @@ def test_no_pairs_and_bad_bandwidth() -> None:
     for bad in (0, 1.5, "auto", True):
         with pytest.raises(ValueError, match="bandwidth"):
             metric.compute_smooth(bad)
+
+
+def test_streaming_below_its_buffer_is_the_exact_smooth_error() -> None:
+    """Streaming keeps the pairs exactly until they would outgrow the sketch."""
+    batches = _binary(seed=5)
+    q, y = (torch.cat(c) for c in zip(*batches))
+    metric = _fill(CalibrationError(streaming=True), batches)
+    torch.testing.assert_close(metric.compute_smooth(), smooth_calibration_error(q, y))

@@ -10,6 +10,7 @@ import torch
 from calib_metrics import CalibrationError, NoPairsError
 from calib_metrics.functional import NoPairsError as FunctionalNoPairsError
 from calib_metrics.functional import calibration_error, calibration_error_ci
+from calib_metrics.metric import _SKETCH_STATES as SKETCH_STATES
 
 PAD = -100
 
@@ -275,7 +276,8 @@ def test_load_state_dict_does_not_alias_the_callers_state(streaming: bool) -> No
 @pytest.mark.parametrize("cast", ["bfloat16", "half", "double"])
 def test_casting_the_module_keeps_every_state_dtype(cast: str) -> None:
     q, y = overconfident(2000)
-    streaming = CalibrationError(streaming=True)
+    # 512 cells keep 1024 rows exactly: the second update folds the first into the sketch.
+    streaming = CalibrationError(streaming=True, resolution=512)
     exact = CalibrationError()
     for metric in (streaming, exact):
         metric.update(q[:1000], y[:1000])
@@ -285,17 +287,22 @@ def test_casting_the_module_keeps_every_state_dtype(cast: str) -> None:
             metric.to(torch.bfloat16)
         else:
             getattr(metric, cast)()
-    assert all(getattr(streaming, n).dtype == torch.float64 for n in streaming._defaults)
-    assert exact.probs[0].dtype == torch.float32  # stored as given, never rounded
+    assert all(getattr(streaming, n).dtype == torch.float64 for n in SKETCH_STATES)
+    assert streaming.rows_seen.dtype == torch.int64
+    # Stored as given, never rounded.
+    assert exact.probs[0].dtype == streaming.probs[0].dtype == torch.float32
     torch.testing.assert_close(exact.compute(), before, rtol=0, atol=0)
     for metric in (streaming, exact):
         metric.update(q[1000:], y[1000:])  # used to raise scatter(): Expected self.dtype
     want = calibration_error(q, y, bin_size="auto", debias=True)
     torch.testing.assert_close(exact.compute(), want)
+    assert streaming.cell_count.sum().item() == 2000 and not streaming.probs
     streaming.reset()
     streaming.update(q, y)
     assert streaming.cell_count.dtype == torch.float64
-    assert abs(streaming.compute().item() - exact.compute().item()) < 1e-3
+    fresh = CalibrationError(streaming=True, resolution=512)
+    fresh.update(q, y)
+    torch.testing.assert_close(streaming.compute(), fresh.compute(), rtol=0, atol=0)
 
 
 # ----------------------------------------------------------------- clear errors

@@ -138,22 +138,33 @@ def test_dropped_rows_may_hold_anything() -> None:
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
+def state_bytes(metric: CalibrationError) -> int:
+    """Bytes of every state tensor, the kept pairs' list included."""
+    tensors = []
+    for value in metric.metric_state.values():
+        tensors += value if isinstance(value, list) else [value]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
 @pytest.mark.parametrize("num_classes", [None, 5])
-def test_state_size_is_fixed_and_small(num_classes) -> None:
+def test_state_size_is_bounded_and_fixed_past_the_buffer(num_classes) -> None:
     metric = CalibrationError(num_classes, streaming=True)
-    sizes = []
+    sketch_bytes = 4 * 8 * sketch.DEFAULT_RESOLUTION * (num_classes or 1)
     g = torch.Generator().manual_seed(5)
-    for n in (10, 100_000):
+    # 10 and 10⁵ rows stay in the buffer, the third batch overflows it, and rows after
+    # that go to the sketch directly.
+    for n, folded in ((10, False), (100_000, False), (500_000, True), (1000, True)):
+        target = torch.randint(0, num_classes or 2, (n,), generator=g)
         if num_classes is None:
-            metric.update(torch.rand(n, generator=g), torch.randint(0, 2, (n,), generator=g))
+            metric.update(torch.rand(n, generator=g), target)
         else:
-            probs = torch.softmax(torch.randn(n, num_classes, generator=g), -1)
-            metric.update(probs, torch.randint(0, num_classes, (n,), generator=g))
-        sizes.append(sum(t.numel() * t.element_size() for t in metric.metric_state.values()))
-    assert sizes[0] == sizes[1]
-    assert sizes[0] == 4 * 8 * sketch.DEFAULT_RESOLUTION * (num_classes or 1)
-    # The documented bound: at most 8 MiB per class, whatever N.
-    assert sizes[0] <= 8 * 2**20 * (num_classes or 1)
+            metric.update(torch.softmax(torch.randn(n, num_classes, generator=g), -1), target)
+        size = state_bytes(metric)
+        # The documented bound: the buffer never outgrows the sketch (8 MiB per class).
+        assert size <= 2 * sketch_bytes + 8
+        assert (size == sketch_bytes + 8) == folded
+        assert (metric.cell_count.sum().item() > 0) == folded
+    assert sketch_bytes <= 8 * 2**20 * (num_classes or 1)
 
 
 def test_documented_resolution() -> None:
@@ -184,6 +195,11 @@ def test_no_host_synchronisation_in_update(monkeypatch) -> None:
     ] + [
         (CalibrationError(3, ignore_index=-1, validate_args=False, bin_size=50, **kw), multiclass)
         for kw in ({}, {"streaming": True}, {"streaming": True, "average": None})
+    ]
+    # A small sketch (a buffer of 128 rows), so that update() folds rows into it.
+    metrics += [
+        (CalibrationError(ignore_index=-1, validate_args=False, bin_size=50, **kw), binary)
+        for kw in ({"streaming": True, "resolution": 64},)
     ]
     expected = [m.compute() for m in _fed(metrics)]
     with monkeypatch.context() as patch:
@@ -229,11 +245,14 @@ def test_bad_resolution_and_empty_sketch() -> None:
 def test_state_in_shared_memory_is_copied_before_the_first_update() -> None:
     # ddp_spawn pickles the module to every rank through torch.multiprocessing, which
     # moves CPU tensors to shared memory; the ranks must not add into one buffer.
-    metric = CalibrationError(streaming=True, bin_size=10)
+    # A sketch of 16 cells keeps 32 rows exactly; 40 rows go to the sketch.
+    metric = CalibrationError(streaming=True, bin_size=10, resolution=16)
     shared = metric.cell_count.share_memory_()
-    metric.update(torch.tensor([0.2, 0.7]), torch.tensor([0, 1]))
-    assert shared.sum().item() == 0
-    assert metric.cell_count.sum().item() == 2 and not metric.cell_count.is_shared()
+    shared_rows = metric.rows_seen.share_memory_()
+    metric.update(torch.linspace(0.1, 0.9, 40), torch.arange(40) % 2)
+    assert shared.sum().item() == 0 and shared_rows.item() == 0
+    assert metric.cell_count.sum().item() == 40 and not metric.cell_count.is_shared()
+    assert metric.rows_seen.item() == 40 and not metric.rows_seen.is_shared()
 
 
 @pytest.mark.parametrize(
@@ -277,3 +296,72 @@ def test_streaming_within_tolerance_of_exact_at_a_million(bin_size) -> None:
     for debias in (False, True):
         exact = calibration_error(q, y, bin_size=size, debias=debias).item()
         assert abs(error_from_bins(bins, debias=debias).item() - exact) <= 2.5e-4
+
+
+def _results(metric: CalibrationError) -> dict[str, torch.Tensor]:
+    result = metric.compute_result()
+    return {
+        "compute": metric.compute(),
+        **{f: getattr(result, f) for f in ("error", "lower", "upper")},
+        **result.bins._asdict(),
+    }
+
+
+@pytest.mark.parametrize("debias", [False, True])
+def test_streaming_equals_exact_below_the_buffer(debias) -> None:
+    # Issue 14: at 10⁴ pairs with bin_size="auto" the sketch alone was 1.9e-4 off the
+    # exact mode; the kept pairs make it the exact result, interval and bins included.
+    g = torch.Generator().manual_seed(8)
+    q = torch.rand(10_000, generator=g)
+    y = torch.bernoulli(q, generator=g)
+    exact = CalibrationError(debias=debias, n_samples=300)
+    stream = CalibrationError(debias=debias, n_samples=300, streaming=True)
+    for start in range(0, 10_000, 2_500):
+        exact.update(q[start : start + 2_500], y[start : start + 2_500])
+        stream.update(q[start : start + 2_500], y[start : start + 2_500])
+    want, got = _results(exact), _results(stream)
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0, msg=key)
+    assert stream.cell_count.sum().item() == 0  # nothing folded yet
+
+
+def test_per_class_streaming_with_padding_equals_exact_below_the_buffer() -> None:
+    g = torch.Generator().manual_seed(9)
+    probs = torch.softmax(2 * torch.randn(3000, 4, generator=g), -1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    target[torch.rand(3000, generator=g) < 0.1] = -100
+    options = {"num_classes": 4, "average": None, "ignore_index": -100, "n_samples": 200}
+    exact, stream = CalibrationError(**options), CalibrationError(**options, streaming=True)
+    for metric in (exact, stream):
+        metric.update(probs[:1000], target[:1000])
+        metric.update(probs[1000:], target[1000:])
+    torch.testing.assert_close(stream.compute(), exact.compute(), rtol=0, atol=0)
+    for a, b in zip(stream.compute_result(), exact.compute_result()):
+        torch.testing.assert_close(a.upper, b.upper, rtol=0, atol=0)
+
+
+def test_merged_buffers_that_overflow_equal_one_process_on_the_union() -> None:
+    # 1024 cells keep 2048 rows. Each part fits, their union does not: one process on the
+    # union folds everything into the sketch, and so must the merge, in any order.
+    g = torch.Generator().manual_seed(10)
+    q = torch.rand(3000, generator=g) ** 2
+    y = torch.bernoulli(q, generator=g)
+    options = {"bin_size": 100, "streaming": True, "resolution": 1024, "n_samples": 200}
+    whole, left, right = (CalibrationError(**options) for _ in range(3))
+    whole.update(q[:1500], y[:1500])
+    whole.update(q[1500:], y[1500:])
+    left.update(q[:1500], y[:1500])
+    right.update(q[1500:], y[1500:])
+    right.merge_state(left)
+    assert right._buffered_rows() == 0 and right.cell_count.sum().item() == 3000
+    want = _results(whole)
+    for key, value in _results(right).items():
+        torch.testing.assert_close(value, want[key], rtol=1e-9, atol=1e-12, msg=key)
+    # Below the buffer the merge is the exact result of the union.
+    small, part = CalibrationError(**options), CalibrationError(**options)
+    small.update(q[:1000], y[:1000])
+    part.update(q[1000:2000], y[1000:2000])
+    small.merge_state(part)
+    exact = CalibrationError(bin_size=100, n_samples=200)
+    exact.update(q[:2000], y[:2000])
+    torch.testing.assert_close(small.compute(), exact.compute(), rtol=0, atol=0)

@@ -13,16 +13,23 @@ are not sorted apart (``Bins.freq`` may then be a fractional count over the size
 
 The implementation never sorts the N pairs (radix select). Every bin's sums are
 differences of F(r), the sums of q and y over the first r pairs, at the boundary
-ranks r. A histogram over the leading bits of an order-preserving integer key of q
-gives F at every cell edge by a cumulative sum; only the cells that a boundary cuts
-through are refined, by a histogram over the key's next bits restricted to them, and
-so on until a cut cell holds one distinct value (a tie group, shared out as above) or
-so few pairs that sorting them is cheaper. Each level reads its pairs in chunks, so
-the extra memory stays a fraction of the input's.
+ranks r. A histogram over cells of an order-preserving integer key of q gives F at
+every cell edge by a cumulative sum. The first level's cells follow the data: a
+strided sample of the keys says how many pairs fall under each prefix of the key's
+leading bits, and each prefix gets cells (the key's next bits) in proportion, about
+128 pairs a cell whatever the distribution. Only the cells that a boundary cuts
+through are set aside: a cell of one value (all key bits used, q = 0, q = 1, or a
+float32 cell whose Σq is its count times its largest q) is a tie group, shared out as
+above; the others' pairs, cell after cell in q order, are sorted when few, or refined
+by histograms over fixed key bits, level after level, when many (heavy ties). Passes
+read the pairs in chunks, so the extra memory stays a fraction of the input's, and
+:func:`adaptive_bin_sums` checks the estimate against the free memory up front.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -139,10 +146,12 @@ def _order_key(probs: Tensor) -> tuple[Tensor, int]:
         as_int, half = torch.int16, 0x3F00
     else:
         probs, as_int, half = probs.to(torch.float32), torch.int32, 0x3F000000
-    # + 0.0 turns a -0.0 into +0.0, whose bit pattern would otherwise sort last.
-    low = (probs + 0.0).view(as_int)
-    high = 2 * half - (1.0 - probs).view(as_int)
-    return torch.where(probs > 0.5, high, low), _key_width(probs.dtype)
+    # The distance to the nearer end, exact (+ 0.0 turns a -0.0, whose bit pattern
+    # would sort last, into +0.0); mirrored above 1/2 without a branch: with u = -1,
+    # (bits ^ u) + (u & (2·half + 1)) = 2·half − bits, and with u = 0 it is bits.
+    nearer = torch.minimum(probs, 1.0 - probs).add_(0.0).view(as_int)
+    upper = (probs > 0.5).to(as_int).neg_()
+    return (nearer ^ upper).add_(upper & (2 * half + 1)), _key_width(probs.dtype)
 
 
 def _chunks(n: int) -> list[slice]:
@@ -188,49 +197,97 @@ def _cell_index(key: Tensor, width: int, plan: _Plan) -> Tensor:
     return cell
 
 
-def _histogram(q: Tensor, y: Tensor, plan: _Plan, size: int) -> tuple[Tensor, Tensor, Tensor]:
-    """Per cell of the plan's last level: number of pairs, Σq and Σy (float64 sums)."""
-    count = torch.zeros(size, dtype=torch.int64, device=q.device)
+_CellOf = Callable[[Tensor], Tensor]
+
+
+def _plan_cells(plan: _Plan) -> _CellOf:
+    """The cell function of a refinement plan: q ↦ its cell at the plan's last level."""
+    return lambda q: _cell_index(*_order_key(q), plan)
+
+
+def _histogram(
+    q: Tensor, y: Tensor, cell_of: _CellOf, size: int, top: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Per cell (``cell_of``, 0 … size − 1): number of pairs, Σq and Σy (float64 sums);
+    with ``top`` (size, q's dtype) also the largest q of every cell, in place."""
+    counts = torch.zeros(2 * size, dtype=torch.int64, device=q.device)
     sum_q = torch.zeros(size, dtype=torch.float64, device=q.device)
-    sum_y = torch.zeros_like(sum_q)
     for part in _chunks(q.numel()):
-        cell = _cell_index(*_order_key(q[part]), plan)
-        count += torch.bincount(cell, minlength=size)
+        cell = cell_of(q[part])
+        if top is not None:
+            with warnings.catch_warnings():  # "index_reduce() is in beta"
+                warnings.simplefilter("ignore", UserWarning)
+                top.index_reduce_(0, cell, q[part], "amax")
+        # One histogram of (cell, y) counts the pairs and the ones of every cell.
+        counts += torch.bincount(2 * cell + (y[part] != 0), minlength=2 * size)
         # index_add_ is much faster than bincount with weights on CPU.
         sum_q.index_add_(0, cell, q[part].to(torch.float64))
-        sum_y.index_add_(0, cell, y[part].to(torch.float64))
-    return count, sum_q, sum_y
+    by_label = counts.view(size, 2)
+    return by_label.sum(1), sum_q, by_label[:, 1].to(torch.float64)
 
 
-def _check_room(m: int, q: Tensor) -> None:
-    """Raise ValueError before keeping ``m`` pairs aside that the device cannot hold."""
-    need = m * (q.element_size() + 1)
-    if q.device.type == "cuda":
-        free = torch.cuda.mem_get_info(q.device)[0]
-    else:
-        try:
-            with open("/proc/meminfo") as info:
-                fields = dict(line.split(":", 1) for line in info)
-            free = int(fields["MemAvailable"].split()[0]) * 1024
-        except (OSError, KeyError, ValueError):
-            return
-    if need > free:
+def available_bytes(device: torch.device) -> int | None:
+    """Memory free on ``device``: CUDA's free memory, or the host's MemAvailable (None
+    where it cannot be read)."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as info:
+            fields = dict(line.split(":", 1) for line in info)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def check_room(need: int, device: torch.device, what: str) -> None:
+    """Raise ValueError, recommending the streaming mode, if ``need`` bytes are not free.
+
+    Example:
+        >>> check_room(1024, torch.device("cpu"), "a small job")
+    """
+    free = available_bytes(device)
+    if free is not None and need > free:
         raise ValueError(
-            f"exact adaptive binning of {q.numel()} pairs needs {need / 2**30:.1f} GiB more "
-            f"than the {free / 2**30:.1f} GiB free on {q.device}: use the streaming mode "
-            "(CalibrationError(streaming=True)), whose memory does not grow with N"
+            f"{what} needs {need / 2**30:.1f} GiB more than the {free / 2**30:.1f} GiB free "
+            f"on {device}: use the streaming mode (CalibrationError(streaming=True)), whose "
+            "memory does not grow with N"
         )
 
 
-def _compact(q: Tensor, y: Tensor, plan: _Plan, slot_map: Tensor, m: int) -> tuple[Tensor, Tensor]:
+# Bytes per pair of sorting pairs (_sorted_prefix): int64 keys sorted with their
+# permutation, the sorted q and y in float64 and their cumulative sums.
+_SORT_BYTES = 64
+
+
+def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
+    """Estimated memory that exact adaptive binning of ``n`` pairs (q of ``q_bytes``)
+    needs beyond its input: the first level's cells and chunk temporaries, the pairs
+    set aside (about two cells' worth at each bin boundary) and the next level's, and
+    the sort of the set-aside pairs (of at most 2¹⁷ when they are many and refined).
+
+    Example:
+        >>> round(exact_working_bytes(10**9, 31623, 4) / 2**30, 1)  # GiB
+        8.6
+    """
+    if n <= _SORT_BELOW:
+        return n * _SORT_BYTES
+    cells = _first_level_cells(n, n // bin_size)
+    chunk = min(_CHUNK, max(_MIN_CHUNK, n // 8))
+    aside = min(n, 2 * (n // bin_size) * (n // cells))
+    sorted_ = aside if aside <= n // _SORT_FRACTION else _SORT_BELOW
+    return 28 * cells + 64 * chunk + 2 * aside * (q_bytes + 1) + sorted_ * _SORT_BYTES
+
+
+def _compact(
+    q: Tensor, y: Tensor, cell_of: _CellOf, slot_map: Tensor, m: int
+) -> tuple[Tensor, Tensor]:
     """The ``m`` pairs whose cell ``slot_map`` refines, q in its dtype and y as bool."""
-    _check_room(m, q)
+    check_room(m * (q.element_size() + 1), q.device, f"setting {m} pairs aside")
     out_q = torch.empty(m, dtype=q.dtype, device=q.device)
     out_y = torch.empty(m, dtype=torch.bool, device=q.device)
-    pos = 0
+    pos, refined = 0, slot_map >= 0
     for part in _chunks(q.numel()):
-        cell = _cell_index(*_order_key(q[part]), plan)
-        pick = (slot_map.index_select(0, cell) >= 0).nonzero().squeeze(1)
+        pick = refined.index_select(0, cell_of(q[part])).nonzero().squeeze(1)
         end = pos + pick.numel()
         out_q[pos:end] = q[part].index_select(0, pick)
         out_y[pos:end] = y[part].index_select(0, pick) != 0
@@ -238,8 +295,9 @@ def _compact(q: Tensor, y: Tensor, plan: _Plan, slot_map: Tensor, m: int) -> tup
     return out_q, out_y
 
 
-def _sorted_prefix(q: Tensor, y: Tensor, ranks: Tensor) -> tuple[Tensor, Tensor]:
-    """F(r) of the pairs (Σq, Σy of the first r in q order, tie groups at their mean)."""
+def _sorted_prefix(q: Tensor, y: Tensor, ranks: Tensor) -> Tensor:
+    """F(r) of the pairs (Σq, Σy of the first r in q order, tie groups at their mean)
+    as rows (Σq, Σy of the whole pairs, the split tie group's share of its ones)."""
     key, _ = _order_key(q)
     key, order = torch.sort(key.long())
     zero = torch.zeros(1, dtype=torch.float64, device=q.device)
@@ -250,8 +308,7 @@ def _sorted_prefix(q: Tensor, y: Tensor, ranks: Tensor) -> tuple[Tensor, Tensor]
     last = torch.searchsorted(key, value, right=True)
     share = (ranks - first).to(torch.float64) / (last - first)
     f_q = cum_q[first] + share * (cum_q[last] - cum_q[first])
-    f_y = cum_y[first] + share * (cum_y[last] - cum_y[first])
-    return f_q, f_y
+    return torch.stack([f_q, cum_y[first], share * (cum_y[last] - cum_y[first])])
 
 
 def _level_bits(consumed: int, width: int, n: int, m: int, n_slots: int) -> int:
@@ -267,15 +324,64 @@ def _level_bits(consumed: int, width: int, n: int, m: int, n_slots: int) -> int:
     return bits if bits >= min(_MIN_REFINE_BITS, width - consumed) else 0
 
 
-def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> tuple[Tensor, Tensor]:
-    """F(r) = (Σq, Σy) of the first r pairs in q order at the ranks ``ranks`` (int64),
-    every tie group at its mean label, by radix select (see the module docstring)."""
+class _Queries(NamedTuple):
+    """Unresolved queries: their index, rank in the pending sequence (the pending pairs
+    of every refined cell, cell after cell) and the rank where their cell starts."""
+
+    index: Tensor
+    rel: Tensor
+    origin: Tensor
+
+
+def _resolve(
+    cells: tuple[Tensor, Tensor, Tensor],
+    single: Tensor | bool,
+    queries: _Queries,
+    f: Tensor,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Add each query's sums over the cells before its rank to ``f``; a rank inside
+    a cell of one value (``single`` cells, all q = 0 or all q = 1) takes its share.
+    Returns the queries left inside cells of several values (mask), their cells and
+    offsets in them."""
+    count, sum_q, sum_y = cells
+    size = count.numel()
+    end = torch.cumsum(count, 0)
+    start = end - count
+    cum_q, cum_y = torch.cumsum(sum_q, 0) - sum_q, torch.cumsum(sum_y, 0) - sum_y
+    # Origins sit on cell edges.
+    o = torch.searchsorted(end, queries.origin, right=True).clamp_(max=size - 1)
+    k = torch.searchsorted(end, queries.rel, right=True).clamp_(max=size - 1)
+    t, c = queries.rel - start[k], count[k]
+    inside = (t > 0) & (t < c)
+    final = (sum_q[k] == 0) | (sum_q[k] == c)
+    final |= single.index_select(0, k) if isinstance(single, Tensor) else single
+    whole = (t >= c).to(torch.float64)
+    share = torch.where(inside & final, t.to(torch.float64) / c.clamp(min=1), 0.0)
+    f_q = cum_q[k] + (whole + share) * sum_q[k] - cum_q[o]
+    f_y = cum_y[k] + whole * sum_y[k] - cum_y[o]
+    f.index_add_(1, queries.index, torch.stack([f_q, f_y, share * sum_y[k]]))
+    return inside & ~final, k, t
+
+
+def _set_aside(count: Tensor, queries: _Queries, left: Tensor, k: Tensor, t: Tensor):
+    """The cells to refine (slot map: cell -> slot or -1), the number of their pairs and
+    the ``left`` queries' ranks in the sequence of those pairs."""
+    index, k, t = queries.index[left], k[left], t[left]
+    cells = torch.unique(k)
+    slot_map = torch.full((count.numel(),), -1, dtype=torch.int64, device=count.device)
+    slot_map[cells] = torch.arange(cells.numel(), device=count.device)
+    sizes = count.index_select(0, cells)
+    starts = torch.cumsum(sizes, 0) - sizes
+    origin = starts.index_select(0, slot_map.index_select(0, k))
+    return slot_map, int(sizes.sum()), _Queries(index, origin + t, origin)
+
+
+def _refine(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
+    """F(r) by radix select over fixed key bits: level after level, the cells that a
+    rank cuts are refined by the key's next bits, until one value or few pairs are left."""
     n, width = probs.numel(), _key_width(probs.dtype)
-    f_q = torch.zeros(ranks.numel(), dtype=torch.float64, device=probs.device)
-    f_y = torch.zeros_like(f_q)
-    # Unresolved queries: their index, rank in the pending sequence (the pending pairs
-    # of every refined cell, cell after cell) and the rank where their cell starts.
-    active, rel, origin = torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks
+    f = torch.zeros(3, ranks.numel(), dtype=torch.float64, device=probs.device)
+    queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
     q, y, plan, consumed, n_slots, slot_map = probs, target, [], 0, 1, None
     if n <= _SORT_BELOW:
         return _sorted_prefix(probs, target, ranks)
@@ -283,41 +389,123 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> tuple[Tensor, 
         bits = _level_bits(consumed, width, n, q.numel(), n_slots)
         if bits == 0:
             # Cells from different slots never tie, so one sort orders the sequence.
-            (at_q, at_y), (o_q, o_y) = (_sorted_prefix(q, y, r) for r in (rel, origin))
-            f_q.index_add_(0, active, at_q - o_q)
-            f_y.index_add_(0, active, at_y - o_y)
-            return f_q, f_y
+            _add_sorted(q, y, queries, f)
+            return f
         plan.append((bits, slot_map))
         consumed += bits
         size = (n_slots << bits) + (len(plan) == 1)
-        count, sum_q, sum_y = _histogram(q, y, plan, size)
-        end = torch.cumsum(count, 0)
-        start = end - count
-        cum_q, cum_y = torch.cumsum(sum_q, 0) - sum_q, torch.cumsum(sum_y, 0) - sum_y
-        # Origins sit on cell edges; a rank inside a cell of one value takes its share.
-        o = torch.searchsorted(end, origin, right=True).clamp_(max=size - 1)
-        k = torch.searchsorted(end, rel, right=True).clamp_(max=size - 1)
-        t, c = rel - start[k], count[k]
-        inside = (t > 0) & (t < c)
-        # A cell of one value: all key bits used, or all its q are 0, or all are 1.
-        final = (sum_q[k] == 0) | (sum_q[k] == c) | (consumed == width)
-        share = torch.where(t >= c, 1.0, 0.0).to(torch.float64)
-        share = torch.where(inside & final, t.to(torch.float64) / c.clamp(min=1), share)
-        f_q.index_add_(0, active, cum_q[k] + share * sum_q[k] - cum_q[o])
-        f_y.index_add_(0, active, cum_y[k] + share * sum_y[k] - cum_y[o])
-        inside &= ~final
-        if not bool(inside.any()):
-            return f_q, f_y
-        active, k, t = active[inside], k[inside], t[inside]
-        cells = torch.unique(k)
-        slot_map = torch.full((size,), -1, dtype=torch.int64, device=probs.device)
-        slot_map[cells] = torch.arange(cells.numel(), device=probs.device)
-        sizes = count.index_select(0, cells)
-        starts = torch.cumsum(sizes, 0) - sizes
-        origin = starts.index_select(0, slot_map.index_select(0, k))
-        rel = origin + t
-        q, y = _compact(q, y, plan, slot_map, int(sizes.sum()))
-        n_slots = cells.numel()
+        cells = _histogram(q, y, _plan_cells(plan), size)
+        left, k, t = _resolve(cells, consumed == width, queries, f)
+        if not bool(left.any()):
+            return f
+        slot_map, m, queries = _set_aside(cells[0], queries, left, k, t)
+        q, y = _compact(q, y, _plan_cells(plan), slot_map, m)
+        n_slots = int(slot_map.max()) + 1
+
+
+def _add_sorted(q: Tensor, y: Tensor, queries: _Queries, f: Tensor) -> None:
+    """Add F(rel) − F(origin) of the pending pairs (q, y) to the queries' sums ``f``."""
+    f.index_add_(
+        1, queries.index, _sorted_prefix(q, y, queries.rel) - _sorted_prefix(q, y, queries.origin)
+    )
+
+
+# The first level's cells follow the data: a strided sample of up to 2**16 keys gives
+# the share of the pairs under each prefix of the key's leading bits (12 for float32,
+# 16 for float64; half precision takes all 15, one cell per value), and each prefix gets
+# about that share of N/128 cells (at least 2**15, so that below 4 million pairs the
+# cut cells set aside little; at most 2**18, which still fit the caches) as a power of
+# two, so that cells hold alike many pairs whatever the distribution.
+_SAMPLE = 1 << 16
+_PREFIX_BITS = {15: 15, 31: 12, 63: 16}
+_MIN_CELLS, _MAX_CELLS = 1 << 15, 1 << 18
+# But at least 16 cells a bin (up to 2**22), so that the cut cells stay a small part of
+# the pairs when bins are few pairs each (N = 10⁹ with β = 5000).
+_CELLS_PER_BIN, _MAX_BIN_CELLS = 16, 1 << 22
+_PAIRS_PER_CELL = 128
+# Pairs set aside by the first level are sorted when they are at most N / 8.
+_SORT_FRACTION = 8
+
+
+def _first_level_cells(n: int, n_bins: int) -> int:
+    """About how many cells the first level spreads ``n`` pairs over (see above)."""
+    by_pairs = min(_MAX_CELLS, max(_MIN_CELLS, n // _PAIRS_PER_CELL))
+    return min(_MAX_BIN_CELLS, max(by_pairs, _CELLS_PER_BIN * n_bins))
+
+
+def _sampled_cells(probs: Tensor, n_bins: int) -> tuple[_CellOf, int, Tensor]:
+    """The first level's cell function, its number of cells and which hold one key.
+
+    Cell 0 holds q = 0 alone (the others move up by one), so that a mass of exact zeros
+    is one tie group even beside subnormal q. Arithmetic stays in int32 below 64-bit
+    keys (int64 is several times slower on CPU).
+    """
+    n, width = probs.numel(), _key_width(probs.dtype)
+    prefix = _PREFIX_BITS[width]
+    rest = width - prefix
+    as_int = torch.int64 if width > 31 else torch.int32
+    sample, _ = _order_key(probs[:: max(1, n // _SAMPLE)])
+    hits = torch.bincount((sample.to(as_int) >> rest).long(), minlength=1 << prefix)
+    cells = _first_level_cells(n, n_bins)
+    want = hits.to(torch.float64) * (cells / sample.numel())
+    extra = torch.ceil(torch.log2(want.clamp(min=1))).long().clamp_(0, rest)
+    span = torch.ones_like(extra) << extra
+    # Prefix p's cells start after the spans before it (base); a key's cell is base + its
+    # next ``extra`` bits, base and shift read from one table (base · 64 + shift: one
+    # gather per pair; base < 2**23, so the table fits int32).
+    shift = rest - extra
+    base = torch.cumsum(span, 0) - span
+    table = ((base << 6) | shift).to(as_int)
+    single = torch.cat([shift.new_ones(1, dtype=torch.bool), shift == 0]).repeat_interleave(
+        torch.cat([span.new_ones(1), span])
+    )
+
+    def cell_of(q: Tensor) -> Tensor:
+        key = _order_key(q)[0].to(as_int)
+        p = key >> rest
+        packed = table.index_select(0, p)
+        bits = packed & 63
+        low = (key >> bits).sub_(p << (rest - bits))
+        return low.add_(packed >> 6).add_(key != 0)
+
+    return cell_of, int(span.sum()) + 1, single
+
+
+def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
+    """F(r) = (Σq, Σy) of the first r pairs in q order at the ranks ``ranks`` (int64),
+    every tie group at its mean label, by radix select (see the module docstring).
+
+    Rows: Σq, Σy of the whole pairs and the share of a split tie group's ones, kept
+    apart so that Σy does not depend on how the pairs were cut into cells (nor so on
+    the input's order, which the first level's sample follows)."""
+    if probs.numel() <= _SORT_BELOW:
+        return _sorted_prefix(probs, target, ranks)
+    f = torch.zeros(3, ranks.numel(), dtype=torch.float64, device=probs.device)
+    queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
+    cell_of, size, single = _sampled_cells(probs, ranks.numel() - 1)
+    top = torch.zeros(size, dtype=torch.float32, device=probs.device)
+    if probs.dtype == torch.float32:
+        cells = _histogram(probs, target, cell_of, size, top)
+        # Float32 sums are exact in float64 (a cell's q share an exponent), so a cell
+        # whose Σq is its count times its largest q holds one value: a tie group that
+        # a rank may split, never one to refine (1 − 2⁻²⁴ and its like near 1).
+        single = single | (cells[1] == cells[0] * top.to(torch.float64))
+    else:
+        cells = _histogram(probs, target, cell_of, size)
+    left, k, t = _resolve(cells, single, queries, f)
+    if not bool(left.any()):
+        return f
+    slot_map, m, queries = _set_aside(cells[0], queries, left, k, t)
+    q, y = _compact(probs, target, cell_of, slot_map, m)
+    # The cut cells' pairs, cell after cell, are in q order: one sort orders a few of
+    # them, more (heavy ties) are refined as one sequence.
+    if m <= probs.numel() // _SORT_FRACTION:
+        _add_sorted(q, y, queries, f)
+        return f
+    j = queries.rel.numel()
+    a = _refine(q, y, torch.cat([queries.rel, queries.origin]))
+    f.index_add_(1, queries.index, a[:, :j] - a[:, j:])
+    return f
 
 
 def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Tensor, ...]:
@@ -325,12 +513,17 @@ def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Ten
 
     The pairs must already be validated and flat (see :func:`adaptive_binning`). Reads
     the pairs a few times in chunks; synchronises with the device once per level.
+    Raises ValueError up front, recommending the streaming mode, when the estimated
+    working memory (:func:`exact_working_bytes`) exceeds what the device has free.
     """
     n = probs.numel()
+    need = exact_working_bytes(n, bin_size, probs.element_size())
+    check_room(need, probs.device, f"exact adaptive binning of {n} pairs")
     n_bins = max(1, n // bin_size)
     ranks = torch.arange(n_bins + 1, device=probs.device) * bin_size
     ranks[-1] = n
-    f_q, f_y = _prefix_sums(probs, target, ranks)
+    f_q, f_y, f_share = _prefix_sums(probs, target, ranks)
+    f_y = f_y + f_share
     count = ranks.diff().to(torch.float64)
     # Differences of prefix sums may leave adjacent bins of one tied value an ulp out of
     # order; the bins' means are sorted by construction, so restore that exactly.

@@ -30,7 +30,8 @@ mean ∓ √3·std.
 the streaming answer loses part of the per-bin label noise that the plug-in estimator
 measures: the gap grows with the number of pairs per cell next to the bin size. The
 measured gap to the exact mode, by N and bin size, is in ``docs/streaming.md``
-(``benchmarks/bench_scale.py``).
+(``benchmarks/bench_scale.py``). Below :func:`buffer_rows` rows the streaming metric
+keeps the pairs themselves and gives the exact result.
 """
 
 from __future__ import annotations
@@ -70,6 +71,21 @@ def num_cells(resolution: int = DEFAULT_RESOLUTION) -> int:
     ):
         raise ValueError(f"resolution must be an even integer >= 2, got {resolution!r}")
     return resolution
+
+
+def buffer_rows(resolution: int = DEFAULT_RESOLUTION) -> int:
+    """Rows of exact pairs a streaming metric keeps before folding them into its sketch.
+
+    2·R rows: at most 16 bytes a pair (float64 q, int64 y), so the buffer never takes
+    more memory than the sketch's 32 bytes a cell (a multiclass row of C pairs and one
+    target, 8·C + 8 bytes, is under 16·C). Until the pairs seen (on all ranks together)
+    exceed it, the streaming result is the exact one.
+
+    Example:
+        >>> buffer_rows(1024)
+        2048
+    """
+    return 2 * num_cells(resolution)
 
 
 def cell_width(q: float, resolution: int = DEFAULT_RESOLUTION) -> float:

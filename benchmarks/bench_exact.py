@@ -1,0 +1,106 @@
+"""The exact mode's adaptive binning next to one ``torch.sort`` of q, by distribution.
+
+For each distribution of q and each N, in one process on the same pairs: the best of
+``--repeats`` timings of ``adaptive_bin_sums`` (bin_size = "auto") and of ``torch.sort(q)``,
+their ratio, and the binning's extra peak RSS over the input's bytes (q and a bool y),
+the largest over the repeats (RSS growth: pages the allocator reuses do not count, so
+it is a lower bound).
+Distributions: uniform, Beta(0.3, 0.3), Beta(0.1, 0.1) (float32), a tagger with 64% of
+q exactly 0, and uniform q in float16 and bfloat16.
+
+Run ``python benchmarks/bench_exact.py --threads 1 --repeats 3 --write``; ``--write``
+puts the table in ``docs/streaming.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scale import measured
+
+from calib_metrics.functional.auto_bin import resolve_bin_size
+from calib_metrics.functional.binning import adaptive_bin_sums
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN, END = "<!-- bench_exact:begin -->", "<!-- bench_exact:end -->"
+KINDS = ("uniform", "beta0.3", "beta0.1", "tagger", "float16", "bfloat16")
+
+
+def pairs(kind: str, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """q of the given kind and calibrated labels y ~ Bernoulli(q), from fixed seeds."""
+    g = torch.Generator().manual_seed(KINDS.index(kind))
+    u = torch.rand(n, generator=g)
+    if kind.startswith("beta"):
+        # Beta(a, a) by inverting its CDF is slow; a symmetric power map of a uniform
+        # has the same U shape (exponent 1/a) and is drawn from the generator alone.
+        a = float(kind[4:])
+        q = torch.where(u < 0.5, (2 * u) ** (1 / a) / 2, 1 - (2 - 2 * u) ** (1 / a) / 2)
+    elif kind == "tagger":
+        q = torch.where(torch.rand(n, generator=g) < 0.64, 0.0, u**8)
+    else:
+        q = u
+    y = torch.bernoulli(q, generator=g).bool()
+    return (q.to(getattr(torch, kind)) if kind.endswith("16") else q), y
+
+
+def run(kind: str, n: int, repeats: int) -> dict:
+    q, y = pairs(kind, n)
+    bin_size = resolve_bin_size("auto", n)
+    exact = [measured(lambda: adaptive_bin_sums(q, y, bin_size))[1:] for _ in range(repeats)]
+    sort = min(measured(lambda: torch.sort(q))[1] for _ in range(repeats))
+    # The fastest time; the largest peak (a repeat may reuse pages the allocator kept).
+    row = {"kind": kind, "n": n, "exact_s": min(t for t, _ in exact), "sort_s": sort}
+    row["peak"] = max(peak for _, peak in exact)
+    row["input"] = q.numel() * q.element_size() + y.numel()
+    print(row, flush=True)
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    out = [
+        "| q | N | exact s | torch.sort s | exact / sort | extra peak / input |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['kind']} | {r['n']:.0e} | {r['exact_s']:.3f} | {r['sort_s']:.3f} | "
+            f"{r['exact_s'] / r['sort_s']:.2f}× | {r['peak'] / r['input']:.2f}× |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    # A first call's one-time allocations (thread pools, allocator arenas) are not the
+    # binning's working memory: make them before measuring.
+    adaptive_bin_sums(*pairs("beta0.3", 200_000), 447)
+    rows = [run(kind, int(n), args.repeats) for n in args.sizes for kind in KINDS]
+    text = table(rows)
+    print(text)
+    if args.write:
+        doc = ROOT / "docs" / "streaming.md"
+        body = doc.read_text()
+        command = " ".join(["python", "benchmarks/bench_exact.py", *sys.argv[1:]])
+        block = f"{BEGIN}\n`{command}`, torch {torch.__version__}:\n\n{text}\n{END}"
+        if BEGIN in body:
+            body = body[: body.index(BEGIN)] + block + body[body.index(END) + len(END) :]
+        else:
+            body += "\n" + block + "\n"
+        doc.write_text(body)
+
+
+if __name__ == "__main__":
+    main()
