@@ -152,7 +152,9 @@ def test_end_to_end_quick_run(tmp_path: Path):
     # Issue 15: sampled against exact marginals, paired over documents.
     for ev in results["sets"].values():
         c = ev["sampled_minus_exact"]
-        assert c["lower"] <= c["difference"] <= c["upper"] and 0 <= c["p_value"] <= 1
+        # An interval for the difference of true errors: it need not hold the difference of
+        # the clipped estimates (compare_calibration's docstring), but it is an interval.
+        assert c["lower"] <= c["upper"] and 0 <= c["p_value"] <= 1
         assert c["difference"] == pytest.approx(c["a"] - c["b"])
         assert c["b"] == pytest.approx(ev["exact_documents"]["error"])  # the same estimator
     assert test["abs_diff_mean"] < 0.05  # 300 samples: Monte Carlo error ~ 0.03 at most
