@@ -660,7 +660,7 @@ def merge(paths: list[str]) -> dict:
     parts = [json.loads(Path(p).read_text()) for p in paths]
     merged = {"config": dict(parts[0]["config"]), "rows": []}
     for part in parts:  # the ovr variant's settings come from the run that had it
-        if "ovr" in part["config"]["variants"]:
+        if "ovr" in part["config"].get("variants", ()):
             for key in ("ovr_truths", "classes", "alpha"):
                 merged["config"][key] = part["config"][key]
     pooled: dict = {}

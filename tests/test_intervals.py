@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import math
@@ -246,13 +247,17 @@ def _study():
     return coverage
 
 
+# The study's data settings used here: Beta(0.3, 0.3), sentences of 20, ρ = 0.5.
+STUDY_ARGS = argparse.Namespace(a=0.3, b=0.3, group_size=20, rho=0.5)
+
+
 def test_grouped_variant_of_the_study_keeps_the_true_error():
     coverage = _study()
     for k in (0.0, 0.1):
         grouped = coverage.grouped_true_error(0.3, 0.3, k, 0.5)
         assert grouped == pytest.approx(true_calibration_error(0.3, 0.3, k), abs=1e-6)
-    q, u, _ = coverage.draw_data(10_000, 0.3, 0.3, 20, 0.5, True, _gen(16))
-    y = coverage.labels(q, u, 0.1, True)
+    q, u, _ = coverage.draw_data(10_000, STUDY_ARGS, "grouped", _gen(16))
+    y = coverage.labels(q, u, 0.1, "grouped")
     # Within a group, correctness is positively correlated (the point of the variant).
     correct = (y == (q > 0.5)).to(torch.float64).reshape(-1, 20)
     between = correct.mean(1).var()
@@ -275,15 +280,15 @@ def test_group_sum_matrix_equals_dense_sums():
 def test_study_group_draws_are_weighted_sums_of_the_groups():
     coverage = _study()
     reps, n, size, samples = 2, 600, 50, 5
-    q, u, groups = coverage.draw_data(reps * n, 0.3, 0.3, 20, 0.5, True, _gen(3))
+    q, u, groups = coverage.draw_data(reps * n, STUDY_ARGS, "grouped", _gen(3))
     q, u, groups = q.reshape(reps, n), u.reshape(reps, n), groups.reshape(reps, n)
     order = torch.argsort(q, dim=1)
     q, u = q.gather(1, order), u.gather(1, order)
     groups = (groups - groups[:, :1]).gather(1, order)
-    ys = [coverage.labels(q, u, k, True) for k in (0.0, 0.1)]
+    ys = [coverage.labels(q, u, k, "grouped") for k in (0.0, 0.1)]
     starts, ends = coverage.rank_bins(n, size)
     weights = torch.poisson(torch.ones(reps * 30, samples, dtype=torch.float64), generator=_gen(4))
-    blocks = coverage.group_draws(q, ys, groups, 30, starts, ends, weights)
+    blocks = coverage.group_draws([q], ys, groups, 30, starts, ends, weights)
     count, sum_q, sum_y = (torch.cat(parts) for parts in zip(*blocks[1]))
     # Direct: every pair carries its group's weight into its rank's bin.
     bin_of_rank = torch.repeat_interleave(torch.arange(starts.numel()), ends - starts)
