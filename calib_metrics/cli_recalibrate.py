@@ -79,8 +79,6 @@ def _summary(probs: Tensor, target: Tensor, groups, args, seed_offset: int) -> d
 
 
 def _write_probs(path: Path, before: Tensor, after: Tensor, target: Tensor, groups) -> None:
-
-    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["probs", "original", "target", *([] if groups is None else ["group"])])
@@ -93,13 +91,18 @@ def _write_probs(path: Path, before: Tensor, after: Tensor, target: Tensor, grou
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from calib_metrics.predictions import read_table
-    from calib_metrics.recalibration import compare_before_after, fit_binary
+    from calib_metrics.predictions import check_output_path, read_table
+    from calib_metrics.recalibration import fit_binary
 
     if args.samples < 1:
         raise ValueError(f"--samples must be positive, got {args.samples}")
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+    # Output paths are checked before any work, as evaluate and compare do: a missing
+    # folder is refused, never created.
+    out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
+    check_output_path(out, "--out")
+    check_output_path(args.plot, "--plot")
     dev = read_table(args.dev, args.probs, args.target, None)
     test = read_table(args.test, args.probs, args.target, args.groups)
     g = torch.Generator().manual_seed(args.seed)
@@ -109,9 +112,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
     except ValueError as err:
         raise ValueError(f"{args.dev}: {err}") from None
-    after = recalibrator(test.probs).to(torch.float64).clamp(0, 1)
     before = test.probs.to(torch.float64)
-    summary: dict[str, Any] = {
+    try:
+        after = recalibrator(test.probs).to(torch.float64).clamp(0, 1)
+        summary = _before_after(args, dev, test, before, after)
+    except ValueError as err:
+        raise ValueError(f"{args.test}: {err}") from None
+    if hasattr(recalibrator, "temperature"):
+        summary["temperature"] = float(recalibrator.temperature)
+    _write_probs(out, before, after, test.target, test.groups)
+    summary["out"] = str(out)
+    if args.plot:
+        summary["plot"] = str(_plot(args.plot, summary))
+    _print(summary, args)
+    return summary
+
+
+def _before_after(args: argparse.Namespace, dev, test, before: Tensor, after: Tensor) -> dict:
+    """The test set's errors before and after, and their paired difference."""
+    import torch
+
+    from calib_metrics.recalibration import compare_before_after
+
+    return {
         "dev": str(args.dev),
         "test": str(args.test),
         "method": args.method,
@@ -130,15 +153,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             generator=torch.Generator().manual_seed(args.seed + 3),
         ),
     }
-    if hasattr(recalibrator, "temperature"):
-        summary["temperature"] = float(recalibrator.temperature)
-    out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
-    _write_probs(out, before, after, test.target, test.groups)
-    summary["out"] = str(out)
-    if args.plot:
-        summary["plot"] = str(_plot(args.plot, summary))
-    _print(summary, args)
-    return summary
 
 
 def _plot(path: Path, summary: dict[str, Any]) -> Path:
@@ -154,7 +168,6 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
             interval=summary[which]["interval"],
             debias=True,
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
 

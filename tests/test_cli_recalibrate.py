@@ -96,3 +96,31 @@ def test_cli_methods_are_the_library_methods():
     from calib_metrics.recalibration import BINARY_METHODS
 
     assert METHODS == BINARY_METHODS
+
+
+@pytest.mark.parametrize("option", ["--out", "--plot"])
+def test_output_in_a_missing_folder_is_refused_and_not_created(files, tmp_path, capsys, option):
+    (dev, *_), (test, *_) = files
+    missing = tmp_path / "no" / "such"
+    code = main(["recalibrate", str(dev), str(test), "--samples", "20",
+                 option, str(missing / "x.png")])  # fmt: skip
+    assert code == 2 and not (tmp_path / "no").exists()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert option in line and "does not exist" in line
+
+
+def test_plot_path_that_is_a_folder_is_refused(files, tmp_path, capsys):
+    (dev, *_), (test, *_) = files
+    code = main(["recalibrate", str(dev), str(test), "--samples", "20", "--plot", str(tmp_path)])
+    assert code == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_a_bad_test_file_is_named_in_the_error(files, tmp_path, capsys):
+    (dev, *_), _ = files
+    bad = tmp_path / "bad.csv"
+    bad.write_text("prob,label\n0.2,0\n1.5,1\n0.7,1\n")
+    code = main(["recalibrate", str(dev), str(bad), "--samples", "20"])
+    assert code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert str(bad) in line
