@@ -56,3 +56,15 @@ def test_thesis_figure_has_an_overlay_and_a_captioned_panel_per_model(tmp_path, 
     assert titles == ["query V", "HMM, Acc = 0.7", "CRF, Acc = 0.8", "query NN", "HMM (EWT)"]
     with pytest.raises(ValueError, match="at least one"):
         thesis_figure([("empty", [])], tmp_path / "g.png", suptitle="s")
+
+
+def test_overlay_shows_one_count_axis_for_all_models():
+    good, bad = _results()
+    fig, ax = plt.subplots()
+    overlay_reliability(ax, [Curve("good", "", good), Curve("bad", "", bad)], title="q")
+    twins = [a for a in fig.axes if a is not ax]
+    assert len(twins) == 2
+    visible = [t for t in twins if t.yaxis.get_visible()]
+    assert len(visible) == 1  # the others' tick labels would print over it
+    assert twins[0].get_ylim() == twins[1].get_ylim()
+    plt.close(fig)

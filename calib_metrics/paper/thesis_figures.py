@@ -52,6 +52,7 @@ def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: floa
 
     if not curves:
         raise ValueError("overlay_reliability needs at least one curve")
+    count_axis = None
     for i, curve in enumerate(curves):
         before = set(ax.figure.axes)
         color = f"C{i}"
@@ -62,11 +63,27 @@ def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: floa
             for bar in twin.patches:
                 bar.set_facecolor(color)
                 bar.set_alpha(0.25)
+            count_axis = _share_count_axis(twin, count_axis)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))  # the diagonal is drawn once per curve
     ax.legend(unique.values(), unique.keys(), loc="upper left", fontsize=7)
     ax.set_title(title, fontsize=9)
     return ax
+
+
+def _share_count_axis(twin, first):
+    """Draw every model's counts on the first model's count axis: one scale, one set of
+    tick labels (each model's own axis would print its ticks over the others')."""
+    if first is None:
+        return twin
+    first_low, first_high = first.get_ylim()
+    low, high = twin.get_ylim()
+    if twin.get_yscale() == first.get_yscale():
+        limits = (min(first_low, low), max(first_high, high))
+        first.set_ylim(*limits)
+        twin.set_ylim(*limits)
+    twin.yaxis.set_visible(False)
+    return first
 
 
 def thesis_figure(
