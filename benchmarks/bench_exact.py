@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scale import measured
+from bench_scale import measured, write_block
 
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import adaptive_bin_sums
@@ -91,15 +91,7 @@ def main() -> None:
     text = table(rows)
     print(text)
     if args.write:
-        doc = ROOT / "docs" / "streaming.md"
-        body = doc.read_text()
-        command = " ".join(["python", "benchmarks/bench_exact.py", *sys.argv[1:]])
-        block = f"{BEGIN}\n`{command}`, torch {torch.__version__}:\n\n{text}\n{END}"
-        if BEGIN in body:
-            body = body[: body.index(BEGIN)] + block + body[body.index(END) + len(END) :]
-        else:
-            body += "\n" + block + "\n"
-        doc.write_text(body)
+        write_block(ROOT / "docs" / "streaming.md", (BEGIN, END), "bench_exact.py", text)
 
 
 if __name__ == "__main__":

@@ -241,16 +241,22 @@ def main() -> None:
     text = tables(rows)
     print(text)
     if args.write:
-        doc = ROOT / "docs" / "streaming.md"
-        body = doc.read_text()
-        command = " ".join(["python", "benchmarks/bench_scale.py", *sys.argv[1:]])
-        block = f"{BEGIN}\n`{command}`, torch {torch.__version__}:\n\n{text}\n{END}"
-        if BEGIN in body:
-            body = body[: body.index(BEGIN)] + block + body[body.index(END) + len(END) :]
-        else:
-            body += "\n" + block + "\n"
-        doc.write_text(body)
+        write_block(ROOT / "docs" / "streaming.md", (BEGIN, END), "bench_scale.py", text)
         plot(rows, ROOT / "docs" / "img" / "scale.png")
+
+
+def write_block(doc: Path, markers: tuple[str, str], script: str, text: str) -> None:
+    """Put ``text`` with the command that made it between ``markers`` in ``doc`` (appended
+    when the markers are not there yet)."""
+    begin, end = markers
+    body = doc.read_text()
+    command = " ".join(["python", f"benchmarks/{script}", *sys.argv[1:]])
+    block = f"{begin}\n`{command}`, torch {torch.__version__}:\n\n{text}\n{end}"
+    if begin in body:
+        body = body[: body.index(begin)] + block + body[body.index(end) + len(end) :]
+    else:
+        body += "\n" + block + "\n"
+    doc.write_text(body)
 
 
 if __name__ == "__main__":
