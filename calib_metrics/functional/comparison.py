@@ -245,7 +245,8 @@ def compare_calibration(
         units = torch.arange(target_a.numel(), device=target_a.device)
     else:
         units = torch.unique(_check_groups(groups, probs_a), return_inverse=True)[1]
-    n_units = int(units.max().item()) + 1  # the one host sync: the number of units
+    # Host syncs: the number of units here, and the tie groups per model (_tie_shares).
+    n_units = int(units.max().item()) + 1
     options = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
     bins_a, sums_a = _unit_sums(probs_a, target_a, units, n_units, options)
     bins_b, sums_b = _unit_sums(probs_b, target_b, units, n_units, options)
