@@ -262,11 +262,44 @@ def compare_calibration(
     if not debias:
         ends = _plugin_difference(errors_a - errors_b, difference, confidence)
         return ComparisonResult(difference, *ends, a, b)
-    # The difference: both worlds keep the observed gaps (see the module docstring).
-    world_a = draw_statistics(bins_a, blocks_a, norm=norm, debias=True, world="observed")
-    world_b = draw_statistics(bins_b, blocks_b, norm=norm, debias=True, world="observed")
-    ends = _debiased_difference(world_a.values, world_b.values, confidence)
+    theta_a, theta_b = _paired_squares(bins_a, bins_b, blocks_a, blocks_b)
+    ends = _debiased_difference(theta_a, theta_b, confidence)
     return ComparisonResult(difference, *ends, a, b)
+
+
+def _paired_squares(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
+    """Both models' recentred draws θ* with the linear term shrunk jointly (module docstring).
+
+    Each draw's root splits into a quadratic part (the ``"zero"`` world's root: the draw's
+    own noise) and a linear part (the observed world's root minus it, 2 Σ wᵢ ĝᵢ eᵢ*). The
+    observed gaps ĝ carry their own noise, which inflates the linear part of Δ* by twice
+    the quadratic part's variance; the linear part is shrunk by the one factor s that
+    removes that excess from Var(lin_a − lin_b), and θ* = (1 − s)·θ*_zero + s·θ*_observed.
+    """
+    theta = {}
+    for world in ("observed", "zero"):
+        draws_a = draw_statistics(bins_a, blocks_a, debias=True, world=world)
+        draws_b = draw_statistics(bins_b, blocks_b, debias=True, world=world)
+        theta[world] = (draws_a.values, draws_b.values)
+    (observed_a, observed_b), (zero_a, zero_b) = theta["observed"], theta["zero"]
+    linear = (zero_a - observed_a) - (zero_b - observed_b)
+    quadratic = zero_a - zero_b
+    shrink = _linear_shrink(linear, quadratic)
+    return torch.lerp(zero_a, observed_a, shrink), torch.lerp(zero_b, observed_b, shrink)
+
+
+def _linear_shrink(linear: Tensor, quadratic: Tensor) -> Tensor:
+    """s = √(max(0, Var lin − 2·Var quad) / Var lin): the linear part's noise-free share.
+
+    With gaps ĝ = g + ε, E Var*(2 Σ w ĝ e*) = Var(2 Σ w g e) + 2·Var(Σ w e²) for Gaussian
+    noise, so subtracting twice the quadratic part's variance leaves the true gaps' share.
+    """
+    valid = ~(linear.isnan() | quadratic.isnan())
+    var_linear = linear[valid].var() if int(valid.sum()) > 1 else linear.new_zeros(())
+    var_quadratic = quadratic[valid].var() if int(valid.sum()) > 1 else linear.new_zeros(())
+    excess = (var_linear - 2 * var_quadratic).clamp_min(0)
+    ratio = torch.where(var_linear > 0, excess / var_linear, torch.ones_like(var_linear))
+    return ratio.sqrt()
 
 
 def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode: str):

@@ -405,13 +405,15 @@ def draw_statistics(
     *,
     norm: Norm = "l2",
     debias: bool = True,
-    world: Literal["draws", "shrunk", "observed"] = "shrunk",
+    world: Literal["draws", "shrunk", "observed", "zero"] = "shrunk",
 ) -> Draws:
     """Reduce blocks of resampled bins ``[S_b, ..., T]`` to per-draw statistics.
 
     ``world``: ``"draws"`` (Algorithm 2: each draw's own error, centred on their mean),
     ``"shrunk"`` (pairs: the recentred world of the observed gaps shrunk to the debiased
-    estimate) or ``"observed"`` (groups: the observed gaps themselves); the bins may carry
+    estimate), ``"observed"`` (groups: the observed gaps themselves) or ``"zero"`` (every
+    gap 0: only the draws' noise, the quadratic part of the others' roots, which a paired
+    comparison needs, :mod:`calib_metrics.functional.comparison`); the bins may carry
     leading batch dimensions, which the blocks share. See the module docstring.
 
     Example:
@@ -429,19 +431,20 @@ def draw_statistics(
     if world == "draws" or not debias:
         errors = torch.cat([bin_errors(d, norm, debias) for d in blocks]).to(torch.float64)
         return Draws(errors, errors, None if world == "draws" else estimate, estimate, None)
-    square, theta = _recentred_squares(bins, blocks, shrink=world == "shrunk")
+    square, theta = _recentred_squares(bins, blocks, world)
     return Draws(theta.clamp_min(0).sqrt(), theta, None, estimate, square)
 
 
-def _recentred_squares(bins: Bins, blocks: Iterable[Bins], shrink: bool) -> tuple[Tensor, Tensor]:
+def _recentred_squares(bins: Bins, blocks: Iterable[Bins], world: str) -> tuple[Tensor, Tensor]:
     """The data's debiased square D and the draws' θ_s = D − (D*_s − θ̃) (module docstring)."""
     gap = bins.pred_mean - bins.freq
     square = debiased_square(gap, bins.freq, bins.count)
     plugin = bin_errors(bins) ** 2
-    # Shrunk, the bootstrap world's θ̃ equals max(D, 0); observed, it is P.
+    # The world's gaps are λ·gap: shrunk, λ² = max(D, 0)/P so that θ̃ = max(D, 0);
+    # observed, λ = 1 (θ̃ = P); zero, λ = 0 (θ̃ = 0).
     factor = torch.where(plugin > 0, square.clamp_min(0) / plugin, 0).sqrt()
-    if not shrink:
-        factor = torch.ones_like(factor)
+    if world != "shrunk":
+        factor = torch.full_like(factor, 1.0 if world == "observed" else 0.0)
     shrunk = factor.unsqueeze(-1) * gap
     target_square = factor**2 * plugin
     thetas = []
