@@ -27,9 +27,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's benchmarks/
 
-from benchmarks.coverage_compare import SETTINGS, SHIFT, _true_error
+from benchmarks.coverage_compare import SETTINGS, SHIFT, _true_error, labels
 from calib_metrics.functional.auto_bin import resolve_bin_size
-from calib_metrics.functional.comparison import _paired_blocks, _unit_sums, root_difference
+from calib_metrics.functional.comparison import (
+    _paired_blocks,
+    _paired_squares,
+    _unit_sums,
+    root_difference,
+)
 from calib_metrics.functional.intervals import draw_statistics
 
 
@@ -37,20 +42,27 @@ def _ends(x: torch.Tensor) -> torch.Tensor:
     return torch.quantile(x, torch.tensor([0.025, 0.975], dtype=x.dtype))
 
 
-def one_data_set(q, y, setting, draws, g) -> dict:
-    """Every construction's interval on one data set (pairs resampled)."""
+WORLDS = ("shrunk", "observed", "joint")
+
+
+def one_data_set(q, y, groups, setting, draws, g) -> dict:
+    """Every construction's interval on one data set (pairs or groups resampled)."""
     model_a, model_b, _ = SETTINGS[setting]
     n = q.numel()
-    units = torch.arange(n)
+    units = torch.arange(n) if groups is None else groups
+    n_units = int(units.max()) + 1
     options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", n), "n_bins": 15}
-    bins_a, sums_a = _unit_sums(model_a(q), y, units, n, options)
-    bins_b, sums_b = _unit_sums(model_b(q), y, units, n, options)
-    blocks = list(_paired_blocks(sums_a, sums_b, n, draws, g))
+    bins_a, sums_a = _unit_sums(model_a(q), y, units, n_units, options)
+    bins_b, sums_b = _unit_sums(model_b(q), y, units, n_units, options)
+    blocks = list(_paired_blocks(sums_a, sums_b, n_units, draws, g))
+    blocks_a, blocks_b = [b[0] for b in blocks], [b[1] for b in blocks]
     out = {}
-    for world in ("shrunk", "observed"):
-        da = draw_statistics(bins_a, [b[0] for b in blocks], world=world)
-        db = draw_statistics(bins_b, [b[1] for b in blocks], world=world)
+    for world in WORLDS:
+        da = draw_statistics(bins_a, blocks_a, world="observed" if world == "joint" else world)
+        db = draw_statistics(bins_b, blocks_b, world="observed" if world == "joint" else world)
         theta_a, theta_b = da.values, db.values
+        if world == "joint":
+            theta_a, theta_b = _paired_squares(bins_a, bins_b, blocks_a, blocks_b)
         squares = theta_a - theta_b
         out[f"{world} Δ ends"] = _ends(squares)
         out[f"{world} sd"] = squares.std()
@@ -73,7 +85,7 @@ def one_data_set(q, y, setting, draws, g) -> dict:
     return out
 
 
-def study(setting: str, n: int, reps: int, draws: int, seed: int) -> list[str]:
+def study(setting: str, n: int, reps: int, draws: int, seed: int, variant: str) -> list[str]:
     _, _, truth = SETTINGS[setting]
     error_a = _true_error(SHIFT) if setting != "both calibrated" else 0.0
     square = error_a**2 - (error_a - truth) ** 2
@@ -81,11 +93,13 @@ def study(setting: str, n: int, reps: int, draws: int, seed: int) -> list[str]:
     rows = []
     for _ in range(reps):
         q = torch.rand(n, generator=g, dtype=torch.float64)
-        rows.append(one_data_set(q, torch.bernoulli(q, generator=g), setting, draws, g))
+        y, groups = labels(q, variant, g)
+        rows.append(one_data_set(q, y, groups, setting, draws, g))
     d = torch.stack([r["D_a − D_b"] for r in rows])
     est = torch.stack([r["estimate"] for r in rows])
     lines = [
-        f"{setting}, N = {n:,}, {reps} data sets × {draws} draws: D_a − D_b − Δ mean "
+        f"{setting}, {variant} labels, N = {n:,}, {reps} data sets × {draws} draws: "
+        f"D_a − D_b − Δ mean "
         f"{(d.mean() - square).item():+.1e}, sd {d.std().item():.2e}; "
         f"error(a) − error(b) − δ mean {(est.mean() - truth).item():+.4f}",
         "",
@@ -93,7 +107,7 @@ def study(setting: str, n: int, reps: int, draws: int, seed: int) -> list[str]:
         "| m interval | m̂ |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for world in ("shrunk", "observed"):
+    for world in WORLDS:
         ends = torch.stack([r[f"{world} Δ ends"] for r in rows])
         cover = ((ends[:, 0] <= square) & (square <= ends[:, 1])).double().mean()
         reject = ((ends[:, 0] > 0) | (ends[:, 1] < 0)).double().mean()
@@ -113,12 +127,12 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
+    parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
     args = parser.parse_args()
     torch.set_num_threads(1)
     for setting in args.settings:
-        print(
-            "\n".join(study(setting, args.n, args.reps, args.draws, args.seed)) + "\n", flush=True
-        )
+        lines = study(setting, args.n, args.reps, args.draws, args.seed, args.variant)
+        print("\n".join(lines) + "\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -152,11 +152,11 @@ def _compute(args: argparse.Namespace):
     import torch
 
     from calib_metrics.functional import brier_decomposition, calibration_error_ci
-    from calib_metrics.predictions import read_table
+    from calib_metrics.predictions import as_multiclass, read_table
 
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
     probs, target, groups = read_table(args.file, args.probs, args.target, wanted_groups)
-    probs, target = _as_multiclass(probs, target, args.file)
+    probs, target = as_multiclass(probs, target, args.file)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
         probs,
@@ -275,19 +275,6 @@ def evaluate(args: argparse.Namespace) -> dict:
     else:
         _print_text(args, summary, result, brier)
     return summary
-
-
-def _as_multiclass(probs, target, path: Path):
-    """C probabilities per label (k·N values for N labels, k ≥ 2) become [N, C] with
-    integer class ids; equal counts stay binary pairs."""
-    import torch
-
-    n, total = target.numel(), probs.numel()
-    if total == n or n == 0 or total % n:
-        return probs, target
-    if not bool((target == target.round()).all()):
-        raise ValueError(f"{path}: {total // n} probabilities per label need integer class ids")
-    return probs.reshape(n, total // n), target.to(torch.long)
 
 
 def _brier_pairs(probs, target, mode: str):

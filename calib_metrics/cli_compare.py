@@ -36,6 +36,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
+        "--mode", choices=["one_vs_rest", "top_label", "classwise"], default="one_vs_rest",
+        help="multiclass files: pool one-vs-rest pairs, the top label's confidence, or "
+        "average the classes' errors (both models resampled together)",
+    )  # fmt: skip
+    p.add_argument(
         "--html", type=Path,
         help="write a self-contained HTML report here (both models, the difference, diagrams, "
         "bins, settings; its folder must exist)",
@@ -53,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _read_both(args: argparse.Namespace):
-    from calib_metrics.predictions import read_table
+    from calib_metrics.predictions import as_multiclass, read_table
 
     a = read_table(args.a, args.probs, args.target, args.groups)
     if args.b is None:
@@ -67,7 +72,10 @@ def _read_both(args: argparse.Namespace):
             f"{args.b or args.a}: the two models must be scored on the same items in the same "
             f"order (labels differ: {a.target.numel()} vs {b.target.numel()} rows)"
         )
-    return a, b
+    # A multiclass file's C probabilities per label become [N, C] with class ids.
+    probs_a, target = as_multiclass(a.probs, a.target, args.a)
+    probs_b, _ = as_multiclass(b.probs, b.target, args.b or args.a)
+    return a._replace(probs=probs_a, target=target), b._replace(probs=probs_b, target=target)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -88,10 +96,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result = compare_calibration(
         a.probs, b.probs, a.target, groups=a.groups, confidence=args.confidence,
         n_samples=args.samples, generator=torch.Generator().manual_seed(args.seed),
+        mode=args.mode,
     )  # fmt: skip
     summary = {
         "n": a.target.numel(),
         "resampled": "pairs" if a.groups is None else "groups",
+        "mode": args.mode,
         "confidence": args.confidence,
         **{
             name: {"calib_err": float(r.error), "lower": float(r.lower), "upper": float(r.upper)}

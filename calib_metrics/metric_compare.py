@@ -50,16 +50,16 @@ class CalibrationComparison(_StatesKeepTheirDtype):
 
     Binary input: ``probs_a``, ``probs_b`` and ``target`` of one shape. Multiclass input
     (``num_classes=C``): ``probs_* [..., C]`` with integer ``target [...]``, turned into
-    pairs by ``mode`` (``"one_vs_rest"``, the paper's, or ``"top_label"``; see
+    pairs by ``mode`` (``"one_vs_rest"``, the paper's, ``"top_label"`` or ``"classwise"``; see
     :func:`~calib_metrics.functional.compare_calibration`). Items whose target is
     ``ignore_index`` are dropped. A rejected ``update`` or ``forward`` raises and leaves
     the state as it was; ``forward`` returns the batch's own comparison (None for a batch
-    of padding only). :meth:`compute_by_label` compares class by class (one-vs-rest), with
+    of padding only). :meth:`compute_by_label` compares class by class, with
     Holm's or Benjamini–Hochberg's correction and the counts of the paper's Figure 4.
 
     Args:
         num_classes: None for binary input, else the number of classes C.
-        mode: ``"one_vs_rest"`` or ``"top_label"`` (multiclass only).
+        mode: ``"one_vs_rest"``, ``"top_label"`` or ``"classwise"`` (multiclass only).
         ignore_index: target value marking items to drop (padding).
         n_samples: paired bootstrap draws.
         confidence: coverage of the interval of the difference.
@@ -92,7 +92,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         self,
         num_classes: int | None = None,
         *,
-        mode: Literal["one_vs_rest", "top_label"] = "one_vs_rest",
+        mode: Literal["one_vs_rest", "top_label", "classwise"] = "one_vs_rest",
         ignore_index: int | None = None,
         n_samples: int = 2000,
         confidence: float = 0.95,
@@ -307,11 +307,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             >>> r.labels.tolist(), (r.a_better, r.b_better, r.not_distinguishable)
             ([0, 1, 2], (0, 3, 0))
         """
-        if self.num_classes is None or self.mode != "one_vs_rest":
+        if self.num_classes is None or self.mode == "top_label":
             raise ValueError(
                 "compute_by_label compares class by class: it needs num_classes and "
-                f"mode='one_vs_rest' (this metric has num_classes={self.num_classes}, "
-                f"mode={self.mode!r})"
+                "mode 'one_vs_rest' or 'classwise' (this metric has "
+                f"num_classes={self.num_classes}, mode={self.mode!r})"
             )
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
@@ -341,10 +341,10 @@ def _check_arguments(args: dict[str, Any]) -> None:
         not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2
     ):
         raise ValueError(f"num_classes must be None or an integer >= 2, got {num_classes!r}")
-    if mode not in MODES or mode == "classwise":
-        raise ValueError(f"mode must be 'one_vs_rest' or 'top_label', got {mode!r}")
-    if mode == "top_label" and num_classes is None:
-        raise ValueError("mode='top_label' needs multiclass input: set num_classes")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode != "one_vs_rest" and num_classes is None:
+        raise ValueError(f"mode={mode!r} needs multiclass input: set num_classes")
     if ignore_index is not None and (
         not isinstance(ignore_index, int) or isinstance(ignore_index, bool)
     ):

@@ -287,6 +287,24 @@ def read_table(
     return Predictions(q, y, ids)
 
 
+def as_multiclass(probs: torch.Tensor, target: torch.Tensor, path: str | Path):
+    """C probabilities per label (k·N values for N labels, k ≥ 2) become [N, C] with
+    integer class ids; equal counts stay binary pairs.
+
+    Example:
+        >>> import torch
+        >>> as_multiclass(torch.tensor([0.2, 0.8, 0.6, 0.4]), torch.tensor([1.0, 0.0]), "f")
+        (tensor([[0.2000, 0.8000],
+                [0.6000, 0.4000]]), tensor([1, 0]))
+    """
+    n, total = target.numel(), probs.numel()
+    if total == n or n == 0 or total % n:
+        return probs, target
+    if not bool((target == target.round()).all()):
+        raise ValueError(f"{path}: {total // n} probabilities per label need integer class ids")
+    return probs.reshape(n, total // n), target.to(torch.long)
+
+
 def read_labels(path: str | Path, column: str) -> list[str]:
     """Each row's value in ``column`` as text: the label (query type, class name) of a pair.
 

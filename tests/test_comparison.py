@@ -251,7 +251,6 @@ def test_multiclass_groups_follow_every_pair_of_an_item() -> None:
 @pytest.mark.parametrize(
     ("mode", "groups", "match"),
     [
-        ("classwise", None, "classwise"),
         ("top_lable", None, "mode must be one of"),
         ("one_vs_rest", [0, 1], "groups must be a tensor"),
     ],
@@ -266,3 +265,30 @@ def test_top_label_needs_class_probabilities() -> None:
     a, b, y = _data(n=50)
     with pytest.raises(ValueError, match="multiclass"):
         compare_calibration(a, b, y, mode="top_label", n_samples=10)
+
+
+def test_classwise_difference_is_the_mean_of_the_classes_differences() -> None:
+    sharp, p, c = _multiclass()
+    g = torch.Generator().manual_seed(3)
+    got = compare_calibration(sharp, p, c, mode="classwise", n_samples=300, generator=g)
+    per_class = [
+        compare_calibration(sharp[:, k], p[:, k], (c == k).double(), n_samples=20, generator=g)
+        for k in range(p.shape[1])
+    ]
+    expected = torch.stack([r.difference for r in per_class]).mean()
+    torch.testing.assert_close(got.difference, expected)
+    # Each model's result is calibration_error's classwise value (the mean of the classes').
+    torch.testing.assert_close(got.a.error, calibration_error(sharp, c, mode="classwise"))
+    torch.testing.assert_close(got.b.error, calibration_error(p, c, mode="classwise"))
+    # Overconfident against calibrated: clearly worse, and the interval says so.
+    assert got.lower < got.difference < got.upper
+    assert got.lower > 0 and got.p_value < 0.01
+
+
+def test_classwise_of_one_model_with_itself_is_zero() -> None:
+    _, p, c = _multiclass(n=500)
+    got = compare_calibration(
+        p, p, c, mode="classwise", n_samples=50, generator=torch.Generator().manual_seed(0)
+    )
+    assert got.difference.item() == 0.0 and got.p_value.item() == 1.0
+    assert got.lower.item() == 0.0 and got.upper.item() == 0.0

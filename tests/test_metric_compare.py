@@ -70,7 +70,7 @@ def test_equals_the_functional_on_the_concatenation(groups) -> None:
     _assert_equal(metric.compute(), _functional(batches))
 
 
-@pytest.mark.parametrize("mode", ["one_vs_rest", "top_label"])
+@pytest.mark.parametrize("mode", ["one_vs_rest", "top_label", "classwise"])
 def test_multiclass_modes_with_padding_equal_the_functional(mode) -> None:
     batches = _tags(pad=True)
     metric = CalibrationComparison(num_classes=4, mode=mode, ignore_index=PAD, **OPTIONS)
@@ -166,7 +166,8 @@ def test_compute_without_items_and_reset() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"mode": "classwise", "num_classes": 3}, "mode must be"),
+        ({"mode": "classwise"}, "num_classes"),
+        ({"mode": "per_class", "num_classes": 3}, "mode must be"),
         ({"mode": "top_label"}, "num_classes"),
         ({"num_classes": 1}, "num_classes"),
         ({"norm": "l3"}, "norm"),

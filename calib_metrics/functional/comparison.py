@@ -10,13 +10,30 @@ gives both errors at once.
 Δ = θ_a − θ_b, which the debiased squares estimate without bias (D_a − D_b), and then
 carried to the difference of errors δ = √θ_a − √θ_b. On the square scale the recentred
 bootstrap of :mod:`calib_metrics.functional.intervals` serves both models at once: a
-draw's root is L*_a − L*_b, and Δ's draws are (D_a − D_b) − (L*_a − L*_b). Both models'
-bootstrap worlds keep their **observed** gaps (λ = 1), for pairs as for groups: where the
-two models share bins, the noise of the observed gaps is common to both and cancels in
-g_a − g_b, so the unshrunk world reproduces the actual spread of D_a − D_b, while the
-single-model shrink (λ² = D₊/P) shrinks that spread by λ (at equal true errors it
-rejected "no difference" 10–12% of the time at α = 0.05). The p-value of "no difference"
-(δ = 0 exactly when Δ = 0) is the two-sided bootstrap p-value of Δ's draws.
+draw's root is L*_a − L*_b, and Δ's draws are (D_a − D_b) − (L*_a − L*_b). The p-value of
+"no difference" (δ = 0 exactly when Δ = 0) is the two-sided bootstrap p-value of Δ's
+draws.
+
+**Which world: the linear term shrunk jointly.** A draw's root has a quadratic part, the
+draw's own noise Σ wᵢ eᵢ*² less its debias term (the root in a world whose gaps are all
+0), and a linear part 2 Σ wᵢ ĝᵢ eᵢ* (the root in the observed-gaps world minus the
+quadratic part). The linear part is what carries the true gaps' weight, but the observed
+gaps ĝ = g + ε carry noise too, and for Gaussian noise that noise adds exactly twice the
+quadratic part's variance to the linear part's: E Var*(lin) = Var(lin with g) + 2 Var(quad),
+model by model and for the difference a − b alike. So the draws are
+
+    θ* = (1 − s)·θ*_zero + s·θ*_observed,
+    s² = max(0, Var*(lin_a − lin_b) − 2·Var*(quad_a − quad_b)) / Var*(lin_a − lin_b),
+
+one s for both models from the same draws (:func:`_paired_squares`). Where the two
+models share bins and labels the noise of their gaps is common, cancels in g_a − g_b,
+and leaves no quadratic part in the difference: s = 1, the observed gaps, which are then
+exact (a single model's shrink λ = √(D₊/P) applied to each model narrowed the draws by
+27% there, and the test rejected equal errors 10–12% of the time). Where both models are
+calibrated their gaps are pure noise and s → 0: the draws are the noise alone (the
+observed gaps made them 1.8× too wide, and the test rejected 0.3% of the time).
+``tests/test_comparison_spread.py`` checks the draws' spread against the actual spread
+of D_a − D_b over data sets in both cases; ``docs/coverage.md`` has the coverage study.
 
 Then each draw is carried to δ: δ* = sign(Δ*)·(√(m* + |Δ*|) − √m*) with
 m* = min(θ_a*, θ_b*) the draw's smaller squared error (:func:`root_difference`, the
@@ -40,16 +57,14 @@ the difference was biased: a tied and an untied calibrated model, grouped labels
 told apart 23% of the time at α = 0.05.) Each model's own result comes from the same
 draws, so with split ties its interval can differ slightly from ``calibration_error_ci``'s.
 
-**Known limit.** When both models are calibrated (true gaps 0) the observed gaps are pure
-noise and their linear term widens the draws: the interval over-covers and the test
-almost never rejects (0.003 at α = 0.05 in the study). The shrunk world is right there
-but under-covers as soon as an error is real, so the observed gaps are kept. A draw whose
-θ* is negative (a model whose debiased square is near or below 0, common after
-recalibration, and with large tie groups such as isotonic outputs) enters Δ* with its
-sign, so the interval can reach beyond what the two reported errors allow and may even
-exclude the difference of the reported errors (sentiment, NB before − after isotonic:
-+0.1818 with interval [+0.1073, +0.1757], ``docs/sentiment.md``): it is an interval for
-the difference of the true errors, not around the (clipped) point estimates.
+**Bias-corrected, not centred on the estimate.** The draws θ* = D − L* remove the bias
+that the bootstrap finds in D (the basic bootstrap), while the reported errors are the
+estimates themselves, clipped at 0. Where the two differ the interval is not centred on
+the difference of the reported errors, and can exclude it: with isotonic outputs (a few
+large tie groups) the debias term over-subtracts, a model's D is negative and reported
+as 0, while its draws say its squared error is positive (sentiment, NB before − after
+isotonic: +0.1818 with interval [+0.109, +0.174], ``docs/recalibration.md``). The interval
+is for the difference of the true errors.
 
 **Plug-in** (``debias=False``, or the l1/max norms): the percentile interval of the
 paired draws' differences of errors, shifted so that their median is the estimate (a
@@ -85,7 +100,7 @@ from calib_metrics.functional.intervals import (
     reweighted_bins,
     unit_weights,
 )
-from calib_metrics.functional.multiclass import Mode, pair_sets
+from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
 
 
 class ComparisonResult(NamedTuple):
@@ -108,11 +123,16 @@ class ComparisonResult(NamedTuple):
     b: CalibrationResult
 
 
+def _shared_blocks(matrices: list[Tensor], n_units: int, n_samples: int, generator):
+    """Blocks of every matrix's resampled bins from one set of unit weights per draw."""
+    rows = sum(matrix.shape[0] for matrix in matrices)
+    for weights in unit_weights(n_units, n_samples, rows, generator, matrices[0].device):
+        yield [reweighted_bins(matrix, weights) for matrix in matrices]
+
+
 def _paired_blocks(matrix_a: Tensor, matrix_b: Tensor, n_units: int, n_samples: int, generator):
     """Blocks of both models' resampled bins from one set of unit weights per draw."""
-    rows = matrix_a.shape[0] + matrix_b.shape[0]
-    for weights in unit_weights(n_units, n_samples, rows, generator, matrix_a.device):
-        yield reweighted_bins(matrix_a, weights), reweighted_bins(matrix_b, weights)
+    yield from _shared_blocks([matrix_a, matrix_b], n_units, n_samples, generator)
 
 
 def _unit_sums(probs: Tensor, target: Tensor, units: Tensor, n_units: int, options: dict):
@@ -193,10 +213,11 @@ def compare_calibration(
             :func:`~calib_metrics.functional.calibration.calibration_error` (defaults: the
             recommended one; ``debias`` falls back to the plug-in for l1 and max).
         mode: multiclass input as in :func:`~calib_metrics.functional.calibration_error`:
-            ``"one_vs_rest"`` (every item gives C pairs) or ``"top_label"`` (each model's
+            ``"one_vs_rest"`` (every item gives C pairs), ``"top_label"`` (each model's
             own confidence and correctness; the pairs of an item stay paired across the
-            models). ``"classwise"`` is refused: its average of per-class errors has no
-            paired draws here; compare each class's pairs instead.
+            models) or ``"classwise"`` (the mean over classes of each class's error: every
+            draw reweights the items once for all classes and both models, and its
+            difference is the mean of the classes' draws).
 
     Returns:
         :class:`ComparisonResult`: ``difference = error(a) − error(b)``, its percentile
@@ -227,6 +248,9 @@ def compare_calibration(
         >>> r = compare_calibration(sharp, p, c, mode="top_label", n_samples=300, generator=g)
         >>> bool(r.lower > 0)
         True
+        >>> r = compare_calibration(sharp, p, c, mode="classwise", n_samples=300, generator=g)
+        >>> bool(r.lower > 0), bool(r.p_value < 0.01)
+        (True, True)
     """
     _check_options(norm, binning, bin_size, n_bins)
     _check_interval_options(n_samples, confidence, "percentile", "pairs")
@@ -237,34 +261,69 @@ def compare_calibration(
             "the two models must score the same items: probs_a has shape "
             f"{tuple(probs_a.shape)}, probs_b {tuple(probs_b.shape)}"
         )
-    probs_a, target_a, probs_b, target_b, groups = _paired_sets(
-        probs_a, probs_b, target, groups, mode
-    )
+    sets, groups = _paired_sets(probs_a, probs_b, target, groups, mode)
     debias = debias and norm == "l2"
-    if groups is None:
-        units = torch.arange(target_a.numel(), device=target_a.device)
-    else:
-        units = torch.unique(_check_groups(groups, probs_a), return_inverse=True)[1]
-    # Host syncs: the number of units here, and the tie groups per model (_tie_shares).
-    n_units = int(units.max().item()) + 1
+    units, n_units = _units(sets[0][1], groups)
     options = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
-    bins_a, sums_a = _unit_sums(probs_a, target_a, units, n_units, options)
-    bins_b, sums_b = _unit_sums(probs_b, target_b, units, n_units, options)
-    blocks = list(_paired_blocks(sums_a, sums_b, n_units, n_samples, generator))
+    models = [
+        (
+            _unit_sums(q_a, y_a, units, n_units, options),
+            _unit_sums(q_b, y_b, units, n_units, options),
+        )
+        for q_a, y_a, q_b, y_b in sets
+    ]
+    matrices = [sums for model_a, model_b in models for _, sums in (model_a, model_b)]
+    blocks = list(_shared_blocks(matrices, n_units, n_samples, generator))
     # Each model's own result as calibration_error_ci reports it: the shrunk world for
     # pairs, the observed gaps for groups (see calib_metrics.functional.intervals).
     world = "shrunk" if groups is None else "observed"
     estimator = {"confidence": confidence, "norm": norm, "debias": debias, "world": world}
-    blocks_a, blocks_b = [blk[0] for blk in blocks], [blk[1] for blk in blocks]
-    errors_a, a = _model_result(bins_a, blocks_a, **estimator)
-    errors_b, b = _model_result(bins_b, blocks_b, **estimator)
+    results_a, results_b, draws = [], [], []
+    for k, ((bins_a, _), (bins_b, _)) in enumerate(models):
+        blocks_a, blocks_b = [blk[2 * k] for blk in blocks], [blk[2 * k + 1] for blk in blocks]
+        errors_a, a = _model_result(bins_a, blocks_a, **estimator)
+        errors_b, b = _model_result(bins_b, blocks_b, **estimator)
+        results_a.append(a)
+        results_b.append(b)
+        draws.append(
+            _root_draws(bins_a, bins_b, blocks_a, blocks_b) if debias else errors_a - errors_b
+        )
+    a, b = _combined(results_a), _combined(results_b)
     difference = a.error - b.error
+    # Classwise: the error is the mean of the per-class errors, and so is each draw.
+    draws = torch.stack(draws).mean(dim=0)
+    draws = draws[~draws.isnan()]
     if not debias:
-        ends = _plugin_difference(errors_a - errors_b, difference, confidence)
-        return ComparisonResult(difference, *ends, a, b)
+        return ComparisonResult(
+            difference, *_plugin_difference(draws, difference, confidence), a, b
+        )
+    return ComparisonResult(difference, *_ends(draws, confidence), _p_value(draws), a, b)
+
+
+def _units(target: Tensor, groups: Tensor | None) -> tuple[Tensor, int]:
+    """Each pair's resampling unit (itself, or its group) as compact ids, and their number."""
+    if groups is None:
+        units = torch.arange(target.numel(), device=target.device)
+    else:
+        units = torch.unique(groups, return_inverse=True)[1]
+    # Host sync: the number of units (the tie groups of _tie_shares make more).
+    return units, int(units.max().item()) + 1
+
+
+def _combined(results: list[CalibrationResult]) -> CalibrationResult:
+    """One model's result: the one pair set's, or the classwise average of C."""
+    if len(results) == 1:
+        return results[0]
+    return CalibrationResult(*average_results(results))
+
+
+def _root_draws(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list) -> Tensor:
+    """Draws of √θ_a − √θ_b: each draw's Δ* carried with its own smaller square m*.
+
+    Its sign is Δ*'s, so the p-value of these draws is that of Δ's (module docstring).
+    """
     theta_a, theta_b = _paired_squares(bins_a, bins_b, blocks_a, blocks_b)
-    ends = _debiased_difference(theta_a, theta_b, confidence)
-    return ComparisonResult(difference, *ends, a, b)
+    return root_difference(theta_a - theta_b, torch.minimum(theta_a, theta_b))
 
 
 def _paired_squares(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
@@ -303,20 +362,21 @@ def _linear_shrink(linear: Tensor, quadratic: Tensor) -> Tensor:
 
 
 def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode: str):
-    """Both models' flat, checked binary pairs (and the pairs' group ids) under ``mode``."""
-    if mode == "classwise":
-        raise ValueError(
-            "compare_calibration: mode='classwise' is not supported (its average of per-class "
-            "errors has no paired draws); compare one class's pairs at a time, or use "
-            "mode='one_vs_rest' or 'top_label'"
-        )
+    """Both models' flat, checked binary pair sets under ``mode`` (one, or C classwise) as
+    ``(q_a, y_a, q_b, y_b)``, and the pairs' group ids (or None)."""
     if groups is not None and not isinstance(groups, Tensor):
         raise ValueError(f"groups must be a tensor of group ids, got {type(groups).__name__}")
-    (q_a, y_a, groups), *_ = pair_sets(probs_a, target, mode, groups)
-    (q_b, y_b, _), *_ = pair_sets(probs_b, target, mode)
-    q_a, y_a = _check_pairs(q_a, y_a)
-    q_b, y_b = _check_pairs(q_b, y_b)
-    return q_a, y_a, q_b, y_b, groups
+    sets_a = pair_sets(probs_a, target, mode, groups)
+    sets_b = pair_sets(probs_b, target, mode)
+    groups = sets_a[0].groups
+    sets = []
+    for (q_a, y_a, _), (q_b, y_b, _) in zip(sets_a, sets_b):
+        q_a, y_a = _check_pairs(q_a, y_a)
+        q_b, y_b = _check_pairs(q_b, y_b)
+        sets.append((q_a, y_a, q_b, y_b))
+    if groups is not None:
+        groups = _check_groups(groups, sets[0][0])
+    return sets, groups
 
 
 def _p_value(diffs: Tensor) -> Tensor:
@@ -336,7 +396,6 @@ def _ends(values: Tensor, confidence: float) -> Tensor:
 
 def _plugin_difference(diffs: Tensor, difference: Tensor, confidence: float):
     """Percentile interval and p-value of plug-in differences, centred on the estimate."""
-    diffs = diffs[~diffs.isnan()]
     diffs = diffs + (difference - torch.quantile(diffs, 0.5))
     lower, upper = _ends(diffs, confidence)
     return lower, upper, _p_value(diffs)
@@ -355,13 +414,3 @@ def root_difference(square: Tensor, smaller: Tensor) -> Tensor:
     """
     m = smaller.clamp_min(0)
     return torch.sign(square) * ((m + square.abs()).sqrt() - m.sqrt())
-
-
-def _debiased_difference(theta_a: Tensor, theta_b: Tensor, confidence: float):
-    """Interval of √θ_a − √θ_b and p-value from the recentred draws of θ_a and θ_b."""
-    valid = ~(theta_a.isnan() | theta_b.isnan())
-    theta_a, theta_b = theta_a[valid], theta_b[valid]
-    squares = theta_a - theta_b  # Δ's basic-bootstrap draws (D_a − D_b) − (L*_a − L*_b)
-    roots = root_difference(squares, torch.minimum(theta_a, theta_b))
-    lower, upper = _ends(roots, confidence)
-    return lower, upper, _p_value(squares)
