@@ -252,7 +252,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         args.smooth = args.spiegelhalter = True
     probs, target, groups, result, brier = _compute(args)
     summary = _summary(args, probs, groups, result, brier)
-    summary |= _extra_measures(probs, target, args)
+    summary |= _extra_measures(probs, target, args, groups)
     per_label = cli_report.evaluate_per_label(args, probs, target, groups)
     if per_label is not None:
         summary["per_label"] = cli_report.label_summary(per_label)
@@ -298,7 +298,7 @@ def _brier_pairs(probs, target, mode: str):
     return pairs[0].probs, pairs[0].target
 
 
-def _extra_measures(probs, target, args: argparse.Namespace) -> dict:
+def _extra_measures(probs, target, args: argparse.Namespace, groups=None) -> dict:
     """The measures beside CalibErr that --mode, --smooth and --spiegelhalter ask for."""
     extra: dict = {"mode": args.mode}
     if args.smooth:
@@ -306,11 +306,37 @@ def _extra_measures(probs, target, args: argparse.Namespace) -> dict:
 
         extra["smooth_ece"] = smooth_calibration_error(probs, target, mode=args.mode)
     if args.spiegelhalter:
-        from calib_metrics.functional import spiegelhalter_test
-
-        test = spiegelhalter_test(probs, target, mode=args.mode)
-        extra |= {"spiegelhalter_z": test.z, "spiegelhalter_p": test.p_value}
+        extra |= spiegelhalter_summary(probs, target, args.mode, groups)
     return extra
+
+
+def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
+    """Spiegelhalter's test as the command reports it: with the cluster-robust variance
+    over ``groups`` when given, and over the items of a multiclass file's one-vs-rest
+    pairs (an item's labels sum to 1); ``spiegelhalter_groups`` is the number of groups
+    (None: the independent variance).
+
+    Example:
+        >>> import torch
+        >>> probs = torch.tensor([[0.7, 0.3], [0.4, 0.6], [0.2, 0.8], [0.9, 0.1]])
+        >>> summary = spiegelhalter_summary(probs, torch.tensor([0, 1, 0, 0]), "one_vs_rest")
+        >>> summary["spiegelhalter_groups"]  # one group per item
+        4
+    """
+    import torch
+
+    from calib_metrics.functional import spiegelhalter_test
+    from calib_metrics.functional.multiclass import is_multiclass
+
+    if groups is None and mode == "one_vs_rest" and is_multiclass(probs, target):
+        groups = torch.arange(target.numel(), device=target.device).reshape(target.shape)
+    test = spiegelhalter_test(probs, target, mode=mode, groups=groups)
+    n_groups = None if groups is None else int(torch.unique(groups).numel())
+    return {
+        "spiegelhalter_z": test.z,
+        "spiegelhalter_p": test.p_value,
+        "spiegelhalter_groups": n_groups,
+    }
 
 
 def _extra_lines(summary: dict) -> list[str]:
@@ -318,9 +344,12 @@ def _extra_lines(summary: dict) -> list[str]:
     if "smooth_ece" in summary:
         lines.append(f"smooth ECE = {summary['smooth_ece'].item():.4f} (Błasiok & Nakkiran)")
     if "spiegelhalter_z" in summary:
+        n_groups = summary["spiegelhalter_groups"]
+        variance = "" if n_groups is None else f"cluster-robust variance over {n_groups} groups"
         lines.append(
             f"Spiegelhalter z = {summary['spiegelhalter_z'].item():.3f}, "
-            f"two-sided p = {summary['spiegelhalter_p'].item():.3g}"
+            f"two-sided p = {summary['spiegelhalter_p'].item():.3g} "
+            f"({variance or 'independent variance'})"
         )
     return lines
 
