@@ -156,7 +156,7 @@ def _compute(args: argparse.Namespace):
 
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
     probs, target, groups = read_table(args.file, args.probs, args.target, wanted_groups)
-    probs, target = _as_multiclass(probs, target, args.file)
+    probs, target = _as_multiclass(probs, target)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
         probs,
@@ -277,16 +277,14 @@ def evaluate(args: argparse.Namespace) -> dict:
     return summary
 
 
-def _as_multiclass(probs, target, path: Path):
+def _as_multiclass(probs, target):
     """C probabilities per label (k·N values for N labels, k ≥ 2) become [N, C] with
-    integer class ids; equal counts stay binary pairs."""
+    integer class ids (``read_table`` checked them); equal counts stay binary pairs."""
     import torch
 
     n, total = target.numel(), probs.numel()
     if total == n or n == 0 or total % n:
         return probs, target
-    if not bool((target == target.round()).all()):
-        raise ValueError(f"{path}: {total // n} probabilities per label need integer class ids")
     return probs.reshape(n, total // n), target.to(torch.long)
 
 
