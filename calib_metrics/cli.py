@@ -22,6 +22,8 @@ EXIT_USAGE = 2
 MAX_BIN_SIZE = 2**62
 # The paper's estimator (Nguyen & O'Connor 2015, Algorithm 1 and 2).
 PAPER_SETTING = {"bin_size": 5000, "debias": False, "interval": "paper"}
+# Bootstrap draws of --plot-smooth's band (the smooth curve's default).
+SMOOTH_DRAWS = 200
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,6 +95,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--plot", type=Path, help="write a reliability diagram PNG here (its folder must exist)"
     )
+    add_plot_smooth(p)
     p.add_argument(
         "--html",
         type=Path,
@@ -105,6 +108,46 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "label's error (a multiclass file's classes are its labels)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def add_plot_smooth(p: argparse.ArgumentParser) -> None:
+    """``--plot-smooth``, shared by evaluate and compare."""
+    p.add_argument(
+        "--plot-smooth",
+        action="store_true",
+        help="draw the smooth reliability curve (Błasiok & Nakkiran's kernel, its bandwidth) "
+        f"with its pointwise bootstrap band ({SMOOTH_DRAWS} draws, over groups with --groups) "
+        "on --plot",
+    )
+
+
+def smooth_curve_for_plot(args: argparse.Namespace, probs, target, groups=None, mode=None):
+    """The smooth curve with its band that ``--plot-smooth`` draws, or None without it.
+
+    Example:
+        >>> import torch
+        >>> args = argparse.Namespace(plot_smooth=True, confidence=0.9, seed=0)
+        >>> q = torch.linspace(0.01, 0.99, 500, dtype=torch.float64)
+        >>> curve = smooth_curve_for_plot(args, q, (q > 0.5).double())
+        >>> curve.lower.shape == curve.upper.shape == curve.grid.shape
+        True
+    """
+    if not args.plot_smooth:
+        return None
+    import torch
+
+    from calib_metrics.functional import smooth_reliability_curve
+
+    return smooth_reliability_curve(
+        probs, target, n_samples=SMOOTH_DRAWS, confidence=args.confidence, groups=groups,
+        generator=torch.Generator().manual_seed(args.seed), mode=mode or "one_vs_rest",
+    )  # fmt: skip
+
+
+def check_plot_smooth(args: argparse.Namespace) -> None:
+    """``--plot-smooth`` draws on ``--plot``: refuse it alone."""
+    if args.plot_smooth and args.plot is None:
+        raise ValueError("--plot-smooth draws on the reliability diagram: give --plot FILE.png")
 
 
 def _bin_size(text: str) -> int | str:
@@ -246,6 +289,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     from calib_metrics.predictions import check_output_path, to_jsonable
 
     _settle_options(args)
+    check_plot_smooth(args)
     check_output_path(args.plot, "--plot")
     check_output_path(args.html, "--html")
     if args.html:  # the page shows every measure the command has
@@ -265,6 +309,7 @@ def evaluate(args: argparse.Namespace) -> dict:
             confidence=args.confidence,
             interval=args.interval,
             debias=args.debias,
+            smooth=smooth_curve_for_plot(args, probs, target, groups, args.mode),
         )
         fig.savefig(args.plot, dpi=120)
         summary["plot"] = str(args.plot)
