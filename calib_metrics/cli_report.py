@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 # Options that are not settings of the estimate (what to do with it, not how).
-_NOT_SETTINGS = ("command", "json", "html", "plot", "smooth", "spiegelhalter")
+_NOT_SETTINGS = ("command", "json", "html", "plot", "plot_smooth", "smooth", "spiegelhalter")
 
 
 def split_by_label(labels: list[str]) -> dict[str, Tensor]:

@@ -300,8 +300,8 @@ def test_labels_state_rules_and_merge() -> None:
     with pytest.raises(ValueError, match="one state has labels"):
         metric.merge_state(unlabelled)
     single = CalibrationComparison(**OPTIONS)
-    for batch in batches[:2]:
-        single.update(*batch)
+    single.update(*batches[0])
+    single(*batches[1][:3], labels=batches[1][4])  # forward keeps the batch's labels too
     _by_label(metric.compute_by_label(correction="bh"), single.compute_by_label(correction="bh"))
     top = CalibrationComparison(num_classes=4, mode="top_label", **OPTIONS)
     a, b, t = _tags()[0]

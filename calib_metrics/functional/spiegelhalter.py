@@ -96,7 +96,7 @@ def spiegelhalter_test(
     Returns:
         :class:`SpiegelhalterResult` (z, p_value); a small p-value is evidence of
         miscalibration. One host synchronisation (to check that the variance is
-        positive), two with ``groups`` (counting the groups).
+        positive), three with ``groups`` (two more to find and count the groups).
 
     Raises:
         ValueError: on invalid input, when every q is 0, 1/2 or 1 (the statistic
