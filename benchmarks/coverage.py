@@ -451,6 +451,7 @@ METHODS = {
     "groups_db_perc": "groups-db P",
 }
 BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
+SPIEGELHALTER_MARKERS = ("<!-- spiegelhalter:begin -->", "<!-- spiegelhalter:end -->")
 
 
 def _fmt(value, digits=4) -> str:
@@ -640,11 +641,13 @@ def auto_rule_table(rows: list[dict]) -> list[str]:
     return [*out, "", *_table([*header, "coverage k > 0", "k = 0", "length"], body)]
 
 
-def write_doc(text: str, path: Path) -> None:
-    """Replace the generated section of ``path`` (or create the file with it)."""
-    if path.exists() and BEGIN in (old := path.read_text()) and END in old:
-        head, rest = old.split(BEGIN, 1)
-        text = head + text.rstrip("\n") + rest.split(END, 1)[1]
+def write_doc(text: str, path: Path, markers: tuple[str, str] = (BEGIN, END)) -> None:
+    """Replace the section of ``path`` between ``markers`` by ``text`` (which starts and
+    ends with them), or append ``text``."""
+    begin, end = markers
+    if path.exists() and begin in (old := path.read_text()) and end in old:
+        head, rest = old.split(begin, 1)
+        text = head + text.rstrip("\n") + rest.split(end, 1)[1]
     elif path.exists():
         text = old.rstrip("\n") + "\n\n" + text
     path.write_text(text)
@@ -692,23 +695,35 @@ def pool_rows(rows: list[dict]) -> dict:
 def spiegelhalter_size(args) -> str:
     """Rejection rate of Spiegelhalter's test at α = 0.05 on calibrated data (k = 0).
 
-    Independent pairs should reject 5% of the time; grouped (correlated) labels break
-    the test's independence assumption, and the table shows by how much.
+    Two forms on the same data sets: the independent variance, and the cluster-robust one
+    (``groups=``) with the variant's groups (iid: groups of ``--group-size`` consecutive
+    pairs, whose labels are independent; ovr: the example). Independent pairs should
+    reject 5% of the time under both; grouped (correlated) and one-vs-rest labels break
+    the independent form's assumption, and the table shows by how much.
     """
     from calib_metrics.functional.spiegelhalter import spiegelhalter_z
 
     g = torch.Generator().manual_seed(args.seed)
-    rows = ["| variant | N | reps | rejected at α = 0.05 | ± 2 MC sd |", "|---|---|---|---|---|"]
+    rows = [
+        "| variant | N | groups | reps | rejected at α = 0.05: independent variance "
+        "| cluster-robust (`groups=`) | ± 2 MC sd |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for variant in args.variants:
         for n in args.sizes:
             reps = args.reps if n < 1_000_000 else max(1, args.reps // 5)
-            z = torch.empty(reps, dtype=torch.float64)
+            z = torch.empty(reps, 2, dtype=torch.float64)
             for r in range(reps):
-                q, u, _ = draw_data(n, args, variant, g)
-                z[r] = spiegelhalter_z(q, labels(q, u, 0.0, variant))
-            rate = (torch.special.erfc(z.abs() / math.sqrt(2)) < 0.05).double().mean().item()
+                q, u, groups = draw_data(n, args, variant, g)
+                groups = torch.arange(n) // args.group_size if groups is None else groups
+                y = labels(q, u, 0.0, variant)
+                z[r] = torch.stack([spiegelhalter_z(q, y), spiegelhalter_z(q, y, groups)])
+            rate = (torch.special.erfc(z.abs() / math.sqrt(2)) < 0.05).double().mean(dim=0)
             sd = math.sqrt(0.05 * 0.95 / reps)
-            rows.append(f"| {variant} | {n:,} | {reps} | {rate:.3f} | {2 * sd:.3f} |")
+            rows.append(
+                f"| {variant} | {n:,} | {int(groups.max()) + 1:,} | {reps} | {rate[0]:.3f} "
+                f"| {rate[1]:.3f} | {2 * sd:.3f} |"
+            )
             print("\n".join(rows) if len(rows) == 3 else rows[-1], flush=True)
     return "\n".join(rows)
 
@@ -716,7 +731,11 @@ def spiegelhalter_size(args) -> str:
 def main(argv=None) -> None:
     args = parse(argv)
     if args.spiegelhalter:
-        spiegelhalter_size(args)  # prints each row as it is measured
+        table = spiegelhalter_size(args)  # prints each row as it is measured
+        if args.write:
+            begin, end = SPIEGELHALTER_MARKERS
+            doc = ROOT / "docs" / "coverage.md"
+            write_doc(f"{begin}\n{table}\n{end}", doc, SPIEGELHALTER_MARKERS)
         return
     if args.from_json:
         results = merge(args.from_json)

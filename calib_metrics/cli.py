@@ -22,6 +22,8 @@ EXIT_USAGE = 2
 MAX_BIN_SIZE = 2**62
 # The paper's estimator (Nguyen & O'Connor 2015, Algorithm 1 and 2).
 PAPER_SETTING = {"bin_size": 5000, "debias": False, "interval": "paper"}
+# Bootstrap draws of --plot-smooth's band (the smooth curve's default).
+SMOOTH_DRAWS = 200
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,6 +95,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--plot", type=Path, help="write a reliability diagram PNG here (its folder must exist)"
     )
+    add_plot_smooth(p)
     p.add_argument(
         "--html",
         type=Path,
@@ -105,6 +108,46 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "label's error (a multiclass file's classes are its labels)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def add_plot_smooth(p: argparse.ArgumentParser) -> None:
+    """``--plot-smooth``, shared by evaluate and compare."""
+    p.add_argument(
+        "--plot-smooth",
+        action="store_true",
+        help="draw the smooth reliability curve (Błasiok & Nakkiran's kernel, its bandwidth) "
+        f"with its pointwise bootstrap band ({SMOOTH_DRAWS} draws, over groups with --groups) "
+        "on --plot",
+    )
+
+
+def smooth_curve_for_plot(args: argparse.Namespace, probs, target, groups=None, mode=None):
+    """The smooth curve with its band that ``--plot-smooth`` draws, or None without it.
+
+    Example:
+        >>> import torch
+        >>> args = argparse.Namespace(plot_smooth=True, confidence=0.9, seed=0)
+        >>> q = torch.linspace(0.01, 0.99, 500, dtype=torch.float64)
+        >>> curve = smooth_curve_for_plot(args, q, (q > 0.5).double())
+        >>> curve.lower.shape == curve.upper.shape == curve.grid.shape
+        True
+    """
+    if not args.plot_smooth:
+        return None
+    import torch
+
+    from calib_metrics.functional import smooth_reliability_curve
+
+    return smooth_reliability_curve(
+        probs, target, n_samples=SMOOTH_DRAWS, confidence=args.confidence, groups=groups,
+        generator=torch.Generator().manual_seed(args.seed), mode=mode or "one_vs_rest",
+    )  # fmt: skip
+
+
+def check_plot_smooth(args: argparse.Namespace) -> None:
+    """``--plot-smooth`` draws on ``--plot``: refuse it alone."""
+    if args.plot_smooth and args.plot is None:
+        raise ValueError("--plot-smooth draws on the reliability diagram: give --plot FILE.png")
 
 
 def _bin_size(text: str) -> int | str:
@@ -246,13 +289,14 @@ def evaluate(args: argparse.Namespace) -> dict:
     from calib_metrics.predictions import check_output_path, to_jsonable
 
     _settle_options(args)
+    check_plot_smooth(args)
     check_output_path(args.plot, "--plot")
     check_output_path(args.html, "--html")
     if args.html:  # the page shows every measure the command has
         args.smooth = args.spiegelhalter = True
     probs, target, groups, result, brier = _compute(args)
     summary = _summary(args, probs, groups, result, brier)
-    summary |= _extra_measures(probs, target, args)
+    summary |= _extra_measures(probs, target, args, groups)
     per_label = cli_report.evaluate_per_label(args, probs, target, groups)
     if per_label is not None:
         summary["per_label"] = cli_report.label_summary(per_label)
@@ -265,6 +309,7 @@ def evaluate(args: argparse.Namespace) -> dict:
             confidence=args.confidence,
             interval=args.interval,
             debias=args.debias,
+            smooth=smooth_curve_for_plot(args, probs, target, groups, args.mode),
         )
         fig.savefig(args.plot, dpi=120)
         summary["plot"] = str(args.plot)
@@ -285,7 +330,7 @@ def _brier_pairs(probs, target, mode: str):
     return pairs[0].probs, pairs[0].target
 
 
-def _extra_measures(probs, target, args: argparse.Namespace) -> dict:
+def _extra_measures(probs, target, args: argparse.Namespace, groups=None) -> dict:
     """The measures beside CalibErr that --mode, --smooth and --spiegelhalter ask for."""
     extra: dict = {"mode": args.mode}
     if args.smooth:
@@ -293,11 +338,37 @@ def _extra_measures(probs, target, args: argparse.Namespace) -> dict:
 
         extra["smooth_ece"] = smooth_calibration_error(probs, target, mode=args.mode)
     if args.spiegelhalter:
-        from calib_metrics.functional import spiegelhalter_test
-
-        test = spiegelhalter_test(probs, target, mode=args.mode)
-        extra |= {"spiegelhalter_z": test.z, "spiegelhalter_p": test.p_value}
+        extra |= spiegelhalter_summary(probs, target, args.mode, groups)
     return extra
+
+
+def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
+    """Spiegelhalter's test as the command reports it: with the cluster-robust variance
+    over ``groups`` when given, and over the items of a multiclass file's one-vs-rest
+    pairs (an item's labels sum to 1); ``spiegelhalter_groups`` is the number of groups
+    (None: the independent variance).
+
+    Example:
+        >>> import torch
+        >>> probs = torch.tensor([[0.7, 0.3], [0.4, 0.6], [0.2, 0.8], [0.9, 0.1]])
+        >>> summary = spiegelhalter_summary(probs, torch.tensor([0, 1, 0, 0]), "one_vs_rest")
+        >>> summary["spiegelhalter_groups"]  # one group per item
+        4
+    """
+    import torch
+
+    from calib_metrics.functional import spiegelhalter_test
+    from calib_metrics.functional.multiclass import is_multiclass
+
+    if groups is None and mode == "one_vs_rest" and is_multiclass(probs, target):
+        groups = torch.arange(target.numel(), device=target.device).reshape(target.shape)
+    test = spiegelhalter_test(probs, target, mode=mode, groups=groups)
+    n_groups = None if groups is None else int(torch.unique(groups).numel())
+    return {
+        "spiegelhalter_z": test.z,
+        "spiegelhalter_p": test.p_value,
+        "spiegelhalter_groups": n_groups,
+    }
 
 
 def _extra_lines(summary: dict) -> list[str]:
@@ -305,9 +376,12 @@ def _extra_lines(summary: dict) -> list[str]:
     if "smooth_ece" in summary:
         lines.append(f"smooth ECE = {summary['smooth_ece'].item():.4f} (Błasiok & Nakkiran)")
     if "spiegelhalter_z" in summary:
+        n_groups = summary["spiegelhalter_groups"]
+        variance = "" if n_groups is None else f"cluster-robust variance over {n_groups} groups"
         lines.append(
             f"Spiegelhalter z = {summary['spiegelhalter_z'].item():.3f}, "
-            f"two-sided p = {summary['spiegelhalter_p'].item():.3g}"
+            f"two-sided p = {summary['spiegelhalter_p'].item():.3g} "
+            f"({variance or 'independent variance'})"
         )
     return lines
 

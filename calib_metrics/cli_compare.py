@@ -19,6 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from calib_metrics.cli import add_plot_smooth
+
 DESCRIPTION = "compare two models' calibration on the same items, with a paired interval"
 
 
@@ -45,6 +47,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write a self-contained HTML report here (both models, the difference, diagrams, "
         "bins, settings; its folder must exist)",
     )  # fmt: skip
+    p.add_argument(
+        "--plot", type=Path,
+        help="write both models' reliability diagrams, side by side, to this PNG (its folder "
+        "must exist)",
+    )  # fmt: skip
+    add_plot_smooth(p)
     p.add_argument(
         "--label", "--labels", dest="label", help="column (of a's file) naming each item's "
         "label: adds a paired comparison per label, with corrected counts",
@@ -82,10 +90,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from calib_metrics import cli_report
+    from calib_metrics.cli import check_plot_smooth
     from calib_metrics.functional import compare_calibration
     from calib_metrics.predictions import check_output_path
 
     check_output_path(args.html, "--html")
+    check_plot_smooth(args)
+    check_output_path(args.plot, "--plot")
     if args.samples < 2:
         raise ValueError(f"--samples must be at least 2, got {args.samples}")
     if not 0 < args.confidence < 1:
@@ -128,6 +139,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
     if args.html:
         summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label)
+    if args.plot:
+        summary["plot"] = _plot(args, result, a, b)
     _print(summary, args)
     return summary
 
@@ -152,6 +165,33 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         _print_per_label(summary, level)
     if "html" in summary:
         print(f"HTML report: {summary['html']}")
+    if "plot" in summary:
+        print(f"reliability diagrams: {summary['plot']}")
+
+
+def _plot(args: argparse.Namespace, result, a, b) -> str:
+    """Both models' reliability diagrams side by side (with ``--plot-smooth``, each with
+    its smooth curve and band) written to ``args.plot``; its path."""
+    import matplotlib.pyplot as plt
+
+    from calib_metrics.cli import smooth_curve_for_plot
+    from calib_metrics.plot import reliability_diagram
+
+    fig, axes = plt.subplots(1, 2, figsize=(9.4, 4.8))
+    names = (str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]")
+    interval = "pairs" if a.groups is None else "groups"
+    for ax, model, one, name, color in zip(
+        axes, (a, b), (result.a, result.b), names, ("C0", "C1"), strict=True
+    ):
+        reliability_diagram(
+            one, ax, title=f"{Path(name).name}", color=color, confidence=args.confidence,
+            interval=interval, debias=True,
+            smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups),
+        )  # fmt: skip
+    fig.tight_layout()
+    fig.savefig(args.plot, dpi=120)
+    plt.close(fig)
+    return str(args.plot)
 
 
 def _label_row(result, i: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 # Options that are not settings of the estimate (what to do with it, not how).
-_NOT_SETTINGS = ("command", "json", "html", "plot", "smooth", "spiegelhalter")
+_NOT_SETTINGS = ("command", "json", "html", "plot", "plot_smooth", "smooth", "spiegelhalter")
 
 
 def split_by_label(labels: list[str]) -> dict[str, Tensor]:
@@ -132,22 +132,20 @@ def compare_per_label(args: argparse.Namespace, a, b):
     return [str(n) for n in names], result
 
 
-def _measures_of(probs: Tensor, target: Tensor, mode: str = "one_vs_rest"):
-    """The Brier split (bins of ⌈√N⌉), the smooth ECE and Spiegelhalter's test of one model."""
-    from calib_metrics.cli import _brier_pairs
-    from calib_metrics.functional import (
-        brier_decomposition,
-        smooth_calibration_error,
-        spiegelhalter_test,
-    )
+def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None = None):
+    """The Brier split (bins of ⌈√N⌉), the smooth ECE and Spiegelhalter's test (over the
+    groups, when given) of one model's binary pairs."""
+    from calib_metrics.cli import _brier_pairs, spiegelhalter_summary
+    from calib_metrics.functional import brier_decomposition, smooth_calibration_error
     from calib_metrics.report import Measures
 
-    test = spiegelhalter_test(probs, target, mode=mode)
+    test = spiegelhalter_summary(probs, target, "one_vs_rest", groups)
     return Measures(
-        brier_decomposition(*_brier_pairs(probs, target, mode)),
-        float(smooth_calibration_error(probs, target, mode=mode)),
-        float(test.z),
-        float(test.p_value),
+        brier_decomposition(*_brier_pairs(probs, target, "one_vs_rest")),
+        float(smooth_calibration_error(probs, target)),
+        float(test["spiegelhalter_z"]),
+        float(test["spiegelhalter_p"]),
+        test["spiegelhalter_groups"],
     )
 
 
@@ -210,6 +208,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label) -> str:
         float(summary["smooth_ece"]),
         float(summary["spiegelhalter_z"]),
         float(summary["spiegelhalter_p"]),
+        summary["spiegelhalter_groups"],
     )
     page = evaluate_page(
         summary,
@@ -231,7 +230,7 @@ def write_compare(args, summary: dict, comparison, a, b, per_label) -> str:
     page = compare_page(
         summary,
         comparison,
-        (_measures_of(a.probs, a.target), _measures_of(b.probs, b.target)),
+        (_measures_of(a.probs, a.target, a.groups), _measures_of(b.probs, b.target, a.groups)),
         names=names,
         per_label=per_label,
         settings=_settings_of(args),

@@ -22,7 +22,7 @@ from calib_metrics.functional.comparison_by_label import (
     compare_calibration_by_label,
 )
 from calib_metrics.functional.errors import NoPairsError
-from calib_metrics.functional.multiclass import MODES, pair_sets
+from calib_metrics.functional.multiclass import MODES
 from calib_metrics.metric import (
     _agree_on_list_dtypes,
     _check_confidence,
@@ -32,7 +32,7 @@ from calib_metrics.metric import (
     _StatesKeepTheirDtype,
 )
 
-_STATES = ("probs_a", "probs_b", "target", "groups")
+_STATES = ("probs_a", "probs_b", "target", "groups", "labels")
 
 
 class CalibrationComparison(_StatesKeepTheirDtype):
@@ -54,8 +54,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     :func:`~calib_metrics.functional.compare_calibration`). Items whose target is
     ``ignore_index`` are dropped. A rejected ``update`` or ``forward`` raises and leaves
     the state as it was; ``forward`` returns the batch's own comparison (None for a batch
-    of padding only). :meth:`compute_by_label` compares class by class, with
-    Holm's or Benjamini–Hochberg's correction and the counts of the paper's Figure 4.
+    of padding only). :meth:`compute_by_label` compares label by label — the ``labels``
+    given to ``update`` (a POS tag pair, a coreference mention type per item), or else the
+    classes of one-vs-rest input — with Holm's or Benjamini–Hochberg's correction and the
+    counts of the paper's Figure 4.
 
     Args:
         num_classes: None for binary input, else the number of classes C.
@@ -120,20 +122,28 @@ class CalibrationComparison(_StatesKeepTheirDtype):
 
     # ------------------------------------------------------------------ update
     def update(
-        self, probs_a: Tensor, probs_b: Tensor, target: Tensor, groups: Tensor | None = None
+        self,
+        probs_a: Tensor,
+        probs_b: Tensor,
+        target: Tensor,
+        groups: Tensor | None = None,
+        labels: Tensor | None = None,
     ) -> None:
         """Accumulate a batch; a batch that fails validation changes nothing.
 
         ``groups``: optional group id of every item (``target``'s shape), unique across
         the whole evaluation set (and the DDP ranks); give it with every batch or none.
+        ``labels``: optional integer label of every item (``target``'s shape: the query
+        type of a binary pair, the tag of a multiclass item), kept for
+        :meth:`compute_by_label`; give it with every batch or none.
         """
         try:
-            self._update(probs_a, probs_b, target, groups)
+            self._update(probs_a, probs_b, target, groups, labels)
         except Exception:
             self._update_count -= 1  # torchmetrics counted the call before it ran
             raise
 
-    def _update(self, probs_a: Tensor, probs_b: Tensor, target: Tensor, groups: Tensor | None):
+    def _update(self, probs_a, probs_b, target, groups, labels) -> None:
         if not all(isinstance(t, Tensor) for t in (probs_a, probs_b, target)):
             raise ValueError("probs_a, probs_b and target must be tensors")
         if probs_a.shape != probs_b.shape:
@@ -144,7 +154,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
             if not probs.is_floating_point():
                 raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
-        groups = self._check_batch_groups(groups, target)
+        groups = self._check_batch_ids("groups", groups, target)
+        labels = self._check_batch_ids("labels", labels, target)
         options = (self.num_classes, self.ignore_index)
         # Both models are checked against the batch's own target (any shape, [...] or
         # [..., C] probabilities); the flat target is stored once.
@@ -156,25 +167,26 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         self.probs_a.append(a)
         self.probs_b.append(b)
         self.target.append(flat_target)
-        if groups is not None:
-            self.groups.append(groups)
+        for name, ids in (("groups", groups), ("labels", labels)):
+            if ids is not None:
+                getattr(self, name).append(ids)
 
-    def _check_batch_groups(self, groups: Tensor | None, target: Tensor) -> Tensor | None:
-        """One integer id per item, given with every batch or with none."""
-        if (groups is None) != (not self.groups) and self.target:
-            given = "without" if groups is None else "with"
+    def _check_batch_ids(self, name: str, ids: Tensor | None, target: Tensor) -> Tensor | None:
+        """``groups`` or ``labels``: one integer id per item, with every batch or with none."""
+        if (ids is None) != (not getattr(self, name)) and self.target:
+            given = "without" if ids is None else "with"
             raise ValueError(
-                f"this batch came {given} groups= and earlier ones did not: give every batch "
-                "its group ids, or none"
+                f"this batch came {given} {name}= and earlier ones did not: give every batch "
+                f"its {name}, or none"
             )
-        if groups is None:
+        if ids is None:
             return None
-        if isinstance(groups, Tensor) and groups.shape != target.shape:
+        if isinstance(ids, Tensor) and ids.shape != target.shape:
             raise ValueError(
-                f"groups must have the target's shape {tuple(target.shape)} (one id per "
-                f"item), got {tuple(groups.shape)}"
+                f"{name} must have the target's shape {tuple(target.shape)} (one id per "
+                f"item), got {tuple(ids.shape)}"
             )
-        return _check_groups(groups, target, "target").detach()
+        return _check_groups(ids, target, "target", name).detach()
 
     def forward(self, *args: Any, **kwargs: Any) -> ComparisonResult | None:
         """``update`` with the batch, returning the batch's own comparison.
@@ -218,10 +230,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             incoming_state = incoming_state.metric_state
         if not isinstance(incoming_state, dict) or set(incoming_state) != set(_STATES):
             raise ValueError(f"a CalibrationComparison state is a dict with keys {list(_STATES)}")
-        if (self.target and incoming_state["target"]) and (
-            bool(self.groups) != bool(incoming_state["groups"])
-        ):
-            raise ValueError("cannot merge: one state has group ids and the other does not")
+        for name in ("groups", "labels"):
+            if (self.target and incoming_state["target"]) and (
+                bool(getattr(self, name)) != bool(incoming_state[name])
+            ):
+                raise ValueError(f"cannot merge: one state has {name} and the other does not")
         for name in _STATES:
             mine, theirs = getattr(self, name), incoming_state[name]
             mine = mine if isinstance(mine, list) else [mine]
@@ -240,38 +253,40 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         available = distributed_available or self.distributed_available_fn
         if should_sync and callable(available) and available():
             wide = () if self.num_classes is None else (self.num_classes,)
-            widths = {"probs_a": wide, "probs_b": wide, "target": (), "groups": ()}
+            widths = {"probs_a": wide, "probs_b": wide, "target": (), "groups": (), "labels": ()}
             group = process_group or self.process_group
             _agree_on_list_dtypes(self, widths, dist_sync_fn or gather_all_tensors, group)
         super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
 
     # ----------------------------------------------------------------- compute
-    def _pairs(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-        """Both models' probabilities, the targets and the group ids; padding dropped."""
+    def _pairs(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
+        """Both models' probabilities, the targets, the group ids and the labels (None
+        when not given); padding dropped."""
         # Lists of batches locally; one tensor each once synchronised across ranks.
-        probs_a, probs_b, target, groups = (_cat(getattr(self, name)) for name in _STATES)
+        probs_a, probs_b, target, *ids = (_cat(getattr(self, name)) for name in _STATES)
         if target is None or target.numel() == 0:
             raise NoPairsError("CalibrationComparison has no items: call update() first")
-        if groups is not None and groups.numel() == 0:
-            groups = None
-        if groups is not None and groups.numel() != target.numel():
-            raise ValueError(
-                f"{groups.numel()} group ids for {target.numel()} items: some batches (or "
-                "ranks) came without groups="
-            )
+        for i, name in enumerate(("groups", "labels")):
+            if ids[i] is not None and ids[i].numel() == 0:
+                ids[i] = None
+            if ids[i] is not None and ids[i].numel() != target.numel():
+                raise ValueError(
+                    f"{ids[i].numel()} {name} for {target.numel()} items: some batches (or "
+                    f"ranks) came without {name}="
+                )
         if self.ignore_index is not None:
             keep = target != self.ignore_index
             probs_a, probs_b, target = probs_a[keep], probs_b[keep], target[keep]
-            groups = None if groups is None else groups[keep]
+            ids = [None if v is None else v[keep] for v in ids]
             if target.numel() == 0:
                 raise NoPairsError(
                     f"CalibrationComparison has no items: all were padding ({self.ignore_index})"
                 )
-        return probs_a, probs_b, target, groups
+        return probs_a, probs_b, target, *ids
 
     def compute(self) -> ComparisonResult:
         """The comparison of every item seen (see :func:`compare_calibration`)."""
-        probs_a, probs_b, target, groups = self._pairs()
+        probs_a, probs_b, target, groups, _ = self._pairs()
         generator = self._generator(target.device)
         mode = self.mode if self.num_classes is not None else "one_vs_rest"
         return compare_calibration(
@@ -287,14 +302,17 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     def compute_by_label(
         self, *, correction: Literal["holm", "bh"] = "holm", alpha: float = 0.05
     ) -> LabelComparisonResult:
-        """Class by class (multiclass, one-vs-rest): each class's paired difference.
+        """Label by label: each label's paired difference, with corrected counts.
 
         The per-tag comparison of the paper's Figure 4:
-        :func:`~calib_metrics.functional.compare_calibration_by_label` on the one-vs-rest
-        pairs labelled by their class, with the p-values corrected by Holm's procedure
-        (family-wise error) or Benjamini–Hochberg's (``"bh"``, false discovery rate) and
-        the counts "a better / b better / not distinguishable" at ``alpha``.
-        Synchronised under DDP like :meth:`compute`.
+        :func:`~calib_metrics.functional.compare_calibration_by_label` with the p-values
+        corrected by Holm's procedure (family-wise error) or Benjamini–Hochberg's
+        (``"bh"``, false discovery rate) and the counts "a better / b better / not
+        distinguishable" at ``alpha``. The labels are the ``labels`` given to ``update``
+        (binary pairs, or the one-vs-rest pairs of each multiclass item, which follow
+        their item's label); without them, the classes of one-vs-rest input. Equal to
+        the functional on every item seen (in order); synchronised under DDP like
+        :meth:`compute`.
 
         Example:
             >>> import torch
@@ -306,24 +324,36 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             >>> r = metric.compute_by_label()
             >>> r.labels.tolist(), (r.a_better, r.b_better, r.not_distinguishable)
             ([0, 1, 2], (0, 3, 0))
+
+            Binary pairs with a label each (the tag pair of a pairwise query, say):
+
+            >>> q = torch.rand(8000, generator=g, dtype=torch.float64)
+            >>> y = torch.bernoulli(q, generator=g)
+            >>> tag = torch.arange(8000) % 2
+            >>> a = torch.where(tag == 0, q.sqrt(), q)  # a: miscalibrated on tag 0 only
+            >>> metric = CalibrationComparison(n_samples=300)
+            >>> for batch in torch.arange(8000).chunk(4):
+            ...     metric.update(a[batch], q[batch], y[batch], labels=tag[batch])
+            >>> metric.compute_by_label().verdict.tolist()
+            [1, 0]
         """
-        if self.num_classes is None or self.mode == "top_label":
+        by_class = self.num_classes is not None and self.mode in ("one_vs_rest", "classwise")
+        if not (self.labels or by_class) or (self.labels and self.mode == "top_label"):
             raise ValueError(
-                "compute_by_label compares class by class: it needs num_classes and "
-                "mode 'one_vs_rest' or 'classwise' (this metric has "
-                f"num_classes={self.num_classes}, mode={self.mode!r})"
+                "compute_by_label needs labels= in update (binary or one-vs-rest pairs), or "
+                "num_classes with mode 'one_vs_rest' or 'classwise' to compare class by class (this metric "
+                f"has num_classes={self.num_classes}, mode={self.mode!r}, "
+                f"{'with' if self.labels else 'no'} labels)"
             )
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
-            probs_a, probs_b, target, groups = self._pairs()
-        (q_a, y, pair_groups), *_ = pair_sets(probs_a, target, "one_vs_rest", groups)
-        (q_b, _, _), *_ = pair_sets(probs_b, target, "one_vs_rest")
-        classes = torch.arange(self.num_classes, device=target.device)
-        labels = classes.expand(target.numel(), -1).reshape(-1)
+            probs_a, probs_b, target, groups, labels = self._pairs()
+        if labels is None:  # class by class: the class ids of the one-vs-rest pairs
+            labels = torch.arange(self.num_classes, device=target.device).expand_as(probs_a)
         return compare_calibration_by_label(
-            q_a, q_b, y, labels, groups=pair_groups, correction=correction, alpha=alpha,
-            generator=self._generator(target.device), **self.estimator,
+            probs_a, probs_b, target, labels, groups=groups, correction=correction,
+            alpha=alpha, generator=self._generator(target.device), **self.estimator,
         )  # fmt: skip
 
 

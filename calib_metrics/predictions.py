@@ -5,7 +5,9 @@ array), ``.npz`` and ``.pt`` (named arrays or tensors, or one [N, 2] array). Col
 are found by name (``--probs``/``--target``/``--groups``) or by the usual names. Group
 ids (sentence or document ids for the group bootstrap) may be numbers or strings; they
 are numbered 0..G-1. Every problem is a ``ValueError`` (or ``FileNotFoundError``) whose
-message names the file and the column.
+message names the file and the column, and for a bad value (not a number, a probability
+outside [0, 1] or NaN, a label that is not 0/1 or a class id) the row: its line in a
+text file (the header is line 1), its index in an array file.
 """
 
 from __future__ import annotations
@@ -72,6 +74,23 @@ Wanted = tuple[str | None, str | None, str | None]
 Column = tuple[str, Any]
 
 
+class _Table(dict):
+    """The columns of a text file, with the line of every row (``lines``) for messages."""
+
+    lines: list[int]
+
+
+def _row_of(lines: list[int] | None, index: int, per_row: int = 1) -> str:
+    """Where value ``index`` of a column (``per_row`` values per row) is in the file.
+
+    Example:
+        >>> _row_of([2, 3, 5], 2), _row_of(None, 7, per_row=3)
+        ('line 5', 'row index 2')
+    """
+    row = index // per_row
+    return f"line {lines[row]}" if lines is not None else f"row index {row}"
+
+
 def _columns_from_table(
     table: dict[str, Any], path: Path, wanted: Wanted
 ) -> tuple[Column, Column, Column | None]:
@@ -88,27 +107,41 @@ def _columns_from_table(
     return (*columns, (group, table[group]))
 
 
-def _to_float(values: Any, path: Path, column: str) -> Tensor:
+def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
     try:
         array = np.asarray(values, dtype=np.float64)
-    except OverflowError:
-        raise ValueError(
-            f"{path}: column {column!r} holds a number too large for a float"
-        ) from None
-    except (TypeError, ValueError) as err:
-        hint = ""
-        if any(isinstance(v, str) and "," in v for v in np.asarray(values).reshape(-1)[:1000]):
-            hint = "; decimal commas are not read: write 0.9, not 0,9"
-        raise ValueError(
-            f"{path}: column {column!r} holds a non-numeric value ({err}){hint}"
-        ) from None
+    except (OverflowError, TypeError, ValueError):
+        raise _not_a_number(values, path, column, lines) from None
     return torch.from_numpy(array.reshape(-1).copy())
+
+
+def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None) -> ValueError:
+    """The error for a column that numpy cannot read as floats: its first bad value."""
+    flat = np.asarray(values, dtype=object).reshape(-1)
+    for i, value in enumerate(flat.tolist()):
+        try:
+            float(value)
+        except OverflowError:
+            where = _row_of(lines, i)
+            return ValueError(
+                f"{path}: {where}, column {column!r} holds a number too large for a float"
+            )
+        except (TypeError, ValueError):
+            hint = ""
+            if isinstance(value, str) and "," in value:
+                hint = "; decimal commas are not read: write 0.9, not 0,9"
+            shown = repr(value if len(str(value)) <= 40 else str(value)[:37] + "...")
+            return ValueError(
+                f"{path}: {_row_of(lines, i)}, column {column!r} holds a non-numeric value "
+                f"{shown}{hint}"
+            )
+    return ValueError(f"{path}: column {column!r} holds a non-numeric value")
 
 
 _BOOLEANS = {"true": 1.0, "false": 0.0}
 
 
-def _to_labels(values: Any, path: Path, column: str) -> Tensor:
+def _to_labels(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
     """Labels as floats; ``True``/``False`` (any case, or JSON booleans) are 1 and 0."""
     array = np.asarray(values, dtype=object).reshape(-1)
     words = [v for v in array[:1] if isinstance(v, str) and v.strip().lower() in _BOOLEANS]
@@ -117,7 +150,37 @@ def _to_labels(values: Any, path: Path, column: str) -> Tensor:
             [_BOOLEANS.get(v.strip().lower(), v) if isinstance(v, str) else v for v in array],
             dtype=object,
         )
-    return _to_float(array.tolist(), path, column)
+    return _to_float(array.tolist(), path, column, lines)
+
+
+def _check_values(q: Tensor, y: Tensor, path: Path, names: tuple[str, str], lines) -> None:
+    """Probabilities in [0, 1]; labels 0/1, or class ids in [0, C) when there are C
+    probabilities per label (a multiclass array file). The first bad value is named with
+    its row and column."""
+    per_row = q.numel() // y.numel() if y.numel() and q.numel() % y.numel() == 0 else 1
+    bad = torch.isnan(q) | (q < 0) | (q > 1)
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        value = q[i].item()
+        problem = (
+            "is missing (NaN)"
+            if math.isnan(value)
+            else f"holds {value:g}, not a probability in [0, 1] (pass probabilities, not "
+            "logits: apply sigmoid/softmax first)"
+        )
+        raise ValueError(f"{path}: {_row_of(lines, i, per_row)}, column {names[0]!r} {problem}")
+    if per_row == 1:
+        bad, wanted = (y != 0) & (y != 1), "binary (0 or 1)"
+    else:
+        bad = (y != y.round()) | (y < 0) | (y >= per_row) | torch.isnan(y)
+        wanted = f"a class id in 0..{per_row - 1} ({per_row} probabilities per label)"
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        value = y[i].item()
+        shown = "is missing (NaN)" if math.isnan(value) else f"holds {value:g}"
+        raise ValueError(
+            f"{path}: {_row_of(lines, i)}, column {names[1]!r} {shown}: a label must be {wanted}"
+        )
 
 
 def _to_ids(values: Any, path: Path, column: str) -> Tensor:
@@ -137,7 +200,7 @@ def _delimiter(header: str, default: str) -> str:
     return default
 
 
-def _read_delimited(path: Path, delimiter: str) -> dict[str, list[str]]:
+def _read_delimited(path: Path, delimiter: str) -> _Table:
     # utf-8-sig drops the byte-order mark that spreadsheet programs put before the header.
     with path.open(newline="", encoding="utf-8-sig") as handle:
         delimiter = _delimiter(handle.readline(), delimiter)
@@ -149,7 +212,7 @@ def _read_delimited(path: Path, delimiter: str) -> dict[str, list[str]]:
             raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
 
 
-def _table_from_rows(reader: Any, path: Path) -> dict[str, list[str]]:
+def _table_from_rows(reader: Any, path: Path) -> _Table:
     header = next(reader, None)
     if not header:
         raise ValueError(f"{path}: empty file (a header row is needed)")
@@ -159,7 +222,8 @@ def _table_from_rows(reader: Any, path: Path) -> dict[str, list[str]]:
         raise ValueError(
             f"{path}: the header repeats column name(s) {', '.join(map(repr, repeated))}"
         )
-    table: dict[str, list[str]] = {n: [] for n in names}
+    table = _Table({n: [] for n in names})
+    table.lines = []
     for row in reader:
         if not row:
             continue
@@ -167,11 +231,13 @@ def _table_from_rows(reader: Any, path: Path) -> dict[str, list[str]]:
             raise ValueError(f"{path}: line {reader.line_num} has a different number of fields")
         for name, raw in zip(names, row, strict=True):
             table[name].append(raw.strip())
+        table.lines.append(reader.line_num)
     return table
 
 
-def _read_jsonl(path: Path) -> dict[str, list[Any]]:
-    table: dict[str, list[Any]] = {}
+def _read_jsonl(path: Path) -> _Table:
+    table = _Table()
+    table.lines = []
     with path.open(encoding="utf-8-sig") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
@@ -186,6 +252,7 @@ def _read_jsonl(path: Path) -> dict[str, list[Any]]:
                 raise ValueError(f"{path}: line {line_no} has different keys than line 1")
             for key, value in row.items():
                 table.setdefault(key, []).append(value)
+            table.lines.append(line_no)
     return table
 
 
@@ -275,11 +342,15 @@ def read_table(
         tensor([1, 0, 1])
     """
     path = Path(path)
-    q, y, ids = _from_arrays(_load(path), path, (probs, target, groups))
-    q = _to_float(q[1], path, q[0])
-    y = _to_labels(y[1], path, y[0])
+    contents = _load(path)
+    lines = getattr(contents, "lines", None)
+    q, y, ids = _from_arrays(contents, path, (probs, target, groups))
+    names = (q[0], y[0])
+    q = _to_float(q[1], path, q[0], lines)
+    y = _to_labels(y[1], path, y[0], lines)
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
+    _check_values(q, y, path, names, lines)
     if ids is not None:
         ids = _to_ids(ids[1], path, ids[0])
         if ids.numel() != q.numel():

@@ -58,13 +58,16 @@ class Estimator(NamedTuple):
 class Measures(NamedTuple):
     """One model's numbers beside CalibErr: the Brier split, the smooth ECE, Spiegelhalter.
 
-    ``smooth_ece``, ``spiegelhalter_z`` and ``spiegelhalter_p`` are None when not computed.
+    ``smooth_ece``, ``spiegelhalter_z`` and ``spiegelhalter_p`` are None when not computed;
+    ``spiegelhalter_groups`` is the number of groups of the test's cluster-robust variance
+    (None: the independent variance).
     """
 
     brier: BrierDecomposition
     smooth_ece: float | None = None
     spiegelhalter_z: float | None = None
     spiegelhalter_p: float | None = None
+    spiegelhalter_groups: int | None = None
 
 
 def _text(value: Any) -> str:
@@ -170,6 +173,8 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
         )
     if measures.spiegelhalter_z is not None:
         test = f"z = {measures.spiegelhalter_z:.3f}, two-sided p = {measures.spiegelhalter_p:.3g}"
+        if measures.spiegelhalter_groups is not None:
+            test += f" (cluster-robust variance over {measures.spiegelhalter_groups} groups)"
         rows.append((f"{prefix}spiegelhalter", "Spiegelhalter test", test))
     return rows
 

@@ -82,6 +82,45 @@ def test_jsonl_integer_of_400_digits(tmp_path: Path, capsys):
     assert "'q'" in line and "too large" in line
 
 
+BIG = '{"q": 0.5, "y": 1}\n{"q": ' + "7" * 400 + ', "y": 0}\n'
+BAD_VALUES = {  # file name: (contents, the row as the message names it, the column, problem)
+    "text.csv": ("prob,label\n0.3,1\n\n0.6,0\nhigh,0\n", "line 5", "'prob'", "value 'high'"),
+    "range.csv": ("prob,label\n0.3,1\n1.7,0\n", "line 3", "'prob'", "1.7, not a probability"),
+    "negative.tsv": ("p\ty\n0.3\t1\n0.2\t0\n-0.1\t0\n", "line 4", "'p'", "not a probability"),
+    "nan.csv": ("prob,label\n0.3,1\nnan,0\n", "line 3", "'prob'", "missing (NaN)"),
+    "label.csv": ("prob,label\n0.3,1\n0.6,2\n", "line 3", "'label'", "2: a label must be binary"),
+    "label_text.csv": ("prob,label\n0.3,yes\n", "line 2", "'label'", "non-numeric value 'yes'"),
+    "quoted.csv": ('prob,label,note\n0.3,1,"two\nlines"\n0.4,x,a\n', "line 4", "'label'", "'x'"),
+    "rows.jsonl": ('{"q": 0.3, "y": 1}\n\n{"q": 1.5, "y": 0}\n', "line 3", "'q'", "1.5"),
+    "big.jsonl": (BIG, "line 2", "'q'", "too large"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_VALUES))
+def test_a_bad_value_names_the_file_row_and_column(tmp_path: Path, capsys, name: str):
+    content, row, column, problem = BAD_VALUES[name]
+    path = tmp_path / name
+    path.write_text(content)
+    line = one_line_error(capsys, "evaluate", path, "--samples", "10")
+    assert line.startswith(f"calib-metrics: error: {path}: {row}, column {column} "), line
+    assert problem in line, line
+
+
+def test_a_bad_value_of_an_array_file_names_its_row_index(tmp_path: Path, capsys):
+    path = tmp_path / "p.npz"
+    np.savez(path, probs=np.array([*Q[:3], 1.2]), target=np.array(Y[:4]))
+    line = one_line_error(capsys, "evaluate", path)
+    assert f"{path}: row index 3, column 'probs' holds 1.2" in line
+    probs = np.full((4, 3), 1 / 3)  # multiclass: 3 probabilities per label
+    np.savez(path, probs=probs, target=np.array([0, 2, 3, 1]))
+    line = one_line_error(capsys, "evaluate", path)
+    assert "row index 2, column 'target' holds 3: a label must be a class id in 0..2" in line
+    probs[1, 2] = np.nan
+    np.savez(path, probs=probs, target=np.array([0, 2, 1, 1]))
+    line = one_line_error(capsys, "evaluate", path)
+    assert "row index 1, column 'probs' is missing (NaN)" in line
+
+
 @pytest.mark.parametrize("value", ["1e30", str(10**30), "0", "-3", "2.5", "nan", "many"])
 def test_bin_size_out_of_range_or_not_an_integer(good: Path, capsys, value: str):
     line = one_line_error(capsys, "evaluate", good, "--bin-size", value)

@@ -75,3 +75,33 @@ def test_one_line_errors(capsys, tmp_path, multiclass_file, argv, message) -> No
     code, out, err = run(capsys, "evaluate", path, "--bin-size", "2", "--samples", "10", *argv)
     assert code == 2 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_spiegelhalter_uses_the_groups_and_a_multiclass_file_s_items(capsys, tmp_path) -> None:
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(400, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    sentence = torch.arange(400) // 8
+    path = tmp_path / "tokens.csv"
+    rows = [f"{a!r},{int(b)},{int(s)}" for a, b, s in zip(q.tolist(), y.tolist(), sentence)]
+    path.write_text("prob,label,sentence_id\n" + "\n".join(rows) + "\n")
+    argv = ("--samples", "20", "--spiegelhalter", "--json")
+    code, out, err = run(capsys, "evaluate", path, "--groups", "sentence_id", *argv)
+    assert code == 0, err
+    summary = json.loads(out)
+    grouped = spiegelhalter_test(q, y, groups=sentence)
+    assert summary["spiegelhalter_z"] == pytest.approx(grouped.z.item(), rel=1e-12)
+    assert summary["spiegelhalter_groups"] == 50
+    assert grouped.z.item() != pytest.approx(spiegelhalter_test(q, y).z.item(), rel=1e-3)
+    code, out, err = run(capsys, "evaluate", path, "--samples", "20", "--spiegelhalter")
+    assert code == 0 and "(independent variance)" in out
+    # A multiclass file's one-vs-rest pairs: each item is a group (its labels sum to 1).
+    probs = torch.softmax(torch.randn(300, 3, generator=g, dtype=torch.float64), dim=-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    npz = tmp_path / "multiclass.npz"
+    np.savez(npz, probs=probs.numpy(), target=target.numpy())
+    code, out, err = run(capsys, "evaluate", npz, "--samples", "20", "--spiegelhalter")
+    assert code == 0, err
+    by_item = spiegelhalter_test(probs, target, groups=torch.arange(300))
+    assert f"Spiegelhalter z = {by_item.z.item():.3f}" in out
+    assert "(cluster-robust variance over 300 groups)" in out

@@ -197,3 +197,40 @@ def test_empty_input_and_bad_p_values_raise_value_error():
         bh_adjust(torch.zeros(2, 2))
     with pytest.raises(ValueError, match="floating point"):
         bh_adjust(torch.tensor([0, 1]))
+
+
+def test_multiclass_input_is_compared_on_its_one_vs_rest_pairs() -> None:
+    g = torch.Generator().manual_seed(8)
+    p = torch.softmax(torch.randn(400, 3, generator=g, dtype=torch.float64), dim=-1)
+    target = torch.multinomial(p, 1, generator=g).squeeze(1)
+    sharp = torch.softmax(2 * p.log(), dim=-1)
+    items, groups = torch.arange(400) % 2, torch.arange(400) // 4
+    options = {"n_samples": 50, "bin_size": 40}
+    flat = (sharp.reshape(-1), p.reshape(-1), torch.nn.functional.one_hot(target, 3).reshape(-1))
+    cases = [  # (labels, groups) per item, and the per-pair class ids
+        ((items, groups), (items.repeat_interleave(3), groups.repeat_interleave(3))),
+        ((torch.arange(3).expand_as(p), None), (torch.arange(3).repeat(400), None)),
+    ]
+    for (labels, grouping), (flat_labels, flat_groups) in cases:
+        got = compare_calibration_by_label(
+            sharp, p, target, labels, groups=grouping,
+            generator=torch.Generator().manual_seed(1), **options,
+        )  # fmt: skip
+        expected = compare_calibration_by_label(
+            *flat, flat_labels, groups=flat_groups,
+            generator=torch.Generator().manual_seed(1), **options,
+        )  # fmt: skip
+        assert got.labels.tolist() == expected.labels.tolist()
+        for field in ("difference", "lower", "upper", "p_value"):
+            assert torch.equal(getattr(got, field), getattr(expected, field)), field
+
+
+def test_multiclass_input_with_misshapen_labels_says_what_to_pass() -> None:
+    p = torch.softmax(torch.randn(10, 3, generator=torch.Generator().manual_seed(0)), dim=-1)
+    target = torch.arange(10) % 3
+    with pytest.raises(ValueError, match=r"per item \(10,\) or per one-vs-rest pair \(10, 3\)"):
+        compare_calibration_by_label(p, p, target, torch.zeros(7, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"probs_b must have the shape of probs_a \(10, 3\)"):
+        compare_calibration_by_label(p, p[:, :2], target, target)
+    with pytest.raises(ValueError, match=r"multiclass probs \[..., C\] take integer class ids"):
+        compare_calibration_by_label(p, p, target[:7], target[:7])

@@ -37,6 +37,7 @@ CASES = {
     "binary-empty-rank": ({}, "binary", [[], [0, 1, 2, 3]]),
     "binary-mixed-dtypes": ({}, "binary-mixed", [[0, 2], [1, 3]]),
     "groups": ({}, "binary-groups", [[0, 3], [1, 2]]),
+    "groups-labels": ({}, "binary-groups-labels", [[2], [0, 1, 3]]),
     "top-label-padded": (
         {"num_classes": C, "mode": "top_label", "ignore_index": PAD},
         "tags-padded",
@@ -62,17 +63,23 @@ def batches(kind: str) -> list[tuple[torch.Tensor, ...]]:
         y = torch.bernoulli(q, generator=g).long()
         a = (q**0.8).to(torch.float32 if kind == "binary-mixed" and i % 2 else torch.float64)
         batch = (a, q, y)
-        if kind == "binary-groups":
+        if kind.startswith("binary-groups"):
             batch = (*batch, (first + torch.arange(size)) // 10)
+        if kind == "binary-groups-labels":  # a label per item: compute_by_label uses them
+            batch = (*batch, torch.randint(0, 3, (size,), generator=g))
         first += size
         out.append(batch)
     return out
 
 
-def summarise(metric: CalibrationComparison) -> dict[str, torch.Tensor]:
+def summarise(metric: CalibrationComparison, kind: str) -> dict[str, torch.Tensor]:
     r = metric.compute()
     fields = [r.difference, r.lower, r.upper, r.p_value, r.a.error, r.b.error]
-    return {"result": torch.stack(fields), "pairs": r.a.bins.count.sum()}
+    out = {"result": torch.stack(fields), "pairs": r.a.bins.count.sum()}
+    if kind.endswith("labels"):
+        by_label = metric.compute_by_label()
+        out["by_label"] = torch.stack([by_label.difference, by_label.p_value, by_label.lower])
+    return out
 
 
 def single_process(name: str) -> dict[str, torch.Tensor]:
@@ -81,7 +88,7 @@ def single_process(name: str) -> dict[str, torch.Tensor]:
     data = batches(kind)
     for i in shards[0] + shards[1]:
         metric.update(*data[i])
-    return summarise(metric)
+    return summarise(metric, kind)
 
 
 def _rank(rank: int, port: int, out: str) -> None:
@@ -96,7 +103,7 @@ def _rank(rank: int, port: int, out: str) -> None:
         data = batches(kind)
         for i in shards[rank]:
             metric.update(*data[i])
-        results[name] = summarise(metric)
+        results[name] = summarise(metric, kind)
         # compute() gathers, then restores this rank's own state.
         results[name]["local_items"] = torch.tensor(sum(t.numel() for t in metric.target))
     torch.save(results, Path(out) / f"rank{rank}.pt")

@@ -225,3 +225,87 @@ def test_casting_the_module_keeps_the_states_dtype() -> None:
     assert metric.probs_a[0].dtype == torch.float64 and metric.target[0].dtype == torch.float64
     metric.update(*batches[1])
     _assert_equal(metric.compute(), _functional(batches[:2]))
+
+
+def _labelled(batches, seed: int = 3, n_labels: int = 3):
+    """Each batch with a label per item (5th argument of update), groups or None before it."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for batch in batches:
+        labels = torch.randint(0, n_labels, batch[2].shape, generator=g)
+        groups = batch[3] if len(batch) > 3 else None
+        out.append((*batch[:3], groups, labels))
+    return out
+
+
+def _by_label(got, want) -> None:
+    assert got.labels.tolist() == want.labels.tolist()
+    for field in ("difference", "lower", "upper", "p_value", "adjusted_p_value", "verdict"):
+        torch.testing.assert_close(getattr(got, field), getattr(want, field), rtol=0, atol=0)
+    assert (got.a_better, got.b_better, got.correction) == (want.a_better, want.b_better, "bh")
+
+
+@pytest.mark.parametrize("groups", [False, True])
+def test_compute_by_label_with_labels_equals_the_functional(groups) -> None:
+    from calib_metrics.functional import compare_calibration_by_label
+
+    batches = _labelled(_binary(groups=groups))
+    metric = CalibrationComparison(**OPTIONS)
+    for batch in batches:
+        metric.update(*batch)
+    a, b, y, labels = (torch.cat([batch[i] for batch in batches]) for i in (0, 1, 2, 4))
+    g = torch.cat([batch[3] for batch in batches]) if groups else None
+    estimator = {k: v for k, v in OPTIONS.items() if k != "seed"}
+    want = compare_calibration_by_label(
+        a, b, y, labels, groups=g, correction="bh",
+        generator=torch.Generator().manual_seed(OPTIONS["seed"]), **estimator,
+    )  # fmt: skip
+    _by_label(metric.compute_by_label(correction="bh"), want)
+    unlabelled = [batch[: 4 if groups else 3] for batch in batches]
+    _assert_equal(metric.compute(), _functional(unlabelled))  # labels change nothing here
+
+
+def test_compute_by_label_with_labels_of_multiclass_items_and_padding() -> None:
+    from calib_metrics.functional import compare_calibration_by_label
+
+    batches = _labelled(_tags(pad=True), n_labels=2)
+    metric = CalibrationComparison(num_classes=4, ignore_index=PAD, **OPTIONS)
+    for batch in batches:
+        metric.update(*batch)
+    a, b, t, labels = (torch.cat([batch[i] for batch in batches]) for i in (0, 1, 2, 4))
+    keep = t != PAD
+    estimator = {k: v for k, v in OPTIONS.items() if k != "seed"}
+    want = compare_calibration_by_label(
+        a[keep], b[keep], t[keep], labels[keep], correction="bh",
+        generator=torch.Generator().manual_seed(OPTIONS["seed"]), **estimator,
+    )  # fmt: skip
+    _by_label(metric.compute_by_label(correction="bh"), want)
+
+
+def test_labels_state_rules_and_merge() -> None:
+    batches = _labelled(_binary())
+    metric = CalibrationComparison(**OPTIONS)
+    metric.update(*batches[0])
+    with pytest.raises(ValueError, match="without labels="):
+        metric.update(*batches[1][:3])
+    with pytest.raises(ValueError, match="labels must have the target's shape"):
+        metric.update(*batches[1][:3], labels=batches[1][4][:-1])
+    with pytest.raises(ValueError, match="labels must hold integer ids"):
+        metric.update(*batches[1][:3], labels=batches[1][4].double())
+    assert metric.update_count == 1
+    other = CalibrationComparison(**OPTIONS)
+    other.update(*batches[1])
+    metric.merge_state(other)
+    unlabelled = CalibrationComparison(**OPTIONS)
+    unlabelled.update(*batches[2][:3])
+    with pytest.raises(ValueError, match="one state has labels"):
+        metric.merge_state(unlabelled)
+    single = CalibrationComparison(**OPTIONS)
+    single.update(*batches[0])
+    single(*batches[1][:3], labels=batches[1][4])  # forward keeps the batch's labels too
+    _by_label(metric.compute_by_label(correction="bh"), single.compute_by_label(correction="bh"))
+    top = CalibrationComparison(num_classes=4, mode="top_label", **OPTIONS)
+    a, b, t = _tags()[0]
+    top.update(a, b, t, labels=t % 2)
+    with pytest.raises(ValueError, match="needs labels= in update \\(binary or one-vs-rest"):
+        top.compute_by_label()

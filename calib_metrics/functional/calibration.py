@@ -393,20 +393,23 @@ def calibration_error_ci(
     return resampled_interval(bins, draws, "groups", **options)
 
 
-def _check_groups(groups: Tensor, reference: Tensor, name: str = "probs") -> Tensor:
-    """Validate group ids, one per element of ``reference`` (named ``name`` in errors),
-    and return them flat."""
+def _check_groups(
+    groups: Tensor, reference: Tensor, name: str = "probs", what: str = "groups"
+) -> Tensor:
+    """Validate integer ids (group ids, or labels: named ``what`` in errors), one per
+    element of ``reference`` (named ``name``), and return them flat."""
     if not isinstance(groups, Tensor):
-        raise ValueError(f"groups must be a tensor of group ids, got {type(groups).__name__}")
+        kind = what.removesuffix("s")
+        raise ValueError(f"{what} must be a tensor of {kind} ids, got {type(groups).__name__}")
     if groups.numel() != reference.numel():
         raise ValueError(
-            f"groups must give one id per pair: got {groups.numel()} ids for "
+            f"{what} must give one id per pair: got {groups.numel()} ids for "
             f"{reference.numel()} pairs (shape {tuple(groups.shape)})"
         )
     if groups.is_floating_point() or groups.is_complex() or groups.dtype == torch.bool:
-        raise ValueError(f"groups must hold integer ids, got dtype {groups.dtype}")
+        raise ValueError(f"{what} must hold integer ids, got dtype {groups.dtype}")
     if groups.device != reference.device:
-        raise ValueError(f"groups on {groups.device} but {name} on {reference.device}")
+        raise ValueError(f"{what} on {groups.device} but {name} on {reference.device}")
     return groups.reshape(-1)
 
 

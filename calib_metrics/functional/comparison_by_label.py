@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.comparison import ComparisonResult, compare_calibration
+from calib_metrics.functional.multiclass import is_multiclass, pair_sets
 
 CORRECTIONS = ("holm", "bh")
 
@@ -155,13 +156,19 @@ def compare_calibration_by_label(
     """Per-label difference in calibration error of two models scored on the same items.
 
     Args:
-        probs_a: model a's probabilities q in [0, 1] of the binary pairs (any shape).
+        probs_a: model a's probabilities q in [0, 1] of the binary pairs (any shape), or
+            multiclass ``[..., C]``: then the pairs are its one-vs-rest pairs (C per item).
         probs_b: model b's probabilities of the same pairs, same shape.
-        target: the binary labels, same shape.
+        target: the binary labels, same shape; for multiclass probs the integer class
+            ids ``[...]``.
         labels: integer id per pair of the query it belongs to (a tag of one-vs-rest
-            queries, a tag pair, a document's coreference pairs), same shape.
+            queries, a tag pair, a document's coreference pairs), same shape. For
+            multiclass probs either one per item (``target``'s shape: it follows the
+            item's C pairs) or one per pair (``probs_a``'s shape; the class ids
+            ``torch.arange(C).expand_as(probs_a)`` compare the models class by class).
         groups: optional group id per pair (sentence, document): whole groups are
-            resampled within each label.
+            resampled within each label; for multiclass probs per item or per pair, as
+            ``labels``.
         correction: ``"holm"`` (controls the family-wise error rate, any dependence) or
             ``"bh"`` (Benjamini–Hochberg: the false discovery rate, independent or
             positively dependent p-values).
@@ -190,6 +197,16 @@ def compare_calibration_by_label(
         ([1, 0, 0], (0, 1, 2))
         >>> r.per_label[1].difference.item()
         0.0
+
+        Multiclass probabilities, compared class by class on their one-vs-rest pairs:
+
+        >>> p = torch.softmax(torch.randn(3000, 3, generator=g), dim=-1).double()
+        >>> t = torch.multinomial(p, 1, generator=g).squeeze(1)
+        >>> sharp = torch.softmax(3 * p.log(), dim=-1)  # overconfident
+        >>> classes = torch.arange(3).expand_as(p)
+        >>> r = compare_calibration_by_label(sharp, p, t, classes, n_samples=300, generator=g)
+        >>> r.labels.tolist(), r.b_better
+        ([0, 1, 2], 3)
     """
     flat = _check_inputs(probs_a, probs_b, target, labels, groups)
     if correction not in CORRECTIONS:
@@ -212,10 +229,15 @@ def _check_inputs(probs_a, probs_b, target, labels, groups) -> dict[str, Tensor 
     for name, value in named.items():
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
+    if is_multiclass(probs_a, target):
+        named = _one_vs_rest(named)
+        probs_a = named["probs_a"]
+    for name, value in named.items():
         if value.shape != probs_a.shape:
             raise ValueError(
                 f"{name} must have the shape of probs_a {tuple(probs_a.shape)}, "
-                f"got {tuple(value.shape)}"
+                f"got {tuple(value.shape)} (multiclass probs [..., C] take integer class "
+                "ids target [...], and labels and groups per item [...] or per pair [..., C])"
             )
         if value.device != probs_a.device:
             raise ValueError(f"{name} is on {value.device} but probs_a on {probs_a.device}")
@@ -227,6 +249,35 @@ def _check_inputs(probs_a, probs_b, target, labels, groups) -> dict[str, Tensor 
         raise ValueError("no pairs to compare: the inputs are empty")
     flat = {name: value.reshape(-1) for name, value in named.items()}
     return {**flat, "groups": flat.get("groups")}
+
+
+def _one_vs_rest(named: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Multiclass inputs as their flat one-vs-rest pairs; labels and groups given per item
+    follow the item's C pairs, per pair they are flattened."""
+    probs_a, target = named["probs_a"], named["target"]
+    if named["probs_b"].shape != probs_a.shape:
+        raise ValueError(
+            f"probs_b must have the shape of probs_a {tuple(probs_a.shape)}, "
+            f"got {tuple(named['probs_b'].shape)}"
+        )
+    flat_a, onehot, _ = pair_sets(probs_a, target, "one_vs_rest")[0]
+    out = {"probs_a": flat_a, "probs_b": named["probs_b"].reshape(-1), "target": onehot}
+    n_classes = probs_a.shape[-1]
+    for name in ("labels", "groups"):
+        if name not in named:
+            continue
+        value = named[name]
+        if value.shape == target.shape:
+            out[name] = value.reshape(-1).repeat_interleave(n_classes)
+        elif value.shape == probs_a.shape:
+            out[name] = value.reshape(-1)
+        else:
+            raise ValueError(
+                f"{name} of multiclass probs {tuple(probs_a.shape)} must be given per item "
+                f"{tuple(target.shape)} or per one-vs-rest pair {tuple(probs_a.shape)}, "
+                f"got {tuple(value.shape)}"
+            )
+    return out
 
 
 def _compare_label(flat: dict, select: Tensor, confidence, generator, options) -> ComparisonResult:

@@ -1,0 +1,96 @@
+"""``--plot-smooth``: evaluate's and compare's ``--plot`` get the smooth curve and its band."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calib_metrics import cli, plot
+from calib_metrics.functional import smooth_reliability_curve
+
+
+@pytest.fixture
+def drawn(monkeypatch) -> list[tuple[object, object]]:
+    """Every reliability diagram the command draws: (its smooth argument, its axes)."""
+    calls: list[tuple[object, object]] = []
+    original = plot.reliability_diagram
+
+    def recording(*args, **kwargs):
+        fig, ax = original(*args, **kwargs)
+        calls.append((kwargs.get("smooth"), ax))
+        return fig, ax
+
+    monkeypatch.setattr(plot, "reliability_diagram", recording)
+    return calls
+
+
+@pytest.fixture
+def pairs(tmp_path: Path) -> tuple[Path, torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(2)
+    q = torch.rand(600, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    sharp = torch.where(q > 0.5, q.sqrt(), q**2)
+    path = tmp_path / "pairs.csv"
+    rows = [
+        f"{a!r},{b!r},{int(c)},{i // 6}"
+        for i, (a, b, c) in enumerate(zip(q.tolist(), sharp.tolist(), y.tolist()))
+    ]
+    path.write_text("prob,prob_b,label,sentence_id\n" + "\n".join(rows) + "\n")
+    return path, q, sharp, y
+
+
+def run(capsys, *argv) -> tuple[int, str]:
+    code = cli.main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+def band_labels(ax) -> list[str]:
+    return [c.get_label() for c in ax.collections if "bootstrap band" in c.get_label()]
+
+
+def test_evaluate_draws_the_smooth_curve_with_its_band(tmp_path, capsys, pairs, drawn) -> None:
+    path, q, _, y = pairs
+    png = tmp_path / "diagram.png"
+    options = ("--samples", "20", "--confidence", "0.9", "--seed", "4", "--plot", png)
+    code, err = run(capsys, "evaluate", path, *options, "--plot-smooth")
+    assert code == 0, err
+    ((smooth, ax),) = drawn
+    expected = smooth_reliability_curve(
+        q, y, confidence=0.9, generator=torch.Generator().manual_seed(4)
+    )
+    for field in ("curve", "lower", "upper", "bandwidth"):
+        torch.testing.assert_close(getattr(smooth, field), getattr(expected, field))
+    assert band_labels(ax) == ["90% pointwise bootstrap band"]
+    assert png.stat().st_size > 0
+    drawn.clear()
+    code, err = run(capsys, "evaluate", path, *options)  # without the flag: bins only
+    assert code == 0, err
+    assert drawn[0][0] is None and band_labels(drawn[0][1]) == []
+
+
+def test_compare_draws_both_models_with_group_bands(tmp_path, capsys, pairs, drawn) -> None:
+    path, q, sharp, y = pairs
+    png = tmp_path / "both.png"
+    argv = ("compare", path, "--probs", "prob", "--probs-b", "prob_b", "--groups", "sentence_id")
+    code, err = run(capsys, *argv, "--samples", "20", "--plot", png, "--plot-smooth")
+    assert code == 0, err
+    assert png.stat().st_size > 0 and len(drawn) == 2
+    # the reader numbers group ids in sorted order of their text, as np.unique does
+    text = np.array([str(i // 6) for i in range(600)])
+    sentence = torch.from_numpy(np.unique(text, return_inverse=True)[1].reshape(-1))
+    for (smooth, ax), probs in zip(drawn, (q, sharp), strict=True):
+        expected = smooth_reliability_curve(
+            probs, y, groups=sentence, generator=torch.Generator().manual_seed(0)
+        )
+        torch.testing.assert_close(smooth.upper, expected.upper)
+        assert band_labels(ax) == ["95% pointwise bootstrap band"]
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_plot_smooth_without_plot_is_one_line(capsys, pairs, command) -> None:
+    extra = ("--probs-b", "prob_b") if command == "compare" else ()
+    code, err = run(capsys, command, pairs[0], *extra, "--plot-smooth")
+    assert code == 2 and "give --plot" in err and len(err.strip().splitlines()) == 1
