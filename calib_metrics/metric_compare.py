@@ -341,8 +341,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         if not (self.labels or by_class) or (self.labels and self.mode == "top_label"):
             raise ValueError(
                 "compute_by_label needs labels= in update (binary or one-vs-rest pairs), or "
-                "num_classes with mode 'one_vs_rest' or 'classwise' to compare class by class (this metric "
-                f"has num_classes={self.num_classes}, mode={self.mode!r}, "
+                "num_classes with mode 'one_vs_rest' or 'classwise' to compare class by class "
+                f"(this metric has num_classes={self.num_classes}, mode={self.mode!r}, "
                 f"{'with' if self.labels else 'no'} labels)"
             )
         with self.sync_context(
