@@ -41,6 +41,11 @@ from calib_metrics.functional.smooth import (
     smooth_calibration_error,
     smooth_calibration_from_histogram,
 )
+from calib_metrics.functional.spiegelhalter import (
+    SpiegelhalterResult,
+    spiegelhalter_from_histogram,
+    spiegelhalter_test,
+)
 
 # dtypes a list state may hold, coded by position for the ranks to agree on one.
 _DTYPES = (
@@ -956,6 +961,36 @@ class CalibrationError(_StatesKeepTheirDtype):
                 ]
             bins = self.class_bins() if self.average == "weighted" else []
         return self._average(errors, bins)
+
+    def compute_spiegelhalter(self) -> SpiegelhalterResult | list[SpiegelhalterResult]:
+        """Spiegelhalter's z test of "calibrated" on the pairs seen: one, or one per class.
+
+        The binning-free test beside :meth:`compute` (a small p-value is evidence of
+        miscalibration): :func:`~calib_metrics.functional.spiegelhalter_test` of the
+        pooled pairs (``average="micro"``, top-label) or of each class's pairs (a list,
+        for per-class averages and classwise). The exact mode tests its pairs, with the
+        cluster-robust variance over the ``groups=`` it kept; the streaming mode tests
+        its histogram's cells at their mean q
+        (:func:`~calib_metrics.functional.spiegelhalter.spiegelhalter_from_histogram`).
+        Synchronised under DDP like :meth:`compute_result`.
+
+        Example:
+            >>> import torch
+            >>> metric = CalibrationError()
+            >>> g = torch.Generator().manual_seed(0)
+            >>> q = torch.rand(4000, generator=g, dtype=torch.float64)
+            >>> metric.update(q, torch.bernoulli(0.5 + 0.8 * (q - 0.5), generator=g))
+            >>> bool(metric.compute_spiegelhalter().p_value < 1e-6)  # overconfident
+            True
+        """
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+        ):
+            if not self._exact_pairs():
+                results = [spiegelhalter_from_histogram(*cells) for cells in self._histograms()]
+            else:
+                results = [spiegelhalter_test(p, t, groups=g) for p, t, g in self._class_pairs()]
+        return results if self._per_class else results[0]
 
     def _histograms(self) -> list[tuple[Tensor, Tensor, Tensor]]:
         """The sketch's non-empty cells (mean q, count, Σy): pooled (micro) or per class."""
