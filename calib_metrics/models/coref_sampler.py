@@ -1,0 +1,263 @@
+"""Kernels behind :mod:`calib_metrics.models.coref`: inverse-CDF draws and entity roots.
+
+Internal: :func:`~calib_metrics.models.coref.sample_antecedents` and
+:func:`~calib_metrics.models.coref.entity_roots` check their arguments and call these.
+
+**Draws.** ``a[s, b, i]`` is ``searchsorted(cdf[b, i], u[s, b, i], right=True)`` for one
+float64 uniform per draw, the uniforms taken sample-major from the generator, so a
+generator gives the same samples whatever the chunking. For documents of up to
+:data:`TABLE_MAX_MENTIONS` mentions the search is a bucket table (Chen & Asau's indexed
+search, refined): each mention's ``[0, 1)`` is cut into ``M`` equal buckets, ``M`` a power
+of two, so that ``floor(u * M)`` and ``floor(cdf * M)`` are exact. A bucket stores how
+many boundaries lie below it and the first :data:`THRESHOLDS` boundaries inside it; a
+draw reads its bucket and adds one per stored boundary ``<= u``. That is exactly the
+searched index unless the bucket holds more boundaries than are stored; those buckets
+are marked, and their few draws take a binary search. Longer documents use
+``torch.searchsorted`` (their tables would no longer sit in cache).
+
+**Roots.** Pointer jumping, ``r = r[r]``, on ping-pong buffers, a block of rows at a time
+so that the buffers stay in cache and nothing large is allocated per round.
+
+Example:
+    >>> import torch
+    >>> cdf = torch.tensor([[[float("inf")] * 3, [0.25, float("inf"), float("inf")],
+    ...                      [0.5, 0.75, float("inf")]]], dtype=torch.float64)
+    >>> a = draw(cdf, 4000, torch.Generator().manual_seed(0))
+    >>> a.shape, round((a[:, 0, 2] == 1).double().mean().item(), 1)
+    (torch.Size([4000, 1, 3]), 0.2)
+    >>> roots(torch.tensor([[0, 0, 1, 3, 2]]))
+    tensor([[0, 0, 0, 3, 0]])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+__all__ = ["TABLE_MAX_MENTIONS", "Tables", "draw", "roots", "tables"]
+
+# Documents longer than this draw by torch.searchsorted instead of the bucket table.
+TABLE_MAX_MENTIONS = 512
+# Buckets per mention: the next power of two >= N, times up to this factor while the
+# batch's table stays within _TABLE_ENTRIES entries.
+_BUCKET_FACTOR = 1
+_TABLE_ENTRIES = 1 << 21
+# Draws handled at once: the chunk's working buffers (~40 bytes a draw) stay in L2.
+_CHUNK_DRAWS = 1 << 15
+# Bits of a table entry that hold the bucket's start (N <= 2 ** _START_BITS).
+_START_BITS = 10
+# Added to the jump of a bucket with three or more boundaries; a draw strictly between
+# its first and last boundary then comes out negative and is finished by a scan.
+_ESCAPE = 1 << 20
+# Elements per block of rows in the pointer jumping.
+_ROOT_BLOCK = 1 << 15
+
+
+class Tables(NamedTuple):
+    """The bucket table of a batch's cumulative distributions, flat over (row, bucket).
+
+    Row ``(b, i)``, bucket ``floor(u * M)`` sits at ``base[b, i] + bucket``. A bucket
+    with ``c`` boundaries stores ``entry = start + (jump << _START_BITS)``, ``start`` the
+    row's boundaries below it and ``jump = c - 1`` (plus ``_ESCAPE`` when ``c >= 3``), and
+    its first and last boundary (``+inf`` when it holds none). A draw is then
+    ``start + [u >= first] * (1 - escape) + [u >= last] * jump``: exact unless ``c >= 3``
+    and ``first <= u < last``, where it is negative.
+    """
+
+    cdf: Tensor  # [B, N, N] float64, +inf at j >= i
+    buckets: int  # M, a power of two
+    base: Tensor  # [B, N] int32: (b * N + i) * M
+    entry: Tensor  # int32 [B * N * M]
+    first: Tensor  # float64 [B * N * M]
+    last: Tensor  # float64 [B * N * M]
+    widest: int  # most boundaries in an escaping bucket (0: none)
+
+
+def _bucket_count(b: int, n: int) -> int:
+    buckets = 1 << max(0, n - 1).bit_length()
+    while buckets < _BUCKET_FACTOR * n and b * n * buckets * 2 <= _TABLE_ENTRIES:
+        buckets *= 2
+    return buckets
+
+
+def tables(cdf: Tensor) -> Tables | None:
+    """The bucket table of ``cdf`` ``[B, N, N]``, or None above :data:`TABLE_MAX_MENTIONS`.
+
+    One host synchronisation: the most boundaries an escaping bucket holds.
+    """
+    b, n, _ = cdf.shape
+    if n > TABLE_MAX_MENTIONS:
+        return None
+    m = _bucket_count(b, n)
+    rows = cdf.view(b * n, n)
+    # Bucket of every boundary (exact: m is a power of two); +inf (j >= i) and a
+    # boundary at 1 go to the sentinel m.
+    bins = torch.mul(rows, m).floor_().clamp_(max=m).long()
+    count = torch.zeros((b * n, m + 1), dtype=torch.int32, device=cdf.device)
+    count.scatter_add_(1, bins, torch.ones_like(bins, dtype=torch.int32))
+    count = count[:, :m]
+    start = count.cumsum(1, dtype=torch.int32).sub_(count)
+    empty = count == 0
+    first = rows.gather(1, start.clamp(max=n - 1).long()).masked_fill_(empty, float("inf"))
+    last = rows.gather(1, (start + count - 1).clamp_(0, n - 1).long())
+    last.masked_fill_(empty, float("inf"))
+    crowded = count >= 3
+    widest = int(count.max()) if bool(crowded.any()) else 0
+    jump = (count - 1).clamp_(min=0).add_(crowded.int().mul_(_ESCAPE))
+    entry = start.add_(jump.bitwise_left_shift_(_START_BITS))
+    base = torch.arange(b * n, dtype=torch.int32, device=cdf.device).view(b, n).mul_(m)
+    return Tables(cdf, m, base, entry.view(-1), first.view(-1), last.view(-1), widest)
+
+
+def _lookup(t: Tables, u: Tensor, out: Tensor, work: dict[str, Tensor]) -> None:
+    """Table draws for uniforms ``u`` ``[c, B, N]`` into ``out`` (int32, same shape)."""
+    index, value, entry, above = work["index"], work["value"], work["entry"], work["above"]
+    # u < 1, so the bucket is < M; the clamp only guards the table's neighbour row.
+    torch.mul(u, t.buckets, out=value).clamp_(max=t.buckets - 1)
+    index.copy_(value)
+    index += t.base
+    flat = index.view(-1)
+    torch.index_select(t.entry, 0, flat, out=entry.view(-1))
+    torch.bitwise_and(entry, (1 << _START_BITS) - 1, out=out)
+    entry.bitwise_right_shift_(_START_BITS)  # the jump
+    torch.index_select(t.first, 0, flat, out=value.view(-1))
+    torch.ge(u, value, out=above)
+    out += above
+    # An escaping bucket: a draw past its first boundary owes _ESCAPE ...
+    above.mul_(entry.bitwise_and(_ESCAPE))
+    out -= above
+    # ... which the jump past its last boundary pays back.
+    torch.index_select(t.last, 0, flat, out=value.view(-1))
+    torch.ge(u, value, out=above)
+    out.addcmul_(above, entry)
+
+
+def first_pass(t: Tables, u: Tensor) -> Tensor:
+    """Table draws of uniforms ``u`` ``[c, B, N]`` before the binary search (int32)."""
+    shape = u.shape
+    work = {
+        "index": torch.empty(shape, dtype=torch.int32, device=u.device),
+        "value": torch.empty(shape, dtype=u.dtype, device=u.device),
+        "entry": torch.empty(shape, dtype=torch.int32, device=u.device),
+        "above": torch.empty(shape, dtype=torch.int32, device=u.device),
+    }
+    found = torch.empty(shape, dtype=torch.int32, device=u.device)
+    _lookup(t, u, found, work)
+    return found
+
+
+def search(t: Tables, u: Tensor) -> Tensor:
+    """``Long``: ``searchsorted(cdf[b, i], u[s, b, i], right=True)`` by the table."""
+    out = first_pass(t, u).long()
+    where = (out < 0).view(-1).nonzero().squeeze(-1)
+    if where.numel():
+        _scan(t, out, where, u.reshape(-1).index_select(0, where))
+    return out
+
+
+def draw(
+    cdf: Tensor, n_samples: int, generator: torch.Generator | None, t: Tables | None = None
+) -> Tensor:
+    """``Long [S, B, N]``: ``searchsorted(cdf[b, i], u, right=True)`` per uniform ``u``.
+
+    ``t`` may pass :func:`tables` of ``cdf`` already built. Host synchronisations: with
+    the table, the one of :func:`tables` and one per chunk of draws (the count of draws
+    left to the scan); none otherwise.
+    """
+    b, n, _ = cdf.shape
+    out = torch.empty((n_samples, b, n), dtype=torch.long, device=cdf.device)
+    if out.numel() == 0:
+        return out
+    t = tables(cdf) if t is None else t
+    chunk = max(1, _CHUNK_DRAWS // max(1, b * n))
+    if t is None:
+        return _searchsorted_draws(cdf, out, chunk, generator)
+    shape = (min(chunk, n_samples), b, n)
+    uniforms = torch.empty(shape, dtype=cdf.dtype, device=cdf.device)
+    work = {
+        "index": torch.empty(shape, dtype=torch.int32, device=cdf.device),
+        "value": torch.empty(shape, dtype=cdf.dtype, device=cdf.device),
+        "entry": torch.empty(shape, dtype=torch.int32, device=cdf.device),
+        "above": torch.empty(shape, dtype=torch.int32, device=cdf.device),
+    }
+    found = torch.empty(shape, dtype=torch.int32, device=cdf.device)
+    left: list[tuple[Tensor, Tensor]] = []
+    for first in range(0, n_samples, chunk):
+        c = min(chunk, n_samples - first)
+        # Sample-major uniforms: chunks of one stream equal one big draw on CPU.
+        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, out=uniforms[:c])
+        _lookup(t, u, found[:c], {k: v[:c] for k, v in work.items()})
+        out[first : first + c].copy_(found[:c])
+        if t.widest:
+            where = (found[:c] < 0).view(-1).nonzero().squeeze(-1)  # a host synchronisation
+            if where.numel():
+                left.append((where + first * b * n, u.view(-1).index_select(0, where)))
+    if left:
+        where, u = (torch.cat(parts) for parts in zip(*left))
+        _scan(t, out, where, u)
+    return out
+
+
+def _scan(t: Tables, out: Tensor, where: Tensor, u: Tensor) -> None:
+    """Finish the draws left negative by a binary search inside their bucket.
+
+    Such a draw came out as ``start + 1 - _ESCAPE``; its answer lies in
+    ``[start, start + t.widest]`` (its bucket's boundaries are among the ``t.widest``
+    from ``start`` on, and those past the bucket exceed ``u``).
+    """
+    flat = out.view(-1)
+    _, b, n = out.shape
+    lo = flat.index_select(0, where).add_(_ESCAPE - 1)
+    hi = lo + t.widest
+    rows = (where % (b * n)) * n
+    cdf = t.cdf.view(-1)
+    for _ in range(t.widest.bit_length()):
+        mid = (lo + hi) // 2
+        right = cdf.index_select(0, rows + mid.clamp(max=n - 1)) <= u
+        lo = torch.where(right, mid + 1, lo)
+        hi = torch.where(right, hi, mid)
+    flat.index_copy_(0, where, lo)
+
+
+def _searchsorted_draws(
+    cdf: Tensor, out: Tensor, chunk: int, generator: torch.Generator | None
+) -> Tensor:
+    n_samples, b, n = out.shape
+    for first in range(0, n_samples, chunk):
+        c = min(chunk, n_samples - first)
+        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, device=cdf.device)
+        # Mention-major queries: each row's searches run back to back, in cache.
+        a = torch.searchsorted(cdf, u.permute(1, 2, 0).contiguous(), right=True)
+        out[first : first + c] = a.permute(2, 0, 1)
+    return out
+
+
+def roots(antecedents: Tensor) -> Tensor:
+    """Pointer jumping over ``Long [..., N]`` antecedents (checked by the caller)."""
+    n = antecedents.shape[-1]
+    out = torch.empty_like(antecedents)
+    if out.numel() == 0 or n <= 1:
+        return out.copy_(antecedents)
+    rows = antecedents.reshape(-1, n)
+    flat_out = out.view(-1, n)
+    block = max(1, _ROOT_BLOCK // n)
+    x = torch.empty((min(block, rows.shape[0]), n), dtype=torch.long, device=out.device)
+    y = torch.empty_like(x)
+    rounds = math.ceil(math.log2(n))
+    early = antecedents.device.type == "cpu"
+    for first in range(0, rows.shape[0], block):
+        c = min(block, rows.shape[0] - first)
+        src, dst = x[:c], y[:c]
+        torch.gather(rows[first : first + c], -1, rows[first : first + c], out=src)
+        # After k rounds src = a^(2^k); chains have at most N - 1 links.
+        for _ in range(rounds - 1):
+            torch.gather(src, -1, src, out=dst)
+            src, dst = dst, src
+            # On CPU, a round that changed nothing ends the block (a free check there).
+            if early and torch.equal(src, dst):
+                break
+        flat_out[first : first + c] = src
+    return out
