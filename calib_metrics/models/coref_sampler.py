@@ -236,28 +236,51 @@ def _searchsorted_draws(
 
 
 def roots(antecedents: Tensor) -> Tensor:
-    """Pointer jumping over ``Long [..., N]`` antecedents (checked by the caller)."""
+    """Entity roots of ``Long [..., N]`` antecedents by pointer jumping.
+
+    Raises ValueError unless ``0 <= a[..., i] <= i``. On CPU it works a cache-sized block
+    of rows at a time, checks each block before jumping and stops a block once a round
+    changes nothing (host synchronisations are free there); elsewhere it checks all rows
+    at once (one host synchronisation) and runs the ``ceil(log2 N)`` rounds.
+    """
     n = antecedents.shape[-1]
     out = torch.empty_like(antecedents)
-    if out.numel() == 0 or n <= 1:
-        return out.copy_(antecedents)
+    if out.numel() == 0:
+        return out
     rows = antecedents.reshape(-1, n)
     flat_out = out.view(-1, n)
-    block = max(1, _ROOT_BLOCK // n)
+    on_cpu = out.device.type == "cpu"
+    block = max(1, _ROOT_BLOCK // n) if on_cpu else rows.shape[0]
     x = torch.empty((min(block, rows.shape[0]), n), dtype=torch.long, device=out.device)
     y = torch.empty_like(x)
-    rounds = math.ceil(math.log2(n))
-    early = antecedents.device.type == "cpu"
+    beyond = torch.empty_like(x, dtype=torch.bool)
+    position = torch.arange(n, device=out.device)
+    # After k rounds r = a^(2^k); chains have at most N - 1 links.
+    rounds = math.ceil(math.log2(n)) if n > 1 else 0
     for first in range(0, rows.shape[0], block):
         c = min(block, rows.shape[0] - first)
-        src, dst = x[:c], y[:c]
-        torch.gather(rows[first : first + c], -1, rows[first : first + c], out=src)
-        # After k rounds src = a^(2^k); chains have at most N - 1 links.
-        for _ in range(rounds - 1):
-            torch.gather(src, -1, src, out=dst)
-            src, dst = dst, src
-            # On CPU, a round that changed nothing ends the block (a free check there).
-            if early and torch.equal(src, dst):
-                break
-        flat_out[first : first + c] = src
+        a, result = rows[first : first + c], flat_out[first : first + c]
+        _check_block(a, position, beyond[:c])
+        _jump(a, result, (x[:c], y[:c]), rounds, on_cpu)
     return out
+
+
+def _jump(a: Tensor, result: Tensor, spare: tuple[Tensor, Tensor], rounds: int, early: bool):
+    """``result = a^(2^rounds)`` by gathers into ``spare``, the last one into ``result``."""
+    src = a
+    for k in range(rounds):
+        dst = result if k == rounds - 1 else spare[k % 2]
+        torch.gather(src, -1, src, out=dst)
+        # From the third round on, a round that changed nothing ends the jumping.
+        if early and 2 <= k < rounds - 1 and torch.equal(dst, src):
+            result.copy_(dst)
+            return
+        src = dst
+    if rounds == 0:
+        result.copy_(a)
+
+
+def _check_block(a: Tensor, position: Tensor, scratch: Tensor) -> None:
+    beyond = torch.gt(a, position, out=scratch).view(torch.uint8).max()
+    if bool(beyond | (a.min() < 0)):  # a host synchronisation
+        raise ValueError("antecedents must satisfy 0 <= a[..., i] <= i (i means NEW)")
