@@ -83,24 +83,30 @@ def _check_n_samples(n_samples: int) -> None:
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
 
 
+def _triangle(n: int, device: torch.device, diagonal: int, upper: bool = False) -> Tensor:
+    """``[N, N]`` bool, True where ``j - i <= diagonal`` (``>=`` if ``upper``)."""
+    ones = torch.ones((n, n), dtype=torch.bool, device=device)
+    return ones.triu_(diagonal) if upper else ones.tril_(diagonal)
+
+
 def _log_probs(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
     """Validated-input core of :func:`antecedent_log_probs` (mask already a bool tensor).
 
     ``owned=True`` lets it overwrite ``scores`` (a private copy), saving an N x N buffer.
     """
     n = scores.shape[-1]
-    idx = torch.arange(n, device=scores.device)
-    earlier = idx[None, :] < idx[:, None]  # [N, N]: j < i
-    diag = idx[None, :] == idx[:, None]
+    earlier = _triangle(n, scores.device, -1)  # [N, N]: j < i
     if mask is None:
         can_attach = earlier.expand(scores.shape)
+        forbidden = _triangle(n, scores.device, 1, upper=True)  # j > i
     else:
         # Padding neither attaches nor is attached to.
         can_attach = earlier & mask[:, :, None] & mask[:, None, :]
+        forbidden = ~can_attach
+        forbidden.diagonal(dim1=-2, dim2=-1).fill_(False)  # NEW stays allowed
     # A mention with no candidate antecedent (the first one, or padding) takes NEW with
     # probability 1 whatever its NEW score, so a -inf there cannot produce NaN.
     only_new = ~can_attach.any(-1)  # [B, N]
-    forbidden = ~(can_attach | diag)
     if owned:
         logits = scores.masked_fill_(forbidden, float("-inf"))
     else:
@@ -177,9 +183,7 @@ def _cumulative(scores: Tensor, mask: Tensor | None) -> Tensor:
     # float64 so that the lookup is exact to ~1e-16 even for long rows.
     cdf = _log_probs(_float64_copy(scores), mask, owned=True).exp_().cumsum_(-1)
     cdf /= cdf[..., -1:]
-    n = cdf.shape[-1]
-    idx = torch.arange(n, device=cdf.device)
-    return cdf.masked_fill_(idx[None, :] >= idx[:, None], float("inf"))
+    return cdf.masked_fill_(_triangle(cdf.shape[-1], cdf.device, 0, upper=True), float("inf"))
 
 
 def sample_antecedents(

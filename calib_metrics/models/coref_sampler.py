@@ -47,6 +47,8 @@ _BUCKET_FACTOR = 1
 _TABLE_ENTRIES = 1 << 21
 # Draws handled at once: the chunk's working buffers (~40 bytes a draw) stay in L2.
 _CHUNK_DRAWS = 1 << 15
+# Uniforms drawn at once (whole chunks): kept for the few draws the table leaves over.
+_UNIFORM_DRAWS = 1 << 20
 # Bits of a table entry that hold the bucket's start (N <= 2 ** _START_BITS).
 _START_BITS = 10
 # Added to the jump of a bucket with three or more boundaries; a draw strictly between
@@ -59,7 +61,8 @@ _ROOT_BLOCK = 1 << 15
 class Tables(NamedTuple):
     """The bucket table of a batch's cumulative distributions, flat over (row, bucket).
 
-    Row ``(b, i)``, bucket ``floor(u * M)`` sits at ``base[b, i] + bucket``. A bucket
+    Row ``(b, i)``, bucket ``floor(u * M)`` sits at ``base[b, i] + bucket`` (a row has
+    ``M + 1`` entries; the last is never read). A bucket
     with ``c`` boundaries stores ``entry = start + (jump << _START_BITS)``, ``start`` the
     row's boundaries below it and ``jump = c - 1`` (plus ``_ESCAPE`` when ``c >= 3``), and
     its first and last boundary (``+inf`` when it holds none). A draw is then
@@ -69,10 +72,10 @@ class Tables(NamedTuple):
 
     cdf: Tensor  # [B, N, N] float64, +inf at j >= i
     buckets: int  # M, a power of two
-    base: Tensor  # [B, N] int32: (b * N + i) * M
-    entry: Tensor  # int32 [B * N * M]
-    first: Tensor  # float64 [B * N * M]
-    last: Tensor  # float64 [B * N * M]
+    base: Tensor  # [B, N] int32: (b * N + i) * (M + 1)
+    entry: Tensor  # int32 [B * N * (M + 1)]
+    first: Tensor  # float64 [B * N * (M + 1)]
+    last: Tensor  # float64 [B * N * (M + 1)]
     widest: int  # most boundaries in an escaping bucket (0: none)
 
 
@@ -84,32 +87,35 @@ def _bucket_count(b: int, n: int) -> int:
 
 
 def tables(cdf: Tensor) -> Tables | None:
-    """The bucket table of ``cdf`` ``[B, N, N]``, or None above :data:`TABLE_MAX_MENTIONS`.
+    """The bucket table of ``cdf`` ``[B, N, N]``; None above :data:`TABLE_MAX_MENTIONS` or empty.
 
-    One host synchronisation: the most boundaries an escaping bucket holds.
+    One host synchronisation: the most boundaries a bucket holds.
     """
     b, n, _ = cdf.shape
-    if n > TABLE_MAX_MENTIONS:
+    if n > TABLE_MAX_MENTIONS or cdf.numel() == 0:
         return None
     m = _bucket_count(b, n)
     rows = cdf.view(b * n, n)
     # Bucket of every boundary (exact: m is a power of two); +inf (j >= i) and a
-    # boundary at 1 go to the sentinel m.
+    # boundary at 1 go to the extra column m, which no draw reads.
     bins = torch.mul(rows, m).floor_().clamp_(max=m).long()
     count = torch.zeros((b * n, m + 1), dtype=torch.int32, device=cdf.device)
     count.scatter_add_(1, bins, torch.ones_like(bins, dtype=torch.int32))
-    count = count[:, :m]
     start = count.cumsum(1, dtype=torch.int32).sub_(count)
-    empty = count == 0
-    first = rows.gather(1, start.clamp(max=n - 1).long()).masked_fill_(empty, float("inf"))
-    last = rows.gather(1, (start + count - 1).clamp_(0, n - 1).long())
-    last.masked_fill_(empty, float("inf"))
+    # The boundaries at start and start + count - 1 (clamped into the row): the first
+    # and last of the bucket. An empty bucket reads a later boundary as its first and
+    # an earlier one as its last; both leave its draws at start, as its jump is 0.
+    offset = torch.arange(0, b * n * n, n, dtype=torch.int32, device=cdf.device)[:, None]
+    flat = cdf.view(-1)
+    first = flat.index_select(0, (start.clamp(max=n - 1) + offset).view(-1))
+    last_at = (start + count).sub_(1).clamp_(0, n - 1).add_(offset)
+    last = flat.index_select(0, last_at.view(-1))
+    widest = int(count.max())  # a host synchronisation
     crowded = count >= 3
-    widest = int(count.max()) if bool(crowded.any()) else 0
-    jump = (count - 1).clamp_(min=0).add_(crowded.int().mul_(_ESCAPE))
+    jump = count.sub_(1).clamp_(min=0).add_(crowded.int().mul_(_ESCAPE))
     entry = start.add_(jump.bitwise_left_shift_(_START_BITS))
-    base = torch.arange(b * n, dtype=torch.int32, device=cdf.device).view(b, n).mul_(m)
-    return Tables(cdf, m, base, entry.view(-1), first.view(-1), last.view(-1), widest)
+    base = torch.arange(b * n, dtype=torch.int32, device=cdf.device).view(b, n).mul_(m + 1)
+    return Tables(cdf, m, base, entry.view(-1), first, last, widest if widest >= 3 else 0)
 
 
 def _lookup(t: Tables, u: Tensor, out: Tensor, work: dict[str, Tensor]) -> None:
@@ -152,9 +158,8 @@ def first_pass(t: Tables, u: Tensor) -> Tensor:
 def search(t: Tables, u: Tensor) -> Tensor:
     """``Long``: ``searchsorted(cdf[b, i], u[s, b, i], right=True)`` by the table."""
     out = first_pass(t, u).long()
-    where = (out < 0).view(-1).nonzero().squeeze(-1)
-    if where.numel():
-        _scan(t, out, where, u.reshape(-1).index_select(0, where))
+    if t.widest:
+        _finish(t, out, u.contiguous())
     return out
 
 
@@ -164,8 +169,8 @@ def draw(
     """``Long [S, B, N]``: ``searchsorted(cdf[b, i], u, right=True)`` per uniform ``u``.
 
     ``t`` may pass :func:`tables` of ``cdf`` already built. Host synchronisations: with
-    the table, the one of :func:`tables` and one per chunk of draws (the count of draws
-    left to the scan); none otherwise.
+    the table, the one of :func:`tables` and one per block of up to
+    :data:`_UNIFORM_DRAWS` draws (the count left to the binary search); none otherwise.
     """
     b, n, _ = cdf.shape
     out = torch.empty((n_samples, b, n), dtype=torch.long, device=cdf.device)
@@ -175,8 +180,8 @@ def draw(
     chunk = max(1, _CHUNK_DRAWS // max(1, b * n))
     if t is None:
         return _searchsorted_draws(cdf, out, chunk, generator)
+    block = max(chunk, _UNIFORM_DRAWS // (chunk * b * n) * chunk)
     shape = (min(chunk, n_samples), b, n)
-    uniforms = torch.empty(shape, dtype=cdf.dtype, device=cdf.device)
     work = {
         "index": torch.empty(shape, dtype=torch.int32, device=cdf.device),
         "value": torch.empty(shape, dtype=cdf.dtype, device=cdf.device),
@@ -184,42 +189,45 @@ def draw(
         "above": torch.empty(shape, dtype=torch.int32, device=cdf.device),
     }
     found = torch.empty(shape, dtype=torch.int32, device=cdf.device)
-    left: list[tuple[Tensor, Tensor]] = []
-    for first in range(0, n_samples, chunk):
-        c = min(chunk, n_samples - first)
-        # Sample-major uniforms: chunks of one stream equal one big draw on CPU.
-        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, out=uniforms[:c])
-        _lookup(t, u, found[:c], {k: v[:c] for k, v in work.items()})
-        out[first : first + c].copy_(found[:c])
+    for start in range(0, n_samples, block):
+        stop = min(start + block, n_samples)
+        # Sample-major uniforms: blocks of one stream equal one big draw on CPU.
+        u = torch.rand((stop - start, b, n), generator=generator, dtype=cdf.dtype)
+        for first in range(0, stop - start, chunk):
+            c = min(chunk, stop - start - first)
+            _lookup(t, u[first : first + c], found[:c], {k: v[:c] for k, v in work.items()})
+            out[start + first : start + first + c].copy_(found[:c])
         if t.widest:
-            where = (found[:c] < 0).view(-1).nonzero().squeeze(-1)  # a host synchronisation
-            if where.numel():
-                left.append((where + first * b * n, u.view(-1).index_select(0, where)))
-    if left:
-        where, u = (torch.cat(parts) for parts in zip(*left))
-        _scan(t, out, where, u)
+            _finish(t, out[start:stop], u)
     return out
 
 
-def _scan(t: Tables, out: Tensor, where: Tensor, u: Tensor) -> None:
-    """Finish the draws left negative by a binary search inside their bucket.
+def _finish(t: Tables, out: Tensor, u: Tensor) -> None:
+    """Finish the draws left negative by a branch-free binary search inside their bucket.
 
     Such a draw came out as ``start + 1 - _ESCAPE``; its answer lies in
     ``[start, start + t.widest]`` (its bucket's boundaries are among the ``t.widest``
-    from ``start`` on, and those past the bucket exceed ``u``).
+    from ``start`` on, and those past the bucket exceed ``u``). The rows are read with
+    ``t.widest`` entries of +inf appended, so the search needs no clamping.
     """
     flat = out.view(-1)
+    where = (flat < 0).nonzero().squeeze(-1)  # a host synchronisation
+    if not where.numel():
+        return
     _, b, n = out.shape
-    lo = flat.index_select(0, where).add_(_ESCAPE - 1)
-    hi = lo + t.widest
-    rows = (where % (b * n)) * n
-    cdf = t.cdf.view(-1)
-    for _ in range(t.widest.bit_length()):
-        mid = (lo + hi) // 2
-        right = cdf.index_select(0, rows + mid.clamp(max=n - 1)) <= u
-        lo = torch.where(right, mid + 1, lo)
-        hi = torch.where(right, hi, mid)
-    flat.index_copy_(0, where, lo)
+    padded = torch.full((b * n, n + t.widest), float("inf"), dtype=t.cdf.dtype, device=u.device)
+    padded[:, :n] = t.cdf.view(b * n, n)
+    u = u.view(-1).index_select(0, where)
+    # The searched range [base, base + size - 1], base in flat coordinates of padded.
+    base = flat.index_select(0, where).add_(_ESCAPE - 1)
+    base += (where % (b * n)) * (n + t.widest)
+    size = t.widest + 1
+    while size > 1:
+        half = size // 2
+        beyond = padded.view(-1).index_select(0, base + (half - 1)) <= u
+        base += beyond.long().mul_(half)
+        size -= half
+    flat.index_copy_(0, where, base.sub_((where % (b * n)) * (n + t.widest)))
 
 
 def _searchsorted_draws(
