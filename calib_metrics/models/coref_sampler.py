@@ -51,8 +51,8 @@ _CHUNK_DRAWS = 1 << 15
 _UNIFORM_DRAWS = 1 << 20
 # Bits of a table entry that hold the bucket's start (N <= 2 ** _START_BITS).
 _START_BITS = 10
-# Added to the jump of a bucket with three or more boundaries; a draw strictly between
-# its first and last boundary then comes out negative and is finished by a scan.
+# Owed by a draw past a bucket's first boundary and paid back past its last: a draw
+# strictly between them comes out negative and is finished by a binary search.
 _ESCAPE = 1 << 20
 # Elements per block of rows in the pointer jumping.
 _ROOT_BLOCK = 1 << 15
@@ -62,12 +62,12 @@ class Tables(NamedTuple):
     """The bucket table of a batch's cumulative distributions, flat over (row, bucket).
 
     Row ``(b, i)``, bucket ``floor(u * M)`` sits at ``base[b, i] + bucket`` (a row has
-    ``M + 1`` entries; the last is never read). A bucket
-    with ``c`` boundaries stores ``entry = start + (jump << _START_BITS)``, ``start`` the
-    row's boundaries below it and ``jump = c - 1`` (plus ``_ESCAPE`` when ``c >= 3``), and
-    its first and last boundary (``+inf`` when it holds none). A draw is then
-    ``start + [u >= first] * (1 - escape) + [u >= last] * jump``: exact unless ``c >= 3``
-    and ``first <= u < last``, where it is negative.
+    ``M + 1`` entries; the last is only a guard). A bucket with ``c`` boundaries stores
+    its first and last boundary and ``entry = start + (jump << _START_BITS)``, ``start``
+    the row's boundaries below it and ``jump = c - 1 + _ESCAPE`` (0 if ``c = 0``). A draw
+    is ``start + [u >= first] * (1 - _ESCAPE) + [u >= last] * jump``: ``start`` below the
+    first boundary, ``start + c`` from the last on, and negative strictly between them
+    (only when ``c >= 2``), where a binary search finishes it.
     """
 
     cdf: Tensor  # [B, N, N] float64, +inf at j >= i
@@ -76,7 +76,7 @@ class Tables(NamedTuple):
     entry: Tensor  # int32 [B * N * (M + 1)]
     first: Tensor  # float64 [B * N * (M + 1)]
     last: Tensor  # float64 [B * N * (M + 1)]
-    widest: int  # most boundaries in an escaping bucket (0: none)
+    widest: int  # most boundaries in a bucket if some bucket holds two or more, else 0
 
 
 def _bucket_count(b: int, n: int) -> int:
@@ -103,26 +103,26 @@ def tables(cdf: Tensor) -> Tables | None:
     count.scatter_add_(1, bins, torch.ones_like(bins, dtype=torch.int32))
     start = count.cumsum(1, dtype=torch.int32).sub_(count)
     # The boundaries at start and start + count - 1 (clamped into the row): the first
-    # and last of the bucket. An empty bucket reads a later boundary as its first and
-    # an earlier one as its last; both leave its draws at start, as its jump is 0.
+    # and last of the bucket. An empty bucket reads a later boundary as its first, so
+    # its draws stay at start (its jump is 0).
     offset = torch.arange(0, b * n * n, n, dtype=torch.int32, device=cdf.device)[:, None]
     flat = cdf.view(-1)
     first = flat.index_select(0, (start.clamp(max=n - 1) + offset).view(-1))
     last_at = (start + count).sub_(1).clamp_(0, n - 1).add_(offset)
     last = flat.index_select(0, last_at.view(-1))
     widest = int(count.max())  # a host synchronisation
-    crowded = count >= 3
-    jump = count.sub_(1).clamp_(min=0).add_(crowded.int().mul_(_ESCAPE))
+    empty = count == 0
+    jump = count.add_(_ESCAPE - 1).masked_fill_(empty, 0)  # c - 1 + _ESCAPE, 0 if empty
     entry = start.add_(jump.bitwise_left_shift_(_START_BITS))
     base = torch.arange(b * n, dtype=torch.int32, device=cdf.device).view(b, n).mul_(m + 1)
-    return Tables(cdf, m, base, entry.view(-1), first, last, widest if widest >= 3 else 0)
+    return Tables(cdf, m, base, entry.view(-1), first, last, widest if widest >= 2 else 0)
 
 
 def _lookup(t: Tables, u: Tensor, out: Tensor, work: dict[str, Tensor]) -> None:
     """Table draws for uniforms ``u`` ``[c, B, N]`` into ``out`` (int32, same shape)."""
     index, value, entry, above = work["index"], work["value"], work["entry"], work["above"]
-    # u < 1, so the bucket is < M; the clamp only guards the table's neighbour row.
-    torch.mul(u, t.buckets, out=value).clamp_(max=t.buckets - 1)
+    # u < 1, so the bucket is < M (u = 1 would read the row's guard entry).
+    torch.mul(u, t.buckets, out=value)
     index.copy_(value)
     index += t.base
     flat = index.view(-1)
@@ -131,11 +131,7 @@ def _lookup(t: Tables, u: Tensor, out: Tensor, work: dict[str, Tensor]) -> None:
     entry.bitwise_right_shift_(_START_BITS)  # the jump
     torch.index_select(t.first, 0, flat, out=value.view(-1))
     torch.ge(u, value, out=above)
-    out += above
-    # An escaping bucket: a draw past its first boundary owes _ESCAPE ...
-    above.mul_(entry.bitwise_and(_ESCAPE))
-    out -= above
-    # ... which the jump past its last boundary pays back.
+    out.add_(above, alpha=1 - _ESCAPE)
     torch.index_select(t.last, 0, flat, out=value.view(-1))
     torch.ge(u, value, out=above)
     out.addcmul_(above, entry)
