@@ -270,15 +270,20 @@ def roots(antecedents: Tensor) -> Tensor:
 
 
 def _jump(a: Tensor, result: Tensor, spare: tuple[Tensor, Tensor], rounds: int, early: bool):
-    """``result = a^(2^rounds)`` by gathers into ``spare``, the last one into ``result``."""
-    src = a
+    """``result = a^(2^rounds)`` by gathers into ``spare``, the last one into ``result``.
+
+    With ``early``, stops once a round changes nothing: pointers only move backwards, so
+    a round changes nothing exactly when it leaves the sum of the pointers unchanged.
+    """
+    src, total = a, None
     for k in range(rounds):
         dst = result if k == rounds - 1 else spare[k % 2]
         torch.gather(src, -1, src, out=dst)
-        # From the third round on, a round that changed nothing ends the jumping.
-        if early and 2 <= k < rounds - 1 and torch.equal(dst, src):
-            result.copy_(dst)
-            return
+        if early and 2 <= k < rounds - 1:
+            total, before = dst.sum(), total
+            if before is not None and bool(total == before):  # a host synchronisation
+                result.copy_(dst)
+                return
         src = dst
     if rounds == 0:
         result.copy_(a)
