@@ -47,8 +47,6 @@ _BUCKET_FACTOR = 1
 _TABLE_ENTRIES = 1 << 21
 # Draws handled at once: the chunk's working buffers (~40 bytes a draw) stay in L2.
 _CHUNK_DRAWS = 1 << 15
-# Uniforms drawn at once (whole chunks): kept for the few draws the table leaves over.
-_UNIFORM_DRAWS = 1 << 20
 # Bits of a table entry that hold the bucket's start (N <= 2 ** _START_BITS).
 _START_BITS = 10
 # Owed by a draw past a bucket's first boundary and paid back past its last: a draw
@@ -154,8 +152,9 @@ def first_pass(t: Tables, u: Tensor) -> Tensor:
 def search(t: Tables, u: Tensor) -> Tensor:
     """``Long``: ``searchsorted(cdf[b, i], u[s, b, i], right=True)`` by the table."""
     out = first_pass(t, u).long()
-    if t.widest:
-        _finish(t, out, u.contiguous())
+    where = (out < 0).view(-1).nonzero().squeeze(-1)
+    if where.numel():
+        _finish(t, out, where, u.reshape(-1).index_select(0, where))
     return out
 
 
@@ -165,8 +164,8 @@ def draw(
     """``Long [S, B, N]``: ``searchsorted(cdf[b, i], u, right=True)`` per uniform ``u``.
 
     ``t`` may pass :func:`tables` of ``cdf`` already built. Host synchronisations: with
-    the table, the one of :func:`tables` and one per block of up to
-    :data:`_UNIFORM_DRAWS` draws (the count left to the binary search); none otherwise.
+    the table, the one of :func:`tables` and one per chunk of draws (the count left to
+    the binary search); none otherwise.
     """
     b, n, _ = cdf.shape
     out = torch.empty((n_samples, b, n), dtype=torch.long, device=cdf.device)
@@ -176,8 +175,8 @@ def draw(
     chunk = max(1, _CHUNK_DRAWS // max(1, b * n))
     if t is None:
         return _searchsorted_draws(cdf, out, chunk, generator)
-    block = max(chunk, _UNIFORM_DRAWS // (chunk * b * n) * chunk)
     shape = (min(chunk, n_samples), b, n)
+    uniforms = torch.empty(shape, dtype=cdf.dtype, device=cdf.device)
     work = {
         "index": torch.empty(shape, dtype=torch.int32, device=cdf.device),
         "value": torch.empty(shape, dtype=cdf.dtype, device=cdf.device),
@@ -185,45 +184,46 @@ def draw(
         "above": torch.empty(shape, dtype=torch.int32, device=cdf.device),
     }
     found = torch.empty(shape, dtype=torch.int32, device=cdf.device)
-    for start in range(0, n_samples, block):
-        stop = min(start + block, n_samples)
-        # Sample-major uniforms: blocks of one stream equal one big draw on CPU.
-        u = torch.rand((stop - start, b, n), generator=generator, dtype=cdf.dtype)
-        for first in range(0, stop - start, chunk):
-            c = min(chunk, stop - start - first)
-            _lookup(t, u[first : first + c], found[:c], {k: v[:c] for k, v in work.items()})
-            out[start + first : start + first + c].copy_(found[:c])
+    left: list[tuple[Tensor, Tensor]] = []
+    for first in range(0, n_samples, chunk):
+        c = min(chunk, n_samples - first)
+        # Sample-major uniforms: chunks of one stream equal one big draw on CPU.
+        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, out=uniforms[:c])
+        _lookup(t, u, found[:c], {k: v[:c] for k, v in work.items()})
+        out[first : first + c].copy_(found[:c])
         if t.widest:
-            _finish(t, out[start:stop], u)
+            where = (found[:c] < 0).view(-1).nonzero().squeeze(-1)  # a host synchronisation
+            if where.numel():
+                left.append((where + first * b * n, u.view(-1).index_select(0, where)))
+    if left:
+        where, u = (torch.cat(parts) for parts in zip(*left))
+        _finish(t, out, where, u)
     return out
 
 
-def _finish(t: Tables, out: Tensor, u: Tensor) -> None:
-    """Finish the draws left negative by a branch-free binary search inside their bucket.
+def _finish(t: Tables, out: Tensor, where: Tensor, u: Tensor) -> None:
+    """Finish the draws left negative (at ``where``, uniforms ``u``) by a binary search.
 
     Such a draw came out as ``start + 1 - _ESCAPE``; its answer lies in
     ``[start, start + t.widest]`` (its bucket's boundaries are among the ``t.widest``
-    from ``start`` on, and those past the bucket exceed ``u``). The rows are read with
-    ``t.widest`` entries of +inf appended, so the search needs no clamping.
+    from ``start`` on, and those past the bucket exceed ``u``). The search is branch-free
+    and reads the rows with ``t.widest`` entries of +inf appended, so it needs no clamp.
     """
     flat = out.view(-1)
-    where = (flat < 0).nonzero().squeeze(-1)  # a host synchronisation
-    if not where.numel():
-        return
     _, b, n = out.shape
-    padded = torch.full((b * n, n + t.widest), float("inf"), dtype=t.cdf.dtype, device=u.device)
+    width = n + t.widest
+    padded = torch.full((b * n, width), float("inf"), dtype=t.cdf.dtype, device=u.device)
     padded[:, :n] = t.cdf.view(b * n, n)
-    u = u.view(-1).index_select(0, where)
-    # The searched range [base, base + size - 1], base in flat coordinates of padded.
-    base = flat.index_select(0, where).add_(_ESCAPE - 1)
-    base += (where % (b * n)) * (n + t.widest)
+    # The searched range is [base, base + size - 1], base in flat coordinates of padded.
+    row = (where % (b * n)) * width
+    base = flat.index_select(0, where).add_(_ESCAPE - 1).add_(row)
     size = t.widest + 1
     while size > 1:
         half = size // 2
         beyond = padded.view(-1).index_select(0, base + (half - 1)) <= u
         base += beyond.long().mul_(half)
         size -= half
-    flat.index_copy_(0, where, base.sub_((where % (b * n)) * (n + t.widest)))
+    flat.index_copy_(0, where, base.sub_(row))
 
 
 def _searchsorted_draws(
