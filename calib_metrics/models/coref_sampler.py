@@ -90,7 +90,7 @@ def tables(cdf: Tensor) -> Tables | None:
     One host synchronisation: the most boundaries a bucket holds.
     """
     b, n, _ = cdf.shape
-    if n > TABLE_MAX_MENTIONS or cdf.numel() == 0:
+    if n > min(TABLE_MAX_MENTIONS, (1 << _START_BITS) - 1) or cdf.numel() == 0:
         return None
     m = _bucket_count(b, n)
     rows = cdf.view(b * n, n)
@@ -109,8 +109,8 @@ def tables(cdf: Tensor) -> Tables | None:
     last_at = (start + count).sub_(1).clamp_(0, n - 1).add_(offset)
     last = flat.index_select(0, last_at.view(-1))
     widest = int(count.max())  # a host synchronisation
-    empty = count == 0
-    jump = count.add_(_ESCAPE - 1).masked_fill_(empty, 0)  # c - 1 + _ESCAPE, 0 if empty
+    # c - 1 + _ESCAPE, or 0 when the bucket is empty.
+    jump = count.clamp(max=1).mul_(_ESCAPE - 1).add_(count)
     entry = start.add_(jump.bitwise_left_shift_(_START_BITS))
     base = torch.arange(b * n, dtype=torch.int32, device=cdf.device).view(b, n).mul_(m + 1)
     return Tables(cdf, m, base, entry.view(-1), first, last, widest if widest >= 2 else 0)
