@@ -388,6 +388,7 @@ def test_draws_equal_searchsorted_of_the_generator_uniforms(monkeypatch, mention
     scores = 3.0 * torch.randn(2, mentions, mentions, generator=g)
     cdf = coref._cumulative(scores, None)
     monkeypatch.setattr(coref_sampler, "_CHUNK_DRAWS", 5 * mentions)
+    monkeypatch.setattr(coref_sampler, "_SEARCH_DRAWS", 5 * mentions)
     got = coref_sampler.draw(cdf, 23, torch.Generator().manual_seed(9))
     u = torch.rand((23, 2, mentions), generator=torch.Generator().manual_seed(9), dtype=cdf.dtype)
     want = torch.searchsorted(cdf, u.permute(1, 2, 0).contiguous(), right=True)

@@ -47,6 +47,9 @@ _BUCKET_FACTOR = 1
 _TABLE_ENTRIES = 1 << 21
 # Draws handled at once: the chunk's working buffers (~40 bytes a draw) stay in L2.
 _CHUNK_DRAWS = 1 << 15
+# Draws per torch.searchsorted call (long documents): each row's many searches then run
+# back to back (measured at N = 800: 37 ms for 1,000 samples against 48 ms at 2 ** 15).
+_SEARCH_DRAWS = 1 << 22
 # Bits of a table entry that hold the bucket's start (N <= 2 ** _START_BITS).
 _START_BITS = 10
 # Owed by a draw past a bucket's first boundary and paid back past its last: a draw
@@ -172,9 +175,9 @@ def draw(
     if out.numel() == 0:
         return out
     t = tables(cdf) if t is None else t
-    chunk = max(1, _CHUNK_DRAWS // max(1, b * n))
     if t is None:
-        return _searchsorted_draws(cdf, out, chunk, generator)
+        return _searchsorted_draws(cdf, out, max(1, _SEARCH_DRAWS // (b * n)), generator)
+    chunk = max(1, _CHUNK_DRAWS // (b * n))
     shape = (min(chunk, n_samples), b, n)
     uniforms = torch.empty(shape, dtype=cdf.dtype, device=cdf.device)
     work = {
