@@ -393,3 +393,33 @@ def test_draws_equal_searchsorted_of_the_generator_uniforms(monkeypatch, mention
     u = torch.rand((23, 2, mentions), generator=torch.Generator().manual_seed(9), dtype=cdf.dtype)
     want = torch.searchsorted(cdf, u.permute(1, 2, 0).contiguous(), right=True)
     assert torch.equal(got, want.permute(2, 0, 1))
+
+
+def test_sample_entity_roots_equals_roots_of_the_samples(monkeypatch):
+    # The fused call makes the same draws and overwrites them with their roots; small
+    # blocks exercise the early stop and the in-place last round block by block.
+    scores, mask = _padded_batch(seed=12)
+    for block in (None, 7):
+        if block is not None:
+            monkeypatch.setattr(coref_sampler, "_ROOT_BLOCK", block)
+            monkeypatch.setattr(coref_sampler, "_CHUNK_DRAWS", block)
+        want = entity_roots(
+            sample_antecedents(scores, 300, mask=mask, generator=torch.Generator().manual_seed(4))
+        )
+        got = coref.sample_entity_roots(
+            scores, 300, mask=mask, generator=torch.Generator().manual_seed(4)
+        )
+        assert torch.equal(got, want)
+    # Two mentions: one round of pointer jumping, which must not read what it writes.
+    two = torch.tensor([[[0.0, 0.0], [0.0, 0.0]]])
+    got = coref.sample_entity_roots(two, 50, generator=torch.Generator().manual_seed(1))
+    want = sample_antecedents(two, 50, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(got, want) and 0 < int(got[:, 0, 1].sum()) < 50
+
+
+def test_in_place_roots_match_and_long_chains():
+    chain = torch.cat([torch.zeros(1, dtype=torch.long), torch.arange(999)]).repeat(3, 1)
+    assert bool((coref_sampler.roots(chain.clone(), in_place=True) == 0).all())
+    a = torch.tensor([[0, 0, 1, 3, 2, 3, 6, 4]])
+    assert coref_sampler.roots(a.clone(), in_place=True).tolist() == [[0, 0, 0, 3, 0, 3, 6, 0]]
+    assert coref_sampler.roots(torch.tensor([[0, 0]]), in_place=True).tolist() == [[0, 0]]

@@ -237,16 +237,17 @@ def _searchsorted_draws(
     return out
 
 
-def roots(antecedents: Tensor) -> Tensor:
+def roots(antecedents: Tensor, in_place: bool = False, check: bool = True) -> Tensor:
     """Entity roots of ``Long [..., N]`` antecedents by pointer jumping.
 
-    Raises ValueError unless ``0 <= a[..., i] <= i``. On CPU it works a cache-sized block
-    of rows at a time, checks each block before jumping and stops a block once a round
-    changes nothing (host synchronisations are free there); elsewhere it checks all rows
-    at once (one host synchronisation) and runs the ``ceil(log2 N)`` rounds.
+    ``in_place`` overwrites ``antecedents`` (contiguous) with the roots. With ``check``
+    it raises ValueError unless ``0 <= a[..., i] <= i``. On CPU it works a cache-sized
+    block of rows at a time, checks each block before jumping and stops a block once a
+    round changes nothing (host synchronisations are free there); elsewhere it checks all
+    rows at once (one host synchronisation) and runs the ``ceil(log2 N)`` rounds.
     """
     n = antecedents.shape[-1]
-    out = torch.empty_like(antecedents)
+    out = antecedents if in_place else torch.empty_like(antecedents)
     if out.numel() == 0:
         return out
     rows = antecedents.reshape(-1, n)
@@ -262,7 +263,8 @@ def roots(antecedents: Tensor) -> Tensor:
     for first in range(0, rows.shape[0], block):
         c = min(block, rows.shape[0] - first)
         a, result = rows[first : first + c], flat_out[first : first + c]
-        _check_block(a, position, beyond[:c])
+        if check:
+            _check_block(a, position, beyond[:c])
         _jump(a, result, (x[:c], y[:c]), rounds, on_cpu)
     return out
 
@@ -270,21 +272,21 @@ def roots(antecedents: Tensor) -> Tensor:
 def _jump(a: Tensor, result: Tensor, spare: tuple[Tensor, Tensor], rounds: int, early: bool):
     """``result = a^(2^rounds)`` by gathers into ``spare``, the last one into ``result``.
 
+    ``result`` may be ``a`` itself: only a round that reads a spare buffer writes it.
     With ``early``, stops once a round changes nothing: pointers only move backwards, so
     a round changes nothing exactly when it leaves the sum of the pointers unchanged.
     """
     src, total = a, None
     for k in range(rounds):
-        dst = result if k == rounds - 1 else spare[k % 2]
+        dst = result if 0 < k == rounds - 1 else spare[k % 2]
         torch.gather(src, -1, src, out=dst)
+        src = dst
         if early and 2 <= k < rounds - 1:
             total, before = dst.sum(), total
             if before is not None and bool(total == before):  # a host synchronisation
-                result.copy_(dst)
-                return
-        src = dst
-    if rounds == 0:
-        result.copy_(a)
+                break
+    if src is not result:
+        result.copy_(src)
 
 
 def _check_block(a: Tensor, position: Tensor, scratch: Tensor) -> None:
