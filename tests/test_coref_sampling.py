@@ -395,26 +395,18 @@ def test_draws_equal_searchsorted_of_the_generator_uniforms(monkeypatch, mention
     assert torch.equal(got, want.permute(2, 0, 1))
 
 
-def test_sample_entity_roots_equals_roots_of_the_samples(monkeypatch):
-    # The fused call makes the same draws and overwrites them with their roots; small
-    # blocks exercise the early stop and the in-place last round block by block.
+def test_in_place_roots_equal_roots(monkeypatch):
+    # The sampled estimate overwrites its draws with their roots; small blocks exercise
+    # the early stop and the in-place last round block by block.
     scores, mask = _padded_batch(seed=12)
-    for block in (None, 7):
-        if block is not None:
-            monkeypatch.setattr(coref_sampler, "_ROOT_BLOCK", block)
-            monkeypatch.setattr(coref_sampler, "_CHUNK_DRAWS", block)
-        want = entity_roots(
-            sample_antecedents(scores, 300, mask=mask, generator=torch.Generator().manual_seed(4))
-        )
-        got = coref.sample_entity_roots(
-            scores, 300, mask=mask, generator=torch.Generator().manual_seed(4)
-        )
-        assert torch.equal(got, want)
+    a = sample_antecedents(scores, 300, mask=mask, generator=torch.Generator().manual_seed(4))
+    want = entity_roots(a)
+    monkeypatch.setattr(coref_sampler, "_ROOT_BLOCK", 7)
+    assert torch.equal(coref_sampler.roots(a.clone(), in_place=True, check=False), want)
     # Two mentions: one round of pointer jumping, which must not read what it writes.
-    two = torch.tensor([[[0.0, 0.0], [0.0, 0.0]]])
-    got = coref.sample_entity_roots(two, 50, generator=torch.Generator().manual_seed(1))
-    want = sample_antecedents(two, 50, generator=torch.Generator().manual_seed(1))
-    assert torch.equal(got, want) and 0 < int(got[:, 0, 1].sum()) < 50
+    two = sample_antecedents(torch.zeros(1, 2, 2), 50, generator=torch.Generator().manual_seed(1))
+    assert 0 < int(two[:, 0, 1].sum()) < 50
+    assert torch.equal(coref_sampler.roots(two.clone(), in_place=True), two)
 
 
 def test_in_place_roots_match_and_long_chains():

@@ -40,7 +40,6 @@ __all__ = [
     "entity_roots",
     "most_probable_antecedents",
     "sample_antecedents",
-    "sample_entity_roots",
 ]
 
 # Elements held at once by the pairwise comparison of sampled roots; bounds memory
@@ -228,34 +227,6 @@ def sample_antecedents(
     _check_n_samples(n_samples)
     with torch.no_grad():
         return draw(_cumulative(scores, mask), n_samples, generator)
-
-
-def sample_entity_roots(
-    scores: Tensor,
-    n_samples: int,
-    mask: Tensor | None = None,
-    generator: torch.Generator | None = None,
-) -> Tensor:
-    """Draw ``n_samples`` clusterings per document as entity roots: ``Long [S, B, N]``.
-
-    The same tensor as ``entity_roots(sample_antecedents(scores, n_samples, mask,
-    generator))`` (the same draws), but the roots overwrite the sampled antecedents in
-    place and skip the argument check the sampler's output cannot fail: one ``[S, B, N]``
-    tensor instead of two. Host synchronisations: those of :func:`sample_antecedents`,
-    and on CPU one per block of rows of the pointer jumping (its early stop).
-
-    Example:
-        >>> import torch
-        >>> scores = torch.tensor([[[0.0, 0.0, 0.0], [5.0, 0.0, 0.0], [0.0, 5.0, 0.0]]])
-        >>> roots = sample_entity_roots(scores, 1000, generator=torch.Generator().manual_seed(0))
-        >>> roots.shape, round((roots[:, 0, 2] == 0).double().mean().item(), 1)
-        (torch.Size([1000, 1, 3]), 1.0)
-    """
-    mask = _check_scores(scores, mask)
-    _check_n_samples(n_samples)
-    with torch.no_grad():
-        sampled = draw(_cumulative(scores, mask), n_samples, generator)
-        return roots(sampled, in_place=True, check=False)
 
 
 def entity_roots(antecedents: Tensor) -> Tensor:
