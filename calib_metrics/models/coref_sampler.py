@@ -20,9 +20,8 @@ documents use ``torch.searchsorted`` (measured: the table no longer pays at 800 
 **Roots.** Pointer jumping, ``r = r[r]``, on ping-pong buffers, a cache-sized block of
 rows at a time, stopping a block once a round changes nothing (CPU).
 
-Working buffers are chunk-sized and reused across chunks: a larger temporary (one block
-of all the uniforms) cost ~1,700 page faults a call on the benchmark's 200-mention
-document, more than the work it saved.
+Working buffers are chunk-sized and reused across chunks: drawing all the uniforms at
+once (one more ``[S, B, N]`` float64 temporary) measured slower, through page faults.
 
 Example:
     >>> import torch
@@ -135,16 +134,19 @@ def _lookup(t: Tables, u: Tensor, out: Tensor, work: dict[str, Tensor]) -> None:
 
 def first_pass(t: Tables, u: Tensor) -> Tensor:
     """Table draws of uniforms ``u`` ``[c, B, N]`` before the binary search (int32)."""
-    shape = u.shape
-    work = {
-        "index": torch.empty(shape, dtype=torch.int32, device=u.device),
-        "value": torch.empty(shape, dtype=u.dtype, device=u.device),
-        "entry": torch.empty(shape, dtype=torch.int32, device=u.device),
-        "above": torch.empty(shape, dtype=torch.int32, device=u.device),
-    }
-    found = torch.empty(shape, dtype=torch.int32, device=u.device)
-    _lookup(t, u, found, work)
+    found = torch.empty(u.shape, dtype=torch.int32, device=u.device)
+    _lookup(t, u, found, _workspace(u.shape, u.dtype, u.device))
     return found
+
+
+def _workspace(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> dict:
+    """The buffers :func:`_lookup` writes, for a chunk of ``shape`` uniforms."""
+    return {
+        "index": torch.empty(shape, dtype=torch.int32, device=device),
+        "value": torch.empty(shape, dtype=dtype, device=device),
+        "entry": torch.empty(shape, dtype=torch.int32, device=device),
+        "above": torch.empty(shape, dtype=torch.int32, device=device),
+    }
 
 
 def search(t: Tables, u: Tensor) -> Tensor:
@@ -175,12 +177,7 @@ def draw(
     chunk = max(1, _CHUNK_DRAWS // (b * n))
     shape = (min(chunk, n_samples), b, n)
     uniforms = torch.empty(shape, dtype=cdf.dtype, device=cdf.device)
-    work = {
-        "index": torch.empty(shape, dtype=torch.int32, device=cdf.device),
-        "value": torch.empty(shape, dtype=cdf.dtype, device=cdf.device),
-        "entry": torch.empty(shape, dtype=torch.int32, device=cdf.device),
-        "above": torch.empty(shape, dtype=torch.int32, device=cdf.device),
-    }
+    work = _workspace(shape, cdf.dtype, cdf.device)
     found = torch.empty(shape, dtype=torch.int32, device=cdf.device)
     left: list[tuple[Tensor, Tensor]] = []
     for first in range(0, n_samples, chunk):
