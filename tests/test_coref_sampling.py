@@ -9,7 +9,7 @@ import random
 import pytest
 import torch
 
-from calib_metrics.models import coref
+from calib_metrics.models import coref, coref_sampler
 from calib_metrics.models.coref import (
     antecedent_log_probs,
     clusters,
@@ -233,7 +233,8 @@ def test_sampled_marginals_equal_fraction_of_sampled_clusterings(monkeypatch):
     a = sample_antecedents(scores, 300, mask=mask, generator=torch.Generator().manual_seed(1))
     roots = entity_roots(a)
     fraction = (roots[..., :, None] == roots[..., None, :]).double().mean(0)
-    monkeypatch.setattr(coref, "_SAMPLE_CHUNK_ELEMENTS", 7)
+    monkeypatch.setattr(coref_sampler, "_CHUNK_DRAWS", 7)
+    monkeypatch.setattr(coref_sampler, "_ROOT_BLOCK", 7)
     monkeypatch.setattr(coref, "_PAIR_CHUNK_ELEMENTS", 500)
     a_chunked = sample_antecedents(
         scores, 300, mask=mask, generator=torch.Generator().manual_seed(1)
@@ -357,10 +358,11 @@ def test_empty_documents_and_gradients():
 
 
 @pytest.mark.parametrize("peak", [0.0, 8.0, 40.0])
-def test_guide_table_lookup_equals_binary_search(peak):
-    # The indexed search (guide table + forward steps + binary search for the rest) must
-    # pick exactly the antecedent the plain inverse-CDF binary search picks, also for
-    # peaked rows (many near-zero choices in one bucket) and zero-probability choices.
+def test_bucket_table_draws_equal_binary_search(peak):
+    # The bucket table (first and last boundary per bucket, a binary search inside the
+    # crowded ones) must pick exactly the antecedent the plain inverse-CDF binary search
+    # picks, also for peaked rows (many near-zero choices in one bucket), zero-probability
+    # choices, padding and the extreme uniforms.
     g = torch.Generator().manual_seed(3)
     scores = torch.randn(2, 60, 60, generator=g, dtype=torch.float64)
     scores[:, :, ::7] += peak
@@ -368,7 +370,48 @@ def test_guide_table_lookup_equals_binary_search(peak):
     mask = torch.ones(2, 60, dtype=torch.bool)
     mask[1, 50:] = False
     cdf = coref._cumulative(scores, mask)
-    u = torch.rand(2, 60, 500, generator=g, dtype=torch.float64)
-    u[0, :, :3] = torch.tensor([0.0, 1 - 2**-53, 0.5])
-    want = torch.searchsorted(cdf, u, right=True)
-    torch.testing.assert_close(coref._lookup(cdf, coref._guide(cdf), u), want, rtol=0, atol=0)
+    table = coref_sampler.tables(cdf)
+    assert table.widest >= 3  # crowded buckets exist, so the binary search is exercised
+    u = torch.rand(500, 2, 60, generator=g, dtype=torch.float64)
+    u[:3, 0, :] = torch.tensor([0.0, 1 - 2**-53, 0.5], dtype=torch.float64)[:, None]
+    want = torch.searchsorted(cdf, u.permute(1, 2, 0).contiguous(), right=True).permute(2, 0, 1)
+    got = coref_sampler.search(table, u)
+    assert bool((got < 0).sum() == 0) and torch.equal(got, want)
+    assert bool((coref_sampler.first_pass(table, u) < 0).any())
+
+
+@pytest.mark.parametrize("mentions", [3, 60, 600])
+def test_draws_equal_searchsorted_of_the_generator_uniforms(monkeypatch, mentions):
+    # Table (<= 512 mentions) and searchsorted (above) paths, in small chunks: the draws
+    # are searchsorted of the generator's uniforms taken sample-major.
+    g = torch.Generator().manual_seed(5)
+    scores = 3.0 * torch.randn(2, mentions, mentions, generator=g)
+    cdf = coref._cumulative(scores, None)
+    monkeypatch.setattr(coref_sampler, "_CHUNK_DRAWS", 5 * mentions)
+    monkeypatch.setattr(coref_sampler, "_SEARCH_DRAWS", 5 * mentions)
+    got = coref_sampler.draw(cdf, 23, torch.Generator().manual_seed(9))
+    u = torch.rand((23, 2, mentions), generator=torch.Generator().manual_seed(9), dtype=cdf.dtype)
+    want = torch.searchsorted(cdf, u.permute(1, 2, 0).contiguous(), right=True)
+    assert torch.equal(got, want.permute(2, 0, 1))
+
+
+def test_in_place_roots_equal_roots(monkeypatch):
+    # The sampled estimate overwrites its draws with their roots; small blocks exercise
+    # the early stop and the in-place last round block by block.
+    scores, mask = _padded_batch(seed=12)
+    a = sample_antecedents(scores, 300, mask=mask, generator=torch.Generator().manual_seed(4))
+    want = entity_roots(a)
+    monkeypatch.setattr(coref_sampler, "_ROOT_BLOCK", 7)
+    assert torch.equal(coref_sampler.roots(a.clone(), in_place=True, check=False), want)
+    # Two mentions: one round of pointer jumping, which must not read what it writes.
+    two = sample_antecedents(torch.zeros(1, 2, 2), 50, generator=torch.Generator().manual_seed(1))
+    assert 0 < int(two[:, 0, 1].sum()) < 50
+    assert torch.equal(coref_sampler.roots(two.clone(), in_place=True), two)
+
+
+def test_in_place_roots_match_and_long_chains():
+    chain = torch.cat([torch.zeros(1, dtype=torch.long), torch.arange(999)]).repeat(3, 1)
+    assert bool((coref_sampler.roots(chain.clone(), in_place=True) == 0).all())
+    a = torch.tensor([[0, 0, 1, 3, 2, 3, 6, 4]])
+    assert coref_sampler.roots(a.clone(), in_place=True).tolist() == [[0, 0, 0, 3, 0, 3, 6, 0]]
+    assert coref_sampler.roots(torch.tensor([[0, 0]]), in_place=True).tolist() == [[0, 0]]

@@ -28,10 +28,10 @@ Example:
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
+
+from calib_metrics.models.coref_sampler import draw, roots, tables
 
 __all__ = [
     "antecedent_log_probs",
@@ -42,9 +42,8 @@ __all__ = [
     "sample_antecedents",
 ]
 
-# Elements held at once by the chunked sampler (uniforms and indices) and by the
-# pairwise comparison of sampled roots; bounds memory whatever S, B and N are.
-_SAMPLE_CHUNK_ELEMENTS = 1 << 22
+# Elements held at once by the pairwise comparison of sampled roots; bounds memory
+# whatever S, B and N are.
 _PAIR_CHUNK_ELEMENTS = 1 << 24
 # Row-block size of the exact dynamic program: large enough that the off-block work is
 # matrix-matrix (BLAS-3), small enough that the in-block loop stays cheap.
@@ -84,24 +83,30 @@ def _check_n_samples(n_samples: int) -> None:
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
 
 
+def _triangle(n: int, device: torch.device, diagonal: int, upper: bool = False) -> Tensor:
+    """``[N, N]`` bool, True where ``j - i <= diagonal`` (``>=`` if ``upper``)."""
+    ones = torch.ones((n, n), dtype=torch.bool, device=device)
+    return ones.triu_(diagonal) if upper else ones.tril_(diagonal)
+
+
 def _log_probs(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
     """Validated-input core of :func:`antecedent_log_probs` (mask already a bool tensor).
 
     ``owned=True`` lets it overwrite ``scores`` (a private copy), saving an N x N buffer.
     """
     n = scores.shape[-1]
-    idx = torch.arange(n, device=scores.device)
-    earlier = idx[None, :] < idx[:, None]  # [N, N]: j < i
-    diag = idx[None, :] == idx[:, None]
+    earlier = _triangle(n, scores.device, -1)  # [N, N]: j < i
     if mask is None:
         can_attach = earlier.expand(scores.shape)
+        forbidden = _triangle(n, scores.device, 1, upper=True)  # j > i
     else:
         # Padding neither attaches nor is attached to.
         can_attach = earlier & mask[:, :, None] & mask[:, None, :]
+        forbidden = ~can_attach
+        forbidden.diagonal(dim1=-2, dim2=-1).fill_(False)  # NEW stays allowed
     # A mention with no candidate antecedent (the first one, or padding) takes NEW with
     # probability 1 whatever its NEW score, so a -inf there cannot produce NaN.
     only_new = ~can_attach.any(-1)  # [B, N]
-    forbidden = ~(can_attach | diag)
     if owned:
         logits = scores.masked_fill_(forbidden, float("-inf"))
     else:
@@ -178,97 +183,7 @@ def _cumulative(scores: Tensor, mask: Tensor | None) -> Tensor:
     # float64 so that the lookup is exact to ~1e-16 even for long rows.
     cdf = _log_probs(_float64_copy(scores), mask, owned=True).exp_().cumsum_(-1)
     cdf /= cdf[..., -1:]
-    n = cdf.shape[-1]
-    idx = torch.arange(n, device=cdf.device)
-    return cdf.masked_fill_(idx[None, :] >= idx[:, None], float("inf"))
-
-
-# Linear steps taken from each draw's guide-table start before the rare unfinished draws
-# are finished by a binary search (expected steps from the start are <= 1 + N / M, M = N).
-_GUIDE_STEPS = 3
-# Above this many mentions the rows no longer sit in cache and the table's gathers lose to
-# one binary search per draw (measured: 2x slower and +75 % memory at N = 3,000, while
-# 1.4x faster at N = 200); such documents use torch.searchsorted.
-_GUIDE_MAX_MENTIONS = 512
-
-
-def _guide(cdf: Tensor) -> Tensor:
-    """Guide table ``[B, N, M]`` (``M = N`` buckets per mention) for inverse-CDF lookup.
-
-    ``guide[b, i, m]`` counts the ``j`` with ``floor(fl(cdf[b, i, j] * M)) < m``: for every
-    ``u`` with ``floor(fl(u * M)) = m`` those ``j`` have ``cdf_j < m / M <= u`` (rounding is
-    monotone and ``m`` representable), so it is a lower bound of the searched index and a
-    forward linear search from it is exact (Chen & Asau's indexed search).
-    """
-    b, n, _ = cdf.shape
-    buckets = n
-    bins = (cdf * buckets).clamp_(max=buckets).floor_().long().add_(1).clamp_(max=buckets)
-    hist = torch.zeros((b, n, buckets + 1), dtype=torch.long, device=cdf.device)
-    hist.scatter_add_(-1, bins, torch.ones_like(bins))
-    return hist.cumsum_(-1)[..., :buckets].contiguous()
-
-
-def _lookup(cdf: Tensor, guide: Tensor, u: Tensor) -> Tensor:
-    """``searchsorted(cdf, u, right=True)`` for ``u`` ``[B, N, S]`` in ``[0, 1)``.
-
-    A guide-table start and a few vectorised forward steps finish almost every draw; the
-    rest (its count read once: one host synchronisation) take a binary search.
-    """
-    buckets = guide.shape[-1]
-    k = guide.gather(-1, (u * buckets).long().clamp_(max=buckets - 1))
-    # cdf[j] = +inf for j >= i, so no step passes NEW.
-    for _ in range(_GUIDE_STEPS):
-        # An explicit long step: adding a bool tensor in place takes a slow path.
-        k += (cdf.gather(-1, k) <= u).long()
-    left = (cdf.gather(-1, k) <= u).nonzero(as_tuple=True)
-    if left[0].numel():
-        k[left] = _bisect(cdf, left, k[left], u[left])
-    return k
-
-
-def _bisect(cdf: Tensor, where: tuple[Tensor, ...], lo: Tensor, u: Tensor) -> Tensor:
-    """First index past ``lo`` whose cdf exceeds ``u``, for the draws at ``where`` (b, i, s).
-
-    A vectorised binary search on the flat cdf (no row is copied): the answer lies in
-    ``[lo, i]`` since ``cdf[b, i, i] = +inf``.
-    """
-    n = cdf.shape[-1]
-    flat = cdf.reshape(-1)
-    base = (where[0] * n + where[1]) * n
-    hi = where[1].clone()
-    for _ in range(max(1, math.ceil(math.log2(n + 1)))):
-        mid = (lo + hi) // 2
-        right = flat[base + mid] <= u
-        lo = torch.where(right, mid + 1, lo)
-        hi = torch.where(right, hi, mid)
-    return lo
-
-
-def _guide_or_none(cdf: Tensor) -> Tensor | None:
-    return _guide(cdf) if cdf.shape[-1] <= _GUIDE_MAX_MENTIONS else None
-
-
-def _draw(
-    cdf: Tensor, n_samples: int, generator: torch.Generator | None, guide: Tensor | None = None
-) -> Tensor:
-    """Inverse-CDF draws from :func:`_cumulative` ``[B, N, N]``: ``Long [S, B, N]``."""
-    b, n, _ = cdf.shape
-    out = torch.empty((n_samples, b, n), dtype=torch.long, device=cdf.device)
-    if out.numel() == 0:
-        return out
-    guide = _guide_or_none(cdf) if guide is None else guide
-    chunk = max(1, _SAMPLE_CHUNK_ELEMENTS // max(1, b * n))
-    for start in range(0, n_samples, chunk):
-        c = min(chunk, n_samples - start)
-        # Sample-major uniforms: on CPU, chunks of one stream equal one big draw, so the
-        # result does not depend on the chunk size.
-        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, device=cdf.device)
-        # The first index whose cdf exceeds u, so a zero-probability choice (flat cdf) is
-        # never picked.
-        u = u.permute(1, 2, 0).contiguous()
-        a = torch.searchsorted(cdf, u, right=True) if guide is None else _lookup(cdf, guide, u)
-        out[start : start + c] = a.permute(2, 0, 1)
-    return out
+    return cdf.masked_fill_(_triangle(cdf.shape[-1], cdf.device, 0, upper=True), float("inf"))
 
 
 def sample_antecedents(
@@ -280,12 +195,14 @@ def sample_antecedents(
     """Draw ``n_samples`` independent antecedent vectors per document: ``Long [S, B, N]``.
 
     Every ``a[s, b, i]`` is drawn from ``P(a_i | x)`` (:func:`antecedent_log_probs`), all
-    mentions, documents and samples at once by inverse-CDF lookup (one uniform per
-    draw, an indexed search in the mention's cumulative distribution: a guide table
-    and a few vectorised steps, a binary search for the rare rest; a plain binary
-    search above 512 mentions), chunked over samples so memory stays bounded. Host
-    synchronisations: one for the argument check, and up to 512 mentions one per chunk
-    (the count of draws left to the binary search).
+    mentions, documents and samples at once by inverse-CDF lookup: one float64 uniform
+    per draw, taken sample-major from ``generator``, and the first index whose cumulative
+    probability exceeds it, found in a bucket table (a few vectorised gathers and
+    comparisons per draw, a short binary search for the rare rest; ``torch.searchsorted``
+    above 512 mentions), a cache-sized chunk of samples at a time. A generator gives the
+    same samples whatever the chunking. Host synchronisations: one for the argument
+    check; up to 512 mentions one for the table and one per chunk (the count of draws
+    left to the binary search).
     ``a[s, b, i] <= i``; ``i`` means NEW; padded mentions always get ``i``.
 
     Args:
@@ -309,26 +226,18 @@ def sample_antecedents(
     mask = _check_scores(scores, mask)
     _check_n_samples(n_samples)
     with torch.no_grad():
-        return _draw(_cumulative(scores, mask), n_samples, generator)
-
-
-def _roots(antecedents: Tensor) -> Tensor:
-    n = antecedents.shape[-1]
-    roots = antecedents
-    # After k rounds roots[i] = a^(2^k)(i); chains have at most N - 1 links, so
-    # ceil(log2 N) rounds reach the fixed point. A fixed count avoids host syncs.
-    for _ in range(math.ceil(math.log2(n)) if n > 1 else 0):
-        roots = roots.gather(-1, roots)
-    return roots
+        return draw(_cumulative(scores, mask), n_samples, generator)
 
 
 def entity_roots(antecedents: Tensor) -> Tensor:
     """The first mention of every mention's entity, by pointer jumping.
 
     Antecedents point backwards (``a[..., i] <= i``), so following them ends at the
-    entity's first mention; ``root = root[root]`` repeated ``ceil(log2 N)`` times (one
-    ``gather`` each, no loop over mentions or samples) gets there. Works on any leading
-    dims, e.g. ``[S, B, N]`` samples.
+    entity's first mention; ``root = root[root]`` repeated at most ``ceil(log2 N)`` times
+    (one ``gather`` each, no loop over mentions or samples) gets there. Works on any
+    leading dims, e.g. ``[S, B, N]`` samples. On CPU it goes a cache-sized block of rows
+    at a time and stops a block early once a round changes nothing; elsewhere it makes
+    one host synchronisation (the argument check).
 
     Args:
         antecedents: integer tensor ``[..., N]`` with ``0 <= a[..., i] <= i``.
@@ -351,13 +260,8 @@ def entity_roots(antecedents: Tensor) -> Tensor:
         or antecedents.dtype == torch.bool
     ):
         raise ValueError(f"antecedents must be an integer tensor, got dtype {antecedents.dtype}")
-    antecedents = antecedents.long()
-    n = antecedents.shape[-1]
-    if antecedents.numel() and bool(
-        ((antecedents < 0) | (antecedents > torch.arange(n, device=antecedents.device))).any()
-    ):
-        raise ValueError("antecedents must satisfy 0 <= a[..., i] <= i (i means NEW)")
-    return _roots(antecedents)
+    # roots checks 0 <= a[..., i] <= i as it goes (ValueError otherwise).
+    return roots(antecedents.long())
 
 
 def clusters(antecedents: Tensor) -> list[list[int]]:
@@ -436,14 +340,15 @@ def _sampled_marginals(
     rows = max(1, rows)
     buffer = torch.empty(chunk * bsz * rows * n, dtype=torch.bool, device=cdf.device)
     narrow = torch.int16 if n <= torch.iinfo(torch.int16).max else torch.long
-    guide = _guide_or_none(cdf)
+    table = tables(cdf)
     for start in range(0, n_samples, chunk):
         c = min(chunk, n_samples - start)
-        roots = _roots(_draw(cdf, c, generator, guide)).to(narrow)  # [c, B, N]
+        drawn = draw(cdf, c, generator, table)
+        sampled = roots(drawn, in_place=True, check=False).to(narrow)  # [c, B, N]
         for r0 in range(0, n, rows):
             r1 = min(n, r0 + rows)
             same = buffer[: c * bsz * (r1 - r0) * r1].view(c, bsz, r1 - r0, r1)
-            torch.eq(roots[..., r0:r1, None], roots[..., None, :r1], out=same)
+            torch.eq(sampled[..., r0:r1, None], sampled[..., None, :r1], out=same)
             counts[:, r0:r1, :r1] += same.view(torch.uint8).sum(0, dtype=torch.uint8)
     lower = counts.tril_()
     lower += lower.tril(-1).transpose(-1, -2)
