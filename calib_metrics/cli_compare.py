@@ -134,6 +134,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "a_better": labelled.a_better,
             "b_better": labelled.b_better,
             "not_distinguishable": labelled.not_distinguishable,
+            "not_tested": labelled.not_tested,
             "correction": labelled.correction,
             "alpha": labelled.alpha,
         }
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps(_without_nan(summary), indent=2))
         return
     level = f"{100 * summary['confidence']:g}%"
     print(f"N = {summary['n']} items, debiased CalibErr, bins of ⌈√N⌉, "
@@ -227,5 +228,23 @@ def _print_per_label(summary: dict[str, Any], level: str) -> None:
     print(
         f"  a better on {counts['a_better']}, b better on {counts['b_better']}, not "
         f"distinguishable on {counts['not_distinguishable']} of {len(rows)} labels "
+        f"{_untested(counts)}"
         f"({name[counts['correction']]} at alpha = {counts['alpha']:g})"
     )
+
+
+def _untested(counts: dict[str, Any]) -> str:
+    """'(K with too few items to test) ' when some labels were too small, else ''."""
+    k = counts.get("not_tested", 0)
+    return f"({k} with too few items to test) " if k else ""
+
+
+def _without_nan(value: Any) -> Any:
+    """NaN (an untested label's p-value, say) as null, so that the output is valid JSON."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {key: _without_nan(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nan(item) for item in value]
+    return value

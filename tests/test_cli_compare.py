@@ -169,3 +169,19 @@ def test_mode_compares_multiclass_files(tmp_path, capsys, mode) -> None:
     assert summary["difference"] == pytest.approx(expected.difference.item(), rel=1e-12)
     assert summary["lower"] == pytest.approx(expected.lower.item(), rel=1e-12)
     assert summary["p_value"] == pytest.approx(expected.p_value.item())
+
+
+def test_label_with_too_few_items_is_reported_as_not_tested(tmp_path, capsys) -> None:
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(402, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long().tolist()
+    tags = ["NOUN"] * 400 + ["RARE"] * 2
+    a = _write(tmp_path / "a.csv", {"prob": q.tolist(), "label": y, "tag": tags})
+    b = _write(tmp_path / "b.csv", {"prob": (q * 0.9).tolist(), "label": y})
+    assert main(["compare", str(a), str(b), "--label", "tag", "--samples", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "1 with too few items to test" in out
+    assert main(["compare", str(a), str(b), "--label", "tag", "--samples", "100", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)  # strict JSON: NaN printed as null
+    assert summary["per_label"]["RARE"]["p_value"] is None
+    assert summary["label_counts"]["not_tested"] == 1

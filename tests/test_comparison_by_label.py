@@ -234,3 +234,29 @@ def test_multiclass_input_with_misshapen_labels_says_what_to_pass() -> None:
         compare_calibration_by_label(p, p[:, :2], target, target)
     with pytest.raises(ValueError, match=r"multiclass probs \[..., C\] take integer class ids"):
         compare_calibration_by_label(p, p, target[:7], target[:7])
+
+
+def test_labels_with_too_few_items_are_not_tested() -> None:
+    # One label of 1 item and one of 2: a bootstrap over them is degenerate (with one item
+    # every draw is the same: a zero-width interval and p = 0, which was counted as real).
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(503, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    labels = torch.cat([torch.zeros(500), torch.tensor([1.0, 2.0, 2.0])]).long()
+    a = torch.where(labels == 0, q, (q + 0.3).clamp(max=1))
+    r = compare_calibration_by_label(
+        a, q, y, labels, n_samples=100, generator=torch.Generator().manual_seed(1)
+    )
+    assert r.not_tested == 2
+    assert r.p_value[1:].isnan().all() and r.adjusted_p_value[1:].isnan().all()
+    assert r.verdict[1:].tolist() == [0, 0] and r.b_better == 0
+    # The family the correction counts is the tested label alone.
+    assert r.adjusted_p_value[0].item() == pytest.approx(r.p_value[0].item())
+
+
+def test_compare_calibration_on_one_item_gives_no_interval() -> None:
+    t = torch.tensor
+    with pytest.warns(UserWarning, match="resampling unit"):
+        r = compare_calibration(t([0.9]), t([0.6]), t([1.0]), n_samples=50)
+    assert r.difference.item() == pytest.approx(-0.3)
+    assert r.lower.isnan() and r.upper.isnan() and r.p_value.isnan()

@@ -80,6 +80,7 @@ the same per-draw statistics and summary as a single model's interval.
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import torch
@@ -101,6 +102,11 @@ from calib_metrics.functional.intervals import (
     unit_weights,
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
+
+# Fewer resampling units than this give no interval and no p-value: a bootstrap over a
+# handful of items puts a tenth or more of its mass on one item, and with one item every
+# draw is the same (a zero-width interval, p = 0).
+MIN_UNITS = 10
 
 
 class ComparisonResult(NamedTuple):
@@ -225,7 +231,8 @@ def compare_calibration(
         √θ_a − √θ_b; plug-in: the draws' differences centred on the estimate; see the
         module docstring), the two-sided p-value ``min(1, 2·min(P*(d ≤ 0), P*(d ≥ 0)))``
         of the draws d, and each model's own :class:`CalibrationResult` from the same
-        draws.
+        draws. With fewer than ``MIN_UNITS`` (10) resampling units (pairs, or groups) the
+        interval and the p-value are NaN, with a warning: too few to resample.
 
     Example:
         >>> import torch
@@ -290,6 +297,16 @@ def compare_calibration(
         )
     a, b = _combined(results_a), _combined(results_b)
     difference = a.error - b.error
+    if n_units < MIN_UNITS:
+        warnings.warn(
+            f"compare_calibration: {n_units} resampling unit{'s' * (n_units != 1)} "
+            f"({'groups' if groups is not None else 'pairs'}); at least {MIN_UNITS} are needed "
+            "for an interval or a p-value, so both are NaN (the difference stands)",
+            UserWarning,
+            stacklevel=2,
+        )
+        nan = torch.full_like(difference, float("nan"))
+        return ComparisonResult(difference, nan, nan, nan, a, b)
     # Classwise: the error is the mean of the per-class errors, and so is each draw.
     draws = torch.stack(draws).mean(dim=0)
     draws = draws[~draws.isnan()]

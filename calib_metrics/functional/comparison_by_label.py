@@ -31,6 +31,7 @@ many tags), which is why Holm, valid under any dependence, is the default.
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import torch
@@ -58,10 +59,13 @@ class LabelComparisonResult(NamedTuple):
             +1 where b is better, 0 where the two are not distinguishable.
         a_better: how many labels a is significantly better calibrated on.
         b_better: how many labels b is.
-        not_distinguishable: how many labels neither is.
+        not_distinguishable: how many labels neither is (the untested ones included).
         correction: ``"holm"`` (family-wise error rate) or ``"bh"`` (false discovery rate).
         alpha: the level of the correction.
         per_label: each label's :class:`ComparisonResult` (with both models' results).
+        not_tested: how many labels had too few resampling units to be tested
+            (``compare_calibration``'s ``MIN_UNITS``): NaN p-values, left out of the
+            correction's family, verdict 0.
     """
 
     labels: Tensor
@@ -77,6 +81,7 @@ class LabelComparisonResult(NamedTuple):
     correction: str
     alpha: float
     per_label: tuple[ComparisonResult, ...]
+    not_tested: int = 0
 
 
 def holm_adjust(p_values: Tensor) -> Tensor:
@@ -283,10 +288,13 @@ def _one_vs_rest(named: dict[str, Tensor]) -> dict[str, Tensor]:
 def _compare_label(flat: dict, select: Tensor, confidence, generator, options) -> ComparisonResult:
     """compare_calibration on one label's pairs (and their groups)."""
     groups = None if flat["groups"] is None else flat["groups"][select]
-    return compare_calibration(
+    with warnings.catch_warnings():
+        # A label with too few units is reported as not tested (``not_tested``).
+        warnings.filterwarnings("ignore", "compare_calibration: .* resampling unit")
+        return compare_calibration(
         flat["probs_a"][select], flat["probs_b"][select], flat["target"][select],
-        groups=groups, confidence=confidence, generator=generator, **options,
-    )  # fmt: skip
+            groups=groups, confidence=confidence, generator=generator, **options,
+        )  # fmt: skip
 
 
 def _summarise(ids: Tensor, per_label: tuple, correction: str, alpha: float):
@@ -296,7 +304,11 @@ def _summarise(ids: Tensor, per_label: tuple, correction: str, alpha: float):
         return torch.stack([getattr(r, field).to(torch.float64) for r in per_label])
 
     difference, p_value = stack("difference"), stack("p_value")
-    adjusted = ADJUST[correction](p_value)
+    # Labels too small to test are no member of the family the correction counts.
+    tested = ~p_value.isnan()
+    adjusted = torch.full_like(p_value, float("nan"))
+    if bool(tested.any()):
+        adjusted[tested] = ADJUST[correction](p_value[tested])
     real = adjusted <= alpha
     verdict = (torch.sign(difference) * real).to(torch.int8)
     counts = torch.stack([(verdict == -1).sum(), (verdict == 1).sum()]).tolist()
@@ -314,4 +326,5 @@ def _summarise(ids: Tensor, per_label: tuple, correction: str, alpha: float):
         correction=correction,
         alpha=alpha,
         per_label=per_label,
+        not_tested=int((~tested).sum()),
     )
