@@ -362,8 +362,14 @@ def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
 
     if groups is None and mode == "one_vs_rest" and is_multiclass(probs, target):
         groups = torch.arange(target.numel(), device=target.device).reshape(target.shape)
-    test = spiegelhalter_test(probs, target, mode=mode, groups=groups)
     n_groups = None if groups is None else int(torch.unique(groups).numel())
+    try:
+        test = spiegelhalter_test(probs, target, mode=mode, groups=groups)
+    except ValueError as error:
+        # Hard 0/1 or constant-½ predictions, classwise mode: the rest of the report stands.
+        note = str(error).split(" (")[0]
+        return {"spiegelhalter_z": None, "spiegelhalter_p": None,
+                "spiegelhalter_groups": n_groups, "spiegelhalter_note": note}  # fmt: skip
     return {
         "spiegelhalter_z": test.z,
         "spiegelhalter_p": test.p_value,
@@ -375,7 +381,9 @@ def _extra_lines(summary: dict) -> list[str]:
     lines = []
     if "smooth_ece" in summary:
         lines.append(f"smooth ECE = {summary['smooth_ece'].item():.4f} (Błasiok & Nakkiran)")
-    if "spiegelhalter_z" in summary:
+    if summary.get("spiegelhalter_note"):
+        lines.append(f"Spiegelhalter: not computed ({summary['spiegelhalter_note']})")
+    elif "spiegelhalter_z" in summary:
         n_groups = summary["spiegelhalter_groups"]
         variance = "" if n_groups is None else f"cluster-robust variance over {n_groups} groups"
         lines.append(

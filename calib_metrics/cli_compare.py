@@ -147,8 +147,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
+    from calib_metrics.predictions import to_jsonable
+
     if args.json:
-        print(json.dumps(_without_nan(summary), indent=2))
+        print(json.dumps(to_jsonable(summary), indent=2))
         return
     level = f"{100 * summary['confidence']:g}%"
     print(f"N = {summary['n']} items, debiased CalibErr, bins of ⌈√N⌉, "
@@ -237,14 +239,3 @@ def _untested(counts: dict[str, Any]) -> str:
     """'(K with too few items to test) ' when some labels were too small, else ''."""
     k = counts.get("not_tested", 0)
     return f"({k} with too few items to test) " if k else ""
-
-
-def _without_nan(value: Any) -> Any:
-    """NaN (an untested label's p-value, say) as null, so that the output is valid JSON."""
-    if isinstance(value, float) and value != value:
-        return None
-    if isinstance(value, dict):
-        return {key: _without_nan(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_without_nan(item) for item in value]
-    return value

@@ -132,21 +132,25 @@ def compare_per_label(args: argparse.Namespace, a, b):
     return [str(n) for n in names], result
 
 
-def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None = None):
+def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None, mode: str):
     """The Brier split (bins of ⌈√N⌉), the smooth ECE and Spiegelhalter's test (over the
-    groups, when given) of one model's binary pairs."""
+    groups, when given) of one model's pairs under ``mode``, as ``evaluate`` gives them."""
     from calib_metrics.cli import _brier_pairs, spiegelhalter_summary
     from calib_metrics.functional import brier_decomposition, smooth_calibration_error
     from calib_metrics.report import Measures
 
-    test = spiegelhalter_summary(probs, target, "one_vs_rest", groups)
+    test = spiegelhalter_summary(probs, target, mode, groups)
     return Measures(
-        brier_decomposition(*_brier_pairs(probs, target, "one_vs_rest")),
-        float(smooth_calibration_error(probs, target)),
-        float(test["spiegelhalter_z"]),
-        float(test["spiegelhalter_p"]),
+        brier_decomposition(*_brier_pairs(probs, target, mode)),
+        float(smooth_calibration_error(probs, target, mode=mode)),
+        _float_or_none(test["spiegelhalter_z"]),
+        _float_or_none(test["spiegelhalter_p"]),
         test["spiegelhalter_groups"],
     )
+
+
+def _float_or_none(value) -> float | None:
+    return None if value is None else float(value)
 
 
 def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
@@ -206,8 +210,8 @@ def write_evaluate(args, summary: dict, result, brier, per_label) -> str:
     measures = Measures(
         brier,
         float(summary["smooth_ece"]),
-        float(summary["spiegelhalter_z"]),
-        float(summary["spiegelhalter_p"]),
+        _float_or_none(summary["spiegelhalter_z"]),
+        _float_or_none(summary["spiegelhalter_p"]),
         summary["spiegelhalter_groups"],
     )
     page = evaluate_page(
@@ -230,7 +234,7 @@ def write_compare(args, summary: dict, comparison, a, b, per_label) -> str:
     page = compare_page(
         summary,
         comparison,
-        (_measures_of(a.probs, a.target, a.groups), _measures_of(b.probs, b.target, a.groups)),
+        tuple(_measures_of(m.probs, m.target, a.groups, args.mode) for m in (a, b)),
         names=names,
         per_label=per_label,
         settings=_settings_of(args),

@@ -62,7 +62,6 @@ def test_text_lines_for_smooth_and_spiegelhalter(capsys, multiclass_file) -> Non
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (("--mode", "classwise", "--spiegelhalter"), "one test per class"),
         (("--mode", "top_label", "--binary"), "needs multiclass probs"),
     ],
 )
@@ -105,3 +104,31 @@ def test_spiegelhalter_uses_the_groups_and_a_multiclass_file_s_items(capsys, tmp
     by_item = spiegelhalter_test(probs, target, groups=torch.arange(300))
     assert f"Spiegelhalter z = {by_item.z.item():.3f}" in out
     assert "(cluster-robust variance over 300 groups)" in out
+
+
+@pytest.mark.parametrize("q", [[0.0, 1.0, 1.0, 0.0], [0.5, 0.5, 0.5, 0.5]])
+def test_an_undefined_spiegelhalter_test_does_not_abort_the_run(tmp_path, capsys, q) -> None:
+    # Hard 0/1 or constant-½ predictions: the test has no variance; the rest is reported.
+    rows = 25 * [f"{p},{y}" for p, y in zip(q, [0, 1, 1, 0], strict=True)]
+    path = tmp_path / "hard.csv"
+    path.write_text("prob,label\n" + "\n".join(rows) + "\n")
+    code, out, err = run(capsys, "evaluate", path, "--spiegelhalter", "--smooth", "--samples", "50")
+    assert code == 0, err
+    assert "CalibErr" in out and "Spiegelhalter: not computed" in out
+
+
+def test_compare_html_measures_follow_the_mode(tmp_path, capsys, multiclass_file) -> None:
+    path, probs, target = multiclass_file
+    html = tmp_path / "c.html"
+    options = ("--mode", "top_label", "--samples", "50", "--html", html)
+    code, _, err = run(capsys, "compare", path, path, *options)
+    assert code == 0, err
+    smooth = smooth_calibration_error(probs, target, mode="top_label").item()
+    assert f"{smooth:.4f}" in html.read_text()
+
+
+def test_classwise_spiegelhalter_is_reported_as_not_computed(capsys, multiclass_file) -> None:
+    argv = ("--bin-size", "50", "--samples", "10", "--mode", "classwise", "--spiegelhalter")
+    code, out, err = run(capsys, "evaluate", multiclass_file[0], *argv)
+    assert code == 0, err
+    assert "Spiegelhalter: not computed (mode='classwise' gives one test per class" in out
