@@ -146,12 +146,16 @@ def _order_key(probs: Tensor) -> tuple[Tensor, int]:
         as_int, half = torch.int16, 0x3F00
     else:
         probs, as_int, half = probs.to(torch.float32), torch.int32, 0x3F000000
+    width = _key_width(probs.dtype)
     # The distance to the nearer end, exact (+ 0.0 turns a -0.0, whose bit pattern
     # would sort last, into +0.0); mirrored above 1/2 without a branch: with u = -1,
     # (bits ^ u) + (u & (2·half + 1)) = 2·half − bits, and with u = 0 it is bits.
     nearer = torch.minimum(probs, 1.0 - probs).add_(0.0).view(as_int)
-    upper = (probs > 0.5).to(as_int).neg_()
-    return (nearer ^ upper).add_(upper & (2 * half + 1)), _key_width(probs.dtype)
+    # u = -1 where q > 1/2: the sign of bits(1/2) − bits(q) (sign bit of -0.0 cleared),
+    # integer arithmetic being several times faster than a bool mask on CPU.
+    magnitude = probs.view(as_int) & ((1 << width) - 1)
+    upper = (half - magnitude) >> width
+    return (nearer ^ upper).add_(upper & (2 * half + 1)), width
 
 
 def _chunks(n: int) -> list[slice]:
@@ -206,20 +210,29 @@ def _plan_cells(plan: _Plan) -> _CellOf:
 
 
 def _histogram(
-    q: Tensor, y: Tensor, cell_of: _CellOf, size: int, top: Tensor | None = None
+    q: Tensor,
+    y: Tensor,
+    cell_of: _CellOf,
+    size: int,
+    top: Tensor | None = None,
+    memo: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Per cell (``cell_of``, 0 … size − 1): number of pairs, Σq and Σy (float64 sums);
-    with ``top`` (size, q's dtype) also the largest q of every cell, in place."""
+    with ``top`` (size, q's dtype) also the largest q of every cell, in place; with
+    ``memo`` (one int32 per pair) also every pair's cell, for the next pass."""
     counts = torch.zeros(2 * size, dtype=torch.int64, device=q.device)
     sum_q = torch.zeros(size, dtype=torch.float64, device=q.device)
     for part in _chunks(q.numel()):
         cell = cell_of(q[part])
+        if memo is not None:
+            memo[part] = cell
         if top is not None:
             with warnings.catch_warnings():  # "index_reduce() is in beta"
                 warnings.simplefilter("ignore", UserWarning)
                 top.index_reduce_(0, cell, q[part], "amax")
         # One histogram of (cell, y) counts the pairs and the ones of every cell.
-        counts += torch.bincount(2 * cell + (y[part] != 0), minlength=2 * size)
+        label = y[part] if y.dtype == torch.bool else y[part] != 0
+        counts += torch.bincount(2 * cell + label, minlength=2 * size)
         # index_add_ is much faster than bincount with weights on CPU.
         sum_q.index_add_(0, cell, q[part].to(torch.float64))
     by_label = counts.view(size, 2)
@@ -259,11 +272,17 @@ def check_room(need: int, device: torch.device, what: str) -> None:
 _SORT_BYTES = 64
 
 
+def _memo_bytes(q_bytes: int) -> int:
+    """Bytes per pair of the first level's kept cells (none for half precision)."""
+    return 0 if q_bytes == 2 else 4
+
+
 def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
     """Estimated memory that exact adaptive binning of ``n`` pairs (q of ``q_bytes``)
     needs beyond its input: the first level's cells and chunk temporaries, the pairs
     set aside (about two cells' worth at each bin boundary) and the next level's, and
-    the sort of the set-aside pairs (of at most 2¹⁷ when they are many and refined).
+    the larger of every pair's kept cell (4 bytes, first pass) and the sort of the
+    set-aside pairs (of at most 2¹⁷ when they are many and refined; second pass).
 
     Example:
         >>> round(exact_working_bytes(10**9, 31623, 4) / 2**30, 1)  # GiB
@@ -275,19 +294,26 @@ def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
     chunk = min(_CHUNK, max(_MIN_CHUNK, n // 8))
     aside = min(n, 2 * (n // bin_size) * (n // cells))
     sorted_ = aside if aside <= n // _SORT_FRACTION else _SORT_BELOW
-    return 28 * cells + 64 * chunk + 2 * aside * (q_bytes + 1) + sorted_ * _SORT_BYTES
+    passes = max(n * _memo_bytes(q_bytes), sorted_ * _SORT_BYTES)
+    return 28 * cells + 64 * chunk + 2 * aside * (q_bytes + 1) + passes
+
+
+def _cells_of_parts(q: Tensor, cell_of: _CellOf) -> Callable[[slice], Tensor]:
+    """part ↦ the cells of the pairs ``q[part]``, computed from their q."""
+    return lambda part: cell_of(q[part])
 
 
 def _compact(
-    q: Tensor, y: Tensor, cell_of: _CellOf, slot_map: Tensor, m: int
+    q: Tensor, y: Tensor, cells: Callable[[slice], Tensor], slot_map: Tensor, m: int
 ) -> tuple[Tensor, Tensor]:
-    """The ``m`` pairs whose cell ``slot_map`` refines, q in its dtype and y as bool."""
+    """The ``m`` pairs whose cell ``slot_map`` refines, q in its dtype and y as bool
+    (``cells(part)``: the cells of the pairs ``q[part]``)."""
     check_room(m * (q.element_size() + 1), q.device, f"setting {m} pairs aside")
     out_q = torch.empty(m, dtype=q.dtype, device=q.device)
     out_y = torch.empty(m, dtype=torch.bool, device=q.device)
     pos, refined = 0, slot_map >= 0
     for part in _chunks(q.numel()):
-        pick = refined.index_select(0, cell_of(q[part])).nonzero().squeeze(1)
+        pick = refined.index_select(0, cells(part)).nonzero().squeeze(1)
         end = pos + pick.numel()
         out_q[pos:end] = q[part].index_select(0, pick)
         out_y[pos:end] = y[part].index_select(0, pick) != 0
@@ -399,15 +425,15 @@ def _refine(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
         if not bool(left.any()):
             return f
         slot_map, m, queries = _set_aside(cells[0], queries, left, k, t)
-        q, y = _compact(q, y, _plan_cells(plan), slot_map, m)
+        q, y = _compact(q, y, _cells_of_parts(q, _plan_cells(plan)), slot_map, m)
         n_slots = int(slot_map.max()) + 1
 
 
 def _add_sorted(q: Tensor, y: Tensor, queries: _Queries, f: Tensor) -> None:
     """Add F(rel) − F(origin) of the pending pairs (q, y) to the queries' sums ``f``."""
-    f.index_add_(
-        1, queries.index, _sorted_prefix(q, y, queries.rel) - _sorted_prefix(q, y, queries.origin)
-    )
+    j = queries.rel.numel()
+    both = _sorted_prefix(q, y, torch.cat([queries.rel, queries.origin]))  # one sort
+    f.index_add_(1, queries.index, both[:, :j] - both[:, j:])
 
 
 # The first level's cells follow the data: a strided sample of up to 2**16 keys gives
@@ -461,12 +487,11 @@ def _sampled_cells(probs: Tensor, n_bins: int) -> tuple[_CellOf, int, Tensor]:
     )
 
     def cell_of(q: Tensor) -> Tensor:
+        # base + the ``extra`` bits after the prefix; + 1 unless q = 0 (keys are >= 0).
         key = _order_key(q)[0].to(as_int)
-        p = key >> rest
-        packed = table.index_select(0, p)
-        bits = packed & 63
-        low = (key >> bits).sub_(p << (rest - bits))
-        return low.add_(packed >> 6).add_(key != 0)
+        packed = table.index_select(0, key >> rest)
+        low = (key & ((1 << rest) - 1)) >> (packed & 63)
+        return low.add_(packed >> 6).add_(key.clamp(max=1))
 
     return cell_of, int(span.sum()) + 1, single
 
@@ -483,20 +508,28 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     f = torch.zeros(3, ranks.numel(), dtype=torch.float64, device=probs.device)
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
     cell_of, size, single = _sampled_cells(probs, ranks.numel() - 1)
+    # The histogram pass keeps every pair's cell (int32) for the pass that sets the cut
+    # cells' pairs aside, rather than computing them again (some 20 operations a pair),
+    # except for half precision, whose input is smaller than the cells (3 bytes a pair).
+    memo = torch.empty_like(probs, dtype=torch.int32) if _memo_bytes(probs.element_size()) else None
     top = torch.zeros(size, dtype=torch.float32, device=probs.device)
     if probs.dtype == torch.float32:
-        cells = _histogram(probs, target, cell_of, size, top)
+        cells = _histogram(probs, target, cell_of, size, top, memo)
         # Float32 sums are exact in float64 (a cell's q share an exponent), so a cell
         # whose Σq is its count times its largest q holds one value: a tie group that
         # a rank may split, never one to refine (1 − 2⁻²⁴ and its like near 1).
         single = single | (cells[1] == cells[0] * top.to(torch.float64))
     else:
-        cells = _histogram(probs, target, cell_of, size)
+        cells = _histogram(probs, target, cell_of, size, memo=memo)
     left, k, t = _resolve(cells, single, queries, f)
     if not bool(left.any()):
         return f
     slot_map, m, queries = _set_aside(cells[0], queries, left, k, t)
-    q, y = _compact(probs, target, cell_of, slot_map, m)
+    if memo is None:
+        q, y = _compact(probs, target, _cells_of_parts(probs, cell_of), slot_map, m)
+    else:
+        q, y = _compact(probs, target, memo.__getitem__, slot_map, m)
+        del memo  # before the set-aside pairs are sorted
     # The cut cells' pairs, cell after cell, are in q order: one sort orders a few of
     # them, more (heavy ties) are refined as one sequence.
     if m <= probs.numel() // _SORT_FRACTION:
