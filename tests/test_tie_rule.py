@@ -135,6 +135,29 @@ def test_exact_mode_sets_few_pairs_aside(kind, monkeypatch) -> None:
             torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exact_mode_computes_each_pairs_key_once(dtype, monkeypatch) -> None:
+    # Linear time: the first pass keeps every pair's cell, so the pass that sets the cut
+    # cells' pairs aside does not compute the pairs' keys and cells again, and the pairs
+    # set aside are sorted once (the earlier code did both twice: over 2N keys).
+    g = torch.Generator().manual_seed(6)
+    n = 1_000_000
+    q = torch.rand(n, generator=g, dtype=dtype)
+    y = torch.bernoulli(q, generator=g).bool()
+    keyed = []
+    order_key = binning_module._order_key
+
+    def counting(probs):
+        keyed.append(probs.numel())
+        return order_key(probs)
+
+    monkeypatch.setattr(binning_module, "_order_key", counting)
+    bins = adaptive_binning(q, y, bin_size=1000)
+    assert bins.count.sum().item() == n
+    # N for the first pass, a 2**16 sample, and the few percent of pairs set aside.
+    assert n < sum(keyed) <= 1.1 * n, sum(keyed) / n
+
+
 def test_exact_mode_fails_up_front_when_memory_is_short(monkeypatch) -> None:
     # With less memory free than the estimate (a fake limit of 1 MiB), the exact mode
     # raises before reading the pairs and recommends the streaming mode, rather than
