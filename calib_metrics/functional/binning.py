@@ -150,12 +150,15 @@ def _order_key(probs: Tensor) -> tuple[Tensor, int]:
     # The distance to the nearer end, exact (+ 0.0 turns a -0.0, whose bit pattern
     # would sort last, into +0.0); mirrored above 1/2 without a branch: with u = -1,
     # (bits ^ u) + (u & (2·half + 1)) = 2·half − bits, and with u = 0 it is bits.
-    nearer = torch.minimum(probs, 1.0 - probs).add_(0.0).view(as_int)
+    # In place where it can: two temporaries of the input's size, not eight.
+    nearer = 1.0 - probs
+    nearer = torch.minimum(probs, nearer, out=nearer).add_(0.0).view(as_int)
     # u = -1 where q > 1/2: the sign of bits(1/2) − bits(q) (sign bit of -0.0 cleared),
     # integer arithmetic being several times faster than a bool mask on CPU.
-    magnitude = probs.view(as_int) & ((1 << width) - 1)
-    upper = (half - magnitude) >> width
-    return (nearer ^ upper).add_(upper & (2 * half + 1)), width
+    upper = (probs.view(as_int) & ((1 << width) - 1)).neg_().add_(half)
+    upper >>= width
+    key = nearer.bitwise_xor_(upper)
+    return key.add_(upper.bitwise_and_(2 * half + 1)), width
 
 
 def _chunks(n: int) -> list[slice]:
@@ -219,20 +222,20 @@ def _histogram(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Per cell (``cell_of``, 0 … size − 1): number of pairs, Σq and Σy (float64 sums);
     with ``top`` (size, q's dtype) also the largest q of every cell, in place; with
-    ``memo`` (one int32 per pair) also every pair's cell, for the next pass."""
+    ``memo`` (see :func:`_new_memo`) also every pair's cell, for the next pass."""
     counts = torch.zeros(2 * size, dtype=torch.int64, device=q.device)
     sum_q = torch.zeros(size, dtype=torch.float64, device=q.device)
     for part in _chunks(q.numel()):
         cell = cell_of(q[part])
         if memo is not None:
-            memo[part] = cell
+            memo[part] = cell - _memo_offset(memo)
         if top is not None:
             with warnings.catch_warnings():  # "index_reduce() is in beta"
                 warnings.simplefilter("ignore", UserWarning)
                 top.index_reduce_(0, cell, q[part], "amax")
         # One histogram of (cell, y) counts the pairs and the ones of every cell.
         label = y[part] if y.dtype == torch.bool else y[part] != 0
-        counts += torch.bincount(2 * cell + label, minlength=2 * size)
+        counts += torch.bincount(torch.add(label, cell, alpha=2), minlength=2 * size)
         # index_add_ is much faster than bincount with weights on CPU.
         sum_q.index_add_(0, cell, q[part].to(torch.float64))
     by_label = counts.view(size, 2)
@@ -273,8 +276,28 @@ _SORT_BYTES = 64
 
 
 def _memo_bytes(q_bytes: int) -> int:
-    """Bytes per pair of the first level's kept cells (none for half precision)."""
+    """Bytes per pair of the first level's kept cells, at most (none for half precision)."""
     return 0 if q_bytes == 2 else 4
+
+
+def _new_memo(probs: Tensor, size: int) -> Tensor | None:
+    """Room for every pair's first-level cell (of ``size``), kept by the histogram pass
+    for the pass that sets the cut cells' pairs aside, rather than computing them again
+    (some 20 operations a pair): int16 (cell − 2¹⁵) up to 2¹⁶ cells, else int32; none for
+    half precision, whose input (3 bytes a pair with a bool y) is smaller."""
+    if _memo_bytes(probs.element_size()) == 0:
+        return None
+    return torch.empty_like(probs, dtype=torch.int16 if size <= 1 << 16 else torch.int32)
+
+
+def _memo_offset(memo: Tensor) -> int:
+    return 1 << 15 if memo.dtype == torch.int16 else 0
+
+
+def _memo_cells(memo: Tensor) -> Callable[[slice], Tensor]:
+    """part ↦ the kept cells of the pairs ``[part]`` (int32)."""
+    offset = _memo_offset(memo)
+    return lambda part: memo[part].to(torch.int32).add_(offset) if offset else memo[part]
 
 
 def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
@@ -488,10 +511,11 @@ def _sampled_cells(probs: Tensor, n_bins: int) -> tuple[_CellOf, int, Tensor]:
 
     def cell_of(q: Tensor) -> Tensor:
         # base + the ``extra`` bits after the prefix; + 1 unless q = 0 (keys are >= 0).
-        key = _order_key(q)[0].to(as_int)
+        key = _order_key(q)[0].to(as_int)  # a new tensor: changed in place below
         packed = table.index_select(0, key >> rest)
-        low = (key & ((1 << rest) - 1)) >> (packed & 63)
-        return low.add_(packed >> 6).add_(key.clamp(max=1))
+        packed += torch.clamp(key, max=1).bitwise_left_shift_(6)  # base + 1 unless q = 0
+        low = key.bitwise_and_((1 << rest) - 1).bitwise_right_shift_(packed & 63)
+        return low.add_(packed.bitwise_right_shift_(6))
 
     return cell_of, int(span.sum()) + 1, single
 
@@ -508,10 +532,7 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     f = torch.zeros(3, ranks.numel(), dtype=torch.float64, device=probs.device)
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
     cell_of, size, single = _sampled_cells(probs, ranks.numel() - 1)
-    # The histogram pass keeps every pair's cell (int32) for the pass that sets the cut
-    # cells' pairs aside, rather than computing them again (some 20 operations a pair),
-    # except for half precision, whose input is smaller than the cells (3 bytes a pair).
-    memo = torch.empty_like(probs, dtype=torch.int32) if _memo_bytes(probs.element_size()) else None
+    memo = _new_memo(probs, size)
     top = torch.zeros(size, dtype=torch.float32, device=probs.device)
     if probs.dtype == torch.float32:
         cells = _histogram(probs, target, cell_of, size, top, memo)
@@ -528,7 +549,7 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     if memo is None:
         q, y = _compact(probs, target, _cells_of_parts(probs, cell_of), slot_map, m)
     else:
-        q, y = _compact(probs, target, memo.__getitem__, slot_map, m)
+        q, y = _compact(probs, target, _memo_cells(memo), slot_map, m)
         del memo  # before the set-aside pairs are sorted
     # The cut cells' pairs, cell after cell, are in q order: one sort orders a few of
     # them, more (heavy ties) are refined as one sequence.
