@@ -47,7 +47,8 @@ _MAX_CELL_BITS = 22
 _MIN_REFINE_BITS = 4
 # Pairs are streamed through the passes in chunks to bound the extra memory: at most
 # 2**18 pairs (their temporaries, ~60 bytes a pair, stay ~16 MB), and about an eighth
-# of the input (at least 2**16).
+# of the input (at least 2**16); a sixteenth (at least 2**15) for half precision, whose
+# input is small next to its temporaries and whose passes are cheap.
 _CHUNK = 1 << 18
 _MIN_CHUNK = 1 << 16
 # At most this many pending pairs are sorted rather than refined by another level.
@@ -161,8 +162,9 @@ def _order_key(probs: Tensor) -> tuple[Tensor, int]:
     return key.add_(upper.bitwise_and_(2 * half + 1)), width
 
 
-def _chunks(n: int) -> list[slice]:
-    size = min(_CHUNK, max(_MIN_CHUNK, n // 8))
+def _chunks(q: Tensor) -> list[slice]:
+    n, half = q.numel(), q.element_size() == 2
+    size = min(_CHUNK, max(_MIN_CHUNK >> half, n // (16 if half else 8)))
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
@@ -225,7 +227,7 @@ def _histogram(
     ``memo`` (see :func:`_new_memo`) also every pair's cell, for the next pass."""
     counts = torch.zeros(2 * size, dtype=torch.int64, device=q.device)
     sum_q = torch.zeros(size, dtype=torch.float64, device=q.device)
-    for part in _chunks(q.numel()):
+    for part in _chunks(q):
         cell = cell_of(q[part])
         if memo is not None:
             memo[part] = cell - _memo_offset(memo)
@@ -314,7 +316,7 @@ def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
     if n <= _SORT_BELOW:
         return n * _SORT_BYTES
     cells = _first_level_cells(n, n // bin_size)
-    chunk = min(_CHUNK, max(_MIN_CHUNK, n // 8))
+    chunk = min(_CHUNK, max(_MIN_CHUNK, n // 8))  # at most; half precision's are smaller
     aside = min(n, 2 * (n // bin_size) * (n // cells))
     sorted_ = aside if aside <= n // _SORT_FRACTION else _SORT_BELOW
     passes = max(n * _memo_bytes(q_bytes), sorted_ * _SORT_BYTES)
@@ -335,7 +337,7 @@ def _compact(
     out_q = torch.empty(m, dtype=q.dtype, device=q.device)
     out_y = torch.empty(m, dtype=torch.bool, device=q.device)
     pos, refined = 0, slot_map >= 0
-    for part in _chunks(q.numel()):
+    for part in _chunks(q):
         pick = refined.index_select(0, cells(part)).nonzero().squeeze(1)
         end = pos + pick.numel()
         out_q[pos:end] = q[part].index_select(0, pick)
