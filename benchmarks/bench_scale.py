@@ -8,25 +8,37 @@ seeds, so the streaming sketch can take 10⁹ pairs without holding them.
 Per N it measures (peak memory: the rise of the process' peak RSS over its RSS before
 the call, the peak reset through /proc/self/clear_refs):
 
-* exact: ``calibration_error`` on all pairs (only up to ``--exact-max``), next to one
-  ``torch.sort`` of q, and its extra peak memory next to the input's bytes;
-* streaming: ``CalibrationError(streaming=True)`` fed batch by batch, then binned; its
-  state bytes (the sketch, plus the pairs it keeps exactly below ``2·resolution``);
+* exact: ``adaptive_binning`` (bin_size = "auto", validation included) on all pairs,
+  only up to ``--exact-max`` and only when the pairs and the binning's estimated
+  working memory fit in the free memory; next to one ``torch.sort`` of q (up to
+  ``--sort-max``: its values and int64 indices take 12 bytes a pair, 12 GB at 10⁹), and
+  its extra peak memory next to the input's bytes;
+* streaming: ``CalibrationError(streaming=True, bin_size="auto")`` fed batch by batch,
+  then binned; its state bytes (the sketch, plus the pairs it keeps exactly below
+  ``2·resolution``). β only enters at ``compute()``, so the β = 5000 metric takes the
+  same state by ``merge_state`` (one pass over the data, not two) and its state bytes
+  are printed too;
 * torchmetrics' ``BinaryCalibrationError`` (15 bins; it keeps every pair) up to
   ``--torchmetrics-max``;
-* drift: streaming − exact, plug-in and debiased, ``bin_size`` = 5000 and "auto".
+* drift: streaming − exact, plug-in and debiased, ``bin_size`` = 5000 and "auto";
+* the 1-minute load average, as the shared machine's timings depend on it.
 
 Run ``python benchmarks/bench_scale.py --threads 1 --write`` (add ``--max 1e9
---exact-max 1e8`` where the memory allows); ``--write`` puts the tables in
-``docs/streaming.md`` and the plot in ``docs/img/scale.png``.
+--exact-max 1e9`` where the memory allows: about 10 GB at 10⁹, see docs/streaming.md);
+``--write`` puts the tables in ``docs/streaming.md`` and the plot in
+``docs/img/scale.png``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
+import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -34,8 +46,9 @@ from torchmetrics.classification import BinaryCalibrationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from calib_metrics import CalibrationError
-from calib_metrics.functional import calibration_error
+from calib_metrics.functional import adaptive_binning
 from calib_metrics.functional.auto_bin import resolve_bin_size
+from calib_metrics.functional.binning import available_bytes, exact_working_bytes
 from calib_metrics.functional.calibration import error_from_bins
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,23 +87,44 @@ def _status(field: str) -> int:
     return 0
 
 
-def measured(fn):
-    """(result, seconds, extra peak bytes) of fn()."""
+def release_free_memory() -> None:
+    """Hand the allocator's free pages back to the system (glibc), so that a call's peak
+    RSS counts the memory it allocates rather than hiding it in pages freed earlier."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def measured(fn, clock=time.perf_counter):
+    """(result, seconds, extra peak bytes) of fn(); seconds by ``clock`` (wall time by
+    default; ``time.process_time`` counts only this process' CPU time)."""
+    release_free_memory()
     Path("/proc/self/clear_refs").write_text("5")
     before = _status("VmRSS")
-    start = time.perf_counter()
+    start = clock()
     out = fn()
-    seconds = time.perf_counter() - start
+    seconds = clock() - start
     return out, seconds, max(0, _status("VmHWM") - before)
 
 
-def streaming_metric(n: int, dist: str, bin_size: int | str) -> CalibrationError:
-    """A streaming CalibrationError fed every batch (it keeps the pairs exactly while
-    they fit in the sketch's memory, ``sketch.buffer_rows``), its bins computed."""
-    metric = CalibrationError(streaming=True, bin_size=bin_size, validate_args=False)
+def streaming_metric(n: int, dist: str) -> CalibrationError:
+    """A streaming CalibrationError (bin_size="auto") fed every batch (it keeps the
+    pairs exactly while they fit in the sketch's memory, ``sketch.buffer_rows``), its
+    bins computed."""
+    metric = CalibrationError(streaming=True, bin_size="auto", validate_args=False)
     for q, y in batches(n, dist):
         metric.update(q, y)
     metric.class_bins()
+    return metric
+
+
+def with_bin_size(fed: CalibrationError, bin_size: int) -> CalibrationError:
+    """A streaming metric with ``bin_size`` holding ``fed``'s state (the same sketch
+    and kept pairs: β only enters at ``compute()``), its bins computed."""
+    metric = CalibrationError(streaming=True, bin_size=bin_size, validate_args=False)
+    metric.merge_state(fed)
+    with warnings.catch_warnings():  # torchmetrics: "compute ... before the update"
+        warnings.simplefilter("ignore", UserWarning)
+        metric.class_bins()
     return metric
 
 
@@ -110,13 +144,27 @@ def streaming_errors(metrics: dict) -> dict:
     return out
 
 
-def exact_errors(q, y, n: int) -> dict:
+def exact_errors(bins_by_size: dict) -> dict:
     out = {}
-    for bin_size in (5000, "auto"):
+    for bin_size, bins in bins_by_size.items():
         for debias in (False, True):
-            value = calibration_error(q, y, bin_size=resolve_bin_size(bin_size, n), debias=debias)
-            out[f"{bin_size}/{debias}"] = value.item()
+            out[f"{bin_size}/{debias}"] = error_from_bins(bins, debias=debias).item()
     return out
+
+
+def exact_fits(n: int, bin_size: int) -> bool:
+    """Whether the pairs (float32 q, bool y) and the exact binning's estimated working
+    memory fit in the memory free now."""
+    need = 5 * n + exact_working_bytes(n, bin_size, 4)
+    free = available_bytes(torch.device("cpu"))
+    if free is not None and need > free:
+        print(
+            f"exact at N = {n:.0e} skipped: needs {need / 2**30:.1f} GiB, "
+            f"{free / 2**30:.1f} GiB free",
+            flush=True,
+        )
+        return False
+    return True
 
 
 def torchmetrics_error(n: int, dist: str) -> float:
@@ -127,21 +175,25 @@ def torchmetrics_error(n: int, dist: str) -> float:
 
 
 def run_size(n: int, dist: str, args) -> dict:
-    row: dict = {"n": n, "dist": dist}
-    auto, row["stream_s"], row["stream_peak"] = measured(lambda: streaming_metric(n, dist, "auto"))
+    row: dict = {"n": n, "dist": dist, "load": os.getloadavg()[0]}
+    auto, row["stream_s"], row["stream_peak"] = measured(lambda: streaming_metric(n, dist))
+    fixed = with_bin_size(auto, 5000)
     row["stream_state"] = state_bytes(auto)
-    row["stream"] = streaming_errors({5000: streaming_metric(n, dist, 5000), "auto": auto})
+    row["stream_state_5000"] = state_bytes(fixed)
+    row["stream"] = streaming_errors({5000: fixed, "auto": auto})
+    del auto, fixed
     if n <= args.torchmetrics_max:
         _, row["tm_s"], row["tm_peak"] = measured(lambda: torchmetrics_error(n, dist))
-    if n <= args.exact_max:
+    bin_size = resolve_bin_size("auto", n)
+    if n <= args.exact_max and exact_fits(n, bin_size):
         q, y = whole(n, dist)
         row["input_bytes"] = q.numel() * q.element_size() + y.numel() * y.element_size()
-        bin_size = resolve_bin_size("auto", n)
-        _, row["exact_s"], row["exact_peak"] = measured(
-            lambda: calibration_error(q, y, bin_size=bin_size, debias=True)
+        bins, row["exact_s"], row["exact_peak"] = measured(
+            lambda: adaptive_binning(q, y, bin_size=bin_size)
         )
-        _, row["sort_s"], _ = measured(lambda: torch.sort(q))
-        row["exact"] = exact_errors(q, y, n)
+        if n <= args.sort_max:
+            _, row["sort_s"], _ = measured(lambda: torch.sort(q))
+        row["exact"] = exact_errors({5000: adaptive_binning(q, y, bin_size=5000), "auto": bins})
     print(json.dumps(row), flush=True)
     return row
 
@@ -150,28 +202,29 @@ def mib(x: float) -> str:
     return f"{x / 2**20:,.1f}"
 
 
+def exact_cells(r: dict) -> tuple[str, str]:
+    """The exact mode's time (× sort where the sort ran) and extra peak (× input)."""
+    if "exact_s" not in r:
+        return "—", "—"
+    sort = f" ({r['exact_s'] / r['sort_s']:.2f}×)" if "sort_s" in r else " (no sort)"
+    peak = f"{mib(r['exact_peak'])} MiB ({r['exact_peak'] / r['input_bytes']:.2f}×)"
+    return f"{r['exact_s'] / r['n']:.1e}{sort}", peak
+
+
 def tables(rows: list[dict]) -> str:
     out = [
         "| q | N | exact s/pair (× sort) | exact extra peak (× input) | streaming s/pair | "
-        "streaming state | torchmetrics s/pair | torchmetrics peak |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "streaming state (β = auto / 5000) | torchmetrics s/pair | torchmetrics peak | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        ex = (
-            f"{r['exact_s'] / r['n']:.1e} ({r['exact_s'] / r['sort_s']:.2f}×)"
-            if "exact_s" in r
-            else "—"
-        )
-        mem = (
-            f"{mib(r['exact_peak'])} MiB ({r['exact_peak'] / r['input_bytes']:.2f}×)"
-            if "exact_s" in r
-            else "—"
-        )
+        ex, mem = exact_cells(r)
         tm = f"{r['tm_s'] / r['n']:.1e}" if "tm_s" in r else "—"
         tm_peak = f"{mib(r['tm_peak'])} MiB" if "tm_s" in r else "—"
+        state = f"{mib(r['stream_state'])} / {mib(r['stream_state_5000'])} MiB"
         out.append(
             f"| {r['dist']} | {r['n']:.0e} | {ex} | {mem} | {r['stream_s'] / r['n']:.1e} | "
-            f"{mib(r['stream_state'])} MiB | {tm} | {tm_peak} |"
+            f"{state} | {tm} | {tm_peak} | {r['load']:.1f} |"
         )
     out += [
         "",
@@ -231,11 +284,15 @@ def main() -> None:
     parser.add_argument("--max", type=float, default=1e7)
     parser.add_argument("--exact-max", type=float, default=1e7)
     parser.add_argument("--torchmetrics-max", type=float, default=1e7)
+    parser.add_argument("--sort-max", type=float, default=1e8)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    # One-time costs (thread pools, allocator arenas, first calls) are not the peers'.
+    adaptive_binning(*whole(200_000, "beta0.3"), bin_size=447)
+    streaming_metric(10_000, "uniform")
     sizes = [n for n in (10**4, 10**5, 10**6, 10**7, 10**8, 10**9) if n <= args.max]
     rows = [run_size(n, dist, args) for n in sizes for dist in ("uniform", "beta0.3")]
     text = tables(rows)

@@ -135,6 +135,29 @@ def test_exact_mode_sets_few_pairs_aside(kind, monkeypatch) -> None:
             torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exact_mode_computes_each_pairs_key_once(dtype, monkeypatch) -> None:
+    # Linear time: the first pass keeps every pair's cell, so the pass that sets the cut
+    # cells' pairs aside does not compute the pairs' keys and cells again, and the pairs
+    # set aside are sorted once (the earlier code did both twice: over 2N keys).
+    g = torch.Generator().manual_seed(6)
+    n = 1_000_000
+    q = torch.rand(n, generator=g, dtype=dtype)
+    y = torch.bernoulli(q, generator=g).bool()
+    keyed = []
+    order_key = binning_module._order_key
+
+    def counting(probs):
+        keyed.append(probs.numel())
+        return order_key(probs)
+
+    monkeypatch.setattr(binning_module, "_order_key", counting)
+    bins = adaptive_binning(q, y, bin_size=1000)
+    assert bins.count.sum().item() == n
+    # N for the first pass, a 2**16 sample, and the few percent of pairs set aside.
+    assert n < sum(keyed) <= 1.1 * n, sum(keyed) / n
+
+
 def test_exact_mode_fails_up_front_when_memory_is_short(monkeypatch) -> None:
     # With less memory free than the estimate (a fake limit of 1 MiB), the exact mode
     # raises before reading the pairs and recommends the streaming mode, rather than
@@ -160,3 +183,23 @@ def test_exact_mode_fails_up_front_when_memory_is_short(monkeypatch) -> None:
     torch.testing.assert_close(metric.compute(), calibration_error(q, y, bin_size=1000))
     # The documented estimate at 10⁹ float32 pairs with bin_size="auto" (β = 31623).
     assert 8 < binning_module.exact_working_bytes(10**9, 31623, 4) / 2**30 < 9
+
+
+@pytest.mark.parametrize("target_dtype", [torch.int64, torch.bool])
+def test_exact_mode_at_1e9_on_a_24_gb_machine(target_dtype, monkeypatch) -> None:
+    # The 10⁹ arithmetic of docs/streaming.md, on state tensors that hold no memory
+    # (expanded): a 24 GB machine whose free memory is what the state leaves of 23 GiB.
+    # With int64 targets the state is 12 GB and compute() would join another 12 GB:
+    # it must raise up front, recommending streaming. With bool targets (5 GB, joined
+    # 5 GB, binning estimated at 8.6 GiB) it must go ahead.
+    n = 10**9
+    metric = CalibrationError()
+    metric.probs = [torch.zeros(1).expand(n)]
+    metric.target = [torch.zeros(1, dtype=target_dtype).expand(n)]
+    state = 4 * n + metric.target[0].element_size() * n
+    monkeypatch.setattr(binning_module, "available_bytes", lambda device: 23 * 2**30 - state)
+    if target_dtype == torch.int64:
+        with pytest.raises(ValueError, match=r"1000000000 pairs needs .*streaming=True"):
+            metric._check_room()
+    else:
+        metric._check_room()

@@ -22,7 +22,10 @@ through are set aside: a cell of one value (all key bits used, q = 0, q = 1, or 
 float32 cell whose Σq is its count times its largest q) is a tie group, shared out as
 above; the others' pairs, cell after cell in q order, are sorted when few, or refined
 by histograms over fixed key bits, level after level, when many (heavy ties). Passes
-read the pairs in chunks, so the extra memory stays a fraction of the input's, and
+read the pairs in chunks; the first keeps every pair's cell (2 or 4 bytes) so that the
+second, which sets the cut cells' pairs aside, does not compute them again. The extra
+memory measured at most 1.22× the input's bytes from 10⁷ pairs on (docs/streaming.md),
+and
 :func:`adaptive_bin_sums` checks the estimate against the free memory up front.
 """
 
@@ -47,7 +50,8 @@ _MAX_CELL_BITS = 22
 _MIN_REFINE_BITS = 4
 # Pairs are streamed through the passes in chunks to bound the extra memory: at most
 # 2**18 pairs (their temporaries, ~60 bytes a pair, stay ~16 MB), and about an eighth
-# of the input (at least 2**16).
+# of the input (at least 2**16); a sixteenth (at least 2**15) for half precision, whose
+# input is small next to its temporaries and whose passes are cheap.
 _CHUNK = 1 << 18
 _MIN_CHUNK = 1 << 16
 # At most this many pending pairs are sorted rather than refined by another level.
@@ -146,16 +150,24 @@ def _order_key(probs: Tensor) -> tuple[Tensor, int]:
         as_int, half = torch.int16, 0x3F00
     else:
         probs, as_int, half = probs.to(torch.float32), torch.int32, 0x3F000000
+    width = _key_width(probs.dtype)
     # The distance to the nearer end, exact (+ 0.0 turns a -0.0, whose bit pattern
     # would sort last, into +0.0); mirrored above 1/2 without a branch: with u = -1,
     # (bits ^ u) + (u & (2·half + 1)) = 2·half − bits, and with u = 0 it is bits.
-    nearer = torch.minimum(probs, 1.0 - probs).add_(0.0).view(as_int)
-    upper = (probs > 0.5).to(as_int).neg_()
-    return (nearer ^ upper).add_(upper & (2 * half + 1)), _key_width(probs.dtype)
+    # In place where it can: two temporaries of the input's size, not eight.
+    nearer = 1.0 - probs
+    nearer = torch.minimum(probs, nearer, out=nearer).add_(0.0).view(as_int)
+    # u = -1 where q > 1/2: the sign of bits(1/2) − bits(q) (sign bit of -0.0 cleared),
+    # integer arithmetic being several times faster than a bool mask on CPU.
+    upper = (probs.view(as_int) & ((1 << width) - 1)).neg_().add_(half)
+    upper >>= width
+    key = nearer.bitwise_xor_(upper)
+    return key.add_(upper.bitwise_and_(2 * half + 1)), width
 
 
-def _chunks(n: int) -> list[slice]:
-    size = min(_CHUNK, max(_MIN_CHUNK, n // 8))
+def _chunks(q: Tensor) -> list[slice]:
+    n, half = q.numel(), q.element_size() == 2
+    size = min(_CHUNK, max(_MIN_CHUNK >> half, n // (16 if half else 8)))
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
@@ -206,20 +218,29 @@ def _plan_cells(plan: _Plan) -> _CellOf:
 
 
 def _histogram(
-    q: Tensor, y: Tensor, cell_of: _CellOf, size: int, top: Tensor | None = None
+    q: Tensor,
+    y: Tensor,
+    cell_of: _CellOf,
+    size: int,
+    top: Tensor | None = None,
+    memo: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Per cell (``cell_of``, 0 … size − 1): number of pairs, Σq and Σy (float64 sums);
-    with ``top`` (size, q's dtype) also the largest q of every cell, in place."""
+    with ``top`` (size, q's dtype) also the largest q of every cell, in place; with
+    ``memo`` (see :func:`_new_memo`) also every pair's cell, for the next pass."""
     counts = torch.zeros(2 * size, dtype=torch.int64, device=q.device)
     sum_q = torch.zeros(size, dtype=torch.float64, device=q.device)
-    for part in _chunks(q.numel()):
+    for part in _chunks(q):
         cell = cell_of(q[part])
+        if memo is not None:
+            memo[part] = cell - _memo_offset(memo)
         if top is not None:
             with warnings.catch_warnings():  # "index_reduce() is in beta"
                 warnings.simplefilter("ignore", UserWarning)
                 top.index_reduce_(0, cell, q[part], "amax")
         # One histogram of (cell, y) counts the pairs and the ones of every cell.
-        counts += torch.bincount(2 * cell + (y[part] != 0), minlength=2 * size)
+        label = y[part] if y.dtype == torch.bool else y[part] != 0
+        counts += torch.bincount(torch.add(label, cell, alpha=2), minlength=2 * size)
         # index_add_ is much faster than bincount with weights on CPU.
         sum_q.index_add_(0, cell, q[part].to(torch.float64))
     by_label = counts.view(size, 2)
@@ -259,11 +280,37 @@ def check_room(need: int, device: torch.device, what: str) -> None:
 _SORT_BYTES = 64
 
 
+def _memo_bytes(q_bytes: int) -> int:
+    """Bytes per pair of the first level's kept cells, at most (none for half precision)."""
+    return 0 if q_bytes == 2 else 4
+
+
+def _new_memo(probs: Tensor, size: int) -> Tensor | None:
+    """Room for every pair's first-level cell (of ``size``), kept by the histogram pass
+    for the pass that sets the cut cells' pairs aside, rather than computing them again
+    (some 20 operations a pair): int16 (cell − 2¹⁵) up to 2¹⁶ cells, else int32; none for
+    half precision, whose input (3 bytes a pair with a bool y) is smaller."""
+    if _memo_bytes(probs.element_size()) == 0:
+        return None
+    return torch.empty_like(probs, dtype=torch.int16 if size <= 1 << 16 else torch.int32)
+
+
+def _memo_offset(memo: Tensor) -> int:
+    return 1 << 15 if memo.dtype == torch.int16 else 0
+
+
+def _memo_cells(memo: Tensor) -> Callable[[slice], Tensor]:
+    """part ↦ the kept cells of the pairs ``[part]`` (int32)."""
+    offset = _memo_offset(memo)
+    return lambda part: memo[part].to(torch.int32).add_(offset) if offset else memo[part]
+
+
 def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
     """Estimated memory that exact adaptive binning of ``n`` pairs (q of ``q_bytes``)
     needs beyond its input: the first level's cells and chunk temporaries, the pairs
     set aside (about two cells' worth at each bin boundary) and the next level's, and
-    the sort of the set-aside pairs (of at most 2¹⁷ when they are many and refined).
+    the larger of every pair's kept cell (4 bytes, first pass) and the sort of the
+    set-aside pairs (of at most 2¹⁷ when they are many and refined; second pass).
 
     Example:
         >>> round(exact_working_bytes(10**9, 31623, 4) / 2**30, 1)  # GiB
@@ -272,22 +319,29 @@ def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
     if n <= _SORT_BELOW:
         return n * _SORT_BYTES
     cells = _first_level_cells(n, n // bin_size)
-    chunk = min(_CHUNK, max(_MIN_CHUNK, n // 8))
+    chunk = min(_CHUNK, max(_MIN_CHUNK, n // 8))  # at most; half precision's are smaller
     aside = min(n, 2 * (n // bin_size) * (n // cells))
     sorted_ = aside if aside <= n // _SORT_FRACTION else _SORT_BELOW
-    return 28 * cells + 64 * chunk + 2 * aside * (q_bytes + 1) + sorted_ * _SORT_BYTES
+    passes = max(n * _memo_bytes(q_bytes), sorted_ * _SORT_BYTES)
+    return 28 * cells + 64 * chunk + 2 * aside * (q_bytes + 1) + passes
+
+
+def _cells_of_parts(q: Tensor, cell_of: _CellOf) -> Callable[[slice], Tensor]:
+    """part ↦ the cells of the pairs ``q[part]``, computed from their q."""
+    return lambda part: cell_of(q[part])
 
 
 def _compact(
-    q: Tensor, y: Tensor, cell_of: _CellOf, slot_map: Tensor, m: int
+    q: Tensor, y: Tensor, cells: Callable[[slice], Tensor], slot_map: Tensor, m: int
 ) -> tuple[Tensor, Tensor]:
-    """The ``m`` pairs whose cell ``slot_map`` refines, q in its dtype and y as bool."""
+    """The ``m`` pairs whose cell ``slot_map`` refines, q in its dtype and y as bool
+    (``cells(part)``: the cells of the pairs ``q[part]``)."""
     check_room(m * (q.element_size() + 1), q.device, f"setting {m} pairs aside")
     out_q = torch.empty(m, dtype=q.dtype, device=q.device)
     out_y = torch.empty(m, dtype=torch.bool, device=q.device)
     pos, refined = 0, slot_map >= 0
-    for part in _chunks(q.numel()):
-        pick = refined.index_select(0, cell_of(q[part])).nonzero().squeeze(1)
+    for part in _chunks(q):
+        pick = refined.index_select(0, cells(part)).nonzero().squeeze(1)
         end = pos + pick.numel()
         out_q[pos:end] = q[part].index_select(0, pick)
         out_y[pos:end] = y[part].index_select(0, pick) != 0
@@ -399,15 +453,15 @@ def _refine(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
         if not bool(left.any()):
             return f
         slot_map, m, queries = _set_aside(cells[0], queries, left, k, t)
-        q, y = _compact(q, y, _plan_cells(plan), slot_map, m)
+        q, y = _compact(q, y, _cells_of_parts(q, _plan_cells(plan)), slot_map, m)
         n_slots = int(slot_map.max()) + 1
 
 
 def _add_sorted(q: Tensor, y: Tensor, queries: _Queries, f: Tensor) -> None:
     """Add F(rel) − F(origin) of the pending pairs (q, y) to the queries' sums ``f``."""
-    f.index_add_(
-        1, queries.index, _sorted_prefix(q, y, queries.rel) - _sorted_prefix(q, y, queries.origin)
-    )
+    j = queries.rel.numel()
+    both = _sorted_prefix(q, y, torch.cat([queries.rel, queries.origin]))  # one sort
+    f.index_add_(1, queries.index, both[:, :j] - both[:, j:])
 
 
 # The first level's cells follow the data: a strided sample of up to 2**16 keys gives
@@ -461,12 +515,12 @@ def _sampled_cells(probs: Tensor, n_bins: int) -> tuple[_CellOf, int, Tensor]:
     )
 
     def cell_of(q: Tensor) -> Tensor:
-        key = _order_key(q)[0].to(as_int)
-        p = key >> rest
-        packed = table.index_select(0, p)
-        bits = packed & 63
-        low = (key >> bits).sub_(p << (rest - bits))
-        return low.add_(packed >> 6).add_(key != 0)
+        # base + the ``extra`` bits after the prefix; + 1 unless q = 0 (keys are >= 0).
+        key = _order_key(q)[0].to(as_int)  # a new tensor: changed in place below
+        packed = table.index_select(0, key >> rest)
+        packed += torch.clamp(key, max=1).bitwise_left_shift_(6)  # base + 1 unless q = 0
+        low = key.bitwise_and_((1 << rest) - 1).bitwise_right_shift_(packed & 63)
+        return low.add_(packed.bitwise_right_shift_(6))
 
     return cell_of, int(span.sum()) + 1, single
 
@@ -483,20 +537,25 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     f = torch.zeros(3, ranks.numel(), dtype=torch.float64, device=probs.device)
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
     cell_of, size, single = _sampled_cells(probs, ranks.numel() - 1)
+    memo = _new_memo(probs, size)
     top = torch.zeros(size, dtype=torch.float32, device=probs.device)
     if probs.dtype == torch.float32:
-        cells = _histogram(probs, target, cell_of, size, top)
+        cells = _histogram(probs, target, cell_of, size, top, memo)
         # Float32 sums are exact in float64 (a cell's q share an exponent), so a cell
         # whose Σq is its count times its largest q holds one value: a tie group that
         # a rank may split, never one to refine (1 − 2⁻²⁴ and its like near 1).
         single = single | (cells[1] == cells[0] * top.to(torch.float64))
     else:
-        cells = _histogram(probs, target, cell_of, size)
+        cells = _histogram(probs, target, cell_of, size, memo=memo)
     left, k, t = _resolve(cells, single, queries, f)
     if not bool(left.any()):
         return f
     slot_map, m, queries = _set_aside(cells[0], queries, left, k, t)
-    q, y = _compact(probs, target, cell_of, slot_map, m)
+    if memo is None:
+        q, y = _compact(probs, target, _cells_of_parts(probs, cell_of), slot_map, m)
+    else:
+        q, y = _compact(probs, target, _memo_cells(memo), slot_map, m)
+        del memo  # before the set-aside pairs are sorted
     # The cut cells' pairs, cell after cell, are in q order: one sort orders a few of
     # them, more (heavy ties) are refined as one sequence.
     if m <= probs.numel() // _SORT_FRACTION:
