@@ -353,8 +353,11 @@ def read_table(
     _check_values(q, y, path, names, lines)
     if ids is not None:
         ids = _to_ids(ids[1], path, ids[0])
-        if ids.numel() != q.numel():
-            raise ValueError(f"{path}: {ids.numel()} group ids for {q.numel()} probabilities")
+        # One id per label: per pair, or per item of a multiclass file (C values each).
+        if ids.numel() != y.numel():
+            raise ValueError(
+                f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
+            )
     return Predictions(q, y, ids)
 
 

@@ -132,3 +132,23 @@ def test_classwise_spiegelhalter_is_reported_as_not_computed(capsys, multiclass_
     code, out, err = run(capsys, "evaluate", multiclass_file[0], *argv)
     assert code == 0, err
     assert "Spiegelhalter: not computed (mode='classwise' gives one test per class" in out
+
+
+def test_groups_of_a_multiclass_file_are_one_per_item(capsys, tmp_path) -> None:
+    from calib_metrics.functional import calibration_error_ci
+
+    g = torch.Generator().manual_seed(4)
+    probs = (torch.randn(400, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    sentence = torch.arange(400) // 8
+    path = tmp_path / "tagged.npz"
+    np.savez(path, probs=probs.numpy(), target=target.numpy(), sentence_id=sentence.numpy())
+    argv = ("--groups", "sentence_id", "--interval", "groups", "--samples", "100", "--json")
+    code, out, err = run(capsys, "evaluate", path, *argv)
+    assert code == 0, err
+    expected = calibration_error_ci(
+        probs, target, groups=sentence, interval="groups", n_samples=100,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    summary = json.loads(out)
+    assert summary["upper"] == pytest.approx(expected.upper.item(), rel=1e-9)
