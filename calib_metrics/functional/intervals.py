@@ -162,19 +162,60 @@ def weighted_mean(values: Tensor, count: Tensor) -> Tensor:
 
 
 def debiased_square(gap: Tensor, freq: Tensor, count: Tensor) -> Tensor:
-    """Σᵢ wᵢ [gapᵢ² − p̂ᵢ(1 − p̂ᵢ)/(|Bᵢ| − 1)] along the last dimension (unclipped).
+    """Σᵢ wᵢ [gapᵢ² − p̂ᵢ(1 − p̂ᵢ)/(nᵢ − 1)] along the last dimension (unclipped).
 
     The debias term p̂(1 − p̂)/(n − 1) estimates the sampling variance of p̂ without bias
-    (see :func:`~calib_metrics.functional.calibration.error_from_bins`).
+    (see :func:`~calib_metrics.functional.calibration.error_from_bins`). nᵢ is the bin's
+    count, or, for a run of adjacent bins with the same gap and frequency (the parts of
+    one tie group, each of which the tie rule gives the group's mean label), the run's
+    count: their frequency is one mean of the whole run's labels, whose variance is
+    p(1 − p)/n_run, not p(1 − p)/nᵢ (:func:`tie_run_counts`).
 
     Example:
         >>> import torch
         >>> t = torch.tensor
         >>> round(debiased_square(t([0.1, 0.0]), t([0.5, 0.5]), t([6.0, 6.0])).item(), 4)
         -0.045
+
+        One tie group split into two bins of 6 is one sample of 12:
+
+        >>> round(debiased_square(t([0.1, 0.1]), t([0.5, 0.5]), t([6.0, 6.0])).item(), 4)
+        -0.0127
     """
-    noise = freq * (1 - freq) / (count - 1).clamp_min(1).to(freq.dtype)
+    samples = tie_run_counts(gap, freq, count)
+    noise = freq * (1 - freq) / (samples - 1).clamp_min(1).to(freq.dtype)
     return weighted_mean(gap**2 - noise, count)
+
+
+def tie_runs(gap: Tensor, freq: Tensor) -> Tensor:
+    """Run ids along the last dimension: adjacent bins with equal gap and frequency share
+    one id, 0, 1, ... in order.
+
+    "Equal" allows for the rounding of the binning's prefix sums (1e-9 in float64, 1e-5
+    otherwise): distinct bins' mean predictions differ by far more.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> tie_runs(t([0.1, 0.1, 0.1, 0.2]), t([0.5, 0.5, 0.4, 0.4])).tolist()
+        [0, 0, 1, 2]
+    """
+    eps = 1e-9 if freq.dtype == torch.float64 else 1e-5
+    same = torch.isclose(gap[..., 1:], gap[..., :-1], rtol=eps, atol=eps) & torch.isclose(
+        freq[..., 1:], freq[..., :-1], rtol=eps, atol=eps
+    )
+    starts = torch.cat([torch.ones_like(same[..., :1]), ~same], dim=-1)
+    return torch.cumsum(starts.long(), dim=-1) - 1
+
+
+def tie_run_counts(gap: Tensor, freq: Tensor, count: Tensor) -> Tensor:
+    """Each bin's count summed over its run of equal (gap, frequency) bins (:func:`tie_runs`)."""
+    if count.shape[-1] < 2:
+        return count
+    run = tie_runs(gap, freq)
+    count = count.expand_as(run)
+    totals = torch.zeros_like(count).scatter_add_(-1, run, count)
+    return totals.gather(-1, run)
 
 
 def bin_errors(bins: Bins, norm: Norm = "l2", debias: bool = False) -> Tensor:
@@ -256,11 +297,17 @@ def pair_draws(
         >>> block.count.shape, block.freq.shape
         (torch.Size([5, 2]), torch.Size([5, 2]))
     """
-    ones = bins.count * bins.freq
-    zeros = bins.count - ones
+    # A run of bins holding one tie group (equal gap and frequency) has one mean label:
+    # its ones and zeros are drawn once for the run, and shared out by count.
+    run = tie_runs(bins.pred_mean - bins.freq, bins.freq)
+    ones = torch.zeros_like(bins.count).scatter_add_(-1, run, bins.count * bins.freq)
+    zeros = torch.zeros_like(bins.count).scatter_add_(-1, run, bins.count) - ones
+    share = bins.count / (ones + zeros).gather(-1, run)
     for size in _block_sizes(n_samples, ones.numel()):
+        draw_run = run.expand(size, *run.shape)
         n1 = torch.poisson(ones.expand(size, *ones.shape).contiguous(), generator=generator)
         n0 = torch.poisson(zeros.expand(size, *ones.shape).contiguous(), generator=generator)
+        n1, n0 = n1.gather(-1, draw_run) * share, n0.gather(-1, draw_run) * share
         count = n1 + n0
         yield Bins(bins.pred_mean, n1 / count.clamp_min(1), count)
 
