@@ -426,3 +426,27 @@ def test_impossible_sentence_has_minus_inf_log_z_and_zero_marginals():
     blocked = torch.full((3, 3), float("-inf"), dtype=F64)
     assert torch.isneginf(log_partition(em[:1], blocked, st, en)).all()
     assert (posterior_marginals(em[:1], blocked, st, en).unigram == 0).all()
+
+
+def test_viterbi_ties_go_to_the_lowest_tags_from_the_end():
+    # Integer scores make many optimal paths; the rule is the one the docstring states:
+    # the lowest final tag, then the lowest best predecessor of each chosen tag, i.e. the
+    # optimal path whose reversed tags are lexicographically smallest.
+    g = torch.Generator().manual_seed(5)
+    lengths = [4, 1, 3, 4, 2]
+    em = torch.randint(-1, 2, (5, 4, 3), generator=g).to(F64)
+    tr = torch.randint(-1, 2, (3, 3), generator=g).to(F64)
+    st, en = torch.zeros(3, dtype=F64), torch.zeros(3, dtype=F64)
+    mask = _ragged_mask(lengths, 4)
+    score, tags = viterbi(em, tr, st, en, mask)
+    for b, n in enumerate(lengths):
+        seqs = torch.tensor(list(itertools.product(range(3), repeat=n)))
+        total = em[b, torch.arange(n), seqs].sum(1) + tr[seqs[:, :-1], seqs[:, 1:]].sum(1)
+        optimal = seqs[total == total.max()].tolist()
+        assert len(optimal) > 1  # the case really has ties
+        assert tags[b, :n].tolist() == min(optimal, key=lambda s: s[::-1])
+        assert score[b] == total.max()
+    # All-equal scores: every path ties, and the answer is all zeros.
+    assert not viterbi(torch.zeros(2, 5, 4), torch.zeros(4, 4), torch.zeros(4), torch.zeros(4))[
+        1
+    ].any()

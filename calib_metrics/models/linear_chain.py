@@ -692,30 +692,51 @@ def viterbi(
     em, tr, st, en, mask = _prepare(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
-    batch, length, num_tags = em.shape
-    score = st + em[:, 0]
-    backpointers = torch.zeros(batch, length, num_tags, dtype=torch.long, device=em.device)
-    # One [B, K, K] buffer and one pair of max outputs for every step: a fresh tensor per
-    # step would cost an allocation (and, when large, its first-touch page faults) each time.
-    candidates = em.new_empty(batch, num_tags, num_tags)
-    best = em.new_empty(batch, num_tags)
-    arg = backpointers.new_empty(batch, num_tags)
-    for t in range(1, length):
-        torch.add(score[:, :, None], tr, out=candidates)
-        torch.max(candidates, 1, out=(best, arg))
-        score = torch.where(mask[:, t, None], best.add_(em[:, t]), score)
-        backpointers[:, t] = arg
-    best_score, current = (score + en).max(-1)
+    best = _max_product(em, tr, st, mask)
+    best_score, tags = _backtrack(best, tr, en, mask)
+    return best_score.to(emissions.dtype), tags
 
-    tags = torch.zeros(batch, length, dtype=torch.long, device=em.device)
+
+def _max_product(em: Tensor, tr: Tensor, st: Tensor, mask: Tensor) -> Tensor:
+    """``[B, T, K]``: the best score of any tag prefix that ends in tag ``k`` at ``t``
+    (carried unchanged past the end of each sentence's mask).
+
+    Each step is one broadcast sum into a reused ``[B, K, K]`` buffer and one ``amax``
+    over its outer axis, a reduction that vectorises along the contiguous axis; no
+    backpointers are kept (:func:`_backtrack` recovers the few it needs).
+    """
+    batch, length, num_tags = em.shape
+    best = em.new_empty(batch, length, num_tags)
+    torch.add(st, em[:, 0], out=best[:, 0])
+    candidates = em.new_empty(batch, num_tags, num_tags)
+    step = em.new_empty(batch, num_tags)
+    for t in range(1, length):
+        torch.add(best[:, t - 1, :, None], tr, out=candidates)
+        torch.amax(candidates, 1, out=step).add_(em[:, t])
+        torch.where(mask[:, t, None], step, best[:, t - 1], out=best[:, t])
+    return best
+
+
+def _backtrack(best: Tensor, tr: Tensor, en: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """``(best_score [B], tags [B, T])`` from :func:`_max_product`'s scores.
+
+    The backpointer of the chosen tag ``j`` at ``t`` is ``argmax_i best[t-1, i] + tr[i, j]``,
+    recomputed from the same sums the forward pass maximised, so it is the forward pass's
+    own choice (ties to the lowest index): ``O(B K)`` per step instead of storing
+    ``[B, T, K]`` backpointers.
+    """
+    batch, length, _ = best.shape
+    best_score, current = (best[:, -1] + en).max(-1)
+    into = tr.t()  # into[j] = the scores of every tag followed by j
+    tags = torch.zeros(batch, length, dtype=torch.long, device=best.device)
     for t in range(length - 1, 0, -1):
         # Before a sentence's last position is reached, current stays its final tag.
         valid = mask[:, t]
         tags[:, t] = torch.where(valid, current, 0)
-        previous = backpointers[:, t].gather(1, current[:, None]).squeeze(1)
+        previous = (best[:, t - 1] + into[current]).argmax(-1)
         current = torch.where(valid, previous, current)
     tags[:, 0] = current
-    return best_score.to(emissions.dtype), tags
+    return best_score, tags
 
 
 def sample(
