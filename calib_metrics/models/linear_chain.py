@@ -41,6 +41,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.models._memory import empty_output
+
 __all__ = [
     "ChainMarginals",
     "ChainMessages",
@@ -251,25 +253,26 @@ def _fast_forward(em: Tensor, st: Tensor, en: Tensor, mask: Tensor, trans_col, c
     """Forward pass with pre-exponentiated emissions: ``(forward, state, ok)``, ``ok`` a
     0-dim bool tensor, False if a step underflowed (then the results are not to be used)."""
     batch, length, num_tags = em.shape
-    shifted = em + col_shift
-    shifted[:, 0] = em[:, 0] + st
-    shift = _finite_or_zero(shifted.amax(-1, keepdim=True))
-    factors = torch.exp(shifted - shift)
+    factors = em + col_shift
+    torch.add(em[:, 0], st, out=factors[:, 0])
+    shift = _finite_or_zero(factors.amax(-1, keepdim=True))
+    factors.sub_(shift).exp_()
     shift = shift.squeeze(-1)
+    # Every step writes into slices of preallocated outputs: no tensor is made per step.
     probs = em.new_empty(batch, length, num_tags)
-    step_totals = em.new_ones(batch, length)
-    total = factors[:, 0].sum(-1, keepdim=True)
-    prob = factors[:, 0] / total
-    step_totals[:, 0] = total.squeeze(-1)
-    probs[:, 0] = prob
+    totals = em.new_empty(batch, length, 1)
+    weight = em.new_empty(batch, num_tags)
+    mask_col = mask[..., None]
+    torch.sum(factors[:, 0], -1, keepdim=True, out=totals[:, 0])
+    torch.div(factors[:, 0], totals[:, 0], out=probs[:, 0])
     for t in range(1, length):
-        weight = (prob @ trans_col).mul_(factors[:, t])
-        total = weight.sum(-1, keepdim=True)
-        prob = torch.where(mask[:, t, None], weight / total, prob)
-        step_totals[:, t] = total.squeeze(-1)
-        probs[:, t] = prob
+        torch.mm(probs[:, t - 1], trans_col, out=weight).mul_(factors[:, t])
+        torch.sum(weight, -1, keepdim=True, out=totals[:, t])
+        weight.div_(totals[:, t])
+        torch.where(mask_col[:, t], weight, probs[:, t - 1], out=probs[:, t])
+    step_totals = totals.squeeze(-1)
     end_shift = _finite_or_zero(en.amax())
-    last = prob @ torch.exp(en - end_shift)
+    last = probs[:, -1] @ torch.exp(en - end_shift)
     valid_totals = step_totals.masked_fill(~mask, 1.0)
     ok = torch.minimum(valid_totals.amin(1), last).amin() >= _tiny(em.dtype)
     log_scale = (valid_totals.log() + shift * mask).cumsum(1)
@@ -291,17 +294,18 @@ def _fast_backward(state: _FastState, trans_col: Tensor, en: Tensor, mask: Tenso
     trans_t = trans_col.t()
     qs = factors.new_empty(batch, length, num_tags)
     qs[:, length - 1] = q_last
-    smallest = factors.new_ones(batch)
-    current = q_last
+    totals = factors.new_ones(batch, length, 1)
+    scaled, weight = factors.new_empty(2, batch, num_tags)
+    mask_col = mask[..., None]
     for t in range(length - 2, -1, -1):
-        weight = (factors[:, t + 1] * current) @ trans_t
-        total = weight.sum(-1, keepdim=True)
-        valid = mask[:, t + 1]
+        torch.mul(factors[:, t + 1], qs[:, t + 1], out=scaled)
+        torch.mm(scaled, trans_t, out=weight)
+        torch.sum(weight, -1, keepdim=True, out=totals[:, t + 1])
+        weight.div_(totals[:, t + 1])
         # Past the end of a sentence the chain restarts from the end scores.
-        current = torch.where(valid[:, None], weight / total, q_last)
-        smallest = torch.minimum(smallest, torch.where(valid, total.squeeze(-1), 1.0))
-        qs[:, t] = current
-    return qs, smallest.amin() >= _tiny(factors.dtype)
+        torch.where(mask_col[:, t + 1], weight, q_last, out=qs[:, t])
+    smallest = totals.masked_fill_(~mask_col, 1.0).amin()
+    return qs, smallest >= _tiny(factors.dtype)
 
 
 def _accept(ok: Tensor, flags: list[Tensor] | None) -> bool:
@@ -327,7 +331,8 @@ class _FastBoth(NamedTuple):
     forward: _Forward
     state: _FastState
     qs: Tensor  # [B, T, K] normalised backward vectors
-    norm: Tensor  # [B, T, 1] sum_k probs_t(k) qs_t(k)
+    joint: Tensor  # [B, T, K] probs_t(k) qs_t(k), the unnormalised unigram marginals
+    norm: Tensor  # [B, T, 1] sum_k joint_t(k)
 
 
 def _forward_backward(em, tr, st, en, mask, flags=None) -> tuple[_Forward, _FastBoth | None]:
@@ -340,10 +345,11 @@ def _forward_backward(em, tr, st, en, mask, flags=None) -> tuple[_Forward, _Fast
     # P(y_t = k) is proportional to alpha_t(k) * beta_t(k); both are stored up to a
     # per-(b, t) constant. The two vectors can be nearly disjoint (their product
     # underflowing) only for extreme scores; then go to log space as well.
-    norm = (fwd.probs * qs).sum(-1, keepdim=True)
+    joint = fwd.probs * qs
+    norm = joint.sum(-1, keepdim=True)
     ok = ok & (norm.masked_fill(~mask[..., None], 1.0).amin() >= _tiny(em.dtype))
     if _accept(ok, flags):
-        return fwd, _FastBoth(fwd, state, qs, norm)
+        return fwd, _FastBoth(fwd, state, qs, joint, norm)
     return fwd, None
 
 
@@ -555,15 +561,14 @@ def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None) -> _Parts:
     if both is None:
         return _log_parts(em, tr, st, en, mask, pairwise, fwd)
     norm, qs = both.norm, both.qs
-    uni = (fwd.probs * qs).mul_(mask[..., None] / norm)
+    uni = both.joint.mul_(mask[..., None] / norm)  # the joint products are not needed again
     if not pairwise or em.shape[1] == 1:
         return _Parts(fwd, uni, em.new_zeros(em.shape[0], 0, em.shape[2]), None)
     # h_{t+1}(j) = F_{t+1}(j) q_{t+1}(j); the normaliser sum_ij p_t(i) A'_ij h(j)
     # is the forward step total times the unigram normaliser at t + 1.
-    h = both.state.factors[:, 1:] * qs[:, 1:]
-    total = both.state.step_totals[:, 1:, None] * norm[:, 1:]
-    valid = mask[:, 1:, None]
-    nxt = torch.where(valid, h / torch.where(valid, total, 1.0), 0.0)
+    outside = ~mask[:, 1:, None]
+    total = (both.state.step_totals[:, 1:, None] * norm[:, 1:]).masked_fill_(outside, 1.0)
+    nxt = (both.state.factors[:, 1:] * qs[:, 1:]).div_(total).masked_fill_(outside, 0.0)
     return _Parts(fwd, uni, nxt, None)
 
 
@@ -589,7 +594,7 @@ def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
 
 # Rows of the pairwise output built per block: the [rows, K, K] partial product stays in
 # cache, so the output is written once instead of written and then re-read and rewritten.
-_PAIR_BLOCK_ELEMENTS = 1 << 18
+_PAIR_BLOCK_ELEMENTS = 1 << 20
 
 
 def _pairwise(parts: _Parts, out_dtype) -> Tensor:
@@ -607,7 +612,7 @@ def _pairwise(parts: _Parts, out_dtype) -> Tensor:
     # product p * A underflows (< 1e-38) is then below 1e-38 * nxt in value. The rare steps
     # with a huge nxt (very peaked scores) are redone in float64.
     work = torch.float64 if out_dtype == torch.float64 else torch.float32
-    out = torch.empty(batch, steps, num_tags, num_tags, dtype=work, device=nxt.device)
+    out = empty_output(batch, steps, num_tags, num_tags, dtype=work, device=nxt.device)
     flat_out = out.view(batch * steps, num_tags, num_tags)
     flat_prev = prev.to(work).reshape(batch * steps, num_tags, 1)
     flat_nxt = nxt.to(work).reshape(batch * steps, 1, num_tags)
@@ -615,8 +620,10 @@ def _pairwise(parts: _Parts, out_dtype) -> Tensor:
     rows = max(1, _PAIR_BLOCK_ELEMENTS // (num_tags * num_tags))
     for begin in range(0, batch * steps, rows):
         block = slice(begin, begin + rows)
-        torch.mul(flat_prev[block], trans_work, out=flat_out[block])
-        flat_out[block].mul_(flat_nxt[block])
+        # The outer product first, then the [K, K] factor: its broadcast runs over
+        # contiguous K * K rows, which vectorises far better than a broadcast along K.
+        torch.mul(flat_prev[block], flat_nxt[block], out=flat_out[block])
+        flat_out[block].mul_(trans_work)
         # Rounding can push a float32 marginal a hair past 1, which a calibration metric
         # would reject; clamped while the block is in cache rather than in another pass.
         flat_out[block].clamp_(max=1.0)
