@@ -243,6 +243,12 @@ def _tiny(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).tiny ** (2 / 3)
 
 
+def _step_major(like: Tensor, batch: int, length: int, size: int) -> Tensor:
+    """An empty ``[B, T, size]`` tensor laid out time step by time step, so that each
+    step's ``[:, t]`` slice, which the recursions read and write, is contiguous."""
+    return like.new_empty(length, batch, size).transpose(0, 1)
+
+
 class _FastState(NamedTuple):
     # F_t(j) = exp(E'_t(j) - shift_t) with E'_0 = em_0 + start, E'_t = em_t + col_shift (t >= 1)
     factors: Tensor  # [B, T, K]
@@ -253,16 +259,16 @@ def _fast_forward(em: Tensor, st: Tensor, en: Tensor, mask: Tensor, trans_col, c
     """Forward pass with pre-exponentiated emissions: ``(forward, state, ok)``, ``ok`` a
     0-dim bool tensor, False if a step underflowed (then the results are not to be used)."""
     batch, length, num_tags = em.shape
-    factors = em + col_shift
+    factors = torch.add(em, col_shift, out=_step_major(em, batch, length, num_tags))
     torch.add(em[:, 0], st, out=factors[:, 0])
     shift = _finite_or_zero(factors.amax(-1, keepdim=True))
     factors.sub_(shift).exp_()
     shift = shift.squeeze(-1)
     # Every step writes into slices of preallocated outputs: no tensor is made per step.
-    probs = em.new_empty(batch, length, num_tags)
-    totals = em.new_empty(batch, length, 1)
+    probs = _step_major(em, batch, length, num_tags)
+    totals = _step_major(em, batch, length, 1)
     weight = em.new_empty(batch, num_tags)
-    mask_col = mask[..., None]
+    mask_col = _step_major(mask, batch, length, 1).copy_(mask[..., None])
     torch.sum(factors[:, 0], -1, keepdim=True, out=totals[:, 0])
     torch.div(factors[:, 0], totals[:, 0], out=probs[:, 0])
     for t in range(1, length):
@@ -292,11 +298,11 @@ def _fast_backward(state: _FastState, trans_col: Tensor, en: Tensor, mask: Tenso
     q_last = torch.exp(en - _finite_or_zero(en.amax()))
     q_last = (q_last / q_last.sum()).expand(batch, num_tags)
     trans_t = trans_col.t()
-    qs = factors.new_empty(batch, length, num_tags)
+    qs = _step_major(factors, batch, length, num_tags)
     qs[:, length - 1] = q_last
-    totals = factors.new_ones(batch, length, 1)
+    totals = _step_major(factors, batch, length, 1).fill_(1.0)
     scaled, weight = factors.new_empty(2, batch, num_tags)
-    mask_col = mask[..., None]
+    mask_col = _step_major(mask, batch, length, 1).copy_(mask[..., None])
     for t in range(length - 2, -1, -1):
         torch.mul(factors[:, t + 1], qs[:, t + 1], out=scaled)
         torch.mm(scaled, trans_t, out=weight)
@@ -468,7 +474,7 @@ def posterior_marginals(
     with torch.no_grad():
         parts = _marginal_parts(em, tr, st, en, mask, pairwise)
         pair_out = _pairwise(parts, out_dtype) if pairwise else None
-        unigram = parts.unigram.to(out_dtype).clamp_(0, 1)
+        unigram = _dense(parts.unigram, out_dtype).clamp_(0, 1)
     return ChainMarginals(parts.forward.log_partition.to(out_dtype), unigram, pair_out)
 
 
@@ -539,9 +545,10 @@ def forward_backward(
             offset = log_z[:, None] - torch.logsumexp(log_alpha + log_beta, -1)
             log_beta = log_beta + _finite_or_zero(offset)[..., None]
         keep = (mask & torch.isfinite(log_z)[:, None])[..., None]
+        # The fast recursions lay their tensors out step by step; messages come back dense.
         return ChainMessages(
-            log_alpha.masked_fill(~keep, float("-inf")),
-            log_beta.masked_fill(~keep, float("-inf")),
+            log_alpha.masked_fill(~keep, float("-inf")).contiguous(),
+            log_beta.masked_fill(~keep, float("-inf")).contiguous(),
             log_z,
         )
 
@@ -597,6 +604,12 @@ def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
 _PAIR_BLOCK_ELEMENTS = 1 << 20
 
 
+def _dense(x: Tensor, dtype: torch.dtype) -> Tensor:
+    """A contiguous copy of ``x`` in ``dtype``, in one pass (the recursions lay their
+    tensors out step by step; what leaves this module is laid out sentence by sentence)."""
+    return torch.empty(x.shape, dtype=dtype, device=x.device).copy_(x)
+
+
 def _pairwise(parts: _Parts, out_dtype) -> Tensor:
     """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as broadcast products.
 
@@ -614,8 +627,8 @@ def _pairwise(parts: _Parts, out_dtype) -> Tensor:
     work = torch.float64 if out_dtype == torch.float64 else torch.float32
     out = empty_output(batch, steps, num_tags, num_tags, dtype=work, device=nxt.device)
     flat_out = out.view(batch * steps, num_tags, num_tags)
-    flat_prev = prev.to(work).reshape(batch * steps, num_tags, 1)
-    flat_nxt = nxt.to(work).reshape(batch * steps, 1, num_tags)
+    flat_prev = _dense(prev, work).view(batch * steps, num_tags, 1)
+    flat_nxt = _dense(nxt, work).view(batch * steps, 1, num_tags)
     trans_work = trans_col.to(work)
     rows = max(1, _PAIR_BLOCK_ELEMENTS // (num_tags * num_tags))
     for begin in range(0, batch * steps, rows):
@@ -713,7 +726,7 @@ def _max_product(em: Tensor, tr: Tensor, st: Tensor, mask: Tensor) -> Tensor:
     backpointers are kept (:func:`_backtrack` recovers the few it needs).
     """
     batch, length, num_tags = em.shape
-    best = em.new_empty(batch, length, num_tags)
+    best = _step_major(em, batch, length, num_tags)
     torch.add(st, em[:, 0], out=best[:, 0])
     candidates = em.new_empty(batch, num_tags, num_tags)
     step = em.new_empty(batch, num_tags)
