@@ -173,11 +173,13 @@ def _value_flags(emissions, transitions, start, end, mask) -> Tensor:
     device = emissions.device
     aligned = mask[:, 1:] & ~mask[:, :-1]
     others = [bad(x.to(device)).any() for x in (transitions, start, end)]
+    # One pass over the emissions: each token's largest score is NaN or +inf exactly when
+    # one of its scores is (amax propagates NaN); only tokens inside the mask count.
     return torch.stack(
         [
             ~mask[:, 0].all(),
             aligned.any(),
-            (bad(emissions) & mask[..., None]).any(),
+            (bad(emissions.amax(-1)) & mask).any(),
             torch.stack(others).any(),
         ]
     )
@@ -575,7 +577,8 @@ def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None) -> _Parts:
     # is the forward step total times the unigram normaliser at t + 1.
     outside = ~mask[:, 1:, None]
     total = (both.state.step_totals[:, 1:, None] * norm[:, 1:]).masked_fill_(outside, 1.0)
-    nxt = (both.state.factors[:, 1:] * qs[:, 1:]).div_(total).masked_fill_(outside, 0.0)
+    # Built in place of the factors, which nothing reads after this.
+    nxt = both.state.factors[:, 1:].mul_(qs[:, 1:]).div_(total).masked_fill_(outside, 0.0)
     return _Parts(fwd, uni, nxt, None)
 
 
@@ -640,11 +643,11 @@ def _pairwise(parts: _Parts, out_dtype) -> Tensor:
         # Rounding can push a float32 marginal a hair past 1, which a calibration metric
         # would reject; clamped while the block is in cache rather than in another pass.
         flat_out[block].clamp_(max=1.0)
-    if nxt.dtype == torch.float64 and work != torch.float64:
+    # One reduction over everything first; the rows are looked for only if there are any.
+    if nxt.dtype == torch.float64 and work != torch.float64 and bool(nxt.max() > 1e20):
         redo = (nxt.amax(-1) > 1e20).nonzero(as_tuple=True)
-        if redo[0].numel():
-            exact = prev[redo][..., None] * trans_col * nxt[redo][..., None, :]
-            out[redo] = exact.to(work).clamp_(max=1.0)
+        exact = prev[redo][..., None] * trans_col * nxt[redo][..., None, :]
+        out[redo] = exact.to(work).clamp_(max=1.0)
     return out.to(out_dtype)
 
 
