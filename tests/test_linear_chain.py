@@ -450,3 +450,39 @@ def test_viterbi_ties_go_to_the_lowest_tags_from_the_end():
     assert not viterbi(torch.zeros(2, 5, 4), torch.zeros(4, 4), torch.zeros(4), torch.zeros(4))[
         1
     ].any()
+
+
+def test_outputs_are_dense_whatever_the_internal_layout():
+    # The recursions keep their tensors time step by time step; what they return is laid
+    # out sentence by sentence, so callers can .view() it.
+    from calib_metrics.models.linear_chain import forward_backward
+
+    for dtype in (torch.float32, F64):
+        em, tr, st, en = _potentials(3, 6, 4, seed=41, dtype=dtype)
+        mask = _ragged_mask([6, 2, 4], 6)
+        out = posterior_marginals(em, tr, st, en, mask)
+        msg = forward_backward(em, tr, st, en, mask)
+        for x in (out.unigram, out.pairwise, msg.log_alpha, msg.log_beta):
+            assert x.is_contiguous()
+        assert viterbi(em, tr, st, en, mask)[1].is_contiguous()
+
+
+def test_viterbi_matches_pytorch_crf_decode_on_a_ragged_batch():
+    g = torch.Generator().manual_seed(43)
+    em = torch.randn(64, 30, 12, generator=g)
+    tr = torch.randn(12, 12, generator=g)
+    tr[3, :] = tr[:, 5] = -math.inf  # forbidden moves, as in BIO constraints
+    st, en = torch.randn(12, generator=g), torch.randn(12, generator=g)
+    lengths = torch.randint(1, 31, (64,), generator=g)
+    lengths[0] = 30
+    mask = torch.arange(30)[None, :] < lengths[:, None]
+    crf = CRF(12, batch_first=True)
+    with torch.no_grad():
+        crf.transitions.copy_(tr)
+        crf.start_transitions.copy_(st)
+        crf.end_transitions.copy_(en)
+    decoded = crf.decode(em, mask)
+    score, best = viterbi(em, tr, st, en, mask)
+    assert [best[b, : len(d)].tolist() for b, d in enumerate(decoded)] == decoded
+    assert not best[~mask].any()
+    torch.testing.assert_close(score, sequence_score(em, tr, st, en, best, mask))
