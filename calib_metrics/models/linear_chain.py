@@ -251,6 +251,12 @@ def _step_major(like: Tensor, batch: int, length: int, size: int) -> Tensor:
     return like.new_empty(length, batch, size).transpose(0, 1)
 
 
+def _step_mask(mask: Tensor) -> Tensor:
+    """``mask[..., None]`` ``[B, T, 1]``, laid out step by step like the recursions' tensors."""
+    batch, length = mask.shape
+    return _step_major(mask, batch, length, 1).copy_(mask[..., None])
+
+
 class _FastState(NamedTuple):
     # F_t(j) = exp(E'_t(j) - shift_t) with E'_0 = em_0 + start, E'_t = em_t + col_shift (t >= 1)
     factors: Tensor  # [B, T, K]
@@ -270,7 +276,7 @@ def _fast_forward(em: Tensor, st: Tensor, en: Tensor, mask: Tensor, trans_col, c
     probs = _step_major(em, batch, length, num_tags)
     totals = _step_major(em, batch, length, 1)
     weight = em.new_empty(batch, num_tags)
-    mask_col = _step_major(mask, batch, length, 1).copy_(mask[..., None])
+    mask_col = _step_mask(mask)
     torch.sum(factors[:, 0], -1, keepdim=True, out=totals[:, 0])
     torch.div(factors[:, 0], totals[:, 0], out=probs[:, 0])
     for t in range(1, length):
@@ -304,7 +310,7 @@ def _fast_backward(state: _FastState, trans_col: Tensor, en: Tensor, mask: Tenso
     qs[:, length - 1] = q_last
     totals = _step_major(factors, batch, length, 1).fill_(1.0)
     scaled, weight = factors.new_empty(2, batch, num_tags)
-    mask_col = _step_major(mask, batch, length, 1).copy_(mask[..., None])
+    mask_col = _step_mask(mask)
     for t in range(length - 2, -1, -1):
         torch.mul(factors[:, t + 1], qs[:, t + 1], out=scaled)
         torch.mm(scaled, trans_t, out=weight)
@@ -733,10 +739,11 @@ def _max_product(em: Tensor, tr: Tensor, st: Tensor, mask: Tensor) -> Tensor:
     torch.add(st, em[:, 0], out=best[:, 0])
     candidates = em.new_empty(batch, num_tags, num_tags)
     step = em.new_empty(batch, num_tags)
+    mask_col = _step_mask(mask)
     for t in range(1, length):
         torch.add(best[:, t - 1, :, None], tr, out=candidates)
         torch.amax(candidates, 1, out=step).add_(em[:, t])
-        torch.where(mask[:, t, None], step, best[:, t - 1], out=best[:, t])
+        torch.where(mask_col[:, t], step, best[:, t - 1], out=best[:, t])
     return best
 
 
