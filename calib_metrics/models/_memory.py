@@ -10,7 +10,10 @@ the system allows them (``/sys/kernel/mm/transparent_hugepage/enabled`` set to
 ``THP_MEM_ALLOC_ENABLE=1`` applied to one tensor rather than to every allocation of the
 process (which would also defeat glibc's reuse of small per-step buffers). The advice is
 only a hint: the tensor is an ordinary ``torch.empty`` tensor, and where the call is
-unavailable (not Linux, not CPU, a small tensor) nothing is done.
+unavailable (not Linux, not CPU, a small tensor) nothing is done. Where huge pages fault
+in slowly (a virtual machine whose host backs fresh guest memory lazily can make them
+slower than 4 KiB pages at times), setting the system's ``enabled`` to ``never`` turns
+the advice off.
 """
 
 from __future__ import annotations
