@@ -155,6 +155,14 @@ def _ratio(ours: list[Timing], floor: list[Timing]) -> str:
     return f"{statistics.median(ratios):.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f})"
 
 
+def _thp_setting() -> str:
+    """The kernel's transparent-huge-page mode, as ``enabled`` shows it."""
+    try:
+        return Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().strip()
+    except OSError:
+        return "not available"
+
+
 def _load() -> str:
     """The 1-minute load average (``uptime``'s first number) on this machine's cores."""
     return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
@@ -317,6 +325,13 @@ def main(argv: list[str] | None = None) -> None:
     autograd_uni = (torch.nn.functional.one_hot(tags, args.tags) * mask[..., None]) - grad
     gap = (ours.unigram - autograd_uni).abs().max().item()
     notes.insert(0, f"ours vs pytorch-crf autograd, unigram marginals: max |diff| = {gap:.2e}")
+    notes.append(
+        f"Transparent huge pages: {_thp_setting()}. Our pairwise output is advised as huge "
+        "pages; the row without the advice shows what its 4 KiB page faults cost. In a "
+        "virtual machine whose host backs fresh guest memory lazily, a huge page that the "
+        "guest has not used before can fault in slower than 4 KiB pages; that is what a "
+        "wide (min–max) range in the sweep below shows."
+    )
 
     hmm_rows, hmm_notes = _hmm_rows(device, args.repeats)
     rows += hmm_rows
