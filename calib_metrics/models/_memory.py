@@ -6,14 +6,15 @@ per 4 KiB page on first write: half the time of the linear chain's pairwise marg
 B = 1000, K = 47 (212 MB; ``benchmarks/bench_chain.py``). Advising the mapping's aligned
 interior as ``MADV_HUGEPAGE`` lets the kernel back it with transparent huge pages where
 the system allows them (``/sys/kernel/mm/transparent_hugepage/enabled`` set to
-``madvise`` or ``always``), about 4× cheaper to fault in. This is PyTorch's own
-``THP_MEM_ALLOC_ENABLE=1`` applied to one tensor rather than to every allocation of the
-process (which would also defeat glibc's reuse of small per-step buffers). The advice is
-only a hint: the tensor is an ordinary ``torch.empty`` tensor, and where the call is
-unavailable (not Linux, not CPU, a small tensor) nothing is done. Where huge pages fault
-in slowly (a virtual machine whose host backs fresh guest memory lazily can make them
-slower than 4 KiB pages at times), setting the system's ``enabled`` to ``never`` turns
-the advice off.
+``madvise`` or ``always``), about 5× cheaper to fault in when the kernel has recently
+freed 2 MiB blocks at hand. This is PyTorch's own ``THP_MEM_ALLOC_ENABLE=1`` applied to
+one tensor rather than to every allocation of the process (which would also defeat
+glibc's reuse of small per-step buffers). The advice is only a hint: the tensor is an
+ordinary ``torch.empty`` tensor, and where the call is unavailable (not Linux, not CPU,
+a tensor under 32 MiB or over 512 MiB) nothing is done. A huge page that must come cold
+(compacted, or on a virtual machine with free page reporting, provided by the host again)
+can cost more than the 4 KiB faults it saves, hence the upper bound; setting the system's
+``enabled`` to ``never`` turns the advice off altogether.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ _HUGE_PAGE = 2 << 20
 # Below glibc's largest mmap threshold the allocator reuses freed heap memory, which is
 # already faulted in; advising it would only split the heap's mapping.
 _MIN_BYTES = 32 << 20
+# Above this the kernel must find so many free 2 MiB blocks that some are cold (to be
+# compacted, or, on a virtual machine with free page reporting, provided by the host
+# again), and then a huge page costs more than the 4 KiB faults it saves: measured by
+# benchmarks/bench_chain.py on such a machine, 212 and 315 MB outputs gain, 848 MB loses.
+_MAX_BYTES = 512 << 20
 
 
 def empty_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -45,7 +51,7 @@ def empty_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tenso
     """
     out = torch.empty(shape, dtype=dtype, device=device)
     advise = _madvise()
-    if advise is not None and out.device.type == "cpu" and out.nbytes >= _MIN_BYTES:
+    if advise is not None and out.device.type == "cpu" and _MIN_BYTES <= out.nbytes <= _MAX_BYTES:
         begin = -(-out.data_ptr() // _HUGE_PAGE) * _HUGE_PAGE
         end = (out.data_ptr() + out.nbytes) // _HUGE_PAGE * _HUGE_PAGE
         if end > begin:
