@@ -327,7 +327,8 @@ def test_fast_and_log_space_paths_agree():
     slow = lc._log_parts(em, tr, st, en, mask, True, fwd)
     torch.testing.assert_close(slow.forward.log_partition, fwd.log_partition)
     torch.testing.assert_close(slow.unigram, fast.unigram)
-    torch.testing.assert_close(lc._pairwise(slow, F64), lc._pairwise(fast, F64))
+    pair_slow, pair_fast = torch.empty(2, 4, 8, 5, 5, dtype=F64)
+    torch.testing.assert_close(lc._pairwise(slow, pair_slow), lc._pairwise(fast, pair_fast))
 
 
 @pytest.mark.parametrize("scale", [2.0, 400.0])  # fast path, robust path
@@ -486,3 +487,23 @@ def test_viterbi_matches_pytorch_crf_decode_on_a_ragged_batch():
     assert [best[b, : len(d)].tolist() for b, d in enumerate(decoded)] == decoded
     assert not best[~mask].any()
     torch.testing.assert_close(score, sequence_score(em, tr, st, en, best, mask))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64, torch.float16])
+def test_marginals_in_chunks_of_sentences_equal_one_pass(monkeypatch, dtype):
+    # Large CPU batches are done a few sentences at a time; every chunk must give what the
+    # whole batch gives, to rounding (the batch falls back to the log-space recursion as a
+    # whole, chunks only where the sentence with huge scores is).
+    from calib_metrics.models import linear_chain as lc
+
+    em, tr, st, en = _potentials(7, 6, 4, scale=2.0, seed=47)
+    em[4] *= 200.0  # this sentence's chunk takes the robust recursion
+    mask = _ragged_mask([6, 1, 4, 6, 3, 2, 5], 6)
+    em, tr, st, en = (x.to(dtype) for x in (em, tr, st, en))
+    whole = posterior_marginals(em, tr, st, en, mask)
+    monkeypatch.setattr(lc, "_CHUNK_BYTES", 2 * 6 * 4 * 8)  # two sentences per chunk
+    assert len(lc._chunks(em)) == 4
+    chunked = posterior_marginals(em, tr, st, en, mask)
+    for a, b in zip(whole, chunked, strict=True):
+        assert a.dtype == b.dtype == dtype
+        torch.testing.assert_close(a, b)

@@ -482,14 +482,49 @@ def posterior_marginals(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
     out_dtype = emissions.dtype
+    batch, length, num_tags = em.shape
+    log_z = em.new_empty(batch)
+    unigram = emissions.new_empty(batch, length, num_tags)
+    pair = None
+    if pairwise:
+        pair = empty_output(
+            batch, length - 1, num_tags, num_tags, dtype=_pair_dtype(out_dtype), device=em.device
+        )
     # Marginals are outputs, not a graph: the differentiable route to them is
     # log_partition's backward. Rounding can push a float32 marginal a hair past 1,
-    # which a calibration metric would reject, hence the clamp.
+    # which a calibration metric would reject, hence the clamps.
     with torch.no_grad():
-        parts = _marginal_parts(em, tr, st, en, mask, pairwise)
-        pair_out = _pairwise(parts, out_dtype) if pairwise else None
-        unigram = _dense(parts.unigram, out_dtype).clamp_(0, 1)
-    return ChainMarginals(parts.forward.log_partition.to(out_dtype), unigram, pair_out)
+        for rows in _chunks(em):
+            parts = _marginal_parts(em[rows], tr, st, en, mask[rows], pairwise)
+            log_z[rows] = parts.forward.log_partition
+            unigram[rows] = parts.unigram
+            if pair is not None:
+                _pairwise(parts, pair[rows])
+    unigram.clamp_(0, 1)
+    pair_out = None if pair is None else pair.to(out_dtype)
+    return ChainMarginals(log_z.to(out_dtype), unigram, pair_out)
+
+
+# Sentences per chunk of posterior_marginals: a [rows, T, K] float64 tensor stays under
+# glibc's largest mmap threshold (32 MiB), so a chunk's temporaries reuse memory that the
+# previous chunk freed instead of each being mapped, and faulted in, afresh.
+_CHUNK_BYTES = 16 << 20
+
+
+def _chunks(em: Tensor) -> list[slice]:
+    """Slices of the batch, each of at most ``_CHUNK_BYTES`` of ``[rows, T, K]`` float64
+    on CPU (a GPU's caching allocator reuses memory anyway: one chunk there)."""
+    batch, length, num_tags = em.shape
+    if em.device.type != "cpu":
+        return [slice(0, batch)]
+    rows = max(1, _CHUNK_BYTES // (length * num_tags * 8))
+    return [slice(begin, begin + rows) for begin in range(0, batch, rows)]
+
+
+def _pair_dtype(out_dtype: torch.dtype) -> torch.dtype:
+    """The pairwise product's dtype: float64 for float64 outputs, float32 otherwise (the
+    product dominates the cost, and float32 halves it; see :func:`_pairwise`)."""
+    return torch.float64 if out_dtype == torch.float64 else torch.float32
 
 
 class ChainMessages(NamedTuple):
@@ -625,22 +660,22 @@ def _dense(x: Tensor, dtype: torch.dtype) -> Tensor:
     return torch.empty(x.shape, dtype=dtype, device=x.device).copy_(x)
 
 
-def _pairwise(parts: _Parts, out_dtype) -> Tensor:
-    """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as broadcast products.
+def _pairwise(parts: _Parts, out: Tensor) -> Tensor:
+    """Fill ``out`` (``[B, T-1, K, K]``, contiguous, float32 or float64) with
+    ``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as broadcast products.
 
     ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``nxt`` carries
     the emission, backward and normalising factors.
     """
     if parts.pair is not None:
-        return parts.pair.to(out_dtype).clamp_(0, 1)
+        return out.copy_(parts.pair).clamp_(0, 1)
     prev, trans_col, nxt = parts.forward.probs[:, :-1], parts.forward.trans_col, parts.nxt
     batch, steps, num_tags = nxt.shape
     # The [B, T-1, K, K] product dominates the cost, and float32 halves it. It is exact to
     # float32 rounding wherever nxt stays far inside float32 range: an entry whose partial
     # product p * A underflows (< 1e-38) is then below 1e-38 * nxt in value. The rare steps
     # with a huge nxt (very peaked scores) are redone in float64.
-    work = torch.float64 if out_dtype == torch.float64 else torch.float32
-    out = empty_output(batch, steps, num_tags, num_tags, dtype=work, device=nxt.device)
+    work = out.dtype
     flat_out = out.view(batch * steps, num_tags, num_tags)
     flat_prev = _dense(prev, work).view(batch * steps, num_tags, 1)
     flat_nxt = _dense(nxt, work).view(batch * steps, 1, num_tags)
@@ -656,11 +691,12 @@ def _pairwise(parts: _Parts, out_dtype) -> Tensor:
         # would reject; clamped while the block is in cache rather than in another pass.
         flat_out[block].clamp_(max=1.0)
     # One reduction over everything first; the rows are looked for only if there are any.
-    if nxt.dtype == torch.float64 and work != torch.float64 and bool(nxt.max() > 1e20):
+    huge = nxt.dtype == torch.float64 and work != torch.float64 and nxt.numel() > 0
+    if huge and bool(nxt.max() > 1e20):
         redo = (nxt.amax(-1) > 1e20).nonzero(as_tuple=True)
         exact = prev[redo][..., None] * trans_col * nxt[redo][..., None, :]
         out[redo] = exact.to(work).clamp_(max=1.0)
-    return out.to(out_dtype)
+    return out
 
 
 class _LogPartition(torch.autograd.Function):
