@@ -27,8 +27,10 @@ Results come back in the dtype of ``emissions`` on its device.
 Each step writes into slices of tensors laid out time step by time step (so a step's
 slice is contiguous and nothing is allocated per step); the pairwise marginals, the
 largest output, are built afterwards in one blocked pass, in a tensor advised to the
-kernel as transparent huge pages on Linux (``calib_metrics/models/_memory.py``). Viterbi
-keeps the best prefix scores only and recomputes the backpointers of the chosen path.
+kernel as transparent huge pages on Linux (``calib_metrics/models/_memory.py``). On CPU,
+:func:`posterior_marginals` takes a large batch a chunk of sentences at a time, so that
+its float64 temporaries stay small enough for the allocator to reuse. Viterbi keeps the
+best prefix scores only and recomputes the backpointers of the chosen path.
 
 Scores may be -inf (a forbidden tag or transition); NaN and +inf raise ``ValueError``
 (emissions are checked only inside the mask), as do B = 0 and a bad mask. A sentence that
