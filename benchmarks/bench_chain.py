@@ -18,17 +18,25 @@ of up to T = 25 tokens over K = 47 tags (the Penn tag set's size; lengths unifor
 
 Each case is run ``--repeats`` times round-robin (so background load hits all cases
 alike) and the median is reported, as wall time and as process CPU time (user +
-system; the robust number on a shared machine). Potentials are float32; our recursion
-runs in float64 (the pairwise product in float32). First-touch page faults of fresh
-large outputs (the 212 MB pairwise tensor) show up as system time; ``--thp`` sets
-PyTorch's ``THP_MEM_ALLOC_ENABLE=1`` (2 MB-aligned, huge-page-advised CPU allocations,
-read once when torch loads) for every peer alike; it helps a lone large allocation but
+system; the robust number on a shared machine). Every peer runs on one thread
+(``torch.set_num_threads(1)``) in this one process. A sweep over sizes, growing B, T
+and K in turn, then gives ours over pytorch-crf (marginals over its log-likelihood,
+Viterbi over its ``decode``) as the median of the per-round ratios with their range,
+and the load average (``uptime``'s first number) is printed at start and end.
+
+Potentials are float32; our recursion runs in float64 (the pairwise product in
+float32). First-touch page faults of fresh large outputs (the 212 MB pairwise tensor)
+show up as system time; the library advises that one tensor to the kernel as
+transparent huge pages (``calib_metrics/models/_memory.py``), which makes them about
+4× cheaper. ``--thp`` instead sets PyTorch's ``THP_MEM_ALLOC_ENABLE=1`` (every CPU
+allocation huge-page advised, read once when torch loads) for every peer alike; it
 defeats glibc's reuse of pytorch-crf's per-step buffers, so the default is the plain
-allocator.
+allocator. The HMM row needs UD English-EWT: pass ``CALIB_METRICS_DATA=<data folder>``.
 
 Usage::
 
-    python benchmarks/bench_chain.py [--device cpu] [--repeats 7] [--thp] [--write]
+    CALIB_METRICS_DATA=../shared/data python benchmarks/bench_chain.py --repeats 7 --write
+    python benchmarks/bench_chain.py [--device cpu] [--repeats 7] [--thp] [--skip-sweep]
 """
 
 from __future__ import annotations
@@ -52,7 +60,7 @@ from torchcrf import CRF
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calib_metrics.models import linear_chain  # noqa: E402
+from calib_metrics.models import _memory, linear_chain  # noqa: E402
 
 Case = tuple[str, int, Callable[[], object], str]  # (label, sentences, fn, floor key)
 
@@ -110,8 +118,8 @@ def _since(start: Timing) -> Timing:
     return tuple(now - then for now, then in zip(_clock(), start, strict=True))  # type: ignore[return-value]
 
 
-def _time_round_robin(cases: list[Case], repeats: int, device) -> dict[str, Timing]:
-    """Median (wall, CPU, system) seconds per case over ``repeats`` round-robin runs.
+def _time_rounds(cases: list[Case], repeats: int, device) -> dict[str, list[Timing]]:
+    """(wall, CPU, system) seconds of each case in each of ``repeats`` round-robin rounds.
 
     CPU time is reported beside wall time because on a shared machine other processes
     inflate wall time; on one thread the two agree when the machine is idle. System time
@@ -127,10 +135,47 @@ def _time_round_robin(cases: list[Case], repeats: int, device) -> dict[str, Timi
             fn()
             _sync(device)
             times[label].append(_since(start))
+    return times
+
+
+def _time_round_robin(cases: list[Case], repeats: int, device) -> dict[str, Timing]:
+    """Median (wall, CPU, system) seconds per case over ``repeats`` round-robin rounds."""
     return {
         label: tuple(statistics.median(x[i] for x in t) for i in range(3))  # type: ignore[misc]
-        for label, t in times.items()
+        for label, t in _time_rounds(cases, repeats, device).items()
     }
+
+
+def _ratio(ours: list[Timing], floor: list[Timing]) -> str:
+    """Median CPU-time ratio over the rounds, with its range: ``0.61× (0.55–0.70)``.
+
+    Each round times both cases back to back, so a round's ratio sees one load.
+    """
+    ratios = sorted(a[1] / b[1] for a, b in zip(ours, floor, strict=True))
+    return f"{statistics.median(ratios):.2f}× ({ratios[0]:.2f}–{ratios[-1]:.2f})"
+
+
+def _thp_setting() -> str:
+    """The kernel's transparent-huge-page mode, as ``enabled`` shows it."""
+    try:
+        return Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().strip()
+    except OSError:
+        return "not available"
+
+
+def _load() -> str:
+    """The 1-minute load average (``uptime``'s first number) on this machine's cores."""
+    return f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+
+
+def _without_huge_pages(fn: Callable[..., object], *args) -> object:
+    """``fn(*args)`` with the library's huge-page advice switched off (a private knob)."""
+    threshold = _memory._MIN_BYTES
+    _memory._MIN_BYTES = 1 << 62
+    try:
+        return fn(*args)
+    finally:
+        _memory._MIN_BYTES = threshold
 
 
 def _hmm_rows(device, repeats: int) -> tuple[list[str], list[str]]:
@@ -181,6 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-sweep", action="store_true", help="no table over sizes")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    load_before = _load()
     device = torch.device(args.device)
     em, trans, start, end, mask, tags = _potentials(
         args.batch, args.length, args.tags, device, args.seed
@@ -203,6 +249,12 @@ def main(argv: list[str] | None = None) -> None:
         ("pytorch-crf log-likelihood (log Z only; the floor)", n, crf_ll, "full"),
         ("pytorch-crf log-likelihood + backward (autograd unigram)", n, crf_autograd, "full"),
         ("ours: unigram + pairwise marginals", n, lambda: pm(em, trans, start, end, mask), "full"),
+        (
+            "ours: the same, without the huge-page advice (4 KiB page faults)",
+            n,
+            lambda: _without_huge_pages(pm, em, trans, start, end, mask),
+            "full",
+        ),
         (
             "ours: unigram marginals only",
             n,
@@ -273,16 +325,25 @@ def main(argv: list[str] | None = None) -> None:
     autograd_uni = (torch.nn.functional.one_hot(tags, args.tags) * mask[..., None]) - grad
     gap = (ours.unigram - autograd_uni).abs().max().item()
     notes.insert(0, f"ours vs pytorch-crf autograd, unigram marginals: max |diff| = {gap:.2e}")
+    notes.append(
+        f"Transparent huge pages: {_thp_setting()}. Our pairwise output is advised as huge "
+        "pages; the row without the advice shows what its 4 KiB page faults cost. In a "
+        "virtual machine whose host backs fresh guest memory lazily, a huge page that the "
+        "guest has not used before can fault in slower than 4 KiB pages; that is what a "
+        "wide (min–max) range in the sweep below shows."
+    )
 
     hmm_rows, hmm_notes = _hmm_rows(device, args.repeats)
     rows += hmm_rows
     notes += hmm_notes
     allocator = "THP_MEM_ALLOC_ENABLE=1" if args.thp else "plain allocator"
+    sweep = "" if args.skip_sweep else "\n" + _sweep(device, args.repeats, args.seed) + "\n"
     header = (
         f"B = {args.batch}, T = {args.length} (lengths uniform in [2, T]), K = {args.tags}, "
         f"float32 potentials (our recursion in float64), device {device}, "
-        f"{torch.get_num_threads()} thread, torch {torch.__version__}, {allocator}; "
-        f"median of {args.repeats} round-robin runs. The floor is pytorch-crf's "
+        f"{torch.get_num_threads()} thread for every peer, torch {torch.__version__}, "
+        f"{allocator}; median of {args.repeats} round-robin runs. Load average "
+        f"{load_before} at the start, {_load()} at the end. The floor is pytorch-crf's "
         "log-likelihood on the same sentences; CPU = process CPU time (user + system)."
     )
     table = "\n".join(
@@ -294,19 +355,30 @@ def main(argv: list[str] | None = None) -> None:
         ]
     )
     text = header + "\n\n" + table + "\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
-    if not args.skip_sweep:
-        text += "\n" + _sweep(device, args.repeats, args.seed) + "\n"
-    print(text)
+    print(text + sweep)
+    text += sweep
     if args.write:
         _write_doc(ROOT / "docs" / "bench_chain.md", allocator, text)
 
 
-SWEEP_SIZES = [(1000, 25, 47), (200, 50, 47), (100, 100, 20), (1000, 25, 9), (50, 200, 47)]
+# Growth in each of B, T and K from the first row (B = 1000, T = 25, K = 47: the Penn
+# tag set): the per-step work grows with B * K^2 for both sides, the output with T too.
+SWEEP_SIZES = [
+    (1000, 25, 47),
+    (100, 25, 47),
+    (4000, 25, 47),
+    (200, 50, 47),
+    (50, 200, 47),
+    (10, 1000, 47),
+    (1000, 25, 9),
+    (100, 100, 20),
+    (200, 25, 128),
+]
 
 
 def _sweep(device, repeats: int, seed: int) -> str:
     """Ours against pytorch-crf over several (B, T, K): marginals vs its log-likelihood,
-    Viterbi vs its decode; round-robin, median CPU time, the ratio printed."""
+    Viterbi vs its decode; round-robin, median CPU time, the ratio and its range."""
     rows = []
     for batch, length, num_tags in SWEEP_SIZES:
         em, trans, start, end, mask, tags = _potentials(batch, length, num_tags, device, seed)
@@ -320,22 +392,34 @@ def _sweep(device, repeats: int, seed: int) -> str:
         cases: list[Case] = [
             ("ll", 0, crf_ll, ""),
             ("marg", 0, lambda chain=chain: linear_chain.posterior_marginals(*chain), ""),
+            (
+                "marg_4k",
+                0,
+                lambda chain=chain: _without_huge_pages(linear_chain.posterior_marginals, *chain),
+                "",
+            ),
             ("decode", 0, lambda crf=crf, em=em, mask=mask: crf.decode(em, mask), ""),
             ("viterbi", 0, lambda chain=chain: linear_chain.viterbi(*chain), ""),
         ]
-        cpu = {k: v[1] * 1e3 for k, v in _time_round_robin(cases, repeats, device).items()}
+        rounds = _time_rounds(cases, repeats, device)
+        cpu = {k: statistics.median(x[1] for x in v) * 1e3 for k, v in rounds.items()}
         rows.append(
             f"| {batch} | {length} | {num_tags} | {cpu['ll']:.1f} | {cpu['marg']:.1f} | "
-            f"{cpu['marg'] / cpu['ll']:.2f}× | {cpu['decode']:.1f} | {cpu['viterbi']:.1f} | "
-            f"{cpu['viterbi'] / cpu['decode']:.2f}× |"
+            f"{_ratio(rounds['marg'], rounds['ll'])} | {_ratio(rounds['marg_4k'], rounds['ll'])} "
+            f"| {cpu['decode']:.1f} | "
+            f"{cpu['viterbi']:.1f} | {_ratio(rounds['viterbi'], rounds['decode'])} |"
         )
+        del em, crf, cases, rounds  # the next size's tensors should not stack on these
     return "\n".join(
         [
-            "### Over sizes (median CPU ms; lengths uniform in [2, T])",
+            "### Over sizes (median CPU ms; lengths uniform in [2, T]; ratio: median over "
+            "the rounds, (min–max) in brackets)",
+            "",
+            f"Load average at the end of the sweep: {_load()}. Targets: both ratios ≤ 1.0×.",
             "",
             "| B | T | K | pytorch-crf log-likelihood | ours: unigram + pairwise | ratio "
-            "| pytorch-crf decode | ours: Viterbi | ratio |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| ratio without the huge-page advice | pytorch-crf decode | ours: Viterbi | ratio |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
         ]
     )
@@ -352,8 +436,9 @@ def _write_doc(path: Path, allocator: str, text: str) -> None:
     order = [a for a in ("plain allocator", "THP_MEM_ALLOC_ENABLE=1") if a in sections]
     path.write_text(
         "# Linear-chain marginals benchmark\n\n"
-        "Generated by `python benchmarks/bench_chain.py --write` (and `--thp --write`).\n"
-        + "".join(f"\n## {a}\n\n{sections[a]}" for a in order)
+        "Generated by `CALIB_METRICS_DATA=../shared/data python benchmarks/bench_chain.py "
+        "--repeats 7 --write` (and `--thp --write` for the other section), from the "
+        "repository root.\n" + "".join(f"\n## {a}\n\n{sections[a]}" for a in order)
     )
     print(f"wrote {path}")
 

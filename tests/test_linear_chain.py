@@ -327,7 +327,8 @@ def test_fast_and_log_space_paths_agree():
     slow = lc._log_parts(em, tr, st, en, mask, True, fwd)
     torch.testing.assert_close(slow.forward.log_partition, fwd.log_partition)
     torch.testing.assert_close(slow.unigram, fast.unigram)
-    torch.testing.assert_close(lc._pairwise(slow, F64), lc._pairwise(fast, F64))
+    pair_slow, pair_fast = torch.empty(2, 4, 8, 5, 5, dtype=F64)
+    torch.testing.assert_close(lc._pairwise(slow, pair_slow), lc._pairwise(fast, pair_fast))
 
 
 @pytest.mark.parametrize("scale", [2.0, 400.0])  # fast path, robust path
@@ -426,3 +427,83 @@ def test_impossible_sentence_has_minus_inf_log_z_and_zero_marginals():
     blocked = torch.full((3, 3), float("-inf"), dtype=F64)
     assert torch.isneginf(log_partition(em[:1], blocked, st, en)).all()
     assert (posterior_marginals(em[:1], blocked, st, en).unigram == 0).all()
+
+
+def test_viterbi_ties_go_to_the_lowest_tags_from_the_end():
+    # Integer scores make many optimal paths; the rule is the one the docstring states:
+    # the lowest final tag, then the lowest best predecessor of each chosen tag, i.e. the
+    # optimal path whose reversed tags are lexicographically smallest.
+    g = torch.Generator().manual_seed(5)
+    lengths = [4, 1, 3, 4, 2]
+    em = torch.randint(-1, 2, (5, 4, 3), generator=g).to(F64)
+    tr = torch.randint(-1, 2, (3, 3), generator=g).to(F64)
+    st, en = torch.zeros(3, dtype=F64), torch.zeros(3, dtype=F64)
+    mask = _ragged_mask(lengths, 4)
+    score, tags = viterbi(em, tr, st, en, mask)
+    for b, n in enumerate(lengths):
+        seqs = torch.tensor(list(itertools.product(range(3), repeat=n)))
+        total = em[b, torch.arange(n), seqs].sum(1) + tr[seqs[:, :-1], seqs[:, 1:]].sum(1)
+        optimal = seqs[total == total.max()].tolist()
+        assert len(optimal) > 1  # the case really has ties
+        assert tags[b, :n].tolist() == min(optimal, key=lambda s: s[::-1])
+        assert score[b] == total.max()
+    # All-equal scores: every path ties, and the answer is all zeros.
+    assert not viterbi(torch.zeros(2, 5, 4), torch.zeros(4, 4), torch.zeros(4), torch.zeros(4))[
+        1
+    ].any()
+
+
+def test_outputs_are_dense_whatever_the_internal_layout():
+    # The recursions keep their tensors time step by time step; what they return is laid
+    # out sentence by sentence, so callers can .view() it.
+    from calib_metrics.models.linear_chain import forward_backward
+
+    for dtype in (torch.float32, F64):
+        em, tr, st, en = _potentials(3, 6, 4, seed=41, dtype=dtype)
+        mask = _ragged_mask([6, 2, 4], 6)
+        out = posterior_marginals(em, tr, st, en, mask)
+        msg = forward_backward(em, tr, st, en, mask)
+        for x in (out.unigram, out.pairwise, msg.log_alpha, msg.log_beta):
+            assert x.is_contiguous()
+        assert viterbi(em, tr, st, en, mask)[1].is_contiguous()
+
+
+def test_viterbi_matches_pytorch_crf_decode_on_a_ragged_batch():
+    g = torch.Generator().manual_seed(43)
+    em = torch.randn(64, 30, 12, generator=g)
+    tr = torch.randn(12, 12, generator=g)
+    tr[3, :] = tr[:, 5] = -math.inf  # forbidden moves, as in BIO constraints
+    st, en = torch.randn(12, generator=g), torch.randn(12, generator=g)
+    lengths = torch.randint(1, 31, (64,), generator=g)
+    lengths[0] = 30
+    mask = torch.arange(30)[None, :] < lengths[:, None]
+    crf = CRF(12, batch_first=True)
+    with torch.no_grad():
+        crf.transitions.copy_(tr)
+        crf.start_transitions.copy_(st)
+        crf.end_transitions.copy_(en)
+    decoded = crf.decode(em, mask)
+    score, best = viterbi(em, tr, st, en, mask)
+    assert [best[b, : len(d)].tolist() for b, d in enumerate(decoded)] == decoded
+    assert not best[~mask].any()
+    torch.testing.assert_close(score, sequence_score(em, tr, st, en, best, mask))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64, torch.float16])
+def test_marginals_in_chunks_of_sentences_equal_one_pass(monkeypatch, dtype):
+    # Large CPU batches are done a few sentences at a time; every chunk must give what the
+    # whole batch gives, to rounding (the batch falls back to the log-space recursion as a
+    # whole, chunks only where the sentence with huge scores is).
+    from calib_metrics.models import linear_chain as lc
+
+    em, tr, st, en = _potentials(7, 6, 4, scale=2.0, seed=47)
+    em[4] *= 200.0  # this sentence's chunk takes the robust recursion
+    mask = _ragged_mask([6, 1, 4, 6, 3, 2, 5], 6)
+    em, tr, st, en = (x.to(dtype) for x in (em, tr, st, en))
+    whole = posterior_marginals(em, tr, st, en, mask)
+    monkeypatch.setattr(lc, "_CHUNK_BYTES", 2 * 6 * 4 * 8)  # two sentences per chunk
+    assert len(lc._chunks(em)) == 4
+    chunked = posterior_marginals(em, tr, st, en, mask)
+    for a, b in zip(whole, chunked, strict=True):
+        assert a.dtype == b.dtype == dtype
+        torch.testing.assert_close(a, b)

@@ -24,6 +24,14 @@ scale 30 give marginals within 1e-6 of the float64 answer. ``log_partition``
 is differentiable, with the marginals (expected counts) as its exact gradient.
 Results come back in the dtype of ``emissions`` on its device.
 
+Each step writes into slices of tensors laid out time step by time step (so a step's
+slice is contiguous and nothing is allocated per step); the pairwise marginals, the
+largest output, are built afterwards in one blocked pass, in a tensor advised to the
+kernel as transparent huge pages on Linux (``calib_metrics/models/_memory.py``). On CPU,
+:func:`posterior_marginals` takes a large batch a chunk of sentences at a time, so that
+its float64 temporaries stay small enough for the allocator to reuse. Viterbi keeps the
+best prefix scores only and recomputes the backpointers of the chosen path.
+
 Scores may be -inf (a forbidden tag or transition); NaN and +inf raise ``ValueError``
 (emissions are checked only inside the mask), as do B = 0 and a bad mask. A sentence that
 no tag sequence can score has ``log Z = -inf``, zero marginals and Viterbi score -inf;
@@ -40,6 +48,8 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor
+
+from calib_metrics.models._memory import empty_output
 
 __all__ = [
     "ChainMarginals",
@@ -171,11 +181,13 @@ def _value_flags(emissions, transitions, start, end, mask) -> Tensor:
     device = emissions.device
     aligned = mask[:, 1:] & ~mask[:, :-1]
     others = [bad(x.to(device)).any() for x in (transitions, start, end)]
+    # One pass over the emissions: each token's largest score is NaN or +inf exactly when
+    # one of its scores is (amax propagates NaN); only tokens inside the mask count.
     return torch.stack(
         [
             ~mask[:, 0].all(),
             aligned.any(),
-            (bad(emissions) & mask[..., None]).any(),
+            (bad(emissions.amax(-1)) & mask).any(),
             torch.stack(others).any(),
         ]
     )
@@ -241,6 +253,18 @@ def _tiny(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).tiny ** (2 / 3)
 
 
+def _step_major(like: Tensor, batch: int, length: int, size: int) -> Tensor:
+    """An empty ``[B, T, size]`` tensor laid out time step by time step, so that each
+    step's ``[:, t]`` slice, which the recursions read and write, is contiguous."""
+    return like.new_empty(length, batch, size).transpose(0, 1)
+
+
+def _step_mask(mask: Tensor) -> Tensor:
+    """``mask[..., None]`` ``[B, T, 1]``, laid out step by step like the recursions' tensors."""
+    batch, length = mask.shape
+    return _step_major(mask, batch, length, 1).copy_(mask[..., None])
+
+
 class _FastState(NamedTuple):
     # F_t(j) = exp(E'_t(j) - shift_t) with E'_0 = em_0 + start, E'_t = em_t + col_shift (t >= 1)
     factors: Tensor  # [B, T, K]
@@ -251,25 +275,26 @@ def _fast_forward(em: Tensor, st: Tensor, en: Tensor, mask: Tensor, trans_col, c
     """Forward pass with pre-exponentiated emissions: ``(forward, state, ok)``, ``ok`` a
     0-dim bool tensor, False if a step underflowed (then the results are not to be used)."""
     batch, length, num_tags = em.shape
-    shifted = em + col_shift
-    shifted[:, 0] = em[:, 0] + st
-    shift = _finite_or_zero(shifted.amax(-1, keepdim=True))
-    factors = torch.exp(shifted - shift)
+    factors = torch.add(em, col_shift, out=_step_major(em, batch, length, num_tags))
+    torch.add(em[:, 0], st, out=factors[:, 0])
+    shift = _finite_or_zero(factors.amax(-1, keepdim=True))
+    factors.sub_(shift).exp_()
     shift = shift.squeeze(-1)
-    probs = em.new_empty(batch, length, num_tags)
-    step_totals = em.new_ones(batch, length)
-    total = factors[:, 0].sum(-1, keepdim=True)
-    prob = factors[:, 0] / total
-    step_totals[:, 0] = total.squeeze(-1)
-    probs[:, 0] = prob
+    # Every step writes into slices of preallocated outputs: no tensor is made per step.
+    probs = _step_major(em, batch, length, num_tags)
+    totals = _step_major(em, batch, length, 1)
+    weight = em.new_empty(batch, num_tags)
+    mask_col = _step_mask(mask)
+    torch.sum(factors[:, 0], -1, keepdim=True, out=totals[:, 0])
+    torch.div(factors[:, 0], totals[:, 0], out=probs[:, 0])
     for t in range(1, length):
-        weight = (prob @ trans_col).mul_(factors[:, t])
-        total = weight.sum(-1, keepdim=True)
-        prob = torch.where(mask[:, t, None], weight / total, prob)
-        step_totals[:, t] = total.squeeze(-1)
-        probs[:, t] = prob
+        torch.mm(probs[:, t - 1], trans_col, out=weight).mul_(factors[:, t])
+        torch.sum(weight, -1, keepdim=True, out=totals[:, t])
+        weight.div_(totals[:, t])
+        torch.where(mask_col[:, t], weight, probs[:, t - 1], out=probs[:, t])
+    step_totals = totals.squeeze(-1)
     end_shift = _finite_or_zero(en.amax())
-    last = prob @ torch.exp(en - end_shift)
+    last = probs[:, -1] @ torch.exp(en - end_shift)
     valid_totals = step_totals.masked_fill(~mask, 1.0)
     ok = torch.minimum(valid_totals.amin(1), last).amin() >= _tiny(em.dtype)
     log_scale = (valid_totals.log() + shift * mask).cumsum(1)
@@ -289,19 +314,20 @@ def _fast_backward(state: _FastState, trans_col: Tensor, en: Tensor, mask: Tenso
     q_last = torch.exp(en - _finite_or_zero(en.amax()))
     q_last = (q_last / q_last.sum()).expand(batch, num_tags)
     trans_t = trans_col.t()
-    qs = factors.new_empty(batch, length, num_tags)
+    qs = _step_major(factors, batch, length, num_tags)
     qs[:, length - 1] = q_last
-    smallest = factors.new_ones(batch)
-    current = q_last
+    totals = _step_major(factors, batch, length, 1).fill_(1.0)
+    scaled, weight = factors.new_empty(2, batch, num_tags)
+    mask_col = _step_mask(mask)
     for t in range(length - 2, -1, -1):
-        weight = (factors[:, t + 1] * current) @ trans_t
-        total = weight.sum(-1, keepdim=True)
-        valid = mask[:, t + 1]
+        torch.mul(factors[:, t + 1], qs[:, t + 1], out=scaled)
+        torch.mm(scaled, trans_t, out=weight)
+        torch.sum(weight, -1, keepdim=True, out=totals[:, t + 1])
+        weight.div_(totals[:, t + 1])
         # Past the end of a sentence the chain restarts from the end scores.
-        current = torch.where(valid[:, None], weight / total, q_last)
-        smallest = torch.minimum(smallest, torch.where(valid, total.squeeze(-1), 1.0))
-        qs[:, t] = current
-    return qs, smallest.amin() >= _tiny(factors.dtype)
+        torch.where(mask_col[:, t + 1], weight, q_last, out=qs[:, t])
+    smallest = totals.masked_fill_(~mask_col, 1.0).amin()
+    return qs, smallest >= _tiny(factors.dtype)
 
 
 def _accept(ok: Tensor, flags: list[Tensor] | None) -> bool:
@@ -327,7 +353,8 @@ class _FastBoth(NamedTuple):
     forward: _Forward
     state: _FastState
     qs: Tensor  # [B, T, K] normalised backward vectors
-    norm: Tensor  # [B, T, 1] sum_k probs_t(k) qs_t(k)
+    joint: Tensor  # [B, T, K] probs_t(k) qs_t(k), the unnormalised unigram marginals
+    norm: Tensor  # [B, T, 1] sum_k joint_t(k)
 
 
 def _forward_backward(em, tr, st, en, mask, flags=None) -> tuple[_Forward, _FastBoth | None]:
@@ -340,10 +367,11 @@ def _forward_backward(em, tr, st, en, mask, flags=None) -> tuple[_Forward, _Fast
     # P(y_t = k) is proportional to alpha_t(k) * beta_t(k); both are stored up to a
     # per-(b, t) constant. The two vectors can be nearly disjoint (their product
     # underflowing) only for extreme scores; then go to log space as well.
-    norm = (fwd.probs * qs).sum(-1, keepdim=True)
+    joint = fwd.probs * qs
+    norm = joint.sum(-1, keepdim=True)
     ok = ok & (norm.masked_fill(~mask[..., None], 1.0).amin() >= _tiny(em.dtype))
     if _accept(ok, flags):
-        return fwd, _FastBoth(fwd, state, qs, norm)
+        return fwd, _FastBoth(fwd, state, qs, joint, norm)
     return fwd, None
 
 
@@ -456,14 +484,49 @@ def posterior_marginals(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
     out_dtype = emissions.dtype
+    batch, length, num_tags = em.shape
+    log_z = em.new_empty(batch)
+    unigram = emissions.new_empty(batch, length, num_tags)
+    pair = None
+    if pairwise:
+        pair = empty_output(
+            batch, length - 1, num_tags, num_tags, dtype=_pair_dtype(out_dtype), device=em.device
+        )
     # Marginals are outputs, not a graph: the differentiable route to them is
     # log_partition's backward. Rounding can push a float32 marginal a hair past 1,
-    # which a calibration metric would reject, hence the clamp.
+    # which a calibration metric would reject, hence the clamps.
     with torch.no_grad():
-        parts = _marginal_parts(em, tr, st, en, mask, pairwise)
-        pair_out = _pairwise(parts, out_dtype) if pairwise else None
-        unigram = parts.unigram.to(out_dtype).clamp_(0, 1)
-    return ChainMarginals(parts.forward.log_partition.to(out_dtype), unigram, pair_out)
+        for rows in _chunks(em):
+            parts = _marginal_parts(em[rows], tr, st, en, mask[rows], pairwise)
+            log_z[rows] = parts.forward.log_partition
+            unigram[rows] = parts.unigram
+            if pair is not None:
+                _pairwise(parts, pair[rows])
+    unigram.clamp_(0, 1)
+    pair_out = None if pair is None else pair.to(out_dtype)
+    return ChainMarginals(log_z.to(out_dtype), unigram, pair_out)
+
+
+# Sentences per chunk of posterior_marginals: a [rows, T, K] float64 tensor stays under
+# glibc's largest mmap threshold (32 MiB), so a chunk's temporaries reuse memory that the
+# previous chunk freed instead of each being mapped, and faulted in, afresh.
+_CHUNK_BYTES = 16 << 20
+
+
+def _chunks(em: Tensor) -> list[slice]:
+    """Slices of the batch, each of at most ``_CHUNK_BYTES`` of ``[rows, T, K]`` float64
+    on CPU (a GPU's caching allocator reuses memory anyway: one chunk there)."""
+    batch, length, num_tags = em.shape
+    if em.device.type != "cpu":
+        return [slice(0, batch)]
+    rows = max(1, _CHUNK_BYTES // (length * num_tags * 8))
+    return [slice(begin, begin + rows) for begin in range(0, batch, rows)]
+
+
+def _pair_dtype(out_dtype: torch.dtype) -> torch.dtype:
+    """The pairwise product's dtype: float64 for float64 outputs, float32 otherwise (the
+    product dominates the cost, and float32 halves it; see :func:`_pairwise`)."""
+    return torch.float64 if out_dtype == torch.float64 else torch.float32
 
 
 class ChainMessages(NamedTuple):
@@ -533,9 +596,10 @@ def forward_backward(
             offset = log_z[:, None] - torch.logsumexp(log_alpha + log_beta, -1)
             log_beta = log_beta + _finite_or_zero(offset)[..., None]
         keep = (mask & torch.isfinite(log_z)[:, None])[..., None]
+        # The fast recursions lay their tensors out step by step; messages come back dense.
         return ChainMessages(
-            log_alpha.masked_fill(~keep, float("-inf")),
-            log_beta.masked_fill(~keep, float("-inf")),
+            log_alpha.masked_fill(~keep, float("-inf")).contiguous(),
+            log_beta.masked_fill(~keep, float("-inf")).contiguous(),
             log_z,
         )
 
@@ -555,15 +619,15 @@ def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None) -> _Parts:
     if both is None:
         return _log_parts(em, tr, st, en, mask, pairwise, fwd)
     norm, qs = both.norm, both.qs
-    uni = (fwd.probs * qs).mul_(mask[..., None] / norm)
+    uni = both.joint.mul_(mask[..., None] / norm)  # the joint products are not needed again
     if not pairwise or em.shape[1] == 1:
         return _Parts(fwd, uni, em.new_zeros(em.shape[0], 0, em.shape[2]), None)
     # h_{t+1}(j) = F_{t+1}(j) q_{t+1}(j); the normaliser sum_ij p_t(i) A'_ij h(j)
     # is the forward step total times the unigram normaliser at t + 1.
-    h = both.state.factors[:, 1:] * qs[:, 1:]
-    total = both.state.step_totals[:, 1:, None] * norm[:, 1:]
-    valid = mask[:, 1:, None]
-    nxt = torch.where(valid, h / torch.where(valid, total, 1.0), 0.0)
+    outside = ~mask[:, 1:, None]
+    total = (both.state.step_totals[:, 1:, None] * norm[:, 1:]).masked_fill_(outside, 1.0)
+    # Built in place of the factors, which nothing reads after this.
+    nxt = both.state.factors[:, 1:].mul_(qs[:, 1:]).div_(total).masked_fill_(outside, 0.0)
     return _Parts(fwd, uni, nxt, None)
 
 
@@ -589,43 +653,52 @@ def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
 
 # Rows of the pairwise output built per block: the [rows, K, K] partial product stays in
 # cache, so the output is written once instead of written and then re-read and rewritten.
-_PAIR_BLOCK_ELEMENTS = 1 << 18
+_PAIR_BLOCK_ELEMENTS = 1 << 20
 
 
-def _pairwise(parts: _Parts, out_dtype) -> Tensor:
-    """``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as broadcast products.
+def _dense(x: Tensor, dtype: torch.dtype) -> Tensor:
+    """A contiguous copy of ``x`` in ``dtype``, in one pass (the recursions lay their
+    tensors out step by step; what leaves this module is laid out sentence by sentence)."""
+    return torch.empty(x.shape, dtype=dtype, device=x.device).copy_(x)
+
+
+def _pairwise(parts: _Parts, out: Tensor) -> Tensor:
+    """Fill ``out`` (``[B, T-1, K, K]``, contiguous, float32 or float64) with
+    ``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as broadcast products.
 
     ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``nxt`` carries
     the emission, backward and normalising factors.
     """
     if parts.pair is not None:
-        return parts.pair.to(out_dtype).clamp_(0, 1)
+        return out.copy_(parts.pair).clamp_(0, 1)
     prev, trans_col, nxt = parts.forward.probs[:, :-1], parts.forward.trans_col, parts.nxt
     batch, steps, num_tags = nxt.shape
     # The [B, T-1, K, K] product dominates the cost, and float32 halves it. It is exact to
     # float32 rounding wherever nxt stays far inside float32 range: an entry whose partial
     # product p * A underflows (< 1e-38) is then below 1e-38 * nxt in value. The rare steps
     # with a huge nxt (very peaked scores) are redone in float64.
-    work = torch.float64 if out_dtype == torch.float64 else torch.float32
-    out = torch.empty(batch, steps, num_tags, num_tags, dtype=work, device=nxt.device)
+    work = out.dtype
     flat_out = out.view(batch * steps, num_tags, num_tags)
-    flat_prev = prev.to(work).reshape(batch * steps, num_tags, 1)
-    flat_nxt = nxt.to(work).reshape(batch * steps, 1, num_tags)
+    flat_prev = _dense(prev, work).view(batch * steps, num_tags, 1)
+    flat_nxt = _dense(nxt, work).view(batch * steps, 1, num_tags)
     trans_work = trans_col.to(work)
     rows = max(1, _PAIR_BLOCK_ELEMENTS // (num_tags * num_tags))
     for begin in range(0, batch * steps, rows):
         block = slice(begin, begin + rows)
-        torch.mul(flat_prev[block], trans_work, out=flat_out[block])
-        flat_out[block].mul_(flat_nxt[block])
+        # The outer product first, then the [K, K] factor: its broadcast runs over
+        # contiguous K * K rows, which vectorises far better than a broadcast along K.
+        torch.mul(flat_prev[block], flat_nxt[block], out=flat_out[block])
+        flat_out[block].mul_(trans_work)
         # Rounding can push a float32 marginal a hair past 1, which a calibration metric
         # would reject; clamped while the block is in cache rather than in another pass.
         flat_out[block].clamp_(max=1.0)
-    if nxt.dtype == torch.float64 and work != torch.float64:
+    # One reduction over everything first; the rows are looked for only if there are any.
+    huge = nxt.dtype == torch.float64 and work != torch.float64 and nxt.numel() > 0
+    if huge and bool(nxt.max() > 1e20):
         redo = (nxt.amax(-1) > 1e20).nonzero(as_tuple=True)
-        if redo[0].numel():
-            exact = prev[redo][..., None] * trans_col * nxt[redo][..., None, :]
-            out[redo] = exact.to(work).clamp_(max=1.0)
-    return out.to(out_dtype)
+        exact = prev[redo][..., None] * trans_col * nxt[redo][..., None, :]
+        out[redo] = exact.to(work).clamp_(max=1.0)
+    return out
 
 
 class _LogPartition(torch.autograd.Function):
@@ -692,30 +765,52 @@ def viterbi(
     em, tr, st, en, mask = _prepare(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
-    batch, length, num_tags = em.shape
-    score = st + em[:, 0]
-    backpointers = torch.zeros(batch, length, num_tags, dtype=torch.long, device=em.device)
-    # One [B, K, K] buffer and one pair of max outputs for every step: a fresh tensor per
-    # step would cost an allocation (and, when large, its first-touch page faults) each time.
-    candidates = em.new_empty(batch, num_tags, num_tags)
-    best = em.new_empty(batch, num_tags)
-    arg = backpointers.new_empty(batch, num_tags)
-    for t in range(1, length):
-        torch.add(score[:, :, None], tr, out=candidates)
-        torch.max(candidates, 1, out=(best, arg))
-        score = torch.where(mask[:, t, None], best.add_(em[:, t]), score)
-        backpointers[:, t] = arg
-    best_score, current = (score + en).max(-1)
+    best = _max_product(em, tr, st, mask)
+    best_score, tags = _backtrack(best, tr, en, mask)
+    return best_score.to(emissions.dtype), tags
 
-    tags = torch.zeros(batch, length, dtype=torch.long, device=em.device)
+
+def _max_product(em: Tensor, tr: Tensor, st: Tensor, mask: Tensor) -> Tensor:
+    """``[B, T, K]``: the best score of any tag prefix that ends in tag ``k`` at ``t``
+    (carried unchanged past the end of each sentence's mask).
+
+    Each step is one broadcast sum into a reused ``[B, K, K]`` buffer and one ``amax``
+    over its outer axis, a reduction that vectorises along the contiguous axis; no
+    backpointers are kept (:func:`_backtrack` recovers the few it needs).
+    """
+    batch, length, num_tags = em.shape
+    best = _step_major(em, batch, length, num_tags)
+    torch.add(st, em[:, 0], out=best[:, 0])
+    candidates = em.new_empty(batch, num_tags, num_tags)
+    step = em.new_empty(batch, num_tags)
+    mask_col = _step_mask(mask)
+    for t in range(1, length):
+        torch.add(best[:, t - 1, :, None], tr, out=candidates)
+        torch.amax(candidates, 1, out=step).add_(em[:, t])
+        torch.where(mask_col[:, t], step, best[:, t - 1], out=best[:, t])
+    return best
+
+
+def _backtrack(best: Tensor, tr: Tensor, en: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """``(best_score [B], tags [B, T])`` from :func:`_max_product`'s scores.
+
+    The backpointer of the chosen tag ``j`` at ``t`` is ``argmax_i best[t-1, i] + tr[i, j]``,
+    recomputed from the same sums the forward pass maximised, so it is the forward pass's
+    own choice (ties to the lowest index): ``O(B K)`` per step instead of storing
+    ``[B, T, K]`` backpointers.
+    """
+    batch, length, _ = best.shape
+    best_score, current = (best[:, -1] + en).max(-1)
+    into = tr.t()  # into[j] = the scores of every tag followed by j
+    tags = torch.zeros(batch, length, dtype=torch.long, device=best.device)
     for t in range(length - 1, 0, -1):
         # Before a sentence's last position is reached, current stays its final tag.
         valid = mask[:, t]
         tags[:, t] = torch.where(valid, current, 0)
-        previous = backpointers[:, t].gather(1, current[:, None]).squeeze(1)
+        previous = (best[:, t - 1] + into[current]).argmax(-1)
         current = torch.where(valid, previous, current)
     tags[:, 0] = current
-    return best_score.to(emissions.dtype), tags
+    return best_score, tags
 
 
 def sample(
