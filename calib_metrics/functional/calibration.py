@@ -146,7 +146,10 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
     on calibrated data it is 0 about half the time instead of always ≈ √(Σ wᵢ pᵢ(1 −
     pᵢ)/n). Labels correlated within a bin (e.g. tokens of one sentence) have a larger
     variance than p(1 − p)/n, which this correction does not remove; the group
-    bootstrap of :func:`calibration_error_ci` accounts for it in the interval.
+    bootstrap of :func:`calibration_error_ci` accounts for it in the interval. A run of
+    adjacent bins with the same mean prediction and frequency (one tie group split by
+    the tie rule, every part at the group's mean label) is one mean of the run's labels:
+    its n is the run's count (:func:`~calib_metrics.functional.intervals.tie_run_counts`).
 
     Example:
         >>> import torch
