@@ -60,10 +60,11 @@ draws, so with split ties its interval can differ slightly from ``calibration_er
 **Bias-corrected, not centred on the estimate.** The draws θ* = D − L* remove the bias
 that the bootstrap finds in D (the basic bootstrap), while the reported errors are the
 estimates themselves, clipped at 0. Where the two differ the interval is not centred on
-the difference of the reported errors, and can exclude it: with isotonic outputs (a few
-large tie groups) the debias term over-subtracts, a model's D is negative and reported
-as 0, while its draws say its squared error is positive (sentiment, NB before − after
-isotonic: +0.1818 with interval [+0.109, +0.174], ``docs/recalibration.md``). The interval
+the difference of the reported errors, and can exclude it: a model whose debiased square
+is negative is reported as 0 while its draws may put its squared error above 0. (With
+isotonic outputs, whose few large tie groups each span many bins, this happened to
+sentiment NB before the debias term took a tie run's noise once: +0.1818 with interval
+[+0.109, +0.174]; now +0.153 [+0.109, +0.175], ``docs/recalibration.md``.) The interval
 is for the difference of the true errors.
 
 **Plug-in** (``debias=False``, or the l1/max norms): the percentile interval of the
