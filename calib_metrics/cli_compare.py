@@ -32,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="column of 0/1 labels (default: by name)")
     p.add_argument(
         "--groups", nargs="?", const="", default=None,
-        help="resample whole groups: the column's name, or no value to find it by name",
+        help="resample whole groups: the column's name (of a's file), or no value to find it "
+        "by name",
     )  # fmt: skip
     p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws")
     p.add_argument("--confidence", type=float, default=0.95)
@@ -75,10 +76,18 @@ def _read_both(args: argparse.Namespace):
         b = read_table(args.a, args.probs_b, args.target, args.groups)
     else:
         b = read_table(args.b, args.probs_b or args.probs, args.target, None)
-    if a.target.shape != b.target.shape or not bool((a.target == b.target).all()):
+    if a.target.shape != b.target.shape:
         raise ValueError(
             f"{args.b or args.a}: the two models must be scored on the same items in the same "
-            f"order (labels differ: {a.target.numel()} vs {b.target.numel()} rows)"
+            f"order ({a.target.numel()} labels in {args.a}, {b.target.numel()} here)"
+        )
+    differ = (a.target != b.target).nonzero()
+    if differ.numel():
+        row = int(differ[0, 0])
+        raise ValueError(
+            f"{args.b or args.a}: the two models must be scored on the same items in the same "
+            f"order (the labels first differ at data row {row + 1}: "
+            f"{a.target[row].item():g} vs {b.target[row].item():g})"
         )
     # A multiclass file's C probabilities per label become [N, C] with class ids.
     probs_a, target = as_multiclass(a.probs, a.target, args.a)
@@ -153,7 +162,8 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(json.dumps(to_jsonable(summary), indent=2))
         return
     level = f"{100 * summary['confidence']:g}%"
-    print(f"N = {summary['n']} items, debiased CalibErr, bins of ⌈√N⌉, "
+    mode = "" if summary["mode"] == "one_vs_rest" else f", {summary['mode']}"
+    print(f"N = {summary['n']} items, debiased CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws)")  # fmt: skip
     for name, path in (("a", args.a), ("b", args.b or f"{args.a} [{args.probs_b}]")):
         r = summary[name]

@@ -174,9 +174,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     def _check_batch_ids(self, name: str, ids: Tensor | None, target: Tensor) -> Tensor | None:
         """``groups`` or ``labels``: one integer id per item, with every batch or with none."""
         if (ids is None) != (not getattr(self, name)) and self.target:
-            given = "without" if ids is None else "with"
+            given, earlier = ("without", "did") if ids is None else ("with", "did not")
             raise ValueError(
-                f"this batch came {given} {name}= and earlier ones did not: give every batch "
+                f"this batch came {given} {name}= and earlier ones {earlier}: give every batch "
                 f"its {name}, or none"
             )
         if ids is None:

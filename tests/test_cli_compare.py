@@ -185,3 +185,9 @@ def test_label_with_too_few_items_is_reported_as_not_tested(tmp_path, capsys) ->
     summary = json.loads(capsys.readouterr().out)  # strict JSON: NaN printed as null
     assert summary["per_label"]["RARE"]["p_value"] is None
     assert summary["label_counts"]["not_tested"] == 1
+
+
+def test_labels_that_differ_are_named_by_their_first_row(predictions, capsys) -> None:
+    assert main(["compare", str(predictions["a"]), str(predictions["other"])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "first differ at data row" in err and "\n" not in err
