@@ -423,7 +423,7 @@ def compare_page(
         f'<section id="diagrams"><h2>Reliability diagrams</h2>{figures}</section>',
     ]
     if per_label:
-        sections.append(_compare_labels(per_label, summary["samples"], estimator))
+        sections.append(_compare_labels(per_label, summary, estimator))
     sections.append(
         '<section id="bins"><h2>Bins</h2><div class="side">'
         + _bins_section(comparison.a.bins, "bins-a", f"model a: {a}")
@@ -437,6 +437,8 @@ def compare_page(
 def _p_value(comparison: ComparisonResult, samples: int) -> str:
     """The p-value; 0 means no paired draw reached 0, i.e. below 2/S."""
     p = float(comparison.p_value)
+    if p != p:
+        return "not tested (too few items)"
     if p == 0:
         return f"< {2 / samples:.2g} (no paired draw reached 0)"
     return f"{p:.3g}"
@@ -460,18 +462,25 @@ def _models_table(
 
 
 def _compare_labels(
-    per_label: Mapping[str, ComparisonResult], samples: int, estimator: Estimator
+    per_label: Mapping[str, ComparisonResult], summary: Mapping[str, Any], estimator: Estimator
 ) -> str:
+    """The per-label section: chart, and each label's difference with its raw and
+    corrected p-value and verdict (the summary's ``per_label`` and ``label_counts``)."""
+    samples = summary["samples"]
     order = sorted(per_label, key=lambda k: -abs(float(per_label[k].difference)))
     chart = _per_label_chart(per_label, order, estimator)
+    verdicts = summary.get("per_label", {})
     rows = [
         [k, _pairs(c.a), _num(c.a.error), _num(c.b.error), f"{float(c.difference):+.4f}",
-         _interval(c, sign="+"), _p_value(c, samples)]
-        for k, c in ((k, per_label[k]) for k in order)
+         _interval(c, sign="+"), _p_value(c, samples),
+         _adjusted(v.get("adjusted_p_value")), v.get("better", "")]
+        for k, c, v in ((k, per_label[k], verdicts.get(k, {})) for k in order)
     ]  # fmt: skip
-    header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p"]
+    header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p",
+              "adjusted p", "better"]  # fmt: skip
     return (
         f'<section id="per-label"><h2>Per label ({len(order)} labels)</h2>'
+        + _label_counts(summary.get("label_counts"), len(order))
         + _figure(
             chart,
             "Each label's items compared on their own (paired); sorted by the "
@@ -480,4 +489,23 @@ def _compare_labels(
         )
         + _table(header, rows, table_id="per-label-table")
         + "</section>"
+    )
+
+
+def _adjusted(p: float | None) -> str:
+    """A corrected p-value, or "—" for a label that was not tested."""
+    return "—" if p is None or p != p else f"{p:.3g}"
+
+
+def _label_counts(counts: Mapping[str, Any] | None, n_labels: int) -> str:
+    """The verdict counts after the correction, as the command prints them."""
+    if not counts:
+        return ""
+    name = {"holm": "Holm (family-wise error)", "bh": "Benjamini–Hochberg (false discovery)"}
+    untested = counts.get("not_tested", 0)
+    extra = f", {untested} with too few items to test" if untested else ""
+    return (
+        f"<p>a better on {counts['a_better']}, b better on {counts['b_better']}, not "
+        f"distinguishable on {counts['not_distinguishable']} of {n_labels} labels{extra} "
+        f"({html.escape(name[counts['correction']])} at α = {counts['alpha']:g}).</p>"
     )

@@ -160,6 +160,14 @@ def test_compare_page_has_both_models_and_the_paired_difference(tmp_path, tagged
     assert f"{summary['a']['calib_err']:.4f}" in text and f"{summary['b']['calib_err']:.4f}" in text
     assert page.rows["bins-a"] > 1 and page.rows["bins-b"] > 1
     assert page.rows["per-label-table"] == len(TAGS)
+    # The correction's verdicts, as the command prints them: adjusted p and the counts.
+    counts = summary["label_counts"]
+    assert f"a better on {counts['a_better']}, b better on {counts['b_better']}" in text
+    cells = {
+        row[0]: row for row in _table_cells(out.read_text(encoding="utf-8"), "per-label-table")
+    }
+    for tag, row in summary["per_label"].items():
+        assert cells[tag][-1] == row["better"]
     assert_self_contained(page)
 
 
