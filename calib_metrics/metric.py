@@ -969,8 +969,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         miscalibration): :func:`~calib_metrics.functional.spiegelhalter_test` of the
         pooled pairs (``average="micro"``, top-label) or of each class's pairs (a list,
         for per-class averages and classwise). The exact mode tests its pairs, with the
-        cluster-robust variance over the ``groups=`` it kept; the streaming mode tests
-        its histogram's cells at their mean q
+        cluster-robust variance over the ``groups=`` it kept, or over the items of pooled
+        one-vs-rest pairs (as the functional does); the streaming mode tests its
+        histogram's cells at their mean q, with the independent variance
         (:func:`~calib_metrics.functional.spiegelhalter.spiegelhalter_from_histogram`).
         Synchronised under DDP like :meth:`compute_result`.
 
@@ -989,7 +990,10 @@ class CalibrationError(_StatesKeepTheirDtype):
             if not self._exact_pairs():
                 results = [spiegelhalter_from_histogram(*cells) for cells in self._histograms()]
             else:
-                results = [spiegelhalter_test(p, t, groups=g) for p, t, g in self._class_pairs()]
+                results = [
+                    spiegelhalter_test(p, t, groups=_items_if_pooled(p, g))
+                    for p, t, g in self._class_pairs()
+                ]
         return results if self._per_class else results[0]
 
     def _histograms(self) -> list[tuple[Tensor, Tensor, Tensor]]:
@@ -1046,3 +1050,11 @@ class CalibrationError(_StatesKeepTheirDtype):
             per_class = {str(c): r for c, r in enumerate(result)}
             return plot.per_label_errors(per_class, ax=ax, names=("class",), **kind)
         return plot.reliability_diagram(result, ax=ax, **kind)
+
+
+def _items_if_pooled(probs: Tensor, groups: Tensor | None) -> Tensor | None:
+    """Pooled one-vs-rest pairs ``[N, C]`` without groups: each item is its own group."""
+    if groups is not None or probs.ndim < 2:
+        return groups
+    items = torch.arange(probs.shape[0], device=probs.device)
+    return items.unsqueeze(1).expand(-1, probs.shape[1])

@@ -44,8 +44,12 @@ def test_multiclass_modes() -> None:
     probs = torch.tensor([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], [0.6, 0.3, 0.1]])
     target = torch.tensor([0, 2, 2, 1])
     ovr = spiegelhalter_test(probs, target)
-    flat = spiegelhalter_test(probs.reshape(-1), torch.nn.functional.one_hot(target, 3).reshape(-1))
-    assert ovr.z.item() == flat.z.item()
+    flat = spiegelhalter_test(
+        probs.reshape(-1),
+        torch.nn.functional.one_hot(target, 3).reshape(-1),
+        groups=torch.arange(4).repeat_interleave(3),  # one-vs-rest input: grouped by item
+    )
+    assert ovr.z.item() == pytest.approx(flat.z.item(), rel=1e-12)
     top = spiegelhalter_test(probs, target, mode="top_label")
     conf, pred = probs.max(-1)
     assert top.z.item() == spiegelhalter_test(conf, (pred == target).long()).z.item()
