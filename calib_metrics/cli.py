@@ -358,10 +358,9 @@ def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
     import torch
 
     from calib_metrics.functional import spiegelhalter_test
-    from calib_metrics.functional.multiclass import is_multiclass
+    from calib_metrics.functional.spiegelhalter import resolve_groups
 
-    if groups is None and mode == "one_vs_rest" and is_multiclass(probs, target):
-        groups = torch.arange(target.numel(), device=target.device).reshape(target.shape)
+    groups = resolve_groups(probs, target, mode, groups)
     n_groups = None if groups is None else int(torch.unique(groups).numel())
     try:
         test = spiegelhalter_test(probs, target, mode=mode, groups=groups)

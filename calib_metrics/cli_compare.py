@@ -222,6 +222,8 @@ def _label_row(result, i: int) -> dict[str, Any]:
 
 def _print_per_label(summary: dict[str, Any], level: str) -> None:
     """The per-label table (difference, interval, p and corrected p) and the counts."""
+    from calib_metrics.report import label_counts_sentence
+
     rows = summary["per_label"]
     width = max(5, *(len(k) for k in rows))
     print(
@@ -235,17 +237,4 @@ def _print_per_label(summary: dict[str, Any], level: str) -> None:
             f"{r['difference']:>+8.4f} {interval:>19} {r['p_value']:>7.3g} "
             f"{r['adjusted_p_value']:>7.3g}  {r['better']}"
         )
-    counts = summary["label_counts"]
-    name = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery)"}
-    print(
-        f"  a better on {counts['a_better']}, b better on {counts['b_better']}, not "
-        f"distinguishable on {counts['not_distinguishable']} of {len(rows)} labels "
-        f"{_untested(counts)}"
-        f"({name[counts['correction']]} at alpha = {counts['alpha']:g})"
-    )
-
-
-def _untested(counts: dict[str, Any]) -> str:
-    """'(K with too few items to test) ' when some labels were too small, else ''."""
-    k = counts.get("not_tested", 0)
-    return f"({k} with too few items to test) " if k else ""
+    print("  " + label_counts_sentence(summary["label_counts"], len(rows)))

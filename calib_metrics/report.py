@@ -501,11 +501,23 @@ def _label_counts(counts: Mapping[str, Any] | None, n_labels: int) -> str:
     """The verdict counts after the correction, as the command prints them."""
     if not counts:
         return ""
-    name = {"holm": "Holm (family-wise error)", "bh": "Benjamini–Hochberg (false discovery)"}
-    untested = counts.get("not_tested", 0)
-    extra = f", {untested} with too few items to test" if untested else ""
+    return f"<p>{html.escape(label_counts_sentence(counts, n_labels))}.</p>"
+
+
+def label_counts_sentence(counts: Mapping[str, Any], n_labels: int) -> str:
+    """ "a better on A, b better on B, not distinguishable on N of L labels (…)".
+
+    Example:
+        >>> counts = {"a_better": 0, "b_better": 2, "not_distinguishable": 1,
+        ...           "correction": "holm", "alpha": 0.05}
+        >>> label_counts_sentence(counts, 3)[:66]
+        'a better on 0, b better on 2, not distinguishable on 1 of 3 labels'
+    """
+    name = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery)"}
+    k = counts.get("not_tested", 0)
+    untested = f"({k} with too few items to test) " if k else ""
     return (
-        f"<p>a better on {counts['a_better']}, b better on {counts['b_better']}, not "
-        f"distinguishable on {counts['not_distinguishable']} of {n_labels} labels{extra} "
-        f"({html.escape(name[counts['correction']])} at α = {counts['alpha']:g}).</p>"
+        f"a better on {counts['a_better']}, b better on {counts['b_better']}, not "
+        f"distinguishable on {counts['not_distinguishable']} of {n_labels} labels "
+        f"{untested}({name[counts['correction']]} at alpha = {counts['alpha']:g})"
     )

@@ -61,6 +61,21 @@ def spiegelhalter_z(probs: Tensor, target: Tensor, groups: Tensor | None = None)
     return score.sum(dim=-1) / variance.sqrt()
 
 
+def resolve_groups(
+    probs: Tensor, target: Tensor, mode: str, groups: Tensor | None
+) -> Tensor | None:
+    """The groups the test uses: ``groups``, or each item's id for multiclass one-vs-rest
+    input without them (an item's C labels sum to 1), else None.
+
+    Example:
+        >>> resolve_groups(torch.rand(3, 4), torch.tensor([0, 2, 1]), "one_vs_rest", None)
+        tensor([0, 1, 2])
+    """
+    if groups is None and mode == "one_vs_rest" and is_multiclass(probs, target):
+        return torch.arange(target.numel(), device=target.device).reshape(target.shape)
+    return groups
+
+
 def group_sums(values: Tensor, groups: Tensor) -> Tensor:
     """Sum of ``values`` per distinct id of ``groups`` (flat, aligned), in id order.
 
@@ -130,8 +145,7 @@ def spiegelhalter_test(
     """
     if mode == "classwise":
         raise ValueError("mode='classwise' gives one test per class: pass one class's pairs")
-    if groups is None and mode == "one_vs_rest" and is_multiclass(probs, target):
-        groups = torch.arange(target.numel(), device=target.device).reshape(target.shape)
+    groups = resolve_groups(probs, target, mode, groups)
     probs, target, groups = pair_sets(probs, target, mode, groups)[0]
     probs, target = _check_pairs(probs, target)
     if groups is not None:
