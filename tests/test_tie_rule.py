@@ -139,7 +139,9 @@ def test_exact_mode_sets_few_pairs_aside(kind, monkeypatch) -> None:
 def test_exact_mode_computes_each_pairs_key_once(dtype, monkeypatch) -> None:
     # Linear time: the first pass keeps every pair's cell, so the pass that sets the cut
     # cells' pairs aside does not compute the pairs' keys and cells again, and the pairs
-    # set aside are sorted once (the earlier code did both twice: over 2N keys).
+    # set aside are sorted once (the earlier code did both twice: over 2N keys). The
+    # cells are kept from 2**22 pairs on; the threshold is lowered to test it at 10⁶.
+    monkeypatch.setattr(binning_module, "_MEMO_MIN_PAIRS", 0)
     g = torch.Generator().manual_seed(6)
     n = 1_000_000
     q = torch.rand(n, generator=g, dtype=dtype)

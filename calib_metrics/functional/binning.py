@@ -49,11 +49,15 @@ _MAX_CELL_BITS = 22
 # i.e. at most 1.5 bytes per pair) and splits each cut cell by at least 2**4.
 _MIN_REFINE_BITS = 4
 # Pairs are streamed through the passes in chunks to bound the extra memory: at most
-# 2**18 pairs (their temporaries, ~60 bytes a pair, stay ~16 MB), and about an eighth
-# of the input (at least 2**16); a sixteenth (at least 2**15) for half precision, whose
-# input is small next to its temporaries and whose passes are cheap.
+# 2**18 pairs (their temporaries, ~60 bytes a pair, stay ~16 MB), and about a sixteenth
+# of the input (at least 2**15), so that at 10⁶ pairs the temporaries stay under the
+# input's bytes.
 _CHUNK = 1 << 18
-_MIN_CHUNK = 1 << 16
+_MIN_CHUNK = 1 << 15
+# Below this many pairs the first level's cells are computed again by the second pass
+# rather than kept (2 or 4 bytes a pair, 0.4-0.8x a float32 input's bytes): at 10⁶
+# pairs the kept cells took the extra peak over 2x the input for a 5 % gain in time.
+_MEMO_MIN_PAIRS = 1 << 22
 # At most this many pending pairs are sorted rather than refined by another level.
 _SORT_BELOW = 1 << 17
 
@@ -166,8 +170,8 @@ def _order_key(probs: Tensor) -> tuple[Tensor, int]:
 
 
 def _chunks(q: Tensor) -> list[slice]:
-    n, half = q.numel(), q.element_size() == 2
-    size = min(_CHUNK, max(_MIN_CHUNK >> half, n // (16 if half else 8)))
+    n = q.numel()
+    size = min(_CHUNK, max(_MIN_CHUNK, n // 16))
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
@@ -240,7 +244,9 @@ def _histogram(
                 top.index_reduce_(0, cell, q[part], "amax")
         # One histogram of (cell, y) counts the pairs and the ones of every cell.
         label = y[part] if y.dtype == torch.bool else y[part] != 0
-        counts += torch.bincount(torch.add(label, cell, alpha=2), minlength=2 * size)
+        # index_add_ of ones adds in place (bincount would allocate 2·size counts a chunk).
+        one = counts.new_ones(1).expand(cell.numel())
+        counts.index_add_(0, torch.add(label, cell, alpha=2), one)
         # index_add_ is much faster than bincount with weights on CPU.
         sum_q.index_add_(0, cell, q[part].to(torch.float64))
     by_label = counts.view(size, 2)
@@ -280,17 +286,19 @@ def check_room(need: int, device: torch.device, what: str) -> None:
 _SORT_BYTES = 64
 
 
-def _memo_bytes(q_bytes: int) -> int:
-    """Bytes per pair of the first level's kept cells, at most (none for half precision)."""
-    return 0 if q_bytes == 2 else 4
+def _memo_bytes(n: int, q_bytes: int) -> int:
+    """Bytes per pair of the first level's kept cells, at most (none for half precision
+    nor below :data:`_MEMO_MIN_PAIRS`)."""
+    return 0 if q_bytes == 2 or n < _MEMO_MIN_PAIRS else 4
 
 
 def _new_memo(probs: Tensor, size: int) -> Tensor | None:
     """Room for every pair's first-level cell (of ``size``), kept by the histogram pass
     for the pass that sets the cut cells' pairs aside, rather than computing them again
     (some 20 operations a pair): int16 (cell − 2¹⁵) up to 2¹⁶ cells, else int32; none for
-    half precision, whose input (3 bytes a pair with a bool y) is smaller."""
-    if _memo_bytes(probs.element_size()) == 0:
+    half precision, whose input (3 bytes a pair with a bool y) is smaller, nor below
+    :data:`_MEMO_MIN_PAIRS` pairs."""
+    if _memo_bytes(probs.numel(), probs.element_size()) == 0:
         return None
     return torch.empty_like(probs, dtype=torch.int16 if size <= 1 << 16 else torch.int32)
 
@@ -319,10 +327,10 @@ def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
     if n <= _SORT_BELOW:
         return n * _SORT_BYTES
     cells = _first_level_cells(n, n // bin_size)
-    chunk = min(_CHUNK, max(_MIN_CHUNK, n // 8))  # at most; half precision's are smaller
+    chunk = min(_CHUNK, max(_MIN_CHUNK, n // 16))
     aside = min(n, 2 * (n // bin_size) * (n // cells))
     sorted_ = aside if aside <= n // _SORT_FRACTION else _SORT_BELOW
-    passes = max(n * _memo_bytes(q_bytes), sorted_ * _SORT_BYTES)
+    passes = max(n * _memo_bytes(n, q_bytes), sorted_ * _SORT_BYTES)
     return 28 * cells + 64 * chunk + 2 * aside * (q_bytes + 1) + passes
 
 
