@@ -2,7 +2,8 @@
 
 Reads model a's and model b's (probability, label[, group]) files with the CLI's reader —
 or two probability columns of one file (``compare preds.csv --probs q_a --probs-b q_b``) —
-checks that both hold the same labels in the same order, and prints both calibration
+checks that both hold the same labels in the same order (and, with ``--groups``, the same
+grouping of the rows when both files have a group column), and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
 difference" (:func:`calib_metrics.functional.compare_calibration`). With ``--label COL``
 (or ``--labels``: a column of a's file naming each pair's label, the tag of a one-vs-rest
@@ -17,9 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from calib_metrics.cli import add_plot_smooth
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 DESCRIPTION = "compare two models' calibration on the same items, with a paired interval"
 
@@ -32,8 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="column of 0/1 labels (default: by name)")
     p.add_argument(
         "--groups", nargs="?", const="", default=None,
-        help="resample whole groups: the column's name (of a's file), or no value to find it "
-        "by name",
+        help="resample whole groups (sentences, documents): the group-id column's name, or "
+        "no value to find it by name; read from both files when both have it (they must "
+        "group the rows alike, or the command stops at the first row where they do not), "
+        "else from the one that has it",
     )  # fmt: skip
     p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws")
     p.add_argument("--confidence", type=float, default=0.95)
@@ -67,32 +73,103 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _read_both(args: argparse.Namespace):
+    """Both models' predictions, checked to be on the same items; a multiclass file's C
+    probabilities per label become [N, C] with class ids. The group ids (``--groups``)
+    are read from both files when both have the column (they must group the rows
+    alike), else from the one that has it; both results carry them."""
     from calib_metrics.predictions import as_multiclass, read_table
 
-    a = read_table(args.a, args.probs, args.target, args.groups)
+    columns = _group_columns(args)
+    a = read_table(args.a, args.probs, args.target, columns[0])
     if args.b is None:
         if not args.probs_b:
             raise ValueError("give model b's file, or --probs-b COLUMN for a second column")
-        b = read_table(args.a, args.probs_b, args.target, args.groups)
+        b = read_table(args.a, args.probs_b, args.target, columns[0])
     else:
-        b = read_table(args.b, args.probs_b or args.probs, args.target, None)
+        b = read_table(args.b, args.probs_b or args.probs, args.target, columns[1])
     if a.target.shape != b.target.shape:
-        raise ValueError(
-            f"{args.b or args.a}: the two models must be scored on the same items in the same "
-            f"order ({a.target.numel()} labels in {args.a}, {b.target.numel()} here)"
+        raise _not_same_items(
+            args, f"{a.target.numel()} labels in {args.a}, {b.target.numel()} here"
         )
-    differ = (a.target != b.target).nonzero()
-    if differ.numel():
-        row = int(differ[0, 0])
-        raise ValueError(
-            f"{args.b or args.a}: the two models must be scored on the same items in the same "
-            f"order (the labels first differ at data row {row + 1}: "
-            f"{a.target[row].item():g} vs {b.target[row].item():g})"
-        )
-    # A multiclass file's C probabilities per label become [N, C] with class ids.
+    row = _first_difference(a.target, b.target)
+    if row is not None:
+        shown = f"{a.target[row].item():g} vs {b.target[row].item():g}"
+        raise _not_same_items(args, f"the labels first differ at data row {row + 1}: {shown}")
+    groups = _same_groups(args, a.groups, b.groups, columns)
     probs_a, target = as_multiclass(a.probs, a.target, args.a)
     probs_b, _ = as_multiclass(b.probs, b.target, args.b or args.a)
-    return a._replace(probs=probs_a, target=target), b._replace(probs=probs_b, target=target)
+    return (
+        a._replace(probs=probs_a, target=target, groups=groups),
+        b._replace(probs=probs_b, target=target, groups=groups),
+    )
+
+
+def _group_columns(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The group column to read from a's file and from b's (None: none). Without
+    ``--groups`` neither; a file without the column is not read for it, unless neither
+    file has it (then a's read names the problem)."""
+    from calib_metrics.predictions import group_column
+
+    if args.groups is None:
+        return None, None
+    if args.b is None:
+        return args.groups, None
+    found = group_column(args.a, args.groups), group_column(args.b, args.groups)
+    if found == (None, None):
+        return args.groups, None
+    return found
+
+
+def _not_same_items(args: argparse.Namespace, detail: str) -> ValueError:
+    """The error for two files that do not hold the same items in the same order."""
+    return ValueError(
+        f"{args.b or args.a}: the two models must be scored on the same items in the same "
+        f"order ({detail})"
+    )
+
+
+def _first_difference(x: Tensor, y: Tensor) -> int | None:
+    """The first index where ``x`` and ``y`` (one value per data row) differ, or None."""
+    differ = (x != y).nonzero()
+    return int(differ[0, 0]) if differ.numel() else None
+
+
+def _same_groups(args: argparse.Namespace, a: Tensor | None, b: Tensor | None, columns):
+    """The group ids of the comparison: a's or b's, or both files' when they group the
+    rows alike (each row's group starts at the same row in both; the names of the ids
+    may differ), else the error naming the first row where they do not."""
+    if a is None or b is None or args.b is None:
+        return b if a is None else a
+    first_a, first_b = _group_start(a), _group_start(b)
+    row = _first_difference(first_a, first_b)
+    if row is None:
+        return a
+    from calib_metrics.predictions import read_labels
+
+    ids = read_labels(args.a, columns[0])[row], read_labels(args.b, columns[1])[row]
+    start, where = min(int(first_a[row]), int(first_b[row])), (args.a, args.b)
+    with_start = where[int(first_b[row]) == start]
+    raise _not_same_items(
+        args,
+        f"the groups first differ at data row {row + 1}: {ids[0]!r} vs {ids[1]!r}; "
+        f"it shares a group with data row {start + 1} in {with_start} only",
+    )
+
+
+def _group_start(groups: Tensor) -> Tensor:
+    """Each row's first row in its group: two files group the rows alike exactly when
+    these agree, whatever the ids are called.
+
+    Example:
+        >>> import torch
+        >>> _group_start(torch.tensor([2, 0, 2, 1, 0]))
+        tensor([0, 1, 0, 3, 1])
+    """
+    import torch
+
+    rows = torch.arange(groups.numel())
+    first = torch.full((int(groups.max()) + 1,), groups.numel(), dtype=torch.long)
+    return first.scatter_reduce(0, groups, rows, "amin")[groups]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
