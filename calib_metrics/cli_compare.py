@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 DESCRIPTION = "compare two models' calibration on the same items, with a paired interval"
+# The bins of compare_calibration's estimator (adaptive, β = ⌈√N⌉).
+BINNING = {"binning": "adaptive", "bin_size": "auto", "n_bins": 15}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -176,7 +178,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from calib_metrics import cli_report
-    from calib_metrics.cli import check_plot_smooth
+    from calib_metrics.cli import check_plot_smooth, estimate_bins, warn_if_few_bins
     from calib_metrics.functional import compare_calibration
     from calib_metrics.predictions import check_output_path
 
@@ -195,6 +197,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         n_samples=args.samples, generator=torch.Generator().manual_seed(args.seed),
         mode=args.mode,
     )  # fmt: skip
+    bins = [estimate_bins(m.probs, m.target, args.mode, r, **BINNING) for m, r in
+            ((a, result.a), (b, result.b))]  # fmt: skip
+    warn_if_few_bins(bins[0] + bins[1], **BINNING)
     summary = {
         "n": a.target.numel(),
         "resampled": "pairs" if a.groups is None else "groups",
