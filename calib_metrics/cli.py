@@ -304,7 +304,16 @@ def evaluate(args: argparse.Namespace) -> dict:
     per_label = cli_report.evaluate_per_label(args, probs, target, groups)
     if per_label is not None:
         summary["per_label"] = cli_report.label_summary(per_label)
-    if args.plot:
+    if args.plot and args.mode == "classwise":
+        from calib_metrics.cli_classwise import class_figure
+
+        name = Path(args.file).name
+        summary["plot_classes"] = class_figure(
+            args, [(probs, target)], [name], groups, cli_report.estimator_options(args),
+            title=f"{name}: classwise, one reliability diagram per class",
+        )  # fmt: skip
+        summary["plot"] = str(args.plot)
+    elif args.plot:
         from calib_metrics.plot import reliability_diagram
 
         fig, _ = reliability_diagram(

@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.html:
         summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label)
     if args.plot:
-        summary["plot"] = _plot(args, result, a, b)
+        summary |= _plot(args, result, a, b)
     _print(summary, args)
     return summary
 
@@ -264,29 +264,47 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"reliability diagrams: {summary['plot']}")
 
 
-def _plot(args: argparse.Namespace, result, a, b) -> str:
+def _plot(args: argparse.Namespace, result, a, b) -> dict[str, Any]:
     """Both models' reliability diagrams side by side (with ``--plot-smooth``, each with
-    its smooth curve and band) written to ``args.plot``; its path."""
+    its smooth curve and band) written to ``args.plot`` — with ``--mode classwise``, one
+    panel per class (:mod:`calib_metrics.cli_classwise`) — for the summary: its path (and
+    the classes drawn)."""
     import matplotlib.pyplot as plt
 
     from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.plot import reliability_diagram
 
-    fig, axes = plt.subplots(1, 2, figsize=(9.4, 4.8))
     names = (str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]")
     interval = "pairs" if a.groups is None else "groups"
+    if args.mode == "classwise":
+        return _class_plot(
+            args, a, b, [f"{k}: {Path(n).name}" for k, n in zip("ab", names)], interval
+        )
+    fig, axes = plt.subplots(1, 2, figsize=(9.4, 4.8))
     for ax, model, one, name, color in zip(
         axes, (a, b), (result.a, result.b), names, ("C0", "C1"), strict=True
     ):
         reliability_diagram(
             one, ax, title=f"{Path(name).name}", color=color, confidence=args.confidence,
             interval=interval, debias=True,
-            smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups),
+            smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups, args.mode),
         )  # fmt: skip
     fig.tight_layout()
     fig.savefig(args.plot, dpi=120)
     plt.close(fig)
-    return str(args.plot)
+    return {"plot": str(args.plot)}
+
+
+def _class_plot(args: argparse.Namespace, a, b, names: list[str], interval: str) -> dict:
+    """``--mode classwise``: one panel per class, both models overlaid."""
+    from calib_metrics.cli_classwise import class_figure
+
+    estimator = {"n_samples": args.samples, "confidence": args.confidence, "debias": True,
+                 "interval": interval, **BINNING}  # fmt: skip
+    models = [(a.probs, a.target), (b.probs, b.target)]
+    title = "classwise: one reliability diagram per class, a and b on the same items"
+    classes = class_figure(args, models, names, a.groups, estimator, title, tags=("a", "b"))
+    return {"plot": str(args.plot), "plot_classes": classes}
 
 
 def _label_row(result, i: int) -> dict[str, Any]:

@@ -94,17 +94,23 @@ def evaluate_per_label(args: argparse.Namespace, probs: Tensor, target: Tensor, 
     if per_label is None:
         return None
     generator = torch.Generator().manual_seed(args.seed)
-    options = {
-        "bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins,
-        "n_samples": args.samples, "confidence": args.confidence, "method": args.method,
-        "norm": args.norm, "debias": args.debias, "interval": args.interval,
-    }  # fmt: skip
+    options = estimator_options(args)
     with warnings.catch_warnings():  # few pairs per label: few bins is expected here
         warnings.simplefilter("ignore", UserWarning)
         return {
             k: calibration_error_ci(q, y, groups=g, generator=generator, **options)
             for k, (q, y, g) in per_label.items()
         }
+
+
+def estimator_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``evaluate``'s estimator as :func:`~calib_metrics.functional.calibration_error_ci`'s
+    options (all but ``groups``, ``generator`` and ``mode``)."""
+    return {
+        "bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins,
+        "n_samples": args.samples, "confidence": args.confidence, "method": args.method,
+        "norm": args.norm, "debias": args.debias, "interval": args.interval,
+    }  # fmt: skip
 
 
 def compare_per_label(args: argparse.Namespace, a, b):
