@@ -95,7 +95,10 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--smooth", action="store_true", help="also print the smooth ECE (binning-free)")
     p.add_argument("--spiegelhalter", action="store_true", help="also print Spiegelhalter's z test")
     p.add_argument(
-        "--plot", type=Path, help="write a reliability diagram PNG here (its folder must exist)"
+        "--plot",
+        type=Path,
+        help="write a reliability diagram PNG here (its folder must exist); with --mode "
+        "classwise, one diagram per class (at most 12: the most frequent labels)",
     )
     add_plot_smooth(p)
     p.add_argument(
@@ -304,35 +307,39 @@ def evaluate(args: argparse.Namespace) -> dict:
     per_label = cli_report.evaluate_per_label(args, probs, target, groups)
     if per_label is not None:
         summary["per_label"] = cli_report.label_summary(per_label)
-    if args.plot and args.mode == "classwise":
-        from calib_metrics.cli_classwise import class_figure
+    panels = None
+    if args.mode == "classwise" and (args.plot or args.html):
+        from calib_metrics.cli_classwise import class_panels
 
         name = Path(args.file).name
-        summary["plot_classes"] = class_figure(
+        panels, summary["plot_classes"] = class_panels(
             args, [(probs, target)], [name], groups, cli_report.estimator_options(args),
             title=f"{name}: classwise, one reliability diagram per class",
         )  # fmt: skip
-        summary["plot"] = str(args.plot)
-    elif args.plot:
-        from calib_metrics.plot import reliability_diagram
-
-        fig, _ = reliability_diagram(
-            result,
-            title=Path(args.file).name,
-            confidence=args.confidence,
-            interval=args.interval,
-            debias=args.debias,
-            smooth=smooth_curve_for_plot(args, probs, target, groups, args.mode),
-        )
-        fig.savefig(args.plot, dpi=120)
+    if args.plot:
+        _plot(args, result, panels, (probs, target, groups))
         summary["plot"] = str(args.plot)
     if args.html:
-        summary["html"] = cli_report.write_evaluate(args, summary, result, brier, per_label)
+        summary["html"] = cli_report.write_evaluate(args, summary, result, brier, per_label, panels)
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
     else:
         _print_text(args, summary, result, brier)
     return summary
+
+
+def _plot(args: argparse.Namespace, result, panels, pairs: tuple) -> None:
+    """Write ``--plot``: the per-class ``panels`` (classwise), else the reliability diagram
+    of ``result`` (with the smooth curve of ``pairs``, (probs, target, groups), when asked)."""
+    if panels is None:
+        from calib_metrics.plot import reliability_diagram
+
+        panels, _ = reliability_diagram(
+            result, title=Path(args.file).name, confidence=args.confidence,
+            interval=args.interval, debias=args.debias,
+            smooth=smooth_curve_for_plot(args, *pairs, args.mode),
+        )  # fmt: skip
+    panels.savefig(args.plot, dpi=120)
 
 
 def _brier_pairs(probs, target, mode: str):

@@ -41,7 +41,7 @@ def drawn_classes(target: Tensor, n_classes: int, limit: int = MAX_CLASS_PANELS)
     return sorted(sorted(range(n_classes), key=lambda c: (-counts[c], c))[:limit])
 
 
-def class_figure(
+def class_panels(
     args: argparse.Namespace,
     models: Sequence[tuple[Tensor, Tensor]],
     names: Sequence[str],
@@ -49,10 +49,10 @@ def class_figure(
     estimator: dict[str, Any],
     title: str,
     tags: Sequence[str] | None = None,
-) -> list[int]:
-    """Write the per-class reliability diagrams of ``models`` ((probs [N, C], class ids)
-    each, the same items) to ``args.plot``; the classes drawn. ``names`` name the models
-    in the legend, ``tags`` (short) in the panels' titles.
+) -> tuple[Any, list[int]]:
+    """The figure of per-class reliability diagrams of ``models`` ((probs [N, C], class
+    ids) each, the same items), for ``--plot`` and the ``--html`` page, and the classes
+    drawn. ``names`` name the models in the legend, ``tags`` (short) in the panels' titles.
 
     ``estimator``: :func:`~calib_metrics.functional.calibration_error_ci`'s options
     (without ``groups`` and ``generator``: each model draws from a generator seeded with
@@ -85,5 +85,4 @@ def class_figure(
         confidence=estimator["confidence"], interval=estimator["interval"],
         debias=estimator["debias"], title=title, note=note,
     )  # fmt: skip
-    fig.savefig(args.plot, dpi=120)
-    return classes
+    return fig, classes

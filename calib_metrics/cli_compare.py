@@ -59,7 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plot", type=Path,
         help="write both models' reliability diagrams, side by side, to this PNG (its folder "
-        "must exist)",
+        "must exist); with --mode classwise, one diagram per class with both models in each "
+        "(at most 12: the most frequent labels)",
     )  # fmt: skip
     add_plot_smooth(p)
     p.add_argument(
@@ -229,10 +230,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "correction": labelled.correction,
             "alpha": labelled.alpha,
         }
+    panels = None
+    if args.mode == "classwise" and (args.plot or args.html):
+        panels, summary["plot_classes"] = _class_panels(args, a, b)
     if args.html:
-        summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label)
+        summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label, panels)
     if args.plot:
-        summary |= _plot(args, result, a, b)
+        summary["plot"] = _plot(args, result, a, b, panels)
     _print(summary, args)
     return summary
 
@@ -247,7 +251,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     mode = "" if summary["mode"] == "one_vs_rest" else f", {summary['mode']}"
     print(f"N = {summary['n']} items, debiased CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws)")  # fmt: skip
-    for name, path in (("a", args.a), ("b", args.b or f"{args.a} [{args.probs_b}]")):
+    for name, path in zip("ab", model_names(args), strict=True):
         r = summary[name]
         print(
             f"  {name}: {path}: {r['calib_err']:.4f} [{level}: {r['lower']:.4f}, {r['upper']:.4f}]"
@@ -264,25 +268,27 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"reliability diagrams: {summary['plot']}")
 
 
-def _plot(args: argparse.Namespace, result, a, b) -> dict[str, Any]:
-    """Both models' reliability diagrams side by side (with ``--plot-smooth``, each with
-    its smooth curve and band) written to ``args.plot`` — with ``--mode classwise``, one
-    panel per class (:mod:`calib_metrics.cli_classwise`) — for the summary: its path (and
-    the classes drawn)."""
+def model_names(args: argparse.Namespace) -> tuple[str, str]:
+    """The two models' names: their files, or the file and b's column."""
+    return str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]"
+
+
+def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
+    """Write ``--plot``: the per-class ``panels`` (``--mode classwise``), else both models'
+    reliability diagrams side by side (with ``--plot-smooth``, each with its smooth curve
+    and band); its path."""
     import matplotlib.pyplot as plt
 
     from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.plot import reliability_diagram
 
-    names = (str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]")
+    if panels is not None:
+        panels.savefig(args.plot, dpi=120)
+        return str(args.plot)
     interval = "pairs" if a.groups is None else "groups"
-    if args.mode == "classwise":
-        return _class_plot(
-            args, a, b, [f"{k}: {Path(n).name}" for k, n in zip("ab", names)], interval
-        )
     fig, axes = plt.subplots(1, 2, figsize=(9.4, 4.8))
     for ax, model, one, name, color in zip(
-        axes, (a, b), (result.a, result.b), names, ("C0", "C1"), strict=True
+        axes, (a, b), (result.a, result.b), model_names(args), ("C0", "C1"), strict=True
     ):
         reliability_diagram(
             one, ax, title=f"{Path(name).name}", color=color, confidence=args.confidence,
@@ -292,19 +298,21 @@ def _plot(args: argparse.Namespace, result, a, b) -> dict[str, Any]:
     fig.tight_layout()
     fig.savefig(args.plot, dpi=120)
     plt.close(fig)
-    return {"plot": str(args.plot)}
+    return str(args.plot)
 
 
-def _class_plot(args: argparse.Namespace, a, b, names: list[str], interval: str) -> dict:
-    """``--mode classwise``: one panel per class, both models overlaid."""
-    from calib_metrics.cli_classwise import class_figure
+def _class_panels(args: argparse.Namespace, a, b):
+    """``--mode classwise``: one reliability diagram per class, a and b overlaid
+    (:mod:`calib_metrics.cli_classwise`); the figure and the classes drawn."""
+    from calib_metrics.cli_classwise import class_panels
 
+    interval = "pairs" if a.groups is None else "groups"
     estimator = {"n_samples": args.samples, "confidence": args.confidence, "debias": True,
                  "interval": interval, **BINNING}  # fmt: skip
     models = [(a.probs, a.target), (b.probs, b.target)]
+    names = [f"{key}: {Path(name).name}" for key, name in zip("ab", model_names(args), strict=True)]
     title = "classwise: one reliability diagram per class, a and b on the same items"
-    classes = class_figure(args, models, names, a.groups, estimator, title, tags=("a", "b"))
-    return {"plot": str(args.plot), "plot_classes": classes}
+    return class_panels(args, models, names, a.groups, estimator, title, tags=("a", "b"))
 
 
 def _label_row(result, i: int) -> dict[str, Any]:

@@ -209,8 +209,9 @@ def label_lines(per_label: dict[str, dict[str, float]]) -> list[str]:
     ]
 
 
-def write_evaluate(args, summary: dict, result, brier, per_label) -> str:
-    """Write ``evaluate``'s page to ``args.html``; its path."""
+def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -> str:
+    """Write ``evaluate``'s page to ``args.html`` (with the per-class ``panels`` of
+    ``--mode classwise`` as its diagram); its path."""
     from calib_metrics.report import Measures, evaluate_page
 
     measures = Measures(
@@ -227,16 +228,19 @@ def write_evaluate(args, summary: dict, result, brier, per_label) -> str:
         per_label=per_label,
         settings=_settings_of(args),
         command=_command_line(),
+        class_panels=panels,
     )
     Path(args.html).write_text(page, encoding="utf-8")
     return str(args.html)
 
 
-def write_compare(args, summary: dict, comparison, a, b, per_label) -> str:
-    """Write ``compare``'s page to ``args.html``; its path."""
+def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None) -> str:
+    """Write ``compare``'s page to ``args.html`` (with the per-class ``panels`` of
+    ``--mode classwise`` as its diagrams); its path."""
+    from calib_metrics.cli_compare import model_names
     from calib_metrics.report import compare_page
 
-    names = (str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]")
+    names = model_names(args)
     page = compare_page(
         summary,
         comparison,
@@ -245,6 +249,7 @@ def write_compare(args, summary: dict, comparison, a, b, per_label) -> str:
         per_label=per_label,
         settings=_settings_of(args),
         command=_command_line(),
+        class_panels=panels,
     )
     Path(args.html).write_text(page, encoding="utf-8")
     return str(args.html)

@@ -149,3 +149,24 @@ def test_compare_top_label_smooth_curve_is_the_top_label_one(tmp_path, capsys, m
         generator=torch.Generator().manual_seed(0),
     )  # fmt: skip
     assert torch.allclose(smooth[0].curve, want.curve, equal_nan=True)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_html_report_shows_the_class_panels(tmp_path, capsys, drawn, command) -> None:
+    a, b, *_ = _models(tmp_path, 3, 900)
+    page = tmp_path / "report.html"
+    models = [a] if command == "evaluate" else [a, b]
+    summary = _run(capsys, command, *models, "--mode", "classwise", "--html", page)
+    assert summary["plot_classes"] == [0, 1, 2] and "plot" not in summary
+    ((_, axes),) = drawn
+    assert len(axes) == 3
+    html = page.read_text()
+    figure = html[
+        html.index('<section id="diagrams">') : html.index(
+            "</section>", html.index('<section id="diagrams">')
+        )
+    ]
+    assert figure.count("<svg") == 1 and "their bins are never pooled" in figure
+    for c in range(3):
+        assert f">class {c} · " in figure
+    assert figure.count(">a: CalibErr ") == (3 if command == "compare" else 0)
