@@ -11,10 +11,12 @@ never loads the paper's readers and experiments.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 EXIT_USAGE = 2
@@ -93,7 +95,10 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--smooth", action="store_true", help="also print the smooth ECE (binning-free)")
     p.add_argument("--spiegelhalter", action="store_true", help="also print Spiegelhalter's z test")
     p.add_argument(
-        "--plot", type=Path, help="write a reliability diagram PNG here (its folder must exist)"
+        "--plot",
+        type=Path,
+        help="write a reliability diagram PNG here (its folder must exist); with --mode "
+        "classwise, one diagram per class (at most 12: the most frequent labels)",
     )
     add_plot_smooth(p)
     p.add_argument(
@@ -295,31 +300,46 @@ def evaluate(args: argparse.Namespace) -> dict:
     if args.html:  # the page shows every measure the command has
         args.smooth = args.spiegelhalter = True
     probs, target, groups, result, brier = _compute(args)
+    options = {"binning": args.binning, "bin_size": args.bin_size, "n_bins": args.n_bins}
+    warn_if_few_bins(estimate_bins(probs, target, args.mode, result, **options), **options)
     summary = _summary(args, probs, groups, result, brier)
     summary |= _extra_measures(probs, target, args, groups)
     per_label = cli_report.evaluate_per_label(args, probs, target, groups)
     if per_label is not None:
         summary["per_label"] = cli_report.label_summary(per_label)
-    if args.plot:
-        from calib_metrics.plot import reliability_diagram
+    panels = None
+    if args.mode == "classwise" and (args.plot or args.html):
+        from calib_metrics.cli_classwise import class_panels
 
-        fig, _ = reliability_diagram(
-            result,
-            title=Path(args.file).name,
-            confidence=args.confidence,
-            interval=args.interval,
-            debias=args.debias,
-            smooth=smooth_curve_for_plot(args, probs, target, groups, args.mode),
-        )
-        fig.savefig(args.plot, dpi=120)
+        name = Path(args.file).name
+        panels, summary["plot_classes"] = class_panels(
+            args, [(probs, target)], [name], groups, cli_report.estimator_options(args),
+            title=f"{name}: classwise, one reliability diagram per class",
+        )  # fmt: skip
+    if args.plot:
+        _plot(args, result, panels, (probs, target, groups))
         summary["plot"] = str(args.plot)
     if args.html:
-        summary["html"] = cli_report.write_evaluate(args, summary, result, brier, per_label)
+        summary["html"] = cli_report.write_evaluate(args, summary, result, brier, per_label, panels)
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
     else:
         _print_text(args, summary, result, brier)
     return summary
+
+
+def _plot(args: argparse.Namespace, result, panels, pairs: tuple) -> None:
+    """Write ``--plot``: the per-class ``panels`` (classwise), else the reliability diagram
+    of ``result`` (with the smooth curve of ``pairs``, (probs, target, groups), when asked)."""
+    if panels is None:
+        from calib_metrics.plot import reliability_diagram
+
+        panels, _ = reliability_diagram(
+            result, title=Path(args.file).name, confidence=args.confidence,
+            interval=args.interval, debias=args.debias,
+            smooth=smooth_curve_for_plot(args, *pairs, args.mode),
+        )  # fmt: skip
+    panels.savefig(args.plot, dpi=120)
 
 
 def _brier_pairs(probs, target, mode: str):
@@ -474,15 +494,75 @@ def _run_paper_command(args: argparse.Namespace) -> None:
     _experiment(args.experiment).run(args)
 
 
-def _one_line(err: BaseException) -> str:
+def _one_line(err: BaseException | Warning | str) -> str:
     text = " ".join(str(err).split())
     return text if len(text) <= 500 else text[:497] + "..."
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[list[str]]:
+    """Collect, as one line each (each text once), every warning shown while the command
+    runs, instead of Python's ``file:line`` form; the library's UserWarnings (too few
+    bins, too few resampling units) are always collected."""
+    lines: list[str] = []
+
+    def collect(message, category, filename, lineno, file=None, line=None) -> None:
+        text = f"calib-metrics: warning: {_one_line(message)}"
+        if text not in lines:
+            lines.append(text)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", UserWarning)
+        warnings.showwarning = collect
+        yield lines
+
+
+def warn_if_few_bins(bins: list, *, binning: str, bin_size: int | str, n_bins: int) -> None:
+    """A UserWarning (one ``warning:`` line of the command) when the bins are too few to
+    show miscalibration (:func:`calib_metrics.few_bins.few_bins_message`).
+
+    Example:
+        >>> import torch, warnings
+        >>> from calib_metrics.functional import Bins
+        >>> bins = Bins(torch.rand(3), torch.rand(3), torch.tensor([4.0, 4.0, 4.0]))
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn_if_few_bins([bins], binning="adaptive", bin_size="auto", n_bins=15)
+        >>> str(caught[0].message)[:25]
+        'only 3 bins from 12 pairs'
+    """
+    from calib_metrics.few_bins import few_bins_message
+
+    message = few_bins_message(bins, binning=binning, bin_size=bin_size, n_bins=n_bins)
+    if message is not None:
+        warnings.warn(message, UserWarning, stacklevel=2)
+
+
+def estimate_bins(probs, target, mode: str, result, **binning) -> list:
+    """The bins behind an error: ``result``'s, or under ``mode="classwise"`` (whose
+    result pools the classes' bins) each class's, made with ``binning``'s options."""
+    if mode != "classwise":
+        return [result.bins]
+    from calib_metrics.functional.calibration import compute_bins
+    from calib_metrics.functional.multiclass import pair_sets
+
+    return [compute_bins(s.probs, s.target, **binning) for s in pair_sets(probs, target, mode)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(paper=_wants_paper(argv))
     args = parser.parse_args(argv)
+    with _warnings_as_lines() as lines:
+        code = _run(args)
+    if code == 0:  # after the results; a failed command's one line is its error
+        for line in lines:
+            print(line, file=sys.stderr)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command: its exit code, and any problem as one line on stderr."""
     try:
         if args.command == "evaluate":
             evaluate(args)

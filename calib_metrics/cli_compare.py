@@ -2,7 +2,8 @@
 
 Reads model a's and model b's (probability, label[, group]) files with the CLI's reader —
 or two probability columns of one file (``compare preds.csv --probs q_a --probs-b q_b``) —
-checks that both hold the same labels in the same order, and prints both calibration
+checks that both hold the same labels in the same order (and, with ``--groups``, the same
+grouping of the rows when both files have a group column), and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
 difference" (:func:`calib_metrics.functional.compare_calibration`). With ``--label COL``
 (or ``--labels``: a column of a's file naming each pair's label, the tag of a one-vs-rest
@@ -17,11 +18,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from calib_metrics.cli import add_plot_smooth
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
 DESCRIPTION = "compare two models' calibration on the same items, with a paired interval"
+# The bins of compare_calibration's estimator (adaptive, β = ⌈√N⌉).
+BINNING = {"binning": "adaptive", "bin_size": "auto", "n_bins": 15}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,8 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="column of 0/1 labels (default: by name)")
     p.add_argument(
         "--groups", nargs="?", const="", default=None,
-        help="resample whole groups: the column's name (of a's file), or no value to find it "
-        "by name",
+        help="resample whole groups (sentences, documents): the group-id column's name, or "
+        "no value to find it by name; read from both files when both have it (they must "
+        "group the rows alike, or the command stops at the first row where they do not), "
+        "else from the one that has it",
     )  # fmt: skip
     p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws")
     p.add_argument("--confidence", type=float, default=0.95)
@@ -51,7 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plot", type=Path,
         help="write both models' reliability diagrams, side by side, to this PNG (its folder "
-        "must exist)",
+        "must exist); with --mode classwise, one diagram per class with both models in each "
+        "(at most 12: the most frequent labels)",
     )  # fmt: skip
     add_plot_smooth(p)
     p.add_argument(
@@ -67,39 +76,110 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _read_both(args: argparse.Namespace):
+    """Both models' predictions, checked to be on the same items; a multiclass file's C
+    probabilities per label become [N, C] with class ids. The group ids (``--groups``)
+    are read from both files when both have the column (they must group the rows
+    alike), else from the one that has it; both results carry them."""
     from calib_metrics.predictions import as_multiclass, read_table
 
-    a = read_table(args.a, args.probs, args.target, args.groups)
+    columns = _group_columns(args)
+    a = read_table(args.a, args.probs, args.target, columns[0])
     if args.b is None:
         if not args.probs_b:
             raise ValueError("give model b's file, or --probs-b COLUMN for a second column")
-        b = read_table(args.a, args.probs_b, args.target, args.groups)
+        b = read_table(args.a, args.probs_b, args.target, columns[0])
     else:
-        b = read_table(args.b, args.probs_b or args.probs, args.target, None)
+        b = read_table(args.b, args.probs_b or args.probs, args.target, columns[1])
     if a.target.shape != b.target.shape:
-        raise ValueError(
-            f"{args.b or args.a}: the two models must be scored on the same items in the same "
-            f"order ({a.target.numel()} labels in {args.a}, {b.target.numel()} here)"
+        raise _not_same_items(
+            args, f"{a.target.numel()} labels in {args.a}, {b.target.numel()} here"
         )
-    differ = (a.target != b.target).nonzero()
-    if differ.numel():
-        row = int(differ[0, 0])
-        raise ValueError(
-            f"{args.b or args.a}: the two models must be scored on the same items in the same "
-            f"order (the labels first differ at data row {row + 1}: "
-            f"{a.target[row].item():g} vs {b.target[row].item():g})"
-        )
-    # A multiclass file's C probabilities per label become [N, C] with class ids.
+    row = _first_difference(a.target, b.target)
+    if row is not None:
+        shown = f"{a.target[row].item():g} vs {b.target[row].item():g}"
+        raise _not_same_items(args, f"the labels first differ at data row {row + 1}: {shown}")
+    groups = _same_groups(args, a.groups, b.groups, columns)
     probs_a, target = as_multiclass(a.probs, a.target, args.a)
     probs_b, _ = as_multiclass(b.probs, b.target, args.b or args.a)
-    return a._replace(probs=probs_a, target=target), b._replace(probs=probs_b, target=target)
+    return (
+        a._replace(probs=probs_a, target=target, groups=groups),
+        b._replace(probs=probs_b, target=target, groups=groups),
+    )
+
+
+def _group_columns(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The group column to read from a's file and from b's (None: none). Without
+    ``--groups`` neither; a file without the column is not read for it, unless neither
+    file has it (then a's read names the problem)."""
+    from calib_metrics.predictions import group_column
+
+    if args.groups is None:
+        return None, None
+    if args.b is None:
+        return args.groups, None
+    found = group_column(args.a, args.groups), group_column(args.b, args.groups)
+    if found == (None, None):
+        return args.groups, None
+    return found
+
+
+def _not_same_items(args: argparse.Namespace, detail: str) -> ValueError:
+    """The error for two files that do not hold the same items in the same order."""
+    return ValueError(
+        f"{args.b or args.a}: the two models must be scored on the same items in the same "
+        f"order ({detail})"
+    )
+
+
+def _first_difference(x: Tensor, y: Tensor) -> int | None:
+    """The first index where ``x`` and ``y`` (one value per data row) differ, or None."""
+    differ = (x != y).nonzero()
+    return int(differ[0, 0]) if differ.numel() else None
+
+
+def _same_groups(args: argparse.Namespace, a: Tensor | None, b: Tensor | None, columns):
+    """The group ids of the comparison: a's or b's, or both files' when they group the
+    rows alike (each row's group starts at the same row in both; the names of the ids
+    may differ), else the error naming the first row where they do not."""
+    if a is None or b is None or args.b is None:
+        return b if a is None else a
+    first_a, first_b = _group_start(a), _group_start(b)
+    row = _first_difference(first_a, first_b)
+    if row is None:
+        return a
+    from calib_metrics.predictions import read_labels
+
+    ids = read_labels(args.a, columns[0])[row], read_labels(args.b, columns[1])[row]
+    start, where = min(int(first_a[row]), int(first_b[row])), (args.a, args.b)
+    with_start = where[int(first_b[row]) == start]
+    raise _not_same_items(
+        args,
+        f"the groups first differ at data row {row + 1}: {ids[0]!r} vs {ids[1]!r}; "
+        f"it shares a group with data row {start + 1} in {with_start} only",
+    )
+
+
+def _group_start(groups: Tensor) -> Tensor:
+    """Each row's first row in its group: two files group the rows alike exactly when
+    these agree, whatever the ids are called.
+
+    Example:
+        >>> import torch
+        >>> _group_start(torch.tensor([2, 0, 2, 1, 0]))
+        tensor([0, 1, 0, 3, 1])
+    """
+    import torch
+
+    rows = torch.arange(groups.numel())
+    first = torch.full((int(groups.max()) + 1,), groups.numel(), dtype=torch.long)
+    return first.scatter_reduce(0, groups, rows, "amin")[groups]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from calib_metrics import cli_report
-    from calib_metrics.cli import check_plot_smooth
+    from calib_metrics.cli import check_plot_smooth, estimate_bins, warn_if_few_bins
     from calib_metrics.functional import compare_calibration
     from calib_metrics.predictions import check_output_path
 
@@ -118,6 +198,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         n_samples=args.samples, generator=torch.Generator().manual_seed(args.seed),
         mode=args.mode,
     )  # fmt: skip
+    bins = [estimate_bins(m.probs, m.target, args.mode, r, **BINNING) for m, r in
+            ((a, result.a), (b, result.b))]  # fmt: skip
+    warn_if_few_bins(bins[0] + bins[1], **BINNING)
     summary = {
         "n": a.target.numel(),
         "resampled": "pairs" if a.groups is None else "groups",
@@ -147,10 +230,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "correction": labelled.correction,
             "alpha": labelled.alpha,
         }
+    panels = None
+    if args.mode == "classwise" and (args.plot or args.html):
+        panels, summary["plot_classes"] = _class_panels(args, a, b)
     if args.html:
-        summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label)
+        summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label, panels)
     if args.plot:
-        summary["plot"] = _plot(args, result, a, b)
+        summary["plot"] = _plot(args, result, a, b, panels)
     _print(summary, args)
     return summary
 
@@ -165,7 +251,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     mode = "" if summary["mode"] == "one_vs_rest" else f", {summary['mode']}"
     print(f"N = {summary['n']} items, debiased CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws)")  # fmt: skip
-    for name, path in (("a", args.a), ("b", args.b or f"{args.a} [{args.probs_b}]")):
+    for name, path in zip("ab", model_names(args), strict=True):
         r = summary[name]
         print(
             f"  {name}: {path}: {r['calib_err']:.4f} [{level}: {r['lower']:.4f}, {r['upper']:.4f}]"
@@ -182,29 +268,51 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"reliability diagrams: {summary['plot']}")
 
 
-def _plot(args: argparse.Namespace, result, a, b) -> str:
-    """Both models' reliability diagrams side by side (with ``--plot-smooth``, each with
-    its smooth curve and band) written to ``args.plot``; its path."""
+def model_names(args: argparse.Namespace) -> tuple[str, str]:
+    """The two models' names: their files, or the file and b's column."""
+    return str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]"
+
+
+def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
+    """Write ``--plot``: the per-class ``panels`` (``--mode classwise``), else both models'
+    reliability diagrams side by side (with ``--plot-smooth``, each with its smooth curve
+    and band); its path."""
     import matplotlib.pyplot as plt
 
     from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.plot import reliability_diagram
 
-    fig, axes = plt.subplots(1, 2, figsize=(9.4, 4.8))
-    names = (str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]")
+    if panels is not None:
+        panels.savefig(args.plot, dpi=120)
+        return str(args.plot)
     interval = "pairs" if a.groups is None else "groups"
+    fig, axes = plt.subplots(1, 2, figsize=(9.4, 4.8))
     for ax, model, one, name, color in zip(
-        axes, (a, b), (result.a, result.b), names, ("C0", "C1"), strict=True
+        axes, (a, b), (result.a, result.b), model_names(args), ("C0", "C1"), strict=True
     ):
         reliability_diagram(
             one, ax, title=f"{Path(name).name}", color=color, confidence=args.confidence,
             interval=interval, debias=True,
-            smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups),
+            smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups, args.mode),
         )  # fmt: skip
     fig.tight_layout()
     fig.savefig(args.plot, dpi=120)
     plt.close(fig)
     return str(args.plot)
+
+
+def _class_panels(args: argparse.Namespace, a, b):
+    """``--mode classwise``: one reliability diagram per class, a and b overlaid
+    (:mod:`calib_metrics.cli_classwise`); the figure and the classes drawn."""
+    from calib_metrics.cli_classwise import class_panels
+
+    interval = "pairs" if a.groups is None else "groups"
+    estimator = {"n_samples": args.samples, "confidence": args.confidence, "debias": True,
+                 "interval": interval, **BINNING}  # fmt: skip
+    models = [(a.probs, a.target), (b.probs, b.target)]
+    names = [f"{key}: {Path(name).name}" for key, name in zip("ab", model_names(args), strict=True)]
+    title = "classwise: one reliability diagram per class, a and b on the same items"
+    return class_panels(args, models, names, a.groups, estimator, title, tags=("a", "b"))
 
 
 def _label_row(result, i: int) -> dict[str, Any]:

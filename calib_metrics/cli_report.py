@@ -94,17 +94,23 @@ def evaluate_per_label(args: argparse.Namespace, probs: Tensor, target: Tensor, 
     if per_label is None:
         return None
     generator = torch.Generator().manual_seed(args.seed)
-    options = {
-        "bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins,
-        "n_samples": args.samples, "confidence": args.confidence, "method": args.method,
-        "norm": args.norm, "debias": args.debias, "interval": args.interval,
-    }  # fmt: skip
+    options = estimator_options(args)
     with warnings.catch_warnings():  # few pairs per label: few bins is expected here
         warnings.simplefilter("ignore", UserWarning)
         return {
             k: calibration_error_ci(q, y, groups=g, generator=generator, **options)
             for k, (q, y, g) in per_label.items()
         }
+
+
+def estimator_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``evaluate``'s estimator as :func:`~calib_metrics.functional.calibration_error_ci`'s
+    options (all but ``groups``, ``generator`` and ``mode``)."""
+    return {
+        "bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins,
+        "n_samples": args.samples, "confidence": args.confidence, "method": args.method,
+        "norm": args.norm, "debias": args.debias, "interval": args.interval,
+    }  # fmt: skip
 
 
 def compare_per_label(args: argparse.Namespace, a, b):
@@ -203,8 +209,9 @@ def label_lines(per_label: dict[str, dict[str, float]]) -> list[str]:
     ]
 
 
-def write_evaluate(args, summary: dict, result, brier, per_label) -> str:
-    """Write ``evaluate``'s page to ``args.html``; its path."""
+def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -> str:
+    """Write ``evaluate``'s page to ``args.html`` (with the per-class ``panels`` of
+    ``--mode classwise`` as its diagram); its path."""
     from calib_metrics.report import Measures, evaluate_page
 
     measures = Measures(
@@ -221,16 +228,19 @@ def write_evaluate(args, summary: dict, result, brier, per_label) -> str:
         per_label=per_label,
         settings=_settings_of(args),
         command=_command_line(),
+        class_panels=panels,
     )
     Path(args.html).write_text(page, encoding="utf-8")
     return str(args.html)
 
 
-def write_compare(args, summary: dict, comparison, a, b, per_label) -> str:
-    """Write ``compare``'s page to ``args.html``; its path."""
+def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None) -> str:
+    """Write ``compare``'s page to ``args.html`` (with the per-class ``panels`` of
+    ``--mode classwise`` as its diagrams); its path."""
+    from calib_metrics.cli_compare import model_names
     from calib_metrics.report import compare_page
 
-    names = (str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]")
+    names = model_names(args)
     page = compare_page(
         summary,
         comparison,
@@ -239,6 +249,7 @@ def write_compare(args, summary: dict, comparison, a, b, per_label) -> str:
         per_label=per_label,
         settings=_settings_of(args),
         command=_command_line(),
+        class_panels=panels,
     )
     Path(args.html).write_text(page, encoding="utf-8")
     return str(args.html)

@@ -13,6 +13,7 @@ from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
+from calib_metrics.few_bins import few_bins_message
 from calib_metrics.functional import sketch
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import (
@@ -190,8 +191,6 @@ def _check_mode(mode: Any, num_classes: int | None, average: str | None) -> None
 # Per class, the sketch's (count, Σr, Σr², Σy) per cell; see functional/sketch.py.
 _SKETCH_STATES = ("cell_count", "cell_sum_r", "cell_sum_r2", "cell_sum_y")
 
-# Fewer bins than this cannot show miscalibration (one bin scores about 0 for any model).
-MIN_BINS = 10
 # Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
 _MAX_BIN_SIZE = MAX_BIN_SIZE
 _MAX_N_BINS = MAX_UNIFORM_BINS
@@ -856,25 +855,15 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _warn_few_bins(self, bins: list[Bins]) -> None:
         """One UserWarning per metric object when the data make fewer than MIN_BINS bins."""
-        fewest = min(bins, key=lambda b: b.count.numel())
-        n_bins = fewest.count.numel()
-        if self._few_bins_warned or n_bins >= MIN_BINS:
+        if self._few_bins_warned:
+            return
+        message = few_bins_message(
+            bins, binning=self.binning, bin_size=self.bin_size, n_bins=self.n_bins
+        )
+        if message is None:
             return
         self._few_bins_warned = True
-        n_pairs = int(fewest.count.sum().item())
-        if self.binning == "uniform":
-            fix = f"raise n_bins (now {self.n_bins}) or use binning='adaptive'"
-        elif self.bin_size == "auto":
-            fix = "measure more pairs (bin_size='auto' makes about sqrt(N) bins)"
-        else:
-            fix = f"use bin_size='auto' or a bin_size of at most {max(1, n_pairs // MIN_BINS)}"
-        warnings.warn(
-            f"CalibrationError: only {n_bins} bin{'s' * (n_bins != 1)} from {n_pairs} pairs "
-            f"(bin_size={self.bin_size!r}); with fewer than {MIN_BINS} bins the error "
-            f"cannot show miscalibration (one bin scores about 0 for any model): {fix}",
-            UserWarning,
-            stacklevel=3,
-        )
+        warnings.warn(f"CalibrationError: {message}", UserWarning, stacklevel=3)
 
     def _average(self, errors: list[Tensor], bins: list[Bins]) -> Tensor:
         """One error (micro), per class (none) or their mean (macro, classwise) / weighted."""

@@ -39,6 +39,12 @@ GROUP_NAMES = (
 FORMATS = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".npy", ".npz", ".pt", ".pth")
 
 
+def _usual_name(names: list[str], usual: tuple[str, ...]) -> str | None:
+    """The first of the ``usual`` names (any case) among ``names``, as spelled there."""
+    lowered = {n.lower(): n for n in names}
+    return next((lowered[n] for n in usual if n in lowered), None)
+
+
 def _pick(
     names: list[str], wanted: str | None, defaults: tuple[str, ...], what: str, path: Path
 ) -> str:
@@ -46,10 +52,9 @@ def _pick(
         if wanted not in names:
             raise ValueError(f"{path}: no column {wanted!r} (columns: {', '.join(names)})")
         return wanted
-    lowered = {n.lower(): n for n in names}
-    for name in defaults:
-        if name in lowered:
-            return lowered[name]
+    found = _usual_name(names, defaults)
+    if found is not None:
+        return found
     option = {"probabilities": "probs", "labels": "target", "group ids": "groups"}[what]
     raise ValueError(
         f"{path}: cannot tell which column holds the {what} (columns: {', '.join(names)}); "
@@ -396,6 +401,27 @@ def read_labels(path: str | Path, column: str) -> list[str]:
     if column not in table:
         raise ValueError(f"{path}: no column {column!r} (columns: {', '.join(table)})")
     return [str(v) for v in np.asarray(table[column]).reshape(-1).tolist()]
+
+
+def group_column(path: str | Path, wanted: str) -> str | None:
+    """The name of the file's group-id column, or None when it has none: ``wanted``
+    if the file has that column, or, with ``wanted=""``, the first usual name it has
+    (``sentence_id``, ``doc_id``, ``group``, ...; see :func:`read_table`).
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "tokens.csv")
+        >>> _ = open(file, "w").write("prob,label,sentence\\n0.9,1,s2\\n")
+        >>> group_column(file, ""), group_column(file, "doc")
+        ('sentence', None)
+    """
+    path = Path(path)
+    table = _named_columns(_load(path), path)
+    if table is None:
+        return None
+    if wanted:
+        return wanted if wanted in table else None
+    return _usual_name(list(table), GROUP_NAMES)
 
 
 def check_output_path(path: Path | None, option: str) -> None:

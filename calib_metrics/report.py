@@ -248,12 +248,16 @@ def evaluate_page(
     per_label: Mapping[str, CalibrationResult] | None = None,
     settings: Mapping[str, Any] | None = None,
     command: str | None = None,
+    class_panels: Any = None,
 ) -> str:
     """The page of ``calib-metrics evaluate``: summary, diagram, per-label, bins, settings.
 
     ``summary`` is the command's summary (``file``, ``n``, ``binning``, ``bin_size``,
     ``norm``, ``debias``, ``interval``, ``confidence``, ``method``, ``samples``,
-    ``groups``); ``per_label`` maps each label to its own result.
+    ``groups``); ``per_label`` maps each label to its own result; ``class_panels`` (a
+    figure of one reliability diagram per class, for ``mode="classwise"``:
+    :func:`calib_metrics.plot_panels.reliability_panels`) replaces the one diagram,
+    which would pool the classes' bins.
 
     Example:
         >>> import torch
@@ -299,11 +303,15 @@ def evaluate_page(
     sections = [
         '<section id="summary"><h2>Summary</h2>' + _key_table(rows, "summary-table") + "</section>",
         '<section id="diagrams"><h2>Reliability diagram</h2>'
-        + _figure(
-            _diagram(result, str(summary["file"]), "reliability", estimator),
-            "Each point is one bin: its mean predicted probability q̂ against the observed "
-            "frequency p̂; the dashed diagonal is perfect calibration.",
-            "reliability",
+        + (
+            _class_figure(class_panels)
+            if class_panels is not None
+            else _figure(
+                _diagram(result, str(summary["file"]), "reliability", estimator),
+                "Each point is one bin: its mean predicted probability q̂ against the "
+                "observed frequency p̂; the dashed diagonal is perfect calibration.",
+                "reliability",
+            )
         )
         + "</section>",
     ]
@@ -316,6 +324,17 @@ def evaluate_page(
     )
     sections.append(_settings_section(settings or {}, command))
     return _page(title, sections)
+
+
+def _class_figure(panels: Any) -> str:
+    """The per-class reliability diagrams of a classwise run, as one figure."""
+    return _figure(
+        figure_svg(panels, "reliability"),
+        "One diagram per class (its one-vs-rest pairs, binned on their own): the classwise "
+        "error averages the classes' errors, so their bins are never pooled. Each point is "
+        "one bin: q̂ against p̂; the dashed diagonal is perfect calibration.",
+        "reliability",
+    )
 
 
 def _mode(summary: Mapping[str, Any]) -> str:
@@ -369,12 +388,15 @@ def compare_page(
     per_label: Mapping[str, ComparisonResult] | None = None,
     settings: Mapping[str, Any] | None = None,
     command: str | None = None,
+    class_panels: Any = None,
 ) -> str:
     """The page of ``calib-metrics compare``: both models, the paired difference, figures.
 
     ``summary`` is the command's summary (``n``, ``resampled``, ``confidence``,
     ``samples``); ``names`` are the two models' names (their files); ``per_label`` maps
-    each label to the paired comparison on its items.
+    each label to the paired comparison on its items; ``class_panels`` (a figure of one
+    reliability diagram per class, both models in each, for ``mode="classwise"``)
+    replaces the two diagrams, which would pool the classes' bins.
 
     Example:
         >>> import torch
@@ -410,7 +432,7 @@ def compare_page(
     ]
     models = _models_table((a, b), (comparison.a, comparison.b), measures, level)
     estimator = Estimator(summary["confidence"], summary["resampled"], True)
-    figures = "".join(
+    figures = _class_figure(class_panels) if class_panels is not None else "".join(
         _figure(_diagram(r, f"{key}: {name}", f"reliability-{key}", estimator),
                 f"model {key}: {name}", f"reliability-{key}")
         for key, name, r in (("a", a, comparison.a), ("b", b, comparison.b))

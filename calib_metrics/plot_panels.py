@@ -1,0 +1,145 @@
+"""Small multiples of reliability diagrams: one panel per class (or label), each model's
+bins overlaid in its colour, so that classes are never pooled into one curve.
+
+Like :mod:`calib_metrics.plot` (whose marks it reuses), it draws on a new
+``matplotlib.figure.Figure``, never on pyplot's global state, and is imported lazily.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.functional.intervals import normal_quantile
+from calib_metrics.functional.smooth import SmoothCurve
+from calib_metrics.plot import (
+    _draw_bins,
+    _draw_smooth,
+    _numbers,
+    _pick_scale,
+    _ProbabilityAxis,
+    describe,
+    interval_label,
+)
+
+#: Panels per row of :func:`reliability_panels`.
+COLUMNS = 4
+#: Panel size in inches (square plot plus its title).
+PANEL = 3.4
+
+
+def reliability_panels(
+    results: Mapping[str, Sequence[CalibrationResult]],
+    *,
+    names: Sequence[str] = ("model",),
+    tags: Sequence[str] | None = None,
+    smooth: Mapping[str, Sequence[SmoothCurve | None]] | None = None,
+    confidence: float = 0.95,
+    interval: str | None = None,
+    debias: bool = False,
+    title: str | None = None,
+    note: str | None = None,
+) -> tuple[Figure, list[Axes]]:
+    """One reliability diagram per label (a class of ``mode="classwise"``, say): the
+    diagonal, and each model's bins (q̂ᵢ, p̂ᵢ) with ±z·se bars in its own colour (``C0``,
+    ``C1``, ...), with its smooth curve and band when given. A panel's title is its label
+    and each model's error with its interval (:func:`~calib_metrics.plot.describe`); the
+    legend below the panels names the models and the interval's level and kind.
+
+    Args:
+        results: label -> one CalibrationResult per model (the label's pairs only).
+        names: the models' names, in order (the legend's).
+        tags: short names of the models for the panels' titles (default: ``names``).
+        smooth: label -> one SmoothCurve (or None) per model, made on the same pairs.
+        confidence, interval, debias: the settings behind the intervals.
+        title: the figure's first title line.
+        note: a second title line (which labels are drawn when not all are, say).
+
+    Returns:
+        ``(fig, axes)``: one axes per label, in ``results``' order.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> q = torch.rand(400, generator=torch.Generator().manual_seed(0))
+        >>> y = torch.bernoulli(q, generator=torch.Generator().manual_seed(1))
+        >>> fit, off = (calibration_error_ci(q, t, bin_size=40, n_samples=20)
+        ...             for t in (y, (q > 0.5).float()))
+        >>> fig, axes = reliability_panels({"class 0": [fit, off], "class 1": [off, fit]},
+        ...                                names=["a", "b"])
+        >>> len(axes), axes[1].get_title().splitlines()[0]
+        (2, 'class 1 · 199 positives')
+    """
+    if not isinstance(results, Mapping) or not results:
+        raise ValueError("results must be a non-empty mapping label -> one result per model")
+    counts = {len(models) for models in results.values()}
+    if len(counts) != 1 or len(names) != counts.pop():
+        raise ValueError(f"every label needs one result per model of names={list(names)}")
+    z = normal_quantile(confidence)
+    legend = interval_label(confidence, interval, debias)
+    fig, axes = _grid(len(results))
+    for ax, (label, models) in zip(axes, results.items(), strict=True):
+        curves = (smooth or {}).get(label) or [None] * len(models)
+        _panel(ax, label, models, curves, (names, tags or names), z, confidence)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
+               fontsize=7.5, title=f"whiskers: {legend}", title_fontsize=7.5)  # fmt: skip
+    heading = [line for line in (title, note) if line]
+    if heading:
+        fig.suptitle("\n".join(heading), fontsize=9)
+    return fig, axes
+
+
+def _grid(count: int) -> tuple[Figure, list[Axes]]:
+    """A figure of ``count`` panels, ``COLUMNS`` to a row."""
+    columns = min(COLUMNS, count)
+    rows = math.ceil(count / columns)
+    fig = Figure(figsize=(PANEL * columns, PANEL * rows + 1.0), layout="constrained")
+    grid = fig.subplots(rows, columns, squeeze=False).reshape(-1).tolist()
+    for ax in grid[count:]:
+        fig.delaxes(ax)
+    return fig, grid[:count]
+
+
+def _panel(
+    ax: Axes,
+    label: str,
+    models: Sequence[CalibrationResult],
+    curves: Sequence[SmoothCurve | None],
+    names: tuple[Sequence[str], Sequence[str]],
+    z: float,
+    confidence: float,
+) -> None:
+    """One label's panel: the diagonal, each model's smooth curve and bins, the title
+    (the label, its positives, each model's error). The x axis is logit when most of
+    the pairs lie within 0.05 of 0 or 1, as in the reliability diagram."""
+    marks = [
+        (_numbers(r.bins.pred_mean), _numbers(r.bins.freq), _numbers(r.bins.count)) for r in models
+    ]
+    q = [v for m in marks for v in m[0]]
+    scale, note = _pick_scale("auto", q, [v for m in marks for v in m[2]])
+    axis = _ProbabilityAxis(scale, q)
+    t = axis.grid()
+    ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
+    positives = sum(f * n for f, n in zip(marks[0][1], marks[0][2]))
+    lines = [f"{label} · {positives:,.0f} positives" + (" · logit x" if note else "")]
+    for k, (result, curve, name, tag) in enumerate(zip(models, curves, *names, strict=True)):
+        color, smooth = f"C{k}", ""
+        if curve is not None:
+            _draw_smooth(ax, curve, axis, color, confidence)
+            # The legend is the figure's: the panel's own numbers go in its title.
+            ax.lines[-1].set_label(f"{name}: smooth curve")
+            ax.collections[-1].set_label(f"{name}: {100 * confidence:g}% pointwise band")
+            smooth = f", smECE {curve.error.item():.4f}"
+        _draw_bins(ax, axis, marks[k], z, color, f"{name}: bins (±{z:.2f} se)")
+        prefix = f"{tag}: " if len(models) > 1 else ""
+        lines.append(f"{prefix}{describe(result)}{smooth}")
+    axis.apply(ax)
+    ax.set_xlabel("predicted probability q̂", fontsize=7.5)
+    ax.set_ylabel("empirical frequency p̂", fontsize=7.5)
+    ax.tick_params(labelsize=7)
+    ax.set_title("\n".join(lines), fontsize=7)

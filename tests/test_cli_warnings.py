@@ -1,0 +1,107 @@
+"""The library's warnings (too few bins, too few resampling units) reach the command's user
+as one ``calib-metrics: warning: ...`` line on stderr each, never as Python's
+``file:line: UserWarning`` text, and leave the exit code as it was."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from calib_metrics.cli import main
+
+FEW_BINS = "calib-metrics: warning: only 3 bins from 12 pairs (bin_size='auto'); "
+FEW_UNITS = "calib-metrics: warning: compare_calibration: 4 resampling units (groups)"
+
+
+def _write(path: Path, n: int, seed: int = 0) -> Path:
+    """n rows of (prob, prob_b, label, sentence) in sentences of three."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.rand(n, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    rows = [f"{a:.4f},{a**2:.4f},{b},s{i // 3}" for i, (a, b) in enumerate(zip(q, y.tolist()))]
+    path.write_text("prob,prob_b,label,sentence\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    return _write(tmp_path / "tiny.csv", 12)
+
+
+def _run(capsys, *argv) -> tuple[int, str, list[str]]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err.splitlines()
+
+
+def _no_python_warning_text(lines: list[str]) -> None:
+    for line in lines:
+        assert line.startswith("calib-metrics: warning: "), line
+        assert "UserWarning" not in line and ".py:" not in line, line
+
+
+def test_evaluate_warns_in_one_line_on_a_tiny_file(tiny, capsys) -> None:
+    code, out, err = _run(capsys, "evaluate", tiny, "--samples", "50")
+    assert code == 0 and "N = 12 pairs, 3 adaptive bins" in out
+    assert len(err) == 1 and err[0].startswith(FEW_BINS), err
+    assert err[0].endswith("measure more pairs (bin_size='auto' makes about sqrt(N) bins)")
+    code, _, err = _run(capsys, "evaluate", tiny, "--samples", "50", "--bin-size", "2")
+    assert code == 0 and len(err) == 1 and "only 6 bins from 12 pairs (bin_size=2)" in err[0]
+    code, _, err = _run(capsys, "evaluate", tiny, "--samples", "50", "--paper")
+    assert code == 0 and len(err) == 1 and "only 1 bin from 12 pairs" in err[0]
+    assert "a bin_size of at most 1" in err[0]
+
+
+def test_evaluate_html_report_warns_too(tiny, tmp_path: Path, capsys) -> None:
+    html = tmp_path / "report.html"
+    code, _, err = _run(capsys, "evaluate", tiny, "--samples", "50", "--html", html)
+    assert code == 0 and html.is_file()
+    assert len(err) == 1 and err[0].startswith(FEW_BINS)
+
+
+def test_compare_warns_about_bins_and_resampling_units(tiny, tmp_path: Path, capsys) -> None:
+    argv = ("compare", tiny, "--probs", "prob", "--probs-b", "prob_b", "--samples", "50")
+    code, out, err = _run(capsys, *argv)
+    assert code == 0 and "N = 12 items" in out
+    assert len(err) == 1 and err[0].startswith(FEW_BINS)
+    html = tmp_path / "compare.html"
+    code, out, err = _run(capsys, *argv, "--groups", "sentence", "--html", html)
+    assert code == 0 and html.is_file() and "p = nan" in out
+    _no_python_warning_text(err)
+    assert len(err) == 2 and err[0].startswith(FEW_UNITS) and err[1].startswith(FEW_BINS)
+
+
+def test_classwise_warns_about_each_class_bins(tmp_path: Path, capsys) -> None:
+    import numpy as np
+
+    g = torch.Generator().manual_seed(0)
+    probs = torch.rand(30, 3, generator=g, dtype=torch.float64).softmax(-1)
+    path = tmp_path / "three.npz"
+    np.savez(path, probs=probs.numpy(), target=(torch.arange(30) % 3).numpy())
+    code, _, err = _run(capsys, "evaluate", path, "--mode", "classwise", "--samples", "20")
+    # Pooled, the three classes make 15 bins; each class alone has 5 (of ⌈√30⌉ = 6 pairs).
+    assert code == 0 and len(err) == 1 and "only 5 bins from 30 pairs" in err[0]
+
+
+def test_enough_pairs_give_no_warning(tmp_path: Path, capsys) -> None:
+    path = _write(tmp_path / "enough.csv", 400)
+    code, _, err = _run(capsys, "evaluate", path, "--samples", "50")
+    assert code == 0 and err == []
+    code, _, err = _run(capsys, "compare", path, "--probs-b", "prob_b", "--samples", "50")
+    assert code == 0 and err == []
+
+
+def test_the_real_process_prints_no_python_warning(tiny) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "calib_metrics.cli", "compare", str(tiny), "--probs-b",
+         "prob_b", "--groups", "--samples", "50"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    _no_python_warning_text(lines)
+    assert len(lines) == 2 and lines[0].startswith(FEW_UNITS) and lines[1].startswith(FEW_BINS)
