@@ -1,33 +1,34 @@
-"""Kernels behind :mod:`calib_metrics.models.coref`: inverse-CDF draws and entity roots.
+"""Kernels behind :mod:`calib_metrics.models.coref`: alias-method draws and entity roots.
 
 Internal: :func:`~calib_metrics.models.coref.sample_antecedents` and
 :func:`~calib_metrics.models.coref.entity_roots` check their arguments and call these.
 
-**Draws.** ``a[s, b, i]`` is ``searchsorted(cdf[b, i], u[s, b, i], right=True)`` for one
-float64 uniform per draw, the uniforms taken sample-major from the generator, so a
-generator gives the same samples whatever the chunking, and the same samples as a plain
-binary search. For documents of up to :data:`TABLE_MAX_MENTIONS` mentions the search is
-a bucket table (Chen & Asau's indexed search, refined): each mention's ``[0, 1)`` is cut
-into ``M`` equal buckets, ``M`` the next power of two ``>= N``, so that ``floor(u * M)``
-and ``floor(cdf * M)`` are exact. A bucket stores how many boundaries lie below it and
-its first and last boundary; a draw reads its bucket and compares ``u`` with those two.
-That is exactly the searched index unless ``u`` falls strictly between two boundaries of
-one bucket (3.3 % of the draws of the benchmark's 200-mention document); those
-draws come out negative and take a short branch-free binary search. The table holds
-``B * N * (M + 1)`` entries of 20 bytes, at most about 5x the float64 ``cdf``. Longer
-documents use ``torch.searchsorted`` (measured: the table no longer pays at 800 mentions).
+**Draws** use Walker's alias method. Mention ``i`` has ``K = i + 1`` choices; its row is
+cut into ``K`` equal columns, column ``c`` keeps a draw with probability ``prob[c]`` and
+otherwise hands it to ``alias[c]``, chosen so that every choice ``j`` gets exactly
+``P(a_i = j)`` (up to float64 rounding, ~1e-15). One float64 uniform ``u`` per draw,
+taken sample-major from the generator: ``x = u * K``, column ``c = floor(x)``, and the
+draw is ``c`` if ``x < c + prob[c]`` else ``alias[c]``: two gathers and a comparison, no
+search, at any document length. A zero-probability choice keeps nothing
+(``prob = 0``) and is no alias, so it is never drawn.
+
+The tables are built for all rows at once, without a loop over choices, by Vose's
+sweep written as a merge (Hübschle-Schneider & Sanders, "Parallel weighted random
+sampling", 2019): with ``w = K * P`` the *light* columns (``w <= 1``) have deficits
+``1 - w`` and the *heavy* ones excesses ``w - 1``, each in column order with prefix sums
+``D`` and ``E``. The sweep gives a light column the first heavy column whose ``E``
+exceeds the light's ``D`` before it (one ``searchsorted``); a heavy column keeps
+``1 - (D* - E)``, ``D*`` the smallest ``D >= E`` (a scatter-max and a running max), and
+hands the rest to the next heavy column.
 
 **Roots.** Pointer jumping, ``r = r[r]``, on ping-pong buffers, a cache-sized block of
 rows at a time, stopping a block once a round changes nothing (CPU).
 
-Working buffers are chunk-sized and reused across chunks: drawing all the uniforms at
-once (one more ``[S, B, N]`` float64 temporary) measured slower, through page faults.
-
 Example:
     >>> import torch
-    >>> cdf = torch.tensor([[[float("inf")] * 3, [0.25, float("inf"), float("inf")],
-    ...                      [0.5, 0.75, float("inf")]]], dtype=torch.float64)
-    >>> a = draw(cdf, 4000, torch.Generator().manual_seed(0))
+    >>> probs = torch.tensor([[[1.0, 0, 0], [0.25, 0.75, 0], [0.5, 0.25, 0.25]]],
+    ...                      dtype=torch.float64)
+    >>> a = draw(tables(probs.clone()), 4000, torch.Generator().manual_seed(0))
     >>> a.shape, round((a[:, 0, 2] == 1).double().mean().item(), 1)
     (torch.Size([4000, 1, 3]), 0.2)
     >>> roots(torch.tensor([[0, 0, 1, 3, 2]]))
@@ -42,195 +43,114 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-__all__ = ["TABLE_MAX_MENTIONS", "Tables", "draw", "roots", "tables"]
+__all__ = ["Tables", "draw", "roots", "tables"]
 
-# Documents longer than this draw by torch.searchsorted instead of the bucket table.
-TABLE_MAX_MENTIONS = 512
-# Draws handled at once: the chunk's working buffers (~40 bytes a draw) stay in L2.
+# Draws handled at once on CPU: the chunk's working buffers (~30 bytes a draw) stay in L2.
 _CHUNK_DRAWS = 1 << 15
-# Draws per torch.searchsorted call (long documents): each row's many searches then run
-# back to back (measured at N = 800: 37 ms for 1,000 samples against 48 ms at 2 ** 15).
-_SEARCH_DRAWS = 1 << 22
-# Bits of a table entry that hold the bucket's start (N <= 2 ** _START_BITS).
-_START_BITS = 10
-# Owed by a draw past a bucket's first boundary and paid back past its last: a draw
-# strictly between them comes out negative and is finished by a binary search.
-_ESCAPE = 1 << 20
+# Table entries built at once: bounds the construction's temporaries (~60 bytes an entry).
+_BUILD_ENTRIES = 1 << 18
 # Elements per block of rows in the pointer jumping.
 _ROOT_BLOCK = 1 << 15
 
 
 class Tables(NamedTuple):
-    """The bucket table of a batch's cumulative distributions, flat over (row, bucket).
+    """The alias tables of a batch of antecedent distributions, flat over (row, column).
 
-    Row ``(b, i)``, bucket ``floor(u * M)`` sits at ``base[b, i] + bucket`` (a row has
-    ``M + 1`` entries; the last is only a guard). A bucket with ``c`` boundaries stores
-    its first and last boundary and ``entry = start + (jump << _START_BITS)``, ``start``
-    the row's boundaries below it and ``jump = c - 1 + _ESCAPE`` (0 if ``c = 0``). A draw
-    is ``start + [u >= first] * (1 - _ESCAPE) + [u >= last] * jump``: ``start`` below the
-    first boundary, ``start + c`` from the last on, and negative strictly between them
-    (only when ``c >= 2``), where a binary search finishes it.
+    Row ``(b, i)``, column ``c`` sits at ``base[b, i] + c``.
     """
 
-    cdf: Tensor  # [B, N, N] float64, +inf at j >= i
-    buckets: int  # M, a power of two
-    base: Tensor  # [B, N] int32: (b * N + i) * (M + 1)
-    entry: Tensor  # int32 [B * N * (M + 1)]
-    first: Tensor  # float64 [B * N * (M + 1)]
-    last: Tensor  # float64 [B * N * (M + 1)]
-    widest: int  # most boundaries in a bucket if some bucket holds two or more, else 0
+    threshold: Tensor  # float64 [B * N * N]: c + prob[c]; a draw x = u * K stays if x < it
+    shift: Tensor  # int32 [B * N * N]: alias[c] - c, where column c sends what it does not keep
+    base: Tensor  # [B, N] int32 (int64 from 2 ** 31 entries): (b * N + i) * N
+    width: Tensor  # float64 [N]: K = i + 1, the choices of mention i
 
 
-def tables(cdf: Tensor) -> Tables | None:
-    """The bucket table of ``cdf`` ``[B, N, N]``; None above :data:`TABLE_MAX_MENTIONS` or empty.
+def tables(probs: Tensor) -> Tables:
+    """The alias tables of ``probs`` ``[B, N, N]`` float64 (rows sum to 1, 0 at ``j > i``).
 
-    One host synchronisation: the most boundaries a bucket holds.
+    Overwrites ``probs`` (its storage becomes the thresholds). No host synchronisation.
     """
-    b, n, _ = cdf.shape
-    if n > min(TABLE_MAX_MENTIONS, (1 << _START_BITS) - 1) or cdf.numel() == 0:
-        return None
-    m = 1 << (n - 1).bit_length()  # buckets: the next power of two >= N
-    rows = cdf.view(b * n, n)
-    # Bucket of every boundary (exact: m is a power of two); +inf (j >= i) and a
-    # boundary at 1 go to the extra column m, which no draw reads.
-    bins = torch.mul(rows, m).floor_().clamp_(max=m).long()
-    count = torch.zeros((b * n, m + 1), dtype=torch.int32, device=cdf.device)
-    count.scatter_add_(1, bins, torch.ones_like(bins, dtype=torch.int32))
-    start = count.cumsum(1, dtype=torch.int32).sub_(count)
-    # The boundaries at start and start + count - 1 (clamped into the row): the first
-    # and last of the bucket. An empty bucket reads a later boundary as its first, so
-    # its draws stay at start (its jump is 0).
-    offset = torch.arange(0, b * n * n, n, dtype=torch.int32, device=cdf.device)[:, None]
-    flat = cdf.view(-1)
-    first = flat.index_select(0, (start.clamp(max=n - 1) + offset).view(-1))
-    last_at = (start + count).sub_(1).clamp_(0, n - 1).add_(offset)
-    last = flat.index_select(0, last_at.view(-1))
-    widest = int(count.max())  # a host synchronisation
-    # c - 1 + _ESCAPE, or 0 when the bucket is empty.
-    jump = count.clamp(max=1).mul_(_ESCAPE - 1).add_(count)
-    entry = start.add_(jump.bitwise_left_shift_(_START_BITS))
-    base = torch.arange(b * n, dtype=torch.int32, device=cdf.device).view(b, n).mul_(m + 1)
-    return Tables(cdf, m, base, entry.view(-1), first, last, widest if widest >= 2 else 0)
+    b, n, _ = probs.shape
+    device = probs.device
+    rows = probs.view(b * n, n)
+    shift = torch.empty(rows.shape, dtype=torch.int32, device=device)
+    block = max(1, _BUILD_ENTRIES // max(n, 1))
+    for first in range(0, b * n, block):
+        last = min(first + block, b * n)
+        width = torch.arange(first, last, device=device).remainder_(n).add_(1)
+        _build(rows[first:last], width, shift[first:last])
+    index = torch.int32 if b * n * n < 2**31 else torch.long
+    base = torch.arange(b * n, dtype=index, device=device).mul_(n).view(b, n)
+    width = torch.arange(1, n + 1, dtype=probs.dtype, device=device)
+    return Tables(rows.view(-1), shift.view(-1), base, width)
 
 
-def _lookup(t: Tables, u: Tensor, out: Tensor, work: dict[str, Tensor]) -> None:
-    """Table draws for uniforms ``u`` ``[c, B, N]`` into ``out`` (int32, same shape)."""
-    index, value, entry, above = work["index"], work["value"], work["entry"], work["above"]
-    # u < 1, so the bucket is < M (u = 1 would read the row's guard entry).
-    torch.mul(u, t.buckets, out=value)
-    index.copy_(value)
-    index += t.base
-    flat = index.view(-1)
-    torch.index_select(t.entry, 0, flat, out=entry.view(-1))
-    torch.bitwise_and(entry, (1 << _START_BITS) - 1, out=out)
-    entry.bitwise_right_shift_(_START_BITS)  # the jump
-    torch.index_select(t.first, 0, flat, out=value.view(-1))
-    torch.ge(u, value, out=above)
-    out.add_(above, alpha=1 - _ESCAPE)
-    torch.index_select(t.last, 0, flat, out=value.view(-1))
-    torch.ge(u, value, out=above)
-    out.addcmul_(above, entry)
+def _build(rows: Tensor, width: Tensor, shift: Tensor) -> None:
+    """Alias tables of ``rows`` ``[R, N]`` with ``width`` choices each, in place.
 
-
-def first_pass(t: Tables, u: Tensor) -> Tensor:
-    """Table draws of uniforms ``u`` ``[c, B, N]`` before the binary search (int32)."""
-    found = torch.empty(u.shape, dtype=torch.int32, device=u.device)
-    _lookup(t, u, found, _workspace(u.shape, u.dtype, u.device))
-    return found
-
-
-def _workspace(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> dict:
-    """The buffers :func:`_lookup` writes, for a chunk of ``shape`` uniforms."""
-    return {
-        "index": torch.empty(shape, dtype=torch.int32, device=device),
-        "value": torch.empty(shape, dtype=dtype, device=device),
-        "entry": torch.empty(shape, dtype=torch.int32, device=device),
-        "above": torch.empty(shape, dtype=torch.int32, device=device),
-    }
-
-
-def search(t: Tables, u: Tensor) -> Tensor:
-    """``Long``: ``searchsorted(cdf[b, i], u[s, b, i], right=True)`` by the table."""
-    out = first_pass(t, u).long()
-    where = (out < 0).view(-1).nonzero().squeeze(-1)
-    if where.numel():
-        _finish(t, out, where, u.reshape(-1).index_select(0, where))
-    return out
-
-
-def draw(
-    cdf: Tensor, n_samples: int, generator: torch.Generator | None, t: Tables | None = None
-) -> Tensor:
-    """``Long [S, B, N]``: ``searchsorted(cdf[b, i], u, right=True)`` per uniform ``u``.
-
-    ``t`` may pass :func:`tables` of ``cdf`` already built. Host synchronisations: with
-    the table, the one of :func:`tables` and one per chunk of draws (the count left to
-    the binary search); none otherwise.
+    ``rows`` becomes ``c + prob[c]`` and ``shift`` ``alias[c] - c`` (see the module docs).
     """
-    b, n, _ = cdf.shape
-    out = torch.empty((n_samples, b, n), dtype=torch.long, device=cdf.device)
+    n = rows.shape[1]
+    col = torch.arange(n, device=rows.device)
+    w = rows.mul_(width[:, None])  # 0 past the row's choices
+    heavy = w > 1
+    light = col < width[:, None]
+    light &= ~heavy
+    d_sum = torch.sub(1, w).mul_(light)  # deficits, then their prefix sums
+    e_sum = torch.sub(w, 1).clamp_(min=0).cumsum_(-1)  # prefix sums of the excesses
+    before = d_sum.cumsum(-1).sub_(d_sum)  # a light's D before it
+    d_sum += before
+    # A light column's alias: the first heavy column whose E passes the D before it.
+    to_heavy = torch.searchsorted(e_sum, before, right=True)  # N: none (rounding)
+    # A heavy column's D*: the largest D scattered at or before it (D and the alias
+    # columns both grow along the row; entries of other columns only repeat smaller D).
+    reach = before.zero_().scatter_reduce_(-1, to_heavy.clamp(max=n - 1), d_sum, "amax")
+    reach = reach.cummax(-1).values
+    kept = e_sum.sub_(reach).add_(1).clamp_(0, 1)
+    # A heavy column's alias: the next heavy column (N after the last one).
+    heavy_at = torch.where(heavy, col, n)
+    target = heavy_at.flip(-1).cummin(-1).values.flip(-1)  # the first heavy column >= c
+    target[:, :-1] = target[:, 1:].clone()
+    target[:, -1] = n
+    target = torch.where(heavy, target, to_heavy)
+    # None left (rounding, or past the row): the row's last heavy column, else c itself.
+    last = heavy_at.masked_fill_(~heavy, -1).amax(-1, keepdim=True)
+    fallback = torch.where(last >= 0, last, col)
+    target = torch.where(target < n, target, fallback)
+    torch.sub(target, col, out=shift)
+    torch.where(heavy, kept, w, out=rows).add_(col)
+
+
+def draw(t: Tables, n_samples: int, generator: torch.Generator | None) -> Tensor:
+    """``Long [S, B, N]``: one alias-method draw per uniform. No host synchronisation.
+
+    On CPU a cache-sized chunk of samples at a time; a generator gives the same draws
+    whatever the chunking (its uniforms are taken sample-major).
+    """
+    b, n = t.base.shape
+    device = t.base.device
+    out = torch.empty((n_samples, b, n), dtype=torch.long, device=device)
     if out.numel() == 0:
         return out
-    t = tables(cdf) if t is None else t
-    if t is None:
-        return _searchsorted_draws(cdf, out, max(1, _SEARCH_DRAWS // (b * n)), generator)
-    chunk = max(1, _CHUNK_DRAWS // (b * n))
+    chunk = max(1, _CHUNK_DRAWS // (b * n)) if device.type == "cpu" else n_samples
     shape = (min(chunk, n_samples), b, n)
-    uniforms = torch.empty(shape, dtype=cdf.dtype, device=cdf.device)
-    work = _workspace(shape, cdf.dtype, cdf.device)
-    found = torch.empty(shape, dtype=torch.int32, device=cdf.device)
-    left: list[tuple[Tensor, Tensor]] = []
+    x = torch.empty(shape, dtype=t.threshold.dtype, device=device)
+    bound = torch.empty_like(x)
+    column = torch.empty(shape, dtype=t.shift.dtype, device=device)
+    index = torch.empty(shape, dtype=t.base.dtype, device=device)
+    shift = torch.empty_like(column)
+    moves = torch.empty(shape, dtype=torch.bool, device=device)
     for first in range(0, n_samples, chunk):
         c = min(chunk, n_samples - first)
-        # Sample-major uniforms: chunks of one stream equal one big draw on CPU.
-        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, out=uniforms[:c])
-        _lookup(t, u, found[:c], {k: v[:c] for k, v in work.items()})
-        out[first : first + c].copy_(found[:c])
-        if t.widest:
-            where = (found[:c] < 0).view(-1).nonzero().squeeze(-1)  # a host synchronisation
-            if where.numel():
-                left.append((where + first * b * n, u.view(-1).index_select(0, where)))
-    if left:
-        where, u = (torch.cat(parts) for parts in zip(*left))
-        _finish(t, out, where, u)
-    return out
-
-
-def _finish(t: Tables, out: Tensor, where: Tensor, u: Tensor) -> None:
-    """Finish the draws left negative (at ``where``, uniforms ``u``) by a binary search.
-
-    Such a draw came out as ``start + 1 - _ESCAPE``; its answer lies in
-    ``[start, start + t.widest]`` (its bucket's boundaries are among the ``t.widest``
-    from ``start`` on, and those past the bucket exceed ``u``). The search is branch-free
-    and reads the rows with ``t.widest`` entries of +inf appended, so it needs no clamp.
-    """
-    flat = out.view(-1)
-    _, b, n = out.shape
-    width = n + t.widest
-    padded = torch.full((b * n, width), float("inf"), dtype=t.cdf.dtype, device=u.device)
-    padded[:, :n] = t.cdf.view(b * n, n)
-    # The searched range is [base, base + size - 1], base in flat coordinates of padded.
-    row = (where % (b * n)) * width
-    base = flat.index_select(0, where).add_(_ESCAPE - 1).add_(row)
-    size = t.widest + 1
-    while size > 1:
-        half = size // 2
-        beyond = padded.view(-1).index_select(0, base + (half - 1)) <= u
-        base += beyond.long().mul_(half)
-        size -= half
-    flat.index_copy_(0, where, base.sub_(row))
-
-
-def _searchsorted_draws(
-    cdf: Tensor, out: Tensor, chunk: int, generator: torch.Generator | None
-) -> Tensor:
-    n_samples, b, n = out.shape
-    for first in range(0, n_samples, chunk):
-        c = min(chunk, n_samples - first)
-        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, device=cdf.device)
-        # Mention-major queries: each row's searches run back to back, in cache.
-        a = torch.searchsorted(cdf, u.permute(1, 2, 0).contiguous(), right=True)
-        out[first : first + c] = a.permute(2, 0, 1)
+        u = torch.rand((c, b, n), generator=generator, dtype=x.dtype, out=x[:c])
+        u.mul_(t.width)  # x = u * K < K, since u <= 1 - 2 ** -53
+        col = column[:c]
+        col.copy_(u)  # floor: x >= 0
+        flat = torch.add(col, t.base, out=index[:c]).view(-1)
+        torch.index_select(t.threshold, 0, flat, out=bound[:c].view(-1))
+        torch.ge(u, bound[:c], out=moves[:c])
+        torch.index_select(t.shift, 0, flat, out=shift[:c].view(-1))
+        torch.addcmul(col, moves[:c], shift[:c], out=out[first : first + c])
     return out
 
 
@@ -253,7 +173,6 @@ def roots(antecedents: Tensor, in_place: bool = False, check: bool = True) -> Te
     block = max(1, _ROOT_BLOCK // n) if on_cpu else rows.shape[0]
     x = torch.empty((min(block, rows.shape[0]), n), dtype=torch.long, device=out.device)
     y = torch.empty_like(x)
-    beyond = torch.empty_like(x, dtype=torch.bool)
     position = torch.arange(n, device=out.device)
     # After k rounds r = a^(2^k); chains have at most N - 1 links.
     rounds = math.ceil(math.log2(n)) if n > 1 else 0
@@ -261,7 +180,7 @@ def roots(antecedents: Tensor, in_place: bool = False, check: bool = True) -> Te
         c = min(block, rows.shape[0] - first)
         a, result = rows[first : first + c], flat_out[first : first + c]
         if check:
-            _check_block(a, position, beyond[:c])
+            _check_block(a, position, x[:c])
         _jump(a, result, (x[:c], y[:c]), rounds, on_cpu)
     return out
 
@@ -287,6 +206,7 @@ def _jump(a: Tensor, result: Tensor, spare: tuple[Tensor, Tensor], rounds: int, 
 
 
 def _check_block(a: Tensor, position: Tensor, scratch: Tensor) -> None:
-    beyond = torch.gt(a, position, out=scratch).view(torch.uint8).max()
-    if bool(beyond | (a.min() < 0)):  # a host synchronisation
+    # 0 <= a <= i exactly when a and i - a are both >= 0, i.e. when their OR is.
+    torch.sub(position, a, out=scratch).bitwise_or_(a)
+    if bool(scratch.min() < 0):  # a host synchronisation
         raise ValueError("antecedents must satisfy 0 <= a[..., i] <= i (i means NEW)")
