@@ -395,6 +395,29 @@ def test_alias_tables_give_every_choice_its_probability(peak):
     assert not bool((handed & (probs == 0)).any())
 
 
+def test_alias_tables_rounding_edges():
+    # Mention 7 (8 choices, w = 8 P): a heavy column whose excess (2^-52) is below one
+    # ulp of the running excess sum (2), a column of w exactly 1, a zero; mention 6 is
+    # uniform (no heavy column at all). Every choice still gets its probability, and
+    # nothing is handed to the zero.
+    w = torch.tensor([3.0, 1 + 2**-52, 0.5, 0.5, 1.0, 1.0, 1 - 2**-52, 0.0], dtype=torch.float64)
+    probs = torch.zeros(1, 8, 8, dtype=torch.float64)
+    for i in range(7):
+        probs[0, i, : i + 1] = 1.0 / (i + 1)
+    probs[0, 7] = w / 8
+    t = coref_sampler.tables(probs.clone())
+    col = torch.arange(8)
+    flat = t.base[0, 7].long() + col
+    keep = t.threshold[flat] - col
+    alias = col + t.shift[flat].long()
+    mass = keep.clone().scatter_add_(0, alias, 1 - keep)
+    torch.testing.assert_close(mass / 8, probs[0, 7], atol=1e-15, rtol=0)
+    assert keep[7] == 0 and not bool(((alias == 7) & (keep < 1)).any())
+    assert keep[1] == 1  # the invisible excess is kept in its own column
+    uniform = t.base[0, 6].long() + torch.arange(7)
+    assert bool((t.threshold[uniform] - torch.arange(7) == 1).all())
+
+
 @pytest.mark.parametrize("peak", [0.0, 40.0])
 def test_alias_draws_match_the_probabilities(peak):
     # Chi-square of 400k draws per mention against P(a_i = j) (choices expected fewer
