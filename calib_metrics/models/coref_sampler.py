@@ -18,8 +18,9 @@ sampling", 2019): with ``w = K * P`` the *light* columns (``w <= 1``) have defic
 ``1 - w`` and the *heavy* ones excesses ``w - 1``, each in column order with prefix sums
 ``D`` and ``E``. The sweep gives a light column the first heavy column whose ``E``
 exceeds the light's ``D`` before it; a heavy column keeps ``1 - (D* - E)``, ``D*`` the
-smallest ``D >= E`` (a scatter-max and a running max), and hands the rest to the next
-heavy column (one ``searchsorted`` finds both kinds of alias). The build is some 30
+smallest ``D >= E`` (the deficits aliased at or before it: a scatter-add and a prefix
+sum), and hands the rest to the next heavy column (one ``searchsorted`` finds both kinds
+of alias). The build is some 30
 passes over the ``B * N * N`` entries; it is paid back only when the samples are many
 (``benchmarks/bench_coref.py`` times 100 and 1,000).
 
@@ -98,24 +99,21 @@ def _build(rows: Tensor, width: Tensor, shift: Tensor) -> None:
     col = torch.arange(n, device=rows.device)
     w = rows.mul_(width[:, None])  # 0 past the row's choices
     deficit = torch.sub(1, w).clamp_(min=0).mul_(col < width[:, None])  # lights' 1 - w
-    e_sum = torch.sub(w, 1).clamp_(min=0).cumsum_(-1)  # prefix sums of the excesses
-    d_sum = deficit.cumsum(-1)
-    query = torch.sub(d_sum, deficit, out=deficit)  # a light's D before it
+    e_sum = torch.sub(w, 1).clamp_(min=0).cumsum_(-1)  # E: prefix sums of the excesses
+    query = deficit.cumsum(-1).sub_(deficit)  # a light's D before it
     # The heavy columns: where E rises. A light's alias is the first of them whose E
     # passes the light's D before it, a heavy column's the next one: both the first
-    # column whose E exceeds a query, found by one search.
+    # column whose E exceeds a query. E is searched as +inf from the last heavy column
+    # on, so that column catches what rounding leaves over and is its own alias; a row
+    # without a heavy column (every w = 1 up to rounding) aliases to column 0.
     rises = torch.empty(rows.shape, dtype=torch.bool, device=rows.device)
     torch.gt(e_sum[:, :1], 0, out=rises[:, :1])
     torch.gt(e_sum[:, 1:], e_sum[:, :-1], out=rises[:, 1:])
-    target = torch.searchsorted(e_sum, torch.where(rises, e_sum, query, out=query), right=True)
-    # None left (N: rounding, the last heavy, or past the row's choices): the row's last
-    # heavy column, else c itself.
-    last = torch.where(rises, col, -1).amax(-1, keepdim=True)
-    alias = torch.where(target < n, target, torch.where(last >= 0, last, col), out=target)
-    # A heavy column's D*, the smallest D >= its E: the largest light D scattered at or
-    # before it (D and the alias columns both grow along the row).
-    reach = query.zero_().scatter_reduce_(-1, alias, d_sum.masked_fill_(rises, 0), "amax")
-    reach = torch.cummax(reach, -1).values
+    capped = e_sum.masked_fill(e_sum >= e_sum[:, -1:], float("inf"))
+    alias = torch.searchsorted(capped, torch.where(rises, e_sum, query, out=query), right=True)
+    # A heavy column's D*, the smallest D >= its E: the deficits of the lights aliased
+    # at or before it, summed (D and the alias columns both grow along the row).
+    reach = query.zero_().scatter_add_(-1, alias, deficit).cumsum_(-1)
     kept = e_sum.sub_(reach).add_(1).clamp_(0, 1)
     torch.sub(alias, col, out=shift)
     torch.where(rises, kept, w.clamp_(max=1), out=rows).add_(col)
