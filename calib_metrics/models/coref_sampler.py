@@ -72,30 +72,33 @@ def tables(probs: Tensor) -> Tables:
     """The alias tables of ``probs`` ``[B, N, N]`` float64 (rows sum to 1, 0 at ``j > i``).
 
     Overwrites ``probs`` (its storage becomes the thresholds). No host synchronisation.
+    Mentions are built in groups of rows that see only the columns they can choose (the
+    first half of the mentions, then blocks of at most ``_BUILD_ENTRIES`` entries).
     """
     b, n, _ = probs.shape
     device = probs.device
-    rows = probs.view(b * n, n)
-    shift = torch.empty(rows.shape, dtype=torch.int32, device=device)
-    block = max(1, _BUILD_ENTRIES // max(n, 1))
-    for first in range(0, b * n, block):
-        last = min(first + block, b * n)
-        width = torch.arange(first, last, device=device).remainder_(n).add_(1)
-        _build(rows[first:last], width, shift[first:last])
+    shift = torch.zeros(probs.shape, dtype=torch.int32, device=device)
+    first = 0
+    while first < n:
+        last = first + max(1, _BUILD_ENTRIES // max(1, b * n))
+        last = min(n, last, (n + 1) // 2) if first == 0 else min(n, last)
+        width = torch.arange(first + 1, last + 1, device=device)
+        _build(probs[:, first:last, :last], width, shift[:, first:last, :last])
+        first = last
     index = torch.int32 if b * n * n < 2**31 else torch.long
     base = torch.arange(b * n, dtype=index, device=device).mul_(n).view(b, n)
     width = torch.arange(1, n + 1, dtype=probs.dtype, device=device)
-    return Tables(rows.view(-1), shift.view(-1), base, width)
+    return Tables(probs.view(-1), shift.view(-1), base, width)
 
 
 def _build(rows: Tensor, width: Tensor, shift: Tensor) -> None:
-    """Alias tables of ``rows`` ``[R, N]`` with ``width`` choices each, in place.
+    """Alias tables of ``rows`` ``[..., R, N]`` with ``width`` ``[R]`` choices, in place.
 
     ``rows`` becomes ``c + prob[c]`` and ``shift`` ``alias[c] - c`` (see the module docs).
     A heavy column whose excess is too small to raise ``E`` in float64 (under one ulp of
     ``E``) keeps its whole column instead, losing that excess (< 2.3e-16 of ``K``).
     """
-    n = rows.shape[1]
+    n = rows.shape[-1]
     col = torch.arange(n, device=rows.device)
     w = rows.mul_(width[:, None])  # 0 past the row's choices
     deficit = torch.sub(1, w).clamp_(min=0).mul_(col < width[:, None])  # lights' 1 - w
@@ -107,9 +110,9 @@ def _build(rows: Tensor, width: Tensor, shift: Tensor) -> None:
     # on, so that column catches what rounding leaves over and is its own alias; a row
     # without a heavy column (every w = 1 up to rounding) aliases to column 0.
     rises = torch.empty(rows.shape, dtype=torch.bool, device=rows.device)
-    torch.gt(e_sum[:, :1], 0, out=rises[:, :1])
-    torch.gt(e_sum[:, 1:], e_sum[:, :-1], out=rises[:, 1:])
-    capped = e_sum.masked_fill(e_sum >= e_sum[:, -1:], float("inf"))
+    torch.gt(e_sum[..., :1], 0, out=rises[..., :1])
+    torch.gt(e_sum[..., 1:], e_sum[..., :-1], out=rises[..., 1:])
+    capped = e_sum.masked_fill(e_sum >= e_sum[..., -1:], float("inf"))
     alias = torch.searchsorted(capped, torch.where(rises, e_sum, query, out=query), right=True)
     # A heavy column's D*, the smallest D >= its E: the deficits of the lights aliased
     # at or before it, summed (D and the alias columns both grow along the row).
