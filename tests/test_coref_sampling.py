@@ -463,6 +463,26 @@ def test_draws_follow_the_alias_rule_of_the_generator_uniforms(monkeypatch, ment
     assert bool((want != col).any()) and bool((want == col).any())
 
 
+def test_fewer_samples_than_mentions_search_the_cumulative_probabilities(monkeypatch):
+    # Below N samples the tables do not pay: each draw is the first index whose
+    # normalised cumulative probability exceeds its uniform (in small chunks here), and
+    # zero-probability choices (a forbidden NEW included) are still never drawn.
+    scores, mask = _peaked(8.0)
+    scores[0, 40, 40] = float("-inf")
+    monkeypatch.setattr(coref_sampler, "_SEARCH_DRAWS", 7 * 60)
+    got = sample_antecedents(scores, 59, mask, torch.Generator().manual_seed(4))
+    probs = coref._probabilities(scores, mask)
+    cdf = probs.cumsum(-1)
+    cdf = cdf / cdf[..., -1:]
+    cdf = cdf.masked_fill(torch.ones(60, 60, dtype=torch.bool).triu(), float("inf"))
+    u = torch.rand((59, 2, 60), generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    want = torch.searchsorted(cdf, u.permute(1, 2, 0).contiguous(), right=True)
+    assert torch.equal(got, want.permute(2, 0, 1))
+    drawn = torch.zeros(2, 60, 60, dtype=torch.bool)
+    drawn.scatter_(-1, got.permute(1, 2, 0), True)
+    assert not bool((drawn & (probs == 0)).any()) and bool((got[:, 0, 40] < 40).all())
+
+
 def test_in_place_roots_equal_roots(monkeypatch):
     # The sampled estimate overwrites its draws with their roots; small blocks exercise
     # the early stop and the in-place last round block by block.

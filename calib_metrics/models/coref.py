@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from calib_metrics.models.coref_sampler import draw, roots, tables
+from calib_metrics.models.coref_sampler import draw, prepare, roots
 
 __all__ = [
     "antecedent_log_probs",
@@ -202,8 +202,11 @@ def sample_antecedents(
     ``i + 1`` equal columns and a comparison keeps the column or hands the draw to its
     alias (two gathers, no search; tables built per call without a loop over choices,
     see :mod:`~calib_metrics.models.coref_sampler`), a cache-sized chunk of samples at a
-    time on CPU. A generator gives the same samples whatever the chunking. Choices of
-    probability 0 are never drawn. Host synchronisation: one, the argument check.
+    time on CPU. With fewer samples than mentions the tables do not pay, and each draw
+    is instead the first index whose cumulative probability exceeds its uniform
+    (``torch.searchsorted``). A generator gives the same samples whatever the chunking.
+    Choices of probability 0 are never drawn. Host synchronisation: one, the argument
+    check.
     ``a[s, b, i] <= i``; ``i`` means NEW; padded mentions always get ``i``.
 
     Args:
@@ -227,7 +230,7 @@ def sample_antecedents(
     mask = _check_scores(scores, mask)
     _check_n_samples(n_samples)
     with torch.no_grad():
-        return draw(tables(_probabilities(scores, mask)), n_samples, generator)
+        return draw(prepare(_probabilities(scores, mask), n_samples), n_samples, generator)
 
 
 def entity_roots(antecedents: Tensor) -> Tensor:
@@ -341,7 +344,7 @@ def _sampled_marginals(
     rows = max(1, rows)
     buffer = torch.empty(chunk * bsz * rows * n, dtype=torch.bool, device=probs.device)
     narrow = torch.int16 if n <= torch.iinfo(torch.int16).max else torch.long
-    table = tables(probs)
+    table = prepare(probs, n_samples)
     for start in range(0, n_samples, chunk):
         c = min(chunk, n_samples - start)
         drawn = draw(table, c, generator)

@@ -46,12 +46,15 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-__all__ = ["Tables", "draw", "roots", "tables"]
+__all__ = ["Tables", "cumulative", "draw", "prepare", "roots", "tables"]
 
 # Draws handled at once on CPU: the chunk's working buffers (~30 bytes a draw) stay in L2.
 _CHUNK_DRAWS = 1 << 15
 # Table entries built at once: bounds the construction's temporaries (~60 bytes an entry).
 _BUILD_ENTRIES = 1 << 18
+# Draws per torch.searchsorted call (inverse-CDF path): each row's many searches then run
+# back to back.
+_SEARCH_DRAWS = 1 << 22
 # Elements per block of rows in the pointer jumping.
 _ROOT_BLOCK = 1 << 15
 
@@ -66,6 +69,29 @@ class Tables(NamedTuple):
     shift: Tensor  # int32 [B * N * N]: alias[c] - c, where column c sends what it does not keep
     base: Tensor  # [B, N] int32 (int64 from 2 ** 31 entries): (b * N + i) * N
     width: Tensor  # float64 [N]: K = i + 1, the choices of mention i
+
+
+def prepare(probs: Tensor, n_samples: int) -> Tables | Tensor:
+    """What :func:`draw` needs for ``n_samples`` samples of ``probs`` (overwritten).
+
+    The alias tables cost some 30 passes over the ``B * N * N`` probabilities and save
+    a binary search per draw, so they pay once there are as many samples as mentions
+    (``n_samples >= N``); fewer samples search the cumulative probabilities instead.
+    """
+    return tables(probs) if n_samples >= probs.shape[-1] else cumulative(probs)
+
+
+def cumulative(probs: Tensor) -> Tensor:
+    """Cumulative ``probs`` ``[B, N, N]`` (in place), +inf at ``j >= i``.
+
+    Normalised by the row's total, so that a choice after which all mass is 0 ends at
+    exactly 1 and a uniform in ``[0, 1)`` never passes it: a zero-probability choice
+    (NEW included) is never drawn.
+    """
+    cdf = probs.cumsum_(-1)
+    cdf /= cdf[..., -1:]
+    upper = torch.ones(cdf.shape[-2:], dtype=torch.bool, device=cdf.device).triu_()
+    return cdf.masked_fill_(upper, float("inf"))
 
 
 def tables(probs: Tensor) -> Tables:
@@ -122,12 +148,16 @@ def _build(rows: Tensor, width: Tensor, shift: Tensor) -> None:
     torch.where(rises, kept, w.clamp_(max=1), out=rows).add_(col)
 
 
-def draw(t: Tables, n_samples: int, generator: torch.Generator | None) -> Tensor:
-    """``Long [S, B, N]``: one alias-method draw per uniform. No host synchronisation.
+def draw(t: Tables | Tensor, n_samples: int, generator: torch.Generator | None) -> Tensor:
+    """``Long [S, B, N]``: one draw per float64 uniform. No host synchronisation.
 
-    On CPU a cache-sized chunk of samples at a time; a generator gives the same draws
-    whatever the chunking (its uniforms are taken sample-major).
+    ``t`` is :func:`tables` (the alias rule) or :func:`cumulative` (the first index
+    whose cumulative probability exceeds the uniform). The uniforms are taken
+    sample-major, so a generator gives the same draws whatever the chunking (on CPU the
+    alias draws go a cache-sized chunk of samples at a time).
     """
+    if isinstance(t, Tensor):
+        return _search_draws(t, n_samples, generator)
     b, n = t.base.shape
     device = t.base.device
     out = torch.empty((n_samples, b, n), dtype=torch.long, device=device)
@@ -152,6 +182,19 @@ def draw(t: Tables, n_samples: int, generator: torch.Generator | None) -> Tensor
         torch.ge(u, bound[:c], out=moves[:c])
         torch.index_select(t.shift, 0, flat, out=shift[:c].view(-1))
         torch.addcmul(col, moves[:c], shift[:c], out=out[first : first + c])
+    return out
+
+
+def _search_draws(cdf: Tensor, n_samples: int, generator: torch.Generator | None) -> Tensor:
+    b, n, _ = cdf.shape
+    out = torch.empty((n_samples, b, n), dtype=torch.long, device=cdf.device)
+    chunk = max(1, _SEARCH_DRAWS // max(1, b * n))
+    for first in range(0, n_samples, chunk):
+        c = min(chunk, n_samples - first)
+        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, device=cdf.device)
+        # Mention-major queries: each row's searches run back to back, in cache.
+        a = torch.searchsorted(cdf, u.permute(1, 2, 0).contiguous(), right=True)
+        out[first : first + c] = a.permute(2, 0, 1)
     return out
 
 
