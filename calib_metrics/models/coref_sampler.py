@@ -20,9 +20,10 @@ sampling", 2019): with ``w = K * P`` the *light* columns (``w <= 1``) have defic
 exceeds the light's ``D`` before it; a heavy column keeps ``1 - (D* - E)``, ``D*`` the
 smallest ``D >= E`` (the deficits aliased at or before it: a scatter-add and a prefix
 sum), and hands the rest to the next heavy column (one ``searchsorted`` finds both kinds
-of alias). The build is some 30
-passes over the ``B * N * N`` entries; it is paid back only when the samples are many
-(``benchmarks/bench_coref.py`` times 100 and 1,000).
+of alias). The build is some 30 passes over the ``B * N * N`` entries, so
+:func:`prepare` uses the tables from as many samples as mentions; fewer samples search
+the cumulative probabilities (``torch.searchsorted``, a binary search per draw, the same
+uniforms).
 
 **Roots.** Pointer jumping, ``r = r[r]``, on ping-pong buffers, a cache-sized block of
 rows at a time, stopping a block once a round changes nothing (CPU).
