@@ -216,8 +216,7 @@ def roots(antecedents: Tensor, in_place: bool = False, check: bool = True) -> Te
     flat_out = out.view(-1, n)
     on_cpu = out.device.type == "cpu"
     block = max(1, _ROOT_BLOCK // n) if on_cpu else rows.shape[0]
-    x = torch.empty((min(block, rows.shape[0]), n), dtype=torch.long, device=out.device)
-    y = torch.empty_like(x)
+    spare = torch.empty((min(block, rows.shape[0]), n), dtype=torch.long, device=out.device)
     position = torch.arange(n, device=out.device)
     # After k rounds r = a^(2^k); chains have at most N - 1 links.
     rounds = math.ceil(math.log2(n)) if n > 1 else 0
@@ -225,21 +224,21 @@ def roots(antecedents: Tensor, in_place: bool = False, check: bool = True) -> Te
         c = min(block, rows.shape[0] - first)
         a, result = rows[first : first + c], flat_out[first : first + c]
         if check:
-            _check_block(a, position, x[:c])
-        _jump(a, result, (x[:c], y[:c]), rounds, on_cpu)
+            _check_block(a, position, spare[:c])
+        _jump(a, result, spare[:c], rounds, on_cpu, in_place)
     return out
 
 
-def _jump(a: Tensor, result: Tensor, spare: tuple[Tensor, Tensor], rounds: int, early: bool):
-    """``result = a^(2^rounds)`` by gathers into ``spare``, the last one into ``result``.
+def _jump(a: Tensor, result: Tensor, spare: Tensor, rounds: int, early: bool, same: bool):
+    """``result = a^(2^rounds)`` by gathers alternating between ``spare`` and ``result``.
 
-    ``result`` may be ``a`` itself: only a round that reads a spare buffer writes it.
-    With ``early``, stops once a round changes nothing: pointers only move backwards, so
-    a round changes nothing exactly when it leaves the sum of the pointers unchanged.
+    ``same``: ``result`` is ``a``'s memory (then the first round goes to ``spare``). With
+    ``early``, stops once a round changes nothing: pointers only move backwards, so a
+    round changes nothing exactly when it leaves the sum of the pointers unchanged.
     """
     src, total = a, None
     for k in range(rounds):
-        dst = result if 0 < k == rounds - 1 else spare[k % 2]
+        dst = spare if src is result or (k == 0 and same) else result
         torch.gather(src, -1, src, out=dst)
         src = dst
         if early and 2 <= k < rounds - 1:
