@@ -49,7 +49,6 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calib_metrics.models import coref, coref_sampler  # noqa: E402
 from calib_metrics.models.coref import (  # noqa: E402
     coreference_marginals,
     entity_roots,
@@ -298,19 +297,13 @@ def _growth(args: argparse.Namespace, device: torch.device, gen, rng) -> tuple[l
                 f"| {n:,} | {k:,} | {ow * 1e3:.2f} | {oc * 1e3:.2f} | {faults:.0f} "
                 f"| {pw * 1e3:.0f} | {pc * 1e3:.0f} | {_speedup(ow, pw)} | {_speedup(oc, pc)} |"
             )
-    return [*lines, "", _leftover(device), ""], ratios
+    return [*lines, "", _faults_note(), ""], ratios
 
 
-def _leftover(device: torch.device) -> str:
-    """How many draws of the main document the bucket table leaves to its binary search."""
-    doc = _scores(200, 0, device)
-    table = coref_sampler.tables(coref._cumulative(doc, None))
-    g = torch.Generator(device=device).manual_seed(0)
-    u = torch.rand((1000, *doc.shape[:2]), generator=g, dtype=torch.float64, device=device)
-    share = (coref_sampler.first_pass(table, u) < 0).double().mean().item()
+def _faults_note() -> str:
     return (
-        f"Draws of the 200-mention document that the bucket table leaves to its binary "
-        f"search: {100 * share:.1f} %. Page faults: median minor faults a call (this process)."
+        "Page faults: median minor faults a call (this process), first touches of memory "
+        "the C allocator mapped afresh for the call (it returns freed memory in between)."
     )
 
 

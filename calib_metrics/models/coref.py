@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from calib_metrics.models.coref_sampler import draw, roots, tables
+from calib_metrics.models.coref_sampler import draw, prepare, roots
 
 __all__ = [
     "antecedent_log_probs",
@@ -89,8 +89,8 @@ def _triangle(n: int, device: torch.device, diagonal: int, upper: bool = False) 
     return ones.triu_(diagonal) if upper else ones.tril_(diagonal)
 
 
-def _log_probs(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
-    """Validated-input core of :func:`antecedent_log_probs` (mask already a bool tensor).
+def _logits(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
+    """``scores`` with the forbidden choices at -inf (mask already a bool tensor).
 
     ``owned=True`` lets it overwrite ``scores`` (a private copy), saving an N x N buffer.
     """
@@ -113,13 +113,22 @@ def _log_probs(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tens
         logits = scores.masked_fill(forbidden, float("-inf"))
     del forbidden
     logits.diagonal(dim1=-2, dim2=-1).masked_fill_(only_new, 0.0)
-    logp = logits.log_softmax(-1)
-    if torch.isnan(logp).any():
+    return logits
+
+
+def _checked(distribution: Tensor) -> Tensor:
+    """``distribution`` (log-probabilities or probabilities), or ValueError if it has NaN."""
+    if torch.isnan(distribution).any():
         raise ValueError(
             "scores give no valid distribution for some mention: an allowed score "
             "(j <= i) is NaN or +inf, or all of a mention's allowed scores are -inf"
         )
-    return logp
+    return distribution
+
+
+def _log_probs(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
+    """Validated-input core of :func:`antecedent_log_probs` (mask already a bool tensor)."""
+    return _checked(_logits(scores, mask, owned).log_softmax(-1))
 
 
 def antecedent_log_probs(scores: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -174,16 +183,9 @@ def _float64_copy(scores: Tensor) -> Tensor:
     return scores.to(torch.float64, copy=True)
 
 
-def _cumulative(scores: Tensor, mask: Tensor | None) -> Tensor:
-    """Per-mention cumulative probabilities for inverse-CDF lookup, ``[B, N, N]`` float64.
-
-    Entries ``j >= i`` are ``+inf``: a uniform in ``[0, 1)`` that passes ``cdf[i - 1]``
-    (or rounds past the total) lands on NEW, and no draw can go beyond ``i``.
-    """
-    # float64 so that the lookup is exact to ~1e-16 even for long rows.
-    cdf = _log_probs(_float64_copy(scores), mask, owned=True).exp_().cumsum_(-1)
-    cdf /= cdf[..., -1:]
-    return cdf.masked_fill_(_triangle(cdf.shape[-1], cdf.device, 0, upper=True), float("inf"))
+def _probabilities(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """``P(a_i = j | x)`` in float64 ``[B, N, N]``, exactly 0 where forbidden or ``j > i``."""
+    return _checked(_logits(_float64_copy(scores), mask, owned=True).softmax(-1))
 
 
 def sample_antecedents(
@@ -195,14 +197,16 @@ def sample_antecedents(
     """Draw ``n_samples`` independent antecedent vectors per document: ``Long [S, B, N]``.
 
     Every ``a[s, b, i]`` is drawn from ``P(a_i | x)`` (:func:`antecedent_log_probs`), all
-    mentions, documents and samples at once by inverse-CDF lookup: one float64 uniform
-    per draw, taken sample-major from ``generator``, and the first index whose cumulative
-    probability exceeds it, found in a bucket table (a few vectorised gathers and
-    comparisons per draw, a short binary search for the rare rest; ``torch.searchsorted``
-    above 512 mentions), a cache-sized chunk of samples at a time. A generator gives the
-    same samples whatever the chunking. Host synchronisations: one for the argument
-    check; up to 512 mentions one for the table and one per chunk (the count of draws
-    left to the binary search).
+    mentions, documents and samples at once by Walker's alias method: one float64
+    uniform per draw, taken sample-major from ``generator``, picks one of mention ``i``'s
+    ``i + 1`` equal columns and a comparison keeps the column or hands the draw to its
+    alias (two gathers, no search; tables built per call without a loop over choices,
+    see :mod:`~calib_metrics.models.coref_sampler`), a cache-sized chunk of samples at a
+    time on CPU. With fewer samples than mentions the tables do not pay, and each draw
+    is instead the first index whose cumulative probability exceeds its uniform
+    (``torch.searchsorted``). A generator gives the same samples whatever the chunking.
+    Choices of probability 0 are never drawn. Host synchronisation: one, the argument
+    check.
     ``a[s, b, i] <= i``; ``i`` means NEW; padded mentions always get ``i``.
 
     Args:
@@ -226,7 +230,7 @@ def sample_antecedents(
     mask = _check_scores(scores, mask)
     _check_n_samples(n_samples)
     with torch.no_grad():
-        return draw(_cumulative(scores, mask), n_samples, generator)
+        return draw(prepare(_probabilities(scores, mask), n_samples), n_samples, generator)
 
 
 def entity_roots(antecedents: Tensor) -> Tensor:
@@ -326,10 +330,10 @@ def _exact_marginals(logp: Tensor, block: int = _DP_BLOCK) -> Tensor:
 
 
 def _sampled_marginals(
-    cdf: Tensor, n_samples: int, generator: torch.Generator | None, dtype: torch.dtype
+    probs: Tensor, n_samples: int, generator: torch.Generator | None, dtype: torch.dtype
 ) -> Tensor:
-    bsz, n, _ = cdf.shape
-    counts = torch.zeros((bsz, n, n), dtype=torch.int32, device=cdf.device)
+    bsz, n, _ = probs.shape
+    counts = torch.zeros((bsz, n, n), dtype=torch.int32, device=probs.device)
     # At most 255 samples per chunk, so that a chunk's counts fit uint8: summing bytes
     # into bytes vectorises, while a widening reduction over samples is ~100x slower.
     chunk = min(255, n_samples)
@@ -338,12 +342,12 @@ def _sampled_marginals(
     # About four tiles per document at least, so the mirrored half is mostly skipped.
     rows = min(n, max(64, -(-n // 4)), _PAIR_CHUNK_ELEMENTS // max(1, chunk * bsz * n))
     rows = max(1, rows)
-    buffer = torch.empty(chunk * bsz * rows * n, dtype=torch.bool, device=cdf.device)
+    buffer = torch.empty(chunk * bsz * rows * n, dtype=torch.bool, device=probs.device)
     narrow = torch.int16 if n <= torch.iinfo(torch.int16).max else torch.long
-    table = tables(cdf)
+    table = prepare(probs, n_samples)
     for start in range(0, n_samples, chunk):
         c = min(chunk, n_samples - start)
-        drawn = draw(cdf, c, generator, table)
+        drawn = draw(table, c, generator)
         sampled = roots(drawn, in_place=True, check=False).to(narrow)  # [c, B, N]
         for r0 in range(0, n, rows):
             r1 = min(n, r0 + rows)
@@ -403,4 +407,4 @@ def coreference_marginals(
         if n_samples is None:
             logp = _log_probs(_float64_copy(scores), mask, owned=True)
             return _exact_marginals(logp).to(scores.dtype)
-        return _sampled_marginals(_cumulative(scores, mask), n_samples, generator, scores.dtype)
+        return _sampled_marginals(_probabilities(scores, mask), n_samples, generator, scores.dtype)

@@ -1,33 +1,38 @@
-"""Kernels behind :mod:`calib_metrics.models.coref`: inverse-CDF draws and entity roots.
+"""Kernels behind :mod:`calib_metrics.models.coref`: alias-method draws and entity roots.
 
 Internal: :func:`~calib_metrics.models.coref.sample_antecedents` and
 :func:`~calib_metrics.models.coref.entity_roots` check their arguments and call these.
 
-**Draws.** ``a[s, b, i]`` is ``searchsorted(cdf[b, i], u[s, b, i], right=True)`` for one
-float64 uniform per draw, the uniforms taken sample-major from the generator, so a
-generator gives the same samples whatever the chunking, and the same samples as a plain
-binary search. For documents of up to :data:`TABLE_MAX_MENTIONS` mentions the search is
-a bucket table (Chen & Asau's indexed search, refined): each mention's ``[0, 1)`` is cut
-into ``M`` equal buckets, ``M`` the next power of two ``>= N``, so that ``floor(u * M)``
-and ``floor(cdf * M)`` are exact. A bucket stores how many boundaries lie below it and
-its first and last boundary; a draw reads its bucket and compares ``u`` with those two.
-That is exactly the searched index unless ``u`` falls strictly between two boundaries of
-one bucket (3.3 % of the draws of the benchmark's 200-mention document); those
-draws come out negative and take a short branch-free binary search. The table holds
-``B * N * (M + 1)`` entries of 20 bytes, at most about 5x the float64 ``cdf``. Longer
-documents use ``torch.searchsorted`` (measured: the table no longer pays at 800 mentions).
+**Draws** use Walker's alias method. Mention ``i`` has ``K = i + 1`` choices; its row is
+cut into ``K`` equal columns, column ``c`` keeps a draw with probability ``prob[c]`` and
+otherwise hands it to ``alias[c]``, chosen so that every choice ``j`` gets exactly
+``P(a_i = j)`` (up to float64 rounding, ~1e-15). One float64 uniform ``u`` per draw,
+taken sample-major from the generator: ``x = u * K``, column ``c = floor(x)``, and the
+draw is ``c`` if ``x < c + prob[c]`` else ``alias[c]``: two gathers and a comparison, no
+search, at any document length. A zero-probability choice keeps nothing
+(``prob = 0``) and is no alias, so it is never drawn.
+
+The tables are built for all rows at once, without a loop over choices, by Vose's
+sweep written as a merge (Hübschle-Schneider & Sanders, "Parallel weighted random
+sampling", 2019): with ``w = K * P`` the *light* columns (``w <= 1``) have deficits
+``1 - w`` and the *heavy* ones excesses ``w - 1``, each in column order with prefix sums
+``D`` and ``E``. The sweep gives a light column the first heavy column whose ``E``
+exceeds the light's ``D`` before it; a heavy column keeps ``1 - (D* - E)``, ``D*`` the
+smallest ``D >= E`` (the deficits aliased at or before it: a scatter-add and a prefix
+sum), and hands the rest to the next heavy column (one ``searchsorted`` finds both kinds
+of alias). The build is some 30 passes over the ``B * N * N`` entries, so
+:func:`prepare` uses the tables from as many samples as mentions; fewer samples search
+the cumulative probabilities (``torch.searchsorted``, a binary search per draw, the same
+uniforms).
 
 **Roots.** Pointer jumping, ``r = r[r]``, on ping-pong buffers, a cache-sized block of
 rows at a time, stopping a block once a round changes nothing (CPU).
 
-Working buffers are chunk-sized and reused across chunks: drawing all the uniforms at
-once (one more ``[S, B, N]`` float64 temporary) measured slower, through page faults.
-
 Example:
     >>> import torch
-    >>> cdf = torch.tensor([[[float("inf")] * 3, [0.25, float("inf"), float("inf")],
-    ...                      [0.5, 0.75, float("inf")]]], dtype=torch.float64)
-    >>> a = draw(cdf, 4000, torch.Generator().manual_seed(0))
+    >>> probs = torch.tensor([[[1.0, 0, 0], [0.25, 0.75, 0], [0.5, 0.25, 0.25]]],
+    ...                      dtype=torch.float64)
+    >>> a = draw(tables(probs.clone()), 4000, torch.Generator().manual_seed(0))
     >>> a.shape, round((a[:, 0, 2] == 1).double().mean().item(), 1)
     (torch.Size([4000, 1, 3]), 0.2)
     >>> roots(torch.tensor([[0, 0, 1, 3, 2]]))
@@ -42,189 +47,149 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-__all__ = ["TABLE_MAX_MENTIONS", "Tables", "draw", "roots", "tables"]
+__all__ = ["Tables", "cumulative", "draw", "prepare", "roots", "tables"]
 
-# Documents longer than this draw by torch.searchsorted instead of the bucket table.
-TABLE_MAX_MENTIONS = 512
-# Draws handled at once: the chunk's working buffers (~40 bytes a draw) stay in L2.
+# Draws handled at once on CPU: the chunk's working buffers (~30 bytes a draw) stay in L2.
 _CHUNK_DRAWS = 1 << 15
-# Draws per torch.searchsorted call (long documents): each row's many searches then run
-# back to back (measured at N = 800: 37 ms for 1,000 samples against 48 ms at 2 ** 15).
+# Table entries built at once: bounds the construction's temporaries (~60 bytes an entry).
+_BUILD_ENTRIES = 1 << 18
+# Draws per torch.searchsorted call (inverse-CDF path): each row's many searches then run
+# back to back.
 _SEARCH_DRAWS = 1 << 22
-# Bits of a table entry that hold the bucket's start (N <= 2 ** _START_BITS).
-_START_BITS = 10
-# Owed by a draw past a bucket's first boundary and paid back past its last: a draw
-# strictly between them comes out negative and is finished by a binary search.
-_ESCAPE = 1 << 20
 # Elements per block of rows in the pointer jumping.
 _ROOT_BLOCK = 1 << 15
 
 
 class Tables(NamedTuple):
-    """The bucket table of a batch's cumulative distributions, flat over (row, bucket).
+    """The alias tables of a batch of antecedent distributions, flat over (row, column).
 
-    Row ``(b, i)``, bucket ``floor(u * M)`` sits at ``base[b, i] + bucket`` (a row has
-    ``M + 1`` entries; the last is only a guard). A bucket with ``c`` boundaries stores
-    its first and last boundary and ``entry = start + (jump << _START_BITS)``, ``start``
-    the row's boundaries below it and ``jump = c - 1 + _ESCAPE`` (0 if ``c = 0``). A draw
-    is ``start + [u >= first] * (1 - _ESCAPE) + [u >= last] * jump``: ``start`` below the
-    first boundary, ``start + c`` from the last on, and negative strictly between them
-    (only when ``c >= 2``), where a binary search finishes it.
+    Row ``(b, i)``, column ``c`` sits at ``base[b, i] + c``.
     """
 
-    cdf: Tensor  # [B, N, N] float64, +inf at j >= i
-    buckets: int  # M, a power of two
-    base: Tensor  # [B, N] int32: (b * N + i) * (M + 1)
-    entry: Tensor  # int32 [B * N * (M + 1)]
-    first: Tensor  # float64 [B * N * (M + 1)]
-    last: Tensor  # float64 [B * N * (M + 1)]
-    widest: int  # most boundaries in a bucket if some bucket holds two or more, else 0
+    threshold: Tensor  # float64 [B * N * N]: c + prob[c]; a draw x = u * K stays if x < it
+    shift: Tensor  # int32 [B * N * N]: alias[c] - c, where column c sends what it does not keep
+    base: Tensor  # [B, N] int32 (int64 from 2 ** 31 entries): (b * N + i) * N
+    width: Tensor  # float64 [N]: K = i + 1, the choices of mention i
 
 
-def tables(cdf: Tensor) -> Tables | None:
-    """The bucket table of ``cdf`` ``[B, N, N]``; None above :data:`TABLE_MAX_MENTIONS` or empty.
+def prepare(probs: Tensor, n_samples: int) -> Tables | Tensor:
+    """What :func:`draw` needs for ``n_samples`` samples of ``probs`` (overwritten).
 
-    One host synchronisation: the most boundaries a bucket holds.
+    The alias tables cost some 30 passes over the ``B * N * N`` probabilities and save
+    a binary search per draw, so they pay once there are as many samples as mentions
+    (``n_samples >= N``); fewer samples search the cumulative probabilities instead.
     """
-    b, n, _ = cdf.shape
-    if n > min(TABLE_MAX_MENTIONS, (1 << _START_BITS) - 1) or cdf.numel() == 0:
-        return None
-    m = 1 << (n - 1).bit_length()  # buckets: the next power of two >= N
-    rows = cdf.view(b * n, n)
-    # Bucket of every boundary (exact: m is a power of two); +inf (j >= i) and a
-    # boundary at 1 go to the extra column m, which no draw reads.
-    bins = torch.mul(rows, m).floor_().clamp_(max=m).long()
-    count = torch.zeros((b * n, m + 1), dtype=torch.int32, device=cdf.device)
-    count.scatter_add_(1, bins, torch.ones_like(bins, dtype=torch.int32))
-    start = count.cumsum(1, dtype=torch.int32).sub_(count)
-    # The boundaries at start and start + count - 1 (clamped into the row): the first
-    # and last of the bucket. An empty bucket reads a later boundary as its first, so
-    # its draws stay at start (its jump is 0).
-    offset = torch.arange(0, b * n * n, n, dtype=torch.int32, device=cdf.device)[:, None]
-    flat = cdf.view(-1)
-    first = flat.index_select(0, (start.clamp(max=n - 1) + offset).view(-1))
-    last_at = (start + count).sub_(1).clamp_(0, n - 1).add_(offset)
-    last = flat.index_select(0, last_at.view(-1))
-    widest = int(count.max())  # a host synchronisation
-    # c - 1 + _ESCAPE, or 0 when the bucket is empty.
-    jump = count.clamp(max=1).mul_(_ESCAPE - 1).add_(count)
-    entry = start.add_(jump.bitwise_left_shift_(_START_BITS))
-    base = torch.arange(b * n, dtype=torch.int32, device=cdf.device).view(b, n).mul_(m + 1)
-    return Tables(cdf, m, base, entry.view(-1), first, last, widest if widest >= 2 else 0)
+    return tables(probs) if n_samples >= probs.shape[-1] else cumulative(probs)
 
 
-def _lookup(t: Tables, u: Tensor, out: Tensor, work: dict[str, Tensor]) -> None:
-    """Table draws for uniforms ``u`` ``[c, B, N]`` into ``out`` (int32, same shape)."""
-    index, value, entry, above = work["index"], work["value"], work["entry"], work["above"]
-    # u < 1, so the bucket is < M (u = 1 would read the row's guard entry).
-    torch.mul(u, t.buckets, out=value)
-    index.copy_(value)
-    index += t.base
-    flat = index.view(-1)
-    torch.index_select(t.entry, 0, flat, out=entry.view(-1))
-    torch.bitwise_and(entry, (1 << _START_BITS) - 1, out=out)
-    entry.bitwise_right_shift_(_START_BITS)  # the jump
-    torch.index_select(t.first, 0, flat, out=value.view(-1))
-    torch.ge(u, value, out=above)
-    out.add_(above, alpha=1 - _ESCAPE)
-    torch.index_select(t.last, 0, flat, out=value.view(-1))
-    torch.ge(u, value, out=above)
-    out.addcmul_(above, entry)
+def cumulative(probs: Tensor) -> Tensor:
+    """Cumulative ``probs`` ``[B, N, N]`` (in place), +inf at ``j >= i``.
 
-
-def first_pass(t: Tables, u: Tensor) -> Tensor:
-    """Table draws of uniforms ``u`` ``[c, B, N]`` before the binary search (int32)."""
-    found = torch.empty(u.shape, dtype=torch.int32, device=u.device)
-    _lookup(t, u, found, _workspace(u.shape, u.dtype, u.device))
-    return found
-
-
-def _workspace(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> dict:
-    """The buffers :func:`_lookup` writes, for a chunk of ``shape`` uniforms."""
-    return {
-        "index": torch.empty(shape, dtype=torch.int32, device=device),
-        "value": torch.empty(shape, dtype=dtype, device=device),
-        "entry": torch.empty(shape, dtype=torch.int32, device=device),
-        "above": torch.empty(shape, dtype=torch.int32, device=device),
-    }
-
-
-def search(t: Tables, u: Tensor) -> Tensor:
-    """``Long``: ``searchsorted(cdf[b, i], u[s, b, i], right=True)`` by the table."""
-    out = first_pass(t, u).long()
-    where = (out < 0).view(-1).nonzero().squeeze(-1)
-    if where.numel():
-        _finish(t, out, where, u.reshape(-1).index_select(0, where))
-    return out
-
-
-def draw(
-    cdf: Tensor, n_samples: int, generator: torch.Generator | None, t: Tables | None = None
-) -> Tensor:
-    """``Long [S, B, N]``: ``searchsorted(cdf[b, i], u, right=True)`` per uniform ``u``.
-
-    ``t`` may pass :func:`tables` of ``cdf`` already built. Host synchronisations: with
-    the table, the one of :func:`tables` and one per chunk of draws (the count left to
-    the binary search); none otherwise.
+    Normalised by the row's total, so that a choice after which all mass is 0 ends at
+    exactly 1 and a uniform in ``[0, 1)`` never passes it: a zero-probability choice
+    (NEW included) is never drawn.
     """
-    b, n, _ = cdf.shape
-    out = torch.empty((n_samples, b, n), dtype=torch.long, device=cdf.device)
+    cdf = probs.cumsum_(-1)
+    cdf /= cdf[..., -1:]
+    upper = torch.ones(cdf.shape[-2:], dtype=torch.bool, device=cdf.device).triu_()
+    return cdf.masked_fill_(upper, float("inf"))
+
+
+def tables(probs: Tensor) -> Tables:
+    """The alias tables of ``probs`` ``[B, N, N]`` float64 (rows sum to 1, 0 at ``j > i``).
+
+    Overwrites ``probs`` (its storage becomes the thresholds). No host synchronisation.
+    Mentions are built in groups of rows that see only the columns they can choose (the
+    first half of the mentions, then blocks of at most ``_BUILD_ENTRIES`` entries).
+    """
+    b, n, _ = probs.shape
+    device = probs.device
+    shift = torch.zeros(probs.shape, dtype=torch.int32, device=device)
+    first = 0
+    while first < n:
+        last = first + max(1, _BUILD_ENTRIES // max(1, b * n))
+        last = min(n, last, (n + 1) // 2) if first == 0 else min(n, last)
+        width = torch.arange(first + 1, last + 1, device=device)
+        _build(probs[:, first:last, :last], width, shift[:, first:last, :last])
+        first = last
+    index = torch.int32 if b * n * n < 2**31 else torch.long
+    base = torch.arange(b * n, dtype=index, device=device).mul_(n).view(b, n)
+    width = torch.arange(1, n + 1, dtype=probs.dtype, device=device)
+    return Tables(probs.view(-1), shift.view(-1), base, width)
+
+
+def _build(rows: Tensor, width: Tensor, shift: Tensor) -> None:
+    """Alias tables of ``rows`` ``[..., R, N]`` with ``width`` ``[R]`` choices, in place.
+
+    ``rows`` becomes ``c + prob[c]`` and ``shift`` ``alias[c] - c`` (see the module docs).
+    A heavy column whose excess is too small to raise ``E`` in float64 (under one ulp of
+    ``E``) keeps its whole column instead, losing that excess (< 2.3e-16 of ``K``).
+    """
+    n = rows.shape[-1]
+    col = torch.arange(n, device=rows.device)
+    w = rows.mul_(width[:, None])  # 0 past the row's choices
+    deficit = torch.sub(1, w).clamp_(min=0).mul_(col < width[:, None])  # lights' 1 - w
+    e_sum = torch.sub(w, 1).clamp_(min=0).cumsum_(-1)  # E: prefix sums of the excesses
+    query = deficit.cumsum(-1).sub_(deficit)  # a light's D before it
+    # The heavy columns: where E rises. A light's alias is the first of them whose E
+    # passes the light's D before it, a heavy column's the next one: both the first
+    # column whose E exceeds a query. E is searched as +inf from the last heavy column
+    # on, so that column catches what rounding leaves over and is its own alias; a row
+    # without a heavy column (every w = 1 up to rounding) aliases to column 0.
+    rises = torch.empty(rows.shape, dtype=torch.bool, device=rows.device)
+    torch.gt(e_sum[..., :1], 0, out=rises[..., :1])
+    torch.gt(e_sum[..., 1:], e_sum[..., :-1], out=rises[..., 1:])
+    capped = e_sum.masked_fill(e_sum >= e_sum[..., -1:], float("inf"))
+    alias = torch.searchsorted(capped, torch.where(rises, e_sum, query, out=query), right=True)
+    # A heavy column's D*, the smallest D >= its E: the deficits of the lights aliased
+    # at or before it, summed (D and the alias columns both grow along the row).
+    reach = query.zero_().scatter_add_(-1, alias, deficit).cumsum_(-1)
+    kept = e_sum.sub_(reach).add_(1).clamp_(0, 1)
+    torch.sub(alias, col, out=shift)
+    torch.where(rises, kept, w.clamp_(max=1), out=rows).add_(col)
+
+
+def draw(t: Tables | Tensor, n_samples: int, generator: torch.Generator | None) -> Tensor:
+    """``Long [S, B, N]``: one draw per float64 uniform. No host synchronisation.
+
+    ``t`` is :func:`tables` (the alias rule) or :func:`cumulative` (the first index
+    whose cumulative probability exceeds the uniform). The uniforms are taken
+    sample-major, so a generator gives the same draws whatever the chunking (on CPU the
+    alias draws go a cache-sized chunk of samples at a time).
+    """
+    if isinstance(t, Tensor):
+        return _search_draws(t, n_samples, generator)
+    b, n = t.base.shape
+    device = t.base.device
+    out = torch.empty((n_samples, b, n), dtype=torch.long, device=device)
     if out.numel() == 0:
         return out
-    t = tables(cdf) if t is None else t
-    if t is None:
-        return _searchsorted_draws(cdf, out, max(1, _SEARCH_DRAWS // (b * n)), generator)
-    chunk = max(1, _CHUNK_DRAWS // (b * n))
+    chunk = max(1, _CHUNK_DRAWS // (b * n)) if device.type == "cpu" else n_samples
     shape = (min(chunk, n_samples), b, n)
-    uniforms = torch.empty(shape, dtype=cdf.dtype, device=cdf.device)
-    work = _workspace(shape, cdf.dtype, cdf.device)
-    found = torch.empty(shape, dtype=torch.int32, device=cdf.device)
-    left: list[tuple[Tensor, Tensor]] = []
+    x = torch.empty(shape, dtype=t.threshold.dtype, device=device)
+    bound = torch.empty_like(x)
+    column = torch.empty(shape, dtype=t.shift.dtype, device=device)
+    index = torch.empty(shape, dtype=t.base.dtype, device=device)
+    shift = torch.empty_like(column)
+    moves = torch.empty(shape, dtype=torch.bool, device=device)
     for first in range(0, n_samples, chunk):
         c = min(chunk, n_samples - first)
-        # Sample-major uniforms: chunks of one stream equal one big draw on CPU.
-        u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, out=uniforms[:c])
-        _lookup(t, u, found[:c], {k: v[:c] for k, v in work.items()})
-        out[first : first + c].copy_(found[:c])
-        if t.widest:
-            where = (found[:c] < 0).view(-1).nonzero().squeeze(-1)  # a host synchronisation
-            if where.numel():
-                left.append((where + first * b * n, u.view(-1).index_select(0, where)))
-    if left:
-        where, u = (torch.cat(parts) for parts in zip(*left))
-        _finish(t, out, where, u)
+        u = torch.rand((c, b, n), generator=generator, dtype=x.dtype, out=x[:c])
+        u.mul_(t.width)  # x = u * K < K, since u <= 1 - 2 ** -53
+        col = column[:c]
+        col.copy_(u)  # floor: x >= 0
+        flat = torch.add(col, t.base, out=index[:c]).view(-1)
+        torch.index_select(t.threshold, 0, flat, out=bound[:c].view(-1))
+        torch.ge(u, bound[:c], out=moves[:c])
+        torch.index_select(t.shift, 0, flat, out=shift[:c].view(-1))
+        torch.addcmul(col, moves[:c], shift[:c], out=out[first : first + c])
     return out
 
 
-def _finish(t: Tables, out: Tensor, where: Tensor, u: Tensor) -> None:
-    """Finish the draws left negative (at ``where``, uniforms ``u``) by a binary search.
-
-    Such a draw came out as ``start + 1 - _ESCAPE``; its answer lies in
-    ``[start, start + t.widest]`` (its bucket's boundaries are among the ``t.widest``
-    from ``start`` on, and those past the bucket exceed ``u``). The search is branch-free
-    and reads the rows with ``t.widest`` entries of +inf appended, so it needs no clamp.
-    """
-    flat = out.view(-1)
-    _, b, n = out.shape
-    width = n + t.widest
-    padded = torch.full((b * n, width), float("inf"), dtype=t.cdf.dtype, device=u.device)
-    padded[:, :n] = t.cdf.view(b * n, n)
-    # The searched range is [base, base + size - 1], base in flat coordinates of padded.
-    row = (where % (b * n)) * width
-    base = flat.index_select(0, where).add_(_ESCAPE - 1).add_(row)
-    size = t.widest + 1
-    while size > 1:
-        half = size // 2
-        beyond = padded.view(-1).index_select(0, base + (half - 1)) <= u
-        base += beyond.long().mul_(half)
-        size -= half
-    flat.index_copy_(0, where, base.sub_(row))
-
-
-def _searchsorted_draws(
-    cdf: Tensor, out: Tensor, chunk: int, generator: torch.Generator | None
-) -> Tensor:
-    n_samples, b, n = out.shape
+def _search_draws(cdf: Tensor, n_samples: int, generator: torch.Generator | None) -> Tensor:
+    b, n, _ = cdf.shape
+    out = torch.empty((n_samples, b, n), dtype=torch.long, device=cdf.device)
+    chunk = max(1, _SEARCH_DRAWS // max(1, b * n))
     for first in range(0, n_samples, chunk):
         c = min(chunk, n_samples - first)
         u = torch.rand((c, b, n), generator=generator, dtype=cdf.dtype, device=cdf.device)
@@ -251,9 +216,7 @@ def roots(antecedents: Tensor, in_place: bool = False, check: bool = True) -> Te
     flat_out = out.view(-1, n)
     on_cpu = out.device.type == "cpu"
     block = max(1, _ROOT_BLOCK // n) if on_cpu else rows.shape[0]
-    x = torch.empty((min(block, rows.shape[0]), n), dtype=torch.long, device=out.device)
-    y = torch.empty_like(x)
-    beyond = torch.empty_like(x, dtype=torch.bool)
+    spare = torch.empty((min(block, rows.shape[0]), n), dtype=torch.long, device=out.device)
     position = torch.arange(n, device=out.device)
     # After k rounds r = a^(2^k); chains have at most N - 1 links.
     rounds = math.ceil(math.log2(n)) if n > 1 else 0
@@ -261,21 +224,21 @@ def roots(antecedents: Tensor, in_place: bool = False, check: bool = True) -> Te
         c = min(block, rows.shape[0] - first)
         a, result = rows[first : first + c], flat_out[first : first + c]
         if check:
-            _check_block(a, position, beyond[:c])
-        _jump(a, result, (x[:c], y[:c]), rounds, on_cpu)
+            _check_block(a, position, spare[:c])
+        _jump(a, result, spare[:c], rounds, on_cpu, in_place)
     return out
 
 
-def _jump(a: Tensor, result: Tensor, spare: tuple[Tensor, Tensor], rounds: int, early: bool):
-    """``result = a^(2^rounds)`` by gathers into ``spare``, the last one into ``result``.
+def _jump(a: Tensor, result: Tensor, spare: Tensor, rounds: int, early: bool, same: bool):
+    """``result = a^(2^rounds)`` by gathers alternating between ``spare`` and ``result``.
 
-    ``result`` may be ``a`` itself: only a round that reads a spare buffer writes it.
-    With ``early``, stops once a round changes nothing: pointers only move backwards, so
-    a round changes nothing exactly when it leaves the sum of the pointers unchanged.
+    ``same``: ``result`` is ``a``'s memory (then the first round goes to ``spare``). With
+    ``early``, stops once a round changes nothing: pointers only move backwards, so a
+    round changes nothing exactly when it leaves the sum of the pointers unchanged.
     """
     src, total = a, None
     for k in range(rounds):
-        dst = result if 0 < k == rounds - 1 else spare[k % 2]
+        dst = spare if src is result or (k == 0 and same) else result
         torch.gather(src, -1, src, out=dst)
         src = dst
         if early and 2 <= k < rounds - 1:
@@ -287,6 +250,7 @@ def _jump(a: Tensor, result: Tensor, spare: tuple[Tensor, Tensor], rounds: int, 
 
 
 def _check_block(a: Tensor, position: Tensor, scratch: Tensor) -> None:
-    beyond = torch.gt(a, position, out=scratch).view(torch.uint8).max()
-    if bool(beyond | (a.min() < 0)):  # a host synchronisation
+    # 0 <= a <= i exactly when a and i - a are both >= 0, i.e. when their OR is.
+    torch.sub(position, a, out=scratch).bitwise_or_(a)
+    if bool(scratch.min() < 0):  # a host synchronisation
         raise ValueError("antecedents must satisfy 0 <= a[..., i] <= i (i means NEW)")
