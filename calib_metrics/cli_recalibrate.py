@@ -88,6 +88,17 @@ def _write_probs(path: Path, before: Tensor, after: Tensor, target: Tensor, grou
             writer.writerow([f"{row[0]:.10g}", f"{row[1]:.10g}", int(row[2]), *row[3:]])
 
 
+def _check_binary(table, path: Path) -> None:
+    """Refuse a multiclass file (C probabilities per label): the methods here are binary."""
+    per_label = table.probs.numel() // max(table.target.numel(), 1)
+    if per_label > 1:
+        raise ValueError(
+            f"{path}: {per_label} probabilities per label (a multiclass file); recalibrate "
+            "fits binary (probability, 0/1 label) files: recalibrate multiclass logits in "
+            "Python (calib_metrics.recalibration.TemperatureScaling)"
+        )
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
@@ -105,6 +116,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_output_path(args.plot, "--plot")
     dev = read_table(args.dev, args.probs, args.target, None)
     test = read_table(args.test, args.probs, args.target, args.groups)
+    _check_binary(dev, args.dev)
+    _check_binary(test, args.test)
     g = torch.Generator().manual_seed(args.seed)
     try:
         recalibrator = fit_binary(

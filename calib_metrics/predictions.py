@@ -355,6 +355,11 @@ def read_table(
     y = _to_labels(y[1], path, y[0], lines)
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
+    if y.numel() == 0 or q.numel() % y.numel():
+        raise ValueError(
+            f"{path}: {q.numel()} probabilities for {y.numel()} labels (give one per label, "
+            "or C per label for a multiclass file)"
+        )
     _check_values(q, y, path, names, lines)
     if ids is not None:
         ids = _to_ids(ids[1], path, ids[0])

@@ -121,6 +121,17 @@ def test_a_bad_value_of_an_array_file_names_its_row_index(tmp_path: Path, capsys
     assert "row index 1, column 'probs' is missing (NaN)" in line
 
 
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_arrays_of_unrelated_lengths_name_the_file(tmp_path: Path, capsys, command: str):
+    # 5 probabilities for 2 labels is neither one per label nor C per label: the error
+    # names the file and both counts (it was the library's "probs and target must have
+    # the same shape", with no file).
+    path = tmp_path / "p.npz"
+    np.savez(path, probs=np.array(Q[:5]), target=np.array(Y[:2]))
+    line = one_line_error(capsys, command, path, *([path] if command == "compare" else []))
+    assert f"{path}: 5 probabilities for 2 labels" in line
+
+
 @pytest.mark.parametrize("value", ["1e30", str(10**30), "0", "-3", "2.5", "nan", "many"])
 def test_bin_size_out_of_range_or_not_an_integer(good: Path, capsys, value: str):
     line = one_line_error(capsys, "evaluate", good, "--bin-size", value)
