@@ -177,6 +177,21 @@ def _bin_size(text: str) -> int | str:
     return value
 
 
+def check_draw_options(args: argparse.Namespace) -> None:
+    """``--samples`` and ``--confidence``, checked alike by every command before any work.
+
+    Example:
+        >>> check_draw_options(argparse.Namespace(samples=1, confidence=0.95))
+        Traceback (most recent call last):
+        ...
+        ValueError: --samples must be at least 2, got 1
+    """
+    if args.samples < 2:
+        raise ValueError(f"--samples must be at least 2, got {args.samples}")
+    if not 0 < args.confidence < 1:
+        raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+
+
 def _settle_options(args: argparse.Namespace) -> None:
     """Fill the options left unset: the recommended estimator, or the paper's (``--paper``)."""
     if args.bin_size is None:
@@ -294,6 +309,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     from calib_metrics.predictions import check_output_path, to_jsonable
 
     _settle_options(args)
+    check_draw_options(args)
     check_plot_smooth(args)
     check_output_path(args.plot, "--plot")
     check_output_path(args.html, "--html")

@@ -179,17 +179,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from calib_metrics import cli_report
-    from calib_metrics.cli import check_plot_smooth, estimate_bins, warn_if_few_bins
+    from calib_metrics.cli import (
+        check_draw_options,
+        check_plot_smooth,
+        estimate_bins,
+        warn_if_few_bins,
+    )
     from calib_metrics.functional import compare_calibration
     from calib_metrics.predictions import check_output_path
 
     check_output_path(args.html, "--html")
     check_plot_smooth(args)
     check_output_path(args.plot, "--plot")
-    if args.samples < 2:
-        raise ValueError(f"--samples must be at least 2, got {args.samples}")
-    if not 0 < args.confidence < 1:
-        raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+    check_draw_options(args)
     if args.label is None and (args.correction is not None or args.alpha is not None):
         raise ValueError("--correction and --alpha apply to --label COLUMN only")
     a, b = _read_both(args)

@@ -102,13 +102,11 @@ def _check_binary(table, path: Path) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
+    from calib_metrics.cli import check_draw_options
     from calib_metrics.predictions import check_output_path, read_table
     from calib_metrics.recalibration import fit_binary
 
-    if args.samples < 1:
-        raise ValueError(f"--samples must be positive, got {args.samples}")
-    if not 0 < args.confidence < 1:
-        raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+    check_draw_options(args)
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")

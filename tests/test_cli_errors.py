@@ -132,6 +132,26 @@ def test_arrays_of_unrelated_lengths_name_the_file(tmp_path: Path, capsys, comma
     assert f"{path}: 5 probabilities for 2 labels" in line
 
 
+@pytest.mark.parametrize("command", ["evaluate", "compare", "recalibrate"])
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--samples", "1", "--samples must be at least 2, got 1"),
+        ("--confidence", "1.5", "--confidence must lie in (0, 1), got 1.5"),
+    ],
+)
+def test_draw_options_are_named_alike_by_every_command(
+    good: Path, tmp_path: Path, capsys, command: str, option: str, value: str, message: str
+):
+    # One check for all three commands, before any work, naming the option as typed (it
+    # was the library's "n_samples must be an integer >= 2" for evaluate and, after its
+    # own check let 1 through, for recalibrate).
+    files = [good] if command == "evaluate" else [good, good]
+    out = ["--out", tmp_path / "o.csv"] if command == "recalibrate" else []
+    line = one_line_error(capsys, command, *files, *out, option, value)
+    assert line == f"calib-metrics: error: {message}"
+
+
 @pytest.mark.parametrize("value", ["1e30", str(10**30), "0", "-3", "2.5", "nan", "many"])
 def test_bin_size_out_of_range_or_not_an_integer(good: Path, capsys, value: str):
     line = one_line_error(capsys, "evaluate", good, "--bin-size", value)
