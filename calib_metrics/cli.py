@@ -272,6 +272,16 @@ def _summary(args: argparse.Namespace, probs, groups, result, brier) -> dict:
     }
 
 
+def mode_note(mode: str) -> str:
+    """How a command's text names ``--mode``: nothing for the default one-vs-rest pairs.
+
+    Example:
+        >>> mode_note("one_vs_rest"), mode_note("classwise")
+        ('', ', classwise')
+    """
+    return "" if mode == "one_vs_rest" else f", {mode}"
+
+
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     pct = f"{args.confidence:.0%}"
     in_groups = "" if summary["groups"] is None else f" in {summary['groups']} groups"
@@ -281,7 +291,8 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
     )
     print(
-        f"CalibErr ({args.norm}{', debiased' if args.debias else ''}) = "
+        f"CalibErr ({args.norm}{', debiased' if args.debias else ''}"
+        f"{mode_note(summary['mode'])}) = "
         f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
         f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
     )

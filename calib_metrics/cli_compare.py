@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calib_metrics.cli import add_plot_smooth
+from calib_metrics.cli import add_plot_smooth, mode_note
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -250,7 +250,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(json.dumps(to_jsonable(summary), indent=2))
         return
     level = f"{100 * summary['confidence']:g}%"
-    mode = "" if summary["mode"] == "one_vs_rest" else f", {summary['mode']}"
+    mode = mode_note(summary["mode"])
     print(f"N = {summary['n']} items, debiased CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws)")  # fmt: skip
     for name, path in zip("ab", model_names(args), strict=True):

@@ -48,6 +48,23 @@ def test_mode_reaches_the_computation(capsys, multiclass_file, mode) -> None:
     assert summary["smooth_ece"] == pytest.approx(smooth, rel=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("mode", "named"),
+    [
+        ("one_vs_rest", "(l2, debiased)"),
+        ("top_label", "(l2, debiased, top_label)"),
+        ("classwise", "(l2, debiased, classwise)"),
+    ],
+)
+def test_text_names_the_mode_as_compare_does(capsys, multiclass_file, mode, named) -> None:
+    # The text said "CalibErr (l2, debiased)" whatever --mode was: a classwise mean over
+    # classes read like the pooled one-vs-rest error.
+    path = multiclass_file[0]
+    code, out, err = run(capsys, "evaluate", path, "--samples", "100", "--mode", mode)
+    assert code == 0, err
+    assert f"CalibErr {named} = " in out.splitlines()[1]
+
+
 def test_text_lines_for_smooth_and_spiegelhalter(capsys, multiclass_file) -> None:
     path, probs, target = multiclass_file
     argv = ("--bin-size", "50", "--samples", "100", "--mode", "top_label")
