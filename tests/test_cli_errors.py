@@ -121,6 +121,16 @@ def test_a_bad_value_of_an_array_file_names_its_row_index(tmp_path: Path, capsys
     assert "row index 1, column 'probs' is missing (NaN)" in line
 
 
+@pytest.mark.parametrize("suffix", [".npz", ".npy"])
+def test_an_array_file_that_is_not_one_says_so(tmp_path: Path, capsys, suffix: str):
+    # numpy reads a file without its magic as a pickle and refuses that: the message was
+    # "This file contains pickled (object) data...", about a file that holds none.
+    path = tmp_path / f"p{suffix}"
+    path.write_text("prob,label\n0.2,0\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert f"{path}: not a {suffix} file" in line and "pickle" not in line
+
+
 @pytest.mark.parametrize("command", ["evaluate", "compare"])
 def test_arrays_of_unrelated_lengths_name_the_file(tmp_path: Path, capsys, command: str):
     # 5 probabilities for 2 labels is neither one per label nor C per label: the error
