@@ -177,6 +177,30 @@ def _bin_size(text: str) -> int | str:
     return value
 
 
+def multiclass_input(probs, target, path, mode: str):
+    """A file's pairs as :func:`calib_metrics.predictions.as_multiclass` shapes them, and a
+    ``--mode`` other than one-vs-rest refused, in the command's terms, on a binary file.
+
+    Example:
+        >>> import torch
+        >>> multiclass_input(torch.tensor([0.2, 0.7]), torch.tensor([0.0, 1.0]), "p.csv",
+        ...                  "top_label")
+        Traceback (most recent call last):
+        ...
+        ValueError: p.csv: --mode top_label needs multiclass probs ...
+    """
+    from calib_metrics.predictions import as_multiclass
+
+    probs, target = as_multiclass(probs, target, path)
+    if mode != "one_vs_rest" and probs.dim() == target.dim():
+        raise ValueError(
+            f"{path}: --mode {mode} needs multiclass probs (C probabilities per label: an "
+            ".npz, .npy or .pt of probs [N, C] with class ids [N]); this file has one "
+            "probability per label"
+        )
+    return probs, target
+
+
 def check_draw_options(args: argparse.Namespace) -> None:
     """``--samples`` and ``--confidence``, checked alike by every command before any work.
 
@@ -215,11 +239,11 @@ def _compute(args: argparse.Namespace):
     import torch
 
     from calib_metrics.functional import brier_decomposition, calibration_error_ci
-    from calib_metrics.predictions import as_multiclass, read_table
+    from calib_metrics.predictions import read_table
 
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
     probs, target, groups = read_table(args.file, args.probs, args.target, wanted_groups)
-    probs, target = as_multiclass(probs, target, args.file)
+    probs, target = multiclass_input(probs, target, args.file, args.mode)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
         probs,

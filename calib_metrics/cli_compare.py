@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calib_metrics.cli import add_plot_smooth, mode_note
+from calib_metrics.cli import add_plot_smooth, mode_note, multiclass_input
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -80,7 +80,7 @@ def _read_both(args: argparse.Namespace):
     probabilities per label become [N, C] with class ids. The group ids (``--groups``)
     are read from both files when both have the column (they must group the rows
     alike), else from the one that has it; both results carry them."""
-    from calib_metrics.predictions import as_multiclass, read_table
+    from calib_metrics.predictions import read_table
 
     columns = _group_columns(args)
     a = read_table(args.a, args.probs, args.target, columns[0])
@@ -99,8 +99,8 @@ def _read_both(args: argparse.Namespace):
         shown = f"{a.target[row].item():g} vs {b.target[row].item():g}"
         raise _not_same_items(args, f"the labels first differ at data row {row + 1}: {shown}")
     groups = _same_groups(args, a.groups, b.groups, columns)
-    probs_a, target = as_multiclass(a.probs, a.target, args.a)
-    probs_b, _ = as_multiclass(b.probs, b.target, args.b or args.a)
+    probs_a, target = multiclass_input(a.probs, a.target, args.a, args.mode)
+    probs_b, _ = multiclass_input(b.probs, b.target, args.b or args.a, args.mode)
     return (
         a._replace(probs=probs_a, target=target, groups=groups),
         b._replace(probs=probs_b, target=target, groups=groups),

@@ -65,6 +65,21 @@ def test_text_names_the_mode_as_compare_does(capsys, multiclass_file, mode, name
     assert f"CalibErr {named} = " in out.splitlines()[1]
 
 
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+@pytest.mark.parametrize("mode", ["top_label", "classwise"])
+def test_a_mode_on_a_binary_file_is_said_in_the_commands_terms(capsys, tmp_path, command, mode):
+    # The library's message ended "pass torch.stack([1 - p, p], -1)": Python, for a user
+    # at the command line, and no file named.
+    path = tmp_path / "binary.csv"
+    path.write_text("prob,label\n0.2,0\n0.7,1\n0.6,0\n")
+    files = [path] if command == "evaluate" else [path, path]
+    code, out, err = run(capsys, command, *files, "--mode", mode)
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert f"{path}: --mode {mode} needs multiclass probs" in line
+    assert "torch" not in line
+
+
 def test_text_lines_for_smooth_and_spiegelhalter(capsys, multiclass_file) -> None:
     path, probs, target = multiclass_file
     argv = ("--bin-size", "50", "--samples", "100", "--mode", "top_label")
