@@ -194,6 +194,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_draw_options(args)
     if args.label is None and (args.correction is not None or args.alpha is not None):
         raise ValueError("--correction and --alpha apply to --label COLUMN only")
+    if args.alpha is not None and not 0 < args.alpha < 1:
+        raise ValueError(f"--alpha must lie in (0, 1), got {args.alpha}")
     a, b = _read_both(args)
     result = compare_calibration(
         a.probs, b.probs, a.target, groups=a.groups, confidence=args.confidence,
