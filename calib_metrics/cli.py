@@ -177,6 +177,45 @@ def _bin_size(text: str) -> int | str:
     return value
 
 
+def multiclass_input(probs, target, path, mode: str):
+    """A file's pairs as :func:`calib_metrics.predictions.as_multiclass` shapes them, and a
+    ``--mode`` other than one-vs-rest refused, in the command's terms, on a binary file.
+
+    Example:
+        >>> import torch
+        >>> multiclass_input(torch.tensor([0.2, 0.7]), torch.tensor([0.0, 1.0]), "p.csv",
+        ...                  "top_label")
+        Traceback (most recent call last):
+        ...
+        ValueError: p.csv: --mode top_label needs multiclass probs ...
+    """
+    from calib_metrics.predictions import as_multiclass
+
+    probs, target = as_multiclass(probs, target, path)
+    if mode != "one_vs_rest" and probs.dim() == target.dim():
+        raise ValueError(
+            f"{path}: --mode {mode} needs multiclass probs (C probabilities per label: an "
+            ".npz, .npy or .pt of probs [N, C] with class ids [N]); this file has one "
+            "probability per label"
+        )
+    return probs, target
+
+
+def check_draw_options(args: argparse.Namespace) -> None:
+    """``--samples`` and ``--confidence``, checked alike by every command before any work.
+
+    Example:
+        >>> check_draw_options(argparse.Namespace(samples=1, confidence=0.95))
+        Traceback (most recent call last):
+        ...
+        ValueError: --samples must be at least 2, got 1
+    """
+    if args.samples < 2:
+        raise ValueError(f"--samples must be at least 2, got {args.samples}")
+    if not 0 < args.confidence < 1:
+        raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+
+
 def _settle_options(args: argparse.Namespace) -> None:
     """Fill the options left unset: the recommended estimator, or the paper's (``--paper``)."""
     if args.bin_size is None:
@@ -200,11 +239,11 @@ def _compute(args: argparse.Namespace):
     import torch
 
     from calib_metrics.functional import brier_decomposition, calibration_error_ci
-    from calib_metrics.predictions import as_multiclass, read_table
+    from calib_metrics.predictions import read_table
 
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
     probs, target, groups = read_table(args.file, args.probs, args.target, wanted_groups)
-    probs, target = as_multiclass(probs, target, args.file)
+    probs, target = multiclass_input(probs, target, args.file, args.mode)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
         probs,
@@ -257,6 +296,16 @@ def _summary(args: argparse.Namespace, probs, groups, result, brier) -> dict:
     }
 
 
+def mode_note(mode: str) -> str:
+    """How a command's text names ``--mode``: nothing for the default one-vs-rest pairs.
+
+    Example:
+        >>> mode_note("one_vs_rest"), mode_note("classwise")
+        ('', ', classwise')
+    """
+    return "" if mode == "one_vs_rest" else f", {mode}"
+
+
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     pct = f"{args.confidence:.0%}"
     in_groups = "" if summary["groups"] is None else f" in {summary['groups']} groups"
@@ -266,7 +315,8 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
     )
     print(
-        f"CalibErr ({args.norm}{', debiased' if args.debias else ''}) = "
+        f"CalibErr ({args.norm}{', debiased' if args.debias else ''}"
+        f"{mode_note(summary['mode'])}) = "
         f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
         f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
     )
@@ -294,6 +344,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     from calib_metrics.predictions import check_output_path, to_jsonable
 
     _settle_options(args)
+    check_draw_options(args)
     check_plot_smooth(args)
     check_output_path(args.plot, "--plot")
     check_output_path(args.html, "--html")

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calib_metrics.cli import add_plot_smooth
+from calib_metrics.cli import add_plot_smooth, mode_note, multiclass_input
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -80,7 +80,7 @@ def _read_both(args: argparse.Namespace):
     probabilities per label become [N, C] with class ids. The group ids (``--groups``)
     are read from both files when both have the column (they must group the rows
     alike), else from the one that has it; both results carry them."""
-    from calib_metrics.predictions import as_multiclass, read_table
+    from calib_metrics.predictions import read_table
 
     columns = _group_columns(args)
     a = read_table(args.a, args.probs, args.target, columns[0])
@@ -99,8 +99,8 @@ def _read_both(args: argparse.Namespace):
         shown = f"{a.target[row].item():g} vs {b.target[row].item():g}"
         raise _not_same_items(args, f"the labels first differ at data row {row + 1}: {shown}")
     groups = _same_groups(args, a.groups, b.groups, columns)
-    probs_a, target = as_multiclass(a.probs, a.target, args.a)
-    probs_b, _ = as_multiclass(b.probs, b.target, args.b or args.a)
+    probs_a, target = multiclass_input(a.probs, a.target, args.a, args.mode)
+    probs_b, _ = multiclass_input(b.probs, b.target, args.b or args.a, args.mode)
     return (
         a._replace(probs=probs_a, target=target, groups=groups),
         b._replace(probs=probs_b, target=target, groups=groups),
@@ -179,19 +179,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from calib_metrics import cli_report
-    from calib_metrics.cli import check_plot_smooth, estimate_bins, warn_if_few_bins
+    from calib_metrics.cli import (
+        check_draw_options,
+        check_plot_smooth,
+        estimate_bins,
+        warn_if_few_bins,
+    )
     from calib_metrics.functional import compare_calibration
     from calib_metrics.predictions import check_output_path
 
     check_output_path(args.html, "--html")
     check_plot_smooth(args)
     check_output_path(args.plot, "--plot")
-    if args.samples < 2:
-        raise ValueError(f"--samples must be at least 2, got {args.samples}")
-    if not 0 < args.confidence < 1:
-        raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+    check_draw_options(args)
     if args.label is None and (args.correction is not None or args.alpha is not None):
         raise ValueError("--correction and --alpha apply to --label COLUMN only")
+    if args.alpha is not None and not 0 < args.alpha < 1:
+        raise ValueError(f"--alpha must lie in (0, 1), got {args.alpha}")
     a, b = _read_both(args)
     result = compare_calibration(
         a.probs, b.probs, a.target, groups=a.groups, confidence=args.confidence,
@@ -248,7 +252,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(json.dumps(to_jsonable(summary), indent=2))
         return
     level = f"{100 * summary['confidence']:g}%"
-    mode = "" if summary["mode"] == "one_vs_rest" else f", {summary['mode']}"
+    mode = mode_note(summary["mode"])
     print(f"N = {summary['n']} items, debiased CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws)")  # fmt: skip
     for name, path in zip("ab", model_names(args), strict=True):

@@ -88,16 +88,25 @@ def _write_probs(path: Path, before: Tensor, after: Tensor, target: Tensor, grou
             writer.writerow([f"{row[0]:.10g}", f"{row[1]:.10g}", int(row[2]), *row[3:]])
 
 
+def _check_binary(table, path: Path) -> None:
+    """Refuse a multiclass file (C probabilities per label): the methods here are binary."""
+    per_label = table.probs.numel() // max(table.target.numel(), 1)
+    if per_label > 1:
+        raise ValueError(
+            f"{path}: {per_label} probabilities per label (a multiclass file); recalibrate "
+            "fits binary (probability, 0/1 label) files: recalibrate multiclass logits in "
+            "Python (calib_metrics.recalibration.TemperatureScaling)"
+        )
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
+    from calib_metrics.cli import check_draw_options
     from calib_metrics.predictions import check_output_path, read_table
     from calib_metrics.recalibration import fit_binary
 
-    if args.samples < 1:
-        raise ValueError(f"--samples must be positive, got {args.samples}")
-    if not 0 < args.confidence < 1:
-        raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+    check_draw_options(args)
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
@@ -105,6 +114,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_output_path(args.plot, "--plot")
     dev = read_table(args.dev, args.probs, args.target, None)
     test = read_table(args.test, args.probs, args.target, args.groups)
+    _check_binary(dev, args.dev)
+    _check_binary(test, args.test)
     g = torch.Generator().manual_seed(args.seed)
     try:
         recalibrator = fit_binary(

@@ -305,6 +305,20 @@ def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
     )
 
 
+# The first bytes of a zip archive (.npz) and of numpy's .npy format.
+_MAGIC = {".npz": b"PK\x03\x04", ".npy": b"\x93NUMPY"}
+
+
+def _check_magic(path: Path, suffix: str) -> None:
+    """Refuse a file that does not start as ``suffix`` files do (numpy would try it as a
+    pickle and blame pickled data the file does not hold)."""
+    magic = _MAGIC[suffix]
+    with open(path, "rb") as f:
+        if f.read(len(magic)) != magic:
+            kind = "a zip archive" if suffix == ".npz" else "numpy's .npy format"
+            raise ValueError(f"{path}: not a {suffix} file (it does not start as {kind} does)")
+
+
 def _load(path: Path) -> Any:
     """The file's contents: a table of columns (text formats) or the stored array object."""
     if not path.is_file():
@@ -317,6 +331,7 @@ def _load(path: Path) -> Any:
     if suffix in (".jsonl", ".json", ".ndjson"):
         return _read_jsonl(path)
     if suffix in (".npy", ".npz"):
+        _check_magic(path, suffix)
         try:
             return np.load(path, allow_pickle=False)
         except (ValueError, OSError) as err:
@@ -355,6 +370,11 @@ def read_table(
     y = _to_labels(y[1], path, y[0], lines)
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
+    if y.numel() == 0 or q.numel() % y.numel():
+        raise ValueError(
+            f"{path}: {q.numel()} probabilities for {y.numel()} labels (give one per label, "
+            "or C per label for a multiclass file)"
+        )
     _check_values(q, y, path, names, lines)
     if ids is not None:
         ids = _to_ids(ids[1], path, ids[0])

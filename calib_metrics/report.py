@@ -154,7 +154,9 @@ def bins_rows(bins: Bins) -> list[list[str]]:
 
 def _bins_section(bins: Bins, table_id: str, heading: str) -> str:
     header = ["bin", "q̂ (mean probability)", "p̂ (frequency)", "q̂ − p̂", "pairs"]
-    return f"<h3>{_text(heading)}</h3>" + _table(header, bins_rows(bins), table_id=table_id)
+    # One box for the heading and its table: side by side (compare), they move together.
+    table = _table(header, bins_rows(bins), table_id=table_id)
+    return f'<div class="bins"><h3>{_text(heading)}</h3>{table}</div>'
 
 
 def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]:

@@ -134,7 +134,7 @@ def test_labels_print_a_table_and_the_counts(tagged, capsys) -> None:
     ("extra", "message"),
     [
         (["--labels", "nope"], "nope"),
-        (["--labels", "tag", "--alpha", "1.5"], "alpha"),
+        (["--labels", "tag", "--alpha", "1.5"], "error: --alpha must lie in (0, 1), got 1.5"),
         (["--label", ""], "no column ''"),
         (["--correction", "bh"], "--label COLUMN only"),
         (["--alpha", "0.1"], "--label COLUMN only"),

@@ -121,6 +121,47 @@ def test_a_bad_value_of_an_array_file_names_its_row_index(tmp_path: Path, capsys
     assert "row index 1, column 'probs' is missing (NaN)" in line
 
 
+@pytest.mark.parametrize("suffix", [".npz", ".npy"])
+def test_an_array_file_that_is_not_one_says_so(tmp_path: Path, capsys, suffix: str):
+    # numpy reads a file without its magic as a pickle and refuses that: the message was
+    # "This file contains pickled (object) data...", about a file that holds none.
+    path = tmp_path / f"p{suffix}"
+    path.write_text("prob,label\n0.2,0\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert f"{path}: not a {suffix} file" in line and "pickle" not in line
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_arrays_of_unrelated_lengths_name_the_file(tmp_path: Path, capsys, command: str):
+    # 5 probabilities for 2 labels is neither one per label nor C per label: the error
+    # names the file and both counts (it was the library's "probs and target must have
+    # the same shape", with no file).
+    path = tmp_path / "p.npz"
+    np.savez(path, probs=np.array(Q[:5]), target=np.array(Y[:2]))
+    line = one_line_error(capsys, command, path, *([path] if command == "compare" else []))
+    assert f"{path}: 5 probabilities for 2 labels" in line
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare", "recalibrate"])
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--samples", "1", "--samples must be at least 2, got 1"),
+        ("--confidence", "1.5", "--confidence must lie in (0, 1), got 1.5"),
+    ],
+)
+def test_draw_options_are_named_alike_by_every_command(
+    good: Path, tmp_path: Path, capsys, command: str, option: str, value: str, message: str
+):
+    # One check for all three commands, before any work, naming the option as typed (it
+    # was the library's "n_samples must be an integer >= 2" for evaluate and, after its
+    # own check let 1 through, for recalibrate).
+    files = [good] if command == "evaluate" else [good, good]
+    out = ["--out", tmp_path / "o.csv"] if command == "recalibrate" else []
+    line = one_line_error(capsys, command, *files, *out, option, value)
+    assert line == f"calib-metrics: error: {message}"
+
+
 @pytest.mark.parametrize("value", ["1e30", str(10**30), "0", "-3", "2.5", "nan", "many"])
 def test_bin_size_out_of_range_or_not_an_integer(good: Path, capsys, value: str):
     line = one_line_error(capsys, "evaluate", good, "--bin-size", value)

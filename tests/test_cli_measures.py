@@ -48,6 +48,38 @@ def test_mode_reaches_the_computation(capsys, multiclass_file, mode) -> None:
     assert summary["smooth_ece"] == pytest.approx(smooth, rel=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("mode", "named"),
+    [
+        ("one_vs_rest", "(l2, debiased)"),
+        ("top_label", "(l2, debiased, top_label)"),
+        ("classwise", "(l2, debiased, classwise)"),
+    ],
+)
+def test_text_names_the_mode_as_compare_does(capsys, multiclass_file, mode, named) -> None:
+    # The text said "CalibErr (l2, debiased)" whatever --mode was: a classwise mean over
+    # classes read like the pooled one-vs-rest error.
+    path = multiclass_file[0]
+    code, out, err = run(capsys, "evaluate", path, "--samples", "100", "--mode", mode)
+    assert code == 0, err
+    assert f"CalibErr {named} = " in out.splitlines()[1]
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+@pytest.mark.parametrize("mode", ["top_label", "classwise"])
+def test_a_mode_on_a_binary_file_is_said_in_the_commands_terms(capsys, tmp_path, command, mode):
+    # The library's message ended "pass torch.stack([1 - p, p], -1)": Python, for a user
+    # at the command line, and no file named.
+    path = tmp_path / "binary.csv"
+    path.write_text("prob,label\n0.2,0\n0.7,1\n0.6,0\n")
+    files = [path] if command == "evaluate" else [path, path]
+    code, out, err = run(capsys, command, *files, "--mode", mode)
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert f"{path}: --mode {mode} needs multiclass probs" in line
+    assert "torch" not in line
+
+
 def test_text_lines_for_smooth_and_spiegelhalter(capsys, multiclass_file) -> None:
     path, probs, target = multiclass_file
     argv = ("--bin-size", "50", "--samples", "100", "--mode", "top_label")

@@ -124,3 +124,23 @@ def test_a_bad_test_file_is_named_in_the_error(files, tmp_path, capsys):
     assert code == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert str(bad) in line
+
+
+@pytest.mark.parametrize("which", ["dev", "test"])
+def test_a_multiclass_file_is_refused_as_such(files, tmp_path, capsys, which):
+    # A multiclass .npz (probs [N, C], class ids [N]) is read as C probabilities per label;
+    # recalibrate fits binary recalibrators, so it must say that, not report a shape of
+    # N * C "logits" that the user never wrote.
+    (dev, *_), (test, *_) = files
+    g = torch.Generator().manual_seed(0)
+    probs = torch.rand(300, 3, generator=g).softmax(-1).numpy()
+    target = torch.randint(0, 3, (300,), generator=g).numpy()
+    multi = tmp_path / "multi.npz"
+    np = pytest.importorskip("numpy")
+    np.savez(multi, probs=probs, target=target)
+    args = [str(multi), str(test)] if which == "dev" else [str(dev), str(multi)]
+    code = main(["recalibrate", *args, "--samples", "20", "--out", str(tmp_path / "o.csv")])
+    assert code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert str(multi) in line and "3 probabilities per label" in line and "binary" in line
+    assert "TemperatureScaling" in line

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -140,6 +141,25 @@ def test_evaluate_page_has_summary_figures_labels_bins_settings(tmp_path, tagged
     assert page.rows["per-label-table"] == len(TAGS) == len(summary["per_label"])
     assert page.value("setting-bin_size") == "auto" and page.value("setting-label") == "tag"
     assert_self_contained(page)
+
+
+def test_compare_bins_keep_each_heading_with_its_table(tmp_path, tagged, capsys):
+    # The side-by-side box laid out the headings and tables as four items: model b's
+    # heading sat beside a's table and b's table wrapped below it with no heading.
+    out = tmp_path / "compare.html"
+    argv = ["compare", tagged, "--probs", "prob_a", "--probs-b", "prob_b", "--samples", "50"]
+    code, _, err = run(capsys, *argv, "--html", out)
+    assert code == 0, err
+    html = out.read_text(encoding="utf-8")
+    section = html[
+        html.index('<section id="bins">') : html.index(
+            "</section>", html.index('<section id="bins">')
+        )
+    ]
+    one = r'<div class="bins"><h3>[^<]*</h3><table id="bins-[ab]".*?</table></div>'
+    assert re.fullmatch(
+        rf'<section id="bins"><h2>Bins</h2><div class="side">({one}){{2}}</div>', section, re.DOTALL
+    )
 
 
 def test_compare_page_has_both_models_and_the_paired_difference(tmp_path, tagged, capsys):

@@ -237,12 +237,14 @@ def run(args: argparse.Namespace) -> dict:
         n, bin_size, samples = 20_000, 1000, 500
     g = torch.Generator().manual_seed(args.seed)
     start = time.perf_counter()
-    bar = tqdm(total=len(SETTINGS) + 16 + 12, desc="demo", unit="step", leave=False)
+    study_options = estimators.demo_options(args.quick)
+    steps = len(SETTINGS) + 16 + 12 + estimators.study_steps(**study_options)
+    bar = tqdm(total=steps, desc="demo", unit="step", leave=False)
     results: dict = {"n": n, "bin_size": bin_size, "samples": samples}
     results["settings"], table, reliability = _settings(n, bin_size, samples, g, bar, out)
     results["bin_size_curve"], by_bin_size = _bin_size_curve(args.quick, g, bar, out)
     results["sample_size_curve"], by_sample_size = _sample_size_curve(args.quick, g, bar, out)
-    results["estimators"] = estimators.study(**estimators.demo_options(args.quick), seed=args.seed)
+    results["estimators"] = estimators.study(**study_options, seed=args.seed, progress=bar.update)
     bar.close()
     results["seconds"] = time.perf_counter() - start
     results["figures"] = [reliability, by_bin_size, by_sample_size]

@@ -22,6 +22,7 @@ prints the truth, the mean estimate, its bias and RMSE.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -74,10 +75,23 @@ def repetitions(n: int, reps: int) -> int:
     return reps if n <= 10_000 else max(10, reps * 30_000 // n)
 
 
-def study(sizes=SIZES, reps: int = 100, seed: int = 0) -> list[dict]:
+def study_steps(sizes=SIZES, reps: int = 100) -> int:
+    """The data sets :func:`study` draws: the steps it reports to ``progress``.
+
+    Example:
+        >>> study_steps(sizes=(1000, 1_000_000), reps=100)
+        330
+    """
+    return len(SETTINGS) * sum(repetitions(n, reps) for n in sizes)
+
+
+def study(
+    sizes=SIZES, reps: int = 100, seed: int = 0, progress: Callable[[int], object] | None = None
+) -> list[dict]:
     """One row per (setting, N, estimator): truth, mean, bias and RMSE over repetitions.
 
     ``reps`` repetitions at N ≤ 10⁴, fewer above (30 at 10⁵, 10 at 10⁶ for 100).
+    ``progress(1)`` is called after each data set (:func:`study_steps` in all).
 
     Example:
         >>> rows = study(sizes=(1000,), reps=2)
@@ -95,6 +109,8 @@ def study(sizes=SIZES, reps: int = 100, seed: int = 0) -> list[dict]:
                 q, y = sample_pairs(n, a, b, k, generator=g, dtype=torch.float64)
                 for key, estimator in ESTIMATORS.items():
                     values[key][r] = estimator(q, y)
+                if progress is not None:
+                    progress(1)
             for key, v in values.items():
                 target = truth["smooth" if key == "smooth" else "rms"]
                 error = v - target

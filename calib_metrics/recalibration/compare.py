@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
+
+from calib_metrics.functional import compare_calibration
 
 __all__ = ["compare_before_after"]
 
@@ -26,9 +26,8 @@ def compare_before_after(
     (or of whole groups) shared by both; returns ``difference``, ``lower``, ``upper`` and
     ``p_value`` (two-sided, of "no difference").
 
-    The one place that calls :func:`calib_metrics.functional.compare_calibration`; until it
-    is in the library, a recentred paired bootstrap of the debiased error (the same resampled
-    pairs or groups for both, ``bin_size`` fixed at ``⌈√N⌉``) stands in.
+    The recalibration code's one call of
+    :func:`calib_metrics.functional.compare_calibration` (debiased, ``bin_size="auto"``).
 
     Example:
         >>> import torch
@@ -50,10 +49,6 @@ def compare_before_after(
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
-    try:
-        from calib_metrics.functional import compare_calibration
-    except ImportError:
-        return _paired_bootstrap(before, after, target, groups, confidence, n_samples, generator)
     result = compare_calibration(
         before, after, target, groups=groups, confidence=confidence, generator=generator,
         n_samples=n_samples, bin_size="auto", debias=True,
@@ -64,37 +59,3 @@ def compare_before_after(
         "upper": float(result.upper),
         "p_value": float(result.p_value),
     }
-
-
-def _paired_bootstrap(before, after, target, groups, confidence, n_samples, generator):
-    from calib_metrics.functional import calibration_error
-
-    n = target.numel()
-    bin_size = max(1, math.ceil(math.sqrt(n)))  # "auto" at the original N, kept fixed
-
-    def difference(idx: Tensor) -> float:
-        a = calibration_error(before[idx], target[idx], bin_size=bin_size, debias=True)
-        b = calibration_error(after[idx], target[idx], bin_size=bin_size, debias=True)
-        return float(a - b)
-
-    if groups is None:
-        draws = [difference(torch.randint(n, (n,), generator=generator)) for _ in range(n_samples)]
-    else:
-        order = groups.argsort()
-        members = torch.split(order, torch.bincount(groups).tolist())
-        n_groups = len(members)
-        draws = []
-        for _ in range(n_samples):
-            pick = torch.randint(n_groups, (n_groups,), generator=generator).tolist()
-            draws.append(difference(torch.cat([members[g] for g in pick])))
-    observed = difference(torch.arange(n))
-    # Recentred (basic) bootstrap: resampling with repeats shifts the debiased error, so the
-    # draws' spread around their own mean is laid around the observed difference.
-    spread = torch.tensor(draws, dtype=torch.float64)
-    spread = spread - spread.mean()
-    alpha = (1 - confidence) / 2
-    quantiles = torch.tensor([alpha, 1 - alpha], dtype=torch.float64)
-    lower, upper = observed + torch.quantile(spread, quantiles)
-    p_value = float((spread.abs() >= abs(observed)).double().mean())
-    return {"difference": observed, "lower": float(lower), "upper": float(upper),
-            "p_value": p_value}  # fmt: skip
