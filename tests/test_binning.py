@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -236,3 +237,17 @@ def test_uniform_drops_empty_bins_and_keeps_one_in_last() -> None:
     assert bins.count.tolist() == [2.0, 1.0]
     assert bins.pred_mean.tolist() == pytest.approx([0.05, 1.0])
     assert bins.freq.tolist() == [0.5, 1.0]
+
+
+def test_uniform_binning_of_a_strided_view_is_silent_and_equal() -> None:
+    # A column of a [N, 2] tensor is a strided view; torch.bucketize warned about it
+    # ("input value tensor is non-contiguous") from inside the library.
+    g = torch.Generator().manual_seed(0)
+    both = torch.rand(1000, 2, generator=g)
+    q, y = both[:, 0], (both[:, 1] < both[:, 0]).float()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bins = uniform_binning(q, y, n_bins=10)
+    expected = uniform_binning(q.contiguous(), y, n_bins=10)
+    for got, want in zip(bins, expected):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

@@ -641,7 +641,8 @@ def uniform_bin_of(probs: Tensor, n_bins: int) -> Tensor:
         tensor([0, 6, 7, 9])
     """
     edges = torch.linspace(0, 1, n_bins + 1, dtype=probs.dtype, device=probs.device)
-    return (torch.bucketize(probs, edges, right=True) - 1).clamp_(0, n_bins - 1)
+    # bucketize warns (and copies anyway) on a strided view such as probs[:, 0].
+    return (torch.bucketize(probs.contiguous(), edges, right=True) - 1).clamp_(0, n_bins - 1)
 
 
 def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
