@@ -32,34 +32,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's bench
 from benchmarks.coverage_compare import SETTINGS, labels
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import adaptive_binning
-from calib_metrics.functional.intervals import debiased_square
+from calib_metrics.functional.calibration import bins_and_index
+from calib_metrics.functional.intervals import debiased_square, weighted_mean
 
 
 def _squares(q: torch.Tensor, y: torch.Tensor, groups: torch.Tensor, bin_size: int) -> tuple:
-    """A calibrated model's (plug-in, debiased, cluster-robust debiased) squares: bins of
-    ``bin_size`` consecutive pairs in q order (q is continuous: no ties)."""
-    n = q.numel()
-    n_bins = n // bin_size
-    index = torch.empty(n, dtype=torch.long)
-    index[torch.argsort(q)] = torch.arange(n) * n_bins // n
-    count = torch.bincount(index, minlength=n_bins).to(torch.float64)
-    pred = torch.zeros(n_bins, dtype=torch.float64).index_add_(0, index, q) / count
-    freq = torch.zeros(n_bins, dtype=torch.float64).index_add_(0, index, y) / count
-    n_groups = int(groups.max()) + 1
+    """A calibrated model's (plug-in, debiased, cluster-robust debiased) squares, on the
+    library's adaptive bins (``bins_and_index``: each pair's bin, for the groups' sums)."""
+    bins, index = bins_and_index(q, y, binning="adaptive", bin_size=bin_size, n_bins=15)
+    n_bins, n_groups = bins.count.numel(), int(groups.max()) + 1
     cell = index * n_groups + groups
     residual = torch.zeros(n_bins * n_groups, dtype=torch.float64)
-    residual = residual.index_add_(0, cell, y - freq.index_select(0, index))
+    residual = residual.index_add_(0, cell, y - bins.freq.index_select(0, index))
     members = torch.bincount(cell, minlength=n_bins * n_groups).view(n_bins, n_groups)
     present = (members > 0).sum(1).to(torch.float64)
-    robust = residual.view(n_bins, n_groups).pow(2).sum(1) / count**2
+    robust = residual.view(n_bins, n_groups).pow(2).sum(1) / bins.count**2
     robust = robust * present / (present - 1)
-    weight = count / n
-    gap2 = (pred - freq) ** 2
-    standard = freq * (1 - freq) / (count - 1)
+    gap = bins.pred_mean - bins.freq
     return (
-        (weight * gap2).sum(),
-        (weight * (gap2 - standard)).sum(),
-        (weight * (gap2 - robust)).sum(),
+        weighted_mean(gap**2, bins.count),
+        debiased_square(gap, bins.freq, bins.count),
+        weighted_mean(gap**2 - robust, bins.count),
     )
 
 
