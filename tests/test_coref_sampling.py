@@ -17,6 +17,7 @@ from calib_metrics.models.coref import (
     entity_roots,
     most_probable_antecedents,
     sample_antecedents,
+    sample_entity_roots,
 )
 
 # ----------------------------------------------------------------------------- references
@@ -247,6 +248,25 @@ def test_sampled_marginals_equal_fraction_of_sampled_clusterings(monkeypatch):
         scores, n_samples=300, mask=mask, generator=torch.Generator().manual_seed(1)
     )
     torch.testing.assert_close(est, fraction)
+
+
+@pytest.mark.parametrize("n_samples", [3, 300])  # the search path (S < N) and the alias path
+def test_sample_entity_roots_equals_roots_of_the_same_draws(n_samples, monkeypatch):
+    scores, mask = _padded_batch(seed=5)
+    a = sample_antecedents(scores, n_samples, mask, torch.Generator().manual_seed(2))
+    expected = entity_roots(a)
+    fused = sample_entity_roots(scores, n_samples, mask, torch.Generator().manual_seed(2))
+    assert fused.dtype == torch.long and torch.equal(fused, expected)
+    monkeypatch.setattr(coref_sampler, "_ROOT_BLOCK", 7)  # several blocks, early stops
+    again = sample_entity_roots(scores, n_samples, mask, torch.Generator().manual_seed(2))
+    assert torch.equal(again, expected)
+
+
+def test_sample_entity_roots_checks_its_arguments():
+    with pytest.raises(ValueError, match="n_samples"):
+        sample_entity_roots(torch.zeros(1, 3, 3), 0)
+    with pytest.raises(ValueError, match="scores"):
+        sample_entity_roots(torch.zeros(3, 3), 5)
 
 
 def test_forbidden_antecedents_are_never_sampled():
