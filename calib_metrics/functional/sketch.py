@@ -303,3 +303,45 @@ def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tens
     # Σq = Σr + n·[upper half]; a cell of one value gives that value back to rounding.
     position = ((sum_r[full] + n * upper[full]) / n).clamp_(0, 1)
     return position, n, sum_y[full]
+
+
+# Fewer occupied cells per bin than this and the bins' boundaries cut cells so large that
+# their redrawn labels move a debiased error near 0 by more than the documented gap
+# (benchmarks/drift_resolution.py at 10⁹, docs/streaming.md: 1.3 and 5.2 cells per bin
+# missed it, 8.3 and more met it).
+MIN_CELLS_PER_BIN = 8
+
+
+def coarse_sketch_message(count: Tensor, bin_size: int) -> str | None:
+    """Why a sketch ``[R]`` is too coarse for bins of ``bin_size``, with the resolution that
+    would do; None when it has at least ``MIN_CELLS_PER_BIN`` occupied cells per bin.
+    One host synchronisation.
+
+    Example:
+        >>> count = torch.full((64,), 100.0)
+        >>> coarse_sketch_message(count, 1000) is None
+        True
+        >>> print(coarse_sketch_message(count, 100))  # doctest: +NORMALIZE_WHITESPACE
+        the streaming sketch has 1.0 occupied cells per bin (64 of 64 cells, 64 bins of
+        100): bin boundaries cut cells of about 100 pairs, whose labels the sketch can
+        only redraw, so a debiased error near 0 can miss the exact mode's by more than
+        the documented 2.5e-4 (docs/streaming.md); pass resolution=512 (at least 8 cells
+        per bin, 0.02 MiB per class) or use the exact mode
+    """
+    n_pairs = float(count.sum().item())
+    occupied = int((count > 0).sum().item())
+    n_bins = max(1, int(n_pairs // bin_size))
+    per_bin = occupied / n_bins
+    if per_bin >= MIN_CELLS_PER_BIN or occupied == 0:
+        return None
+    resolution = count.shape[-1]
+    wanted = resolution * MIN_CELLS_PER_BIN / per_bin
+    suggested = max(resolution * 2, 2 ** math.ceil(math.log2(wanted)))
+    return (
+        f"the streaming sketch has {per_bin:.1f} occupied cells per bin ({occupied} of "
+        f"{resolution} cells, {n_bins} bins of {bin_size}): bin boundaries cut cells of about "
+        f"{n_pairs / occupied:,.0f} pairs, whose labels the sketch can only redraw, so a "
+        "debiased error near 0 can miss the exact mode's by more than the documented 2.5e-4 "
+        f"(docs/streaming.md); pass resolution={suggested} (at least {MIN_CELLS_PER_BIN} "
+        f"cells per bin, {suggested * 32 / 2**20:.2f} MiB per class) or use the exact mode"
+    )
