@@ -24,8 +24,7 @@ from calib_metrics.functional.auto_bin import AUTO, resolve_bin_size
 from calib_metrics.functional.binning import (
     Bins,
     _check_pairs,
-    _sums_to_bins,
-    adaptive_bin_sums,
+    adaptive_tied_bins,
     bin_index,
     uniform_binning,
 )
@@ -97,6 +96,9 @@ def compute_bins(
 ) -> Bins:
     """Bins of (q, y) by either rule; ``validate=False`` skips the input checks.
 
+    The bins carry the tie groups their boundaries cut (``TiedBins``), which the
+    debiased square and the draws use.
+
     ``bin_size="auto"`` picks β = ⌈√N⌉ (:func:`~calib_metrics.functional.auto_bin.auto_bin_size`).
     """
     if validate:
@@ -106,7 +108,7 @@ def compute_bins(
     if binning == "uniform":
         return uniform_binning(probs, target, n_bins)
     size = resolve_bin_size(bin_size, probs.numel())
-    return _sums_to_bins(*adaptive_bin_sums(probs, target, size))
+    return adaptive_tied_bins(probs, target, size)
 
 
 def bins_and_index(
