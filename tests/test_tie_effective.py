@@ -26,11 +26,12 @@ from calib_metrics.functional import (
 )
 from calib_metrics.functional import binning as binning_module
 from calib_metrics.functional.binning import Bins
-from calib_metrics.functional.calibration import compute_bins, error_from_bins
+from calib_metrics.functional.calibration import bins_and_index, compute_bins, error_from_bins
 from calib_metrics.functional.intervals import (
     debiased_square,
     draw_statistics,
     effective_samples,
+    group_draws,
     pair_draws,
 )
 
@@ -201,3 +202,25 @@ def test_interval_of_tied_data_is_the_functional_result() -> None:
     r = calibration_error_ci(q, y, n_samples=300, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(r.error, calibration_error(q, y))
     torch.testing.assert_close(error_from_bins(r.bins, debias=True), r.error)
+
+
+def test_pair_and_group_draws_move_tied_bins_as_the_tie_rule_counts_them() -> None:
+    # Predictions rounded to 0.1: 11 tie groups of ~400, bins of 64. Both generators
+    # (pairs; groups of one pair each) give every bin the spread Σ_g (c_g/n)² p_g(1 −
+    # p_g)/N_g of its groups' mean labels; group draws that moved each pair in its own
+    # bin gave a cut group's bins that of their own n labels.
+    g = torch.Generator().manual_seed(4)
+    q = torch.rand(4000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    q = torch.round(q * 10) / 10
+    bins, index = bins_and_index(q, y, binning="adaptive", bin_size="auto", n_bins=15)
+    value = torch.unique(q, return_inverse=True)[1]
+    size = torch.bincount(value).double()
+    mean = torch.bincount(value, weights=y) / size
+    part = torch.zeros(bins.count.numel(), size.numel(), dtype=torch.float64)
+    part.index_put_((index, value), torch.ones(4000, dtype=torch.float64), accumulate=True)
+    want = ((part / bins.count[:, None]) ** 2 * mean * (1 - mean) / size).sum(1).sqrt()
+    pairs = next(pair_draws(bins, 3000, torch.Generator().manual_seed(0)))
+    groups = next(group_draws(q, y, torch.arange(4000), index, bins.count.numel(), 3000, g))
+    for block in (pairs, groups):
+        torch.testing.assert_close(block.freq.std(0), want, rtol=0.1, atol=0)
