@@ -76,21 +76,46 @@ def test_effective_counts_match_enumeration_on_hand_made_groups(q, bin_size) -> 
     assert _brute_effective(q, bin_size).gt(bins.count).any()  # a cut that matters
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
-@pytest.mark.parametrize("bin_size", [7, 40])
-def test_radix_select_records_the_cut_groups(monkeypatch, dtype, bin_size) -> None:
-    # Below _SORT_BELOW pairs the binning sorts; lowered, the radix select (its cells of
-    # one value, and its refining levels) gives the cut groups.
+def _grid_pairs(dtype: torch.dtype) -> torch.Tensor:
+    """3000 q: 60 grid values (ties) and 500 uniform ones, in ``dtype``."""
     g = torch.Generator().manual_seed(3)
     q = (torch.randint(0, 60, (3000,), generator=g).double() / 64 + 1 / 128).to(dtype)
     q[:500] = torch.rand(500, generator=g, dtype=torch.float64).to(dtype)
-    y = torch.bernoulli(torch.full((3000,), 0.3, dtype=torch.float64), generator=g)
+    return q
+
+
+def _dense_pairs(dtype: torch.dtype) -> torch.Tensor:
+    """3000 float32 q on 600 consecutive floats above 0.3: the first level's cells hold
+    several values each, so the cut ones are refined (``_refine``)."""
+    g = torch.Generator().manual_seed(5)
+    return (0.3 + torch.randint(0, 600, (3000,), generator=g).double() * 2**-25).to(dtype)
+
+
+@pytest.mark.parametrize(
+    ("make", "dtype"),
+    [
+        (_grid_pairs, torch.float32),
+        (_grid_pairs, torch.float64),
+        (_grid_pairs, torch.bfloat16),
+        (_dense_pairs, torch.float32),
+    ],
+)
+@pytest.mark.parametrize("bin_size", [7, 40])
+def test_radix_select_records_the_cut_groups(monkeypatch, make, dtype, bin_size) -> None:
+    # Below _SORT_BELOW pairs the binning sorts; lowered, the radix select (its cells of
+    # one value, and its refining levels) gives the cut groups.
+    q = make(dtype)
+    y = torch.bernoulli(torch.full((3000,), 0.3, dtype=torch.float64), generator=torch.Generator())
     want = _brute_effective(q, bin_size)
     sorted_bins = adaptive_binning(q, y, bin_size)
+    refined = []
+    refine = binning_module._refine
     monkeypatch.setattr(binning_module, "_SORT_BELOW", 64)
+    monkeypatch.setattr(binning_module, "_refine", lambda *a: refined.append(1) or refine(*a))
     radix_bins = adaptive_binning(q, y, bin_size)
     torch.testing.assert_close(effective_samples(sorted_bins), want)
     torch.testing.assert_close(effective_samples(radix_bins), want)
+    assert refined or make is not _dense_pairs
 
 
 def test_debias_term_is_unbiased_by_exact_enumeration() -> None:
