@@ -21,7 +21,10 @@ or percentile interval) into a :class:`CalibrationResult`. The three generators:
   n₀ pairs with y = 0 sum to Poisson(n₁) and Poisson(n₀) exactly, so a draw needs only
   the bins, O(S·T) for S draws and T bins whatever N; the bin's mean prediction is held
   fixed (its bootstrap spread, that of q inside one bin over √n, is negligible next to
-  that of the frequency).
+  that of the frequency). A tie group that a bin boundary cuts is drawn once and shared
+  over its bins as the tie rule counts it, and every draw's debiased square uses the
+  data's effective sample sizes (n_eff/n times the draw's count), so a draw's tied bins
+  are exactly as noisy as the estimator assumes (:mod:`calib_metrics.functional.ties`).
 * ``interval="groups"``, :func:`group_draws`: the Poisson bootstrap over whole groups
   (``groups=`` gives each pair a sentence or document id). Per (group, bin) cell the sums
   of 1, q and y form a sparse [3T, G] matrix (:func:`group_sum_matrix`), and a block of
