@@ -311,7 +311,7 @@ def pair_draws(
     the group and shared out over its bins as the tie rule counts them (c of its N pairs
     in a bin: c/N of its draws), so every bin the group meets moves with the group's
     mean label, as the estimator's n_eff assumes. Bins no group straddles draw exactly
-    as untied bins always did.
+    as untied bins always did. One host synchronisation (whether any group is cut).
 
     Example:
         >>> import torch
