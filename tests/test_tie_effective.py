@@ -184,10 +184,12 @@ def test_metric_exact_streaming_and_functional_agree_on_tied_data() -> None:
     q, y = _bf16_pairs(6000, seed=1)
     want = calibration_error(q, y)
     exact, streaming = CalibrationError(), CalibrationError(streaming=True, resolution=1024)
-    for metric in (exact, streaming):
+    buffered = CalibrationError(streaming=True)  # below its buffer: the pairs themselves
+    for metric in (exact, streaming, buffered):
         for part in range(3):
             metric.update(q[part::3], y[part::3])
     torch.testing.assert_close(exact.compute(), want)
+    torch.testing.assert_close(buffered.compute(), want)
     # 6000 pairs fold into a 1024-cell sketch; bfloat16 values share its cells, so it is
     # within the streaming tolerance only.
     assert streaming.compute().item() == pytest.approx(want.item(), abs=2.5e-3)
