@@ -50,7 +50,7 @@ tie rule, DESIGN.md), so such a bin's frequency carries the group's noise, not i
 nᵢ labels': the debiased square uses each bin's effective sample size n_eff = n²/Σc²/N
 (:mod:`calib_metrics.functional.ties`). The per-unit bin sums share each tied pair over
 its group's bins (cᵢ/N of it in bin i,
-:func:`~calib_metrics.functional.intervals.tie_shares`): every draw then gives those bins
+:func:`~calib_metrics.functional.ties.tie_shares`): every draw then gives those bins
 the group's reweighted mean, as the estimator counts them, the roots L* carry the same
 bias as D, and θ* = D − L* is free of it. (Resampling the interleaved labels one by one
 instead made tied bins noisier in the draws than in the estimator, and with correlated

@@ -81,6 +81,7 @@ from calib_metrics.functional.ties import (
     effective_counts,
     tie_run_counts,
     tie_runs,
+    tie_shares,
 )
 
 __all__ = [
@@ -435,32 +436,6 @@ def unit_sum_matrix(
     pair, bin_of, share = tie_shares(probs, index)
     values = [share, share * probs.index_select(0, pair), share * target.index_select(0, pair)]
     return group_sum_matrix(units.index_select(0, pair), bin_of, n_bins, n_units, values)
-
-
-def tie_shares(probs: Tensor, index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(pair, bin, share) entries: each pair of a tie group in every bin of its group,
-    with share cᵢ/N (cᵢ of the group's N pairs fall in bin i); an untied pair: its bin, 1.
-
-    Summed per bin, the shares give the bins exactly as the tie rule counts them (each
-    part of a split group at the group's mean label), and so does every bootstrap draw.
-    """
-    key = torch.unique(probs, return_inverse=True)[1]
-    n_keys = int(key.max().item()) + 1 if key.numel() else 1
-    size = torch.bincount(key, minlength=n_keys).to(torch.float64)
-    cell, cell_of_pair = torch.unique(index * n_keys + key, return_inverse=True)
-    count = torch.bincount(cell_of_pair, minlength=cell.numel()).to(torch.float64)
-    cell_key = cell % n_keys
-    by_key = torch.sort(cell_key, stable=True)[1]  # each group's cells, consecutive
-    cells_per_key = torch.bincount(cell_key, minlength=n_keys)
-    first = torch.cumsum(cells_per_key, 0) - cells_per_key
-    repeats = cells_per_key.index_select(0, key)
-    pair = torch.repeat_interleave(torch.arange(probs.numel(), device=probs.device), repeats)
-    start = torch.repeat_interleave(torch.cumsum(repeats, 0) - repeats, repeats)
-    offset = torch.arange(pair.numel(), device=probs.device) - start
-    pair_key = key.index_select(0, pair)
-    entry = by_key.index_select(0, first.index_select(0, pair_key) + offset)
-    share = count.index_select(0, entry) / size.index_select(0, pair_key)
-    return pair, cell.index_select(0, entry) // n_keys, share
 
 
 def unit_weights(
