@@ -39,6 +39,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.errors import NoPairsError, check_int
+from calib_metrics.functional.ties import TieCuts, no_cuts, run_cuts
 
 # Level-0 histogram cells: about N/16 (at least 2**10, at most 2**22), so the cells
 # that a bin boundary cuts through hold few pairs while small inputs do not pay for a
@@ -75,6 +76,52 @@ class Bins(NamedTuple):
     pred_mean: Tensor
     freq: Tensor
     count: Tensor
+
+
+class TiedBins(Bins):
+    """:class:`Bins` that also know the tie groups their boundaries cut (``ties``, a
+    :class:`~calib_metrics.functional.ties.TieCuts`): what the library's adaptive
+    binning returns, exact or streaming. Still a 3-tuple ``(pred_mean, freq, count)``;
+    the debiased square and the resampled draws read ``ties`` (:func:`bin_ties`)."""
+
+    ties: TieCuts
+
+    def __repr__(self) -> str:
+        return repr(Bins(*self))
+
+
+def with_ties(bins: Bins, cuts: TieCuts) -> Bins:
+    """``bins`` carrying the tie groups that their boundaries cut (:class:`TiedBins`).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> from calib_metrics.functional.ties import no_cuts
+        >>> bins = with_ties(Bins(t([0.2]), t([0.0]), t([3.0])), no_cuts(t([3.0])))
+        >>> pred_mean, freq, count = bins
+        >>> bin_ties(bins).size.tolist()
+        [0.0, 0.0]
+    """
+    tied = TiedBins(*bins)
+    tied.ties = cuts
+    return tied
+
+
+def bin_ties(bins: Bins) -> TieCuts:
+    """The tie groups that the boundaries of 1-D ``bins`` cut: those the binning recorded
+    (:class:`TiedBins`), or for bare bins the runs of adjacent bins with equal gap and
+    frequency (:func:`~calib_metrics.functional.ties.run_cuts`).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bin_ties(Bins(t([0.4, 0.4]), t([0.5, 0.5]), t([2.0, 2.0]))).size.tolist()
+        [0.0, 4.0, 0.0]
+    """
+    cuts = getattr(bins, "ties", None)
+    if cuts is not None:
+        return cuts
+    return run_cuts(bins.pred_mean - bins.freq, bins.freq, bins.count)
 
 
 def check_probs(probs: Tensor) -> None:
@@ -359,7 +406,7 @@ def _compact(
 
 def _sorted_prefix(q: Tensor, y: Tensor, ranks: Tensor) -> Tensor:
     """F(r) of the pairs (Σq, Σy of the first r in q order, tie groups at their mean)
-    as rows (Σq, Σy of the whole pairs, the split tie group's share of its ones)."""
+    as the :data:`_ROWS` rows (see :func:`_prefix_sums`)."""
     key, _ = _order_key(q)
     key, order = torch.sort(key.long())
     zero = torch.zeros(1, dtype=torch.float64, device=q.device)
@@ -370,7 +417,15 @@ def _sorted_prefix(q: Tensor, y: Tensor, ranks: Tensor) -> Tensor:
     last = torch.searchsorted(key, value, right=True)
     share = (ranks - first).to(torch.float64) / (last - first)
     f_q = cum_q[first] + share * (cum_q[last] - cum_q[first])
-    return torch.stack([f_q, cum_y[first], share * (cum_y[last] - cum_y[first])])
+    ones = cum_y[last] - cum_y[first]
+    cut = _cut_rows((ranks > first) & (ranks < last), last - first, ranks - first, ones)
+    return torch.cat([torch.stack([f_q, cum_y[first], share * ones]), cut])
+
+
+def _cut_rows(cut: Tensor, size: Tensor, before: Tensor, ones: Tensor) -> Tensor:
+    """The tie group rows of F (size, pairs before the rank, ones), 0 where not ``cut``."""
+    rows = torch.stack([size.to(torch.float64), before.to(torch.float64), ones])
+    return torch.where(cut, rows, 0.0)
 
 
 def _level_bits(consumed: int, width: int, n: int, m: int, n_slots: int) -> int:
@@ -421,7 +476,9 @@ def _resolve(
     share = torch.where(inside & final, t.to(torch.float64) / c.clamp(min=1), 0.0)
     f_q = cum_q[k] + (whole + share) * sum_q[k] - cum_q[o]
     f_y = cum_y[k] + whole * sum_y[k] - cum_y[o]
-    f.index_add_(1, queries.index, torch.stack([f_q, f_y, share * sum_y[k]]))
+    # A cut cell of one value is the whole tie group (equal q, equal key, one cell).
+    cut = _cut_rows(inside & final, c, t, sum_y[k])
+    f.index_add_(1, queries.index, torch.cat([torch.stack([f_q, f_y, share * sum_y[k]]), cut]))
     return inside & ~final, k, t
 
 
@@ -442,7 +499,7 @@ def _refine(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     """F(r) by radix select over fixed key bits: level after level, the cells that a
     rank cuts are refined by the key's next bits, until one value or few pairs are left."""
     n, width = probs.numel(), _key_width(probs.dtype)
-    f = torch.zeros(3, ranks.numel(), dtype=torch.float64, device=probs.device)
+    f = torch.zeros(_ROWS, ranks.numel(), dtype=torch.float64, device=probs.device)
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
     q, y, plan, consumed, n_slots, slot_map = probs, target, [], 0, 1, None
     if n <= _SORT_BELOW:
@@ -487,6 +544,9 @@ _CELLS_PER_BIN, _MAX_BIN_CELLS = 16, 1 << 22
 _PAIRS_PER_CELL = 128
 # Pairs set aside by the first level are sorted when they are at most N / 8.
 _SORT_FRACTION = 8
+# Rows of F (see _prefix_sums): Σq, Σy, a split group's share of its ones, and the cut
+# tie group's size, pairs before the rank and ones.
+_ROWS = 6
 
 
 def _first_level_cells(n: int, n_bins: int) -> int:
@@ -537,12 +597,14 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     """F(r) = (Σq, Σy) of the first r pairs in q order at the ranks ``ranks`` (int64),
     every tie group at its mean label, by radix select (see the module docstring).
 
-    Rows: Σq, Σy of the whole pairs and the share of a split tie group's ones, kept
-    apart so that Σy does not depend on how the pairs were cut into cells (nor so on
-    the input's order, which the first level's sample follows)."""
+    Rows (:data:`_ROWS`): Σq, Σy of the whole pairs and the share of a split tie group's
+    ones, kept apart so that Σy does not depend on how the pairs were cut into cells
+    (nor so on the input's order, which the first level's sample follows); then the tie
+    group that the rank cuts, if any: its size, its pairs before the rank and its ones
+    (:class:`~calib_metrics.functional.ties.TieCuts`), 0 where none is cut."""
     if probs.numel() <= _SORT_BELOW:
         return _sorted_prefix(probs, target, ranks)
-    f = torch.zeros(3, ranks.numel(), dtype=torch.float64, device=probs.device)
+    f = torch.zeros(_ROWS, ranks.numel(), dtype=torch.float64, device=probs.device)
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
     cell_of, size, single = _sampled_cells(probs, ranks.numel() - 1)
     memo = _new_memo(probs, size)
@@ -576,7 +638,16 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
 
 
 def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Tensor, ...]:
-    """Per-bin (count, sum of q, sum of y) of the adaptive bins, in float64.
+    """Per-bin (count, sum of q, sum of y) of the adaptive bins, in float64 (the sums of
+    :func:`adaptive_tied_sums` without the cuts)."""
+    return adaptive_tied_sums(probs, target, bin_size)[:3]
+
+
+def adaptive_tied_sums(
+    probs: Tensor, target: Tensor, bin_size: int
+) -> tuple[Tensor, Tensor, Tensor, TieCuts]:
+    """Per-bin (count, sum of q, sum of y) of the adaptive bins, in float64, and the tie
+    groups that the bin boundaries cut (:class:`~calib_metrics.functional.ties.TieCuts`).
 
     The pairs must already be validated and flat (see :func:`adaptive_binning`). Reads
     the pairs a few times in chunks; synchronises with the device once per level.
@@ -589,13 +660,20 @@ def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Ten
     n_bins = max(1, n // bin_size)
     ranks = torch.arange(n_bins + 1, device=probs.device) * bin_size
     ranks[-1] = n
-    f_q, f_y, f_share = _prefix_sums(probs, target, ranks)
+    f_q, f_y, f_share, *cuts = _prefix_sums(probs, target, ranks)
     f_y = f_y + f_share
     count = ranks.diff().to(torch.float64)
     # Differences of prefix sums may leave adjacent bins of one tied value an ulp out of
     # order; the bins' means are sorted by construction, so restore that exactly.
     sum_q = torch.cummax(f_q.diff() / count, 0).values * count
-    return count, sum_q, f_y.diff()
+    return count, sum_q, f_y.diff(), TieCuts(*cuts)
+
+
+def adaptive_tied_bins(probs: Tensor, target: Tensor, bin_size: int) -> Bins:
+    """The adaptive bins of validated flat pairs, carrying the cut tie groups
+    (:class:`TiedBins`)."""
+    count, sum_q, sum_y, cuts = adaptive_tied_sums(probs, target, bin_size)
+    return with_ties(Bins(sum_q / count, sum_y / count, count), cuts)
 
 
 def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bins:
@@ -625,7 +703,7 @@ def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bin
     """
     check_int("bin_size", bin_size)
     probs, target = _check_pairs(probs, target)
-    return _sums_to_bins(*adaptive_bin_sums(probs, target, bin_size))
+    return adaptive_tied_bins(probs, target, bin_size)
 
 
 def uniform_bin_of(probs: Tensor, n_bins: int) -> Tensor:
@@ -669,7 +747,9 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     count = torch.bincount(b, minlength=n_bins).to(torch.float64)
     sum_q = torch.zeros_like(count).index_add_(0, b, q)
     sum_y = torch.zeros_like(count).index_add_(0, b, target.to(torch.float64))
-    return _sums_to_bins(count, sum_q, sum_y)
+    # A tie group never straddles an equal-width edge: no boundary cuts one.
+    bins = _sums_to_bins(count, sum_q, sum_y)
+    return with_ties(bins, no_cuts(bins.count))
 
 
 def bin_index(

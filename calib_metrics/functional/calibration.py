@@ -24,8 +24,7 @@ from calib_metrics.functional.auto_bin import AUTO, resolve_bin_size
 from calib_metrics.functional.binning import (
     Bins,
     _check_pairs,
-    _sums_to_bins,
-    adaptive_bin_sums,
+    adaptive_tied_bins,
     bin_index,
     uniform_binning,
 )
@@ -97,6 +96,9 @@ def compute_bins(
 ) -> Bins:
     """Bins of (q, y) by either rule; ``validate=False`` skips the input checks.
 
+    The bins carry the tie groups their boundaries cut (``TiedBins``), which the
+    debiased square and the draws use.
+
     ``bin_size="auto"`` picks β = ⌈√N⌉ (:func:`~calib_metrics.functional.auto_bin.auto_bin_size`).
     """
     if validate:
@@ -106,7 +108,7 @@ def compute_bins(
     if binning == "uniform":
         return uniform_binning(probs, target, n_bins)
     size = resolve_bin_size(bin_size, probs.numel())
-    return _sums_to_bins(*adaptive_bin_sums(probs, target, size))
+    return adaptive_tied_bins(probs, target, size)
 
 
 def bins_and_index(
@@ -131,9 +133,9 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
     """The calibration error of given bins (Algorithm 1, step 5).
 
     ``debias=True`` (``norm="l2"`` only) replaces each squared gap by its unbiased
-    estimate (q̂ᵢ − p̂ᵢ)² − p̂ᵢ(1 − p̂ᵢ)/(|Bᵢ| − 1). Derivation: given the bin (its q
-    fixed), its n = |Bᵢ| labels are independent with mean pᵢ (the bin's true
-    frequency), so p̂ᵢ has mean pᵢ and variance pᵢ(1 − pᵢ)/n, and
+    estimate (q̂ᵢ − p̂ᵢ)² − p̂ᵢ(1 − p̂ᵢ)/(nᵢ − 1), nᵢ the bin's effective sample size.
+    Derivation: given the bin (its q fixed), its n = |Bᵢ| labels are independent with
+    mean pᵢ (the bin's true frequency), so p̂ᵢ has mean pᵢ and variance pᵢ(1 − pᵢ)/n, and
 
         E[(q̂ᵢ − p̂ᵢ)²] = (q̂ᵢ − pᵢ)² + pᵢ(1 − pᵢ)/n:
 
@@ -146,10 +148,18 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
     on calibrated data it is 0 about half the time instead of always ≈ √(Σ wᵢ pᵢ(1 −
     pᵢ)/n). Labels correlated within a bin (e.g. tokens of one sentence) have a larger
     variance than p(1 − p)/n, which this correction does not remove; the group
-    bootstrap of :func:`calibration_error_ci` accounts for it in the interval. A run of
-    adjacent bins with the same mean prediction and frequency (one tie group split by
-    the tie rule, every part at the group's mean label) is one mean of the run's labels:
-    its n is the run's count (:func:`~calib_metrics.functional.intervals.tie_run_counts`).
+    bootstrap of :func:`calibration_error_ci` accounts for it in the interval.
+
+    Ties: a bin that meets a tie group cut by a bin boundary counts the group's part at
+    the group's mean label (the tie rule), so its p̂ is as noisy as a mean of
+    n_eff = n²/Σ_g c_g²/N_g labels (c_g of a group's N_g pairs in the bin, an untied
+    pair being c = N = 1), and n_eff replaces n above
+    (:func:`~calib_metrics.functional.intervals.debiased_square`). The bins that this
+    library's binning returns record the cut groups (exact and streaming); bins built
+    by hand do not, and fall back to counting each run of adjacent bins with the same
+    mean prediction and frequency (bins wholly inside one group) as one sample of the
+    run's count (:func:`~calib_metrics.functional.ties.tie_run_counts`), which misses a
+    bin holding a group's edge beside other values.
 
     Example:
         >>> import torch
@@ -190,7 +200,8 @@ def calibration_error(
         norm: ``"l2"`` (the paper's RMS error), ``"l1"`` (weighted mean absolute gap)
             or ``"max"`` (worst bin).
         debias: subtract each bin's sampling noise from its squared gap (default; l2
-            only: ``l1`` and ``max`` fall back to the plug-in); see
+            only: ``l1`` and ``max`` fall back to the plug-in), with each bin's effective
+            sample size where a bin boundary cuts a tie group; see
             :func:`error_from_bins`. The paper's estimator is ``debias=False,
             bin_size=5000``.
         mode: for multiclass ``probs [..., C]`` with integer ``target [...]``:

@@ -45,17 +45,19 @@ whole spread. An interval of the difference of the two roots centred on the esti
 covered a true difference of 0.049 (against a calibrated model) only 75–83% of the time
 (``benchmarks/coverage_compare.py``; ``docs/coverage.md`` has the study).
 
-**Ties.** A tie group split over bins gives each part the group's mean label (the tie
-rule, DESIGN.md), so such a bin's frequency carries the group's noise, not its own nᵢ
-labels', and the debias term fᵢ(1 − fᵢ)/(nᵢ − 1) over-subtracts (by 0.0025 for 4000 items
-tied at ½ in bins of 100). The per-unit bin sums therefore share each tied pair over its
-group's bins (cᵢ/N of it in bin i, :func:`_tie_shares`): every draw then gives those bins
-the group's reweighted mean, as the estimator does, the roots L* carry the same bias as
-D, and θ* = D − L* is free of it. (Resampling the interleaved labels one by one instead
-made tied bins noisier in the draws than in the estimator, and with correlated labels
-the difference was biased: a tied and an untied calibrated model, grouped labels, were
-told apart 23% of the time at α = 0.05.) Each model's own result comes from the same
-draws, so with split ties its interval can differ slightly from ``calibration_error_ci``'s.
+**Ties.** A tie group cut by a bin boundary gives each part the group's mean label (the
+tie rule, DESIGN.md), so such a bin's frequency carries the group's noise, not its own
+nᵢ labels': the debiased square uses each bin's effective sample size n_eff = n²/Σc²/N
+(:mod:`calib_metrics.functional.ties`). The per-unit bin sums share each tied pair over
+its group's bins (cᵢ/N of it in bin i,
+:func:`~calib_metrics.functional.ties.tie_shares`): every draw then gives those bins
+the group's reweighted mean, as the estimator counts them, the roots L* carry the same
+bias as D, and θ* = D − L* is free of it. (Resampling the interleaved labels one by one
+instead made tied bins noisier in the draws than in the estimator, and with correlated
+labels the difference was biased: a tied and an untied calibrated model, grouped labels,
+were told apart 23% of the time at α = 0.05.) ``calibration_error_ci``'s draws share
+tied pairs alike (its group bootstrap through the same sums, its pair bootstrap per cut
+group, :func:`~calib_metrics.functional.intervals.pair_draws`).
 
 **Bias-corrected, not centred on the estimate.** The draws θ* = D − L* remove the bias
 that the bootstrap finds in D (the basic bootstrap), while the reported errors are the
@@ -64,7 +66,7 @@ the difference of the reported errors, and can exclude it: a model whose debiase
 is negative is reported as 0 while its draws may put its squared error above 0. (With
 isotonic outputs, whose few large tie groups each span many bins, this happened to
 sentiment NB before the debias term took a tie run's noise once: +0.1818 with interval
-[+0.109, +0.174]; now +0.153 [+0.109, +0.175], ``docs/recalibration.md``.) The interval
+[+0.109, +0.174]; now +0.133 [+0.109, +0.175], ``docs/recalibration.md``.) The interval
 is for the difference of the true errors.
 
 **Plug-in** (``debias=False``, or the l1/max norms): the percentile interval of the
@@ -97,9 +99,9 @@ from calib_metrics.functional.calibration import (
 )
 from calib_metrics.functional.intervals import (
     draw_statistics,
-    group_sum_matrix,
     interval_of_draws,
     reweighted_bins,
+    unit_sum_matrix,
     unit_weights,
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
@@ -144,39 +146,9 @@ def _paired_blocks(matrix_a: Tensor, matrix_b: Tensor, n_units: int, n_samples: 
 
 def _unit_sums(probs: Tensor, target: Tensor, units: Tensor, n_units: int, options: dict):
     """The model's bins and its sparse [3T, G] per-unit bin sums (count, Σq, Σy), each
-    tied pair shared over its group's bins (:func:`_tie_shares`)."""
+    tied pair shared over its group's bins (:func:`~.intervals.unit_sum_matrix`)."""
     bins, index = bins_and_index(probs, target, **options)
-    pair, bin_of, share = _tie_shares(probs, index)
-    values = [share, share * probs.index_select(0, pair), share * target.index_select(0, pair)]
-    n_bins = bins.count.numel()
-    matrix = group_sum_matrix(units.index_select(0, pair), bin_of, n_bins, n_units, values)
-    return bins, matrix
-
-
-def _tie_shares(probs: Tensor, index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(pair, bin, share) entries: each pair of a tie group in every bin of its group,
-    with share cᵢ/N (cᵢ of the group's N pairs fall in bin i); an untied pair: its bin, 1.
-
-    Summed per bin, the shares give the bins exactly as the tie rule counts them (each
-    part of a split group at the group's mean label), and so does every bootstrap draw.
-    """
-    key = torch.unique(probs, return_inverse=True)[1]
-    n_keys = int(key.max().item()) + 1 if key.numel() else 1
-    size = torch.bincount(key, minlength=n_keys).to(torch.float64)
-    cell, cell_of_pair = torch.unique(index * n_keys + key, return_inverse=True)
-    count = torch.bincount(cell_of_pair, minlength=cell.numel()).to(torch.float64)
-    cell_key = cell % n_keys
-    by_key = torch.sort(cell_key, stable=True)[1]  # each group's cells, consecutive
-    cells_per_key = torch.bincount(cell_key, minlength=n_keys)
-    first = torch.cumsum(cells_per_key, 0) - cells_per_key
-    repeats = cells_per_key.index_select(0, key)
-    pair = torch.repeat_interleave(torch.arange(probs.numel(), device=probs.device), repeats)
-    start = torch.repeat_interleave(torch.cumsum(repeats, 0) - repeats, repeats)
-    offset = torch.arange(pair.numel(), device=probs.device) - start
-    pair_key = key.index_select(0, pair)
-    entry = by_key.index_select(0, first.index_select(0, pair_key) + offset)
-    share = count.index_select(0, entry) / size.index_select(0, pair_key)
-    return pair, cell.index_select(0, entry) // n_keys, share
+    return bins, unit_sum_matrix(probs, target, units, index, bins.count.numel(), n_units)
 
 
 def _model_result(
@@ -324,7 +296,7 @@ def _units(target: Tensor, groups: Tensor | None) -> tuple[Tensor, int]:
         units = torch.arange(target.numel(), device=target.device)
     else:
         units = torch.unique(groups, return_inverse=True)[1]
-    # Host sync: the number of units (the tie groups of _tie_shares make more).
+    # Host sync: the number of units (tie_shares' tie groups make more).
     return units, int(units.max().item()) + 1
 
 

@@ -21,7 +21,10 @@ or percentile interval) into a :class:`CalibrationResult`. The three generators:
   n₀ pairs with y = 0 sum to Poisson(n₁) and Poisson(n₀) exactly, so a draw needs only
   the bins, O(S·T) for S draws and T bins whatever N; the bin's mean prediction is held
   fixed (its bootstrap spread, that of q inside one bin over √n, is negligible next to
-  that of the frequency).
+  that of the frequency). A tie group that a bin boundary cuts is drawn once and shared
+  over its bins as the tie rule counts it, and every draw's debiased square uses the
+  data's effective sample sizes (n_eff/n times the draw's count), so a draw's tied bins
+  are exactly as noisy as the estimator assumes (:mod:`calib_metrics.functional.ties`).
 * ``interval="groups"``, :func:`group_draws`: the Poisson bootstrap over whole groups
   (``groups=`` gives each pair a sentence or document id). Per (group, bin) cell the sums
   of 1, q and y form a sparse [3T, G] matrix (:func:`group_sum_matrix`), and a block of
@@ -72,7 +75,14 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, bin_index
+from calib_metrics.functional.binning import Bins, bin_index, bin_ties
+from calib_metrics.functional.ties import (
+    bin_parts,
+    effective_counts,
+    tie_run_counts,
+    tie_runs,
+    tie_shares,
+)
 
 __all__ = [
     "CalibrationResult",
@@ -81,6 +91,7 @@ __all__ = [
     "bin_index",
     "debiased_square",
     "draw_statistics",
+    "effective_samples",
     "group_bootstrap",
     "group_draws",
     "group_sum_matrix",
@@ -90,6 +101,9 @@ __all__ = [
     "pair_draws",
     "paper_draws",
     "resampled_interval",
+    "tie_run_counts",
+    "tie_runs",
+    "tie_shares",
     "weighted_mean",
 ]
 
@@ -161,15 +175,26 @@ def weighted_mean(values: Tensor, count: Tensor) -> Tensor:
     return (weight * values).sum(dim=-1)
 
 
-def debiased_square(gap: Tensor, freq: Tensor, count: Tensor) -> Tensor:
-    """Σᵢ wᵢ [gapᵢ² − p̂ᵢ(1 − p̂ᵢ)/(nᵢ − 1)] along the last dimension (unclipped).
+def debiased_square(
+    gap: Tensor, freq: Tensor, count: Tensor, samples: Tensor | None = None
+) -> Tensor:
+    """Σᵢ wᵢ [gapᵢ² − p̂ᵢ(1 − p̂ᵢ)/(n_eff,ᵢ − 1)] along the last dimension (unclipped).
 
-    The debias term p̂(1 − p̂)/(n − 1) estimates the sampling variance of p̂ without bias
-    (see :func:`~calib_metrics.functional.calibration.error_from_bins`). nᵢ is the bin's
-    count, or, for a run of adjacent bins with the same gap and frequency (the parts of
-    one tie group, each of which the tie rule gives the group's mean label), the run's
-    count: their frequency is one mean of the whole run's labels, whose variance is
-    p(1 − p)/n_run, not p(1 − p)/nᵢ (:func:`tie_run_counts`).
+    ``samples``: each bin's effective sample size n_eff (:func:`effective_samples`),
+    the number of independent labels that its frequency p̂ is as noisy as. A bin whose
+    boundaries cut no tie group has n_eff = n, its count. One that meets a tie group
+    cut by a boundary counts that group's part at the group's mean label (the tie rule),
+    so Var p̂ = p(1 − p)·V/n² with V = Σ_g c_g²/N_g over the groups it meets (c_g of a
+    group's N_g pairs in the bin; an untied pair is c = N = 1), and n_eff = n²/V ≥ n
+    (:mod:`calib_metrics.functional.ties`). The term is unbiased for that variance:
+
+        E[p̂(1 − p̂)] = E[p̂] − E[p̂²] = p − p² − p(1 − p)/n_eff = p(1 − p)(1 − 1/n_eff),
+
+    so E[p̂(1 − p̂)/(n_eff − 1)] = p(1 − p)/n_eff = Var p̂, and E[(q̂ − p̂)²] − Var p̂ =
+    (q̂ − p)². Without ``samples`` n_eff is the count summed over each run of adjacent
+    bins with equal gap and frequency (:func:`~calib_metrics.functional.ties.tie_run_counts`:
+    bins lying wholly inside one tie group; a bin holding a group's edge beside other
+    values is not caught and over-subtracts).
 
     Example:
         >>> import torch
@@ -182,48 +207,39 @@ def debiased_square(gap: Tensor, freq: Tensor, count: Tensor) -> Tensor:
         >>> round(debiased_square(t([0.1, 0.1]), t([0.5, 0.5]), t([6.0, 6.0])).item(), 4)
         -0.0127
     """
-    samples = tie_run_counts(gap, freq, count)
+    if samples is None:
+        samples = tie_run_counts(gap, freq, count)
     noise = freq * (1 - freq) / (samples - 1).clamp_min(1).to(freq.dtype)
     return weighted_mean(gap**2 - noise, count)
 
 
-def tie_runs(gap: Tensor, freq: Tensor) -> Tensor:
-    """Run ids along the last dimension: adjacent bins with equal gap and frequency share
-    one id, 0, 1, ... in order.
-
-    "Equal" allows for the rounding of the binning's prefix sums (1e-9 in float64, 1e-5
-    otherwise): distinct bins' mean predictions differ by far more.
+def effective_samples(bins: Bins) -> Tensor:
+    """Each bin's effective sample size n_eff (:func:`debiased_square`): from the tie
+    groups that the binning recorded as cut (:class:`~calib_metrics.functional.binning.TiedBins`),
+    else (bare bins) the counts summed over runs of equal gap and frequency.
 
     Example:
         >>> import torch
-        >>> t = torch.tensor
-        >>> tie_runs(t([0.1, 0.1, 0.1, 0.2]), t([0.5, 0.5, 0.4, 0.4])).tolist()
-        [0, 0, 1, 2]
+        >>> from calib_metrics.functional.binning import adaptive_binning
+        >>> q = torch.tensor([0.1, 0.2, 0.3, 0.3, 0.3, 0.4])
+        >>> effective_samples(adaptive_binning(q, torch.tensor([0, 0, 1, 0, 1, 1]), 3))
+        tensor([3.8571, 3.8571], dtype=torch.float64)
     """
-    eps = 1e-9 if freq.dtype == torch.float64 else 1e-5
-    same = torch.isclose(gap[..., 1:], gap[..., :-1], rtol=eps, atol=eps) & torch.isclose(
-        freq[..., 1:], freq[..., :-1], rtol=eps, atol=eps
-    )
-    starts = torch.cat([torch.ones_like(same[..., :1]), ~same], dim=-1)
-    return torch.cumsum(starts.long(), dim=-1) - 1
+    cuts = getattr(bins, "ties", None)
+    if cuts is None:
+        return tie_run_counts(bins.pred_mean - bins.freq, bins.freq, bins.count)
+    return effective_counts(bins.count, cuts)
 
 
-def tie_run_counts(gap: Tensor, freq: Tensor, count: Tensor) -> Tensor:
-    """Each bin's count summed over its run of equal (gap, frequency) bins (:func:`tie_runs`)."""
-    if count.shape[-1] < 2:
-        return count
-    run = tie_runs(gap, freq)
-    count = count.expand_as(run)
-    totals = torch.zeros_like(count).scatter_add_(-1, run, count)
-    return totals.gather(-1, run)
-
-
-def bin_errors(bins: Bins, norm: Norm = "l2", debias: bool = False) -> Tensor:
+def bin_errors(
+    bins: Bins, norm: Norm = "l2", debias: bool = False, samples: Tensor | None = None
+) -> Tensor:
     """The calibration error of bins along their last dimension: data's bins or draws'.
 
     ``norm``: ``"l2"`` √(Σ wᵢ gᵢ²), ``"l1"`` Σ wᵢ |gᵢ| or ``"max"`` maxᵢ |gᵢ| over the
     non-empty bins, gᵢ = q̂ᵢ − p̂ᵢ and wᵢ = |Bᵢ|/Σ|B|; ``debias=True`` (l2):
-    √max(:func:`debiased_square`, 0). Unchecked: see
+    √max(:func:`debiased_square`, 0) with the effective sample sizes ``samples``
+    (default: :func:`effective_samples` of ``bins``). Unchecked: see
     :func:`~calib_metrics.functional.calibration.error_from_bins`.
 
     Example:
@@ -235,7 +251,9 @@ def bin_errors(bins: Bins, norm: Norm = "l2", debias: bool = False) -> Tensor:
     """
     gap = bins.pred_mean - bins.freq
     if debias:
-        return debiased_square(gap, bins.freq, bins.count).clamp_min(0).sqrt()
+        if samples is None:
+            samples = effective_samples(bins)
+        return debiased_square(gap, bins.freq, bins.count, samples).clamp_min(0).sqrt()
     # gap is this function's own tensor: squared (or made absolute) in place.
     if norm == "l2":
         return weighted_mean(gap.square_(), bins.count).sqrt()
@@ -287,7 +305,14 @@ def paper_draws(
 def pair_draws(
     bins: Bins, n_samples: int, generator: torch.Generator | None = None
 ) -> Iterator[Bins]:
-    """The Poisson bootstrap over pairs, from the bins alone (see the module docstring).
+    """The Poisson bootstrap over pairs, from the 1-D bins alone (see the module docstring).
+
+    A bin's untied pairs are drawn per bin; the ones and zeros of a tie group that a
+    boundary cuts (:func:`~calib_metrics.functional.binning.bin_ties`) are drawn once for
+    the group and shared out over its bins as the tie rule counts them (c of its N pairs
+    in a bin: c/N of its draws), so every bin the group meets moves with the group's
+    mean label, as the estimator's n_eff assumes. Bins no group straddles draw exactly
+    as untied bins always did. One host synchronisation (whether any group is cut).
 
     Example:
         >>> import torch
@@ -297,19 +322,57 @@ def pair_draws(
         >>> block.count.shape, block.freq.shape
         (torch.Size([5, 2]), torch.Size([5, 2]))
     """
-    # A run of bins holding one tie group (equal gap and frequency) has one mean label:
-    # its ones and zeros are drawn once for the run, and shared out by count.
-    run = tie_runs(bins.pred_mean - bins.freq, bins.freq)
-    ones = torch.zeros_like(bins.count).scatter_add_(-1, run, bins.count * bins.freq)
-    zeros = torch.zeros_like(bins.count).scatter_add_(-1, run, bins.count) - ones
-    share = bins.count / (ones + zeros).gather(-1, run)
+    ones, zeros, share = _draw_units(bins)
+    n_bins = bins.count.shape[-1]
     for size in _block_sizes(n_samples, ones.numel()):
-        draw_run = run.expand(size, *run.shape)
         n1 = torch.poisson(ones.expand(size, *ones.shape).contiguous(), generator=generator)
         n0 = torch.poisson(zeros.expand(size, *ones.shape).contiguous(), generator=generator)
-        n1, n0 = n1.gather(-1, draw_run) * share, n0.gather(-1, draw_run) * share
+        n1, n0 = _shared_out(n1, n_bins, share), _shared_out(n0, n_bins, share)
         count = n1 + n0
         yield Bins(bins.pred_mean, n1 / count.clamp_min(1), count)
+
+
+def _draw_units(bins: Bins) -> tuple[Tensor, Tensor, tuple[Tensor, ...] | None]:
+    """The rates of the units :func:`pair_draws` draws, ones and zeros (``[..., K]``):
+    each bin's untied pairs, then (when a boundary cuts a group) one slot per boundary,
+    holding the group that starts being cut there; and per bin (slot, weight) of its
+    lower and upper group (None without cuts)."""
+    count, cuts = bins.count, bin_ties(bins)
+    parts = bin_parts(count, cuts)
+    low_w = torch.where(parts.low > 0, parts.low / parts.low_size.clamp_min(1), 0)
+    high = (parts.high > 0) & ~parts.whole
+    high_w = torch.where(high, parts.high / parts.high_size.clamp_min(1), 0)
+    own_count = count - parts.low - torch.where(high, parts.high, 0)
+    tied_ones = low_w * parts.low_ones + high_w * parts.high_ones
+    own_ones = torch.minimum((count * bins.freq - tied_ones).clamp_(min=0), own_count)
+    own_ones, own_count = torch.broadcast_tensors(own_ones, own_count)
+    # A cut boundary starts a group unless the bin before it lies wholly inside the
+    # group that the boundary before cuts; every cut boundary then reads its group from
+    # the slot of the last start at or before it.
+    starts = cuts.size > 0
+    if not bool(starts.any()):  # host sync: untied bins draw as they always did
+        return own_ones, own_count - own_ones, None
+    starts[..., 1:] &= ~parts.whole
+    place = torch.arange(starts.shape[-1], device=count.device)
+    slot = torch.cummax(torch.where(starts, place, 0), -1).values
+    g_ones = torch.where(starts, cuts.ones, 0)
+    g_zeros = torch.where(starts, cuts.size - cuts.ones, 0)
+    share = (slot[..., :-1], low_w, slot[..., 1:], high_w)
+    ones = torch.cat([own_ones, g_ones.expand_as(slot)], -1)
+    zeros = torch.cat([own_count - own_ones, g_zeros.expand_as(slot)], -1)
+    return ones, zeros, share
+
+
+def _shared_out(drawn: Tensor, n_bins: int, share: tuple[Tensor, ...] | None) -> Tensor:
+    """Per bin: its own drawn units plus its shares of its tie groups' drawn units."""
+    own = drawn[..., :n_bins]
+    if share is None:
+        return own
+    low_slot, low_w, high_slot, high_w = share
+    groups = drawn[..., n_bins:]
+    low = groups.gather(-1, low_slot.expand(*groups.shape[:-1], -1))
+    high = groups.gather(-1, high_slot.expand(*groups.shape[:-1], -1))
+    return own + low * low_w + high * high_w
 
 
 def bins_of_sums(count: Tensor, sum_q: Tensor, sum_y: Tensor) -> Bins:
@@ -367,9 +430,12 @@ def unit_sum_matrix(
     probs: Tensor, target: Tensor, units: Tensor, index: Tensor, n_bins: int, n_units: int
 ) -> Tensor:
     """The sparse [3T, G] per-unit bin sums (count, Σq, Σy) that :func:`group_draws`
-    reweights; ``units`` are compact ids in [0, G), ``index`` each pair's bin."""
-    ones = torch.ones_like(probs, dtype=torch.float64)
-    return group_sum_matrix(units, index, n_bins, n_units, [ones, probs, target])
+    reweights; ``units`` are compact ids in [0, G), ``index`` each pair's bin. A tied pair
+    is shared over its tie group's bins (:func:`tie_shares`), so every draw gives those
+    bins the group's reweighted mean label, as the tie rule and n_eff count them."""
+    pair, bin_of, share = tie_shares(probs, index)
+    values = [share, share * probs.index_select(0, pair), share * target.index_select(0, pair)]
+    return group_sum_matrix(units.index_select(0, pair), bin_of, n_bins, n_units, values)
 
 
 def unit_weights(
@@ -474,18 +540,30 @@ def draw_statistics(
     """
     if debias and norm != "l2":
         raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
-    estimate = bin_errors(bins, norm, debias)
+    samples = effective_samples(bins) if debias else None
+    estimate = bin_errors(bins, norm, debias, samples)
+    # A draw's bin holds the data's bin's pairs reweighted, its tie groups' parts alike:
+    # its effective sample size is its count times the data's bin's n_eff/n.
+    ratio = samples / bins.count.clamp_min(1) if debias else None
     if world == "draws" or not debias:
-        errors = torch.cat([bin_errors(d, norm, debias) for d in blocks]).to(torch.float64)
+        errors = [bin_errors(d, norm, debias, _draw_samples(d, ratio)) for d in blocks]
+        errors = torch.cat(errors).to(torch.float64)
         return Draws(errors, errors, None if world == "draws" else estimate, estimate, None)
-    square, theta = _recentred_squares(bins, blocks, world)
+    square, theta = _recentred_squares(bins, blocks, world, samples, ratio)
     return Draws(theta.clamp_min(0).sqrt(), theta, None, estimate, square)
 
 
-def _recentred_squares(bins: Bins, blocks: Iterable[Bins], world: str) -> tuple[Tensor, Tensor]:
+def _draw_samples(draw: Bins, ratio: Tensor | None) -> Tensor | None:
+    """A draw's effective sample sizes: its counts times the data's n_eff/n per bin."""
+    return None if ratio is None else draw.count * ratio
+
+
+def _recentred_squares(
+    bins: Bins, blocks: Iterable[Bins], world: str, samples: Tensor, ratio: Tensor
+) -> tuple[Tensor, Tensor]:
     """The data's debiased square D and the draws' θ_s = D − (D*_s − θ̃) (module docstring)."""
     gap = bins.pred_mean - bins.freq
-    square = debiased_square(gap, bins.freq, bins.count)
+    square = debiased_square(gap, bins.freq, bins.count, samples)
     plugin = bin_errors(bins) ** 2
     # The world's gaps are λ·gap: shrunk, λ² = max(D, 0)/P so that θ̃ = max(D, 0);
     # observed, λ = 1 (θ̃ = P); zero, λ = 0 (θ̃ = 0).
@@ -498,7 +576,8 @@ def _recentred_squares(bins: Bins, blocks: Iterable[Bins], world: str) -> tuple[
     for d in blocks:
         # The draw's movement of each bin's gap, added to the world's gap.
         moved = shrunk + (d.pred_mean - bins.pred_mean) - (d.freq - bins.freq)
-        thetas.append(square - (debiased_square(moved, d.freq, d.count) - target_square))
+        redrawn = debiased_square(moved, d.freq, d.count, _draw_samples(d, ratio))
+        thetas.append(square - (redrawn - target_square))
     return square, torch.cat(thetas)
 
 

@@ -21,10 +21,11 @@ every cell starts, so the bin boundaries fall at the same ranks and every bin ho
 exactly as many pairs as in the exact algorithm; bin sums are exact except in the
 cells that a boundary cuts through. Such a cell gives each side its share of the
 cell's pairs at the cell's mean label, which is exactly the exact mode's tie rule when
-the cell holds one value (DESIGN.md: a split tie group counts at its mean label) and
-the best guess from the sums otherwise; its Σq is split exactly for one value
-(n·Σr² = (Σr)², up to rounding) and otherwise as if its q were spread evenly over
-mean ∓ √3·std.
+the cell holds one value (DESIGN.md: a split tie group counts at its mean label; the
+bins then record the cut group, whose effective sample size the debiased square uses,
+:mod:`calib_metrics.functional.ties`) and the best guess from the sums otherwise; its
+Σq is split exactly for one value (n·Σr² = (Σr)², up to rounding) and otherwise as if
+its q were spread evenly over mean ∓ √3·std.
 
 **Tolerance.** Label sums are shared, not known, inside a cut cell of several values, so
 the streaming answer loses part of the per-bin label noise that the plug-in estimator
@@ -41,8 +42,9 @@ import math
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins
+from calib_metrics.functional.binning import Bins, with_ties
 from calib_metrics.functional.errors import check_int
+from calib_metrics.functional.ties import TieCuts
 
 DEFAULT_RESOLUTION = 1 << 18
 LOGIT_RANGE = 16.0
@@ -195,8 +197,9 @@ def _cumulative(
     tied: Tensor,
     cum_q: Tensor,
     cum_y: Tensor,
-) -> tuple[Tensor, Tensor]:
-    """Σq and Σy of the first ``rank`` pairs in q order, from the cell sums."""
+) -> tuple[Tensor, Tensor, TieCuts]:
+    """Σq and Σy of the first ``rank`` pairs in q order, from the cell sums, and the tie
+    group each rank cuts: a cut cell of one value (``tied``) is a whole tie group."""
     end = start + count
     k = torch.searchsorted(end, rank, right=True).clamp_(max=count.numel() - 1)
     n, s = count[k], start[k]
@@ -208,7 +211,9 @@ def _cumulative(
     y_part = part * sum_y[k] + _label_noise(k, t, n, sum_y[k], ~tied[k])
     # The first t of n pairs hold at least t − (n − Σy) and at most min(t, Σy) ones.
     y_part = torch.maximum(torch.minimum(y_part, torch.minimum(t, sum_y[k])), t - n + sum_y[k])
-    return q, cum_y[k] - sum_y[k] + y_part
+    cut = tied[k] & (t > 0) & (t < n)
+    cuts = TieCuts(*(torch.where(cut, v, 0.0) for v in (n, t, sum_y[k])))
+    return q, cum_y[k] - sum_y[k] + y_part, cuts
 
 
 def _label_noise(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, spread: Tensor) -> Tensor:
@@ -249,7 +254,10 @@ def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_siz
     """Adaptive bins of ``bin_size`` pairs (in q order) from one sketch ``[R]``.
 
     Bin boundaries fall at the exact algorithm's ranks; see the module docstring for how
-    a cell cut by a boundary is shared out.
+    a cell cut by a boundary is shared out. The bins carry the tie groups (cut cells of
+    one value) that the boundaries cut, as the exact mode's do
+    (:class:`~calib_metrics.functional.binning.TiedBins`); a cut cell of several values
+    is redrawn with its full label noise, so its pairs count as untied.
 
     Example:
         >>> count, sum_r, sum_r2, sum_y = empty(64)
@@ -277,9 +285,9 @@ def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_siz
     cum_q, cum_y = torch.cumsum(sum_q, 0), torch.cumsum(sum_y, 0)
     rank = torch.arange(n_bins + 1, device=count.device, dtype=torch.float64) * bin_size
     rank[-1] = total
-    q, y = _cumulative(rank, count, start, sum_q, sum_y, std, tied, cum_q, cum_y)
+    q, y, cuts = _cumulative(rank, count, start, sum_q, sum_y, std, tied, cum_q, cum_y)
     size = rank.diff()
-    return Bins(q.diff() / size, (y.diff() / size).clamp_(0, 1), size)
+    return with_ties(Bins(q.diff() / size, (y.diff() / size).clamp_(0, 1), size), cuts)
 
 
 def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tensor, Tensor]:

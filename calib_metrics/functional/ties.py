@@ -1,0 +1,215 @@
+"""The tie groups that bin boundaries cut, and the effective sample size they leave.
+
+**Why.** The tie rule (DESIGN.md) gives every bin that a tie group g (N_g pairs of one
+q) meets its share c_gb of the group's pairs at the group's mean label Ȳ_g. A bin's
+frequency is then p̂_b = (Σ of its untied labels + Σ_g c_gb·Ȳ_g)/n_b, and with
+independent labels of mean p its variance is p(1 − p)·V_b/n_b², where
+
+    V_b = Σ_g c_gb²/N_g
+
+over the groups that meet the bin (an untied pair is a group with c = N = 1; a group
+wholly inside the bin has c = N_g and counts N_g, as its untied pairs would). So p̂_b
+is as noisy as a mean of n_eff,b = n_b²/V_b labels (n_eff ≥ n_b: sharing a group's
+mean over several bins averages more labels than the bin holds). The debias term
+p̂(1 − p̂)/(n_eff − 1) is then unbiased for that variance (see
+:func:`~calib_metrics.functional.intervals.debiased_square`).
+
+**Cuts.** A group with pairs on both sides of a boundary is *cut* there. Only cut
+groups differ from untied pairs, and a bin meets at most two of them, the one its lower
+boundary cuts and the one its upper boundary cuts (the same group when it spans the
+whole bin). :class:`TieCuts` records, per boundary (T + 1 of them for T bins, the first
+and last never cut), the cut group's size, its pairs before the boundary and its ones;
+the exact binning (radix select) and the streaming sketch (a cut cell of one value)
+know them. Bins given without them (:func:`run_cuts`) fall back to the runs of adjacent
+bins with equal gap and frequency, which only catches bins lying wholly inside a group.
+
+**Draws.** The bootstrap over units (pairs, groups) shares each tied pair over its
+group's bins (:func:`tie_shares`), so a draw moves a cut group's bins together, with the
+variance n_eff assumes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+
+class TieCuts(NamedTuple):
+    """Per bin boundary, in rank order (T + 1 for T bins): the tie group cut there.
+
+    Attributes:
+        size: N_g, the cut group's number of pairs (0 where no group is cut).
+        before: its pairs before the boundary (0 < before < size where cut, else 0).
+        ones: its number of y = 1 (0 where no group is cut).
+    """
+
+    size: Tensor
+    before: Tensor
+    ones: Tensor
+
+
+def no_cuts(count: Tensor) -> TieCuts:
+    """Cuts of bins that no tie group straddles (uniform bins, untied data).
+
+    Example:
+        >>> no_cuts(torch.tensor([3.0, 4.0])).size.tolist()
+        [0.0, 0.0, 0.0]
+    """
+    zero = count.new_zeros(count.shape[-1] + 1)
+    return TieCuts(zero, zero, zero)
+
+
+class BinParts(NamedTuple):
+    """Per bin: the pairs of the group cut at its lower edge (``low``) and at its upper
+    edge (``high``), those groups' sizes and ones, and whether they are one group
+    (``whole``: the group spans the bin, ``low = high = count``)."""
+
+    low: Tensor
+    high: Tensor
+    low_size: Tensor
+    high_size: Tensor
+    low_ones: Tensor
+    high_ones: Tensor
+    whole: Tensor
+
+
+def bin_parts(count: Tensor, cuts: TieCuts) -> BinParts:
+    """Each bin's shares of the groups its boundaries cut (see :class:`BinParts`).
+
+    Example:
+        >>> cuts = TieCuts(*torch.tensor([[0.0, 5, 5, 0], [0, 2, 4, 0], [0, 1, 1, 0]]))
+        >>> parts = bin_parts(torch.tensor([4.0, 2.0, 4.0]), cuts)
+        >>> parts.low.tolist(), parts.high.tolist(), parts.whole.tolist()
+        ([0.0, 2.0, 1.0], [2.0, 2.0, 0.0], [False, True, False])
+    """
+    low_size, high_size = cuts.size[..., :-1], cuts.size[..., 1:]
+    low = torch.minimum(low_size - cuts.before[..., :-1], count)
+    high = torch.minimum(cuts.before[..., 1:], count)
+    low, high = torch.where(low_size > 0, low, 0), torch.where(high_size > 0, high, 0)
+    # One group at both edges: its pairs before the upper edge exceed those before the
+    # lower edge by exactly the bin's count.
+    step = cuts.before[..., 1:] - cuts.before[..., :-1]
+    whole = (low_size > 0) & (high_size > 0) & (step == count)
+    return BinParts(low, high, low_size, high_size, cuts.ones[..., :-1], cuts.ones[..., 1:], whole)
+
+
+def effective_counts(count: Tensor, cuts: TieCuts) -> Tensor:
+    """n_eff,b = n_b²/V_b, V_b = Σ_g c_gb²/N_g (module docstring); n_b where no group
+    is cut.
+
+    Example:
+        A group of 5 split 2/3 between two bins of 4 (each bin's other pairs untied):
+        V = 2 + 2²/5 = 2.8 in the first, 1 + 3²/5 = 2.8 in the second.
+
+        >>> cuts = TieCuts(*torch.tensor([[0.0, 5, 0], [0, 2, 0], [0, 1, 0]]))
+        >>> effective_counts(torch.tensor([4.0, 4.0], dtype=torch.float64), cuts)
+        tensor([5.7143, 5.7143], dtype=torch.float64)
+    """
+    p = bin_parts(count, cuts)
+    low_size, high_size = p.low_size.clamp_min(1), p.high_size.clamp_min(1)
+    spread = count - p.low - p.high + p.low**2 / low_size + p.high**2 / high_size
+    spread = torch.where(p.whole, count**2 / high_size, spread)
+    cut = (p.low > 0) | (p.high > 0)
+    return torch.where(cut, count**2 / spread.clamp_min(1e-300), count)
+
+
+def tie_runs(gap: Tensor, freq: Tensor) -> Tensor:
+    """Run ids along the last dimension: adjacent bins with equal gap and frequency share
+    one id, 0, 1, ... in order.
+
+    "Equal" allows for the rounding of the binning's prefix sums (1e-9 in float64, 1e-5
+    otherwise): distinct bins' mean predictions differ by far more.
+
+    Example:
+        >>> t = torch.tensor
+        >>> tie_runs(t([0.1, 0.1, 0.1, 0.2]), t([0.5, 0.5, 0.4, 0.4])).tolist()
+        [0, 0, 1, 2]
+    """
+    eps = 1e-9 if freq.dtype == torch.float64 else 1e-5
+    same = torch.isclose(gap[..., 1:], gap[..., :-1], rtol=eps, atol=eps) & torch.isclose(
+        freq[..., 1:], freq[..., :-1], rtol=eps, atol=eps
+    )
+    starts = torch.cat([torch.ones_like(same[..., :1]), ~same], dim=-1)
+    return torch.cumsum(starts.long(), dim=-1) - 1
+
+
+def tie_run_counts(gap: Tensor, freq: Tensor, count: Tensor) -> Tensor:
+    """Each bin's count summed over its run of equal (gap, frequency) bins (:func:`tie_runs`):
+    the effective count of bare bins, whose cuts are not known (:func:`run_cuts`).
+
+    Example:
+        >>> t = torch.tensor
+        >>> tie_run_counts(t([0.1, 0.1, 0.2]), t([0.5, 0.5, 0.4]), t([5.0, 7.0, 9.0])).tolist()
+        [12.0, 12.0, 9.0]
+    """
+    if count.shape[-1] < 2:
+        return count
+    run = tie_runs(gap, freq)
+    count = count.expand_as(run)
+    totals = torch.zeros_like(count).scatter_add_(-1, run, count)
+    return totals.gather(-1, run)
+
+
+def run_cuts(gap: Tensor, freq: Tensor, count: Tensor) -> TieCuts:
+    """The cuts that bare bins imply (along the last dimension): each run of adjacent
+    bins with equal gap and frequency is taken for one tie group holding exactly those
+    bins, cut at the boundaries inside the run. Its effective counts are :func:`tie_run_counts`.
+
+    Example:
+        >>> t = torch.tensor
+        >>> cuts = run_cuts(t([0.1, 0.1, 0.2]), t([0.5, 0.5, 0.4]), t([5.0, 7.0, 9.0]))
+        >>> cuts.size.tolist(), cuts.before.tolist(), cuts.ones.tolist()
+        ([0.0, 12.0, 0.0, 0.0], [0.0, 5.0, 0.0, 0.0], [0.0, 6.0, 0.0, 0.0])
+    """
+    run = tie_runs(gap, freq)
+    count = count.expand_as(run)
+    totals = torch.zeros_like(count).scatter_add_(-1, run, count)
+    ones = torch.zeros_like(count).scatter_add_(-1, run, count * freq)
+    ends = torch.cumsum(count, -1)
+    run_start = (torch.cumsum(totals, -1) - totals).gather(-1, run)
+    inner = run[..., 1:] == run[..., :-1]
+    no = torch.zeros_like(inner[..., :1])
+    inner = torch.cat([no, inner, no], dim=-1)
+    pad = torch.zeros_like(ends[..., :1])
+    size = torch.cat([pad, totals.gather(-1, run)], dim=-1)
+    before = torch.cat([pad, ends - run_start], dim=-1)
+    group_ones = torch.cat([pad, ones.gather(-1, run)], dim=-1)
+    return TieCuts(*(torch.where(inner, v, 0) for v in (size, before, group_ones)))
+
+
+def tie_shares(probs: Tensor, index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(pair, bin, share) entries: each pair of a tie group in every bin of its group,
+    with share cᵢ/N (cᵢ of the group's N pairs fall in bin i); an untied pair: its bin, 1.
+
+    Summed per bin, the shares give the bins exactly as the tie rule counts them (each
+    part of a split group at the group's mean label), and so does every bootstrap draw.
+
+    Example:
+        A group of three at 0.5 split 1/2 between bins 0 and 1:
+
+        >>> pair, bin_of, share = tie_shares(torch.tensor([0.1, 0.5, 0.5, 0.5]),
+        ...                                  torch.tensor([0, 0, 1, 1]))
+        >>> pair.tolist(), bin_of.tolist()
+        ([0, 1, 1, 2, 2, 3, 3], [0, 0, 1, 0, 1, 0, 1])
+        >>> [round(s, 3) for s in share.tolist()]
+        [1.0, 0.333, 0.667, 0.333, 0.667, 0.333, 0.667]
+    """
+    key = torch.unique(probs, return_inverse=True)[1]
+    n_keys = int(key.max().item()) + 1 if key.numel() else 1
+    size = torch.bincount(key, minlength=n_keys).to(torch.float64)
+    cell, cell_of_pair = torch.unique(index * n_keys + key, return_inverse=True)
+    count = torch.bincount(cell_of_pair, minlength=cell.numel()).to(torch.float64)
+    cell_key = cell % n_keys
+    by_key = torch.sort(cell_key, stable=True)[1]  # each group's cells, consecutive
+    cells_per_key = torch.bincount(cell_key, minlength=n_keys)
+    first = torch.cumsum(cells_per_key, 0) - cells_per_key
+    repeats = cells_per_key.index_select(0, key)
+    pair = torch.repeat_interleave(torch.arange(probs.numel(), device=probs.device), repeats)
+    start = torch.repeat_interleave(torch.cumsum(repeats, 0) - repeats, repeats)
+    offset = torch.arange(pair.numel(), device=probs.device) - start
+    pair_key = key.index_select(0, pair)
+    entry = by_key.index_select(0, first.index_select(0, pair_key) + offset)
+    share = count.index_select(0, entry) / size.index_select(0, pair_key)
+    return pair, cell.index_select(0, entry) // n_keys, share
