@@ -840,23 +840,26 @@ class CalibrationError(_StatesKeepTheirDtype):
                 # Cells are aligned across classes, so pooling them is a sum.
                 pooled = [s.sum(0) for s in states]
                 size = resolve_bin_size(self.bin_size, int(pooled[0].sum().item()))
-                self._warn_coarse_sketch(pooled[0], size)
+                self._warn_coarse_sketch(*pooled[:3], size)
                 return [sketch.to_bins(*pooled, size)]
             sizes = [
                 resolve_bin_size(self.bin_size, int(states[0][c].sum().item()))
                 for c in range(states[0].shape[0])
             ]
-            for count, size in zip(states[0], sizes, strict=True):
-                self._warn_coarse_sketch(count, size)
+            for c, size in enumerate(sizes):
+                self._warn_coarse_sketch(*(s[c] for s in states[:3]), size)
             return [sketch.to_bins(*(s[c] for s in states), size) for c, size in enumerate(sizes)]
         return self._bins_of(self._class_pairs())
 
-    def _warn_coarse_sketch(self, count: Tensor, bin_size: int) -> None:
+    def _warn_coarse_sketch(
+        self, count: Tensor, sum_r: Tensor, sum_r2: Tensor, bin_size: int
+    ) -> None:
         """One UserWarning per metric object when a folded sketch has fewer than
-        ``MIN_CELLS_PER_BIN`` occupied cells per bin (one host synchronisation)."""
+        ``MIN_CELLS_PER_BIN`` occupied cells (of several values) per bin (one host
+        synchronisation)."""
         if self._coarse_sketch_warned:
             return
-        message = sketch.coarse_sketch_message(count, bin_size)
+        message = sketch.coarse_sketch_message(count, sum_r, sum_r2, bin_size)
         if message is not None:
             self._coarse_sketch_warned = True
             warnings.warn(f"CalibrationError: {message}", UserWarning, stacklevel=4)

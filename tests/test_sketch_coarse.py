@@ -39,9 +39,10 @@ def test_a_coarse_folded_sketch_warns_once_with_the_resolution_that_would_do():
     metric.update(*_calibrated(10_000))  # 10,000 rows > 2 * 64: folded into the sketch
     messages = _coarse_warnings(metric)
     assert len(messages) == 1
-    # 20 bins over the 37 occupied (logit-spaced) cells: 1.9 per bin; 8 per bin needs
-    # about 4.3 times the cells, 2⁹.
-    assert "(37 of 64 cells, 20 bins of 500)" in messages[0]
+    # 37 occupied (logit-spaced) cells, 3 of them one pair each at the far ends (one
+    # value: not counted); the other 34 hold 19.x bins: 1.7 per bin; 8 per bin needs
+    # about 4.7 times the cells, 2⁹.
+    assert "(34 of 64 cells, 19 bins of 500)" in messages[0]
     assert "pass resolution=512" in messages[0]
 
 
@@ -65,7 +66,28 @@ def test_per_class_sketches_warn_once_for_the_metric():
 
 @pytest.mark.parametrize("bin_size", [1000, 5000])
 def test_the_rule_counts_occupied_cells_not_the_grid(bin_size):
-    # 10⁶ pairs on 100 distinct values: 100 occupied cells of 2¹⁸, 1000 or 200 bins.
-    count = torch.zeros(sketch.num_cells())
-    count[torch.arange(100) * 2000] = 10_000.0
-    assert sketch.coarse_sketch_message(count, bin_size) is not None
+    # 10⁶ pairs in 100 occupied cells of 2¹⁸, each of several values: 1000 or 200 bins.
+    count, sum_r, sum_r2, _ = sketch.empty(sketch.num_cells())
+    cells = torch.arange(100) * 2000
+    count[cells] = 10_000.0
+    sum_r[cells] = 10_000.0 * 0.1
+    sum_r2[cells] = 10_000.0 * (0.1**2 + 1e-6)  # a spread of 1e-3 around 0.1
+    assert sketch.coarse_sketch_message(count, sum_r, sum_r2, bin_size) is not None
+
+
+def test_tied_predictions_do_not_warn_since_the_sketch_shares_them_exactly():
+    # q rounded to 0.01 (101 values) in a sketch of 4096 cells: every cell holds one
+    # value, a tie group that the folded sketch shares out exactly as the exact mode
+    # does, so the streaming error is the exact one and no resolution would change it.
+    g = torch.Generator().manual_seed(0)
+    q = (torch.rand(20_000, generator=g, dtype=torch.float64) * 100).round() / 100
+    y = torch.bernoulli(q, generator=g).long()
+    streaming = CalibrationError(streaming=True, resolution=4096)  # buffer: 8192 rows
+    exact = CalibrationError()
+    for metric in (streaming, exact):
+        metric.update(q, y)
+    assert _coarse_warnings(streaming) == []
+    torch.testing.assert_close(streaming.compute(), exact.compute(), rtol=1e-9, atol=1e-12)
+    constant = CalibrationError(streaming=True, resolution=64)
+    constant.update(torch.full((1000,), 0.3), y[:1000])
+    assert _coarse_warnings(constant) == []

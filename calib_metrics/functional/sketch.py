@@ -250,6 +250,28 @@ def _label_noise(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, spread: Tensor) 
     return torch.where(inside, scale * bridge, 0.0)
 
 
+def _cell_variance(count: Tensor, sum_r: Tensor, sum_r2: Tensor) -> Tensor:
+    """Each cell's variance of q (0 for empty cells)."""
+    n_safe = count.clamp(min=1)
+    return (sum_r2 / n_safe - (sum_r / n_safe) ** 2).clamp_(min=0)
+
+
+def tied_cells(count: Tensor, sum_r: Tensor, sum_r2: Tensor) -> Tensor:
+    """Which cells hold one value only (empty cells included): a cut cell of one value is
+    a tie group, shared out by the exact mode's tie rule, not redrawn.
+
+    Example:
+        >>> count, sum_r, sum_r2, sum_y = empty(8)
+        >>> accumulate(count, sum_r, sum_r2, sum_y, torch.tensor([0.2, 0.2, 0.9, 0.91]),
+        ...            torch.tensor([1, 0, 1, 1]))
+        >>> tied_cells(count, sum_r, sum_r2)[count > 0].tolist()
+        [True, False]
+    """
+    mean_r = sum_r / count.clamp(min=1)
+    var = _cell_variance(count, sum_r, sum_r2)
+    return var <= (_TIE_TOLERANCE + 4 * count * 2.0**-53) * mean_r**2
+
+
 def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_size: int) -> Bins:
     """Adaptive bins of ``bin_size`` pairs (in q order) from one sketch ``[R]``.
 
@@ -276,10 +298,8 @@ def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_siz
     n_bins = max(1, n_total // bin_size)
     upper = torch.arange(resolution, device=count.device) >= resolution // 2
     sum_q = sum_r + count * upper
-    n_safe = count.clamp(min=1)
-    mean_r = sum_r / n_safe
-    var = (sum_r2 / n_safe - mean_r**2).clamp_(min=0)
-    tied = var <= (_TIE_TOLERANCE + 4 * count * 2.0**-53) * mean_r**2
+    var = _cell_variance(count, sum_r, sum_r2)
+    tied = tied_cells(count, sum_r, sum_r2)
     std = torch.where(tied, 0.0, var.sqrt())
     start = torch.cumsum(count, 0) - count
     cum_q, cum_y = torch.cumsum(sum_q, 0), torch.cumsum(sum_y, 0)
@@ -320,28 +340,45 @@ def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tens
 MIN_CELLS_PER_BIN = 8
 
 
-def coarse_sketch_message(count: Tensor, bin_size: int) -> str | None:
+def coarse_sketch_message(
+    count: Tensor, sum_r: Tensor, sum_r2: Tensor, bin_size: int
+) -> str | None:
     """Why a sketch ``[R]`` is too coarse for bins of ``bin_size``, with the resolution that
     would do; None when it has at least ``MIN_CELLS_PER_BIN`` occupied cells per bin.
-    One host synchronisation.
+
+    Only cells of several values count: a cut cell of one value is a tie group that the
+    sketch shares out exactly as the exact mode does (:func:`tied_cells`), and no
+    resolution splits it. Cells per bin = ``bin_size`` over the mean number of pairs in
+    an occupied cell of several values. One host synchronisation.
 
     Example:
-        >>> count = torch.full((64,), 100.0)
-        >>> coarse_sketch_message(count, 1000) is None
+        >>> count, sum_r, sum_r2, sum_y = empty(64)
+        >>> q = torch.linspace(0.01, 0.99, 6400)
+        >>> accumulate(count, sum_r, sum_r2, sum_y, q, torch.bernoulli(q).long())
+        >>> coarse_sketch_message(count, sum_r, sum_r2, 6000) is None
         True
-        >>> print(coarse_sketch_message(count, 100))  # doctest: +NORMALIZE_WHITESPACE
-        the streaming sketch has 1.0 occupied cells per bin (64 of 64 cells, 64 bins of
-        100): bin boundaries cut cells of about 100 pairs, whose labels the sketch can
+        >>> message = coarse_sketch_message(count, sum_r, sum_r2, 200)
+        >>> print(message)  # doctest: +NORMALIZE_WHITESPACE
+        the streaming sketch has 0.6 occupied cells per bin (20 of 64 cells, 32 bins of
+        200): bin boundaries cut cells of about 320 pairs, whose labels the sketch can
         only redraw, so a debiased error near 0 can miss the exact mode's by more than
-        the documented 2.5e-4 (docs/streaming.md); pass resolution=512 (at least 8 cells
-        per bin, 0.02 MiB per class) or use the exact mode
+        the documented 2.5e-4 (docs/streaming.md); pass resolution=1024 (at least 8 cells
+        per bin, 0.03 MiB per class) or use the exact mode
+        >>> rounded = torch.full((6400,), 0.5)  # one value: a tie group, shared exactly
+        >>> count, sum_r, sum_r2, sum_y = empty(64)
+        >>> accumulate(count, sum_r, sum_r2, sum_y, rounded, torch.bernoulli(rounded).long())
+        >>> coarse_sketch_message(count, sum_r, sum_r2, 200) is None
+        True
     """
-    n_pairs = float(count.sum().item())
-    occupied = int((count > 0).sum().item())
-    n_bins = max(1, int(n_pairs // bin_size))
-    per_bin = occupied / n_bins
-    if per_bin >= MIN_CELLS_PER_BIN or occupied == 0:
+    spread = (count > 0) & ~tied_cells(count, sum_r, sum_r2)
+    n_pairs = float(count[spread].sum().item())
+    occupied = int(spread.sum().item())
+    if occupied == 0:
         return None
+    per_bin = occupied * bin_size / n_pairs
+    if per_bin >= MIN_CELLS_PER_BIN:
+        return None
+    n_bins = max(1, int(n_pairs // bin_size))
     resolution = count.shape[-1]
     wanted = resolution * MIN_CELLS_PER_BIN / per_bin
     suggested = max(resolution * 2, 2 ** math.ceil(math.log2(wanted)))
