@@ -16,6 +16,7 @@ from calib_metrics.recalibration import (
     ScalingBinning,
     TemperatureScaling,
     VectorScaling,
+    fit_binary,
 )
 
 sklearn = pytest.importorskip("sklearn")
@@ -235,3 +236,17 @@ def test_float32_input_gives_float32_probs():
     ts = TemperatureScaling().fit(logits.float(), target)
     assert ts(logits.float()).dtype == torch.float32
     assert ts.temperature.dtype == torch.float64
+
+
+@pytest.mark.parametrize("method", ["histogram", "scaling_binning"])
+def test_binning_recalibrators_keep_their_bins_on_rounded_scores(method):
+    # q rounded to 0.01: every equal-mass cut of 15 bins falls inside a tie group. The
+    # edges move to the groups' ends instead of vanishing (which left one bin: every
+    # prediction mapped to the dev set's base rate).
+    g = torch.Generator().manual_seed(0)
+    q = (torch.rand(4000, generator=g, dtype=torch.float64) * 100).round() / 100
+    y = torch.bernoulli(q, generator=g).long()
+    recalibrator = fit_binary(method, q, y, n_bins=15, generator=g)
+    assert recalibrator.edges.numel() == 14
+    after = recalibrator(q)
+    assert torch.corrcoef(torch.stack([after, q]))[0, 1] > 0.95

@@ -59,16 +59,27 @@ def _check_n_bins(n_bins: int) -> int:
 def equal_mass_edges(scores: Tensor, n_bins: int) -> Tensor:
     """Interior edges splitting sorted ``scores`` into ``n_bins`` runs of (nearly) equal size.
 
-    Edges are midpoints between neighbouring sorted scores, deduplicated, so tied scores
-    always share a bin.
+    Edges are midpoints between neighbouring distinct scores, so tied scores always share
+    a bin: a cut that falls inside a tie group moves to the group's nearer end (rounded
+    or step-like scores still get their bins), and edges that coincide are kept once.
+
+    Example:
+        >>> equal_mass_edges(torch.tensor([0.1, 0.2, 0.2, 0.2, 0.2, 0.3, 0.4, 0.4]), 2)
+        tensor([0.2500])
     """
-    s = scores.sort().values
-    n = s.numel()
-    cuts = torch.arange(1, n_bins, device=s.device) * n // n_bins
+    values, counts = torch.unique(scores, sorted=True, return_counts=True)
+    n = scores.numel()
+    # The rank at which each pair of neighbouring distinct values meets.
+    ends = torch.cumsum(counts, 0)[:-1]
+    cuts = torch.arange(1, n_bins, device=scores.device) * n // n_bins
     cuts = cuts[(cuts > 0) & (cuts < n)]
-    edges = (s[cuts - 1] + s[cuts]) / 2
-    edges = edges[s[cuts - 1] < s[cuts]]
-    return edges.unique()
+    if ends.numel() == 0 or cuts.numel() == 0:
+        return values[:0]
+    after = torch.searchsorted(ends, cuts).clamp_(max=ends.numel() - 1)
+    before = (after - 1).clamp_(min=0)
+    nearer = torch.where((cuts - ends[before]).abs() <= (ends[after] - cuts).abs(), before, after)
+    nearer = nearer.unique()
+    return (values[nearer] + values[nearer + 1]) / 2
 
 
 def _bin_means(index: Tensor, values: Tensor, n_bins: int, empty: Tensor) -> Tensor:
