@@ -91,3 +91,15 @@ def test_tied_predictions_do_not_warn_since_the_sketch_shares_them_exactly():
     constant = CalibrationError(streaming=True, resolution=64)
     constant.update(torch.full((1000,), 0.3), y[:1000])
     assert _coarse_warnings(constant) == []
+
+
+def test_at_the_documented_1e9_drift_the_warning_names_two_to_the_21():
+    # docs/streaming.md "Drift at 10⁹": 10⁹ uniform pairs over all 2¹⁸ cells, β = 5000:
+    # 1.3 cells per bin; 8 per bin needs 2²¹ cells (64 MiB), the run's −1.7e-4 row.
+    count, sum_r, sum_r2, _ = sketch.empty(sketch.num_cells())
+    count += 1e9 / count.numel()
+    sum_r += count * 0.3
+    sum_r2 += count * (0.3**2 + 1e-6)
+    message = sketch.coarse_sketch_message(count, sum_r, sum_r2, 5000)
+    assert "has 1.3 occupied cells per bin" in message
+    assert "pass resolution=2097152" in message and "64.00 MiB" in message
