@@ -50,7 +50,7 @@ tie rule, DESIGN.md), so such a bin's frequency carries the group's noise, not i
 nᵢ labels': the debiased square uses each bin's effective sample size n_eff = n²/Σc²/N
 (:mod:`calib_metrics.functional.ties`). The per-unit bin sums share each tied pair over
 its group's bins (cᵢ/N of it in bin i,
-:func:`~calib_metrics.functional.ties.tie_shares`): every draw then gives those bins
+:func:`~calib_metrics.functional.intervals.unit_sum_matrix`): every draw then gives those bins
 the group's reweighted mean, as the estimator counts them, the roots L* carry the same
 bias as D, and θ* = D − L* is free of it. (Resampling the interleaved labels one by one
 instead made tied bins noisier in the draws than in the estimator, and with correlated
@@ -98,6 +98,7 @@ from calib_metrics.functional.calibration import (
     bins_and_index,
 )
 from calib_metrics.functional.intervals import (
+    UnitSums,
     draw_statistics,
     interval_of_draws,
     reweighted_bins,
@@ -132,20 +133,21 @@ class ComparisonResult(NamedTuple):
     b: CalibrationResult
 
 
-def _shared_blocks(matrices: list[Tensor], n_units: int, n_samples: int, generator):
+def _shared_blocks(matrices: list[UnitSums], n_units: int, n_samples: int, generator):
     """Blocks of every matrix's resampled bins from one set of unit weights per draw."""
-    rows = sum(matrix.shape[0] for matrix in matrices)
-    for weights in unit_weights(n_units, n_samples, rows, generator, matrices[0].device):
+    rows = sum(matrix.rows for matrix in matrices)
+    device = matrices[0].direct.device
+    for weights in unit_weights(n_units, n_samples, rows, generator, device):
         yield [reweighted_bins(matrix, weights) for matrix in matrices]
 
 
-def _paired_blocks(matrix_a: Tensor, matrix_b: Tensor, n_units: int, n_samples: int, generator):
+def _paired_blocks(matrix_a: UnitSums, matrix_b: UnitSums, n_units: int, n_samples: int, generator):
     """Blocks of both models' resampled bins from one set of unit weights per draw."""
     yield from _shared_blocks([matrix_a, matrix_b], n_units, n_samples, generator)
 
 
 def _unit_sums(probs: Tensor, target: Tensor, units: Tensor, n_units: int, options: dict):
-    """The model's bins and its sparse [3T, G] per-unit bin sums (count, Σq, Σy), each
+    """The model's bins and its per-unit bin sums (count, Σq, Σy), each
     tied pair shared over its group's bins (:func:`~.intervals.unit_sum_matrix`)."""
     bins, index = bins_and_index(probs, target, **options)
     return bins, unit_sum_matrix(probs, target, units, index, bins.count.numel(), n_units)
@@ -296,7 +298,7 @@ def _units(target: Tensor, groups: Tensor | None) -> tuple[Tensor, int]:
         units = torch.arange(target.numel(), device=target.device)
     else:
         units = torch.unique(groups, return_inverse=True)[1]
-    # Host sync: the number of units (tie_shares' tie groups make more).
+    # Host sync: the number of units.
     return units, int(units.max().item()) + 1
 
 

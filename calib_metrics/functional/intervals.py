@@ -81,7 +81,6 @@ from calib_metrics.functional.ties import (
     effective_counts,
     tie_run_counts,
     tie_runs,
-    tie_shares,
 )
 
 __all__ = [
@@ -103,7 +102,6 @@ __all__ = [
     "resampled_interval",
     "tie_run_counts",
     "tie_runs",
-    "tie_shares",
     "weighted_mean",
 ]
 
@@ -426,16 +424,93 @@ def group_sum_matrix(group: Tensor, index: Tensor, n_bins: int, n_groups: int, v
         )
 
 
+class UnitSums(NamedTuple):
+    """Per-unit bin sums (count, Σq, Σy) that :func:`group_draws` reweights, factored so
+    that a tie group cut over several bins costs its units once, not once per bin.
+
+    Attributes:
+        direct: sparse ``[3T, G]``: the pairs whose tie group lies in one bin (untied
+            pairs included), per unit and bin (:func:`group_sum_matrix`).
+        cut: sparse ``[3K, G]``: the pairs of each of the K groups that bin boundaries
+            cut, per unit and group; None when no group is cut.
+        shares: sparse ``[T, K]``: group k's share c_kt/N_k of bin t (the tie rule).
+    """
+
+    direct: Tensor
+    cut: Tensor | None
+    shares: Tensor | None
+
+    @property
+    def rows(self) -> int:
+        """3T, the rows of one draw block's sums."""
+        return self.direct.shape[0]
+
+    def times(self, weights: Tensor) -> Tensor:
+        """The ``[3T, S]`` bin sums of unit weights ``[G, S]``."""
+        n_bins = self.rows // 3
+        total = torch.sparse.mm(self.direct, weights)
+        if self.cut is not None:
+            per_group = torch.sparse.mm(self.cut, weights)
+            n_cut = per_group.shape[0] // 3
+            for v in range(3):
+                part = per_group[v * n_cut : (v + 1) * n_cut]
+                total[v * n_bins : (v + 1) * n_bins] += torch.sparse.mm(self.shares, part)
+        return total
+
+    def to_dense(self) -> Tensor:
+        """The ``[3T, G]`` matrix of the sums, expanded (for inspection: T·G entries)."""
+        n_units = self.direct.shape[1]
+        return self.times(torch.eye(n_units, dtype=torch.float64, device=self.direct.device))
+
+
 def unit_sum_matrix(
     probs: Tensor, target: Tensor, units: Tensor, index: Tensor, n_bins: int, n_units: int
-) -> Tensor:
-    """The sparse [3T, G] per-unit bin sums (count, Σq, Σy) that :func:`group_draws`
-    reweights; ``units`` are compact ids in [0, G), ``index`` each pair's bin. A tied pair
-    is shared over its tie group's bins (:func:`tie_shares`), so every draw gives those
-    bins the group's reweighted mean label, as the tie rule and n_eff count them."""
-    pair, bin_of, share = tie_shares(probs, index)
-    values = [share, share * probs.index_select(0, pair), share * target.index_select(0, pair)]
-    return group_sum_matrix(units.index_select(0, pair), bin_of, n_bins, n_units, values)
+) -> UnitSums:
+    """The per-unit bin sums (count, Σq, Σy) that :func:`group_draws` reweights
+    (:class:`UnitSums`); ``units`` are compact ids in [0, G), ``index`` each pair's bin.
+    A tied pair is shared over its tie group's bins in proportion to the group's pairs in
+    each, so every draw gives those bins the group's reweighted mean label, as the tie
+    rule and n_eff count them. Memory is linear in the pairs (a group cut over many
+    bins is summed per unit once). One host synchronisation (the number of cut groups).
+
+    Example:
+        A group of three at 0.5 split 1/2 between bins 0 and 1, one unit:
+
+        >>> import torch
+        >>> sums = unit_sum_matrix(torch.tensor([0.1, 0.5, 0.5, 0.5]),
+        ...                        torch.tensor([0, 1, 0, 1]), torch.zeros(4, dtype=torch.long),
+        ...                        torch.tensor([0, 0, 1, 1]), 2, 1)
+        >>> reweighted_bins(sums, torch.ones(1, 1, dtype=torch.float64)).count.tolist()
+        [[2.0, 2.0]]
+    """
+    key, size = torch.unique(probs, return_inverse=True, return_counts=True)[1:]
+    cells, cell_of_pair = torch.unique(key * n_bins + index, return_inverse=True)
+    cell_key, cell_bin = cells // n_bins, cells % n_bins
+    spread = torch.bincount(cell_key, minlength=size.numel()) > 1
+    cut_pair = spread.index_select(0, key)
+    ones = torch.ones_like(probs, dtype=torch.float64)
+    values = [ones, probs, target]
+    kept = ~cut_pair
+    direct = group_sum_matrix(units[kept], index[kept], n_bins, n_units, [v[kept] for v in values])
+    n_cut = int(spread.sum().item())
+    if n_cut == 0:
+        return UnitSums(direct, None, None)
+    cut_id = torch.cumsum(spread.long(), 0) - 1
+    cut = group_sum_matrix(
+        units[cut_pair],
+        cut_id.index_select(0, key)[cut_pair],
+        n_cut,
+        n_units,
+        [v[cut_pair] for v in values],
+    )
+    cell_count = torch.bincount(cell_of_pair, minlength=cells.numel()).to(torch.float64)
+    in_cut = spread.index_select(0, cell_key)
+    group_of_cell = cell_key[in_cut]
+    share = cell_count[in_cut] / size.index_select(0, group_of_cell).to(torch.float64)
+    where = torch.stack([cell_bin[in_cut], cut_id.index_select(0, group_of_cell)])
+    shares = torch.sparse_coo_tensor(where, share, (n_bins, n_cut), check_invariants=False)
+    shares = shares.coalesce()
+    return UnitSums(direct, cut, shares)
 
 
 def unit_weights(
@@ -452,11 +527,11 @@ def unit_weights(
         yield torch.poisson(rate, generator=generator)
 
 
-def reweighted_bins(matrix: Tensor, weights: Tensor) -> Bins:
-    """Bins of one block of draws: a :func:`unit_sum_matrix` times unit weights."""
-    n_bins = matrix.shape[0] // 3
-    sums = torch.sparse.mm(matrix, weights).T
-    return bins_of_sums(sums[:, :n_bins], sums[:, n_bins : 2 * n_bins], sums[:, 2 * n_bins :])
+def reweighted_bins(sums: UnitSums, weights: Tensor) -> Bins:
+    """Bins of one block of draws: :func:`unit_sum_matrix`'s sums times unit weights."""
+    n_bins = sums.rows // 3
+    total = sums.times(weights).T
+    return bins_of_sums(total[:, :n_bins], total[:, n_bins : 2 * n_bins], total[:, 2 * n_bins :])
 
 
 def group_draws(
@@ -480,9 +555,9 @@ def group_draws(
     """
     units = torch.unique(groups.reshape(-1), return_inverse=True)[1]
     n_units = int(units.max().item()) + 1
-    matrix = unit_sum_matrix(probs, target, units, index, n_bins, n_units)
+    sums = unit_sum_matrix(probs, target, units, index, n_bins, n_units)
     for weights in unit_weights(n_units, n_samples, 3 * n_bins, generator, probs.device):
-        yield reweighted_bins(matrix, weights)
+        yield reweighted_bins(sums, weights)
 
 
 # --- From draws to the interval: one set of statistics, one summary ------------------

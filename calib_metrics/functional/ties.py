@@ -24,8 +24,8 @@ know them. Bins given without them (:func:`run_cuts`) fall back to the runs of a
 bins with equal gap and frequency, which only catches bins lying wholly inside a group.
 
 **Draws.** The bootstrap over units (pairs, groups) shares each tied pair over its
-group's bins (:func:`tie_shares`), so a draw moves a cut group's bins together, with the
-variance n_eff assumes.
+group's bins (:func:`~calib_metrics.functional.intervals.unit_sum_matrix`), so a draw
+moves a cut group's bins together, with the variance n_eff assumes.
 """
 
 from __future__ import annotations
@@ -177,39 +177,3 @@ def run_cuts(gap: Tensor, freq: Tensor, count: Tensor) -> TieCuts:
     before = torch.cat([pad, ends - run_start], dim=-1)
     group_ones = torch.cat([pad, ones.gather(-1, run)], dim=-1)
     return TieCuts(*(torch.where(inner, v, 0) for v in (size, before, group_ones)))
-
-
-def tie_shares(probs: Tensor, index: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(pair, bin, share) entries: each pair of a tie group in every bin of its group,
-    with share cᵢ/N (cᵢ of the group's N pairs fall in bin i); an untied pair: its bin, 1.
-
-    Summed per bin, the shares give the bins exactly as the tie rule counts them (each
-    part of a split group at the group's mean label), and so does every bootstrap draw.
-
-    Example:
-        A group of three at 0.5 split 1/2 between bins 0 and 1:
-
-        >>> pair, bin_of, share = tie_shares(torch.tensor([0.1, 0.5, 0.5, 0.5]),
-        ...                                  torch.tensor([0, 0, 1, 1]))
-        >>> pair.tolist(), bin_of.tolist()
-        ([0, 1, 1, 2, 2, 3, 3], [0, 0, 1, 0, 1, 0, 1])
-        >>> [round(s, 3) for s in share.tolist()]
-        [1.0, 0.333, 0.667, 0.333, 0.667, 0.333, 0.667]
-    """
-    key = torch.unique(probs, return_inverse=True)[1]
-    n_keys = int(key.max().item()) + 1 if key.numel() else 1
-    size = torch.bincount(key, minlength=n_keys).to(torch.float64)
-    cell, cell_of_pair = torch.unique(index * n_keys + key, return_inverse=True)
-    count = torch.bincount(cell_of_pair, minlength=cell.numel()).to(torch.float64)
-    cell_key = cell % n_keys
-    by_key = torch.sort(cell_key, stable=True)[1]  # each group's cells, consecutive
-    cells_per_key = torch.bincount(cell_key, minlength=n_keys)
-    first = torch.cumsum(cells_per_key, 0) - cells_per_key
-    repeats = cells_per_key.index_select(0, key)
-    pair = torch.repeat_interleave(torch.arange(probs.numel(), device=probs.device), repeats)
-    start = torch.repeat_interleave(torch.cumsum(repeats, 0) - repeats, repeats)
-    offset = torch.arange(pair.numel(), device=probs.device) - start
-    pair_key = key.index_select(0, pair)
-    entry = by_key.index_select(0, first.index_select(0, pair_key) + offset)
-    share = count.index_select(0, entry) / size.index_select(0, pair_key)
-    return pair, cell.index_select(0, entry) // n_keys, share
