@@ -223,10 +223,7 @@ def effective_samples(bins: Bins) -> Tensor:
         >>> effective_samples(adaptive_binning(q, torch.tensor([0, 0, 1, 0, 1, 1]), 3))
         tensor([3.8571, 3.8571], dtype=torch.float64)
     """
-    cuts = getattr(bins, "ties", None)
-    if cuts is None:
-        return tie_run_counts(bins.pred_mean - bins.freq, bins.freq, bins.count)
-    return effective_counts(bins.count, cuts)
+    return effective_counts(bins.count, bin_ties(bins))
 
 
 def bin_errors(

@@ -267,8 +267,13 @@ def tied_cells(count: Tensor, sum_r: Tensor, sum_r2: Tensor) -> Tensor:
         >>> tied_cells(count, sum_r, sum_r2)[count > 0].tolist()
         [True, False]
     """
+    return _one_value(count, sum_r, _cell_variance(count, sum_r, sum_r2))
+
+
+def _one_value(count: Tensor, sum_r: Tensor, var: Tensor) -> Tensor:
+    """:func:`tied_cells` from each cell's variance ``var`` (computed once by callers
+    that need it too)."""
     mean_r = sum_r / count.clamp(min=1)
-    var = _cell_variance(count, sum_r, sum_r2)
     return var <= (_TIE_TOLERANCE + 4 * count * 2.0**-53) * mean_r**2
 
 
@@ -299,7 +304,7 @@ def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_siz
     upper = torch.arange(resolution, device=count.device) >= resolution // 2
     sum_q = sum_r + count * upper
     var = _cell_variance(count, sum_r, sum_r2)
-    tied = tied_cells(count, sum_r, sum_r2)
+    tied = _one_value(count, sum_r, var)
     std = torch.where(tied, 0.0, var.sqrt())
     start = torch.cumsum(count, 0) - count
     cum_q, cum_y = torch.cumsum(sum_q, 0), torch.cumsum(sum_y, 0)
