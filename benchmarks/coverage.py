@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import compute_bins
+from calib_metrics.functional.clusters import grouped_effective_counts, with_samples
 from calib_metrics.functional.intervals import (
     bin_errors,
     bins_of_sums,
@@ -204,12 +205,16 @@ def cumulative(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.pad(torch.cumsum(x, dim=1, dtype=torch.float64), (1, 0))
 
 
-def one_batch(bins, truth, samples, g, group_blocks=None) -> dict:
+def one_batch(bins, truth, samples, g, group_blocks=None, grouped=None) -> dict:
     """Point estimates and every interval of R data sets: {name: [R] tensor}.
 
-    ``group_blocks``: the group bootstrap's [S_b, R, T] bin sums (grouped data only).
+    ``group_blocks``: the group bootstrap's [S_b, R, T] bin sums (grouped data only);
+    ``grouped``: the same bins carrying the groups' cluster-robust n_eff, which the
+    library's debiased estimate and group bootstrap read when given ``groups=``.
     """
     out = {"plugin": bin_errors(bins), "debiased": bin_errors(bins, debias=True)}
+    if grouped is not None:
+        out["debiased_grouped"] = bin_errors(grouped, debias=True)
     intervals = {}
     # The library's pipeline: each generator's draws, then every estimator and form.
     # Algorithm 2 draws afresh (in float64, one block at a time) for each estimator; a
@@ -224,7 +229,8 @@ def one_batch(bins, truth, samples, g, group_blocks=None) -> dict:
         for debias, tag in ((False, kind), (True, f"{kind}_db")):
             if kind == "paper":
                 blocks = paper_draws(bins, samples, g, torch.float64)
-            stats = draw_statistics(bins, blocks, debias=debias, world=world)
+            data = grouped if kind == "groups" and grouped is not None else bins
+            stats = draw_statistics(data, blocks, debias=debias, world=world)
             for method in ("normal", "percentile"):
                 s = interval_of_draws(stats, method=method)
                 intervals[f"{tag}_{method[:4]}"] = (s[3], s[4])
@@ -232,6 +238,21 @@ def one_batch(bins, truth, samples, g, group_blocks=None) -> dict:
         out[f"cov_{name}"] = ((lo <= truth + 1e-12) & (truth <= hi + 1e-12)).to(torch.float64)
         out[f"len_{name}"] = hi - lo
     return out
+
+
+def grouped_samples(bins, q, y, groups, starts, ends) -> Bins:
+    """``bins`` [R, T] carrying every data set's cluster-robust n_eff (the library's
+    ``groups=`` estimator, :func:`calib_metrics.functional.clusters.grouped_effective_counts`)."""
+    rank_bin = torch.repeat_interleave(torch.arange(starts.numel()), ends - starts)
+    samples = torch.stack(
+        [
+            grouped_effective_counts(
+                q[j], y[j], groups[j], rank_bin, Bins(*(field[j] for field in bins))
+            )
+            for j in range(q.shape[0])
+        ]
+    )
+    return with_samples(bins, samples)
 
 
 def group_draws(qs, ys, group, n_groups, starts, ends, weights) -> list:
@@ -317,7 +338,12 @@ def run(args) -> dict:
                             assert torch.allclose(ref.freq, bins.freq[0]), "binning differs"
                             assert torch.allclose(ref.pred_mean, bins.pred_mean[0])
                         group_blocks = None if groups is None else blocks[i]
-                        row = one_batch(bins, truth_of[variant][k], samples, g, group_blocks)
+                        grouped = None
+                        if groups is not None:
+                            grouped = grouped_samples(bins, q_k, ys[i], groups, starts, ends)
+                        row = one_batch(
+                            bins, truth_of[variant][k], samples, g, group_blocks, grouped
+                        )
                         acc.setdefault((beta, k), []).append(row)
             for (beta, k), parts in acc.items():
                 merged = {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
@@ -372,7 +398,9 @@ def summarise(merged, n, beta, k, variant, truth, samples) -> dict:
         "reps": merged["plugin"].numel(),
         "samples": samples,
     }
-    for est in ("plugin", "debiased"):
+    for est in ("plugin", "debiased", "debiased_grouped"):
+        if est not in merged:
+            continue
         values = merged[est]
         row[f"{est}_mean"] = values.mean().item()
         row[f"{est}_bias"] = (values - truth).mean().item()
@@ -583,6 +611,7 @@ def render(results: dict) -> str:
     ]
     header = ["data", "k", "N", "β", "reps", "true", "plug-in bias", "plug-in RMSE"]
     out += _table([*header, "debiased bias", "debiased RMSE"], est_rows)
+    out += grouped_estimator_table(rows)
     out += ["", "### Empirical coverage of the true error (nominal 0.95)", ""]
     out.append(
         "N = normal form, P = percentile form; *-db = on the debiased estimate; pairs/"
@@ -604,6 +633,30 @@ def render(results: dict) -> str:
     ]
     out += _table(["data", "k", "N", "β"] + [METHODS[m] for m in length], len_rows)
     return "\n".join([*out, "", END]) + "\n"
+
+
+def grouped_estimator_table(rows: list[dict]) -> list[str]:
+    """The debiased error without and with ``groups=`` (the cluster-robust debias term),
+    and the group bootstrap's coverage, where a run measured both (grouped data)."""
+    rows = [r for r in rows if "debiased_grouped_bias" in r]
+    if not rows:
+        return []
+    body = [
+        [
+            str(r["k"]), f"{r['n']:,}", str(r["beta"]), str(r["reps"]), _fmt(r["truth"]),
+            _fmt(r["debiased_bias"]), _fmt(r["debiased_rmse"]),
+            _fmt(r["debiased_grouped_bias"]), _fmt(r["debiased_grouped_rmse"]),
+            _fmt(r.get("cov_groups_db_norm"), 3), _fmt(r.get("cov_groups_db_perc"), 3),
+        ]
+        for r in rows
+    ]  # fmt: skip
+    header = ["k", "N", "β", "reps", "true", "bias", "RMSE", "bias, groups=", "RMSE, groups="]
+    return [
+        "",
+        "### Grouped data: the debiased error without and with `groups=`",
+        "",
+        *_table([*header, "groups-db N", "groups-db P"], body),
+    ]
 
 
 def auto_rule_table(rows: list[dict]) -> list[str]:

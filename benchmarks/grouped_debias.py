@@ -15,7 +15,8 @@ correlation ρ = 0.5, N = 10⁴, bins of ``"auto"`` size), over many data sets:
    items of one group that share a bin are correlated, so it subtracts too little. A
    cluster-robust variance of each bin's mean (Σ over groups of the squared sums of
    their residuals y − p̂ in the bin, over n², times G/(G − 1)) is printed beside it as
-   the reference that removes the bias.
+   the reference that removes the bias, and the library's own term with ``groups=``
+   (:mod:`calib_metrics.functional.clusters`) beside that.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from benchmarks.coverage_compare import SETTINGS, labels
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import adaptive_binning
 from calib_metrics.functional.calibration import bins_and_index
-from calib_metrics.functional.intervals import debiased_square, weighted_mean
+from calib_metrics.functional.clusters import grouped_bins
+from calib_metrics.functional.intervals import debiased_square, effective_samples, weighted_mean
 
 
 def _squares(q: torch.Tensor, y: torch.Tensor, groups: torch.Tensor, bin_size: int) -> tuple:
@@ -49,10 +51,12 @@ def _squares(q: torch.Tensor, y: torch.Tensor, groups: torch.Tensor, bin_size: i
     robust = residual.view(n_bins, n_groups).pow(2).sum(1) / bins.count**2
     robust = robust * present / (present - 1)
     gap = bins.pred_mean - bins.freq
+    library = effective_samples(grouped_bins(q, y, groups, index, bins))
     return (
         weighted_mean(gap**2, bins.count),
         debiased_square(gap, bins.freq, bins.count),
         weighted_mean(gap**2 - robust, bins.count),
+        debiased_square(gap, bins.freq, bins.count, library),
     )
 
 
@@ -83,7 +87,12 @@ def study(n: int, reps: int, seed: int) -> list[str]:
         "| calibrated model (truth 0) | mean square | s.e. | sd |",
         "|---|---:|---:|---:|",
     ]
-    names = ("plug-in", "debiased: p̂(1 − p̂)/(n − 1)", "debiased: cluster-robust variance")
+    names = (
+        "plug-in",
+        "debiased: p̂(1 − p̂)/(n − 1) (the library without groups=)",
+        "debiased: CR1 variance of each bin's mean (this script's own)",
+        "debiased: the library with groups= (calib_metrics.functional.clusters)",
+    )
     for name, column in zip(names, cal.T):
         se = column.std() / math.sqrt(reps)
         lines.append(f"| {name} | {column.mean():+.2e} | {se:.1e} | {column.std():.2e} |")

@@ -30,11 +30,13 @@ from calib_metrics.functional.calibration import (
     _check_groups,
     _check_interval_options,
     _check_options,
+    bins_and_index,
     calibration_error_ci,
     ci_from_bins,
     compute_bins,
     error_from_bins,
 )
+from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import NoPairsError
 from calib_metrics.functional.multiclass import MODES, average_results, pair_sets
 from calib_metrics.functional.smooth import (
@@ -865,8 +867,18 @@ class CalibrationError(_StatesKeepTheirDtype):
             warnings.warn(f"CalibrationError: {message}", UserWarning, stacklevel=4)
 
     def _bins_of(self, pairs: list[tuple[Tensor, Tensor, Tensor | None]]) -> list[Bins]:
+        """Each pair set's bins; with group ids and the debiased estimate, carrying the
+        groups' cluster-robust n_eff, as ``compute_result`` (the group bootstrap) has them."""
         options = {"binning": self.binning, "bin_size": self.bin_size, "n_bins": self.n_bins}
-        return [compute_bins(p, t, validate=False, **options) for p, t, _ in pairs]
+        bins = []
+        for p, t, g in pairs:
+            if g is None or not self._debias:
+                bins.append(compute_bins(p, t, validate=False, **options))
+                continue
+            flat_p, flat_t = p.reshape(-1), t.reshape(-1)
+            data, index = bins_and_index(flat_p, flat_t, **options)
+            bins.append(grouped_bins(flat_p, flat_t, g.reshape(-1), index, data))
+        return bins
 
     def _warn_few_bins(self, bins: list[Bins]) -> None:
         """One UserWarning per metric object when the data make fewer than MIN_BINS bins."""

@@ -28,6 +28,7 @@ from calib_metrics.functional.binning import (
     bin_index,
     uniform_binning,
 )
+from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.intervals import (
     CalibrationResult,
@@ -400,6 +401,8 @@ def calibration_error_ci(
         return ci_from_bins(bins, interval=interval, **options)
     groups = _check_groups(groups, probs)
     bins, index = bins_and_index(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
+    if debias:
+        bins = grouped_bins(probs, target, groups, index, bins)
     draws = group_draws(
         probs.to(torch.float64), target, groups, index, bins.count.numel(), n_samples, generator
     )

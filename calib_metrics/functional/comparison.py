@@ -97,6 +97,7 @@ from calib_metrics.functional.calibration import (
     _check_options,
     bins_and_index,
 )
+from calib_metrics.functional.clusters import grouped_effective_counts, with_samples
 from calib_metrics.functional.intervals import (
     UnitSums,
     draw_statistics,
@@ -146,10 +147,15 @@ def _paired_blocks(matrix_a: UnitSums, matrix_b: UnitSums, n_units: int, n_sampl
     yield from _shared_blocks([matrix_a, matrix_b], n_units, n_samples, generator)
 
 
-def _unit_sums(probs: Tensor, target: Tensor, units: Tensor, n_units: int, options: dict):
+def _unit_sums(
+    probs: Tensor, target: Tensor, units: Tensor, n_units: int, options: dict, grouped=False
+):
     """The model's bins and its per-unit bin sums (count, Σq, Σy), each
-    tied pair shared over its group's bins (:func:`~.intervals.unit_sum_matrix`)."""
+    tied pair shared over its group's bins (:func:`~.intervals.unit_sum_matrix`); with
+    ``grouped`` the bins carry the groups' cluster-robust n_eff (:mod:`.clusters`)."""
     bins, index = bins_and_index(probs, target, **options)
+    if grouped:
+        bins = with_samples(bins, grouped_effective_counts(probs, target, units, index, bins))
     return bins, unit_sum_matrix(probs, target, units, index, bins.count.numel(), n_units)
 
 
@@ -246,11 +252,12 @@ def compare_calibration(
     sets, groups = _paired_sets(probs_a, probs_b, target, groups, mode)
     debias = debias and norm == "l2"
     units, n_units = _units(sets[0][1], groups)
+    grouped = debias and groups is not None
     options = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
     models = [
         (
-            _unit_sums(q_a, y_a, units, n_units, options),
-            _unit_sums(q_b, y_b, units, n_units, options),
+            _unit_sums(q_a, y_a, units, n_units, options, grouped=grouped),
+            _unit_sums(q_b, y_b, units, n_units, options, grouped=grouped),
         )
         for q_a, y_a, q_b, y_b in sets
     ]

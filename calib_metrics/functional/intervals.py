@@ -76,6 +76,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, bin_index, bin_ties
+from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.ties import (
     bin_parts,
     effective_counts,
@@ -212,9 +213,11 @@ def debiased_square(
 
 
 def effective_samples(bins: Bins) -> Tensor:
-    """Each bin's effective sample size n_eff (:func:`debiased_square`): from the tie
-    groups that the binning recorded as cut (:class:`~calib_metrics.functional.binning.TiedBins`),
-    else (bare bins) the counts summed over runs of equal gap and frequency.
+    """Each bin's effective sample size n_eff (:func:`debiased_square`): the one the bins
+    carry when given group ids (:func:`~calib_metrics.functional.clusters.with_samples`:
+    cluster-robust), else from the tie groups that the binning recorded as cut
+    (:class:`~calib_metrics.functional.binning.TiedBins`), else (bare bins) the counts
+    summed over runs of equal gap and frequency.
 
     Example:
         >>> import torch
@@ -223,6 +226,9 @@ def effective_samples(bins: Bins) -> Tensor:
         >>> effective_samples(adaptive_binning(q, torch.tensor([0, 0, 1, 0, 1, 1]), 3))
         tensor([3.8571, 3.8571], dtype=torch.float64)
     """
+    carried = getattr(bins, "samples", None)
+    if carried is not None:
+        return carried
     return effective_counts(bins.count, bin_ties(bins))
 
 
@@ -793,9 +799,10 @@ def group_bootstrap(
         >>> bool(s.lower <= s.error <= s.upper), s.lower.item()
         (True, 0.0)
     """
-    blocks = group_draws(
-        probs.to(torch.float64), target, groups, index, bins.count.numel(), n_samples, generator
-    )
+    probs = probs.to(torch.float64)
+    if debias:
+        bins = grouped_bins(probs, target, groups, index, bins)
+    blocks = group_draws(probs, target, groups, index, bins.count.numel(), n_samples, generator)
     options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
     return resampled_interval(bins, blocks, "groups", **options)
 
