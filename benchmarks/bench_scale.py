@@ -136,11 +136,16 @@ def state_bytes(metric: CalibrationError) -> int:
 
 
 def streaming_errors(metrics: dict) -> dict:
+    """Each metric's plug-in and debiased error, each from the bins the metric forms for
+    that estimator (the sketch redraws cut cells' labels for the plug-in only)."""
     out = {}
     for bin_size, metric in metrics.items():
-        bins = metric.class_bins()[0]
+        chosen = metric.debias
         for debias in (False, True):
+            metric.debias = debias
+            bins = metric.class_bins()[0]
             out[f"{bin_size}/{debias}"] = error_from_bins(bins, debias=debias).item()
+        metric.debias = chosen
     return out
 
 

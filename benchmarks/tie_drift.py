@@ -65,7 +65,7 @@ def main() -> None:
                 sketch.accumulate(*state, q[start : start + BATCH], y[start : start + BATCH])
             for beta in (5000, resolve_bin_size("auto", n)):
                 exact = adaptive_binning(q, y, beta)
-                streamed = sketch.to_bins(*state, beta)
+                streamed = sketch.to_bins(*state, beta, redraw=False)  # what debias reads
                 excess = (effective_samples(exact) / exact.count - 1).mean().item()
                 row = [signed(exact), signed(Bins(*exact)), signed(streamed)]
                 row += [signed(Bins(*streamed)), excess]

@@ -843,14 +843,18 @@ class CalibrationError(_StatesKeepTheirDtype):
                 pooled = [s.sum(0) for s in states]
                 size = resolve_bin_size(self.bin_size, int(pooled[0].sum().item()))
                 self._warn_coarse_sketch(*pooled[:3], size)
-                return [sketch.to_bins(*pooled, size)]
+                return [sketch.to_bins(*pooled, size, redraw=not self._debias)]
             sizes = [
                 resolve_bin_size(self.bin_size, int(states[0][c].sum().item()))
                 for c in range(states[0].shape[0])
             ]
             for c, size in enumerate(sizes):
                 self._warn_coarse_sketch(*(s[c] for s in states[:3]), size)
-            return [sketch.to_bins(*(s[c] for s in states), size) for c, size in enumerate(sizes)]
+            redraw = not self._debias
+            return [
+                sketch.to_bins(*(s[c] for s in states), size, redraw=redraw)
+                for c, size in enumerate(sizes)
+            ]
         return self._bins_of(self._class_pairs())
 
     def _warn_coarse_sketch(

@@ -27,12 +27,17 @@ bins then record the cut group, whose effective sample size the debiased square 
 Σq is split exactly for one value (n·Σr² = (Σr)², up to rounding) and otherwise as if
 its q were spread evenly over mean ∓ √3·std.
 
-**Tolerance.** Label sums are shared, not known, inside a cut cell of several values, so
-the streaming answer loses part of the per-bin label noise that the plug-in estimator
-measures: the gap grows with the number of pairs per cell next to the bin size. The
-measured gap to the exact mode, by N and bin size, is in ``docs/streaming.md``
-(``benchmarks/bench_scale.py``). Below :func:`buffer_rows` rows the streaming metric
-keeps the pairs themselves and gives the exact result.
+**Two estimators, two ways to share a cut cell.** Label sums are not known inside a cut
+cell of several values. The plug-in error measures the per-bin label noise, which sharing
+Σy in proportion would average away, so for it the boundary's share of the cell's ones is
+redrawn (``redraw=True``, :func:`_label_noise`). The debiased error subtracts that noise
+instead: for it a cut cell is shared out at its mean label and recorded as a group
+(``redraw=False``), so each bin's effective sample size counts the sharing exactly and
+the debiased square is unbiased with nothing redrawn. Either way the streaming answer
+differs from the exact one by the label noise of the cut cells, which grows with the
+pairs per cell next to the bin size; the measured gap, by N and bin size, is in
+``docs/streaming.md`` (``benchmarks/bench_scale.py``). Below :func:`buffer_rows` rows
+the streaming metric keeps the pairs themselves and gives the exact result.
 """
 
 from __future__ import annotations
@@ -197,9 +202,11 @@ def _cumulative(
     tied: Tensor,
     cum_q: Tensor,
     cum_y: Tensor,
+    redraw: bool = True,
 ) -> tuple[Tensor, Tensor, TieCuts]:
-    """Σq and Σy of the first ``rank`` pairs in q order, from the cell sums, and the tie
-    group each rank cuts: a cut cell of one value (``tied``) is a whole tie group."""
+    """Σq and Σy of the first ``rank`` pairs in q order, from the cell sums, and the group
+    each rank cuts: a cut cell of one value (``tied``) is a whole tie group; without
+    ``redraw`` every cut cell is shared out as one (:func:`to_bins`)."""
     end = start + count
     k = torch.searchsorted(end, rank, right=True).clamp_(max=count.numel() - 1)
     n, s = count[k], start[k]
@@ -208,10 +215,13 @@ def _cumulative(
     part = t / n_safe
     # q spread evenly over mean ∓ √3·std: the first t of n pairs sum to t·mean − √3·std·t(n−t)/n.
     q = cum_q[k] - sum_q[k] + part * sum_q[k] - math.sqrt(3) * std[k] * t * (n - t) / n_safe
-    y_part = part * sum_y[k] + _label_noise(k, t, n, sum_y[k], ~tied[k])
-    # The first t of n pairs hold at least t − (n − Σy) and at most min(t, Σy) ones.
-    y_part = torch.maximum(torch.minimum(y_part, torch.minimum(t, sum_y[k])), t - n + sum_y[k])
-    cut = tied[k] & (t > 0) & (t < n)
+    y_part = part * sum_y[k]
+    shared = torch.ones_like(tied[k]) if not redraw else tied[k]
+    if redraw:
+        y_part = y_part + _label_noise(k, t, n, sum_y[k], ~tied[k])
+        # The first t of n pairs hold at least t − (n − Σy) and at most min(t, Σy) ones.
+        y_part = torch.maximum(torch.minimum(y_part, torch.minimum(t, sum_y[k])), t - n + sum_y[k])
+    cut = shared & (t > 0) & (t < n)
     cuts = TieCuts(*(torch.where(cut, v, 0.0) for v in (n, t, sum_y[k])))
     return q, cum_y[k] - sum_y[k] + y_part, cuts
 
@@ -277,14 +287,28 @@ def _one_value(count: Tensor, sum_r: Tensor, var: Tensor) -> Tensor:
     return var <= (_TIE_TOLERANCE + 4 * count * 2.0**-53) * mean_r**2
 
 
-def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_size: int) -> Bins:
+def to_bins(
+    count: Tensor,
+    sum_r: Tensor,
+    sum_r2: Tensor,
+    sum_y: Tensor,
+    bin_size: int,
+    *,
+    redraw: bool = True,
+) -> Bins:
     """Adaptive bins of ``bin_size`` pairs (in q order) from one sketch ``[R]``.
 
     Bin boundaries fall at the exact algorithm's ranks; see the module docstring for how
     a cell cut by a boundary is shared out. The bins carry the tie groups (cut cells of
     one value) that the boundaries cut, as the exact mode's do
-    (:class:`~calib_metrics.functional.binning.TiedBins`); a cut cell of several values
-    is redrawn with its full label noise, so its pairs count as untied.
+    (:class:`~calib_metrics.functional.binning.TiedBins`). With ``redraw`` (for the
+    plug-in error, which measures label noise) a cut cell of several values is redrawn
+    with its full label noise, so its pairs count as untied. Without it (for the debiased
+    error) every cut cell is shared out at its mean label like a tie group and recorded
+    as one, so each bin's effective sample size counts the sharing exactly and the
+    debiased square stays unbiased, with no redrawn noise: the redraw's clipped normal
+    bridge left it low by 2.3e-5 ± 1.8e-6 at 1.3 cells per bin (10⁷ float32 pairs,
+    β = 50, 2¹⁸ cells; exact +5.1e-6 ± 2.6e-6, shared −5.2e-7 ± 1.1e-6; docs/streaming.md).
 
     Example:
         >>> count, sum_r, sum_r2, sum_y = empty(64)
@@ -310,7 +334,7 @@ def to_bins(count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_siz
     cum_q, cum_y = torch.cumsum(sum_q, 0), torch.cumsum(sum_y, 0)
     rank = torch.arange(n_bins + 1, device=count.device, dtype=torch.float64) * bin_size
     rank[-1] = total
-    q, y, cuts = _cumulative(rank, count, start, sum_q, sum_y, std, tied, cum_q, cum_y)
+    q, y, cuts = _cumulative(rank, count, start, sum_q, sum_y, std, tied, cum_q, cum_y, redraw)
     size = rank.diff()
     return with_ties(Bins(q.diff() / size, (y.diff() / size).clamp_(0, 1), size), cuts)
 
@@ -339,7 +363,7 @@ def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tens
 
 
 # Fewer occupied cells per bin than this and the bins' boundaries cut cells so large that
-# their redrawn labels move a debiased error near 0 by more than the documented gap
+# their shared labels move a debiased error near 0 by more than the documented gap
 # (benchmarks/drift_resolution.py at 10⁹, docs/streaming.md: 1.3 and 5.2 cells per bin
 # missed it, 8.3, 10.5 and 21 met it).
 MIN_CELLS_PER_BIN = 8
@@ -366,7 +390,7 @@ def coarse_sketch_message(
         >>> print(message)  # doctest: +NORMALIZE_WHITESPACE
         the streaming sketch has 0.6 occupied cells per bin (20 of 64 cells, 32 bins of
         200): bin boundaries cut cells of about 320 pairs, whose labels the sketch can
-        only redraw, so a debiased error near 0 can miss the exact mode's by more than
+        only share out, so a debiased error near 0 can miss the exact mode's by more than
         the documented 2.5e-4 (docs/streaming.md); pass resolution=1024 (at least 8 cells
         per bin, 0.03 MiB per class) or use the exact mode
         >>> rounded = torch.full((6400,), 0.5)  # one value: a tie group, shared exactly
@@ -390,7 +414,7 @@ def coarse_sketch_message(
     return (
         f"the streaming sketch has {per_bin:.1f} occupied cells per bin ({occupied} of "
         f"{resolution} cells, {n_bins} bins of {bin_size}): bin boundaries cut cells of about "
-        f"{n_pairs / occupied:,.0f} pairs, whose labels the sketch can only redraw, so a "
+        f"{n_pairs / occupied:,.0f} pairs, whose labels the sketch can only share out, so a "
         "debiased error near 0 can miss the exact mode's by more than the documented 2.5e-4 "
         f"(docs/streaming.md); pass resolution={suggested} (at least {MIN_CELLS_PER_BIN} "
         f"cells per bin, {suggested * 32 / 2**20:.2f} MiB per class) or use the exact mode"
