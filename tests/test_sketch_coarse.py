@@ -1,7 +1,7 @@
 """A folded streaming sketch with too few cells per bin says so, once, with what to do.
 
 At 10⁹ calibrated pairs and β = 5000 the default sketch (2¹⁸ cells, 1.3 occupied cells
-per bin) gave a debiased error 4.9e-4 below the exact mode's, and 2²² cells 9.7e-5
+per bin) gave a debiased error 4.9e-4 below the exact mode's, and 2²² cells 1.0e-4
 (docs/streaming.md, benchmarks/drift_resolution.py); the metric cannot know N in
 advance, so it warns at compute() when the cells are too coarse for the bins.
 """
