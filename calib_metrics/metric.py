@@ -333,7 +333,8 @@ class CalibrationError(_StatesKeepTheirDtype):
             (Poisson bootstrap over pairs) or ``"groups"`` (Poisson bootstrap over
             whole groups: sentences, documents; every ``update`` then takes
             ``groups=``, one id per item, and the metric keeps them, so it needs
-            ``streaming=False``). With
+            ``streaming=False``; with ``debias=True`` ``compute()`` and the interval
+            then use each bin's cluster-robust variance over the groups). With
             ``debias=True`` the bootstrap is recentred on the debiased estimate;
             ``docs/coverage.md`` measures when each interval means what it says.
         average: ``"micro"`` (all pairs pooled), ``"none"``/None (one result per class),

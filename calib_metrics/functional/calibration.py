@@ -348,7 +348,10 @@ def calibration_error_ci(
             :mod:`calib_metrics.functional.intervals`); ``docs/coverage.md`` measures
             every combination.
         groups: group id of every pair (any integer tensor of ``probs``' shape), needed
-            by and only used with ``interval="groups"``.
+            by and only used with ``interval="groups"``; with ``debias=True`` the noise
+            term is then each bin's cluster-robust variance over the groups
+            (:mod:`~calib_metrics.functional.clusters`), so ``error`` may differ slightly
+            from :func:`calibration_error`'s, which assumes independent labels.
         mode: multiclass input as in :func:`calibration_error`; ``"classwise"`` averages
             the per-class results (its interval conservatively, see
             :func:`~calib_metrics.functional.multiclass.average_results`).

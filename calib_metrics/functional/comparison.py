@@ -192,7 +192,8 @@ def compare_calibration(
         probs_b: model b's probabilities for the same items, same shape.
         target: the binary labels (``probs_a``'s shape), or the class ids.
         groups: optional group id per item (sentence, document): whole groups are
-            resampled, so labels correlated within a group move together.
+            resampled, so labels correlated within a group move together, and the
+            debiased errors use each bin's cluster-robust variance over the groups.
         confidence: coverage of the interval of the difference.
         generator: source of randomness for reproducible draws.
         n_samples: number of paired bootstrap draws.

@@ -42,8 +42,10 @@ squared error that the debiased estimate D estimates without bias) from a *recen
 bootstrap: the draws are made in a world whose gaps are the observed ones shrunk by
 λ = √(D₊ / P) (P the plug-in square), so its θ̃ = Σ wᵢ (λ gᵢ)² equals D₊ = max(D, 0), and
 each draw's debiased estimate D* is compared with that known θ̃. The root L* = D* − θ̃
-imitates D − θ, including the extra bias that correlated labels leave in D (their
-within-bin variance is larger than p̂(1 − p̂)/(n − 1) assumes). The draws θ_s = D − L*_s
+imitates D − θ, including the extra bias that correlated labels leave in D when their
+groups are not given (their within-bin variance is larger than p̂(1 − p̂)/(n − 1)
+assumes; with ``groups=`` the noise term is each bin's cluster-robust variance instead,
+:mod:`calib_metrics.functional.clusters`, and D is unbiased). The draws θ_s = D − L*_s
 then give the interval: their quantiles (``"percentile"``, the basic bootstrap) or
 D ∓ z·std (``"normal"``), each end clipped at 0 and square-rooted. Algorithm 2 with
 ``debias=True`` simply uses each draw's debiased error.
