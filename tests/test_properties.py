@@ -13,7 +13,14 @@ from calib_metrics.functional import (
     uniform_binning,
 )
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run, so CI cannot flake on a newly drawn one (a
+# failure it once found is pinned below as a plain test).
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 # A few values repeated often (ties) mixed with arbitrary ones, including both ends.
 PROB = st.one_of(
     st.sampled_from([0.0, 1.0, 0.5, 0.25, 0.7, 1e-6, 1 - 1e-6]),
@@ -132,3 +139,14 @@ def test_mirror_symmetry(grid, labels, bin_size, blocks) -> None:
     a = calibration_error(q, y, bin_size=bin_size, debias=False)
     b = calibration_error(1 - q, ~y, bin_size=bin_size, debias=False)
     torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_running_sum_rounding_never_puts_an_error_past_1() -> None:
+    # Found by hypothesis: bins of one pair read their mean prediction off differences of
+    # running sums, 1.0000000000000002 for q = 1 here, and the max norm exceeded 1.
+    q = torch.tensor([0.0] * 10 + [0.17679952620371409, 1.0, 1.0], dtype=torch.float64)
+    y = torch.zeros(13, dtype=torch.bool)
+    bins = adaptive_binning(q, y, 1)
+    assert float(bins.pred_mean.max()) == 1.0
+    for norm in ("l1", "l2", "max"):
+        assert float(calibration_error(q, y, bin_size=1, norm=norm, debias=False)) <= 1.0

@@ -91,7 +91,7 @@ def test_remove_emoticons_rejects_unknown_mode():
         remove_emoticons("x", which="some")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(st.text(alphabet=st.sampled_from(list(":)(-;=DPp/ab1 .\t&lt;htps")), max_size=40))
 def test_no_smiley_survives_removal(text):
     for which in ("all", "smiley"):

@@ -225,7 +225,9 @@ def _chunks(q: Tensor) -> list[slice]:
 def _sums_to_bins(count: Tensor, sum_q: Tensor, sum_y: Tensor) -> Bins:
     keep = count > 0
     count, sum_q, sum_y = count[keep], sum_q[keep], sum_y[keep]
-    return Bins(sum_q / count, sum_y / count, count.to(torch.float64))
+    # Rounding of the sums can put a mean a hair past [0, 1].
+    mean_q, freq = (sum_q / count).clamp_(0, 1), (sum_y / count).clamp_(0, 1)
+    return Bins(mean_q, freq, count.to(torch.float64))
 
 
 def _sort_pairs(key: Tensor, width: int, target: Tensor) -> Tensor:
@@ -673,7 +675,9 @@ def adaptive_tied_bins(probs: Tensor, target: Tensor, bin_size: int) -> Bins:
     """The adaptive bins of validated flat pairs, carrying the cut tie groups
     (:class:`TiedBins`)."""
     count, sum_q, sum_y, cuts = adaptive_tied_sums(probs, target, bin_size)
-    return with_ties(Bins(sum_q / count, sum_y / count, count), cuts)
+    # A bin's sums are differences of running sums, which can round a hair past [0, 1].
+    mean_q, freq = (sum_q / count).clamp_(0, 1), (sum_y / count).clamp_(0, 1)
+    return with_ties(Bins(mean_q, freq, count), cuts)
 
 
 def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bins:

@@ -336,7 +336,9 @@ def to_bins(
     rank[-1] = total
     q, y, cuts = _cumulative(rank, count, start, sum_q, sum_y, std, tied, cum_q, cum_y, redraw)
     size = rank.diff()
-    return with_ties(Bins(q.diff() / size, (y.diff() / size).clamp_(0, 1), size), cuts)
+    return with_ties(
+        Bins((q.diff() / size).clamp_(0, 1), (y.diff() / size).clamp_(0, 1), size), cuts
+    )
 
 
 def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tensor, Tensor]:
