@@ -188,14 +188,40 @@ def _check_values(q: Tensor, y: Tensor, path: Path, names: tuple[str, str], line
         )
 
 
-def _to_ids(values: Any, path: Path, column: str) -> Tensor:
-    """Group ids of any kind (numbers, strings) numbered 0..G-1 in sorted order."""
+def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
+    """Group ids of any kind (numbers, strings) numbered 0..G-1 in sorted order; a
+    missing id (NaN, an empty cell, JSON null) is refused, not made a group of its own.
+
+    Example:
+        >>> _to_ids(["s2", "s1", "s2"], Path("f.csv"), "sentence").tolist()
+        [1, 0, 1]
+        >>> _to_ids(["s2", " ", "s2"], Path("f.csv"), "sentence", [2, 3, 4])
+        Traceback (most recent call last):
+        ...
+        ValueError: f.csv: line 3, column 'sentence' has a missing group id (an empty cell)
+    """
     array = np.asarray(values).reshape(-1)
     if array.dtype.kind not in "iub":
         if array.dtype.kind == "f" and np.isnan(array).any():
             raise ValueError(f"{path}: column {column!r} has a missing group id (NaN)")
+        _check_no_empty_id(array, path, column, lines)
         array = array.astype(str)
     return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
+
+
+def _check_no_empty_id(array: np.ndarray, path: Path, column: str, lines) -> None:
+    """ValueError naming the first id that is blank text or None (JSON null)."""
+    if array.dtype.kind == "U":
+        missing = np.char.strip(array) == ""
+    else:
+        values = array.tolist()
+        missing = np.array([v is None or (isinstance(v, str) and not v.strip()) for v in values])
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        shown = "null" if array[i] is None else "an empty cell"
+        raise ValueError(
+            f"{path}: {_row_of(lines, i)}, column {column!r} has a missing group id ({shown})"
+        )
 
 
 def _delimiter(header: str, default: str) -> str:
@@ -377,7 +403,7 @@ def read_table(
         )
     _check_values(q, y, path, names, lines)
     if ids is not None:
-        ids = _to_ids(ids[1], path, ids[0])
+        ids = _to_ids(ids[1], path, ids[0], lines)
         # One id per label: per pair, or per item of a multiclass file (C values each).
         if ids.numel() != y.numel():
             raise ValueError(

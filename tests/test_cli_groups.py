@@ -115,3 +115,29 @@ def test_a_plain_array_has_no_groups(tmp_path: Path, capsys):
     np.save(path, np.array([[0.2, 0.0], [0.7, 1.0]]))
     code, _, err = run(capsys, "evaluate", path, "--interval", "groups", "--samples", "10")
     assert code == 2 and "no group ids" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "where"),
+    [
+        ("p.csv", "prob,label,s\n0.2,0,a\n0.7,1,\n0.4,0,b\n", "line 3"),
+        ("p.csv", "prob,label,s\n0.2,0,1\n0.7,1,2\n0.4,0,  \n", "line 4"),
+        (
+            "p.jsonl",
+            '{"prob": 0.2, "label": 0, "s": 1}\n{"prob": 0.7, "label": 1, "s": null}\n',
+            "line 2",
+        ),
+    ],
+)
+def test_a_missing_group_id_is_refused_not_made_a_group(
+    tmp_path: Path, capsys, name, content, where
+):
+    # An empty cell (or JSON null) used to become one more group, "" (or "None"), that
+    # pooled every row missing its id into one bogus group of the group bootstrap.
+    path = tmp_path / name
+    path.write_text(content)
+    for command in (["evaluate", path], ["compare", path, path]):
+        code, out, err = run(capsys, *command, "--groups", "s", "--samples", "10")
+        assert code == 2 and out == ""
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert "missing group id" in err and where in err and "'s'" in err, err

@@ -157,7 +157,8 @@ def check_binary_target(target: Tensor) -> None:
 
 
 def _check_pairs(probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
-    """Validate (q, y) and return them flattened; raise ValueError naming the problem."""
+    """Validate (q, y) and return them flattened and detached; raise ValueError naming the
+    problem."""
     if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
         raise ValueError(
             f"probs and target must be tensors, got {type(probs).__name__} and "
@@ -174,7 +175,9 @@ def _check_pairs(probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs)
     check_binary_target(target)
-    return probs.reshape(-1), target.reshape(-1)
+    # A model's probabilities may carry autograd history; the estimators treat them as
+    # data (several kernels write in place, which autograd refuses).
+    return probs.detach().reshape(-1), target.detach().reshape(-1)
 
 
 def _key_width(dtype: torch.dtype) -> int:

@@ -67,8 +67,10 @@ def grouped_effective_counts(
     """Each bin's n_eff from the cluster-robust variance of its frequency (module docstring).
 
     ``probs``, ``target``, ``units`` (compact group ids in [0, G)) and ``index`` (each
-    pair's bin) are flat and aligned; ``bins`` are the data's 1-D bins. One host
-    synchronisation (the number of groups).
+    pair's bin) are flat and aligned; ``bins`` are the data's 1-D bins. Tensors stay on
+    the input's device; the host synchronises for sizes only: the number of groups, the
+    distinct values and (bin, group) cells (``torch.unique``), whether any tie group is
+    cut and, if so, how many of its members meet the bins at its ends.
 
     Example:
         Two groups of two share each bin; the first bin's groups are each all 1 or all 0,
