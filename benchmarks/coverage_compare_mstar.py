@@ -30,7 +30,6 @@ import calib_metrics.functional.comparison as comparison
 from benchmarks.coverage_compare import SETTINGS, labels
 from calib_metrics.functional.intervals import (
     debiased_square,
-    draw_statistics,
     effective_samples,
     weighted_mean,
 )
@@ -38,13 +37,9 @@ from calib_metrics.functional.intervals import (
 
 def _own_shrink_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Tensor:
     """The library's Δ* with m* from each model's own shrink."""
-    theta = {}
-    for world in ("observed", "zero"):
-        draws_a = draw_statistics(bins_a, blocks_a, debias=True, world=world)
-        draws_b = draw_statistics(bins_b, blocks_b, debias=True, world=world)
-        theta[world] = (draws_a.values, draws_b.values)
-    (observed_a, observed_b), (zero_a, zero_b) = theta["observed"], theta["zero"]
-    theta_a, theta_b = comparison._paired_squares(bins_a, bins_b, blocks_a, blocks_b)
+    worlds = comparison._world_draws(bins_a, bins_b, blocks_a, blocks_b)
+    observed_a, observed_b, zero_a, zero_b = worlds
+    theta_a, theta_b = comparison._joint_shrink(*worlds)
     own_a = comparison._linear_shrink(zero_a - observed_a, zero_a)
     own_b = comparison._linear_shrink(zero_b - observed_b, zero_b)
     smaller = torch.minimum(

@@ -335,12 +335,21 @@ def _paired_squares(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
     the quadratic part's variance; the linear part is shrunk by the one factor s that
     removes that excess from Var(lin_a − lin_b), and θ* = (1 − s)·θ*_zero + s·θ*_observed.
     """
-    theta = {}
+    return _joint_shrink(*_world_draws(bins_a, bins_b, blocks_a, blocks_b))
+
+
+def _world_draws(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
+    """Both models' recentred draws θ* in the observed and the zero world:
+    (observed_a, observed_b, zero_a, zero_b)."""
+    draws = []
     for world in ("observed", "zero"):
-        draws_a = draw_statistics(bins_a, blocks_a, debias=True, world=world)
-        draws_b = draw_statistics(bins_b, blocks_b, debias=True, world=world)
-        theta[world] = (draws_a.values, draws_b.values)
-    (observed_a, observed_b), (zero_a, zero_b) = theta["observed"], theta["zero"]
+        for bins, blocks in ((bins_a, blocks_a), (bins_b, blocks_b)):
+            draws.append(draw_statistics(bins, blocks, debias=True, world=world).values)
+    return tuple(draws)
+
+
+def _joint_shrink(observed_a: Tensor, observed_b: Tensor, zero_a: Tensor, zero_b: Tensor):
+    """θ*_a, θ*_b with both linear parts shrunk by the one factor of :func:`_linear_shrink`."""
     linear = (zero_a - observed_a) - (zero_b - observed_b)
     quadratic = zero_a - zero_b
     shrink = _linear_shrink(linear, quadratic)
