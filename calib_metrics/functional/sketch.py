@@ -308,7 +308,8 @@ def to_bins(
     as one, so each bin's effective sample size counts the sharing exactly and the
     debiased square stays unbiased, with no redrawn noise: the redraw's clipped normal
     bridge left it low by 2.3e-5 ± 1.8e-6 at 1.3 cells per bin (10⁷ float32 pairs,
-    β = 50, 2¹⁸ cells; exact +5.1e-6 ± 2.6e-6, shared −5.2e-7 ± 1.1e-6; docs/streaming.md).
+    β = 50, 2¹⁸ cells; exact +5.1e-6 ± 2.6e-6, shared −5.2e-7 ± 1.1e-6;
+    ``benchmarks/shared_cells.py``).
 
     Example:
         >>> count, sum_r, sum_r2, sum_y = empty(64)
