@@ -131,7 +131,11 @@ def tie_runs(gap: Tensor, freq: Tensor) -> Tensor:
     same = torch.isclose(gap[..., 1:], gap[..., :-1], rtol=eps, atol=eps) & torch.isclose(
         freq[..., 1:], freq[..., :-1], rtol=eps, atol=eps
     )
-    starts = torch.cat([torch.ones_like(same[..., :1]), ~same], dim=-1)
+    # The first bin starts a run; sized from the broadcast shape, not from ``same``,
+    # which is empty for a single bin.
+    shape = torch.broadcast_shapes(gap.shape, freq.shape)
+    first = torch.ones((*shape[:-1], min(shape[-1], 1)), dtype=torch.bool, device=gap.device)
+    starts = torch.cat([first, ~same], dim=-1)
     return torch.cumsum(starts.long(), dim=-1) - 1
 
 
@@ -170,7 +174,7 @@ def run_cuts(gap: Tensor, freq: Tensor, count: Tensor) -> TieCuts:
     ends = torch.cumsum(count, -1)
     run_start = (torch.cumsum(totals, -1) - totals).gather(-1, run)
     inner = run[..., 1:] == run[..., :-1]
-    no = torch.zeros_like(inner[..., :1])
+    no = torch.zeros_like(run[..., :1], dtype=torch.bool)  # not inner[..., :1]: empty for one bin
     inner = torch.cat([no, inner, no], dim=-1)
     pad = torch.zeros_like(ends[..., :1])
     size = torch.cat([pad, totals.gather(-1, run)], dim=-1)
