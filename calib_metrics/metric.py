@@ -521,11 +521,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                     "interval='groups' needs groups=: the group (sentence, document) id of "
                     "every item, e.g. update(probs, target, groups=sentence_ids)"
                 )
-            if self._keeps_groups() and self.groups:
-                raise ValueError(
-                    "earlier batches came with groups= and this one without: give every "
-                    "batch its group ids, or none"
-                )
+            self._check_group_history(given=False)
             return None
         if self.interval in ("paper", "pairs"):
             raise ValueError(
@@ -537,17 +533,28 @@ class CalibrationError(_StatesKeepTheirDtype):
                 "groups= needs streaming=False: the streaming histogram keeps no per-pair "
                 "group ids (drop groups= for the pair bootstrap)"
             )
-        if self.interval is None and self.probs and not self.groups:
-            raise ValueError(
-                "earlier batches came without groups= and this one with: give every batch "
-                "its group ids, or none"
-            )
+        self._check_group_history(given=True)
         if isinstance(groups, Tensor) and groups.shape != target.shape:
             raise ValueError(
                 f"groups must have the target's shape {tuple(target.shape)} (one id per "
                 f"item), got {tuple(groups.shape)}"
             )
         return _check_groups(groups, target, "target").detach()
+
+    def _check_group_history(self, given: bool) -> None:
+        """Refuse a batch with (without) groups= after batches without (with) them."""
+        if not self._keeps_groups():
+            return
+        if not given and self.groups:
+            raise ValueError(
+                "earlier batches came with groups= and this one without: give every "
+                "batch its group ids, or none"
+            )
+        if given and self.interval is None and self.probs and not self.groups:
+            raise ValueError(
+                "earlier batches came without groups= and this one with: give every batch "
+                "its group ids, or none"
+            )
 
     def _keeps_groups(self) -> bool:
         return not self.streaming and self.interval in ("groups", None)
@@ -682,6 +689,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         a rejected batch raises and leaves the accumulated state as it was, and a batch
         of padding only returns NaN and keeps it too.
         """
+        # The batch metric has no history: whether groups= may come is this one's to say.
+        groups = args[2] if len(args) > 2 else kwargs.get("groups")
+        self._check_group_history(given=groups is not None)
         batch = self._batch_metric()
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
         try:
@@ -717,6 +727,14 @@ class CalibrationError(_StatesKeepTheirDtype):
             raise ValueError(
                 f"cannot merge a state with keys {sorted(incoming_state)} into a "
                 f"CalibrationError that keeps {sorted(self._defaults)}"
+            )
+        incoming = incoming_state
+        if isinstance(incoming, CalibrationError):
+            incoming = incoming.metric_state
+        if self._keeps_groups() and _mixes_grouped(self.metric_state, incoming):
+            raise ValueError(
+                "cannot merge these CalibrationErrors: one holds group ids (groups=) and "
+                "the other holds pairs without them: give every batch its group ids, or none"
             )
         super().merge_state(incoming_state)
         folded = self._folded or getattr(incoming_state, "_folded", False)
@@ -1071,6 +1089,17 @@ class CalibrationError(_StatesKeepTheirDtype):
             per_class = {str(c): r for c, r in enumerate(result)}
             return plot.per_label_errors(per_class, ax=ax, names=("class",), **kind)
         return plot.reliability_diagram(result, ax=ax, **kind)
+
+
+def _mixes_grouped(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """Whether two exact states, both holding pairs, differ in holding group ids."""
+
+    def held(state: dict[str, Any], name: str) -> int:
+        return sum(t.numel() for t in _as_list(state[name]))
+
+    if not held(mine, "target") or not held(theirs, "target"):
+        return False
+    return bool(held(mine, "groups")) != bool(held(theirs, "groups"))
 
 
 def _items_if_pooled(probs: Tensor, groups: Tensor | None) -> Tensor | None:
