@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from calib_metrics.recalibration._common import check_probs
 from calib_metrics.recalibration.binning import (
     HistogramBinning,
     IsotonicCalibration,
@@ -44,6 +45,8 @@ def fit_binary(
     """
     if method not in BINARY_METHODS:
         raise ValueError(f"method must be one of {', '.join(BINARY_METHODS)}; got {method!r}")
+    # Isotonic and histogram modules take any real scores; this entry takes probabilities.
+    probs = check_probs(probs)
     if method == "temperature":
         return TemperatureScaling(inputs="probs").fit(probs, target)
     if method == "platt":
