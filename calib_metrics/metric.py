@@ -641,6 +641,13 @@ class CalibrationError(_StatesKeepTheirDtype):
         super().reset()
         self._folded = False
 
+    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
+        super()._load_from_state_dict(*args, **kwargs)
+        if self.streaming:
+            # Where the next rows go follows the loaded state (host sync, at load only):
+            # to the sketch once it holds rows that the kept pairs do not.
+            self._folded = int(self.rows_seen) > self._buffered_rows()
+
     def _exact_pairs(self) -> bool:
         """Whether compute() bins the kept pairs exactly: always, or (streaming) while
         the rows seen, on all ranks once synchronised, fit the buffer (host sync)."""
