@@ -485,8 +485,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         if average not in ("micro",) and num_classes is None:
             raise ValueError(f"average={average!r} averages over classes: set num_classes")
         _check_mode(args["mode"], num_classes, average)
-        if not isinstance(args["debias"], bool):
-            raise ValueError(f"debias must be True or False, got {args['debias']!r}")
+        for flag in ("debias", "streaming"):
+            if not isinstance(args[flag], bool):
+                raise ValueError(f"{flag} must be True or False, got {args[flag]!r}")
         ignore_index = args["ignore_index"]
         if ignore_index is not None and (
             not isinstance(ignore_index, int) or isinstance(ignore_index, bool)
