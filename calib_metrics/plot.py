@@ -154,6 +154,11 @@ def reliability_diagram(
         >>> ax.get_title().splitlines()[1]
         '95% interval: debiased pair bootstrap · 10 bins · N=2,000'
     """
+    if not isinstance(result, CalibrationResult):
+        raise ValueError(
+            "result must be a CalibrationResult (what calibration_error_ci or "
+            f"CalibrationError.compute_result returns), got {type(result).__name__}"
+        )
     heading = interval_label(confidence, interval, debias)
     if smooth is not None and not isinstance(smooth, SmoothCurve):
         raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
