@@ -34,11 +34,14 @@ from calib_metrics.recalibration.scaling import PlattScaling
 __all__ = ["HistogramBinning", "IsotonicCalibration", "ScalingBinning"]
 
 
-def check_scores(scores: object, name: str = "scores") -> Tensor:
+def check_scores(scores: object, name: str = "scores", *, fitting: bool = True) -> Tensor:
+    """Floating and finite; non-empty when ``fitting`` (a fitted module maps an empty
+    batch to an empty one)."""
     scores = check_tensor(scores, name)
     if not scores.is_floating_point():
         raise ValueError(f"{name} must be floating point, got dtype {scores.dtype}")
-    check_nonempty(scores, name)
+    if fitting:
+        check_nonempty(scores, name)
     check_finite(scores, name)
     return scores
 
@@ -135,7 +138,7 @@ class HistogramBinning(FittedModule):
     def forward(self, scores: Tensor) -> Tensor:
         """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
         self.check_fitted()
-        scores = check_scores(scores)
+        scores = check_scores(scores, fitting=False)
         edges = self.edges.to(scores.device)
         index = torch.bucketize(scores.to(torch.float64), edges)
         return self.values.to(scores.device)[index].to(scores.dtype)
@@ -182,7 +185,7 @@ class IsotonicCalibration(FittedModule):
     def forward(self, scores: Tensor) -> Tensor:
         """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
         self.check_fitted()
-        scores = check_scores(scores)
+        scores = check_scores(scores, fitting=False)
         xs = self.x_thresholds.to(scores.device)
         ys = self.y_thresholds.to(scores.device)
         if xs.numel() == 1:
@@ -246,7 +249,7 @@ class ScalingBinning(FittedModule):
     def forward(self, scores: Tensor) -> Tensor:
         """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
         self.check_fitted()
-        scores = check_scores(scores)
+        scores = check_scores(scores, fitting=False)
         scaled = self.platt(scores).to(torch.float64)
         edges = self.edges.to(scaled.device)
         return self.values.to(scaled.device)[torch.bucketize(scaled, edges)].to(scores.dtype)

@@ -61,13 +61,16 @@ def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
     return target
 
 
-def check_logits(logits: object) -> Tensor:
+def check_logits(logits: object, *, fitting: bool = True) -> Tensor:
+    """Floating, at least 1-D and finite; non-empty when ``fitting`` (a fitted module maps
+    an empty batch to an empty one)."""
     logits = check_tensor(logits, "logits")
     if not logits.is_floating_point():
         raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
     if logits.ndim == 0:
         raise ValueError("logits must have at least one dimension, got a 0-dim tensor")
-    check_nonempty(logits, "logits")
+    if fitting:
+        check_nonempty(logits, "logits")
     check_finite(logits, "logits")
     return logits
 
@@ -151,7 +154,7 @@ class _LogitScaler(FittedModule):
     def forward(self, logits: Tensor) -> Tensor:
         """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
         self.check_fitted()
-        dtype = check_logits(logits).dtype
+        dtype = check_logits(logits, fitting=False).dtype
         logits = self._prepare_input(logits)
         c = int(self.num_classes)
         if c > 1 and logits.shape[-1] != c:
@@ -164,7 +167,7 @@ class _LogitScaler(FittedModule):
     def calibrated_logits(self, logits: Tensor) -> Tensor:
         """The recalibrated logits (float64), before the softmax or sigmoid."""
         self.check_fitted()
-        logits = self._prepare_input(check_logits(logits))
+        logits = self._prepare_input(check_logits(logits, fitting=False))
         params = [p.to(logits.device) for p in self._stored()]
         return self._transform(logits.to(torch.float64), params)
 
