@@ -346,8 +346,8 @@ def evaluate(args: argparse.Namespace) -> dict:
     _settle_options(args)
     check_draw_options(args)
     check_plot_smooth(args)
-    check_output_path(args.plot, "--plot")
-    check_output_path(args.html, "--html")
+    check_output_path(args.plot, "--plot", [args.file])
+    check_output_path(args.html, "--html", [args.file])
     if args.html:  # the page shows every measure the command has
         args.smooth = args.spiegelhalter = True
     probs, target, groups, result, brier = _compute(args)

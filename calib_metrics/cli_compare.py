@@ -188,9 +188,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from calib_metrics.functional import compare_calibration
     from calib_metrics.predictions import check_output_path
 
-    check_output_path(args.html, "--html")
+    check_output_path(args.html, "--html", [args.a, args.b])
     check_plot_smooth(args)
-    check_output_path(args.plot, "--plot")
+    check_output_path(args.plot, "--plot", [args.a, args.b])
     check_draw_options(args)
     if args.label is None and (args.correction is not None or args.alpha is not None):
         raise ValueError("--correction and --alpha apply to --label COLUMN only")

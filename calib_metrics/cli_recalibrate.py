@@ -110,8 +110,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
-    check_output_path(out, "--out")
-    check_output_path(args.plot, "--plot")
+    check_output_path(out, "--out", [args.dev, args.test])
+    check_output_path(args.plot, "--plot", [args.dev, args.test])
     dev = read_table(args.dev, args.probs, args.target, None)
     test = read_table(args.test, args.probs, args.target, args.groups)
     _check_binary(dev, args.dev)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -470,8 +471,9 @@ def group_column(path: str | Path, wanted: str) -> str | None:
     return _usual_name(list(table), GROUP_NAMES)
 
 
-def check_output_path(path: Path | None, option: str) -> None:
-    """Refuse, before any work, an output path that is a folder or whose folder is missing.
+def check_output_path(path: Path | None, option: str, inputs: Sequence[Path | None] = ()) -> None:
+    """Refuse, before any work, an output path that is a folder, whose folder is missing,
+    or that is one of the command's ``inputs`` (writing it would destroy what was read).
 
     Example:
         >>> check_output_path(Path("/no/such/folder/report.html"), "--html")
@@ -482,10 +484,23 @@ def check_output_path(path: Path | None, option: str) -> None:
         return
     if path.is_dir():
         raise ValueError(f"{option} {path}: is a folder; give a file name in it")
+    for given in inputs:
+        if given is not None and _same_file(path, given):
+            raise ValueError(
+                f"{option} {path}: is the input file {given}; writing it would overwrite "
+                "what the command reads: give another file name"
+            )
     folder = path.parent
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
         raise ValueError(f"{option} {path}: {folder} {what}")
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    """Whether two paths name one file (an existing one by inode, else by resolved path)."""
+    if path.exists() and other.exists():
+        return path.samefile(other)
+    return path.resolve() == other.resolve()
 
 
 def to_jsonable(value: Any) -> Any:
