@@ -764,6 +764,9 @@ class CalibrationError(_StatesKeepTheirDtype):
             return f"num_classes {other.num_classes} into num_classes {self.num_classes}"
         if other.mode != self.mode:
             return f"mode {other.mode!r} into mode {self.mode!r}"
+        if other.ignore_index != self.ignore_index:
+            # Padding rows are kept, with their target, until compute() drops them.
+            return f"ignore_index {other.ignore_index} into ignore_index {self.ignore_index}"
         if self.streaming and other.resolution != self.resolution:
             return f"resolution {other.resolution} into resolution {self.resolution}"
         if set(other._defaults) != set(self._defaults):

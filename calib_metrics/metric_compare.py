@@ -227,6 +227,12 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                     f"cannot merge num_classes {incoming_state.num_classes} into "
                     f"num_classes {self.num_classes}"
                 )
+            if incoming_state.ignore_index != self.ignore_index:
+                # Padding rows are kept, with their target, until compute() drops them.
+                raise ValueError(
+                    f"cannot merge ignore_index {incoming_state.ignore_index} into "
+                    f"ignore_index {self.ignore_index}"
+                )
             incoming_state = incoming_state.metric_state
         if not isinstance(incoming_state, dict) or set(incoming_state) != set(_STATES):
             raise ValueError(f"a CalibrationComparison state is a dict with keys {list(_STATES)}")
