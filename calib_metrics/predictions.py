@@ -122,8 +122,12 @@ def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = No
 
 
 def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None) -> ValueError:
-    """The error for a column that numpy cannot read as floats: its first bad value."""
+    """The error for a column that numpy cannot read as floats: its first bad value, or
+    the first row whose number of values differs from the first row's."""
     flat = np.asarray(values, dtype=object).reshape(-1)
+    ragged = _ragged_rows(flat.tolist(), path, column, lines)
+    if ragged is not None:
+        return ragged
     for i, value in enumerate(flat.tolist()):
         try:
             float(value)
@@ -142,6 +146,23 @@ def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None)
                 f"{shown}{hint}"
             )
     return ValueError(f"{path}: column {column!r} holds a non-numeric value")
+
+
+def _ragged_rows(
+    rows: list[Any], path: Path, column: str, lines: list[int] | None
+) -> ValueError | None:
+    """The error for rows of lists (a JSON file's class probabilities) of unequal lengths."""
+    sizes = [len(v) if isinstance(v, (list, tuple)) else 1 for v in rows]
+    if not any(isinstance(v, (list, tuple)) for v in rows):
+        return None
+    i = next((k for k, size in enumerate(sizes) if size != sizes[0]), None)
+    if i is None:
+        return None
+    values = f"{sizes[i]} value{'s' if sizes[i] != 1 else ''}"
+    return ValueError(
+        f"{path}: {_row_of(lines, i)}, column {column!r} holds {values} where "
+        f"{_row_of(lines, 0)} holds {sizes[0]}: every row needs the same number of values"
+    )
 
 
 _BOOLEANS = {"true": 1.0, "false": 0.0}
