@@ -107,6 +107,7 @@ def pair_sets(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    _check_group_shape(groups, target)
     if not is_multiclass(probs, target):
         if mode != "one_vs_rest":
             raise ValueError(
@@ -134,6 +135,19 @@ def pair_sets(
     # One contiguous row per class, so that each class's pairs are read in one sweep.
     columns, labels = probs.T.contiguous(), onehot.T.contiguous()
     return [PairSet(columns[c], labels[c], flat_groups) for c in range(n_classes)]
+
+
+def _check_group_shape(groups: Tensor | None, target: Tensor) -> None:
+    """Group ids come per item: of the target's shape, or flat. Another layout with as
+    many elements (ids [T, B] for targets [B, T]) would group the wrong items together."""
+    if not isinstance(groups, Tensor) or groups.ndim <= 1:
+        return
+    shape = tuple(getattr(target, "shape", ()))
+    if tuple(groups.shape) != shape:
+        raise ValueError(
+            f"groups must have the target's shape {shape} (one id per item), or be flat, "
+            f"got {tuple(groups.shape)}"
+        )
 
 
 def average_results(results: list) -> tuple:
