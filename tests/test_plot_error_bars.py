@@ -72,3 +72,32 @@ def test_a_cut_tie_group_is_counted_at_its_share():
     widths, expected = _unclipped(result, _bar_half_widths(ax), _expected(result))
     plt.close(fig)
     assert widths == pytest.approx(expected, rel=1e-6)
+
+
+def test_classwise_bins_carry_each_class_effective_sample_size():
+    g = torch.Generator().manual_seed(2)
+    logits = torch.randn(3000, 3, generator=g, dtype=torch.float64)
+    probs = torch.softmax(logits, -1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    groups = torch.arange(3000) // 30
+    options = {"bin_size": 300, "n_samples": 20, "generator": g, "groups": groups}
+    combined = calibration_error_ci(probs, target, mode="classwise", **options)
+    per_class = [
+        calibration_error_ci(probs[:, c], (target == c).long(), **options) for c in range(3)
+    ]
+    pred = torch.cat([r.bins.pred_mean for r in per_class])
+    samples = torch.cat([effective_samples(r.bins) for r in per_class])
+    order = torch.argsort(pred, stable=True)
+    assert torch.equal(combined.bins.pred_mean, pred[order])
+    assert torch.allclose(effective_samples(combined.bins), samples[order], rtol=1e-12)
+    assert not torch.allclose(samples, torch.cat([r.bins.count for r in per_class]))
+
+
+def test_one_bare_bin_has_its_count_as_effective_sample_size():
+    from calib_metrics.functional.binning import Bins
+    from calib_metrics.functional.ties import tie_runs
+
+    t = torch.tensor
+    assert tie_runs(t([0.1]), t([0.5])).tolist() == [0]
+    bins = Bins(t([0.5], dtype=torch.float64), t([0.5], dtype=torch.float64), t([2.0]).double())
+    assert effective_samples(bins).tolist() == [2.0]

@@ -131,7 +131,8 @@ def tie_runs(gap: Tensor, freq: Tensor) -> Tensor:
     same = torch.isclose(gap[..., 1:], gap[..., :-1], rtol=eps, atol=eps) & torch.isclose(
         freq[..., 1:], freq[..., :-1], rtol=eps, atol=eps
     )
-    starts = torch.cat([torch.ones_like(same[..., :1]), ~same], dim=-1)
+    # The first bin starts a run (taken from gap: with one bin, ``same`` is empty).
+    starts = torch.cat([torch.ones_like(gap[..., :1], dtype=torch.bool), ~same], dim=-1)
     return torch.cumsum(starts.long(), dim=-1) - 1
 
 
@@ -170,7 +171,7 @@ def run_cuts(gap: Tensor, freq: Tensor, count: Tensor) -> TieCuts:
     ends = torch.cumsum(count, -1)
     run_start = (torch.cumsum(totals, -1) - totals).gather(-1, run)
     inner = run[..., 1:] == run[..., :-1]
-    no = torch.zeros_like(inner[..., :1])
+    no = torch.zeros_like(run[..., :1], dtype=torch.bool)  # not inner[..., :1]: empty for one bin
     inner = torch.cat([no, inner, no], dim=-1)
     pad = torch.zeros_like(ends[..., :1])
     size = torch.cat([pad, totals.gather(-1, run)], dim=-1)
