@@ -1,7 +1,7 @@
-"""Two alternatives for the difference interval's draws, beside the library's.
+"""Alternatives for the difference interval's draws, beside the library's.
 
     python benchmarks/coverage_compare_mstar.py --settings unequal "unequal, b miscalibrated" \
-        --reps 100
+        --reps 100 [--variants library "joint covariance" "true gaps"] [--variant grouped]
 
 ``compare_calibration`` carries each draw of Δ = θ_a − θ_b to the difference of roots with
 the draw's smaller square m* = min(θ*_a, θ*_b), both from the jointly shrunk world
@@ -10,10 +10,19 @@ its linear term, s_x² = (Var lin_x − 2 Var quad_x)₊ / Var lin_x, keeping th
 The second (``smoothed world``) recentres both models' draws on a world whose gaps are
 each bin's mean prediction minus its isotonic (pool-adjacent-violators) fit of the bins'
 frequencies, a noise-reduced stand-in for the true gaps (common to two models that share
-bins), with no shrink.
+bins), with no shrink. The third (``joint covariance``) generalises the library's joint
+shrink from the difference to both models: the 2 × 2 covariance of the two linear parts
+exceeds the true gaps' by twice that of the quadratic parts (E Cov*(lin) = Cov(lin with g)
++ 2 Cov*(quad), jointly Gaussian noise), so the linear parts are carried by the
+optimal-transport map between N(0, Cov*(lin)) and N(0, Cov*(lin) − 2 Cov*(quad)) (the
+latter's negative eigenvalues set to 0); Δ's variance is the library's, each model's is
+corrected too. The last (``true gaps``, an oracle only a simulation has) recentres both
+models' draws on the world of the true gaps, each bin's mean prediction minus the mean of
+the true q of its pairs: what the draws would be if the observed gaps carried no noise.
 Printed per setting (``coverage_compare.py``'s data, independent labels by default):
 coverage of the true difference, rejection rate, mean width and the width a normal
-interval of the estimates' own spread would have (3.92 × their sd).
+interval of the estimates' own spread would have (3.92 × their sd), and the mean sd of
+each data set's draws of the difference beside the sd of the estimates.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import calib_metrics.functional.comparison as comparison
 from benchmarks.coverage_compare import SETTINGS, labels
+from calib_metrics.functional.calibration import bins_and_index
 from calib_metrics.functional.intervals import (
     debiased_square,
     effective_samples,
@@ -66,10 +76,14 @@ def _isotonic(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
 
 def _smoothed_squares(bins, blocks) -> torch.Tensor:
     """θ* = D − (D* − θ̃) in the world of gaps q̂ − isotonic(p̂)."""
+    return _world_squares(bins, blocks, bins.pred_mean - _isotonic(bins.freq, bins.count))
+
+
+def _world_squares(bins, blocks, world_gap: torch.Tensor) -> torch.Tensor:
+    """θ* = D − (D* − θ̃) in the world of the given gaps."""
     samples = effective_samples(bins)
     ratio = samples / bins.count.clamp_min(1)
     square = debiased_square(bins.pred_mean - bins.freq, bins.freq, bins.count, samples)
-    world_gap = bins.pred_mean - _isotonic(bins.freq, bins.count)
     world = weighted_mean(world_gap**2, bins.count)
     thetas = []
     for draw in blocks:
@@ -84,10 +98,73 @@ def _smoothed_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Tensor:
     return comparison.root_difference(theta_a - theta_b, torch.minimum(theta_a, theta_b))
 
 
+def _transport(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The optimal-transport map A of N(0, source) onto N(0, target): A·source·Aᵀ = target."""
+    root, inverse_root = _matrix_power(source, 0.5), _matrix_power(source, -0.5)
+    return inverse_root @ _matrix_power(root @ target @ root, 0.5) @ inverse_root
+
+
+def _matrix_power(matrix: torch.Tensor, power: float) -> torch.Tensor:
+    """A symmetric matrix's power, its eigenvalues below 0 (or 0, for a negative power) as 0."""
+    values, vectors = torch.linalg.eigh(matrix)
+    keep = values > 1e-12 * values.abs().max()
+    powered = torch.where(keep, values.clamp_min(1e-300) ** power, torch.zeros_like(values))
+    return vectors @ torch.diag(powered) @ vectors.T
+
+
+def _joint_covariance_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Tensor:
+    """Both models' linear parts carried to Cov*(lin) − 2 Cov*(quad) (module docstring)."""
+    observed_a, observed_b, zero_a, zero_b = comparison._world_draws(
+        bins_a, bins_b, blocks_a, blocks_b
+    )
+    linear = torch.stack([observed_a - zero_a, observed_b - zero_b])
+    quadratic = torch.stack([zero_a, zero_b])
+    valid = ~(linear.isnan().any(0) | quadratic.isnan().any(0))
+    source = torch.cov(linear[:, valid])
+    target = _matrix_power(source - 2 * torch.cov(quadratic[:, valid]), 1.0)
+    theta_a, theta_b = quadratic + _transport(source, target) @ linear
+    return comparison.root_difference(theta_a - theta_b, torch.minimum(theta_a, theta_b))
+
+
+# The current data set's true q, for the oracle variant (set by run()).
+_TRUE_Q: dict = {}
+
+
+def _true_gap(bins, probs: torch.Tensor) -> torch.Tensor:
+    """Each bin's mean prediction minus the mean true q of its pairs."""
+    q, target = _TRUE_Q["q"], _TRUE_Q["y"]
+    options = {"binning": "adaptive", "bin_size": "auto", "n_bins": 15}
+    _, index = bins_and_index(probs, target, **options)
+    true_sum = torch.zeros_like(bins.count).index_add_(0, index, q)
+    return bins.pred_mean - true_sum / bins.count
+
+
+def _true_gaps_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Tensor:
+    theta_a = _world_squares(bins_a, blocks_a, _true_gap(bins_a, _TRUE_Q["a"]))
+    theta_b = _world_squares(bins_b, blocks_b, _true_gap(bins_b, _TRUE_Q["b"]))
+    return comparison.root_difference(theta_a - theta_b, torch.minimum(theta_a, theta_b))
+
+
+VARIANTS = {
+    "library": comparison._root_draws,
+    "own shrink": _own_shrink_root_draws,
+    "smoothed world": _smoothed_root_draws,
+    "joint covariance": _joint_covariance_root_draws,
+    "true gaps": _true_gaps_root_draws,
+}
+
+
 def run(setting: str, variant: str, reps: int, n: int, seed: int, root_draws) -> str:
     model_a, model_b, truth = SETTINGS[setting]
     library = comparison._root_draws
-    comparison._root_draws = root_draws
+    spreads = []
+
+    def recorded(*args):
+        draws = root_draws(*args)
+        spreads.append(float(draws.std()))
+        return draws
+
+    comparison._root_draws = recorded
     try:
         g = torch.Generator().manual_seed(seed)
         covered = rejected = 0
@@ -95,6 +172,7 @@ def run(setting: str, variant: str, reps: int, n: int, seed: int, root_draws) ->
         for _ in range(reps):
             q = torch.rand(n, generator=g, dtype=torch.float64)
             y, groups = labels(q, variant, g)
+            _TRUE_Q.update(q=q, y=y, a=model_a(q), b=model_b(q))
             r = comparison.compare_calibration(
                 model_a(q), model_b(q), y, groups=groups, n_samples=1000, generator=g
             )
@@ -104,8 +182,10 @@ def run(setting: str, variant: str, reps: int, n: int, seed: int, root_draws) ->
             estimates.append(float(r.difference))
     finally:
         comparison._root_draws = library
-    spread = 3.92 * torch.tensor(estimates).std()
-    return f"{covered / reps:.3f} | {rejected / reps:.3f} | {sum(widths) / reps:.4f} | {spread:.4f}"
+    sd = torch.tensor(estimates).std()
+    cells = [covered / reps, rejected / reps, sum(widths) / reps, 3.92 * sd]
+    cells += [sum(spreads) / len(spreads), sd]
+    return " | ".join(f"{c:.3f}" if i < 2 else f"{c:.4f}" for i, c in enumerate(cells))
 
 
 def main() -> None:
@@ -115,18 +195,18 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS)[:3])
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"{args.variant} labels, N = {args.n:,}, {args.reps} data sets, seed {args.seed}\n")
-    print("| setting | draws | coverage | rejection | mean width | 3.92 × sd of estimates |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| setting | draws | coverage | rejection | mean width | 3.92 × sd of estimates "
+        "| mean sd of draws | sd of estimates |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for setting in args.settings:
-        for name, draws in (
-            ("library", comparison._root_draws),
-            ("own shrink", _own_shrink_root_draws),
-            ("smoothed world", _smoothed_root_draws),
-        ):
-            row = run(setting, args.variant, args.reps, args.n, args.seed, draws)
+        for name in args.variants:
+            row = run(setting, args.variant, args.reps, args.n, args.seed, VARIANTS[name])
             print(f"| {setting} | {name} | {row} |", flush=True)
 
 

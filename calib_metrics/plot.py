@@ -24,7 +24,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullForm
 
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
-from calib_metrics.functional.intervals import normal_quantile
+from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
@@ -118,7 +118,8 @@ def reliability_diagram(
     smooth: SmoothCurve | None = None,
 ) -> tuple[Figure, Axes]:
     """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
-    ``confidence``: 1.96 at 0.95), over grey bars counting the pairs.
+    ``confidence``: 1.96 at 0.95; se from each bin's effective sample size, as the
+    debiased estimator counts it), over grey bars counting the pairs.
 
     The diagonal marks perfect calibration: points above it are underconfident
     (q < p), below it overconfident. The grey bars count the pairs in each of 20 equal
@@ -171,7 +172,8 @@ def reliability_diagram(
     ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
     if smooth is not None:
         _draw_smooth(ax, smooth, axis, color, confidence)
-    _draw_bins(ax, axis, (q, p, n), normal_quantile(confidence), color, label)
+    samples = _numbers(effective_samples(bins))
+    _draw_bins(ax, axis, (q, p, samples), normal_quantile(confidence), color, label)
     axis.apply(ax)
     counts = _count_bars(ax, axis, q, n)
     ax.set_xlabel("predicted probability q̂ (bin mean)")
@@ -187,9 +189,14 @@ def reliability_diagram(
 def _draw_bins(
     ax: Axes, axis: _ProbabilityAxis, bins: tuple[list, list, list], z: float, color, label
 ) -> None:
-    """(q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (clipped to [0, 1]), thinner for many bins."""
-    q, p, n = bins
-    se = [z * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, n)]
+    """(q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (clipped to [0, 1]), thinner for many bins.
+
+    se = √(p̂(1 − p̂)/n_eff) with each bin's effective sample size (``bins`` is (q̂, p̂,
+    n_eff)): the variance of p̂ that the debiased estimator subtracts, so correlated
+    labels (``groups=``) widen a bar and a tie group cut by a boundary counts at its share.
+    """
+    q, p, samples = bins
+    se = [z * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, samples)]
     many = len(q) > 60  # thinner marks, so that hundreds of bins do not merge
     ax.errorbar(
         axis.clip(q),

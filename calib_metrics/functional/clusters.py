@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, TiedBins, bin_ties
-from calib_metrics.functional.ties import effective_counts
+from calib_metrics.functional.ties import CutCells, cut_cells, effective_counts
 
 # n_eff of a bin whose groups all sit exactly at its mean (V̂ = 0 while 0 < p̂ < 1): the
 # debias term is then 0 in effect, and a finite value keeps the draws' products finite.
@@ -62,15 +62,21 @@ def with_samples(bins: Bins, samples: Tensor) -> Bins:
 
 
 def grouped_effective_counts(
-    probs: Tensor, target: Tensor, units: Tensor, index: Tensor, bins: Bins
+    probs: Tensor,
+    target: Tensor,
+    units: Tensor,
+    index: Tensor,
+    bins: Bins,
+    cells: CutCells | None = None,
 ) -> Tensor:
     """Each bin's n_eff from the cluster-robust variance of its frequency (module docstring).
 
     ``probs``, ``target``, ``units`` (compact group ids in [0, G)) and ``index`` (each
-    pair's bin) are flat and aligned; ``bins`` are the data's 1-D bins. Tensors stay on
-    the input's device; the host synchronises for sizes only: the number of groups, the
-    distinct values and (bin, group) cells (``torch.unique``), whether any tie group is
-    cut and, if so, how many of its members meet the bins at its ends.
+    pair's bin) are flat and aligned; ``bins`` are the data's 1-D bins; ``cells``, the
+    cut tie groups (:func:`~calib_metrics.functional.ties.cut_cells`) if already found.
+    Tensors stay on the input's device; the host synchronises for sizes only: the number
+    of groups, the distinct values and (bin, group) cells (``torch.unique``), whether any
+    tie group is cut and, if so, how many of its members meet the bins at its ends.
 
     Example:
         Two groups of two share each bin; the first bin's groups are each all 1 or all 0,
@@ -95,7 +101,7 @@ def grouped_effective_counts(
     n_units = int(units.max().item()) + 1
     ungrouped = effective_counts(count, bin_ties(bins))
     y = target.reshape(-1).to(torch.float64)
-    parts = _bin_parts_per_group(probs.reshape(-1), y, units, index, count, n_units)
+    parts = _bin_parts_per_group(probs.reshape(-1), y, units, index, count, n_units, cells)
     sums, whole_bins, whole_variance, whole_groups = parts
     variance, groups_met, singletons = _cluster_variance(sums, count, freq, n_bins, n_units)
     variance[whole_bins] = whole_variance
@@ -124,42 +130,42 @@ class _CutMembers(NamedTuple):
 
 
 def _bin_parts_per_group(
-    probs: Tensor, y: Tensor, units: Tensor, index: Tensor, count: Tensor, n_units: int
+    probs: Tensor,
+    y: Tensor,
+    units: Tensor,
+    index: Tensor,
+    count: Tensor,
+    n_units: int,
+    cells: CutCells | None,
 ):
     """Per (bin, group) parts (bin, unit, C, S, κ) of the bins not inside one tie group,
     and for the bins wholly inside a cut tie group: their ids, variance and group count."""
-    n_bins = count.numel()
-    key, size = torch.unique(probs, return_inverse=True, return_counts=True)[1:]
-    cells, cell_of_pair = torch.unique(key * n_bins + index, return_inverse=True)
-    cell_key, cell_bin = cells // n_bins, cells % n_bins
-    spread = torch.bincount(cell_key, minlength=size.numel()) > 1
-    cut_pair = spread.index_select(0, key)
-    own = ~cut_pair
+    cells = cut_cells(probs, index, count.numel()) if cells is None else cells
+    own = ~cells.cut_pair
     ones = torch.ones_like(y[own])
     parts = [(index[own], units[own], ones, y[own], ones)]
-    if not bool(cut_pair.any()):
+    if not bool(cells.cut_pair.any()):
         return _concat(parts), index.new_zeros(0), y.new_zeros(0), y.new_zeros(0)
-    cut_id = torch.cumsum(spread.long(), 0) - 1
-    members = _cut_members(y, units, cut_id.index_select(0, key), cut_pair, size[spread], n_units)
+    members = _cut_members(y, units, cells, n_units)
     # The cut cells: (tie group, bin, share c/N), and whether the group fills the bin.
-    in_cut = spread.index_select(0, cell_key)
-    cell_count = torch.bincount(cell_of_pair, minlength=cells.numel()).to(torch.float64)[in_cut]
-    cell_group, cell_bin = cut_id[cell_key[in_cut]], cell_bin[in_cut]
-    share = cell_count / members.size.index_select(0, cell_group)
-    whole = cell_count == count.index_select(0, cell_bin)
-    parts.append(_edge_parts(members, cell_group[~whole], cell_bin[~whole], share[~whole]))
-    variance, n_members = _whole_bin_variance(members, cell_group[whole])
-    return _concat(parts), cell_bin[whole], variance, n_members
+    whole = cells.cell_count == count.index_select(0, cells.cell_bin)
+    edge = ~whole
+    parts.append(
+        _edge_parts(members, cells.cell_group[edge], cells.cell_bin[edge], cells.share[edge])
+    )
+    variance, n_members = _whole_bin_variance(members, cells.cell_group[whole])
+    return _concat(parts), cells.cell_bin[whole], variance, n_members
 
 
-def _cut_members(y, units, group_of, cut_pair, group_size, n_units: int) -> _CutMembers:
+def _cut_members(y: Tensor, units: Tensor, cells: CutCells, n_units: int) -> _CutMembers:
     """Each cut tie group's pairs summed per member unit (:class:`_CutMembers`)."""
+    cut_pair = cells.cut_pair
     member, member_of_pair = torch.unique(
-        group_of[cut_pair] * n_units + units[cut_pair], return_inverse=True
+        cells.group_of_pair[cut_pair] * n_units + units[cut_pair], return_inverse=True
     )
     c = y.new_zeros(member.numel()).index_add_(0, member_of_pair, torch.ones_like(y[cut_pair]))
     r = y.new_zeros(member.numel()).index_add_(0, member_of_pair, y[cut_pair])
-    group, size = member // n_units, group_size.to(torch.float64)
+    group, size = member // n_units, cells.group_size
     mean = y.new_zeros(size.numel()).index_add_(0, group, r) / size
     return _CutMembers(group, member % n_units, c, r, size, mean)
 
@@ -230,10 +236,17 @@ def _cluster_variance(sums, count: Tensor, freq: Tensor, n_bins: int, n_units: i
     return variance, groups_met, singletons
 
 
-def grouped_bins(probs: Tensor, target: Tensor, groups: Tensor, index: Tensor, bins: Bins) -> Bins:
+def grouped_bins(
+    probs: Tensor,
+    target: Tensor,
+    groups: Tensor,
+    index: Tensor,
+    bins: Bins,
+    cells: CutCells | None = None,
+) -> Bins:
     """``bins`` carrying the cluster-robust n_eff of ``groups`` (any integer ids, flat and
     aligned with the pairs and their bin ``index``): what the debiased square reads when
-    the pairs come in groups.
+    the pairs come in groups (``cells``: the cut tie groups, if already found).
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -246,4 +259,5 @@ def grouped_bins(probs: Tensor, target: Tensor, groups: Tensor, index: Tensor, b
         torch.Size([4])
     """
     units = torch.unique(groups.reshape(-1), return_inverse=True)[1]
-    return with_samples(bins, grouped_effective_counts(probs, target, units, index, bins))
+    samples = grouped_effective_counts(probs, target, units, index, bins, cells)
+    return with_samples(bins, samples)

@@ -107,6 +107,7 @@ from calib_metrics.functional.intervals import (
     unit_weights,
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
+from calib_metrics.functional.ties import cut_cells
 
 # Fewer resampling units than this give no interval and no p-value: a bootstrap over a
 # handful of items puts a tenth or more of its mass on one item, and with one item every
@@ -154,9 +155,11 @@ def _unit_sums(
     tied pair shared over its group's bins (:func:`~.intervals.unit_sum_matrix`); with
     ``grouped`` the bins carry the groups' cluster-robust n_eff (:mod:`.clusters`)."""
     bins, index = bins_and_index(probs, target, **options)
+    cells = cut_cells(probs, index, bins.count.numel())
     if grouped:
-        bins = with_samples(bins, grouped_effective_counts(probs, target, units, index, bins))
-    return bins, unit_sum_matrix(probs, target, units, index, bins.count.numel(), n_units)
+        samples = grouped_effective_counts(probs, target, units, index, bins, cells)
+        bins = with_samples(bins, samples)
+    return bins, unit_sum_matrix(probs, target, units, index, bins.count.numel(), n_units, cells)
 
 
 def _model_result(

@@ -80,7 +80,9 @@ from torch import Tensor
 from calib_metrics.functional.binning import Bins, bin_index, bin_ties
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.ties import (
+    CutCells,
     bin_parts,
+    cut_cells,
     effective_counts,
     tie_run_counts,
     tie_runs,
@@ -469,14 +471,22 @@ class UnitSums(NamedTuple):
 
 
 def unit_sum_matrix(
-    probs: Tensor, target: Tensor, units: Tensor, index: Tensor, n_bins: int, n_units: int
+    probs: Tensor,
+    target: Tensor,
+    units: Tensor,
+    index: Tensor,
+    n_bins: int,
+    n_units: int,
+    cells: CutCells | None = None,
 ) -> UnitSums:
     """The per-unit bin sums (count, Σq, Σy) that :func:`group_draws` reweights
     (:class:`UnitSums`); ``units`` are compact ids in [0, G), ``index`` each pair's bin.
     A tied pair is shared over its tie group's bins in proportion to the group's pairs in
     each, so every draw gives those bins the group's reweighted mean label, as the tie
-    rule and n_eff count them. Memory is linear in the pairs (a group cut over many
-    bins is summed per unit once). One host synchronisation (the number of cut groups).
+    rule and n_eff count them (``cells``: the cut tie groups,
+    :func:`~calib_metrics.functional.ties.cut_cells`, if already found). Memory is linear
+    in the pairs (a group cut over many bins is summed per unit once). The host
+    synchronises for the sizes that :func:`~calib_metrics.functional.ties.cut_cells` finds.
 
     Example:
         A group of three at 0.5 split 1/2 between bins 0 and 1, one unit:
@@ -488,34 +498,21 @@ def unit_sum_matrix(
         >>> reweighted_bins(sums, torch.ones(1, 1, dtype=torch.float64)).count.tolist()
         [[2.0, 2.0]]
     """
-    key, size = torch.unique(probs, return_inverse=True, return_counts=True)[1:]
-    cells, cell_of_pair = torch.unique(key * n_bins + index, return_inverse=True)
-    cell_key, cell_bin = cells // n_bins, cells % n_bins
-    spread = torch.bincount(cell_key, minlength=size.numel()) > 1
-    cut_pair = spread.index_select(0, key)
+    cells = cut_cells(probs, index, n_bins) if cells is None else cells
     ones = torch.ones_like(probs, dtype=torch.float64)
     values = [ones, probs, target]
-    kept = ~cut_pair
+    kept = ~cells.cut_pair
     direct = group_sum_matrix(units[kept], index[kept], n_bins, n_units, [v[kept] for v in values])
-    n_cut = int(spread.sum().item())
+    n_cut = cells.group_size.numel()
     if n_cut == 0:
         return UnitSums(direct, None, None)
-    cut_id = torch.cumsum(spread.long(), 0) - 1
-    cut = group_sum_matrix(
-        units[cut_pair],
-        cut_id.index_select(0, key)[cut_pair],
-        n_cut,
-        n_units,
-        [v[cut_pair] for v in values],
-    )
-    cell_count = torch.bincount(cell_of_pair, minlength=cells.numel()).to(torch.float64)
-    in_cut = spread.index_select(0, cell_key)
-    group_of_cell = cell_key[in_cut]
-    share = cell_count[in_cut] / size.index_select(0, group_of_cell).to(torch.float64)
-    where = torch.stack([cell_bin[in_cut], cut_id.index_select(0, group_of_cell)])
-    shares = torch.sparse_coo_tensor(where, share, (n_bins, n_cut), check_invariants=False)
-    shares = shares.coalesce()
-    return UnitSums(direct, cut, shares)
+    cut_pair = cells.cut_pair
+    cut_units, cut_groups = units[cut_pair], cells.group_of_pair[cut_pair]
+    cut_values = [v[cut_pair] for v in values]
+    cut = group_sum_matrix(cut_units, cut_groups, n_cut, n_units, cut_values)
+    where = torch.stack([cells.cell_bin, cells.cell_group])
+    shares = torch.sparse_coo_tensor(where, cells.share, (n_bins, n_cut), check_invariants=False)
+    return UnitSums(direct, cut, shares.coalesce())
 
 
 def unit_weights(
@@ -547,8 +544,11 @@ def group_draws(
     n_bins: int,
     n_samples: int,
     generator: torch.Generator | None = None,
+    cells: CutCells | None = None,
 ) -> Iterator[Bins]:
-    """The Poisson bootstrap over groups: flat aligned pairs, group ids and bin indices.
+    """The Poisson bootstrap over groups: flat aligned pairs, group ids and bin indices
+    (``cells``: the cut tie groups, :func:`~calib_metrics.functional.ties.cut_cells`, if
+    already found).
 
     Example:
         >>> import torch
@@ -560,7 +560,7 @@ def group_draws(
     """
     units = torch.unique(groups.reshape(-1), return_inverse=True)[1]
     n_units = int(units.max().item()) + 1
-    sums = unit_sum_matrix(probs, target, units, index, n_bins, n_units)
+    sums = unit_sum_matrix(probs, target, units, index, n_bins, n_units, cells)
     for weights in unit_weights(n_units, n_samples, 3 * n_bins, generator, probs.device):
         yield reweighted_bins(sums, weights)
 
@@ -802,9 +802,12 @@ def group_bootstrap(
         (True, 0.0)
     """
     probs = probs.to(torch.float64)
+    # The cut tie groups, found once for the debias term and the draws.
+    cells = cut_cells(probs.reshape(-1), index.reshape(-1), bins.count.numel())
     if debias:
-        bins = grouped_bins(probs, target, groups, index, bins)
-    blocks = group_draws(probs, target, groups, index, bins.count.numel(), n_samples, generator)
+        bins = grouped_bins(probs, target, groups, index, bins, cells)
+    n_bins = bins.count.numel()
+    blocks = group_draws(probs, target, groups, index, n_bins, n_samples, generator, cells)
     options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
     return resampled_interval(bins, blocks, "groups", **options)
 

@@ -25,6 +25,8 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, check_probs
+from calib_metrics.functional.clusters import with_samples
+from calib_metrics.functional.intervals import effective_samples
 
 Mode = Literal["one_vs_rest", "top_label", "classwise"]
 MODES = ("one_vs_rest", "top_label", "classwise")
@@ -158,7 +160,9 @@ def average_results(results: list) -> tuple:
     inequality the standard deviation of an average of C errors is at most the average
     of their standard deviations, whatever the correlation between classes (which share
     items), so the averaged interval is conservative rather than too narrow. The bins
-    are every class's bins together, sorted by mean prediction.
+    are every class's bins together, sorted by mean prediction, each carrying its
+    class's effective sample size (so a diagram's error bars and
+    :func:`~calib_metrics.functional.intervals.effective_samples` read the per-class ones).
 
     Example:
         >>> import torch
@@ -173,4 +177,5 @@ def average_results(results: list) -> tuple:
     order = torch.argsort(pred, stable=True)
     freq = torch.cat([r[5].freq for r in results]).index_select(0, order)
     count = torch.cat([r[5].count for r in results]).index_select(0, order)
-    return (*fields, Bins(pred.index_select(0, order), freq, count))
+    samples = torch.cat([effective_samples(r[5]) for r in results]).index_select(0, order)
+    return (*fields, with_samples(Bins(pred.index_select(0, order), freq, count), samples))

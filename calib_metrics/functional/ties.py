@@ -61,6 +61,60 @@ def no_cuts(count: Tensor) -> TieCuts:
     return TieCuts(zero, zero, zero)
 
 
+class CutCells(NamedTuple):
+    """Where the tie groups that bin boundaries cut lie, pair by pair (:func:`cut_cells`).
+
+    Attributes:
+        cut_pair: per pair, whether its tie group is cut (meets two bins or more).
+        group_of_pair: per pair, its cut group's id in [0, G_cut) (meaningless elsewhere).
+        group_size: per cut group, its number of pairs N_g.
+        cell_group: per cut cell (a cut group × a bin it meets), the group's id.
+        cell_bin: the cell's bin.
+        cell_count: the group's pairs in that bin c_gb (float64).
+    """
+
+    cut_pair: Tensor
+    group_of_pair: Tensor
+    group_size: Tensor
+    cell_group: Tensor
+    cell_bin: Tensor
+    cell_count: Tensor
+
+    @property
+    def share(self) -> Tensor:
+        """Each cut cell's share c_gb/N_g of its group's pairs."""
+        return self.cell_count / self.group_size.index_select(0, self.cell_group)
+
+
+def cut_cells(probs: Tensor, index: Tensor, n_bins: int) -> CutCells:
+    """The tie groups (pairs of one q) that the bins cut, from flat ``probs`` and each
+    pair's bin ``index``: one ``torch.unique`` of the values and one of the (value, bin)
+    cells, on the input's device (their sizes synchronise the host).
+
+    Example:
+        Three pairs at 0.5 split 1/2 between bins 0 and 1:
+
+        >>> cells = cut_cells(torch.tensor([0.1, 0.5, 0.5, 0.5]), torch.tensor([0, 0, 1, 1]), 2)
+        >>> cells.cut_pair.tolist(), cells.cell_bin.tolist(), cells.share.tolist()
+        ([False, True, True, True], [0, 1], [0.3333333333333333, 0.6666666666666666])
+    """
+    key, size = torch.unique(probs, return_inverse=True, return_counts=True)[1:]
+    cells, cell_of_pair = torch.unique(key * n_bins + index, return_inverse=True)
+    cell_key, cell_bin = cells // n_bins, cells % n_bins
+    spread = torch.bincount(cell_key, minlength=size.numel()) > 1
+    cut_id = torch.cumsum(spread.long(), 0) - 1
+    cell_count = torch.bincount(cell_of_pair, minlength=cells.numel()).to(torch.float64)
+    in_cut = spread.index_select(0, cell_key)
+    return CutCells(
+        cut_pair=spread.index_select(0, key),
+        group_of_pair=cut_id.index_select(0, key),
+        group_size=size[spread].to(torch.float64),
+        cell_group=cut_id.index_select(0, cell_key[in_cut]),
+        cell_bin=cell_bin[in_cut],
+        cell_count=cell_count[in_cut],
+    )
+
+
 class BinParts(NamedTuple):
     """Per bin: the pairs of the group cut at its lower edge (``low``) and at its upper
     edge (``high``), those groups' sizes and ones, and whether they are one group
@@ -131,11 +185,8 @@ def tie_runs(gap: Tensor, freq: Tensor) -> Tensor:
     same = torch.isclose(gap[..., 1:], gap[..., :-1], rtol=eps, atol=eps) & torch.isclose(
         freq[..., 1:], freq[..., :-1], rtol=eps, atol=eps
     )
-    # The first bin starts a run; sized from the broadcast shape, not from ``same``,
-    # which is empty for a single bin.
-    shape = torch.broadcast_shapes(gap.shape, freq.shape)
-    first = torch.ones((*shape[:-1], min(shape[-1], 1)), dtype=torch.bool, device=gap.device)
-    starts = torch.cat([first, ~same], dim=-1)
+    # The first bin starts a run (taken from gap: with one bin, ``same`` is empty).
+    starts = torch.cat([torch.ones_like(gap[..., :1], dtype=torch.bool), ~same], dim=-1)
     return torch.cumsum(starts.long(), dim=-1) - 1
 
 
