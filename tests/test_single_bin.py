@@ -30,6 +30,13 @@ def test_tie_runs_of_one_bin_is_one_run():
     assert runs.tolist() == [[0], [0]]
 
 
+def test_tie_runs_broadcast_the_data_gaps_against_draws_frequencies():
+    # gap [K] of the data against freq [S, K] of draws: the runs take the broadcast shape
+    # (taking the first start from gap alone broke this for every K).
+    runs = tie_runs(torch.tensor([0.1, 0.1, 0.2]), torch.tensor([[0.5, 0.5, 0.4], [0.5, 0.3, 0.4]]))
+    assert runs.tolist() == [[0, 0, 1], [0, 1, 2]]
+
+
 def test_debiased_error_of_one_hand_built_bin():
     expected = math.sqrt(0.2**2 - 0.25 / 399)
     assert math.isclose(error_from_bins(_one_bin(), debias=True).item(), expected)

@@ -185,8 +185,11 @@ def tie_runs(gap: Tensor, freq: Tensor) -> Tensor:
     same = torch.isclose(gap[..., 1:], gap[..., :-1], rtol=eps, atol=eps) & torch.isclose(
         freq[..., 1:], freq[..., :-1], rtol=eps, atol=eps
     )
-    # The first bin starts a run (taken from gap: with one bin, ``same`` is empty).
-    starts = torch.cat([torch.ones_like(gap[..., :1], dtype=torch.bool), ~same], dim=-1)
+    # The first bin starts a run; sized from the broadcast shape (gap [K] may meet draws'
+    # freq [S, K]), not from ``same``, which is empty for a single bin.
+    shape = torch.broadcast_shapes(gap.shape, freq.shape)
+    first = torch.ones((*shape[:-1], min(shape[-1], 1)), dtype=torch.bool, device=gap.device)
+    starts = torch.cat([first, ~same], dim=-1)
     return torch.cumsum(starts.long(), dim=-1) - 1
 
 
