@@ -12,7 +12,9 @@ change). Fitting maximises the dev log-likelihood of the gold tag sequences,
 on ``log T`` in float64: its gradient is the usual "observed minus expected" counts, from
 :func:`~calib_metrics.models.linear_chain.log_partition`'s exact backward. The alternative
 ``objective="calib_err"`` picks ``T`` on a grid by the debiased CalibErr of the dev tag
-queries (``docs/recalibration.md`` compares the two on held-out data).
+queries (``docs/recalibration.md`` compares the two on held-out data). A ``-inf``
+potential (a forbidden choice: a BIO tagger's I-X after O) stays ``-inf`` at every
+``T``; gold tags that take one are refused.
 
 Coreference (:class:`CorefTemperature`). Each mention's antecedent distribution is a softmax
 of its scores; ``scores / T`` (plus an optional offset ``b`` on every NEW score) is fitted by
@@ -35,7 +37,6 @@ from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
 from calib_metrics.recalibration._common import (
     FittedModule,
-    check_finite,
     check_tensor,
     fitting_mode,
     float64_copy,
@@ -48,9 +49,11 @@ _OBJECTIVES = ("likelihood", "calib_err")
 
 
 def _check_potentials(emissions, transitions, start, end, mask) -> Tensor:
-    """Check what linear_chain does not (type, emptiness, NaN); return the bool mask."""
-    for name, x in (("emissions", emissions), ("transitions", transitions), ("start", start),
-                    ("end", end)):  # fmt: skip
+    """Check what linear_chain does not (type, emptiness, NaN, +inf; -inf forbids a
+    choice, as in linear_chain); return the bool mask."""
+    potentials = (("emissions", emissions), ("transitions", transitions), ("start", start),
+                  ("end", end))  # fmt: skip
+    for name, x in potentials:
         check_tensor(x, name)
         if not x.is_floating_point():
             raise ValueError(f"{name} must be floating point, got dtype {x.dtype}")
@@ -59,11 +62,9 @@ def _check_potentials(emissions, transitions, start, end, mask) -> Tensor:
             f"emissions must be [B, T, K] with B, T >= 1 (a non-empty dev set), "
             f"got shape {tuple(emissions.shape)}"
         )
-    for name, x in (("emissions", emissions), ("transitions", transitions)):
-        check_finite(x, name)
-    for name, x in (("start", start), ("end", end)):
-        if bool(torch.isnan(x).any()):
-            raise ValueError(f"{name} contains NaN")
+    for name, x in potentials:
+        if bool((torch.isnan(x) | (x == math.inf)).any()):
+            raise ValueError(f"{name} contains NaN or +inf (-inf, a forbidden choice, is fine)")
     if mask is None:
         return torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     check_tensor(mask, "mask")
@@ -102,10 +103,10 @@ def chain_nll(
     """
     em, tr, st, en = parts
     log_z = linear_chain.log_partition(
-        em / emission_temperature,
-        tr / transition_temperature,
-        st / transition_temperature,
-        en / transition_temperature,
+        _divide_finite(em, emission_temperature),
+        _divide_finite(tr, transition_temperature),
+        _divide_finite(st, transition_temperature),
+        _divide_finite(en, transition_temperature),
         mask,
     )
     score = gold[0] / emission_temperature + gold[1] / transition_temperature
@@ -213,11 +214,23 @@ class ChainTemperature(FittedModule):
     def _parts(emissions, transitions, start, end, tags, mask):
         parts = tuple(float64_copy(x) for x in (emissions, transitions, start, end))
         em, tr, st, en = parts
+        # Positions outside the mask do not count (and their -inf would make 0 * -inf).
+        em_in = em.masked_fill(~mask.unsqueeze(-1), 0.0)
         gold_em = linear_chain.sequence_score(
-            em, torch.zeros_like(tr), torch.zeros_like(st), torch.zeros_like(en), tags, mask
+            em_in, torch.zeros_like(tr), torch.zeros_like(st), torch.zeros_like(en), tags, mask
         )
         gold_tr = linear_chain.sequence_score(torch.zeros_like(em), tr, st, en, tags, mask)
         return parts, (gold_em, gold_tr)
+
+    @staticmethod
+    def _check_gold(gold: tuple[Tensor, Tensor]) -> None:
+        """Refuse gold paths that take a forbidden (-inf) choice: no T can explain them."""
+        bad = ~torch.isfinite(gold[0] + gold[1])
+        if bool(bad.any()):
+            raise ValueError(
+                f"the gold tags of sentence {int(bad.nonzero()[0])} take a forbidden (-inf) "
+                "potential: no temperature makes them possible"
+            )
 
     def fit(
         self,
@@ -233,6 +246,7 @@ class ChainTemperature(FittedModule):
         tags = _check_tags(tags, mask, emissions.shape[-1])
         with fitting_mode():
             parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
+            self._check_gold(gold)
             if self.objective == "calib_err":
                 t_em = t_tr = self._grid_calib_err(parts, tags, mask)
             else:
@@ -392,7 +406,12 @@ class CorefTemperature(FittedModule):
 
 def _scaled(scores: Tensor, temperature: Tensor, offset: Tensor) -> Tensor:
     eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
-    # -inf (forbidden) entries stay -inf; dividing them would put NaN in the gradient.
-    finite = torch.isfinite(scores)
-    scaled = torch.where(finite, scores, 0.0) / temperature.to(scores.dtype)
-    return torch.where(finite, scaled, scores) + offset.to(scores.dtype) * eye
+    return _divide_finite(scores, temperature) + offset.to(scores.dtype) * eye
+
+
+def _divide_finite(x: Tensor, temperature: Tensor) -> Tensor:
+    """``x / T`` with -inf (forbidden) entries kept -inf: dividing them would put NaN in
+    the gradient with respect to T."""
+    finite = torch.isfinite(x)
+    scaled = torch.where(finite, x, 0.0) / temperature.to(x.dtype)
+    return torch.where(finite, scaled, x)
