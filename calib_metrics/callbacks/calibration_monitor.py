@@ -252,6 +252,14 @@ class CalibrationMonitor(Callback):
                 groups = outputs[self.groups_key]
             elif self.accepts_groups:
                 groups = outputs.get(self.groups_key)
+            elif self.groups_key in outputs:
+                self._warn_once(
+                    "groups_unused",
+                    f"the {self.stage} step returns {self.groups_key!r}, but this monitor "
+                    f"(streaming={self.metric.streaming}, interval={self.metric.interval!r}) "
+                    "keeps no group ids, so its interval resamples pairs; pass "
+                    "streaming=False to resample whole groups",
+                )
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError(
                 f"probs and target must be tensors, got {type(probs).__name__} "

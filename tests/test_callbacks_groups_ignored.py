@@ -1,0 +1,41 @@
+"""A step that returns group ids to a monitor that cannot use them (the default streaming
+metric, or ``interval="pairs"``) gets one warning saying the interval resamples pairs;
+once, the ids were dropped without a word."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+pytest.importorskip("lightning")
+
+from calib_metrics.callbacks import CalibrationMonitor
+
+
+def _outputs(with_groups: bool) -> dict:
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(8, 3, generator=g), -1)
+    out = {"probs": probs, "target": torch.arange(8) % 3}
+    if with_groups:
+        out["groups"] = torch.arange(8) // 2
+    return out
+
+
+@pytest.mark.parametrize("options", [{}, {"streaming": False, "interval": "pairs"}])
+def test_ignored_group_ids_warn_once(options) -> None:
+    monitor = CalibrationMonitor(num_classes=3, **options)
+    with pytest.warns(UserWarning, match="resamples pairs.*streaming=False"):
+        assert len(monitor.extract_batch(_outputs(True), None)) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        monitor.extract_batch(_outputs(True), None)  # once only
+
+
+def test_used_or_absent_group_ids_do_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(CalibrationMonitor(num_classes=3).extract_batch(_outputs(False), None)) == 2
+        grouped = CalibrationMonitor(num_classes=3, streaming=False)
+        assert len(grouped.extract_batch(_outputs(True), None)) == 3
