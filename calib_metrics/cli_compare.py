@@ -326,7 +326,7 @@ def _label_row(result, i: int) -> dict[str, Any]:
     numbers |= {"lower": r.lower, "upper": r.upper, "p_value": r.p_value}
     numbers["adjusted_p_value"] = result.adjusted_p_value[i]
     return {
-        "n": r.a.bins.count.sum().item(),
+        "n": round(r.a.bins.count.sum().item()),  # a count of pairs: an int in the JSON
         **{key: float(value) for key, value in numbers.items()},
         "better": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])],
     }

@@ -173,7 +173,7 @@ def _command_line() -> str:
     return shlex.join(["calib-metrics", *sys.argv[1:]])
 
 
-def label_summary(per_label: dict) -> dict[str, dict[str, float]]:
+def label_summary(per_label: dict) -> dict[str, dict[str, float | int]]:
     """Each label's pairs, error and interval, for the command's JSON and text output.
 
     Example:
@@ -182,11 +182,11 @@ def label_summary(per_label: dict) -> dict[str, dict[str, float]]:
         >>> q = torch.linspace(0.05, 0.95, 40, dtype=torch.float64)
         >>> r = calibration_error_ci(q, (q > 0.5).double(), bin_size=10, n_samples=20)
         >>> label_summary({"NN": r})["NN"]["n"]
-        40.0
+        40
     """
     return {
         k: {
-            "n": float(r.bins.count.sum()),
+            "n": round(float(r.bins.count.sum())),
             "calib_err": float(r.error),
             "lower": float(r.lower),
             "upper": float(r.upper),

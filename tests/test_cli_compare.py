@@ -92,6 +92,7 @@ def test_labels_give_the_functional_per_label_result(tagged, capsys, correction)
     rows = got["per_label"]
     assert list(rows) == ["DET", "NOUN", "VERB"]
     assert [r["n"] for r in rows.values()] == [1500, 1500, 1500]
+    assert all(type(r["n"]) is int for r in rows.values())  # a count of pairs, not 1500.0
     for key in ("difference", "lower", "upper", "p_value", "adjusted_p_value"):
         assert [r[key] for r in rows.values()] == pytest.approx(getattr(want, key).tolist())
     assert [r["better"] for r in rows.values()] == ["-", "b", "-"]

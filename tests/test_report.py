@@ -287,6 +287,7 @@ def test_labels_with_groups_resample_each_labels_groups(tmp_path, capsys):
     summary = json.loads(stdout)
     assert summary["interval"] == "groups" and sorted(summary["per_label"]) == ["A", "B"]
     assert all(r["n"] == 200 for r in summary["per_label"].values())
+    assert all(type(r["n"]) is int for r in summary["per_label"].values())
     page = Page(out.read_text())
     assert page.value("n") == "400 in 50 groups"
     assert "bootstrap over groups" in page.value("interval_kind")

@@ -31,6 +31,7 @@ from calib_metrics.functional.binning import (
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.intervals import (
+    MIN_UNITS,
     CalibrationResult,
     Draws,
     Interval,
@@ -46,6 +47,7 @@ from calib_metrics.functional.intervals import (
     weighted_mean,
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
+from calib_metrics.functional.ties import cut_cells
 
 MAX_BIN_SIZE = 2**62
 MAX_UNIFORM_BINS = 2**20
@@ -351,7 +353,8 @@ def calibration_error_ci(
             by and only used with ``interval="groups"``; with ``debias=True`` the noise
             term is then each bin's cluster-robust variance over the groups
             (:mod:`~calib_metrics.functional.clusters`), so ``error`` may differ slightly
-            from :func:`calibration_error`'s, which assumes independent labels.
+            from :func:`calibration_error`'s, which assumes independent labels. Fewer
+            than ``MIN_UNITS`` (10) groups give no interval: NaN ends, with a warning.
         mode: multiclass input as in :func:`calibration_error`; ``"classwise"`` averages
             the per-class results (its interval conservatively, see
             :func:`~calib_metrics.functional.multiclass.average_results`).
@@ -404,13 +407,33 @@ def calibration_error_ci(
         return ci_from_bins(bins, interval=interval, **options)
     groups = _check_groups(groups, probs)
     bins, index = bins_and_index(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
+    # The cut tie groups, found once for the debias term and the draws.
+    cells = cut_cells(probs, index, bins.count.numel())
     if debias:
-        bins = grouped_bins(probs, target, groups, index, bins)
-    draws = group_draws(
-        probs.to(torch.float64), target, groups, index, bins.count.numel(), n_samples, generator
-    )
+        bins = grouped_bins(probs, target, groups, index, bins, cells)
+    probs = probs.to(torch.float64)
+    n_bins = bins.count.numel()
+    draws = group_draws(probs, target, groups, index, n_bins, n_samples, generator, cells)
     del options["n_samples"], options["generator"]
-    return resampled_interval(bins, draws, "groups", **options)
+    result = resampled_interval(bins, draws, "groups", **options)
+    return _without_interval_if_few(result, groups)
+
+
+def _without_interval_if_few(result: CalibrationResult, groups: Tensor) -> CalibrationResult:
+    """The result with NaN spread and ends, and a warning, when fewer than ``MIN_UNITS``
+    groups were resampled: a bootstrap over a handful of groups is no interval (with one
+    group every draw is the data, and the "interval" can exclude the estimate)."""
+    n_groups = int(torch.unique(groups).numel())  # host sync: the number of groups
+    if n_groups >= MIN_UNITS:
+        return result
+    warnings.warn(
+        f"calibration_error_ci: {n_groups} group{'s' * (n_groups != 1)}; at least "
+        f"{MIN_UNITS} are needed for an interval, so its ends are NaN (the error stands)",
+        UserWarning,
+        stacklevel=3,
+    )
+    nan = torch.full_like(result.error, float("nan"))
+    return result._replace(mean=nan, std=nan, lower=nan, upper=nan)
 
 
 def _check_groups(

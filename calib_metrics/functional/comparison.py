@@ -99,6 +99,7 @@ from calib_metrics.functional.calibration import (
 )
 from calib_metrics.functional.clusters import grouped_effective_counts, with_samples
 from calib_metrics.functional.intervals import (
+    MIN_UNITS,
     UnitSums,
     draw_statistics,
     interval_of_draws,
@@ -108,11 +109,6 @@ from calib_metrics.functional.intervals import (
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
 from calib_metrics.functional.ties import cut_cells
-
-# Fewer resampling units than this give no interval and no p-value: a bootstrap over a
-# handful of items puts a tenth or more of its mass on one item, and with one item every
-# draw is the same (a zero-width interval, p = 0).
-MIN_UNITS = 10
 
 
 class ComparisonResult(NamedTuple):

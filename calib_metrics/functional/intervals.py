@@ -88,6 +88,11 @@ from calib_metrics.functional.ties import (
     tie_runs,
 )
 
+# Fewer resampling units than this give no interval and no p-value: a bootstrap over a
+# handful of items puts a tenth or more of its mass on one item, and with one item every
+# draw is the same (a zero-width interval, p = 0).
+MIN_UNITS = 10
+
 __all__ = [
     "CalibrationResult",
     "Draws",
