@@ -138,7 +138,15 @@ def empty(
         [(3, 16), (3, 16), (3, 16), (3, 16)]
     """
     size = (*shape, num_cells(resolution))
-    return tuple(torch.zeros(size, dtype=torch.float64, device=device) for _ in range(4))
+    try:
+        return tuple(torch.zeros(size, dtype=torch.float64, device=device) for _ in range(4))
+    except (RuntimeError, MemoryError) as error:  # the allocator's, e.g. 'can't allocate'
+        need = 4 * 8 * math.prod(size)
+        raise ValueError(
+            f"resolution={resolution} needs {need / 2**20:,.0f} MiB of sketch "
+            f"({4 * 8} bytes a cell, for {math.prod(shape)} sketch(es)), more than "
+            f"{device or 'cpu'} could allocate; choose a smaller resolution"
+        ) from error
 
 
 def accumulate(
