@@ -29,7 +29,7 @@ from calib_metrics.functional.binning import (
     uniform_binning,
 )
 from calib_metrics.functional.clusters import grouped_bins
-from calib_metrics.functional.errors import check_int
+from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     CalibrationResult,
@@ -258,6 +258,7 @@ def sampled_errors(
         >>> sampled_errors(bins, 3, generator=torch.Generator().manual_seed(0)).shape
         torch.Size([3])
     """
+    check_generator(generator)
     draws = paper_draws(bins, n_samples, generator)
     return draw_statistics(bins, draws, norm=norm, debias=debias, world="draws").errors
 
@@ -285,6 +286,7 @@ def ci_from_bins(
         >>> round(r.error.item(), 3), bool(r.lower < r.mean < r.upper)
         (0.1, True)
     """
+    check_generator(generator)
     _check_interval_options(n_samples, confidence, method, interval)
     options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
     if interval == "pairs":
@@ -379,6 +381,7 @@ def calibration_error_ci(
         >>> r.bins.count.numel(), bool(r.lower <= r.error <= r.upper)
         (140, True)
     """
+    check_generator(generator)
     _check_options(norm, binning, bin_size, n_bins)
     if interval is None:
         interval = "pairs" if groups is None else "groups"

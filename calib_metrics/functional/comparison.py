@@ -98,6 +98,7 @@ from calib_metrics.functional.calibration import (
     bins_and_index,
 )
 from calib_metrics.functional.clusters import grouped_effective_counts, with_samples
+from calib_metrics.functional.errors import check_generator
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     UnitSums,
@@ -240,6 +241,7 @@ def compare_calibration(
         >>> bool(r.lower > 0), bool(r.p_value < 0.01)
         (True, True)
     """
+    check_generator(generator)
     _check_options(norm, binning, bin_size, n_bins)
     _check_interval_options(n_samples, confidence, "percentile", "pairs")
     if not isinstance(probs_a, Tensor) or not isinstance(probs_b, Tensor):

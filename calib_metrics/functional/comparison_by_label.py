@@ -38,6 +38,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.comparison import ComparisonResult, compare_calibration
+from calib_metrics.functional.errors import check_generator
 from calib_metrics.functional.multiclass import is_multiclass, pair_sets
 
 CORRECTIONS = ("holm", "bh")
@@ -213,6 +214,7 @@ def compare_calibration_by_label(
         >>> r.labels.tolist(), r.b_better
         ([0, 1, 2], 3)
     """
+    check_generator(generator)
     flat = _check_inputs(probs_a, probs_b, target, labels, groups)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be 'holm' or 'bh', got {correction!r}")

@@ -17,6 +17,24 @@ def check_int(name: str, value: int, minimum: int = 1) -> None:
         raise ValueError(f"{name} must be {kind}, got {value!r}")
 
 
+def check_generator(generator: object) -> None:
+    """Raise ValueError unless ``generator`` is None or a ``torch.Generator``.
+
+    Example:
+        >>> check_generator(None)
+        >>> check_generator(0)
+        Traceback (most recent call last):
+        ...
+        ValueError: generator must be a torch.Generator or None, got int
+    """
+    import torch
+
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
+
+
 class NoPairsError(ValueError):
     """There is no (probability, target) pair to measure: empty input, or only padding.
 

@@ -39,7 +39,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, _check_pairs
-from calib_metrics.functional.errors import check_int
+from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.functional.intervals import check_confidence, group_draws, pair_draws
 from calib_metrics.functional.multiclass import Mode, pair_sets
 
@@ -366,6 +366,7 @@ def smooth_reliability_curve(
         >>> bool((c.lower <= c.curve).all() and (c.curve <= c.upper).all())
         True
     """
+    check_generator(generator)
     _check_bandwidth(bandwidth)
     _check_curve_options(n_samples, confidence, points, mode)
     probs, target, groups = pair_sets(probs, target, mode, groups)[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from calib_metrics.functional.errors import check_generator
 from calib_metrics.recalibration._common import check_probs
 from calib_metrics.recalibration.binning import (
     HistogramBinning,
@@ -43,6 +44,7 @@ def fit_binary(
         >>> bool(iso(torch.tensor([0.5])) < 0.4)
         True
     """
+    check_generator(generator)
     if method not in BINARY_METHODS:
         raise ValueError(f"method must be one of {', '.join(BINARY_METHODS)}; got {method!r}")
     # Isotonic and histogram modules take any real scores; this entry takes probabilities.

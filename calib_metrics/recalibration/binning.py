@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_generator
 from calib_metrics.recalibration._common import (
     FittedModule,
     check_binary_target,
@@ -222,6 +223,7 @@ class ScalingBinning(FittedModule):
     def __init__(
         self, n_bins: int = 15, inputs: str = "logits", generator: torch.Generator | None = None
     ) -> None:
+        check_generator(generator)
         super().__init__()
         self.n_bins = _check_n_bins(n_bins)
         self.platt = PlattScaling(inputs=inputs)

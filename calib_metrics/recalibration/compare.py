@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional import compare_calibration
+from calib_metrics.functional.errors import check_generator
 
 __all__ = ["compare_before_after"]
 
@@ -40,6 +41,7 @@ def compare_before_after(
         >>> bool(d["lower"] > 0)
         True
     """
+    check_generator(generator)
     if before.shape != after.shape or before.shape != target.shape:
         raise ValueError(
             f"before, after and target must have one shape, got {tuple(before.shape)}, "
