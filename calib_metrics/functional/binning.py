@@ -225,12 +225,21 @@ def _chunks(q: Tensor) -> list[slice]:
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
+def bins_of_means(count: Tensor, sum_q: Tensor, sum_y: Tensor) -> Bins:
+    """Bins of non-empty bins' sums: their means, clamped to [0, 1] because a bin's sums
+    (differences of running sums, or a sketch's shares) can round a hair past it.
+
+    Example:
+        >>> t = torch.tensor
+        >>> bins_of_means(t([2.0]), t([2.0000000000000004]), t([1.0]))
+        Bins(pred_mean=tensor([1.]), freq=tensor([0.5000]), count=tensor([2.]))
+    """
+    return Bins((sum_q / count).clamp_(0, 1), (sum_y / count).clamp_(0, 1), count)
+
+
 def _sums_to_bins(count: Tensor, sum_q: Tensor, sum_y: Tensor) -> Bins:
     keep = count > 0
-    count, sum_q, sum_y = count[keep], sum_q[keep], sum_y[keep]
-    # Rounding of the sums can put a mean a hair past [0, 1].
-    mean_q, freq = (sum_q / count).clamp_(0, 1), (sum_y / count).clamp_(0, 1)
-    return Bins(mean_q, freq, count.to(torch.float64))
+    return bins_of_means(count[keep].to(torch.float64), sum_q[keep], sum_y[keep])
 
 
 def _sort_pairs(key: Tensor, width: int, target: Tensor) -> Tensor:
@@ -678,9 +687,7 @@ def adaptive_tied_bins(probs: Tensor, target: Tensor, bin_size: int) -> Bins:
     """The adaptive bins of validated flat pairs, carrying the cut tie groups
     (:class:`TiedBins`)."""
     count, sum_q, sum_y, cuts = adaptive_tied_sums(probs, target, bin_size)
-    # A bin's sums are differences of running sums, which can round a hair past [0, 1].
-    mean_q, freq = (sum_q / count).clamp_(0, 1), (sum_y / count).clamp_(0, 1)
-    return with_ties(Bins(mean_q, freq, count), cuts)
+    return with_ties(bins_of_means(count, sum_q, sum_y), cuts)
 
 
 def adaptive_binning(probs: Tensor, target: Tensor, bin_size: int = 5000) -> Bins:

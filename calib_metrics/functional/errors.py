@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 
 def check_int(name: str, value: int, minimum: int = 1) -> None:
     """Raise ValueError naming ``name`` unless ``value`` is an int (not a bool) ≥ ``minimum``.
@@ -27,8 +29,6 @@ def check_generator(generator: object) -> None:
         ...
         ValueError: generator must be a torch.Generator or None, got int
     """
-    import torch
-
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(
             f"generator must be a torch.Generator or None, got {type(generator).__name__}"

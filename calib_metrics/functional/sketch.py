@@ -47,7 +47,7 @@ import math
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, with_ties
+from calib_metrics.functional.binning import Bins, bins_of_means, with_ties
 from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.ties import TieCuts
 
@@ -345,9 +345,7 @@ def to_bins(
     rank[-1] = total
     q, y, cuts = _cumulative(rank, count, start, sum_q, sum_y, std, tied, cum_q, cum_y, redraw)
     size = rank.diff()
-    return with_ties(
-        Bins((q.diff() / size).clamp_(0, 1), (y.diff() / size).clamp_(0, 1), size), cuts
-    )
+    return with_ties(bins_of_means(size, q.diff(), y.diff()), cuts)
 
 
 def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tensor, Tensor]:
