@@ -31,13 +31,13 @@ from calib_metrics.functional.binning import (
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.functional.intervals import (
-    MIN_UNITS,
     CalibrationResult,
     Draws,
     Interval,
     Norm,
     bin_errors,
     check_confidence,
+    compact_units,
     draw_statistics,
     group_draws,
     interval_of_draws,
@@ -45,6 +45,7 @@ from calib_metrics.functional.intervals import (
     paper_draws,
     resampled_interval,
     weighted_mean,
+    without_interval_if_few,
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
 from calib_metrics.functional.ties import cut_cells
@@ -290,7 +291,9 @@ def ci_from_bins(
     _check_interval_options(n_samples, confidence, method, interval)
     options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
     if interval == "pairs":
-        return pair_bootstrap(bins, n_samples=n_samples, generator=generator, **options)
+        result = pair_bootstrap(bins, n_samples=n_samples, generator=generator, **options)
+        # Host sync: the number of pairs resampled.
+        return without_interval_if_few(result, round(float(bins.count.sum())), "pair")
     if interval != "paper":
         raise ValueError(
             f"interval must be 'paper' or 'pairs' for given bins, got {interval!r} "
@@ -356,7 +359,8 @@ def calibration_error_ci(
             term is then each bin's cluster-robust variance over the groups
             (:mod:`~calib_metrics.functional.clusters`), so ``error`` may differ slightly
             from :func:`calibration_error`'s, which assumes independent labels. Fewer
-            than ``MIN_UNITS`` (10) groups give no interval: NaN ends, with a warning.
+            than ``MIN_UNITS`` (10) groups — or, with ``interval="pairs"``, pairs — give
+            no interval: NaN mean, std and ends, with a warning (the error stands).
         mode: multiclass input as in :func:`calibration_error`; ``"classwise"`` averages
             the per-class results (its interval conservatively, see
             :func:`~calib_metrics.functional.multiclass.average_results`).
@@ -408,35 +412,19 @@ def calibration_error_ci(
             probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins, validate=False
         )
         return ci_from_bins(bins, interval=interval, **options)
-    groups = _check_groups(groups, probs)
+    # Compact group ids, found once for the debias term and the draws (host sync: G).
+    units, n_groups = compact_units(_check_groups(groups, probs))
     bins, index = bins_and_index(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
     # The cut tie groups, found once for the debias term and the draws.
     cells = cut_cells(probs, index, bins.count.numel())
     if debias:
-        bins = grouped_bins(probs, target, groups, index, bins, cells)
+        bins = grouped_bins(probs, target, units, index, bins, cells, n_groups)
     probs = probs.to(torch.float64)
     n_bins = bins.count.numel()
-    draws = group_draws(probs, target, groups, index, n_bins, n_samples, generator, cells)
+    draws = group_draws(probs, target, units, index, n_bins, n_samples, generator, cells, n_groups)
     del options["n_samples"], options["generator"]
     result = resampled_interval(bins, draws, "groups", **options)
-    return _without_interval_if_few(result, groups)
-
-
-def _without_interval_if_few(result: CalibrationResult, groups: Tensor) -> CalibrationResult:
-    """The result with NaN spread and ends, and a warning, when fewer than ``MIN_UNITS``
-    groups were resampled: a bootstrap over a handful of groups is no interval (with one
-    group every draw is the data, and the "interval" can exclude the estimate)."""
-    n_groups = int(torch.unique(groups).numel())  # host sync: the number of groups
-    if n_groups >= MIN_UNITS:
-        return result
-    warnings.warn(
-        f"calibration_error_ci: {n_groups} group{'s' * (n_groups != 1)}; at least "
-        f"{MIN_UNITS} are needed for an interval, so its ends are NaN (the error stands)",
-        UserWarning,
-        stacklevel=3,
-    )
-    nan = torch.full_like(result.error, float("nan"))
-    return result._replace(mean=nan, std=nan, lower=nan, upper=nan)
+    return without_interval_if_few(result, n_groups, "group")
 
 
 def _check_groups(
