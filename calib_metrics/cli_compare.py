@@ -6,8 +6,9 @@ checks that both hold the same labels in the same order (and, with ``--groups``,
 grouping of the rows when both files have a group column), and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
 difference" (:func:`calib_metrics.functional.compare_calibration`). With ``--label COL``
-(or ``--labels``: a column of a's file naming each pair's label, the tag of a one-vs-rest
-query, say) it also prints one row per label — the label's paired difference, p-value
+(or ``--labels``: a column naming each pair's label, the tag of a one-vs-rest query, say;
+read from a's file, or b's when only b's has it, and checked to agree when both do) it
+also prints one row per label — the label's paired difference, p-value
 and corrected p-value — and the counts "a better / b better / not distinguishable" after
 Holm's (or, ``--correction bh``, Benjamini–Hochberg's) correction
 (:func:`calib_metrics.functional.compare_calibration_by_label`).
@@ -64,8 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     add_plot_smooth(p)
     p.add_argument(
-        "--label", "--labels", dest="label", help="column (of a's file) naming each item's "
-        "label: adds a paired comparison per label, with corrected counts",
+        "--label", "--labels", dest="label", help="column (of a's file, or b's) naming each "
+        "item's label: adds a paired comparison per label, with corrected counts",
     )  # fmt: skip
     p.add_argument(
         "--correction", choices=("holm", "bh"),
