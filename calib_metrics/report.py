@@ -459,13 +459,35 @@ def compare_page(
 
 
 def _p_value(comparison: ComparisonResult, samples: int) -> str:
-    """The p-value; 0 means no paired draw reached 0, i.e. below 2/S."""
+    """The p-value as text; NaN: not tested."""
     p = float(comparison.p_value)
     if p != p:
         return "not tested (too few items)"
-    if p == 0:
-        return f"< {2 / samples:.2g} (no paired draw reached 0)"
-    return f"{p:.3g}"
+    text = p_value_text(p, samples)
+    return f"{text} (no paired draw reached 0)" if p == 0 else text
+
+
+def p_value_text(p: float, samples: int) -> str:
+    """A bootstrap p-value as text: 0 means that no one of the ``samples`` paired draws
+    reached 0, i.e. p below 2/S, and is written so (a printed "p = 0" claims more than
+    S draws can show).
+
+    Example:
+        >>> p_value_text(0.0, 2000), p_value_text(0.0312, 2000)
+        ('< 0.001', '0.0312')
+    """
+    return f"< {2 / samples:.2g}" if p == 0 else f"{p:.3g}"
+
+
+def p_value_phrase(p: float, samples: int) -> str:
+    """``p = 0.0312`` or, when no draw reached 0, ``p < 0.001``.
+
+    Example:
+        >>> p_value_phrase(0.0, 2000), p_value_phrase(0.0312, 2000)
+        ('p < 0.001', 'p = 0.0312')
+    """
+    text = p_value_text(p, samples)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
 def _models_table(
