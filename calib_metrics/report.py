@@ -519,7 +519,7 @@ def _compare_labels(
     rows = [
         [k, _pairs(c.a), _num(c.a.error), _num(c.b.error), f"{float(c.difference):+.4f}",
          _interval(c, sign="+"), _p_value(c, samples),
-         _adjusted(v.get("adjusted_p_value")), v.get("better", "")]
+         _adjusted(v.get("adjusted_p_value"), samples), v.get("better", "")]
         for k, c, v in ((k, per_label[k], verdicts.get(k, {})) for k in order)
     ]  # fmt: skip
     header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p",
@@ -538,9 +538,9 @@ def _compare_labels(
     )
 
 
-def _adjusted(p: float | None) -> str:
+def _adjusted(p: float | None, samples: int) -> str:
     """A corrected p-value, or "—" for a label that was not tested."""
-    return "—" if p is None or p != p else f"{p:.3g}"
+    return "—" if p is None or p != p else p_value_text(p, samples)
 
 
 def _label_counts(counts: Mapping[str, Any] | None, n_labels: int) -> str:
