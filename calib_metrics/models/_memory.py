@@ -9,9 +9,12 @@ the system allows them (``/sys/kernel/mm/transparent_hugepage/enabled`` set to
 ``madvise`` or ``always``), about 5× cheaper to fault in when the kernel has recently
 freed 2 MiB blocks at hand. This is PyTorch's own ``THP_MEM_ALLOC_ENABLE=1`` applied to
 one tensor rather than to every allocation of the process (which would also defeat
-glibc's reuse of small per-step buffers). The advice is only a hint: the tensor is an
-ordinary ``torch.empty`` tensor, and where the call is unavailable (not Linux, not CPU,
-a tensor under 32 MiB or over 512 MiB) nothing is done. A huge page that must come cold
+glibc's reuse of small per-step buffers). The tensor is the kernel's zero pages
+(:func:`zeros_output`: a private anonymous mapping of its own, as glibc would make), so a
+page that is never written is never faulted in; where each page is faulted in on its own
+(no advice: over 512 MiB, or no ``madvise``), the chain leaves a padded batch's padding
+unwritten (:func:`faults_page_by_page`). The advice is only a hint, and where the call is
+unavailable (not Linux, not CPU, a tensor under 32 MiB or over 512 MiB) nothing is done. A huge page that must come cold
 (compacted, or on a virtual machine with free page reporting, provided by the host again)
 can cost more than the 4 KiB faults it saves, hence the upper bound; setting the system's
 ``enabled`` to ``never`` turns the advice off altogether.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import mmap
 import sys
 from collections.abc import Callable
@@ -41,22 +45,46 @@ _MIN_BYTES = 32 << 20
 _MAX_BYTES = 512 << 20
 
 
-def empty_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """``torch.empty(shape)``, advised to the kernel as huge pages when large and on CPU.
+def zeros_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """A tensor of zeros whose pages cost nothing until written: on CPU from ``_MIN_BYTES``
+    an anonymous mapping of its own (the kernel's zero pages, faulted in on first write, so
+    rows the caller never writes — a padded batch's padding — are never touched), advised
+    as huge pages up to ``_MAX_BYTES``; smaller or elsewhere, ``torch.zeros``.
 
     Example:
-        >>> out = empty_output(4, 3, dtype=torch.float32, device=torch.device("cpu"))
-        >>> out.shape, out.dtype
-        (torch.Size([4, 3]), torch.float32)
+        >>> out = zeros_output(4, 3, dtype=torch.float32, device=torch.device("cpu"))
+        >>> out.shape, out.dtype, bool(out.eq(0).all())
+        (torch.Size([4, 3]), torch.float32, True)
     """
-    out = torch.empty(shape, dtype=dtype, device=device)
+    numel = math.prod(shape)
+    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    if torch.device(device).type != "cpu" or nbytes < _MIN_BYTES:
+        return torch.zeros(shape, dtype=dtype, device=device)
+    # Private, like malloc's own mappings (a shared one is shmem: no huge pages, slower
+    # faults); the tensor keeps the mapping alive and unmaps it when freed.
+    mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+    out = torch.frombuffer(mapping, dtype=dtype, count=numel).view(shape)
     advise = _madvise()
-    if advise is not None and out.device.type == "cpu" and _MIN_BYTES <= out.nbytes <= _MAX_BYTES:
+    if advise is not None and nbytes <= _MAX_BYTES:
         begin = -(-out.data_ptr() // _HUGE_PAGE) * _HUGE_PAGE
-        end = (out.data_ptr() + out.nbytes) // _HUGE_PAGE * _HUGE_PAGE
+        end = (out.data_ptr() + nbytes) // _HUGE_PAGE * _HUGE_PAGE
         if end > begin:
             advise(begin, end - begin, mmap.MADV_HUGEPAGE)  # a hint: failure is ignored
     return out
+
+
+def faults_page_by_page(out: Tensor) -> bool:
+    """Whether a :func:`zeros_output` tensor's 4 KiB pages are faulted in one by one on
+    first write (a mapping of its own that is not advised as huge pages): then each page
+    never written is a fault saved, and a writer gains by skipping rows that stay 0.
+
+    Example:
+        >>> faults_page_by_page(zeros_output(4, dtype=torch.float32, device=torch.device("cpu")))
+        False
+    """
+    if out.device.type != "cpu" or out.nbytes < _MIN_BYTES:
+        return False
+    return out.nbytes > _MAX_BYTES or _madvise() is None
 
 
 @functools.cache

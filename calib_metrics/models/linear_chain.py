@@ -49,7 +49,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.models._memory import empty_output
+from calib_metrics.models._memory import faults_page_by_page, zeros_output
 
 __all__ = [
     "ChainMarginals",
@@ -489,9 +489,14 @@ def posterior_marginals(
     unigram = emissions.new_empty(batch, length, num_tags)
     pair = None
     if pairwise:
-        pair = empty_output(
+        # Zeros that cost nothing until written. Where each 4 KiB page would be faulted
+        # in on its own (past the huge-page range), padding steps are not written at all:
+        # in a padded batch that is a fault saved per page of padding, which outweighs
+        # gathering the other steps; within it, computing the padding's zeros is cheaper.
+        pair = zeros_output(
             batch, length - 1, num_tags, num_tags, dtype=_pair_dtype(out_dtype), device=em.device
         )
+        skip_padding = faults_page_by_page(pair)
     # Marginals are outputs, not a graph: the differentiable route to them is
     # log_partition's backward. Rounding can push a float32 marginal a hair past 1,
     # which a calibration metric would reject, hence the clamps.
@@ -501,7 +506,7 @@ def posterior_marginals(
             log_z[rows] = parts.forward.log_partition
             unigram[rows] = parts.unigram
             if pair is not None:
-                _pairwise(parts, pair[rows])
+                _pairwise(parts, pair[rows], mask[rows, 1:] if skip_padding else None)
     unigram.clamp_(0, 1)
     pair_out = None if pair is None else pair.to(out_dtype)
     return ChainMarginals(log_z.to(out_dtype), unigram, pair_out)
@@ -656,15 +661,25 @@ def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
 _PAIR_BLOCK_ELEMENTS = 1 << 20
 
 
+def _written_steps(valid: Tensor | None) -> Tensor | None:
+    """The flat indices of the ``valid`` steps to write when some are padding; None for
+    every step (no ``valid``, or no padding)."""
+    if valid is None or bool(valid.all()):
+        return None
+    return valid.reshape(-1).nonzero().squeeze(1)
+
+
 def _dense(x: Tensor, dtype: torch.dtype) -> Tensor:
     """A contiguous copy of ``x`` in ``dtype``, in one pass (the recursions lay their
     tensors out step by step; what leaves this module is laid out sentence by sentence)."""
     return torch.empty(x.shape, dtype=dtype, device=x.device).copy_(x)
 
 
-def _pairwise(parts: _Parts, out: Tensor) -> Tensor:
+def _pairwise(parts: _Parts, out: Tensor, valid: Tensor | None = None) -> Tensor:
     """Fill ``out`` (``[B, T-1, K, K]``, contiguous, float32 or float64) with
-    ``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as broadcast products.
+    ``P(y_t=i, y_{t+1}=j) = p_t(i) * trans_col[i, j] * nxt_t(j)`` as broadcast products;
+    given ``valid`` (``[B, T-1]``: the next token is in the mask) and an ``out`` of zeros,
+    only at the valid steps (the others are 0 and are left as they are).
 
     ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``nxt`` carries
     the emission, backward and normalising factors.
@@ -679,19 +694,30 @@ def _pairwise(parts: _Parts, out: Tensor) -> Tensor:
     # with a huge nxt (very peaked scores) are redone in float64.
     work = out.dtype
     flat_out = out.view(batch * steps, num_tags, num_tags)
-    flat_prev = _dense(prev, work).view(batch * steps, num_tags, 1)
-    flat_nxt = _dense(nxt, work).view(batch * steps, 1, num_tags)
+    written = _written_steps(valid)
+    if written is None:
+        flat_prev = _dense(prev, work).view(batch * steps, num_tags, 1)
+        flat_nxt = _dense(nxt, work).view(batch * steps, 1, num_tags)
+    else:  # the written steps' rows only, in the order of ``written``
+        flat_prev = prev[valid].to(work).view(-1, num_tags, 1)
+        flat_nxt = nxt[valid].to(work).view(-1, 1, num_tags)
     trans_work = trans_col.to(work)
     rows = max(1, _PAIR_BLOCK_ELEMENTS // (num_tags * num_tags))
-    for begin in range(0, batch * steps, rows):
+    block_out = None if written is None else flat_out.new_empty(rows, num_tags, num_tags)
+    for begin in range(0, flat_prev.shape[0], rows):
         block = slice(begin, begin + rows)
+        # Into the output, or into a block that stays in cache and is then copied to the
+        # written steps' rows.
+        target = flat_out[block] if block_out is None else block_out[: flat_prev[block].shape[0]]
         # The outer product first, then the [K, K] factor: its broadcast runs over
         # contiguous K * K rows, which vectorises far better than a broadcast along K.
-        torch.mul(flat_prev[block], flat_nxt[block], out=flat_out[block])
-        flat_out[block].mul_(trans_work)
+        torch.mul(flat_prev[block], flat_nxt[block], out=target)
+        target.mul_(trans_work)
         # Rounding can push a float32 marginal a hair past 1, which a calibration metric
         # would reject; clamped while the block is in cache rather than in another pass.
-        flat_out[block].clamp_(max=1.0)
+        target.clamp_(max=1.0)
+        if written is not None:
+            flat_out.index_copy_(0, written[block], target)
     # One reduction over everything first; the rows are looked for only if there are any.
     huge = nxt.dtype == torch.float64 and work != torch.float64 and nxt.numel() > 0
     if huge and bool(nxt.max() > 1e20):
