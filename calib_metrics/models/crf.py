@@ -90,6 +90,8 @@ class CRFTagger(LBFGSFit, ChainTagger):
     def log_likelihood(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | words)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
         mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
+        # pytorch-crf indexes every position's tag: padding may hold an ignore index.
+        tags = tags.masked_fill(~mask, 0)
         return self.crf(self.emission(words), tags, mask=mask, reduction="none")
 
     def negative_log_likelihood(

@@ -110,7 +110,9 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def log_likelihood(self, features: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | x)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
-        mask = _check_features(features, mask, self.num_features)
+        mask = self._check_batch(features, tags, mask)
+        # pytorch-crf indexes every position's tag: padding may hold an ignore index.
+        tags = tags.masked_fill(~mask, 0)
         return self.crf(self._emissions(features), tags, mask=mask, reduction="none")
 
     def _nll(
@@ -182,6 +184,8 @@ class FeatureCRF(LBFGSFit, ChainTagger):
             raise ValueError(
                 f"tags must have shape {tuple(features.shape[:2])}, got {tuple(tags.shape)}"
             )
+        if tags.dtype.is_floating_point or tags.dtype == torch.bool:
+            raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
         gold = tags[mask]
         if gold.numel() and (gold.min() < 0 or gold.max() >= self.num_tags):
             raise ValueError(f"tags must lie in [0, {self.num_tags}) where mask is True")

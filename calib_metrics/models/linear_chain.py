@@ -918,12 +918,14 @@ def sequence_score(
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     else:
         mask = mask.bool()
-    tags = tags.long()
-    weights = mask.to(emissions.dtype)
+    # Outside the mask, tags may be anything (an ignore index) and scores -inf: gather
+    # tag 0 there, and zero those terms by selection (0 * -inf would be NaN).
+    tags = tags.long().masked_fill(~mask, 0)
     emit = emissions.gather(2, tags[..., None]).squeeze(-1)
-    score = start[tags[:, 0]] + (emit * weights).sum(1)
+    score = start[tags[:, 0]] + emit.masked_fill(~mask, 0).sum(1)
     if tags.shape[1] > 1:
-        score = score + (transitions[tags[:, :-1], tags[:, 1:]] * weights[:, 1:]).sum(1)
+        steps = transitions[tags[:, :-1], tags[:, 1:]]
+        score = score + steps.masked_fill(~mask[:, 1:], 0).sum(1)
     last_tag = tags.gather(1, (mask.sum(1) - 1)[:, None]).squeeze(1)
     return score + end[last_tag]
 
