@@ -49,6 +49,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_generator
 from calib_metrics.models._memory import empty_output
 
 __all__ = [
@@ -853,6 +854,8 @@ def sample(
         isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1
     ):
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
+    if validate_args:
+        check_generator(generator)
     em, tr, st, en, mask = _prepare(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
