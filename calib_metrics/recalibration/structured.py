@@ -214,10 +214,8 @@ class ChainTemperature(FittedModule):
     def _parts(emissions, transitions, start, end, tags, mask):
         parts = tuple(float64_copy(x) for x in (emissions, transitions, start, end))
         em, tr, st, en = parts
-        # Positions outside the mask do not count (and their -inf would make 0 * -inf).
-        em_in = em.masked_fill(~mask.unsqueeze(-1), 0.0)
         gold_em = linear_chain.sequence_score(
-            em_in, torch.zeros_like(tr), torch.zeros_like(st), torch.zeros_like(en), tags, mask
+            em, torch.zeros_like(tr), torch.zeros_like(st), torch.zeros_like(en), tags, mask
         )
         gold_tr = linear_chain.sequence_score(torch.zeros_like(em), tr, st, en, tags, mask)
         return parts, (gold_em, gold_tr)
