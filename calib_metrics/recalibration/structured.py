@@ -41,6 +41,7 @@ from calib_metrics.recalibration._common import (
     fitting_mode,
     float64_copy,
     lbfgs,
+    plain_copy,
 )
 
 __all__ = ["ChainTemperature", "CorefTemperature"]
@@ -84,9 +85,12 @@ def _check_tags(tags: object, mask: Tensor, num_tags: int) -> Tensor:
     real = tags[mask]
     if bool(((real < 0) | (real >= num_tags)).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) at unmasked positions")
-    if int(real.unique().numel()) < 2:
-        raise ValueError("tags hold a single tag: a temperature cannot be fitted on them")
     return torch.where(mask, tags.long(), 0)
+
+
+def _check_two_tags(tags: Tensor, mask: Tensor) -> None:
+    if int(tags[mask].unique().numel()) < 2:
+        raise ValueError("tags hold a single tag: a temperature cannot be fitted on them")
 
 
 def chain_nll(
@@ -242,7 +246,9 @@ class ChainTemperature(FittedModule):
         """Fit on dev potentials ``[B, T, K]``, ``[K, K]``, ``[K]``, ``[K]`` and gold ``tags``."""
         mask = _check_potentials(emissions, transitions, start, end, mask)
         tags = _check_tags(tags, mask, emissions.shape[-1])
+        _check_two_tags(tags, mask)
         with fitting_mode():
+            mask, tags = plain_copy(mask), plain_copy(tags)
             parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
             self._check_gold(gold)
             if self.objective == "calib_err":
@@ -296,6 +302,10 @@ def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
         raise ValueError(
             f"scores must be [B, N, N] with B, N >= 1 (a non-empty dev set), "
             f"got shape {tuple(scores.shape)}"
+        )
+    if mask is not None and tuple(check_tensor(mask, "mask").shape) != tuple(scores.shape[:2]):
+        raise ValueError(
+            f"mask must be [B, N] = {tuple(scores.shape[:2])}, got {tuple(mask.shape)}"
         )
     lower = scores.tril()
     if scores.is_floating_point() and bool((torch.isnan(lower) | (lower == math.inf)).any()):
@@ -379,14 +389,10 @@ class CorefTemperature(FittedModule):
         if tuple(gold.shape) != tuple(scores.shape):
             raise ValueError(f"gold must have the shape of scores {tuple(scores.shape)}, "
                              f"got {tuple(gold.shape)}")  # fmt: skip
-        gold = gold.bool() & torch.ones_like(gold, dtype=torch.bool).tril()
-        if mask is not None:
-            gold = gold & mask.bool()[:, :, None]
-        rows = gold.any(-1)
-        if not bool(rows.any()):
-            raise ValueError("gold marks no antecedent option: nothing to fit on")
         with fitting_mode():
             s = float64_copy(scores)
+            mask = None if mask is None else plain_copy(mask).bool()
+            gold, rows = _gold_rows(plain_copy(gold), mask, s)
             free = torch.zeros(2, dtype=torch.float64, device=s.device, requires_grad=True)
 
             def loss() -> Tensor:
@@ -400,6 +406,26 @@ class CorefTemperature(FittedModule):
         self.offset = free.detach()[1].to(self.offset.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
+
+
+def _gold_rows(gold: Tensor, mask: Tensor | None, scores: Tensor) -> tuple[Tensor, Tensor]:
+    """The gold options ``j <= i`` of real mentions, and the rows that have one; refuses a
+    row whose every gold option is forbidden (-inf): no temperature makes it possible."""
+    gold = gold.bool() & torch.ones_like(gold, dtype=torch.bool).tril()
+    if mask is not None:
+        gold = gold & mask[:, :, None]
+    rows = gold.any(-1)
+    if not bool(rows.any()):
+        raise ValueError("gold marks no antecedent option: nothing to fit on")
+    possible = coref_model.antecedent_log_probs(scores, mask) > -math.inf
+    impossible = rows & ~(gold & possible).any(-1)
+    if bool(impossible.any()):
+        b, i = impossible.nonzero()[0].tolist()
+        raise ValueError(
+            f"every gold antecedent of mention {i} in document {b} scores -inf (forbidden): "
+            "no temperature makes them possible"
+        )
+    return gold, rows
 
 
 def _scaled(scores: Tensor, temperature: Tensor, offset: Tensor) -> Tensor:
