@@ -247,6 +247,12 @@ def test_structured_fits_take_inference_tensors():
     torch.testing.assert_close(ranker_i.offset, ranker.offset)
 
 
+@pytest.mark.parametrize("cls", [ChainTemperature, CorefTemperature])
+def test_max_iter_must_be_a_positive_int(cls):
+    with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+        cls(max_iter=0)  # before: accepted, and fit returned T = 1 unfitted
+
+
 def test_coref_fit_names_a_bad_mask_and_impossible_gold():
     scores, gold = _coref(b=3, n=4)
     with pytest.raises(ValueError, match=r"mask must be \[B, N\]"):  # before: RuntimeError

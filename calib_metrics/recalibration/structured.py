@@ -32,6 +32,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional import calibration_error
+from calib_metrics.functional.errors import check_int
 from calib_metrics.models import coref as coref_model
 from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
@@ -153,6 +154,7 @@ class ChainTemperature(FittedModule):
             raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}")
         if separate and objective != "likelihood":
             raise ValueError("separate temperatures are fitted by objective='likelihood' only")
+        check_int("max_iter", max_iter)
         self.separate = bool(separate)
         self.objective = objective
         self.max_iter = max_iter
@@ -341,6 +343,7 @@ class CorefTemperature(FittedModule):
 
     def __init__(self, new_offset: bool = False, max_iter: int = 100) -> None:
         super().__init__()
+        check_int("max_iter", max_iter)
         self.new_offset = bool(new_offset)
         self.max_iter = max_iter
         self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
