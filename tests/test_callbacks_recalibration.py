@@ -104,6 +104,41 @@ def test_missing_logits_key_is_a_value_error():
         TemperatureRecalibration().extract_batch({"probs": torch.zeros(2, 3)}, None)
 
 
+def _single_class(n: int) -> TensorDataset:
+    x, y = _data(n, seed=2).tensors
+    return TensorDataset(x, y.masked_fill(y != PAD, 1))
+
+
+@pytest.mark.parametrize(
+    ("val_batches", "val", "message"),
+    [
+        (0, _data(64, seed=1), "no validation logits were seen"),  # limit_val_batches=0
+        (1.0, _single_class(64), "no temperature fitted .*single class"),
+    ],
+)
+def test_nothing_to_fit_warns_and_leaves_the_fit_finished(tmp_path, val_batches, val, message):
+    """Before: silence (no validation), or a ValueError from on_fit_end that failed the
+    finished trainer.fit (a validation set of one class)."""
+    model = Overconfident()
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer = Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        logger=TensorBoardLogger(tmp_path),
+        callbacks=[callback],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=val_batches,
+        num_sanity_val_steps=0,
+    )
+    train = DataLoader(_data(64, seed=0), batch_size=32)
+    with pytest.warns(UserWarning, match=f"TemperatureRecalibration: {message}"):
+        trainer.fit(model, train, DataLoader(val, batch_size=32))
+    assert callback.recalibrator is None and callback.results == {}
+    assert not hasattr(model, "calibration_temperature")
+
+
 def _example():
     import importlib.util
     from pathlib import Path

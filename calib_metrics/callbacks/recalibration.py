@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
-from lightning.pytorch.utilities import rank_zero_only
+from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
 from calib_metrics.callbacks import _tensorboard as tb
@@ -36,6 +36,10 @@ class TemperatureRecalibration(Callback):
       (with ``_lower`` / ``_upper`` interval ends) go to every logger's ``log_metrics``;
     * the reliability diagrams ``{prefix}/reliability_before`` and ``..._after`` go to every
       logger whose ``experiment`` has ``add_figure``.
+
+    When no validation logits were seen (``limit_val_batches=0``, an empty validation
+    loader) or the temperature cannot be fitted on them (a single class, NaN logits), the
+    callback warns and sets nothing: the finished fit is not failed.
 
     The errors are measured on the validation set the temperature was fitted on (an
     in-sample check); the held-out verdict comes from a test set (``calib-metrics
@@ -137,9 +141,19 @@ class TemperatureRecalibration(Callback):
             if _distributed(trainer):
                 local = _gather_ranks(local, pl_module.device)
             if local is None:
+                rank_zero_warn(
+                    "TemperatureRecalibration: no validation logits were seen while fitting "
+                    "(no validation epoch ran, or every item was ignored): no temperature fitted"
+                )
                 return
             logits, target = (t.clone() for t in local)
-        self.recalibrator = TemperatureScaling().fit(logits, target)
+        try:
+            self.recalibrator = TemperatureScaling().fit(logits, target)
+        except ValueError as err:
+            # Data the last epoch happened to give (one class, diverged logits) must not
+            # fail a finished fit; every rank holds the same data, so all skip together.
+            rank_zero_warn(f"TemperatureRecalibration: no temperature fitted ({err})")
+            return
         pl_module.calibration_temperature = float(self.recalibrator.temperature)
         before = self._measure(_probs(logits), target)
         after = self._measure(self.recalibrator(logits), target)
