@@ -151,7 +151,7 @@ def _example():
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path):
+def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path, capsys):
     example = _example()
     threads = torch.get_num_threads()
     sizes = ["--train-sentences", "60", "--dev-sentences", "30", "--test-sentences", "40"]
@@ -160,8 +160,17 @@ def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path):
             ["--synthetic", "--model", "bilstm", "--recalibrate", "--epochs", "2", *sizes,
              "--bin-size", "100", "--n-samples", "50", "--out", str(tmp_path)]
         )  # fmt: skip
-        with pytest.raises(ValueError, match="--recalibrate needs --model bilstm"):
-            example.main(["--synthetic", "--model", "crf", "--recalibrate", *sizes])
+        # One line and exit 2, as a command line says it (before: a ValueError traceback).
+        bad = {
+            "--recalibrate needs --model bilstm": ["--synthetic", "--recalibrate", *sizes],
+            "--epochs must be >= 1": ["--epochs", "0"],
+            "not found": ["--data", str(tmp_path / "none"), "--epochs", "1"],
+        }
+        for message, argv in bad.items():
+            with pytest.raises(SystemExit) as exit_info:
+                example.main(argv)
+            assert exit_info.value.code == 2
+            assert message in capsys.readouterr().err
     finally:
         torch.set_num_threads(threads)  # the script sets it for its own process
     row = out["recalibration"]
