@@ -77,6 +77,18 @@ def test_padding_content_does_not_change_the_fit():
         torch.testing.assert_close(getattr(a, name), getattr(b, name))
 
 
+def test_padding_may_hold_an_ignore_index_at_inference():
+    """Words outside the mask are read nowhere (before: an IndexError from the lookup)."""
+    words, tags, mask = _corpus(3)
+    assert not mask.all()
+    hmm = HMM(3, 6).fit(words, tags, mask)
+    padded = words.masked_fill(~mask, -100)
+    expected = hmm.marginals(words, mask)
+    torch.testing.assert_close(hmm.marginals(padded, mask), expected)
+    torch.testing.assert_close(hmm.log_likelihood(padded, mask), hmm.log_likelihood(words, mask))
+    torch.testing.assert_close(hmm.viterbi(padded, mask), hmm.viterbi(words, mask))
+
+
 def _joint(hmm: HMM, xs: list[int], ys: list[int]) -> float:
     lp = hmm.log_start[ys[0]] + hmm.log_emissions[ys[0], xs[0]]
     for t in range(1, len(xs)):

@@ -85,14 +85,17 @@ class CRFTagger(LBFGSFit, ChainTagger):
 
     def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         crf = self.crf
-        return self.emission(words), crf.transitions, crf.start_transitions, crf.end_transitions
+        # Padding may hold any index (an ignore index): look up word 0 there.
+        emissions = self.emission(words.masked_fill(~mask, 0))
+        return emissions, crf.transitions, crf.start_transitions, crf.end_transitions
 
     def log_likelihood(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | words)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
         mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         # pytorch-crf indexes every position's tag: padding may hold an ignore index.
         tags = tags.masked_fill(~mask, 0)
-        return self.crf(self.emission(words), tags, mask=mask, reduction="none")
+        emissions = self._potentials(words, mask)[0]
+        return self.crf(emissions, tags, mask=mask, reduction="none")
 
     def negative_log_likelihood(
         self, words: Tensor, tags: Tensor, mask: Tensor | None = None

@@ -127,7 +127,8 @@ class HMM(ChainTagger):
         return mask, self._potentials(words, mask)
 
     def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        emissions = self.log_emissions.t()[words]  # [B, T, K]
+        # Padding may hold any index (an ignore index): look up word 0 there.
+        emissions = self.log_emissions.t()[words.masked_fill(~mask, 0)]  # [B, T, K]
         emissions = emissions.masked_fill(~mask[..., None], 0.0)
         return emissions, self.log_transitions, self.log_start, self.log_end
 
