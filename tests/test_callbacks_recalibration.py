@@ -104,6 +104,21 @@ def test_missing_logits_key_is_a_value_error():
         TemperatureRecalibration().extract_batch({"probs": torch.zeros(2, 3)}, None)
 
 
+def test_bad_options_and_shapes_are_refused_before_training_ends():
+    """Before: accepted here, and a ValueError (or a flattened mismatch) only when the
+    temperature was fitted, after the whole training run."""
+    for options, message in (
+        ({"n_samples": 0}, "n_samples"),
+        ({"bin_size": "x"}, "bin_size"),
+        ({"confidence": 2.0}, "confidence"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            TemperatureRecalibration(**options)
+    step = {"logits": torch.randn(4, 5, 3), "target": torch.zeros(4, 4, dtype=torch.long)}
+    with pytest.raises(ValueError, match=r"logits \(4, 5, 3\) must be target's shape \(4, 4\)"):
+        TemperatureRecalibration().extract_batch(step, None)
+
+
 def _single_class(n: int) -> TensorDataset:
     x, y = _data(n, seed=2).tensors
     return TensorDataset(x, y.masked_fill(y != PAD, 1))

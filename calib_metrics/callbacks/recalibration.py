@@ -12,7 +12,11 @@ from torch import Tensor
 
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional import calibration_error_ci
-from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.functional.calibration import (
+    CalibrationResult,
+    _check_interval_options,
+    _check_options,
+)
 from calib_metrics.recalibration import TemperatureScaling
 from calib_metrics.recalibration._common import fitting_mode
 
@@ -81,6 +85,9 @@ class TemperatureRecalibration(Callback):
         confidence: float = 0.95,
     ) -> None:
         super().__init__()
+        # Checked now, not when fitting ends (after the whole training run).
+        _check_options("l2", "adaptive", bin_size, 15)
+        _check_interval_options(n_samples, confidence, "normal", "pairs")
         self.logits_key, self.target_key = logits_key, target_key
         self.extract = extract
         self.ignore_index = ignore_index
@@ -107,6 +114,12 @@ class TemperatureRecalibration(Callback):
             logits, target = outputs[self.logits_key], outputs[self.target_key]
         logits, target = logits.detach(), target.detach()
         binary = logits.shape == target.shape
+        if not binary and logits.shape[:-1] != target.shape:
+            # Caught at the first validation batch, not when fitting ends.
+            raise ValueError(
+                f"TemperatureRecalibration: logits {tuple(logits.shape)} must be target's "
+                f"shape {tuple(target.shape)} (binary scores) or that plus a class dim"
+            )
         logits = logits.reshape(-1) if binary else logits.reshape(-1, logits.shape[-1])
         target = target.reshape(-1)
         if self.ignore_index is not None:
