@@ -205,3 +205,19 @@ def test_log_likelihood_checks_tags_and_reads_only_the_mask():
         model.log_likelihood(ids, tags.double(), mask)
     with pytest.raises(ValueError, match="integer"):
         model.fit(ids, tags.double(), mask)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda h: h.encode(["the", "dog"]), "got the string 'the'"),  # one sentence, unwrapped
+        (lambda h: h.encode([["the", 3]]), r"a word of type int \(3\)"),
+        (lambda h: FeatureHasher("word", num_buckets=64), "got the string 'word'"),
+        (lambda h: FeatureHasher(["word"], num_buckets=64.0), "num_buckets must be an int"),
+    ],
+)
+def test_hasher_names_input_of_the_wrong_kind(call, message):
+    """Before: a sentence passed unwrapped became sentences of characters silently, a
+    non-string word an AttributeError, a template string its letters' names."""
+    with pytest.raises(ValueError, match=message):
+        call(FeatureHasher(["bias", "word"], num_buckets=64))
