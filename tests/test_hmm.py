@@ -157,3 +157,19 @@ def test_bad_input_is_rejected():
         hmm.fit(words, tags, torch.zeros_like(mask))
     with pytest.raises(ValueError, match="words must be"):
         hmm.marginals(words[0], None)
+
+
+def test_fit_refuses_a_mask_with_holes():
+    """Inference refused a mask that is not left-aligned, fit counted across the hole
+    (wrong transition and end counts, silently); the CRF's fit too."""
+    from calib_metrics.models.crf import CRFTagger
+
+    words, tags, mask = _corpus(4)
+    holed = mask.clone()
+    holed[0, 1] = False
+    for fit in (
+        lambda: HMM(3, 6).fit(words, tags, holed),
+        lambda: CRFTagger(3, 6).fit(words, tags, holed, progress=False),
+    ):
+        with pytest.raises(ValueError, match="left-aligned"):
+            fit()

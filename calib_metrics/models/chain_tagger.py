@@ -45,6 +45,7 @@ def check_words(
     mask = mask.bool()
     flags = [
         ~mask[:, 0].all() if words.numel() else mask.new_zeros(()),
+        (mask[:, 1:] & ~mask[:, :-1]).any(),  # a hole: fit would count across it
         _outside(words, mask, vocab_size),
     ]
     if tags is not None:
@@ -54,9 +55,11 @@ def check_words(
         if tags.dtype.is_floating_point or tags.dtype == torch.bool:
             raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
         flags.append(_outside(tags, mask, num_tags))
-    first_missing, bad_word, *bad_tag = torch.stack(flags).tolist()
+    first_missing, hole, bad_word, *bad_tag = torch.stack(flags).tolist()
     if first_missing:
         raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    if hole:
+        raise ValueError("mask must be left-aligned (True for a prefix of each row, then False)")
     if bad_word:
         raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
     if bad_tag and bad_tag[0]:
