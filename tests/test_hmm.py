@@ -163,6 +163,7 @@ def test_fit_refuses_a_mask_with_holes():
     """Inference refused a mask that is not left-aligned, fit counted across the hole
     (wrong transition and end counts, silently); the CRF's fit too."""
     from calib_metrics.models.crf import CRFTagger
+    from calib_metrics.models.feature_crf import FeatureCRF
 
     words, tags, mask = _corpus(4)
     holed = mask.clone()
@@ -170,6 +171,7 @@ def test_fit_refuses_a_mask_with_holes():
     for fit in (
         lambda: HMM(3, 6).fit(words, tags, holed),
         lambda: CRFTagger(3, 6).fit(words, tags, holed, progress=False),
+        lambda: FeatureCRF(3, 6).fit(words[..., None], tags, holed),
     ):
         with pytest.raises(ValueError, match="left-aligned"):
             fit()

@@ -43,11 +43,8 @@ def check_words(
         shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
         raise ValueError(f"mask must have shape {tuple(words.shape)}, got {shape}")
     mask = mask.bool()
-    flags = [
-        ~mask[:, 0].all() if words.numel() else mask.new_zeros(()),
-        (mask[:, 1:] & ~mask[:, :-1]).any(),  # a hole: fit would count across it
-        _outside(words, mask, vocab_size),
-    ]
+    # Inference would refuse a mask with a hole too; fit would count across it.
+    flags = [*linear_chain.mask_flags(mask), _outside(words, mask, vocab_size)]
     if tags is not None:
         if not isinstance(tags, Tensor) or tags.shape != words.shape:
             shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
@@ -56,10 +53,7 @@ def check_words(
             raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
         flags.append(_outside(tags, mask, num_tags))
     first_missing, hole, bad_word, *bad_tag = torch.stack(flags).tolist()
-    if first_missing:
-        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
-    if hole:
-        raise ValueError("mask must be left-aligned (True for a prefix of each row, then False)")
+    linear_chain.check_mask_flags(first_missing, hole)
     if bad_word:
         raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
     if bad_tag and bad_tag[0]:

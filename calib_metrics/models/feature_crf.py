@@ -41,8 +41,7 @@ def _check_features(features: Tensor, mask: Tensor | None, num_features: int) ->
             f"mask must have shape {tuple(features.shape[:2])}, got {tuple(mask.shape)}"
         )
     mask = mask.bool()
-    if features.numel() and not bool(mask[:, 0].all()):
-        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    linear_chain.check_mask_flags(*linear_chain.mask_flags(mask).tolist())
     if features.numel() and (features.min() < 0 or features.max() >= num_features):
         raise ValueError(f"feature ids must lie in [0, {num_features})")
     return mask
