@@ -321,7 +321,9 @@ class CorefTemperature(FittedModule):
 
     The recalibrated scores are ``scores / T`` with ``b`` added to every NEW score
     (the diagonal) when ``new_offset=True``. Fitting maximises the dev likelihood of the
-    gold antecedent sets (mentions with no gold antecedent option are skipped).
+    gold antecedent sets (mentions with no gold antecedent option are skipped; a mention
+    whose every gold option scores -inf, which no temperature can make possible, is
+    refused).
 
     Args:
         new_offset: also fit the NEW-score offset ``b``.
