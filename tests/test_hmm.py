@@ -175,3 +175,14 @@ def test_fit_refuses_a_mask_with_holes():
     ):
         with pytest.raises(ValueError, match="left-aligned"):
             fit()
+
+
+@pytest.mark.parametrize("sizes", [(2.5, 3), (2, 3.0), (0, 3), (2, 0), (True, 3)])
+def test_tagger_sizes_must_be_ints(sizes):
+    """Before: a float size was a TypeError from torch.full or nn.Embedding."""
+    from calib_metrics.models.crf import CRFTagger
+    from calib_metrics.models.feature_crf import FeatureCRF
+
+    for cls in (HMM, CRFTagger, FeatureCRF):
+        with pytest.raises(ValueError, match=r"(num_tags|vocab_size|num_features) must be an int"):
+            cls(*sizes)

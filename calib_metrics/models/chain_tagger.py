@@ -61,6 +61,30 @@ def check_words(
     return mask
 
 
+def check_sizes(
+    num_tags: int,
+    vocab_size: int,
+    *,
+    vocab_name: str = "vocab_size",
+    least: int = 1,
+    reserved: str = "index 0 is the unknown word",
+) -> None:
+    """A tagger's sizes: ``num_tags`` an int >= 1, the vocabulary an int >= ``least``.
+
+    Example:
+        >>> check_sizes(3, 2.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: vocab_size must be an int >= 1 (index 0 is the unknown word), got 2.5
+    """
+    for name, value, minimum, why in (
+        ("num_tags", num_tags, 1, ""),
+        (vocab_name, vocab_size, least, f" ({reserved})"),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{name} must be an int >= {minimum}{why}, got {value!r}")
+
+
 def _outside(values: Tensor, mask: Tensor, size: int) -> Tensor:
     return (((values < 0) | (values >= size)) & mask).any()
 

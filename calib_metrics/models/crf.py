@@ -17,7 +17,7 @@ from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
 from calib_metrics.models.chain_fit import FitInfo, LBFGSFit, check_fit_options, length_chunks
-from calib_metrics.models.chain_tagger import ChainTagger, check_words
+from calib_metrics.models.chain_tagger import ChainTagger, check_sizes, check_words
 
 __all__ = ["CRFTagger", "FitInfo", "length_chunks"]  # the last two live in chain_fit
 
@@ -54,12 +54,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
 
     def __init__(self, num_tags: int, vocab_size: int, *, freeze_boundary: bool = False):
         super().__init__()
-        if num_tags < 1:
-            raise ValueError(f"num_tags must be >= 1, got {num_tags}")
-        if vocab_size < 1:
-            raise ValueError(
-                f"vocab_size must be >= 1 (index 0 is the unknown word), got {vocab_size}"
-            )
+        check_sizes(num_tags, vocab_size)
         self.num_tags = num_tags
         self.vocab_size = vocab_size
         self.freeze_boundary = freeze_boundary

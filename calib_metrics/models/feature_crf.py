@@ -23,7 +23,7 @@ from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
 from calib_metrics.models.chain_fit import LBFGSFit, check_fit_options
-from calib_metrics.models.chain_tagger import ChainTagger
+from calib_metrics.models.chain_tagger import ChainTagger, check_sizes
 
 __all__ = ["FeatureCRF"]
 
@@ -73,10 +73,9 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def __init__(self, num_tags: int, num_features: int, *, freeze_boundary: bool = False):
         super().__init__()
-        if num_tags < 1:
-            raise ValueError(f"num_tags must be >= 1, got {num_tags}")
-        if num_features < 2:
-            raise ValueError(f"num_features must be >= 2 (id 0 is padding), got {num_features}")
+        check_sizes(
+            num_tags, num_features, vocab_name="num_features", least=2, reserved="id 0 is padding"
+        )
         self.num_tags = num_tags
         self.num_features = num_features
         self.freeze_boundary = freeze_boundary
