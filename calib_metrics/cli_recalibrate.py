@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from calib_metrics.recalibration import fit_binary
 
     check_draw_options(args)
+    if args.n_bins < 1:  # an option, not the dev file, is at fault; refused for every method
+        raise ValueError(f"--n-bins must be a positive integer, got {args.n_bins}")
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")

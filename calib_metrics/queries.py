@@ -112,8 +112,8 @@ def top_tag_pairs(
         >>> pairs.tolist(), counts.tolist()
         ([[0, 1], [1, 0]], [2, 2])
     """
-    if top_k < 1:
-        raise ValueError(f"top_k must be >= 1, got {top_k}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
     if tags.dim() != 2:
         raise ValueError(f"tags must be [B, T], got shape {tuple(tags.shape)}")
     mask = _check_mask(mask, tags.shape, tags)
@@ -170,6 +170,8 @@ def tag_pair_queries(
         pairs, _ = top_tag_pairs(tags, mask, num_tags, top_k)
     elif pairs.dim() != 2 or pairs.shape[1] != 2:
         raise ValueError(f"pairs must be [k, 2], got shape {tuple(pairs.shape)}")
+    elif pairs.is_floating_point() or pairs.dtype == torch.bool:
+        raise ValueError(f"pairs must be an integer tensor, got {pairs.dtype}")
     elif pairs.numel() and (pairs.min() < 0 or pairs.max() >= num_tags):
         raise ValueError(f"pairs must lie in [0, {num_tags})")
     pairs = pairs.to(tags.device).long()

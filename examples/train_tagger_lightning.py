@@ -223,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     sizes = (
         "epochs",
         "train_sentences",
@@ -234,14 +235,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     for name in (*sizes, "bin_size", "threads"):
         if getattr(args, name) != "auto" and getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+            parser.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.recalibrate and args.model != "bilstm":
-        raise ValueError("--recalibrate needs --model bilstm (a temperature rescales logits)")
+        parser.error("--recalibrate needs --model bilstm (a temperature rescales logits)")
     # Several threads on a tagger this small mostly wait for each other, and on a busy
     # machine they fight other processes for cores: one thread is many times faster.
     torch.set_num_threads(args.threads)
     seed_everything(args.seed, verbose=False)
-    train, dev, test, source = load_corpus(args)
+    try:
+        train, dev, test, source = load_corpus(args)
+    except FileNotFoundError as err:  # --data names a folder without the corpus
+        parser.error(str(err))
     word_vocab = Vocabulary.build((w for w, _ in train), min_count=2)
     tag_vocab = Vocabulary.build((t for _, t in train + dev), unknown=False)
     lr = args.lr if args.lr is not None else (0.05 if args.model == "crf" else 0.005)

@@ -104,6 +104,56 @@ def test_missing_logits_key_is_a_value_error():
         TemperatureRecalibration().extract_batch({"probs": torch.zeros(2, 3)}, None)
 
 
+def test_bad_options_and_shapes_are_refused_before_training_ends():
+    """Before: accepted here, and a ValueError (or a flattened mismatch) only when the
+    temperature was fitted, after the whole training run."""
+    for options, message in (
+        ({"n_samples": 0}, "n_samples"),
+        ({"bin_size": "x"}, "bin_size"),
+        ({"confidence": 2.0}, "confidence"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            TemperatureRecalibration(**options)
+    step = {"logits": torch.randn(4, 5, 3), "target": torch.zeros(4, 4, dtype=torch.long)}
+    with pytest.raises(ValueError, match=r"logits \(4, 5, 3\) must be target's shape \(4, 4\)"):
+        TemperatureRecalibration().extract_batch(step, None)
+
+
+def _single_class(n: int) -> TensorDataset:
+    x, y = _data(n, seed=2).tensors
+    return TensorDataset(x, y.masked_fill(y != PAD, 1))
+
+
+@pytest.mark.parametrize(
+    ("val_batches", "val", "message"),
+    [
+        (0, _data(64, seed=1), "no validation logits were seen"),  # limit_val_batches=0
+        (1.0, _single_class(64), "no temperature fitted .*single class"),
+    ],
+)
+def test_nothing_to_fit_warns_and_leaves_the_fit_finished(tmp_path, val_batches, val, message):
+    """Before: silence (no validation), or a ValueError from on_fit_end that failed the
+    finished trainer.fit (a validation set of one class)."""
+    model = Overconfident()
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer = Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        logger=TensorBoardLogger(tmp_path),
+        callbacks=[callback],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=val_batches,
+        num_sanity_val_steps=0,
+    )
+    train = DataLoader(_data(64, seed=0), batch_size=32)
+    with pytest.warns(UserWarning, match=f"TemperatureRecalibration: {message}"):
+        trainer.fit(model, train, DataLoader(val, batch_size=32))
+    assert callback.recalibrator is None and callback.results == {}
+    assert not hasattr(model, "calibration_temperature")
+
+
 def _example():
     import importlib.util
     from pathlib import Path
@@ -116,7 +166,7 @@ def _example():
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path):
+def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path, capsys):
     example = _example()
     threads = torch.get_num_threads()
     sizes = ["--train-sentences", "60", "--dev-sentences", "30", "--test-sentences", "40"]
@@ -125,8 +175,17 @@ def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path):
             ["--synthetic", "--model", "bilstm", "--recalibrate", "--epochs", "2", *sizes,
              "--bin-size", "100", "--n-samples", "50", "--out", str(tmp_path)]
         )  # fmt: skip
-        with pytest.raises(ValueError, match="--recalibrate needs --model bilstm"):
-            example.main(["--synthetic", "--model", "crf", "--recalibrate", *sizes])
+        # One line and exit 2, as a command line says it (before: a ValueError traceback).
+        bad = {
+            "--recalibrate needs --model bilstm": ["--synthetic", "--recalibrate", *sizes],
+            "--epochs must be >= 1": ["--epochs", "0"],
+            "not found": ["--data", str(tmp_path / "none"), "--epochs", "1"],
+        }
+        for message, argv in bad.items():
+            with pytest.raises(SystemExit) as exit_info:
+                example.main(argv)
+            assert exit_info.value.code == 2
+            assert message in capsys.readouterr().err
     finally:
         torch.set_num_threads(threads)  # the script sets it for its own process
     row = out["recalibration"]

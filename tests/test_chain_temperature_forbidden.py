@@ -74,3 +74,18 @@ def test_nan_and_plus_inf_are_still_refused(bad) -> None:
     tr[2, 2] = bad
     with pytest.raises(ValueError, match="transitions"):
         ChainTemperature().fit(em, tr, st, en, tags)
+
+
+def test_a_forbidden_transition_into_the_padding_tag_is_not_the_gold_path() -> None:
+    """Ragged sentences whose last real tag may not be followed by tag 0 (the tag padding
+    holds): the fit reads no transition past a sentence's end (before: 0 * -inf made the
+    gold score NaN, and fit refused the gold tags as forbidden)."""
+    em, tr, st, en, tags = _chain()
+    lengths = torch.arange(300) % 6 + 1
+    mask = torch.arange(6)[None, :] < lengths[:, None]
+    tr[2, 0] = INF  # tag 0 never follows tag 2
+    tags = sample(em, tr, st, en, mask, n_samples=1, generator=torch.Generator().manual_seed(1))[0]
+    assert bool((tags.gather(1, (lengths - 1)[:, None]) == 2).any())
+    ct = ChainTemperature().fit(3 * em, 3 * tr, st, en, tags, mask)
+    assert 2 < ct.temperature.item() < 4.5
+    assert math.isfinite(ct.nll(3 * em, 3 * tr, st, en, tags, mask))

@@ -89,6 +89,14 @@ def test_bad_inputs_are_one_line_errors(files, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["recalibrate", str(dev), str(test), "--method", "magic"])
     assert exit_info.value.code == 2
+    capsys.readouterr()
+    # Before: "dev.csv: n_bins must ..." (blaming the file) for the binning methods, and
+    # silently ignored for the others.
+    for method in ("histogram", "temperature"):
+        assert main(["recalibrate", str(dev), str(test), "--method", method, "--n-bins", "0"]) == 2
+        assert capsys.readouterr().err == (
+            "calib-metrics: error: --n-bins must be a positive integer, got 0\n"
+        )
 
 
 def test_cli_methods_are_the_library_methods():

@@ -223,3 +223,32 @@ def test_hashing_is_deterministic_across_processes():
     here = f"{f.pair_feats.long().sum().item()} {f.new_feats.long().sum().item()} "
     here += str(f.pair_feats[3].tolist())
     assert outputs == {here}
+
+
+def _hand_made(**changes) -> DocumentFeatures:
+    fields = dict(n=3, pair_i=torch.tensor([1, 2, 2]), pair_j=torch.tensor([0, 1, 0]),
+                  pair_feats=torch.tensor([[1, 2], [3, 4], [5, 6]]),
+                  new_feats=torch.tensor([[7], [7], [8]]), entity=torch.tensor([0, 1, 0]),
+                  max_distance=2)  # fmt: skip
+    return DocumentFeatures(**(fields | changes))
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"pair_feats": torch.tensor([[1, 2], [3, 4], [5, 16]])}, r"pair_feats ids .*\[0, 2\*\*"),
+        ({"new_feats": torch.tensor([[7], [-1], [8]])}, "new_feats ids"),
+        ({"pair_j": torch.tensor([0, 2, 0])}, "every pair needs 0 < pair_i - pair_j"),
+        ({"pair_j": torch.tensor([-1, 1, 0])}, "pair_j >= 0"),
+        ({"pair_i": torch.tensor([1, 2, 3]), "pair_j": torch.tensor([0, 1, 2])}, "pair_i < n"),
+        ({"new_feats": torch.tensor([[7], [7]])}, r"new_feats must have 3 rows \(n\), got 2"),
+        ({"pair_feats": torch.tensor([[1.0, 2.0]] * 3)}, "pair_feats must be a 2-d integer"),
+    ],
+)
+def test_hand_made_features_that_do_not_fit_together_are_named(changes, message):
+    """A user's own pipeline gets a ValueError naming the field (before: IndexError or a
+    RuntimeError from deep inside, or a pair above the diagonal scored silently)."""
+    model = AntecedentRanker(n_bits=4, max_distance=2)
+    model(_hand_made())  # the unchanged document is fine
+    with pytest.raises(ValueError, match=message):
+        model(_hand_made(**changes))

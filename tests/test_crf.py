@@ -284,3 +284,19 @@ def test_a_tagger_that_implements_only_potentials_still_works():
     assert model.sample(words, mask, n_samples=2, generator=g).shape == (2, 2, 3)
     with pytest.raises(NotImplementedError):
         ChainTagger().potentials(words)
+
+
+def test_gold_tags_padded_with_an_ignore_index(one_thread):
+    """Tags outside the mask may be anything (-100, as a loss's ignore_index): the
+    likelihoods and fit read only the masked positions (before: an IndexError)."""
+    _, words, tags, mask = _hmm_corpus(10, 3, 6, seed=4)
+    model = _randomise(CRFTagger(3, 6).double(), seed=1)
+    padded = tags.masked_fill(~mask, -100)
+    pad_words = words.masked_fill(~mask, -100)  # words too: read nowhere outside the mask
+    expected = model.log_likelihood(words, tags, mask)
+    torch.testing.assert_close(model.log_likelihood(pad_words, padded, mask), expected)
+    torch.testing.assert_close(model.negative_log_likelihood(pad_words, padded, mask), -expected)
+    torch.testing.assert_close(model.marginals(pad_words, mask), model.marginals(words, mask))
+    fit = CRFTagger(3, 6).fit(pad_words, padded, mask, c2=0.1, progress=False)
+    ref = CRFTagger(3, 6).fit(words, tags, mask, c2=0.1, progress=False)
+    torch.testing.assert_close(fit.emission.weight, ref.emission.weight)

@@ -186,3 +186,38 @@ def test_objective_and_marginals_match_crfsuite_on_the_same_attributes(tmp_path,
             dtype=torch.float64,
         )
         torch.testing.assert_close(marg[b, :n], ref, atol=1e-4, rtol=0)
+
+
+def test_log_likelihood_checks_tags_and_reads_only_the_mask():
+    """Ignore-index padding is read nowhere; float or out-of-range gold tags are a
+    ValueError at log_likelihood and fit alike (before: an IndexError, or float tags
+    fitted silently)."""
+    hasher = FeatureHasher(["bias", "word"], num_buckets=64)
+    ids, tags, mask = _batch(_corpus(6, seed=5), hasher)
+    assert not mask.all()
+    model = FeatureCRF(4, 64).double()
+    padded = tags.masked_fill(~mask, -100)
+    expected = model.log_likelihood(ids, tags, mask)
+    torch.testing.assert_close(model.log_likelihood(ids, padded, mask), expected)
+    with pytest.raises(ValueError, match="tags must lie"):
+        model.log_likelihood(ids, tags + 4, mask)
+    with pytest.raises(ValueError, match="integer"):
+        model.log_likelihood(ids, tags.double(), mask)
+    with pytest.raises(ValueError, match="integer"):
+        model.fit(ids, tags.double(), mask)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda h: h.encode(["the", "dog"]), "got the string 'the'"),  # one sentence, unwrapped
+        (lambda h: h.encode([["the", 3]]), r"a word of type int \(3\)"),
+        (lambda h: FeatureHasher("word", num_buckets=64), "got the string 'word'"),
+        (lambda h: FeatureHasher(["word"], num_buckets=64.0), "num_buckets must be an int"),
+    ],
+)
+def test_hasher_names_input_of_the_wrong_kind(call, message):
+    """Before: a sentence passed unwrapped became sentences of characters silently, a
+    non-string word an AttributeError, a template string its letters' names."""
+    with pytest.raises(ValueError, match=message):
+        call(FeatureHasher(["bias", "word"], num_buckets=64))

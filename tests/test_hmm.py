@@ -77,6 +77,18 @@ def test_padding_content_does_not_change_the_fit():
         torch.testing.assert_close(getattr(a, name), getattr(b, name))
 
 
+def test_padding_may_hold_an_ignore_index_at_inference():
+    """Words outside the mask are read nowhere (before: an IndexError from the lookup)."""
+    words, tags, mask = _corpus(3)
+    assert not mask.all()
+    hmm = HMM(3, 6).fit(words, tags, mask)
+    padded = words.masked_fill(~mask, -100)
+    expected = hmm.marginals(words, mask)
+    torch.testing.assert_close(hmm.marginals(padded, mask), expected)
+    torch.testing.assert_close(hmm.log_likelihood(padded, mask), hmm.log_likelihood(words, mask))
+    torch.testing.assert_close(hmm.viterbi(padded, mask), hmm.viterbi(words, mask))
+
+
 def _joint(hmm: HMM, xs: list[int], ys: list[int]) -> float:
     lp = hmm.log_start[ys[0]] + hmm.log_emissions[ys[0], xs[0]]
     for t in range(1, len(xs)):
@@ -145,3 +157,32 @@ def test_bad_input_is_rejected():
         hmm.fit(words, tags, torch.zeros_like(mask))
     with pytest.raises(ValueError, match="words must be"):
         hmm.marginals(words[0], None)
+
+
+def test_fit_refuses_a_mask_with_holes():
+    """Inference refused a mask that is not left-aligned, fit counted across the hole
+    (wrong transition and end counts, silently); the CRF's fit too."""
+    from calib_metrics.models.crf import CRFTagger
+    from calib_metrics.models.feature_crf import FeatureCRF
+
+    words, tags, mask = _corpus(4)
+    holed = mask.clone()
+    holed[0, 1] = False
+    for fit in (
+        lambda: HMM(3, 6).fit(words, tags, holed),
+        lambda: CRFTagger(3, 6).fit(words, tags, holed, progress=False),
+        lambda: FeatureCRF(3, 6).fit(words[..., None], tags, holed),
+    ):
+        with pytest.raises(ValueError, match="left-aligned"):
+            fit()
+
+
+@pytest.mark.parametrize("sizes", [(2.5, 3), (2, 3.0), (0, 3), (2, 0), (True, 3)])
+def test_tagger_sizes_must_be_ints(sizes):
+    """Before: a float size was a TypeError from torch.full or nn.Embedding."""
+    from calib_metrics.models.crf import CRFTagger
+    from calib_metrics.models.feature_crf import FeatureCRF
+
+    for cls in (HMM, CRFTagger, FeatureCRF):
+        with pytest.raises(ValueError, match=r"(num_tags|vocab_size|num_features) must be an int"):
+            cls(*sizes)

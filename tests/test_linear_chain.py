@@ -509,3 +509,22 @@ def test_marginals_in_chunks_of_sentences_equal_one_pass(monkeypatch, dtype):
     for a, b in zip(whole, chunked, strict=True):
         assert a.dtype == b.dtype == dtype
         torch.testing.assert_close(a, b)
+
+
+def test_sequence_score_ignores_whatever_lies_outside_the_mask():
+    """Gold tags padded with an ignore index (-100), -inf scores at padded positions or a
+    forbidden transition into a padding tag leave a sentence's score as it is (before: an
+    index error, or NaN from 0 * -inf)."""
+    em, tr, st, en = _potentials(2, 4, 3, seed=3)
+    mask = _ragged_mask([4, 2], 4)
+    tags = torch.tensor([[0, 2, 1, 1], [2, 0, 0, 0]])
+    expected = sequence_score(em, tr, st, en, tags, mask)
+    padded = tags.masked_fill(~mask, -100)
+    torch.testing.assert_close(sequence_score(em, tr, st, en, padded, mask), expected)
+    em_inf = em.masked_fill(~mask[..., None], float("-inf"))
+    torch.testing.assert_close(sequence_score(em_inf, tr, st, en, tags, mask), expected)
+    tr_inf = tr.clone()
+    tr_inf[0, 0] = float("-inf")  # sentence 1 ends in tag 0, then padding tag 0
+    expected_1 = sequence_score(em, tr_inf, st, en, tags, mask)[1]
+    torch.testing.assert_close(expected_1, expected[1])
+    assert torch.isfinite(expected_1)

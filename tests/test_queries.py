@@ -131,6 +131,11 @@ def test_tag_pair_queries_reject_bad_input():
         tag_pair_queries(pairwise[..., :2], tags, mask)
     with pytest.raises(ValueError, match="pairs must lie"):
         tag_pair_queries(pairwise, tags, mask, pairs=torch.tensor([[0, 9]]))
+    # Before: a TypeError from slicing, and float pairs truncated silently.
+    with pytest.raises(ValueError, match="top_k must be an int"):
+        tag_pair_queries(pairwise, tags, mask, top_k=2.5)
+    with pytest.raises(ValueError, match="pairs must be an integer tensor"):
+        tag_pair_queries(pairwise, tags, mask, pairs=torch.tensor([[0.5, 1.0]]))
 
 
 def test_coref_pair_queries_match_a_loop():

@@ -224,3 +224,62 @@ def test_query_level_recalibration_is_a_binary_recalibrator():
     before = calibration_error(q_test, y_test, bin_size=200)
     after = calibration_error(platt(q_test), y_test, bin_size=200)
     assert after < 0.7 * before
+
+
+def test_structured_fits_take_inference_tensors():
+    """Lightning's validation outputs are inference tensors: the masks, tags and gold sets
+    are copied before autograd sees them (before: "Inference tensors cannot be saved for
+    backward" from both fits)."""
+    parts, tags, mask = _chain(scale=2.0)
+    scores, gold = _coref(b=20, n=6, scale=2.0)
+    chain = ChainTemperature().fit(*parts, tags, mask)
+    ranker = CorefTemperature(new_offset=True).fit(
+        scores, gold, torch.ones(20, 6, dtype=torch.bool)
+    )
+    with torch.inference_mode():
+        inference = [x.clone() for x in (*parts, tags, mask, scores, gold)]
+        em, tr, st, en, tags_i, mask_i, scores_i, gold_i = inference
+        mentions = torch.ones(20, 6, dtype=torch.bool)
+        chain_i = ChainTemperature().fit(em, tr, st, en, tags_i, mask_i)
+        ranker_i = CorefTemperature(new_offset=True).fit(scores_i, gold_i, mentions)
+    torch.testing.assert_close(chain_i.temperature, chain.temperature)
+    torch.testing.assert_close(ranker_i.temperature, ranker.temperature)
+    torch.testing.assert_close(ranker_i.offset, ranker.offset)
+
+
+@pytest.mark.parametrize("cls", [ChainTemperature, CorefTemperature])
+def test_max_iter_must_be_a_positive_int(cls):
+    with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+        cls(max_iter=0)  # before: accepted, and fit returned T = 1 unfitted
+
+
+def test_coref_fit_names_a_bad_mask_and_impossible_gold():
+    scores, gold = _coref(b=3, n=4)
+    with pytest.raises(ValueError, match=r"mask must be \[B, N\]"):  # before: RuntimeError
+        CorefTemperature().fit(scores, gold, torch.ones(3, 3, dtype=torch.bool))
+    # Mention 3's only gold antecedent (mention 0) lies beyond the window: before, L-BFGS
+    # ran on an infinite loss and failed with "scores give no valid distribution".
+    windowed = scores.masked_fill(torch.ones(4, 4, dtype=torch.bool).tril(-3), -math.inf)
+    gold = torch.eye(4, dtype=torch.bool).expand(3, 4, 4).clone()
+    gold[1, 3] = False
+    gold[1, 3, 0] = True
+    with pytest.raises(ValueError, match="mention 3 in document 1 scores -inf"):
+        CorefTemperature().fit(windowed, gold)
+
+
+def test_chain_nll_of_a_single_tag_test_set():
+    """Evaluating needs no second tag, only fitting does (before: nll refused it with the
+    fit's "a temperature cannot be fitted")."""
+    parts, tags, mask = _chain(scale=2.0)
+    ct = ChainTemperature().fit(*parts, tags, mask)
+    one = torch.zeros_like(tags)
+    expected = (
+        -(
+            linear_chain.sequence_score(*(x / ct.temperature for x in parts), one, mask)
+            - linear_chain.log_partition(*(x / ct.temperature for x in parts), mask)
+        ).sum()
+        / mask.sum()
+    )
+    assert ct.nll(*parts, one, mask) == pytest.approx(expected.item(), rel=1e-9)
+    with pytest.raises(ValueError, match="single tag"):
+        ChainTemperature().fit(*parts, one, mask)

@@ -7,12 +7,16 @@ from typing import Any
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
-from lightning.pytorch.utilities import rank_zero_only
+from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional import calibration_error_ci
-from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.functional.calibration import (
+    CalibrationResult,
+    _check_interval_options,
+    _check_options,
+)
 from calib_metrics.recalibration import TemperatureScaling
 from calib_metrics.recalibration._common import fitting_mode
 
@@ -36,6 +40,10 @@ class TemperatureRecalibration(Callback):
       (with ``_lower`` / ``_upper`` interval ends) go to every logger's ``log_metrics``;
     * the reliability diagrams ``{prefix}/reliability_before`` and ``..._after`` go to every
       logger whose ``experiment`` has ``add_figure``.
+
+    When no validation logits were seen (``limit_val_batches=0``, an empty validation
+    loader) or the temperature cannot be fitted on them (a single class, NaN logits), the
+    callback warns and sets nothing: the finished fit is not failed.
 
     The errors are measured on the validation set the temperature was fitted on (an
     in-sample check); the held-out verdict comes from a test set (``calib-metrics
@@ -77,6 +85,9 @@ class TemperatureRecalibration(Callback):
         confidence: float = 0.95,
     ) -> None:
         super().__init__()
+        # Checked now, not when fitting ends (after the whole training run).
+        _check_options("l2", "adaptive", bin_size, 15)
+        _check_interval_options(n_samples, confidence, "normal", "pairs")
         self.logits_key, self.target_key = logits_key, target_key
         self.extract = extract
         self.ignore_index = ignore_index
@@ -103,6 +114,12 @@ class TemperatureRecalibration(Callback):
             logits, target = outputs[self.logits_key], outputs[self.target_key]
         logits, target = logits.detach(), target.detach()
         binary = logits.shape == target.shape
+        if not binary and logits.shape[:-1] != target.shape:
+            # Caught at the first validation batch, not when fitting ends.
+            raise ValueError(
+                f"TemperatureRecalibration: logits {tuple(logits.shape)} must be target's "
+                f"shape {tuple(target.shape)} (binary scores) or that plus a class dim"
+            )
         logits = logits.reshape(-1) if binary else logits.reshape(-1, logits.shape[-1])
         target = target.reshape(-1)
         if self.ignore_index is not None:
@@ -137,9 +154,19 @@ class TemperatureRecalibration(Callback):
             if _distributed(trainer):
                 local = _gather_ranks(local, pl_module.device)
             if local is None:
+                rank_zero_warn(
+                    "TemperatureRecalibration: no validation logits were seen while fitting "
+                    "(no validation epoch ran, or every item was ignored): no temperature fitted"
+                )
                 return
             logits, target = (t.clone() for t in local)
-        self.recalibrator = TemperatureScaling().fit(logits, target)
+        try:
+            self.recalibrator = TemperatureScaling().fit(logits, target)
+        except ValueError as err:
+            # Data the last epoch happened to give (one class, diverged logits) must not
+            # fail a finished fit; every rank holds the same data, so all skip together.
+            rank_zero_warn(f"TemperatureRecalibration: no temperature fitted ({err})")
+            return
         pl_module.calibration_temperature = float(self.recalibrator.temperature)
         before = self._measure(_probs(logits), target)
         after = self._measure(self.recalibrator(logits), target)

@@ -14,9 +14,10 @@ glibc's reuse of small per-step buffers). The tensor is the kernel's zero pages
 page that is never written is never faulted in; where each page is faulted in on its own
 (no advice: over 512 MiB, or no ``madvise``), the chain leaves a padded batch's padding
 unwritten (:func:`faults_page_by_page`). The advice is only a hint, and where the call is
-unavailable (not Linux, not CPU, a tensor under 32 MiB or over 512 MiB) nothing is done. A huge page that must come cold
-(compacted, or on a virtual machine with free page reporting, provided by the host again)
-can cost more than the 4 KiB faults it saves, hence the upper bound; setting the system's
+unavailable (not Linux, not CPU, a tensor under 32 MiB or over 512 MiB) nothing is done.
+A huge page that must come cold (compacted, or on a virtual machine with free page
+reporting, provided by the host again) can cost more than the 4 KiB faults it saves,
+hence the upper bound; setting the system's
 ``enabled`` to ``never`` turns the advice off altogether.
 """
 

@@ -43,10 +43,8 @@ def check_words(
         shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
         raise ValueError(f"mask must have shape {tuple(words.shape)}, got {shape}")
     mask = mask.bool()
-    flags = [
-        ~mask[:, 0].all() if words.numel() else mask.new_zeros(()),
-        _outside(words, mask, vocab_size),
-    ]
+    # Inference would refuse a mask with a hole too; fit would count across it.
+    flags = [*linear_chain.mask_flags(mask), _outside(words, mask, vocab_size)]
     if tags is not None:
         if not isinstance(tags, Tensor) or tags.shape != words.shape:
             shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
@@ -54,14 +52,37 @@ def check_words(
         if tags.dtype.is_floating_point or tags.dtype == torch.bool:
             raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
         flags.append(_outside(tags, mask, num_tags))
-    first_missing, bad_word, *bad_tag = torch.stack(flags).tolist()
-    if first_missing:
-        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    first_missing, hole, bad_word, *bad_tag = torch.stack(flags).tolist()
+    linear_chain.check_mask_flags(first_missing, hole)
     if bad_word:
         raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
     if bad_tag and bad_tag[0]:
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
     return mask
+
+
+def check_sizes(
+    num_tags: int,
+    vocab_size: int,
+    *,
+    vocab_name: str = "vocab_size",
+    least: int = 1,
+    reserved: str = "index 0 is the unknown word",
+) -> None:
+    """A tagger's sizes: ``num_tags`` an int >= 1, the vocabulary an int >= ``least``.
+
+    Example:
+        >>> check_sizes(3, 2.5)
+        Traceback (most recent call last):
+        ...
+        ValueError: vocab_size must be an int >= 1 (index 0 is the unknown word), got 2.5
+    """
+    for name, value, minimum, why in (
+        ("num_tags", num_tags, 1, ""),
+        (vocab_name, vocab_size, least, f" ({reserved})"),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{name} must be an int >= {minimum}{why}, got {value!r}")
 
 
 def _outside(values: Tensor, mask: Tensor, size: int) -> Tensor:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_generator
 from calib_metrics.models.coref_sampler import draw, prepare, roots
 
 __all__ = [
@@ -230,6 +231,7 @@ def sample_antecedents(
     """
     mask = _check_scores(scores, mask)
     _check_n_samples(n_samples)
+    check_generator(generator)
     with torch.no_grad():
         return draw(prepare(_probabilities(scores, mask), n_samples), n_samples, generator)
 
@@ -440,6 +442,7 @@ def coreference_marginals(
     mask = _check_scores(scores, mask)
     if n_samples is not None:
         _check_n_samples(n_samples)
+        check_generator(generator)
     # An evaluation quantity: the DP fills its table in place, so no graph is recorded.
     with torch.no_grad():
         if n_samples is None:

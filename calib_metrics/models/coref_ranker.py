@@ -110,6 +110,42 @@ class _HashedSum(torch.autograd.Function):
         return out, None
 
 
+def _check_document(f: DocumentFeatures, n_ids: int) -> None:
+    """ValueError naming the field of a document whose tensors do not fit together: the
+    shapes, the pairs (``0 < i - j <= max_distance``, ``i < n``) and the feature ids
+    (``[0, n_ids)``). One host synchronisation, for the value checks."""
+    if isinstance(f.n, bool) or not isinstance(f.n, int) or f.n < 0:
+        raise ValueError(f"DocumentFeatures.n must be an int >= 0, got {f.n!r}")
+    fields = {"pair_i": 1, "pair_j": 1, "pair_feats": 2, "new_feats": 2, "entity": 1}
+    for name, ndim in fields.items():
+        x = getattr(f, name)
+        if not isinstance(x, Tensor) or x.ndim != ndim or x.is_floating_point():
+            got = f"{x.dtype} {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(
+                f"DocumentFeatures.{name} must be a {ndim}-d integer tensor, got {got}"
+            )
+    pairs, mentions = ("pair_i", f.pair_i.numel()), ("n", f.n)
+    rows = {"pair_j": pairs, "pair_feats": pairs, "new_feats": mentions, "entity": mentions}
+    for name, (like, expected) in rows.items():
+        if (got := getattr(f, name).shape[0]) != expected:
+            raise ValueError(
+                f"DocumentFeatures.{name} must have {expected} rows ({like}), got {got}"
+            )
+    gap = f.pair_i - f.pair_j
+    bad = torch.stack([
+        ((gap < 1) | (gap > f.max_distance) | (f.pair_j < 0) | (f.pair_i >= f.n)).any(),
+        *((x < 0).any() | (x >= n_ids).any() for x in (f.pair_feats, f.new_feats)),
+    ]).tolist()  # fmt: skip
+    if bad[0]:
+        raise ValueError(
+            f"every pair needs 0 < pair_i - pair_j <= max_distance ({f.max_distance}), "
+            f"pair_j >= 0 and pair_i < n ({f.n})"
+        )
+    for name, flag in zip(("pair_feats", "new_feats"), bad[1:], strict=True):
+        if flag:
+            raise ValueError(f"DocumentFeatures.{name} ids must lie in [0, 2**n_bits = {n_ids})")
+
+
 class AntecedentRanker(nn.Module):
     """Antecedent ranker with hashed sparse features: one weight per hash bucket.
 
@@ -163,6 +199,7 @@ class AntecedentRanker(nn.Module):
                 f"features were built with max_distance={features.max_distance}, "
                 f"the model uses {self.max_distance}"
             )
+        _check_document(features, 1 << self.n_bits)
         return features
 
     def forward(self, features: DocumentFeatures) -> Tensor:

@@ -17,7 +17,7 @@ from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
 from calib_metrics.models.chain_fit import FitInfo, LBFGSFit, check_fit_options, length_chunks
-from calib_metrics.models.chain_tagger import ChainTagger, check_words
+from calib_metrics.models.chain_tagger import ChainTagger, check_sizes, check_words
 
 __all__ = ["CRFTagger", "FitInfo", "length_chunks"]  # the last two live in chain_fit
 
@@ -54,12 +54,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
 
     def __init__(self, num_tags: int, vocab_size: int, *, freeze_boundary: bool = False):
         super().__init__()
-        if num_tags < 1:
-            raise ValueError(f"num_tags must be >= 1, got {num_tags}")
-        if vocab_size < 1:
-            raise ValueError(
-                f"vocab_size must be >= 1 (index 0 is the unknown word), got {vocab_size}"
-            )
+        check_sizes(num_tags, vocab_size)
         self.num_tags = num_tags
         self.vocab_size = vocab_size
         self.freeze_boundary = freeze_boundary
@@ -85,12 +80,17 @@ class CRFTagger(LBFGSFit, ChainTagger):
 
     def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         crf = self.crf
-        return self.emission(words), crf.transitions, crf.start_transitions, crf.end_transitions
+        # Padding may hold any index (an ignore index): look up word 0 there.
+        emissions = self.emission(words.masked_fill(~mask, 0))
+        return emissions, crf.transitions, crf.start_transitions, crf.end_transitions
 
     def log_likelihood(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | words)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
         mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
-        return self.crf(self.emission(words), tags, mask=mask, reduction="none")
+        # pytorch-crf indexes every position's tag: padding may hold an ignore index.
+        tags = tags.masked_fill(~mask, 0)
+        emissions = self._potentials(words, mask)[0]
+        return self.crf(emissions, tags, mask=mask, reduction="none")
 
     def negative_log_likelihood(
         self, words: Tensor, tags: Tensor, mask: Tensor | None = None

@@ -23,7 +23,7 @@ from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
 from calib_metrics.models.chain_fit import LBFGSFit, check_fit_options
-from calib_metrics.models.chain_tagger import ChainTagger
+from calib_metrics.models.chain_tagger import ChainTagger, check_sizes
 
 __all__ = ["FeatureCRF"]
 
@@ -41,8 +41,7 @@ def _check_features(features: Tensor, mask: Tensor | None, num_features: int) ->
             f"mask must have shape {tuple(features.shape[:2])}, got {tuple(mask.shape)}"
         )
     mask = mask.bool()
-    if features.numel() and not bool(mask[:, 0].all()):
-        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    linear_chain.check_mask_flags(*linear_chain.mask_flags(mask).tolist())
     if features.numel() and (features.min() < 0 or features.max() >= num_features):
         raise ValueError(f"feature ids must lie in [0, {num_features})")
     return mask
@@ -74,10 +73,9 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def __init__(self, num_tags: int, num_features: int, *, freeze_boundary: bool = False):
         super().__init__()
-        if num_tags < 1:
-            raise ValueError(f"num_tags must be >= 1, got {num_tags}")
-        if num_features < 2:
-            raise ValueError(f"num_features must be >= 2 (id 0 is padding), got {num_features}")
+        check_sizes(
+            num_tags, num_features, vocab_name="num_features", least=2, reserved="id 0 is padding"
+        )
         self.num_tags = num_tags
         self.num_features = num_features
         self.freeze_boundary = freeze_boundary
@@ -110,7 +108,9 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def log_likelihood(self, features: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | x)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
-        mask = _check_features(features, mask, self.num_features)
+        mask = self._check_batch(features, tags, mask)
+        # pytorch-crf indexes every position's tag: padding may hold an ignore index.
+        tags = tags.masked_fill(~mask, 0)
         return self.crf(self._emissions(features), tags, mask=mask, reduction="none")
 
     def _nll(
@@ -182,6 +182,8 @@ class FeatureCRF(LBFGSFit, ChainTagger):
             raise ValueError(
                 f"tags must have shape {tuple(features.shape[:2])}, got {tuple(tags.shape)}"
             )
+        if tags.dtype.is_floating_point or tags.dtype == torch.bool:
+            raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
         gold = tags[mask]
         if gold.numel() and (gold.min() < 0 or gold.max() >= self.num_tags):
             raise ValueError(f"tags must lie in [0, {self.num_tags}) where mask is True")

@@ -88,6 +88,13 @@ def token_attributes(words: Sequence[str], templates: Sequence[str]) -> list[lis
         >>> token_attributes(["Hi"], ["affixes"])
         [['p1=h', 's1=i', 'p2=hi', 's2=hi']]
     """
+    if isinstance(templates, str):
+        raise ValueError(f"templates must be a sequence of names, got the string {templates!r}")
+    if isinstance(words, str) or not all(isinstance(w, str) for w in words):
+        raise ValueError(
+            f"a sentence must be a sequence of word strings, got {_describe(words)} "
+            "(encode takes a list of sentences, each a list of words)"
+        )
     unknown = set(templates) - set(TEMPLATES)
     if unknown:
         raise ValueError(f"unknown templates {sorted(unknown)}; choose from {TEMPLATES}")
@@ -112,6 +119,14 @@ def token_attributes(words: Sequence[str], templates: Sequence[str]) -> list[lis
     return out
 
 
+def _describe(words: object) -> str:
+    """``words`` as an error message names it: a string, or the first non-string word."""
+    if isinstance(words, str):
+        return f"the string {words!r}"
+    bad = next((w for w in words if not isinstance(w, str)), None)  # type: ignore[union-attr]
+    return f"a word of type {type(bad).__name__} ({bad!r})"
+
+
 class FeatureHasher:
     """Hash the attributes of a template set to ids and pad them into a batch.
 
@@ -130,8 +145,10 @@ class FeatureHasher:
     """
 
     def __init__(self, templates: Sequence[str], num_buckets: int = 2**18):
-        if num_buckets < 2:
-            raise ValueError(f"num_buckets must be >= 2 (id 0 is padding), got {num_buckets}")
+        if isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets < 2:
+            raise ValueError(
+                f"num_buckets must be an int >= 2 (id 0 is padding), got {num_buckets!r}"
+            )
         if not templates:
             raise ValueError("templates must name at least one template")
         token_attributes(["x"], templates)  # validates the names

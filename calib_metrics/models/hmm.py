@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.models import linear_chain
-from calib_metrics.models.chain_tagger import ChainTagger, check_words
+from calib_metrics.models.chain_tagger import ChainTagger, check_sizes, check_words
 
 
 class HMM(ChainTagger):
@@ -56,12 +56,7 @@ class HMM(ChainTagger):
 
     def __init__(self, num_tags: int, vocab_size: int, pseudocount: float = 1.0):
         super().__init__()
-        if num_tags < 1:
-            raise ValueError(f"num_tags must be >= 1, got {num_tags}")
-        if vocab_size < 1:
-            raise ValueError(
-                f"vocab_size must be >= 1 (index 0 is the unknown word), got {vocab_size}"
-            )
+        check_sizes(num_tags, vocab_size)
         if not pseudocount > 0:
             raise ValueError(f"pseudocount must be > 0, got {pseudocount}")
         self.num_tags = num_tags
@@ -127,7 +122,8 @@ class HMM(ChainTagger):
         return mask, self._potentials(words, mask)
 
     def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        emissions = self.log_emissions.t()[words]  # [B, T, K]
+        # Padding may hold any index (an ignore index): look up word 0 there.
+        emissions = self.log_emissions.t()[words.masked_fill(~mask, 0)]  # [B, T, K]
         emissions = emissions.masked_fill(~mask[..., None], 0.0)
         return emissions, self.log_transitions, self.log_start, self.log_end
 

@@ -49,6 +49,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_generator
 from calib_metrics.models._memory import faults_page_by_page, zeros_output
 
 __all__ = [
@@ -135,10 +136,7 @@ def _check_inputs(
     first_missing, not_left_aligned, bad_emission, bad_other = _value_flags(
         emissions, transitions, start, end, mask
     ).tolist()
-    if first_missing:
-        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
-    if not_left_aligned:
-        raise ValueError("mask must be left-aligned (True for a prefix of each row, then False)")
+    check_mask_flags(first_missing, not_left_aligned)
     if bad_emission or bad_other:
         where = "emissions (inside the mask)" if bad_emission else "transitions, start or end"
         raise ValueError(
@@ -171,6 +169,27 @@ def _check_shapes(emissions: Tensor, transitions: Tensor, start: Tensor, end: Te
             raise ValueError(f"{name} must be floating point, got {value.dtype}")
 
 
+def mask_flags(mask: Tensor) -> Tensor:
+    """``[2]`` bool on the device: a sentence without its first token, a mask that is not
+    left-aligned (a False before a True). Read them with :func:`check_mask_flags`.
+
+    Example:
+        >>> mask_flags(torch.tensor([[True, False, True]])).tolist()
+        [False, True]
+    """
+    if mask.shape[1] == 0:
+        return mask.new_zeros(2)
+    return torch.stack([~mask[:, 0].all(), (mask[:, 1:] & ~mask[:, :-1]).any()])
+
+
+def check_mask_flags(first_missing: bool, not_left_aligned: bool) -> None:
+    """The ValueError of :func:`mask_flags`' flags, read on the host."""
+    if first_missing:
+        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+    if not_left_aligned:
+        raise ValueError("mask must be left-aligned (True for a prefix of each row, then False)")
+
+
 def _value_flags(emissions, transitions, start, end, mask) -> Tensor:
     """``[4]`` bool on the device: first token missing, mask not left-aligned, bad emission
     inside the mask, bad transition / start / end score (NaN or +inf)."""
@@ -179,18 +198,11 @@ def _value_flags(emissions, transitions, start, end, mask) -> Tensor:
         return torch.isnan(x) | torch.isposinf(x)
 
     device = emissions.device
-    aligned = mask[:, 1:] & ~mask[:, :-1]
     others = [bad(x.to(device)).any() for x in (transitions, start, end)]
     # One pass over the emissions: each token's largest score is NaN or +inf exactly when
     # one of its scores is (amax propagates NaN); only tokens inside the mask count.
-    return torch.stack(
-        [
-            ~mask[:, 0].all(),
-            aligned.any(),
-            (bad(emissions.amax(-1)) & mask).any(),
-            torch.stack(others).any(),
-        ]
-    )
+    scores = torch.stack([(bad(emissions.amax(-1)) & mask).any(), torch.stack(others).any()])
+    return torch.cat([mask_flags(mask), scores])
 
 
 def _finite_or_zero(x: Tensor) -> Tensor:
@@ -879,6 +891,8 @@ def sample(
         isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1
     ):
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
+    if validate_args:
+        check_generator(generator)
     em, tr, st, en, mask = _prepare(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
@@ -944,12 +958,14 @@ def sequence_score(
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     else:
         mask = mask.bool()
-    tags = tags.long()
-    weights = mask.to(emissions.dtype)
+    # Outside the mask, tags may be anything (an ignore index) and scores -inf: gather
+    # tag 0 there, and zero those terms by selection (0 * -inf would be NaN).
+    tags = tags.long().masked_fill(~mask, 0)
     emit = emissions.gather(2, tags[..., None]).squeeze(-1)
-    score = start[tags[:, 0]] + (emit * weights).sum(1)
+    score = start[tags[:, 0]] + emit.masked_fill(~mask, 0).sum(1)
     if tags.shape[1] > 1:
-        score = score + (transitions[tags[:, :-1], tags[:, 1:]] * weights[:, 1:]).sum(1)
+        steps = transitions[tags[:, :-1], tags[:, 1:]]
+        score = score + steps.masked_fill(~mask[:, 1:], 0).sum(1)
     last_tag = tags.gather(1, (mask.sum(1) - 1)[:, None]).squeeze(1)
     return score + end[last_tag]
 

@@ -27,7 +27,15 @@ def float64_copy(x: Tensor) -> Tensor:
 
     Call inside :func:`fitting_mode`.
     """
-    return x.detach().clone().to(torch.float64)
+    return plain_copy(x).to(torch.float64)
+
+
+def plain_copy(x: Tensor) -> Tensor:
+    """A copy that autograd may save (an inference tensor's cannot be): masks, gold tags.
+
+    Call inside :func:`fitting_mode`.
+    """
+    return x.detach().clone()
 
 
 def check_tensor(x: object, name: str) -> Tensor:

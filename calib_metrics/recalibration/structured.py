@@ -32,6 +32,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional import calibration_error
+from calib_metrics.functional.errors import check_int
 from calib_metrics.models import coref as coref_model
 from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
@@ -41,6 +42,7 @@ from calib_metrics.recalibration._common import (
     fitting_mode,
     float64_copy,
     lbfgs,
+    plain_copy,
 )
 
 __all__ = ["ChainTemperature", "CorefTemperature"]
@@ -84,9 +86,12 @@ def _check_tags(tags: object, mask: Tensor, num_tags: int) -> Tensor:
     real = tags[mask]
     if bool(((real < 0) | (real >= num_tags)).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) at unmasked positions")
-    if int(real.unique().numel()) < 2:
-        raise ValueError("tags hold a single tag: a temperature cannot be fitted on them")
     return torch.where(mask, tags.long(), 0)
+
+
+def _check_two_tags(tags: Tensor, mask: Tensor) -> None:
+    if int(tags[mask].unique().numel()) < 2:
+        raise ValueError("tags hold a single tag: a temperature cannot be fitted on them")
 
 
 def chain_nll(
@@ -149,6 +154,7 @@ class ChainTemperature(FittedModule):
             raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}")
         if separate and objective != "likelihood":
             raise ValueError("separate temperatures are fitted by objective='likelihood' only")
+        check_int("max_iter", max_iter)
         self.separate = bool(separate)
         self.objective = objective
         self.max_iter = max_iter
@@ -214,10 +220,8 @@ class ChainTemperature(FittedModule):
     def _parts(emissions, transitions, start, end, tags, mask):
         parts = tuple(float64_copy(x) for x in (emissions, transitions, start, end))
         em, tr, st, en = parts
-        # Positions outside the mask do not count (and their -inf would make 0 * -inf).
-        em_in = em.masked_fill(~mask.unsqueeze(-1), 0.0)
         gold_em = linear_chain.sequence_score(
-            em_in, torch.zeros_like(tr), torch.zeros_like(st), torch.zeros_like(en), tags, mask
+            em, torch.zeros_like(tr), torch.zeros_like(st), torch.zeros_like(en), tags, mask
         )
         gold_tr = linear_chain.sequence_score(torch.zeros_like(em), tr, st, en, tags, mask)
         return parts, (gold_em, gold_tr)
@@ -244,7 +248,9 @@ class ChainTemperature(FittedModule):
         """Fit on dev potentials ``[B, T, K]``, ``[K, K]``, ``[K]``, ``[K]`` and gold ``tags``."""
         mask = _check_potentials(emissions, transitions, start, end, mask)
         tags = _check_tags(tags, mask, emissions.shape[-1])
+        _check_two_tags(tags, mask)
         with fitting_mode():
+            mask, tags = plain_copy(mask), plain_copy(tags)
             parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
             self._check_gold(gold)
             if self.objective == "calib_err":
@@ -299,6 +305,10 @@ def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
             f"scores must be [B, N, N] with B, N >= 1 (a non-empty dev set), "
             f"got shape {tuple(scores.shape)}"
         )
+    if mask is not None and tuple(check_tensor(mask, "mask").shape) != tuple(scores.shape[:2]):
+        raise ValueError(
+            f"mask must be [B, N] = {tuple(scores.shape[:2])}, got {tuple(mask.shape)}"
+        )
     lower = scores.tril()
     if scores.is_floating_point() and bool((torch.isnan(lower) | (lower == math.inf)).any()):
         # -inf is allowed: it forbids a choice (e.g. an antecedent beyond the window).
@@ -311,7 +321,9 @@ class CorefTemperature(FittedModule):
 
     The recalibrated scores are ``scores / T`` with ``b`` added to every NEW score
     (the diagonal) when ``new_offset=True``. Fitting maximises the dev likelihood of the
-    gold antecedent sets (mentions with no gold antecedent option are skipped).
+    gold antecedent sets (mentions with no gold antecedent option are skipped; a mention
+    whose every gold option scores -inf, which no temperature can make possible, is
+    refused).
 
     Args:
         new_offset: also fit the NEW-score offset ``b``.
@@ -333,6 +345,7 @@ class CorefTemperature(FittedModule):
 
     def __init__(self, new_offset: bool = False, max_iter: int = 100) -> None:
         super().__init__()
+        check_int("max_iter", max_iter)
         self.new_offset = bool(new_offset)
         self.max_iter = max_iter
         self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
@@ -381,14 +394,10 @@ class CorefTemperature(FittedModule):
         if tuple(gold.shape) != tuple(scores.shape):
             raise ValueError(f"gold must have the shape of scores {tuple(scores.shape)}, "
                              f"got {tuple(gold.shape)}")  # fmt: skip
-        gold = gold.bool() & torch.ones_like(gold, dtype=torch.bool).tril()
-        if mask is not None:
-            gold = gold & mask.bool()[:, :, None]
-        rows = gold.any(-1)
-        if not bool(rows.any()):
-            raise ValueError("gold marks no antecedent option: nothing to fit on")
         with fitting_mode():
             s = float64_copy(scores)
+            mask = None if mask is None else plain_copy(mask).bool()
+            gold, rows = _gold_rows(plain_copy(gold), mask, s)
             free = torch.zeros(2, dtype=torch.float64, device=s.device, requires_grad=True)
 
             def loss() -> Tensor:
@@ -402,6 +411,26 @@ class CorefTemperature(FittedModule):
         self.offset = free.detach()[1].to(self.offset.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
+
+
+def _gold_rows(gold: Tensor, mask: Tensor | None, scores: Tensor) -> tuple[Tensor, Tensor]:
+    """The gold options ``j <= i`` of real mentions, and the rows that have one; refuses a
+    row whose every gold option is forbidden (-inf): no temperature makes it possible."""
+    gold = gold.bool() & torch.ones_like(gold, dtype=torch.bool).tril()
+    if mask is not None:
+        gold = gold & mask[:, :, None]
+    rows = gold.any(-1)
+    if not bool(rows.any()):
+        raise ValueError("gold marks no antecedent option: nothing to fit on")
+    possible = coref_model.antecedent_log_probs(scores, mask) > -math.inf
+    impossible = rows & ~(gold & possible).any(-1)
+    if bool(impossible.any()):
+        b, i = impossible.nonzero()[0].tolist()
+        raise ValueError(
+            f"every gold antecedent of mention {i} in document {b} scores -inf (forbidden): "
+            "no temperature makes them possible"
+        )
+    return gold, rows
 
 
 def _scaled(scores: Tensor, temperature: Tensor, offset: Tensor) -> Tensor:
