@@ -196,3 +196,33 @@ def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path, capsys):
     assert row["before"]["error"] - row["after"]["error"] == pytest.approx(d["difference"])
     assert row["interval_over"] == "sentences"
     assert (tmp_path / "bilstm_recalibration.png").stat().st_size > 0
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_the_temperature_travels_with_a_checkpoint(tmp_path):
+    """The fitted T was a plain module attribute: no checkpoint could hold it."""
+    torch.manual_seed(0)
+    options = {"accelerator": "cpu", "logger": False, "enable_progress_bar": False}
+    options |= {"enable_model_summary": False, "enable_checkpointing": False}
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer = Trainer(max_epochs=1, callbacks=[callback], **options)
+    val = DataLoader(_data(300, seed=1), batch_size=64)
+    trainer.fit(Overconfident(), DataLoader(_data(300, seed=0), batch_size=50), val)
+    fitted = callback.recalibrator.temperature.item()
+    path = tmp_path / "final.ckpt"
+    trainer.save_checkpoint(path)
+
+    assert TemperatureRecalibration.temperature_in(path) == pytest.approx(fitted)
+    restored, model = TemperatureRecalibration(ignore_index=PAD), Overconfident()
+    Trainer(callbacks=[restored], **options).validate(model, val, ckpt_path=path, verbose=False)
+    assert restored.recalibrator.temperature.item() == pytest.approx(fitted)
+    assert model.calibration_temperature == pytest.approx(fitted)
+
+
+def test_a_checkpoint_without_a_temperature_gives_none():
+    assert TemperatureRecalibration.temperature_in({"callbacks": {}}) is None
+    empty = TemperatureRecalibration()
+    empty.load_state_dict(empty.state_dict())  # saved before fit ended: nothing to restore
+    assert empty.recalibrator is None
+    with pytest.raises(ValueError, match="positive float"):
+        empty.load_state_dict({"temperature": -1.0})

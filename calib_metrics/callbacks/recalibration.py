@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,6 +41,13 @@ class TemperatureRecalibration(Callback):
       (with ``_lower`` / ``_upper`` interval ends) go to every logger's ``log_metrics``;
     * the reliability diagrams ``{prefix}/reliability_before`` and ``..._after`` go to every
       logger whose ``experiment`` has ``add_figure``.
+
+    The fitted temperature is this callback's checkpoint state: a checkpoint saved after
+    ``fit`` (``trainer.save_checkpoint(path)``) holds it, a run restored from one
+    (``trainer.validate/test/predict/fit(..., ckpt_path=path)`` with this callback) gets it
+    back, as :attr:`recalibrator` and ``pl_module.calibration_temperature``, and
+    :meth:`temperature_in` reads it from the file without a Trainer (for a model loaded
+    with ``load_from_checkpoint``, which restores no callback).
 
     When no validation logits were seen (``limit_val_batches=0``, an empty validation
     loader) or the temperature cannot be fitted on them (a single class, NaN logits), the
@@ -94,6 +102,7 @@ class TemperatureRecalibration(Callback):
         self.prefix = prefix
         self.options = {"bin_size": bin_size, "n_samples": n_samples, "confidence": confidence}
         self.recalibrator: TemperatureScaling | None = None
+        self._restored = False
         self.results: dict[str, float] = {}
         self._logits: list[Tensor] = []
         self._target: list[Tensor] = []
@@ -145,6 +154,58 @@ class TemperatureRecalibration(Callback):
         if pair is not None:
             self._logits.append(pair[0])
             self._target.append(pair[1])
+
+    def state_dict(self) -> dict[str, Any]:
+        """The fitted temperature (None before the end of ``fit``), for checkpoints."""
+        temperature = None if self.recalibrator is None else self.recalibrator.temperature
+        return {"temperature": None if temperature is None else float(temperature)}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the temperature of a checkpoint saved after ``fit``."""
+        temperature = state_dict.get("temperature")
+        if temperature is None:
+            return
+        if not isinstance(temperature, float) or not temperature > 0:
+            raise ValueError(
+                f"TemperatureRecalibration: a checkpoint's temperature must be a positive "
+                f"float, got {temperature!r}"
+            )
+        self.recalibrator = TemperatureScaling()
+        self.recalibrator.temperature.fill_(temperature)
+        self._restored = True
+
+    def _apply_restored(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        # Checkpoints are restored after ``setup``: the module gets the temperature when
+        # the loop that restored it starts.
+        if self._restored and self.recalibrator is not None:
+            pl_module.calibration_temperature = float(self.recalibrator.temperature)
+            self._restored = False
+
+    on_train_start = on_validation_start = on_test_start = on_predict_start = _apply_restored
+
+    @staticmethod
+    def temperature_in(checkpoint: str | Path | dict[str, Any]) -> float | None:
+        """The temperature a checkpoint (a path, or the loaded dict) holds, or None when
+        it holds none (saved before the end of ``fit``, or without this callback).
+
+        Example:
+            >>> TemperatureRecalibration.temperature_in(
+            ...     {"callbacks": {"TemperatureRecalibration": {"temperature": 1.5}}})
+            1.5
+        """
+        if not isinstance(checkpoint, dict):
+            checkpoint = torch.load(checkpoint, map_location="cpu", weights_only=False)
+        states = checkpoint.get("callbacks", {})
+        found = [
+            state["temperature"]
+            for key, state in states.items()
+            if str(key).startswith("TemperatureRecalibration") and state.get("temperature")
+        ]
+        if len(found) > 1:
+            raise ValueError(
+                f"the checkpoint holds {len(found)} TemperatureRecalibration temperatures"
+            )
+        return found[0] if found else None
 
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         with fitting_mode():
