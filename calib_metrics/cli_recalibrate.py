@@ -31,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=METHODS, default="temperature")
     p.add_argument("--probs", help="column of probabilities (default: by name)")
     p.add_argument("--target", help="column of 0/1 labels (default: by name)")
+    p.add_argument("--test-probs", help="the test file's probability column (default: --probs)")
+    p.add_argument("--test-target", help="the test file's label column (default: --target)")
     p.add_argument(
         "--groups",
         nargs="?",
@@ -115,7 +117,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_output_path(out, "--out", [args.dev, args.test])
     check_output_path(args.plot, "--plot", [args.dev, args.test])
     dev = read_table(args.dev, args.probs, args.target, None)
-    test = read_table(args.test, args.probs, args.target, args.groups)
+    test = read_table(
+        args.test, args.test_probs or args.probs, args.test_target or args.target, args.groups
+    )
     _check_binary(dev, args.dev)
     _check_binary(test, args.test)
     g = torch.Generator().manual_seed(args.seed)

@@ -152,3 +152,20 @@ def test_a_multiclass_file_is_refused_as_such(files, tmp_path, capsys, which):
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert str(multi) in line and "3 probabilities per label" in line and "binary" in line
     assert "TemperatureScaling" in line
+
+
+def test_dev_and_test_files_may_name_their_columns_differently(files, tmp_path, capsys):
+    """--probs/--target named one column for both files; --test-probs/--test-target name
+    the test file's own."""
+    (dev, *_), (test, *_) = files
+    renamed = tmp_path / "dev_qy.csv"
+    lines = dev.read_text().splitlines()
+    renamed.write_text("\n".join(["q,y", *lines[1:]]) + "\n")
+    argv = ["recalibrate", str(renamed), str(test), "--samples", "50", "--json"]
+    argv += ["--probs", "q", "--target", "y", "--out", str(tmp_path / "o.csv")]
+    assert main(argv) == 2 and "'q'" in capsys.readouterr().err
+    assert main([*argv, "--test-probs", "prob", "--test-target", "label"]) == 0
+    together = json.loads(capsys.readouterr().out)
+    assert main(["recalibrate", str(dev), str(test), "--samples", "50", "--json",
+                 "--out", str(tmp_path / "o2.csv")]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["after"] == together["after"]
