@@ -1,5 +1,6 @@
-"""The linear chain's large CPU outputs: zeros that cost nothing until written, advised
-to the kernel as transparent huge pages, and padding steps never written.
+"""The linear chain's large CPU outputs: zero pages of their own that cost nothing until
+written, advised to the kernel as transparent huge pages, and padding steps never written
+where each page faults on its own.
 
 The advice itself is the kernel's business (its flags depend on the system's THP setting
 and on what the allocator reused), so these tests record the calls instead of reading
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 from calib_metrics.models import _memory, linear_chain
-from calib_metrics.models._memory import _HUGE_PAGE, _MIN_BYTES, zeros_output
+from calib_metrics.models._memory import _HUGE_PAGE, _MIN_BYTES, fresh_output
 
 LARGE = _MIN_BYTES // 4 + 4096  # float32 elements: just over the mapping threshold
 
@@ -32,43 +33,43 @@ def calls(monkeypatch) -> list[tuple[int, int, int]]:
 
 
 def test_large_cpu_output_is_advised_over_its_aligned_interior(calls):
-    out = zeros_output(LARGE, dtype=torch.float32, device=torch.device("cpu"))
+    out = fresh_output(LARGE, dtype=torch.float32, device=torch.device("cpu"))
     assert len(calls) == 1
     address, length, advice = calls[0]
     assert advice == getattr(mmap, "MADV_HUGEPAGE", advice)
     assert address % _HUGE_PAGE == 0 and length % _HUGE_PAGE == 0 and length > 0
     assert out.data_ptr() <= address and address + length <= out.data_ptr() + out.nbytes
-    assert bool(out.eq(0).all())
+    assert bool(out.eq(0).all())  # zero pages
     out.fill_(1.0)  # an ordinary tensor: writable, and freed as usual
     assert out.sum() == out.numel()
 
 
 def test_large_output_survives_what_tensors_go_through():
-    out = zeros_output(4, LARGE // 4, dtype=torch.float32, device=torch.device("cpu"))
+    out = fresh_output(4, LARGE // 4, dtype=torch.float32, device=torch.device("cpu"))
     out[1, 7] = 2.0
     copy = out.clone()
     del out  # the mapping lives as long as the tensor; the clone is its own memory
     assert copy.shape == (4, LARGE // 4) and copy.sum() == 2.0
-    shared = zeros_output(LARGE, dtype=torch.float32, device=torch.device("cpu"))
+    shared = fresh_output(LARGE, dtype=torch.float32, device=torch.device("cpu"))
     shared[0] = 1.0
     assert shared.share_memory_().is_shared() and shared[0] == 1.0
 
 
-def test_small_output_is_plain_zeros(calls):
-    out = zeros_output(1024, dtype=torch.float32, device=torch.device("cpu"))
-    assert out.shape == (1024,) and calls == [] and bool(out.eq(0).all())
+def test_small_output_is_plain(calls):
+    out = fresh_output(1024, dtype=torch.float32, device=torch.device("cpu"))
+    assert out.shape == (1024,) and calls == []
 
 
 def test_output_over_the_upper_bound_is_not_advised(calls, monkeypatch):
     # The bound is lowered here so that the test needs no half-gigabyte tensor.
     monkeypatch.setattr(_memory, "_MAX_BYTES", _MIN_BYTES)
-    out = zeros_output(LARGE, dtype=torch.float32, device=torch.device("cpu"))
+    out = fresh_output(LARGE, dtype=torch.float32, device=torch.device("cpu"))
     assert calls == [] and bool(out.eq(0).all())
 
 
 def test_without_madvise_the_output_is_plain(monkeypatch):
     monkeypatch.setattr(_memory, "_madvise", lambda: None)
-    out = zeros_output(LARGE, dtype=torch.float64, device=torch.device("cpu"))
+    out = fresh_output(LARGE, dtype=torch.float64, device=torch.device("cpu"))
     assert out.numel() == LARGE and out.dtype == torch.float64
 
 

@@ -10,7 +10,7 @@ the system allows them (``/sys/kernel/mm/transparent_hugepage/enabled`` set to
 freed 2 MiB blocks at hand. This is PyTorch's own ``THP_MEM_ALLOC_ENABLE=1`` applied to
 one tensor rather than to every allocation of the process (which would also defeat
 glibc's reuse of small per-step buffers). The tensor is the kernel's zero pages
-(:func:`zeros_output`: a private anonymous mapping of its own, as glibc would make), so a
+(:func:`fresh_output`: a private anonymous mapping of its own, as glibc would make), so a
 page that is never written is never faulted in; where each page is faulted in on its own
 (no advice: over 512 MiB, or no ``madvise``), the chain leaves a padded batch's padding
 unwritten (:func:`faults_page_by_page`). The advice is only a hint, and where the call is
@@ -46,21 +46,23 @@ _MIN_BYTES = 32 << 20
 _MAX_BYTES = 512 << 20
 
 
-def zeros_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """A tensor of zeros whose pages cost nothing until written: on CPU from ``_MIN_BYTES``
-    an anonymous mapping of its own (the kernel's zero pages, faulted in on first write, so
-    rows the caller never writes — a padded batch's padding — are never touched), advised
-    as huge pages up to ``_MAX_BYTES``; smaller or elsewhere, ``torch.zeros``.
+def fresh_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """An output for the caller to fill, as ``torch.empty`` gives, except that on CPU from
+    ``_MIN_BYTES`` it is a private anonymous mapping of its own: the kernel's zero pages,
+    each faulted in on its first write (so where :func:`faults_page_by_page`, rows the
+    caller never writes — a padded batch's padding — stay 0 and cost nothing), advised as
+    huge pages up to ``_MAX_BYTES``.
 
     Example:
-        >>> out = zeros_output(4, 3, dtype=torch.float32, device=torch.device("cpu"))
-        >>> out.shape, out.dtype, bool(out.eq(0).all())
-        (torch.Size([4, 3]), torch.float32, True)
+        >>> out = fresh_output(4, 3, dtype=torch.float32, device=torch.device("cpu"))
+        >>> out.shape, out.dtype
+        (torch.Size([4, 3]), torch.float32)
     """
     numel = math.prod(shape)
     nbytes = numel * torch.empty((), dtype=dtype).element_size()
     if torch.device(device).type != "cpu" or nbytes < _MIN_BYTES:
-        return torch.zeros(shape, dtype=dtype, device=device)
+        # Small outputs reuse freed heap memory, already faulted in.
+        return torch.empty(shape, dtype=dtype, device=device)
     # Private, like malloc's own mappings (a shared one is shmem: no huge pages, slower
     # faults); the tensor keeps the mapping alive and unmaps it when freed.
     mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
@@ -75,12 +77,12 @@ def zeros_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tenso
 
 
 def faults_page_by_page(out: Tensor) -> bool:
-    """Whether a :func:`zeros_output` tensor's 4 KiB pages are faulted in one by one on
-    first write (a mapping of its own that is not advised as huge pages): then each page
-    never written is a fault saved, and a writer gains by skipping rows that stay 0.
+    """Whether a :func:`fresh_output` tensor is zero pages faulted in one by one on first
+    write (a mapping of its own not advised as huge pages): then each 4 KiB page never
+    written is a fault saved, and a writer gains by skipping rows that are to stay 0.
 
     Example:
-        >>> faults_page_by_page(zeros_output(4, dtype=torch.float32, device=torch.device("cpu")))
+        >>> faults_page_by_page(fresh_output(4, dtype=torch.float32, device=torch.device("cpu")))
         False
     """
     if out.device.type != "cpu" or out.nbytes < _MIN_BYTES:

@@ -50,7 +50,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.errors import check_generator
-from calib_metrics.models._memory import faults_page_by_page, zeros_output
+from calib_metrics.models._memory import faults_page_by_page, fresh_output
 
 __all__ = [
     "ChainMarginals",
@@ -501,11 +501,11 @@ def posterior_marginals(
     unigram = emissions.new_empty(batch, length, num_tags)
     pair = None
     if pairwise:
-        # Zeros that cost nothing until written. Where each 4 KiB page would be faulted
-        # in on its own (past the huge-page range), padding steps are not written at all:
-        # in a padded batch that is a fault saved per page of padding, which outweighs
-        # gathering the other steps; within it, computing the padding's zeros is cheaper.
-        pair = zeros_output(
+        # Where each 4 KiB page of a large output is faulted in on its own (past the
+        # huge-page range), its padding steps are left as the zero pages they are: in a
+        # padded batch that saves a fault per page of padding, which outweighs gathering
+        # the other steps; elsewhere computing the padding's zeros is cheaper.
+        pair = fresh_output(
             batch, length - 1, num_tags, num_tags, dtype=_pair_dtype(out_dtype), device=em.device
         )
         skip_padding = faults_page_by_page(pair)
