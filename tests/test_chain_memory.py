@@ -39,12 +39,12 @@ def test_large_cpu_output_is_advised_over_its_aligned_interior(calls):
     assert advice == getattr(mmap, "MADV_HUGEPAGE", advice)
     assert address % _HUGE_PAGE == 0 and length % _HUGE_PAGE == 0 and length > 0
     assert out.data_ptr() <= address and address + length <= out.data_ptr() + out.nbytes
-    assert bool(out.eq(0).all())  # zero pages
     out.fill_(1.0)  # an ordinary tensor: writable, and freed as usual
     assert out.sum() == out.numel()
 
 
-def test_large_output_survives_what_tensors_go_through():
+def test_mapped_output_survives_what_tensors_go_through(monkeypatch):
+    monkeypatch.setattr(_memory, "_MAX_BYTES", _MIN_BYTES)  # past the bound: a mapping
     out = fresh_output(4, LARGE // 4, dtype=torch.float32, device=torch.device("cpu"))
     out[1, 7] = 2.0
     copy = out.clone()
@@ -60,17 +60,20 @@ def test_small_output_is_plain(calls):
     assert out.shape == (1024,) and calls == []
 
 
-def test_output_over_the_upper_bound_is_not_advised(calls, monkeypatch):
+def test_output_over_the_upper_bound_is_zero_pages_of_its_own(calls, monkeypatch):
     # The bound is lowered here so that the test needs no half-gigabyte tensor.
     monkeypatch.setattr(_memory, "_MAX_BYTES", _MIN_BYTES)
     out = fresh_output(LARGE, dtype=torch.float32, device=torch.device("cpu"))
-    assert calls == [] and bool(out.eq(0).all())
+    assert calls == [] and bool(out.eq(0).all()) and _memory.faults_page_by_page(out)
+    advised = fresh_output(_MIN_BYTES // 4, dtype=torch.float32, device=torch.device("cpu"))
+    assert not _memory.faults_page_by_page(advised)
 
 
 def test_without_madvise_the_output_is_plain(monkeypatch):
     monkeypatch.setattr(_memory, "_madvise", lambda: None)
     out = fresh_output(LARGE, dtype=torch.float64, device=torch.device("cpu"))
     assert out.numel() == LARGE and out.dtype == torch.float64
+    assert _memory.faults_page_by_page(out) and bool(out.eq(0).all())
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ the system allows them (``/sys/kernel/mm/transparent_hugepage/enabled`` set to
 ``madvise`` or ``always``), about 5× cheaper to fault in when the kernel has recently
 freed 2 MiB blocks at hand. This is PyTorch's own ``THP_MEM_ALLOC_ENABLE=1`` applied to
 one tensor rather than to every allocation of the process (which would also defeat
-glibc's reuse of small per-step buffers). The tensor is the kernel's zero pages
-(:func:`fresh_output`: a private anonymous mapping of its own, as glibc would make), so a
-page that is never written is never faulted in; where each page is faulted in on its own
-(no advice: over 512 MiB, or no ``madvise``), the chain leaves a padded batch's padding
-unwritten (:func:`faults_page_by_page`). The advice is only a hint, and where the call is
+glibc's reuse of small per-step buffers). Past 512 MiB (or without ``madvise``), where
+each 4 KiB page is faulted in on its own, the output is instead a private mapping of the
+kernel's zero pages (:func:`fresh_output`), so a page that is never written is never
+faulted in, and the chain leaves a padded batch's padding unwritten
+(:func:`faults_page_by_page`). The advice is only a hint, and where the call is
 unavailable (not Linux, not CPU, a tensor under 32 MiB or over 512 MiB) nothing is done.
 A huge page that must come cold (compacted, or on a virtual machine with free page
 reporting, provided by the host again) can cost more than the 4 KiB faults it saves,
@@ -47,11 +47,11 @@ _MAX_BYTES = 512 << 20
 
 
 def fresh_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """An output for the caller to fill, as ``torch.empty`` gives, except that on CPU from
-    ``_MIN_BYTES`` it is a private anonymous mapping of its own: the kernel's zero pages,
-    each faulted in on its first write (so where :func:`faults_page_by_page`, rows the
-    caller never writes — a padded batch's padding — stay 0 and cost nothing), advised as
-    huge pages up to ``_MAX_BYTES``.
+    """An output for the caller to fill, as ``torch.empty`` gives: on CPU from
+    ``_MIN_BYTES`` up to ``_MAX_BYTES`` advised as huge pages, and past ``_MAX_BYTES`` (or
+    without ``madvise``) a private anonymous mapping of its own: the kernel's zero pages,
+    each faulted in on its first write, so that rows the caller never writes (a padded
+    batch's padding, where :func:`faults_page_by_page`) stay 0 and cost nothing.
 
     Example:
         >>> out = fresh_output(4, 3, dtype=torch.float32, device=torch.device("cpu"))
@@ -63,16 +63,17 @@ def fresh_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tenso
     if torch.device(device).type != "cpu" or nbytes < _MIN_BYTES:
         # Small outputs reuse freed heap memory, already faulted in.
         return torch.empty(shape, dtype=dtype, device=device)
-    # Private, like malloc's own mappings (a shared one is shmem: no huge pages, slower
-    # faults); the tensor keeps the mapping alive and unmaps it when freed.
-    mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
-    out = torch.frombuffer(mapping, dtype=dtype, count=numel).view(shape)
     advise = _madvise()
-    if advise is not None and nbytes <= _MAX_BYTES:
-        begin = -(-out.data_ptr() // _HUGE_PAGE) * _HUGE_PAGE
-        end = (out.data_ptr() + nbytes) // _HUGE_PAGE * _HUGE_PAGE
-        if end > begin:
-            advise(begin, end - begin, mmap.MADV_HUGEPAGE)  # a hint: failure is ignored
+    if advise is None or nbytes > _MAX_BYTES:
+        # Private, like malloc's own mappings (a shared one is shmem, slower to fault);
+        # the tensor keeps the mapping alive and unmaps it when freed.
+        mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+        return torch.frombuffer(mapping, dtype=dtype, count=numel).view(shape)
+    out = torch.empty(shape, dtype=dtype, device=device)
+    begin = -(-out.data_ptr() // _HUGE_PAGE) * _HUGE_PAGE
+    end = (out.data_ptr() + nbytes) // _HUGE_PAGE * _HUGE_PAGE
+    if end > begin:
+        advise(begin, end - begin, mmap.MADV_HUGEPAGE)  # a hint: failure is ignored
     return out
 
 
