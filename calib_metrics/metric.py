@@ -86,6 +86,31 @@ def _copy_state(value: Any, default: Tensor | list[Tensor]) -> Any:
     return value
 
 
+def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: tuple) -> str:
+    """Why ``value`` cannot be the state ``name`` of a metric ('' when it can).
+
+    A tensor state (the streaming sketch, the row count) must have its default's shape;
+    a list of pairs must hold tensors of rows of shape ``row`` (``(C,)`` for multiclass
+    probabilities, ``()`` otherwise), as ``update`` stores them.
+    """
+    hint = "it was saved by a metric of other settings (num_classes, mode or resolution)"
+    if isinstance(default, Tensor):
+        shape = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
+        if not isinstance(value, Tensor) or value.shape != default.shape:
+            keeps = tuple(default.shape)
+            return f"state {name!r} has shape {shape} where this metric keeps {keeps}: {hint}"
+        return ""
+    for part in value if isinstance(value, (list, tuple)) else [value]:
+        if not isinstance(part, Tensor):
+            return f"state {name!r} holds a {type(part).__name__}, not tensors"
+        if part.ndim != len(row) + 1 or tuple(part.shape[1:]) != row:
+            return (
+                f"state {name!r} holds rows of shape {tuple(part.shape[1:])} where this "
+                f"metric keeps rows of shape {row}: {hint}"
+            )
+    return ""
+
+
 def _as_list(state: Tensor | list[Tensor]) -> list[Tensor]:
     """A pair state as a list of tensors (one tensor once synchronised)."""
     return state if isinstance(state, list) else [state]
@@ -228,7 +253,25 @@ def _check_confidence(confidence: Any) -> None:
 
 
 class _StatesKeepTheirDtype(Metric):
-    """A Metric whose states follow the module's device but never its dtype casts."""
+    """A Metric whose states follow the module's device but never its dtype casts, and
+    that refuses a loaded or merged state of another shape (:meth:`_check_states`)."""
+
+    # The list states that hold [n, C] probabilities when num_classes is set.
+    _WIDE_STATES: tuple[str, ...] = ()
+    num_classes: int | None = None
+
+    def _check_states(self, states: dict[str, Any], prefix: str = "") -> None:
+        """Raise ValueError naming the first of ``states`` (``prefix + name``: a state
+        dict's keys) whose shape this metric does not keep; torchmetrics assigns states
+        as they come, and they are not buffers, whose shapes torch would check."""
+        for key, default in self._defaults.items():
+            if prefix + key not in states:
+                continue
+            wide = key in self._WIDE_STATES and self.num_classes is not None
+            row = (self.num_classes,) if wide else ()
+            problem = _state_problem(key, states[prefix + key], default, row)
+            if problem:
+                raise ValueError(f"{type(self).__name__}: {problem}")
 
     def _apply(self, fn: Callable, exclude_state: Any = ()) -> _StatesKeepTheirDtype:
         """Move the states with the module, but never change their dtype.
@@ -259,6 +302,7 @@ class _StatesKeepTheirDtype(Metric):
         unexpected_keys: list[str],
         error_msgs: list[str],
     ) -> None:
+        self._check_states(state_dict, prefix)
         # torchmetrics assigns the caller's own lists and tensors: later updates would
         # append to (or, streaming, add into) the caller's dict. Load copies instead.
         for key in self._defaults:
@@ -389,6 +433,7 @@ class CalibrationError(_StatesKeepTheirDtype):
     is_differentiable = False
     higher_is_better = False
     full_state_update = False
+    _WIDE_STATES = ("probs",)
     plot_lower_bound = 0.0
     plot_upper_bound = 1.0
 
@@ -731,11 +776,13 @@ class CalibrationError(_StatesKeepTheirDtype):
             problem = self._merge_problem(incoming_state)
             if problem:
                 raise ValueError(f"cannot merge these CalibrationErrors: {problem}")
-        elif isinstance(incoming_state, dict) and set(incoming_state) != set(self._defaults):
-            raise ValueError(
-                f"cannot merge a state with keys {sorted(incoming_state)} into a "
-                f"CalibrationError that keeps {sorted(self._defaults)}"
-            )
+        elif isinstance(incoming_state, dict):
+            if set(incoming_state) != set(self._defaults):
+                raise ValueError(
+                    f"cannot merge a state with keys {sorted(incoming_state)} into a "
+                    f"CalibrationError that keeps {sorted(self._defaults)}"
+                )
+            self._check_states(incoming_state)
         incoming = incoming_state
         if isinstance(incoming, CalibrationError):
             incoming = incoming.metric_state

@@ -89,6 +89,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     is_differentiable = False
     higher_is_better = None
     full_state_update = False
+    _WIDE_STATES = ("probs_a", "probs_b")
 
     def __init__(
         self,
@@ -236,6 +237,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             incoming_state = incoming_state.metric_state
         if not isinstance(incoming_state, dict) or set(incoming_state) != set(_STATES):
             raise ValueError(f"a CalibrationComparison state is a dict with keys {list(_STATES)}")
+        self._check_states(incoming_state)
         for name in ("groups", "labels"):
             if (self.target and incoming_state["target"]) and (
                 bool(getattr(self, name)) != bool(incoming_state[name])
