@@ -37,7 +37,7 @@ from calib_metrics.functional.intervals import (
     Interval,
     Norm,
     bin_errors,
-    check_confidence,
+    check_draw_options,
     draw_statistics,
     group_draws,
     interval_of_draws,
@@ -302,10 +302,7 @@ def ci_from_bins(
 def _check_interval_options(
     n_samples: int, confidence: float, method: str, interval: str = "paper"
 ) -> None:
-    check_int("n_samples", n_samples, 2)
-    check_confidence(confidence)
-    if method not in ("normal", "percentile"):
-        raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
+    check_draw_options(n_samples, confidence, method)
     if interval not in ("paper", "pairs", "groups"):
         raise ValueError(f"interval must be 'paper', 'pairs' or 'groups', got {interval!r}")
 
