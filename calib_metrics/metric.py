@@ -31,13 +31,13 @@ from calib_metrics.functional.calibration import (
     _check_interval_options,
     _check_options,
     bins_and_index,
+    bins_interval,
     calibration_error_ci,
-    ci_from_bins,
     compute_bins,
-    error_from_bins,
 )
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import NoPairsError
+from calib_metrics.functional.intervals import bin_errors
 from calib_metrics.functional.multiclass import MODES, average_results, pair_sets
 from calib_metrics.functional.smooth import (
     _check_bandwidth,
@@ -990,7 +990,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         """The calibration error: 0-dim (micro, macro, weighted) or one per class (none)."""
         bins = self.class_bins()
         self._warn_few_bins(bins)
-        errors = [error_from_bins(b, self.norm, debias=self._debias) for b in bins]
+        errors = [bin_errors(b, self.norm, self._debias) for b in bins]
         return self._average(errors, bins)
 
     def compute_result(self) -> CalibrationResult | list[CalibrationResult]:
@@ -1104,8 +1104,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         return [sketch.histogram(count[c], sum_r[c], sum_y[c]) for c in range(count.shape[0])]
 
     def _results(self, inputs: list[Any], interval: str) -> list[CalibrationResult]:
-        options = {"n_samples": self.n_samples, "confidence": self.confidence}
-        options |= {"method": self.method, "norm": self.norm, "debias": self._debias}
+        options = {"confidence": self.confidence, "method": self.method, "norm": self.norm}
+        options["debias"] = self._debias
         generator = None
         results = []
         for item in inputs:
@@ -1113,8 +1113,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 device = item.freq.device if isinstance(item, Bins) else item[0].device
                 generator = torch.Generator(device=device).manual_seed(self.seed)
             if isinstance(item, Bins):
-                result = ci_from_bins(item, generator=generator, interval=interval, **options)
-                results.append(result)
+                results.append(bins_interval(item, interval, self.n_samples, generator, **options))
                 continue
             probs, target, groups = item
             results.append(
@@ -1123,6 +1122,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                     target,
                     groups=groups,
                     interval="groups",
+                    n_samples=self.n_samples,
                     generator=generator,
                     binning=self.binning,
                     bin_size=self.bin_size,

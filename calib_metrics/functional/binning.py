@@ -143,6 +143,50 @@ def check_probs(probs: Tensor) -> None:
         )
 
 
+def check_bins(bins: object) -> Bins:
+    """``bins`` checked: three tensors ``(pred_mean, freq, count)`` of one shape with at
+    least one bin, counts finite and ≥ 0 with a positive total (a bin of count 0 weighs
+    nothing), mean predictions and frequencies in [0, 1]. A plain 3-tuple of tensors
+    comes back as :class:`Bins`. One host synchronisation.
+
+    Example:
+        >>> check_bins((torch.tensor([0.2]), torch.tensor([1.5]), torch.tensor([4.0])))
+        Traceback (most recent call last):
+        ...
+        ValueError: bins.freq must lie in [0, 1], got values in [1.5, 1.5]
+    """
+    if not (
+        isinstance(bins, tuple) and len(bins) == 3 and all(isinstance(v, Tensor) for v in bins)
+    ):
+        raise ValueError(
+            f"bins must be Bins(pred_mean, freq, count) of tensors, got {type(bins).__name__}"
+        )
+    bins = bins if isinstance(bins, Bins) else Bins(*bins)
+    shapes = [tuple(v.shape) for v in bins]
+    if len(set(shapes)) != 1 or not shapes[0]:
+        raise ValueError(f"bins' pred_mean, freq and count must have one shape, got {shapes}")
+    if bins.count.numel() == 0:
+        raise NoPairsError("bins: no bin (at least one bin with a positive count is needed)")
+    count = bins.count.to(torch.float64)
+    good = [((v >= 0) & (v <= 1)).all() for v in bins[:2]]
+    good += [((count >= 0) & count.isfinite()).all(), count.sum() > 0]
+    mean_ok, freq_ok, count_ok, some = torch.stack(good).tolist()  # the one host sync
+    for name, ok in (("pred_mean", mean_ok), ("freq", freq_ok)):
+        if not ok:
+            values = getattr(bins, name).to(torch.float64)
+            if values.isnan().any():
+                raise ValueError(f"bins.{name} contains NaN")
+            raise ValueError(
+                f"bins.{name} must lie in [0, 1], got values in "
+                f"[{values.min().item():.4g}, {values.max().item():.4g}]"
+            )
+    if not count_ok:
+        raise ValueError(f"bins.count must be finite and >= 0, got {bins.count.tolist()[:8]}")
+    if not some:
+        raise NoPairsError("bins.count sums to 0: the bins hold no pairs")
+    return bins
+
+
 def check_binary_target(target: Tensor) -> None:
     """Raise ValueError unless every target is 0 or 1 (bool, integer or float)."""
     if target.dtype == torch.bool or target.numel() == 0:

@@ -26,6 +26,7 @@ from calib_metrics.functional.binning import (
     _check_pairs,
     adaptive_tied_bins,
     bin_index,
+    check_bins,
     uniform_binning,
 )
 from calib_metrics.functional.clusters import grouped_bins
@@ -41,7 +42,7 @@ from calib_metrics.functional.intervals import (
     draw_statistics,
     group_draws,
     interval_of_draws,
-    pair_bootstrap,
+    pair_draws,
     paper_draws,
     resampled_interval,
     weighted_mean,
@@ -176,7 +177,7 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
         raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
     if debias and norm != "l2":
         raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
-    return bin_errors(bins, norm, debias)
+    return bin_errors(check_bins(bins), norm, debias)
 
 
 def calibration_error(
@@ -238,7 +239,7 @@ def calibration_error(
         return torch.stack(per_class).mean()
     probs, target = sets[0].probs, sets[0].target
     bins = compute_bins(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
-    return error_from_bins(bins, norm, debias=debias)
+    return bin_errors(bins, norm, debias)
 
 
 def sampled_errors(
@@ -286,17 +287,36 @@ def ci_from_bins(
         >>> round(r.error.item(), 3), bool(r.lower < r.mean < r.upper)
         (0.1, True)
     """
-    check_generator(generator)
-    _check_interval_options(n_samples, confidence, method, interval)
-    options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
-    if interval == "pairs":
-        return pair_bootstrap(bins, n_samples=n_samples, generator=generator, **options)
-    if interval != "paper":
+    check_draw_options(n_samples, confidence, method, norm, debias, generator)
+    if interval not in ("paper", "pairs"):
         raise ValueError(
             f"interval must be 'paper' or 'pairs' for given bins, got {interval!r} "
             "('groups' needs the pairs: use calibration_error_ci)"
         )
-    return resampled_interval(bins, paper_draws(bins, n_samples, generator), "paper", **options)
+    options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
+    return bins_interval(check_bins(bins), interval, n_samples, generator, **options)
+
+
+def bins_interval(
+    bins: Bins,
+    interval: Interval,
+    n_samples: int,
+    generator: torch.Generator | None,
+    **options: object,
+) -> CalibrationResult:
+    """:func:`ci_from_bins` unchecked, for bins this library made (``interval`` "paper" or
+    "pairs"; ``options``: confidence, method, norm, debias).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> r = bins_interval(bins, "pairs", 100, torch.Generator().manual_seed(0))
+        >>> round(r.error.item(), 3)
+        0.1
+    """
+    draw = pair_draws if interval == "pairs" else paper_draws
+    return resampled_interval(bins, draw(bins, n_samples, generator), interval, **options)
 
 
 def _check_interval_options(
@@ -404,7 +424,8 @@ def calibration_error_ci(
         bins = compute_bins(
             probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins, validate=False
         )
-        return ci_from_bins(bins, interval=interval, **options)
+        n_samples, generator = options.pop("n_samples"), options.pop("generator")
+        return bins_interval(bins, interval, n_samples, generator, **options)
     groups = _check_groups(groups, probs)
     bins, index = bins_and_index(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
     # The cut tie groups, found once for the debias term and the draws.

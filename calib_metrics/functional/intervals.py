@@ -77,7 +77,7 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, bin_index, bin_ties
+from calib_metrics.functional.binning import Bins, bin_index, bin_ties, check_bins
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.functional.ties import (
@@ -794,6 +794,7 @@ def pair_bootstrap(
         True
     """
     check_draw_options(n_samples, confidence, method, norm, debias, generator)
+    bins = check_bins(bins)
     blocks = pair_draws(bins, n_samples, generator)
     options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
     return resampled_interval(bins, blocks, "pairs", **options)
