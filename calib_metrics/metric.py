@@ -131,8 +131,10 @@ def _prepare_batch(
     ignore_index: int | None,
     *,
     validate: bool = True,
+    name: str = "probs",
 ) -> tuple[Tensor, Tensor, Tensor | None]:
-    """Validate one batch; return probs [n] or [n, C], target [n] and the rows to keep.
+    """Validate one batch; return probs [n] or [n, C], target [n] and the rows to keep;
+    errors call the probabilities ``name``.
 
     Rows whose target is ``ignore_index`` are not removed here (boolean indexing
     would wait for the device): the keep mask goes along, and only the optional
@@ -148,9 +150,9 @@ def _prepare_batch(
         keep = None if ignore_index is None else target != ignore_index
         if validate and probs.numel():
             if keep is None:
-                _check_pairs(probs, target)
+                _check_pairs(probs, target, name)
             elif keep.any():
-                _check_pairs(probs[keep], target[keep])
+                _check_pairs(probs[keep], target[keep], name)
         return probs, target, keep
     c = num_classes
     if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
@@ -169,7 +171,7 @@ def _prepare_batch(
             if low < 0 or high >= c:
                 bad = kept[(kept < 0) | (kept >= c)][0].item()
                 raise ValueError(f"target holds class id {bad}, outside [0, {c})")
-            check_probs(kept_probs)
+            check_probs(kept_probs, name)
     return probs, target, keep
 
 
@@ -771,7 +773,17 @@ class CalibrationError(_StatesKeepTheirDtype):
         return batch
 
     def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
-        """Add another metric's state (or a state dict) to this one; both must keep alike."""
+        """Add another metric's state (or a state dict) to this one; both must keep alike.
+
+        Also with ``dist_sync_on_step=True``, which torchmetrics' own ``merge_state``
+        refuses: the states are sums and concatenations, merged as they are locally, and
+        ``forward`` merges each batch through here.
+        """
+        if not isinstance(incoming_state, dict | CalibrationError):
+            raise ValueError(
+                "a CalibrationError merges another CalibrationError or a dict of its states, "
+                f"got {type(incoming_state).__name__}"
+            )
         if isinstance(incoming_state, CalibrationError):
             problem = self._merge_problem(incoming_state)
             if problem:
@@ -791,7 +803,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 "cannot merge these CalibrationErrors: one holds group ids (groups=) and "
                 "the other holds pairs without them: give every batch its group ids, or none"
             )
-        super().merge_state(incoming_state)
+        self._reduce_states(incoming)
         folded = self._folded or getattr(incoming_state, "_folded", False)
         if self.streaming and (
             folded or self._buffered_rows() > sketch.buffer_rows(self.resolution)

@@ -161,10 +161,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         # Both models are checked against the batch's own target (any shape, [...] or
         # [..., C] probabilities); the flat target is stored once.
         target = target.detach()
+        checked = {"validate": self.validate_args}
         a, flat_target, _ = _prepare_batch(
-            probs_a.detach(), target, *options, validate=self.validate_args
+            probs_a.detach(), target, *options, **checked, name="probs_a"
         )
-        b, _, _ = _prepare_batch(probs_b.detach(), target, *options, validate=self.validate_args)
+        b, _, _ = _prepare_batch(probs_b.detach(), target, *options, **checked, name="probs_b")
         self.probs_a.append(a)
         self.probs_b.append(b)
         self.target.append(flat_target)

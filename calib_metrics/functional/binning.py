@@ -124,20 +124,21 @@ def bin_ties(bins: Bins) -> TieCuts:
     return run_cuts(bins.pred_mean - bins.freq, bins.freq, bins.count)
 
 
-def check_probs(probs: Tensor) -> None:
-    """Raise ValueError unless ``probs`` is a floating tensor of values in [0, 1]."""
+def check_probs(probs: Tensor, name: str = "probs") -> None:
+    """Raise ValueError unless ``probs`` is a floating tensor of values in [0, 1]; the
+    message calls it ``name`` (``"probs_b"``: which of two models)."""
     if not probs.is_floating_point():
-        raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
+        raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
     if probs.numel() == 0:
         return
     low, high = torch.aminmax(probs.reshape(-1))
     if torch.isnan(low) or torch.isnan(high):
-        raise ValueError("probs contains NaN")
+        raise ValueError(f"{name} contains NaN")
     if low < 0 or high > 1:
         # repr-exact: 1 + 6e-8 must not print as 1.
         offending = low.item() if low < 0 else high.item()
         raise ValueError(
-            f"probs must lie in [0, 1], got {offending!r} (values span "
+            f"{name} must lie in [0, 1], got {offending!r} (values span "
             f"[{low.item():.4g}, {high.item():.4g}]); pass probabilities, not logits "
             "(apply sigmoid/softmax first)"
         )
@@ -200,9 +201,9 @@ def check_binary_target(target: Tensor) -> None:
         raise ValueError(f"target must be binary (0 or 1), found the value {bad!r}")
 
 
-def _check_pairs(probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+def _check_pairs(probs: Tensor, target: Tensor, name: str = "probs") -> tuple[Tensor, Tensor]:
     """Validate (q, y) and return them flattened and detached; raise ValueError naming the
-    problem."""
+    problem (and calling the probabilities ``name``)."""
     if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
         raise ValueError(
             f"probs and target must be tensors, got {type(probs).__name__} and "
@@ -217,7 +218,7 @@ def _check_pairs(probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
         raise NoPairsError("empty input: at least one (probability, target) pair is needed")
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
-    check_probs(probs)
+    check_probs(probs, name)
     check_binary_target(target)
     # A model's probabilities may carry autograd history; the estimators treat them as
     # data (several kernels write in place, which autograd refuses).
