@@ -262,6 +262,15 @@ class _StatesKeepTheirDtype(Metric):
     _WIDE_STATES: tuple[str, ...] = ()
     num_classes: int | None = None
 
+    def reset(self) -> None:
+        """Forget every state. List states get new lists: torchmetrics clears them in
+        place, which emptied the lists a caller still held (``torchmetrics.wrappers.Running``
+        keeps each window's state that way)."""
+        for key, default in self._defaults.items():
+            if isinstance(default, list):
+                setattr(self, key, [])
+        super().reset()
+
     def _check_states(self, states: dict[str, Any], prefix: str = "") -> None:
         """Raise ValueError naming the first of ``states`` (``prefix + name``: a state
         dict's keys) whose shape this metric does not keep; torchmetrics assigns states
