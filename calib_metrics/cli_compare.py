@@ -6,8 +6,9 @@ checks that both hold the same labels in the same order (and, with ``--groups``,
 grouping of the rows when both files have a group column), and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
 difference" (:func:`calib_metrics.functional.compare_calibration`). With ``--label COL``
-(or ``--labels``: a column of a's file naming each pair's label, the tag of a one-vs-rest
-query, say) it also prints one row per label — the label's paired difference, p-value
+(or ``--labels``: a column naming each pair's label, the tag of a one-vs-rest query, say;
+read from a's file, or b's when only b's has it, and checked to agree when both do) it
+also prints one row per label — the label's paired difference, p-value
 and corrected p-value — and the counts "a better / b better / not distinguishable" after
 Holm's (or, ``--correction bh``, Benjamini–Hochberg's) correction
 (:func:`calib_metrics.functional.compare_calibration_by_label`).
@@ -64,8 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     add_plot_smooth(p)
     p.add_argument(
-        "--label", "--labels", dest="label", help="column (of a's file) naming each item's "
-        "label: adds a paired comparison per label, with corrected counts",
+        "--label", "--labels", dest="label", help="column (of a's file, or b's) naming each "
+        "item's label: adds a paired comparison per label, with corrected counts",
     )  # fmt: skip
     p.add_argument(
         "--correction", choices=("holm", "bh"),
@@ -260,12 +261,14 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(
             f"  {name}: {path}: {r['calib_err']:.4f} [{level}: {r['lower']:.4f}, {r['upper']:.4f}]"
         )
+    from calib_metrics.report import p_value_phrase
+
     print(
         f"  a - b = {summary['difference']:+.4f} [{level}: {summary['lower']:+.4f}, "
-        f"{summary['upper']:+.4f}], p = {summary['p_value']:.3g}"
+        f"{summary['upper']:+.4f}], {p_value_phrase(summary['p_value'], args.samples)}"
     )
     if "per_label" in summary:
-        _print_per_label(summary, level)
+        _print_per_label(summary, level, args.samples)
     if "html" in summary:
         print(f"HTML report: {summary['html']}")
     if "plot" in summary:
@@ -332,9 +335,9 @@ def _label_row(result, i: int) -> dict[str, Any]:
     }
 
 
-def _print_per_label(summary: dict[str, Any], level: str) -> None:
+def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     """The per-label table (difference, interval, p and corrected p) and the counts."""
-    from calib_metrics.report import label_counts_sentence
+    from calib_metrics.report import label_counts_sentence, p_value_text
 
     rows = summary["per_label"]
     width = max(5, *(len(k) for k in rows))
@@ -346,7 +349,7 @@ def _print_per_label(summary: dict[str, Any], level: str) -> None:
         interval = f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
         print(
             f"  {k:<{width}} {r['n']:>7g} {r['a']:>7.4f} {r['b']:>7.4f} "
-            f"{r['difference']:>+8.4f} {interval:>19} {r['p_value']:>7.3g} "
-            f"{r['adjusted_p_value']:>7.3g}  {r['better']}"
+            f"{r['difference']:>+8.4f} {interval:>19} {p_value_text(r['p_value'], samples):>7} "
+            f"{p_value_text(r['adjusted_p_value'], samples):>7}  {r['better']}"
         )
     print("  " + label_counts_sentence(summary["label_counts"], len(rows)))

@@ -210,9 +210,11 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
             f"  {which:6s} CalibErr {s['calib_err']:.4f} [{s['lower']:.4f}, {s['upper']:.4f}]"
             f"  accuracy {s['accuracy']:.4f}  NLL {s['nll']:.4f}  Brier {s['brier']:.4f}"
         )
+    from calib_metrics.report import p_value_phrase
+
     d = summary["difference"]
     print(
         f"  before - after {d['difference']:+.4f} [{d['lower']:+.4f}, {d['upper']:+.4f}] "
-        f"paired, p = {d['p_value']:.3g}"
+        f"paired, {p_value_phrase(d['p_value'], d['n_samples'])}"
     )
     print(f"recalibrated test probabilities: {summary['out']}")

@@ -492,6 +492,19 @@ def group_column(path: str | Path, wanted: str) -> str | None:
     return _usual_name(list(table), GROUP_NAMES)
 
 
+def has_column(path: str | Path, column: str) -> bool:
+    """Whether the file has a column named ``column``.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "tokens.csv")
+        >>> _ = open(file, "w").write("prob,label,tag\\n0.9,1,NN\\n")
+        >>> has_column(file, "tag"), has_column(file, "doc")
+        (True, False)
+    """
+    return group_column(path, column) is not None
+
+
 def check_output_path(path: Path | None, option: str, inputs: Sequence[Path | None] = ()) -> None:
     """Refuse, before any work, an output path that is a folder, whose folder is missing,
     or that is one of the command's ``inputs`` (writing it would destroy what was read).

@@ -459,13 +459,35 @@ def compare_page(
 
 
 def _p_value(comparison: ComparisonResult, samples: int) -> str:
-    """The p-value; 0 means no paired draw reached 0, i.e. below 2/S."""
+    """The p-value as text; NaN: not tested."""
     p = float(comparison.p_value)
     if p != p:
         return "not tested (too few items)"
-    if p == 0:
-        return f"< {2 / samples:.2g} (no paired draw reached 0)"
-    return f"{p:.3g}"
+    text = p_value_text(p, samples)
+    return f"{text} (no paired draw reached 0)" if p == 0 else text
+
+
+def p_value_text(p: float, samples: int) -> str:
+    """A bootstrap p-value as text: 0 means that no one of the ``samples`` paired draws
+    reached 0, i.e. p below 2/S, and is written so (a printed "p = 0" claims more than
+    S draws can show).
+
+    Example:
+        >>> p_value_text(0.0, 2000), p_value_text(0.0312, 2000)
+        ('< 0.001', '0.0312')
+    """
+    return f"< {2 / samples:.2g}" if p == 0 else f"{p:.3g}"
+
+
+def p_value_phrase(p: float, samples: int) -> str:
+    """``p = 0.0312`` or, when no draw reached 0, ``p < 0.001``.
+
+    Example:
+        >>> p_value_phrase(0.0, 2000), p_value_phrase(0.0312, 2000)
+        ('p < 0.001', 'p = 0.0312')
+    """
+    text = p_value_text(p, samples)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 
 def _models_table(
@@ -497,7 +519,7 @@ def _compare_labels(
     rows = [
         [k, _pairs(c.a), _num(c.a.error), _num(c.b.error), f"{float(c.difference):+.4f}",
          _interval(c, sign="+"), _p_value(c, samples),
-         _adjusted(v.get("adjusted_p_value")), v.get("better", "")]
+         _adjusted(v.get("adjusted_p_value"), samples), v.get("better", "")]
         for k, c, v in ((k, per_label[k], verdicts.get(k, {})) for k in order)
     ]  # fmt: skip
     header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p",
@@ -516,9 +538,9 @@ def _compare_labels(
     )
 
 
-def _adjusted(p: float | None) -> str:
+def _adjusted(p: float | None, samples: int) -> str:
     """A corrected p-value, or "—" for a label that was not tested."""
-    return "—" if p is None or p != p else f"{p:.3g}"
+    return "—" if p is None or p != p else p_value_text(p, samples)
 
 
 def _label_counts(counts: Mapping[str, Any] | None, n_labels: int) -> str:

@@ -192,3 +192,36 @@ def test_labels_that_differ_are_named_by_their_first_row(predictions, capsys) ->
     assert main(["compare", str(predictions["a"]), str(predictions["other"])]) == 2
     err = capsys.readouterr().err.strip()
     assert "first differ at data row" in err and "\n" not in err
+
+
+def test_a_p_value_below_what_the_draws_can_show_is_printed_as_a_bound(predictions, capsys) -> None:
+    """No paired draw reached 0: p is below 2/S, not 0 (the text said "p = 0")."""
+    argv = ["compare", str(predictions["a"]), str(predictions["b"]), "--samples", "200"]
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["p_value"] == 0
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "p < 0.01" in out and "p = 0\n" not in out
+
+
+def test_recalibrate_prints_the_same_bound(tmp_path, capsys) -> None:
+    g = torch.Generator().manual_seed(1)
+    paths = []
+    for name in ("dev", "test"):
+        q = torch.rand(3000, generator=g, dtype=torch.float64)
+        y = torch.bernoulli(q, generator=g).long().tolist()
+        paths.append(_write(tmp_path / f"{name}.csv", {"prob": q.sqrt().tolist(), "label": y}))
+    argv = ["recalibrate", *map(str, paths), "--method", "platt", "--samples", "200"]
+    assert main([*argv, "--out", str(tmp_path / "out.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "paired, p < 0.01" in out, out
+
+
+def test_per_label_p_values_of_0_are_bounds_in_text_and_html(tagged, tmp_path, capsys) -> None:
+    page = tmp_path / "compare.html"
+    assert main(_by_label_argv(tagged, "--html", str(page))) == 0
+    noun = next(line for line in capsys.readouterr().out.splitlines() if "NOUN" in line)
+    assert noun.count("< 0.0067") == 2, noun  # p and Holm p: no draw of 300 reached 0
+    table = page.read_text().split('id="per-label-table"')[1]
+    row = next(r for r in table.split("<tr>") if "NOUN" in r)
+    assert row.count("&lt; 0.0067") == 2, row

@@ -16,8 +16,8 @@ import torch
 from calib_metrics import cli
 from calib_metrics.functional import calibration_error_ci
 
-Q = [0.1, 0.35, 0.35, 0.6, 0.8, 0.95, 0.2, 0.7]
-Y = [0, 1, 0, 1, 1, 1, 0, 0]
+Q = [0.1, 0.35, 0.35, 0.6, 0.8, 0.95, 0.2, 0.7, 0.45, 0.15, 0.85, 0.55]
+Y = [0, 1, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0]
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:
@@ -291,9 +291,9 @@ def test_semicolon_separated_csv_is_detected(tmp_path: Path, capsys, reference):
 
 def test_bin_count_grammar(good: Path, capsys):
     code, out, _ = run_cli(capsys, "evaluate", good, "--samples", "20", "--bin-size", "100")
-    assert code == 0 and re.search(r"N = 8 pairs, 1 adaptive bin\b(?!s)", out), out
+    assert code == 0 and re.search(r"N = 12 pairs, 1 adaptive bin\b(?!s)", out), out
     code, out, _ = run_cli(capsys, "evaluate", good, "--samples", "20", "--bin-size", "2")
-    assert code == 0 and "4 adaptive bins" in out, out
+    assert code == 0 and "6 adaptive bins" in out, out
 
 
 def test_json_has_the_bins(good: Path, capsys):
@@ -307,7 +307,7 @@ def test_json_has_the_bins(good: Path, capsys):
         interval="pairs",
     )
     per_bin = got["per_bin"]
-    assert len(per_bin) == got["bins"] == 4
+    assert len(per_bin) == got["bins"] == 6
     assert [b["count"] for b in per_bin] == result.bins.count.tolist()
     assert [b["pred_mean"] for b in per_bin] == pytest.approx(result.bins.pred_mean.tolist())
     assert [b["freq"] for b in per_bin] == pytest.approx(result.bins.freq.tolist())

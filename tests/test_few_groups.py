@@ -30,3 +30,53 @@ def test_enough_groups_keep_their_interval():
     r = calibration_error_ci(q, y, groups=groups, bin_size=50, n_samples=50)
     assert not (r.lower.isnan() or r.upper.isnan())
     assert bool(r.lower <= r.upper)
+
+
+# -- the same rule for the pair bootstrap: one pair gave a zero-width "interval" --------
+
+
+@pytest.mark.parametrize("n_pairs", [1, 2, MIN_UNITS - 1])
+def test_too_few_pairs_give_nan_ends_and_a_warning(n_pairs):
+    q, y = _data(n_pairs)
+    with pytest.warns(UserWarning, match=f"{n_pairs} pair"):
+        r = calibration_error_ci(q, y, n_samples=50, interval="pairs")
+    assert r.lower.isnan() and r.upper.isnan() and r.std.isnan() and r.mean.isnan()
+    assert not r.error.isnan()
+
+
+def test_enough_pairs_keep_their_interval():
+    q, y = _data(MIN_UNITS)
+    r = calibration_error_ci(q, y, n_samples=50, interval="pairs")
+    assert bool(r.lower <= r.upper) and not r.upper.isnan()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_the_metric_follows_the_rule(streaming):
+    from calib_metrics import CalibrationError
+
+    metric = CalibrationError(n_samples=50, seed=0, streaming=streaming)
+    metric.update(*_data(3))
+    with pytest.warns(UserWarning, match="3 pairs"):
+        r = metric.compute_result()
+    assert r.lower.isnan() and r.upper.isnan() and not r.error.isnan()
+
+
+def test_group_ids_are_compacted_once(monkeypatch):
+    """calibration_error_ci(groups=) finds the groups with one torch.unique of the ids
+    (it took three: the debias term, the draws and the few-groups check)."""
+    import calib_metrics.functional.intervals as intervals
+
+    q, y = _data()
+    groups = torch.arange(400) // 7 * 3
+    calls = []
+    unique = torch.unique
+
+    def counting(values, *args, **kwargs):
+        if values.numel() == groups.numel() and torch.equal(values.reshape(-1), groups):
+            calls.append(1)
+        return unique(values, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "unique", counting)
+    assert intervals.torch is torch
+    calibration_error_ci(q, y, groups=groups, bin_size=50, n_samples=20)
+    assert len(calls) == 1

@@ -32,13 +32,13 @@ from calib_metrics.functional.binning import (
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.functional.intervals import (
-    MIN_UNITS,
     CalibrationResult,
     Draws,
     Interval,
     Norm,
     bin_errors,
     check_draw_options,
+    compact_units,
     draw_statistics,
     group_draws,
     interval_of_draws,
@@ -46,6 +46,7 @@ from calib_metrics.functional.intervals import (
     paper_draws,
     resampled_interval,
     weighted_mean,
+    without_interval_if_few,
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
 from calib_metrics.functional.ties import cut_cells
@@ -315,8 +316,11 @@ def bins_interval(
         >>> round(r.error.item(), 3)
         0.1
     """
-    draw = pair_draws if interval == "pairs" else paper_draws
-    return resampled_interval(bins, draw(bins, n_samples, generator), interval, **options)
+    if interval == "paper":
+        return resampled_interval(bins, paper_draws(bins, n_samples, generator), "paper", **options)
+    result = resampled_interval(bins, pair_draws(bins, n_samples, generator), "pairs", **options)
+    # Host sync: the number of pairs resampled.
+    return without_interval_if_few(result, round(float(bins.count.sum())), "pair")
 
 
 def _check_interval_options(
@@ -373,7 +377,8 @@ def calibration_error_ci(
             term is then each bin's cluster-robust variance over the groups
             (:mod:`~calib_metrics.functional.clusters`), so ``error`` may differ slightly
             from :func:`calibration_error`'s, which assumes independent labels. Fewer
-            than ``MIN_UNITS`` (10) groups give no interval: NaN ends, with a warning.
+            than ``MIN_UNITS`` (10) groups — or, with ``interval="pairs"``, pairs — give
+            no interval: NaN mean, std and ends, with a warning (the error stands).
         mode: multiclass input as in :func:`calibration_error`; ``"classwise"`` averages
             the per-class results (its interval conservatively, see
             :func:`~calib_metrics.functional.multiclass.average_results`).
@@ -426,35 +431,19 @@ def calibration_error_ci(
         )
         n_samples, generator = options.pop("n_samples"), options.pop("generator")
         return bins_interval(bins, interval, n_samples, generator, **options)
-    groups = _check_groups(groups, probs)
+    # Compact group ids, found once for the debias term and the draws (host sync: G).
+    units, n_groups = compact_units(_check_groups(groups, probs))
     bins, index = bins_and_index(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
     # The cut tie groups, found once for the debias term and the draws.
     cells = cut_cells(probs, index, bins.count.numel())
     if debias:
-        bins = grouped_bins(probs, target, groups, index, bins, cells)
+        bins = grouped_bins(probs, target, units, index, bins, cells, n_groups)
     probs = probs.to(torch.float64)
     n_bins = bins.count.numel()
-    draws = group_draws(probs, target, groups, index, n_bins, n_samples, generator, cells)
+    draws = group_draws(probs, target, units, index, n_bins, n_samples, generator, cells, n_groups)
     del options["n_samples"], options["generator"]
     result = resampled_interval(bins, draws, "groups", **options)
-    return _without_interval_if_few(result, groups)
-
-
-def _without_interval_if_few(result: CalibrationResult, groups: Tensor) -> CalibrationResult:
-    """The result with NaN spread and ends, and a warning, when fewer than ``MIN_UNITS``
-    groups were resampled: a bootstrap over a handful of groups is no interval (with one
-    group every draw is the data, and the "interval" can exclude the estimate)."""
-    n_groups = int(torch.unique(groups).numel())  # host sync: the number of groups
-    if n_groups >= MIN_UNITS:
-        return result
-    warnings.warn(
-        f"calibration_error_ci: {n_groups} group{'s' * (n_groups != 1)}; at least "
-        f"{MIN_UNITS} are needed for an interval, so its ends are NaN (the error stands)",
-        UserWarning,
-        stacklevel=3,
-    )
-    nan = torch.full_like(result.error, float("nan"))
-    return result._replace(mean=nan, std=nan, lower=nan, upper=nan)
+    return without_interval_if_few(result, n_groups, "group")
 
 
 def _check_groups(

@@ -243,10 +243,12 @@ def grouped_bins(
     index: Tensor,
     bins: Bins,
     cells: CutCells | None = None,
+    n_groups: int | None = None,
 ) -> Bins:
     """``bins`` carrying the cluster-robust n_eff of ``groups`` (any integer ids, flat and
     aligned with the pairs and their bin ``index``): what the debiased square reads when
-    the pairs come in groups (``cells``: the cut tie groups, if already found).
+    the pairs come in groups (``cells``: the cut tie groups, if already found;
+    ``n_groups``: given when ``groups`` are already compact ids in [0, n_groups)).
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -258,6 +260,6 @@ def grouped_bins(
         >>> grouped_bins(q, y, sentence, index, bins).samples.shape
         torch.Size([4])
     """
-    units = torch.unique(groups.reshape(-1), return_inverse=True)[1]
-    samples = grouped_effective_counts(probs, target, units, index, bins, cells)
+    units = groups if n_groups is not None else torch.unique(groups, return_inverse=True)[1]
+    samples = grouped_effective_counts(probs, target, units.reshape(-1), index, bins, cells)
     return with_samples(bins, samples)

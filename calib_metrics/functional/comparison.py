@@ -102,6 +102,7 @@ from calib_metrics.functional.errors import check_generator
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     UnitSums,
+    compact_units,
     draw_statistics,
     interval_of_draws,
     reweighted_bins,
@@ -304,11 +305,8 @@ def compare_calibration(
 def _units(target: Tensor, groups: Tensor | None) -> tuple[Tensor, int]:
     """Each pair's resampling unit (itself, or its group) as compact ids, and their number."""
     if groups is None:
-        units = torch.arange(target.numel(), device=target.device)
-    else:
-        units = torch.unique(groups, return_inverse=True)[1]
-    # Host sync: the number of units.
-    return units, int(units.max().item()) + 1
+        return torch.arange(target.numel(), device=target.device), target.numel()
+    return compact_units(groups)
 
 
 def _combined(results: list[CalibrationResult]) -> CalibrationResult:

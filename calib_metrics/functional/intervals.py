@@ -99,6 +99,7 @@ __all__ = [
     "Draws",
     "bin_errors",
     "bin_index",
+    "compact_units",
     "debiased_square",
     "draw_statistics",
     "effective_samples",
@@ -114,6 +115,7 @@ __all__ = [
     "tie_run_counts",
     "tie_runs",
     "weighted_mean",
+    "without_interval_if_few",
 ]
 
 Interval = Literal["paper", "pairs", "groups"]
@@ -578,10 +580,12 @@ def group_draws(
     n_samples: int,
     generator: torch.Generator | None = None,
     cells: CutCells | None = None,
+    n_groups: int | None = None,
 ) -> Iterator[Bins]:
     """The Poisson bootstrap over groups: flat aligned pairs, group ids and bin indices
     (``cells``: the cut tie groups, :func:`~calib_metrics.functional.ties.cut_cells`, if
-    already found).
+    already found; ``n_groups``: given when ``groups`` are already compact ids in
+    [0, n_groups), :func:`compact_units`).
 
     Example:
         >>> import torch
@@ -591,11 +595,47 @@ def group_draws(
         >>> block.count.shape
         torch.Size([3, 2])
     """
-    units = torch.unique(groups.reshape(-1), return_inverse=True)[1]
-    n_units = int(units.max().item()) + 1
+    units, n_units = (groups, n_groups) if n_groups is not None else compact_units(groups)
     sums = unit_sum_matrix(probs, target, units, index, n_bins, n_units, cells)
     for weights in unit_weights(n_units, n_samples, 3 * n_bins, generator, probs.device):
         yield reweighted_bins(sums, weights)
+
+
+def compact_units(groups: Tensor) -> tuple[Tensor, int]:
+    """Any integer group ids as flat compact ids in [0, G), and G (host sync: G).
+
+    Example:
+        >>> compact_units(torch.tensor([[7, 3], [7, 9]]))
+        (tensor([1, 0, 1, 2]), 3)
+    """
+    units = torch.unique(groups.reshape(-1), return_inverse=True)[1]
+    return units, int(units.max().item()) + 1 if units.numel() else 0
+
+
+def without_interval_if_few(result: CalibrationResult, n_units: int, unit: str):
+    """``result`` with NaN mean, std and ends, and a warning, when fewer than
+    ``MIN_UNITS`` units (pairs or groups, named by ``unit``) were resampled: a bootstrap
+    over a handful of units is no interval (with one unit every draw is the data, a
+    zero-width "interval" that can exclude the estimate).
+
+    Example:
+        >>> import warnings
+        >>> r = CalibrationResult(*torch.tensor([0.1, 0.1, 0.0, 0.1, 0.1]), None)
+        >>> with warnings.catch_warnings(record=True):
+        ...     warnings.simplefilter("always")
+        ...     without_interval_if_few(r, 1, "pair").lower
+        tensor(nan)
+    """
+    if n_units >= MIN_UNITS:
+        return result
+    warnings.warn(
+        f"calibration_error_ci: {n_units} {unit}{'s' * (n_units != 1)}; at least "
+        f"{MIN_UNITS} are needed for an interval, so its ends are NaN (the error stands)",
+        UserWarning,
+        stacklevel=3,
+    )
+    nan = torch.full_like(result.error, float("nan"))
+    return result._replace(mean=nan, std=nan, lower=nan, upper=nan)
 
 
 # --- From draws to the interval: one set of statistics, one summary ------------------

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional import compare_calibration, compare_calibration_by_label
+from calib_metrics.report import p_value_phrase, p_value_text
 
 RECOMMENDED = {"bin_size": "auto", "debias": True, "n_samples": 2000}
 CORRECTION = "holm"
@@ -50,6 +51,19 @@ def difference(
     )  # fmt: skip
     out = {k: float(getattr(r, k)) for k in ("difference", "lower", "upper", "p_value")}
     return out | {"a": float(r.a.error), "b": float(r.b.error)}
+
+
+def format_p(p: float, phrase: bool = False) -> str:
+    """A p-value of these comparisons as text (``phrase``: with "p = " or "p "): below
+    2/S when no draw reached 0.
+
+    Example:
+        >>> format_p(0.0), format_p(0.021), format_p(0.0, phrase=True)
+        ('< 0.001', '0.021', 'p < 0.001')
+    """
+    if phrase:
+        return p_value_phrase(p, RECOMMENDED["n_samples"])
+    return p_value_text(p, RECOMMENDED["n_samples"])
 
 
 def by_label(

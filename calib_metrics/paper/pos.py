@@ -505,7 +505,7 @@ def _paired_markdown(comparisons: dict) -> list[str]:
         row = [tag]
         for k in keys:
             d = comparisons[k]["per_tag"]["per_label"][tag]
-            row += [paired.format_difference(d), f"{d['adjusted_p_value']:.3g}"]
+            row += [paired.format_difference(d), paired.format_p(d["adjusted_p_value"])]
         rows.append(row)
     return [*lines, "", report.markdown_table(headers, rows)]
 

@@ -18,6 +18,7 @@ from torch import Tensor
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.paper import report
 from calib_metrics.recalibration import ChainTemperature, compare_before_after, fit_binary
+from calib_metrics.report import p_value_text
 
 # Paired draws of the structured reproductions' intervals (groups: sentences, documents).
 N_SAMPLES = 2000
@@ -86,7 +87,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"{report.format_interval(b['error'], b['lower'], b['upper'])} → "
             f"{report.format_interval(a['error'], a['lower'], a['upper'])}",
             f"{d['difference']:+.4f} [{d['lower']:+.4f}, {d['upper']:+.4f}]",
-            f"{d['p_value']:.3g}",
+            p_value_text(d["p_value"], d["n_samples"]),
             "—" if r["accuracy"][0] != r["accuracy"][0] else
             f"{r['accuracy'][0]:.4f} / {r['accuracy'][1]:.4f}",
             f"{r['nll'][0]:.4f} → {r['nll'][1]:.4f}",

@@ -279,7 +279,8 @@ def _markdown(results: dict) -> str:
         "",
         "NB − LR: error(NB) − error(LR) on the same test tweets (> 0: LR is better "
         "calibrated), debiased with β = ⌈√N⌉, percentile interval of 2000 paired draws "
-        f"(tweets resampled once for both models), p = {results['paired']['p_value']:.3g}.",
+        "(tweets resampled once for both models), "
+        f"{paired.format_p(results['paired']['p_value'], phrase=True)}.",
         "",
         "Model selection on dev (F1 picks; CalibErr shown for comparison only):",
         "",

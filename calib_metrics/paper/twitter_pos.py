@@ -30,6 +30,7 @@ from calib_metrics.paper.locations import find_dataset
 from calib_metrics.paper.tagging import Vocabulary, read_tagged_sentences
 from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import tag_queries
+from calib_metrics.report import p_value_phrase
 
 DESCRIPTION = "thesis §4.1-4.2: HMM vs CRF-Basic vs CRF-Advanced (tweets: tag V; EWT: tag NN)"
 
@@ -151,7 +152,8 @@ def _paired(results: dict, a: str, b: str, args) -> dict | None:
         n_samples=args.n_samples,
         **{k: v for k, v in options.items() if k != "interval"},
     )
-    return {k: float(getattr(out, k)) for k in ("difference", "lower", "upper", "p_value")}
+    fields = ("difference", "lower", "upper", "p_value")
+    return {k: float(getattr(out, k)) for k in fields} | {"n_samples": args.n_samples}
 
 
 def _corpus_block(data, tag_vocab, query_tag: str, trained: dict, args, seed: int) -> dict:
@@ -374,7 +376,7 @@ def _corpus_tables(block: dict, corpus: str) -> list[str]:
         lines += ["", "Paired differences of the query's CalibErr (recommended setting):", ""]
         lines += [
             f"- {k}: {report.format_interval(v['difference'], v['lower'], v['upper'])}, "
-            f"p = {v['p_value']:.3g}"
+            f"{p_value_phrase(v['p_value'], v['n_samples'])}"
             for k, v in paired.items()
         ]
     return [*lines, ""]

@@ -24,8 +24,9 @@ def compare_before_after(
     """Error(before) - error(after) on the same test items, with its paired interval.
 
     The debiased CalibErr (``bin_size="auto"``) of both, from one resampling of the pairs
-    (or of whole groups) shared by both; returns ``difference``, ``lower``, ``upper`` and
-    ``p_value`` (two-sided, of "no difference").
+    (or of whole groups) shared by both; returns ``difference``, ``lower``, ``upper``,
+    ``p_value`` (two-sided, of "no difference"; 0 when no draw reached 0, i.e. below
+    2/``n_samples``) and ``n_samples``.
 
     The recalibration code's one call of
     :func:`calib_metrics.functional.compare_calibration` (debiased, ``bin_size="auto"``).
@@ -60,4 +61,5 @@ def compare_before_after(
         "lower": float(result.lower),
         "upper": float(result.upper),
         "p_value": float(result.p_value),
+        "n_samples": n_samples,
     }
