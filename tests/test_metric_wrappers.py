@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torchmetrics import MetricCollection
 from torchmetrics.wrappers import MetricTracker, Running
 
 from calib_metrics import CalibrationComparison, CalibrationError
@@ -21,10 +22,10 @@ BATCHES = [slice(i, i + 200) for i in range(0, 800, 200)]
 @pytest.mark.parametrize("call", ["update", "forward"])
 @pytest.mark.parametrize("streaming", [False, True])
 def test_running_measures_the_last_window_of_batches(streaming: bool, call: str) -> None:
-    running = Running(CalibrationError(streaming=streaming), window=2)
+    running = Running(CalibrationError(streaming=streaming, resolution=2**10), window=2)
     for part in BATCHES:
         getattr(running, call)(Q[part], Y[part])
-    last = CalibrationError(streaming=streaming)
+    last = CalibrationError(streaming=streaming, resolution=2**10)
     last.update(Q[400:], Y[400:])
     torch.testing.assert_close(running.compute(), last.compute())
 
@@ -49,3 +50,25 @@ def test_tracker_keeps_one_value_per_epoch() -> None:
         one.update(Q[part], Y[part])
         want.append(one.compute())
     torch.testing.assert_close(tracker.compute_all(), torch.stack(want))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_collection_sharing_state_stays_right_across_resets(streaming: bool) -> None:
+    # compute_groups makes the three metrics share one state; reset must not split it.
+    options = {"a": {}, "b": {"norm": "l1"}, "c": {"debias": False}}
+    collection = MetricCollection(
+        {
+            k: CalibrationError(streaming=streaming, resolution=2**10, **o)
+            for k, o in options.items()
+        },
+        compute_groups=True,
+    )
+    for _ in range(2):
+        collection.update(Q[:400], Y[:400])
+        collection(Q[400:], Y[400:])
+        assert collection.compute_groups == {0: ["a", "b", "c"]}
+        for name, value in collection.compute().items():
+            alone = CalibrationError(streaming=streaming, resolution=2**10, **options[name])
+            alone.update(Q, Y)
+            assert torch.equal(value, alone.compute())
+        collection.reset()
