@@ -164,7 +164,9 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
     by hand do not, and fall back to counting each run of adjacent bins with the same
     mean prediction and frequency (bins wholly inside one group) as one sample of the
     run's count (:func:`~calib_metrics.functional.ties.tie_run_counts`), which misses a
-    bin holding a group's edge beside other values.
+    bin holding a group's edge beside other values. Bins are checked
+    (:func:`~calib_metrics.functional.binning.check_bins`, one host sync): counts ≥ 0 with
+    a positive total, means and frequencies in [0, 1], one shape; else ValueError.
 
     Example:
         >>> import torch
@@ -279,6 +281,7 @@ def ci_from_bins(
     """Algorithm 2 (or the pair bootstrap) on given bins; see :func:`calibration_error_ci`.
 
     ``interval="groups"`` needs the pairs and their groups, so it is not available here.
+    Bins made by hand are checked as :func:`error_from_bins` checks them.
 
     Example:
         >>> import torch
