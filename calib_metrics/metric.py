@@ -142,9 +142,11 @@ def _prepare_batch(
     """
     if num_classes is None:
         if probs.shape != target.shape:
+            multiclass = probs.ndim == target.ndim + 1 and probs.shape[:-1] == target.shape
+            hint = f" (multiclass probs: set num_classes={probs.shape[-1]})" if multiclass else ""
             raise ValueError(
                 f"probs and target must have the same shape, got {tuple(probs.shape)} "
-                f"and {tuple(target.shape)}"
+                f"and {tuple(target.shape)}{hint}"
             )
         probs, target = probs.reshape(-1), target.reshape(-1)
         keep = None if ignore_index is None else target != ignore_index
@@ -170,7 +172,9 @@ def _prepare_batch(
             low, high = torch.aminmax(kept)
             if low < 0 or high >= c:
                 bad = kept[(kept < 0) | (kept >= c)][0].item()
-                raise ValueError(f"target holds class id {bad}, outside [0, {c})")
+                padding = bad < 0 and ignore_index is None
+                hint = f" (padding? set ignore_index={bad})" if padding else ""
+                raise ValueError(f"target holds class id {bad}, outside [0, {c}){hint}")
             check_probs(kept_probs, name)
     return probs, target, keep
 
