@@ -31,13 +31,13 @@ from calib_metrics.functional.calibration import (
     _check_interval_options,
     _check_options,
     bins_and_index,
+    bins_interval,
     calibration_error_ci,
-    ci_from_bins,
     compute_bins,
-    error_from_bins,
 )
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import NoPairsError
+from calib_metrics.functional.intervals import bin_errors
 from calib_metrics.functional.multiclass import MODES, average_results, pair_sets
 from calib_metrics.functional.smooth import (
     _check_bandwidth,
@@ -86,6 +86,31 @@ def _copy_state(value: Any, default: Tensor | list[Tensor]) -> Any:
     return value
 
 
+def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: tuple) -> str:
+    """Why ``value`` cannot be the state ``name`` of a metric ('' when it can).
+
+    A tensor state (the streaming sketch, the row count) must have its default's shape;
+    a list of pairs must hold tensors of rows of shape ``row`` (``(C,)`` for multiclass
+    probabilities, ``()`` otherwise), as ``update`` stores them.
+    """
+    hint = "it was saved by a metric of other settings (num_classes, mode or resolution)"
+    if isinstance(default, Tensor):
+        shape = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
+        if not isinstance(value, Tensor) or value.shape != default.shape:
+            keeps = tuple(default.shape)
+            return f"state {name!r} has shape {shape} where this metric keeps {keeps}: {hint}"
+        return ""
+    for part in value if isinstance(value, (list, tuple)) else [value]:
+        if not isinstance(part, Tensor):
+            return f"state {name!r} holds a {type(part).__name__}, not tensors"
+        if part.ndim != len(row) + 1 or tuple(part.shape[1:]) != row:
+            return (
+                f"state {name!r} holds rows of shape {tuple(part.shape[1:])} where this "
+                f"metric keeps rows of shape {row}: {hint}"
+            )
+    return ""
+
+
 def _as_list(state: Tensor | list[Tensor]) -> list[Tensor]:
     """A pair state as a list of tensors (one tensor once synchronised)."""
     return state if isinstance(state, list) else [state]
@@ -106,8 +131,10 @@ def _prepare_batch(
     ignore_index: int | None,
     *,
     validate: bool = True,
+    name: str = "probs",
 ) -> tuple[Tensor, Tensor, Tensor | None]:
-    """Validate one batch; return probs [n] or [n, C], target [n] and the rows to keep.
+    """Validate one batch; return probs [n] or [n, C], target [n] and the rows to keep;
+    errors call the probabilities ``name``.
 
     Rows whose target is ``ignore_index`` are not removed here (boolean indexing
     would wait for the device): the keep mask goes along, and only the optional
@@ -115,17 +142,19 @@ def _prepare_batch(
     """
     if num_classes is None:
         if probs.shape != target.shape:
+            multiclass = probs.ndim == target.ndim + 1 and probs.shape[:-1] == target.shape
+            hint = f" (multiclass probs: set num_classes={probs.shape[-1]})" if multiclass else ""
             raise ValueError(
                 f"probs and target must have the same shape, got {tuple(probs.shape)} "
-                f"and {tuple(target.shape)}"
+                f"and {tuple(target.shape)}{hint}"
             )
         probs, target = probs.reshape(-1), target.reshape(-1)
         keep = None if ignore_index is None else target != ignore_index
         if validate and probs.numel():
             if keep is None:
-                _check_pairs(probs, target)
+                _check_pairs(probs, target, name)
             elif keep.any():
-                _check_pairs(probs[keep], target[keep])
+                _check_pairs(probs[keep], target[keep], name)
         return probs, target, keep
     c = num_classes
     if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
@@ -143,8 +172,10 @@ def _prepare_batch(
             low, high = torch.aminmax(kept)
             if low < 0 or high >= c:
                 bad = kept[(kept < 0) | (kept >= c)][0].item()
-                raise ValueError(f"target holds class id {bad}, outside [0, {c})")
-            check_probs(kept_probs)
+                padding = bad < 0 and ignore_index is None
+                hint = f" (padding? set ignore_index={bad})" if padding else ""
+                raise ValueError(f"target holds class id {bad}, outside [0, {c}){hint}")
+            check_probs(kept_probs, name)
     return probs, target, keep
 
 
@@ -228,7 +259,34 @@ def _check_confidence(confidence: Any) -> None:
 
 
 class _StatesKeepTheirDtype(Metric):
-    """A Metric whose states follow the module's device but never its dtype casts."""
+    """A Metric whose states follow the module's device but never its dtype casts, and
+    that refuses a loaded or merged state of another shape (:meth:`_check_states`)."""
+
+    # The list states that hold [n, C] probabilities when num_classes is set.
+    _WIDE_STATES: tuple[str, ...] = ()
+    num_classes: int | None = None
+
+    def reset(self) -> None:
+        """Forget every state. List states get new lists: torchmetrics clears them in
+        place, which emptied the lists a caller still held (``torchmetrics.wrappers.Running``
+        keeps each window's state that way)."""
+        for key, default in self._defaults.items():
+            if isinstance(default, list):
+                setattr(self, key, [])
+        super().reset()
+
+    def _check_states(self, states: dict[str, Any], prefix: str = "") -> None:
+        """Raise ValueError naming the first of ``states`` (``prefix + name``: a state
+        dict's keys) whose shape this metric does not keep; torchmetrics assigns states
+        as they come, and they are not buffers, whose shapes torch would check."""
+        for key, default in self._defaults.items():
+            if prefix + key not in states:
+                continue
+            wide = key in self._WIDE_STATES and self.num_classes is not None
+            row = (self.num_classes,) if wide else ()
+            problem = _state_problem(key, states[prefix + key], default, row)
+            if problem:
+                raise ValueError(f"{type(self).__name__}: {problem}")
 
     def _apply(self, fn: Callable, exclude_state: Any = ()) -> _StatesKeepTheirDtype:
         """Move the states with the module, but never change their dtype.
@@ -259,6 +317,7 @@ class _StatesKeepTheirDtype(Metric):
         unexpected_keys: list[str],
         error_msgs: list[str],
     ) -> None:
+        self._check_states(state_dict, prefix)
         # torchmetrics assigns the caller's own lists and tensors: later updates would
         # append to (or, streaming, add into) the caller's dict. Load copies instead.
         for key in self._defaults:
@@ -391,6 +450,7 @@ class CalibrationError(_StatesKeepTheirDtype):
     is_differentiable = False
     higher_is_better = False
     full_state_update = False
+    _WIDE_STATES = ("probs",)
     plot_lower_bound = 0.0
     plot_upper_bound = 1.0
 
@@ -728,16 +788,28 @@ class CalibrationError(_StatesKeepTheirDtype):
         return batch
 
     def merge_state(self, incoming_state: dict[str, Any] | Metric) -> None:
-        """Add another metric's state (or a state dict) to this one; both must keep alike."""
+        """Add another metric's state (or a state dict) to this one; both must keep alike.
+
+        Also with ``dist_sync_on_step=True``, which torchmetrics' own ``merge_state``
+        refuses: the states are sums and concatenations, merged as they are locally, and
+        ``forward`` merges each batch through here.
+        """
+        if not isinstance(incoming_state, dict | CalibrationError):
+            raise ValueError(
+                "a CalibrationError merges another CalibrationError or a dict of its states, "
+                f"got {type(incoming_state).__name__}"
+            )
         if isinstance(incoming_state, CalibrationError):
             problem = self._merge_problem(incoming_state)
             if problem:
                 raise ValueError(f"cannot merge these CalibrationErrors: {problem}")
-        elif isinstance(incoming_state, dict) and set(incoming_state) != set(self._defaults):
-            raise ValueError(
-                f"cannot merge a state with keys {sorted(incoming_state)} into a "
-                f"CalibrationError that keeps {sorted(self._defaults)}"
-            )
+        elif isinstance(incoming_state, dict):
+            if set(incoming_state) != set(self._defaults):
+                raise ValueError(
+                    f"cannot merge a state with keys {sorted(incoming_state)} into a "
+                    f"CalibrationError that keeps {sorted(self._defaults)}"
+                )
+            self._check_states(incoming_state)
         incoming = incoming_state
         if isinstance(incoming, CalibrationError):
             incoming = incoming.metric_state
@@ -746,7 +818,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 "cannot merge these CalibrationErrors: one holds group ids (groups=) and "
                 "the other holds pairs without them: give every batch its group ids, or none"
             )
-        super().merge_state(incoming_state)
+        self._reduce_states(incoming)
         folded = self._folded or getattr(incoming_state, "_folded", False)
         if self.streaming and (
             folded or self._buffered_rows() > sketch.buffer_rows(self.resolution)
@@ -945,7 +1017,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         """The calibration error: 0-dim (micro, macro, weighted) or one per class (none)."""
         bins = self.class_bins()
         self._warn_few_bins(bins)
-        errors = [error_from_bins(b, self.norm, debias=self._debias) for b in bins]
+        errors = [bin_errors(b, self.norm, self._debias) for b in bins]
         return self._average(errors, bins)
 
     def compute_result(self) -> CalibrationResult | list[CalibrationResult]:
@@ -1059,8 +1131,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         return [sketch.histogram(count[c], sum_r[c], sum_y[c]) for c in range(count.shape[0])]
 
     def _results(self, inputs: list[Any], interval: str) -> list[CalibrationResult]:
-        options = {"n_samples": self.n_samples, "confidence": self.confidence}
-        options |= {"method": self.method, "norm": self.norm, "debias": self._debias}
+        options = {"confidence": self.confidence, "method": self.method, "norm": self.norm}
+        options["debias"] = self._debias
         generator = None
         results = []
         for item in inputs:
@@ -1068,8 +1140,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 device = item.freq.device if isinstance(item, Bins) else item[0].device
                 generator = torch.Generator(device=device).manual_seed(self.seed)
             if isinstance(item, Bins):
-                result = ci_from_bins(item, generator=generator, interval=interval, **options)
-                results.append(result)
+                results.append(bins_interval(item, interval, self.n_samples, generator, **options))
                 continue
             probs, target, groups = item
             results.append(
@@ -1078,6 +1149,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                     target,
                     groups=groups,
                     interval="groups",
+                    n_samples=self.n_samples,
                     generator=generator,
                     binning=self.binning,
                     bin_size=self.bin_size,

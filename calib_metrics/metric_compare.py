@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -89,6 +90,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     is_differentiable = False
     higher_is_better = None
     full_state_update = False
+    _WIDE_STATES = ("probs_a", "probs_b")
 
     def __init__(
         self,
@@ -160,10 +162,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         # Both models are checked against the batch's own target (any shape, [...] or
         # [..., C] probabilities); the flat target is stored once.
         target = target.detach()
+        checked = {"validate": self.validate_args}
         a, flat_target, _ = _prepare_batch(
-            probs_a.detach(), target, *options, validate=self.validate_args
+            probs_a.detach(), target, *options, **checked, name="probs_a"
         )
-        b, _, _ = _prepare_batch(probs_b.detach(), target, *options, validate=self.validate_args)
+        b, _, _ = _prepare_batch(probs_b.detach(), target, *options, **checked, name="probs_b")
         self.probs_a.append(a)
         self.probs_b.append(b)
         self.target.append(flat_target)
@@ -236,6 +239,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             incoming_state = incoming_state.metric_state
         if not isinstance(incoming_state, dict) or set(incoming_state) != set(_STATES):
             raise ValueError(f"a CalibrationComparison state is a dict with keys {list(_STATES)}")
+        self._check_states(incoming_state)
         for name in ("groups", "labels"):
             if (self.target and incoming_state["target"]) and (
                 bool(getattr(self, name)) != bool(incoming_state[name])
@@ -295,10 +299,26 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         probs_a, probs_b, target, groups, _ = self._pairs()
         generator = self._generator(target.device)
         mode = self.mode if self.num_classes is not None else "one_vs_rest"
-        return compare_calibration(
+        result = compare_calibration(
             probs_a, probs_b, target, groups=groups, generator=generator, mode=mode,
             **self.estimator,
         )  # fmt: skip
+        return _Whole(result)  # unwrapped by _wrap_compute
+
+    def _wrap_compute(self, compute: Callable) -> Callable:
+        """torchmetrics' compute wrapper (synchronisation, cache), around a result it
+        cannot take apart: it rebuilds every tuple it finds to squeeze one-element
+        tensors and to clone, which turned one bin into 0-dim tensors and dropped the
+        bins' records (the tie groups their boundaries cut, the effective sample sizes
+        over ``groups=``) that error bars and the debiased error read."""
+        wrapped = super()._wrap_compute(compute)
+
+        @functools.wraps(compute)
+        def whole(*args: Any, **kwargs: Any) -> Any:
+            value = wrapped(*args, **kwargs)
+            return value.result if isinstance(value, _Whole) else value
+
+        return whole
 
     def _generator(self, device: torch.device) -> torch.Generator | None:
         if self.seed is None:
@@ -361,6 +381,71 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             probs_a, probs_b, target, labels, groups=groups, correction=correction,
             alpha=alpha, generator=self._generator(target.device), **self.estimator,
         )  # fmt: skip
+
+    def plot(self, val: ComparisonResult | None = None, ax: Any = None) -> tuple[Any, Any]:
+        """Both models' reliability diagrams side by side (a in ``C0``, b in ``C1``), the
+        figure titled with the paired difference a − b, its interval and p-value.
+
+        ``val``: a result of :meth:`compute` (default: computed). The figure is its own
+        (two panels), so ``ax`` must be None. A classwise result's bins are every class's
+        pooled, which one diagram would mix: compare those class by class
+        (:meth:`compute_by_label`, :func:`~calib_metrics.plot.per_label_errors`).
+
+        Returns ``(fig, axes)``: the two diagrams' axes.
+
+        Example:
+            >>> import torch
+            >>> metric = CalibrationComparison(n_samples=200)
+            >>> q = torch.rand(2000, generator=torch.Generator().manual_seed(0))
+            >>> metric.update(q.sqrt(), q, torch.bernoulli(q))
+            >>> fig, axes = metric.plot()
+            >>> fig.get_suptitle()[:9], axes[1].get_title().splitlines()[0]
+            ('a − b = +', 'b')
+        """
+        if ax is not None:
+            raise ValueError("CalibrationComparison.plot draws its own figure: leave ax=None")
+        if self.num_classes is not None and self.mode == "classwise":
+            raise ValueError(
+                "a classwise comparison pools every class's bins, which one diagram would "
+                "mix: compare class by class (compute_by_label() and plot.per_label_errors)"
+            )
+        from matplotlib.figure import Figure
+
+        from calib_metrics.plot import reliability_diagram
+
+        result = self.compute() if val is None else val
+        kind = {"confidence": self.estimator["confidence"]}
+        kind["interval"] = "groups" if self.groups else "pairs"
+        kind["debias"] = self.estimator["debias"] and self.estimator["norm"] == "l2"
+        fig = Figure(figsize=(9.4, 5.0), layout="constrained")
+        axes = fig.subplots(1, 2)
+        for axis, one, name in zip(axes, (result.a, result.b), ("a", "b"), strict=True):
+            reliability_diagram(one, axis, title=name, color=f"C{name == 'b':d}", **kind)
+        fig.suptitle(self._difference_text(result), fontsize=9)
+        return fig, axes
+
+    def _difference_text(self, result: ComparisonResult) -> str:
+        """``a − b = +0.1367 [95%: +0.1052, +0.1703], p < 0.004 (paired)``, or that there
+        is no interval."""
+        text = f"a − b = {result.difference.item():+.4f}"
+        if torch.isnan(result.p_value):
+            return f"{text} (no interval: fewer than 10 resampling units)"
+        from calib_metrics.report import p_value_phrase
+
+        level = f"{100 * self.estimator['confidence']:g}%"
+        ends = f"[{level}: {result.lower.item():+.4f}, {result.upper.item():+.4f}]"
+        p = p_value_phrase(result.p_value.item(), self.estimator["n_samples"])
+        return f"{text} {ends}, {p} (paired)"
+
+
+class _Whole:
+    """A result that torchmetrics' compute wrapper passes through untouched (it is not a
+    tensor nor a collection), for ``_wrap_compute`` to unwrap."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: ComparisonResult) -> None:
+        self.result = result
 
 
 def _cat(value: list[Tensor] | Tensor) -> Tensor | None:

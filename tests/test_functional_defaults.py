@@ -13,8 +13,11 @@ from calib_metrics.functional import (
     calibration_error_ci,
     ci_from_bins,
     error_from_bins,
+    group_bootstrap,
     pair_bootstrap,
 )
+from calib_metrics.functional.calibration import compute_bins
+from calib_metrics.functional.intervals import bin_index
 
 
 def _independent_labels(n: int = 1500, classes: int = 4, seed: int = 0):
@@ -75,6 +78,12 @@ BINS = Bins(torch.tensor([0.2, 0.7]), torch.tensor([0.1, 0.8]), torch.tensor([10
 Q, Y = torch.rand(50, generator=torch.Generator().manual_seed(0)), torch.ones(50)
 
 
+def _group_bootstrap(**options):
+    """The public group bootstrap on Q, Y in groups of 5 and bins of 10, with ``options``."""
+    bins, index = compute_bins(Q, Y, bin_size=10), bin_index(Q, Y, bin_size=10)
+    return group_bootstrap(Q, Y, torch.arange(50) // 5, bins, index, **options)
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -88,6 +97,15 @@ Q, Y = torch.rand(50, generator=torch.Generator().manual_seed(0)), torch.ones(50
         (lambda: ci_from_bins(BINS, confidence=1.5), "confidence"),
         (lambda: error_from_bins(BINS, "L2"), "norm"),
         (lambda: pair_bootstrap(BINS, method="foo"), "method"),
+        (lambda: pair_bootstrap(BINS, n_samples=0), "n_samples"),
+        (lambda: pair_bootstrap(BINS, confidence=2), "confidence"),
+        (lambda: pair_bootstrap(BINS, norm="l3"), "norm"),
+        (lambda: pair_bootstrap(BINS, debias="yes"), "debias"),
+        (lambda: pair_bootstrap(BINS, generator=0), "generator"),
+        (lambda: _group_bootstrap(n_samples=1), "n_samples"),
+        (lambda: _group_bootstrap(confidence=1.5), "confidence"),
+        (lambda: _group_bootstrap(method="basic"), "method"),
+        (lambda: _group_bootstrap(norm="L2"), "norm"),
     ],
 )
 def test_bad_arguments_are_value_errors_that_name_the_problem(call, message) -> None:

@@ -229,9 +229,16 @@ def test_forward_on_an_all_padding_batch_is_nan_and_keeps_the_state(
     assert metric.update_count == 3
 
 
-def test_forward_batch_value_and_accumulation_equal_update_and_compute() -> None:
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"dist_sync_on_step": True}, {"dist_sync_on_step": True, "streaming": True}],
+    ids=["default", "dist_sync_on_step", "dist_sync_on_step streaming"],
+)
+def test_forward_batch_value_and_accumulation_equal_update_and_compute(options) -> None:
+    # dist_sync_on_step: forward once raised torchmetrics' RuntimeError (its merge_state
+    # refuses such metrics; ours merges the batch's local state, as its forward does).
     q, y = overconfident(1200)
-    metric = CalibrationError()
+    metric = CalibrationError(**options)
     values = [metric(q[i : i + 400], y[i : i + 400]) for i in range(0, 1200, 400)]
     for i, value in enumerate(values):
         part = slice(400 * i, 400 * (i + 1))

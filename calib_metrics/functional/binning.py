@@ -124,23 +124,68 @@ def bin_ties(bins: Bins) -> TieCuts:
     return run_cuts(bins.pred_mean - bins.freq, bins.freq, bins.count)
 
 
-def check_probs(probs: Tensor) -> None:
-    """Raise ValueError unless ``probs`` is a floating tensor of values in [0, 1]."""
+def check_probs(probs: Tensor, name: str = "probs") -> None:
+    """Raise ValueError unless ``probs`` is a floating tensor of values in [0, 1]; the
+    message calls it ``name`` (``"probs_b"``: which of two models)."""
     if not probs.is_floating_point():
-        raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
+        raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
     if probs.numel() == 0:
         return
     low, high = torch.aminmax(probs.reshape(-1))
     if torch.isnan(low) or torch.isnan(high):
-        raise ValueError("probs contains NaN")
+        raise ValueError(f"{name} contains NaN")
     if low < 0 or high > 1:
         # repr-exact: 1 + 6e-8 must not print as 1.
         offending = low.item() if low < 0 else high.item()
         raise ValueError(
-            f"probs must lie in [0, 1], got {offending!r} (values span "
+            f"{name} must lie in [0, 1], got {offending!r} (values span "
             f"[{low.item():.4g}, {high.item():.4g}]); pass probabilities, not logits "
             "(apply sigmoid/softmax first)"
         )
+
+
+def check_bins(bins: object) -> Bins:
+    """``bins`` checked: three tensors ``(pred_mean, freq, count)`` of one shape with at
+    least one bin, counts finite and ≥ 0 with a positive total (a bin of count 0 weighs
+    nothing), mean predictions and frequencies in [0, 1]. A plain 3-tuple of tensors
+    comes back as :class:`Bins`. One host synchronisation.
+
+    Example:
+        >>> check_bins((torch.tensor([0.2]), torch.tensor([1.5]), torch.tensor([4.0])))
+        Traceback (most recent call last):
+        ...
+        ValueError: bins.freq must lie in [0, 1], got values in [1.5, 1.5]
+    """
+    if not (
+        isinstance(bins, tuple) and len(bins) == 3 and all(isinstance(v, Tensor) for v in bins)
+    ):
+        raise ValueError(
+            f"bins must be Bins(pred_mean, freq, count) of tensors, got {type(bins).__name__}"
+        )
+    bins = bins if isinstance(bins, Bins) else Bins(*bins)
+    shapes = [tuple(v.shape) for v in bins]
+    if len(set(shapes)) != 1 or not shapes[0]:
+        raise ValueError(f"bins' pred_mean, freq and count must have one shape, got {shapes}")
+    if bins.count.numel() == 0:
+        raise NoPairsError("bins: no bin (at least one bin with a positive count is needed)")
+    count = bins.count.to(torch.float64)
+    good = [((v >= 0) & (v <= 1)).all() for v in bins[:2]]
+    good += [((count >= 0) & count.isfinite()).all(), count.sum() > 0]
+    mean_ok, freq_ok, count_ok, some = torch.stack(good).tolist()  # the one host sync
+    for name, ok in (("pred_mean", mean_ok), ("freq", freq_ok)):
+        if not ok:
+            values = getattr(bins, name).to(torch.float64)
+            if values.isnan().any():
+                raise ValueError(f"bins.{name} contains NaN")
+            raise ValueError(
+                f"bins.{name} must lie in [0, 1], got values in "
+                f"[{values.min().item():.4g}, {values.max().item():.4g}]"
+            )
+    if not count_ok:
+        raise ValueError(f"bins.count must be finite and >= 0, got {bins.count.tolist()[:8]}")
+    if not some:
+        raise NoPairsError("bins.count sums to 0: the bins hold no pairs")
+    return bins
 
 
 def check_binary_target(target: Tensor) -> None:
@@ -156,9 +201,9 @@ def check_binary_target(target: Tensor) -> None:
         raise ValueError(f"target must be binary (0 or 1), found the value {bad!r}")
 
 
-def _check_pairs(probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+def _check_pairs(probs: Tensor, target: Tensor, name: str = "probs") -> tuple[Tensor, Tensor]:
     """Validate (q, y) and return them flattened and detached; raise ValueError naming the
-    problem."""
+    problem (and calling the probabilities ``name``)."""
     if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
         raise ValueError(
             f"probs and target must be tensors, got {type(probs).__name__} and "
@@ -173,7 +218,7 @@ def _check_pairs(probs: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
         raise NoPairsError("empty input: at least one (probability, target) pair is needed")
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
-    check_probs(probs)
+    check_probs(probs, name)
     check_binary_target(target)
     # A model's probabilities may carry autograd history; the estimators treat them as
     # data (several kernels write in place, which autograd refuses).

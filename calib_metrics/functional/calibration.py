@@ -26,6 +26,7 @@ from calib_metrics.functional.binning import (
     _check_pairs,
     adaptive_tied_bins,
     bin_index,
+    check_bins,
     uniform_binning,
 )
 from calib_metrics.functional.clusters import grouped_bins
@@ -36,12 +37,12 @@ from calib_metrics.functional.intervals import (
     Interval,
     Norm,
     bin_errors,
-    check_confidence,
+    check_draw_options,
     compact_units,
     draw_statistics,
     group_draws,
     interval_of_draws,
-    pair_bootstrap,
+    pair_draws,
     paper_draws,
     resampled_interval,
     weighted_mean,
@@ -163,7 +164,9 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
     by hand do not, and fall back to counting each run of adjacent bins with the same
     mean prediction and frequency (bins wholly inside one group) as one sample of the
     run's count (:func:`~calib_metrics.functional.ties.tie_run_counts`), which misses a
-    bin holding a group's edge beside other values.
+    bin holding a group's edge beside other values. Bins are checked
+    (:func:`~calib_metrics.functional.binning.check_bins`, one host sync): counts ≥ 0 with
+    a positive total, means and frequencies in [0, 1], one shape; else ValueError.
 
     Example:
         >>> import torch
@@ -177,7 +180,7 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
         raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
     if debias and norm != "l2":
         raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
-    return bin_errors(bins, norm, debias)
+    return bin_errors(check_bins(bins), norm, debias)
 
 
 def calibration_error(
@@ -239,7 +242,7 @@ def calibration_error(
         return torch.stack(per_class).mean()
     probs, target = sets[0].probs, sets[0].target
     bins = compute_bins(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
-    return error_from_bins(bins, norm, debias=debias)
+    return bin_errors(bins, norm, debias)
 
 
 def sampled_errors(
@@ -278,6 +281,7 @@ def ci_from_bins(
     """Algorithm 2 (or the pair bootstrap) on given bins; see :func:`calibration_error_ci`.
 
     ``interval="groups"`` needs the pairs and their groups, so it is not available here.
+    Bins made by hand are checked as :func:`error_from_bins` checks them.
 
     Example:
         >>> import torch
@@ -287,28 +291,45 @@ def ci_from_bins(
         >>> round(r.error.item(), 3), bool(r.lower < r.mean < r.upper)
         (0.1, True)
     """
-    check_generator(generator)
-    _check_interval_options(n_samples, confidence, method, interval)
-    options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
-    if interval == "pairs":
-        result = pair_bootstrap(bins, n_samples=n_samples, generator=generator, **options)
-        # Host sync: the number of pairs resampled.
-        return without_interval_if_few(result, round(float(bins.count.sum())), "pair")
-    if interval != "paper":
+    check_draw_options(n_samples, confidence, method, norm, debias, generator)
+    if interval not in ("paper", "pairs"):
         raise ValueError(
             f"interval must be 'paper' or 'pairs' for given bins, got {interval!r} "
             "('groups' needs the pairs: use calibration_error_ci)"
         )
-    return resampled_interval(bins, paper_draws(bins, n_samples, generator), "paper", **options)
+    options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
+    return bins_interval(check_bins(bins), interval, n_samples, generator, **options)
+
+
+def bins_interval(
+    bins: Bins,
+    interval: Interval,
+    n_samples: int,
+    generator: torch.Generator | None,
+    **options: object,
+) -> CalibrationResult:
+    """:func:`ci_from_bins` unchecked, for bins this library made (``interval`` "paper" or
+    "pairs"; ``options``: confidence, method, norm, debias).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> r = bins_interval(bins, "pairs", 100, torch.Generator().manual_seed(0))
+        >>> round(r.error.item(), 3)
+        0.1
+    """
+    if interval == "paper":
+        return resampled_interval(bins, paper_draws(bins, n_samples, generator), "paper", **options)
+    result = resampled_interval(bins, pair_draws(bins, n_samples, generator), "pairs", **options)
+    # Host sync: the number of pairs resampled.
+    return without_interval_if_few(result, round(float(bins.count.sum())), "pair")
 
 
 def _check_interval_options(
     n_samples: int, confidence: float, method: str, interval: str = "paper"
 ) -> None:
-    check_int("n_samples", n_samples, 2)
-    check_confidence(confidence)
-    if method not in ("normal", "percentile"):
-        raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
+    check_draw_options(n_samples, confidence, method)
     if interval not in ("paper", "pairs", "groups"):
         raise ValueError(f"interval must be 'paper', 'pairs' or 'groups', got {interval!r}")
 
@@ -411,7 +432,8 @@ def calibration_error_ci(
         bins = compute_bins(
             probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins, validate=False
         )
-        return ci_from_bins(bins, interval=interval, **options)
+        n_samples, generator = options.pop("n_samples"), options.pop("generator")
+        return bins_interval(bins, interval, n_samples, generator, **options)
     # Compact group ids, found once for the debias term and the draws (host sync: G).
     units, n_groups = compact_units(_check_groups(groups, probs))
     bins, index = bins_and_index(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)

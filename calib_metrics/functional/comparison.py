@@ -89,7 +89,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, _check_pairs
+from calib_metrics.functional.binning import Bins, _check_pairs, check_probs
 from calib_metrics.functional.calibration import (
     CalibrationResult,
     _check_groups,
@@ -374,6 +374,8 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
     ``(q_a, y_a, q_b, y_b)``, and the pairs' group ids (or None)."""
     if groups is not None and not isinstance(groups, Tensor):
         raise ValueError(f"groups must be a tensor of group ids, got {type(groups).__name__}")
+    for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
+        check_probs(probs, name)  # each model named (pair_sets would say "probs")
     sets_a = pair_sets(probs_a, target, mode, groups)
     sets_b = pair_sets(probs_b, target, mode)
     groups = sets_a[0].groups

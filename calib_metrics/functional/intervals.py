@@ -77,8 +77,9 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, bin_index, bin_ties
+from calib_metrics.functional.binning import Bins, bin_index, bin_ties, check_bins
 from calib_metrics.functional.clusters import grouped_bins
+from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.functional.ties import (
     CutCells,
     bin_parts,
@@ -151,6 +152,33 @@ def check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+
+
+def check_draw_options(
+    n_samples: int,
+    confidence: float,
+    method: str,
+    norm: str = "l2",
+    debias: bool = False,
+    generator: torch.Generator | None = None,
+) -> None:
+    """Raise ValueError naming the first bad option of a resampled interval.
+
+    Example:
+        >>> check_draw_options(1, 0.95, "normal")
+        Traceback (most recent call last):
+        ...
+        ValueError: n_samples must be an integer >= 2, got 1
+    """
+    check_int("n_samples", n_samples, 2)
+    check_confidence(confidence)
+    if method not in ("normal", "percentile"):
+        raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
+    if norm not in ("l1", "l2", "max"):
+        raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
+    if not isinstance(debias, bool):
+        raise ValueError(f"debias must be True or False, got {debias!r}")
+    check_generator(generator)
 
 
 def normal_quantile(confidence: float) -> float:
@@ -805,8 +833,8 @@ def pair_bootstrap(
         >>> bool(s.lower < s.error < s.upper)
         True
     """
-    if method not in ("normal", "percentile"):
-        raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
+    check_draw_options(n_samples, confidence, method, norm, debias, generator)
+    bins = check_bins(bins)
     blocks = pair_draws(bins, n_samples, generator)
     options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
     return resampled_interval(bins, blocks, "pairs", **options)
@@ -846,6 +874,7 @@ def group_bootstrap(
         >>> bool(s.lower <= s.error <= s.upper), s.lower.item()
         (True, 0.0)
     """
+    check_draw_options(n_samples, confidence, method, norm, debias, generator)
     probs = probs.to(torch.float64)
     # The cut tie groups, found once for the debias term and the draws.
     cells = cut_cells(probs.reshape(-1), index.reshape(-1), bins.count.numel())

@@ -1,0 +1,36 @@
+"""The two slips of a torchmetrics user new to the metric are named with their fix:
+multiclass probabilities given to a binary metric (num_classes not set), and padding
+targets (-100) with no ignore_index. Before, the errors said only "probs and target must
+have the same shape" and "target holds class id -100, outside [0, 3)"."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationComparison, CalibrationError
+
+PROBS = torch.softmax(torch.randn(4, 5, 3, generator=torch.Generator().manual_seed(0)), -1)
+TAGS = torch.tensor([[0, 1, 2, -100, -100]]).expand(4, 5)
+
+
+@pytest.mark.parametrize(
+    ("metric", "args"),
+    [
+        (CalibrationError, (PROBS, TAGS.clamp_min(0))),
+        (CalibrationComparison, (PROBS, PROBS, TAGS.clamp_min(0))),
+    ],
+)
+def test_multiclass_probs_without_num_classes_say_set_num_classes(metric, args) -> None:
+    with pytest.raises(ValueError, match="set num_classes=3"):
+        metric().update(*args)
+
+
+@pytest.mark.parametrize(
+    ("metric", "args"),
+    [(CalibrationError, (PROBS, TAGS)), (CalibrationComparison, (PROBS, PROBS, TAGS))],
+)
+def test_padding_without_ignore_index_says_set_ignore_index(metric, args) -> None:
+    with pytest.raises(ValueError, match="ignore_index=-100"):
+        metric(num_classes=3).update(*args)
+    metric(num_classes=3, ignore_index=-100).update(*args)  # what the hint says works

@@ -1,0 +1,109 @@
+"""A state saved by a metric of other settings is refused, naming the state.
+
+torchmetrics assigns a loaded state as it comes, and its states are not buffers, so
+torch's own shape check does not see them. Before, a streaming sketch of 64 cells loaded
+silently into a metric of resolution 128 (its next update added cells of one binning
+into the other's), a 3-class sketch into a 4-class metric, and an exact 3-class state
+into a 4-class metric that then computed on the wrong rows and failed at the next update
+with torch's RuntimeError. ``merge_state`` of a state dict took them as well.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationComparison, CalibrationError
+
+
+def _multiclass(n: int, classes: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(classes)
+    probs = torch.softmax(torch.randn(n, classes, generator=g), -1)
+    return probs, torch.multinomial(probs, 1, generator=g).squeeze(1)
+
+
+def _saved(metric: CalibrationError | CalibrationComparison) -> dict:
+    metric.persistent(True)
+    return metric.state_dict()
+
+
+def _loader(**options) -> CalibrationError:
+    metric = CalibrationError(**options)
+    metric.persistent(True)
+    return metric
+
+
+def _binary_streaming(resolution: int) -> CalibrationError:
+    metric = CalibrationError(streaming=True, resolution=resolution)
+    g = torch.Generator().manual_seed(0)
+    probs = torch.rand(300, generator=g)
+    metric.update(probs, torch.bernoulli(probs, generator=g))  # past the buffer of 128 rows
+    return metric
+
+
+def _multiclass_metric(classes: int, **options) -> CalibrationError:
+    metric = CalibrationError(num_classes=classes, **options)
+    metric.update(*_multiclass(50, classes))
+    return metric
+
+
+@pytest.mark.parametrize(
+    ("source", "options", "named"),
+    [
+        (lambda: _binary_streaming(64), {"streaming": True, "resolution": 128}, "cell_count"),
+        (
+            lambda: _multiclass_metric(3, streaming=True, resolution=64),
+            {"num_classes": 4, "streaming": True, "resolution": 64},
+            "'probs'",  # the first state that differs; the sketch's differs too
+        ),
+        (lambda: _multiclass_metric(3), {"num_classes": 4}, "probs"),
+        (lambda: _multiclass_metric(3), {}, "probs"),
+    ],
+    ids=["resolution", "streaming classes", "exact classes", "multiclass into binary"],
+)
+def test_loading_a_state_of_other_settings_is_refused(source, options, named) -> None:
+    saved = _saved(source())
+    metric = _loader(**options)
+    with pytest.raises(ValueError, match=named):
+        metric.load_state_dict(saved)
+    # Nothing was loaded: the metric is as it was.
+    assert metric.update_count == 0
+    assert all(
+        torch.equal(value, metric._defaults[name]) if isinstance(value, torch.Tensor) else not value
+        for name, value in metric.metric_state.items()
+    )
+
+
+def test_merging_a_state_dict_of_other_settings_is_refused() -> None:
+    mine = _multiclass_metric(4)
+    before = mine.compute()
+    theirs = _multiclass_metric(3)
+    with pytest.raises(ValueError, match="probs"):
+        mine.merge_state(dict(theirs.metric_state))
+    torch.testing.assert_close(mine.compute(), before)
+    sketch = _binary_streaming(128)
+    with pytest.raises(ValueError, match="cell_count"):
+        sketch.merge_state(dict(_binary_streaming(64).metric_state))
+
+
+def test_a_comparison_refuses_a_state_of_other_classes() -> None:
+    source = CalibrationComparison(num_classes=3, n_samples=50)
+    probs, target = _multiclass(40, 3)
+    source.update(probs, probs.flip(-1), target)
+    metric = CalibrationComparison(num_classes=4, n_samples=50)
+    metric.persistent(True)
+    with pytest.raises(ValueError, match="probs_a"):
+        metric.load_state_dict(_saved(source))
+    with pytest.raises(ValueError, match="probs_a"):
+        metric.merge_state(dict(source.metric_state))
+    assert not metric.target
+
+
+@pytest.mark.filterwarnings("ignore:The ``compute`` method")  # torchmetrics: no update yet
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_state_of_the_same_settings_still_loads(streaming: bool) -> None:
+    options = {"streaming": streaming, "resolution": 64}
+    source = _multiclass_metric(3, **options)
+    metric = _loader(num_classes=3, **options)
+    metric.load_state_dict(_saved(source))
+    torch.testing.assert_close(metric.compute(), source.compute())

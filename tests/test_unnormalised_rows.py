@@ -1,0 +1,62 @@
+"""Multiclass rows that do not sum to 1 are neither refused nor renormalised, by every
+entry alike (docs/measures.md): one-vs-rest and classwise score each column as the
+probability of its class (multilabel sigmoid outputs pass as they are), top-label takes
+the row's maximum as its confidence. These tests pin that the functions, the metric
+(exact and streaming) and the comparison agree with the binary pairs so made."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationComparison, CalibrationError
+from calib_metrics.functional import (
+    calibration_error,
+    compare_calibration,
+    smooth_calibration_error,
+    spiegelhalter_test,
+)
+
+G = torch.Generator().manual_seed(0)
+PROBS = torch.rand(300, 4, generator=G, dtype=torch.float64)  # rows sum to ~2, not 1
+TARGET = torch.randint(0, 4, (300,), generator=G)
+ONEHOT = torch.nn.functional.one_hot(TARGET, 4).double()
+CONFIDENCE, PREDICTED = PROBS.max(-1)
+PAIRS = {
+    "one_vs_rest": (PROBS.reshape(-1), ONEHOT.reshape(-1)),
+    "top_label": (CONFIDENCE, (PREDICTED == TARGET).double()),
+}
+
+
+@pytest.mark.parametrize("mode", PAIRS)
+def test_functions_score_the_rows_as_given(mode: str) -> None:
+    q, y = PAIRS[mode]
+    assert calibration_error(PROBS, TARGET, mode=mode) == calibration_error(q, y)
+    assert smooth_calibration_error(PROBS, TARGET, mode=mode) == smooth_calibration_error(q, y)
+    # one-vs-rest is grouped by item (an item's labels are not independent), as documented
+    groups = torch.arange(300).repeat_interleave(4) if mode == "one_vs_rest" else None
+    assert spiegelhalter_test(PROBS, TARGET, mode=mode) == spiegelhalter_test(q, y, groups=groups)
+    columns = [calibration_error(PROBS[:, c], ONEHOT[:, c]) for c in range(4)]
+    assert calibration_error(PROBS, TARGET, mode="classwise") == torch.stack(columns).mean()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("mode", ["one_vs_rest", "top_label", "classwise"])
+def test_the_metrics_agree_with_the_functions(mode: str, streaming: bool) -> None:
+    metric = CalibrationError(
+        num_classes=4, mode=mode, streaming=streaming, resolution=256
+    )  # keeps 512 rows: exact
+    for rows in torch.arange(300).split(100):
+        metric.update(PROBS[rows], TARGET[rows])
+    assert metric.compute() == calibration_error(PROBS, TARGET, mode=mode)
+    compare = CalibrationComparison(num_classes=4, mode=mode, n_samples=50)
+    compare.update(PROBS, PROBS / 2, TARGET)
+    want = compare_calibration(
+        PROBS,
+        PROBS / 2,
+        TARGET,
+        mode=mode,
+        n_samples=50,
+        generator=torch.Generator().manual_seed(0),
+    )
+    assert compare.compute().difference == want.difference
