@@ -545,9 +545,11 @@ def to_jsonable(value: Any) -> Any:
     Example:
         >>> to_jsonable({"a": torch.tensor(0.5), "b": [torch.tensor([1, 2])], "c": float("nan")})
         {'a': 0.5, 'b': [[1, 2]], 'c': None}
+        >>> to_jsonable(torch.tensor([0.5, float("nan"), float("inf")]))
+        [0.5, None, None]
     """
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu().tolist()
+        return to_jsonable(value.detach().cpu().tolist())
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -105,3 +105,21 @@ def test_the_real_process_prints_no_python_warning(tiny) -> None:
     lines = done.stderr.splitlines()
     _no_python_warning_text(lines)
     assert len(lines) == 2 and lines[0].startswith(FEW_UNITS) and lines[1].startswith(FEW_BINS)
+
+
+def test_evaluate_json_of_a_tiny_file_is_strict_json(tmp_path: Path, capsys) -> None:
+    """Fewer than 10 pairs: the interval's NaN ends are JSON null, not the bare NaN that
+    strict parsers (jq, JavaScript's JSON.parse) refuse."""
+    import json
+
+    path = _write(tmp_path / "five.csv", 5)
+    code, out, err = _run(capsys, "evaluate", path, "--samples", "50", "--json")
+    assert code == 0 and len(err) == 2
+    _no_python_warning_text(err)
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    summary = json.loads(out, parse_constant=refuse)
+    assert summary["n"] == 5 and summary["calib_err"] > 0
+    assert summary["lower"] is None and summary["upper"] is None and summary["std"] is None
