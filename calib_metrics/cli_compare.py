@@ -337,19 +337,23 @@ def _label_row(result, i: int) -> dict[str, Any]:
 
 def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     """The per-label table (difference, interval, p and corrected p) and the counts."""
-    from calib_metrics.report import label_counts_sentence, p_value_text
+    from calib_metrics.report import adjusted_p_texts, label_counts_sentence, p_value_text
 
     rows = summary["per_label"]
+    adjusted = adjusted_p_texts(
+        [r["p_value"] for r in rows.values()], [r["adjusted_p_value"] for r in rows.values()],
+        summary["label_counts"]["correction"], samples,
+    )  # fmt: skip
     width = max(5, *(len(k) for k in rows))
     print(
         f"  {'label':<{width}} {'n':>7} {'a':>7} {'b':>7} {'a - b':>8} "
         f"{'[' + level + ']':>19} {'p':>7} {'p adj':>7}  better"
     )
-    for k, r in rows.items():
+    for (k, r), adjusted_text in zip(rows.items(), adjusted, strict=True):
         interval = f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
         print(
             f"  {k:<{width}} {r['n']:>7g} {r['a']:>7.4f} {r['b']:>7.4f} "
             f"{r['difference']:>+8.4f} {interval:>19} {p_value_text(r['p_value'], samples):>7} "
-            f"{p_value_text(r['adjusted_p_value'], samples):>7}  {r['better']}"
+            f"{adjusted_text:>7}  {r['better']}"
         )
     print("  " + label_counts_sentence(summary["label_counts"], len(rows)))

@@ -17,10 +17,13 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+import torch
+
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
+from calib_metrics.functional.comparison_by_label import ADJUST
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -479,6 +482,33 @@ def p_value_text(p: float, samples: int) -> str:
     return f"< {2 / samples:.2g}" if p == 0 else f"{p:.3g}"
 
 
+def adjusted_p_texts(
+    p_values: Sequence[float], adjusted: Sequence[float], correction: str, samples: int
+) -> list[str]:
+    """Corrected p-values as text, in the order given; "—" for a label not tested (NaN).
+
+    A corrected p of 0 comes from raw p-values of 0, each known only to lie below 2/S, so
+    it is a bound too, but a wider one: the correction applied to those bounds (under
+    Holm, m·2/S for the smallest of m labels). Written "< 2/S", as a raw p-value is, it
+    would claim more than S draws can show.
+
+    Example:
+        >>> adjusted_p_texts([0.0, 0.0, 0.5, float("nan")], [0.0, 0.0, 1.0, float("nan")],
+        ...                  "holm", 2000)
+        ['< 0.003', '< 0.003', '1', '—']
+    """
+    p = torch.tensor(p_values, dtype=torch.float64)
+    tested = ~p.isnan()
+    bound = torch.full_like(p, float("nan"))
+    if bool(tested.any()):
+        raw = p[tested]
+        bound[tested] = ADJUST[correction](torch.where(raw == 0, 2 / samples, raw))
+    return [
+        "—" if a != a else (f"< {b:.2g}" if a == 0 else p_value_text(a, samples))
+        for a, b in zip((float(a) for a in adjusted), bound.tolist(), strict=True)
+    ]
+
+
 def p_value_phrase(p: float, samples: int) -> str:
     """``p = 0.0312`` or, when no draw reached 0, ``p < 0.001``.
 
@@ -516,11 +546,12 @@ def _compare_labels(
     order = sorted(per_label, key=lambda k: -abs(float(per_label[k].difference)))
     chart = _per_label_chart(per_label, order, estimator)
     verdicts = summary.get("per_label", {})
+    adjusted = _adjusted(verdicts, summary.get("label_counts"), samples)
     rows = [
         [k, _pairs(c.a), _num(c.a.error), _num(c.b.error), f"{float(c.difference):+.4f}",
-         _interval(c, sign="+"), _p_value(c, samples),
-         _adjusted(v.get("adjusted_p_value"), samples), v.get("better", "")]
-        for k, c, v in ((k, per_label[k], verdicts.get(k, {})) for k in order)
+         _interval(c, sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
+         verdicts.get(k, {}).get("better", "")]
+        for k, c in ((k, per_label[k]) for k in order)
     ]  # fmt: skip
     header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p",
               "adjusted p", "better"]  # fmt: skip
@@ -538,9 +569,18 @@ def _compare_labels(
     )
 
 
-def _adjusted(p: float | None, samples: int) -> str:
-    """A corrected p-value, or "—" for a label that was not tested."""
-    return "—" if p is None or p != p else p_value_text(p, samples)
+def _adjusted(
+    verdicts: Mapping[str, Any], counts: Mapping[str, Any] | None, samples: int
+) -> dict[str, str]:
+    """Each label's corrected p-value as text ("—": not tested), by label."""
+    if not verdicts or not counts:
+        return {}
+    rows = list(verdicts.values())
+    texts = adjusted_p_texts(
+        [r["p_value"] for r in rows], [r["adjusted_p_value"] for r in rows],
+        counts["correction"], samples,
+    )  # fmt: skip
+    return dict(zip(verdicts, texts, strict=True))
 
 
 def _label_counts(counts: Mapping[str, Any] | None, n_labels: int) -> str:

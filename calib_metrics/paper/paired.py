@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional import compare_calibration, compare_calibration_by_label
-from calib_metrics.report import p_value_phrase, p_value_text
+from calib_metrics.report import adjusted_p_texts, p_value_phrase, p_value_text
 
 RECOMMENDED = {"bin_size": "auto", "debias": True, "n_samples": 2000}
 CORRECTION = "holm"
@@ -64,6 +64,23 @@ def format_p(p: float, phrase: bool = False) -> str:
     if phrase:
         return p_value_phrase(p, RECOMMENDED["n_samples"])
     return p_value_text(p, RECOMMENDED["n_samples"])
+
+
+def adjusted_p_by_label(result: dict[str, Any]) -> dict[str, str]:
+    """Each label's corrected p-value of a :func:`by_label` result as text, by label: a
+    corrected 0 is the correction's bound on the raw bounds (< m·2/S under Holm).
+
+    Example:
+        >>> d = {"p_value": 0.0, "adjusted_p_value": 0.0}
+        >>> adjusted_p_by_label({"correction": "holm", "per_label": {"NN": d, "VB": d}})
+        {'NN': '< 0.002', 'VB': '< 0.002'}
+    """
+    rows = result["per_label"]
+    texts = adjusted_p_texts(
+        [r["p_value"] for r in rows.values()], [r["adjusted_p_value"] for r in rows.values()],
+        result["correction"], RECOMMENDED["n_samples"],
+    )  # fmt: skip
+    return dict(zip(rows, texts, strict=True))
 
 
 def by_label(

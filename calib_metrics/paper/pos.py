@@ -500,12 +500,13 @@ def _paired_markdown(comparisons: dict) -> list[str]:
             lines.append(f"- {MODELS[key]} vs HMM, {what}: {counts}")
     keys = list(comparisons)
     headers = ["tag"] + [h for k in keys for h in (f"{MODELS[k]} − HMM [95%]", "Holm p")]
+    holm = {k: paired.adjusted_p_by_label(comparisons[k]["per_tag"]) for k in keys}
     rows = []
     for tag in comparisons[keys[0]]["per_tag"]["per_label"]:
         row = [tag]
         for k in keys:
             d = comparisons[k]["per_tag"]["per_label"][tag]
-            row += [paired.format_difference(d), paired.format_p(d["adjusted_p_value"])]
+            row += [paired.format_difference(d), holm[k][tag]]
         rows.append(row)
     return [*lines, "", report.markdown_table(headers, rows)]
 
