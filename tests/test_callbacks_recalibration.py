@@ -226,3 +226,27 @@ def test_a_checkpoint_without_a_temperature_gives_none():
     assert empty.recalibrator is None
     with pytest.raises(ValueError, match="positive float"):
         empty.load_state_dict({"temperature": -1.0})
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_two_callbacks_with_their_own_prefix_share_a_trainer_and_a_checkpoint(tmp_path):
+    """Once the callback had a checkpoint state, Lightning refused a second one in the same
+    Trainer (one state key per class): a model with two heads could not recalibrate both."""
+    torch.manual_seed(0)
+    options = {"accelerator": "cpu", "logger": False, "enable_progress_bar": False}
+    options |= {"enable_model_summary": False, "enable_checkpointing": False}
+    shared = {"ignore_index": PAD, "n_samples": 50}
+    pair = [TemperatureRecalibration(prefix=p, **shared) for p in ("head_a", "head_b")]
+    trainer = Trainer(max_epochs=1, callbacks=pair, **options)
+    val = DataLoader(_data(300, seed=1), batch_size=64)
+    trainer.fit(Overconfident(), DataLoader(_data(300, seed=0), batch_size=50), val)
+    path = tmp_path / "two.ckpt"
+    trainer.save_checkpoint(path)
+    fitted = pair[0].recalibrator.temperature.item()
+    assert TemperatureRecalibration.temperature_in(path, prefix="head_b") == pytest.approx(fitted)
+    assert TemperatureRecalibration.temperature_in(path, prefix="other") is None
+    with pytest.raises(ValueError, match="pass prefix= \\(one of 'head_a', 'head_b'\\)"):
+        TemperatureRecalibration.temperature_in(path)
+    restored = [TemperatureRecalibration(prefix=p) for p in ("head_b", "head_a")]
+    Trainer(callbacks=restored, **options).validate(Overconfident(), val, ckpt_path=path)
+    assert [r.recalibrator.temperature.item() for r in restored] == pytest.approx([fitted] * 2)

@@ -155,10 +155,18 @@ class TemperatureRecalibration(Callback):
             self._logits.append(pair[0])
             self._target.append(pair[1])
 
+    @property
+    def state_key(self) -> str:
+        """The checkpoint key: the class and ``prefix``, so that callbacks logging under
+        different prefixes (two heads, say) share a Trainer and a checkpoint."""
+        return self._generate_state_key(prefix=self.prefix)
+
     def state_dict(self) -> dict[str, Any]:
-        """The fitted temperature (None before the end of ``fit``), for checkpoints."""
+        """The fitted temperature (None before the end of ``fit``) and the ``prefix``, for
+        checkpoints."""
         temperature = None if self.recalibrator is None else self.recalibrator.temperature
-        return {"temperature": None if temperature is None else float(temperature)}
+        temperature = None if temperature is None else float(temperature)
+        return {"temperature": temperature, "prefix": self.prefix}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the temperature of a checkpoint saved after ``fit``."""
@@ -184,28 +192,34 @@ class TemperatureRecalibration(Callback):
     on_train_start = on_validation_start = on_test_start = on_predict_start = _apply_restored
 
     @staticmethod
-    def temperature_in(checkpoint: str | Path | dict[str, Any]) -> float | None:
+    def temperature_in(
+        checkpoint: str | Path | dict[str, Any], prefix: str | None = None
+    ) -> float | None:
         """The temperature a checkpoint (a path, or the loaded dict) holds, or None when
-        it holds none (saved before the end of ``fit``, or without this callback).
+        it holds none (saved before the end of ``fit``, or without this callback). A
+        checkpoint of several such callbacks needs the ``prefix`` of the one wanted.
 
         Example:
+            >>> state = {"temperature": 1.5, "prefix": "recalibration"}
             >>> TemperatureRecalibration.temperature_in(
-            ...     {"callbacks": {"TemperatureRecalibration": {"temperature": 1.5}}})
+            ...     {"callbacks": {"TemperatureRecalibration{'prefix': 'recalibration'}": state}})
             1.5
         """
         if not isinstance(checkpoint, dict):
             checkpoint = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        states = checkpoint.get("callbacks", {})
-        found = [
-            state["temperature"]
-            for key, state in states.items()
+        found = {
+            state.get("prefix"): state["temperature"]
+            for key, state in checkpoint.get("callbacks", {}).items()
             if str(key).startswith("TemperatureRecalibration") and state.get("temperature")
-        ]
+        }
+        if prefix is not None:
+            return found.get(prefix)
         if len(found) > 1:
             raise ValueError(
-                f"the checkpoint holds {len(found)} TemperatureRecalibration temperatures"
+                f"the checkpoint holds {len(found)} TemperatureRecalibration temperatures: "
+                f"pass prefix= (one of {', '.join(sorted(map(repr, found)))})"
             )
-        return found[0] if found else None
+        return next(iter(found.values()), None)
 
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         with fitting_mode():
