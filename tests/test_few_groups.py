@@ -80,3 +80,24 @@ def test_group_ids_are_compacted_once(monkeypatch):
     assert intervals.torch is torch
     calibration_error_ci(q, y, groups=groups, bin_size=50, n_samples=20)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("multiclass", [False, True])
+def test_compare_gives_no_interval_for_either_model_over_too_few_units(multiclass):
+    """The paired result went NaN under MIN_UNITS, but each model's own interval stayed:
+    compare printed 0.1925 [0.0000, 0.2625] for the 5-row file that evaluate gives
+    [nan, nan]."""
+    from calib_metrics.functional import compare_calibration
+
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(6, 3, generator=g, dtype=torch.float64), -1)
+    target = torch.tensor([0, 1, 2, 0, 1, 2])
+    mode = "classwise"  # six items: six units, the pairs of an item resampled together
+    if not multiclass:
+        probs, target, mode = probs[:, 0], (target == 0).double(), "one_vs_rest"
+    with pytest.warns(UserWarning, match="6 resampling units"):
+        r = compare_calibration(probs**2, probs, target, mode=mode, n_samples=50, generator=g)
+    assert r.lower.isnan() and r.p_value.isnan() and not r.difference.isnan()
+    for model in (r.a, r.b):
+        assert model.lower.isnan() and model.upper.isnan() and model.std.isnan()
+        assert not model.error.isnan()

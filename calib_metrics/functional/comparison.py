@@ -108,6 +108,7 @@ from calib_metrics.functional.intervals import (
     reweighted_bins,
     unit_sum_matrix,
     unit_weights,
+    without_interval,
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
 from calib_metrics.functional.ties import cut_cells
@@ -215,7 +216,9 @@ def compare_calibration(
         module docstring), the two-sided p-value ``min(1, 2·min(P*(d ≤ 0), P*(d ≥ 0)))``
         of the draws d, and each model's own :class:`CalibrationResult` from the same
         draws. With fewer than ``MIN_UNITS`` (10) resampling units (pairs, or groups) the
-        interval and the p-value are NaN, with a warning: too few to resample.
+        interval and the p-value are NaN, and so are ``a``'s and ``b``'s own interval
+        ends (as :func:`calibration_error_ci` gives them), with a warning: too few to
+        resample.
 
     Example:
         >>> import torch
@@ -286,12 +289,13 @@ def compare_calibration(
         warnings.warn(
             f"compare_calibration: {n_units} resampling unit{'s' * (n_units != 1)} "
             f"({'groups' if groups is not None else 'pairs'}); at least {MIN_UNITS} are needed "
-            "for an interval or a p-value, so both are NaN (the difference stands)",
+            "for an interval or a p-value, so both are NaN, as are each model's interval "
+            "ends (the difference stands)",
             UserWarning,
             stacklevel=2,
         )
         nan = torch.full_like(difference, float("nan"))
-        return ComparisonResult(difference, nan, nan, nan, a, b)
+        return ComparisonResult(difference, nan, nan, nan, without_interval(a), without_interval(b))
     # Classwise: the error is the mean of the per-class errors, and so is each draw.
     draws = torch.stack(draws).mean(dim=0)
     draws = draws[~draws.isnan()]

@@ -634,6 +634,18 @@ def without_interval_if_few(result: CalibrationResult, n_units: int, unit: str):
         UserWarning,
         stacklevel=3,
     )
+    return without_interval(result)
+
+
+def without_interval(result: CalibrationResult) -> CalibrationResult:
+    """``result`` with NaN mean, std and ends: the error of a resampling too small to
+    give an interval.
+
+    Example:
+        >>> r = without_interval(CalibrationResult(*torch.tensor([0.1, 0.1, 0.0, 0.1, 0.1]), None))
+        >>> r.error, r.lower, r.upper
+        (tensor(0.1000), tensor(nan), tensor(nan))
+    """
     nan = torch.full_like(result.error, float("nan"))
     return result._replace(mean=nan, std=nan, lower=nan, upper=nan)
 
