@@ -351,9 +351,11 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     )
     for (k, r), adjusted_text in zip(rows.items(), adjusted, strict=True):
         interval = f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
+        p = r["p_value"]
+        p_text = "—" if p != p else p_value_text(p, samples)  # NaN: a label not tested
         print(
             f"  {k:<{width}} {r['n']:>7g} {r['a']:>7.4f} {r['b']:>7.4f} "
-            f"{r['difference']:>+8.4f} {interval:>19} {p_value_text(r['p_value'], samples):>7} "
+            f"{r['difference']:>+8.4f} {interval:>19} {p_text:>7} "
             f"{adjusted_text:>7}  {r['better']}"
         )
     print("  " + label_counts_sentence(summary["label_counts"], len(rows)))

@@ -182,6 +182,8 @@ def test_label_with_too_few_items_is_reported_as_not_tested(tmp_path, capsys) ->
     assert main(["compare", str(a), str(b), "--label", "tag", "--samples", "100"]) == 0
     out = capsys.readouterr().out
     assert "1 with too few items to test" in out
+    rare = next(line for line in out.splitlines() if "RARE" in line)
+    assert rare.endswith("      —       —  -") and "nan" not in rare.split("]")[-1], rare
     assert main(["compare", str(a), str(b), "--label", "tag", "--samples", "100", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)  # strict JSON: NaN printed as null
     assert summary["per_label"]["RARE"]["p_value"] is None
