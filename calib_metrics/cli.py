@@ -311,7 +311,7 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     in_groups = "" if summary["groups"] is None else f" in {summary['groups']} groups"
     n_bins = summary["bins"]
     print(
-        f"{args.file}: N = {summary['n']} pairs{in_groups}, "
+        f"{args.file}: N = {summary['n']} pair{'s' * (summary['n'] != 1)}{in_groups}, "
         f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
     )
     print(
@@ -456,10 +456,12 @@ def _extra_lines(summary: dict) -> list[str]:
     elif "spiegelhalter_z" in summary:
         n_groups = summary["spiegelhalter_groups"]
         variance = "" if n_groups is None else f"cluster-robust variance over {n_groups} groups"
+        from calib_metrics.report import normal_p_text
+
+        p = normal_p_text(summary["spiegelhalter_p"].item())
         lines.append(
             f"Spiegelhalter z = {summary['spiegelhalter_z'].item():.3f}, "
-            f"two-sided p = {summary['spiegelhalter_p'].item():.3g} "
-            f"({variance or 'independent variance'})"
+            f"two-sided p {'' if '<' in p else '= '}{p} ({variance or 'independent variance'})"
         )
     return lines
 

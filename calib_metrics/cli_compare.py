@@ -263,10 +263,14 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         )
     from calib_metrics.report import p_value_phrase
 
-    print(
-        f"  a - b = {summary['difference']:+.4f} [{level}: {summary['lower']:+.4f}, "
-        f"{summary['upper']:+.4f}], {p_value_phrase(summary['p_value'], args.samples)}"
-    )
+    if summary["p_value"] != summary["p_value"]:  # NaN: too few units to resample
+        tested = f", no interval or p-value (fewer than 10 resampled {summary['resampled']})"
+    else:
+        tested = (
+            f" [{level}: {summary['lower']:+.4f}, {summary['upper']:+.4f}], "
+            f"{p_value_phrase(summary['p_value'], args.samples)}"
+        )
+    print(f"  a - b = {summary['difference']:+.4f}{tested}")
     if "per_label" in summary:
         _print_per_label(summary, level, args.samples)
     if "html" in summary:

@@ -44,7 +44,7 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
     else:
         fix = f"use bin_size='auto' or a bin_size of at most {max(1, n_pairs // MIN_BINS)}"
     return (
-        f"only {count} bin{'s' * (count != 1)} from {n_pairs} pairs "
+        f"only {count} bin{'s' * (count != 1)} from {n_pairs} pair{'s' * (n_pairs != 1)} "
         f"(bin_size={bin_size!r}); with fewer than {MIN_BINS} bins the error "
         f"cannot show miscalibration (one bin scores about 0 for any model): {fix}"
     )

@@ -177,7 +177,8 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
             (f"{prefix}smooth_ece", "smooth ECE (Błasiok & Nakkiran)", _num(measures.smooth_ece))
         )
     if measures.spiegelhalter_z is not None:
-        test = f"z = {measures.spiegelhalter_z:.3f}, two-sided p = {measures.spiegelhalter_p:.3g}"
+        p = normal_p_text(measures.spiegelhalter_p)
+        test = f"z = {measures.spiegelhalter_z:.3f}, two-sided p {'' if '<' in p else '= '}{p}"
         if measures.spiegelhalter_groups is not None:
             test += f" (cluster-robust variance over {measures.spiegelhalter_groups} groups)"
         rows.append((f"{prefix}spiegelhalter", "Spiegelhalter test", test))
@@ -507,6 +508,16 @@ def adjusted_p_texts(
         "—" if a != a else (f"< {b:.2g}" if a == 0 else p_value_text(a, samples))
         for a, b in zip((float(a) for a in adjusted), bound.tolist(), strict=True)
     ]
+
+
+def normal_p_text(p: float) -> str:
+    """An analytic (normal) p-value as text; one that underflows to 0 is below 1e-300.
+
+    Example:
+        >>> normal_p_text(0.0), normal_p_text(3.54e-28)
+        ('< 1e-300', '3.54e-28')
+    """
+    return "< 1e-300" if p == 0 else f"{p:.3g}"
 
 
 def p_value_phrase(p: float, samples: int) -> str:

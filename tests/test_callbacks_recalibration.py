@@ -250,3 +250,24 @@ def test_two_callbacks_with_their_own_prefix_share_a_trainer_and_a_checkpoint(tm
     restored = [TemperatureRecalibration(prefix=p) for p in ("head_b", "head_a")]
     Trainer(callbacks=restored, **options).validate(Overconfident(), val, ckpt_path=path)
     assert [r.recalibrator.temperature.item() for r in restored] == pytest.approx([fitted] * 2)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_restoring_a_checkpoint_from_before_the_fit_ended_drops_the_temperature(tmp_path):
+    """fit, then validate(ckpt_path="best"): the temperature fitted at the end of fit
+    belongs to the last epoch's weights, not the restored ones; it was kept silently."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    torch.manual_seed(0)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    checkpoints = ModelCheckpoint(dirpath=tmp_path, save_top_k=1, monitor=None)
+    trainer = Trainer(
+        max_epochs=1, accelerator="cpu", logger=False, enable_progress_bar=False,
+        enable_model_summary=False, callbacks=[callback, checkpoints],
+    )  # fmt: skip
+    model, val = Overconfident(), DataLoader(_data(300, seed=1), batch_size=64)
+    trainer.fit(model, DataLoader(_data(300, seed=0), batch_size=50), val)
+    assert callback.recalibrator is not None and hasattr(model, "calibration_temperature")
+    with pytest.warns(UserWarning, match="holds no temperature"):
+        trainer.validate(model, val, ckpt_path="best", verbose=False)
+    assert callback.recalibrator is None and not hasattr(model, "calibration_temperature")

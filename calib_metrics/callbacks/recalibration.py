@@ -169,9 +169,19 @@ class TemperatureRecalibration(Callback):
         return {"temperature": temperature, "prefix": self.prefix}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the temperature of a checkpoint saved after ``fit``."""
+        """Restore the temperature of a checkpoint saved after ``fit``; a checkpoint saved
+        before (``ckpt_path="best"``) holds none, and a temperature fitted since belongs
+        to other weights: it is dropped, with a warning."""
         temperature = state_dict.get("temperature")
         if temperature is None:
+            if self.recalibrator is not None:
+                rank_zero_warn(
+                    "TemperatureRecalibration: the restored checkpoint was saved before fit "
+                    "ended and holds no temperature; the one fitted at the end of fit belongs "
+                    "to other weights and is dropped (calibration_temperature removed)"
+                )
+                self.recalibrator = None
+                self._restored = True
             return
         if not isinstance(temperature, float) or not temperature > 0:
             raise ValueError(
@@ -185,9 +195,13 @@ class TemperatureRecalibration(Callback):
     def _apply_restored(self, trainer: Trainer, pl_module: LightningModule) -> None:
         # Checkpoints are restored after ``setup``: the module gets the temperature when
         # the loop that restored it starts.
-        if self._restored and self.recalibrator is not None:
+        if not self._restored:
+            return
+        self._restored = False
+        if self.recalibrator is not None:
             pl_module.calibration_temperature = float(self.recalibrator.temperature)
-            self._restored = False
+        elif hasattr(pl_module, "calibration_temperature"):
+            del pl_module.calibration_temperature
 
     on_train_start = on_validation_start = on_test_start = on_predict_start = _apply_restored
 

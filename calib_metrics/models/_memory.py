@@ -51,7 +51,8 @@ def fresh_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tenso
     ``_MIN_BYTES`` up to ``_MAX_BYTES`` advised as huge pages, and past ``_MAX_BYTES`` (or
     without ``madvise``) a private anonymous mapping of its own: the kernel's zero pages,
     each faulted in on its first write, so that rows the caller never writes (a padded
-    batch's padding, where :func:`faults_page_by_page`) stay 0 and cost nothing.
+    batch's padding, where :func:`faults_page_by_page`) stay 0 and cost nothing. Like
+    ``torch.from_numpy``'s, such a tensor's storage cannot be resized (``resize_``).
 
     Example:
         >>> out = fresh_output(4, 3, dtype=torch.float32, device=torch.device("cpu"))

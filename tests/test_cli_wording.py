@@ -1,0 +1,39 @@
+"""Small words the command line got wrong: "1 pairs", a NaN interval printed as numbers
+by compare, and an analytic p-value that underflowed printed as "p = 0"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calib_metrics.cli import main
+
+
+def _run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_one_pair_is_singular(tmp_path: Path, capsys):
+    path = tmp_path / "one.csv"
+    path.write_text("prob,label\n0.3,1\n")
+    code, out, err = _run(capsys, "evaluate", path, "--samples", "20")
+    assert code == 0 and "N = 1 pair, 1 adaptive bin" in out
+    assert "from 1 pair " in err
+
+
+def test_compare_over_too_few_items_says_there_is_no_interval(tmp_path: Path, capsys):
+    path = tmp_path / "five.csv"
+    rows = ["0.3,0.2,1", "0.6,0.5,0", "0.2,0.1,0", "0.9,0.8,1", "0.5,0.4,1"]
+    path.write_text("prob,prob_b,label\n" + "\n".join(rows) + "\n")
+    code, out, _ = _run(capsys, "compare", path, "--probs-b", "prob_b", "--samples", "20")
+    line = next(x for x in out.splitlines() if "a - b" in x)
+    assert code == 0 and "nan" not in line
+    assert line.endswith("no interval or p-value (fewer than 10 resampled pairs)")
+
+
+def test_an_underflowing_spiegelhalter_p_is_a_bound(tmp_path: Path, capsys):
+    path = tmp_path / "sure.csv"
+    path.write_text("prob,label\n" + "0.4,1\n0.3,1\n" * 10000)  # z ≈ 230: p underflows to 0
+    code, out, _ = _run(capsys, "evaluate", path, "--spiegelhalter", "--samples", "20")
+    assert code == 0 and "two-sided p < 1e-300" in out and "p = 0 " not in out
