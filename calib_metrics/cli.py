@@ -456,12 +456,12 @@ def _extra_lines(summary: dict) -> list[str]:
     elif "spiegelhalter_z" in summary:
         n_groups = summary["spiegelhalter_groups"]
         variance = "" if n_groups is None else f"cluster-robust variance over {n_groups} groups"
-        from calib_metrics.report import normal_p_text
+        from calib_metrics.report import normal_p_text, p_phrase
 
-        p = normal_p_text(summary["spiegelhalter_p"].item())
+        p = p_phrase(normal_p_text(summary["spiegelhalter_p"].item()))
         lines.append(
             f"Spiegelhalter z = {summary['spiegelhalter_z'].item():.3f}, "
-            f"two-sided p {'' if '<' in p else '= '}{p} ({variance or 'independent variance'})"
+            f"two-sided {p} ({variance or 'independent variance'})"
         )
     return lines
 

@@ -177,8 +177,8 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
             (f"{prefix}smooth_ece", "smooth ECE (Błasiok & Nakkiran)", _num(measures.smooth_ece))
         )
     if measures.spiegelhalter_z is not None:
-        p = normal_p_text(measures.spiegelhalter_p)
-        test = f"z = {measures.spiegelhalter_z:.3f}, two-sided p {'' if '<' in p else '= '}{p}"
+        p = p_phrase(normal_p_text(measures.spiegelhalter_p))
+        test = f"z = {measures.spiegelhalter_z:.3f}, two-sided {p}"
         if measures.spiegelhalter_groups is not None:
             test += f" (cluster-robust variance over {measures.spiegelhalter_groups} groups)"
         rows.append((f"{prefix}spiegelhalter", "Spiegelhalter test", test))
@@ -527,7 +527,16 @@ def p_value_phrase(p: float, samples: int) -> str:
         >>> p_value_phrase(0.0, 2000), p_value_phrase(0.0312, 2000)
         ('p < 0.001', 'p = 0.0312')
     """
-    text = p_value_text(p, samples)
+    return p_phrase(p_value_text(p, samples))
+
+
+def p_phrase(text: str) -> str:
+    """A p-value's text (a number, or a bound ``< x``) as ``p = …`` or ``p < …``.
+
+    Example:
+        >>> p_phrase("0.0312"), p_phrase("< 1e-300")
+        ('p = 0.0312', 'p < 1e-300')
+    """
     return f"p {text}" if text.startswith("<") else f"p = {text}"
 
 

@@ -68,12 +68,14 @@ def grouped_effective_counts(
     index: Tensor,
     bins: Bins,
     cells: CutCells | None = None,
+    n_units: int | None = None,
 ) -> Tensor:
     """Each bin's n_eff from the cluster-robust variance of its frequency (module docstring).
 
     ``probs``, ``target``, ``units`` (compact group ids in [0, G)) and ``index`` (each
     pair's bin) are flat and aligned; ``bins`` are the data's 1-D bins; ``cells``, the
-    cut tie groups (:func:`~calib_metrics.functional.ties.cut_cells`) if already found.
+    cut tie groups (:func:`~calib_metrics.functional.ties.cut_cells`) if already found;
+    ``n_units``, G if known (else read from ``units``: a host sync).
     Tensors stay on the input's device; the host synchronises for sizes only: the number
     of groups, the distinct values and (bin, group) cells (``torch.unique``), whether any
     tie group is cut and, if so, how many of its members meet the bins at its ends.
@@ -98,7 +100,8 @@ def grouped_effective_counts(
     """
     count, freq = bins.count.to(torch.float64), bins.freq.to(torch.float64)
     n_bins = count.numel()
-    n_units = int(units.max().item()) + 1
+    if n_units is None:
+        n_units = int(units.max().item()) + 1
     ungrouped = effective_counts(count, bin_ties(bins))
     y = target.reshape(-1).to(torch.float64)
     parts = _bin_parts_per_group(probs.reshape(-1), y, units, index, count, n_units, cells)
@@ -261,5 +264,7 @@ def grouped_bins(
         torch.Size([4])
     """
     units = groups if n_groups is not None else torch.unique(groups, return_inverse=True)[1]
-    samples = grouped_effective_counts(probs, target, units.reshape(-1), index, bins, cells)
+    samples = grouped_effective_counts(
+        probs, target, units.reshape(-1), index, bins, cells, n_groups
+    )
     return with_samples(bins, samples)

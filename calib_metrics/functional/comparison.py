@@ -156,7 +156,7 @@ def _unit_sums(
     bins, index = bins_and_index(probs, target, **options)
     cells = cut_cells(probs, index, bins.count.numel())
     if grouped:
-        samples = grouped_effective_counts(probs, target, units, index, bins, cells)
+        samples = grouped_effective_counts(probs, target, units, index, bins, cells, n_units)
         bins = with_samples(bins, samples)
     return bins, unit_sum_matrix(probs, target, units, index, bins.count.numel(), n_units, cells)
 

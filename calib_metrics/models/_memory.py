@@ -64,8 +64,7 @@ def fresh_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tenso
     if torch.device(device).type != "cpu" or nbytes < _MIN_BYTES:
         # Small outputs reuse freed heap memory, already faulted in.
         return torch.empty(shape, dtype=dtype, device=device)
-    advise = _madvise()
-    if advise is None or nbytes > _MAX_BYTES:
+    if _zero_pages(nbytes):
         # Private, like malloc's own mappings (a shared one is shmem, slower to fault);
         # the tensor keeps the mapping alive and unmaps it when freed.
         mapping = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
@@ -74,8 +73,15 @@ def fresh_output(*shape: int, dtype: torch.dtype, device: torch.device) -> Tenso
     begin = -(-out.data_ptr() // _HUGE_PAGE) * _HUGE_PAGE
     end = (out.data_ptr() + nbytes) // _HUGE_PAGE * _HUGE_PAGE
     if end > begin:
-        advise(begin, end - begin, mmap.MADV_HUGEPAGE)  # a hint: failure is ignored
+        _madvise()(begin, end - begin, mmap.MADV_HUGEPAGE)  # a hint: failure is ignored
     return out
+
+
+def _zero_pages(nbytes: int) -> bool:
+    """Whether a CPU output of ``nbytes`` (at least ``_MIN_BYTES``) is a mapping of zero
+    pages of its own rather than huge-page-advised memory: past ``_MAX_BYTES``, or when
+    there is no ``madvise`` to call."""
+    return nbytes > _MAX_BYTES or _madvise() is None
 
 
 def faults_page_by_page(out: Tensor) -> bool:
@@ -87,9 +93,7 @@ def faults_page_by_page(out: Tensor) -> bool:
         >>> faults_page_by_page(fresh_output(4, dtype=torch.float32, device=torch.device("cpu")))
         False
     """
-    if out.device.type != "cpu" or out.nbytes < _MIN_BYTES:
-        return False
-    return out.nbytes > _MAX_BYTES or _madvise() is None
+    return out.device.type == "cpu" and out.nbytes >= _MIN_BYTES and _zero_pages(out.nbytes)
 
 
 @functools.cache
