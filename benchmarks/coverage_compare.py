@@ -18,7 +18,13 @@ and so is the true difference:
 * ``both calibrated``: a = q against b = q rounded to the mean of its tenth (still
   calibrated); true errors 0 and 0;
 * ``unequal, b miscalibrated``: a = min(q + 0.08, 1) against b = min(q + 0.03, 1), so
-  that neither true error is 0 (run by naming it in ``--settings``).
+  that neither true error is 0 (run by naming it in ``--settings``);
+* ``weak, b coarse``: a = min(q + 0.02, 1) against b = q rounded to the mean of its tenth
+  (calibrated): a difference of 0.02, comparable to the noise of a's squared error at
+  N = 10⁴, between models whose bins differ (named in ``--settings``);
+* ``equal, b coarse``: a = 0.03 + 0.94·q (gap 0.03 − 0.06·q, changing sign; true error
+  0.03/√3) against b = q rounded to the mean of its tenth plus 0.03/√3 (constant gap):
+  equal true errors, bins that differ, and weak gaps (named in ``--settings``).
 
 Reported per setting: coverage of the 95% interval of the difference (the truth inside
 [lower, upper]) with its Monte Carlo standard error, the rejection rate of "no
@@ -52,16 +58,29 @@ def _true_error(shift: float) -> float:
     return math.sqrt(s**2 * (1 - s) + s**3 / 4)
 
 
+def _tenths(q: torch.Tensor) -> torch.Tensor:
+    """q rounded to the middle of its tenth: a calibrated model with ten tie groups."""
+    return (torch.floor(q * 10) + 0.5) / 10
+
+
 SETTINGS = {
     "unequal": (lambda q: (q + SHIFT).clamp(max=1), lambda q: q, _true_error(SHIFT)),
     "equal": (lambda q: (q + SHIFT).clamp(max=1), lambda q: (q - SHIFT).clamp(min=0), 0.0),
-    "both calibrated": (lambda q: q, lambda q: (torch.floor(q * 10) + 0.5) / 10, 0.0),
+    "both calibrated": (lambda q: q, _tenths, 0.0),
     # "unequal" with b off the boundary: whether its over-coverage on grouped labels comes
     # from b's true error being exactly 0 (where a clipped interval over-covers).
     "unequal, b miscalibrated": (
         lambda q: (q + 0.08).clamp(max=1),
         lambda q: (q + 0.03).clamp(max=1),
         _true_error(0.08) - _true_error(0.03),
+    ),
+    # Weak gaps (signal comparable to the noise) where the two models' bins differ: the
+    # regime in which the joint shrink factor and the carrying to δ are least settled.
+    "weak, b coarse": (lambda q: (q + 0.02).clamp(max=1), _tenths, _true_error(0.02)),
+    "equal, b coarse": (
+        lambda q: 0.03 + 0.94 * q,
+        lambda q: _tenths(q) + 0.03 / math.sqrt(3),
+        0.0,
     ),
 }
 
@@ -82,31 +101,18 @@ def labels(q: torch.Tensor, variant: str, g: torch.Generator) -> tuple:
     return (torch.special.ndtr(latent) < q).to(torch.float64), groups
 
 
-# "per-draw" (the library's ends), or "projected" (--projected-ends: tried, not kept)
-ENDS = "per-draw"
+# "projected" (the library's ends since 2026-11-28), or "per-draw" (--per-draw-ends: the
+# ends before, for the earlier tables)
+ENDS = "projected"
 
 
-def _project_ends() -> None:
-    """Widen compare_calibration's debiased interval (binary input) to the projection tried
-    on 2026-11-28: each end is the more extreme of the library's per-draw end and Δ's end
-    carried with m's lower bound, the (1 − confidence)/2 quantile of the draws' smaller
-    square m* (|√(m + Δ) − √m| is largest at the smallest m). The draws are unchanged."""
-    squares, ends, paired = [], comparison._ends, comparison._paired_squares
-
-    def paired_squares(*args):
-        theta_a, theta_b = paired(*args)
-        squares.append((theta_a - theta_b, torch.minimum(theta_a, theta_b)))
-        return theta_a, theta_b
-
-    def projected(values: torch.Tensor, confidence: float) -> torch.Tensor:
-        per_draw = ends(values, confidence)
-        square, smaller = squares.pop()
-        smallest = torch.nanquantile(smaller, (1 - confidence) / 2).expand_as(smaller)
-        carried = comparison.root_difference(square, smallest)
-        bound = ends(carried[~carried.isnan()], confidence)
-        return torch.stack([per_draw[0].minimum(bound[0]), per_draw[1].maximum(bound[1])])
-
-    comparison._paired_squares, comparison._ends = paired_squares, projected
+def _per_draw_ends() -> None:
+    """compare_calibration's ends before 2026-11-28: the percentile interval of the draws
+    carried with their own smaller square m* alone, not widened to those carried with
+    m's lower bound."""
+    comparison._projected_ends = lambda own, at_bound, confidence: comparison._ends(
+        own, confidence
+    )
 
 
 def run(sizes, variants, settings, reps: int, draws: int, seed: int, out, device="cpu") -> list:
@@ -195,10 +201,10 @@ def main() -> None:
     parser.add_argument("--from-json", nargs="+", help="print the table of saved rows")
     parser.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared CPU")
     parser.add_argument(
-        "--projected-ends",
+        "--per-draw-ends",
         action="store_true",
-        help="an alternative tried on 2026-11-28 and not kept (docs/coverage.md): each end "
-        "also carried with the smaller square's lower bound",
+        help="the library's ends before 2026-11-28 (docs/coverage.md): the draws carried "
+        "with their own smaller square only",
     )
     parser.add_argument(
         "--device",
@@ -207,10 +213,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    if args.projected_ends:
+    if args.per_draw_ends:
         global ENDS
-        ENDS = "projected"
-        _project_ends()
+        ENDS = "per-draw"
+        _per_draw_ends()
     print(HEADER, flush=True)
     if args.from_json:
         for path in args.from_json:
