@@ -225,12 +225,12 @@ def compare_calibration(
         interval over the paired draws (debiased: the draws of Δ = θ_a − θ_b carried to
         √θ_a − √θ_b with each draw's smaller square and with that square's lower bound,
         the interval spanning both; plug-in: the draws' differences centred on the
-        estimate; see the module docstring), the two-sided p-value ``min(1, 2·min(P*(d ≤ 0), P*(d ≥ 0)))``
-        of the draws d, and each model's own :class:`CalibrationResult` from the same
-        draws. With fewer than ``MIN_UNITS`` (10) resampling units (pairs, or groups) the
-        interval and the p-value are NaN, and so are ``a``'s and ``b``'s own interval
-        ends (as :func:`calibration_error_ci` gives them), with a warning: too few to
-        resample.
+        estimate; see the module docstring), the two-sided p-value
+        ``min(1, 2·min(P*(d ≤ 0), P*(d ≥ 0)))`` of the draws d, and each model's own
+        :class:`CalibrationResult` from the same draws. With fewer than ``MIN_UNITS``
+        (10) resampling units (pairs, or groups) the interval and the p-value are NaN,
+        and so are ``a``'s and ``b``'s own interval ends (as
+        :func:`calibration_error_ci` gives them), with a warning: too few to resample.
 
     Example:
         >>> import torch
