@@ -110,9 +110,7 @@ def _per_draw_ends() -> None:
     """compare_calibration's ends before 2026-11-28: the percentile interval of the draws
     carried with their own smaller square m* alone, not widened to those carried with
     m's lower bound."""
-    comparison._projected_ends = lambda own, at_bound, confidence: comparison._ends(
-        own, confidence
-    )
+    comparison._projected_ends = lambda own, at_bound, confidence: comparison._ends(own, confidence)
 
 
 def run(sizes, variants, settings, reps: int, draws: int, seed: int, out, device="cpu") -> list:
