@@ -51,10 +51,10 @@ So every draw is also carried with m's lower bound, the (1 − confidence)/2 qua
 m*, and the interval spans both percentile intervals (:func:`_projected_ends`): Δ's
 interval projected over m's. The p-value is unchanged (both carry Δ*'s sign). With the
 per-draw ends alone a weak difference against a calibrated model (0.020, where the noise
-of the squares is as large: N = 10⁴, bins that differ) was covered 88% of the time, the
-truth always above the interval; projected, 94% (iid) and 96% (grouped), and a strong one
-(0.049) 96–98% instead of 93–97% (``benchmarks/coverage_compare.py``; ``docs/coverage.md``
-has the study).
+of the squares is as large: N = 10⁴, bins that differ) was covered 0.887 of the time with
+independent labels (0.952 grouped), the truth always above the interval; projected, 0.943
+(0.955), and a strong one (0.049) 0.956–0.980 at N = 10⁴–10⁶ instead of 0.931–0.970
+(``benchmarks/coverage_compare.py``; ``docs/coverage.md`` has the study).
 
 **Ties.** A tie group cut by a bin boundary gives each part the group's mean label (the
 tie rule, DESIGN.md), so such a bin's frequency carries the group's noise, not its own
