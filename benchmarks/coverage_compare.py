@@ -41,8 +41,6 @@ from pathlib import Path
 import torch
 
 from calib_metrics.functional import compare_calibration, comparison
-from calib_metrics.functional.intervals import debiased_square, effective_samples, weighted_mean
-from calib_metrics.functional.ties import tie_runs
 
 SHIFT = 0.05
 
@@ -106,8 +104,9 @@ def labels(q: torch.Tensor, variant: str, g: torch.Generator) -> tuple:
 # "projected" (the library's ends since 2026-11-28), or "per-draw" (--per-draw-ends: the
 # ends before, for the earlier tables)
 ENDS = "projected"
-# "joint" (the library's shrink factor), or "neighbour" (--neighbour-shrink: measured, not kept)
-SHRINK = "joint"
+# "neighbour" (the library's shrink factor since 2026-11-28), or "joint" (--joint-shrink:
+# the factor before, for the earlier tables)
+SHRINK = "neighbour"
 
 
 def _per_draw_ends() -> None:
@@ -117,54 +116,13 @@ def _per_draw_ends() -> None:
     comparison._projected_ends = lambda own, at_bound, confidence: comparison._ends(own, confidence)
 
 
-def _neighbour_shrink() -> None:
-    """Replace the joint shrink factor s by the alternative measured on 2026-11-28 (not the
-    library's): s² = max(0, Cov*(lin(ĝ), lin(ĝ_nb))) / Var*(lin(ĝ)), where lin(c) is the
-    linear part of the draws' roots in the world whose gaps are c and ĝ_nb holds each bin's
-    neighbouring tie runs' mean gap. For independent labels the neighbours' noise is
-    independent of a bin's own, so the estimate of the true gaps' share no longer grows
-    with the noise of the debiased squares (which Var*(lin) − 2·Var*(quad) does). It
-    assumes gaps that change little from one run to the next; a model with two runs whose
-    gaps have opposite signs would get s = 0."""
-
-    def neighbour_gaps(gap: torch.Tensor, freq: torch.Tensor) -> torch.Tensor:
-        run = tie_runs(gap, freq)
-        n_runs = int(run.max()) + 1
-        if n_runs < 2:
-            return torch.zeros_like(gap)
-        run_gap = torch.zeros(n_runs, dtype=gap.dtype, device=gap.device).scatter_(0, run, gap)
-        zero = run_gap.new_zeros(1)
-        padded = torch.cat([zero, run_gap, zero])
-        present = torch.cat([zero, torch.ones_like(run_gap), zero])
-        return ((padded[:-2] + padded[2:]) / (present[:-2] + present[2:]))[run]
-
-    def linear_draws(bins, blocks, gaps: torch.Tensor) -> torch.Tensor:
-        ratio = effective_samples(bins) / bins.count.clamp_min(1)
-        target = weighted_mean(gaps**2, bins.count)
-        parts = []
-        for d in blocks:
-            moved = (d.pred_mean - bins.pred_mean) - (d.freq - bins.freq)
-            samples = d.count * ratio
-            with_gaps = debiased_square(gaps + moved, d.freq, d.count, samples)
-            parts.append(with_gaps - target - debiased_square(moved, d.freq, d.count, samples))
-        return torch.cat(parts)
+def _joint_shrink() -> None:
+    """compare_calibration's shrink factor before 2026-11-28 for every pair of models:
+    s² = max(0, Var*(lin) − 2·Var*(quad)) / Var*(lin), not the neighbouring runs' share."""
 
     def paired_squares(bins_a, bins_b, blocks_a, blocks_b):
-        observed_a, observed_b, zero_a, zero_b = comparison._world_draws(
-            bins_a, bins_b, blocks_a, blocks_b
-        )
-        linear = (zero_a - observed_a) - (zero_b - observed_b)
-        crossed = [
-            linear_draws(bins, blocks, neighbour_gaps(bins.pred_mean - bins.freq, bins.freq))
-            for bins, blocks in ((bins_a, blocks_a), (bins_b, blocks_b))
-        ]
-        crossed = crossed[0] - crossed[1]
-        valid = ~(linear.isnan() | crossed.isnan())
-        lin, cross = linear[valid], crossed[valid]
-        covariance = ((lin - lin.mean()) * (cross - cross.mean())).mean()
-        shrink = (covariance.clamp_min(0) / lin.var()).sqrt() if lin.var() > 0 else 1.0
-        shrink = torch.as_tensor(shrink, dtype=linear.dtype).clamp(max=1)
-        return torch.lerp(zero_a, observed_a, shrink), torch.lerp(zero_b, observed_b, shrink)
+        worlds = comparison._world_draws(bins_a, bins_b, blocks_a, blocks_b)
+        return comparison._joint_shrink(*worlds)
 
     comparison._paired_squares = paired_squares
 
@@ -261,10 +219,10 @@ def main() -> None:
         "with their own smaller square only",
     )
     parser.add_argument(
-        "--neighbour-shrink",
+        "--joint-shrink",
         action="store_true",
-        help="an alternative joint shrink factor measured on 2026-11-28 (docs/coverage.md; "
-        "not the library's): the true gaps' share from neighbouring runs' gaps",
+        help="the library's shrink factor before 2026-11-28 (docs/coverage.md): "
+        "Var*(lin) − 2·Var*(quad) for the true gaps' share",
     )
     parser.add_argument(
         "--device",
@@ -273,10 +231,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    if args.neighbour_shrink:
+    if args.joint_shrink:
         global SHRINK
-        SHRINK = "neighbour"
-        _neighbour_shrink()
+        SHRINK = "joint"
+        _joint_shrink()
     if args.per_draw_ends:
         global ENDS
         ENDS = "per-draw"

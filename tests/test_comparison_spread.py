@@ -15,10 +15,15 @@ import torch
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.calibration import bins_and_index
 from calib_metrics.functional.comparison import (
+    MIN_NEIGHBOUR_RUNS,
+    _joint_shrink,
     _linear_shrink,
+    _neighbour_shrink,
     _paired_blocks,
     _paired_squares,
+    _run_count,
     _unit_sums,
+    _world_draws,
 )
 from calib_metrics.functional.intervals import debiased_square
 
@@ -81,3 +86,35 @@ def test_unit_sums_bins_are_the_estimators_bins():
     bins, _ = _unit_sums(q, y, torch.arange(500), 500, options)
     expected, _ = bins_and_index(q, y, **options)
     torch.testing.assert_close(bins.freq, expected.freq)
+
+
+def test_neighbour_shrink_reads_the_share_common_to_the_neighbours():
+    g = torch.Generator().manual_seed(0)
+    shared = torch.randn(100_000, generator=g, dtype=torch.float64)
+    own = torch.randn(100_000, generator=g, dtype=torch.float64)
+    # The linear part is signal plus its own noise in equal parts; the neighbours' world
+    # holds the signal only: half the variance is the true gaps' share, s = √½.
+    assert _neighbour_shrink(shared + own, shared).item() == pytest.approx(0.5**0.5, rel=0.02)
+    # Neighbours that share nothing with the linear part (pure-noise gaps): s = 0.
+    assert _neighbour_shrink(own, -shared).item() == 0.0
+    # The whole linear part is common: s = 1, and never more.
+    assert _neighbour_shrink(shared, 2 * shared).item() == 1.0
+
+
+def test_models_with_few_runs_keep_the_twice_quadratic_shrink():
+    # Two predicted values (two runs and the bin that holds both): their neighbours' gaps
+    # may have opposite signs; the factor falls back to Var*(lin) − 2·Var*(quad).
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(N, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", N), "n_bins": 15}
+    units = torch.arange(N)
+    two_values = torch.where(q > 0.5, 0.8, 0.2).to(torch.float64)
+    bins_a, sums_a = _unit_sums(two_values, y, units, N, options)
+    bins_b, sums_b = _unit_sums(q, y, units, N, options)
+    assert _run_count(bins_a) < MIN_NEIGHBOUR_RUNS <= _run_count(bins_b)
+    blocks = list(_paired_blocks(sums_a, sums_b, N, DRAWS, g))
+    blocks_a, blocks_b = [b[0] for b in blocks], [b[1] for b in blocks]
+    expected = _joint_shrink(*_world_draws(bins_a, bins_b, blocks_a, blocks_b))
+    for got, want in zip(_paired_squares(bins_a, bins_b, blocks_a, blocks_b), expected):
+        torch.testing.assert_close(got, want)

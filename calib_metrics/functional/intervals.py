@@ -85,6 +85,7 @@ from calib_metrics.functional.ties import (
     bin_parts,
     cut_cells,
     effective_counts,
+    neighbour_run_gaps,
     tie_run_counts,
     tie_runs,
 )
@@ -683,7 +684,7 @@ def draw_statistics(
     *,
     norm: Norm = "l2",
     debias: bool = True,
-    world: Literal["draws", "shrunk", "observed", "zero"] = "shrunk",
+    world: Literal["draws", "shrunk", "observed", "zero", "neighbours"] = "shrunk",
 ) -> Draws:
     """Reduce blocks of resampled bins ``[S_b, ..., T]`` to per-draw statistics.
 
@@ -691,7 +692,10 @@ def draw_statistics(
     ``"shrunk"`` (pairs: the recentred world of the observed gaps shrunk to the debiased
     estimate), ``"observed"`` (groups: the observed gaps themselves) or ``"zero"`` (every
     gap 0: only the draws' noise, the quadratic part of the others' roots, which a paired
-    comparison needs, :mod:`calib_metrics.functional.comparison`); the bins may carry
+    comparison needs, :mod:`calib_metrics.functional.comparison`) or ``"neighbours"``
+    (each bin's gap the mean of its neighbouring runs' gaps,
+    :func:`~calib_metrics.functional.ties.neighbour_run_gaps`: the comparison's shrink
+    factor); the bins may carry
     leading batch dimensions, which the blocks share. See the module docstring.
 
     Example:
@@ -729,21 +733,28 @@ def _recentred_squares(
     """The data's debiased square D and the draws' θ_s = D − (D*_s − θ̃) (module docstring)."""
     gap = bins.pred_mean - bins.freq
     square = debiased_square(gap, bins.freq, bins.count, samples)
+    world_gap, target_square = _world_gaps(bins, gap, square, world)
+    thetas = []
+    for d in blocks:
+        # The draw's movement of each bin's gap, added to the world's gap.
+        moved = world_gap + (d.pred_mean - bins.pred_mean) - (d.freq - bins.freq)
+        redrawn = debiased_square(moved, d.freq, d.count, _draw_samples(d, ratio))
+        thetas.append(square - (redrawn - target_square))
+    return square, torch.cat(thetas)
+
+
+def _world_gaps(bins: Bins, gap: Tensor, square: Tensor, world: str) -> tuple[Tensor, Tensor]:
+    """The world's gaps and its true square θ̃ = Σ wᵢ gapᵢ² (module docstring)."""
+    if world == "neighbours":
+        beside = neighbour_run_gaps(gap, bins.freq)
+        return beside, weighted_mean(beside**2, bins.count)
     plugin = bin_errors(bins) ** 2
     # The world's gaps are λ·gap: shrunk, λ² = max(D, 0)/P so that θ̃ = max(D, 0);
     # observed, λ = 1 (θ̃ = P); zero, λ = 0 (θ̃ = 0).
     factor = torch.where(plugin > 0, square.clamp_min(0) / plugin, 0).sqrt()
     if world != "shrunk":
         factor = torch.full_like(factor, 1.0 if world == "observed" else 0.0)
-    shrunk = factor.unsqueeze(-1) * gap
-    target_square = factor**2 * plugin
-    thetas = []
-    for d in blocks:
-        # The draw's movement of each bin's gap, added to the world's gap.
-        moved = shrunk + (d.pred_mean - bins.pred_mean) - (d.freq - bins.freq)
-        redrawn = debiased_square(moved, d.freq, d.count, _draw_samples(d, ratio))
-        thetas.append(square - (redrawn - target_square))
-    return square, torch.cat(thetas)
+    return factor.unsqueeze(-1) * gap, factor**2 * plugin
 
 
 def _nan_mean_std(values: Tensor) -> tuple[Tensor, Tensor]:

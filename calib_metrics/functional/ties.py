@@ -193,6 +193,29 @@ def tie_runs(gap: Tensor, freq: Tensor) -> Tensor:
     return torch.cumsum(starts.long(), dim=-1) - 1
 
 
+def neighbour_run_gaps(gap: Tensor, freq: Tensor) -> Tensor:
+    """Each bin's gap replaced by the mean gap of the runs beside its own (:func:`tie_runs`;
+    one neighbour at either end, 0 for a single run): a proxy for the bin's true gap whose
+    noise, for independent labels, is independent of the bin's own (1-D bins).
+
+    Example:
+        >>> t = torch.tensor
+        >>> gap = t([0.1, 0.1, 0.2, 0.4], dtype=torch.float64)
+        >>> neighbour_run_gaps(gap, t([0.5, 0.5, 0.4, 0.3], dtype=torch.float64)).tolist()
+        [0.2, 0.2, 0.25, 0.2]
+    """
+    run = tie_runs(gap, freq)
+    n_runs = run.numel() and int(run[-1]) + 1
+    if n_runs < 2:
+        return torch.zeros_like(gap)
+    run_gap = torch.zeros(n_runs, dtype=gap.dtype, device=gap.device).scatter_(0, run, gap)
+    edge = run_gap.new_zeros(1)
+    padded = torch.cat([edge, run_gap, edge])
+    present = torch.cat([edge, torch.ones_like(run_gap), edge])
+    beside = (padded[:-2] + padded[2:]) / (present[:-2] + present[2:])
+    return beside.index_select(0, run)
+
+
 def tie_run_counts(gap: Tensor, freq: Tensor, count: Tensor) -> Tensor:
     """Each bin's count summed over its run of equal (gap, frequency) bins (:func:`tie_runs`):
     the effective count of bare bins, whose cuts are not known (:func:`run_cuts`).
