@@ -149,14 +149,19 @@ def run(sizes, variants, settings, reps: int, draws: int, seed: int, out, device
                     )
                     if out and (rep + 1) % 10 == 0:
                         partial = _summary(name, variant, n, truth, outcomes, draws)
-                        partial.update(device=device, ends=ENDS, shrink=SHRINK, seed=seed)
+                        partial.update(_provenance(device, seed))
                         Path(out).write_text(json.dumps([*rows, partial], indent=1))
                 rows.append(_summary(name, variant, n, truth, outcomes, draws))
-                rows[-1].update(device=device, ends=ENDS, shrink=SHRINK, seed=seed)
+                rows[-1].update(_provenance(device, seed))
                 print(_row(rows[-1]), flush=True)
                 if out:
                     Path(out).write_text(json.dumps(rows, indent=1))
     return rows
+
+
+def _provenance(device: str, seed: int) -> dict:
+    """What a row was measured with, beyond its setting."""
+    return dict(device=device, ends=ENDS, shrink=SHRINK, seed=seed, group_size=GROUP_SIZE)
 
 
 def _summary(name: str, variant: str, n: int, truth: float, outcomes: list, draws: int) -> dict:
@@ -192,16 +197,25 @@ def _misses(r: dict) -> str:
     return f"{r['above']:.3f} / {r['below']:.3f}" if "above" in r else "–"
 
 
+def _labels(r: dict) -> str:
+    """The labels' variant, with the number of groups where their size is not the default 20."""
+    size = r.get("group_size", 20)
+    if r["variant"] == "grouped" and size != 20:
+        return f"grouped, {-(-r['n'] // size)} groups"
+    return r["variant"]
+
+
 def _row(r: dict) -> str:
     se = math.sqrt(max(r["coverage"] * (1 - r["coverage"]), 0.05 * 0.95) / r["reps"])
     return (
-        f"| {r['setting']} | {r['variant']} | {r['n']:,} | {r['truth']:.4f} | "
+        f"| {r['setting']} | {_labels(r)} | {r['n']:,} | {r['truth']:.4f} | "
         f"{r['coverage']:.3f} ± {se:.3f} | {_misses(r)} | {r['rejection']:.3f} | "
         f"{r['width']:.4f} | {_spread(r)} | {r['reps']} |"
     )
 
 
 def main() -> None:
+    global ENDS, SHRINK, GROUP_SIZE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
@@ -225,18 +239,24 @@ def main() -> None:
         "Var*(lin) − 2·Var*(quad) for the true gaps' share",
     )
     parser.add_argument(
+        "--group-size",
+        type=int,
+        default=GROUP_SIZE,
+        help="items per group of the grouped labels (20; 333 gives 30 groups at N = 10⁴, "
+        "the coreference test set's count of documents)",
+    )
+    parser.add_argument(
         "--device",
         default="cpu",
         help="where the data and draws live (cuda: same study, other random streams)",
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    GROUP_SIZE = args.group_size
     if args.joint_shrink:
-        global SHRINK
         SHRINK = "joint"
         _joint_shrink()
     if args.per_draw_ends:
-        global ENDS
         ENDS = "per-draw"
         _per_draw_ends()
     print(HEADER, flush=True)

@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from calib_metrics.functional import compare_calibration
+from calib_metrics.functional import compare_calibration, comparison
 
 N, SHIFT, DATA_SETS, DRAWS = 5000, 0.026, 200, 300
 
@@ -43,3 +43,34 @@ def test_weak_difference_against_a_calibrated_model_is_covered():
         covered += bool(r.lower <= truth <= r.upper)
     # 200 data sets estimate a coverage to ±0.015; the per-draw ends gave 0.890 here.
     assert covered / DATA_SETS >= 0.92, covered / DATA_SETS
+
+
+def _carried_draws(probs_a, probs_b, target, monkeypatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two sets of draws compare_calibration spans: own m*, and the boundary's."""
+    seen = {}
+
+    def record(own, at_bound, confidence):
+        seen.update(own=own, at_bound=at_bound)
+        return original(own, at_bound, confidence)
+
+    original = comparison._projected_ends
+    monkeypatch.setattr(comparison, "_projected_ends", record)
+    g = torch.Generator().manual_seed(5)
+    compare_calibration(probs_a, probs_b, target, n_samples=DRAWS, generator=g)
+    return seen["own"], seen["at_bound"]
+
+
+def test_ends_are_projected_only_where_the_smaller_square_reaches_zero(monkeypatch):
+    g = torch.Generator().manual_seed(2)
+    q = torch.rand(N, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    # Both models far from calibrated (errors 0.15 and 0.10): m's interval is well above 0,
+    # the per-draw carry is a smooth map's and is not widened (it was, to 2.7× the spread).
+    own, at_bound = _carried_draws((q + 0.15).clamp(max=1), (q + 0.1).clamp(max=1), y, monkeypatch)
+    torch.testing.assert_close(at_bound, own)
+    # Against a calibrated model the draws are also carried with m = 0: |δ*| = √|Δ*|.
+    own, at_bound = _carried_draws((q + 0.05).clamp(max=1), q, y, monkeypatch)
+    # m = 0 ≤ m*: never a smaller magnitude, and a larger one wherever m* > 0.
+    assert bool((at_bound.abs() >= own.abs()).all())
+    share = (at_bound.abs() > own.abs()).double().mean()
+    assert share > 0.1, share  # 0.26 on these seeded draws

@@ -1,0 +1,150 @@
+"""Time of the paired comparison against its parts and against the way it was computed before.
+
+For each N (default 1e4, 1e5, 1e6): q ~ U(0, 1) in float64, y ~ Bernoulli(q), model a
+overconfident (min(q + 0.05, 1)) and model b calibrated (q). In one process, interleaved,
+after a warm-up, the median of ``--repeats`` runs of:
+
+- ``compare_calibration(a, b, y)`` as the library computes it (2,000 paired draws; the
+  shrink factor read from the neighbouring runs' gaps, the ends projected over m's lower
+  bound, ``calib_metrics.functional.comparison``);
+- the same with the shrink factor before 2026-11-28 (Var*(lin) − 2·Var*(quad), one pass
+  fewer over the draws): what the neighbour world costs;
+- two ``calibration_error_ci`` calls, one per model (2,000 draws each, the pair
+  bootstrap): the unpaired intervals a user would otherwise read side by side;
+- one ``torch.sort`` of the N probabilities (the yardstick of the metric's benchmark).
+
+The machine may be shared, so the table reports each time's ratio to the library's
+comparison measured in the same process with the runs interleaved.
+
+    python benchmarks/bench_compare.py --sizes 1e4 1e5 1e6 --repeats 5 --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from calib_metrics.functional import (  # noqa: E402
+    calibration_error_ci,
+    compare_calibration,
+    comparison,
+)
+
+DOC = ROOT / "docs" / "bench_compare.md"
+SAMPLES = 2000
+
+
+def make_inputs(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Model a's and model b's probabilities and the labels (float64)."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.rand(n, generator=g, dtype=torch.float64)
+    return (q + 0.05).clamp(max=1), q, torch.bernoulli(q, generator=g)
+
+
+@contextmanager
+def joint_shrink():
+    """compare_calibration with the shrink factor it had before 2026-11-28."""
+    original = comparison._paired_squares
+
+    def paired_squares(bins_a, bins_b, blocks_a, blocks_b):
+        worlds = comparison._world_draws(bins_a, bins_b, blocks_a, blocks_b)
+        return comparison._joint_shrink(*worlds)
+
+    comparison._paired_squares = paired_squares
+    try:
+        yield
+    finally:
+        comparison._paired_squares = original
+
+
+def candidates() -> dict[str, Callable]:
+    def generator() -> torch.Generator:
+        return torch.Generator().manual_seed(1)
+
+    def library(a, b, y):
+        return compare_calibration(a, b, y, n_samples=SAMPLES, generator=generator())
+
+    def before(a, b, y):
+        with joint_shrink():
+            return library(a, b, y)
+
+    def unpaired(a, b, y):
+        g = generator()
+        return [calibration_error_ci(p, y, n_samples=SAMPLES, generator=g) for p in (a, b)]
+
+    def sort(a, b, y):
+        return torch.sort(a)
+
+    return {
+        "compare_calibration": library,
+        "compare, shrink before 2026-11-28": before,
+        "2 × calibration_error_ci (unpaired)": unpaired,
+        "torch.sort (yardstick)": sort,
+    }
+
+
+def time_all(functions: dict[str, Callable], inputs: tuple, repeats: int) -> dict[str, float]:
+    """Median seconds of each function, runs interleaved after one warm-up of each."""
+    for run in functions.values():
+        run(*inputs)
+    times: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(repeats):
+        for name, run in functions.items():
+            start = time.perf_counter()
+            run(*inputs)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def table(n: int, medians: dict[str, float]) -> str:
+    reference = medians["compare_calibration"]
+    rows = [
+        f"| {name} | {seconds * 1e3:.1f} | {seconds / reference:.2f}× |"
+        for name, seconds in medians.items()
+    ]
+    header = f"### N = {n:,}\n\n| computation | median ms | × compare_calibration |\n|---|---|---|"
+    return "\n".join([header, *rows])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1e4, 1e5, 1e6])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--write", action="store_true", help=f"write {DOC.relative_to(ROOT)}")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    sections = []
+    for n in map(int, args.sizes):
+        sections.append(table(n, time_all(candidates(), make_inputs(n), args.repeats)))
+        print(sections[-1] + "\n", flush=True)
+    if args.write:
+        command = "python benchmarks/bench_compare.py " + " ".join(sys.argv[1:])
+        header = [
+            "# Paired comparison: time",
+            "",
+            f"`{command}` ({args.threads} thread(s), CPU, torch {torch.__version__}; the",
+            "machine may be shared: read the ratios, measured interleaved in one process).",
+            "",
+            "The paired draws weight every resampling unit (each of the N pairs, or each group)",
+            "in each of the 2,000 draws, O(N·S), so that both models see the same resample;",
+            "`calibration_error_ci`'s default interval draws per bin. The shrink factor's",
+            "neighbour world adds one pass over the draws per model.",
+            "",
+        ]
+        DOC.write_text("\n".join(header) + "\n" + "\n\n".join(sections) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
