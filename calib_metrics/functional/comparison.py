@@ -62,14 +62,15 @@ draws' m* are mostly above it, and each draw carried with its own m* is pulled t
 So where m's lower bound, the (1 − confidence)/2 quantile of the m*, reaches 0, every draw
 is also carried with m = 0, and the interval spans both percentile intervals
 (:func:`_projected_ends`): Δ's interval projected over m's. Where the bound is above 0 the
-map is smooth over m's interval and the per-draw ends stand (projecting there too widened
-the interval of two miscalibrated models to 2.7× the estimates' spread, from 2×). The
-p-value is unchanged (both carry Δ*'s sign). With the
-per-draw ends alone a weak difference against a calibrated model (0.020, where the noise
-of the squares is as large: N = 10⁴, bins that differ) was covered 0.887 of the time with
-independent labels (0.952 grouped), the truth always above the interval; projected, 0.943
-(0.955), and a strong one (0.049) 0.956–0.980 at N = 10⁴–10⁶ instead of 0.931–0.970
-(``benchmarks/coverage_compare.py``; ``docs/coverage.md`` has the study).
+map is smooth over m's interval and the per-draw ends stand (projecting there too only
+widens: two miscalibrated models' interval, 2.6× the estimates' spread, was 2.7×). The
+p-value is unchanged (both carry Δ*'s sign). With the per-draw ends alone (and the shrink
+factor before 2026-11-28) a weak difference against a calibrated model (0.020, where the
+noise of the squares is as large: N = 10⁴, bins that differ) was covered 0.887 of the time
+with independent labels (0.952 grouped), the truth always above the interval. With this
+construction: 0.930 (0.970), a strong one (0.049) 0.963–0.980 at N = 10⁴ and 0.970 at 10⁵
+(``benchmarks/coverage_compare.py``; ``docs/coverage.md``, "The library since
+2026-11-28").
 
 **Ties.** A tie group cut by a bin boundary gives each part the group's mean label (the
 tie rule, DESIGN.md), so such a bin's frequency carries the group's noise, not its own
@@ -92,7 +93,7 @@ the difference of the reported errors, and can exclude it: a model whose debiase
 is negative is reported as 0 while its draws may put its squared error above 0. (With
 isotonic outputs, whose few large tie groups each span many bins, this happened to
 sentiment NB before the debias term took a tie run's noise once: +0.1818 with interval
-[+0.109, +0.174]; now +0.133 [+0.109, +0.175], ``docs/recalibration.md``.) The interval
+[+0.109, +0.174]; now +0.133 [+0.110, +0.195], ``docs/recalibration.md``.) The interval
 is for the difference of the true errors.
 
 **Plug-in** (``debias=False``, or the l1/max norms): the percentile interval of the
@@ -238,8 +239,9 @@ def compare_calibration(
     Returns:
         :class:`ComparisonResult`: ``difference = error(a) − error(b)``, its percentile
         interval over the paired draws (debiased: the draws of Δ = θ_a − θ_b carried to
-        √θ_a − √θ_b with each draw's smaller square and with that square's lower bound,
-        the interval spanning both; plug-in: the draws' differences centred on the
+        √θ_a − √θ_b with each draw's smaller square, and, where that square's lower
+        bound reaches 0, also with 0, the interval spanning both; plug-in: the draws'
+        differences centred on the
         estimate; see the module docstring), the two-sided p-value
         ``min(1, 2·min(P*(d ≤ 0), P*(d ≥ 0)))`` of the draws d, and each model's own
         :class:`CalibrationResult` from the same draws. With fewer than ``MIN_UNITS``
@@ -365,7 +367,7 @@ def _root_draws(
     square, smaller = theta_a - theta_b, torch.minimum(theta_a, theta_b)
     lowest = torch.nanquantile(smaller, (1 - confidence) / 2)
     # Off the boundary the per-draw carry is a smooth map's percentile interval already;
-    # projecting it there too made the interval 2.7× the estimates' spread, not 2×.
+    # projecting it there too only widened it (2.7× the estimates' spread, not 2.6×).
     at_boundary = torch.where(lowest > 0, smaller, torch.zeros_like(smaller))
     return root_difference(square, smaller), root_difference(square, at_boundary)
 
@@ -498,7 +500,8 @@ def _ends(values: Tensor, confidence: float) -> Tensor:
 
 def _projected_ends(own: Tensor, at_bound: Tensor, confidence: float) -> Tensor:
     """The interval spanning both percentile intervals: of the draws carried with their own
-    m*, and of those carried with m's lower bound (module docstring)."""
+    m*, and of those carried with m = 0 where m's lower bound reaches it, or with their own m*
+    again elsewhere (module docstring)."""
     own_ends, bound_ends = _ends(own, confidence), _ends(at_bound, confidence)
     return torch.stack([own_ends[0].minimum(bound_ends[0]), own_ends[1].maximum(bound_ends[1])])
 
