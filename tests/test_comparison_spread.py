@@ -25,7 +25,7 @@ from calib_metrics.functional.comparison import (
     _unit_sums,
     _world_draws,
 )
-from calib_metrics.functional.intervals import debiased_square
+from calib_metrics.functional.intervals import debiased_square, draw_statistics
 
 N, DATA_SETS, DRAWS = 3000, 30, 100
 
@@ -118,3 +118,13 @@ def test_models_with_few_runs_keep_the_twice_quadratic_shrink():
     expected = _joint_shrink(*_world_draws(bins_a, bins_b, blocks_a, blocks_b))
     for got, want in zip(_paired_squares(bins_a, bins_b, blocks_a, blocks_b), expected):
         torch.testing.assert_close(got, want)
+
+
+def test_neighbours_world_refuses_batched_bins():
+    g = torch.Generator().manual_seed(4)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    bins, _ = bins_and_index(q, y, binning="adaptive", bin_size=45, n_bins=15)
+    batched = type(bins)(*(None if f is None else torch.stack([f, f]) for f in bins))
+    with pytest.raises(ValueError, match="world='neighbours' takes one model's 1-D bins"):
+        draw_statistics(batched, [], world="neighbours")

@@ -709,6 +709,11 @@ def draw_statistics(
     """
     if debias and norm != "l2":
         raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
+    if world == "neighbours" and bins.freq.dim() != 1:
+        # Runs of adjacent bins are found along one axis: a batch would join its rows' runs.
+        raise ValueError(
+            f"world='neighbours' takes one model's 1-D bins, got shape {tuple(bins.freq.shape)}"
+        )
     samples = effective_samples(bins) if debias else None
     estimate = bin_errors(bins, norm, debias, samples)
     # A draw's bin holds the data's bin's pairs reweighted, its tie groups' parts alike:
