@@ -11,7 +11,9 @@ the estimated excess is positive by chance. For one setting of ``coverage_compar
 of the draws of Δ* = θ_a* − θ_b* with the library's s, with s forced to 0 and with s
 forced to 1 (the observed gaps), beside the actual sd of D_a − D_b over the data sets:
 the width the draws should have. Nothing here changes the library; the factor is
-recorded by wrapping the two private functions for the run.
+recorded by wrapping the private functions for the run. Since 2026-11-28 the library reads
+s from the neighbouring runs' gaps (``comparison._neighbour_shrink``), falling back to the
+factor above for a model with fewer than 10 runs; whichever it uses is recorded.
 """
 
 from __future__ import annotations
@@ -33,17 +35,23 @@ from calib_metrics.functional.intervals import debiased_square, effective_sample
 
 
 class Recorder:
-    """Wraps ``_linear_shrink`` (recording s, or forcing it) and ``root_difference``
-    (recording the sd of the draws of Δ* it is given)."""
+    """Wraps ``_linear_shrink`` and ``_neighbour_shrink`` (recording s, or forcing it) and
+    ``root_difference`` (recording the sd of the draws of Δ* it is given)."""
 
     def __init__(self) -> None:
         self.force: float | None = None
         self.shrink: list[float] = []
         self.spread: float = float("nan")
         self._shrink, self._root = cmp._linear_shrink, cmp.root_difference
+        self._neighbour = cmp._neighbour_shrink
 
     def linear_shrink(self, linear: torch.Tensor, quadratic: torch.Tensor) -> torch.Tensor:
-        s = self._shrink(linear, quadratic)
+        return self._recorded(self._shrink(linear, quadratic))
+
+    def neighbour_shrink(self, linear: torch.Tensor, crossed: torch.Tensor) -> torch.Tensor:
+        return self._recorded(self._neighbour(linear, crossed))
+
+    def _recorded(self, s: torch.Tensor) -> torch.Tensor:
         self.shrink.append(float(s))
         return s if self.force is None else torch.full_like(s, self.force)
 
@@ -63,6 +71,7 @@ def run(setting: str, n: int, reps: int, draws: int, seed: int) -> str:
     make_a, make_b, _ = SETTINGS[setting]
     recorder = Recorder()
     cmp._linear_shrink, cmp.root_difference = recorder.linear_shrink, recorder.root_difference
+    cmp._neighbour_shrink = recorder.neighbour_shrink
     spreads: dict[str, list[float]] = {"library": [], "s = 0": [], "s = 1": []}
     shrink, differences = [], []
     g = torch.Generator().manual_seed(seed)
@@ -81,6 +90,7 @@ def run(setting: str, n: int, reps: int, draws: int, seed: int) -> str:
                     shrink.append(recorder.shrink[0])
     finally:
         cmp._linear_shrink, cmp.root_difference = recorder._shrink, recorder._root
+        cmp._neighbour_shrink = recorder._neighbour
     return "\n".join(
         [
             f"{setting}, iid, N = {n:,}, {reps} data sets, {draws} draws",

@@ -19,6 +19,9 @@ latter's negative eigenvalues set to 0); Δ's variance is the library's, each mo
 corrected too. The last (``true gaps``, an oracle only a simulation has) recentres both
 models' draws on the world of the true gaps, each bin's mean prediction minus the mean of
 the true q of its pairs: what the draws would be if the observed gaps carried no noise.
+Every variant's Δ* and m* are carried to the difference of roots as the library carries its
+own (``comparison._carried``: since 2026-11-28 the ends are also projected over m's interval
+where its lower bound reaches 0; the tables before that date carried with each draw's m*).
 Printed per setting (``coverage_compare.py``'s data, independent labels by default):
 coverage of the true difference, rejection rate, mean width and the width a normal
 interval of the estimates' own spread would have (3.92 × their sd), and the mean sd of
@@ -45,8 +48,18 @@ from calib_metrics.functional.intervals import (
 )
 
 
-def _own_shrink_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Tensor:
-    """The library's Δ* with m* from each model's own shrink."""
+def _library_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
+    """The library's Δ* and m*."""
+    theta_a, theta_b = comparison._paired_squares(bins_a, bins_b, blocks_a, blocks_b)
+    return _square_and_smaller(theta_a, theta_b)
+
+
+def _square_and_smaller(theta_a: torch.Tensor, theta_b: torch.Tensor) -> tuple:
+    return theta_a - theta_b, torch.minimum(theta_a, theta_b)
+
+
+def _own_shrink_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
+    """The joint shrink's Δ* with m* from each model's own shrink."""
     worlds = comparison._world_draws(bins_a, bins_b, blocks_a, blocks_b)
     observed_a, observed_b, zero_a, zero_b = worlds
     theta_a, theta_b = comparison._joint_shrink(*worlds)
@@ -55,7 +68,7 @@ def _own_shrink_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Tensor:
     smaller = torch.minimum(
         torch.lerp(zero_a, observed_a, own_a), torch.lerp(zero_b, observed_b, own_b)
     )
-    return comparison.root_difference(theta_a - theta_b, smaller)
+    return theta_a - theta_b, smaller
 
 
 def _isotonic(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -93,9 +106,9 @@ def _world_squares(bins, blocks, world_gap: torch.Tensor) -> torch.Tensor:
     return torch.cat(thetas)
 
 
-def _smoothed_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Tensor:
+def _smoothed_world_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
     theta_a, theta_b = _smoothed_squares(bins_a, blocks_a), _smoothed_squares(bins_b, blocks_b)
-    return comparison.root_difference(theta_a - theta_b, torch.minimum(theta_a, theta_b))
+    return _square_and_smaller(theta_a, theta_b)
 
 
 def _transport(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -112,7 +125,7 @@ def _matrix_power(matrix: torch.Tensor, power: float) -> torch.Tensor:
     return vectors @ torch.diag(powered) @ vectors.T
 
 
-def _joint_covariance_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Tensor:
+def _joint_covariance_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
     """Both models' linear parts carried to Cov*(lin) − 2 Cov*(quad) (module docstring)."""
     observed_a, observed_b, zero_a, zero_b = comparison._world_draws(
         bins_a, bins_b, blocks_a, blocks_b
@@ -123,7 +136,7 @@ def _joint_covariance_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Te
     source = torch.cov(linear[:, valid])
     target = _matrix_power(source - 2 * torch.cov(quadratic[:, valid]), 1.0)
     theta_a, theta_b = quadratic + _transport(source, target) @ linear
-    return comparison.root_difference(theta_a - theta_b, torch.minimum(theta_a, theta_b))
+    return _square_and_smaller(theta_a, theta_b)
 
 
 # The current data set's true q, for the oracle variant (set by run()).
@@ -139,30 +152,34 @@ def _true_gap(bins, probs: torch.Tensor) -> torch.Tensor:
     return bins.pred_mean - true_sum / bins.count
 
 
-def _true_gaps_root_draws(bins_a, bins_b, blocks_a, blocks_b) -> torch.Tensor:
+def _true_gaps_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
     theta_a = _world_squares(bins_a, blocks_a, _true_gap(bins_a, _TRUE_Q["a"]))
     theta_b = _world_squares(bins_b, blocks_b, _true_gap(bins_b, _TRUE_Q["b"]))
-    return comparison.root_difference(theta_a - theta_b, torch.minimum(theta_a, theta_b))
+    return _square_and_smaller(theta_a, theta_b)
 
 
 VARIANTS = {
-    "library": comparison._root_draws,
-    "own shrink": _own_shrink_root_draws,
-    "smoothed world": _smoothed_root_draws,
-    "joint covariance": _joint_covariance_root_draws,
-    "true gaps": _true_gaps_root_draws,
+    "library": _library_squares,
+    "own shrink": _own_shrink_squares,
+    "smoothed world": _smoothed_world_squares,
+    "joint covariance": _joint_covariance_squares,
+    "true gaps": _true_gaps_squares,
 }
 
 
-def run(setting: str, variant: str, reps: int, n: int, seed: int, root_draws) -> str:
+def run(setting: str, variant: str, reps: int, n: int, seed: int, squares) -> str:
     model_a, model_b, truth = SETTINGS[setting]
     library = comparison._root_draws
     spreads = []
 
-    def recorded(*args):
-        draws = root_draws(*args)
-        spreads.append(float(draws.std()))
-        return draws
+    def recorded(bins_a, bins_b, blocks_a, blocks_b, confidence):
+        # Every variant's Δ* and m* carried as the library carries its own (projected ends
+        # at m's boundary since 2026-11-28).
+        own, at_boundary = comparison._carried(
+            *squares(bins_a, bins_b, blocks_a, blocks_b), confidence
+        )
+        spreads.append(float(own.std()))
+        return own, at_boundary
 
     comparison._root_draws = recorded
     try:

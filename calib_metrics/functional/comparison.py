@@ -364,7 +364,12 @@ def _root_draws(
     Their signs are Δ*'s, so the p-value of either is that of Δ's draws.
     """
     theta_a, theta_b = _paired_squares(bins_a, bins_b, blocks_a, blocks_b)
-    square, smaller = theta_a - theta_b, torch.minimum(theta_a, theta_b)
+    return _carried(theta_a - theta_b, torch.minimum(theta_a, theta_b), confidence)
+
+
+def _carried(square: Tensor, smaller: Tensor, confidence: float) -> tuple[Tensor, Tensor]:
+    """Draws of Δ* with their smaller squares m* carried to √θ_a − √θ_b: with m*, and with
+    m = 0 where m's lower bound reaches it (else m* again; :func:`_root_draws`)."""
     lowest = torch.nanquantile(smaller, (1 - confidence) / 2)
     # Off the boundary the per-draw carry is a smooth map's percentile interval already;
     # projecting it there too only widened it (2.7× the estimates' spread, not 2.6×).
