@@ -43,6 +43,7 @@ from benchmarks.coverage_compare import SETTINGS, labels
 from calib_metrics.functional.calibration import bins_and_index
 from calib_metrics.functional.intervals import (
     debiased_square,
+    draw_statistics,
     effective_samples,
     weighted_mean,
 )
@@ -139,6 +140,29 @@ def _joint_covariance_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
     return _square_and_smaller(theta_a, theta_b)
 
 
+def _joint_neighbour_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
+    """Both models' linear parts carried to the symmetrised cross-covariance of the linear
+    parts with their neighbouring runs' (the library's true-gaps estimate, per model and
+    between them, instead of its one factor for the difference; module docstring)."""
+    observed_a, observed_b, zero_a, zero_b = comparison._world_draws(
+        bins_a, bins_b, blocks_a, blocks_b
+    )
+    beside_a, beside_b = (
+        draw_statistics(bins, blocks, debias=True, world="neighbours").values
+        for bins, blocks in ((bins_a, blocks_a), (bins_b, blocks_b))
+    )
+    linear = torch.stack([observed_a - zero_a, observed_b - zero_b])
+    crossed = torch.stack([beside_a - zero_a, beside_b - zero_b])
+    quadratic = torch.stack([zero_a, zero_b])
+    valid = ~(linear.isnan().any(0) | crossed.isnan().any(0) | quadratic.isnan().any(0))
+    centred = linear[:, valid] - linear[:, valid].mean(1, keepdim=True)
+    beside = crossed[:, valid] - crossed[:, valid].mean(1, keepdim=True)
+    cross = centred @ beside.T / (centred.shape[1] - 1)
+    target = _matrix_power((cross + cross.T) / 2, 1.0)
+    theta_a, theta_b = quadratic + _transport(torch.cov(linear[:, valid]), target) @ linear
+    return _square_and_smaller(theta_a, theta_b)
+
+
 # The current data set's true q, for the oracle variant (set by run()).
 _TRUE_Q: dict = {}
 
@@ -163,6 +187,7 @@ VARIANTS = {
     "own shrink": _own_shrink_squares,
     "smoothed world": _smoothed_world_squares,
     "joint covariance": _joint_covariance_squares,
+    "joint neighbour covariance": _joint_neighbour_squares,
     "true gaps": _true_gaps_squares,
 }
 
