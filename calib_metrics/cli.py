@@ -14,12 +14,15 @@ import argparse
 import contextlib
 import importlib
 import json
+import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 EXIT_USAGE = 2
+# A reader that stops early (`| head`) ends the run as SIGPIPE ends a shell tool: 128 + 13.
+EXIT_BROKEN_PIPE = 141
 # Bin sizes beyond this overflow torch's integer arithmetic; no data set has that many pairs.
 MAX_BIN_SIZE = 2**62
 # The paper's estimator (Nguyen & O'Connor 2015, Algorithm 1 and 2).
@@ -629,6 +632,11 @@ def _run(args: argparse.Namespace) -> int:
             cli_compare.run(args)
         else:
             _run_paper_command(args)
+    except BrokenPipeError:
+        # Not a problem of the command: say nothing, and keep Python from reporting the
+        # pipe again when it flushes stdout at exit.
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
     except (ValueError, OSError, ImportError) as err:
         # Each known problem is a ValueError raised at its cause; this also keeps any
         # other bad input or unwritable output to one line, never a traceback.
@@ -638,6 +646,17 @@ def _run(args: argparse.Namespace) -> int:
         print("calib-metrics: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def _stdout_to_devnull() -> None:
+    """Point the process's stdout at /dev/null (a stand-in stdout without a file is left)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ numbers, never a traceback; and its defaults (issue 13, "The command line")."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -374,3 +375,22 @@ def test_groups_imply_the_group_bootstrap(tmp_path: Path, capsys):
     )
     assert got["interval"] == "groups" and got["groups"] == 300
     assert got["upper"] == pytest.approx(want.upper.item(), rel=1e-12)
+
+
+class _ClosedPipe(io.StringIO):
+    """A stdout whose reader has gone (`calib-metrics ... | head -1`)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path, capsys, monkeypatch):
+    rng = np.random.default_rng(1)
+    q = rng.random(500)
+    y = (rng.random(500) < q).astype(int)
+    path = tmp_path / "a.csv"
+    path.write_text("prob,label\n" + "".join(f"{float(a)!r},{b}\n" for a, b in zip(q, y)))
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    code = cli.main(["compare", str(path), str(path)])
+    assert code == cli.EXIT_BROKEN_PIPE
+    assert "error" not in capsys.readouterr().err
