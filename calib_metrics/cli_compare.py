@@ -95,6 +95,12 @@ def _read_both(args: argparse.Namespace):
         raise _not_same_items(
             args, f"{a.target.numel()} labels in {args.a}, {b.target.numel()} here"
         )
+    classes_a, classes_b = _classes(a.probs, a.target), _classes(b.probs, b.target)
+    if classes_a != classes_b:
+        raise ValueError(
+            f"{args.b or args.a}: the two models must score the same classes ({args.a} gives "
+            f"{_describe(classes_a)} per item, this file {_describe(classes_b)})"
+        )
     row = _first_difference(a.target, b.target)
     if row is not None:
         shown = f"{a.target[row].item():g} vs {b.target[row].item():g}"
@@ -122,6 +128,16 @@ def _group_columns(args: argparse.Namespace) -> tuple[str | None, str | None]:
     if found == (None, None):
         return args.groups, None
     return found
+
+
+def _classes(probs: Tensor, target: Tensor) -> int:
+    """The number of probabilities per label a file holds: 1 for a binary file's q, C for a
+    multiclass file (read as C per label, flattened)."""
+    return probs.numel() // target.numel() if target.numel() else 1
+
+
+def _describe(classes: int) -> str:
+    return "one probability (binary)" if classes == 1 else f"{classes} class probabilities"
 
 
 def _not_same_items(args: argparse.Namespace, detail: str) -> ValueError:

@@ -172,6 +172,29 @@ def test_mode_compares_multiclass_files(tmp_path, capsys, mode) -> None:
     assert summary["p_value"] == pytest.approx(expected.p_value.item())
 
 
+@pytest.mark.parametrize(
+    ("classes_b", "described"), [(None, "one probability (binary)"), (4, "4 class probabilities")]
+)
+def test_files_that_score_different_classes_are_named(tmp_path, capsys, classes_b, described):
+    import numpy as np
+
+    g = torch.Generator().manual_seed(1)
+    probs = torch.randn(300, 3, generator=g, dtype=torch.float64).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    np.savez(tmp_path / "a.npz", probs=probs.numpy(), target=target.numpy())
+    if classes_b is None:  # a binary file whose labels happen to be 0/1
+        other = {"probs": probs[:, 1].numpy(), "target": (target == 1).long().numpy()}
+    else:
+        uniform = torch.full((300, classes_b), 1 / classes_b)
+        other = {"probs": uniform.numpy(), "target": target.numpy()}
+    np.savez(tmp_path / "b.npz", **other)
+    assert main(["compare", str(tmp_path / "a.npz"), str(tmp_path / "b.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "must score the same classes" in err
+    assert f"gives 3 class probabilities per item, this file {described}" in err
+
+
 def test_label_with_too_few_items_is_reported_as_not_tested(tmp_path, capsys) -> None:
     g = torch.Generator().manual_seed(0)
     q = torch.rand(402, generator=g, dtype=torch.float64)
