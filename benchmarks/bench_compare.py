@@ -34,6 +34,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.coverage_compare import joint_shrink_squares  # noqa: E402
 from calib_metrics.functional import (  # noqa: E402
     calibration_error_ci,
     compare_calibration,
@@ -55,12 +56,7 @@ def make_inputs(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torc
 def joint_shrink():
     """compare_calibration with the shrink factor it had before 2026-11-28."""
     original = comparison._paired_squares
-
-    def paired_squares(bins_a, bins_b, blocks_a, blocks_b):
-        worlds = comparison._world_draws(bins_a, bins_b, blocks_a, blocks_b)
-        return comparison._joint_shrink(*worlds)
-
-    comparison._paired_squares = paired_squares
+    comparison._paired_squares = joint_shrink_squares
     try:
         yield
     finally:

@@ -116,15 +116,16 @@ def _per_draw_ends() -> None:
     comparison._projected_ends = lambda own, at_bound, confidence: comparison._ends(own, confidence)
 
 
+def joint_shrink_squares(bins_a, bins_b, blocks_a, blocks_b):
+    """compare_calibration's paired squares with the shrink factor before 2026-11-28 for
+    every pair of models: s² = max(0, Var*(lin) − 2·Var*(quad)) / Var*(lin), not the
+    neighbouring runs' share."""
+    return comparison._joint_shrink(*comparison._world_draws(bins_a, bins_b, blocks_a, blocks_b))
+
+
 def _joint_shrink() -> None:
-    """compare_calibration's shrink factor before 2026-11-28 for every pair of models:
-    s² = max(0, Var*(lin) − 2·Var*(quad)) / Var*(lin), not the neighbouring runs' share."""
-
-    def paired_squares(bins_a, bins_b, blocks_a, blocks_b):
-        worlds = comparison._world_draws(bins_a, bins_b, blocks_a, blocks_b)
-        return comparison._joint_shrink(*worlds)
-
-    comparison._paired_squares = paired_squares
+    """compare_calibration with :func:`joint_shrink_squares` for the rest of the run."""
+    comparison._paired_squares = joint_shrink_squares
 
 
 def run(sizes, variants, settings, reps: int, draws: int, seed: int, out, device="cpu") -> list:

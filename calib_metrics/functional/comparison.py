@@ -398,14 +398,13 @@ def _paired_squares(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
     worlds = _world_draws(bins_a, bins_b, blocks_a, blocks_b)
     if min(_run_count(bins_a), _run_count(bins_b)) < MIN_NEIGHBOUR_RUNS:
         return _joint_shrink(*worlds)
-    observed_a, observed_b, zero_a, zero_b = worlds
+    _, _, zero_a, zero_b = worlds
     beside_a, beside_b = (
         draw_statistics(bins, blocks, debias=True, world="neighbours").values
         for bins, blocks in ((bins_a, blocks_a), (bins_b, blocks_b))
     )
-    linear = (zero_a - observed_a) - (zero_b - observed_b)
-    shrink = _neighbour_shrink(linear, (zero_a - beside_a) - (zero_b - beside_b))
-    return torch.lerp(zero_a, observed_a, shrink), torch.lerp(zero_b, observed_b, shrink)
+    crossed = (zero_a - beside_a) - (zero_b - beside_b)
+    return _shrunk(worlds, _neighbour_shrink(_linear_difference(*worlds), crossed))
 
 
 def _world_draws(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
@@ -421,9 +420,18 @@ def _world_draws(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
 def _joint_shrink(observed_a: Tensor, observed_b: Tensor, zero_a: Tensor, zero_b: Tensor):
     """θ*_a, θ*_b with both linear parts shrunk by the one factor of :func:`_linear_shrink`
     (models with few runs, and the library before 2026-11-28)."""
-    linear = (zero_a - observed_a) - (zero_b - observed_b)
-    quadratic = zero_a - zero_b
-    shrink = _linear_shrink(linear, quadratic)
+    worlds = (observed_a, observed_b, zero_a, zero_b)
+    return _shrunk(worlds, _linear_shrink(_linear_difference(*worlds), zero_a - zero_b))
+
+
+def _linear_difference(observed_a: Tensor, observed_b: Tensor, zero_a: Tensor, zero_b: Tensor):
+    """lin_a − lin_b: each model's linear part, its zero world's draw minus its observed's."""
+    return (zero_a - observed_a) - (zero_b - observed_b)
+
+
+def _shrunk(worlds: tuple[Tensor, ...], shrink: Tensor) -> tuple[Tensor, Tensor]:
+    """θ*_a, θ*_b = (1 − s)·θ*_zero + s·θ*_observed for the worlds of :func:`_world_draws`."""
+    observed_a, observed_b, zero_a, zero_b = worlds
     return torch.lerp(zero_a, observed_a, shrink), torch.lerp(zero_b, observed_b, shrink)
 
 
@@ -447,9 +455,7 @@ def _neighbour_shrink(linear: Tensor, crossed: Tensor) -> Tensor:
     valid = ~(linear.isnan() | crossed.isnan())
     if int(valid.sum()) < 2:
         return linear.new_ones(())
-    lin, cross = linear[valid], crossed[valid]
-    covariance = ((lin - lin.mean()) * (cross - cross.mean())).sum() / (lin.numel() - 1)
-    variance = lin.var()
+    (variance, covariance), _ = torch.cov(torch.stack([linear[valid], crossed[valid]]))
     ratio = torch.where(variance > 0, covariance.clamp_min(0) / variance, torch.ones_like(variance))
     return ratio.clamp(max=1).sqrt()
 
