@@ -201,7 +201,55 @@ def multiclass_input(probs, target, path, mode: str):
             ".npz, .npy or .pt of probs [N, C] with class ids [N]); this file has one "
             "probability per label"
         )
+    if probs.dim() > target.dim():
+        warn_if_rows_do_not_sum_to_one(probs, path)
     return probs, target
+
+
+def _position(path, row: int) -> str:
+    """Where row ``row`` is in the file (``line 5``), or its index where the file cannot
+    be read again (probabilities not from a file)."""
+    from calib_metrics.predictions import row_position
+
+    try:
+        return row_position(path, row)
+    except (OSError, ValueError):
+        return f"row index {row}"
+
+
+# How far a row of class probabilities may sum from 1 unnoticed: softmax outputs written
+# with 4 decimals for 50 classes are within 50 · 0.00005.
+ROW_SUM_TOLERANCE = 0.01
+
+
+def warn_if_rows_do_not_sum_to_one(probs, path) -> None:
+    """A UserWarning (one ``warning:`` line of the command) when rows of a multiclass file's
+    probabilities ``[N, C]`` do not sum to 1: the columns may be misread (a label or id
+    column taken for a class) or not probabilities of one distribution; independent
+    one-vs-rest scores are legitimate, so it warns, and the command goes on.
+
+    Example:
+        >>> import torch, warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn_if_rows_do_not_sum_to_one(torch.tensor([[0.2, 0.8], [0.5, 0.9]]), "p.npz")
+        >>> print(caught[0].message)
+        p.npz: 1 of 2 rows of class probabilities do not sum to 1 (row index 1 sums to 1.4); ...
+    """
+    sums = probs.sum(dim=-1).reshape(-1)
+    off = ((sums - 1).abs() > ROW_SUM_TOLERANCE).nonzero()
+    if off.numel() == 0:
+        return
+    first = int(off[0, 0])
+    where = _position(path, first)
+    warnings.warn(
+        f"{path}: {off.numel()} of {sums.numel()} rows of class probabilities do not sum to 1 "
+        f"({where} sums to {sums[first].item():.4g}); the results treat each "
+        "column as one class's one-vs-rest probability — check that no other column was read "
+        "as a class",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def check_draw_options(args: argparse.Namespace) -> None:

@@ -103,8 +103,12 @@ def _read_both(args: argparse.Namespace):
         )
     row = _first_difference(a.target, b.target)
     if row is not None:
+        from calib_metrics.predictions import row_positions
+
         shown = f"{a.target[row].item():g} vs {b.target[row].item():g}"
-        raise _not_same_items(args, f"the labels first differ at data row {row + 1}: {shown}")
+        raise _not_same_items(
+            args, f"the labels first differ at {row_positions([args.a, args.b], row)}: {shown}"
+        )
     groups = _same_groups(args, a.groups, b.groups, columns)
     probs_a, target = multiclass_input(a.probs, a.target, args.a, args.mode)
     probs_b, _ = multiclass_input(b.probs, b.target, args.b or args.a, args.mode)
@@ -164,15 +168,15 @@ def _same_groups(args: argparse.Namespace, a: Tensor | None, b: Tensor | None, c
     row = _first_difference(first_a, first_b)
     if row is None:
         return a
-    from calib_metrics.predictions import read_labels
+    from calib_metrics.predictions import read_labels, row_position, row_positions
 
     ids = read_labels(args.a, columns[0])[row], read_labels(args.b, columns[1])[row]
     start, where = min(int(first_a[row]), int(first_b[row])), (args.a, args.b)
     with_start = where[int(first_b[row]) == start]
     raise _not_same_items(
         args,
-        f"the groups first differ at data row {row + 1}: {ids[0]!r} vs {ids[1]!r}; "
-        f"it shares a group with data row {start + 1} in {with_start} only",
+        f"the groups first differ at {row_positions(where, row)}: {ids[0]!r} vs {ids[1]!r}; "
+        f"it shares a group with {row_position(with_start, start)} in {with_start} only",
     )
 
 
@@ -204,6 +208,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     from calib_metrics.functional import compare_calibration
     from calib_metrics.predictions import check_output_path
+    from calib_metrics.report import p_value_or_none
 
     check_output_path(args.html, "--html", [args.a, args.b])
     check_plot_smooth(args)
@@ -235,6 +240,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "lower": float(result.lower),
         "upper": float(result.upper),
         "p_value": float(result.p_value),
+        "p_value_text": p_value_or_none(float(result.p_value), args.samples),
         "samples": args.samples,
     }
     per_label = None
@@ -242,7 +248,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if by_label is not None:
         names, labelled = by_label
         per_label = dict(zip(names, labelled.per_label, strict=True))
-        summary["per_label"] = {name: _label_row(labelled, i) for i, name in enumerate(names)}
+        rows = [_label_row(labelled, i, args.samples) for i in range(len(names))]
+        _add_adjusted_texts(rows, labelled.correction, args.samples)
+        summary["per_label"] = dict(zip(names, rows, strict=True))
         summary["label_counts"] = {
             "a_better": labelled.a_better,
             "b_better": labelled.b_better,
@@ -342,17 +350,33 @@ def _class_panels(args: argparse.Namespace, a, b):
     return class_panels(args, models, names, a.groups, estimator, title, tags=("a", "b"))
 
 
-def _label_row(result, i: int) -> dict[str, Any]:
-    """Label i's numbers: pairs, both errors, the difference, p-values and the verdict."""
+def _label_row(result, i: int, samples: int) -> dict[str, Any]:
+    """Label i's numbers: pairs, both errors, the difference, p-values (the raw one's text
+    too) and the verdict."""
+    from calib_metrics.report import p_value_or_none
+
     r = result.per_label[i]
     numbers = {"a": r.a.error, "b": r.b.error, "difference": r.difference}
     numbers |= {"lower": r.lower, "upper": r.upper, "p_value": r.p_value}
     numbers["adjusted_p_value"] = result.adjusted_p_value[i]
-    return {
+    row = {
         "n": round(r.a.bins.count.sum().item()),  # a count of pairs: an int in the JSON
         **{key: float(value) for key, value in numbers.items()},
-        "better": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])],
     }
+    row["p_value_text"] = p_value_or_none(row["p_value"], samples)
+    return row | {"better": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])]}
+
+
+def _add_adjusted_texts(rows: list[dict[str, Any]], correction: str, samples: int) -> None:
+    """Each label's corrected p-value as the table writes it (a bound where raw p-values
+    of 0 went in; None for a label not tested), from all labels' p-values at once."""
+    from calib_metrics.report import adjusted_p_texts
+
+    texts = adjusted_p_texts(
+        [r["p_value"] for r in rows], [r["adjusted_p_value"] for r in rows], correction, samples
+    )
+    for row, text in zip(rows, texts, strict=True):
+        row["adjusted_p_value_text"] = None if text == "—" else text
 
 
 def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:

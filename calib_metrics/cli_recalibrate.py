@@ -199,8 +199,11 @@ def _subplots():
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json:
         from calib_metrics.predictions import to_jsonable
+        from calib_metrics.report import p_value_or_none
 
         clean = dict(summary)
+        d = summary["difference"]
+        clean["difference"] = d | {"p_value_text": p_value_or_none(d["p_value"], d["n_samples"])}
         for which in ("before", "after"):
             clean[which] = {k: v for k, v in summary[which].items() if k != "result"}
         print(json.dumps(to_jsonable(clean), indent=2))

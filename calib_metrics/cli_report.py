@@ -44,21 +44,22 @@ def _renumbered(groups: Tensor | None, rows: Tensor) -> Tensor | None:
 def _read_row_labels(path: Path, column: str, n: int) -> list[str]:
     """Column ``column`` of ``path``, one label per (probability, label) row; an empty
     cell is an error naming its row (it would otherwise become a label named '')."""
-    from calib_metrics.predictions import read_labels
+    from calib_metrics.predictions import read_labels, row_position
 
     labels = read_labels(path, column)
     if len(labels) != n:
         raise ValueError(f"{path}: {len(labels)} values in --label {column!r} for {n} rows")
     empty = next((i for i, label in enumerate(labels) if not label.strip()), None)
     if empty is not None:
-        raise ValueError(f"{path}: data row {empty + 1} has no value in --label {column!r}")
+        where = row_position(path, empty)
+        raise ValueError(f"{path}: {where} has no value in --label {column!r}")
     return labels
 
 
 def _compared_labels(args: argparse.Namespace, n: int) -> list[str]:
     """The --label column of ``compare``: a's, or b's when only b's file has it; when
     both files have it, they must name every row alike (the same items)."""
-    from calib_metrics.predictions import has_column
+    from calib_metrics.predictions import has_column, row_positions
 
     paths = [args.a] if args.b is None else [args.a, args.b]
     found = [path for path in paths if has_column(path, args.label)] or [args.a]
@@ -67,7 +68,7 @@ def _compared_labels(args: argparse.Namespace, n: int) -> list[str]:
     if differ is not None:
         raise ValueError(
             f"{args.b}: the two models must be scored on the same items in the same order "
-            f"(--label {args.label!r} first differs at data row {differ + 1}: "
+            f"(--label {args.label!r} first differs at {row_positions(found, differ)}: "
             f"{labels[0][differ]!r} vs {labels[1][differ]!r})"
         )
     return labels[0]

@@ -471,6 +471,42 @@ def read_labels(path: str | Path, column: str) -> list[str]:
     return [str(v) for v in np.asarray(table[column]).reshape(-1).tolist()]
 
 
+def row_position(path: str | Path, row: int) -> str:
+    """Where data row ``row`` (0-based) of ``path`` is, as the value errors name it:
+    ``line N`` in a text file (its header and skipped lines counted), ``row index N`` in
+    an array file. For messages only: it reads the file again.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "pairs.jsonl")
+        >>> _ = open(file, "w").write('{"p": 0.9, "y": 1}\\n\\n{"p": 0.2, "y": 0}\\n')
+        >>> row_position(file, 1)
+        'line 3'
+    """
+    return _row_of(getattr(_load(Path(path)), "lines", None), row)
+
+
+def row_positions(paths: Sequence[str | Path], row: int) -> str:
+    """Where data row ``row`` is in each of two files (:func:`row_position`): one place when
+    both have it there (``line 9 of both files``), else each file's.
+
+    Example:
+        >>> import tempfile, os
+        >>> folder = tempfile.mkdtemp()
+        >>> a, b = os.path.join(folder, "a.csv"), os.path.join(folder, "b.npy")
+        >>> _ = open(a, "w").write("p,y\\n0.9,1\\n0.2,0\\n")
+        >>> np.save(b, np.array([[0.8, 1.0], [0.3, 1.0]]))
+        >>> row_positions([a, a], 1)
+        'line 3 of both files'
+        >>> row_positions([a, b], 1).replace(folder + os.sep, "")
+        'line 3 of a.csv, row index 1 of b.npy'
+    """
+    where = [row_position(path, row) for path in paths]
+    if len(set(where)) == 1:
+        return f"{where[0]} of both files"
+    return ", ".join(f"{place} of {path}" for place, path in zip(where, paths))
+
+
 def group_column(path: str | Path, wanted: str) -> str | None:
     """The name of the file's group-id column, or None when it has none: ``wanted``
     if the file has that column, or, with ``wanted=""``, the first usual name it has

@@ -483,6 +483,17 @@ def p_value_text(p: float, samples: int) -> str:
     return f"< {2 / samples:.2g}" if p == 0 else f"{p:.3g}"
 
 
+def p_value_or_none(p: float, samples: int) -> str | None:
+    """:func:`p_value_text` for JSON: None where there is no p-value (NaN: too few units to
+    resample), so that a reader of the raw ``p_value`` of 0 finds the bound beside it.
+
+    Example:
+        >>> p_value_or_none(0.0, 200), p_value_or_none(float("nan"), 200)
+        ('< 0.01', None)
+    """
+    return None if p != p else p_value_text(p, samples)
+
+
 def adjusted_p_texts(
     p_values: Sequence[float], adjusted: Sequence[float], correction: str, samples: int
 ) -> list[str]:

@@ -216,14 +216,30 @@ def test_label_with_too_few_items_is_reported_as_not_tested(tmp_path, capsys) ->
 def test_labels_that_differ_are_named_by_their_first_row(predictions, capsys) -> None:
     assert main(["compare", str(predictions["a"]), str(predictions["other"])]) == 2
     err = capsys.readouterr().err.strip()
-    assert "first differ at data row" in err and "\n" not in err
+    assert "first differ at line " in err and "of both files" in err and "\n" not in err
+
+
+def test_labels_that_differ_are_named_by_each_files_line(tmp_path, capsys) -> None:
+    """The cross-file errors name lines as the value errors do ("line 7", not "data row
+    6"), each file's own where they differ (JSON lines have no header line)."""
+    probs = [0.1 * (i % 9) + 0.05 for i in range(40)]
+    labels = [i % 2 for i in range(40)]
+    a = tmp_path / "a.jsonl"
+    a.write_text("".join(f'{{"prob": {q}, "label": {y}}}\n' for q, y in zip(probs, labels)))
+    labels[5] = 1 - labels[5]
+    b = _write(tmp_path / "b.csv", {"prob": probs, "label": labels})
+    assert main(["compare", str(a), str(b), "--samples", "20"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"first differ at line 6 of {a}, line 7 of {b}: 1 vs 0" in err, err
 
 
 def test_a_p_value_below_what_the_draws_can_show_is_printed_as_a_bound(predictions, capsys) -> None:
     """No paired draw reached 0: p is below 2/S, not 0 (the text said "p = 0")."""
     argv = ["compare", str(predictions["a"]), str(predictions["b"]), "--samples", "200"]
     assert main([*argv, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["p_value"] == 0
+    summary = json.loads(capsys.readouterr().out)
+    # The raw p of 0 stays (it is what the draws give); its bound stands beside it.
+    assert summary["p_value"] == 0 and summary["p_value_text"] == "< 0.01"
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "p < 0.01" in out and "p = 0\n" not in out
@@ -249,6 +265,10 @@ def test_per_label_p_values_of_0_are_bounds_in_text_and_html(tagged, tmp_path, c
     # No draw of 300 reached 0: p < 2/300; Holm's p of the smallest of 3 is below 3 · 2/300
     # (it was printed "< 0.0067" too, a bound three times too tight).
     assert noun.count("< 0.0067") == 1 and noun.endswith("< 0.0067  < 0.02  b"), noun
+    assert main(_by_label_argv(tagged, "--json")) == 0
+    rows = json.loads(capsys.readouterr().out)["per_label"]
+    assert rows["NOUN"]["p_value"] == 0 and rows["NOUN"]["p_value_text"] == "< 0.0067"
+    assert rows["NOUN"]["adjusted_p_value_text"] == "< 0.02"
     table = page.read_text().split('id="per-label-table"')[1]
     row = next(r for r in table.split("<tr>") if "NOUN" in r)
     assert row.count("&lt; 0.0067") == 1 and row.count("&lt; 0.02<") == 1, row

@@ -71,14 +71,14 @@ def test_both_files_groups_that_agree_are_used(models, capsys) -> None:
 
 def test_groups_that_disagree_name_the_first_differing_row(models, capsys) -> None:
     moved = list(models["sentence"])
-    moved[20] = moved[20] + 1  # data row 21 moves to the next sentence in b only
+    moved[20] = moved[20] + 1  # line 22 moves to the next sentence in b only
     b = _b(models, "b.csv", sent=moved)
     code, out, err = _run(capsys, models["a"], b, "--groups", "sent")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("calib-metrics: error: ") and str(b) in err
-    assert "the groups first differ at data row 21: '2' vs '3'" in err
-    assert "shares a group with data row 17 in " + str(models["a"]) + " only" in err
+    assert "the groups first differ at line 22 of both files: '2' vs '3'" in err
+    assert "shares a group with line 18 in " + str(models["a"]) + " only" in err
 
 
 def test_groups_found_by_name_in_both_files_are_checked(models, capsys) -> None:
@@ -87,7 +87,7 @@ def test_groups_found_by_name_in_both_files_are_checked(models, capsys) -> None:
     shifted = [(i + 1) // PER_GROUP for i in range(N)]
     b = _b(models, "b.csv", doc_id=shifted)
     code, _, err = _run(capsys, a, b, "--groups")
-    assert code == 2 and "the groups first differ at data row 8:" in err
+    assert code == 2 and "the groups first differ at line 9 of both files:" in err
 
 
 def test_a_group_column_in_one_file_only_is_used(models, capsys) -> None:

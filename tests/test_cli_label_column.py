@@ -41,7 +41,7 @@ def test_an_empty_label_cell_is_named(tmp_path, capsys, command):
     extra = ["--probs-b", "prob_b"] if command == "compare" else []
     code, _, err = _run(capsys, command, path, *extra, "--label", "tag", "--samples", "20")
     assert code == 2 and "Traceback" not in err
-    assert "data row 6 has no value in --label 'tag'" in err
+    assert "line 7 has no value in --label 'tag'" in err
     assert len(err.strip().splitlines()) == 1
 
 
@@ -51,7 +51,7 @@ def test_compare_refuses_files_whose_labels_differ(tmp_path, capsys):
     tags[7] = "C"
     b = _write(tmp_path / "b.csv", tags, shift=0.05)
     code, _, err = _run(capsys, "compare", a, b, "--label", "tag", "--samples", "20")
-    assert code == 2 and "first differs at data row 8: 'B' vs 'C'" in err
+    assert code == 2 and "first differs at line 9 of both files: 'B' vs 'C'" in err
 
 
 def test_compare_reads_the_label_column_from_whichever_file_has_it(tmp_path, capsys):

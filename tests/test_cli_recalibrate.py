@@ -57,6 +57,8 @@ def test_json_summary_shows_the_improvement_with_groups(files, tmp_path, capsys)
     assert summary["temperature"] > 2  # the dev probabilities were made 3x overconfident
     d = summary["difference"]
     assert d["lower"] > 0  # recalibration helped, and the paired interval says so
+    # No draw of 100 reached 0: the raw p of 0 is a bound, and the JSON says which.
+    assert d["p_value"] == 0 and d["p_value_text"] == "< 0.02"
     assert d["difference"] == pytest.approx(
         summary["before"]["calib_err"] - summary["after"]["calib_err"], abs=1e-9
     )

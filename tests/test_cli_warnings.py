@@ -124,3 +124,28 @@ def test_evaluate_json_of_a_tiny_file_is_strict_json(tmp_path: Path, capsys) -> 
     summary = json.loads(out, parse_constant=refuse)
     assert summary["n"] == 5 and summary["calib_err"] > 0
     assert summary["lower"] is None and summary["upper"] is None and summary["std"] is None
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_class_probabilities_that_do_not_sum_to_one_are_named(tmp_path: Path, capsys, command):
+    """A multiclass file whose rows do not sum to 1 (a column misread as a class, or scores
+    of no one distribution) runs, with one warning line naming the file and a row."""
+    import numpy as np
+
+    g = np.random.default_rng(0)
+    probs = g.dirichlet([1.0, 1.0, 1.0], size=400)
+    target = np.array([g.choice(3, p=row) for row in probs])
+    good, bad = tmp_path / "good.npz", tmp_path / "bad.npz"
+    np.savez(good, probs=probs, target=target)
+    probs[::2] *= 0.8  # every other row sums to 0.8
+    np.savez(bad, probs=probs, target=target)
+    extra = [good] if command == "compare" else []
+    code, _, err = _run(capsys, command, bad, *extra, "--samples", "20")
+    assert code == 0
+    assert err == [
+        f"calib-metrics: warning: {bad}: 200 of 400 rows of class probabilities do not sum to "
+        "1 (row index 0 sums to 0.8); the results treat each column as one "
+        "class's one-vs-rest probability — check that no other column was read as a class"
+    ]
+    code, _, err = _run(capsys, "evaluate", good, "--samples", "20")
+    assert code == 0 and err == []
