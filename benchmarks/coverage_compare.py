@@ -41,6 +41,7 @@ from pathlib import Path
 import torch
 
 from calib_metrics.functional import compare_calibration, comparison
+from calib_metrics.functional.intervals import draw_statistics
 
 SHIFT = 0.05
 
@@ -104,9 +105,11 @@ def labels(q: torch.Tensor, variant: str, g: torch.Generator) -> tuple:
 # "projected" (the library's ends since 2026-11-28), or "per-draw" (--per-draw-ends: the
 # ends before, for the earlier tables)
 ENDS = "projected"
-# "neighbour" (the library's shrink factor since 2026-11-28), or "joint" (--joint-shrink:
-# the factor before, for the earlier tables)
-SHRINK = "neighbour"
+# "neighbour covariance" (the library's since 2026-11-29: each model's linear part carried
+# onto its neighbour covariance), "neighbour" (--neighbour-factor: one factor from the
+# neighbours, 2026-11-28) or "joint" (--joint-shrink: the factor before), for the earlier
+# tables
+SHRINK = "neighbour covariance"
 
 
 def _per_draw_ends() -> None:
@@ -126,6 +129,29 @@ def joint_shrink_squares(bins_a, bins_b, blocks_a, blocks_b):
 def _joint_shrink() -> None:
     """compare_calibration with :func:`joint_shrink_squares` for the rest of the run."""
     comparison._paired_squares = joint_shrink_squares
+
+
+def neighbour_factor_squares(bins_a, bins_b, blocks_a, blocks_b):
+    """compare_calibration's paired squares of 2026-11-28: one factor for both linear parts,
+    s² = max(0, Cov*(lin, lin_nb)) / Var*(lin) of the difference (the joint shrink for a
+    model with few runs), not each model's part carried onto its neighbour covariance."""
+    worlds = comparison._world_draws(bins_a, bins_b, blocks_a, blocks_b)
+    runs = min(comparison._run_count(bins_a), comparison._run_count(bins_b))
+    if runs < comparison.MIN_NEIGHBOUR_RUNS:
+        return comparison._joint_shrink(*worlds)
+    _, _, zero_a, zero_b = worlds
+    beside_a, beside_b = (
+        draw_statistics(bins, blocks, debias=True, world="neighbours").values
+        for bins, blocks in ((bins_a, blocks_a), (bins_b, blocks_b))
+    )
+    crossed = (zero_a - beside_a) - (zero_b - beside_b)
+    linear = comparison._linear_difference(*worlds)
+    return comparison._shrunk(worlds, comparison._neighbour_shrink(linear, crossed))
+
+
+def _neighbour_factor() -> None:
+    """compare_calibration with :func:`neighbour_factor_squares` for the rest of the run."""
+    comparison._paired_squares = neighbour_factor_squares
 
 
 def run(sizes, variants, settings, reps: int, draws: int, seed: int, out, device="cpu") -> list:
@@ -240,6 +266,12 @@ def main() -> None:
         "Var*(lin) − 2·Var*(quad) for the true gaps' share",
     )
     parser.add_argument(
+        "--neighbour-factor",
+        action="store_true",
+        help="the library's shrink of 2026-11-28 (docs/coverage.md): one factor "
+        "Cov*(lin, lin_nb)/Var*(lin) of the difference for both models' linear parts",
+    )
+    parser.add_argument(
         "--group-size",
         type=int,
         default=GROUP_SIZE,
@@ -257,6 +289,11 @@ def main() -> None:
     if args.joint_shrink:
         SHRINK = "joint"
         _joint_shrink()
+    if args.neighbour_factor:
+        if args.joint_shrink:
+            parser.error("--neighbour-factor and --joint-shrink are two shrinks: give one")
+        SHRINK = "neighbour"
+        _neighbour_factor()
     if args.per_draw_ends:
         ENDS = "per-draw"
         _per_draw_ends()

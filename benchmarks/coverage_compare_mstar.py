@@ -4,8 +4,8 @@
         --reps 100 [--variants library "joint covariance" "true gaps"] [--variant grouped]
 
 ``compare_calibration`` carries each draw of Δ = θ_a − θ_b to the difference of roots with
-the draw's smaller square m* = min(θ*_a, θ*_b), both from the jointly shrunk world
-(``library``). The alternative (``own shrink``) takes m* from each model's own shrink of
+the draw's smaller square m* = min(θ*_a, θ*_b), both from the world whose linear parts
+carry the true gaps' share only (``library``). The alternative (``own shrink``) takes m* from each model's own shrink of
 its linear term, s_x² = (Var lin_x − 2 Var quad_x)₊ / Var lin_x, keeping the library's Δ*.
 The second (``smoothed world``) recentres both models' draws on a world whose gaps are
 each bin's mean prediction minus its isotonic (pool-adjacent-violators) fit of the bins'
@@ -19,6 +19,12 @@ latter's negative eigenvalues set to 0); Δ's variance is the library's, each mo
 corrected too. The last (``true gaps``, an oracle only a simulation has) recentres both
 models' draws on the world of the true gaps, each bin's mean prediction minus the mean of
 the true q of its pairs: what the draws would be if the observed gaps carried no noise.
+``joint neighbour covariance`` carried both linear parts onto their symmetrised
+cross-covariance with the neighbouring runs' linear parts; it is the library since
+2026-11-29, and the name now runs the library. ``neighbour factor`` is the library of
+2026-11-28: one neighbour factor for the difference
+(``coverage_compare.neighbour_factor_squares``); the tables in docs/coverage.md before
+2026-11-29 name it ``library``.
 Every variant's Δ* and m* are carried to the difference of roots as the library carries its
 own (``comparison._carried``: since 2026-11-28 the ends are also projected over m's interval
 where its lower bound reaches 0; the tables before that date carried with each draw's m*).
@@ -39,11 +45,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import calib_metrics.functional.comparison as comparison
-from benchmarks.coverage_compare import SETTINGS, labels
+from benchmarks.coverage_compare import SETTINGS, labels, neighbour_factor_squares
 from calib_metrics.functional.calibration import bins_and_index
 from calib_metrics.functional.intervals import (
     debiased_square,
-    draw_statistics,
     effective_samples,
     weighted_mean,
 )
@@ -112,20 +117,6 @@ def _smoothed_world_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
     return _square_and_smaller(theta_a, theta_b)
 
 
-def _transport(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """The optimal-transport map A of N(0, source) onto N(0, target): A·source·Aᵀ = target."""
-    root, inverse_root = _matrix_power(source, 0.5), _matrix_power(source, -0.5)
-    return inverse_root @ _matrix_power(root @ target @ root, 0.5) @ inverse_root
-
-
-def _matrix_power(matrix: torch.Tensor, power: float) -> torch.Tensor:
-    """A symmetric matrix's power, its eigenvalues below 0 (or 0, for a negative power) as 0."""
-    values, vectors = torch.linalg.eigh(matrix)
-    keep = values > 1e-12 * values.abs().max()
-    powered = torch.where(keep, values.clamp_min(1e-300) ** power, torch.zeros_like(values))
-    return vectors @ torch.diag(powered) @ vectors.T
-
-
 def _joint_covariance_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
     """Both models' linear parts carried to Cov*(lin) − 2 Cov*(quad) (module docstring)."""
     observed_a, observed_b, zero_a, zero_b = comparison._world_draws(
@@ -135,32 +126,14 @@ def _joint_covariance_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
     quadratic = torch.stack([zero_a, zero_b])
     valid = ~(linear.isnan().any(0) | quadratic.isnan().any(0))
     source = torch.cov(linear[:, valid])
-    target = _matrix_power(source - 2 * torch.cov(quadratic[:, valid]), 1.0)
-    theta_a, theta_b = quadratic + _transport(source, target) @ linear
+    target = comparison._symmetric_power(source - 2 * torch.cov(quadratic[:, valid]), 1.0)
+    theta_a, theta_b = quadratic + comparison._transport(source, target) @ linear
     return _square_and_smaller(theta_a, theta_b)
 
 
-def _joint_neighbour_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
-    """Both models' linear parts carried to the symmetrised cross-covariance of the linear
-    parts with their neighbouring runs' (the library's true-gaps estimate, per model and
-    between them, instead of its one factor for the difference; module docstring)."""
-    observed_a, observed_b, zero_a, zero_b = comparison._world_draws(
-        bins_a, bins_b, blocks_a, blocks_b
-    )
-    beside_a, beside_b = (
-        draw_statistics(bins, blocks, debias=True, world="neighbours").values
-        for bins, blocks in ((bins_a, blocks_a), (bins_b, blocks_b))
-    )
-    linear = torch.stack([observed_a - zero_a, observed_b - zero_b])
-    crossed = torch.stack([beside_a - zero_a, beside_b - zero_b])
-    quadratic = torch.stack([zero_a, zero_b])
-    valid = ~(linear.isnan().any(0) | crossed.isnan().any(0) | quadratic.isnan().any(0))
-    centred = linear[:, valid] - linear[:, valid].mean(1, keepdim=True)
-    beside = crossed[:, valid] - crossed[:, valid].mean(1, keepdim=True)
-    cross = centred @ beside.T / (centred.shape[1] - 1)
-    target = _matrix_power((cross + cross.T) / 2, 1.0)
-    theta_a, theta_b = quadratic + _transport(torch.cov(linear[:, valid]), target) @ linear
-    return _square_and_smaller(theta_a, theta_b)
+def _neighbour_factor_squares(bins_a, bins_b, blocks_a, blocks_b) -> tuple:
+    """The library's Δ* and m* of 2026-11-28: one neighbour factor for both linear parts."""
+    return _square_and_smaller(*neighbour_factor_squares(bins_a, bins_b, blocks_a, blocks_b))
 
 
 # The current data set's true q, for the oracle variant (set by run()).
@@ -187,7 +160,9 @@ VARIANTS = {
     "own shrink": _own_shrink_squares,
     "smoothed world": _smoothed_world_squares,
     "joint covariance": _joint_covariance_squares,
-    "joint neighbour covariance": _joint_neighbour_squares,
+    # The library since 2026-11-29 (measured here first as this variant, before it was).
+    "joint neighbour covariance": _library_squares,
+    "neighbour factor": _neighbour_factor_squares,
     "true gaps": _true_gaps_squares,
 }
 

@@ -19,11 +19,14 @@ from calib_metrics.functional.comparison import (
     _joint_shrink,
     _linear_shrink,
     _neighbour_shrink,
+    _neighbour_transport,
     _paired_blocks,
     _paired_squares,
     _run_count,
+    _transport,
     _unit_sums,
     _world_draws,
+    root_difference,
 )
 from calib_metrics.functional.intervals import debiased_square, draw_statistics
 
@@ -65,6 +68,69 @@ def test_bootstrap_spread_of_the_difference_matches_the_actual_spread(setting):
     actual, bootstrap = _spreads(setting)
     # 30 data sets estimate an sd to about ±13%: the band allows for that, not for 1.8×.
     assert 0.75 < bootstrap / actual < 1.3, (setting, actual, bootstrap)
+
+
+def test_difference_of_roots_of_two_miscalibrated_models_has_the_actual_spread():
+    """Two miscalibrated models (a = q + 0.08, b = q + 0.03): their errors' difference
+    √θ_a − √θ_b weighs their noise by different slopes, so one shrink factor fitted to Δ
+    left their common noise in δ* (1.47–1.53× the actual spread of the estimates here,
+    2× at N = 10⁴); each linear part carried onto its own neighbour covariance leaves
+    1.05×. 60 data sets estimate an sd to about ±9%."""
+    n, data_sets = 5000, 60
+    g = torch.Generator().manual_seed(7)
+    options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", n), "n_bins": 15}
+    units = torch.arange(n)
+    estimates, spreads = [], []
+    for _ in range(data_sets):
+        q = torch.rand(n, generator=g, dtype=torch.float64)
+        y = torch.bernoulli(q, generator=g)
+        bins_a, sums_a = _unit_sums((q + 0.08).clamp(max=1), y, units, n, options)
+        bins_b, sums_b = _unit_sums((q + 0.03).clamp(max=1), y, units, n, options)
+        blocks = list(_paired_blocks(sums_a, sums_b, n, 200, g))
+        theta_a, theta_b = _paired_squares(
+            bins_a, bins_b, [b[0] for b in blocks], [b[1] for b in blocks]
+        )
+        spreads.append(float(root_difference(theta_a - theta_b, theta_a.minimum(theta_b)).std()))
+        errors = [
+            debiased_square(bins.pred_mean - bins.freq, bins.freq, bins.count).clamp_min(0).sqrt()
+            for bins in (bins_a, bins_b)
+        ]
+        estimates.append(float(errors[0] - errors[1]))
+    ratio = sum(spreads) / len(spreads) / torch.tensor(estimates).std().item()
+    assert 0.8 < ratio < 1.25, ratio
+
+
+def test_transport_carries_the_linear_parts_onto_the_neighbour_covariance():
+    g = torch.Generator().manual_seed(2)
+    signal = torch.randn(2, 200_000, generator=g, dtype=torch.float64)
+    signal[1] += 0.5 * signal[0]  # the two models' true gaps' parts are correlated
+    noise = torch.randn(2, 200_000, generator=g, dtype=torch.float64)
+    linear, beside = (
+        signal + noise,
+        signal + torch.randn(signal.shape, generator=g, dtype=torch.float64),
+    )
+    zero = torch.zeros(200_000, dtype=torch.float64)
+    worlds = (linear[0], linear[1], zero, zero)
+    theta_a, theta_b = _neighbour_transport(worlds, beside[0], beside[1])
+    # Each model's draws and their covariance are the signal's: Cov(lin, lin_nb).
+    torch.testing.assert_close(
+        torch.cov(torch.stack([theta_a, theta_b])), torch.cov(signal), atol=0.03, rtol=0
+    )
+    # The map is the optimal-transport one: symmetric, A·Σ·Aᵀ equal to the target.
+    source, target = torch.cov(linear), torch.cov(signal)
+    carry = _transport(source, target)
+    torch.testing.assert_close(carry, carry.T)
+    torch.testing.assert_close(carry @ source @ carry.T, target)
+
+
+def test_models_with_the_same_draws_keep_equal_draws():
+    """The same model twice: the transport's rounding would make Δ* ≠ 0 (and p < 1); one
+    factor keeps the two models' draws equal to the last bit."""
+    g = torch.Generator().manual_seed(5)
+    draws = [torch.randn(500, generator=g, dtype=torch.float64) for _ in range(3)]
+    worlds = (draws[0], draws[0], draws[1], draws[1])
+    theta_a, theta_b = _neighbour_transport(worlds, draws[2], draws[2])
+    assert torch.equal(theta_a, theta_b)
 
 
 def test_linear_shrink_removes_twice_the_quadratic_variance():

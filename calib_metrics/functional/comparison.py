@@ -47,6 +47,20 @@ labels its noise is independent of each bin's own: s² = max(0, Cov*)/Var*(lin),
 distinct bins keeps the excess above (two runs with gaps of opposite signs would read as
 pure noise).
 
+**Each model's share, not one factor (since 2026-11-29).** One factor fitted to Δ serves
+Δ, but δ = √θ_a − √θ_b weighs the two models' noise by different slopes (1/(2√θ)), so
+where both are miscalibrated their common noise, which cancels in Δ, did not cancel in δ*:
+two such models (errors 0.08 and 0.03) had intervals 2.6× the spread of their estimated
+difference and covered it 0.997–1.000 of the time. So the two linear parts are carried
+together, by the optimal-transport map of N(0, Cov*(lin_a, lin_b)) onto N(0, C), with C
+the symmetrised 2 × 2 cross-covariance of (lin_a, lin_b) with their neighbouring runs'
+linear parts (its part ≥ 0; :func:`_neighbour_transport`): each model's own true-gaps
+share and theirs together, the scalar factor's Cov*(lin, lin_nb) for the difference
+(bilinear in the two). The miscalibrated pair's interval is then 1.5× the spread (iid
+labels; coverage 0.97), and the other settings moved by a few data sets in 300
+(``docs/coverage.md``, "The library since 2026-11-29"). Two models with the same draws
+keep one factor, so that their draws stay equal.
+
 Then each draw is carried to δ: δ* = sign(Δ*)·(√(m* + |Δ*|) − √m*) with
 m* = min(θ_a*, θ_b*) the draw's smaller squared error (:func:`root_difference`, the
 identity √θ_a − √θ_b written in Δ and m). The map is increasing in Δ and 0 at Δ = 0, so
@@ -384,27 +398,27 @@ MIN_NEIGHBOUR_RUNS = 10
 
 
 def _paired_squares(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
-    """Both models' recentred draws θ* with the linear term shrunk jointly (module docstring).
+    """Both models' recentred draws θ* with their linear terms' noise taken off (module
+    docstring).
 
     Each draw's root splits into a quadratic part (the ``"zero"`` world's root: the draw's
     own noise) and a linear part (the observed world's root minus it, 2 Σ wᵢ ĝᵢ eᵢ*). The
-    observed gaps ĝ carry their own noise, which inflates the linear part's variance; the
-    linear part is shrunk by the one factor s that leaves the true gaps' share of
-    Var(lin_a − lin_b), and θ* = (1 − s)·θ*_zero + s·θ*_observed. That share is read
-    from the linear part in the world of the neighbouring runs' gaps
-    (:func:`_neighbour_shrink`), or, for a model with fewer than ``MIN_NEIGHBOUR_RUNS``
-    runs, by subtracting twice the quadratic part's variance (:func:`_linear_shrink`).
+    observed gaps ĝ carry their own noise, which inflates the linear part's variance. Both
+    linear parts are carried onto the true gaps' share of their 2 × 2 covariance, read
+    from the linear parts in the world of the neighbouring runs' gaps
+    (:func:`_neighbour_transport`); for a model with fewer than ``MIN_NEIGHBOUR_RUNS`` runs,
+    one factor s leaves the true gaps' share of Var(lin_a − lin_b) after twice the
+    quadratic part's variance is taken off, θ* = (1 − s)·θ*_zero + s·θ*_observed
+    (:func:`_joint_shrink`).
     """
     worlds = _world_draws(bins_a, bins_b, blocks_a, blocks_b)
     if min(_run_count(bins_a), _run_count(bins_b)) < MIN_NEIGHBOUR_RUNS:
         return _joint_shrink(*worlds)
-    _, _, zero_a, zero_b = worlds
     beside_a, beside_b = (
         draw_statistics(bins, blocks, debias=True, world="neighbours").values
         for bins, blocks in ((bins_a, blocks_a), (bins_b, blocks_b))
     )
-    crossed = (zero_a - beside_a) - (zero_b - beside_b)
-    return _shrunk(worlds, _neighbour_shrink(_linear_difference(*worlds), crossed))
+    return _neighbour_transport(worlds, beside_a, beside_b)
 
 
 def _world_draws(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
@@ -439,6 +453,47 @@ def _run_count(bins: Bins) -> int:
     """The number of runs of adjacent bins with equal gap and frequency (one host sync)."""
     runs = tie_runs(bins.pred_mean - bins.freq, bins.freq)
     return int(runs[-1]) + 1 if runs.numel() else 0
+
+
+def _neighbour_transport(worlds: tuple[Tensor, ...], beside_a: Tensor, beside_b: Tensor):
+    """θ*_a, θ*_b = θ*_zero + A·lin: both linear parts carried by the optimal-transport map A
+    of N(0, Cov* lin) onto N(0, C), C the symmetrised cross-covariance of (lin_a, lin_b)
+    with their neighbouring runs' linear parts (its part ≥ 0): each model's true-gaps share
+    and theirs together, not one factor for the difference (module docstring).
+
+    Two models with the same draws (the same bins) keep one factor, so that their draws stay
+    equal to the last bit.
+    """
+    observed_a, observed_b, zero_a, zero_b = worlds
+    if torch.equal(observed_a, observed_b) and torch.equal(zero_a, zero_b):
+        crossed = (zero_a - beside_a) - (zero_b - beside_b)
+        return _shrunk(worlds, _neighbour_shrink(_linear_difference(*worlds), crossed))
+    linear = torch.stack([observed_a - zero_a, observed_b - zero_b])
+    beside = torch.stack([beside_a - zero_a, beside_b - zero_b])
+    valid = ~(linear.isnan() | beside.isnan()).any(dim=0)
+    if int(valid.sum()) < 3:
+        return observed_a, observed_b
+    covariance = torch.cov(torch.cat([linear[:, valid], beside[:, valid]]))
+    source, cross = covariance[:2, :2], covariance[:2, 2:]
+    target = _symmetric_power((cross + cross.T) / 2, 1.0)
+    carried = _transport(source, target) @ linear
+    return zero_a + carried[0], zero_b + carried[1]
+
+
+def _transport(source: Tensor, target: Tensor) -> Tensor:
+    """The optimal-transport map A of N(0, source) onto N(0, target): A·source·Aᵀ = target
+    on source's range (both symmetric, ≥ 0)."""
+    root, inverse_root = _symmetric_power(source, 0.5), _symmetric_power(source, -0.5)
+    return inverse_root @ _symmetric_power(root @ target @ root, 0.5) @ inverse_root
+
+
+def _symmetric_power(matrix: Tensor, power: float) -> Tensor:
+    """A symmetric matrix's power over its positive eigenvalues (the others, and those below
+    1e-12 of the largest, as 0: the pseudo-inverse for a negative power)."""
+    values, vectors = torch.linalg.eigh(matrix)
+    keep = values > 1e-12 * values.abs().max()
+    powered = torch.where(keep, values.clamp_min(1e-300) ** power, torch.zeros_like(values))
+    return vectors @ torch.diag(powered) @ vectors.T
 
 
 def _neighbour_shrink(linear: Tensor, crossed: Tensor) -> Tensor:
