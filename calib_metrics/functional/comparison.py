@@ -107,7 +107,7 @@ the difference of the reported errors, and can exclude it: a model whose debiase
 is negative is reported as 0 while its draws may put its squared error above 0. (With
 isotonic outputs, whose few large tie groups each span many bins, this happened to
 sentiment NB before the debias term took a tie run's noise once: +0.1818 with interval
-[+0.109, +0.174]; now +0.133 [+0.110, +0.195], ``docs/recalibration.md``.) The interval
+[+0.109, +0.174]; now +0.133 [+0.113, +0.195], ``docs/recalibration.md``.) The interval
 is for the difference of the true errors.
 
 **Plug-in** (``debias=False``, or the l1/max norms): the percentile interval of the
