@@ -4,9 +4,9 @@ For each N (default 1e4, 1e5, 1e6): q ~ U(0, 1) in float64, y ~ Bernoulli(q), mo
 overconfident (min(q + 0.05, 1)) and model b calibrated (q). In one process, interleaved,
 after a warm-up, the median of ``--repeats`` runs of:
 
-- ``compare_calibration(a, b, y)`` as the library computes it (2,000 paired draws; the
-  shrink factor read from the neighbouring runs' gaps, the ends projected over m's lower
-  bound, ``calib_metrics.functional.comparison``);
+- ``compare_calibration(a, b, y)`` as the library computes it (2,000 paired draws; both
+  linear parts carried onto their neighbouring runs' covariance, the ends projected over
+  m's lower bound, ``calib_metrics.functional.comparison``);
 - the same with the shrink factor before 2026-11-28 (Var*(lin) − 2·Var*(quad), one pass
   fewer over the draws): what the neighbour world costs;
 - two ``calibration_error_ci`` calls, one per model (2,000 draws each, the pair
@@ -134,8 +134,9 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "The paired draws weight every resampling unit (each of the N pairs, or each group)",
             "in each of the 2,000 draws, O(N·S), so that both models see the same resample;",
-            "`calibration_error_ci`'s default interval draws per bin. The shrink factor's",
-            "neighbour world adds one pass over the draws per model.",
+            "`calibration_error_ci`'s default interval draws per bin. The neighbour world",
+            "(each model's linear part carried onto its neighbour covariance since 2026-11-29,",
+            "one factor before) adds one pass over the draws per model.",
             "",
         ]
         DOC.write_text("\n".join(header) + "\n" + "\n\n".join(sections) + "\n")
