@@ -20,7 +20,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import calib_metrics.functional.comparison as comparison
-from benchmarks.coverage_compare import SETTINGS, labels
+from benchmarks.coverage_compare import SETTINGS, simulated
 
 
 def largest_eigenvalues(setting: str, variant: str, reps: int, n: int, seed: int) -> list:
@@ -35,10 +35,7 @@ def largest_eigenvalues(setting: str, variant: str, reps: int, n: int, seed: int
     model_a, model_b, _ = SETTINGS[setting]
     comparison._transport = spy
     try:
-        g = torch.Generator().manual_seed(seed)
-        for _ in range(reps):
-            q = torch.rand(n, generator=g, dtype=torch.float64)
-            y, groups = labels(q, variant, g)
+        for q, y, groups, g in simulated(variant, reps, n, seed):
             comparison.compare_calibration(
                 model_a(q), model_b(q), y, groups=groups, n_samples=300, generator=g
             )

@@ -154,6 +154,26 @@ def _neighbour_factor() -> None:
     comparison._paired_squares = neighbour_factor_squares
 
 
+def simulated(variant: str, reps: int, n: int, seed: int):
+    """``reps`` data sets (q, y, groups) of N items, and the generator that drew them (the
+    comparison's draws come from it next), for the scripts that study one construction's
+    parts on this study's data (``coverage_compare_mstar.py`` and others)."""
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(reps):
+        q = torch.rand(n, generator=g, dtype=torch.float64)
+        y, groups = labels(q, variant, g)
+        yield q, y, groups, g
+
+
+def add_data_set_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of those scripts: settings, label variant, data sets, N and seed."""
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
+    parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
+    parser.add_argument("--reps", type=int, default=100)
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+
+
 def run(sizes, variants, settings, reps: int, draws: int, seed: int, out, device="cpu") -> list:
     """The rows of every (N, variant, setting); with ``out`` the rows so far, the one being
     measured included with the repetitions done, are written there every 10 repetitions, so

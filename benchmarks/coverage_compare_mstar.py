@@ -5,8 +5,9 @@
 
 ``compare_calibration`` carries each draw of Δ = θ_a − θ_b to the difference of roots with
 the draw's smaller square m* = min(θ*_a, θ*_b), both from the world whose linear parts
-carry the true gaps' share only (``library``). The alternative (``own shrink``) takes m* from each model's own shrink of
-its linear term, s_x² = (Var lin_x − 2 Var quad_x)₊ / Var lin_x, keeping the library's Δ*.
+carry the true gaps' share only (``library``). The alternative (``own shrink``) takes m*
+from each model's own shrink of its linear term, s_x² = (Var lin_x − 2 Var quad_x)₊ /
+Var lin_x, keeping the library's Δ*.
 The second (``smoothed world``) recentres both models' draws on a world whose gaps are
 each bin's mean prediction minus its isotonic (pool-adjacent-violators) fit of the bins'
 frequencies, a noise-reduced stand-in for the true gaps (common to two models that share
@@ -45,7 +46,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import calib_metrics.functional.comparison as comparison
-from benchmarks.coverage_compare import SETTINGS, labels, neighbour_factor_squares
+from benchmarks.coverage_compare import (
+    SETTINGS,
+    add_data_set_arguments,
+    neighbour_factor_squares,
+    simulated,
+)
 from calib_metrics.functional.calibration import bins_and_index
 from calib_metrics.functional.intervals import (
     debiased_square,
@@ -183,12 +189,9 @@ def run(setting: str, variant: str, reps: int, n: int, seed: int, squares) -> st
 
     comparison._root_draws = recorded
     try:
-        g = torch.Generator().manual_seed(seed)
         covered = rejected = 0
         widths, estimates = [], []
-        for _ in range(reps):
-            q = torch.rand(n, generator=g, dtype=torch.float64)
-            y, groups = labels(q, variant, g)
+        for q, y, groups, g in simulated(variant, reps, n, seed):
             _TRUE_Q.update(q=q, y=y, a=model_a(q), b=model_b(q))
             r = comparison.compare_calibration(
                 model_a(q), model_b(q), y, groups=groups, n_samples=1000, generator=g
@@ -207,11 +210,7 @@ def run(setting: str, variant: str, reps: int, n: int, seed: int, squares) -> st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
-    parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
-    parser.add_argument("--reps", type=int, default=100)
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
+    add_data_set_arguments(parser)
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS)[:3])
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -40,25 +40,31 @@ MODELS = {
 }
 
 
+def _paired_data_sets(model_a, model_b, n: int, data_sets: int, draws: int):
+    """Per data set (q ~ U(0, 1), y ~ Bernoulli(q), seed 7): both models' debiased squares
+    D_a, D_b and their paired draws θ*_a, θ*_b as compare_calibration forms them."""
+    g = torch.Generator().manual_seed(7)
+    options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", n), "n_bins": 15}
+    units = torch.arange(n)
+    for _ in range(data_sets):
+        q = torch.rand(n, generator=g, dtype=torch.float64)
+        y = torch.bernoulli(q, generator=g)
+        bins_a, sums_a = _unit_sums(model_a(q), y, units, n, options)
+        bins_b, sums_b = _unit_sums(model_b(q), y, units, n, options)
+        blocks = list(_paired_blocks(sums_a, sums_b, n, draws, g))
+        draws_a, draws_b = [b[0] for b in blocks], [b[1] for b in blocks]
+        squares = [
+            debiased_square(bins.pred_mean - bins.freq, bins.freq, bins.count)
+            for bins in (bins_a, bins_b)
+        ]
+        yield *squares, *_paired_squares(bins_a, bins_b, draws_a, draws_b)
+
+
 def _spreads(setting: str) -> tuple[float, float]:
     """(actual sd of D_a − D_b over data sets, mean bootstrap sd of Δ*)."""
-    model_a, model_b = MODELS[setting]
-    g = torch.Generator().manual_seed(7)
-    options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", N), "n_bins": 15}
-    units = torch.arange(N)
     differences, spreads = [], []
-    for _ in range(DATA_SETS):
-        q = torch.rand(N, generator=g, dtype=torch.float64)
-        y = torch.bernoulli(q, generator=g)
-        bins_a, sums_a = _unit_sums(model_a(q), y, units, N, options)
-        bins_b, sums_b = _unit_sums(model_b(q), y, units, N, options)
-        blocks = list(_paired_blocks(sums_a, sums_b, N, DRAWS, g))
-        theta_a, theta_b = _paired_squares(
-            bins_a, bins_b, [b[0] for b in blocks], [b[1] for b in blocks]
-        )
+    for d_a, d_b, theta_a, theta_b in _paired_data_sets(*MODELS[setting], N, DATA_SETS, DRAWS):
         spreads.append(float((theta_a - theta_b).std()))
-        d_a = debiased_square(bins_a.pred_mean - bins_a.freq, bins_a.freq, bins_a.count)
-        d_b = debiased_square(bins_b.pred_mean - bins_b.freq, bins_b.freq, bins_b.count)
         differences.append(float(d_a - d_b))
     return float(torch.tensor(differences).std()), sum(spreads) / len(spreads)
 
@@ -76,26 +82,11 @@ def test_difference_of_roots_of_two_miscalibrated_models_has_the_actual_spread()
     left their common noise in δ* (1.47–1.53× the actual spread of the estimates here,
     2× at N = 10⁴); each linear part carried onto its own neighbour covariance leaves
     1.05×. 60 data sets estimate an sd to about ±9%."""
-    n, data_sets = 5000, 60
-    g = torch.Generator().manual_seed(7)
-    options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", n), "n_bins": 15}
-    units = torch.arange(n)
+    models = (lambda q: (q + 0.08).clamp(max=1), lambda q: (q + 0.03).clamp(max=1))
     estimates, spreads = [], []
-    for _ in range(data_sets):
-        q = torch.rand(n, generator=g, dtype=torch.float64)
-        y = torch.bernoulli(q, generator=g)
-        bins_a, sums_a = _unit_sums((q + 0.08).clamp(max=1), y, units, n, options)
-        bins_b, sums_b = _unit_sums((q + 0.03).clamp(max=1), y, units, n, options)
-        blocks = list(_paired_blocks(sums_a, sums_b, n, 200, g))
-        theta_a, theta_b = _paired_squares(
-            bins_a, bins_b, [b[0] for b in blocks], [b[1] for b in blocks]
-        )
+    for d_a, d_b, theta_a, theta_b in _paired_data_sets(*models, 5000, 60, 200):
         spreads.append(float(root_difference(theta_a - theta_b, theta_a.minimum(theta_b)).std()))
-        errors = [
-            debiased_square(bins.pred_mean - bins.freq, bins.freq, bins.count).clamp_min(0).sqrt()
-            for bins in (bins_a, bins_b)
-        ]
-        estimates.append(float(errors[0] - errors[1]))
+        estimates.append(float(d_a.clamp_min(0).sqrt() - d_b.clamp_min(0).sqrt()))
     ratio = sum(spreads) / len(spreads) / torch.tensor(estimates).std().item()
     assert 0.8 < ratio < 1.25, ratio
 
