@@ -1,0 +1,82 @@
+"""The paired draws' spread against the actual spread of the estimates, per construction.
+
+    python benchmarks/compare_spread.py --settings "unequal, b miscalibrated" --n 100000 \
+        --data-sets 30 [--seed 11] [--draws 200]
+
+For each of ``--data-sets`` data sets of ``coverage_compare.py``'s setting (independent
+labels), both models' paired draws θ*_a, θ*_b as ``compare_calibration`` forms them
+(``library``: each linear part carried onto its neighbour covariance) and with one
+neighbour factor for the difference (``neighbour factor``, the library of 2026-11-28). Printed: the
+mean sd of the draws over the sd of the estimates across data sets, for Δ = θ_a − θ_b
+(D_a − D_b), for the smaller model's θ_b (D_b), and for the difference of errors δ
+(√D_a₊ − √D_b₊, the draws carried with their own smaller square). A ratio of 1 is a
+bootstrap that imitates the estimates' spread; with N data sets the sd is known to about
+±1/√(2N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.coverage_compare import SETTINGS, neighbour_factor_squares, simulated
+from calib_metrics.functional import comparison
+from calib_metrics.functional.auto_bin import resolve_bin_size
+from calib_metrics.functional.intervals import debiased_square
+
+CONSTRUCTIONS = {
+    "library": comparison._paired_squares,
+    "neighbour factor": neighbour_factor_squares,
+}
+
+
+def ratios(setting: str, n: int, data_sets: int, draws: int, seed: int) -> dict:
+    """Per construction: (Δ, θ_b, δ) draws' mean sd over the estimates' sd."""
+    model_a, model_b, _ = SETTINGS[setting]
+    options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", n), "n_bins": 15}
+    units = torch.arange(n)
+    estimates, spreads = [], {name: [] for name in CONSTRUCTIONS}
+    for q, y, _, g in simulated("iid", data_sets, n, seed):
+        bins_a, sums_a = comparison._unit_sums(model_a(q), y, units, n, options)
+        bins_b, sums_b = comparison._unit_sums(model_b(q), y, units, n, options)
+        blocks = list(comparison._paired_blocks(sums_a, sums_b, n, draws, g))
+        draws_a, draws_b = [b[0] for b in blocks], [b[1] for b in blocks]
+        for name, squares in CONSTRUCTIONS.items():
+            theta_a, theta_b = squares(bins_a, bins_b, draws_a, draws_b)
+            root = comparison.root_difference(theta_a - theta_b, theta_a.minimum(theta_b))
+            spreads[name].append([float(x.std()) for x in (theta_a - theta_b, theta_b, root)])
+        d_a, d_b = (
+            debiased_square(bins.pred_mean - bins.freq, bins.freq, bins.count)
+            for bins in (bins_a, bins_b)
+        )
+        estimates.append(
+            [float(d_a - d_b), float(d_b), float(d_a.clamp_min(0).sqrt() - d_b.clamp_min(0).sqrt())]
+        )
+    actual = torch.tensor(estimates).std(dim=0)
+    return {name: torch.tensor(rows).mean(dim=0) / actual for name, rows in spreads.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--data-sets", type=int, default=30)
+    parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    print(f"independent labels, N = {args.n:,}, {args.data_sets} data sets, seed {args.seed}\n")
+    print("| setting | draws | Δ* sd / sd of D_a − D_b | θ_b* / D_b | δ* / δ̂ |")
+    print("|---|---|---|---|---|")
+    for setting in args.settings:
+        for name, row in ratios(setting, args.n, args.data_sets, args.draws, args.seed).items():
+            print(f"| {setting} | {name} | " + " | ".join(f"{float(x):.2f}" for x in row) + " |")
+
+
+if __name__ == "__main__":
+    main()
