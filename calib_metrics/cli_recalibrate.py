@@ -222,8 +222,13 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     from calib_metrics.report import p_value_phrase
 
     d = summary["difference"]
-    print(
-        f"  before - after {d['difference']:+.4f} [{d['lower']:+.4f}, {d['upper']:+.4f}] "
-        f"paired, {p_value_phrase(d['p_value'], d['n_samples'])}"
-    )
+    if d["p_value"] != d["p_value"]:  # NaN: too few units to resample, as compare says it
+        units = "pairs" if args.groups is None else "groups"
+        tested = f", no interval or p-value (fewer than 10 resampled {units})"
+    else:
+        tested = (
+            f" [{d['lower']:+.4f}, {d['upper']:+.4f}] "
+            f"paired, {p_value_phrase(d['p_value'], d['n_samples'])}"
+        )
+    print(f"  before - after {d['difference']:+.4f}{tested}")
     print(f"recalibrated test probabilities: {summary['out']}")

@@ -171,3 +171,23 @@ def test_dev_and_test_files_may_name_their_columns_differently(files, tmp_path, 
     assert main(["recalibrate", str(dev), str(test), "--samples", "50", "--json",
                  "--out", str(tmp_path / "o2.csv")]) == 0  # fmt: skip
     assert json.loads(capsys.readouterr().out)["after"] == together["after"]
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_too_few_test_units_print_no_p_value(files, tmp_path, capsys, grouped):
+    """Fewer than 10 resampling units: the text says so, as compare's does, and agrees with
+    the JSON's null p_value_text (it printed "[+nan, +nan] paired, p = nan")."""
+    (dev, *_), _ = files
+    test = tmp_path / "small.csv"
+    _write(test, 9 if not grouped else 180, 2, groups=grouped)  # 9 pairs, or 9 documents
+    argv = ["recalibrate", str(dev), str(test), "--method", "platt", "--samples", "50"]
+    argv += ["--out", str(tmp_path / "o.csv"), *(["--groups", "doc_id"] if grouped else [])]
+    assert main(argv) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "before - after" in x)
+    units = "groups" if grouped else "pairs"
+    assert line.endswith(f", no interval or p-value (fewer than 10 resampled {units})"), line
+    assert "nan" not in line
+    assert main([*argv, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["difference"]["p_value"] is None
+    assert summary["difference"]["p_value_text"] is None

@@ -144,8 +144,18 @@ def test_class_probabilities_that_do_not_sum_to_one_are_named(tmp_path: Path, ca
     assert code == 0
     assert err == [
         f"calib-metrics: warning: {bad}: 200 of 400 rows of class probabilities do not sum to "
-        "1 (row index 0 sums to 0.8); the results treat each column as one "
-        "class's one-vs-rest probability — check that no other column was read as a class"
+        "1 (row index 0 sums to 0.8); each column is read as one class's probability as it "
+        "is — check that no other column was read as a class"
     ]
     code, _, err = _run(capsys, "evaluate", good, "--samples", "20")
+    assert code == 0 and err == []
+
+
+def test_rows_off_by_the_tolerance_in_decimals_are_not_warned_about(tmp_path: Path, capsys):
+    """Probabilities written with 2 decimals sum to 0.99 or 1.01 in decimals (0.98999… in
+    binary): within the documented 0.01, so no warning (it warned on such rows)."""
+    rows = [[0.47, 0.11, 0.24, 0.17], [0.26, 0.25, 0.25, 0.25], [0.5, 0.2, 0.2, 0.1]] * 100
+    path = tmp_path / "rounded.jsonl"
+    path.write_text("".join(f'{{"probs": {r}, "target": {i % 4}}}\n' for i, r in enumerate(rows)))
+    code, _, err = _run(capsys, "evaluate", path, "--samples", "20")
     assert code == 0 and err == []
