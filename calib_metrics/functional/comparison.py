@@ -83,7 +83,7 @@ p-value is unchanged (both carry Δ*'s sign). With the per-draw ends alone (and 
 factor before 2026-11-28) a weak difference against a calibrated model (0.020, where the
 noise of the squares is as large: N = 10⁴, bins that differ) was covered 0.887 of the time
 with independent labels (0.952 grouped), the truth always above the interval. With this
-construction: 0.940 (0.968), a strong one (0.049) 0.967 (0.967) at N = 10⁴ and 0.938 at
+construction: 0.940 (0.968), a strong one (0.049) 0.967 (0.967) at N = 10⁴ and 0.931 at
 10⁵, whose misses are the data sets where the calibrated model's square is high by chance
 and m's bound stays above 0 (``benchmarks/coverage_compare.py``,
 ``benchmarks/compare_boundary_level.py``; ``docs/coverage.md``, "The library since
