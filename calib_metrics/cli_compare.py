@@ -285,10 +285,10 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(
             f"  {name}: {path}: {r['calib_err']:.4f} [{level}: {r['lower']:.4f}, {r['upper']:.4f}]"
         )
-    from calib_metrics.report import p_value_phrase
+    from calib_metrics.report import p_value_phrase, untested_phrase
 
     if summary["p_value"] != summary["p_value"]:  # NaN: too few units to resample
-        tested = f", no interval or p-value (fewer than 10 resampled {summary['resampled']})"
+        tested = f", {untested_phrase(summary['resampled'])}"
     else:
         tested = (
             f" [{level}: {summary['lower']:+.4f}, {summary['upper']:+.4f}], "

@@ -219,12 +219,11 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
             f"  {which:6s} CalibErr {s['calib_err']:.4f} [{s['lower']:.4f}, {s['upper']:.4f}]"
             f"  accuracy {s['accuracy']:.4f}  NLL {s['nll']:.4f}  Brier {s['brier']:.4f}"
         )
-    from calib_metrics.report import p_value_phrase
+    from calib_metrics.report import p_value_phrase, untested_phrase
 
     d = summary["difference"]
     if d["p_value"] != d["p_value"]:  # NaN: too few units to resample, as compare says it
-        units = "pairs" if args.groups is None else "groups"
-        tested = f", no interval or p-value (fewer than 10 resampled {units})"
+        tested = f", {untested_phrase('pairs' if args.groups is None else 'groups')}"
     else:
         tested = (
             f" [{d['lower']:+.4f}, {d['upper']:+.4f}] "

@@ -24,6 +24,7 @@ from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.comparison_by_label import ADJUST
+from calib_metrics.functional.intervals import MIN_UNITS
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -539,6 +540,17 @@ def p_value_phrase(p: float, samples: int) -> str:
         ('p < 0.001', 'p = 0.0312')
     """
     return p_phrase(p_value_text(p, samples))
+
+
+def untested_phrase(units: str) -> str:
+    """What a comparison with too few resampling units (``pairs`` or ``groups``) has in
+    place of its interval and p-value.
+
+    Example:
+        >>> untested_phrase("groups")
+        'no interval or p-value (fewer than 10 resampled groups)'
+    """
+    return f"no interval or p-value (fewer than {MIN_UNITS} resampled {units})"
 
 
 def p_phrase(text: str) -> str:

@@ -489,14 +489,19 @@ def _neighbour_transport(worlds: tuple[Tensor, ...], beside_a: Tensor, beside_b:
 def _transport(source: Tensor, target: Tensor) -> Tensor:
     """The optimal-transport map A of N(0, source) onto N(0, target): A·source·Aᵀ = target
     on source's range (both symmetric, ≥ 0)."""
-    root, inverse_root = _symmetric_power(source, 0.5), _symmetric_power(source, -0.5)
+    values, vectors = torch.linalg.eigh(source)
+    root, inverse_root = (_powered(values, vectors, power) for power in (0.5, -0.5))
     return inverse_root @ _symmetric_power(root @ target @ root, 0.5) @ inverse_root
 
 
 def _symmetric_power(matrix: Tensor, power: float) -> Tensor:
     """A symmetric matrix's power over its positive eigenvalues (the others, and those below
     1e-12 of the largest, as 0: the pseudo-inverse for a negative power)."""
-    values, vectors = torch.linalg.eigh(matrix)
+    return _powered(*torch.linalg.eigh(matrix), power)
+
+
+def _powered(values: Tensor, vectors: Tensor, power: float) -> Tensor:
+    """:func:`_symmetric_power` from the matrix's eigendecomposition."""
     keep = values > 1e-12 * values.abs().max()
     powered = torch.where(keep, values.clamp_min(1e-300) ** power, torch.zeros_like(values))
     return vectors @ torch.diag(powered) @ vectors.T
