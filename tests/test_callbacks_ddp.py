@@ -38,6 +38,15 @@ class DumpHistory(Callback):
         path = self.out / f"rank{trainer.global_rank}.json"
         path.write_text(json.dumps(monitor.history))
 
+    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        # A spawned worker exits by os._exit, past Lightning's atexit destroy: left alive,
+        # the gloo group's threads could abort the worker at exit (SIGABRT, "terminate
+        # called without an active exception", once in some dozens of runs).
+        import torch.distributed
+
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
 
 def run_ddp(out: Path) -> None:
     """Fit on 2 CPU processes, then write what each rank and the parent saw to ``out``."""
