@@ -1,20 +1,26 @@
 """How sure the comparison must be that m > 0 before it stops projecting the ends.
 
     python benchmarks/compare_boundary_level.py --settings unequal --n 100000 --reps 100 \
-        [--variant grouped] [--levels library gms 0.005]
+        [--variant grouped] [--levels library interval gms 0.005]
 
 ``compare_calibration`` projects the interval's ends over m = min(θ_a, θ_b) down to 0
-where m's lower bound, the (1 − confidence)/2 quantile of the draws' m*, reaches 0
-(``comparison._carried``): a pre-test of "m = 0" at the interval's own level. Where the
-truth is m = 0 (a calibrated model) and its debiased square is high by chance, the
-pre-test passes in about (1 − confidence)/2 of the data sets, the ends are carried with
-m* > 0 alone, and the upper end falls below the truth: misses that add to the interval's
-own. A stricter pre-test (a lower quantile of m*) projects more often. Every rule here is
-applied to the same draws of each data set: ``library`` (the (1 − c)/2 quantile), a fixed
-quantile level such as ``0.005``, and ``gms``, the level Φ(−√(ln n)) of generalised moment
-selection (Andrews & Soares 2010) for n resampling units (0.0012 at n = 10⁴, 0.00035 at
-10⁵). Printed per rule: coverage of the true difference, truth above / below the interval,
-mean width, and the share of data sets whose ends were projected.
+where m's lower bound, a low quantile of the draws' m*, reaches 0 (``comparison._carried``):
+a pre-test of "m = 0". Where the truth is m = 0 (a calibrated model) and its debiased square
+is high by chance, the pre-test rejects m = 0 in about that quantile's level of the data
+sets, the ends are carried with m* > 0 alone, and the upper end falls below the truth: misses that
+add to the interval's own. A stricter pre-test (a lower quantile of m*) projects more often.
+Every rule here is applied to the same draws of each data set:
+
+- ``library``: ``comparison.boundary_level``, since 2026-11-29 the stricter of the
+  interval's (1 − c)/2 and Φ(−√(2 ln ln n)) for n resampling units;
+- ``interval``: the (1 − c)/2 quantile (the library before 2026-11-29's second change);
+- ``hq``: Φ(−√(2 ln ln n)) alone (laxer than ``interval`` below n ≈ 920);
+- ``gms``: Φ(−√(ln n)), generalised moment selection's BIC threshold (Andrews & Soares
+  2010; 0.0012 at n = 10⁴, 0.00035 at 10⁵);
+- a fixed quantile level such as ``0.005``.
+
+Printed per rule: coverage of the true difference, truth above / below the interval, mean
+width, and the share of data sets whose ends were projected.
 """
 
 from __future__ import annotations
@@ -29,35 +35,51 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import calib_metrics.functional.comparison as comparison
-from benchmarks.coverage_compare import SETTINGS, add_data_set_arguments, simulated
+from benchmarks.coverage_compare import (
+    SETTINGS,
+    add_data_set_arguments,
+    simulated,
+    use_group_size,
+)
+
+CONFIDENCE = 0.95  # compare_calibration's default, which run() calls
 
 
 def _level(rule: str, confidence: float, units: int) -> float:
     """The quantile level of m* whose value must exceed 0 for the per-draw ends to stand."""
     if rule == "library":
+        return comparison.boundary_level(confidence, units)
+    if rule == "interval":
         return (1 - confidence) / 2
     if rule == "gms":
-        return 0.5 * math.erfc(math.sqrt(math.log(units)) / math.sqrt(2))
+        return _normal_tail(math.sqrt(math.log(units)))
+    if rule == "hq":
+        return _normal_tail(math.sqrt(2 * math.log(math.log(units))))
     return float(rule)
 
 
-def _ends(square, smaller, confidence: float, level: float) -> tuple[torch.Tensor, bool]:
+def _normal_tail(threshold: float) -> float:
+    """Φ(−threshold)."""
+    return 0.5 * math.erfc(threshold / math.sqrt(2))
+
+
+def _ends(square, smaller, level: float) -> tuple[torch.Tensor, bool]:
     """The interval's ends with the pre-test at ``level``, and whether they were projected."""
     lowest = torch.nanquantile(smaller, level)
     projected = bool(lowest <= 0)
     at_boundary = torch.zeros_like(smaller) if projected else smaller
     own = comparison.root_difference(square, smaller)
     bound = comparison.root_difference(square, at_boundary)
-    return comparison._projected_ends(own, bound, confidence), projected
+    return comparison._projected_ends(own, bound, CONFIDENCE), projected
 
 
 def run(setting: str, variant: str, reps: int, n: int, seed: int, rules: list) -> dict:
     model_a, model_b, truth = SETTINGS[setting]
     carried, seen = comparison._carried, {}
 
-    def recording(square, smaller, confidence):
-        seen.update(square=square, smaller=smaller, confidence=confidence)
-        return carried(square, smaller, confidence)
+    def recording(square, smaller, level):
+        seen.update(square=square, smaller=smaller)
+        return carried(square, smaller, level)
 
     outcomes = {rule: [] for rule in rules}
     comparison._carried = recording
@@ -68,10 +90,8 @@ def run(setting: str, variant: str, reps: int, n: int, seed: int, rules: list) -
                 model_a(q), model_b(q), y, groups=groups, n_samples=1000, generator=g
             )
             for rule in rules:
-                level = _level(rule, seen["confidence"], units)
-                (lower, upper), projected = _ends(
-                    seen["square"], seen["smaller"], seen["confidence"], level
-                )
+                level = _level(rule, CONFIDENCE, units)
+                (lower, upper), projected = _ends(seen["square"], seen["smaller"], level)
                 if rule == "library":  # the same ends as the library's, from the same draws
                     assert (lower, upper) == (result.lower, result.upper), (lower, result)
                 outcomes[rule].append((float(lower), float(upper), projected))
@@ -91,8 +111,9 @@ def _summary(rows: list, truth: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_set_arguments(parser)
-    parser.add_argument("--levels", nargs="+", default=["library", "gms", "0.005"])
+    parser.add_argument("--levels", nargs="+", default=["library", "interval", "gms", "0.005"])
     args = parser.parse_args()
+    use_group_size(args.group_size)
     torch.set_num_threads(1)
     print(f"{args.variant} labels, N = {args.n:,}, {args.reps} data sets, seed {args.seed}\n")
     print("| setting | pre-test | coverage | truth above | truth below | mean width | projected |")

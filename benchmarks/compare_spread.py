@@ -4,12 +4,16 @@
         --data-sets 30 [--seed 11] [--draws 200]
 
 For each of ``--data-sets`` data sets of ``coverage_compare.py``'s setting (independent
-labels), both models' paired draws θ*_a, θ*_b as ``compare_calibration`` forms them
-(``library``: each linear part carried onto its neighbour covariance) and with one
-neighbour factor for the difference (``neighbour factor``, the library of 2026-11-28). Printed: the
-mean sd of the draws over the sd of the estimates across data sets, for Δ = θ_a − θ_b
-(D_a − D_b), for the smaller model's θ_b (D_b), and for the difference of errors δ
-(√D_a₊ − √D_b₊, the draws carried with their own smaller square). A ratio of 1 is a
+labels, or ``--variant grouped`` with ``--group-size`` items per group), both models' paired
+draws θ*_a, θ*_b as ``compare_calibration`` forms them (``library``: each linear part
+carried onto its neighbour covariance) and with one neighbour factor for the difference
+(``neighbour factor``, the library of 2026-11-28). Printed: the mean sd of the draws over
+the sd of the estimates across data sets, for Δ = θ_a − θ_b (D_a − D_b), for the smaller
+model's θ_b (D_b), and for the difference of errors δ (√D_a₊ − √D_b₊, the draws carried
+with their own smaller square). The estimates use each bin's effective sample size, as the
+library's do (since 2026-11-29; before, the counts: the same numbers where no tie group is
+cut, as in ``unequal`` and ``unequal, b miscalibrated``, not for ``_tenths`` models). A ratio
+of 1 is a
 bootstrap that imitates the estimates' spread; with N data sets the sd is known to about
 ±1/√(2N).
 """
@@ -24,10 +28,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.coverage_compare import SETTINGS, neighbour_factor_squares, simulated
+from benchmarks.coverage_compare import (
+    GROUP_SIZE,
+    SETTINGS,
+    neighbour_factor_squares,
+    simulated,
+    use_group_size,
+)
 from calib_metrics.functional import comparison
 from calib_metrics.functional.auto_bin import resolve_bin_size
-from calib_metrics.functional.intervals import debiased_square
+from calib_metrics.functional.intervals import debiased_square, effective_samples
 
 CONSTRUCTIONS = {
     "library": comparison._paired_squares,
@@ -35,23 +45,26 @@ CONSTRUCTIONS = {
 }
 
 
-def ratios(setting: str, n: int, data_sets: int, draws: int, seed: int) -> dict:
+def ratios(setting: str, variant: str, n: int, data_sets: int, draws: int, seed: int) -> dict:
     """Per construction: (Δ, θ_b, δ) draws' mean sd over the estimates' sd."""
     model_a, model_b, _ = SETTINGS[setting]
     options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", n), "n_bins": 15}
-    units = torch.arange(n)
     estimates, spreads = [], {name: [] for name in CONSTRUCTIONS}
-    for q, y, _, g in simulated("iid", data_sets, n, seed):
-        bins_a, sums_a = comparison._unit_sums(model_a(q), y, units, n, options)
-        bins_b, sums_b = comparison._unit_sums(model_b(q), y, units, n, options)
-        blocks = list(comparison._paired_blocks(sums_a, sums_b, n, draws, g))
+    for q, y, groups, g in simulated(variant, data_sets, n, seed):
+        units, n_units = comparison._units(y, groups)
+        grouped = groups is not None
+        bins_a, sums_a = comparison._unit_sums(model_a(q), y, units, n_units, options, grouped)
+        bins_b, sums_b = comparison._unit_sums(model_b(q), y, units, n_units, options, grouped)
+        blocks = list(comparison._paired_blocks(sums_a, sums_b, n_units, draws, g))
         draws_a, draws_b = [b[0] for b in blocks], [b[1] for b in blocks]
         for name, squares in CONSTRUCTIONS.items():
             theta_a, theta_b = squares(bins_a, bins_b, draws_a, draws_b)
             root = comparison.root_difference(theta_a - theta_b, theta_a.minimum(theta_b))
             spreads[name].append([float(x.std()) for x in (theta_a - theta_b, theta_b, root)])
         d_a, d_b = (
-            debiased_square(bins.pred_mean - bins.freq, bins.freq, bins.count)
+            debiased_square(
+                bins.pred_mean - bins.freq, bins.freq, bins.count, effective_samples(bins)
+            )
             for bins in (bins_a, bins_b)
         )
         estimates.append(
@@ -68,13 +81,19 @@ def main() -> None:
     parser.add_argument("--data-sets", type=int, default=30)
     parser.add_argument("--draws", type=int, default=200)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
+    parser.add_argument("--group-size", type=int, default=GROUP_SIZE)
     args = parser.parse_args()
+    use_group_size(args.group_size)
     torch.set_num_threads(1)
-    print(f"independent labels, N = {args.n:,}, {args.data_sets} data sets, seed {args.seed}\n")
+    labels = "independent" if args.variant == "iid" else f"grouped ({args.group_size} per group)"
+    print(f"{labels} labels, N = {args.n:,}, {args.data_sets} data sets, seed {args.seed}\n")
     print("| setting | draws | Δ* sd / sd of D_a − D_b | θ_b* / D_b | δ* / δ̂ |")
     print("|---|---|---|---|---|")
     for setting in args.settings:
-        for name, row in ratios(setting, args.n, args.data_sets, args.draws, args.seed).items():
+        for name, row in ratios(
+            setting, args.variant, args.n, args.data_sets, args.draws, args.seed
+        ).items():
             print(f"| {setting} | {name} | " + " | ".join(f"{float(x):.2f}" for x in row) + " |")
 
 

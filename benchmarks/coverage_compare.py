@@ -110,6 +110,16 @@ ENDS = "projected"
 # neighbours, 2026-11-28) or "joint" (--joint-shrink: the factor before), for the earlier
 # tables
 SHRINK = "neighbour covariance"
+# "units" (the library's since 2026-11-29: the boundary pre-test's level falls with the
+# resampling units, comparison.boundary_level) or "interval" (--interval-level-boundary: the
+# interval's own (1 − c)/2, before), for the earlier tables
+BOUNDARY = "units"
+
+
+def interval_level_boundary() -> None:
+    """compare_calibration's boundary pre-test before its level fell with n: m's lower bound
+    is the (1 − confidence)/2 quantile of the m* whatever the number of units."""
+    comparison.boundary_level = lambda confidence, n_units: (1 - confidence) / 2
 
 
 def _per_draw_ends() -> None:
@@ -166,12 +176,20 @@ def simulated(variant: str, reps: int, n: int, seed: int):
 
 
 def add_data_set_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of those scripts: settings, label variant, data sets, N and seed."""
+    """The options of those scripts: settings, label variant, group size, data sets, N and
+    seed (:func:`use_group_size` applies the group size)."""
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
     parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
+    parser.add_argument("--group-size", type=int, default=GROUP_SIZE)
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
+
+
+def use_group_size(size: int) -> None:
+    """Items per group of the grouped labels that :func:`simulated` draws from now on."""
+    global GROUP_SIZE
+    GROUP_SIZE = size
 
 
 def run(sizes, variants, settings, reps: int, draws: int, seed: int, out, device="cpu") -> list:
@@ -208,7 +226,14 @@ def run(sizes, variants, settings, reps: int, draws: int, seed: int, out, device
 
 def _provenance(device: str, seed: int) -> dict:
     """What a row was measured with, beyond its setting."""
-    return dict(device=device, ends=ENDS, shrink=SHRINK, seed=seed, group_size=GROUP_SIZE)
+    return dict(
+        device=device,
+        ends=ENDS,
+        shrink=SHRINK,
+        boundary=BOUNDARY,
+        seed=seed,
+        group_size=GROUP_SIZE,
+    )
 
 
 def _summary(name: str, variant: str, n: int, truth: float, outcomes: list, draws: int) -> dict:
@@ -262,7 +287,7 @@ def _row(r: dict) -> str:
 
 
 def main() -> None:
-    global ENDS, SHRINK, GROUP_SIZE
+    global ENDS, SHRINK, BOUNDARY, GROUP_SIZE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
@@ -292,6 +317,12 @@ def main() -> None:
         "Cov*(lin, lin_nb)/Var*(lin) of the difference for both models' linear parts",
     )
     parser.add_argument(
+        "--interval-level-boundary",
+        action="store_true",
+        help="the library's boundary pre-test before its level fell with n (2026-11-29, "
+        "docs/coverage.md): m's lower bound at the interval's own (1 − c)/2 quantile",
+    )
+    parser.add_argument(
         "--group-size",
         type=int,
         default=GROUP_SIZE,
@@ -317,6 +348,9 @@ def main() -> None:
     if args.per_draw_ends:
         ENDS = "per-draw"
         _per_draw_ends()
+    if args.interval_level_boundary:
+        BOUNDARY = "interval"
+        interval_level_boundary()
     print(HEADER, flush=True)
     if args.from_json:
         for path in args.from_json:

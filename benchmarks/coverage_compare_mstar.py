@@ -49,8 +49,10 @@ import calib_metrics.functional.comparison as comparison
 from benchmarks.coverage_compare import (
     SETTINGS,
     add_data_set_arguments,
+    interval_level_boundary,
     neighbour_factor_squares,
     simulated,
+    use_group_size,
 )
 from calib_metrics.functional.calibration import bins_and_index
 from calib_metrics.functional.intervals import (
@@ -178,12 +180,11 @@ def run(setting: str, variant: str, reps: int, n: int, seed: int, squares) -> st
     library = comparison._root_draws
     spreads = []
 
-    def recorded(bins_a, bins_b, blocks_a, blocks_b, confidence):
+    def recorded(bins_a, bins_b, blocks_a, blocks_b, level):
         # Every variant's Δ* and m* carried as the library carries its own (projected ends
-        # at m's boundary since 2026-11-28).
-        own, at_boundary = comparison._carried(
-            *squares(bins_a, bins_b, blocks_a, blocks_b), confidence
-        )
+        # at m's boundary since 2026-11-28, its pre-test's level falling with n since
+        # 2026-11-29).
+        own, at_boundary = comparison._carried(*squares(bins_a, bins_b, blocks_a, blocks_b), level)
         spreads.append(float(own.std()))
         return own, at_boundary
 
@@ -212,7 +213,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_set_arguments(parser)
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS)[:3])
+    parser.add_argument(
+        "--interval-level-boundary",
+        action="store_true",
+        help="the boundary pre-test at the interval's own level, as before 2026-11-29's "
+        "second change (the tables measured until then)",
+    )
     args = parser.parse_args()
+    use_group_size(args.group_size)
+    if args.interval_level_boundary:
+        interval_level_boundary()
     torch.set_num_threads(1)
     print(f"{args.variant} labels, N = {args.n:,}, {args.reps} data sets, seed {args.seed}\n")
     print(

@@ -5,7 +5,9 @@ about as large as the noise of the squares, the draws' smaller square m* sits mo
 0, and each draw carried to √θ_a − √θ_b with its own m* is pulled towards 0: the interval's
 upper end fell below the truth. ``compare_calibration`` now also carries every draw with
 m = 0 where m's lower bound reaches 0, and spans both intervals (projected ends, module
-docstring); off that boundary it keeps the per-draw ends (the last test).
+docstring); off that boundary it keeps the per-draw ends
+(``test_ends_are_projected_only_where_the_smaller_square_reaches_zero``), and the pre-test's
+level falls with the resampling units (the last two tests).
 
 Measured by ``benchmarks/coverage_compare.py --settings "weak, b coarse"`` at N = 10⁴, iid
 labels, 300 data sets: 0.887 with the per-draw ends and the shrink factor before
@@ -18,6 +20,7 @@ ones 0.945.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import torch
 
@@ -76,3 +79,45 @@ def test_ends_are_projected_only_where_the_smaller_square_reaches_zero(monkeypat
     assert bool((at_bound.abs() >= own.abs()).all())
     share = (at_bound.abs() > own.abs()).double().mean()
     assert share > 0.1, share  # 0.26 on these seeded draws
+
+
+def test_boundary_level_falls_with_the_units_below_the_interval_level():
+    # An independent reference: Φ(−√(2 ln ln n)) from the standard normal's cdf.
+    def threshold_level(n: int) -> float:
+        return NormalDist().cdf(-math.sqrt(2 * math.log(math.log(n))))
+
+    for n in (10_000, 100_000, 1_000_000):
+        assert math.isclose(comparison.boundary_level(0.95, n), threshold_level(n), rel_tol=1e-12)
+    # Few units: the interval's own (1 − c)/2 is the stricter and stands, bit for bit (the
+    # grouped coverage tables, with 500 or 31 groups, carry over from before the rule).
+    for n in (10, 31, 500, 900):
+        assert comparison.boundary_level(0.95, n) == (1 - 0.95) / 2
+    # Never laxer than the interval's own level; where they cross depends on the confidence.
+    assert math.isclose(comparison.boundary_level(0.99, 100_000), 0.005)
+    assert comparison.boundary_level(0.90, 40) == (1 - 0.90) / 2
+    assert math.isclose(comparison.boundary_level(0.90, 100), threshold_level(100), rel_tol=1e-12)
+    assert comparison.boundary_level(0.90, 100) < 0.05
+    levels = [comparison.boundary_level(0.95, n) for n in (1_000, 10_000, 100_000, 10**6)]
+    assert levels == sorted(levels, reverse=True) and levels[0] > levels[-1]
+
+
+def test_ends_are_projected_where_the_units_level_reaches_zero(monkeypatch):
+    # At n = 20,000 units the pre-test's level is 0.0161 (a 95% interval's own: 0.025). Draws
+    # of the calibrated model's square with 2% at or below 0 reach the boundary at the
+    # first level, not the second: the ends must be carried with m = 0 too.
+    n_units, draws = 20_000, 2000
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(n_units, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    theta_b = torch.linspace(-0.02, 0.98, draws, dtype=torch.float64) * 1e-4
+    theta_a = 0.0025 + 1e-4 * torch.randn(draws, generator=g, dtype=torch.float64)
+    assert float((theta_b <= 0).double().mean()) == 0.02
+    monkeypatch.setattr(comparison, "_paired_squares", lambda *args: (theta_a, theta_b))
+    r = compare_calibration((q + 0.05).clamp(max=1), q, y, n_samples=draws, generator=g)
+    square = theta_a - theta_b
+    own = comparison.root_difference(square, theta_b)
+    at_zero = comparison.root_difference(square, torch.zeros_like(theta_b))
+    projected = comparison._projected_ends(own, at_zero, 0.95)
+    # The upper end is √Δ*'s, well above the per-draw carry's (which the old level kept).
+    assert float(projected[1]) > float(comparison._ends(own, 0.95)[1]) + 1e-3
+    torch.testing.assert_close(torch.stack([r.lower, r.upper]), projected)

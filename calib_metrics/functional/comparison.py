@@ -73,8 +73,8 @@ centred on the estimate covered a true difference of 0.049 against a calibrated 
 **Projected ends.** |√(m + Δ) − √m| is largest at the smallest m, and m = 0 (a calibrated
 model) is a boundary that the draws cannot reach from above: where the truth is m = 0 the
 draws' m* are mostly above it, and each draw carried with its own m* is pulled towards 0.
-So where m's lower bound, the (1 − confidence)/2 quantile of the m*, reaches 0, every draw
-is also carried with m = 0, and the interval spans both percentile intervals
+So where m's lower bound, a low quantile of the m* (:func:`boundary_level`), reaches 0, every
+draw is also carried with m = 0, and the interval spans both percentile intervals
 (:func:`_projected_ends`): Δ's interval projected over m's. Where the bound is above 0 the
 map is smooth over m's interval and the per-draw ends stand (projecting there too only
 widens: two miscalibrated models' interval, 2.6× the estimates' spread with one shrink
@@ -83,11 +83,24 @@ p-value is unchanged (both carry Δ*'s sign). With the per-draw ends alone (and 
 factor before 2026-11-28) a weak difference against a calibrated model (0.020, where the
 noise of the squares is as large: N = 10⁴, bins that differ) was covered 0.887 of the time
 with independent labels (0.952 grouped), the truth always above the interval. With this
-construction: 0.940 (0.968), a strong one (0.049) 0.967 (0.967) at N = 10⁴ and 0.931 at
-10⁵, whose misses are the data sets where the calibrated model's square is high by chance
-and m's bound stays above 0 (``benchmarks/coverage_compare.py``,
-``benchmarks/compare_boundary_level.py``; ``docs/coverage.md``, "The library since
-2026-11-29").
+construction: 0.940 (0.968), a strong one (0.049) 0.967 (0.967) at N = 10⁴.
+
+**The pre-test's level falls with n (since 2026-11-29).** "m's lower bound reaches 0" is a
+pre-test of m = 0. At the interval's own level, (1 − confidence)/2, it rejects m = 0 for a
+calibrated model whose square is high by chance in that share of the data sets, and there
+the upper end falls short: the strong difference above was covered 0.931 at N = 10⁵ (260
+data sets), the misses all above. Such a miss costs more as n grows (the interval's width
+shrinks as 1/√n, the shift √m* that a chance-high m* gives its upper end only as n^(−1/4)),
+so the level falls with the n resampling units as generalised moment selection's
+law-of-the-iterated-logarithm threshold does, Φ(−√(2 ln ln n)) (Andrews & Soares 2010), and
+is never laxer than the interval's own: for a 95% interval 0.0175 at 10⁴ pairs, 0.0135 at
+10⁵, and the interval's own 0.025 below about 920 units (so a few hundred groups are as
+before); for a 90% interval the threshold is the stricter from about 48 units, for a 99% one
+only past 10¹². On the same draws: 0.950 at N = 10⁵ (0.931 before), 0.970 at 10⁴ (0.967),
+two miscalibrated models' interval 7% wider at 10⁴ at the same coverage, and BIC's stricter
+Φ(−√(ln n)) 0.980 at 10⁴ (``benchmarks/compare_boundary_level.py``,
+``benchmarks/coverage_compare.py``; ``docs/coverage.md``, "The boundary pre-test's level
+falls with n").
 
 **Ties.** A tie group cut by a bin boundary gives each part the group's mean label (the
 tie rule, DESIGN.md), so such a bin's frequency carries the group's noise, not its own
@@ -127,6 +140,7 @@ the same per-draw statistics and summary as a single model's interval.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import NamedTuple
 
@@ -319,6 +333,7 @@ def compare_calibration(
     # pairs, the observed gaps for groups (see calib_metrics.functional.intervals).
     world = "shrunk" if groups is None else "observed"
     estimator = {"confidence": confidence, "norm": norm, "debias": debias, "world": world}
+    level = boundary_level(confidence, n_units)
     results_a, results_b, draws = [], [], []
     for k, ((bins_a, _), (bins_b, _)) in enumerate(models):
         blocks_a, blocks_b = [blk[2 * k] for blk in blocks], [blk[2 * k + 1] for blk in blocks]
@@ -327,7 +342,7 @@ def compare_calibration(
         results_a.append(a)
         results_b.append(b)
         draws.append(
-            _root_draws(bins_a, bins_b, blocks_a, blocks_b, confidence)
+            _root_draws(bins_a, bins_b, blocks_a, blocks_b, level)
             if debias
             else (errors_a - errors_b,)
         )
@@ -372,26 +387,53 @@ def _combined(results: list[CalibrationResult]) -> CalibrationResult:
 
 
 def _root_draws(
-    bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list, confidence: float
+    bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list, level: float
 ) -> tuple[Tensor, Tensor]:
     """Draws of √θ_a − √θ_b, twice: each draw's Δ* carried with its own smaller square m*,
-    and with m = 0 where m's lower bound, the (1 − confidence)/2 quantile of the m*, reaches
-    that boundary (else with m* again; module docstring).
+    and with m = 0 where m's lower bound, the ``level`` quantile of the m*
+    (:func:`boundary_level`), reaches that boundary (else with m* again; module docstring).
 
     Their signs are Δ*'s, so the p-value of either is that of Δ's draws.
     """
     theta_a, theta_b = _paired_squares(bins_a, bins_b, blocks_a, blocks_b)
-    return _carried(theta_a - theta_b, torch.minimum(theta_a, theta_b), confidence)
+    return _carried(theta_a - theta_b, torch.minimum(theta_a, theta_b), level)
 
 
-def _carried(square: Tensor, smaller: Tensor, confidence: float) -> tuple[Tensor, Tensor]:
+def _carried(square: Tensor, smaller: Tensor, level: float) -> tuple[Tensor, Tensor]:
     """Draws of Δ* with their smaller squares m* carried to √θ_a − √θ_b: with m*, and with
-    m = 0 where m's lower bound reaches it (else m* again; :func:`_root_draws`)."""
-    lowest = torch.nanquantile(smaller, (1 - confidence) / 2)
+    m = 0 where m's lower bound, their ``level`` quantile, reaches it (else m* again;
+    :func:`_root_draws`)."""
+    lowest = torch.nanquantile(smaller, level)
     # Off the boundary the per-draw carry is a smooth map's percentile interval already;
     # projecting it there too only widened it (2.7× the estimates' spread, not 2.6×).
     at_boundary = torch.where(lowest > 0, smaller, torch.zeros_like(smaller))
     return root_difference(square, smaller), root_difference(square, at_boundary)
+
+
+def boundary_level(confidence: float, n_units: int) -> float:
+    """The quantile level of the draws' smaller squares m* that must exceed 0 for the
+    interval's ends to be carried with the m* alone: the interval's own (1 − confidence)/2,
+    or, where it is stricter, Φ(−√(2 ln ln n)) for n resampling units (module docstring).
+
+    A pre-test of "m = 0" at a fixed level misses a calibrated model in a fixed share of
+    data sets, and each miss costs more as n grows (the interval's width shrinks as 1/√n,
+    the shift √m* of its upper end as n^(−1/4)), so the level falls with n as generalised
+    moment selection's law-of-the-iterated-logarithm threshold κ_n = √(2 ln ln n) does
+    (Andrews & Soares 2010): 0.0175 at n = 10⁴, 0.0135 at 10⁵, 0.011 at 10⁶. Below
+    n ≈ 920 the interval's own level is the stricter at 95% (below n ≈ 48 at 90%, for
+    any practical n at 99%).
+
+    Example:
+        >>> round(boundary_level(0.95, 500), 4), round(boundary_level(0.95, 100_000), 4)
+        (0.025, 0.0135)
+        >>> round(boundary_level(0.99, 100_000), 4)  # never laxer than the interval's own
+        0.005
+    """
+    own = (1 - confidence) / 2
+    if n_units < 3:  # ln ln n ≤ 0: no threshold (and no interval below MIN_UNITS)
+        return own
+    threshold = math.sqrt(2 * math.log(math.log(n_units)))
+    return min(own, 0.5 * math.erfc(threshold / math.sqrt(2)))
 
 
 # A model with fewer runs of distinct bins than this has too few neighbours to stand in
