@@ -83,6 +83,13 @@ SETTINGS = {
         lambda q: _tenths(q) + 0.03 / math.sqrt(3),
         0.0,
     ),
+    # "both calibrated" with b's ten tie groups broken in an order unrelated to q (b stays
+    # calibrated in every bin): whether few groups' conservative test comes from b's ties.
+    "both calibrated, b untied": (
+        lambda q: q,
+        lambda q: _tenths(q) + 1e-9 * torch.frac(q * 1e6),
+        0.0,
+    ),
 }
 
 
