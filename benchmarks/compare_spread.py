@@ -13,9 +13,8 @@ model's θ_b (D_b), and for the difference of errors δ (√D_a₊ − √D_b₊
 with their own smaller square). The estimates use each bin's effective sample size, as the
 library's do (since 2026-11-29; before, the counts: the same numbers where no tie group is
 cut, as in ``unequal`` and ``unequal, b miscalibrated``, not for ``_tenths`` models). A ratio
-of 1 is a
-bootstrap that imitates the estimates' spread; with N data sets the sd is known to about
-±1/√(2N).
+of 1 is a bootstrap that imitates the estimates' spread; with N data sets the sd is known to
+about ±1/√(2N).
 """
 
 from __future__ import annotations

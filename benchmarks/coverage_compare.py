@@ -294,7 +294,7 @@ def _row(r: dict) -> str:
 
 
 def main() -> None:
-    global ENDS, SHRINK, BOUNDARY, GROUP_SIZE
+    global ENDS, SHRINK, BOUNDARY
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
@@ -343,7 +343,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    GROUP_SIZE = args.group_size
+    use_group_size(args.group_size)
     if args.joint_shrink:
         SHRINK = "joint"
         _joint_shrink()
