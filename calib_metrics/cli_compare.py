@@ -175,8 +175,9 @@ def _same_groups(args: argparse.Namespace, a: Tensor | None, b: Tensor | None, c
     with_start = where[int(first_b[row]) == start]
     raise _not_same_items(
         args,
-        f"the groups first differ at {row_positions(where, row)}: {ids[0]!r} vs {ids[1]!r}; "
-        f"it shares a group with {row_position(with_start, start)} in {with_start} only",
+        f"the groups first differ at {row_positions(where, row)} (group {ids[0]!r} in "
+        f"{args.a}, {ids[1]!r} in {args.b}): it shares a group with "
+        f"{row_position(with_start, start)} in {with_start} only",
     )
 
 

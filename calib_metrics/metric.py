@@ -124,6 +124,23 @@ def _dtype_code(parts: list[Tensor]) -> int:
     return _DTYPES.index(dtype)
 
 
+def _own_copy(tensor: Tensor) -> Tensor:
+    """A batch's tensor as a metric keeps it: its own copy, so that a caller who refills
+    the same buffer (a pinned loader's, a preallocated output) cannot change pairs that
+    were already counted."""
+    return tensor.clone()
+
+
+def _check_group_ids(ids: Tensor | None, target: Tensor, name: str) -> Tensor:
+    """One integer id per item of ``target`` (its shape), detached: ``groups`` or ``labels``."""
+    if isinstance(ids, Tensor) and ids.shape != target.shape:
+        raise ValueError(
+            f"{name} must have the target's shape {tuple(target.shape)} (one id per "
+            f"item), got {tuple(ids.shape)}"
+        )
+    return _check_groups(ids, target, "target", name).detach()
+
+
 def _prepare_batch(
     probs: Tensor,
     target: Tensor,
@@ -597,12 +614,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 "group ids (drop groups= for the pair bootstrap)"
             )
         self._check_group_history(given=True)
-        if isinstance(groups, Tensor) and groups.shape != target.shape:
-            raise ValueError(
-                f"groups must have the target's shape {tuple(target.shape)} (one id per "
-                f"item), got {tuple(groups.shape)}"
-            )
-        return _check_groups(groups, target, "target").detach()
+        return _check_group_ids(groups, target, "groups")
 
     def _check_group_history(self, given: bool) -> None:
         """Refuse a batch with (without) groups= after batches without (with) them."""
@@ -643,6 +655,13 @@ class CalibrationError(_StatesKeepTheirDtype):
             raise ValueError("probs and target must be tensors")
         if not probs.is_floating_point():
             raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
+        if target.numel() == 0:
+            # An empty batch (a rank's last, say) is checked and changes nothing: not the
+            # pairs, nor whether the batches come with groups=.
+            self._prepare(probs.detach(), target.detach())
+            if groups is not None:
+                _check_group_ids(groups, target, "groups")
+            return
         groups = self._check_groups(groups, target)
         probs, target, keep = self._prepare(probs.detach(), target.detach())
         if self.streaming:
@@ -658,10 +677,10 @@ class CalibrationError(_StatesKeepTheirDtype):
                 self._accumulate(self._sketch_states(), probs, target, keep)
                 return
         # Ignored rows stay until compute(), where dropping them may synchronise.
-        self.probs.append(probs)
-        self.target.append(target)
+        self.probs.append(_own_copy(probs))
+        self.target.append(_own_copy(target))
         if groups is not None:
-            self.groups.append(groups)
+            self.groups.append(_own_copy(groups))
 
     # --------------------------------------------------------------- streaming
     def _sketch_states(self) -> list[Tensor]:

@@ -13,7 +13,6 @@ from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 
 from calib_metrics.functional.calibration import (
-    _check_groups,
     _check_interval_options,
     _check_options,
 )
@@ -27,8 +26,10 @@ from calib_metrics.functional.multiclass import MODES
 from calib_metrics.metric import (
     _agree_on_list_dtypes,
     _check_confidence,
+    _check_group_ids,
     _check_seed,
     _check_sizes,
+    _own_copy,
     _prepare_batch,
     _StatesKeepTheirDtype,
 )
@@ -156,8 +157,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
             if not probs.is_floating_point():
                 raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
-        groups = self._check_batch_ids("groups", groups, target)
-        labels = self._check_batch_ids("labels", labels, target)
+        groups, labels = (
+            None if ids is None else _check_group_ids(ids, target, name)
+            for name, ids in (("groups", groups), ("labels", labels))
+        )
         options = (self.num_classes, self.ignore_index)
         # Both models are checked against the batch's own target (any shape, [...] or
         # [..., C] probabilities); the flat target is stored once.
@@ -167,29 +170,25 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             probs_a.detach(), target, *options, **checked, name="probs_a"
         )
         b, _, _ = _prepare_batch(probs_b.detach(), target, *options, **checked, name="probs_b")
-        self.probs_a.append(a)
-        self.probs_b.append(b)
-        self.target.append(flat_target)
+        if flat_target.numel() == 0:
+            return  # an empty batch changes nothing: not the pairs, nor which ids come along
+        for name, ids in (("groups", groups), ("labels", labels)):
+            self._check_id_history(name, ids)
+        self.probs_a.append(_own_copy(a))
+        self.probs_b.append(_own_copy(b))
+        self.target.append(_own_copy(flat_target))
         for name, ids in (("groups", groups), ("labels", labels)):
             if ids is not None:
-                getattr(self, name).append(ids)
+                getattr(self, name).append(_own_copy(ids))
 
-    def _check_batch_ids(self, name: str, ids: Tensor | None, target: Tensor) -> Tensor | None:
-        """``groups`` or ``labels``: one integer id per item, with every batch or with none."""
+    def _check_id_history(self, name: str, ids: Tensor | None) -> None:
+        """``groups`` or ``labels`` come with every batch or with none."""
         if (ids is None) != (not getattr(self, name)) and self.target:
             given, earlier = ("without", "did") if ids is None else ("with", "did not")
             raise ValueError(
                 f"this batch came {given} {name}= and earlier ones {earlier}: give every batch "
                 f"its {name}, or none"
             )
-        if ids is None:
-            return None
-        if isinstance(ids, Tensor) and ids.shape != target.shape:
-            raise ValueError(
-                f"{name} must have the target's shape {tuple(target.shape)} (one id per "
-                f"item), got {tuple(ids.shape)}"
-            )
-        return _check_groups(ids, target, "target", name).detach()
 
     def forward(self, *args: Any, **kwargs: Any) -> ComparisonResult | None:
         """``update`` with the batch, returning the batch's own comparison.

@@ -57,9 +57,17 @@ def _pick(
     if found is not None:
         return found
     option = {"probabilities": "probs", "labels": "target", "group ids": "groups"}[what]
+    # A table holds one probability per row: a multiclass row's C probabilities go in an
+    # array file or one JSON list per line.
+    multiclass = (
+        " (one probability per row; multiclass probabilities [N, C] go in a .npz, .npy or .pt "
+        "file, or a JSON-lines list column)"
+        if what == "probabilities"
+        else ""
+    )
     raise ValueError(
         f"{path}: cannot tell which column holds the {what} (columns: {', '.join(names)}); "
-        f"name it with --{option}"
+        f"name it with --{option}{multiclass}"
     )
 
 
@@ -369,6 +377,8 @@ def _check_magic(path: Path, suffix: str) -> None:
 
 def _load(path: Path) -> Any:
     """The file's contents: a table of columns (text formats) or the stored array object."""
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: a directory, not a file of predictions")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     suffix = path.suffix.lower()

@@ -77,7 +77,10 @@ def test_groups_that_disagree_name_the_first_differing_row(models, capsys) -> No
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("calib-metrics: error: ") and str(b) in err
-    assert "the groups first differ at line 22 of both files: '2' vs '3'" in err
+    # Both files' ids are named with their file: '2' vs '3' alone read as a contradiction
+    # where the ids happened to be equal.
+    where = f"(group '2' in {models['a']}, '3' in {b})"
+    assert "the groups first differ at line 22 of both files " + where in err
     assert "shares a group with line 18 in " + str(models["a"]) + " only" in err
 
 
@@ -87,7 +90,7 @@ def test_groups_found_by_name_in_both_files_are_checked(models, capsys) -> None:
     shifted = [(i + 1) // PER_GROUP for i in range(N)]
     b = _b(models, "b.csv", doc_id=shifted)
     code, _, err = _run(capsys, a, b, "--groups")
-    assert code == 2 and "the groups first differ at line 9 of both files:" in err
+    assert code == 2 and "the groups first differ at line 9 of both files (group " in err
 
 
 def test_a_group_column_in_one_file_only_is_used(models, capsys) -> None:

@@ -394,3 +394,19 @@ def test_a_reader_that_stops_early_is_not_an_error(tmp_path, capsys, monkeypatch
     code = cli.main(["compare", str(path), str(path)])
     assert code == cli.EXIT_BROKEN_PIPE
     assert "error" not in capsys.readouterr().err
+
+
+def test_a_table_of_several_probability_columns_points_to_the_multiclass_formats(
+    tmp_path: Path, capsys
+) -> None:
+    # --probs takes one column: the advice alone could not be followed for [N, C] rows.
+    wide = tmp_path / "wide.csv"
+    wide.write_text("p0,p1,p2,label\n" + "0.2,0.3,0.5,1\n" * 12)
+    line = one_line_error(capsys, "compare", wide, wide, "--mode", "classwise")
+    assert "cannot tell which column holds the probabilities" in line
+    assert ".npz" in line and "JSON-lines" in line
+
+
+def test_a_directory_is_named_as_one(tmp_path: Path, capsys) -> None:
+    line = one_line_error(capsys, "evaluate", tmp_path)
+    assert "a directory, not a file of predictions" in line and "no such file" not in line

@@ -260,3 +260,16 @@ def test_compare_calibration_on_one_item_gives_no_interval() -> None:
         r = compare_calibration(t([0.9]), t([0.6]), t([1.0]), n_samples=50)
     assert r.difference.item() == pytest.approx(-0.3)
     assert r.lower.isnan() and r.upper.isnan() and r.p_value.isnan()
+
+
+def test_mode_and_unknown_options_are_named_up_front() -> None:
+    # mode= went on to each label's already one-vs-rest pairs and failed there, naming
+    # flattened shapes the caller never passed; an unknown option named compare_calibration.
+    p = torch.softmax(torch.randn(40, 3, generator=torch.Generator().manual_seed(0)), -1)
+    target = torch.arange(40) % 3
+    classes = torch.arange(3).expand_as(p)
+    for mode in ("top_label", "classwise"):
+        with pytest.raises(ValueError, match="takes no mode="):
+            compare_calibration_by_label(p, p.flip(-1), target, classes, mode=mode)
+    with pytest.raises(TypeError, match=r"compare_calibration_by_label\(\) got .*'foo'"):
+        compare_calibration_by_label(p, p.flip(-1), target, classes, foo=1)

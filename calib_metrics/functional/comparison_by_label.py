@@ -215,6 +215,7 @@ def compare_calibration_by_label(
         ([0, 1, 2], 3)
     """
     check_generator(generator)
+    _check_options(options)
     flat = _check_inputs(probs_a, probs_b, target, labels, groups)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be 'holm' or 'bh', got {correction!r}")
@@ -226,6 +227,28 @@ def compare_calibration_by_label(
         for label in ids
     )
     return _summarise(ids, per_label, correction, float(alpha))
+
+
+# The options passed on to each label's compare_calibration.
+ESTIMATOR_OPTIONS = ("n_samples", "bin_size", "binning", "n_bins", "norm", "debias")
+
+
+def _check_options(options: dict) -> None:
+    """Only the estimator's options go on to each label's comparison: each label's pairs
+    are already one-vs-rest pairs, so ``mode`` has no meaning there."""
+    if "mode" in options:
+        raise ValueError(
+            "compare_calibration_by_label compares each label's one-vs-rest pairs and takes "
+            f"no mode= (got mode={options['mode']!r}); for the top-label or classwise error "
+            "of whole models use compare_calibration(..., mode=...), and for a class-by-class "
+            "comparison pass labels=torch.arange(C).expand_as(probs_a)"
+        )
+    unknown = sorted(set(options) - set(ESTIMATOR_OPTIONS))
+    if unknown:
+        raise TypeError(
+            f"compare_calibration_by_label() got unexpected keyword argument(s) {unknown}; "
+            f"its estimator options are {', '.join(ESTIMATOR_OPTIONS)}"
+        )
 
 
 def _check_inputs(probs_a, probs_b, target, labels, groups) -> dict[str, Tensor | None]:
