@@ -199,6 +199,13 @@ def use_group_size(size: int) -> None:
     GROUP_SIZE = size
 
 
+def use_label_correlation(rho: float) -> None:
+    """The latent correlation of the grouped labels that :func:`simulated` draws from now on
+    (0: groups of independent labels, which only the resampling units tell apart)."""
+    global RHO
+    RHO = rho
+
+
 def run(sizes, variants, settings, reps: int, draws: int, seed: int, out, device="cpu") -> list:
     """The rows of every (N, variant, setting); with ``out`` the rows so far, the one being
     measured included with the repetitions done, are written there every 10 repetitions, so

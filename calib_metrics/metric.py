@@ -635,7 +635,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         return not self.streaming and self.interval in ("groups", None)
 
     def update(self, probs: Tensor, target: Tensor, groups: Tensor | None = None) -> None:
-        """Accumulate a batch; a batch that fails validation changes nothing.
+        """Accumulate a batch; a batch that fails validation changes nothing, and so does an
+        empty one (a rank's last, say: compute() names "no pairs" if every batch was). The
+        metric keeps its own copy of the batch, so the caller may refill its buffers.
 
         ``groups`` (with ``interval="groups"`` only): the id of every item's group, of
         ``target``'s shape. Ids must name a group in the whole evaluation set (e.g. the

@@ -132,7 +132,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         groups: Tensor | None = None,
         labels: Tensor | None = None,
     ) -> None:
-        """Accumulate a batch; a batch that fails validation changes nothing.
+        """Accumulate a batch; a batch that fails validation changes nothing, and so does an
+        empty one. The metric keeps its own copy of the batch, so the caller may refill its
+        buffers.
 
         ``groups``: optional group id of every item (``target``'s shape), unique across
         the whole evaluation set (and the DDP ranks); give it with every batch or none.
