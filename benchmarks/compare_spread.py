@@ -10,7 +10,8 @@ forms them (``library``: each linear part carried onto its neighbour covariance)
 neighbour factor for the difference (``neighbour factor``, the library of 2026-11-28).
 Printed: the mean sd of the draws over the sd of the estimates across data sets, for
 Δ = θ_a − θ_b (D_a − D_b), for the smaller model's θ_b (D_b), and for the difference of
-errors δ (√D_a₊ − √D_b₊, the draws carried with their own smaller square); then the
+errors δ (√D_a₊ − √D_b₊, the draws carried with their own smaller square), and where
+δ*'s median sits (its mean distance from δ̂ in δ*'s sds: 0 for draws centred on δ̂); then the
 estimates' sd and their mean offset from the true difference in sds (``--draws 0``: only
 these). The estimates use each bin's effective sample size, as the library's do (since
 2026-11-29; before, the counts: the same numbers where no tie group is cut, as in
@@ -49,8 +50,9 @@ CONSTRUCTIONS = {
 
 
 def ratios(setting: str, variant: str, n: int, data_sets: int, draws: int, seed: int):
-    """Per construction: (Δ, θ_b, δ) draws' mean sd over the estimates' sd (none with no
-    draws); and the estimates of δ: their sd and their mean offset from the truth in sds."""
+    """Per construction: (Δ, θ_b, δ) draws' mean sd over the estimates' sd, and the mean
+    distance of δ*'s median from δ̂ in δ*'s sds (none with no draws); and the estimates of
+    δ: their sd and their mean offset from the truth in their sds."""
     model_a, model_b, truth = SETTINGS[setting]
     options = {"binning": "adaptive", "bin_size": resolve_bin_size("auto", n), "n_bins": 15}
     estimates, spreads = [], {name: [] for name in CONSTRUCTIONS}
@@ -67,13 +69,19 @@ def ratios(setting: str, variant: str, n: int, data_sets: int, draws: int, seed:
         for name, squares in CONSTRUCTIONS.items():
             theta_a, theta_b = squares(bins_a, bins_b, draws_a, draws_b)
             root = comparison.root_difference(theta_a - theta_b, theta_a.minimum(theta_b))
-            spreads[name].append([float(x.std()) for x in (theta_a - theta_b, theta_b, root)])
+            spread = [float(x.std()) for x in (theta_a - theta_b, theta_b, root)]
+            # Where the draws sit: their median's distance from δ̂ in their own sds.
+            centre = (float(root.median()) - estimates[-1][2]) / spread[2]
+            spreads[name].append([*spread, centre])
     estimates = torch.tensor(estimates, dtype=torch.float64)
     actual = estimates.std(dim=0)
     offset = (estimates[:, 2].mean() - truth) / actual[2]
     if draws == 0:
         return {}, (actual[2], offset)
-    ratio = {name: torch.tensor(rows).mean(dim=0) / actual for name, rows in spreads.items()}
+    ratio = {}
+    for name, rows in spreads.items():
+        means = torch.tensor(rows, dtype=torch.float64).mean(dim=0)
+        ratio[name] = torch.cat([means[:3] / actual, means[3:]])
     return ratio, (actual[2], offset)
 
 
@@ -103,8 +111,8 @@ def main() -> None:
     grouped = f"grouped ({args.group_size} per group, ρ = {args.rho})"
     labels = "independent" if args.variant == "iid" else grouped
     print(f"{labels} labels, N = {args.n:,}, {args.data_sets} data sets, seed {args.seed}\n")
-    print("| setting | draws | Δ* sd / sd of D_a − D_b | θ_b* / D_b | δ* / δ̂ |")
-    print("|---|---|---|---|---|")
+    print("| setting | draws | Δ* sd / sd of D_a − D_b | θ_b* / D_b | δ* / δ̂ | δ* median − δ̂ |")
+    print("|---|---|---|---|---|---|")
     offsets = []
     for setting in args.settings:
         spread, (sd, offset) = ratios(
