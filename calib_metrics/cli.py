@@ -263,6 +263,9 @@ def check_draw_options(args: argparse.Namespace) -> None:
     """
     if args.samples < 2:
         raise ValueError(f"--samples must be at least 2, got {args.samples}")
+    seed = getattr(args, "seed", None)
+    if seed is not None and not -(2**63) <= seed < 2**64:  # what torch's generators take
+        raise ValueError(f"--seed must lie in [-2**63, 2**64), got {seed}")
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
 
@@ -371,10 +374,12 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
         f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
     )
+    # Terms that are 0 up to rounding (the within-bin term of top-label pairs) print as
+    # 0.0000, never -0.0000.
+    terms = [round(t.item(), 4) + 0.0 for t in brier]
     print(
-        f"Brier = {brier.brier.item():.4f} = calibration {brier.calibration.item():.4f}"
-        f" + refinement {brier.refinement.item():.4f}"
-        f" + within-bin {brier.within_bin.item():.4f}"
+        f"Brier = {terms[0]:.4f} = calibration {terms[1]:.4f}"
+        f" + refinement {terms[2]:.4f} + within-bin {terms[3]:.4f}"
     )
     for line in _extra_lines(summary):
         print(line)
@@ -392,13 +397,12 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
 def evaluate(args: argparse.Namespace) -> dict:
     """``calib-metrics evaluate``: read, compute, plot if asked, print; the summary."""
     from calib_metrics import cli_report
-    from calib_metrics.predictions import check_output_path, to_jsonable
+    from calib_metrics.predictions import check_output_paths, to_jsonable
 
     _settle_options(args)
     check_draw_options(args)
     check_plot_smooth(args)
-    check_output_path(args.plot, "--plot", [args.file])
-    check_output_path(args.html, "--html", [args.file])
+    check_output_paths({"--plot": args.plot, "--html": args.html}, [args.file])
     if args.html:  # the page shows every measure the command has
         args.smooth = args.spiegelhalter = True
     probs, target, groups, result, brier = _compute(args)

@@ -208,12 +208,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warn_if_few_bins,
     )
     from calib_metrics.functional import compare_calibration
-    from calib_metrics.predictions import check_output_path
+    from calib_metrics.predictions import check_output_paths
     from calib_metrics.report import p_value_or_none
 
-    check_output_path(args.html, "--html", [args.a, args.b])
     check_plot_smooth(args)
-    check_output_path(args.plot, "--plot", [args.a, args.b])
+    check_output_paths({"--html": args.html, "--plot": args.plot}, [args.a, args.b])
     check_draw_options(args)
     if args.label is None and (args.correction is not None or args.alpha is not None):
         raise ValueError("--correction and --alpha apply to --label COLUMN only")
@@ -250,7 +249,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         names, labelled = by_label
         per_label = dict(zip(names, labelled.per_label, strict=True))
         rows = [_label_row(labelled, i, args.samples) for i in range(len(names))]
-        _add_adjusted_texts(rows, labelled.correction, args.samples)
+        _add_adjusted_texts(rows)
         summary["per_label"] = dict(zip(names, rows, strict=True))
         summary["label_counts"] = {
             "a_better": labelled.a_better,
@@ -368,14 +367,11 @@ def _label_row(result, i: int, samples: int) -> dict[str, Any]:
     return row | {"better": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])]}
 
 
-def _add_adjusted_texts(rows: list[dict[str, Any]], correction: str, samples: int) -> None:
-    """Each label's corrected p-value as the table writes it (a bound where raw p-values
-    of 0 went in; None for a label not tested), from all labels' p-values at once."""
+def _add_adjusted_texts(rows: list[dict[str, Any]]) -> None:
+    """Each label's corrected p-value as the table writes it (None for a label not tested)."""
     from calib_metrics.report import adjusted_p_texts
 
-    texts = adjusted_p_texts(
-        [r["p_value"] for r in rows], [r["adjusted_p_value"] for r in rows], correction, samples
-    )
+    texts = adjusted_p_texts([r["adjusted_p_value"] for r in rows])
     for row, text in zip(rows, texts, strict=True):
         row["adjusted_p_value_text"] = None if text == "—" else text
 
@@ -385,10 +381,7 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     from calib_metrics.report import adjusted_p_texts, label_counts_sentence, p_value_text
 
     rows = summary["per_label"]
-    adjusted = adjusted_p_texts(
-        [r["p_value"] for r in rows.values()], [r["adjusted_p_value"] for r in rows.values()],
-        summary["label_counts"]["correction"], samples,
-    )  # fmt: skip
+    adjusted = adjusted_p_texts([r["adjusted_p_value"] for r in rows.values()])
     width = max(5, *(len(k) for k in rows))
     print(
         f"  {'label':<{width}} {'n':>7} {'a':>7} {'b':>7} {'a - b':>8} "

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from calib_metrics.cli import check_draw_options
-    from calib_metrics.predictions import check_output_path, read_table
+    from calib_metrics.predictions import check_output_paths, read_table
     from calib_metrics.recalibration import fit_binary
 
     check_draw_options(args)
@@ -114,8 +114,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
-    check_output_path(out, "--out", [args.dev, args.test])
-    check_output_path(args.plot, "--plot", [args.dev, args.test])
+    check_output_paths({"--out": out, "--plot": args.plot}, [args.dev, args.test])
     dev = read_table(args.dev, args.probs, args.target, None)
     test = read_table(
         args.test, args.test_probs or args.probs, args.test_target or args.target, args.groups

@@ -151,7 +151,9 @@ def compare_per_label(args: argparse.Namespace, a, b):
     names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
     alpha = 0.05 if args.alpha is None else args.alpha
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", UserWarning)  # each label's own (too few bins)
+        # ... but not that the draws are too few for any label to be called.
+        warnings.filterwarnings("always", "compare_calibration_by_label: no label", UserWarning)
         result = compare_calibration_by_label(
             a.probs, b.probs, a.target, torch.from_numpy(ids.reshape(-1).astype(np.int64)),
             groups=a.groups, correction=args.correction or "holm", alpha=alpha,

@@ -38,7 +38,12 @@ from calib_metrics.functional.calibration import (
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import NoPairsError
 from calib_metrics.functional.intervals import bin_errors
-from calib_metrics.functional.multiclass import MODES, average_results, pair_sets
+from calib_metrics.functional.multiclass import (
+    MODES,
+    average_results,
+    check_class_id_dtype,
+    pair_sets,
+)
 from calib_metrics.functional.smooth import (
     _check_bandwidth,
     smooth_calibration_error,
@@ -111,6 +116,37 @@ def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: t
     return ""
 
 
+def _target_problem(value: Any, num_classes: int | None, ignore_index: int | None) -> str:
+    """Why a loaded or merged ``target`` state holds rows that this metric would count
+    wrongly ('' when it holds none; one host sync).
+
+    ``update`` checks every batch, but padding rows stay in the state until ``compute``
+    drops those equal to the metric's own ``ignore_index``: a state saved with another
+    ``ignore_index`` would have its padding counted as labels.
+    """
+    parts = [part.reshape(-1) for part in _as_list(value) if part.numel()]
+    if not parts:
+        return ""
+    target = torch.cat(parts)
+    if ignore_index is not None:
+        target = target[target != ignore_index]
+    if num_classes is None:
+        bad, kind = target[(target != 0) & (target != 1)], "a binary label (0 or 1)"
+    else:
+        bad, kind = (
+            target[(target < 0) | (target >= num_classes)],
+            f"a class id in [0, {num_classes})",
+        )
+    if bad.numel() == 0:
+        return ""
+    found = bad[0].item()
+    hint = f": was it saved with ignore_index={int(found)}?" if float(found).is_integer() else ""
+    return (
+        f"state 'target' holds {found:g}, which is neither {kind} nor this metric's "
+        f"ignore_index ({ignore_index}){hint}"
+    )
+
+
 def _as_list(state: Tensor | list[Tensor]) -> list[Tensor]:
     """A pair state as a list of tensors (one tensor once synchronised)."""
     return state if isinstance(state, list) else [state]
@@ -179,8 +215,7 @@ def _prepare_batch(
             f"multiclass input needs probs [..., {c}] and target [...], got probs "
             f"{tuple(probs.shape)} and target {tuple(target.shape)}"
         )
-    if target.is_floating_point():
-        raise ValueError(f"multiclass target must hold integer class ids, got {target.dtype}")
+    check_class_id_dtype(target)
     probs, target = probs.reshape(-1, c), target.reshape(-1)
     keep = None if ignore_index is None else target != ignore_index
     if validate and target.numel():
@@ -282,6 +317,7 @@ class _StatesKeepTheirDtype(Metric):
     # The list states that hold [n, C] probabilities when num_classes is set.
     _WIDE_STATES: tuple[str, ...] = ()
     num_classes: int | None = None
+    ignore_index: int | None = None
 
     def reset(self) -> None:
         """Forget every state. List states get new lists: torchmetrics clears them in
@@ -302,6 +338,8 @@ class _StatesKeepTheirDtype(Metric):
             wide = key in self._WIDE_STATES and self.num_classes is not None
             row = (self.num_classes,) if wide else ()
             problem = _state_problem(key, states[prefix + key], default, row)
+            if not problem and key == "target":
+                problem = _target_problem(states[prefix + key], self.num_classes, self.ignore_index)
             if problem:
                 raise ValueError(f"{type(self).__name__}: {problem}")
 

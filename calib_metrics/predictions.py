@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -574,6 +574,49 @@ def check_output_path(path: Path | None, option: str, inputs: Sequence[Path | No
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
         raise ValueError(f"{option} {path}: {folder} {what}")
+
+
+def check_output_paths(
+    outputs: Mapping[str, Path | None], inputs: Sequence[Path | None] = ()
+) -> None:
+    """Refuse, before any work, each output path as :func:`check_output_path` does, two
+    options that name one file (the later write would destroy the earlier), and a
+    ``--plot`` figure that matplotlib cannot write (:func:`check_figure_path`).
+
+    Example:
+        >>> check_output_paths({"--out": Path("same.png"), "--plot": Path("same.png")})
+        Traceback (most recent call last):
+        ValueError: --out and --plot name one file, same.png: give each its own
+    """
+    given = {option: path for option, path in outputs.items() if path is not None}
+    for option, path in given.items():
+        check_output_path(path, option, inputs)
+    options = list(given)
+    for i, first in enumerate(options):
+        for second in options[i + 1 :]:
+            if _same_file(given[first], given[second]):
+                raise ValueError(
+                    f"{first} and {second} name one file, {given[first]}: give each its own"
+                )
+    if "--plot" in given:
+        check_figure_path(given["--plot"], "--plot")
+
+
+def check_figure_path(path: Path, option: str) -> None:
+    """Refuse a figure file whose suffix names no format matplotlib writes (or none: it
+    would add ``.png`` to the name, and the file would not be where the command says).
+
+    Example:
+        >>> check_figure_path(Path("diagram.txt"), "--plot")
+        Traceback (most recent call last):
+        ValueError: --plot diagram.txt: matplotlib writes no '.txt' figures; use .png, .pdf or .svg
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in FigureCanvasBase.get_supported_filetypes():
+        what = f"writes no '.{suffix}' figures" if suffix else "needs a suffix to choose a format"
+        raise ValueError(f"{option} {path}: matplotlib {what}; use .png, .pdf or .svg")
 
 
 def _same_file(path: Path, other: Path) -> bool:

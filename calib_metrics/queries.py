@@ -420,27 +420,24 @@ def span_indicators(
     bound = max(r for r in roles if isinstance(r, int)) + 1
     bilou = _check_span_args(bound, begin, inside, max_length, last, unit)
     mask = _check_mask(mask, tags.shape, tags)
-    # The gold sequence as a chain over the span's tags (in `roles` order) plus "other":
-    # one path has all the probability, so a span's marginal is 1 exactly when it is gold.
-    one_hot = torch.stack([tags == r for r in roles], -1) & mask[..., None]
-    other = mask & ~one_hot.any(-1)
-    em = torch.where(torch.cat([one_hot, other[..., None]], -1), 0.0, float("-inf"))
-    em = em.to(torch.float64).masked_fill(~mask[..., None], 0.0)
-    k = len(roles) + 1
-    zeros = torch.zeros(k, dtype=torch.float64, device=tags.device)
-    spans = {"last": 2, "unit": 3} if bilou else {}
-    probs = span_marginals(
-        em,
-        zeros.new_zeros(k, k),
-        zeros,
-        zeros,
-        mask,
-        begin=0,
-        inside=1,
-        max_length=max_length,
-        **spans,
-    )
-    return probs > 0.5
+    # Read off the gold tags directly (the roles may coincide: begin == inside, IO tags).
+    holds = {role: (tags == role) & mask for role in set(roles)}
+    out = torch.zeros((*tags.shape, max_length), dtype=torch.bool, device=tags.device)
+    run = holds[begin]  # `begin` at t, then `inside` through t + length (BILOU: - 1)
+    for length in range(max_length):
+        if bilou:
+            out[..., length] = holds[unit] if length == 0 else run & _later(holds[last], length)
+            run = run & _later(holds[inside], length) if length else run
+        else:
+            run = run & _later(holds[inside], length) if length else run
+            out[..., length] = run & ~_later(holds[inside], length + 1)
+    return out
+
+
+def _later(held: Tensor, by: int) -> Tensor:
+    """``held[:, t + by]`` at ``t``, False past the end."""
+    pad = held.new_zeros((held.shape[0], min(by, held.shape[1])))
+    return torch.cat([held[:, by:], pad], 1)
 
 
 def span_queries(

@@ -17,13 +17,10 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-import torch
-
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
-from calib_metrics.functional.comparison_by_label import ADJUST
 from calib_metrics.functional.intervals import MIN_UNITS
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
@@ -495,31 +492,18 @@ def p_value_or_none(p: float, samples: int) -> str | None:
     return None if p != p else p_value_text(p, samples)
 
 
-def adjusted_p_texts(
-    p_values: Sequence[float], adjusted: Sequence[float], correction: str, samples: int
-) -> list[str]:
+def adjusted_p_texts(adjusted: Sequence[float]) -> list[str]:
     """Corrected p-values as text, in the order given; "—" for a label not tested (NaN).
 
-    A corrected p of 0 comes from raw p-values of 0, each known only to lie below 2/S, so
-    it is a bound too, but a wider one: the correction applied to those bounds (under
-    Holm, m·2/S for the smallest of m labels). Written "< 2/S", as a raw p-value is, it
-    would claim more than S draws can show.
+    They are corrections of Monte Carlo p-values, never below 2/(S + 1)
+    (:func:`~calib_metrics.functional.comparison_by_label.monte_carlo_p_values`), so
+    unlike a raw p of 0 each is a number, not a bound.
 
     Example:
-        >>> adjusted_p_texts([0.0, 0.0, 0.5, float("nan")], [0.0, 0.0, 1.0, float("nan")],
-        ...                  "holm", 2000)
-        ['< 0.003', '< 0.003', '1', '—']
+        >>> adjusted_p_texts([0.0029985, 0.5, 1.0, float("nan")])
+        ['0.003', '0.5', '1', '—']
     """
-    p = torch.tensor(p_values, dtype=torch.float64)
-    tested = ~p.isnan()
-    bound = torch.full_like(p, float("nan"))
-    if bool(tested.any()):
-        raw = p[tested]
-        bound[tested] = ADJUST[correction](torch.where(raw == 0, 2 / samples, raw))
-    return [
-        "—" if a != a else (f"< {b:.2g}" if a == 0 else p_value_text(a, samples))
-        for a, b in zip((float(a) for a in adjusted), bound.tolist(), strict=True)
-    ]
+    return ["—" if a != a else f"{a:.3g}" for a in (float(a) for a in adjusted)]
 
 
 def normal_p_text(p: float) -> str:
@@ -589,7 +573,7 @@ def _compare_labels(
     order = sorted(per_label, key=lambda k: -abs(float(per_label[k].difference)))
     chart = _per_label_chart(per_label, order, estimator)
     verdicts = summary.get("per_label", {})
-    adjusted = _adjusted(verdicts, summary.get("label_counts"), samples)
+    adjusted = _adjusted(verdicts, summary.get("label_counts"))
     rows = [
         [k, _pairs(c.a), _num(c.a.error), _num(c.b.error), f"{float(c.difference):+.4f}",
          _interval(c, sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
@@ -612,17 +596,11 @@ def _compare_labels(
     )
 
 
-def _adjusted(
-    verdicts: Mapping[str, Any], counts: Mapping[str, Any] | None, samples: int
-) -> dict[str, str]:
+def _adjusted(verdicts: Mapping[str, Any], counts: Mapping[str, Any] | None) -> dict[str, str]:
     """Each label's corrected p-value as text ("—": not tested), by label."""
     if not verdicts or not counts:
         return {}
-    rows = list(verdicts.values())
-    texts = adjusted_p_texts(
-        [r["p_value"] for r in rows], [r["adjusted_p_value"] for r in rows],
-        counts["correction"], samples,
-    )  # fmt: skip
+    texts = adjusted_p_texts([r["adjusted_p_value"] for r in verdicts.values()])
     return dict(zip(verdicts, texts, strict=True))
 
 

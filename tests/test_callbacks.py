@@ -557,3 +557,21 @@ def test_band_over_epochs_puts_ticks_on_whole_epochs(tmp_path: Path, monkeypatch
     rows = [{"epoch": e, "error": 0.1, "lower": 0.08, "upper": 0.12} for e in range(3)]
     tb.write_files(tmp_path, "val", 2, {}, rows, "val CalibErr")
     assert drawn and drawn[0]["integer_x"] is True and drawn[0]["xlabel"] == "epoch"
+
+
+def test_a_test_monitor_keeps_the_validation_chart(tmp_path: Path) -> None:
+    """TensorBoard shows a run's last Custom Scalars layout only: the test monitor's used to
+    replace the validation monitor's, and the validation band disappeared."""
+    train, val = loaders()
+    logger = TensorBoardLogger(str(tmp_path), name="tb")
+    monitors = [monitor(), monitor(stage="test")]
+    run = trainer(tmp_path, 1, logger=logger, callbacks=monitors)
+    model = TinyTagger()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run.fit(model, train, val)
+        run.test(model, val, verbose=False)
+    configs = read_events(logger.log_dir).Tensors("custom_scalars__config__")
+    layout = layout_pb2.Layout.FromString(configs[-1].tensor_proto.string_val[0])
+    values = {chart.margin.series[0].value for c in layout.category for chart in c.chart}
+    assert values == {"val/calib_err", "test/calib_err"}

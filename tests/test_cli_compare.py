@@ -262,13 +262,27 @@ def test_per_label_p_values_of_0_are_bounds_in_text_and_html(tagged, tmp_path, c
     page = tmp_path / "compare.html"
     assert main(_by_label_argv(tagged, "--html", str(page))) == 0
     noun = next(line for line in capsys.readouterr().out.splitlines() if "NOUN" in line)
-    # No draw of 300 reached 0: p < 2/300; Holm's p of the smallest of 3 is below 3 · 2/300
-    # (it was printed "< 0.0067" too, a bound three times too tight).
-    assert noun.count("< 0.0067") == 1 and noun.endswith("< 0.0067  < 0.02  b"), noun
+    # No draw of 300 reached 0: p < 2/300. The correction takes the Monte Carlo p-value
+    # 2/301 (not 0, which no correction moves): Holm's smallest of 3 is 3 · 2/301.
+    assert noun.count("< 0.0067") == 1 and noun.endswith("< 0.0067  0.0199  b"), noun
     assert main(_by_label_argv(tagged, "--json")) == 0
     rows = json.loads(capsys.readouterr().out)["per_label"]
     assert rows["NOUN"]["p_value"] == 0 and rows["NOUN"]["p_value_text"] == "< 0.0067"
-    assert rows["NOUN"]["adjusted_p_value_text"] == "< 0.02"
+    assert rows["NOUN"]["adjusted_p_value"] == pytest.approx(6 / 301, rel=1e-12)
+    assert rows["NOUN"]["adjusted_p_value_text"] == "0.0199"
     table = page.read_text().split('id="per-label-table"')[1]
     row = next(r for r in table.split("<tr>") if "NOUN" in r)
-    assert row.count("&lt; 0.0067") == 1 and row.count("&lt; 0.02<") == 1, row
+    assert row.count("&lt; 0.0067") == 1 and row.count(">0.0199<") == 1, row
+
+
+def test_too_few_draws_for_the_correction_are_one_warning_line(tagged, capsys) -> None:
+    """With 30 draws (p >= 2/31) Holm over 3 labels, which needs 0.05/3, can call none:
+    the command says so and how many draws would do (3 labels: 2·3/0.05 − 1 = 119)."""
+    argv = _by_label_argv(tagged)
+    argv[argv.index("--samples") + 1] = "30"
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    warning = [line for line in captured.err.splitlines() if "no label can be called" in line]
+    assert len(warning) == 1 and warning[0].startswith("calib-metrics: warning: ")
+    assert "n_samples=119 or more" in warning[0]
+    assert "a better on 0, b better on 0, not distinguishable on 3 of 3" in captured.out

@@ -410,3 +410,58 @@ def test_a_table_of_several_probability_columns_points_to_the_multiclass_formats
 def test_a_directory_is_named_as_one(tmp_path: Path, capsys) -> None:
     line = one_line_error(capsys, "evaluate", tmp_path)
     assert "a directory, not a file of predictions" in line and "no such file" not in line
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare", "recalibrate"])
+@pytest.mark.parametrize(
+    "name,message",
+    [
+        ("p.txt", r"--plot .*p\.txt: matplotlib writes no '\.txt' figures; use \.png"),
+        ("p", "--plot .*p: matplotlib needs a suffix to choose a format"),
+    ],
+)
+def test_a_figure_format_matplotlib_cannot_write_is_refused_before_any_output(
+    tmp_path: Path, good: Path, capsys, command: str, name: str, message: str
+) -> None:
+    """``recalibrate --out o.csv --plot p.txt`` once wrote o.csv, then failed in savefig."""
+    out = tmp_path / "o.csv"
+    extra = ["--out", out] if command == "recalibrate" else []
+    files = [good] if command == "evaluate" else [good, good]
+    line = one_line_error(capsys, command, *files, *extra, "--plot", tmp_path / name)
+    assert re.search(message, line), line
+    assert not out.exists() and not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize(
+    "command,first", [("recalibrate", "--out"), ("evaluate", "--html"), ("compare", "--html")]
+)
+def test_two_outputs_that_name_one_file_are_refused(
+    tmp_path: Path, good: Path, capsys, command: str, first: str
+) -> None:
+    """``recalibrate --out same.png --plot same.png`` wrote the CSV, then the PNG over it."""
+    same = tmp_path / "same.png"
+    files = [good] if command == "evaluate" else [good, good]
+    line = one_line_error(capsys, command, *files, first, same, "--plot", same)
+    assert "name one file" in line and first in line and "--plot" in line, line
+    assert not same.exists()
+
+
+def test_a_seed_torch_cannot_take_is_named(good: Path, capsys) -> None:
+    line = one_line_error(capsys, "evaluate", good, "--seed", "99999999999999999999999")
+    assert (
+        line
+        == "calib-metrics: error: --seed must lie in [-2**63, 2**64), got 99999999999999999999999"
+    )
+
+
+def test_a_term_that_rounds_to_zero_prints_without_a_sign(tmp_path: Path, capsys) -> None:
+    """The within-bin term of these top-label pairs is −1.3e-5: it printed as -0.0000."""
+    g = torch.Generator().manual_seed(2)
+    probs = torch.softmax(1.5 * torch.randn(1500, 4, generator=g, dtype=torch.float64), -1)
+    target = torch.multinomial(probs, 1, generator=g)[:, 0]
+    path = tmp_path / "mc.npz"
+    np.savez(path, probs=probs.numpy(), target=target.numpy())
+    code, out, err = run_cli(capsys, "evaluate", path, "--mode", "top_label", "--samples", "50")
+    assert code == 0, err
+    (brier,) = [line for line in out.splitlines() if line.startswith("Brier")]
+    assert brier.endswith("within-bin 0.0000") and "-0.0000" not in out, brier

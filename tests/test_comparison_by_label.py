@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from calib_metrics.functional import (
     compare_calibration_by_label,
     holm_adjust,
 )
+from calib_metrics.functional.comparison_by_label import monte_carlo_p_values
 
 
 def holm_rejects(p: list[float], alpha: float) -> set[int]:
@@ -110,11 +112,11 @@ def test_verdicts_and_counts_follow_the_adjusted_p_values():
     )
     assert res.verdict.tolist() == [1, -1, 0, 0]  # b better on 0, a better on 7
     assert (res.a_better, res.b_better, res.not_distinguishable) == (1, 1, 2)
-    assert torch.equal(res.adjusted_p_value, holm_adjust(res.p_value))
+    assert torch.equal(res.adjusted_p_value, holm_adjust(monte_carlo_p_values(res.p_value, 300)))
     bh = compare_calibration_by_label(
         a, b, y, labels, correction="bh", n_samples=300, generator=torch.Generator().manual_seed(1)
     )
-    assert torch.equal(bh.adjusted_p_value, bh_adjust(bh.p_value))
+    assert torch.equal(bh.adjusted_p_value, bh_adjust(monte_carlo_p_values(bh.p_value, 300)))
     assert torch.equal(bh.p_value, res.p_value)  # same draws: only the correction differs
     assert bool((bh.adjusted_p_value <= res.adjusted_p_value).all())
 
@@ -155,7 +157,8 @@ def test_one_label_is_compare_calibration_itself():
     )  # fmt: skip
     ref = compare_calibration(a, b, y, n_samples=200, generator=torch.Generator().manual_seed(2))
     assert res.difference.tolist() == [ref.difference.item()]
-    assert res.adjusted_p_value.tolist() == [ref.p_value.item()]  # m = 1: no adjustment
+    # m = 1: no adjustment, only the Monte Carlo p-value of 200 draws
+    assert res.adjusted_p_value.tolist() == [(200 * ref.p_value.item() + 2) / 201]
 
 
 def _call(**changes):
@@ -273,3 +276,48 @@ def test_mode_and_unknown_options_are_named_up_front() -> None:
             compare_calibration_by_label(p, p.flip(-1), target, classes, mode=mode)
     with pytest.raises(TypeError, match=r"compare_calibration_by_label\(\) got .*'foo'"):
         compare_calibration_by_label(p, p.flip(-1), target, classes, foo=1)
+
+
+def _exchangeable(seed: int, n_labels: int = 100, per_label: int = 20):
+    """Two noisy copies of one calibrated model: no label has a real difference."""
+    g = torch.Generator().manual_seed(seed)
+    n = n_labels * per_label
+    q = torch.rand(n, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    a = (q + 0.1 * torch.randn(n, generator=g, dtype=torch.float64)).clamp(0, 1)
+    b = (q + 0.1 * torch.randn(n, generator=g, dtype=torch.float64)).clamp(0, 1)
+    return a, b, y, torch.arange(n) // per_label, g
+
+
+def test_a_p_value_of_zero_is_a_bound_not_a_call() -> None:
+    """With 300 draws a p-value of 0 says only p < 2/300: Holm over 100 labels, which needs
+    p <= 0.0005, must not call such a label (corrected as exact 0, one of 100 labels
+    without a real difference was called better, and a user was told FWER <= 0.05)."""
+    a, b, y, labels, g = _exchangeable(seed=1)
+    with pytest.warns(UserWarning, match=r"no label can be called.*n_samples=3999 or more"):
+        res = compare_calibration_by_label(a, b, y, labels, n_samples=300, generator=g)
+    assert bool((res.p_value == 0).any())  # this data set has a label no draw crossed
+    assert (res.a_better, res.b_better) == (0, 0)
+    assert float(res.adjusted_p_value.min()) >= 100 * 2 / 301 - 1e-12
+
+
+def test_monte_carlo_p_values_are_phipson_smyth() -> None:
+    """(k + 1)/(S + 1) on the rarer side, doubled, from the share p = 2k/S."""
+    draws = 400
+    for k in (0, 1, 7, 200):
+        p = torch.tensor([min(1.0, 2 * k / draws)], dtype=torch.float64)
+        expected = min(1.0, 2 * (k + 1) / (draws + 1))
+        assert monte_carlo_p_values(p, draws).item() == pytest.approx(expected, rel=1e-12)
+    nan = torch.tensor([float("nan")], dtype=torch.float64)
+    assert monte_carlo_p_values(nan, draws).isnan().all()
+
+
+def test_enough_draws_give_no_warning_and_still_call_real_differences() -> None:
+    """Four labels, two miscalibrated: 300 draws resolve Holm's 0.05/4, so no warning."""
+    a, b, y, labels, _ = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = compare_calibration_by_label(
+            a, b, y, labels, n_samples=300, generator=torch.Generator().manual_seed(1)
+        )
+    assert (res.a_better, res.b_better) == (1, 1)

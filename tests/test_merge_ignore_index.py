@@ -56,3 +56,60 @@ def test_calibration_comparison_refuses_to_merge_another_ignore_index() -> None:
     with pytest.raises(ValueError, match="ignore_index"):
         this.merge_state(other)
     torch.testing.assert_close(this.compute().difference, before)
+
+
+def _binary_padded():
+    g = torch.Generator().manual_seed(8)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    y[::4] = -100
+    return q, y
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("mine", [None, -1])
+@pytest.mark.parametrize("how", ["load_state_dict", "merge_state(dict)"])
+def test_a_state_of_another_ignore_index_is_refused_by_load_and_dict_merge(
+    streaming, mine, how
+) -> None:
+    """The state alone carries the padding rows: loading one saved with ignore_index=-100
+    into a metric without it scored the padding as labels (0.58 for a calibrated model)."""
+    q, y = _binary_padded()
+    source = CalibrationError(ignore_index=-100, streaming=streaming)
+    source.persistent(True)
+    source.update(q, y)
+    this = CalibrationError(ignore_index=mine, streaming=streaming)
+    this.persistent(True)
+    this.update(q[:100], y[:100].clamp(0, 1))
+    before = this.compute()
+    with pytest.raises(ValueError, match=r"state 'target' holds -100.*ignore_index=-100"):
+        if how == "load_state_dict":
+            this.load_state_dict(source.state_dict())
+        else:
+            this.merge_state(source.metric_state)
+    torch.testing.assert_close(this.compute(), before)  # nothing accumulated was lost
+
+
+def test_a_state_of_the_same_ignore_index_loads_and_gives_the_same_error() -> None:
+    q, y = _binary_padded()
+    source = CalibrationError(ignore_index=-100)
+    source.persistent(True)
+    source.update(q, y)
+    this = CalibrationError(ignore_index=-100)
+    this.persistent(True)
+    this.load_state_dict(source.state_dict())
+    torch.testing.assert_close(this.compute(), source.compute())
+
+
+def test_multiclass_and_comparison_states_are_checked_on_load() -> None:
+    probs, _, padded = _data()
+    source = CalibrationError(num_classes=4, ignore_index=-100)
+    source.persistent(True)
+    source.update(probs, padded)
+    with pytest.raises(ValueError, match=r"holds -100, which is neither a class id in \[0, 4\)"):
+        CalibrationError(num_classes=4).load_state_dict(source.state_dict())
+    pair = CalibrationComparison(num_classes=4, ignore_index=-100)
+    pair.persistent(True)
+    pair.update(probs, probs.flip(0), padded)
+    with pytest.raises(ValueError, match="ignore_index=-100"):
+        CalibrationComparison(num_classes=4).load_state_dict(pair.state_dict())

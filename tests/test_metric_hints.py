@@ -34,3 +34,13 @@ def test_padding_without_ignore_index_says_set_ignore_index(metric, args) -> Non
     with pytest.raises(ValueError, match="ignore_index=-100"):
         metric(num_classes=3).update(*args)
     metric(num_classes=3, ignore_index=-100).update(*args)  # what the hint says works
+
+
+def test_functional_multiclass_input_of_mismatched_length_says_which_shape() -> None:
+    """One item short, multiclass probs fell through to the binary check, whose message
+    ("same shape, got (1500, 4) and (1499,)") said nothing of the class ids' shape."""
+    from calib_metrics.functional import calibration_error
+
+    probs = torch.softmax(torch.randn(1500, 4, generator=torch.Generator().manual_seed(0)), -1)
+    with pytest.raises(ValueError, match=r"take class ids of shape \(1500,\)"):
+        calibration_error(probs, torch.zeros(1499, dtype=torch.long))

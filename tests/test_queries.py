@@ -377,3 +377,50 @@ def test_bilou_span_indicators_and_queries_follow_the_gold_tags():
     torch.testing.assert_close(q, y, atol=1e-9, rtol=0)
     with pytest.raises(ValueError, match="last and unit"):
         span_indicators(tags, mask, begin=B, inside=I, last=L, max_length=2)
+
+
+def _gold_spans(tags, length, roles, max_length):
+    """Span indicators of one sentence by the definitions, position by position."""
+    begin, inside, *bilou = roles
+    out = torch.zeros(length, max_length, dtype=torch.bool)
+    for t, ln in itertools.product(range(length), range(max_length)):
+        end = t + ln
+        if end >= length:
+            continue
+        if bilou:
+            last, unit = bilou
+            middle = all(tags[u] == inside for u in range(t + 1, end))
+            out[t, ln] = (
+                tags[t] == unit if ln == 0 else (tags[t] == begin and middle and tags[end] == last)
+            )
+        else:
+            run = all(tags[u] == inside for u in range(t + 1, end + 1))
+            closed = end + 1 == length or tags[end + 1] != inside
+            out[t, ln] = tags[t] == begin and run and closed
+    return out
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [(1, 2), (1, 1), (0, 1), (1, 2, 3, 4), (1, 1, 2, 3)],  # BIO, IO (begin == inside), BILOU
+)
+def test_span_indicators_follow_the_definition_whatever_the_roles(roles) -> None:
+    """Once, begin == inside (IO tags) gave no gold span at all, where span_marginals of
+    the same definition put probability 1 on the spans of the gold path."""
+    g = torch.Generator().manual_seed(sum(roles))
+    tags = torch.randint(0, 5, (6, 7), generator=g)
+    lengths = torch.tensor([7, 6, 3, 1, 7, 5])
+    mask = torch.arange(7)[None, :] < lengths[:, None]
+    names = ("begin", "inside", "last", "unit")
+    kwargs = dict(zip(names, roles))
+    got = span_indicators(tags, mask, max_length=4, **kwargs)
+    for b, n in enumerate(lengths.tolist()):
+        assert torch.equal(got[b, :n], _gold_spans(tags[b].tolist(), n, roles, 4)), b
+        assert not got[b, n:].any()
+    # The gold path pinned by the emissions: span_marginals agrees, also for IO tags.
+    em = torch.where(tags[..., None] == torch.arange(5), 0.0, -1e4).double()
+    zeros = torch.zeros(5, dtype=torch.float64)
+    marginals = span_marginals(
+        em, zeros.new_zeros(5, 5), zeros, zeros, mask, max_length=4, **kwargs
+    )
+    assert torch.equal(marginals > 0.5, got)

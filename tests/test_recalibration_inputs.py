@@ -62,3 +62,99 @@ def test_fitted_scalers_map_empty_logits_to_empty_probabilities() -> None:
         assert scaler.calibrated_logits(torch.empty(0, 4)).shape == (0, 4)
     with pytest.raises(ValueError, match="empty"):
         TemperatureScaling().fit(torch.empty(0, 4), torch.empty(0, dtype=torch.long))
+
+
+@pytest.mark.parametrize("method", BINARY_METHODS)
+def test_binary_probabilities_give_the_same_output_whatever_their_shape(method) -> None:
+    """Structured models' queries come as [B, T]: a binary recalibrator on probabilities
+    once read any input of more than one dimension as multiclass rows (log q, not
+    logit q) and returned other numbers for the same scores."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q**2, generator=g)
+    recalibrator = fit_binary(method, q, y, generator=torch.Generator().manual_seed(0))
+    x = torch.tensor([0.2, 0.5, 0.9, 0.97], dtype=torch.float64)
+    flat = recalibrator(x)
+    torch.testing.assert_close(recalibrator(x[None])[0], flat, rtol=0, atol=0)
+    torch.testing.assert_close(recalibrator(x.reshape(2, 2)).reshape(-1), flat, rtol=0, atol=0)
+
+
+def test_one_multiclass_row_of_probabilities_is_still_multiclass() -> None:
+    g = torch.Generator().manual_seed(0)
+    p = torch.softmax(3 * torch.randn(2000, 4, generator=g, dtype=torch.float64), -1)
+    t = torch.multinomial(torch.softmax(p.log() / 3, -1), 1, generator=g)[:, 0]
+    scaler = TemperatureScaling(inputs="probs").fit(p, t)
+    torch.testing.assert_close(scaler(p[0]), scaler(p[:1])[0], rtol=0, atol=0)
+    torch.testing.assert_close(scaler.calibrated_logits(p[0]), scaler.calibrated_logits(p[:1])[0])
+
+
+@pytest.mark.parametrize("make", [TemperatureScaling, VectorScaling, MatrixScaling])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_a_cast_keeps_the_fitted_parameters_in_float64(make, dtype) -> None:
+    """``.half()`` (or a parent module's cast) rounded the fitted parameters and made
+    MatrixScaling raise on its next call (float64 matrix, float16 buffers)."""
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(500, 3, generator=g)
+    t = torch.multinomial(torch.softmax(2 * z, -1), 1, generator=g)[:, 0]
+    scaler = make().fit(z, t)
+    before = {name: b.clone() for name, b in scaler.named_buffers()}
+    expected = scaler(z)
+    torch.nn.Sequential(scaler).to(dtype)
+    for name, buffer in scaler.named_buffers():
+        assert buffer.dtype == before[name].dtype and torch.equal(buffer, before[name]), name
+    torch.testing.assert_close(scaler(z), expected, rtol=0, atol=0)
+    assert scaler(z.to(dtype)).dtype == dtype
+
+
+@pytest.mark.parametrize("method", BINARY_METHODS)
+def test_a_fitted_binary_recalibrator_takes_a_0_dim_score(method) -> None:
+    """ "Binary scores of any shape": the scalers refused a 0-dim one, the binning ones not."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(500, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    recalibrator = fit_binary(method, q, y, generator=g)
+    one = torch.tensor(0.3, dtype=torch.float64)
+    assert recalibrator(one).shape == ()
+    assert recalibrator(one).item() == recalibrator(one[None]).item()
+
+
+def test_a_0_dim_input_to_a_multiclass_scaler_names_the_shape() -> None:
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(100, 3, generator=g)
+    scaler = TemperatureScaling().fit(z, torch.randint(0, 3, (100,), generator=g))
+    with pytest.raises(ValueError, match=r"must end in C = 3 classes, got shape \(\)"):
+        scaler(torch.tensor(1.0))
+
+
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"before": [0.2, 0.4]}, "before must be a tensor, got list"),
+        ({"target": (1, 0)}, "target must be a tensor, got tuple"),
+        ({"n_samples": 1}, "n_samples"),
+        ({"confidence": 1.5}, "confidence"),
+    ],
+)
+def test_compare_before_after_names_bad_arguments(changes, message) -> None:
+    """A list once raised AttributeError ('list' object has no attribute 'shape')."""
+    from calib_metrics.recalibration import compare_before_after
+
+    q = torch.rand(100, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    kwargs = {"before": q, "after": q.sqrt(), "target": (q > 0.5).double(), **changes}
+    with pytest.raises(ValueError, match=message):
+        compare_before_after(**kwargs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_uniform_histogram_bins_hold_their_left_edge_in_every_dtype(dtype) -> None:
+    """Bins are [eᵢ, eᵢ₊₁) as uniform_binning's: a float64 score on an edge once fell in
+    the bin below it, a float32 one in the bin above."""
+    from calib_metrics.recalibration import HistogramBinning
+
+    q = torch.tensor([0.0, 0.25, 0.5, 0.5, 0.75, 1.0], dtype=dtype)
+    y = torch.tensor([0.0, 1.0, 0.0, 1.0, 1.0, 1.0])
+    binning = HistogramBinning(n_bins=4, binning="uniform").fit(q, y)
+    # [0, .25): 0.0 -> 0; [.25, .5): 0.25 -> 1; [.5, .75): 0.5, 0.5 -> 1/2; [.75, 1]: 1
+    assert binning.values.tolist() == [0.0, 1.0, 0.5, 1.0]
+    out = binning(torch.tensor([0.25, 0.5, 0.75], dtype=dtype))
+    assert out.tolist() == [1.0, 0.5, 1.0]

@@ -283,3 +283,19 @@ def test_chain_nll_of_a_single_tag_test_set():
     assert ct.nll(*parts, one, mask) == pytest.approx(expected.item(), rel=1e-9)
     with pytest.raises(ValueError, match="single tag"):
         ChainTemperature().fit(*parts, one, mask)
+
+
+def test_chain_temperature_reads_the_mask_as_linear_chain_does():
+    """A float mask was accepted by fit (linear_chain refuses it), and NaN in padded
+    emissions, which linear_chain never reads, was refused."""
+    parts, tags, mask = _chain(b=6, t=5, k=3)
+    em, tr, st, en = parts
+    mask = mask.clone()
+    mask[0, 3:] = False
+    with pytest.raises(ValueError, match="mask must be bool"):
+        ChainTemperature().fit(em, tr, st, en, tags, mask.double())
+    padded = em.clone()
+    padded[0, 4] = math.nan  # past sentence 0's end
+    fitted = ChainTemperature().fit(padded, tr, st, en, tags, mask)
+    reference = ChainTemperature().fit(em, tr, st, en, tags, mask)
+    assert fitted.temperature.item() == pytest.approx(reference.temperature.item(), rel=1e-9)

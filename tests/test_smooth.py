@@ -208,3 +208,42 @@ def test_input_errors() -> None:
     per_class = [smooth_calibration_error(probs[:, c], (target == c).long()) for c in range(3)]
     got = smooth_calibration_error(probs, target, mode="classwise")
     assert got.item() == pytest.approx(torch.stack(per_class).mean().item())
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("where", ["count", "sum_target"])
+def test_a_histogram_with_nan_or_inf_is_refused(bad, where) -> None:
+    """NaN passes every comparison, so such a histogram once gave a NaN error silently."""
+    cells = {
+        "position": torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64),
+        "count": torch.tensor([100.0, 50.0, 100.0], dtype=torch.float64),
+        "sum_target": torch.tensor([20.0, 25.0, 80.0], dtype=torch.float64),
+    }
+    cells[where][1] = bad
+    with pytest.raises(ValueError, match=f"{where} holds NaN or infinite values"):
+        smooth_calibration_from_histogram(**cells)
+
+
+@pytest.mark.parametrize("groups", [None, "three"])
+def test_a_band_from_too_few_units_is_nan_with_a_warning(groups) -> None:
+    """A band from 1 pair had width 0 (it looked certain), one from 3 groups was drawn
+    where calibration_error_ci gives no interval: both now NaN, as its ends are."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(3000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    if groups is None:
+        q, y, ids, unit = q[:1], y[:1], None, "1 pair;"
+    else:
+        ids, unit = torch.arange(3000) % 3, "3 groups;"
+    with pytest.warns(UserWarning, match=f"smooth_reliability_curve: {unit} at least 10"):
+        c = smooth_reliability_curve(q, y, groups=ids, n_samples=50)
+    assert c.lower.isnan().all() and c.upper.isnan().all()
+    assert not c.curve.isnan().all()  # the curve stands
+
+
+def test_ten_units_give_a_band() -> None:
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(10, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    c = smooth_reliability_curve(q, y, n_samples=50, generator=g)
+    assert not c.lower.isnan().all()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,40 @@ def margin_layout(title: str, value: str, lower: str, upper: str) -> dict[str, A
         {'calibration': {'err': ['Margin', ['v/e', 'v/lo', 'v/hi']]}}
     """
     return {"calibration": {title: ["Margin", [value, lower, upper]]}}
+
+
+# Every chart written to each experiment so far (weakly held: a closed writer goes).
+_LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def add_layout(experiment: Any, layout: dict[str, Any]) -> dict[str, Any]:
+    """Write ``layout``'s charts to the experiment's Custom Scalars together with every chart
+    written to it before; returns what was written.
+
+    TensorBoard shows one layout per run, the last written: a second monitor on the same
+    logger (``stage="test"`` after the validation one) that wrote only its own chart hid the
+    first's. So each write is the union (per experiment object, in this process).
+
+    Example:
+        >>> class Writer:
+        ...     def add_custom_scalars(self, layout):
+        ...         self.last = layout
+        >>> w = Writer()
+        >>> _ = add_layout(w, margin_layout("val", "v/e", "v/lo", "v/hi"))
+        >>> sorted(add_layout(w, margin_layout("test", "t/e", "t/lo", "t/hi"))["calibration"])
+        ['test', 'val']
+        >>> sorted(w.last["calibration"])
+        ['test', 'val']
+    """
+    try:
+        merged = _LAYOUTS.setdefault(experiment, {})
+    except TypeError:  # an experiment that cannot be weakly referenced: its own charts only
+        merged = {}
+    for category, charts in layout.items():
+        merged.setdefault(category, {}).update(charts)
+    written = {category: dict(charts) for category, charts in merged.items()}
+    experiment.add_custom_scalars(written)
+    return written
 
 
 def bins_tensor(result: CalibrationResult) -> Tensor:

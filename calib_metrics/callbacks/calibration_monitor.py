@@ -561,7 +561,7 @@ class CalibrationMonitor(Callback):
         if tb.has_method(experiment, "add_custom_scalars") and id(experiment) not in (
             self._layouts_written
         ):
-            experiment.add_custom_scalars(self._layout(logger))
+            tb.add_layout(experiment, self._layout(logger))
             self._layouts_written.add(id(experiment))
         for name, fig in figures.items():
             # close=False: these Figures are not pyplot's, so there is nothing to close.
@@ -587,7 +587,8 @@ class CalibrationMonitor(Callback):
             experiment.flush()
 
     def _layout(self, logger: Any) -> dict[str, Any]:
-        """One Custom Scalars "Margin" chart per dataloader, written once per experiment."""
+        """One Custom Scalars "Margin" chart per dataloader, written once per experiment
+        (with the charts other monitors wrote to it: :func:`._tensorboard.add_layout`)."""
         layout: dict[str, Any] = {}
         for suffix in self._layout_suffixes:
             value, lower, upper = (tb.tag_for(logger, n) for n in self._scalar_names(suffix))

@@ -210,9 +210,15 @@ def _check_pairs(probs: Tensor, target: Tensor, name: str = "probs") -> tuple[Te
             f"{type(target).__name__}"
         )
     if probs.shape != target.shape:
+        multiclass = probs.ndim == target.ndim + 1 and probs.shape[-1] >= 2
+        hint = (
+            f" (multiclass probs [..., C] take class ids of shape {tuple(probs.shape[:-1])})"
+            if multiclass
+            else ""
+        )
         raise ValueError(
             f"probs and target must have the same shape, got {tuple(probs.shape)} and "
-            f"{tuple(target.shape)}"
+            f"{tuple(target.shape)}{hint}"
         )
     if probs.numel() == 0:
         raise NoPairsError("empty input: at least one (probability, target) pair is needed")

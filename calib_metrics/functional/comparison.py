@@ -228,6 +228,10 @@ def _model_result(
     return draws.errors, CalibrationResult(*summary, bins)
 
 
+# compare_calibration's number of paired draws unless given.
+DEFAULT_SAMPLES = 2000
+
+
 def compare_calibration(
     probs_a: Tensor,
     probs_b: Tensor,
@@ -236,7 +240,7 @@ def compare_calibration(
     groups: Tensor | None = None,
     confidence: float = 0.95,
     generator: torch.Generator | None = None,
-    n_samples: int = 2000,
+    n_samples: int = DEFAULT_SAMPLES,
     bin_size: int | str = "auto",
     binning: str = "adaptive",
     n_bins: int = 15,

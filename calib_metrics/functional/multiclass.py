@@ -58,6 +58,21 @@ def is_multiclass(probs: Tensor, target: Tensor) -> bool:
     )
 
 
+def check_class_id_dtype(target: Tensor) -> None:
+    """A multiclass target holds integer class ids: not floats, complex numbers or bools.
+
+    Example:
+        >>> import torch
+        >>> check_class_id_dtype(torch.tensor([0, 2]))
+        >>> check_class_id_dtype(torch.tensor([True, False]))
+        Traceback (most recent call last):
+        ...
+        ValueError: multiclass target must hold integer class ids, got dtype torch.bool
+    """
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise ValueError(f"multiclass target must hold integer class ids, got dtype {target.dtype}")
+
+
 def _check_multiclass(probs: Tensor, target: Tensor) -> int:
     """Validate multiclass input and return the number of classes C."""
     n_classes = probs.shape[-1]
@@ -67,8 +82,7 @@ def _check_multiclass(probs: Tensor, target: Tensor) -> int:
         )
     if target.numel() == 0:
         raise ValueError("empty input: at least one item is needed")
-    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
-        raise ValueError(f"multiclass target must hold integer class ids, got dtype {target.dtype}")
+    check_class_id_dtype(target)
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs)

@@ -33,6 +33,7 @@ reflection): :func:`histogram_tolerance`, checked in ``tests/test_smooth.py``.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import NamedTuple
 
 import torch
@@ -40,7 +41,13 @@ from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, _check_pairs
 from calib_metrics.functional.errors import check_generator, check_int
-from calib_metrics.functional.intervals import check_confidence, group_draws, pair_draws
+from calib_metrics.functional.intervals import (
+    MIN_UNITS,
+    check_confidence,
+    compact_units,
+    group_draws,
+    pair_draws,
+)
 from calib_metrics.functional.multiclass import Mode, pair_sets
 
 # relplot's constants: bandwidth floor and bisection steps, evaluation-mesh size.
@@ -55,7 +62,8 @@ class SmoothCurve(NamedTuple):
     Attributes:
         grid: points t in [0, 1] where the curve is evaluated (float64).
         curve: ŷ(t), the smoothed label frequency at t (NaN where no data reaches t).
-        lower: lower end of the pointwise bootstrap band at each t.
+        lower: lower end of the pointwise bootstrap band at each t (NaN, with a warning,
+            from fewer than 10 pairs or groups: too few to resample).
         upper: upper end of the band.
         density: the kernel density δ̂(t) of the predictions, normalised to mean 1
             over the grid (draw the curve faint where it is small).
@@ -192,6 +200,9 @@ def _check_histogram(position: Tensor, count: Tensor, sum_target: Tensor) -> Non
             f"position, count and sum_target must have one shape, got {tuple(position.shape)}, "
             f"{tuple(count.shape)} and {tuple(sum_target.shape)}"
         )
+    for name in ("count", "sum_target"):
+        if not bool(tensors[name].isfinite().all()):
+            raise ValueError(f"{name} holds NaN or infinite values")
     if position.numel() == 0 or not bool((count > 0).any()):
         raise ValueError("empty histogram: at least one cell needs a positive count")
     if bool(((position < 0) | (position > 1) | position.isnan()).any()):
@@ -376,19 +387,42 @@ def smooth_reliability_curve(
     sigma = _fixed_point(q, ones, q - y) if bandwidth is None else float(bandwidth)
     t = torch.linspace(0, 1, points, dtype=torch.float64, device=q.device)
     curve, density = _curve(q, ones, y, sigma, t)
-    draws = _bootstrap_curves(q, y, groups, sigma, t, n_samples, generator)
-    tail = (1 - confidence) / 2
-    levels = torch.tensor([tail, 1 - tail], dtype=torch.float64, device=q.device)
-    lower, upper = torch.nanquantile(draws, levels, dim=0)
+    if groups is not None:
+        groups = _check_curve_groups(groups, q)
+    if _too_few_units(q, groups):
+        lower = upper = torch.full_like(curve, float("nan"))
+    else:
+        draws = _bootstrap_curves(q, y, groups, sigma, t, n_samples, generator)
+        tail = (1 - confidence) / 2
+        levels = torch.tensor([tail, 1 - tail], dtype=torch.float64, device=q.device)
+        lower, upper = torch.nanquantile(draws, levels, dim=0)
+        lower, upper = torch.minimum(lower, curve), torch.maximum(upper, curve)
     return SmoothCurve(
         t,
         curve,
-        torch.minimum(lower, curve),
-        torch.maximum(upper, curve),
+        lower,
+        upper,
         density / density.mean(),
         torch.tensor(sigma, dtype=torch.float64, device=q.device),
         _error_at(q, ones, q - y, sigma),
     )
+
+
+def _too_few_units(q: Tensor, groups: Tensor | None) -> bool:
+    """Whether fewer than ``MIN_UNITS`` pairs (or groups) are there to resample, with a
+    warning: then the band is NaN, as ``calibration_error_ci``'s ends are (one pair gave a
+    band of width 0 around the curve, which looked certain)."""
+    n_units = q.numel() if groups is None else compact_units(groups)[1]
+    if n_units >= MIN_UNITS:
+        return False
+    unit = "pair" if groups is None else "group"
+    warnings.warn(
+        f"smooth_reliability_curve: {n_units} {unit}{'s' * (n_units != 1)}; at least "
+        f"{MIN_UNITS} are needed for a band, so its ends are NaN (the curve stands)",
+        UserWarning,
+        stacklevel=3,
+    )
+    return True
 
 
 def _bootstrap_curves(q, y, groups, sigma, t, n_samples, generator) -> Tensor:
@@ -397,7 +431,6 @@ def _bootstrap_curves(q, y, groups, sigma, t, n_samples, generator) -> Tensor:
     if groups is None:
         blocks = pair_draws(cells, n_samples, generator)
     else:
-        groups = _check_curve_groups(groups, q)
         blocks = group_draws(q, y, groups, index, cells.count.numel(), n_samples, generator)
     # A draw's bins are a reweighted histogram: its counts and label sums are the masses.
     return torch.cat(

@@ -8,11 +8,13 @@ whole sentences / documents, shared by both models) and counts per-label wins wi
 :func:`~calib_metrics.functional.compare_calibration_by_label` after Holm's correction.
 
 The estimator is the recommended one (``docs/coverage.md``): the debiased error with
-``bin_size="auto"`` (β = ⌈√N⌉), percentile interval of 2000 paired draws.
+``bin_size="auto"`` (β = ⌈√N⌉), percentile interval of 2000 paired draws; per label
+enough draws that Holm's threshold is not below what they can show (:func:`label_draws`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -24,6 +26,20 @@ from calib_metrics.report import adjusted_p_texts, p_value_phrase, p_value_text
 RECOMMENDED = {"bin_size": "auto", "debias": True, "n_samples": 2000}
 CORRECTION = "holm"
 ALPHA = 0.05
+
+
+def label_draws(n_labels: int) -> int:
+    """Paired draws for a comparison of ``n_labels`` labels: Holm calls the first label at
+    p ≤ α/m, and a Monte Carlo p-value of S draws is at least 2/(S + 1)
+    (:func:`~calib_metrics.functional.comparison_by_label.monte_carlo_p_values`), so
+    S ≥ 8m/α keeps that floor at a quarter of Holm's first threshold; at least the
+    recommended 2000.
+
+    Example:
+        >>> label_draws(3), label_draws(48), label_draws(100)
+        (2000, 7680, 16000)
+    """
+    return max(RECOMMENDED["n_samples"], math.ceil(8 * n_labels / ALPHA))
 
 
 def _clean(q: Tensor) -> Tensor:
@@ -67,19 +83,16 @@ def format_p(p: float, phrase: bool = False) -> str:
 
 
 def adjusted_p_by_label(result: dict[str, Any]) -> dict[str, str]:
-    """Each label's corrected p-value of a :func:`by_label` result as text, by label: a
-    corrected 0 is the correction's bound on the raw bounds (< m·2/S under Holm).
+    """Each label's corrected p-value of a :func:`by_label` result as text, by label
+    (corrected Monte Carlo p-values: numbers, never bounds).
 
     Example:
-        >>> d = {"p_value": 0.0, "adjusted_p_value": 0.0}
+        >>> d = {"p_value": 0.0, "adjusted_p_value": 2 * 2 / 2001}
         >>> adjusted_p_by_label({"correction": "holm", "per_label": {"NN": d, "VB": d}})
-        {'NN': '< 0.002', 'VB': '< 0.002'}
+        {'NN': '0.002', 'VB': '0.002'}
     """
     rows = result["per_label"]
-    texts = adjusted_p_texts(
-        [r["p_value"] for r in rows.values()], [r["adjusted_p_value"] for r in rows.values()],
-        result["correction"], RECOMMENDED["n_samples"],
-    )  # fmt: skip
+    texts = adjusted_p_texts([r["adjusted_p_value"] for r in rows.values()])
     return dict(zip(rows, texts, strict=True))
 
 
@@ -95,10 +108,10 @@ def by_label(
     """Per-label differences for queries laid out ``[L, n]`` (row ``l`` is label ``names[l]``).
 
     Returns the counts (``a_better``, ``b_better``, ``not_distinguishable``, ``of``), the
-    correction and level, and per label its difference, interval, p-value, adjusted
-    p-value, verdict and (under ``"_result"``, for figures; not JSON) its
-    ``ComparisonResult``. ``groups`` (``[n]`` or ``[L, n]``) are resampled whole within
-    each label.
+    correction, level and number of draws (:func:`label_draws`), and per label its
+    difference, interval, p-value, adjusted p-value, verdict and (under ``"_result"``, for
+    figures; not JSON) its ``ComparisonResult``. ``groups`` (``[n]`` or ``[L, n]``) are
+    resampled whole within each label.
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -119,7 +132,8 @@ def by_label(
     r = compare_calibration_by_label(
         _clean(q_a), _clean(q_b), y.reshape(-1).double(), labels.reshape(-1),
         groups=None if groups is None else groups.reshape(-1), correction=CORRECTION,
-        alpha=ALPHA, generator=torch.Generator().manual_seed(seed), **RECOMMENDED,
+        alpha=ALPHA, generator=torch.Generator().manual_seed(seed),
+        **(RECOMMENDED | {"n_samples": label_draws(len(names))}),
     )  # fmt: skip
     fields = ("difference", "lower", "upper", "p_value", "adjusted_p_value")
     per_label = {
@@ -134,6 +148,7 @@ def by_label(
         "of": len(per_label),
         "correction": r.correction,
         "alpha": r.alpha,
+        "samples": label_draws(len(names)),
         "per_label": per_label,
     }
 

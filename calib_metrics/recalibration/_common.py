@@ -129,6 +129,22 @@ class FittedModule(nn.Module):
         super().__init__()
         self.register_buffer("fitted", torch.tensor(False))
 
+    def _apply(self, fn: Callable, recurse: bool = True) -> FittedModule:
+        """Follow a module-wide conversion's device, never its dtype.
+
+        The fitted parameters are float64 by design: ``.half()`` or a parent's
+        ``.to(torch.bfloat16)`` rounded a temperature of 0.53423 to 0.53418, and made
+        ``MatrixScaling`` fail on the next call (a float64 matrix times float16 ones).
+        The module still takes logits of any float dtype and returns their dtype.
+        """
+
+        def device_only(tensor: Tensor) -> Tensor:
+            # An empty probe shows where fn sends the tensor, and whether it would cast it.
+            probe = fn(torch.empty(0, dtype=tensor.dtype, device=tensor.device))
+            return fn(tensor) if probe.dtype == tensor.dtype else tensor.to(probe.device)
+
+        return super()._apply(device_only, recurse)
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
         for name in list(self._buffers):
             key = prefix + name

@@ -86,6 +86,13 @@ def equal_mass_edges(scores: Tensor, n_bins: int) -> Tensor:
     return (values[nearer] + values[nearer + 1]) / 2
 
 
+def _bin_index(scores: Tensor, edges: Tensor) -> Tensor:
+    """Each score's bin ``i``, holding [eᵢ, eᵢ₊₁) as ``uniform_binning``'s do, compared in
+    float64 at fit and call alike (a score on an edge once fell on either side of it by
+    its dtype and by whether it was fitted or mapped)."""
+    return torch.bucketize(scores.to(torch.float64), edges, right=True)
+
+
 def _bin_means(index: Tensor, values: Tensor, n_bins: int, empty: Tensor) -> Tensor:
     total = torch.zeros(n_bins, dtype=torch.float64, device=values.device)
     count = torch.zeros_like(total)
@@ -130,7 +137,8 @@ class HistogramBinning(FittedModule):
         else:
             edges = equal_mass_edges(scores, self.n_bins)
             midpoints = torch.full((edges.numel() + 1,), 0.5, dtype=torch.float64)
-        index = torch.bucketize(scores, edges)
+        edges = edges.to(torch.float64)
+        index = _bin_index(scores, edges)
         self.edges = edges
         self.values = _bin_means(index, y, edges.numel() + 1, midpoints.to(scores.device))
         self.fitted = torch.tensor(True, device=scores.device)
@@ -140,8 +148,7 @@ class HistogramBinning(FittedModule):
         """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
         self.check_fitted()
         scores = check_scores(scores, fitting=False)
-        edges = self.edges.to(scores.device)
-        index = torch.bucketize(scores.to(torch.float64), edges)
+        index = _bin_index(scores, self.edges.to(scores.device))
         return self.values.to(scores.device)[index].to(scores.dtype)
 
 

@@ -43,15 +43,15 @@ def compare_before_after(
         True
     """
     check_generator(generator)
+    for name, value in (("before", before), ("after", after), ("target", target)):
+        if not isinstance(value, Tensor):
+            raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
     if before.shape != after.shape or before.shape != target.shape:
         raise ValueError(
             f"before, after and target must have one shape, got {tuple(before.shape)}, "
             f"{tuple(after.shape)} and {tuple(target.shape)}"
         )
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
+    # confidence and n_samples are compare_calibration's to check (and name alike).
     result = compare_calibration(
         before, after, target, groups=groups, confidence=confidence, generator=generator,
         n_samples=n_samples, bin_size="auto", debias=True,

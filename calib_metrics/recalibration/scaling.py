@@ -62,14 +62,14 @@ def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
 
 
 def check_logits(logits: object, *, fitting: bool = True) -> Tensor:
-    """Floating, at least 1-D and finite; non-empty when ``fitting`` (a fitted module maps
-    an empty batch to an empty one)."""
+    """Floating and finite; when ``fitting``, at least 1-D and non-empty (a fitted binary
+    module maps scores of any shape, a 0-dim one or an empty batch included)."""
     logits = check_tensor(logits, "logits")
     if not logits.is_floating_point():
         raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
-    if logits.ndim == 0:
-        raise ValueError("logits must have at least one dimension, got a 0-dim tensor")
     if fitting:
+        if logits.ndim == 0:
+            raise ValueError("logits must have at least one dimension, got a 0-dim tensor")
         check_nonempty(logits, "logits")
     check_finite(logits, "logits")
     return logits
@@ -110,17 +110,22 @@ class _LogitScaler(FittedModule):
     def _stored(self) -> list[Tensor]:
         raise NotImplementedError
 
-    def _prepare_input(self, logits: Tensor) -> Tensor:
-        """Probabilities become logits: ``logit(q)`` of binary ``[N]``, ``log p`` of ``[N, C]``
-        (both clamped at 1e-12 so that 0 and 1 stay finite)."""
+    def _prepare_input(self, logits: Tensor, binary: bool) -> Tensor:
+        """Probabilities become logits: ``logit(q)`` of binary scores, ``log p`` of multiclass
+        rows (both clamped at 1e-12 so that 0 and 1 stay finite).
+
+        Which of the two is the model's kind (binary: fitted on ``[N]``), never the input's
+        number of dimensions: binary scores of a batch of sentences ``[B, T]`` are still
+        binary, one multiclass row ``[C]`` still multiclass.
+        """
         if self.inputs == "logits":
             return logits
         probs = check_probs(logits)
-        return logit(probs) if probs.ndim <= 1 else probs.to(torch.float64).clamp_min(1e-12).log()
+        return logit(probs) if binary else probs.to(torch.float64).clamp_min(1e-12).log()
 
     def fit(self, logits: Tensor, target: Tensor) -> _LogitScaler:
-        logits = self._prepare_input(check_logits(logits))
-        binary = logits.ndim == 1
+        binary = check_logits(logits).ndim == 1
+        logits = self._prepare_input(logits, binary)
         if binary and not self.binary_ok:
             raise ValueError(
                 f"{type(self).__name__} needs multiclass logits [N, C], got shape "
@@ -153,21 +158,17 @@ class _LogitScaler(FittedModule):
 
     def forward(self, logits: Tensor) -> Tensor:
         """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
-        self.check_fitted()
-        dtype = check_logits(logits, fitting=False).dtype
-        logits = self._prepare_input(logits)
-        c = int(self.num_classes)
-        if c > 1 and logits.shape[-1] != c:
-            raise ValueError(f"logits must end in C = {c} classes, got shape {tuple(logits.shape)}")
-        params = [p.to(logits.device) for p in self._stored()]
-        z = self._transform(logits.to(torch.float64), params)
-        probs = torch.sigmoid(z) if c == 1 else torch.softmax(z, -1)
-        return probs.to(dtype)
+        z = self.calibrated_logits(logits)
+        probs = torch.sigmoid(z) if int(self.num_classes) == 1 else torch.softmax(z, -1)
+        return probs.to(logits.dtype)
 
     def calibrated_logits(self, logits: Tensor) -> Tensor:
         """The recalibrated logits (float64), before the softmax or sigmoid."""
         self.check_fitted()
-        logits = self._prepare_input(check_logits(logits, fitting=False))
+        c = int(self.num_classes)
+        logits = self._prepare_input(check_logits(logits, fitting=False), binary=c == 1)
+        if c > 1 and (logits.ndim == 0 or logits.shape[-1] != c):
+            raise ValueError(f"logits must end in C = {c} classes, got shape {tuple(logits.shape)}")
         params = [p.to(logits.device) for p in self._stored()]
         return self._transform(logits.to(torch.float64), params)
 

@@ -64,17 +64,21 @@ def _check_potentials(emissions, transitions, start, end, mask) -> Tensor:
             f"emissions must be [B, T, K] with B, T >= 1 (a non-empty dev set), "
             f"got shape {tuple(emissions.shape)}"
         )
-    for name, x in potentials:
-        if bool((torch.isnan(x) | (x == math.inf)).any()):
-            raise ValueError(f"{name} contains NaN or +inf (-inf, a forbidden choice, is fine)")
     if mask is None:
-        return torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
+        mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     check_tensor(mask, "mask")
     if tuple(mask.shape) != tuple(emissions.shape[:2]):
         raise ValueError(
             f"mask must be [B, T] = {tuple(emissions.shape[:2])}, got {tuple(mask.shape)}"
         )
-    return mask.bool()
+    if mask.is_floating_point() or mask.is_complex():  # as linear_chain refuses it
+        raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
+    mask = mask.to(device=emissions.device, dtype=torch.bool)
+    # Padded emissions are never read (linear_chain checks them inside the mask only).
+    for name, x in (("emissions", emissions[mask]), *potentials[1:]):
+        if bool((torch.isnan(x) | (x == math.inf)).any()):
+            raise ValueError(f"{name} contains NaN or +inf (-inf, a forbidden choice, is fine)")
+    return mask
 
 
 def _check_tags(tags: object, mask: Tensor, num_tags: int) -> Tensor:
