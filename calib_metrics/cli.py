@@ -263,11 +263,27 @@ def check_draw_options(args: argparse.Namespace) -> None:
     """
     if args.samples < 2:
         raise ValueError(f"--samples must be at least 2, got {args.samples}")
-    seed = getattr(args, "seed", None)
-    if seed is not None and not -(2**63) <= seed < 2**64:  # what torch's generators take
-        raise ValueError(f"--seed must lie in [-2**63, 2**64), got {seed}")
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+
+
+# Commands derive further seeds from --seed by small offsets (seed + 1, + 1000·i, ...).
+MAX_SEED = 2**32
+
+
+def check_seed(seed: int | None) -> None:
+    """``--seed``, checked for every command before any work: an integer in [0, 2³²), so
+    that the seeds a command derives from it by small offsets stay within what torch's
+    generators take (a seed near 2⁶⁴ failed only after the fit, naming the test file).
+
+    Example:
+        >>> check_seed(2**64)
+        Traceback (most recent call last):
+        ...
+        ValueError: --seed must be an integer in [0, 2**32), got 18446744073709551616
+    """
+    if seed is not None and not 0 <= seed < MAX_SEED:
+        raise ValueError(f"--seed must be an integer in [0, 2**32), got {seed}")
 
 
 def _settle_options(args: argparse.Namespace) -> None:
@@ -361,6 +377,8 @@ def mode_note(mode: str) -> str:
 
 
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
+    from calib_metrics.report import fixed
+
     pct = f"{args.confidence:.0%}"
     in_groups = "" if summary["groups"] is None else f" in {summary['groups']} groups"
     n_bins = summary["bins"]
@@ -374,12 +392,11 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
         f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
     )
-    # Terms that are 0 up to rounding (the within-bin term of top-label pairs) print as
-    # 0.0000, never -0.0000.
-    terms = [round(t.item(), 4) + 0.0 for t in brier]
+    # The within-bin term of top-label pairs may be a tiny negative: 0.0000, not -0.0000.
+    terms = [fixed(term) for term in brier]
     print(
-        f"Brier = {terms[0]:.4f} = calibration {terms[1]:.4f}"
-        f" + refinement {terms[2]:.4f} + within-bin {terms[3]:.4f}"
+        f"Brier = {terms[0]} = calibration {terms[1]} + refinement {terms[2]}"
+        f" + within-bin {terms[3]}"
     )
     for line in _extra_lines(summary):
         print(line)
@@ -672,6 +689,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command: its exit code, and any problem as one line on stderr."""
     try:
+        check_seed(getattr(args, "seed", None))
         if args.command == "evaluate":
             evaluate(args)
         elif args.command == "recalibrate":

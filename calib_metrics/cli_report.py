@@ -150,16 +150,20 @@ def compare_per_label(args: argparse.Namespace, a, b):
     text = _compared_labels(args, a.target.numel())
     names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
     alpha = 0.05 if args.alpha is None else args.alpha
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # each label's own (too few bins)
-        # ... but not that the draws are too few for any label to be called.
-        warnings.filterwarnings("always", "compare_calibration_by_label: no label", UserWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
         result = compare_calibration_by_label(
             a.probs, b.probs, a.target, torch.from_numpy(ids.reshape(-1).astype(np.int64)),
             groups=a.groups, correction=args.correction or "holm", alpha=alpha,
             confidence=args.confidence, n_samples=args.samples,
             generator=torch.Generator().manual_seed(args.seed),
         )  # fmt: skip
+    # Each label's own warnings (too few bins) are not the command's; that the draws are
+    # too few for any label to be called is, in the command's own words.
+    for warning in caught:
+        prefix, _, text = str(warning.message).partition(": ")
+        if prefix == "compare_calibration_by_label" and text.startswith("no label"):
+            warnings.warn(text.replace("n_samples=", "--samples "), UserWarning, stacklevel=2)
     return [str(n) for n in names], result
 
 

@@ -116,6 +116,10 @@ def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: t
     return ""
 
 
+# The state dict key recording the ignore_index the saved padding rows were kept with.
+_IGNORE_KEY = "_ignore_index"
+
+
 def _target_problem(value: Any, num_classes: int | None, ignore_index: int | None) -> str:
     """Why a loaded or merged ``target`` state holds rows that this metric would count
     wrongly ('' when it holds none; one host sync).
@@ -362,6 +366,29 @@ class _StatesKeepTheirDtype(Metric):
         this._computed = None
         return this
 
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        if self._persistent.get("target", False):
+            # The padding rows are kept with their target: which value marks them goes too.
+            ignore = self.ignore_index
+            flag_and_value = [0, 0] if ignore is None else [1, ignore]
+            destination[prefix + _IGNORE_KEY] = torch.tensor(flag_and_value, dtype=torch.int64)
+
+    def _check_saved_ignore_index(self, saved: Tensor | None) -> None:
+        """Refuse a state saved with another ``ignore_index`` (states saved before it was
+        recorded are checked by their values only, :func:`_target_problem`)."""
+        if saved is None:
+            return
+        flag, value = (int(v) for v in saved.tolist())
+        theirs = value if flag else None
+        if theirs != self.ignore_index:
+            raise ValueError(
+                f"{type(self).__name__}: the state was saved with ignore_index={theirs}, and "
+                f"this metric has ignore_index={self.ignore_index}: its padding rows would be "
+                f"counted as labels or labels dropped; build the metric with "
+                f"ignore_index={theirs}"
+            )
+
     def _load_from_state_dict(
         self,
         state_dict: dict,
@@ -372,6 +399,7 @@ class _StatesKeepTheirDtype(Metric):
         unexpected_keys: list[str],
         error_msgs: list[str],
     ) -> None:
+        self._check_saved_ignore_index(state_dict.pop(prefix + _IGNORE_KEY, None))
         self._check_states(state_dict, prefix)
         # torchmetrics assigns the caller's own lists and tensors: later updates would
         # append to (or, streaming, add into) the caller's dict. Load copies instead.

@@ -75,7 +75,13 @@ def _text(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _num(value: Any, digits: int = 4) -> str:
+def fixed(value: Any, digits: int = 4) -> str:
+    """A number with ``digits`` decimals, never ``-0.0000`` (a tiny negative rounds to 0).
+
+    Example:
+        >>> fixed(-1.3e-5), fixed(-0.25, 2)
+        ('0.0000', '-0.25')
+    """
     text = f"{float(value):.{digits}f}"
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
@@ -148,7 +154,7 @@ def bins_rows(bins: Bins) -> list[list[str]]:
     """
     q, p, n = bins.pred_mean.tolist(), bins.freq.tolist(), bins.count.tolist()
     return [
-        [str(i + 1), _num(qi), _num(pi), f"{qi - pi:.4f}", f"{ni:g}"]
+        [str(i + 1), fixed(qi), fixed(pi), f"{qi - pi:.4f}", f"{ni:g}"]
         for i, (qi, pi, ni) in enumerate(zip(q, p, n, strict=True))
     ]
 
@@ -163,16 +169,20 @@ def _bins_section(bins: Bins, table_id: str, heading: str) -> str:
 def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]:
     b = measures.brier
     rows = [
-        (f"{prefix}brier", "Brier score", _num(b.brier)),
+        (f"{prefix}brier", "Brier score", fixed(b.brier)),
         (
             f"{prefix}brier_split",
             "Brier = calibration + refinement + within-bin",
-            f"{_num(b.calibration)} + {_num(b.refinement)} + {_num(b.within_bin)}",
+            f"{fixed(b.calibration)} + {fixed(b.refinement)} + {fixed(b.within_bin)}",
         ),
     ]
     if measures.smooth_ece is not None:
         rows.append(
-            (f"{prefix}smooth_ece", "smooth ECE (Błasiok & Nakkiran)", _num(measures.smooth_ece))
+            (
+                f"{prefix}smooth_ece",
+                "smooth ECE (Błasiok & Nakkiran)",
+                fixed(measures.smooth_ece),
+            )
         )
     if measures.spiegelhalter_z is not None:
         p = p_phrase(normal_p_text(measures.spiegelhalter_p))
@@ -293,7 +303,7 @@ def evaluate_page(
             f"{_bin_rule(summary)}, {len(result.bins.count)} bins; {summary['norm']}{debiased}"
             + _mode(summary),
         ),
-        ("calib_err", f"CalibErr ({summary['norm']}{debiased})", _num(result.error)),
+        ("calib_err", f"CalibErr ({summary['norm']}{debiased})", fixed(result.error)),
         ("interval", f"{100 * summary['confidence']:g}% interval", _interval(result)),
         (
             "interval_kind",
@@ -367,7 +377,7 @@ def _evaluate_labels(per_label: Mapping[str, CalibrationResult], estimator: Esti
     order = sorted(per_label, key=lambda k: -float(per_label[k].error))
     chart = _per_label_chart(per_label, order, estimator)
     rows = [
-        [k, _pairs(r), _num(r.error), _interval(r)] for k, r in ((k, per_label[k]) for k in order)
+        [k, _pairs(r), fixed(r.error), _interval(r)] for k, r in ((k, per_label[k]) for k in order)
     ]
     table = _table(["label", "pairs", "CalibErr", "interval"], rows, table_id="per-label-table")
     return (
@@ -556,7 +566,7 @@ def _models_table(
     """Model a and b side by side: file, CalibErr, interval and the other measures."""
     rows = [
         ("file", *names),
-        ("CalibErr", *(_num(r.error) for r in results)),
+        ("CalibErr", *(fixed(r.error) for r in results)),
         (f"{level} interval", *(_interval(r) for r in results)),
     ]
     per_model = [{name: value for _, name, value in _measure_rows("", m)} for m in measures]
@@ -575,7 +585,7 @@ def _compare_labels(
     verdicts = summary.get("per_label", {})
     adjusted = _adjusted(verdicts, summary.get("label_counts"))
     rows = [
-        [k, _pairs(c.a), _num(c.a.error), _num(c.b.error), f"{float(c.difference):+.4f}",
+        [k, _pairs(c.a), fixed(c.a.error), fixed(c.b.error), f"{float(c.difference):+.4f}",
          _interval(c, sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
          verdicts.get(k, {}).get("better", "")]
         for k, c in ((k, per_label[k]) for k in order)

@@ -446,12 +446,14 @@ def test_two_outputs_that_name_one_file_are_refused(
     assert not same.exists()
 
 
-def test_a_seed_torch_cannot_take_is_named(good: Path, capsys) -> None:
-    line = one_line_error(capsys, "evaluate", good, "--seed", "99999999999999999999999")
-    assert (
-        line
-        == "calib-metrics: error: --seed must lie in [-2**63, 2**64), got 99999999999999999999999"
-    )
+@pytest.mark.parametrize("command", ["evaluate", "compare", "recalibrate"])
+@pytest.mark.parametrize("seed", ["99999999999999999999999", "18446744073709551615", "-1"])
+def test_a_seed_out_of_range_is_named_before_any_work(good: Path, capsys, command, seed):
+    """A seed torch cannot take said "Overflow when unpacking long long"; one it takes but
+    whose offsets (seed + 3) it cannot failed only after recalibrate's fit."""
+    files = [good] if command == "evaluate" else [good, good]
+    line = one_line_error(capsys, command, *files, "--seed", seed)
+    assert line == f"calib-metrics: error: --seed must be an integer in [0, 2**32), got {seed}"
 
 
 def test_a_term_that_rounds_to_zero_prints_without_a_sign(tmp_path: Path, capsys) -> None:

@@ -321,3 +321,26 @@ def test_enough_draws_give_no_warning_and_still_call_real_differences() -> None:
             a, b, y, labels, n_samples=300, generator=torch.Generator().manual_seed(1)
         )
     assert (res.a_better, res.b_better) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    "correction,alpha,labels,draws",
+    [("holm", 0.03, 9, 300), ("bh", 0.05, 3, 20), ("holm", 0.05, 100, 2000)],
+)
+def test_the_draws_the_warning_asks_for_are_the_fewest_that_can_call(
+    correction, alpha, labels, draws
+) -> None:
+    """The count came from a formula whose rounding could differ from the test itself:
+    Holm over 9 labels at 0.03 was told 599 draws, at which it still could call none."""
+    import re
+
+    from calib_metrics.functional.comparison_by_label import (
+        _can_call,
+        _warn_if_none_can_be_called,
+    )
+
+    with pytest.warns(UserWarning, match="no label can be called") as caught:
+        _warn_if_none_can_be_called(labels, correction, alpha, draws)
+    needed = int(re.search(r"n_samples=(\d+) or more", str(caught[0].message)).group(1))
+    assert _can_call(labels, correction, alpha, needed)
+    assert not _can_call(labels, correction, alpha, needed - 1)

@@ -82,7 +82,12 @@ def test_a_state_of_another_ignore_index_is_refused_by_load_and_dict_merge(
     this.persistent(True)
     this.update(q[:100], y[:100].clamp(0, 1))
     before = this.compute()
-    with pytest.raises(ValueError, match=r"state 'target' holds -100.*ignore_index=-100"):
+    # A state dict records its ignore_index; a dict of states is checked by its values.
+    message = {
+        "load_state_dict": "saved with ignore_index=-100, and this metric has",
+        "merge_state(dict)": r"state 'target' holds -100.*ignore_index=-100",
+    }[how]
+    with pytest.raises(ValueError, match=message):
         if how == "load_state_dict":
             this.load_state_dict(source.state_dict())
         else:
@@ -106,10 +111,49 @@ def test_multiclass_and_comparison_states_are_checked_on_load() -> None:
     source = CalibrationError(num_classes=4, ignore_index=-100)
     source.persistent(True)
     source.update(probs, padded)
+    state = source.state_dict()
+    del state["_ignore_index"]  # checked by its values, as a dict of states is
     with pytest.raises(ValueError, match=r"holds -100, which is neither a class id in \[0, 4\)"):
-        CalibrationError(num_classes=4).load_state_dict(source.state_dict())
+        CalibrationError(num_classes=4).load_state_dict(state)
     pair = CalibrationComparison(num_classes=4, ignore_index=-100)
     pair.persistent(True)
     pair.update(probs, probs.flip(0), padded)
     with pytest.raises(ValueError, match="ignore_index=-100"):
         CalibrationComparison(num_classes=4).load_state_dict(pair.state_dict())
+
+
+@pytest.mark.parametrize("metric", [CalibrationError, CalibrationComparison])
+def test_a_state_records_its_ignore_index_even_when_padding_is_a_valid_label(metric) -> None:
+    """Padding 0 looks like class 0: the values alone cannot tell, so a state saved with
+    ignore_index=0 loaded into a metric without it and counted the padding (0.200 → 0.240)."""
+    probs, target, _ = _data()
+    source = metric(num_classes=4, ignore_index=0)
+    source.persistent(True)
+    args = (probs, target) if metric is CalibrationError else (probs, probs.flip(0), target)
+    source.update(*args)
+    state = source.state_dict()
+    for other in (None, -100):
+        this = metric(num_classes=4, ignore_index=other)
+        this.persistent(True)
+        with pytest.raises(ValueError, match="saved with ignore_index=0, and this metric has"):
+            this.load_state_dict(state)
+    same = metric(num_classes=4, ignore_index=0)
+    same.persistent(True)
+    same.load_state_dict(state)
+    if metric is CalibrationError:
+        torch.testing.assert_close(same.compute(), source.compute())
+
+
+def test_a_state_saved_before_the_record_is_still_checked_by_its_values() -> None:
+    probs, _, padded = _data()
+    source = CalibrationError(num_classes=4, ignore_index=-100)
+    source.persistent(True)
+    source.update(probs, padded)
+    state = source.state_dict()
+    del state["_ignore_index"]  # as states were saved before the key existed
+    same = CalibrationError(num_classes=4, ignore_index=-100)
+    same.persistent(True)
+    same.load_state_dict(state)
+    torch.testing.assert_close(same.compute(), source.compute())
+    with pytest.raises(ValueError, match="state 'target' holds -100"):
+        CalibrationError(num_classes=4).load_state_dict(state)

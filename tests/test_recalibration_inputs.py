@@ -146,15 +146,17 @@ def test_compare_before_after_names_bad_arguments(changes, message) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_uniform_histogram_bins_hold_their_left_edge_in_every_dtype(dtype) -> None:
-    """Bins are [eᵢ, eᵢ₊₁) as uniform_binning's: a float64 score on an edge once fell in
-    the bin below it, a float32 one in the bin above."""
+def test_uniform_histogram_bins_are_uniform_binnings_in_every_dtype(dtype) -> None:
+    """Bins are uniform_binning's, [eᵢ, eᵢ₊₁) with the edges in the scores' dtype: a score
+    on an edge once fell in the bin below it (float64), and a float32 one was binned in
+    float64 at fit but not at call."""
+    from calib_metrics.functional.binning import uniform_bin_of
     from calib_metrics.recalibration import HistogramBinning
 
-    q = torch.tensor([0.0, 0.25, 0.5, 0.5, 0.75, 1.0], dtype=dtype)
-    y = torch.tensor([0.0, 1.0, 0.0, 1.0, 1.0, 1.0])
-    binning = HistogramBinning(n_bins=4, binning="uniform").fit(q, y)
-    # [0, .25): 0.0 -> 0; [.25, .5): 0.25 -> 1; [.5, .75): 0.5, 0.5 -> 1/2; [.75, 1]: 1
-    assert binning.values.tolist() == [0.0, 1.0, 0.5, 1.0]
-    out = binning(torch.tensor([0.25, 0.5, 0.75], dtype=dtype))
-    assert out.tolist() == [1.0, 0.5, 1.0]
+    q = torch.tensor([0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0], dtype=dtype)
+    y = torch.tensor([0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0])
+    binning = HistogramBinning(n_bins=10, binning="uniform").fit(q, y)
+    index = uniform_bin_of(q, 10)
+    assert torch.equal(binning.values[index], binning(q).double())
+    # each score alone in its bin but the last two (0.9 and 1.0 share [0.9, 1])
+    assert binning(q).tolist() == [0.0, 1.0, 0.0, 1.0, 1.0, 0.5, 0.5]

@@ -299,3 +299,25 @@ def test_chain_temperature_reads_the_mask_as_linear_chain_does():
     fitted = ChainTemperature().fit(padded, tr, st, en, tags, mask)
     reference = ChainTemperature().fit(em, tr, st, en, tags, mask)
     assert fitted.temperature.item() == pytest.approx(reference.temperature.item(), rel=1e-9)
+
+
+def test_coref_temperature_ignores_what_the_model_never_reads():
+    """NaN in a padded mention's scores (which antecedent_log_probs never reads) was
+    refused by fit and marginals, as the ChainTemperature's padded emissions were."""
+    scores, gold = _coref(b=6, n=5)
+    mask = torch.ones(6, 5, dtype=torch.bool)
+    mask[0, 3:] = False
+    gold = gold.clone()
+    gold[0, 3:] = False
+    gold[0, 3:, 3:] = torch.eye(2, dtype=torch.bool)  # padding takes NEW
+    padded = scores.clone()
+    padded[0, 4, :] = math.nan  # mention 4 of document 0 is padding
+    padded[0, 3, 1] = math.inf
+    fitted = CorefTemperature().fit(padded, gold, mask)
+    reference = CorefTemperature().fit(scores, gold, mask)
+    assert fitted.temperature.item() == pytest.approx(reference.temperature.item(), rel=1e-9)
+    assert not fitted.marginals(padded, mask).isnan().any()
+    read = scores.clone()
+    read[1, 2, 1] = math.nan  # a real mention's real antecedent
+    with pytest.raises(ValueError, match="NaN or \\+inf at entries j <= i of real mentions"):
+        CorefTemperature().fit(read, gold, mask)

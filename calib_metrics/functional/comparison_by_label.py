@@ -390,16 +390,24 @@ def _summarise(ids: Tensor, per_label: tuple, correction: str, alpha: float, n_s
 def _warn_if_none_can_be_called(tested: int, correction: str, alpha: float, n_samples: int):
     """Warn where even labels whose every draw lies on one side (Monte Carlo p = 2/(S + 1))
     stay above ``alpha`` after the correction: then no label can be called at all."""
-    floor = torch.full((tested,), 2 / (n_samples + 1), dtype=torch.float64)
-    if float(ADJUST[correction](floor).min()) <= alpha:
+    if _can_call(tested, correction, alpha, n_samples):
         return
     factor = tested if correction == "holm" else 1  # the smallest p-value's multiplier
-    needed = math.ceil(2 * factor / alpha) - 1
+    needed = max(1, math.ceil(2 * factor / alpha) - 2)
+    while not _can_call(tested, correction, alpha, needed):  # the same test, rounding and all
+        needed += 1
     warnings.warn(
         f"compare_calibration_by_label: no label can be called better at alpha={alpha:g}: a "
-        f"p-value from n_samples={n_samples} draws is at least 2/(S + 1) = "
+        f"p-value from {n_samples} draws is at least 2/(S + 1) = "
         f"{2 / (n_samples + 1):.2g}, and {correction} over {tested} labels needs "
         f"{alpha / factor:.2g} or less; use n_samples={needed} or more",
         UserWarning,
         stacklevel=4,
     )
+
+
+def _can_call(tested: int, correction: str, alpha: float, n_samples: int) -> bool:
+    """Whether ``tested`` labels at the smallest Monte Carlo p-value of ``n_samples`` draws
+    would be called after the correction (as :func:`_summarise` decides)."""
+    floor = torch.full((tested,), 2 / (n_samples + 1), dtype=torch.float64)
+    return float(ADJUST[correction](floor).min()) <= alpha

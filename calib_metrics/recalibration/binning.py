@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.binning import uniform_bin_of
 from calib_metrics.functional.errors import check_generator
 from calib_metrics.recalibration._common import (
     FittedModule,
@@ -86,13 +87,6 @@ def equal_mass_edges(scores: Tensor, n_bins: int) -> Tensor:
     return (values[nearer] + values[nearer + 1]) / 2
 
 
-def _bin_index(scores: Tensor, edges: Tensor) -> Tensor:
-    """Each score's bin ``i``, holding [eᵢ, eᵢ₊₁) as ``uniform_binning``'s do, compared in
-    float64 at fit and call alike (a score on an edge once fell on either side of it by
-    its dtype and by whether it was fitted or mapped)."""
-    return torch.bucketize(scores.to(torch.float64), edges, right=True)
-
-
 def _bin_means(index: Tensor, values: Tensor, n_bins: int, empty: Tensor) -> Tensor:
     total = torch.zeros(n_bins, dtype=torch.float64, device=values.device)
     count = torch.zeros_like(total)
@@ -129,6 +123,7 @@ class HistogramBinning(FittedModule):
         self.register_buffer("values", torch.zeros(0, dtype=torch.float64))
 
     def fit(self, scores: Tensor, target: Tensor) -> HistogramBinning:
+        given = scores  # uniform bins compare it in its own dtype, as a call will
         scores, y = _check_fit_inputs(scores, target)
         if self.binning == "uniform":
             check_probs(scores, "scores")
@@ -137,10 +132,9 @@ class HistogramBinning(FittedModule):
         else:
             edges = equal_mass_edges(scores, self.n_bins)
             midpoints = torch.full((edges.numel() + 1,), 0.5, dtype=torch.float64)
-        edges = edges.to(torch.float64)
-        index = _bin_index(scores, edges)
-        self.edges = edges
-        self.values = _bin_means(index, y, edges.numel() + 1, midpoints.to(scores.device))
+        self.edges = edges.to(torch.float64)
+        index = self._bin_index(given.reshape(-1), self.edges, self.n_bins)
+        self.values = _bin_means(index, y, self.edges.numel() + 1, midpoints.to(scores.device))
         self.fitted = torch.tensor(True, device=scores.device)
         return self
 
@@ -148,8 +142,17 @@ class HistogramBinning(FittedModule):
         """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
         self.check_fitted()
         scores = check_scores(scores, fitting=False)
-        index = _bin_index(scores, self.edges.to(scores.device))
+        index = self._bin_index(scores, self.edges.to(scores.device), self.values.numel())
         return self.values.to(scores.device)[index].to(scores.dtype)
+
+    def _bin_index(self, scores: Tensor, edges: Tensor, n_bins: int) -> Tensor:
+        """Each score's bin, alike at fit and call: uniform bins hold [eᵢ, eᵢ₊₁) with the
+        edges in the scores' dtype (``uniform_bin_of``, as ``uniform_binning``'s; a score on
+        an edge once fell below it); equal-mass edges lie between distinct dev scores, and
+        scores are compared with them in float64."""
+        if self.binning == "uniform":
+            return uniform_bin_of(scores, n_bins)
+        return torch.bucketize(scores.to(torch.float64), edges)
 
 
 class IsotonicCalibration(FittedModule):

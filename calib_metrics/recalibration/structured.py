@@ -313,10 +313,16 @@ def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
         raise ValueError(
             f"mask must be [B, N] = {tuple(scores.shape[:2])}, got {tuple(mask.shape)}"
         )
-    lower = scores.tril()
-    if scores.is_floating_point() and bool((torch.isnan(lower) | (lower == math.inf)).any()):
-        # -inf is allowed: it forbids a choice (e.g. an antecedent beyond the window).
-        raise ValueError("scores contain NaN or +inf at entries j <= i")
+    # The entries the model reads: j <= i between real mentions (padding is never read).
+    read = torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device).tril()
+    if mask is not None:
+        real = mask.to(device=scores.device, dtype=torch.bool)
+        read = read & real[:, :, None] & real[:, None, :]
+    if scores.is_floating_point():
+        bad = torch.isnan(scores) | (scores == math.inf)
+        if bool((bad & read).any()):
+            # -inf is allowed: it forbids a choice (e.g. an antecedent beyond the window).
+            raise ValueError("scores contain NaN or +inf at entries j <= i of real mentions")
     return mask
 
 
