@@ -47,6 +47,14 @@ def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figu
     return fig, fig.add_subplot()
 
 
+def _check_lengths(against: str, length: int, **series: Any) -> None:
+    """Every given series (None: not drawn) has one value per entry of ``against``."""
+    for name, values in series.items():
+        count = length if values is None else len(_numbers(values))
+        if count != length:
+            raise ValueError(f"{name} has {count} values where {against} has {length}")
+
+
 def _numbers(x: Any) -> list[float]:
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().double().reshape(-1).tolist()
@@ -437,16 +445,18 @@ def per_label_errors(
         raise ValueError(f"names must name all {len(series)} models, got {list(names)}")
     legend = "whiskers: " + interval_label(confidence, interval, debias)
     order = list(range(len(labels)))
-    if sort:
-        order.sort(key=lambda i: -series[0][i].error.item())
+    if sort:  # labels without an error (NaN) last, as Python cannot order NaN
+        order.sort(key=lambda i: (math.isnan(e := series[0][i].error.item()), -e))
     height = max(3.0, 1.4 + 0.19 * len(labels) * (1 + 0.3 * (len(series) - 1)))
+    # Room for long label names (about 0.07 in a character at 9 pt) beside the bars.
+    wider = 0.07 * max(0, max(len(label) for label in labels) - 12)
     own = ax is None
     if comparisons is None:
-        fig, ax = _axes(ax, (4.4, height))
+        fig, ax = _axes(ax, (4.4 + wider, height))
     elif ax is not None:
         raise ValueError("a comparison draws two panels: leave ax=None")
     else:
-        fig = Figure(figsize=(7.4, height), layout="constrained")
+        fig = Figure(figsize=(7.4 + wider, height), layout="constrained")
         ax, diff_ax = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
         _difference_panel(diff_ax, [comparisons[i] for i in order], names)
     for k, rows in enumerate(series):
@@ -569,6 +579,16 @@ def per_class_errors(
         >>> len(ax.patches)
         4
     """
+    for name, rows in results.items():
+        rows = list(rows) if isinstance(rows, Sequence) else None
+        if rows is None or not all(isinstance(r, CalibrationResult) for r in rows):
+            raise ValueError(
+                f"results[{name!r}] must be a sequence of CalibrationResults, one per label"
+            )
+        if len(rows) != len(labels):
+            raise ValueError(
+                f"results[{name!r}] holds {len(rows)} results for {len(labels)} labels"
+            )
     legend = "whiskers: " + interval_label(confidence, interval, debias)
     fig, ax = _axes(ax, (max(6.0, 0.35 * len(labels) * len(results)), 4.0))
     width = 0.8 / max(1, len(results))
@@ -618,6 +638,7 @@ def error_curve(
         >>> ax.get_xlabel()
         'bin size'
     """
+    _check_lengths("x", len(x), error=error, lower=lower, upper=upper)
     fig, ax = _axes(ax, (6.0, 4.0))
     (line,) = ax.plot(list(x), _numbers(error), "o-", markersize=3, label=label, color=color)
     if lower is not None and upper is not None:
@@ -680,6 +701,10 @@ def posterior_time_series(
         'steps-post'
     """
     normal_quantile(confidence)
+    if not len(periods):
+        raise ValueError("periods is empty: nothing to draw")
+    series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
+    _check_lengths("periods", len(periods), **series)
     fig, ax = _axes(ax, (7.0, 3.5))
     edges = [k - 0.5 for k in range(len(periods) + 1)]
     mean_values = _numbers(mean)

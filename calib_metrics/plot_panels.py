@@ -79,6 +79,12 @@ def reliability_panels(
     counts = {len(models) for models in results.values()}
     if len(counts) != 1 or len(names) != counts.pop():
         raise ValueError(f"every label needs one result per model of names={list(names)}")
+    for label, curves in (smooth or {}).items():
+        if curves is not None and len(curves) != len(names):
+            raise ValueError(
+                f"smooth[{label!r}] holds {len(curves)} curves for {len(names)} models: give "
+                "one SmoothCurve (or None) per model"
+            )
     z = normal_quantile(confidence)
     legend = interval_label(confidence, interval, debias)
     fig, axes = _grid(len(results))

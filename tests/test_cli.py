@@ -304,3 +304,29 @@ def test_demo_refuses_a_missing_img_folder_before_running(tmp_path: Path, capsys
     assert code == 2
     assert err.strip().endswith("not a folder") and len(err.strip().splitlines()) == 1
     assert not list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.parametrize("option", ["--n", "--bin-size", "--samples"])
+def test_demo_refuses_a_size_that_is_not_positive_before_running(
+    tmp_path: Path, capsys, option: str
+) -> None:
+    """With --quick these were overwritten silently (0 ran as 20,000); without it --n 0
+    failed only once the progress bar had started."""
+    for quick in ([], ["--quick"]):
+        code, _, err = run_cli(capsys, "demo", "--out", tmp_path / "d", *quick, option, "0")
+        assert (
+            code == 2
+            and err.strip() == f"calib-metrics: error: {option} must be a positive integer, got 0"
+        )
+        assert not (tmp_path / "d").exists()
+
+
+def test_demo_quick_keeps_the_sizes_a_user_gives(monkeypatch) -> None:
+    import argparse
+
+    from calib_metrics.paper import demo
+
+    args = argparse.Namespace(quick=True, n=5000, bin_size=None, samples=None)
+    assert demo._sizes(args) == (5000, 1000, 500)
+    args = argparse.Namespace(quick=False, n=None, bin_size=None, samples=300)
+    assert demo._sizes(args) == (1_000_000, 5000, 300)

@@ -210,3 +210,13 @@ def test_evaluate_never_loads_the_paper(tmp_path: Path):
         timeout=300,
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_data_variable_that_names_no_folder_is_named(tmp_path, monkeypatch) -> None:
+    """A set but wrong $CALIB_METRICS_DATA was reported as "unset"."""
+    from calib_metrics.paper import locations
+
+    missing = tmp_path / "nonexist"
+    monkeypatch.setenv("CALIB_METRICS_DATA", str(missing))
+    with pytest.raises(FileNotFoundError, match=f"CALIB_METRICS_DATA={missing} is not a folder"):
+        locations.find_dataset("ud-english-ewt")

@@ -285,3 +285,62 @@ def test_count_axis_covers_the_diagram_in_a_grid_of_panels(uniform) -> None:
     for ax in panels:
         counts = _count_axis(ax)
         assert counts.get_position().bounds == pytest.approx(ax.get_position().bounds)
+
+
+def _one_result():
+    p = torch.rand(300, generator=torch.Generator().manual_seed(0))
+    return calibration_error_ci(p, (p > 0.5).float(), bin_size=50, n_samples=50)
+
+
+def test_per_class_errors_refuses_results_that_do_not_match_the_labels() -> None:
+    """One result for two labels drew the first label's bar under the second's name."""
+    from calib_metrics.plot import per_class_errors
+
+    r = _one_result()
+    with pytest.raises(ValueError, match=r"results\['A'\] holds 1 results for 2 labels"):
+        per_class_errors({"A": [r]}, ["x", "y"])
+    with pytest.raises(ValueError, match="holds 3 results for 1 labels"):
+        per_class_errors({"A": [r, r, r]}, ["x"])
+    with pytest.raises(ValueError, match="must be a sequence of CalibrationResults"):
+        per_class_errors({"A": r}, ["x"])
+
+
+def test_per_label_errors_puts_labels_without_an_error_last() -> None:
+    r = _one_result()
+
+    def with_error(e):
+        return r._replace(error=torch.tensor(e))
+
+    errors = {"d": 0.05, "nan1": float("nan"), "e": 0.1, "b": 0.24, "nan2": float("nan")}
+    _, ax = per_label_errors({k: with_error(e) for k, e in errors.items()})
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["b", "e", "d", "nan1", "nan2"]
+
+
+def test_per_label_errors_widens_for_long_label_names() -> None:
+    r = _one_result()
+    short = per_label_errors({"a": r, "b": r})[0].get_size_inches()[0]
+    long = per_label_errors({"a" * 60: r, "b" * 60: r})[0].get_size_inches()[0]
+    assert long > short + 3
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda: error_curve([1, 2, 3], [0.1, 0.2]), "error has 2 values where x has 3"),
+        (lambda: error_curve([1, 2], [0.1, 0.2], [0.05], [0.2, 0.3]), "lower has 1 values"),
+        (lambda: posterior_time_series([], [], [], []), "periods is empty"),
+        (lambda: posterior_time_series(["a", "b"], [1.0], [0.5], [2.0]), "mean has 1 values"),
+    ],
+)
+def test_curves_of_mismatched_lengths_are_named(call, message) -> None:
+    """These failed inside matplotlib ("shapes (3,) and (2,)") or drew silently."""
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_reliability_panels_name_smooth_curves_that_do_not_match_the_models() -> None:
+    """Two curves for one model failed in zip() ("argument 2 is longer than argument 1")."""
+    from calib_metrics.plot_panels import reliability_panels
+
+    with pytest.raises(ValueError, match=r"smooth\['c'\] holds 2 curves for 1 models"):
+        reliability_panels({"c": [_one_result()]}, smooth={"c": [None, None]})

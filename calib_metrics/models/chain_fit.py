@@ -18,6 +18,7 @@ how they score a chunk of sentences; both minimise CRFsuite's objective
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,22 +65,25 @@ def length_chunks(lengths: Tensor, max_tokens: int) -> list[tuple[Tensor, int]]:
     return chunks
 
 
-def check_fit_options(c2: float, max_iter: int, max_tokens: int) -> None:
-    """Reject a negative ``c2`` or a non-positive-int ``max_iter`` / ``max_tokens``.
+def check_fit_options(c2: float, max_iter: int, max_tokens: int, history_size: int = 10) -> None:
+    """Reject a negative or infinite ``c2`` or a non-positive-int ``max_iter`` /
+    ``max_tokens`` / ``history_size``.
 
     Example:
         >>> check_fit_options(0.1, 100, 8192)
         >>> check_fit_options(-1.0, 100, 8192)
         Traceback (most recent call last):
         ...
-        ValueError: c2 must be >= 0, got -1.0
+        ValueError: c2 must be a finite number >= 0, got -1.0
     """
-    if not c2 >= 0:
-        raise ValueError(f"c2 must be >= 0, got {c2}")
+    if isinstance(c2, bool) or not isinstance(c2, (int, float)) or not 0 <= c2 < math.inf:
+        raise ValueError(f"c2 must be a finite number >= 0, got {c2!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+    if isinstance(history_size, bool) or not isinstance(history_size, int) or history_size < 1:
+        raise ValueError(f"history_size must be a positive int, got {history_size!r}")
 
 
 Chunk = tuple[Tensor, Tensor, Tensor]

@@ -37,6 +37,11 @@ def check_words(
         raise ValueError(f"words must be [B, T], got shape {shape}")
     if words.dtype.is_floating_point or words.dtype == torch.bool:
         raise ValueError(f"words must be an integer tensor, got {words.dtype}")
+    if words.shape[0] == 0 or words.shape[1] == 0:  # as linear_chain refuses it
+        raise ValueError(
+            f"words must be [B, T] with B, T >= 1 (a sentence of a token at least), "
+            f"got shape {tuple(words.shape)}"
+        )
     if mask is None:
         mask = torch.ones_like(words, dtype=torch.bool)
     elif not isinstance(mask, Tensor) or mask.shape != words.shape:

@@ -177,6 +177,8 @@ def most_probable_antecedents(scores: Tensor, mask: Tensor | None = None) -> Ten
         tensor([[0, 0, 2]])
     """
     mask = _check_scores(scores, mask)
+    if scores.shape[-1] == 0:  # no mentions: no choices (argmax has nothing to reduce)
+        return torch.zeros(scores.shape[:-1], dtype=torch.long, device=scores.device)
     return _log_probs(scores, mask).argmax(-1)
 
 

@@ -28,12 +28,15 @@ mean per-mention negative log-likelihood, and Adagrad minimises the sum.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+
+from calib_metrics.functional.errors import check_generator
 
 __all__ = ["AntecedentRanker", "DocumentFeatures"]
 
@@ -329,14 +332,15 @@ class AntecedentRanker(nn.Module):
             The full training objective (:meth:`objective`) before training and after
             every epoch: ``epochs + 1`` floats.
         """
-        if l2 < 0:
-            raise ValueError(f"l2 must be >= 0, got {l2}")
+        check_generator(generator)
+        if isinstance(l2, bool) or not isinstance(l2, (int, float)) or not 0 <= l2 < math.inf:
+            raise ValueError(f"l2 must be a finite number >= 0, got {l2!r}")
         if not isinstance(epochs, int) or epochs < 0:
             raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if lr <= 0:
-            raise ValueError(f"lr must be > 0, got {lr}")
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
+            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
         feats = [self._features(d) for d in docs]
         if not any(f.n for f in feats):
             raise ValueError("fit needs at least one document with mentions")

@@ -160,7 +160,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
             max_tokens: padded positions per chunk.
             dtype: training dtype (float64 recommended).
         """
-        check_fit_options(c2, max_iter, max_tokens)
+        check_fit_options(c2, max_iter, max_tokens, history_size)
         mask = self._check_batch(features, tags, mask)
         self.fit_info = self._fit_lbfgs(
             features,

@@ -10,6 +10,8 @@ samples all come from :mod:`calib_metrics.models.linear_chain`.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -57,8 +59,9 @@ class HMM(ChainTagger):
     def __init__(self, num_tags: int, vocab_size: int, pseudocount: float = 1.0):
         super().__init__()
         check_sizes(num_tags, vocab_size)
-        if not pseudocount > 0:
-            raise ValueError(f"pseudocount must be > 0, got {pseudocount}")
+        valid = isinstance(pseudocount, (int, float)) and not isinstance(pseudocount, bool)
+        if not valid or not 0 < pseudocount < math.inf:
+            raise ValueError(f"pseudocount must be a finite number > 0, got {pseudocount!r}")
         self.num_tags = num_tags
         self.vocab_size = vocab_size
         self.pseudocount = float(pseudocount)

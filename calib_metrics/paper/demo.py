@@ -34,9 +34,13 @@ SETTINGS = [  # (name, Beta a, Beta b, miscalibration k)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("out/demo"), help="output folder")
-    parser.add_argument("--n", type=int, default=1_000_000, help="pairs per setting")
-    parser.add_argument("--bin-size", type=int, default=5000)
-    parser.add_argument("--samples", type=int, default=10000, help="interval draws")
+    parser.add_argument(
+        "--n", type=int, default=None, help="pairs per setting (1,000,000; --quick 20,000)"
+    )
+    parser.add_argument("--bin-size", type=int, default=None, help="(5000; --quick 1000)")
+    parser.add_argument(
+        "--samples", type=int, default=None, help="interval draws (10,000; --quick 500)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="small sizes, for tests")
     parser.add_argument(
@@ -227,14 +231,29 @@ def _copy_figures(names: list[str], out: Path, img: Path) -> None:
     print(f"copied {', '.join(names)} to {img} as demo_*.png")
 
 
+# --n, --bin-size and --samples unless given: (full run, --quick).
+SIZES = {"n": (1_000_000, 20_000), "bin_size": (5000, 1000), "samples": (10_000, 500)}
+
+
+def _sizes(args: argparse.Namespace) -> tuple[int, int, int]:
+    """--n, --bin-size and --samples: as given (--quick too keeps what the user gave), or
+    the full run's or --quick's defaults; refused before any work when not positive."""
+    sizes = []
+    for name, defaults in SIZES.items():
+        value = getattr(args, name)
+        value = defaults[bool(args.quick)] if value is None else value
+        if value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+        sizes.append(value)
+    return sizes[0], sizes[1], sizes[2]
+
+
 def run(args: argparse.Namespace) -> dict:
     if args.img is not None and not Path(args.img).is_dir():
         raise ValueError(f"--img {args.img}: not a folder")  # said before the long run
+    n, bin_size, samples = _sizes(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    n, bin_size, samples = args.n, args.bin_size, args.samples
-    if args.quick:
-        n, bin_size, samples = 20_000, 1000, 500
     g = torch.Generator().manual_seed(args.seed)
     start = time.perf_counter()
     study_options = estimators.demo_options(args.quick)

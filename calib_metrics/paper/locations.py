@@ -69,6 +69,12 @@ def find_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Path:
         if base.is_dir():
             return base
     else:
+        env = os.environ.get(ENV_VAR)
+        if env and not Path(env).expanduser().is_dir():
+            raise FileNotFoundError(
+                f"data set {name!r} not found: ${ENV_VAR}={env} is not a folder "
+                "(set it to the folder that holds the data sets, or pass --data)"
+            )
         root = shared_data_dir()
         if root is not None:
             tried.append(root / name)
