@@ -451,8 +451,9 @@ class CalibrationError(_StatesKeepTheirDtype):
     the default; see :mod:`calib_metrics.functional.sketch` and ``docs/streaming.md``),
     merged by addition across batches and ranks, whose memory does not grow with the
     data. Until the rows seen (on all ranks together) exceed ``2·resolution``
-    (:func:`~calib_metrics.functional.sketch.buffer_rows`) it keeps them exactly as well,
-    in at most the sketch's memory, and its result is the exact mode's; past that every
+    (:func:`~calib_metrics.functional.sketch.buffer_rows`; top-label rows of C
+    probabilities: ``4·resolution/(C + 1)``) it keeps them exactly as well, in at most the
+    sketch's memory, and its result is the exact mode's; past that every
     row is folded into the histogram, whose bins hold exactly the exact mode's counts,
     and its error and interval bounds stay within the gap to the exact mode measured in
     ``docs/streaming.md``. Which of the two answers is a function of the union of the
@@ -739,7 +740,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 for name in (*_SKETCH_STATES, "rows_seen"):
                     setattr(self, name, getattr(self, name).clone())
             self.rows_seen += probs.shape[0]
-            capacity = sketch.buffer_rows(self.resolution)
+            capacity = self._buffer_capacity()
             if self._folded or self._buffered_rows() + probs.shape[0] > capacity:
                 self._fold_buffer()
                 self._accumulate(self._sketch_states(), probs, target, keep)
@@ -751,6 +752,16 @@ class CalibrationError(_StatesKeepTheirDtype):
             self.groups.append(_own_copy(groups))
 
     # --------------------------------------------------------------- streaming
+    def _buffer_capacity(self) -> int:
+        """Rows kept exactly before they are folded into the sketch: ``buffer_rows``, in
+        at most the sketch's memory. A top-label row keeps C probabilities for a sketch of
+        one row, so it holds 2R·16/(8C + 8) = 4R/(C + 1) of them (with C = 100, 2R rows
+        took 200 MiB beside an 8 MiB sketch)."""
+        rows = sketch.buffer_rows(self.resolution)
+        if self.mode == "top_label":
+            return max(1, rows * 16 // (8 * self.num_classes + 8))
+        return rows
+
     def _sketch_states(self) -> list[Tensor]:
         return [getattr(self, name) for name in _SKETCH_STATES]
 
@@ -803,7 +814,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         the rows seen, on all ranks once synchronised, fit the buffer (host sync)."""
         if not self.streaming:
             return True
-        return int(self.rows_seen.item()) <= sketch.buffer_rows(self.resolution)
+        return int(self.rows_seen.item()) <= self._buffer_capacity()
 
     def _full_sketch(self) -> list[Tensor]:
         """The sketch with the kept rows folded into a copy (the state stays as it is)."""
@@ -908,7 +919,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         self._reduce_states(incoming)
         folded = self._folded or getattr(incoming_state, "_folded", False)
         if self.streaming and (
-            folded or self._buffered_rows() > sketch.buffer_rows(self.resolution)
+            folded or self._buffered_rows() > self._buffer_capacity()
         ):
             self._fold_buffer()
         self._computed = None

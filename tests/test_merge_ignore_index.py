@@ -106,22 +106,6 @@ def test_a_state_of_the_same_ignore_index_loads_and_gives_the_same_error() -> No
     torch.testing.assert_close(this.compute(), source.compute())
 
 
-def test_multiclass_and_comparison_states_are_checked_on_load() -> None:
-    probs, _, padded = _data()
-    source = CalibrationError(num_classes=4, ignore_index=-100)
-    source.persistent(True)
-    source.update(probs, padded)
-    state = source.state_dict()
-    del state["_ignore_index"]  # checked by its values, as a dict of states is
-    with pytest.raises(ValueError, match=r"holds -100, which is neither a class id in \[0, 4\)"):
-        CalibrationError(num_classes=4).load_state_dict(state)
-    pair = CalibrationComparison(num_classes=4, ignore_index=-100)
-    pair.persistent(True)
-    pair.update(probs, probs.flip(0), padded)
-    with pytest.raises(ValueError, match="ignore_index=-100"):
-        CalibrationComparison(num_classes=4).load_state_dict(pair.state_dict())
-
-
 @pytest.mark.parametrize("metric", [CalibrationError, CalibrationComparison])
 def test_a_state_records_its_ignore_index_even_when_padding_is_a_valid_label(metric) -> None:
     """Padding 0 looks like class 0: the values alone cannot tell, so a state saved with
@@ -155,5 +139,5 @@ def test_a_state_saved_before_the_record_is_still_checked_by_its_values() -> Non
     same.persistent(True)
     same.load_state_dict(state)
     torch.testing.assert_close(same.compute(), source.compute())
-    with pytest.raises(ValueError, match="state 'target' holds -100"):
+    with pytest.raises(ValueError, match=r"holds -100, which is neither a class id in \[0, 4\)"):
         CalibrationError(num_classes=4).load_state_dict(state)

@@ -103,3 +103,26 @@ def test_at_the_documented_1e9_drift_the_warning_names_two_to_the_21():
     message = sketch.coarse_sketch_message(count, sum_r, sum_r2, 5000)
     assert "has 1.3 occupied cells per bin" in message
     assert "pass resolution=2097152" in message and "64.00 MiB" in message
+
+
+def test_a_top_label_buffer_never_outgrows_the_sketch():
+    """Top-label rows keep C probabilities for a sketch of one row: with C = 100 the
+    2·R-row buffer took 200 MiB beside an 8 MiB sketch."""
+    C = 100
+    metric = CalibrationError(num_classes=C, mode="top_label", streaming=True, resolution=1024)
+    probs, target = _calibrated(2000, classes=C)  # fewer than buffer_rows(1024) = 2048
+    metric.update(probs, target)
+    state = sum(
+        t.numel() * t.element_size()
+        for name in metric._defaults
+        for t in (getattr(metric, name) if isinstance(getattr(metric, name), list)
+                  else [getattr(metric, name)])
+    )  # fmt: skip
+    sketch_bytes = 32 * sketch.num_cells(1024)
+    assert state <= 2 * sketch_bytes  # the sketch and, at most, as much again
+    small = CalibrationError(num_classes=C, mode="top_label", streaming=True, resolution=1024)
+    exact = CalibrationError(num_classes=C, mode="top_label")
+    few = 4 * 1024 // (C + 1)  # what the buffer keeps exactly
+    small.update(probs[:few], target[:few])
+    exact.update(probs[:few], target[:few])
+    assert small.compute().item() == exact.compute().item()

@@ -41,9 +41,9 @@ be called, and a warning says how many draws would do.
 
 Holm's promise also needs each label's p-value to be right far in its tail, at alpha/m: a
 bootstrap of a few dozen pairs is not, and labels of 20 pairs each had a family-wise error
-of 0.11–0.13 at 8,000 draws (50 and 100 labels), labels of 200 pairs 0.06 ± 0.02
-(``docs/coverage.md``, "Per-label comparisons"). Read the counts of small labels with that
-in mind.
+of 0.11–0.13 at 8,000 draws (50 and 100 labels), labels of 50 and 200 pairs 0.04 ± 0.02
+and 0.06 ± 0.02 (``docs/coverage.md``, "Per-label comparisons"). Read the counts of labels
+of a few dozen pairs with that in mind.
 """
 
 from __future__ import annotations
