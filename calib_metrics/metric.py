@@ -918,9 +918,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             )
         self._reduce_states(incoming)
         folded = self._folded or getattr(incoming_state, "_folded", False)
-        if self.streaming and (
-            folded or self._buffered_rows() > self._buffer_capacity()
-        ):
+        if self.streaming and (folded or self._buffered_rows() > self._buffer_capacity()):
             self._fold_buffer()
         self._computed = None
 
