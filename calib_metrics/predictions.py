@@ -231,12 +231,32 @@ def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None
         ValueError: f.csv: line 3, column 'sentence' has a missing group id (an empty cell)
     """
     array = np.asarray(values).reshape(-1)
-    if array.dtype.kind not in "iub":
-        if array.dtype.kind == "f" and np.isnan(array).any():
+    if array.dtype.kind == "f":
+        if np.isnan(array).any():
             raise ValueError(f"{path}: column {column!r} has a missing group id (NaN)")
+    elif array.dtype.kind not in "iub":
         _check_no_empty_id(array, path, column, lines)
-        array = array.astype(str)
+        array = _numeric_if_integers(array.astype(str))
     return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
+
+
+def _numeric_if_integers(text: np.ndarray) -> np.ndarray:
+    """Ids read as text that are all integers, as integers: numbered in numeric order, as
+    the Python API numbers an integer tensor (in text order "10" came before "2", and the
+    group bootstrap's draws, which follow the groups' order, differed from the API's).
+
+    Example:
+        >>> _numeric_if_integers(np.array(["10", "2", " 3"])).tolist()
+        [10, 2, 3]
+        >>> _numeric_if_integers(np.array(["s10", "s2"])).tolist()
+        ['s10', 's2']
+        >>> _numeric_if_integers(np.array(["1", "--2"])).tolist()
+        ['1', '--2']
+    """
+    try:
+        return np.char.strip(text).astype(np.int64)
+    except (ValueError, OverflowError):  # not all integers (or too large): order as text
+        return text
 
 
 def _check_no_empty_id(array: np.ndarray, path: Path, column: str, lines) -> None:

@@ -141,3 +141,27 @@ def test_a_missing_group_id_is_refused_not_made_a_group(
         assert code == 2 and out == ""
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
         assert "missing group id" in err and where in err and "'s'" in err, err
+
+
+def test_integer_group_ids_in_a_csv_are_numbered_as_the_api_numbers_them(
+    tmp_path: Path, capsys, tokens
+):
+    """Read as text, ids 0…299 were numbered in text order (10 before 2), and the group
+    bootstrap's draws, which follow the groups' order, gave another interval than the
+    Python API on the same integer ids and seed."""
+    q, y, sentence = tokens
+    path = tmp_path / "tokens.csv"
+    rows = ["prob,label,sentence_id"] + [f"{float(a)!r},{b},{c}" for a, b, c in zip(q, y, sentence)]
+    path.write_text("\n".join(rows) + "\n")
+    argv = ["evaluate", path, "--interval", "groups", "--debias", "--bin-size", "auto"]
+    argv += ["--method", "percentile", "--samples", "300", "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    got = json.loads(out)
+    want = calibration_error_ci(
+        torch.from_numpy(q), torch.from_numpy(y), bin_size="auto", n_samples=300,
+        debias=True, method="percentile", interval="groups",
+        groups=torch.from_numpy(sentence), generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    assert got["lower"] == pytest.approx(want.lower.item(), rel=1e-12)
+    assert got["upper"] == pytest.approx(want.upper.item(), rel=1e-12)
