@@ -158,11 +158,11 @@ def compare_per_label(args: argparse.Namespace, a, b):
             confidence=args.confidence, n_samples=args.samples,
             generator=torch.Generator().manual_seed(args.seed),
         )  # fmt: skip
-    # Each label's own warnings (too few bins) are not the command's; that the draws are
-    # too few for any label to be called is, in the command's own words.
+    # Each label's own warnings (too few bins) are not the command's; those on the whole
+    # correction (too few draws, too small labels) are, in the command's own words.
     for warning in caught:
         prefix, _, text = str(warning.message).partition(": ")
-        if prefix == "compare_calibration_by_label" and text.startswith("no label"):
+        if prefix == "compare_calibration_by_label":
             warnings.warn(text.replace("n_samples=", "--samples "), UserWarning, stacklevel=2)
     return [str(n) for n in names], result
 

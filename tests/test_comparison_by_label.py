@@ -344,3 +344,16 @@ def test_the_draws_the_warning_asks_for_are_the_fewest_that_can_call(
     needed = int(re.search(r"n_samples=(\d+) or more", str(caught[0].message)).group(1))
     assert _can_call(labels, correction, alpha, needed)
     assert not _can_call(labels, correction, alpha, needed - 1)
+
+
+def test_small_labels_are_named_in_a_warning() -> None:
+    """Labels of 20 pairs gave Holm a family-wise error of 0.11-0.13 at enough draws."""
+    a, b, y, labels, g = _exchangeable(seed=0, n_labels=3, per_label=20)
+    with pytest.warns(UserWarning, match="3 of the tested labels have fewer than 50"):
+        compare_calibration_by_label(a, b, y, labels, n_samples=300, generator=g)
+    a, b, y, labels, _ = _data()  # 3,000 pairs a label
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compare_calibration_by_label(
+            a, b, y, labels, n_samples=300, generator=torch.Generator().manual_seed(1)
+        )
