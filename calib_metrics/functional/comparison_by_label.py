@@ -43,7 +43,8 @@ Holm's promise also needs each label's p-value to be right far in its tail, at a
 bootstrap of a few dozen pairs is not, and labels of 20 pairs each had a family-wise error
 of 0.11–0.13 at 8,000 draws (50 and 100 labels), labels of 50 and 200 pairs 0.04 ± 0.02
 and 0.06 ± 0.02 (``docs/coverage.md``, "Per-label comparisons"). Read the counts of labels
-of a few dozen pairs with that in mind.
+of a few dozen pairs with that in mind: a warning names tested labels of fewer than
+``SMALL_LABEL_UNITS`` (50) resampling units.
 """
 
 from __future__ import annotations
