@@ -377,7 +377,7 @@ def mode_note(mode: str) -> str:
 
 
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
-    from calib_metrics.report import fixed
+    from calib_metrics.report import fixed, plus_term
 
     pct = f"{args.confidence:.0%}"
     in_groups = "" if summary["groups"] is None else f" in {summary['groups']} groups"
@@ -392,11 +392,11 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
         f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
     )
-    # The within-bin term of top-label pairs may be a tiny negative: 0.0000, not -0.0000.
-    terms = [fixed(term) for term in brier]
+    # The within-bin term may be negative (− 0.0001) or a tiny negative (+ 0.0000).
+    sign, _, within = plus_term(brier.within_bin).partition(" ")
     print(
-        f"Brier = {terms[0]} = calibration {terms[1]} + refinement {terms[2]}"
-        f" + within-bin {terms[3]}"
+        f"Brier = {fixed(brier.brier)} = calibration {fixed(brier.calibration)} "
+        f"+ refinement {fixed(brier.refinement)} {sign} within-bin {within}"
     )
     for line in _extra_lines(summary):
         print(line)

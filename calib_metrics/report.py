@@ -75,6 +75,18 @@ def _text(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def plus_term(value: Any, digits: int = 4) -> str:
+    """A term of a sum after the first: ``+ 0.0134``, or ``− 0.0001`` for a negative one
+    (the within-bin term can be; "+ -0.0001" read badly).
+
+    Example:
+        >>> plus_term(0.0134), plus_term(-1e-4), plus_term(-1e-6)
+        ('+ 0.0134', '− 0.0001', '+ 0.0000')
+    """
+    text = fixed(value, digits)
+    return f"− {text[1:]}" if text.startswith("-") else f"+ {text}"
+
+
 def fixed(value: Any, digits: int = 4) -> str:
     """A number with ``digits`` decimals, never ``-0.0000`` (a tiny negative rounds to 0).
 
@@ -173,7 +185,7 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
         (
             f"{prefix}brier_split",
             "Brier = calibration + refinement + within-bin",
-            f"{fixed(b.calibration)} + {fixed(b.refinement)} + {fixed(b.within_bin)}",
+            f"{fixed(b.calibration)} {plus_term(b.refinement)} {plus_term(b.within_bin)}",
         ),
     ]
     if measures.smooth_ece is not None:

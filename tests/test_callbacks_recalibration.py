@@ -271,3 +271,28 @@ def test_restoring_a_checkpoint_from_before_the_fit_ended_drops_the_temperature(
     with pytest.warns(UserWarning, match="holds no temperature"):
         trainer.validate(model, val, ckpt_path="best", verbose=False)
     assert callback.recalibrator is None and not hasattr(model, "calibration_temperature")
+
+
+class ReturnsProbabilities(Overconfident):
+    """A validation step that gives the softmax under the "logits" key."""
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        x, y = batch
+        return {"logits": self.logits(x).softmax(-1), "target": y}
+
+
+def test_probabilities_given_as_logits_are_named_and_nothing_is_fitted(tmp_path):
+    """Fitted as logits they gave a meaningless temperature and a "before" error of
+    softmax(p) (0.27 where the model's was 0.045), logged with no word."""
+    model = ReturnsProbabilities()
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer = Trainer(
+        max_epochs=1, accelerator="cpu", logger=False, callbacks=[callback],
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )  # fmt: skip
+    train = DataLoader(_data(64, seed=0), batch_size=32)
+    with pytest.warns(UserWarning, match="'logits' are probabilities .* no temperature fitted"):
+        trainer.fit(model, train, DataLoader(_data(64, seed=1), batch_size=32))
+    assert callback.recalibrator is None and callback.results == {}
+    assert not hasattr(model, "calibration_temperature")

@@ -249,6 +249,13 @@ class TemperatureRecalibration(Callback):
                 )
                 return
             logits, target = (t.clone() for t in local)
+        if _look_like_probabilities(logits):
+            rank_zero_warn(
+                f"TemperatureRecalibration: the validation step's {self.logits_key!r} are "
+                "probabilities (every row in [0, 1], summing to 1), not logits: return the "
+                "scores before the softmax; no temperature fitted"
+            )
+            return
         try:
             self.recalibrator = TemperatureScaling().fit(logits, target)
         except ValueError as err:
@@ -343,3 +350,13 @@ def _width(logits: Tensor) -> int:
 
 def _probs(logits: Tensor) -> Tensor:
     return torch.sigmoid(logits) if logits.ndim == 1 else torch.softmax(logits, -1)
+
+
+def _look_like_probabilities(logits: Tensor) -> bool:
+    """Whether multiclass "logits" are rows of probabilities: all in [0, 1], each summing to
+    1 (to 1e-3). Fitted as logits they gave a meaningless temperature and a "before" error
+    of softmax(p), not of the model (0.27 where the model's was 0.045), with no word."""
+    if logits.ndim != 2 or logits.numel() == 0:
+        return False
+    in_range = bool(((logits >= 0) & (logits <= 1)).all())
+    return in_range and bool(((logits.sum(-1) - 1).abs() < 1e-3).all())
