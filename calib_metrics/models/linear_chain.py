@@ -130,8 +130,7 @@ def _check_inputs(
         if not isinstance(mask, Tensor) or tuple(mask.shape) != (batch, length):
             shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
             raise ValueError(f"mask must have shape [B, T] = [{batch}, {length}], got {shape}")
-        if mask.is_floating_point() or mask.is_complex():
-            raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
+        check_mask_dtype(mask)
         mask = mask.to(device=emissions.device, dtype=torch.bool)
     first_missing, not_left_aligned, bad_emission, bad_other = _value_flags(
         emissions, transitions, start, end, mask
@@ -180,6 +179,20 @@ def mask_flags(mask: Tensor) -> Tensor:
     if mask.shape[1] == 0:
         return mask.new_zeros(2)
     return torch.stack([~mask[:, 0].all(), (mask[:, 1:] & ~mask[:, :-1]).any()])
+
+
+def check_mask_dtype(mask: Tensor) -> None:
+    """A mask is bool or integer 0/1, never floating point (0.5 would read as True).
+
+    Example:
+        >>> check_mask_dtype(torch.ones(1, 2, dtype=torch.bool))
+        >>> check_mask_dtype(torch.ones(1, 2))
+        Traceback (most recent call last):
+        ...
+        ValueError: mask must be bool (or integer 0/1), got torch.float32
+    """
+    if mask.is_floating_point() or mask.is_complex():
+        raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
 
 
 def check_mask_flags(first_missing: bool, not_left_aligned: bool) -> None:

@@ -158,14 +158,19 @@ class _LogitScaler(FittedModule):
 
     def forward(self, logits: Tensor) -> Tensor:
         """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
-        z = self.calibrated_logits(logits)
-        probs = torch.sigmoid(z) if int(self.num_classes) == 1 else torch.softmax(z, -1)
+        self.check_fitted()
+        c = int(self.num_classes)  # one host sync per call
+        z = self._calibrated(logits, c)
+        probs = torch.sigmoid(z) if c == 1 else torch.softmax(z, -1)
         return probs.to(logits.dtype)
 
     def calibrated_logits(self, logits: Tensor) -> Tensor:
         """The recalibrated logits (float64), before the softmax or sigmoid."""
         self.check_fitted()
-        c = int(self.num_classes)
+        return self._calibrated(logits, int(self.num_classes))
+
+    def _calibrated(self, logits: Tensor, c: int) -> Tensor:
+        """:meth:`calibrated_logits` of a fitted model of ``c`` classes (1: binary)."""
         logits = self._prepare_input(check_logits(logits, fitting=False), binary=c == 1)
         if c > 1 and (logits.ndim == 0 or logits.shape[-1] != c):
             raise ValueError(f"logits must end in C = {c} classes, got shape {tuple(logits.shape)}")

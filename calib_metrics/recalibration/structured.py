@@ -71,8 +71,7 @@ def _check_potentials(emissions, transitions, start, end, mask) -> Tensor:
         raise ValueError(
             f"mask must be [B, T] = {tuple(emissions.shape[:2])}, got {tuple(mask.shape)}"
         )
-    if mask.is_floating_point() or mask.is_complex():  # as linear_chain refuses it
-        raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
+    linear_chain.check_mask_dtype(mask)
     mask = mask.to(device=emissions.device, dtype=torch.bool)
     # Padded emissions are never read (linear_chain checks them inside the mask only).
     for name, x in (("emissions", emissions[mask]), *potentials[1:]):
