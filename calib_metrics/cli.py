@@ -217,11 +217,6 @@ def _position(path, row: int) -> str:
         return f"row index {row}"
 
 
-# How far a row of class probabilities may sum from 1 unnoticed: softmax outputs written
-# with 4 decimals for 50 classes are within 50 · 0.00005.
-ROW_SUM_TOLERANCE = 0.01
-
-
 def warn_if_rows_do_not_sum_to_one(probs, path) -> None:
     """A UserWarning (one ``warning:`` line of the command) when rows of a multiclass file's
     probabilities ``[N, C]`` do not sum to 1: the columns may be misread (a label or id
@@ -236,17 +231,17 @@ def warn_if_rows_do_not_sum_to_one(probs, path) -> None:
         >>> print(caught[0].message)
         p.npz: 1 of 2 rows of class probabilities do not sum to 1 (row index 1 sums to 1.4); ...
     """
-    sums = probs.sum(dim=-1).reshape(-1)
-    # The slack keeps a row that sums to 0.99 in decimals (0.98999… in binary) within.
-    off = ((sums - 1).abs() > ROW_SUM_TOLERANCE + 1e-9).nonzero()
-    if off.numel() == 0:
+    from calib_metrics.functional.multiclass import rows_off_one
+
+    off = rows_off_one(probs)
+    if off is None:
         return
-    first = int(off[0, 0])
+    count, first, total = off
     where = _position(path, first)
     warnings.warn(
-        f"{path}: {off.numel()} of {sums.numel()} rows of class probabilities do not sum to 1 "
-        f"({where} sums to {sums[first].item():.4g}); each column is read as one class's "
-        "probability as it is — check that no other column was read as a class",
+        f"{path}: {count} of {probs.reshape(-1, probs.shape[-1]).shape[0]} rows of class "
+        f"probabilities do not sum to 1 ({where} sums to {total:.4g}); each column is read "
+        "as one class's probability as it is — check that no other column was read as a class",
         UserWarning,
         stacklevel=2,
     )
@@ -424,7 +419,8 @@ def evaluate(args: argparse.Namespace) -> dict:
         args.smooth = args.spiegelhalter = True
     probs, target, groups, result, brier = _compute(args)
     options = {"binning": args.binning, "bin_size": args.bin_size, "n_bins": args.n_bins}
-    warn_if_few_bins(estimate_bins(probs, target, args.mode, result, **options), **options)
+    bins = estimate_bins(probs, target, args.mode, result, **options)
+    warn_if_few_bins(bins, **options, debias=args.debias and args.norm == "l2")
     summary = _summary(args, probs, groups, result, brier)
     summary |= _extra_measures(probs, target, args, groups)
     per_label = cli_report.evaluate_per_label(args, probs, target, groups)
@@ -638,13 +634,18 @@ def _warnings_as_lines() -> Iterator[list[str]]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", UserWarning)
+        # The library's row-sum warning: the reader's own names the file and the line.
+        warnings.filterwarnings("ignore", r"\d+ of \d+ rows of class probabilities", UserWarning)
         warnings.showwarning = collect
         yield lines
 
 
-def warn_if_few_bins(bins: list, *, binning: str, bin_size: int | str, n_bins: int) -> None:
+def warn_if_few_bins(
+    bins: list, *, binning: str, bin_size: int | str, n_bins: int, debias: bool = False
+) -> None:
     """A UserWarning (one ``warning:`` line of the command) when the bins are too few to
-    show miscalibration (:func:`calib_metrics.few_bins.few_bins_message`).
+    show miscalibration, or hold one pair for a debiased error
+    (:func:`calib_metrics.few_bins.few_bins_message`).
 
     Example:
         >>> import torch, warnings
@@ -658,7 +659,9 @@ def warn_if_few_bins(bins: list, *, binning: str, bin_size: int | str, n_bins: i
     """
     from calib_metrics.few_bins import few_bins_message
 
-    message = few_bins_message(bins, binning=binning, bin_size=bin_size, n_bins=n_bins)
+    message = few_bins_message(
+        bins, binning=binning, bin_size=bin_size, n_bins=n_bins, debias=debias
+    )
     if message is not None:
         warnings.warn(message, UserWarning, stacklevel=2)
 

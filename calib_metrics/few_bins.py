@@ -1,9 +1,12 @@
-"""When an error from binned pairs cannot show miscalibration: too few bins.
+"""When an error from binned pairs cannot be trusted: too few bins, or one-pair bins.
 
 One rule for the metric (:class:`~calib_metrics.CalibrationError` warns once) and the
 command line (one ``warning:`` line on stderr): fewer than ``MIN_BINS`` bins. With one
 bin, q̂ and p̂ are the overall means, and a model whose mean prediction matches the base
-rate scores about 0 however miscalibrated it is.
+rate scores about 0 however miscalibrated it is. And, for the debiased error, a bin of
+one pair: a single label has no variance to subtract (p̂(1 − p̂) = 0), so the bin keeps
+its plug-in square, biased up by about q(1 − q)/N (perfectly calibrated pairs in
+``bin_size=1`` bins score exactly the plug-in error, 0.41).
 """
 
 from __future__ import annotations
@@ -17,10 +20,16 @@ MIN_BINS = 10
 
 
 def few_bins_message(
-    bins: Sequence[Bins], *, binning: str, bin_size: int | str, n_bins: int
+    bins: Sequence[Bins],
+    *,
+    binning: str,
+    bin_size: int | str,
+    n_bins: int,
+    debias: bool = False,
 ) -> str | None:
     """Why the error of these bins (one set, or one per class: the fewest counts) cannot
-    show miscalibration, with what to do; None when there are ``MIN_BINS`` or more.
+    show miscalibration, with what to do; None when there are ``MIN_BINS`` or more (and,
+    with ``debias``, no bin of one pair: :func:`single_pair_message`).
 
     ``binning``, ``bin_size`` and ``n_bins`` are the settings that made the bins.
 
@@ -35,7 +44,7 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
     fewest = min(bins, key=lambda b: b.count.numel())
     count = fewest.count.numel()
     if count >= MIN_BINS:
-        return None
+        return single_pair_message(bins, binning=binning, n_bins=n_bins) if debias else None
     n_pairs = int(fewest.count.sum().item())
     if binning == "uniform":
         fix = f"raise n_bins (now {n_bins}) or use binning='adaptive'"
@@ -47,4 +56,32 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
         f"only {count} bin{'s' * (count != 1)} from {n_pairs} pair{'s' * (n_pairs != 1)} "
         f"(bin_size={bin_size!r}); with fewer than {MIN_BINS} bins the error "
         f"cannot show miscalibration (one bin scores about 0 for any model): {fix}"
+    )
+
+
+def single_pair_message(bins: Sequence[Bins], *, binning: str, n_bins: int) -> str | None:
+    """Why a debiased error of these bins is biased up: bins of one pair, which have no
+    label variance to subtract; None when there are none. One host synchronisation.
+
+    Example:
+        >>> import torch
+        >>> bins = Bins(torch.rand(4), torch.rand(4), torch.tensor([1.0, 30.0, 1.0, 40.0]))
+        >>> print(single_pair_message([bins], binning="uniform", n_bins=4))
+        2 of 4 bins hold one pair (2 of 72 pairs): a single label has no variance for the \
+debiased error to subtract, so those bins keep their plug-in square and bias the error up: \
+lower n_bins (now 4) or use binning='adaptive'
+    """
+    singles = sum(int((b.count == 1).sum().item()) for b in bins)
+    if singles == 0:
+        return None
+    total_bins = sum(int((b.count > 0).sum().item()) for b in bins)
+    pairs = sum(int(b.count.sum().item()) for b in bins)
+    if binning == "uniform":
+        fix = f"lower n_bins (now {n_bins}) or use binning='adaptive'"
+    else:
+        fix = "use bins of at least 2 pairs (bin_size='auto')"
+    return (
+        f"{singles} of {total_bins} bins hold one pair ({singles} of {pairs} pairs): a single "
+        "label has no variance for the debiased error to subtract, so those bins keep their "
+        f"plug-in square and bias the error up: {fix}"
     )

@@ -43,7 +43,9 @@ from calib_metrics.functional.multiclass import (
     average_results,
     check_class_id_dtype,
     pair_sets,
+    row_sum_message,
 )
+from calib_metrics.functional.sketch_gap import streaming_gap_bound
 from calib_metrics.functional.smooth import (
     _check_bandwidth,
     smooth_calibration_error,
@@ -149,6 +151,31 @@ def _target_problem(value: Any, num_classes: int | None, ignore_index: int | Non
         f"state 'target' holds {found:g}, which is neither {kind} nor this metric's "
         f"ignore_index ({ignore_index}){hint}"
     )
+
+
+def _pairs_problem(name: str, probs: Any, target: Any, ignore_index: int | None) -> str:
+    """Why a loaded or merged probability state ``name`` and ``target`` cannot be pairs
+    ('' when they can; one host sync): as many rows of each, and probabilities in
+    [0, 1] on every row that is not padding (padding rows may hold anything, NaN too,
+    as ``update`` lets them)."""
+    probs_parts, target_parts = _as_list(probs), _as_list(target)
+    rows = sum(part.shape[0] if part.ndim else 1 for part in probs_parts)
+    labels = sum(part.numel() for part in target_parts)
+    if rows != labels:
+        return f"states {name!r} and 'target' hold {rows} and {labels} rows: they must match"
+    if rows == 0:
+        return ""
+    values = torch.cat(
+        [part.reshape(part.shape[0] if part.ndim else 1, -1) for part in probs_parts]
+    )
+    if ignore_index is not None:
+        values = values[torch.cat([part.reshape(-1) for part in target_parts]) != ignore_index]
+    if values.numel() == 0:
+        return ""
+    bad = values[~((values >= 0) & (values <= 1))]
+    if bad.numel() == 0:
+        return ""
+    return f"state {name!r} holds {bad[0].item()!r}, outside [0, 1], on a row that is not padding"
 
 
 def _as_list(state: Tensor | list[Tensor]) -> list[Tensor]:
@@ -318,7 +345,7 @@ class _StatesKeepTheirDtype(Metric):
     """A Metric whose states follow the module's device but never its dtype casts, and
     that refuses a loaded or merged state of another shape (:meth:`_check_states`)."""
 
-    # The list states that hold [n, C] probabilities when num_classes is set.
+    # The list states that hold probabilities, [n, C] when num_classes is set.
     _WIDE_STATES: tuple[str, ...] = ()
     num_classes: int | None = None
     ignore_index: int | None = None
@@ -344,6 +371,13 @@ class _StatesKeepTheirDtype(Metric):
             problem = _state_problem(key, states[prefix + key], default, row)
             if not problem and key == "target":
                 problem = _target_problem(states[prefix + key], self.num_classes, self.ignore_index)
+            if problem:
+                raise ValueError(f"{type(self).__name__}: {problem}")
+        target = states.get(prefix + "target")
+        for key in self._WIDE_STATES:
+            if target is None or prefix + key not in states:
+                continue
+            problem = _pairs_problem(key, states[prefix + key], target, self.ignore_index)
             if problem:
                 raise ValueError(f"{type(self).__name__}: {problem}")
 
@@ -410,6 +444,8 @@ class _StatesKeepTheirDtype(Metric):
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
+        # compute() caches its value: a loaded state is a new one.
+        self._computed = None
 
 
 class CalibrationError(_StatesKeepTheirDtype):
@@ -455,10 +491,11 @@ class CalibrationError(_StatesKeepTheirDtype):
     probabilities: ``4·resolution/(C + 1)``) it keeps them exactly as well, in at most the
     sketch's memory, and its result is the exact mode's; past that every
     row is folded into the histogram, whose bins hold exactly the exact mode's counts,
-    and its error and interval bounds stay within the gap to the exact mode measured in
-    ``docs/streaming.md``. Which of the two answers is a function of the union of the
-    rows, so DDP and ``merge_state`` still equal one process on the union. With
-    ``validate_args=False``, ``update`` never waits for the device in either mode.
+    and its error is within :meth:`streaming_tolerance` of the exact mode's (the gap
+    measured by N and bin size is in ``docs/streaming.md``). Which of the two answers
+    is a function of the union of the rows, so DDP and ``merge_state`` still equal one
+    process on the union. With ``validate_args=False``, ``update`` never waits for the
+    device in either mode.
 
     Args:
         num_classes: None for binary input, else the number of classes C.
@@ -587,6 +624,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         self._base_kwargs = kwargs
         self._few_bins_warned = False
         self._coarse_sketch_warned = False
+        self._row_sums_warned = False
         # Streaming: once rows were folded into the sketch, later rows go there directly,
         # so that the state stays the sketch alone (host-side: no synchronisation).
         self._folded = False
@@ -733,6 +771,8 @@ class CalibrationError(_StatesKeepTheirDtype):
             return
         groups = self._check_groups(groups, target)
         probs, target, keep = self._prepare(probs.detach(), target.detach())
+        if self.validate_args and self.num_classes is not None:
+            self._warn_row_sums(probs if keep is None else probs[keep])
         if self.streaming:
             if self.cell_count.device.type == "cpu" and self.cell_count.is_shared():
                 # ddp_spawn (torch.multiprocessing) hands every rank the metric in shared
@@ -750,6 +790,17 @@ class CalibrationError(_StatesKeepTheirDtype):
         self.target.append(_own_copy(target))
         if groups is not None:
             self.groups.append(_own_copy(groups))
+
+    def _warn_row_sums(self, probs: Tensor) -> None:
+        """One UserWarning per metric object when rows of class probabilities do not sum
+        to 1 (a softmax over the batch, say); validation's host synchronisation."""
+        if self._row_sums_warned:
+            return
+        message = row_sum_message(probs)
+        if message is not None:
+            self._row_sums_warned = True
+            # Above: _update, update, torchmetrics' wrapper, then the caller's line.
+            warnings.warn(f"CalibrationError: {message}", UserWarning, stacklevel=5)
 
     # --------------------------------------------------------------- streaming
     def _buffer_capacity(self) -> int:
@@ -861,7 +912,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         groups = args[2] if len(args) > 2 else kwargs.get("groups")
         self._check_group_history(given=groups is not None)
         batch = self._batch_metric()
+        batch._row_sums_warned = self._row_sums_warned  # one warning per metric, as update's
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
+        self._row_sums_warned = batch._row_sums_warned
         try:
             value = batch.compute()
         except NoPairsError:
@@ -1024,7 +1077,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         if self.num_classes is None:
             return [(probs, target, groups)]
         if self.mode == "top_label":
-            return [pair_sets(probs, target, "top_label", groups)[0]]
+            return [pair_sets(probs, target, "top_label", groups, check_rows=False)[0]]
         classes = torch.arange(self.num_classes, device=target.device)
         if not self._per_class:
             # Every item gives C pairs, all in the item's group.
@@ -1035,27 +1088,27 @@ class CalibrationError(_StatesKeepTheirDtype):
     def class_bins(self) -> list[Bins]:
         """The bins behind the result: one entry (micro) or one per class."""
         if not self._exact_pairs():
-            states = self._full_sketch()
-            if states[0].sum() == 0:
-                raise self._no_pairs()
-            if not self._per_class:
-                # Cells are aligned across classes, so pooling them is a sum.
-                pooled = [s.sum(0) for s in states]
-                size = resolve_bin_size(self.bin_size, int(pooled[0].sum().item()))
-                self._warn_coarse_sketch(*pooled[:3], size)
-                return [sketch.to_bins(*pooled, size, redraw=not self._debias)]
-            sizes = [
-                resolve_bin_size(self.bin_size, int(states[0][c].sum().item()))
-                for c in range(states[0].shape[0])
-            ]
-            for c, size in enumerate(sizes):
-                self._warn_coarse_sketch(*(s[c] for s in states[:3]), size)
-            redraw = not self._debias
-            return [
-                sketch.to_bins(*(s[c] for s in states), size, redraw=redraw)
-                for c, size in enumerate(sizes)
-            ]
+            bins = []
+            for cells, size in self._class_sketches():
+                self._warn_coarse_sketch(*cells[:3], size)
+                bins.append(sketch.to_bins(*cells, size, redraw=not self._debias))
+            return bins
         return self._bins_of(self._class_pairs())
+
+    def _class_sketches(self) -> list[tuple[list[Tensor], int]]:
+        """The folded sketch behind each result, pooled (micro) or per class, with its
+        bin size (one host synchronisation each)."""
+        states = self._full_sketch()
+        if states[0].sum() == 0:
+            raise self._no_pairs()
+        if self._per_class:
+            sets = [[s[c] for s in states] for c in range(states[0].shape[0])]
+        else:
+            # Cells are aligned across classes, so pooling them is a sum.
+            sets = [[s.sum(0) for s in states]]
+        return [
+            (cells, resolve_bin_size(self.bin_size, int(cells[0].sum().item()))) for cells in sets
+        ]
 
     def _warn_coarse_sketch(
         self, count: Tensor, sum_r: Tensor, sum_r2: Tensor, bin_size: int
@@ -1085,11 +1138,16 @@ class CalibrationError(_StatesKeepTheirDtype):
         return bins
 
     def _warn_few_bins(self, bins: list[Bins]) -> None:
-        """One UserWarning per metric object when the data make fewer than MIN_BINS bins."""
+        """One UserWarning per metric object when the data make fewer than MIN_BINS bins,
+        or (debiased) bins of one pair."""
         if self._few_bins_warned:
             return
         message = few_bins_message(
-            bins, binning=self.binning, bin_size=self.bin_size, n_bins=self.n_bins
+            bins,
+            binning=self.binning,
+            bin_size=self.bin_size,
+            n_bins=self.n_bins,
+            debias=self._debias,
         )
         if message is None:
             return
@@ -1115,6 +1173,50 @@ class CalibrationError(_StatesKeepTheirDtype):
         self._warn_few_bins(bins)
         errors = [bin_errors(b, self.norm, self._debias) for b in bins]
         return self._average(errors, bins)
+
+    def streaming_tolerance(self) -> Tensor:
+        """How far :meth:`compute` may lie from the exact mode's error on the same pairs.
+
+        0 while the pairs are kept: always in the exact mode, and in the streaming mode
+        up to :func:`~calib_metrics.functional.sketch.buffer_rows` rows, where the
+        result is the exact one. Past the buffer, the bound that the sketch gives
+        (:func:`~calib_metrics.functional.sketch_gap.streaming_gap_bound`: four standard
+        deviations of the labels that the bin boundaries cut inside cells of several
+        values, plus their positions' worst case), combined over classes as
+        :meth:`compute` combines the errors: a mean's gap is at most the mean of the
+        gaps. It holds at every N and bin size; where it is large next to the error's
+        own interval (a debiased error near 0 in small bins, whose root moves far for a
+        small change of its square), use a finer ``resolution`` or the exact mode. Same
+        shape as :meth:`compute`; synchronised under DDP like :meth:`compute_result`.
+
+        Example:
+            >>> import torch
+            >>> g = torch.Generator().manual_seed(0)
+            >>> q = torch.rand(20_000, generator=g)
+            >>> y = torch.bernoulli(q, generator=g).long()
+            >>> options = {"bin_size": 2000, "debias": False}
+            >>> streaming = CalibrationError(streaming=True, resolution=1024, **options)
+            >>> streaming.update(q, y)  # 20,000 rows: past the 2,048 kept exactly
+            >>> exact = CalibrationError(**options)
+            >>> exact.update(q, y)
+            >>> gap = (streaming.compute() - exact.compute()).abs()
+            >>> bool(gap <= streaming.streaming_tolerance()), bool(exact.streaming_tolerance() == 0)
+            (True, True)
+        """
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+        ):
+            if self._exact_pairs():
+                zero = torch.zeros((), dtype=torch.float64, device=self.device)
+                bounds = [zero for _ in self._class_pairs()]
+            else:
+                options = {"norm": self.norm, "debias": self._debias}
+                bounds = [
+                    streaming_gap_bound(*cells, size, **options)
+                    for cells, size in self._class_sketches()
+                ]
+            bins = self.class_bins() if self.average == "weighted" else []
+        return self._average(bounds, bins)
 
     def compute_result(self) -> CalibrationResult | list[CalibrationResult]:
         """Error, interval and bins: one result (micro) or a list of one per class.

@@ -20,7 +20,16 @@ from torch import Tensor
 from calib_metrics.models import linear_chain
 
 
+def _check_tensors(**named: object) -> None:
+    """Raise ValueError naming the first argument that is not a tensor (a nested list,
+    say, which had failed with an AttributeError on ``.dim()``)."""
+    for name, value in named.items():
+        if not isinstance(value, Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+
+
 def _check_mask(mask: Tensor | None, shape: torch.Size, like: Tensor) -> Tensor:
+    _check_tensors(**({} if mask is None else {"mask": mask}))
     if mask is None:
         return torch.ones(shape, dtype=torch.bool, device=like.device)
     if mask.shape != shape:
@@ -69,6 +78,7 @@ def tag_queries(
         >>> q.shape, y[1].tolist()
         (torch.Size([2, 2]), [0.0, 0.0])
     """
+    _check_tensors(unigram=unigram, tags=tags)
     if unigram.dim() != 3:
         raise ValueError(f"unigram must be [B, T, K], got shape {tuple(unigram.shape)}")
     num_tags = unigram.shape[-1]
@@ -114,6 +124,7 @@ def top_tag_pairs(
     """
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
+    _check_tensors(tags=tags)
     if tags.dim() != 2:
         raise ValueError(f"tags must be [B, T], got shape {tuple(tags.shape)}")
     mask = _check_mask(mask, tags.shape, tags)
@@ -160,6 +171,7 @@ def tag_pair_queries(
         >>> tag_pair_queries(pw, tags, pairs=torch.tensor([[1, 0]])).pair_q.tolist()
         [[0.2, 0.1]]
     """
+    _check_tensors(pairwise=pairwise, tags=tags, **({} if pairs is None else {"pairs": pairs}))
     if pairwise.dim() != 4 or pairwise.shape[-1] != pairwise.shape[-2]:
         raise ValueError(f"pairwise must be [B, T-1, K, K], got shape {tuple(pairwise.shape)}")
     batch, steps, num_tags, _ = pairwise.shape
@@ -217,6 +229,7 @@ def coref_pair_queries(
         >>> q.tolist(), y.tolist()
         ([0.8, 0.3, 0.4], [1.0, 0.0, 0.0])
     """
+    _check_tensors(marginals=marginals, entity_ids=entity_ids)
     if marginals.dim() != 3 or marginals.shape[1] != marginals.shape[2]:
         raise ValueError(f"marginals must be [B, N, N], got shape {tuple(marginals.shape)}")
     shape = marginals.shape[:2]

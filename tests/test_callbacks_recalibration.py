@@ -296,3 +296,39 @@ def test_probabilities_given_as_logits_are_named_and_nothing_is_fitted(tmp_path)
         trainer.fit(model, train, DataLoader(_data(64, seed=1), batch_size=32))
     assert callback.recalibrator is None and callback.results == {}
     assert not hasattr(model, "calibration_temperature")
+
+
+class TwoHeads(Overconfident):
+    """Head a is 5× overconfident, head b 15×: their temperatures differ."""
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        x, y = batch
+        return {"logits": self.logits(x), "logits_b": 3 * self.logits(x), "target": y}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_two_heads_keep_their_own_temperatures_on_the_module() -> None:
+    """Both had written pl_module.calibration_temperature: the last one fitted won."""
+    torch.manual_seed(0)
+    model = TwoHeads()
+    head_a = TemperatureRecalibration(ignore_index=PAD, prefix="head_a", n_samples=50)
+    head_b = TemperatureRecalibration(
+        ignore_index=PAD, prefix="head_b", logits_key="logits_b", n_samples=50
+    )
+    trainer = Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        logger=False,
+        callbacks=[head_a, head_b],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model, DataLoader(_data(100, 0), batch_size=50), DataLoader(_data(200, 1)))
+    fitted = model.calibration_temperatures
+    assert fitted == {
+        "head_a": head_a.results["temperature"],
+        "head_b": head_b.results["temperature"],
+    }
+    assert fitted["head_b"] == pytest.approx(3 * fitted["head_a"], rel=1e-4)
+    assert not hasattr(model, "calibration_temperature")  # ambiguous with two heads

@@ -424,3 +424,26 @@ def test_span_indicators_follow_the_definition_whatever_the_roles(roles) -> None
         em, zeros.new_zeros(5, 5), zeros, zeros, mask, max_length=4, **kwargs
     )
     assert torch.equal(marginals > 0.5, got)
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda: tag_queries([[[0.5, 0.5]]], torch.zeros(1, 1, dtype=torch.long)), "unigram"),
+        (lambda: tag_queries(torch.ones(1, 1, 2) / 2, [[0]]), "tags"),
+        (lambda: top_tag_pairs([[0, 1]], None, num_tags=2, top_k=1), "tags"),
+        (lambda: tag_pair_queries([[[[1.0]]]], torch.zeros(1, 2, dtype=torch.long)), "pairwise"),
+        (lambda: coref_pair_queries([[[1.0]]], torch.zeros(1, 1, dtype=torch.long)), "marginals"),
+        (lambda: coref_pair_queries(torch.ones(1, 1, 1), [[0]]), "entity_ids"),
+        (
+            lambda: tag_queries(
+                torch.ones(1, 1, 2) / 2, torch.zeros(1, 1, dtype=torch.long), [[True]]
+            ),
+            "mask",
+        ),
+    ],
+)
+def test_queries_name_an_argument_that_is_not_a_tensor(call, named) -> None:
+    """Nested lists had failed with AttributeError: 'list' object has no attribute 'dim'."""
+    with pytest.raises(ValueError, match=rf"^{named} must be a torch.Tensor, got list"):
+        call()

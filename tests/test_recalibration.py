@@ -250,3 +250,37 @@ def test_binning_recalibrators_keep_their_bins_on_rounded_scores(method):
     assert recalibrator.edges.numel() == 14
     after = recalibrator(q)
     assert torch.corrcoef(torch.stack([after, q]))[0, 1] > 0.95
+
+
+def test_scaling_binning_splits_each_class_into_both_halves() -> None:
+    """40 dev items with 2 positives: a plain random half held no positive in 4 of 20
+    seeds, and the fit failed with 'target holds a single class', which it does not."""
+    g = torch.Generator().manual_seed(0)
+    for seed in range(20):
+        s = torch.randn(40, generator=g)
+        y = torch.zeros(40)
+        y[torch.randperm(40, generator=g)[:6]] = 1  # 6 positives: 3 in each half
+        s[y == 1] -= 2.0  # the positives mixed in with the negatives' scores
+        s[y == 1] += 4 * torch.rand(6, generator=g)
+        try:
+            ScalingBinning(n_bins=4, generator=torch.Generator().manual_seed(seed)).fit(s, y)
+        except ValueError as error:
+            assert "single class" not in str(error)
+            assert "half of dev (20 items, 3 of class 1)" in str(error)
+
+
+def test_scaling_binning_needs_two_items_of_each_class() -> None:
+    y = torch.zeros(40)
+    y[0] = 1
+    with pytest.raises(ValueError, match=r"at least 2 dev items of each class.*got 1 of class 1"):
+        ScalingBinning().fit(torch.randn(40), y)
+
+
+def test_compare_before_after_names_its_own_arguments() -> None:
+    from calib_metrics.recalibration import compare_before_after
+
+    q, y = torch.rand(20), torch.ones(20)
+    with pytest.raises(ValueError, match=r"^before contains NaN"):
+        compare_before_after(torch.full((20,), float("nan")), q, y)
+    with pytest.raises(ValueError, match=r"^after must lie in"):
+        compare_before_after(q, q + 2, y)

@@ -2,9 +2,12 @@
 entry alike (docs/measures.md): one-vs-rest and classwise score each column as the
 probability of its class (multilabel sigmoid outputs pass as they are), top-label takes
 the row's maximum as its confidence. These tests pin that the functions, the metric
-(exact and streaming) and the comparison agree with the binary pairs so made."""
+(exact and streaming) and the comparison agree with the binary pairs so made, and that
+each warns (a softmax over the batch, not the classes, gave 0.67 for 0.00 silently)."""
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 import torch
@@ -60,3 +63,41 @@ def test_the_metrics_agree_with_the_functions(mode: str, streaming: bool) -> Non
         generator=torch.Generator().manual_seed(0),
     )
     assert compare.compute().difference == want.difference
+
+
+def test_the_functions_warn_about_rows_that_do_not_sum_to_1() -> None:
+    with pytest.warns(
+        UserWarning, match=r"of 300 rows of class probabilities do not sum to 1 \(row 0"
+    ):
+        calibration_error(PROBS, TARGET, mode="top_label")
+    softmax = PROBS.softmax(-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        calibration_error(softmax, TARGET, mode="top_label")
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_the_metric_warns_once_about_rows_that_do_not_sum_to_1(streaming: bool) -> None:
+    metric = CalibrationError(num_classes=4, mode="top_label", streaming=streaming)
+    batch_over_items = torch.randn(300, 4, generator=G).softmax(dim=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.update(batch_over_items, TARGET)
+        metric(batch_over_items, TARGET)
+        metric.update(batch_over_items, TARGET)
+        metric.compute()
+    rows = [w for w in caught if "rows of class probabilities" in str(w.message)]
+    assert len(rows) == 1
+    assert "dim=-1" in str(rows[0].message)
+    assert rows[0].filename == __file__  # the caller's line, not the library's
+
+
+def test_padding_rows_do_not_count_for_the_row_sums() -> None:
+    probs = PROBS.softmax(-1).clone()
+    probs[:10] = 0.0  # padding rows, dropped by ignore_index
+    target = TARGET.clone()
+    target[:10] = -100
+    metric = CalibrationError(num_classes=4, ignore_index=-100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        metric.update(probs, target)

@@ -33,9 +33,11 @@ class TemperatureRecalibration(Callback):
     returns ``(logits, target)``. The logits of the last validation epoch (never the
     sanity check) are kept; when fitting ends the temperature is fitted on them (in float64,
     with grad enabled and outside inference mode, on copies of the inference-mode tensors
-    Lightning's validation produces), stored as :attr:`recalibrator` and as
-    ``pl_module.calibration_temperature`` (a float, so it can be applied at prediction time:
-    ``softmax(logits / T)``), and
+    Lightning's validation produces), stored as :attr:`recalibrator` and on the module as
+    ``pl_module.calibration_temperatures[prefix]`` (a float, so it can be applied at
+    prediction time: ``softmax(logits / T)``) and, when it is the Trainer's only such
+    callback, as ``pl_module.calibration_temperature`` too (with one per output head, each
+    head reads its own by its ``prefix``), and
 
     * ``{prefix}/temperature``, ``{prefix}/calib_err_before`` and ``{prefix}/calib_err_after``
       (with ``_lower`` / ``_upper`` interval ends) go to every logger's ``log_metrics``;
@@ -45,7 +47,7 @@ class TemperatureRecalibration(Callback):
     The fitted temperature is this callback's checkpoint state: a checkpoint saved after
     ``fit`` (``trainer.save_checkpoint(path)``) holds it, a run restored from one
     (``trainer.validate/test/predict/fit(..., ckpt_path=path)`` with this callback) gets it
-    back, as :attr:`recalibrator` and ``pl_module.calibration_temperature``, and
+    back, as :attr:`recalibrator` and on the module as above, and
     :meth:`temperature_in` reads it from the file without a Trainer (for a model loaded
     with ``load_from_checkpoint``, which restores no callback).
 
@@ -198,8 +200,26 @@ class TemperatureRecalibration(Callback):
         if not self._restored:
             return
         self._restored = False
-        if self.recalibrator is not None:
-            pl_module.calibration_temperature = float(self.recalibrator.temperature)
+        temperature = None if self.recalibrator is None else float(self.recalibrator.temperature)
+        self._set_on_module(trainer, pl_module, temperature)
+
+    def _set_on_module(
+        self, trainer: Trainer, pl_module: LightningModule, temperature: float | None
+    ) -> None:
+        """Put this head's temperature on the module (None: remove it), by ``prefix`` in
+        ``calibration_temperatures``, and as ``calibration_temperature`` when this is the
+        Trainer's only TemperatureRecalibration: with two heads that one attribute would
+        hold whichever fitted last."""
+        temperatures = dict(getattr(pl_module, "calibration_temperatures", {}))
+        temperatures.pop(self.prefix, None)
+        if temperature is not None:
+            temperatures[self.prefix] = temperature
+        pl_module.calibration_temperatures = temperatures
+        heads = [c for c in trainer.callbacks if isinstance(c, TemperatureRecalibration)]
+        if len(heads) > 1:
+            return
+        if temperature is not None:
+            pl_module.calibration_temperature = temperature
         elif hasattr(pl_module, "calibration_temperature"):
             del pl_module.calibration_temperature
 
@@ -263,7 +283,7 @@ class TemperatureRecalibration(Callback):
             # fail a finished fit; every rank holds the same data, so all skip together.
             rank_zero_warn(f"TemperatureRecalibration: no temperature fitted ({err})")
             return
-        pl_module.calibration_temperature = float(self.recalibrator.temperature)
+        self._set_on_module(trainer, pl_module, float(self.recalibrator.temperature))
         before = self._measure(_probs(logits), target)
         after = self._measure(self.recalibrator(logits), target)
         self.results = {"temperature": float(self.recalibrator.temperature)}

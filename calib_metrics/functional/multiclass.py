@@ -19,6 +19,7 @@ the class dimension.
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal, NamedTuple
 
 import torch
@@ -73,8 +74,57 @@ def check_class_id_dtype(target: Tensor) -> None:
         raise ValueError(f"multiclass target must hold integer class ids, got dtype {target.dtype}")
 
 
-def _check_multiclass(probs: Tensor, target: Tensor) -> int:
-    """Validate multiclass input and return the number of classes C."""
+# How far a row of class probabilities may sum from 1 unnoticed: softmax outputs written
+# with 4 decimals for 50 classes are within 50 · 0.00005.
+ROW_SUM_TOLERANCE = 0.01
+
+
+def rows_off_one(probs: Tensor) -> tuple[int, int, float] | None:
+    """Rows of class probabilities ``[N, C]`` that do not sum to 1 within
+    ``ROW_SUM_TOLERANCE``: (how many, the first one's index, its sum), or None when every
+    row does. One host synchronisation.
+
+    Example:
+        >>> import torch
+        >>> rows_off_one(torch.tensor([[0.2, 0.8], [0.5, 0.9], [0.7, 0.7]]))
+        (2, 1, 1.4)
+        >>> rows_off_one(torch.tensor([[0.2, 0.8]])) is None
+        True
+    """
+    sums = probs.sum(dim=-1, dtype=torch.float64).reshape(-1)
+    # The slack keeps a row that sums to 0.99 in decimals (0.98999… in binary) within.
+    off = ((sums - 1).abs() > ROW_SUM_TOLERANCE + 1e-9).nonzero()
+    if off.numel() == 0:
+        return None
+    first = int(off[0, 0])
+    return off.shape[0], first, round(sums[first].item(), 4)
+
+
+def row_sum_message(probs: Tensor) -> str | None:
+    """Why rows of class probabilities ``[N, C]`` look wrong (None when they sum to 1):
+    a softmax over the batch instead of the classes gives a meaningless error with no
+    error raised. Independent one-vs-rest scores are legitimate, so callers warn.
+
+    Example:
+        >>> import torch
+        >>> print(row_sum_message(torch.randn(4, 3).softmax(dim=0)))  # doctest: +ELLIPSIS
+        4 of 4 rows of class probabilities do not sum to 1 (row 0 sums to ...)...
+    """
+    off = rows_off_one(probs)
+    if off is None:
+        return None
+    count, first, total = off
+    return (
+        f"{count} of {probs.reshape(-1, probs.shape[-1]).shape[0]} rows of class probabilities "
+        f"do not sum to 1 (row {first} sums to {total:.4g}); each column is read as one "
+        "class's probability as it is: if they are softmax outputs, take the softmax over "
+        "the class dimension (dim=-1); independent one-vs-rest scores are fine as they are"
+    )
+
+
+def _check_multiclass(probs: Tensor, target: Tensor, check_rows: bool = True) -> int:
+    """Validate multiclass input and return the number of classes C; with
+    ``check_rows``, warn when rows do not sum to 1 (:func:`row_sum_message`)."""
     n_classes = probs.shape[-1]
     if n_classes < 2:
         raise ValueError(
@@ -86,6 +136,9 @@ def _check_multiclass(probs: Tensor, target: Tensor) -> int:
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs)
+    message = row_sum_message(probs) if check_rows else None
+    if message is not None:
+        warnings.warn(message, UserWarning, stacklevel=4)
     low, high = torch.aminmax(target.reshape(-1))
     if low < 0 or high >= n_classes:
         bad = (low if low < 0 else high).item()
@@ -94,7 +147,12 @@ def _check_multiclass(probs: Tensor, target: Tensor) -> int:
 
 
 def pair_sets(
-    probs: Tensor, target: Tensor, mode: Mode = "one_vs_rest", groups: Tensor | None = None
+    probs: Tensor,
+    target: Tensor,
+    mode: Mode = "one_vs_rest",
+    groups: Tensor | None = None,
+    *,
+    check_rows: bool = True,
 ) -> list[PairSet]:
     """The binary pair set(s) that ``mode`` makes of (multiclass) input.
 
@@ -104,6 +162,8 @@ def pair_sets(
         mode: ``"one_vs_rest"``, ``"top_label"`` or ``"classwise"`` (see the module).
         groups: optional group id per item (``target``'s shape); it follows every pair
             made from the item.
+        check_rows: warn when rows of class probabilities do not sum to 1 (callers that
+            checked them at ``update`` pass False).
 
     Returns:
         One :class:`PairSet` (one-vs-rest, top-label, binary input) or C (classwise),
@@ -133,7 +193,7 @@ def pair_sets(
                 "torch.stack([1 - p, p], -1))"
             )
         return [PairSet(probs, target, groups)]
-    n_classes = _check_multiclass(probs, target)
+    n_classes = _check_multiclass(probs, target, check_rows)
     probs, target = probs.reshape(-1, n_classes), target.reshape(-1)
     flat_groups = None if groups is None else groups.reshape(-1)
     if groups is not None and flat_groups.numel() != target.numel():

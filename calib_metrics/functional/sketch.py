@@ -36,13 +36,16 @@ instead: for it a cut cell is shared out at its mean label and recorded as a gro
 the debiased square is unbiased with nothing redrawn. Either way the streaming answer
 differs from the exact one by the label noise of the cut cells, which grows with the
 pairs per cell next to the bin size; the measured gap, by N and bin size, is in
-``docs/streaming.md`` (``benchmarks/bench_scale.py``). Below :func:`buffer_rows` rows
+``docs/streaming.md`` (``benchmarks/bench_scale.py``), and
+:func:`~calib_metrics.functional.sketch_gap.streaming_gap_bound` bounds it from the
+sketch alone (``CalibrationError.streaming_tolerance``). Below :func:`buffer_rows` rows
 the streaming metric keeps the pairs themselves and gives the exact result.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -200,10 +203,53 @@ def accumulate(
     sum_y.view(-1).scatter_add_(0, cell, y)
 
 
+class BoundaryCells(NamedTuple):
+    """Per bin boundary of a sketch's adaptive bins (T + 1 for T bins, in rank order):
+    the cell it falls in.
+
+    Attributes:
+        rank: the boundary's rank among the pairs in q order: 0, β, 2β, …, N (float64).
+        cell: the cell holding that rank.
+        size: the cell's number of pairs n.
+        before: its pairs before the boundary t (0 < t < n where the boundary cuts it).
+    """
+
+    rank: Tensor
+    cell: Tensor
+    size: Tensor
+    before: Tensor
+
+
+def boundary_cells(count: Tensor, bin_size: int) -> BoundaryCells:
+    """Where the exact algorithm's bin boundaries fall in a sketch ``[R]``: runs of
+    ``bin_size`` pairs in q order, the last (if short) joined to the one before. One host
+    synchronisation (the number of pairs, which sets the number of bins).
+
+    Example:
+        >>> count, sum_r, sum_r2, sum_y = empty(8)
+        >>> accumulate(count, sum_r, sum_r2, sum_y, torch.tensor([0.2, 0.2, 0.2, 0.9]),
+        ...            torch.tensor([1, 0, 1, 1]))
+        >>> cells = boundary_cells(count, bin_size=2)
+        >>> cells.rank.tolist(), cells.size.tolist(), cells.before.tolist()
+        ([0.0, 2.0, 4.0], [3.0, 3.0, 0.0], [0.0, 2.0, 0.0])
+    """
+    check_int("bin_size", bin_size)
+    total = count.sum()
+    n_total = int(total.item())  # compute() may synchronise; update() never does
+    if n_total == 0:
+        raise ValueError("the sketch is empty: no pairs were added")
+    n_bins = max(1, n_total // bin_size)
+    rank = torch.arange(n_bins + 1, device=count.device, dtype=torch.float64) * bin_size
+    rank[-1] = total
+    start = torch.cumsum(count, 0) - count
+    cell = torch.searchsorted(start + count, rank, right=True).clamp_(max=count.numel() - 1)
+    size = count[cell]
+    before = torch.minimum((rank - start[cell]).clamp_(min=0), size)
+    return BoundaryCells(rank, cell, size, before)
+
+
 def _cumulative(
-    rank: Tensor,
-    count: Tensor,
-    start: Tensor,
+    cells: BoundaryCells,
     sum_q: Tensor,
     sum_y: Tensor,
     std: Tensor,
@@ -215,10 +261,7 @@ def _cumulative(
     """Σq and Σy of the first ``rank`` pairs in q order, from the cell sums, and the group
     each rank cuts: a cut cell of one value (``tied``) is a whole tie group; without
     ``redraw`` every cut cell is shared out as one (:func:`to_bins`)."""
-    end = start + count
-    k = torch.searchsorted(end, rank, right=True).clamp_(max=count.numel() - 1)
-    n, s = count[k], start[k]
-    t = torch.minimum((rank - s).clamp_(min=0), n)
+    k, n, t = cells.cell, cells.size, cells.before
     n_safe = n.clamp(min=1)
     part = t / n_safe
     # q spread evenly over mean ∓ √3·std: the first t of n pairs sum to t·mean − √3·std·t(n−t)/n.
@@ -268,8 +311,15 @@ def _label_noise(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, spread: Tensor) 
     return torch.where(inside, scale * bridge, 0.0)
 
 
-def _cell_variance(count: Tensor, sum_r: Tensor, sum_r2: Tensor) -> Tensor:
-    """Each cell's variance of q (0 for empty cells)."""
+def cell_variance(count: Tensor, sum_r: Tensor, sum_r2: Tensor) -> Tensor:
+    """Each cell's variance of q (0 for empty cells).
+
+    Example:
+        >>> count, sum_r, sum_r2, sum_y = empty(8)
+        >>> accumulate(count, sum_r, sum_r2, sum_y, torch.tensor([0.9, 0.91]), torch.tensor([1, 0]))
+        >>> round(cell_variance(count, sum_r, sum_r2).max().item(), 8)
+        2.5e-05
+    """
     n_safe = count.clamp(min=1)
     return (sum_r2 / n_safe - (sum_r / n_safe) ** 2).clamp_(min=0)
 
@@ -285,7 +335,7 @@ def tied_cells(count: Tensor, sum_r: Tensor, sum_r2: Tensor) -> Tensor:
         >>> tied_cells(count, sum_r, sum_r2)[count > 0].tolist()
         [True, False]
     """
-    return _one_value(count, sum_r, _cell_variance(count, sum_r, sum_r2))
+    return _one_value(count, sum_r, cell_variance(count, sum_r, sum_r2))
 
 
 def _one_value(count: Tensor, sum_r: Tensor, var: Tensor) -> Tensor:
@@ -327,24 +377,16 @@ def to_bins(
         >>> bins.count.tolist(), bins.freq.tolist()
         ([250.0, 250.0, 250.0, 250.0], [0.0, 0.0, 1.0, 1.0])
     """
-    check_int("bin_size", bin_size)
+    cells = boundary_cells(count, bin_size)
     resolution = count.shape[-1]
-    total = count.sum()
-    n_total = int(total.item())  # compute() may synchronise; update() never does
-    if n_total == 0:
-        raise ValueError("the sketch is empty: no pairs were added")
-    n_bins = max(1, n_total // bin_size)
     upper = torch.arange(resolution, device=count.device) >= resolution // 2
     sum_q = sum_r + count * upper
-    var = _cell_variance(count, sum_r, sum_r2)
+    var = cell_variance(count, sum_r, sum_r2)
     tied = _one_value(count, sum_r, var)
     std = torch.where(tied, 0.0, var.sqrt())
-    start = torch.cumsum(count, 0) - count
     cum_q, cum_y = torch.cumsum(sum_q, 0), torch.cumsum(sum_y, 0)
-    rank = torch.arange(n_bins + 1, device=count.device, dtype=torch.float64) * bin_size
-    rank[-1] = total
-    q, y, cuts = _cumulative(rank, count, start, sum_q, sum_y, std, tied, cum_q, cum_y, redraw)
-    size = rank.diff()
+    q, y, cuts = _cumulative(cells, sum_q, sum_y, std, tied, cum_q, cum_y, redraw)
+    size = cells.rank.diff()
     return with_ties(bins_of_means(size, q.diff(), y.diff()), cuts)
 
 
@@ -399,9 +441,9 @@ def coarse_sketch_message(
         >>> print(message)  # doctest: +NORMALIZE_WHITESPACE
         the streaming sketch has 0.6 occupied cells per bin (20 of 64 cells, 32 bins of
         200): bin boundaries cut cells of about 320 pairs, whose labels the sketch can
-        only share out, so a debiased error near 0 can miss the exact mode's by more than
-        the documented 2.5e-4 (docs/streaming.md); pass resolution=1024 (at least 8 cells
-        per bin, 0.03 MiB per class) or use the exact mode
+        only share out, so the error can miss the exact mode's by up to the metric's
+        streaming_tolerance() (a debiased error near 0 most); pass resolution=1024 (at
+        least 8 cells per bin, 0.03 MiB per class) or use the exact mode
         >>> rounded = torch.full((6400,), 0.5)  # one value: a tie group, shared exactly
         >>> count, sum_r, sum_r2, sum_y = empty(64)
         >>> accumulate(count, sum_r, sum_r2, sum_y, rounded, torch.bernoulli(rounded).long())
@@ -423,8 +465,8 @@ def coarse_sketch_message(
     return (
         f"the streaming sketch has {per_bin:.1f} occupied cells per bin ({occupied} of "
         f"{resolution} cells, {n_bins} bins of {bin_size}): bin boundaries cut cells of about "
-        f"{n_pairs / occupied:,.0f} pairs, whose labels the sketch can only share out, so a "
-        "debiased error near 0 can miss the exact mode's by more than the documented 2.5e-4 "
-        f"(docs/streaming.md); pass resolution={suggested} (at least {MIN_CELLS_PER_BIN} "
+        f"{n_pairs / occupied:,.0f} pairs, whose labels the sketch can only share out, so the "
+        "error can miss the exact mode's by up to the metric's streaming_tolerance() (a "
+        f"debiased error near 0 most); pass resolution={suggested} (at least {MIN_CELLS_PER_BIN} "
         f"cells per bin, {suggested * 32 / 2**20:.2f} MiB per class) or use the exact mode"
     )

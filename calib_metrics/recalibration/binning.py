@@ -211,7 +211,8 @@ class IsotonicCalibration(FittedModule):
 class ScalingBinning(FittedModule):
     """Scaling-binning calibrator of Kumar, Liang & Ma (NeurIPS 2019).
 
-    ``fit`` splits dev at random into two halves: Platt scaling is fitted on the first;
+    ``fit`` splits dev at random into two halves, each holding half of each class: Platt
+    scaling is fitted on the first;
     the second half's scaled scores are cut into ``n_bins`` equal-mass bins, and each bin
     outputs the mean scaled score in it.
 
@@ -242,13 +243,29 @@ class ScalingBinning(FittedModule):
         self.register_buffer("values", torch.zeros(0, dtype=torch.float64))
 
     def fit(self, scores: Tensor, target: Tensor) -> ScalingBinning:
-        scores_checked, _ = _check_fit_inputs(scores, target)
+        scores_checked, labels = _check_fit_inputs(scores, target)
         n = scores_checked.numel()
         if n < 4:
             raise ValueError(f"scaling-binning needs at least 4 dev items, got {n}")
+        ones = int(labels.sum())
+        if min(ones, n - ones) < 2:
+            raise ValueError(
+                f"scaling-binning needs at least 2 dev items of each class, one for each half "
+                f"of its split, got {ones} of class 1 and {n - ones} of class 0"
+            )
+        # Stratified: shuffled, sorted by class (stably, so the shuffle stays within each
+        # class), then dealt out alternately, so each half holds half of each class. A plain
+        # random half of 40 items with 2 positives held none in 4 of 20 seeds.
         order = torch.randperm(n, generator=self.generator).to(scores.device)
-        first, second = order[: n // 2], order[n // 2 :]
-        self.platt.fit(scores[first], target[first])
+        order = order[torch.argsort(labels.reshape(-1)[order], stable=True)]
+        first, second = order[0::2], order[1::2]
+        try:
+            self.platt.fit(scores[first], target[first])
+        except ValueError as error:
+            half = f"{first.numel()} items, {int(labels[first].sum())} of class 1"
+            raise ValueError(
+                f"scaling-binning fits Platt scaling on half of dev ({half}): {error}"
+            ) from error
         scaled = self.platt(scores[second]).to(torch.float64)
         edges = equal_mass_edges(scaled, self.n_bins)
         index = torch.bucketize(scaled, edges)

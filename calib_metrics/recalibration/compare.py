@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional import compare_calibration
+from calib_metrics.functional.binning import check_probs
 from calib_metrics.functional.errors import check_generator
 
 __all__ = ["compare_before_after"]
@@ -46,6 +47,8 @@ def compare_before_after(
     for name, value in (("before", before), ("after", after), ("target", target)):
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
+    check_probs(before, "before")
+    check_probs(after, "after")
     if before.shape != after.shape or before.shape != target.shape:
         raise ValueError(
             f"before, after and target must have one shape, got {tuple(before.shape)}, "

@@ -26,6 +26,7 @@ from calib_metrics.recalibration._common import (
     FittedModule,
     check_binary_target,
     check_finite,
+    check_finite_optimum,
     check_nonempty,
     check_probs,
     check_tensor,
@@ -110,6 +111,11 @@ class _LogitScaler(FittedModule):
     def _stored(self) -> list[Tensor]:
         raise NotImplementedError
 
+    def _describe(self, params: list[Tensor]) -> str:
+        """The fitted parameters in a few words, for errors."""
+        largest = max(float(p.abs().max()) for p in params)
+        return f"parameters up to {largest:.3g} in size"
+
     def _prepare_input(self, logits: Tensor, binary: bool) -> Tensor:
         """Probabilities become logits: ``logit(q)`` of binary scores, ``log p`` of multiclass
         rows (both clamped at 1e-12 so that 0 and 1 stay finite).
@@ -151,7 +157,9 @@ class _LogitScaler(FittedModule):
                 return nll + self._penalty(params)
 
             self.nll_ = lbfgs(free, loss, self.max_iter)
-            self._store([p.detach() for p in self._constrain(free)])
+            fitted = [p.detach() for p in self._constrain(free)]
+            check_finite_optimum(self.nll_, self._describe(fitted))
+            self._store(fitted)
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
@@ -219,6 +227,9 @@ class TemperatureScaling(_LogitScaler):
 
     def _transform(self, z: Tensor, params: list[Tensor]) -> Tensor:
         return z / params[0]
+
+    def _describe(self, params: list[Tensor]) -> str:
+        return f"T = {float(params[0]):.3g}"
 
     def _store(self, params: list[Tensor]) -> None:
         self.temperature = params[0].to(self.temperature.device)
@@ -364,6 +375,9 @@ class PlattScaling(_LogitScaler):
 
     def _transform(self, z: Tensor, params: list[Tensor]) -> Tensor:
         return params[0] * z + params[1]
+
+    def _describe(self, params: list[Tensor]) -> str:
+        return f"slope {float(params[0]):.3g}"
 
     def _store(self, params: list[Tensor]) -> None:
         self.slope, self.intercept = (p.to(self.slope.device) for p in params)

@@ -38,6 +38,7 @@ from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
 from calib_metrics.recalibration._common import (
     FittedModule,
+    check_finite_optimum,
     check_tensor,
     fitting_mode,
     float64_copy,
@@ -276,6 +277,7 @@ class ChainTemperature(FittedModule):
 
         self.nll_ = lbfgs([log_t], loss, self.max_iter)
         t = log_t.detach().exp()
+        check_finite_optimum(self.nll_, f"T = {float(t[0]):.3g}")
         return t[0], t[-1]
 
     def _grid_calib_err(self, parts, tags, mask) -> Tensor:
@@ -416,6 +418,7 @@ class CorefTemperature(FittedModule):
                 return -log_gold[rows].sum() / rows.sum()
 
             self.nll_ = lbfgs([free], loss, self.max_iter)
+            check_finite_optimum(self.nll_, f"T = {float(free[0].exp()):.3g}")
         self.temperature = free.detach()[0].exp().to(self.temperature.device)
         self.offset = free.detach()[1].to(self.offset.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)

@@ -1,0 +1,188 @@
+"""How far a streaming error can be from the exact mode's, bounded from the sketch alone.
+
+**Where the gap comes from.** The sketch's bins hold exactly the exact mode's pairs
+(:func:`~calib_metrics.functional.sketch.to_bins`); only a cell of several values that
+a boundary cuts is unknown inside. Its pairs are a few 1e-5 apart in q, so their labels
+are exchangeable: the t of its n pairs before the boundary hold δ more ones than the
+t·p that the sketch gives them, with the hypergeometric variance
+
+    v = p(1 − p)·t(n − t)/(n − 1),      p = the cell's ones / n,
+
+and their Σq is off by at most (1 + √3/2)·σ·√(t(n − t)), σ the cell's sd of q (the
+first t of n values sum to within σ√(t(n − t)) of t·mean, and the sketch's split is
+within √3·σ·t(n − t)/n ≤ √3/2·σ√(t(n − t)) of it). The debiased error shares the cut
+cell at p (the gap is δ); the plug-in error redraws it (the gap is the difference of
+two independent draws, variance 2v).
+
+**The bound.** A boundary's δ moves its two bins' Σy by ±δ. To second order the error
+(the square, for l2) moves by a·δ + ½·h·(δ² − E δ²), a the difference of the two bins'
+slopes and h = 2/N·(1/n₋ + 1/n₊) their curvature; the debias term's expectation takes
+the E δ² that sharing removes, which is why the debiased square is unbiased. Over the
+boundaries, whose δ are independent, the gap has variance Σ a²v + ½h²v² (debiased;
+the redraw doubles both). The bound is ``GAP_SDS`` = 4 of those standard deviations plus
+the Σq term, and for l2 the root of it: the exact error lies in
+[√max(S − T, 0), √(S + T)] for a square S and a bound T on the square, which is where
+a debiased error near 0 (the root of a difference near 0) moves most. For ``"max"`` it
+is the worst bin's own bound. Checked against the exact mode over data sets, bin sizes,
+norms and modes in ``tests/test_sketch_gap.py`` and ``benchmarks/streaming_gap_seeds.py``
+(docs/streaming.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from calib_metrics.functional.binning import Bins
+from calib_metrics.functional.intervals import debiased_square, effective_samples
+from calib_metrics.functional.sketch import boundary_cells, cell_variance, tied_cells, to_bins
+
+# Standard deviations of the label part of the gap that the bound allows: a normal gap
+# passes it in all but 6 of 100,000 results, and the model's own sd is at or above the
+# gaps' (benchmarks/streaming_gap_seeds.py).
+GAP_SDS = 4.0
+
+
+def _cut_uncertainty(
+    count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_size: int
+) -> tuple[Tensor, Tensor]:
+    """Per interior boundary: the variance v of the ones that the sketch cannot place,
+    and the bound on its error in Σq (both 0 where no cell of several values is cut)."""
+    cells = boundary_cells(count, bin_size)
+    k, n, t = cells.cell, cells.size, cells.before
+    var = cell_variance(count, sum_r, sum_r2)[k]
+    unknown = (t > 0) & (t < n) & ~tied_cells(count, sum_r, sum_r2)[k]
+    p = sum_y[k] / n.clamp(min=1)
+    labels = p * (1 - p) * t * (n - t) / (n - 1).clamp(min=1)
+    positions = (1 + math.sqrt(3) / 2) * var.sqrt() * (t * (n - t)).sqrt()
+    zero = torch.zeros_like(labels)
+    return (
+        torch.where(unknown, labels, zero)[1:-1],
+        torch.where(unknown, positions, zero)[1:-1],
+    )
+
+
+def _bin_moves(labels: Tensor, positions: Tensor, redraws: float) -> tuple[Tensor, Tensor]:
+    """Per bin: the variance of its Σy's move and the bound on its Σq's, from the unknown
+    ones and positions of its two boundaries."""
+    zero = labels.new_zeros(1)
+    variance = redraws * (torch.cat([zero, labels]) + torch.cat([labels, zero]))
+    return variance, torch.cat([zero, positions]) + torch.cat([positions, zero])
+
+
+def _slopes(bins: Bins, norm: str, debias: bool, kinked: Tensor) -> tuple[Tensor, Tensor]:
+    """Per bin: the slope of the error (of its square, for l2) in the bin's Σy and Σq;
+    0 for the l1 bins whose gap may change sign (``kinked``), which count apart."""
+    total = bins.count.sum()
+    gap = bins.pred_mean - bins.freq
+    if norm == "l1":
+        sign = torch.where(kinked, 0.0, gap.sign())
+        return -sign / total, sign / total
+    slope_y = -2 * gap / total
+    if debias:
+        samples = effective_samples(bins)
+        slope_y = slope_y - (1 - 2 * bins.freq) / (samples - 1).clamp(min=1) / total
+    return slope_y, 2 * gap / total
+
+
+def _kinks(bins: Bins, variance: Tensor, kinked: Tensor) -> tuple[Tensor, Tensor]:
+    """The l1 bins whose gap may change sign: the mean and variance of |G + D| − |G|
+    (G = Σq − Σy, D its normal move: a folded normal), summed over them; doubled in
+    variance because neighbours share a boundary."""
+    moved = bins.count * (bins.pred_mean - bins.freq)
+    sd = variance.sqrt().clamp(min=1e-300)
+    folded = sd * math.sqrt(2 / math.pi) * torch.exp(-0.5 * (moved / sd) ** 2) + moved * (
+        1 - 2 * torch.special.ndtr(-moved / sd)
+    )
+    mean = torch.where(kinked, folded - moved.abs(), 0.0).sum()
+    spread = torch.where(kinked, (moved**2 + variance - folded**2).clamp(min=0), 0.0).sum()
+    return mean.abs(), 2 * spread
+
+
+def _square_and_bound(
+    bins: Bins, labels: Tensor, positions: Tensor, norm: str, debias: bool
+) -> tuple[Tensor, Tensor]:
+    """The error's square (l2) or the error (l1), and the bound on its gap."""
+    redraws = 1.0 if debias else 2.0
+    total = bins.count.sum()
+    gap = bins.pred_mean - bins.freq
+    move_var, move_q = _bin_moves(labels, positions, redraws)
+    # An l1 bin whose Σq − Σy may change sign is not linear in its move.
+    kinked = (gap * bins.count).abs() <= GAP_SDS * move_var.sqrt() + move_q
+    if norm != "l1":
+        kinked = torch.zeros_like(kinked)
+    slope_y, slope_q = _slopes(bins, norm, debias, kinked)
+    a_y, a_q = slope_y[:-1] - slope_y[1:], slope_q[:-1] - slope_q[1:]
+    variance = redraws * (a_y**2 * labels).sum()
+    offset = (a_q.abs() * positions).sum() + (move_q * kinked).sum() / total
+    if norm == "l2":
+        curvature = 2 / total * (1 / bins.count[:-1] + 1 / bins.count[1:])
+        variance = variance + redraws * 0.5 * (curvature**2 * labels**2).sum()
+        if debias:
+            value = debiased_square(gap, bins.freq, bins.count, effective_samples(bins))
+        else:
+            value = (bins.count / total * gap**2).sum()
+    else:
+        value = (bins.count / total * gap.abs()).sum()
+        kink_mean, kink_var = _kinks(bins, move_var, kinked)
+        variance = variance + kink_var / total**2
+        offset = offset + kink_mean / total
+    return value, GAP_SDS * variance.sqrt() + offset
+
+
+def _worst_bin_bound(bins: Bins, labels: Tensor, positions: Tensor, debias: bool) -> Tensor:
+    """The max norm's bound: the largest bound on one bin's |gap| move."""
+    variance, positions = _bin_moves(labels, positions, 1.0 if debias else 2.0)
+    return ((GAP_SDS * variance.sqrt() + positions) / bins.count).max()
+
+
+def streaming_gap_bound(
+    count: Tensor,
+    sum_r: Tensor,
+    sum_r2: Tensor,
+    sum_y: Tensor,
+    bin_size: int,
+    *,
+    norm: str = "l2",
+    debias: bool = True,
+) -> Tensor:
+    """A bound on |streaming − exact| for the error of one sketch ``[R]`` in bins of
+    ``bin_size`` (the module docstring gives the model): 0 when no boundary cuts a cell
+    of several values, and ``debias`` applies to l2 only, as in the metric. 0-dim
+    float64; one host synchronisation (through the bins).
+
+    Example:
+        >>> from calib_metrics.functional.sketch import accumulate, empty
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = torch.rand(20_000, generator=g)
+        >>> y = torch.bernoulli(q, generator=g).long()
+        >>> sketch = empty(1024)
+        >>> accumulate(*sketch, q, y)
+        >>> round(streaming_gap_bound(*sketch, 2000, debias=False).item(), 4)
+        0.0043
+
+        The debiased square of these calibrated pairs is below 0 by more than its bound,
+        so the exact error is 0 too:
+
+        >>> streaming_gap_bound(*sketch, 2000).item()
+        0.0
+        >>> rounded = (q * 20).round() / 20  # every cut cell holds one value: no gap
+        >>> sketch = empty(1024)
+        >>> accumulate(*sketch, rounded, y)
+        >>> streaming_gap_bound(*sketch, 2000).item()
+        0.0
+    """
+    debias = debias and norm == "l2"
+    bins = to_bins(count, sum_r, sum_r2, sum_y, bin_size, redraw=not debias)
+    labels, positions = _cut_uncertainty(count, sum_r, sum_r2, sum_y, bin_size)
+    if norm == "max":
+        return _worst_bin_bound(bins, labels, positions, debias)
+    value, bound = _square_and_bound(bins, labels, positions, norm, debias)
+    if norm == "l1":
+        return bound
+    error = value.clamp(min=0).sqrt()
+    highest = (value + bound).clamp(min=0).sqrt()
+    lowest = (value - bound).clamp(min=0).sqrt()
+    return torch.maximum(highest - error, error - lowest)

@@ -1,0 +1,79 @@
+"""A loaded or merged state is checked by its values as ``update`` checks a batch, and a
+loaded state is never hidden behind the value ``compute()`` cached before."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationComparison, CalibrationError
+
+G = torch.Generator().manual_seed(0)
+Q = torch.rand(400, generator=G, dtype=torch.float64)
+Y = torch.bernoulli(Q, generator=G).long()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_compute_after_load_state_dict_gives_the_loaded_value(streaming: bool) -> None:
+    other = CalibrationError(streaming=streaming)
+    other.persistent(True)
+    other.update(Q, (Q > 0.5).long())  # a miscalibrated model
+    metric = CalibrationError(streaming=streaming)
+    metric.persistent(True)
+    metric.update(Q, Y)
+    metric.compute()  # cached
+    metric.load_state_dict(other.state_dict())
+    assert metric.compute().item() == pytest.approx(other.compute().item(), abs=1e-12)
+    assert metric.compute().item() == pytest.approx(metric.compute_result().error.item())
+
+
+BAD_STATES = [
+    (
+        {"probs": [torch.tensor([0.5, float("nan"), 0.2])], "target": [torch.tensor([0, 1, 1])]},
+        "nan",
+    ),
+    ({"probs": [torch.tensor([0.5, 7.0, 0.2])], "target": [torch.tensor([0, 1, 1])]}, "7.0"),
+    ({"probs": [torch.tensor([0.5, 0.4, 0.2])], "target": [torch.tensor([0, 1])]}, "3 and 2 rows"),
+]
+
+
+@pytest.mark.parametrize(("state", "named"), BAD_STATES)
+def test_a_merged_state_of_bad_pairs_is_refused_and_the_metric_keeps_its_own(state, named):
+    metric = CalibrationError(interval="pairs")
+    metric.update(Q, Y)
+    before = metric.compute().item()
+    with pytest.raises(ValueError, match=named):
+        metric.merge_state(state)
+    assert metric.compute().item() == before
+    assert sum(p.numel() for p in metric.probs) == 400
+
+
+@pytest.mark.parametrize(("state", "named"), BAD_STATES)
+def test_a_loaded_state_of_bad_pairs_is_refused(state, named) -> None:
+    metric = CalibrationError(interval="pairs")
+    metric.update(Q, Y)
+    with pytest.raises(ValueError, match=named):
+        metric.load_state_dict(state, strict=False)
+    assert sum(p.numel() for p in metric.probs) == 400
+
+
+def test_padding_rows_of_a_merged_state_may_hold_anything() -> None:
+    """update() keeps padding rows (NaN included) until compute() drops them."""
+    metric = CalibrationError(interval="pairs", ignore_index=-1)
+    metric.update(Q, Y)
+    padded = {"probs": [torch.tensor([0.5, float("nan")])], "target": [torch.tensor([1, -1])]}
+    metric.merge_state(padded)
+    assert torch.isfinite(metric.compute())
+
+
+def test_a_comparison_refuses_a_merged_state_of_bad_pairs() -> None:
+    metric = CalibrationComparison()
+    metric.update(Q, Q, Y)
+    state = {
+        "probs_a": [torch.tensor([0.5, 0.4])],
+        "probs_b": [torch.tensor([0.5, -3.0])],
+        "target": [torch.tensor([0, 1])],
+    }
+    state |= {k: [] for k in metric._defaults if k not in state}
+    with pytest.raises(ValueError, match=r"'probs_b' holds -3.0"):
+        metric.merge_state(state)

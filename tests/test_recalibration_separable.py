@@ -1,0 +1,118 @@
+"""Held-out data that a recalibrator separates have no finite optimum: the fit is refused
+with a ValueError that says so (it had returned T = 0.0019 on 40 items a model got all
+right, sending 95% of a test set's probabilities to exactly 0 or 1), and the Lightning
+callback warns and fits nothing."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import LightningModule, Trainer
+from torch.utils.data import DataLoader, TensorDataset
+
+from calib_metrics.callbacks import TemperatureRecalibration
+from calib_metrics.models import linear_chain
+from calib_metrics.recalibration import (
+    ChainTemperature,
+    CorefTemperature,
+    MatrixScaling,
+    PlattScaling,
+    TemperatureScaling,
+    VectorScaling,
+)
+
+G = torch.Generator().manual_seed(0)
+DEV = torch.randn(40, 3, generator=G)
+ALL_RIGHT = DEV.argmax(-1)
+ONE_WRONG = ALL_RIGHT.clone()
+ONE_WRONG[0] = (ONE_WRONG[0] + 1) % 3
+SCORES = torch.linspace(-3, 3, 40)
+
+
+@pytest.mark.parametrize("scaler", [TemperatureScaling, VectorScaling, MatrixScaling])
+def test_multiclass_scalers_refuse_separable_data(scaler) -> None:
+    with pytest.raises(ValueError, match=r"separable.*no finite optimum"):
+        scaler().fit(DEV, ALL_RIGHT)
+
+
+@pytest.mark.parametrize("scaler", [TemperatureScaling, PlattScaling])
+def test_binary_scalers_refuse_separable_scores(scaler) -> None:
+    with pytest.raises(ValueError, match="separable"):
+        scaler().fit(SCORES, (SCORES > 0).float())
+
+
+def test_one_error_leaves_a_finite_optimum() -> None:
+    assert 0.05 < TemperatureScaling().fit(DEV, ONE_WRONG).temperature.item() < 1
+    labels = (SCORES > 0).float()
+    labels[0] = 1
+    assert 0 < PlattScaling().fit(SCORES, labels).slope.item() < 10
+
+
+def _chain(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    emissions = 3 * torch.randn(30, 6, 4, generator=g, dtype=torch.float64)
+    transitions = 0.1 * torch.randn(4, 4, generator=g, dtype=torch.float64)
+    start = end = torch.zeros(4, dtype=torch.float64)
+    return emissions, transitions, start, end
+
+
+def test_chain_temperature_refuses_gold_that_is_every_viterbi_path() -> None:
+    emissions, transitions, start, end = _chain(1)
+    mask = torch.ones(30, 6, dtype=torch.bool)
+    viterbi = linear_chain.viterbi(emissions, transitions, start, end, mask)[1]
+    with pytest.raises(ValueError, match="separable"):
+        ChainTemperature().fit(emissions, transitions, start, end, viterbi, mask)
+
+
+def test_coref_temperature_refuses_gold_that_is_every_best_antecedent() -> None:
+    g = torch.Generator().manual_seed(2)
+    scores = 3 * torch.randn(4, 8, 8, generator=g, dtype=torch.float64)
+    scores = scores.masked_fill(torch.ones(8, 8, dtype=torch.bool).triu(1), float("-inf"))
+    best = scores.argmax(-1)
+    gold = torch.nn.functional.one_hot(best, 8).bool()
+    with pytest.raises(ValueError, match="separable"):
+        CorefTemperature().fit(scores, gold)
+
+
+class AllRight(LightningModule):
+    """A model whose validation logits put every item's label first, by a wide margin."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(()))
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        return self.weight**2
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        (y,) = batch
+        return {"logits": 4 * F.one_hot(y, 3).float() + self.weight, "target": y}
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.0)
+
+
+def test_the_callback_warns_and_fits_nothing_on_separable_validation() -> None:
+    data = DataLoader(TensorDataset(torch.randint(0, 3, (64,), generator=G)), batch_size=32)
+    model = AllRight()
+    callback = TemperatureRecalibration(n_samples=50)
+    trainer = Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        logger=False,
+        callbacks=[callback],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(model, data, data)
+    assert any("no temperature fitted" in str(w.message) and "separable" in str(w.message)
+               for w in caught)  # fmt: skip
+    assert callback.recalibrator is None
+    assert not hasattr(model, "calibration_temperature")

@@ -1,0 +1,64 @@
+"""A debiased error over bins of one pair says it is biased up: one label has no variance
+to subtract, so perfectly calibrated pairs in bins of one scored the plug-in 0.41."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationError
+
+G = torch.Generator().manual_seed(0)
+Q = torch.rand(2000, generator=G, dtype=torch.float64)
+Y = torch.bernoulli(Q, generator=G).long()
+
+
+def _warnings(**options) -> list[str]:
+    metric = CalibrationError(**options)
+    metric.update(Q, Y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.compute()
+        metric.compute_result()
+    return [str(w.message) for w in caught if "hold one pair" in str(w.message)]
+
+
+@pytest.mark.parametrize(
+    "options", [{"bin_size": 1}, {"binning": "uniform", "n_bins": 5000, "bin_size": 1}]
+)
+def test_debiased_bins_of_one_pair_warn_once(options) -> None:
+    found = _warnings(**options)
+    assert len(found) == 1
+    assert "bias the error up" in found[0]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"bin_size": 1, "debias": False},  # the plug-in error has nothing to subtract
+        {"bin_size": 2},
+        {"binning": "uniform", "n_bins": 15},
+    ],
+)
+def test_no_warning_without_one_pair_debiased_bins(options) -> None:
+    assert _warnings(**options) == []
+
+
+def test_the_command_line_says_it_in_one_line(tmp_path) -> None:
+    path = tmp_path / "p.csv"
+    rows = "\n".join(f"{q:.6f},{y}" for q, y in zip(Q[:300].tolist(), Y[:300].tolist()))
+    path.write_text("prob,label\n" + rows + "\n")
+    command = [sys.executable, "-m", "calib_metrics.cli", "evaluate", str(path)]
+    done = subprocess.run(
+        [*command, "--binning", "uniform", "--n-bins", "200", "--samples", "20"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "hold one pair" in line]
+    assert len(lines) == 1 and lines[0].startswith("calib-metrics: warning:")

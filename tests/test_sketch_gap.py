@@ -1,0 +1,152 @@
+"""The streaming tolerance: a bound on |streaming − exact| that holds at every N and bin size.
+
+Each data set goes through ``CalibrationError`` twice, exact and streaming with a small
+sketch (so that 20,000 rows are far past its buffer and the boundaries cut cells of
+tens of pairs), and the streaming metric's own ``streaming_tolerance()`` must cover the
+gap, in every data set, bin size, norm and mode.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationError
+from calib_metrics.functional import sketch
+from calib_metrics.functional.sketch_gap import streaming_gap_bound
+
+N = 20_000
+RESOLUTION = 1024  # buffer of 2,048 rows; about 50 pairs an occupied cell at N
+SEEDS = range(12)
+# Float64 rounding of the two computations (an l1 error whose bins all lean one way
+# does not move at all, and its bound is 0).
+ROUNDING = 1e-12
+
+
+def _data(seed: int, shift: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    q = torch.rand(N, generator=g)
+    return q, torch.bernoulli((q + shift).clamp(0, 1), generator=g).long()
+
+
+def _gap_and_tolerance(probs, target, **options) -> tuple[float, float]:
+    exact = CalibrationError(**options)
+    exact.update(probs, target)
+    streaming = CalibrationError(streaming=True, resolution=RESOLUTION, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the coarse-sketch warning, the point here
+        streaming.update(probs, target)
+        gap = (streaming.compute() - exact.compute()).abs().max().item()
+        tolerance = streaming.streaming_tolerance()
+    assert tolerance.shape == exact.compute().shape
+    return gap, tolerance.min().item() if tolerance.ndim else tolerance.item()
+
+
+@pytest.mark.parametrize("bin_size", [100, 500, 2000, "auto"])
+@pytest.mark.parametrize(
+    ("norm", "debias"), [("l2", True), ("l2", False), ("l1", False), ("max", False)]
+)
+def test_tolerance_covers_the_gap_over_data_sets(bin_size, norm, debias) -> None:
+    ratios = []
+    for seed in SEEDS:
+        # Calibrated (debiased error near 0, the hard case) and miscalibrated data.
+        for shift in (0.0, 0.05):
+            gap, tolerance = _gap_and_tolerance(
+                *_data(seed, shift), bin_size=bin_size, norm=norm, debias=debias
+            )
+            assert gap <= tolerance + ROUNDING, (seed, shift, gap, tolerance)
+            ratios.append(gap / tolerance if tolerance else 0.0)
+    # Not vacuous: the gaps reach a fair part of the bound somewhere.
+    assert max(ratios) > 0.1
+
+
+def test_tolerance_covers_a_debiased_error_near_0_in_small_bins() -> None:
+    """The case a user found at 10⁶ (β = 200: gap 1.9e-3, no warning), at small scale:
+    the root of a debiased square near 0 moves far for a small change of the square."""
+    worst = 0.0
+    for seed in range(40):
+        gap, tolerance = _gap_and_tolerance(*_data(100 + seed), bin_size=50)
+        assert gap <= tolerance + ROUNDING, (seed, gap, tolerance)
+        worst = max(worst, gap)
+    assert worst > 1e-3  # the gaps are real, and covered
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"mode": "one_vs_rest"},
+        {"mode": "one_vs_rest", "average": None},
+        {"mode": "one_vs_rest", "average": "macro"},
+        {"mode": "one_vs_rest", "average": "weighted"},
+        {"mode": "top_label"},
+        {"mode": "classwise"},
+    ],
+)
+def test_tolerance_covers_multiclass_modes(options) -> None:
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(N, 3, generator=g) * 2
+    probs = logits.softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    metric_options = {"num_classes": 3, "bin_size": 300, **options}
+    exact = CalibrationError(**metric_options)
+    exact.update(probs, target)
+    streaming = CalibrationError(streaming=True, resolution=RESOLUTION, **metric_options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        streaming.update(probs, target)
+        gap = (streaming.compute() - exact.compute()).abs()
+        tolerance = streaming.streaming_tolerance()
+    assert tolerance.shape == gap.shape
+    assert bool((gap <= tolerance + ROUNDING).all()), (gap, tolerance)
+    assert bool((tolerance > 0).any())
+
+
+def test_tolerance_is_0_while_the_pairs_are_kept() -> None:
+    q, y = _data(0)
+    small = CalibrationError(streaming=True, resolution=RESOLUTION)
+    small.update(q[: sketch.buffer_rows(RESOLUTION)], y[: sketch.buffer_rows(RESOLUTION)])
+    assert small.streaming_tolerance().item() == 0.0
+    exact = CalibrationError(num_classes=2, average=None)
+    exact.update(torch.stack([1 - q, q], 1), y)
+    assert exact.streaming_tolerance().tolist() == [0.0, 0.0]
+
+
+def test_tolerance_is_0_when_every_cut_cell_holds_one_value() -> None:
+    """Rounded probabilities: a cut cell is a tie group, shared by the exact mode's rule."""
+    q, y = _data(1)
+    rounded = (q * 100).round() / 100
+    gap, tolerance = _gap_and_tolerance(rounded, y, bin_size=300)
+    assert tolerance == 0.0
+    assert gap < 1e-12
+
+
+def test_tolerance_of_merged_states_is_that_of_one_metric_on_the_union() -> None:
+    q, y = _data(2)
+    whole = CalibrationError(streaming=True, resolution=RESOLUTION, bin_size=200)
+    whole.update(q, y)
+    parts = [CalibrationError(streaming=True, resolution=RESOLUTION, bin_size=200) for _ in "ab"]
+    parts[0].update(q[: N // 2], y[: N // 2])
+    parts[1].update(q[N // 2 :], y[N // 2 :])
+    parts[0].merge_state(parts[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert parts[0].streaming_tolerance().item() == pytest.approx(
+            whole.streaming_tolerance().item(), rel=1e-9
+        )
+
+
+def test_tolerance_of_an_empty_metric_raises_as_compute_does() -> None:
+    for streaming in (False, True):
+        metric = CalibrationError(streaming=streaming)
+        with pytest.raises(ValueError, match="no pairs"):
+            metric.streaming_tolerance()
+
+
+def test_bound_is_0_for_one_bin() -> None:
+    q, y = _data(4)
+    cells = sketch.empty(RESOLUTION)
+    sketch.accumulate(*cells, q, y)
+    for norm in ("l2", "l1", "max"):
+        assert streaming_gap_bound(*cells, N, norm=norm).item() == 0.0
