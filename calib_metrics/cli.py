@@ -42,7 +42,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "evaluate",
         help="calibration of a file of (probability, label) pairs",
-        description="Reads CSV/TSV (with a header), JSON lines, .npy, .npz or .pt and prints "
+        description="Reads CSV/TSV (with a header), JSON (lines), .npy, .npz or .pt and prints "
         "N, the bins, CalibErr with its interval, and the Brier score split. The defaults are "
         "the estimator we recommend: β = ⌈√N⌉, debiased squared gaps, the bootstrap over "
         "pairs (over groups with --groups) (docs/coverage.md). --paper gives the paper's "
@@ -285,14 +285,18 @@ def _settle_options(args: argparse.Namespace) -> None:
     """Fill the options left unset: the recommended estimator, or the paper's (``--paper``)."""
     if args.bin_size is None:
         args.bin_size = PAPER_SETTING["bin_size"] if args.paper else "auto"
+    if args.debias and args.norm != "l2":
+        raise ValueError(f"--debias applies to --norm l2 only (--norm {args.norm} has no debiased "
+                         "estimate: it is the plug-in)")  # fmt: skip
     if args.debias is None:
         # The debiased estimate exists for l2 only; l1 and max keep the plug-in.
         args.debias = not args.paper and args.norm == "l2"
     if args.interval is None:
-        if args.paper:
-            args.interval = PAPER_SETTING["interval"]
+        # An explicit --groups asks for the group bootstrap, over --paper's interval too.
+        if args.groups is not None:
+            args.interval = "groups"
         else:
-            args.interval = "groups" if args.groups is not None else "pairs"
+            args.interval = PAPER_SETTING["interval"] if args.paper else "pairs"
     if args.groups is not None and args.interval != "groups":
         raise ValueError(
             f"--groups is used by --interval groups only (got --interval {args.interval})"

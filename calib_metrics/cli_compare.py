@@ -214,6 +214,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_plot_smooth(args)
     check_output_paths({"--html": args.html, "--plot": args.plot}, [args.a, args.b])
     check_draw_options(args)
+    if args.label is not None and args.mode != "one_vs_rest":
+        # The per-label table compares each label's own pairs, one-vs-rest; it would have
+        # answered another question than a top-label or classwise headline, silently.
+        raise ValueError(
+            f"--label COLUMN compares each label's pairs one-vs-rest; it cannot be combined "
+            f"with --mode {args.mode}"
+        )
     if args.label is None and (args.correction is not None or args.alpha is not None):
         raise ValueError("--correction and --alpha apply to --label COLUMN only")
     if args.alpha is not None and not 0 < args.alpha < 1:

@@ -80,14 +80,27 @@ def _summary(probs: Tensor, target: Tensor, groups, args, seed_offset: int) -> d
     }
 
 
-def _write_probs(path: Path, before: Tensor, after: Tensor, target: Tensor, groups) -> None:
+def _write_probs(
+    path: Path, before: Tensor, after: Tensor, target: Tensor, groups: list[str] | None
+) -> None:
+    """The recalibrated file: each test row's new and original probability, its label and
+    (with ``--groups``) its group id as the test file wrote it, so it joins back."""
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["probs", "original", "target", *([] if groups is None else ["group"])])
         rows = zip(after.tolist(), before.tolist(), target.tolist(),
-                   *([] if groups is None else [groups.tolist()]))  # fmt: skip
+                   *([] if groups is None else [groups]))  # fmt: skip
         for row in rows:
             writer.writerow([f"{row[0]:.10g}", f"{row[1]:.10g}", int(row[2]), *row[3:]])
+
+
+def _group_ids(path: Path, wanted: str | None) -> list[str] | None:
+    """The test file's group ids as it wrote them (``read_table`` numbers them 0..G-1)."""
+    if wanted is None:
+        return None
+    from calib_metrics.predictions import group_column, read_labels
+
+    return read_labels(path, group_column(path, wanted))
 
 
 def _check_binary(table, path: Path) -> None:
@@ -105,12 +118,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from calib_metrics.cli import check_draw_options
+    from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
     from calib_metrics.predictions import check_output_paths, read_table
     from calib_metrics.recalibration import fit_binary
 
     check_draw_options(args)
-    if args.n_bins < 1:  # an option, not the dev file, is at fault; refused for every method
-        raise ValueError(f"--n-bins must be a positive integer, got {args.n_bins}")
+    # An option, not the dev file, is at fault; refused for every method.
+    if not 1 <= args.n_bins <= MAX_UNIFORM_BINS:
+        raise ValueError(f"--n-bins must be an integer in [1, 2**20], got {args.n_bins}")
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
@@ -136,7 +151,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"{args.test}: {err}") from None
     if hasattr(recalibrator, "temperature"):
         summary["temperature"] = float(recalibrator.temperature)
-    _write_probs(out, before, after, test.target, test.groups)
+    _write_probs(out, before, after, test.target, _group_ids(args.test, args.groups))
     summary["out"] = str(out)
     if args.plot:
         summary["plot"] = str(_plot(args.plot, summary))

@@ -1,7 +1,9 @@
 """The command line's I/O edge: read (probability, label) pairs, write results as JSON.
 
-CSV and TSV (with a header), JSON lines, ``.npy`` (an [N, 2] array or a structured
-array), ``.npz`` and ``.pt`` (named arrays or tensors, or one [N, 2] array). Columns
+CSV and TSV (with a header, UTF-8), JSON lines (``.jsonl``; ``.json`` also takes one
+document: a list of row objects or an object of column lists), ``.npy`` (an [N, 2] array
+or a structured array), ``.npz`` and ``.pt`` (named arrays or tensors, or one [N, 2]
+array; several dimensions must line up as the Python API's inputs do). Columns
 are found by name (``--probs``/``--target``/``--groups``) or by the usual names. Group
 ids (sentence or document ids for the group bootstrap) may be numbers or strings; they
 are numbered 0..G-1. Every problem is a ``ValueError`` (or ``FileNotFoundError``) whose
@@ -114,14 +116,34 @@ def _columns_from_table(
         _pick(names, probs, PROB_NAMES, "probabilities", path),
         _pick(names, target, TARGET_NAMES, "labels", path),
     )
-    columns = tuple((name, table[name]) for name in picked)
+    columns = tuple((name, _column(table, name, path)) for name in picked)
     if groups is None:
         return (*columns, None)
     group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
-    return (*columns, (group, table[group]))
+    return (*columns, (group, _column(table, group, path)))
+
+
+def _column(table: Any, name: str, path: Path) -> Any:
+    """One column's values as a list or numpy array; only the columns used are read, so
+    an odd extra key (a sparse or nested tensor) does not stop a file's valid ones."""
+    try:
+        value = table[name]  # a .npz member is read here
+    except Exception as err:  # numpy and zipfile raise many types for a bad member
+        raise ValueError(f"{path}: column {name!r} cannot be read ({err})") from None
+    if isinstance(value, Tensor):
+        if value.layout != torch.strided or value.is_quantized or value.is_nested:
+            kind = "quantized" if value.is_quantized else str(value.layout).split(".")[-1]
+            kind = "nested" if value.is_nested else kind
+            raise ValueError(
+                f"{path}: column {name!r} is a {kind} tensor: store a dense one (.to_dense())"
+            )
+        return _to_numpy(value)
+    return value
 
 
 def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
+    if isinstance(values, np.ndarray) and np.iscomplexobj(values):
+        raise ValueError(f"{path}: column {column!r} holds complex numbers, not real ones")
     try:
         array = np.asarray(values, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):
@@ -261,11 +283,13 @@ def _numeric_if_integers(text: np.ndarray) -> np.ndarray:
 
 def _check_no_empty_id(array: np.ndarray, path: Path, column: str, lines) -> None:
     """ValueError naming the first id that is blank text or None (JSON null)."""
-    if array.dtype.kind == "U":
-        missing = np.char.strip(array) == ""
+    if array.dtype.kind in "US":
+        missing = np.char.strip(array) == ("" if array.dtype.kind == "U" else b"")
     else:
         values = array.tolist()
-        missing = np.array([v is None or (isinstance(v, str) and not v.strip()) for v in values])
+        missing = np.array(
+            [v is None or (isinstance(v, (str, bytes)) and not v.strip()) for v in values]
+        )
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
         shown = "null" if array[i] is None else "an empty cell"
@@ -319,6 +343,7 @@ def _table_from_rows(reader: Any, path: Path) -> _Table:
 def _read_jsonl(path: Path) -> _Table:
     table = _Table()
     table.lines = []
+    keys: set[str] | None = None
     with path.open(encoding="utf-8-sig") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
@@ -329,12 +354,52 @@ def _read_jsonl(path: Path) -> _Table:
                 raise ValueError(f"{path}: line {line_no} is not valid JSON ({err.msg})") from None
             if not isinstance(row, dict):
                 raise ValueError(f"{path}: line {line_no} is not a JSON object")
-            if table and set(row) != set(table):
+            if not row:
+                raise ValueError(f"{path}: line {line_no} is an empty JSON object")
+            keys = set(row) if keys is None else keys
+            if set(row) != keys:
                 raise ValueError(f"{path}: line {line_no} has different keys than line 1")
             for key, value in row.items():
                 table.setdefault(key, []).append(value)
             table.lines.append(line_no)
     return table
+
+
+def _read_json(path: Path) -> _Table:
+    """A ``.json`` file: one JSON document (a list of row objects, or an object of
+    column lists, as ``json.dump`` writes them, indented or not), else JSON lines."""
+    text = path.read_text(encoding="utf-8-sig")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        return _read_jsonl(path)  # several documents: JSON lines
+    table = _Table()
+    table.lines = None
+    if (
+        isinstance(document, dict)
+        and document
+        and not any(isinstance(v, list) for v in document.values())
+    ):
+        document = [document]  # one row
+    if isinstance(document, list) and document and all(isinstance(r, dict) for r in document):
+        keys = set(document[0])
+        for i, row in enumerate(document):
+            if set(row) != keys or not row:
+                raise ValueError(f"{path}: row index {i} has different keys than row index 0")
+            for key, value in row.items():
+                table.setdefault(key, []).append(value)
+        return table
+    if (
+        isinstance(document, dict)
+        and document
+        and all(isinstance(v, list) for v in document.values())
+    ):
+        table.update(document)
+        return table
+    raise ValueError(
+        f"{path}: expected a list of row objects, an object of column lists, or JSON lines "
+        f"(one object per line), got a JSON {type(document).__name__}"
+    )
 
 
 def _to_numpy(value: Any) -> Any:
@@ -356,7 +421,7 @@ def _named_columns(obj: Any, path: Path) -> dict[str, Any] | None:
                 f"{path}: expected arrays named by strings (probs, target), got keys "
                 f"{', '.join(repr(k) for k in keys[:5])}"
             )
-        return {k: _to_numpy(obj[k]) for k in keys}
+        return obj
     array = _to_numpy(obj) if isinstance(obj, Tensor) else np.asarray(obj)
     if array.dtype.names:
         return {n: array[n] for n in array.dtype.names}
@@ -404,20 +469,56 @@ def _load(path: Path) -> Any:
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"{path}: unknown format {suffix!r} (use one of {', '.join(FORMATS)})")
+    try:
+        return _read_contents(path, suffix)
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{path}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
+            "save it as UTF-8"
+        ) from None
+
+
+def _read_contents(path: Path, suffix: str) -> Any:
+    """:func:`_load` of one suffix, text formats and array files alike."""
     if suffix in (".csv", ".tsv"):
         return _read_delimited(path, "\t" if suffix == ".tsv" else ",")
-    if suffix in (".jsonl", ".json", ".ndjson"):
+    if suffix == ".json":
+        return _read_json(path)
+    if suffix in (".jsonl", ".ndjson"):
         return _read_jsonl(path)
     if suffix in (".npy", ".npz"):
         _check_magic(path, suffix)
         try:
             return np.load(path, allow_pickle=False)
-        except (ValueError, OSError) as err:
+        except Exception as err:  # zipfile, zlib and numpy raise many types for a bad file
             raise ValueError(f"{path}: not a readable {suffix} file ({err})") from None
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many types for a bad file
         raise ValueError(f"{path}: not a readable torch file ({type(err).__name__})") from None
+
+
+def _check_layout(q: Column, y: Column, ids: Column | None, path: Path) -> None:
+    """Arrays of several dimensions must line up as the Python API's inputs do: the
+    labels of the probabilities' shape (binary) or of it without its last, class,
+    dimension (multiclass), and group ids of the labels' shape. Flattened, probabilities
+    [10, 100] and labels [100, 10] had paired each probability with another item's label.
+    Flat columns (a text file's, or 1-D arrays) line up by position."""
+    shape_q, shape_y = getattr(q[1], "shape", None), getattr(y[1], "shape", None)
+    if shape_q is None or shape_y is None or max(len(shape_q), len(shape_y)) < 2:
+        return
+    if shape_q != shape_y and shape_q[:-1] != shape_y:
+        raise ValueError(
+            f"{path}: {q[0]!r} has shape {list(shape_q)} and {y[0]!r} has shape "
+            f"{list(shape_y)}: the labels need the probabilities' shape (binary) or that "
+            "shape without its last, class, dimension (multiclass)"
+        )
+    shape_ids = None if ids is None else getattr(ids[1], "shape", None)
+    if shape_ids is not None and len(shape_ids) >= 2 and shape_ids != shape_y:
+        raise ValueError(
+            f"{path}: {ids[0]!r} has shape {list(shape_ids)} and {y[0]!r} has shape "
+            f"{list(shape_y)}: give one group id per label, in the labels' shape"
+        )
 
 
 def read_table(
@@ -443,6 +544,7 @@ def read_table(
     contents = _load(path)
     lines = getattr(contents, "lines", None)
     q, y, ids = _from_arrays(contents, path, (probs, target, groups))
+    _check_layout(q, y, ids, path)
     names = (q[0], y[0])
     q = _to_float(q[1], path, q[0], lines)
     y = _to_labels(y[1], path, y[0], lines)
@@ -498,7 +600,7 @@ def read_labels(path: str | Path, column: str) -> list[str]:
         raise ValueError(f"{path}: an unnamed array has no label column {column!r}")
     if column not in table:
         raise ValueError(f"{path}: no column {column!r} (columns: {', '.join(table)})")
-    return [str(v) for v in np.asarray(table[column]).reshape(-1).tolist()]
+    return [str(v) for v in np.asarray(_column(table, column, path)).reshape(-1).tolist()]
 
 
 def row_position(path: str | Path, row: int) -> str:

@@ -237,13 +237,16 @@ SIZES = {"n": (1_000_000, 20_000), "bin_size": (5000, 1000), "samples": (10_000,
 
 def _sizes(args: argparse.Namespace) -> tuple[int, int, int]:
     """--n, --bin-size and --samples: as given (--quick too keeps what the user gave), or
-    the full run's or --quick's defaults; refused before any work when not positive."""
+    the full run's or --quick's defaults; refused before any work when too small (an
+    interval needs 2 draws, as the library says only once the run has started)."""
     sizes = []
     for name, defaults in SIZES.items():
         value = getattr(args, name)
         value = defaults[bool(args.quick)] if value is None else value
-        if value < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+        least = 2 if name == "samples" else 1
+        if value < least:
+            wanted = "a positive integer" if least == 1 else f"an integer >= {least}"
+            raise ValueError(f"--{name.replace('_', '-')} must be {wanted}, got {value}")
         sizes.append(value)
     return sizes[0], sizes[1], sizes[2]
 

@@ -55,9 +55,13 @@ def _check_fit_inputs(scores: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
     return scores.to(torch.float64), check_binary_target(target, scores)
 
 
+# As many bins as the metric's uniform binning allows: 10¹² had asked for 8 TB.
+MAX_BINS = 2**20
+
+
 def _check_n_bins(n_bins: int) -> int:
-    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 1:
-        raise ValueError(f"n_bins must be a positive int, got {n_bins!r}")
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or not 1 <= n_bins <= MAX_BINS:
+        raise ValueError(f"n_bins must be an int in [1, 2**20], got {n_bins!r}")
     return n_bins
 
 
