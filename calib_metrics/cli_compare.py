@@ -286,7 +286,8 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     level = f"{100 * summary['confidence']:g}%"
     mode = mode_note(summary["mode"])
     print(f"N = {summary['n']} items, debiased CalibErr{mode}, bins of ⌈√N⌉, "
-          f"paired bootstrap over {summary['resampled']} ({args.samples} draws)")  # fmt: skip
+          f"paired bootstrap over {summary['resampled']} ({args.samples} draws, percentile "
+          "intervals)")  # fmt: skip
     for name, path in zip("ab", model_names(args), strict=True):
         r = summary[name]
         print(
