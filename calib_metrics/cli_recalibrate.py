@@ -125,7 +125,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     check_draw_options(args)
     # An option, not the dev file, is at fault; refused for every method.
     if not 1 <= args.n_bins <= MAX_UNIFORM_BINS:
-        raise ValueError(f"--n-bins must be an integer in [1, 2**20], got {args.n_bins}")
+        raise ValueError(
+            f"--n-bins must be an integer in [1, {MAX_UNIFORM_BINS}], got {args.n_bins}"
+        )
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")

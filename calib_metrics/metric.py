@@ -155,27 +155,32 @@ def _target_problem(value: Any, num_classes: int | None, ignore_index: int | Non
 
 def _pairs_problem(name: str, probs: Any, target: Any, ignore_index: int | None) -> str:
     """Why a loaded or merged probability state ``name`` and ``target`` cannot be pairs
-    ('' when they can; one host sync): as many rows of each, and probabilities in
+    ('' when they can; a host sync per part): as many rows of each, and probabilities in
     [0, 1] on every row that is not padding (padding rows may hold anything, NaN too,
-    as ``update`` lets them)."""
+    as ``update`` lets them). Checked part by part, so a large state is never copied."""
     probs_parts, target_parts = _as_list(probs), _as_list(target)
-    rows = sum(part.shape[0] if part.ndim else 1 for part in probs_parts)
-    labels = sum(part.numel() for part in target_parts)
-    if rows != labels:
-        return f"states {name!r} and 'target' hold {rows} and {labels} rows: they must match"
-    if rows == 0:
-        return ""
-    values = torch.cat(
-        [part.reshape(part.shape[0] if part.ndim else 1, -1) for part in probs_parts]
-    )
-    if ignore_index is not None:
-        values = values[torch.cat([part.reshape(-1) for part in target_parts]) != ignore_index]
-    if values.numel() == 0:
-        return ""
-    bad = values[~((values >= 0) & (values <= 1))]
-    if bad.numel() == 0:
-        return ""
-    return f"state {name!r} holds {bad[0].item()!r}, outside [0, 1], on a row that is not padding"
+    rows = [part.shape[0] if part.ndim else 1 for part in probs_parts]
+    labels = [part.numel() for part in target_parts]
+    if sum(rows) != sum(labels):
+        return (
+            f"states {name!r} and 'target' hold {sum(rows)} and {sum(labels)} rows: they must match"
+        )
+    if rows != labels:  # parts that do not pair up (a hand-made state): check them joined
+        probs_parts, target_parts = (
+            [torch.cat([p.reshape(-1) for p in probs_parts])],
+            [torch.cat([t.reshape(-1) for t in target_parts])],
+        )
+    for part, part_target in zip(probs_parts, target_parts, strict=True):
+        values = part.reshape(part.shape[0] if part.ndim else 1, -1)
+        if ignore_index is not None:
+            values = values[part_target.reshape(-1) != ignore_index]
+        bad = values[~((values >= 0) & (values <= 1))]
+        if bad.numel():
+            return (
+                f"state {name!r} holds {bad[0].item()!r}, outside [0, 1], on a row that is "
+                "not padding"
+            )
+    return ""
 
 
 def _as_list(state: Tensor | list[Tensor]) -> list[Tensor]:
@@ -359,6 +364,23 @@ class _StatesKeepTheirDtype(Metric):
                 setattr(self, key, [])
         super().reset()
 
+    # Set when this metric has said its rows do not sum to 1: it says so once.
+    _row_sums_warned = False
+
+    def _warn_row_sums(self, probs: Tensor, name: str = "") -> None:
+        """One UserWarning per metric object when rows of class probabilities ``probs``
+        (``name``'s) do not sum to 1 (a softmax over the batch, say); validation's host
+        synchronisation. Called from ``update``'s or ``forward``'s own code."""
+        if self._row_sums_warned:
+            return
+        message = row_sum_message(probs)
+        if message is not None:
+            self._row_sums_warned = True
+            named = f"{name}: " if name else ""
+            # Above: _update, update and torchmetrics' wrapper (or forward and nn.Module's
+            # two call layers), then the caller's line.
+            warnings.warn(f"{type(self).__name__}: {named}{message}", UserWarning, stacklevel=5)
+
     def _check_states(self, states: dict[str, Any], prefix: str = "") -> None:
         """Raise ValueError naming the first of ``states`` (``prefix + name``: a state
         dict's keys) whose shape this metric does not keep; torchmetrics assigns states
@@ -423,6 +445,25 @@ class _StatesKeepTheirDtype(Metric):
                 f"ignore_index={theirs}"
             )
 
+    def _check_keys(self, state_dict: dict, prefix: str) -> None:
+        """Refuse, before anything is loaded, a state with keys this metric does not keep,
+        as a state of other shapes is (torch passes ``strict=True`` here whatever the
+        caller asked): torch reports them only after loading the rest, which had replaced
+        the pairs already kept (a streaming state loaded into an exact metric)."""
+        known = {*self._defaults, *self._buffers, *self._parameters}
+        unexpected = sorted(
+            key[len(prefix) :]
+            for key in state_dict
+            if key.startswith(prefix) and "." not in key[len(prefix) :]
+            and key[len(prefix) :] not in known
+        )  # fmt: skip
+        if unexpected:
+            raise ValueError(
+                f"{type(self).__name__}: the state holds {', '.join(map(repr, unexpected))}, "
+                f"which this metric does not keep: it was saved by a metric of other settings "
+                f"(streaming=, interval=); nothing was loaded"
+            )
+
     def _load_from_state_dict(
         self,
         state_dict: dict,
@@ -434,6 +475,7 @@ class _StatesKeepTheirDtype(Metric):
         error_msgs: list[str],
     ) -> None:
         self._check_saved_ignore_index(state_dict.pop(prefix + _IGNORE_KEY, None))
+        self._check_keys(state_dict, prefix)
         self._check_states(state_dict, prefix)
         # torchmetrics assigns the caller's own lists and tensors: later updates would
         # append to (or, streaming, add into) the caller's dict. Load copies instead.
@@ -624,7 +666,6 @@ class CalibrationError(_StatesKeepTheirDtype):
         self._base_kwargs = kwargs
         self._few_bins_warned = False
         self._coarse_sketch_warned = False
-        self._row_sums_warned = False
         # Streaming: once rows were folded into the sketch, later rows go there directly,
         # so that the state stays the sketch alone (host-side: no synchronisation).
         self._folded = False
@@ -791,17 +832,6 @@ class CalibrationError(_StatesKeepTheirDtype):
         if groups is not None:
             self.groups.append(_own_copy(groups))
 
-    def _warn_row_sums(self, probs: Tensor) -> None:
-        """One UserWarning per metric object when rows of class probabilities do not sum
-        to 1 (a softmax over the batch, say); validation's host synchronisation."""
-        if self._row_sums_warned:
-            return
-        message = row_sum_message(probs)
-        if message is not None:
-            self._row_sums_warned = True
-            # Above: _update, update, torchmetrics' wrapper, then the caller's line.
-            warnings.warn(f"CalibrationError: {message}", UserWarning, stacklevel=5)
-
     # --------------------------------------------------------------- streaming
     def _buffer_capacity(self) -> int:
         """Rows kept exactly before they are folded into the sketch: ``buffer_rows``, in
@@ -912,9 +942,10 @@ class CalibrationError(_StatesKeepTheirDtype):
         groups = args[2] if len(args) > 2 else kwargs.get("groups")
         self._check_group_history(given=groups is not None)
         batch = self._batch_metric()
-        batch._row_sums_warned = self._row_sums_warned  # one warning per metric, as update's
+        batch._row_sums_warned = True  # this metric warns, once, at the caller's line
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
-        self._row_sums_warned = batch._row_sums_warned
+        if self.validate_args and self.num_classes is not None:
+            self._warn_row_sums(_kept_rows(*_batch_pairs(args, kwargs), self.ignore_index))
         try:
             value = batch.compute()
         except NoPairsError:
@@ -1184,10 +1215,14 @@ class CalibrationError(_StatesKeepTheirDtype):
         deviations of the labels that the bin boundaries cut inside cells of several
         values, plus their positions' worst case), combined over classes as
         :meth:`compute` combines the errors: a mean's gap is at most the mean of the
-        gaps. It holds at every N and bin size; where it is large next to the error's
-        own interval (a debiased error near 0 in small bins, whose root moves far for a
-        small change of its square), use a finer ``resolution`` or the exact mode. Same
-        shape as :meth:`compute`; synchronised under DDP like :meth:`compute_result`.
+        gaps. It holds at every N and bin size for pairs that are exchangeable within a
+        cell and values that are either equal or apart by more than rounding: labels
+        ordered by q inside a cell, or float32 scores a few ulps apart (read as one
+        value), break it (``functional/sketch_gap.py``, ``docs/streaming.md``). Where it
+        is large next to the error's own interval (a debiased error near 0 in small
+        bins, whose root moves far for a small change of its square), use a finer
+        ``resolution`` or the exact mode. Same shape as :meth:`compute`; synchronised
+        under DDP like :meth:`compute_result`.
 
         Example:
             >>> import torch
@@ -1207,14 +1242,14 @@ class CalibrationError(_StatesKeepTheirDtype):
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
             if self._exact_pairs():
-                zero = torch.zeros((), dtype=torch.float64, device=self.device)
-                bounds = [zero for _ in self._class_pairs()]
-            else:
-                options = {"norm": self.norm, "debias": self._debias}
-                bounds = [
-                    streaming_gap_bound(*cells, size, **options)
-                    for cells, size in self._class_sketches()
-                ]
+                classes = len(self._class_pairs())  # raises as compute() does when empty
+                shape = (classes,) if self._per_class and self.average is None else ()
+                return torch.zeros(shape, dtype=torch.float64, device=self.device)
+            options = {"norm": self.norm, "debias": self._debias}
+            bounds = [
+                streaming_gap_bound(*cells, size, **options)
+                for cells, size in self._class_sketches()
+            ]
             bins = self.class_bins() if self.average == "weighted" else []
         return self._average(bounds, bins)
 
@@ -1383,6 +1418,19 @@ def _mixes_grouped(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
     if not held(mine, "target") or not held(theirs, "target"):
         return False
     return bool(held(mine, "groups")) != bool(held(theirs, "groups"))
+
+
+def _batch_pairs(args: tuple, kwargs: dict) -> tuple[Tensor, Tensor]:
+    """``forward``'s probs and target, however they were passed."""
+    probs = args[0] if args else kwargs["probs"]
+    target = args[1] if len(args) > 1 else kwargs["target"]
+    return probs, target
+
+
+def _kept_rows(probs: Tensor, target: Tensor, ignore_index: int | None) -> Tensor:
+    """The rows ``[n, C]`` of a checked multiclass batch that are not padding."""
+    rows = probs.detach().reshape(-1, probs.shape[-1])
+    return rows if ignore_index is None else rows[target.reshape(-1) != ignore_index]
 
 
 def _items_if_pooled(probs: Tensor, groups: Tensor | None) -> Tensor | None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+import re
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import torch
@@ -22,19 +25,28 @@ from calib_metrics.functional.comparison_by_label import (
     compare_calibration_by_label,
 )
 from calib_metrics.functional.errors import NoPairsError
-from calib_metrics.functional.multiclass import MODES
+from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING
 from calib_metrics.metric import (
     _agree_on_list_dtypes,
     _check_confidence,
     _check_group_ids,
     _check_seed,
     _check_sizes,
+    _kept_rows,
     _own_copy,
     _prepare_batch,
     _StatesKeepTheirDtype,
 )
 
 _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
+
+
+@contextlib.contextmanager
+def _rows_said_at_update() -> Iterator[None]:
+    """The functions' row-sum warning, silenced: the metric said it once, at update."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", f".*{re.escape(ROW_SUM_WARNING)}", UserWarning)
+        yield
 
 
 class CalibrationComparison(_StatesKeepTheirDtype):
@@ -172,6 +184,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             probs_a.detach(), target, *options, **checked, name="probs_a"
         )
         b, _, _ = _prepare_batch(probs_b.detach(), target, *options, **checked, name="probs_b")
+        if self.validate_args and self.num_classes is not None:
+            for name, probs in (("probs_a", a), ("probs_b", b)):
+                self._warn_row_sums(_kept_rows(probs, flat_target, self.ignore_index), name)
         if flat_target.numel() == 0:
             return  # an empty batch changes nothing: not the pairs, nor which ids come along
         for name, ids in (("groups", groups), ("labels", labels)):
@@ -300,10 +315,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         probs_a, probs_b, target, groups, _ = self._pairs()
         generator = self._generator(target.device)
         mode = self.mode if self.num_classes is not None else "one_vs_rest"
-        result = compare_calibration(
-            probs_a, probs_b, target, groups=groups, generator=generator, mode=mode,
-            **self.estimator,
-        )  # fmt: skip
+        with _rows_said_at_update():
+            result = compare_calibration(
+                probs_a, probs_b, target, groups=groups, generator=generator, mode=mode,
+                **self.estimator,
+            )  # fmt: skip
         return _Whole(result)  # unwrapped by _wrap_compute
 
     def _wrap_compute(self, compute: Callable) -> Callable:
@@ -378,10 +394,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             probs_a, probs_b, target, groups, labels = self._pairs()
         if labels is None:  # class by class: the class ids of the one-vs-rest pairs
             labels = torch.arange(self.num_classes, device=target.device).expand_as(probs_a)
-        return compare_calibration_by_label(
-            probs_a, probs_b, target, labels, groups=groups, correction=correction,
-            alpha=alpha, generator=self._generator(target.device), **self.estimator,
-        )  # fmt: skip
+        with _rows_said_at_update():
+            return compare_calibration_by_label(
+                probs_a, probs_b, target, labels, groups=groups, correction=correction,
+                alpha=alpha, generator=self._generator(target.device), **self.estimator,
+            )  # fmt: skip
 
     def plot(self, val: ComparisonResult | None = None, ax: Any = None) -> tuple[Any, Any]:
         """Both models' reliability diagrams side by side (a in ``C0``, b in ``C1``), the

@@ -371,35 +371,53 @@ def _read_json(path: Path) -> _Table:
     text = path.read_text(encoding="utf-8-sig")
     try:
         document = json.loads(text)
-    except json.JSONDecodeError:
-        return _read_jsonl(path)  # several documents: JSON lines
-    table = _Table()
-    table.lines = None
+    except json.JSONDecodeError as err:
+        first = text.lstrip().split("\n", 1)[0]
+        if _parses(first):
+            return _read_jsonl(path)  # one document per line: JSON lines
+        raise ValueError(
+            f"{path}: not valid JSON at line {err.lineno}, column {err.colno} ({err.msg})"
+        ) from None
     if (
         isinstance(document, dict)
         and document
         and not any(isinstance(v, list) for v in document.values())
     ):
         document = [document]  # one row
+    table = _Table()
+    table.lines = None
     if isinstance(document, list) and document and all(isinstance(r, dict) for r in document):
         keys = set(document[0])
         for i, row in enumerate(document):
-            if set(row) != keys or not row:
+            if not row:
+                raise ValueError(f"{path}: row index {i} is an empty object")
+            if set(row) != keys:
                 raise ValueError(f"{path}: row index {i} has different keys than row index 0")
             for key, value in row.items():
                 table.setdefault(key, []).append(value)
         return table
-    if (
-        isinstance(document, dict)
-        and document
-        and all(isinstance(v, list) for v in document.values())
-    ):
+    if isinstance(document, dict) and document:
+        odd = next((k for k, v in document.items() if not isinstance(v, list)), None)
+        if odd is not None:
+            kind = type(document[odd]).__name__
+            raise ValueError(
+                f"{path}: key {odd!r} holds a {kind} where the others hold column lists"
+            )
         table.update(document)
         return table
     raise ValueError(
         f"{path}: expected a list of row objects, an object of column lists, or JSON lines "
         f"(one object per line), got a JSON {type(document).__name__}"
     )
+
+
+def _parses(line: str) -> bool:
+    """Whether one line is a JSON document on its own."""
+    try:
+        json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return True
 
 
 def _to_numpy(value: Any) -> Any:
@@ -504,7 +522,7 @@ def _check_layout(q: Column, y: Column, ids: Column | None, path: Path) -> None:
     dimension (multiclass), and group ids of the labels' shape. Flattened, probabilities
     [10, 100] and labels [100, 10] had paired each probability with another item's label.
     Flat columns (a text file's, or 1-D arrays) line up by position."""
-    shape_q, shape_y = getattr(q[1], "shape", None), getattr(y[1], "shape", None)
+    shape_q, shape_y = _shape(q[1]), _shape(y[1])
     if shape_q is None or shape_y is None or max(len(shape_q), len(shape_y)) < 2:
         return
     if shape_q != shape_y and shape_q[:-1] != shape_y:
@@ -513,12 +531,24 @@ def _check_layout(q: Column, y: Column, ids: Column | None, path: Path) -> None:
             f"{list(shape_y)}: the labels need the probabilities' shape (binary) or that "
             "shape without its last, class, dimension (multiclass)"
         )
-    shape_ids = None if ids is None else getattr(ids[1], "shape", None)
+    shape_ids = None if ids is None else _shape(ids[1])
     if shape_ids is not None and len(shape_ids) >= 2 and shape_ids != shape_y:
         raise ValueError(
             f"{path}: {ids[0]!r} has shape {list(shape_ids)} and {y[0]!r} has shape "
             f"{list(shape_y)}: give one group id per label, in the labels' shape"
         )
+
+
+def _shape(values: Any) -> tuple[int, ...] | None:
+    """An array column's shape without trailing dimensions of size 1 (labels [N, 1] are
+    labels [N]); None for a list (a text file's column)."""
+    shape = getattr(values, "shape", None)
+    if shape is None:
+        return None
+    shape = tuple(shape)
+    while len(shape) > 1 and shape[-1] == 1:
+        shape = shape[:-1]
+    return shape
 
 
 def read_table(

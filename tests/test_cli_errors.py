@@ -592,7 +592,7 @@ def test_recalibrate_refuses_too_many_bins_before_any_work(tmp_path, capsys) -> 
         capsys, "recalibrate", path, path, "--method", "histogram", "--n-bins", str(10**12),
         "--out", tmp_path / "out.csv",
     )  # fmt: skip
-    assert "--n-bins must be an integer in [1, 2**20]" in err
+    assert "--n-bins must be an integer in [1, 1048576]" in err
 
 
 def test_recalibrate_writes_the_group_ids_as_the_test_file_wrote_them(tmp_path, capsys) -> None:
@@ -636,3 +636,25 @@ def test_explicit_groups_override_the_paper_interval(tmp_path, capsys) -> None:
 def test_demo_refuses_one_draw_before_the_run_starts(capsys) -> None:
     err = one_line_error(capsys, "demo", "--quick", "--samples", "1")
     assert "--samples must be an integer >= 2, got 1" in err
+
+
+def test_labels_as_a_column_vector_still_line_up(tmp_path, capsys) -> None:
+    path = tmp_path / "col.npz"
+    np.savez(path, probs=Q400.numpy(), target=Y400.numpy()[:, None])
+    code, out, err = run_cli(capsys, "evaluate", path, "--samples", "20", "--json")
+    assert code == 0, err
+    assert json.loads(out)["calib_err"] == pytest.approx(ERROR400, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('[\n {"prob": 0.2, "label": 1},\n {"prob": 0.3 "label": 0}\n]', "at line 3, column"),
+        ("[{}]", "row index 0 is an empty object"),
+        ('{"prob": [0.2], "label": [1], "model": "bert"}', "key 'model' holds a str"),
+    ],
+)
+def test_a_json_document_names_its_own_problem(tmp_path, capsys, text, named) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    assert named in one_line_error(capsys, "evaluate", path)

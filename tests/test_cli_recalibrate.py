@@ -97,7 +97,7 @@ def test_bad_inputs_are_one_line_errors(files, tmp_path, capsys):
     for method in ("histogram", "temperature"):
         assert main(["recalibrate", str(dev), str(test), "--method", method, "--n-bins", "0"]) == 2
         assert capsys.readouterr().err == (
-            "calib-metrics: error: --n-bins must be an integer in [1, 2**20], got 0\n"
+            "calib-metrics: error: --n-bins must be an integer in [1, 1048576], got 0\n"
         )
 
 

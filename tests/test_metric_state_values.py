@@ -77,3 +77,31 @@ def test_a_comparison_refuses_a_merged_state_of_bad_pairs() -> None:
     state |= {k: [] for k in metric._defaults if k not in state}
     with pytest.raises(ValueError, match=r"'probs_b' holds -3.0"):
         metric.merge_state(state)
+
+
+def test_a_strict_load_of_another_kind_of_state_loads_nothing() -> None:
+    """torch reported the unexpected keys only after loading the rest: the exact metric's
+    kept pairs had been replaced by the streaming state's."""
+    streaming = CalibrationError(streaming=True)
+    streaming.persistent(True)
+    streaming.update(Q, Y)
+    metric = CalibrationError()
+    metric.update(Q[:200], Y[:200])
+    before = metric.compute().item()
+    with pytest.raises(ValueError, match=r"'cell_count'.*does not keep.*nothing was loaded"):
+        metric.load_state_dict(streaming.state_dict())
+    with pytest.raises(ValueError, match="nothing was loaded"):
+        metric.load_state_dict(streaming.state_dict(), strict=False)  # its buffer alone: no
+    assert sum(p.numel() for p in metric.probs) == 200
+    assert metric.compute().item() == before
+
+
+def test_a_metric_inside_a_module_is_checked_under_its_prefix() -> None:
+    parent, other = torch.nn.Module(), torch.nn.Module()
+    parent.metric, other.metric = CalibrationError(), CalibrationError(streaming=True)
+    other.metric.persistent(True)
+    other.metric.update(Q, Y)
+    parent.metric.update(Q[:200], Y[:200])
+    with pytest.raises(ValueError, match="'rows_seen'"):
+        parent.load_state_dict(other.state_dict())
+    assert sum(p.numel() for p in parent.metric.probs) == 200

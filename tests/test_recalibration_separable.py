@@ -116,3 +116,27 @@ def test_the_callback_warns_and_fits_nothing_on_separable_validation() -> None:
                for w in caught)  # fmt: skip
     assert callback.recalibrator is None
     assert not hasattr(model, "calibration_temperature")
+
+
+def test_a_tied_item_does_not_hide_separable_data() -> None:
+    """One item at logit 0 floored the mean NLL at log(2)/N, above the old threshold on
+    the NLL: T = 0.047 was accepted and 35% of a test set went to exactly 0 or 1."""
+    logits = torch.cat([torch.stack([torch.zeros(40), DEV[:, 0] - DEV[:, 1]], 1),
+                        torch.zeros(1, 2)])  # fmt: skip
+    target = torch.cat([(DEV[:, 0] > DEV[:, 1]).long(), torch.ones(1, dtype=torch.long)])
+    with pytest.raises(ValueError, match=r"40 of 41 items first outright, the rest tied"):
+        TemperatureScaling().fit(logits, target)
+
+
+def test_a_large_set_with_a_few_errors_has_a_finite_optimum() -> None:
+    """Its mean NLL is below 1e-6 (two near-ties wrong among 2·10⁶ sharp items), which a
+    threshold on the NLL had refused as separable."""
+    g = torch.Generator().manual_seed(3)
+    n = 2_000_000
+    sign = torch.where(torch.rand(n, generator=g) < 0.5, 1.0, -1.0)
+    scores = (20 + 5 * torch.rand(n, generator=g)) * sign
+    labels = (scores > 0).float()
+    scores[:2] = torch.tensor([1e-3, -1e-3])
+    labels[:2] = torch.tensor([0.0, 1.0])  # two errors
+    fitted = TemperatureScaling().fit(scores, labels)
+    assert fitted.nll_ < 1e-6 and 0 < fitted.temperature.item() < 10

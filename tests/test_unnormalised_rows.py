@@ -66,9 +66,8 @@ def test_the_metrics_agree_with_the_functions(mode: str, streaming: bool) -> Non
 
 
 def test_the_functions_warn_about_rows_that_do_not_sum_to_1() -> None:
-    with pytest.warns(
-        UserWarning, match=r"of 300 rows of class probabilities do not sum to 1 \(row 0"
-    ):
+    stable = r"^probs: rows of class probabilities do not sum to 1 \(within 0.01\)"
+    with pytest.warns(UserWarning, match=stable):
         calibration_error(PROBS, TARGET, mode="top_label")
     softmax = PROBS.softmax(-1)
     with warnings.catch_warnings():
@@ -101,3 +100,20 @@ def test_padding_rows_do_not_count_for_the_row_sums() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         metric.update(probs, target)
+
+
+def test_the_comparison_warns_once_at_update_and_not_again_at_compute() -> None:
+    metric = CalibrationComparison(num_classes=4, n_samples=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            metric.update(PROBS.softmax(-1), PROBS, TARGET)
+        metric.compute()
+    rows = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
+    assert len(rows) == 1 and rows[0].startswith("CalibrationComparison: probs_b: 299 of 300")
+
+
+def test_compare_names_the_model_whose_rows_do_not_sum_to_1() -> None:
+    with pytest.warns(UserWarning, match=r"^probs_b: rows of class probabilities") as caught:
+        compare_calibration(PROBS.softmax(-1), PROBS, TARGET, n_samples=20)
+    assert all("probs_a" not in str(w.message) for w in caught)

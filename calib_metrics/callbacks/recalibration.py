@@ -216,9 +216,7 @@ class TemperatureRecalibration(Callback):
             temperatures[self.prefix] = temperature
         pl_module.calibration_temperatures = temperatures
         heads = [c for c in trainer.callbacks if isinstance(c, TemperatureRecalibration)]
-        if len(heads) > 1:
-            return
-        if temperature is not None:
+        if temperature is not None and len(heads) == 1:
             pl_module.calibration_temperature = temperature
         elif hasattr(pl_module, "calibration_temperature"):
             del pl_module.calibration_temperature

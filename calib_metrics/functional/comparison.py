@@ -168,7 +168,13 @@ from calib_metrics.functional.intervals import (
     unit_weights,
     without_interval,
 )
-from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
+from calib_metrics.functional.multiclass import (
+    Mode,
+    average_results,
+    is_multiclass,
+    pair_sets,
+    warn_row_sums,
+)
 from calib_metrics.functional.ties import cut_cells, tie_runs
 
 
@@ -593,8 +599,10 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
         raise ValueError(f"groups must be a tensor of group ids, got {type(groups).__name__}")
     for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
         check_probs(probs, name)  # each model named (pair_sets would say "probs")
-    sets_a = pair_sets(probs_a, target, mode, groups)
-    sets_b = pair_sets(probs_b, target, mode)
+        if is_multiclass(probs, target):
+            warn_row_sums(probs, name, stacklevel=3)
+    sets_a = pair_sets(probs_a, target, mode, groups, check_rows=False)
+    sets_b = pair_sets(probs_b, target, mode, check_rows=False)
     groups = sets_a[0].groups
     sets = []
     for (q_a, y_a, _), (q_b, y_b, _) in zip(sets_a, sets_b):

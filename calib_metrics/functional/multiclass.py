@@ -100,26 +100,39 @@ def rows_off_one(probs: Tensor) -> tuple[int, int, float] | None:
     return off.shape[0], first, round(sums[first].item(), 4)
 
 
+# What a row-sum warning says past its counts; the functions say only this, so that
+# Python's warning filter shows it once per call site rather than once per batch.
+ROW_SUM_WARNING = (
+    "rows of class probabilities do not sum to 1 (within 0.01): each column is read as one "
+    "class's probability as it is; if they are softmax outputs, take the softmax over the "
+    "class dimension (dim=-1); independent one-vs-rest scores are fine as they are"
+)
+
+
 def row_sum_message(probs: Tensor) -> str | None:
-    """Why rows of class probabilities ``[N, C]`` look wrong (None when they sum to 1):
-    a softmax over the batch instead of the classes gives a meaningless error with no
-    error raised. Independent one-vs-rest scores are legitimate, so callers warn.
+    """Why rows of class probabilities ``[N, C]`` look wrong, with their count and the
+    first one (None when they sum to 1): a softmax over the batch instead of the classes
+    gives a meaningless error with no error raised. Independent one-vs-rest scores are
+    legitimate, so callers warn (the metrics once per object).
 
     Example:
         >>> import torch
         >>> print(row_sum_message(torch.randn(4, 3).softmax(dim=0)))  # doctest: +ELLIPSIS
-        4 of 4 rows of class probabilities do not sum to 1 (row 0 sums to ...)...
+        4 of 4 rows (row 0 sums to ...): rows of class probabilities do not sum to 1 ...
     """
     off = rows_off_one(probs)
     if off is None:
         return None
     count, first, total = off
-    return (
-        f"{count} of {probs.reshape(-1, probs.shape[-1]).shape[0]} rows of class probabilities "
-        f"do not sum to 1 (row {first} sums to {total:.4g}); each column is read as one "
-        "class's probability as it is: if they are softmax outputs, take the softmax over "
-        "the class dimension (dim=-1); independent one-vs-rest scores are fine as they are"
-    )
+    rows = probs.reshape(-1, probs.shape[-1]).shape[0]
+    return f"{count} of {rows} rows (row {first} sums to {total:.4g}): {ROW_SUM_WARNING}"
+
+
+def warn_row_sums(probs: Tensor, name: str = "probs", stacklevel: int = 2) -> None:
+    """The functions' row-sum UserWarning (one stable text per argument), when rows of
+    ``probs [..., C]`` do not sum to 1. One host synchronisation."""
+    if rows_off_one(probs) is not None:
+        warnings.warn(f"{name}: {ROW_SUM_WARNING}", UserWarning, stacklevel=stacklevel + 1)
 
 
 def _check_multiclass(probs: Tensor, target: Tensor, check_rows: bool = True) -> int:
@@ -136,9 +149,8 @@ def _check_multiclass(probs: Tensor, target: Tensor, check_rows: bool = True) ->
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs)
-    message = row_sum_message(probs) if check_rows else None
-    if message is not None:
-        warnings.warn(message, UserWarning, stacklevel=4)
+    if check_rows:
+        warn_row_sums(probs, stacklevel=4)
     low, high = torch.aminmax(target.reshape(-1))
     if low < 0 or high >= n_classes:
         bad = (low if low < 0 else high).item()

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import uniform_bin_of
+from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
 from calib_metrics.functional.errors import check_generator
 from calib_metrics.recalibration._common import (
     FittedModule,
@@ -55,13 +56,14 @@ def _check_fit_inputs(scores: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
     return scores.to(torch.float64), check_binary_target(target, scores)
 
 
-# As many bins as the metric's uniform binning allows: 10¹² had asked for 8 TB.
-MAX_BINS = 2**20
-
-
 def _check_n_bins(n_bins: int) -> int:
-    if isinstance(n_bins, bool) or not isinstance(n_bins, int) or not 1 <= n_bins <= MAX_BINS:
-        raise ValueError(f"n_bins must be an int in [1, 2**20], got {n_bins!r}")
+    """As many bins as the metric's uniform binning allows (10¹² had asked for 8 TB)."""
+    if (
+        isinstance(n_bins, bool)
+        or not isinstance(n_bins, int)
+        or not 1 <= n_bins <= MAX_UNIFORM_BINS
+    ):
+        raise ValueError(f"n_bins must be an int in [1, {MAX_UNIFORM_BINS}], got {n_bins!r}")
     return n_bins
 
 

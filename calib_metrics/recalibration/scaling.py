@@ -76,6 +76,15 @@ def check_logits(logits: object, *, fitting: bool = True) -> Tensor:
     return logits
 
 
+def _margins(out: Tensor, y: Tensor, binary: bool) -> Tensor:
+    """Each item's label score minus the best other class's (binary: the signed score)."""
+    if binary:
+        return torch.where(y == 1, out, -out)
+    own = out.gather(1, y.unsqueeze(1)).squeeze(1)
+    others = out.scatter(1, y.unsqueeze(1), float("-inf")).amax(1)
+    return own - others
+
+
 class _LogitScaler(FittedModule):
     """Common fit/forward of the scalers: subclasses say how logits are transformed."""
 
@@ -158,7 +167,9 @@ class _LogitScaler(FittedModule):
 
             self.nll_ = lbfgs(free, loss, self.max_iter)
             fitted = [p.detach() for p in self._constrain(free)]
-            check_finite_optimum(self.nll_, self._describe(fitted))
+            with torch.no_grad():
+                margins = _margins(self._transform(z, fitted), y, binary)
+            check_finite_optimum(margins, self._describe(fitted))
             self._store(fitted)
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)

@@ -277,7 +277,13 @@ class ChainTemperature(FittedModule):
 
         self.nll_ = lbfgs([log_t], loss, self.max_iter)
         t = log_t.detach().exp()
-        check_finite_optimum(self.nll_, f"T = {float(t[0]):.3g}")
+        em, tr, st, en = parts
+        best, _ = linear_chain.viterbi(em / t[0], tr / t[-1], st / t[-1], en / t[-1], mask)
+        gold_score = gold[0] / t[0] + gold[1] / t[-1]
+        # Ranked right: the gold path is a best path (to rounding); the check needs a sign.
+        right = gold_score >= best - 1e-9 * (1 + best.abs())
+        margins = torch.where(right, 1.0, -1.0)
+        check_finite_optimum(margins, f"T = {float(t[0]):.3g}")
         return t[0], t[-1]
 
     def _grid_calib_err(self, parts, tags, mask) -> Tensor:
@@ -418,7 +424,15 @@ class CorefTemperature(FittedModule):
                 return -log_gold[rows].sum() / rows.sum()
 
             self.nll_ = lbfgs([free], loss, self.max_iter)
-            check_finite_optimum(self.nll_, f"T = {float(free[0].exp()):.3g}")
+            with torch.no_grad():
+                offset = free[1] if self.new_offset else free[1] * 0
+                logp = coref_model.antecedent_log_probs(_scaled(s, free[0].exp(), offset), mask)
+                best_gold = logp.masked_fill(~gold, float("-inf")).amax(-1)
+                best_other = logp.masked_fill(gold, float("-inf")).amax(-1)
+            # Mentions with a wrong option to rank (the first mention has only NEW).
+            ranked = rows & (best_other > float("-inf"))
+            margins = (best_gold - best_other)[ranked]
+            check_finite_optimum(margins, f"T = {float(free[0].exp()):.3g}")
         self.temperature = free.detach()[0].exp().to(self.temperature.device)
         self.offset = free.detach()[1].to(self.offset.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)

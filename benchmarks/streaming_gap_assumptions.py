@@ -1,0 +1,112 @@
+"""Where ``streaming_tolerance()`` does not hold: data that break its two assumptions.
+
+    python benchmarks/streaming_gap_assumptions.py --resolutions 1024 262144
+
+The bound (``calib_metrics/functional/sketch_gap.py``) assumes that (1) the pairs of a
+sketch cell are exchangeable, so that the ones before a boundary inside it are a
+hypergeometric share of the cell's, and (2) values the sketch reads as one (a cell whose
+q variance is at rounding level) are one, as the exact mode's tie rule has them. Three
+data sets break them, each past the buffer (``N`` = 40 × the resolution, at least 40,000):
+
+* ``ulp clusters`` (2): 20 scores, each nudged by 0–3 float32 ulps (the same inputs
+  scored in different batch shapes), calibrated labels. The sketch reads each cluster as
+  one value and shares it at its mean label; the exact mode sorts the distinct values.
+* ``threshold labels`` (1): y = 1[q > 0.3], a boundary in the cell holding 0.3: the
+  labels inside that cell are ordered by q.
+* ``tie in a spread cell`` (1): 2,000 pairs at exactly q = 0.3, all labelled 0, among
+  calibrated spread values, a boundary inside the tie group: the exact mode shares the
+  group at its own mean label, the sketch at its cell's.
+
+And the remedy for the first: the ulp clusters rounded to 6 decimals.
+
+Printed per data set, resolution and estimator: the gap |streaming − exact|, the
+tolerance, and their ratio (above 1: the bound does not hold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from calib_metrics import CalibrationError
+
+ESTIMATORS = {
+    "debiased": {"debias": True},
+    "plug-in": {"debias": False},
+    "l1": {"norm": "l1"},
+    "max": {"norm": "max"},
+}
+
+
+def ulp_clusters(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    base = torch.linspace(0.1, 0.9, 20)
+    q = base[torch.randint(0, 20, (n,), generator=g)]
+    ulps = torch.randint(0, 4, (n,), generator=g)
+    for k in range(1, 4):
+        nudged = ulps >= k
+        q[nudged] = torch.nextafter(q[nudged], torch.ones_like(q[nudged]))
+    return q, torch.bernoulli(q, generator=g).long(), n // 80
+
+
+def threshold_labels(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    q = torch.rand(n, generator=g, dtype=torch.float64)
+    return q, (q > 0.3).long(), n // 10
+
+
+def tie_in_spread_cell(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    q = torch.rand(n, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    q = torch.cat([q, torch.full((2000,), 0.3, dtype=torch.float64)])
+    y = torch.cat([y, torch.zeros(2000, dtype=torch.long)])
+    return q, y, int((q < 0.3).sum()) + 1000
+
+
+def ulp_clusters_rounded(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The remedy: the clusters rounded to 6 decimals are ties (or values 1e-6 apart)."""
+    q, y, bin_size = ulp_clusters(n, g)
+    return q.round(decimals=6), y, bin_size
+
+
+DATA = {
+    "ulp clusters": ulp_clusters,
+    "ulp clusters rounded to 6 decimals": ulp_clusters_rounded,
+    "threshold labels": threshold_labels,
+    "tie in a spread cell": tie_in_spread_cell,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--resolutions", type=int, nargs="+", default=[1024, 2**18])
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")  # the coarse-sketch warning: these are its cases too
+    print("| data | resolution | N | bin size | estimator | gap | tolerance | gap / tolerance |")
+    print("|---|---|---|---|---|---|---|---|")
+    for resolution in args.resolutions:
+        n = max(40_000, 40 * resolution)
+        for name, make in DATA.items():
+            q, y, bin_size = make(n, torch.Generator().manual_seed(args.seed))
+            for label, options in ESTIMATORS.items():
+                exact = CalibrationError(bin_size=bin_size, **options)
+                exact.update(q, y)
+                streaming = CalibrationError(
+                    bin_size=bin_size, streaming=True, resolution=resolution, **options
+                )
+                streaming.update(q, y)
+                gap = float((streaming.compute() - exact.compute()).abs())
+                tolerance = float(streaming.streaming_tolerance())
+                ratio = gap / tolerance if tolerance else float("inf") if gap > 1e-12 else 0.0
+                print(f"| {name} | {resolution:,} | {q.numel():,} | {bin_size:,} | {label} "
+                      f"| {gap:.1e} | {tolerance:.1e} | {ratio:.2f} |", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
