@@ -332,7 +332,9 @@ def _compute(args: argparse.Namespace):
     return probs, target, groups, result, brier
 
 
-def _summary(args: argparse.Namespace, probs, groups, result, brier) -> dict:
+def _summary(args: argparse.Namespace, probs, groups, result, brier, class_bins: list) -> dict:
+    """The run's numbers for --json and the HTML page; ``class_bins``: the bins behind the
+    error (one set, or each class's under --mode classwise: those carry their class)."""
     bins = result.bins
     return {
         "file": str(args.file),
@@ -356,13 +358,20 @@ def _summary(args: argparse.Namespace, probs, groups, result, brier) -> dict:
         "calibration": brier.calibration,
         "refinement": brier.refinement,
         "within_bin": brier.within_bin,
-        "per_bin": [
-            {"pred_mean": q, "freq": f, "count": c}
-            for q, f, c in zip(
-                bins.pred_mean.tolist(), bins.freq.tolist(), bins.count.tolist(), strict=True
-            )
-        ],
+        "per_bin": _per_bin(class_bins if args.mode == "classwise" else [bins]),
     }
+
+
+def _per_bin(class_bins: list) -> list[dict]:
+    """Each bin's numbers; with several sets (the classes of a classwise run), its class."""
+    rows = []
+    for c, bins in enumerate(class_bins):
+        numbers = zip(bins.pred_mean.tolist(), bins.freq.tolist(), bins.count.tolist(), strict=True)
+        for q, f, n in numbers:
+            rows.append({"pred_mean": q, "freq": f, "count": n})
+            if len(class_bins) > 1:
+                rows[-1] = {"class": c, **rows[-1]}
+    return rows
 
 
 def mode_note(mode: str) -> str:
@@ -425,7 +434,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     options = {"binning": args.binning, "bin_size": args.bin_size, "n_bins": args.n_bins}
     bins = estimate_bins(probs, target, args.mode, result, **options)
     warn_if_few_bins(bins, **options, debias=args.debias and args.norm == "l2")
-    summary = _summary(args, probs, groups, result, brier)
+    summary = _summary(args, probs, groups, result, brier, bins)
     summary |= _extra_measures(probs, target, args, groups)
     per_label = cli_report.evaluate_per_label(args, probs, target, groups)
     if per_label is not None:

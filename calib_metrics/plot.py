@@ -534,13 +534,27 @@ def _label_axis(ax: Axes, labels: list[str]) -> None:
 def _difference_panel(ax: Axes, rows: list[ComparisonResult], names: Sequence[str]) -> None:
     """error(a) − error(b) per label with its paired interval; 0 marked."""
     d = [r.difference.item() for r in rows]
-    low = [max(0.0, v - r.lower.item()) for v, r in zip(d, rows)]
-    high = [max(0.0, r.upper.item() - v) for v, r in zip(d, rows)]
-    clear = [r.lower.item() > 0 or r.upper.item() < 0 for r in rows]
+    # A label of too few units has no interval (NaN ends): drawn apart, without a bar.
+    low = [max(0.0, v - r.lower.item()) if math.isfinite(r.lower.item()) else 0.0
+           for v, r in zip(d, rows)]  # fmt: skip
+    high = [max(0.0, r.upper.item() - v) if math.isfinite(r.upper.item()) else 0.0
+            for v, r in zip(d, rows)]  # fmt: skip
+    kind = [
+        "none" if math.isnan(r.lower.item()) or math.isnan(r.upper.item())
+        else "clear" if r.lower.item() > 0 or r.upper.item() < 0
+        else "holds"
+        for r in rows
+    ]  # fmt: skip
     ax.axvline(0, color="0.4", linewidth=0.8)
-    marks = ((False, "0.55", "difference, interval holds 0"), (True, "C3", "excludes 0"))
+    marks = (
+        ("holds", "0.55", "difference, interval holds 0"),
+        ("clear", "C3", "excludes 0"),
+        ("none", "0.8", "no interval (too few units)"),
+    )
     for flag, colour, text in marks:
-        idx = [i for i, c in enumerate(clear) if c == flag]
+        idx = [i for i, c in enumerate(kind) if c == flag]
+        if not idx and flag == "none":
+            continue
         ax.errorbar(
             [d[i] for i in idx],
             idx,
@@ -651,8 +665,12 @@ def error_curve(
             linewidth=0,
             label=band,
         )
-    if logx:
+    positive = [v for v in x if v > 0]
+    if logx and positive:  # a log axis needs a positive value to draw
         ax.set_xscale("log")
+        if not any(math.isfinite(v) for v in _numbers(error)):
+            # Nothing drawn (all NaN): the default limits (0, 1) cannot be log-scaled.
+            ax.set_xlim(min(positive), max(positive) * (1 if len(set(positive)) > 1 else 10))
     if integer_x:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(xlabel)

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
+
+import torch
 
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
@@ -110,7 +113,9 @@ def _plain(text: str) -> str:
 def figure_svg(fig: Any, name: str) -> str:
     """A matplotlib figure as an inline ``<svg>`` element: text kept as text, no prolog.
 
-    ``name`` salts the element ids so that several figures on one page never share one.
+    ``name`` prefixes the element ids (and the references to them) so that several
+    figures on one page never share one: matplotlib numbers ``figure_1``, ``axes_1``, ...
+    afresh in each figure, and salts only its hashed ids.
 
     Example:
         >>> from matplotlib.figure import Figure
@@ -119,6 +124,8 @@ def figure_svg(fig: Any, name: str) -> str:
         >>> svg = figure_svg(fig, "x")
         >>> svg.startswith("<svg") and ">q</text>" in svg
         True
+        >>> 'id="x-figure_1"' in svg
+        True
     """
     import matplotlib
 
@@ -126,7 +133,19 @@ def figure_svg(fig: Any, name: str) -> str:
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"calib-{name}"}):
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     svg = buffer.getvalue()
-    return svg[svg.index("<svg") :].strip()
+    return _prefix_ids(svg[svg.index("<svg") :].strip(), name)
+
+
+def _prefix_ids(svg: str, prefix: str) -> str:
+    """``svg`` with every element id, and every ``#id`` reference to one, prefixed."""
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+
+    def reference(match: re.Match) -> str:
+        target = match.group(2)
+        return f"{match.group(1)}{prefix}-{target}" if target in ids else match.group(0)
+
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
+    return re.sub(r"(url\(#|href=\"#)([^)\"]+)", reference, svg)
 
 
 def _table(
@@ -171,11 +190,28 @@ def bins_rows(bins: Bins) -> list[list[str]]:
     ]
 
 
-def _bins_section(bins: Bins, table_id: str, heading: str) -> str:
+def _bins_section(
+    bins: Bins, table_id: str, heading: str, classes: Sequence[int] | None = None
+) -> str:
+    """The bins table; with ``classes`` (each bin's class: a classwise run, whose classes
+    are binned apart) a class column first."""
     header = ["bin", "q̂ (mean probability)", "p̂ (frequency)", "q̂ − p̂", "pairs"]
+    rows = bins_rows(bins)
+    if classes is not None:
+        header = ["class", *header]
+        rows = [[str(c), *row] for c, row in zip(classes, rows, strict=True)]
     # One box for the heading and its table: side by side (compare), they move together.
-    table = _table(header, bins_rows(bins), table_id=table_id)
+    table = _table(header, rows, table_id=table_id)
     return f'<div class="bins"><h3>{_text(heading)}</h3>{table}</div>'
+
+
+def _class_bins(per_bin: Sequence[Mapping[str, Any]]) -> tuple[Bins, list[int]]:
+    """A classwise summary's bins (each entry with its ``class``) and their classes."""
+    pred_mean, freq, count = (
+        torch.tensor([float(b[key]) for b in per_bin], dtype=torch.float64)
+        for key in ("pred_mean", "freq", "count")
+    )
+    return Bins(pred_mean, freq, count), [int(b["class"]) for b in per_bin]
 
 
 def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]:
@@ -343,11 +379,14 @@ def evaluate_page(
     ]
     if per_label:
         sections.append(_evaluate_labels(per_label, estimator))
-    sections.append(
-        '<section id="bins"><h2>Bins</h2>'
-        + _bins_section(result.bins, "bins-table", f"{len(result.bins.count)} bins")
-        + "</section>"
-    )
+    per_bin = summary.get("per_bin") or []
+    if per_bin and "class" in per_bin[0]:
+        bins, classes = _class_bins(per_bin)
+        heading = f"{len(classes)} bins of {len(set(classes))} classes, each class binned apart"
+        table = _bins_section(bins, "bins-table", heading, classes)
+    else:
+        table = _bins_section(result.bins, "bins-table", f"{len(result.bins.count)} bins")
+    sections.append('<section id="bins"><h2>Bins</h2>' + table + "</section>")
     sections.append(_settings_section(settings or {}, command))
     return _page(title, sections)
 
@@ -442,7 +481,7 @@ def compare_page(
     level = f"{100 * summary['confidence']:g}%"
     setup = [
         ("n", "N (items)", str(summary["n"])),
-        ("estimator", "estimator", "adaptive bins of ⌈√N⌉, l2, debiased"),
+        ("estimator", "estimator", "adaptive bins of ⌈√N⌉, l2, debiased" + _mode(summary)),
         (
             "interval_kind",
             "interval kind",

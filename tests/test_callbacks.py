@@ -575,3 +575,30 @@ def test_a_test_monitor_keeps_the_validation_chart(tmp_path: Path) -> None:
     layout = layout_pb2.Layout.FromString(configs[-1].tensor_proto.string_val[0])
     values = {chart.margin.series[0].value for c in layout.category for chart in c.chart}
     assert values == {"val/calib_err", "test/calib_err"}
+
+
+def test_the_stage_advice_looks_at_the_other_monitors(tmp_path: Path) -> None:
+    """A val monitor said 'add CalibrationMonitor(stage="test")' beside one that was there."""
+    train, val = loaders()
+    model = TinyTagger()
+    for monitors, advised in (([monitor(), monitor(stage="test")], False), ([monitor()], True)):
+        run = trainer(tmp_path, 1, logger=False, callbacks=monitors)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run.fit(model, train, val)
+            run.test(model, val, verbose=False)
+        said = any("stage='test') to the callbacks" in str(w.message) for w in caught)
+        assert said == advised
+
+
+def test_unused_groups_get_the_advice_that_fits_the_monitor(tmp_path: Path) -> None:
+    """An exact monitor with interval='pairs' was told to pass streaming=False."""
+    cb = monitor(stage="test", groups_key="sentence", streaming=False, interval="pairs")
+    _, val = loaders()
+    run = trainer(tmp_path, 1, logger=False, callbacks=[cb])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.test(SentenceTagger(), val, verbose=False)
+    (advice,) = [str(w.message) for w in caught if "keeps no group ids" in str(w.message)]
+    assert "pass interval=None (or 'groups') to resample" in advice
+    assert "streaming=False to" not in advice

@@ -23,10 +23,17 @@ def _outputs(with_groups: bool) -> dict:
     return out
 
 
-@pytest.mark.parametrize("options", [{}, {"streaming": False, "interval": "pairs"}])
-def test_ignored_group_ids_warn_once(options) -> None:
+@pytest.mark.parametrize(
+    ("options", "advice"),
+    [
+        ({}, "pass streaming=False to"),
+        # It had been told to pass streaming=False, which it did.
+        ({"streaming": False, "interval": "pairs"}, r"pass interval=None \(or 'groups'\) to"),
+    ],
+)
+def test_ignored_group_ids_warn_once(options, advice) -> None:
     monitor = CalibrationMonitor(num_classes=3, **options)
-    with pytest.warns(UserWarning, match="resamples pairs.*streaming=False"):
+    with pytest.warns(UserWarning, match=f"resamples pairs.*{advice}"):
         assert len(monitor.extract_batch(_outputs(True), None)) == 2
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -305,3 +305,38 @@ def test_label_without_html_prints_each_label(tagged, capsys):
     assert code == 0, err
     assert "per label (3):" in out
     assert all(any(line.startswith(f"  {t}: CalibErr ") for line in out.splitlines()) for t in TAGS)
+
+
+def test_a_classwise_run_keeps_each_bin_with_its_class(tmp_path, capsys) -> None:
+    """The JSON and the page had pooled the classes' bins without saying whose."""
+    g = torch.Generator().manual_seed(0)
+    probs = (torch.randn(600, 3, generator=g) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    path = tmp_path / "mc.npz"
+    np.savez(path, probs=probs.numpy(), target=target.numpy())
+    page = tmp_path / "cw.html"
+    code, out, err = run(capsys, "evaluate", path, "--mode", "classwise", "--html", page,
+                         "--samples", "20", "--json")  # fmt: skip
+    assert code == 0, err
+    per_bin = json.loads(out)["per_bin"]
+    assert sorted({b["class"] for b in per_bin}) == [0, 1, 2]
+    text = page.read_text()
+    assert "<th>class</th><th>bin</th>" in text and "each class binned apart" in text
+
+
+def test_a_page_of_several_figures_has_no_repeated_ids(tmp_path, capsys) -> None:
+    """matplotlib numbers figure_1, axes_1, ... afresh in each figure."""
+    path = tmp_path / "two.csv"
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(500, generator=g)
+    y = torch.bernoulli(q, generator=g)
+    rows = "".join(f"{a},{b},{int(c)}\n" for a, b, c in zip(q.sqrt().tolist(), q.tolist(), y))
+    path.write_text("prob,prob_b,label\n" + rows)
+    page = tmp_path / "cmp.html"
+    code, _, err = run(capsys, "compare", path, "--probs", "prob", "--probs-b", "prob_b",
+                       "--target", "label", "--html", page, "--samples", "20")  # fmt: skip
+    assert code == 0, err
+    ids = re.findall(r'\bid="([^"]+)"', page.read_text())
+    assert len(ids) > 50 and len(ids) == len(set(ids))
+    referenced = set(re.findall(r'(?:url\(#|href="#)([^)"]+)', page.read_text()))
+    assert referenced <= set(ids)  # every reference still finds its element

@@ -253,12 +253,21 @@ class CalibrationMonitor(Callback):
             elif self.accepts_groups:
                 groups = outputs.get(self.groups_key)
             elif self.groups_key in outputs:
+                # What keeps the ids: the exact mode, and an interval that resamples groups.
+                fix = " and ".join(
+                    option
+                    for option, needed in (
+                        ("streaming=False", self.metric.streaming),
+                        ("interval=None (or 'groups')", self.metric.interval == "pairs"),
+                    )
+                    if needed
+                )
                 self._warn_once(
                     "groups_unused",
                     f"the {self.stage} step returns {self.groups_key!r}, but this monitor "
                     f"(streaming={self.metric.streaming}, interval={self.metric.interval!r}) "
-                    "keeps no group ids, so its interval resamples pairs; pass "
-                    "streaming=False to resample whole groups",
+                    f"keeps no group ids, so its interval resamples pairs; pass {fix} to "
+                    "resample whole groups",
                 )
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError(
@@ -317,8 +326,14 @@ class CalibrationMonitor(Callback):
             self._warned.add(key)
             rank_zero_warn(f"CalibrationMonitor: {message}")
 
+    def _stage_is_monitored(self, trainer: Trainer, stage: str) -> bool:
+        """Whether another CalibrationMonitor of the Trainer measures ``stage``."""
+        return any(
+            isinstance(c, CalibrationMonitor) and c.stage == stage for c in trainer.callbacks
+        )
+
     def on_test_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        if self.stage == "val":
+        if self.stage == "val" and not self._stage_is_monitored(trainer, "test"):
             self._warn_once(
                 "stage",
                 "this monitor has stage='val', so trainer.test() is not measured; add "
@@ -327,7 +342,7 @@ class CalibrationMonitor(Callback):
 
     def on_validation_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         validating = getattr(trainer.state.fn, "value", trainer.state.fn) == "validate"
-        if self.stage == "test" and validating:
+        if self.stage == "test" and validating and not self._stage_is_monitored(trainer, "val"):
             self._warn_once(
                 "stage",
                 "this monitor has stage='test', so trainer.validate() is not measured; add "

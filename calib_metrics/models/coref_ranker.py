@@ -403,7 +403,12 @@ class AntecedentRanker(nn.Module):
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"model file not found: {path}")
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        try:
+            state = torch.load(path, map_location=map_location, weights_only=True)
+        except Exception as err:  # torch raises many types for a file that is not its own
+            raise ValueError(
+                f"{path} is not a readable torch file ({type(err).__name__})"
+            ) from None
         if not isinstance(state, dict) or state.get("format") != _FORMAT_VERSION:
             raise ValueError(f"{path} is not an AntecedentRanker file (format {_FORMAT_VERSION})")
         model = cls(n_bits=int(state["n_bits"]), max_distance=int(state["max_distance"]))

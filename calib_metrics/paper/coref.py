@@ -347,6 +347,8 @@ def _select_l2(splits, feats, args, gen) -> tuple[AntecedentRanker, list[dict[st
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train on OntoGUM, evaluate pairwise calibration on test (and LitBank); write results."""
+    if args.threads < 0:  # 0 keeps torch's default
+        raise ValueError(f"--threads must be >= 0, got {args.threads}")
     with report.torch_threads(args.threads):
         return _run(args)
 
@@ -399,13 +401,13 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     if args.quick:
         args.epochs = min(args.epochs, 3)
         args.l2 = args.l2[:2]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = report.output_folder(args.out)
     folder = find_dataset(NAME, args.data)
     torch.manual_seed(args.seed)
     gen = torch.Generator().manual_seed(args.seed)
     t_start = time.perf_counter()
     splits = _load(folder, args.quick)
+    out.mkdir(parents=True, exist_ok=True)
     featurizer = AntecedentRanker(n_bits=args.n_bits, max_distance=args.max_distance)
     feats = {
         k: [features_for(featurizer, d) for d in tqdm(v, desc=f"features {k}", file=sys.stderr)]

@@ -16,7 +16,6 @@ tokens of the parts only.
 
 from __future__ import annotations
 
-import gzip
 import io
 import re
 import tarfile
@@ -25,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import conllu
+
+from calib_metrics.paper.conllu_io import open_text, sentences
 
 __all__ = [
     "Document",
@@ -95,17 +96,6 @@ class Document:
 # CoNLL-U (GUM / OntoGUM / CorefUD)
 
 _PART = re.compile(r"^(?P<eid>[^\[\-]+)(?:\[(?P<part>\d+)/(?P<total>\d+)\])?")
-
-
-def _open_text(path: str | Path | io.TextIOBase) -> io.TextIOBase:
-    if isinstance(path, io.TextIOBase):
-        return path
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"coreference file not found: {path}")
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
 
 
 def _parse_entity_field(value: str) -> Iterator[tuple[str, str, int, int]]:
@@ -243,11 +233,12 @@ def read_coref_documents(path: str | Path | io.TextIOBase) -> list[Document]:
         >>> [(m.sentence, m.start, m.end, m.head, m.entity) for m in doc.mentions]
         [(0, 0, 2, 1, '1'), (1, 0, 1, 0, '1')]
     """
-    stream = _open_text(path)
+    stream = open_text(path, missing="coreference file")
     default_id = Path(str(getattr(path, "name", "document"))).name.split(".")[0]
     docs: list[Document] = []
     try:
-        for sent in conllu.parse_incr(stream):
+        name = str(path) if isinstance(path, (str, Path)) else getattr(path, "name", "stream")
+        for sent in sentences(stream, str(name)):
             new_id = sent.metadata.get("newdoc id") or sent.metadata.get("newdoc")
             if new_id is not None or not docs:
                 docs.append(Document(doc_id=new_id or default_id))

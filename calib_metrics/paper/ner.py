@@ -269,9 +269,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     begin = time.perf_counter()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = report.output_folder(args.out)
     raw, folder = _load(args)
+    out.mkdir(parents=True, exist_ok=True)
     data, tags = tagged_splits(raw, args.max_length, args.scheme)
     print(f"ner: {folder.name}: {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
     model, hasher, selection = ce.fit_crf(

@@ -179,7 +179,9 @@ def _confidence(result: Any) -> dict[str, Any]:
 
     ``gap_above_half`` is the mean of ``q̂ - p̂`` over bins with ``q̂ > 0.5`` (the
     confident "yes" predictions), ``gap_below_half`` the mean of ``p̂ - q̂`` over bins
-    with ``q̂ <= 0.5``; ``overconfidence`` weighs both by count over all bins.
+    with ``q̂ <= 0.5``; ``overconfidence`` weighs both by count over all bins (about 0
+    for one-vs-rest pairs whose bins all lie below ½, where Σ(q − y) is 0 by
+    construction: the results print ``gap_above_half``).
     """
     bins = result.bins
     gap = (bins.pred_mean - bins.freq).double()
@@ -200,6 +202,12 @@ def _confidence(result: Any) -> dict[str, Any]:
         "gap_below_half": below,
         "verdict": verdict,
     }
+
+
+def _gap_text(confidence: dict[str, Any]) -> str:
+    """The results' "q̂ − p̂ where q̂ > ½" cell: n/a when no bin lies above ½."""
+    above = confidence["gap_above_half"]
+    return "n/a" if above is None else f"{above:+.4f}"
 
 
 def calibration(
@@ -252,7 +260,13 @@ def _select_crf(train: Split, dev: Split, n_words: int, n_tags: int, args) -> tu
 
 def _load_models(path: str, shape: tuple, words: Vocabulary, tags: Vocabulary) -> tuple:
     """Models, selection and sizes saved by ``--save-models``, checked against the vocabularies."""
-    saved = torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch raises many types for a file that is not its own
+        raise ValueError(f"{path} is not a readable torch file ({type(err).__name__})") from None
+    wanted = {"words", "tags", "pseudocount", "models", "selection", "sizes"}
+    if not isinstance(saved, dict) or not wanted <= set(saved):
+        raise ValueError(f"{path} is not a file of --save-models")
     if saved["words"] != words.itos or saved["tags"] != tags.itos:
         raise ValueError(f"{path} was saved with other vocabularies than this data's")
     trained: dict[str, Any] = {"hmm": HMM(*shape, pseudocount=saved["pseudocount"])}
@@ -459,7 +473,7 @@ def _markdown(results: dict) -> str:
     for key, m in models.items():
         row = [MODELS[key], m["train_sentences"], m["dev_accuracy"], m["test_accuracy"]]
         a = m["all_tags"]
-        gap = "n/a" if a["gap_above_half"] is None else f"{a['gap_above_half']:+.4f}"
+        gap = _gap_text(a)
         vs_hmm = results["paired"].get(key, {}).get("all_tags")
         vs_hmm = "—" if vs_hmm is None else paired.format_difference(vs_hmm)
         row += [ci(a), ci(m["all_tags_sentences"]), vs_hmm, gap, a["verdict"] or "n/a"]
@@ -654,7 +668,7 @@ def _print_summary(results: dict[str, Any], out: Path) -> None:
             f"{MODELS[key]:<24} test acc {m['test_accuracy']:.4f}  CalibErr "
             f"{report.format_interval(a['error'], a['lower'], a['upper'])}  debiased "
             f"{report.format_interval(s['error'], s['lower'], s['upper'])} "
-            f"(sentence bootstrap)  overconfidence {a['overconfidence']:+.4f}"
+            f"(sentence bootstrap)  q̂ − p̂ where q̂ > ½ {_gap_text(a)}"
         )
     for name, w in results["comparisons"].items():
         print(f"{name}: better on {w['lower_error']}/{w['of']} (significant {w['significant']})")
@@ -669,9 +683,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--bin-size and --n-samples must be positive")
     if any(k < 1 for k in args.top_pairs):
         raise ValueError("--top-pairs values must be positive")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = report.output_folder(args.out)
     c = _corpus(args)
+    out.mkdir(parents=True, exist_ok=True)
     trained, selection, sizes = _taggers(args, c, out)
     test, tag_names = c["test"], c["tags"].itos
     if test.words.shape[1] < 2:

@@ -23,6 +23,27 @@ def write_json(path: str | Path, results: Any) -> Path:
     return path
 
 
+def output_folder(path: str | Path) -> Path:
+    """``--out`` as a folder to write into, checked before any work: an existing file is
+    refused (it had failed only after training, with a raw ``[Errno 17]``). The folder
+    itself is made later, once the data are read, so that a run stopped by missing data
+    leaves nothing behind.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "results.json")
+        >>> _ = open(file, "w").write("{}")
+        >>> output_folder(file)
+        Traceback (most recent call last):
+        ...
+        ValueError: --out ...results.json: a file, not a folder
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out {path}: a file, not a folder")
+    return path
+
+
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A GitHub markdown table; floats are printed with 4 decimals.
 

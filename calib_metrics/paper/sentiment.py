@@ -400,6 +400,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         no data
     """
     _check(args)
+    report.output_folder(args.out)
     corpus, folder = load_corpus(args.data, args.dataset)
     _require_sklearn()
     fallback = corpus.name != TWITTER and args.dataset == "auto"

@@ -6,8 +6,6 @@ tensors made here are the padded index batches of :func:`encode_batch`.
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -18,12 +16,6 @@ import torch
 TaggedSentence = tuple[list[str], list[str]]
 
 _COLUMNS = ("xpos", "upos")
-
-
-def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
 
 
 def iter_tagged_sentences(
@@ -43,15 +35,14 @@ def iter_tagged_sentences(
         >>> list(iter_tagged_sentences(p))
         [(['Hi'], ['UH'])]
     """
-    import conllu  # imported lazily: only the readers need it
+    # imported lazily: only the readers need conllu
+    from calib_metrics.paper.conllu_io import open_text, sentences
 
     if column not in _COLUMNS:
         raise ValueError(f"column must be one of {_COLUMNS}, got {column!r}")
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"CoNLL-U file not found: {path}")
-    with _open_text(path) as stream:
-        for sentence in conllu.parse_incr(stream):
+    with open_text(path) as stream:
+        for sentence in sentences(stream, str(path)):
             words: list[str] = []
             tags: list[str] = []
             for token in sentence:

@@ -336,7 +336,12 @@ def stratified_split(
     """
     _check_labels(labels)
     fractions = [float(f) for f in fractions]
-    if len(fractions) < 2 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
+    # `not f > 0` refuses NaN too, which every comparison lets through.
+    if (
+        len(fractions) < 2
+        or any(not f > 0 for f in fractions)
+        or not abs(sum(fractions) - 1) <= 1e-6
+    ):
         raise ValueError(f"fractions must be >= 2 positive numbers summing to 1, got {fractions}")
     parts: list[list[torch.Tensor]] = [[] for _ in fractions]
     for cls in (0, 1):

@@ -193,6 +193,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--threads, --max-iter, --n-samples must be >= 1 and --buckets >= 2")
     if any(c < 0 for c in args.c2):
         raise ValueError(f"--c2 values must be >= 0, got {args.c2}")
+    if args.ewt_train < 0:  # 0 skips EWT
+        raise ValueError(f"--ewt-train must be >= 0, got {args.ewt_train}")
     # Many small per-step products: extra threads only add synchronisation.
     with report.torch_threads(args.threads):
         return _run(args)
@@ -200,10 +202,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     begin = time.perf_counter()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = report.output_folder(args.out)
     results: dict[str, Any] = {"experiment": "twitter-pos", "quick": args.quick, "thesis": THESIS}
     data, tags, sizes = _splits(load_ark_twitter(args.data), args)
+    out.mkdir(parents=True, exist_ok=True)
     print(f"twitter-pos: tweets {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
     trained = _train(data, len(tags), sizes["words"], list(ABLATION), args)
     results["twitter"] = _corpus_block(data, tags, "V", trained, args, args.seed) | sizes

@@ -355,9 +355,9 @@ def run(args: argparse.Namespace) -> dict:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
     if args.quick:
         args.samples, args.epochs = min(args.samples, 20), min(args.epochs, 1)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = report.output_folder(args.out)
     corpus = _load(args)
+    out.mkdir(parents=True, exist_ok=True)
     docs, periods = corpus["docs"], corpus["periods"]
 
     tables, candidates, attack_mentions = _rules(corpus["lexicon"], docs, args.enhanced)
