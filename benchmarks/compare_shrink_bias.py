@@ -11,9 +11,14 @@ the estimated excess is positive by chance. For one setting of ``coverage_compar
 of the draws of Δ* = θ_a* − θ_b* with the library's s, with s forced to 0 and with s
 forced to 1 (the observed gaps), beside the actual sd of D_a − D_b over the data sets:
 the width the draws should have. Nothing here changes the library; the factor is
-recorded by wrapping the private functions for the run. Since 2026-11-28 the library reads
-s from the neighbouring runs' gaps (``comparison._neighbour_shrink``), falling back to the
-factor above for a model with fewer than 10 runs; whichever it uses is recorded.
+recorded by wrapping the private functions for the run.
+
+The library has moved on: since 2026-11-28 it read s from the neighbouring runs' gaps
+(``comparison._neighbour_shrink``), and since 2026-11-29 it carries the two linear parts
+by a 2 × 2 map (``comparison._neighbour_transport``), which has no one factor to record.
+``--construction`` picks which one-factor construction the run studies: ``joint`` (the
+default: the factor above, as when docs/coverage.md's table was made, 2026-11-25) or
+``neighbour`` (the neighbouring runs' factor, which the library keeps for near-copies).
 """
 
 from __future__ import annotations
@@ -67,9 +72,17 @@ def _square(q: torch.Tensor, y: torch.Tensor) -> float:
     return float(debiased_square(gap, bins.freq, bins.count, effective_samples(bins)))
 
 
-def run(setting: str, n: int, reps: int, draws: int, seed: int) -> str:
+CONSTRUCTIONS = {
+    "joint": lambda worlds, beside_a, beside_b: cmp._joint_shrink(*worlds),
+    "neighbour": lambda worlds, beside_a, beside_b: cmp._one_factor(worlds, beside_a, beside_b),
+}
+
+
+def run(setting: str, n: int, reps: int, draws: int, seed: int, construction: str) -> str:
     make_a, make_b, _ = SETTINGS[setting]
     recorder = Recorder()
+    transport = cmp._neighbour_transport
+    cmp._neighbour_transport = CONSTRUCTIONS[construction]
     cmp._linear_shrink, cmp.root_difference = recorder.linear_shrink, recorder.root_difference
     cmp._neighbour_shrink = recorder.neighbour_shrink
     spreads: dict[str, list[float]] = {"library": [], "s = 0": [], "s = 1": []}
@@ -90,10 +103,10 @@ def run(setting: str, n: int, reps: int, draws: int, seed: int) -> str:
                     shrink.append(recorder.shrink[0])
     finally:
         cmp._linear_shrink, cmp.root_difference = recorder._shrink, recorder._root
-        cmp._neighbour_shrink = recorder._neighbour
+        cmp._neighbour_shrink, cmp._neighbour_transport = recorder._neighbour, transport
     return "\n".join(
         [
-            f"{setting}, iid, N = {n:,}, {reps} data sets, {draws} draws",
+            f"{setting}, iid, N = {n:,}, {reps} data sets, {draws} draws, {construction} factor",
             f"  shrink factor s: mean {statistics.mean(shrink):.3f}, median "
             f"{statistics.median(shrink):.3f}, share above 0 "
             f"{sum(s > 0 for s in shrink) / reps:.2f}",
@@ -113,9 +126,10 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--settings", nargs="+", default=["both calibrated"], choices=SETTINGS)
+    parser.add_argument("--construction", choices=sorted(CONSTRUCTIONS), default="joint")
     args = parser.parse_args()
     for setting in args.settings:
-        print(run(setting, args.n, args.reps, args.draws, args.seed))
+        print(run(setting, args.n, args.reps, args.draws, args.seed, args.construction))
 
 
 if __name__ == "__main__":

@@ -396,7 +396,8 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
         f"{'[' + level + ']':>19} {'p':>7} {'p adj':>7}  better"
     )
     for (k, r), adjusted_text in zip(rows.items(), adjusted, strict=True):
-        interval = f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
+        untested = r["lower"] != r["lower"]  # NaN ends: too few units for an interval
+        interval = "—" if untested else f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
         p = r["p_value"]
         p_text = "—" if p != p else p_value_text(p, samples)  # NaN: a label not tested
         print(

@@ -658,3 +658,25 @@ def test_a_json_document_names_its_own_problem(tmp_path, capsys, text, named) ->
     path = tmp_path / "p.json"
     path.write_text(text)
     assert named in one_line_error(capsys, "evaluate", path)
+
+
+def test_an_untested_label_shows_no_interval(tmp_path, capsys) -> None:
+    """Its p columns said — and its interval [+nan, +nan]."""
+    path = tmp_path / "tagged.csv"
+    tags = ["big"] * 392 + ["tiny"] * 8
+    rows = zip(Q400.tolist(), Q400.sqrt().tolist(), Y400.tolist(), tags)
+    path.write_text(
+        "prob,prob_b,label,tag\n" + "".join(f"{a},{b},{y},{t}\n" for a, b, y, t in rows)
+    )
+    code, out, err = run_cli(capsys, "compare", path, "--probs", "prob", "--probs-b", "prob_b",
+                             "--label", "tag", "--samples", "100")  # fmt: skip
+    assert code == 0, err
+    (tiny,) = [line for line in out.splitlines() if line.strip().startswith("tiny")]
+    assert "nan" not in tiny and tiny.split()[5] == "—"
+
+
+def test_spiegelhalter_of_one_multiclass_item_names_the_item() -> None:
+    from calib_metrics.functional import spiegelhalter_test
+
+    with pytest.raises(ValueError, match="needs at least 2 items"):
+        spiegelhalter_test(torch.tensor([[0.2, 0.8]]), torch.tensor([1]))

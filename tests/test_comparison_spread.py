@@ -26,6 +26,7 @@ from calib_metrics.functional.comparison import (
     _transport,
     _unit_sums,
     _world_draws,
+    compare_calibration,
     root_difference,
 )
 from calib_metrics.functional.intervals import debiased_square, draw_statistics
@@ -185,3 +186,18 @@ def test_neighbours_world_refuses_batched_bins():
     batched = type(bins)(*(None if f is None else torch.stack([f, f]) for f in bins))
     with pytest.raises(ValueError, match="world='neighbours' takes one model's 1-D bins"):
         draw_statistics(batched, [], world="neighbours")
+
+
+@pytest.mark.parametrize("shift", [1e-9, 1e-6])
+def test_near_copies_are_not_told_apart(shift: float) -> None:
+    """b = a + 1e-9: the 2 × 2 transport lost the models' difference and every draw was
+    D_a − D_b: p = 0 in 40 of 40 data sets, half of them 'b better' (b is worse)."""
+    called = 0
+    for seed in range(8):
+        g = torch.Generator().manual_seed(3000 + seed)
+        q = torch.rand(5000, generator=g, dtype=torch.float64) * 0.9 + 0.05
+        y = torch.bernoulli(q, generator=g)
+        result = compare_calibration(q, q + shift, y, n_samples=300, generator=g)
+        assert result.lower <= -shift <= result.upper, seed
+        called += bool(result.p_value <= 0.05)
+    assert called <= 2

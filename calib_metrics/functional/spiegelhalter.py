@@ -145,13 +145,20 @@ def spiegelhalter_test(
     """
     if mode == "classwise":
         raise ValueError("mode='classwise' gives one test per class: pass one class's pairs")
+    given = groups is not None
     groups = resolve_groups(probs, target, mode, groups)
     probs, target, groups = pair_sets(probs, target, mode, groups)[0]
     probs, target = _check_pairs(probs, target)
     if groups is not None:
         groups = _check_groups(groups, probs)
         if torch.unique(groups).numel() < 2:
-            raise ValueError("Spiegelhalter's test with groups needs at least 2 groups, got 1")
+            # Without groups=, one-vs-rest pairs are grouped by their item.
+            raise ValueError(
+                "Spiegelhalter's test with groups needs at least 2 groups, got 1"
+                if given
+                else "Spiegelhalter's test of one-vs-rest pairs needs at least 2 items (each "
+                "item's pairs are one group), got 1"
+            )
     z = spiegelhalter_z(probs, target, groups)
     if not bool(torch.isfinite(z)):
         raise ValueError(
