@@ -15,6 +15,7 @@ from calib_metrics import cli, plot
 from calib_metrics.functional import compare_calibration
 from calib_metrics.models.coref_ranker import AntecedentRanker
 from calib_metrics.paper.coref_conllu import read_coref_documents
+from calib_metrics.paper.countries import COUNTRIES_FILE
 from calib_metrics.paper.tagging import iter_tagged_sentences
 from calib_metrics.paper.tweets import stratified_split
 
@@ -61,8 +62,14 @@ def test_reproduce_names_bad_conllu_data(tmp_path, capsys, command, folder, pref
     names = [f"{prefix}-{split}.conllu.gz" for split in ("train", "dev", "test")]
     _garbage(tmp_path / "data" / folder, names)
     out = tmp_path / "out"
+    # events reads a country lexicon first: a one-country one, so that no shared data is needed
+    lexicon = tmp_path / "lexicon"
+    lexicon.mkdir()
+    with gzip.open(lexicon / COUNTRIES_FILE, "wt") as f:
+        f.write("FRANCE_ [FRA]\n+FRENCH_\n")
+    extra = ["--lexicon", lexicon] if command == "events" else []
     err = one_line_error(
-        capsys, "reproduce", command, "--quick", "--data", tmp_path / "data", "--out", out
+        capsys, "reproduce", command, "--quick", "--data", tmp_path / "data", "--out", out, *extra
     )
     assert "not a readable CoNLL-U file" in err and ".conllu.gz" in err
     assert not out.exists()  # nothing made before the data were read
