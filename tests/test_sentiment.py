@@ -362,3 +362,13 @@ def test_shared_tweets_label_counts():
 def test_shared_sentence_polarity():
     corpus = read_sentence_polarity(_shared(POLARITY))
     assert len(corpus.texts) == 10662 and int(corpus.labels.sum()) == 5331
+
+
+def test_a_bin_size_that_makes_too_few_bins_warns(tmp_path):
+    """--bin-size 100000 ran with one bin and said nothing, where evaluate warns."""
+    data = tmp_path / "data"
+    _write_tweets(data / TWITTER, n=240)
+    options = ["--n-samples", "50", "--tokenizer", "regex", "--alphas", "1", "--cs", "1"]
+    argv = ["--data", str(data), "--out", str(tmp_path / "out"), *options, "--bin-size", "100000"]
+    with pytest.warns(UserWarning, match="makes 1 bin of the 72 test tweets; with fewer than 10"):
+        sentiment.run(_args(*argv))

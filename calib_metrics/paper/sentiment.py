@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 from tqdm import tqdm
 
+from calib_metrics.few_bins import MIN_BINS
 from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
 from calib_metrics.paper import paired, report
 from calib_metrics.paper.tweets import (
@@ -410,6 +412,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     data, n_features = _features(texts, tokenize, parts, corpus)
     test_y = corpus.labels[parts[2]]
     bin_size = args.bin_size or max(1, len(test_y) // 10)
+    n_bins = max(1, len(test_y) // bin_size)
+    if n_bins < MIN_BINS:  # as evaluate says it: one bin scores about 0
+        warnings.warn(
+            f"--bin-size {bin_size} makes {n_bins} bin{'s' * (n_bins != 1)} of the "
+            f"{len(test_y)} test tweets; with fewer than {MIN_BINS} bins the error cannot show "
+            "miscalibration",
+            UserWarning,
+            stacklevel=2,
+        )
     results: dict[str, Any] = {
         "experiment": "sentiment",
         "dataset": corpus.name,
