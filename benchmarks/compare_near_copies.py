@@ -36,8 +36,10 @@ def _recording(worlds, beside_a, beside_b):
     """The library's transport, recording the eigenvalue ratio of the two linear parts."""
     observed_a, observed_b, zero_a, zero_b = worlds
     linear = torch.stack([observed_a - zero_a, observed_b - zero_b])
-    linear = linear[:, ~linear.isnan().any(0)]
-    if linear.shape[1] > 2:
+    beside = torch.stack([beside_a - zero_a, beside_b - zero_b])
+    linear = linear[:, ~(linear.isnan() | beside.isnan()).any(0)]  # as the library keeps them
+    identical = torch.equal(observed_a, observed_b) and torch.equal(zero_a, zero_b)
+    if linear.shape[1] > 2 and not identical:
         values = torch.linalg.eigvalsh(torch.cov(linear))
         RATIOS.append(float(values[0] / values[1]) if values[1] > 0 else float("nan"))
     return _TRANSPORT(worlds, beside_a, beside_b)
@@ -82,19 +84,23 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument(
         "--near-copy", type=float, default=None,
-        help="the hand-over ratio (0: never hand over, the library before 2026-11-29)",
+        help="the hand-over ratio (0: never hand over: the 2 × 2 map alone)",
     )  # fmt: skip
     parser.add_argument("--no-settings", action="store_true", help="the near-copies only")
     args = parser.parse_args()
-    if args.near_copy is not None:
-        comparison.NEAR_COPY = args.near_copy
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
+    near_copy, transport = comparison.NEAR_COPY, comparison._neighbour_transport
+    if args.near_copy is not None:
+        comparison.NEAR_COPY = args.near_copy
     comparison._neighbour_transport = _recording
-    print(f"NEAR_COPY = {comparison.NEAR_COPY:g}\n")
-    near_copies(args.shifts, args.reps, args.draws)
-    if not args.no_settings:
-        settings()
+    try:
+        print(f"NEAR_COPY = {comparison.NEAR_COPY:g}\n")
+        near_copies(args.shifts, args.reps, args.draws)
+        if not args.no_settings:
+            settings()
+    finally:
+        comparison.NEAR_COPY, comparison._neighbour_transport = near_copy, transport
 
 
 if __name__ == "__main__":

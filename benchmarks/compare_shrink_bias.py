@@ -85,7 +85,7 @@ def run(setting: str, n: int, reps: int, draws: int, seed: int, construction: st
     cmp._neighbour_transport = CONSTRUCTIONS[construction]
     cmp._linear_shrink, cmp.root_difference = recorder.linear_shrink, recorder.root_difference
     cmp._neighbour_shrink = recorder.neighbour_shrink
-    spreads: dict[str, list[float]] = {"library": [], "s = 0": [], "s = 1": []}
+    spreads: dict[str, list[float]] = {"its own s": [], "s = 0": [], "s = 1": []}
     shrink, differences = [], []
     g = torch.Generator().manual_seed(seed)
     try:
@@ -94,7 +94,7 @@ def run(setting: str, n: int, reps: int, draws: int, seed: int, construction: st
             y, _ = labels(q, "iid", g)
             q_a, q_b = make_a(q), make_b(q)
             differences.append(_square(q_a, y) - _square(q_b, y))
-            for name, force in (("library", None), ("s = 0", 0.0), ("s = 1", 1.0)):
+            for name, force in (("its own s", None), ("s = 0", 0.0), ("s = 1", 1.0)):
                 recorder.force, recorder.shrink = force, []
                 draw_seed = torch.Generator().manual_seed(rep)
                 compare_calibration(q_a, q_b, y, n_samples=draws, generator=draw_seed)

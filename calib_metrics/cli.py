@@ -358,12 +358,20 @@ def _summary(args: argparse.Namespace, probs, groups, result, brier, class_bins:
         "calibration": brier.calibration,
         "refinement": brier.refinement,
         "within_bin": brier.within_bin,
-        "per_bin": _per_bin(class_bins if args.mode == "classwise" else [bins]),
+        "per_bin": per_bin_rows(class_bins if args.mode == "classwise" else [bins]),
     }
 
 
-def _per_bin(class_bins: list) -> list[dict]:
-    """Each bin's numbers; with several sets (the classes of a classwise run), its class."""
+def per_bin_rows(class_bins: list) -> list[dict]:
+    """Each bin's numbers; with several sets (the classes of a classwise run), its class.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import Bins
+        >>> one = Bins(torch.tensor([0.2]), torch.tensor([0.0]), torch.tensor([3.0]))
+        >>> per_bin_rows([one, one])[1]
+        {'class': 1, 'pred_mean': 0.2..., 'freq': 0.0, 'count': 3.0}
+    """
     rows = []
     for c, bins in enumerate(class_bins):
         numbers = zip(bins.pred_mean.tolist(), bins.freq.tolist(), bins.count.tolist(), strict=True)

@@ -205,6 +205,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         check_draw_options,
         check_plot_smooth,
         estimate_bins,
+        per_bin_rows,
         warn_if_few_bins,
     )
     from calib_metrics.functional import compare_calibration
@@ -250,6 +251,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "p_value_text": p_value_or_none(float(result.p_value), args.samples),
         "samples": args.samples,
     }
+    if args.mode == "classwise":  # each bin with its class, as evaluate's
+        for name, model_bins in zip("ab", bins, strict=True):
+            summary[name]["per_bin"] = per_bin_rows(model_bins)
     per_label = None
     by_label = cli_report.compare_per_label(args, a, b)
     if by_label is not None:

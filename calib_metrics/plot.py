@@ -654,10 +654,12 @@ def error_curve(
     """
     _check_lengths("x", len(x), error=error, lower=lower, upper=upper)
     fig, ax = _axes(ax, (6.0, 4.0))
-    (line,) = ax.plot(list(x), _numbers(error), "o-", markersize=3, label=label, color=color)
+    had_data = ax.has_data()
+    x = _numbers(x)
+    (line,) = ax.plot(x, _numbers(error), "o-", markersize=3, label=label, color=color)
     if lower is not None and upper is not None:
         ax.fill_between(
-            list(x),
+            x,
             _numbers(lower),
             _numbers(upper),
             alpha=0.25,
@@ -666,10 +668,13 @@ def error_curve(
             label=band,
         )
     positive = [v for v in x if v > 0]
-    if logx and positive:  # a log axis needs a positive value to draw
+    if logx and not positive:
+        raise ValueError("logx=True needs a positive x value")
+    if logx:
         ax.set_xscale("log")
-        if not any(math.isfinite(v) for v in _numbers(error)):
-            # Nothing drawn (all NaN): the default limits (0, 1) cannot be log-scaled.
+        if not had_data and not any(math.isfinite(v) for v in _numbers(error)):
+            # Nothing drawn (all NaN) on fresh axes: their default limits (0, 1) cannot be
+            # log-scaled; the caller's axes keep their own.
             ax.set_xlim(min(positive), max(positive) * (1 if len(set(positive)) > 1 else 10))
     if integer_x:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

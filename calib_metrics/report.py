@@ -137,15 +137,19 @@ def figure_svg(fig: Any, name: str) -> str:
 
 
 def _prefix_ids(svg: str, prefix: str) -> str:
-    """``svg`` with every element id, and every ``#id`` reference to one, prefixed."""
-    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+    """``svg`` with every element id, and every ``#id`` reference to one, prefixed; only
+    inside tags, so that text drawn in the figure (a file or label name) is left alone."""
+    ids = set(re.findall(r'<[^>]*\bid="([^"]+)"', svg))
 
     def reference(match: re.Match) -> str:
         target = match.group(2)
         return f"{match.group(1)}{prefix}-{target}" if target in ids else match.group(0)
 
-    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
-    return re.sub(r"(url\(#|href=\"#)([^)\"]+)", reference, svg)
+    def in_tag(match: re.Match) -> str:
+        tag = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', match.group(0))
+        return re.sub(r"(url\(#|href=\"#)([^)\"]+)", reference, tag)
+
+    return re.sub(r"<[^>]*>", in_tag, svg)
 
 
 def _table(
@@ -203,6 +207,18 @@ def _bins_section(
     # One box for the heading and its table: side by side (compare), they move together.
     table = _table(header, rows, table_id=table_id)
     return f'<div class="bins"><h3>{_text(heading)}</h3>{table}</div>'
+
+
+def _model_bins(summary: Mapping[str, Any], result: Any, table_id: str, name: str = "") -> str:
+    """One model's bins table (headed ``name``, or its bin count): the summary's ``per_bin``
+    when it keeps each bin's class (a classwise run: the classes binned apart), else the
+    result's bins."""
+    per_bin = summary.get("per_bin") or []
+    if per_bin and "class" in per_bin[0]:
+        bins, classes = _class_bins(per_bin)
+        count = f"{len(classes)} bins of {len(set(classes))} classes, each class binned apart"
+        return _bins_section(bins, table_id, f"{name}: {count}" if name else count, classes)
+    return _bins_section(result.bins, table_id, name or f"{len(result.bins.count)} bins")
 
 
 def _class_bins(per_bin: Sequence[Mapping[str, Any]]) -> tuple[Bins, list[int]]:
@@ -379,13 +395,7 @@ def evaluate_page(
     ]
     if per_label:
         sections.append(_evaluate_labels(per_label, estimator))
-    per_bin = summary.get("per_bin") or []
-    if per_bin and "class" in per_bin[0]:
-        bins, classes = _class_bins(per_bin)
-        heading = f"{len(classes)} bins of {len(set(classes))} classes, each class binned apart"
-        table = _bins_section(bins, "bins-table", heading, classes)
-    else:
-        table = _bins_section(result.bins, "bins-table", f"{len(result.bins.count)} bins")
+    table = _model_bins(summary, result, "bins-table")
     sections.append('<section id="bins"><h2>Bins</h2>' + table + "</section>")
     sections.append(_settings_section(settings or {}, command))
     return _page(title, sections)
@@ -511,12 +521,11 @@ def compare_page(
     ]
     if per_label:
         sections.append(_compare_labels(per_label, summary, estimator))
-    sections.append(
-        '<section id="bins"><h2>Bins</h2><div class="side">'
-        + _bins_section(comparison.a.bins, "bins-a", f"model a: {a}")
-        + _bins_section(comparison.b.bins, "bins-b", f"model b: {b}")
-        + "</div></section>"
+    tables = "".join(
+        _model_bins(summary.get(key, {}), r, f"bins-{key}", f"model {key}: {name}")
+        for key, name, r in (("a", a, comparison.a), ("b", b, comparison.b))
     )
+    sections.append(f'<section id="bins"><h2>Bins</h2><div class="side">{tables}</div></section>')
     sections.append(_settings_section(settings or {}, command))
     return _page(f"Calibration comparison: {a} vs {b}", sections)
 

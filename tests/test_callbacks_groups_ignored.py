@@ -46,3 +46,11 @@ def test_used_or_absent_group_ids_do_not_warn() -> None:
         assert len(CalibrationMonitor(num_classes=3).extract_batch(_outputs(False), None)) == 2
         grouped = CalibrationMonitor(num_classes=3, streaming=False)
         assert len(grouped.extract_batch(_outputs(True), None)) == 3
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_the_paper_interval_is_told_to_resample_groups_too(streaming) -> None:
+    """It read '...pass  to resample whole groups' (nothing to pass)."""
+    monitor = CalibrationMonitor(num_classes=3, streaming=streaming, interval="paper")
+    with pytest.warns(UserWarning, match=r"pass .*interval=None \(or 'groups'\) to resample"):
+        monitor.extract_batch(_outputs(True), None)

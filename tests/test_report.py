@@ -340,3 +340,32 @@ def test_a_page_of_several_figures_has_no_repeated_ids(tmp_path, capsys) -> None
     assert len(ids) > 50 and len(ids) == len(set(ids))
     referenced = set(re.findall(r'(?:url\(#|href="#)([^)"]+)', page.read_text()))
     assert referenced <= set(ids)  # every reference still finds its element
+
+
+def test_prefixing_ids_leaves_the_figures_text_alone() -> None:
+    from matplotlib.figure import Figure
+
+    from calib_metrics.report import figure_svg
+
+    fig = Figure(figsize=(2, 2))
+    fig.add_subplot().set_title('id="figure_1" href="#axes_1"')
+    svg = figure_svg(fig, "x")
+    assert 'id="figure_1" href="#axes_1"' in svg.replace("&quot;", '"')  # the title's text
+    assert 'id="x-figure_1"' in svg  # the element's id
+
+
+def test_a_classwise_comparison_keeps_each_bin_with_its_class(tmp_path, capsys) -> None:
+    g = torch.Generator().manual_seed(2)
+    probs = (torch.randn(600, 3, generator=g) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    path = tmp_path / "mc.npz"
+    np.savez(path, probs=probs.numpy(), target=target.numpy())
+    page = tmp_path / "cw.html"
+    code, out, err = run(capsys, "compare", path, path, "--mode", "classwise", "--html", page,
+                         "--samples", "20", "--json")  # fmt: skip
+    assert code == 0, err
+    summary = json.loads(out)
+    assert sorted({b["class"] for b in summary["b"]["per_bin"]}) == [0, 1, 2]
+    text = page.read_text()
+    assert text.count("<th>class</th><th>bin</th>") == 2
+    assert "each class binned apart" in text and "debiased; classwise" in text

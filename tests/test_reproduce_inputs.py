@@ -132,3 +132,34 @@ def test_a_difference_without_interval_is_not_drawn_as_holding_0() -> None:
     fig, _ = plot.per_label_errors({"tiny": tiny}, names=("a", "b"))
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "no interval (too few units)" in legend
+
+
+def test_a_missing_model_file_is_named_before_the_data_are_read(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    err = one_line_error(capsys, "reproduce", "pos", "--quick", "--data", tmp_path,
+                         "--load-models", tmp_path / "none.pt", "--out", out)  # fmt: skip
+    assert f"model file not found: {tmp_path / 'none.pt'}" in err
+    assert not out.exists()
+
+
+def test_error_curve_keeps_the_callers_axes_and_needs_a_positive_x() -> None:
+    _, ax = plot.error_curve([1, 1000], [0.1, 0.2], logx=True)
+    limits = ax.get_xlim()
+    plot.error_curve([10, 100], [math.nan, math.nan], logx=True, ax=ax)
+    assert ax.get_xlim() == limits  # had been reset to (10, 100)
+    with pytest.raises(ValueError, match="logx=True needs a positive x value"):
+        plot.error_curve([0, -1], [0.1, 0.2], logx=True)
+
+
+def test_the_line_readers_name_a_file_they_cannot_read(tmp_path) -> None:
+    from calib_metrics.paper.ark_twitter import read_ark_conll
+    from calib_metrics.paper.gum_entities import read_gum_entities
+
+    broken = tmp_path / "en_gum-ud-train.conllu.gz"
+    broken.write_bytes(b"plain text, not gzip")
+    with pytest.raises(ValueError, match=rf"^{broken}: not readable text"):
+        read_gum_entities(broken)
+    latin = tmp_path / "tweets.conll"
+    latin.write_bytes("caf\xe9\tN\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"^{latin}: not readable text"):
+        read_ark_conll(latin)

@@ -258,7 +258,10 @@ class CalibrationMonitor(Callback):
                     option
                     for option, needed in (
                         ("streaming=False", self.metric.streaming),
-                        ("interval=None (or 'groups')", self.metric.interval == "pairs"),
+                        (
+                            "interval=None (or 'groups')",
+                            self.metric.interval not in (None, "groups"),
+                        ),
                     )
                     if needed
                 )

@@ -477,9 +477,10 @@ def _paired_squares(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
 
 
 # Below this ratio of the two linear parts' covariance eigenvalues the models are
-# near-copies whose difference the 2 × 2 transport loses: at a shift of 1e-6 the ratio is
-# 1e-10, at 1e-4 it is 1e-6, and between different models it was 0.05–0.15.
-NEAR_COPY = 1e-8
+# near-copies: the 2 × 2 map's middle matrix has about the square of the ratio, which
+# float64 cannot resolve below ~1e-12 (b = a + 1e-9 gives 1e-16; a shift of 1e-4, 1e-6;
+# between the coverage settings' models the ratio was 7.8e-3 or more).
+NEAR_COPY = 1e-5
 
 
 def _world_draws(bins_a: Bins, bins_b: Bins, blocks_a: list, blocks_b: list):
@@ -539,7 +540,7 @@ def _neighbour_transport(worlds: tuple[Tensor, ...], beside_a: Tensor, beside_b:
     covariance = torch.cov(torch.cat([linear[:, valid], beside[:, valid]]))
     source, cross = covariance[:2, :2], covariance[:2, 2:]
     spread = torch.linalg.eigvalsh(source)
-    if spread[0] < NEAR_COPY * spread[1]:
+    if NEAR_COPY > 0 and spread[0] < NEAR_COPY * spread[1]:
         # Near-copies (b = a + 1e-9): the 2 × 2 map cannot resolve their difference, whose
         # draws then collapsed onto D_a − D_b (p = 0, either sign); one factor for it can.
         return _one_factor(worlds, beside_a, beside_b)
@@ -561,7 +562,10 @@ def _transport(source: Tensor, target: Tensor) -> Tensor:
     on source's range (both symmetric, ≥ 0)."""
     values, vectors = torch.linalg.eigh(source)
     root, inverse_root = (_powered(values, vectors, power) for power in (0.5, -0.5))
-    return inverse_root @ _symmetric_power(root @ target @ root, 0.5) @ inverse_root
+    # The middle matrix's eigenvalues spread as the square of source's: its floor is the
+    # square of theirs, or a direction source keeps would be dropped here.
+    middle = torch.linalg.eigh(root @ target @ root)
+    return inverse_root @ _powered(*middle, 0.5, floor=1e-24) @ inverse_root
 
 
 def _symmetric_power(matrix: Tensor, power: float) -> Tensor:
@@ -570,9 +574,10 @@ def _symmetric_power(matrix: Tensor, power: float) -> Tensor:
     return _powered(*torch.linalg.eigh(matrix), power)
 
 
-def _powered(values: Tensor, vectors: Tensor, power: float) -> Tensor:
-    """:func:`_symmetric_power` from the matrix's eigendecomposition."""
-    keep = values > 1e-12 * values.abs().max()
+def _powered(values: Tensor, vectors: Tensor, power: float, floor: float = 1e-12) -> Tensor:
+    """:func:`_symmetric_power` from the matrix's eigendecomposition; eigenvalues below
+    ``floor`` of the largest count as 0."""
+    keep = values > floor * values.abs().max()
     powered = torch.where(keep, values.clamp_min(1e-300) ** power, torch.zeros_like(values))
     return vectors @ torch.diag(powered) @ vectors.T
 

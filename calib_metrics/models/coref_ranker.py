@@ -37,6 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from calib_metrics.functional.errors import check_generator
+from calib_metrics.models.files import load_torch_file
 
 __all__ = ["AntecedentRanker", "DocumentFeatures"]
 
@@ -401,14 +402,7 @@ class AntecedentRanker(nn.Module):
             AntecedentRanker(n_bits=8, max_distance=5)
         """
         path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"model file not found: {path}")
-        try:
-            state = torch.load(path, map_location=map_location, weights_only=True)
-        except Exception as err:  # torch raises many types for a file that is not its own
-            raise ValueError(
-                f"{path} is not a readable torch file ({type(err).__name__})"
-            ) from None
+        state = load_torch_file(path, map_location)
         if not isinstance(state, dict) or state.get("format") != _FORMAT_VERSION:
             raise ValueError(f"{path} is not an AntecedentRanker file (format {_FORMAT_VERSION})")
         model = cls(n_bits=int(state["n_bits"]), max_distance=int(state["max_distance"]))

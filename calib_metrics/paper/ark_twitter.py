@@ -8,11 +8,10 @@ out-of-time test set (one tweet a day, 2011-01 to 2012-06). Files may be gzipped
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
 from pathlib import Path
 
+from calib_metrics.paper.conllu_io import lines
 from calib_metrics.paper.locations import find_dataset
 from calib_metrics.paper.tagging import TaggedSentence
 
@@ -23,12 +22,6 @@ SPLITS = {
     "test": "oct27.test",
     "daily547": "daily547.conll",
 }
-
-
-def _open(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
 
 
 def read_ark_conll(path: str | os.PathLike) -> list[TaggedSentence]:
@@ -47,19 +40,18 @@ def read_ark_conll(path: str | os.PathLike) -> list[TaggedSentence]:
     sentences: list[TaggedSentence] = []
     words: list[str] = []
     tags: list[str] = []
-    with _open(path) as stream:
-        for number, line in enumerate(stream, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                if words:
-                    sentences.append((words, tags))
-                words, tags = [], []
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2 or not parts[0] or not parts[1]:
-                raise ValueError(f"{path}:{number}: expected 'token<TAB>tag', got {line!r}")
-            words.append(parts[0])
-            tags.append(parts[1])
+    for number, line in enumerate(lines(path), 1):
+        line = line.rstrip("\n")
+        if not line.strip():
+            if words:
+                sentences.append((words, tags))
+            words, tags = [], []
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2 or not parts[0] or not parts[1]:
+            raise ValueError(f"{path}:{number}: expected 'token<TAB>tag', got {line!r}")
+        words.append(parts[0])
+        tags.append(parts[1])
     if words:
         sentences.append((words, tags))
     return sentences

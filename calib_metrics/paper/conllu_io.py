@@ -1,8 +1,9 @@
-"""CoNLL-U files (plain or gzipped) read sentence by sentence, with errors naming the file.
+"""The paper's text data (plain or gzipped) read with errors that name the file.
 
 A corrupt download, a file of another format or a path to the wrong file had ended the
-``reproduce`` commands in conllu's ``ParseException`` traceback; every reader of the
-paper's CoNLL-U data goes through :func:`sentences`, which names the file instead.
+``reproduce`` commands in conllu's ``ParseException`` traceback, or in a gzip or decoding
+error that named no file; the CoNLL-U readers go through :func:`sentences`, the readers
+of line formats (GUM's entities, ARK Twitter) through :func:`lines`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,36 @@ def open_text(path: str | Path | io.TextIOBase, missing: str = "CoNLL-U file") -
     return path.open(encoding="utf-8")
 
 
+# What a broken archive or a file that is not UTF-8 raises while it is read.
+_READ_ERRORS = (UnicodeDecodeError, EOFError, OSError, zlib.error)
+
+
+def lines(path: Path) -> Iterator[str]:
+    """The lines of a text file (UTF-8, ``.gz`` decompressed); a file that is not UTF-8 or
+    a broken archive is a ValueError naming it.
+
+    Example:
+        >>> import tempfile
+        >>> file = Path(tempfile.mkdtemp()) / "t.txt.gz"
+        >>> _ = file.write_bytes(b"not gzip")
+        >>> list(lines(file))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: .../t.txt.gz: not readable text (Not a gzipped file (b'no'))
+    """
+    try:
+        with open_text(path) as stream:
+            yield from stream
+    except _READ_ERRORS as err:
+        raise ValueError(f"{path}: not readable text ({_reason(err)})") from None
+
+
+def _reason(err: Exception) -> str:
+    """An exception's first line, or its type when it says nothing."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def sentences(stream: io.TextIOBase, name: str) -> Iterator[conllu.TokenList]:
     """The sentences of a CoNLL-U ``stream``; a file that is not CoNLL-U (or not UTF-8, or
     a broken archive) is a ValueError naming ``name``.
@@ -45,6 +76,5 @@ def sentences(stream: io.TextIOBase, name: str) -> Iterator[conllu.TokenList]:
     """  # noqa: E501
     try:
         yield from conllu.parse_incr(stream)
-    except (ParseException, UnicodeDecodeError, EOFError, OSError, zlib.error) as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ValueError(f"{name}: not a readable CoNLL-U file ({reason})") from None
+    except (ParseException, *_READ_ERRORS) as err:
+        raise ValueError(f"{name}: not a readable CoNLL-U file ({_reason(err)})") from None

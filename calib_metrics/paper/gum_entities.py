@@ -16,12 +16,12 @@ sub-mentions survive. Discontinuous mentions (``[1/2]`` parts) are dropped.
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
 import re
 from pathlib import Path
 from typing import NamedTuple
+
+from calib_metrics.paper.conllu_io import lines
 
 ENTITY_TYPES = (
     "abstract",
@@ -54,12 +54,6 @@ class EntitySentence(NamedTuple):
     words: list[str]
     spans: list[Span]
     document: str
-
-
-def _open(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
 
 
 def parse_entity_field(value: str) -> list[tuple[str, str, str]]:
@@ -130,27 +124,26 @@ def read_gum_entities(path: str | os.PathLike, limit: int | None = None) -> list
         raise FileNotFoundError(f"GUM file not found: {path}")
     out: list[EntitySentence] = []
     document, words, values = "", [], []
-    with _open(path) as stream:
-        for number, line in enumerate(stream, 1):
-            if limit is not None and len(out) >= limit:
-                break
-            if line.startswith("# newdoc id"):
-                document = line.split("=", 1)[1].strip()
-            if line.startswith("#"):
-                continue
-            if not line.strip():
-                if words:
-                    out.append(EntitySentence(words, _sentence_spans(values)[0], document))
-                words, values = [], []
-                continue
-            cols = line.rstrip("\n").split("\t")
-            if len(cols) != 10:
-                raise ValueError(f"{path}:{number}: expected 10 columns, got {len(cols)}")
-            if not cols[0].isdigit():  # multiword range or empty node
-                continue
-            words.append(cols[1])
-            entity = [f[7:] for f in cols[9].split("|") if f.startswith("Entity=")]
-            values.append(entity[0] if entity else None)
+    for number, line in enumerate(lines(path), 1):
+        if limit is not None and len(out) >= limit:
+            break
+        if line.startswith("# newdoc id"):
+            document = line.split("=", 1)[1].strip()
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if words:
+                out.append(EntitySentence(words, _sentence_spans(values)[0], document))
+            words, values = [], []
+            continue
+        cols = line.rstrip("\n").split("\t")
+        if len(cols) != 10:
+            raise ValueError(f"{path}:{number}: expected 10 columns, got {len(cols)}")
+        if not cols[0].isdigit():  # multiword range or empty node
+            continue
+        words.append(cols[1])
+        entity = [f[7:] for f in cols[9].split("|") if f.startswith("Entity=")]
+        values.append(entity[0] if entity else None)
     if words and (limit is None or len(out) < limit):
         out.append(EntitySentence(words, _sentence_spans(values)[0], document))
     return out

@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.models.crf import CRFTagger, length_chunks
+from calib_metrics.models.files import load_torch_file
 from calib_metrics.models.hmm import HMM
 from calib_metrics.paper import paired, report
 from calib_metrics.paper.locations import find_dataset
@@ -260,10 +261,7 @@ def _select_crf(train: Split, dev: Split, n_words: int, n_tags: int, args) -> tu
 
 def _load_models(path: str, shape: tuple, words: Vocabulary, tags: Vocabulary) -> tuple:
     """Models, selection and sizes saved by ``--save-models``, checked against the vocabularies."""
-    try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # torch raises many types for a file that is not its own
-        raise ValueError(f"{path} is not a readable torch file ({type(err).__name__})") from None
+    saved = load_torch_file(path)
     wanted = {"words", "tags", "pseudocount", "models", "selection", "sizes"}
     if not isinstance(saved, dict) or not wanted <= set(saved):
         raise ValueError(f"{path} is not a file of --save-models")
@@ -684,6 +682,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     if any(k < 1 for k in args.top_pairs):
         raise ValueError("--top-pairs values must be positive")
     out = report.output_folder(args.out)
+    if args.load_models and not Path(args.load_models).is_file():  # said before the data
+        raise FileNotFoundError(f"model file not found: {args.load_models}")
     c = _corpus(args)
     out.mkdir(parents=True, exist_ok=True)
     trained, selection, sizes = _taggers(args, c, out)
