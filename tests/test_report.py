@@ -307,13 +307,19 @@ def test_label_without_html_prints_each_label(tagged, capsys):
     assert all(any(line.startswith(f"  {t}: CalibErr ") for line in out.splitlines()) for t in TAGS)
 
 
-def test_a_classwise_run_keeps_each_bin_with_its_class(tmp_path, capsys) -> None:
-    """The JSON and the page had pooled the classes' bins without saying whose."""
-    g = torch.Generator().manual_seed(0)
+def _three_classes(tmp_path: Path, seed: int) -> Path:
+    """A .npz of 600 items' class probabilities over 3 classes and labels drawn from them."""
+    g = torch.Generator().manual_seed(seed)
     probs = (torch.randn(600, 3, generator=g) * 2).softmax(-1)
     target = torch.multinomial(probs, 1, generator=g).squeeze(1)
     path = tmp_path / "mc.npz"
     np.savez(path, probs=probs.numpy(), target=target.numpy())
+    return path
+
+
+def test_a_classwise_run_keeps_each_bin_with_its_class(tmp_path, capsys) -> None:
+    """The JSON and the page had pooled the classes' bins without saying whose."""
+    path = _three_classes(tmp_path, seed=0)
     page = tmp_path / "cw.html"
     code, out, err = run(capsys, "evaluate", path, "--mode", "classwise", "--html", page,
                          "--samples", "20", "--json")  # fmt: skip
@@ -355,11 +361,7 @@ def test_prefixing_ids_leaves_the_figures_text_alone() -> None:
 
 
 def test_a_classwise_comparison_keeps_each_bin_with_its_class(tmp_path, capsys) -> None:
-    g = torch.Generator().manual_seed(2)
-    probs = (torch.randn(600, 3, generator=g) * 2).softmax(-1)
-    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
-    path = tmp_path / "mc.npz"
-    np.savez(path, probs=probs.numpy(), target=target.numpy())
+    path = _three_classes(tmp_path, seed=2)
     page = tmp_path / "cw.html"
     code, out, err = run(capsys, "compare", path, path, "--mode", "classwise", "--html", page,
                          "--samples", "20", "--json")  # fmt: skip
