@@ -524,7 +524,9 @@ def _neighbour_transport(worlds: tuple[Tensor, ...], beside_a: Tensor, beside_b:
     and theirs together, not one factor for the difference (module docstring).
 
     Two models with the same draws (the same bins) keep one factor, so that their draws stay
-    equal to the last bit. The map is not capped at the identity (the one factor is, at 1):
+    equal to the last bit, and so do near-copies (their linear parts' covariance eigenvalues
+    more than 1/``NEAR_COPY`` apart), whose difference float64 cannot resolve in the map.
+    The map is not capped at the identity (the one factor is, at 1):
     where C exceeds Cov* lin in some direction the draws there are wider than the observed
     gaps' — conservative; in the simulated settings its largest eigenvalue was 0.31–0.998
     (``docs/coverage.md``).
