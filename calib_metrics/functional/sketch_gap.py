@@ -67,8 +67,10 @@ def _cut_uncertainty(
     and the bound on its error in Σq (both 0 where no cell of several values is cut)."""
     cells = boundary_cells(count, bin_size)
     k, n, t = cells.cell, cells.size, cells.before
-    var = cell_variance(count, sum_r, sum_r2)[k]
-    unknown = (t > 0) & (t < n) & ~tied_cells(count, sum_r, sum_r2)[k]
+    # Both are per cell: read at the cut cells only, not over the whole sketch.
+    cut = (count[k], sum_r[k], sum_r2[k])
+    var = cell_variance(*cut)
+    unknown = (t > 0) & (t < n) & ~tied_cells(*cut)
     p = sum_y[k] / n.clamp(min=1)
     labels = p * (1 - p) * t * (n - t) / (n - 1).clamp(min=1)
     positions = (1 + math.sqrt(3) / 2) * var.sqrt() * (t * (n - t)).sqrt()
