@@ -265,22 +265,24 @@ def _summary(name: str, variant: str, n: int, truth: float, outcomes: list, draw
     }  # fmt: skip
 
 
-HEADER = (
-    "| setting | labels | N | true difference | coverage (95%) ± s.e. | truth above / below "
-    "| rejection at α = 0.05 | mean width | sd of the estimate × 3.92 | reps |\n"
-    "|---|---|---|---|---|---|---|---|---|---|"
+# (title, the key a row must hold for it, the cell); the columns of the misses and the
+# estimates' spread came later, and a table of older rows leaves them out.
+COLUMNS = (
+    ("setting", "setting", lambda r: r["setting"]),
+    ("labels", "variant", lambda r: _labels(r)),
+    ("N", "n", lambda r: f"{r['n']:,}"),
+    ("true difference", "truth", lambda r: f"{r['truth']:.4f}"),
+    ("coverage (95%) ± s.e.", "coverage", lambda r: f"{r['coverage']:.3f} ± {_se(r):.3f}"),
+    ("truth above / below", "above", lambda r: f"{r['above']:.3f} / {r['below']:.3f}"),
+    ("rejection at α = 0.05", "rejection", lambda r: f"{r['rejection']:.3f}"),
+    ("mean width", "width", lambda r: f"{r['width']:.4f}"),
+    ("sd of the estimate × 3.92", "estimate_sd", lambda r: f"{3.92 * r['estimate_sd']:.4f}"),
+    ("reps", "reps", lambda r: str(r["reps"])),
 )
 
 
-def _spread(r: dict) -> str:
-    """The width a normal interval of the estimates' own spread would have (runs that
-    recorded it)."""
-    return f"{3.92 * r['estimate_sd']:.4f}" if "estimate_sd" in r else "–"
-
-
-def _misses(r: dict) -> str:
-    """How often the truth fell above the interval and below it (runs that recorded it)."""
-    return f"{r['above']:.3f} / {r['below']:.3f}" if "above" in r else "–"
+def _se(r: dict) -> float:
+    return math.sqrt(max(r["coverage"] * (1 - r["coverage"]), 0.05 * 0.95) / r["reps"])
 
 
 def _labels(r: dict) -> str:
@@ -291,13 +293,19 @@ def _labels(r: dict) -> str:
     return r["variant"]
 
 
-def _row(r: dict) -> str:
-    se = math.sqrt(max(r["coverage"] * (1 - r["coverage"]), 0.05 * 0.95) / r["reps"])
-    return (
-        f"| {r['setting']} | {_labels(r)} | {r['n']:,} | {r['truth']:.4f} | "
-        f"{r['coverage']:.3f} ± {se:.3f} | {_misses(r)} | {r['rejection']:.3f} | "
-        f"{r['width']:.4f} | {_spread(r)} | {r['reps']} |"
-    )
+def _columns(rows: list[dict]) -> list[tuple]:
+    """Every column that some row can fill (all of them for rows measured now)."""
+    return [column for column in COLUMNS if any(column[1] in r for r in rows)]
+
+
+def _header(columns: list[tuple]) -> str:
+    titles = " | ".join(title for title, _, _ in columns)
+    return f"| {titles} |\n|" + "---|" * len(columns)
+
+
+def _row(r: dict, columns: list[tuple] = COLUMNS) -> str:
+    cells = (cell(r) if key in r else "–" for _, key, cell in columns)
+    return "| " + " | ".join(cells) + " |"
 
 
 def main() -> None:
@@ -365,12 +373,14 @@ def main() -> None:
     if args.interval_level_boundary:
         BOUNDARY = "interval"
         interval_level_boundary()
-    print(HEADER, flush=True)
     if args.from_json:
-        for path in args.from_json:
-            for row in json.loads(Path(path).read_text()):
-                print(_row(row))
+        rows = [row for path in args.from_json for row in json.loads(Path(path).read_text())]
+        columns = _columns(rows)
+        print(_header(columns))
+        for row in rows:
+            print(_row(row, columns))
         return
+    print(_header(list(COLUMNS)), flush=True)
     run(
         args.sizes,
         args.variants,

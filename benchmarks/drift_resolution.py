@@ -1,14 +1,14 @@
 """Streaming − exact drift against the sketch's resolution, on ``bench_scale``'s pairs.
 
-The streaming sketch keeps count, Σr, Σr² and Σy per cell of ``resolution`` cells; a
-bin boundary that cuts a cell of several values shares the cell's labels out with a
-redrawn hypergeometric bridge (docs/streaming.md), whose noise is what is left of the
-streaming mode's drift once the pairs outgrow the exact buffer. A cell holds about
-N / resolution pairs, so a finer sketch cuts smaller cells and redraws less. This prints,
-for one N and distribution (the same calibrated pairs as ``bench_scale.py``'s table),
-the exact mode's plug-in and debiased errors for β = 5000 and "auto", and the streaming
-mode's at each resolution, with the state bytes of each sketch. One pass over the data
-feeds every sketch.
+The streaming sketch keeps count, Σr, Σr², Σy and the extremes of q per cell of
+``resolution`` cells; a bin boundary that cuts a cell of several values shares the
+cell's labels out with a redrawn hypergeometric bridge (docs/streaming.md), whose noise
+is what is left of the streaming mode's drift once the pairs outgrow the exact buffer.
+A cell holds about N / resolution pairs, so a finer sketch cuts smaller cells and
+redraws less. This prints, for one N and distribution (the same calibrated pairs as
+``bench_scale.py``'s table), the exact mode's plug-in and debiased errors for β = 5000
+and "auto", and the streaming mode's at each resolution, with the state bytes of each
+sketch. One pass over the data feeds every sketch.
 
 Run ``python benchmarks/drift_resolution.py --n 1e9 --dist uniform --resolutions 18 20 22``
 (about 10 GB at 10⁹: the exact mode holds the pairs).

@@ -40,10 +40,10 @@ def squares(n: int, bin_size: int, seed: int) -> tuple[float, float, float]:
     y = torch.bernoulli(q.double(), generator=g)
     state = sketch.empty()
     for start in range(0, n, BATCH):
-        sketch.accumulate(*state, q[start : start + BATCH], y[start : start + BATCH])
+        sketch.accumulate(state, q[start : start + BATCH], y[start : start + BATCH])
     exact = _square(adaptive_tied_bins(q, y, bin_size))
-    redrawn = _square(sketch.to_bins(*state, bin_size))
-    shared = _square(sketch.to_bins(*state, bin_size, redraw=False))
+    redrawn = _square(sketch.to_bins(state, bin_size))
+    shared = _square(sketch.to_bins(state, bin_size, redraw=False))
     return exact, redrawn, shared
 
 

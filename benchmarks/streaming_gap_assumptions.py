@@ -1,23 +1,24 @@
-"""Where ``streaming_tolerance()`` does not hold: data that break its two assumptions.
+"""Where ``streaming_tolerance()`` holds and where not: data that probe what it assumes.
 
     python benchmarks/streaming_gap_assumptions.py --resolutions 1024 262144
 
-The bound (``calib_metrics/functional/sketch_gap.py``) assumes that (1) the pairs of a
+The bound (``calib_metrics/functional/sketch_gap.py``) assumes that the pairs of a
 sketch cell are exchangeable, so that the ones before a boundary inside it are a
-hypergeometric share of the cell's, and (2) values the sketch reads as one (a cell whose
-q variance is at rounding level) are one, as the exact mode's tie rule has them. Three
-data sets break them, each past the buffer (``N`` = 40 × the resolution, at least 40,000):
+hypergeometric share of the cell's. Which cells hold one value (a tie group, shared by
+the exact mode's rule) it knows from each cell's lowest and highest q. Four data sets,
+each past the buffer (``N`` = 40 × the resolution, at least 40,000):
 
-* ``ulp clusters`` (2): 20 scores, each nudged by 0–3 float32 ulps (the same inputs
-  scored in different batch shapes), calibrated labels. The sketch reads each cluster as
-  one value and shares it at its mean label; the exact mode sorts the distinct values.
-* ``threshold labels`` (1): y = 1[q > 0.3], a boundary in the cell holding 0.3: the
-  labels inside that cell are ordered by q.
-* ``tie in a spread cell`` (1): 2,000 pairs at exactly q = 0.3, all labelled 0, among
+* ``ulp clusters``: 20 scores, each nudged by 0–3 float32 ulps (the same inputs scored
+  in different batch shapes), calibrated labels. The exact mode sorts the distinct
+  values; before the sketch kept its extremes, the four sums read each cluster as one
+  value (a variance at rounding level) and the bound was 1e-12 against gaps up to 3.5e-2.
+* ``ulp clusters rounded to 6 decimals``: ties, but for a cluster across a rounding
+  boundary, which is two values 1e-6 apart.
+* ``threshold labels``: y = 1[q > 0.3], a boundary in the cell holding 0.3: the labels
+  inside that cell are ordered by q (breaks the assumption where cells are wide).
+* ``tie in a spread cell``: 2,000 pairs at exactly q = 0.3, all labelled 0, among
   calibrated spread values, a boundary inside the tie group: the exact mode shares the
-  group at its own mean label, the sketch at its cell's.
-
-And the remedy for the first: the ulp clusters rounded to 6 decimals.
+  group at its own mean label, the sketch redraws or shares the cell as a whole.
 
 Printed per data set, resolution and estimator: the gap |streaming − exact|, the
 tolerance, and their ratio (above 1: the bound does not hold).
@@ -68,7 +69,7 @@ def tie_in_spread_cell(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.
 
 
 def ulp_clusters_rounded(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """The remedy: the clusters rounded to 6 decimals are ties (or values 1e-6 apart)."""
+    """The clusters rounded to 6 decimals: ties, or values 1e-6 apart across a boundary."""
     q, y, bin_size = ulp_clusters(n, g)
     return q.round(decimals=6), y, bin_size
 

@@ -62,10 +62,10 @@ def main() -> None:
             q, y = pairs(n, seed)
             state = sketch.empty()
             for start in range(0, n, BATCH):
-                sketch.accumulate(*state, q[start : start + BATCH], y[start : start + BATCH])
+                sketch.accumulate(state, q[start : start + BATCH], y[start : start + BATCH])
             for beta in (5000, resolve_bin_size("auto", n)):
                 exact = adaptive_binning(q, y, beta)
-                streamed = sketch.to_bins(*state, beta, redraw=False)  # what debias reads
+                streamed = sketch.to_bins(state, beta, redraw=False)  # what debias reads
                 excess = (effective_samples(exact) / exact.count - 1).mean().item()
                 row = [signed(exact), signed(Bins(*exact)), signed(streamed)]
                 row += [signed(Bins(*streamed)), excess]

@@ -309,8 +309,9 @@ def _check_mode(mode: Any, num_classes: int | None, average: str | None) -> None
         )
 
 
-# Per class, the sketch's (count, Σr, Σr², Σy) per cell; see functional/sketch.py.
-_SKETCH_STATES = ("cell_count", "cell_sum_r", "cell_sum_r2", "cell_sum_y")
+# Per class, the sketch's (count, Σr, Σr², Σy, lowest q, highest q) per cell; see
+# functional/sketch.py.
+_SKETCH_STATES = tuple(f"cell_{part}" for part in sketch.Sketch._fields)
 
 # Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
 _MAX_BIN_SIZE = MAX_BIN_SIZE
@@ -463,6 +464,17 @@ class _StatesKeepTheirDtype(Metric):
                 f"which this metric does not keep: it was saved by a metric of other settings "
                 f"(streaming=, interval=); nothing was loaded"
             )
+        held = [key for key in self._defaults if prefix + key in state_dict]
+        missing = sorted(key for key in self._defaults if prefix + key not in state_dict)
+        if held and missing:
+            # Part of a state would leave the rest as this metric had it: a sketch's sums
+            # without its extremes (saved before they were kept) would mix two states.
+            raise ValueError(
+                f"{type(self).__name__}: the state lacks {', '.join(map(repr, missing))}, "
+                "which this metric keeps: it was saved by a metric of other settings or by "
+                "an older calib_metrics, whose streaming sketch kept no lowest and highest q "
+                "per cell; nothing was loaded"
+            )
 
     def _load_from_state_dict(
         self,
@@ -525,15 +537,16 @@ class CalibrationError(_StatesKeepTheirDtype):
     Two memory modes. The exact mode (default) keeps every pair, so its bins are exactly
     the paper's; under DDP the pairs of all ranks are gathered and the result equals one
     process on the union. ``streaming=True`` keeps a fixed histogram of ``resolution``
-    logit-spaced cells per class (count, Σr, Σr², Σy in float64, 8 MiB per class at
-    the default; see :mod:`calib_metrics.functional.sketch` and ``docs/streaming.md``),
-    merged by addition across batches and ranks, whose memory does not grow with the
-    data. Until the rows seen (on all ranks together) exceed ``2·resolution``
+    logit-spaced cells per class (count, Σr, Σr², Σy and the lowest and highest q, in
+    float64: 12 MiB per class at the default; see :mod:`calib_metrics.functional.sketch`
+    and ``docs/streaming.md``), merged across batches and ranks (the sums add, the
+    extremes combine), whose memory does not grow with the data. Until the rows seen (on
+    all ranks together) exceed ``2·resolution``
     (:func:`~calib_metrics.functional.sketch.buffer_rows`; top-label rows of C
-    probabilities: ``4·resolution/(C + 1)``) it keeps them exactly as well, in at most the
-    sketch's memory, and its result is the exact mode's; past that every
-    row is folded into the histogram, whose bins hold exactly the exact mode's counts,
-    and its error is within :meth:`streaming_tolerance` of the exact mode's (the gap
+    probabilities: ``4·resolution/(C + 1)``) it keeps them exactly as well, in at most
+    the sketch's memory, and its result is the exact mode's; past that every row is
+    folded into the histogram, whose bins hold exactly the exact mode's counts, and its
+    error is within :meth:`streaming_tolerance` of the exact mode's (the gap
     measured by N and bin size is in ``docs/streaming.md``). Which of the two answers
     is a function of the union of the rows, so DDP and ``merge_state`` still equal one
     process on the union. With ``validate_args=False``, ``update`` never waits for the
@@ -674,8 +687,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         self.add_state("target", default=[], dist_reduce_fx="cat")
         if streaming:
             shape = (1,) if mode == "top_label" else (num_classes or 1,)
-            for name, default in zip(_SKETCH_STATES, sketch.empty(resolution, shape)):
-                self.add_state(name, default, dist_reduce_fx="sum")
+            parts = zip(_SKETCH_STATES, sketch.empty(resolution, shape), sketch.MERGE)
+            for name, default, merge in parts:
+                self.add_state(name, default, dist_reduce_fx=merge)
             # Rows seen, kept or folded, on all ranks once synchronised.
             self.add_state("rows_seen", torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
         elif interval in ("groups", None):
@@ -837,14 +851,14 @@ class CalibrationError(_StatesKeepTheirDtype):
         """Rows kept exactly before they are folded into the sketch: ``buffer_rows``, in
         at most the sketch's memory. A top-label row keeps C probabilities for a sketch of
         one row, so it holds 2R·16/(8C + 8) = 4R/(C + 1) of them (with C = 100, 2R rows
-        took 200 MiB beside an 8 MiB sketch)."""
+        took 200 MiB beside the one-row sketch)."""
         rows = sketch.buffer_rows(self.resolution)
         if self.mode == "top_label":
             return max(1, rows * 16 // (8 * self.num_classes + 8))
         return rows
 
-    def _sketch_states(self) -> list[Tensor]:
-        return [getattr(self, name) for name in _SKETCH_STATES]
+    def _sketch_states(self) -> sketch.Sketch:
+        return sketch.Sketch(*(getattr(self, name) for name in _SKETCH_STATES))
 
     def _buffered_rows(self) -> int:
         """Rows kept exactly (a host-side count of shapes: no synchronisation)."""
@@ -852,19 +866,19 @@ class CalibrationError(_StatesKeepTheirDtype):
         return parts.shape[0] if isinstance(parts, Tensor) else sum(p.shape[0] for p in parts)
 
     def _accumulate(
-        self, states: list[Tensor], probs: Tensor, target: Tensor, keep: Tensor | None
+        self, states: sketch.Sketch, probs: Tensor, target: Tensor, keep: Tensor | None
     ) -> None:
         """Add rows (probs [n] or [n, C], target [n]) to sketch states, ``keep`` 0/1 per row."""
         if self.mode == "top_label":
             confidence, predicted = probs.max(dim=-1)
-            sketch.accumulate(*(s[0] for s in states), confidence, predicted == target, keep)
+            sketch.accumulate(states.of_class(0), confidence, predicted == target, keep)
         elif self.num_classes is None:
-            sketch.accumulate(*(s[0] for s in states), probs, target, keep)
+            sketch.accumulate(states.of_class(0), probs, target, keep)
         else:
             classes = torch.arange(self.num_classes, device=target.device)
-            sketch.accumulate(*states, probs, target.unsqueeze(1) == classes, keep)
+            sketch.accumulate(states, probs, target.unsqueeze(1) == classes, keep)
 
-    def _add_buffer(self, states: list[Tensor]) -> None:
+    def _add_buffer(self, states: sketch.Sketch) -> None:
         """Add the exactly kept rows to ``states``; ignored rows get weight 0."""
         if self._buffered_rows() == 0:
             return
@@ -897,11 +911,11 @@ class CalibrationError(_StatesKeepTheirDtype):
             return True
         return int(self.rows_seen.item()) <= self._buffer_capacity()
 
-    def _full_sketch(self) -> list[Tensor]:
+    def _full_sketch(self) -> sketch.Sketch:
         """The sketch with the kept rows folded into a copy (the state stays as it is)."""
         states = self._sketch_states()
         if self._buffered_rows():
-            states = [s.clone() for s in states]
+            states = states.clone()
             self._add_buffer(states)
         return states
 
@@ -973,7 +987,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         """Add another metric's state (or a state dict) to this one; both must keep alike.
 
         Also with ``dist_sync_on_step=True``, which torchmetrics' own ``merge_state``
-        refuses: the states are sums and concatenations, merged as they are locally, and
+        refuses: the states are sums, extremes and concatenations, merged as they are locally, and
         ``forward`` merges each batch through here.
         """
         if not isinstance(incoming_state, dict | CalibrationError):
@@ -1121,35 +1135,33 @@ class CalibrationError(_StatesKeepTheirDtype):
         if not self._exact_pairs():
             bins = []
             for cells, size in self._class_sketches():
-                self._warn_coarse_sketch(*cells[:3], size)
-                bins.append(sketch.to_bins(*cells, size, redraw=not self._debias))
+                self._warn_coarse_sketch(cells, size)
+                bins.append(sketch.to_bins(cells, size, redraw=not self._debias))
             return bins
         return self._bins_of(self._class_pairs())
 
-    def _class_sketches(self) -> list[tuple[list[Tensor], int]]:
+    def _class_sketches(self) -> list[tuple[sketch.Sketch, int]]:
         """The folded sketch behind each result, pooled (micro) or per class, with its
         bin size (one host synchronisation each)."""
         states = self._full_sketch()
-        if states[0].sum() == 0:
+        if states.count.sum() == 0:
             raise self._no_pairs()
         if self._per_class:
-            sets = [[s[c] for s in states] for c in range(states[0].shape[0])]
+            sets = [states.of_class(c) for c in range(states.count.shape[0])]
         else:
-            # Cells are aligned across classes, so pooling them is a sum.
-            sets = [[s.sum(0) for s in states]]
+            sets = [states.pooled()]
         return [
-            (cells, resolve_bin_size(self.bin_size, int(cells[0].sum().item()))) for cells in sets
+            (cells, resolve_bin_size(self.bin_size, int(cells.count.sum().item())))
+            for cells in sets
         ]
 
-    def _warn_coarse_sketch(
-        self, count: Tensor, sum_r: Tensor, sum_r2: Tensor, bin_size: int
-    ) -> None:
+    def _warn_coarse_sketch(self, cells: sketch.Sketch, bin_size: int) -> None:
         """One UserWarning per metric object when a folded sketch has fewer than
         ``MIN_CELLS_PER_BIN`` occupied cells (of several values) per bin (one host
         synchronisation)."""
         if self._coarse_sketch_warned:
             return
-        message = sketch.coarse_sketch_message(count, sum_r, sum_r2, bin_size)
+        message = sketch.coarse_sketch_message(cells, bin_size)
         if message is not None:
             self._coarse_sketch_warned = True
             warnings.warn(f"CalibrationError: {message}", UserWarning, stacklevel=4)
@@ -1216,9 +1228,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         values, plus their positions' worst case), combined over classes as
         :meth:`compute` combines the errors: a mean's gap is at most the mean of the
         gaps. It holds at every N and bin size for pairs that are exchangeable within a
-        cell and values that are either equal or apart by more than rounding: labels
-        ordered by q inside a cell, or float32 scores a few ulps apart (read as one
-        value), break it (``functional/sketch_gap.py``, ``docs/streaming.md``). Where it
+        cell (which cells hold one value the sketch knows exactly, float32 scores an ulp
+        apart included); labels ordered by q inside a wide cell break it
+        (``functional/sketch_gap.py``, ``docs/streaming.md``). Where it
         is large next to the error's own interval (a debiased error near 0 in small
         bins, whose root moves far for a small change of its square), use a finer
         ``resolution`` or the exact mode. Same shape as :meth:`compute`; synchronised
@@ -1247,7 +1259,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 return torch.zeros(shape, dtype=torch.float64, device=self.device)
             options = {"norm": self.norm, "debias": self._debias}
             bounds = [
-                streaming_gap_bound(*cells, size, **options)
+                streaming_gap_bound(cells, size, **options)
                 for cells, size in self._class_sketches()
             ]
             bins = self.class_bins() if self.average == "weighted" else []
@@ -1355,13 +1367,12 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _histograms(self) -> list[tuple[Tensor, Tensor, Tensor]]:
         """The sketch's non-empty cells (mean q, count, Σy): pooled (micro) or per class."""
-        count, sum_r, _, sum_y = self._full_sketch()
-        if count.sum() == 0:
+        states = self._full_sketch()
+        if states.count.sum() == 0:
             raise self._no_pairs()
         if not self._per_class:
-            # Cells are aligned across classes, so pooling them is a sum.
-            return [sketch.histogram(count.sum(0), sum_r.sum(0), sum_y.sum(0))]
-        return [sketch.histogram(count[c], sum_r[c], sum_y[c]) for c in range(count.shape[0])]
+            return [sketch.histogram(states.pooled())]
+        return [sketch.histogram(states.of_class(c)) for c in range(states.count.shape[0])]
 
     def _results(self, inputs: list[Any], interval: str) -> list[CalibrationResult]:
         options = {"confidence": self.confidence, "method": self.method, "norm": self.norm}

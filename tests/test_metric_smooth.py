@@ -79,9 +79,7 @@ def test_streaming_is_within_the_histogram_tolerance(bandwidth) -> None:
     got = metric.compute_smooth(bandwidth=bandwidth)
     want = smooth_calibration_error(q, y, bandwidth=bandwidth)
     # Every pair's cell and the cell's mean q, from the sketch's own cells.
-    position, _, _ = sketch.histogram(
-        metric.cell_count[0], metric.cell_sum_r[0], metric.cell_sum_y[0]
-    )
+    position, _, _ = sketch.histogram(metric._sketch_states().of_class(0))
     cells = sketch.cell_index(q, 1 << 12)
     occupied = torch.unique(cells)
     position_of_pair = position[torch.searchsorted(occupied, cells)]

@@ -107,3 +107,15 @@ def test_a_state_of_the_same_settings_still_loads(streaming: bool) -> None:
     metric = _loader(num_classes=3, **options)
     metric.load_state_dict(_saved(source))
     torch.testing.assert_close(metric.compute(), source.compute())
+
+
+def test_a_sketch_without_its_extremes_is_refused_and_nothing_is_loaded() -> None:
+    """A state of the four sums alone (saved before the sketch kept each cell's lowest and
+    highest q) had loaded, leaving the extremes of the metric it was loaded into."""
+    saved = _saved(_binary_streaming(64))
+    older = {k: v for k, v in saved.items() if k not in ("cell_low", "cell_high")}
+    metric = _loader(streaming=True, resolution=64)
+    metric.update(torch.tensor([0.2, 0.7]), torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match=r"lacks 'cell_high', 'cell_low'.*nothing was loaded"):
+        metric.load_state_dict(older)
+    assert metric.rows_seen.item() == 2 and metric.cell_count.sum().item() == 0

@@ -67,12 +67,13 @@ def test_per_class_sketches_warn_once_for_the_metric():
 @pytest.mark.parametrize("bin_size", [1000, 5000])
 def test_the_rule_counts_occupied_cells_not_the_grid(bin_size):
     # 10⁶ pairs in 100 occupied cells of 2¹⁸, each of several values: 1000 or 200 bins.
-    count, sum_r, sum_r2, _ = sketch.empty(sketch.num_cells())
+    state = sketch.empty(sketch.num_cells())
     cells = torch.arange(100) * 2000
-    count[cells] = 10_000.0
-    sum_r[cells] = 10_000.0 * 0.1
-    sum_r2[cells] = 10_000.0 * (0.1**2 + 1e-6)  # a spread of 1e-3 around 0.1
-    assert sketch.coarse_sketch_message(count, sum_r, sum_r2, bin_size) is not None
+    state.count[cells] = 10_000.0
+    state.sum_r[cells] = 10_000.0 * 0.1
+    state.sum_r2[cells] = 10_000.0 * (0.1**2 + 1e-6)  # a spread of 1e-3 around 0.1
+    state.low[cells], state.high[cells] = 0.099, 0.101
+    assert sketch.coarse_sketch_message(state, bin_size) is not None
 
 
 def test_tied_predictions_do_not_warn_since_the_sketch_shares_them_exactly():
@@ -95,19 +96,21 @@ def test_tied_predictions_do_not_warn_since_the_sketch_shares_them_exactly():
 
 def test_at_the_documented_1e9_drift_the_warning_names_two_to_the_21():
     # docs/streaming.md "Drift at 10⁹": 10⁹ uniform pairs over all 2¹⁸ cells, β = 5000:
-    # 1.3 cells per bin; 8 per bin needs 2²¹ cells (64 MiB), the run's −1.7e-4 row.
-    count, sum_r, sum_r2, _ = sketch.empty(sketch.num_cells())
-    count += 1e9 / count.numel()
-    sum_r += count * 0.3
-    sum_r2 += count * (0.3**2 + 1e-6)
-    message = sketch.coarse_sketch_message(count, sum_r, sum_r2, 5000)
+    # 1.3 cells per bin; 8 per bin needs 2²¹ cells (96 MiB), the run's −1.7e-4 row.
+    state = sketch.empty(sketch.num_cells())
+    state.count.add_(1e9 / state.count.numel())
+    state.sum_r.add_(state.count * 0.3)
+    state.sum_r2.add_(state.count * (0.3**2 + 1e-6))
+    state.low.fill_(0.299)
+    state.high.fill_(0.301)
+    message = sketch.coarse_sketch_message(state, 5000)
     assert "has 1.3 occupied cells per bin" in message
-    assert "pass resolution=2097152" in message and "64.00 MiB" in message
+    assert "pass resolution=2097152" in message and "96.00 MiB" in message
 
 
 def test_a_top_label_buffer_never_outgrows_the_sketch():
     """Top-label rows keep C probabilities for a sketch of one row: with C = 100 the
-    2·R-row buffer took 200 MiB beside an 8 MiB sketch."""
+    2·R-row buffer took 200 MiB beside a 12 MiB sketch."""
     C = 100
     metric = CalibrationError(num_classes=C, mode="top_label", streaming=True, resolution=1024)
     probs, target = _calibrated(2000, classes=C)  # fewer than buffer_rows(1024) = 2048
@@ -118,7 +121,7 @@ def test_a_top_label_buffer_never_outgrows_the_sketch():
         for t in (getattr(metric, name) if isinstance(getattr(metric, name), list)
                   else [getattr(metric, name)])
     )  # fmt: skip
-    sketch_bytes = 32 * sketch.num_cells(1024)
+    sketch_bytes = sketch.BYTES_PER_CELL * sketch.num_cells(1024)
     assert state <= 2 * sketch_bytes  # the sketch and, at most, as much again
     small = CalibrationError(num_classes=C, mode="top_label", streaming=True, resolution=1024)
     exact = CalibrationError(num_classes=C, mode="top_label")
@@ -126,3 +129,19 @@ def test_a_top_label_buffer_never_outgrows_the_sketch():
     small.update(probs[:few], target[:few])
     exact.update(probs[:few], target[:few])
     assert small.compute().item() == exact.compute().item()
+
+
+def test_tiny_probabilities_beyond_the_logit_range_do_not_ask_for_a_finer_sketch():
+    """A sharp tagger's q below 1.1e-7 (logit below −16) share the cell next to 0 at every
+    resolution: it had named a resolution of 2²⁶ cells (3 GiB) that splits nothing."""
+    g = torch.Generator().manual_seed(0)
+    tiny = torch.exp(-torch.empty(90_000).uniform_(17, 30, generator=g))  # 9e-14 … 4e-8
+    rounded = (torch.rand(10_000, generator=g) * 100).round() / 100  # tie groups: not counted
+    q = torch.cat([tiny, rounded])
+    y = torch.bernoulli(q, generator=g).long()
+    # 20 bins, 18 inside the tail; past the buffer of 8,192 rows.
+    metric = CalibrationError(streaming=True, resolution=4096, bin_size=5000)
+    metric.update(q, y)
+    assert _coarse_warnings(metric) == []
+    state = metric._sketch_states().of_class(0)
+    assert state.count[1] == 90_000 and not sketch.tied_cells(state)[1]

@@ -31,10 +31,10 @@ def _differences(seeds: range) -> tuple[torch.Tensor, torch.Tensor]:
         q = torch.rand(N, generator=g, dtype=torch.float64)
         y = torch.bernoulli(q, generator=g)
         state = sketch.empty(RESOLUTION)
-        sketch.accumulate(*state, q, y)
+        sketch.accumulate(state, q, y)
         exact = _square(adaptive_tied_bins(q, y, BIN_SIZE))
-        shared.append(_square(sketch.to_bins(*state, BIN_SIZE, redraw=False)) - exact)
-        redrawn.append(_square(sketch.to_bins(*state, BIN_SIZE)) - exact)
+        shared.append(_square(sketch.to_bins(state, BIN_SIZE, redraw=False)) - exact)
+        redrawn.append(_square(sketch.to_bins(state, BIN_SIZE)) - exact)
     return torch.tensor(shared), torch.tensor(redrawn)
 
 
@@ -51,9 +51,9 @@ def test_every_cut_cell_is_recorded_when_shared():
     g = torch.Generator().manual_seed(0)
     q = torch.rand(N, generator=g, dtype=torch.float64)
     state = sketch.empty(RESOLUTION)
-    sketch.accumulate(*state, q, torch.bernoulli(q, generator=g))
-    shared = sketch.to_bins(*state, BIN_SIZE, redraw=False)
-    redrawn = sketch.to_bins(*state, BIN_SIZE)
+    sketch.accumulate(state, q, torch.bernoulli(q, generator=g))
+    shared = sketch.to_bins(state, BIN_SIZE, redraw=False)
+    redrawn = sketch.to_bins(state, BIN_SIZE)
     cuts = bin_ties(shared)
     assert int((cuts.size > 0).sum()) > 0.9 * (shared.count.numel() - 1)
     assert int((bin_ties(redrawn).size > 0).sum()) == 0  # no cell holds one value
@@ -71,6 +71,6 @@ def test_the_metric_shares_for_the_debiased_error_and_redraws_for_the_plug_in():
             streaming=True, resolution=RESOLUTION, bin_size=BIN_SIZE, debias=debias
         )
         metric.update(q, y)
-        state = [s.reshape(-1, RESOLUTION).sum(0) for s in metric._full_sketch()]
-        want = sketch.to_bins(*state, BIN_SIZE, redraw=not debias)
+        state = metric._full_sketch().pooled()
+        want = sketch.to_bins(state, BIN_SIZE, redraw=not debias)
         assert metric.compute() == error_from_bins(want, debias=debias)

@@ -42,6 +42,9 @@ def test_fixed_bandwidth_equals_relplot(n, seed, shift, sigma) -> None:
     expected = relplot_metrics.smECE_sigma(q.numpy(), y.numpy(), sigma)
     got = smooth_calibration_error(q, y, bandwidth=sigma)
     assert got.item() == pytest.approx(expected, abs=1e-7)
+    # The documented size of relplot's regulariser: a relative 1e-4/N (it was stated as
+    # 1e-7 at N ≥ 100, 10× too small there).
+    assert got.item() == pytest.approx(expected, rel=1.2e-4 / n)
 
 
 @pytest.mark.parametrize(("n", "seed", "shift"), CASES)

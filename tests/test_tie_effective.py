@@ -172,8 +172,8 @@ def test_streaming_sketch_gives_the_exact_effective_counts_on_tied_data() -> Non
     # Every bfloat16 value has a sketch cell of its own: the cut cells are tie groups.
     q, y = _bf16_pairs(20_000)
     state = sketch.empty()
-    sketch.accumulate(*state, q, y)
-    streamed, exact = sketch.to_bins(*state, 142), compute_bins(q, y, bin_size=142)
+    sketch.accumulate(state, q, y)
+    streamed, exact = sketch.to_bins(state, 142), compute_bins(q, y, bin_size=142)
     torch.testing.assert_close(effective_samples(streamed), effective_samples(exact))
     torch.testing.assert_close(
         error_from_bins(streamed, debias=True), calibration_error(q, y, bin_size=142)

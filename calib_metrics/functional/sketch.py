@@ -9,11 +9,15 @@ in logit, which is w·q(1 − q) in q: with the default R = 2¹⁸, w = 1.22e-4,
 is 3.05e-5 wide at q = 1/2 and 0.0122% of q wide near 0 (of 1 − q near 1). Predictions
 beyond ±L (0 < q < 1.1e-7, 1 − 1.1e-7 < q < 1) share the cells next to the ends.
 
-**State.** Per cell, in float64: the number of pairs n, Σr and Σr² where r = q − [cell
-in the upper half] is q measured from the nearer end (q for q < 1/2, q − 1 for q ≥ 1/2,
-both exact in floating point, so Σr keeps its precision next to 1), and Σy. All four are
-sums: two sketches merge by adding their tensors (``dist_reduce_fx="sum"``), and the
-size never depends on the number of pairs (4·8·R bytes: 8 MiB at R = 2¹⁸, per class).
+**State** (:class:`Sketch`). Per cell, in float64: the number of pairs n, Σr and Σr²
+where r = q − [cell in the upper half] is q measured from the nearer end (q for q < 1/2,
+q − 1 for q ≥ 1/2, both exact in floating point, so Σr keeps its precision next to 1),
+Σy, and the lowest and highest q. Two sketches merge by adding the four sums and taking
+the minimum of the lowest and the maximum of the highest (``dist_reduce_fx`` "sum",
+"min" and "max"), and the size never depends on the number of pairs (``BYTES_PER_CELL``
+= 6·8 bytes a cell: 12 MiB at R = 2¹⁸, per class). The lowest and highest q say exactly
+which cells hold one value: the sums cannot tell equal values from float32 scores a few
+ulps apart (both leave a variance at rounding level), which the exact mode sorts.
 
 **Bins.** The exact algorithm cuts the pairs, sorted by q, into runs of ``bin_size``
 (the last run, if short, joins the one before). The sketch knows the rank at which
@@ -21,11 +25,11 @@ every cell starts, so the bin boundaries fall at the same ranks and every bin ho
 exactly as many pairs as in the exact algorithm; bin sums are exact except in the
 cells that a boundary cuts through. Such a cell gives each side its share of the
 cell's pairs at the cell's mean label, which is exactly the exact mode's tie rule when
-the cell holds one value (DESIGN.md: a split tie group counts at its mean label; the
-bins then record the cut group, whose effective sample size the debiased square uses,
-:mod:`calib_metrics.functional.ties`) and the best guess from the sums otherwise; its
-Σq is split exactly for one value (n·Σr² = (Σr)², up to rounding) and otherwise as if
-its q were spread evenly over mean ∓ √3·std.
+the cell holds one value, lowest = highest (DESIGN.md: a split tie group counts at its
+mean label; the bins then record the cut group, whose effective sample size the debiased
+square uses, :mod:`calib_metrics.functional.ties`), and the best guess from the sums
+otherwise; its Σq is split exactly for one value and otherwise as if its q were spread
+evenly over mean ∓ √3·std.
 
 **Two estimators, two ways to share a cut cell.** Label sums are not known inside a cut
 cell of several values. The plug-in error measures the per-bin label noise, which sharing
@@ -56,11 +60,8 @@ from calib_metrics.functional.ties import TieCuts
 
 DEFAULT_RESOLUTION = 1 << 18
 LOGIT_RANGE = 16.0
-# A cut cell counts as one tied value when its variance of q is below this fraction of
-# its squared mean distance to the nearer end, plus the rounding that n float64 additions
-# may leave (4·n·2⁻⁵³): a cell of the default sketch is ~1e-4 wide relative to q, i.e. a
-# relative variance ~1e-9 when its values spread, while equal values leave ~1e-16.
-_TIE_TOLERANCE = 1e-13
+# Six float64 tensors of R cells: count, Σr, Σr², Σy, lowest q, highest q.
+BYTES_PER_CELL = 6 * 8
 # The label noise of cut cells is drawn from this seed, so the answer is a function of
 # the sketch alone.
 _NOISE_SEED = 14
@@ -87,9 +88,9 @@ def buffer_rows(resolution: int = DEFAULT_RESOLUTION) -> int:
     """Rows of exact pairs a streaming metric keeps before folding them into its sketch.
 
     2·R rows: at most 16 bytes a pair (float64 q, int64 y), so the buffer never takes
-    more memory than the sketch's 32 bytes a cell (a multiclass row of C pairs and one
-    target, 8·C + 8 bytes, is under 16·C). Until the pairs seen (on all ranks together)
-    exceed it, the streaming result is the exact one.
+    more memory than the sketch's ``BYTES_PER_CELL`` = 48 bytes a cell (a multiclass row
+    of C pairs and one target, 8·C + 8 bytes, is under 16·C). Until the pairs seen (on
+    all ranks together) exceed it, the streaming result is the exact one.
 
     Example:
         >>> buffer_rows(1024)
@@ -129,69 +130,119 @@ def cell_index(probs: Tensor, resolution: int = DEFAULT_RESOLUTION) -> Tensor:
     return cell.masked_fill_(wide == 1, resolution - 1)
 
 
+class Sketch(NamedTuple):
+    """A sketch's state: six float64 tensors of shape ``[*S, R]`` (S = () for one sketch,
+    ``(C,)`` for one per class). The first four are sums; ``low`` and ``high`` are the
+    lowest and highest q of each cell (+inf and −inf while it is empty).
+
+    Example:
+        >>> state = empty(8)
+        >>> q = torch.tensor([0.2, 0.2, 0.9, 0.91], dtype=torch.float64)
+        >>> accumulate(state, q, torch.tensor([1, 0, 1, 0]))
+        >>> state.count.nonzero().flatten().tolist(), state.low[3].item(), state.high[3].item()
+        ([3, 4], 0.2, 0.2)
+        >>> state.low[4].item(), state.high[4].item()  # two values: not a tie
+        (0.9, 0.91)
+    """
+
+    count: Tensor
+    sum_r: Tensor
+    sum_r2: Tensor
+    sum_y: Tensor
+    low: Tensor
+    high: Tensor
+
+    def of_class(self, c: int) -> Sketch:
+        """Class ``c``'s sketch ``[R]`` of a per-class sketch ``[C, R]`` (views)."""
+        return Sketch(*(part[c] for part in self))
+
+    def pooled(self) -> Sketch:
+        """The classes of a per-class sketch ``[C, R]`` pooled into one ``[R]``: cells are
+        aligned across classes, so the sums add and the extremes are the extremes."""
+        sums = (part.sum(0) for part in self[:4])
+        return Sketch(*sums, self.low.amin(0), self.high.amax(0))
+
+    def merged(self, other: Sketch) -> Sketch:
+        """The sketch of both sketches' pairs, as ``MERGE`` reduces the states under DDP."""
+        sums = (a + b for a, b in zip(self[:4], other[:4]))
+        return Sketch(
+            *sums, torch.minimum(self.low, other.low), torch.maximum(self.high, other.high)
+        )
+
+    def clone(self) -> Sketch:
+        return Sketch(*(part.clone() for part in self))
+
+
+# How ``Sketch``'s fields merge, in torchmetrics' ``dist_reduce_fx`` names.
+MERGE = ("sum", "sum", "sum", "sum", "min", "max")
+
+
 def empty(
     resolution: int = DEFAULT_RESOLUTION,
     shape: tuple[int, ...] = (),
     device: torch.device | str | None = None,
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """A new sketch: (count, sum_r, sum_r2, sum_y), each float64 of shape ``[*shape, R]``.
+) -> Sketch:
+    """A new sketch, each part float64 of shape ``[*shape, R]``.
 
     Example:
         >>> [tuple(t.shape) for t in empty(16, (3,))]
-        [(3, 16), (3, 16), (3, 16), (3, 16)]
+        [(3, 16), (3, 16), (3, 16), (3, 16), (3, 16), (3, 16)]
     """
     size = (*shape, num_cells(resolution))
     try:
-        return tuple(torch.zeros(size, dtype=torch.float64, device=device) for _ in range(4))
+        sums = [torch.zeros(size, dtype=torch.float64, device=device) for _ in range(4)]
+        low = torch.full(size, math.inf, dtype=torch.float64, device=device)
+        high = torch.full(size, -math.inf, dtype=torch.float64, device=device)
     except (RuntimeError, MemoryError) as error:  # the allocator's, e.g. 'can't allocate'
-        need = 4 * 8 * math.prod(size)
+        need = BYTES_PER_CELL * math.prod(size)
         raise ValueError(
             f"resolution={resolution} needs {need / 2**20:,.0f} MiB of sketch "
-            f"({4 * 8} bytes a cell, for {math.prod(shape)} sketch(es)), more than "
+            f"({BYTES_PER_CELL} bytes a cell, for {math.prod(shape)} sketch(es)), more than "
             f"{device or 'cpu'} could allocate; choose a smaller resolution"
         ) from error
+    return Sketch(*sums, low, high)
 
 
-def accumulate(
-    count: Tensor,
-    sum_r: Tensor,
-    sum_r2: Tensor,
-    sum_y: Tensor,
-    probs: Tensor,
-    target: Tensor,
-    weight: Tensor | None = None,
-) -> None:
+def accumulate(state: Sketch, probs: Tensor, target: Tensor, weight: Tensor | None = None) -> None:
     """Add pairs to a sketch in place, without any host synchronisation.
 
-    The sketch tensors have shape ``[*S, R]``; ``probs`` and ``target`` have shape
+    The sketch's parts have shape ``[*S, R]``; ``probs`` and ``target`` have shape
     ``[n, *S]`` (binary: S = (), so ``[n]``; one-vs-rest multiclass: ``[n, C]`` with a
     one-hot target). ``weight`` ([n], 0/1) drops rows (padding) without indexing, so that
     the shapes never depend on the data; dropped rows may hold anything, NaN included.
 
     Example:
-        >>> count, sum_r, sum_r2, sum_y = empty(8)
+        >>> state = empty(8)
         >>> probs, target = torch.tensor([0.5, 0.5, 0.9, 0.2]), torch.tensor([1, 0, 1, -1])
-        >>> accumulate(count, sum_r, sum_r2, sum_y, probs, target, target >= 0)
-        >>> count.nonzero().flatten().tolist(), count.sum().item(), sum_y.sum().item()
-        ([4], 3.0, 2.0)
+        >>> accumulate(state, probs, target, target >= 0)
+        >>> state.count.nonzero().flatten().tolist(), state.count.sum().item()
+        ([4], 3.0)
+        >>> state.sum_y.sum().item(), state.low[4].item(), state.high[4].item()
+        (2.0, 0.5, 0.9)
     """
+    count = state.count
     resolution = count.shape[-1]
     n_cells = count.numel()
     cell = cell_index(probs, resolution)
+    q = probs.to(torch.float64).reshape(-1)
     # r = q - [upper half], with the half read off the cell so that the two always agree.
-    r = (probs.to(torch.float64) - (cell >= resolution // 2).to(torch.uint8)).reshape(-1)
+    r = q - (cell >= resolution // 2).reshape(-1).to(torch.uint8)
     if n_cells > resolution:
         offset = torch.arange(0, n_cells, resolution, device=cell.device)
         cell = cell.add_(offset.reshape(count.shape[:-1]))
     cell = cell.reshape(-1)
     keep = None
+    lowest, highest = q, q
     if weight is not None:
         keep = weight.to(torch.bool).reshape(-1, *([1] * (probs.ndim - 1)))
         keep = keep.expand(probs.shape).reshape(-1)
         r = torch.where(keep, r, 0.0)
+        lowest, highest = torch.where(keep, q, math.inf), torch.where(keep, q, -math.inf)
     # scatter_add_ is the same sum as index_add_ here, and faster on CPU.
-    sum_r.view(-1).scatter_add_(0, cell, r)
-    sum_r2.view(-1).scatter_add_(0, cell, r.mul_(r))
+    state.sum_r.view(-1).scatter_add_(0, cell, r)
+    state.sum_r2.view(-1).scatter_add_(0, cell, r.mul_(r))
+    state.low.view(-1).scatter_reduce_(0, cell, lowest, "amin")
+    state.high.view(-1).scatter_reduce_(0, cell, highest, "amax")
     # Counts by one histogram (dropped rows go to a slot past the end); Σy of 0/1 labels
     # is exact in float64.
     y = target.reshape(-1).to(torch.float64)
@@ -200,7 +251,7 @@ def accumulate(
         y = torch.where(keep, y, 0.0)
         counted = torch.where(keep, cell, n_cells)
     count.view(-1).add_(torch.bincount(counted, minlength=n_cells + 1)[:n_cells])
-    sum_y.view(-1).scatter_add_(0, cell, y)
+    state.sum_y.view(-1).scatter_add_(0, cell, y)
 
 
 class BoundaryCells(NamedTuple):
@@ -226,10 +277,10 @@ def boundary_cells(count: Tensor, bin_size: int) -> BoundaryCells:
     synchronisation (the number of pairs, which sets the number of bins).
 
     Example:
-        >>> count, sum_r, sum_r2, sum_y = empty(8)
-        >>> accumulate(count, sum_r, sum_r2, sum_y, torch.tensor([0.2, 0.2, 0.2, 0.9]),
+        >>> state = empty(8)
+        >>> accumulate(state, torch.tensor([0.2, 0.2, 0.2, 0.9]),
         ...            torch.tensor([1, 0, 1, 1]))
-        >>> cells = boundary_cells(count, bin_size=2)
+        >>> cells = boundary_cells(state.count, bin_size=2)
         >>> cells.rank.tolist(), cells.size.tolist(), cells.before.tolist()
         ([0.0, 2.0, 4.0], [3.0, 3.0, 0.0], [0.0, 2.0, 0.0])
     """
@@ -315,45 +366,35 @@ def cell_variance(count: Tensor, sum_r: Tensor, sum_r2: Tensor) -> Tensor:
     """Each cell's variance of q (0 for empty cells).
 
     Example:
-        >>> count, sum_r, sum_r2, sum_y = empty(8)
-        >>> accumulate(count, sum_r, sum_r2, sum_y, torch.tensor([0.9, 0.91]), torch.tensor([1, 0]))
-        >>> round(cell_variance(count, sum_r, sum_r2).max().item(), 8)
+        >>> state = empty(8)
+        >>> accumulate(state, torch.tensor([0.9, 0.91]), torch.tensor([1, 0]))
+        >>> round(cell_variance(*state[:3]).max().item(), 8)
         2.5e-05
     """
     n_safe = count.clamp(min=1)
     return (sum_r2 / n_safe - (sum_r / n_safe) ** 2).clamp_(min=0)
 
 
-def tied_cells(count: Tensor, sum_r: Tensor, sum_r2: Tensor) -> Tensor:
-    """Which cells hold one value only (empty cells included): a cut cell of one value is
-    a tie group, shared out by the exact mode's tie rule, not redrawn.
+def tied_cells(state: Sketch) -> Tensor:
+    """Which cells hold one value only (empty cells included): their lowest and highest q
+    are equal. A cut cell of one value is a tie group, shared out by the exact mode's tie
+    rule, not redrawn.
 
     Example:
-        >>> count, sum_r, sum_r2, sum_y = empty(8)
-        >>> accumulate(count, sum_r, sum_r2, sum_y, torch.tensor([0.2, 0.2, 0.9, 0.91]),
-        ...            torch.tensor([1, 0, 1, 1]))
-        >>> tied_cells(count, sum_r, sum_r2)[count > 0].tolist()
+        >>> state = empty(8)
+        >>> accumulate(state, torch.tensor([0.2, 0.2, 0.9, 0.91]), torch.tensor([1, 0, 1, 1]))
+        >>> tied_cells(state)[state.count > 0].tolist()
         [True, False]
+        >>> state = empty(8)  # float32 neighbours: the exact mode sorts them, so no tie
+        >>> q = torch.tensor([0.3, 0.3, 0.3]).nextafter(torch.tensor([0.3, 0.3, 1.0]))
+        >>> accumulate(state, q, torch.tensor([1, 0, 1]))
+        >>> tied_cells(state)[state.count > 0].tolist()
+        [False]
     """
-    return _one_value(count, sum_r, cell_variance(count, sum_r, sum_r2))
+    return (state.count == 0) | (state.low == state.high)
 
 
-def _one_value(count: Tensor, sum_r: Tensor, var: Tensor) -> Tensor:
-    """:func:`tied_cells` from each cell's variance ``var`` (computed once by callers
-    that need it too)."""
-    mean_r = sum_r / count.clamp(min=1)
-    return var <= (_TIE_TOLERANCE + 4 * count * 2.0**-53) * mean_r**2
-
-
-def to_bins(
-    count: Tensor,
-    sum_r: Tensor,
-    sum_r2: Tensor,
-    sum_y: Tensor,
-    bin_size: int,
-    *,
-    redraw: bool = True,
-) -> Bins:
+def to_bins(state: Sketch, bin_size: int, *, redraw: bool = True) -> Bins:
     """Adaptive bins of ``bin_size`` pairs (in q order) from one sketch ``[R]``.
 
     Bin boundaries fall at the exact algorithm's ranks; see the module docstring for how
@@ -370,27 +411,27 @@ def to_bins(
     ``benchmarks/shared_cells.py``).
 
     Example:
-        >>> count, sum_r, sum_r2, sum_y = empty(64)
+        >>> state = empty(64)
         >>> probs = torch.linspace(0.01, 0.99, 1000)
-        >>> accumulate(count, sum_r, sum_r2, sum_y, probs, (probs > 0.5).long())
-        >>> bins = to_bins(count, sum_r, sum_r2, sum_y, bin_size=250)
+        >>> accumulate(state, probs, (probs > 0.5).long())
+        >>> bins = to_bins(state, bin_size=250)
         >>> bins.count.tolist(), bins.freq.tolist()
         ([250.0, 250.0, 250.0, 250.0], [0.0, 0.0, 1.0, 1.0])
     """
+    count, sum_r, sum_r2, sum_y = state[:4]
     cells = boundary_cells(count, bin_size)
     resolution = count.shape[-1]
     upper = torch.arange(resolution, device=count.device) >= resolution // 2
     sum_q = sum_r + count * upper
-    var = cell_variance(count, sum_r, sum_r2)
-    tied = _one_value(count, sum_r, var)
-    std = torch.where(tied, 0.0, var.sqrt())
+    tied = tied_cells(state)
+    std = torch.where(tied, 0.0, cell_variance(count, sum_r, sum_r2).sqrt())
     cum_q, cum_y = torch.cumsum(sum_q, 0), torch.cumsum(sum_y, 0)
     q, y, cuts = _cumulative(cells, sum_q, sum_y, std, tied, cum_q, cum_y, redraw)
     size = cells.rank.diff()
     return with_ties(bins_of_means(size, q.diff(), y.diff()), cuts)
 
 
-def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def histogram(state: Sketch) -> tuple[Tensor, Tensor, Tensor]:
     """The non-empty cells of one sketch ``[R]`` as (mean q, count, Σy), in q order.
 
     The input of :func:`~calib_metrics.functional.smooth_calibration_from_histogram`,
@@ -398,19 +439,21 @@ def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tens
     host synchronisation (the number of non-empty cells).
 
     Example:
-        >>> count, sum_r, sum_r2, sum_y = empty(64)
-        >>> accumulate(count, sum_r, sum_r2, sum_y, torch.tensor([0.2, 0.2, 0.9]),
-        ...            torch.tensor([1, 0, 1]))
-        >>> [t.tolist() for t in histogram(count, sum_r, sum_y)]
+        >>> state = empty(64)
+        >>> q = torch.tensor([0.2, 0.2, 0.9], dtype=torch.float64)
+        >>> accumulate(state, q, torch.tensor([1, 0, 1]))
+        >>> [t.tolist() for t in histogram(state)]
         [[0.2, 0.9], [2.0, 1.0], [1.0, 1.0]]
     """
+    count, sum_r, _, sum_y, low, high = state
     resolution = count.shape[-1]
     upper = torch.arange(resolution, device=count.device) >= resolution // 2
     full = count > 0
     n = count[full]
-    # Σq = Σr + n·[upper half]; a cell of one value gives that value back to rounding.
-    position = ((sum_r[full] + n * upper[full]) / n).clamp_(0, 1)
-    return position, n, sum_y[full]
+    # Σq = Σr + n·[upper half]; a cell of one value gives that value back exactly.
+    mean = ((sum_r[full] + n * upper[full]) / n).clamp_(0, 1)
+    one_value = low[full] == high[full]
+    return torch.where(one_value, low[full], mean), n, sum_y[full]
 
 
 # Fewer occupied cells per bin than this and the bins' boundaries cut cells so large that
@@ -420,37 +463,39 @@ def histogram(count: Tensor, sum_r: Tensor, sum_y: Tensor) -> tuple[Tensor, Tens
 MIN_CELLS_PER_BIN = 8
 
 
-def coarse_sketch_message(
-    count: Tensor, sum_r: Tensor, sum_r2: Tensor, bin_size: int
-) -> str | None:
+def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
     """Why a sketch ``[R]`` is too coarse for bins of ``bin_size``, with the resolution that
     would do; None when it has at least ``MIN_CELLS_PER_BIN`` occupied cells per bin.
 
-    Only cells of several values count: a cut cell of one value is a tie group that the
-    sketch shares out exactly as the exact mode does (:func:`tied_cells`), and no
-    resolution splits it. Cells per bin = ``bin_size`` over the mean number of pairs in
-    an occupied cell of several values. One host synchronisation.
+    Only cells that a finer sketch would split count: not a cell of one value, a tie
+    group that the sketch shares out exactly as the exact mode does (:func:`tied_cells`),
+    nor the two cells next to the ends, which hold every q beyond ±``LOGIT_RANGE`` in
+    logit (0 < q < 1.1e-7, a sharp tagger's many tiny probabilities) at any resolution.
+    Cells per bin = ``bin_size`` over the mean number of pairs in the cells that count.
+    One host synchronisation.
 
     Example:
-        >>> count, sum_r, sum_r2, sum_y = empty(64)
+        >>> state = empty(64)
         >>> q = torch.linspace(0.01, 0.99, 6400)
-        >>> accumulate(count, sum_r, sum_r2, sum_y, q, torch.bernoulli(q).long())
-        >>> coarse_sketch_message(count, sum_r, sum_r2, 6000) is None
+        >>> accumulate(state, q, torch.bernoulli(q).long())
+        >>> coarse_sketch_message(state, 6000) is None
         True
-        >>> message = coarse_sketch_message(count, sum_r, sum_r2, 200)
+        >>> message = coarse_sketch_message(state, 200)
         >>> print(message)  # doctest: +NORMALIZE_WHITESPACE
         the streaming sketch has 0.6 occupied cells per bin (20 of 64 cells, 32 bins of
         200): bin boundaries cut cells of about 320 pairs, whose labels the sketch can
         only share out, so the error can miss the exact mode's by up to the metric's
         streaming_tolerance() (a debiased error near 0 most); pass resolution=1024 (at
-        least 8 cells per bin, 0.03 MiB per class) or use the exact mode
+        least 8 cells per bin, 0.05 MiB per class) or use the exact mode
         >>> rounded = torch.full((6400,), 0.5)  # one value: a tie group, shared exactly
-        >>> count, sum_r, sum_r2, sum_y = empty(64)
-        >>> accumulate(count, sum_r, sum_r2, sum_y, rounded, torch.bernoulli(rounded).long())
-        >>> coarse_sketch_message(count, sum_r, sum_r2, 200) is None
+        >>> state = empty(64)
+        >>> accumulate(state, rounded, torch.bernoulli(rounded).long())
+        >>> coarse_sketch_message(state, 200) is None
         True
     """
-    spread = (count > 0) & ~tied_cells(count, sum_r, sum_r2)
+    count = state.count
+    spread = (count > 0) & ~tied_cells(state)
+    spread[[1, -2]] = False  # q beyond ±LOGIT_RANGE: no resolution splits them
     n_pairs = float(count[spread].sum().item())
     occupied = int(spread.sum().item())
     if occupied == 0:
@@ -467,6 +512,7 @@ def coarse_sketch_message(
         f"{resolution} cells, {n_bins} bins of {bin_size}): bin boundaries cut cells of about "
         f"{n_pairs / occupied:,.0f} pairs, whose labels the sketch can only share out, so the "
         "error can miss the exact mode's by up to the metric's streaming_tolerance() (a "
-        f"debiased error near 0 most); pass resolution={suggested} (at least {MIN_CELLS_PER_BIN} "
-        f"cells per bin, {suggested * 32 / 2**20:.2f} MiB per class) or use the exact mode"
+        f"debiased error near 0 most); pass resolution={suggested} (at least "
+        f"{MIN_CELLS_PER_BIN} cells per bin, {suggested * BYTES_PER_CELL / 2**20:.2f} MiB per "
+        "class) or use the exact mode"
     )

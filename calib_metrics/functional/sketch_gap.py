@@ -27,16 +27,13 @@ is the worst bin's own bound. Checked against the exact mode over data sets, bin
 norms and modes in ``tests/test_sketch_gap.py`` and ``benchmarks/streaming_gap_seeds.py``
 (docs/streaming.md).
 
-**What it assumes** (``benchmarks/streaming_gap_assumptions.py`` shows each broken).
-(1) The pairs of a cell are exchangeable: labels that follow q inside a cell (a perfect
-ranker, y = 1[q > 0.3], at 1,024 cells) put the gap at 1.7–2.5× the bound; at the
-default resolution a cell is too narrow for it to show. (2) A cell whose variance of q
-is at rounding level holds one value, as the exact mode's tie rule would have it: float32
-scores a few ulps apart (the same inputs scored in different batch shapes) are read as a
-tie and shared at their mean label, where the exact mode sorts them, and the bound is 0
-against a gap of up to 2.4e-3 (max norm; 1e-4 debiased) at the default resolution. The
-sums cannot tell such a cell from a tie (both leave a relative variance of ~1e-14 at a
-thousand pairs); a per-cell minimum and maximum of q would.
+**What it assumes** (``benchmarks/streaming_gap_assumptions.py`` shows where it holds
+and where not). The pairs of a cell are exchangeable: labels that follow q inside a
+cell (a perfect ranker, y = 1[q > 0.3], at 1,024 cells) put the gap at 1.7–2.5× the
+bound; at the default resolution a cell is too narrow for it to show. Which cells hold
+one value is known exactly (each cell's lowest and highest q,
+:func:`~calib_metrics.functional.sketch.tied_cells`), so float32 scores a few ulps apart
+count as several values, as the exact mode sorts them.
 """
 
 from __future__ import annotations
@@ -48,7 +45,13 @@ from torch import Tensor
 
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.intervals import debiased_square, effective_samples
-from calib_metrics.functional.sketch import boundary_cells, cell_variance, tied_cells, to_bins
+from calib_metrics.functional.sketch import (
+    Sketch,
+    boundary_cells,
+    cell_variance,
+    tied_cells,
+    to_bins,
+)
 
 # Standard deviations of the label part of the gap that the bound allows: a normal gap
 # passes it in all but 6 of 100,000 results, and the model's own sd is at or above the
@@ -60,18 +63,16 @@ GAP_SDS = 4.0
 ROUNDING = 1e-12
 
 
-def _cut_uncertainty(
-    count: Tensor, sum_r: Tensor, sum_r2: Tensor, sum_y: Tensor, bin_size: int
-) -> tuple[Tensor, Tensor]:
+def _cut_uncertainty(state: Sketch, bin_size: int) -> tuple[Tensor, Tensor]:
     """Per interior boundary: the variance v of the ones that the sketch cannot place,
     and the bound on its error in Σq (both 0 where no cell of several values is cut)."""
-    cells = boundary_cells(count, bin_size)
+    cells = boundary_cells(state.count, bin_size)
     k, n, t = cells.cell, cells.size, cells.before
     # Both are per cell: read at the cut cells only, not over the whole sketch.
-    cut = (count[k], sum_r[k], sum_r2[k])
-    var = cell_variance(*cut)
-    unknown = (t > 0) & (t < n) & ~tied_cells(*cut)
-    p = sum_y[k] / n.clamp(min=1)
+    cut = Sketch(*(part[k] for part in state))
+    var = cell_variance(cut.count, cut.sum_r, cut.sum_r2)
+    unknown = (t > 0) & (t < n) & ~tied_cells(cut)
+    p = cut.sum_y / n.clamp(min=1)
     labels = p * (1 - p) * t * (n - t) / (n - 1).clamp(min=1)
     positions = (1 + math.sqrt(3) / 2) * var.sqrt() * (t * (n - t)).sqrt()
     zero = torch.zeros_like(labels)
@@ -156,10 +157,7 @@ def _worst_bin_bound(bins: Bins, labels: Tensor, positions: Tensor, debias: bool
 
 
 def streaming_gap_bound(
-    count: Tensor,
-    sum_r: Tensor,
-    sum_r2: Tensor,
-    sum_y: Tensor,
+    state: Sketch,
     bin_size: int,
     *,
     norm: str = "l2",
@@ -176,24 +174,24 @@ def streaming_gap_bound(
         >>> q = torch.rand(20_000, generator=g)
         >>> y = torch.bernoulli(q, generator=g).long()
         >>> sketch = empty(1024)
-        >>> accumulate(*sketch, q, y)
-        >>> round(streaming_gap_bound(*sketch, 2000, debias=False).item(), 4)
+        >>> accumulate(sketch, q, y)
+        >>> round(streaming_gap_bound(sketch, 2000, debias=False).item(), 4)
         0.0043
 
         The debiased square of these calibrated pairs is below 0 by more than its bound,
         so the exact error is 0 too:
 
-        >>> streaming_gap_bound(*sketch, 2000).item()  # rounding only
+        >>> streaming_gap_bound(sketch, 2000).item()  # rounding only
         1e-12
         >>> rounded = (q * 20).round() / 20  # every cut cell holds one value: no gap
         >>> sketch = empty(1024)
-        >>> accumulate(*sketch, rounded, y)
-        >>> streaming_gap_bound(*sketch, 2000).item()
+        >>> accumulate(sketch, rounded, y)
+        >>> streaming_gap_bound(sketch, 2000).item()
         1e-12
     """
     debias = debias and norm == "l2"
-    bins = to_bins(count, sum_r, sum_r2, sum_y, bin_size, redraw=not debias)
-    labels, positions = _cut_uncertainty(count, sum_r, sum_r2, sum_y, bin_size)
+    bins = to_bins(state, bin_size, redraw=not debias)
+    labels, positions = _cut_uncertainty(state, bin_size)
     if norm == "max":
         return _worst_bin_bound(bins, labels, positions, debias) + ROUNDING
     value, bound = _square_and_bound(bins, labels, positions, norm, debias)
