@@ -347,6 +347,14 @@ def _check_confidence(confidence: Any) -> None:
         )
 
 
+class _KeysRefused(ValueError):
+    """A loaded state whose keys this metric does not take (``prefix + name``)."""
+
+    def __init__(self, message: str, missing: list[str], unexpected: list[str]) -> None:
+        super().__init__(message)
+        self.missing, self.unexpected = missing, unexpected
+
+
 class _StatesKeepTheirDtype(Metric):
     """A Metric whose states follow the module's device but never its dtype casts, and
     that refuses a loaded or merged state of another shape (:meth:`_check_states`)."""
@@ -381,6 +389,17 @@ class _StatesKeepTheirDtype(Metric):
             # Above: _update, update and torchmetrics' wrapper (or forward and nn.Module's
             # two call layers), then the caller's line.
             warnings.warn(f"{type(self).__name__}: {named}{message}", UserWarning, stacklevel=5)
+
+    def _listed(self, states: dict[str, Any]) -> dict[str, Any]:
+        """``states`` with every pair state as a list of non-empty tensors, as ``update``
+        keeps them: a synchronised state (``metric_state`` after ``sync()``, a joined
+        dict) holds one tensor, which the merges would add to a list."""
+        listed = dict(states)
+        for key, default in self._defaults.items():
+            value = listed.get(key)
+            if isinstance(default, list) and isinstance(value, Tensor):
+                listed[key] = [value] if value.numel() else []
+        return listed
 
     def _check_states(self, states: dict[str, Any], prefix: str = "") -> None:
         """Raise ValueError naming the first of ``states`` (``prefix + name``: a state
@@ -459,21 +478,25 @@ class _StatesKeepTheirDtype(Metric):
             and key[len(prefix) :] not in known
         )  # fmt: skip
         if unexpected:
-            raise ValueError(
+            raise _KeysRefused(
                 f"{type(self).__name__}: the state holds {', '.join(map(repr, unexpected))}, "
                 f"which this metric does not keep: it was saved by a metric of other settings "
-                f"(streaming=, interval=); nothing was loaded"
+                f"(streaming=, interval=); nothing was loaded",
+                [],
+                [prefix + key for key in unexpected],
             )
         held = [key for key in self._defaults if prefix + key in state_dict]
         missing = sorted(key for key in self._defaults if prefix + key not in state_dict)
         if held and missing:
             # Part of a state would leave the rest as this metric had it: a sketch's sums
             # without its extremes (saved before they were kept) would mix two states.
-            raise ValueError(
+            raise _KeysRefused(
                 f"{type(self).__name__}: the state lacks {', '.join(map(repr, missing))}, "
                 "which this metric keeps: it was saved by a metric of other settings or by "
                 "an older calib_metrics, whose streaming sketch kept no lowest and highest q "
-                "per cell; nothing was loaded"
+                "per cell; nothing was loaded",
+                [prefix + key for key in missing],
+                [],
             )
 
     def _load_from_state_dict(
@@ -486,9 +509,25 @@ class _StatesKeepTheirDtype(Metric):
         unexpected_keys: list[str],
         error_msgs: list[str],
     ) -> None:
-        self._check_saved_ignore_index(state_dict.pop(prefix + _IGNORE_KEY, None))
-        self._check_keys(state_dict, prefix)
-        self._check_states(state_dict, prefix)
+        try:
+            self._check_saved_ignore_index(state_dict.pop(prefix + _IGNORE_KEY, None))
+            self._check_keys(state_dict, prefix)
+            self._check_states(state_dict, prefix)
+        except ValueError as refused:
+            if not prefix:  # the metric's own load_state_dict: the library's ValueError
+                raise
+            # Inside a model, torch's channels: the rest of the model loads, ``strict=``
+            # decides about missing and unexpected keys as for any module, and torch raises
+            # the other refusals at the end, as it does a shape mismatch. This metric keeps
+            # its own state whole.
+            if isinstance(refused, _KeysRefused):
+                missing_keys.extend(refused.missing)
+                unexpected_keys.extend(refused.unexpected)
+                # strict=False reports keys without a word: say why the metric kept its own.
+                warnings.warn(str(refused), UserWarning, stacklevel=2)
+            else:
+                error_msgs.append(str(refused))
+            return
         # torchmetrics assigns the caller's own lists and tensors: later updates would
         # append to (or, streaming, add into) the caller's dict. Load copies instead.
         for key in self._defaults:
@@ -1009,6 +1048,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         incoming = incoming_state
         if isinstance(incoming, CalibrationError):
             incoming = incoming.metric_state
+        incoming = self._listed(incoming)
         if self._keeps_groups() and _mixes_grouped(self.metric_state, incoming):
             raise ValueError(
                 "cannot merge these CalibrationErrors: one holds group ids (groups=) and "

@@ -255,6 +255,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             incoming_state = incoming_state.metric_state
         if not isinstance(incoming_state, dict) or set(incoming_state) != set(_STATES):
             raise ValueError(f"a CalibrationComparison state is a dict with keys {list(_STATES)}")
+        incoming_state = self._listed(incoming_state)
         self._check_states(incoming_state)
         for name in ("groups", "labels"):
             if (self.target and incoming_state["target"]) and (

@@ -141,3 +141,30 @@ def test_a_state_saved_before_the_record_is_still_checked_by_its_values() -> Non
     torch.testing.assert_close(same.compute(), source.compute())
     with pytest.raises(ValueError, match=r"holds -100, which is neither a class id in \[0, 4\)"):
         CalibrationError(num_classes=4).load_state_dict(state)
+
+
+def test_merging_a_state_of_joined_tensors_equals_merging_the_batches() -> None:
+    """A synchronised state holds each pair state as one tensor: merging one had raised
+    torch's TypeError (a list plus a tensor) and, in the comparison, RuntimeError."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(200, generator=g)
+    y = torch.bernoulli(q, generator=g).long()
+    first, second = slice(0, 100), slice(100, 200)
+    for kind in (CalibrationError, CalibrationComparison):
+
+        def filled(rows: slice, kind=kind):
+            metric = kind()
+            pair = (q[rows],) if kind is CalibrationError else (q[rows], q[rows] ** 2)
+            metric.update(*pair, y[rows])
+            return metric
+
+        joined = {
+            k: torch.cat(v) if v else torch.empty(0) for k, v in filled(second).metric_state.items()
+        }
+        by_lists, by_tensors = filled(first), filled(first)
+        by_lists.merge_state(filled(second))
+        by_tensors.merge_state(joined)
+        want, got = by_lists.compute(), by_tensors.compute()
+        if kind is CalibrationComparison:
+            want, got = want.difference, got.difference
+        assert torch.equal(got, want)

@@ -119,3 +119,53 @@ def test_a_sketch_without_its_extremes_is_refused_and_nothing_is_loaded() -> Non
     with pytest.raises(ValueError, match=r"lacks 'cell_high', 'cell_low'.*nothing was loaded"):
         metric.load_state_dict(older)
     assert metric.rows_seen.item() == 2 and metric.cell_count.sum().item() == 0
+
+
+class _Net(torch.nn.Module):
+    """A model that holds a persistent streaming metric between two layers."""
+
+    def __init__(self, resolution: int = 64) -> None:
+        super().__init__()
+        self.encoder = torch.nn.Linear(2, 2)
+        self.calib = _loader(streaming=True, resolution=resolution)
+        self.head = torch.nn.Linear(2, 2)
+
+
+def _older_checkpoint() -> tuple[_Net, dict]:
+    source = _Net()
+    source.calib.update(torch.rand(300), torch.randint(0, 2, (300,)))
+    state = source.state_dict()
+    return source, {
+        k: v for k, v in state.items() if k not in ("calib.cell_low", "calib.cell_high")
+    }
+
+
+def test_a_model_loads_around_a_refused_metric_as_torch_loads_any_module() -> None:
+    """A refusal inside a model had been a ValueError raised mid-load: the encoder was
+    overwritten, the head was not, and strict=False refused too."""
+    source, older = _older_checkpoint()
+    target = _Net()
+    target.calib.update(torch.tensor([0.2, 0.7]), torch.tensor([0, 1]))
+    with (
+        pytest.warns(UserWarning, match="lacks 'cell_high', 'cell_low'"),
+        pytest.raises(RuntimeError, match=r'Missing key\(s\).*"calib.cell_high"'),
+    ):
+        target.load_state_dict(older)
+    for name in ("encoder", "head"):  # torch loads the rest, then reports
+        assert torch.equal(getattr(target, name).weight, getattr(source, name).weight)
+    assert target.calib.rows_seen.item() == 2  # the metric keeps its own state whole
+    relaxed = _Net()
+    with pytest.warns(UserWarning, match="nothing was loaded"):
+        result = relaxed.load_state_dict(older, strict=False)
+    assert sorted(result.missing_keys) == ["calib.cell_high", "calib.cell_low"]
+    assert torch.equal(relaxed.head.weight, source.head.weight)
+
+
+def test_a_state_of_another_shape_inside_a_model_is_torch_s_error_after_the_rest() -> None:
+    source = _Net()
+    source.calib.update(torch.rand(300), torch.randint(0, 2, (300,)))
+    target = _Net(resolution=128)
+    with pytest.raises(RuntimeError, match="state 'cell_count' has shape"):
+        target.load_state_dict(source.state_dict(), strict=False)
+    assert torch.equal(target.head.weight, source.head.weight)
+    assert target.calib.rows_seen.item() == 0
