@@ -5,7 +5,7 @@
 The bound (``calib_metrics/functional/sketch_gap.py``) assumes that the pairs of a
 sketch cell are exchangeable, so that the ones before a boundary inside it are a
 hypergeometric share of the cell's. Which cells hold one value (a tie group, shared by
-the exact mode's rule) it knows from each cell's lowest and highest q. Four data sets,
+the exact mode's rule) it knows from each cell's lowest and highest q. Five data sets,
 each past the buffer (``N`` = 40 × the resolution, at least 40,000):
 
 * ``ulp clusters``: 20 scores, each nudged by 0–3 float32 ulps (the same inputs scored
@@ -19,6 +19,9 @@ each past the buffer (``N`` = 40 × the resolution, at least 40,000):
 * ``tie in a spread cell``: 2,000 pairs at exactly q = 0.3, all labelled 0, among
   calibrated spread values, a boundary inside the tie group: the exact mode shares the
   group at its own mean label, the sketch redraws or shares the cell as a whole.
+* ``tie of ones in a spread cell`` (a reviewer's): 4,000 pairs at q = 0.3, all labelled
+  1, a boundary of 1,000-pair bins 5 pairs into the group: the group's labels differ
+  from the cell's other pairs, so the cell's labels are not exchangeable (breaks it).
 
 Printed per data set, resolution and estimator: the gap |streaming − exact|, the
 tolerance, and their ratio (above 1: the bound does not hold).
@@ -68,6 +71,19 @@ def tie_in_spread_cell(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.
     return q, y, int((q < 0.3).sum()) + 1000
 
 
+def ones_tie_in_spread_cell(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """4,000 pairs at exactly q = 0.3, all labelled 1, among calibrated spread values; a
+    filler at q = 0.01 puts a boundary of the 1,000-pair bins 5 pairs into the group."""
+    q = torch.rand(n, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    bin_size, group = 1000, 4000
+    fill = (-(int((q < 0.3).sum()) + 5)) % bin_size
+    filler = torch.full((fill,), 0.01, dtype=torch.float64)
+    q = torch.cat([q, filler, torch.full((group,), 0.3, dtype=torch.float64)])
+    y = torch.cat([y, torch.bernoulli(filler, generator=g).long(), torch.ones(group).long()])
+    return q, y, bin_size
+
+
 def ulp_clusters_rounded(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The clusters rounded to 6 decimals: ties, or values 1e-6 apart across a boundary."""
     q, y, bin_size = ulp_clusters(n, g)
@@ -79,6 +95,7 @@ DATA = {
     "ulp clusters rounded to 6 decimals": ulp_clusters_rounded,
     "threshold labels": threshold_labels,
     "tie in a spread cell": tie_in_spread_cell,
+    "tie of ones in a spread cell": ones_tie_in_spread_cell,
 }
 
 

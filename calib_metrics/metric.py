@@ -87,6 +87,9 @@ def _copy_state(value: Any, default: Tensor | list[Tensor]) -> Any:
     """A private copy of a loaded state: a new list, cloned tensors, the default's dtype."""
     if isinstance(value, (list, tuple)):
         return [v.detach().clone() if isinstance(v, Tensor) else v for v in value]
+    if isinstance(value, Tensor) and isinstance(default, list):
+        # A synchronised (joined) pair state: kept as a list, as update() keeps it.
+        return [value.detach().clone()] if value.numel() else []
     if isinstance(value, Tensor):
         dtype = default.dtype if isinstance(default, Tensor) else value.dtype
         return value.detach().to(dtype=dtype, copy=True)
@@ -486,15 +489,27 @@ class _StatesKeepTheirDtype(Metric):
                 [prefix + key for key in unexpected],
             )
         held = [key for key in self._defaults if prefix + key in state_dict]
-        missing = sorted(key for key in self._defaults if prefix + key not in state_dict)
+        # A missing list state is one the saving metric did not keep (group ids, saved
+        # with interval="pairs"): it loads as empty. A missing tensor would leave part of
+        # this metric's state beside the loaded rest: a sketch's sums without its extremes
+        # (saved before they were kept) would mix two states.
+        missing = sorted(
+            key
+            for key, default in self._defaults.items()
+            if prefix + key not in state_dict and isinstance(default, Tensor)
+        )
         if held and missing:
-            # Part of a state would leave the rest as this metric had it: a sketch's sums
-            # without its extremes (saved before they were kept) would mix two states.
+            older = any(key in ("cell_low", "cell_high") for key in missing)
             raise _KeysRefused(
                 f"{type(self).__name__}: the state lacks {', '.join(map(repr, missing))}, "
-                "which this metric keeps: it was saved by a metric of other settings or by "
-                "an older calib_metrics, whose streaming sketch kept no lowest and highest q "
-                "per cell; nothing was loaded",
+                "which this metric keeps: it was saved by a metric of other settings"
+                + (
+                    " or by a calib_metrics from before 2026-11-29, whose streaming sketch "
+                    "kept no lowest and highest q per cell"
+                    if older
+                    else ""
+                )
+                + "; nothing was loaded",
                 [prefix + key for key in missing],
                 [],
             )
@@ -530,10 +545,18 @@ class _StatesKeepTheirDtype(Metric):
             return
         # torchmetrics assigns the caller's own lists and tensors: later updates would
         # append to (or, streaming, add into) the caller's dict. Load copies instead.
+        loaded = False
         for key in self._defaults:
             name = prefix + key
             if name in state_dict:
                 state_dict[name] = _copy_state(state_dict[name], self._defaults[key])
+                loaded = True
+        if loaded:  # pair states the saving metric did not keep: none, not this one's own
+            for key, default in self._defaults.items():
+                if isinstance(default, list) and prefix + key not in state_dict:
+                    setattr(self, key, [])
+            # A loaded state counts as updated: compute() need not warn that it was not.
+            self._update_count = max(self._update_count, 1)
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )

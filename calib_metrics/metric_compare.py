@@ -257,9 +257,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             raise ValueError(f"a CalibrationComparison state is a dict with keys {list(_STATES)}")
         incoming_state = self._listed(incoming_state)
         self._check_states(incoming_state)
+        own = self._listed(self.metric_state)  # one tensor each once synchronised
         for name in ("groups", "labels"):
-            if (self.target and incoming_state["target"]) and (
-                bool(getattr(self, name)) != bool(incoming_state[name])
+            if (own["target"] and incoming_state["target"]) and (
+                bool(own[name]) != bool(incoming_state[name])
             ):
                 raise ValueError(f"cannot merge: one state has {name} and the other does not")
         for name in _STATES:

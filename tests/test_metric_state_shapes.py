@@ -10,6 +10,8 @@ with torch's RuntimeError. ``merge_state`` of a state dict took them as well.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -169,3 +171,37 @@ def test_a_state_of_another_shape_inside_a_model_is_torch_s_error_after_the_rest
         target.load_state_dict(source.state_dict(), strict=False)
     assert torch.equal(target.head.weight, source.head.weight)
     assert target.calib.rows_seen.item() == 0
+
+
+def test_a_state_saved_without_group_ids_loads_and_leaves_none_behind() -> None:
+    """interval="pairs" keeps no group ids; the default metric does. Its state had been
+    refused as an older sketch's (a regression of the missing-keys check)."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(3000, generator=g)
+    y = torch.bernoulli(q, generator=g).long()
+    source = _loader(interval="pairs")
+    source.update(q, y)
+    target = _loader()
+    target.update(q[:10], y[:10], groups=torch.arange(10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nor "compute called before update"
+        target.load_state_dict(source.state_dict())
+        assert target.groups == [] and target.compute() == source.compute()
+
+
+def test_a_state_of_joined_tensors_loads_as_lists_and_keeps_updating() -> None:
+    """A synchronised state holds each pair state as one tensor; loaded, it had stayed a
+    tensor, and the next update or merge failed with torch's errors."""
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(200, generator=g)
+    y = torch.bernoulli(q, generator=g).long()
+    source = _loader()
+    source.update(q[:100], y[:100])
+    joined = {k: torch.cat(v) if v else torch.empty(0) for k, v in source.metric_state.items()}
+    target = _loader()
+    target.load_state_dict(joined)
+    assert isinstance(target.probs, list)
+    target.update(q[100:], y[100:])
+    whole = CalibrationError()
+    whole.update(q, y)
+    assert target.compute() == whole.compute()

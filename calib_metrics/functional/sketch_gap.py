@@ -30,10 +30,11 @@ norms and modes in ``tests/test_sketch_gap.py`` and ``benchmarks/streaming_gap_s
 **What it assumes** (``benchmarks/streaming_gap_assumptions.py`` shows where it holds
 and where not). The pairs of a cell are exchangeable: labels that follow q inside a
 cell (a perfect ranker, y = 1[q > 0.3], at 1,024 cells) put the gap at 1.7–2.5× the
-bound; at the default resolution a cell is too narrow for it to show. Which cells hold
-one value is known exactly (each cell's lowest and highest q,
-:func:`~calib_metrics.functional.sketch.tied_cells`), so float32 scores a few ulps apart
-count as several values, as the exact mode sorts them.
+bound; at the default resolution a cell is too narrow for it to show, but a tie group of
+4,000 ones at q = 0.3 among calibrated values, cut 5 pairs in, puts it at 4.4× (its
+labels are not its neighbours'). Which cells hold one value is known exactly (each
+cell's lowest and highest q, :func:`~calib_metrics.functional.sketch.tied_cells`), so
+float32 scores a few ulps apart count as several values, as the exact mode sorts them.
 """
 
 from __future__ import annotations
