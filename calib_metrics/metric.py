@@ -243,10 +243,7 @@ def _prepare_batch(
         probs, target = probs.reshape(-1), target.reshape(-1)
         keep = None if ignore_index is None else target != ignore_index
         if validate and probs.numel():
-            if keep is None:
-                _check_pairs(probs, target, name)
-            elif keep.any():
-                _check_pairs(probs[keep], target[keep], name)
+            _check_pairs(probs, target, name, keep)  # padding masked, not indexed out
         return probs, target, keep
     c = num_classes
     if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
@@ -258,15 +255,16 @@ def _prepare_batch(
     probs, target = probs.reshape(-1, c), target.reshape(-1)
     keep = None if ignore_index is None else target != ignore_index
     if validate and target.numel():
-        kept_probs, kept = (probs, target) if keep is None else (probs[keep], target[keep])
-        if kept.numel():
-            low, high = torch.aminmax(kept)
-            if low < 0 or high >= c:
-                bad = kept[(kept < 0) | (kept >= c)][0].item()
-                padding = bad < 0 and ignore_index is None
-                hint = f" (padding? set ignore_index={bad})" if padding else ""
-                raise ValueError(f"target holds class id {bad}, outside [0, {c}){hint}")
-            check_probs(kept_probs, name)
+        # Padding masked, not indexed out (that would wait for the device too).
+        outside = (target < 0) | (target >= c)
+        if keep is not None:
+            outside &= keep
+        if bool(outside.any()):
+            bad = target[outside][0].item()
+            padding = bad < 0 and ignore_index is None
+            hint = f" (padding? set ignore_index={bad})" if padding else ""
+            raise ValueError(f"target holds class id {bad}, outside [0, {c}){hint}")
+        check_probs(probs, name, None if keep is None else keep.unsqueeze(1))
     return probs, target, keep
 
 
@@ -646,7 +644,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         streaming: keep a fixed-size histogram instead of every pair.
         resolution: cells of the streaming histogram (even; 2¹⁸ by default).
         seed: seed of the interval's draws, for reproducible results (None: global RNG).
-        validate_args: check every batch (one host synchronisation); False skips it.
+        validate_args: check every batch (two host synchronisations per set of
+            probabilities, one more for multiclass rows' sums); False skips it.
 
     Example:
         >>> import torch
@@ -879,6 +878,13 @@ class CalibrationError(_StatesKeepTheirDtype):
             raise ValueError("probs and target must be tensors")
         if not probs.is_floating_point():
             raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
+        if self.streaming and probs.device != self.cell_count.device:
+            # Checked here, host-side: the kept rows would fold into the sketch only
+            # later, and fail there with torch's error, many batches on.
+            raise ValueError(
+                f"probs are on {probs.device} and the metric's sketch on "
+                f"{self.cell_count.device}: move the metric with .to({str(probs.device)!r})"
+            )
         if target.numel() == 0:
             # An empty batch (a rank's last, say) is checked and changes nothing: not the
             # pairs, nor whether the batches come with groups=.
@@ -889,7 +895,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         groups = self._check_groups(groups, target)
         probs, target, keep = self._prepare(probs.detach(), target.detach())
         if self.validate_args and self.num_classes is not None:
-            self._warn_row_sums(probs if keep is None else probs[keep])
+            self._warn_row_sums(_kept_rows(probs, target, self.ignore_index))
         if self.streaming:
             if self.cell_count.device.type == "cpu" and self.cell_count.is_shared():
                 # ddp_spawn (torch.multiprocessing) hands every rank the metric in shared
@@ -1502,9 +1508,15 @@ def _batch_pairs(args: tuple, kwargs: dict) -> tuple[Tensor, Tensor]:
 
 
 def _kept_rows(probs: Tensor, target: Tensor, ignore_index: int | None) -> Tensor:
-    """The rows ``[n, C]`` of a checked multiclass batch that are not padding."""
+    """The rows ``[n, C]`` of a checked multiclass batch, padding rows replaced by rows
+    that sum to 1 exactly (masked rather than indexed out, which would wait for the
+    device), for the row-sum check."""
     rows = probs.detach().reshape(-1, probs.shape[-1])
-    return rows if ignore_index is None else rows[target.reshape(-1) != ignore_index]
+    if ignore_index is None:
+        return rows
+    first = torch.arange(rows.shape[-1], device=rows.device) == 0
+    padding = (target.reshape(-1) == ignore_index).unsqueeze(1)
+    return torch.where(padding, first.to(rows.dtype), rows)
 
 
 def _items_if_pooled(probs: Tensor, groups: Tensor | None) -> Tensor | None:

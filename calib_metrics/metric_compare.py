@@ -82,7 +82,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         bin_size, binning, n_bins, norm, debias: the estimator, as in
             :class:`~calib_metrics.CalibrationError`.
         seed: seed of the draws (None: the global RNG).
-        validate_args: check every batch (one host synchronisation); False skips it.
+        validate_args: check every batch (two host synchronisations per set of
+            probabilities, one more for multiclass rows' sums); False skips it.
 
     Example:
         >>> import torch

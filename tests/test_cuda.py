@@ -118,6 +118,31 @@ def test_metric_on_cuda(streaming):
     torch.testing.assert_close(gpu.cpu(), cpu, rtol=1e-6, atol=1e-9)
 
 
+@pytest.mark.parametrize("num_classes", [None, 3])
+def test_streaming_update_never_waits_for_the_device(num_classes):
+    """Past the buffer every update goes to the sketch: torch reports (here: raises on)
+    any synchronising call. torch.bincount's CUDA kernel had read its input's range."""
+    g = torch.Generator().manual_seed(4)
+    metric = CalibrationError(
+        num_classes, streaming=True, resolution=64, validate_args=False, ignore_index=-1
+    ).to(CUDA)
+    for _ in range(3):  # 128-row buffer: folded at the second batch
+        if num_classes is None:
+            probs = torch.rand(100, generator=g)
+            target = torch.randint(-1, 2, (100,), generator=g)
+        else:
+            probs = torch.softmax(torch.randn(100, 3, generator=g), -1)
+            target = torch.randint(-1, 3, (100,), generator=g)
+        probs, target = probs.to(CUDA), target.to(CUDA)
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            metric.update(probs, target)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    assert metric._folded and metric.compute().device.type == "cuda"
+
+
 def test_chain_marginals_equal_the_cpus():
     g = torch.Generator().manual_seed(2)
     batch, length, tags = 64, 30, 12

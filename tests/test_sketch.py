@@ -219,6 +219,13 @@ def test_no_host_synchronisation_in_update(monkeypatch) -> None:
 
         patch.setattr(torch.Tensor, "__getitem__", no_mask)
         patch.setattr(torch, "masked_select", forbidden)
+        # These size their output from the data: CUDA reads it back (bincount: the
+        # input's range, which the sketch's counts had waited for at every update).
+        for name in ("bincount", "unique", "repeat_interleave"):
+            patch.setattr(torch, name, forbidden)
+        patch.setattr(torch.Tensor, "bincount", forbidden)
+        patch.setattr(torch.Tensor, "unique", forbidden)
+        patch.setattr(torch.Tensor, "repeat_interleave", forbidden)
         for metric, batch in metrics:
             metric.reset()
             metric.update(*batch)
@@ -367,3 +374,15 @@ def test_merged_buffers_that_overflow_equal_one_process_on_the_union() -> None:
     exact = CalibrationError(bin_size=100, n_samples=200)
     exact.update(q[:2000], y[:2000])
     torch.testing.assert_close(small.compute(), exact.compute(), rtol=0, atol=0)
+
+
+def test_a_batch_on_another_device_than_the_sketch_is_refused_at_once() -> None:
+    """The rows were kept on their device and failed with torch's error only when folded
+    into the sketch, many batches later; 'meta' stands in for an accelerator here."""
+    metric = CalibrationError(streaming=True, resolution=64)
+    metric.update(torch.tensor([0.2, 0.8]), torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match=r"probs are on meta and the metric's sketch on cpu"):
+        metric.update(
+            torch.rand(10, device="meta"), torch.zeros(10, dtype=torch.long, device="meta")
+        )
+    assert metric.rows_seen.item() == 2

@@ -31,6 +31,7 @@ and
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import NamedTuple
@@ -124,19 +125,27 @@ def bin_ties(bins: Bins) -> TieCuts:
     return run_cuts(bins.pred_mean - bins.freq, bins.freq, bins.count)
 
 
-def check_probs(probs: Tensor, name: str = "probs") -> None:
+def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) -> None:
     """Raise ValueError unless ``probs`` is a floating tensor of values in [0, 1]; the
-    message calls it ``name`` (``"probs_b"``: which of two models)."""
+    message calls it ``name`` (``"probs_b"``: which of two models). With ``keep`` (a
+    mask broadcastable to ``probs``) only the kept entries are checked, without indexing.
+    One host synchronisation (more on the way to an error).
+    """
     if not probs.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
     if probs.numel() == 0:
         return
-    low, high = torch.aminmax(probs.reshape(-1))
-    if torch.isnan(low) or torch.isnan(high):
+    if keep is None:
+        low, high = torch.aminmax(probs.reshape(-1))
+    else:  # dropped entries (padding, maybe NaN) reach neither end
+        low = torch.where(keep, probs, math.inf).amin()
+        high = torch.where(keep, probs, -math.inf).amax()
+    has_nan, below, above = torch.stack([low.isnan() | high.isnan(), low < 0, high > 1]).tolist()
+    if has_nan:
         raise ValueError(f"{name} contains NaN")
-    if low < 0 or high > 1:
+    if below or above:
         # repr-exact: 1 + 6e-8 must not print as 1.
-        offending = low.item() if low < 0 else high.item()
+        offending = low.item() if below else high.item()
         raise ValueError(
             f"{name} must lie in [0, 1], got {offending!r} (values span "
             f"[{low.item():.4g}, {high.item():.4g}]); pass probabilities, not logits "
@@ -188,22 +197,27 @@ def check_bins(bins: object) -> Bins:
     return bins
 
 
-def check_binary_target(target: Tensor) -> None:
-    """Raise ValueError unless every target is 0 or 1 (bool, integer or float)."""
+def check_binary_target(target: Tensor, keep: Tensor | None = None) -> None:
+    """Raise ValueError unless every target (every kept one, with the mask ``keep``) is
+    0 or 1 (bool, integer or float). One host synchronisation."""
     if target.dtype == torch.bool or target.numel() == 0:
         return
     if target.is_complex():
         raise ValueError(f"target must be binary (0/1), got dtype {target.dtype}")
-    low, high = torch.aminmax(target.reshape(-1))
-    fractional = target.is_floating_point() and bool(torch.frac(target).any())
-    if fractional or low < 0 or high > 1:
-        bad = target[(target != 0) & (target != 1)][0].item()
+    wrong = (target != 0) & (target != 1)  # NaN and fractions included
+    if keep is not None:
+        wrong &= keep
+    if bool(wrong.any()):
+        bad = target[wrong][0].item()
         raise ValueError(f"target must be binary (0 or 1), found the value {bad!r}")
 
 
-def _check_pairs(probs: Tensor, target: Tensor, name: str = "probs") -> tuple[Tensor, Tensor]:
+def _check_pairs(
+    probs: Tensor, target: Tensor, name: str = "probs", keep: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """Validate (q, y) and return them flattened and detached; raise ValueError naming the
-    problem (and calling the probabilities ``name``)."""
+    problem (and calling the probabilities ``name``). With ``keep`` (a mask of their
+    shape) only the kept pairs are checked. Two host synchronisations."""
     if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
         raise ValueError(
             f"probs and target must be tensors, got {type(probs).__name__} and "
@@ -224,8 +238,8 @@ def _check_pairs(probs: Tensor, target: Tensor, name: str = "probs") -> tuple[Te
         raise NoPairsError("empty input: at least one (probability, target) pair is needed")
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
-    check_probs(probs, name)
-    check_binary_target(target)
+    check_probs(probs, name, keep)
+    check_binary_target(target, keep)
     # A model's probabilities may carry autograd history; the estimators treat them as
     # data (several kernels write in place, which autograd refuses).
     return probs.detach().reshape(-1), target.detach().reshape(-1)

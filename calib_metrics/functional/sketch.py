@@ -243,14 +243,13 @@ def accumulate(state: Sketch, probs: Tensor, target: Tensor, weight: Tensor | No
     state.sum_r2.view(-1).scatter_add_(0, cell, r.mul_(r))
     state.low.view(-1).scatter_reduce_(0, cell, lowest, "amin")
     state.high.view(-1).scatter_reduce_(0, cell, highest, "amax")
-    # Counts by one histogram (dropped rows go to a slot past the end); Σy of 0/1 labels
-    # is exact in float64.
+    # Counts and Σy of 0/1 labels are exact in float64. Counts by a scatter, not
+    # torch.bincount, whose CUDA kernel reads the input's range back to size its output.
     y = target.reshape(-1).to(torch.float64)
-    counted = cell
+    ones = torch.ones_like(r) if keep is None else keep.to(torch.float64)
     if keep is not None:
         y = torch.where(keep, y, 0.0)
-        counted = torch.where(keep, cell, n_cells)
-    count.view(-1).add_(torch.bincount(counted, minlength=n_cells + 1)[:n_cells])
+    count.view(-1).scatter_add_(0, cell, ones)
     state.sum_y.view(-1).scatter_add_(0, cell, y)
 
 
