@@ -70,8 +70,10 @@ unless its lower end is positive: it misses in one tail only, so its coverage th
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Literal, NamedTuple
 
 import torch
@@ -562,7 +564,31 @@ def unit_weights(
     for sparse matrices of ``rows`` rows in all."""
     for size in _block_sizes(n_samples, max(n_units, rows)):
         rate = torch.ones((n_units, size), dtype=torch.float64, device=device)
-        yield torch.poisson(rate, generator=generator)
+        weights = torch.poisson(rate, generator=generator)
+        del rate
+        yield weights
+        del weights
+        _return_freed_pages(device)
+
+
+def _return_freed_pages(device: torch.device) -> None:
+    """Hand freed blocks' pages back to the system (CPU, glibc).
+
+    A block is just under glibc's 32 MiB mmap ceiling, so once one is freed glibc
+    serves the next from its heap, which it does not shrink while smaller tensors sit
+    above them: ``compare_calibration`` of 10⁶ pairs with 2,000 draws had peaked at 9-14
+    GB of resident memory for blocks of 31 MiB, one at a time (0.6 GB with this).
+    """
+    if device.type == "cpu" and (trim := _malloc_trim()) is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc: its allocator returns memory itself
+        return None
 
 
 def reweighted_bins(sums: UnitSums, weights: Tensor) -> Bins:
