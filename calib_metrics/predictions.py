@@ -523,6 +523,7 @@ def _check_layout(q: Column, y: Column, ids: Column | None, path: Path) -> None:
     [10, 100] and labels [100, 10] had paired each probability with another item's label.
     Flat columns (a text file's, or 1-D arrays) line up by position."""
     shape_q, shape_y = _shape(q[1]), _shape(y[1])
+    _check_flat_lengths(q, y, shape_q, path)
     if shape_q is None or shape_y is None or max(len(shape_q), len(shape_y)) < 2:
         return
     if shape_q != shape_y and shape_q[:-1] != shape_y:
@@ -536,6 +537,25 @@ def _check_layout(q: Column, y: Column, ids: Column | None, path: Path) -> None:
         raise ValueError(
             f"{path}: {ids[0]!r} has shape {list(shape_ids)} and {y[0]!r} has shape "
             f"{list(shape_y)}: give one group id per label, in the labels' shape"
+        )
+
+
+def _check_flat_lengths(q: Column, y: Column, shape_q: tuple | None, path: Path) -> None:
+    """A flat column of probabilities (a 1-D array, or a list of numbers) gives one per
+    label: 200 values beside 100 labels had been read as 100 rows of 2 classes. C per
+    label come as rows: an [N, C] array, or a list per row."""
+    values = q[1]
+    if shape_q is not None:
+        flat = len(shape_q) == 1
+    else:
+        first = next((v for v in values if v is not None and v != ""), None)
+        flat = not isinstance(first, (list, tuple))
+    n_q, n_y = len(values), len(y[1])
+    if flat and n_q != n_y:
+        raise ValueError(
+            f"{path}: {n_q} probabilities in {q[0]!r} for {n_y} labels in {y[0]!r}: a flat "
+            "column gives one probability per label (for a multiclass file, give each label "
+            "a row of C probabilities: an [N, C] array, or a list per row)"
         )
 
 

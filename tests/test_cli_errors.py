@@ -141,7 +141,22 @@ def test_arrays_of_unrelated_lengths_name_the_file(tmp_path: Path, capsys, comma
     path = tmp_path / "p.npz"
     np.savez(path, probs=np.array(Q[:5]), target=np.array(Y[:2]))
     line = one_line_error(capsys, command, path, *([path] if command == "compare" else []))
-    assert f"{path}: 5 probabilities for 2 labels" in line
+    assert f"{path}: 5 probabilities in 'probs' for 2 labels in 'target'" in line
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".json"])
+def test_a_flat_column_twice_as_long_as_the_labels_is_refused(tmp_path: Path, capsys, suffix):
+    """200 flat values beside 100 labels had been read as 100 rows of 2 classes, with
+    a meaningless result and exit code 0."""
+    path = tmp_path / f"p{suffix}"
+    probs, target = (Q * 20)[:200], (Y * 10)[:100]
+    if suffix == ".npz":
+        np.savez(path, probs=np.array(probs), target=np.array(target))
+    else:
+        path.write_text(json.dumps({"prob": list(probs), "label": list(target)}))
+    line = one_line_error(capsys, "evaluate", path)
+    assert "200 probabilities in" in line and "for 100 labels" in line
+    assert "a flat column gives one probability per label" in line
 
 
 @pytest.mark.parametrize("command", ["evaluate", "compare", "recalibrate"])
