@@ -284,3 +284,20 @@ def test_compare_before_after_names_its_own_arguments() -> None:
         compare_before_after(torch.full((20,), float("nan")), q, y)
     with pytest.raises(ValueError, match=r"^after must lie in"):
         compare_before_after(q, q + 2, y)
+
+
+def test_histogram_bins_of_a_few_dev_pairs_warn_and_enough_do_not():
+    """3,000 dev pairs in 100,000 bins had mapped every test probability to 0 or 1,
+    silently (NLL 11 from the command line)."""
+    import warnings as _warnings
+
+    from calib_metrics.recalibration import HistogramBinning
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(3000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    with pytest.warns(UserWarning, match=r"bins for 3000 dev pairs.*use at most 150 bins"):
+        HistogramBinning(n_bins=500).fit(q, y)
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")
+        HistogramBinning(n_bins=150).fit(q, y)
