@@ -746,6 +746,21 @@ def check_output_path(path: Path | None, option: str, inputs: Sequence[Path | No
     if not folder.is_dir():
         what = "is a file, not a folder" if folder.exists() else "does not exist"
         raise ValueError(f"{option} {path}: {folder} {what}")
+    _check_writable(path, option)
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """Open ``path`` for appending (nothing written; a file made here is removed), so
+    that a place the command cannot write (a read-only or virtual file system, an
+    immutable file) is refused before the work rather than after it."""
+    existed = path.exists()
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as err:
+        raise ValueError(f"{option} {path}: cannot be written ({err.strerror})") from None
+    if not existed:
+        path.unlink(missing_ok=True)
 
 
 def check_output_paths(

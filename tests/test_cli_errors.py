@@ -695,3 +695,17 @@ def test_spiegelhalter_of_one_multiclass_item_names_the_item() -> None:
 
     with pytest.raises(ValueError, match="needs at least 2 items"):
         spiegelhalter_test(torch.tensor([[0.2, 0.8]]), torch.tensor([1]))
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path: Path, capsys):
+    """/proc takes no new files: the error had come after the whole computation, as
+    torch's or matplotlib's OSError without the option's name."""
+    path = tmp_path / "p.csv"
+    path.write_text("prob,label\n" + "".join(f"{q},{y}\n" for q, y in zip(Q, Y)))
+    line = one_line_error(capsys, "evaluate", path, "--html", "/proc/no-such-report.html")
+    assert line.startswith(
+        "calib-metrics: error: --html /proc/no-such-report.html: cannot be written"
+    )
+    made = tmp_path / "report.html"  # a writable place: probed, and nothing left behind
+    assert cli.main(["evaluate", str(path), "--html", str(made)]) == 0
+    assert made.exists()
