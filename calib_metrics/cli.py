@@ -50,7 +50,11 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("file", type=Path)
     p.add_argument("--probs", help="column (or array) of probabilities (default: by name)")
-    p.add_argument("--target", help="column (or array) of 0/1 labels (default: by name)")
+    p.add_argument(
+        "--target",
+        help="column (or array) of labels: 0/1, or class ids beside C probabilities "
+        "(default: by name)",
+    )
     p.add_argument(
         "--bin-size",
         type=_bin_size,
@@ -58,11 +62,11 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         help="adaptive bin size β, or 'auto' (⌈√N⌉, the default; 5000 with --paper)",
     )
     p.add_argument("--binning", choices=["adaptive", "uniform"], default="adaptive")
-    p.add_argument("--n-bins", type=int, default=15, help="bins of uniform binning")
+    p.add_argument("--n-bins", type=int, default=15, help="bins of uniform binning (15)")
     p.add_argument("--norm", choices=["l2", "l1", "max"], default="l2")
-    p.add_argument("--samples", type=int, default=10000, help="interval draws S")
-    p.add_argument("--confidence", type=float, default=0.95)
-    p.add_argument("--method", choices=["normal", "percentile"], default="normal")
+    p.add_argument("--samples", type=int, default=10000, help="interval draws S (10,000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
+    p.add_argument("--method", choices=["normal", "percentile"], default="normal", help="(normal)")
     p.add_argument(
         "--debias",
         action=argparse.BooleanOptionalAction,

@@ -36,7 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("b", type=Path, nargs="?", help="model b's predictions (same items, order)")
     p.add_argument("--probs", help="column of a's probabilities (default: by name)")
     p.add_argument("--probs-b", help="column of b's probabilities (default: --probs, or by name)")
-    p.add_argument("--target", help="column of 0/1 labels (default: by name)")
+    p.add_argument(
+        "--target",
+        help="column of labels: 0/1, or class ids beside C probabilities (default: by name)",
+    )
     p.add_argument(
         "--groups", nargs="?", const="", default=None,
         help="resample whole groups (sentences, documents): the group-id column's name, or "
@@ -44,8 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "group the rows alike, or the command stops at the first row where they do not), "
         "else from the one that has it",
     )  # fmt: skip
-    p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws")
-    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws (2,000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--mode", choices=["one_vs_rest", "top_label", "classwise"], default="one_vs_rest",

@@ -28,9 +28,12 @@ METHODS = ("temperature", "platt", "isotonic", "histogram", "scaling_binning")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dev", type=Path, help="held-out predictions to fit on")
     p.add_argument("test", type=Path, help="predictions to recalibrate and evaluate")
-    p.add_argument("--method", choices=METHODS, default="temperature")
+    p.add_argument("--method", choices=METHODS, default="temperature", help="(temperature)")
     p.add_argument("--probs", help="column of probabilities (default: by name)")
-    p.add_argument("--target", help="column of 0/1 labels (default: by name)")
+    p.add_argument(
+        "--target",
+        help="column of labels: 0/1, or class ids beside C probabilities (default: by name)",
+    )
     p.add_argument("--test-probs", help="the test file's probability column (default: --probs)")
     p.add_argument("--test-target", help="the test file's label column (default: --target)")
     p.add_argument(
@@ -41,9 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="resample groups (sentences, documents) of the test file: the column's name, or "
         "no value to find it by its usual name",
     )
-    p.add_argument("--n-bins", type=int, default=15, help="bins of histogram/scaling_binning")
-    p.add_argument("--samples", type=int, default=2000, help="bootstrap draws")
-    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--n-bins", type=int, default=15, help="bins of histogram/scaling_binning (15)")
+    p.add_argument("--samples", type=int, default=2000, help="bootstrap draws (2,000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--out", type=Path, help="CSV of recalibrated test probabilities (default: "

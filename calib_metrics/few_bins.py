@@ -47,14 +47,16 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
         return single_pair_message(bins, binning=binning, n_bins=n_bins) if debias else None
     n_pairs = int(fewest.count.sum().item())
     if binning == "uniform":
-        fix = f"raise n_bins (now {n_bins}) or use binning='adaptive'"
+        fix = "raise n_bins or use binning='adaptive'"
     elif bin_size == "auto":
         fix = "measure more pairs (bin_size='auto' makes about sqrt(N) bins)"
     else:
         fix = f"use bin_size='auto' or a bin_size of at most {max(1, n_pairs // MIN_BINS)}"
+    # Uniform bins ignore bin_size: name what made them (empty bins are not bins here).
+    setting = f"n_bins={n_bins}" if binning == "uniform" else f"bin_size={bin_size!r}"
     return (
         f"only {count} bin{'s' * (count != 1)} from {n_pairs} pair{'s' * (n_pairs != 1)} "
-        f"(bin_size={bin_size!r}); with fewer than {MIN_BINS} bins the error "
+        f"({setting}); with fewer than {MIN_BINS} bins the error "
         f"cannot show miscalibration (one bin scores about 0 for any model): {fix}"
     )
 

@@ -362,6 +362,8 @@ def _read_jsonl(path: Path) -> _Table:
             for key, value in row.items():
                 table.setdefault(key, []).append(value)
             table.lines.append(line_no)
+    if keys is None:
+        raise ValueError(f"{path}: no rows (an empty file, or blank lines only)")
     return table
 
 
@@ -378,6 +380,9 @@ def _read_json(path: Path) -> _Table:
         raise ValueError(
             f"{path}: not valid JSON at line {err.lineno}, column {err.colno} ({err.msg})"
         ) from None
+    if document in ([], {}):
+        kind = "list" if isinstance(document, list) else "object"
+        raise ValueError(f"{path}: no rows (an empty JSON {kind})")
     if (
         isinstance(document, dict)
         and document

@@ -709,3 +709,20 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path: P
     made = tmp_path / "report.html"  # a writable place: probed, and nothing left behind
     assert cli.main(["evaluate", str(path), "--html", str(made)]) == 0
     assert made.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("rows.json", "[]", "no rows (an empty JSON list)"),
+        ("columns.json", "{}", "no rows (an empty JSON object)"),
+        ("lines.jsonl", "", "no rows (an empty file, or blank lines only)"),
+        ("blank.jsonl", "\n\n", "no rows (an empty file, or blank lines only)"),
+    ],
+)
+def test_an_empty_json_file_says_it_has_no_rows(tmp_path: Path, capsys, name, text, said):
+    """They had said 'expected a list of row objects ... got a JSON list' and 'cannot
+    tell which column holds the probabilities (columns: )'."""
+    path = tmp_path / name
+    path.write_text(text)
+    assert one_line_error(capsys, "evaluate", path).endswith(f"{path}: {said}")

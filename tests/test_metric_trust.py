@@ -142,9 +142,10 @@ def test_fewer_than_ten_bins_warns_once_per_metric() -> None:
     enough = CalibrationError()  # auto: 18 bins of 17 pairs
     enough.update(q, y)
     no_warnings(enough.compute)
-    uniform = CalibrationError(binning="uniform", n_bins=5)
+    uniform = CalibrationError(binning="uniform", n_bins=5, bin_size=100)
     uniform.update(q, y)
-    with pytest.warns(UserWarning, match=r"only 5 bins.*raise n_bins"):
+    # Uniform bins ignore bin_size: the message had named it ("bin_size=100").
+    with pytest.warns(UserWarning, match=r"only 5 bins from \d+ pairs \(n_bins=5\).*raise n_bins"):
         uniform.compute()
 
 
