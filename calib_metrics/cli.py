@@ -85,6 +85,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         help="column of group ids; implies --interval groups (which, without --groups, "
         "finds the column by name, e.g. sentence_id)",
     )
+    add_ignore_index(p)
     p.add_argument(
         "--paper",
         action="store_true",
@@ -120,6 +121,18 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "label's error (a multiclass file's classes are its labels)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def add_ignore_index(p: argparse.ArgumentParser) -> None:
+    """``--ignore-index``, shared by evaluate, compare and recalibrate."""
+    p.add_argument(
+        "--ignore-index",
+        type=int,
+        default=None,
+        metavar="LABEL",
+        help="drop the rows whose label is LABEL (padding, e.g. -100; their probabilities "
+        "may hold anything), as the metric's ignore_index does",
+    )
 
 
 def add_plot_smooth(p: argparse.ArgumentParser) -> None:
@@ -315,7 +328,9 @@ def _compute(args: argparse.Namespace):
     from calib_metrics.predictions import read_table
 
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
-    probs, target, groups = read_table(args.file, args.probs, args.target, wanted_groups)
+    probs, target, groups = read_table(
+        args.file, args.probs, args.target, wanted_groups, args.ignore_index
+    )
     probs, target = multiclass_input(probs, target, args.file, args.mode)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(

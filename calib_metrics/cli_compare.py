@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calib_metrics.cli import add_plot_smooth, mode_note, multiclass_input
+from calib_metrics.cli import add_ignore_index, add_plot_smooth, mode_note, multiclass_input
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -47,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "group the rows alike, or the command stops at the first row where they do not), "
         "else from the one that has it",
     )  # fmt: skip
+    add_ignore_index(p)
     p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws (2,000)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
     p.add_argument("--seed", type=int, default=0)
@@ -87,13 +88,15 @@ def _read_both(args: argparse.Namespace):
     from calib_metrics.predictions import read_table
 
     columns = _group_columns(args)
-    a = read_table(args.a, args.probs, args.target, columns[0])
+    a = read_table(args.a, args.probs, args.target, columns[0], args.ignore_index)
     if args.b is None:
         if not args.probs_b:
             raise ValueError("give model b's file, or --probs-b COLUMN for a second column")
-        b = read_table(args.a, args.probs_b, args.target, columns[0])
+        b = read_table(args.a, args.probs_b, args.target, columns[0], args.ignore_index)
     else:
-        b = read_table(args.b, args.probs_b or args.probs, args.target, columns[1])
+        b = read_table(
+            args.b, args.probs_b or args.probs, args.target, columns[1], args.ignore_index
+        )
     if a.target.shape != b.target.shape:
         raise _not_same_items(
             args, f"{a.target.numel()} labels in {args.a}, {b.target.numel()} here"

@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="resample groups (sentences, documents) of the test file: the column's name, or "
         "no value to find it by its usual name",
     )
+    from calib_metrics.cli import add_ignore_index
+
+    add_ignore_index(p)
     p.add_argument("--n-bins", type=int, default=15, help="bins of histogram/scaling_binning (15)")
     p.add_argument("--samples", type=int, default=2000, help="bootstrap draws (2,000)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
@@ -135,9 +138,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
     check_output_paths({"--out": out, "--plot": args.plot}, [args.dev, args.test])
-    dev = read_table(args.dev, args.probs, args.target, None)
+    dev = read_table(args.dev, args.probs, args.target, None, args.ignore_index)
     test = read_table(
-        args.test, args.test_probs or args.probs, args.test_target or args.target, args.groups
+        args.test,
+        args.test_probs or args.probs,
+        args.test_target or args.target,
+        args.groups,
+        args.ignore_index,
     )
     _check_binary(dev, args.dev)
     _check_binary(test, args.test)

@@ -213,8 +213,23 @@ def _to_labels(values: Any, path: Path, column: str, lines: list[int] | None = N
 def _check_values(q: Tensor, y: Tensor, path: Path, names: tuple[str, str], lines) -> None:
     """Probabilities in [0, 1]; labels 0/1, or class ids in [0, C) when there are C
     probabilities per label (a multiclass array file). The first bad value is named with
-    its row and column."""
+    its row and column; labels first, so that padding (a label such as -100 beside
+    probabilities that may hold anything) is named as such."""
     per_row = q.numel() // y.numel() if y.numel() and q.numel() % y.numel() == 0 else 1
+    if per_row == 1:
+        bad, wanted = (y != 0) & (y != 1), "binary (0 or 1)"
+    else:
+        bad = (y != y.round()) | (y < 0) | (y >= per_row) | torch.isnan(y)
+        wanted = f"a class id in 0..{per_row - 1} ({per_row} probabilities per label)"
+    if bool(bad.any()):
+        i = int(bad.nonzero()[0, 0])
+        value = y[i].item()
+        shown = "is missing (NaN)" if math.isnan(value) else f"holds {value:g}"
+        padding = f" (padding? pass --ignore-index {value:g})" if value < 0 else ""
+        raise ValueError(
+            f"{path}: {_row_of(lines, i)}, column {names[1]!r} {shown}: a label must be "
+            f"{wanted}{padding}"
+        )
     bad = torch.isnan(q) | (q < 0) | (q > 1)
     if bool(bad.any()):
         i = int(bad.nonzero()[0, 0])
@@ -226,18 +241,6 @@ def _check_values(q: Tensor, y: Tensor, path: Path, names: tuple[str, str], line
             "logits: apply sigmoid/softmax first)"
         )
         raise ValueError(f"{path}: {_row_of(lines, i, per_row)}, column {names[0]!r} {problem}")
-    if per_row == 1:
-        bad, wanted = (y != 0) & (y != 1), "binary (0 or 1)"
-    else:
-        bad = (y != y.round()) | (y < 0) | (y >= per_row) | torch.isnan(y)
-        wanted = f"a class id in 0..{per_row - 1} ({per_row} probabilities per label)"
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0, 0])
-        value = y[i].item()
-        shown = "is missing (NaN)" if math.isnan(value) else f"holds {value:g}"
-        raise ValueError(
-            f"{path}: {_row_of(lines, i)}, column {names[1]!r} {shown}: a label must be {wanted}"
-        )
 
 
 def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
@@ -581,11 +584,13 @@ def read_table(
     probs: str | None = None,
     target: str | None = None,
     groups: str | None = None,
+    ignore_index: int | None = None,
 ) -> Predictions:
     """Probabilities, labels and, if ``groups`` is not None, group ids from a file.
 
     ``groups``: the group column's name, or ``""`` to find it by its usual names
-    (``sentence_id``, ``doc_id``, ``group``, ...).
+    (``sentence_id``, ``doc_id``, ``group``, ...). Rows whose label is ``ignore_index``
+    (padding: their probabilities may hold anything) are dropped first.
 
     Example:
         >>> import tempfile, os
@@ -610,9 +615,17 @@ def read_table(
             f"{path}: {q.numel()} probabilities for {y.numel()} labels (give one per label, "
             "or C per label for a multiclass file)"
         )
+    keep = None if ignore_index is None else y != ignore_index
+    every_line = lines
+    if keep is not None:
+        q = q.reshape(y.numel(), -1)[keep].reshape(-1)
+        y, lines = y[keep], None if lines is None else [n for n, k in zip(lines, keep) if k]
+        if y.numel() == 0:
+            raise ValueError(f"{path}: no rows but padding (every label is {ignore_index})")
     _check_values(q, y, path, names, lines)
     if ids is not None:
-        ids = _to_ids(ids[1], path, ids[0], lines)
+        ids = _to_ids(ids[1], path, ids[0], every_line)
+        ids = ids if keep is None or ids.numel() != keep.numel() else ids[keep]
         # One id per label: per pair, or per item of a multiclass file (C values each).
         if ids.numel() != y.numel():
             raise ValueError(

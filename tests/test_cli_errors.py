@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from calib_metrics import cli
+from calib_metrics import CalibrationError, cli
 from calib_metrics.functional import calibration_error, calibration_error_ci
 
 Q = [0.1, 0.35, 0.35, 0.6, 0.8, 0.95, 0.2, 0.7, 0.45, 0.15, 0.85, 0.55]
@@ -726,3 +726,22 @@ def test_an_empty_json_file_says_it_has_no_rows(tmp_path: Path, capsys, name, te
     path = tmp_path / name
     path.write_text(text)
     assert one_line_error(capsys, "evaluate", path).endswith(f"{path}: {said}")
+
+
+def test_padded_sequences_are_read_with_ignore_index(tmp_path: Path, capsys):
+    """Padded [B, T, C] tensors could not be evaluated at all: -100 was refused as a
+    class id, with no way to drop it and no word of padding."""
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(30, 12, 4, generator=g), -1)
+    target = torch.multinomial(probs.reshape(-1, 4), 1, generator=g).reshape(30, 12)
+    target[:, 9:] = -100
+    probs[:, 9:] = float("nan")  # padding may hold anything
+    path = tmp_path / "padded.pt"
+    torch.save({"probs": probs, "target": target}, path)
+    line = one_line_error(capsys, "evaluate", path)
+    assert "holds -100" in line and "(padding? pass --ignore-index -100)" in line
+    assert cli.main(["evaluate", str(path), "--ignore-index", "-100", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    metric = CalibrationError(num_classes=4, ignore_index=-100)
+    metric.update(probs, target)
+    assert got["calib_err"] == pytest.approx(metric.compute().item(), rel=1e-12)
