@@ -109,6 +109,23 @@ def _group_ids(path: Path, wanted: str | None) -> list[str] | None:
     return read_labels(path, group_column(path, wanted))
 
 
+def _warn_if_tested_on_dev(dev, test, args: argparse.Namespace) -> None:
+    """Warn when the test pairs are the dev pairs: the 'after' error of a map fitted to
+    them is optimistic, and the paired difference with it."""
+    import warnings
+
+    import torch
+
+    same = dev.probs.shape == test.probs.shape and dev.target.shape == test.target.shape
+    if same and torch.equal(dev.probs, test.probs) and torch.equal(dev.target, test.target):
+        warnings.warn(
+            f"{args.test} holds the dev pairs of {args.dev}: the map was fitted to the pairs it "
+            "is tested on, so 'after' and the difference are optimistic; test on held-out pairs",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
 def _check_binary(table, path: Path) -> None:
     """Refuse a multiclass file (C probabilities per label): the methods here are binary."""
     per_label = table.probs.numel() // max(table.target.numel(), 1)
@@ -148,6 +165,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     _check_binary(dev, args.dev)
     _check_binary(test, args.test)
+    _warn_if_tested_on_dev(dev, test, args)
     g = torch.Generator().manual_seed(args.seed)
     try:
         recalibrator = fit_binary(

@@ -191,3 +191,19 @@ def test_too_few_test_units_print_no_p_value(files, tmp_path, capsys, grouped):
     summary = json.loads(capsys.readouterr().out)
     assert summary["difference"]["p_value"] is None
     assert summary["difference"]["p_value_text"] is None
+
+
+def test_testing_on_the_dev_pairs_warns(tmp_path, capsys):
+    """'recalibrate dev.csv dev.csv' had reported a fitted map's gain on its own
+    training pairs as an improvement with p < 0.001, silently."""
+    import numpy as np
+
+    from calib_metrics import cli
+
+    g = np.random.default_rng(0)
+    q = g.uniform(0.01, 0.99, 400)
+    y = (g.uniform(size=400) < q**2).astype(int)
+    path = tmp_path / "dev.csv"
+    path.write_text("prob,label\n" + "".join(f"{a},{b}\n" for a, b in zip(q, y)))
+    assert cli.main(["recalibrate", str(path), str(path), "--out", str(tmp_path / "o.csv")]) == 0
+    assert "holds the dev pairs of" in capsys.readouterr().err
