@@ -479,7 +479,9 @@ def posterior_marginals(
             switch off to save memory).
         compute_dtype: dtype of the recursion; default float64 (float32 on MPS).
         validate_args: check the arguments (one host synchronisation); switch off only
-            for inputs already checked.
+            for inputs already checked. The recursion's own precision checks read the
+            device either way: whether the fast scaled pass was exact (per chunk), and,
+            for a float32 computation, whether a marginal overflowed.
 
     Returns:
         :class:`ChainMarginals` in the dtype and on the device of ``emissions``. An
