@@ -301,3 +301,38 @@ def test_histogram_bins_of_a_few_dev_pairs_warn_and_enough_do_not():
     with _warnings.catch_warnings():
         _warnings.simplefilter("error")
         HistogramBinning(n_bins=150).fit(q, y)
+
+
+@pytest.mark.parametrize("name", ["TemperatureScaling", "PlattScaling", "HistogramBinning"])
+def test_a_fitted_recalibrator_reads_the_device_once_a_call(name, monkeypatch):
+    """forward had read ``fitted`` and ``num_classes`` from the device at every call (3
+    reads with the input's check); they are read once after a fit or a load."""
+    import calib_metrics.recalibration as recalibration
+
+    g = torch.Generator().manual_seed(0)
+    if name == "TemperatureScaling":
+        scores = torch.randn(500, 4, generator=g) * 3
+        target = torch.multinomial(torch.softmax(scores, -1), 1, generator=g).squeeze(1)
+    else:
+        scores = torch.rand(500, generator=g, dtype=torch.float64)
+        target = torch.bernoulli(scores, generator=g)
+    module = getattr(recalibration, name)().fit(scores, target)
+    module(scores)  # the first call reads the fitted flags once
+    reads = []
+    for method in ("item", "__bool__", "__int__", "__float__", "tolist"):
+        original = getattr(torch.Tensor, method)
+
+        def counted(*args, _original=original, _method=method, **kwargs):
+            reads.append(_method)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, method, counted)
+    module(scores)
+    monkeypatch.undo()
+    assert len(reads) <= 1, reads  # the input's finiteness check alone
+    state = module.state_dict()
+    fresh = getattr(recalibration, name)()
+    fresh.load_state_dict(state)
+    torch.testing.assert_close(fresh(scores), module(scores))
+    with pytest.raises(ValueError, match="is not fitted"):
+        getattr(recalibration, name)()(scores)

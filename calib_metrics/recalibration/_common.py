@@ -149,6 +149,20 @@ class FittedModule(nn.Module):
         super().__init__()
         self.register_buffer("fitted", torch.tensor(False))
 
+    def __setattr__(self, name: str, value: object) -> None:
+        super().__setattr__(name, value)
+        # A buffer assigned anew (fit): its host copy is read again when next needed.
+        self.__dict__.get("_host_values", {}).pop(name, None)
+
+    def host_value(self, name: str) -> bool | int | float:
+        """A 0-dim buffer's value on the host, read from the device once after each fit or
+        load and then remembered, so that ``forward`` does not wait for the device to
+        learn whether the module is fitted, or its number of classes."""
+        cache = self.__dict__.setdefault("_host_values", {})
+        if name not in cache:
+            cache[name] = getattr(self, name).item()
+        return cache[name]
+
     def _apply(self, fn: Callable, recurse: bool = True) -> FittedModule:
         """Follow a module-wide conversion's device, never its dtype.
 
@@ -172,7 +186,8 @@ class FittedModule(nn.Module):
                 incoming = state_dict[key]
                 self._buffers[name] = torch.empty_like(incoming, device=self._buffers[name].device)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self.__dict__.get("_host_values", {}).clear()  # loaded in place: read again
 
     def check_fitted(self) -> None:
-        if not bool(self.fitted):
+        if not self.host_value("fitted"):
             raise ValueError(f"{type(self).__name__} is not fitted: call fit(...) first")

@@ -178,7 +178,7 @@ class _LogitScaler(FittedModule):
     def forward(self, logits: Tensor) -> Tensor:
         """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
         self.check_fitted()
-        c = int(self.num_classes)  # one host sync per call
+        c = int(self.host_value("num_classes"))
         z = self._calibrated(logits, c)
         probs = torch.sigmoid(z) if c == 1 else torch.softmax(z, -1)
         return probs.to(logits.dtype)
@@ -186,7 +186,7 @@ class _LogitScaler(FittedModule):
     def calibrated_logits(self, logits: Tensor) -> Tensor:
         """The recalibrated logits (float64), before the softmax or sigmoid."""
         self.check_fitted()
-        return self._calibrated(logits, int(self.num_classes))
+        return self._calibrated(logits, int(self.host_value("num_classes")))
 
     def _calibrated(self, logits: Tensor, c: int) -> Tensor:
         """:meth:`calibrated_logits` of a fitted model of ``c`` classes (1: binary)."""
