@@ -116,8 +116,7 @@ def _warn_if_tested_on_dev(dev, test, args: argparse.Namespace) -> None:
 
     import torch
 
-    same = dev.probs.shape == test.probs.shape and dev.target.shape == test.target.shape
-    if same and torch.equal(dev.probs, test.probs) and torch.equal(dev.target, test.target):
+    if torch.equal(dev.probs, test.probs) and torch.equal(dev.target, test.target):
         warnings.warn(
             f"{args.test} holds the dev pairs of {args.dev}: the map was fitted to the pairs it "
             "is tested on, so 'after' and the difference are optimistic; test on held-out pairs",

@@ -88,8 +88,7 @@ def _copy_state(value: Any, default: Tensor | list[Tensor]) -> Any:
     if isinstance(value, (list, tuple)):
         return [v.detach().clone() if isinstance(v, Tensor) else v for v in value]
     if isinstance(value, Tensor) and isinstance(default, list):
-        # A synchronised (joined) pair state: kept as a list, as update() keeps it.
-        return [value.detach().clone()] if value.numel() else []
+        return [part.detach().clone() for part in _joined_as_list(value)]
     if isinstance(value, Tensor):
         dtype = default.dtype if isinstance(default, Tensor) else value.dtype
         return value.detach().to(dtype=dtype, copy=True)
@@ -184,6 +183,11 @@ def _pairs_problem(name: str, probs: Any, target: Any, ignore_index: int | None)
                 "not padding"
             )
     return ""
+
+
+def _joined_as_list(value: Tensor) -> list[Tensor]:
+    """A synchronised (joined) pair state as the list ``update`` keeps: empty, or one part."""
+    return [value] if value.numel() else []
 
 
 def _as_list(state: Tensor | list[Tensor]) -> list[Tensor]:
@@ -399,7 +403,7 @@ class _StatesKeepTheirDtype(Metric):
         for key, default in self._defaults.items():
             value = listed.get(key)
             if isinstance(default, list) and isinstance(value, Tensor):
-                listed[key] = [value] if value.numel() else []
+                listed[key] = _joined_as_list(value)
         return listed
 
     def _check_states(self, states: dict[str, Any], prefix: str = "") -> None:

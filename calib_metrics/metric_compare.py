@@ -265,10 +265,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             ):
                 raise ValueError(f"cannot merge: one state has {name} and the other does not")
         for name in _STATES:
-            mine, theirs = getattr(self, name), incoming_state[name]
-            mine = mine if isinstance(mine, list) else [mine]
-            theirs = theirs if isinstance(theirs, list) else [theirs]
-            setattr(self, name, [*mine, *(t.detach().clone() for t in theirs)])
+            theirs = (t.detach().clone() for t in incoming_state[name])
+            setattr(self, name, [*own[name], *theirs])
         self._computed = None
 
     def sync(

@@ -164,10 +164,7 @@ class Sketch(NamedTuple):
 
     def merged(self, other: Sketch) -> Sketch:
         """The sketch of both sketches' pairs, as ``MERGE`` reduces the states under DDP."""
-        sums = (a + b for a, b in zip(self[:4], other[:4]))
-        return Sketch(
-            *sums, torch.minimum(self.low, other.low), torch.maximum(self.high, other.high)
-        )
+        return Sketch(*(torch.stack(parts) for parts in zip(self, other))).pooled()
 
     def clone(self) -> Sketch:
         return Sketch(*(part.clone() for part in self))
