@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, Literal
@@ -352,6 +354,24 @@ def _check_confidence(confidence: Any) -> None:
         )
 
 
+_LIBRARY_DIRS = (
+    os.path.dirname(torch.__file__) + os.sep,
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+)
+
+
+def _user_stacklevel() -> int:
+    """``stacklevel`` for a warning raised by the caller that points at the user's line.
+
+    A load inside a model reaches the metric through torch's recursion, one frame per
+    level of nesting, so no fixed ``stacklevel`` names the user's ``load_state_dict`` call.
+    """
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class _KeysRefused(ValueError):
     """A loaded state whose keys this metric does not take (``prefix + name``)."""
 
@@ -541,7 +561,7 @@ class _StatesKeepTheirDtype(Metric):
                 missing_keys.extend(refused.missing)
                 unexpected_keys.extend(refused.unexpected)
                 # strict=False reports keys without a word: say why the metric kept its own.
-                warnings.warn(str(refused), UserWarning, stacklevel=2)
+                warnings.warn(str(refused), UserWarning, stacklevel=_user_stacklevel())
             else:
                 error_msgs.append(str(refused))
             return

@@ -205,3 +205,22 @@ def test_a_state_of_joined_tensors_loads_as_lists_and_keeps_updating() -> None:
     whole = CalibrationError()
     whole.update(q, y)
     assert target.compute() == whole.compute()
+
+
+class _Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = torch.nn.Sequential(_Net())
+
+
+def test_the_refusal_warning_inside_a_model_points_at_the_caller_s_line() -> None:
+    """The warning had pointed into torch's load recursion (a fixed stacklevel), whose
+    depth grows with the metric's nesting."""
+    _, older = _older_checkpoint()
+    for model, state in (
+        (_Net(), older),
+        (_Outer(), {f"inner.0.{k}": v for k, v in older.items()}),
+    ):
+        with pytest.warns(UserWarning, match="nothing was loaded") as caught:
+            model.load_state_dict(state, strict=False)
+        assert [w.filename for w in caught] == [__file__]
