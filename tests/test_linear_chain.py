@@ -315,6 +315,47 @@ def test_extreme_scores_fall_back_to_the_robust_recursion():
     assert (draws[:, 0] == out.unigram[0].argmax(-1)).all()  # posterior is a point mass here
 
 
+def _lost_path_chain(length: int, scale: float, dtype=F64):
+    """Tag 2's emissions lead every step by 0.75 scale (so the others' underflow once
+    shifted), but alternating 0 and 1 earns +scale per transition: from 10 tags on, the
+    likeliest paths are 2, 0, 1, 0, ... and 2, 1, 0, 1, ..."""
+    tr = torch.tensor([[-1, 1, -1], [1, -1, -1], [0, 0, 0]], dtype=dtype) * scale
+    em = torch.zeros(1, length, 3, dtype=dtype)
+    em[..., 2] = 0.75 * scale
+    ends = torch.tensor([-0.8, -0.8, 0.0], dtype=dtype) * scale
+    return em, tr, ends, ends.clone()
+
+
+@pytest.mark.parametrize(("scale", "compute_dtype"), [(1000.0, F64), (150.0, torch.float32)])
+def test_a_finite_score_that_would_underflow_sends_the_call_to_log_space(scale, compute_dtype):
+    """Each step's totals stayed healthy (tag 2 carried them), so the fast path had
+    silently forbidden tags 0 and 1: log Z 9000 instead of 9950.7, every draw all-2."""
+    em, tr, st, en = _lost_path_chain(10, scale)
+    log_z, uni, pair, path, _ = _brute_force(em[0], tr, st, en, 10)
+    kwargs = {"compute_dtype": compute_dtype}
+    out = posterior_marginals(em, tr, st, en, **kwargs)
+    torch.testing.assert_close(out.log_partition[0], log_z)
+    torch.testing.assert_close(log_partition(em, tr, st, en, **kwargs)[0], log_z)
+    torch.testing.assert_close(out.unigram[0], uni, atol=1e-6, rtol=0)
+    torch.testing.assert_close(out.pairwise[0], pair, atol=1e-6, rtol=0)
+    g = torch.Generator().manual_seed(0)
+    draws = sample(em, tr, st, en, n_samples=20, generator=g, **kwargs)
+    likeliest = {(2, *[0, 1] * 4, 0), (2, *[1, 0] * 4, 1)}
+    assert {tuple(d[0].tolist()) for d in draws} <= likeliest
+    assert tuple(path.tolist()) in likeliest
+
+
+def test_forbidden_choices_written_as_minus_inf_keep_the_fast_path():
+    """-inf is exactly 0 after the shift, not an underflow: no fallback for it."""
+    from calib_metrics.models import linear_chain as lc
+
+    em, tr, st, en = _potentials(2, 5, 3, seed=3)
+    tr[0, 1] = st[2] = en[1] = -math.inf
+    em[0, 2, 0] = -math.inf
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    assert lc._run_forward(em, tr, st, en, mask)[1] is not None
+
+
 def test_fast_and_log_space_paths_agree():
     from calib_metrics.models import linear_chain as lc
 
