@@ -287,6 +287,7 @@ def _shift_left(x: Tensor, by: int) -> Tensor:
     return torch.cat([x[:, by:], pad], 1) if by < x.shape[1] else pad[:, : x.shape[1]]
 
 
+@torch.no_grad()
 def span_marginals(
     emissions: Tensor,
     transitions: Tensor,
@@ -332,7 +333,8 @@ def span_marginals(
         unit: BILOU only: tag index of a one-token span.
 
     Returns:
-        ``[B, T, max_length]`` probabilities in ``[0, 1]``.
+        ``[B, T, max_length]`` probabilities in ``[0, 1]``, without gradient (outputs, as
+        ``posterior_marginals``' are).
 
     Raises:
         ValueError: on the chain's errors (see ``posterior_marginals``), a span tag or

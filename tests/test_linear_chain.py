@@ -569,3 +569,21 @@ def test_sequence_score_ignores_whatever_lies_outside_the_mask():
     expected_1 = sequence_score(em, tr_inf, st, en, tags, mask)[1]
     torch.testing.assert_close(expected_1, expected[1])
     assert torch.isfinite(expected_1)
+
+
+def test_scores_that_require_grad_decode_sample_and_query_without_a_graph() -> None:
+    """A trained model's potentials require grad: viterbi and sample had failed with
+    torch's "functions with out=... arguments don't support automatic differentiation",
+    and span_marginals returned a tensor whose backward failed."""
+    from calib_metrics.models.crf import CRFTagger
+    from calib_metrics.queries import span_marginals
+
+    crf = CRFTagger(3, 5)
+    potentials = crf.potentials(torch.tensor([[1, 2, 3], [4, 0, 1]]))
+    assert potentials[0].requires_grad
+    score, tags = viterbi(*potentials)
+    torch.testing.assert_close(score, sequence_score(*potentials, tags).detach())
+    draws = sample(*potentials, n_samples=4, generator=torch.Generator().manual_seed(0))
+    assert draws.shape == (4, 2, 3) and not score.requires_grad
+    spans = span_marginals(*potentials, begin=1, inside=2, max_length=2)
+    assert not spans.requires_grad and spans.shape == (2, 3, 2)

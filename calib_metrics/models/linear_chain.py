@@ -804,6 +804,7 @@ class _LogPartition(torch.autograd.Function):
         return weighted, grad_tr, weighted[:, 0].sum(0), last.sum((0, 1)), None, None
 
 
+@torch.no_grad()
 def viterbi(
     emissions: Tensor,
     transitions: Tensor,
@@ -820,7 +821,8 @@ def viterbi(
         ``(best_score [B], tags [B, T])``: the score in the dtype of ``emissions``, tags as
         ``torch.long``, 0 outside the mask. Ties go to the lowest tag index. An impossible
         sentence (every path -inf) gets ``best_score = -inf``; its tags mean nothing.
-        The argument checks are the only host synchronisation (``validate_args``).
+        The argument checks are the only host synchronisation (``validate_args``). No
+        gradient: :func:`sequence_score` of the tags is the differentiable score.
 
     Example:
         >>> import torch
@@ -883,6 +885,7 @@ def _backtrack(best: Tensor, tr: Tensor, en: Tensor, mask: Tensor) -> tuple[Tens
     return best_score, tags
 
 
+@torch.no_grad()
 def sample(
     emissions: Tensor,
     transitions: Tensor,
@@ -902,7 +905,8 @@ def sample(
     samples and sentences (by inverse-CDF lookup of one uniform per tag).
 
     Returns:
-        ``[S, B, T]`` long tags, 0 outside the mask.
+        ``[S, B, T]`` long tags, 0 outside the mask (scores that require grad are read
+        without building a graph).
 
     Raises:
         ValueError: on bad arguments (as :func:`posterior_marginals`), ``n_samples`` not a
