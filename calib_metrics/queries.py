@@ -28,12 +28,18 @@ def _check_tensors(**named: object) -> None:
             raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
 
 
-def _check_mask(mask: Tensor | None, shape: torch.Size, like: Tensor) -> Tensor:
+def _check_mask(
+    mask: Tensor | None, shape: torch.Size, like: Tensor, *, left_aligned: bool = False
+) -> Tensor:
+    """``mask`` as bool: bool or integer 0/1 (one host read), left-aligned if asked."""
     _check_tensors(**({} if mask is None else {"mask": mask}))
     if mask is None:
         return torch.ones(shape, dtype=torch.bool, device=like.device)
     if mask.shape != shape:
         raise ValueError(f"mask must have shape {tuple(shape)}, got {tuple(mask.shape)}")
+    linear_chain.check_mask_dtype(mask)
+    not_binary, _, not_left_aligned = linear_chain.mask_flags(mask).tolist()
+    linear_chain.check_mask_flags(not_binary, False, left_aligned and not_left_aligned)
     return mask.bool()
 
 
@@ -176,6 +182,11 @@ def tag_pair_queries(
         raise ValueError(f"pairwise must be [B, T-1, K, K], got shape {tuple(pairwise.shape)}")
     batch, steps, num_tags, _ = pairwise.shape
     shape = torch.Size((batch, steps + 1))
+    if tags.shape != shape:
+        raise ValueError(
+            f"tags must have shape {tuple(shape)}, one more step than pairwise's "
+            f"[B, T-1] = {(batch, steps)}, got {tuple(tags.shape)}"
+        )
     mask = _check_mask(mask, shape, pairwise)
     _check_tags(tags, shape, num_tags, mask)
     if pairs is None:
@@ -434,7 +445,7 @@ def span_indicators(
     roles = [begin, inside] if last is None else [begin, inside, last, unit]
     bound = max(r for r in roles if isinstance(r, int)) + 1
     bilou = _check_span_args(bound, begin, inside, max_length, last, unit)
-    mask = _check_mask(mask, tags.shape, tags)
+    mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
     # Read off the gold tags directly (the roles may coincide: begin == inside, IO tags).
     holds = {role: (tags == role) & mask for role in set(roles)}
     out = torch.zeros((*tags.shape, max_length), dtype=torch.bool, device=tags.device)
@@ -491,7 +502,7 @@ def span_queries(
         raise ValueError(f"tags must have shape {(batch, length)} to match span_probs")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
-    mask = _check_mask(mask, tags.shape, tags)
+    mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
     gold = span_indicators(
         tags, mask, begin=begin, inside=inside, max_length=max_length, last=last, unit=unit
     )

@@ -5,6 +5,7 @@ silently reset a fitted HMM, and the ranker's generator was a TypeError from ran
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -80,3 +81,102 @@ def test_taggers_refuse_an_empty_batch(shape) -> None:
 def test_no_mentions_have_no_most_probable_antecedents() -> None:
     """Every other coref function returns an empty tensor for N = 0; this one raised."""
     assert most_probable_antecedents(torch.zeros(2, 0, 0)).shape == (2, 0)
+
+
+# The probe of 2026-11-29 (seventh session): each of these had passed silently or failed
+# inside Python or torch (AttributeError, RuntimeError).
+def _chain() -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(2, 3, 4, generator=g), torch.randn(4, 4, generator=g), *torch.zeros(2, 4)
+
+
+@pytest.mark.parametrize("mask", [[[1, 2, 1], [1, 1, 0]], [[1, -1, 0], [1, 1, 1]]])
+def test_an_integer_mask_must_hold_0_and_1(mask) -> None:
+    from calib_metrics.models import linear_chain
+    from calib_metrics.queries import tag_queries
+
+    mask = torch.tensor(mask)
+    with pytest.raises(ValueError, match="integer 0/1: it holds other integers"):
+        linear_chain.posterior_marginals(*_chain(), mask)
+    with pytest.raises(ValueError, match="integer 0/1: it holds other integers"):
+        HMM(2, 3).fit(WORDS, TAGS, mask)
+    with pytest.raises(ValueError, match="integer 0/1: it holds other integers"):
+        tag_queries(torch.full((2, 3, 2), 0.5), TAGS, mask)
+
+
+def test_a_float_mask_is_refused_by_the_taggers_queries_and_coreference() -> None:
+    from calib_metrics.models.coref import coreference_marginals
+    from calib_metrics.queries import tag_queries
+
+    half = torch.tensor([[1.0, 0.5, 1.0], [1.0, 1.0, 0.0]])
+    crf = CRFTagger(2, 3)
+    for call in (
+        lambda: HMM(2, 3).fit(WORDS, TAGS, half),
+        lambda: crf.viterbi(WORDS, half),
+        lambda: crf.log_likelihood(WORDS, TAGS, half),
+        lambda: tag_queries(torch.full((2, 3, 2), 0.5), TAGS, half),
+        lambda: coreference_marginals(torch.zeros(2, 3, 3), mask=half),
+    ):
+        with pytest.raises(ValueError, match="mask must be bool"):
+            call()
+
+
+def test_span_queries_refuse_a_mask_with_a_hole() -> None:
+    """Lengths were read as mask.sum(1), so the tokens after a hole were queried."""
+    from calib_metrics.queries import span_indicators, span_queries
+
+    tags = torch.tensor([[1, 2, 0]])
+    hole = torch.tensor([[True, False, True]])
+    with pytest.raises(ValueError, match="left-aligned"):
+        span_queries(torch.rand(1, 3, 2), tags, hole, begin=1, inside=2)
+    with pytest.raises(ValueError, match="left-aligned"):
+        span_indicators(tags, hole, begin=1, inside=2, max_length=2)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, "float64", torch.bool])
+def test_compute_dtype_must_be_a_floating_torch_dtype(dtype) -> None:
+    from calib_metrics.models import linear_chain
+
+    with pytest.raises(ValueError, match=r"compute_dtype must be a floating torch\.dtype"):
+        linear_chain.log_partition(*_chain(), compute_dtype=dtype)
+
+
+def test_feature_crf_names_a_list_given_for_tags_or_mask() -> None:
+    from calib_metrics.models.feature_crf import FeatureCRF
+
+    ids = torch.tensor([[[1], [2], [3]]])
+    crf = FeatureCRF(num_tags=2, num_features=8)
+    with pytest.raises(ValueError, match="mask must be a tensor of shape"):
+        crf.potentials(ids, [[True, True, True]])
+    with pytest.raises(ValueError, match="tags must be a tensor of shape"):
+        crf.fit(ids, [[0, 1, 0]], c2=0.1)
+
+
+def test_a_pair_listed_twice_is_refused() -> None:
+    """index_put kept one of the two rows' scores, silently."""
+    twice = dataclasses.replace(
+        _document(),
+        pair_i=torch.tensor([1, 2, 2, 2]),
+        pair_j=torch.tensor([0, 1, 0, 1]),
+        pair_feats=torch.tensor([[1, 2], [3, 4], [5, 6], [9, 9]]),
+    )
+    with pytest.raises(ValueError, match="pair twice"):
+        AntecedentRanker(n_bits=4, max_distance=2).score_document(twice)
+
+
+@pytest.mark.parametrize(
+    ("lengths", "message"),
+    [(torch.tensor([3, 0]), "lengths must be >= 1"), (torch.tensor([2.0]), "integer tensor")],
+)
+def test_length_chunks_refuses_empty_sentences_and_float_lengths(lengths, message) -> None:
+    from calib_metrics.models.chain_fit import length_chunks
+
+    with pytest.raises(ValueError, match=message):
+        length_chunks(lengths, 8)
+
+
+def test_tag_pair_queries_says_tags_need_one_more_step_than_pairwise() -> None:
+    from calib_metrics.queries import tag_pair_queries
+
+    with pytest.raises(ValueError, match=r"one more step than pairwise's \[B, T-1\] = \(2, 3\)"):
+        tag_pair_queries(torch.rand(2, 3, 4, 4), torch.zeros(2, 3, dtype=torch.long))

@@ -54,8 +54,14 @@ def length_chunks(lengths: Tensor, max_tokens: int) -> list[tuple[Tensor, int]]:
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if not isinstance(lengths, Tensor) or lengths.dim() != 1:
+        raise ValueError("lengths must be a 1-D tensor of sentence lengths")
+    if lengths.is_floating_point() or lengths.dtype == torch.bool:
+        raise ValueError(f"lengths must be an integer tensor, got {lengths.dtype}")
     order = torch.argsort(lengths, stable=True)
     sorted_lengths = lengths[order].tolist()
+    if sorted_lengths and sorted_lengths[0] < 1:
+        raise ValueError(f"lengths must be >= 1 (a token at least), got {sorted_lengths[0]}")
     chunks: list[tuple[Tensor, int]] = []
     begin = 0
     for i in range(1, len(sorted_lengths) + 1):

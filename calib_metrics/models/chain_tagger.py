@@ -47,9 +47,11 @@ def check_words(
     elif not isinstance(mask, Tensor) or mask.shape != words.shape:
         shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
         raise ValueError(f"mask must have shape {tuple(words.shape)}, got {shape}")
-    mask = mask.bool()
+    linear_chain.check_mask_dtype(mask)
     # Inference would refuse a mask with a hole too; fit would count across it.
-    flags = [*linear_chain.mask_flags(mask), _outside(words, mask, vocab_size)]
+    flags = [*linear_chain.mask_flags(mask)]
+    mask = mask.bool()
+    flags.append(_outside(words, mask, vocab_size))
     if tags is not None:
         if not isinstance(tags, Tensor) or tags.shape != words.shape:
             shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
@@ -57,8 +59,8 @@ def check_words(
         if tags.dtype.is_floating_point or tags.dtype == torch.bool:
             raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
         flags.append(_outside(tags, mask, num_tags))
-    first_missing, hole, bad_word, *bad_tag = torch.stack(flags).tolist()
-    linear_chain.check_mask_flags(first_missing, hole)
+    not_binary, first_missing, hole, bad_word, *bad_tag = torch.stack(flags).tolist()
+    linear_chain.check_mask_flags(not_binary, first_missing, hole)
     if bad_word:
         raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
     if bad_tag and bad_tag[0]:

@@ -77,6 +77,8 @@ def _check_scores(scores: Tensor, mask: Tensor | None) -> Tensor | None:
         )
     if mask.device != scores.device:
         raise ValueError(f"mask is on {mask.device} but scores are on {scores.device}")
+    if mask.is_floating_point() or mask.is_complex():  # 0.5 would read as a real mention
+        raise ValueError(f"mask must be bool (or integer, nonzero = real), got {mask.dtype}")
     return mask if mask.dtype == torch.bool else mask != 0
 
 

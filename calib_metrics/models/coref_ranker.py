@@ -136,8 +136,11 @@ def _check_document(f: DocumentFeatures, n_ids: int) -> None:
                 f"DocumentFeatures.{name} must have {expected} rows ({like}), got {got}"
             )
     gap = f.pair_i - f.pair_j
+    # A pair listed twice would be scored once, by whichever row the scatter kept.
+    keys = (f.pair_i * (f.n + 1) + f.pair_j).sort().values
     bad = torch.stack([
         ((gap < 1) | (gap > f.max_distance) | (f.pair_j < 0) | (f.pair_i >= f.n)).any(),
+        (keys[1:] == keys[:-1]).any(),
         *((x < 0).any() | (x >= n_ids).any() for x in (f.pair_feats, f.new_feats)),
     ]).tolist()  # fmt: skip
     if bad[0]:
@@ -145,7 +148,9 @@ def _check_document(f: DocumentFeatures, n_ids: int) -> None:
             f"every pair needs 0 < pair_i - pair_j <= max_distance ({f.max_distance}), "
             f"pair_j >= 0 and pair_i < n ({f.n})"
         )
-    for name, flag in zip(("pair_feats", "new_feats"), bad[1:], strict=True):
+    if bad[1]:
+        raise ValueError("DocumentFeatures lists a (pair_i, pair_j) pair twice: one row each")
+    for name, flag in zip(("pair_feats", "new_feats"), bad[2:], strict=True):
         if flag:
             raise ValueError(f"DocumentFeatures.{name} ids must lie in [0, 2**n_bits = {n_ids})")
 

@@ -36,12 +36,12 @@ def _check_features(features: Tensor, mask: Tensor | None, num_features: int) ->
         raise ValueError(f"features must be an integer tensor, got {features.dtype}")
     if mask is None:
         mask = torch.ones(features.shape[:2], dtype=torch.bool, device=features.device)
-    elif mask.shape != features.shape[:2]:
-        raise ValueError(
-            f"mask must have shape {tuple(features.shape[:2])}, got {tuple(mask.shape)}"
-        )
-    mask = mask.bool()
+    elif not isinstance(mask, Tensor) or mask.shape != features.shape[:2]:
+        shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"mask must be a tensor of shape {tuple(features.shape[:2])}, got {shape}")
+    linear_chain.check_mask_dtype(mask)
     linear_chain.check_mask_flags(*linear_chain.mask_flags(mask).tolist())
+    mask = mask.bool()
     if features.numel() and (features.min() < 0 or features.max() >= num_features):
         raise ValueError(f"feature ids must lie in [0, {num_features})")
     return mask
@@ -178,9 +178,10 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def _check_batch(self, features: Tensor, tags: Tensor, mask: Tensor | None) -> Tensor:
         mask = _check_features(features, mask, self.num_features)
-        if tags.shape != features.shape[:2]:
+        if not isinstance(tags, Tensor) or tags.shape != features.shape[:2]:
+            shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
             raise ValueError(
-                f"tags must have shape {tuple(features.shape[:2])}, got {tuple(tags.shape)}"
+                f"tags must be a tensor of shape {tuple(features.shape[:2])}, got {shape}"
             )
         if tags.dtype.is_floating_point or tags.dtype == torch.bool:
             raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")

@@ -135,11 +135,12 @@ def _check_inputs(
             shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
             raise ValueError(f"mask must have shape [B, T] = [{batch}, {length}], got {shape}")
         check_mask_dtype(mask)
-        mask = mask.to(device=emissions.device, dtype=torch.bool)
-    first_missing, not_left_aligned, bad_emission, bad_other = _value_flags(
+        mask = mask.to(device=emissions.device)
+    *flags, bad_emission, bad_other = _value_flags(
         emissions, transitions, start, end, mask
     ).tolist()
-    check_mask_flags(first_missing, not_left_aligned)
+    check_mask_flags(*flags)
+    mask = mask.bool()
     if bad_emission or bad_other:
         where = "emissions (inside the mask)" if bad_emission else "transitions, start or end"
         raise ValueError(
@@ -173,16 +174,24 @@ def _check_shapes(emissions: Tensor, transitions: Tensor, start: Tensor, end: Te
 
 
 def mask_flags(mask: Tensor) -> Tensor:
-    """``[2]`` bool on the device: a sentence without its first token, a mask that is not
-    left-aligned (a False before a True). Read them with :func:`check_mask_flags`.
+    """``[3]`` bool on the device: an integer mask holding values other than 0 and 1, a
+    sentence without its first token, a mask that is not left-aligned (a False before a
+    True). Read them with :func:`check_mask_flags`.
 
     Example:
         >>> mask_flags(torch.tensor([[True, False, True]])).tolist()
-        [False, True]
+        [False, False, True]
+        >>> mask_flags(torch.tensor([[1, 2]])).tolist()
+        [True, False, False]
     """
+    if mask.dtype == torch.bool:
+        not_binary = torch.zeros((), dtype=torch.bool, device=mask.device)
+    else:
+        not_binary = ((mask != 0) & (mask != 1)).any()
+    mask = mask.bool()
     if mask.shape[1] == 0:
-        return mask.new_zeros(2)
-    return torch.stack([~mask[:, 0].all(), (mask[:, 1:] & ~mask[:, :-1]).any()])
+        return torch.stack([not_binary, *mask.new_zeros(2)])
+    return torch.stack([not_binary, ~mask[:, 0].all(), (mask[:, 1:] & ~mask[:, :-1]).any()])
 
 
 def check_mask_dtype(mask: Tensor) -> None:
@@ -199,8 +208,10 @@ def check_mask_dtype(mask: Tensor) -> None:
         raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
 
 
-def check_mask_flags(first_missing: bool, not_left_aligned: bool) -> None:
+def check_mask_flags(not_binary: bool, first_missing: bool, not_left_aligned: bool) -> None:
     """The ValueError of :func:`mask_flags`' flags, read on the host."""
+    if not_binary:
+        raise ValueError("mask must be bool or integer 0/1: it holds other integers")
     if first_missing:
         raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
     if not_left_aligned:
@@ -208,8 +219,8 @@ def check_mask_flags(first_missing: bool, not_left_aligned: bool) -> None:
 
 
 def _value_flags(emissions, transitions, start, end, mask) -> Tensor:
-    """``[4]`` bool on the device: first token missing, mask not left-aligned, bad emission
-    inside the mask, bad transition / start / end score (NaN or +inf)."""
+    """``[5]`` bool on the device: :func:`mask_flags`' three, a bad emission inside the
+    mask, a bad transition / start / end score (NaN or +inf)."""
 
     def bad(x: Tensor) -> Tensor:
         return torch.isnan(x) | torch.isposinf(x)
@@ -218,8 +229,8 @@ def _value_flags(emissions, transitions, start, end, mask) -> Tensor:
     others = [bad(x.to(device)).any() for x in (transitions, start, end)]
     # One pass over the emissions: each token's largest score is NaN or +inf exactly when
     # one of its scores is (amax propagates NaN); only tokens inside the mask count.
-    scores = torch.stack([(bad(emissions.amax(-1)) & mask).any(), torch.stack(others).any()])
-    return torch.cat([mask_flags(mask), scores])
+    inside = bad(emissions.amax(-1)) & mask.bool()
+    return torch.cat([mask_flags(mask), torch.stack([inside.any(), torch.stack(others).any()])])
 
 
 def _finite_or_zero(x: Tensor) -> Tensor:
@@ -424,6 +435,13 @@ def _prepare(emissions, transitions, start, end, mask, compute_dtype, validate_a
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     else:
         mask = mask.to(device=emissions.device, dtype=torch.bool)
+    if compute_dtype is not None and not (
+        isinstance(compute_dtype, torch.dtype) and compute_dtype.is_floating_point
+    ):
+        raise ValueError(
+            f"compute_dtype must be a floating torch.dtype (e.g. torch.float64), "
+            f"got {compute_dtype!r}"
+        )
     dtype = compute_dtype or _default_compute_dtype(emissions.device)
     return (
         emissions.to(dtype),
