@@ -3,13 +3,18 @@
 A corrupt download, a file of another format or a path to the wrong file had ended the
 ``reproduce`` commands in conllu's ``ParseException`` traceback, or in a gzip or decoding
 error that named no file; the CoNLL-U readers go through :func:`sentences`, the readers
-of line formats (GUM's entities, ARK Twitter) through :func:`lines`.
+of line formats (GUM's entities, ARK Twitter) through :func:`lines`, and the readers of
+archives (NLTK's tweets and sentence polarity, LitBank, the Phoenix lexicon) read inside
+:func:`readable`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
+import tarfile
+import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +37,38 @@ def open_text(path: str | Path | io.TextIOBase, missing: str = "CoNLL-U file") -
 
 
 # What a broken archive or a file that is not UTF-8 raises while it is read.
-_READ_ERRORS = (UnicodeDecodeError, EOFError, OSError, zlib.error)
+_READ_ERRORS = (
+    UnicodeDecodeError,
+    EOFError,
+    OSError,
+    zlib.error,
+    zipfile.BadZipFile,
+    tarfile.TarError,
+)
+
+
+@contextlib.contextmanager
+def readable(name: str | Path, kind: str) -> Iterator[None]:
+    """Read ``name`` inside this: a truncated or corrupt archive, or a file that is not
+    UTF-8, is a ValueError naming it and its ``kind`` (a missing file stays a
+    FileNotFoundError).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "tweets.txt.gz"
+        >>> _ = path.write_text("not gzip")
+        >>> with readable(path, "gzip file"):
+        ...     _ = gzip.open(path).read()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: .../tweets.txt.gz: not a readable gzip file (Not a gzipped file (b'no'))
+    """
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except _READ_ERRORS as err:
+        raise ValueError(f"{name}: not a readable {kind} ({_reason(err)})") from None
 
 
 def lines(path: Path) -> Iterator[str]:

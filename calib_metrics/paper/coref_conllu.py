@@ -25,7 +25,7 @@ from pathlib import Path
 
 import conllu
 
-from calib_metrics.paper.conllu_io import open_text, sentences
+from calib_metrics.paper.conllu_io import open_text, readable, sentences
 
 __all__ = [
     "Document",
@@ -391,7 +391,7 @@ def read_litbank_documents(path: str | Path) -> list[Document]:
         for file in files:
             docs += _parse_conll2012(file.read_text(encoding="utf-8").splitlines(), str(file))
     elif path.name.endswith((".tar.gz", ".tgz", ".tar")):
-        with tarfile.open(path) as tar:
+        with readable(path, "tar archive"), tarfile.open(path) as tar:
             members = sorted(
                 (m for m in tar.getmembers() if m.isfile() and m.name.endswith(".conll")),
                 key=lambda m: m.name,

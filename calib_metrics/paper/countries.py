@@ -43,6 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from calib_metrics.paper.conllu_io import readable
+
 COUNTRIES_FILE = "Phoenix.Countries.actors.txt.gz"
 INTERNATIONAL_FILE = "Phoenix.International.actors.txt.gz"
 
@@ -135,7 +137,10 @@ def _read_blocks(path: Path) -> list[_Block]:
     opener = gzip.open if path.suffix == ".gz" else open
     blocks: list[_Block] = []
     current: _Block | None = None
-    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+    with (
+        readable(path, "lexicon file"),
+        opener(path, "rt", encoding="utf-8", errors="replace") as handle,
+    ):
         for raw in handle:
             line = raw.split("#", 1)[0].rstrip()
             if not line.strip():

@@ -32,6 +32,7 @@ from typing import NamedTuple
 
 import torch
 
+from calib_metrics.paper.conllu_io import readable
 from calib_metrics.paper.locations import find_dataset
 
 TWITTER = "nltk-twitter-samples-text"
@@ -201,8 +202,9 @@ def read_twitter_samples(folder: str | os.PathLike) -> SentimentCorpus:
         path = folder / filename
         if not path.is_file():
             raise FileNotFoundError(f"{TWITTER}: missing {path}")
-        with gzip.open(path, "rb") as handle:
-            lines = _lines(handle.read(), str(path))
+        with readable(path, "gzip file"), gzip.open(path, "rb") as handle:
+            data = handle.read()
+        lines = _lines(data, str(path))
         for number, line in enumerate(lines, 1):
             text, tab, label = line.rpartition("\t")
             if not tab or label.strip() != source:
@@ -235,7 +237,7 @@ def read_sentence_polarity(folder: str | os.PathLike) -> SentimentCorpus:
         raise FileNotFoundError(f"{POLARITY}: missing {path}")
     texts: list[str] = []
     sources: list[str] = []
-    with zipfile.ZipFile(path) as archive:
+    with readable(path, "zip file"), zipfile.ZipFile(path) as archive:
         for source, member in _POLARITY_MEMBERS.items():
             try:
                 data = archive.read(member)
