@@ -353,23 +353,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return _run(args)
 
 
-def _litbank(args: argparse.Namespace, model: AntecedentRanker) -> list | None:
-    """LitBank's features (out of domain), or None when it is absent and not asked for."""
+def _litbank(args: argparse.Namespace) -> tuple[list | None, str | None]:
+    """LitBank's documents (out of domain), read before training so that a broken archive
+    stops the run at once; or None, with the reason, when it is absent and not asked for."""
     use_litbank = args.litbank
     litbank_dir = None
     try:
         litbank_dir = find_dataset(LITBANK, args.data)
-    except FileNotFoundError:
+    except FileNotFoundError as missing:
         if use_litbank:
             raise
+        reason = str(missing)
+    else:
+        reason = f"{litbank_dir} holds no {LITBANK}-conll.tar.gz"
     if use_litbank is None:
         use_litbank = litbank_dir is not None and (litbank_dir / f"{LITBANK}-conll.tar.gz").exists()
     if not use_litbank:
-        return None
+        return None, f"LitBank not evaluated: {reason} (--litbank requires it)"
     archive = litbank_dir / f"{LITBANK}-conll.tar.gz"  # type: ignore[operator]
     docs = read_litbank_documents(archive if archive.exists() else litbank_dir)
-    docs = [d for d in docs if d.mentions][: 3 if args.quick else None]
-    return [features_for(model, d) for d in docs]
+    return [d for d in docs if d.mentions][: 3 if args.quick else None], None
 
 
 TITLES = {"ontogum_test": "OntoGUM test", "litbank": "LitBank (out of domain)"}
@@ -407,6 +410,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(args.seed)
     t_start = time.perf_counter()
     splits = _load(folder, args.quick)
+    litbank_docs, litbank_note = _litbank(args)
+    if litbank_note:
+        print(f"coref: {litbank_note}", file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
     featurizer = AntecedentRanker(n_bits=args.n_bits, max_distance=args.max_distance)
     feats = {
@@ -433,9 +439,10 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "sets": {},
     }
     sets = {"ontogum_test": feats["test"]}
-    litbank = _litbank(args, model)
-    if litbank is not None:
-        sets["litbank"] = litbank
+    if litbank_docs is not None:
+        sets["litbank"] = [features_for(featurizer, d) for d in litbank_docs]
+    else:
+        results["litbank_note"] = litbank_note
     for name, set_feats in sets.items():
         results["sets"][name] = _evaluate_set(model, name, set_feats, args, out)
     if getattr(args, "recalibrate", False):
@@ -482,6 +489,8 @@ def _markdown(results: dict[str, Any]) -> str:
     lines.append(f"Model: antecedent ranker, L2 = {results['l2']:g} (chosen on dev NLL), "
                  f"bin size {results['settings']['bin_size']}.")  # fmt: skip
     lines += ["", report.markdown_table(headers, [_row(k, v) for k, v in results["sets"].items()])]
+    if "litbank_note" in results:
+        lines += ["", f"{results['litbank_note']}."]
     lines += ["", f"Paper: {PAPER['finding']} ({PAPER['pairs']:,} pairs, {PAPER['data']}).", ""]
     lines += ["The document-bootstrap column: debiased error with β = ⌈√N⌉ and the recentred "
               "bootstrap over whole documents (pairs of one document are not independent; "

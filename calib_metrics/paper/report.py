@@ -45,11 +45,12 @@ def output_folder(path: str | Path) -> Path:
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A GitHub markdown table; floats are printed with 4 decimals.
+    """A GitHub markdown table; floats are printed with 4 decimals, and a ``|`` inside a
+    cell is escaped (it would split the cell).
 
     Example:
-        >>> print(markdown_table(["model", "err"], [["HMM", 0.12345]]))
-        | model | err |
+        >>> print(markdown_table(["model", "mean |q - y|"], [["HMM", 0.12345]]))
+        | model | mean \\|q - y\\| |
         |---|---|
         | HMM | 0.1235 |
     """
@@ -57,9 +58,9 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     def cell(v: Any) -> str:
         if isinstance(v, torch.Tensor):
             v = v.item()
-        return f"{v:.4f}" if isinstance(v, float) else str(v)
+        return (f"{v:.4f}" if isinstance(v, float) else str(v)).replace("|", "\\|")
 
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines = ["| " + " | ".join(map(cell, headers)) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 
