@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import sys
 import warnings
 from types import ModuleType
@@ -42,23 +43,43 @@ MOVED: dict[str, str] = {
 # Old packages whose new home is a plain module: they get a namespace of the module's
 # public names and an empty __path__, so their old submodules still resolve here.
 _OLD_PACKAGES = {"calib_metrics.data"}
+# Any other module under an old package is the paper's module of that name: the old
+# package's __path__ would otherwise load it a second time, as a second module object.
+_OLD_PREFIXES = ("calib_metrics.experiments.", "calib_metrics.data.")
+
+
+def _new_name(fullname: str) -> str | None:
+    """Where an old module name lives now, or None when it is not an old name."""
+    if fullname in MOVED:
+        return MOVED[fullname]
+    for prefix in _OLD_PREFIXES:
+        if fullname.startswith(prefix):
+            candidate = f"{_PAPER}.{fullname[len(prefix) :]}"
+            return candidate if importlib.util.find_spec(candidate) is not None else None
+    return None
+
+
+def _message(old: str, new: str) -> str:
+    if old in _OLD_PACKAGES:  # its modules went to the paper, its own names to ``new``
+        return f"{old} moved: its modules to {_PAPER}, its own names to {new}"
+    return f"{old} moved to {new}"
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an old name and loads it as the module it moved to."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in MOVED:
+        new = _new_name(fullname)
+        if new is None:
             return None
-        is_package = fullname in _OLD_PACKAGES or hasattr(
-            importlib.import_module(MOVED[fullname]), "__path__"
-        )
+        is_package = fullname in _OLD_PACKAGES or hasattr(importlib.import_module(new), "__path__")
         return importlib.machinery.ModuleSpec(fullname, self, is_package=is_package)
 
     def create_module(self, spec) -> ModuleType:
-        new = MOVED[spec.name]
+        new = _new_name(spec.name)
+        assert new is not None  # find_spec found it
         warnings.warn(
-            f"{spec.name} moved to {new}; the old path will be removed",
+            f"{_message(spec.name, new)}; the old path will be removed",
             DeprecationWarning,
             stacklevel=2,
         )

@@ -153,6 +153,25 @@ def test_old_import_paths_warn_and_give_the_same_objects():
     assert EventAnalysis is moved and read_table is reader
 
 
+def test_any_module_under_an_old_package_is_the_paper_s_own() -> None:
+    """calib_metrics.experiments.ner (added after the move) had loaded a second module
+    object through the old package's path, and calib_metrics.data's warning had named only
+    locations, where the user's import was tagging."""
+    for old in [
+        m for m in sys.modules if m.startswith(("calib_metrics.experiments", "calib_metrics.data"))
+    ]:
+        del sys.modules[old]
+    with pytest.warns(DeprecationWarning, match="calib_metrics.experiments.ner moved to"):
+        old = importlib.import_module("calib_metrics.experiments.ner")
+    from calib_metrics.paper import ner
+
+    assert old is ner
+    with pytest.warns(DeprecationWarning, match="its modules to calib_metrics.paper"):
+        importlib.import_module("calib_metrics.data")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("calib_metrics.experiments.no_such_module")
+
+
 def test_data_location_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from calib_metrics.paper import locations
 
