@@ -239,3 +239,35 @@ def test_a_data_variable_that_names_no_folder_is_named(tmp_path, monkeypatch) ->
     monkeypatch.setenv("CALIB_METRICS_DATA", str(missing))
     with pytest.raises(FileNotFoundError, match=f"CALIB_METRICS_DATA={missing} is not a folder"):
         locations.find_dataset("ud-english-ewt")
+
+
+def test_not_found_says_where_the_folder_looked_in_came_from(tmp_path, monkeypatch) -> None:
+    """A $CALIB_METRICS_DATA folder without the set was reported without naming the
+    variable, and a file given as --data as "not found"."""
+    from calib_metrics.paper import locations
+
+    monkeypatch.setenv("CALIB_METRICS_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"set \(from \$CALIB_METRICS_DATA\)\)"):
+        locations.find_dataset("set")
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    with pytest.raises(FileNotFoundError, match="afile is a file, not a folder"):
+        locations.find_dataset("set", afile)
+
+
+def test_a_tweet_folder_missing_one_file_names_it_once(tmp_path) -> None:
+    """It had said the folder "holds neither" set, and an empty --data folder repeated it."""
+    import gzip
+
+    from calib_metrics.paper.tweets import load_corpus
+
+    tweets = tmp_path / "nltk-twitter-samples-text"
+    tweets.mkdir()
+    (tweets / "negative_tweets.txt.gz").write_bytes(gzip.compress(b"sad :(\tnegative\n"))
+    with pytest.raises(FileNotFoundError, match=r"missing .*positive_tweets\.txt\.gz"):
+        load_corpus(str(tmp_path), "nltk-twitter-samples-text")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError) as refused:
+        load_corpus(str(empty))
+    assert str(refused.value).count("holds neither") == 1

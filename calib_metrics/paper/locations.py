@@ -61,8 +61,14 @@ def find_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Path:
         not found
     """
     tried: list[Path] = []
+    source = ""  # where the folder looked in came from, when not from data_dir
     if data_dir is not None:
         base = Path(data_dir).expanduser()
+        if base.is_file():
+            raise FileNotFoundError(
+                f"data set {name!r} not found: {base} is a file, not a folder (pass the "
+                "folder that holds the data sets, or the data set's own folder)"
+            )
         tried += [base / name, base]
         if (base / name).is_dir():
             return base / name
@@ -78,9 +84,10 @@ def find_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Path:
         root = shared_data_dir()
         if root is not None:
             tried.append(root / name)
+            source = f" (from ${ENV_VAR})" if env else " (the checkout's ../shared/data)"
             if (root / name).is_dir():
                 return root / name
     where = ", ".join(str(p) for p in tried) or (
         f"--data not given, ${ENV_VAR} unset, no shared/data beside a source checkout"
     )
-    raise FileNotFoundError(f"data set {name!r} not found (looked in: {where})")
+    raise FileNotFoundError(f"data set {name!r} not found (looked in: {where}{source})")

@@ -261,8 +261,8 @@ def read_corpus(folder: str | os.PathLike) -> SentimentCorpus:
         neither set
     """
     folder = Path(folder)
-    if all((folder / f).is_file() for f in _TWITTER_FILES.values()):
-        return read_twitter_samples(folder)
+    if any((folder / f).is_file() for f in _TWITTER_FILES.values()):
+        return read_twitter_samples(folder)  # names the file that is missing, if one is
     if (folder / _POLARITY_ZIP).is_file():
         return read_sentence_polarity(folder)
     wanted = ", ".join([*_TWITTER_FILES.values(), _POLARITY_ZIP])
@@ -293,7 +293,8 @@ def load_corpus(data: str | None, dataset: str = "auto") -> tuple[SentimentCorpu
             errors.append(f"{folder} holds {corpus.name}, not {dataset}")
             continue
         return corpus, folder
-    raise FileNotFoundError("no sentiment data set found: " + "; ".join(errors))
+    unique = list(dict.fromkeys(errors))  # one folder can answer for both names
+    raise FileNotFoundError("no sentiment data set found: " + "; ".join(unique))
 
 
 def label_counts(corpus: SentimentCorpus) -> dict[str, dict[str, int]]:
