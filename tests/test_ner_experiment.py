@@ -191,7 +191,11 @@ def test_ner_experiment_on_a_synthetic_corpus(tmp_path):
             assert 0 <= r["lower"] <= r["upper"] <= 1 and r["n"] > 0
     assert test["top10_spans"]["paper"]["n"] == 25 * 10
     assert (tmp_path / "out" / "ner_reliability.png").stat().st_size > 0
-    assert "predicted (Viterbi) spans" in (tmp_path / "out" / "results.md").read_text()
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "predicted (Viterbi) spans" in markdown
+    # The predicted-span count had exceeded the row's N without saying why.
+    too_long = test["spans"]["predicted_too_long"]
+    assert f"({too_long} longer than --max-length" in markdown
 
 
 def test_ner_experiment_with_bilou_tags(tmp_path):

@@ -105,6 +105,7 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
         assert set(c["per_tag"]["per_label"]) == set(TAGS)
     markdown = (out / "results.md").read_text()
     assert "− HMM, paired [95%]" in markdown and "not distinguishable on" in markdown
+    assert "top-k pairs: the queries of the k most frequent gold tag bigrams" in markdown
     assert saved["selection"]["hmm"]["pseudocount"] in pos.HMM_PSEUDOCOUNTS
     assert saved["selection"]["crf"]["c2"] in pos.CRF_C2S
     assert "| HMM |" in (out / "results.md").read_text()

@@ -7,6 +7,7 @@ import argparse
 import gzip
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,10 @@ def test_twitter_pos_experiment_on_synthetic_corpora(tmp_path):
     assert saved["twitter"]["models"]["+shape"]["test"]["paper"]["query"]["bins"] == 1
     text = (tmp_path / "out" / "results.md").read_text()
     assert "CRF-Advanced" in text and "tag NN" in text
+    # The heading had said 25 tags over a table of however many occur in test.
+    tables = re.findall(r"the (\d+) most frequent training tags that occur in test:"
+                                  r"\n\n\|.*\n\|.*\n((?:\|.*\n)+)", text)  # fmt: skip
+    assert tables and all(int(count) == rows.count("\n") for count, rows in tables)
     assert (tmp_path / "out" / "twitter_reliability.png").stat().st_size > 0
     assert (tmp_path / "out" / "ewt_reliability.png").stat().st_size > 0
 

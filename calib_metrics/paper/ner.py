@@ -365,7 +365,9 @@ def markdown(results: dict) -> str:
         "",
         report.markdown_table(headers, rows),
         "",
-        f"Token accuracy {test['token_accuracy']:.4f}; spans: {s['predicted']} predicted, "
+        f"Token accuracy {test['token_accuracy']:.4f}; spans: {s['predicted']} predicted "
+        f"({s['predicted_too_long']} longer than --max-length {results['max_length']}: wrong, "
+        "as no gold span is, and not queried), "
         f"{s['gold']} gold, precision {s['precision']:.4f}, recall {s['recall']:.4f}, "
         f"F1 {s['f1']:.4f}; expected correct among predicted {s['expected_correct_predicted']:.1f} "
         f"(observed {round(s['precision'] * s['predicted'])}); expected gold spans "

@@ -482,7 +482,10 @@ def _markdown(results: dict) -> str:
     lines += [report.markdown_table(headers, rows), ""]
     lines.append(
         "q̂−p̂ (q̂>½): count-weighted mean gap over the bins of confident predictions; "
-        "> 0 means overconfident, < 0 underconfident. The paper's column uses β = "
+        "> 0 means overconfident, < 0 underconfident (the verdict; n/a where no bin lies "
+        "above ½). top-k pairs: the queries of the k most frequent gold tag bigrams (the "
+        "paper's tag-pair queries): concat. pools them into one CalibErr [95%], avg is the "
+        "mean of the k pairs' own errors. The paper's column uses β = "
         f"{results['bin_size']} and Algorithm 2; the debiased column β = ⌈√N⌉ and the "
         "recentred bootstrap over sentences (a token's queries and a sentence's tokens move "
         "together; docs/coverage.md)."

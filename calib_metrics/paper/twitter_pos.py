@@ -321,7 +321,7 @@ def _per_tag_table(block: dict) -> list[str]:
     rows = [[t, *(models[k].get(t, float("nan")) for k in MODELS)] for t in tags[:25]]
     lines = [
         "Per-tag CalibErr, recommended setting (debiased, so 0 where the gaps are within "
-        "noise); the 25 most frequent training tags:",
+        f"noise); the {len(rows)} most frequent training tags that occur in test:",
         "",
         report.markdown_table(["tag", *MODELS.values()], rows),
         "",
