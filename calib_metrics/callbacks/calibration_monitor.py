@@ -12,6 +12,7 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
+from calib_metrics.callbacks import _arguments as checks
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError
@@ -76,9 +77,12 @@ class CalibrationMonitor(Callback):
         ignore_index: target value of items to drop (padding).
         stage: ``"val"`` (validation epochs) or ``"test"``.
         every_n_epochs: evaluate every n-th epoch while fitting.
-        prefix: start of every tag; defaults to ``stage``.
-        per_class: also log one result per class (needs ``num_classes``).
-        class_names: labels of the per-class chart (default ``0 .. C-1``).
+        prefix: start of every tag (no leading or trailing ``/``); defaults to ``stage``.
+        per_class: also log one result per class (needs ``num_classes``): each class's
+            one-vs-rest error, whose mean is ``mode="classwise"``'s value
+            (``mode="top_label"`` has no per-class results).
+        class_names: labels of the per-class results, one per class, unique (needs
+            ``per_class=True``; default ``0 .. C-1``).
         save_png: PNGs for loggers without images (None), for all (True) or never (False).
         prog_bar: show ``{prefix}/calib_err`` in the progress bar.
         smooth: also log the smooth calibration error (default True).
@@ -131,16 +135,23 @@ class CalibrationMonitor(Callback):
             raise ValueError(f"every_n_epochs must be an integer >= 1, got {every_n_epochs!r}")
         if every_n_epochs < 1:
             raise ValueError(f"every_n_epochs must be an integer >= 1, got {every_n_epochs!r}")
-        if extract is not None and not callable(extract):
-            raise ValueError(f"extract must be callable, got {type(extract).__name__}")
+        checks.check_extract(extract)
+        keys = {"probs_key": probs_key, "target_key": target_key, "groups_key": groups_key}
+        for name, key in keys.items():
+            checks.check_key(name, key)
+        if prefix is not None:
+            checks.check_prefix(prefix)
+        for name, flag in (("per_class", per_class), ("prog_bar", prog_bar), ("smooth", smooth)):
+            checks.check_flag(name, flag)
         if per_class and num_classes is None:
             raise ValueError("per_class=True needs num_classes (one result per class)")
-        if class_names is not None and (num_classes is None or len(class_names) != num_classes):
+        if per_class and metric_kwargs.get("mode") == "top_label":
             raise ValueError(
-                f"class_names must have num_classes={num_classes} entries, got {len(class_names)}"
+                "per_class=True needs one result per class, and mode='top_label' has none: it "
+                "measures each item's top-label confidence only; leave per_class out, or use "
+                "mode='one_vs_rest' (or 'classwise')"
             )
-        if not isinstance(smooth, bool):
-            raise ValueError(f"smooth must be True or False, got {smooth!r}")
+        labels = checks.check_class_names(class_names, num_classes, per_class)
         if save_png not in (None, True, False):
             raise ValueError(f"save_png must be None, True or False, got {save_png!r}")
         if "average" in metric_kwargs:
@@ -156,7 +167,10 @@ class CalibrationMonitor(Callback):
         )
         # The metric validates every option up front, so a bad one fails here, not at epoch end.
         self.metric = CalibrationError(**options)
-        self.class_metric = CalibrationError(average=None, **options) if per_class else None
+        # Per-class results are one-vs-rest per class (classwise mode averages exactly these).
+        class_options = {**options, "mode": "one_vs_rest", "average": None}
+        self.class_metric = CalibrationError(**class_options) if per_class else None
+        self._class_options = class_options
         self._options = options
         # Metrics of the second, third, ... dataloader, made when their first batch comes.
         self._more_loaders: dict[int, list[CalibrationError]] = {}
@@ -171,11 +185,7 @@ class CalibrationMonitor(Callback):
         self.stage = stage
         self.every_n_epochs = every_n_epochs
         self.prefix = prefix if prefix is not None else stage
-        self.class_names = (
-            [str(c) for c in class_names]
-            if class_names is not None
-            else [str(c) for c in range(num_classes or 0)]
-        )
+        self.class_names = labels or [str(c) for c in range(num_classes or 0)]
         self.save_png = save_png
         self.prog_bar = prog_bar
         self.smooth = smooth
@@ -300,7 +310,7 @@ class CalibrationMonitor(Callback):
         if dataloader_idx not in self._more_loaders:
             metrics = [CalibrationError(**self._options)]
             if self.class_metric is not None:
-                metrics.append(CalibrationError(average=None, **self._options))
+                metrics.append(CalibrationError(**self._class_options))
             for metric in metrics:
                 metric.to(self.metric.device)
             self._more_loaders[dataloader_idx] = metrics
