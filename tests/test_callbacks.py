@@ -396,6 +396,8 @@ def test_extract_batch_errors() -> None:
         ({"num_classes": None, "class_names": ["a", "b"]}, "class_names needs num_classes"),
         # Before: "average must stay 'micro', got None", an option the user never set.
         ({"mode": "top_label", "per_class": True}, "mode='top_label' has none"),
+        # Before: accepted, and under DDP each rank logged its own shard's error.
+        ({"sync_on_compute": False}, "sync_on_compute must stay True"),
         ({"save_png": "yes"}, "save_png"),
         ({"smooth": "yes"}, "smooth must be"),
         ({"average": None}, "per_class=True instead"),

@@ -88,7 +88,8 @@ class CalibrationMonitor(Callback):
         smooth: also log the smooth calibration error (default True).
         bin_size, n_samples, confidence, streaming: passed to the metric (defaults
             ``"auto"``, 10000, 0.95, True).
-        metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option.
+        metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option
+            (``sync_on_compute`` must stay True: the monitor logs the whole set's value).
 
     Example:
         >>> import torch
@@ -156,6 +157,12 @@ class CalibrationMonitor(Callback):
             raise ValueError(f"save_png must be None, True or False, got {save_png!r}")
         if "average" in metric_kwargs:
             raise ValueError("set per_class=True instead of average (the monitor logs micro)")
+        if metric_kwargs.get("sync_on_compute", True) is not True:
+            raise ValueError(
+                "sync_on_compute must stay True: the monitor logs the value of the whole "
+                "evaluation set, which under DDP needs every rank's pairs (without the sync "
+                "each rank logs its shard's error, and Lightning averages those)"
+            )
         options = dict(
             num_classes=num_classes,
             ignore_index=ignore_index,
