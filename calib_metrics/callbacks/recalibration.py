@@ -11,6 +11,7 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
+from calib_metrics.callbacks import _arguments as checks
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.functional.calibration import (
@@ -70,7 +71,7 @@ class TemperatureRecalibration(Callback):
         logits_key, target_key: keys of the step's output dict.
         extract: ``extract(outputs, batch) -> (logits, target) | None``, replacing the keys.
         ignore_index: target value of items to drop (padding).
-        prefix: start of every logged name.
+        prefix: start of every logged name (no leading or trailing ``/``).
         bin_size, n_samples, confidence: of the before/after errors (debiased, bootstrap
             over pairs).
 
@@ -93,9 +94,22 @@ class TemperatureRecalibration(Callback):
         bin_size: int | str = "auto",
         n_samples: int = 2000,
         confidence: float = 0.95,
+        **unknown: Any,
     ) -> None:
         super().__init__()
-        # Checked now, not when fitting ends (after the whole training run).
+        # Checked now, not at the first batch or when fitting ends (after the training run).
+        if unknown:
+            # A ValueError like the monitor's, which hands unknown options to its metric.
+            raise ValueError(
+                f"TemperatureRecalibration got unknown arguments {', '.join(map(repr, unknown))}"
+                "; its options are logits_key, target_key, extract, ignore_index, prefix, "
+                "bin_size, n_samples and confidence"
+            )
+        for name, key in (("logits_key", logits_key), ("target_key", target_key)):
+            checks.check_key(name, key)
+        checks.check_extract(extract)
+        checks.check_ignore_index(ignore_index)
+        checks.check_prefix(prefix)
         _check_options("l2", "adaptive", bin_size, 15)
         _check_interval_options(n_samples, confidence, "normal", "pairs")
         self.logits_key, self.target_key = logits_key, target_key
