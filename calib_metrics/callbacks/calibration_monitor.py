@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -538,6 +539,20 @@ class CalibrationMonitor(Callback):
         return record
 
     # ------------------------------------------------------------------ write
+    def _destinations(self, trainer: Trainer) -> tuple[list[tuple[Any, Any]], list[Path]]:
+        """The (logger, experiment) pairs that take figures, and the folders that get files."""
+        experiments, png_dirs = [], []
+        for logger in trainer.loggers:
+            experiment = tb.experiment_of(logger)
+            takes_figures = tb.has_method(experiment, "add_figure")
+            if takes_figures:
+                experiments.append((logger, experiment))
+            if self.save_png or (self.save_png is None and not takes_figures):
+                png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
+        if self.save_png and not trainer.loggers:
+            png_dirs.append(tb.log_dir_of(None, trainer.default_root_dir))
+        return experiments, list(dict.fromkeys(png_dirs))  # unique, in order
+
     @rank_zero_only
     def _write(
         self,
@@ -548,6 +563,9 @@ class CalibrationMonitor(Callback):
         drawn: tuple[str, bool],
         suffix: str = "",
     ) -> None:
+        experiments, png_dirs = self._destinations(trainer)
+        if not experiments and not png_dirs:
+            return  # no logger would keep the figures: drawing them is time spent for nothing
         from calib_metrics import plot  # matplotlib only once there is something to draw
 
         epoch = int(trainer.current_epoch)
@@ -560,20 +578,11 @@ class CalibrationMonitor(Callback):
             figures["calib_err_per_class"] = plot.per_label_errors(
                 errors, names=(f"{self.prefix}{suffix}",), title=title, **kind
             )[0]
-        png_dirs = []
-        for logger in trainer.loggers:
-            experiment = tb.experiment_of(logger)
-            if tb.has_method(experiment, "add_figure"):
-                self._write_experiment(logger, experiment, step, result, per_class, figures, suffix)
-                if self.save_png:
-                    png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
-            elif self.save_png is not False:
-                png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
-        if self.save_png and not trainer.loggers:
-            png_dirs.append(tb.log_dir_of(None, trainer.default_root_dir))
+        for logger, experiment in experiments:
+            self._write_experiment(logger, experiment, step, result, per_class, figures, suffix)
         index = self.history[-1].get("dataloader_idx")
         history = [r for r in self.history if r.get("dataloader_idx") == index]
-        for folder in dict.fromkeys(png_dirs):  # unique, in order
+        for folder in png_dirs:
             tb.write_files(
                 folder / "calibration",
                 tb.safe_name(self.prefix + suffix),
