@@ -573,7 +573,7 @@ def test_monitor_figures_name_the_interval_and_draw_the_per_label_chart(
 
 def test_band_over_epochs_puts_ticks_on_whole_epochs(tmp_path: Path, monkeypatch) -> None:
     from calib_metrics import plot
-    from calib_metrics.callbacks import _tensorboard as tb
+    from calib_metrics.callbacks import _files
 
     drawn: list[dict] = []
     original = plot.error_curve
@@ -583,8 +583,8 @@ def test_band_over_epochs_puts_ticks_on_whole_epochs(tmp_path: Path, monkeypatch
         return original(*args, **kwargs)
 
     monkeypatch.setattr(plot, "error_curve", spy)
-    rows = [{"epoch": e, "error": 0.1, "lower": 0.08, "upper": 0.12} for e in range(3)]
-    tb.write_files(tmp_path, "val", 2, {}, rows, "val CalibErr")
+    rows = [{"epoch": e, "step": e, "error": 0.1, "lower": 0.08, "upper": 0.12} for e in range(3)]
+    _files.write_files(tmp_path, "val", "epoch002", {}, rows, "val CalibErr")
     assert drawn and drawn[0]["integer_x"] is True and drawn[0]["xlabel"] == "epoch"
 
 

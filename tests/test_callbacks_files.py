@@ -53,3 +53,34 @@ def test_nothing_is_drawn_when_nothing_keeps_it(tmp_path: Path, monkeypatch, log
     assert len(cb.history) == 2  # measured and logged all the same
     assert drawn == []
     assert not list(tmp_path.rglob("*.png"))
+
+
+def test_several_validations_an_epoch_keep_a_file_each_and_plot_over_steps(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """val_check_interval=0.5: the mid-epoch diagram was overwritten by the epoch-end one
+    (both named ..._epoch000.png) and the curve over epochs drew vertical segments."""
+    from calib_metrics import plot
+
+    curves: list[tuple[list, str]] = []
+    original = plot.error_curve
+
+    def spy(x: Any, *args: Any, **kwargs: Any) -> Any:
+        curves.append((list(x), kwargs["xlabel"]))
+        return original(x, *args, **kwargs)
+
+    monkeypatch.setattr(plot, "error_curve", spy)
+    cb = monitor()
+    train, val = loaders(batch_size=8)  # 6 training batches: validation after 3 and 6
+    logger = CSVLogger(tmp_path, name="csv")
+    run = trainer(tmp_path, 2, logger=logger, callbacks=[cb], val_check_interval=0.5)
+    quietly(run.fit, TinyTagger(), train, val)
+    steps = [r["step"] for r in cb.history]
+    assert [r["epoch"] for r in cb.history] == [0, 0, 1, 1]
+    assert steps == sorted(set(steps))
+    folder = Path(logger.log_dir) / "calibration"
+    diagrams = sorted(p.name for p in folder.glob("val_reliability_diagram_*.png"))
+    assert diagrams == [
+        f"val_reliability_diagram_epoch{r['epoch']:03d}_step{r['step']:06d}.png" for r in cb.history
+    ]
+    assert curves[-1] == (steps, "step")

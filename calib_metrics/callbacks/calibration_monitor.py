@@ -14,6 +14,7 @@ from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
 from calib_metrics.callbacks import _arguments as checks
+from calib_metrics.callbacks import _files as files
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError
@@ -308,7 +309,7 @@ class CalibrationMonitor(Callback):
     def _due(self, trainer: Trainer) -> bool:
         if trainer.sanity_checking:
             return False
-        fitting = getattr(trainer.state.fn, "value", trainer.state.fn) == "fit"
+        fitting = _trainer_fn(trainer) == "fit"
         return not fitting or (trainer.current_epoch + 1) % self.every_n_epochs == 0
 
     def _metrics(self, dataloader_idx: int = 0) -> list[CalibrationError]:
@@ -362,7 +363,7 @@ class CalibrationMonitor(Callback):
             )
 
     def on_validation_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        validating = getattr(trainer.state.fn, "value", trainer.state.fn) == "validate"
+        validating = _trainer_fn(trainer) == "validate"
         if self.stage == "test" and validating and not self._stage_is_monitored(trainer, "val"):
             self._warn_once(
                 "stage",
@@ -568,8 +569,8 @@ class CalibrationMonitor(Callback):
             return  # no logger would keep the figures: drawing them is time spent for nothing
         from calib_metrics import plot  # matplotlib only once there is something to draw
 
-        epoch = int(trainer.current_epoch)
-        title = f"{self.prefix}{suffix} · epoch {epoch} · step {step}"
+        record = self.history[-1]
+        title = f"{self.prefix}{suffix} · epoch {record['epoch']} · step {record['step']}"
         interval, debias = drawn
         kind = {"confidence": self.confidence, "interval": interval, "debias": debias}
         figures = {"reliability_diagram": plot.reliability_diagram(result, title=title, **kind)[0]}
@@ -580,13 +581,14 @@ class CalibrationMonitor(Callback):
             )[0]
         for logger, experiment in experiments:
             self._write_experiment(logger, experiment, step, result, per_class, figures, suffix)
-        index = self.history[-1].get("dataloader_idx")
+        index = record.get("dataloader_idx")
         history = [r for r in self.history if r.get("dataloader_idx") == index]
+        name = files.figure_suffix(record, by_step=_validates_within_epochs(trainer))
         for folder in png_dirs:
-            tb.write_files(
+            files.write_files(
                 folder / "calibration",
                 tb.safe_name(self.prefix + suffix),
-                epoch,
+                name,
                 figures,
                 history,
                 f"{self.prefix}{suffix} CalibErr ({plot.interval_label(**kind)})",
@@ -650,3 +652,22 @@ class CalibrationMonitor(Callback):
         if not isinstance(history, list):
             raise ValueError(f"history must be a list, got {type(history).__name__}")
         self.history = [dict(r) for r in history]
+
+
+def _trainer_fn(trainer: Trainer) -> str:
+    """What the trainer runs: ``"fit"``, ``"validate"``, ``"test"`` or ``"predict"``."""
+    return str(getattr(trainer.state.fn, "value", trainer.state.fn))
+
+
+def _validates_within_epochs(trainer: Trainer) -> bool:
+    """Whether the fit validates on a schedule of batches (``val_check_interval`` below an
+    epoch, or counted across epochs) or of time rather than once at each epoch's end: then
+    an epoch may see several validations, and their files are told apart by step."""
+    if _trainer_fn(trainer) != "fit":
+        return False
+    if getattr(trainer, "_val_check_time_interval", None) is not None:
+        return True
+    if trainer.check_val_every_n_epoch is None:
+        return True
+    every = trainer.val_check_batch
+    return isinstance(every, int) and every < trainer.num_training_batches
