@@ -4,11 +4,14 @@ one file per validation, and a history on disk that never loses a record."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 
 # The tiny tagger and run helpers of test_callbacks.py (tests are not a package).
@@ -84,3 +87,57 @@ def test_several_validations_an_epoch_keep_a_file_each_and_plot_over_steps(
         f"val_reliability_diagram_epoch{r['epoch']:03d}_step{r['step']:06d}.png" for r in cb.history
     ]
     assert curves[-1] == (steps, "step")
+
+
+def test_validating_a_checkpoint_adds_a_record_of_its_weights_and_loses_none(
+    tmp_path: Path,
+) -> None:
+    """fit, then trainer.validate(ckpt_path=<epoch 0>): Lightning restored the monitor's
+    state for the validate run too, so history fell back to the checkpoint's (epoch 0) and
+    val_history.json and the curve were rewritten without epochs 1 and 2; the new record
+    said epoch 3 (the trainer's) for epoch 0's weights."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
+    cb = monitor()
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    run = trainer(tmp_path, 3, logger=logger, callbacks=[cb, saved], enable_checkpointing=True)
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    fitted = [dict(r) for r in cb.history]
+    assert [r["epoch"] for r in fitted] == [0, 1, 2]
+
+    first = tmp_path / "ckpt" / "epoch=0.ckpt"
+    quietly(run.validate, model, val, ckpt_path=first, verbose=False)
+    assert cb.history[:3] == fitted
+    assert [r["fn"] for r in fitted] == ["fit"] * 3
+    (record,) = cb.history[3:]
+    step = torch.load(first, weights_only=False)["global_step"]
+    assert (record["fn"], record["epoch"], record["step"]) == ("validate", 0, step)
+    assert record["checkpoint"] == str(first)
+    assert record["error"] == pytest.approx(fitted[0]["error"], rel=1e-9)  # epoch 0's weights
+    folder = Path(logger.log_dir) / "calibration"
+    assert json.loads((folder / "val_history.json").read_text()) == cb.history
+    names = {p.name for p in folder.glob("val_reliability_diagram_*.png")}
+    assert names == {
+        *(f"val_reliability_diagram_epoch{e:03d}.png" for e in range(3)),
+        f"val_reliability_diagram_validate_epoch000_step{step:06d}.png",
+    }
+
+    # The same checkpoint again: one more record, and its own files beside the first's.
+    quietly(run.validate, model, val, ckpt_path=first, verbose=False)
+    assert len(cb.history) == 5
+    assert json.loads((folder / "val_history.json").read_text()) == cb.history
+    assert (folder / f"val_reliability_diagram_validate_epoch000_step{step:06d}_2.png").exists()
+
+    # A fresh monitor (a new process) validating epoch 1 into the same folder: it starts
+    # from the checkpoint's history, and the file keeps every record it held.
+    fresh = monitor()
+    again = trainer(
+        tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[fresh]
+    )
+    second = tmp_path / "ckpt" / "epoch=1.ckpt"
+    quietly(again.validate, TinyTagger(), val, ckpt_path=second, verbose=False)
+    assert fresh.history[:2] == fitted[:2]
+    assert [(r["fn"], r["epoch"]) for r in fresh.history[2:]] == [("validate", 1)]
+    on_disk = json.loads((folder / "val_history.json").read_text())
+    assert on_disk == [*cb.history, fresh.history[-1]]

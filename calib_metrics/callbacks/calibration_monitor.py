@@ -66,7 +66,13 @@ class CalibrationMonitor(Callback):
     Under DDP every rank updates and computes (the metric is synchronised; with
     ``streaming=True``, the default, by summing fixed-size histograms, so a long epoch costs
     no memory), and rank zero draws and writes. The list of past results, :attr:`history`,
-    is saved in checkpoints, so a resumed run continues it.
+    is saved in checkpoints, so a resumed fit continues it. A ``trainer.validate`` /
+    ``test`` run keeps the history the monitor holds (a fresh monitor starts from the
+    checkpoint's) and appends a record with ``fn`` ``"validate"`` / ``"test"`` (``"fit"``
+    while fitting); with ``ckpt_path=`` its ``epoch`` and ``step`` are those of the
+    checkpoint's weights, as ``ModelCheckpoint`` names the file (``epoch=0-step=12.ckpt``),
+    and ``checkpoint`` is its path (else the trainer's epoch and step, and None). The
+    history file on disk only ever grows.
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -205,6 +211,8 @@ class CalibrationMonitor(Callback):
         self._warned: set[str] = set()
         self._tags_checked = False
         self._layout_suffixes = [""]
+        # The checkpoint this run restored (see on_load_checkpoint), None if none.
+        self._restored: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ names
     @property
@@ -527,8 +535,7 @@ class CalibrationMonitor(Callback):
         bins = tb.bins_tensor(result)
         record: dict[str, Any] = {
             "stage": self.stage,
-            "epoch": int(trainer.current_epoch),
-            "step": step,
+            **self._when(trainer, step),
             **tb.result_numbers(result),
             "confidence": self.confidence,
             "n_pairs": int(bins[:, 2].sum().item()),
@@ -538,6 +545,18 @@ class CalibrationMonitor(Callback):
             pairs = zip(self.class_names, per_class, strict=True)
             record["per_class"] = {name: tb.result_numbers(r) for name, r in pairs}
         return record
+
+    def _when(self, trainer: Trainer, step: int) -> dict[str, Any]:
+        """Which run measured which weights: the trainer function, the epoch and step of the
+        weights (in a validate / test run with ``ckpt_path=``, the checkpoint's ``epoch`` and
+        ``global_step``, and its path as ``checkpoint``), for the history record."""
+        fn = _trainer_fn(trainer)
+        when: dict[str, Any] = {"fn": fn, "epoch": int(trainer.current_epoch), "step": step}
+        if fn != "fit":
+            restored = self._restored or {}
+            when["checkpoint"] = restored.get("checkpoint")
+            when.update({key: restored[key] for key in ("epoch", "step") if key in restored})
+        return when
 
     # ------------------------------------------------------------------ write
     def _destinations(self, trainer: Trainer) -> tuple[list[tuple[Any, Any]], list[Path]]:
@@ -570,7 +589,8 @@ class CalibrationMonitor(Callback):
         from calib_metrics import plot  # matplotlib only once there is something to draw
 
         record = self.history[-1]
-        title = f"{self.prefix}{suffix} · epoch {record['epoch']} · step {record['step']}"
+        run = "" if record["fn"] == "fit" else f" · {record['fn']}"
+        title = f"{self.prefix}{suffix}{run} · epoch {record['epoch']} · step {record['step']}"
         interval, debias = drawn
         kind = {"confidence": self.confidence, "interval": interval, "debias": debias}
         figures = {"reliability_diagram": plot.reliability_diagram(result, title=title, **kind)[0]}
@@ -592,6 +612,7 @@ class CalibrationMonitor(Callback):
                 figures,
                 history,
                 f"{self.prefix}{suffix} CalibErr ({plot.interval_label(**kind)})",
+                unique=record["fn"] != "fit",
             )
 
     def _write_experiment(
@@ -647,10 +668,34 @@ class CalibrationMonitor(Callback):
     def state_dict(self) -> dict[str, Any]:
         return {"history": [dict(r) for r in self.history]}
 
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        self._restored = None  # each run says for itself which checkpoint it restored
+
+    def on_load_checkpoint(
+        self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
+        """Note which run restores which checkpoint (before :meth:`load_state_dict`):
+        Lightning restores the callbacks for every run given ``ckpt_path=``, not only for a
+        resumed fit."""
+        path = getattr(trainer, "ckpt_path", None)
+        self._restored = {
+            "fn": _trainer_fn(trainer),
+            "checkpoint": None if path is None else str(path),
+            # As ModelCheckpoint names the file: epoch=0-step=12.ckpt.
+            "epoch": int(checkpoint.get("epoch", 0)),
+            "step": int(checkpoint.get("global_step", 0)),
+        }
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore :attr:`history` for a resumed fit. A validate / test run of a checkpoint
+        keeps the history the callback holds (the checkpoint's is older: replacing it lost
+        the later epochs, on disk too); a fresh callback takes the checkpoint's."""
         history = state_dict.get("history", [])
         if not isinstance(history, list):
             raise ValueError(f"history must be a list, got {type(history).__name__}")
+        evaluating = self._restored is not None and self._restored["fn"] != "fit"
+        if evaluating and self.history:
+            return
         self.history = [dict(r) for r in history]
 
 
