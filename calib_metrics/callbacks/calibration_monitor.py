@@ -15,6 +15,7 @@ from torch import Tensor
 
 from calib_metrics.callbacks import _arguments as checks
 from calib_metrics.callbacks import _files as files
+from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError
@@ -65,7 +66,10 @@ class CalibrationMonitor(Callback):
 
     Under DDP every rank updates and computes (the metric is synchronised; with
     ``streaming=True``, the default, by summing fixed-size histograms, so a long epoch costs
-    no memory), and rank zero draws and writes. The list of past results, :attr:`history`,
+    no memory), and rank zero draws and writes. A distributed sampler that repeats items
+    to give every rank as many (or drops them, ``drop_last=True``) changes that whole-set
+    value: the monitor warns once, naming how many (``docs/callbacks.md`` says how to
+    avoid it). The list of past results, :attr:`history`,
     is saved in checkpoints, so a resumed fit continues it. A ``trainer.validate`` /
     ``test`` run keeps the history the monitor holds (a fresh monitor starts from the
     checkpoint's) and appends a record with ``fn`` ``"validate"`` / ``"test"`` (``"fit"``
@@ -338,9 +342,23 @@ class CalibrationMonitor(Callback):
 
     def _epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._active = self._due(trainer)
+        if self._active:
+            self._check_samplers(trainer)
         for metric in self._all_metrics():
             metric.to(pl_module.device)
             metric.reset()
+
+    def _check_samplers(self, trainer: Trainer) -> None:
+        """Warn once when a distributed sampler repeats (or drops) items of the evaluation
+        set: the value logged as the whole set's would count them twice (or not at all)."""
+        if "uneven" in self._warned:
+            return
+        loaders = samplers.loaders_of(
+            trainer.val_dataloaders if self.stage == "val" else trainer.test_dataloaders
+        )
+        uneven = {i: u for i, loader in enumerate(loaders) if (u := samplers.uneven_items(loader))}
+        if uneven:
+            self._warn_once("uneven", samplers.uneven_message(self.stage, uneven, len(loaders) > 1))
 
     def _batch_end(self, outputs: Any, batch: Any, dataloader_idx: int) -> None:
         if not self._active:
