@@ -119,7 +119,7 @@ def test_bad_options_and_shapes_are_refused_before_training_ends():
         ({"prefix": ""}, "prefix must be a non-empty string"),
         ({"logits_key": None}, "logits_key must be a non-empty string"),
         ({"target_key": 0}, "target_key must be a non-empty string"),
-        ({"foo": 1}, "unknown arguments 'foo'"),
+        ({"foo": 1}, "unknown argument 'foo'"),
     ):
         with pytest.raises(ValueError, match=message):
             TemperatureRecalibration(**options)

@@ -116,3 +116,29 @@ def check_class_names(names: Any, num_classes: int | None, per_class: bool) -> l
         repeated = sorted({n for n in labels if labels.count(n) > 1})
         raise ValueError(f"class_names must be unique, repeated: {', '.join(map(repr, repeated))}")
     return labels
+
+
+def check_dataloader_idx(value: Any) -> frozenset[int] | None:
+    """The validation dataloaders chosen: an index, a sequence of them, ``"all"`` (None
+    returned: every one), or None (dataloader 0).
+
+    Example:
+        >>> sorted(check_dataloader_idx([0, 2])), check_dataloader_idx("all")
+        ([0, 2], None)
+        >>> check_dataloader_idx(-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: dataloader_idx must be an index >= 0, a list of them, 'all' or None, got -1
+    """
+    if value == "all":
+        return None
+    if value is None:
+        return frozenset({0})
+    indices = [value] if isinstance(value, int) else value
+    good = isinstance(indices, Sequence) and not isinstance(indices, str) and len(indices) > 0
+    good = good and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in indices)
+    if not good or len(set(indices)) != len(indices):
+        raise ValueError(
+            f"dataloader_idx must be an index >= 0, a list of them, 'all' or None, got {value!r}"
+        )
+    return frozenset(indices)

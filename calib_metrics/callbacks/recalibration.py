@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
@@ -71,6 +71,13 @@ class TemperatureRecalibration(Callback):
         logits_key, target_key: keys of the step's output dict.
         extract: ``extract(outputs, batch) -> (logits, target) | None``, replacing the keys.
         ignore_index: target value of items to drop (padding).
+        dataloader_idx: the validation dataloader(s) whose logits fit the temperature: an
+            index, a list of them, or ``"all"`` (pooled). None (the default) takes
+            dataloader 0 and, when there are more, warns once that the others are left
+            out. A temperature is fitted for the data it will be applied to, which the
+            first validation set is by Lightning's convention; further validation sets are
+            more often other domains or comparison sets, and pooling them (as this callback
+            did, without a word) moves T towards a mixture no prediction will see.
         prefix: start of every logged name (no leading or trailing ``/``).
         bin_size, n_samples, confidence: of the before/after errors (debiased, bootstrap
             over pairs).
@@ -90,6 +97,7 @@ class TemperatureRecalibration(Callback):
         target_key: str = "target",
         extract: Extract | None = None,
         ignore_index: int | None = None,
+        dataloader_idx: int | Sequence[int] | Literal["all"] | None = None,
         prefix: str = "recalibration",
         bin_size: int | str = "auto",
         n_samples: int = 2000,
@@ -101,15 +109,18 @@ class TemperatureRecalibration(Callback):
         if unknown:
             # A ValueError like the monitor's, which hands unknown options to its metric.
             raise ValueError(
-                f"TemperatureRecalibration got unknown arguments {', '.join(map(repr, unknown))}"
-                "; its options are logits_key, target_key, extract, ignore_index, prefix, "
-                "bin_size, n_samples and confidence"
+                f"TemperatureRecalibration got unknown argument{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}"
+                "; its options are logits_key, target_key, extract, ignore_index, "
+                "dataloader_idx, prefix, bin_size, n_samples and confidence"
             )
         for name, key in (("logits_key", logits_key), ("target_key", target_key)):
             checks.check_key(name, key)
         checks.check_extract(extract)
         checks.check_ignore_index(ignore_index)
         checks.check_prefix(prefix)
+        self._loaders = checks.check_dataloader_idx(dataloader_idx)
+        self.dataloader_idx = dataloader_idx
         _check_options("l2", "adaptive", bin_size, 15)
         _check_interval_options(n_samples, confidence, "normal", "pairs")
         self.logits_key, self.target_key = logits_key, target_key
@@ -122,6 +133,7 @@ class TemperatureRecalibration(Callback):
         self.results: dict[str, float] = {}
         self._logits: list[Tensor] = []
         self._target: list[Tensor] = []
+        self._told_loaders = False
 
     def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
         """``(logits [M, C] or [M], target [M])`` of one step, padding dropped."""
@@ -154,6 +166,24 @@ class TemperatureRecalibration(Callback):
 
     def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._logits, self._target = [], []
+        counts = trainer.num_val_batches
+        n_loaders = len(counts) if isinstance(counts, (list, tuple)) else 1
+        missing = sorted(set(self._loaders or ()) - set(range(n_loaders)))
+        if missing:
+            # Found at the sanity check (or the first validation), not when fitting ends.
+            raise ValueError(
+                f"TemperatureRecalibration: dataloader_idx={self.dataloader_idx!r} names "
+                f"dataloader {', '.join(map(str, missing))}, but the trainer has "
+                f"{n_loaders} validation dataloader{'s' if n_loaders > 1 else ''}"
+            )
+        if self.dataloader_idx is None and n_loaders > 1 and not self._told_loaders:
+            self._told_loaders = True
+            rank_zero_warn(
+                f"TemperatureRecalibration: the trainer has {n_loaders} validation "
+                "dataloaders; the temperature is fitted on dataloader 0 alone. Pass "
+                "dataloader_idx=0 to say so (and silence this), another index or a list of "
+                "them, or dataloader_idx='all' to pool every dataloader's logits"
+            )
 
     def on_validation_batch_end(
         self,
@@ -165,6 +195,8 @@ class TemperatureRecalibration(Callback):
         dataloader_idx: int = 0,
     ) -> None:
         if trainer.sanity_checking:
+            return
+        if self._loaders is not None and dataloader_idx not in self._loaders:
             return
         pair = self.extract_batch(outputs, batch)
         if pair is not None:
