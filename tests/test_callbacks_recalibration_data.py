@@ -91,3 +91,23 @@ def test_a_dataloader_the_trainer_lacks_is_named_at_the_first_validation() -> No
 def test_a_bad_dataloader_idx_is_refused_up_front(bad: Any) -> None:
     with pytest.raises(ValueError, match="dataloader_idx must be"):
         TemperatureRecalibration(dataloader_idx=bad)
+
+
+@pytest.mark.parametrize(("max_epochs", "stale"), [(3, True), (4, False)])
+def test_logits_of_earlier_weights_are_named(max_epochs: int, stale: bool) -> None:
+    """check_val_every_n_epoch=2, max_epochs=3: T was fitted on epoch 1's logits and put on
+    the weights of epoch 2 without a word."""
+    torch.manual_seed(0)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    train = DataLoader(_data(100, seed=0), batch_size=50)  # 2 steps an epoch
+    run = _run(callbacks=[callback], max_epochs=max_epochs, check_val_every_n_epoch=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.fit(Overconfident(), train, DataLoader(_data(64, seed=1), batch_size=64))
+    told = [str(w.message) for w in caught if "training went on" in str(w.message)]
+    assert callback.recalibrator is not None  # fitted all the same
+    if not stale:
+        assert told == []
+        return
+    (message,) = told
+    assert "the last validation ran at epoch 1 (step 4), and training went on to step 6" in message

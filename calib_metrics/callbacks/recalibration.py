@@ -52,6 +52,10 @@ class TemperatureRecalibration(Callback):
     :meth:`temperature_in` reads it from the file without a Trainer (for a model loaded
     with ``load_from_checkpoint``, which restores no callback).
 
+    The last validation must come after the last training step for T to fit the final
+    weights: when training went on after it (``check_val_every_n_epoch=2,
+    max_epochs=3``), the callback still fits, and warns naming the steps.
+
     When no validation logits were seen (``limit_val_batches=0``, an empty validation
     loader) or the temperature cannot be fitted on them (a single class, NaN logits), the
     callback warns and sets nothing: the finished fit is not failed.
@@ -134,6 +138,7 @@ class TemperatureRecalibration(Callback):
         self._logits: list[Tensor] = []
         self._target: list[Tensor] = []
         self._told_loaders = False
+        self._collected_at: tuple[int, int] | None = None  # (epoch, global step)
 
     def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
         """``(logits [M, C] or [M], target [M])`` of one step, padding dropped."""
@@ -202,6 +207,26 @@ class TemperatureRecalibration(Callback):
         if pair is not None:
             self._logits.append(pair[0])
             self._target.append(pair[1])
+
+    def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if not trainer.sanity_checking:
+            # The weights these logits come from, to compare with the final ones at fit end.
+            self._collected_at = (int(trainer.current_epoch), int(trainer.global_step))
+
+    def _warn_if_stale(self, trainer: Trainer) -> None:
+        """Warn when training went on after the validation whose logits the temperature is
+        fitted on: T then fits earlier weights than the ones it is applied to."""
+        if self._collected_at is None or self._collected_at[1] == trainer.global_step:
+            return
+        epoch, step = self._collected_at
+        rank_zero_warn(
+            f"TemperatureRecalibration: the last validation ran at epoch {epoch} (step "
+            f"{step}), and training went on to step {trainer.global_step}: the temperature "
+            "is fitted on the logits of earlier weights than the final ones it is applied "
+            "to. Let a validation come after the last training step (e.g. "
+            "check_val_every_n_epoch dividing max_epochs), or refit on the final model's "
+            "validation logits (calib_metrics.recalibration.TemperatureScaling)"
+        )
 
     @property
     def state_key(self) -> str:
@@ -313,6 +338,7 @@ class TemperatureRecalibration(Callback):
                 )
                 return
             logits, target = (t.clone() for t in local)
+        self._warn_if_stale(trainer)
         if _look_like_probabilities(logits):
             rank_zero_warn(
                 f"TemperatureRecalibration: the validation step's {self.logits_key!r} are "
