@@ -69,14 +69,15 @@ class CalibrationMonitor(Callback):
     no memory), and rank zero draws and writes. A distributed sampler that repeats items
     to give every rank as many (or drops them, ``drop_last=True``) changes that whole-set
     value: the monitor warns once, naming how many (``docs/callbacks.md`` says how to
-    avoid it). The list of past results, :attr:`history`,
-    is saved in checkpoints, so a resumed fit continues it. A ``trainer.validate`` /
-    ``test`` run keeps the history the monitor holds (a fresh monitor starts from the
-    checkpoint's) and appends a record with ``fn`` ``"validate"`` / ``"test"`` (``"fit"``
-    while fitting); with ``ckpt_path=`` its ``epoch`` and ``step`` are those of the
-    checkpoint's weights, as ``ModelCheckpoint`` names the file (``epoch=0-step=12.ckpt``),
-    and ``checkpoint`` is its path (else the trainer's epoch and step, and None). The
-    history file on disk only ever grows.
+    avoid it).
+
+    The list of past results, :attr:`history`, is saved in checkpoints, so a resumed fit
+    continues it. A ``trainer.validate`` / ``test`` run keeps the history the monitor
+    holds (a fresh monitor starts from the checkpoint's) and appends a record whose ``fn``
+    is ``"validate"`` / ``"test"`` (``"fit"`` while fitting); with ``ckpt_path=`` its
+    ``epoch`` and ``step`` are the checkpoint's, as ``ModelCheckpoint`` names the file
+    (``epoch=0-step=12.ckpt``), and ``checkpoint`` is its path (else the trainer's epoch
+    and step, and None). The history file on disk only ever grows.
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
