@@ -380,7 +380,24 @@ def test_extract_batch_errors() -> None:
         ({"every_n_epochs": 0}, "every_n_epochs"),
         ({"every_n_epochs": 1.5}, "every_n_epochs"),
         ({"num_classes": None, "per_class": True}, "per_class=True needs num_classes"),
-        ({"class_names": ["a"]}, "class_names must have"),
+        ({"class_names": ["a"], "per_class": True}, "class_names must have"),
+        # Before: accepted, each a surprise later (a tag "/calib_err", a string read as
+        # three names, names never used, a truthy "yes", a None key at the first batch).
+        ({"prefix": ""}, "prefix must be a non-empty string"),
+        ({"prefix": 123}, "prefix must be a non-empty string"),
+        ({"prefix": "val/"}, "without a leading or trailing '/'"),
+        ({"per_class": "yes"}, "per_class must be True or False"),
+        ({"prog_bar": "yes"}, "prog_bar must be True or False"),
+        ({"probs_key": None}, "probs_key must be a non-empty string"),
+        ({"target_key": 3}, "target_key must be a non-empty string"),
+        ({"class_names": "abc", "per_class": True}, "got the string 'abc'"),
+        ({"class_names": ["a", "b", "c"]}, "pass per_class=True too"),
+        ({"class_names": ["a", "a", "b"], "per_class": True}, "unique, repeated: 'a'"),
+        ({"num_classes": None, "class_names": ["a", "b"]}, "class_names needs num_classes"),
+        # Before: "average must stay 'micro', got None", an option the user never set.
+        ({"mode": "top_label", "per_class": True}, "mode='top_label' has none"),
+        # Before: accepted, and under DDP each rank logged its own shard's error.
+        ({"sync_on_compute": False}, "sync_on_compute must stay True"),
         ({"save_png": "yes"}, "save_png"),
         ({"smooth": "yes"}, "smooth must be"),
         ({"average": None}, "per_class=True instead"),
@@ -391,6 +408,18 @@ def test_extract_batch_errors() -> None:
 def test_bad_options(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         monitor(**kwargs)
+
+
+def test_classwise_mode_charts_the_classes_it_averages() -> None:
+    """per_class=True with mode='classwise' was refused (about average=None, never set)."""
+    cb = monitor(mode="classwise", per_class=True, class_names=["a", "b", "c"])
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(2 * torch.randn(300, N_CLASSES, generator=g), -1)
+    target = torch.randint(0, N_CLASSES, (300,), generator=g)
+    for metric in (cb.metric, cb.class_metric):
+        metric.update(probs, target)
+    per_class = [float(r.error) for r in cb.class_metric.compute_result()]
+    assert float(cb.metric.compute_result().error) == pytest.approx(sum(per_class) / 3)
 
 
 def test_state_dict_round_trip_and_state_key() -> None:
@@ -544,7 +573,7 @@ def test_monitor_figures_name_the_interval_and_draw_the_per_label_chart(
 
 def test_band_over_epochs_puts_ticks_on_whole_epochs(tmp_path: Path, monkeypatch) -> None:
     from calib_metrics import plot
-    from calib_metrics.callbacks import _tensorboard as tb
+    from calib_metrics.callbacks import _files
 
     drawn: list[dict] = []
     original = plot.error_curve
@@ -554,8 +583,8 @@ def test_band_over_epochs_puts_ticks_on_whole_epochs(tmp_path: Path, monkeypatch
         return original(*args, **kwargs)
 
     monkeypatch.setattr(plot, "error_curve", spy)
-    rows = [{"epoch": e, "error": 0.1, "lower": 0.08, "upper": 0.12} for e in range(3)]
-    tb.write_files(tmp_path, "val", 2, {}, rows, "val CalibErr")
+    rows = [{"epoch": e, "step": e, "error": 0.1, "lower": 0.08, "upper": 0.12} for e in range(3)]
+    _files.write_files(tmp_path, "val", "epoch002", {}, rows, "val CalibErr")
     assert drawn and drawn[0]["integer_x"] is True and drawn[0]["xlabel"] == "epoch"
 
 

@@ -131,5 +131,52 @@ def test_ddp_two_cpu_processes(tmp_path: Path) -> None:
     assert len(pngs) == EPOCHS
 
 
+@pytest.mark.parametrize(
+    ("items", "drop_last", "said"),
+    [
+        (41, False, "the validation sampler repeats 1 of the 41 items (42 drawn, 21 on each"),
+        (41, True, "the validation sampler drops 1 of the 41 items (drop_last=True: 40 drawn"),
+        (40, False, None),
+    ],
+)
+def test_a_sampler_that_repeats_or_drops_items_is_named_once(
+    tmp_path: Path, items: int, drop_last: bool, said: str | None
+) -> None:
+    """DistributedSampler pads 41 items to 2 x 21 by repeating one: the "whole validation
+    set" value counted it twice without a word. Rank 0's sampler of a 2-rank world, in one
+    process, is what each rank's loader holds under DDP."""
+    import warnings
+
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_callbacks import PAD, TinyTagger, loaders, tagging_data
+
+    from calib_metrics.callbacks import CalibrationMonitor
+
+    data = tagging_data(items, seed=1)
+    sampler = DistributedSampler(data, num_replicas=2, rank=0, shuffle=False, drop_last=drop_last)
+    val = DataLoader(data, batch_size=10, sampler=sampler)
+    monitor = CalibrationMonitor(num_classes=3, ignore_index=PAD, bin_size=20, n_samples=50)
+    trainer = Trainer(
+        default_root_dir=tmp_path, max_epochs=2, accelerator="cpu", devices=1, logger=False,
+        callbacks=[monitor], enable_progress_bar=False, enable_model_summary=False,
+        enable_checkpointing=False, num_sanity_val_steps=0,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(TinyTagger(), loaders()[0], val)
+    told = [str(w.message) for w in caught if "under DDP" in str(w.message)]
+    if said is None:
+        assert told == []
+        return
+    (message,) = told  # once, not every epoch
+    assert said in message
+    assert "size divisible by the 2 ranks" in message
+    assert "use_distributed_sampler=False" in message
+
+
 if __name__ == "__main__":
     run_ddp(Path(sys.argv[1]))

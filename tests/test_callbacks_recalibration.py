@@ -111,6 +111,15 @@ def test_bad_options_and_shapes_are_refused_before_training_ends():
         ({"n_samples": 0}, "n_samples"),
         ({"bin_size": "x"}, "bin_size"),
         ({"confidence": 2.0}, "confidence"),
+        # Before: accepted, then a TypeError at the first batch (extract), "None/temperature"
+        # tags (prefix), or a key never found; an unknown keyword was a TypeError.
+        ({"extract": 5}, "extract must be callable"),
+        ({"ignore_index": "a"}, "ignore_index must be an integer or None"),
+        ({"prefix": None}, "prefix must be a non-empty string"),
+        ({"prefix": ""}, "prefix must be a non-empty string"),
+        ({"logits_key": None}, "logits_key must be a non-empty string"),
+        ({"target_key": 0}, "target_key must be a non-empty string"),
+        ({"foo": 1}, "unknown argument 'foo'"),
     ):
         with pytest.raises(ValueError, match=message):
             TemperatureRecalibration(**options)

@@ -8,7 +8,6 @@ writers and anything else with those methods.
 
 from __future__ import annotations
 
-import json
 import os
 import weakref
 from collections.abc import Sequence
@@ -220,43 +219,3 @@ def safe_name(tag: str) -> str:
         'val_calib_err'
     """
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in tag)
-
-
-def write_files(
-    folder: Path,
-    stem: str,
-    epoch: int,
-    figures: dict[str, Any],
-    history: Sequence[dict[str, Any]],
-    label: str,
-) -> None:
-    """PNGs of this epoch's figures, the error over epochs with its band, and the history.
-
-    Files: ``{stem}_{figure}_epoch{epoch:03d}.png``, ``{stem}_calib_err.png`` and
-    ``{stem}_history.json`` in ``folder`` (created).
-
-    Example:
-        >>> import tempfile
-        >>> folder = Path(tempfile.mkdtemp()) / "calibration"
-        >>> row = {"epoch": 0, "error": 0.1, "lower": 0.08, "upper": 0.12}
-        >>> write_files(folder, "val", 0, {}, [row], "val CalibErr")
-        >>> sorted(p.name for p in folder.iterdir())
-        ['val_calib_err.png', 'val_history.json']
-    """
-    from calib_metrics import plot  # matplotlib only once there is something to draw
-
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, fig in figures.items():
-        fig.savefig(folder / f"{stem}_{name}_epoch{epoch:03d}.png", dpi=100)
-    fig, _ = plot.error_curve(
-        [r["epoch"] for r in history],
-        [r["error"] for r in history],
-        [r["lower"] for r in history],
-        [r["upper"] for r in history],
-        xlabel="epoch",
-        label=label,
-        integer_x=True,
-    )
-    fig.savefig(folder / f"{stem}_calib_err.png", dpi=100)
-    with open(folder / f"{stem}_history.json", "w", encoding="utf-8") as stream:
-        json.dump(list(history), stream, indent=1)

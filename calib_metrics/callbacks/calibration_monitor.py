@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -12,6 +13,9 @@ from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
+from calib_metrics.callbacks import _arguments as checks
+from calib_metrics.callbacks import _files as files
+from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError
@@ -62,8 +66,18 @@ class CalibrationMonitor(Callback):
 
     Under DDP every rank updates and computes (the metric is synchronised; with
     ``streaming=True``, the default, by summing fixed-size histograms, so a long epoch costs
-    no memory), and rank zero draws and writes. The list of past results, :attr:`history`,
-    is saved in checkpoints, so a resumed run continues it.
+    no memory), and rank zero draws and writes. A distributed sampler that repeats items
+    to give every rank as many (or drops them, ``drop_last=True``) changes that whole-set
+    value: the monitor warns once, naming how many (``docs/callbacks.md`` says how to
+    avoid it).
+
+    The list of past results, :attr:`history`, is saved in checkpoints, so a resumed fit
+    continues it. A ``trainer.validate`` / ``test`` run keeps the history the monitor
+    holds (a fresh monitor starts from the checkpoint's) and appends a record whose ``fn``
+    is ``"validate"`` / ``"test"`` (``"fit"`` while fitting); with ``ckpt_path=`` its
+    ``epoch`` and ``step`` are the checkpoint's, as ``ModelCheckpoint`` names the file
+    (``epoch=0-step=12.ckpt``), and ``checkpoint`` is its path (else the trainer's epoch
+    and step, and None). The history file on disk only ever grows.
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -76,15 +90,19 @@ class CalibrationMonitor(Callback):
         ignore_index: target value of items to drop (padding).
         stage: ``"val"`` (validation epochs) or ``"test"``.
         every_n_epochs: evaluate every n-th epoch while fitting.
-        prefix: start of every tag; defaults to ``stage``.
-        per_class: also log one result per class (needs ``num_classes``).
-        class_names: labels of the per-class chart (default ``0 .. C-1``).
+        prefix: start of every tag (no leading or trailing ``/``); defaults to ``stage``.
+        per_class: also log one result per class (needs ``num_classes``): each class's
+            one-vs-rest error, whose mean is ``mode="classwise"``'s value
+            (``mode="top_label"`` has no per-class results).
+        class_names: labels of the per-class results, one per class, unique (needs
+            ``per_class=True``; default ``0 .. C-1``).
         save_png: PNGs for loggers without images (None), for all (True) or never (False).
         prog_bar: show ``{prefix}/calib_err`` in the progress bar.
         smooth: also log the smooth calibration error (default True).
         bin_size, n_samples, confidence, streaming: passed to the metric (defaults
             ``"auto"``, 10000, 0.95, True).
-        metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option.
+        metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option
+            (``sync_on_compute`` must stay True: the monitor logs the whole set's value).
 
     Example:
         >>> import torch
@@ -131,20 +149,33 @@ class CalibrationMonitor(Callback):
             raise ValueError(f"every_n_epochs must be an integer >= 1, got {every_n_epochs!r}")
         if every_n_epochs < 1:
             raise ValueError(f"every_n_epochs must be an integer >= 1, got {every_n_epochs!r}")
-        if extract is not None and not callable(extract):
-            raise ValueError(f"extract must be callable, got {type(extract).__name__}")
+        checks.check_extract(extract)
+        keys = {"probs_key": probs_key, "target_key": target_key, "groups_key": groups_key}
+        for name, key in keys.items():
+            checks.check_key(name, key)
+        if prefix is not None:
+            checks.check_prefix(prefix)
+        for name, flag in (("per_class", per_class), ("prog_bar", prog_bar), ("smooth", smooth)):
+            checks.check_flag(name, flag)
         if per_class and num_classes is None:
             raise ValueError("per_class=True needs num_classes (one result per class)")
-        if class_names is not None and (num_classes is None or len(class_names) != num_classes):
+        if per_class and metric_kwargs.get("mode") == "top_label":
             raise ValueError(
-                f"class_names must have num_classes={num_classes} entries, got {len(class_names)}"
+                "per_class=True needs one result per class, and mode='top_label' has none: it "
+                "measures each item's top-label confidence only; leave per_class out, or use "
+                "mode='one_vs_rest' (or 'classwise')"
             )
-        if not isinstance(smooth, bool):
-            raise ValueError(f"smooth must be True or False, got {smooth!r}")
+        labels = checks.check_class_names(class_names, num_classes, per_class)
         if save_png not in (None, True, False):
             raise ValueError(f"save_png must be None, True or False, got {save_png!r}")
         if "average" in metric_kwargs:
             raise ValueError("set per_class=True instead of average (the monitor logs micro)")
+        if metric_kwargs.get("sync_on_compute", True) is not True:
+            raise ValueError(
+                "sync_on_compute must stay True: the monitor logs the value of the whole "
+                "evaluation set, which under DDP needs every rank's pairs (without the sync "
+                "each rank logs its shard's error, and Lightning averages those)"
+            )
         options = dict(
             num_classes=num_classes,
             ignore_index=ignore_index,
@@ -156,7 +187,10 @@ class CalibrationMonitor(Callback):
         )
         # The metric validates every option up front, so a bad one fails here, not at epoch end.
         self.metric = CalibrationError(**options)
-        self.class_metric = CalibrationError(average=None, **options) if per_class else None
+        # Per-class results are one-vs-rest per class (classwise mode averages exactly these).
+        class_options = {**options, "mode": "one_vs_rest", "average": None}
+        self.class_metric = CalibrationError(**class_options) if per_class else None
+        self._class_options = class_options
         self._options = options
         # Metrics of the second, third, ... dataloader, made when their first batch comes.
         self._more_loaders: dict[int, list[CalibrationError]] = {}
@@ -171,11 +205,7 @@ class CalibrationMonitor(Callback):
         self.stage = stage
         self.every_n_epochs = every_n_epochs
         self.prefix = prefix if prefix is not None else stage
-        self.class_names = (
-            [str(c) for c in class_names]
-            if class_names is not None
-            else [str(c) for c in range(num_classes or 0)]
-        )
+        self.class_names = labels or [str(c) for c in range(num_classes or 0)]
         self.save_png = save_png
         self.prog_bar = prog_bar
         self.smooth = smooth
@@ -186,6 +216,8 @@ class CalibrationMonitor(Callback):
         self._warned: set[str] = set()
         self._tags_checked = False
         self._layout_suffixes = [""]
+        # The checkpoint this run restored (see on_load_checkpoint), None if none.
+        self._restored: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ names
     @property
@@ -290,7 +322,7 @@ class CalibrationMonitor(Callback):
     def _due(self, trainer: Trainer) -> bool:
         if trainer.sanity_checking:
             return False
-        fitting = getattr(trainer.state.fn, "value", trainer.state.fn) == "fit"
+        fitting = _trainer_fn(trainer) == "fit"
         return not fitting or (trainer.current_epoch + 1) % self.every_n_epochs == 0
 
     def _metrics(self, dataloader_idx: int = 0) -> list[CalibrationError]:
@@ -300,7 +332,7 @@ class CalibrationMonitor(Callback):
         if dataloader_idx not in self._more_loaders:
             metrics = [CalibrationError(**self._options)]
             if self.class_metric is not None:
-                metrics.append(CalibrationError(average=None, **self._options))
+                metrics.append(CalibrationError(**self._class_options))
             for metric in metrics:
                 metric.to(self.metric.device)
             self._more_loaders[dataloader_idx] = metrics
@@ -311,9 +343,23 @@ class CalibrationMonitor(Callback):
 
     def _epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._active = self._due(trainer)
+        if self._active:
+            self._check_samplers(trainer)
         for metric in self._all_metrics():
             metric.to(pl_module.device)
             metric.reset()
+
+    def _check_samplers(self, trainer: Trainer) -> None:
+        """Warn once when a distributed sampler repeats (or drops) items of the evaluation
+        set: the value logged as the whole set's would count them twice (or not at all)."""
+        if "uneven" in self._warned:
+            return
+        loaders = samplers.loaders_of(
+            trainer.val_dataloaders if self.stage == "val" else trainer.test_dataloaders
+        )
+        uneven = {i: u for i, loader in enumerate(loaders) if (u := samplers.uneven_items(loader))}
+        if uneven:
+            self._warn_once("uneven", samplers.uneven_message(self.stage, uneven, len(loaders) > 1))
 
     def _batch_end(self, outputs: Any, batch: Any, dataloader_idx: int) -> None:
         if not self._active:
@@ -344,7 +390,7 @@ class CalibrationMonitor(Callback):
             )
 
     def on_validation_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        validating = getattr(trainer.state.fn, "value", trainer.state.fn) == "validate"
+        validating = _trainer_fn(trainer) == "validate"
         if self.stage == "test" and validating and not self._stage_is_monitored(trainer, "val"):
             self._warn_once(
                 "stage",
@@ -508,8 +554,7 @@ class CalibrationMonitor(Callback):
         bins = tb.bins_tensor(result)
         record: dict[str, Any] = {
             "stage": self.stage,
-            "epoch": int(trainer.current_epoch),
-            "step": step,
+            **self._when(trainer, step),
             **tb.result_numbers(result),
             "confidence": self.confidence,
             "n_pairs": int(bins[:, 2].sum().item()),
@@ -520,7 +565,33 @@ class CalibrationMonitor(Callback):
             record["per_class"] = {name: tb.result_numbers(r) for name, r in pairs}
         return record
 
+    def _when(self, trainer: Trainer, step: int) -> dict[str, Any]:
+        """Which run measured which weights: the trainer function, the epoch and step of the
+        weights (in a validate / test run with ``ckpt_path=``, the checkpoint's ``epoch`` and
+        ``global_step``, and its path as ``checkpoint``), for the history record."""
+        fn = _trainer_fn(trainer)
+        when: dict[str, Any] = {"fn": fn, "epoch": int(trainer.current_epoch), "step": step}
+        if fn != "fit":
+            restored = self._restored or {}
+            when["checkpoint"] = restored.get("checkpoint")
+            when.update({key: restored[key] for key in ("epoch", "step") if key in restored})
+        return when
+
     # ------------------------------------------------------------------ write
+    def _destinations(self, trainer: Trainer) -> tuple[list[tuple[Any, Any]], list[Path]]:
+        """The (logger, experiment) pairs that take figures, and the folders that get files."""
+        experiments, png_dirs = [], []
+        for logger in trainer.loggers:
+            experiment = tb.experiment_of(logger)
+            takes_figures = tb.has_method(experiment, "add_figure")
+            if takes_figures:
+                experiments.append((logger, experiment))
+            if self.save_png or (self.save_png is None and not takes_figures):
+                png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
+        if self.save_png and not trainer.loggers:
+            png_dirs.append(tb.log_dir_of(None, trainer.default_root_dir))
+        return experiments, list(dict.fromkeys(png_dirs))  # unique, in order
+
     @rank_zero_only
     def _write(
         self,
@@ -531,10 +602,14 @@ class CalibrationMonitor(Callback):
         drawn: tuple[str, bool],
         suffix: str = "",
     ) -> None:
+        experiments, png_dirs = self._destinations(trainer)
+        if not experiments and not png_dirs:
+            return  # no logger would keep the figures: drawing them is time spent for nothing
         from calib_metrics import plot  # matplotlib only once there is something to draw
 
-        epoch = int(trainer.current_epoch)
-        title = f"{self.prefix}{suffix} · epoch {epoch} · step {step}"
+        record = self.history[-1]
+        run = "" if record["fn"] == "fit" else f" · {record['fn']}"
+        title = f"{self.prefix}{suffix}{run} · epoch {record['epoch']} · step {record['step']}"
         interval, debias = drawn
         kind = {"confidence": self.confidence, "interval": interval, "debias": debias}
         figures = {"reliability_diagram": plot.reliability_diagram(result, title=title, **kind)[0]}
@@ -543,27 +618,20 @@ class CalibrationMonitor(Callback):
             figures["calib_err_per_class"] = plot.per_label_errors(
                 errors, names=(f"{self.prefix}{suffix}",), title=title, **kind
             )[0]
-        png_dirs = []
-        for logger in trainer.loggers:
-            experiment = tb.experiment_of(logger)
-            if tb.has_method(experiment, "add_figure"):
-                self._write_experiment(logger, experiment, step, result, per_class, figures, suffix)
-                if self.save_png:
-                    png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
-            elif self.save_png is not False:
-                png_dirs.append(tb.log_dir_of(logger, trainer.default_root_dir))
-        if self.save_png and not trainer.loggers:
-            png_dirs.append(tb.log_dir_of(None, trainer.default_root_dir))
-        index = self.history[-1].get("dataloader_idx")
+        for logger, experiment in experiments:
+            self._write_experiment(logger, experiment, step, result, per_class, figures, suffix)
+        index = record.get("dataloader_idx")
         history = [r for r in self.history if r.get("dataloader_idx") == index]
-        for folder in dict.fromkeys(png_dirs):  # unique, in order
-            tb.write_files(
+        name = files.figure_suffix(record, by_step=_validates_within_epochs(trainer))
+        for folder in png_dirs:
+            files.write_files(
                 folder / "calibration",
                 tb.safe_name(self.prefix + suffix),
-                epoch,
+                name,
                 figures,
                 history,
                 f"{self.prefix}{suffix} CalibErr ({plot.interval_label(**kind)})",
+                unique=record["fn"] != "fit",
             )
 
     def _write_experiment(
@@ -619,8 +687,51 @@ class CalibrationMonitor(Callback):
     def state_dict(self) -> dict[str, Any]:
         return {"history": [dict(r) for r in self.history]}
 
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        self._restored = None  # each run says for itself which checkpoint it restored
+
+    def on_load_checkpoint(
+        self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
+        """Note which run restores which checkpoint (before :meth:`load_state_dict`):
+        Lightning restores the callbacks for every run given ``ckpt_path=``, not only for a
+        resumed fit."""
+        path = getattr(trainer, "ckpt_path", None)
+        self._restored = {
+            "fn": _trainer_fn(trainer),
+            "checkpoint": None if path is None else str(path),
+            # As ModelCheckpoint names the file: epoch=0-step=12.ckpt.
+            "epoch": int(checkpoint.get("epoch", 0)),
+            "step": int(checkpoint.get("global_step", 0)),
+        }
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore :attr:`history` for a resumed fit. A validate / test run of a checkpoint
+        keeps the history the callback holds (the checkpoint's is older: replacing it lost
+        the later epochs, on disk too); a fresh callback takes the checkpoint's."""
         history = state_dict.get("history", [])
         if not isinstance(history, list):
             raise ValueError(f"history must be a list, got {type(history).__name__}")
+        evaluating = self._restored is not None and self._restored["fn"] != "fit"
+        if evaluating and self.history:
+            return
         self.history = [dict(r) for r in history]
+
+
+def _trainer_fn(trainer: Trainer) -> str:
+    """What the trainer runs: ``"fit"``, ``"validate"``, ``"test"`` or ``"predict"``."""
+    return str(getattr(trainer.state.fn, "value", trainer.state.fn))
+
+
+def _validates_within_epochs(trainer: Trainer) -> bool:
+    """Whether the fit validates on a schedule of batches (``val_check_interval`` below an
+    epoch, or counted across epochs) or of time rather than once at each epoch's end: then
+    an epoch may see several validations, and their files are told apart by step."""
+    if _trainer_fn(trainer) != "fit":
+        return False
+    if getattr(trainer, "_val_check_time_interval", None) is not None:
+        return True
+    if trainer.check_val_every_n_epoch is None:
+        return True
+    every = trainer.val_check_batch
+    return isinstance(every, int) and every < trainer.num_training_batches

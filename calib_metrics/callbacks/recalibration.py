@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
+from calib_metrics.callbacks import _arguments as checks
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.functional.calibration import (
@@ -51,6 +52,10 @@ class TemperatureRecalibration(Callback):
     :meth:`temperature_in` reads it from the file without a Trainer (for a model loaded
     with ``load_from_checkpoint``, which restores no callback).
 
+    The last validation must come after the last training step for T to fit the final
+    weights: when training went on after it (``check_val_every_n_epoch=2,
+    max_epochs=3``), the callback still fits, and warns naming the steps.
+
     When no validation logits were seen (``limit_val_batches=0``, an empty validation
     loader) or the temperature cannot be fitted on them (a single class, NaN logits), the
     callback warns and sets nothing: the finished fit is not failed.
@@ -70,7 +75,14 @@ class TemperatureRecalibration(Callback):
         logits_key, target_key: keys of the step's output dict.
         extract: ``extract(outputs, batch) -> (logits, target) | None``, replacing the keys.
         ignore_index: target value of items to drop (padding).
-        prefix: start of every logged name.
+        dataloader_idx: the validation dataloader(s) whose logits fit the temperature: an
+            index, a list of them, or ``"all"`` (pooled). None (the default) takes
+            dataloader 0 and, when there are more, warns once that the others are left
+            out. A temperature is fitted for the data it will be applied to, which the
+            first validation set is by Lightning's convention; further validation sets are
+            more often other domains or comparison sets, and pooling them (as this callback
+            did, without a word) moves T towards a mixture no prediction will see.
+        prefix: start of every logged name (no leading or trailing ``/``).
         bin_size, n_samples, confidence: of the before/after errors (debiased, bootstrap
             over pairs).
 
@@ -89,13 +101,30 @@ class TemperatureRecalibration(Callback):
         target_key: str = "target",
         extract: Extract | None = None,
         ignore_index: int | None = None,
+        dataloader_idx: int | Sequence[int] | Literal["all"] | None = None,
         prefix: str = "recalibration",
         bin_size: int | str = "auto",
         n_samples: int = 2000,
         confidence: float = 0.95,
+        **unknown: Any,
     ) -> None:
         super().__init__()
-        # Checked now, not when fitting ends (after the whole training run).
+        # Checked now, not at the first batch or when fitting ends (after the training run).
+        if unknown:
+            # A ValueError like the monitor's, which hands unknown options to its metric.
+            raise ValueError(
+                f"TemperatureRecalibration got unknown argument{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))}"
+                "; its options are logits_key, target_key, extract, ignore_index, "
+                "dataloader_idx, prefix, bin_size, n_samples and confidence"
+            )
+        for name, key in (("logits_key", logits_key), ("target_key", target_key)):
+            checks.check_key(name, key)
+        checks.check_extract(extract)
+        checks.check_ignore_index(ignore_index)
+        checks.check_prefix(prefix)
+        self._loaders = checks.check_dataloader_idx(dataloader_idx)
+        self.dataloader_idx = dataloader_idx
         _check_options("l2", "adaptive", bin_size, 15)
         _check_interval_options(n_samples, confidence, "normal", "pairs")
         self.logits_key, self.target_key = logits_key, target_key
@@ -108,6 +137,8 @@ class TemperatureRecalibration(Callback):
         self.results: dict[str, float] = {}
         self._logits: list[Tensor] = []
         self._target: list[Tensor] = []
+        self._told_loaders = False
+        self._collected_at: tuple[int, int] | None = None  # (epoch, global step)
 
     def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
         """``(logits [M, C] or [M], target [M])`` of one step, padding dropped."""
@@ -140,6 +171,24 @@ class TemperatureRecalibration(Callback):
 
     def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._logits, self._target = [], []
+        counts = trainer.num_val_batches
+        n_loaders = len(counts) if isinstance(counts, (list, tuple)) else 1
+        missing = sorted(set(self._loaders or ()) - set(range(n_loaders)))
+        if missing:
+            # Found at the sanity check (or the first validation), not when fitting ends.
+            raise ValueError(
+                f"TemperatureRecalibration: dataloader_idx={self.dataloader_idx!r} names "
+                f"dataloader {', '.join(map(str, missing))}, but the trainer has "
+                f"{n_loaders} validation dataloader{'s' if n_loaders > 1 else ''}"
+            )
+        if self.dataloader_idx is None and n_loaders > 1 and not self._told_loaders:
+            self._told_loaders = True
+            rank_zero_warn(
+                f"TemperatureRecalibration: the trainer has {n_loaders} validation "
+                "dataloaders; the temperature is fitted on dataloader 0 alone. Pass "
+                "dataloader_idx=0 to say so (and silence this), another index or a list of "
+                "them, or dataloader_idx='all' to pool every dataloader's logits"
+            )
 
     def on_validation_batch_end(
         self,
@@ -152,10 +201,32 @@ class TemperatureRecalibration(Callback):
     ) -> None:
         if trainer.sanity_checking:
             return
+        if self._loaders is not None and dataloader_idx not in self._loaders:
+            return
         pair = self.extract_batch(outputs, batch)
         if pair is not None:
             self._logits.append(pair[0])
             self._target.append(pair[1])
+
+    def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if not trainer.sanity_checking:
+            # The weights these logits come from, to compare with the final ones at fit end.
+            self._collected_at = (int(trainer.current_epoch), int(trainer.global_step))
+
+    def _warn_if_stale(self, trainer: Trainer) -> None:
+        """Warn when training went on after the validation whose logits the temperature is
+        fitted on: T then fits earlier weights than the ones it is applied to."""
+        if self._collected_at is None or self._collected_at[1] == trainer.global_step:
+            return
+        epoch, step = self._collected_at
+        rank_zero_warn(
+            f"TemperatureRecalibration: the last validation ran at epoch {epoch} (step "
+            f"{step}), and training went on to step {trainer.global_step}: the temperature "
+            "is fitted on the logits of earlier weights than the final ones it is applied "
+            "to. Let a validation come after the last training step (e.g. "
+            "check_val_every_n_epoch dividing max_epochs), or refit on the final model's "
+            "validation logits (calib_metrics.recalibration.TemperatureScaling)"
+        )
 
     @property
     def state_key(self) -> str:
@@ -267,6 +338,7 @@ class TemperatureRecalibration(Callback):
                 )
                 return
             logits, target = (t.clone() for t in local)
+        self._warn_if_stale(trainer)
         if _look_like_probabilities(logits):
             rank_zero_warn(
                 f"TemperatureRecalibration: the validation step's {self.logits_key!r} are "

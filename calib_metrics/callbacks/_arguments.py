@@ -1,0 +1,144 @@
+"""Up-front checks of the callbacks' constructor arguments (ValueError naming the argument).
+
+A callback's bad argument found at its first batch, or when ``fit`` ends, costs a training
+run; found in the constructor it costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def check_flag(name: str, value: Any) -> None:
+    """``value`` must be True or False (``"yes"`` is truthy and would pass silently).
+
+    Example:
+        >>> check_flag("prog_bar", "yes")
+        Traceback (most recent call last):
+        ...
+        ValueError: prog_bar must be True or False, got 'yes'
+    """
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def check_key(name: str, value: Any) -> None:
+    """A key of the step's output dict: a non-empty string.
+
+    Example:
+        >>> check_key("probs_key", None)
+        Traceback (most recent call last):
+        ...
+        ValueError: probs_key must be a non-empty string (a key of the step's output), got None
+    """
+    if not isinstance(value, str) or not value:
+        raise ValueError(
+            f"{name} must be a non-empty string (a key of the step's output), got {value!r}"
+        )
+
+
+def check_prefix(value: Any) -> None:
+    """The start of every tag: a non-empty string that neither starts nor ends with ``/``
+    (``"val/"`` gave ``val//calib_err``).
+
+    Example:
+        >>> check_prefix("val/head_a")
+        >>> check_prefix("")
+        Traceback (most recent call last):
+        ...
+        ValueError: prefix must be a non-empty string without a leading or trailing '/', got ''
+    """
+    if not isinstance(value, str) or not value or value.startswith("/") or value.endswith("/"):
+        raise ValueError(
+            f"prefix must be a non-empty string without a leading or trailing '/', got {value!r}"
+        )
+
+
+def check_extract(value: Any) -> None:
+    """``extract`` is None or callable.
+
+    Example:
+        >>> check_extract(5)
+        Traceback (most recent call last):
+        ...
+        ValueError: extract must be callable (outputs, batch) -> tuple | None, got int
+    """
+    if value is not None and not callable(value):
+        raise ValueError(
+            f"extract must be callable (outputs, batch) -> tuple | None, got {type(value).__name__}"
+        )
+
+
+def check_ignore_index(value: Any) -> None:
+    """``ignore_index`` is an integer (not a bool) or None.
+
+    Example:
+        >>> check_ignore_index("a")
+        Traceback (most recent call last):
+        ...
+        ValueError: ignore_index must be an integer or None, got 'a'
+    """
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ValueError(f"ignore_index must be an integer or None, got {value!r}")
+
+
+def check_class_names(names: Any, num_classes: int | None, per_class: bool) -> list[str] | None:
+    """The per-class chart's labels as strings, or None; checked against the other options.
+
+    Example:
+        >>> check_class_names(("ADJ", "NOUN"), 2, True)
+        ['ADJ', 'NOUN']
+        >>> check_class_names("abc", 3, True)
+        Traceback (most recent call last):
+        ...
+        ValueError: class_names must be a sequence of names, one per class, got the string 'abc'
+    """
+    if names is None:
+        return None
+    if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+        got = f"the string {names!r}" if isinstance(names, str) else type(names).__name__
+        raise ValueError(f"class_names must be a sequence of names, one per class, got {got}")
+    if num_classes is None:
+        raise ValueError("class_names needs num_classes (binary probabilities have no classes)")
+    if not per_class:
+        raise ValueError(
+            "class_names labels the per-class results, which only per_class=True makes: "
+            "pass per_class=True too, or leave class_names out"
+        )
+    if len(names) != num_classes:
+        raise ValueError(
+            f"class_names must have num_classes={num_classes} entries, got {len(names)}"
+        )
+    labels = [str(name) for name in names]
+    if len(set(labels)) != len(labels):
+        # The per-class record is keyed by name: a repeated name would drop a class.
+        repeated = sorted({n for n in labels if labels.count(n) > 1})
+        raise ValueError(f"class_names must be unique, repeated: {', '.join(map(repr, repeated))}")
+    return labels
+
+
+def check_dataloader_idx(value: Any) -> frozenset[int] | None:
+    """The validation dataloaders chosen: an index, a sequence of them, ``"all"`` (None
+    returned: every one), or None (dataloader 0).
+
+    Example:
+        >>> sorted(check_dataloader_idx([0, 2])), check_dataloader_idx("all")
+        ([0, 2], None)
+        >>> check_dataloader_idx(-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: dataloader_idx must be an index >= 0, a list of them, 'all' or None, got -1
+    """
+    if value == "all":
+        return None
+    if value is None:
+        return frozenset({0})
+    indices = [value] if isinstance(value, int) else value
+    good = isinstance(indices, Sequence) and not isinstance(indices, str) and len(indices) > 0
+    good = good and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in indices)
+    if not good or len(set(indices)) != len(indices):
+        raise ValueError(
+            f"dataloader_idx must be an index >= 0, a list of them, 'all' or None, got {value!r}"
+        )
+    return frozenset(indices)

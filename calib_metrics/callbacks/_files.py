@@ -1,0 +1,150 @@
+"""The files :class:`~calib_metrics.callbacks.CalibrationMonitor` writes for loggers without
+images: each validation's figures as PNGs, the error over time with its band, the history.
+
+A history file is never shortened: a run that holds fewer records than the file (a fresh
+monitor evaluating a checkpoint into the same folder) adds its own to those on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def figure_suffix(record: dict[str, Any], by_step: bool) -> str:
+    """The end of a figure's file name, naming the validation it shows.
+
+    A validation while fitting is named by its epoch, and by its step too when validation
+    runs more than once per epoch (``by_step``); a ``trainer.validate`` / ``test`` run
+    by its trainer function and the epoch and step of the weights it measured.
+
+    Example:
+        >>> figure_suffix({"fn": "fit", "epoch": 3, "step": 48}, by_step=False)
+        'epoch003'
+        >>> figure_suffix({"fn": "fit", "epoch": 0, "step": 6}, by_step=True)
+        'epoch000_step000006'
+        >>> figure_suffix({"fn": "validate", "epoch": 0, "step": 12}, by_step=False)
+        'validate_epoch000_step000012'
+    """
+    fn = record.get("fn", "fit")
+    epoch = f"epoch{record['epoch']:03d}"
+    if fn == "fit" and not by_step:
+        return epoch
+    named = f"{epoch}_step{record['step']:06d}"
+    return named if fn == "fit" else f"{fn}_{named}"
+
+
+def merged_history(path: Path, history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records in the file at ``path``, then those of ``history`` it does not hold yet
+    (a record the file holds n times stands for the first n equal ones of ``history``).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "val_history.json"
+        >>> _ = path.write_text('[{"epoch": 0}, {"epoch": 1}]')
+        >>> merged_history(path, [{"epoch": 0}, {"epoch": 4, "fn": "validate"}])
+        [{'epoch': 0}, {'epoch': 1}, {'epoch': 4, 'fn': 'validate'}]
+    """
+    try:
+        on_disk = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        on_disk = []  # none yet (or not JSON: only a crash inside a write could leave that)
+    if not isinstance(on_disk, list):
+        on_disk = []
+    # Compared as JSON, as they are stored: NaN equals NaN there, and tuples are lists.
+    held = Counter(json.dumps(r, sort_keys=True) for r in on_disk)
+    new = []
+    for record in history:
+        key = json.dumps(record, sort_keys=True)
+        if held[key]:
+            held[key] -= 1
+        else:
+            new.append(record)
+    return on_disk + new
+
+
+def write_files(
+    folder: Path,
+    stem: str,
+    suffix: str,
+    figures: dict[str, Any],
+    history: Sequence[dict[str, Any]],
+    label: str,
+    *,
+    unique: bool = False,
+) -> None:
+    """PNGs of one validation's figures, the error over epochs with its band, the history.
+
+    Files: ``{stem}_{figure}_{suffix}.png`` (:func:`figure_suffix`), ``{stem}_calib_err.png``
+    and ``{stem}_history.json`` in ``folder`` (created). The history written is the file's
+    records followed by the new ones of ``history`` (:func:`merged_history`), and the curve
+    draws it. With ``unique=True`` (a ``validate`` / ``test`` run) figures never replace
+    earlier files: a second run on the same weights gets ``..._2.png``.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp()) / "calibration"
+        >>> row = {"epoch": 0, "step": 4, "error": 0.1, "lower": 0.08, "upper": 0.12}
+        >>> write_files(folder, "val", "epoch000", {}, [row], "val CalibErr")
+        >>> sorted(p.name for p in folder.iterdir())
+        ['val_calib_err.png', 'val_history.json']
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    if unique:
+        suffix = _free_suffix(folder, stem, list(figures), suffix)
+    for name, fig in figures.items():
+        fig.savefig(folder / f"{stem}_{name}_{suffix}.png", dpi=100)
+    path = folder / f"{stem}_history.json"
+    history = merged_history(path, history)
+    curve(history, label).savefig(folder / f"{stem}_calib_err.png", dpi=100)
+    # Written beside, then renamed: an interrupted write leaves the old file whole.
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", encoding="utf-8") as stream:
+        json.dump(history, stream, indent=1)
+    os.replace(partial, path)
+
+
+def _free_suffix(folder: Path, stem: str, names: list[str], suffix: str) -> str:
+    """``suffix``, or ``suffix_2``, ``_3``, ...: the first that names no existing figure."""
+    candidate, n = suffix, 1
+    while any((folder / f"{stem}_{name}_{candidate}.png").exists() for name in names):
+        n += 1
+        candidate = f"{suffix}_{n}"
+    return candidate
+
+
+def curve(history: Sequence[dict[str, Any]], label: str) -> Any:
+    """The error of the fit's validations as a line with its band, over epochs (over steps
+    when some epoch was validated more than once), and the ``validate`` / ``test`` runs as
+    points with error bars at the epoch (step) of the weights they measured.
+
+    Example:
+        >>> rows = [{"epoch": e, "step": 6 * (e + 1), "error": 0.1, "lower": 0.08,
+        ...          "upper": 0.12} for e in (0, 0, 1)]
+        >>> curve(rows, "val CalibErr").axes[0].get_xlabel()
+        'step'
+    """
+    from calib_metrics import plot  # matplotlib only once there is something to draw
+
+    fit = [r for r in history if r.get("fn", "fit") == "fit"]
+    runs = [r for r in history if r.get("fn", "fit") != "fit"]
+    epochs = [r["epoch"] for r in fit]
+    x = "step" if len(set(epochs)) < len(epochs) else "epoch"
+    columns = ([r[key] for r in fit] for key in (x, "error", "lower", "upper"))
+    fig, ax = plot.error_curve(*columns, xlabel=x, label=label, integer_x=True)
+    for fn in dict.fromkeys(r["fn"] for r in runs):
+        points = [r for r in runs if r["fn"] == fn]
+        error = [r["error"] for r in points]
+        below = [r["error"] - r["lower"] for r in points]
+        above = [r["upper"] - r["error"] for r in points]
+        ax.errorbar(
+            [r[x] for r in points], error, yerr=[below, above], fmt="s", capsize=3,
+            label=f"trainer.{fn}()",
+        )  # fmt: skip
+    if runs:
+        ax.legend(fontsize=8)
+    return fig

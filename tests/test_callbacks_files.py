@@ -1,0 +1,143 @@
+"""What CalibrationMonitor draws and keeps on disk: figures only where a logger keeps them,
+one file per validation, and a history on disk that never loses a record."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
+
+# The tiny tagger and run helpers of test_callbacks.py (tests are not a package).
+_spec = importlib.util.spec_from_file_location(
+    "callbacks_helpers", Path(__file__).with_name("test_callbacks.py")
+)
+_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_helpers)
+TinyTagger, loaders, monitor, trainer = (
+    _helpers.TinyTagger,
+    _helpers.loaders,
+    _helpers.monitor,
+    _helpers.trainer,
+)
+
+
+def quietly(fn, *args: Any, **kwargs: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("logger", "save_png"), [(False, None), ("csv", False)], ids=["no logger", "csv, no png"]
+)
+def test_nothing_is_drawn_when_nothing_keeps_it(tmp_path: Path, monkeypatch, logger, save_png):
+    """The diagrams were drawn every epoch and thrown away (no logger, PNGs off)."""
+    from calib_metrics import plot
+
+    drawn: list[str] = []
+    original = plot.reliability_diagram
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        drawn.append(kwargs.get("title", ""))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(plot, "reliability_diagram", spy)
+    cb = monitor(save_png=save_png)
+    train, val = loaders()
+    chosen = CSVLogger(tmp_path, name="csv") if logger == "csv" else False
+    quietly(trainer(tmp_path, 2, logger=chosen, callbacks=[cb]).fit, TinyTagger(), train, val)
+    assert len(cb.history) == 2  # measured and logged all the same
+    assert drawn == []
+    assert not list(tmp_path.rglob("*.png"))
+
+
+def test_several_validations_an_epoch_keep_a_file_each_and_plot_over_steps(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """val_check_interval=0.5: the mid-epoch diagram was overwritten by the epoch-end one
+    (both named ..._epoch000.png) and the curve over epochs drew vertical segments."""
+    from calib_metrics import plot
+
+    curves: list[tuple[list, str]] = []
+    original = plot.error_curve
+
+    def spy(x: Any, *args: Any, **kwargs: Any) -> Any:
+        curves.append((list(x), kwargs["xlabel"]))
+        return original(x, *args, **kwargs)
+
+    monkeypatch.setattr(plot, "error_curve", spy)
+    cb = monitor()
+    train, val = loaders(batch_size=8)  # 6 training batches: validation after 3 and 6
+    logger = CSVLogger(tmp_path, name="csv")
+    run = trainer(tmp_path, 2, logger=logger, callbacks=[cb], val_check_interval=0.5)
+    quietly(run.fit, TinyTagger(), train, val)
+    steps = [r["step"] for r in cb.history]
+    assert [r["epoch"] for r in cb.history] == [0, 0, 1, 1]
+    assert steps == sorted(set(steps))
+    folder = Path(logger.log_dir) / "calibration"
+    diagrams = sorted(p.name for p in folder.glob("val_reliability_diagram_*.png"))
+    assert diagrams == [
+        f"val_reliability_diagram_epoch{r['epoch']:03d}_step{r['step']:06d}.png" for r in cb.history
+    ]
+    assert curves[-1] == (steps, "step")
+
+
+def test_validating_a_checkpoint_adds_a_record_of_its_weights_and_loses_none(
+    tmp_path: Path,
+) -> None:
+    """fit, then trainer.validate(ckpt_path=<epoch 0>): Lightning restored the monitor's
+    state for the validate run too, so history fell back to the checkpoint's (epoch 0) and
+    val_history.json and the curve were rewritten without epochs 1 and 2; the new record
+    said epoch 3 (the trainer's) for epoch 0's weights."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
+    cb = monitor()
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    run = trainer(tmp_path, 3, logger=logger, callbacks=[cb, saved], enable_checkpointing=True)
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    fitted = [dict(r) for r in cb.history]
+    assert [r["epoch"] for r in fitted] == [0, 1, 2]
+
+    first = tmp_path / "ckpt" / "epoch=0.ckpt"
+    quietly(run.validate, model, val, ckpt_path=first, verbose=False)
+    assert cb.history[:3] == fitted
+    assert [r["fn"] for r in fitted] == ["fit"] * 3
+    (record,) = cb.history[3:]
+    step = torch.load(first, weights_only=False)["global_step"]
+    assert (record["fn"], record["epoch"], record["step"]) == ("validate", 0, step)
+    assert record["checkpoint"] == str(first)
+    assert record["error"] == pytest.approx(fitted[0]["error"], rel=1e-9)  # epoch 0's weights
+    folder = Path(logger.log_dir) / "calibration"
+    assert json.loads((folder / "val_history.json").read_text()) == cb.history
+    names = {p.name for p in folder.glob("val_reliability_diagram_*.png")}
+    assert names == {
+        *(f"val_reliability_diagram_epoch{e:03d}.png" for e in range(3)),
+        f"val_reliability_diagram_validate_epoch000_step{step:06d}.png",
+    }
+
+    # The same checkpoint again: one more record, and its own files beside the first's.
+    quietly(run.validate, model, val, ckpt_path=first, verbose=False)
+    assert len(cb.history) == 5
+    assert json.loads((folder / "val_history.json").read_text()) == cb.history
+    assert (folder / f"val_reliability_diagram_validate_epoch000_step{step:06d}_2.png").exists()
+
+    # A fresh monitor (a new process) validating epoch 1 into the same folder: it starts
+    # from the checkpoint's history, and the file keeps every record it held.
+    fresh = monitor()
+    again = trainer(
+        tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[fresh]
+    )
+    second = tmp_path / "ckpt" / "epoch=1.ckpt"
+    quietly(again.validate, TinyTagger(), val, ckpt_path=second, verbose=False)
+    assert fresh.history[:2] == fitted[:2]
+    assert [(r["fn"], r["epoch"]) for r in fresh.history[2:]] == [("validate", 1)]
+    on_disk = json.loads((folder / "val_history.json").read_text())
+    assert on_disk == [*cb.history, fresh.history[-1]]
