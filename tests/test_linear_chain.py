@@ -587,3 +587,25 @@ def test_scores_that_require_grad_decode_sample_and_query_without_a_graph() -> N
     assert draws.shape == (4, 2, 3) and not score.requires_grad
     spans = span_marginals(*potentials, begin=1, inside=2, max_length=2)
     assert not spans.requires_grad and spans.shape == (2, 3, 2)
+
+
+@pytest.mark.parametrize(
+    ("gap", "gain", "dtype"), [(400.0, 400.0, F64), (60.0, 55.0, torch.float32)]
+)
+def test_a_lineage_that_underflows_over_several_steps_is_caught(gap, gain, dtype) -> None:
+    """Two tags that may not switch: tag 1 falls 2 x gap behind, then gains 3 x gain. Each
+    step's exponentials and totals were fine, so log_partition returned 0 (exact: 400)
+    and every draw was the all-0 path; only posterior_marginals' backward check saw it."""
+    inf = math.inf
+    tr = torch.tensor([[0.0, -inf], [-inf, 0.0]], dtype=dtype)
+    st, en = torch.zeros(2, dtype=dtype), torch.zeros(2, dtype=dtype)
+    em = torch.tensor([[0, -gap], [0, -gap], [0, gain], [0, gain], [0, gain]], dtype=dtype)[None]
+    log_z, *_ = _brute_force(em[0].double(), tr.double(), st.double(), en.double(), 5)
+    kwargs = {"compute_dtype": dtype}
+    torch.testing.assert_close(log_partition(em, tr, st, en, **kwargs)[0].double(), log_z)
+    torch.testing.assert_close(
+        posterior_marginals(em, tr, st, en, **kwargs).log_partition[0].double(), log_z
+    )
+    g = torch.Generator().manual_seed(0)
+    draws = sample(em, tr, st, en, n_samples=5, generator=g, **kwargs)
+    assert (draws == 1).all()  # the all-1 path holds all the mass

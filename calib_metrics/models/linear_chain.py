@@ -22,7 +22,11 @@ in float64, 87 in float32; never for trained HMM/CRF potentials), the call is
 redone by a per-step-normalised log-space recursion, which is exact for any
 finite scores. That includes a "forbidden" choice written as a large negative
 number (pytorch-crf users' -1e4): write it as -inf, which the fast path keeps
-exactly, to stay on the fast path. Float32 inputs of length 2000 and score
+exactly, to stay on the fast path. So is a call where a tag that forbidden
+transitions keep apart falls hundreds of nats behind over several steps and is
+needed again later: the forward vectors underflow without any step showing it,
+and the backward pass's check, which :func:`log_partition` and :func:`sample` run
+as well, catches it. Float32 inputs of length 2000 and score
 scale 30 give marginals within 1e-6 of the float64 answer. ``log_partition``
 is differentiable, with the marginals (expected counts) as its exact gradient.
 Results come back in the dtype of ``emissions`` on its device.
@@ -398,8 +402,28 @@ def _run_forward(em, tr, st, en, mask, flags: list[Tensor] | None = None):
     ok = ok & _kept(tr, col_shift, dim=0).all()
     if _accept(ok, flags):
         return fwd, state
+    return _log_space_forward(em, tr, st, en, mask, fwd), None
+
+
+def _log_space_forward(em, tr, st, en, mask, fast: _Forward) -> _Forward:
+    """The log-space forward pass, in place of a fast one that lost precision."""
     log_alpha, log_z, log_scale = _log_forward(em, tr, st, en, mask)
-    return _Forward(None, log_alpha, log_z, log_scale, col_shift, trans_col), None
+    return _Forward(None, log_alpha, log_z, log_scale, fast.col_shift, fast.trans_col)
+
+
+def _checked_forward(em, tr, st, en, mask) -> _Forward:
+    """The forward pass, checked by the backward pass too (one more pass, no host read).
+
+    A tag that forbidden transitions keep apart from the others (a lineage) can fall
+    hundreds of nats behind over several steps, underflow to 0 in the forward vectors and
+    be needed again later, while every step's totals stay healthy: the forward pass alone
+    cannot see it, but the backward vectors' normaliser does (their product is then 0 where
+    the posterior is not).
+    """
+    fwd, both = _forward_backward(em, tr, st, en, mask)
+    if both is not None or fwd.probs is None:
+        return fwd
+    return _log_space_forward(em, tr, st, en, mask, fwd)
 
 
 class _FastBoth(NamedTuple):
@@ -469,13 +493,17 @@ def log_partition(
     no tag sequence can score (every path -inf) gets ``log Z = -inf`` and zero gradient.
 
     Host synchronisations: one for the argument checks (``validate_args=False`` skips
-    them; the caller then vouches for the inputs), and one in the forward and one in the
+    them; the caller then vouches for the inputs), two in the forward pass and one in the
     backward pass, which decide whether the fast rescaled recursion was exact or the
-    log-space one is needed. A training loop that must not wait passes a list as
-    ``precision_flags``: the two checks are then appended to it as 0-dim bool device
-    tensors (True = the fast path lost precision) instead of being read, the fast result
-    is used as it is, and the caller reads the flags once (say, per objective evaluation)
-    and recomputes without ``precision_flags`` if any is True.
+    log-space one is needed (the forward pass runs the fast backward recursion too: a tag
+    that forbidden transitions keep apart can underflow over several steps where only the
+    backward vectors show it). A training loop that must not wait passes a list as
+    ``precision_flags``: the forward pass then runs the forward recursion alone, its check
+    and, when ``backward()`` runs, the backward pass's (which covers the several-step
+    case) are appended to it as 0-dim bool device tensors (True = the fast path lost
+    precision) instead of being read, the fast result is used as it is, and the caller
+    reads the flags once after ``backward()`` (say, per objective evaluation) and
+    recomputes without ``precision_flags`` if any is True.
 
     Example:
         >>> import torch
@@ -801,6 +829,9 @@ class _LogPartition(torch.autograd.Function):
     def forward(ctx, em, tr, st, en, mask, flags):
         ctx.save_for_backward(em, tr, st, en, mask)
         ctx.flags = flags
+        if flags is None:
+            return _checked_forward(em, tr, st, en, mask).log_partition
+        # Deferred: the backward pass's own check joins the flags when backward runs.
         return _run_forward(em, tr, st, en, mask, flags)[0].log_partition
 
     @staticmethod
@@ -930,7 +961,8 @@ def sample(
         ValueError: on bad arguments (as :func:`posterior_marginals`), ``n_samples`` not a
             positive int, or an impossible sentence (every path -inf: nothing to sample).
             With ``validate_args=False`` none of these is checked and the call makes no
-            host synchronisation beyond the forward pass's precision check.
+            host synchronisation beyond the precision checks of the fast forward and
+            backward recursions (two).
 
     Example:
         >>> import torch
@@ -951,7 +983,7 @@ def sample(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
     batch, length, num_tags = em.shape
-    fwd = _run_forward(em, tr, st, en, mask)[0]
+    fwd = _checked_forward(em, tr, st, en, mask)
     if validate_args and not bool(torch.isfinite(fwd.log_partition).all()):
         impossible = torch.isinf(fwd.log_partition).nonzero().flatten().tolist()
         raise ValueError(
