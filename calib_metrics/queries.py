@@ -31,15 +31,17 @@ def _check_tensors(**named: object) -> None:
 def _check_mask(
     mask: Tensor | None, shape: torch.Size, like: Tensor, *, left_aligned: bool = False
 ) -> Tensor:
-    """``mask`` as bool: bool or integer 0/1 (one host read), left-aligned if asked."""
+    """``mask`` as bool: bool or integer 0/1, left-aligned if asked (one host read, none
+    for a bool mask that need not be left-aligned)."""
     _check_tensors(**({} if mask is None else {"mask": mask}))
     if mask is None:
         return torch.ones(shape, dtype=torch.bool, device=like.device)
     if mask.shape != shape:
         raise ValueError(f"mask must have shape {tuple(shape)}, got {tuple(mask.shape)}")
     linear_chain.check_mask_dtype(mask)
-    not_binary, _, not_left_aligned = linear_chain.mask_flags(mask).tolist()
-    linear_chain.check_mask_flags(not_binary, False, left_aligned and not_left_aligned)
+    if left_aligned or mask.dtype != torch.bool:  # else there is nothing to read
+        not_binary, _, not_left_aligned = linear_chain.mask_flags(mask).tolist()
+        linear_chain.check_mask_flags(not_binary, False, left_aligned and not_left_aligned)
     return mask.bool()
 
 

@@ -216,6 +216,14 @@ def test_a_run_without_litbank_says_so(tmp_path: Path, capsys):
     assert "LitBank not evaluated" in (tmp_path / "out" / "results.md").read_text()
 
 
+def test_no_litbank_says_it_was_asked_for(tmp_path: Path, capsys):
+    """With the archive there, --no-litbank had been reported as a missing archive."""
+    _write_data(tmp_path / "data")
+    args = _quick_args(tmp_path / "data", tmp_path / "out")
+    args.litbank = False
+    assert coref._litbank(args) == (None, "LitBank not evaluated: --no-litbank given")
+
+
 def test_run_reports_missing_data(tmp_path: Path):
     parser = argparse.ArgumentParser()
     coref.add_arguments(parser)

@@ -258,6 +258,7 @@ def test_not_found_says_where_the_folder_looked_in_came_from(tmp_path, monkeypat
 def test_a_tweet_folder_missing_one_file_names_it_once(tmp_path) -> None:
     """It had said the folder "holds neither" set, and an empty --data folder repeated it."""
     import gzip
+    import zipfile
 
     from calib_metrics.paper.tweets import load_corpus
 
@@ -266,6 +267,13 @@ def test_a_tweet_folder_missing_one_file_names_it_once(tmp_path) -> None:
     (tweets / "negative_tweets.txt.gz").write_bytes(gzip.compress(b"sad :(\tnegative\n"))
     with pytest.raises(FileNotFoundError, match=r"missing .*positive_tweets\.txt\.gz"):
         load_corpus(str(tmp_path), "nltk-twitter-samples-text")
+    polarity = tmp_path / "polarity"
+    polarity.mkdir()
+    (polarity / "negative_tweets.txt.gz").write_bytes(gzip.compress(b"stray :(\tnegative\n"))
+    with zipfile.ZipFile(polarity / "sentence_polarity.zip", "w") as archive:
+        archive.writestr("sentence_polarity/rt-polarity.pos", "a gem .\n")
+        archive.writestr("sentence_polarity/rt-polarity.neg", "dull .\n")
+    assert load_corpus(str(polarity))[0].name == "nltk-sentence-polarity"  # a stray file
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(FileNotFoundError) as refused:

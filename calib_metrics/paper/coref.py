@@ -357,6 +357,8 @@ def _litbank(args: argparse.Namespace) -> tuple[list | None, str | None]:
     """LitBank's documents (out of domain), read before training so that a broken archive
     stops the run at once; or None, with the reason, when it is absent and not asked for."""
     use_litbank = args.litbank
+    if use_litbank is False:
+        return None, "LitBank not evaluated: --no-litbank given"
     litbank_dir = None
     try:
         litbank_dir = find_dataset(LITBANK, args.data)

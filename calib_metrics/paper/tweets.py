@@ -261,10 +261,13 @@ def read_corpus(folder: str | os.PathLike) -> SentimentCorpus:
         neither set
     """
     folder = Path(folder)
-    if any((folder / f).is_file() for f in _TWITTER_FILES.values()):
-        return read_twitter_samples(folder)  # names the file that is missing, if one is
+    tweets = [(folder / f).is_file() for f in _TWITTER_FILES.values()]
+    if all(tweets):
+        return read_twitter_samples(folder)
     if (folder / _POLARITY_ZIP).is_file():
         return read_sentence_polarity(folder)
+    if any(tweets):
+        return read_twitter_samples(folder)  # names the file that is missing
     wanted = ", ".join([*_TWITTER_FILES.values(), _POLARITY_ZIP])
     raise FileNotFoundError(f"{folder} holds neither {TWITTER} nor {POLARITY} ({wanted})")
 
