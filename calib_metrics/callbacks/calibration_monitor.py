@@ -15,6 +15,7 @@ from torch import Tensor
 
 from calib_metrics.callbacks import _arguments as checks
 from calib_metrics.callbacks import _files as files
+from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
@@ -322,7 +323,7 @@ class CalibrationMonitor(Callback):
     def _due(self, trainer: Trainer) -> bool:
         if trainer.sanity_checking:
             return False
-        fitting = _trainer_fn(trainer) == "fit"
+        fitting = runs.trainer_fn(trainer) == "fit"
         return not fitting or (trainer.current_epoch + 1) % self.every_n_epochs == 0
 
     def _metrics(self, dataloader_idx: int = 0) -> list[CalibrationError]:
@@ -390,7 +391,7 @@ class CalibrationMonitor(Callback):
             )
 
     def on_validation_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        validating = _trainer_fn(trainer) == "validate"
+        validating = runs.trainer_fn(trainer) == "validate"
         if self.stage == "test" and validating and not self._stage_is_monitored(trainer, "val"):
             self._warn_once(
                 "stage",
@@ -441,8 +442,7 @@ class CalibrationMonitor(Callback):
     # ---------------------------------------------------------------- compute
     def _suffixes(self, trainer: Trainer) -> dict[int, str]:
         """Each dataloader's tag suffix: none for one loader, else Lightning's naming."""
-        counts = trainer.num_val_batches if self.stage == "val" else trainer.num_test_batches
-        n_loaders = len(counts) if isinstance(counts, (list, tuple)) else 1
+        n_loaders = runs.loader_count(trainer, self.stage)
         if n_loaders <= 1:
             return {0: ""}
         return {i: f"/dataloader_idx_{i}" for i in range(n_loaders)}
@@ -569,7 +569,7 @@ class CalibrationMonitor(Callback):
         """Which run measured which weights: the trainer function, the epoch and step of the
         weights (in a validate / test run with ``ckpt_path=``, the checkpoint's ``epoch`` and
         ``global_step``, and its path as ``checkpoint``), for the history record."""
-        fn = _trainer_fn(trainer)
+        fn = runs.trainer_fn(trainer)
         when: dict[str, Any] = {"fn": fn, "epoch": int(trainer.current_epoch), "step": step}
         if fn != "fit":
             restored = self._restored or {}
@@ -698,7 +698,7 @@ class CalibrationMonitor(Callback):
         resumed fit."""
         path = getattr(trainer, "ckpt_path", None)
         self._restored = {
-            "fn": _trainer_fn(trainer),
+            "fn": runs.trainer_fn(trainer),
             "checkpoint": None if path is None else str(path),
             # As ModelCheckpoint names the file: epoch=0-step=12.ckpt.
             "epoch": int(checkpoint.get("epoch", 0)),
@@ -718,16 +718,11 @@ class CalibrationMonitor(Callback):
         self.history = [dict(r) for r in history]
 
 
-def _trainer_fn(trainer: Trainer) -> str:
-    """What the trainer runs: ``"fit"``, ``"validate"``, ``"test"`` or ``"predict"``."""
-    return str(getattr(trainer.state.fn, "value", trainer.state.fn))
-
-
 def _validates_within_epochs(trainer: Trainer) -> bool:
     """Whether the fit validates on a schedule of batches (``val_check_interval`` below an
     epoch, or counted across epochs) or of time rather than once at each epoch's end: then
     an epoch may see several validations, and their files are told apart by step."""
-    if _trainer_fn(trainer) != "fit":
+    if runs.trainer_fn(trainer) != "fit":
         return False
     if getattr(trainer, "_val_check_time_interval", None) is not None:
         return True
