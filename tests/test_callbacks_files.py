@@ -1,5 +1,5 @@
 """What CalibrationMonitor draws and keeps on disk: figures only where a logger keeps them,
-one file per validation, and a history on disk that never loses a record."""
+one file per validation, and a history on disk that a checkpoint's run never shortens."""
 
 from __future__ import annotations
 
@@ -141,3 +141,18 @@ def test_validating_a_checkpoint_adds_a_record_of_its_weights_and_loses_none(
     assert [(r["fn"], r["epoch"]) for r in fresh.history[2:]] == [("validate", 1)]
     on_disk = json.loads((folder / "val_history.json").read_text())
     assert on_disk == [*cb.history, fresh.history[-1]]
+
+
+def test_a_fresh_fit_into_the_same_folder_rewrites_the_history_file(tmp_path: Path) -> None:
+    """Two fresh fits (no logger, save_png=True) into one default_root_dir: the second's
+    val_history.json held both runs' records and its curve drew one line through steps
+    [2, 5, 2, 5]. Only a run that restored the monitor from a checkpoint adds to the file."""
+    folder = tmp_path / "calibration"
+    for seed in range(2):
+        torch.manual_seed(seed)
+        cb = monitor(save_png=True)
+        train, val = loaders()
+        run = trainer(tmp_path, 2, logger=False, callbacks=[cb])
+        quietly(run.fit, TinyTagger(lr=0.3 + seed), train, val)
+        assert json.loads((folder / "val_history.json").read_text()) == cb.history
+    assert [r["epoch"] for r in cb.history] == [0, 1]

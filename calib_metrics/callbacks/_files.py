@@ -1,8 +1,10 @@
 """The files :class:`~calib_metrics.callbacks.CalibrationMonitor` writes for loggers without
 images: each validation's figures as PNGs, the error over time with its band, the history.
 
-A history file is never shortened: a run that holds fewer records than the file (a fresh
-monitor evaluating a checkpoint into the same folder) adds its own to those on disk.
+A run that restored the monitor from a checkpoint (a resumed fit, a ``validate`` / ``test``
+with ``ckpt_path=``) adds its new records to the history file on disk, which a fresh monitor
+evaluating a checkpoint into the same folder would otherwise shorten; any other run is a run
+of its own and rewrites the file, so that two fits into one folder are not drawn as one.
 """
 
 from __future__ import annotations
@@ -76,14 +78,16 @@ def write_files(
     label: str,
     *,
     unique: bool = False,
+    merge: bool = False,
 ) -> None:
     """PNGs of one validation's figures, the error over epochs with its band, the history.
 
     Files: ``{stem}_{figure}_{suffix}.png`` (:func:`figure_suffix`), ``{stem}_calib_err.png``
-    and ``{stem}_history.json`` in ``folder`` (created). The history written is the file's
-    records followed by the new ones of ``history`` (:func:`merged_history`), and the curve
-    draws it. With ``unique=True`` (a ``validate`` / ``test`` run) figures never replace
-    earlier files: a second run on the same weights gets ``..._2.png``.
+    and ``{stem}_history.json`` in ``folder`` (created). The history written is ``history``,
+    or with ``merge=True`` (a run restored from a checkpoint) the file's records followed by
+    the new ones of ``history`` (:func:`merged_history`); the curve draws it. With
+    ``unique=True`` (a ``validate`` / ``test`` run) figures never replace earlier files: a
+    second run on the same weights gets ``..._2.png``.
 
     Example:
         >>> import tempfile
@@ -99,7 +103,7 @@ def write_files(
     for name, fig in figures.items():
         fig.savefig(folder / f"{stem}_{name}_{suffix}.png", dpi=100)
     path = folder / f"{stem}_history.json"
-    history = merged_history(path, history)
+    history = merged_history(path, history) if merge else list(history)
     curve(history, label).savefig(folder / f"{stem}_calib_err.png", dpi=100)
     # Written beside, then renamed: an interrupted write leaves the old file whole.
     partial = path.with_name(path.name + ".partial")

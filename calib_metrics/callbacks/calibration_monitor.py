@@ -78,7 +78,9 @@ class CalibrationMonitor(Callback):
     is ``"validate"`` / ``"test"`` (``"fit"`` while fitting); with ``ckpt_path=`` its
     ``epoch`` and ``step`` are the checkpoint's, as ``ModelCheckpoint`` names the file
     (``epoch=0-step=12.ckpt``), and ``checkpoint`` is its path (else the trainer's epoch
-    and step, and None). The history file on disk only ever grows.
+    and step, and None). A run restored from a checkpoint (a resumed fit, or ``validate`` /
+    ``test`` with ``ckpt_path=``) adds its records to the history file on disk, never
+    shortening it; any other run rewrites the file with its own.
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -632,6 +634,9 @@ class CalibrationMonitor(Callback):
                 history,
                 f"{self.prefix}{suffix} CalibErr ({plot.interval_label(**kind)})",
                 unique=record["fn"] != "fit",
+                # Only a run continuing a checkpoint's history continues the file's; a fresh
+                # fit into the same folder is another run, and rewrites it.
+                merge=self._restored is not None,
             )
 
     def _write_experiment(
