@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -97,15 +97,17 @@ class CalibrationMonitor(Callback):
         per_class: also log one result per class (needs ``num_classes``): each class's
             one-vs-rest error, whose mean is ``mode="classwise"``'s value
             (``mode="top_label"`` has no per-class results).
-        class_names: labels of the per-class results, one per class, unique (needs
-            ``per_class=True``; default ``0 .. C-1``).
+        class_names: labels of the per-class results, one per class, unique: any iterable of
+            names (a list, ``LabelEncoder.classes_``, ``dict.keys()``); used with
+            ``per_class=True`` (without it, a warning), default ``0 .. C-1``.
         save_png: PNGs for loggers without images (None), for all (True) or never (False).
         prog_bar: show ``{prefix}/calib_err`` in the progress bar.
         smooth: also log the smooth calibration error (default True).
         bin_size, n_samples, confidence, streaming: passed to the metric (defaults
             ``"auto"``, 10000, 0.95, True).
         metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option
-            (``sync_on_compute`` must stay True: the monitor logs the whole set's value).
+            (``sync_on_compute`` must stay True under DDP, refused at setup otherwise: the
+            monitor logs the whole set's value).
 
     Example:
         >>> import torch
@@ -135,7 +137,7 @@ class CalibrationMonitor(Callback):
         every_n_epochs: int = 1,
         prefix: str | None = None,
         per_class: bool = False,
-        class_names: Sequence[str] | None = None,
+        class_names: Iterable[str] | None = None,
         save_png: bool | None = None,
         prog_bar: bool = False,
         smooth: bool = True,
@@ -173,12 +175,6 @@ class CalibrationMonitor(Callback):
             raise ValueError(f"save_png must be None, True or False, got {save_png!r}")
         if "average" in metric_kwargs:
             raise ValueError("set per_class=True instead of average (the monitor logs micro)")
-        if metric_kwargs.get("sync_on_compute", True) is not True:
-            raise ValueError(
-                "sync_on_compute must stay True: the monitor logs the value of the whole "
-                "evaluation set, which under DDP needs every rank's pairs (without the sync "
-                "each rank logs its shard's error, and Lightning averages those)"
-            )
         options = dict(
             num_classes=num_classes,
             ignore_index=ignore_index,
@@ -694,6 +690,13 @@ class CalibrationMonitor(Callback):
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._restored = None  # each run says for itself which checkpoint it restored
+        # Refused here, not in __init__: in one process the sync changes nothing.
+        if trainer.world_size > 1 and self._options.get("sync_on_compute", True) is not True:
+            raise ValueError(
+                "sync_on_compute must stay True: the monitor logs the value of the whole "
+                "evaluation set, which under DDP needs every rank's pairs (without the sync "
+                "each rank logs its shard's error, and Lightning averages those)"
+            )
 
     def on_load_checkpoint(
         self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
