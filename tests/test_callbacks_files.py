@@ -156,3 +156,29 @@ def test_a_fresh_fit_into_the_same_folder_rewrites_the_history_file(tmp_path: Pa
         quietly(run.fit, TinyTagger(lr=0.3 + seed), train, val)
         assert json.loads((folder / "val_history.json").read_text()) == cb.history
     assert [r["epoch"] for r in cb.history] == [0, 1]
+
+
+def test_test_runs_keep_their_file_names(tmp_path: Path) -> None:
+    """A stage="test" monitor named trainer.test's diagram test_reliability_diagram_epoch003.png,
+    then ..._test_epoch003_step000009.png, and a second trainer.test added ..._2.png. Only a
+    checkpoint's evaluation (ckpt_path=) is named by its run, epoch and step."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
+    cb = monitor(stage="test")
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    run = trainer(tmp_path, 3, logger=logger, callbacks=[cb, saved], enable_checkpointing=True)
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    quietly(run.test, model, val, verbose=False)
+    quietly(run.test, model, val, verbose=False)
+    folder = Path(logger.log_dir) / "calibration"
+    assert [p.name for p in folder.glob("test_reliability_diagram_*.png")] == [
+        "test_reliability_diagram_epoch003.png"
+    ]
+    first = tmp_path / "ckpt" / "epoch=0.ckpt"
+    quietly(run.test, model, val, ckpt_path=first, verbose=False)
+    step = torch.load(first, weights_only=False)["global_step"]
+    assert sorted(p.name for p in folder.glob("test_reliability_diagram_*.png")) == [
+        "test_reliability_diagram_epoch003.png",
+        f"test_reliability_diagram_test_epoch000_step{step:06d}.png",
+    ]

@@ -17,12 +17,29 @@ from pathlib import Path
 from typing import Any
 
 
-def figure_suffix(record: dict[str, Any], by_step: bool) -> str:
+def own_run(record: dict[str, Any], stage: str) -> bool:
+    """Whether the record's run is the stage's own kind: a fit's validation (``stage="val"``),
+    or a ``trainer.test`` of the current weights (``stage="test"``, no checkpoint). Its
+    files keep the names they always had; other runs (``trainer.validate``, an evaluation of
+    a checkpoint) are named by their run, epoch and step, and never replace a file.
+
+    Example:
+        >>> own_run({"fn": "test", "checkpoint": None}, "test")
+        True
+        >>> own_run({"fn": "test", "checkpoint": "epoch=0.ckpt"}, "test")
+        False
+    """
+    fn = record.get("fn", "fit")
+    return fn == "fit" or (fn == stage and record.get("checkpoint") is None)
+
+
+def figure_suffix(record: dict[str, Any], by_step: bool, stage: str = "val") -> str:
     """The end of a figure's file name, naming the validation it shows.
 
-    A validation while fitting is named by its epoch, and by its step too when validation
-    runs more than once per epoch (``by_step``); a ``trainer.validate`` / ``test`` run
-    by its trainer function and the epoch and step of the weights it measured.
+    A validation while fitting (or a ``stage="test"`` monitor's test of the current
+    weights: :func:`own_run`) is named by its epoch, and by its step too when validation
+    runs more than once per epoch (``by_step``); any other ``trainer.validate`` / ``test``
+    run by its trainer function and the epoch and step of the weights it measured.
 
     Example:
         >>> figure_suffix({"fn": "fit", "epoch": 3, "step": 48}, by_step=False)
@@ -31,10 +48,12 @@ def figure_suffix(record: dict[str, Any], by_step: bool) -> str:
         'epoch000_step000006'
         >>> figure_suffix({"fn": "validate", "epoch": 0, "step": 12}, by_step=False)
         'validate_epoch000_step000012'
+        >>> figure_suffix({"fn": "test", "epoch": 3, "step": 9}, by_step=False, stage="test")
+        'epoch003'
     """
     fn = record.get("fn", "fit")
     epoch = f"epoch{record['epoch']:03d}"
-    if fn == "fit" and not by_step:
+    if own_run(record, stage) and not (fn == "fit" and by_step):
         return epoch
     named = f"{epoch}_step{record['step']:06d}"
     return named if fn == "fit" else f"{fn}_{named}"
@@ -86,7 +105,7 @@ def write_files(
     and ``{stem}_history.json`` in ``folder`` (created). The history written is ``history``,
     or with ``merge=True`` (a run restored from a checkpoint) the file's records followed by
     the new ones of ``history`` (:func:`merged_history`); the curve draws it. With
-    ``unique=True`` (a ``validate`` / ``test`` run) figures never replace earlier files: a
+    ``unique=True`` (a run not :func:`own_run`) figures never replace earlier files: a
     second run on the same weights gets ``..._2.png``.
 
     Example:

@@ -620,7 +620,7 @@ class CalibrationMonitor(Callback):
             self._write_experiment(logger, experiment, step, result, per_class, figures, suffix)
         index = record.get("dataloader_idx")
         history = [r for r in self.history if r.get("dataloader_idx") == index]
-        name = files.figure_suffix(record, by_step=_validates_within_epochs(trainer))
+        name = files.figure_suffix(record, _validates_within_epochs(trainer), self.stage)
         for folder in png_dirs:
             files.write_files(
                 folder / "calibration",
@@ -629,7 +629,8 @@ class CalibrationMonitor(Callback):
                 figures,
                 history,
                 f"{self.prefix}{suffix} CalibErr ({plot.interval_label(**kind)})",
-                unique=record["fn"] != "fit",
+                # A test monitor's test replaces its files, as a fit's validation does.
+                unique=not files.own_run(record, self.stage),
                 # Only a run continuing a checkpoint's history continues the file's; a fresh
                 # fit into the same folder is another run, and rewrites it.
                 merge=self._restored is not None,
