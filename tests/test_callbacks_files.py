@@ -182,3 +182,20 @@ def test_test_runs_keep_their_file_names(tmp_path: Path) -> None:
         "test_reliability_diagram_epoch003.png",
         f"test_reliability_diagram_test_epoch000_step{step:06d}.png",
     ]
+
+
+def test_a_manual_load_state_dict_after_a_checkpoints_validation_is_not_ignored(
+    tmp_path: Path,
+) -> None:
+    """The checkpoint a validate run restored was remembered after the run, so a later
+    ``load_state_dict`` was taken for that run's restore and silently ignored."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", filename="last")
+    cb = monitor()
+    run = trainer(tmp_path, 1, logger=False, callbacks=[cb, saved], enable_checkpointing=True)
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    quietly(run.validate, model, val, ckpt_path=tmp_path / "ckpt" / "last.ckpt", verbose=False)
+    assert [r["fn"] for r in cb.history] == ["fit", "validate"]
+    cb.load_state_dict({"history": cb.history[:1]})
+    assert [r["fn"] for r in cb.history] == ["fit"]

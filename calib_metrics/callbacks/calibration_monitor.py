@@ -699,6 +699,11 @@ class CalibrationMonitor(Callback):
                 "each rank logs its shard's error, and Lightning averages those)"
             )
 
+    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        # The restore belongs to the run that ends here: left set, it made a later manual
+        # load_state_dict look like that run's restore, and be ignored.
+        self._restored = None
+
     def on_load_checkpoint(
         self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
     ) -> None:
