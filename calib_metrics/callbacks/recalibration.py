@@ -107,18 +107,10 @@ class TemperatureRecalibration(Callback):
         bin_size: int | str = "auto",
         n_samples: int = 2000,
         confidence: float = 0.95,
-        **unknown: Any,
     ) -> None:
         super().__init__()
-        # Checked now, not at the first batch or when fitting ends (after the training run).
-        if unknown:
-            # A ValueError like the monitor's, which hands unknown options to its metric.
-            raise ValueError(
-                f"TemperatureRecalibration got unknown argument{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(map(repr, unknown))}"
-                "; its options are logits_key, target_key, extract, ignore_index, "
-                "dataloader_idx, prefix, bin_size, n_samples and confidence"
-            )
+        # Checked now, not at the first batch or when fitting ends (after the training run);
+        # a misspelt option is Python's TypeError, which type checkers see too.
         for name, key in (("logits_key", logits_key), ("target_key", target_key)):
             checks.check_key(name, key)
         checks.check_extract(extract)
