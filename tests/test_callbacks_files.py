@@ -199,3 +199,18 @@ def test_a_manual_load_state_dict_after_a_checkpoints_validation_is_not_ignored(
     assert [r["fn"] for r in cb.history] == ["fit", "validate"]
     cb.load_state_dict({"history": cb.history[:1]})
     assert [r["fn"] for r in cb.history] == ["fit"]
+
+
+def test_validating_the_current_weights_names_the_last_fit_epoch(tmp_path: Path) -> None:
+    """After a 3-epoch fit, validate() without ckpt_path recorded epoch 3, step 9 for the
+    weights whose fit record says epoch 2, step 8."""
+    train, val = loaders()
+    cb = monitor()
+    run = trainer(tmp_path, 3, logger=False, callbacks=[cb])
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    quietly(run.validate, model, val, verbose=False)
+    last_fit, record = cb.history[-2:]
+    assert (record["fn"], record["checkpoint"]) == ("validate", None)
+    assert (record["epoch"], record["step"]) == (last_fit["epoch"], last_fit["step"]) == (2, 8)
+    assert record["error"] == pytest.approx(last_fit["error"], rel=1e-9)

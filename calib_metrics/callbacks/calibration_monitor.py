@@ -75,12 +75,19 @@ class CalibrationMonitor(Callback):
     The list of past results, :attr:`history`, is saved in checkpoints, so a resumed fit
     continues it. A ``trainer.validate`` / ``test`` run keeps the history the monitor
     holds (a fresh monitor starts from the checkpoint's) and appends a record whose ``fn``
-    is ``"validate"`` / ``"test"`` (``"fit"`` while fitting); with ``ckpt_path=`` its
-    ``epoch`` and ``step`` are the checkpoint's, as ``ModelCheckpoint`` names the file
-    (``epoch=0-step=12.ckpt``), and ``checkpoint`` is its path (else the trainer's epoch
-    and step, and None). A run restored from a checkpoint (a resumed fit, or ``validate`` /
-    ``test`` with ``ckpt_path=``) adds its records to the history file on disk, never
-    shortening it; any other run rewrites the file with its own.
+    is ``"validate"`` / ``"test"`` (``"fit"`` while fitting). A fit record's ``step`` is
+    the one ``self.log`` logs the validation at. With ``ckpt_path=`` the record's ``epoch``
+    and ``step`` are the checkpoint's ``epoch`` and ``global_step``, as ``ModelCheckpoint``
+    names the file (``epoch=0-step=12.ckpt``; optimizer steps taken, so for a checkpoint
+    saved at an epoch-end validation one more than that validation's record says), and
+    ``checkpoint`` is its path. Without it ``checkpoint`` is None, and the weights are the
+    module's current ones: when the monitor's last fit record measured them (same module,
+    not trained since) the record repeats that record's epoch and step, else it has the
+    trainer's (after ``fit``, ``current_epoch`` is ``max_epochs``). TensorBoard gets
+    every evaluation at the trainer's step, where Lightning logs its scalars. A run
+    restored from a checkpoint (a resumed fit, or ``validate`` / ``test`` with
+    ``ckpt_path=``) adds its records to the history file on disk, never shortening it; any
+    other run rewrites the file with its own.
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -217,6 +224,8 @@ class CalibrationMonitor(Callback):
         self._layout_suffixes = [""]
         # The checkpoint this run restored (see on_load_checkpoint), None if none.
         self._restored: dict[str, Any] | None = None
+        # (module id, global step, epoch, step) of the last fit record: the weights it measured.
+        self._fit_weights: tuple[int, int, int, int] | None = None
 
     # ------------------------------------------------------------------ names
     @property
@@ -531,7 +540,10 @@ class CalibrationMonitor(Callback):
                     # keeps Lightning from warning about epoch-level logging under DDP.
                     sync_dist=trainer.world_size > 1,
                 )
-        record = self._record(trainer, step, result, per_class)
+        record = self._record(trainer, pl_module, step, result, per_class)
+        if record["fn"] == "fit":
+            weights = (record["epoch"], record["step"])
+            self._fit_weights = (id(pl_module), int(trainer.global_step), *weights)
         if self.smooth:
             record["smooth_error"] = numbers["smooth_error"]
         if suffix:
@@ -545,6 +557,7 @@ class CalibrationMonitor(Callback):
     def _record(
         self,
         trainer: Trainer,
+        pl_module: LightningModule,
         step: int,
         result: CalibrationResult,
         per_class: list[CalibrationResult] | None,
@@ -552,7 +565,7 @@ class CalibrationMonitor(Callback):
         bins = tb.bins_tensor(result)
         record: dict[str, Any] = {
             "stage": self.stage,
-            **self._when(trainer, step),
+            **self._when(trainer, pl_module, step),
             **tb.result_numbers(result),
             "confidence": self.confidence,
             "n_pairs": int(bins[:, 2].sum().item()),
@@ -563,16 +576,27 @@ class CalibrationMonitor(Callback):
             record["per_class"] = {name: tb.result_numbers(r) for name, r in pairs}
         return record
 
-    def _when(self, trainer: Trainer, step: int) -> dict[str, Any]:
+    def _when(self, trainer: Trainer, pl_module: LightningModule, step: int) -> dict[str, Any]:
         """Which run measured which weights: the trainer function, the epoch and step of the
-        weights (in a validate / test run with ``ckpt_path=``, the checkpoint's ``epoch`` and
-        ``global_step``, and its path as ``checkpoint``), for the history record."""
+        weights, for the history record. In a validate / test run with ``ckpt_path=``, the
+        checkpoint's ``epoch`` and ``global_step`` (as ModelCheckpoint names the file) and its
+        path as ``checkpoint``; without, the epoch and step of this monitor's last fit record
+        when the module has not been trained since (the same weights), else the trainer's."""
         fn = runs.trainer_fn(trainer)
         when: dict[str, Any] = {"fn": fn, "epoch": int(trainer.current_epoch), "step": step}
-        if fn != "fit":
-            restored = self._restored or {}
-            when["checkpoint"] = restored.get("checkpoint")
+        if fn == "fit":
+            return when
+        restored = self._restored or {}
+        when["checkpoint"] = restored.get("checkpoint")
+        if restored:
             when.update({key: restored[key] for key in ("epoch", "step") if key in restored})
+        elif self._fit_weights is not None and self._fit_weights[:2] == (
+            id(pl_module),
+            int(trainer.global_step),
+        ):
+            # After fit the trainer's epoch is the next one (3 after epochs 0-2): the weights
+            # are those the last fit validation measured, and are named as it named them.
+            when["epoch"], when["step"] = self._fit_weights[2:]
         return when
 
     # ------------------------------------------------------------------ write
