@@ -391,13 +391,10 @@ def test_extract_batch_errors() -> None:
         ({"probs_key": None}, "probs_key must be a non-empty string"),
         ({"target_key": 3}, "target_key must be a non-empty string"),
         ({"class_names": "abc", "per_class": True}, "got the string 'abc'"),
-        ({"class_names": ["a", "b", "c"]}, "pass per_class=True too"),
         ({"class_names": ["a", "a", "b"], "per_class": True}, "unique, repeated: 'a'"),
         ({"num_classes": None, "class_names": ["a", "b"]}, "class_names needs num_classes"),
         # Before: "average must stay 'micro', got None", an option the user never set.
         ({"mode": "top_label", "per_class": True}, "mode='top_label' has none"),
-        # Before: accepted, and under DDP each rank logged its own shard's error.
-        ({"sync_on_compute": False}, "sync_on_compute must stay True"),
         ({"save_png": "yes"}, "save_png"),
         ({"smooth": "yes"}, "smooth must be"),
         ({"average": None}, "per_class=True instead"),
@@ -408,6 +405,44 @@ def test_extract_batch_errors() -> None:
 def test_bad_options(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         monitor(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        lambda: __import__("numpy").array(["ADJ", "NOUN", "VERB"]),  # LabelEncoder.classes_
+        lambda: {"ADJ": 0, "NOUN": 1, "VERB": 2}.keys(),
+        lambda: __import__("pandas").Index(["ADJ", "NOUN", "VERB"]),
+        lambda: ("ADJ", "NOUN", "VERB"),
+    ],
+    ids=["ndarray", "dict_keys", "pandas Index", "tuple"],
+)
+def test_class_names_may_be_any_iterable_of_names(names: Any) -> None:
+    """An ndarray, dict_keys or pandas Index of names was refused as "not a sequence"."""
+    cb = monitor(per_class=True, class_names=names())
+    assert cb.class_names == ["ADJ", "NOUN", "VERB"]
+    assert all(type(name) is str for name in cb.class_names)
+
+
+def test_class_names_without_per_class_warn_and_are_unused() -> None:
+    """class_names without per_class=True was harmless, then refused with a ValueError."""
+    with pytest.warns(UserWarning, match="unused without per_class=True"):
+        cb = monitor(class_names=["a", "b", "c"])
+    assert cb.class_metric is None
+
+
+def test_sync_on_compute_false_is_refused_only_across_processes(tmp_path: Path) -> None:
+    """In one process sync_on_compute=False changes nothing, and was refused all the same."""
+    from types import SimpleNamespace
+
+    cb = monitor(sync_on_compute=False)
+    train, val = loaders()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer(tmp_path, 1, logger=False, callbacks=[cb]).fit(TinyTagger(), train, val)
+    assert len(cb.history) == 1
+    with pytest.raises(ValueError, match="sync_on_compute must stay True"):
+        cb.setup(SimpleNamespace(world_size=2), TinyTagger(), "fit")
 
 
 def test_classwise_mode_charts_the_classes_it_averages() -> None:

@@ -1,5 +1,5 @@
 """What CalibrationMonitor draws and keeps on disk: figures only where a logger keeps them,
-one file per validation, and a history on disk that never loses a record."""
+one file per validation, and a history on disk that a checkpoint's run never shortens."""
 
 from __future__ import annotations
 
@@ -141,3 +141,76 @@ def test_validating_a_checkpoint_adds_a_record_of_its_weights_and_loses_none(
     assert [(r["fn"], r["epoch"]) for r in fresh.history[2:]] == [("validate", 1)]
     on_disk = json.loads((folder / "val_history.json").read_text())
     assert on_disk == [*cb.history, fresh.history[-1]]
+
+
+def test_a_fresh_fit_into_the_same_folder_rewrites_the_history_file(tmp_path: Path) -> None:
+    """Two fresh fits (no logger, save_png=True) into one default_root_dir: the second's
+    val_history.json held both runs' records and its curve drew one line through steps
+    [2, 5, 2, 5]. Only a run that restored the monitor from a checkpoint adds to the file."""
+    folder = tmp_path / "calibration"
+    for seed in range(2):
+        torch.manual_seed(seed)
+        cb = monitor(save_png=True)
+        train, val = loaders()
+        run = trainer(tmp_path, 2, logger=False, callbacks=[cb])
+        quietly(run.fit, TinyTagger(lr=0.3 + seed), train, val)
+        assert json.loads((folder / "val_history.json").read_text()) == cb.history
+    assert [r["epoch"] for r in cb.history] == [0, 1]
+
+
+def test_test_runs_keep_their_file_names(tmp_path: Path) -> None:
+    """A stage="test" monitor named trainer.test's diagram test_reliability_diagram_epoch003.png,
+    then ..._test_epoch003_step000009.png, and a second trainer.test added ..._2.png. Only a
+    checkpoint's evaluation (ckpt_path=) is named by its run, epoch and step."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
+    cb = monitor(stage="test")
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    run = trainer(tmp_path, 3, logger=logger, callbacks=[cb, saved], enable_checkpointing=True)
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    quietly(run.test, model, val, verbose=False)
+    quietly(run.test, model, val, verbose=False)
+    folder = Path(logger.log_dir) / "calibration"
+    assert [p.name for p in folder.glob("test_reliability_diagram_*.png")] == [
+        "test_reliability_diagram_epoch003.png"
+    ]
+    first = tmp_path / "ckpt" / "epoch=0.ckpt"
+    quietly(run.test, model, val, ckpt_path=first, verbose=False)
+    step = torch.load(first, weights_only=False)["global_step"]
+    assert sorted(p.name for p in folder.glob("test_reliability_diagram_*.png")) == [
+        "test_reliability_diagram_epoch003.png",
+        f"test_reliability_diagram_test_epoch000_step{step:06d}.png",
+    ]
+
+
+def test_a_manual_load_state_dict_after_a_checkpoints_validation_is_not_ignored(
+    tmp_path: Path,
+) -> None:
+    """The checkpoint a validate run restored was remembered after the run, so a later
+    ``load_state_dict`` was taken for that run's restore and silently ignored."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", filename="last")
+    cb = monitor()
+    run = trainer(tmp_path, 1, logger=False, callbacks=[cb, saved], enable_checkpointing=True)
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    quietly(run.validate, model, val, ckpt_path=tmp_path / "ckpt" / "last.ckpt", verbose=False)
+    assert [r["fn"] for r in cb.history] == ["fit", "validate"]
+    cb.load_state_dict({"history": cb.history[:1]})
+    assert [r["fn"] for r in cb.history] == ["fit"]
+
+
+def test_validating_the_current_weights_names_the_last_fit_epoch(tmp_path: Path) -> None:
+    """After a 3-epoch fit, validate() without ckpt_path recorded epoch 3, step 9 for the
+    weights whose fit record says epoch 2, step 8."""
+    train, val = loaders()
+    cb = monitor()
+    run = trainer(tmp_path, 3, logger=False, callbacks=[cb])
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    quietly(run.validate, model, val, verbose=False)
+    last_fit, record = cb.history[-2:]
+    assert (record["fn"], record["checkpoint"]) == ("validate", None)
+    assert (record["epoch"], record["step"]) == (last_fit["epoch"], last_fit["step"]) == (2, 8)
+    assert record["error"] == pytest.approx(last_fit["error"], rel=1e-9)

@@ -112,17 +112,20 @@ def test_bad_options_and_shapes_are_refused_before_training_ends():
         ({"bin_size": "x"}, "bin_size"),
         ({"confidence": 2.0}, "confidence"),
         # Before: accepted, then a TypeError at the first batch (extract), "None/temperature"
-        # tags (prefix), or a key never found; an unknown keyword was a TypeError.
+        # tags (prefix), or a key never found.
         ({"extract": 5}, "extract must be callable"),
         ({"ignore_index": "a"}, "ignore_index must be an integer or None"),
         ({"prefix": None}, "prefix must be a non-empty string"),
         ({"prefix": ""}, "prefix must be a non-empty string"),
         ({"logits_key": None}, "logits_key must be a non-empty string"),
         ({"target_key": 0}, "target_key must be a non-empty string"),
-        ({"foo": 1}, "unknown argument 'foo'"),
     ):
         with pytest.raises(ValueError, match=message):
             TemperatureRecalibration(**options)
+    # A misspelt option is Python's own TypeError (a catch-all **kwargs turned it into a
+    # ValueError, and hid misspellings from type checkers).
+    with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+        TemperatureRecalibration(foo=1)
     step = {"logits": torch.randn(4, 5, 3), "target": torch.zeros(4, 4, dtype=torch.long)}
     with pytest.raises(ValueError, match=r"logits \(4, 5, 3\) must be target's shape \(4, 4\)"):
         TemperatureRecalibration().extract_batch(step, None)

@@ -111,3 +111,45 @@ def test_logits_of_earlier_weights_are_named(max_epochs: int, stale: bool) -> No
         return
     (message,) = told
     assert "the last validation ran at epoch 1 (step 4), and training went on to step 6" in message
+
+
+def test_validate_and_test_after_fit_neither_check_nor_collect() -> None:
+    """Fitted with dataloader_idx=1, ``trainer.validate(model, one_loader)`` raised "names
+    dataloader 1, but the trainer has 1 validation dataloader": the check (and the
+    "dataloader 0 alone" warning, and the collection) ran in runs that fit nothing."""
+    torch.manual_seed(0)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50, dataloader_idx=1)
+    val = [DataLoader(_data(64, seed=1), batch_size=64), DataLoader(_noise(64), batch_size=64)]
+    run = _run(callbacks=[callback])
+    model = TwoLoaders()
+    run.fit(model, DataLoader(_data(64, seed=0), batch_size=64), val)
+    fitted = model.calibration_temperature
+    run.validate(model, val[0], verbose=False)  # one loader: no dataloader 1, and no error
+    assert callback._logits == []  # nothing kept from a run that fits nothing
+    assert model.calibration_temperature == fitted
+
+    # Fitted on one loader, validated on two with the default dataloader_idx: no fit, so
+    # nothing is "fitted on dataloader 0 alone".
+    plain = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    run = _run(callbacks=[plain])
+    run.fit(model, DataLoader(_data(64, seed=0), batch_size=64), val[0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.validate(model, val, verbose=False)
+    assert not [w for w in caught if "validation dataloaders" in str(w.message)]
+
+
+def test_logits_of_a_validate_run_are_not_fitted_by_a_later_fit() -> None:
+    """``trainer.validate(m)`` then ``fit(limit_val_batches=0)`` fitted T on the untrained
+    weights' logits of the validate run, and the stale warning named epoch 0."""
+    torch.manual_seed(0)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    model, val = Overconfident(), DataLoader(_data(64, seed=1), batch_size=64)
+    _run(callbacks=[callback]).validate(model, val, verbose=False)
+    run = _run(callbacks=[callback], limit_val_batches=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.fit(model, DataLoader(_data(64, seed=0), batch_size=64), val)
+    told = [str(w.message) for w in caught if "TemperatureRecalibration" in str(w.message)]
+    assert callback.recalibrator is None and not hasattr(model, "calibration_temperature")
+    assert len(told) == 1 and "no validation logits were seen" in told[0]

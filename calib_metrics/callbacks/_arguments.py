@@ -6,7 +6,8 @@ run; found in the constructor it costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -86,35 +87,43 @@ def check_ignore_index(value: Any) -> None:
 def check_class_names(names: Any, num_classes: int | None, per_class: bool) -> list[str] | None:
     """The per-class chart's labels as strings, or None; checked against the other options.
 
+    Any iterable of names is taken (a list, ``LabelEncoder.classes_``, ``dict.keys()``, a
+    pandas ``Index``), but not a single string, which would be read as one name per letter.
+    Names without ``per_class=True`` label nothing: a warning, not an error (they harm
+    nothing, and were accepted before).
+
     Example:
         >>> check_class_names(("ADJ", "NOUN"), 2, True)
         ['ADJ', 'NOUN']
         >>> check_class_names("abc", 3, True)
         Traceback (most recent call last):
         ...
-        ValueError: class_names must be a sequence of names, one per class, got the string 'abc'
+        ValueError: class_names must be an iterable of names, one per class, got the string 'abc'
     """
     if names is None:
         return None
-    if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
         got = f"the string {names!r}" if isinstance(names, str) else type(names).__name__
-        raise ValueError(f"class_names must be a sequence of names, one per class, got {got}")
+        raise ValueError(f"class_names must be an iterable of names, one per class, got {got}")
+    labels = [str(name) for name in names]
     if num_classes is None:
         raise ValueError("class_names needs num_classes (binary probabilities have no classes)")
-    if not per_class:
+    if len(labels) != num_classes:
         raise ValueError(
-            "class_names labels the per-class results, which only per_class=True makes: "
-            "pass per_class=True too, or leave class_names out"
+            f"class_names must have num_classes={num_classes} entries, got {len(labels)}"
         )
-    if len(names) != num_classes:
-        raise ValueError(
-            f"class_names must have num_classes={num_classes} entries, got {len(names)}"
-        )
-    labels = [str(name) for name in names]
     if len(set(labels)) != len(labels):
         # The per-class record is keyed by name: a repeated name would drop a class.
         repeated = sorted({n for n in labels if labels.count(n) > 1})
         raise ValueError(f"class_names must be unique, repeated: {', '.join(map(repr, repeated))}")
+    if not per_class:
+        # stacklevel 3: the line constructing the callback.
+        warnings.warn(
+            "class_names label the per-class results, which only per_class=True makes: they "
+            "are unused without per_class=True",
+            UserWarning,
+            stacklevel=3,
+        )
     return labels
 
 

@@ -1,8 +1,10 @@
 """The files :class:`~calib_metrics.callbacks.CalibrationMonitor` writes for loggers without
 images: each validation's figures as PNGs, the error over time with its band, the history.
 
-A history file is never shortened: a run that holds fewer records than the file (a fresh
-monitor evaluating a checkpoint into the same folder) adds its own to those on disk.
+A run that restored the monitor from a checkpoint (a resumed fit, a ``validate`` / ``test``
+with ``ckpt_path=``) adds its new records to the history file on disk, which a fresh monitor
+evaluating a checkpoint into the same folder would otherwise shorten; any other run is a run
+of its own and rewrites the file, so that two fits into one folder are not drawn as one.
 """
 
 from __future__ import annotations
@@ -15,12 +17,29 @@ from pathlib import Path
 from typing import Any
 
 
-def figure_suffix(record: dict[str, Any], by_step: bool) -> str:
+def own_run(record: dict[str, Any], stage: str) -> bool:
+    """Whether the record's run is the stage's own kind: a fit's validation (``stage="val"``),
+    or a ``trainer.test`` of the current weights (``stage="test"``, no checkpoint). Its
+    files keep the names they always had; other runs (``trainer.validate``, an evaluation of
+    a checkpoint) are named by their run, epoch and step, and never replace a file.
+
+    Example:
+        >>> own_run({"fn": "test", "checkpoint": None}, "test")
+        True
+        >>> own_run({"fn": "test", "checkpoint": "epoch=0.ckpt"}, "test")
+        False
+    """
+    fn = record.get("fn", "fit")
+    return fn == "fit" or (fn == stage and record.get("checkpoint") is None)
+
+
+def figure_suffix(record: dict[str, Any], by_step: bool, stage: str = "val") -> str:
     """The end of a figure's file name, naming the validation it shows.
 
-    A validation while fitting is named by its epoch, and by its step too when validation
-    runs more than once per epoch (``by_step``); a ``trainer.validate`` / ``test`` run
-    by its trainer function and the epoch and step of the weights it measured.
+    A validation while fitting (or a ``stage="test"`` monitor's test of the current
+    weights: :func:`own_run`) is named by its epoch, and by its step too when validation
+    runs more than once per epoch (``by_step``); any other ``trainer.validate`` / ``test``
+    run by its trainer function and the epoch and step of the weights it measured.
 
     Example:
         >>> figure_suffix({"fn": "fit", "epoch": 3, "step": 48}, by_step=False)
@@ -29,10 +48,12 @@ def figure_suffix(record: dict[str, Any], by_step: bool) -> str:
         'epoch000_step000006'
         >>> figure_suffix({"fn": "validate", "epoch": 0, "step": 12}, by_step=False)
         'validate_epoch000_step000012'
+        >>> figure_suffix({"fn": "test", "epoch": 3, "step": 9}, by_step=False, stage="test")
+        'epoch003'
     """
     fn = record.get("fn", "fit")
     epoch = f"epoch{record['epoch']:03d}"
-    if fn == "fit" and not by_step:
+    if own_run(record, stage) and not (fn == "fit" and by_step):
         return epoch
     named = f"{epoch}_step{record['step']:06d}"
     return named if fn == "fit" else f"{fn}_{named}"
@@ -76,14 +97,16 @@ def write_files(
     label: str,
     *,
     unique: bool = False,
+    merge: bool = False,
 ) -> None:
     """PNGs of one validation's figures, the error over epochs with its band, the history.
 
     Files: ``{stem}_{figure}_{suffix}.png`` (:func:`figure_suffix`), ``{stem}_calib_err.png``
-    and ``{stem}_history.json`` in ``folder`` (created). The history written is the file's
-    records followed by the new ones of ``history`` (:func:`merged_history`), and the curve
-    draws it. With ``unique=True`` (a ``validate`` / ``test`` run) figures never replace
-    earlier files: a second run on the same weights gets ``..._2.png``.
+    and ``{stem}_history.json`` in ``folder`` (created). The history written is ``history``,
+    or with ``merge=True`` (a run restored from a checkpoint) the file's records followed by
+    the new ones of ``history`` (:func:`merged_history`); the curve draws it. With
+    ``unique=True`` (a run not :func:`own_run`) figures never replace earlier files: a
+    second run on the same weights gets ``..._2.png``.
 
     Example:
         >>> import tempfile
@@ -99,7 +122,7 @@ def write_files(
     for name, fig in figures.items():
         fig.savefig(folder / f"{stem}_{name}_{suffix}.png", dpi=100)
     path = folder / f"{stem}_history.json"
-    history = merged_history(path, history)
+    history = merged_history(path, history) if merge else list(history)
     curve(history, label).savefig(folder / f"{stem}_calib_err.png", dpi=100)
     # Written beside, then renamed: an interrupted write leaves the old file whole.
     partial = path.with_name(path.name + ".partial")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +15,7 @@ from torch import Tensor
 
 from calib_metrics.callbacks import _arguments as checks
 from calib_metrics.callbacks import _files as files
+from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
@@ -74,10 +75,19 @@ class CalibrationMonitor(Callback):
     The list of past results, :attr:`history`, is saved in checkpoints, so a resumed fit
     continues it. A ``trainer.validate`` / ``test`` run keeps the history the monitor
     holds (a fresh monitor starts from the checkpoint's) and appends a record whose ``fn``
-    is ``"validate"`` / ``"test"`` (``"fit"`` while fitting); with ``ckpt_path=`` its
-    ``epoch`` and ``step`` are the checkpoint's, as ``ModelCheckpoint`` names the file
-    (``epoch=0-step=12.ckpt``), and ``checkpoint`` is its path (else the trainer's epoch
-    and step, and None). The history file on disk only ever grows.
+    is ``"validate"`` / ``"test"`` (``"fit"`` while fitting). A fit record's ``step`` is
+    the one ``self.log`` logs the validation at. With ``ckpt_path=`` the record's ``epoch``
+    and ``step`` are the checkpoint's ``epoch`` and ``global_step``, as ``ModelCheckpoint``
+    names the file (``epoch=0-step=12.ckpt``; optimizer steps taken, so for a checkpoint
+    saved at an epoch-end validation one more than that validation's record says), and
+    ``checkpoint`` is its path. Without it ``checkpoint`` is None, and the weights are the
+    module's current ones: when the monitor's last fit record measured them (same module,
+    not trained since) the record repeats that record's epoch and step, else it has the
+    trainer's (after ``fit``, ``current_epoch`` is ``max_epochs``). TensorBoard gets
+    every evaluation at the trainer's step, where Lightning logs its scalars. A run
+    restored from a checkpoint (a resumed fit, or ``validate`` / ``test`` with
+    ``ckpt_path=``) adds its records to the history file on disk, never shortening it; any
+    other run rewrites the file with its own.
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -94,15 +104,17 @@ class CalibrationMonitor(Callback):
         per_class: also log one result per class (needs ``num_classes``): each class's
             one-vs-rest error, whose mean is ``mode="classwise"``'s value
             (``mode="top_label"`` has no per-class results).
-        class_names: labels of the per-class results, one per class, unique (needs
-            ``per_class=True``; default ``0 .. C-1``).
+        class_names: labels of the per-class results, one per class, unique: any iterable of
+            names (a list, ``LabelEncoder.classes_``, ``dict.keys()``); used with
+            ``per_class=True`` (without it, a warning), default ``0 .. C-1``.
         save_png: PNGs for loggers without images (None), for all (True) or never (False).
         prog_bar: show ``{prefix}/calib_err`` in the progress bar.
         smooth: also log the smooth calibration error (default True).
         bin_size, n_samples, confidence, streaming: passed to the metric (defaults
             ``"auto"``, 10000, 0.95, True).
         metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option
-            (``sync_on_compute`` must stay True: the monitor logs the whole set's value).
+            (``sync_on_compute`` must stay True under DDP, refused at setup otherwise: the
+            monitor logs the whole set's value).
 
     Example:
         >>> import torch
@@ -132,7 +144,7 @@ class CalibrationMonitor(Callback):
         every_n_epochs: int = 1,
         prefix: str | None = None,
         per_class: bool = False,
-        class_names: Sequence[str] | None = None,
+        class_names: Iterable[str] | None = None,
         save_png: bool | None = None,
         prog_bar: bool = False,
         smooth: bool = True,
@@ -170,12 +182,6 @@ class CalibrationMonitor(Callback):
             raise ValueError(f"save_png must be None, True or False, got {save_png!r}")
         if "average" in metric_kwargs:
             raise ValueError("set per_class=True instead of average (the monitor logs micro)")
-        if metric_kwargs.get("sync_on_compute", True) is not True:
-            raise ValueError(
-                "sync_on_compute must stay True: the monitor logs the value of the whole "
-                "evaluation set, which under DDP needs every rank's pairs (without the sync "
-                "each rank logs its shard's error, and Lightning averages those)"
-            )
         options = dict(
             num_classes=num_classes,
             ignore_index=ignore_index,
@@ -218,6 +224,8 @@ class CalibrationMonitor(Callback):
         self._layout_suffixes = [""]
         # The checkpoint this run restored (see on_load_checkpoint), None if none.
         self._restored: dict[str, Any] | None = None
+        # (module id, global step, epoch, step) of the last fit record: the weights it measured.
+        self._fit_weights: tuple[int, int, int, int] | None = None
 
     # ------------------------------------------------------------------ names
     @property
@@ -322,7 +330,7 @@ class CalibrationMonitor(Callback):
     def _due(self, trainer: Trainer) -> bool:
         if trainer.sanity_checking:
             return False
-        fitting = _trainer_fn(trainer) == "fit"
+        fitting = runs.trainer_fn(trainer) == "fit"
         return not fitting or (trainer.current_epoch + 1) % self.every_n_epochs == 0
 
     def _metrics(self, dataloader_idx: int = 0) -> list[CalibrationError]:
@@ -390,7 +398,7 @@ class CalibrationMonitor(Callback):
             )
 
     def on_validation_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        validating = _trainer_fn(trainer) == "validate"
+        validating = runs.trainer_fn(trainer) == "validate"
         if self.stage == "test" and validating and not self._stage_is_monitored(trainer, "val"):
             self._warn_once(
                 "stage",
@@ -441,8 +449,7 @@ class CalibrationMonitor(Callback):
     # ---------------------------------------------------------------- compute
     def _suffixes(self, trainer: Trainer) -> dict[int, str]:
         """Each dataloader's tag suffix: none for one loader, else Lightning's naming."""
-        counts = trainer.num_val_batches if self.stage == "val" else trainer.num_test_batches
-        n_loaders = len(counts) if isinstance(counts, (list, tuple)) else 1
+        n_loaders = runs.loader_count(trainer, self.stage)
         if n_loaders <= 1:
             return {0: ""}
         return {i: f"/dataloader_idx_{i}" for i in range(n_loaders)}
@@ -533,7 +540,10 @@ class CalibrationMonitor(Callback):
                     # keeps Lightning from warning about epoch-level logging under DDP.
                     sync_dist=trainer.world_size > 1,
                 )
-        record = self._record(trainer, step, result, per_class)
+        record = self._record(trainer, pl_module, step, result, per_class)
+        if record["fn"] == "fit":
+            weights = (record["epoch"], record["step"])
+            self._fit_weights = (id(pl_module), int(trainer.global_step), *weights)
         if self.smooth:
             record["smooth_error"] = numbers["smooth_error"]
         if suffix:
@@ -547,6 +557,7 @@ class CalibrationMonitor(Callback):
     def _record(
         self,
         trainer: Trainer,
+        pl_module: LightningModule,
         step: int,
         result: CalibrationResult,
         per_class: list[CalibrationResult] | None,
@@ -554,7 +565,7 @@ class CalibrationMonitor(Callback):
         bins = tb.bins_tensor(result)
         record: dict[str, Any] = {
             "stage": self.stage,
-            **self._when(trainer, step),
+            **self._when(trainer, pl_module, step),
             **tb.result_numbers(result),
             "confidence": self.confidence,
             "n_pairs": int(bins[:, 2].sum().item()),
@@ -565,16 +576,27 @@ class CalibrationMonitor(Callback):
             record["per_class"] = {name: tb.result_numbers(r) for name, r in pairs}
         return record
 
-    def _when(self, trainer: Trainer, step: int) -> dict[str, Any]:
+    def _when(self, trainer: Trainer, pl_module: LightningModule, step: int) -> dict[str, Any]:
         """Which run measured which weights: the trainer function, the epoch and step of the
-        weights (in a validate / test run with ``ckpt_path=``, the checkpoint's ``epoch`` and
-        ``global_step``, and its path as ``checkpoint``), for the history record."""
-        fn = _trainer_fn(trainer)
+        weights, for the history record. In a validate / test run with ``ckpt_path=``, the
+        checkpoint's ``epoch`` and ``global_step`` (as ModelCheckpoint names the file) and its
+        path as ``checkpoint``; without, the epoch and step of this monitor's last fit record
+        when the module has not been trained since (the same weights), else the trainer's."""
+        fn = runs.trainer_fn(trainer)
         when: dict[str, Any] = {"fn": fn, "epoch": int(trainer.current_epoch), "step": step}
-        if fn != "fit":
-            restored = self._restored or {}
-            when["checkpoint"] = restored.get("checkpoint")
+        if fn == "fit":
+            return when
+        restored = self._restored or {}
+        when["checkpoint"] = restored.get("checkpoint")
+        if restored:
             when.update({key: restored[key] for key in ("epoch", "step") if key in restored})
+        elif self._fit_weights is not None and self._fit_weights[:2] == (
+            id(pl_module),
+            int(trainer.global_step),
+        ):
+            # After fit the trainer's epoch is the next one (3 after epochs 0-2): the weights
+            # are those the last fit validation measured, and are named as it named them.
+            when["epoch"], when["step"] = self._fit_weights[2:]
         return when
 
     # ------------------------------------------------------------------ write
@@ -622,7 +644,7 @@ class CalibrationMonitor(Callback):
             self._write_experiment(logger, experiment, step, result, per_class, figures, suffix)
         index = record.get("dataloader_idx")
         history = [r for r in self.history if r.get("dataloader_idx") == index]
-        name = files.figure_suffix(record, by_step=_validates_within_epochs(trainer))
+        name = files.figure_suffix(record, _validates_within_epochs(trainer), self.stage)
         for folder in png_dirs:
             files.write_files(
                 folder / "calibration",
@@ -631,7 +653,11 @@ class CalibrationMonitor(Callback):
                 figures,
                 history,
                 f"{self.prefix}{suffix} CalibErr ({plot.interval_label(**kind)})",
-                unique=record["fn"] != "fit",
+                # A test monitor's test replaces its files, as a fit's validation does.
+                unique=not files.own_run(record, self.stage),
+                # Only a run continuing a checkpoint's history continues the file's; a fresh
+                # fit into the same folder is another run, and rewrites it.
+                merge=self._restored is not None,
             )
 
     def _write_experiment(
@@ -689,6 +715,18 @@ class CalibrationMonitor(Callback):
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._restored = None  # each run says for itself which checkpoint it restored
+        # Refused here, not in __init__: in one process the sync changes nothing.
+        if trainer.world_size > 1 and self._options.get("sync_on_compute", True) is not True:
+            raise ValueError(
+                "sync_on_compute must stay True: the monitor logs the value of the whole "
+                "evaluation set, which under DDP needs every rank's pairs (without the sync "
+                "each rank logs its shard's error, and Lightning averages those)"
+            )
+
+    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        # The restore belongs to the run that ends here: left set, it made a later manual
+        # load_state_dict look like that run's restore, and be ignored.
+        self._restored = None
 
     def on_load_checkpoint(
         self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
@@ -698,7 +736,7 @@ class CalibrationMonitor(Callback):
         resumed fit."""
         path = getattr(trainer, "ckpt_path", None)
         self._restored = {
-            "fn": _trainer_fn(trainer),
+            "fn": runs.trainer_fn(trainer),
             "checkpoint": None if path is None else str(path),
             # As ModelCheckpoint names the file: epoch=0-step=12.ckpt.
             "epoch": int(checkpoint.get("epoch", 0)),
@@ -718,16 +756,11 @@ class CalibrationMonitor(Callback):
         self.history = [dict(r) for r in history]
 
 
-def _trainer_fn(trainer: Trainer) -> str:
-    """What the trainer runs: ``"fit"``, ``"validate"``, ``"test"`` or ``"predict"``."""
-    return str(getattr(trainer.state.fn, "value", trainer.state.fn))
-
-
 def _validates_within_epochs(trainer: Trainer) -> bool:
     """Whether the fit validates on a schedule of batches (``val_check_interval`` below an
     epoch, or counted across epochs) or of time rather than once at each epoch's end: then
     an epoch may see several validations, and their files are told apart by step."""
-    if _trainer_fn(trainer) != "fit":
+    if runs.trainer_fn(trainer) != "fit":
         return False
     if getattr(trainer, "_val_check_time_interval", None) is not None:
         return True

@@ -12,6 +12,7 @@ from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
 from calib_metrics.callbacks import _arguments as checks
+from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.functional.calibration import (
@@ -31,14 +32,14 @@ class TemperatureRecalibration(Callback):
 
     Each validation step returns a dict with ``"logits"`` (``[..., C]``, or binary scores
     ``[...]``) and ``"target"`` (the keys are options), or ``extract(outputs, batch)``
-    returns ``(logits, target)``. The logits of the last validation epoch (never the
-    sanity check) are kept; when fitting ends the temperature is fitted on them (in float64,
-    with grad enabled and outside inference mode, on copies of the inference-mode tensors
-    Lightning's validation produces), stored as :attr:`recalibrator` and on the module as
-    ``pl_module.calibration_temperatures[prefix]`` (a float, so it can be applied at
-    prediction time: ``softmax(logits / T)``) and, when it is the Trainer's only such
-    callback, as ``pl_module.calibration_temperature`` too (with one per output head, each
-    head reads its own by its ``prefix``), and
+    returns ``(logits, target)``. The logits of the fit's last validation epoch (never the
+    sanity check, nor a ``trainer.validate`` / ``test`` run) are kept; when fitting ends the
+    temperature is fitted on them (in float64, with grad enabled and outside inference mode,
+    on copies of the inference-mode tensors Lightning's validation produces), stored as
+    :attr:`recalibrator` and on the module as ``pl_module.calibration_temperatures[prefix]``
+    (a float, so it can be applied at prediction time: ``softmax(logits / T)``) and, when it
+    is the Trainer's only such callback, as ``pl_module.calibration_temperature`` too (with
+    one per output head, each head reads its own by its ``prefix``), and
 
     * ``{prefix}/temperature``, ``{prefix}/calib_err_before`` and ``{prefix}/calib_err_after``
       (with ``_lower`` / ``_upper`` interval ends) go to every logger's ``log_metrics``;
@@ -106,18 +107,10 @@ class TemperatureRecalibration(Callback):
         bin_size: int | str = "auto",
         n_samples: int = 2000,
         confidence: float = 0.95,
-        **unknown: Any,
     ) -> None:
         super().__init__()
-        # Checked now, not at the first batch or when fitting ends (after the training run).
-        if unknown:
-            # A ValueError like the monitor's, which hands unknown options to its metric.
-            raise ValueError(
-                f"TemperatureRecalibration got unknown argument{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(map(repr, unknown))}"
-                "; its options are logits_key, target_key, extract, ignore_index, "
-                "dataloader_idx, prefix, bin_size, n_samples and confidence"
-            )
+        # Checked now, not at the first batch or when fitting ends (after the training run);
+        # a misspelt option is Python's TypeError, which type checkers see too.
         for name, key in (("logits_key", logits_key), ("target_key", target_key)):
             checks.check_key(name, key)
         checks.check_extract(extract)
@@ -169,10 +162,23 @@ class TemperatureRecalibration(Callback):
             logits, target = logits[keep], target[keep]
         return logits, target
 
-    def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+    @staticmethod
+    def _fitting(trainer: Trainer) -> bool:
+        # Only a fit's validations are fitted on: a trainer.validate / test run (after fit,
+        # or restoring the temperature with ckpt_path=) may have other loaders, and its
+        # logits must not reach a later fit.
+        return runs.trainer_fn(trainer) == "fit"
+
+    def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        # Logits of an earlier fit of this callback belong to other weights.
         self._logits, self._target = [], []
-        counts = trainer.num_val_batches
-        n_loaders = len(counts) if isinstance(counts, (list, tuple)) else 1
+        self._collected_at = None
+
+    def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if not self._fitting(trainer):
+            return
+        self._logits, self._target = [], []
+        n_loaders = runs.loader_count(trainer, "val")
         missing = sorted(set(self._loaders or ()) - set(range(n_loaders)))
         if missing:
             # Found at the sanity check (or the first validation), not when fitting ends.
@@ -199,7 +205,7 @@ class TemperatureRecalibration(Callback):
         batch_idx: int,
         dataloader_idx: int = 0,
     ) -> None:
-        if trainer.sanity_checking:
+        if trainer.sanity_checking or not self._fitting(trainer):
             return
         if self._loaders is not None and dataloader_idx not in self._loaders:
             return
@@ -209,7 +215,7 @@ class TemperatureRecalibration(Callback):
             self._target.append(pair[1])
 
     def on_validation_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        if not trainer.sanity_checking:
+        if not trainer.sanity_checking and self._fitting(trainer):
             # The weights these logits come from, to compare with the final ones at fit end.
             self._collected_at = (int(trainer.current_epoch), int(trainer.global_step))
 
