@@ -13,7 +13,9 @@ An antecedent vector uses the same indexing: ``a[..., i] = j <= i``, with ``j ==
 meaning NEW. Because every pointer goes backwards, the entity of a mention is named by
 its first mention (its *root*), found by pointer jumping in ``O(log N)`` gathers.
 
-``mask`` (``[B, N]`` bool, True for real mentions, normally left-aligned) marks padding:
+``mask`` (``[B, N]`` bool, True for real mentions, normally left-aligned; an integer mask
+counts nonzero as real, unread, where the queries of :mod:`calib_metrics.queries` read it
+and require 0/1) marks padding:
 a padded mention always takes NEW, so it is a singleton, and no real mention ever
 attaches to it.
 
