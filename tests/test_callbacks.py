@@ -666,3 +666,10 @@ def test_unused_groups_get_the_advice_that_fits_the_monitor(tmp_path: Path) -> N
     (advice,) = [str(w.message) for w in caught if "keeps no group ids" in str(w.message)]
     assert "pass interval=None (or 'groups') to resample" in advice
     assert "streaming=False to" not in advice
+
+
+def test_class_names_as_a_set_are_refused() -> None:
+    """A set's order follows string hashing, which changes from process to process: the
+    names would land on other classes in each run."""
+    with pytest.raises(ValueError, match="class_names must be ordered"):
+        monitor(per_class=True, class_names={"ADJ", "NOUN", "VERB"})

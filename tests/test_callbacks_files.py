@@ -214,3 +214,38 @@ def test_validating_the_current_weights_names_the_last_fit_epoch(tmp_path: Path)
     assert (record["fn"], record["checkpoint"]) == ("validate", None)
     assert (record["epoch"], record["step"]) == (last_fit["epoch"], last_fit["step"]) == (2, 8)
     assert record["error"] == pytest.approx(last_fit["error"], rel=1e-9)
+
+
+def test_validating_after_a_checkpoint_s_validation_names_the_checkpoint_s_weights(
+    tmp_path: Path,
+) -> None:
+    """validate(ckpt_path=<epoch 0>) loads epoch 0's weights into the module at the
+    trainer's unchanged step; a later validate() had credited them to epoch 2 (the last
+    fit record), the usual validate(ckpt_path="best") then validate(model) pattern."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
+    cb = monitor()
+    run = trainer(tmp_path, 3, logger=False, callbacks=[cb, saved], enable_checkpointing=True)
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    first = tmp_path / "ckpt" / "epoch=0.ckpt"
+    quietly(run.validate, model, val, ckpt_path=first, verbose=False)
+    quietly(run.validate, model, val, verbose=False)
+    from_checkpoint, plain = cb.history[-2:]
+    assert plain["fn"] == "validate" and plain["checkpoint"] == str(first)
+    assert (plain["epoch"], plain["step"]) == (from_checkpoint["epoch"], from_checkpoint["step"])
+    assert plain["error"] == pytest.approx(cb.history[0]["error"], rel=1e-9)  # epoch 0's
+
+
+def test_a_monitor_reused_for_a_new_fit_starts_a_new_history(tmp_path: Path) -> None:
+    """One monitor object, two fresh fits (a notebook, a search over settings): the
+    second fit's history and val_history.json had held both runs, one curve through both."""
+    cb = monitor(save_png=True)
+    for seed in range(2):
+        torch.manual_seed(seed)
+        train, val = loaders()
+        logger = CSVLogger(tmp_path, name="csv", version=seed)
+        quietly(trainer(tmp_path, 2, logger=logger, callbacks=[cb]).fit, TinyTagger(), train, val)
+        assert [(r["fn"], r["epoch"]) for r in cb.history] == [("fit", 0), ("fit", 1)]
+        on_disk = Path(logger.log_dir) / "calibration" / "val_history.json"
+        assert json.loads(on_disk.read_text()) == cb.history

@@ -105,6 +105,8 @@ def check_class_names(names: Any, num_classes: int | None, per_class: bool) -> l
     if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
         got = f"the string {names!r}" if isinstance(names, str) else type(names).__name__
         raise ValueError(f"class_names must be an iterable of names, one per class, got {got}")
+    if isinstance(names, (set, frozenset)):  # string hashing orders it anew in each process
+        raise ValueError("class_names must be ordered (class 0 first), got a set")
     labels = [str(name) for name in names]
     if num_classes is None:
         raise ValueError("class_names needs num_classes (binary probabilities have no classes)")

@@ -224,8 +224,9 @@ class CalibrationMonitor(Callback):
         self._layout_suffixes = [""]
         # The checkpoint this run restored (see on_load_checkpoint), None if none.
         self._restored: dict[str, Any] | None = None
-        # (module id, global step, epoch, step) of the last fit record: the weights it measured.
-        self._fit_weights: tuple[int, int, int, int] | None = None
+        # The weights the module holds (module id, global step) and how a record names them
+        # (epoch, step, checkpoint path): the last fit record's, or a restored checkpoint's.
+        self._fit_weights: tuple[int, int, int, int, str | None] | None = None
 
     # ------------------------------------------------------------------ names
     @property
@@ -542,7 +543,7 @@ class CalibrationMonitor(Callback):
                 )
         record = self._record(trainer, pl_module, step, result, per_class)
         if record["fn"] == "fit":
-            weights = (record["epoch"], record["step"])
+            weights = (record["epoch"], record["step"], None)
             self._fit_weights = (id(pl_module), int(trainer.global_step), *weights)
         if self.smooth:
             record["smooth_error"] = numbers["smooth_error"]
@@ -595,8 +596,9 @@ class CalibrationMonitor(Callback):
             int(trainer.global_step),
         ):
             # After fit the trainer's epoch is the next one (3 after epochs 0-2): the weights
-            # are those the last fit validation measured, and are named as it named them.
-            when["epoch"], when["step"] = self._fit_weights[2:]
+            # are those the last fit validation measured (or a checkpoint an evaluation
+            # restored since), and are named as it named them.
+            when["epoch"], when["step"], when["checkpoint"] = self._fit_weights[2:]
         return when
 
     # ------------------------------------------------------------------ write
@@ -742,6 +744,19 @@ class CalibrationMonitor(Callback):
             "epoch": int(checkpoint.get("epoch", 0)),
             "step": int(checkpoint.get("global_step", 0)),
         }
+        if self._restored["fn"] != "fit":
+            # The module now holds the checkpoint's weights, at the trainer's unchanged step:
+            # a later evaluation without ckpt_path measures them, not the last fit epoch's.
+            named = (self._restored["epoch"], self._restored["step"], self._restored["checkpoint"])
+            self._fit_weights = (id(pl_module), int(trainer.global_step), *named)
+
+    def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        """A fit that starts from step 0 without a checkpoint is a new run: a monitor reused
+        for it (a notebook, a search over settings) starts a new history, which its files
+        then hold alone, instead of one curve drawn through both runs."""
+        if self._restored is None and trainer.global_step == 0:
+            self.history = []
+            self._fit_weights = None
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :attr:`history` for a resumed fit. A validate / test run of a checkpoint
