@@ -397,7 +397,7 @@ def test_alias_tables_give_every_choice_its_probability(peak):
     # its alias, c + shift: summed per choice this must be P(a_i = j), and a zero-probability
     # choice (forbidden, padding, j > i) must keep nothing and be nobody's alias.
     scores, mask = _peaked(peak)
-    probs = coref._probabilities(scores, mask)
+    probs = coref._probabilities(scores, coref._check_scores(scores, mask))
     t = coref_sampler.tables(probs.clone())
     n = probs.shape[-1]
     keep = t.threshold.view(2, n, n) - torch.arange(n, dtype=torch.float64)
@@ -444,7 +444,7 @@ def test_alias_draws_match_the_probabilities(peak):
     # Chi-square of 400k draws per mention against P(a_i = j) (choices expected fewer
     # than 5 times pooled), and never a zero-probability choice.
     scores, mask = _peaked(peak, mentions=12)
-    probs = coref._probabilities(scores, mask)
+    probs = coref._probabilities(scores, coref._check_scores(scores, mask))
     n_samples = 400_000
     a = sample_antecedents(scores, n_samples, mask, torch.Generator().manual_seed(2))
     chi2, dof = 0.0, 0
@@ -470,7 +470,7 @@ def test_draws_follow_the_alias_rule_of_the_generator_uniforms(monkeypatch, ment
     # taken sample-major: x = u * (i + 1), c = floor(x), c if x < threshold else alias.
     g = torch.Generator().manual_seed(5)
     scores = 3.0 * torch.randn(2, mentions, mentions, generator=g)
-    t = coref_sampler.tables(coref._probabilities(scores, None))
+    t = coref_sampler.tables(coref._probabilities(scores, coref._check_scores(scores, None)))
     monkeypatch.setattr(coref_sampler, "_CHUNK_DRAWS", 5 * mentions)
     got = coref_sampler.draw(t, 23, torch.Generator().manual_seed(9))
     g = torch.Generator().manual_seed(9)
@@ -491,7 +491,7 @@ def test_fewer_samples_than_mentions_search_the_cumulative_probabilities(monkeyp
     scores[0, 40, 40] = float("-inf")
     monkeypatch.setattr(coref_sampler, "_SEARCH_DRAWS", 7 * 60)
     got = sample_antecedents(scores, 59, mask, torch.Generator().manual_seed(4))
-    probs = coref._probabilities(scores, mask)
+    probs = coref._probabilities(scores, coref._check_scores(scores, mask))
     cdf = probs.cumsum(-1)
     cdf = cdf / cdf[..., -1:]
     cdf = cdf.masked_fill(torch.ones(60, 60, dtype=torch.bool).triu(), float("inf"))

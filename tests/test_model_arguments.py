@@ -180,3 +180,19 @@ def test_tag_pair_queries_says_tags_need_one_more_step_than_pairwise() -> None:
 
     with pytest.raises(ValueError, match=r"one more step than pairwise's \[B, T-1\] = \(2, 3\)"):
         tag_pair_queries(torch.rand(2, 3, 4, 4), torch.zeros(2, 3, dtype=torch.long))
+
+
+def test_coreference_reads_an_integer_mask_as_the_queries_do() -> None:
+    """An integer mask holding 2 had been read as "nonzero = real" by coreference and
+    refused by coref_pair_queries; the check rides on the distribution's own host read."""
+    from calib_metrics.models.coref import coreference_marginals, sample_antecedents
+
+    scores = torch.zeros(1, 3, 3)
+    with pytest.raises(ValueError, match="integer 0/1: it holds other integers"):
+        coreference_marginals(scores, mask=torch.tensor([[1, 2, 0]]))
+    with pytest.raises(ValueError, match="integer 0/1: it holds other integers"):
+        sample_antecedents(scores, 2, mask=torch.tensor([[1, 2, 0]]))
+    ones = coreference_marginals(scores, mask=torch.tensor([[1, 1, 0]]))
+    assert torch.equal(
+        ones, coreference_marginals(scores, mask=torch.tensor([[True, True, False]]))
+    )

@@ -13,9 +13,8 @@ An antecedent vector uses the same indexing: ``a[..., i] = j <= i``, with ``j ==
 meaning NEW. Because every pointer goes backwards, the entity of a mention is named by
 its first mention (its *root*), found by pointer jumping in ``O(log N)`` gathers.
 
-``mask`` (``[B, N]`` bool, True for real mentions, normally left-aligned; an integer mask
-counts nonzero as real, unread, where the queries of :mod:`calib_metrics.queries` read it
-and require 0/1) marks padding:
+``mask`` (``[B, N]`` bool or integer 0/1, True for real mentions, normally left-aligned;
+its values are checked with the distribution's own host read) marks padding:
 a padded mention always takes NEW, so it is a singleton, and no real mention ever
 attaches to it.
 
@@ -30,11 +29,14 @@ Example:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import Tensor
 
 from calib_metrics.functional.errors import check_generator
 from calib_metrics.models.coref_sampler import draw, prepare, roots
+from calib_metrics.models.linear_chain import check_mask_dtype
 
 __all__ = [
     "antecedent_log_probs",
@@ -54,7 +56,12 @@ _PAIR_CHUNK_ELEMENTS = 1 << 24
 _DP_BLOCK = 64
 
 
-def _check_scores(scores: Tensor, mask: Tensor | None) -> Tensor | None:
+class _Checked(NamedTuple):
+    mask: Tensor | None  # bool
+    not_binary: Tensor | None  # 0-dim bool on the device: an integer mask not 0/1
+
+
+def _check_scores(scores: Tensor, mask: Tensor | None) -> _Checked:
     if not isinstance(scores, Tensor):
         raise ValueError(f"scores must be a torch.Tensor, got {type(scores).__name__}")
     if scores.ndim != 3:
@@ -69,7 +76,7 @@ def _check_scores(scores: Tensor, mask: Tensor | None) -> Tensor | None:
     if not scores.is_floating_point():
         raise ValueError(f"scores must be a floating-point tensor, got dtype {scores.dtype}")
     if mask is None:
-        return None
+        return _Checked(None, None)
     if not isinstance(mask, Tensor):
         raise ValueError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
     if tuple(mask.shape) != tuple(scores.shape[:2]):
@@ -79,9 +86,11 @@ def _check_scores(scores: Tensor, mask: Tensor | None) -> Tensor | None:
         )
     if mask.device != scores.device:
         raise ValueError(f"mask is on {mask.device} but scores are on {scores.device}")
-    if mask.is_floating_point() or mask.is_complex():  # 0.5 would read as a real mention
-        raise ValueError(f"mask must be bool (or integer, nonzero = real), got {mask.dtype}")
-    return mask if mask.dtype == torch.bool else mask != 0
+    check_mask_dtype(mask)  # 0.5 would read as a real mention
+    if mask.dtype == torch.bool:
+        return _Checked(mask, None)
+    # Read with the distribution's own check (:func:`_checked`): no host read of its own.
+    return _Checked(mask != 0, ((mask != 0) & (mask != 1)).any())
 
 
 def _check_n_samples(n_samples: int) -> None:
@@ -122,9 +131,17 @@ def _logits(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
     return logits
 
 
-def _checked(distribution: Tensor) -> Tensor:
-    """``distribution`` (log-probabilities or probabilities), or ValueError if it has NaN."""
-    if torch.isnan(distribution).any():
+def _checked(distribution: Tensor, not_binary: Tensor | None = None) -> Tensor:
+    """``distribution`` (log-probabilities or probabilities), or ValueError if it has NaN
+    or the integer mask it came from holds other values than 0 and 1 (one host read)."""
+    has_nan = torch.isnan(distribution).any()
+    if not_binary is None:
+        bad_mask, bad = False, bool(has_nan)
+    else:
+        bad_mask, bad = torch.stack([not_binary, has_nan]).tolist()
+    if bad_mask:
+        raise ValueError("mask must be bool or integer 0/1: it holds other integers")
+    if bad:
         raise ValueError(
             "scores give no valid distribution for some mention: an allowed score "
             "(j <= i) is NaN or +inf, or all of a mention's allowed scores are -inf"
@@ -132,9 +149,9 @@ def _checked(distribution: Tensor) -> Tensor:
     return distribution
 
 
-def _log_probs(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
-    """Validated-input core of :func:`antecedent_log_probs` (mask already a bool tensor)."""
-    return _checked(_logits(scores, mask, owned).log_softmax(-1))
+def _log_probs(scores: Tensor, checked: _Checked, owned: bool = False) -> Tensor:
+    """Validated-input core of :func:`antecedent_log_probs`."""
+    return _checked(_logits(scores, checked.mask, owned).log_softmax(-1), checked.not_binary)
 
 
 def antecedent_log_probs(scores: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -163,8 +180,8 @@ def antecedent_log_probs(scores: Tensor, mask: Tensor | None = None) -> Tensor:
                  [0.5000, 0.5000, 0.0000],
                  [0.0000, 0.0000, 1.0000]]])
     """
-    mask = _check_scores(scores, mask)
-    return _log_probs(scores, mask)
+    checked = _check_scores(scores, mask)
+    return _log_probs(scores, checked)
 
 
 def most_probable_antecedents(scores: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -180,10 +197,10 @@ def most_probable_antecedents(scores: Tensor, mask: Tensor | None = None) -> Ten
         >>> most_probable_antecedents(scores)
         tensor([[0, 0, 2]])
     """
-    mask = _check_scores(scores, mask)
+    checked = _check_scores(scores, mask)
     if scores.shape[-1] == 0:  # no mentions: no choices (argmax has nothing to reduce)
         return torch.zeros(scores.shape[:-1], dtype=torch.long, device=scores.device)
-    return _log_probs(scores, mask).argmax(-1)
+    return _log_probs(scores, checked).argmax(-1)
 
 
 def _float64_copy(scores: Tensor) -> Tensor:
@@ -191,9 +208,10 @@ def _float64_copy(scores: Tensor) -> Tensor:
     return scores.to(torch.float64, copy=True)
 
 
-def _probabilities(scores: Tensor, mask: Tensor | None) -> Tensor:
+def _probabilities(scores: Tensor, checked: _Checked) -> Tensor:
     """``P(a_i = j | x)`` in float64 ``[B, N, N]``, exactly 0 where forbidden or ``j > i``."""
-    return _checked(_logits(_float64_copy(scores), mask, owned=True).softmax(-1))
+    logits = _logits(_float64_copy(scores), checked.mask, owned=True)
+    return _checked(logits.softmax(-1), checked.not_binary)
 
 
 def sample_antecedents(
@@ -235,11 +253,11 @@ def sample_antecedents(
         >>> round((a[:, 0, 2] == 1).double().mean().item(), 1)
         1.0
     """
-    mask = _check_scores(scores, mask)
+    checked = _check_scores(scores, mask)
     _check_n_samples(n_samples)
     check_generator(generator)
     with torch.no_grad():
-        return draw(prepare(_probabilities(scores, mask), n_samples), n_samples, generator)
+        return draw(prepare(_probabilities(scores, checked), n_samples), n_samples, generator)
 
 
 def sample_entity_roots(
@@ -445,13 +463,15 @@ def coreference_marginals(
         >>> bool((est - coreference_marginals(scores)).abs().max() < 0.05)
         True
     """
-    mask = _check_scores(scores, mask)
+    checked = _check_scores(scores, mask)
     if n_samples is not None:
         _check_n_samples(n_samples)
         check_generator(generator)
     # An evaluation quantity: the DP fills its table in place, so no graph is recorded.
     with torch.no_grad():
         if n_samples is None:
-            logp = _log_probs(_float64_copy(scores), mask, owned=True)
+            logp = _log_probs(_float64_copy(scores), checked, owned=True)
             return _exact_marginals(logp).to(scores.dtype)
-        return _sampled_marginals(_probabilities(scores, mask), n_samples, generator, scores.dtype)
+        return _sampled_marginals(
+            _probabilities(scores, checked), n_samples, generator, scores.dtype
+        )
