@@ -140,3 +140,24 @@ def test_a_large_set_with_a_few_errors_has_a_finite_optimum() -> None:
     labels[:2] = torch.tensor([0.0, 1.0])  # two errors
     fitted = TemperatureScaling().fit(scores, labels)
     assert fitted.nll_ < 1e-6 and 0 < fitted.temperature.item() < 10
+
+
+def test_platt_refuses_data_separable_but_for_a_tie_group_at_the_boundary() -> None:
+    """Probabilities rounded to 0.1, every item right but a mixed group at 0.5: the
+    intercept sits in the tie group (at its label mix, -1.1 for one positive in four), so
+    the tied items' margins were not 0 and the fit was accepted at slope 28, sending test
+    probabilities to 1e-28 and 1 (NLL 3.9 after, 0.52 before; the CLI exited 0)."""
+    from calib_metrics.recalibration import ScalingBinning, fit_binary
+
+    q = torch.tensor([0.1, 0.3] * 3 + [0.5] * 4 + [0.7, 0.9] * 3, dtype=torch.float64)
+    y = torch.tensor([0] * 6 + [0, 0, 0, 1] + [1] * 6)
+    for probs, labels in ((q, y), (1 - q, 1 - y), (q, 1 - y)):  # either slope's sign
+        with pytest.raises(ValueError, match="separable.*ties at the boundary included"):
+            fit_binary("platt", probs, labels)
+    with pytest.raises(ValueError, match="separable.*ties at the boundary included"):
+        ScalingBinning(inputs="probs", generator=torch.Generator().manual_seed(0)).fit(
+            torch.cat([q, q]), torch.cat([y, y])
+        )
+    mixed = y.clone()
+    mixed[0] = 1  # one error below the tie group: a finite optimum
+    assert 0 < fit_binary("platt", q, mixed).slope.item() < 10

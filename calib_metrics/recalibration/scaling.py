@@ -18,6 +18,8 @@ probabilities; the fitted parameters are buffers, so ``state_dict`` round-trips.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -154,6 +156,7 @@ class _LogitScaler(FittedModule):
         with fitting_mode():
             z = float64_copy(logits)
             y = y.detach().clone()
+            self._refuse_separable(z, y)
             free = self._init_params(num_classes, z.device)
 
             def loss() -> Tensor:
@@ -174,6 +177,10 @@ class _LogitScaler(FittedModule):
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
+
+    def _refuse_separable(self, z: Tensor, y: Tensor) -> None:
+        """Refuse data on which the fit has no finite optimum, where the data show it before
+        the fit (here none: the margins at the fitted parameters tell, after it)."""
 
     def forward(self, logits: Tensor) -> Tensor:
         """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
@@ -378,6 +385,27 @@ class PlattScaling(_LogitScaler):
         if scores.ndim != 1:
             raise ValueError(f"scores must be [N], got shape {tuple(scores.shape)}")
         return super().fit(scores, target)  # type: ignore[return-value]
+
+    def _refuse_separable(self, z: Tensor, y: Tensor) -> None:
+        """With an intercept the boundary can sit inside a tie group: a tie group of mixed
+        labels keeps a finite loss there while the slope grows without end, and its items'
+        margins at the fitted parameters are those of the tie group's label mix (±1.1 for
+        one label against three), not 0, so the margins cannot tell. The data can: no
+        finite optimum exactly when one class's scores all lie at or above the other's
+        (one host read)."""
+        inf = torch.tensor(math.inf, dtype=z.dtype, device=z.device)
+        ones, zeros = y == 1, y == 0
+        low1, high1 = torch.where(ones, z, inf).min(), torch.where(ones, z, -inf).max()
+        low0, high0 = torch.where(zeros, z, inf).min(), torch.where(zeros, z, -inf).max()
+        above, below = torch.stack([high0 <= low1, high1 <= low0]).tolist()
+        if above or below:
+            side = "above" if above else "below"
+            raise ValueError(
+                f"the held-out data are separable: every class-1 score lies at or {side} "
+                "every class-0 score (ties at the boundary included), so Platt scaling has "
+                "no finite optimum (its slope grows without end); fit on more held-out data, "
+                "on which the model makes some errors"
+            )
 
     def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
         a = torch.ones((), dtype=torch.float64, device=device, requires_grad=True)
