@@ -152,9 +152,9 @@ def test_platt_refuses_data_separable_but_for_a_tie_group_at_the_boundary() -> N
     q = torch.tensor([0.1, 0.3] * 3 + [0.5] * 4 + [0.7, 0.9] * 3, dtype=torch.float64)
     y = torch.tensor([0] * 6 + [0, 0, 0, 1] + [1] * 6)
     for probs, labels in ((q, y), (1 - q, 1 - y), (q, 1 - y)):  # either slope's sign
-        with pytest.raises(ValueError, match="separable.*ties at the boundary included"):
+        with pytest.raises(ValueError, match=r"separable.*ties at the boundary included"):
             fit_binary("platt", probs, labels)
-    with pytest.raises(ValueError, match="separable.*ties at the boundary included"):
+    with pytest.raises(ValueError, match=r"separable.*ties at the boundary included"):
         ScalingBinning(inputs="probs", generator=torch.Generator().manual_seed(0)).fit(
             torch.cat([q, q]), torch.cat([y, y])
         )
