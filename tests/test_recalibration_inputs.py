@@ -160,3 +160,29 @@ def test_uniform_histogram_bins_are_uniform_binnings_in_every_dtype(dtype) -> No
     assert torch.equal(binning.values[index], binning(q).double())
     # each score alone in its bin but the last two (0.9 and 1.0 share [0.9, 1])
     assert binning(q).tolist() == [0.0, 1.0, 0.0, 1.0, 1.0, 0.5, 0.5]
+
+
+def test_a_state_loads_only_into_a_module_that_reads_it_the_same_way() -> None:
+    """fit_binary builds its modules with inputs="probs": loaded into a default
+    TemperatureScaling ("All keys matched") the state mapped 0.05 to 0.51; a uniform
+    HistogramBinning's edges, loaded into an adaptive one, moved scores on an edge."""
+    from calib_metrics.recalibration import HistogramBinning, TemperatureScaling, fit_binary
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(500, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    fitted = fit_binary("temperature", q, y)
+    default = TemperatureScaling()
+    with pytest.raises(
+        ValueError, match=r"fitted with inputs='probs'.*build it with inputs='probs'"
+    ):
+        default.load_state_dict(fitted.state_dict())
+    assert not default.host_value("fitted")  # refused before anything changed
+    same = TemperatureScaling(inputs="probs")
+    same.load_state_dict(fitted.state_dict())
+    torch.testing.assert_close(same(q), fitted(q))
+    older = {k: v for k, v in fitted.state_dict().items() if k != "_extra_state"}
+    TemperatureScaling(inputs="probs").load_state_dict(older)  # saved before the settings
+    uniform = HistogramBinning(binning="uniform").fit(q, y)
+    with pytest.raises(ValueError, match="binning='uniform'"):
+        HistogramBinning().load_state_dict(uniform.state_dict())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -135,6 +136,44 @@ def lbfgs(
     if loss != loss:  # NaN: the data admit no finite optimum
         raise ValueError("recalibration did not converge (NaN loss)")
     return loss
+
+
+class SettingsInState:
+    """Mixin of a :class:`FittedModule` whose constructor ``settings`` give its fitted
+    buffers their meaning (``inputs="probs"`` reads a temperature through ``logit(q)``,
+    ``binning="uniform"`` reads the edges as equal-width): they travel in the state as its
+    extra state, and a load into a module built otherwise is refused before anything
+    changes. A module built with the defaults had loaded a ``fit_binary`` state ("All keys
+    matched") and mapped 0.05 to 0.51. A state from before the settings were saved loads
+    as it did."""
+
+    settings: tuple[str, ...] = ()
+
+    def get_extra_state(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.settings}
+
+    def set_extra_state(self, state: Any) -> None:
+        """Checked in :meth:`_load_from_state_dict`, before any buffer changes."""
+
+    def _load_from_state_dict(  # type: ignore[override]
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
+    ) -> None:
+        key = prefix + "_extra_state"
+        saved = state_dict.get(key)
+        if isinstance(saved, dict):
+            for name in self.settings:
+                if name in saved and saved[name] != getattr(self, name):
+                    raise ValueError(
+                        f"{type(self).__name__}: the state was fitted with {name}="
+                        f"{saved[name]!r}, this module has {name}={getattr(self, name)!r}, "
+                        f"which reads the same buffers otherwise: build it with "
+                        f"{name}={saved[name]!r}"
+                    )
+        super()._load_from_state_dict(  # type: ignore[misc]
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
+        )
+        if key not in state_dict and key in missing_keys:  # saved before settings were
+            missing_keys.remove(key)
 
 
 class FittedModule(nn.Module):

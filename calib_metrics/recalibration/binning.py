@@ -28,6 +28,7 @@ from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
 from calib_metrics.functional.errors import check_generator
 from calib_metrics.recalibration._common import (
     FittedModule,
+    SettingsInState,
     check_binary_target,
     check_finite,
     check_nonempty,
@@ -103,7 +104,7 @@ def _bin_means(index: Tensor, values: Tensor, n_bins: int, empty: Tensor) -> Ten
     return torch.where(count > 0, total / count.clamp(min=1), empty)
 
 
-class HistogramBinning(FittedModule):
+class HistogramBinning(SettingsInState, FittedModule):
     """Histogram binning: each score maps to its bin's frequency of positives on dev.
 
     Args:
@@ -120,6 +121,8 @@ class HistogramBinning(FittedModule):
         >>> hb(torch.tensor([0.0, 0.25, 0.8]))
         tensor([0.3333, 0.3333, 1.0000])
     """
+
+    settings = ("binning",)
 
     def __init__(self, n_bins: int = 15, binning: str = "adaptive") -> None:
         super().__init__()

@@ -26,6 +26,7 @@ from torch import Tensor
 
 from calib_metrics.recalibration._common import (
     FittedModule,
+    SettingsInState,
     check_binary_target,
     check_finite,
     check_finite_optimum,
@@ -87,10 +88,11 @@ def _margins(out: Tensor, y: Tensor, binary: bool) -> Tensor:
     return own - others
 
 
-class _LogitScaler(FittedModule):
+class _LogitScaler(SettingsInState, FittedModule):
     """Common fit/forward of the scalers: subclasses say how logits are transformed."""
 
     binary_ok = False
+    settings = ("inputs",)
 
     def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
         super().__init__()
