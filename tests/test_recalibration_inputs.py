@@ -186,3 +186,14 @@ def test_a_state_loads_only_into_a_module_that_reads_it_the_same_way() -> None:
     uniform = HistogramBinning(binning="uniform").fit(q, y)
     with pytest.raises(ValueError, match="binning='uniform'"):
         HistogramBinning().load_state_dict(uniform.state_dict())
+
+
+def test_fit_binary_takes_one_probability_per_item() -> None:
+    """[N, 2] rows had fitted a multiclass temperature under "temperature" (the docstring
+    says [N]) while "platt" refused them."""
+    from calib_metrics.recalibration import fit_binary
+
+    rows = torch.softmax(torch.randn(20, 2, generator=torch.Generator().manual_seed(0)), -1)
+    for method in ("temperature", "platt", "isotonic"):
+        with pytest.raises(ValueError, match=r"probs must be \[N\], one probability per item"):
+            fit_binary(method, rows, torch.arange(20) % 2)

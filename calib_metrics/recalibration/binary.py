@@ -49,6 +49,12 @@ def fit_binary(
         raise ValueError(f"method must be one of {', '.join(BINARY_METHODS)}; got {method!r}")
     # Isotonic and histogram modules take any real scores; this entry takes probabilities.
     probs = check_probs(probs)
+    if probs.ndim != 1:  # [N, 2] had fitted a multiclass temperature, where platt refused
+        raise ValueError(
+            f"probs must be [N], one probability per item, got shape {tuple(probs.shape)}: "
+            "flatten queries with .reshape(-1); rows of class probabilities go to "
+            "TemperatureScaling(inputs='probs')"
+        )
     if method == "temperature":
         return TemperatureScaling(inputs="probs").fit(probs, target)
     if method == "platt":
