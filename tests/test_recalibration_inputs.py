@@ -197,3 +197,23 @@ def test_fit_binary_takes_one_probability_per_item() -> None:
     for method in ("temperature", "platt", "isotonic"):
         with pytest.raises(ValueError, match=r"probs must be \[N\], one probability per item"):
             fit_binary(method, rows, torch.arange(20) % 2)
+
+
+def test_meta_tensors_are_refused_by_name() -> None:
+    """Fitting or mapping meta tensors had failed in torch's .item() (RuntimeError), and
+    compare_before_after in a copy (NotImplementedError)."""
+    from calib_metrics.recalibration import TemperatureScaling, compare_before_after, fit_binary
+
+    q = torch.rand(50, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    y = (q > 0.5).long()
+    y[:5] = 1 - y[:5]
+    meta_q, meta_y = q.to("meta"), y.to("meta")
+    calls = {
+        "probs": lambda: fit_binary("platt", meta_q, meta_y),
+        "logits": lambda: TemperatureScaling().fit(meta_q, meta_y),
+        "scores": lambda: fit_binary("isotonic", q, y)(meta_q),
+        "before": lambda: compare_before_after(meta_q, meta_q, meta_y),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=f"{name} is on the meta device"):
+            call()

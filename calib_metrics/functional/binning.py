@@ -133,6 +133,8 @@ def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) 
     """
     if not probs.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
+    if probs.device.type == "meta":  # torch's own error came from a copy deep inside
+        raise ValueError(f"{name} is on the meta device: it holds no values to measure")
     if probs.numel() == 0:
         return
     if keep is None:
