@@ -222,11 +222,12 @@ class CalibrationMonitor(Callback):
         self._warned: set[str] = set()
         self._tags_checked = False
         self._layout_suffixes = [""]
-        # The checkpoint this run restored (see on_load_checkpoint), None if none.
-        self._restored: dict[str, Any] | None = None
+        # The trainer function of the run that restored a checkpoint (on_load_checkpoint),
+        # None when this run restored none.
+        self._restored: str | None = None
         # The weights the module holds (module id, global step) and how a record names them
         # (epoch, step, checkpoint path): the last fit record's, or a restored checkpoint's.
-        self._fit_weights: tuple[int, int, int, int, str | None] | None = None
+        self._weights: tuple[int, int, int, int, str | None] | None = None
 
     # ------------------------------------------------------------------ names
     @property
@@ -544,7 +545,7 @@ class CalibrationMonitor(Callback):
         record = self._record(trainer, pl_module, step, result, per_class)
         if record["fn"] == "fit":
             weights = (record["epoch"], record["step"], None)
-            self._fit_weights = (id(pl_module), int(trainer.global_step), *weights)
+            self._weights = (id(pl_module), int(trainer.global_step), *weights)
         if self.smooth:
             record["smooth_error"] = numbers["smooth_error"]
         if suffix:
@@ -587,18 +588,15 @@ class CalibrationMonitor(Callback):
         when: dict[str, Any] = {"fn": fn, "epoch": int(trainer.current_epoch), "step": step}
         if fn == "fit":
             return when
-        restored = self._restored or {}
-        when["checkpoint"] = restored.get("checkpoint")
-        if restored:
-            when.update({key: restored[key] for key in ("epoch", "step") if key in restored})
-        elif self._fit_weights is not None and self._fit_weights[:2] == (
+        when["checkpoint"] = None
+        if self._weights is not None and self._weights[:2] == (
             id(pl_module),
             int(trainer.global_step),
         ):
-            # After fit the trainer's epoch is the next one (3 after epochs 0-2): the weights
-            # are those the last fit validation measured (or a checkpoint an evaluation
-            # restored since), and are named as it named them.
-            when["epoch"], when["step"], when["checkpoint"] = self._fit_weights[2:]
+            # The weights the last fit validation measured (after fit the trainer's epoch is
+            # the next one: 3 after epochs 0-2), or the checkpoint this run or an earlier
+            # evaluation restored (on_load_checkpoint): named as they were named.
+            when["epoch"], when["step"], when["checkpoint"] = self._weights[2:]
         return when
 
     # ------------------------------------------------------------------ write
@@ -736,19 +734,15 @@ class CalibrationMonitor(Callback):
         """Note which run restores which checkpoint (before :meth:`load_state_dict`):
         Lightning restores the callbacks for every run given ``ckpt_path=``, not only for a
         resumed fit."""
-        path = getattr(trainer, "ckpt_path", None)
-        self._restored = {
-            "fn": runs.trainer_fn(trainer),
-            "checkpoint": None if path is None else str(path),
-            # As ModelCheckpoint names the file: epoch=0-step=12.ckpt.
-            "epoch": int(checkpoint.get("epoch", 0)),
-            "step": int(checkpoint.get("global_step", 0)),
-        }
-        if self._restored["fn"] != "fit":
+        self._restored = runs.trainer_fn(trainer)
+        if self._restored != "fit":
             # The module now holds the checkpoint's weights, at the trainer's unchanged step:
-            # a later evaluation without ckpt_path measures them, not the last fit epoch's.
-            named = (self._restored["epoch"], self._restored["step"], self._restored["checkpoint"])
-            self._fit_weights = (id(pl_module), int(trainer.global_step), *named)
+            # this run's records, and a later evaluation's without ckpt_path, name them as
+            # ModelCheckpoint names the file (epoch=0-step=12.ckpt), with its path.
+            path = getattr(trainer, "ckpt_path", None)
+            epoch, step = int(checkpoint.get("epoch", 0)), int(checkpoint.get("global_step", 0))
+            named = (epoch, step, None if path is None else str(path))
+            self._weights = (id(pl_module), int(trainer.global_step), *named)
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         """A fit that starts from step 0 without a checkpoint is a new run: a monitor reused
@@ -756,7 +750,7 @@ class CalibrationMonitor(Callback):
         then hold alone, instead of one curve drawn through both runs."""
         if self._restored is None and trainer.global_step == 0:
             self.history = []
-            self._fit_weights = None
+            self._weights = None
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :attr:`history` for a resumed fit. A validate / test run of a checkpoint
@@ -765,7 +759,7 @@ class CalibrationMonitor(Callback):
         history = state_dict.get("history", [])
         if not isinstance(history, list):
             raise ValueError(f"history must be a list, got {type(history).__name__}")
-        evaluating = self._restored is not None and self._restored["fn"] != "fit"
+        evaluating = self._restored not in (None, "fit")
         if evaluating and self.history:
             return
         self.history = [dict(r) for r in history]

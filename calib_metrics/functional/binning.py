@@ -39,7 +39,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import NoPairsError, check_int
+from calib_metrics.functional.errors import NoPairsError, check_int, check_not_meta
 from calib_metrics.functional.ties import TieCuts, no_cuts, run_cuts
 
 # Level-0 histogram cells: about N/16 (at least 2**10, at most 2**22), so the cells
@@ -133,8 +133,7 @@ def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) 
     """
     if not probs.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
-    if probs.device.type == "meta":  # torch's own error came from a copy deep inside
-        raise ValueError(f"{name} is on the meta device: it holds no values to measure")
+    check_not_meta(probs, name)
     if probs.numel() == 0:
         return
     if keep is None:

@@ -35,6 +35,20 @@ def check_generator(generator: object) -> None:
         )
 
 
+def check_not_meta(tensor: torch.Tensor, name: str) -> None:
+    """Raise ValueError if ``tensor`` is on the meta device: it has a shape but no values,
+    and torch's own error comes from a copy or an ``.item()`` deep inside.
+
+    Example:
+        >>> check_not_meta(torch.zeros(2, device="meta"), "probs")
+        Traceback (most recent call last):
+        ...
+        ValueError: probs is on the meta device: it holds no values
+    """
+    if tensor.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device: it holds no values")
+
+
 class NoPairsError(ValueError):
     """There is no (probability, target) pair to measure: empty input, or only padding.
 

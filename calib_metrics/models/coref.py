@@ -36,7 +36,7 @@ from torch import Tensor
 
 from calib_metrics.functional.errors import check_generator
 from calib_metrics.models.coref_sampler import draw, prepare, roots
-from calib_metrics.models.linear_chain import check_mask_dtype
+from calib_metrics.models.linear_chain import check_mask_dtype, check_mask_flags, mask_not_binary
 
 __all__ = [
     "antecedent_log_probs",
@@ -90,7 +90,7 @@ def _check_scores(scores: Tensor, mask: Tensor | None) -> _Checked:
     if mask.dtype == torch.bool:
         return _Checked(mask, None)
     # Read with the distribution's own check (:func:`_checked`): no host read of its own.
-    return _Checked(mask != 0, ((mask != 0) & (mask != 1)).any())
+    return _Checked(mask != 0, mask_not_binary(mask))
 
 
 def _check_n_samples(n_samples: int) -> None:
@@ -139,8 +139,7 @@ def _checked(distribution: Tensor, not_binary: Tensor | None = None) -> Tensor:
         bad_mask, bad = False, bool(has_nan)
     else:
         bad_mask, bad = torch.stack([not_binary, has_nan]).tolist()
-    if bad_mask:
-        raise ValueError("mask must be bool or integer 0/1: it holds other integers")
+    check_mask_flags(bad_mask, False, False)
     if bad:
         raise ValueError(
             "scores give no valid distribution for some mention: an allowed score "

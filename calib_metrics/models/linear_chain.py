@@ -188,14 +188,23 @@ def mask_flags(mask: Tensor) -> Tensor:
         >>> mask_flags(torch.tensor([[1, 2]])).tolist()
         [True, False, False]
     """
-    if mask.dtype == torch.bool:
-        not_binary = torch.zeros((), dtype=torch.bool, device=mask.device)
-    else:
-        not_binary = ((mask != 0) & (mask != 1)).any()
+    not_binary = mask_not_binary(mask)
     mask = mask.bool()
     if mask.shape[1] == 0:
         return torch.stack([not_binary, *mask.new_zeros(2)])
     return torch.stack([not_binary, ~mask[:, 0].all(), (mask[:, 1:] & ~mask[:, :-1]).any()])
+
+
+def mask_not_binary(mask: Tensor) -> Tensor:
+    """0-dim bool on the device: an integer mask holds values other than 0 and 1.
+
+    Example:
+        >>> mask_not_binary(torch.tensor([[1, 2]])).item()
+        True
+    """
+    if mask.dtype == torch.bool:
+        return torch.zeros((), dtype=torch.bool, device=mask.device)
+    return ((mask != 0) & (mask != 1)).any()
 
 
 def check_mask_dtype(mask: Tensor) -> None:
@@ -412,7 +421,8 @@ def _log_space_forward(em, tr, st, en, mask, fast: _Forward) -> _Forward:
 
 
 def _checked_forward(em, tr, st, en, mask) -> _Forward:
-    """The forward pass, checked by the backward pass too (one more pass, no host read).
+    """The forward pass, checked by the backward pass too (one more pass, and its check's
+    host read).
 
     A tag that forbidden transitions keep apart from the others (a lineage) can fall
     hundreds of nats behind over several steps, underflow to 0 in the forward vectors and

@@ -15,6 +15,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from calib_metrics.functional.errors import check_not_meta
+
 
 @contextmanager
 def fitting_mode() -> Iterator[None]:
@@ -42,8 +44,7 @@ def plain_copy(x: Tensor) -> Tensor:
 def check_tensor(x: object, name: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.device.type == "meta":  # torch's own error came from an .item() deep inside
-        raise ValueError(f"{name} is on the meta device: it holds no values to fit or map")
+    check_not_meta(x, name)
     return x
 
 

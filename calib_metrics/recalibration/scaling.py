@@ -395,10 +395,9 @@ class PlattScaling(_LogitScaler):
         one label against three), not 0, so the margins cannot tell. The data can: no
         finite optimum exactly when one class's scores all lie at or above the other's
         (one host read)."""
-        inf = torch.tensor(math.inf, dtype=z.dtype, device=z.device)
         ones, zeros = y == 1, y == 0
-        low1, high1 = torch.where(ones, z, inf).min(), torch.where(ones, z, -inf).max()
-        low0, high0 = torch.where(zeros, z, inf).min(), torch.where(zeros, z, -inf).max()
+        low1, high1 = torch.where(ones, z, math.inf).min(), torch.where(ones, z, -math.inf).max()
+        low0, high0 = torch.where(zeros, z, math.inf).min(), torch.where(zeros, z, -math.inf).max()
         above, below = torch.stack([high0 <= low1, high1 <= low0]).tolist()
         if above or below:
             side = "above" if above else "below"
