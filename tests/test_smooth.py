@@ -1,9 +1,11 @@
 """Smooth calibration error and curve: relplot as the oracle, brute force, histogram path.
 
-relplot (the authors' package, ``relplot.metrics.smECE``) computes exactly what
-``smooth_calibration_error`` computes, except that it adds 1e-4 to the kernel density at
-each mesh point; that moves the result by ~1e-8 at N = 500 and less beyond, so the
-comparisons hold to 1e-7.
+relplot (the authors' package, ``relplot.metrics.smECE``) computes what
+``smooth_calibration_error`` computes where no pair lies within a grid step (≤ 0.001) of
+0 or 1, except that it adds 1e-4 to the kernel density at each mesh point; that moves the
+result by ~1e-8 at N = 500 and less beyond, so the comparisons hold to 1e-7. Nearer the
+ends relplot counts the grid's end points once where the reflected kernel counts them
+twice (the module docstring); there the definition, by brute force, is the oracle.
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ from calib_metrics.functional.smooth import (
 relplot_metrics = pytest.importorskip("relplot.metrics", reason="relplot is the oracle (dev extra)")
 
 
-def data(n: int, seed: int, shift: float = 0.0, power: float = 2.0):
+def data(n: int, seed: int, shift: float = 0.0, power: float = 2.0, margin: float = 0.0):
+    """q = u^power piles up near 0; ``margin`` keeps it that far from both ends."""
     g = torch.Generator().manual_seed(seed)
-    q = torch.rand(n, generator=g, dtype=torch.float64) ** power
+    q = margin + (1 - 2 * margin) * torch.rand(n, generator=g, dtype=torch.float64) ** power
     y = torch.bernoulli((q + shift).clamp(0, 1), generator=g)
     return q, y
+
+
+# More than the widest grid step (1/1000): where relplot and the definition coincide.
+AWAY_FROM_ENDS = 0.002
 
 
 CASES = [(300, 0, 0.0), (2000, 1, 0.1), (20000, 2, -0.03), (5000, 3, 0.0)]
@@ -38,7 +45,7 @@ CASES = [(300, 0, 0.0), (2000, 1, 0.1), (20000, 2, -0.03), (5000, 3, 0.0)]
 @pytest.mark.parametrize(("n", "seed", "shift"), CASES)
 @pytest.mark.parametrize("sigma", [0.003, 0.05, 0.3])
 def test_fixed_bandwidth_equals_relplot(n, seed, shift, sigma) -> None:
-    q, y = data(n, seed, shift)
+    q, y = data(n, seed, shift, margin=AWAY_FROM_ENDS)
     expected = relplot_metrics.smECE_sigma(q.numpy(), y.numpy(), sigma)
     got = smooth_calibration_error(q, y, bandwidth=sigma)
     assert got.item() == pytest.approx(expected, abs=1e-7)
@@ -49,7 +56,7 @@ def test_fixed_bandwidth_equals_relplot(n, seed, shift, sigma) -> None:
 
 @pytest.mark.parametrize(("n", "seed", "shift"), CASES)
 def test_automatic_bandwidth_equals_relplot(n, seed, shift) -> None:
-    q, y = data(n, seed, shift)
+    q, y = data(n, seed, shift, margin=AWAY_FROM_ENDS)
     expected, width = relplot_metrics.smECE(q.numpy(), y.numpy(), return_width=True)
     assert smooth_bandwidth(q, y) == width
     got = smooth_calibration_error(q, y)
@@ -59,8 +66,9 @@ def test_automatic_bandwidth_equals_relplot(n, seed, shift) -> None:
 
 def test_float32_input_and_top_label_mode() -> None:
     g = torch.Generator().manual_seed(4)
-    probs = (torch.randn(3000, 4, generator=g) * 2).softmax(-1)
+    probs = (torch.randn(3000, 4, generator=g) * 1.2).softmax(-1)
     target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    assert float(probs.amax(-1).max()) < 1 - AWAY_FROM_ENDS  # where relplot is the oracle
     confidence, correct = relplot_metrics.multiclass_logits_to_confidences(
         probs.double().numpy(), target.numpy(), probs=True
     )
@@ -88,6 +96,37 @@ def test_equals_the_definition_by_brute_force(sigma) -> None:
     assert smooth_calibration_error(q, y, bandwidth=sigma).item() == pytest.approx(
         brute_force(q, y, sigma), rel=2e-2
     )
+
+
+def confident_one_vs_rest(n: int = 1000, classes: int = 20):
+    """One-vs-rest pairs of an overconfident 20-class model: 3 in 4 pairs below 1e-3."""
+    g = torch.Generator().manual_seed(1)
+    logits = 6 * torch.randn(n, classes, generator=g, dtype=torch.float64)
+    target = torch.multinomial((logits / 1.5).softmax(-1), 1, generator=g).squeeze(1)
+    return logits.softmax(-1), target
+
+
+@pytest.mark.parametrize("sigma", [0.01, 0.05])
+def test_mass_at_the_ends_weighs_as_in_the_definition(sigma) -> None:
+    # A pair at q = 0 is its own mirror image: the reflected kernel folds all its mass
+    # onto [0, 1]. relplot's grid counted it once, as half a pair (0.0158 for 0.0106 on
+    # the one-vs-rest pairs; 31% and 76% too high with half and 9 in 10 pairs at q = 0).
+    probs, target = confident_one_vs_rest()
+    q, y = probs.reshape(-1), torch.nn.functional.one_hot(target, 20).double().reshape(-1)
+    assert float((q < 1e-3).double().mean()) > 0.7
+    definition = brute_force(q, y, sigma)
+    got = smooth_calibration_error(probs, target, bandwidth=sigma).item()
+    assert got == pytest.approx(definition, rel=0.04)
+    assert relplot_metrics.smECE_sigma(q.numpy(), y.numpy(), sigma) > 1.4 * definition
+    g = torch.Generator().manual_seed(0)
+    for share in (0.5, 0.9):
+        q = torch.rand(4000, generator=g, dtype=torch.float64)
+        y = torch.bernoulli((q + 0.15).clamp(0, 1), generator=g)
+        at_ends = torch.rand(4000, generator=g) < share
+        q[at_ends] = (torch.rand(4000, generator=g, dtype=torch.float64) < 0.3)[at_ends].double()
+        y[at_ends] = q[at_ends]
+        got = smooth_calibration_error(q, y, bandwidth=sigma).item()
+        assert got == pytest.approx(brute_force(q, y, sigma), rel=0.05)
 
 
 def test_reacts_to_miscalibration_and_is_small_when_calibrated() -> None:
@@ -133,7 +172,7 @@ def test_sketch_cells_agree_within_the_stated_tolerance(shift, resolution) -> No
 
 
 def test_curve_equals_relplot_kernel_smoother_and_band_holds_it() -> None:
-    q, y = data(5000, seed=9, shift=0.05)
+    q, y = data(5000, seed=9, shift=0.05, margin=AWAY_FROM_ENDS)
     sigma = 0.05
     curve = smooth_reliability_curve(
         q, y, bandwidth=sigma, n_samples=100, generator=torch.Generator().manual_seed(0)
