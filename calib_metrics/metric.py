@@ -1396,7 +1396,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         :meth:`compute_result`; the automatic bandwidth costs about 11 host syncs.
 
         Args:
-            bandwidth: kernel width σ in (0, 1]; None picks their fixed point.
+            bandwidth: kernel width σ in [1e-4, 1]; None picks their fixed point.
 
         Example:
             >>> import torch

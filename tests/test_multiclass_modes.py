@@ -209,6 +209,9 @@ def test_classwise_interval_averages_per_class_intervals() -> None:
         (torch.rand(4, 3), torch.tensor([0, 1, 3, 0]), "classwise", r"\[0, 2\], found 3"),
         (torch.rand(4, 1), torch.tensor([0, 0, 0, 0]), "top_label", "at least 2 classes"),
         (torch.full((2, 3), 1.5), torch.tensor([0, 1]), "top_label", "must lie in"),
+        # A column of class ids, as loaders yield: the hint had spoken of binary scores.
+        (torch.rand(4, 3), torch.tensor([[0], [1], [2], [0]]), "top_label", r"squeeze\(-1\)"),
+        (torch.rand(4, 3), torch.tensor([[0], [1], [2], [0]]), "one_vs_rest", r"squeeze\(-1\)"),
     ],
 )
 def test_mode_errors(probs, target, mode, message) -> None:

@@ -220,6 +220,7 @@ def test_band_covers_the_truth_and_groups_widen_it() -> None:
     [
         ({"bandwidth": 0.0}, r"bandwidth must lie in \(0, 1\]"),
         ({"bandwidth": "auto"}, "bandwidth must be a number"),
+        ({"bandwidth": 1e-9}, r"1e-09 is below 0.0001: .*\(10,000,000,001 here"),  # 160 GB
         ({"n_samples": 1}, "n_samples must be an integer >= 2"),
         ({"confidence": 1.0}, "confidence must lie strictly between"),
         ({"points": 1}, "points must be an integer >= 2"),
@@ -289,3 +290,13 @@ def test_ten_units_give_a_band() -> None:
     y = torch.bernoulli(q, generator=g)
     c = smooth_reliability_curve(q, y, n_samples=50, generator=g)
     assert not c.lower.isnan().all()
+
+
+def test_numpy_bandwidths_are_numbers() -> None:
+    np = pytest.importorskip("numpy")
+    q, y = data(500, seed=11)
+    expected = smooth_calibration_error(q, y, bandwidth=0.125)
+    for kind in (np.float32, np.float64):  # np.float32 was refused, np.float64 taken
+        assert smooth_calibration_error(q, y, bandwidth=kind(0.125)).item() == expected.item()
+    with pytest.raises(ValueError, match=r"below 0\.0001"):
+        smooth_calibration_error(q, y, bandwidth=1e-5)

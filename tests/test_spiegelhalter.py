@@ -4,6 +4,7 @@ scipy, and its size and power by simulation."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -137,3 +138,27 @@ def test_grouped_errors() -> None:
         quarter = torch.full((8,), 0.25, dtype=torch.float64)
         one_hit = torch.tensor([1.0, 0.0, 0.0, 0.0] * 2, dtype=torch.float64)
         spiegelhalter_test(quarter, one_hit, groups=torch.arange(8) // 4)
+
+
+@pytest.mark.parametrize(("n_groups", "can_reject"), [(3, False), (5, True)])
+def test_few_groups_warn_that_the_grouped_z_is_bounded(n_groups, can_reject) -> None:
+    # z = Σ S_g / √(Σ S_g²) ≤ √G: predicting 0.1 for 3,000 positives (independent z = 164)
+    # gave p = 0.083 with 3 groups, silently.
+    q, y = torch.full((3000,), 0.1, dtype=torch.float64), torch.ones(3000)
+    groups = torch.arange(3000) % n_groups
+    with pytest.warns(UserWarning, match=rf"{n_groups} groups; its cluster-robust z is at most"):
+        result = spiegelhalter_test(q, y, groups=groups)
+    assert result.z.item() == pytest.approx(math.sqrt(n_groups))
+    assert (result.p_value.item() < 0.05) == can_reject
+    # Multiclass one-vs-rest input is grouped by item: 3 items always wrong at 0.98.
+    probs = torch.tensor([[0.98, 0.01, 0.01]] * 3, dtype=torch.float64)
+    with pytest.warns(UserWarning, match="3 items .* cannot reach 0.05"):
+        spiegelhalter_test(probs, torch.tensor([1, 1, 1]))
+
+
+def test_enough_groups_do_not_warn() -> None:
+    g = torch.Generator().manual_seed(7)
+    q = torch.rand(1000, generator=g, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spiegelhalter_test(q, torch.bernoulli(q, generator=g), groups=torch.arange(1000) % 10)

@@ -213,6 +213,18 @@ def check_binary_target(target: Tensor, keep: Tensor | None = None) -> None:
         raise ValueError(f"target must be binary (0 or 1), found the value {bad!r}")
 
 
+def column_target_hint(probs: Tensor, target: Tensor) -> str:
+    """A hint for class ids given as a column ``[..., 1]`` (as many loaders yield them)
+    beside multiclass ``probs [..., C]``; empty otherwise."""
+    shape = tuple(probs.shape)
+    if len(shape) >= 2 and shape[-1] >= 2 and tuple(target.shape) == (*shape[:-1], 1):
+        return (
+            f" (target looks like a column of class ids: pass target.squeeze(-1), of "
+            f"shape {shape[:-1]})"
+        )
+    return ""
+
+
 def _check_pairs(
     probs: Tensor, target: Tensor, name: str = "probs", keep: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
@@ -229,7 +241,7 @@ def _check_pairs(
         hint = (
             f" (multiclass probs [..., C] take class ids of shape {tuple(probs.shape[:-1])})"
             if multiclass
-            else ""
+            else column_target_hint(probs, target)
         )
         raise ValueError(
             f"probs and target must have the same shape, got {tuple(probs.shape)} and "

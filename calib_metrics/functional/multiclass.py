@@ -25,7 +25,7 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, check_probs
+from calib_metrics.functional.binning import Bins, check_probs, column_target_hint
 from calib_metrics.functional.clusters import with_samples
 from calib_metrics.functional.intervals import effective_samples
 
@@ -198,11 +198,13 @@ def pair_sets(
     _check_group_shape(groups, target)
     if not is_multiclass(probs, target):
         if mode != "one_vs_rest":
+            column = isinstance(probs, Tensor) and isinstance(target, Tensor)
+            hint = column_target_hint(probs, target) if column else ""
             raise ValueError(
                 f"mode={mode!r} needs multiclass probs [..., C] with integer targets [...], "
                 f"got shapes {tuple(getattr(probs, 'shape', ()))} and "
-                f"{tuple(getattr(target, 'shape', ()))} (for binary scores p pass "
-                "torch.stack([1 - p, p], -1))"
+                f"{tuple(getattr(target, 'shape', ()))}"
+                + (hint or " (for binary scores p pass torch.stack([1 - p, p], -1))")
             )
         return [PairSet(probs, target, groups)]
     n_classes = _check_multiclass(probs, target, check_rows)

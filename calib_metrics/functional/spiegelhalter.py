@@ -31,6 +31,7 @@ forms on calibrated synthetic data is measured in ``benchmarks/coverage.py
 from __future__ import annotations
 
 import math
+import warnings
 from typing import NamedTuple
 
 import torch
@@ -38,6 +39,7 @@ from torch import Tensor
 
 from calib_metrics.functional.binning import _check_pairs
 from calib_metrics.functional.calibration import _check_groups
+from calib_metrics.functional.intervals import MIN_UNITS
 from calib_metrics.functional.multiclass import Mode, is_multiclass, pair_sets
 
 
@@ -151,14 +153,7 @@ def spiegelhalter_test(
     probs, target = _check_pairs(probs, target)
     if groups is not None:
         groups = _check_groups(groups, probs)
-        if torch.unique(groups).numel() < 2:
-            # Without groups=, one-vs-rest pairs are grouped by their item.
-            raise ValueError(
-                "Spiegelhalter's test with groups needs at least 2 groups, got 1"
-                if given
-                else "Spiegelhalter's test of one-vs-rest pairs needs at least 2 items (each "
-                "item's pairs are one group), got 1"
-            )
+        _check_group_count(torch.unique(groups).numel(), given)
     z = spiegelhalter_z(probs, target, groups)
     if not bool(torch.isfinite(z)):
         raise ValueError(
@@ -167,6 +162,25 @@ def spiegelhalter_test(
             + "(its statistic has no variance under calibration)"
         )
     return SpiegelhalterResult(z, torch.special.erfc(z.abs() / math.sqrt(2)))
+
+
+def _check_group_count(n_groups: int, given: bool) -> None:
+    """At least 2 groups, and a warning below ``MIN_UNITS``: the cluster-robust z is
+    Σ S_g / √(Σ S_g²) ≤ √G, so with 3 groups or fewer it cannot reach 1.96 however
+    miscalibrated the model (3 items always wrong at 0.98: p = 0.083), and with a few
+    more it is far from normal."""
+    # Without groups=, one-vs-rest pairs are grouped by their item.
+    unit = "groups" if given else "items (each item's one-vs-rest pairs are one group)"
+    if n_groups < 2:
+        raise ValueError(f"Spiegelhalter's test with groups needs at least 2 {unit}, got 1")
+    if n_groups < MIN_UNITS:
+        warnings.warn(
+            f"Spiegelhalter's test: {n_groups} {unit}; its cluster-robust z is at most "
+            f"√{n_groups} = {math.sqrt(n_groups):.2f} and far from normal below {MIN_UNITS} "
+            f"groups, so the p-value says little{' (it cannot reach 0.05)' * (n_groups <= 3)}",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def spiegelhalter_from_histogram(
