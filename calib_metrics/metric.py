@@ -1504,6 +1504,12 @@ class CalibrationError(_StatesKeepTheirDtype):
         """
         from calib_metrics import plot
 
+        if self.mode == "classwise":
+            raise ValueError(
+                "mode='classwise' pools every class's bins, which one diagram would mix into "
+                "one curve: plot per class with mode='one_vs_rest', average=None (or "
+                "calib_metrics.plot_panels.reliability_panels)"
+            )
         result = self.compute_result() if val is None else val
         kind = {"confidence": self.confidence, "interval": self._drawn_interval()}
         kind["debias"] = self._debias

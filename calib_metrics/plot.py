@@ -132,7 +132,10 @@ def reliability_diagram(
     The diagonal marks perfect calibration: points above it are underconfident
     (q < p), below it overconfident. The grey bars count the pairs in each of 20 equal
     slices of the x axis, on the right-hand axis (log-scaled when the counts span two
-    decades or more): mass piled near 0 and 1 means sharp predictions. The title gives the
+    decades or more): mass piled near 0 and 1 means sharp predictions. The result keeps
+    bins, not pairs, so a bin's pairs are counted in the slice of its mean q̂: a bar is
+    the pairs of the bins whose points it holds (uniform q in bins of 55 pairs draws bars
+    of 110–165 around 150, and one bin is one bar). The title gives the
     error with its interval, and the interval's level and kind (:func:`interval_label`
     of ``confidence``, ``interval`` and ``debias``: pass the settings that made
     ``result``).
@@ -302,7 +305,8 @@ def _probability_tick(value: float, _pos: int | None = None) -> str:
 
 
 def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]) -> Any:
-    """Pairs per slice of the x axis as grey bars on a labelled right-hand axis.
+    """Pairs per slice of the x axis (each bin's at its mean q̂) as grey bars on a
+    labelled right-hand axis.
 
     Returns the bars (for the legend).
     """

@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from calib_metrics.functional.calibration import CalibrationResult
-from calib_metrics.functional.intervals import normal_quantile
+from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot import (
     _draw_bins,
@@ -141,7 +141,10 @@ def _panel(
             ax.lines[-1].set_label(f"{name}: smooth curve")
             ax.collections[-1].set_label(f"{name}: {100 * confidence:g}% pointwise band")
             smooth = f", smECE {curve.error.item():.4f}"
-        _draw_bins(ax, axis, marks[k], z, color, f"{name}: bins (±{z:.2f} se)")
+        # Bars from each bin's effective sample size, as the reliability diagram's: grouped
+        # labels had drawn half as wide here (400-pair bins of n_eff ≈ 100).
+        bars = (*marks[k][:2], _numbers(effective_samples(result.bins)))
+        _draw_bins(ax, axis, bars, z, color, f"{name}: bins (±{z:.2f} se)")
         prefix = f"{tag}: " if len(models) > 1 else ""
         lines.append(f"{prefix}{describe(result)}{smooth}")
     axis.apply(ax)

@@ -15,6 +15,7 @@ import torch
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.functional.intervals import effective_samples
 from calib_metrics.plot import reliability_diagram
+from calib_metrics.plot_panels import reliability_panels
 
 
 def _bar_half_widths(ax) -> list[float]:
@@ -52,6 +53,12 @@ def test_grouped_bars_use_the_cluster_robust_sample_size():
     widths, expected = _unclipped(result, _bar_half_widths(ax), _expected(result))
     plt.close(fig)
     assert len(widths) >= 5
+    assert widths == pytest.approx(expected, rel=1e-6)
+    # The per-class panels (classwise --plot) draw the same bars: they had used the raw
+    # counts, half as wide here.
+    fig, axes = reliability_panels({"class 0": [result]}, interval="groups", debias=True)
+    widths, expected = _unclipped(result, _bar_half_widths(axes[0]), _expected(result))
+    plt.close(fig)
     assert widths == pytest.approx(expected, rel=1e-6)
 
 
