@@ -73,7 +73,10 @@ def test_compare_warns_about_bins_and_resampling_units(tiny, tmp_path: Path, cap
     assert code == 0 and html.is_file()
     assert "no interval or p-value (fewer than 10 resampled groups)" in out
     _no_python_warning_text(err)
-    assert len(err) == 2 and err[0].startswith(FEW_UNITS) and err[1].startswith(FEW_BINS)
+    assert len(err) == 3 and err[0].startswith(FEW_UNITS) and err[1].startswith(FEW_BINS)
+    # The report's Spiegelhalter test, cluster-robust over the 4 groups, says how little
+    # 4 groups can show.
+    assert "Spiegelhalter's test: 4 groups; its cluster-robust z is at most √4" in err[2]
 
 
 def test_classwise_warns_about_each_class_bins(tmp_path: Path, capsys) -> None:
