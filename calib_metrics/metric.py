@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import torch
@@ -185,6 +186,15 @@ def _pairs_problem(name: str, probs: Any, target: Any, ignore_index: int | None)
                 "not padding"
             )
     return ""
+
+
+def _holds_nothing(value: Any) -> bool:
+    """Whether a saved list state is empty: a list of no rows, or, synchronised, one
+    tensor of none."""
+    if isinstance(value, Tensor):
+        return value.numel() == 0
+    parts = value if isinstance(value, (list, tuple)) else [value]
+    return all(isinstance(part, Tensor) and part.numel() == 0 for part in parts)
 
 
 def _joined_as_list(value: Tensor) -> list[Tensor]:
@@ -415,6 +425,84 @@ class _StatesKeepTheirDtype(Metric):
             # two call layers), then the caller's line.
             warnings.warn(f"{type(self).__name__}: {named}{message}", UserWarning, stacklevel=5)
 
+    def _count_merged_updates(self, incoming_state: dict[str, Any] | Metric) -> None:
+        """Count the updates behind a merged state (a state dict's as one, as a loaded state
+        counts), so that compute() on a fresh metric that merged shards does not warn that
+        update() was never called."""
+        if isinstance(incoming_state, Metric):
+            self._update_count += incoming_state.update_count
+        else:
+            self._update_count = max(self._update_count, 1)
+
+    def _list_state_widths(self) -> dict[str, tuple[int, ...]]:
+        """Each list state's trailing shape: ``(C,)`` for multiclass probabilities."""
+        wide = () if self.num_classes is None else (self.num_classes,)
+        return {
+            key: wide if key in self._WIDE_STATES else ()
+            for key, default in self._defaults.items()
+            if isinstance(default, list)
+        }
+
+    def sync(
+        self,
+        dist_sync_fn: Callable | None = None,
+        process_group: Any | None = None,
+        should_sync: bool = True,
+        distributed_available: Callable | None = None,
+    ) -> None:
+        """Gather every rank's states: torchmetrics' ``sync``, after one step of its own.
+
+        The ranks first agree on one dtype per list state (pairs are kept as given, e.g.
+        bfloat16 on one rank and float32 on another), and a rank without data contributes
+        an empty tensor of that dtype and of the right shape, which ``all_gather`` needs.
+        ``unsync`` then restores this rank's states exactly as ``update`` left them, and a
+        gather that fails leaves them so too.
+        """
+        available = distributed_available or self.distributed_available_fn
+        gathers = should_sync and callable(available) and available()
+        if self._is_synced or not gathers:
+            # Raises when already synchronised; otherwise there is nothing to gather.
+            super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
+            return
+        local = {key: getattr(self, key) for key in self._defaults}
+        try:
+            gather, group = dist_sync_fn or gather_all_tensors, process_group or self.process_group
+            _agree_on_list_dtypes(self, self._list_state_widths(), gather, group)
+            super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
+        except BaseException:
+            for key, value in local.items():
+                setattr(self, key, value)
+            self._cache = None
+            raise
+        # torchmetrics keeps a copy taken after the ranks agreed: each list joined into one
+        # tensor, cast. The states themselves are intact (the gather replaces them, never
+        # changes them in place), and they are what unsync() should give back.
+        self._cache = local
+
+    @contextlib.contextmanager
+    def sync_context(
+        self,
+        dist_sync_fn: Callable | None = None,
+        process_group: Any | None = None,
+        should_sync: bool = True,
+        should_unsync: bool = True,
+        distributed_available: Callable | None = None,
+    ) -> Iterator[None]:
+        """torchmetrics' ``sync_context``, which also unsynchronises when its body raises.
+
+        torchmetrics' leaves the metric synchronised for good after a compute that failed
+        (no pairs on any rank, a refusal of memory, ranks that disagree about ``groups=``):
+        the rank's pairs were the union, one tensor, and its next ``update`` crashed.
+        """
+        self.sync(dist_sync_fn, process_group, should_sync, distributed_available)
+        try:
+            yield
+        except BaseException:
+            # Nothing was computed, so nothing synchronised is worth keeping.
+            self.unsync(should_unsync=self._is_synced)
+            raise
+        self.unsync(should_unsync=self._is_synced and should_unsync)
+
     def _listed(self, states: dict[str, Any]) -> dict[str, Any]:
         """``states`` with every pair state as a list of non-empty tensors, as ``update``
         keeps them: a synchronised state (``metric_state`` after ``sync()``, a joined
@@ -490,6 +578,19 @@ class _StatesKeepTheirDtype(Metric):
                 f"ignore_index={theirs}"
             )
 
+    def _drop_empty_states_not_kept(self, state_dict: dict, prefix: str) -> None:
+        """Drop from ``state_dict`` the list states this metric does not keep that hold
+        nothing: the group ids of a metric that keeps them (``interval=None``) but was never
+        given any. Nothing in them can be lost, and the pairs beside them are valid here
+        (``interval="pairs"`` or ``"paper"``), so the load goes ahead without them."""
+        known = {*self._defaults, *self._buffers, *self._parameters}
+        for key in list(state_dict):
+            name = key[len(prefix) :]
+            if not key.startswith(prefix) or "." in name or name in known:
+                continue
+            if _holds_nothing(state_dict[key]):
+                del state_dict[key]
+
     def _check_keys(self, state_dict: dict, prefix: str) -> None:
         """Refuse, before anything is loaded, a state with keys this metric does not keep,
         as a state of other shapes is (torch passes ``strict=True`` here whatever the
@@ -512,7 +613,8 @@ class _StatesKeepTheirDtype(Metric):
             )
         held = [key for key in self._defaults if prefix + key in state_dict]
         # A missing list state is one the saving metric did not keep (group ids, saved
-        # with interval="pairs"): it loads as empty. A missing tensor would leave part of
+        # with interval="pairs"): it loads as empty, where this metric can do without it
+        # (_check_states refuses it for interval="groups"). A missing tensor would leave part of
         # this metric's state beside the loaded rest: a sketch's sums without its extremes
         # (saved before they were kept) would mix two states.
         missing = sorted(
@@ -548,6 +650,7 @@ class _StatesKeepTheirDtype(Metric):
     ) -> None:
         try:
             self._check_saved_ignore_index(state_dict.pop(prefix + _IGNORE_KEY, None))
+            self._drop_empty_states_not_kept(state_dict, prefix)
             self._check_keys(state_dict, prefix)
             self._check_states(state_dict, prefix)
         except ValueError as refused:
@@ -879,6 +982,36 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _keeps_groups(self) -> bool:
         return not self.streaming and self.interval in ("groups", None)
 
+    def _group_ids_problem(self, target: Any, groups: Any) -> str:
+        """Why a loaded or merged state of pairs ``target`` with group ids ``groups`` (None
+        when not saved) cannot be this metric's ('' when it can; counts, no host sync).
+
+        ``interval="groups"`` resamples every item's group, so it needs an id for each;
+        ``interval=None`` needs one for each item or none (then it resamples pairs).
+        """
+        if not self._keeps_groups() or target is None:
+            return ""
+        items = sum(part.numel() for part in _as_list(target))
+        ids = 0 if groups is None else sum(part.numel() for part in _as_list(groups))
+        if items == 0 or ids == items or (ids == 0 and self.interval is None):
+            return ""
+        if ids == 0:
+            return (
+                f"the state holds {items} items without group ids, which interval='groups' "
+                "needs for every item: they come from a metric never given groups="
+            )
+        return f"the state holds {ids} group ids for {items} items: each item needs one"
+
+    def _check_states(self, states: dict[str, Any], prefix: str = "") -> None:
+        """Also refuse, before anything is loaded or merged, pairs whose group ids this
+        metric could not resample: accepted, they failed only at compute_result()."""
+        super()._check_states(states, prefix)
+        problem = self._group_ids_problem(
+            states.get(prefix + "target"), states.get(prefix + "groups")
+        )
+        if problem:
+            raise ValueError(f"CalibrationError: {problem}")
+
     def update(self, probs: Tensor, target: Tensor, groups: Tensor | None = None) -> None:
         """Accumulate a batch; a batch that fails validation changes nothing, and so does an
         empty one (a rank's last, say: compute() names "no pairs" if every batch was). The
@@ -1011,30 +1144,6 @@ class CalibrationError(_StatesKeepTheirDtype):
             self._add_buffer(states)
         return states
 
-    def sync(
-        self,
-        dist_sync_fn: Callable | None = None,
-        process_group: Any | None = None,
-        should_sync: bool = True,
-        distributed_available: Callable | None = None,
-    ) -> None:
-        """Gather the kept pairs of every rank and sum the sketches (streaming).
-
-        torchmetrics' public ``sync``, after one step of its own for the kept pairs: the
-        ranks agree on one dtype per list state (pairs are kept as given, e.g. bfloat16
-        on one rank and float32 on another), and a rank without data contributes an
-        empty tensor of that dtype and of the right shape, which ``all_gather`` needs.
-        """
-        available = distributed_available or self.distributed_available_fn
-        if should_sync and callable(available) and available():
-            self._agree_on_pair_dtypes(dist_sync_fn or gather_all_tensors, process_group)
-        super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
-
-    def _agree_on_pair_dtypes(self, gather: Callable, process_group: Any | None) -> None:
-        wide = (self.num_classes,) if self.num_classes is not None else ()
-        widths = {name: wide if name == "probs" else () for name in self._pair_states()}
-        _agree_on_list_dtypes(self, widths, gather, process_group or self.process_group)
-
     # ------------------------------------------------------------------- state
     def forward(self, *args: Any, **kwargs: Any) -> Tensor:
         """``update`` with the batch, returning the batch's own value (``compute``'s kind).
@@ -1057,8 +1166,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         except NoPairsError:
             shape = (self.num_classes,) if self.average is None else ()
             value = torch.full(shape, float("nan"), dtype=torch.float64, device=self.device)
-        self.merge_state(batch)
-        self._update_count += 1
+        self.merge_state(batch)  # which counts the batch's update
         self._forward_cache = value
         return value
 
@@ -1111,6 +1219,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         folded = self._folded or getattr(incoming_state, "_folded", False)
         if self.streaming and (folded or self._buffered_rows() > self._buffer_capacity()):
             self._fold_buffer()
+        self._count_merged_updates(incoming_state)
         self._computed = None
 
     def _merge_problem(self, other: CalibrationError) -> str:
@@ -1132,7 +1241,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             return f"resolution {other.resolution} into resolution {self.resolution}"
         if set(other._defaults) != set(self._defaults):
             return "one keeps group ids and the other does not (interval= must match)"
-        return ""
+        return self._group_ids_problem(other.target, getattr(other, "groups", None))
 
     # ----------------------------------------------------------------- compute
     def _pair_states(self) -> tuple[str, ...]:
@@ -1193,8 +1302,12 @@ class CalibrationError(_StatesKeepTheirDtype):
             )
         return groups
 
-    def _drawn_interval(self) -> str:
-        """The interval compute_result() draws on the current state, for figures' labels."""
+    def _drawn_interval(self, result: Any = None) -> str:
+        """The interval behind ``result``, for figures' labels: the one drawn, when it is
+        what compute_result() returned last, else the one it draws on this rank's state."""
+        drawn = self.__dict__.get("_drawn")
+        if result is not None and drawn is not None and drawn[0] is result:
+            return drawn[1]
         if self.interval is not None:
             return self.interval
         if not self._keeps_groups():
@@ -1379,8 +1492,13 @@ class CalibrationError(_StatesKeepTheirDtype):
         results = self._results(inputs, interval)
         self._warn_few_bins([r.bins for r in results])
         if self.mode == "classwise":
-            return CalibrationResult(*average_results(results))
-        return results if self._per_class else results[0]
+            result = CalibrationResult(*average_results(results))
+        else:
+            result = results if self._per_class else results[0]
+        # Under DDP the synchronised state picks the interval, which this rank's own state
+        # may not show (a rank without group ids): the figures that label this result ask.
+        self.__dict__["_drawn"] = (result, interval)
+        return result
 
     def compute_smooth(self, bandwidth: float | None = None) -> Tensor:
         """The smooth calibration error (Błasiok & Nakkiran, 2023) of the pairs seen.
@@ -1511,7 +1629,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 "calib_metrics.plot_panels.reliability_panels)"
             )
         result = self.compute_result() if val is None else val
-        kind = {"confidence": self.confidence, "interval": self._drawn_interval()}
+        kind = {"confidence": self.confidence, "interval": self._drawn_interval(result)}
         kind["debias"] = self._debias
         if isinstance(result, list):
             per_class = {str(c): r for c, r in enumerate(result)}

@@ -13,7 +13,6 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
-from torchmetrics.utilities.distributed import gather_all_tensors
 
 from calib_metrics.functional.calibration import (
     _check_interval_options,
@@ -27,7 +26,6 @@ from calib_metrics.functional.comparison_by_label import (
 from calib_metrics.functional.errors import NoPairsError
 from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING
 from calib_metrics.metric import (
-    _agree_on_list_dtypes,
     _check_confidence,
     _check_group_ids,
     _check_seed,
@@ -191,7 +189,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         if flat_target.numel() == 0:
             return  # an empty batch changes nothing: not the pairs, nor which ids come along
         for name, ids in (("groups", groups), ("labels", labels)):
-            self._check_id_history(name, ids)
+            self._check_id_history(name, given=ids is not None)
         self.probs_a.append(_own_copy(a))
         self.probs_b.append(_own_copy(b))
         self.target.append(_own_copy(flat_target))
@@ -199,12 +197,12 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             if ids is not None:
                 getattr(self, name).append(_own_copy(ids))
 
-    def _check_id_history(self, name: str, ids: Tensor | None) -> None:
-        """``groups`` or ``labels`` come with every batch or with none."""
-        if (ids is None) != (not getattr(self, name)) and self.target:
-            given, earlier = ("without", "did") if ids is None else ("with", "did not")
+    def _check_id_history(self, name: str, given: bool) -> None:
+        """``groups`` or ``labels`` come with every batch (of items) or with none."""
+        if given != bool(getattr(self, name)) and self.target:
+            came, earlier = ("with", "did not") if given else ("without", "did")
             raise ValueError(
-                f"this batch came {given} {name}= and earlier ones {earlier}: give every batch "
+                f"this batch came {came} {name}= and earlier ones {earlier}: give every batch "
                 f"its {name}, or none"
             )
 
@@ -222,12 +220,14 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         batch.to(self.device)
         batch.reset()
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
+        if batch.target:  # the batch has no history: whether ids may come is this one's to say
+            for name in ("groups", "labels"):
+                self._check_id_history(name, given=bool(getattr(batch, name)))
         try:
             value = batch.compute()
         except NoPairsError:
             value = None
-        self.merge_state(batch)
-        self._update_count += 1
+        self.merge_state(batch)  # which counts the batch's update
         self._forward_cache = value
         return value
 
@@ -237,6 +237,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         The pair bootstrap gives each pair its own weight in order, so the order is kept:
         this metric's pairs first, then the incoming ones.
         """
+        source = incoming_state
         if isinstance(incoming_state, Metric):
             if not isinstance(incoming_state, CalibrationComparison):
                 raise ValueError(
@@ -267,23 +268,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         for name in _STATES:
             theirs = (t.detach().clone() for t in incoming_state[name])
             setattr(self, name, [*own[name], *theirs])
+        self._count_merged_updates(source)
         self._computed = None
-
-    def sync(
-        self,
-        dist_sync_fn: Callable | None = None,
-        process_group: Any | None = None,
-        should_sync: bool = True,
-        distributed_available: Callable | None = None,
-    ) -> None:
-        """Gather every rank's pairs; the ranks first agree on each state's dtype and shape."""
-        available = distributed_available or self.distributed_available_fn
-        if should_sync and callable(available) and available():
-            wide = () if self.num_classes is None else (self.num_classes,)
-            widths = {"probs_a": wide, "probs_b": wide, "target": (), "groups": (), "labels": ()}
-            group = process_group or self.process_group
-            _agree_on_list_dtypes(self, widths, dist_sync_fn or gather_all_tensors, group)
-        super().sync(dist_sync_fn, process_group, should_sync, distributed_available)
 
     # ----------------------------------------------------------------- compute
     def _pairs(self) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
@@ -321,6 +307,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 probs_a, probs_b, target, groups=groups, generator=generator, mode=mode,
                 **self.estimator,
             )  # fmt: skip
+        # Under DDP the synchronised state says whether groups were resampled, which this
+        # rank's own state may not show (a rank without data): plot() labels by it.
+        self.__dict__["_drawn"] = (result, "pairs" if groups is None else "groups")
         return _Whole(result)  # unwrapped by _wrap_compute
 
     def _wrap_compute(self, compute: Callable) -> Callable:
@@ -434,7 +423,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
 
         result = self.compute() if val is None else val
         kind = {"confidence": self.estimator["confidence"]}
-        kind["interval"] = "groups" if self.groups else "pairs"
+        kind["interval"] = self._drawn_interval(result)
         kind["debias"] = self.estimator["debias"] and self.estimator["norm"] == "l2"
         fig = Figure(figsize=(9.4, 5.0), layout="constrained")
         axes = fig.subplots(1, 2)
@@ -442,6 +431,14 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             reliability_diagram(one, axis, title=name, color=f"C{name == 'b':d}", **kind)
         fig.suptitle(self._difference_text(result), fontsize=9)
         return fig, axes
+
+    def _drawn_interval(self, result: ComparisonResult) -> str:
+        """The resampling behind ``result``, for the figure's labels: the one drawn, when it
+        is what compute() returned last, else the one this rank's state would draw."""
+        drawn = self.__dict__.get("_drawn")
+        if drawn is not None and drawn[0] is result:
+            return drawn[1]
+        return "groups" if self.groups else "pairs"
 
     def _difference_text(self, result: ComparisonResult) -> str:
         """``a − b = +0.1367 [95%: +0.1052, +0.1703], p < 0.004 (paired)``, or that there

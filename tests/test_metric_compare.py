@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -309,3 +311,43 @@ def test_labels_state_rules_and_merge() -> None:
     top.update(a, b, t, labels=t % 2)
     with pytest.raises(ValueError, match="needs labels= in update \\(binary or one-vs-rest"):
         top.compute_by_label()
+
+
+@pytest.mark.parametrize("ids", ["groups", "labels"])
+def test_forward_without_ids_after_batches_with_them_says_so_as_update_does(ids) -> None:
+    """forward had refused the batch only when merging it, with "cannot merge: one state
+    has groups and the other does not"."""
+    batches = _binary(groups=True)
+    metric = CalibrationComparison(**OPTIONS)
+    first, second = batches[0], batches[1]
+    given = {ids: first[3]}
+    metric(*first[:3], **given)
+    before = metric.compute()
+    with pytest.raises(ValueError, match=f"this batch came without {ids}= and earlier ones did"):
+        metric(*second[:3])
+    _assert_equal(metric.compute(), before)
+    assert metric.update_count == 1
+    plain = CalibrationComparison(**OPTIONS)
+    plain(*first[:3])
+    with pytest.raises(ValueError, match=f"this batch came with {ids}= and earlier ones did not"):
+        plain(*second[:3], **{ids: second[3]})
+
+
+def test_merge_state_into_a_fresh_comparison_counts_its_updates() -> None:
+    """compute() had warned "called before the update method" on the merged shards."""
+    batches = _binary()
+    shard, merged = CalibrationComparison(**OPTIONS), CalibrationComparison(**OPTIONS)
+    for batch in batches:
+        shard.update(*batch)
+    merged.merge_state(shard)
+    assert merged.update_count == len(batches)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _assert_equal(merged.compute(), shard.compute())
+    from_dict = CalibrationComparison(**OPTIONS)
+    from_dict.merge_state(dict(shard.metric_state))
+    assert from_dict.update_count == 1
+    metric = CalibrationComparison(**OPTIONS)
+    metric(*batches[0])
+    metric(*batches[1])
+    assert metric.update_count == 2  # forward counts each batch once

@@ -6,6 +6,8 @@ accumulated was lost."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -83,3 +85,40 @@ def test_merge_state_with_an_empty_metric_is_fine_either_way() -> None:
     _same(empty.compute_result(), want)
     grouped.merge_state(CalibrationError(**OPTIONS))
     _same(grouped.compute_result(), want)
+
+
+def test_merge_state_of_pairs_without_ids_into_interval_groups_is_refused() -> None:
+    """interval="groups" resamples every item's group; it had taken a state of pairs
+    without ids and then failed at every compute_result()."""
+    probs, target, ids = _data()
+    plain = CalibrationError(**OPTIONS)  # interval=None: keeps ids, but was given none
+    plain.update(probs[200:], target[200:])
+    grouped = CalibrationError(interval="groups", **OPTIONS)
+    with pytest.raises(ValueError, match="100 items without group ids"):
+        grouped.merge_state(plain)
+    with pytest.raises(ValueError, match="100 items without group ids"):
+        grouped.merge_state(dict(plain.metric_state))
+    assert grouped.probs == [] and grouped.update_count == 0
+    grouped.update(probs[:200], target[:200], groups=ids[:200])
+    assert grouped.compute_result().bins.count.sum() == 200
+
+
+def test_merge_state_into_a_fresh_metric_counts_its_updates() -> None:
+    """compute() had warned "called before the update method" on the merged shards."""
+    probs, target, _ = _data()
+    shard = CalibrationError(**OPTIONS)
+    shard.update(probs[:100], target[:100])
+    shard.update(probs[100:], target[100:])
+    merged = CalibrationError(**OPTIONS)
+    merged.merge_state(shard)
+    assert merged.update_count == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert merged.compute() == shard.compute()
+    from_dict = CalibrationError(**OPTIONS)
+    from_dict.merge_state(dict(shard.metric_state))
+    assert from_dict.update_count == 1  # as a loaded state counts
+    forwarded = CalibrationError(**OPTIONS)
+    forwarded(probs[:100], target[:100])
+    forwarded(probs[100:], target[100:])
+    assert forwarded.update_count == 2  # forward counts each batch once

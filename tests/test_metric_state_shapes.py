@@ -224,3 +224,66 @@ def test_the_refusal_warning_inside_a_model_points_at_the_caller_s_line() -> Non
         with pytest.warns(UserWarning, match="nothing was loaded") as caught:
             model.load_state_dict(state, strict=False)
         assert [w.filename for w in caught] == [__file__]
+
+
+def _pairs(n: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(2)
+    q = torch.rand(n, generator=g)
+    return q, torch.bernoulli(0.25 + q / 2, generator=g).long()
+
+
+@pytest.mark.parametrize("source_interval", ["pairs", None])
+def test_pairs_without_group_ids_are_refused_by_interval_groups(source_interval) -> None:
+    """interval="groups" had loaded them silently, and then every compute_result() failed
+    (before and after grouped updates): what it had kept was lost."""
+    q, y = _pairs()
+    source = _loader(interval=source_interval)
+    source.update(q[:500], y[:500])
+    metric = _loader(interval="groups")
+    metric.update(q[500:], y[500:], groups=torch.arange(500) // 10)
+    before = metric.compute_result()
+    with pytest.raises(ValueError, match="500 items without group ids, which interval='groups'"):
+        metric.load_state_dict(_saved(source))
+    assert metric.compute_result().error == before.error
+    assert sum(g.numel() for g in metric.groups) == 500
+    model = torch.nn.Sequential(_loader(interval="groups"))
+    with pytest.raises(RuntimeError, match="500 items without group ids"):
+        model.load_state_dict({f"0.{k}": v for k, v in _saved(source).items()})
+    assert model[0].probs == []
+
+
+def test_an_empty_state_without_group_ids_still_loads_into_interval_groups() -> None:
+    metric = _loader(interval="groups")
+    metric.load_state_dict(_saved(CalibrationError(interval="pairs")))
+    q, y = _pairs(300)
+    metric.update(q, y, groups=torch.arange(300) // 10)
+    assert metric.compute_result().bins.count.sum() == 300
+
+
+@pytest.mark.parametrize("interval", ["pairs", "paper"])
+def test_a_default_state_never_given_groups_loads_into_a_pair_interval(interval) -> None:
+    """Its empty list of group ids had been refused as a state this metric does not keep
+    ("saved by a metric of other settings"), and inside a model its valid pairs were left
+    behind; an empty list holds nothing to lose."""
+    q, y = _pairs()
+    source = _loader()
+    source.update(q, y)
+    want = _loader(interval=interval)
+    want.update(q, y)
+    metric = _loader(interval=interval)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        metric.load_state_dict(_saved(source))
+        assert metric.compute() == want.compute()
+    model = torch.nn.Sequential(_loader(interval=interval))
+    model.load_state_dict({f"0.{k}": v for k, v in _saved(source).items()})  # strict
+    assert model[0].compute() == want.compute()
+
+
+def test_group_ids_that_hold_something_are_still_refused_by_a_pair_interval() -> None:
+    q, y = _pairs()
+    source = _loader()
+    source.update(q, y, groups=torch.arange(1000) // 10)
+    metric = _loader(interval="pairs")
+    with pytest.raises(ValueError, match="the state holds 'groups', which this metric"):
+        metric.load_state_dict(_saved(source))

@@ -552,8 +552,8 @@ class CalibrationMonitor(Callback):
             record["dataloader_idx"] = idx
         self.history.append(record)
         if trainer.is_global_zero:
-            # The figures name the interval the metric drew (its state is still there).
-            drawn = (metric._drawn_interval(), metric._debias)
+            # The figures name the interval the metric drew (on the synchronised state).
+            drawn = (metric._drawn_interval(result), metric._debias)
             self._write(trainer, step, result, per_class, drawn, suffix)
 
     def _record(

@@ -1,0 +1,260 @@
+"""Under DDP, a compute that raises leaves each rank its own state, and figures name the
+interval that the synchronised state drew.
+
+torchmetrics' ``sync_context`` unsynchronises only when its body returns: a compute that
+raised (no pairs on any rank, a refusal of memory, ranks that disagree about
+``groups=``) had left every rank holding the union of all ranks' pairs as one tensor,
+and its next ``update`` failed with torch's "Boolean value of Tensor with no values is
+ambiguous". The ranks here are threads that gather through ``dist_sync_fn``, which
+is all that synchronisation sees of ``torch.distributed``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import matplotlib
+import pytest
+import torch
+
+from calib_metrics import CalibrationComparison, CalibrationError
+from calib_metrics import metric as metric_module
+
+matplotlib.use("Agg")
+
+WORLD = 2
+PAD = -100
+
+
+class _World:
+    """Ranks as threads: each one's ``dist_sync_fn`` gathers every rank's tensor."""
+
+    def __init__(self) -> None:
+        self.slots: list[torch.Tensor | None] = [None] * WORLD
+        self.barrier = threading.Barrier(WORLD, timeout=30)
+
+    def options(self, rank: int) -> dict[str, Any]:
+        def gather(tensor: torch.Tensor, group: Any = None) -> list[torch.Tensor]:
+            self.slots[rank] = tensor.clone()
+            self.barrier.wait()
+            gathered = [slot.clone() for slot in self.slots]
+            self.barrier.wait()
+            return gathered
+
+        return {"dist_sync_fn": gather, "distributed_available_fn": lambda: True}
+
+    def run(self, calls: list[Callable[[], Any]]) -> tuple[list[Any], list[BaseException]]:
+        """Every rank's call at once: the values, and the exceptions raised."""
+        values: list[Any] = [None] * WORLD
+        errors: list[Any] = [None] * WORLD
+
+        def work(rank: int) -> None:
+            try:
+                values[rank] = calls[rank]()
+            except Exception as err:  # the test looks at what each rank raised
+                errors[rank] = err
+
+        threads = [threading.Thread(target=work, args=(rank,)) for rank in range(WORLD)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return values, errors
+
+
+def _snapshot(metric: Any) -> dict[str, Any]:
+    return {
+        name: [t.clone() for t in value] if isinstance(value, list) else value.clone()
+        for name, value in metric.metric_state.items()
+    }
+
+
+def _assert_same_state(metric: Any, before: dict[str, Any]) -> None:
+    """The state as it was: the same lists of parts, each of its dtype and values."""
+    assert not metric._is_synced
+    for name, value in metric.metric_state.items():
+        was = before[name]
+        if isinstance(was, list):
+            assert isinstance(value, list), name
+            assert len(value) == len(was), name
+            for part, old in zip(value, was, strict=True):
+                assert part.dtype == old.dtype and torch.equal(part, old), name
+        else:
+            assert torch.equal(value, was), name
+
+
+def _binary(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    q = torch.rand(n, generator=g)
+    return q, torch.bernoulli(0.25 + q / 2, generator=g).long()
+
+
+COMPUTE_PATHS = [
+    "compute",
+    "compute_result",
+    "compute_smooth",
+    "compute_spiegelhalter",
+    "streaming_tolerance",
+    "plot",
+]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("path", COMPUTE_PATHS)
+def test_a_compute_without_pairs_leaves_each_rank_its_own_state(path: str, streaming) -> None:
+    world, metrics = _World(), []
+    for rank in range(WORLD):
+        metric = CalibrationError(
+            ignore_index=PAD, streaming=streaming, n_samples=100, **world.options(rank)
+        )
+        q, _ = _binary(50, rank)
+        metric.update(q, torch.full((50,), PAD))  # padding only, on every rank
+        metric.update(q[:10].double(), torch.full((10,), PAD))  # a second part, of float64
+        metrics.append(metric)
+    before = [_snapshot(metric) for metric in metrics]
+    _, errors = world.run([getattr(metric, path) for metric in metrics])
+    assert all("no pairs" in str(err) for err in errors), errors
+    for metric, state in zip(metrics, before, strict=True):
+        _assert_same_state(metric, state)
+    # Every rank keeps updating, and the next compute measures the union.
+    for rank, metric in enumerate(metrics):
+        metric.update(*_binary(500, 10 + rank))
+    values, errors = world.run([metric.compute for metric in metrics])
+    assert errors == [None, None]
+    whole = CalibrationError(ignore_index=PAD, streaming=streaming)
+    for rank in range(WORLD):
+        whole.update(*_binary(500, 10 + rank))
+    for value in values:
+        torch.testing.assert_close(value, whole.compute())
+
+
+def test_ranks_that_disagree_about_groups_keep_their_own_state() -> None:
+    """Rank 0 gave groups=, rank 1 did not: compute_result() refuses on both, and each
+    keeps its pairs as it had them (rank 0's in two bfloat16 parts, not joined as the
+    ranks' agreed float32 for the gather)."""
+    world, metrics = _World(), []
+    for rank in range(WORLD):
+        metric = CalibrationError(n_samples=100, **world.options(rank))
+        q, y = _binary(400, rank)
+        if rank == 0:
+            ids = torch.arange(400) // 10
+            metric.update(q[:200].bfloat16(), y[:200], groups=ids[:200])
+            metric.update(q[200:].bfloat16(), y[200:], groups=ids[200:])
+        else:
+            metric.update(q, y)
+        metrics.append(metric)
+    before = [_snapshot(metric) for metric in metrics]
+    _, errors = world.run([metric.compute_result for metric in metrics])
+    assert all("group ids for 800 items" in str(err) for err in errors), errors
+    for metric, state in zip(metrics, before, strict=True):
+        _assert_same_state(metric, state)
+    metrics[1].update(*_binary(10, 5))  # had failed with torch's RuntimeError
+
+
+@pytest.mark.filterwarnings("ignore:The ``compute`` method")  # rank 1: no update, by design
+def test_a_compute_that_succeeds_gives_each_rank_back_its_state_as_it_was() -> None:
+    """unsync() had restored the state as the ranks agreed on it for the gather: rank 0's
+    bfloat16 parts joined into one tensor, and an empty rank's lists each holding
+    one empty tensor (its next batch without groups= was then refused)."""
+    world, metrics = _World(), []
+    for rank in range(WORLD):
+        metric = CalibrationError(n_samples=100, **world.options(rank))
+        if rank == 0:
+            q, y = _binary(400, rank)
+            ids = torch.arange(400) // 10
+            metric.update(q[:200].bfloat16(), y[:200], groups=ids[:200])
+            metric.update(q[200:].bfloat16(), y[200:], groups=ids[200:])
+        metrics.append(metric)
+    before = [_snapshot(metric) for metric in metrics]
+    _, errors = world.run([metric.compute_result for metric in metrics])
+    assert errors == [None, None]
+    for metric, state in zip(metrics, before, strict=True):
+        _assert_same_state(metric, state)
+    metrics[1].update(*_binary(10, 5))
+
+
+def test_a_refusal_of_memory_leaves_each_rank_its_own_state(monkeypatch) -> None:
+    def no_room(need: int, device: torch.device, what: str) -> None:
+        raise ValueError(f"{what} needs {need} bytes: use streaming=True")
+
+    monkeypatch.setattr(metric_module, "check_room", no_room)
+    world, metrics = _World(), []
+    for rank in range(WORLD):
+        metric = CalibrationError(**world.options(rank))
+        metric.update(*_binary(300, rank))
+        metrics.append(metric)
+    before = [_snapshot(metric) for metric in metrics]
+    _, errors = world.run([metric.compute for metric in metrics])
+    assert all("use streaming=True" in str(err) for err in errors), errors
+    for metric, state in zip(metrics, before, strict=True):
+        _assert_same_state(metric, state)
+        metric.update(*_binary(10, 5))
+
+
+@pytest.mark.parametrize("path", ["compute", "compute_by_label"])
+def test_a_comparison_whose_compute_fails_leaves_each_rank_its_own_state(path: str) -> None:
+    world, metrics = _World(), []
+    for rank in range(WORLD):
+        metric = CalibrationComparison(ignore_index=PAD, n_samples=100, **world.options(rank))
+        q, _ = _binary(50, rank)
+        metric.update(q, q.sqrt(), torch.full((50,), PAD), labels=torch.zeros(50, dtype=int))
+        metrics.append(metric)
+    before = [_snapshot(metric) for metric in metrics]
+    _, errors = world.run([getattr(metric, path) for metric in metrics])
+    assert all("no items" in str(err) for err in errors), errors
+    for metric, state in zip(metrics, before, strict=True):
+        _assert_same_state(metric, state)
+        q, y = _binary(10, 5)
+        metric.update(q, q.sqrt(), y, labels=torch.zeros(10, dtype=int))
+
+
+def test_a_comparison_whose_ranks_disagree_about_groups_keeps_their_states() -> None:
+    world, metrics = _World(), []
+    for rank in range(WORLD):
+        metric = CalibrationComparison(n_samples=100, **world.options(rank))
+        q, y = _binary(300, rank)
+        ids = torch.arange(300) // 10 if rank == 0 else None
+        metric.update(q, q.sqrt(), y, groups=ids)
+        metrics.append(metric)
+    before = [_snapshot(metric) for metric in metrics]
+    _, errors = world.run([metric.compute for metric in metrics])
+    assert all("300 groups for 600 items" in str(err) for err in errors), errors
+    for metric, state in zip(metrics, before, strict=True):
+        _assert_same_state(metric, state)
+
+
+def _grouped_on_rank_one(metric_class: type, **options: Any) -> tuple[_World, list[Any]]:
+    """Two ranks; rank 0 has no data, rank 1 pairs with group ids."""
+    world, metrics = _World(), []
+    q, y = _binary(2000, 0)
+    for rank in range(WORLD):
+        metric = metric_class(n_samples=200, **options, **world.options(rank))
+        if rank == 1:
+            pairs = (q, y) if metric_class is CalibrationError else (q, q.sqrt(), y)
+            metric.update(*pairs, groups=torch.arange(2000) // 20)
+        metrics.append(metric)
+    return world, metrics
+
+
+def test_the_diagram_of_an_empty_rank_names_the_group_bootstrap_drawn() -> None:
+    """It had read the rank's own (empty) group ids: "pair bootstrap"."""
+    world, metrics = _grouped_on_rank_one(CalibrationError)
+    figures, errors = world.run([metric.plot for metric in metrics])
+    assert errors == [None, None]
+    for _, ax in figures:
+        assert "group bootstrap" in ax.get_title()
+    # A result passed back to plot() (on one rank, say) keeps its label.
+    results, _ = world.run([metric.compute_result for metric in metrics])
+    _, ax = metrics[0].plot(results[0])
+    assert "group bootstrap" in ax.get_title()
+
+
+@pytest.mark.filterwarnings("ignore:The ``compute`` method")  # rank 0: no update, by design
+def test_the_comparison_of_an_empty_rank_names_the_group_bootstrap_drawn() -> None:
+    world, metrics = _grouped_on_rank_one(CalibrationComparison)
+    figures, errors = world.run([metric.plot for metric in metrics])
+    assert errors == [None, None]
+    for _, axes in figures:
+        assert all("group bootstrap" in ax.get_title() for ax in axes)
