@@ -62,7 +62,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         help="adaptive bin size β, or 'auto' (⌈√N⌉, the default; 5000 with --paper)",
     )
     p.add_argument("--binning", choices=["adaptive", "uniform"], default="adaptive")
-    p.add_argument("--n-bins", type=int, default=15, help="bins of uniform binning (15)")
+    p.add_argument("--n-bins", type=int, default=None, help="bins of uniform binning (15)")
     p.add_argument("--norm", choices=["l2", "l1", "max"], default="l2")
     p.add_argument("--samples", type=int, default=10000, help="interval draws S (10,000)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
@@ -300,6 +300,13 @@ def check_seed(seed: int | None) -> None:
 
 def _settle_options(args: argparse.Namespace) -> None:
     """Fill the options left unset: the recommended estimator, or the paper's (``--paper``)."""
+    # Each binning reads its own size option; the other's had been ignored without a word.
+    if args.binning == "uniform" and args.bin_size is not None:
+        raise ValueError("--bin-size sizes adaptive bins; --binning uniform takes --n-bins")
+    if args.binning == "adaptive" and args.n_bins is not None:
+        raise ValueError("--n-bins counts uniform bins; it needs --binning uniform")
+    if args.n_bins is None:
+        args.n_bins = 15
     if args.bin_size is None:
         args.bin_size = PAPER_SETTING["bin_size"] if args.paper else "auto"
     if args.debias and args.norm != "l2":
@@ -328,8 +335,9 @@ def _compute(args: argparse.Namespace):
     from calib_metrics.predictions import read_table
 
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
+    taken = {args.label: "named by --label"} if args.label is not None else {}
     probs, target, groups = read_table(
-        args.file, args.probs, args.target, wanted_groups, args.ignore_index
+        args.file, args.probs, args.target, wanted_groups, args.ignore_index, taken
     )
     probs, target = multiclass_input(probs, target, args.file, args.mode)
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}

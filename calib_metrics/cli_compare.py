@@ -88,14 +88,19 @@ def _read_both(args: argparse.Namespace):
     from calib_metrics.predictions import read_table
 
     columns = _group_columns(args)
-    a = read_table(args.a, args.probs, args.target, columns[0], args.ignore_index)
+    # The --label column labels the items; it is neither model's probabilities nor the labels.
+    taken = {args.label: "named by --label"} if args.label is not None else {}
+    if args.b is None and args.probs_b:
+        taken[args.probs_b] = "named by --probs-b"
+    a = read_table(args.a, args.probs, args.target, columns[0], args.ignore_index, taken)
     if args.b is None:
         if not args.probs_b:
             raise ValueError("give model b's file, or --probs-b COLUMN for a second column")
-        b = read_table(args.a, args.probs_b, args.target, columns[0], args.ignore_index)
+        del taken[args.probs_b]
+        b = read_table(args.a, args.probs_b, args.target, columns[0], args.ignore_index, taken)
     else:
         b = read_table(
-            args.b, args.probs_b or args.probs, args.target, columns[1], args.ignore_index
+            args.b, args.probs_b or args.probs, args.target, columns[1], args.ignore_index, taken
         )
     if a.target.shape != b.target.shape:
         raise _not_same_items(

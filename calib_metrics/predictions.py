@@ -44,21 +44,46 @@ FORMATS = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".npy", ".npz", ".pt", 
 
 def _usual_name(names: list[str], usual: tuple[str, ...]) -> str | None:
     """The first of the ``usual`` names (any case) among ``names``, as spelled there."""
+    found = _usual_names(names, usual)
+    return found[0] if found else None
+
+
+def _usual_names(names: list[str], usual: tuple[str, ...]) -> list[str]:
+    """Every one of the ``usual`` names (any case) among ``names``, as spelled there."""
     lowered = {n.lower(): n for n in names}
-    return next((lowered[n] for n in usual if n in lowered), None)
+    return [lowered[n] for n in usual if n in lowered]
 
 
 def _pick(
-    names: list[str], wanted: str | None, defaults: tuple[str, ...], what: str, path: Path
+    names: list[str],
+    wanted: str | None,
+    defaults: tuple[str, ...],
+    what: str,
+    path: Path,
+    taken: Mapping[str, str] | None = None,
 ) -> str:
+    """The column of the ``what``: ``wanted``, or the one usual name present. ``taken``
+    maps the columns put to other uses to those uses (``{"tag": "named by --label"}``):
+    none of them is this one. Several usual names are refused: a header ``p,label,q``
+    had read ``q``."""
+    taken = taken or {}
+    option = {"probabilities": "probs", "labels": "target", "group ids": "groups"}[what]
     if wanted is not None:
         if wanted not in names:
             raise ValueError(f"{path}: no column {wanted!r} (columns: {', '.join(names)})")
+        if wanted in taken:
+            raise ValueError(
+                f"{path}: column {wanted!r} is given as --{option} and is {taken[wanted]}"
+            )
         return wanted
-    found = _usual_name(names, defaults)
-    if found is not None:
-        return found
-    option = {"probabilities": "probs", "labels": "target", "group ids": "groups"}[what]
+    found = [n for n in _usual_names(names, defaults) if n not in taken]
+    if len(found) > 1:
+        raise ValueError(
+            f"{path}: several columns could hold the {what} ({', '.join(found)}); name one "
+            f"with --{option}"
+        )
+    if found:
+        return found[0]
     # A table holds one probability per row: a multiclass row's C probabilities go in an
     # array file or one JSON list per line.
     multiclass = (
@@ -67,9 +92,15 @@ def _pick(
         if what == "probabilities"
         else ""
     )
+    others = "".join(f"; {name!r} is {by}" for name, by in taken.items() if name in names)
+    tabs = (
+        " (the header holds tabs: give a tab-separated file a .tsv name)"
+        if any("\t" in name for name in names)
+        else ""
+    )
     raise ValueError(
-        f"{path}: cannot tell which column holds the {what} (columns: {', '.join(names)}); "
-        f"name it with --{option}{multiclass}"
+        f"{path}: cannot tell which column holds the {what} (columns: {', '.join(names)}"
+        f"{others}); name it with --{option}{multiclass}{tabs}"
     )
 
 
@@ -108,14 +139,18 @@ def _row_of(lines: list[int] | None, index: int, per_row: int = 1) -> str:
 
 
 def _columns_from_table(
-    table: dict[str, Any], path: Path, wanted: Wanted
+    table: dict[str, Any], path: Path, wanted: Wanted, taken: Mapping[str, str] | None = None
 ) -> tuple[Column, Column, Column | None]:
     names = list(table)
     probs, target, groups = wanted
-    picked = (
-        _pick(names, probs, PROB_NAMES, "probabilities", path),
-        _pick(names, target, TARGET_NAMES, "labels", path),
+    taken = dict(taken or {})
+    if groups:
+        taken.setdefault(groups, "named by --groups")
+    probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken)
+    target = _pick(
+        names, target, TARGET_NAMES, "labels", path, {**taken, probs: "the probabilities"}
     )
+    picked = (probs, target)
     columns = tuple((name, _column(table, name, path)) for name in picked)
     if groups is None:
         return (*columns, None)
@@ -234,11 +269,16 @@ def _check_values(q: Tensor, y: Tensor, path: Path, names: tuple[str, str], line
     if bool(bad.any()):
         i = int(bad.nonzero()[0, 0])
         value = q[i].item()
+        percent = bool(((q >= 0) & (q <= 100)).all()) and float(q.max()) > 1
+        hint = (
+            "percentages? divide by 100"
+            if percent
+            else "pass probabilities, not logits: apply sigmoid/softmax first"
+        )
         problem = (
             "is missing (NaN)"
             if math.isnan(value)
-            else f"holds {value:g}, not a probability in [0, 1] (pass probabilities, not "
-            "logits: apply sigmoid/softmax first)"
+            else f"holds {value:g}, not a probability in [0, 1] ({hint})"
         )
         raise ValueError(f"{path}: {_row_of(lines, i, per_row)}, column {names[0]!r} {problem}")
 
@@ -320,11 +360,24 @@ def _read_delimited(path: Path, delimiter: str) -> _Table:
             raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _table_from_rows(reader: Any, path: Path) -> _Table:
     header = next(reader, None)
     if not header:
         raise ValueError(f"{path}: empty file (a header row is needed)")
     names = [n.strip() for n in header]
+    if all(_is_number(n) for n in names):
+        raise ValueError(
+            f"{path}: the first line holds numbers only ({', '.join(names[:3])}): the file "
+            "needs a header line naming its columns, e.g. prob,label"
+        )
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValueError(
@@ -454,10 +507,12 @@ def _named_columns(obj: Any, path: Path) -> dict[str, Any] | None:
     return None
 
 
-def _from_arrays(obj: Any, path: Path, wanted: Wanted) -> tuple[Any, ...]:
+def _from_arrays(
+    obj: Any, path: Path, wanted: Wanted, taken: Mapping[str, str] | None = None
+) -> tuple[Any, ...]:
     table = _named_columns(obj, path)
     if table is not None:
-        return _columns_from_table(table, path, wanted)
+        return _columns_from_table(table, path, wanted, taken)
     array = _to_numpy(obj) if isinstance(obj, Tensor) else np.asarray(obj)
     if array.ndim == 2 and array.shape[1] == 2:
         if wanted[2] is not None:
@@ -490,8 +545,10 @@ def _load(path: Path) -> Any:
     """The file's contents: a table of columns (text formats) or the stored array object."""
     if path.is_dir():
         raise IsADirectoryError(f"{path}: a directory, not a file of predictions")
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a regular file (a device or a pipe): save it to a file")
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"{path}: unknown format {suffix!r} (use one of {', '.join(FORMATS)})")
@@ -502,6 +559,8 @@ def _load(path: Path) -> Any:
             f"{path}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
             "save it as UTF-8"
         ) from None
+    except OSError as err:  # unreadable: permissions, an I/O error ("[Errno 5]" named no file)
+        raise ValueError(f"{path}: cannot read it ({err.strerror or err})") from None
 
 
 def _read_contents(path: Path, suffix: str) -> Any:
@@ -585,12 +644,16 @@ def read_table(
     target: str | None = None,
     groups: str | None = None,
     ignore_index: int | None = None,
+    taken: Mapping[str, str] | None = None,
 ) -> Predictions:
     """Probabilities, labels and, if ``groups`` is not None, group ids from a file.
 
     ``groups``: the group column's name, or ``""`` to find it by its usual names
     (``sentence_id``, ``doc_id``, ``group``, ...). Rows whose label is ``ignore_index``
-    (padding: their probabilities may hold anything) are dropped first.
+    (padding: their probabilities may hold anything) are dropped first. Columns are
+    found by their usual names when not given; several candidates are refused, and so
+    are the columns in ``taken`` (column -> its other use, ``{"tag": "named by
+    --label"}``).
 
     Example:
         >>> import tempfile, os
@@ -603,7 +666,7 @@ def read_table(
     path = Path(path)
     contents = _load(path)
     lines = getattr(contents, "lines", None)
-    q, y, ids = _from_arrays(contents, path, (probs, target, groups))
+    q, y, ids = _from_arrays(contents, path, (probs, target, groups), taken)
     _check_layout(q, y, ids, path)
     names = (q[0], y[0])
     q = _to_float(q[1], path, q[0], lines)

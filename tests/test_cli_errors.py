@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -745,3 +746,78 @@ def test_padded_sequences_are_read_with_ignore_index(tmp_path: Path, capsys):
     metric = CalibrationError(num_classes=4, ignore_index=-100)
     metric.update(probs, target)
     assert got["calib_err"] == pytest.approx(metric.compute().item(), rel=1e-12)
+
+
+# Which columns are read, and files that cannot be (a user's probe, 2026-11-29): several
+# candidate columns are refused rather than one picked silently, a --label column is never
+# the labels, and odd files say what is odd.
+def write(tmp_path: Path, name: str, header: str, extra=lambda i: "") -> Path:
+    rows = [header] + [f"{q},{y}{extra(i)}" for i, (q, y) in enumerate(zip(Q, Y, strict=True))]
+    path = tmp_path / name
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        # q held 0/1 and had been read as the probabilities: CalibErr 0.5152, silently.
+        ("p,label,q", r"could hold the probabilities \(q, p\); name one with --probs"),
+        ("prob,target,label", r"could hold the labels \(target, label\); name one with --target"),
+    ],
+)  # fmt: skip
+def test_several_candidate_columns_are_refused(tmp_path, capsys, header, message) -> None:
+    path = write(tmp_path, "ambiguous.csv", header, extra=lambda i: f",{i % 2}")
+    assert re.search(message, one_line_error(capsys, "evaluate", path))
+    # Naming the column settles it.
+    option = "--probs" if "probabilities" in message else "--target"
+    column = "p" if option == "--probs" else "target"
+    code, out, _ = run_cli(capsys, "evaluate", path, option, column, "--samples", "20")
+    assert code == 0 and "N = 12 pairs" in out
+
+
+def test_the_label_column_is_not_the_labels(tmp_path, capsys) -> None:
+    # --label label had grouped the items by their own outcome (errors 0.37 and 0.31).
+    path = write(tmp_path, "tags.csv", "prob,label")
+    line = one_line_error(capsys, "evaluate", path, "--label", "label")
+    assert "cannot tell which column holds the labels" in line
+    assert "'label' is named by --label" in line
+    line = one_line_error(capsys, "evaluate", path, "--label", "label", "--target", "label")
+    assert "column 'label' is given as --target and is named by --label" in line
+    other = write(tmp_path, "b.csv", "prob,label")
+    line = one_line_error(capsys, "compare", path, other, "--label", "label")
+    assert "'label' is named by --label" in line
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "message"),
+    [
+        ("0.8,1\n0.3,0\n", "noheader.csv", "holds numbers only .* needs a header line"),
+        ("prob,label\n84.5,1\n30,0\n", "percent.csv", r"84\.5, .* \(percentages\? divide by 100"),
+        ("prob\tlabel\n0.3\t0\n", "tabs.csv", r"give a tab-separated file a \.tsv name"),
+    ],
+)  # fmt: skip
+def test_odd_files_say_what_is_odd(tmp_path, capsys, text, name, message) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    assert re.search(message, one_line_error(capsys, "evaluate", path))
+
+
+def test_a_pipe_is_not_a_missing_file(tmp_path, capsys) -> None:
+    pipe = tmp_path / "fifo.csv"
+    os.mkfifo(pipe)  # it exists: "no such file" had said otherwise
+    line = one_line_error(capsys, "evaluate", pipe)
+    assert "not a regular file (a device or a pipe)" in line
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (("--n-bins", "5"), "--n-bins counts uniform bins; it needs --binning uniform"),
+        (("--binning", "uniform", "--bin-size", "10"), "--bin-size sizes adaptive bins"),
+    ],
+)
+def test_the_other_binnings_size_option_is_refused(tmp_path, capsys, options, message) -> None:
+    # Each had been ignored without a word: the output was the same as without it.
+    path = write(tmp_path, "good.csv", "prob,label")
+    assert message in one_line_error(capsys, "evaluate", path, *options)
