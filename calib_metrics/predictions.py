@@ -301,27 +301,37 @@ def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None
             raise ValueError(f"{path}: column {column!r} has a missing group id (NaN)")
     elif array.dtype.kind not in "iub":
         _check_no_empty_id(array, path, column, lines)
-        array = _numeric_if_integers(array.astype(str))
+        array = _numeric_if_numbers(array.astype(str))
     return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
 
 
-def _numeric_if_integers(text: np.ndarray) -> np.ndarray:
-    """Ids read as text that are all integers, as integers: numbered in numeric order, as
+def _numeric_if_numbers(text: np.ndarray) -> np.ndarray:
+    """Ids read as text that are all numbers, as numbers: numbered in numeric order, as
     the Python API numbers an integer tensor (in text order "10" came before "2", and the
-    group bootstrap's draws, which follow the groups' order, differed from the API's).
+    group bootstrap's draws, which follow the groups' order, differed from the API's),
+    and one group per number ("5" and "5.0" had made two groups, "1" and "01" one).
 
     Example:
-        >>> _numeric_if_integers(np.array(["10", "2", " 3"])).tolist()
+        >>> _numeric_if_numbers(np.array(["10", "2", " 3"])).tolist()
         [10, 2, 3]
-        >>> _numeric_if_integers(np.array(["s10", "s2"])).tolist()
+        >>> _numeric_if_numbers(np.array(["5", "5.0", "7"])).tolist()
+        [5.0, 5.0, 7.0]
+        >>> _numeric_if_numbers(np.array(["s10", "s2"])).tolist()
         ['s10', 's2']
-        >>> _numeric_if_integers(np.array(["1", "--2"])).tolist()
+        >>> _numeric_if_numbers(np.array(["1", "--2"])).tolist()
         ['1', '--2']
     """
+    stripped = np.char.strip(text)
     try:
-        return np.char.strip(text).astype(np.int64)
-    except (ValueError, OverflowError):  # not all integers (or too large): order as text
+        return stripped.astype(np.int64)
+    except (ValueError, OverflowError):  # not all integers (or too large)
+        pass
+    try:
+        numbers = stripped.astype(np.float64)
+    except ValueError:  # not all numbers: order as text
         return text
+    # Past 2⁵³ two integers can share a float: keep such ids as text.
+    return numbers if bool(np.isfinite(numbers).all()) and np.abs(numbers).max() < 2**53 else text
 
 
 def _check_no_empty_id(array: np.ndarray, path: Path, column: str, lines) -> None:

@@ -165,3 +165,16 @@ def test_integer_group_ids_in_a_csv_are_numbered_as_the_api_numbers_them(
     )  # fmt: skip
     assert got["lower"] == pytest.approx(want.lower.item(), rel=1e-12)
     assert got["upper"] == pytest.approx(want.upper.item(), rel=1e-12)
+
+
+def test_ids_written_as_numbers_are_one_group_per_number(tmp_path: Path, capsys, tokens):
+    # "5" and "5.0" (a spreadsheet's mixed export) had made two groups, "1" and "01" one.
+    q, y, sentence = tokens
+    written = [f"{c}.0" if i % 2 else str(c) for i, c in enumerate(sentence)]
+    path = tmp_path / "mixed.csv"
+    rows = ["prob,label,sentence_id"] + [f"{float(a)!r},{b},{c}" for a, b, c in zip(q, y, written)]
+    path.write_text("\n".join(rows) + "\n")
+    argv = ["evaluate", path, "--interval", "groups", "--samples", "50", "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert json.loads(out)["groups"] == len(set(sentence.tolist()))
