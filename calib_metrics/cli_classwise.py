@@ -7,8 +7,8 @@ class (:func:`calib_metrics.plot_panels.reliability_panels`: the class's one-vs-
 pairs, q = probs[c] and y = [target = c]), with ``compare``'s two models overlaid in each
 panel (a in blue, b in orange). Each panel's interval is the model's own bootstrap on
 that class's pairs, with the command's estimator; ``--plot-smooth`` adds each class's
-smooth curve and band. With more than ``MAX_CLASS_PANELS`` classes, the figure draws the
-``MAX_CLASS_PANELS`` most frequent labels (ties: the lower class id), in class order, and
+smooth curve and band. With more than ``plot_panels.MAX_CLASS_PANELS`` (12) classes, the
+figure draws the 12 most frequent labels (ties: the lower class id), in class order, and
 its title says how many of how many.
 """
 
@@ -21,13 +21,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-#: At most this many class panels; beyond it, the most frequent labels.
-MAX_CLASS_PANELS = 12
 
-
-def drawn_classes(target: Tensor, n_classes: int, limit: int = MAX_CLASS_PANELS) -> list[int]:
-    """The classes the figure draws: all of them up to ``limit``, else the ``limit``
-    most frequent labels in ``target`` (ties: the lower id), in class order.
+def drawn_classes(target: Tensor, n_classes: int, limit: int | None = None) -> list[int]:
+    """The classes the figure draws: all of them up to ``limit`` (default
+    :data:`calib_metrics.plot_panels.MAX_CLASS_PANELS`), else the ``limit`` most frequent
+    labels in ``target`` (ties: the lower id), in class order.
 
     Example:
         >>> drawn_classes(torch.tensor([3, 3, 1, 0, 3, 1, 2]), 4, limit=2)
@@ -35,10 +33,11 @@ def drawn_classes(target: Tensor, n_classes: int, limit: int = MAX_CLASS_PANELS)
         >>> drawn_classes(torch.tensor([0, 1]), 3)
         [0, 1, 2]
     """
-    if n_classes <= limit:
-        return list(range(n_classes))
+    from calib_metrics.functional.multiclass import most_frequent
+    from calib_metrics.plot_panels import MAX_CLASS_PANELS
+
     counts = torch.bincount(target.reshape(-1), minlength=n_classes).tolist()
-    return sorted(sorted(range(n_classes), key=lambda c: (-counts[c], c))[:limit])
+    return most_frequent(counts, MAX_CLASS_PANELS if limit is None else limit)
 
 
 def class_panels(

@@ -1480,6 +1480,47 @@ class CalibrationError(_StatesKeepTheirDtype):
         the pair bootstrap. Under DDP it is synchronised like :meth:`compute`
         (torchmetrics wraps only ``compute``); do not call it inside ``sync_context``.
         """
+        results = self._computed_results()
+        if self.mode == "classwise":
+            result = CalibrationResult(*average_results(results))
+        else:
+            result = results if self._per_class else results[0]
+        # Under DDP the synchronised state picks the interval, which this rank's own state
+        # may not show (a rank without group ids): the figures that label this result ask.
+        self.__dict__["_drawn"] = (result, self.__dict__["_drawn"][1])
+        return result
+
+    def compute_class_results(self) -> list[CalibrationResult]:
+        """The per-class results that ``mode="classwise"`` averages: class c's from its
+        one-vs-rest pairs (q = probs[..., c], y = [target = c]), with this metric's
+        estimator and interval, in class order. Synchronised under DDP like
+        :meth:`compute_result`, which gives their average (:meth:`plot` draws them).
+
+        Example:
+            >>> import torch
+            >>> from calib_metrics import CalibrationError
+            >>> g = torch.Generator().manual_seed(0)
+            >>> probs = torch.softmax(2 * torch.randn(900, 3, generator=g), -1)
+            >>> target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+            >>> metric = CalibrationError(num_classes=3, mode="classwise", n_samples=50)
+            >>> metric.update(probs, target)
+            >>> per_class = metric.compute_class_results()
+            >>> len(per_class), bool(torch.stack([r.error for r in per_class]).mean()
+            ...                      == metric.compute())
+            (3, True)
+        """
+        if self.mode != "classwise":
+            raise ValueError(
+                f"compute_class_results is mode='classwise''s; mode={self.mode!r} gives one "
+                "result per class with average=None (compute_result)"
+            )
+        results = self._computed_results()
+        self.__dict__["_drawn"] = (results, self.__dict__["_drawn"][1])
+        return results
+
+    def _computed_results(self) -> list[CalibrationResult]:
+        """One result per pair set (one, or one per class), on the synchronised state;
+        records the interval drawn (``_drawn``)."""
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
@@ -1491,14 +1532,8 @@ class CalibrationError(_StatesKeepTheirDtype):
                 inputs = self.class_bins() if pairs is None else self._bins_of(pairs)
         results = self._results(inputs, interval)
         self._warn_few_bins([r.bins for r in results])
-        if self.mode == "classwise":
-            result = CalibrationResult(*average_results(results))
-        else:
-            result = results if self._per_class else results[0]
-        # Under DDP the synchronised state picks the interval, which this rank's own state
-        # may not show (a rank without group ids): the figures that label this result ask.
-        self.__dict__["_drawn"] = (result, interval)
-        return result
+        self.__dict__["_drawn"] = (results, interval)
+        return results
 
     def compute_smooth(self, bandwidth: float | None = None) -> Tensor:
         """The smooth calibration error (Błasiok & Nakkiran, 2023) of the pairs seen.
@@ -1615,19 +1650,19 @@ class CalibrationError(_StatesKeepTheirDtype):
         return results
 
     def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
-        """Reliability diagram (micro) or per-class error bars (``average=None``), their
-        titles and legends naming this metric's interval and confidence.
+        """Reliability diagram (micro), per-class error bars (``average=None``) or, for
+        ``mode="classwise"``, one reliability diagram per class (at most 12: those with
+        the most positives), their titles and legends naming this metric's interval and
+        confidence.
 
-        Returns ``(fig, ax)``; ``val`` may be a result from :meth:`compute_result`.
+        Returns ``(fig, ax)`` (``(fig, axes)`` for classwise panels, which draw their own
+        figure); ``val`` may be a result from :meth:`compute_result` (classwise: the list
+        from :meth:`compute_class_results`).
         """
         from calib_metrics import plot
 
         if self.mode == "classwise":
-            raise ValueError(
-                "mode='classwise' pools every class's bins, which one diagram would mix into "
-                "one curve: plot per class with mode='one_vs_rest', average=None (or "
-                "calib_metrics.plot_panels.reliability_panels)"
-            )
+            return self._plot_classes(val, ax)
         result = self.compute_result() if val is None else val
         kind = {"confidence": self.confidence, "interval": self._drawn_interval(result)}
         kind["debias"] = self._debias
@@ -1635,6 +1670,29 @@ class CalibrationError(_StatesKeepTheirDtype):
             per_class = {str(c): r for c, r in enumerate(result)}
             return plot.per_label_errors(per_class, ax=ax, names=("class",), **kind)
         return plot.reliability_diagram(result, ax=ax, **kind)
+
+    def _plot_classes(self, val: Any, ax: Any) -> tuple[Any, Any]:
+        """A classwise metric's panels: its classes' bins, which one diagram would mix."""
+        from calib_metrics.plot_panels import classwise_panels
+
+        if ax is not None:
+            raise ValueError("a classwise metric draws one panel per class: leave ax=None")
+        if val is not None and not isinstance(val, list):
+            raise ValueError(
+                "mode='classwise' draws its classes' own bins, one panel each: pass the list "
+                "from compute_class_results() (compute_result()'s average pools the classes' "
+                "bins, which one diagram would mix)"
+            )
+        from calib_metrics.plot import describe
+
+        results = self.compute_class_results() if val is None else val
+        interval = self._drawn_interval(results)
+        mean = CalibrationResult(*average_results(results))
+        title = f"classwise, the mean of {len(results)} classes: {describe(mean)}"
+        return classwise_panels(
+            results, confidence=self.confidence, interval=interval, debias=self._debias,
+            title=title,
+        )  # fmt: skip
 
 
 def _mixes_grouped(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
+from calib_metrics.functional.multiclass import most_frequent
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot import (
     _draw_bins,
@@ -152,3 +153,47 @@ def _panel(
     ax.set_ylabel("empirical frequency p̂", fontsize=7.5)
     ax.tick_params(labelsize=7)
     ax.set_title("\n".join(lines), fontsize=7)
+
+
+#: Most classes :func:`classwise_panels` draws (the command line's classwise plots too).
+MAX_CLASS_PANELS = 12
+
+
+def classwise_panels(
+    results: Sequence[CalibrationResult],
+    *,
+    confidence: float = 0.95,
+    interval: str | None = None,
+    debias: bool = False,
+    title: str | None = None,
+    limit: int = MAX_CLASS_PANELS,
+) -> tuple[Figure, list[Axes]]:
+    """One panel per class of a classwise result (``results[c]``: class c's one-vs-rest
+    result), at most ``limit``: with more classes, those with the most positives (ties:
+    the lower id), in class order, and a title line that says so.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> q = torch.rand(400, generator=torch.Generator().manual_seed(0))
+        >>> per_class = [calibration_error_ci(q, (q > c / 4).float(), bin_size=40,
+        ...                                   n_samples=20) for c in range(3)]
+        >>> fig, axes = classwise_panels(per_class, limit=2)
+        >>> [ax.get_title().splitlines()[0].split(" · ")[0] for ax in axes], fig.get_suptitle()
+        (['class 0', 'class 1'], '2 of 3 classes drawn: those with the most positives')
+    """
+    positives = [float((r.bins.freq * r.bins.count).sum()) for r in results]
+    drawn = most_frequent(positives, limit)
+    note = (
+        f"{len(drawn)} of {len(results)} classes drawn: those with the most positives"
+        if len(drawn) < len(results)
+        else None
+    )
+    return reliability_panels(
+        {f"class {c}": [results[c]] for c in drawn},
+        confidence=confidence,
+        interval=interval,
+        debias=debias,
+        title=title,
+        note=note,
+    )

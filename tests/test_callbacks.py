@@ -457,6 +457,36 @@ def test_classwise_mode_charts_the_classes_it_averages() -> None:
     assert float(cb.metric.compute_result().error) == pytest.approx(sum(per_class) / 3)
 
 
+def test_classwise_mode_draws_one_panel_per_class(tmp_path: Path, monkeypatch) -> None:
+    """A classwise monitor had drawn its result's bins, every class's pooled, as one curve
+    (the metric's plot() refused that for the comparison); it draws each class's panel."""
+    from calib_metrics import plot_panels
+
+    drawn = []
+
+    def spy(classes, **kwargs):
+        figure = panels(classes, **kwargs)
+        drawn.append((classes, kwargs["title"], figure[1]))
+        return figure
+
+    panels = plot_panels.classwise_panels
+    monkeypatch.setattr(plot_panels, "classwise_panels", spy)
+    cb = monitor(mode="classwise", save_png=True, bin_size=5)
+    train, val = loaders()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer(tmp_path, 1, logger=False, callbacks=[cb], num_sanity_val_steps=0).fit(
+            TinyTagger(), train, val
+        )
+    ((classes, title, axes),) = drawn
+    assert len(classes) == len(axes) == N_CLASSES
+    mean = sum(float(r.error) for r in classes) / N_CLASSES
+    assert cb.history[-1]["error"] == pytest.approx(mean)
+    assert f"classwise CalibErr {mean:.4f}" in title
+    assert [ax.get_title().split(" · ")[0] for ax in axes] == ["class 0", "class 1", "class 2"]
+    assert (tmp_path / "calibration" / "val_reliability_diagram_epoch000.png").is_file()
+
+
 def test_state_dict_round_trip_and_state_key() -> None:
     cb = monitor()
     cb.history.append({"epoch": 0, "error": 0.1})

@@ -12,9 +12,9 @@ import torch
 
 from calib_metrics import plot_panels
 from calib_metrics.cli import main
-from calib_metrics.cli_classwise import MAX_CLASS_PANELS
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.functional.multiclass import pair_sets
+from calib_metrics.plot_panels import MAX_CLASS_PANELS
 
 
 @pytest.fixture

@@ -26,19 +26,29 @@ def test_reliability_diagram_names_a_bare_error_tensor() -> None:
     assert fig is not None
 
 
-def test_classwise_metric_does_not_pool_its_classes_into_one_diagram() -> None:
+def test_classwise_metric_draws_its_classes_apart() -> None:
     # It had drawn every class's bins as one connected curve ("216 bins · N=12,000" for
     # 3,000 items); CalibrationComparison.plot refused the same.
     from calib_metrics import CalibrationError
+    from calib_metrics.plot import describe
 
     g = torch.Generator().manual_seed(0)
-    probs = torch.softmax(3 * torch.randn(600, 4, generator=g), -1)
+    probs = torch.softmax(3 * torch.randn(600, 14, generator=g), -1)
     target = torch.multinomial(probs, 1, generator=g).squeeze(1)
-    metric = CalibrationError(num_classes=4, mode="classwise", n_samples=20)
+    metric = CalibrationError(num_classes=14, mode="classwise", n_samples=20)
     metric.update(probs, target)
-    with pytest.raises(ValueError, match="mode='classwise' pools every class's bins"):
-        metric.plot()
-    per_class = CalibrationError(num_classes=4, average=None, n_samples=20)
-    per_class.update(probs, target)
-    fig, _ = per_class.plot()  # what the message points to
-    assert fig is not None
+    fig, axes = metric.plot()
+    per_class = metric.compute_class_results()
+    counts = torch.bincount(target, minlength=14)
+    drawn = sorted(sorted(range(14), key=lambda c: (-int(counts[c]), c))[:12])
+    assert len(axes) == 12  # the 12 classes with the most positives, in class order
+    for ax, c in zip(axes, drawn, strict=True):
+        title = ax.get_title().splitlines()
+        assert title[0].startswith(f"class {c} · {int(counts[c])} positives")
+        assert title[1] == describe(per_class[c])
+    assert "12 of 14 classes drawn" in fig.get_suptitle()
+    assert f"{metric.compute().item():.4f}" in fig.get_suptitle()
+    with pytest.raises(ValueError, match="pass the list from compute_class_results"):
+        metric.plot(metric.compute_result())
+    with pytest.raises(ValueError, match="compute_class_results is mode='classwise''s"):
+        CalibrationError(num_classes=14).compute_class_results()

@@ -20,6 +20,7 @@ from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError
+from calib_metrics.functional.multiclass import average_results
 from calib_metrics.metric import CalibrationError
 
 Extract = Callable[[Any, Any], "tuple[Tensor, ...] | None"]
@@ -514,7 +515,9 @@ class CalibrationMonitor(Callback):
         metric, *class_metric = self._metrics(idx)
         try:
             # compute_result() synchronises the ranks' states (without DDP it does nothing).
-            result = metric.compute_result()
+            # A classwise metric's figure draws each class's own bins, not their average's.
+            classes = metric.compute_class_results() if metric.mode == "classwise" else None
+            result = metric.compute_result() if classes is None else _mean_result(classes)
         except NoPairsError as err:
             # Every rank sees the same synchronised state, so every rank skips together.
             rank_zero_warn(f"CalibrationMonitor: nothing to measure this epoch{suffix} ({err})")
@@ -553,8 +556,9 @@ class CalibrationMonitor(Callback):
         self.history.append(record)
         if trainer.is_global_zero:
             # The figures name the interval the metric drew (on the synchronised state).
-            drawn = (metric._drawn_interval(result), metric._debias)
-            self._write(trainer, step, result, per_class, drawn, suffix)
+            drawn_from = result if classes is None else classes
+            drawn = (metric._drawn_interval(drawn_from), metric._debias)
+            self._write(trainer, step, result, per_class, drawn, suffix, classes)
 
     def _record(
         self,
@@ -623,6 +627,7 @@ class CalibrationMonitor(Callback):
         per_class: list[CalibrationResult] | None,
         drawn: tuple[str, bool],
         suffix: str = "",
+        classes: list[CalibrationResult] | None = None,
     ) -> None:
         experiments, png_dirs = self._destinations(trainer)
         if not experiments and not png_dirs:
@@ -634,7 +639,14 @@ class CalibrationMonitor(Callback):
         title = f"{self.prefix}{suffix}{run} · epoch {record['epoch']} · step {record['step']}"
         interval, debias = drawn
         kind = {"confidence": self.confidence, "interval": interval, "debias": debias}
-        figures = {"reliability_diagram": plot.reliability_diagram(result, title=title, **kind)[0]}
+        if classes is None:
+            diagram = plot.reliability_diagram(result, title=title, **kind)[0]
+        else:  # one panel per class: one diagram of every class's bins would mix them
+            from calib_metrics.plot_panels import classwise_panels
+
+            heading = f"{title} · classwise {plot.describe(result)}"
+            diagram = classwise_panels(classes, title=heading, **kind)[0]
+        figures = {"reliability_diagram": diagram}
         if per_class is not None:
             errors = dict(zip(self.class_names, per_class, strict=True))
             figures["calib_err_per_class"] = plot.per_label_errors(
@@ -777,3 +789,8 @@ def _validates_within_epochs(trainer: Trainer) -> bool:
         return True
     every = trainer.val_check_batch
     return isinstance(every, int) and every < trainer.num_training_batches
+
+
+def _mean_result(classes: list[CalibrationResult]) -> CalibrationResult:
+    """A classwise metric's result from its classes' (what its compute_result gives)."""
+    return CalibrationResult(*average_results(classes))

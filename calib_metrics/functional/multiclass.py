@@ -267,3 +267,14 @@ def average_results(results: list) -> tuple:
     count = torch.cat([r[5].count for r in results]).index_select(0, order)
     samples = torch.cat([effective_samples(r[5]) for r in results]).index_select(0, order)
     return (*fields, with_samples(Bins(pred.index_select(0, order), freq, count), samples))
+
+
+def most_frequent(counts: list[float], limit: int) -> list[int]:
+    """The ids of the ``limit`` largest ``counts`` (ties: the lower id), in id order; all
+    of them when there are at most ``limit``. The classes a figure has room for.
+
+    Example:
+        >>> most_frequent([1, 2, 1, 3], 2), most_frequent([5, 1], 3)
+        ([1, 3], [0, 1])
+    """
+    return sorted(sorted(range(len(counts)), key=lambda c: (-counts[c], c))[:limit])
