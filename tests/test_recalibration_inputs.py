@@ -217,3 +217,34 @@ def test_meta_tensors_are_refused_by_name() -> None:
     for name, call in calls.items():
         with pytest.raises(ValueError, match=f"{name} is on the meta device"):
             call()
+
+
+@pytest.mark.parametrize("method", BINARY_METHODS)
+def test_fit_binary_modules_refuse_values_outside_0_1_when_called(method) -> None:
+    # The isotonic and histogram modules had mapped a logit of 1.5 (clipped to the fitted
+    # range, or binned) without a word; the three others refused it.
+    g = torch.Generator().manual_seed(2)
+    q = torch.rand(400, generator=g)
+    module = fit_binary(method, q, torch.bernoulli(q, generator=g))
+    with pytest.raises(ValueError, match=r"probs must lie in \[0, 1\]"):
+        module(torch.tensor([0.5, 1.5]))
+    assert module(torch.tensor([0.0, 0.5, 1.0])).shape == (3,)
+
+
+def test_score_modules_still_take_any_real_scores_and_uniform_bins_only_probabilities() -> None:
+    from calib_metrics.recalibration import HistogramBinning, IsotonicCalibration
+
+    g = torch.Generator().manual_seed(3)
+    s = torch.randn(400, generator=g)
+    y = torch.bernoulli(torch.sigmoid(2 * s), generator=g)
+    for module in (IsotonicCalibration(), HistogramBinning(n_bins=5)):
+        assert module.fit(s, y)(torch.tensor([-3.0, 3.0])).shape == (2,)
+    q = torch.sigmoid(s)
+    uniform = HistogramBinning(n_bins=5, binning="uniform").fit(q, y)
+    with pytest.raises(ValueError, match=r"scores must lie in \[0, 1\]"):
+        uniform(torch.tensor([1.5]))  # had landed in the last bin
+    with pytest.raises(ValueError, match="inputs must be 'scores' or 'probs'"):
+        IsotonicCalibration(inputs="logits")
+    fitted = fit_binary("isotonic", q, y)
+    with pytest.raises(ValueError, match="fitted with inputs='probs'"):
+        IsotonicCalibration().load_state_dict(fitted.state_dict())

@@ -47,7 +47,7 @@ def fit_binary(
     check_generator(generator)
     if method not in BINARY_METHODS:
         raise ValueError(f"method must be one of {', '.join(BINARY_METHODS)}; got {method!r}")
-    # Isotonic and histogram modules take any real scores; this entry takes probabilities.
+    # This entry takes probabilities, and so do the modules it builds, at every call.
     probs = check_probs(probs)
     if probs.ndim != 1:  # [N, 2] had fitted a multiclass temperature, where platt refused
         raise ValueError(
@@ -60,7 +60,7 @@ def fit_binary(
     if method == "platt":
         return PlattScaling(inputs="probs").fit(probs, target)
     if method == "isotonic":
-        return IsotonicCalibration().fit(probs, target)
+        return IsotonicCalibration(inputs="probs").fit(probs, target)
     if method == "histogram":
-        return HistogramBinning(n_bins=n_bins).fit(probs, target)
+        return HistogramBinning(n_bins=n_bins, inputs="probs").fit(probs, target)
     return ScalingBinning(n_bins=n_bins, inputs="probs", generator=generator).fit(probs, target)

@@ -59,6 +59,12 @@ def _check_fit_inputs(scores: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
     return scores.to(torch.float64), check_binary_target(target, scores)
 
 
+def _check_inputs(inputs: str) -> str:
+    if inputs not in ("scores", "probs"):
+        raise ValueError(f"inputs must be 'scores' or 'probs', got {inputs!r}")
+    return inputs
+
+
 def _check_n_bins(n_bins: int) -> int:
     """As many bins as the metric's uniform binning allows (10¹² had asked for 8 TB)."""
     if (
@@ -112,6 +118,9 @@ class HistogramBinning(SettingsInState, FittedModule):
         binning: ``"adaptive"`` (equal mass on the dev scores; any real scores) or
             ``"uniform"`` (equal width on [0, 1]; probabilities only). An empty uniform bin
             maps to its midpoint.
+        inputs: ``"scores"`` (any real numbers) or ``"probs"``: fit and calls take
+            probabilities in [0, 1] only (what ``fit_binary`` builds; uniform bins always
+            do), so a logit passed by mistake is refused rather than binned.
 
     Example:
         >>> import torch
@@ -122,22 +131,24 @@ class HistogramBinning(SettingsInState, FittedModule):
         tensor([0.3333, 0.3333, 1.0000])
     """
 
-    settings = ("binning",)
+    settings = ("binning", "inputs")
 
-    def __init__(self, n_bins: int = 15, binning: str = "adaptive") -> None:
+    def __init__(self, n_bins: int = 15, binning: str = "adaptive", inputs: str = "scores") -> None:
         super().__init__()
         self.n_bins = _check_n_bins(n_bins)
         if binning not in ("adaptive", "uniform"):
             raise ValueError(f"binning must be 'adaptive' or 'uniform', got {binning!r}")
         self.binning = binning
+        self.inputs = _check_inputs(inputs)
         self.register_buffer("edges", torch.zeros(0, dtype=torch.float64))
         self.register_buffer("values", torch.zeros(0, dtype=torch.float64))
 
     def fit(self, scores: Tensor, target: Tensor) -> HistogramBinning:
         given = scores  # uniform bins compare it in its own dtype, as a call will
         scores, y = _check_fit_inputs(scores, target)
+        if self._takes_probs():
+            check_probs(scores, self.inputs if self.inputs == "probs" else "scores")
         if self.binning == "uniform":
-            check_probs(scores, "scores")
             grid = torch.linspace(0, 1, self.n_bins + 1, dtype=torch.float64, device=scores.device)
             edges, midpoints = grid[1:-1], (grid[1:] + grid[:-1]) / 2
         else:
@@ -154,8 +165,13 @@ class HistogramBinning(SettingsInState, FittedModule):
         """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
         self.check_fitted()
         scores = check_scores(scores, fitting=False)
+        if self._takes_probs():
+            check_probs(scores, self.inputs if self.inputs == "probs" else "scores")
         index = self._bin_index(scores, self.edges.to(scores.device), self.values.numel())
         return self.values.to(scores.device)[index].to(scores.dtype)
+
+    def _takes_probs(self) -> bool:
+        return self.inputs == "probs" or self.binning == "uniform"
 
     def _bin_index(self, scores: Tensor, edges: Tensor, n_bins: int) -> Tensor:
         """Each score's bin, alike at fit and call: uniform bins hold [eᵢ, eᵢ₊₁) with the
@@ -187,13 +203,18 @@ def _warn_of_small_bins(n_pairs: int, n_bins: int) -> None:
     )
 
 
-class IsotonicCalibration(FittedModule):
+class IsotonicCalibration(SettingsInState, FittedModule):
     """Isotonic regression of the labels on the scores (scikit-learn's, at the numpy edge).
 
     Fitting calls ``sklearn.isotonic.IsotonicRegression(y_min=0, y_max=1,
     out_of_bounds="clip")`` on CPU copies; the fitted thresholds are buffers and
     prediction is torch's linear interpolation between them, on the input's device,
     equal to scikit-learn's ``predict``.
+
+    Args:
+        inputs: ``"scores"`` (any real numbers) or ``"probs"``: fit and calls take
+            probabilities in [0, 1] only (what ``fit_binary`` builds), so a logit passed
+            by mistake is refused rather than clipped to the fitted range.
 
     Example:
         >>> import torch
@@ -204,13 +225,18 @@ class IsotonicCalibration(FittedModule):
         tensor([0.0000, 0.2500, 0.7500, 1.0000])
     """
 
-    def __init__(self) -> None:
+    settings = ("inputs",)
+
+    def __init__(self, inputs: str = "scores") -> None:
         super().__init__()
+        self.inputs = _check_inputs(inputs)
         self.register_buffer("x_thresholds", torch.zeros(0, dtype=torch.float64))
         self.register_buffer("y_thresholds", torch.zeros(0, dtype=torch.float64))
 
     def fit(self, scores: Tensor, target: Tensor) -> IsotonicCalibration:
         scores, y = _check_fit_inputs(scores, target)
+        if self.inputs == "probs":
+            check_probs(scores, "probs")
         try:
             from sklearn.isotonic import IsotonicRegression
         except ImportError as err:  # pragma: no cover - depends on the environment
@@ -229,6 +255,8 @@ class IsotonicCalibration(FittedModule):
         """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
         self.check_fitted()
         scores = check_scores(scores, fitting=False)
+        if self.inputs == "probs":
+            check_probs(scores, "probs")
         xs = self.x_thresholds.to(scores.device)
         ys = self.y_thresholds.to(scores.device)
         if xs.numel() == 1:
