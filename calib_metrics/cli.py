@@ -83,7 +83,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--groups",
         help="column of group ids; implies --interval groups (which, without --groups, "
-        "finds the column by name, e.g. sentence_id)",
+        "finds the column by name, e.g. sentence_id, and asks when two names fit)",
     )
     add_ignore_index(p)
     p.add_argument(

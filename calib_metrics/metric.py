@@ -24,6 +24,7 @@ from calib_metrics.functional.binning import (
     _check_pairs,
     check_probs,
     check_room,
+    column_target_hint,
     exact_working_bytes,
 )
 from calib_metrics.functional.calibration import (
@@ -251,7 +252,11 @@ def _prepare_batch(
     if num_classes is None:
         if probs.shape != target.shape:
             multiclass = probs.ndim == target.ndim + 1 and probs.shape[:-1] == target.shape
-            hint = f" (multiclass probs: set num_classes={probs.shape[-1]})" if multiclass else ""
+            hint = (
+                f" (multiclass probs: set num_classes={probs.shape[-1]})"
+                if multiclass
+                else column_target_hint(probs, target)
+            )
             raise ValueError(
                 f"probs and target must have the same shape, got {tuple(probs.shape)} "
                 f"and {tuple(target.shape)}{hint}"
@@ -266,6 +271,7 @@ def _prepare_batch(
         raise ValueError(
             f"multiclass input needs probs [..., {c}] and target [...], got probs "
             f"{tuple(probs.shape)} and target {tuple(target.shape)}"
+            + column_target_hint(probs, target)
         )
     check_class_id_dtype(target)
     probs, target = probs.reshape(-1, c), target.reshape(-1)
@@ -494,12 +500,13 @@ class _StatesKeepTheirDtype(Metric):
         (no pairs on any rank, a refusal of memory, ranks that disagree about ``groups=``):
         the rank's pairs were the union, one tensor, and its next ``update`` crashed.
         """
+        synced_before = self._is_synced  # a caller's own sync() is the caller's to undo
         self.sync(dist_sync_fn, process_group, should_sync, distributed_available)
         try:
             yield
         except BaseException:
-            # Nothing was computed, so nothing synchronised is worth keeping.
-            self.unsync(should_unsync=self._is_synced)
+            # Nothing was computed, so nothing this context synchronised is worth keeping.
+            self.unsync(should_unsync=self._is_synced and not synced_before)
             raise
         self.unsync(should_unsync=self._is_synced and should_unsync)
 

@@ -61,12 +61,15 @@ def _pick(
     what: str,
     path: Path,
     taken: Mapping[str, str] | None = None,
+    unusable: set[str] | None = None,
 ) -> str:
     """The column of the ``what``: ``wanted``, or the one usual name present. ``taken``
     maps the columns put to other uses to those uses (``{"tag": "named by --label"}``):
-    none of them is this one. Several usual names are refused: a header ``p,label,q``
-    had read ``q``."""
+    none of them is this one, and neither is a column in ``unusable`` (integer arrays
+    are no probabilities: an .npz's ``prediction`` beside its ``probs``). Several usual
+    names are refused: a header ``p,label,q`` had read ``q``."""
     taken = taken or {}
+    unusable = unusable or set()
     option = {"probabilities": "probs", "labels": "target", "group ids": "groups"}[what]
     if wanted is not None:
         if wanted not in names:
@@ -76,7 +79,7 @@ def _pick(
                 f"{path}: column {wanted!r} is given as --{option} and is {taken[wanted]}"
             )
         return wanted
-    found = [n for n in _usual_names(names, defaults) if n not in taken]
+    found = [n for n in _usual_names(names, defaults) if n not in taken and n not in unusable]
     if len(found) > 1:
         raise ValueError(
             f"{path}: several columns could hold the {what} ({', '.join(found)}); name one "
@@ -146,7 +149,9 @@ def _columns_from_table(
     taken = dict(taken or {})
     if groups:
         taken.setdefault(groups, "named by --groups")
-    probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken)
+    candidates = _usual_names(names, PROB_NAMES) if probs is None else []
+    integers = {n for n in candidates if _is_integer_array(table, n)}
+    probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken, integers)
     target = _pick(
         names, target, TARGET_NAMES, "labels", path, {**taken, probs: "the probabilities"}
     )
@@ -156,6 +161,21 @@ def _columns_from_table(
         return (*columns, None)
     group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
     return (*columns, (group, _column(table, group, path)))
+
+
+def _is_integer_array(table: Any, name: str) -> bool:
+    """Whether a named array of an array file holds integers (text columns never do).
+    Reads only the name and dtype where the format allows it."""
+    if isinstance(table, _Table):
+        return False
+    try:
+        value = table[name]
+    except Exception:  # an unreadable member is reported when it is read, if it is
+        return False
+    dtype = getattr(value, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return not dtype.is_floating_point and not dtype.is_complex
+    return dtype is not None and np.dtype(dtype).kind in "iub"
 
 
 def _column(table: Any, name: str, path: Path) -> Any:
@@ -271,7 +291,7 @@ def _check_values(q: Tensor, y: Tensor, path: Path, names: tuple[str, str], line
         value = q[i].item()
         percent = bool(((q >= 0) & (q <= 100)).all()) and float(q.max()) > 1
         hint = (
-            "percentages? divide by 100"
+            "percentages? divide by 100; logits? apply sigmoid/softmax first"
             if percent
             else "pass probabilities, not logits: apply sigmoid/softmax first"
         )
@@ -309,13 +329,16 @@ def _numeric_if_numbers(text: np.ndarray) -> np.ndarray:
     """Ids read as text that are all numbers, as numbers: numbered in numeric order, as
     the Python API numbers an integer tensor (in text order "10" came before "2", and the
     group bootstrap's draws, which follow the groups' order, differed from the API's),
-    and one group per number ("5" and "5.0" had made two groups, "1" and "01" one).
+    and one group per whole number ("5" and "5.0" had made two groups, "1" and "01" one);
+    ids with a fraction stay text.
 
     Example:
         >>> _numeric_if_numbers(np.array(["10", "2", " 3"])).tolist()
         [10, 2, 3]
         >>> _numeric_if_numbers(np.array(["5", "5.0", "7"])).tolist()
         [5.0, 5.0, 7.0]
+        >>> _numeric_if_numbers(np.array(["1.1", "1.10", "1.2"])).tolist()
+        ['1.1', '1.10', '1.2']
         >>> _numeric_if_numbers(np.array(["s10", "s2"])).tolist()
         ['s10', 's2']
         >>> _numeric_if_numbers(np.array(["1", "--2"])).tolist()
@@ -330,8 +353,10 @@ def _numeric_if_numbers(text: np.ndarray) -> np.ndarray:
         numbers = stripped.astype(np.float64)
     except ValueError:  # not all numbers: order as text
         return text
-    # Past 2⁵³ two integers can share a float: keep such ids as text.
-    return numbers if bool(np.isfinite(numbers).all()) and np.abs(numbers).max() < 2**53 else text
+    # Only whole numbers: "1.1" and "1.10" are two sentences of document 1 (or two
+    # months), not one number; past 2⁵³ two integers can share a float.
+    whole = np.isfinite(numbers).all() and (numbers == np.floor(numbers)).all()
+    return numbers if bool(whole) and np.abs(numbers).max() < 2**53 else text
 
 
 def _check_no_empty_id(array: np.ndarray, path: Path, column: str, lines) -> None:

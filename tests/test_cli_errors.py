@@ -821,3 +821,23 @@ def test_the_other_binnings_size_option_is_refused(tmp_path, capsys, options, me
     # Each had been ignored without a word: the output was the same as without it.
     path = write(tmp_path, "good.csv", "prob,label")
     assert message in one_line_error(capsys, "evaluate", path, *options)
+
+
+def test_two_group_columns_are_refused_and_integer_arrays_are_no_probabilities(
+    tmp_path, capsys
+) -> None:
+    path = write(
+        tmp_path, "groups.csv", "prob,label,sentence_id,doc_id", lambda i: f",{i},{i // 4}"
+    )
+    line = one_line_error(capsys, "evaluate", path, "--interval", "groups")
+    assert "several columns could hold the group ids (sentence_id, doc_id)" in line
+    # An .npz of multiclass probs beside its argmax ids ("prediction", a usual name) reads
+    # the probabilities; it had been refused as two candidates.
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(60, 3, generator=g), -1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    file = tmp_path / "mc.npz"
+    np.savez(file, probs=probs.numpy(), prediction=probs.argmax(-1).numpy(), target=target.numpy())
+    code, out, err = run_cli(capsys, "evaluate", file, "--samples", "20", "--json")
+    assert code == 0, err
+    assert json.loads(out)["n"] == 60 * 3  # one-vs-rest pairs of the probabilities

@@ -178,3 +178,11 @@ def test_ids_written_as_numbers_are_one_group_per_number(tmp_path: Path, capsys,
     code, out, err = run(capsys, *argv)
     assert code == 0, err
     assert json.loads(out)["groups"] == len(set(sentence.tolist()))
+    # Ids with a fraction stay text: "1.1" and "1.10" are two sentences of document 1.
+    dotted = [f"1.{c + 1}" for c in sentence.tolist()]
+    path.write_text("\n".join(
+        ["prob,label,sentence_id"] + [f"{float(a)!r},{b},{c}" for a, b, c in zip(q, y, dotted)]
+    ) + "\n")  # fmt: skip
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert json.loads(out)["groups"] == len(set(sentence.tolist()))

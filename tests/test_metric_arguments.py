@@ -17,3 +17,15 @@ def test_streaming_must_be_a_bool(value) -> None:
 def test_streaming_bools_are_accepted() -> None:
     assert CalibrationError(streaming=True).streaming is True
     assert CalibrationError(streaming=False).streaming is False
+
+
+@pytest.mark.parametrize("num_classes", [3, None])
+def test_a_column_of_class_ids_gets_the_squeeze_hint(num_classes) -> None:
+    # The functional API said so; the metric's update did not.
+    import torch
+
+    probs = torch.softmax(torch.randn(4, 3), -1)
+    column = torch.tensor([[0], [1], [2], [0]])
+    metric = CalibrationError(num_classes=num_classes)
+    with pytest.raises(ValueError, match=r"pass target\.squeeze\(-1\), of shape \(4,\)"):
+        metric.update(probs, column)

@@ -21,6 +21,7 @@ import torch
 
 from calib_metrics import CalibrationComparison, CalibrationError
 from calib_metrics import metric as metric_module
+from calib_metrics.functional.errors import NoPairsError
 
 matplotlib.use("Agg")
 
@@ -258,3 +259,22 @@ def test_the_comparison_of_an_empty_rank_names_the_group_bootstrap_drawn() -> No
     assert errors == [None, None]
     for _, axes in figures:
         assert all("group bootstrap" in ax.get_title() for ax in axes)
+
+
+def test_a_callers_own_sync_stays_the_callers_to_undo() -> None:
+    # torchmetrics' manual pattern (sync_on_compute=False: sync(); compute(); unsync()):
+    # a compute that failed inside had unsynchronised already, and the caller's unsync()
+    # raised "already been un-synced", hiding the real error in a finally.
+    def gather(tensor: torch.Tensor, group: Any = None) -> list[torch.Tensor]:
+        return [tensor.clone()]
+
+    metric = CalibrationError(
+        sync_on_compute=False, dist_sync_fn=gather, distributed_available_fn=lambda: True
+    )
+    metric.sync(dist_sync_fn=gather)
+    with pytest.raises(NoPairsError):
+        metric.compute_result()
+    assert metric._is_synced
+    metric.unsync()
+    metric.update(*_binary(40, seed=3))
+    assert metric.compute_result().bins.count.sum().item() == 40
