@@ -9,9 +9,11 @@ differs) of at most 0.05. Each data set here has ``--labels`` labels of ``--per-
 pairs, q ~ U(0, 1), y ~ Bernoulli(q), and two models that are independent noisy copies of q,
 (q + 0.1·ε).clamp(0, 1): exchangeable, so every label's true difference is 0. Printed per
 number of draws S: the share of data sets in which some label was called, with the p-values
-corrected as given (``raw``: a p of 0 as an exact 0, the library before 2026-11-29) and as
-the library corrects them (``Monte Carlo``: (S·p + 2)/(S + 1), Phipson & Smyth 2010), both
-from the same draws; ± one binomial standard error.
+corrected as given (``raw``: a p of 0 as an exact 0, the library before 2026-11-29), as
+the library corrects them (``Monte Carlo``: (S·p + 2)/(S + 1), Phipson & Smyth 2010) with
+every label called (``min_units=10``, the library before the second change that day), and
+with the library's default ``min_units`` (labels of fewer than 50 pairs are not called),
+all from the same draws; ± one binomial standard error.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calib_metrics.functional import compare_calibration_by_label, holm_adjust
+from calib_metrics.functional.comparison_by_label import (
+    SMALL_LABEL_UNITS,
+    monte_carlo_p_values,
+)
 
 ALPHA = 0.05
 
@@ -42,20 +48,25 @@ def data_set(labels: int, per_label: int, generator: torch.Generator):
 
 
 def family_errors(labels: int, per_label: int, samples: int, data_sets: int, seed: int):
-    """How many data sets had a label called, with raw and with Monte Carlo p-values."""
+    """How many data sets had a label called: raw p-values, Monte Carlo p-values with every
+    label called, and the library's default (labels of fewer than 50 pairs not called)."""
     generator = torch.Generator().manual_seed(seed)
-    raw = library = 0
+    raw = every_label = default = 0
     for _ in range(data_sets):
         a, b, y, ids = data_set(labels, per_label, generator)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "no label can be called"
+            warnings.simplefilter("ignore", UserWarning)  # "no label can be called", small
             result = compare_calibration_by_label(
-                a, b, y, ids, n_samples=samples, generator=generator
+                a, b, y, ids, n_samples=samples, generator=generator, min_units=10
             )
         tested = ~result.p_value.isnan()
         raw += bool((holm_adjust(result.p_value[tested]) <= ALPHA).any())
-        library += (result.a_better + result.b_better) > 0
-    return raw, library
+        every_label += (result.a_better + result.b_better) > 0
+        # The default's family: the same draws, the labels large enough to be called.
+        if per_label >= SMALL_LABEL_UNITS:
+            p = monte_carlo_p_values(result.p_value[tested], samples)
+            default += bool((holm_adjust(p) <= ALPHA).any())
+    return raw, every_label, default
 
 
 def main() -> None:
@@ -70,8 +81,8 @@ def main() -> None:
     print(f"{args.labels} labels of {args.per_label} pairs, {args.data_sets} data sets, "
           f"seed {args.seed}, Holm at {ALPHA}\n")  # fmt: skip
     print("| draws S | Holm needs p ≤ | floor 2/(S + 1) | family-wise error, raw p | "
-          "family-wise error, Monte Carlo p (library) |")  # fmt: skip
-    print("|---|---|---|---|---|")
+          "Monte Carlo p, every label called | library default |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
     for samples in args.samples:
         counts = family_errors(args.labels, args.per_label, samples, args.data_sets, args.seed)
         cells = []
@@ -79,8 +90,10 @@ def main() -> None:
             share = count / args.data_sets
             se = math.sqrt(share * (1 - share) / args.data_sets)
             cells.append(f"{share:.3f} ± {se:.3f}")
+        if args.per_label < SMALL_LABEL_UNITS:
+            cells[2] = "not called"
         print(f"| {samples:,} | {ALPHA / args.labels:.2g} | {2 / (samples + 1):.2g} | "
-              f"{cells[0]} | {cells[1]} |", flush=True)  # fmt: skip
+              f"{cells[0]} | {cells[1]} | {cells[2]} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -77,6 +77,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="multiple-comparison correction of --label: holm (FWER, default) or bh (FDR)",
     )  # fmt: skip
     p.add_argument("--alpha", type=float, help="level of --label's correction (default 0.05)")
+    p.add_argument(
+        "--min-units", type=int, default=None,
+        help="labels with fewer pairs (or groups) are reported but not called (default 50: "
+        "below it the correction's family-wise error was not held)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -220,6 +225,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warn_if_few_bins,
     )
     from calib_metrics.functional import compare_calibration
+    from calib_metrics.functional.comparison_by_label import SMALL_LABEL_UNITS
+    from calib_metrics.functional.intervals import MIN_UNITS
     from calib_metrics.predictions import check_output_paths
     from calib_metrics.report import p_value_or_none
 
@@ -233,8 +240,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             f"--label COLUMN compares each label's pairs one-vs-rest; it cannot be combined "
             f"with --mode {args.mode}"
         )
-    if args.label is None and (args.correction is not None or args.alpha is not None):
-        raise ValueError("--correction and --alpha apply to --label COLUMN only")
+    by_label_options = (args.correction, args.alpha, args.min_units)
+    if args.label is None and any(option is not None for option in by_label_options):
+        raise ValueError("--correction, --alpha and --min-units apply to --label COLUMN only")
+    if args.min_units is None:
+        args.min_units = SMALL_LABEL_UNITS
+    if args.min_units < MIN_UNITS:
+        raise ValueError(f"--min-units must be at least {MIN_UNITS}, got {args.min_units}")
     if args.alpha is not None and not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must lie in (0, 1), got {args.alpha}")
     a, b = _read_both(args)

@@ -155,7 +155,7 @@ def compare_per_label(args: argparse.Namespace, a, b):
         result = compare_calibration_by_label(
             a.probs, b.probs, a.target, torch.from_numpy(ids.reshape(-1).astype(np.int64)),
             groups=a.groups, correction=args.correction or "holm", alpha=alpha,
-            confidence=args.confidence, n_samples=args.samples,
+            confidence=args.confidence, n_samples=args.samples, min_units=args.min_units,
             generator=torch.Generator().manual_seed(args.seed),
         )  # fmt: skip
     # Each label's own warnings (too few bins) are not the command's; those on the whole
@@ -163,7 +163,8 @@ def compare_per_label(args: argparse.Namespace, a, b):
     for warning in caught:
         prefix, _, text = str(warning.message).partition(": ")
         if prefix == "compare_calibration_by_label":
-            warnings.warn(text.replace("n_samples=", "--samples "), UserWarning, stacklevel=2)
+            text = text.replace("n_samples=", "--samples ").replace("min_units=", "--min-units ")
+            warnings.warn(text, UserWarning, stacklevel=2)
     return [str(n) for n in names], result
 
 

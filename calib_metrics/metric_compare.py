@@ -20,6 +20,7 @@ from calib_metrics.functional.calibration import (
 )
 from calib_metrics.functional.comparison import ComparisonResult, compare_calibration
 from calib_metrics.functional.comparison_by_label import (
+    SMALL_LABEL_UNITS,
     LabelComparisonResult,
     compare_calibration_by_label,
 )
@@ -333,7 +334,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         return torch.Generator(device=device).manual_seed(self.seed)
 
     def compute_by_label(
-        self, *, correction: Literal["holm", "bh"] = "holm", alpha: float = 0.05
+        self,
+        *,
+        correction: Literal["holm", "bh"] = "holm",
+        alpha: float = 0.05,
+        min_units: int = SMALL_LABEL_UNITS,
     ) -> LabelComparisonResult:
         """Label by label: each label's paired difference, with corrected counts.
 
@@ -341,7 +346,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         :func:`~calib_metrics.functional.compare_calibration_by_label` with the p-values
         corrected by Holm's procedure (family-wise error) or Benjamini–Hochberg's
         (``"bh"``, false discovery rate) and the counts "a better / b better / not
-        distinguishable" at ``alpha``. The labels are the ``labels`` given to ``update``
+        distinguishable" at ``alpha``; labels of fewer than ``min_units`` resampling units
+        are reported but not called. The labels are the ``labels`` given to ``update``
         (binary pairs, or the one-vs-rest pairs of each multiclass item, which follow
         their item's label); without them, the classes of one-vs-rest input. Equal to
         the functional on every item seen (in order); synchronised under DDP like
@@ -387,7 +393,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         with _rows_said_at_update():
             return compare_calibration_by_label(
                 probs_a, probs_b, target, labels, groups=groups, correction=correction,
-                alpha=alpha, generator=self._generator(target.device), **self.estimator,
+                alpha=alpha, generator=self._generator(target.device), min_units=min_units,
+                **self.estimator,
             )  # fmt: skip
 
     def plot(self, val: ComparisonResult | None = None, ax: Any = None) -> tuple[Any, Any]:

@@ -692,7 +692,7 @@ def label_counts_sentence(counts: Mapping[str, Any], n_labels: int) -> str:
     """
     name = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery)"}
     k = counts.get("not_tested", 0)
-    untested = f"({k} with too few items to test) " if k else ""
+    untested = f"({k} with too few items to call) " if k else ""
     return (
         f"a better on {counts['a_better']}, b better on {counts['b_better']}, not "
         f"distinguishable on {counts['not_distinguishable']} of {n_labels} labels "

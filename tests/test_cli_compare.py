@@ -204,7 +204,7 @@ def test_label_with_too_few_items_is_reported_as_not_tested(tmp_path, capsys) ->
     b = _write(tmp_path / "b.csv", {"prob": (q * 0.9).tolist(), "label": y})
     assert main(["compare", str(a), str(b), "--label", "tag", "--samples", "100"]) == 0
     out = capsys.readouterr().out
-    assert "1 with too few items to test" in out
+    assert "1 with too few items to call" in out
     rare = next(line for line in out.splitlines() if "RARE" in line)
     assert rare.endswith("      —       —  -") and "nan" not in rare.split("]")[-1], rare
     assert main(["compare", str(a), str(b), "--label", "tag", "--samples", "100", "--json"]) == 0
@@ -286,3 +286,33 @@ def test_too_few_draws_for_the_correction_are_one_warning_line(tagged, capsys) -
     assert len(warning) == 1 and warning[0].startswith("calib-metrics: warning: ")
     assert warning[0].endswith("use --samples 119 or more")
     assert "a better on 0, b better on 0, not distinguishable on 3 of 3" in captured.out
+
+
+def test_labels_of_fewer_than_50_items_are_reported_but_not_called(tmp_path, capsys) -> None:
+    # Labels of 20-30 pairs had been called at a family-wise error of 0.09-0.13.
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(430, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    b = q.clone()
+    b[400:] = 1 - y[400:]  # SMALL: b always wrong on its 30 pairs
+    tags = ["BIG"] * 400 + ["SMALL"] * 30
+    a_file = _write(
+        tmp_path / "a.csv", {"prob": q.tolist(), "label": y.long().tolist(), "tag": tags}
+    )
+    b_file = _write(tmp_path / "b.csv", {"prob": b.tolist(), "label": y.long().tolist()})
+    argv = ["compare", str(a_file), str(b_file), "--label", "tag", "--samples", "2000", "--json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["label_counts"]["not_tested"] == 1
+    assert summary["per_label"]["SMALL"]["better"] == "-"
+    assert summary["per_label"]["SMALL"]["p_value"] < 0.001  # reported, uncorrected
+    assert "--min-units 10 calls them anyway" in captured.err
+    assert main([*argv, "--min-units", "10"]) == 0
+    called = json.loads(capsys.readouterr().out)
+    assert called["per_label"]["SMALL"]["better"] == "a"
+    assert called["label_counts"]["not_tested"] == 0
+    assert main([*argv, "--min-units", "5"]) == 2
+    assert "--min-units must be at least 10" in capsys.readouterr().err
+    assert main(["compare", str(a_file), str(b_file), "--min-units", "10"]) == 2
+    assert "apply to --label COLUMN only" in capsys.readouterr().err

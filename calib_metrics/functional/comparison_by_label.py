@@ -39,12 +39,16 @@ rarer side — which is never below 2/(S + 1). Holm over m labels then calls a l
 where S ≥ 2m/alpha − 1 (4,000 draws for 100 labels at 0.05); with fewer draws no label can
 be called, and a warning says how many draws would do.
 
-Holm's promise also needs each label's p-value to be right far in its tail, at alpha/m: a
-bootstrap of a few dozen pairs is not, and labels of 20 pairs each had a family-wise error
-of 0.11–0.13 at 8,000 draws (50 and 100 labels), labels of 50 and 200 pairs 0.04 ± 0.02
-and 0.06 ± 0.02 (``docs/coverage.md``, "Per-label comparisons"). Read the counts of labels
-of a few dozen pairs with that in mind: a warning names tested labels of fewer than
-``SMALL_LABEL_UNITS`` (50) resampling units.
+**Small labels are not called.** Holm's promise also needs each label's p-value to be
+right far in its tail, at alpha/m: a bootstrap of a few dozen pairs is not. With no real
+difference anywhere and 8,000 draws, labels of 20 pairs each had a family-wise error of
+0.11–0.13 (50 and 100 labels) and labels of 30 pairs 0.09 (100 labels); labels of 50
+pairs held it, 0.03–0.04, and of 200 pairs 0.06 ± 0.02 (``docs/coverage.md``, "Per-label
+comparisons"). So labels of fewer than ``min_units`` resampling units (pairs, or groups;
+``SMALL_LABEL_UNITS`` = 50 by default) get their difference, interval and p-value but
+stay out of the correction's family and are never called (``not_tested`` counts them,
+with a warning). ``min_units=10`` calls them anyway, as before 2026-11-29, with a warning
+that their family-wise error is not held.
 """
 
 from __future__ import annotations
@@ -61,10 +65,16 @@ from calib_metrics.functional.comparison import (
     ComparisonResult,
     compare_calibration,
 )
-from calib_metrics.functional.errors import check_generator
+from calib_metrics.functional.errors import check_generator, check_int
+from calib_metrics.functional.intervals import MIN_UNITS
 from calib_metrics.functional.multiclass import is_multiclass, pair_sets
 
 CORRECTIONS = ("holm", "bh")
+
+# Fewer resampling units than this and a label's bootstrap p-value is too rough in the tail
+# the correction reads: with 20 or 30 pairs each Holm's family-wise error was 0.09-0.13,
+# with 50 or 200 it held 0.05 (docs/coverage.md, "Per-label comparisons").
+SMALL_LABEL_UNITS = 50
 
 
 class LabelComparisonResult(NamedTuple):
@@ -89,9 +99,10 @@ class LabelComparisonResult(NamedTuple):
         correction: ``"holm"`` (family-wise error rate) or ``"bh"`` (false discovery rate).
         alpha: the level of the correction.
         per_label: each label's :class:`ComparisonResult` (with both models' results).
-        not_tested: how many labels had too few resampling units to be tested
-            (``compare_calibration``'s ``MIN_UNITS``): NaN p-values, left out of the
-            correction's family, verdict 0.
+        not_tested: how many labels had too few resampling units to be tested: fewer
+            than ``min_units`` (their p-value is given, uncorrected; the adjusted one is
+            NaN), or than ``compare_calibration``'s ``MIN_UNITS`` (10: NaN interval and
+            p-value). They are left out of the correction's family, verdict 0.
     """
 
     labels: Tensor
@@ -195,6 +206,7 @@ def compare_calibration_by_label(
     alpha: float = 0.05,
     confidence: float = 0.95,
     generator: torch.Generator | None = None,
+    min_units: int = SMALL_LABEL_UNITS,
     **options,
 ) -> LabelComparisonResult:
     """Per-label difference in calibration error of two models scored on the same items.
@@ -219,6 +231,9 @@ def compare_calibration_by_label(
         alpha: level at which an adjusted p-value makes a label's difference real.
         confidence: coverage of each label's interval (not adjusted for multiplicity).
         generator: source of randomness; the labels draw from it in increasing id order.
+        min_units: labels with fewer resampling units (pairs, or groups) are reported but
+            not called: their bootstrap p-values are too rough in the tail the correction
+            reads (module docstring); at least ``MIN_UNITS`` (10).
         **options: the estimator and resampling options of
             :func:`~calib_metrics.functional.comparison.compare_calibration`
             (``n_samples``, ``bin_size``, ``binning``, ``n_bins``, ``norm``, ``debias``).
@@ -259,14 +274,17 @@ def compare_calibration_by_label(
         raise ValueError(f"correction must be 'holm' or 'bh', got {correction!r}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise ValueError(f"alpha must be a number strictly between 0 and 1, got {alpha!r}")
+    check_int("min_units", min_units, MIN_UNITS)
     ids = torch.unique(flat["labels"])
     selections = [flat["labels"] == label for label in ids]
     per_label = tuple(
         _compare_label(flat, select, confidence, generator, options) for select in selections
     )
+    units = [_unit_count(flat, select) for select in selections]
+    large_enough = torch.tensor([n >= min_units for n in units], device=ids.device)
     n_samples = options.get("n_samples", DEFAULT_SAMPLES)
-    result = _summarise(ids, per_label, correction, float(alpha), n_samples)
-    _warn_of_small_labels(result, [_unit_count(flat, select) for select in selections])
+    result = _summarise(ids, per_label, large_enough, correction, float(alpha), n_samples)
+    _warn_of_small_labels(units, min_units)
     return result
 
 
@@ -351,12 +369,6 @@ def _one_vs_rest(named: dict[str, Tensor]) -> dict[str, Tensor]:
     return out
 
 
-# Labels of fewer resampling units than this have bootstrap p-values too rough far in the
-# tail for the correction: with 20 pairs each Holm's family-wise error was 0.11-0.13, with 50
-# or 200 it held 0.05 (docs/coverage.md, "Per-label comparisons").
-SMALL_LABEL_UNITS = 50
-
-
 def _unit_count(flat: dict, select: Tensor) -> int:
     """A label's resampling units: its pairs, or its groups (one host sync)."""
     if flat["groups"] is None:
@@ -364,21 +376,31 @@ def _unit_count(flat: dict, select: Tensor) -> int:
     return int(torch.unique(flat["groups"][select]).numel())
 
 
-def _warn_of_small_labels(result: LabelComparisonResult, units: list[int]) -> None:
-    """Warn where tested labels have fewer than ``SMALL_LABEL_UNITS`` resampling units."""
-    tested = (~result.p_value.isnan()).tolist()
-    small = [n for n, t in zip(units, tested, strict=True) if t and n < SMALL_LABEL_UNITS]
-    if not small:
-        return
-    warnings.warn(
-        f"compare_calibration_by_label: {len(small)} of the tested labels have fewer than "
-        f"{SMALL_LABEL_UNITS} resampling units (as few as {min(small)}): their bootstrap "
-        "p-values are rough far in the tail, where the correction reads them, and with 20 "
-        "pairs a label the family-wise error was 0.11-0.13, not 0.05 (docs/coverage.md, "
-        '"Per-label comparisons"); read their verdicts with care',
-        UserWarning,
-        stacklevel=3,
-    )
+def _warn_of_small_labels(units: list[int], min_units: int) -> None:
+    """Warn of labels left uncalled for their size, or (``min_units`` below
+    ``SMALL_LABEL_UNITS``) called although their family-wise error is not held."""
+    testable = [n for n in units if n >= MIN_UNITS]
+    left_out = [n for n in testable if n < min_units]
+    if left_out:
+        warnings.warn(
+            f"compare_calibration_by_label: {len(left_out)} of {len(units)} labels have fewer "
+            f"than min_units={min_units} resampling units (as few as {min(left_out)}) and are "
+            "not called: their bootstrap p-values are too rough in the tail the correction "
+            "reads (with 20-30 pairs a label the family-wise error was 0.09-0.13, not 0.05; "
+            'docs/coverage.md, "Per-label comparisons"); min_units=10 calls them anyway',
+            UserWarning,
+            stacklevel=3,
+        )
+    small = [n for n in testable if min_units <= n < SMALL_LABEL_UNITS]
+    if small:
+        warnings.warn(
+            f"compare_calibration_by_label: {len(small)} of the called labels have fewer than "
+            f"{SMALL_LABEL_UNITS} resampling units (as few as {min(small)}): with 20-30 pairs "
+            "a label the family-wise error was 0.09-0.13, not 0.05 (docs/coverage.md, "
+            '"Per-label comparisons"); read their verdicts with care',
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _compare_label(flat: dict, select: Tensor, confidence, generator, options) -> ComparisonResult:
@@ -393,15 +415,18 @@ def _compare_label(flat: dict, select: Tensor, confidence, generator, options) -
         )  # fmt: skip
 
 
-def _summarise(ids: Tensor, per_label: tuple, correction: str, alpha: float, n_samples: int):
-    """Stack the labels' results, correct their Monte Carlo p-values and count the verdicts."""
+def _summarise(
+    ids: Tensor, per_label: tuple, large_enough: Tensor, correction: str, alpha: float, n_samples
+):
+    """Stack the labels' results, correct the Monte Carlo p-values of the labels that can
+    be called (``large_enough``: enough units) and count the verdicts."""
 
     def stack(field: str) -> Tensor:
         return torch.stack([getattr(r, field).to(torch.float64) for r in per_label])
 
     difference, p_value = stack("difference"), stack("p_value")
     # Labels too small to test are no member of the family the correction counts.
-    tested = ~p_value.isnan()
+    tested = ~p_value.isnan() & large_enough
     adjusted = torch.full_like(p_value, float("nan"))
     if bool(tested.any()):
         adjusted[tested] = ADJUST[correction](monte_carlo_p_values(p_value[tested], n_samples))
