@@ -86,6 +86,15 @@ def _assert_same_state(metric: Any, before: dict[str, Any]) -> None:
             assert torch.equal(value, was), name
 
 
+def _fails_on_every_rank_keeping_state(world, metrics: list, path: str, message: str) -> None:
+    """Run ``path`` on every rank: each raises ``message`` and keeps its own state."""
+    before = [_snapshot(metric) for metric in metrics]
+    _, errors = world.run([getattr(metric, path) for metric in metrics])
+    assert all(message in str(err) for err in errors), errors
+    for metric, state in zip(metrics, before, strict=True):
+        _assert_same_state(metric, state)
+
+
 def _binary(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     q = torch.rand(n, generator=g)
@@ -114,11 +123,7 @@ def test_a_compute_without_pairs_leaves_each_rank_its_own_state(path: str, strea
         metric.update(q, torch.full((50,), PAD))  # padding only, on every rank
         metric.update(q[:10].double(), torch.full((10,), PAD))  # a second part, of float64
         metrics.append(metric)
-    before = [_snapshot(metric) for metric in metrics]
-    _, errors = world.run([getattr(metric, path) for metric in metrics])
-    assert all("no pairs" in str(err) for err in errors), errors
-    for metric, state in zip(metrics, before, strict=True):
-        _assert_same_state(metric, state)
+    _fails_on_every_rank_keeping_state(world, metrics, path, "no pairs")
     # Every rank keeps updating, and the next compute measures the union.
     for rank, metric in enumerate(metrics):
         metric.update(*_binary(500, 10 + rank))
@@ -202,11 +207,8 @@ def test_a_comparison_whose_compute_fails_leaves_each_rank_its_own_state(path: s
         q, _ = _binary(50, rank)
         metric.update(q, q.sqrt(), torch.full((50,), PAD), labels=torch.zeros(50, dtype=int))
         metrics.append(metric)
-    before = [_snapshot(metric) for metric in metrics]
-    _, errors = world.run([getattr(metric, path) for metric in metrics])
-    assert all("no items" in str(err) for err in errors), errors
-    for metric, state in zip(metrics, before, strict=True):
-        _assert_same_state(metric, state)
+    _fails_on_every_rank_keeping_state(world, metrics, path, "no items")
+    for metric in metrics:
         q, y = _binary(10, 5)
         metric.update(q, q.sqrt(), y, labels=torch.zeros(10, dtype=int))
 
