@@ -151,11 +151,7 @@ def test_ranks_that_disagree_about_groups_keep_their_own_state() -> None:
         else:
             metric.update(q, y)
         metrics.append(metric)
-    before = [_snapshot(metric) for metric in metrics]
-    _, errors = world.run([metric.compute_result for metric in metrics])
-    assert all("group ids for 800 items" in str(err) for err in errors), errors
-    for metric, state in zip(metrics, before, strict=True):
-        _assert_same_state(metric, state)
+    _fails_on_every_rank_keeping_state(world, metrics, "compute_result", "group ids for 800 items")
     metrics[1].update(*_binary(10, 5))  # had failed with torch's RuntimeError
 
 
@@ -191,11 +187,8 @@ def test_a_refusal_of_memory_leaves_each_rank_its_own_state(monkeypatch) -> None
         metric = CalibrationError(**world.options(rank))
         metric.update(*_binary(300, rank))
         metrics.append(metric)
-    before = [_snapshot(metric) for metric in metrics]
-    _, errors = world.run([metric.compute for metric in metrics])
-    assert all("use streaming=True" in str(err) for err in errors), errors
-    for metric, state in zip(metrics, before, strict=True):
-        _assert_same_state(metric, state)
+    _fails_on_every_rank_keeping_state(world, metrics, "compute", "use streaming=True")
+    for metric in metrics:
         metric.update(*_binary(10, 5))
 
 
@@ -221,11 +214,7 @@ def test_a_comparison_whose_ranks_disagree_about_groups_keeps_their_states() -> 
         ids = torch.arange(300) // 10 if rank == 0 else None
         metric.update(q, q.sqrt(), y, groups=ids)
         metrics.append(metric)
-    before = [_snapshot(metric) for metric in metrics]
-    _, errors = world.run([metric.compute for metric in metrics])
-    assert all("300 groups for 600 items" in str(err) for err in errors), errors
-    for metric, state in zip(metrics, before, strict=True):
-        _assert_same_state(metric, state)
+    _fails_on_every_rank_keeping_state(world, metrics, "compute", "300 groups for 600 items")
 
 
 def _grouped_on_rank_one(metric_class: type, **options: Any) -> tuple[_World, list[Any]]:
