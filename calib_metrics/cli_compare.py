@@ -290,6 +290,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "b_better": labelled.b_better,
             "not_distinguishable": labelled.not_distinguishable,
             "not_tested": labelled.not_tested,
+            "min_units": labelled.min_units,
+            "unit": "groups" if a.groups is not None else "pairs",
             "correction": labelled.correction,
             "alpha": labelled.alpha,
         }
@@ -399,6 +401,9 @@ def _label_row(result, i: int, samples: int) -> dict[str, Any]:
         **{key: float(value) for key, value in numbers.items()},
     }
     row["p_value_text"] = p_value_or_none(row["p_value"], samples)
+    # Resampling units (pairs, or groups with --groups): fewer than min_units, not called.
+    row["units"] = int(result.units[i])
+    row["called"] = row["units"] >= result.min_units and row["p_value"] == row["p_value"]
     return row | {"better": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])]}
 
 

@@ -167,10 +167,12 @@ def classwise_panels(
     debias: bool = False,
     title: str | None = None,
     limit: int = MAX_CLASS_PANELS,
+    class_names: Sequence[str] | None = None,
 ) -> tuple[Figure, list[Axes]]:
     """One panel per class of a classwise result (``results[c]``: class c's one-vs-rest
     result), at most ``limit``: with more classes, those with the most positives (ties:
-    the lower id), in class order, and a title line that says so.
+    the lower id), in class order, and a title line that says so. Panels are titled
+    ``class_names[c]`` when given, else ``class c``.
 
     Example:
         >>> import torch
@@ -189,8 +191,11 @@ def classwise_panels(
         if len(drawn) < len(results)
         else None
     )
+    if class_names is not None and len(class_names) != len(results):
+        raise ValueError(f"class_names has {len(class_names)} names for {len(results)} classes")
+    name = (lambda c: f"class {c}") if class_names is None else (lambda c: str(class_names[c]))
     return reliability_panels(
-        {f"class {c}": [results[c]] for c in drawn},
+        {name(c): [results[c]] for c in drawn},
         confidence=confidence,
         interval=interval,
         debias=debias,

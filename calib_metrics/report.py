@@ -692,7 +692,8 @@ def label_counts_sentence(counts: Mapping[str, Any], n_labels: int) -> str:
     """
     name = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery)"}
     k = counts.get("not_tested", 0)
-    untested = f"({k} with too few items to call) " if k else ""
+    fewest = f": fewer than {counts['min_units']} {counts['unit']}" if "min_units" in counts else ""
+    untested = f"({k} too small to call{fewest}) " if k else ""
     return (
         f"a better on {counts['a_better']}, b better on {counts['b_better']}, not "
         f"distinguishable on {counts['not_distinguishable']} of {n_labels} labels "

@@ -426,7 +426,7 @@ def test_class_names_may_be_any_iterable_of_names(names: Any) -> None:
 
 def test_class_names_without_per_class_warn_and_are_unused() -> None:
     """class_names without per_class=True was harmless, then refused with a ValueError."""
-    with pytest.warns(UserWarning, match="unused without per_class=True"):
+    with pytest.warns(UserWarning, match="only per_class=True makes .* unused here"):
         cb = monitor(class_names=["a", "b", "c"])
     assert cb.class_metric is None
 
@@ -485,6 +485,15 @@ def test_classwise_mode_draws_one_panel_per_class(tmp_path: Path, monkeypatch) -
     assert f"classwise CalibErr {mean:.4f}" in title
     assert [ax.get_title().split(" · ")[0] for ax in axes] == ["class 0", "class 1", "class 2"]
     assert (tmp_path / "calibration" / "val_reliability_diagram_epoch000.png").is_file()
+    # Names the user gave title the panels, as they label the per-class chart.
+    drawn.clear()
+    named = monitor(mode="classwise", save_png=True, bin_size=5, class_names=["A", "B", "C"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer(tmp_path, 1, logger=False, callbacks=[named], num_sanity_val_steps=0).fit(
+            TinyTagger(), train, val
+        )
+    assert [ax.get_title().split(" · ")[0] for ax in drawn[0][2]] == ["A", "B", "C"]
 
 
 def test_state_dict_round_trip_and_state_key() -> None:

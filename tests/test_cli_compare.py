@@ -204,7 +204,7 @@ def test_label_with_too_few_items_is_reported_as_not_tested(tmp_path, capsys) ->
     b = _write(tmp_path / "b.csv", {"prob": (q * 0.9).tolist(), "label": y})
     assert main(["compare", str(a), str(b), "--label", "tag", "--samples", "100"]) == 0
     out = capsys.readouterr().out
-    assert "1 with too few items to call" in out
+    assert "(1 too small to call: fewer than 50 pairs)" in out
     rare = next(line for line in out.splitlines() if "RARE" in line)
     assert rare.endswith("      —       —  -") and "nan" not in rare.split("]")[-1], rare
     assert main(["compare", str(a), str(b), "--label", "tag", "--samples", "100", "--json"]) == 0
@@ -305,6 +305,9 @@ def test_labels_of_fewer_than_50_items_are_reported_but_not_called(tmp_path, cap
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
     assert summary["label_counts"]["not_tested"] == 1
+    assert (summary["label_counts"]["min_units"], summary["label_counts"]["unit"]) == (50, "pairs")
+    small, big = summary["per_label"]["SMALL"], summary["per_label"]["BIG"]
+    assert (small["units"], small["called"], big["units"], big["called"]) == (30, False, 400, True)
     assert summary["per_label"]["SMALL"]["better"] == "-"
     assert summary["per_label"]["SMALL"]["p_value"] < 0.001  # reported, uncorrected
     assert "--min-units 10 calls them anyway" in captured.err

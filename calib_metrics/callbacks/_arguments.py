@@ -84,8 +84,9 @@ def check_ignore_index(value: Any) -> None:
         raise ValueError(f"ignore_index must be an integer or None, got {value!r}")
 
 
-def check_class_names(names: Any, num_classes: int | None, per_class: bool) -> list[str] | None:
-    """The per-class chart's labels as strings, or None; checked against the other options.
+def check_class_names(names: Any, num_classes: int | None, used: bool) -> list[str] | None:
+    """The per-class chart's labels as strings, or None; checked against the other options
+    (``used``: whether anything shows them, per_class=True or a classwise monitor).
 
     Any iterable of names is taken (a list, ``LabelEncoder.classes_``, ``dict.keys()``, a
     pandas ``Index``), but not a single string, which would be read as one name per letter.
@@ -118,11 +119,11 @@ def check_class_names(names: Any, num_classes: int | None, per_class: bool) -> l
         # The per-class record is keyed by name: a repeated name would drop a class.
         repeated = sorted({n for n in labels if labels.count(n) > 1})
         raise ValueError(f"class_names must be unique, repeated: {', '.join(map(repr, repeated))}")
-    if not per_class:
+    if not used:
         # stacklevel 3: the line constructing the callback.
         warnings.warn(
-            "class_names label the per-class results, which only per_class=True makes: they "
-            "are unused without per_class=True",
+            "class_names label the per-class results, which only per_class=True makes (and "
+            "a classwise monitor's panels): they are unused here",
             UserWarning,
             stacklevel=3,
         )

@@ -178,7 +178,9 @@ class CalibrationMonitor(Callback):
                 "measures each item's top-label confidence only; leave per_class out, or use "
                 "mode='one_vs_rest' (or 'classwise')"
             )
-        labels = checks.check_class_names(class_names, num_classes, per_class)
+        # Names label the per-class results and a classwise monitor's panels.
+        named = per_class or metric_kwargs.get("mode") == "classwise"
+        labels = checks.check_class_names(class_names, num_classes, named)
         if save_png not in (None, True, False):
             raise ValueError(f"save_png must be None, True or False, got {save_png!r}")
         if "average" in metric_kwargs:
@@ -213,6 +215,7 @@ class CalibrationMonitor(Callback):
         self.every_n_epochs = every_n_epochs
         self.prefix = prefix if prefix is not None else stage
         self.class_names = labels or [str(c) for c in range(num_classes or 0)]
+        self._named_classes = labels is not None
         self.save_png = save_png
         self.prog_bar = prog_bar
         self.smooth = smooth
@@ -645,7 +648,8 @@ class CalibrationMonitor(Callback):
             from calib_metrics.plot_panels import classwise_panels
 
             heading = f"{title} · classwise {plot.describe(result)}"
-            diagram = classwise_panels(classes, title=heading, **kind)[0]
+            names = self.class_names if self._named_classes else None
+            diagram = classwise_panels(classes, title=heading, class_names=names, **kind)[0]
         figures = {"reliability_diagram": diagram}
         if per_class is not None:
             errors = dict(zip(self.class_names, per_class, strict=True))

@@ -103,6 +103,8 @@ class LabelComparisonResult(NamedTuple):
             than ``min_units`` (their p-value is given, uncorrected; the adjusted one is
             NaN), or than ``compare_calibration``'s ``MIN_UNITS`` (10: NaN interval and
             p-value). They are left out of the correction's family, verdict 0.
+        units: each label's resampling units (pairs, or groups with ``groups=``), int64.
+        min_units: the fewest units a label needs to be called.
     """
 
     labels: Tensor
@@ -119,6 +121,8 @@ class LabelComparisonResult(NamedTuple):
     alpha: float
     per_label: tuple[ComparisonResult, ...]
     not_tested: int = 0
+    units: Tensor | None = None
+    min_units: int = SMALL_LABEL_UNITS
 
 
 def holm_adjust(p_values: Tensor) -> Tensor:
@@ -285,7 +289,7 @@ def compare_calibration_by_label(
     n_samples = options.get("n_samples", DEFAULT_SAMPLES)
     result = _summarise(ids, per_label, large_enough, correction, float(alpha), n_samples)
     _warn_of_small_labels(units, min_units)
-    return result
+    return result._replace(units=torch.tensor(units, dtype=torch.int64), min_units=min_units)
 
 
 # The options passed on to each label's compare_calibration.

@@ -131,7 +131,7 @@ class HistogramBinning(SettingsInState, FittedModule):
         tensor([0.3333, 0.3333, 1.0000])
     """
 
-    settings = ("binning", "inputs")
+    settings = ("binning",)  # inputs= only checks the range: the buffers read alike
 
     def __init__(self, n_bins: int = 15, binning: str = "adaptive", inputs: str = "scores") -> None:
         super().__init__()
@@ -203,7 +203,7 @@ def _warn_of_small_bins(n_pairs: int, n_bins: int) -> None:
     )
 
 
-class IsotonicCalibration(SettingsInState, FittedModule):
+class IsotonicCalibration(FittedModule):
     """Isotonic regression of the labels on the scores (scikit-learn's, at the numpy edge).
 
     Fitting calls ``sklearn.isotonic.IsotonicRegression(y_min=0, y_max=1,
@@ -224,8 +224,6 @@ class IsotonicCalibration(SettingsInState, FittedModule):
         >>> iso(torch.tensor([0.0, 0.25, 0.7, 1.0]))
         tensor([0.0000, 0.2500, 0.7500, 1.0000])
     """
-
-    settings = ("inputs",)
 
     def __init__(self, inputs: str = "scores") -> None:
         super().__init__()
