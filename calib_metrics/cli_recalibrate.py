@@ -235,7 +235,8 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
 def _subplots():
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10, 4.5))
+    # Constrained: each panel's right-hand count label had run into the next panel's y label.
+    fig = Figure(figsize=(10, 4.5), layout="constrained")
     return fig, fig.subplots(1, 2)
 
 

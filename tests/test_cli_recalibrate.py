@@ -207,3 +207,32 @@ def test_testing_on_the_dev_pairs_warns(tmp_path, capsys):
     path.write_text("prob,label\n" + "".join(f"{a},{b}\n" for a, b in zip(q, y)))
     assert cli.main(["recalibrate", str(path), str(path), "--out", str(tmp_path / "o.csv")]) == 0
     assert "holds the dev pairs of" in capsys.readouterr().err
+
+
+def test_the_before_and_after_panels_do_not_overlap(files, tmp_path, capsys, monkeypatch):
+    """The left panel's right-hand count label ("pairs") had run into the right panel's
+    y label: the figure had no layout."""
+    from matplotlib.figure import Figure
+
+    figures = []
+    save = Figure.savefig
+
+    def keep(self, *args, **kwargs):
+        figures.append(self)
+        return save(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    (dev, *_), (test, *_) = files
+    plot = tmp_path / "before_after.png"
+    argv = ["recalibrate", str(dev), str(test), "--method", "temperature", "--samples", "50"]
+    assert main([*argv, "--plot", str(plot)]) == 0
+    (fig,) = figures
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()  # the layout as savefig drew it
+    renderer = fig.canvas.get_renderer()
+    labels = [ax.yaxis.label for ax in fig.axes if ax.yaxis.label.get_text()]
+    counts_left = next(label for label in labels if label.get_text().startswith("pairs"))
+    frequency_right = [label for label in labels if label.get_text().startswith("empirical")][1]
+    left_end = counts_left.get_window_extent(renderer).x1
+    assert left_end < frequency_right.get_window_extent(renderer).x0
