@@ -264,6 +264,11 @@ def warn_if_rows_do_not_sum_to_one(probs, path) -> None:
     )
 
 
+# More draws than this only add time: the ends of an interval from 10⁶ draws are already
+# Monte Carlo-exact to ±0.0005 of their level.
+MAX_DRAWS = 10**7
+
+
 def check_draw_options(args: argparse.Namespace) -> None:
     """``--samples`` and ``--confidence``, checked alike by every command before any work.
 
@@ -275,6 +280,12 @@ def check_draw_options(args: argparse.Namespace) -> None:
     """
     if args.samples < 2:
         raise ValueError(f"--samples must be at least 2, got {args.samples}")
+    if args.samples > MAX_DRAWS:
+        # A typo's extra zeros (10¹²) had run on without a word until stopped by hand.
+        raise ValueError(
+            f"--samples must be at most {MAX_DRAWS:,}, got {args.samples:,} (10,000 put a "
+            "95% interval's ends within about ±0.005 of their level)"
+        )
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
 

@@ -165,6 +165,13 @@ def test_a_flat_column_twice_as_long_as_the_labels_is_refused(tmp_path: Path, ca
     ("option", "value", "message"),
     [
         ("--samples", "1", "--samples must be at least 2, got 1"),
+        # A typo's extra zeros had run on without a word until stopped by hand.
+        (
+            "--samples",
+            str(10**12),
+            "--samples must be at most 10,000,000, got 1,000,000,000,000 (10,000 put a 95% "
+            "interval's ends within about ±0.005 of their level)",
+        ),
         ("--confidence", "1.5", "--confidence must lie in (0, 1), got 1.5"),
     ],
 )
