@@ -401,9 +401,10 @@ def _label_row(result, i: int, samples: int) -> dict[str, Any]:
         **{key: float(value) for key, value in numbers.items()},
     }
     row["p_value_text"] = p_value_or_none(row["p_value"], samples)
-    # Resampling units (pairs, or groups with --groups): fewer than min_units, not called.
+    # Resampling units (pairs, or groups with --groups); a label outside the correction's
+    # family (too few of them) has no corrected p-value.
     row["units"] = int(result.units[i])
-    row["called"] = row["units"] >= result.min_units and row["p_value"] == row["p_value"]
+    row["called"] = row["adjusted_p_value"] == row["adjusted_p_value"]
     return row | {"better": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])]}
 
 

@@ -1487,15 +1487,12 @@ class CalibrationError(_StatesKeepTheirDtype):
         the pair bootstrap. Under DDP it is synchronised like :meth:`compute`
         (torchmetrics wraps only ``compute``); do not call it inside ``sync_context``.
         """
-        results = self._computed_results()
+        results, interval = self._computed_results()
         if self.mode == "classwise":
-            result = CalibrationResult(*average_results(results))
+            result = average_results(results)
         else:
             result = results if self._per_class else results[0]
-        # Under DDP the synchronised state picks the interval, which this rank's own state
-        # may not show (a rank without group ids): the figures that label this result ask.
-        self.__dict__["_drawn"] = (result, self.__dict__["_drawn"][1])
-        return result
+        return self._drawn_with(result, interval)
 
     def compute_class_results(self) -> list[CalibrationResult]:
         """The per-class results that ``mode="classwise"`` averages: class c's from its
@@ -1521,13 +1518,18 @@ class CalibrationError(_StatesKeepTheirDtype):
                 f"compute_class_results is mode='classwise''s; mode={self.mode!r} gives one "
                 "result per class with average=None (compute_result)"
             )
-        results = self._computed_results()
-        self.__dict__["_drawn"] = (results, self.__dict__["_drawn"][1])
-        return results
+        return self._drawn_with(*self._computed_results())
 
-    def _computed_results(self) -> list[CalibrationResult]:
-        """One result per pair set (one, or one per class), on the synchronised state;
-        records the interval drawn (``_drawn``)."""
+    def _drawn_with(self, result: Any, interval: str) -> Any:
+        """``result``, recorded with the interval drawn for it: under DDP the synchronised
+        state picks the interval, which this rank's own state may not show (a rank without
+        group ids), and the figures that label the result ask (:meth:`_drawn_interval`)."""
+        self.__dict__["_drawn"] = (result, interval)
+        return result
+
+    def _computed_results(self) -> tuple[list[CalibrationResult], str]:
+        """One result per pair set (one, or one per class), on the synchronised state, and
+        the interval drawn."""
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
@@ -1539,8 +1541,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 inputs = self.class_bins() if pairs is None else self._bins_of(pairs)
         results = self._results(inputs, interval)
         self._warn_few_bins([r.bins for r in results])
-        self.__dict__["_drawn"] = (results, interval)
-        return results
+        return results, interval
 
     def compute_smooth(self, bandwidth: float | None = None) -> Tensor:
         """The smooth calibration error (Błasiok & Nakkiran, 2023) of the pairs seen.
@@ -1694,7 +1695,7 @@ class CalibrationError(_StatesKeepTheirDtype):
 
         results = self.compute_class_results() if val is None else val
         interval = self._drawn_interval(results)
-        mean = CalibrationResult(*average_results(results))
+        mean = average_results(results)
         title = f"classwise, the mean of {len(results)} classes: {describe(mean)}"
         return classwise_panels(
             results, confidence=self.confidence, interval=interval, debias=self._debias,

@@ -520,7 +520,7 @@ class CalibrationMonitor(Callback):
             # compute_result() synchronises the ranks' states (without DDP it does nothing).
             # A classwise metric's figure draws each class's own bins, not their average's.
             classes = metric.compute_class_results() if metric.mode == "classwise" else None
-            result = metric.compute_result() if classes is None else _mean_result(classes)
+            result = metric.compute_result() if classes is None else average_results(classes)
         except NoPairsError as err:
             # Every rank sees the same synchronised state, so every rank skips together.
             rank_zero_warn(f"CalibrationMonitor: nothing to measure this epoch{suffix} ({err})")
@@ -793,8 +793,3 @@ def _validates_within_epochs(trainer: Trainer) -> bool:
         return True
     every = trainer.val_check_batch
     return isinstance(every, int) and every < trainer.num_training_batches
-
-
-def _mean_result(classes: list[CalibrationResult]) -> CalibrationResult:
-    """A classwise metric's result from its classes' (what its compute_result gives)."""
-    return CalibrationResult(*average_results(classes))

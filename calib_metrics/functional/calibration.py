@@ -423,7 +423,7 @@ def calibration_error_ci(
         options |= {"generator": generator, "method": method, "binning": binning}
         options |= {"n_bins": n_bins, "norm": norm, "debias": debias, "interval": interval}
         per_class = [calibration_error_ci(q, y, groups=g, **options) for q, y, g in sets]
-        return CalibrationResult(*average_results(per_class))
+        return average_results(per_class)
     probs, target, groups = sets[0]
     probs, target = _check_pairs(probs, target)
     options = {"n_samples": n_samples, "confidence": confidence, "method": method}

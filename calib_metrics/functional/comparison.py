@@ -393,7 +393,7 @@ def _combined(results: list[CalibrationResult]) -> CalibrationResult:
     """One model's result: the one pair set's, or the classwise average of C."""
     if len(results) == 1:
         return results[0]
-    return CalibrationResult(*average_results(results))
+    return average_results(results)
 
 
 def _root_draws(

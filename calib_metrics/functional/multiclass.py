@@ -27,7 +27,7 @@ from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, check_probs, column_target_hint
 from calib_metrics.functional.clusters import with_samples
-from calib_metrics.functional.intervals import effective_samples
+from calib_metrics.functional.intervals import CalibrationResult, effective_samples
 
 Mode = Literal["one_vs_rest", "top_label", "classwise"]
 MODES = ("one_vs_rest", "top_label", "classwise")
@@ -240,7 +240,7 @@ def _check_group_shape(groups: Tensor | None, target: Tensor) -> None:
         )
 
 
-def average_results(results: list) -> tuple:
+def average_results(results: list) -> CalibrationResult:
     """Average per-class results (error, mean, std, lower, upper, bins) into one.
 
     The error and the centre are the means over classes. The spread is the mean of the
@@ -266,7 +266,8 @@ def average_results(results: list) -> tuple:
     freq = torch.cat([r[5].freq for r in results]).index_select(0, order)
     count = torch.cat([r[5].count for r in results]).index_select(0, order)
     samples = torch.cat([effective_samples(r[5]) for r in results]).index_select(0, order)
-    return (*fields, with_samples(Bins(pred.index_select(0, order), freq, count), samples))
+    bins = with_samples(Bins(pred.index_select(0, order), freq, count), samples)
+    return CalibrationResult(*fields, bins)
 
 
 def most_frequent(counts: list[float], limit: int) -> list[int]:

@@ -147,7 +147,7 @@ class HistogramBinning(SettingsInState, FittedModule):
         given = scores  # uniform bins compare it in its own dtype, as a call will
         scores, y = _check_fit_inputs(scores, target)
         if self._takes_probs():
-            check_probs(scores, self.inputs if self.inputs == "probs" else "scores")
+            check_probs(scores, self.inputs)  # names them as the module takes them
         if self.binning == "uniform":
             grid = torch.linspace(0, 1, self.n_bins + 1, dtype=torch.float64, device=scores.device)
             edges, midpoints = grid[1:-1], (grid[1:] + grid[:-1]) / 2
@@ -166,7 +166,7 @@ class HistogramBinning(SettingsInState, FittedModule):
         self.check_fitted()
         scores = check_scores(scores, fitting=False)
         if self._takes_probs():
-            check_probs(scores, self.inputs if self.inputs == "probs" else "scores")
+            check_probs(scores, self.inputs)  # names them as the module takes them
         index = self._bin_index(scores, self.edges.to(scores.device), self.values.numel())
         return self.values.to(scores.device)[index].to(scores.dtype)
 
