@@ -319,3 +319,24 @@ def test_labels_of_fewer_than_50_items_are_reported_but_not_called(tmp_path, cap
     assert "--min-units must be at least 10" in capsys.readouterr().err
     assert main(["compare", str(a_file), str(b_file), "--min-units", "10"]) == 2
     assert "apply to --label COLUMN only" in capsys.readouterr().err
+
+
+def test_a_long_run_is_announced_before_it_starts(predictions, capsys, monkeypatch) -> None:
+    from calib_metrics import cli_compare
+
+    argv = ["compare", str(predictions["a"]), str(predictions["b"]), "--samples", "200"]
+    assert main(argv) == 0
+    assert "drawing" not in capsys.readouterr().err  # 3,000 pairs × 200 draws: no notice
+    monkeypatch.setattr(cli_compare, "LONG_RUN_WEIGHTS", 3000 * 200)
+
+    def compare_after_notice(*args, **kwargs):
+        notice = capsys.readouterr().err  # what stderr held when the draws began
+        assert "drawing 200 paired resamples of 3,000 pairs" in notice
+        assert "--samples" in notice and notice[-1] == "\n" and notice.count("\n") == 1
+        return compare_calibration(*args, **kwargs)
+
+    from calib_metrics.functional import compare_calibration
+
+    monkeypatch.setattr("calib_metrics.functional.compare_calibration", compare_after_notice)
+    assert main(argv) == 0
+    assert "drawing" not in capsys.readouterr().err  # said once, not again among the warnings
