@@ -197,7 +197,7 @@ def _bin_size(text: str) -> int | str:
     return value
 
 
-def multiclass_input(probs, target, path, mode: str):
+def multiclass_input(probs, target, path, mode: str, rows=None):
     """A file's pairs as :func:`calib_metrics.predictions.as_multiclass` shapes them, and a
     ``--mode`` other than one-vs-rest refused, in the command's terms, on a binary file.
 
@@ -219,22 +219,24 @@ def multiclass_input(probs, target, path, mode: str):
             "this file has one probability per label"
         )
     if probs.dim() > target.dim():
-        warn_if_rows_do_not_sum_to_one(probs, path)
+        warn_if_rows_do_not_sum_to_one(probs, path, rows)
     return probs, target
 
 
-def _position(path, row: int) -> str:
-    """Where row ``row`` is in the file (``line 5``), or its index where the file cannot
-    be read again (probabilities not from a file)."""
-    from calib_metrics.predictions import row_position
+def _position(path, row: int, rows=None) -> str:
+    """Where row ``row`` of the labels kept (``rows``: their data rows in the file, as
+    :attr:`~calib_metrics.predictions.Predictions.rows`) is in the file (``line 5``), or its
+    index where the file cannot be read again (probabilities not from a file)."""
+    from calib_metrics.predictions import file_row, row_position
 
+    row = file_row(rows, row)
     try:
         return row_position(path, row)
     except (OSError, ValueError):
         return f"row index {row}"
 
 
-def warn_if_rows_do_not_sum_to_one(probs, path) -> None:
+def warn_if_rows_do_not_sum_to_one(probs, path, rows=None) -> None:
     """A UserWarning (one ``warning:`` line of the command) when rows of a multiclass file's
     probabilities ``[N, C]`` do not sum to 1: the columns may be misread (a label or id
     column taken for a class) or not probabilities of one distribution; independent
@@ -254,7 +256,7 @@ def warn_if_rows_do_not_sum_to_one(probs, path) -> None:
     if off is None:
         return
     count, first, total = off
-    where = _position(path, first)
+    where = _position(path, first, rows)
     warnings.warn(
         f"{path}: {count} of {probs.reshape(-1, probs.shape[-1]).shape[0]} rows of class "
         f"probabilities do not sum to 1 ({where} sums to {total:.4g}); each column is read "
@@ -347,10 +349,9 @@ def _compute(args: argparse.Namespace):
 
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
     taken = {args.label: "named by --label"} if args.label is not None else {}
-    probs, target, groups = read_table(
-        args.file, args.probs, args.target, wanted_groups, args.ignore_index, taken
-    )
-    probs, target = multiclass_input(probs, target, args.file, args.mode)
+    table = read_table(args.file, args.probs, args.target, wanted_groups, args.ignore_index, taken)
+    probs, target = multiclass_input(table.probs, table.target, args.file, args.mode, table.rows)
+    groups = table.groups
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
         probs,
@@ -367,7 +368,7 @@ def _compute(args: argparse.Namespace):
         **options,
     )
     brier = brier_decomposition(*_brier_pairs(probs, target, args.mode), **options)
-    return probs, target, groups, result, brier
+    return table._replace(probs=probs, target=target), result, brier
 
 
 def _summary(args: argparse.Namespace, probs, groups, result, brier, class_bins: list) -> dict:
@@ -476,13 +477,14 @@ def evaluate(args: argparse.Namespace) -> dict:
     check_output_paths({"--plot": args.plot, "--html": args.html}, [args.file])
     if args.html:  # the page shows every measure the command has
         args.smooth = args.spiegelhalter = True
-    probs, target, groups, result, brier = _compute(args)
+    table, result, brier = _compute(args)
+    probs, target, groups = table.probs, table.target, table.groups
     options = {"binning": args.binning, "bin_size": args.bin_size, "n_bins": args.n_bins}
     bins = estimate_bins(probs, target, args.mode, result, **options)
     warn_if_few_bins(bins, **options, debias=args.debias and args.norm == "l2")
     summary = _summary(args, probs, groups, result, brier, bins)
     summary |= _extra_measures(probs, target, args, groups)
-    per_label = cli_report.evaluate_per_label(args, probs, target, groups)
+    per_label = cli_report.evaluate_per_label(args, probs, target, groups, table.rows)
     if per_label is not None:
         summary["per_label"] = cli_report.label_summary(per_label)
     panels = None

@@ -125,13 +125,15 @@ def _read_both(args: argparse.Namespace):
     if row is not None:
         from calib_metrics.predictions import row_positions
 
+        files = [args.a, args.b or args.a]
         shown = f"{a.target[row].item():g} vs {b.target[row].item():g}"
         raise _not_same_items(
-            args, f"the labels first differ at {row_positions([args.a, args.b], row)}: {shown}"
+            args,
+            f"the labels first differ at {row_positions(files, row, [a.rows, b.rows])}: {shown}",
         )
-    groups = _same_groups(args, a.groups, b.groups, columns)
-    probs_a, target = multiclass_input(a.probs, a.target, args.a, args.mode)
-    probs_b, _ = multiclass_input(b.probs, b.target, args.b or args.a, args.mode)
+    groups = _same_groups(args, a, b, columns)
+    probs_a, target = multiclass_input(a.probs, a.target, args.a, args.mode, a.rows)
+    probs_b, _ = multiclass_input(b.probs, b.target, args.b or args.a, args.mode, b.rows)
     return (
         a._replace(probs=probs_a, target=target, groups=groups),
         b._replace(probs=probs_b, target=target, groups=groups),
@@ -196,26 +198,26 @@ def _first_difference(x: Tensor, y: Tensor) -> int | None:
     return int(differ[0, 0]) if differ.numel() else None
 
 
-def _same_groups(args: argparse.Namespace, a: Tensor | None, b: Tensor | None, columns):
+def _same_groups(args: argparse.Namespace, a, b, columns) -> Tensor | None:
     """The group ids of the comparison: a's or b's, or both files' when they group the
     rows alike (each row's group starts at the same row in both; the names of the ids
     may differ), else the error naming the first row where they do not."""
-    if a is None or b is None or args.b is None:
-        return b if a is None else a
-    first_a, first_b = _group_start(a), _group_start(b)
+    if a.groups is None or b.groups is None or args.b is None:
+        return b.groups if a.groups is None else a.groups
+    first_a, first_b = _group_start(a.groups), _group_start(b.groups)
     row = _first_difference(first_a, first_b)
     if row is None:
-        return a
-    from calib_metrics.predictions import read_labels, row_position, row_positions
+        return a.groups
+    from calib_metrics.predictions import file_row, read_labels, row_position, row_positions
 
-    ids = read_labels(args.a, columns[0])[row], read_labels(args.b, columns[1])[row]
+    ids = read_labels(args.a, columns[0], a.rows)[row], read_labels(args.b, columns[1], b.rows)[row]
     start, where = min(int(first_a[row]), int(first_b[row])), (args.a, args.b)
-    with_start = where[int(first_b[row]) == start]
+    with_start, its_rows = ((args.a, a.rows), (args.b, b.rows))[int(first_b[row]) == start]
     raise _not_same_items(
         args,
-        f"the groups first differ at {row_positions(where, row)} (group {ids[0]!r} in "
-        f"{args.a}, {ids[1]!r} in {args.b}): it shares a group with "
-        f"{row_position(with_start, start)} in {with_start} only",
+        f"the groups first differ at {row_positions(where, row, [a.rows, b.rows])} (group "
+        f"{ids[0]!r} in {args.a}, {ids[1]!r} in {args.b}): it shares a group with "
+        f"{row_position(with_start, file_row(its_rows, start))} in {with_start} only",
     )
 
 

@@ -41,40 +41,43 @@ def _renumbered(groups: Tensor | None, rows: Tensor) -> Tensor | None:
     return torch.unique(groups[rows], return_inverse=True)[1]
 
 
-def _read_row_labels(path: Path, column: str, n: int) -> list[str]:
-    """Column ``column`` of ``path``, one label per (probability, label) row; an empty
-    cell is an error naming its row (it would otherwise become a label named '')."""
-    from calib_metrics.predictions import read_labels, row_position
+def _read_row_labels(path: Path, column: str, n: int, rows: Tensor | None) -> list[str]:
+    """Column ``column`` of ``path``, one label per (probability, label) row kept
+    (``rows``: :attr:`~calib_metrics.predictions.Predictions.rows`); an empty cell or a
+    JSON null is an error naming its row (it would otherwise become a label named '')."""
+    from calib_metrics.predictions import file_row, read_labels, row_position
 
-    labels = read_labels(path, column)
+    labels = read_labels(path, column, rows)
     if len(labels) != n:
         raise ValueError(f"{path}: {len(labels)} values in --label {column!r} for {n} rows")
     empty = next((i for i, label in enumerate(labels) if not label.strip()), None)
     if empty is not None:
-        where = row_position(path, empty)
+        where = row_position(path, file_row(rows, empty))
         raise ValueError(f"{path}: {where} has no value in --label {column!r}")
     return labels
 
 
-def _compared_labels(args: argparse.Namespace, n: int) -> list[str]:
+def _compared_labels(args: argparse.Namespace, a, b) -> list[str]:
     """The --label column of ``compare``: a's, or b's when only b's file has it; when
     both files have it, they must name every row alike (the same items)."""
     from calib_metrics.predictions import has_column, row_positions
 
-    paths = [args.a] if args.b is None else [args.a, args.b]
-    found = [path for path in paths if has_column(path, args.label)] or [args.a]
-    labels = [_read_row_labels(path, args.label, n) for path in found]
+    files = [(args.a, a.rows)] if args.b is None else [(args.a, a.rows), (args.b, b.rows)]
+    found = [(path, rows) for path, rows in files if has_column(path, args.label)] or files[:1]
+    n = a.target.shape[0]
+    labels = [_read_row_labels(path, args.label, n, rows) for path, rows in found]
+    paths, kept = zip(*found)
     differ = next((i for i, pair in enumerate(zip(*labels)) if len(set(pair)) > 1), None)
     if differ is not None:
         raise ValueError(
             f"{args.b}: the two models must be scored on the same items in the same order "
-            f"(--label {args.label!r} first differs at {row_positions(found, differ)}: "
+            f"(--label {args.label!r} first differs at {row_positions(paths, differ, kept)}: "
             f"{labels[0][differ]!r} vs {labels[1][differ]!r})"
         )
     return labels[0]
 
 
-def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups):
+def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups, rows):
     """Each label's (probs, target, groups): the --label column's, or a multiclass file's
     classes (one-vs-rest pairs of each class); None when the pairs have no labels."""
     from calib_metrics.functional.multiclass import is_multiclass, pair_sets
@@ -85,16 +88,20 @@ def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups
             raise ValueError(
                 f"--label {args.label}: a multiclass file's classes are its labels already"
             )
-        rows = split_by_label(_read_row_labels(args.file, args.label, target.numel()))
-        return {k: (probs[r], target[r], _renumbered(groups, r)) for k, r in rows.items()}
+        labels = _read_row_labels(args.file, args.label, target.numel(), rows)
+        by_label = split_by_label(labels)
+        return {k: (probs[r], target[r], _renumbered(groups, r)) for k, r in by_label.items()}
     if multiclass and args.html:
         sets = pair_sets(probs, target, "classwise", groups)
         return {f"class {c}": tuple(s) for c, s in enumerate(sets)}
     return None
 
 
-def evaluate_per_label(args: argparse.Namespace, probs: Tensor, target: Tensor, groups):
-    """Each label's CalibrationResult with the command's estimator, or None (no labels).
+def evaluate_per_label(
+    args: argparse.Namespace, probs: Tensor, target: Tensor, groups, rows: Tensor | None = None
+):
+    """Each label's CalibrationResult with the command's estimator, or None (no labels);
+    ``rows``: the file's data row of each label kept (when padding was dropped).
 
     Example:
         >>> import os, tempfile, torch
@@ -113,7 +120,7 @@ def evaluate_per_label(args: argparse.Namespace, probs: Tensor, target: Tensor, 
 
     from calib_metrics.functional import calibration_error_ci
 
-    per_label = _label_pairs(args, probs, target, groups)
+    per_label = _label_pairs(args, probs, target, groups, rows)
     if per_label is None:
         return None
     generator = torch.Generator().manual_seed(args.seed)
@@ -147,7 +154,7 @@ def compare_per_label(args: argparse.Namespace, a, b):
 
     if args.label is None:
         return None
-    text = _compared_labels(args, a.target.numel())
+    text = _compared_labels(args, a, b)
     names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
     alpha = 0.05 if args.alpha is None else args.alpha
     with warnings.catch_warnings(record=True) as caught:

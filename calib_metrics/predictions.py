@@ -108,11 +108,14 @@ def _pick(
 
 
 class Predictions(NamedTuple):
-    """Probabilities and labels (float64), and group ids 0..G-1 (int64) when asked for."""
+    """Probabilities and labels (float64), group ids 0..G-1 (int64) when asked for, and
+    the file's data row of each label kept (``rows``; None when no row was dropped as
+    padding), so that other columns of the file and messages line up with the labels."""
 
     probs: Tensor
     target: Tensor
     groups: Tensor | None
+    rows: Tensor | None = None
 
 
 # What to read: the probability and label column names, and the group column name or
@@ -729,7 +732,7 @@ def read_table(
             raise ValueError(
                 f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
             )
-    return Predictions(q, y, ids)
+    return Predictions(q, y, ids, None if keep is None else keep.nonzero().flatten())
 
 
 def as_multiclass(probs: torch.Tensor, target: torch.Tensor, path: str | Path):
@@ -750,8 +753,9 @@ def as_multiclass(probs: torch.Tensor, target: torch.Tensor, path: str | Path):
     return probs.reshape(n, total // n), target.to(torch.long)
 
 
-def read_labels(path: str | Path, column: str) -> list[str]:
-    """Each row's value in ``column`` as text: the label (query type, class name) of a pair.
+def read_labels(path: str | Path, column: str, rows: Tensor | None = None) -> list[str]:
+    """Each row's value in ``column`` as text: the label (query type, class name) of a pair;
+    with ``rows`` (:attr:`Predictions.rows`), the values of those data rows only.
 
     Example:
         >>> import tempfile, os
@@ -766,7 +770,37 @@ def read_labels(path: str | Path, column: str) -> list[str]:
         raise ValueError(f"{path}: an unnamed array has no label column {column!r}")
     if column not in table:
         raise ValueError(f"{path}: no column {column!r} (columns: {', '.join(table)})")
-    return [str(v) for v in np.asarray(_column(table, column, path)).reshape(-1).tolist()]
+    values = _column(table, column, path)
+    # A list (JSON) stays objects: numpy would make [1, 0.5]'s 1 a '1.0' and null 'None'.
+    values = np.asarray(values, dtype=object if isinstance(values, list) else None).reshape(-1)
+    if rows is not None:
+        values = values[rows.numpy()]
+    return [_as_text(v) for v in values.tolist()]
+
+
+def _as_text(value: Any) -> str:
+    """A label as text: a missing value (JSON null) is empty, a whole float its integer.
+
+    Example:
+        >>> [_as_text(v) for v in (None, 2.0, 0.5, "NN", True)]
+        ['', '2', '0.5', 'NN', 'True']
+    """
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def file_row(rows: Tensor | None, index: int) -> int:
+    """The file's data row of label ``index`` of a :class:`Predictions` with ``rows``.
+
+    Example:
+        >>> import torch
+        >>> file_row(torch.tensor([0, 2, 3]), 1), file_row(None, 1)
+        (2, 1)
+    """
+    return index if rows is None else int(rows[index])
 
 
 def row_position(path: str | Path, row: int) -> str:
@@ -784,9 +818,12 @@ def row_position(path: str | Path, row: int) -> str:
     return _row_of(getattr(_load(Path(path)), "lines", None), row)
 
 
-def row_positions(paths: Sequence[str | Path], row: int) -> str:
+def row_positions(
+    paths: Sequence[str | Path], row: int, rows: Sequence[Tensor | None] | None = None
+) -> str:
     """Where data row ``row`` is in each of two files (:func:`row_position`): one place when
-    both have it there (``line 9 of both files``), else each file's.
+    both have it there (``line 9 of both files``), else each file's. With ``rows`` (each
+    file's :attr:`Predictions.rows`), ``row`` counts the labels kept, not the data rows.
 
     Example:
         >>> import tempfile, os
@@ -799,7 +836,8 @@ def row_positions(paths: Sequence[str | Path], row: int) -> str:
         >>> row_positions([a, b], 1).replace(folder + os.sep, "")
         'line 3 of a.csv, row index 1 of b.npy'
     """
-    where = [row_position(path, row) for path in paths]
+    rows = [None] * len(paths) if rows is None else rows
+    where = [row_position(path, file_row(kept, row)) for path, kept in zip(paths, rows)]
     if len(set(where)) == 1:
         return f"{where[0]} of both files"
     return ", ".join(f"{place} of {path}" for place, path in zip(where, paths))

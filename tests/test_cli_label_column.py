@@ -4,6 +4,7 @@ only, so two files labelling the items differently were compared silently)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,55 @@ def test_compare_reads_the_label_column_from_whichever_file_has_it(tmp_path, cap
         code, out, err = _run(capsys, "compare", first, second, "--label", "tag", "--samples", "20")
         assert code == 0, err
         assert "not distinguishable on 2 of 2 labels" in out
+
+
+def _padded(path: Path, every: int = 10) -> Path:
+    """``path`` with the label of every ``every``-th data row set to -100 (padding)."""
+    header, *rows = path.read_text().splitlines()
+    cells = [row.split(",") for row in rows]
+    for i in range(0, len(cells), every):
+        cells[i][2] = "-100"
+    path.write_text("\n".join([header, *(",".join(c) for c in cells)]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_label_column_drops_the_padding_rows_as_the_labels_do(tmp_path, capsys, command):
+    path = _padded(_write(tmp_path / "a.csv", TAGS))
+    extra = ["--probs-b", "prob_b"] if command == "compare" else []
+    argv = [command, path, *extra, "--label", "tag", "--ignore-index", "-100", "--json"]
+    code, out, err = _run(capsys, *argv, "--samples", "20")
+    assert code == 0, err  # it had read 200 labels for 180 rows and stopped
+    rows = json.loads(out)["per_label"]
+    # Rows 0, 10, 20, ... are padding: all of them are A's (even rows), none a B.
+    assert (rows["A"]["n"], rows["B"]["n"]) == (80, 100)
+
+
+def test_a_padded_files_messages_name_the_files_lines(tmp_path, capsys):
+    a = _padded(_write(tmp_path / "a.csv", TAGS))
+    tags = list(TAGS)
+    tags[7] = "C"
+    b = _padded(_write(tmp_path / "b.csv", tags, shift=0.05))
+    argv = ["compare", a, b, "--label", "tag", "--ignore-index", "-100", "--samples", "20"]
+    code, _, err = _run(capsys, *argv)
+    # Data row 7 is line 9; it is the 7th row kept (row 0 was padding), not line 8.
+    assert code == 2 and "first differs at line 9 of both files: 'B' vs 'C'" in err
+
+
+def test_a_json_null_label_is_named_not_read_as_a_label_named_none(tmp_path, capsys):
+    rows = [{"prob": (i % 10) / 10 + 0.05, "label": i % 2, "tag": "AB"[i % 2]} for i in range(60)]
+    rows[4]["tag"] = None
+    path = tmp_path / "null.json"
+    path.write_text(json.dumps(rows))
+    code, _, err = _run(capsys, "evaluate", path, "--label", "tag", "--samples", "20")
+    assert code == 2 and "row index 4 has no value in --label 'tag'" in err
+
+
+def test_whole_number_labels_beside_a_fraction_keep_their_names(tmp_path, capsys):
+    rows = [{"prob": (i % 10) / 10 + 0.05, "label": i % 2, "tag": [1, 2, 0.5][i % 3]}
+            for i in range(60)]  # fmt: skip
+    path = tmp_path / "numbers.json"
+    path.write_text(json.dumps(rows))
+    code, out, err = _run(capsys, "evaluate", path, "--label", "tag", "--samples", "20", "--json")
+    assert code == 0, err
+    assert sorted(json.loads(out)["per_label"]) == ["0.5", "1", "2"]  # not '1.0', '2.0'

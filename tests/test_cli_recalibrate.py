@@ -236,3 +236,21 @@ def test_the_before_and_after_panels_do_not_overlap(files, tmp_path, capsys, mon
     frequency_right = [label for label in labels if label.get_text().startswith("empirical")][1]
     left_end = counts_left.get_window_extent(renderer).x1
     assert left_end < frequency_right.get_window_extent(renderer).x0
+
+
+def test_written_group_ids_stay_with_their_rows_when_padding_is_dropped(files, tmp_path, capsys):
+    (dev, *_), (test, *_) = files
+    header, *rows = test.read_text().splitlines()
+    padded = [r.replace(",1,", ",-100,").replace(",0,", ",-100,") if i % 3 == 0 else r
+              for i, r in enumerate(rows)]  # fmt: skip
+    test.write_text("\n".join([header, *padded]) + "\n")
+    out = tmp_path / "out.csv"
+    argv = [dev, test, "--groups", "doc_id", "--ignore-index", "-100", "--out", out]
+    assert main(["recalibrate", *map(str, argv), "--samples", "20"]) == 0
+    written = list(csv.DictReader(out.open()))
+    kept = [r.split(",") for i, r in enumerate(rows) if i % 3]
+    assert len(written) == len(kept)
+    # Each written row is its source row: the original probability and its group id.
+    assert [(w["original"], w["group"]) for w in written] == [
+        (f"{float(k[0]):.10g}", k[2]) for k in kept
+    ]
