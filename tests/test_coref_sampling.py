@@ -503,6 +503,32 @@ def test_fewer_samples_than_mentions_search_the_cumulative_probabilities(monkeyp
     assert not bool((drawn & (probs == 0)).any()) and bool((got[:, 0, 40] < 40).all())
 
 
+def test_the_search_table_divides_every_row_by_its_own_total_whatever_the_threads():
+    """The totals were read from the tensor being divided: where two threads split a row,
+    its first part could be divided by its last entry already overwritten with 1, so
+    that its cumulative probabilities stopped short of 1 and a uniform passed the last
+    possible choice to draw a NEW of probability 0."""
+    b, n = 3, 301  # a row straddles the split of the division between two threads
+    g = torch.Generator().manual_seed(0)
+    probs = torch.rand(b, n, n, generator=g, dtype=torch.float64).tril_(-1)
+    probs[:, 0, 0] = 1.0
+    probs /= 2 * probs.sum(-1, keepdim=True)  # rows of total 1/2; NEW impossible from i = 1
+    want = probs.cumsum(-1)
+    want = want / want[..., -1:]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        table = coref_sampler.cumulative(probs.clone())
+    finally:
+        torch.set_num_threads(threads)
+    # Up to the last possible choice, j = i - 1, which no uniform in [0, 1) may pass.
+    before = torch.ones(n, n, dtype=torch.bool).tril_(-2)
+    assert torch.equal(table[:, before], want[:, before])
+    assert bool((table.diagonal(-1, 1, 2) >= 1).all())
+    drawn = coref_sampler.draw(table, 20, g)
+    assert bool((probs.gather(-1, drawn.permute(1, 2, 0)) > 0).all())
+
+
 def test_in_place_roots_equal_roots(monkeypatch):
     # The sampled estimate overwrites its draws with their roots; small blocks exercise
     # the early stop and the in-place last round block by block.

@@ -190,6 +190,43 @@ def test_sampling_is_reproducible_with_generator():
     assert torch.equal(first, again)
 
 
+@pytest.mark.parametrize(
+    ("dtype", "seed", "n_samples"), [(torch.float32, 2313, 4096), (torch.bfloat16, 0, 100_000)]
+)
+def test_sample_never_draws_a_tag_of_probability_zero(dtype, seed, n_samples):
+    """A uniform of exactly 0 (2^-24 a draw in float32, far likelier in bfloat16) had drawn
+    tag 0 though its weight is 0: the search took the first index whose cdf reached 0."""
+    em = torch.tensor([[[-math.inf, 0.0]]])
+    zeros = torch.zeros(2)
+    g = torch.Generator().manual_seed(seed)
+    y = sample(em, torch.zeros(2, 2), zeros, zeros, n_samples=n_samples, generator=g,
+               compute_dtype=dtype)  # fmt: skip
+    assert not (y == 0).any()
+
+
+def test_bfloat16_samples_of_a_bio_chain_never_hold_a_forbidden_transition():
+    # 527 of 200,000 sampled sequences had held an O -> I, forbidden by tr[O, I] = -inf.
+    o, i = 0, 2
+    em, tr, st, en = _potentials(1, 4, 3, seed=5)
+    tr[o, i] = -math.inf
+    g = torch.Generator().manual_seed(0)
+    y = sample(em, tr, st, en, n_samples=50_000, generator=g, compute_dtype=torch.bfloat16)
+    assert not ((y[..., :-1] == o) & (y[..., 1:] == i)).any()
+
+
+def test_a_uniform_that_rounds_up_to_the_total_draws_the_last_possible_tag(monkeypatch):
+    # u * total can round up to the total (a uniform narrowed to bfloat16 on an
+    # accelerator can even be 1): the draw stops at the last tag of positive weight, here
+    # tag 1, not past it at the forbidden tag 2.
+    def ones(*size, generator=None, device=None, dtype=None):
+        return torch.ones(*size, device=device, dtype=dtype)
+
+    monkeypatch.setattr(torch, "rand", ones)
+    em = torch.tensor([[[0.0, 0.0, -math.inf], [0.0, 1.0, -math.inf]]])
+    y = sample(em, torch.zeros(3, 3), torch.zeros(3), torch.zeros(3), n_samples=3)
+    assert y.tolist() == [[[1, 1]]] * 3
+
+
 def _log_space_reference(em, tr, st, en):
     """Unmasked float64 log-space forward-backward, for long chains."""
     length = em.shape[1]

@@ -992,7 +992,7 @@ def sample(
     em, tr, st, en, mask = _prepare(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
-    batch, length, num_tags = em.shape
+    batch, length, _ = em.shape
     fwd = _checked_forward(em, tr, st, en, mask)
     if validate_args and not bool(torch.isfinite(fwd.log_partition).all()):
         impossible = torch.isinf(fwd.log_partition).nonzero().flatten().tolist()
@@ -1018,12 +1018,32 @@ def sample(
             log_weight = fwd.log_alpha[:, t] + torch.where(is_last, en, tr.t()[current])
             weight = torch.exp(log_weight - _finite_or_zero(log_weight.amax(-1, keepdim=True)))
         cdf = weight.cumsum(-1)
-        draw = torch.searchsorted(cdf, (uniforms[t] * cdf[..., -1])[..., None]).squeeze(-1)
-        draw = draw.clamp_(max=num_tags - 1)
+        # The first tag whose cdf exceeds u * total: a uniform of exactly 0 (not rare in
+        # low precision) then skips the flat steps of zero-weight tags instead of landing
+        # on the first of them. u * total can round up to the total (and a uniform can be
+        # 1 where an accelerator rounds it to a narrow dtype): the last tag of positive
+        # weight is as far as a draw goes.
+        draw = torch.searchsorted(cdf, uniforms[t][..., None] * cdf[..., -1:], right=True)
+        draw = torch.minimum(draw.squeeze(-1), last_positive(weight))
         valid = mask[:, t][None, :]
         current = torch.where(valid, draw, current)
         tags[:, :, t] = torch.where(valid, draw, 0)
     return tags
+
+
+def last_positive(weights: Tensor) -> Tensor:
+    """Index of the last positive entry along the last dim (0 if there is none), ``Long``.
+
+    The furthest an inverse-CDF draw over ``weights`` may go: past it every weight is 0,
+    whatever the rounding of the cumulative sums (a parallel scan need not repeat the
+    total bit for bit over trailing zeros).
+
+    Example:
+        >>> last_positive(torch.tensor([[0.5, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, 0.0]]))
+        tensor([2, 0])
+    """
+    index = torch.arange(weights.shape[-1], device=weights.device)
+    return torch.where(weights > 0, index, 0).amax(-1)
 
 
 def sequence_score(
