@@ -114,6 +114,25 @@ def test_first_mention_and_padding_tolerate_inf_and_nan_scores():
     )
 
 
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+@pytest.mark.parametrize("mention", [0, 1])  # the first; one after padding only
+def test_a_real_mention_without_candidates_refuses_a_nan_or_plus_inf_new_score(bad, mention):
+    """Its NEW score was overwritten unread: coreference_marginals of a lone NaN gave 1."""
+    scores = torch.zeros(1, 3, 3)
+    scores[0, mention, mention] = bad
+    mask = torch.tensor([[mention == 0, True, True]])
+    calls = (
+        lambda: coreference_marginals(scores, mask=mask),
+        lambda: coreference_marginals(scores, 4, mask, torch.Generator().manual_seed(0)),
+        lambda: sample_antecedents(scores, 4, mask),
+        lambda: antecedent_log_probs(scores, mask),
+        lambda: most_probable_antecedents(scores, mask),
+    )
+    for call in calls:
+        with pytest.raises(ValueError, match=r"NaN or \+inf"):
+            call()
+
+
 # ----------------------------------------------------------------------------- exact marginals
 
 

@@ -120,14 +120,20 @@ def _logits(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
         forbidden = ~can_attach
         forbidden.diagonal(dim1=-2, dim2=-1).fill_(False)  # NEW stays allowed
     # A mention with no candidate antecedent (the first one, or padding) takes NEW with
-    # probability 1 whatever its NEW score, so a -inf there cannot produce NaN.
+    # probability 1 whatever its NEW score, so a -inf there cannot produce NaN. A real
+    # mention's NaN or +inf is left in place, for the distribution's check to refuse as
+    # it refuses one anywhere else (padding's scores are never read).
     only_new = ~can_attach.any(-1)  # [B, N]
     if owned:
         logits = scores.masked_fill_(forbidden, float("-inf"))
     else:
         logits = scores.masked_fill(forbidden, float("-inf"))
     del forbidden
-    logits.diagonal(dim1=-2, dim2=-1).masked_fill_(only_new, 0.0)
+    new = logits.diagonal(dim1=-2, dim2=-1)
+    refused = torch.isnan(new) | torch.isposinf(new)
+    if mask is not None:
+        refused &= mask
+    new.masked_fill_(only_new & ~refused, 0.0)
     return logits
 
 
