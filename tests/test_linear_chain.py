@@ -608,6 +608,15 @@ def test_sequence_score_ignores_whatever_lies_outside_the_mask():
     assert torch.isfinite(expected_1)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8])
+def test_sequence_score_takes_tags_of_any_integer_dtype(dtype):
+    # In a narrow dtype the bound 300 had wrapped to 44: tag 100 was "outside [0, 300)".
+    em, tr, st, en = _potentials(2, 3, 300, seed=4)
+    tags = torch.tensor([[100, 43, 7], [127, 0, 99]])
+    want = sequence_score(em, tr, st, en, tags)
+    torch.testing.assert_close(sequence_score(em, tr, st, en, tags.to(dtype)), want)
+
+
 def test_scores_that_require_grad_decode_sample_and_query_without_a_graph() -> None:
     """A trained model's potentials require grad: viterbi and sample had failed with
     torch's "functions with out=... arguments don't support automatic differentiation",

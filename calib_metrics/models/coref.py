@@ -36,7 +36,12 @@ from torch import Tensor
 
 from calib_metrics.functional.errors import check_generator
 from calib_metrics.models.coref_sampler import draw, prepare, roots
-from calib_metrics.models.linear_chain import check_mask_dtype, check_mask_flags, mask_not_binary
+from calib_metrics.models.linear_chain import (
+    as_indices,
+    check_mask_dtype,
+    check_mask_flags,
+    mask_not_binary,
+)
 
 __all__ = [
     "antecedent_log_probs",
@@ -327,14 +332,8 @@ def entity_roots(antecedents: Tensor) -> Tensor:
         raise ValueError(f"antecedents must be a torch.Tensor, got {type(antecedents).__name__}")
     if antecedents.ndim < 1:
         raise ValueError("antecedents must have at least one dim [..., N], got a 0-dim tensor")
-    if (
-        antecedents.is_floating_point()
-        or antecedents.is_complex()
-        or antecedents.dtype == torch.bool
-    ):
-        raise ValueError(f"antecedents must be an integer tensor, got dtype {antecedents.dtype}")
     # roots checks 0 <= a[..., i] <= i as it goes (ValueError otherwise).
-    return roots(antecedents.long())
+    return roots(as_indices(antecedents, "antecedents"))
 
 
 def clusters(antecedents: Tensor) -> list[list[int]]:

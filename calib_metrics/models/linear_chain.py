@@ -221,6 +221,27 @@ def check_mask_dtype(mask: Tensor) -> None:
         raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
 
 
+def as_indices(values: Tensor, name: str) -> Tensor:
+    """``values``, a tensor of any integer dtype, as ``int64`` indices (itself if it is one).
+
+    Index tensors (words, tags, feature and entity ids) are widened once at a public
+    entry, before any range check or arithmetic: in a narrow dtype a bound wraps (in uint8
+    ``200 >= 300`` holds), so does ``tag * K + next_tag``, uint8 indexes as a mask, and
+    ``bincount`` and ``nn.Embedding`` refuse the narrow types.
+
+    Example:
+        >>> as_indices(torch.tensor([200], dtype=torch.uint8), "tags")
+        tensor([200])
+        >>> as_indices(torch.tensor([True]), "tags")
+        Traceback (most recent call last):
+        ...
+        ValueError: tags must be an integer tensor, got torch.bool
+    """
+    if values.is_floating_point() or values.is_complex() or values.dtype == torch.bool:
+        raise ValueError(f"{name} must be an integer tensor, got {values.dtype}")
+    return values.long()
+
+
 def check_mask_flags(not_binary: bool, first_missing: bool, not_left_aligned: bool) -> None:
     """The ValueError of :func:`mask_flags`' flags, read on the host."""
     if not_binary:
@@ -1069,7 +1090,7 @@ def sequence_score(
     """
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
-        _check_tags(tags, mask, emissions.shape[2])
+        tags = _check_tags(tags, mask, emissions.shape[2])
     elif mask is None:
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     else:
@@ -1086,11 +1107,12 @@ def sequence_score(
     return score + end[last_tag]
 
 
-def _check_tags(tags: Tensor, mask: Tensor, num_tags: int) -> None:
+def _check_tags(tags: Tensor, mask: Tensor, num_tags: int) -> Tensor:
+    """``tags`` as int64, in range where ``mask`` is True (one host read)."""
     if not isinstance(tags, Tensor) or tuple(tags.shape) != tuple(mask.shape):
         got = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
         raise ValueError(f"tags must have shape [B, T] = {tuple(mask.shape)}, got {got}")
-    if tags.is_floating_point() or tags.is_complex() or tags.dtype == torch.bool:
-        raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+    tags = as_indices(tags, "tags")
     if bool(((tags < 0) | (tags >= num_tags)).logical_and_(mask).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
+    return tags
