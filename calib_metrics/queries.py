@@ -45,14 +45,15 @@ def _check_mask(
     return mask.bool()
 
 
-def _check_tags(tags: Tensor, shape: torch.Size, num_tags: int, mask: Tensor) -> None:
+def _check_tags(tags: Tensor, shape: torch.Size, num_tags: int, mask: Tensor) -> Tensor:
+    """``tags`` as int64, in range where ``mask`` is True."""
     if tags.shape != shape:
         raise ValueError(f"tags must have shape {tuple(shape)}, got {tuple(tags.shape)}")
-    if tags.dtype.is_floating_point or tags.dtype == torch.bool:
-        raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+    tags = linear_chain.as_indices(tags, "tags")
     valid = tags[mask]
     if valid.numel() and (valid.min() < 0 or valid.max() >= num_tags):
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
+    return tags
 
 
 def tag_queries(
@@ -91,7 +92,7 @@ def tag_queries(
         raise ValueError(f"unigram must be [B, T, K], got shape {tuple(unigram.shape)}")
     num_tags = unigram.shape[-1]
     mask = _check_mask(mask, unigram.shape[:2], unigram)
-    _check_tags(tags, unigram.shape[:2], num_tags, mask)
+    tags = _check_tags(tags, unigram.shape[:2], num_tags, mask)
     q = unigram[mask].transpose(0, 1)  # [K, N]
     y = (tags[mask][None, :] == torch.arange(num_tags, device=tags.device)[:, None]).to(q.dtype)
     if per_tag:
@@ -136,7 +137,7 @@ def top_tag_pairs(
     if tags.dim() != 2:
         raise ValueError(f"tags must be [B, T], got shape {tuple(tags.shape)}")
     mask = _check_mask(mask, tags.shape, tags)
-    _check_tags(tags, tags.shape, num_tags, mask)
+    tags = _check_tags(tags, tags.shape, num_tags, mask)
     both = mask[:, :-1] & mask[:, 1:]
     gold = (tags[:, :-1] * num_tags + tags[:, 1:])[both]
     counts = torch.bincount(gold, minlength=num_tags * num_tags)
@@ -190,16 +191,16 @@ def tag_pair_queries(
             f"[B, T-1] = {(batch, steps)}, got {tuple(tags.shape)}"
         )
     mask = _check_mask(mask, shape, pairwise)
-    _check_tags(tags, shape, num_tags, mask)
+    tags = _check_tags(tags, shape, num_tags, mask)
     if pairs is None:
         pairs, _ = top_tag_pairs(tags, mask, num_tags, top_k)
     elif pairs.dim() != 2 or pairs.shape[1] != 2:
         raise ValueError(f"pairs must be [k, 2], got shape {tuple(pairs.shape)}")
-    elif pairs.is_floating_point() or pairs.dtype == torch.bool:
-        raise ValueError(f"pairs must be an integer tensor, got {pairs.dtype}")
-    elif pairs.numel() and (pairs.min() < 0 or pairs.max() >= num_tags):
-        raise ValueError(f"pairs must lie in [0, {num_tags})")
-    pairs = pairs.to(tags.device).long()
+    else:
+        pairs = linear_chain.as_indices(pairs, "pairs")
+        if pairs.numel() and (pairs.min() < 0 or pairs.max() >= num_tags):
+            raise ValueError(f"pairs must lie in [0, {num_tags})")
+    pairs = pairs.to(tags.device)
     chosen = pairs[:, 0] * num_tags + pairs[:, 1]
     both = mask[:, :-1] & mask[:, 1:]  # [B, T-1]
     gold = (tags[:, :-1] * num_tags + tags[:, 1:])[both]  # [M] flat pair ids
@@ -250,8 +251,8 @@ def coref_pair_queries(
         raise ValueError(
             f"entity_ids must have shape {tuple(shape)}, got {tuple(entity_ids.shape)}"
         )
-    if entity_ids.dtype.is_floating_point:
-        raise ValueError(f"entity_ids must be an integer tensor, got {entity_ids.dtype}")
+    # A bool id would make every False entity 0, coreferent with all the others.
+    entity_ids = linear_chain.as_indices(entity_ids, "entity_ids")
     mask = _check_mask(mask, shape, marginals)
     n = shape[1]
     rows, cols = torch.tril_indices(n, n, offset=-1, device=marginals.device)
@@ -442,8 +443,7 @@ def span_indicators(
     """
     if not isinstance(tags, Tensor) or tags.dim() != 2:
         raise ValueError("tags must be a [B, T] integer tensor")
-    if tags.is_floating_point() or tags.dtype == torch.bool:
-        raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+    tags = linear_chain.as_indices(tags, "tags")
     roles = [begin, inside] if last is None else [begin, inside, last, unit]
     bound = max(r for r in roles if isinstance(r, int)) + 1
     bilou = _check_span_args(bound, begin, inside, max_length, last, unit)

@@ -138,6 +138,46 @@ def test_tag_pair_queries_reject_bad_input():
         tag_pair_queries(pairwise, tags, mask, pairs=torch.tensor([[0.5, 1.0]]))
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_queries_take_tags_of_any_integer_dtype(dtype):
+    """Narrow dtypes had wrapped: a gold pair id (uint8 tags 15, 3 of 20 counted as the
+    pair 2, 7; 120 * 300 + 110 overflows int16), a range bound (int8 tag 120 "outside
+    [0, 130)"), a span role (300 matched a uint8 tag 44)."""
+    g = torch.Generator().manual_seed(0)
+    tags = torch.tensor([[120, 110, 3, 3], [3, 3, 120, 110]])
+    narrow = tags.to(dtype)
+    calls = []
+    for k in (130, 300):  # the top pairs sort all k * k counts: the given pairs only at 300
+        unigram = torch.rand(2, 4, k, generator=g)
+        pairwise = torch.rand(2, 3, k, k, generator=g)
+        pairs = torch.tensor([[120, 110], [3, 3]])
+        calls += [
+            lambda t, p, u=unigram: tag_queries(u, t),
+            lambda t, p, w=pairwise: tag_pair_queries(w, t, pairs=p),
+        ]
+    calls += [
+        lambda t, p: top_tag_pairs(t, None, 130, 2),
+        lambda t, p, w=pairwise[..., :130, :130]: tag_pair_queries(w, t, top_k=2),
+    ]
+    for call in calls:
+        got, want = call(narrow, pairs.to(dtype)), call(tags, pairs)
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    spans = {"begin": 300, "inside": 301}  # tags 44, 45 in a narrow dtype's arithmetic
+    tags = torch.tensor([[44, 45, 44, 1]])
+    narrow = tags.to(dtype)
+    gold = span_indicators(tags, max_length=2, **spans)
+    assert not gold.any() and torch.equal(span_indicators(narrow, max_length=2, **spans), gold)
+    probs = torch.rand(1, 4, 2, generator=g)
+    want = span_queries(probs, tags, **spans)
+    assert all(map(torch.equal, span_queries(probs, narrow, **spans), want))
+
+
+def test_coref_pair_queries_refuse_bool_entity_ids():
+    # Every False had been entity 0, so all those mentions counted as coreferent.
+    with pytest.raises(ValueError, match=r"entity_ids must be an integer tensor, got torch\.bool"):
+        coref_pair_queries(torch.rand(1, 3, 3), torch.tensor([[True, False, False]]))
+
+
 def test_coref_pair_queries_match_a_loop():
     g = torch.Generator().manual_seed(0)
     marg = torch.rand(3, 5, 5, generator=g)
