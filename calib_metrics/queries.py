@@ -12,6 +12,7 @@ documents.
 
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple
 
 import torch
@@ -26,6 +27,23 @@ def _check_tensors(**named: object) -> None:
     for name, value in named.items():
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+
+
+def _as_int(name: str, value: object, minimum: int, below: int | None = None) -> int:
+    """``value`` as a Python int in ``[minimum, below)``: an int, a NumPy integer or a
+    one-element integer tensor (what ``operator.index`` takes), never a bool (True would
+    read as 1); a ValueError naming ``name`` otherwise."""
+    is_bool = isinstance(value, bool) or (isinstance(value, Tensor) and value.dtype == torch.bool)
+    try:
+        number = None if is_bool else operator.index(value)
+    except TypeError:
+        number = None
+    if number is None:
+        raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if number < minimum or (below is not None and number >= below):
+        bounds = f">= {minimum}" if below is None else f"in [{minimum}, {below})"
+        raise ValueError(f"{name} must be {bounds}, got {number}")
+    return number
 
 
 def _check_mask(
@@ -131,8 +149,8 @@ def top_tag_pairs(
         >>> pairs.tolist(), counts.tolist()
         ([[0, 1], [1, 0]], [2, 2])
     """
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
+    num_tags = _as_int("num_tags", num_tags, 1)
+    top_k = _as_int("top_k", top_k, 1)
     _check_tensors(tags=tags)
     if tags.dim() != 2:
         raise ValueError(f"tags must be [B, T], got shape {tuple(tags.shape)}")
@@ -262,25 +280,33 @@ def coref_pair_queries(
     return q, same[valid].to(q.dtype)
 
 
-def _check_span_args(
-    num_tags: int,
+class _Spans(NamedTuple):
+    """The span tags and ``max_length`` as Python ints; ``last`` and ``unit`` are None
+    for BIO tags."""
+
+    begin: int
+    inside: int
+    max_length: int
+    last: int | None
+    unit: int | None
+
+
+def _span_args(
+    num_tags: int | None,
     begin: int,
     inside: int,
     max_length: int,
     last: int | None = None,
     unit: int | None = None,
-) -> bool:
-    """Check the span tags; return True for BILOU (``last`` and ``unit`` given)."""
+) -> _Spans:
+    """Check the span tags (tag indices below ``num_tags``, if given) and ``max_length``."""
     if (last is None) != (unit is None):
         raise ValueError("last and unit must be given together (BILOU) or not at all (BIO)")
-    bilou = last is not None
-    roles = (("begin", begin), ("inside", inside), ("last", last), ("unit", unit))
-    for name, value in roles[: 4 if bilou else 2]:
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < num_tags:
-            raise ValueError(f"{name} must be a tag index in [0, {num_tags}), got {value!r}")
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be a positive int, got {max_length!r}")
-    return bilou
+    begin = _as_int("begin", begin, 0, num_tags)
+    inside = _as_int("inside", inside, 0, num_tags)
+    if last is not None:
+        last, unit = _as_int("last", last, 0, num_tags), _as_int("unit", unit, 0, num_tags)
+    return _Spans(begin, inside, _as_int("max_length", max_length, 1), last, unit)
 
 
 def _exit_scores(em, tr, en, log_beta, mask, inside: int, tag: int) -> Tensor:
@@ -380,7 +406,10 @@ def span_marginals(
     """
     if not isinstance(emissions, Tensor) or emissions.dim() != 3:
         raise ValueError("emissions must be a [B, T, K] tensor")
-    bilou = _check_span_args(emissions.shape[-1], begin, inside, max_length, last, unit)
+    begin, inside, max_length, last, unit = _span_args(
+        emissions.shape[-1], begin, inside, max_length, last, unit
+    )
+    bilou = last is not None
     msg = linear_chain.forward_backward(emissions, transitions, start, end, mask)
     dtype = msg.log_alpha.dtype
     em = emissions.to(dtype)
@@ -444,12 +473,12 @@ def span_indicators(
     if not isinstance(tags, Tensor) or tags.dim() != 2:
         raise ValueError("tags must be a [B, T] integer tensor")
     tags = linear_chain.as_indices(tags, "tags")
-    roles = [begin, inside] if last is None else [begin, inside, last, unit]
-    bound = max(r for r in roles if isinstance(r, int)) + 1
-    bilou = _check_span_args(bound, begin, inside, max_length, last, unit)
+    begin, inside, max_length, last, unit = _span_args(None, begin, inside, max_length, last, unit)
+    bilou = last is not None
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
     # Read off the gold tags directly (the roles may coincide: begin == inside, IO tags).
-    holds = {role: (tags == role) & mask for role in set(roles)}
+    roles = {begin, inside} if last is None else {begin, inside, last, unit}
+    holds = {role: (tags == role) & mask for role in roles}
     out = torch.zeros((*tags.shape, max_length), dtype=torch.bool, device=tags.device)
     run = holds[begin]  # `begin` at t, then `inside` through t + length (BILOU: - 1)
     for length in range(max_length):
@@ -502,8 +531,8 @@ def span_queries(
     batch, length, max_length = span_probs.shape
     if not isinstance(tags, Tensor) or tuple(tags.shape) != (batch, length):
         raise ValueError(f"tags must have shape {(batch, length)} to match span_probs")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
+    if top_k is not None:
+        top_k = _as_int("top_k", top_k, 1)
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
     gold = span_indicators(
         tags, mask, begin=begin, inside=inside, max_length=max_length, last=last, unit=unit

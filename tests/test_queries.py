@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 
@@ -91,6 +92,21 @@ def test_top_tag_pairs_counts_and_tie_break():
     # Gold pairs: (0,1) x2, (1,0) x1, (1,1) x1, (2,2) x1, (2,0) x1; ties by flat index.
     assert pairs.tolist() == [[0, 1], [1, 0], [1, 1], [2, 0], [2, 2]]
     assert counts.tolist() == [2, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("num_tags", "top_k", "match"),
+    [
+        (4.0, 1, "num_tags must be an int, got float"),  # had been a TypeError from bincount
+        (True, 1, "num_tags must be an int, got bool"),
+        (0, 1, "num_tags must be >= 1"),
+        (4, True, "top_k must be an int, got bool"),
+        (4, 0, "top_k must be >= 1"),
+    ],
+)
+def test_top_tag_pairs_checks_num_tags_and_top_k(num_tags, top_k, match):
+    with pytest.raises(ValueError, match=match):
+        top_tag_pairs(torch.tensor([[0, 1, 0]]), None, num_tags, top_k)
 
 
 def test_tag_pair_queries_match_a_loop():
@@ -377,6 +393,37 @@ def test_span_marginals_reject_bad_input(kwargs, match):
     em, tr, st, en = _chain(1, 3, 3, seed=0)
     with pytest.raises(ValueError, match=match):
         span_marginals(em, tr, st, en, **args)
+
+
+def test_span_arguments_take_numpy_and_tensor_integers():
+    """A NumPy or 0-dim tensor integer had been "not a tag index in [0, 3)" to
+    span_marginals, and "max() arg is an empty sequence" to span_indicators."""
+    em, tr, st, en = _chain(2, 5, 3, seed=1)
+    tags = torch.tensor([[1, 2, 0, 1, 2], [0, 1, 1, 2, 0]])
+    given = {"begin": np.int64(1), "inside": torch.tensor(2), "max_length": np.int32(3)}
+    plain = {"begin": 1, "inside": 2, "max_length": 3}
+    want = span_marginals(em, tr, st, en, **plain)
+    assert torch.equal(span_marginals(em, tr, st, en, **given), want)
+    assert torch.equal(span_indicators(tags, **given), span_indicators(tags, **plain))
+    roles = {"begin": torch.tensor(1), "inside": np.int64(2)}
+    got = span_queries(want, tags, top_k=np.int64(2), **roles)
+    assert all(map(torch.equal, got, span_queries(want, tags, top_k=2, begin=1, inside=2)))
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        (1.0, r"begin must be an int, got float 1\.0"),
+        (torch.tensor(True), "begin must be an int, got Tensor"),
+        (np.True_, "begin must be an int, got bool"),
+    ],
+)
+def test_a_span_argument_of_the_wrong_type_is_named_as_such(value, match):
+    em, tr, st, en = _chain(1, 3, 3, seed=0)
+    with pytest.raises(ValueError, match=match):
+        span_marginals(em, tr, st, en, begin=value, inside=2, max_length=2)
+    with pytest.raises(ValueError, match=match):
+        span_indicators(em.argmax(-1), begin=value, inside=2, max_length=2)
 
 
 def test_span_indicators_and_queries_follow_the_gold_tags():
