@@ -64,12 +64,11 @@ def _check_mask(
 
 
 def _check_tags(tags: Tensor, shape: torch.Size, num_tags: int, mask: Tensor) -> Tensor:
-    """``tags`` as int64, in range where ``mask`` is True."""
+    """``tags`` as int64, in range where ``mask`` is True (one host read)."""
     if tags.shape != shape:
         raise ValueError(f"tags must have shape {tuple(shape)}, got {tuple(tags.shape)}")
     tags = linear_chain.as_indices(tags, "tags")
-    valid = tags[mask]
-    if valid.numel() and (valid.min() < 0 or valid.max() >= num_tags):
+    if bool((((tags < 0) | (tags >= num_tags)) & mask).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
     return tags
 
@@ -95,6 +94,9 @@ def tag_queries(
         "concatenate across the tags". With ``per_tag=True`` both are ``[K, N]`` and row
         ``k`` holds tag ``k``'s queries. ``y`` has ``q``'s dtype.
 
+    Host synchronisations: two, the tags' range check and the selection of the masked
+    tokens, and one more for the values of an integer mask.
+
     Example:
         >>> unigram = torch.tensor([[[0.9, 0.1], [0.2, 0.8]]])
         >>> tags = torch.tensor([[0, 0]])
@@ -111,8 +113,9 @@ def tag_queries(
     num_tags = unigram.shape[-1]
     mask = _check_mask(mask, unigram.shape[:2], unigram)
     tags = _check_tags(tags, unigram.shape[:2], num_tags, mask)
-    q = unigram[mask].transpose(0, 1)  # [K, N]
-    y = (tags[mask][None, :] == torch.arange(num_tags, device=tags.device)[:, None]).to(q.dtype)
+    tokens = mask.nonzero(as_tuple=True)  # one read for both selections
+    q = unigram[tokens].transpose(0, 1)  # [K, N]
+    y = (tags[tokens][None, :] == torch.arange(num_tags, device=tags.device)[:, None]).to(q.dtype)
     if per_tag:
         return q, y
     return q.reshape(-1), y.reshape(-1)
@@ -143,6 +146,9 @@ def top_tag_pairs(
     count go to the smaller pair index ``i * K + j``, so the choice is deterministic.
     Pairs never seen are never chosen (fewer than ``top_k`` rows then).
 
+    Host synchronisations: three, the tags' range check, the selection of the positions
+    and the number of pairs seen, and one more for the values of an integer mask.
+
     Example:
         >>> tags = torch.tensor([[0, 1, 0, 1], [1, 1, 0, 0]])
         >>> pairs, counts = top_tag_pairs(tags, None, num_tags=2, top_k=2)
@@ -156,8 +162,18 @@ def top_tag_pairs(
         raise ValueError(f"tags must be [B, T], got shape {tuple(tags.shape)}")
     mask = _check_mask(mask, tags.shape, tags)
     tags = _check_tags(tags, tags.shape, num_tags, mask)
-    both = mask[:, :-1] & mask[:, 1:]
-    gold = (tags[:, :-1] * num_tags + tags[:, 1:])[both]
+    return _most_frequent(_gold_pairs(tags, mask, num_tags)[1], num_tags, top_k)
+
+
+def _gold_pairs(tags: Tensor, mask: Tensor, num_tags: int) -> tuple[tuple[Tensor, Tensor], Tensor]:
+    """The positions ``(b, t)`` whose tokens t and t+1 are both real, and the flat ids
+    ``i * K + j`` of their gold pairs (checked inputs; one host read, the selection)."""
+    where = (mask[:, :-1] & mask[:, 1:]).nonzero(as_tuple=True)
+    return where, tags[:, :-1][where] * num_tags + tags[:, 1:][where]
+
+
+def _most_frequent(gold: Tensor, num_tags: int, top_k: int) -> tuple[Tensor, Tensor]:
+    """:func:`top_tag_pairs` of the flat gold pair ids (one host read: the pairs seen)."""
     counts = torch.bincount(gold, minlength=num_tags * num_tags)
     order = torch.sort(-counts, stable=True).indices
     chosen = order[: min(top_k, int((counts > 0).sum()))]
@@ -185,6 +201,10 @@ def tag_pair_queries(
         top_k: how many pairs to keep (>= 1); ignored when ``pairs`` is given.
         pairs: explicit ``(i, j)`` rows to query.
 
+    Host synchronisations: three, the tags' range check, the selection of the positions
+    and the number of pairs seen (or, given ``pairs``, their range check), and one more
+    for the values of an integer mask.
+
     Example:
         >>> pw = torch.tensor([[[[0.6, 0.1], [0.2, 0.1]], [[0.1, 0.7], [0.1, 0.1]]]])
         >>> tags = torch.tensor([[0, 0, 1]])
@@ -208,22 +228,23 @@ def tag_pair_queries(
             f"tags must have shape {tuple(shape)}, one more step than pairwise's "
             f"[B, T-1] = {(batch, steps)}, got {tuple(tags.shape)}"
         )
-    mask = _check_mask(mask, shape, pairwise)
-    tags = _check_tags(tags, shape, num_tags, mask)
     if pairs is None:
-        pairs, _ = top_tag_pairs(tags, mask, num_tags, top_k)
+        top_k = _as_int("top_k", top_k, 1)
     elif pairs.dim() != 2 or pairs.shape[1] != 2:
         raise ValueError(f"pairs must be [k, 2], got shape {tuple(pairs.shape)}")
     else:
         pairs = linear_chain.as_indices(pairs, "pairs")
-        if pairs.numel() and (pairs.min() < 0 or pairs.max() >= num_tags):
-            raise ValueError(f"pairs must lie in [0, {num_tags})")
+    mask = _check_mask(mask, shape, pairwise)
+    tags = _check_tags(tags, shape, num_tags, mask)
+    where, gold = _gold_pairs(tags, mask, num_tags)  # [M] flat pair ids
+    if pairs is None:
+        pairs, _ = _most_frequent(gold, num_tags, top_k)
+    elif bool(((pairs < 0) | (pairs >= num_tags)).any()):
+        raise ValueError(f"pairs must lie in [0, {num_tags})")
     pairs = pairs.to(tags.device)
     chosen = pairs[:, 0] * num_tags + pairs[:, 1]
-    both = mask[:, :-1] & mask[:, 1:]  # [B, T-1]
-    gold = (tags[:, :-1] * num_tags + tags[:, 1:])[both]  # [M] flat pair ids
     counts = torch.bincount(gold, minlength=num_tags * num_tags)[chosen]
-    flat_q = pairwise.reshape(batch, steps, num_tags * num_tags)[both]  # [M, K*K]
+    flat_q = pairwise.reshape(batch, steps, num_tags * num_tags)[where]  # [M, K*K]
     pair_q = flat_q[:, chosen].transpose(0, 1)  # [k, M]
     pair_y = (gold[None, :] == chosen[:, None]).to(pair_q.dtype)
     return TagPairQueries(
@@ -254,6 +275,9 @@ def coref_pair_queries(
         ``(q, y)`` flat over documents, then ``i``, then ``j`` (row-major lower
         triangle); ``y`` is 1.0 where both mentions share a (non-negative) gold entity.
 
+    Host synchronisations: one, the selection of the pairs of real mentions, and one more
+    for the values of an integer mask.
+
     Example:
         >>> marg = torch.tensor([[[1.0, 0.0, 0.0], [0.8, 1.0, 0.0], [0.3, 0.4, 1.0]]])
         >>> ids = torch.tensor([[5, 5, -1]])
@@ -274,7 +298,7 @@ def coref_pair_queries(
     mask = _check_mask(mask, shape, marginals)
     n = shape[1]
     rows, cols = torch.tril_indices(n, n, offset=-1, device=marginals.device)
-    valid = mask[:, rows] & mask[:, cols]  # [B, P]
+    valid = (mask[:, rows] & mask[:, cols]).nonzero(as_tuple=True)  # one read for both
     q = marginals[:, rows, cols][valid]
     same = (entity_ids[:, rows] == entity_ids[:, cols]) & (entity_ids[:, rows] >= 0)
     return q, same[valid].to(q.dtype)
@@ -361,6 +385,10 @@ def span_marginals(
     ``log Z`` — a loop over ``max_length`` steps of ``[B, T]`` work, never an enumeration
     of tag sequences. float64 throughout; the result has the dtype of ``emissions``. An
     impossible sentence (log Z = -inf) gets zeros.
+
+    Host synchronisations: three, those of
+    :func:`~calib_metrics.models.linear_chain.forward_backward` (the argument checks and
+    the fast recursions' two precision checks).
 
     Args:
         emissions, transitions, start, end, mask: the chain, as in
@@ -469,13 +497,21 @@ def span_indicators(
         >>> span_indicators(torch.tensor([[B, L, U]]), begin=B, inside=I, last=L, unit=U,
         ...                 max_length=2)[0].tolist()
         [[False, True], [False, False], [True, False]]
+
+    Host synchronisations: one, the mask's check (its values and left alignment).
     """
     if not isinstance(tags, Tensor) or tags.dim() != 2:
         raise ValueError("tags must be a [B, T] integer tensor")
     tags = linear_chain.as_indices(tags, "tags")
-    begin, inside, max_length, last, unit = _span_args(None, begin, inside, max_length, last, unit)
-    bilou = last is not None
+    spans = _span_args(None, begin, inside, max_length, last, unit)
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
+    return _span_indicators(tags, mask, spans)
+
+
+def _span_indicators(tags: Tensor, mask: Tensor, spans: _Spans) -> Tensor:
+    """:func:`span_indicators` of checked inputs (no host read)."""
+    begin, inside, max_length, last, unit = spans
+    bilou = last is not None
     # Read off the gold tags directly (the roles may coincide: begin == inside, IO tags).
     roles = {begin, inside} if last is None else {begin, inside, last, unit}
     holds = {role: (tags == role) & mask for role in roles}
@@ -517,6 +553,9 @@ def span_queries(
     ``top_k``, only the ``top_k`` most probable spans of each sentence (the candidates a
     tagger would show). Gold spans longer than ``max_length`` are not queried.
 
+    Host synchronisations: two, the mask's check (its values and left alignment) and the
+    selection of the queried spans.
+
     Example:
         >>> O, B, I = 0, 1, 2
         >>> probs = torch.tensor([[[0.75, 0.25], [0.125, 0.0], [0.0, 0.0]]])
@@ -533,10 +572,10 @@ def span_queries(
         raise ValueError(f"tags must have shape {(batch, length)} to match span_probs")
     if top_k is not None:
         top_k = _as_int("top_k", top_k, 1)
+    tags = linear_chain.as_indices(tags, "tags")
+    spans = _span_args(None, begin, inside, max_length, last, unit)
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
-    gold = span_indicators(
-        tags, mask, begin=begin, inside=inside, max_length=max_length, last=last, unit=unit
-    )
+    gold = _span_indicators(tags, mask, spans)
     ends = torch.arange(length, device=tags.device)[:, None] + torch.arange(
         max_length, device=tags.device
     )
@@ -546,9 +585,10 @@ def span_queries(
     y_all = gold.reshape(batch, -1).to(span_probs.dtype)
     keep = inside_sentence.reshape(batch, -1)
     if top_k is None:
-        return q_all[keep], y_all[keep]
+        spans_kept = keep.nonzero(as_tuple=True)  # one read for both selections
+        return q_all[spans_kept], y_all[spans_kept]
     ranked = q_all.masked_fill(~keep, -1.0)
     k = min(top_k, ranked.shape[1])
     top = ranked.topk(k, dim=1).indices
-    chosen = keep.gather(1, top)
+    chosen = keep.gather(1, top).nonzero(as_tuple=True)
     return q_all.gather(1, top)[chosen], y_all.gather(1, top)[chosen]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 
@@ -11,6 +12,7 @@ from torchcrf import CRF
 
 from calib_metrics.models.linear_chain import (
     ChainMarginals,
+    forward_backward,
     log_partition,
     posterior_marginals,
     sample,
@@ -655,3 +657,52 @@ def test_a_lineage_that_underflows_over_several_steps_is_caught(gap, gain, dtype
     g = torch.Generator().manual_seed(0)
     draws = sample(em, tr, st, en, n_samples=5, generator=g, **kwargs)
     assert (draws == 1).all()  # the all-1 path holds all the mass
+
+
+# ------------------------------------------------------------------ host synchronisations
+
+
+def _reads(function, *args, **kwargs) -> int:
+    """How often ``function(*args, **kwargs)`` reads a value back from the device."""
+    counts: collections.Counter = collections.Counter()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero"):
+            original = getattr(torch.Tensor, name)
+
+            def counted(*args, _name=name, _original=original, **kwargs):
+                counts[_name] += 1
+                return _original(*args, **kwargs)
+
+            patch.setattr(torch.Tensor, name, counted)
+        function(*args, **kwargs)
+    return sum(counts.values())
+
+
+def _docstring(function) -> str:
+    return " ".join(function.__doc__.split())
+
+
+def test_forward_backward_reads_the_device_three_times_as_its_docstring_says():
+    # The argument checks and the two precision checks of the fast recursions, unstated.
+    em, tr, st, en = _potentials(3, 5, 4, seed=1)
+    assert "Host synchronisations: three" in _docstring(forward_backward)
+    assert _reads(forward_backward, em, tr, st, en) == 3
+    assert _reads(forward_backward, em, tr, st, en, validate_args=False) == 2
+
+
+def test_posterior_marginals_docstring_says_when_the_pairwise_overflow_check_runs():
+    """It had said "for a float32 computation"; the check runs where a float32 (or
+    narrower) output's pairwise marginals are computed in float64, and only there."""
+    em, tr, st, en = _potentials(3, 5, 4, seed=1)
+    doc = _docstring(posterior_marginals)
+    assert "for a float32 computation" not in doc
+    assert "pairwise marginals of a float32 or narrower output are computed in float64" in doc
+    # The argument checks, the fast recursions' two precision checks, then the overflow's.
+    for emissions, options, reads in (
+        (em.float(), {}, 4),
+        (em.half(), {}, 4),
+        (em.float(), {"pairwise": False}, 3),
+        (em.float(), {"compute_dtype": torch.float32}, 3),
+        (em, {}, 3),
+    ):
+        assert _reads(posterior_marginals, emissions, tr, st, en, **options) == reads

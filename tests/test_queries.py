@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -534,3 +536,80 @@ def test_queries_name_an_argument_that_is_not_a_tensor(call, named) -> None:
     """Nested lists had failed with AttributeError: 'list' object has no attribute 'dim'."""
     with pytest.raises(ValueError, match=rf"^{named} must be a torch.Tensor, got list"):
         call()
+
+
+# ------------------------------------------------------------------ host synchronisations
+
+_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero")
+_NUMBERS = {"one": 1, "two": 2, "three": 3}
+
+
+def _reads(call) -> int:
+    """How often ``call()`` reads the device: a value read back, or a selection by a
+    bool mask (its size is a read)."""
+    counts: collections.Counter = collections.Counter()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in _READS:
+            original = getattr(torch.Tensor, name)
+
+            def counted(*args, _name=name, _original=original, **kwargs):
+                counts[_name] += 1
+                return _original(*args, **kwargs)
+
+            patch.setattr(torch.Tensor, name, counted)
+        getitem = torch.Tensor.__getitem__
+
+        def masked(self, index):
+            parts = index if isinstance(index, tuple) else (index,)
+            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in parts):
+                counts["mask"] += 1
+            return getitem(self, index)
+
+        patch.setattr(torch.Tensor, "__getitem__", masked)
+        call()
+    return sum(counts.values())
+
+
+def _stated(function) -> int:
+    """The number of host synchronisations ``function``'s docstring states."""
+    found = re.search(r"Host synchronisations: (\w+)", " ".join(function.__doc__.split()))
+    assert found, f"{function.__name__}'s docstring states no host synchronisations"
+    return _NUMBERS[found.group(1)]
+
+
+def _query_calls(mask):
+    unigram, pairwise, tags, _ = _random_batch(5)
+    em, tr, st, en = _chain(4, 6, 3, seed=2)
+    span = {"begin": 1, "inside": 2}
+    probs = span_marginals(em, tr, st, en, mask, max_length=2, **span)
+    marg = torch.rand(4, 6, 6, generator=torch.Generator().manual_seed(0))
+    return {
+        tag_queries: lambda: tag_queries(unigram, tags, mask),
+        top_tag_pairs: lambda: top_tag_pairs(tags, mask, 3, 2),
+        tag_pair_queries: lambda: tag_pair_queries(pairwise, tags, mask, 2),
+        span_marginals: lambda: span_marginals(em, tr, st, en, mask, max_length=2, **span),
+        span_indicators: lambda: span_indicators(tags, mask, max_length=2, **span),
+        span_queries: lambda: span_queries(probs, tags, mask, **span),
+        coref_pair_queries: lambda: coref_pair_queries(marg, tags, mask),
+    }
+
+
+def test_each_query_reads_the_device_as_often_as_its_docstring_says():
+    """Every function states its host synchronisations. tag_queries had read the bounds
+    of the tags' range apart and selected the masked tokens twice (5 reads, now 2),
+    tag_pair_queries had checked the tags twice (10, now 3), span_queries the mask
+    twice; span_marginals' three (forward_backward's) were not stated."""
+    mask = _random_batch(5)[3]
+    for function, call in _query_calls(mask).items():
+        assert _reads(call) == _stated(function), function.__name__
+    # An integer mask's values are one more read where the mask is not read anyway (the
+    # span functions read it for its left alignment).
+    unread = (tag_queries, top_tag_pairs, tag_pair_queries, coref_pair_queries)
+    for function, call in _query_calls(mask.int()).items():
+        assert _reads(call) == _stated(function) + (function in unread), function.__name__
+
+
+def test_tag_pair_queries_with_given_pairs_read_the_device_as_often():
+    _, pairwise, tags, mask = _random_batch(5)
+    pairs = torch.tensor([[0, 1], [2, 2]])
+    assert _reads(lambda: tag_pair_queries(pairwise, tags, mask, pairs=pairs)) == 3

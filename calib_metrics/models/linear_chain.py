@@ -573,9 +573,15 @@ def posterior_marginals(
             switch off to save memory).
         compute_dtype: dtype of the recursion; default float64 (float32 on MPS).
         validate_args: check the arguments (one host synchronisation); switch off only
-            for inputs already checked. The recursion's own precision checks read the
-            device either way: whether the fast scaled pass was exact (per chunk), and,
-            for a float32 computation, whether a marginal overflowed.
+            for inputs already checked.
+
+    Host synchronisations: one for the argument checks (``validate_args``), then per
+    chunk of sentences (one chunk off CPU) two for the fast forward and backward
+    recursions' precision checks (whether they were exact, or the log-space ones are
+    needed) and, when pairwise marginals of a float32 or narrower output are computed in
+    float64, one for whether a step's factors are too large for their float32 product
+    (such steps are redone in float64). On CPU, where a read waits for nothing, a large
+    pairwise output also looks up which steps are padding.
 
     Returns:
         :class:`ChainMarginals` in the dtype and on the device of ``emissions``. An
@@ -692,6 +698,11 @@ def forward_backward(
     tags over a window ``[t, u]`` has probability
     ``exp(log_alpha[t, y_t] + score(window) + log_beta[u, y_u] - log_partition)``.
     Returned in ``compute_dtype`` (float64 by default), no gradient.
+
+    Host synchronisations: three, one for the argument checks (``validate_args=False``
+    skips it) and one for each of the fast forward and backward recursions' precision
+    checks (whether they were exact, or the log-space ones are needed; a forward pass
+    that needs them leaves no backward check to read).
 
     Example:
         >>> import torch
