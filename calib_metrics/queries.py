@@ -12,6 +12,7 @@ documents.
 
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple
 
 import torch
@@ -26,6 +27,23 @@ def _check_tensors(**named: object) -> None:
     for name, value in named.items():
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+
+
+def _as_int(name: str, value: object, minimum: int, below: int | None = None) -> int:
+    """``value`` as a Python int in ``[minimum, below)``: an int, a NumPy integer or a
+    one-element integer tensor (what ``operator.index`` takes), never a bool (True would
+    read as 1); a ValueError naming ``name`` otherwise."""
+    is_bool = isinstance(value, bool) or (isinstance(value, Tensor) and value.dtype == torch.bool)
+    try:
+        number = None if is_bool else operator.index(value)
+    except TypeError:
+        number = None
+    if number is None:
+        raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if number < minimum or (below is not None and number >= below):
+        bounds = f">= {minimum}" if below is None else f"in [{minimum}, {below})"
+        raise ValueError(f"{name} must be {bounds}, got {number}")
+    return number
 
 
 def _check_mask(
@@ -45,14 +63,14 @@ def _check_mask(
     return mask.bool()
 
 
-def _check_tags(tags: Tensor, shape: torch.Size, num_tags: int, mask: Tensor) -> None:
+def _check_tags(tags: Tensor, shape: torch.Size, num_tags: int, mask: Tensor) -> Tensor:
+    """``tags`` as int64, in range where ``mask`` is True (one host read)."""
     if tags.shape != shape:
         raise ValueError(f"tags must have shape {tuple(shape)}, got {tuple(tags.shape)}")
-    if tags.dtype.is_floating_point or tags.dtype == torch.bool:
-        raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
-    valid = tags[mask]
-    if valid.numel() and (valid.min() < 0 or valid.max() >= num_tags):
+    tags = linear_chain.as_indices(tags, "tags")
+    if bool((((tags < 0) | (tags >= num_tags)) & mask).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
+    return tags
 
 
 def tag_queries(
@@ -76,6 +94,9 @@ def tag_queries(
         "concatenate across the tags". With ``per_tag=True`` both are ``[K, N]`` and row
         ``k`` holds tag ``k``'s queries. ``y`` has ``q``'s dtype.
 
+    Host synchronisations: two, the tags' range check and the selection of the masked
+    tokens, and one more for the values of an integer mask.
+
     Example:
         >>> unigram = torch.tensor([[[0.9, 0.1], [0.2, 0.8]]])
         >>> tags = torch.tensor([[0, 0]])
@@ -91,9 +112,10 @@ def tag_queries(
         raise ValueError(f"unigram must be [B, T, K], got shape {tuple(unigram.shape)}")
     num_tags = unigram.shape[-1]
     mask = _check_mask(mask, unigram.shape[:2], unigram)
-    _check_tags(tags, unigram.shape[:2], num_tags, mask)
-    q = unigram[mask].transpose(0, 1)  # [K, N]
-    y = (tags[mask][None, :] == torch.arange(num_tags, device=tags.device)[:, None]).to(q.dtype)
+    tags = _check_tags(tags, unigram.shape[:2], num_tags, mask)
+    tokens = mask.nonzero(as_tuple=True)  # one read for both selections
+    q = unigram[tokens].transpose(0, 1)  # [K, N]
+    y = (tags[tokens][None, :] == torch.arange(num_tags, device=tags.device)[:, None]).to(q.dtype)
     if per_tag:
         return q, y
     return q.reshape(-1), y.reshape(-1)
@@ -124,21 +146,34 @@ def top_tag_pairs(
     count go to the smaller pair index ``i * K + j``, so the choice is deterministic.
     Pairs never seen are never chosen (fewer than ``top_k`` rows then).
 
+    Host synchronisations: three, the tags' range check, the selection of the positions
+    and the number of pairs seen, and one more for the values of an integer mask.
+
     Example:
         >>> tags = torch.tensor([[0, 1, 0, 1], [1, 1, 0, 0]])
         >>> pairs, counts = top_tag_pairs(tags, None, num_tags=2, top_k=2)
         >>> pairs.tolist(), counts.tolist()
         ([[0, 1], [1, 0]], [2, 2])
     """
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
+    num_tags = _as_int("num_tags", num_tags, 1)
+    top_k = _as_int("top_k", top_k, 1)
     _check_tensors(tags=tags)
     if tags.dim() != 2:
         raise ValueError(f"tags must be [B, T], got shape {tuple(tags.shape)}")
     mask = _check_mask(mask, tags.shape, tags)
-    _check_tags(tags, tags.shape, num_tags, mask)
-    both = mask[:, :-1] & mask[:, 1:]
-    gold = (tags[:, :-1] * num_tags + tags[:, 1:])[both]
+    tags = _check_tags(tags, tags.shape, num_tags, mask)
+    return _most_frequent(_gold_pairs(tags, mask, num_tags)[1], num_tags, top_k)
+
+
+def _gold_pairs(tags: Tensor, mask: Tensor, num_tags: int) -> tuple[tuple[Tensor, Tensor], Tensor]:
+    """The positions ``(b, t)`` whose tokens t and t+1 are both real, and the flat ids
+    ``i * K + j`` of their gold pairs (checked inputs; one host read, the selection)."""
+    where = (mask[:, :-1] & mask[:, 1:]).nonzero(as_tuple=True)
+    return where, tags[:, :-1][where] * num_tags + tags[:, 1:][where]
+
+
+def _most_frequent(gold: Tensor, num_tags: int, top_k: int) -> tuple[Tensor, Tensor]:
+    """:func:`top_tag_pairs` of the flat gold pair ids (one host read: the pairs seen)."""
     counts = torch.bincount(gold, minlength=num_tags * num_tags)
     order = torch.sort(-counts, stable=True).indices
     chosen = order[: min(top_k, int((counts > 0).sum()))]
@@ -166,6 +201,10 @@ def tag_pair_queries(
         top_k: how many pairs to keep (>= 1); ignored when ``pairs`` is given.
         pairs: explicit ``(i, j)`` rows to query.
 
+    Host synchronisations: three, the tags' range check, the selection of the positions
+    and the number of pairs seen (or, given ``pairs``, their range check), and one more
+    for the values of an integer mask.
+
     Example:
         >>> pw = torch.tensor([[[[0.6, 0.1], [0.2, 0.1]], [[0.1, 0.7], [0.1, 0.1]]]])
         >>> tags = torch.tensor([[0, 0, 1]])
@@ -189,22 +228,23 @@ def tag_pair_queries(
             f"tags must have shape {tuple(shape)}, one more step than pairwise's "
             f"[B, T-1] = {(batch, steps)}, got {tuple(tags.shape)}"
         )
-    mask = _check_mask(mask, shape, pairwise)
-    _check_tags(tags, shape, num_tags, mask)
     if pairs is None:
-        pairs, _ = top_tag_pairs(tags, mask, num_tags, top_k)
+        top_k = _as_int("top_k", top_k, 1)
     elif pairs.dim() != 2 or pairs.shape[1] != 2:
         raise ValueError(f"pairs must be [k, 2], got shape {tuple(pairs.shape)}")
-    elif pairs.is_floating_point() or pairs.dtype == torch.bool:
-        raise ValueError(f"pairs must be an integer tensor, got {pairs.dtype}")
-    elif pairs.numel() and (pairs.min() < 0 or pairs.max() >= num_tags):
+    else:
+        pairs = linear_chain.as_indices(pairs, "pairs")
+    mask = _check_mask(mask, shape, pairwise)
+    tags = _check_tags(tags, shape, num_tags, mask)
+    where, gold = _gold_pairs(tags, mask, num_tags)  # [M] flat pair ids
+    if pairs is None:
+        pairs, _ = _most_frequent(gold, num_tags, top_k)
+    elif bool(((pairs < 0) | (pairs >= num_tags)).any()):
         raise ValueError(f"pairs must lie in [0, {num_tags})")
-    pairs = pairs.to(tags.device).long()
+    pairs = pairs.to(tags.device)
     chosen = pairs[:, 0] * num_tags + pairs[:, 1]
-    both = mask[:, :-1] & mask[:, 1:]  # [B, T-1]
-    gold = (tags[:, :-1] * num_tags + tags[:, 1:])[both]  # [M] flat pair ids
     counts = torch.bincount(gold, minlength=num_tags * num_tags)[chosen]
-    flat_q = pairwise.reshape(batch, steps, num_tags * num_tags)[both]  # [M, K*K]
+    flat_q = pairwise.reshape(batch, steps, num_tags * num_tags)[where]  # [M, K*K]
     pair_q = flat_q[:, chosen].transpose(0, 1)  # [k, M]
     pair_y = (gold[None, :] == chosen[:, None]).to(pair_q.dtype)
     return TagPairQueries(
@@ -235,6 +275,9 @@ def coref_pair_queries(
         ``(q, y)`` flat over documents, then ``i``, then ``j`` (row-major lower
         triangle); ``y`` is 1.0 where both mentions share a (non-negative) gold entity.
 
+    Host synchronisations: one, the selection of the pairs of real mentions, and one more
+    for the values of an integer mask.
+
     Example:
         >>> marg = torch.tensor([[[1.0, 0.0, 0.0], [0.8, 1.0, 0.0], [0.3, 0.4, 1.0]]])
         >>> ids = torch.tensor([[5, 5, -1]])
@@ -250,36 +293,44 @@ def coref_pair_queries(
         raise ValueError(
             f"entity_ids must have shape {tuple(shape)}, got {tuple(entity_ids.shape)}"
         )
-    if entity_ids.dtype.is_floating_point:
-        raise ValueError(f"entity_ids must be an integer tensor, got {entity_ids.dtype}")
+    # A bool id would make every False entity 0, coreferent with all the others.
+    entity_ids = linear_chain.as_indices(entity_ids, "entity_ids")
     mask = _check_mask(mask, shape, marginals)
     n = shape[1]
     rows, cols = torch.tril_indices(n, n, offset=-1, device=marginals.device)
-    valid = mask[:, rows] & mask[:, cols]  # [B, P]
+    valid = (mask[:, rows] & mask[:, cols]).nonzero(as_tuple=True)  # one read for both
     q = marginals[:, rows, cols][valid]
     same = (entity_ids[:, rows] == entity_ids[:, cols]) & (entity_ids[:, rows] >= 0)
     return q, same[valid].to(q.dtype)
 
 
-def _check_span_args(
-    num_tags: int,
+class _Spans(NamedTuple):
+    """The span tags and ``max_length`` as Python ints; ``last`` and ``unit`` are None
+    for BIO tags."""
+
+    begin: int
+    inside: int
+    max_length: int
+    last: int | None
+    unit: int | None
+
+
+def _span_args(
+    num_tags: int | None,
     begin: int,
     inside: int,
     max_length: int,
     last: int | None = None,
     unit: int | None = None,
-) -> bool:
-    """Check the span tags; return True for BILOU (``last`` and ``unit`` given)."""
+) -> _Spans:
+    """Check the span tags (tag indices below ``num_tags``, if given) and ``max_length``."""
     if (last is None) != (unit is None):
         raise ValueError("last and unit must be given together (BILOU) or not at all (BIO)")
-    bilou = last is not None
-    roles = (("begin", begin), ("inside", inside), ("last", last), ("unit", unit))
-    for name, value in roles[: 4 if bilou else 2]:
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < num_tags:
-            raise ValueError(f"{name} must be a tag index in [0, {num_tags}), got {value!r}")
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be a positive int, got {max_length!r}")
-    return bilou
+    begin = _as_int("begin", begin, 0, num_tags)
+    inside = _as_int("inside", inside, 0, num_tags)
+    if last is not None:
+        last, unit = _as_int("last", last, 0, num_tags), _as_int("unit", unit, 0, num_tags)
+    return _Spans(begin, inside, _as_int("max_length", max_length, 1), last, unit)
 
 
 def _exit_scores(em, tr, en, log_beta, mask, inside: int, tag: int) -> Tensor:
@@ -335,6 +386,10 @@ def span_marginals(
     of tag sequences. float64 throughout; the result has the dtype of ``emissions``. An
     impossible sentence (log Z = -inf) gets zeros.
 
+    Host synchronisations: three, those of
+    :func:`~calib_metrics.models.linear_chain.forward_backward` (the argument checks and
+    the fast recursions' two precision checks).
+
     Args:
         emissions, transitions, start, end, mask: the chain, as in
             :func:`~calib_metrics.models.linear_chain.posterior_marginals`.
@@ -379,7 +434,10 @@ def span_marginals(
     """
     if not isinstance(emissions, Tensor) or emissions.dim() != 3:
         raise ValueError("emissions must be a [B, T, K] tensor")
-    bilou = _check_span_args(emissions.shape[-1], begin, inside, max_length, last, unit)
+    begin, inside, max_length, last, unit = _span_args(
+        emissions.shape[-1], begin, inside, max_length, last, unit
+    )
+    bilou = last is not None
     msg = linear_chain.forward_backward(emissions, transitions, start, end, mask)
     dtype = msg.log_alpha.dtype
     em = emissions.to(dtype)
@@ -439,17 +497,24 @@ def span_indicators(
         >>> span_indicators(torch.tensor([[B, L, U]]), begin=B, inside=I, last=L, unit=U,
         ...                 max_length=2)[0].tolist()
         [[False, True], [False, False], [True, False]]
+
+    Host synchronisations: one, the mask's check (its values and left alignment).
     """
     if not isinstance(tags, Tensor) or tags.dim() != 2:
         raise ValueError("tags must be a [B, T] integer tensor")
-    if tags.is_floating_point() or tags.dtype == torch.bool:
-        raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
-    roles = [begin, inside] if last is None else [begin, inside, last, unit]
-    bound = max(r for r in roles if isinstance(r, int)) + 1
-    bilou = _check_span_args(bound, begin, inside, max_length, last, unit)
+    tags = linear_chain.as_indices(tags, "tags")
+    spans = _span_args(None, begin, inside, max_length, last, unit)
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
+    return _span_indicators(tags, mask, spans)
+
+
+def _span_indicators(tags: Tensor, mask: Tensor, spans: _Spans) -> Tensor:
+    """:func:`span_indicators` of checked inputs (no host read)."""
+    begin, inside, max_length, last, unit = spans
+    bilou = last is not None
     # Read off the gold tags directly (the roles may coincide: begin == inside, IO tags).
-    holds = {role: (tags == role) & mask for role in set(roles)}
+    roles = {begin, inside} if last is None else {begin, inside, last, unit}
+    holds = {role: (tags == role) & mask for role in roles}
     out = torch.zeros((*tags.shape, max_length), dtype=torch.bool, device=tags.device)
     run = holds[begin]  # `begin` at t, then `inside` through t + length (BILOU: - 1)
     for length in range(max_length):
@@ -488,6 +553,9 @@ def span_queries(
     ``top_k``, only the ``top_k`` most probable spans of each sentence (the candidates a
     tagger would show). Gold spans longer than ``max_length`` are not queried.
 
+    Host synchronisations: two, the mask's check (its values and left alignment) and the
+    selection of the queried spans.
+
     Example:
         >>> O, B, I = 0, 1, 2
         >>> probs = torch.tensor([[[0.75, 0.25], [0.125, 0.0], [0.0, 0.0]]])
@@ -502,12 +570,12 @@ def span_queries(
     batch, length, max_length = span_probs.shape
     if not isinstance(tags, Tensor) or tuple(tags.shape) != (batch, length):
         raise ValueError(f"tags must have shape {(batch, length)} to match span_probs")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
+    if top_k is not None:
+        top_k = _as_int("top_k", top_k, 1)
+    tags = linear_chain.as_indices(tags, "tags")
+    spans = _span_args(None, begin, inside, max_length, last, unit)
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
-    gold = span_indicators(
-        tags, mask, begin=begin, inside=inside, max_length=max_length, last=last, unit=unit
-    )
+    gold = _span_indicators(tags, mask, spans)
     ends = torch.arange(length, device=tags.device)[:, None] + torch.arange(
         max_length, device=tags.device
     )
@@ -517,9 +585,10 @@ def span_queries(
     y_all = gold.reshape(batch, -1).to(span_probs.dtype)
     keep = inside_sentence.reshape(batch, -1)
     if top_k is None:
-        return q_all[keep], y_all[keep]
+        spans_kept = keep.nonzero(as_tuple=True)  # one read for both selections
+        return q_all[spans_kept], y_all[spans_kept]
     ranked = q_all.masked_fill(~keep, -1.0)
     k = min(top_k, ranked.shape[1])
     top = ranked.topk(k, dim=1).indices
-    chosen = keep.gather(1, top)
+    chosen = keep.gather(1, top).nonzero(as_tuple=True)
     return q_all.gather(1, top)[chosen], y_all.gather(1, top)[chosen]

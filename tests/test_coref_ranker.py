@@ -154,6 +154,17 @@ def test_fit_rejects_bad_options():
         model(name_doc(0, 4))  # a reader's Document is not a model input
 
 
+def test_int_options_refuse_bools():
+    # True had been taken for 1: a window of one mention, one epoch, batches of one.
+    with pytest.raises(ValueError, match="max_distance must be a positive integer, got True"):
+        AntecedentRanker(4, max_distance=True)
+    model = AntecedentRanker(n_bits=8)
+    docs = [features_for(model, name_doc(0, 4))]
+    for option in ("epochs", "batch_size"):
+        with pytest.raises(ValueError, match=f"{option} must be .*, got True"):
+            model.fit(docs, **{option: True})
+
+
 def test_save_load_round_trip(tmp_path: Path):
     model = AntecedentRanker(n_bits=10, max_distance=5)
     with torch.no_grad():

@@ -114,6 +114,25 @@ def test_first_mention_and_padding_tolerate_inf_and_nan_scores():
     )
 
 
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+@pytest.mark.parametrize("mention", [0, 1])  # the first; one after padding only
+def test_a_real_mention_without_candidates_refuses_a_nan_or_plus_inf_new_score(bad, mention):
+    """Its NEW score was overwritten unread: coreference_marginals of a lone NaN gave 1."""
+    scores = torch.zeros(1, 3, 3)
+    scores[0, mention, mention] = bad
+    mask = torch.tensor([[mention == 0, True, True]])
+    calls = (
+        lambda: coreference_marginals(scores, mask=mask),
+        lambda: coreference_marginals(scores, 4, mask, torch.Generator().manual_seed(0)),
+        lambda: sample_antecedents(scores, 4, mask),
+        lambda: antecedent_log_probs(scores, mask),
+        lambda: most_probable_antecedents(scores, mask),
+    )
+    for call in calls:
+        with pytest.raises(ValueError, match=r"NaN or \+inf"):
+            call()
+
+
 # ----------------------------------------------------------------------------- exact marginals
 
 
@@ -501,6 +520,32 @@ def test_fewer_samples_than_mentions_search_the_cumulative_probabilities(monkeyp
     drawn = torch.zeros(2, 60, 60, dtype=torch.bool)
     drawn.scatter_(-1, got.permute(1, 2, 0), True)
     assert not bool((drawn & (probs == 0)).any()) and bool((got[:, 0, 40] < 40).all())
+
+
+def test_the_search_table_divides_every_row_by_its_own_total_whatever_the_threads():
+    """The totals were read from the tensor being divided: where two threads split a row,
+    its first part could be divided by its last entry already overwritten with 1, so
+    that its cumulative probabilities stopped short of 1 and a uniform passed the last
+    possible choice to draw a NEW of probability 0."""
+    b, n = 3, 301  # a row straddles the split of the division between two threads
+    g = torch.Generator().manual_seed(0)
+    probs = torch.rand(b, n, n, generator=g, dtype=torch.float64).tril_(-1)
+    probs[:, 0, 0] = 1.0
+    probs /= 2 * probs.sum(-1, keepdim=True)  # rows of total 1/2; NEW impossible from i = 1
+    want = probs.cumsum(-1)
+    want = want / want[..., -1:]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        table = coref_sampler.cumulative(probs.clone())
+    finally:
+        torch.set_num_threads(threads)
+    # Up to the last possible choice, j = i - 1, which no uniform in [0, 1) may pass.
+    before = torch.ones(n, n, dtype=torch.bool).tril_(-2)
+    assert torch.equal(table[:, before], want[:, before])
+    assert bool((table.diagonal(-1, 1, 2) >= 1).all())
+    drawn = coref_sampler.draw(table, 20, g)
+    assert bool((probs.gather(-1, drawn.permute(1, 2, 0)) > 0).all())
 
 
 def test_in_place_roots_equal_roots(monkeypatch):

@@ -73,6 +73,23 @@ def test_fast_and_pytorch_crf_gradients_agree():
         torch.testing.assert_close(p.grad, a)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_words_and_tags_of_any_integer_dtype_score_and_fit_as_int64_ones_do(dtype, one_thread):
+    # nn.Embedding had refused them with a RuntimeError.
+    _, words, tags, mask = _hmm_corpus(8, 3, 7, seed=6)
+    model = _randomise(CRFTagger(3, 7).double(), seed=1)
+    narrow, narrow_tags = words.to(dtype), tags.to(dtype)
+    torch.testing.assert_close(model.marginals(narrow, mask), model.marginals(words, mask))
+    assert torch.equal(model.viterbi(narrow, mask)[1], model.viterbi(words, mask)[1])
+    want = model.log_likelihood(words, tags, mask)
+    torch.testing.assert_close(model.log_likelihood(narrow, narrow_tags, mask), want)
+    torch.testing.assert_close(model.negative_log_likelihood(narrow, narrow_tags, mask), -want)
+    fitted = CRFTagger(3, 7).fit(narrow, narrow_tags, mask, max_iter=5, progress=False)
+    expected = CRFTagger(3, 7).fit(words, tags, mask, max_iter=5, progress=False)
+    for a, b in zip(fitted.parameters(), expected.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
 def test_length_chunks_cover_every_sentence_once():
     lengths = torch.tensor([5, 1, 9, 3, 3, 2, 7, 1])
     chunks = length_chunks(lengths, max_tokens=10)

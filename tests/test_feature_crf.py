@@ -207,6 +207,28 @@ def test_log_likelihood_checks_tags_and_reads_only_the_mask():
         model.fit(ids, tags.double(), mask)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_ids_and_tags_of_any_integer_dtype_score_and_fit_as_int64_ones_do(dtype, one_thread):
+    # nn.EmbeddingBag had refused them with a RuntimeError.
+    hasher = FeatureHasher(["bias", "word", "affixes"], num_buckets=120)  # ids fit int8
+    ids, tags, mask = _batch(_corpus(6, seed=2), hasher)
+    model = FeatureCRF(4, 120).double()
+    with torch.no_grad():
+        model.weights.weight.normal_(generator=torch.Generator().manual_seed(0))
+    narrow, narrow_tags = ids.to(dtype), tags.to(dtype)
+    torch.testing.assert_close(model.marginals(narrow, mask), model.marginals(ids, mask))
+    want = model.log_likelihood(ids, tags, mask)
+    torch.testing.assert_close(model.log_likelihood(narrow, narrow_tags, mask), want)
+    c2 = 0.1
+    torch.testing.assert_close(
+        model.objective(narrow, narrow_tags, mask, c2), model.objective(ids, tags, mask, c2)
+    )
+    fitted = FeatureCRF(4, 120).fit(narrow, narrow_tags, mask, max_iter=5)
+    expected = FeatureCRF(4, 120).fit(ids, tags, mask, max_iter=5)
+    for a, b in zip(fitted.parameters(), expected.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

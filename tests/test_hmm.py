@@ -142,6 +142,23 @@ def test_samples_follow_the_posterior():
     assert (empirical - marg)[mask].abs().max() < 0.04
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_words_and_tags_of_any_integer_dtype_fit_and_tag_as_int64_ones_do(dtype):
+    """Narrow dtypes had wrapped (uint8 tags 15, 3 of 20 counted as the pair 2, 7), failed
+    a range check whose bound wrapped (uint8 word 200 "outside [0, 300)"), or failed
+    inside torch: bincount of int8, uint8 words indexing as a bool mask."""
+    words, tags, mask = _corpus(seed=3, vocab=120)
+    tags = tags * 6 + 2  # tags up to 14 of 20: 14 * 20 + 14 wraps in uint8 and int8
+    want = HMM(20, 300).fit(words, tags, mask)
+    got = HMM(20, 300).fit(words.to(dtype), tags.to(dtype), mask)
+    for name, buffer in want.named_buffers():
+        assert torch.equal(getattr(got, name), buffer), name
+    narrow = words.to(dtype)
+    torch.testing.assert_close(got.marginals(narrow, mask), want.marginals(words, mask))
+    assert torch.equal(got.viterbi(narrow, mask)[1], want.viterbi(words, mask)[1])
+    torch.testing.assert_close(got.log_likelihood(narrow, mask), want.log_likelihood(words, mask))
+
+
 def test_bad_input_is_rejected():
     with pytest.raises(ValueError, match="pseudocount"):
         HMM(3, 5, pseudocount=0.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 
@@ -11,6 +12,7 @@ from torchcrf import CRF
 
 from calib_metrics.models.linear_chain import (
     ChainMarginals,
+    forward_backward,
     log_partition,
     posterior_marginals,
     sample,
@@ -188,6 +190,43 @@ def test_sampling_is_reproducible_with_generator():
     first = sample(em, tr, st, en, n_samples=5, generator=torch.Generator().manual_seed(3))
     again = sample(em, tr, st, en, n_samples=5, generator=torch.Generator().manual_seed(3))
     assert torch.equal(first, again)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "seed", "n_samples"), [(torch.float32, 2313, 4096), (torch.bfloat16, 0, 100_000)]
+)
+def test_sample_never_draws_a_tag_of_probability_zero(dtype, seed, n_samples):
+    """A uniform of exactly 0 (2^-24 a draw in float32, far likelier in bfloat16) had drawn
+    tag 0 though its weight is 0: the search took the first index whose cdf reached 0."""
+    em = torch.tensor([[[-math.inf, 0.0]]])
+    zeros = torch.zeros(2)
+    g = torch.Generator().manual_seed(seed)
+    y = sample(em, torch.zeros(2, 2), zeros, zeros, n_samples=n_samples, generator=g,
+               compute_dtype=dtype)  # fmt: skip
+    assert not (y == 0).any()
+
+
+def test_bfloat16_samples_of_a_bio_chain_never_hold_a_forbidden_transition():
+    # 527 of 200,000 sampled sequences had held an O -> I, forbidden by tr[O, I] = -inf.
+    o, i = 0, 2
+    em, tr, st, en = _potentials(1, 4, 3, seed=5)
+    tr[o, i] = -math.inf
+    g = torch.Generator().manual_seed(0)
+    y = sample(em, tr, st, en, n_samples=50_000, generator=g, compute_dtype=torch.bfloat16)
+    assert not ((y[..., :-1] == o) & (y[..., 1:] == i)).any()
+
+
+def test_a_uniform_that_rounds_up_to_the_total_draws_the_last_possible_tag(monkeypatch):
+    # u * total can round up to the total (a uniform narrowed to bfloat16 on an
+    # accelerator can even be 1): the draw stops at the last tag of positive weight, here
+    # tag 1, not past it at the forbidden tag 2.
+    def ones(*size, generator=None, device=None, dtype=None):
+        return torch.ones(*size, device=device, dtype=dtype)
+
+    monkeypatch.setattr(torch, "rand", ones)
+    em = torch.tensor([[[0.0, 0.0, -math.inf], [0.0, 1.0, -math.inf]]])
+    y = sample(em, torch.zeros(3, 3), torch.zeros(3), torch.zeros(3), n_samples=3)
+    assert y.tolist() == [[[1, 1]]] * 3
 
 
 def _log_space_reference(em, tr, st, en):
@@ -571,6 +610,15 @@ def test_sequence_score_ignores_whatever_lies_outside_the_mask():
     assert torch.isfinite(expected_1)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8])
+def test_sequence_score_takes_tags_of_any_integer_dtype(dtype):
+    # In a narrow dtype the bound 300 had wrapped to 44: tag 100 was "outside [0, 300)".
+    em, tr, st, en = _potentials(2, 3, 300, seed=4)
+    tags = torch.tensor([[100, 43, 7], [127, 0, 99]])
+    want = sequence_score(em, tr, st, en, tags)
+    torch.testing.assert_close(sequence_score(em, tr, st, en, tags.to(dtype)), want)
+
+
 def test_scores_that_require_grad_decode_sample_and_query_without_a_graph() -> None:
     """A trained model's potentials require grad: viterbi and sample had failed with
     torch's "functions with out=... arguments don't support automatic differentiation",
@@ -609,3 +657,52 @@ def test_a_lineage_that_underflows_over_several_steps_is_caught(gap, gain, dtype
     g = torch.Generator().manual_seed(0)
     draws = sample(em, tr, st, en, n_samples=5, generator=g, **kwargs)
     assert (draws == 1).all()  # the all-1 path holds all the mass
+
+
+# ------------------------------------------------------------------ host synchronisations
+
+
+def _reads(function, *args, **kwargs) -> int:
+    """How often ``function(*args, **kwargs)`` reads a value back from the device."""
+    counts: collections.Counter = collections.Counter()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero"):
+            original = getattr(torch.Tensor, name)
+
+            def counted(*args, _name=name, _original=original, **kwargs):
+                counts[_name] += 1
+                return _original(*args, **kwargs)
+
+            patch.setattr(torch.Tensor, name, counted)
+        function(*args, **kwargs)
+    return sum(counts.values())
+
+
+def _docstring(function) -> str:
+    return " ".join(function.__doc__.split())
+
+
+def test_forward_backward_reads_the_device_three_times_as_its_docstring_says():
+    # The argument checks and the two precision checks of the fast recursions, unstated.
+    em, tr, st, en = _potentials(3, 5, 4, seed=1)
+    assert "Host synchronisations: three" in _docstring(forward_backward)
+    assert _reads(forward_backward, em, tr, st, en) == 3
+    assert _reads(forward_backward, em, tr, st, en, validate_args=False) == 2
+
+
+def test_posterior_marginals_docstring_says_when_the_pairwise_overflow_check_runs():
+    """It had said "for a float32 computation"; the check runs where a float32 (or
+    narrower) output's pairwise marginals are computed in float64, and only there."""
+    em, tr, st, en = _potentials(3, 5, 4, seed=1)
+    doc = _docstring(posterior_marginals)
+    assert "for a float32 computation" not in doc
+    assert "pairwise marginals of a float32 or narrower output are computed in float64" in doc
+    # The argument checks, the fast recursions' two precision checks, then the overflow's.
+    for emissions, options, reads in (
+        (em.float(), {}, 4),
+        (em.half(), {}, 4),
+        (em.float(), {"pairwise": False}, 3),
+        (em.float(), {"compute_dtype": torch.float32}, 3),
+        (em, {}, 3),
+    ):
+        assert _reads(posterior_marginals, emissions, tr, st, en, **options) == reads

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
+import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -93,6 +96,21 @@ def test_top_tag_pairs_counts_and_tie_break():
     assert counts.tolist() == [2, 1, 1, 1, 1]
 
 
+@pytest.mark.parametrize(
+    ("num_tags", "top_k", "match"),
+    [
+        (4.0, 1, "num_tags must be an int, got float"),  # had been a TypeError from bincount
+        (True, 1, "num_tags must be an int, got bool"),
+        (0, 1, "num_tags must be >= 1"),
+        (4, True, "top_k must be an int, got bool"),
+        (4, 0, "top_k must be >= 1"),
+    ],
+)
+def test_top_tag_pairs_checks_num_tags_and_top_k(num_tags, top_k, match):
+    with pytest.raises(ValueError, match=match):
+        top_tag_pairs(torch.tensor([[0, 1, 0]]), None, num_tags, top_k)
+
+
 def test_tag_pair_queries_match_a_loop():
     _, pairwise, tags, mask = _random_batch(3, batch=4, length=7, num_tags=3)
     out = tag_pair_queries(pairwise, tags, mask, top_k=4)
@@ -136,6 +154,46 @@ def test_tag_pair_queries_reject_bad_input():
         tag_pair_queries(pairwise, tags, mask, top_k=2.5)
     with pytest.raises(ValueError, match="pairs must be an integer tensor"):
         tag_pair_queries(pairwise, tags, mask, pairs=torch.tensor([[0.5, 1.0]]))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_queries_take_tags_of_any_integer_dtype(dtype):
+    """Narrow dtypes had wrapped: a gold pair id (uint8 tags 15, 3 of 20 counted as the
+    pair 2, 7; 120 * 300 + 110 overflows int16), a range bound (int8 tag 120 "outside
+    [0, 130)"), a span role (300 matched a uint8 tag 44)."""
+    g = torch.Generator().manual_seed(0)
+    tags = torch.tensor([[120, 110, 3, 3], [3, 3, 120, 110]])
+    narrow = tags.to(dtype)
+    calls = []
+    for k in (130, 300):  # the top pairs sort all k * k counts: the given pairs only at 300
+        unigram = torch.rand(2, 4, k, generator=g)
+        pairwise = torch.rand(2, 3, k, k, generator=g)
+        pairs = torch.tensor([[120, 110], [3, 3]])
+        calls += [
+            lambda t, p, u=unigram: tag_queries(u, t),
+            lambda t, p, w=pairwise: tag_pair_queries(w, t, pairs=p),
+        ]
+    calls += [
+        lambda t, p: top_tag_pairs(t, None, 130, 2),
+        lambda t, p, w=pairwise[..., :130, :130]: tag_pair_queries(w, t, top_k=2),
+    ]
+    for call in calls:
+        got, want = call(narrow, pairs.to(dtype)), call(tags, pairs)
+        assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+    spans = {"begin": 300, "inside": 301}  # tags 44, 45 in a narrow dtype's arithmetic
+    tags = torch.tensor([[44, 45, 44, 1]])
+    narrow = tags.to(dtype)
+    gold = span_indicators(tags, max_length=2, **spans)
+    assert not gold.any() and torch.equal(span_indicators(narrow, max_length=2, **spans), gold)
+    probs = torch.rand(1, 4, 2, generator=g)
+    want = span_queries(probs, tags, **spans)
+    assert all(map(torch.equal, span_queries(probs, narrow, **spans), want))
+
+
+def test_coref_pair_queries_refuse_bool_entity_ids():
+    # Every False had been entity 0, so all those mentions counted as coreferent.
+    with pytest.raises(ValueError, match=r"entity_ids must be an integer tensor, got torch\.bool"):
+        coref_pair_queries(torch.rand(1, 3, 3), torch.tensor([[True, False, False]]))
 
 
 def test_coref_pair_queries_match_a_loop():
@@ -339,6 +397,37 @@ def test_span_marginals_reject_bad_input(kwargs, match):
         span_marginals(em, tr, st, en, **args)
 
 
+def test_span_arguments_take_numpy_and_tensor_integers():
+    """A NumPy or 0-dim tensor integer had been "not a tag index in [0, 3)" to
+    span_marginals, and "max() arg is an empty sequence" to span_indicators."""
+    em, tr, st, en = _chain(2, 5, 3, seed=1)
+    tags = torch.tensor([[1, 2, 0, 1, 2], [0, 1, 1, 2, 0]])
+    given = {"begin": np.int64(1), "inside": torch.tensor(2), "max_length": np.int32(3)}
+    plain = {"begin": 1, "inside": 2, "max_length": 3}
+    want = span_marginals(em, tr, st, en, **plain)
+    assert torch.equal(span_marginals(em, tr, st, en, **given), want)
+    assert torch.equal(span_indicators(tags, **given), span_indicators(tags, **plain))
+    roles = {"begin": torch.tensor(1), "inside": np.int64(2)}
+    got = span_queries(want, tags, top_k=np.int64(2), **roles)
+    assert all(map(torch.equal, got, span_queries(want, tags, top_k=2, begin=1, inside=2)))
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        (1.0, r"begin must be an int, got float 1\.0"),
+        (torch.tensor(True), "begin must be an int, got Tensor"),
+        (np.True_, "begin must be an int, got bool"),
+    ],
+)
+def test_a_span_argument_of_the_wrong_type_is_named_as_such(value, match):
+    em, tr, st, en = _chain(1, 3, 3, seed=0)
+    with pytest.raises(ValueError, match=match):
+        span_marginals(em, tr, st, en, begin=value, inside=2, max_length=2)
+    with pytest.raises(ValueError, match=match):
+        span_indicators(em.argmax(-1), begin=value, inside=2, max_length=2)
+
+
 def test_span_indicators_and_queries_follow_the_gold_tags():
     O, B, I = 0, 1, 2
     tags = torch.tensor([[B, I, I, O, B], [O, B, B, 0, 0]])
@@ -447,3 +536,80 @@ def test_queries_name_an_argument_that_is_not_a_tensor(call, named) -> None:
     """Nested lists had failed with AttributeError: 'list' object has no attribute 'dim'."""
     with pytest.raises(ValueError, match=rf"^{named} must be a torch.Tensor, got list"):
         call()
+
+
+# ------------------------------------------------------------------ host synchronisations
+
+_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero")
+_NUMBERS = {"one": 1, "two": 2, "three": 3}
+
+
+def _reads(call) -> int:
+    """How often ``call()`` reads the device: a value read back, or a selection by a
+    bool mask (its size is a read)."""
+    counts: collections.Counter = collections.Counter()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in _READS:
+            original = getattr(torch.Tensor, name)
+
+            def counted(*args, _name=name, _original=original, **kwargs):
+                counts[_name] += 1
+                return _original(*args, **kwargs)
+
+            patch.setattr(torch.Tensor, name, counted)
+        getitem = torch.Tensor.__getitem__
+
+        def masked(self, index):
+            parts = index if isinstance(index, tuple) else (index,)
+            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in parts):
+                counts["mask"] += 1
+            return getitem(self, index)
+
+        patch.setattr(torch.Tensor, "__getitem__", masked)
+        call()
+    return sum(counts.values())
+
+
+def _stated(function) -> int:
+    """The number of host synchronisations ``function``'s docstring states."""
+    found = re.search(r"Host synchronisations: (\w+)", " ".join(function.__doc__.split()))
+    assert found, f"{function.__name__}'s docstring states no host synchronisations"
+    return _NUMBERS[found.group(1)]
+
+
+def _query_calls(mask):
+    unigram, pairwise, tags, _ = _random_batch(5)
+    em, tr, st, en = _chain(4, 6, 3, seed=2)
+    span = {"begin": 1, "inside": 2}
+    probs = span_marginals(em, tr, st, en, mask, max_length=2, **span)
+    marg = torch.rand(4, 6, 6, generator=torch.Generator().manual_seed(0))
+    return {
+        tag_queries: lambda: tag_queries(unigram, tags, mask),
+        top_tag_pairs: lambda: top_tag_pairs(tags, mask, 3, 2),
+        tag_pair_queries: lambda: tag_pair_queries(pairwise, tags, mask, 2),
+        span_marginals: lambda: span_marginals(em, tr, st, en, mask, max_length=2, **span),
+        span_indicators: lambda: span_indicators(tags, mask, max_length=2, **span),
+        span_queries: lambda: span_queries(probs, tags, mask, **span),
+        coref_pair_queries: lambda: coref_pair_queries(marg, tags, mask),
+    }
+
+
+def test_each_query_reads_the_device_as_often_as_its_docstring_says():
+    """Every function states its host synchronisations. tag_queries had read the bounds
+    of the tags' range apart and selected the masked tokens twice (5 reads, now 2),
+    tag_pair_queries had checked the tags twice (10, now 3), span_queries the mask
+    twice; span_marginals' three (forward_backward's) were not stated."""
+    mask = _random_batch(5)[3]
+    for function, call in _query_calls(mask).items():
+        assert _reads(call) == _stated(function), function.__name__
+    # An integer mask's values are one more read where the mask is not read anyway (the
+    # span functions read it for its left alignment).
+    unread = (tag_queries, top_tag_pairs, tag_pair_queries, coref_pair_queries)
+    for function, call in _query_calls(mask.int()).items():
+        assert _reads(call) == _stated(function) + (function in unread), function.__name__
+
+
+def test_tag_pair_queries_with_given_pairs_read_the_device_as_often():
+    _, pairwise, tags, mask = _random_batch(5)
+    pairs = torch.tensor([[0, 1], [2, 2]])
+    assert _reads(lambda: tag_pair_queries(pairwise, tags, mask, pairs=pairs)) == 3

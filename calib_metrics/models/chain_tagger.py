@@ -8,11 +8,21 @@ posterior samples then check the batch once and run the one shared forward-backw
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import Tensor, nn
 
 from calib_metrics.models import linear_chain
-from calib_metrics.models.linear_chain import ChainMarginals
+from calib_metrics.models.linear_chain import ChainMarginals, as_indices
+
+
+class CheckedBatch(NamedTuple):
+    """A checked batch: words (and tags, if given) as int64, the mask as bool."""
+
+    words: Tensor
+    mask: Tensor
+    tags: Tensor | None
 
 
 def check_words(
@@ -21,22 +31,21 @@ def check_words(
     vocab_size: int,
     tags: Tensor | None = None,
     num_tags: int | None = None,
-) -> Tensor:
-    """Validate a padded batch of word indices (and gold tags); return the mask as bool.
+) -> CheckedBatch:
+    """Validate a padded batch of word indices (and gold tags) of any integer dtype.
 
     The value checks are reduced on the device and read back together: one host
     synchronisation, made once at a tagger's public entry, never inside a training loop.
 
     Example:
-        >>> check_words(torch.tensor([[1, 2], [3, 0]]), None, vocab_size=4)
-        tensor([[True, True],
-                [True, True]])
+        >>> batch = check_words(torch.tensor([[1, 2], [3, 0]], dtype=torch.uint8), None, 4)
+        >>> batch.words.dtype, batch.mask.all().item(), batch.tags
+        (torch.int64, True, None)
     """
     if not isinstance(words, Tensor) or words.dim() != 2:
         shape = tuple(words.shape) if isinstance(words, Tensor) else type(words).__name__
         raise ValueError(f"words must be [B, T], got shape {shape}")
-    if words.dtype.is_floating_point or words.dtype == torch.bool:
-        raise ValueError(f"words must be an integer tensor, got {words.dtype}")
+    words = as_indices(words, "words")
     if words.shape[0] == 0 or words.shape[1] == 0:  # as linear_chain refuses it
         raise ValueError(
             f"words must be [B, T] with B, T >= 1 (a sentence of a token at least), "
@@ -56,8 +65,7 @@ def check_words(
         if not isinstance(tags, Tensor) or tags.shape != words.shape:
             shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
             raise ValueError(f"tags must have shape {tuple(words.shape)}, got {shape}")
-        if tags.dtype.is_floating_point or tags.dtype == torch.bool:
-            raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+        tags = as_indices(tags, "tags")
         flags.append(_outside(tags, mask, num_tags))
     not_binary, first_missing, hole, bad_word, *bad_tag = torch.stack(flags).tolist()
     linear_chain.check_mask_flags(not_binary, first_missing, hole)
@@ -65,7 +73,7 @@ def check_words(
         raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
     if bad_tag and bad_tag[0]:
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
-    return mask
+    return CheckedBatch(words, mask, tags)
 
 
 def check_sizes(

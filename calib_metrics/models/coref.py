@@ -36,7 +36,12 @@ from torch import Tensor
 
 from calib_metrics.functional.errors import check_generator
 from calib_metrics.models.coref_sampler import draw, prepare, roots
-from calib_metrics.models.linear_chain import check_mask_dtype, check_mask_flags, mask_not_binary
+from calib_metrics.models.linear_chain import (
+    as_indices,
+    check_mask_dtype,
+    check_mask_flags,
+    mask_not_binary,
+)
 
 __all__ = [
     "antecedent_log_probs",
@@ -120,14 +125,20 @@ def _logits(scores: Tensor, mask: Tensor | None, owned: bool = False) -> Tensor:
         forbidden = ~can_attach
         forbidden.diagonal(dim1=-2, dim2=-1).fill_(False)  # NEW stays allowed
     # A mention with no candidate antecedent (the first one, or padding) takes NEW with
-    # probability 1 whatever its NEW score, so a -inf there cannot produce NaN.
+    # probability 1 whatever its NEW score, so a -inf there cannot produce NaN. A real
+    # mention's NaN or +inf is left in place, for the distribution's check to refuse as
+    # it refuses one anywhere else (padding's scores are never read).
     only_new = ~can_attach.any(-1)  # [B, N]
     if owned:
         logits = scores.masked_fill_(forbidden, float("-inf"))
     else:
         logits = scores.masked_fill(forbidden, float("-inf"))
     del forbidden
-    logits.diagonal(dim1=-2, dim2=-1).masked_fill_(only_new, 0.0)
+    new = logits.diagonal(dim1=-2, dim2=-1)
+    refused = torch.isnan(new) | torch.isposinf(new)
+    if mask is not None:
+        refused &= mask
+    new.masked_fill_(only_new & ~refused, 0.0)
     return logits
 
 
@@ -321,14 +332,8 @@ def entity_roots(antecedents: Tensor) -> Tensor:
         raise ValueError(f"antecedents must be a torch.Tensor, got {type(antecedents).__name__}")
     if antecedents.ndim < 1:
         raise ValueError("antecedents must have at least one dim [..., N], got a 0-dim tensor")
-    if (
-        antecedents.is_floating_point()
-        or antecedents.is_complex()
-        or antecedents.dtype == torch.bool
-    ):
-        raise ValueError(f"antecedents must be an integer tensor, got dtype {antecedents.dtype}")
     # roots checks 0 <= a[..., i] <= i as it goes (ValueError otherwise).
-    return roots(antecedents.long())
+    return roots(as_indices(antecedents, "antecedents"))
 
 
 def clusters(antecedents: Tensor) -> list[list[int]]:

@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from calib_metrics.functional.errors import check_generator
+from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.models.files import load_torch_file
 
 __all__ = ["AntecedentRanker", "DocumentFeatures"]
@@ -185,8 +185,7 @@ class AntecedentRanker(nn.Module):
         super().__init__()
         if not isinstance(n_bits, int) or not 4 <= n_bits <= 30:
             raise ValueError(f"n_bits must be an int in [4, 30], got {n_bits!r}")
-        if not isinstance(max_distance, int) or max_distance < 1:
-            raise ValueError(f"max_distance must be a positive int, got {max_distance!r}")
+        check_int("max_distance", max_distance)
         self.n_bits = n_bits
         self.max_distance = max_distance
         self.weight = nn.Parameter(torch.zeros(1 << n_bits))
@@ -341,10 +340,8 @@ class AntecedentRanker(nn.Module):
         check_generator(generator)
         if isinstance(l2, bool) or not isinstance(l2, (int, float)) or not 0 <= l2 < math.inf:
             raise ValueError(f"l2 must be a finite number >= 0, got {l2!r}")
-        if not isinstance(epochs, int) or epochs < 0:
-            raise ValueError(f"epochs must be a non-negative int, got {epochs!r}")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        check_int("epochs", epochs, 0)
+        check_int("batch_size", batch_size)
         if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
             raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
         feats = [self._features(d) for d in docs]

@@ -47,6 +47,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.models.linear_chain import last_positive
+
 __all__ = ["Tables", "cumulative", "draw", "prepare", "roots", "tables"]
 
 # Draws handled at once on CPU: the chunk's working buffers (~30 bytes a draw) stay in L2.
@@ -83,16 +85,21 @@ def prepare(probs: Tensor, n_samples: int) -> Tables | Tensor:
 
 
 def cumulative(probs: Tensor) -> Tensor:
-    """Cumulative ``probs`` ``[B, N, N]`` (in place), +inf at ``j >= i``.
+    """Cumulative ``probs`` ``[B, N, N]`` (in place), normalised by each row's total and
+    +inf from the row's last choice of positive probability on (at ``j = i`` at the latest).
 
-    Normalised by the row's total, so that a choice after which all mass is 0 ends at
-    exactly 1 and a uniform in ``[0, 1)`` never passes it: a zero-probability choice
+    A uniform in ``[0, 1)`` then never passes that choice, whatever the rounding of the
+    prefix sums; zero-probability choices before it are flat steps, which the search
+    (the first index whose value exceeds the uniform) skips: a zero-probability choice
     (NEW included) is never drawn.
     """
+    beyond = torch.arange(probs.shape[-1], device=probs.device) >= last_positive(probs)[..., None]
     cdf = probs.cumsum_(-1)
-    cdf /= cdf[..., -1:]
-    upper = torch.ones(cdf.shape[-2:], dtype=torch.bool, device=cdf.device).triu_()
-    return cdf.masked_fill_(upper, float("inf"))
+    # The totals are copied out before the division: read from the tensor being divided,
+    # a row split between threads (or GPU blocks) could be divided in part by its own
+    # last entry already overwritten with 1.
+    cdf /= cdf[..., -1:].clone()
+    return cdf.masked_fill_(beyond, float("inf"))
 
 
 def tables(probs: Tensor) -> Tables:

@@ -75,7 +75,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
         return self._checked_potentials(words, mask)[1]
 
     def _checked_potentials(self, words: Tensor, mask: Tensor | None):
-        mask = check_words(words, mask, self.vocab_size)
+        words, mask, _ = check_words(words, mask, self.vocab_size)
         return mask, self._potentials(words, mask)
 
     def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -86,7 +86,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
 
     def log_likelihood(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | words)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
-        mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
+        words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         # pytorch-crf indexes every position's tag: padding may hold an ignore index.
         tags = tags.masked_fill(~mask, 0)
         emissions = self._potentials(words, mask)[0]
@@ -101,7 +101,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
         faster: a ``[B, K] @ [K, K]`` product per step instead of a ``[B, K, K]``
         log-sum-exp. Differentiable.
         """
-        mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
+        words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         return self._nll(words, tags, mask, None)
 
     def _nll(self, words: Tensor, tags: Tensor, mask: Tensor, flags: list[Tensor] | None):
@@ -160,7 +160,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
             ``self``, with :attr:`fit_info` set.
         """
         check_fit_options(c2, max_iter, max_tokens, history_size)
-        mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
+        words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         self.fit_info = self._fit_lbfgs(
             words,
             tags,

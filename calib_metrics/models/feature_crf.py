@@ -24,16 +24,19 @@ from torchcrf import CRF
 from calib_metrics.models import linear_chain
 from calib_metrics.models.chain_fit import LBFGSFit, check_fit_options
 from calib_metrics.models.chain_tagger import ChainTagger, check_sizes
+from calib_metrics.models.linear_chain import as_indices
 
 __all__ = ["FeatureCRF"]
 
 
-def _check_features(features: Tensor, mask: Tensor | None, num_features: int) -> Tensor:
+def _check_features(
+    features: Tensor, mask: Tensor | None, num_features: int
+) -> tuple[Tensor, Tensor]:
+    """``(features as int64, mask as bool)``."""
     if not isinstance(features, Tensor) or features.dim() != 3:
         shape = tuple(features.shape) if isinstance(features, Tensor) else type(features)
         raise ValueError(f"features must be a [B, T, F] tensor of ids, got shape {shape}")
-    if features.dtype.is_floating_point or features.dtype == torch.bool:
-        raise ValueError(f"features must be an integer tensor, got {features.dtype}")
+    features = as_indices(features, "features")
     if mask is None:
         mask = torch.ones(features.shape[:2], dtype=torch.bool, device=features.device)
     elif not isinstance(mask, Tensor) or mask.shape != features.shape[:2]:
@@ -44,7 +47,7 @@ def _check_features(features: Tensor, mask: Tensor | None, num_features: int) ->
     mask = mask.bool()
     if features.numel() and (features.min() < 0 or features.max() >= num_features):
         raise ValueError(f"feature ids must lie in [0, {num_features})")
-    return mask
+    return features, mask
 
 
 class FeatureCRF(LBFGSFit, ChainTagger):
@@ -97,7 +100,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         self, features: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``."""
-        _check_features(features, mask, self.num_features)
+        features, _ = _check_features(features, mask, self.num_features)
         crf = self.crf
         return (
             self._emissions(features),
@@ -108,7 +111,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def log_likelihood(self, features: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | x)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
-        mask = self._check_batch(features, tags, mask)
+        features, tags, mask = self._check_batch(features, tags, mask)
         # pytorch-crf indexes every position's tag: padding may hold an ignore index.
         tags = tags.masked_fill(~mask, 0)
         return self.crf(self._emissions(features), tags, mask=mask, reduction="none")
@@ -126,7 +129,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def objective(self, features: Tensor, tags: Tensor, mask: Tensor | None, c2: float) -> Tensor:
         """CRFsuite's training objective ``sum_n NLL_n + c2 * ||w||^2`` (differentiable)."""
-        mask = self._check_batch(features, tags, mask)
+        features, tags, mask = self._check_batch(features, tags, mask)
         return self._nll(features, tags, mask).sum() + c2 * self.l2_penalty()
 
     def fit(
@@ -161,7 +164,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
             dtype: training dtype (float64 recommended).
         """
         check_fit_options(c2, max_iter, max_tokens, history_size)
-        mask = self._check_batch(features, tags, mask)
+        features, tags, mask = self._check_batch(features, tags, mask)
         self.fit_info = self._fit_lbfgs(
             features,
             tags,
@@ -176,16 +179,18 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         )
         return self
 
-    def _check_batch(self, features: Tensor, tags: Tensor, mask: Tensor | None) -> Tensor:
-        mask = _check_features(features, mask, self.num_features)
+    def _check_batch(
+        self, features: Tensor, tags: Tensor, mask: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """``(features, tags, mask)``: ids as int64, the mask as bool."""
+        features, mask = _check_features(features, mask, self.num_features)
         if not isinstance(tags, Tensor) or tags.shape != features.shape[:2]:
             shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
             raise ValueError(
                 f"tags must be a tensor of shape {tuple(features.shape[:2])}, got {shape}"
             )
-        if tags.dtype.is_floating_point or tags.dtype == torch.bool:
-            raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+        tags = as_indices(tags, "tags")
         gold = tags[mask]
         if gold.numel() and (gold.min() < 0 or gold.max() >= self.num_tags):
             raise ValueError(f"tags must lie in [0, {self.num_tags}) where mask is True")
-        return mask
+        return features, tags, mask

@@ -87,7 +87,7 @@ class HMM(ChainTagger):
         One pass of counting over all sentences at once (``bincount`` on flat indices),
         on the inputs' device. Returns ``self``.
         """
-        mask = check_words(words, mask, self.vocab_size, tags, self.num_tags)
+        words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         k, v = self.num_tags, self.vocab_size
         gold = tags[mask]
         dtype = self.log_start.dtype
@@ -121,7 +121,7 @@ class HMM(ChainTagger):
         return self._checked_potentials(words, mask)[1]
 
     def _checked_potentials(self, words: Tensor, mask: Tensor | None):
-        mask = check_words(words, mask, self.vocab_size)
+        words, mask, _ = check_words(words, mask, self.vocab_size)
         return mask, self._potentials(words, mask)
 
     def _potentials(self, words: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -132,6 +132,6 @@ class HMM(ChainTagger):
 
     def log_likelihood(self, words: Tensor, mask: Tensor | None = None) -> Tensor:
         """Marginal log likelihood ``log P(x)`` of each sentence, ``[B]``."""
-        mask = check_words(words, mask, self.vocab_size)
+        words, mask, _ = check_words(words, mask, self.vocab_size)
         emissions, trans, start, end = self._potentials(words, mask)
         return linear_chain.log_partition(emissions, trans, start, end, mask)

@@ -221,6 +221,27 @@ def check_mask_dtype(mask: Tensor) -> None:
         raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
 
 
+def as_indices(values: Tensor, name: str) -> Tensor:
+    """``values``, a tensor of any integer dtype, as ``int64`` indices (itself if it is one).
+
+    Index tensors (words, tags, feature and entity ids) are widened once at a public
+    entry, before any range check or arithmetic: in a narrow dtype a bound wraps (in uint8
+    ``200 >= 300`` holds), so does ``tag * K + next_tag``, uint8 indexes as a mask, and
+    ``bincount`` and ``nn.Embedding`` refuse the narrow types.
+
+    Example:
+        >>> as_indices(torch.tensor([200], dtype=torch.uint8), "tags")
+        tensor([200])
+        >>> as_indices(torch.tensor([True]), "tags")
+        Traceback (most recent call last):
+        ...
+        ValueError: tags must be an integer tensor, got torch.bool
+    """
+    if values.is_floating_point() or values.is_complex() or values.dtype == torch.bool:
+        raise ValueError(f"{name} must be an integer tensor, got {values.dtype}")
+    return values.long()
+
+
 def check_mask_flags(not_binary: bool, first_missing: bool, not_left_aligned: bool) -> None:
     """The ValueError of :func:`mask_flags`' flags, read on the host."""
     if not_binary:
@@ -552,9 +573,15 @@ def posterior_marginals(
             switch off to save memory).
         compute_dtype: dtype of the recursion; default float64 (float32 on MPS).
         validate_args: check the arguments (one host synchronisation); switch off only
-            for inputs already checked. The recursion's own precision checks read the
-            device either way: whether the fast scaled pass was exact (per chunk), and,
-            for a float32 computation, whether a marginal overflowed.
+            for inputs already checked.
+
+    Host synchronisations: one for the argument checks (``validate_args``), then per
+    chunk of sentences (one chunk off CPU) two for the fast forward and backward
+    recursions' precision checks (whether they were exact, or the log-space ones are
+    needed) and, when pairwise marginals of a float32 or narrower output are computed in
+    float64, one for whether a step's factors are too large for their float32 product
+    (such steps are redone in float64). On CPU, where a read waits for nothing, a large
+    pairwise output also looks up which steps are padding.
 
     Returns:
         :class:`ChainMarginals` in the dtype and on the device of ``emissions``. An
@@ -671,6 +698,11 @@ def forward_backward(
     tags over a window ``[t, u]`` has probability
     ``exp(log_alpha[t, y_t] + score(window) + log_beta[u, y_u] - log_partition)``.
     Returned in ``compute_dtype`` (float64 by default), no gradient.
+
+    Host synchronisations: three, one for the argument checks (``validate_args=False``
+    skips it) and one for each of the fast forward and backward recursions' precision
+    checks (whether they were exact, or the log-space ones are needed; a forward pass
+    that needs them leaves no backward check to read).
 
     Example:
         >>> import torch
@@ -992,7 +1024,7 @@ def sample(
     em, tr, st, en, mask = _prepare(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
-    batch, length, num_tags = em.shape
+    batch, length, _ = em.shape
     fwd = _checked_forward(em, tr, st, en, mask)
     if validate_args and not bool(torch.isfinite(fwd.log_partition).all()):
         impossible = torch.isinf(fwd.log_partition).nonzero().flatten().tolist()
@@ -1018,12 +1050,32 @@ def sample(
             log_weight = fwd.log_alpha[:, t] + torch.where(is_last, en, tr.t()[current])
             weight = torch.exp(log_weight - _finite_or_zero(log_weight.amax(-1, keepdim=True)))
         cdf = weight.cumsum(-1)
-        draw = torch.searchsorted(cdf, (uniforms[t] * cdf[..., -1])[..., None]).squeeze(-1)
-        draw = draw.clamp_(max=num_tags - 1)
+        # The first tag whose cdf exceeds u * total: a uniform of exactly 0 (not rare in
+        # low precision) then skips the flat steps of zero-weight tags instead of landing
+        # on the first of them. u * total can round up to the total (and a uniform can be
+        # 1 where an accelerator rounds it to a narrow dtype): the last tag of positive
+        # weight is as far as a draw goes.
+        draw = torch.searchsorted(cdf, uniforms[t][..., None] * cdf[..., -1:], right=True)
+        draw = torch.minimum(draw.squeeze(-1), last_positive(weight))
         valid = mask[:, t][None, :]
         current = torch.where(valid, draw, current)
         tags[:, :, t] = torch.where(valid, draw, 0)
     return tags
+
+
+def last_positive(weights: Tensor) -> Tensor:
+    """Index of the last positive entry along the last dim (0 if there is none), ``Long``.
+
+    The furthest an inverse-CDF draw over ``weights`` may go: past it every weight is 0,
+    whatever the rounding of the cumulative sums (a parallel scan need not repeat the
+    total bit for bit over trailing zeros).
+
+    Example:
+        >>> last_positive(torch.tensor([[0.5, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, 0.0]]))
+        tensor([2, 0])
+    """
+    index = torch.arange(weights.shape[-1], device=weights.device)
+    return torch.where(weights > 0, index, 0).amax(-1)
 
 
 def sequence_score(
@@ -1049,7 +1101,7 @@ def sequence_score(
     """
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
-        _check_tags(tags, mask, emissions.shape[2])
+        tags = _check_tags(tags, mask, emissions.shape[2])
     elif mask is None:
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     else:
@@ -1066,11 +1118,12 @@ def sequence_score(
     return score + end[last_tag]
 
 
-def _check_tags(tags: Tensor, mask: Tensor, num_tags: int) -> None:
+def _check_tags(tags: Tensor, mask: Tensor, num_tags: int) -> Tensor:
+    """``tags`` as int64, in range where ``mask`` is True (one host read)."""
     if not isinstance(tags, Tensor) or tuple(tags.shape) != tuple(mask.shape):
         got = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
         raise ValueError(f"tags must have shape [B, T] = {tuple(mask.shape)}, got {got}")
-    if tags.is_floating_point() or tags.is_complex() or tags.dtype == torch.bool:
-        raise ValueError(f"tags must be an integer tensor, got {tags.dtype}")
+    tags = as_indices(tags, "tags")
     if bool(((tags < 0) | (tags >= num_tags)).logical_and_(mask).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
+    return tags
