@@ -15,6 +15,7 @@ import contextlib
 import importlib
 import json
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -744,6 +745,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(paper=_wants_paper(argv))
     args = parser.parse_args(argv)
+    # As typed (shell-quoted), for the report page: main's own arguments, not sys.argv,
+    # which holds a script's arguments when main is called from Python.
+    args.command_line = shlex.join(["calib-metrics", *argv])
     with _warnings_as_lines() as lines:
         code = _run(args)
     if code == 0:  # after the results; a failed command's one line is its error

@@ -267,9 +267,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     by_label_options = (args.correction, args.alpha, args.min_units)
     if args.label is None and any(option is not None for option in by_label_options):
         raise ValueError("--correction, --alpha and --min-units apply to --label COLUMN only")
-    if args.min_units is None:
-        args.min_units = SMALL_LABEL_UNITS
-    if args.min_units < MIN_UNITS:
+    if args.label is not None:  # the settings the table and the page state
+        args.min_units = SMALL_LABEL_UNITS if args.min_units is None else args.min_units
+        args.correction = args.correction or "holm"
+        args.alpha = 0.05 if args.alpha is None else args.alpha
+    if args.min_units is not None and args.min_units < MIN_UNITS:
         raise ValueError(f"--min-units must be at least {MIN_UNITS}, got {args.min_units}")
     if args.alpha is not None and not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must lie in (0, 1), got {args.alpha}")

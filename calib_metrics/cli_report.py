@@ -9,8 +9,6 @@ compares the two models on each label's items, paired. The page itself is built 
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,16 @@ import torch
 from torch import Tensor
 
 # Options that are not settings of the estimate (what to do with it, not how).
-_NOT_SETTINGS = ("command", "json", "html", "plot", "plot_smooth", "smooth", "spiegelhalter")
+_NOT_SETTINGS = (
+    "command",
+    "command_line",
+    "json",
+    "html",
+    "plot",
+    "plot_smooth",
+    "smooth",
+    "spiegelhalter",
+)
 
 
 def split_by_label(labels: list[str]) -> dict[str, Tensor]:
@@ -156,12 +163,11 @@ def compare_per_label(args: argparse.Namespace, a, b):
         return None
     text = _compared_labels(args, a, b)
     names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
-    alpha = 0.05 if args.alpha is None else args.alpha
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         result = compare_calibration_by_label(
             a.probs, b.probs, a.target, torch.from_numpy(ids.reshape(-1).astype(np.int64)),
-            groups=a.groups, correction=args.correction or "holm", alpha=alpha,
+            groups=a.groups, correction=args.correction, alpha=args.alpha,
             confidence=args.confidence, n_samples=args.samples, min_units=args.min_units,
             generator=torch.Generator().manual_seed(args.seed),
         )  # fmt: skip
@@ -203,11 +209,6 @@ def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
         for k, v in vars(args).items()
         if k not in _NOT_SETTINGS and not callable(v)
     }
-
-
-def _command_line() -> str:
-    """The command as typed (``calib-metrics`` and its arguments, shell-quoted)."""
-    return shlex.join(["calib-metrics", *sys.argv[1:]])
 
 
 def label_summary(per_label: dict) -> dict[str, dict[str, float | int]]:
@@ -264,7 +265,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
         measures,
         per_label=per_label,
         settings=_settings_of(args),
-        command=_command_line(),
+        command=args.command_line,
         class_panels=panels,
     )
     Path(args.html).write_text(page, encoding="utf-8")
@@ -285,7 +286,7 @@ def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None)
         names=names,
         per_label=per_label,
         settings=_settings_of(args),
-        command=_command_line(),
+        command=args.command_line,
         class_panels=panels,
     )
     Path(args.html).write_text(page, encoding="utf-8")

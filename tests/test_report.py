@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import shlex
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -371,3 +373,21 @@ def test_a_classwise_comparison_keeps_each_bin_with_its_class(tmp_path, capsys) 
     text = page.read_text()
     assert text.count("<th>class</th><th>bin</th>") == 2
     assert "each class binned apart" in text and "debiased; classwise" in text
+
+
+def test_the_page_states_the_command_that_ran_and_the_settings_it_used(tmp_path, tagged, capsys):
+    out = tmp_path / "compare.html"
+    argv = ["compare", tagged, "--probs", "prob_a", "--probs-b", "prob_b", "--label", "tag"]
+    code, _, err = run(capsys, *argv, "--samples", "50", "--html", out)
+    assert code == 0, err
+    text = out.read_text(encoding="utf-8")
+    # main's own arguments, not the test runner's sys.argv.
+    typed = shlex.join(["calib-metrics", *map(str, argv), "--samples", "50", "--html", str(out)])
+    shown = re.search(r"Command: <code>(.*?)</code>", text, re.DOTALL)
+    assert shown is not None and html.unescape(shown.group(1)) == typed
+    settings = dict(re.findall(r'data-key="setting-(\w+)"><th>[^<]*</th><td>([^<]*)</td>', text))
+    assert (settings["correction"], settings["alpha"], settings["min_units"]) == (
+        "holm",
+        "0.05",
+        "50",
+    )
