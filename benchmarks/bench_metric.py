@@ -28,6 +28,7 @@ import gc
 import json
 import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,14 @@ from calib_metrics.functional import calibration_error, calibration_error_ci  # 
 DOC = ROOT / "docs" / "bench_metric.md"
 TARGET_TIME = "≤ 1.0× the sort at 1e7 (aim 0.5×)"
 TARGET_MEMORY = "≤ 2× the input's bytes"
+
+
+def command_line(script: str, threads: int) -> str:
+    """The run's command as typed (all its options), with the thread count it ran on."""
+    argv = [a for a in sys.argv[1:] if a != "--write"]
+    if not any(a.startswith("--threads") for a in argv):
+        argv += ["--threads", str(threads)]
+    return shlex.join(["python", f"benchmarks/{script}", *argv])
 
 
 def make_inputs(n: int, device: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -253,8 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     header = [
         "# Benchmark: calibration metric core",
         "",
-        f"`python benchmarks/bench_metric.py --sizes {' '.join(map(short, sizes))} "
-        f"--repeats {args.repeats} --threads {torch.get_num_threads()}` on {args.device} "
+        f"`{command_line('bench_metric.py', torch.get_num_threads())}` on {args.device} "
         f"(torch {torch.__version__}, {os.cpu_count()} CPUs). q ~ Beta(0.3, 0.3) float32, "
         "y ~ Bernoulli(q) "
         f"float32; bin size {args.bin_size}, S = {args.samples} interval draws. Times are "

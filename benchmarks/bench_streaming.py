@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,14 @@ from calib_metrics import CalibrationError
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN_SIZE = 5000
+
+
+def command_line(script: str, threads: int) -> str:
+    """The run's command as typed (all its options), with the thread count it ran on."""
+    argv = [a for a in sys.argv[1:] if a != "--write"]
+    if not any(a.startswith("--threads") for a in argv):
+        argv += ["--threads", str(threads)]
+    return shlex.join(["python", f"benchmarks/{script}", *argv])
 
 
 def factories(validate: bool) -> dict[str, Callable[[], Metric]]:
@@ -191,8 +200,7 @@ def tables(args: argparse.Namespace, rows: list[dict], sizes: dict, peak: dict) 
     lines = [
         "# Benchmark: streaming calibration error",
         "",
-        f"`python benchmarks/bench_streaming.py --device {args.device} --threads {threads}"
-        f" --repeats {args.repeats}` — torch {torch.__version__}, {cpu}"
+        f"`{command_line('bench_streaming.py', threads)}` — torch {torch.__version__}, {cpu}"
         f" ({args.device}, {threads} thread(s)); medians of {args.repeats} runs taken in turn.",
         "",
         f"## Throughput: update + compute, {args.n:,} pairs in batches of {args.batch:,}",

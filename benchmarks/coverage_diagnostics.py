@@ -23,6 +23,7 @@ import importlib.util
 import math
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -68,15 +69,17 @@ def main(argv=None) -> None:
     n, grouped = args.n, args.variant == "grouped"
     size = args.bin_size or auto_bin_size(n)
     batch = max(1, 400_000 // n)
-    truths = {k: true_calibration_error(0.3, 0.3, k) for k in study.KS}
+    # The coverage study's grouped setting: q ~ Beta(0.3, 0.3), groups of 20, ρ = 0.5.
+    setting = SimpleNamespace(a=0.3, b=0.3, group_size=20, rho=0.5)
+    truths = {k: true_calibration_error(setting.a, setting.b, k) for k in study.KS}
     keys = ("D", "shrunk", "unshrunk", "oracle", "cover_shrunk", "cover_unshrunk", "root")
     acc = {k: {key: [] for key in keys} for k in study.KS}
     for _ in range(math.ceil(args.reps / batch)):
-        q, u, groups = study.draw_data(batch * n, 0.3, 0.3, 20, 0.5, grouped, g)
+        q, u, groups = study.draw_data(batch * n, setting, args.variant, g)
         q, u = q.reshape(batch, n), u.reshape(batch, n)
         order = torch.argsort(q, dim=1)
         q, u = q.gather(1, order), u.gather(1, order)
-        ys = [study.labels(q, u, k, grouped) for k in study.KS]
+        ys = [study.labels(q, u, k, args.variant) for k in study.KS]
         starts, ends = study.rank_bins(n, size)
         cum_q = study.cumulative(q)
         if grouped:
@@ -85,7 +88,7 @@ def main(argv=None) -> None:
             n_groups = int(groups.max()) + 1
             rate = torch.ones((batch * n_groups, args.samples), dtype=torch.float64)
             weights = torch.poisson(rate, generator=g)
-            group_blocks = study.group_draws(q, ys, groups, n_groups, starts, ends, weights)
+            group_blocks = study.group_draws([q], ys, groups, n_groups, starts, ends, weights)
         for i, k in enumerate(study.KS):
             bins = study.sorted_bins(cum_q, study.cumulative(ys[i]), starts, ends)
             if grouped:
