@@ -54,3 +54,21 @@ def test_the_paper_interval_is_told_to_resample_groups_too(streaming) -> None:
     monitor = CalibrationMonitor(num_classes=3, streaming=streaming, interval="paper")
     with pytest.warns(UserWarning, match=r"pass .*interval=None \(or 'groups'\) to resample"):
         monitor.extract_batch(_outputs(True), None)
+
+
+@pytest.mark.parametrize("options", [{}, {"streaming": False, "interval": "pairs"}])
+def test_group_ids_from_extract_are_ignored_with_the_same_warning(options) -> None:
+    """extract returning (probs, target, groups) to a monitor that keeps no group ids
+    raised "extract must return (probs, target) or None, got 3 items", while the same ids
+    in the step's dict only warned once, as docs/callbacks.md says."""
+
+    def extract(outputs: dict, batch: object) -> tuple:
+        return outputs["probs"], outputs["target"], outputs["groups"]
+
+    monitor = CalibrationMonitor(num_classes=3, extract=extract, **options)
+    with pytest.warns(UserWarning, match="extract returns group ids.*resamples pairs"):
+        probs, target = monitor.extract_batch(_outputs(True), None)
+    assert probs.shape == (8, 3) and target.shape == (8,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(monitor.extract_batch(_outputs(True), None)) == 2  # once only

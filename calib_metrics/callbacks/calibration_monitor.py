@@ -265,7 +265,8 @@ class CalibrationMonitor(Callback):
             pair = self.extract(outputs, batch)
             if pair is None:
                 return None
-            sizes = (3,) if self.needs_groups else (2, 3) if self.accepts_groups else (2,)
+            # A monitor that keeps no group ids takes them and warns, as from the dict.
+            sizes = (3,) if self.needs_groups else (2, 3)
             if not isinstance(pair, (tuple, list)) or len(pair) not in sizes:
                 wanted = " or ".join(
                     "(probs, target, groups)" if n == 3 else "(probs, target)" for n in sizes
@@ -273,7 +274,10 @@ class CalibrationMonitor(Callback):
                 got = f"{len(pair)} items" if isinstance(pair, (tuple, list)) else type(pair)
                 raise ValueError(f"extract must return {wanted} or None, got {got}")
             probs, target = pair[0], pair[1]
-            groups = pair[2] if len(pair) == 3 else None
+            if len(pair) == 3 and not self.accepts_groups:
+                self._warn_groups_unused("extract returns group ids (its third item)")
+            elif len(pair) == 3:
+                groups = pair[2]
         else:
             if not isinstance(outputs, Mapping) or self.probs_key not in outputs:
                 got = sorted(outputs) if isinstance(outputs, Mapping) else type(outputs).__name__
@@ -299,25 +303,7 @@ class CalibrationMonitor(Callback):
             elif self.accepts_groups:
                 groups = outputs.get(self.groups_key)
             elif self.groups_key in outputs:
-                # What keeps the ids: the exact mode, and an interval that resamples groups.
-                fix = " and ".join(
-                    option
-                    for option, needed in (
-                        ("streaming=False", self.metric.streaming),
-                        (
-                            "interval=None (or 'groups')",
-                            self.metric.interval not in (None, "groups"),
-                        ),
-                    )
-                    if needed
-                )
-                self._warn_once(
-                    "groups_unused",
-                    f"the {self.stage} step returns {self.groups_key!r}, but this monitor "
-                    f"(streaming={self.metric.streaming}, interval={self.metric.interval!r}) "
-                    f"keeps no group ids, so its interval resamples pairs; pass {fix} to "
-                    "resample whole groups",
-                )
+                self._warn_groups_unused(f"the {self.stage} step returns {self.groups_key!r}")
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError(
                 f"probs and target must be tensors, got {type(probs).__name__} "
@@ -332,6 +318,24 @@ class CalibrationMonitor(Callback):
         if not isinstance(groups, Tensor):
             raise ValueError(f"groups must be a tensor, got {type(groups).__name__}")
         return probs, target.detach(), groups.detach()
+
+    def _warn_groups_unused(self, given: str) -> None:
+        """Warn once that the group ids ``given`` are dropped, and what would keep them."""
+        # What keeps the ids: the exact mode, and an interval that resamples groups.
+        fix = " and ".join(
+            option
+            for option, needed in (
+                ("streaming=False", self.metric.streaming),
+                ("interval=None (or 'groups')", self.metric.interval not in (None, "groups")),
+            )
+            if needed
+        )
+        self._warn_once(
+            "groups_unused",
+            f"{given}, but this monitor (streaming={self.metric.streaming}, "
+            f"interval={self.metric.interval!r}) keeps no group ids, so its interval "
+            f"resamples pairs; pass {fix} to resample whole groups",
+        )
 
     def _due(self, trainer: Trainer) -> bool:
         if trainer.sanity_checking:
