@@ -50,10 +50,16 @@ def test_used_or_absent_group_ids_do_not_warn() -> None:
 
 @pytest.mark.parametrize("streaming", [False, True])
 def test_the_paper_interval_is_told_to_resample_groups_too(streaming) -> None:
-    """It read '...pass  to resample whole groups' (nothing to pass)."""
+    """It read '...pass  to resample whole groups' (nothing to pass), and said the paper's
+    interval resamples pairs: Algorithm 2 draws each bin's frequency from a normal."""
     monitor = CalibrationMonitor(num_classes=3, streaming=streaming, interval="paper")
-    with pytest.warns(UserWarning, match=r"pass .*interval=None \(or 'groups'\) to resample"):
+    with pytest.warns(
+        UserWarning, match=r"pass .*interval=None \(or 'groups'\) to resample"
+    ) as said:
         monitor.extract_batch(_outputs(True), None)
+    (message,) = [str(w.message) for w in said if "keeps no group ids" in str(w.message)]
+    assert "resamples pairs" not in message
+    assert "Algorithm 2) draws each bin's frequency from a normal" in message
 
 
 @pytest.mark.parametrize("options", [{}, {"streaming": False, "interval": "pairs"}])

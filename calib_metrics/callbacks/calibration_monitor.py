@@ -330,11 +330,18 @@ class CalibrationMonitor(Callback):
             )
             if needed
         )
+        # Algorithm 2 resamples nothing: it draws each bin's frequency from a normal.
+        drawn = (
+            "(the paper's Algorithm 2) draws each bin's frequency from a normal, as if its "
+            "pairs were independent"
+            if self.metric.interval == "paper"
+            else "resamples pairs"
+        )
         self._warn_once(
             "groups_unused",
             f"{given}, but this monitor (streaming={self.metric.streaming}, "
             f"interval={self.metric.interval!r}) keeps no group ids, so its interval "
-            f"resamples pairs; pass {fix} to resample whole groups",
+            f"{drawn}; pass {fix} to resample whole groups",
         )
 
     def _due(self, trainer: Trainer) -> bool:
