@@ -222,7 +222,8 @@ class CalibrationMonitor(Callback):
         self.confidence = confidence
         self.history: list[dict[str, Any]] = []
         self._active = False
-        self._layouts_written: set[int] = set()
+        # The loader suffixes whose charts each experiment (by id) got, in order.
+        self._layouts_written: dict[int, list[str]] = {}
         self._warned: set[str] = set()
         self._tags_checked = False
         self._layout_suffixes = [""]
@@ -697,11 +698,8 @@ class CalibrationMonitor(Callback):
         figures: dict[str, Any],
         suffix: str = "",
     ) -> None:
-        if tb.has_method(experiment, "add_custom_scalars") and id(experiment) not in (
-            self._layouts_written
-        ):
-            tb.add_layout(experiment, self._layout(logger))
-            self._layouts_written.add(id(experiment))
+        if tb.has_method(experiment, "add_custom_scalars"):
+            self._write_layout(logger, experiment)
         for name, fig in figures.items():
             # close=False: these Figures are not pyplot's, so there is nothing to close.
             tag = f"{self.prefix}/{name}{suffix}"
@@ -725,11 +723,21 @@ class CalibrationMonitor(Callback):
         if tb.has_method(experiment, "flush"):
             experiment.flush()
 
-    def _layout(self, logger: Any) -> dict[str, Any]:
-        """One Custom Scalars "Margin" chart per dataloader, written once per experiment
-        (with the charts other monitors wrote to it: :func:`._tensorboard.add_layout`)."""
+    def _write_layout(self, logger: Any, experiment: Any) -> None:
+        """Write the Custom Scalars layout when this run's loaders add charts to what the
+        experiment got: TensorBoard shows the last layout written, so a fit with one loader
+        then a validate with two must rewrite it with all three charts."""
+        written = self._layouts_written.get(id(experiment))
+        suffixes = list(dict.fromkeys([*(written or []), *self._layout_suffixes]))
+        if suffixes != written:
+            tb.add_layout(experiment, self._layout(logger, suffixes))
+            self._layouts_written[id(experiment)] = suffixes
+
+    def _layout(self, logger: Any, suffixes: list[str]) -> dict[str, Any]:
+        """One Custom Scalars "Margin" chart per dataloader suffix in ``suffixes`` (with the
+        charts other monitors wrote to it: :func:`._tensorboard.add_layout`)."""
         layout: dict[str, Any] = {}
-        for suffix in self._layout_suffixes:
+        for suffix in suffixes:
             value, lower, upper = (tb.tag_for(logger, n) for n in self._scalar_names(suffix))
             title = f"{value} ({self.confidence:.0%} interval)"
             for category, charts in tb.margin_layout(title, value, lower, upper).items():
