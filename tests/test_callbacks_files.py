@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import pickle
 import warnings
 from pathlib import Path
 from typing import Any
@@ -249,3 +250,36 @@ def test_a_monitor_reused_for_a_new_fit_starts_a_new_history(tmp_path: Path) -> 
         assert [(r["fn"], r["epoch"]) for r in cb.history] == [("fit", 0), ("fit", 1)]
         on_disk = Path(logger.log_dir) / "calibration" / "val_history.json"
         assert json.loads(on_disk.read_text()) == cb.history
+
+
+def test_a_baseline_validate_before_fit_is_kept_by_the_same_trainer(tmp_path: Path) -> None:
+    """trainer.validate(model) then trainer.fit(model), one trainer: the fit started at
+    step 0 without a checkpoint, so it cleared the history; the baseline record, its
+    point on the curve and its place in val_history.json were lost (its PNG orphaned).
+    A new Trainer's fit still starts a new history."""
+    train, val = loaders()
+    cb = monitor()
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    run = trainer(tmp_path, 2, logger=logger, callbacks=[cb])
+    model = TinyTagger()
+    quietly(run.validate, model, val, verbose=False)
+    baseline = cb.history[0]
+    # ddp_spawn pickles the callbacks: the Trainers the monitor notes must not stop it.
+    # (Lightning's log / log_dict, bound to a module of this file, do not pickle here.)
+    state = {k: v for k, v in cb.__getstate__().items() if not callable(v)}
+    assert pickle.loads(pickle.dumps(state))["history"] == cb.history
+    quietly(run.fit, model, train, val)
+    assert [(r["fn"], r["epoch"]) for r in cb.history] == [
+        ("validate", 0),
+        ("fit", 0),
+        ("fit", 1),
+    ]
+    assert cb.history[0] is baseline
+    folder = Path(logger.log_dir) / "calibration"
+    assert json.loads((folder / "val_history.json").read_text()) == cb.history
+
+    # Another trainer's baseline is not this fit's: a new Trainer starts from nothing.
+    other = trainer(tmp_path, 1, logger=False, callbacks=[cb])
+    quietly(other.validate, model, val, verbose=False)
+    quietly(trainer(tmp_path, 1, logger=False, callbacks=[cb]).fit, TinyTagger(), train, val)
+    assert [r["fn"] for r in cb.history] == ["fit"]

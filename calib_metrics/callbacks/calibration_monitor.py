@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -88,7 +89,9 @@ class CalibrationMonitor(Callback):
     every evaluation at the trainer's step, where Lightning logs its scalars. A run
     restored from a checkpoint (a resumed fit, or ``validate`` / ``test`` with
     ``ckpt_path=``) adds its records to the history file on disk, never shortening it; any
-    other run rewrites the file with its own.
+    other run rewrites the file with its own. A fit that starts at step 0 without a
+    checkpoint starts a new history, keeping only the ``validate`` / ``test`` records its
+    own Trainer made before it (a baseline ``trainer.validate(model)``).
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -233,6 +236,10 @@ class CalibrationMonitor(Callback):
         # The weights the module holds (module id, global step) and how a record names them
         # (epoch, step, checkpoint path): the last fit record's, or a restored checkpoint's.
         self._weights: tuple[int, int, int, int, str | None] | None = None
+        # Each validate / test record with the Trainer that made it (weakly: the monitor
+        # must not keep a finished trainer alive), so that a fit starting anew with that
+        # Trainer keeps its baseline evaluation (on_fit_start).
+        self._evaluations: list[tuple[weakref.ref[Trainer], dict[str, Any]]] = []
 
     # ------------------------------------------------------------------ names
     @property
@@ -569,6 +576,8 @@ class CalibrationMonitor(Callback):
         if suffix:
             record["dataloader_idx"] = idx
         self.history.append(record)
+        if record["fn"] != "fit":
+            self._evaluations.append((weakref.ref(trainer), record))
         if trainer.is_global_zero:
             # The figures name the interval the metric drew (on the synchronised state).
             drawn_from = result if classes is None else classes
@@ -782,10 +791,24 @@ class CalibrationMonitor(Callback):
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         """A fit that starts from step 0 without a checkpoint is a new run: a monitor reused
         for it (a notebook, a search over settings) starts a new history, which its files
-        then hold alone, instead of one curve drawn through both runs."""
+        then hold alone, instead of one curve drawn through both runs. It keeps the
+        validate / test records this Trainer made before the fit (a baseline
+        ``trainer.validate(model)``), which the curve draws beside the fit's; a new Trainer
+        starts from nothing."""
         if self._restored is None and trainer.global_step == 0:
-            self.history = []
+            # A Trainer at step 0 has not fitted: every record it made is an evaluation.
+            mine = {id(r) for ref, r in self._evaluations if ref() is trainer}
+            self.history = [r for r in self.history if id(r) in mine]
+            kept = {id(r) for r in self.history}
+            self._evaluations = [(ref, r) for ref, r in self._evaluations if id(r) in kept]
             self._weights = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Weak references do not pickle, and ddp_spawn pickles the callbacks; a copy in
+        # another process never sees this process's Trainers, so it needs none of them.
+        state = self.__dict__.copy()
+        state["_evaluations"] = []
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :attr:`history` for a resumed fit. A validate / test run of a checkpoint
