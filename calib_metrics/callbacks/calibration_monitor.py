@@ -88,8 +88,11 @@ class CalibrationMonitor(Callback):
     trainer's (after ``fit``, ``current_epoch`` is ``max_epochs``). TensorBoard gets
     every evaluation at the trainer's step, where Lightning logs its scalars. A run
     restored from a checkpoint (a resumed fit, or ``validate`` / ``test`` with
-    ``ckpt_path=``) adds its records to the history file on disk, never shortening it; any
-    other run rewrites the file with its own. A fit that starts at step 0 without a
+    ``ckpt_path=``) adds its records to the history file on disk, never shortening it,
+    except that a resumed fit first drops the file's records of weights trained past its
+    checkpoint (the run it replaces: fit validations logged at or after the checkpoint's
+    ``global_step``, evaluations of later weights); any other run rewrites the file with
+    its own. A fit that starts at step 0 without a
     checkpoint starts a new history, keeping only the ``validate`` / ``test`` records its
     own Trainer made before it (a baseline ``trainer.validate(model)``).
 
@@ -233,6 +236,8 @@ class CalibrationMonitor(Callback):
         # The trainer function of the run that restored a checkpoint (on_load_checkpoint),
         # None when this run restored none.
         self._restored: str | None = None
+        # The global_step of the checkpoint a resumed fit started from, else None.
+        self._resumed_at: int | None = None
         # The weights the module holds (module id, global step) and how a record names them
         # (epoch, step, checkpoint path): the last fit record's, or a restored checkpoint's.
         self._weights: tuple[int, int, int, int, str | None] | None = None
@@ -695,6 +700,7 @@ class CalibrationMonitor(Callback):
                 # Only a run continuing a checkpoint's history continues the file's; a fresh
                 # fit into the same folder is another run, and rewrites it.
                 merge=self._restored is not None,
+                resumed_at=self._resumed_at,
             )
 
     def _write_experiment(
@@ -759,6 +765,7 @@ class CalibrationMonitor(Callback):
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._restored = None  # each run says for itself which checkpoint it restored
+        self._resumed_at = None
         # Refused here, not in __init__: in one process the sync changes nothing.
         if trainer.world_size > 1 and self._options.get("sync_on_compute", True) is not True:
             raise ValueError(
@@ -771,6 +778,7 @@ class CalibrationMonitor(Callback):
         # The restore belongs to the run that ends here: left set, it made a later manual
         # load_state_dict look like that run's restore, and be ignored.
         self._restored = None
+        self._resumed_at = None
 
     def on_load_checkpoint(
         self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
@@ -779,7 +787,10 @@ class CalibrationMonitor(Callback):
         Lightning restores the callbacks for every run given ``ckpt_path=``, not only for a
         resumed fit."""
         self._restored = runs.trainer_fn(trainer)
-        if self._restored != "fit":
+        if self._restored == "fit":
+            # The history file's records past this point are of the run this fit replaces.
+            self._resumed_at = int(checkpoint.get("global_step", 0))
+        else:
             # The module now holds the checkpoint's weights, at the trainer's unchanged step:
             # this run's records, and a later evaluation's without ckpt_path, name them as
             # ModelCheckpoint names the file (epoch=0-step=12.ckpt), with its path.
