@@ -202,13 +202,13 @@ class CalibrationMonitor(Callback):
         )
         # The metric validates every option up front, so a bad one fails here, not at epoch end.
         self.metric = CalibrationError(**options)
-        # Per-class results are one-vs-rest per class (classwise mode averages exactly these).
-        class_options = {**options, "mode": "one_vs_rest", "average": None}
-        self.class_metric = CalibrationError(**class_options) if per_class else None
-        self._class_options = class_options
+        # Per-class results are each class's one-vs-rest result (classwise mode averages
+        # exactly these): the metric keeps every class's pairs apart, so they come from it,
+        # not from a second metric holding the same state (600 MiB more at C = 50).
+        self.per_class = per_class
         self._options = options
         # Metrics of the second, third, ... dataloader, made when their first batch comes.
-        self._more_loaders: dict[int, list[CalibrationError]] = {}
+        self._more_loaders: dict[int, CalibrationError] = {}
         self.num_classes = num_classes
         self.probs_key = probs_key
         self.target_key = target_key
@@ -363,21 +363,17 @@ class CalibrationMonitor(Callback):
         fitting = runs.trainer_fn(trainer) == "fit"
         return not fitting or (trainer.current_epoch + 1) % self.every_n_epochs == 0
 
-    def _metrics(self, dataloader_idx: int = 0) -> list[CalibrationError]:
-        """The metric (and per-class metric) of one dataloader."""
+    def _metric(self, dataloader_idx: int = 0) -> CalibrationError:
+        """The metric of one dataloader."""
         if dataloader_idx == 0:
-            return [self.metric] if self.class_metric is None else [self.metric, self.class_metric]
+            return self.metric
         if dataloader_idx not in self._more_loaders:
-            metrics = [CalibrationError(**self._options)]
-            if self.class_metric is not None:
-                metrics.append(CalibrationError(**self._class_options))
-            for metric in metrics:
-                metric.to(self.metric.device)
-            self._more_loaders[dataloader_idx] = metrics
+            metric = CalibrationError(**self._options)
+            self._more_loaders[dataloader_idx] = metric.to(self.metric.device)
         return self._more_loaders[dataloader_idx]
 
     def _all_metrics(self) -> list[CalibrationError]:
-        return [m for idx in (0, *self._more_loaders) for m in self._metrics(idx)]
+        return [self._metric(idx) for idx in (0, *self._more_loaders)]
 
     def _epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._active = self._due(trainer)
@@ -405,8 +401,8 @@ class CalibrationMonitor(Callback):
         pair = self.extract_batch(outputs, batch)
         if pair is None:
             return
-        for metric in self._metrics(dataloader_idx):
-            metric.update(*pair[:2], **({"groups": pair[2]} if len(pair) == 3 else {}))
+        groups = {"groups": pair[2]} if len(pair) == 3 else {}
+        self._metric(dataloader_idx).update(*pair[:2], **groups)
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -539,7 +535,7 @@ class CalibrationMonitor(Callback):
         self, trainer: Trainer, pl_module: LightningModule, step: int, idx: int, suffix: str
     ) -> None:
         """Compute, log, record and draw the result of one dataloader."""
-        metric, *class_metric = self._metrics(idx)
+        metric = self._metric(idx)
         try:
             # compute_result() synchronises the ranks' states (without DDP it does nothing).
             # A classwise metric's figure draws each class's own bins, not their average's.
@@ -549,7 +545,9 @@ class CalibrationMonitor(Callback):
             # Every rank sees the same synchronised state, so every rank skips together.
             rank_zero_warn(f"CalibrationMonitor: nothing to measure this epoch{suffix} ({err})")
             return
-        per_class = class_metric[0].compute_result() if class_metric else None
+        per_class = None
+        if self.per_class:
+            per_class = classes if classes is not None else metric._one_vs_rest_results()
         numbers = tb.result_numbers(result)
         scalars = dict(zip(self._scalar_names(suffix), ("error", "lower", "upper"), strict=True))
         if self.smooth:
