@@ -1329,15 +1329,19 @@ class CalibrationError(_StatesKeepTheirDtype):
             return self.interval
         return "pairs" if groups is None else "groups"
 
-    def _class_pairs(self) -> list[tuple[Tensor, Tensor, Tensor | None]]:
-        """Binary pairs (probs, target, groups) behind each result: one (micro) or per class."""
+    def _class_pairs(
+        self, per_class: bool | None = None
+    ) -> list[tuple[Tensor, Tensor, Tensor | None]]:
+        """Binary pairs (probs, target, groups) behind each result: one (micro) or per class
+        (``per_class``: this metric's own choice when None)."""
+        per_class = self._per_class if per_class is None else per_class
         probs, target, groups = self._pairs()
         if self.num_classes is None:
             return [(probs, target, groups)]
         if self.mode == "top_label":
             return [pair_sets(probs, target, "top_label", groups, check_rows=False)[0]]
         classes = torch.arange(self.num_classes, device=target.device)
-        if not self._per_class:
+        if not per_class:
             # Every item gives C pairs, all in the item's group.
             wide = None if groups is None else groups.unsqueeze(1).expand(-1, self.num_classes)
             return [(probs, target.unsqueeze(1) == classes, wide)]
@@ -1345,21 +1349,26 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def class_bins(self) -> list[Bins]:
         """The bins behind the result: one entry (micro) or one per class."""
+        return self._bins(self._per_class)
+
+    def _bins(self, per_class: bool) -> list[Bins]:
+        """The bins of the pooled pairs (one entry) or of each class's (``per_class``)."""
         if not self._exact_pairs():
             bins = []
-            for cells, size in self._class_sketches():
+            for cells, size in self._class_sketches(per_class):
                 self._warn_coarse_sketch(cells, size)
                 bins.append(sketch.to_bins(cells, size, redraw=not self._debias))
             return bins
-        return self._bins_of(self._class_pairs())
+        return self._bins_of(self._class_pairs(per_class))
 
-    def _class_sketches(self) -> list[tuple[sketch.Sketch, int]]:
-        """The folded sketch behind each result, pooled (micro) or per class, with its
-        bin size (one host synchronisation each)."""
+    def _class_sketches(self, per_class: bool | None = None) -> list[tuple[sketch.Sketch, int]]:
+        """The folded sketch behind each result, pooled (micro) or per class (``per_class``:
+        this metric's own choice when None), with its bin size (one host synchronisation
+        each)."""
         states = self._full_sketch()
         if states.count.sum() == 0:
             raise self._no_pairs()
-        if self._per_class:
+        if self._per_class if per_class is None else per_class:
             sets = [states.of_class(c) for c in range(states.count.shape[0])]
         else:
             sets = [states.pooled()]
@@ -1520,6 +1529,22 @@ class CalibrationError(_StatesKeepTheirDtype):
             )
         return self._drawn_with(*self._computed_results())
 
+    def _one_vs_rest_results(self) -> list[CalibrationResult]:
+        """Each class's one-vs-rest result (class c's pairs q = probs[..., c], y = [target =
+        c]), in class order, equal to ``compute_result()`` of the same metric with
+        ``average=None``: a pooled (micro) or classwise metric keeps every class's pairs (or
+        histogram) apart, so a caller that wants both the pooled and the per-class results
+        needs no second metric holding the same state (CalibrationMonitor's
+        ``per_class=True``). Synchronised under DDP like :meth:`compute_result`; the result
+        that figures label (:meth:`_drawn_interval`) stays the last ``compute_result``'s.
+        """
+        if self.num_classes is None or self.mode == "top_label":
+            raise ValueError(
+                "one-vs-rest results per class need num_classes and mode='one_vs_rest' or "
+                f"'classwise', got num_classes={self.num_classes!r}, mode={self.mode!r}"
+            )
+        return self._computed_results(per_class=True)[0]
+
     def _drawn_with(self, result: Any, interval: str) -> Any:
         """``result``, recorded with the interval drawn for it: under DDP the synchronised
         state picks the interval, which this rank's own state may not show (a rank without
@@ -1527,18 +1552,21 @@ class CalibrationError(_StatesKeepTheirDtype):
         self.__dict__["_drawn"] = (result, interval)
         return result
 
-    def _computed_results(self) -> tuple[list[CalibrationResult], str]:
-        """One result per pair set (one, or one per class), on the synchronised state, and
-        the interval drawn."""
+    def _computed_results(
+        self, per_class: bool | None = None
+    ) -> tuple[list[CalibrationResult], str]:
+        """One result per pair set (one, or one per class: ``per_class``, this metric's own
+        choice when None), on the synchronised state, and the interval drawn."""
+        per_class = self._per_class if per_class is None else per_class
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
-            pairs = self._class_pairs() if self._exact_pairs() else None
+            pairs = self._class_pairs(per_class) if self._exact_pairs() else None
             interval = self._interval(None if pairs is None else pairs[0][2])
             if interval == "groups":
                 inputs = pairs
             else:
-                inputs = self.class_bins() if pairs is None else self._bins_of(pairs)
+                inputs = self._bins(per_class) if pairs is None else self._bins_of(pairs)
         results = self._results(inputs, interval)
         self._warn_few_bins([r.bins for r in results])
         return results, interval

@@ -228,6 +228,21 @@ def test_raw_bins_and_margin_layout_are_readable(three_epochs: dict[str, Any]) -
     )
 
 
+def test_per_class_numbers_are_each_class_s_one_vs_rest_result(
+    three_epochs: dict[str, Any],
+) -> None:
+    """The per-class numbers logged are what a metric with average=None (the monitor's
+    second, per-class metric until it took them from its one metric) gives."""
+    want = expected_result(three_epochs["model"], three_epochs["val"], streaming=True, average=None)
+    logged = three_epochs["monitor"].history[-1]["per_class"]
+    assert list(logged) == ["A", "B", "C"]
+    for numbers, result in zip(logged.values(), want, strict=True):
+        assert numbers == {k: float(getattr(result, k)) for k in numbers}
+    acc = three_epochs["acc"]
+    table = tensor_util.make_ndarray(acc.Tensors("val/calib_per_class")[-1].tensor_proto)
+    assert table[:, 0].tolist() == [float(r.error) for r in want]
+
+
 def test_logger_without_images_gets_pngs(three_epochs: dict[str, Any]) -> None:
     folder = three_epochs["csv_dir"] / "calibration"
     names = sorted(p.name for p in folder.glob("*.png"))
@@ -428,7 +443,7 @@ def test_class_names_without_per_class_warn_and_are_unused() -> None:
     """class_names without per_class=True was harmless, then refused with a ValueError."""
     with pytest.warns(UserWarning, match="only per_class=True makes .* unused here"):
         cb = monitor(class_names=["a", "b", "c"])
-    assert cb.class_metric is None
+    assert cb.per_class is False
 
 
 def test_sync_on_compute_false_is_refused_only_across_processes(tmp_path: Path) -> None:
@@ -451,9 +466,8 @@ def test_classwise_mode_charts_the_classes_it_averages() -> None:
     g = torch.Generator().manual_seed(0)
     probs = torch.softmax(2 * torch.randn(300, N_CLASSES, generator=g), -1)
     target = torch.randint(0, N_CLASSES, (300,), generator=g)
-    for metric in (cb.metric, cb.class_metric):
-        metric.update(probs, target)
-    per_class = [float(r.error) for r in cb.class_metric.compute_result()]
+    cb.metric.update(probs, target)
+    per_class = [float(r.error) for r in cb.metric.compute_class_results()]
     assert float(cb.metric.compute_result().error) == pytest.approx(sum(per_class) / 3)
 
 
@@ -586,6 +600,48 @@ def test_group_interval_needs_ids_and_the_exact_mode() -> None:
     )
     with pytest.raises(ValueError, match=r"\(probs, target, groups\)"):
         two.extract_batch(batch, None)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"streaming": False}, {"mode": "classwise"}],
+    ids=["exact, sentences resampled", "classwise"],
+)
+def test_per_class_results_come_from_the_one_metric(tmp_path: Path, monkeypatch, options) -> None:
+    """per_class=True kept a second metric with the same one-vs-rest state (600 MiB more
+    at C = 50, the default resolution) and updated both every batch. One metric now holds
+    the state; each class's numbers are still those of a metric with average=None."""
+    updates: list[int] = []
+    update = CalibrationError.update
+
+    def spy(metric: CalibrationError, *args: Any, **kwargs: Any) -> None:
+        updates.append(id(metric))
+        update(metric, *args, **kwargs)
+
+    monkeypatch.setattr(CalibrationError, "update", spy)
+    cb = monitor(stage="test", groups_key="sentence", per_class=True, **options)
+    metrics = [v for v in vars(cb).values() if isinstance(v, CalibrationError)]
+    assert metrics == [cb.metric]
+    model = SentenceTagger()
+    _, val = loaders()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer(tmp_path, 1, logger=False, callbacks=[cb]).test(model, val, verbose=False)
+    assert updates == [id(cb.metric)] * len(val)
+
+    exact = not options.get("mode") and not options.get("streaming", True)
+    reference = CalibrationError(
+        N_CLASSES, ignore_index=PAD, bin_size=20, n_samples=300, average=None,
+        streaming=options.get("streaming", True),
+    )  # fmt: skip
+    with torch.no_grad():
+        for i, (x, y) in enumerate(val):
+            sentence = (i * 16 + torch.arange(y.shape[0])).unsqueeze(1).expand_as(y)
+            reference.update(model(x), y, **({"groups": sentence} if exact else {}))
+    want = reference.compute_result()
+    logged = cb.history[-1]["per_class"]
+    for numbers, result in zip(logged.values(), want, strict=True):
+        assert numbers == {k: float(getattr(result, k)) for k in numbers}
 
 
 # --------------------------------------------------------------------------------------

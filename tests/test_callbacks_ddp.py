@@ -90,6 +90,8 @@ def run_ddp(out: Path) -> None:
     summary = {
         "logged": {k: float(v) for k, v in trainer.callback_metrics.items()},
         "expected": {"error": float(expected.error), "upper": float(expected.upper)},
+        # ddp_spawn fits in spawned processes: this process's monitor never records.
+        "parent_history": monitor.history,
     }
     (out / "summary.json").write_text(json.dumps(summary))
 
@@ -129,6 +131,10 @@ def test_ddp_two_cpu_processes(tmp_path: Path) -> None:
     assert len(acc.Scalars("val/calib_err")) == EPOCHS
     pngs = sorted((log_dir / "calibration").glob("val_reliability_diagram_epoch*.png"))
     assert len(pngs) == EPOCHS
+    # docs/callbacks.md: the parent's monitor.history stays empty; the file holds the records.
+    assert summary["parent_history"] == []
+    written = json.loads((log_dir / "calibration" / "val_history.json").read_text())
+    assert written == ranks[0]
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import pickle
 import warnings
 from pathlib import Path
 from typing import Any
@@ -249,3 +250,88 @@ def test_a_monitor_reused_for_a_new_fit_starts_a_new_history(tmp_path: Path) -> 
         assert [(r["fn"], r["epoch"]) for r in cb.history] == [("fit", 0), ("fit", 1)]
         on_disk = Path(logger.log_dir) / "calibration" / "val_history.json"
         assert json.loads(on_disk.read_text()) == cb.history
+
+
+def test_a_baseline_validate_before_fit_is_kept_by_the_same_trainer(tmp_path: Path) -> None:
+    """trainer.validate(model) then trainer.fit(model), one trainer: the fit started at
+    step 0 without a checkpoint, so it cleared the history; the baseline record, its
+    point on the curve and its place in val_history.json were lost (its PNG orphaned).
+    A new Trainer's fit still starts a new history."""
+    train, val = loaders()
+    cb = monitor()
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    run = trainer(tmp_path, 2, logger=logger, callbacks=[cb])
+    model = TinyTagger()
+    quietly(run.validate, model, val, verbose=False)
+    baseline = cb.history[0]
+    # ddp_spawn pickles the callbacks: the Trainers the monitor notes must not stop it.
+    # (Lightning's log / log_dict, bound to a module of this file, do not pickle here.)
+    state = {k: v for k, v in cb.__getstate__().items() if not callable(v)}
+    assert pickle.loads(pickle.dumps(state))["history"] == cb.history
+    quietly(run.fit, model, train, val)
+    assert [(r["fn"], r["epoch"]) for r in cb.history] == [
+        ("validate", 0),
+        ("fit", 0),
+        ("fit", 1),
+    ]
+    assert cb.history[0] is baseline
+    folder = Path(logger.log_dir) / "calibration"
+    assert json.loads((folder / "val_history.json").read_text()) == cb.history
+
+    # Another trainer's baseline is not this fit's: a new Trainer starts from nothing.
+    other = trainer(tmp_path, 1, logger=False, callbacks=[cb])
+    quietly(other.validate, model, val, verbose=False)
+    quietly(trainer(tmp_path, 1, logger=False, callbacks=[cb]).fit, TinyTagger(), train, val)
+    assert [r["fn"] for r in cb.history] == ["fit"]
+
+
+def test_a_resumed_fit_replaces_the_file_s_records_after_its_checkpoint(tmp_path: Path) -> None:
+    """A fit resumed from epoch 1's checkpoint into the same folder added its re-run epoch 2
+    after the abandoned run's epoch 2 in val_history.json (and the curve went back in
+    time), whenever the re-run differs (here: other training data). The file's records of
+    weights trained past the checkpoint go; those of earlier weights stay."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
+    first = monitor()
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    run = trainer(tmp_path, 3, logger=logger, callbacks=[first, saved], enable_checkpointing=True)
+    model = TinyTagger()
+    quietly(run.fit, model, train, val)
+    quietly(run.validate, model, val, verbose=False)  # the last weights: past the checkpoint
+    quietly(run.validate, model, val, ckpt_path=tmp_path / "ckpt" / "epoch=0.ckpt", verbose=False)
+    folder = Path(logger.log_dir) / "calibration"
+    abandoned = json.loads((folder / "val_history.json").read_text())
+    assert [(r["fn"], r["step"]) for r in abandoned] == [
+        ("fit", 2),
+        ("fit", 5),
+        ("fit", 8),
+        ("validate", 8),
+        ("validate", 3),
+    ]
+
+    other = torch.utils.data.DataLoader(_helpers.tagging_data(48, seed=7), batch_size=16)
+    second = monitor()
+    resumed = trainer(
+        tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[second]
+    )
+    quietly(resumed.fit, TinyTagger(), other, val, ckpt_path=tmp_path / "ckpt" / "epoch=1.ckpt")
+    assert second.history[:2] == first.history[:2]
+    assert second.history[2]["error"] != first.history[2]["error"]  # a different epoch 2
+    on_disk = json.loads((folder / "val_history.json").read_text())
+    assert on_disk == [*second.history[:2], abandoned[4], second.history[2]]
+
+
+def test_a_validation_just_after_a_mid_epoch_checkpoint_stays_in_the_file(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint saved every 3 steps comes before that batch's validation (logged at
+    step 2), which measured the checkpoint's weights and which the resumed fit does not
+    repeat: it stays; the validations after it (steps 5, 8) are re-run and replaced."""
+    from calib_metrics.callbacks import _files
+
+    path = tmp_path / "val_history.json"
+    old = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.1} for s in (2, 5, 8)]
+    path.write_text(json.dumps(old))
+    new = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.2} for s in (5, 8)]
+    assert _files.merged_history(path, new, resumed_at=3) == [old[0], *new]
+    assert _files.merged_history(path, new) == [*old, *new]  # not resumed: nothing goes

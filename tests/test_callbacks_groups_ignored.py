@@ -50,7 +50,31 @@ def test_used_or_absent_group_ids_do_not_warn() -> None:
 
 @pytest.mark.parametrize("streaming", [False, True])
 def test_the_paper_interval_is_told_to_resample_groups_too(streaming) -> None:
-    """It read '...pass  to resample whole groups' (nothing to pass)."""
+    """It read '...pass  to resample whole groups' (nothing to pass), and said the paper's
+    interval resamples pairs: Algorithm 2 draws each bin's frequency from a normal."""
     monitor = CalibrationMonitor(num_classes=3, streaming=streaming, interval="paper")
-    with pytest.warns(UserWarning, match=r"pass .*interval=None \(or 'groups'\) to resample"):
+    with pytest.warns(
+        UserWarning, match=r"pass .*interval=None \(or 'groups'\) to resample"
+    ) as said:
         monitor.extract_batch(_outputs(True), None)
+    (message,) = [str(w.message) for w in said if "keeps no group ids" in str(w.message)]
+    assert "resamples pairs" not in message
+    assert "Algorithm 2) draws each bin's frequency from a normal" in message
+
+
+@pytest.mark.parametrize("options", [{}, {"streaming": False, "interval": "pairs"}])
+def test_group_ids_from_extract_are_ignored_with_the_same_warning(options) -> None:
+    """extract returning (probs, target, groups) to a monitor that keeps no group ids
+    raised "extract must return (probs, target) or None, got 3 items", while the same ids
+    in the step's dict only warned once, as docs/callbacks.md says."""
+
+    def extract(outputs: dict, batch: object) -> tuple:
+        return outputs["probs"], outputs["target"], outputs["groups"]
+
+    monitor = CalibrationMonitor(num_classes=3, extract=extract, **options)
+    with pytest.warns(UserWarning, match="extract returns group ids.*resamples pairs"):
+        probs, target = monitor.extract_batch(_outputs(True), None)
+    assert probs.shape == (8, 3) and target.shape == (8,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(monitor.extract_batch(_outputs(True), None)) == 2  # once only

@@ -179,6 +179,28 @@ def test_two_validation_loaders_give_one_result_each(tmp_path: Path) -> None:
         assert len(acc.Scalars(f"val/calib_err/dataloader_idx_{idx}")) == 1
 
 
+def test_loaders_that_appear_later_get_their_margin_chart(tmp_path: Path) -> None:
+    """The Custom Scalars layout was written once per experiment, with the loaders of the
+    first write: a fit with one validation loader, then trainer.validate with two on the
+    same TensorBoardLogger, left the two loaders' bands without a chart."""
+    from tensorboard.plugins.custom_scalar import layout_pb2
+
+    train, val = loaders()
+    logger = TensorBoardLogger(tmp_path, name="tb")
+    model = TwoLoaderTagger()
+    t = trainer(tmp_path, 1, logger=logger, callbacks=[monitor(save_png=False)])
+    caught(t.fit, model, train, val)
+    caught(t.validate, model, [val, val], verbose=False)
+    caught(t.validate, model, [val, val], verbose=False)  # nothing new: no rewrite
+    configs = read_events(logger.log_dir).Tensors("custom_scalars__config__")
+    layouts = [layout_pb2.Layout.FromString(c.tensor_proto.string_val[0]) for c in configs]
+    charted = [[ch.margin.series[0].value for c in lo.category for ch in c.chart] for lo in layouts]
+    assert charted == [
+        ["val/calib_err"],
+        ["val/calib_err", "val/calib_err/dataloader_idx_0", "val/calib_err/dataloader_idx_1"],
+    ]
+
+
 # -------------------------------------------------------- stage and no logger
 
 

@@ -3,8 +3,10 @@ images: each validation's figures as PNGs, the error over time with its band, th
 
 A run that restored the monitor from a checkpoint (a resumed fit, a ``validate`` / ``test``
 with ``ckpt_path=``) adds its new records to the history file on disk, which a fresh monitor
-evaluating a checkpoint into the same folder would otherwise shorten; any other run is a run
-of its own and rewrites the file, so that two fits into one folder are not drawn as one.
+evaluating a checkpoint into the same folder would otherwise shorten; a resumed fit first
+drops the file's records of the weights trained past its checkpoint, the run it replaces.
+Any other run is a run of its own and rewrites the file, so that two fits into one folder
+are not drawn as one.
 """
 
 from __future__ import annotations
@@ -59,9 +61,44 @@ def figure_suffix(record: dict[str, Any], by_step: bool, stage: str = "val") -> 
     return named if fn == "fit" else f"{fn}_{named}"
 
 
-def merged_history(path: Path, history: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def weights_steps(record: dict[str, Any], fit_points: set[tuple[Any, Any]]) -> int | None:
+    """The optimizer steps the weights a record measured had taken (None if it says no step).
+
+    A fit record's ``step`` is the one ``self.log`` logs its validation at: Lightning counts
+    the batch after validating, so the weights had one step more. An evaluation of a
+    checkpoint has the checkpoint's ``global_step``, the weights' own count. An evaluation
+    of the current weights without a checkpoint repeats the epoch and step of the fit record
+    that measured them (``fit_points``: the fit records' ``(epoch, step)``), else has the
+    trainer's count.
+
+    Example:
+        >>> weights_steps({"fn": "fit", "epoch": 1, "step": 11}, set())
+        12
+        >>> weights_steps({"fn": "validate", "epoch": 1, "step": 12, "checkpoint": "c"}, set())
+        12
+        >>> weights_steps({"fn": "validate", "epoch": 1, "step": 11, "checkpoint": None}, {(1, 11)})
+        12
+    """
+    step = record.get("step")
+    if not isinstance(step, int) or isinstance(step, bool):
+        return None
+    fn = record.get("fn", "fit")
+    repeats_fit = record.get("checkpoint") is None and (record.get("epoch"), step) in fit_points
+    return step + 1 if fn == "fit" or repeats_fit else step
+
+
+def merged_history(
+    path: Path, history: Sequence[dict[str, Any]], resumed_at: int | None = None
+) -> list[dict[str, Any]]:
     """The records in the file at ``path``, then those of ``history`` it does not hold yet
     (a record the file holds n times stands for the first n equal ones of ``history``).
+
+    ``resumed_at``: the ``global_step`` of the checkpoint a resumed fit started from. The
+    file's records of weights trained past it (:func:`weights_steps`) that ``history`` does
+    not hold belong to the continuation the resumed fit replaces, and are dropped: else a
+    resumed fit's re-run epochs were added after the abandoned run's ones, and the curve
+    went back in time. A validation run just after a mid-epoch checkpoint was saved
+    measured the checkpoint's weights, which the resumed fit does not validate again: kept.
 
     Example:
         >>> import tempfile
@@ -69,6 +106,9 @@ def merged_history(path: Path, history: Sequence[dict[str, Any]]) -> list[dict[s
         >>> _ = path.write_text('[{"epoch": 0}, {"epoch": 1}]')
         >>> merged_history(path, [{"epoch": 0}, {"epoch": 4, "fn": "validate"}])
         [{'epoch': 0}, {'epoch': 1}, {'epoch': 4, 'fn': 'validate'}]
+        >>> _ = path.write_text('[{"epoch": 0, "step": 5}, {"epoch": 1, "step": 11}]')
+        >>> merged_history(path, [{"epoch": 1, "step": 11, "error": 0.2}], resumed_at=6)
+        [{'epoch': 0, 'step': 5}, {'epoch': 1, 'step': 11, 'error': 0.2}]
     """
     try:
         on_disk = json.loads(path.read_text(encoding="utf-8"))
@@ -76,16 +116,29 @@ def merged_history(path: Path, history: Sequence[dict[str, Any]]) -> list[dict[s
         on_disk = []  # none yet (or not JSON: only a crash inside a write could leave that)
     if not isinstance(on_disk, list):
         on_disk = []
+    on_disk = [r for r in on_disk if isinstance(r, dict)]
     # Compared as JSON, as they are stored: NaN equals NaN there, and tuples are lists.
-    held = Counter(json.dumps(r, sort_keys=True) for r in on_disk)
-    new = []
-    for record in history:
+    keys = [json.dumps(r, sort_keys=True) for r in history]
+    wanted, held = Counter(keys), Counter()
+    fit_points = {(r.get("epoch"), r.get("step")) for r in on_disk if r.get("fn", "fit") == "fit"}
+    kept = []
+    for record in on_disk:
         key = json.dumps(record, sort_keys=True)
+        if wanted[key]:
+            wanted[key] -= 1
+            held[key] += 1
+            kept.append(record)
+            continue
+        steps = None if resumed_at is None else weights_steps(record, fit_points)
+        if steps is None or steps <= resumed_at:
+            kept.append(record)
+    new = []
+    for record, key in zip(history, keys, strict=True):
         if held[key]:
             held[key] -= 1
         else:
             new.append(record)
-    return on_disk + new
+    return kept + new
 
 
 def write_files(
@@ -98,13 +151,16 @@ def write_files(
     *,
     unique: bool = False,
     merge: bool = False,
+    resumed_at: int | None = None,
 ) -> None:
     """PNGs of one validation's figures, the error over epochs with its band, the history.
 
     Files: ``{stem}_{figure}_{suffix}.png`` (:func:`figure_suffix`), ``{stem}_calib_err.png``
     and ``{stem}_history.json`` in ``folder`` (created). The history written is ``history``,
     or with ``merge=True`` (a run restored from a checkpoint) the file's records followed by
-    the new ones of ``history`` (:func:`merged_history`); the curve draws it. With
+    the new ones of ``history``, less, for a fit resumed from a checkpoint of
+    ``global_step`` ``resumed_at``, the file's records of the run it replaces
+    (:func:`merged_history`); the curve draws it. With
     ``unique=True`` (a run not :func:`own_run`) figures never replace earlier files: a
     second run on the same weights gets ``..._2.png``.
 
@@ -122,7 +178,7 @@ def write_files(
     for name, fig in figures.items():
         fig.savefig(folder / f"{stem}_{name}_{suffix}.png", dpi=100)
     path = folder / f"{stem}_history.json"
-    history = merged_history(path, history) if merge else list(history)
+    history = merged_history(path, history, resumed_at) if merge else list(history)
     curve(history, label).savefig(folder / f"{stem}_calib_err.png", dpi=100)
     # Written beside, then renamed: an interrupted write leaves the old file whole.
     partial = path.with_name(path.name + ".partial")

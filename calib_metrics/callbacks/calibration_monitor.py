@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -87,8 +88,13 @@ class CalibrationMonitor(Callback):
     trainer's (after ``fit``, ``current_epoch`` is ``max_epochs``). TensorBoard gets
     every evaluation at the trainer's step, where Lightning logs its scalars. A run
     restored from a checkpoint (a resumed fit, or ``validate`` / ``test`` with
-    ``ckpt_path=``) adds its records to the history file on disk, never shortening it; any
-    other run rewrites the file with its own.
+    ``ckpt_path=``) adds its records to the history file on disk, never shortening it,
+    except that a resumed fit first drops the file's records of weights trained past its
+    checkpoint (the run it replaces: fit validations logged at or after the checkpoint's
+    ``global_step``, evaluations of later weights); any other run rewrites the file with
+    its own. A fit that starts at step 0 without a
+    checkpoint starts a new history, keeping only the ``validate`` / ``test`` records its
+    own Trainer made before it (a baseline ``trainer.validate(model)``).
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -196,13 +202,13 @@ class CalibrationMonitor(Callback):
         )
         # The metric validates every option up front, so a bad one fails here, not at epoch end.
         self.metric = CalibrationError(**options)
-        # Per-class results are one-vs-rest per class (classwise mode averages exactly these).
-        class_options = {**options, "mode": "one_vs_rest", "average": None}
-        self.class_metric = CalibrationError(**class_options) if per_class else None
-        self._class_options = class_options
+        # Per-class results are each class's one-vs-rest result (classwise mode averages
+        # exactly these): the metric keeps every class's pairs apart, so they come from it,
+        # not from a second metric holding the same state (600 MiB more at C = 50).
+        self.per_class = per_class
         self._options = options
         # Metrics of the second, third, ... dataloader, made when their first batch comes.
-        self._more_loaders: dict[int, list[CalibrationError]] = {}
+        self._more_loaders: dict[int, CalibrationError] = {}
         self.num_classes = num_classes
         self.probs_key = probs_key
         self.target_key = target_key
@@ -222,16 +228,23 @@ class CalibrationMonitor(Callback):
         self.confidence = confidence
         self.history: list[dict[str, Any]] = []
         self._active = False
-        self._layouts_written: set[int] = set()
+        # The loader suffixes whose charts each experiment (by id) got, in order.
+        self._layouts_written: dict[int, list[str]] = {}
         self._warned: set[str] = set()
         self._tags_checked = False
         self._layout_suffixes = [""]
         # The trainer function of the run that restored a checkpoint (on_load_checkpoint),
         # None when this run restored none.
         self._restored: str | None = None
+        # The global_step of the checkpoint a resumed fit started from, else None.
+        self._resumed_at: int | None = None
         # The weights the module holds (module id, global step) and how a record names them
         # (epoch, step, checkpoint path): the last fit record's, or a restored checkpoint's.
         self._weights: tuple[int, int, int, int, str | None] | None = None
+        # Each validate / test record with the Trainer that made it (weakly: the monitor
+        # must not keep a finished trainer alive), so that a fit starting anew with that
+        # Trainer keeps its baseline evaluation (on_fit_start).
+        self._evaluations: list[tuple[weakref.ref[Trainer], dict[str, Any]]] = []
 
     # ------------------------------------------------------------------ names
     @property
@@ -265,7 +278,8 @@ class CalibrationMonitor(Callback):
             pair = self.extract(outputs, batch)
             if pair is None:
                 return None
-            sizes = (3,) if self.needs_groups else (2, 3) if self.accepts_groups else (2,)
+            # A monitor that keeps no group ids takes them and warns, as from the dict.
+            sizes = (3,) if self.needs_groups else (2, 3)
             if not isinstance(pair, (tuple, list)) or len(pair) not in sizes:
                 wanted = " or ".join(
                     "(probs, target, groups)" if n == 3 else "(probs, target)" for n in sizes
@@ -273,7 +287,10 @@ class CalibrationMonitor(Callback):
                 got = f"{len(pair)} items" if isinstance(pair, (tuple, list)) else type(pair)
                 raise ValueError(f"extract must return {wanted} or None, got {got}")
             probs, target = pair[0], pair[1]
-            groups = pair[2] if len(pair) == 3 else None
+            if len(pair) == 3 and not self.accepts_groups:
+                self._warn_groups_unused("extract returns group ids (its third item)")
+            elif len(pair) == 3:
+                groups = pair[2]
         else:
             if not isinstance(outputs, Mapping) or self.probs_key not in outputs:
                 got = sorted(outputs) if isinstance(outputs, Mapping) else type(outputs).__name__
@@ -299,25 +316,7 @@ class CalibrationMonitor(Callback):
             elif self.accepts_groups:
                 groups = outputs.get(self.groups_key)
             elif self.groups_key in outputs:
-                # What keeps the ids: the exact mode, and an interval that resamples groups.
-                fix = " and ".join(
-                    option
-                    for option, needed in (
-                        ("streaming=False", self.metric.streaming),
-                        (
-                            "interval=None (or 'groups')",
-                            self.metric.interval not in (None, "groups"),
-                        ),
-                    )
-                    if needed
-                )
-                self._warn_once(
-                    "groups_unused",
-                    f"the {self.stage} step returns {self.groups_key!r}, but this monitor "
-                    f"(streaming={self.metric.streaming}, interval={self.metric.interval!r}) "
-                    f"keeps no group ids, so its interval resamples pairs; pass {fix} to "
-                    "resample whole groups",
-                )
+                self._warn_groups_unused(f"the {self.stage} step returns {self.groups_key!r}")
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError(
                 f"probs and target must be tensors, got {type(probs).__name__} "
@@ -333,27 +332,48 @@ class CalibrationMonitor(Callback):
             raise ValueError(f"groups must be a tensor, got {type(groups).__name__}")
         return probs, target.detach(), groups.detach()
 
+    def _warn_groups_unused(self, given: str) -> None:
+        """Warn once that the group ids ``given`` are dropped, and what would keep them."""
+        # What keeps the ids: the exact mode, and an interval that resamples groups.
+        fix = " and ".join(
+            option
+            for option, needed in (
+                ("streaming=False", self.metric.streaming),
+                ("interval=None (or 'groups')", self.metric.interval not in (None, "groups")),
+            )
+            if needed
+        )
+        # Algorithm 2 resamples nothing: it draws each bin's frequency from a normal.
+        drawn = (
+            "(the paper's Algorithm 2) draws each bin's frequency from a normal, as if its "
+            "pairs were independent"
+            if self.metric.interval == "paper"
+            else "resamples pairs"
+        )
+        self._warn_once(
+            "groups_unused",
+            f"{given}, but this monitor (streaming={self.metric.streaming}, "
+            f"interval={self.metric.interval!r}) keeps no group ids, so its interval "
+            f"{drawn}; pass {fix} to resample whole groups",
+        )
+
     def _due(self, trainer: Trainer) -> bool:
         if trainer.sanity_checking:
             return False
         fitting = runs.trainer_fn(trainer) == "fit"
         return not fitting or (trainer.current_epoch + 1) % self.every_n_epochs == 0
 
-    def _metrics(self, dataloader_idx: int = 0) -> list[CalibrationError]:
-        """The metric (and per-class metric) of one dataloader."""
+    def _metric(self, dataloader_idx: int = 0) -> CalibrationError:
+        """The metric of one dataloader."""
         if dataloader_idx == 0:
-            return [self.metric] if self.class_metric is None else [self.metric, self.class_metric]
+            return self.metric
         if dataloader_idx not in self._more_loaders:
-            metrics = [CalibrationError(**self._options)]
-            if self.class_metric is not None:
-                metrics.append(CalibrationError(**self._class_options))
-            for metric in metrics:
-                metric.to(self.metric.device)
-            self._more_loaders[dataloader_idx] = metrics
+            metric = CalibrationError(**self._options)
+            self._more_loaders[dataloader_idx] = metric.to(self.metric.device)
         return self._more_loaders[dataloader_idx]
 
     def _all_metrics(self) -> list[CalibrationError]:
-        return [m for idx in (0, *self._more_loaders) for m in self._metrics(idx)]
+        return [self._metric(idx) for idx in (0, *self._more_loaders)]
 
     def _epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._active = self._due(trainer)
@@ -381,8 +401,8 @@ class CalibrationMonitor(Callback):
         pair = self.extract_batch(outputs, batch)
         if pair is None:
             return
-        for metric in self._metrics(dataloader_idx):
-            metric.update(*pair[:2], **({"groups": pair[2]} if len(pair) == 3 else {}))
+        groups = {"groups": pair[2]} if len(pair) == 3 else {}
+        self._metric(dataloader_idx).update(*pair[:2], **groups)
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -515,7 +535,7 @@ class CalibrationMonitor(Callback):
         self, trainer: Trainer, pl_module: LightningModule, step: int, idx: int, suffix: str
     ) -> None:
         """Compute, log, record and draw the result of one dataloader."""
-        metric, *class_metric = self._metrics(idx)
+        metric = self._metric(idx)
         try:
             # compute_result() synchronises the ranks' states (without DDP it does nothing).
             # A classwise metric's figure draws each class's own bins, not their average's.
@@ -525,7 +545,9 @@ class CalibrationMonitor(Callback):
             # Every rank sees the same synchronised state, so every rank skips together.
             rank_zero_warn(f"CalibrationMonitor: nothing to measure this epoch{suffix} ({err})")
             return
-        per_class = class_metric[0].compute_result() if class_metric else None
+        per_class = None
+        if self.per_class:
+            per_class = classes if classes is not None else metric._one_vs_rest_results()
         numbers = tb.result_numbers(result)
         scalars = dict(zip(self._scalar_names(suffix), ("error", "lower", "upper"), strict=True))
         if self.smooth:
@@ -557,6 +579,8 @@ class CalibrationMonitor(Callback):
         if suffix:
             record["dataloader_idx"] = idx
         self.history.append(record)
+        if record["fn"] != "fit":
+            self._evaluations.append((weakref.ref(trainer), record))
         if trainer.is_global_zero:
             # The figures name the interval the metric drew (on the synchronised state).
             drawn_from = result if classes is None else classes
@@ -674,6 +698,7 @@ class CalibrationMonitor(Callback):
                 # Only a run continuing a checkpoint's history continues the file's; a fresh
                 # fit into the same folder is another run, and rewrites it.
                 merge=self._restored is not None,
+                resumed_at=self._resumed_at,
             )
 
     def _write_experiment(
@@ -686,11 +711,8 @@ class CalibrationMonitor(Callback):
         figures: dict[str, Any],
         suffix: str = "",
     ) -> None:
-        if tb.has_method(experiment, "add_custom_scalars") and id(experiment) not in (
-            self._layouts_written
-        ):
-            tb.add_layout(experiment, self._layout(logger))
-            self._layouts_written.add(id(experiment))
+        if tb.has_method(experiment, "add_custom_scalars"):
+            self._write_layout(logger, experiment)
         for name, fig in figures.items():
             # close=False: these Figures are not pyplot's, so there is nothing to close.
             tag = f"{self.prefix}/{name}{suffix}"
@@ -714,11 +736,21 @@ class CalibrationMonitor(Callback):
         if tb.has_method(experiment, "flush"):
             experiment.flush()
 
-    def _layout(self, logger: Any) -> dict[str, Any]:
-        """One Custom Scalars "Margin" chart per dataloader, written once per experiment
-        (with the charts other monitors wrote to it: :func:`._tensorboard.add_layout`)."""
+    def _write_layout(self, logger: Any, experiment: Any) -> None:
+        """Write the Custom Scalars layout when this run's loaders add charts to what the
+        experiment got: TensorBoard shows the last layout written, so a fit with one loader
+        then a validate with two must rewrite it with all three charts."""
+        written = self._layouts_written.get(id(experiment))
+        suffixes = list(dict.fromkeys([*(written or []), *self._layout_suffixes]))
+        if suffixes != written:
+            tb.add_layout(experiment, self._layout(logger, suffixes))
+            self._layouts_written[id(experiment)] = suffixes
+
+    def _layout(self, logger: Any, suffixes: list[str]) -> dict[str, Any]:
+        """One Custom Scalars "Margin" chart per dataloader suffix in ``suffixes`` (with the
+        charts other monitors wrote to it: :func:`._tensorboard.add_layout`)."""
         layout: dict[str, Any] = {}
-        for suffix in self._layout_suffixes:
+        for suffix in suffixes:
             value, lower, upper = (tb.tag_for(logger, n) for n in self._scalar_names(suffix))
             title = f"{value} ({self.confidence:.0%} interval)"
             for category, charts in tb.margin_layout(title, value, lower, upper).items():
@@ -731,6 +763,7 @@ class CalibrationMonitor(Callback):
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._restored = None  # each run says for itself which checkpoint it restored
+        self._resumed_at = None
         # Refused here, not in __init__: in one process the sync changes nothing.
         if trainer.world_size > 1 and self._options.get("sync_on_compute", True) is not True:
             raise ValueError(
@@ -743,6 +776,7 @@ class CalibrationMonitor(Callback):
         # The restore belongs to the run that ends here: left set, it made a later manual
         # load_state_dict look like that run's restore, and be ignored.
         self._restored = None
+        self._resumed_at = None
 
     def on_load_checkpoint(
         self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
@@ -751,7 +785,10 @@ class CalibrationMonitor(Callback):
         Lightning restores the callbacks for every run given ``ckpt_path=``, not only for a
         resumed fit."""
         self._restored = runs.trainer_fn(trainer)
-        if self._restored != "fit":
+        if self._restored == "fit":
+            # The history file's records past this point are of the run this fit replaces.
+            self._resumed_at = int(checkpoint.get("global_step", 0))
+        else:
             # The module now holds the checkpoint's weights, at the trainer's unchanged step:
             # this run's records, and a later evaluation's without ckpt_path, name them as
             # ModelCheckpoint names the file (epoch=0-step=12.ckpt), with its path.
@@ -763,10 +800,24 @@ class CalibrationMonitor(Callback):
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         """A fit that starts from step 0 without a checkpoint is a new run: a monitor reused
         for it (a notebook, a search over settings) starts a new history, which its files
-        then hold alone, instead of one curve drawn through both runs."""
+        then hold alone, instead of one curve drawn through both runs. It keeps the
+        validate / test records this Trainer made before the fit (a baseline
+        ``trainer.validate(model)``), which the curve draws beside the fit's; a new Trainer
+        starts from nothing."""
         if self._restored is None and trainer.global_step == 0:
-            self.history = []
+            # A Trainer at step 0 has not fitted: every record it made is an evaluation.
+            mine = {id(r) for ref, r in self._evaluations if ref() is trainer}
+            self.history = [r for r in self.history if id(r) in mine]
+            kept = {id(r) for r in self.history}
+            self._evaluations = [(ref, r) for ref, r in self._evaluations if id(r) in kept]
             self._weights = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Weak references do not pickle, and ddp_spawn pickles the callbacks; a copy in
+        # another process never sees this process's Trainers, so it needs none of them.
+        state = self.__dict__.copy()
+        state["_evaluations"] = []
+        return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :attr:`history` for a resumed fit. A validate / test run of a checkpoint
