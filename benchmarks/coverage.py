@@ -434,7 +434,7 @@ def parse(argv=None):
         type=_bin_size_arg,
         nargs="+",
         default=list(BIN_SIZES),
-        help="β values: integers, auto (⌈√N⌉) or auto*C (⌈C·√N⌉)",
+        help="β values: integers, auto (⌈√N⌉), auto*C (⌈C·√N⌉) or cbrt (⌈N^(2/3)⌉)",
     )
     p.add_argument(
         "--variants", nargs="+", choices=["iid", "grouped", "ovr"], default=["iid", "grouped"]
