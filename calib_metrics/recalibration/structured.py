@@ -85,12 +85,12 @@ def _check_tags(tags: object, mask: Tensor, num_tags: int) -> Tensor:
     tags = check_tensor(tags, "tags")
     if tuple(tags.shape) != tuple(mask.shape):
         raise ValueError(f"tags must be [B, T] = {tuple(mask.shape)}, got {tuple(tags.shape)}")
-    if tags.is_floating_point():
-        raise ValueError(f"tags must be integer tag indices, got dtype {tags.dtype}")
+    # Widened before the range check: in uint8 the bound 300 wraps to 44.
+    tags = linear_chain.as_indices(tags, "tags")
     real = tags[mask]
     if bool(((real < 0) | (real >= num_tags)).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) at unmasked positions")
-    return torch.where(mask, tags.long(), 0)
+    return torch.where(mask, tags, 0)
 
 
 def _check_two_tags(tags: Tensor, mask: Tensor) -> None:
