@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -198,6 +199,22 @@ def test_coref_temperature_with_gold_sets_and_offset():
     est = offset.marginals(scores, n_samples=4000, generator=torch.Generator().manual_seed(0))
     assert (est - exact).abs().max() < 0.06
     assert not torch.allclose(exact, coreference_marginals(scores), atol=1e-2)
+
+
+@pytest.mark.parametrize("new_offset", [False, True])
+def test_coref_fit_raises_no_stray_warning(new_offset):
+    """Every fit printed PyTorch's "Converting a tensor with requires_grad=True to a
+    scalar" (the fitted T was read from the optimised tensor, grad and all). PyTorch says
+    it once a process unless told to warn always."""
+    scores, gold = _coref(b=20, n=5, scale=2.0)
+    always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            CorefTemperature(new_offset=new_offset).fit(scores, gold)
+    finally:
+        torch.set_warn_always(always)
 
 
 def test_coref_bad_inputs():

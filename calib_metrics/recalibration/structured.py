@@ -424,17 +424,18 @@ class CorefTemperature(FittedModule):
                 return -log_gold[rows].sum() / rows.sum()
 
             self.nll_ = lbfgs([free], loss, self.max_iter)
-            with torch.no_grad():
-                offset = free[1] if self.new_offset else free[1] * 0
-                logp = coref_model.antecedent_log_probs(_scaled(s, free[0].exp(), offset), mask)
-                best_gold = logp.masked_fill(~gold, float("-inf")).amax(-1)
-                best_other = logp.masked_fill(gold, float("-inf")).amax(-1)
+            # Read without grad: a float() of the optimised tensor made PyTorch warn.
+            fitted = free.detach()
+            temperature, offset = fitted[0].exp(), fitted[1] if self.new_offset else fitted[1] * 0
+            logp = coref_model.antecedent_log_probs(_scaled(s, temperature, offset), mask)
+            best_gold = logp.masked_fill(~gold, float("-inf")).amax(-1)
+            best_other = logp.masked_fill(gold, float("-inf")).amax(-1)
             # Mentions with a wrong option to rank (the first mention has only NEW).
             ranked = rows & (best_other > float("-inf"))
             margins = (best_gold - best_other)[ranked]
-            check_finite_optimum(margins, f"T = {float(free[0].exp()):.3g}")
-        self.temperature = free.detach()[0].exp().to(self.temperature.device)
-        self.offset = free.detach()[1].to(self.offset.device)
+            check_finite_optimum(margins, f"T = {float(temperature):.3g}")
+        self.temperature = temperature.to(self.temperature.device)
+        self.offset = fitted[1].to(self.offset.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
 
