@@ -19,11 +19,13 @@ probabilities; the fitted parameters are buffers, so ``state_dict`` round-trips.
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_int
 from calib_metrics.recalibration._common import (
     FittedModule,
     SettingsInState,
@@ -65,6 +67,19 @@ def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
     return target
 
 
+def _check_penalty(name: str, value: object) -> float:
+    """A penalty weight as a float. NaN, inf or a bool had been accepted when the scaler was
+    built, and NaN and inf failed only at fit, as "did not converge (NaN loss)"."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
 def check_logits(logits: object, *, fitting: bool = True) -> Tensor:
     """Floating and finite; when ``fitting``, at least 1-D and non-empty (a fitted binary
     module maps scores of any shape, a 0-dim one or an empty batch included)."""
@@ -96,8 +111,7 @@ class _LogitScaler(SettingsInState, FittedModule):
 
     def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
         super().__init__()
-        if not isinstance(max_iter, int) or max_iter < 1:
-            raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+        check_int("max_iter", max_iter)
         if inputs not in ("logits", "probs"):
             raise ValueError(f"inputs must be 'logits' or 'probs', got {inputs!r}")
         self.max_iter = max_iter
@@ -278,9 +292,7 @@ class VectorScaling(_LogitScaler):
 
     def __init__(self, bias_l2: float = 0.0, max_iter: int = 200) -> None:
         super().__init__(max_iter)
-        if bias_l2 < 0:
-            raise ValueError(f"bias_l2 must be >= 0, got {bias_l2}")
-        self.bias_l2 = float(bias_l2)
+        self.bias_l2 = _check_penalty("bias_l2", bias_l2)
         self.register_buffer("weight", torch.ones(0, dtype=torch.float64))
         self.register_buffer("bias", torch.zeros(0, dtype=torch.float64))
 
@@ -324,12 +336,8 @@ class MatrixScaling(_LogitScaler):
         self, off_diagonal_l2: float = 0.01, bias_l2: float = 0.01, max_iter: int = 500
     ) -> None:
         super().__init__(max_iter)
-        if off_diagonal_l2 < 0 or bias_l2 < 0:
-            raise ValueError(
-                f"off_diagonal_l2 and bias_l2 must be >= 0, got {off_diagonal_l2}, {bias_l2}"
-            )
-        self.off_diagonal_l2 = float(off_diagonal_l2)
-        self.bias_l2 = float(bias_l2)
+        self.off_diagonal_l2 = _check_penalty("off_diagonal_l2", off_diagonal_l2)
+        self.bias_l2 = _check_penalty("bias_l2", bias_l2)
         self.register_buffer("weight", torch.zeros(0, 0, dtype=torch.float64))
         self.register_buffer("bias", torch.zeros(0, dtype=torch.float64))
 
