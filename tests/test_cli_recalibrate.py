@@ -254,3 +254,21 @@ def test_written_group_ids_stay_with_their_rows_when_padding_is_dropped(files, t
     assert [(w["original"], w["group"]) for w in written] == [
         (f"{float(k[0]):.10g}", k[2]) for k in kept
     ]
+
+
+@pytest.mark.parametrize("method", ["platt", "scaling_binning"])
+def test_dev_scores_that_are_all_equal_are_fitted_with_a_warning(files, tmp_path, method, capsys):
+    """They were refused as separable ("every class-1 score lies at or above every class-0
+    score ... slope grows without end"): slope 0 maps every score to the dev frequency."""
+    (_, *_), (test, *_) = files
+    dev = tmp_path / "equal.csv"
+    dev.write_text("prob,label\n" + "".join(f"0.7,{int(i < 30)}\n" for i in range(100)))
+    out = tmp_path / "o.csv"
+    code = main(["recalibrate", str(dev), str(test), "--method", method, "--samples", "20",
+                 "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0 and "separable" not in err
+    assert "are all equal, so they cannot set a slope: fitted slope 0" in err
+    with open(out) as f:
+        written = [float(row["probs"]) for row in csv.DictReader(f)]
+    assert written == pytest.approx([0.3] * 2000)

@@ -5,6 +5,7 @@ callback warns and fits nothing."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -161,3 +162,29 @@ def test_platt_refuses_data_separable_but_for_a_tie_group_at_the_boundary() -> N
     mixed = y.clone()
     mixed[0] = 1  # one error below the tie group: a finite optimum
     assert 0 < fit_binary("platt", q, mixed).slope.item() < 10
+
+
+def test_platt_fits_dev_scores_that_are_all_equal_as_their_frequency() -> None:
+    """All-equal scores were called separable ("every class-1 score lies at or above every
+    class-0 score ... slope grows without end"). They have a finite optimum, if not a
+    unique one: any slope with its intercept; slope 0 maps every score to the dev
+    frequency, as histogram binning and isotonic regression of such scores do."""
+    from calib_metrics.recalibration import ScalingBinning, fit_binary
+
+    q = torch.full((100,), 0.7, dtype=torch.float64)
+    y = (torch.arange(100) < 30).to(torch.float64)
+    with pytest.warns(UserWarning, match=r"the 100 scores it is fitted on are all equal.*slope 0"):
+        platt = PlattScaling(inputs="probs").fit(q, y)
+    assert platt.slope.item() == 0
+    assert platt.intercept.item() == pytest.approx(math.log(0.3 / 0.7), abs=1e-12)
+    assert platt.nll_ == pytest.approx(F.binary_cross_entropy(torch.full((100,), 0.3), y.float()))
+    torch.testing.assert_close(platt(torch.tensor([0.1, 0.7, 0.99])), torch.full((3,), 0.3))
+    for method in ("platt", "histogram", "isotonic"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = fit_binary(method, q, y)
+        assert fitted(q[:1]).item() == pytest.approx(0.3)
+    with pytest.warns(UserWarning, match="all equal"):
+        binning = ScalingBinning(inputs="probs", generator=torch.Generator().manual_seed(0))
+        binning.fit(q, y)
+    assert binning(q[:1]).item() == pytest.approx(0.3)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -172,31 +173,30 @@ class _LogitScaler(SettingsInState, FittedModule):
         with fitting_mode():
             z = float64_copy(logits)
             y = y.detach().clone()
-            self._refuse_separable(z, y)
-            free = self._init_params(num_classes, z.device)
-
-            def loss() -> Tensor:
-                params = self._constrain(free)
-                out = self._transform(z, params)
-                if binary:
-                    nll = F.binary_cross_entropy_with_logits(out, y)
-                else:
-                    nll = F.cross_entropy(out, y)
-                return nll + self._penalty(params)
-
-            self.nll_ = lbfgs(free, loss, self.max_iter)
-            fitted = [p.detach() for p in self._constrain(free)]
+            fitted = self._fit_params(z, y, num_classes)
             with torch.no_grad():
-                margins = _margins(self._transform(z, fitted), y, binary)
+                margins = _margins(self._transform(z, fitted), y, num_classes == 1)
             check_finite_optimum(margins, self._describe(fitted))
             self._store(fitted)
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
 
-    def _refuse_separable(self, z: Tensor, y: Tensor) -> None:
-        """Refuse data on which the fit has no finite optimum, where the data show it before
-        the fit (here none: the margins at the fitted parameters tell, after it)."""
+    def _nll(self, z: Tensor, y: Tensor, params: list[Tensor]) -> Tensor:
+        """The mean dev NLL plus the penalty at the stored-form ``params``."""
+        out = self._transform(z, params)
+        if out.ndim == 1:
+            nll = F.binary_cross_entropy_with_logits(out, y)
+        else:
+            nll = F.cross_entropy(out, y)
+        return nll + self._penalty(params)
+
+    def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
+        """The fitted parameters (detached, in stored form), and ``nll_``: L-BFGS on the dev
+        NLL from :meth:`_init_params`."""
+        free = self._init_params(num_classes, z.device)
+        self.nll_ = lbfgs(free, lambda: self._nll(z, y, self._constrain(free)), self.max_iter)
+        return [p.detach() for p in self._constrain(free)]
 
     def forward(self, logits: Tensor) -> Tensor:
         """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
@@ -396,17 +396,36 @@ class PlattScaling(_LogitScaler):
             raise ValueError(f"scores must be [N], got shape {tuple(scores.shape)}")
         return super().fit(scores, target)  # type: ignore[return-value]
 
-    def _refuse_separable(self, z: Tensor, y: Tensor) -> None:
-        """With an intercept the boundary can sit inside a tie group: a tie group of mixed
+    def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
+        """Refuse separable scores; fit all-equal ones in closed form; else L-BFGS.
+
+        With an intercept the boundary can sit inside a tie group: a tie group of mixed
         labels keeps a finite loss there while the slope grows without end, and its items'
         margins at the fitted parameters are those of the tie group's label mix (±1.1 for
         one label against three), not 0, so the margins cannot tell. The data can: no
         finite optimum exactly when one class's scores all lie at or above the other's
-        (one host read)."""
+        (one host read), unless every score is the same. Then only ``a s + b`` is set, to
+        the dev frequency's logit, and any slope fits as well as any other: slope 0 maps
+        every score to that frequency, as histogram binning and isotonic regression of
+        such scores do (they had been called separable)."""
         ones, zeros = y == 1, y == 0
         low1, high1 = torch.where(ones, z, math.inf).min(), torch.where(ones, z, -math.inf).max()
         low0, high0 = torch.where(zeros, z, math.inf).min(), torch.where(zeros, z, -math.inf).max()
-        above, below = torch.stack([high0 <= low1, high1 <= low0]).tolist()
+        equal = (low1 == high1) & (low0 == high0) & (low1 == low0)
+        equal, above, below = torch.stack([equal, high0 <= low1, high1 <= low0]).tolist()
+        if equal:
+            rate = y.mean()
+            fitted = [torch.zeros_like(rate), torch.log(rate) - torch.log1p(-rate)]
+            self.nll_ = float(self._nll(z, y, fitted))
+            warnings.warn(
+                f"PlattScaling: the {z.numel()} scores it is fitted on are all equal, so they "
+                "cannot set a slope: fitted slope 0, which maps every score to the dev "
+                f"frequency of class 1 ({float(rate):.4g}); fit on held-out data whose scores "
+                "vary",
+                UserWarning,
+                stacklevel=4,
+            )
+            return fitted
         if above or below:
             side = "above" if above else "below"
             raise ValueError(
@@ -415,6 +434,7 @@ class PlattScaling(_LogitScaler):
                 "no finite optimum (its slope grows without end); fit on more held-out data, "
                 "on which the model makes some errors"
             )
+        return super()._fit_params(z, y, num_classes)
 
     def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
         a = torch.ones((), dtype=torch.float64, device=device, requires_grad=True)
