@@ -188,3 +188,60 @@ def test_platt_fits_dev_scores_that_are_all_equal_as_their_frequency() -> None:
         binning = ScalingBinning(inputs="probs", generator=torch.Generator().manual_seed(0))
         binning.fit(q, y)
     assert binning(q[:1]).item() == pytest.approx(0.3)
+
+
+def _anti(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits, and labels drawn from their negation: anti-correlated."""
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(n, 3, generator=g, dtype=torch.float64)
+    return z, torch.multinomial(torch.softmax(-z, -1), 1, generator=g)[:, 0]
+
+
+def test_temperature_scaling_refuses_scores_that_carry_no_signal() -> None:
+    """The other end from separable: the NLL falls as T grows, towards uniform. The fit had
+    returned T = 6e9 (a uniform output) silently."""
+    z, y = _anti(300, 0)
+    with pytest.raises(ValueError, match=r"no usable signal in the scores.*no finite optimum"):
+        TemperatureScaling().fit(z, y)
+    s = torch.tensor([1.0, -1.0, 2.0, -2.0, 0.5])
+    with pytest.raises(ValueError, match=r"no usable signal.*stopped at T = \d.*e\+\d\d"):
+        TemperatureScaling().fit(s, torch.tensor([0.0, 1.0, 0.0, 1.0, 1.0]))
+    # Equal scores of the wrong sign for the labels' frequency: only T = ∞ fits them.
+    with pytest.raises(ValueError, match="no usable signal"):
+        TemperatureScaling(inputs="probs").fit(torch.full((10,), 0.7), torch.arange(10) < 3)
+    # A weak signal is a large but finite temperature.
+    g = torch.Generator().manual_seed(1)
+    weak = torch.randn(2000, 3, generator=g, dtype=torch.float64)
+    target = torch.multinomial(torch.softmax(weak / 20, -1), 1, generator=g)[:, 0]
+    assert 10 < TemperatureScaling().fit(weak, target).temperature.item() < 100
+
+
+def test_chain_temperature_refuses_potentials_that_carry_no_signal() -> None:
+    """One emission score ranking tag 0 first, gold tags 0, 1, 1: the fit ran to
+    T = 2e9, where every scaled path score lay within the check's tolerance of 0, and was
+    refused as "separable: 3 of 3 items first outright", the opposite of the data."""
+    emissions = torch.tensor([[[1.0, 0.0]]] * 3)
+    zeros = torch.zeros(2)
+    tags = torch.tensor([[0], [1], [1]])
+    with pytest.raises(ValueError, match="no usable signal in the potentials") as caught:
+        ChainTemperature().fit(emissions, torch.zeros(2, 2), zeros, zeros, tags)
+    assert "separable" not in str(caught.value)
+    g = torch.Generator().manual_seed(0)
+    emissions = torch.randn(40, 5, 3, generator=g, dtype=torch.float64)
+    transitions = 2 * torch.randn(3, 3, generator=g, dtype=torch.float64)
+    start = end = torch.zeros(3, dtype=torch.float64)
+    tags = linear_chain.sample(emissions, -transitions, start, end, n_samples=1, generator=g)[0]
+    with pytest.raises(ValueError, match=r"in the transition, start and end scores.*T_tr = "):
+        ChainTemperature(separate=True).fit(emissions, transitions, start, end, tags)
+
+
+@pytest.mark.parametrize(("new_offset", "scores"), [(False, "scores"), (True, "scores beyond")])
+def test_coref_temperature_refuses_scores_that_carry_no_signal(new_offset, scores) -> None:
+    from calib_metrics.models.coref import sample_antecedents
+
+    g = torch.Generator().manual_seed(0)
+    antecedent_scores = torch.randn(20, 6, 6, generator=g, dtype=torch.float64)
+    chosen = sample_antecedents(-antecedent_scores, 1, generator=g)[0]
+    gold = torch.nn.functional.one_hot(chosen, 6).bool()
+    with pytest.raises(ValueError, match=f"no usable signal in the {scores}"):
+        CorefTemperature(new_offset=new_offset).fit(antecedent_scores, gold)

@@ -30,6 +30,7 @@ from calib_metrics.functional.errors import check_int
 from calib_metrics.recalibration._common import (
     FittedModule,
     SettingsInState,
+    check_beats_uniform,
     check_binary_target,
     check_finite,
     check_finite_optimum,
@@ -174,6 +175,11 @@ class _LogitScaler(SettingsInState, FittedModule):
             z = float64_copy(logits)
             y = y.detach().clone()
             fitted = self._fit_params(z, y, num_classes)
+            limit = self._limit(fitted)
+            if limit is not None:
+                with torch.no_grad():
+                    nll, uniform = (float(self._nll(z, y, p)) for p in (fitted, limit))
+                check_beats_uniform(nll, uniform, self._describe(fitted), "scores")
             with torch.no_grad():
                 margins = _margins(self._transform(z, fitted), y, num_classes == 1)
             check_finite_optimum(margins, self._describe(fitted))
@@ -190,6 +196,11 @@ class _LogitScaler(SettingsInState, FittedModule):
         else:
             nll = F.cross_entropy(out, y)
         return nll + self._penalty(params)
+
+    def _limit(self, fitted: list[Tensor]) -> list[Tensor] | None:
+        """The ``fitted`` parameters with the temperature at ``∞``, the flat end the fit
+        can run off to (None for a scaler without a temperature)."""
+        return None
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
         """The fitted parameters (detached, in stored form), and ``nll_``: L-BFGS on the dev
@@ -264,6 +275,9 @@ class TemperatureScaling(_LogitScaler):
 
     def _describe(self, params: list[Tensor]) -> str:
         return f"T = {float(params[0]):.3g}"
+
+    def _limit(self, fitted: list[Tensor]) -> list[Tensor] | None:
+        return [torch.full_like(fitted[0], math.inf)]
 
     def _store(self, params: list[Tensor]) -> None:
         self.temperature = params[0].to(self.temperature.device)
