@@ -245,3 +245,55 @@ def test_coref_temperature_refuses_scores_that_carry_no_signal(new_offset, score
     gold = torch.nn.functional.one_hot(chosen, 6).bool()
     with pytest.raises(ValueError, match=f"no usable signal in the {scores}"):
         CorefTemperature(new_offset=new_offset).fit(antecedent_scores, gold)
+
+
+def _class_3_absent(shift: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """4-class logits whose dev labels never take class 3 (shifted by ``shift``)."""
+    g = torch.Generator().manual_seed(0)
+    z = 2 * torch.randn(600, 4, generator=g, dtype=torch.float64)
+    y = torch.multinomial(torch.softmax(z / 2, -1), 1, generator=g)[:, 0]
+    keep = y != 3
+    return z[keep] + shift, y[keep]
+
+
+@pytest.mark.parametrize(
+    "scaler",
+    [VectorScaling, lambda: MatrixScaling(off_diagonal_l2=0.0, bias_l2=0.0),
+     lambda: MatrixScaling(off_diagonal_l2=0.01, bias_l2=0.0)],
+)  # fmt: skip
+def test_an_absent_class_with_a_free_bias_is_refused(scaler) -> None:
+    """An absent class's bias falls without end: VectorScaling fitted anyway with bias[3] =
+    -18.6 and took a test NLL from 1.23 to 8.0 (TemperatureScaling: 1.10)."""
+    z, y = _class_3_absent()
+    with pytest.raises(ValueError, match=r"class 3 never occurs .* no finite optimum.*bias"):
+        scaler().fit(z, y)
+    TemperatureScaling().fit(z, y)  # one parameter for all classes: fitted
+
+
+@pytest.mark.parametrize(
+    "scaler", [lambda: VectorScaling(bias_l2=0.01), MatrixScaling, lambda: MatrixScaling(0, 0.01)]
+)
+def test_an_absent_class_whose_logits_have_one_sign_is_refused(scaler) -> None:
+    """With the bias penalised, the class's own weight (unpenalised) still drives it to 0 on
+    every item when its logits are all of one sign: the default MatrixScaling took a test
+    NLL to 8.7 on logits shifted by +10."""
+    z, y = _class_3_absent(shift=10.0)
+    with pytest.raises(ValueError, match=r"class 3 never occurs .* one sign.*centre"):
+        scaler().fit(z, y)
+
+
+@pytest.mark.parametrize("scaler", [lambda: VectorScaling(bias_l2=0.01), MatrixScaling])
+def test_an_absent_class_with_a_finite_penalised_optimum_warns(scaler) -> None:
+    z, y = _class_3_absent()
+    with pytest.warns(UserWarning, match=r"class 3 never occurs .* penalty"):
+        fitted = scaler().fit(z, y)
+    assert math.isfinite(fitted.nll_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every class present: no word
+        scaler().fit(*_multiclass_all_present())
+
+
+def _multiclass_all_present() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    z = 2 * torch.randn(300, 4, generator=g, dtype=torch.float64)
+    return z, torch.multinomial(torch.softmax(z / 2, -1), 1, generator=g)[:, 0]

@@ -286,7 +286,68 @@ class TemperatureScaling(_LogitScaler):
         return [self.temperature]
 
 
-class VectorScaling(_LogitScaler):
+class _PerClassScaler(_LogitScaler):
+    """Vector and matrix scaling: each class has its own bias and weights, so a class absent
+    from the dev target gives them nothing to fit but "less of it"."""
+
+    bias_l2: float
+    # Whether the weights on other classes' logits are free too (the whole row of W).
+    whole_row_free = False
+
+    def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
+        self._check_absent_classes(z, y)
+        return super()._fit_params(z, y, num_classes)
+
+    def _check_absent_classes(self, z: Tensor, y: Tensor) -> None:
+        """Refuse a class absent from ``y`` whose own parameters can lower its logit on
+        every item without a penalty: the NLL then falls without end (its probability
+        going to 0, which wrecked test items of the class: NLL 1.23 to 8.0), with no finite
+        optimum. Its bias can when unpenalised; an unpenalised weight can when the logit
+        it multiplies has one sign on every dev item (for the whole row of W, a sufficient
+        test, not an exact one). Otherwise the penalty holds the fit finite, but it still
+        lowers the class everywhere: a warning."""
+        c = z.shape[1]
+        one_sign = ((z >= 0).all(0) & (z > 0).any(0)) | ((z <= 0).all(0) & (z < 0).any(0))
+        absent, one_sign = torch.stack([y.bincount(minlength=c) == 0, one_sign]).tolist()
+        classes = [k for k in range(c) if absent[k]]
+        if not classes:
+            return
+        name = type(self).__name__
+        plural = len(classes) > 1
+        said = (f"class{'es' if plural else ''} {', '.join(map(str, classes))} never "
+                f"occur{'' if plural else 's'} in the held-out target")  # fmt: skip
+        advice = (
+            "fit on held-out data that hold every class, or fit TemperatureScaling, whose "
+            "one parameter serves all classes"
+        )
+        if self.bias_l2 == 0:
+            raise ValueError(
+                f"{said}, so {name} has no finite optimum: "
+                f"{'the bias of each' if plural else 'its bias'} falls without end, sending "
+                f"{'their' if plural else 'its'} probability to 0 on every item; {advice}, "
+                "or penalise the bias (bias_l2 > 0)"
+            )
+        columns = range(c) if self.whole_row_free else classes
+        signed = [j for j in columns if one_sign[j]]
+        if signed:
+            raise ValueError(
+                f"{said}, and the logits of class{'es' if len(signed) > 1 else ''} "
+                f"{', '.join(map(str, signed))} have one sign on every held-out item, so "
+                f"{name} has no finite optimum: an unpenalised weight on them lowers "
+                f"{'each absent class' if plural else 'the absent class'}'s logit on every "
+                f"item without end; {advice}, or centre "
+                "the logits (subtract each row's mean, which leaves the softmax as it is)"
+            )
+        warnings.warn(
+            f"{name}: {said}: the fit can only lower {'their' if plural else 'its'} "
+            "probability on every item, as far as its penalty allows, which miscalibrates "
+            f"test items of {'those classes' if plural else 'that class'}; {advice}",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+class VectorScaling(_PerClassScaler):
     """Vector scaling: ``softmax(w * logits + b)`` with ``w, b`` in ``R^C``.
 
     Args:
@@ -328,7 +389,7 @@ class VectorScaling(_LogitScaler):
         return [self.weight, self.bias]
 
 
-class MatrixScaling(_LogitScaler):
+class MatrixScaling(_PerClassScaler):
     """Matrix scaling ``softmax(W logits + b)`` with ODIR regularisation (Kull et al. 2019).
 
     The loss is the mean dev NLL plus ``off_diagonal_l2 * Σ_{i≠j} W_ij² / (C(C-1))`` plus
@@ -352,6 +413,7 @@ class MatrixScaling(_LogitScaler):
         super().__init__(max_iter)
         self.off_diagonal_l2 = _check_penalty("off_diagonal_l2", off_diagonal_l2)
         self.bias_l2 = _check_penalty("bias_l2", bias_l2)
+        self.whole_row_free = self.off_diagonal_l2 == 0
         self.register_buffer("weight", torch.zeros(0, 0, dtype=torch.float64))
         self.register_buffer("bias", torch.zeros(0, dtype=torch.float64))
 
