@@ -166,6 +166,36 @@ def test_nothing_to_fit_warns_and_leaves_the_fit_finished(tmp_path, val_batches,
     assert not hasattr(model, "calibration_temperature")
 
 
+@pytest.mark.parametrize(("val_batches", "val"), [(0, _data(64, seed=1)), (1.0, _single_class(64))])
+def test_a_later_fit_that_fits_nothing_drops_the_earlier_temperature(tmp_path, val_batches, val):
+    """The second fit trained the weights on and fitted no temperature, yet the module, the
+    callback and a checkpoint saved after it kept the first fit's, for other weights."""
+    torch.manual_seed(0)
+    model = Overconfident()
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    options = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False,
+               "enable_progress_bar": False, "enable_model_summary": False,
+               "num_sanity_val_steps": 0}  # fmt: skip
+    train = DataLoader(_data(64, seed=0), batch_size=32)
+    first = Trainer(max_epochs=1, callbacks=[callback], **options)
+    first.fit(model, train, DataLoader(_data(64, seed=1), batch_size=32))
+    assert model.calibration_temperatures == {"recalibration": callback.results["temperature"]}
+    # Fitting on with nothing trained (max_epochs reached): the weights, and T, stay.
+    with pytest.warns(UserWarning, match="no validation logits") as told:
+        first.fit(model, train, DataLoader(_data(64, seed=1), batch_size=32))
+    assert not any("removed" in str(w.message) for w in told)
+    assert hasattr(model, "calibration_temperature") and callback.recalibrator is not None
+
+    second = Trainer(max_epochs=1, callbacks=[callback], limit_val_batches=val_batches, **options)
+    with pytest.warns(UserWarning, match="no temperature fitted.*earlier fit.* removed"):
+        second.fit(model, train, DataLoader(val, batch_size=32))
+    assert callback.recalibrator is None and callback.results == {}
+    assert not hasattr(model, "calibration_temperature")
+    assert model.calibration_temperatures == {}
+    second.save_checkpoint(tmp_path / "after.ckpt")
+    assert TemperatureRecalibration.temperature_in(tmp_path / "after.ckpt") is None
+
+
 def _example():
     import importlib.util
     from pathlib import Path
