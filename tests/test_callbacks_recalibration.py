@@ -131,6 +131,20 @@ def test_bad_options_and_shapes_are_refused_before_training_ends():
         TemperatureRecalibration().extract_batch(step, None)
 
 
+def test_binary_logits_with_a_class_dim_are_named_at_the_first_batch():
+    """Logits [B, 1] beside a target [B] were kept as 1-class multiclass logits, and only
+    the end of fit said "no temperature fitted (logits must be [N, C] with C >= 2)"."""
+    step = {"logits": torch.randn(4, 1), "target": torch.tensor([0, 1, 1, 0])}
+    with pytest.raises(ValueError, match=r"logits \(4, 1\) hold one class.*squeeze\(-1\)"):
+        TemperatureRecalibration().extract_batch(step, None)
+    # Binary scores of target's shape are taken, with or without a trailing 1.
+    for shape in ((4,), (4, 1)):
+        logits, _ = TemperatureRecalibration().extract_batch(
+            {"logits": torch.randn(shape), "target": torch.zeros(shape)}, None
+        )
+        assert logits.shape == (4,)
+
+
 def _single_class(n: int) -> TensorDataset:
     x, y = _data(n, seed=2).tensors
     return TensorDataset(x, y.masked_fill(y != PAD, 1))

@@ -30,12 +30,14 @@ class TemperatureRecalibration(Callback):
     """Fit :class:`~calib_metrics.recalibration.TemperatureScaling` on the last validation
     epoch's logits at the end of ``fit``, and log the calibration before and after.
 
-    Each validation step returns a dict with ``"logits"`` (``[..., C]``, or binary scores
-    ``[...]``) and ``"target"`` (the keys are options), or ``extract(outputs, batch)``
-    returns ``(logits, target)``. The logits of the fit's last validation epoch (never the
-    sanity check, nor a ``trainer.validate`` / ``test`` run) are kept; when fitting ends the
-    temperature is fitted on them (in float64, with grad enabled and outside inference mode,
-    on copies of the inference-mode tensors Lightning's validation produces), stored as
+    Each validation step returns a dict with ``"logits"`` (``[..., C]`` with ``C >= 2``
+    beside a target ``[...]``, or binary scores of the target's own shape: ``[B]`` with
+    ``[B]``, ``[B, 1]`` with ``[B, 1]``) and ``"target"`` (the keys are options), or
+    ``extract(outputs, batch)`` returns ``(logits, target)``. The logits of the fit's last
+    validation epoch (never the sanity check, nor a ``trainer.validate`` / ``test`` run) are
+    kept; when fitting ends the temperature is fitted on them (in float64, with grad enabled
+    and outside inference mode, on copies of the inference-mode tensors Lightning's
+    validation produces), stored as
     :attr:`recalibrator` and on the module as ``pl_module.calibration_temperatures[prefix]``
     (a float, so it can be applied at prediction time: ``softmax(logits / T)``) and, when it
     is the Trainer's only such callback, as ``pl_module.calibration_temperature`` too (with
@@ -153,11 +155,17 @@ class TemperatureRecalibration(Callback):
             logits, target = outputs[self.logits_key], outputs[self.target_key]
         logits, target = logits.detach(), target.detach()
         binary = logits.shape == target.shape
+        # Shapes are caught at the first validation batch, not when fitting ends.
         if not binary and logits.shape[:-1] != target.shape:
-            # Caught at the first validation batch, not when fitting ends.
             raise ValueError(
                 f"TemperatureRecalibration: logits {tuple(logits.shape)} must be target's "
                 f"shape {tuple(target.shape)} (binary scores) or that plus a class dim"
+            )
+        if not binary and logits.shape[-1] < 2:
+            raise ValueError(
+                f"TemperatureRecalibration: logits {tuple(logits.shape)} hold one class "
+                f"score per item: give binary scores in target's shape {tuple(target.shape)} "
+                "(logits.squeeze(-1)), or multiclass logits [..., C] with C >= 2"
             )
         logits = logits.reshape(-1) if binary else logits.reshape(-1, logits.shape[-1])
         target = target.reshape(-1)
