@@ -209,6 +209,29 @@ def test_testing_on_the_dev_pairs_warns(tmp_path, capsys):
     assert "holds the dev pairs of" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("order", ["reversed", "shuffled", "one label changed"])
+def test_testing_on_the_dev_pairs_in_another_order_warns(tmp_path, capsys, order):
+    """Only a same-order copy was caught: a reversed or shuffled one gave no word, and
+    isotonic showed an 'after' error of 0.0000."""
+    import numpy as np
+
+    g = np.random.default_rng(0)
+    q = g.uniform(0.01, 0.99, 400).round(2)  # ties, so the order within them counts too
+    y = (g.uniform(size=400) < q**2).astype(int)
+    dev, test = tmp_path / "dev.csv", tmp_path / "test.csv"
+    dev.write_text("prob,label\n" + "".join(f"{a},{b}\n" for a, b in zip(q, y)))
+    rows = {"reversed": np.arange(400)[::-1], "shuffled": g.permutation(400)}
+    q_test, y_test = (q, y.copy()) if order not in rows else (q[rows[order]], y[rows[order]])
+    if order == "one label changed":
+        y_test[0] = 1 - y_test[0]
+    test.write_text("prob,label\n" + "".join(f"{a},{b}\n" for a, b in zip(q_test, y_test)))
+    argv = ["recalibrate", str(dev), str(test), "--method", "isotonic", "--samples", "20",
+            "--out", str(tmp_path / "o.csv")]  # fmt: skip
+    assert main(argv) == 0
+    warned = "holds the dev pairs of" in capsys.readouterr().err
+    assert warned == (order != "one label changed")
+
+
 def test_the_before_and_after_panels_do_not_overlap(files, tmp_path, capsys, monkeypatch):
     """The left panel's right-hand count label ("pairs") had run into the right panel's
     y label: the figure had no layout."""
