@@ -154,7 +154,7 @@ def _check_binary(table, path: Path) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from calib_metrics.cli import check_draw_options
+    from calib_metrics.cli import announce_long_run, check_draw_options
     from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
     from calib_metrics.predictions import check_output_paths, read_table
     from calib_metrics.recalibration import fit_binary
@@ -187,6 +187,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
     except ValueError as err:
         raise ValueError(f"{args.dev}: {err}") from None
+    # Three bootstraps of the test units: the errors before and after, and the paired
+    # difference.
+    announce_long_run(
+        test, args.samples, "resamples", passes=3,
+        again=" for each of before, after and their paired difference",
+    )  # fmt: skip
     before = test.probs.to(torch.float64)
     try:
         after = recalibrator(test.probs).to(torch.float64).clamp(0, 1)

@@ -295,3 +295,35 @@ def test_dev_scores_that_are_all_equal_are_fitted_with_a_warning(files, tmp_path
     with open(out) as f:
         written = [float(row["probs"]) for row in csv.DictReader(f)]
     assert written == pytest.approx([0.3] * 2000)
+
+
+@pytest.mark.parametrize(("grouped", "units"), [(False, "2,000 pairs"), (True, "100 groups")])
+def test_a_long_run_is_announced_before_it_starts(files, tmp_path, capsys, monkeypatch,
+                                                  grouped, units):  # fmt: skip
+    """10⁶ pairs at the default 2,000 draws ran for minutes and printed nothing until done.
+    The work counted is three bootstraps of the test units: the error before, after, and
+    their paired difference."""
+    from calib_metrics import cli
+    from calib_metrics.functional import calibration_error_ci
+
+    (dev, *_), (test, *_) = files
+    argv = ["recalibrate", str(dev), str(test), "--samples", "20",
+            "--out", str(tmp_path / "o.csv"), *(["--groups"] if grouped else [])]  # fmt: skip
+    n_units = 100 if grouped else 2000
+    monkeypatch.setattr(cli, "LONG_RUN_WEIGHTS", 3 * n_units * 20 + 1)
+    assert main(argv) == 0
+    assert "drawing" not in capsys.readouterr().err  # just under: no notice
+    monkeypatch.setattr(cli, "LONG_RUN_WEIGHTS", 3 * n_units * 20)
+    notices = []
+
+    def bootstrap_after_notice(*args, **kwargs):
+        notices.append(capsys.readouterr().err)  # what stderr held when the draws began
+        return calibration_error_ci(*args, **kwargs)
+
+    monkeypatch.setattr("calib_metrics.functional.calibration_error_ci", bootstrap_after_notice)
+    assert main(argv) == 0
+    notice = notices[0]
+    assert f"drawing 20 resamples of {units}" in notice and "--samples" in notice
+    assert "before, after and their paired difference" in notice
+    assert notice[-1] == "\n" and notice.count("\n") == 1
+    assert notices[1:] == [""]  # said once, before the first draws
