@@ -293,6 +293,29 @@ def check_draw_options(args: argparse.Namespace) -> None:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
 
 
+#: Resampling weights (units × draws) from which a command says, before it starts, that
+#: the draws will take a while: each is a Poisson draw, about 10⁷ a second on a CPU core,
+#: so 10⁶ pairs at the default 2,000 draws take minutes and printed nothing until done.
+LONG_RUN_WEIGHTS = 5 * 10**8
+
+
+def announce_long_run(table, n_samples: int, kind: str, passes: int = 1, again: str = "") -> None:
+    """Say on stderr, at once, that the draws will take a while (a warning would wait for
+    the results, as the CLI prints warnings after them): ``n_samples`` draws of ``kind``
+    over ``table``'s pairs (its groups, when it has them), run ``passes`` times, which
+    ``again`` tells the reader."""
+    unit = "pairs" if table.groups is None else "groups"
+    n_units = table.target.shape[0] if table.groups is None else table.groups.unique().numel()
+    if n_units * n_samples * passes < LONG_RUN_WEIGHTS:
+        return
+    print(
+        f"calib-metrics: drawing {n_samples:,} {kind} of {n_units:,} {unit}{again}; this "
+        "takes minutes on a CPU (--samples N draws fewer)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 # Commands derive further seeds from --seed by small offsets (seed + 1, + 1000·i, ...).
 MAX_SEED = 2**32
 

@@ -21,7 +21,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calib_metrics.cli import add_ignore_index, add_plot_smooth, mode_note, multiclass_input
+from calib_metrics.cli import (
+    add_ignore_index,
+    add_plot_smooth,
+    announce_long_run,
+    mode_note,
+    multiclass_input,
+)
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -29,10 +35,6 @@ if TYPE_CHECKING:
 DESCRIPTION = "compare two models' calibration on the same items, with a paired interval"
 # The bins of compare_calibration's estimator (adaptive, β = ⌈√N⌉).
 BINNING = {"binning": "adaptive", "bin_size": "auto", "n_bins": 15}
-#: Resampling weights (units × draws) from which the command says, before it starts, that
-#: the draws will take a while: each is a Poisson draw, about 10⁷ a second on a CPU core,
-#: so 10⁶ pairs at the default 2,000 draws take minutes and printed nothing until done.
-LONG_RUN_WEIGHTS = 5 * 10**8
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -156,24 +158,6 @@ def _group_columns(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return found
 
 
-def _announce_long_run(model, n_samples: int, per_label: bool) -> None:
-    """Say on stderr, at once, that the draws will take a while (a warning would wait
-    for the results, as the CLI prints warnings after them)."""
-    import sys
-
-    unit = "pairs" if model.groups is None else "groups"
-    n_units = model.target.shape[0] if model.groups is None else model.groups.unique().numel()
-    if n_units * n_samples * (2 if per_label else 1) < LONG_RUN_WEIGHTS:
-        return
-    print(
-        f"calib-metrics: drawing {n_samples:,} paired resamples of {n_units:,} {unit}"
-        f"{' (and again per label)' if per_label else ''}; this takes minutes on a CPU "
-        "(--samples N draws fewer)",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
 def _classes(probs: Tensor, target: Tensor) -> int:
     """The number of probabilities per label a file holds: 1 for a binary file's q, C for a
     multiclass file (read as C per label, flattened)."""
@@ -276,7 +260,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.alpha is not None and not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must lie in (0, 1), got {args.alpha}")
     a, b = _read_both(args)
-    _announce_long_run(a, args.samples, per_label=args.label is not None)
+    per_label = args.label is not None
+    announce_long_run(
+        a, args.samples, "paired resamples", passes=2 if per_label else 1,
+        again=" (and again per label)" if per_label else "",
+    )  # fmt: skip
     result = compare_calibration(
         a.probs, b.probs, a.target, groups=a.groups, confidence=args.confidence,
         n_samples=args.samples, generator=torch.Generator().manual_seed(args.seed),

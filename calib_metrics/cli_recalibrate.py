@@ -111,19 +111,33 @@ def _group_ids(path: Path, wanted: str | None, rows: Tensor | None) -> list[str]
 
 
 def _warn_if_tested_on_dev(dev, test, args: argparse.Namespace) -> None:
-    """Warn when the test pairs are the dev pairs: the 'after' error of a map fitted to
-    them is optimistic, and the paired difference with it."""
+    """Warn when the test pairs are the dev pairs, in any order: the 'after' error of a map
+    fitted to them is optimistic, and the paired difference with it."""
     import warnings
 
     import torch
 
-    if torch.equal(dev.probs, test.probs) and torch.equal(dev.target, test.target):
+    if dev.probs.shape != test.probs.shape:
+        return
+    # As multisets: a shuffled copy had given no word (isotonic showed "after 0.0000").
+    dev_pairs, test_pairs = _sorted_pairs(dev), _sorted_pairs(test)
+    if all(torch.equal(a, b) for a, b in zip(dev_pairs, test_pairs, strict=True)):
         warnings.warn(
             f"{args.test} holds the dev pairs of {args.dev}: the map was fitted to the pairs it "
             "is tested on, so 'after' and the difference are optimistic; test on held-out pairs",
             UserWarning,
             stacklevel=2,
         )
+
+
+def _sorted_pairs(table) -> tuple[Tensor, Tensor]:
+    """A file's (probability, label) pairs in float64, sorted by probability, then label."""
+    import torch
+
+    probs, target = (t.to(torch.float64) for t in (table.probs, table.target))
+    order = target.argsort(stable=True)
+    order = order[probs[order].argsort(stable=True)]
+    return probs[order], target[order]
 
 
 def _check_binary(table, path: Path) -> None:
@@ -140,7 +154,7 @@ def _check_binary(table, path: Path) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from calib_metrics.cli import check_draw_options
+    from calib_metrics.cli import announce_long_run, check_draw_options
     from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
     from calib_metrics.predictions import check_output_paths, read_table
     from calib_metrics.recalibration import fit_binary
@@ -173,6 +187,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
     except ValueError as err:
         raise ValueError(f"{args.dev}: {err}") from None
+    # Three bootstraps of the test units: the errors before and after, and the paired
+    # difference.
+    announce_long_run(
+        test, args.samples, "resamples", passes=3,
+        again=" for each of before, after and their paired difference",
+    )  # fmt: skip
     before = test.probs.to(torch.float64)
     try:
         after = recalibrator(test.probs).to(torch.float64).clamp(0, 1)

@@ -131,6 +131,20 @@ def test_bad_options_and_shapes_are_refused_before_training_ends():
         TemperatureRecalibration().extract_batch(step, None)
 
 
+def test_binary_logits_with_a_class_dim_are_named_at_the_first_batch():
+    """Logits [B, 1] beside a target [B] were kept as 1-class multiclass logits, and only
+    the end of fit said "no temperature fitted (logits must be [N, C] with C >= 2)"."""
+    step = {"logits": torch.randn(4, 1), "target": torch.tensor([0, 1, 1, 0])}
+    with pytest.raises(ValueError, match=r"logits \(4, 1\) hold one class.*squeeze\(-1\)"):
+        TemperatureRecalibration().extract_batch(step, None)
+    # Binary scores of target's shape are taken, with or without a trailing 1.
+    for shape in ((4,), (4, 1)):
+        logits, _ = TemperatureRecalibration().extract_batch(
+            {"logits": torch.randn(shape), "target": torch.zeros(shape)}, None
+        )
+        assert logits.shape == (4,)
+
+
 def _single_class(n: int) -> TensorDataset:
     x, y = _data(n, seed=2).tensors
     return TensorDataset(x, y.masked_fill(y != PAD, 1))
@@ -164,6 +178,36 @@ def test_nothing_to_fit_warns_and_leaves_the_fit_finished(tmp_path, val_batches,
         trainer.fit(model, train, DataLoader(val, batch_size=32))
     assert callback.recalibrator is None and callback.results == {}
     assert not hasattr(model, "calibration_temperature")
+
+
+@pytest.mark.parametrize(("val_batches", "val"), [(0, _data(64, seed=1)), (1.0, _single_class(64))])
+def test_a_later_fit_that_fits_nothing_drops_the_earlier_temperature(tmp_path, val_batches, val):
+    """The second fit trained the weights on and fitted no temperature, yet the module, the
+    callback and a checkpoint saved after it kept the first fit's, for other weights."""
+    torch.manual_seed(0)
+    model = Overconfident()
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    options = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False,
+               "enable_progress_bar": False, "enable_model_summary": False,
+               "num_sanity_val_steps": 0}  # fmt: skip
+    train = DataLoader(_data(64, seed=0), batch_size=32)
+    first = Trainer(max_epochs=1, callbacks=[callback], **options)
+    first.fit(model, train, DataLoader(_data(64, seed=1), batch_size=32))
+    assert model.calibration_temperatures == {"recalibration": callback.results["temperature"]}
+    # Fitting on with nothing trained (max_epochs reached): the weights, and T, stay.
+    with pytest.warns(UserWarning, match="no validation logits") as told:
+        first.fit(model, train, DataLoader(_data(64, seed=1), batch_size=32))
+    assert not any("removed" in str(w.message) for w in told)
+    assert hasattr(model, "calibration_temperature") and callback.recalibrator is not None
+
+    second = Trainer(max_epochs=1, callbacks=[callback], limit_val_batches=val_batches, **options)
+    with pytest.warns(UserWarning, match="no temperature fitted.*earlier fit.* removed"):
+        second.fit(model, train, DataLoader(val, batch_size=32))
+    assert callback.recalibrator is None and callback.results == {}
+    assert not hasattr(model, "calibration_temperature")
+    assert model.calibration_temperatures == {}
+    second.save_checkpoint(tmp_path / "after.ckpt")
+    assert TemperatureRecalibration.temperature_in(tmp_path / "after.ckpt") is None
 
 
 def _example():

@@ -31,10 +31,14 @@ class TwoLoaders(Overconfident):
 
 
 def _noise(n: int) -> TensorDataset:
-    """Targets unrelated to the inputs: its temperature is far above the first set's."""
+    """Targets drawn from a 10x flatter softmax than the first set's: its temperature is far
+    above the first set's. (Targets unrelated to the inputs have no finite temperature,
+    and are refused.)"""
     x, y = _data(n, seed=3).tensors
     g = torch.Generator().manual_seed(4)
-    return TensorDataset(x, torch.randint(0, 3, y.shape, generator=g).masked_fill(y == PAD, PAD))
+    flat = torch.softmax(x @ _helpers.TRUE_WEIGHT / 10, -1).reshape(-1, 3)
+    noisy = torch.multinomial(flat, 1, generator=g).reshape(y.shape)
+    return TensorDataset(x, noisy.masked_fill(y == PAD, PAD))
 
 
 def _run(**trainer_options: Any) -> Trainer:

@@ -322,12 +322,12 @@ def test_labels_of_fewer_than_50_items_are_reported_but_not_called(tmp_path, cap
 
 
 def test_a_long_run_is_announced_before_it_starts(predictions, capsys, monkeypatch) -> None:
-    from calib_metrics import cli_compare
+    from calib_metrics import cli
 
     argv = ["compare", str(predictions["a"]), str(predictions["b"]), "--samples", "200"]
     assert main(argv) == 0
     assert "drawing" not in capsys.readouterr().err  # 3,000 pairs × 200 draws: no notice
-    monkeypatch.setattr(cli_compare, "LONG_RUN_WEIGHTS", 3000 * 200)
+    monkeypatch.setattr(cli, "LONG_RUN_WEIGHTS", 3000 * 200)
 
     def compare_after_notice(*args, **kwargs):
         notice = capsys.readouterr().err  # what stderr held when the draws began

@@ -209,6 +209,29 @@ def test_testing_on_the_dev_pairs_warns(tmp_path, capsys):
     assert "holds the dev pairs of" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("order", ["reversed", "shuffled", "one label changed"])
+def test_testing_on_the_dev_pairs_in_another_order_warns(tmp_path, capsys, order):
+    """Only a same-order copy was caught: a reversed or shuffled one gave no word, and
+    isotonic showed an 'after' error of 0.0000."""
+    import numpy as np
+
+    g = np.random.default_rng(0)
+    q = g.uniform(0.01, 0.99, 400).round(2)  # ties, so the order within them counts too
+    y = (g.uniform(size=400) < q**2).astype(int)
+    dev, test = tmp_path / "dev.csv", tmp_path / "test.csv"
+    dev.write_text("prob,label\n" + "".join(f"{a},{b}\n" for a, b in zip(q, y)))
+    rows = {"reversed": np.arange(400)[::-1], "shuffled": g.permutation(400)}
+    q_test, y_test = (q, y.copy()) if order not in rows else (q[rows[order]], y[rows[order]])
+    if order == "one label changed":
+        y_test[0] = 1 - y_test[0]
+    test.write_text("prob,label\n" + "".join(f"{a},{b}\n" for a, b in zip(q_test, y_test)))
+    argv = ["recalibrate", str(dev), str(test), "--method", "isotonic", "--samples", "20",
+            "--out", str(tmp_path / "o.csv")]  # fmt: skip
+    assert main(argv) == 0
+    warned = "holds the dev pairs of" in capsys.readouterr().err
+    assert warned == (order != "one label changed")
+
+
 def test_the_before_and_after_panels_do_not_overlap(files, tmp_path, capsys, monkeypatch):
     """The left panel's right-hand count label ("pairs") had run into the right panel's
     y label: the figure had no layout."""
@@ -254,3 +277,53 @@ def test_written_group_ids_stay_with_their_rows_when_padding_is_dropped(files, t
     assert [(w["original"], w["group"]) for w in written] == [
         (f"{float(k[0]):.10g}", k[2]) for k in kept
     ]
+
+
+@pytest.mark.parametrize("method", ["platt", "scaling_binning"])
+def test_dev_scores_that_are_all_equal_are_fitted_with_a_warning(files, tmp_path, method, capsys):
+    """They were refused as separable ("every class-1 score lies at or above every class-0
+    score ... slope grows without end"): slope 0 maps every score to the dev frequency."""
+    (_, *_), (test, *_) = files
+    dev = tmp_path / "equal.csv"
+    dev.write_text("prob,label\n" + "".join(f"0.7,{int(i < 30)}\n" for i in range(100)))
+    out = tmp_path / "o.csv"
+    code = main(["recalibrate", str(dev), str(test), "--method", method, "--samples", "20",
+                 "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0 and "separable" not in err
+    assert "are all equal, so they cannot set a slope: fitted slope 0" in err
+    with open(out) as f:
+        written = [float(row["probs"]) for row in csv.DictReader(f)]
+    assert written == pytest.approx([0.3] * 2000)
+
+
+@pytest.mark.parametrize(("grouped", "units"), [(False, "2,000 pairs"), (True, "100 groups")])
+def test_a_long_run_is_announced_before_it_starts(files, tmp_path, capsys, monkeypatch,
+                                                  grouped, units):  # fmt: skip
+    """10⁶ pairs at the default 2,000 draws ran for minutes and printed nothing until done.
+    The work counted is three bootstraps of the test units: the error before, after, and
+    their paired difference."""
+    from calib_metrics import cli
+    from calib_metrics.functional import calibration_error_ci
+
+    (dev, *_), (test, *_) = files
+    argv = ["recalibrate", str(dev), str(test), "--samples", "20",
+            "--out", str(tmp_path / "o.csv"), *(["--groups"] if grouped else [])]  # fmt: skip
+    n_units = 100 if grouped else 2000
+    monkeypatch.setattr(cli, "LONG_RUN_WEIGHTS", 3 * n_units * 20 + 1)
+    assert main(argv) == 0
+    assert "drawing" not in capsys.readouterr().err  # just under: no notice
+    monkeypatch.setattr(cli, "LONG_RUN_WEIGHTS", 3 * n_units * 20)
+    notices = []
+
+    def bootstrap_after_notice(*args, **kwargs):
+        notices.append(capsys.readouterr().err)  # what stderr held when the draws began
+        return calibration_error_ci(*args, **kwargs)
+
+    monkeypatch.setattr("calib_metrics.functional.calibration_error_ci", bootstrap_after_notice)
+    assert main(argv) == 0
+    notice = notices[0]
+    assert f"drawing 20 resamples of {units}" in notice and "--samples" in notice
+    assert "before, after and their paired difference" in notice
+    assert notice[-1] == "\n" and notice.count("\n") == 1
+    assert notices[1:] == [""]  # said once, before the first draws

@@ -221,6 +221,30 @@ def test_bad_multiclass_inputs(make):
         make().fit(torch.randn(2, 5, 3), torch.zeros(2, 5, dtype=torch.long))
 
 
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: VectorScaling(bias_l2=math.nan), r"bias_l2 must be a finite number >= 0, got nan"),
+        (lambda: VectorScaling(bias_l2=-1.0), r"bias_l2 must be a finite number >= 0, got -1\.0"),
+        (lambda: VectorScaling(bias_l2=True), r"bias_l2 must be a finite number >= 0, got True"),
+        (lambda: MatrixScaling(off_diagonal_l2=math.inf), r"off_diagonal_l2 .* got inf"),
+        (lambda: MatrixScaling(bias_l2=math.nan), r"bias_l2 must be a finite number >= 0, got nan"),
+        (lambda: MatrixScaling(bias_l2="0.1"), r"bias_l2 must be a finite number >= 0, got '0\.1'"),
+        (
+            lambda: TemperatureScaling(max_iter=True),
+            r"max_iter must be a positive integer, got True",
+        ),
+        (lambda: PlattScaling(max_iter=2.0), r"max_iter must be a positive integer, got 2\.0"),
+        (lambda: MatrixScaling(max_iter=0), r"max_iter must be a positive integer, got 0"),
+    ],
+)
+def test_settings_are_checked_when_the_scaler_is_built(make, message):
+    """NaN and inf penalties were accepted here and failed at fit with a vague "did not
+    converge (NaN loss)"; max_iter=True was taken for 1 iteration."""
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
 def test_fit_works_under_inference_mode():
     logits, target = _multiclass()
     with torch.inference_mode():

@@ -121,7 +121,9 @@ def test_a_fitted_binary_recalibrator_takes_a_0_dim_score(method) -> None:
 def test_a_0_dim_input_to_a_multiclass_scaler_names_the_shape() -> None:
     g = torch.Generator().manual_seed(0)
     z = torch.randn(100, 3, generator=g)
-    scaler = TemperatureScaling().fit(z, torch.randint(0, 3, (100,), generator=g))
+    # Labels drawn from the logits: random ones carry no signal, and are refused.
+    target = torch.multinomial(torch.softmax(z, -1), 1, generator=g)[:, 0]
+    scaler = TemperatureScaling().fit(z, target)
     with pytest.raises(ValueError, match=r"must end in C = 3 classes, got shape \(\)"):
         scaler(torch.tensor(1.0))
 

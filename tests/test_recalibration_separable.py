@@ -5,6 +5,7 @@ callback warns and fits nothing."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -161,3 +162,138 @@ def test_platt_refuses_data_separable_but_for_a_tie_group_at_the_boundary() -> N
     mixed = y.clone()
     mixed[0] = 1  # one error below the tie group: a finite optimum
     assert 0 < fit_binary("platt", q, mixed).slope.item() < 10
+
+
+def test_platt_fits_dev_scores_that_are_all_equal_as_their_frequency() -> None:
+    """All-equal scores were called separable ("every class-1 score lies at or above every
+    class-0 score ... slope grows without end"). They have a finite optimum, if not a
+    unique one: any slope with its intercept; slope 0 maps every score to the dev
+    frequency, as histogram binning and isotonic regression of such scores do."""
+    from calib_metrics.recalibration import ScalingBinning, fit_binary
+
+    q = torch.full((100,), 0.7, dtype=torch.float64)
+    y = (torch.arange(100) < 30).to(torch.float64)
+    with pytest.warns(UserWarning, match=r"the 100 scores it is fitted on are all equal.*slope 0"):
+        platt = PlattScaling(inputs="probs").fit(q, y)
+    assert platt.slope.item() == 0
+    assert platt.intercept.item() == pytest.approx(math.log(0.3 / 0.7), abs=1e-12)
+    assert platt.nll_ == pytest.approx(F.binary_cross_entropy(torch.full((100,), 0.3), y.float()))
+    torch.testing.assert_close(platt(torch.tensor([0.1, 0.7, 0.99])), torch.full((3,), 0.3))
+    for method in ("platt", "histogram", "isotonic"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = fit_binary(method, q, y)
+        assert fitted(q[:1]).item() == pytest.approx(0.3)
+    with pytest.warns(UserWarning, match="all equal"):
+        binning = ScalingBinning(inputs="probs", generator=torch.Generator().manual_seed(0))
+        binning.fit(q, y)
+    assert binning(q[:1]).item() == pytest.approx(0.3)
+
+
+def _anti(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits, and labels drawn from their negation: anti-correlated."""
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(n, 3, generator=g, dtype=torch.float64)
+    return z, torch.multinomial(torch.softmax(-z, -1), 1, generator=g)[:, 0]
+
+
+def test_temperature_scaling_refuses_scores_that_carry_no_signal() -> None:
+    """The other end from separable: the NLL falls as T grows, towards uniform. The fit had
+    returned T = 6e9 (a uniform output) silently."""
+    z, y = _anti(300, 0)
+    with pytest.raises(ValueError, match=r"no usable signal in the scores.*no finite optimum"):
+        TemperatureScaling().fit(z, y)
+    s = torch.tensor([1.0, -1.0, 2.0, -2.0, 0.5])
+    with pytest.raises(ValueError, match=r"no usable signal.*stopped at T = \d.*e\+\d\d"):
+        TemperatureScaling().fit(s, torch.tensor([0.0, 1.0, 0.0, 1.0, 1.0]))
+    # Equal scores of the wrong sign for the labels' frequency: only T = ∞ fits them.
+    with pytest.raises(ValueError, match="no usable signal"):
+        TemperatureScaling(inputs="probs").fit(torch.full((10,), 0.7), torch.arange(10) < 3)
+    # A weak signal is a large but finite temperature.
+    g = torch.Generator().manual_seed(1)
+    weak = torch.randn(2000, 3, generator=g, dtype=torch.float64)
+    target = torch.multinomial(torch.softmax(weak / 20, -1), 1, generator=g)[:, 0]
+    assert 10 < TemperatureScaling().fit(weak, target).temperature.item() < 100
+
+
+def test_chain_temperature_refuses_potentials_that_carry_no_signal() -> None:
+    """One emission score ranking tag 0 first, gold tags 0, 1, 1: the fit ran to
+    T = 2e9, where every scaled path score lay within the check's tolerance of 0, and was
+    refused as "separable: 3 of 3 items first outright", the opposite of the data."""
+    emissions = torch.tensor([[[1.0, 0.0]]] * 3)
+    zeros = torch.zeros(2)
+    tags = torch.tensor([[0], [1], [1]])
+    with pytest.raises(ValueError, match="no usable signal in the potentials") as caught:
+        ChainTemperature().fit(emissions, torch.zeros(2, 2), zeros, zeros, tags)
+    assert "separable" not in str(caught.value)
+    g = torch.Generator().manual_seed(0)
+    emissions = torch.randn(40, 5, 3, generator=g, dtype=torch.float64)
+    transitions = 2 * torch.randn(3, 3, generator=g, dtype=torch.float64)
+    start = end = torch.zeros(3, dtype=torch.float64)
+    tags = linear_chain.sample(emissions, -transitions, start, end, n_samples=1, generator=g)[0]
+    with pytest.raises(ValueError, match=r"in the transition, start and end scores.*T_tr = "):
+        ChainTemperature(separate=True).fit(emissions, transitions, start, end, tags)
+
+
+@pytest.mark.parametrize(("new_offset", "scores"), [(False, "scores"), (True, "scores beyond")])
+def test_coref_temperature_refuses_scores_that_carry_no_signal(new_offset, scores) -> None:
+    from calib_metrics.models.coref import sample_antecedents
+
+    g = torch.Generator().manual_seed(0)
+    antecedent_scores = torch.randn(20, 6, 6, generator=g, dtype=torch.float64)
+    chosen = sample_antecedents(-antecedent_scores, 1, generator=g)[0]
+    gold = torch.nn.functional.one_hot(chosen, 6).bool()
+    with pytest.raises(ValueError, match=f"no usable signal in the {scores}"):
+        CorefTemperature(new_offset=new_offset).fit(antecedent_scores, gold)
+
+
+def _class_3_absent(shift: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """4-class logits whose dev labels never take class 3 (shifted by ``shift``)."""
+    g = torch.Generator().manual_seed(0)
+    z = 2 * torch.randn(600, 4, generator=g, dtype=torch.float64)
+    y = torch.multinomial(torch.softmax(z / 2, -1), 1, generator=g)[:, 0]
+    keep = y != 3
+    return z[keep] + shift, y[keep]
+
+
+@pytest.mark.parametrize(
+    "scaler",
+    [VectorScaling, lambda: MatrixScaling(off_diagonal_l2=0.0, bias_l2=0.0),
+     lambda: MatrixScaling(off_diagonal_l2=0.01, bias_l2=0.0)],
+)  # fmt: skip
+def test_an_absent_class_with_a_free_bias_is_refused(scaler) -> None:
+    """An absent class's bias falls without end: VectorScaling fitted anyway with bias[3] =
+    -18.6 and took a test NLL from 1.23 to 8.0 (TemperatureScaling: 1.10)."""
+    z, y = _class_3_absent()
+    with pytest.raises(ValueError, match=r"class 3 never occurs .* no finite optimum.*bias"):
+        scaler().fit(z, y)
+    TemperatureScaling().fit(z, y)  # one parameter for all classes: fitted
+
+
+@pytest.mark.parametrize(
+    "scaler", [lambda: VectorScaling(bias_l2=0.01), MatrixScaling, lambda: MatrixScaling(0, 0.01)]
+)
+def test_an_absent_class_whose_logits_have_one_sign_is_refused(scaler) -> None:
+    """With the bias penalised, the class's own weight (unpenalised) still drives it to 0 on
+    every item when its logits are all of one sign: the default MatrixScaling took a test
+    NLL to 8.7 on logits shifted by +10."""
+    z, y = _class_3_absent(shift=10.0)
+    with pytest.raises(ValueError, match=r"class 3 never occurs .* one sign.*centre"):
+        scaler().fit(z, y)
+
+
+@pytest.mark.parametrize("scaler", [lambda: VectorScaling(bias_l2=0.01), MatrixScaling])
+def test_an_absent_class_with_a_finite_penalised_optimum_warns(scaler) -> None:
+    z, y = _class_3_absent()
+    with pytest.warns(UserWarning, match=r"class 3 never occurs .* penalty"):
+        fitted = scaler().fit(z, y)
+    assert math.isfinite(fitted.nll_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every class present: no word
+        scaler().fit(*_multiclass_all_present())
+
+
+def _multiclass_all_present() -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    z = 2 * torch.randn(300, 4, generator=g, dtype=torch.float64)
+    return z, torch.multinomial(torch.softmax(z / 2, -1), 1, generator=g)[:, 0]

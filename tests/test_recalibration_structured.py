@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -140,6 +141,22 @@ def test_chain_bad_inputs():
         ChainTemperature().marginals(em, tr, st, en, mask)
 
 
+def test_chain_tags_of_a_narrow_integer_dtype_are_not_wrapped():
+    """A uint8 tag of 200 counted as outside [0, 260): the range check ran in uint8, where
+    the bound wraps to 4. The tags are widened to int64 first; bool tags are refused."""
+    parts, tags, mask = _chain(b=4, t=3, k=3)
+    fitted = ChainTemperature().fit(*parts, tags, mask)
+    g = torch.Generator().manual_seed(0)
+    em = torch.randn(2, 2, 260, generator=g, dtype=torch.float64)
+    tr = 0.1 * torch.randn(260, 260, generator=g, dtype=torch.float64)
+    st = en = torch.zeros(260, dtype=torch.float64)
+    wide = torch.tensor([[200, 7], [5, 250]])
+    narrow = fitted.nll(em, tr, st, en, wide.to(torch.uint8))
+    assert narrow == fitted.nll(em, tr, st, en, wide)
+    with pytest.raises(ValueError, match=r"tags must be an integer tensor, got torch\.bool"):
+        ChainTemperature().fit(em, tr, st, en, wide > 100)
+
+
 def _coref(b=80, n=8, seed=0, scale=1.0):
     g = torch.Generator().manual_seed(seed)
     scores = torch.randn(b, n, n, generator=g, dtype=torch.float64)
@@ -182,6 +199,22 @@ def test_coref_temperature_with_gold_sets_and_offset():
     est = offset.marginals(scores, n_samples=4000, generator=torch.Generator().manual_seed(0))
     assert (est - exact).abs().max() < 0.06
     assert not torch.allclose(exact, coreference_marginals(scores), atol=1e-2)
+
+
+@pytest.mark.parametrize("new_offset", [False, True])
+def test_coref_fit_raises_no_stray_warning(new_offset):
+    """Every fit printed PyTorch's "Converting a tensor with requires_grad=True to a
+    scalar" (the fitted T was read from the optimised tensor, grad and all). PyTorch says
+    it once a process unless told to warn always."""
+    scores, gold = _coref(b=20, n=5, scale=2.0)
+    always = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            CorefTemperature(new_offset=new_offset).fit(scores, gold)
+    finally:
+        torch.set_warn_always(always)
 
 
 def test_coref_bad_inputs():

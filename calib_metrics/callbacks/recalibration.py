@@ -30,12 +30,14 @@ class TemperatureRecalibration(Callback):
     """Fit :class:`~calib_metrics.recalibration.TemperatureScaling` on the last validation
     epoch's logits at the end of ``fit``, and log the calibration before and after.
 
-    Each validation step returns a dict with ``"logits"`` (``[..., C]``, or binary scores
-    ``[...]``) and ``"target"`` (the keys are options), or ``extract(outputs, batch)``
-    returns ``(logits, target)``. The logits of the fit's last validation epoch (never the
-    sanity check, nor a ``trainer.validate`` / ``test`` run) are kept; when fitting ends the
-    temperature is fitted on them (in float64, with grad enabled and outside inference mode,
-    on copies of the inference-mode tensors Lightning's validation produces), stored as
+    Each validation step returns a dict with ``"logits"`` (``[..., C]`` with ``C >= 2``
+    beside a target ``[...]``, or binary scores of the target's own shape: ``[B]`` with
+    ``[B]``, ``[B, 1]`` with ``[B, 1]``) and ``"target"`` (the keys are options), or
+    ``extract(outputs, batch)`` returns ``(logits, target)``. The logits of the fit's last
+    validation epoch (never the sanity check, nor a ``trainer.validate`` / ``test`` run) are
+    kept; when fitting ends the temperature is fitted on them (in float64, with grad enabled
+    and outside inference mode, on copies of the inference-mode tensors Lightning's
+    validation produces), stored as
     :attr:`recalibrator` and on the module as ``pl_module.calibration_temperatures[prefix]``
     (a float, so it can be applied at prediction time: ``softmax(logits / T)``) and, when it
     is the Trainer's only such callback, as ``pl_module.calibration_temperature`` too (with
@@ -59,7 +61,10 @@ class TemperatureRecalibration(Callback):
 
     When no validation logits were seen (``limit_val_batches=0``, an empty validation
     loader) or the temperature cannot be fitted on them (a single class, NaN logits), the
-    callback warns and sets nothing: the finished fit is not failed.
+    callback warns and fits nothing: the finished fit is not failed. A temperature from
+    before (an earlier fit's, a restored checkpoint's) belongs to the weights this fit
+    started from: when the fit trained them, it is removed, from the module, the callback
+    and its checkpoint state.
 
     The errors are measured on the validation set the temperature was fitted on (an
     in-sample check); the held-out verdict comes from a test set (``calib-metrics
@@ -132,6 +137,7 @@ class TemperatureRecalibration(Callback):
         self._target: list[Tensor] = []
         self._told_loaders = False
         self._collected_at: tuple[int, int] | None = None  # (epoch, global step)
+        self._fit_from_step: int | None = None
 
     def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
         """``(logits [M, C] or [M], target [M])`` of one step, padding dropped."""
@@ -149,11 +155,17 @@ class TemperatureRecalibration(Callback):
             logits, target = outputs[self.logits_key], outputs[self.target_key]
         logits, target = logits.detach(), target.detach()
         binary = logits.shape == target.shape
+        # Shapes are caught at the first validation batch, not when fitting ends.
         if not binary and logits.shape[:-1] != target.shape:
-            # Caught at the first validation batch, not when fitting ends.
             raise ValueError(
                 f"TemperatureRecalibration: logits {tuple(logits.shape)} must be target's "
                 f"shape {tuple(target.shape)} (binary scores) or that plus a class dim"
+            )
+        if not binary and logits.shape[-1] < 2:
+            raise ValueError(
+                f"TemperatureRecalibration: logits {tuple(logits.shape)} hold one class "
+                f"score per item: give binary scores in target's shape {tuple(target.shape)} "
+                "(logits.squeeze(-1)), or multiclass logits [..., C] with C >= 2"
             )
         logits = logits.reshape(-1) if binary else logits.reshape(-1, logits.shape[-1])
         target = target.reshape(-1)
@@ -173,6 +185,9 @@ class TemperatureRecalibration(Callback):
         # Logits of an earlier fit of this callback belong to other weights.
         self._logits, self._target = [], []
         self._collected_at = None
+        # The weights' step when this fit starts (after any checkpoint it resumes): a
+        # temperature from before belongs to these weights only while it is unchanged.
+        self._fit_from_step = int(trainer.global_step)
 
     def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if not self._fitting(trainer):
@@ -338,27 +353,32 @@ class TemperatureRecalibration(Callback):
             if _distributed(trainer):
                 local = _gather_ranks(local, pl_module.device)
             if local is None:
-                rank_zero_warn(
-                    "TemperatureRecalibration: no validation logits were seen while fitting "
-                    "(no validation epoch ran, or every item was ignored): no temperature fitted"
+                self._fitted_nothing(
+                    trainer,
+                    pl_module,
+                    "no validation logits were seen while fitting (no validation epoch ran, "
+                    "or every item was ignored): no temperature fitted",
                 )
                 return
             logits, target = (t.clone() for t in local)
         self._warn_if_stale(trainer)
         if _look_like_probabilities(logits):
-            rank_zero_warn(
-                f"TemperatureRecalibration: the validation step's {self.logits_key!r} are "
-                "probabilities (every row in [0, 1], summing to 1), not logits: return the "
-                "scores before the softmax; no temperature fitted"
+            self._fitted_nothing(
+                trainer,
+                pl_module,
+                f"the validation step's {self.logits_key!r} are probabilities (every row in "
+                "[0, 1], summing to 1), not logits: return the scores before the softmax; no "
+                "temperature fitted",
             )
             return
         try:
-            self.recalibrator = TemperatureScaling().fit(logits, target)
+            recalibrator = TemperatureScaling().fit(logits, target)
         except ValueError as err:
             # Data the last epoch happened to give (one class, diverged logits) must not
             # fail a finished fit; every rank holds the same data, so all skip together.
-            rank_zero_warn(f"TemperatureRecalibration: no temperature fitted ({err})")
+            self._fitted_nothing(trainer, pl_module, f"no temperature fitted ({err})")
             return
+        self.recalibrator = recalibrator
         self._set_on_module(trainer, pl_module, float(self.recalibrator.temperature))
         before = self._measure(_probs(logits), target)
         after = self._measure(self.recalibrator(logits), target)
@@ -369,6 +389,22 @@ class TemperatureRecalibration(Callback):
             self.results |= {base: numbers["error"], f"{base}_lower": numbers["lower"],
                              f"{base}_upper": numbers["upper"]}  # fmt: skip
         self._write(trainer, before, after)
+
+    def _fitted_nothing(self, trainer: Trainer, pl_module: LightningModule, told: str) -> None:
+        """Warn that this fit fitted no temperature. One from before (an earlier fit, a
+        restored checkpoint) belongs to the weights this fit started from: when it trained
+        them, it is removed (from the module, the callback and its checkpoint state), as a
+        restore does with one that belongs to other weights; a fit that trained nothing
+        (resuming a finished run) keeps it."""
+        if self.recalibrator is not None and trainer.global_step != self._fit_from_step:
+            self.recalibrator = None
+            self.results = {}
+            self._set_on_module(trainer, pl_module, None)
+            told += (
+                "; the temperature of an earlier fit belongs to the weights before this fit "
+                "trained them, and is removed (calibration_temperature too)"
+            )
+        rank_zero_warn(f"TemperatureRecalibration: {told}")
 
     def _measure(self, probs: Tensor, target: Tensor) -> CalibrationResult:
         generator = torch.Generator().manual_seed(0)

@@ -113,6 +113,28 @@ def check_finite_optimum(margins: Tensor, fitted: str) -> None:
         )
 
 
+def check_beats_uniform(nll: float, uniform_nll: float, fitted: str, scores: str) -> None:
+    """Raise ValueError when a fitted temperature does no better on the held-out data than
+    ``T = ∞``, which divides the ``scores`` to 0 (uniform probabilities, forbidden choices
+    kept forbidden): the NLL then keeps falling as ``T`` grows, so it has no finite optimum,
+    and L-BFGS had stopped wherever its steps became small (``T = 1.9e9`` on scores
+    anti-correlated with the labels: uniform output, silently, or, on a chain, "separable",
+    as every scaled path score lay within its tolerance of 0). The separable data of
+    :func:`check_finite_optimum` are the other end, ``T → 0``. ``nll`` and
+    ``uniform_nll``: the mean dev NLL at the fit and with this temperature at ``∞``;
+    ``fitted`` names where the fit stopped."""
+    # Where flattening lowers the NLL, the fit ends above the limit (by about f'(0) / T);
+    # where the slope at T = ∞ is 0, within rounding of it.
+    if nll >= uniform_nll - 1e-12 * (1 + abs(uniform_nll)):
+        raise ValueError(
+            f"the held-out data leave no usable signal in the {scores}: the NLL keeps "
+            "falling as T grows, towards T = ∞, where they count for nothing, so it has no "
+            f"finite optimum (the fit stopped at {fitted}, doing no better than T = ∞); they "
+            "are uninformative or anti-correlated with the labels: check that they are the "
+            "model's scores for these labels (same order, same label coding)"
+        )
+
+
 def lbfgs(
     params: list[Tensor], loss_fn: Callable[[], Tensor], max_iter: int = 200, tol: float = 1e-10
 ) -> float:

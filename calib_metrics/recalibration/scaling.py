@@ -19,14 +19,18 @@ probabilities; the fitted parameters are buffers, so ``state_dict`` round-trips.
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_int
 from calib_metrics.recalibration._common import (
     FittedModule,
     SettingsInState,
+    check_beats_uniform,
     check_binary_target,
     check_finite,
     check_finite_optimum,
@@ -65,6 +69,19 @@ def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
     return target
 
 
+def _check_penalty(name: str, value: object) -> float:
+    """A penalty weight as a float. NaN, inf or a bool had been accepted when the scaler was
+    built, and NaN and inf failed only at fit, as "did not converge (NaN loss)"."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
 def check_logits(logits: object, *, fitting: bool = True) -> Tensor:
     """Floating and finite; when ``fitting``, at least 1-D and non-empty (a fitted binary
     module maps scores of any shape, a 0-dim one or an empty batch included)."""
@@ -96,8 +113,7 @@ class _LogitScaler(SettingsInState, FittedModule):
 
     def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
         super().__init__()
-        if not isinstance(max_iter, int) or max_iter < 1:
-            raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+        check_int("max_iter", max_iter)
         if inputs not in ("logits", "probs"):
             raise ValueError(f"inputs must be 'logits' or 'probs', got {inputs!r}")
         self.max_iter = max_iter
@@ -158,31 +174,40 @@ class _LogitScaler(SettingsInState, FittedModule):
         with fitting_mode():
             z = float64_copy(logits)
             y = y.detach().clone()
-            self._refuse_separable(z, y)
-            free = self._init_params(num_classes, z.device)
-
-            def loss() -> Tensor:
-                params = self._constrain(free)
-                out = self._transform(z, params)
-                if binary:
-                    nll = F.binary_cross_entropy_with_logits(out, y)
-                else:
-                    nll = F.cross_entropy(out, y)
-                return nll + self._penalty(params)
-
-            self.nll_ = lbfgs(free, loss, self.max_iter)
-            fitted = [p.detach() for p in self._constrain(free)]
+            fitted = self._fit_params(z, y, num_classes)
+            limit = self._limit(fitted)
+            if limit is not None:
+                with torch.no_grad():
+                    nll, uniform = (float(self._nll(z, y, p)) for p in (fitted, limit))
+                check_beats_uniform(nll, uniform, self._describe(fitted), "scores")
             with torch.no_grad():
-                margins = _margins(self._transform(z, fitted), y, binary)
+                margins = _margins(self._transform(z, fitted), y, num_classes == 1)
             check_finite_optimum(margins, self._describe(fitted))
             self._store(fitted)
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
 
-    def _refuse_separable(self, z: Tensor, y: Tensor) -> None:
-        """Refuse data on which the fit has no finite optimum, where the data show it before
-        the fit (here none: the margins at the fitted parameters tell, after it)."""
+    def _nll(self, z: Tensor, y: Tensor, params: list[Tensor]) -> Tensor:
+        """The mean dev NLL plus the penalty at the stored-form ``params``."""
+        out = self._transform(z, params)
+        if out.ndim == 1:
+            nll = F.binary_cross_entropy_with_logits(out, y)
+        else:
+            nll = F.cross_entropy(out, y)
+        return nll + self._penalty(params)
+
+    def _limit(self, fitted: list[Tensor]) -> list[Tensor] | None:
+        """The ``fitted`` parameters with the temperature at ``∞``, the flat end the fit
+        can run off to (None for a scaler without a temperature)."""
+        return None
+
+    def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
+        """The fitted parameters (detached, in stored form), and ``nll_``: L-BFGS on the dev
+        NLL from :meth:`_init_params`."""
+        free = self._init_params(num_classes, z.device)
+        self.nll_ = lbfgs(free, lambda: self._nll(z, y, self._constrain(free)), self.max_iter)
+        return [p.detach() for p in self._constrain(free)]
 
     def forward(self, logits: Tensor) -> Tensor:
         """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
@@ -251,6 +276,9 @@ class TemperatureScaling(_LogitScaler):
     def _describe(self, params: list[Tensor]) -> str:
         return f"T = {float(params[0]):.3g}"
 
+    def _limit(self, fitted: list[Tensor]) -> list[Tensor] | None:
+        return [torch.full_like(fitted[0], math.inf)]
+
     def _store(self, params: list[Tensor]) -> None:
         self.temperature = params[0].to(self.temperature.device)
 
@@ -258,7 +286,68 @@ class TemperatureScaling(_LogitScaler):
         return [self.temperature]
 
 
-class VectorScaling(_LogitScaler):
+class _PerClassScaler(_LogitScaler):
+    """Vector and matrix scaling: each class has its own bias and weights, so a class absent
+    from the dev target gives them nothing to fit but "less of it"."""
+
+    bias_l2: float
+    # Whether the weights on other classes' logits are free too (the whole row of W).
+    whole_row_free = False
+
+    def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
+        self._check_absent_classes(z, y)
+        return super()._fit_params(z, y, num_classes)
+
+    def _check_absent_classes(self, z: Tensor, y: Tensor) -> None:
+        """Refuse a class absent from ``y`` whose own parameters can lower its logit on
+        every item without a penalty: the NLL then falls without end (its probability
+        going to 0, which wrecked test items of the class: NLL 1.23 to 8.0), with no finite
+        optimum. Its bias can when unpenalised; an unpenalised weight can when the logit
+        it multiplies has one sign on every dev item (for the whole row of W, a sufficient
+        test, not an exact one). Otherwise the penalty holds the fit finite, but it still
+        lowers the class everywhere: a warning."""
+        c = z.shape[1]
+        one_sign = ((z >= 0).all(0) & (z > 0).any(0)) | ((z <= 0).all(0) & (z < 0).any(0))
+        absent, one_sign = torch.stack([y.bincount(minlength=c) == 0, one_sign]).tolist()
+        classes = [k for k in range(c) if absent[k]]
+        if not classes:
+            return
+        name = type(self).__name__
+        plural = len(classes) > 1
+        said = (f"class{'es' if plural else ''} {', '.join(map(str, classes))} never "
+                f"occur{'' if plural else 's'} in the held-out target")  # fmt: skip
+        advice = (
+            "fit on held-out data that hold every class, or fit TemperatureScaling, whose "
+            "one parameter serves all classes"
+        )
+        if self.bias_l2 == 0:
+            raise ValueError(
+                f"{said}, so {name} has no finite optimum: "
+                f"{'the bias of each' if plural else 'its bias'} falls without end, sending "
+                f"{'their' if plural else 'its'} probability to 0 on every item; {advice}, "
+                "or penalise the bias (bias_l2 > 0)"
+            )
+        columns = range(c) if self.whole_row_free else classes
+        signed = [j for j in columns if one_sign[j]]
+        if signed:
+            raise ValueError(
+                f"{said}, and the logits of class{'es' if len(signed) > 1 else ''} "
+                f"{', '.join(map(str, signed))} have one sign on every held-out item, so "
+                f"{name} has no finite optimum: an unpenalised weight on them lowers "
+                f"{'each absent class' if plural else 'the absent class'}'s logit on every "
+                f"item without end; {advice}, or centre "
+                "the logits (subtract each row's mean, which leaves the softmax as it is)"
+            )
+        warnings.warn(
+            f"{name}: {said}: the fit can only lower {'their' if plural else 'its'} "
+            "probability on every item, as far as its penalty allows, which miscalibrates "
+            f"test items of {'those classes' if plural else 'that class'}; {advice}",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+class VectorScaling(_PerClassScaler):
     """Vector scaling: ``softmax(w * logits + b)`` with ``w, b`` in ``R^C``.
 
     Args:
@@ -278,9 +367,7 @@ class VectorScaling(_LogitScaler):
 
     def __init__(self, bias_l2: float = 0.0, max_iter: int = 200) -> None:
         super().__init__(max_iter)
-        if bias_l2 < 0:
-            raise ValueError(f"bias_l2 must be >= 0, got {bias_l2}")
-        self.bias_l2 = float(bias_l2)
+        self.bias_l2 = _check_penalty("bias_l2", bias_l2)
         self.register_buffer("weight", torch.ones(0, dtype=torch.float64))
         self.register_buffer("bias", torch.zeros(0, dtype=torch.float64))
 
@@ -302,7 +389,7 @@ class VectorScaling(_LogitScaler):
         return [self.weight, self.bias]
 
 
-class MatrixScaling(_LogitScaler):
+class MatrixScaling(_PerClassScaler):
     """Matrix scaling ``softmax(W logits + b)`` with ODIR regularisation (Kull et al. 2019).
 
     The loss is the mean dev NLL plus ``off_diagonal_l2 * Σ_{i≠j} W_ij² / (C(C-1))`` plus
@@ -324,12 +411,9 @@ class MatrixScaling(_LogitScaler):
         self, off_diagonal_l2: float = 0.01, bias_l2: float = 0.01, max_iter: int = 500
     ) -> None:
         super().__init__(max_iter)
-        if off_diagonal_l2 < 0 or bias_l2 < 0:
-            raise ValueError(
-                f"off_diagonal_l2 and bias_l2 must be >= 0, got {off_diagonal_l2}, {bias_l2}"
-            )
-        self.off_diagonal_l2 = float(off_diagonal_l2)
-        self.bias_l2 = float(bias_l2)
+        self.off_diagonal_l2 = _check_penalty("off_diagonal_l2", off_diagonal_l2)
+        self.bias_l2 = _check_penalty("bias_l2", bias_l2)
+        self.whole_row_free = self.off_diagonal_l2 == 0
         self.register_buffer("weight", torch.zeros(0, 0, dtype=torch.float64))
         self.register_buffer("bias", torch.zeros(0, dtype=torch.float64))
 
@@ -388,17 +472,36 @@ class PlattScaling(_LogitScaler):
             raise ValueError(f"scores must be [N], got shape {tuple(scores.shape)}")
         return super().fit(scores, target)  # type: ignore[return-value]
 
-    def _refuse_separable(self, z: Tensor, y: Tensor) -> None:
-        """With an intercept the boundary can sit inside a tie group: a tie group of mixed
+    def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
+        """Refuse separable scores; fit all-equal ones in closed form; else L-BFGS.
+
+        With an intercept the boundary can sit inside a tie group: a tie group of mixed
         labels keeps a finite loss there while the slope grows without end, and its items'
         margins at the fitted parameters are those of the tie group's label mix (±1.1 for
         one label against three), not 0, so the margins cannot tell. The data can: no
         finite optimum exactly when one class's scores all lie at or above the other's
-        (one host read)."""
+        (one host read), unless every score is the same. Then only ``a s + b`` is set, to
+        the dev frequency's logit, and any slope fits as well as any other: slope 0 maps
+        every score to that frequency, as histogram binning and isotonic regression of
+        such scores do (they had been called separable)."""
         ones, zeros = y == 1, y == 0
         low1, high1 = torch.where(ones, z, math.inf).min(), torch.where(ones, z, -math.inf).max()
         low0, high0 = torch.where(zeros, z, math.inf).min(), torch.where(zeros, z, -math.inf).max()
-        above, below = torch.stack([high0 <= low1, high1 <= low0]).tolist()
+        equal = (low1 == high1) & (low0 == high0) & (low1 == low0)
+        equal, above, below = torch.stack([equal, high0 <= low1, high1 <= low0]).tolist()
+        if equal:
+            rate = y.mean()
+            fitted = [torch.zeros_like(rate), torch.log(rate) - torch.log1p(-rate)]
+            self.nll_ = float(self._nll(z, y, fitted))
+            warnings.warn(
+                f"PlattScaling: the {z.numel()} scores it is fitted on are all equal, so they "
+                "cannot set a slope: fitted slope 0, which maps every score to the dev "
+                f"frequency of class 1 ({float(rate):.4g}); fit on held-out data whose scores "
+                "vary",
+                UserWarning,
+                stacklevel=4,
+            )
+            return fitted
         if above or below:
             side = "above" if above else "below"
             raise ValueError(
@@ -407,6 +510,7 @@ class PlattScaling(_LogitScaler):
                 "no finite optimum (its slope grows without end); fit on more held-out data, "
                 "on which the model makes some errors"
             )
+        return super()._fit_params(z, y, num_classes)
 
     def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
         a = torch.ones((), dtype=torch.float64, device=device, requires_grad=True)

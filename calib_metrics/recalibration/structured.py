@@ -38,6 +38,7 @@ from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
 from calib_metrics.recalibration._common import (
     FittedModule,
+    check_beats_uniform,
     check_finite_optimum,
     check_tensor,
     fitting_mode,
@@ -85,12 +86,12 @@ def _check_tags(tags: object, mask: Tensor, num_tags: int) -> Tensor:
     tags = check_tensor(tags, "tags")
     if tuple(tags.shape) != tuple(mask.shape):
         raise ValueError(f"tags must be [B, T] = {tuple(mask.shape)}, got {tuple(tags.shape)}")
-    if tags.is_floating_point():
-        raise ValueError(f"tags must be integer tag indices, got dtype {tags.dtype}")
+    # Widened before the range check: in uint8 the bound 300 wraps to 44.
+    tags = linear_chain.as_indices(tags, "tags")
     real = tags[mask]
     if bool(((real < 0) | (real >= num_tags)).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) at unmasked positions")
-    return torch.where(mask, tags.long(), 0)
+    return torch.where(mask, tags, 0)
 
 
 def _check_two_tags(tags: Tensor, mask: Tensor) -> None:
@@ -277,13 +278,25 @@ class ChainTemperature(FittedModule):
 
         self.nll_ = lbfgs([log_t], loss, self.max_iter)
         t = log_t.detach().exp()
+        fitted = (
+            f"T_em = {float(t[0]):.3g}, T_tr = {float(t[1]):.3g}"
+            if self.separate
+            else f"T = {float(t[0]):.3g}"
+        )
+        names = ("emission scores", "transition, start and end scores")
+        for i, scores in enumerate(names if self.separate else ("potentials",)):
+            flat = t.clone()
+            flat[i] = math.inf
+            with torch.no_grad():
+                uniform = float(chain_nll(parts, gold, mask, flat[0], flat[-1]))
+            check_beats_uniform(self.nll_, uniform, fitted, scores)
         em, tr, st, en = parts
         best, _ = linear_chain.viterbi(em / t[0], tr / t[-1], st / t[-1], en / t[-1], mask)
         gold_score = gold[0] / t[0] + gold[1] / t[-1]
         # Ranked right: the gold path is a best path (to rounding); the check needs a sign.
         right = gold_score >= best - 1e-9 * (1 + best.abs())
         margins = torch.where(right, 1.0, -1.0)
-        check_finite_optimum(margins, f"T = {float(t[0]):.3g}")
+        check_finite_optimum(margins, fitted)
         return t[0], t[-1]
 
     def _grid_calib_err(self, parts, tags, mask) -> Tensor:
@@ -419,24 +432,36 @@ class CorefTemperature(FittedModule):
 
             def loss() -> Tensor:
                 offset = free[1] if self.new_offset else free[1].detach() * 0
-                logp = coref_model.antecedent_log_probs(_scaled(s, free[0].exp(), offset), mask)
-                log_gold = torch.logsumexp(logp.masked_fill(~gold, float("-inf")), -1)
-                return -log_gold[rows].sum() / rows.sum()
+                return _gold_nll(_scaled(s, free[0].exp(), offset), gold, rows, mask)
 
             self.nll_ = lbfgs([free], loss, self.max_iter)
-            with torch.no_grad():
-                offset = free[1] if self.new_offset else free[1] * 0
-                logp = coref_model.antecedent_log_probs(_scaled(s, free[0].exp(), offset), mask)
-                best_gold = logp.masked_fill(~gold, float("-inf")).amax(-1)
-                best_other = logp.masked_fill(gold, float("-inf")).amax(-1)
+            # Read without grad: a float() of the optimised tensor made PyTorch warn.
+            fitted = free.detach()
+            temperature, offset = fitted[0].exp(), fitted[1] if self.new_offset else fitted[1] * 0
+            described = f"T = {float(temperature):.3g}"
+            uniform = _gold_nll(_scaled(s, torch.full_like(temperature, math.inf), offset),
+                                gold, rows, mask)  # fmt: skip
+            scores = "scores beyond the NEW offset" if self.new_offset else "scores"
+            check_beats_uniform(self.nll_, float(uniform), described, scores)
+            logp = coref_model.antecedent_log_probs(_scaled(s, temperature, offset), mask)
+            best_gold = logp.masked_fill(~gold, float("-inf")).amax(-1)
+            best_other = logp.masked_fill(gold, float("-inf")).amax(-1)
             # Mentions with a wrong option to rank (the first mention has only NEW).
             ranked = rows & (best_other > float("-inf"))
             margins = (best_gold - best_other)[ranked]
-            check_finite_optimum(margins, f"T = {float(free[0].exp()):.3g}")
-        self.temperature = free.detach()[0].exp().to(self.temperature.device)
-        self.offset = free.detach()[1].to(self.offset.device)
+            check_finite_optimum(margins, described)
+        self.temperature = temperature.to(self.temperature.device)
+        self.offset = fitted[1].to(self.offset.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
+
+
+def _gold_nll(scores: Tensor, gold: Tensor, rows: Tensor, mask: Tensor | None) -> Tensor:
+    """Mean ``-log Σ_{j ∈ gold(i)} P(a_i = j)`` over the mentions ``rows`` that have a gold
+    option."""
+    logp = coref_model.antecedent_log_probs(scores, mask)
+    log_gold = torch.logsumexp(logp.masked_fill(~gold, float("-inf")), -1)
+    return -log_gold[rows].sum() / rows.sum()
 
 
 def _gold_rows(gold: Tensor, mask: Tensor | None, scores: Tensor) -> tuple[Tensor, Tensor]:
