@@ -306,11 +306,20 @@ def announce_long_run(table, n_samples: int, kind: str, passes: int = 1, again: 
     ``again`` tells the reader."""
     unit = "pairs" if table.groups is None else "groups"
     n_units = table.target.shape[0] if table.groups is None else table.groups.unique().numel()
-    if n_units * n_samples * passes < LONG_RUN_WEIGHTS:
-        return
+    if n_units * n_samples * passes >= LONG_RUN_WEIGHTS:
+        say_long_run(f"drawing {n_samples:,} {kind} of {n_units:,} {unit}{again}")
+
+
+#: Labels × draws from which ``evaluate --label`` says that its per-label intervals will
+#: take a while: each label's interval costs about 14 µs a draw on a CPU core however
+#: few its pairs, so 1,000 labels at the default 10,000 draws took two silent minutes.
+LONG_RUN_LABEL_DRAWS = 5 * 10**6
+
+
+def say_long_run(what: str) -> None:
+    """One line on stderr, at once: ``what`` the command will draw takes minutes."""
     print(
-        f"calib-metrics: drawing {n_samples:,} {kind} of {n_units:,} {unit}{again}; this "
-        "takes minutes on a CPU (--samples N draws fewer)",
+        f"calib-metrics: {what}; this takes minutes on a CPU (--samples N draws fewer)",
         file=sys.stderr,
         flush=True,
     )

@@ -130,6 +130,10 @@ def evaluate_per_label(
     per_label = _label_pairs(args, probs, target, groups, rows)
     if per_label is None:
         return None
+    from calib_metrics.cli import LONG_RUN_LABEL_DRAWS, say_long_run
+
+    if len(per_label) * args.samples >= LONG_RUN_LABEL_DRAWS:
+        say_long_run(f"drawing {args.samples:,} interval draws for each of {len(per_label)} labels")
     generator = torch.Generator().manual_seed(args.seed)
     options = estimator_options(args)
     with warnings.catch_warnings():  # few pairs per label: few bins is expected here

@@ -115,3 +115,26 @@ def test_whole_number_labels_beside_a_fraction_keep_their_names(tmp_path, capsys
     code, out, err = _run(capsys, "evaluate", path, "--label", "tag", "--samples", "20", "--json")
     assert code == 0, err
     assert sorted(json.loads(out)["per_label"]) == ["0.5", "1", "2"]  # not '1.0', '2.0'
+
+
+def test_many_labels_announce_their_intervals_before_drawing(tmp_path, capsys, monkeypatch):
+    from calib_metrics import cli
+    from calib_metrics.functional import calibration_error_ci
+
+    path = _write(tmp_path / "a.csv", TAGS)
+    argv = ["evaluate", path, "--label", "tag", "--samples", "20"]
+    monkeypatch.setattr(cli, "LONG_RUN_LABEL_DRAWS", 2 * 20 + 1)
+    assert _run(capsys, *argv)[0] == 0
+    assert "drawing" not in capsys.readouterr().err  # 2 labels × 20 draws: just under
+    monkeypatch.setattr(cli, "LONG_RUN_LABEL_DRAWS", 2 * 20)
+    seen = []
+
+    def interval_after_notice(*args, **kwargs):
+        seen.append(capsys.readouterr().err)  # what stderr held when a draw began
+        return calibration_error_ci(*args, **kwargs)
+
+    monkeypatch.setattr("calib_metrics.functional.calibration_error_ci", interval_after_notice)
+    code, _, err = _run(capsys, *argv)
+    assert code == 0 and "drawing" not in err  # said once, before, not among the warnings
+    # The whole file's interval first, then the labels': the notice precedes the labels'.
+    assert "drawing 20 interval draws for each of 2 labels" in "".join(seen[:2])
