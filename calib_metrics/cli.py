@@ -198,7 +198,7 @@ def _bin_size(text: str) -> int | str:
     return value
 
 
-def multiclass_input(probs, target, path, mode: str, rows=None):
+def multiclass_input(probs, target, path, mode: str, kept=None):
     """A file's pairs as :func:`calib_metrics.predictions.as_multiclass` shapes them, and a
     ``--mode`` other than one-vs-rest refused, in the command's terms, on a binary file.
 
@@ -220,24 +220,24 @@ def multiclass_input(probs, target, path, mode: str, rows=None):
             "this file has one probability per label"
         )
     if probs.dim() > target.dim():
-        warn_if_rows_do_not_sum_to_one(probs, path, rows)
+        warn_if_rows_do_not_sum_to_one(probs, path, kept)
     return probs, target
 
 
-def _position(path, row: int, rows=None) -> str:
-    """Where row ``row`` of the labels kept (``rows``: their data rows in the file, as
-    :attr:`~calib_metrics.predictions.Predictions.rows`) is in the file (``line 5``), or its
+def _position(path, row: int, kept=None) -> str:
+    """Where row ``row`` of the labels kept (``kept``: which of the file's were, as
+    :attr:`~calib_metrics.predictions.Predictions.kept`) is in the file (``line 5``), or its
     index where the file cannot be read again (probabilities not from a file)."""
     from calib_metrics.predictions import file_row, row_position
 
-    row = file_row(rows, row)
+    row = file_row(kept, row)
     try:
         return row_position(path, row)
     except (OSError, ValueError):
         return f"row index {row}"
 
 
-def warn_if_rows_do_not_sum_to_one(probs, path, rows=None) -> None:
+def warn_if_rows_do_not_sum_to_one(probs, path, kept=None) -> None:
     """A UserWarning (one ``warning:`` line of the command) when rows of a multiclass file's
     probabilities ``[N, C]`` do not sum to 1: the columns may be misread (a label or id
     column taken for a class) or not probabilities of one distribution; independent
@@ -257,7 +257,7 @@ def warn_if_rows_do_not_sum_to_one(probs, path, rows=None) -> None:
     if off is None:
         return
     count, first, total = off
-    where = _position(path, first, rows)
+    where = _position(path, first, kept)
     warnings.warn(
         f"{path}: {count} of {probs.reshape(-1, probs.shape[-1]).shape[0]} rows of class "
         f"probabilities do not sum to 1 ({where} sums to {total:.4g}); each column is read "
@@ -383,7 +383,7 @@ def _compute(args: argparse.Namespace):
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
     taken = {args.label: "named by --label"} if args.label is not None else {}
     table = read_table(args.file, args.probs, args.target, wanted_groups, args.ignore_index, taken)
-    probs, target = multiclass_input(table.probs, table.target, args.file, args.mode, table.rows)
+    probs, target = multiclass_input(table.probs, table.target, args.file, args.mode, table.kept)
     groups = table.groups
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
@@ -517,7 +517,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     warn_if_few_bins(bins, **options, debias=args.debias and args.norm == "l2")
     summary = _summary(args, probs, groups, result, brier, bins)
     summary |= _extra_measures(probs, target, args, groups)
-    per_label = cli_report.evaluate_per_label(args, probs, target, groups, table.rows)
+    per_label = cli_report.evaluate_per_label(args, probs, target, groups, table.kept)
     if per_label is not None:
         summary["per_label"] = cli_report.label_summary(per_label)
     panels = None

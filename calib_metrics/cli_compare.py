@@ -131,11 +131,11 @@ def _read_both(args: argparse.Namespace):
         shown = f"{a.target[row].item():g} vs {b.target[row].item():g}"
         raise _not_same_items(
             args,
-            f"the labels first differ at {row_positions(files, row, [a.rows, b.rows])}: {shown}",
+            f"the labels first differ at {row_positions(files, row, [a.kept, b.kept])}: {shown}",
         )
     groups = _same_groups(args, a, b, columns)
-    probs_a, target = multiclass_input(a.probs, a.target, args.a, args.mode, a.rows)
-    probs_b, _ = multiclass_input(b.probs, b.target, args.b or args.a, args.mode, b.rows)
+    probs_a, target = multiclass_input(a.probs, a.target, args.a, args.mode, a.kept)
+    probs_b, _ = multiclass_input(b.probs, b.target, args.b or args.a, args.mode, b.kept)
     return (
         a._replace(probs=probs_a, target=target, groups=groups),
         b._replace(probs=probs_b, target=target, groups=groups),
@@ -194,12 +194,12 @@ def _same_groups(args: argparse.Namespace, a, b, columns) -> Tensor | None:
         return a.groups
     from calib_metrics.predictions import file_row, read_labels, row_position, row_positions
 
-    ids = read_labels(args.a, columns[0], a.rows)[row], read_labels(args.b, columns[1], b.rows)[row]
+    ids = read_labels(args.a, columns[0], a.kept)[row], read_labels(args.b, columns[1], b.kept)[row]
     start, where = min(int(first_a[row]), int(first_b[row])), (args.a, args.b)
-    with_start, its_rows = ((args.a, a.rows), (args.b, b.rows))[int(first_b[row]) == start]
+    with_start, its_rows = ((args.a, a.kept), (args.b, b.kept))[int(first_b[row]) == start]
     raise _not_same_items(
         args,
-        f"the groups first differ at {row_positions(where, row, [a.rows, b.rows])} (group "
+        f"the groups first differ at {row_positions(where, row, [a.kept, b.kept])} (group "
         f"{ids[0]!r} in {args.a}, {ids[1]!r} in {args.b}): it shares a group with "
         f"{row_position(with_start, file_row(its_rows, start))} in {with_start} only",
     )

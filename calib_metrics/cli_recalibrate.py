@@ -100,14 +100,14 @@ def _write_probs(
             writer.writerow([f"{row[0]:.10g}", f"{row[1]:.10g}", int(row[2]), *row[3:]])
 
 
-def _group_ids(path: Path, wanted: str | None, rows: Tensor | None) -> list[str] | None:
+def _group_ids(path: Path, wanted: str | None, kept: Tensor | None) -> list[str] | None:
     """The test file's group ids as it wrote them (``read_table`` numbers them 0..G-1), of
-    the rows kept (``rows``, when padding was dropped)."""
+    the rows kept (``kept``, when padding was dropped)."""
     if wanted is None:
         return None
     from calib_metrics.predictions import group_column, read_labels
 
-    return read_labels(path, group_column(path, wanted), rows)
+    return read_labels(path, group_column(path, wanted), kept)
 
 
 def _warn_if_tested_on_dev(dev, test, args: argparse.Namespace) -> None:
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"{args.test}: {err}") from None
     if hasattr(recalibrator, "temperature"):
         summary["temperature"] = float(recalibrator.temperature)
-    _write_probs(out, before, after, test.target, _group_ids(args.test, args.groups, test.rows))
+    _write_probs(out, before, after, test.target, _group_ids(args.test, args.groups, test.kept))
     summary["out"] = str(out)
     if args.plot:
         summary["plot"] = str(_plot(args.plot, summary))

@@ -48,18 +48,18 @@ def _renumbered(groups: Tensor | None, rows: Tensor) -> Tensor | None:
     return torch.unique(groups[rows], return_inverse=True)[1]
 
 
-def _read_row_labels(path: Path, column: str, n: int, rows: Tensor | None) -> list[str]:
+def _read_row_labels(path: Path, column: str, n: int, kept: Tensor | None) -> list[str]:
     """Column ``column`` of ``path``, one label per (probability, label) row kept
-    (``rows``: :attr:`~calib_metrics.predictions.Predictions.rows`); an empty cell or a
+    (``kept``: :attr:`~calib_metrics.predictions.Predictions.kept`); an empty cell or a
     JSON null is an error naming its row (it would otherwise become a label named '')."""
     from calib_metrics.predictions import file_row, read_labels, row_position
 
-    labels = read_labels(path, column, rows)
+    labels = read_labels(path, column, kept)
     if len(labels) != n:
         raise ValueError(f"{path}: {len(labels)} values in --label {column!r} for {n} rows")
     empty = next((i for i, label in enumerate(labels) if not label.strip()), None)
     if empty is not None:
-        where = row_position(path, file_row(rows, empty))
+        where = row_position(path, file_row(kept, empty))
         raise ValueError(f"{path}: {where} has no value in --label {column!r}")
     return labels
 
@@ -69,10 +69,10 @@ def _compared_labels(args: argparse.Namespace, a, b) -> list[str]:
     both files have it, they must name every row alike (the same items)."""
     from calib_metrics.predictions import has_column, row_positions
 
-    files = [(args.a, a.rows)] if args.b is None else [(args.a, a.rows), (args.b, b.rows)]
-    found = [(path, rows) for path, rows in files if has_column(path, args.label)] or files[:1]
+    files = [(args.a, a.kept)] if args.b is None else [(args.a, a.kept), (args.b, b.kept)]
+    found = [(path, mask) for path, mask in files if has_column(path, args.label)] or files[:1]
     n = a.target.shape[0]
-    labels = [_read_row_labels(path, args.label, n, rows) for path, rows in found]
+    labels = [_read_row_labels(path, args.label, n, mask) for path, mask in found]
     paths, kept = zip(*found)
     differ = next((i for i, pair in enumerate(zip(*labels)) if len(set(pair)) > 1), None)
     if differ is not None:
@@ -84,7 +84,7 @@ def _compared_labels(args: argparse.Namespace, a, b) -> list[str]:
     return labels[0]
 
 
-def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups, rows):
+def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups, kept):
     """Each label's (probs, target, groups): the --label column's, or a multiclass file's
     classes (one-vs-rest pairs of each class); None when the pairs have no labels."""
     from calib_metrics.functional.multiclass import is_multiclass, pair_sets
@@ -95,7 +95,7 @@ def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups
             raise ValueError(
                 f"--label {args.label}: a multiclass file's classes are its labels already"
             )
-        labels = _read_row_labels(args.file, args.label, target.numel(), rows)
+        labels = _read_row_labels(args.file, args.label, target.numel(), kept)
         by_label = split_by_label(labels)
         return {k: (probs[r], target[r], _renumbered(groups, r)) for k, r in by_label.items()}
     if multiclass and args.html:
@@ -105,10 +105,10 @@ def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups
 
 
 def evaluate_per_label(
-    args: argparse.Namespace, probs: Tensor, target: Tensor, groups, rows: Tensor | None = None
+    args: argparse.Namespace, probs: Tensor, target: Tensor, groups, kept: Tensor | None = None
 ):
     """Each label's CalibrationResult with the command's estimator, or None (no labels);
-    ``rows``: the file's data row of each label kept (when padding was dropped).
+    ``kept``: which of the file's labels were kept (when padding was dropped).
 
     Example:
         >>> import os, tempfile, torch
@@ -127,7 +127,7 @@ def evaluate_per_label(
 
     from calib_metrics.functional import calibration_error_ci
 
-    per_label = _label_pairs(args, probs, target, groups, rows)
+    per_label = _label_pairs(args, probs, target, groups, kept)
     if per_label is None:
         return None
     from calib_metrics.cli import LONG_RUN_LABEL_DRAWS, say_long_run
@@ -215,6 +215,15 @@ def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _command_line(args: argparse.Namespace) -> str:
+    """The command as typed: what :func:`calib_metrics.cli.main` was given, or, for a
+    caller that parsed its own arguments, the process's."""
+    import shlex
+    import sys
+
+    return getattr(args, "command_line", None) or shlex.join(["calib-metrics", *sys.argv[1:]])
+
+
 def label_summary(per_label: dict) -> dict[str, dict[str, float | int]]:
     """Each label's pairs, error and interval, for the command's JSON and text output.
 
@@ -269,7 +278,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
         measures,
         per_label=per_label,
         settings=_settings_of(args),
-        command=args.command_line,
+        command=_command_line(args),
         class_panels=panels,
     )
     Path(args.html).write_text(page, encoding="utf-8")
@@ -290,7 +299,7 @@ def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None)
         names=names,
         per_label=per_label,
         settings=_settings_of(args),
-        command=args.command_line,
+        command=_command_line(args),
         class_panels=panels,
     )
     Path(args.html).write_text(page, encoding="utf-8")

@@ -109,13 +109,14 @@ def _pick(
 
 class Predictions(NamedTuple):
     """Probabilities and labels (float64), group ids 0..G-1 (int64) when asked for, and
-    the file's data row of each label kept (``rows``; None when no row was dropped as
-    padding), so that other columns of the file and messages line up with the labels."""
+    which of the file's labels were kept (``kept``, bool, one per label in the file; None
+    when no row was dropped as padding), so that other columns of the file and messages
+    line up with the labels."""
 
     probs: Tensor
     target: Tensor
     groups: Tensor | None
-    rows: Tensor | None = None
+    kept: Tensor | None = None
 
 
 # What to read: the probability and label column names, and the group column name or
@@ -732,7 +733,7 @@ def read_table(
             raise ValueError(
                 f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
             )
-    return Predictions(q, y, ids, None if keep is None else keep.nonzero().flatten())
+    return Predictions(q, y, ids, keep)
 
 
 def as_multiclass(probs: torch.Tensor, target: torch.Tensor, path: str | Path):
@@ -753,9 +754,12 @@ def as_multiclass(probs: torch.Tensor, target: torch.Tensor, path: str | Path):
     return probs.reshape(n, total // n), target.to(torch.long)
 
 
-def read_labels(path: str | Path, column: str, rows: Tensor | None = None) -> list[str]:
-    """Each row's value in ``column`` as text: the label (query type, class name) of a pair;
-    with ``rows`` (:attr:`Predictions.rows`), the values of those data rows only.
+def read_labels(path: str | Path, column: str, kept: Tensor | None = None) -> list[str]:
+    """Each row's value in ``column`` as text: the label (query type, class name) of a pair.
+    With ``kept`` (:attr:`Predictions.kept`), a column of one value per label in the file
+    gives the kept labels' values, and one of a value per kept label is taken as it is (as
+    :func:`read_table` takes group ids); a column of another length is returned whole, for
+    the caller to refuse with its count.
 
     Example:
         >>> import tempfile, os
@@ -773,8 +777,8 @@ def read_labels(path: str | Path, column: str, rows: Tensor | None = None) -> li
     values = _column(table, column, path)
     # A list (JSON) stays objects: numpy would make [1, 0.5]'s 1 a '1.0' and null 'None'.
     values = np.asarray(values, dtype=object if isinstance(values, list) else None).reshape(-1)
-    if rows is not None:
-        values = values[rows.numpy()]
+    if kept is not None and values.shape[0] == kept.shape[0]:
+        values = values[kept.numpy()]
     return [_as_text(v) for v in values.tolist()]
 
 
@@ -792,15 +796,15 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
-def file_row(rows: Tensor | None, index: int) -> int:
-    """The file's data row of label ``index`` of a :class:`Predictions` with ``rows``.
+def file_row(kept: Tensor | None, index: int) -> int:
+    """The file's data row of label ``index`` of a :class:`Predictions` with ``kept``.
 
     Example:
         >>> import torch
-        >>> file_row(torch.tensor([0, 2, 3]), 1), file_row(None, 1)
-        (2, 1)
+        >>> file_row(torch.tensor([False, True, False, True]), 1), file_row(None, 1)
+        (3, 1)
     """
-    return index if rows is None else int(rows[index])
+    return index if kept is None else int(kept.nonzero()[index])
 
 
 def row_position(path: str | Path, row: int) -> str:
@@ -819,11 +823,11 @@ def row_position(path: str | Path, row: int) -> str:
 
 
 def row_positions(
-    paths: Sequence[str | Path], row: int, rows: Sequence[Tensor | None] | None = None
+    paths: Sequence[str | Path], row: int, kept: Sequence[Tensor | None] | None = None
 ) -> str:
     """Where data row ``row`` is in each of two files (:func:`row_position`): one place when
-    both have it there (``line 9 of both files``), else each file's. With ``rows`` (each
-    file's :attr:`Predictions.rows`), ``row`` counts the labels kept, not the data rows.
+    both have it there (``line 9 of both files``), else each file's. With ``kept`` (each
+    file's :attr:`Predictions.kept`), ``row`` counts the labels kept, not the data rows.
 
     Example:
         >>> import tempfile, os
@@ -836,8 +840,8 @@ def row_positions(
         >>> row_positions([a, b], 1).replace(folder + os.sep, "")
         'line 3 of a.csv, row index 1 of b.npy'
     """
-    rows = [None] * len(paths) if rows is None else rows
-    where = [row_position(path, file_row(kept, row)) for path, kept in zip(paths, rows)]
+    kept = [None] * len(paths) if kept is None else kept
+    where = [row_position(path, file_row(mask, row)) for path, mask in zip(paths, kept)]
     if len(set(where)) == 1:
         return f"{where[0]} of both files"
     return ", ".join(f"{place} of {path}" for place, path in zip(where, paths))

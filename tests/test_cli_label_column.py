@@ -138,3 +138,32 @@ def test_many_labels_announce_their_intervals_before_drawing(tmp_path, capsys, m
     assert code == 0 and "drawing" not in err  # said once, before, not among the warnings
     # The whole file's interval first, then the labels': the notice precedes the labels'.
     assert "drawing 20 interval draws for each of 2 labels" in "".join(seen[:2])
+
+
+def _padded_npz(path: Path, tag_length: int) -> Path:
+    """200 pairs, every 10th label padding (-100), and a tag column of ``tag_length``."""
+    import numpy as np
+
+    g = np.random.default_rng(0)
+    q = g.uniform(size=200)
+    y = (g.uniform(size=200) < q).astype(np.int64)
+    y[::10] = -100
+    np.savez(path, prob=q, label=y, tag=np.array(["A", "B"] * (tag_length // 2)))
+    return path
+
+
+def test_a_label_column_of_the_kept_rows_only_is_taken_as_it_is(tmp_path, capsys):
+    # read_table takes group ids of one per kept label so; the --label column had been too.
+    path = _padded_npz(tmp_path / "kept.npz", 180)
+    argv = ["evaluate", path, "--ignore-index", "-100", "--label", "tag", "--json"]
+    code, out, err = _run(capsys, *argv, "--samples", "20")
+    assert code == 0, err
+    rows = json.loads(out)["per_label"]
+    assert (rows["A"]["n"], rows["B"]["n"]) == (90, 90)
+
+
+def test_a_label_column_of_another_length_is_refused(tmp_path, capsys):
+    path = _padded_npz(tmp_path / "long.npz", 400)
+    argv = ["evaluate", path, "--ignore-index", "-100", "--label", "tag", "--samples", "20"]
+    code, _, err = _run(capsys, *argv)
+    assert code == 2 and "400 values in --label 'tag' for 180 rows" in err
