@@ -335,3 +335,50 @@ def test_a_validation_just_after_a_mid_epoch_checkpoint_stays_in_the_file(
     new = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.2} for s in (5, 8)]
     assert _files.merged_history(path, new, resumed_at=3) == [old[0], *new]
     assert _files.merged_history(path, new) == [*old, *new]  # not resumed: nothing goes
+
+
+class _TwoOptimizers(TinyTagger):
+    """Manual optimization of two optimizers: global_step counts two a batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.automatic_optimization = False
+        self.other = torch.nn.Linear(1, 1)
+
+    def training_step(self, batch, batch_idx):
+        tagger, other = self.optimizers()
+        loss = self._loss(batch)[0]
+        tagger.zero_grad()
+        self.manual_backward(loss)
+        tagger.step()
+        other.zero_grad()
+        self.manual_backward(self.other(torch.ones(1, 1)).sum())
+        other.step()
+
+    def configure_optimizers(self):
+        return [
+            torch.optim.SGD(self.net.parameters(), lr=0.3),
+            torch.optim.SGD(self.other.parameters(), lr=0.1),
+        ]
+
+
+def test_a_resume_counts_in_the_records_own_steps_with_two_optimizers(tmp_path: Path) -> None:
+    """The checkpoint's global_step (12 after two epochs of 3 batches, two optimizers) had
+    been compared with the records' batch counts (epoch 2 logged at 8): the abandoned
+    epoch 2 stayed in the file beside the re-run one."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
+    first = monitor()
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    run = trainer(tmp_path, 3, logger=logger, callbacks=[first, saved], enable_checkpointing=True)
+    quietly(run.fit, _TwoOptimizers(), train, val)
+    other = torch.utils.data.DataLoader(_helpers.tagging_data(48, seed=7), batch_size=16)
+    second = monitor()
+    resumed = trainer(
+        tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[second]
+    )
+    ckpt = tmp_path / "ckpt" / "epoch=1.ckpt"
+    quietly(resumed.fit, _TwoOptimizers(), other, val, ckpt_path=ckpt)
+    assert second.history[2]["error"] != first.history[2]["error"]  # a different epoch 2
+    on_disk = json.loads((Path(logger.log_dir) / "calibration" / "val_history.json").read_text())
+    assert on_disk == second.history

@@ -93,7 +93,8 @@ def merged_history(
     """The records in the file at ``path``, then those of ``history`` it does not hold yet
     (a record the file holds n times stands for the first n equal ones of ``history``).
 
-    ``resumed_at``: the ``global_step`` of the checkpoint a resumed fit started from. The
+    ``resumed_at``: where the checkpoint a resumed fit started from is, in the fit records'
+    count (batches that stepped; ``global_step`` with one optimizer). The
     file's records of weights trained past it (:func:`weights_steps`) that ``history`` does
     not hold belong to the continuation the resumed fit replaces, and are dropped: else a
     resumed fit's re-run epochs were added after the abandoned run's ones, and the curve

@@ -236,7 +236,7 @@ class CalibrationMonitor(Callback):
         # The trainer function of the run that restored a checkpoint (on_load_checkpoint),
         # None when this run restored none.
         self._restored: str | None = None
-        # The global_step of the checkpoint a resumed fit started from, else None.
+        # Where the checkpoint a resumed fit started from is (batches that stepped), else None.
         self._resumed_at: int | None = None
         # The weights the module holds (module id, global step) and how a record names them
         # (epoch, step, checkpoint path): the last fit record's, or a restored checkpoint's.
@@ -787,7 +787,7 @@ class CalibrationMonitor(Callback):
         self._restored = runs.trainer_fn(trainer)
         if self._restored == "fit":
             # The history file's records past this point are of the run this fit replaces.
-            self._resumed_at = int(checkpoint.get("global_step", 0))
+            self._resumed_at = _batches_that_stepped(checkpoint)
         else:
             # The module now holds the checkpoint's weights, at the trainer's unchanged step:
             # this run's records, and a later evaluation's without ckpt_path, name them as
@@ -844,3 +844,12 @@ def _validates_within_epochs(trainer: Trainer) -> bool:
         return True
     every = trainer.val_check_batch
     return isinstance(every, int) and every < trainer.num_training_batches
+
+
+def _batches_that_stepped(checkpoint: dict[str, Any]) -> int:
+    """The checkpoint's point in the fit records' own count, the batches that stepped:
+    ``global_step`` counts every optimizer's steps (two optimizers stepped by hand count
+    two a batch), so the records of an abandoned epoch had passed as earlier ones."""
+    loops = checkpoint.get("loops", {}).get("fit_loop", {})
+    count = loops.get("epoch_loop.state_dict", {}).get("_batches_that_stepped")
+    return int(checkpoint.get("global_step", 0) if count is None else count)
