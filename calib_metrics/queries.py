@@ -12,6 +12,7 @@ documents.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import NamedTuple
 
@@ -162,7 +163,7 @@ def top_tag_pairs(
         raise ValueError(f"tags must be [B, T], got shape {tuple(tags.shape)}")
     mask = _check_mask(mask, tags.shape, tags)
     tags = _check_tags(tags, tags.shape, num_tags, mask)
-    return _most_frequent(_gold_pairs(tags, mask, num_tags)[1], num_tags, top_k)
+    return _most_frequent(_pair_counts(_gold_pairs(tags, mask, num_tags)[1], num_tags), top_k)
 
 
 def _gold_pairs(tags: Tensor, mask: Tensor, num_tags: int) -> tuple[tuple[Tensor, Tensor], Tensor]:
@@ -172,9 +173,16 @@ def _gold_pairs(tags: Tensor, mask: Tensor, num_tags: int) -> tuple[tuple[Tensor
     return where, tags[:, :-1][where] * num_tags + tags[:, 1:][where]
 
 
-def _most_frequent(gold: Tensor, num_tags: int, top_k: int) -> tuple[Tensor, Tensor]:
-    """:func:`top_tag_pairs` of the flat gold pair ids (one host read: the pairs seen)."""
-    counts = torch.bincount(gold, minlength=num_tags * num_tags)
+def _pair_counts(gold: Tensor, num_tags: int) -> Tensor:
+    """How often each flat pair id ``i * K + j`` is gold, ``[K * K]`` (no host read:
+    ``torch.bincount`` would read the ids' min and max on a GPU)."""
+    counts = torch.zeros(num_tags * num_tags, dtype=torch.long, device=gold.device)
+    return counts.index_add_(0, gold, torch.ones_like(gold))
+
+
+def _most_frequent(counts: Tensor, top_k: int) -> tuple[Tensor, Tensor]:
+    """:func:`top_tag_pairs` of the pairs' counts (one host read: the pairs seen)."""
+    num_tags = math.isqrt(counts.numel())
     order = torch.sort(-counts, stable=True).indices
     chosen = order[: min(top_k, int((counts > 0).sum()))]
     return torch.stack([chosen // num_tags, chosen % num_tags], dim=1), counts[chosen]
@@ -237,13 +245,14 @@ def tag_pair_queries(
     mask = _check_mask(mask, shape, pairwise)
     tags = _check_tags(tags, shape, num_tags, mask)
     where, gold = _gold_pairs(tags, mask, num_tags)  # [M] flat pair ids
+    all_counts = _pair_counts(gold, num_tags)
     if pairs is None:
-        pairs, _ = _most_frequent(gold, num_tags, top_k)
+        pairs, _ = _most_frequent(all_counts, top_k)
     elif bool(((pairs < 0) | (pairs >= num_tags)).any()):
         raise ValueError(f"pairs must lie in [0, {num_tags})")
     pairs = pairs.to(tags.device)
     chosen = pairs[:, 0] * num_tags + pairs[:, 1]
-    counts = torch.bincount(gold, minlength=num_tags * num_tags)[chosen]
+    counts = all_counts[chosen]
     flat_q = pairwise.reshape(batch, steps, num_tags * num_tags)[where]  # [M, K*K]
     pair_q = flat_q[:, chosen].transpose(0, 1)  # [k, M]
     pair_y = (gold[None, :] == chosen[:, None]).to(pair_q.dtype)
