@@ -613,3 +613,20 @@ def test_tag_pair_queries_with_given_pairs_read_the_device_as_often():
     _, pairwise, tags, mask = _random_batch(5)
     pairs = torch.tensor([[0, 1], [2, 2]])
     assert _reads(lambda: tag_pair_queries(pairwise, tags, mask, pairs=pairs)) == 3
+
+
+def test_pair_queries_do_not_count_with_bincount(monkeypatch) -> None:
+    """torch.bincount reads its ids' min and max back to the host on a GPU: reads the
+    docstrings did not state (and tag_pair_queries counted the gold pairs twice)."""
+
+    def refused(*args, **kwargs):
+        raise AssertionError("torch.bincount called")
+
+    tags = torch.tensor([[0, 1, 0, 1], [1, 1, 0, 0]])
+    expected = top_tag_pairs(tags, None, num_tags=2, top_k=2)
+    monkeypatch.setattr(torch, "bincount", refused)
+    pairs, counts = top_tag_pairs(tags, None, num_tags=2, top_k=2)
+    assert pairs.tolist() == [[0, 1], [1, 0]] and counts.tolist() == [2, 2]
+    assert torch.equal(pairs, expected[0])
+    out = tag_pair_queries(torch.full((2, 3, 2, 2), 0.25), tags, top_k=2)
+    assert out.counts.tolist() == [2, 2]
