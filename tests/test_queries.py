@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import collections
+import importlib.util
 import itertools
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -540,34 +541,12 @@ def test_queries_name_an_argument_that_is_not_a_tensor(call, named) -> None:
 
 # ------------------------------------------------------------------ host synchronisations
 
-_READS = ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero")
+_spec = importlib.util.spec_from_file_location(
+    "host_reads", Path(__file__).with_name("host_reads.py")
+)
+host_reads = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(host_reads)
 _NUMBERS = {"one": 1, "two": 2, "three": 3}
-
-
-def _reads(call) -> int:
-    """How often ``call()`` reads the device: a value read back, or a selection by a
-    bool mask (its size is a read)."""
-    counts: collections.Counter = collections.Counter()
-    with pytest.MonkeyPatch.context() as patch:
-        for name in _READS:
-            original = getattr(torch.Tensor, name)
-
-            def counted(*args, _name=name, _original=original, **kwargs):
-                counts[_name] += 1
-                return _original(*args, **kwargs)
-
-            patch.setattr(torch.Tensor, name, counted)
-        getitem = torch.Tensor.__getitem__
-
-        def masked(self, index):
-            parts = index if isinstance(index, tuple) else (index,)
-            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in parts):
-                counts["mask"] += 1
-            return getitem(self, index)
-
-        patch.setattr(torch.Tensor, "__getitem__", masked)
-        call()
-    return sum(counts.values())
 
 
 def _stated(function) -> int:
@@ -601,18 +580,20 @@ def test_each_query_reads_the_device_as_often_as_its_docstring_says():
     twice; span_marginals' three (forward_backward's) were not stated."""
     mask = _random_batch(5)[3]
     for function, call in _query_calls(mask).items():
-        assert _reads(call) == _stated(function), function.__name__
+        assert host_reads.count_reads(call) == _stated(function), function.__name__
     # An integer mask's values are one more read where the mask is not read anyway (the
     # span functions read it for its left alignment).
     unread = (tag_queries, top_tag_pairs, tag_pair_queries, coref_pair_queries)
     for function, call in _query_calls(mask.int()).items():
-        assert _reads(call) == _stated(function) + (function in unread), function.__name__
+        assert host_reads.count_reads(call) == _stated(function) + (function in unread), (
+            function.__name__
+        )
 
 
 def test_tag_pair_queries_with_given_pairs_read_the_device_as_often():
     _, pairwise, tags, mask = _random_batch(5)
     pairs = torch.tensor([[0, 1], [2, 2]])
-    assert _reads(lambda: tag_pair_queries(pairwise, tags, mask, pairs=pairs)) == 3
+    assert host_reads.count_reads(lambda: tag_pair_queries(pairwise, tags, mask, pairs=pairs)) == 3
 
 
 def test_pair_queries_do_not_count_with_bincount(monkeypatch) -> None:

@@ -9,38 +9,19 @@ batch, three a multiclass one (the rows' sums too), padding masked rather than i
 
 from __future__ import annotations
 
-import collections
+import importlib.util
+from pathlib import Path
 
 import pytest
 import torch
 
 from calib_metrics import CalibrationComparison, CalibrationError
 
-READS = ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero")
-
-
-def _reads_of(update, *batch) -> int:
-    counts: collections.Counter = collections.Counter()
-    with pytest.MonkeyPatch.context() as patch:
-        for name in READS:
-            original = getattr(torch.Tensor, name)
-
-            def counted(*args, _name=name, _original=original, **kwargs):
-                counts[_name] += 1
-                return _original(*args, **kwargs)
-
-            patch.setattr(torch.Tensor, name, counted)
-        getitem = torch.Tensor.__getitem__
-
-        def masked(self, index):
-            parts = index if isinstance(index, tuple) else (index,)
-            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in parts):
-                counts["mask"] += 1
-            return getitem(self, index)
-
-        patch.setattr(torch.Tensor, "__getitem__", masked)
-        update(*batch)
-    return sum(counts.values())
+_spec = importlib.util.spec_from_file_location(
+    "host_reads", Path(__file__).with_name("host_reads.py")
+)
+host_reads = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(host_reads)
 
 
 def _batch(classes: int | None, padding: bool, seed: int = 0):
@@ -59,7 +40,7 @@ def test_a_checked_batch_reads_the_device_the_documented_times(streaming, classe
     options = {"ignore_index": -1} if padding else {}
     metric = CalibrationError(classes, streaming=streaming, **options)
     metric.update(*_batch(classes, padding))  # the first batch may warn once
-    assert _reads_of(metric.update, *_batch(classes, padding, seed=1)) == reads
+    assert host_reads.count_reads(lambda: metric.update(*_batch(classes, padding, seed=1))) == reads
 
 
 def test_a_comparison_reads_twice_per_model():
@@ -67,7 +48,7 @@ def test_a_comparison_reads_twice_per_model():
     q, y = torch.rand(200, generator=g), torch.randint(0, 2, (200,), generator=g)
     metric = CalibrationComparison()
     metric.update(q, q**2, y)
-    assert _reads_of(metric.update, q, q**2, y) == 4
+    assert host_reads.count_reads(lambda: metric.update(q, q**2, y)) == 4
 
 
 def test_the_checks_still_name_the_problem_with_padding_masked():

@@ -1,0 +1,39 @@
+"""Counting a call's device reads on the CPU, for the tests of the syncs docstrings state
+(loaded by file: tests/ is not a package)."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+
+import pytest
+import torch
+
+# The Tensor methods that read a value back to the host.
+READS = ("item", "tolist", "__bool__", "__int__", "__float__", "nonzero")
+
+
+def count_reads(call: Callable[[], object]) -> int:
+    """How often ``call()`` reads the device: a value read back, or a selection by a
+    bool mask (its size is a read). Kernels that read inside C++ are not seen."""
+    counts: collections.Counter = collections.Counter()
+    with pytest.MonkeyPatch.context() as patch:
+        for name in READS:
+            original = getattr(torch.Tensor, name)
+
+            def counted(*args, _name=name, _original=original, **kwargs):
+                counts[_name] += 1
+                return _original(*args, **kwargs)
+
+            patch.setattr(torch.Tensor, name, counted)
+        getitem = torch.Tensor.__getitem__
+
+        def masked(self, index):
+            parts = index if isinstance(index, tuple) else (index,)
+            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in parts):
+                counts["mask"] += 1
+            return getitem(self, index)
+
+        patch.setattr(torch.Tensor, "__getitem__", masked)
+        call()
+    return sum(counts.values())
