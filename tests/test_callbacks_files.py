@@ -35,6 +35,20 @@ def quietly(fn, *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
 
+def _fit_saving_every_epoch(tmp_path: Path, callback, model=None):
+    """A 3-epoch fit with ``callback`` and a checkpoint per epoch (ckpt/epoch=E.ckpt) into
+    a CSV logger of a fixed version; its trainer, logger and model."""
+    train, val = loaders()
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    run = trainer(
+        tmp_path, 3, logger=logger, callbacks=[callback, saved], enable_checkpointing=True
+    )
+    model = TinyTagger() if model is None else model
+    quietly(run.fit, model, train, val)
+    return run, logger, model, val
+
+
 @pytest.mark.parametrize(
     ("logger", "save_png"), [(False, None), ("csv", False)], ids=["no logger", "csv, no png"]
 )
@@ -97,13 +111,8 @@ def test_validating_a_checkpoint_adds_a_record_of_its_weights_and_loses_none(
     state for the validate run too, so history fell back to the checkpoint's (epoch 0) and
     val_history.json and the curve were rewritten without epochs 1 and 2; the new record
     said epoch 3 (the trainer's) for epoch 0's weights."""
-    train, val = loaders()
-    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
     cb = monitor()
-    logger = CSVLogger(tmp_path, name="csv", version=0)
-    run = trainer(tmp_path, 3, logger=logger, callbacks=[cb, saved], enable_checkpointing=True)
-    model = TinyTagger()
-    quietly(run.fit, model, train, val)
+    run, logger, model, val = _fit_saving_every_epoch(tmp_path, cb)
     fitted = [dict(r) for r in cb.history]
     assert [r["epoch"] for r in fitted] == [0, 1, 2]
 
@@ -290,13 +299,8 @@ def test_a_resumed_fit_replaces_the_file_s_records_after_its_checkpoint(tmp_path
     after the abandoned run's epoch 2 in val_history.json (and the curve went back in
     time), whenever the re-run differs (here: other training data). The file's records of
     weights trained past the checkpoint go; those of earlier weights stay."""
-    train, val = loaders()
-    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
     first = monitor()
-    logger = CSVLogger(tmp_path, name="csv", version=0)
-    run = trainer(tmp_path, 3, logger=logger, callbacks=[first, saved], enable_checkpointing=True)
-    model = TinyTagger()
-    quietly(run.fit, model, train, val)
+    run, logger, model, val = _fit_saving_every_epoch(tmp_path, first)
     quietly(run.validate, model, val, verbose=False)  # the last weights: past the checkpoint
     quietly(run.validate, model, val, ckpt_path=tmp_path / "ckpt" / "epoch=0.ckpt", verbose=False)
     folder = Path(logger.log_dir) / "calibration"
@@ -366,12 +370,8 @@ def test_a_resume_counts_in_the_records_own_steps_with_two_optimizers(tmp_path: 
     """The checkpoint's global_step (12 after two epochs of 3 batches, two optimizers) had
     been compared with the records' batch counts (epoch 2 logged at 8): the abandoned
     epoch 2 stayed in the file beside the re-run one."""
-    train, val = loaders()
-    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
     first = monitor()
-    logger = CSVLogger(tmp_path, name="csv", version=0)
-    run = trainer(tmp_path, 3, logger=logger, callbacks=[first, saved], enable_checkpointing=True)
-    quietly(run.fit, _TwoOptimizers(), train, val)
+    _, logger, _, val = _fit_saving_every_epoch(tmp_path, first, _TwoOptimizers())
     other = torch.utils.data.DataLoader(_helpers.tagging_data(48, seed=7), batch_size=16)
     second = monitor()
     resumed = trainer(
