@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from calib_metrics import cli
-from calib_metrics.paper import twitter_pos
+from calib_metrics.paper import sentiment, twitter_pos
+from calib_metrics.paper.tweets import POLARITY, load_corpus
 
 
 def one_line_error(capsys, *argv) -> str:
@@ -87,3 +88,37 @@ def test_twitter_pos_checks_ewt_before_training_on_tweets(tmp_path, capsys, monk
     split = "test" if ewt == "no test file" else "train"
     assert f"en_ewt-ud-{split}.conllu.gz" in err
     assert not out.exists()
+
+
+def _polarity(folder: Path) -> Path:
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / "sentence_polarity.zip", "w") as archive:
+        archive.writestr("sentence_polarity/rt-polarity.pos", "a gem .\n" * 50)
+        archive.writestr("sentence_polarity/rt-polarity.neg", "dull .\n" * 50)
+    return folder
+
+
+@pytest.mark.parametrize("present", [["positive"], ["negative"], []])
+def test_a_partial_tweet_folder_is_named_not_replaced_by_the_fallback(
+    tmp_path, capsys, monkeypatch, present
+):
+    monkeypatch.setattr(sentiment, "_feature_texts", _never)
+    data = tmp_path / "data"
+    _polarity(data / "nltk-sentence-polarity")
+    tweets = data / "nltk-twitter-samples-text"
+    tweets.mkdir(parents=True)
+    for source in present:
+        _gz(tweets / f"{source}_tweets.txt.gz", f"fun\t{source}\n")
+    missing = next(s for s in ("positive", "negative") if s not in present)
+    with pytest.raises(FileNotFoundError, match=f"{tweets / missing}_tweets.txt.gz"):
+        load_corpus(str(data))
+    err = one_line_error(capsys, "reproduce", "sentiment", "--data", data, "--out", tmp_path / "o")
+    assert f"{missing}_tweets.txt.gz" in err
+
+
+def test_the_fallback_stays_when_the_tweet_folder_is_absent(tmp_path):
+    _polarity(tmp_path / "nltk-sentence-polarity")
+    corpus, folder = load_corpus(str(tmp_path))
+    assert corpus.name == POLARITY and folder.name == POLARITY

@@ -272,6 +272,11 @@ def read_corpus(folder: str | os.PathLike) -> SentimentCorpus:
     raise FileNotFoundError(f"{folder} holds neither {TWITTER} nor {POLARITY} ({wanted})")
 
 
+def _some_tweets(folder: Path) -> bool:
+    """Whether ``folder`` is the tweets' own folder or holds one of their files."""
+    return folder.name == TWITTER or any((folder / f).is_file() for f in _TWITTER_FILES.values())
+
+
 def load_corpus(data: str | None, dataset: str = "auto") -> tuple[SentimentCorpus, Path]:
     """Find and read the tweets, or the polarity set when the tweets are missing.
 
@@ -288,6 +293,14 @@ def load_corpus(data: str | None, dataset: str = "auto") -> tuple[SentimentCorpu
     for name in (TWITTER, POLARITY) if dataset == "auto" else (dataset,):
         try:
             folder = find_dataset(name, data)
+        except FileNotFoundError as err:
+            errors.append(str(err))
+            continue
+        if name == TWITTER and _some_tweets(folder):
+            # A tweet folder short of a file is a broken copy, not an absent set: falling
+            # back to the movie reviews had hidden which file was missing.
+            return read_twitter_samples(folder), folder
+        try:
             corpus = read_corpus(folder)
         except FileNotFoundError as err:
             errors.append(str(err))
