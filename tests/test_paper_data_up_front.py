@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import gzip
 import random
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from calib_metrics import cli
-from calib_metrics.paper import sentiment, twitter_pos
+from calib_metrics.paper import coref, ner, sentiment, twitter_pos
+from calib_metrics.paper.coref_conllu import read_coref_documents, read_litbank_documents
 from calib_metrics.paper.tweets import POLARITY, load_corpus
 
 
@@ -122,3 +124,91 @@ def test_the_fallback_stays_when_the_tweet_folder_is_absent(tmp_path):
     _polarity(tmp_path / "nltk-sentence-polarity")
     corpus, folder = load_corpus(str(tmp_path))
     assert corpus.name == POLARITY and folder.name == POLARITY
+
+
+_LITBANK_ROW = "b1\t0\t0\t{word}\t_\t_\t_\t_\t_\t_\t_\t_\t(0)\n"
+
+
+def _litbank_bytes(word: bytes) -> bytes:
+    row = _LITBANK_ROW.encode().replace(b"{word}", word)
+    return b"#begin document (b1); part 0\n" + row + b"\n" + row + b"#end document\n"
+
+
+def test_a_litbank_file_that_is_not_utf8_is_named(tmp_path):
+    folder = tmp_path / "litbank"
+    folder.mkdir()
+    bad = folder / "b1.conll"
+    bad.write_bytes(_litbank_bytes(b"caf\xe9"))
+    for source in (folder, bad):
+        with pytest.raises(ValueError, match=f"^{bad}: not a readable CoNLL-2012 file"):
+            read_litbank_documents(source)
+    archive = tmp_path / "litbank-coref-conll.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(bad, arcname="coref/b1.conll")
+    with pytest.raises(ValueError, match=f"^{archive}:coref/b1.conll: not a readable CoNLL-2012"):
+        read_litbank_documents(archive)
+
+
+def _coref_row(k: int, form: str, misc: str = "_") -> str:
+    head = 0 if k == 1 else 1
+    return f"{k}\t{form}\t{form}\tPROPN\tNNP\t_\t{head}\tdep\t_\t{misc}"
+
+
+def test_a_malformed_entity_names_file_document_and_sentence(tmp_path):
+    text = "\n".join(
+        ["# newdoc id = d1", "# sent_id = d1-1", _coref_row(1, "Kim", "Entity=(1)"), "",
+         "# sent_id = d1-2", _coref_row(1, "Lee", "Entity=((1"), _coref_row(2, "ran"), ""]
+    )  # fmt: skip
+    path = _gz(tmp_path / "ontogum-train.conllu.gz", text + "\n")
+    with pytest.raises(ValueError) as raised:
+        read_coref_documents(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: document 'd1', sentence 1, word 1: malformed Entity")
+    assert "(sent_id d1-2)" in message
+
+
+def _ontogum(folder: Path, empty: str) -> Path:
+    doc = "\n".join(
+        ["# newdoc id = {d}", _coref_row(1, "Kim", "Entity=(1)"), _coref_row(2, "met"),
+         _coref_row(3, "Lee", "Entity=(2)"), "", _coref_row(1, "Kim", "Entity=(1)"),
+         _coref_row(2, "ran"), ""]
+    )  # fmt: skip
+    for split in ("train", "dev", "test"):
+        text = "" if split == empty else "\n".join(doc.format(d=f"{split}{k}") for k in range(3))
+        _gz(folder / f"ontogum-{split}.conllu.gz", text)
+    return folder
+
+
+@pytest.mark.parametrize("empty", ["train", "test"])
+def test_coref_refuses_an_empty_split_before_training(tmp_path, capsys, monkeypatch, empty):
+    monkeypatch.setattr(coref, "_select_l2", _never)
+    data = tmp_path / "data"
+    _ontogum(data / "gum-ontogum-coref", empty)
+    err = one_line_error(capsys, "reproduce", "coref", "--quick", "--no-litbank", "--data", data,
+                         "--out", tmp_path / "out")  # fmt: skip
+    assert f"ontogum-{empty}.conllu.gz holds no documents with coreference mentions" in err
+
+
+@pytest.mark.parametrize(
+    ("command", "folder", "empty"),
+    [
+        ("twitter-pos", "ark-twitter-pos", "oct27.test.gz"),
+        ("twitter-pos", "ud-english-ewt", "en_ewt-ud-test.conllu.gz"),
+        ("ner", "ud-english-gum", "en_gum-ud-test.conllu.gz"),
+    ],
+)
+def test_an_empty_but_valid_gz_is_named_before_training(
+    tmp_path, capsys, monkeypatch, command, folder, empty
+):
+    monkeypatch.setattr(twitter_pos, "_train", _never)
+    monkeypatch.setattr(ner.ce, "fit_crf", _never)
+    data = tmp_path / "data"
+    _ark(data / "ark-twitter-pos")
+    _ewt(data / "ud-english-ewt")
+    gum = data / "ud-english-gum"
+    for split in ("train", "dev", "test"):
+        _gz(gum / f"en_gum-ud-{split}.conllu.gz", _conllu_rows() * 3)
+    _gz(data / folder / empty, "")
+    err = one_line_error(capsys, "reproduce", command, "--quick", "--data", data,
+                         "--out", tmp_path / "out")  # fmt: skip
+    assert f"{data / folder / empty} holds no sentences" in err

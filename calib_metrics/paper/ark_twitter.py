@@ -85,4 +85,6 @@ def load_ark_twitter(
                 f"no {split} file in {folder} (looked for {candidates[0].name})"
             )
         out[split] = read_ark_conll(path)
+        if not out[split]:  # had surfaced as encode_batch's "needs at least one sentence"
+            raise ValueError(f"{path} holds no sentences")
     return out

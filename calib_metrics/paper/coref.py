@@ -107,6 +107,8 @@ def _load(folder: Path, quick: bool) -> dict[str, list[Document]]:
         if quick:
             docs = docs[: {"train": 12, "dev": 3, "test": 3}[split]]
         splits[split] = [d for d in docs if d.mentions]
+        if not splits[split]:  # had surfaced after training, as torch.cat's empty list
+            raise ValueError(f"{path} holds no documents with coreference mentions")
     return splits
 
 

@@ -133,6 +133,8 @@ def _load(args) -> tuple[dict, Path]:
         if path is None:
             raise FileNotFoundError(f"no {split} file in {folder} (looked for {candidates[0]})")
         raw[split] = read_gum_entities(path, limit=limit)
+        if not raw[split]:  # had surfaced as encode_batch's "needs at least one sentence"
+            raise ValueError(f"{path} holds no sentences")
     return raw, folder
 
 

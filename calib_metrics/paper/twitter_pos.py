@@ -187,6 +187,8 @@ def _load_ewt(args) -> dict[str, list]:
                 f"no {split} file in {folder} (looked for {candidates[0].name})"
             )
         out[split] = read_tagged_sentences(path, "xpos", limit=limit)
+        if not out[split]:  # had surfaced as encode_batch's "needs at least one sentence"
+            raise ValueError(f"{path} holds no sentences")
     return out
 
 
