@@ -273,8 +273,12 @@ def read_corpus(folder: str | os.PathLike) -> SentimentCorpus:
 
 
 def _some_tweets(folder: Path) -> bool:
-    """Whether ``folder`` is the tweets' own folder or holds one of their files."""
-    return folder.name == TWITTER or any((folder / f).is_file() for f in _TWITTER_FILES.values())
+    """Whether ``folder`` is the tweets' own folder, or holds one of their files and not
+    the polarity set (beside which a lone tweet file is a stray)."""
+    if folder.name == TWITTER:
+        return True
+    stray = any((folder / f).is_file() for f in _TWITTER_FILES.values())
+    return stray and not (folder / _POLARITY_ZIP).is_file()
 
 
 def load_corpus(data: str | None, dataset: str = "auto") -> tuple[SentimentCorpus, Path]:
