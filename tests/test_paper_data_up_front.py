@@ -20,6 +20,7 @@ import pytest
 from calib_metrics import cli
 from calib_metrics.paper import coref, ner, sentiment, twitter_pos
 from calib_metrics.paper.coref_conllu import read_coref_documents, read_litbank_documents
+from calib_metrics.paper.countries import COUNTRIES_FILE
 from calib_metrics.paper.tweets import POLARITY, load_corpus
 
 
@@ -212,3 +213,47 @@ def test_an_empty_but_valid_gz_is_named_before_training(
     err = one_line_error(capsys, "reproduce", command, "--quick", "--data", data,
                          "--out", tmp_path / "out")  # fmt: skip
     assert f"{data / folder / empty} holds no sentences" in err
+
+
+@pytest.mark.parametrize(
+    ("command", "folder"),
+    [
+        ("pos", "ud-english-ewt"),
+        ("twitter-pos", "ark-twitter-pos"),
+        ("ner", "ud-english-gum"),
+        ("coref", "gum-ontogum-coref"),
+        ("events", "ud-english-gum"),
+        ("sentiment", "nltk-twitter-samples-text"),
+    ],
+)
+def test_missing_data_names_the_folder_and_where_to_get_it(tmp_path, capsys, command, folder):
+    nodata = tmp_path / "nodata"
+    nodata.mkdir()
+    lexicon = tmp_path / "lexicon"
+    _gz(lexicon / COUNTRIES_FILE, "FRANCE_ [FRA]\n")
+    extra = ["--lexicon", lexicon] if command == "events" else []
+    quick = [] if command == "sentiment" else ["--quick"]
+    err = one_line_error(capsys, "reproduce", command, *quick, "--data", nodata,
+                         "--out", tmp_path / "out", *extra)  # fmt: skip
+    assert f"<data>/{folder}/" in err and 'README\'s "Data" section' in err
+    if command != "sentiment":  # which reports both sets it looked for
+        assert f"no {folder}/ folder in {nodata}" in err
+
+
+def test_twitter_pos_names_the_missing_ewt_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(twitter_pos, "_train", _never)
+    data = tmp_path / "data"
+    _ark(data / "ark-twitter-pos")
+    err = one_line_error(capsys, "reproduce", "twitter-pos", "--quick", "--data", data,
+                         "--out", tmp_path / "out")  # fmt: skip
+    assert f"no ud-english-ewt/ folder in {data} (nor en_ewt-ud-train.conllu.gz" in err
+
+
+def test_the_readme_data_section_lists_every_folder_the_errors_name():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "\n## Data\n" in readme
+    section = readme.split("\n## Data\n", 1)[1].split("\n## ", 1)[0]
+    for folder in ("ud-english-ewt", "ud-english-gum", "gum-ontogum-coref", "litbank-coref",
+                   "ark-twitter-pos", "nltk-twitter-samples-text", "nltk-sentence-polarity",
+                   "phoenix-country-actors"):  # fmt: skip
+        assert f"`{folder}/`" in section, folder

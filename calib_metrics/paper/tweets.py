@@ -33,7 +33,7 @@ from typing import NamedTuple
 import torch
 
 from calib_metrics.paper.conllu_io import readable
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import find_dataset, where_to_get
 
 TWITTER = "nltk-twitter-samples-text"
 POLARITY = "nltk-sentence-polarity"
@@ -201,7 +201,7 @@ def read_twitter_samples(folder: str | os.PathLike) -> SentimentCorpus:
     for source, filename in _TWITTER_FILES.items():
         path = folder / filename
         if not path.is_file():
-            raise FileNotFoundError(f"{TWITTER}: missing {path}")
+            raise FileNotFoundError(f"{TWITTER}: missing {path}; {where_to_get(TWITTER)}")
         with readable(path, "gzip file"), gzip.open(path, "rb") as handle:
             data = handle.read()
         lines = _lines(data, str(path))
@@ -234,7 +234,7 @@ def read_sentence_polarity(folder: str | os.PathLike) -> SentimentCorpus:
     """
     path = Path(folder) / _POLARITY_ZIP
     if not path.is_file():
-        raise FileNotFoundError(f"{POLARITY}: missing {path}")
+        raise FileNotFoundError(f"{POLARITY}: missing {path}; {where_to_get(POLARITY)}")
     texts: list[str] = []
     sources: list[str] = []
     with readable(path, "zip file"), zipfile.ZipFile(path) as archive:
@@ -269,7 +269,10 @@ def read_corpus(folder: str | os.PathLike) -> SentimentCorpus:
     if any(tweets):
         return read_twitter_samples(folder)  # names the file that is missing
     wanted = ", ".join([*_TWITTER_FILES.values(), _POLARITY_ZIP])
-    raise FileNotFoundError(f"{folder} holds neither {TWITTER} nor {POLARITY} ({wanted})")
+    raise FileNotFoundError(
+        f"{folder} holds neither {TWITTER} nor {POLARITY} ({wanted}); {where_to_get(TWITTER)}"
+        f" (or {POLARITY}/)"
+    )
 
 
 def _some_tweets(folder: Path) -> bool:

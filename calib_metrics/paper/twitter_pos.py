@@ -26,7 +26,7 @@ from calib_metrics.models.features import ABLATION
 from calib_metrics.paper import chain_eval as ce
 from calib_metrics.paper import report
 from calib_metrics.paper.ark_twitter import load_ark_twitter
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import data_file, find_dataset
 from calib_metrics.paper.tagging import Vocabulary, read_tagged_sentences
 from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import tag_queries
@@ -180,12 +180,8 @@ def _load_ewt(args) -> dict[str, list]:
         limits = {"train": min(args.ewt_train, 300), "dev": 80, "test": 150}
     out = {}
     for split, limit in limits.items():
-        candidates = [folder / f"en_ewt-ud-{split}.conllu{e}" for e in (".gz", "")]
-        path = next((p for p in candidates if p.is_file()), None)
-        if path is None:
-            raise FileNotFoundError(
-                f"no {split} file in {folder} (looked for {candidates[0].name})"
-            )
+        names = [f"en_ewt-ud-{split}.conllu{e}" for e in (".gz", "")]
+        path = data_file(folder, "ud-english-ewt", names)
         out[split] = read_tagged_sentences(path, "xpos", limit=limit)
         if not out[split]:  # had surfaced as encode_batch's "needs at least one sentence"
             raise ValueError(f"{path} holds no sentences")

@@ -42,7 +42,7 @@ from calib_metrics.paper.events.analysis import (
 )
 from calib_metrics.paper.events.errors import uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import find_dataset, missing_data
 
 DESCRIPTION = "country 'attack' events per period with coreference posterior intervals (§6)"
 NAME = "ud-english-gum"
@@ -81,7 +81,7 @@ def _files(data: Path) -> list[Path]:
         return [data]
     files = sorted(data.glob("*.conllu")) + sorted(data.glob("*.conllu.gz"))
     if not files:
-        raise FileNotFoundError(f"no .conllu or .conllu.gz files in {data}")
+        raise missing_data(data, NAME, ".conllu or .conllu.gz files")
     return files
 
 
