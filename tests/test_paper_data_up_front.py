@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from calib_metrics import cli
-from calib_metrics.paper import coref, ner, sentiment, twitter_pos
+from calib_metrics.paper import coref, ner, report, sentiment, twitter_pos
 from calib_metrics.paper.coref_conllu import read_coref_documents, read_litbank_documents
 from calib_metrics.paper.countries import COUNTRIES_FILE
 from calib_metrics.paper.tweets import POLARITY, load_corpus
@@ -257,3 +257,31 @@ def test_the_readme_data_section_lists_every_folder_the_errors_name():
                    "ark-twitter-pos", "nltk-twitter-samples-text", "nltk-sentence-polarity",
                    "phoenix-country-actors"):  # fmt: skip
         assert f"`{folder}/`" in section, folder
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        (["--confidence", "1.5"], "--confidence must lie in (0, 1), got 1.5"),
+        (["--confidence", "nan"], "--confidence must lie in (0, 1), got nan"),
+        (["--band", "0.9", "0.1"], "--band LO HI must satisfy 0 <= LO <= HI <= 1, got 0.9 0.1"),
+        (["--band", "-0.1", "0.5"], "--band LO HI must satisfy 0 <= LO <= HI <= 1"),
+    ],
+)
+def test_events_checks_confidence_and_band_before_any_work(tmp_path, capsys, option, named):
+    # No data at all: an option checked late had been reported as the missing data.
+    err = one_line_error(capsys, "reproduce", "events", "--quick", "--data", tmp_path / "none",
+                         "--out", tmp_path / "out", *option)  # fmt: skip
+    assert named in err
+
+
+@pytest.mark.parametrize("below", ["results.json/sub", "results.json/a/b"])
+def test_an_out_path_under_a_file_is_refused_first(tmp_path, capsys, below):
+    (tmp_path / "results.json").write_text("{}")
+    out = tmp_path / below
+    with pytest.raises(ValueError, match=r"results\.json is a file, not a folder"):
+        report.output_folder(out)
+    err = one_line_error(capsys, "reproduce", "sentiment", "--data", tmp_path / "none",
+                         "--out", out)  # fmt: skip
+    assert f"--out {out}: {tmp_path / 'results.json'} is a file, not a folder" in err
+    assert report.output_folder(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"

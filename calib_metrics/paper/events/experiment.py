@@ -353,6 +353,12 @@ def _gold(docs, tables, periods):
 def run(args: argparse.Namespace) -> dict:
     if args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    # The summaries check these too, but only after the ranker is trained.
+    if not 0 < args.confidence < 1:
+        raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+    lo, hi = args.band
+    if not 0 <= lo <= hi <= 1:
+        raise ValueError(f"--band LO HI must satisfy 0 <= LO <= HI <= 1, got {lo} {hi}")
     if args.quick:
         args.samples, args.epochs = min(args.samples, 20), min(args.epochs, 1)
     out = report.output_folder(args.out)
