@@ -21,6 +21,7 @@ from calib_metrics import cli
 from calib_metrics.paper import coref, ner, report, sentiment, twitter_pos
 from calib_metrics.paper.coref_conllu import read_coref_documents, read_litbank_documents
 from calib_metrics.paper.countries import COUNTRIES_FILE
+from calib_metrics.paper.tagging import iter_tagged_sentences
 from calib_metrics.paper.tweets import POLARITY, load_corpus
 
 
@@ -285,3 +286,22 @@ def test_an_out_path_under_a_file_is_refused_first(tmp_path, capsys, below):
                          "--out", out)  # fmt: skip
     assert f"--out {out}: {tmp_path / 'results.json'} is a file, not a folder" in err
     assert report.output_folder(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
+
+
+@pytest.mark.parametrize("columns", [7, 12])
+def test_the_conllu_readers_refuse_a_row_with_the_wrong_column_count(tmp_path, columns):
+    good = _conllu_rows().splitlines()
+    cells = good[1].split("\t")
+    bad = "\t".join([*cells, "_", "_"][:columns])
+    path = _gz(tmp_path / "en_ewt-ud-train.conllu.gz", "\n".join([good[0], bad, *good[2:]]))
+    message = rf"^{path}:2: expected 10 columns, got {columns}$"
+    with pytest.raises(ValueError, match=message):
+        list(iter_tagged_sentences(path))
+    with pytest.raises(ValueError, match=message):
+        read_coref_documents(path)
+
+
+def test_a_conllu_plus_file_keeps_its_declared_columns(tmp_path):
+    text = "# global.columns = ID FORM XPOS\n1\tHi\tUH\n2\tthere\tRB\n\n"
+    path = _gz(tmp_path / "plus.conllu.gz", text)
+    assert list(iter_tagged_sentences(path)) == [(["Hi", "there"], ["UH", "RB"])]
