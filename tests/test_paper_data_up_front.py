@@ -10,6 +10,7 @@ each test shows the check comes first; all data are synthetic.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import random
 import tarfile
@@ -21,6 +22,7 @@ from calib_metrics import cli
 from calib_metrics.paper import coref, ner, report, sentiment, twitter_pos
 from calib_metrics.paper.coref_conllu import read_coref_documents, read_litbank_documents
 from calib_metrics.paper.countries import COUNTRIES_FILE
+from calib_metrics.paper.events import experiment as events_experiment
 from calib_metrics.paper.tagging import iter_tagged_sentences
 from calib_metrics.paper.tweets import POLARITY, load_corpus
 
@@ -305,3 +307,12 @@ def test_a_conllu_plus_file_keeps_its_declared_columns(tmp_path):
     text = "# global.columns = ID FORM XPOS\n1\tHi\tUH\n2\tthere\tRB\n\n"
     path = _gz(tmp_path / "plus.conllu.gz", text)
     assert list(iter_tagged_sentences(path)) == [(["Hi", "there"], ["UH", "RB"])]
+
+
+def test_the_events_doc_quotes_the_commands_default_band():
+    parser = argparse.ArgumentParser()
+    events_experiment.add_arguments(parser)
+    lo, hi = parser.parse_args([]).band
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "events.md").read_text()
+    section = doc.split("## Error analysis", 1)[1]
+    assert f"within\n[{lo}, {hi}]" in section
