@@ -320,8 +320,12 @@ def test_end_to_end_falls_back_to_polarity(tmp_path, capsys):
     _write_polarity(tmp_path / POLARITY, n=150)
     out = tmp_path / "out"
     argv = ["--data", str(tmp_path), "--out", str(out), "--n-samples", "100", "--cs", "1"]
-    results = sentiment.run(_args(*argv, "--alphas", "1", "--no-balance", "--bin-size", "20"))
+    # The fallback's examples are sentences: its texts had called them tweets.
+    with pytest.warns(UserWarning, match="3 bins of the 60 test sentences"):
+        results = sentiment.run(_args(*argv, "--alphas", "1", "--no-balance", "--bin-size", "20"))
     _check_results(results, out)
+    text = (out / "results.md").read_text()
+    assert "on the same test sentences" in text and "tweets" not in text
     assert not results["balanced"] and results["bin_size"] == 20
     assert results["split"]["sizes"] == [180, 60, 60]
     assert results["fallback"] and results["dataset"] == POLARITY

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from calib_metrics.paper.conllu_io import lines
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import data_file, find_dataset
 from calib_metrics.paper.tagging import TaggedSentence
 
 DATASET = "ark-twitter-pos"
@@ -78,11 +78,8 @@ def load_ark_twitter(
     folder = find_dataset(DATASET, data)
     out = {}
     for split in splits:
-        candidates = [folder / (SPLITS[split] + ext) for ext in (".gz", "")]
-        path = next((p for p in candidates if p.is_file()), None)
-        if path is None:
-            raise FileNotFoundError(
-                f"no {split} file in {folder} (looked for {candidates[0].name})"
-            )
+        path = data_file(folder, DATASET, [SPLITS[split] + ext for ext in (".gz", "")])
         out[split] = read_ark_conll(path)
+        if not out[split]:  # had surfaced as encode_batch's "needs at least one sentence"
+            raise ValueError(f"{path} holds no sentences")
     return out

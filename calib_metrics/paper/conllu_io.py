@@ -97,9 +97,36 @@ def _reason(err: Exception) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+class _CheckedLines:
+    """The lines of a CoNLL-U stream, refusing a tab-separated token line whose column
+    count is not the file's (10, or ``# global.columns``): conllu fills missing columns
+    with nothing and drops extra ones, so a shifted or truncated row was read silently."""
+
+    def __init__(self, stream: io.TextIOBase, name: str) -> None:
+        self.stream, self.name = stream, name
+
+    def read(self, size: int = -1) -> str:  # parse_incr asks for a file-like object
+        return self.stream.read(size)
+
+    def __iter__(self) -> Iterator[str]:
+        expected = 10
+        for number, line in enumerate(self.stream, 1):
+            if line.startswith("# global.columns ="):
+                expected = len(line.split("=", 1)[1].split())
+            elif line.strip() and not line.startswith("#"):
+                columns = len(line.rstrip("\r\n").split("\t"))
+                # One column is no tab-separated row at all: conllu names that itself.
+                if columns not in (1, expected):
+                    raise ValueError(
+                        f"{self.name}:{number}: expected {expected} columns, got {columns}"
+                    )
+            yield line
+
+
 def sentences(stream: io.TextIOBase, name: str) -> Iterator[conllu.TokenList]:
     """The sentences of a CoNLL-U ``stream``; a file that is not CoNLL-U (or not UTF-8, or
-    a broken archive) is a ValueError naming ``name``.
+    a broken archive) is a ValueError naming ``name``, a row with the wrong number of
+    columns one naming ``name`` and the line.
 
     Example:
         >>> text = "1\\tHi\\thi\\tINTJ\\tUH\\t_\\t0\\troot\\t_\\t_\\n\\n"
@@ -109,8 +136,12 @@ def sentences(stream: io.TextIOBase, name: str) -> Iterator[conllu.TokenList]:
         Traceback (most recent call last):
         ...
         ValueError: a.conllu: not a readable CoNLL-U file (Invalid line format, line must contain either tabs or two spaces.)
+        >>> list(sentences(io.StringIO("# c\\n1\\tHi\\thi\\tINTJ\\tUH\\t_\\t0\\n"), "a.conllu"))
+        Traceback (most recent call last):
+        ...
+        ValueError: a.conllu:2: expected 10 columns, got 7
     """  # noqa: E501
     try:
-        yield from conllu.parse_incr(stream)
+        yield from conllu.parse_incr(_CheckedLines(stream, name))
     except (ParseException, *_READ_ERRORS) as err:
         raise ValueError(f"{name}: not a readable CoNLL-U file ({_reason(err)})") from None

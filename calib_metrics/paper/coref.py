@@ -38,7 +38,7 @@ from calib_metrics.paper.coref_conllu import (
 )
 from calib_metrics.paper.coref_features import DocumentFeatures, features_for
 from calib_metrics.paper.coref_scores import score_corpus
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import data_file, find_dataset
 from calib_metrics.queries import coref_pair_queries
 
 DESCRIPTION = "§5: antecedent-ranking coreference, exact vs 1000-sample pairwise marginals"
@@ -98,15 +98,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _load(folder: Path, quick: bool) -> dict[str, list[Document]]:
     splits = {}
     for split in ("train", "dev", "test"):
-        path = folder / f"ontogum-{split}.conllu.gz"
-        if not path.is_file():
-            path = folder / f"ontogum-{split}.conllu"
-        if not path.is_file():
-            raise FileNotFoundError(f"{folder}: missing ontogum-{split}.conllu(.gz)")
+        path = data_file(folder, NAME, [f"ontogum-{split}.conllu{e}" for e in (".gz", "")])
         docs = read_coref_documents(path)
         if quick:
             docs = docs[: {"train": 12, "dev": 3, "test": 3}[split]]
         splits[split] = [d for d in docs if d.mentions]
+        if not splits[split]:  # had surfaced after training, as torch.cat's empty list
+            raise ValueError(f"{path} holds no documents with coreference mentions")
     return splits
 
 

@@ -159,7 +159,13 @@ def _sentence_mentions(sent: conllu.TokenList, index: int, doc_id: str) -> list[
         value = misc.get("Entity")
         if not value:
             continue
-        for kind, eid, part, total in _parse_entity_field(value):
+        try:
+            items = list(_parse_entity_field(value))
+        except ValueError as err:
+            raise ValueError(
+                f"document {doc_id!r}, sentence {index}, word {k + 1}: {err}"
+            ) from None
+        for kind, eid, part, total in items:
             if kind == "single":
                 parts.append((order, eid, part, total, k, k + 1))
             elif kind == "open":
@@ -249,7 +255,15 @@ def read_coref_documents(path: str | Path | io.TextIOBase) -> list[Document]:
             words = conllu.TokenList(
                 [tok for tok in sent if isinstance(tok["id"], int)], metadata=sent.metadata
             )
-            doc.mentions.extend(_sentence_mentions(words, len(doc.sentences), doc.doc_id))
+            try:
+                found = _sentence_mentions(words, len(doc.sentences), doc.doc_id)
+            except ValueError as err:
+                # The mention errors locate the sentence in its document; the file
+                # holding it had gone unnamed.
+                sent_id = sent.metadata.get("sent_id")
+                where = f" (sent_id {sent_id})" if sent_id else ""
+                raise ValueError(f"{name}: {err}{where}") from None
+            doc.mentions.extend(found)
             doc.sentences.append(words)
     finally:
         if stream is not path:
@@ -389,7 +403,9 @@ def read_litbank_documents(path: str | Path) -> list[Document]:
         if not files:
             raise FileNotFoundError(f"no .conll files under {path}")
         for file in files:
-            docs += _parse_conll2012(file.read_text(encoding="utf-8").splitlines(), str(file))
+            with readable(file, "CoNLL-2012 file"):
+                text = file.read_text(encoding="utf-8")
+            docs += _parse_conll2012(text.splitlines(), str(file))
     elif path.name.endswith((".tar.gz", ".tgz", ".tar")):
         with readable(path, "tar archive"), tarfile.open(path) as tar:
             members = sorted(
@@ -399,10 +415,15 @@ def read_litbank_documents(path: str | Path) -> list[Document]:
             if not members:
                 raise FileNotFoundError(f"no .conll files inside {path}")
             for member in members:
-                text = tar.extractfile(member).read().decode("utf-8")  # type: ignore[union-attr]
-                docs += _parse_conll2012(text.splitlines(), f"{path}:{member.name}")
+                source = f"{path}:{member.name}"
+                data = tar.extractfile(member).read()  # type: ignore[union-attr]
+                with readable(source, "CoNLL-2012 file"):
+                    text = data.decode("utf-8")
+                docs += _parse_conll2012(text.splitlines(), source)
     else:
-        docs = _parse_conll2012(path.read_text(encoding="utf-8").splitlines(), str(path))
+        with readable(path, "CoNLL-2012 file"):
+            text = path.read_text(encoding="utf-8")
+        docs = _parse_conll2012(text.splitlines(), str(path))
     return docs
 
 
@@ -430,7 +451,9 @@ def split_ids(path: str | Path) -> dict[str, list[str]]:
         raise FileNotFoundError(f"splits file not found: {path}")
     splits: dict[str, list[str]] = {}
     current: str | None = None
-    for line in path.read_text(encoding="utf-8").splitlines():
+    with readable(path, "splits file"):
+        text = path.read_text(encoding="utf-8")
+    for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("## "):
             current = stripped[3:].strip()

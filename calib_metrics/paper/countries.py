@@ -44,7 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from calib_metrics.paper.conllu_io import readable
+from calib_metrics.paper.locations import where_to_get
 
+LEXICON = "phoenix-country-actors"
 COUNTRIES_FILE = "Phoenix.Countries.actors.txt.gz"
 INTERNATIONAL_FILE = "Phoenix.International.actors.txt.gz"
 
@@ -258,7 +260,9 @@ class CountryLexicon:
             files = [path]
         for f in files:
             if not f.exists():
-                raise FileNotFoundError(f"country lexicon file not found: {f}")
+                raise FileNotFoundError(
+                    f"country lexicon file not found: {f}; {where_to_get(LEXICON)}"
+                )
         phrases: dict[tuple[str, ...], str] = {}
         for f in files:
             # The International file also has bare three-letter codes that are not

@@ -11,9 +11,17 @@ site-packages.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["ENV_VAR", "find_dataset", "shared_data_dir"]
+__all__ = [
+    "ENV_VAR",
+    "data_file",
+    "find_dataset",
+    "missing_data",
+    "shared_data_dir",
+    "where_to_get",
+]
 
 ENV_VAR = "CALIB_METRICS_DATA"
 
@@ -90,4 +98,53 @@ def find_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Path:
     where = ", ".join(str(p) for p in tried) or (
         f"--data not given, ${ENV_VAR} unset, no shared/data beside a source checkout"
     )
-    raise FileNotFoundError(f"data set {name!r} not found (looked in: {where}{source})")
+    raise FileNotFoundError(
+        f"data set {name!r} not found (looked in: {where}{source}); {where_to_get(name)}"
+    )
+
+
+def where_to_get(dataset: str) -> str:
+    """Where a data set is expected and where to learn how to get it, for an error.
+
+    Example:
+        >>> print(where_to_get("ud-english-ewt"))
+        expected as <data>/ud-english-ewt/; the README's "Data" section says where to get it
+    """
+    return f'expected as <data>/{dataset}/; the README\'s "Data" section says where to get it'
+
+
+def missing_data(folder: Path, dataset: str, wanted: str) -> FileNotFoundError:
+    """The error for ``wanted`` (a file name, or a description) missing from ``folder``.
+
+    ``folder`` is what :func:`find_dataset` returned: the data set's own folder, or the
+    base folder it falls back to, where the data set's subfolder is what was missing.
+
+    Example:
+        >>> print(missing_data(Path("/d"), "ud-english-ewt", "en_ewt-ud-train.conllu.gz"))
+        no ud-english-ewt/ folder in /d (nor en_ewt-ud-train.conllu.gz in it); expected as ...
+        >>> print(missing_data(Path("/d/ud-english-ewt"), "ud-english-ewt", "x.gz"))
+        no x.gz in /d/ud-english-ewt; expected as <data>/ud-english-ewt/; the README's ...
+    """
+    # find_dataset falls back to the base folder (for --data naming the set's own folder
+    # under another name), so a missing subfolder would otherwise read as a missing file.
+    if folder.name == dataset:
+        place = f"no {wanted} in {folder}"
+    else:
+        place = f"no {dataset}/ folder in {folder} (nor {wanted} in it)"
+    return FileNotFoundError(f"{place}; {where_to_get(dataset)}")
+
+
+def data_file(folder: Path, dataset: str, names: Sequence[str]) -> Path:
+    """The first of ``names`` that is a file in ``folder``, else :func:`missing_data`'s error.
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / "b.conllu").write_text("")
+        >>> data_file(d, "set", ["b.conllu.gz", "b.conllu"]).name
+        'b.conllu'
+    """
+    for name in names:
+        if (folder / name).is_file():
+            return folder / name
+    raise missing_data(folder, dataset, " or ".join(names))

@@ -38,7 +38,7 @@ from calib_metrics.paper.gum_entities import (
     flatten,
     read_gum_entities,
 )
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import data_file, find_dataset
 from calib_metrics.paper.tagging import Vocabulary
 from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import span_indicators, span_marginals, tag_queries
@@ -128,11 +128,11 @@ def _load(args) -> tuple[dict, Path]:
         limits = {k: min(v or QUICK_LIMITS[k], QUICK_LIMITS[k]) for k, v in limits.items()}
     raw = {}
     for split, limit in limits.items():
-        candidates = [folder / f"en_gum-ud-{split}.conllu{e}" for e in (".gz", "")]
-        path = next((p for p in candidates if p.is_file()), None)
-        if path is None:
-            raise FileNotFoundError(f"no {split} file in {folder} (looked for {candidates[0]})")
+        names = [f"en_gum-ud-{split}.conllu{e}" for e in (".gz", "")]
+        path = data_file(folder, "ud-english-gum", names)
         raw[split] = read_gum_entities(path, limit=limit)
+        if not raw[split]:  # had surfaced as encode_batch's "needs at least one sentence"
+            raise ValueError(f"{path} holds no sentences")
     return raw, folder
 
 

@@ -27,7 +27,7 @@ from calib_metrics.models.crf import CRFTagger, length_chunks
 from calib_metrics.models.files import load_torch_file
 from calib_metrics.models.hmm import HMM
 from calib_metrics.paper import paired, report
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import data_file, find_dataset
 from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
 from calib_metrics.queries import tag_pair_queries, tag_queries, top_tag_pairs
 
@@ -103,12 +103,8 @@ def _load(args: argparse.Namespace) -> tuple[dict[str, list], Path]:
     limits = {"train": 400, "dev": 150, "test": 150} if args.quick else {}
     splits = {}
     for split in ("train", "dev", "test"):
-        candidates = [folder / f"{prefix}-{split}.conllu{ext}" for ext in (".gz", "")]
-        path = next((p for p in candidates if p.is_file()), None)
-        if path is None:
-            raise FileNotFoundError(
-                f"no {split} file in {folder} (looked for {candidates[0].name})"
-            )
+        names = [f"{prefix}-{split}.conllu{ext}" for ext in (".gz", "")]
+        path = data_file(folder, name, names)
         splits[split] = read_tagged_sentences(path, args.column, limit=limits.get(split))
         if not splits[split]:
             raise ValueError(f"{path} holds no sentences")

@@ -24,10 +24,10 @@ def write_json(path: str | Path, results: Any) -> Path:
 
 
 def output_folder(path: str | Path) -> Path:
-    """``--out`` as a folder to write into, checked before any work: an existing file is
-    refused (it had failed only after training, with a raw ``[Errno 17]``). The folder
-    itself is made later, once the data are read, so that a run stopped by missing data
-    leaves nothing behind.
+    """``--out`` as a folder to write into, checked before any work: an existing file, or
+    a path under one, is refused (they had failed only after training, with a raw
+    ``[Errno 17]`` or ``[Errno 20]``). The folder itself is made later, once the data are
+    read, so that a run stopped by missing data leaves nothing behind.
 
     Example:
         >>> import tempfile, os
@@ -41,6 +41,11 @@ def output_folder(path: str | Path) -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"--out {path}: a file, not a folder")
+    for parent in path.absolute().parents:
+        if parent.exists():  # the nearest existing one decides: all above it are folders
+            if not parent.is_dir():
+                raise ValueError(f"--out {path}: {parent} is a file, not a folder")
+            break
     return path
 
 

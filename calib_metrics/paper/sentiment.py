@@ -259,6 +259,7 @@ def _markdown(results: dict) -> str:
             "Brier", "calib.", "refin."]  # fmt: skip
     s = results["split"]
     lab = results["labelling"]
+    items = _items(results["dataset"])
     by_source = "; ".join(
         f"{source} file: {c['1']} labelled 1, {c['0']} labelled 0"
         for source, c in lab["counts_by_source"].items()
@@ -279,9 +280,9 @@ def _markdown(results: dict) -> str:
         "",
         report.markdown_table(head, rows),
         "",
-        "NB − LR: error(NB) − error(LR) on the same test tweets (> 0: LR is better "
+        f"NB − LR: error(NB) − error(LR) on the same test {items} (> 0: LR is better "
         "calibrated), debiased with β = ⌈√N⌉, percentile interval of 2000 paired draws "
-        "(tweets resampled once for both models), "
+        f"({items} resampled once for both models), "
         f"{paired.format_p(results['paired']['p_value'], phrase=True)}.",
         "",
         "Model selection on dev (F1 picks; CalibErr shown for comparison only):",
@@ -300,6 +301,11 @@ def _markdown(results: dict) -> str:
             "",
         ]
     return "\n".join(lines)
+
+
+def _items(dataset: str) -> str:
+    """What the data set's examples are, for the text (the fallback's are not tweets)."""
+    return "tweets" if dataset == TWITTER else "sentences"
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -416,7 +422,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if n_bins < MIN_BINS:  # as evaluate says it: one bin scores about 0
         warnings.warn(
             f"--bin-size {bin_size} makes {n_bins} bin{'s' * (n_bins != 1)} of the "
-            f"{len(test_y)} test tweets; with fewer than {MIN_BINS} bins the error cannot show "
+            f"{len(test_y)} test {_items(corpus.name)}; with fewer than {MIN_BINS} bins the "
+            "error cannot show "
             "miscalibration",
             UserWarning,
             stacklevel=2,

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import torch
 
 from calib_metrics.paper.conllu_io import readable
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import find_dataset, where_to_get
 
 TWITTER = "nltk-twitter-samples-text"
 POLARITY = "nltk-sentence-polarity"
@@ -201,7 +201,7 @@ def read_twitter_samples(folder: str | os.PathLike) -> SentimentCorpus:
     for source, filename in _TWITTER_FILES.items():
         path = folder / filename
         if not path.is_file():
-            raise FileNotFoundError(f"{TWITTER}: missing {path}")
+            raise FileNotFoundError(f"{TWITTER}: missing {path}; {where_to_get(TWITTER)}")
         with readable(path, "gzip file"), gzip.open(path, "rb") as handle:
             data = handle.read()
         lines = _lines(data, str(path))
@@ -234,7 +234,7 @@ def read_sentence_polarity(folder: str | os.PathLike) -> SentimentCorpus:
     """
     path = Path(folder) / _POLARITY_ZIP
     if not path.is_file():
-        raise FileNotFoundError(f"{POLARITY}: missing {path}")
+        raise FileNotFoundError(f"{POLARITY}: missing {path}; {where_to_get(POLARITY)}")
     texts: list[str] = []
     sources: list[str] = []
     with readable(path, "zip file"), zipfile.ZipFile(path) as archive:
@@ -269,7 +269,19 @@ def read_corpus(folder: str | os.PathLike) -> SentimentCorpus:
     if any(tweets):
         return read_twitter_samples(folder)  # names the file that is missing
     wanted = ", ".join([*_TWITTER_FILES.values(), _POLARITY_ZIP])
-    raise FileNotFoundError(f"{folder} holds neither {TWITTER} nor {POLARITY} ({wanted})")
+    raise FileNotFoundError(
+        f"{folder} holds neither {TWITTER} nor {POLARITY} ({wanted}); {where_to_get(TWITTER)}"
+        f" (or {POLARITY}/)"
+    )
+
+
+def _some_tweets(folder: Path) -> bool:
+    """Whether ``folder`` is the tweets' own folder, or holds one of their files and not
+    the polarity set (beside which a lone tweet file is a stray)."""
+    if folder.name == TWITTER:
+        return True
+    stray = any((folder / f).is_file() for f in _TWITTER_FILES.values())
+    return stray and not (folder / _POLARITY_ZIP).is_file()
 
 
 def load_corpus(data: str | None, dataset: str = "auto") -> tuple[SentimentCorpus, Path]:
@@ -288,6 +300,14 @@ def load_corpus(data: str | None, dataset: str = "auto") -> tuple[SentimentCorpu
     for name in (TWITTER, POLARITY) if dataset == "auto" else (dataset,):
         try:
             folder = find_dataset(name, data)
+        except FileNotFoundError as err:
+            errors.append(str(err))
+            continue
+        if name == TWITTER and _some_tweets(folder):
+            # A tweet folder short of a file is a broken copy, not an absent set: falling
+            # back to the movie reviews had hidden which file was missing.
+            return read_twitter_samples(folder), folder
+        try:
             corpus = read_corpus(folder)
         except FileNotFoundError as err:
             errors.append(str(err))

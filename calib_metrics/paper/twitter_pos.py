@@ -26,7 +26,7 @@ from calib_metrics.models.features import ABLATION
 from calib_metrics.paper import chain_eval as ce
 from calib_metrics.paper import report
 from calib_metrics.paper.ark_twitter import load_ark_twitter
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import data_file, find_dataset
 from calib_metrics.paper.tagging import Vocabulary, read_tagged_sentences
 from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import tag_queries
@@ -180,10 +180,11 @@ def _load_ewt(args) -> dict[str, list]:
         limits = {"train": min(args.ewt_train, 300), "dev": 80, "test": 150}
     out = {}
     for split, limit in limits.items():
-        path = next(
-            p for p in (folder / f"en_ewt-ud-{split}.conllu{e}" for e in (".gz", "")) if p.is_file()
-        )
+        names = [f"en_ewt-ud-{split}.conllu{e}" for e in (".gz", "")]
+        path = data_file(folder, "ud-english-ewt", names)
         out[split] = read_tagged_sentences(path, "xpos", limit=limit)
+        if not out[split]:  # had surfaced as encode_batch's "needs at least one sentence"
+            raise ValueError(f"{path} holds no sentences")
     return out
 
 
@@ -204,13 +205,17 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     begin = time.perf_counter()
     out = report.output_folder(args.out)
     results: dict[str, Any] = {"experiment": "twitter-pos", "quick": args.quick, "thesis": THESIS}
-    data, tags, sizes = _splits(load_ark_twitter(args.data), args)
+    # Both corpora are read before any training: a missing EWT file had surfaced only
+    # after the tweet models were trained, as a StopIteration traceback.
+    tweets = load_ark_twitter(args.data)
+    ewt = _load_ewt(args) if args.ewt_train > 0 else None
+    data, tags, sizes = _splits(tweets, args)
     out.mkdir(parents=True, exist_ok=True)
     print(f"twitter-pos: tweets {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
     trained = _train(data, len(tags), sizes["words"], list(ABLATION), args)
     results["twitter"] = _corpus_block(data, tags, "V", trained, args, args.seed) | sizes
-    if args.ewt_train > 0:
-        data, tags, sizes = _splits(_load_ewt(args), args)
+    if ewt is not None:
+        data, tags, sizes = _splits(ewt, args)
         print(f"twitter-pos: EWT {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
         trained = _train(data, len(tags), sizes["words"], ["basic", "+shape"], args)
         results["ewt"] = _corpus_block(data, tags, "NN", trained, args, args.seed + 7) | sizes

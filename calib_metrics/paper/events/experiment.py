@@ -42,7 +42,7 @@ from calib_metrics.paper.events.analysis import (
 )
 from calib_metrics.paper.events.errors import uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
-from calib_metrics.paper.locations import find_dataset
+from calib_metrics.paper.locations import find_dataset, missing_data
 
 DESCRIPTION = "country 'attack' events per period with coreference posterior intervals (§6)"
 NAME = "ud-english-gum"
@@ -81,7 +81,7 @@ def _files(data: Path) -> list[Path]:
         return [data]
     files = sorted(data.glob("*.conllu")) + sorted(data.glob("*.conllu.gz"))
     if not files:
-        raise FileNotFoundError(f"no .conllu or .conllu.gz files in {data}")
+        raise missing_data(data, NAME, ".conllu or .conllu.gz files")
     return files
 
 
@@ -353,6 +353,12 @@ def _gold(docs, tables, periods):
 def run(args: argparse.Namespace) -> dict:
     if args.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {args.samples}")
+    # The summaries check these too, but only after the ranker is trained.
+    if not 0 < args.confidence < 1:
+        raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
+    lo, hi = args.band
+    if not 0 <= lo <= hi <= 1:
+        raise ValueError(f"--band LO HI must satisfy 0 <= LO <= HI <= 1, got {lo} {hi}")
     if args.quick:
         args.samples, args.epochs = min(args.samples, 20), min(args.epochs, 1)
     out = report.output_folder(args.out)
