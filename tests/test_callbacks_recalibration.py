@@ -210,6 +210,34 @@ def test_a_later_fit_that_fits_nothing_drops_the_earlier_temperature(tmp_path, v
     assert TemperatureRecalibration.temperature_in(tmp_path / "after.ckpt") is None
 
 
+def test_resuming_a_finished_fit_keeps_the_checkpoint_s_temperature(tmp_path) -> None:
+    """A fresh Trainer resuming a finished run (ckpt_path=, nothing left to train) had
+    removed the checkpoint's temperature: Lightning sets the trainer's step after
+    on_fit_start, so the fit seemed to start at step 0 and to have trained the weights."""
+    torch.manual_seed(0)
+    options = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False,
+               "enable_progress_bar": False, "enable_model_summary": False,
+               "num_sanity_val_steps": 0}  # fmt: skip
+    train = DataLoader(_data(64, seed=0), batch_size=32)
+    val = DataLoader(_data(64, seed=1), batch_size=32)
+    first = Trainer(
+        max_epochs=1,
+        callbacks=[TemperatureRecalibration(ignore_index=PAD, n_samples=50)],
+        **options,
+    )
+    first.fit(Overconfident(), train, val)
+    first.save_checkpoint(tmp_path / "done.ckpt")
+    fitted = TemperatureRecalibration.temperature_in(tmp_path / "done.ckpt")
+    assert fitted is not None
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    resumed = Trainer(max_epochs=1, callbacks=[callback], **options)
+    with pytest.warns(UserWarning, match="no validation logits") as told:
+        resumed.fit(Overconfident(), train, val, ckpt_path=tmp_path / "done.ckpt")
+    assert not any("removed" in str(w.message) for w in told)
+    assert callback.recalibrator is not None
+    assert float(callback.recalibrator.temperature) == pytest.approx(fitted)
+
+
 def _example():
     import importlib.util
     from pathlib import Path

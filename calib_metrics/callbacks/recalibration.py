@@ -138,6 +138,8 @@ class TemperatureRecalibration(Callback):
         self._told_loaders = False
         self._collected_at: tuple[int, int] | None = None  # (epoch, global step)
         self._fit_from_step: int | None = None
+        # The step of the checkpoint a resumed fit restored, until on_fit_start reads it.
+        self._restored_step: int | None = None
 
     def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
         """``(logits [M, C] or [M], target [M])`` of one step, padding dropped."""
@@ -187,7 +189,17 @@ class TemperatureRecalibration(Callback):
         self._collected_at = None
         # The weights' step when this fit starts (after any checkpoint it resumes): a
         # temperature from before belongs to these weights only while it is unchanged.
-        self._fit_from_step = int(trainer.global_step)
+        restored, self._restored_step = self._restored_step, None
+        self._fit_from_step = int(trainer.global_step) if restored is None else restored
+
+    def on_load_checkpoint(
+        self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
+        # A resumed fit starts from the checkpoint's weights, at its step; Lightning
+        # restores the callbacks before on_fit_start (after it, for strategies that restore
+        # after setup) but the trainer's step after it: a fresh Trainer still says 0 there.
+        if self._fitting(trainer):
+            self._fit_from_step = self._restored_step = int(checkpoint.get("global_step", 0))
 
     def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if not self._fitting(trainer):
@@ -346,6 +358,7 @@ class TemperatureRecalibration(Callback):
         return next(iter(found.values()), None)
 
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._restored_step = None  # restored after on_fit_start: not the next fit's
         with fitting_mode():
             # Validation ran in inference mode: cat outside it gives normal tensors.
             local = (torch.cat(self._logits), torch.cat(self._target)) if self._logits else None
