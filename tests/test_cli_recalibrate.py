@@ -327,3 +327,15 @@ def test_a_long_run_is_announced_before_it_starts(files, tmp_path, capsys, monke
     assert "before, after and their paired difference" in notice
     assert notice[-1] == "\n" and notice.count("\n") == 1
     assert notices[1:] == [""]  # said once, before the first draws
+
+
+def test_temperature_on_probabilities_all_one_half_keeps_t_at_one(tmp_path, files, capsys):
+    """Dev probabilities all 0.5 do not depend on T: fitted at T = 1 with a warning (the
+    command had exited 2, "no usable signal")."""
+    (_, _, _), (test, _, _) = files
+    dev = tmp_path / "half.csv"
+    dev.write_text("prob,label\n" + "".join(f"0.5,{i % 2}\n" for i in range(40)))
+    code = main(["recalibrate", str(dev), str(test), "--method", "temperature",
+                 "--samples", "20", "--out", str(tmp_path / "o.csv")])  # fmt: skip
+    assert code == 0
+    assert "do not depend on T" in capsys.readouterr().err

@@ -247,6 +247,67 @@ def test_coref_temperature_refuses_scores_that_carry_no_signal(new_offset, score
         CorefTemperature(new_offset=new_offset).fit(antecedent_scores, gold)
 
 
+def test_chain_temperature_keeps_transitions_that_do_not_depend_on_t_at_one() -> None:
+    """Transitions, start and end all 0, or 0 and -inf (a softmax tagger with BIO
+    constraints): the NLL is exactly flat in T_tr, which had been refused as "no usable
+    signal ... the NLL keeps falling"; T_tr stays 1, with a warning, and T_em is fitted."""
+    g = torch.Generator().manual_seed(0)
+    emissions = torch.randn(100, 6, 3, generator=g, dtype=torch.float64)
+    zeros = torch.zeros(3, dtype=torch.float64)
+    constrained = torch.zeros(3, 3, dtype=torch.float64)
+    constrained[0, 2] = -math.inf
+    for transitions in (torch.zeros(3, 3, dtype=torch.float64), constrained):
+        tags = linear_chain.sample(
+            2 * emissions, transitions, zeros, zeros, n_samples=1, generator=g
+        )[0]
+        with pytest.warns(UserWarning, match="do not depend on T_tr.*kept T_tr = 1"):
+            fitted = ChainTemperature(separate=True).fit(emissions, transitions, zeros, zeros, tags)
+        assert fitted.transition_temperature.item() == 1.0
+        assert 0.3 < fitted.temperature.item() < 0.7  # the emissions are 2x underconfident
+
+
+def test_temperature_scaling_keeps_scores_that_do_not_depend_on_t_at_one() -> None:
+    """Each row's logits all equal, binary scores all 0, probabilities all 0.5: any T fits
+    as well as any other (they had been refused as "no usable signal"); T = 1, with a
+    warning, as PlattScaling fits slope 0 on equal scores."""
+    rows = torch.arange(12, dtype=torch.float64)[:, None].expand(12, 3)
+    y = torch.arange(12) % 3
+    cases = [
+        (TemperatureScaling(), rows, y),
+        (TemperatureScaling(), torch.zeros(12), (y == 0).float()),
+        (TemperatureScaling(inputs="probs"), torch.full((12,), 0.5), (y == 0).float()),
+    ]
+    for scaler, scores, target in cases:
+        with pytest.warns(UserWarning, match="do not depend on T.*kept T = 1"):
+            scaler.fit(scores, target)
+        assert scaler.temperature.item() == 1.0
+
+
+def test_coref_temperature_keeps_scores_that_do_not_depend_on_t_at_one() -> None:
+    gold = torch.eye(5, dtype=torch.bool).expand(4, 5, 5).clone()
+    gold[:, 3, 1] = True
+    gold[:, 2, 2], gold[:, 2, 0] = False, True
+    for new_offset in (False, True):
+        with pytest.warns(UserWarning, match="do not depend on T"):
+            fitted = CorefTemperature(new_offset=new_offset).fit(torch.zeros(4, 5, 5), gold)
+        assert fitted.temperature.item() == 1.0
+
+
+def test_temperature_fit_stopped_early_is_not_blamed_on_the_data() -> None:
+    """Calibrated logits x1e4 at max_iter=10 stop far below the optimum (T near 1e4), no
+    better than T = ∞: that is a fit that did not converge, not scores without signal.
+    The sign of dNLL/d(1/T) at 1/T = 0 tells the two apart, whatever the scale."""
+    g = torch.Generator().manual_seed(0)
+    z = 3 * torch.randn(500, 4, generator=g, dtype=torch.float64)
+    y = torch.multinomial(torch.softmax(z, -1), 1, generator=g)[:, 0]
+    with pytest.raises(ValueError, match=r"did not converge \(stopped at T = .*raise max_iter"):
+        TemperatureScaling(max_iter=10).fit(z * 1e4, y)
+    assert 0.5 < TemperatureScaling().fit(z, y).temperature.item() < 2
+    anti, target = _anti(300, 0)  # anti-correlated: still no usable signal, at any scale
+    with pytest.raises(ValueError, match="no usable signal"):
+        TemperatureScaling(max_iter=10).fit(anti * 1e4, target)
+
+
 def _class_3_absent(shift: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """4-class logits whose dev labels never take class 3 (shifted by ``shift``)."""
     g = torch.Generator().manual_seed(0)

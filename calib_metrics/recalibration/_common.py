@@ -8,6 +8,8 @@ would otherwise fail.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -113,26 +115,64 @@ def check_finite_optimum(margins: Tensor, fitted: str) -> None:
         )
 
 
-def check_beats_uniform(nll: float, uniform_nll: float, fitted: str, scores: str) -> None:
-    """Raise ValueError when a fitted temperature does no better on the held-out data than
-    ``T = ∞``, which divides the ``scores`` to 0 (uniform probabilities, forbidden choices
-    kept forbidden): the NLL then keeps falling as ``T`` grows, so it has no finite optimum,
-    and L-BFGS had stopped wherever its steps became small (``T = 1.9e9`` on scores
-    anti-correlated with the labels: uniform output, silently, or, on a chain, "separable",
-    as every scaled path score lay within its tolerance of 0). The separable data of
-    :func:`check_finite_optimum` are the other end, ``T → 0``. ``nll`` and
-    ``uniform_nll``: the mean dev NLL at the fit and with this temperature at ``∞``;
+def check_temperature_optimum(
+    slope: float, scale: float, nll: float, uniform_nll: float, fitted: str, scores: str
+) -> None:
+    """Raise ValueError when a temperature fitted to the ``scores`` has no finite optimum at
+    the flat end, ``T = ∞``, or when the fit stopped short of it.
+
+    The NLL is convex in ``β = 1 / T``; ``β = 0`` divides the scores to 0 (uniform
+    probabilities, forbidden choices kept forbidden). ``slope`` is ``dNLL/dβ`` at
+    ``β = 0``: the mean over items of the uniform (or, with the other temperatures held,
+    the flattened model's) expected score minus the label's score, a sample covariance of
+    scores and labels. ``slope ≥ 0`` (to rounding, relative to ``scale``, the scores' size):
+    the NLL is lowest at ``T = ∞`` and keeps falling as ``T`` grows, so there is no finite
+    optimum (L-BFGS had stopped wherever its steps became small, ``T = 1.9e9`` on scores
+    anti-correlated with the labels: uniform output, silently, or, on a chain,
+    "separable"). ``slope < 0``: a finite ``T`` beats ``T = ∞``, so a fit whose mean dev
+    NLL ``nll`` is no better than ``uniform_nll`` (at ``T = ∞``) stopped early (calibrated
+    logits ×1e4 at ``max_iter=10``: ``T = 1.28e3`` against an optimum near 9600). The
+    separable data of :func:`check_finite_optimum` are the other end, ``T → 0``; scores
+    that do not depend on ``T`` at all (all equal) are the caller's to keep at ``T = 1``.
     ``fitted`` names where the fit stopped."""
-    # Where flattening lowers the NLL, the fit ends above the limit (by about f'(0) / T);
-    # where the slope at T = ∞ is 0, within rounding of it.
-    if nll >= uniform_nll - 1e-12 * (1 + abs(uniform_nll)):
+    if slope >= -1e-10 * scale:
         raise ValueError(
             f"the held-out data leave no usable signal in the {scores}: the NLL keeps "
             "falling as T grows, towards T = ∞, where they count for nothing, so it has no "
             f"finite optimum (the fit stopped at {fitted}, doing no better than T = ∞); they "
-            "are uninformative or anti-correlated with the labels: check that they are the "
+            "are uncorrelated or anti-correlated with the labels: check that they are the "
             "model's scores for these labels (same order, same label coding)"
         )
+    if nll >= uniform_nll - 1e-12 * (1 + abs(uniform_nll)):
+        raise ValueError(
+            f"the temperature fit of the {scores} did not converge (stopped at {fitted}, "
+            "doing no better than T = ∞, though the scores correlate with the labels, so a "
+            "finite T does better): raise max_iter"
+        )
+
+
+def flat_scores_warning(
+    owner: str, scores: str, temperature: str = "T", stacklevel: int = 4
+) -> None:
+    """Warn that the ``scores`` do not depend on the temperature (all equal, e.g. all 0),
+    which is kept at 1: any value fits as well as any other, as with Platt scaling's slope
+    on equal scores."""
+    warnings.warn(
+        f"{owner}: the {scores} it is fitted on are all equal on each item's allowed "
+        f"choices (e.g. all 0, or 0 and -inf), so they do not depend on {temperature} and "
+        f"cannot set it: kept {temperature} = 1; fit on held-out data whose scores vary",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+
+
+def constant_rows(x: Tensor, allowed: Tensor | None = None) -> bool:
+    """Whether each row (last dim) of ``x`` takes one value on its finite entries (and
+    ``allowed`` ones): a row with none counts as constant. One host read."""
+    keep = torch.isfinite(x) if allowed is None else torch.isfinite(x) & allowed
+    high = torch.where(keep, x, -math.inf).amax(-1)
+    low = torch.where(keep, x, math.inf).amin(-1)
+    return bool((high <= low).all())
 
 
 def lbfgs(

@@ -30,14 +30,16 @@ from calib_metrics.functional.errors import check_int
 from calib_metrics.recalibration._common import (
     FittedModule,
     SettingsInState,
-    check_beats_uniform,
     check_binary_target,
     check_finite,
     check_finite_optimum,
     check_nonempty,
     check_probs,
+    check_temperature_optimum,
     check_tensor,
+    constant_rows,
     fitting_mode,
+    flat_scores_warning,
     float64_copy,
     lbfgs,
     logit,
@@ -175,11 +177,7 @@ class _LogitScaler(SettingsInState, FittedModule):
             z = float64_copy(logits)
             y = y.detach().clone()
             fitted = self._fit_params(z, y, num_classes)
-            limit = self._limit(fitted)
-            if limit is not None:
-                with torch.no_grad():
-                    nll, uniform = (float(self._nll(z, y, p)) for p in (fitted, limit))
-                check_beats_uniform(nll, uniform, self._describe(fitted), "scores")
+            self._check_optimum(z, y, fitted)
             with torch.no_grad():
                 margins = _margins(self._transform(z, fitted), y, num_classes == 1)
             check_finite_optimum(margins, self._describe(fitted))
@@ -197,10 +195,9 @@ class _LogitScaler(SettingsInState, FittedModule):
             nll = F.cross_entropy(out, y)
         return nll + self._penalty(params)
 
-    def _limit(self, fitted: list[Tensor]) -> list[Tensor] | None:
-        """The ``fitted`` parameters with the temperature at ``∞``, the flat end the fit
-        can run off to (None for a scaler without a temperature)."""
-        return None
+    def _check_optimum(self, z: Tensor, y: Tensor, fitted: list[Tensor]) -> None:
+        """Refuse a fit that ran off to a flat end it can reach (a temperature at ``∞``);
+        nothing to check for a scaler without a temperature."""
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
         """The fitted parameters (detached, in stored form), and ``nll_``: L-BFGS on the dev
@@ -276,8 +273,34 @@ class TemperatureScaling(_LogitScaler):
     def _describe(self, params: list[Tensor]) -> str:
         return f"T = {float(params[0]):.3g}"
 
-    def _limit(self, fitted: list[Tensor]) -> list[Tensor] | None:
-        return [torch.full_like(fitted[0], math.inf)]
+    def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
+        """L-BFGS, unless the scores do not depend on ``T`` (binary: all 0; multiclass:
+        each row's logits all equal): then ``T = 1``, with a warning."""
+        self.flat_ = constant_rows(z) if z.ndim == 2 else not bool(z.any())
+        if not self.flat_:
+            return super()._fit_params(z, y, num_classes)
+        fitted = [torch.ones((), dtype=torch.float64, device=z.device)]
+        with torch.no_grad():
+            self.nll_ = float(self._nll(z, y, fitted))
+        flat_scores_warning(type(self).__name__, f"{z.shape[0]} scores", stacklevel=5)
+        return fitted
+
+    def _check_optimum(self, z: Tensor, y: Tensor, fitted: list[Tensor]) -> None:
+        """:func:`check_temperature_optimum` with the slope ``dNLL/dβ`` at ``β = 1/T = 0``:
+        the mean of ``mean_j z_j - z_y`` (binary, where ``β z`` is class 1's logit against
+        a class 0 fixed at 0: the mean of ``z (1/2 - y)``)."""
+        if self.flat_:
+            return
+        with torch.no_grad():
+            if z.ndim == 1:
+                slope = (z * (0.5 - y)).mean()
+            else:
+                slope = (z.mean(1) - z.gather(1, y.unsqueeze(1)).squeeze(1)).mean()
+            uniform = self._nll(z, y, [torch.full_like(fitted[0], math.inf)])
+            slope, scale, nll, uniform = torch.stack(
+                [slope, z.abs().max(), self._nll(z, y, fitted), uniform]
+            ).tolist()
+        check_temperature_optimum(slope, scale, nll, uniform, self._describe(fitted), "scores")
 
     def _store(self, params: list[Tensor]) -> None:
         self.temperature = params[0].to(self.temperature.device)

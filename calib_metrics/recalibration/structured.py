@@ -38,10 +38,12 @@ from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
 from calib_metrics.recalibration._common import (
     FittedModule,
-    check_beats_uniform,
     check_finite_optimum,
+    check_temperature_optimum,
     check_tensor,
+    constant_rows,
     fitting_mode,
+    flat_scores_warning,
     float64_copy,
     lbfgs,
     plain_copy,
@@ -121,6 +123,40 @@ def chain_nll(
     )
     score = gold[0] / emission_temperature + gold[1] / transition_temperature
     return (log_z - score).sum() / mask.sum()
+
+
+def _chain_slope(
+    parts: tuple[Tensor, Tensor, Tensor, Tensor],
+    gold: tuple[Tensor, Tensor],
+    mask: Tensor,
+    temperatures: Tensor,
+    i: int,
+    separate: bool,
+) -> tuple[float, float]:
+    """``dNLL/dβ`` at ``β = 0`` of :func:`chain_nll` with part ``i`` (0: emissions, 1:
+    transitions, start and end; every potential when not ``separate``) scaled by ``β`` and
+    the other by its fitted temperature: the expected score of that part under the
+    flattened chain (uniform over the allowed paths when every part is flattened) minus the
+    gold path's, per token, from ``log_partition``'s exact backward; and the part's
+    largest finite potential, the scale of its rounding."""
+    em, tr, st, en = parts
+    beta = torch.zeros((), dtype=torch.float64, device=em.device, requires_grad=True)
+    factors = [beta, beta] if not separate else [1 / temperatures[0], 1 / temperatures[1]]
+    factors[i] = beta
+    log_z = linear_chain.log_partition(
+        _times_finite(em, factors[0]),
+        _times_finite(tr, factors[1]),
+        _times_finite(st, factors[1]),
+        _times_finite(en, factors[1]),
+        mask,
+    )
+    score = gold[0] * factors[0] + gold[1] * factors[1]
+    (slope,) = torch.autograd.grad((log_z - score).sum() / mask.sum(), beta)
+    scaled = (em[mask],) if separate and i == 0 else (tr, st, en)
+    if not separate:
+        scaled = (em[mask], tr, st, en)
+    sizes = [torch.where(torch.isfinite(x), x, 0.0).abs().amax() for x in scaled if x.numel()]
+    return float(slope), float(torch.stack(sizes).amax())
 
 
 class ChainTemperature(FittedModule):
@@ -269,27 +305,47 @@ class ChainTemperature(FittedModule):
 
     def _fit_likelihood(self, parts, gold, mask) -> tuple[Tensor, Tensor]:
         device = parts[0].device
-        log_t = torch.zeros(2 if self.separate else 1, dtype=torch.float64, device=device)
+        em, tr, st, en = parts
+        # A part whose path scores do not depend on its temperature (transitions, start and
+        # end all 0, or 0 and -inf: constraints only) keeps T = 1, with a warning.
+        flat_em = constant_rows(em[mask])
+        flat_tr = all(constant_rows(x.reshape(1, -1)) for x in (tr, st, en))
+        flat = [flat_em, flat_tr] if self.separate else [flat_em and flat_tr]
+        names = ("emission scores", "transition, start and end scores")
+        names = names if self.separate else ("potentials",)
+        symbols = ("T_em", "T_tr") if self.separate else ("T",)
+        for i in range(len(flat)):
+            if flat[i]:
+                flat_scores_warning(type(self).__name__, names[i], symbols[i], stacklevel=5)
+        free = torch.tensor([not f for f in flat], dtype=torch.float64, device=device)
+        log_t = torch.zeros(len(flat), dtype=torch.float64, device=device)
         log_t.requires_grad_()
 
         def loss() -> Tensor:
-            t = log_t.exp()
+            t = (log_t * free).exp()
             return chain_nll(parts, gold, mask, t[0], t[-1])
 
+        if all(flat):
+            with torch.no_grad():
+                self.nll_ = float(loss())
+            one = torch.ones((), dtype=torch.float64, device=device)
+            return one, one
         self.nll_ = lbfgs([log_t], loss, self.max_iter)
-        t = log_t.detach().exp()
+        t = (log_t.detach() * free).exp()
         fitted = (
             f"T_em = {float(t[0]):.3g}, T_tr = {float(t[1]):.3g}"
             if self.separate
             else f"T = {float(t[0]):.3g}"
         )
-        names = ("emission scores", "transition, start and end scores")
-        for i, scores in enumerate(names if self.separate else ("potentials",)):
-            flat = t.clone()
-            flat[i] = math.inf
+        for i in range(len(flat)):
+            if flat[i]:
+                continue
+            slope, scale = _chain_slope(parts, gold, mask, t, i, self.separate)
+            limit = t.clone()
+            limit[i] = math.inf
             with torch.no_grad():
-                uniform = float(chain_nll(parts, gold, mask, flat[0], flat[-1]))
-            check_beats_uniform(self.nll_, uniform, fitted, scores)
+                uniform = float(chain_nll(parts, gold, mask, limit[0], limit[-1]))
+            check_temperature_optimum(slope, scale, self.nll_, uniform, fitted, names[i])
         em, tr, st, en = parts
         best, _ = linear_chain.viterbi(em / t[0], tr / t[-1], st / t[-1], en / t[-1], mask)
         gold_score = gold[0] / t[0] + gold[1] / t[-1]
@@ -428,21 +484,39 @@ class CorefTemperature(FittedModule):
             s = float64_copy(scores)
             mask = None if mask is None else plain_copy(mask).bool()
             gold, rows = _gold_rows(plain_copy(gold), mask, s)
+            read = torch.ones_like(gold).tril()
+            if mask is not None:
+                read = read & mask[:, :, None] & mask[:, None, :]
+            # Each mention's options all scoring the same: the scores do not depend on T,
+            # which stays 1 (with a warning); the offset, if any, is fitted alone.
+            flat = constant_rows(s, read)
+            if flat:
+                flat_scores_warning(type(self).__name__, "scores", stacklevel=4)
             free = torch.zeros(2, dtype=torch.float64, device=s.device, requires_grad=True)
 
             def loss() -> Tensor:
+                log_t = free[0].detach() * 0 if flat else free[0]
                 offset = free[1] if self.new_offset else free[1].detach() * 0
-                return _gold_nll(_scaled(s, free[0].exp(), offset), gold, rows, mask)
+                return _gold_nll(_scaled(s, log_t.exp(), offset), gold, rows, mask)
 
-            self.nll_ = lbfgs([free], loss, self.max_iter)
+            if flat and not self.new_offset:
+                with torch.no_grad():
+                    self.nll_ = float(loss())
+            else:
+                self.nll_ = lbfgs([free], loss, self.max_iter)
             # Read without grad: a float() of the optimised tensor made PyTorch warn.
-            fitted = free.detach()
+            fitted = free.detach().clone()
+            if flat:
+                fitted[0] = 0.0
             temperature, offset = fitted[0].exp(), fitted[1] if self.new_offset else fitted[1] * 0
             described = f"T = {float(temperature):.3g}"
-            uniform = _gold_nll(_scaled(s, torch.full_like(temperature, math.inf), offset),
-                                gold, rows, mask)  # fmt: skip
             scores = "scores beyond the NEW offset" if self.new_offset else "scores"
-            check_beats_uniform(self.nll_, float(uniform), described, scores)
+            if not flat:
+                limit = torch.full_like(temperature, math.inf)
+                uniform = float(_gold_nll(_scaled(s, limit, offset), gold, rows, mask))
+                slope = _coref_slope(s, offset, gold, rows, mask)
+                scale = float(torch.where(read & torch.isfinite(s), s, 0.0).abs().amax())
+                check_temperature_optimum(slope, scale, self.nll_, uniform, described, scores)
             logp = coref_model.antecedent_log_probs(_scaled(s, temperature, offset), mask)
             best_gold = logp.masked_fill(~gold, float("-inf")).amax(-1)
             best_other = logp.masked_fill(gold, float("-inf")).amax(-1)
@@ -454,6 +528,20 @@ class CorefTemperature(FittedModule):
         self.offset = fitted[1].to(self.offset.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
+
+
+def _coref_slope(
+    scores: Tensor, offset: Tensor, gold: Tensor, rows: Tensor, mask: Tensor | None
+) -> float:
+    """``dNLL/dβ`` at ``β = 1/T = 0`` of :func:`_gold_nll` of ``β scores + b I``: per
+    mention, the expected score under the flattened softmax (uniform over the allowed
+    options, NEW weighted by ``exp(b)``) minus that under it restricted to the gold options
+    (with ``b = 0`` and one gold option: the options' mean score minus the gold one's)."""
+    beta = torch.zeros((), dtype=torch.float64, device=scores.device, requires_grad=True)
+    eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
+    scaled = _times_finite(scores, beta) + offset.detach().to(scores.dtype) * eye
+    (slope,) = torch.autograd.grad(_gold_nll(scaled, gold, rows, mask), beta)
+    return float(slope)
 
 
 def _gold_nll(scores: Tensor, gold: Tensor, rows: Tensor, mask: Tensor | None) -> Tensor:
@@ -487,6 +575,12 @@ def _gold_rows(gold: Tensor, mask: Tensor | None, scores: Tensor) -> tuple[Tenso
 def _scaled(scores: Tensor, temperature: Tensor, offset: Tensor) -> Tensor:
     eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
     return _divide_finite(scores, temperature) + offset.to(scores.dtype) * eye
+
+
+def _times_finite(x: Tensor, factor: Tensor) -> Tensor:
+    """``x * factor`` with -inf (forbidden) entries kept -inf, also at ``factor = 0``."""
+    finite = torch.isfinite(x)
+    return torch.where(finite, torch.where(finite, x, 0.0) * factor.to(x.dtype), x)
 
 
 def _divide_finite(x: Tensor, temperature: Tensor) -> Tensor:
