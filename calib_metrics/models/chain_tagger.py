@@ -18,7 +18,13 @@ from calib_metrics.models.linear_chain import ChainMarginals, as_indices
 
 
 class CheckedBatch(NamedTuple):
-    """A checked batch: words (and tags, if given) as int64, the mask as bool."""
+    """A checked batch: words (and tags, if given) as int64, the mask as bool.
+
+    Example:
+        >>> batch = check_words(torch.tensor([[1, 2]], dtype=torch.uint8), None, vocab_size=4)
+        >>> batch.words.dtype, batch.mask.tolist(), batch.tags
+        (torch.int64, [[True, True]], None)
+    """
 
     words: Tensor
     mask: Tensor
