@@ -363,7 +363,8 @@ class _PerClassScaler(_LogitScaler):
             )
         warnings.warn(
             f"{name}: {said}: the fit can only lower {'their' if plural else 'its'} "
-            "probability on every item, as far as its penalty allows, which miscalibrates "
+            "probability on every item, as far as its penalty (or a few items of the other "
+            "sign) allows, which miscalibrates "
             f"test items of {'those classes' if plural else 'that class'}; {advice}",
             UserWarning,
             stacklevel=4,
