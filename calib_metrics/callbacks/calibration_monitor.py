@@ -91,7 +91,8 @@ class CalibrationMonitor(Callback):
     ``ckpt_path=``) adds its records to the history file on disk, never shortening it,
     except that a resumed fit first drops the file's records of weights trained past its
     checkpoint (the run it replaces: fit validations logged at or after the checkpoint's
-    ``global_step``, evaluations of later weights); any other run rewrites the file with
+    step, counted in batches that stepped, and evaluations of later weights); any other run
+    rewrites the file with
     its own. A fit that starts at step 0 without a
     checkpoint starts a new history, keeping only the ``validate`` / ``test`` records its
     own Trainer made before it (a baseline ``trainer.validate(model)``).

@@ -113,16 +113,18 @@ def chain_nll(
     ``gold`` holds the gold paths' emission and transition(+start+end) scores ``[B]``; the
     path score is linear in the potentials, so it scales with the temperatures directly.
     """
-    em, tr, st, en = parts
-    log_z = linear_chain.log_partition(
-        _divide_finite(em, emission_temperature),
-        _divide_finite(tr, transition_temperature),
-        _divide_finite(st, transition_temperature),
-        _divide_finite(en, transition_temperature),
-        mask,
-    )
+    log_z = _scaled_log_z(parts, mask, emission_temperature, transition_temperature, _divide_finite)
     score = gold[0] / emission_temperature + gold[1] / transition_temperature
     return (log_z - score).sum() / mask.sum()
+
+
+def _scaled_log_z(parts, mask: Tensor, emission: Tensor, transition: Tensor, scale) -> Tensor:
+    """``log Z`` of the chain whose emissions are ``scale(em, emission)`` and transitions,
+    start and end ``scale(x, transition)`` (``scale``: :func:`_divide_finite` by
+    temperatures, or :func:`_times_finite` by factors)."""
+    em, tr, st, en = parts
+    moved = [scale(em, emission), *(scale(x, transition) for x in (tr, st, en))]
+    return linear_chain.log_partition(*moved, mask)
 
 
 def _chain_slope(
@@ -143,18 +145,12 @@ def _chain_slope(
     beta = torch.zeros((), dtype=torch.float64, device=em.device, requires_grad=True)
     factors = [beta, beta] if not separate else [1 / temperatures[0], 1 / temperatures[1]]
     factors[i] = beta
-    log_z = linear_chain.log_partition(
-        _times_finite(em, factors[0]),
-        _times_finite(tr, factors[1]),
-        _times_finite(st, factors[1]),
-        _times_finite(en, factors[1]),
-        mask,
-    )
+    log_z = _scaled_log_z(parts, mask, factors[0], factors[1], _times_finite)
     score = gold[0] * factors[0] + gold[1] * factors[1]
     (slope,) = torch.autograd.grad((log_z - score).sum() / mask.sum(), beta)
-    scaled = (em[mask],) if separate and i == 0 else (tr, st, en)
-    if not separate:
-        scaled = (em[mask], tr, st, en)
+    # The flattened part's potentials (all of them, with one temperature).
+    parts_of = [(em[mask],), (tr, st, en)]
+    scaled = parts_of[i] if separate else (*parts_of[0], *parts_of[1])
     sizes = [torch.where(torch.isfinite(x), x, 0.0).abs().amax() for x in scaled if x.numel()]
     return float(slope), float(torch.stack(sizes).amax())
 
@@ -346,7 +342,6 @@ class ChainTemperature(FittedModule):
             with torch.no_grad():
                 uniform = float(chain_nll(parts, gold, mask, limit[0], limit[-1]))
             check_temperature_optimum(slope, scale, self.nll_, uniform, fitted, names[i])
-        em, tr, st, en = parts
         best, _ = linear_chain.viterbi(em / t[0], tr / t[-1], st / t[-1], en / t[-1], mask)
         gold_score = gold[0] / t[0] + gold[1] / t[-1]
         # Ranked right: the gold path is a best path (to rounding); the check needs a sign.
