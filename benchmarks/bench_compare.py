@@ -17,6 +17,10 @@ The machine may be shared, so the table reports each time's ratio to the library
 comparison measured in the same process with the runs interleaved.
 
     python benchmarks/bench_compare.py --sizes 1e4 1e5 1e6 --repeats 5 --write
+    python benchmarks/bench_compare.py --device cuda --sizes 1e5 1e6 1e7   # printed only
+
+On a GPU the inputs, the generators and the draws live on the device, and each run ends
+with ``torch.cuda.synchronize`` so that the time is the device's work, not its launch.
 """
 
 from __future__ import annotations
@@ -45,11 +49,14 @@ DOC = ROOT / "docs" / "bench_compare.md"
 SAMPLES = 2000
 
 
-def make_inputs(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Model a's and model b's probabilities and the labels (float64)."""
+def make_inputs(
+    n: int, seed: int = 0, device: str = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Model a's and model b's probabilities and the labels (float64), on ``device``."""
     g = torch.Generator().manual_seed(seed)
     q = torch.rand(n, generator=g, dtype=torch.float64)
-    return (q + 0.05).clamp(max=1), q, torch.bernoulli(q, generator=g)
+    a, b, y = (q + 0.05).clamp(max=1), q, torch.bernoulli(q, generator=g)
+    return a.to(device), b.to(device), y.to(device)
 
 
 @contextmanager
@@ -63,9 +70,9 @@ def joint_shrink():
         comparison._paired_squares = original
 
 
-def candidates() -> dict[str, Callable]:
+def candidates(device: str = "cpu") -> dict[str, Callable]:
     def generator() -> torch.Generator:
-        return torch.Generator().manual_seed(1)
+        return torch.Generator(device=device).manual_seed(1)
 
     def library(a, b, y):
         return compare_calibration(a, b, y, n_samples=SAMPLES, generator=generator())
@@ -89,15 +96,24 @@ def candidates() -> dict[str, Callable]:
     }
 
 
-def time_all(functions: dict[str, Callable], inputs: tuple, repeats: int) -> dict[str, float]:
+def synchronize(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def time_all(
+    functions: dict[str, Callable], inputs: tuple, repeats: int, device: str = "cpu"
+) -> dict[str, float]:
     """Median seconds of each function, runs interleaved after one warm-up of each."""
     for run in functions.values():
         run(*inputs)
     times: dict[str, list[float]] = {name: [] for name in functions}
     for _ in range(repeats):
         for name, run in functions.items():
+            synchronize(device)
             start = time.perf_counter()
             run(*inputs)
+            synchronize(device)
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(t) for name, t in times.items()}
 
@@ -114,6 +130,7 @@ def table(n: int, medians: dict[str, float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e4, 1e5, 1e6])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
@@ -122,14 +139,16 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     sections = []
     for n in map(int, args.sizes):
-        sections.append(table(n, time_all(candidates(), make_inputs(n), args.repeats)))
+        inputs = make_inputs(n, device=args.device)
+        medians = time_all(candidates(args.device), inputs, args.repeats, args.device)
+        sections.append(table(n, medians))
         print(sections[-1] + "\n", flush=True)
     if args.write:
         command = "python benchmarks/bench_compare.py " + " ".join(sys.argv[1:])
         header = [
             "# Paired comparison: time",
             "",
-            f"`{command}` ({args.threads} thread(s), CPU, torch {torch.__version__}; the",
+            f"`{command}` ({args.threads} thread(s), {args.device}, torch {torch.__version__}; the",
             "machine may be shared: read the ratios, measured interleaved in one process).",
             "",
             "The paired draws weight every resampling unit (each of the N pairs, or each group)",

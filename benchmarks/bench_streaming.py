@@ -46,8 +46,9 @@ def command_line(script: str, threads: int) -> str:
     return shlex.join(["python", f"benchmarks/{script}", *argv])
 
 
-def factories(validate: bool) -> dict[str, Callable[[], Metric]]:
-    return {
+def factories(validate: bool, device: str = "cpu") -> dict[str, Callable[[], Metric]]:
+    """Fresh metrics on ``device`` (a streaming sketch refuses batches on another)."""
+    made = {
         "torchmetrics BinaryCalibrationError (15 bins)": lambda: BinaryCalibrationError(
             n_bins=15, validate_args=validate
         ),
@@ -56,6 +57,7 @@ def factories(validate: bool) -> dict[str, Callable[[], Metric]]:
         ),
         "calib_metrics exact": lambda: CalibrationError(bin_size=BIN_SIZE, validate_args=validate),
     }
+    return {name: (lambda make=make: make().to(device)) for name, make in made.items()}
 
 
 def draw(n: int, device: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -83,7 +85,9 @@ def run_once(metric: Metric, q: torch.Tensor, y: torch.Tensor, batch: int, devic
 
 def throughput(args: argparse.Namespace) -> list[dict]:
     q, y = draw(args.n, args.device)
-    makers = {(name, v): make for v in (False, True) for name, make in factories(v).items()}
+    makers = {
+        (name, v): make for v in (False, True) for name, make in factories(v, args.device).items()
+    }
     for make in makers.values():  # warm-up: first calls allocate and load kernels
         run_once(make(), q[: 10 * args.batch], y[: 10 * args.batch], args.batch, args.device)
     times: dict[tuple[str, bool], list[float]] = {key: [] for key in makers}
@@ -119,7 +123,7 @@ def state_bytes(metric: Metric) -> int:
 def state_sizes(args: argparse.Namespace) -> dict[str, dict[int, int]]:
     q, y = draw(args.n, args.device, seed=1)
     sizes: dict[str, dict[int, int]] = {}
-    for name, make in factories(False).items():
+    for name, make in factories(False, args.device).items():
         sizes[name] = {}
         for n in (10**6, 10**7, 10**8):
             metric = make()
@@ -156,7 +160,7 @@ def peak_rss() -> int:
 
 def peak_child(name: str, n: int, device: str, batch: int) -> int:
     """Peak memory (bytes) of drawing n pairs batch by batch into the metric + compute."""
-    make = factories(False)[name]
+    make = factories(False, device)[name]
     metric = make()
     metric.update(*draw(batch, device, seed=99))  # warm-up, then a fresh metric
     metric = make()
