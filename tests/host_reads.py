@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import collections
+import re
+import warnings
 from collections.abc import Callable
 
 import pytest
@@ -37,3 +39,29 @@ def count_reads(call: Callable[[], object]) -> int:
         patch.setattr(torch.Tensor, "__getitem__", masked)
         call()
     return sum(counts.values())
+
+
+_NUMBERS = {"one": 1, "two": 2, "three": 3}
+
+
+def stated_syncs(function: Callable) -> int:
+    """The number of host synchronisations ``function``'s docstring states."""
+    found = re.search(r"Host synchronisations: (\w+)", " ".join(function.__doc__.split()))
+    assert found, f"{function.__name__}'s docstring states no host synchronisations"
+    return _NUMBERS[found.group(1)]
+
+
+def cuda_syncs(call: Callable[[], object]) -> int:
+    """How often ``call()`` synchronises with a CUDA device, as torch's sync debug mode
+    reports it (kernels that read inside C++ included). ``call`` runs twice: the first
+    window may count torch's own lazy set-up."""
+    for _ in range(2):
+        torch.cuda.synchronize()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                call()
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+    return sum("synchronizing" in str(w.message) for w in caught)

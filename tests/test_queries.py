@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import re
 from pathlib import Path
 
 import numpy as np
@@ -546,14 +545,6 @@ _spec = importlib.util.spec_from_file_location(
 )
 host_reads = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(host_reads)
-_NUMBERS = {"one": 1, "two": 2, "three": 3}
-
-
-def _stated(function) -> int:
-    """The number of host synchronisations ``function``'s docstring states."""
-    found = re.search(r"Host synchronisations: (\w+)", " ".join(function.__doc__.split()))
-    assert found, f"{function.__name__}'s docstring states no host synchronisations"
-    return _NUMBERS[found.group(1)]
 
 
 def _query_calls(mask):
@@ -580,14 +571,14 @@ def test_each_query_reads_the_device_as_often_as_its_docstring_says():
     twice; span_marginals' three (forward_backward's) were not stated."""
     mask = _random_batch(5)[3]
     for function, call in _query_calls(mask).items():
-        assert host_reads.count_reads(call) == _stated(function), function.__name__
+        assert host_reads.count_reads(call) == host_reads.stated_syncs(function), function.__name__
     # An integer mask's values are one more read where the mask is not read anyway (the
     # span functions read it for its left alignment).
     unread = (tag_queries, top_tag_pairs, tag_pair_queries, coref_pair_queries)
     for function, call in _query_calls(mask.int()).items():
-        assert host_reads.count_reads(call) == _stated(function) + (function in unread), (
-            function.__name__
-        )
+        assert host_reads.count_reads(call) == host_reads.stated_syncs(function) + (
+            function in unread
+        ), function.__name__
 
 
 def test_tag_pair_queries_with_given_pairs_read_the_device_as_often():
