@@ -11,7 +11,7 @@ the group's pairs at the group's mean label: the expectation over every way of
 breaking the tie, so the bins never depend on the input order and a group's labels
 are not sorted apart (``Bins.freq`` may then be a fractional count over the size).
 
-The implementation never sorts the N pairs (radix select). Every bin's sums are
+On the CPU the implementation never sorts the N pairs (radix select). Every bin's sums are
 differences of F(r), the sums of q and y over the first r pairs, at the boundary
 ranks r. A histogram over cells of an order-preserving integer key of q gives F at
 every cell edge by a cumulative sum. The first level's cells follow the data: a
@@ -27,6 +27,11 @@ second, which sets the cut cells' pairs aside, does not compute them again. The 
 memory measured at most 1.22× the input's bytes from 10⁷ pairs on (docs/streaming.md),
 and
 :func:`adaptive_bin_sums` checks the estimate against the free memory up front.
+
+On a GPU the pairs are sorted whenever the sort's memory is free (:func:`sorts_all`):
+its radix sort takes 21 ms for 10⁸ pairs on an H200, where the selection's chunked
+passes take 150 ms (about ten kernel launches per chunk of 2¹⁸ pairs). F is the same
+either way: every tie group at its mean label.
 """
 
 from __future__ import annotations
@@ -62,6 +67,9 @@ _MIN_CHUNK = 1 << 15
 _MEMO_MIN_PAIRS = 1 << 22
 # At most this many pending pairs are sorted rather than refined by another level.
 _SORT_BELOW = 1 << 17
+# On a GPU, adds into a few bins serialise on their atomics (10⁸ float64 adds into 15
+# bins: 65 ms on an H200); spread over this many slots a bin, then summed: 3 ms.
+_SPREAD = 1024
 
 
 class Bins(NamedTuple):
@@ -452,6 +460,24 @@ def _memo_cells(memo: Tensor) -> Callable[[slice], Tensor]:
     return lambda part: memo[part].to(torch.int32).add_(offset) if offset else memo[part]
 
 
+def sorts_all(n: int, device: torch.device) -> bool:
+    """Whether adaptive binning sorts all ``n`` pairs rather than selecting the bin
+    boundaries by radix: at most :data:`_SORT_BELOW` pairs anywhere, and on a GPU
+    whenever the sort's memory (:data:`_SORT_BYTES` a pair) is at most half the free
+    memory (read from the driver, not from the stream: no synchronisation).
+
+    Example:
+        >>> sorts_all(1000, torch.device("cpu")), sorts_all(10**8, torch.device("cpu"))
+        (True, False)
+    """
+    if n <= _SORT_BELOW:
+        return True
+    if device.type != "cuda":
+        return False
+    free = available_bytes(device)
+    return free is not None and n * _SORT_BYTES <= free // 2
+
+
 def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
     """Estimated memory that exact adaptive binning of ``n`` pairs (q of ``q_bytes``)
     needs beyond its input: the first level's cells and chunk temporaries, the pairs
@@ -694,7 +720,7 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     (nor so on the input's order, which the first level's sample follows); then the tie
     group that the rank cuts, if any: its size, its pairs before the rank and its ones
     (:class:`~calib_metrics.functional.ties.TieCuts`), 0 where none is cut."""
-    if probs.numel() <= _SORT_BELOW:
+    if sorts_all(probs.numel(), probs.device):
         return _sorted_prefix(probs, target, ranks)
     f = torch.zeros(_ROWS, ranks.numel(), dtype=torch.float64, device=probs.device)
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
@@ -742,7 +768,8 @@ def adaptive_tied_sums(
     groups that the bin boundaries cut (:class:`~calib_metrics.functional.ties.TieCuts`).
 
     The pairs must already be validated and flat (see :func:`adaptive_binning`). Reads
-    the pairs a few times in chunks; synchronises with the device once per level.
+    the pairs a few times in chunks; synchronises with the device once per level (not
+    at all where :func:`sorts_all`: one sort, no level).
     Raises ValueError up front, recommending the streaming mode, when the estimated
     working memory (:func:`exact_working_bytes`) exceeds what the device has free.
     """
@@ -750,8 +777,10 @@ def adaptive_tied_sums(
     need = exact_working_bytes(n, bin_size, probs.element_size())
     check_room(need, probs.device, f"exact adaptive binning of {n} pairs")
     n_bins = max(1, n // bin_size)
-    ranks = torch.arange(n_bins + 1, device=probs.device) * bin_size
-    ranks[-1] = n
+    # The short last run joins the one before; where(), not ranks[-1] = n, whose Python
+    # int a GPU would wait to copy.
+    positions = torch.arange(n_bins + 1, device=probs.device)
+    ranks = torch.where(positions < n_bins, positions * bin_size, n)
     f_q, f_y, f_share, *cuts = _prefix_sums(probs, target, ranks)
     f_y = f_y + f_share
     count = ranks.diff().to(torch.float64)
@@ -815,6 +844,33 @@ def uniform_bin_of(probs: Tensor, n_bins: int) -> Tensor:
     return (torch.bucketize(probs.contiguous(), edges, right=True) - 1).clamp_(0, n_bins - 1)
 
 
+def _spread(device: torch.device) -> int:
+    return _SPREAD if device.type == "cuda" else 1
+
+
+def spread_bin_sums(bin_of: Tensor, n_bins: int, *values: Tensor) -> Tensor:
+    """``[len(values), n_bins]`` float64 sums of each of ``values`` (flat, like
+    ``bin_of``) by bin. On a GPU each bin is spread over :data:`_SPREAD` slots by the
+    pair's position, so that adds into few bins do not queue on one address; the CPU
+    adds in place. No host synchronisation (``torch.bincount`` reads its ids' range on
+    a GPU).
+
+    Example:
+        >>> import torch
+        >>> spread_bin_sums(torch.tensor([0, 2, 2]), 3, torch.tensor([1.0, 2.0, 3.0]))
+        tensor([[1., 0., 5.]], dtype=torch.float64)
+    """
+    spread = _spread(bin_of.device)
+    slot = bin_of
+    if spread > 1:
+        position = torch.arange(bin_of.numel(), device=bin_of.device)
+        slot = position.bitwise_and_(spread - 1).add_(bin_of, alpha=spread)
+    sums = torch.zeros(len(values), n_bins * spread, dtype=torch.float64, device=bin_of.device)
+    for row, value in zip(sums, values):
+        row.index_add_(0, slot, value.to(torch.float64))
+    return sums.view(len(values), n_bins, spread).sum(-1)
+
+
 def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     """Equal-width bins over [0, 1]; empty bins are dropped.
 
@@ -835,10 +891,8 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     check_int("n_bins", n_bins)
     probs, target = _check_pairs(probs, target)
     b = uniform_bin_of(probs, n_bins)
-    q = probs.to(torch.float64)
-    count = torch.bincount(b, minlength=n_bins).to(torch.float64)
-    sum_q = torch.zeros_like(count).index_add_(0, b, q)
-    sum_y = torch.zeros_like(count).index_add_(0, b, target.to(torch.float64))
+    ones = probs.new_ones((), dtype=torch.float64).expand(b.numel())
+    count, sum_q, sum_y = spread_bin_sums(b, n_bins, ones, probs, target)
     # A tie group never straddles an equal-width edge: no boundary cuts one.
     bins = _sums_to_bins(count, sum_q, sum_y)
     return with_ties(bins, no_cuts(bins.count))
