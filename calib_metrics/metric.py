@@ -233,6 +233,15 @@ def _check_group_ids(ids: Tensor | None, target: Tensor, name: str) -> Tensor:
     return _check_groups(ids, target, "target", name).detach()
 
 
+def _class_column_hint(columns: int) -> str:
+    """The hint for binary ``target`` beside ``probs`` with one more dimension."""
+    if columns == 1:  # a binary head's [N, 1] output, not one class
+        return " (binary probs of shape [..., 1]: pass probs.squeeze(-1))"
+    if columns == 2:
+        return " (binary probs as two columns: pass probs[..., 1]; or set num_classes=2)"
+    return f" (multiclass probs: set num_classes={columns})"
+
+
 def _prepare_batch(
     probs: Tensor,
     target: Tensor,
@@ -252,11 +261,9 @@ def _prepare_batch(
     if num_classes is None:
         if probs.shape != target.shape:
             multiclass = probs.ndim == target.ndim + 1 and probs.shape[:-1] == target.shape
-            hint = (
-                f" (multiclass probs: set num_classes={probs.shape[-1]})"
-                if multiclass
-                else column_target_hint(probs, target)
-            )
+            hint = column_target_hint(probs, target)
+            if multiclass:
+                hint = _class_column_hint(probs.shape[-1])
             raise ValueError(
                 f"probs and target must have the same shape, got {tuple(probs.shape)} "
                 f"and {tuple(target.shape)}{hint}"
@@ -542,6 +549,17 @@ class _StatesKeepTheirDtype(Metric):
             problem = _pairs_problem(key, states[prefix + key], target, self.ignore_index)
             if problem:
                 raise ValueError(f"{type(self).__name__}: {problem}")
+
+    def set_dtype(self, dst_type: str | torch.dtype) -> _StatesKeepTheirDtype:
+        """Change nothing, and say so: the states keep their dtypes (see :meth:`_apply`),
+        where torchmetrics' ``set_dtype`` would cast them."""
+        warnings.warn(
+            f"{type(self).__name__}.set_dtype({dst_type}) changes nothing: its states keep "
+            "their dtypes (float64 sums, the probabilities as given)",
+            UserWarning,
+            stacklevel=2,
+        )
+        return self
 
     def _apply(self, fn: Callable, exclude_state: Any = ()) -> _StatesKeepTheirDtype:
         """Move the states with the module, but never change their dtype.
@@ -1060,12 +1078,15 @@ class CalibrationError(_StatesKeepTheirDtype):
         probs, target, keep = self._prepare(probs.detach(), target.detach())
         if self.validate_args and self.num_classes is not None:
             self._warn_row_sums(_kept_rows(probs, target, self.ignore_index))
+        self._keep_rows(_own_copy(probs), _own_copy(target), keep, groups)
+
+    def _keep_rows(
+        self, probs: Tensor, target: Tensor, keep: Tensor | None, groups: Tensor | None
+    ) -> None:
+        """Add validated rows (the metric's own copies): kept as they are or, streaming
+        past the buffer, folded into the sketch."""
         if self.streaming:
-            if self.cell_count.device.type == "cpu" and self.cell_count.is_shared():
-                # ddp_spawn (torch.multiprocessing) hands every rank the metric in shared
-                # memory: without a private copy, the ranks would add into one buffer.
-                for name in (*_SKETCH_STATES, "rows_seen"):
-                    setattr(self, name, getattr(self, name).clone())
+            self._own_sketch()
             self.rows_seen += probs.shape[0]
             capacity = self._buffer_capacity()
             if self._folded or self._buffered_rows() + probs.shape[0] > capacity:
@@ -1073,10 +1094,24 @@ class CalibrationError(_StatesKeepTheirDtype):
                 self._accumulate(self._sketch_states(), probs, target, keep)
                 return
         # Ignored rows stay until compute(), where dropping them may synchronise.
-        self.probs.append(_own_copy(probs))
-        self.target.append(_own_copy(target))
+        self.probs.append(probs)
+        self.target.append(target)
         if groups is not None:
             self.groups.append(_own_copy(groups))
+
+    def _own_sketch(self) -> None:
+        """Give the sketch states private, writable copies where they are not, before
+        anything is added in place."""
+        state = self.cell_count
+        # ddp_spawn (torch.multiprocessing) hands every rank the metric in shared
+        # memory: without a private copy, the ranks would add into one buffer. A reset
+        # under torch.inference_mode (a Lightning validation loop) made inference
+        # tensors, which refuse in-place adds outside that mode.
+        shared = state.device.type == "cpu" and state.is_shared()
+        frozen = state.is_inference() and not torch.is_inference_mode_enabled()
+        if shared or frozen:
+            for name in (*_SKETCH_STATES, "rows_seen"):
+                setattr(self, name, getattr(self, name).clone())
 
     # --------------------------------------------------------------- streaming
     def _buffer_capacity(self) -> int:
@@ -1158,7 +1193,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         Unlike torchmetrics' default (reset, update, compute, restore), the batch is
         measured by a separate metric of the same options and then merged in, so that
         a rejected batch raises and leaves the accumulated state as it was, and a batch
-        of padding only returns NaN and keeps it too.
+        of padding only returns NaN and keeps it too. A streaming metric measures the
+        batch in the exact mode (what it reports while its rows fit the buffer) and
+        buffers its rows, so that a batch never pays for a sketch of its own.
         """
         # The batch metric has no history: whether groups= may come is this one's to say.
         groups = args[2] if len(args) > 2 else kwargs.get("groups")
@@ -1173,9 +1210,30 @@ class CalibrationError(_StatesKeepTheirDtype):
         except NoPairsError:
             shape = (self.num_classes,) if self.average is None else ()
             value = torch.full(shape, float("nan"), dtype=torch.float64, device=self.device)
-        self.merge_state(batch)  # which counts the batch's update
+        if self.streaming:
+            self._keep_batch(batch)
+        else:
+            self.merge_state(batch)  # which counts the batch's update
         self._forward_cache = value
         return value
+
+    def _keep_batch(self, batch: CalibrationError) -> None:
+        """Add the rows that the exact-mode ``batch`` kept to the buffer, and count its
+        update. New states, never changed in place: a MetricCollection's compute group
+        calls every member's forward on states they share. Past the buffer the rows are
+        folded into a new sketch, once a buffer's worth of rows."""
+        rows = sum(part.shape[0] for part in batch.probs)
+        self.rows_seen = self.rows_seen + rows
+        self.probs, self.target = [*self.probs, *batch.probs], [*self.target, *batch.target]
+        if self._buffered_rows() > self._buffer_capacity():
+            states = self._sketch_states().clone()
+            self._add_buffer(states)
+            for name, state in zip(_SKETCH_STATES, states):
+                setattr(self, name, state)
+            self.probs, self.target = [], []
+            self._folded = True
+        self._count_merged_updates(batch)
+        self._computed = None
 
     def _batch_metric(self) -> CalibrationError:
         """A metric like this one (cached, reset) that measures one batch for forward()."""
@@ -1183,7 +1241,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         if batch is None:
             # The batch value is synchronised only with dist_sync_on_step, as in torchmetrics.
             kwargs = {**self._base_kwargs, "sync_on_compute": self.dist_sync_on_step}
-            batch = CalibrationError(**self._options, **kwargs)
+            # Streaming, in the exact mode: a reset sketch is num_classes × resolution
+            # cells to clear (12 MiB a class by default), which cost 1 s a batch at C = 47.
+            batch = CalibrationError(**{**self._options, "streaming": False}, **kwargs)
             # Kept out of the module tree, so it is not in state_dict() nor moved by .to().
             self.__dict__["_batch"] = batch
         batch.to(self.device)

@@ -44,3 +44,25 @@ def test_functional_multiclass_input_of_mismatched_length_says_which_shape() -> 
     probs = torch.softmax(torch.randn(1500, 4, generator=torch.Generator().manual_seed(0)), -1)
     with pytest.raises(ValueError, match=r"take class ids of shape \(1500,\)"):
         calibration_error(probs, torch.zeros(1499, dtype=torch.long))
+
+
+@pytest.mark.parametrize("metric", [CalibrationError, CalibrationComparison])
+@pytest.mark.parametrize(
+    ("columns", "fix"),
+    [(1, r"pass probs\.squeeze\(-1\)"), (2, r"pass probs\[\.\.\., 1\]; or set num_classes=2")],
+)
+def test_binary_probs_as_columns_say_how_to_pass_them(metric, columns, fix) -> None:
+    # A binary head's [N, 1] output had been told "set num_classes=1", which is refused.
+    probs = torch.rand(8, columns, generator=torch.Generator().manual_seed(1))
+    target = torch.randint(0, 2, (8,))
+    args = (probs, target) if metric is CalibrationError else (probs, probs, target)
+    with pytest.raises(ValueError, match=fix):
+        metric().update(*args)
+
+
+def test_set_dtype_says_that_it_changes_nothing() -> None:
+    metric = CalibrationError()
+    metric.update(torch.tensor([0.2, 0.7]), torch.tensor([0, 1]))
+    with pytest.warns(UserWarning, match=r"set_dtype\(torch.float16\) changes nothing"):
+        assert metric.set_dtype(torch.float16) is metric
+    assert metric.probs[0].dtype == torch.float32
