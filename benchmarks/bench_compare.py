@@ -136,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--write", action="store_true", help=f"write {DOC.relative_to(ROOT)}")
     args = parser.parse_args(argv)
+    if args.write and args.device != "cpu":
+        parser.error(f"--write records the CPU table in {DOC.relative_to(ROOT)}; print GPU runs")
     torch.set_num_threads(args.threads)
     sections = []
     for n in map(int, args.sizes):

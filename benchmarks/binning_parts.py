@@ -66,8 +66,7 @@ def median_ms(run: Callable[[], object], device: str, repeats: int) -> float:
 
 def parts(q: torch.Tensor, y: torch.Tensor) -> dict[str, Callable[[], object]]:
     n = q.numel()
-    positions = torch.arange(max(1, n // BIN_SIZE) + 1, device=q.device)
-    ranks = torch.where(positions < positions.numel() - 1, positions * BIN_SIZE, n)
+    ranks = binning.bin_ranks(n, BIN_SIZE, q.device)
     bin_of = binning.uniform_bin_of(q, 15)
     as_double = q.to(torch.float64)
 

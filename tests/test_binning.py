@@ -276,5 +276,18 @@ def test_a_gpu_sorts_all_pairs_where_the_sort_fits(monkeypatch: pytest.MonkeyPat
     assert not binning_module.sorts_all(10**8, cuda)  # 6.4 GB
     assert not binning_module.sorts_all(10**6, cpu)
     assert binning_module.sorts_all(1000, cpu)
+    limit = 2**30 // 2 // binning_module._SORT_BYTES  # half the free memory, exactly
+    assert binning_module.sorts_all(limit, cuda) and not binning_module.sorts_all(limit + 1, cuda)
+    monkeypatch.setattr(binning_module, "available_bytes", lambda device: 2**50)
+    assert not binning_module.sorts_all(2**31, cuda)  # past torch's CUDA sort
     monkeypatch.setattr(binning_module, "available_bytes", lambda device: None)
     assert not binning_module.sorts_all(10**6, cuda)
+
+
+def test_many_uniform_bins_are_not_spread() -> None:
+    # 1,024 slots for each of 10⁵ bins would take 2.3 GiB for three rows of sums; many
+    # bins do not queue on their atomics anyway.
+    cuda = torch.device("cuda")
+    assert binning_module._spread_for(cuda, 15) == binning_module._SPREAD
+    assert binning_module._spread_for(cuda, 10**5) == 1
+    assert binning_module._spread_for(torch.device("cpu"), 15) == 1

@@ -23,15 +23,16 @@ float32 cell whose Σq is its count times its largest q) is a tie group, shared 
 above; the others' pairs, cell after cell in q order, are sorted when few, or refined
 by histograms over fixed key bits, level after level, when many (heavy ties). Passes
 read the pairs in chunks; the first keeps every pair's cell (2 or 4 bytes) so that the
-second, which sets the cut cells' pairs aside, does not compute them again. The extra
-memory measured at most 1.22× the input's bytes from 10⁷ pairs on (docs/streaming.md),
-and
-:func:`adaptive_bin_sums` checks the estimate against the free memory up front.
+second, which sets the cut cells' pairs aside, does not compute them again. On the CPU
+the extra memory measured at most 1.22× the input's bytes from 10⁷ pairs on
+(docs/streaming.md), and :func:`adaptive_bin_sums` checks the estimate against the free
+memory up front.
 
-On a GPU the pairs are sorted whenever the sort's memory is free (:func:`sorts_all`):
-its radix sort takes 21 ms for 10⁸ pairs on an H200, where the selection's chunked
-passes take 150 ms (about ten kernel launches per chunk of 2¹⁸ pairs). F is the same
-either way: every tie group at its mean label.
+On a GPU the pairs are sorted whenever the sort's memory (:data:`_SORT_BYTES` a pair, 8×
+a float32 input's bytes) fits in half the free memory (:func:`sorts_all`): a GPU's radix
+sort beats the selection's chunked passes, each a dozen or more small kernels
+(docs/bench_gpu.md: 22 ms against 157 ms for 10⁸ pairs on an H200). F is the same either
+way: every tie group at its mean label.
 """
 
 from __future__ import annotations
@@ -67,9 +68,11 @@ _MIN_CHUNK = 1 << 15
 _MEMO_MIN_PAIRS = 1 << 22
 # At most this many pending pairs are sorted rather than refined by another level.
 _SORT_BELOW = 1 << 17
-# On a GPU, adds into a few bins serialise on their atomics (10⁸ float64 adds into 15
-# bins: 65 ms on an H200); spread over this many slots a bin, then summed: 3 ms.
+# On a GPU, adds into a few bins queue on their atomics (docs/bench_gpu.md): each bin is
+# spread over up to this many slots, in at most _SPREAD_SLOTS slots in all (more bins
+# queue less, and their slots would cost memory).
 _SPREAD = 1024
+_SPREAD_SLOTS = 1 << 16
 
 
 class Bins(NamedTuple):
@@ -404,7 +407,9 @@ def available_bytes(device: torch.device) -> int | None:
     """Memory free on ``device``: CUDA's free memory, or the host's MemAvailable (None
     where it cannot be read)."""
     if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
+        # The caching allocator's freed blocks are free to this process too.
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return torch.cuda.mem_get_info(device)[0] + cached
     try:
         with open("/proc/meminfo") as info:
             fields = dict(line.split(":", 1) for line in info)
@@ -429,8 +434,11 @@ def check_room(need: int, device: torch.device, what: str) -> None:
 
 
 # Bytes per pair of sorting pairs (_sorted_prefix): int64 keys sorted with their
-# permutation, the sorted q and y in float64 and their cumulative sums.
+# permutation, the sorted q and y in float64 and their cumulative sums (on a GPU also
+# the radix sort's own scratch, some 16 bytes a pair: within this bound).
 _SORT_BYTES = 64
+# torch's CUDA sort takes at most 2³¹ − 1 elements.
+_SORT_MAX = (1 << 31) - 1
 
 
 def _memo_bytes(n: int, q_bytes: int) -> int:
@@ -472,7 +480,7 @@ def sorts_all(n: int, device: torch.device) -> bool:
     """
     if n <= _SORT_BELOW:
         return True
-    if device.type != "cuda":
+    if device.type != "cuda" or n > _SORT_MAX:
         return False
     free = available_bytes(device)
     return free is not None and n * _SORT_BYTES <= free // 2
@@ -755,6 +763,20 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     return f
 
 
+def bin_ranks(n: int, bin_size: int, device: torch.device) -> Tensor:
+    """The adaptive bins' boundary ranks in q order: 0, β, 2β, …, and n, the short last
+    run joined to the one before (int64; no host synchronisation).
+
+    Example:
+        >>> bin_ranks(10, 4, torch.device("cpu"))
+        tensor([ 0,  4, 10])
+    """
+    n_bins = max(1, n // bin_size)
+    positions = torch.arange(n_bins + 1, device=device)
+    # where(), not ranks[-1] = n: a GPU waits to copy a Python int written into a tensor.
+    return torch.where(positions < n_bins, positions * bin_size, n)
+
+
 def adaptive_bin_sums(probs: Tensor, target: Tensor, bin_size: int) -> tuple[Tensor, ...]:
     """Per-bin (count, sum of q, sum of y) of the adaptive bins, in float64 (the sums of
     :func:`adaptive_tied_sums` without the cuts)."""
@@ -776,11 +798,7 @@ def adaptive_tied_sums(
     n = probs.numel()
     need = exact_working_bytes(n, bin_size, probs.element_size())
     check_room(need, probs.device, f"exact adaptive binning of {n} pairs")
-    n_bins = max(1, n // bin_size)
-    # The short last run joins the one before; where(), not ranks[-1] = n, whose Python
-    # int a GPU would wait to copy.
-    positions = torch.arange(n_bins + 1, device=probs.device)
-    ranks = torch.where(positions < n_bins, positions * bin_size, n)
+    ranks = bin_ranks(n, bin_size, probs.device)
     f_q, f_y, f_share, *cuts = _prefix_sums(probs, target, ranks)
     f_y = f_y + f_share
     count = ranks.diff().to(torch.float64)
@@ -848,11 +866,16 @@ def _spread(device: torch.device) -> int:
     return _SPREAD if device.type == "cuda" else 1
 
 
+def _spread_for(device: torch.device, n_bins: int) -> int:
+    """Slots a bin for :func:`spread_bin_sums` (1: add in place)."""
+    return max(1, min(_spread(device), _SPREAD_SLOTS // n_bins))
+
+
 def spread_bin_sums(bin_of: Tensor, n_bins: int, *values: Tensor) -> Tensor:
     """``[len(values), n_bins]`` float64 sums of each of ``values`` (flat, like
-    ``bin_of``) by bin. On a GPU each bin is spread over :data:`_SPREAD` slots by the
-    pair's position, so that adds into few bins do not queue on one address; the CPU
-    adds in place. No host synchronisation (``torch.bincount`` reads its ids' range on
+    ``bin_of``) by bin. On a GPU each of few bins is spread over up to :data:`_SPREAD`
+    slots by the pair's position, so that their adds do not queue on one address; the
+    CPU adds in place. No host synchronisation (``torch.bincount`` reads its ids' range on
     a GPU).
 
     Example:
@@ -860,7 +883,7 @@ def spread_bin_sums(bin_of: Tensor, n_bins: int, *values: Tensor) -> Tensor:
         >>> spread_bin_sums(torch.tensor([0, 2, 2]), 3, torch.tensor([1.0, 2.0, 3.0]))
         tensor([[1., 0., 5.]], dtype=torch.float64)
     """
-    spread = _spread(bin_of.device)
+    spread = _spread_for(bin_of.device, n_bins)
     slot = bin_of
     if spread > 1:
         position = torch.arange(bin_of.numel(), device=bin_of.device)
