@@ -227,6 +227,34 @@ def test_sample_summary_normal_interval_is_mean_pm_196_std():
         sample_summary(x, confidence=1.5)
 
 
+@pytest.mark.parametrize("confidence", [0.95, 0.9, 0.5])
+def test_percentile_interval_ends_are_attained_counts_with_the_stated_coverage(confidence):
+    # Sampled counts of 12 cells: rare events (mostly 0, like GUM's) and spread ones.
+    g = torch.Generator().manual_seed(0)
+    n = 100
+    rates = torch.linspace(0.01, 3.0, 12)
+    counts = torch.poisson(rates.expand(n, -1).contiguous(), generator=g).long()
+    counts[:, 0] = 0
+    counts[:3, 0] = 1  # 3 of 100 samples hold one event: linear interpolation gave 0.52
+    s = sample_summary(counts, confidence)
+    alpha, tol = (1 - confidence) / 2, 1e-9  # tol: 1 - confidence is rounded
+    for c in range(counts.shape[1]):
+        column = counts[:, c]
+        lo, hi = float(s.percentile_lower[c]), float(s.percentile_upper[c])
+        assert lo.is_integer() and hi.is_integer(), (c, lo, hi)
+        assert lo in column.tolist() and hi in column.tolist()
+        inside = ((column >= lo) & (column <= hi)).double().mean()
+        assert inside >= confidence - tol, (c, lo, hi, inside)
+        # The tightest such ends: one count further in would leave too much outside.
+        assert (column < lo).double().mean() < alpha + tol
+        assert (column <= lo).double().mean() > alpha - tol
+        assert (column > hi).double().mean() < alpha + tol
+        assert (column >= hi).double().mean() > alpha - tol
+    # 3% of the samples hold one event: more than a 95% interval may leave out above it.
+    expected_upper = 1.0 if alpha < 0.03 else 0.0
+    assert (float(s.percentile_lower[0]), float(s.percentile_upper[0])) == (0.0, expected_upper)
+
+
 def test_uncertain_documents_name_the_deciding_link(docs, lexicon):
     doc = docs["nmod_active"]
     table = EventExtractor(lexicon).table(doc)

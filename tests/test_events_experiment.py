@@ -56,6 +56,7 @@ def test_run_with_a_saved_uniform_model(tmp_path):
     for r in rows.values():
         lo, hi = r["percentile"]
         assert lo <= r["mean"] <= hi
+        assert isinstance(lo, int) and isinstance(hi, int)  # ends are attained counts
         assert r["normal"][0] <= r["mean"] <= r["normal"][1]
         assert r["exact_mean"] == pytest.approx(r["mean"], abs=1e-6)
     # a uniform posterior makes "They" -> "Troops of France" a coin flip

@@ -147,9 +147,10 @@ def _cells(analysis, summary, dist, gold, best) -> list[dict]:
                         float(summary.normal_lower[t, c]),
                         float(summary.normal_upper[t, c]),
                     ],
+                    # sample values of a count: whole numbers (sample_summary)
                     "percentile": [
-                        float(summary.percentile_lower[t, c]),
-                        float(summary.percentile_upper[t, c]),
+                        int(summary.percentile_lower[t, c]),
+                        int(summary.percentile_upper[t, c]),
                     ],
                     "exact_mean": float(dist.mean[t, c]),
                     "exact_var": float(dist.var[t, c]),
@@ -300,7 +301,7 @@ def _country_rows(sampled, dist, gold_counts, best_counts, confidence: float) ->
             "mean": float(totals.mean[c]),
             "std": float(totals.std[c]),
             "normal": [float(totals.normal_lower[c]), float(totals.normal_upper[c])],
-            "percentile": [float(totals.percentile_lower[c]), float(totals.percentile_upper[c])],
+            "percentile": [int(totals.percentile_lower[c]), int(totals.percentile_upper[c])],
             "exact_mean": float(exact_totals[c]),
         }
         if row["gold"] or row["one_best"] or row["mean"] > 0:
@@ -428,6 +429,10 @@ def _interval(lo_hi: list[float]) -> str:
     return f"[{lo_hi[0]:.2f}, {lo_hi[1]:.2f}]"
 
 
+def _count_interval(lo_hi: list[int]) -> str:
+    return f"[{lo_hi[0]}, {lo_hi[1]}]"
+
+
 def _country_table(r: dict) -> str:
     return report.markdown_table(
         ["country", "gold", "1-best", "mean", "std", "normal m±1.96s", "percentile", "exact mean"],
@@ -439,7 +444,7 @@ def _country_table(r: dict) -> str:
                 c["mean"],
                 c["std"],
                 _interval(c["normal"]),
-                _interval(c["percentile"]),
+                _count_interval(c["percentile"]),
                 c["exact_mean"],
             ]
             for c in r["countries"]
@@ -460,9 +465,9 @@ def _cell_table(r: dict) -> str:
                 c["one_best"],
                 c["mean"],
                 _interval(c["normal"]),
-                _interval(c["percentile"]),
+                _count_interval(c["percentile"]),
                 c["exact_mean"],
-                f"[{c['exact_interval'][0]}, {c['exact_interval'][1]}]",
+                _count_interval(c["exact_interval"]),
             ]
             for c in r["cells"]
         ],
@@ -540,6 +545,6 @@ def _print_summary(r: dict) -> None:
         print(
             f"  {c['country']}: gold {c['gold']}, 1-best {c['one_best']}, "
             f"mean {c['mean']:.2f} normal {_interval(c['normal'])} "
-            f"percentile {_interval(c['percentile'])}"
+            f"percentile {_count_interval(c['percentile'])}"
         )
     print(f"  uncertain documents: {len(r['uncertain'])}")
