@@ -19,6 +19,7 @@ from calib_metrics.paper.events.analysis import (
     aggregate_events,
     document_date,
     document_events,
+    document_period,
     gold_antecedents,
     period_label,
 )
@@ -141,6 +142,43 @@ def test_dates_and_periods():
     ]
     with pytest.raises(ValueError, match="period"):
         period_label(date, "week")
+
+
+def test_year_only_dates_count_for_years_but_not_months_or_quarters(lexicon):
+    # The France event of nmod_active, once dated to the day and once to the year only.
+    dated = fx.read(fx.NMOD_ACTIVE)[0]
+    year_only = fx.read(
+        fx.NMOD_ACTIVE.replace("nmod_active", "year_only").replace("2015-08-21", "2015")
+    )[0]
+    month_only = fx.read(fx.NMOD_ACTIVE.replace("2015-08-21", "2015-08"))[0]
+    assert [document_period(year_only, p) for p in ("month", "quarter", "year")] == [
+        None,
+        None,
+        "2015",
+    ]
+    assert document_period(month_only, "quarter") == "2015Q3"
+    ex = EventExtractor(lexicon)
+    docs = [dated, year_only]
+    tables = [ex.table(d) for d in docs]
+    roots = [entity_roots(gold_antecedents(d))[None] for d in docs]
+    for period in ("month", "quarter", "year"):
+        periods = [document_period(d, period) for d in docs]
+        analysis = aggregate_events(tables, roots, periods)
+        counts = analysis.counts()[0]
+        if period == "year":
+            assert analysis.left_out == [] and analysis.periods == ["2015"]
+            assert counts.tolist() == [[2]]  # both documents, in their year
+        else:
+            # Only the document dated to the day; nothing lands in January.
+            assert analysis.left_out == ["year_only"]
+            assert analysis.periods == [period_label(document_date(dated), period)]
+            assert counts.tolist() == [[1]]
+            assert analysis.poisson_binomial().mean.tolist() == [[1.0]]
+    undated = fx.read(fx.NMOD_ACTIVE.replace("# meta::dateCreated = 2015-08-21\n", ""))[0]
+    with pytest.raises(ValueError, match="no '# meta::dateCreated' date"):
+        document_period(undated, "year")
+    with pytest.raises(ValueError, match="period"):
+        document_period(dated, "week")
 
 
 def test_gold_counts_have_zero_width_intervals(docs, lexicon):

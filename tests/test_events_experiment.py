@@ -78,6 +78,26 @@ def test_run_trains_a_ranker_when_no_model_is_given(tmp_path):
     assert results["samples"] == 20
 
 
+def test_year_only_documents_are_left_out_of_months_and_quarters(tmp_path, capsys):
+    # The France event once more, dated only by its year: a quarter cannot hold it.
+    year_only = fx.NMOD_ACTIVE.replace("nmod_active", "year_only").replace("2015-08-21", "2016")
+    _args(tmp_path)  # writes the corpus and the lexicon
+    (tmp_path / "corpus" / "tiny-train.conllu").write_text(fx.ALL + year_only)
+    model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")
+    quarter = experiment.run(_args(tmp_path, "--model", str(model)))
+    gold = {r["country"]: r["gold"] for r in quarter["countries"]}
+    assert gold["FRA"] == 1  # nmod_active only; the year-only copy is in no quarter
+    assert all(c["period"] != "2016Q1" or c["country"] != "FRA" for c in quarter["cells"])
+    assert quarter["left_out_documents"] == ["year_only"]
+    assert "1 of 7 documents are dated by year only" in capsys.readouterr().err
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "1 of the 7 documents are dated by year only" in md and "year_only" in md
+    year = experiment.run(_args(tmp_path, "--model", str(model), "--period", "year"))
+    assert year["left_out_documents"] == []
+    assert {r["country"]: r["gold"] for r in year["countries"]}["FRA"] == 2
+    assert "dated by year only" not in capsys.readouterr().err
+
+
 def test_bad_input_raises(tmp_path):
     with pytest.raises(ValueError, match="samples"):
         experiment.run(_args(tmp_path, "--samples", "0"))

@@ -23,6 +23,7 @@ coreference).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -36,9 +37,8 @@ from calib_metrics.paper.countries import CountryLexicon
 from calib_metrics.paper.events.analysis import (
     EventExtractor,
     aggregate_events,
-    document_date,
+    document_period,
     gold_antecedents,
-    period_label,
 )
 from calib_metrics.paper.events.errors import uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
@@ -244,12 +244,15 @@ def _load(args: argparse.Namespace) -> dict:
     docs, split = _read(_files(Path(data)))
     if not docs:
         raise ValueError(f"no documents in {data}")
-    periods = []
-    for d in docs:
-        date = document_date(d)
-        if date is None:
-            raise ValueError(f"document {d.doc_id} has no '# meta::dateCreated' date")
-        periods.append(period_label(date, args.period))
+    # None: a year-only date, which has no month or quarter (document_period).
+    periods = [document_period(d, args.period) for d in docs]
+    left_out = [d.doc_id for d, p in zip(docs, periods, strict=True) if p is None]
+    if left_out:
+        print(
+            f"{len(left_out)} of {len(docs)} documents are dated by year only and left out "
+            f"of the {args.period} periods (--period year counts them)",
+            file=sys.stderr,
+        )
     return {
         "data": data,
         "lexicon_dir": lexicon_dir,
@@ -257,6 +260,7 @@ def _load(args: argparse.Namespace) -> dict:
         "docs": docs,
         "split": split,
         "periods": periods,
+        "left_out": left_out,
     }
 
 
@@ -404,6 +408,7 @@ def run(args: argparse.Namespace) -> dict:
         "confidence": args.confidence,
         "enhanced": args.enhanced,
         "documents": len(docs),
+        "left_out_documents": corpus["left_out"],
         "periods": len(sampled.periods),
         "attack_mentions": attack_mentions,
         "candidate_documents": [docs[i].doc_id for i in candidates],
@@ -508,6 +513,7 @@ def _markdown(r: dict) -> str:
         f"documents (an attack agent and a country mention), S = {r['samples']} samples, "
         f"{r['confidence']:.0%} intervals.",
         "",
+        *_left_out_note(r),
         "## Per country (all periods)",
         "",
         _country_table(r),
@@ -528,6 +534,18 @@ def _markdown(r: dict) -> str:
     lines += ["", r["exactness"], ""]
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in r["figures"]]
     return "\n".join(lines) + "\n"
+
+
+def _left_out_note(r: dict) -> list[str]:
+    left_out = r["left_out_documents"]
+    if not left_out:
+        return []
+    return [
+        f"{len(left_out)} of the {r['documents']} documents are dated by year only: they "
+        f"have no {r['period']} and are left out of every count here (`--period year` counts "
+        f"them): {', '.join(left_out)}.",
+        "",
+    ]
 
 
 def _where(choice) -> str:
