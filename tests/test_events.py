@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import io
+import itertools
 import math
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from calib_metrics.paper.events.analysis import (
     document_period,
     gold_antecedents,
     period_label,
+    period_span,
 )
 from calib_metrics.paper.events.errors import decision_effects, uncertain_documents
 from calib_metrics.paper.events.stats import (
@@ -142,6 +144,22 @@ def test_dates_and_periods():
     ]
     with pytest.raises(ValueError, match="period"):
         period_label(date, "week")
+
+
+def test_period_spans_are_to_scale_and_tile_their_year():
+    for year in (2015, 2016):  # 2016 is a leap year
+        days = 366 if year == 2016 else 365
+        months = [period_span(f"{year}-{m:02d}") for m in range(1, 13)]
+        quarters = [period_span(f"{year}Q{q}") for q in range(1, 5)]
+        for spans in (months, quarters):
+            assert spans[0][0] == year and spans[-1][1] == year + 1
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))  # they touch
+        assert round((months[1][1] - months[1][0]) * days) == (29 if days == 366 else 28)
+        assert period_span(str(year)) == (year, year + 1)
+        assert quarters[2] == (months[6][0], months[8][1])
+    for bad in ("2015Q5", "2015-13", "15", "2015-8", "Q3"):
+        with pytest.raises(ValueError, match="period label"):
+            period_span(bad)
 
 
 def test_year_only_dates_count_for_years_but_not_months_or_quarters(lexicon):

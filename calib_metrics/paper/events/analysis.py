@@ -40,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,6 +66,7 @@ __all__ = [
     "document_period",
     "gold_antecedents",
     "period_label",
+    "period_span",
 ]
 
 #: Dependents of a mention's head that make it "described as" a country. The
@@ -154,6 +156,45 @@ def period_label(date: _dt.date, period: str = "quarter") -> str:
     if period == "year":
         return f"{date.year:04d}"
     raise ValueError(f"period must be one of {PERIODS}, got {period!r}")
+
+
+_LABEL = re.compile(r"^(\d{4})(?:Q([1-4])|-(\d{2}))?$")
+
+
+def _decimal_year(date: _dt.date) -> float:
+    start = _dt.date(date.year, 1, 1)
+    return date.year + (date - start).days / (_dt.date(date.year + 1, 1, 1) - start).days
+
+
+def period_span(label: str) -> tuple[float, float]:
+    """Start and end of a :func:`period_label` period in decimal years, to scale.
+
+    A month or quarter spans its true share of its year (days / days in the year),
+    so periods drawn at these positions keep the gaps between them in proportion.
+
+    Example:
+        >>> period_span("2015"), period_span("2015Q4")
+        ((2015.0, 2016.0), (2015.7479452054795, 2016.0))
+        >>> start, end = period_span("2016-02")
+        >>> round((end - start) * 366, 6)  # February 2016: 29 of 366 days
+        29.0
+    """
+    m = _LABEL.match(label)
+    if m is None:
+        raise ValueError(f"not a period label (2015, 2015Q3 or 2015-08): {label!r}")
+    year = int(m.group(1))
+    if m.group(2):
+        first = 3 * int(m.group(2)) - 2  # the quarter's first month
+        months = 3
+    elif m.group(3):
+        first, months = int(m.group(3)), 1
+        if not 1 <= first <= 12:
+            raise ValueError(f"not a period label (month {first}): {label!r}")
+    else:
+        return float(year), float(year + 1)
+    after = first + months  # the month after the period, possibly January next year
+    end = _dt.date(year + (after - 1) // 12, (after - 1) % 12 + 1, 1)
+    return _decimal_year(_dt.date(year, first, 1)), _decimal_year(end)
 
 
 @dataclass

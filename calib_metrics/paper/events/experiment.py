@@ -39,6 +39,7 @@ from calib_metrics.paper.events.analysis import (
     aggregate_events,
     document_period,
     gold_antecedents,
+    period_span,
 )
 from calib_metrics.paper.events.errors import uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
@@ -178,10 +179,13 @@ def _figures(
     """A time series per country in ``top`` and an overlay of the first two (Fig. 6).
 
     Each figure shows the periods around those with a non-zero value (GUM spans
-    1895-2024 with a handful of documents a year); the table has all periods.
+    1895-2024 with a handful of documents a year); the table has all periods. The
+    x axis is to scale in time: a year, quarter or month without documents has no
+    period and is left as a gap, rather than the neighbours closing up over it.
     """
     from calib_metrics.plot import posterior_time_series
 
+    spans = [period_span(p) for p in analysis.periods]
     lower = summary.normal_lower.clamp_min(0)
     upper = summary.normal_upper
     active = (upper > 0) | (gold_counts > 0) | (best_counts > 0)  # [T, C]
@@ -199,6 +203,7 @@ def _figures(
             one_best=best_counts[w, c],
             gold=gold_counts[w, c],
             title=f"{code}: documents with an attack",
+            spans=spans[w],
             **kind,
         )
         path = out / f"events_{code}.png"
@@ -218,6 +223,7 @@ def _figures(
                 label=analysis.codes[c],
                 color=color,
                 title=f"{analysis.codes[pair[0]]} vs {analysis.codes[pair[1]]}",
+                spans=spans[w],
                 **kind,
             )
         path = out / "events_overlay.png"
