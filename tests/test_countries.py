@@ -95,6 +95,9 @@ UNITED_STATES_OF_AMERICA_  [USA]
 +INDIANA_
 POLAND_  [POL]
 +POLISH_
+PHILIPPINES_  [PHL]
++FILIPINO_
++FILIPINOS_
 """
 
 
@@ -127,6 +130,9 @@ def test_backoff_never_turns_another_name_into_a_country(clashes):
     assert lex.match("Indians") == "IND" and lex.match("Indian") == "IND"
     assert lex.match("Americas") is None  # the continents (OTHER_NAMES), not the USA
     assert lex.match("Americans") == "USA"
+    # A spelling the city filter drops (no "phi" in it) belongs to the country the
+    # back-off reaches, so it still backs off: "Filipinos" -> "filipino" (EXTRA_NAMES).
+    assert lex.match("Filipinos") == "PHL"
     # Kept as a city, the state is the USA's, matched exactly.
     assert CountryLexicon.load(clashes, cities=True).match("Indiana") == "USA"
 

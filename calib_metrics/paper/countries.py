@@ -47,11 +47,13 @@ country names, demonyms and capitals are proper nouns and always capitalised, so
   lower-case common words "male", "polish", "cork", "guinea" and "pole" are not
   the capital Malé, Poland, the city of Cork, Guinea or a Pole. ``capitalized=False``
   restores the paper's case-insensitive matching (for lower-cased text).
-* **The back-off never re-reads a known name.** A word that the dictionaries list
-  as a name of their own (a city, province or person the lexicon leaves out, such
-  as ``+INDIANA_`` under the USA) is not an inflected country name, so "Indiana" is
-  not backed off to "Indian" (India). :data:`OTHER_NAMES` adds the few such names
-  the dictionaries lack ("the Americas" is two continents, not "America").
+* **The back-off never re-reads another actor's name.** A word that the
+  dictionaries list as the name of another actor (a city, province or person the
+  lexicon leaves out, such as ``+INDIANA_`` under the USA) is not an inflected
+  country name, so "Indiana" is not backed off to "Indian" (India); a dropped
+  spelling of the same country ("Filipinas" under the Philippines) still backs off.
+  :data:`OTHER_NAMES` adds the few such names the dictionaries lack ("the Americas"
+  are two continents, not "America").
 """
 
 from __future__ import annotations
@@ -282,9 +284,10 @@ class CountryLexicon:
         ``path`` is the folder holding ``Phoenix.Countries.actors.txt.gz`` (and,
         with ``igos=True``, ``Phoenix.International.actors.txt.gz``) or one
         ``.actors[.txt][.gz]`` file. ``cities=True`` keeps city and province synonyms.
-        Every name the files list but the lexicon leaves out (cities, provinces,
-        people, organisations) becomes one of its ``other_names``, together with
-        :data:`OTHER_NAMES`. ``capitalized`` is passed on (see the class).
+        A name the files list for another actor than the country the back-off would
+        reach from it (a city, province or person the lexicon leaves out) becomes one
+        of its ``other_names``, as do :data:`OTHER_NAMES`. ``capitalized`` is passed
+        on (see the class).
 
         Example:
             >>> import tempfile, pathlib
@@ -308,7 +311,8 @@ class CountryLexicon:
                     f"country lexicon file not found: {f}; {where_to_get(LEXICON)}"
                 )
         phrases: dict[tuple[str, ...], str] = {}
-        known: set[tuple[str, ...]] = {_phrase(name) for name in OTHER_NAMES}
+        # Every listed name with the countries of the blocks that list it.
+        owners: dict[tuple[str, ...], set[str | None]] = {_phrase(n): {None} for n in OTHER_NAMES}
         for f in files:
             # The International file also has bare three-letter codes that are not
             # countries (MED: news media), so only its IGOs are taken.
@@ -317,7 +321,10 @@ class CountryLexicon:
                 blocks = _block_phrases(block, cities=cities, igos=igos, countries=countries)
                 for words, code in blocks:
                     phrases.setdefault(words, code)
-                known.update(_phrase(n) for n in block.names if "(" not in n)
+                owner = _owner(block.codes)
+                for n in block.names:
+                    if "(" not in n:
+                        owners.setdefault(_phrase(n), set()).add(owner)
         for code, names in EXTRA_NAMES.items():
             if code in set(phrases.values()):
                 for name in names:
@@ -325,13 +332,17 @@ class CountryLexicon:
         if not phrases:
             raise ValueError(f"no country entries found in {path}")
         sensitive = {p for p in phrases if len(p) == 1 and "." not in p[0] and len(p[0]) <= 3}
-        return cls(
-            phrases,
-            case_sensitive=sensitive,
-            min_stem=min_stem,
-            capitalized=capitalized,
-            other_names=known,
+        lexicon = cls(phrases, case_sensitive=sensitive, min_stem=min_stem, capitalized=capitalized)
+        # A listed name stops the back-off only when it belongs to another actor than
+        # the country the back-off reaches: "Indiana" (a US state) is not India, but
+        # "Filipinas", a spelling under the Philippines that the city filter drops,
+        # still backs off to "filipina" and the Philippines.
+        lexicon.other_names = frozenset(
+            name
+            for name, listed in owners.items()
+            if name not in phrases and lexicon._backoff_code(name) not in (None, *listed)
         )
+        return lexicon
 
     def _variants(self, word: str) -> list[str]:
         lower = word.lower()
@@ -340,6 +351,14 @@ class CountryLexicon:
             if len(lower) - k >= self.min_stem:
                 out.append(lower[:-k])
         return out
+
+    def _backoff_code(self, words: tuple[str, ...]) -> str | None:
+        """The code that only the back-off reaches from lower-cased ``words``."""
+        for last in self._variants(words[-1])[1:]:
+            code = self.phrases.get((*words[:-1], last))
+            if code is not None:
+                return code
+        return None
 
     def _lookup(self, tokens: Sequence[str]) -> str | None:
         if self.capitalized and not any(ch.isupper() for ch in tokens[-1]):
@@ -392,6 +411,16 @@ class CountryLexicon:
         for start, end, code in self.match_tokens(tokens):
             codes[start:end] = [code] * (end - start)
         return codes
+
+
+def _owner(codes: list[tuple[str, str]]) -> str | None:
+    """The country a block belongs to: its bare code, else its codes' shared prefix
+    (``FRAGOV`` and ``FRAELI``: FRA), else ``None``."""
+    country = _country_code(codes)
+    if country is not None:
+        return country
+    prefixes = {c[:3] for c, _ in codes}
+    return prefixes.pop() if len(prefixes) == 1 else None
 
 
 def _block_phrases(block: _Block, *, cities: bool, igos: bool, countries: bool = True):
