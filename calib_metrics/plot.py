@@ -706,6 +706,7 @@ def posterior_time_series(
     title: str | None = None,
     confidence: float = 0.95,
     interval: str | None = None,
+    spans: Sequence[tuple[float, float]] | None = None,
 ) -> tuple[Figure, Axes]:
     """Posterior mean count per period with its interval, the 1-best and gold counts (Fig. 6).
 
@@ -717,6 +718,12 @@ def posterior_time_series(
     naming the interval's kind, e.g. ``"normal, over posterior samples"``) name the
     interval in the legend; the interval itself is given.
 
+    ``spans`` puts the x axis to scale in time: each period's ``(start, end)`` in
+    increasing, non-overlapping order (e.g. decimal years, ``2015 -> (2015.0,
+    2016.0)``). Periods that do not touch leave a visible gap, with nothing drawn
+    in it (no period there: a corpus without documents in those years). Without
+    ``spans`` the periods are evenly spaced, one unit each.
+
     Call it twice on one ``ax`` to overlay two series (the paper's Yugoslavia/NATO).
 
     Example:
@@ -726,18 +733,23 @@ def posterior_time_series(
         3
         >>> ax.lines[0].get_drawstyle()
         'steps-post'
+        >>> _, ax = posterior_time_series(["1990", "2015"], [0.0, 0.1], [0.0, 0.0],
+        ...                               [0.0, 0.5], spans=[(1990, 1991), (2015, 2016)])
+        >>> ax.lines[0].get_xdata().tolist()  # 1991-2015 left blank
+        [1990.0, 1991.0, nan, 2015.0, 2016.0]
     """
     normal_quantile(confidence)
     if not len(periods):
         raise ValueError("periods is empty: nothing to draw")
     series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
     _check_lengths("periods", len(periods), **series)
+    spans = _period_spans(periods, spans)
     fig, ax = _axes(ax, (7.0, 3.5))
-    edges = [k - 0.5 for k in range(len(periods) + 1)]
+    edges, breaks = _span_edges(spans)
     mean_values = _numbers(mean)
     (line,) = ax.step(
         edges,
-        _period_steps(mean_values),
+        _period_steps(mean_values, breaks),
         where="post",
         color=color,
         linewidth=1.8,
@@ -747,20 +759,20 @@ def posterior_time_series(
     band = f"{100 * confidence:g}% interval" + (f": {interval}" if interval else "")
     ax.fill_between(
         edges,
-        _period_steps(_numbers(lower)),
-        _period_steps(_numbers(upper)),
+        _period_steps(_numbers(lower), breaks),
+        _period_steps(_numbers(upper), breaks),
         step="post",
         color=colour,
         alpha=0.22,
         linewidth=0,
         label=f"{label} {band}" if label and interval else band,
     )
-    centres = list(range(len(periods)))
+    centres = [(a + b) / 2 for a, b in spans]
     if one_best is not None:
         best = _numbers(one_best)
         ax.step(
             edges,
-            _period_steps(best),
+            _period_steps(best, breaks),
             where="post",
             color=colour,
             linestyle="--",
@@ -778,24 +790,81 @@ def posterior_time_series(
             mew=1.5,
             label=f"{label} gold" if label else "gold",
         )
-    _period_axis(ax, periods)
+    _period_axis(ax, periods, spans)
     if title:
         ax.set_title(title, fontsize=9)
     return fig, ax
 
 
-def _period_steps(values: list[float]) -> list[float]:
-    """Values at the period edges for ``step(where="post")``: the last one repeated."""
-    return values + values[-1:]
+def _period_spans(
+    periods: Sequence[str], spans: Sequence[tuple[float, float]] | None
+) -> list[tuple[float, float]]:
+    """Each period's ``(start, end)`` on the x axis: ``spans`` checked, or one unit each."""
+    if spans is None:
+        return [(k - 0.5, k + 0.5) for k in range(len(periods))]
+    out = [(float(a), float(b)) for a, b in spans]
+    if len(out) != len(periods):
+        raise ValueError(f"spans has {len(out)} values where periods has {len(periods)}")
+    for k, (a, b) in enumerate(out):
+        if not a < b:
+            raise ValueError(f"spans[{k}] = ({a}, {b}): a period must end after it starts")
+        if k and a < out[k - 1][1]:
+            raise ValueError(
+                f"spans[{k}] starts at {a}, before spans[{k - 1}] ends at {out[k - 1][1]}: "
+                "periods must be in time order and not overlap"
+            )
+    return out
 
 
-def _period_axis(ax: Axes, periods: Sequence[str]) -> None:
+def _span_edges(spans: list[tuple[float, float]]) -> tuple[list[float], list[int]]:
+    """Step edges for ``spans`` and the periods after which a gap opens.
+
+    Touching periods share an edge; a gap ends the run with the previous period's
+    end and a NaN, which breaks the lines and the band (nothing is drawn there).
+    """
+    edges: list[float] = []
+    breaks: list[int] = []
+    for k, (a, _) in enumerate(spans):
+        if k and a > spans[k - 1][1]:
+            edges += [spans[k - 1][1], math.nan]
+            breaks.append(k - 1)
+        edges.append(a)
+    edges.append(spans[-1][1])
+    return edges, breaks
+
+
+def _period_steps(values: list[float], breaks: Sequence[int] = ()) -> list[float]:
+    """Values at the edges of :func:`_span_edges` for ``step(where="post")``.
+
+    Each value starts its period; before a gap the value is repeated up to its
+    period's end and a NaN breaks the line, and the last value ends the last period.
+    """
+    out: list[float] = []
+    gaps = set(breaks)
+    for k, v in enumerate(values):
+        out.append(v)
+        if k in gaps:
+            out += [v, math.nan]
+    return out + values[-1:]
+
+
+def _period_axis(ax: Axes, periods: Sequence[str], spans: list[tuple[float, float]]) -> None:
     """Period names as ticks, y from just below 0 to above everything drawn, legend."""
-    x = list(range(len(periods)))
-    step = max(1, len(periods) // 16)
-    ax.set_xticks(x[::step], list(periods)[::step], rotation=45, fontsize=7)
-    ax.set_xlim(-0.5, len(periods) - 0.5)
-    top = max([1.0] + [v for line in ax.lines for v in line.get_ydata()])
+    centres = [(a + b) / 2 for a, b in spans]
+    # About 16 labels at most: a period is labelled when its centre lies at least
+    # `every` (whole widths of the narrowest period) past the last label, so evenly
+    # spaced periods get every k-th label and, on a to-scale axis, a cluster of
+    # periods shares a few labels instead of printing them over each other.
+    width = min(b - a for a, b in spans)
+    every = max(1, int((spans[-1][1] - spans[0][0]) / width) // 16) * width
+    shown: list[int] = []
+    for k, c in enumerate(centres):
+        if not shown or c - centres[shown[-1]] >= every - 1e-9 * width:
+            shown.append(k)
+    ax.set_xticks([centres[k] for k in shown], [periods[k] for k in shown], rotation=45, fontsize=7)
+    ax.set_xlim(spans[0][0], spans[-1][1])
+    # NaNs in the steps only mark gaps between periods.
+    top = max([1.0] + [v for line in ax.lines for v in line.get_ydata() if not math.isnan(v)])
     for band in ax.collections:
         top = max([top] + [v for path in band.get_paths() for v in path.vertices[:, 1]])
     ax.set_ylim(-0.04 * top, 1.15 * top)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from calib_metrics.paper.countries import CountryLexicon
@@ -56,7 +58,7 @@ def lexicon(tmp_path) -> CountryLexicon:
 
 def test_names_and_demonyms_kept_cities_and_people_dropped(lexicon):
     assert lexicon.match("Iraq") == "IRQ" and lexicon.match("IRAQI") == "IRQ"
-    assert lexicon.match("irak") == "IRQ"
+    assert lexicon.match("Irak") == "IRQ"
     assert lexicon.match("American") == "USA" and lexicon.match("U.S.") == "USA"
     for city in ("Baghdad", "Mosul", "Washington", "Iowa", "Saddam", "Hussein"):
         assert lexicon.match(city) is None, city
@@ -74,10 +76,65 @@ def test_cities_option_keeps_every_synonym(tmp_path):
     assert lex.match("Baghdad") == "IRQ" and lex.match_tokens(["New", "York"]) == [(0, 2, "USA")]
 
 
-def test_multiword_longest_match_case_insensitive(lexicon):
-    words = ["the", "President", "of", "the", "UNITED", "STATES", "and", "the", "united", "states"]
+def test_multiword_longest_match_in_any_capitalisation(lexicon):
+    words = ["the", "President", "of", "the", "UNITED", "STATES", "and", "the", "United", "States"]
     assert lexicon.match_tokens(words) == [(4, 6, "USA"), (8, 10, "USA")]
     assert lexicon.token_codes(["United", "States", "forces"]) == ["USA", "USA", None]
+
+
+# Phoenix blocks whose synonyms are also common words or the stem of another name:
+# the capital "+MALE_" (Malé) and the demonym "+INDIAN" next to the USA's "+INDIANA_".
+NAME_CLASHES = """\
+MALDIVES_  [MDV]
++MALDIVIAN_
++MALE_
+INDIA_  [IND]
++INDIAN
+UNITED_STATES_OF_AMERICA_  [USA]
++AMERICAN_
++INDIANA_
+POLAND_  [POL]
++POLISH_
+PHILIPPINES_  [PHL]
++FILIPINO_
++FILIPINOS_
+"""
+
+
+@pytest.fixture()
+def clashes(tmp_path) -> Path:
+    path = tmp_path / "clashes.actors.txt"
+    path.write_text(NAME_CLASHES)
+    return path
+
+
+def test_lower_case_common_words_are_not_names(clashes):
+    lex = CountryLexicon.load(clashes)
+    # "male" and "polish" are English words; capitalised, they are names (the
+    # capital Malé, the Polish language or people).
+    assert [lex.match(w) for w in ("male", "polish", "french", "indian")] == [None] * 4
+    assert [lex.match(w) for w in ("Male", "MALE", "Polish", "Maldivian")] == [
+        "MDV", "MDV", "POL", "MDV"
+    ]  # fmt: skip
+    assert lex.match_tokens(["a", "male", "cardinal", "and", "Polish", "troops"]) == [(4, 5, "POL")]
+    # The paper's case-insensitive matching, for text without capitals.
+    loose = CountryLexicon.load(clashes, capitalized=False)
+    assert loose.match("male") == "MDV" and loose.match("polish") == "POL"
+
+
+def test_backoff_never_turns_another_name_into_a_country(clashes):
+    lex = CountryLexicon.load(clashes)
+    # "Indiana" is listed (under the USA, a state the lexicon leaves out): it is a
+    # name of its own, not "Indian" plus one character.
+    assert lex.match("Indiana") is None
+    assert lex.match("Indians") == "IND" and lex.match("Indian") == "IND"
+    assert lex.match("Americas") is None  # the continents (OTHER_NAMES), not the USA
+    assert lex.match("Americans") == "USA"
+    # A spelling the city filter drops (no "phi" in it) belongs to the country the
+    # back-off reaches, so it still backs off: "Filipinos" -> "filipino" (EXTRA_NAMES).
+    assert lex.match("Filipinos") == "PHL"
+    # Kept as a city, the state is the USA's, matched exactly.
+    assert CountryLexicon.load(clashes, cities=True).match("Indiana") == "USA"
 
 
 def test_stemming_backoff_one_then_two_characters(lexicon):
@@ -155,3 +212,24 @@ def test_shared_phoenix_lexicon():
         (0, 2, "PRK"),
         (3, 5, "KOR"),
     ]
+
+
+def test_shared_phoenix_lexicon_leaves_common_words_and_other_names():
+    root = shared_data_dir()
+    if root is None or not (root / "phoenix-country-actors").is_dir():
+        pytest.skip("shared Phoenix lexicon (phoenix-country-actors) not available")
+    lex = CountryLexicon.load(root / "phoenix-country-actors")
+    # Phoenix lists the capital "+MALE_" (Maldives), "+INDIAN" (India) and the US
+    # state "+INDIANA_"; GUM has "a male cardinal" and "Evansville, Indiana".
+    cases = {
+        "male": None,
+        "Male": "MDV",
+        "polish": None,
+        "Polish": "POL",
+        "Indiana": None,
+        "Indians": "IND",
+        "Americas": None,
+        "Americans": "USA",
+    }
+    for word, code in cases.items():
+        assert lex.match(word) == code, word

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import io
+import itertools
 import math
 from pathlib import Path
 
@@ -19,8 +20,10 @@ from calib_metrics.paper.events.analysis import (
     aggregate_events,
     document_date,
     document_events,
+    document_period,
     gold_antecedents,
     period_label,
+    period_span,
 )
 from calib_metrics.paper.events.errors import decision_effects, uncertain_documents
 from calib_metrics.paper.events.stats import (
@@ -143,6 +146,59 @@ def test_dates_and_periods():
         period_label(date, "week")
 
 
+def test_period_spans_are_to_scale_and_tile_their_year():
+    for year in (2015, 2016):  # 2016 is a leap year
+        days = 366 if year == 2016 else 365
+        months = [period_span(f"{year}-{m:02d}") for m in range(1, 13)]
+        quarters = [period_span(f"{year}Q{q}") for q in range(1, 5)]
+        for spans in (months, quarters):
+            assert spans[0][0] == year and spans[-1][1] == year + 1
+            assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))  # they touch
+        assert round((months[1][1] - months[1][0]) * days) == (29 if days == 366 else 28)
+        assert period_span(str(year)) == (year, year + 1)
+        assert quarters[2] == (months[6][0], months[8][1])
+    for bad in ("2015Q5", "2015-13", "15", "2015-8", "Q3"):
+        with pytest.raises(ValueError, match="period label"):
+            period_span(bad)
+
+
+def test_year_only_dates_count_for_years_but_not_months_or_quarters(lexicon):
+    # The France event of nmod_active, once dated to the day and once to the year only.
+    dated = fx.read(fx.NMOD_ACTIVE)[0]
+    year_only = fx.read(
+        fx.NMOD_ACTIVE.replace("nmod_active", "year_only").replace("2015-08-21", "2015")
+    )[0]
+    month_only = fx.read(fx.NMOD_ACTIVE.replace("2015-08-21", "2015-08"))[0]
+    assert [document_period(year_only, p) for p in ("month", "quarter", "year")] == [
+        None,
+        None,
+        "2015",
+    ]
+    assert document_period(month_only, "quarter") == "2015Q3"
+    ex = EventExtractor(lexicon)
+    docs = [dated, year_only]
+    tables = [ex.table(d) for d in docs]
+    roots = [entity_roots(gold_antecedents(d))[None] for d in docs]
+    for period in ("month", "quarter", "year"):
+        periods = [document_period(d, period) for d in docs]
+        analysis = aggregate_events(tables, roots, periods)
+        counts = analysis.counts()[0]
+        if period == "year":
+            assert analysis.left_out == [] and analysis.periods == ["2015"]
+            assert counts.tolist() == [[2]]  # both documents, in their year
+        else:
+            # Only the document dated to the day; nothing lands in January.
+            assert analysis.left_out == ["year_only"]
+            assert analysis.periods == [period_label(document_date(dated), period)]
+            assert counts.tolist() == [[1]]
+            assert analysis.poisson_binomial().mean.tolist() == [[1.0]]
+    undated = fx.read(fx.NMOD_ACTIVE.replace("# meta::dateCreated = 2015-08-21\n", ""))[0]
+    with pytest.raises(ValueError, match="no '# meta::dateCreated' date"):
+        document_period(undated, "year")
+    with pytest.raises(ValueError, match="period"):
+        document_period(dated, "week")
+
+
 def test_gold_counts_have_zero_width_intervals(docs, lexicon):
     ex = EventExtractor(lexicon)
     order = list(docs.values())
@@ -225,6 +281,34 @@ def test_sample_summary_normal_interval_is_mean_pm_196_std():
     assert torch.allclose(s.normal_upper - s.mean, 1.959964 * s.std, atol=1e-4)
     with pytest.raises(ValueError, match="confidence"):
         sample_summary(x, confidence=1.5)
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.9, 0.5])
+def test_percentile_interval_ends_are_attained_counts_with_the_stated_coverage(confidence):
+    # Sampled counts of 12 cells: rare events (mostly 0, like GUM's) and spread ones.
+    g = torch.Generator().manual_seed(0)
+    n = 100
+    rates = torch.linspace(0.01, 3.0, 12)
+    counts = torch.poisson(rates.expand(n, -1).contiguous(), generator=g).long()
+    counts[:, 0] = 0
+    counts[:3, 0] = 1  # 3 of 100 samples hold one event: linear interpolation gave 0.52
+    s = sample_summary(counts, confidence)
+    alpha, tol = (1 - confidence) / 2, 1e-9  # tol: 1 - confidence is rounded
+    for c in range(counts.shape[1]):
+        column = counts[:, c]
+        lo, hi = float(s.percentile_lower[c]), float(s.percentile_upper[c])
+        assert lo.is_integer() and hi.is_integer(), (c, lo, hi)
+        assert lo in column.tolist() and hi in column.tolist()
+        inside = ((column >= lo) & (column <= hi)).double().mean()
+        assert inside >= confidence - tol, (c, lo, hi, inside)
+        # The tightest such ends: one count further in would leave too much outside.
+        assert (column < lo).double().mean() < alpha + tol
+        assert (column <= lo).double().mean() > alpha - tol
+        assert (column > hi).double().mean() < alpha + tol
+        assert (column >= hi).double().mean() > alpha - tol
+    # 3% of the samples hold one event: more than a 95% interval may leave out above it.
+    expected_upper = 1.0 if alpha < 0.03 else 0.0
+    assert (float(s.percentile_lower[0]), float(s.percentile_upper[0])) == (0.0, expected_upper)
 
 
 def test_uncertain_documents_name_the_deciding_link(docs, lexicon):

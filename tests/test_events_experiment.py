@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import gzip
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
 
+from calib_metrics import plot
 from calib_metrics.models.coref_ranker import AntecedentRanker
 from calib_metrics.paper.events import experiment
 
@@ -56,6 +59,7 @@ def test_run_with_a_saved_uniform_model(tmp_path):
     for r in rows.values():
         lo, hi = r["percentile"]
         assert lo <= r["mean"] <= hi
+        assert isinstance(lo, int) and isinstance(hi, int)  # ends are attained counts
         assert r["normal"][0] <= r["mean"] <= r["normal"][1]
         assert r["exact_mean"] == pytest.approx(r["mean"], abs=1e-6)
     # a uniform posterior makes "They" -> "Troops of France" a coin flip
@@ -75,6 +79,68 @@ def test_run_trains_a_ranker_when_no_model_is_given(tmp_path):
     assert (tmp_path / "out" / "ranker.pt").exists()
     assert results["ranker"]["train_documents"] >= 1
     assert results["samples"] == 20
+
+
+def test_year_only_documents_are_left_out_of_months_and_quarters(tmp_path, capsys):
+    # The France event once more, dated only by its year: a quarter cannot hold it.
+    year_only = fx.NMOD_ACTIVE.replace("nmod_active", "year_only").replace("2015-08-21", "2016")
+    _args(tmp_path)  # writes the corpus and the lexicon
+    (tmp_path / "corpus" / "tiny-train.conllu").write_text(fx.ALL + year_only)
+    model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")
+    quarter = experiment.run(_args(tmp_path, "--model", str(model)))
+    gold = {r["country"]: r["gold"] for r in quarter["countries"]}
+    assert gold["FRA"] == 1  # nmod_active only; the year-only copy is in no quarter
+    assert all(c["period"] != "2016Q1" or c["country"] != "FRA" for c in quarter["cells"])
+    assert quarter["left_out_documents"] == ["year_only"]
+    assert "1 of 7 documents are dated by year only" in capsys.readouterr().err
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "1 of the 7 documents are dated by year only" in md and "year_only" in md
+    year = experiment.run(_args(tmp_path, "--model", str(model), "--period", "year"))
+    assert year["left_out_documents"] == []
+    assert {r["country"]: r["gold"] for r in year["countries"]}["FRA"] == 2
+    assert "dated by year only" not in capsys.readouterr().err
+
+
+def _quarter_span(label: str) -> tuple[float, float]:
+    """A quarter ("2015Q3") as decimal years, by days."""
+    year, q = int(label[:4]), int(label[-1])
+
+    def decimal(y: int, month: int) -> float:
+        if month > 12:
+            y, month = y + 1, 1
+        start, next_year = datetime.date(y, 1, 1), datetime.date(y + 1, 1, 1)
+        return y + (datetime.date(y, month, 1) - start).days / (next_year - start).days
+
+    return decimal(year, 3 * q - 2), decimal(year, 3 * q + 1)
+
+
+def test_figures_are_to_scale_in_time(tmp_path, monkeypatch):
+    # The fixture's quarters 2015Q3-2016Q1 touch; a France event in 2018Q2 lies two
+    # years on, and the figure must show those two years as a gap.
+    later = fx.NMOD_ACTIVE.replace("nmod_active", "later").replace("2015-08-21", "2018-05-02")
+    _args(tmp_path)
+    (tmp_path / "corpus" / "tiny-train.conllu").write_text(fx.ALL + later)
+    drawn = {}
+    real = plot.posterior_time_series
+
+    def record(periods, *args, **kwargs):
+        fig, ax = real(periods, *args, **kwargs)
+        mean = next(line for line in ax.lines if line.get_label().endswith("posterior mean"))
+        drawn.setdefault(kwargs.get("label"), (list(periods), mean.get_xdata().tolist()))
+        return fig, ax
+
+    monkeypatch.setattr(plot, "posterior_time_series", record)
+    model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")
+    experiment.run(_args(tmp_path, "--model", str(model)))
+    periods, x = drawn["FRA"]
+    assert periods == ["2015Q3", "2015Q4", "2016Q1", "2018Q2"]
+    spans = [_quarter_span(p) for p in periods]
+    steps = [v for v in x if not math.isnan(v)]
+    # Every period drawn from its start to its end in decimal years, and the run
+    # breaks (a NaN) between 2016Q1 and 2018Q2 instead of closing up.
+    assert steps == [spans[0][0], spans[1][0], spans[2][0], spans[2][1], spans[3][0], spans[3][1]]
+    assert sum(math.isnan(v) for v in x) == 1
+    assert spans[3][0] - spans[2][1] == pytest.approx(2.0, abs=0.01)  # April 2016 to April 2018
 
 
 def test_bad_input_raises(tmp_path):

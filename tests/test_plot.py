@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -258,6 +260,38 @@ def test_event_counts_are_steps_with_gold_one_best_and_the_interval_kind() -> No
     # Zero counts sit above the axis, not on it.
     assert ax.get_ylim()[0] < 0 < ax.get_ylim()[1]
     assert ax.get_ylim()[1] > 1
+
+
+def test_event_counts_on_a_time_scale_leave_empty_years_as_gaps() -> None:
+    # Documents in 2000, 2001 and 2015 only: 2002-2014 is a gap, not a neighbour.
+    periods = ["2000", "2001", "2015"]
+    spans = [(2000.0, 2001.0), (2001.0, 2002.0), (2015.0, 2016.0)]
+    _, ax = posterior_time_series(
+        periods, [0.2, 0.0, 0.5], [0.0, 0.0, 0.1], [0.6, 0.0, 0.9],
+        label="PRK", one_best=[0, 0, 1], gold=[1, 0, 1], spans=spans,
+    )  # fmt: skip
+    mean = next(line for line in ax.lines if line.get_label() == "PRK posterior mean")
+    assert mean.get_drawstyle() == "steps-post"
+    x, y = mean.get_xdata().tolist(), mean.get_ydata().tolist()
+    # Each period a step from its start to its end; a NaN breaks the line in the gap.
+    nan = [k for k, v in enumerate(x) if math.isnan(v)]
+    assert len(nan) == 1 and math.isnan(y[nan[0]])
+    assert x[: nan[0]] == [2000.0, 2001.0, 2002.0] and y[: nan[0]] == [0.2, 0.0, 0.0]
+    assert x[nan[0] + 1 :] == [2015.0, 2016.0] and y[nan[0] + 1 :] == [0.5, 0.5]
+    # The band is one box per run of touching periods, nothing over 2002-2015.
+    (band,) = ax.collections
+    boxes = [(p.vertices[:, 0].min(), p.vertices[:, 0].max()) for p in band.get_paths()]
+    assert sorted(boxes) == [(2000.0, 2002.0), (2015.0, 2016.0)]
+    gold = next(line for line in ax.lines if line.get_label() == "PRK gold")
+    assert gold.get_xdata().tolist() == [(a + b) / 2 for a, b in spans]
+    assert ax.get_xlim() == (2000.0, 2016.0)
+    assert ax.get_ylim()[0] < 0 < ax.get_ylim()[1]
+    with pytest.raises(ValueError, match="not overlap"):
+        posterior_time_series(["a", "b"], [1, 2], [0, 1], [2, 3], spans=[(0, 2), (1, 3)])
+    with pytest.raises(ValueError, match="spans has 1 values"):
+        posterior_time_series(["a", "b"], [1, 2], [0, 1], [2, 3], spans=[(0, 1)])
+    with pytest.raises(ValueError, match="end after it starts"):
+        posterior_time_series(["a"], [1], [0], [2], spans=[(1, 1)])
 
 
 def test_band_over_epochs_has_integer_ticks() -> None:

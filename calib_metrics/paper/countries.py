@@ -30,8 +30,30 @@ What is taken from the TABARI file and why:
   code (``IGOWSTNAT`` for NATO).
 * **Short acronyms** written without dots (``US``, ``UK``, ``UN``) match only an
   all-uppercase token, because "us" is an English pronoun ("they attacked us").
-  The stemming back-off only yields stems of at least four characters, so
+  The stemming back-off only yields stems of at least five characters, so
   "Malik" does not become "Mali" but "Iraqis" becomes "Iraqi".
+
+How the dictionaries' own conventions are read: ``_`` joins the words of one
+phrase (``NORTH_KOREA_`` is "north korea", two consecutive tokens) and a trailing
+``_`` ends it; a ``+`` line is a synonym of the block's head, with its codes.
+TABARI read a word without a trailing ``_`` as a stem (``+INDIAN`` would match
+"Indiana"); PETRARCH2, whose dictionaries these are, matches complete words only,
+and so does this lexicon: the only partial matching is the paper's back-off. The
+files are upper case, so they say nothing about case; in English text, though,
+country names, demonyms and capitals are proper nouns and always capitalised, so:
+
+* **A name matches only a capitalised token** (an upper-case letter in the last
+  word of the phrase: "France", "FRANCE", "U.S.", "the United States"). The
+  lower-case common words "male", "polish", "cork", "guinea" and "pole" are not
+  the capital Malé, Poland, the city of Cork, Guinea or a Pole. ``capitalized=False``
+  restores the paper's case-insensitive matching (for lower-cased text).
+* **The back-off never re-reads another actor's name.** A word that the
+  dictionaries list as the name of another actor (a city, province or person the
+  lexicon leaves out, such as ``+INDIANA_`` under the USA) is not an inflected
+  country name, so "Indiana" is not backed off to "Indian" (India); a dropped
+  spelling of the same country ("Filipinas" under the Philippines) still backs off.
+  :data:`OTHER_NAMES` adds the few such names the dictionaries lack ("the Americas"
+  are two continents, not "America").
 """
 
 from __future__ import annotations
@@ -120,6 +142,10 @@ EXTRA_NAMES: dict[str, tuple[str, ...]] = {
     "THA": ("siam",),
 }  # fmt: skip
 
+#: Names of places that are not countries and that the back-off would read as one
+#: ("Americas" -> "america" -> USA); the dictionaries do not list them themselves.
+OTHER_NAMES: tuple[str, ...] = ("americas",)
+
 _ORG_WORDS = re.compile(
     r"ORGANI[SZ]ATION|UNION|COUNCIL|LEAGUE|ALLIANCE|TREATY|NATIONS|COMMUNITY|ASSEMBLY|"
     r"BANK|FUND|COMMISSION|AGENCY|COURT|TRIBUNAL|SECRETARIAT|PARLIAMENT"
@@ -193,6 +219,12 @@ class CountryLexicon:
         case_sensitive: phrases (short dotless acronyms such as ``("us",)``) that
             match only when every token is upper case.
         min_stem: the shortest stem the back-off may produce.
+        capitalized: match a phrase only when its last token has an upper-case
+            letter, since names and demonyms are capitalised in English ("male" is
+            not the capital Malé). ``False`` matches case-insensitively, as the paper.
+        other_names: lower-cased word tuples that name something other than a
+            country (a city or province left out of ``phrases``); the back-off never
+            turns one of them into a country ("Indiana" is not "Indian").
 
     Example:
         >>> lex = CountryLexicon({("france",): "FRA", ("french",): "FRA", ("us",): "USA",
@@ -201,6 +233,10 @@ class CountryLexicon:
         ('FRA', 'FRA', None, 'USA')
         >>> lex.match_tokens(["Troops", "of", "North", "Korea", "attacked"])
         [(2, 4, 'PRK')]
+        >>> lex = CountryLexicon({("male",): "MDV", ("indian",): "IND"},
+        ...                      other_names={("indiana",)})
+        >>> lex.match("male"), lex.match("Male"), lex.match("Indians"), lex.match("Indiana")
+        (None, 'MDV', 'IND', None)
     """
 
     def __init__(
@@ -208,12 +244,18 @@ class CountryLexicon:
         phrases: dict[tuple[str, ...], str],
         case_sensitive: set[tuple[str, ...]] | frozenset[tuple[str, ...]] = frozenset(),
         min_stem: int = 5,
+        *,
+        capitalized: bool = True,
+        other_names: set[tuple[str, ...]] | frozenset[tuple[str, ...]] = frozenset(),
     ) -> None:
         if min_stem < 1:
             raise ValueError(f"min_stem must be >= 1, got {min_stem}")
         self.phrases = dict(phrases)
         self.case_sensitive = frozenset(case_sensitive)
         self.min_stem = min_stem
+        self.capitalized = capitalized
+        # A phrase of the lexicon is never shadowed by another actor's name.
+        self.other_names = frozenset(other_names).difference(self.phrases)
         self.max_len = max((len(p) for p in self.phrases), default=0)
         # Multiword phrases indexed by their first word, so a scan tries only the
         # lengths that can match at a position (the back-off touches the last word).
@@ -235,12 +277,17 @@ class CountryLexicon:
         cities: bool = False,
         igos: bool = True,
         min_stem: int = 5,
+        capitalized: bool = True,
     ) -> CountryLexicon:
         """Build the lexicon from a Phoenix folder (or a single ``.actors`` file).
 
         ``path`` is the folder holding ``Phoenix.Countries.actors.txt.gz`` (and,
         with ``igos=True``, ``Phoenix.International.actors.txt.gz``) or one
         ``.actors[.txt][.gz]`` file. ``cities=True`` keeps city and province synonyms.
+        A name the files list for another actor than the country the back-off would
+        reach from it (a city, province or person the lexicon leaves out) becomes one
+        of its ``other_names``, as do :data:`OTHER_NAMES`. ``capitalized`` is passed
+        on (see the class).
 
         Example:
             >>> import tempfile, pathlib
@@ -248,8 +295,8 @@ class CountryLexicon:
             >>> _ = (d / "x.actors.txt").write_text(
             ...     "FRANCE_ [FRA]\\n+FRENCH_\\n+PARIS_\\nJACQUES_CHIRAC_\\n\\t[FRAGOV]\\n")
             >>> lex = CountryLexicon.load(d / "x.actors.txt")
-            >>> lex.match("french"), lex.match("Paris"), lex.match("Chirac")
-            ('FRA', None, None)
+            >>> lex.match("French"), lex.match("french"), lex.match("Paris"), lex.match("Chirac")
+            ('FRA', None, None, None)
         """
         path = Path(path)
         if path.is_dir():
@@ -264,6 +311,8 @@ class CountryLexicon:
                     f"country lexicon file not found: {f}; {where_to_get(LEXICON)}"
                 )
         phrases: dict[tuple[str, ...], str] = {}
+        # Every listed name with the countries of the blocks that list it.
+        owners: dict[tuple[str, ...], set[str | None]] = {_phrase(n): {None} for n in OTHER_NAMES}
         for f in files:
             # The International file also has bare three-letter codes that are not
             # countries (MED: news media), so only its IGOs are taken.
@@ -272,6 +321,10 @@ class CountryLexicon:
                 blocks = _block_phrases(block, cities=cities, igos=igos, countries=countries)
                 for words, code in blocks:
                     phrases.setdefault(words, code)
+                owner = _owner(block.codes)
+                for n in block.names:
+                    if "(" not in n:
+                        owners.setdefault(_phrase(n), set()).add(owner)
         for code, names in EXTRA_NAMES.items():
             if code in set(phrases.values()):
                 for name in names:
@@ -279,7 +332,17 @@ class CountryLexicon:
         if not phrases:
             raise ValueError(f"no country entries found in {path}")
         sensitive = {p for p in phrases if len(p) == 1 and "." not in p[0] and len(p[0]) <= 3}
-        return cls(phrases, case_sensitive=sensitive, min_stem=min_stem)
+        lexicon = cls(phrases, case_sensitive=sensitive, min_stem=min_stem, capitalized=capitalized)
+        # A listed name stops the back-off only when it belongs to another actor than
+        # the country the back-off reaches: "Indiana" (a US state) is not India, but
+        # "Filipinas", a spelling under the Philippines that the city filter drops,
+        # still backs off to "filipina" and the Philippines.
+        lexicon.other_names = frozenset(
+            name
+            for name, listed in owners.items()
+            if name not in phrases and lexicon._backoff_code(name) not in (None, *listed)
+        )
+        return lexicon
 
     def _variants(self, word: str) -> list[str]:
         lower = word.lower()
@@ -289,8 +352,20 @@ class CountryLexicon:
                 out.append(lower[:-k])
         return out
 
+    def _backoff_code(self, words: tuple[str, ...]) -> str | None:
+        """The code that only the back-off reaches from lower-cased ``words``."""
+        for last in self._variants(words[-1])[1:]:
+            code = self.phrases.get((*words[:-1], last))
+            if code is not None:
+                return code
+        return None
+
     def _lookup(self, tokens: Sequence[str]) -> str | None:
+        if self.capitalized and not any(ch.isupper() for ch in tokens[-1]):
+            return None
         head = tuple(t.lower() for t in tokens[:-1])
+        if (*head, tokens[-1].lower()) in self.other_names:
+            return None  # a name in its own right, not an inflected country name
         for last in self._variants(tokens[-1]):
             key = (*head, last)
             code = self.phrases.get(key)
@@ -336,6 +411,16 @@ class CountryLexicon:
         for start, end, code in self.match_tokens(tokens):
             codes[start:end] = [code] * (end - start)
         return codes
+
+
+def _owner(codes: list[tuple[str, str]]) -> str | None:
+    """The country a block belongs to: its bare code, else its codes' shared prefix
+    (``FRAGOV`` and ``FRAELI``: FRA), else ``None``."""
+    country = _country_code(codes)
+    if country is not None:
+        return country
+    prefixes = {c[:3] for c, _ in codes}
+    return prefixes.pop() if len(prefixes) == 1 else None
 
 
 def _block_phrases(block: _Block, *, cities: bool, igos: bool, countries: bool = True):

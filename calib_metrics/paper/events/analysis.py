@@ -40,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,8 +63,10 @@ __all__ = [
     "aggregate_events",
     "document_date",
     "document_events",
+    "document_period",
     "gold_antecedents",
     "period_label",
+    "period_span",
 ]
 
 #: Dependents of a mention's head that make it "described as" a country. The
@@ -75,8 +78,27 @@ AFFILIATION_RELATIONS: tuple[str, ...] = ("nmod", "nmod:poss", "amod", "compound
 PERIODS = ("month", "quarter", "year")
 
 
+def _parse_date(doc, key: str) -> tuple[_dt.date, int] | None:
+    """``(date, parts)``: the date with a missing month or day set to 1, and how many
+    of year, month, day the metadata gives (1 to 3); ``None`` without a date."""
+    value = (getattr(doc, "meta", None) or {}).get(key)
+    if not value:
+        return None
+    parts = value.strip().strip("-").split("-")
+    try:
+        numbers = [int(p) for p in parts[:3] if p]
+        date = _dt.date(numbers[0], *(numbers[1:] + [1, 1][: 3 - len(numbers)]))
+    except (ValueError, IndexError) as err:
+        raise ValueError(f"document {getattr(doc, 'doc_id', '?')}: bad {key} {value!r}") from err
+    return date, len(numbers)
+
+
 def document_date(doc, key: str = "dateCreated") -> _dt.date | None:
     """A document's date from ``# meta::<key> = YYYY[-MM[-DD]]``, or ``None`` if absent.
+
+    A missing month or day reads as 1, so the date of a year-only document is
+    January 1st; :func:`document_period` does not place such a document in a month
+    or quarter.
 
     Example:
         >>> from types import SimpleNamespace
@@ -85,15 +107,38 @@ def document_date(doc, key: str = "dateCreated") -> _dt.date | None:
         >>> document_date(SimpleNamespace(meta={"dateCreated": "1999-05"}))
         datetime.date(1999, 5, 1)
     """
-    value = (getattr(doc, "meta", None) or {}).get(key)
-    if not value:
-        return None
-    parts = value.strip().strip("-").split("-")
-    try:
-        numbers = [int(p) for p in parts[:3] if p]
-        return _dt.date(numbers[0], *(numbers[1:] + [1, 1][: 3 - len(numbers)]))
-    except (ValueError, IndexError) as err:
-        raise ValueError(f"document {getattr(doc, 'doc_id', '?')}: bad {key} {value!r}") from err
+    parsed = _parse_date(doc, key)
+    return None if parsed is None else parsed[0]
+
+
+#: How many of year, month, day a date needs to fall in one period of each kind.
+_PARTS_NEEDED = {"month": 2, "quarter": 2, "year": 1}
+
+
+def document_period(doc, period: str = "quarter", key: str = "dateCreated") -> str | None:
+    """The :func:`period_label` of a document's date, or ``None`` if the date is too coarse.
+
+    A date with only a year (``YYYY``) lies in one year but in no particular month
+    or quarter: counting it in January (its :func:`document_date`) would put events
+    where they may not have happened, so it has no month or quarter period and is
+    left out of those counts (``None``). ``YYYY-MM`` places a document in its month
+    and quarter. A document without the date raises ``ValueError``.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> doc = SimpleNamespace(doc_id="d", meta={"dateCreated": "1999"})
+        >>> [document_period(doc, p) for p in ("month", "quarter", "year")]
+        [None, None, '1999']
+        >>> document_period(SimpleNamespace(meta={"dateCreated": "1999-05"}), "quarter")
+        '1999Q2'
+    """
+    if period not in _PARTS_NEEDED:
+        raise ValueError(f"period must be one of {PERIODS}, got {period!r}")
+    parsed = _parse_date(doc, key)
+    if parsed is None:
+        raise ValueError(f"document {getattr(doc, 'doc_id', '?')} has no '# meta::{key}' date")
+    date, parts = parsed
+    return period_label(date, period) if parts >= _PARTS_NEEDED[period] else None
 
 
 def period_label(date: _dt.date, period: str = "quarter") -> str:
@@ -111,6 +156,45 @@ def period_label(date: _dt.date, period: str = "quarter") -> str:
     if period == "year":
         return f"{date.year:04d}"
     raise ValueError(f"period must be one of {PERIODS}, got {period!r}")
+
+
+_LABEL = re.compile(r"^(\d{4})(?:Q([1-4])|-(\d{2}))?$")
+
+
+def _decimal_year(date: _dt.date) -> float:
+    start = _dt.date(date.year, 1, 1)
+    return date.year + (date - start).days / (_dt.date(date.year + 1, 1, 1) - start).days
+
+
+def period_span(label: str) -> tuple[float, float]:
+    """Start and end of a :func:`period_label` period in decimal years, to scale.
+
+    A month or quarter spans its true share of its year (days / days in the year),
+    so periods drawn at these positions keep the gaps between them in proportion.
+
+    Example:
+        >>> period_span("2015"), period_span("2015Q4")
+        ((2015.0, 2016.0), (2015.7479452054795, 2016.0))
+        >>> start, end = period_span("2016-02")
+        >>> round((end - start) * 366, 6)  # February 2016: 29 of 366 days
+        29.0
+    """
+    m = _LABEL.match(label)
+    if m is None:
+        raise ValueError(f"not a period label (2015, 2015Q3 or 2015-08): {label!r}")
+    year = int(m.group(1))
+    if m.group(2):
+        first = 3 * int(m.group(2)) - 2  # the quarter's first month
+        months = 3
+    elif m.group(3):
+        first, months = int(m.group(3)), 1
+        if not 1 <= first <= 12:
+            raise ValueError(f"not a period label (month {first}): {label!r}")
+    else:
+        return float(year), float(year + 1)
+    after = first + months  # the month after the period, possibly January next year
+    end = _dt.date(year + (after - 1) // 12, (after - 1) % 12 + 1, 1)
+    return _decimal_year(_dt.date(year, first, 1)), _decimal_year(end)
 
 
 @dataclass
@@ -318,7 +402,8 @@ class EventAnalysis:
     Attributes:
         codes: the ``C`` country codes (columns).
         periods: the ``T`` period labels, in time order (rows).
-        doc_ids: the ``D`` documents, with ``doc_period [D]`` their period index.
+        doc_ids: the ``D`` documents, with ``doc_period [D]`` their period index
+            (``-1`` for a document without a period, left out of every count).
         pair_doc, pair_code: ``Long [P]``, the (document, country) pairs that can fire.
         pair_samples: ``Bool [S, P]``, the pair's event indicator in each sample.
         exact: ``Bool [P]``, the document's clustering was given as deterministic
@@ -338,6 +423,11 @@ class EventAnalysis:
     @property
     def n_samples(self) -> int:
         return self.pair_samples.shape[0]
+
+    @property
+    def left_out(self) -> list[str]:
+        """The documents without a period (too coarse a date), in no count."""
+        return [d for d, p in zip(self.doc_ids, self.doc_period.tolist(), strict=True) if p < 0]
 
     @property
     def doc_probs(self) -> Tensor:
@@ -384,7 +474,7 @@ class EventAnalysis:
 def aggregate_events(
     tables: Sequence[MentionTable],
     roots: Sequence[Tensor | None],
-    periods: Sequence[str],
+    periods: Sequence[str | None],
     n_samples: int | None = None,
 ) -> EventAnalysis:
     """Collect per-document event samples into an :class:`EventAnalysis`.
@@ -394,7 +484,9 @@ def aggregate_events(
         roots: per document, entity roots ``[S, N]`` (one row for a deterministic
             clustering, which is broadcast to ``S``), or ``None`` for a document that
             cannot fire (no attack or no country mention: ``a = 0`` in every sample).
-        periods: the period label of each document.
+        periods: the period label of each document, or ``None`` for a document that
+            has no period (:func:`document_period`: a year-only date and month or
+            quarter periods); such a document is left out of every count.
         n_samples: ``S``; by default the largest leading dim among ``roots``.
     """
     if not len(tables) == len(roots) == len(periods):
@@ -406,13 +498,13 @@ def aggregate_events(
     s = n_samples or max(sizes, default=1)
     if not sizes <= {1, s}:
         raise ValueError(f"roots must all have {s} samples (or 1), got {sorted(sizes)}")
-    labels = sorted(set(periods))
+    labels = sorted({p for p in periods if p is not None})
     period_index = {p: k for k, p in enumerate(labels)}
     codes = sorted({c for t in tables for c in t.codes})
     code_index = {c: k for k, c in enumerate(codes)}
     pair_doc, pair_code, cols, exact = [], [], [], []
     for d, (table, r) in enumerate(zip(tables, roots, strict=True)):
-        if r is None or not table.can_fire:
+        if r is None or not table.can_fire or periods[d] is None:
             continue
         events = document_events(table, r)  # [S or 1, K]
         for k, code in enumerate(table.codes):
@@ -428,7 +520,9 @@ def aggregate_events(
         codes=codes,
         periods=labels,
         doc_ids=[t.doc_id for t in tables],
-        doc_period=torch.tensor([period_index[p] for p in periods], dtype=torch.long),
+        doc_period=torch.tensor(
+            [-1 if p is None else period_index[p] for p in periods], dtype=torch.long
+        ),
         pair_doc=torch.tensor(pair_doc, dtype=torch.long),
         pair_code=torch.tensor(pair_code, dtype=torch.long),
         pair_samples=samples,

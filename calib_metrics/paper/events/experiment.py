@@ -23,6 +23,7 @@ coreference).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -36,9 +37,9 @@ from calib_metrics.paper.countries import CountryLexicon
 from calib_metrics.paper.events.analysis import (
     EventExtractor,
     aggregate_events,
-    document_date,
+    document_period,
     gold_antecedents,
-    period_label,
+    period_span,
 )
 from calib_metrics.paper.events.errors import uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
@@ -147,9 +148,10 @@ def _cells(analysis, summary, dist, gold, best) -> list[dict]:
                         float(summary.normal_lower[t, c]),
                         float(summary.normal_upper[t, c]),
                     ],
+                    # sample values of a count: whole numbers (sample_summary)
                     "percentile": [
-                        float(summary.percentile_lower[t, c]),
-                        float(summary.percentile_upper[t, c]),
+                        int(summary.percentile_lower[t, c]),
+                        int(summary.percentile_upper[t, c]),
                     ],
                     "exact_mean": float(dist.mean[t, c]),
                     "exact_var": float(dist.var[t, c]),
@@ -177,10 +179,13 @@ def _figures(
     """A time series per country in ``top`` and an overlay of the first two (Fig. 6).
 
     Each figure shows the periods around those with a non-zero value (GUM spans
-    1895-2024 with a handful of documents a year); the table has all periods.
+    1895-2024 with a handful of documents a year); the table has all periods. The
+    x axis is to scale in time: a year, quarter or month without documents has no
+    period and is left as a gap, rather than the neighbours closing up over it.
     """
     from calib_metrics.plot import posterior_time_series
 
+    spans = [period_span(p) for p in analysis.periods]
     lower = summary.normal_lower.clamp_min(0)
     upper = summary.normal_upper
     active = (upper > 0) | (gold_counts > 0) | (best_counts > 0)  # [T, C]
@@ -198,6 +203,7 @@ def _figures(
             one_best=best_counts[w, c],
             gold=gold_counts[w, c],
             title=f"{code}: documents with an attack",
+            spans=spans[w],
             **kind,
         )
         path = out / f"events_{code}.png"
@@ -217,6 +223,7 @@ def _figures(
                 label=analysis.codes[c],
                 color=color,
                 title=f"{analysis.codes[pair[0]]} vs {analysis.codes[pair[1]]}",
+                spans=spans[w],
                 **kind,
             )
         path = out / "events_overlay.png"
@@ -243,12 +250,15 @@ def _load(args: argparse.Namespace) -> dict:
     docs, split = _read(_files(Path(data)))
     if not docs:
         raise ValueError(f"no documents in {data}")
-    periods = []
-    for d in docs:
-        date = document_date(d)
-        if date is None:
-            raise ValueError(f"document {d.doc_id} has no '# meta::dateCreated' date")
-        periods.append(period_label(date, args.period))
+    # None: a year-only date, which has no month or quarter (document_period).
+    periods = [document_period(d, args.period) for d in docs]
+    left_out = [d.doc_id for d, p in zip(docs, periods, strict=True) if p is None]
+    if left_out:
+        print(
+            f"{len(left_out)} of {len(docs)} documents are dated by year only and left out "
+            f"of the {args.period} periods (--period year counts them)",
+            file=sys.stderr,
+        )
     return {
         "data": data,
         "lexicon_dir": lexicon_dir,
@@ -256,6 +266,7 @@ def _load(args: argparse.Namespace) -> dict:
         "docs": docs,
         "split": split,
         "periods": periods,
+        "left_out": left_out,
     }
 
 
@@ -300,7 +311,7 @@ def _country_rows(sampled, dist, gold_counts, best_counts, confidence: float) ->
             "mean": float(totals.mean[c]),
             "std": float(totals.std[c]),
             "normal": [float(totals.normal_lower[c]), float(totals.normal_upper[c])],
-            "percentile": [float(totals.percentile_lower[c]), float(totals.percentile_upper[c])],
+            "percentile": [int(totals.percentile_lower[c]), int(totals.percentile_upper[c])],
             "exact_mean": float(exact_totals[c]),
         }
         if row["gold"] or row["one_best"] or row["mean"] > 0:
@@ -403,6 +414,7 @@ def run(args: argparse.Namespace) -> dict:
         "confidence": args.confidence,
         "enhanced": args.enhanced,
         "documents": len(docs),
+        "left_out_documents": corpus["left_out"],
         "periods": len(sampled.periods),
         "attack_mentions": attack_mentions,
         "candidate_documents": [docs[i].doc_id for i in candidates],
@@ -428,6 +440,10 @@ def _interval(lo_hi: list[float]) -> str:
     return f"[{lo_hi[0]:.2f}, {lo_hi[1]:.2f}]"
 
 
+def _count_interval(lo_hi: list[int]) -> str:
+    return f"[{lo_hi[0]}, {lo_hi[1]}]"
+
+
 def _country_table(r: dict) -> str:
     return report.markdown_table(
         ["country", "gold", "1-best", "mean", "std", "normal m±1.96s", "percentile", "exact mean"],
@@ -439,7 +455,7 @@ def _country_table(r: dict) -> str:
                 c["mean"],
                 c["std"],
                 _interval(c["normal"]),
-                _interval(c["percentile"]),
+                _count_interval(c["percentile"]),
                 c["exact_mean"],
             ]
             for c in r["countries"]
@@ -460,9 +476,9 @@ def _cell_table(r: dict) -> str:
                 c["one_best"],
                 c["mean"],
                 _interval(c["normal"]),
-                _interval(c["percentile"]),
+                _count_interval(c["percentile"]),
                 c["exact_mean"],
-                f"[{c['exact_interval'][0]}, {c['exact_interval'][1]}]",
+                _count_interval(c["exact_interval"]),
             ]
             for c in r["cells"]
         ],
@@ -503,6 +519,7 @@ def _markdown(r: dict) -> str:
         f"documents (an attack agent and a country mention), S = {r['samples']} samples, "
         f"{r['confidence']:.0%} intervals.",
         "",
+        *_left_out_note(r),
         "## Per country (all periods)",
         "",
         _country_table(r),
@@ -525,6 +542,18 @@ def _markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _left_out_note(r: dict) -> list[str]:
+    left_out = r["left_out_documents"]
+    if not left_out:
+        return []
+    return [
+        f"{len(left_out)} of the {r['documents']} documents are dated by year only: they "
+        f"have no {r['period']} and are left out of every count here (`--period year` counts "
+        f"them): {', '.join(left_out)}.",
+        "",
+    ]
+
+
 def _where(choice) -> str:
     if choice.sentence is None:
         return "NEW"
@@ -540,6 +569,6 @@ def _print_summary(r: dict) -> None:
         print(
             f"  {c['country']}: gold {c['gold']}, 1-best {c['one_best']}, "
             f"mean {c['mean']:.2f} normal {_interval(c['normal'])} "
-            f"percentile {_interval(c['percentile'])}"
+            f"percentile {_count_interval(c['percentile'])}"
         )
     print(f"  uncertain documents: {len(r['uncertain'])}")

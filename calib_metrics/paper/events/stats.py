@@ -59,12 +59,22 @@ def sample_summary(samples: Tensor, confidence: float = 0.95) -> PosteriorSummar
     population standard deviation of the samples (``unbiased=False``), so a single
     sample gives zero width.
 
+    The percentile interval's ends are sample values, never interpolated between
+    two: the smallest values whose empirical cdf reaches ``(1 - confidence) / 2``
+    and ``(1 + confidence) / 2`` (the inverse of the empirical cdf, the same rule as
+    :func:`poisson_binomial_summary`'s exact interval). Counts thus get whole-count
+    ends, and the interval holds at least ``confidence`` of the samples (fewer than
+    ``(1 - confidence) / 2`` lie below it, at most that many above).
+
     Example:
         >>> s = sample_summary(torch.tensor([[1.0], [2.0], [3.0], [2.0]]))
         >>> s.mean, s.std.round(decimals=4)
         (tensor([2.]), tensor([0.7071]))
         >>> s.percentile_lower, s.percentile_upper
-        (tensor([1.0750]), tensor([2.9250]))
+        (tensor([1.]), tensor([3.]))
+        >>> s = sample_summary(torch.tensor([0] * 97 + [1] * 3))  # 3% of samples are 1
+        >>> s.percentile_lower.item(), s.percentile_upper.item()
+        (0.0, 1.0)
     """
     if samples.ndim < 1 or samples.shape[0] == 0:
         raise ValueError("samples must have a non-empty leading sample dim")
@@ -73,8 +83,16 @@ def sample_summary(samples: Tensor, confidence: float = 0.95) -> PosteriorSummar
     mean = x.mean(0)
     std = x.std(0, unbiased=False)
     alpha = (1.0 - confidence) / 2.0
-    q = torch.tensor([alpha, 1.0 - alpha], dtype=x.dtype, device=x.device)
-    lo, hi = torch.quantile(x, q, dim=0)
+    n = x.shape[0]
+    # The k-th smallest sample has empirical cdf (k + 1) / n; an end is the first
+    # sample whose cdf reaches its level. The tolerance keeps rounding in
+    # 1 - confidence from moving an end by one sample when the level is hit exactly.
+    cdf = torch.arange(1, n + 1, dtype=torch.float64) / n
+    tol = 1e-12
+    k_lo = int((cdf < alpha - tol).sum())
+    k_hi = min(int((cdf < 1.0 - alpha - tol).sum()), n - 1)
+    ordered = x.sort(0).values
+    lo, hi = ordered[k_lo], ordered[k_hi]
     dtype = samples.dtype if samples.is_floating_point() else torch.get_default_dtype()
     out = (mean, std, mean - z * std, mean + z * std, lo, hi)
     return PosteriorSummary(*(t.to(dtype) for t in out))
