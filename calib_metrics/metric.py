@@ -265,8 +265,8 @@ def _prepare_batch(
             if multiclass:
                 hint = _class_column_hint(probs.shape[-1])
             raise ValueError(
-                f"probs and target must have the same shape, got {tuple(probs.shape)} "
-                f"and {tuple(target.shape)}{hint}"
+                f"{name} and target must have the same shape, got {tuple(probs.shape)} "
+                f"and {tuple(target.shape)}{hint.replace('probs', name)}"
             )
         probs, target = probs.reshape(-1), target.reshape(-1)
         keep = None if ignore_index is None else target != ignore_index
@@ -276,7 +276,7 @@ def _prepare_batch(
     c = num_classes
     if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
         raise ValueError(
-            f"multiclass input needs probs [..., {c}] and target [...], got probs "
+            f"multiclass input needs {name} [..., {c}] and target [...], got {name} "
             f"{tuple(probs.shape)} and target {tuple(target.shape)}"
             + column_target_hint(probs, target)
         )

@@ -49,7 +49,10 @@ def test_functional_multiclass_input_of_mismatched_length_says_which_shape() -> 
 @pytest.mark.parametrize("metric", [CalibrationError, CalibrationComparison])
 @pytest.mark.parametrize(
     ("columns", "fix"),
-    [(1, r"pass probs\.squeeze\(-1\)"), (2, r"pass probs\[\.\.\., 1\]; or set num_classes=2")],
+    [
+        (1, r"pass probs(_a)?\.squeeze\(-1\)"),
+        (2, r"pass probs(_a)?\[\.\.\., 1\]; or set num_classes=2"),
+    ],
 )
 def test_binary_probs_as_columns_say_how_to_pass_them(metric, columns, fix) -> None:
     # A binary head's [N, 1] output had been told "set num_classes=1", which is refused.
@@ -66,3 +69,14 @@ def test_set_dtype_says_that_it_changes_nothing() -> None:
     with pytest.warns(UserWarning, match=r"set_dtype\(torch.float16\) changes nothing"):
         assert metric.set_dtype(torch.float16) is metric
     assert metric.probs[0].dtype == torch.float32
+
+
+def test_a_comparison_names_the_model_whose_shape_is_wrong() -> None:
+    # The shape errors had named "probs" where the comparison has probs_a and probs_b.
+    comparison = CalibrationComparison()
+    with pytest.raises(ValueError, match=r"^probs_a and target must have the same shape"):
+        comparison.update(torch.rand(8), torch.rand(8), torch.randint(0, 2, (9,)))
+    with pytest.raises(ValueError, match=r"^multiclass input needs probs_a \[\.\.\., 3\]"):
+        CalibrationComparison(3).update(
+            torch.rand(8, 4), torch.rand(8, 4), torch.randint(0, 3, (8,))
+        )

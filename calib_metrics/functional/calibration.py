@@ -210,7 +210,11 @@ def calibration_error(
             only: ``l1`` and ``max`` fall back to the plug-in), with each bin's effective
             sample size where a bin boundary cuts a tie group; see
             :func:`error_from_bins`. The paper's estimator is ``debias=False,
-            bin_size=5000``.
+            bin_size=5000``. A bin of one pair has no label noise to subtract and keeps
+            its plug-in square (``bin_size=1`` gives the plug-in, √Brier); this function
+            does not warn of it, nor of fewer than 10 bins:
+            :class:`~calib_metrics.CalibrationError` and the command line do
+            (:mod:`calib_metrics.few_bins`).
         mode: for multiclass ``probs [..., C]`` with integer ``target [...]``:
             ``"one_vs_rest"`` (the paper's), ``"top_label"`` or ``"classwise"`` (the
             mean of the per-class errors); see :mod:`calib_metrics.functional.multiclass`.
