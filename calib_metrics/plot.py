@@ -525,6 +525,18 @@ def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, lab
         label=label,
         error_kw={"linewidth": 0.8, "capsize": 1.5, "ecolor": "0.2"},
     )
+    for row, at, error in zip(rows, y, err):
+        # Too few pairs to resample: no whiskers must not read as "known exactly".
+        if math.isnan(row.lower.item()) or math.isnan(row.upper.item()):
+            ax.annotate(
+                "no interval",
+                (0.0 if math.isnan(error) else error, at),
+                xytext=(3, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=6,
+                color="0.35",
+            )
 
 
 def _label_axis(ax: Axes, labels: list[str]) -> None:

@@ -108,3 +108,18 @@ def test_one_bare_bin_has_its_count_as_effective_sample_size():
     assert tie_runs(t([0.1]), t([0.5])).tolist() == [0]
     bins = Bins(t([0.5], dtype=torch.float64), t([0.5], dtype=torch.float64), t([2.0]).double())
     assert effective_samples(bins).tolist() == [2.0]
+
+
+def test_a_label_without_an_interval_says_so() -> None:
+    # Five pairs cannot be resampled: the interval is NaN, whose whiskers had been drawn
+    # as 0 — an empty row that read as "known exactly".
+    from calib_metrics.plot import per_label_errors
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(3000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    with pytest.warns(UserWarning):
+        few = calibration_error_ci(q[:5], y[:5])
+    fig, ax = per_label_errors({"few": few, "many": calibration_error_ci(q, y, n_samples=100)})
+    assert [t.get_text() for t in ax.texts] == ["no interval"]
+    plt.close(fig)
