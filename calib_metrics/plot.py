@@ -152,8 +152,8 @@ def reliability_diagram(
             ``"auto"``: logit when more than half of the pairs lie in bins whose mean is
             within 0.05 of 0 or 1, and the title says so.
         smooth: a :class:`~calib_metrics.functional.smooth.SmoothCurve` from
-            :func:`~calib_metrics.functional.smooth_reliability_curve` on the same pairs
-            (made at the same ``confidence``), drawn with its bootstrap band.
+            :func:`~calib_metrics.functional.smooth_reliability_curve` on the same pairs,
+            drawn with its bootstrap band (whose legend names the band's own level).
 
     Example:
         >>> import torch
@@ -182,7 +182,7 @@ def reliability_diagram(
     t = axis.grid()
     ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
     if smooth is not None:
-        _draw_smooth(ax, smooth, axis, color, confidence)
+        _draw_smooth(ax, smooth, axis, color)
     samples = _numbers(effective_samples(bins))
     _draw_bins(ax, axis, (q, p, samples), normal_quantile(confidence), color, label)
     axis.apply(ax)
@@ -364,10 +364,9 @@ def _count_limits(counts: Axes, smallest: float, largest: float, log: bool) -> N
         counts.yaxis.set_major_locator(FixedLocator([t for t in ticks if t <= largest]))
 
 
-def _draw_smooth(
-    ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str, confidence: float
-) -> None:
-    """The smooth curve where the predictions' density is not negligible, with its band."""
+def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str) -> None:
+    """The smooth curve where the predictions' density is not negligible, with its band
+    (named at the level it was drawn for, not the diagram's)."""
     grid, density = _numbers(smooth.grid), _numbers(smooth.density)
     values = [_numbers(v) for v in (smooth.curve, smooth.lower, smooth.upper)]
     keep = [
@@ -385,7 +384,7 @@ def _draw_smooth(
         color=color,
         alpha=0.18,
         linewidth=0,
-        label=f"{100 * confidence:g}% pointwise bootstrap band",
+        label=f"{100 * smooth.confidence:g}% pointwise bootstrap band",
     )
     ax.plot(
         t,

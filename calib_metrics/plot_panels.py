@@ -137,7 +137,7 @@ def _panel(
     for k, (result, curve, name, tag) in enumerate(zip(models, curves, *names, strict=True)):
         color, smooth = f"C{k}", ""
         if curve is not None:
-            _draw_smooth(ax, curve, axis, color, confidence)
+            _draw_smooth(ax, curve, axis, color)
             # The legend is the figure's: the panel's own numbers go in its title.
             ax.lines[-1].set_label(f"{name}: smooth curve")
             ax.collections[-1].set_label(f"{name}: {100 * confidence:g}% pointwise band")

@@ -372,6 +372,18 @@ def test_curves_of_mismatched_lengths_are_named(call, message) -> None:
         call()
 
 
+def test_the_band_is_named_at_its_own_level_not_the_diagrams() -> None:
+    # A 50% band beside the diagram's default 0.95 had been labelled "95% ... band".
+    q, y = _pairs(3000, skewed=False, seed=3)
+    curve = smooth_reliability_curve(
+        q, y, n_samples=30, confidence=0.5, generator=torch.Generator().manual_seed(0)
+    )
+    result = calibration_error_ci(q, y, n_samples=50)
+    _, ax = reliability_diagram(result, smooth=curve, xscale="linear")
+    assert "50% pointwise bootstrap band" in _legend(ax)
+    assert not [label for label in _legend(ax) if label.startswith("95% pointwise")]
+
+
 def test_reliability_panels_name_smooth_curves_that_do_not_match_the_models() -> None:
     """Two curves for one model failed in zip() ("argument 2 is longer than argument 1")."""
     from calib_metrics.plot_panels import reliability_panels

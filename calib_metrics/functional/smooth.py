@@ -85,6 +85,7 @@ class SmoothCurve(NamedTuple):
             over the grid (draw the curve faint where it is small).
         bandwidth: the kernel width σ used (0-dim).
         error: the smooth calibration error at that σ (0-dim).
+        confidence: the band's coverage, which plots name in their legends.
     """
 
     grid: Tensor
@@ -94,6 +95,7 @@ class SmoothCurve(NamedTuple):
     density: Tensor
     bandwidth: Tensor
     error: Tensor
+    confidence: float = 0.95
 
 
 def _grid_points(sigma: float) -> int:
@@ -393,7 +395,8 @@ def smooth_reliability_curve(
         points: number of evaluation points t, evenly spaced on [0, 1] (≥ 2).
 
     Returns:
-        :class:`SmoothCurve` (grid, curve, lower, upper, density, bandwidth, error).
+        :class:`SmoothCurve` (grid, curve, lower, upper, density, bandwidth, error,
+        confidence).
 
     Example:
         >>> import torch
@@ -434,6 +437,7 @@ def smooth_reliability_curve(
         density / density.mean(),
         torch.tensor(sigma, dtype=torch.float64, device=q.device),
         _error_at(q, ones, q - y, sigma),
+        float(confidence),
     )
 
 
