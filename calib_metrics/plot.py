@@ -364,17 +364,9 @@ def _count_limits(counts: Axes, smallest: float, largest: float, log: bool) -> N
         counts.yaxis.set_major_locator(FixedLocator([t for t in ticks if t <= largest]))
 
 
-# Below this share of the mean kernel density of the predictions the smooth curve is
-# faint: little data, if any, lies within a bandwidth.
-_SOLID_DENSITY = 0.05
-
-
 def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str) -> None:
     """The smooth curve where the predictions' density is not negligible, with its band
-    (named at the level it was drawn for, not the diagram's). Where the density is below
-    :data:`_SOLID_DENSITY` of its mean the curve is drawn faint and without its band: the
-    kernel's tail reaches there, the predictions do not (one class of 200 had drawn a
-    firm curve over q = 0 … 0.65 with every confidence near 0.1)."""
+    (named at the level it was drawn for, not the diagram's)."""
     grid, density = _numbers(smooth.grid), _numbers(smooth.density)
     values = [_numbers(v) for v in (smooth.curve, smooth.lower, smooth.upper)]
     keep = [
@@ -384,22 +376,19 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
     ]
     t = [grid[i] for i in keep]
     curve, lower, upper = ([v[i] for i in keep] for v in values)
-    solid = [density[i] >= _SOLID_DENSITY for i in keep]
     sigma, error = smooth.bandwidth.item(), smooth.error.item()
     ax.fill_between(
         t,
         lower,
         upper,
-        where=solid,
         color=color,
         alpha=0.18,
         linewidth=0,
         label=f"{100 * smooth.confidence:g}% pointwise bootstrap band",
     )
-    ax.plot(t, curve, color=color, linewidth=0.9, alpha=0.3)
     ax.plot(
         t,
-        [c if firm else math.nan for c, firm in zip(curve, solid)],
+        curve,
         color=color,
         linewidth=1.6,
         alpha=0.8,

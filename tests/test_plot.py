@@ -384,22 +384,6 @@ def test_the_band_is_named_at_its_own_level_not_the_diagrams() -> None:
     assert not [label for label in _legend(ax) if label.startswith("95% pointwise")]
 
 
-def test_the_smooth_curve_is_faint_where_no_predictions_lie() -> None:
-    # A wide kernel reaches far past predictions near 0.1: the curve had been drawn firm,
-    # with its band, over q the model never predicts.
-    g = torch.Generator().manual_seed(5)
-    q = 0.1 + 0.01 * torch.rand(2000, generator=g, dtype=torch.float64)
-    y = torch.bernoulli(q, generator=g)
-    curve = smooth_reliability_curve(q, y, bandwidth=0.2, n_samples=20, generator=g)
-    result = calibration_error_ci(q, y, n_samples=50)
-    _, ax = reliability_diagram(result, smooth=curve, xscale="linear")
-    firm = next(line for line in ax.lines if line.get_label().startswith("smooth"))
-    faint = next(line for line in ax.lines if line.get_alpha() == 0.3)
-    gaps = [x for x, v in zip(firm.get_xdata(), firm.get_ydata()) if math.isnan(v)]
-    assert gaps and min(gaps) > 0.5  # firm near the data, faint far from it
-    assert len(faint.get_xdata()) == len(firm.get_xdata())
-
-
 def test_reliability_panels_name_smooth_curves_that_do_not_match_the_models() -> None:
     """Two curves for one model failed in zip() ("argument 2 is longer than argument 1")."""
     from calib_metrics.plot_panels import reliability_panels
