@@ -1060,13 +1060,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             raise ValueError("probs and target must be tensors")
         if not probs.is_floating_point():
             raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
-        if self.streaming and probs.device != self.cell_count.device:
-            # Checked here, host-side: the kept rows would fold into the sketch only
-            # later, and fail there with torch's error, many batches on.
-            raise ValueError(
-                f"probs are on {probs.device} and the metric's sketch on "
-                f"{self.cell_count.device}: move the metric with .to({str(probs.device)!r})"
-            )
+        self._check_sketch_device(probs)
         if target.numel() == 0:
             # An empty batch (a rank's last, say) is checked and changes nothing: not the
             # pairs, nor whether the batches come with groups=.
@@ -1079,6 +1073,16 @@ class CalibrationError(_StatesKeepTheirDtype):
         if self.validate_args and self.num_classes is not None:
             self._warn_row_sums(_kept_rows(probs, target, self.ignore_index))
         self._keep_rows(_own_copy(probs), _own_copy(target), keep, groups)
+
+    def _check_sketch_device(self, probs: Tensor) -> None:
+        """Refuse, streaming, probabilities on another device than the sketch. Checked
+        per batch, host-side: the kept rows would fold into the sketch only later, and
+        fail there with torch's error, many batches on."""
+        if self.streaming and probs.device != self.cell_count.device:
+            raise ValueError(
+                f"probs are on {probs.device} and the metric's sketch on "
+                f"{self.cell_count.device}: move the metric with .to({str(probs.device)!r})"
+            )
 
     def _keep_rows(
         self, probs: Tensor, target: Tensor, keep: Tensor | None, groups: Tensor | None
@@ -1102,13 +1106,15 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _own_sketch(self) -> None:
         """Give the sketch states private, writable copies where they are not, before
         anything is added in place."""
-        state = self.cell_count
+        states = [getattr(self, name) for name in (*_SKETCH_STATES, "rows_seen")]
         # ddp_spawn (torch.multiprocessing) hands every rank the metric in shared
-        # memory: without a private copy, the ranks would add into one buffer. A reset
-        # under torch.inference_mode (a Lightning validation loop) made inference
-        # tensors, which refuse in-place adds outside that mode.
-        shared = state.device.type == "cpu" and state.is_shared()
-        frozen = state.is_inference() and not torch.is_inference_mode_enabled()
+        # memory: without a private copy, the ranks would add into one buffer. A reset,
+        # or a forward, under torch.inference_mode (a Lightning validation loop) made
+        # inference tensors, which refuse in-place adds outside that mode.
+        shared = states[0].device.type == "cpu" and states[0].is_shared()
+        frozen = not torch.is_inference_mode_enabled() and any(
+            state.is_inference() for state in states
+        )
         if shared or frozen:
             for name in (*_SKETCH_STATES, "rows_seen"):
                 setattr(self, name, getattr(self, name).clone())
@@ -1200,6 +1206,13 @@ class CalibrationError(_StatesKeepTheirDtype):
         # The batch metric has no history: whether groups= may come is this one's to say.
         groups = args[2] if len(args) > 2 else kwargs.get("groups")
         self._check_group_history(given=groups is not None)
+        if self.streaming:
+            # Measured by an exact-mode metric, which would take both: this one cannot.
+            probs = args[0] if args else kwargs.get("probs")
+            if isinstance(probs, Tensor):
+                self._check_sketch_device(probs)
+            if groups is not None:
+                self._check_groups(groups, None)  # raises: streaming keeps no group ids
         batch = self._batch_metric()
         batch._row_sums_warned = True  # this metric warns, once, at the caller's line
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched

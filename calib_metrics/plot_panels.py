@@ -140,7 +140,7 @@ def _panel(
             _draw_smooth(ax, curve, axis, color)
             # The legend is the figure's: the panel's own numbers go in its title.
             ax.lines[-1].set_label(f"{name}: smooth curve")
-            ax.collections[-1].set_label(f"{name}: {100 * confidence:g}% pointwise band")
+            ax.collections[-1].set_label(f"{name}: {100 * curve.confidence:g}% pointwise band")
             smooth = f", smECE {curve.error.item():.4f}"
         # Bars from each bin's effective sample size, as the reliability diagram's: grouped
         # labels had drawn half as wide here (400-pair bins of n_eff ≈ 100).

@@ -75,3 +75,28 @@ def test_a_reset_under_inference_mode_keeps_later_updates(call) -> None:
         fresh.update(probs, target)
     assert int(metric.rows_seen) == 160
     torch.testing.assert_close(metric.compute(), fresh.compute(), rtol=1e-9, atol=1e-12)
+
+
+def test_a_forward_under_inference_mode_keeps_later_updates() -> None:
+    # The forward's new rows_seen was an inference tensor beside normal sketch states:
+    # the next update outside that mode failed, after counting its batch.
+    metric = CalibrationError(CLASSES, streaming=True, resolution=64)
+    (probs, target), (more, more_target) = _batches(2, 40, seed=4)
+    with torch.inference_mode():
+        metric(probs, target)
+    metric.update(more, more_target)
+    assert int(metric.rows_seen) == 80 == sum(part.shape[0] for part in metric.probs)
+
+
+def test_forward_refuses_what_a_streaming_update_refuses() -> None:
+    # The batch is measured in the exact mode, which takes group ids and any device: the
+    # streaming metric's own checks must run first, and change nothing.
+    probs, target = next(_batches(1, 40, seed=5))
+    metric = CalibrationError(CLASSES, streaming=True, resolution=64)
+    with pytest.raises(ValueError, match="groups= needs streaming=False"):
+        metric(probs, target, groups=torch.arange(40))
+    on_meta = CalibrationError(CLASSES, streaming=True, resolution=64).to("meta")
+    with pytest.raises(ValueError, match="the metric's sketch on meta"):
+        on_meta(probs, target)
+    assert metric.update_count == on_meta.update_count == 0
+    assert int(metric.rows_seen) == 0 and not metric.probs

@@ -382,6 +382,11 @@ def test_the_band_is_named_at_its_own_level_not_the_diagrams() -> None:
     _, ax = reliability_diagram(result, smooth=curve, xscale="linear")
     assert "50% pointwise bootstrap band" in _legend(ax)
     assert not [label for label in _legend(ax) if label.startswith("95% pointwise")]
+    from calib_metrics.plot_panels import reliability_panels
+
+    fig, _ = reliability_panels({"all": [result]}, smooth={"all": [curve]}, names=["model"])
+    bands = [c.get_label() for a in fig.axes for c in a.collections if "band" in c.get_label()]
+    assert bands == ["model: 50% pointwise band"]
 
 
 def test_reliability_panels_name_smooth_curves_that_do_not_match_the_models() -> None:
