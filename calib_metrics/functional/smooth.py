@@ -82,7 +82,8 @@ class SmoothCurve(NamedTuple):
             from fewer than 10 pairs or groups: too few to resample).
         upper: upper end of the band.
         density: the kernel density δ̂(t) of the predictions, normalised to mean 1
-            over the grid (draw the curve faint where it is small).
+            over the grid: where it is small the curve rests on few predictions (the
+            plots leave out only t below 10⁻³ of the mean).
         bandwidth: the kernel width σ used (0-dim).
         error: the smooth calibration error at that σ (0-dim).
         confidence: the band's coverage, which plots name in their legends.
