@@ -8,6 +8,7 @@ import gzip
 import importlib.util
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -92,9 +93,11 @@ def test_year_only_documents_are_left_out_of_months_and_quarters(tmp_path, capsy
     assert gold["FRA"] == 1  # nmod_active only; the year-only copy is in no quarter
     assert all(c["period"] != "2016Q1" or c["country"] != "FRA" for c in quarter["cells"])
     assert quarter["left_out_documents"] == ["year_only"]
-    assert "1 of 7 documents are dated by year only" in capsys.readouterr().err
+    assert "1 of 7 documents is dated by year only" in capsys.readouterr().err
     md = (tmp_path / "out" / "results.md").read_text()
-    assert "1 of the 7 documents are dated by year only" in md and "year_only" in md
+    assert "1 of 7 documents is dated by year only" in md and "year_only" in md
+    # It would have been a candidate (an attack by a French agent): the note says so.
+    assert "1 of them could hold an event (candidates): year_only." in md
     year = experiment.run(_args(tmp_path, "--model", str(model), "--period", "year"))
     assert year["left_out_documents"] == []
     assert {r["country"]: r["gold"] for r in year["countries"]}["FRA"] == 2
@@ -151,3 +154,25 @@ def test_bad_input_raises(tmp_path):
     args = parser.parse_args(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])
     with pytest.raises(FileNotFoundError):
         experiment.run(args)
+
+
+def test_a_corpus_dated_by_years_only_has_no_quarters_and_says_so(tmp_path):
+    # Every document left out of the quarters had run to empty tables and a torch warning.
+    _args(tmp_path)
+    corpus = tmp_path / "corpus" / "tiny-train.conllu"
+    years_only = re.sub(r"(dateCreated = \d{4})-\d\d-\d\d", r"\1", corpus.read_text())
+    corpus.write_text(years_only)
+    with pytest.raises(ValueError, match=r"by year only: none has a quarter; use --period year"):
+        experiment.run(_args(tmp_path))
+
+
+def test_any_case_matches_lower_cased_names(tmp_path):
+    # A lower-cased corpus had no way, on the command line, back to case-insensitive names.
+    _args(tmp_path)
+    corpus = tmp_path / "corpus" / "tiny-train.conllu"
+    corpus.write_text(corpus.read_text().replace("France", "france").replace("French", "french"))
+    model = str(AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt"))
+    strict = experiment.run(_args(tmp_path, "--model", model))
+    loose = experiment.run(_args(tmp_path, "--model", model, "--any-case"))
+    assert "FRA" not in {r["country"] for r in strict["countries"]}
+    assert {r["country"]: r["gold"] for r in loose["countries"]}["FRA"] >= 1

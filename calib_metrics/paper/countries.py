@@ -140,6 +140,8 @@ EXTRA_NAMES: dict[str, tuple[str, ...]] = {
     "MDG": ("malagasy",),
     "LKA": ("ceylon",),
     "THA": ("siam",),
+    # Phoenix lists "Samoan" under American Samoa only (a US territory).
+    "WSM": ("samoan",),
 }  # fmt: skip
 
 #: Names of places that are not countries and that the back-off would read as one
@@ -364,10 +366,12 @@ class CountryLexicon:
         if self.capitalized and not any(ch.isupper() for ch in tokens[-1]):
             return None
         head = tuple(t.lower() for t in tokens[:-1])
-        if (*head, tokens[-1].lower()) in self.other_names:
-            return None  # a name in its own right, not an inflected country name
         for last in self._variants(tokens[-1]):
             key = (*head, last)
+            if key in self.other_names:
+                # A name in its own right, or its inflection ("Indianas"): the back-off
+                # must not read it as an inflected country name.
+                return None
             code = self.phrases.get(key)
             if code is None:
                 continue

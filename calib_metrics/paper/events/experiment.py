@@ -54,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None, help="GUM folder or a folder/file of CoNLL-U")
     parser.add_argument("--out", default="out/events", help="output folder")
     parser.add_argument("--lexicon", default=None, help="Phoenix actors folder (auto-located)")
+    parser.add_argument(
+        "--any-case",
+        action="store_true",
+        help="match country names in any case (lower-cased text); by default only "
+        "capitalised words are names, so 'male' is not Male (Maldives)",
+    )
     parser.add_argument("--period", choices=("month", "quarter", "year"), default="year")
     parser.add_argument("--samples", type=int, default=100, help="coreference samples S")
     parser.add_argument("--model", default=None, help="a saved AntecedentRanker (ranker.pt)")
@@ -246,17 +252,22 @@ def _load(args: argparse.Namespace) -> dict:
     lexicon_dir = (
         beside if args.lexicon is None and beside.is_dir() else find_dataset(LEXICON, args.lexicon)
     )
-    lexicon = CountryLexicon.load(lexicon_dir)
+    lexicon = CountryLexicon.load(lexicon_dir, capitalized=not args.any_case)
     docs, split = _read(_files(Path(data)))
     if not docs:
         raise ValueError(f"no documents in {data}")
     # None: a year-only date, which has no month or quarter (document_period).
     periods = [document_period(d, args.period) for d in docs]
     left_out = [d.doc_id for d, p in zip(docs, periods, strict=True) if p is None]
+    if len(left_out) == len(docs):
+        raise ValueError(
+            f"every one of the {len(docs)} documents is dated by year only: none has a "
+            f"{args.period}; use --period year"
+        )
     if left_out:
         print(
-            f"{len(left_out)} of {len(docs)} documents are dated by year only and left out "
-            f"of the {args.period} periods (--period year counts them)",
+            f"{_of(len(left_out), len(docs))} dated by year only and left out of the "
+            f"{args.period} periods (--period year counts them)",
             file=sys.stderr,
         )
     return {
@@ -542,14 +553,25 @@ def _markdown(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _of(part: int, whole: int) -> str:
+    """ "1 of 237 documents is", "2 of 237 documents are"."""
+    return f"{part} of {whole} documents {'is' if part == 1 else 'are'}"
+
+
 def _left_out_note(r: dict) -> list[str]:
     left_out = r["left_out_documents"]
     if not left_out:
         return []
+    candidates = [d for d in left_out if d in set(r["candidate_documents"])]
+    among = (
+        f" {len(candidates)} of them could hold an event (candidates): {', '.join(candidates)}."
+        if candidates
+        else " None of them is a candidate document."
+    )
     return [
-        f"{len(left_out)} of the {r['documents']} documents are dated by year only: they "
-        f"have no {r['period']} and are left out of every count here (`--period year` counts "
-        f"them): {', '.join(left_out)}.",
+        f"{_of(len(left_out), r['documents'])} dated by year only: they have no "
+        f"{r['period']} and are left out of every count here (`--period year` counts them): "
+        f"{', '.join(left_out)}.{among}",
         "",
     ]
 
