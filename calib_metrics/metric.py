@@ -1206,16 +1206,14 @@ class CalibrationError(_StatesKeepTheirDtype):
         # The batch metric has no history: whether groups= may come is this one's to say.
         groups = args[2] if len(args) > 2 else kwargs.get("groups")
         self._check_group_history(given=groups is not None)
-        if self.streaming:
-            # Measured by an exact-mode metric, which would take both: this one cannot.
-            probs = args[0] if args else kwargs.get("probs")
-            if isinstance(probs, Tensor):
-                self._check_sketch_device(probs)
-            if groups is not None:
-                self._check_groups(groups, None)  # raises: streaming keeps no group ids
         batch = self._batch_metric()
         batch._row_sums_warned = True  # this metric warns, once, at the caller's line
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
+        if self.streaming:
+            # The exact-mode batch metric takes both; this one cannot.
+            self._check_sketch_device(_batch_pairs(args, kwargs)[0])
+            if groups is not None:
+                self._check_groups(groups, None)  # raises: streaming keeps no group ids
         if self.validate_args and self.num_classes is not None:
             self._warn_row_sums(_kept_rows(*_batch_pairs(args, kwargs), self.ignore_index))
         try:
