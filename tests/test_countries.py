@@ -91,6 +91,7 @@ MALDIVES_  [MDV]
 INDIA_  [IND]
 +INDIAN
 UNITED_STATES_OF_AMERICA_  [USA]
++AMERICA_
 +AMERICAN_
 +INDIANA_
 POLAND_  [POL]
@@ -137,6 +138,23 @@ def test_backoff_never_turns_another_name_into_a_country(clashes):
     assert CountryLexicon.load(clashes, cities=True).match("Indiana") == "USA"
     # Nor an inflection of such a name: "Indianas" had backed off past "indiana" to India.
     assert lex.match("Indianas") is None
+
+
+def test_a_longer_name_of_another_place_is_read_whole(clashes):
+    lex = CountryLexicon.load(clashes)
+    # "North America" had left "America" to match alone (the USA), and "American
+    # Indians" gave both the USA and India; each is now one non-match, and the scan
+    # goes on after it.
+    words = ["Latin", "America", "and", "North", "Americans", "met", "American", "Indians"]
+    assert lex.match_tokens([*words, "in", "Poland"]) == [(9, 10, "POL")]
+    assert lex.match_tokens(["American", "troops"]) == [(0, 1, "USA")]
+    assert lex.match_tokens(["Indian", "troops"]) == [(0, 1, "IND")]
+    # The block is a whole phrase, not its first word.
+    assert lex.match_tokens(["North", "of", "America"]) == [(2, 3, "USA")]
+    assert lex.match("America") == "USA" and lex.match("Latin") is None
+    # Given directly, multiword other names block the same way.
+    direct = CountryLexicon({("america",): "USA"}, other_names={("latin", "america")})
+    assert direct.match_tokens(["Latin", "America", "and", "America"]) == [(3, 4, "USA")]
 
 
 def test_stemming_backoff_one_then_two_characters(lexicon):
@@ -238,3 +256,7 @@ def test_shared_phoenix_lexicon_leaves_common_words_and_other_names():
     }
     for word, code in cases.items():
         assert lex.match(word) == code, word
+    # Regions and peoples that GUM has, named after a country but not one.
+    for region in ("North America", "Latin American", "New England", "New South Wales",
+                   "American Indians", "Niger Congo", "British Columbia"):  # fmt: skip
+        assert lex.match_tokens(region.split()) == [], region

@@ -73,6 +73,15 @@ def test_run_with_a_saved_uniform_model(tmp_path):
     for fig in saved["figures"]:
         assert Path(fig).exists() and Path(fig).stat().st_size > 0
     assert any(Path(f).name == "events_overlay.png" for f in saved["figures"])
+    # Every lexicon match is listed for an audit, and the totals agree with the list.
+    lines = (out / "matches.tsv").read_text().splitlines()
+    assert lines[0] == "count\tcode\ttext"
+    listed = [line.split("\t") for line in lines[1:]]
+    assert sum(int(n) for n, _, _ in listed) == saved["lexicon_matches"] > 0
+    assert len(listed) == saved["distinct_matches"]
+    assert [int(n) for n, _, _ in listed] == sorted((int(n) for n, _, _ in listed), reverse=True)
+    assert {code for _, code, _ in listed} >= {"FRA", "IRQ", "USA"}
+    assert f"matched {saved['lexicon_matches']} words" in md
 
 
 def test_run_trains_a_ranker_when_no_model_is_given(tmp_path):
@@ -162,8 +171,40 @@ def test_a_corpus_dated_by_years_only_has_no_quarters_and_says_so(tmp_path):
     corpus = tmp_path / "corpus" / "tiny-train.conllu"
     years_only = re.sub(r"(dateCreated = \d{4})-\d\d-\d\d", r"\1", corpus.read_text())
     corpus.write_text(years_only)
-    with pytest.raises(ValueError, match=r"by year only: none has a quarter; use --period year"):
+    with pytest.raises(
+        ValueError,
+        match=r"none of the 6 documents has a quarter: 6 dated by year "
+        r"only \(use --period year\) and 0 with an unknown date",
+    ):
         experiment.run(_args(tmp_path))
+
+
+def test_documents_of_an_unknown_date_are_in_no_period(tmp_path, capsys):
+    # GUM dates 15 documents 2000-01-01, a placeholder: they were counted in the year
+    # 2000 (a CHN false positive among them).
+    _args(tmp_path)
+    corpus = tmp_path / "corpus" / "tiny-train.conllu"
+    placeholder = fx.NMOD_ACTIVE.replace("nmod_active", "placeholder")
+    corpus.write_text(fx.ALL + placeholder.replace("2015-08-21", "2000-01-01"))
+    model = str(AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt"))
+    for period in ("year", "quarter"):
+        run = experiment.run(_args(tmp_path, "--model", model, "--period", period))
+        assert run["undated_documents"] == ["placeholder"] and run["unknown_dates"] == [
+            "2000-01-01"
+        ]
+        assert run["left_out_documents"] == []
+        assert {r["country"]: r["gold"] for r in run["countries"]}["FRA"] == 1
+        assert not any(c["period"].startswith("2000") for c in run["cells"])
+        assert "1 of 7 documents is dated 2000-01-01, an unknown date" in capsys.readouterr().err
+        md = (tmp_path / "out" / "results.md").read_text()
+        assert "1 of 7 documents is dated 2000-01-01, which stands for an unknown date" in md
+        assert "1 of them could hold an event (candidates): placeholder." in md
+    counted = experiment.run(
+        _args(tmp_path, "--model", model, "--period", "year", "--unknown-dates")
+    )
+    assert counted["undated_documents"] == []
+    assert {r["country"]: r["gold"] for r in counted["countries"]}["FRA"] == 2
+    assert any(c["period"] == "2000" and c["country"] == "FRA" for c in counted["cells"])
 
 
 def test_any_case_matches_lower_cased_names(tmp_path):

@@ -54,6 +54,10 @@ country names, demonyms and capitals are proper nouns and always capitalised, so
   spelling of the same country ("Filipinas" under the Philippines) still backs off.
   :data:`OTHER_NAMES` adds the few such names the dictionaries lack ("the Americas"
   are two continents, not "America").
+* **A longer name of another place is read whole.** A scan takes a listed other
+  name of several words as one non-match, so that its last word does not match alone:
+  "North America", "Latin American", "New England", "New South Wales" and the
+  "Niger-Congo" languages name no country (:data:`OTHER_NAMES`).
 """
 
 from __future__ import annotations
@@ -144,9 +148,18 @@ EXTRA_NAMES: dict[str, tuple[str, ...]] = {
     "WSM": ("samoan",),
 }  # fmt: skip
 
-#: Names of places that are not countries and that the back-off would read as one
-#: ("Americas" -> "america" -> USA); the dictionaries do not list them themselves.
-OTHER_NAMES: tuple[str, ...] = ("americas",)
+#: Names of places (and peoples, and a language family) that are not countries, which
+#: the dictionaries do not list themselves: the back-off would read "Americas" as
+#: "America" (USA), and a word of a longer name would match alone ("North America",
+#: "New England", "New South Wales", "American Indian", "Niger Congo"). The regions and
+#: peoples are the ones a scan of GUM (2026-11-30) found matched as a country.
+OTHER_NAMES: tuple[str, ...] = (
+    "americas",
+    *(f"{part} america{suffix}" for part in ("north", "south", "latin", "central")
+      for suffix in ("", "n", "ns")),
+    "new england", "new mexico", "new south wales", "british columbia",
+    "american indian", "american indians", "niger congo",
+)  # fmt: skip
 
 _ORG_WORDS = re.compile(
     r"ORGANI[SZ]ATION|UNION|COUNCIL|LEAGUE|ALLIANCE|TREATY|NATIONS|COMMUNITY|ASSEMBLY|"
@@ -154,6 +167,9 @@ _ORG_WORDS = re.compile(
 )
 _CODE = re.compile(r"\[([^\]\s]+)(?:\s+([^\]]*))?\]")
 _COUNTRY_CODE = re.compile(r"^[A-Z]{3}$")
+#: What :meth:`CountryLexicon._lookup` returns for another place's name: a non-match
+#: that a scan consumes whole.
+_OTHER = "other place"
 
 
 @dataclass
@@ -259,10 +275,11 @@ class CountryLexicon:
         # A phrase of the lexicon is never shadowed by another actor's name.
         self.other_names = frozenset(other_names).difference(self.phrases)
         self.max_len = max((len(p) for p in self.phrases), default=0)
-        # Multiword phrases indexed by their first word, so a scan tries only the
-        # lengths that can match at a position (the back-off touches the last word).
+        # Multiword phrases (and other names, read whole) indexed by their first word, so
+        # a scan tries only the lengths that can match at a position (the back-off
+        # touches the last word).
         lengths: dict[str, set[int]] = {}
-        for p in self.phrases:
+        for p in (*self.phrases, *self.other_names):
             if len(p) > 1:
                 lengths.setdefault(p[0], set()).add(len(p))
         self._lengths = {w: sorted(ls, reverse=True) for w, ls in lengths.items()}
@@ -314,7 +331,7 @@ class CountryLexicon:
                 )
         phrases: dict[tuple[str, ...], str] = {}
         # Every listed name with the countries of the blocks that list it.
-        owners: dict[tuple[str, ...], set[str | None]] = {_phrase(n): {None} for n in OTHER_NAMES}
+        owners: dict[tuple[str, ...], set[str | None]] = {}
         for f in files:
             # The International file also has bare three-letter codes that are not
             # countries (MED: news media), so only its IGOs are taken.
@@ -334,17 +351,17 @@ class CountryLexicon:
         if not phrases:
             raise ValueError(f"no country entries found in {path}")
         sensitive = {p for p in phrases if len(p) == 1 and "." not in p[0] and len(p[0]) <= 3}
-        lexicon = cls(phrases, case_sensitive=sensitive, min_stem=min_stem, capitalized=capitalized)
+        options = {"case_sensitive": sensitive, "min_stem": min_stem, "capitalized": capitalized}
+        backoff = cls(phrases, **options)._backoff_code
         # A listed name stops the back-off only when it belongs to another actor than
         # the country the back-off reaches: "Indiana" (a US state) is not India, but
         # "Filipinas", a spelling under the Philippines that the city filter drops,
-        # still backs off to "filipina" and the Philippines.
-        lexicon.other_names = frozenset(
-            name
-            for name, listed in owners.items()
-            if name not in phrases and lexicon._backoff_code(name) not in (None, *listed)
-        )
-        return lexicon
+        # still backs off to "filipina" and the Philippines. OTHER_NAMES always stand.
+        listed_elsewhere = {
+            name for name, listed in owners.items() if backoff(name) not in (None, *listed)
+        }
+        other = listed_elsewhere | {_phrase(n) for n in OTHER_NAMES}
+        return cls(phrases, **options, other_names=other)
 
     def _variants(self, word: str) -> list[str]:
         lower = word.lower()
@@ -363,6 +380,7 @@ class CountryLexicon:
         return None
 
     def _lookup(self, tokens: Sequence[str]) -> str | None:
+        """The code ``tokens`` name, :data:`_OTHER` for another place's name, or None."""
         if self.capitalized and not any(ch.isupper() for ch in tokens[-1]):
             return None
         head = tuple(t.lower() for t in tokens[:-1])
@@ -371,7 +389,7 @@ class CountryLexicon:
             if key in self.other_names:
                 # A name in its own right, or its inflection ("Indianas"): the back-off
                 # must not read it as an inflected country name.
-                return None
+                return _OTHER
             code = self.phrases.get(key)
             if code is None:
                 continue
@@ -382,12 +400,20 @@ class CountryLexicon:
 
     def match(self, word: str) -> str | None:
         """The code of a single word (with the stemming back-off), or ``None``."""
-        return self._lookup([word]) if word else None
+        code = self._lookup([word]) if word else None
+        return None if code is _OTHER else code
 
     def match_tokens(self, tokens: Sequence[str]) -> list[tuple[int, int, str]]:
         """Greedy longest matches over a token sequence: ``(start, end, code)``, end exclusive.
 
-        The back-off applies to the last word of a phrase ("North Koreans").
+        The back-off applies to the last word of a phrase ("North Koreans"). Another
+        place's name is consumed whole as a non-match, so that none of its words
+        matches alone.
+
+        Example:
+            >>> lex = CountryLexicon({("america",): "USA"}, other_names={("latin", "america")})
+            >>> lex.match_tokens(["Latin", "America", "and", "America"])
+            [(3, 4, 'USA')]
         """
         found: list[tuple[int, int, str]] = []
         i, n = 0, len(tokens)
@@ -396,7 +422,8 @@ class CountryLexicon:
             for length in [*candidates, 1]:
                 code = self._lookup(tokens[i : i + length])
                 if code is not None:
-                    found.append((i, i + length, code))
+                    if code is not _OTHER:
+                        found.append((i, i + length, code))
                     i += length
                     break
             else:

@@ -50,6 +50,11 @@ NAME = "ud-english-gum"
 LEXICON = "phoenix-country-actors"
 
 
+#: GUM's placeholder creation date: its 14 conversations and one court transcript carry
+#: ``2000-01-01`` (modified 2000-01-01 too, in all but one), not when they were recorded.
+UNKNOWN_DATES = ("2000-01-01",)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None, help="GUM folder or a folder/file of CoNLL-U")
     parser.add_argument("--out", default="out/events", help="output folder")
@@ -61,6 +66,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "capitalised words are names, so 'male' is not Male (Maldives)",
     )
     parser.add_argument("--period", choices=("month", "quarter", "year"), default="year")
+    parser.add_argument(
+        "--unknown-dates",
+        nargs="*",
+        default=list(UNKNOWN_DATES),
+        metavar="DATE",
+        help="dateCreated values that stand for an unknown date; such documents are left "
+        "out of every period (default: %(default)s, which GUM gives its conversations "
+        "and a court transcript); with no DATE every date counts",
+    )
     parser.add_argument("--samples", type=int, default=100, help="coreference samples S")
     parser.add_argument("--model", default=None, help="a saved AntecedentRanker (ranker.pt)")
     parser.add_argument("--epochs", type=int, default=3, help="ranker training epochs")
@@ -256,13 +270,22 @@ def _load(args: argparse.Namespace) -> dict:
     docs, split = _read(_files(Path(data)))
     if not docs:
         raise ValueError(f"no documents in {data}")
-    # None: a year-only date, which has no month or quarter (document_period).
-    periods = [document_period(d, args.period) for d in docs]
-    left_out = [d.doc_id for d, p in zip(docs, periods, strict=True) if p is None]
-    if len(left_out) == len(docs):
+    unknown = {d.strip() for d in args.unknown_dates}
+    undated = [d.doc_id for d in docs if d.meta.get("dateCreated", "").strip() in unknown]
+    # None: an unknown date (no period at all) or a year-only one (no month or quarter).
+    periods = [None if d.doc_id in undated else document_period(d, args.period) for d in docs]
+    left_out = [d.doc_id for d, p in zip(docs, periods) if p is None and d.doc_id not in undated]
+    if len(left_out) + len(undated) == len(docs):
         raise ValueError(
-            f"every one of the {len(docs)} documents is dated by year only: none has a "
-            f"{args.period}; use --period year"
+            f"none of the {len(docs)} documents has a {args.period}: {len(left_out)} dated by "
+            f"year only (use --period year) and {len(undated)} with an unknown date "
+            "(--unknown-dates)"
+        )
+    if undated:
+        print(
+            f"{_of(len(undated), len(docs))} dated {' or '.join(sorted(unknown))}, an unknown "
+            "date, and left out of every period (--unknown-dates with no date counts them)",
+            file=sys.stderr,
         )
     if left_out:
         print(
@@ -278,6 +301,8 @@ def _load(args: argparse.Namespace) -> dict:
         "split": split,
         "periods": periods,
         "left_out": left_out,
+        "undated": undated,
+        "unknown_dates": sorted(unknown),
     }
 
 
@@ -361,6 +386,35 @@ def _rules(lexicon, docs, enhanced: bool) -> tuple[list, list[int], int]:
     return tables, candidates, attack_mentions
 
 
+def lexicon_matches(lexicon, docs) -> list[dict]:
+    """Every distinct text the lexicon matched in the documents' sentences, with its code
+    and count, most frequent first: the audit trail of the country mentions (``matches.tsv``).
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> from calib_metrics.paper.countries import CountryLexicon
+        >>> lex = CountryLexicon({("france",): "FRA"}, other_names={("new", "france")})
+        >>> words = ["France", "and", "New", "France", "and", "France"]
+        >>> doc = NS(sentences=[[{"form": w} for w in words]])
+        >>> lexicon_matches(lex, [doc])
+        [{'text': 'France', 'code': 'FRA', 'count': 2}]
+    """
+    counts: dict[tuple[str, str], int] = {}
+    for doc in docs:
+        for sent in doc.sentences:
+            forms = [str(t.get("form") or "") for t in sent]
+            for start, end, code in lexicon.match_tokens(forms):
+                key = (" ".join(forms[start:end]), code)
+                counts[key] = counts.get(key, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [{"text": text, "code": code, "count": n} for (text, code), n in ranked]
+
+
+def _write_matches(path: Path, matches: list[dict]) -> None:
+    rows = [f"{m['count']}\t{m['code']}\t{m['text']}" for m in matches]
+    path.write_text("\n".join(["count\tcode\ttext", *rows]) + "\n")
+
+
 def _gold(docs, tables, periods):
     """Events of the gold clusterings: one deterministic clustering per document."""
     from calib_metrics.models.coref import entity_roots
@@ -389,6 +443,8 @@ def run(args: argparse.Namespace) -> dict:
     docs, periods = corpus["docs"], corpus["periods"]
 
     tables, candidates, attack_mentions = _rules(corpus["lexicon"], docs, args.enhanced)
+    matches = lexicon_matches(corpus["lexicon"], docs)
+    _write_matches(out / "matches.tsv", matches)
     gold = _gold(docs, tables, periods)
 
     held_out = set(candidates)
@@ -420,12 +476,16 @@ def run(args: argparse.Namespace) -> dict:
         "data": str(corpus["data"]),
         "lexicon": str(corpus["lexicon_dir"]),
         "lexicon_entries": len(corpus["lexicon"]),
+        "lexicon_matches": sum(m["count"] for m in matches),
+        "distinct_matches": len(matches),
         "period": args.period,
         "samples": args.samples,
         "confidence": args.confidence,
         "enhanced": args.enhanced,
         "documents": len(docs),
         "left_out_documents": corpus["left_out"],
+        "unknown_dates": corpus["unknown_dates"],
+        "undated_documents": corpus["undated"],
         "periods": len(sampled.periods),
         "attack_mentions": attack_mentions,
         "candidate_documents": [docs[i].doc_id for i in candidates],
@@ -528,7 +588,9 @@ def _markdown(r: dict) -> str:
         f"Data: `{r['data']}` — {r['documents']} documents, {r['periods']} {r['period']} periods, "
         f"{r['attack_mentions']} attack-agent mentions, {len(r['candidate_documents'])} candidate "
         f"documents (an attack agent and a country mention), S = {r['samples']} samples, "
-        f"{r['confidence']:.0%} intervals.",
+        f"{r['confidence']:.0%} intervals. The lexicon matched {r['lexicon_matches']} words "
+        f"or phrases ({r['distinct_matches']} distinct; each with its code and count in "
+        "`matches.tsv`).",
         "",
         *_left_out_note(r),
         "## Per country (all periods)",
@@ -559,21 +621,33 @@ def _of(part: int, whole: int) -> str:
 
 
 def _left_out_note(r: dict) -> list[str]:
-    left_out = r["left_out_documents"]
-    if not left_out:
-        return []
+    """What results.md says of the documents that no period holds."""
+    lines = []
+    if r["undated_documents"]:
+        dates = " or ".join(r["unknown_dates"])
+        lines += [
+            f"{_of(len(r['undated_documents']), r['documents'])} dated {dates}, which stands "
+            "for an unknown date: they are left out of every count here (`--unknown-dates` "
+            "with no date counts them): "
+            f"{', '.join(r['undated_documents'])}.{_candidates_among(r, r['undated_documents'])}",
+            "",
+        ]
+    if r["left_out_documents"]:
+        lines += [
+            f"{_of(len(r['left_out_documents']), r['documents'])} dated by year only: they have "
+            f"no {r['period']} and are left out of every count here (`--period year` counts "
+            f"them): {', '.join(r['left_out_documents'])}."
+            f"{_candidates_among(r, r['left_out_documents'])}",
+            "",
+        ]
+    return lines
+
+
+def _candidates_among(r: dict, left_out: list[str]) -> str:
     candidates = [d for d in left_out if d in set(r["candidate_documents"])]
-    among = (
-        f" {len(candidates)} of them could hold an event (candidates): {', '.join(candidates)}."
-        if candidates
-        else " None of them is a candidate document."
-    )
-    return [
-        f"{_of(len(left_out), r['documents'])} dated by year only: they have no "
-        f"{r['period']} and are left out of every count here (`--period year` counts them): "
-        f"{', '.join(left_out)}.{among}",
-        "",
-    ]
+    if not candidates:
+        return " None of them is a candidate document."
+    return f" {len(candidates)} of them could hold an event (candidates): {', '.join(candidates)}."
 
 
 def _where(choice) -> str:
