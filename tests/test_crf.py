@@ -135,6 +135,26 @@ def test_bad_input_is_rejected():
         CRFTagger(3, 0)
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ({"dtype": torch.int64}, r"dtype must be a floating-point torch.dtype.*torch.int64"),
+        ({"dtype": "float64"}, r"dtype must be a floating-point torch.dtype.*'float64'"),
+        ({"tol": float("nan")}, "tol must be a finite number >= 0, got nan"),
+        ({"tol": -1.0}, "tol must be a finite number >= 0, got -1.0"),
+        ({"tolerance_change": float("nan")}, "tolerance_change must be a finite number >= 0"),
+        ({"tolerance_change": float("inf")}, "tolerance_change must be a finite number >= 0"),
+    ],
+)
+def test_fit_names_a_bad_dtype_or_tolerance(option, message):
+    """dtype=torch.int64 failed inside nn.Module.to (TypeError), "float64" as an invalid
+    device string (RuntimeError); a NaN or negative tolerance fitted, "converged"."""
+    model = CRFTagger(3, 5)
+    _, words, tags, mask = _hmm_corpus(4, 3, 5)
+    with pytest.raises(ValueError, match=message):
+        model.fit(words, tags, mask, progress=False, **option)
+
+
 def test_weights_and_marginals_match_crfsuite(tmp_path, one_thread):
     """CRFsuite minimises sum NLL + c2 ||w||^2 with no start/end features: same optimum."""
     pycrfsuite = pytest.importorskip("pycrfsuite", reason="python-crfsuite is a dev extra")

@@ -133,6 +133,11 @@ def test_bad_input_is_rejected():
         model.fit(ids, tags + 3)
     with pytest.raises(ValueError, match="num_features"):
         FeatureCRF(3, 1)
+    # The CRFs share their fit options' check (a NaN tolerance had "converged").
+    with pytest.raises(ValueError, match="tol must be a finite number >= 0, got nan"):
+        model.fit(ids, tags, tol=float("nan"))
+    with pytest.raises(ValueError, match=r"dtype must be a floating-point torch\.dtype"):
+        model.fit(ids, tags, dtype=torch.int32)
 
 
 def test_objective_and_marginals_match_crfsuite_on_the_same_attributes(tmp_path, one_thread):

@@ -294,15 +294,22 @@ def test_coref_temperature_keeps_scores_that_do_not_depend_on_t_at_one() -> None
 
 
 def test_temperature_fit_stopped_early_is_not_blamed_on_the_data() -> None:
-    """Calibrated logits x1e4 at max_iter=10 stop far below the optimum (T near 1e4), no
+    """A weak signal (optimum near T = 40) at max_iter=3 stops far below the optimum, no
     better than T = ∞: that is a fit that did not converge, not scores without signal.
-    The sign of dNLL/d(1/T) at 1/T = 0 tells the two apart, whatever the scale."""
+    The sign of dNLL/d(1/T) at 1/T = 0 tells the two apart, whatever the scale. (Calibrated
+    logits x1e4 at max_iter=10 had been such a fit; the fit now starts at the logits' own
+    size, and converges there as it does at x1.)"""
+    g = torch.Generator().manual_seed(1)
+    weak = torch.randn(2000, 3, generator=g, dtype=torch.float64)
+    target = torch.multinomial(torch.softmax(weak / 20, -1), 1, generator=g)[:, 0]
+    with pytest.raises(ValueError, match=r"did not converge \(stopped at T = .*raise max_iter"):
+        TemperatureScaling(max_iter=3).fit(weak * 1e4, target)
+    assert 10 < TemperatureScaling().fit(weak, target).temperature.item() < 100
     g = torch.Generator().manual_seed(0)
     z = 3 * torch.randn(500, 4, generator=g, dtype=torch.float64)
     y = torch.multinomial(torch.softmax(z, -1), 1, generator=g)[:, 0]
-    with pytest.raises(ValueError, match=r"did not converge \(stopped at T = .*raise max_iter"):
-        TemperatureScaling(max_iter=10).fit(z * 1e4, y)
-    assert 0.5 < TemperatureScaling().fit(z, y).temperature.item() < 2
+    fitted = TemperatureScaling(max_iter=10).fit(z * 1e4, y).temperature.item()
+    assert fitted == pytest.approx(1e4 * TemperatureScaling().fit(z, y).temperature.item())
     anti, target = _anti(300, 0)  # anti-correlated: still no usable signal, at any scale
     with pytest.raises(ValueError, match="no usable signal"):
         TemperatureScaling(max_iter=10).fit(anti * 1e4, target)
@@ -358,3 +365,72 @@ def _multiclass_all_present() -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(1)
     z = 2 * torch.randn(300, 4, generator=g, dtype=torch.float64)
     return z, torch.multinomial(torch.softmax(z / 2, -1), 1, generator=g)[:, 0]
+
+
+def _bias_separable() -> tuple[torch.Tensor, torch.Tensor]:
+    """2-class logits ``[x, 0]`` whose labels (class 0 iff x > 5) a bias shift separates,
+    and no weight alone: the logits change sign at x = 0, not at 5."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(400, generator=g, dtype=torch.float64) * 10
+    x = torch.where(x < 5, x - 2, x + 2)
+    return torch.stack([x, torch.zeros_like(x)], 1), (x < 5).long()
+
+
+def _penalised_optimum(z, y, off_diagonal_l2: float, bias_l2: float, matrix: bool):
+    """The documented objective (mean NLL + ODIR penalties) minimised by scipy's BFGS."""
+    optimize = pytest.importorskip("scipy.optimize")
+    c = z.shape[1]
+    size = c * c if matrix else c
+
+    def objective(flat):
+        params = torch.tensor(flat, dtype=torch.float64, requires_grad=True)
+        w, b = params[:size], params[size:]
+        if matrix:
+            w = w.reshape(c, c)
+            off = w - torch.diag(w.diagonal())
+            out = z @ w.t() + b
+            penalty = off_diagonal_l2 * off.square().sum() / (c * (c - 1))
+        else:
+            out, penalty = z * w + b, 0.0
+        loss = F.cross_entropy(out, y) + penalty + bias_l2 * b.square().mean()
+        loss.backward()
+        return loss.item(), params.grad.numpy()
+
+    start = torch.cat([torch.eye(c).flatten() if matrix else torch.ones(c), torch.zeros(c)])
+    found = optimize.minimize(objective, start.numpy(), jac=True, method="BFGS",
+                              options={"gtol": 1e-11})  # fmt: skip
+    params = torch.from_numpy(found.x)
+    return params[:size].reshape(c, c) if matrix else params[:size], params[size:]
+
+
+@pytest.mark.parametrize("matrix", [True, False])
+def test_a_penalised_bias_holds_data_only_a_bias_separates(matrix) -> None:
+    """The bias that separates them pays its penalty: a finite optimum (W diag 0.973, b ±2.03
+    for the default MatrixScaling), which was refused as "separable ... no finite
+    optimum" because the fitted model ranked every item right."""
+    z, y = _bias_separable()
+    fitted = (MatrixScaling() if matrix else VectorScaling(bias_l2=0.01)).fit(z, y)
+    weight, bias = _penalised_optimum(z, y, 0.01, 0.01, matrix)
+    torch.testing.assert_close(fitted.weight, weight, rtol=0, atol=1e-5)
+    torch.testing.assert_close(fitted.bias, bias, rtol=0, atol=1e-5)
+    assert bool((fitted(z).argmax(-1) == y).all())  # every item right, at a finite optimum
+
+
+@pytest.mark.parametrize(
+    "scaler",
+    [VectorScaling, lambda: MatrixScaling(bias_l2=0.0), lambda: MatrixScaling(0.0, 0.0)],
+)
+def test_an_unpenalised_bias_that_separates_is_still_refused(scaler) -> None:
+    z, y = _bias_separable()
+    with pytest.raises(ValueError, match=r"separable.*no finite optimum"):
+        scaler().fit(z, y)
+
+
+@pytest.mark.parametrize(
+    "scaler", [lambda: VectorScaling(bias_l2=0.01), lambda: MatrixScaling(1.0, 1.0)]
+)
+def test_unpenalised_weights_that_separate_are_refused_whatever_the_penalties(scaler) -> None:
+    """The diagonal (VectorScaling's weights) is never penalised: data that the logits
+    themselves rank right have no finite optimum, penalties or not."""
+    with pytest.raises(ValueError, match=r"separable.*no finite optimum"):
+        scaler().fit(DEV, ALL_RIGHT)

@@ -354,3 +354,25 @@ def test_coref_temperature_ignores_what_the_model_never_reads():
     read[1, 2, 1] = math.nan  # a real mention's real antecedent
     with pytest.raises(ValueError, match="NaN or \\+inf at entries j <= i of real mentions"):
         CorefTemperature().fit(read, gold, mask)
+
+
+def test_coref_fit_refuses_the_masks_its_marginals_refuse():
+    """fit had read a float mask of 0.5, an integer mask holding 2 and a gold of 0.3 as
+    True, and fitted, while .marginals() refused the same masks."""
+    scores, gold = _coref(b=6, n=5, scale=2.0)
+    fitted = CorefTemperature().fit(scores, gold)
+    refused = [
+        (torch.full((6, 5), 0.5), r"mask must be bool \(or integer 0/1\), got torch.float32"),
+        (torch.full((6, 5), 2), r"mask must be bool or integer 0/1: it holds other integers"),
+    ]
+    for mask, message in refused:
+        with pytest.raises(ValueError, match=message):
+            CorefTemperature().fit(scores, gold, mask)
+        with pytest.raises(ValueError, match=message):
+            fitted.marginals(scores, mask)
+    with pytest.raises(ValueError, match=r"gold must be bool \(or integer 0/1\), got torch.float"):
+        CorefTemperature().fit(scores, 0.3 * gold.double())
+    with pytest.raises(ValueError, match="gold must be bool or integer 0/1: it holds other"):
+        CorefTemperature().fit(scores, 2 * gold.long())
+    as_integers = CorefTemperature().fit(scores, gold.long(), torch.ones(6, 5, dtype=torch.long))
+    assert as_integers.temperature.item() == fitted.temperature.item()

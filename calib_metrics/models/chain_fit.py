@@ -71,9 +71,23 @@ def length_chunks(lengths: Tensor, max_tokens: int) -> list[tuple[Tensor, int]]:
     return chunks
 
 
-def check_fit_options(c2: float, max_iter: int, max_tokens: int, history_size: int = 10) -> None:
-    """Reject a negative or infinite ``c2`` or a non-positive-int ``max_iter`` /
-    ``max_tokens`` / ``history_size``.
+def check_fit_options(
+    c2: float,
+    max_iter: int,
+    max_tokens: int,
+    history_size: int = 10,
+    *,
+    tol: float = 1e-5,
+    tolerance_change: float = 1e-9,
+    dtype: torch.dtype = torch.float64,
+) -> None:
+    """Reject a negative, NaN or infinite ``c2``, ``tol`` or ``tolerance_change``, a
+    non-positive-int ``max_iter`` / ``max_tokens`` / ``history_size``, and a ``dtype``
+    that is not a floating-point ``torch.dtype``.
+
+    A NaN or negative tolerance had been accepted and the fit reported ``converged=True``;
+    ``dtype=torch.int64`` and ``"float64"`` failed inside ``nn.Module.to`` with a
+    TypeError, and a RuntimeError about a device string.
 
     Example:
         >>> check_fit_options(0.1, 100, 8192)
@@ -82,14 +96,23 @@ def check_fit_options(c2: float, max_iter: int, max_tokens: int, history_size: i
         ...
         ValueError: c2 must be a finite number >= 0, got -1.0
     """
-    if isinstance(c2, bool) or not isinstance(c2, (int, float)) or not 0 <= c2 < math.inf:
-        raise ValueError(f"c2 must be a finite number >= 0, got {c2!r}")
+    for name, value in (("c2", c2), ("tol", tol), ("tolerance_change", tolerance_change)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value < math.inf
+        ):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
     if isinstance(history_size, bool) or not isinstance(history_size, int) or history_size < 1:
         raise ValueError(f"history_size must be a positive int, got {history_size!r}")
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(
+            f"dtype must be a floating-point torch.dtype (torch.float64 recommended), got {dtype!r}"
+        )
 
 
 Chunk = tuple[Tensor, Tensor, Tensor]

@@ -159,7 +159,15 @@ class CRFTagger(LBFGSFit, ChainTagger):
         Returns:
             ``self``, with :attr:`fit_info` set.
         """
-        check_fit_options(c2, max_iter, max_tokens, history_size)
+        check_fit_options(
+            c2,
+            max_iter,
+            max_tokens,
+            history_size,
+            tol=tol,
+            tolerance_change=tolerance_change,
+            dtype=dtype,
+        )
         words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         self.fit_info = self._fit_lbfgs(
             words,

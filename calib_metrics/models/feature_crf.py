@@ -163,7 +163,15 @@ class FeatureCRF(LBFGSFit, ChainTagger):
             max_tokens: padded positions per chunk.
             dtype: training dtype (float64 recommended).
         """
-        check_fit_options(c2, max_iter, max_tokens, history_size)
+        check_fit_options(
+            c2,
+            max_iter,
+            max_tokens,
+            history_size,
+            tol=tol,
+            tolerance_change=tolerance_change,
+            dtype=dtype,
+        )
         features, tags, mask = self._check_batch(features, tags, mask)
         self.fit_info = self._fit_lbfgs(
             features,

@@ -207,8 +207,9 @@ def mask_not_binary(mask: Tensor) -> Tensor:
     return ((mask != 0) & (mask != 1)).any()
 
 
-def check_mask_dtype(mask: Tensor) -> None:
-    """A mask is bool or integer 0/1, never floating point (0.5 would read as True).
+def check_mask_dtype(mask: Tensor, name: str = "mask") -> None:
+    """A mask is bool or integer 0/1, never floating point (0.5 would read as True); so is
+    any other tensor of flags read as a mask (``name`` says which).
 
     Example:
         >>> check_mask_dtype(torch.ones(1, 2, dtype=torch.bool))
@@ -218,7 +219,7 @@ def check_mask_dtype(mask: Tensor) -> None:
         ValueError: mask must be bool (or integer 0/1), got torch.float32
     """
     if mask.is_floating_point() or mask.is_complex():
-        raise ValueError(f"mask must be bool (or integer 0/1), got {mask.dtype}")
+        raise ValueError(f"{name} must be bool (or integer 0/1), got {mask.dtype}")
 
 
 def as_indices(values: Tensor, name: str) -> Tensor:

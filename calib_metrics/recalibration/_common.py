@@ -104,7 +104,7 @@ def check_finite_optimum(margins: Tensor, fitted: str) -> None:
     set's probabilities to exactly 0 or 1). An item at a margin of 0 (a tie) does not
     stop it; one item below 0 does, however large the set. ``fitted`` names where the fit
     stopped (e.g. ``"T = 0.0019"``)."""
-    if bool((margins >= 0).all()) and bool((margins > 0).any()):
+    if ranks_all_right(margins):
         first = int((margins > 0).sum())
         raise ValueError(
             f"the held-out data are separable: the fitted model ranks no item's label below "
@@ -113,6 +113,12 @@ def check_finite_optimum(margins: Tensor, fitted: str) -> None:
             f"(the fit stopped at {fitted}); fit on more held-out data, on which the model "
             "makes some errors"
         )
+
+
+def ranks_all_right(margins: Tensor) -> bool:
+    """Whether ``margins`` (see :func:`check_finite_optimum`) are all ≥ 0 and some > 0:
+    scaling such a model up lowers every item's loss or leaves it."""
+    return bool((margins >= 0).all()) and bool((margins > 0).any())
 
 
 def check_temperature_optimum(
@@ -173,6 +179,29 @@ def constant_rows(x: Tensor, allowed: Tensor | None = None) -> bool:
     high = torch.where(keep, x, -math.inf).amax(-1)
     low = torch.where(keep, x, math.inf).amin(-1)
     return bool((high <= low).all())
+
+
+def typical_size(*parts: Tensor) -> Tensor:
+    """The median size of the scores in ``parts`` about each row's median (last dim; only
+    finite entries count, zeros are left out): the scale at which a temperature or slope
+    fit starts, so that the fit is scale-free.
+
+    L-BFGS stops on absolute tolerances, and a fit started at ``T = 1`` on scores of size
+    1e-6 found the NLL flat there and returned ``T = 1`` (uniform outputs) silently. In
+    units of this size the scaled scores are O(1) at the start. Medians, not means: a
+    finite mask value such as -1e9 among a row's logits would set a mean's scale. Call it
+    only on scores that vary within some row (it is NaN otherwise).
+
+    Example:
+        >>> typical_size(1e-7 * torch.tensor([[1.0, 2.0, 4.0], [0.0, 0.0, 3.0]]))
+        tensor(2.0000e-07)
+    """
+    sizes = []
+    for rows in parts:
+        kept = torch.where(torch.isfinite(rows), rows, math.nan)
+        size = (kept - kept.nanmedian(-1, keepdim=True).values).abs()
+        sizes.append(torch.where(size > 0, size, math.nan).flatten())
+    return torch.cat(sizes).nanmedian()
 
 
 def lbfgs(

@@ -43,6 +43,8 @@ from calib_metrics.recalibration._common import (
     float64_copy,
     lbfgs,
     logit,
+    ranks_all_right,
+    typical_size,
 )
 
 __all__ = ["MatrixScaling", "PlattScaling", "TemperatureScaling", "VectorScaling"]
@@ -136,6 +138,10 @@ class _LogitScaler(SettingsInState, FittedModule):
     def _penalty(self, params: list[Tensor]) -> Tensor | float:
         return 0.0
 
+    def _unpenalised(self, params: list[Tensor]) -> list[Tensor] | None:
+        """Masks of ``params``, 1 where no penalty holds an entry; None if none is held."""
+        return None
+
     def _store(self, params: list[Tensor]) -> None:
         raise NotImplementedError
 
@@ -178,9 +184,7 @@ class _LogitScaler(SettingsInState, FittedModule):
             y = y.detach().clone()
             fitted = self._fit_params(z, y, num_classes)
             self._check_optimum(z, y, fitted)
-            with torch.no_grad():
-                margins = _margins(self._transform(z, fitted), y, num_classes == 1)
-            check_finite_optimum(margins, self._describe(fitted))
+            self._check_separable(z, y, fitted)
             self._store(fitted)
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
@@ -194,6 +198,32 @@ class _LogitScaler(SettingsInState, FittedModule):
         else:
             nll = F.cross_entropy(out, y)
         return nll + self._penalty(params)
+
+    def _check_separable(self, z: Tensor, y: Tensor, fitted: list[Tensor]) -> None:
+        """:func:`check_finite_optimum` of the fit, which runs off exactly when some
+        direction of the unpenalised parameters ranks every item right (the scaled logits
+        are linear in the parameters); a penalised one costs more the further it goes.
+
+        A penalised fit may rank every item right at a finite optimum: a bias shift that
+        ``bias_l2`` holds (the default ``MatrixScaling`` had refused such data as having
+        no finite optimum). Its margins then say nothing, and those checked are of a fit
+        of the unpenalised parameters alone, the others held at 0, which ranks every item
+        right exactly when such a direction exists."""
+        masks = self._unpenalised(fitted)
+        margins = self._margins_at(z, y, fitted)
+        if masks is not None and ranks_all_right(margins):
+            free = self._init_params(z.shape[-1] if z.ndim == 2 else 1, z.device)
+
+            def alone() -> list[Tensor]:
+                return [p * m for p, m in zip(free, masks)]
+
+            lbfgs(free, lambda: self._nll(z, y, alone()), self.max_iter)
+            margins = self._margins_at(z, y, [p.detach() for p in alone()])
+        check_finite_optimum(margins, self._describe(fitted))
+
+    def _margins_at(self, z: Tensor, y: Tensor, params: list[Tensor]) -> Tensor:
+        with torch.no_grad():
+            return _margins(self._transform(z, params), y, z.ndim == 1)
 
     def _check_optimum(self, z: Tensor, y: Tensor, fitted: list[Tensor]) -> None:
         """Refuse a fit that ran off to a flat end it can reach (a temperature at ``∞``);
@@ -278,7 +308,12 @@ class TemperatureScaling(_LogitScaler):
         each row's logits all equal): then ``T = 1``, with a warning."""
         self.flat_ = constant_rows(z) if z.ndim == 2 else not bool(z.any())
         if not self.flat_:
-            return super()._fit_params(z, y, num_classes)
+            # Fitted in units of the scores' size (:func:`typical_size`), so that it
+            # starts where ``z / T`` is O(1); binary scores are class 1's logit against a
+            # class 0 fixed at 0.
+            size = typical_size(torch.stack([torch.zeros_like(z), z], -1) if z.ndim == 1 else z)
+            (temperature,) = super()._fit_params(z / size, y, num_classes)
+            return [temperature * size]
         fitted = [torch.ones((), dtype=torch.float64, device=z.device)]
         with torch.no_grad():
             self.nll_ = float(self._nll(z, y, fitted))
@@ -406,6 +441,10 @@ class VectorScaling(_PerClassScaler):
     def _penalty(self, params: list[Tensor]) -> Tensor | float:
         return self.bias_l2 * params[1].square().mean() if self.bias_l2 else 0.0
 
+    def _unpenalised(self, params: list[Tensor]) -> list[Tensor] | None:
+        weight, bias = params
+        return [torch.ones_like(weight), torch.zeros_like(bias)] if self.bias_l2 else None
+
     def _store(self, params: list[Tensor]) -> None:
         self.weight, self.bias = (p.to(self.weight.device) for p in params)
 
@@ -457,6 +496,15 @@ class MatrixScaling(_PerClassScaler):
             b.square().mean()
         )
 
+    def _unpenalised(self, params: list[Tensor]) -> list[Tensor] | None:
+        """The diagonal of ``W`` always; its other entries and ``b`` when unpenalised."""
+        if not (self.off_diagonal_l2 or self.bias_l2):
+            return None
+        weight, bias = params
+        eye = torch.eye(weight.shape[0], dtype=weight.dtype, device=weight.device)
+        rows = eye if self.off_diagonal_l2 else torch.ones_like(weight)
+        return [rows, torch.zeros_like(bias) if self.bias_l2 else torch.ones_like(bias)]
+
     def _store(self, params: list[Tensor]) -> None:
         self.weight, self.bias = (p.to(self.weight.device) for p in params)
 
@@ -497,7 +545,8 @@ class PlattScaling(_LogitScaler):
         return super().fit(scores, target)  # type: ignore[return-value]
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
-        """Refuse separable scores; fit all-equal ones in closed form; else L-BFGS.
+        """Refuse separable scores; fit all-equal ones in closed form; else L-BFGS, on the
+        scores in units of their spread.
 
         With an intercept the boundary can sit inside a tie group: a tie group of mixed
         labels keeps a finite loss there while the slope grows without end, and its items'
@@ -534,7 +583,11 @@ class PlattScaling(_LogitScaler):
                 "no finite optimum (its slope grows without end); fit on more held-out data, "
                 "on which the model makes some errors"
             )
-        return super()._fit_params(z, y, num_classes)
+        # The slope in units of the scores' spread (:func:`typical_size`): from slope 1
+        # a fit of scores of size 1e-7 found the NLL flat and kept it.
+        size = typical_size(z.reshape(1, -1))
+        slope, intercept = super()._fit_params(z / size, y, num_classes)
+        return [slope / size, intercept]
 
     def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
         a = torch.ones((), dtype=torch.float64, device=device, requires_grad=True)

@@ -47,6 +47,7 @@ from calib_metrics.recalibration._common import (
     float64_copy,
     lbfgs,
     plain_copy,
+    typical_size,
 )
 
 __all__ = ["ChainTemperature", "CorefTemperature"]
@@ -314,7 +315,12 @@ class ChainTemperature(FittedModule):
             if flat[i]:
                 flat_scores_warning(type(self).__name__, names[i], symbols[i], stacklevel=5)
         free = torch.tensor([not f for f in flat], dtype=torch.float64, device=device)
-        log_t = torch.zeros(len(flat), dtype=torch.float64, device=device)
+        # Started at the potentials' own size (:func:`typical_size`), where the scaled
+        # ones are O(1): from T = 1, potentials of size 1e-6 left the NLL flat, and T = 1.
+        rows = [em[mask], *(x.reshape(1, -1) for x in (tr, st, en))]
+        groups = [rows[:1], rows[1:]] if self.separate else [rows]
+        zero = torch.zeros((), dtype=torch.float64, device=device)
+        log_t = torch.stack([zero if f else typical_size(*g).log() for f, g in zip(flat, groups)])
         log_t.requires_grad_()
 
         def loss() -> Tensor:
@@ -380,10 +386,12 @@ def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
             f"scores must be [B, N, N] with B, N >= 1 (a non-empty dev set), "
             f"got shape {tuple(scores.shape)}"
         )
-    if mask is not None and tuple(check_tensor(mask, "mask").shape) != tuple(scores.shape[:2]):
-        raise ValueError(
-            f"mask must be [B, N] = {tuple(scores.shape[:2])}, got {tuple(mask.shape)}"
-        )
+    if mask is not None:
+        if tuple(check_tensor(mask, "mask").shape) != tuple(scores.shape[:2]):
+            raise ValueError(
+                f"mask must be [B, N] = {tuple(scores.shape[:2])}, got {tuple(mask.shape)}"
+            )
+        _check_zero_one(mask, "mask")
     # The entries the model reads: j <= i between real mentions (padding is never read).
     read = torch.ones(scores.shape[-2:], dtype=torch.bool, device=scores.device).tril()
     if mask is not None:
@@ -395,6 +403,15 @@ def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
             # -inf is allowed: it forbids a choice (e.g. an antecedent beyond the window).
             raise ValueError("scores contain NaN or +inf at entries j <= i of real mentions")
     return mask
+
+
+def _check_zero_one(flags: Tensor, name: str) -> None:
+    """A mask or gold set is bool or integer 0/1, as a mask is everywhere in the library:
+    fit had read a mask of 0.5 or 2, and a gold of 0.3, as True (one host read for an
+    integer tensor, none for a bool one)."""
+    linear_chain.check_mask_dtype(flags, name)
+    if flags.dtype != torch.bool and bool(linear_chain.mask_not_binary(flags)):
+        raise ValueError(f"{name} must be bool or integer 0/1: it holds other integers")
 
 
 class CorefTemperature(FittedModule):
@@ -469,12 +486,15 @@ class CorefTemperature(FittedModule):
     def fit(self, scores: Tensor, gold: Tensor, mask: Tensor | None = None) -> CorefTemperature:
         """Fit on dev ``scores [B, N, N]`` and bool ``gold [B, N, N]``: ``gold[b, i, j]``
         (``j <= i``) is True when choosing ``j`` (``j = i``: NEW) agrees with the gold
-        entities (``AntecedentRanker.gold_options`` builds it for one document)."""
+        entities (``AntecedentRanker.gold_options`` builds it for one document). ``gold``
+        and ``mask`` may be integer 0/1, as masks are everywhere; a 0.5 or a 2 is refused,
+        never read as True."""
         _check_coref(scores, mask)
         gold = check_tensor(gold, "gold")
         if tuple(gold.shape) != tuple(scores.shape):
             raise ValueError(f"gold must have the shape of scores {tuple(scores.shape)}, "
                              f"got {tuple(gold.shape)}")  # fmt: skip
+        _check_zero_one(gold, "gold")
         with fitting_mode():
             s = float64_copy(scores)
             mask = None if mask is None else plain_copy(mask).bool()
@@ -487,7 +507,11 @@ class CorefTemperature(FittedModule):
             flat = constant_rows(s, read)
             if flat:
                 flat_scores_warning(type(self).__name__, "scores", stacklevel=4)
-            free = torch.zeros(2, dtype=torch.float64, device=s.device, requires_grad=True)
+            # log T starts at the scores' own size (:func:`typical_size`), where the
+            # scaled ones are O(1): from T = 1, scores of size 1e-6 left the NLL flat.
+            zero = torch.zeros((), dtype=torch.float64, device=s.device)
+            start = zero if flat else typical_size(torch.where(read, s, -math.inf)).log()
+            free = torch.stack([start, zero]).requires_grad_()
 
             def loss() -> Tensor:
                 log_t = free[0].detach() * 0 if flat else free[0]

@@ -1,0 +1,129 @@
+"""Temperature and Platt fits are scale-free: scores scaled by ``c`` fit ``c`` times the
+temperature (``1/c`` times Platt's slope). L-BFGS stops on absolute tolerances, and from
+``T = 1`` (slope 1) scores of size 1e-6 left the NLL flat: ``TemperatureScaling``,
+``ChainTemperature`` and ``CorefTemperature`` returned exactly ``T = 1`` and Platt slope
+1 instead of 1e7, silently, every output near uniform."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from calib_metrics.models import linear_chain
+from calib_metrics.models.coref import antecedent_log_probs, sample_antecedents
+from calib_metrics.recalibration import (
+    ChainTemperature,
+    CorefTemperature,
+    PlattScaling,
+    TemperatureScaling,
+)
+
+optimize = pytest.importorskip("scipy.optimize")
+
+SCALES = [1e-8, 1e-6, 1e-3, 1.0, 1e4]
+
+
+def _best_temperature(nll) -> float:
+    """The NLL's minimiser over ``T`` by scipy's bounded search on ``log T``."""
+    found = optimize.minimize_scalar(
+        lambda log_t: float(nll(math.exp(log_t))),
+        bounds=(-5.0, 5.0),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    return math.exp(found.x)
+
+
+def _classifier():
+    g = torch.Generator().manual_seed(0)
+    z = 2 * torch.randn(2000, 4, generator=g, dtype=torch.float64)
+    y = torch.multinomial(torch.softmax(z / 2, -1), 1, generator=g)[:, 0]
+    return z, y
+
+
+@pytest.mark.parametrize("c", SCALES)
+def test_temperature_scaling_fits_c_times_the_optimum_of_logits_times_c(c) -> None:
+    z, y = _classifier()
+    best = _best_temperature(lambda t: F.cross_entropy(z / t, y))
+    assert TemperatureScaling().fit(c * z, y).temperature.item() == pytest.approx(
+        c * best, rel=1e-4
+    )
+    binary, labels = z[:, 0] - z[:, 1], (y == 0).double()
+    best = _best_temperature(lambda t: F.binary_cross_entropy_with_logits(binary / t, labels))
+    fitted = TemperatureScaling().fit(c * binary, labels).temperature.item()
+    assert fitted == pytest.approx(c * best, rel=1e-4)
+
+
+def _chain():
+    g = torch.Generator().manual_seed(1)
+    em = 2 * torch.randn(150, 6, 3, generator=g, dtype=torch.float64)
+    tr = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    st = en = torch.zeros(3, dtype=torch.float64)
+    mask = torch.ones(150, 6, dtype=torch.bool)
+    tags = linear_chain.sample(em / 2, tr / 2, st, en, mask, n_samples=1, generator=g)[0]
+    return (em, tr, st, en), tags, mask
+
+
+@pytest.mark.parametrize("c", SCALES)
+def test_chain_temperature_fits_c_times_the_optimum_of_potentials_times_c(c) -> None:
+    parts, tags, mask = _chain()
+
+    def nll(t: float):
+        scaled = [x / t for x in parts]
+        score = linear_chain.sequence_score(*scaled, tags, mask)
+        return (linear_chain.log_partition(*scaled, mask) - score).sum() / mask.sum()
+
+    scaled = [c * x for x in parts]
+    fitted = ChainTemperature().fit(*scaled, tags, mask).temperature.item()
+    assert fitted == pytest.approx(c * _best_temperature(nll), rel=1e-4)
+    separate = ChainTemperature(separate=True)
+    unit = ChainTemperature(separate=True).fit(*parts, tags, mask)
+    separate.fit(*scaled, tags, mask)
+    for name in ("temperature", "transition_temperature"):
+        expected = c * getattr(unit, name).item()
+        assert getattr(separate, name).item() == pytest.approx(expected, rel=1e-4)
+
+
+def _coref():
+    g = torch.Generator().manual_seed(2)
+    scores = 3 * torch.randn(60, 7, 7, generator=g, dtype=torch.float64)
+    chosen = sample_antecedents(scores / 3, 1, generator=g)[0]
+    return scores, F.one_hot(chosen, 7).bool()
+
+
+@pytest.mark.parametrize("c", SCALES)
+def test_coref_temperature_fits_c_times_the_optimum_of_scores_times_c(c) -> None:
+    scores, gold = _coref()
+
+    def nll(t: float):
+        logp = antecedent_log_probs(scores / t)
+        return -logp.masked_fill(~gold, -math.inf).logsumexp(-1).mean()
+
+    fitted = CorefTemperature().fit(c * scores, gold).temperature.item()
+    assert fitted == pytest.approx(c * _best_temperature(nll), rel=1e-4)
+    unit = CorefTemperature(new_offset=True).fit(scores, gold)
+    with_offset = CorefTemperature(new_offset=True).fit(c * scores, gold)
+    assert with_offset.temperature.item() == pytest.approx(c * unit.temperature.item(), rel=1e-4)
+    assert with_offset.offset.item() == pytest.approx(unit.offset.item(), rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("c", [1e-7, 1.0, 1e4])
+def test_platt_slope_is_the_optimum_over_c_of_scores_times_c(c) -> None:
+    g = torch.Generator().manual_seed(3)
+    s = torch.randn(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(torch.sigmoid(1.5 * s - 0.5), generator=g)
+
+    def nll_and_grad(ab):
+        params = torch.tensor(ab, dtype=torch.float64, requires_grad=True)
+        loss = F.binary_cross_entropy_with_logits(params[0] * s + params[1], y)
+        loss.backward()
+        return loss.item(), params.grad.numpy()
+
+    best = optimize.minimize(nll_and_grad, [1.0, 0.0], jac=True, method="BFGS",
+                             options={"gtol": 1e-12}).x  # fmt: skip
+    platt = PlattScaling().fit(c * s, y)
+    assert platt.slope.item() == pytest.approx(best[0] / c, rel=1e-5)
+    assert platt.intercept.item() == pytest.approx(best[1], rel=1e-5)
