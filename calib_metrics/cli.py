@@ -596,6 +596,11 @@ def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
     groups = resolve_groups(probs, target, mode, groups)
     n_groups = None if groups is None else int(torch.unique(groups).numel())
     try:
+        if mode == "classwise":  # the library's advice names its own arguments
+            raise ValueError(
+                "--mode classwise would give one test per class; --mode one_vs_rest or "
+                "top_label gives one"
+            )
         test = spiegelhalter_test(probs, target, mode=mode, groups=groups)
     except ValueError as error:
         # Hard 0/1 or constant-½ predictions, classwise mode: the rest of the report stands.
@@ -741,7 +746,7 @@ def warn_if_few_bins(
 ) -> None:
     """A UserWarning (one ``warning:`` line of the command) when the bins are too few to
     show miscalibration, or hold one pair for a debiased error
-    (:func:`calib_metrics.few_bins.few_bins_message`).
+    (:func:`calib_metrics.few_bins.few_bins_message`, naming the command's options).
 
     Example:
         >>> import torch, warnings
@@ -756,7 +761,7 @@ def warn_if_few_bins(
     from calib_metrics.few_bins import few_bins_message
 
     message = few_bins_message(
-        bins, binning=binning, bin_size=bin_size, n_bins=n_bins, debias=debias
+        bins, binning=binning, bin_size=bin_size, n_bins=n_bins, debias=debias, cli=True
     )
     if message is not None:
         warnings.warn(message, UserWarning, stacklevel=2)

@@ -19,6 +19,18 @@ from calib_metrics.functional.binning import Bins
 MIN_BINS = 10
 
 
+def option(name: str, value: object, cli: bool = False) -> str:
+    """A setting as its user writes it: ``bin_size='auto'`` in Python, ``--bin-size auto``
+    on the command line (a message there had told the user of ``--paper`` to pass
+    ``bin_size='auto'``).
+
+    Example:
+        >>> option("bin_size", "auto"), option("bin_size", "auto", cli=True)
+        ("bin_size='auto'", '--bin-size auto')
+    """
+    return f"--{name.replace('_', '-')} {value}" if cli else f"{name}={value!r}"
+
+
 def few_bins_message(
     bins: Sequence[Bins],
     *,
@@ -26,12 +38,14 @@ def few_bins_message(
     bin_size: int | str,
     n_bins: int,
     debias: bool = False,
+    cli: bool = False,
 ) -> str | None:
     """Why the error of these bins (one set, or one per class: the fewest counts) cannot
     show miscalibration, with what to do; None when there are ``MIN_BINS`` or more (and,
     with ``debias``, no bin of one pair: :func:`single_pair_message`).
 
-    ``binning``, ``bin_size`` and ``n_bins`` are the settings that made the bins.
+    ``binning``, ``bin_size`` and ``n_bins`` are the settings that made the bins; ``cli``
+    names them as command-line options (:func:`option`).
 
     Example:
         >>> import torch
@@ -44,16 +58,22 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
     fewest = min(bins, key=lambda b: b.count.numel())
     count = fewest.count.numel()
     if count >= MIN_BINS:
-        return single_pair_message(bins, binning=binning, n_bins=n_bins) if debias else None
+        if not debias:
+            return None
+        return single_pair_message(bins, binning=binning, n_bins=n_bins, cli=cli)
     n_pairs = int(fewest.count.sum().item())
+    auto, adaptive = option("bin_size", "auto", cli), option("binning", "adaptive", cli)
     if binning == "uniform":
-        fix = "raise n_bins or use binning='adaptive'"
+        fix = f"raise {'--n-bins' if cli else 'n_bins'} or use {adaptive}"
     elif bin_size == "auto":
-        fix = "measure more pairs (bin_size='auto' makes about sqrt(N) bins)"
+        fix = f"measure more pairs ({auto} makes about sqrt(N) bins)"
     else:
-        fix = f"use bin_size='auto' or a bin_size of at most {max(1, n_pairs // MIN_BINS)}"
+        most = max(1, n_pairs // MIN_BINS)
+        fix = f"use {auto} or a {'--bin-size' if cli else 'bin_size'} of at most {most}"
     # Uniform bins ignore bin_size: name what made them (empty bins are not bins here).
-    setting = f"n_bins={n_bins}" if binning == "uniform" else f"bin_size={bin_size!r}"
+    setting = (
+        option("n_bins", n_bins, cli) if binning == "uniform" else option("bin_size", bin_size, cli)
+    )
     return (
         f"only {count} bin{'s' * (count != 1)} from {n_pairs} pair{'s' * (n_pairs != 1)} "
         f"({setting}); with fewer than {MIN_BINS} bins the error "
@@ -61,9 +81,12 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
     )
 
 
-def single_pair_message(bins: Sequence[Bins], *, binning: str, n_bins: int) -> str | None:
+def single_pair_message(
+    bins: Sequence[Bins], *, binning: str, n_bins: int, cli: bool = False
+) -> str | None:
     """Why a debiased error of these bins is biased up: bins of one pair, which have no
     label variance to subtract; None when there are none. One host synchronisation.
+    ``cli`` names the settings as command-line options (:func:`option`).
 
     Example:
         >>> import torch
@@ -79,9 +102,10 @@ lower n_bins (now 4) or use binning='adaptive'
     total_bins = sum(int((b.count > 0).sum().item()) for b in bins)
     pairs = sum(int(b.count.sum().item()) for b in bins)
     if binning == "uniform":
-        fix = f"lower n_bins (now {n_bins}) or use binning='adaptive'"
+        fix = f"lower {'--n-bins' if cli else 'n_bins'} (now {n_bins}) or use "
+        fix += option("binning", "adaptive", cli)
     else:
-        fix = "use bins of at least 2 pairs (bin_size='auto')"
+        fix = f"use bins of at least 2 pairs ({option('bin_size', 'auto', cli)})"
     return (
         f"{singles} of {total_bins} bins hold one pair ({singles} of {pairs} pairs): a single "
         "label has no variance for the debiased error to subtract, so those bins keep their "

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import torch
+import torchmetrics
 from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
@@ -379,15 +380,18 @@ def _check_confidence(confidence: Any) -> None:
 
 _LIBRARY_DIRS = (
     os.path.dirname(torch.__file__) + os.sep,
+    os.path.dirname(os.path.abspath(torchmetrics.__file__)) + os.sep,
     os.path.dirname(os.path.abspath(__file__)) + os.sep,
 )
 
 
 def _user_stacklevel() -> int:
-    """``stacklevel`` for a warning raised by the caller that points at the user's line.
+    """``stacklevel`` for a warning raised by the caller that points at the user's line:
+    the first frame outside torch, torchmetrics and this package.
 
     A load inside a model reaches the metric through torch's recursion, one frame per
-    level of nesting, so no fixed ``stacklevel`` names the user's ``load_state_dict`` call.
+    level of nesting, and ``compute()`` through torchmetrics' wrapper, so no fixed
+    ``stacklevel`` names the user's call.
     """
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
@@ -1457,7 +1461,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         message = sketch.coarse_sketch_message(cells, bin_size)
         if message is not None:
             self._coarse_sketch_warned = True
-            warnings.warn(f"CalibrationError: {message}", UserWarning, stacklevel=4)
+            warnings.warn(
+                f"CalibrationError: {message}", UserWarning, stacklevel=_user_stacklevel()
+            )
 
     def _bins_of(self, pairs: list[tuple[Tensor, Tensor, Tensor | None]]) -> list[Bins]:
         """Each pair set's bins; with group ids and the debiased estimate, carrying the
@@ -1488,7 +1494,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         if message is None:
             return
         self._few_bins_warned = True
-        warnings.warn(f"CalibrationError: {message}", UserWarning, stacklevel=3)
+        # Reached from compute(), compute_result() or torchmetrics' wrapper of compute().
+        warnings.warn(f"CalibrationError: {message}", UserWarning, stacklevel=_user_stacklevel())
 
     def _average(self, errors: list[Tensor], bins: list[Bins]) -> Tensor:
         """One error (micro), per class (none) or their mean (macro, classwise) / weighted."""

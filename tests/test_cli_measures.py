@@ -163,7 +163,9 @@ def test_classwise_spiegelhalter_is_reported_as_not_computed(capsys, multiclass_
     argv = ("--bin-size", "50", "--samples", "10", "--mode", "classwise", "--spiegelhalter")
     code, out, err = run(capsys, "evaluate", multiclass_file[0], *argv)
     assert code == 0, err
-    assert "Spiegelhalter: not computed (mode='classwise' gives one test per class" in out
+    # In the command's own words: it had said "mode='classwise' ... pass one class's pairs".
+    assert "Spiegelhalter: not computed (--mode classwise would give one test per class; " in out
+    assert "mode='classwise'" not in out
 
 
 def test_groups_of_a_multiclass_file_are_one_per_item(capsys, tmp_path) -> None:

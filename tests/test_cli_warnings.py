@@ -13,7 +13,7 @@ import torch
 
 from calib_metrics.cli import main
 
-FEW_BINS = "calib-metrics: warning: only 3 bins from 12 pairs (bin_size='auto'); "
+FEW_BINS = "calib-metrics: warning: only 3 bins from 12 pairs (--bin-size auto); "
 FEW_UNITS = "calib-metrics: warning: compare_calibration: 4 resampling units (groups)"
 
 
@@ -48,12 +48,20 @@ def test_evaluate_warns_in_one_line_on_a_tiny_file(tiny, capsys) -> None:
     code, out, err = _run(capsys, "evaluate", tiny, "--samples", "50")
     assert code == 0 and "N = 12 pairs, 3 adaptive bins" in out
     assert len(err) == 1 and err[0].startswith(FEW_BINS), err
-    assert err[0].endswith("measure more pairs (bin_size='auto' makes about sqrt(N) bins)")
+    assert err[0].endswith("measure more pairs (--bin-size auto makes about sqrt(N) bins)")
     code, _, err = _run(capsys, "evaluate", tiny, "--samples", "50", "--bin-size", "2")
-    assert code == 0 and len(err) == 1 and "only 6 bins from 12 pairs (bin_size=2)" in err[0]
+    assert code == 0 and len(err) == 1 and "only 6 bins from 12 pairs (--bin-size 2)" in err[0]
+    # The command's options, not the library's arguments (it had said "bin_size='auto'").
     code, _, err = _run(capsys, "evaluate", tiny, "--samples", "50", "--paper")
     assert code == 0 and len(err) == 1 and "only 1 bin from 12 pairs" in err[0]
-    assert "a bin_size of at most 1" in err[0]
+    assert "use --bin-size auto or a --bin-size of at most 1" in err[0]
+    code, _, err = _run(capsys, "evaluate", tiny, "--samples", "50", "--binning", "uniform")
+    assert code == 0 and "lower --n-bins (now 15) or use --binning adaptive" in err[0]
+    assert "n_bins" not in err[0] and "binning=" not in err[0]
+    two_bins = ("--binning", "uniform", "--n-bins", "2")
+    code, _, err = _run(capsys, "evaluate", tiny, "--samples", "50", *two_bins)
+    assert code == 0 and "only 2 bins from 12 pairs (--n-bins 2)" in err[0]
+    assert "raise --n-bins or use --binning adaptive" in err[0]
 
 
 def test_evaluate_html_report_warns_too(tiny, tmp_path: Path, capsys) -> None:

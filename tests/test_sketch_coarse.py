@@ -145,3 +145,22 @@ def test_tiny_probabilities_beyond_the_logit_range_do_not_ask_for_a_finer_sketch
     assert _coarse_warnings(metric) == []
     state = metric._sketch_states().of_class(0)
     assert state.count[1] == 90_000 and not sketch.tied_cells(state)[1]
+
+
+def test_the_metric_s_compute_warnings_point_at_the_user_s_line():
+    # They had named calib_metrics/metric.py (compute_result) or torchmetrics' wrapper
+    # (compute): the user could not tell which of their calls warned.
+    coarse = CalibrationError(streaming=True, resolution=64, bin_size=500)
+    coarse.update(*_calibrated(10_000))
+    few = CalibrationError(bin_size=50)
+    few.update(*_calibrated(120))
+    other = CalibrationError(bin_size=50)
+    other.update(*_calibrated(120))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        coarse.compute()
+        few.compute()
+        other.compute_result()
+    assert len(caught) == 3, [str(w.message) for w in caught]
+    for w in caught:
+        assert w.filename == __file__, (w.filename, str(w.message)[:60])
