@@ -385,6 +385,13 @@ _LIBRARY_DIRS = (
 )
 
 
+def _row_count(parts: Tensor | list[Tensor] | None) -> int:
+    """Rows of a pair state, a tensor or a list of them (shapes only: no synchronisation)."""
+    if parts is None:
+        return 0
+    return parts.shape[0] if isinstance(parts, Tensor) else sum(p.shape[0] for p in parts)
+
+
 def _user_stacklevel() -> int:
     """``stacklevel`` for a warning raised by the caller that points at the user's line:
     the first frame outside torch, torchmetrics and this package.
@@ -1037,9 +1044,32 @@ class CalibrationError(_StatesKeepTheirDtype):
         super()._check_states(states, prefix)
         problem = self._group_ids_problem(
             states.get(prefix + "target"), states.get(prefix + "groups")
+        ) or self._folded_early_problem(
+            states.get(prefix + "rows_seen"), states.get(prefix + "probs")
         )
         if problem:
             raise ValueError(f"CalibrationError: {problem}")
+
+    def _folded_early_problem(self, rows_seen: Any, probs: Any) -> str | None:
+        """Why a streaming state whose sketch holds rows, though their number fits this
+        metric's buffer, is not this metric's (one host read, at load or merge only).
+
+        It comes from a metric with a smaller buffer: a ``mode="top_label"`` one (whose
+        rows hold C probabilities) into a binary metric, whose sketch has the same shape.
+        Loaded, the metric took its rows to be still buffered, and compute() said "no
+        pairs" of a state of 70,000."""
+        if not self.streaming or not isinstance(rows_seen, Tensor):
+            return None
+        seen, kept, capacity = int(rows_seen), _row_count(probs), self._buffer_capacity()
+        if kept >= seen or seen > capacity:
+            return None
+        return (
+            f"the state's sketch holds {seen - kept} of its {seen} rows, but this metric "
+            f"keeps up to {capacity} rows exactly before it folds any: it was saved by a "
+            "streaming metric with a smaller buffer (mode='top_label', whose rows hold C "
+            "probabilities, or another num_classes); load it into a metric built with the "
+            "saving metric's settings"
+        )
 
     def update(self, probs: Tensor, target: Tensor, groups: Tensor | None = None) -> None:
         """Accumulate a batch; a batch that fails validation changes nothing, and so does an
@@ -1139,8 +1169,7 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _buffered_rows(self) -> int:
         """Rows kept exactly (a host-side count of shapes: no synchronisation)."""
-        parts = self.probs
-        return parts.shape[0] if isinstance(parts, Tensor) else sum(p.shape[0] for p in parts)
+        return _row_count(self.probs)
 
     def _accumulate(
         self, states: sketch.Sketch, probs: Tensor, target: Tensor, keep: Tensor | None

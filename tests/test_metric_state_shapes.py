@@ -88,6 +88,27 @@ def test_merging_a_state_dict_of_other_settings_is_refused() -> None:
         sketch.merge_state(dict(_binary_streaming(64).metric_state))
 
 
+def test_a_top_label_sketch_is_refused_by_a_binary_metric_whose_buffer_it_fits() -> None:
+    # A top-label state (rows of C probabilities, a buffer of 4R/(C + 1) = 227 rows) past
+    # its buffer has a one-row sketch, as a binary metric's is; it had loaded into one
+    # (buffer 2R = 2048), which took its 1,000 rows to be still buffered and said "no
+    # pairs" at compute().
+    top = CalibrationError(num_classes=17, mode="top_label", streaming=True, resolution=1024)
+    top.update(*_multiclass(1000, 17))
+    binary = _loader(streaming=True, resolution=1024)
+    for bring in (binary.load_state_dict, binary.merge_state):
+        state = _saved(top) if bring == binary.load_state_dict else dict(top.metric_state)
+        with pytest.raises(
+            ValueError, match=r"sketch holds 1000 of its 1000 rows.*keeps up to 2048"
+        ):
+            bring(state)
+        assert int(binary.rows_seen) == 0 and binary.update_count == 0
+    # Past the binary buffer too, the two cannot be told apart (docs/streaming.md).
+    top.update(*_multiclass(2000, 17))
+    binary.load_state_dict(_saved(top))
+    torch.testing.assert_close(binary.compute(), top.compute())
+
+
 def test_a_comparison_refuses_a_state_of_other_classes() -> None:
     source = CalibrationComparison(num_classes=3, n_samples=50)
     probs, target = _multiclass(40, 3)
