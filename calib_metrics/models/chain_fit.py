@@ -171,7 +171,17 @@ class LBFGSFit:
         dtype: torch.dtype,
         progress: bool = False,
     ) -> FitInfo:
-        """Minimise the objective over the (already checked) batch; return :class:`FitInfo`."""
+        """Minimise the objective over the (already checked) batch, after checking the
+        options (:func:`check_fit_options`); return :class:`FitInfo`."""
+        check_fit_options(
+            c2,
+            max_iter,
+            max_tokens,
+            history_size,
+            tol=tol,
+            tolerance_change=tolerance_change,
+            dtype=dtype,
+        )
         chunks = [
             (inputs[idx, :width], tags[idx, :width], mask[idx, :width])
             for idx, width in length_chunks(mask.sum(1), max_tokens)

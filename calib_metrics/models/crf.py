@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
-from calib_metrics.models.chain_fit import FitInfo, LBFGSFit, check_fit_options, length_chunks
+from calib_metrics.models.chain_fit import FitInfo, LBFGSFit, length_chunks
 from calib_metrics.models.chain_tagger import ChainTagger, check_sizes, check_words
 
 __all__ = ["CRFTagger", "FitInfo", "length_chunks"]  # the last two live in chain_fit
@@ -159,15 +159,6 @@ class CRFTagger(LBFGSFit, ChainTagger):
         Returns:
             ``self``, with :attr:`fit_info` set.
         """
-        check_fit_options(
-            c2,
-            max_iter,
-            max_tokens,
-            history_size,
-            tol=tol,
-            tolerance_change=tolerance_change,
-            dtype=dtype,
-        )
         words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         self.fit_info = self._fit_lbfgs(
             words,

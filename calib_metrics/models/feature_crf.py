@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
-from calib_metrics.models.chain_fit import LBFGSFit, check_fit_options
+from calib_metrics.models.chain_fit import LBFGSFit
 from calib_metrics.models.chain_tagger import ChainTagger, check_sizes
 from calib_metrics.models.linear_chain import as_indices
 
@@ -163,15 +163,6 @@ class FeatureCRF(LBFGSFit, ChainTagger):
             max_tokens: padded positions per chunk.
             dtype: training dtype (float64 recommended).
         """
-        check_fit_options(
-            c2,
-            max_iter,
-            max_tokens,
-            history_size,
-            tol=tol,
-            tolerance_change=tolerance_change,
-            dtype=dtype,
-        )
         features, tags, mask = self._check_batch(features, tags, mask)
         self.fit_info = self._fit_lbfgs(
             features,
