@@ -420,7 +420,7 @@ def _summary(args: argparse.Namespace, probs, groups, result, brier, class_bins:
         "debias": args.debias,
         "interval": args.interval,
         "samples": args.samples,
-        "groups": None if groups is None else int(groups.max()) + 1,
+        "groups": None if groups is None else int(groups.unique().numel()),
         "calib_err": result.error,
         "mean": result.mean,
         "std": result.std,
@@ -468,7 +468,8 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     from calib_metrics.report import fixed, plus_term
 
     pct = f"{args.confidence:.0%}"
-    in_groups = "" if summary["groups"] is None else f" in {summary['groups']} groups"
+    groups = summary["groups"]
+    in_groups = "" if groups is None else f" in {groups} group{'s' * (groups != 1)}"
     n_bins = summary["bins"]
     print(
         f"{args.file}: N = {summary['n']} pair{'s' * (summary['n'] != 1)}{in_groups}, "
@@ -788,9 +789,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _warnings_as_lines() as lines:
         code = _run(args)
     if code == 0:  # after the results; a failed command's one line is its error
-        for line in lines:
-            print(line, file=sys.stderr)
+        code = _print_warnings(lines)
     return code
+
+
+def _print_warnings(lines: list[str]) -> int:
+    """Print the collected warning lines on stderr: exit code 0, or 141 when stderr's
+    reader has gone (`2>&1 >/dev/null | true`), as for stdout; the error had escaped
+    the command's handler and ended it with a traceback nobody saw and exit code 1."""
+    try:
+        for line in lines:
+            print(line, file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        _broken_streams_to_devnull()
+        return EXIT_BROKEN_PIPE
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -811,24 +824,46 @@ def _run(args: argparse.Namespace) -> int:
             _run_paper_command(args)
     except BrokenPipeError:
         # Not a problem of the command: say nothing, and keep Python from reporting the
-        # pipe again when it flushes stdout at exit.
-        _stdout_to_devnull()
+        # pipe again when it flushes stdout (or stderr) at exit.
+        _broken_streams_to_devnull()
         return EXIT_BROKEN_PIPE
     except (ValueError, OSError, ImportError) as err:
         # Each known problem is a ValueError raised at its cause; this also keeps any
         # other bad input or unwritable output to one line, never a traceback.
-        print(f"calib-metrics: error: {_one_line(err)}", file=sys.stderr)
-        return EXIT_USAGE
+        return _print_error(err)
     except KeyboardInterrupt:
         print("calib-metrics: interrupted", file=sys.stderr)
         return 130
     return 0
 
 
-def _stdout_to_devnull() -> None:
-    """Point the process's stdout at /dev/null (a stand-in stdout without a file is left)."""
+def _print_error(err: BaseException) -> int:
+    """The command's one error line on stderr: exit code 2, or 141 when nobody reads it."""
     try:
-        descriptor = sys.stdout.fileno()
+        print(f"calib-metrics: error: {_one_line(err)}", file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        _broken_streams_to_devnull()
+        return EXIT_BROKEN_PIPE
+    return EXIT_USAGE
+
+
+def _broken_streams_to_devnull() -> None:
+    """Point stdout and stderr, each whose reader has gone, at /dev/null: what they still
+    buffer would fail again at exit, and Python would end with exit code 120. A stream
+    that still works is left as it is."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            _to_devnull(stream)
+        except (AttributeError, OSError, ValueError):  # closed, or no stream at all
+            pass
+
+
+def _to_devnull(stream) -> None:
+    """Point ``stream``'s file at /dev/null (a stand-in stream without a file is left)."""
+    try:
+        descriptor = stream.fileno()
     except (AttributeError, OSError, ValueError):
         return
     devnull = os.open(os.devnull, os.O_WRONLY)

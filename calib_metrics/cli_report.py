@@ -255,7 +255,7 @@ def label_lines(per_label: dict[str, dict[str, float]]) -> list[str]:
     """
     return [
         f"  {k}: CalibErr {r['calib_err']:.4f} [{r['lower']:.4f}, {r['upper']:.4f}], "
-        f"{r['n']:g} pairs"
+        f"{r['n']:g} pair{'s' * (r['n'] != 1)}"
         for k, r in per_label.items()
     ]
 

@@ -67,8 +67,11 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
         fix = f"raise {'--n-bins' if cli else 'n_bins'} or use {adaptive}"
     elif bin_size == "auto":
         fix = f"measure more pairs ({auto} makes about sqrt(N) bins)"
+    elif n_pairs < MIN_BINS:
+        # No bin size helps: "a bin size of at most 1" had repeated a bin size of 1.
+        fix = f"measure more pairs ({MIN_BINS} bins need at least {MIN_BINS})"
     else:
-        most = max(1, n_pairs // MIN_BINS)
+        most = n_pairs // MIN_BINS
         fix = f"use {auto} or a {'--bin-size' if cli else 'bin_size'} of at most {most}"
     # Uniform bins ignore bin_size: name what made them (empty bins are not bins here).
     setting = (

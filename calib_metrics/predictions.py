@@ -42,16 +42,30 @@ GROUP_NAMES = (
 FORMATS = (".csv", ".tsv", ".jsonl", ".json", ".ndjson", ".npy", ".npz", ".pt", ".pth")
 
 
-def _usual_name(names: list[str], usual: tuple[str, ...]) -> str | None:
-    """The first of the ``usual`` names (any case) among ``names``, as spelled there."""
-    found = _usual_names(names, usual)
-    return found[0] if found else None
-
-
 def _usual_names(names: list[str], usual: tuple[str, ...]) -> list[str]:
-    """Every one of the ``usual`` names (any case) among ``names``, as spelled there."""
-    lowered = {n.lower(): n for n in names}
-    return [lowered[n] for n in usual if n in lowered]
+    """Every one of the ``usual`` names (any case) among ``names``, as spelled there, in
+    the order of ``usual``: two spellings of one name (``label``, ``Label``) are two
+    candidates, or one of them had been read without a word.
+
+    Example:
+        >>> _usual_names(["prob", "label", "Label"], TARGET_NAMES)
+        ['label', 'Label']
+    """
+    return [name for wanted in usual for name in names if name.lower() == wanted]
+
+
+# The option that names the column of each kind.
+_OPTIONS = {"probabilities": "probs", "labels": "target", "group ids": "groups"}
+
+
+def _only(found: list[str], what: str, path: Path) -> str:
+    """The one column found for the ``what``; several are refused, not one picked."""
+    if len(found) > 1:
+        raise ValueError(
+            f"{path}: several columns could hold the {what} ({', '.join(found)}); name one "
+            f"with --{_OPTIONS[what]}"
+        )
+    return found[0]
 
 
 def _pick(
@@ -70,7 +84,7 @@ def _pick(
     names are refused: a header ``p,label,q`` had read ``q``."""
     taken = taken or {}
     unusable = unusable or set()
-    option = {"probabilities": "probs", "labels": "target", "group ids": "groups"}[what]
+    option = _OPTIONS[what]
     if wanted is not None:
         if wanted not in names:
             raise ValueError(f"{path}: no column {wanted!r} (columns: {', '.join(names)})")
@@ -80,13 +94,8 @@ def _pick(
             )
         return wanted
     found = [n for n in _usual_names(names, defaults) if n not in taken and n not in unusable]
-    if len(found) > 1:
-        raise ValueError(
-            f"{path}: several columns could hold the {what} ({', '.join(found)}); name one "
-            f"with --{option}"
-        )
     if found:
-        return found[0]
+        return _only(found, what, path)
     # A table holds one probability per row: a multiclass row's C probabilities go in an
     # array file or one JSON list per line.
     multiclass = (
@@ -269,42 +278,90 @@ def _to_labels(values: Any, path: Path, column: str, lines: list[int] | None = N
     return _to_float(array.tolist(), path, column, lines)
 
 
-def _check_values(q: Tensor, y: Tensor, path: Path, names: tuple[str, str], lines) -> None:
+def _check_values(
+    q: Tensor, y: Tensor, path: Path, columns: tuple[Column, Column], lines, keep=None
+) -> None:
     """Probabilities in [0, 1]; labels 0/1, or class ids in [0, C) when there are C
     probabilities per label (a multiclass array file). The first bad value is named with
-    its row and column; labels first, so that padding (a label such as -100 beside
-    probabilities that may hold anything) is named as such."""
+    its row and column, as the file writes it (``columns``: the values read; ``keep``:
+    the labels kept, as :attr:`Predictions.kept`); labels first, so that padding (a label
+    such as -100 beside probabilities that may hold anything) is named as such."""
     per_row = q.numel() // y.numel() if y.numel() and q.numel() % y.numel() == 0 else 1
+    _check_labels(y, per_row, path, columns[1], lines, keep)
+    _check_probs(q, per_row, path, columns[0], lines, keep)
+
+
+def _check_labels(y: Tensor, per_row: int, path: Path, column: Column, lines, keep) -> None:
+    """Labels 0/1, or class ids beside ``per_row`` probabilities (:func:`_check_values`)."""
     if per_row == 1:
         bad, wanted = (y != 0) & (y != 1), "binary (0 or 1)"
     else:
         bad = (y != y.round()) | (y < 0) | (y >= per_row) | torch.isnan(y)
         wanted = f"a class id in 0..{per_row - 1} ({per_row} probabilities per label)"
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0, 0])
-        value = y[i].item()
-        shown = "is missing (NaN)" if math.isnan(value) else f"holds {value:g}"
-        padding = f" (padding? pass --ignore-index {value:g})" if value < 0 else ""
-        raise ValueError(
-            f"{path}: {_row_of(lines, i)}, column {names[1]!r} {shown}: a label must be "
-            f"{wanted}{padding}"
-        )
+    if not bool(bad.any()):
+        return
+    i = int(bad.nonzero()[0, 0])
+    value = y[i].item()
+    shown = "is missing (NaN)"
+    if not math.isnan(value):
+        shown = f"holds {_as_written(column[1], file_row(keep, i), value)}"
+    # A negative whole number is likely padding; the hint is what --ignore-index takes.
+    padding = (
+        f" (padding? pass --ignore-index {int(value)})" if value < 0 and value % 1 == 0 else ""
+    )
+    raise ValueError(
+        f"{path}: {_row_of(lines, i)}, column {column[0]!r} {shown}: a label must be "
+        f"{wanted}{padding}"
+    )
+
+
+def _check_probs(q: Tensor, per_row: int, path: Path, column: Column, lines, keep) -> None:
+    """Probabilities in [0, 1], with a hint at what out-of-range values likely are."""
     bad = torch.isnan(q) | (q < 0) | (q > 1)
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0, 0])
-        value = q[i].item()
-        percent = bool(((q >= 0) & (q <= 100)).all()) and float(q.max()) > 1
-        hint = (
-            "percentages? divide by 100; logits? apply sigmoid/softmax first"
-            if percent
-            else "pass probabilities, not logits: apply sigmoid/softmax first"
-        )
-        problem = (
-            "is missing (NaN)"
-            if math.isnan(value)
-            else f"holds {value:g}, not a probability in [0, 1] ({hint})"
-        )
-        raise ValueError(f"{path}: {_row_of(lines, i, per_row)}, column {names[0]!r} {problem}")
+    if not bool(bad.any()):
+        return
+    i = int(bad.nonzero()[0, 0])
+    value = q[i].item()
+    percent = bool(((q >= 0) & (q <= 100)).all()) and float(q.max()) > 1
+    hint = (
+        "percentages? divide by 100; logits? apply sigmoid/softmax first"
+        if percent
+        else "pass probabilities, not logits: apply sigmoid/softmax first"
+    )
+    problem = "is missing (NaN)"
+    if not math.isnan(value):
+        row, item = divmod(i, per_row)
+        written = _as_written(column[1], file_row(keep, row), value, item, per_row)
+        problem = f"holds {written}, not a probability in [0, 1] ({hint})"
+    raise ValueError(f"{path}: {_row_of(lines, i, per_row)}, column {column[0]!r} {problem}")
+
+
+def _as_written(values: Any, row: int, value: float, item: int = 0, per_row: int = 1) -> str:
+    """Value ``item`` of data row ``row`` of a column as the file writes it: a text cell's
+    own text, an array's element at its own precision (float32's 1.0000001), else the
+    float read, exactly. Rounded (``:g``), a probability 1.0000001 had read "holds 1, not a
+    probability in [0, 1]".
+
+    Example:
+        >>> _as_written(["0.5", " 1.0000001 "], 1, 1.0000001)
+        '1.0000001'
+        >>> _as_written(np.array([[0.5, 1.0000001]], dtype=np.float32), 0, 1.0, 1, 2)
+        '1.0000001'
+    """
+    try:
+        if isinstance(values, np.ndarray):
+            written = values.reshape(-1)[row * per_row + item]
+        else:
+            written = values[row]
+            written = written[item] if isinstance(written, (list, tuple)) else written
+    except (IndexError, TypeError):  # a layout not foreseen: the number read is exact too
+        written = value
+    if isinstance(written, str):
+        text = written.strip()
+        return text if len(text) <= 40 else text[:37] + "..."
+    if isinstance(written, (np.floating, np.integer, int)) and not isinstance(written, bool):
+        return str(written)
+    return repr(float(value))
 
 
 def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
@@ -320,11 +377,9 @@ def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None
         ValueError: f.csv: line 3, column 'sentence' has a missing group id (an empty cell)
     """
     array = np.asarray(values).reshape(-1)
-    if array.dtype.kind == "f":
-        if np.isnan(array).any():
-            raise ValueError(f"{path}: column {column!r} has a missing group id (NaN)")
-    elif array.dtype.kind not in "iub":
-        _check_no_empty_id(array, path, column, lines)
+    if array.dtype.kind not in "iub":
+        _check_no_missing_id(array, path, column, lines)
+    if array.dtype.kind not in "iubf":
         array = _numeric_if_numbers(array.astype(str))
     return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
 
@@ -363,21 +418,45 @@ def _numeric_if_numbers(text: np.ndarray) -> np.ndarray:
     return numbers if bool(whole) and np.abs(numbers).max() < 2**53 else text
 
 
-def _check_no_empty_id(array: np.ndarray, path: Path, column: str, lines) -> None:
-    """ValueError naming the first id that is blank text or None (JSON null)."""
-    if array.dtype.kind in "US":
-        missing = np.char.strip(array) == ("" if array.dtype.kind == "U" else b"")
+def _check_no_missing_id(array: np.ndarray, path: Path, column: str, lines) -> None:
+    """ValueError naming the first id that is missing: blank text, None (JSON null) or NaN,
+    a float's or a text cell's (a CSV's ``NaN``, as a probability cell reads it, had been
+    a group of its own)."""
+    if array.dtype.kind == "f":
+        missing = np.isnan(array)
+    elif array.dtype.kind == "U":
+        text = np.char.lower(np.char.strip(array))
+        missing = (text == "") | np.isin(text, _NAN_TEXT)
     else:
-        values = array.tolist()
-        missing = np.array(
-            [v is None or (isinstance(v, (str, bytes)) and not v.strip()) for v in values]
-        )
+        missing = np.array([_missing_id(v) is not None for v in array.tolist()], dtype=bool)
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
-        shown = "null" if array[i] is None else "an empty cell"
         raise ValueError(
-            f"{path}: {_row_of(lines, i)}, column {column!r} has a missing group id ({shown})"
+            f"{path}: {_row_of(lines, i)}, column {column!r} has a missing group id "
+            f"({_missing_id(array[i : i + 1].tolist()[0])})"
         )
+
+
+# How a text cell writes NaN (float() reads each of them as NaN), in lower case.
+_NAN_TEXT = ("nan", "+nan", "-nan")
+
+
+def _missing_id(value: Any) -> str | None:
+    """How a missing group id is written (``null``, ``an empty cell``, ``NaN``), or None
+    for an id.
+
+    Example:
+        >>> [_missing_id(v) for v in (None, " ", "NaN", float("nan"), "s1", 3)]
+        ['null', 'an empty cell', 'NaN', 'NaN', None, None]
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        text = value.strip().lower()
+        return "an empty cell" if not text else "NaN" if text in _NAN_TEXT else None
+    return "NaN" if isinstance(value, float) and math.isnan(value) else None
 
 
 def _delimiter(header: str, default: str) -> str:
@@ -707,7 +786,7 @@ def read_table(
     lines = getattr(contents, "lines", None)
     q, y, ids = _from_arrays(contents, path, (probs, target, groups), taken)
     _check_layout(q, y, ids, path)
-    names = (q[0], y[0])
+    columns = (q, y)
     q = _to_float(q[1], path, q[0], lines)
     y = _to_labels(y[1], path, y[0], lines)
     if q.numel() == 0:
@@ -724,16 +803,30 @@ def read_table(
         y, lines = y[keep], None if lines is None else [n for n, k in zip(lines, keep) if k]
         if y.numel() == 0:
             raise ValueError(f"{path}: no rows but padding (every label is {ignore_index})")
-    _check_values(q, y, path, names, lines)
+    _check_values(q, y, path, columns, lines, keep)
     if ids is not None:
         ids = _to_ids(ids[1], path, ids[0], every_line)
-        ids = ids if keep is None or ids.numel() != keep.numel() else ids[keep]
+        ids = _kept_ids(ids, keep)
         # One id per label: per pair, or per item of a multiclass file (C values each).
         if ids.numel() != y.numel():
             raise ValueError(
                 f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
             )
     return Predictions(q, y, ids, keep)
+
+
+def _kept_ids(ids: Tensor, keep: Tensor | None) -> Tensor:
+    """The group ids of the rows kept, numbered 0..G-1 again: a group of padding rows only
+    is gone, and had still been counted (40 groups reported where 5 were resampled). Ids
+    of another length than ``keep`` (one per kept label already) are taken as they are.
+
+    Example:
+        >>> _kept_ids(torch.tensor([0, 0, 1, 2, 2]), torch.tensor([1, 1, 0, 1, 0]).bool())
+        tensor([0, 0, 1])
+    """
+    if keep is None or ids.numel() != keep.numel():
+        return ids
+    return torch.unique(ids[keep], return_inverse=True)[1]
 
 
 def as_multiclass(probs: torch.Tensor, target: torch.Tensor, path: str | Path):
@@ -849,8 +942,9 @@ def row_positions(
 
 def group_column(path: str | Path, wanted: str) -> str | None:
     """The name of the file's group-id column, or None when it has none: ``wanted``
-    if the file has that column, or, with ``wanted=""``, the first usual name it has
-    (``sentence_id``, ``doc_id``, ``group``, ...; see :func:`read_table`).
+    if the file has that column, or, with ``wanted=""``, the usual name it has
+    (``sentence_id``, ``doc_id``, ``group``, ...; see :func:`read_table`); two are refused
+    as :func:`read_table` refuses them (``compare --groups`` had taken the first).
 
     Example:
         >>> import tempfile, os
@@ -865,7 +959,8 @@ def group_column(path: str | Path, wanted: str) -> str | None:
         return None
     if wanted:
         return wanted if wanted in table else None
-    return _usual_name(list(table), GROUP_NAMES)
+    found = _usual_names(list(table), GROUP_NAMES)
+    return _only(found, "group ids", path) if found else None
 
 
 def has_column(path: str | Path, column: str) -> bool:
@@ -878,7 +973,9 @@ def has_column(path: str | Path, column: str) -> bool:
         >>> has_column(file, "tag"), has_column(file, "doc")
         (True, False)
     """
-    return group_column(path, column) is not None
+    path = Path(path)
+    table = _named_columns(_load(path), path)
+    return table is not None and column in table
 
 
 def check_output_path(path: Path | None, option: str, inputs: Sequence[Path | None] = ()) -> None:

@@ -360,7 +360,11 @@ def evaluate_page(
     debiased = ", debiased" if summary["debias"] else ""
     rows = [
         ("file", "file", summary["file"]),
-        ("n", "N (pairs)", f"{summary['n']}" + (f" in {groups} groups" if groups else "")),
+        (
+            "n",
+            "N (pairs)",
+            f"{summary['n']}" + (f" in {groups} group{'s' * (groups != 1)}" if groups else ""),
+        ),
         (
             "estimator",
             "estimator",
