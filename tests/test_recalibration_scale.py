@@ -127,3 +127,33 @@ def test_platt_slope_is_the_optimum_over_c_of_scores_times_c(c) -> None:
     platt = PlattScaling().fit(c * s, y)
     assert platt.slope.item() == pytest.approx(best[0] / c, rel=1e-5)
     assert platt.intercept.item() == pytest.approx(best[1], rel=1e-5)
+
+
+@pytest.mark.parametrize("c", [1e-6, 1.0])
+@pytest.mark.parametrize("mask", [-1e9, torch.finfo(torch.float32).min])
+def test_masked_classes_in_most_of_a_row_do_not_set_the_start(c, mask) -> None:
+    # Classes masked with a large finite score (the -1e9 or finfo.min of many models) in
+    # 6 of 10 columns had set the rows' median spread, the fit's start: T ≈ 1e37, where
+    # the NLL is flat, and uniform outputs over the real classes, silently.
+    z, y = _classifier()
+    padded = torch.cat([c * z, torch.full((z.shape[0], 6), mask, dtype=z.dtype)], 1)
+    alone = TemperatureScaling().fit(c * z, y).temperature.item()
+    fitted = TemperatureScaling().fit(padded, y).temperature.item()
+    assert fitted == pytest.approx(alone, rel=1e-4)
+
+
+def test_forbidden_transitions_in_most_rows_do_not_set_the_start() -> None:
+    # Two of three transitions out of most tags forbidden with -1e30 had started the
+    # transitions' temperature at ~1e30 (T_tr = 3.9e28 fitted), silently.
+    (em, tr, st, en), _, mask = _chain()
+    forbidden = torch.tensor([[0, 1, 1], [1, 0, 1], [0, 0, 1]], dtype=torch.bool)
+    g = torch.Generator().manual_seed(5)
+    fits = []
+    for written in (-1e4, -1e30):  # both make the same chain (exp(-1e4) is 0)
+        tr_forbidden = tr.masked_fill(forbidden, written)
+        g.manual_seed(5)
+        tags = linear_chain.sample(em / 2, tr_forbidden, st, en, mask, n_samples=1, generator=g)[0]
+        fits.append(ChainTemperature(separate=True).fit(em, tr_forbidden, st, en, tags, mask))
+    for name in ("temperature", "transition_temperature"):
+        low, high = (getattr(fit, name).item() for fit in fits)
+        assert 0.2 < low < 5 and high == pytest.approx(low, rel=1e-3)

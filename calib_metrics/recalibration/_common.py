@@ -181,27 +181,52 @@ def constant_rows(x: Tensor, allowed: Tensor | None = None) -> bool:
     return bool((high <= low).all())
 
 
-def typical_size(*parts: Tensor) -> Tensor:
-    """The median size of the scores in ``parts`` about each row's median (last dim; only
-    finite entries count, zeros are left out): the scale at which a temperature or slope
-    fit starts, so that the fit is scale-free.
+# The quantile of the rows' top gaps at which a temperature fit starts (typical_gap).
+GAP_QUANTILE = 0.1
+
+
+def typical_gap(*parts: Tensor) -> Tensor:
+    """A low quantile (:data:`GAP_QUANTILE`) over the rows of ``parts`` (last dim) of the
+    gap between a row's largest finite score and its next lower one: the temperature at
+    which a fit starts, so that the fit is scale-free. Rows without two distinct finite
+    scores do not count; call it only on scores that vary within some row.
 
     L-BFGS stops on absolute tolerances, and a fit started at ``T = 1`` on scores of size
-    1e-6 found the NLL flat there and returned ``T = 1`` (uniform outputs) silently. In
-    units of this size the scaled scores are O(1) at the start. Medians, not means: a
-    finite mask value such as -1e9 among a row's logits would set a mean's scale. Call it
-    only on scores that vary within some row (it is NaN otherwise).
+    1e-6 found the NLL flat there and returned ``T = 1`` (uniform outputs) silently. At
+    this temperature a typical row's best score leads by about 1. A start below the
+    optimum is safe (the NLL is steep there), one far above it is not (flat): masked
+    classes written as large finite scores (``-1e9``, ``finfo.min``) only make gaps
+    larger, so the measure is the top gap, not a row's spread (masks in most of a row
+    set its median, and a fit started at ``T`` ≈ 1e37), and a low quantile, not the
+    median (forbidden transitions of ``-1e30`` in most rows of a transition matrix).
 
     Example:
-        >>> typical_size(1e-7 * torch.tensor([[1.0, 2.0, 4.0], [0.0, 0.0, 3.0]]))
+        >>> rows = torch.tensor([[1.0, 2.0, 4.0], [0.0, 3.0, -1e9], [5.0, 5.0, -1e9]])
+        >>> typical_gap(1e-7 * rows)  # gaps 2, 3 and 1e9 (the tie at 5 is one score)
         tensor(2.0000e-07)
     """
-    sizes = []
+    gaps = []
     for rows in parts:
-        kept = torch.where(torch.isfinite(rows), rows, math.nan)
-        size = (kept - kept.nanmedian(-1, keepdim=True).values).abs()
-        sizes.append(torch.where(size > 0, size, math.nan).flatten())
-    return torch.cat(sizes).nanmedian()
+        kept = torch.where(torch.isfinite(rows), rows, -math.inf)
+        top = kept.amax(-1, keepdim=True)
+        below = torch.where(kept < top, kept, -math.inf).amax(-1)
+        gaps.append((top.squeeze(-1) - below).flatten())
+    gap = torch.cat(gaps)
+    gap = gap[torch.isfinite(gap) & (gap > 0)]  # one host read: a fit's start, once
+    return gap.kthvalue(max(1, math.ceil(GAP_QUANTILE * gap.numel()))).values
+
+
+def typical_spread(scores: Tensor) -> Tensor:
+    """The median distance of the (flat, finite) ``scores`` from their median, zeros left
+    out: the unit in which Platt's slope is fitted, so that the fit is scale-free (from
+    slope 1, scores of size 1e-7 left the NLL flat and the slope at 1).
+
+    Example:
+        >>> typical_spread(1e-7 * torch.tensor([1.0, 2.0, 2.0, 4.0, 8.0]))
+        tensor(2.0000e-07)
+    """
+    distance = (scores - scores.median()).abs()
+    return torch.where(distance > 0, distance, math.nan).nanmedian()
 
 
 def lbfgs(

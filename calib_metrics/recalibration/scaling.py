@@ -44,7 +44,8 @@ from calib_metrics.recalibration._common import (
     lbfgs,
     logit,
     ranks_all_right,
-    typical_size,
+    typical_gap,
+    typical_spread,
 )
 
 __all__ = ["MatrixScaling", "PlattScaling", "TemperatureScaling", "VectorScaling"]
@@ -308,10 +309,10 @@ class TemperatureScaling(_LogitScaler):
         each row's logits all equal): then ``T = 1``, with a warning."""
         self.flat_ = constant_rows(z) if z.ndim == 2 else not bool(z.any())
         if not self.flat_:
-            # Fitted in units of the scores' size (:func:`typical_size`), so that it
+            # Fitted in units of the scores' top gap (:func:`typical_gap`), so that it
             # starts where ``z / T`` is O(1); binary scores are class 1's logit against a
             # class 0 fixed at 0.
-            size = typical_size(torch.stack([torch.zeros_like(z), z], -1) if z.ndim == 1 else z)
+            size = typical_gap(torch.stack([torch.zeros_like(z), z], -1) if z.ndim == 1 else z)
             (temperature,) = super()._fit_params(z / size, y, num_classes)
             return [temperature * size]
         fitted = [torch.ones((), dtype=torch.float64, device=z.device)]
@@ -583,9 +584,8 @@ class PlattScaling(_LogitScaler):
                 "no finite optimum (its slope grows without end); fit on more held-out data, "
                 "on which the model makes some errors"
             )
-        # The slope in units of the scores' spread (:func:`typical_size`): from slope 1
-        # a fit of scores of size 1e-7 found the NLL flat and kept it.
-        size = typical_size(z.reshape(1, -1))
+        # The slope in units of the scores' spread (:func:`typical_spread`).
+        size = typical_spread(z)
         slope, intercept = super()._fit_params(z / size, y, num_classes)
         return [slope / size, intercept]
 

@@ -47,7 +47,7 @@ from calib_metrics.recalibration._common import (
     float64_copy,
     lbfgs,
     plain_copy,
-    typical_size,
+    typical_gap,
 )
 
 __all__ = ["ChainTemperature", "CorefTemperature"]
@@ -315,12 +315,12 @@ class ChainTemperature(FittedModule):
             if flat[i]:
                 flat_scores_warning(type(self).__name__, names[i], symbols[i], stacklevel=5)
         free = torch.tensor([not f for f in flat], dtype=torch.float64, device=device)
-        # Started at the potentials' own size (:func:`typical_size`), where the scaled
+        # Started at the potentials' own top gap (:func:`typical_gap`), where the scaled
         # ones are O(1): from T = 1, potentials of size 1e-6 left the NLL flat, and T = 1.
-        rows = [em[mask], *(x.reshape(1, -1) for x in (tr, st, en))]
+        rows = [em[mask], tr, st.reshape(1, -1), en.reshape(1, -1)]
         groups = [rows[:1], rows[1:]] if self.separate else [rows]
         zero = torch.zeros((), dtype=torch.float64, device=device)
-        log_t = torch.stack([zero if f else typical_size(*g).log() for f, g in zip(flat, groups)])
+        log_t = torch.stack([zero if f else typical_gap(*g).log() for f, g in zip(flat, groups)])
         log_t.requires_grad_()
 
         def loss() -> Tensor:
@@ -507,10 +507,10 @@ class CorefTemperature(FittedModule):
             flat = constant_rows(s, read)
             if flat:
                 flat_scores_warning(type(self).__name__, "scores", stacklevel=4)
-            # log T starts at the scores' own size (:func:`typical_size`), where the
+            # log T starts at the scores' own top gap (:func:`typical_gap`), where the
             # scaled ones are O(1): from T = 1, scores of size 1e-6 left the NLL flat.
             zero = torch.zeros((), dtype=torch.float64, device=s.device)
-            start = zero if flat else typical_size(torch.where(read, s, -math.inf)).log()
+            start = zero if flat else typical_gap(torch.where(read, s, -math.inf)).log()
             free = torch.stack([start, zero]).requires_grad_()
 
             def loss() -> Tensor:
