@@ -510,6 +510,57 @@ def test_classwise_mode_draws_one_panel_per_class(tmp_path: Path, monkeypatch) -
     assert [ax.get_title().split(" · ")[0] for ax in drawn[0][2]] == ["A", "B", "C"]
 
 
+class TensorExperiment(RecordingExperiment):
+    """Keeps what ``add_tensor`` and ``add_text`` get, as TensorBoard would store it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tensors: dict[str, Any] = {}
+        self.texts: dict[str, str] = {}
+
+    def add_tensor(self, tag: str, tensor: torch.Tensor, global_step: int | None = None) -> None:
+        self.tensors[tag] = tensor
+
+    def add_text(self, tag: str, text: str, global_step: int | None = None) -> None:
+        self.texts[tag] = text
+
+
+def test_classwise_bins_are_logged_class_by_class(tmp_path: Path) -> None:
+    """A classwise monitor logged its result's bins, every class's merged and sorted by mean
+    prediction, as val/calib_bins and history["bins"]: not "class 0's first", as the docs
+    said, and no row could be told to be of one class. They come class by class now, each
+    row with its class."""
+    cb = monitor(mode="classwise", class_names=["A", "B", "C"])
+    model, (_, val) = TinyTagger(), loaders()
+    logger = DuckLogger()
+    logger._experiment = experiment = TensorExperiment()
+    run = trainer(tmp_path, 1, logger=logger, callbacks=[cb])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run.validate(model, val, verbose=False)
+    reference = CalibrationError(
+        N_CLASSES, ignore_index=PAD, bin_size=20, mode="classwise", streaming=True
+    )
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few bins: what is compared here is their order
+        for x, y in val:
+            reference.update(model(x), y)
+        classes = reference.compute_class_results()
+    expected = torch.cat(
+        [torch.stack([r.bins.pred_mean, r.bins.freq, r.bins.count], 1) for r in classes]
+    ).double()
+    owner = [c for c, r in enumerate(classes) for _ in range(len(r.bins.count))]
+    logged = experiment.tensors["val/calib_bins"]
+    assert logged.shape == (len(owner), 4)
+    assert torch.allclose(logged[:, :3], expected)
+    assert logged[:, 3].tolist() == owner
+    bins = cb.history[-1]["bins"]
+    assert bins["class"] == owner
+    assert bins["pred_mean"] == pytest.approx(expected[:, 0].tolist())
+    text = experiment.texts["val/calib_bins"]
+    assert "| bin | class |" in text and "| 0 | A |" in text
+
+
 def test_state_dict_round_trip_and_state_key() -> None:
     cb = monitor()
     cb.history.append({"epoch": 0, "error": 0.1})

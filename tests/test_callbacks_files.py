@@ -153,6 +153,29 @@ def test_validating_a_checkpoint_adds_a_record_of_its_weights_and_loses_none(
     assert on_disk == [*cb.history, fresh.history[-1]]
 
 
+def test_each_evaluation_of_a_checkpoint_in_a_new_process_adds_its_record(
+    tmp_path: Path,
+) -> None:
+    """Two fresh monitors (two processes) validating the same checkpoint into one folder:
+    the second wrote ..._2.png, but its record, equal in every number to the first's, was
+    taken for one the file held, and the file kept one. Records carry their run's id."""
+    _, logger, _, val = _fit_saving_every_epoch(tmp_path, monitor())
+    folder = Path(logger.log_dir) / "calibration"
+    fitted = json.loads((folder / "val_history.json").read_text())
+    made = []
+    for _ in range(2):
+        fresh = monitor()
+        again = trainer(
+            tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[fresh]
+        )
+        ckpt = tmp_path / "ckpt" / "epoch=1.ckpt"
+        quietly(again.validate, TinyTagger(), val, ckpt_path=ckpt, verbose=False)
+        made.append(fresh.history[-1])
+    assert json.loads((folder / "val_history.json").read_text()) == [*fitted, *made]
+    assert made[0]["error"] == made[1]["error"] and made[0]["run"] != made[1]["run"]
+    assert len(list(folder.glob("val_reliability_diagram_validate_*.png"))) == 2
+
+
 def test_a_fresh_fit_into_the_same_folder_rewrites_the_history_file(tmp_path: Path) -> None:
     """Two fresh fits (no logger, save_png=True) into one default_root_dir: the second's
     val_history.json held both runs' records and its curve drew one line through steps
@@ -339,6 +362,47 @@ def test_a_validation_just_after_a_mid_epoch_checkpoint_stays_in_the_file(
     new = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.2} for s in (5, 8)]
     assert _files.merged_history(path, new, resumed_at=3) == [old[0], *new]
     assert _files.merged_history(path, new) == [*old, *new]  # not resumed: nothing goes
+
+
+@pytest.mark.parametrize(
+    ("schedule", "batch_size", "steps"),
+    [
+        ({"max_epochs": 1, "val_check_interval": 3}, 8, [(0, 2), (0, 5)]),
+        ({"max_epochs": 2}, 16, [(0, 2), (1, 5)]),
+    ],
+    ids=["mid-epoch", "at the epoch's last batch"],
+)
+def test_a_fit_resumed_from_a_step_checkpoint_keeps_the_validation_of_its_weights(
+    tmp_path: Path, schedule: dict[str, Any], batch_size: int, steps: list[tuple[int, int]]
+) -> None:
+    """ModelCheckpoint(every_n_train_steps=3) saves epoch=0-step=3.ckpt in on_train_batch_end,
+    before that batch's validation (logged at step 2), whose batch count it holds one low
+    (2). The resume point was taken from that count, and the resumed fit dropped the
+    validation of the checkpoint's own weights from the file, though it does not repeat it
+    (the docs' own example, and with a checkpoint every epoch, epoch 0's validation)."""
+
+    def fit(ckpt_path: Path | None = None) -> Any:
+        cb = monitor()
+        saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, every_n_train_steps=3)
+        run = trainer(
+            tmp_path,
+            logger=CSVLogger(tmp_path, name="csv", version=0),
+            callbacks=[cb, saved],
+            enable_checkpointing=True,
+            num_sanity_val_steps=0,
+            **schedule,
+        )
+        quietly(run.fit, TinyTagger(), *loaders(batch_size), ckpt_path=ckpt_path)
+        return cb
+
+    first = fit()
+    assert [(r["epoch"], r["step"]) for r in first.history] == steps
+    resumed = fit(tmp_path / "ckpt" / "epoch=0-step=3.ckpt")
+    assert [(r["epoch"], r["step"]) for r in resumed.history] == steps[1:]  # not repeated
+    on_disk = json.loads(
+        (tmp_path / "csv" / "version_0" / "calibration" / "val_history.json").read_text()
+    )
+    assert on_disk == [first.history[0], *resumed.history]
 
 
 class _TwoOptimizers(TinyTagger):

@@ -135,6 +135,44 @@ def test_module_logging_the_monitors_tag_is_warned_once(tmp_path: Path) -> None:
     assert len(clash) == 1 and "self.log('val/ece', metric)" in clash[0]
 
 
+class SelfLoggingAtEpochEnd(TinyTagger):
+    """Logs a value of its own under the monitor's tag in on_validation_epoch_end, which
+    Lightning calls after the callbacks' (the monitor's) hook."""
+
+    def __init__(self, **log_options: Any) -> None:
+        super().__init__()
+        self.log_options = log_options
+
+    def on_validation_epoch_end(self) -> None:
+        self.log("val/calib_err", 1.0, **self.log_options)
+
+
+@pytest.mark.parametrize(
+    "log_options",
+    [{}, {"add_dataloader_idx": False}],
+    ids=["default arguments", "the monitor's arguments"],
+)
+def test_module_logging_the_monitors_tag_at_epoch_end_is_warned_once(
+    tmp_path: Path, log_options: dict[str, Any]
+) -> None:
+    """At epoch end the module logs after the monitor: with the default arguments the fit
+    failed on Lightning's "You called self.log(val/calib_err, ...) twice ... with different
+    arguments", and with the monitor's own arguments the tag got the mean of both values
+    (1.0 and the monitor's), neither warned. As in validation_step, the monitor warns once
+    and its value is the one logged."""
+    train, val = loaders()
+    cb = monitor()
+    run = trainer(tmp_path, 2, logger=False, callbacks=[cb])
+    messages = caught(run.fit, SelfLoggingAtEpochEnd(**log_options), train, val)
+    clash = [m for m in messages if "also logs 'val/calib_err'" in m]
+    assert len(clash) == 1 and "prefix=" in clash[0]
+    assert len(cb.history) == 2
+    assert float(run.callback_metrics["val/calib_err"]) == pytest.approx(cb.history[-1]["error"])
+    # The guard lasts one call of the hook: the module logs freely outside a run.
+    model = run.lightning_module
+    assert "on_validation_epoch_end" not in vars(model) and "log" not in vars(model)
+
+
 # ------------------------------------------------------------- several loaders
 
 

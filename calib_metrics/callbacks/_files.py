@@ -94,7 +94,8 @@ def merged_history(
     (a record the file holds n times stands for the first n equal ones of ``history``).
 
     ``resumed_at``: where the checkpoint a resumed fit started from is, in the fit records'
-    count (batches that stepped; ``global_step`` with one optimizer). The
+    count: the batches that stepped to its weights (``global_step`` with one optimizer),
+    as Lightning counts them on resuming. The
     file's records of weights trained past it (:func:`weights_steps`) that ``history`` does
     not hold belong to the continuation the resumed fit replaces, and are dropped: else a
     resumed fit's re-run epochs were added after the abandoned run's ones, and the curve
@@ -159,8 +160,8 @@ def write_files(
     Files: ``{stem}_{figure}_{suffix}.png`` (:func:`figure_suffix`), ``{stem}_calib_err.png``
     and ``{stem}_history.json`` in ``folder`` (created). The history written is ``history``,
     or with ``merge=True`` (a run restored from a checkpoint) the file's records followed by
-    the new ones of ``history``, less, for a fit resumed from a checkpoint of
-    ``global_step`` ``resumed_at``, the file's records of the run it replaces
+    the new ones of ``history``, less, for a fit resumed from a checkpoint whose weights
+    had stepped ``resumed_at`` batches, the file's records of the run it replaces
     (:func:`merged_history`); the curve draws it. With
     ``unique=True`` (a run not :func:`own_run`) figures never replace earlier files: a
     second run on the same weights gets ``..._2.png``.

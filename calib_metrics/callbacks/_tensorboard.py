@@ -20,6 +20,8 @@ from torch import Tensor
 from calib_metrics.functional.calibration import CalibrationResult
 
 BIN_COLUMNS = ("pred_mean", "freq", "count")
+# A classwise monitor's bins: every class's, in class order, each row with its class.
+CLASSWISE_BIN_COLUMNS = (*BIN_COLUMNS, "class")
 CLASS_COLUMNS = ("error", "mean", "std", "lower", "upper")
 
 
@@ -125,6 +127,44 @@ def bins_tensor(result: CalibrationResult) -> Tensor:
     return torch.stack([c.detach().to("cpu", torch.float64).reshape(-1) for c in columns], 1)
 
 
+def classwise_bins_tensor(results: Sequence[CalibrationResult]) -> Tensor:
+    """Every class's bins in class order, class 0's first, as a float64 tensor ``[n_bins, 4]``:
+    the :func:`bins_tensor` columns and the row's class.
+
+    The classwise result's own bins are every class's sorted together by mean prediction
+    (:func:`~calib_metrics.functional.multiclass.average_results`), and no row says its
+    class; with ``bin_size="auto"`` classes have different numbers of bins, so not even
+    the order would tell them apart.
+
+    Example:
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> p = torch.linspace(0.05, 0.95, 40)
+        >>> r = calibration_error_ci(p, (p > 0.5).float(), bin_size=10)
+        >>> classwise_bins_tensor([r, r])[:, 3].tolist()
+        [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    rows = []
+    for c, result in enumerate(results):
+        bins = bins_tensor(result)
+        rows.append(torch.cat([bins, torch.full((len(bins), 1), float(c), dtype=bins.dtype)], 1))
+    return torch.cat(rows)
+
+
+def bins_record(bins: Tensor) -> dict[str, list[float]]:
+    """The bins of :func:`bins_tensor` (or :func:`classwise_bins_tensor`) as lists by column,
+    for a JSON history record; the class as an integer.
+
+    Example:
+        >>> bins_record(torch.tensor([[0.2, 0.0, 3.0, 1.0]], dtype=torch.float64))
+        {'pred_mean': [0.2], 'freq': [0.0], 'count': [3.0], 'class': [1]}
+    """
+    columns = BIN_COLUMNS if bins.shape[1] == len(BIN_COLUMNS) else CLASSWISE_BIN_COLUMNS
+    record = {name: bins[:, i].tolist() for i, name in enumerate(columns)}
+    if "class" in record:
+        record["class"] = [int(c) for c in record["class"]]
+    return record
+
+
 def result_numbers(result: CalibrationResult) -> dict[str, float]:
     """The result's error, mean, std, lower and upper as Python floats.
 
@@ -137,8 +177,16 @@ def result_numbers(result: CalibrationResult) -> dict[str, float]:
     return {name: float(getattr(result, name)) for name in CLASS_COLUMNS}
 
 
-def bins_markdown(result: CalibrationResult, confidence: float) -> str:
+def bins_markdown(
+    result: CalibrationResult,
+    confidence: float,
+    bins: Tensor | None = None,
+    labels: Sequence[str] = (),
+) -> str:
     """A markdown table of the bins, headed by the error and its interval (TensorBoard's Text tab).
+
+    ``bins``: the rows, default the result's (:func:`bins_tensor`); rows of
+    :func:`classwise_bins_tensor` get a class column, named by ``labels``.
 
     Example:
         >>> from calib_metrics.functional import calibration_error_ci
@@ -148,16 +196,23 @@ def bins_markdown(result: CalibrationResult, confidence: float) -> str:
         '| bin | q̂ (mean prediction) | p̂ (frequency) | pairs |'
     """
     n = result_numbers(result)
+    rows = bins_tensor(result) if bins is None else bins
+    by_class = rows.shape[1] > len(BIN_COLUMNS)
+    head, rule = (" class |", "---|") if by_class else ("", "")
     lines = [
         f"CalibErr **{n['error']:.5f}**, {confidence:.0%} interval "
         f"[{n['lower']:.5f}, {n['upper']:.5f}] (sampled mean {n['mean']:.5f}, "
         f"std {n['std']:.5f})",
         "",
-        "| bin | q̂ (mean prediction) | p̂ (frequency) | pairs |",
-        "|---:|---:|---:|---:|",
+        f"| bin |{head} q̂ (mean prediction) | p̂ (frequency) | pairs |",
+        f"|---:|{rule}---:|---:|---:|",
     ]
-    for i, (q, p, c) in enumerate(bins_tensor(result).tolist()):
-        lines.append(f"| {i} | {q:.5f} | {p:.5f} | {int(c)} |")
+    for i, row in enumerate(rows.tolist()):
+        q, p, c = row[:3]
+        named = ""
+        if by_class:
+            named = f" {labels[int(row[3])] if labels else int(row[3])} |"
+        lines.append(f"| {i} |{named} {q:.5f} | {p:.5f} | {int(c)} |")
     return "\n".join(lines)
 
 

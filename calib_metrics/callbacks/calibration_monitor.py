@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -15,6 +16,7 @@ from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
 from calib_metrics.callbacks import _arguments as checks
+from calib_metrics.callbacks import _epoch_end_tags as epoch_end_tags
 from calib_metrics.callbacks import _files as files
 from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
@@ -50,7 +52,8 @@ class CalibrationMonitor(Callback):
       ``{prefix}/calib_err_per_class``) with ``add_figure`` on every logger whose
       ``experiment`` has it, registers a Custom Scalars "Margin" chart so TensorBoard draws
       the interval as a band over epochs, and writes the raw bins with ``add_tensor``
-      (``{prefix}/calib_bins``, ``[n_bins, 3]``: pred_mean, freq, count; per class
+      (``{prefix}/calib_bins``, ``[n_bins, 3]``: pred_mean, freq, count; classwise
+      ``[n_bins, 4]``, every class's bins in class order and the class; per class
       ``{prefix}/calib_per_class``, ``[C, 5]``: error, mean, std, lower, upper) and
       ``add_text`` (a table);
     * saves PNGs, the error-over-epochs curve and ``history.json`` under
@@ -77,7 +80,8 @@ class CalibrationMonitor(Callback):
     The list of past results, :attr:`history`, is saved in checkpoints, so a resumed fit
     continues it. A ``trainer.validate`` / ``test`` run keeps the history the monitor
     holds (a fresh monitor starts from the checkpoint's) and appends a record whose ``fn``
-    is ``"validate"`` / ``"test"`` (``"fit"`` while fitting). A fit record's ``step`` is
+    is ``"validate"`` / ``"test"`` (``"fit"`` while fitting); every record's ``run`` is the
+    id of the Trainer call that made it. A fit record's ``step`` is
     the one ``self.log`` logs the validation at. With ``ckpt_path=`` the record's ``epoch``
     and ``step`` are the checkpoint's ``epoch`` and ``global_step``, as ``ModelCheckpoint``
     names the file (``epoch=0-step=12.ckpt``; optimizer steps taken, so for a checkpoint
@@ -237,7 +241,8 @@ class CalibrationMonitor(Callback):
         # The trainer function of the run that restored a checkpoint (on_load_checkpoint),
         # None when this run restored none.
         self._restored: str | None = None
-        # Where the checkpoint a resumed fit started from is (batches that stepped), else None.
+        # Where the checkpoint a resumed fit started from is (batches that stepped to its
+        # weights, read once the fit runs: _note_resume_point), else None.
         self._resumed_at: int | None = None
         # The weights the module holds (module id, global step) and how a record names them
         # (epoch, step, checkpoint path): the last fit record's, or a restored checkpoint's.
@@ -246,6 +251,8 @@ class CalibrationMonitor(Callback):
         # must not keep a finished trainer alive), so that a fit starting anew with that
         # Trainer keeps its baseline evaluation (on_fit_start).
         self._evaluations: list[tuple[weakref.ref[Trainer], dict[str, Any]]] = []
+        # The id of the Trainer run (fit, validate, test) making records: setup.
+        self._run = _new_run_id()
 
     # ------------------------------------------------------------------ names
     @property
@@ -506,17 +513,47 @@ class CalibrationMonitor(Callback):
         )
         clash = sorted(taken & ours)
         if clash:
-            self._warn_once(
-                "tags",
-                f"the LightningModule also logs {', '.join(map(repr, clash))}, a tag this "
-                "monitor logs, and the monitor's value replaces it; log your metric under "
-                "another name (e.g. self.log('val/ece', metric)) or set prefix= on the monitor",
-            )
+            self._warn_clash(clash)
+
+    def _warn_clash(self, clash: list[str]) -> None:
+        self._warn_once(
+            "tags",
+            f"the LightningModule also logs {', '.join(map(repr, clash))}, a tag this "
+            "monitor logs, and the monitor's value replaces it; log your metric under "
+            "another name (e.g. self.log('val/ece', metric)) or set prefix= on the monitor",
+        )
+
+    def _guard_tags(self, pl_module: LightningModule, logged: list[str]) -> None:
+        """Keep the module's own ``on_{stage}_epoch_end``, which Lightning calls after this
+        one, from logging the tags just logged (:mod:`._epoch_end_tags`): :meth:`_check_tags`
+        sees only what was logged before the monitor."""
+        if logged:
+            hook = self._epoch_end_hook
+            epoch_end_tags.guard(pl_module, hook, logged, lambda tag: self._warn_clash([tag]))
+
+    def _clear_entries(self, trainer: Trainer, names: Iterable[str]) -> None:
+        """Drop Lightning's entries of ``names`` under this epoch-end hook before logging them.
+
+        Lightning keeps one entry per hook and tag across the loop's runs, resetting only its
+        value: the module's, made at an epoch end the monitor did not log (the sanity check,
+        ``every_n_epochs``), refused the monitor's own call when their arguments differed
+        ("You called self.log(...) twice ... with different arguments"). :meth:`_check_tags`
+        has warned of it; the monitor's value replaces it.
+        """
+        results = getattr(trainer, "_results", None)
+        if isinstance(results, dict):
+            for name in names:
+                results.pop(f"{self._epoch_end_hook}.{name}", None)
+
+    @property
+    def _epoch_end_hook(self) -> str:
+        return "on_validation_epoch_end" if self.stage == "val" else "on_test_epoch_end"
 
     def _epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if not self._active or trainer.sanity_checking:
             return
         self._active = False
+        self._note_resume_point(trainer)  # a resumed fit that validates before it trains
         suffixes = self._suffixes(trainer)
         self._layout_suffixes = list(suffixes.values())
         self._check_tags(trainer, suffixes)
@@ -527,15 +564,17 @@ class CalibrationMonitor(Callback):
                 "the metrics trainer.validate()/test() return, and this monitor's history",
             )
         step = int(trainer.fit_loop.epoch_loop._batches_that_stepped)
+        logged = []
         for idx, suffix in suffixes.items():
-            self._loader_end(trainer, pl_module, step, idx, suffix)
+            logged += self._loader_end(trainer, pl_module, step, idx, suffix)
+        self._guard_tags(pl_module, logged)
         for metric in self._all_metrics():
             metric.reset()
 
     def _loader_end(
         self, trainer: Trainer, pl_module: LightningModule, step: int, idx: int, suffix: str
-    ) -> None:
-        """Compute, log, record and draw the result of one dataloader."""
+    ) -> list[str]:
+        """Compute, log, record and draw the result of one dataloader; the tags logged."""
         metric = self._metric(idx)
         try:
             # compute_result() synchronises the ranks' states (without DDP it does nothing).
@@ -545,7 +584,7 @@ class CalibrationMonitor(Callback):
         except NoPairsError as err:
             # Every rank sees the same synchronised state, so every rank skips together.
             rank_zero_warn(f"CalibrationMonitor: nothing to measure this epoch{suffix} ({err})")
-            return
+            return []
         per_class = None
         if self.per_class:
             per_class = classes if classes is not None else metric._one_vs_rest_results()
@@ -554,6 +593,7 @@ class CalibrationMonitor(Callback):
         if self.smooth:
             numbers["smooth_error"] = metric.compute_smooth().item()
             scalars[self._smooth_name(suffix)] = "smooth_error"
+        self._clear_entries(trainer, scalars)
         with warnings.catch_warnings():
             if not trainer.loggers:
                 # Lightning warns for every key, every epoch; the monitor said it once.
@@ -571,7 +611,9 @@ class CalibrationMonitor(Callback):
                     # keeps Lightning from warning about epoch-level logging under DDP.
                     sync_dist=trainer.world_size > 1,
                 )
-        record = self._record(trainer, pl_module, step, result, per_class)
+        # A classwise result's own bins are every class's sorted together: logged by class.
+        bins = tb.bins_tensor(result) if classes is None else tb.classwise_bins_tensor(classes)
+        record = self._record(trainer, pl_module, step, result, per_class, bins)
         if record["fn"] == "fit":
             weights = (record["epoch"], record["step"], None)
             self._weights = (id(pl_module), int(trainer.global_step), *weights)
@@ -586,7 +628,8 @@ class CalibrationMonitor(Callback):
             # The figures name the interval the metric drew (on the synchronised state).
             drawn_from = result if classes is None else classes
             drawn = (metric._drawn_interval(drawn_from), metric._debias)
-            self._write(trainer, step, result, per_class, drawn, suffix, classes)
+            self._write(trainer, step, result, per_class, drawn, suffix, classes, bins)
+        return list(scalars)
 
     def _record(
         self,
@@ -595,15 +638,16 @@ class CalibrationMonitor(Callback):
         step: int,
         result: CalibrationResult,
         per_class: list[CalibrationResult] | None,
+        bins: Tensor,
     ) -> dict[str, Any]:
-        bins = tb.bins_tensor(result)
         record: dict[str, Any] = {
             "stage": self.stage,
             **self._when(trainer, pl_module, step),
+            "run": self._run,
             **tb.result_numbers(result),
             "confidence": self.confidence,
             "n_pairs": int(bins[:, 2].sum().item()),
-            "bins": {c: bins[:, i].tolist() for i, c in enumerate(tb.BIN_COLUMNS)},
+            "bins": tb.bins_record(bins),
         }
         if per_class is not None:
             pairs = zip(self.class_names, per_class, strict=True)
@@ -656,6 +700,7 @@ class CalibrationMonitor(Callback):
         drawn: tuple[str, bool],
         suffix: str = "",
         classes: list[CalibrationResult] | None = None,
+        bins: Tensor | None = None,
     ) -> None:
         experiments, png_dirs = self._destinations(trainer)
         if not experiments and not png_dirs:
@@ -682,7 +727,9 @@ class CalibrationMonitor(Callback):
                 errors, names=(f"{self.prefix}{suffix}",), title=title, **kind
             )[0]
         for logger, experiment in experiments:
-            self._write_experiment(logger, experiment, step, result, per_class, figures, suffix)
+            self._write_experiment(
+                logger, experiment, step, result, per_class, figures, suffix, bins
+            )
         index = record.get("dataloader_idx")
         history = [r for r in self.history if r.get("dataloader_idx") == index]
         name = files.figure_suffix(record, _validates_within_epochs(trainer), self.stage)
@@ -711,7 +758,9 @@ class CalibrationMonitor(Callback):
         per_class: list[CalibrationResult] | None,
         figures: dict[str, Any],
         suffix: str = "",
+        bins: Tensor | None = None,
     ) -> None:
+        bins = tb.bins_tensor(result) if bins is None else bins
         if tb.has_method(experiment, "add_custom_scalars"):
             self._write_layout(logger, experiment)
         for name, fig in figures.items():
@@ -719,9 +768,7 @@ class CalibrationMonitor(Callback):
             tag = f"{self.prefix}/{name}{suffix}"
             experiment.add_figure(tag, fig, global_step=step, close=False)
         if tb.has_method(experiment, "add_tensor"):
-            experiment.add_tensor(
-                f"{self.prefix}/calib_bins{suffix}", tb.bins_tensor(result), global_step=step
-            )
+            experiment.add_tensor(f"{self.prefix}/calib_bins{suffix}", bins, global_step=step)
             if per_class is not None:
                 experiment.add_tensor(
                     # Not the figure's tag: TensorBoard keeps one plugin per tag and run.
@@ -730,7 +777,7 @@ class CalibrationMonitor(Callback):
                     global_step=step,
                 )
         if tb.has_method(experiment, "add_text"):
-            text = tb.bins_markdown(result, self.confidence)
+            text = tb.bins_markdown(result, self.confidence, bins, self.class_names)
             if per_class is not None:
                 text += "\n\n" + tb.per_class_markdown(per_class, self.class_names)
             experiment.add_text(f"{self.prefix}/calib_bins{suffix}", text, global_step=step)
@@ -765,6 +812,10 @@ class CalibrationMonitor(Callback):
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         self._restored = None  # each run says for itself which checkpoint it restored
         self._resumed_at = None
+        # Records of two runs of the same weights are equal in every number: the run's id
+        # tells them apart, so that the history file takes the second as a new record
+        # rather than as one it holds (a resumed fit's restored records keep their own).
+        self._run = _new_run_id()
         # Refused here, not in __init__: in one process the sync changes nothing.
         if trainer.world_size > 1 and self._options.get("sync_on_compute", True) is not True:
             raise ValueError(
@@ -778,6 +829,14 @@ class CalibrationMonitor(Callback):
         # load_state_dict look like that run's restore, and be ignored.
         self._restored = None
         self._resumed_at = None
+        epoch_end_tags.release(pl_module, self._epoch_end_hook)
+
+    def on_exception(
+        self, trainer: Trainer, pl_module: LightningModule, exception: BaseException
+    ) -> None:
+        # A run stopped between this monitor's epoch end and the module's (Ctrl-C) must not
+        # leave the module's hook wrapped for whatever runs it next.
+        epoch_end_tags.release(pl_module, self._epoch_end_hook)
 
     def on_load_checkpoint(
         self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
@@ -786,10 +845,7 @@ class CalibrationMonitor(Callback):
         Lightning restores the callbacks for every run given ``ckpt_path=``, not only for a
         resumed fit."""
         self._restored = runs.trainer_fn(trainer)
-        if self._restored == "fit":
-            # The history file's records past this point are of the run this fit replaces.
-            self._resumed_at = _batches_that_stepped(checkpoint)
-        else:
+        if self._restored != "fit":
             # The module now holds the checkpoint's weights, at the trainer's unchanged step:
             # this run's records, and a later evaluation's without ckpt_path, name them as
             # ModelCheckpoint names the file (epoch=0-step=12.ckpt), with its path.
@@ -797,6 +853,25 @@ class CalibrationMonitor(Callback):
             epoch, step = int(checkpoint.get("epoch", 0)), int(checkpoint.get("global_step", 0))
             named = (epoch, step, None if path is None else str(path))
             self._weights = (id(pl_module), int(trainer.global_step), *named)
+
+    def on_train_batch_start(
+        self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int
+    ) -> None:
+        self._note_resume_point(trainer)
+
+    def _note_resume_point(self, trainer: Trainer) -> None:
+        """Where the checkpoint a resumed fit started from is, in the fit records' count:
+        the history file's records of weights trained past it are of the run this fit
+        replaces (:func:`._files.merged_history`).
+
+        Read from the trainer once Lightning has restored its loops, before the resumed
+        fit trains or validates, not from the checkpoint: a checkpoint saved in
+        ``on_train_batch_end`` (``every_n_train_steps``) or at a validation holds a batch
+        count one below its weights' (the batch's count goes up after both), which
+        Lightning adds back when it resumes. Taken from the file, the validation logged
+        just after such a checkpoint, of its weights, was dropped as a later one."""
+        if self._restored == "fit" and self._resumed_at is None:
+            self._resumed_at = int(trainer.fit_loop.epoch_loop._batches_that_stepped)
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         """A fit that starts from step 0 without a checkpoint is a new run: a monitor reused
@@ -847,10 +922,7 @@ def _validates_within_epochs(trainer: Trainer) -> bool:
     return isinstance(every, int) and every < trainer.num_training_batches
 
 
-def _batches_that_stepped(checkpoint: dict[str, Any]) -> int:
-    """The checkpoint's point in the fit records' own count, the batches that stepped:
-    ``global_step`` counts every optimizer's steps (two optimizers stepped by hand count
-    two a batch), so the records of an abandoned epoch had passed as earlier ones."""
-    loops = checkpoint.get("loops", {}).get("fit_loop", {})
-    count = loops.get("epoch_loop.state_dict", {}).get("_batches_that_stepped")
-    return int(checkpoint.get("global_step", 0) if count is None else count)
+def _new_run_id() -> str:
+    """A record's ``run``: random, not a count, because a new process evaluating into the
+    same folder cannot know which runs came before it."""
+    return uuid.uuid4().hex[:12]
