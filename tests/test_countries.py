@@ -155,6 +155,13 @@ def test_a_longer_name_of_another_place_is_read_whole(clashes):
     # Given directly, multiword other names block the same way.
     direct = CountryLexicon({("america",): "USA"}, other_names={("latin", "america")})
     assert direct.match_tokens(["Latin", "America", "and", "America"]) == [(3, 4, "USA")]
+    # Only when every word is capitalised: "a new England manager" is England's.
+    england = CountryLexicon({("england",): "GBR"}, other_names={("new", "england")})
+    assert england.match_tokens(["the", "new", "England", "manager"]) == [(2, 3, "GBR")]
+    assert england.match_tokens(["New", "England", "states"]) == []
+    loose = CountryLexicon({("england",): "GBR"}, other_names={("new", "england")},
+                           capitalized=False)  # fmt: skip
+    assert loose.match_tokens(["new", "england", "states"]) == []
 
 
 def test_stemming_backoff_one_then_two_characters(lexicon):
@@ -258,5 +265,7 @@ def test_shared_phoenix_lexicon_leaves_common_words_and_other_names():
         assert lex.match(word) == code, word
     # Regions and peoples that GUM has, named after a country but not one.
     for region in ("North America", "Latin American", "New England", "New South Wales",
-                   "American Indians", "Niger Congo", "British Columbia"):  # fmt: skip
+                   "American Indians", "Niger Congo", "British Columbia",
+                   "North American Indians", "New Mexicans"):  # fmt: skip
         assert lex.match_tokens(region.split()) == [], region
+    assert lex.match_tokens(["the", "new", "England", "manager"]) == [(2, 3, "GBR")]

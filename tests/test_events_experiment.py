@@ -173,10 +173,16 @@ def test_a_corpus_dated_by_years_only_has_no_quarters_and_says_so(tmp_path):
     corpus.write_text(years_only)
     with pytest.raises(
         ValueError,
-        match=r"none of the 6 documents has a quarter: 6 dated by year "
-        r"only \(use --period year\) and 0 with an unknown date",
+        match=r"none of the 6 documents has a quarter: 6 dated by year only "
+        r"\(use --period year\)$",
     ):
         experiment.run(_args(tmp_path))
+    # Every date unknown: no period helps, and the message does not suggest one.
+    corpus.write_text(re.sub(r"dateCreated = \d{4}", "dateCreated = 2000-01-01", years_only))
+    with pytest.raises(
+        ValueError, match=r"none of the 6 documents has a year: 6 with an unknown date \("
+    ):
+        experiment.run(_args(tmp_path, "--period", "year"))
 
 
 def test_documents_of_an_unknown_date_are_in_no_period(tmp_path, capsys):
@@ -198,7 +204,15 @@ def test_documents_of_an_unknown_date_are_in_no_period(tmp_path, capsys):
         assert "1 of 7 documents is dated 2000-01-01, an unknown date" in capsys.readouterr().err
         md = (tmp_path / "out" / "results.md").read_text()
         assert "1 of 7 documents is dated 2000-01-01, which stands for an unknown date" in md
+        assert "the tables below leave them out" in md
         assert "1 of them could hold an event (candidates): placeholder." in md
+    # Membership is the document's own date, not its id: a dated namesake still counts.
+    namesake = fx.NMOD_ACTIVE.replace("nmod_active", "placeholder").replace("2015-08-21", "2016")
+    corpus.write_text(fx.ALL + placeholder.replace("2015-08-21", "2000-01-01") + namesake)
+    run = experiment.run(_args(tmp_path, "--model", model, "--period", "year"))
+    assert run["undated_documents"] == ["placeholder"]
+    assert {r["country"]: r["gold"] for r in run["countries"]}["FRA"] == 2
+    corpus.write_text(fx.ALL + placeholder.replace("2015-08-21", "2000-01-01"))
     counted = experiment.run(
         _args(tmp_path, "--model", model, "--period", "year", "--unknown-dates")
     )

@@ -156,8 +156,8 @@ EXTRA_NAMES: dict[str, tuple[str, ...]] = {
 OTHER_NAMES: tuple[str, ...] = (
     "americas",
     *(f"{part} america{suffix}" for part in ("north", "south", "latin", "central")
-      for suffix in ("", "n", "ns")),
-    "new england", "new mexico", "new south wales", "british columbia",
+      for suffix in ("", "n", "ns", "n indian", "n indians")),
+    "new england", "new mexico", "new mexican", "new south wales", "british columbia",
     "american indian", "american indians", "niger congo",
 )  # fmt: skip
 
@@ -384,9 +384,12 @@ class CountryLexicon:
         if self.capitalized and not any(ch.isupper() for ch in tokens[-1]):
             return None
         head = tuple(t.lower() for t in tokens[:-1])
+        # A longer name is one only when every word is capitalised: "a new England
+        # manager" is England's, "New England" is not.
+        whole = not self.capitalized or all(any(ch.isupper() for ch in t) for t in tokens)
         for last in self._variants(tokens[-1]):
             key = (*head, last)
-            if key in self.other_names:
+            if key in self.other_names and (len(key) == 1 or whole):
                 # A name in its own right, or its inflection ("Indianas"): the back-off
                 # must not read it as an inflected country name.
                 return _OTHER

@@ -71,9 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         default=list(UNKNOWN_DATES),
         metavar="DATE",
-        help="dateCreated values that stand for an unknown date; such documents are left "
-        "out of every period (default: %(default)s, which GUM gives its conversations "
-        "and a court transcript); with no DATE every date counts",
+        help="dateCreated values, as written, that stand for an unknown date; such "
+        "documents are left out of every period (default: %(default)s, which GUM gives its "
+        "conversations and a court transcript); with no DATE every date counts",
     )
     parser.add_argument("--samples", type=int, default=100, help="coreference samples S")
     parser.add_argument("--model", default=None, help="a saved AntecedentRanker (ranker.pt)")
@@ -270,16 +270,29 @@ def _load(args: argparse.Namespace) -> dict:
     docs, split = _read(_files(Path(data)))
     if not docs:
         raise ValueError(f"no documents in {data}")
-    unknown = {d.strip() for d in args.unknown_dates}
-    undated = [d.doc_id for d in docs if d.meta.get("dateCreated", "").strip() in unknown]
+    # Whole values, compared as written: "2000" names a year-only date, not 2000-01-01.
+    unknown = {d.strip() for d in args.unknown_dates if d.strip()}
+    is_undated = [d.meta.get("dateCreated", "").strip() in unknown for d in docs]
     # None: an unknown date (no period at all) or a year-only one (no month or quarter).
-    periods = [None if d.doc_id in undated else document_period(d, args.period) for d in docs]
-    left_out = [d.doc_id for d, p in zip(docs, periods) if p is None and d.doc_id not in undated]
+    periods = [
+        None if gone else document_period(d, args.period)
+        for d, gone in zip(docs, is_undated, strict=True)
+    ]
+    undated = [d.doc_id for d, gone in zip(docs, is_undated, strict=True) if gone]
+    left_out = [
+        d.doc_id
+        for d, p, gone in zip(docs, periods, is_undated, strict=True)
+        if p is None and not gone
+    ]
     if len(left_out) + len(undated) == len(docs):
+        year_only = f"{len(left_out)} dated by year only (use --period year)" if left_out else ""
         raise ValueError(
-            f"none of the {len(docs)} documents has a {args.period}: {len(left_out)} dated by "
-            f"year only (use --period year) and {len(undated)} with an unknown date "
-            "(--unknown-dates)"
+            f"none of the {len(docs)} documents has a {args.period}: "
+            + " and ".join(
+                part
+                for part in (year_only, f"{len(undated)} with an unknown date (--unknown-dates)")
+                if part and not part.startswith("0 ")
+            )
         )
     if undated:
         print(
@@ -627,8 +640,9 @@ def _left_out_note(r: dict) -> list[str]:
         dates = " or ".join(r["unknown_dates"])
         lines += [
             f"{_of(len(r['undated_documents']), r['documents'])} dated {dates}, which stands "
-            "for an unknown date: they are left out of every count here (`--unknown-dates` "
-            "with no date counts them): "
+            "for an unknown date: they are in no period, so the tables below leave them out "
+            "(the counts of mentions, candidates and lexicon matches above include them; "
+            "`--unknown-dates` with no date puts them in their periods): "
             f"{', '.join(r['undated_documents'])}.{_candidates_among(r, r['undated_documents'])}",
             "",
         ]
