@@ -66,7 +66,8 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
     if binning == "uniform":
         fix = f"raise {'--n-bins' if cli else 'n_bins'} or use {adaptive}"
     elif bin_size == "auto":
-        fix = f"measure more pairs ({auto} makes about sqrt(N) bins)"
+        made = "there are about sqrt(N) auto bins" if cli else f"{auto} makes about sqrt(N) bins"
+        fix = f"measure more pairs ({made})"
     elif n_pairs < MIN_BINS:
         # No bin size helps: "a bin size of at most 1" had repeated a bin size of 1.
         fix = f"measure more pairs ({MIN_BINS} bins need at least {MIN_BINS})"
@@ -74,9 +75,13 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
         most = n_pairs // MIN_BINS
         fix = f"use {auto} or a {'--bin-size' if cli else 'bin_size'} of at most {most}"
     # Uniform bins ignore bin_size: name what made them (empty bins are not bins here).
-    setting = (
-        option("n_bins", n_bins, cli) if binning == "uniform" else option("bin_size", bin_size, cli)
-    )
+    # Auto bins are named, not their option: `compare` has no --bin-size to name.
+    if binning == "uniform":
+        setting = option("n_bins", n_bins, cli)
+    elif cli and bin_size == "auto":
+        setting = "auto bins"
+    else:
+        setting = option("bin_size", bin_size, cli)
     return (
         f"only {count} bin{'s' * (count != 1)} from {n_pairs} pair{'s' * (n_pairs != 1)} "
         f"({setting}); with fewer than {MIN_BINS} bins the error "

@@ -13,7 +13,7 @@ import torch
 
 from calib_metrics.cli import main
 
-FEW_BINS = "calib-metrics: warning: only 3 bins from 12 pairs (--bin-size auto); "
+FEW_BINS = "calib-metrics: warning: only 3 bins from 12 pairs (auto bins); "
 FEW_UNITS = "calib-metrics: warning: compare_calibration: 4 resampling units (groups)"
 
 
@@ -48,7 +48,7 @@ def test_evaluate_warns_in_one_line_on_a_tiny_file(tiny, capsys) -> None:
     code, out, err = _run(capsys, "evaluate", tiny, "--samples", "50")
     assert code == 0 and "N = 12 pairs, 3 adaptive bins" in out
     assert len(err) == 1 and err[0].startswith(FEW_BINS), err
-    assert err[0].endswith("measure more pairs (--bin-size auto makes about sqrt(N) bins)")
+    assert err[0].endswith("measure more pairs (there are about sqrt(N) auto bins)")
     code, _, err = _run(capsys, "evaluate", tiny, "--samples", "50", "--bin-size", "2")
     assert code == 0 and len(err) == 1 and "only 6 bins from 12 pairs (--bin-size 2)" in err[0]
     # The command's options, not the library's arguments (it had said "bin_size='auto'").
@@ -76,6 +76,7 @@ def test_compare_warns_about_bins_and_resampling_units(tiny, tmp_path: Path, cap
     code, out, err = _run(capsys, *argv)
     assert code == 0 and "N = 12 items" in out
     assert len(err) == 1 and err[0].startswith(FEW_BINS)
+    assert "--bin-size" not in err[0]  # compare has no such option to name
     html = tmp_path / "compare.html"
     code, out, err = _run(capsys, *argv, "--groups", "sentence", "--html", html)
     assert code == 0 and html.is_file()

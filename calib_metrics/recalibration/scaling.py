@@ -209,7 +209,10 @@ class _LogitScaler(SettingsInState, FittedModule):
         ``bias_l2`` holds (the default ``MatrixScaling`` had refused such data as having
         no finite optimum). Its margins then say nothing, and those checked are of a fit
         of the unpenalised parameters alone, the others held at 0, which ranks every item
-        right exactly when such a direction exists."""
+        right when such a direction exists, as far as L-BFGS goes: a tie group of mixed
+        labels that the direction keeps tied leaves no item of it strictly right, and such
+        data (separable but for ties) still fit wherever the fit stops, as before; an
+        exact test needs a linear program."""
         masks = self._unpenalised(fitted)
         margins = self._margins_at(z, y, fitted)
         if masks is not None and ranks_all_right(margins):
