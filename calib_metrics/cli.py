@@ -781,6 +781,10 @@ def estimate_bins(probs, target, mode: str, result, **binning) -> list:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if sys.stderr is None:
+        # A closed stderr (2>&-) leaves Python's stderr None, and print(file=None) writes
+        # to stdout: warning lines had ended up inside `--json` output.
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (the process's stderr from here)
     parser = build_parser(paper=_wants_paper(argv))
     args = parser.parse_args(argv)
     # As typed (shell-quoted), for the report page: main's own arguments, not sys.argv,
@@ -803,6 +807,8 @@ def _print_warnings(lines: list[str]) -> int:
     except BrokenPipeError:
         _broken_streams_to_devnull()
         return EXIT_BROKEN_PIPE
+    except OSError:  # a stderr that cannot be written (2</dev/null): the results stand
+        _to_devnull(sys.stderr)
     return 0
 
 
@@ -844,6 +850,8 @@ def _print_error(err: BaseException) -> int:
     except BrokenPipeError:
         _broken_streams_to_devnull()
         return EXIT_BROKEN_PIPE
+    except OSError:  # a stderr that cannot be written: the exit code still says it
+        _to_devnull(sys.stderr)
     return EXIT_USAGE
 
 

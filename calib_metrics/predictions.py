@@ -426,9 +426,13 @@ def _check_no_missing_id(array: np.ndarray, path: Path, column: str, lines) -> N
         missing = np.isnan(array)
     elif array.dtype.kind == "U":
         text = np.char.lower(np.char.strip(array))
-        missing = (text == "") | np.isin(text, _NAN_TEXT)
-    else:
-        missing = np.array([_missing_id(v) is not None for v in array.tolist()], dtype=bool)
+        blank, nan = text == "", np.isin(text, _NAN_TEXT)
+        # A written NaN is a number's only among numbers: "nan" (Min Nan's ISO 639-3
+        # code) or "Nan" (a name) among text ids is an id like the others.
+        missing = blank | (nan & _all_numbers(text[~(blank | nan)]))
+    else:  # JSON values: a string is an id, whatever it spells
+        gone = ("null", "an empty cell")
+        missing = np.array([_missing_id(v) in gone or _is_nan(v) for v in array.tolist()])
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
         raise ValueError(
@@ -439,6 +443,24 @@ def _check_no_missing_id(array: np.ndarray, path: Path, column: str, lines) -> N
 
 # How a text cell writes NaN (float() reads each of them as NaN), in lower case.
 _NAN_TEXT = ("nan", "+nan", "-nan")
+
+
+def _all_numbers(text: np.ndarray) -> bool:
+    """Whether every one of the ``text`` cells reads as a number (True for none).
+
+    Example:
+        >>> _all_numbers(np.array(["1", " 2.5", "-3e2"])), _all_numbers(np.array(["eng", "1"]))
+        (True, False)
+    """
+    try:
+        text.astype(np.float64)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _missing_id(value: Any) -> str | None:

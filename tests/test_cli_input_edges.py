@@ -165,6 +165,18 @@ def test_a_nan_group_id_in_an_array_file_names_its_row(tmp_path: Path, capsys):
     assert line.endswith("g.npz: row index 2, column 'groups' has a missing group id (NaN)")
 
 
+def test_nan_among_text_ids_is_an_id(tmp_path: Path):
+    # "nan" is Min Nan's ISO 639-3 code, "Nan" a name: among text ids (and as any JSON
+    # string) they are ids; only among numbers does a written NaN read as a missing one.
+    path = tmp_path / "lang.csv"
+    path.write_text("prob,label,lang\n0.9,1,eng\n0.2,0,nan\n0.4,0,deu\n0.7,1,nan\n")
+    assert read_table(path, groups="lang").groups.tolist() == [1, 2, 0, 2]  # deu, eng, nan
+    rows = [{"prob": 0.9, "label": 1, "doc": "Alice"}, {"prob": 0.2, "label": 0, "doc": "Nan"}]
+    named = tmp_path / "names.json"
+    named.write_text(json.dumps(rows))
+    assert read_table(named, groups="doc").groups.tolist() == [0, 1]
+
+
 def test_words_that_are_no_number_stay_group_names(tmp_path: Path):
     # As a probability cell holding "NA" is no missing value but not a number, a group
     # id "NA" (or "None") is a name: only what reads as NaN is missing.
@@ -238,6 +250,37 @@ def test_warnings_to_a_closed_stderr_end_with_exit_141(tmp_path: Path):
 
 def test_an_error_to_a_closed_stderr_ends_with_exit_141(tmp_path: Path):
     assert run_with_stderr_unread("evaluate", tmp_path / "none.csv") == cli.EXIT_BROKEN_PIPE
+
+
+def run_without_stderr(stderr, *argv, close: bool = False) -> subprocess.CompletedProcess:
+    """Run the command with ``stderr`` (or with file descriptor 2 closed); its result."""
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "calib_metrics.cli", *map(str, argv)],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=env,
+        timeout=300,
+        preexec_fn=(lambda: os.close(2)) if close else None,
+    )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="closes a file descriptor in the child")
+def test_a_closed_or_unwritable_stderr_keeps_stdout_clean_and_the_exit_code(tmp_path: Path):
+    # With 2>&- Python's stderr is None, and print(file=None) wrote the warning lines into
+    # the --json output; with a read-only stderr (2</dev/null) the write raised OSError:
+    # exit code 1 and a traceback nobody saw.
+    path = write_csv(tmp_path / "few.csv", "prob,label", PAIRS)
+    with open(os.devnull) as read_only:
+        for stderr, close in ((None, True), (read_only, False)):
+            done = run_without_stderr(stderr, "evaluate", path, "--json", "--samples", "20",
+                                      close=close)  # fmt: skip
+            assert done.returncode == 0, done
+            assert json.loads(done.stdout)["n"] == len(PAIRS)
+            failed = run_without_stderr(stderr, "evaluate", tmp_path / "none.csv", close=close)
+            assert failed.returncode == 2 and failed.stdout == b""
 
 
 # -- wording -----------------------------------------------------------------------------
