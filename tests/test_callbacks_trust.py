@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import pickle
 import re
 import warnings
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any
 
 import pytest
 import torch
+from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import TensorBoardLogger
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -171,6 +174,30 @@ def test_module_logging_the_monitors_tag_at_epoch_end_is_warned_once(
     # The guard lasts one call of the hook: the module logs freely outside a run.
     model = run.lightning_module
     assert "on_validation_epoch_end" not in vars(model) and "log" not in vars(model)
+
+
+class KeepsACopy(Callback):
+    """Pickles and copies the module at epoch end, after the monitor, as a callback that
+    keeps the best model does: the module is guarded then."""
+
+    def on_validation_epoch_end(self, trainer: Any, pl_module: Any) -> None:
+        self.pickled = pickle.dumps(pl_module)
+        self.copy = copy.deepcopy(pl_module)
+
+
+def test_a_module_pickled_or_copied_while_guarded_carries_no_guard(tmp_path: Path) -> None:
+    # The guard held the monitor's warning as a lambda: a module pickled in that window
+    # failed ("Can't pickle local object"), and a copy taken then kept the guard (and the
+    # monitor) after the fit had released the original.
+    train, val = loaders()
+    keeper = KeepsACopy()
+    run = trainer(tmp_path, 1, logger=False, callbacks=[monitor(), keeper])
+    caught(run.fit, SelfLoggingAtEpochEnd(), train, val)
+    for module in (pickle.loads(keeper.pickled), keeper.copy):
+        pickle.dumps(module)
+        module.log = lambda *args, **kwargs: None  # outside a run, as a plain call
+        module.on_validation_epoch_end()  # the module's own hook, once a stand-in
+        assert "on_validation_epoch_end" not in vars(module)
 
 
 # ------------------------------------------------------------- several loaders

@@ -13,6 +13,7 @@ the monitor's tags is reported and dropped.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -51,6 +52,34 @@ class _Guarded:
                 vars(self.module).pop("log", None)
             else:
                 vars(self.module)["log"] = found
+
+    # A module pickled or copied while guarded (by a callback after the monitor that keeps
+    # the best model) carries no guard, nor the monitor: the guard's warning could not be
+    # pickled, and a copy kept it after the fit had released the original.
+    def __reduce__(self) -> tuple:
+        return (_Unguarded, (self.module, self.hook, self.replaced))
+
+    def __deepcopy__(self, memo: dict) -> _Unguarded:
+        module, replaced = copy.deepcopy(self.module, memo), copy.deepcopy(self.replaced, memo)
+        return _Unguarded(module, self.hook, replaced)
+
+
+class _Unguarded:
+    """A copy's stand-in for a guard: its first call puts back the copy's own hook (the
+    class's, or the instance's it replaced) and calls it."""
+
+    def __init__(self, module: Any, hook: str, replaced: Any) -> None:
+        self.module, self.hook, self.replaced = module, hook, replaced
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.replaced is None:
+            vars(self.module).pop(self.hook, None)
+        else:
+            vars(self.module)[self.hook] = self.replaced
+        return getattr(self.module, self.hook)(*args, **kwargs)
+
+    def __reduce__(self) -> tuple:
+        return (_Unguarded, (self.module, self.hook, self.replaced))
 
 
 def guard(module: Any, hook: str, tags: Iterable[str], told: Callable[[str], None]) -> None:

@@ -527,8 +527,9 @@ class CalibrationMonitor(Callback):
         """Keep the module's own ``on_{stage}_epoch_end``, which Lightning calls after this
         one, from logging the tags just logged (:mod:`._epoch_end_tags`): :meth:`_check_tags`
         sees only what was logged before the monitor."""
-        if logged:
-            hook = self._epoch_end_hook
+        hook = self._epoch_end_hook
+        # A module that does not override the hook logs nothing there: no guard.
+        if logged and getattr(type(pl_module), hook) is not getattr(LightningModule, hook):
             epoch_end_tags.guard(pl_module, hook, logged, lambda tag: self._warn_clash([tag]))
 
     def _clear_entries(self, trainer: Trainer, names: Iterable[str]) -> None:
