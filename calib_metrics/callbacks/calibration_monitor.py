@@ -233,8 +233,9 @@ class CalibrationMonitor(Callback):
         self.confidence = confidence
         self.history: list[dict[str, Any]] = []
         self._active = False
-        # The loader suffixes whose charts each experiment (by id) got, in order.
-        self._layouts_written: dict[int, list[str]] = {}
+        # The loader suffixes whose charts each experiment got, in order: by id, with a
+        # reference that tells a live experiment from a freed one whose id was reused.
+        self._layouts_written: dict[int, tuple[Callable[[], Any], list[str]]] = {}
         self._warned: set[str] = set()
         self._tags_checked = False
         self._layout_suffixes = [""]
@@ -789,11 +790,15 @@ class CalibrationMonitor(Callback):
         """Write the Custom Scalars layout when this run's loaders add charts to what the
         experiment got: TensorBoard shows the last layout written, so a fit with one loader
         then a validate with two must rewrite it with all three charts."""
-        written = self._layouts_written.get(id(experiment))
+        ref, written = self._layouts_written.get(id(experiment), (None, None))
+        if ref is None or ref() is not experiment:
+            # A new experiment, perhaps at a freed one's address (the next fit's logger in
+            # a notebook), whose id alone had read as "layout written".
+            written = None
         suffixes = list(dict.fromkeys([*(written or []), *self._layout_suffixes]))
         if suffixes != written:
             tb.add_layout(experiment, self._layout(logger, suffixes))
-            self._layouts_written[id(experiment)] = suffixes
+            self._layouts_written[id(experiment)] = (_reference(experiment), suffixes)
 
     def _layout(self, logger: Any, suffixes: list[str]) -> dict[str, Any]:
         """One Custom Scalars "Margin" chart per dataloader suffix in ``suffixes`` (with the
@@ -894,6 +899,7 @@ class CalibrationMonitor(Callback):
         # another process never sees this process's Trainers, so it needs none of them.
         state = self.__dict__.copy()
         state["_evaluations"] = []
+        state["_layouts_written"] = {}  # a copy writes its layouts anew (references)
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -927,3 +933,11 @@ def _new_run_id() -> str:
     """A record's ``run``: random, not a count, because a new process evaluating into the
     same folder cannot know which runs came before it."""
     return uuid.uuid4().hex[:12]
+
+
+def _reference(thing: Any) -> Callable[[], Any]:
+    """A weak reference to ``thing``, or a strong one where it takes none."""
+    try:
+        return weakref.ref(thing)
+    except TypeError:
+        return lambda: thing
