@@ -781,9 +781,10 @@ def estimate_bins(probs, target, mode: str, result, **binning) -> list:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if sys.stderr is None:
+    if not _writable(sys.stderr):
         # A closed stderr (2>&-) leaves Python's stderr None, and print(file=None) writes
-        # to stdout: warning lines had ended up inside `--json` output.
+        # to stdout: warning lines had ended up inside `--json` output; a read-only one
+        # (2</dev/null) failed the first notice and so the command (exit code 2).
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (the process's stderr from here)
     parser = build_parser(paper=_wants_paper(argv))
     args = parser.parse_args(argv)
@@ -795,6 +796,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if code == 0:  # after the results; a failed command's one line is its error
         code = _print_warnings(lines)
     return code
+
+
+def _writable(stream) -> bool:
+    """Whether ``stream`` is there and open for writing (a stand-in without a file is)."""
+    if stream is None:
+        return False
+    try:
+        import fcntl
+    except ImportError:  # no fcntl (Windows): the prints' own handlers stand
+        return True
+    try:
+        flags = fcntl.fcntl(stream.fileno(), fcntl.F_GETFL)
+    except (AttributeError, OSError, ValueError):  # no file (a test's capture): as it is
+        return True
+    return flags & os.O_ACCMODE != os.O_RDONLY
 
 
 def _print_warnings(lines: list[str]) -> int:

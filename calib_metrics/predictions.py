@@ -377,7 +377,12 @@ def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None
         ValueError: f.csv: line 3, column 'sentence' has a missing group id (an empty cell)
     """
     array = np.asarray(values).reshape(-1)
-    if array.dtype.kind not in "iub":
+    if isinstance(values, (list, tuple)) and path.suffix.lower() not in (".csv", ".tsv"):
+        # JSON values, each judged as itself: numpy makes a list of strings and numbers
+        # text, where a NaN number (a missing id) had read as an id and a string "nan"
+        # (an id) as a missing one.
+        _check_no_missing_id(np.array(values, dtype=object).reshape(-1), path, column, lines)
+    elif array.dtype.kind not in "iub":
         _check_no_missing_id(array, path, column, lines)
     if array.dtype.kind not in "iubf":
         array = _numeric_if_numbers(array.astype(str))

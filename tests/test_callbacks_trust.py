@@ -176,6 +176,19 @@ def test_module_logging_the_monitors_tag_at_epoch_end_is_warned_once(
     assert "on_validation_epoch_end" not in vars(model) and "log" not in vars(model)
 
 
+def test_a_hook_set_on_the_module_itself_is_guarded_too(tmp_path: Path) -> None:
+    # The guard looked at the module's class alone: a hook set on the instance logged the
+    # monitor's tag unguarded, and Lightning refused the second call.
+    train, val = loaders()
+    cb = monitor()
+    model = TinyTagger()
+    model.on_validation_epoch_end = lambda: model.log("val/calib_err", 1.0)
+    run = trainer(tmp_path, 1, logger=False, callbacks=[cb])
+    messages = caught(run.fit, model, train, val)
+    assert len([m for m in messages if "also logs 'val/calib_err'" in m]) == 1
+    assert float(run.callback_metrics["val/calib_err"]) == pytest.approx(cb.history[-1]["error"])
+
+
 class KeepsACopy(Callback):
     """Pickles and copies the module at epoch end, after the monitor, as a callback that
     keeps the best model does: the module is guarded then."""

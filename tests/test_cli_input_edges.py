@@ -175,6 +175,19 @@ def test_nan_among_text_ids_is_an_id(tmp_path: Path):
     named = tmp_path / "names.json"
     named.write_text(json.dumps(rows))
     assert read_table(named, groups="doc").groups.tolist() == [0, 1]
+    # JSON values are judged as themselves, not as numpy's text of a mixed list: a NaN
+    # number is a missing id among strings, a string "nan" an id among numbers.
+    mixed = tmp_path / "mixed.json"
+    for ids, expected in ((["a", "b", float("nan"), "a"], None), ([1, 2, "nan", 1], [0, 1, 2, 0])):
+        rows = [{"prob": 0.1 * (i + 1), "label": i % 2, "doc": d} for i, d in enumerate(ids)]
+        mixed.write_text(json.dumps(rows))
+        if expected is None:
+            with pytest.raises(
+                ValueError, match=r"row index 2, column 'doc' has a missing group id"
+            ):
+                read_table(mixed, groups="doc")
+        else:
+            assert read_table(mixed, groups="doc").groups.tolist() == expected
 
 
 def test_words_that_are_no_number_stay_group_names(tmp_path: Path):
@@ -265,6 +278,20 @@ def run_without_stderr(stderr, *argv, close: bool = False) -> subprocess.Complet
         timeout=300,
         preexec_fn=(lambda: os.close(2)) if close else None,
     )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="reads the descriptor's flags (fcntl)")
+def test_a_read_only_stderr_does_not_fail_a_long_run(tmp_path: Path, capsys, monkeypatch):
+    # The "this takes minutes" notice is printed while the command runs: to a read-only
+    # stderr (2</dev/null) its OSError ended the command with exit code 2 and no results.
+    monkeypatch.setattr(cli, "LONG_RUN_WEIGHTS", 1)
+    rows = [(q, round(q * q, 4), y) for q, y in PAIRS * 3]
+    path = write_csv(tmp_path / "pairs.csv", "prob,prob_b,label", rows)
+    argv = ["compare", str(path), "--probs", "prob", "--probs-b", "prob_b", "--json"]
+    with open(os.devnull) as read_only:
+        monkeypatch.setattr(sys, "stderr", read_only)
+        code = cli.main([*argv, "--samples", "20"])
+    assert code == 0 and "difference" in json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="closes a file descriptor in the child")

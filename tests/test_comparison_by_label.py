@@ -182,6 +182,7 @@ def _call(**changes):
         ({"confidence": 1.5}, "confidence"),
         ({"n_samples": 1}, "n_samples"),
         ({"norm": "l3"}, "norm"),
+        ({"debias": "no"}, "debias must be True or False"),  # had been read as True
     ],
 )
 def test_bad_arguments_raise_value_error(changes, message):

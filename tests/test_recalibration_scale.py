@@ -157,3 +157,26 @@ def test_forbidden_transitions_in_most_rows_do_not_set_the_start() -> None:
     for name in ("temperature", "transition_temperature"):
         low, high = (getattr(fit, name).item() for fit in fits)
         assert 0.2 < low < 5 and high == pytest.approx(low, rel=1e-3)
+
+
+def test_masks_of_float64_s_lowest_value_fit() -> None:
+    # torch.finfo(float64).min overflowed to -inf once divided by T < 1, and the gradient
+    # with it: "did not converge (NaN loss)".
+    z, y = _classifier()
+    lowest = torch.finfo(torch.float64).min
+    padded = torch.cat([z, torch.full((z.shape[0], 3), lowest, dtype=z.dtype)], 1)
+    alone = TemperatureScaling().fit(z, y).temperature.item()
+    assert TemperatureScaling().fit(padded, y).temperature.item() == pytest.approx(alone, rel=1e-4)
+
+
+def test_transitions_that_vary_only_between_rows_still_fit() -> None:
+    # Transitions set by the source tag alone (each row constant, rows unlike) and zero
+    # start and end scores have no row with a gap: the start had failed on an empty
+    # quantile (IndexError) where the fit from T = 1 had worked.
+    (em, _, st, en), _, mask = _chain()
+    by_source = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)[:, None].expand(3, 3)
+    g = torch.Generator().manual_seed(7)
+    tags = linear_chain.sample(em / 2, by_source / 2, st, en, mask, n_samples=1, generator=g)[0]
+    for separate in (True, False):
+        fitted = ChainTemperature(separate=separate).fit(em, by_source, st, en, tags, mask)
+        assert 0.1 < fitted.temperature.item() < 10

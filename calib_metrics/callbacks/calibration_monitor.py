@@ -529,8 +529,12 @@ class CalibrationMonitor(Callback):
         one, from logging the tags just logged (:mod:`._epoch_end_tags`): :meth:`_check_tags`
         sees only what was logged before the monitor."""
         hook = self._epoch_end_hook
-        # A module that does not override the hook logs nothing there: no guard.
-        if logged and getattr(type(pl_module), hook) is not getattr(LightningModule, hook):
+        # A module that does not override the hook (in its class or on itself) logs
+        # nothing there: no guard.
+        overridden = hook in vars(pl_module) or (
+            getattr(type(pl_module), hook) is not getattr(LightningModule, hook)
+        )
+        if logged and overridden:
             epoch_end_tags.guard(pl_module, hook, logged, lambda tag: self._warn_clash([tag]))
 
     def _clear_entries(self, trainer: Trainer, names: Iterable[str]) -> None:

@@ -60,6 +60,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.calibration import _debias_for
 from calib_metrics.functional.comparison import (
     DEFAULT_SAMPLES,
     ComparisonResult,
@@ -306,6 +307,8 @@ def _check_options(options: dict) -> None:
             "of whole models use compare_calibration(..., mode=...), and for a class-by-class "
             "comparison pass labels=torch.arange(C).expand_as(probs_a)"
         )
+    if "debias" in options:  # checked before any label's comparison (or none) runs
+        _debias_for("l2", options["debias"])
     unknown = sorted(set(options) - set(ESTIMATOR_OPTIONS))
     if unknown:
         raise TypeError(

@@ -189,7 +189,7 @@ def typical_gap(*parts: Tensor) -> Tensor:
     """A low quantile (:data:`GAP_QUANTILE`) over the rows of ``parts`` (last dim) of the
     gap between a row's largest finite score and its next lower one: the temperature at
     which a fit starts, so that the fit is scale-free. Rows without two distinct finite
-    scores do not count; call it only on scores that vary within some row.
+    scores do not count; where none has two, the start is 1.
 
     L-BFGS stops on absolute tolerances, and a fit started at ``T = 1`` on scores of size
     1e-6 found the NLL flat there and returned ``T = 1`` (uniform outputs) silently. At
@@ -213,7 +213,11 @@ def typical_gap(*parts: Tensor) -> Tensor:
         gaps.append((top.squeeze(-1) - below).flatten())
     gap = torch.cat(gaps)
     gap = gap[torch.isfinite(gap) & (gap > 0)]  # one host read: a fit's start, once
-    return gap.kthvalue(max(1, math.ceil(GAP_QUANTILE * gap.numel()))).values
+    if gap.numel() == 0:
+        # Scores that vary only between rows (transitions set by the source tag alone):
+        # no row has a gap, and the start is T = 1, as before.
+        return torch.ones((), dtype=gap.dtype, device=gap.device)
+    return gap.kthvalue(math.ceil(GAP_QUANTILE * gap.numel())).values
 
 
 def typical_spread(scores: Tensor) -> Tensor:

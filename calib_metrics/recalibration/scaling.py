@@ -110,6 +110,10 @@ def _margins(out: Tensor, y: Tensor, binary: bool) -> Tensor:
     return own - others
 
 
+# Logits below this are masks: a fit reads them at it (room for temperatures ≥ 1e-100).
+MASK_FLOOR = -1e200
+
+
 class _LogitScaler(SettingsInState, FittedModule):
     """Common fit/forward of the scalers: subclasses say how logits are transformed."""
 
@@ -181,7 +185,10 @@ class _LogitScaler(SettingsInState, FittedModule):
             y = check_multiclass(logits, target)
         num_classes = 1 if binary else logits.shape[1]
         with fitting_mode():
-            z = float64_copy(logits)
+            # A mask of float64's lowest value overflows to -inf once divided by T < 1, and
+            # the gradient with it (NaN loss); any logit below MASK_FLOOR has probability 0
+            # beside a real one, there or at the floor.
+            z = float64_copy(logits).clamp_min(MASK_FLOOR)
             y = y.detach().clone()
             fitted = self._fit_params(z, y, num_classes)
             self._check_optimum(z, y, fitted)
