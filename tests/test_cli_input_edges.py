@@ -294,6 +294,16 @@ def test_a_read_only_stderr_does_not_fail_a_long_run(tmp_path: Path, capsys, mon
     assert code == 0 and "difference" in json.loads(capsys.readouterr().out)
 
 
+def test_a_stderr_without_a_descriptor_is_left_as_it_is(tmp_path: Path, capsys):
+    # A mock's fileno() returns no int, and fcntl's TypeError had ended the command.
+    from unittest import mock
+
+    path = write_csv(tmp_path / "pairs.csv", "prob,label", PAIRS * 3)
+    with mock.patch("sys.stderr"):
+        code = cli.main(["evaluate", str(path), "--json", "--samples", "20"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["n"] == 3 * len(PAIRS)
+
+
 @pytest.mark.skipif(os.name != "posix", reason="closes a file descriptor in the child")
 def test_a_closed_or_unwritable_stderr_keeps_stdout_clean_and_the_exit_code(tmp_path: Path):
     # With 2>&- Python's stderr is None, and print(file=None) wrote the warning lines into

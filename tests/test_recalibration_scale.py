@@ -180,3 +180,15 @@ def test_transitions_that_vary_only_between_rows_still_fit() -> None:
     for separate in (True, False):
         fitted = ChainTemperature(separate=separate).fit(em, by_source, st, en, tags, mask)
         assert 0.1 < fitted.temperature.item() < 10
+
+
+def test_a_lost_line_search_is_a_clear_value_error() -> None:
+    # torch's strong-Wolfe search fails with an IndexError on a score of 1e199 whose
+    # label it gets wrong; the fit now says it did not converge.
+    g = torch.Generator().manual_seed(0)
+    s = torch.randn(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(torch.sigmoid(1.5 * s - 0.3), generator=g)
+    scores = torch.cat([s, torch.tensor([-1e199], dtype=torch.float64)])
+    labels = torch.cat([y, torch.ones(1, dtype=torch.float64)])
+    with pytest.raises(ValueError, match="did not converge: the line search failed"):
+        PlattScaling().fit(scores, labels)

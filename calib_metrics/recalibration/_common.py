@@ -253,7 +253,12 @@ def lbfgs(
         loss.backward()
         return loss
 
-    optimizer.step(closure)
+    try:
+        optimizer.step(closure)
+    except IndexError as err:  # torch's strong-Wolfe search, lost on scores of 1e199 and up
+        raise ValueError(
+            "recalibration did not converge: the line search failed (scores of extreme size?)"
+        ) from err
     with torch.no_grad():
         loss = float(loss_fn())
     if loss != loss:  # NaN: the data admit no finite optimum

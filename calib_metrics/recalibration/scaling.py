@@ -110,7 +110,8 @@ def _margins(out: Tensor, y: Tensor, binary: bool) -> Tensor:
     return own - others
 
 
-# Logits below this are masks: a fit reads them at it (room for temperatures ≥ 1e-100).
+# Logits beyond ±this are masks (or as good as): a fit reads them at it, which leaves
+# room for temperatures down to 1e-100.
 MASK_FLOOR = -1e200
 
 
@@ -186,9 +187,10 @@ class _LogitScaler(SettingsInState, FittedModule):
         num_classes = 1 if binary else logits.shape[1]
         with fitting_mode():
             # A mask of float64's lowest value overflows to -inf once divided by T < 1, and
-            # the gradient with it (NaN loss); any logit below MASK_FLOOR has probability 0
-            # beside a real one, there or at the floor.
-            z = float64_copy(logits).clamp_min(MASK_FLOOR)
+            # the gradient with it (NaN loss); any logit beyond ±MASK_FLOOR decides its
+            # probability (0 or 1) there as at the floor. Both sides: a binary score is a
+            # log-odds either way.
+            z = float64_copy(logits).clamp(MASK_FLOOR, -MASK_FLOOR)
             y = y.detach().clone()
             fitted = self._fit_params(z, y, num_classes)
             self._check_optimum(z, y, fitted)
