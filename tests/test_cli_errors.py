@@ -4,6 +4,7 @@ numbers, never a traceback; and its defaults (issue 13, "The command line")."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import os
@@ -23,23 +24,10 @@ Q = [0.1, 0.35, 0.35, 0.6, 0.8, 0.95, 0.2, 0.7, 0.45, 0.15, 0.85, 0.55]
 Y = [0, 1, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0]
 
 
-def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exit_:  # argparse errors
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line_error(capsys, *argv) -> str:
-    """Run the command, check it failed with one line on stderr and exit 2; that line."""
-    code, out, err = run_cli(capsys, *argv)
-    assert code == 2, (code, out, err)
-    assert out == "" and "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
+_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
+_runs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_runs)
+run_cli, one_line_error = _runs.run_cli, _runs.one_line_error
 
 
 def csv_text(labels=Y, sep: str = ",", header: str = "prob,label") -> str:

@@ -4,6 +4,7 @@ and a stderr whose reader has gone (exit 141, as for stdout)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -21,22 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PAIRS = [(0.2, 0), (0.7, 1), (0.4, 0), (0.9, 1), (0.35, 1), (0.6, 0), (0.15, 0), (0.8, 1)]
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exit_:  # argparse errors
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line_error(capsys, *argv) -> str:
-    """Run the command; check one line on stderr, nothing on stdout and exit 2; the line."""
-    code, out, err = run(capsys, *argv)
-    assert code == 2 and out == "" and "Traceback" not in err, (code, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    return lines[0]
+_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
+_runs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_runs)
+run_cli, one_line_error = _runs.run_cli, _runs.one_line_error
 
 
 def write_csv(path: Path, header: str, rows) -> Path:
@@ -71,7 +60,7 @@ def test_a_column_named_in_its_own_case_is_read(tmp_path: Path, capsys):
     path = write_csv(tmp_path / "case.csv", "prob,label,Label", [(q, y, 1 - y) for q, y in PAIRS])
     numbers = {}
     for column in ("label", "Label"):
-        code, out, err = run(
+        code, out, err = run_cli(
             capsys, "evaluate", path, "--target", column, "--json", "--samples", "20"
         )
         assert code == 0, err
@@ -128,17 +117,17 @@ def test_groups_of_padding_only_are_not_counted(padded_docs: Path, tmp_path: Pat
     # The ids were numbered before the padding rows went: "100 pairs in 40 groups", while
     # the warning (and the bootstrap) had 5.
     options = ("--ignore-index", "-100", "--groups", "doc_id", "--samples", "20")
-    code, out, err = run(capsys, "evaluate", padded_docs, *options)
+    code, out, err = run_cli(capsys, "evaluate", padded_docs, *options)
     assert code == 0 and "N = 100 pairs in 5 groups," in out, (out, err)
     html = tmp_path / "pad.html"
-    code, out, err = run(capsys, "evaluate", padded_docs, *options, "--json", "--html", html)
+    code, out, err = run_cli(capsys, "evaluate", padded_docs, *options, "--json", "--html", html)
     assert code == 0 and json.loads(out)["groups"] == 5, err
     assert "100 in 5 groups" in html.read_text(encoding="utf-8")
 
 
 def test_one_group_is_singular(tmp_path: Path, capsys):
     path = write_csv(tmp_path / "one.csv", "prob,label,doc_id", [(q, y, 7) for q, y in PAIRS])
-    code, out, err = run(capsys, "evaluate", path, "--groups", "doc_id", "--samples", "20")
+    code, out, err = run_cli(capsys, "evaluate", path, "--groups", "doc_id", "--samples", "20")
     assert code == 0 and "8 pairs in 1 group," in out, (out, err)
 
 
@@ -331,6 +320,6 @@ def test_a_label_of_one_pair_is_singular():
 def test_too_few_pairs_for_any_bin_size_are_told_to_measure_more(tmp_path: Path, capsys):
     # "a --bin-size of at most 1" had repeated the --bin-size 1 given.
     path = write_csv(tmp_path / "one.csv", "prob,label", PAIRS[:1])
-    code, _, err = run(capsys, "evaluate", path, "--bin-size", "1", "--samples", "20")
+    code, _, err = run_cli(capsys, "evaluate", path, "--bin-size", "1", "--samples", "20")
     few = next(line for line in err.splitlines() if "only 1 bin" in line)
     assert code == 0 and "at most" not in few and "measure more pairs" in few, err

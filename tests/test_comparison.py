@@ -113,22 +113,30 @@ def test_groups_share_one_weight_per_group_in_both_models() -> None:
     assert result.upper.item() == pytest.approx(upper.item(), abs=1e-12)
 
 
+def _shifted_pair(debias: bool):
+    """``compare_calibration`` of a = q + c and b = q − c (c = 0.05) on 4,000 calibrated
+    pairs in bins of 100, and the sd of the difference of their squares, 4c·sqrt(Σ wᵢ²
+    fᵢ(1 − fᵢ)/nᵢ) (they share their bins, so it is exact)."""
+    g = torch.Generator().manual_seed(7)
+    q = 0.1 + 0.8 * torch.rand(4000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    c = 0.05
+    r = compare_calibration(
+        q + c, q - c, y, bin_size=100, n_samples=4000, debias=debias,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    bins = compute_bins(q + c, y, bin_size=100)
+    w = bins.count / bins.count.sum()
+    return r, 4 * c * (w**2 * bins.freq * (1 - bins.freq) / bins.count).sum().sqrt()
+
+
 def test_equal_errors_the_test_has_the_spread_of_the_difference_of_squares() -> None:
     # a = q + c and b = q − c share their bins, and their debias terms cancel, so
     # D_a − D_b = 4c·Σ wᵢ (q̄ᵢ − fᵢ) exactly: its sd is 4c·sqrt(Σ wᵢ² fᵢ(1 − fᵢ)/nᵢ). The
     # p-value must be that of z = (D_a − D_b)/sd. The single-model shrink (λ² = D₊/P, here
     # ≈ 0.56) narrowed the draws by λ and gave p = 0.02 for a z of 1.77 (p = 0.08): the
     # equal-error false-positive rate was 0.10–0.15 at α = 0.05 in the coverage study.
-    g = torch.Generator().manual_seed(7)
-    q = 0.1 + 0.8 * torch.rand(4000, generator=g, dtype=torch.float64)
-    y = torch.bernoulli(q, generator=g)
-    c = 0.05
-    r = compare_calibration(
-        q + c, q - c, y, bin_size=100, n_samples=4000, generator=torch.Generator().manual_seed(0)
-    )
-    bins = compute_bins(q + c, y, bin_size=100)
-    w = bins.count / bins.count.sum()
-    sd = 4 * c * (w**2 * bins.freq * (1 - bins.freq) / bins.count).sum().sqrt()
+    r, sd = _shifted_pair(debias=True)
     z = (r.a.error**2 - r.b.error**2) / sd
     implied = NormalDist().inv_cdf(1 - r.p_value.item() / 2)
     assert 1.7 < z.item() < 1.8
@@ -141,17 +149,7 @@ def test_the_plug_in_test_has_the_spread_of_the_difference_of_roots() -> None:
     # twice; its root, taken at that higher level, moved less: the draws were 0.8× the
     # spread, the p-value 0.031 for a z of 1.77, and two models of equal error were told
     # apart 0.145 of the time at α = 0.05 (N = 2000, auto bins).
-    g = torch.Generator().manual_seed(7)
-    q = 0.1 + 0.8 * torch.rand(4000, generator=g, dtype=torch.float64)
-    y = torch.bernoulli(q, generator=g)
-    c = 0.05
-    r = compare_calibration(
-        q + c, q - c, y, bin_size=100, n_samples=4000, debias=False,
-        generator=torch.Generator().manual_seed(0),
-    )  # fmt: skip
-    bins = compute_bins(q + c, y, bin_size=100)
-    w = bins.count / bins.count.sum()
-    sd = 4 * c * (w**2 * bins.freq * (1 - bins.freq) / bins.count).sum().sqrt()
+    r, sd = _shifted_pair(debias=False)
     sd = sd / (r.a.error + r.b.error)
     z = (r.a.error - r.b.error) / sd
     implied = NormalDist().inv_cdf(1 - r.p_value.item() / 2)
