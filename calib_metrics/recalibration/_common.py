@@ -27,6 +27,12 @@ def fitting_mode() -> Iterator[None]:
         yield
 
 
+# Scores beyond ±this are masks (or as good as): a fit reads them at it, which leaves
+# room for temperatures down to 1e-100 (float64's lowest value overflowed once divided by
+# T < 1, and the gradient with it).
+MASK_FLOOR = -1e200
+
+
 def float64_copy(x: Tensor) -> Tensor:
     """A float64 copy that is a normal tensor (never an inference tensor) and needs no grad.
 

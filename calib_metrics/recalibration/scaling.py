@@ -28,6 +28,7 @@ from torch import Tensor
 
 from calib_metrics.functional.errors import check_int
 from calib_metrics.recalibration._common import (
+    MASK_FLOOR,
     FittedModule,
     SettingsInState,
     check_binary_target,
@@ -108,11 +109,6 @@ def _margins(out: Tensor, y: Tensor, binary: bool) -> Tensor:
     own = out.gather(1, y.unsqueeze(1)).squeeze(1)
     others = out.scatter(1, y.unsqueeze(1), float("-inf")).amax(1)
     return own - others
-
-
-# Logits beyond ±this are masks (or as good as): a fit reads them at it, which leaves
-# room for temperatures down to 1e-100.
-MASK_FLOOR = -1e200
 
 
 class _LogitScaler(SettingsInState, FittedModule):

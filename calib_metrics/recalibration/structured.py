@@ -37,6 +37,7 @@ from calib_metrics.models import coref as coref_model
 from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
 from calib_metrics.recalibration._common import (
+    MASK_FLOOR,
     FittedModule,
     check_finite_optimum,
     check_temperature_optimum,
@@ -256,7 +257,12 @@ class ChainTemperature(FittedModule):
     # -------------------------------------------------------------------- fit
     @staticmethod
     def _parts(emissions, transitions, start, end, tags, mask):
-        parts = tuple(float64_copy(x) for x in (emissions, transitions, start, end))
+        # A potential below MASK_FLOOR is a forbidden choice, as -inf is: divided by T < 1,
+        # float64's lowest value had overflowed and failed as "NaN or +inf".
+        parts = tuple(
+            float64_copy(x).masked_fill(x <= MASK_FLOOR, -math.inf)
+            for x in (emissions, transitions, start, end)
+        )
         em, tr, st, en = parts
         gold_em = linear_chain.sequence_score(
             em, torch.zeros_like(tr), torch.zeros_like(st), torch.zeros_like(en), tags, mask
