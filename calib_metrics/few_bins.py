@@ -28,7 +28,17 @@ def option(name: str, value: object, cli: bool = False) -> str:
         >>> option("bin_size", "auto"), option("bin_size", "auto", cli=True)
         ("bin_size='auto'", '--bin-size auto')
     """
-    return f"--{name.replace('_', '-')} {value}" if cli else f"{name}={value!r}"
+    return f"{option_name(name, cli)} {value}" if cli else f"{name}={value!r}"
+
+
+def option_name(name: str, cli: bool = False) -> str:
+    """A setting's name as its user writes it: ``n_bins``, or ``--n-bins``.
+
+    Example:
+        >>> option_name("n_bins"), option_name("n_bins", cli=True)
+        ('n_bins', '--n-bins')
+    """
+    return f"--{name.replace('_', '-')}" if cli else name
 
 
 def few_bins_message(
@@ -64,7 +74,7 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
     n_pairs = int(fewest.count.sum().item())
     auto, adaptive = option("bin_size", "auto", cli), option("binning", "adaptive", cli)
     if binning == "uniform":
-        fix = f"raise {'--n-bins' if cli else 'n_bins'} or use {adaptive}"
+        fix = f"raise {option_name('n_bins', cli)} or use {adaptive}"
     elif bin_size == "auto":
         made = "there are about sqrt(N) auto bins" if cli else f"{auto} makes about sqrt(N) bins"
         fix = f"measure more pairs ({made})"
@@ -73,7 +83,7 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
         fix = f"measure more pairs ({MIN_BINS} bins need at least {MIN_BINS})"
     else:
         most = n_pairs // MIN_BINS
-        fix = f"use {auto} or a {'--bin-size' if cli else 'bin_size'} of at most {most}"
+        fix = f"use {auto} or a {option_name('bin_size', cli)} of at most {most}"
     # Uniform bins ignore bin_size: name what made them (empty bins are not bins here).
     # Auto bins are named, not their option: `compare` has no --bin-size to name.
     if binning == "uniform":
@@ -110,7 +120,7 @@ lower n_bins (now 4) or use binning='adaptive'
     total_bins = sum(int((b.count > 0).sum().item()) for b in bins)
     pairs = sum(int(b.count.sum().item()) for b in bins)
     if binning == "uniform":
-        fix = f"lower {'--n-bins' if cli else 'n_bins'} (now {n_bins}) or use "
+        fix = f"lower {option_name('n_bins', cli)} (now {n_bins}) or use "
         fix += option("binning", "adaptive", cli)
     else:
         fix = f"use bins of at least 2 pairs ({option('bin_size', 'auto', cli)})"
