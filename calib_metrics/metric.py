@@ -41,7 +41,7 @@ from calib_metrics.functional.calibration import (
     compute_bins,
 )
 from calib_metrics.functional.clusters import grouped_bins
-from calib_metrics.functional.errors import NoPairsError
+from calib_metrics.functional.errors import NoPairsError, check_flag
 from calib_metrics.functional.intervals import bin_errors
 from calib_metrics.functional.multiclass import (
     MODES,
@@ -949,8 +949,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             raise ValueError(f"average={average!r} averages over classes: set num_classes")
         _check_mode(args["mode"], num_classes, average)
         for flag in ("debias", "streaming"):
-            if not isinstance(args[flag], bool):
-                raise ValueError(f"{flag} must be True or False, got {args[flag]!r}")
+            check_flag(flag, args[flag])
         ignore_index = args["ignore_index"]
         if ignore_index is not None and (
             not isinstance(ignore_index, int) or isinstance(ignore_index, bool)

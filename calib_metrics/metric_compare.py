@@ -24,7 +24,7 @@ from calib_metrics.functional.comparison_by_label import (
     LabelComparisonResult,
     compare_calibration_by_label,
 )
-from calib_metrics.functional.errors import NoPairsError
+from calib_metrics.functional.errors import NoPairsError, check_flag
 from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING
 from calib_metrics.metric import (
     _check_confidence,
@@ -498,5 +498,4 @@ def _check_arguments(args: dict[str, Any]) -> None:
     _check_confidence(args["confidence"])
     _check_interval_options(args["n_samples"], args["confidence"], "percentile", "pairs")
     _check_seed(args["seed"])
-    if not isinstance(args["debias"], bool):
-        raise ValueError(f"debias must be True or False, got {args['debias']!r}")
+    check_flag("debias", args["debias"])

@@ -24,6 +24,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullForm
 
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
+from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
 
@@ -101,8 +102,7 @@ def interval_label(confidence: float, interval: str | None = None, debias: bool 
         raise ValueError(
             f"interval must be one of {sorted(INTERVAL_KINDS)} or None, got {interval!r}"
         )
-    if not isinstance(debias, bool):
-        raise ValueError(f"debias must be True or False, got {debias!r}")
+    check_flag("debias", debias)
     level = f"{100 * confidence:g}% interval"
     if interval is None:
         return level

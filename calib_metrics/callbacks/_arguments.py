@@ -11,19 +11,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 
-def check_flag(name: str, value: Any) -> None:
-    """``value`` must be True or False (``"yes"`` is truthy and would pass silently).
-
-    Example:
-        >>> check_flag("prog_bar", "yes")
-        Traceback (most recent call last):
-        ...
-        ValueError: prog_bar must be True or False, got 'yes'
-    """
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-
-
 def check_key(name: str, value: Any) -> None:
     """A key of the step's output dict: a non-empty string.
 

@@ -22,7 +22,7 @@ from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional.calibration import CalibrationResult
-from calib_metrics.functional.errors import NoPairsError
+from calib_metrics.functional.errors import NoPairsError, check_flag
 from calib_metrics.functional.multiclass import average_results
 from calib_metrics.metric import CalibrationError
 
@@ -180,7 +180,7 @@ class CalibrationMonitor(Callback):
         if prefix is not None:
             checks.check_prefix(prefix)
         for name, flag in (("per_class", per_class), ("prog_bar", prog_bar), ("smooth", smooth)):
-            checks.check_flag(name, flag)
+            check_flag(name, flag)
         if per_class and num_classes is None:
             raise ValueError("per_class=True needs num_classes (one result per class)")
         if per_class and metric_kwargs.get("mode") == "top_label":

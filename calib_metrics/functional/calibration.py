@@ -30,7 +30,7 @@ from calib_metrics.functional.binning import (
     uniform_binning,
 )
 from calib_metrics.functional.clusters import grouped_bins
-from calib_metrics.functional.errors import check_generator, check_int
+from calib_metrics.functional.errors import check_flag, check_generator, check_int
 from calib_metrics.functional.intervals import (
     CalibrationResult,
     Draws,
@@ -129,8 +129,7 @@ def bins_and_index(
 
 def _debias_for(norm: str, debias: bool) -> bool:
     """``debias`` as asked for l2; l1 and max have no debiased form and use the plug-in."""
-    if not isinstance(debias, bool):
-        raise ValueError(f"debias must be True or False, got {debias!r}")
+    check_flag("debias", debias)
     return debias and norm == "l2"
 
 

@@ -1,4 +1,4 @@
-"""Typed errors of the functional layer, and the check of integer options."""
+"""Typed errors of the functional layer, and the checks of integer and flag options."""
 
 from __future__ import annotations
 
@@ -17,6 +17,20 @@ def check_int(name: str, value: int, minimum: int = 1) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"{name} must be {kind}, got {value!r}")
+
+
+def check_flag(name: str, value: object) -> None:
+    """Raise ValueError naming ``name`` unless ``value`` is True or False: ``"False"`` is
+    truthy and would silently turn an option on.
+
+    Example:
+        >>> check_flag("debias", "False")
+        Traceback (most recent call last):
+        ...
+        ValueError: debias must be True or False, got 'False'
+    """
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
 def check_generator(generator: object) -> None:

@@ -81,7 +81,7 @@ from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, bin_index, bin_ties, check_bins
 from calib_metrics.functional.clusters import grouped_bins
-from calib_metrics.functional.errors import check_generator, check_int
+from calib_metrics.functional.errors import check_flag, check_generator, check_int
 from calib_metrics.functional.ties import (
     CutCells,
     bin_parts,
@@ -179,8 +179,7 @@ def check_draw_options(
         raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")
     if norm not in ("l1", "l2", "max"):
         raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
-    if not isinstance(debias, bool):
-        raise ValueError(f"debias must be True or False, got {debias!r}")
+    check_flag("debias", debias)
     check_generator(generator)
 
 
