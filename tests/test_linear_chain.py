@@ -404,7 +404,9 @@ def test_fast_and_log_space_paths_agree():
     assert state is not None
     fast = lc._marginal_parts(em, tr, st, en, mask, pairwise=True)
     assert fast.nxt is not None and fast.pair is None
-    slow = lc._log_parts(em, tr, st, en, mask, True, fwd)
+    slow = lc._log_parts(
+        em, tr, st, en, mask, True, lc._log_space_forward(em, tr, st, en, mask, fwd)
+    )
     torch.testing.assert_close(slow.forward.log_partition, fwd.log_partition)
     torch.testing.assert_close(slow.unigram, fast.unigram)
     pair_slow, pair_fast = torch.zeros(2, 4, 8, 5, 5, dtype=F64)
@@ -657,6 +659,41 @@ def test_a_lineage_that_underflows_over_several_steps_is_caught(gap, gain, dtype
     g = torch.Generator().manual_seed(0)
     draws = sample(em, tr, st, en, n_samples=5, generator=g, **kwargs)
     assert (draws == 1).all()  # the all-1 path holds all the mass
+
+
+@pytest.mark.parametrize(
+    ("gap", "gain", "dtype"), [(400.0, 400.0, F64), (60.0, 55.0, torch.float32)]
+)
+def test_forward_backward_of_a_lineage_that_underflows_gives_the_exact_messages(
+    gap, gain, dtype
+) -> None:
+    """The fast forward pass held and only the backward check caught the lost lineage:
+    forward_backward redid the forward messages in log space but kept the fast pass's
+    log Z (0 instead of 400, or log 2 short for two tied lineages), so log_beta at the
+    last token was end - that error instead of end."""
+    inf = math.inf
+    tr = torch.tensor([[0.0, -inf], [-inf, 0.0]], dtype=dtype)
+    st, en = torch.zeros(2, dtype=dtype), torch.tensor([0.5, -0.25], dtype=dtype)
+    rows = [[0, -gap], [0, -gap], [0, gain], [0, gain], [0, gain]]
+    em = torch.tensor([rows, rows[:3] + [[1.0, 2.0]] * 2], dtype=dtype)
+    mask = _ragged_mask([5, 3], 5)
+    msg = forward_backward(em, tr, st, en, mask, compute_dtype=dtype)
+    marginals = posterior_marginals(em, tr, st, en, mask, compute_dtype=dtype)
+    tolerance = {} if dtype == F64 else {"rtol": 1e-5, "atol": 1e-4}
+    for b, n in enumerate([5, 3]):
+        log_z, uni, pair, *_ = _brute_force(
+            em[b, :n].double(), tr.double(), st.double(), en.double(), n
+        )
+        torch.testing.assert_close(msg.log_partition[b].double(), log_z, **tolerance)
+        torch.testing.assert_close(msg.log_beta[b, n - 1].double(), en.double(), **tolerance)
+        both = (msg.log_alpha[b, :n] + msg.log_beta[b, :n]).double()
+        torch.testing.assert_close(torch.logsumexp(both, -1), log_z.expand(n), **tolerance)
+        torch.testing.assert_close(torch.exp(both - log_z), uni, **tolerance)
+        # The marginals, whose path was right all along, agree with the messages.
+        torch.testing.assert_close(marginals.log_partition[b].double(), log_z, **tolerance)
+        torch.testing.assert_close(marginals.unigram[b, :n].double(), uni, **tolerance)
+        torch.testing.assert_close(marginals.pairwise[b, : n - 1].double(), pair, **tolerance)
+    torch.testing.assert_close(msg.log_alpha[:, 0], st + em[:, 0])
 
 
 # ------------------------------------------------------------------ host synchronisations

@@ -361,6 +361,18 @@ def test_span_marginals_float32_and_extreme_scores_match_float64():
     torch.testing.assert_close(big[0], ref, atol=1e-10, rtol=1e-8)
 
 
+def test_span_marginals_where_only_the_fast_backward_check_sees_a_lost_lineage():
+    # Two tags that may not switch: tag 1 falls 800 nats behind, then gains 1200. The fast
+    # forward pass holds, the backward check sends the messages to log space.
+    inf = float("-inf")
+    tr = torch.tensor([[0.0, inf], [inf, 0.0]], dtype=torch.float64)
+    st, en = torch.zeros(2, dtype=torch.float64), torch.tensor([0.5, -0.25], dtype=torch.float64)
+    em = torch.tensor([[[0, -400.0]] * 2 + [[0, 400.0]] * 3], dtype=torch.float64)
+    got = span_marginals(em, tr, st, en, begin=1, inside=1, max_length=5)
+    want = _span_brute_force(em[0], tr, st, en, 5, 1, 1, 5)
+    torch.testing.assert_close(got[0], want, atol=1e-10, rtol=1e-8)
+
+
 def test_span_marginals_of_length_one_spans_complete_the_unigram():
     # Every token tagged `begin` opens exactly one span, so the spans starting at t sum
     # to P(y_t = begin) once max_length covers the sentence.

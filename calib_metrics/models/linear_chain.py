@@ -452,10 +452,7 @@ def _checked_forward(em, tr, st, en, mask) -> _Forward:
     cannot see it, but the backward vectors' normaliser does (their product is then 0 where
     the posterior is not).
     """
-    fwd, both = _forward_backward(em, tr, st, en, mask)
-    if both is not None or fwd.probs is None:
-        return fwd
-    return _log_space_forward(em, tr, st, en, mask, fwd)
+    return _forward_backward(em, tr, st, en, mask)[0]
 
 
 class _FastBoth(NamedTuple):
@@ -468,7 +465,13 @@ class _FastBoth(NamedTuple):
 
 def _forward_backward(em, tr, st, en, mask, flags=None) -> tuple[_Forward, _FastBoth | None]:
     """The one forward-backward core: the fast pair of recursions, or ``None`` beside the
-    forward pass where they would lose precision (the caller then goes to log space)."""
+    log-space forward pass where they would lose precision (the caller then runs the
+    log-space backward pass).
+
+    A forward pass returned beside ``None`` is always the log-space one: a fast forward
+    pass that its backward check rejected has a wrong ``log_partition`` too (the lineage
+    it lost underflowed out of it), so no caller may keep any part of it.
+    """
     fwd, state = _run_forward(em, tr, st, en, mask, flags)
     if state is None:
         return fwd, None
@@ -481,7 +484,7 @@ def _forward_backward(em, tr, st, en, mask, flags=None) -> tuple[_Forward, _Fast
     ok = ok & (norm.masked_fill(~mask[..., None], 1.0).amin() >= _tiny(em.dtype))
     if _accept(ok, flags):
         return fwd, _FastBoth(fwd, state, qs, joint, norm)
-    return fwd, None
+    return _log_space_forward(em, tr, st, en, mask, fwd), None
 
 
 def _prepare(emissions, transitions, start, end, mask, compute_dtype, validate_args=True):
@@ -726,9 +729,6 @@ def forward_backward(
             offset = log_z[:, None] - fwd.log_scale - both.norm.squeeze(-1).log()
             log_beta = both.qs.log() + offset[..., None]
         else:
-            if fwd.log_alpha is None:  # the fast forward held, the fast backward did not
-                log_alpha, _, log_scale = _log_forward(em, tr, st, en, mask)
-                fwd = fwd._replace(log_alpha=log_alpha, log_scale=log_scale)
             log_alpha = fwd.log_alpha + fwd.log_scale[..., None]
             log_beta = _log_backward(em, tr, en, mask)
             offset = log_z[:, None] - torch.logsumexp(log_alpha + log_beta, -1)
@@ -771,10 +771,8 @@ def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None) -> _Parts:
 
 def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
     """Marginals from the log-space recursions (the exact fallback); an impossible
-    sentence (log Z = -inf) gets zero marginals."""
-    if fwd.log_alpha is None:
-        log_alpha, log_z, log_scale = _log_forward(em, tr, st, en, mask)
-        fwd = _Forward(None, log_alpha, log_z, log_scale, fwd.col_shift, fwd.trans_col)
+    sentence (log Z = -inf) gets zero marginals. ``fwd`` is the log-space forward pass,
+    as :func:`_forward_backward` returns it beside ``None``."""
     log_beta = _log_backward(em, tr, en, mask)
     possible = torch.isfinite(fwd.log_partition)
     valid = mask[..., None] & possible[:, None, None]
