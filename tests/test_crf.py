@@ -102,8 +102,13 @@ def test_length_chunks_cover_every_sentence_once():
 
 def test_fit_reaches_a_stationary_point_and_learns(one_thread):
     _, words, tags, mask = _hmm_corpus(60, 3, 12, seed=4)
-    model = CRFTagger(3, 12).fit(words, tags, mask, c2=0.5, max_iter=200, tol=1e-7, progress=False)
-    assert model.fit_info is not None and model.fit_info.converged
+    # tolerance_change far below what tol needs, so the gradient test is what stops it.
+    model = CRFTagger(3, 12).fit(
+        words, tags, mask, c2=0.5, max_iter=200, tol=1e-6, tolerance_change=1e-13, progress=False
+    )
+    info = model.fit_info
+    assert info is not None and info.converged and info.stopped_by == "gradient"
+    assert info.max_grad <= 1e-6
     assert model.crf.transitions.dtype == torch.float32  # cast back after float64 training
     model = model.double()
     objective = model.negative_log_likelihood(words, tags, mask).sum() + 0.5 * model.l2_penalty()
@@ -112,6 +117,35 @@ def test_fit_reaches_a_stationary_point_and_learns(one_thread):
     assert grad.abs().max() < 1e-4
     _, pred = model.viterbi(words, mask)
     assert (pred == tags)[mask].float().mean() > 0.6
+
+
+def _noisy_corpus():
+    g = torch.Generator().manual_seed(0)
+    words = torch.randint(1, 8, (30, 7), generator=g)
+    keep = torch.rand(30, 7, generator=g) < 0.7
+    return words, torch.where(keep, words % 3, torch.randint(0, 3, (30, 7), generator=g))
+
+
+@pytest.mark.parametrize(
+    ("options", "stopped_by"),
+    [
+        ({"tolerance_change": 1.0}, "change"),  # one step: 162.93 against an optimum of 140.34
+        ({"max_iter": 1}, "max_iter"),
+        ({"max_iter": 2}, "max_eval"),  # max_eval = 2 * 5 // 4 + 1 = 3 runs out first
+    ],
+)
+def test_a_fit_stopped_far_from_the_optimum_does_not_claim_convergence(
+    options, stopped_by, one_thread
+):
+    """converged had meant "stopped before the budget ran out": a stop on
+    tolerance_change after one step (max |grad| 8.1 against tol 1e-5) read as True."""
+    words, tags = _noisy_corpus()
+    info = CRFTagger(3, 8).fit(words, tags, c2=0.3, progress=False, **options).fit_info
+    assert info.stopped_by == stopped_by
+    assert not info.converged and info.max_grad > 1.0
+    done = CRFTagger(3, 8).fit(words, tags, c2=0.3, progress=False, tolerance_change=1e-12)
+    assert done.fit_info.converged and done.fit_info.stopped_by == "gradient"
+    assert done.fit_info.max_grad <= 1e-5 and done.fit_info.objective < info.objective - 1.0
 
 
 def test_frozen_boundary_scores_stay_zero(one_thread):

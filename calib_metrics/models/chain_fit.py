@@ -22,22 +22,44 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor
 
-__all__ = ["FitInfo", "LBFGSFit", "check_fit_options", "length_chunks"]
+__all__ = ["FitInfo", "LBFGSFit", "StopRule", "check_fit_options", "length_chunks"]
+
+
+StopRule = Literal["gradient", "change", "max_iter", "max_eval"]
 
 
 @dataclass
 class FitInfo:
-    """What a CRF's ``fit`` did: final objective, evaluations, and whether it converged."""
+    """What a CRF's ``fit`` did: final objective, evaluations, and whether it converged.
+
+    Attributes:
+        objective: the objective ``sum NLL + c2 * ||w||^2`` at the fitted weights.
+        n_evals: objective evaluations, the final one (for this summary) included.
+        n_iter: L-BFGS iterations.
+        converged: the gradient test passed at the fitted weights: ``max_grad <= tol``
+            (L-BFGS's ``tolerance_grad``), whatever rule stopped the fit.
+        seconds: wall-clock time of the fit.
+        stopped_by: the rule that stopped L-BFGS: ``"gradient"`` (``max_grad <= tol``),
+            ``"max_iter"`` or ``"max_eval"`` (the budget ran out), or ``"change"``
+            (``tolerance_change``: the step, the objective's change or the slope along
+            the search direction fell below it). A stop on ``"change"`` says the steps became small,
+            not that the optimum is near: ``converged`` tells which.
+        max_grad: the largest absolute gradient entry at the fitted weights.
+    """
 
     objective: float
     n_evals: int
     n_iter: int
     converged: bool
     seconds: float
+    # Defaults keep a FitInfo pickled before these fields existed readable.
+    stopped_by: StopRule = "gradient"
+    max_grad: float = math.nan
 
 
 def length_chunks(lengths: Tensor, max_tokens: int) -> list[tuple[Tensor, int]]:
@@ -258,14 +280,33 @@ class LBFGSFit:
         """One more evaluation (objective and gradient at the end) and the fit summary."""
         n_iter = int(optimizer.state[params[0]].get("n_iter", 0))
         final = self._objective(chunks, c2).item()
-        n_evals += 1
-        grad_max = float(torch.stack([p.grad.abs().max() for p in params]).max())
-        max_iter, max_eval = (optimizer.defaults[k] for k in ("max_iter", "max_eval"))
-        tol = optimizer.defaults["tolerance_grad"]
+        max_grad = float(torch.stack([p.grad.abs().max() for p in params]).max())
         return FitInfo(
             objective=final,
-            n_evals=n_evals,
+            n_evals=n_evals + 1,
             n_iter=n_iter,
-            converged=grad_max <= tol or (n_iter < max_iter and n_evals - 1 < max_eval),
+            # Only the gradient test vouches for the optimum: L-BFGS also stops on
+            # tolerance_change, where its steps stall far from it (max |grad| 8 had
+            # been reported as converged).
+            converged=max_grad <= optimizer.defaults["tolerance_grad"],
             seconds=time.perf_counter() - begin,
+            stopped_by=_stop_rule(optimizer.defaults, max_grad, n_iter, n_evals),
+            max_grad=max_grad,
         )
+
+
+def _stop_rule(options: dict, max_grad: float, n_iter: int, n_evals: int) -> StopRule:
+    """Which of ``torch.optim.LBFGS``'s rules stopped it, read from where it stopped.
+
+    Its loop tests the budget (iterations, then evaluations) before the gradient, and
+    the gradient before the change tests; a gradient that passes at the end is reported
+    as the reason even when the budget ran out at the same step, since it is the one
+    that says the fit is done.
+    """
+    if max_grad <= options["tolerance_grad"]:
+        return "gradient"
+    if n_iter >= options["max_iter"]:
+        return "max_iter"
+    if n_evals >= options["max_eval"]:
+        return "max_eval"
+    return "change"

@@ -149,8 +149,11 @@ class CRFTagger(LBFGSFit, ChainTagger):
             words, tags, mask: the padded training batch (``[B, T]``).
             c2: L2 strength (>= 0).
             max_iter: maximum L-BFGS iterations.
-            tol: stop when the largest absolute gradient entry is below this.
-            tolerance_change: stop when the objective or the step changes less than this.
+            tol: stop when the largest absolute gradient entry is at most this; only
+                this stop sets ``fit_info.converged``.
+            tolerance_change: stop when the objective or the step changes less than this
+                (``fit_info.stopped_by == "change"``; ``fit_info.max_grad`` then says how
+                far from the optimum the steps stalled).
             history_size: L-BFGS memory.
             max_tokens: padded positions per chunk of the objective's evaluation.
             dtype: training dtype (float64 recommended).

@@ -151,14 +151,18 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         Sentences are processed in length-sorted chunks of at most ``max_tokens``
         padded positions; gradients accumulate over chunks, so every evaluation is the
         exact full-batch objective. Training runs in ``dtype`` and the module is cast
-        back afterwards; :attr:`fit_info` records the final objective and convergence.
+        back afterwards; :attr:`fit_info` records the final objective, the rule that stopped
+        the fit and whether the gradient test passed.
 
         Args:
             features, tags, mask: the padded training batch (``[B, T, F]``, ``[B, T]``).
             c2: L2 strength (>= 0), multiplying the squared norm (no 1/2), as in CRFsuite.
             max_iter: maximum L-BFGS iterations.
-            tol: stop when the largest absolute gradient entry is below this.
-            tolerance_change: stop when the objective or the step changes less than this.
+            tol: stop when the largest absolute gradient entry is at most this; only
+                this stop sets ``fit_info.converged``.
+            tolerance_change: stop when the objective or the step changes less than this
+                (``fit_info.stopped_by == "change"``; ``fit_info.max_grad`` then says how
+                far from the optimum the steps stalled).
             history_size: L-BFGS memory (each entry holds two copies of the weights).
             max_tokens: padded positions per chunk.
             dtype: training dtype (float64 recommended).
