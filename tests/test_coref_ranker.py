@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -177,6 +178,56 @@ def test_save_load_round_trip(tmp_path: Path):
     (tmp_path / "bad.pt").write_bytes(b"")
     with pytest.raises(FileNotFoundError):
         AntecedentRanker.load(tmp_path / "none.pt")
+
+
+def test_a_ranker_saved_in_float64_loads_in_float64(tmp_path: Path):
+    """The weight had been copied into a fresh float32 model: the dtype was lost."""
+    model = AntecedentRanker(n_bits=8, max_distance=3).double()
+    with torch.no_grad():
+        model.weight.normal_(generator=torch.Generator().manual_seed(0))
+    loaded = AntecedentRanker.load(model.save(tmp_path / "r.pt"))
+    assert loaded.weight.dtype == torch.float64
+    assert torch.equal(loaded.weight, model.weight)
+
+
+_WEIGHT = torch.zeros(256)
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        ({"format": 1, "n_bits": 8}, "missing the field.*'max_distance', 'weight'"),
+        ({"format": 1, "max_distance": 5, "weight": _WEIGHT}, "missing the field.*'n_bits'"),
+        (
+            {"format": 1, "n_bits": 8, "max_distance": 5, "weight": torch.zeros(10)},
+            r"field 'weight' must have shape \[2\*\*n_bits\] = \[256\], got \[10\]",
+        ),
+        (
+            {"format": 1, "n_bits": 8, "max_distance": 5, "weight": _WEIGHT.long()},
+            "field 'weight' must be a floating-point tensor, got torch.int64",
+        ),
+        (
+            {"format": 1, "n_bits": 8, "max_distance": 5, "weight": _WEIGHT + math.nan},
+            "field 'weight' holds NaN or infinite values",
+        ),
+        (
+            {"format": 1, "n_bits": 8, "max_distance": 5, "weight": _WEIGHT - math.inf},
+            "field 'weight' holds NaN or infinite values",
+        ),
+        ({"format": 1, "n_bits": 3, "max_distance": 5, "weight": _WEIGHT}, "n_bits must be"),
+        ({"format": 1, "n_bits": 8, "max_distance": 0, "weight": _WEIGHT}, "max_distance must"),
+    ],
+)
+def test_a_malformed_ranker_file_is_a_value_error_naming_file_and_field(
+    tmp_path: Path, state: dict, message: str
+):
+    """A missing field had been a KeyError, a weight of the wrong size a RuntimeError of
+    copy_, and a NaN weight loaded silently (every score NaN)."""
+    path = tmp_path / "ranker.pt"
+    torch.save(state, path)
+    with pytest.raises(ValueError, match=message) as caught:
+        AntecedentRanker.load(path)
+    assert str(caught.value).startswith(str(path))
 
 
 def test_a_user_scores_and_samples_with_hand_made_tensors():

@@ -393,7 +393,13 @@ class AntecedentRanker(nn.Module):
 
     @classmethod
     def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> AntecedentRanker:
-        """Read a model written by :meth:`save`.
+        """Read a model written by :meth:`save`, in the dtype it was saved in.
+
+        Raises:
+            FileNotFoundError: no file at ``path``.
+            ValueError: naming the file and the field: not a ranker file, a missing
+                field, settings the constructor refuses, or a weight that is not a
+                floating-point tensor of ``2**n_bits`` finite entries.
 
         Example:
             >>> import tempfile, os
@@ -404,10 +410,43 @@ class AntecedentRanker(nn.Module):
             AntecedentRanker(n_bits=8, max_distance=5)
         """
         path = Path(path)
-        state = load_torch_file(path, map_location)
-        if not isinstance(state, dict) or state.get("format") != _FORMAT_VERSION:
-            raise ValueError(f"{path} is not an AntecedentRanker file (format {_FORMAT_VERSION})")
-        model = cls(n_bits=int(state["n_bits"]), max_distance=int(state["max_distance"]))
+        state = _read_state(path, load_torch_file(path, map_location))
+        try:
+            model = cls(n_bits=state["n_bits"], max_distance=state["max_distance"])
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
+        weight = _checked_weight(path, state["weight"], model.weight.numel())
+        # The weight's dtype is the model's: a ranker saved after .double() stays float64.
+        model = model.to(dtype=weight.dtype)
         with torch.no_grad():
-            model.weight.copy_(state["weight"])
+            model.weight.copy_(weight)
         return model.to(map_location)
+
+
+_SAVED_FIELDS = ("format", "n_bits", "max_distance", "weight")
+
+
+def _read_state(path: Path, state: object) -> dict:
+    """The saved dict of an :meth:`AntecedentRanker.save` file, every field present."""
+    if not isinstance(state, dict) or state.get("format") != _FORMAT_VERSION:
+        raise ValueError(f"{path} is not an AntecedentRanker file (format {_FORMAT_VERSION})")
+    missing = [name for name in _SAVED_FIELDS if name not in state]
+    if missing:
+        raise ValueError(f"{path} is missing the field(s) {', '.join(map(repr, missing))}")
+    return state
+
+
+def _checked_weight(path: Path, weight: object, size: int) -> Tensor:
+    """The saved weight, refused unless a floating-point ``[size]`` tensor of finite
+    values: a NaN weight would make every score NaN, silently, at the first document."""
+    if not isinstance(weight, Tensor) or not weight.is_floating_point():
+        got = weight.dtype if isinstance(weight, Tensor) else type(weight).__name__
+        raise ValueError(f"{path}: field 'weight' must be a floating-point tensor, got {got}")
+    if tuple(weight.shape) != (size,):
+        raise ValueError(
+            f"{path}: field 'weight' must have shape [2**n_bits] = [{size}], "
+            f"got {list(weight.shape)}"
+        )
+    if not bool(torch.isfinite(weight).all()):
+        raise ValueError(f"{path}: field 'weight' holds NaN or infinite values")
+    return weight
