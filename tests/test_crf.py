@@ -156,6 +156,16 @@ def test_frozen_boundary_scores_stay_zero(one_thread):
     assert model.crf.transitions.abs().sum() > 0
 
 
+@pytest.mark.parametrize("method", ["negative_log_likelihood", "log_likelihood", "fit"])
+def test_a_likelihood_or_fit_without_tags_names_them(method):
+    """tags=None had been an AttributeError ('NoneType' object has no attribute 'long')
+    or a TypeError from inside fit."""
+    call = getattr(CRFTagger(2, 3), method)
+    options = {"progress": False} if method == "fit" else {}
+    with pytest.raises(ValueError, match=r"tags are required: gold tags of shape \(1, 2\)"):
+        call(torch.tensor([[1, 2]]), None, **options)
+
+
 def test_bad_input_is_rejected():
     model = CRFTagger(3, 5)
     _, words, tags, mask = _hmm_corpus(4, 3, 5)

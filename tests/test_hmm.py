@@ -176,6 +176,12 @@ def test_bad_input_is_rejected():
         hmm.marginals(words[0], None)
 
 
+def test_fit_without_tags_names_them():
+    # A TypeError from inside the counting had been all it said.
+    with pytest.raises(ValueError, match="tags are required"):
+        HMM(2, 3).fit(torch.tensor([[1, 2]]), None)
+
+
 def test_fit_refuses_a_mask_with_holes():
     """Inference refused a mask that is not left-aligned, fit counted across the hole
     (wrong transition and end counts, silently); the CRF's fit too."""

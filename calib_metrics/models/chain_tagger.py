@@ -40,13 +40,20 @@ def check_words(
 ) -> CheckedBatch:
     """Validate a padded batch of word indices (and gold tags) of any integer dtype.
 
-    The value checks are reduced on the device and read back together: one host
-    synchronisation, made once at a tagger's public entry, never inside a training loop.
+    Given ``num_tags``, gold ``tags`` are required (a likelihood or a fit); without it
+    they are not read. Word and tag values in padding (where ``mask`` is False) may be
+    anything, an ignore index say. The value checks are reduced on the device and read
+    back together: one host synchronisation, made once at a tagger's public entry, never
+    inside a training loop.
 
     Example:
         >>> batch = check_words(torch.tensor([[1, 2], [3, 0]], dtype=torch.uint8), None, 4)
         >>> batch.words.dtype, batch.mask.all().item(), batch.tags
         (torch.int64, True, None)
+        >>> check_words(torch.tensor([[1, 2]]), None, 4, None, num_tags=2)
+        Traceback (most recent call last):
+        ...
+        ValueError: tags are required: gold tags of shape (1, 2), got None
     """
     if not isinstance(words, Tensor) or words.dim() != 2:
         shape = tuple(words.shape) if isinstance(words, Tensor) else type(words).__name__
@@ -57,29 +64,60 @@ def check_words(
             f"words must be [B, T] with B, T >= 1 (a sentence of a token at least), "
             f"got shape {tuple(words.shape)}"
         )
-    if mask is None:
-        mask = torch.ones_like(words, dtype=torch.bool)
-    elif not isinstance(mask, Tensor) or mask.shape != words.shape:
-        shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
-        raise ValueError(f"mask must have shape {tuple(words.shape)}, got {shape}")
-    linear_chain.check_mask_dtype(mask)
+    mask = checked_mask(mask, words.shape, words.device)
     # Inference would refuse a mask with a hole too; fit would count across it.
     flags = [*linear_chain.mask_flags(mask)]
     mask = mask.bool()
     flags.append(_outside(words, mask, vocab_size))
-    if tags is not None:
-        if not isinstance(tags, Tensor) or tags.shape != words.shape:
-            shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
-            raise ValueError(f"tags must have shape {tuple(words.shape)}, got {shape}")
-        tags = as_indices(tags, "tags")
+    if num_tags is not None:
+        tags = checked_tags(tags, words.shape)
         flags.append(_outside(tags, mask, num_tags))
     not_binary, first_missing, hole, bad_word, *bad_tag = torch.stack(flags).tolist()
     linear_chain.check_mask_flags(not_binary, first_missing, hole)
     if bad_word:
         raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
+    check_tag_flag(bad_tag, num_tags)
+    return CheckedBatch(words, mask, None if num_tags is None else tags)
+
+
+def checked_mask(mask: Tensor | None, shape: torch.Size, device: torch.device) -> Tensor:
+    """A tagger's mask, all True when ``None``, of the batch's ``[B, T]`` ``shape`` and a
+    bool or integer dtype (its values are checked with :func:`linear_chain.mask_flags`).
+
+    Example:
+        >>> checked_mask(None, torch.Size([1, 2]), torch.device("cpu"))
+        tensor([[True, True]])
+    """
+    if mask is None:
+        return torch.ones(shape, dtype=torch.bool, device=device)
+    if not isinstance(mask, Tensor) or mask.shape != shape:
+        got = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
+        raise ValueError(f"mask must be a tensor of shape {tuple(shape)}, got {got}")
+    linear_chain.check_mask_dtype(mask)
+    return mask
+
+
+def checked_tags(tags: Tensor | None, shape: torch.Size) -> Tensor:
+    """Gold tags as int64, present and of the batch's ``[B, T]`` ``shape``; their range is
+    the caller's to check with the batch's other values (one host read for all).
+
+    Example:
+        >>> checked_tags(torch.tensor([[1, 0]], dtype=torch.uint8), torch.Size([1, 2]))
+        tensor([[1, 0]])
+    """
+    if tags is None:
+        # A likelihood or a fit without gold tags had failed deep inside (AttributeError).
+        raise ValueError(f"tags are required: gold tags of shape {tuple(shape)}, got None")
+    if not isinstance(tags, Tensor) or tags.shape != shape:
+        got = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
+        raise ValueError(f"tags must be a tensor of shape {tuple(shape)}, got {got}")
+    return as_indices(tags, "tags")
+
+
+def check_tag_flag(bad_tag: list[bool], num_tags: int | None) -> None:
+    """The ValueError of a batch's tag range flag (an empty list: no tags were checked)."""
     if bad_tag and bad_tag[0]:
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
-    return CheckedBatch(words, mask, tags)
 
 
 def check_sizes(
