@@ -214,6 +214,69 @@ def test_log_likelihood_checks_tags_and_reads_only_the_mask():
         model.fit(ids, tags.double(), mask)
 
 
+_ONE_SLOT = torch.tensor([[[1], [2], [3]]])
+_TAGS = torch.tensor([[0, 1, 0]])
+
+
+@pytest.mark.parametrize("method", ["log_likelihood", "objective", "fit"])
+def test_a_likelihood_objective_or_fit_without_tags_names_them(method):
+    """As CRFTagger's: tags=None had said 'tags must be a tensor of shape (1, 3), got
+    NoneType' (and CRFTagger's an AttributeError)."""
+    call = getattr(FeatureCRF(2, 8), method)
+    args = (None, 0.1) if method == "objective" else ()
+    with pytest.raises(ValueError, match=r"tags are required: gold tags of shape \(1, 3\)"):
+        call(_ONE_SLOT, None, *args)
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 0), (1, 0, 1), (0, 3, 1)])
+def test_an_empty_features_tensor_is_named_at_every_entry(shape):
+    """F = 0 had been a RuntimeError of EmbeddingBag's reshape, T = 0 a message about
+    linear_chain's emissions or chain_fit's lengths, and B = 0 fitted nothing, silently."""
+    empty = torch.zeros(shape, dtype=torch.long)
+    tags = torch.zeros(shape[:2], dtype=torch.long)
+    model = FeatureCRF(2, 4)
+    message = r"features must be \[B, T, F\] with B, T, F >= 1"
+    for call in (
+        lambda: model.viterbi(empty),
+        lambda: model.marginals(empty),
+        lambda: model.sample(empty, n_samples=1),
+        lambda: model.potentials(empty),
+        lambda: model.log_likelihood(empty, tags),
+        lambda: model.objective(empty, tags, None, 0.1),
+        lambda: model.fit(empty, tags),
+    ):
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
+def test_feature_ids_in_padding_do_not_matter(one_thread):
+    """As with CRFTagger's words: an id out of range where the mask is False had been a
+    ValueError ('feature ids must lie in [0, 9)'), so an ignore index could not pad."""
+    hasher = FeatureHasher(["bias", "word"], num_buckets=64)
+    ids, tags, mask = _batch(_corpus(6, seed=5), hasher)
+    assert not mask.all()
+    model = FeatureCRF(4, 64).double()
+    with torch.no_grad():
+        model.weights.weight.normal_(generator=torch.Generator().manual_seed(0))
+    for fill in (-1, -100, 64, 10**6, 5):
+        padded = ids.masked_fill(~mask[..., None], fill)
+        torch.testing.assert_close(model.marginals(padded, mask), model.marginals(ids, mask))
+        assert torch.equal(model.viterbi(padded, mask)[1], model.viterbi(ids, mask)[1])
+        torch.testing.assert_close(
+            model.log_likelihood(padded, tags, mask), model.log_likelihood(ids, tags, mask)
+        )
+        torch.testing.assert_close(
+            model.objective(padded, tags, mask, 0.1), model.objective(ids, tags, mask, 0.1)
+        )
+    padded = ids.masked_fill(~mask[..., None], -100)
+    fitted = FeatureCRF(4, 64).fit(padded, tags, mask, max_iter=5)
+    expected = FeatureCRF(4, 64).fit(ids, tags, mask, max_iter=5)
+    for a, b in zip(fitted.parameters(), expected.parameters(), strict=True):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match=r"feature ids must lie in \[0, 64\) where mask"):
+        model.viterbi(ids.masked_fill(mask[..., None], -1), mask)
+
+
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
 def test_ids_and_tags_of_any_integer_dtype_score_and_fit_as_int64_ones_do(dtype, one_thread):
     # nn.EmbeddingBag had refused them with a RuntimeError.

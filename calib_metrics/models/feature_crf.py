@@ -23,31 +23,66 @@ from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
 from calib_metrics.models.chain_fit import LBFGSFit
-from calib_metrics.models.chain_tagger import ChainTagger, check_sizes
+from calib_metrics.models.chain_tagger import (
+    ChainTagger,
+    CheckedBatch,
+    check_sizes,
+    check_tag_flag,
+    checked_mask,
+    checked_tags,
+)
 from calib_metrics.models.linear_chain import as_indices
 
-__all__ = ["FeatureCRF"]
+__all__ = ["FeatureCRF", "check_features"]
 
 
-def _check_features(
-    features: Tensor, mask: Tensor | None, num_features: int
-) -> tuple[Tensor, Tensor]:
-    """``(features as int64, mask as bool)``."""
+def check_features(
+    features: Tensor,
+    mask: Tensor | None,
+    num_features: int,
+    tags: Tensor | None = None,
+    num_tags: int | None = None,
+) -> CheckedBatch:
+    """Validate a padded batch of feature-id bags ``[B, T, F]`` (and gold tags), as
+    :func:`~calib_metrics.models.chain_tagger.check_words` does a batch of words: ids of
+    any integer dtype, checked only where ``mask`` is True (padding may hold anything),
+    ``tags`` required given ``num_tags``; one host synchronisation for the value checks.
+
+    Example:
+        >>> batch = check_features(torch.tensor([[[3, 0], [-100, -100]]]), None, 8)
+        Traceback (most recent call last):
+        ...
+        ValueError: feature ids must lie in [0, 8) where mask is True
+        >>> batch = check_features(torch.tensor([[[3, 0], [-100, -100]]]),
+        ...                        torch.tensor([[True, False]]), 8)
+        >>> batch.words.tolist(), batch.mask.tolist()
+        ([[[3, 0], [-100, -100]]], [[True, False]])
+    """
     if not isinstance(features, Tensor) or features.dim() != 3:
         shape = tuple(features.shape) if isinstance(features, Tensor) else type(features)
         raise ValueError(f"features must be a [B, T, F] tensor of ids, got shape {shape}")
     features = as_indices(features, "features")
-    if mask is None:
-        mask = torch.ones(features.shape[:2], dtype=torch.bool, device=features.device)
-    elif not isinstance(mask, Tensor) or mask.shape != features.shape[:2]:
-        shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
-        raise ValueError(f"mask must be a tensor of shape {tuple(features.shape[:2])}, got {shape}")
-    linear_chain.check_mask_dtype(mask)
-    linear_chain.check_mask_flags(*linear_chain.mask_flags(mask).tolist())
+    if 0 in features.shape:
+        # As linear_chain refuses B = 0 or T = 0, in the words of this argument; F = 0
+        # had failed inside EmbeddingBag's reshape.
+        raise ValueError(
+            "features must be [B, T, F] with B, T, F >= 1 (a sentence of a token at least, "
+            f"a feature slot per token: pad a bag with id 0), got shape {tuple(features.shape)}"
+        )
+    mask = checked_mask(mask, features.shape[:2], features.device)
+    flags = [*linear_chain.mask_flags(mask)]
     mask = mask.bool()
-    if features.numel() and (features.min() < 0 or features.max() >= num_features):
-        raise ValueError(f"feature ids must lie in [0, {num_features})")
-    return features, mask
+    outside = (features < 0) | (features >= num_features)
+    flags.append((outside.any(-1) & mask).any())
+    if num_tags is not None:
+        tags = checked_tags(tags, features.shape[:2])
+        flags.append((((tags < 0) | (tags >= num_tags)) & mask).any())
+    not_binary, first_missing, hole, bad_id, *bad_tag = torch.stack(flags).tolist()
+    linear_chain.check_mask_flags(not_binary, first_missing, hole)
+    if bad_id:
+        raise ValueError(f"feature ids must lie in [0, {num_features}) where mask is True")
+    check_tag_flag(bad_tag, num_tags)
+    return CheckedBatch(features, mask, None if num_tags is None else tags)
 
 
 class FeatureCRF(LBFGSFit, ChainTagger):
@@ -92,36 +127,37 @@ class FeatureCRF(LBFGSFit, ChainTagger):
             f"freeze_boundary={self.freeze_boundary}"
         )
 
-    def _emissions(self, features: Tensor) -> Tensor:
+    def _emissions(self, features: Tensor, mask: Tensor) -> Tensor:
         batch, length, slots = features.shape
-        return self.weights(features.reshape(-1, slots)).view(batch, length, self.num_tags)
+        # Padding may hold any id (an ignore index): look up the padding id 0 there.
+        ids = features.masked_fill(~mask[..., None], 0).reshape(-1, slots)
+        return self.weights(ids).view(batch, length, self.num_tags)
 
     def potentials(
         self, features: Tensor, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``."""
-        features, _ = _check_features(features, mask, self.num_features)
+        return self._checked_potentials(features, mask)[1]
+
+    def _checked_potentials(self, features: Tensor, mask: Tensor | None):
+        features, mask, _ = check_features(features, mask, self.num_features)
         crf = self.crf
-        return (
-            self._emissions(features),
-            crf.transitions,
-            crf.start_transitions,
-            crf.end_transitions,
-        )
+        emissions = self._emissions(features, mask)
+        return mask, (emissions, crf.transitions, crf.start_transitions, crf.end_transitions)
 
     def log_likelihood(self, features: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | x)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
-        features, tags, mask = self._check_batch(features, tags, mask)
+        features, mask, tags = self._check_batch(features, tags, mask)
         # pytorch-crf indexes every position's tag: padding may hold an ignore index.
         tags = tags.masked_fill(~mask, 0)
-        return self.crf(self._emissions(features), tags, mask=mask, reduction="none")
+        return self.crf(self._emissions(features, mask), tags, mask=mask, reduction="none")
 
     def _nll(
         self, features: Tensor, tags: Tensor, mask: Tensor, flags: list[Tensor] | None = None
     ) -> Tensor:
         # linear_chain's scaled forward: equal to -log_likelihood, several times faster;
         # ``flags`` defers its precision checks (see LBFGSFit._objective).
-        emissions = self._emissions(features)
+        emissions = self._emissions(features, mask)
         crf = self.crf
         args = (emissions, crf.transitions, crf.start_transitions, crf.end_transitions)
         log_z = linear_chain.log_partition(*args, mask, validate_args=False, precision_flags=flags)
@@ -129,7 +165,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def objective(self, features: Tensor, tags: Tensor, mask: Tensor | None, c2: float) -> Tensor:
         """CRFsuite's training objective ``sum_n NLL_n + c2 * ||w||^2`` (differentiable)."""
-        features, tags, mask = self._check_batch(features, tags, mask)
+        features, mask, tags = self._check_batch(features, tags, mask)
         return self._nll(features, tags, mask).sum() + c2 * self.l2_penalty()
 
     def fit(
@@ -167,7 +203,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
             max_tokens: padded positions per chunk.
             dtype: training dtype (float64 recommended).
         """
-        features, tags, mask = self._check_batch(features, tags, mask)
+        features, mask, tags = self._check_batch(features, tags, mask)
         self.fit_info = self._fit_lbfgs(
             features,
             tags,
@@ -183,17 +219,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         return self
 
     def _check_batch(
-        self, features: Tensor, tags: Tensor, mask: Tensor | None
-    ) -> tuple[Tensor, Tensor, Tensor]:
-        """``(features, tags, mask)``: ids as int64, the mask as bool."""
-        features, mask = _check_features(features, mask, self.num_features)
-        if not isinstance(tags, Tensor) or tags.shape != features.shape[:2]:
-            shape = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
-            raise ValueError(
-                f"tags must be a tensor of shape {tuple(features.shape[:2])}, got {shape}"
-            )
-        tags = as_indices(tags, "tags")
-        gold = tags[mask]
-        if gold.numel() and (gold.min() < 0 or gold.max() >= self.num_tags):
-            raise ValueError(f"tags must lie in [0, {self.num_tags}) where mask is True")
-        return features, tags, mask
+        self, features: Tensor, tags: Tensor | None, mask: Tensor | None
+    ) -> CheckedBatch:
+        """``(features, mask, tags)``: ids as int64, the mask as bool, tags required."""
+        return check_features(features, mask, self.num_features, tags, self.num_tags)
