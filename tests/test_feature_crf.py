@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from itertools import pairwise
 
@@ -275,6 +276,16 @@ def test_feature_ids_in_padding_do_not_matter(one_thread):
         assert torch.equal(a, b)
     with pytest.raises(ValueError, match=r"feature ids must lie in \[0, 64\) where mask"):
         model.viterbi(ids.masked_fill(mask[..., None], -1), mask)
+
+
+@pytest.mark.parametrize("c2", [-5.0, math.inf, math.nan, True, "1"])
+def test_objective_checks_c2_as_fit_does(c2):
+    # objective(c2=-5.0) had returned a value while fit refused it.
+    model = FeatureCRF(2, 8)
+    with pytest.raises(ValueError, match="c2 must be a finite number >= 0"):
+        model.objective(_ONE_SLOT, _TAGS, None, c2)
+    with pytest.raises(ValueError, match="c2 must be a finite number >= 0"):
+        model.fit(_ONE_SLOT, _TAGS, c2=c2)
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])

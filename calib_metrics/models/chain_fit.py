@@ -27,7 +27,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-__all__ = ["FitInfo", "LBFGSFit", "StopRule", "check_fit_options", "length_chunks"]
+__all__ = ["FitInfo", "LBFGSFit", "StopRule", "check_c2", "check_fit_options", "length_chunks"]
 
 
 StopRule = Literal["gradient", "change", "max_iter", "max_eval"]
@@ -119,12 +119,7 @@ def check_fit_options(
         ValueError: c2 must be a finite number >= 0, got -1.0
     """
     for name, value in (("c2", c2), ("tol", tol), ("tolerance_change", tolerance_change)):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not 0 <= value < math.inf
-        ):
-            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        _check_non_negative(name, value)
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
@@ -135,6 +130,24 @@ def check_fit_options(
         raise ValueError(
             f"dtype must be a floating-point torch.dtype (torch.float64 recommended), got {dtype!r}"
         )
+
+
+def check_c2(c2: float) -> None:
+    """Reject an L2 strength ``c2`` that is not a finite number >= 0, wherever the
+    objective is computed (a fit, or the objective alone), with fit's message.
+
+    Example:
+        >>> check_c2(-5.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: c2 must be a finite number >= 0, got -5.0
+    """
+    _check_non_negative("c2", c2)
+
+
+def _check_non_negative(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
 Chunk = tuple[Tensor, Tensor, Tensor]

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from torchcrf import CRF
 
 from calib_metrics.models import linear_chain
-from calib_metrics.models.chain_fit import LBFGSFit
+from calib_metrics.models.chain_fit import LBFGSFit, check_c2
 from calib_metrics.models.chain_tagger import (
     ChainTagger,
     CheckedBatch,
@@ -165,6 +165,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def objective(self, features: Tensor, tags: Tensor, mask: Tensor | None, c2: float) -> Tensor:
         """CRFsuite's training objective ``sum_n NLL_n + c2 * ||w||^2`` (differentiable)."""
+        check_c2(c2)  # as fit does: a negative c2 rewards large weights
         features, mask, tags = self._check_batch(features, tags, mask)
         return self._nll(features, tags, mask).sum() + c2 * self.l2_penalty()
 
