@@ -4,6 +4,11 @@ Every function draws on a given ``ax`` or on a new ``matplotlib.figure.Figure`` 
 pyplot's global state, so nothing leaks between calls or threads) and returns
 ``(fig, ax)``. This module is imported lazily: the metric works without matplotlib.
 
+Every text a function takes from its caller (titles, labels, model and label names,
+periods) is drawn as given (:func:`literal`): a ``$`` is a dollar sign, never the start of
+matplotlib's mathtext, since file and label names hold them. For mathtext, set the text on
+the returned axes.
+
 A figure that shows an interval names its level and kind (:func:`interval_label`), from
 the settings the caller passes: nothing assumes 95%. Sizes and fonts are chosen so that
 the figures stay legible as TensorBoard thumbnails (about 300 px wide).
@@ -39,6 +44,23 @@ INTERVAL_KINDS = {
 END, END_SHARE = 0.05, 0.5
 #: The reliability diagram counts pairs in this many equal slices of its x axis.
 N_SLICES = 20
+
+
+def literal(text: str | None) -> str | None:
+    r"""``text`` as matplotlib draws it verbatim: every ``$`` escaped, so that it never
+    starts mathtext (a file ``m$\frac$.csv`` had failed to draw, ``p$x^2$.csv`` came out
+    as ``px².csv``). Matplotlib turns each ``\$`` back into ``$`` when a text holds no
+    unescaped ``$``, which is so after this, whatever ``text`` held. None stays None.
+
+    Example:
+        >>> print(literal("p$x^2$.csv"), literal(None))
+        p\$x^2\$.csv None
+    """
+    return None if text is None else str(text).replace("$", r"\$")
+
+
+def _literals(texts: Sequence[Any]) -> list[str]:
+    return [literal(str(t)) for t in texts]
 
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:
@@ -172,6 +194,7 @@ def reliability_diagram(
             f"CalibrationError.compute_result returns), got {type(result).__name__}"
         )
     heading = interval_label(confidence, interval, debias)
+    title, label = literal(title), literal(label)
     if smooth is not None and not isinstance(smooth, SmoothCurve):
         raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
     bins = result.bins
@@ -447,6 +470,7 @@ def per_label_errors(
     if len(names) < len(series):
         raise ValueError(f"names must name all {len(series)} models, got {list(names)}")
     legend = "whiskers: " + interval_label(confidence, interval, debias)
+    names, title = _literals(names), literal(title)
     order = list(range(len(labels)))
     if sort:  # labels without an error (NaN) last, as Python cannot order NaN
         order.sort(key=lambda i: (math.isnan(e := series[0][i].error.item()), -e))
@@ -540,7 +564,7 @@ def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, lab
 
 def _label_axis(ax: Axes, labels: list[str]) -> None:
     """One tick per label, first label at the top, a faint line across for each."""
-    ax.set_yticks(range(len(labels)), labels, fontsize=8 if len(labels) > 25 else 9)
+    ax.set_yticks(range(len(labels)), _literals(labels), fontsize=8 if len(labels) > 25 else 9)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="y", length=0)
@@ -620,6 +644,7 @@ def per_class_errors(
             )
     legend = "whiskers: " + interval_label(confidence, interval, debias)
     fig, ax = _axes(ax, (max(6.0, 0.35 * len(labels) * len(results)), 4.0))
+    title = literal(title)
     width = 0.8 / max(1, len(results))
     for k, (name, rows) in enumerate(results.items()):
         x = [i + (k - (len(results) - 1) / 2) * width for i in range(len(labels))]
@@ -630,10 +655,10 @@ def per_class_errors(
             width=width,
             yerr=whiskers,
             capsize=1.5,
-            label=name,
+            label=literal(name),
             error_kw={"linewidth": 0.6},
         )
-    ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
+    ax.set_xticks(range(len(labels)), _literals(labels), rotation=90, fontsize=7)
     ax.set_ylabel("calibration error")
     ax.legend(fontsize=8, title=legend, title_fontsize=8)
     if title:
@@ -669,6 +694,7 @@ def error_curve(
     """
     _check_lengths("x", len(x), error=error, lower=lower, upper=upper)
     fig, ax = _axes(ax, (6.0, 4.0))
+    label, xlabel, title, band = (literal(t) for t in (label, xlabel, title, band))
     had_data = ax.has_data()
     x = _numbers(x)
     (line,) = ax.plot(x, _numbers(error), "o-", markersize=3, label=label, color=color)
@@ -755,6 +781,7 @@ def posterior_time_series(
     series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
     _check_lengths("periods", len(periods), **series)
     spans = _period_spans(periods, spans)
+    label, title, interval = literal(label), literal(title), literal(interval)
     fig, ax = _axes(ax, (7.0, 3.5))
     edges, breaks = _span_edges(spans)
     mean_values = _numbers(mean)
@@ -872,7 +899,9 @@ def _period_axis(ax: Axes, periods: Sequence[str], spans: list[tuple[float, floa
     for k, c in enumerate(centres):
         if not shown or c - centres[shown[-1]] >= every - 1e-9 * width:
             shown.append(k)
-    ax.set_xticks([centres[k] for k in shown], [periods[k] for k in shown], rotation=45, fontsize=7)
+    ax.set_xticks(
+        [centres[k] for k in shown], _literals([periods[k] for k in shown]), rotation=45, fontsize=7
+    )
     ax.set_xlim(spans[0][0], spans[-1][1])
     # NaNs in the steps only mark gaps between periods.
     top = max([1.0] + [v for line in ax.lines for v in line.get_ydata() if not math.isnan(v)])

@@ -20,11 +20,13 @@ from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot import (
     _draw_bins,
     _draw_smooth,
+    _literals,
     _numbers,
     _pick_scale,
     _ProbabilityAxis,
     describe,
     interval_label,
+    literal,
 )
 
 #: Panels per row of :func:`reliability_panels`.
@@ -88,14 +90,15 @@ def reliability_panels(
             )
     z = normal_quantile(confidence)
     legend = interval_label(confidence, interval, debias)
+    names, tags = _literals(names), _literals(tags or names)
     fig, axes = _grid(len(results))
     for ax, (label, models) in zip(axes, results.items(), strict=True):
         curves = (smooth or {}).get(label) or [None] * len(models)
-        _panel(ax, label, models, curves, (names, tags or names), z, confidence)
+        _panel(ax, literal(label), models, curves, (names, tags), z, confidence)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
                fontsize=7.5, title=f"whiskers: {legend}", title_fontsize=7.5)  # fmt: skip
-    heading = [line for line in (title, note) if line]
+    heading = [literal(line) for line in (title, note) if line]
     if heading:
         fig.suptitle("\n".join(heading), fontsize=9)
     return fig, axes

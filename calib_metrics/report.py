@@ -105,11 +105,6 @@ def _interval(result: Any, digits: int = 4, sign: str = "") -> str:
     return f"[{float(result.lower):{sign}.{digits}f}, {float(result.upper):{sign}.{digits}f}]"
 
 
-def _plain(text: str) -> str:
-    """Text for a matplotlib label: a ``$`` from a file must not start mathtext."""
-    return text.replace("$", r"\$")
-
-
 def figure_svg(fig: Any, name: str) -> str:
     """A matplotlib figure as an inline ``<svg>`` element: text kept as text, no prolog.
 
@@ -292,7 +287,7 @@ def _diagram(result: CalibrationResult, title: str, name: str, estimator: Estima
     """A reliability diagram as inline SVG, its interval at the estimator's confidence."""
     from calib_metrics.plot import reliability_diagram
 
-    fig, _ = reliability_diagram(result, title=_plain(title), **estimator._asdict())
+    fig, _ = reliability_diagram(result, title=title, **estimator._asdict())
     return figure_svg(fig, name)
 
 
@@ -304,7 +299,7 @@ def _per_label_chart(
     """Each label's error (one model) or both models' errors (a comparison), in ``order``."""
     from calib_metrics.plot import per_label_errors
 
-    chart = {_plain(label): per_label[label] for label in order}
+    chart = {label: per_label[label] for label in order}
     names = (
         ("a", "b")
         if all(isinstance(r, ComparisonResult) for r in chart.values())
