@@ -435,6 +435,7 @@ def _add_adjusted_texts(rows: list[dict[str, Any]]) -> None:
 def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     """The per-label table (difference, interval, p and corrected p) and the counts."""
     from calib_metrics.report import adjusted_p_texts, label_counts_sentence, p_value_text
+    from calib_metrics.wording import count_text
 
     rows = summary["per_label"]
     adjusted = adjusted_p_texts([r["adjusted_p_value"] for r in rows.values()])
@@ -449,7 +450,7 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
         p = r["p_value"]
         p_text = "—" if p != p else p_value_text(p, samples)  # NaN: a label not tested
         print(
-            f"  {k:<{width}} {r['n']:>7g} {r['a']:>7.4f} {r['b']:>7.4f} "
+            f"  {k:<{width}} {count_text(r['n']):>7} {r['a']:>7.4f} {r['b']:>7.4f} "
             f"{r['difference']:>+8.4f} {interval:>19} {p_text:>7} "
             f"{adjusted_text:>7}  {r['better']}"
         )

@@ -32,6 +32,7 @@ from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
+from calib_metrics.wording import counted
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
 INTERVAL_KINDS = {
@@ -215,7 +216,7 @@ def reliability_diagram(
     handles = ax.get_legend_handles_labels()[0] + [counts]
     ax.legend(handles=handles, loc="upper left", fontsize=7.5, framealpha=0.85)
     lines = [title] if title else []
-    lines += [describe(result), f"{heading} · {len(q)} bins · N={int(sum(n)):,}"]
+    lines += [describe(result), f"{heading} · {counted(len(q), 'bin')} · N={int(sum(n)):,}"]
     ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     return fig, ax
 

@@ -25,6 +25,7 @@ from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.intervals import MIN_UNITS
+from calib_metrics.wording import count_text, counted
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -184,7 +185,7 @@ def bins_rows(bins: Bins) -> list[list[str]]:
     """
     q, p, n = bins.pred_mean.tolist(), bins.freq.tolist(), bins.count.tolist()
     return [
-        [str(i + 1), fixed(qi), fixed(pi), f"{qi - pi:.4f}", f"{ni:g}"]
+        [str(i + 1), fixed(qi), fixed(pi), f"{qi - pi:.4f}", count_text(ni)]
         for i, (qi, pi, ni) in enumerate(zip(q, p, n, strict=True))
     ]
 
@@ -211,9 +212,12 @@ def _model_bins(summary: Mapping[str, Any], result: Any, table_id: str, name: st
     per_bin = summary.get("per_bin") or []
     if per_bin and "class" in per_bin[0]:
         bins, classes = _class_bins(per_bin)
-        count = f"{len(classes)} bins of {len(set(classes))} classes, each class binned apart"
+        count = (
+            f"{counted(len(classes), 'bin')} of {counted(len(set(classes)), 'class', 'classes')}"
+            ", each class binned apart"
+        )
         return _bins_section(bins, table_id, f"{name}: {count}" if name else count, classes)
-    return _bins_section(result.bins, table_id, name or f"{len(result.bins.count)} bins")
+    return _bins_section(result.bins, table_id, name or counted(len(result.bins.count), "bin"))
 
 
 def _class_bins(per_bin: Sequence[Mapping[str, Any]]) -> tuple[Bins, list[int]]:
@@ -310,7 +314,7 @@ def _per_label_chart(
 
 
 def _pairs(result: CalibrationResult) -> str:
-    return f"{float(result.bins.count.sum()):g}"
+    return count_text(result.bins.count.sum())
 
 
 def evaluate_page(
@@ -363,8 +367,8 @@ def evaluate_page(
         (
             "estimator",
             "estimator",
-            f"{_bin_rule(summary)}, {len(result.bins.count)} bins; {summary['norm']}{debiased}"
-            + _mode(summary),
+            f"{_bin_rule(summary)}, {counted(len(result.bins.count), 'bin')}; "
+            f"{summary['norm']}{debiased}{_mode(summary)}",
         ),
         ("calib_err", f"CalibErr ({summary['norm']}{debiased})", fixed(result.error)),
         ("interval", f"{100 * summary['confidence']:g}% interval", _interval(result)),
@@ -441,7 +445,7 @@ def _evaluate_labels(per_label: Mapping[str, CalibrationResult], estimator: Esti
     ]
     table = _table(["label", "pairs", "CalibErr", "interval"], rows, table_id="per-label-table")
     return (
-        f'<section id="per-label"><h2>Per label ({len(order)} labels)</h2>'
+        f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _figure(
             chart,
             "Each label's pairs binned and measured on their own, with the "
@@ -652,7 +656,7 @@ def _compare_labels(
     header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p",
               "adjusted p", "better"]  # fmt: skip
     return (
-        f'<section id="per-label"><h2>Per label ({len(order)} labels)</h2>'
+        f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _label_counts(summary.get("label_counts"), len(order))
         + _figure(
             chart,
