@@ -390,7 +390,9 @@ def _count_limits(counts: Axes, smallest: float, largest: float, log: bool) -> N
 
 def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str) -> None:
     """The smooth curve where the predictions' density is not negligible, with its band
-    (named at the level it was drawn for, not the diagram's)."""
+    (named at the level it was drawn for, not the diagram's). Where no prediction lies
+    (density <= 1e-3: between two clusters of q, say) curve and band break off, rather
+    than a straight segment joining the runs on either side."""
     grid, density = _numbers(smooth.grid), _numbers(smooth.density)
     values = [_numbers(v) for v in (smooth.curve, smooth.lower, smooth.upper)]
     keep = [
@@ -398,8 +400,7 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
         for i, (t, d) in enumerate(zip(grid, density))
         if axis.lo <= t <= axis.hi and d > 1e-3 and not math.isnan(values[0][i])
     ]
-    t = [grid[i] for i in keep]
-    curve, lower, upper = ([v[i] for i in keep] for v in values)
+    t, curve, lower, upper = _runs([grid, *values], keep)
     sigma, error = smooth.bandwidth.item(), smooth.error.item()
     ax.fill_between(
         t,
@@ -418,6 +419,22 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
         alpha=0.8,
         label=f"smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
     )
+
+
+def _runs(series: list[list[float]], keep: list[int]) -> list[list[float]]:
+    """Each series at the indices ``keep`` (ascending), a NaN wherever a run of
+    consecutive indices ends: matplotlib breaks a line and a band at a NaN.
+
+    Example:
+        >>> _runs([[0.0, 0.1, 0.2, 0.3, 0.4]], [0, 1, 3, 4])
+        [[0.0, 0.1, nan, 0.3, 0.4]]
+    """
+    out: list[list[float]] = [[] for _ in series]
+    for k, i in enumerate(keep):
+        gap = k > 0 and i != keep[k - 1] + 1
+        for values, column in zip(out, series):
+            values.extend([math.nan, column[i]] if gap else [column[i]])
+    return out
 
 
 def per_label_errors(
