@@ -86,7 +86,8 @@ def _numbers(x: Any) -> list[float]:
 
 
 def describe(result: CalibrationResult) -> str:
-    """``CalibErr 0.0123 [0.0101, 0.0145]``: the error and its interval, for titles.
+    """``CalibErr 0.0123 [0.0101, 0.0145]``: the error and its interval, for titles; ``no
+    interval`` where its ends are NaN (too few pairs or groups to resample).
 
     Example:
         >>> import torch
@@ -95,10 +96,14 @@ def describe(result: CalibrationResult) -> str:
         >>> empty = Bins(t([]), t([]), t([]))
         >>> describe(CalibrationResult(t(0.0123), t(0.013), t(0.001), t(0.011), t(0.015), empty))
         'CalibErr 0.0123 [0.0110, 0.0150]'
+        >>> nan = t(float("nan"))
+        >>> describe(CalibrationResult(t(0.0123), nan, nan, nan, nan, empty))
+        'CalibErr 0.0123, no interval'
     """
-    return (
-        f"CalibErr {result.error.item():.4f} [{result.lower.item():.4f}, {result.upper.item():.4f}]"
-    )
+    lower, upper = result.lower.item(), result.upper.item()
+    if math.isnan(lower) or math.isnan(upper):
+        return f"CalibErr {result.error.item():.4f}, no interval"
+    return f"CalibErr {result.error.item():.4f} [{lower:.4f}, {upper:.4f}]"
 
 
 def interval_label(confidence: float, interval: str | None = None, debias: bool = False) -> str:

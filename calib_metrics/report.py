@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import io
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -102,8 +103,21 @@ def fixed(value: Any, digits: int = 4) -> str:
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
-def _interval(result: Any, digits: int = 4, sign: str = "") -> str:
+def _interval(result: Any, units: str, digits: int = 4, sign: str = "") -> str:
+    """``[lower, upper]``, or where there is none (NaN ends: too few ``units`` to
+    resample) :func:`untested_phrase`'s, not ``[nan, nan]``."""
+    if not _has_interval(result):
+        return untested_phrase(units, "interval")
     return f"[{float(result.lower):{sign}.{digits}f}, {float(result.upper):{sign}.{digits}f}]"
+
+
+def _has_interval(result: Any) -> bool:
+    return not (math.isnan(float(result.lower)) or math.isnan(float(result.upper)))
+
+
+def _units(summary: Mapping[str, Any]) -> str:
+    """What ``evaluate``'s interval resamples: groups, or pairs."""
+    return "groups" if summary["interval"] == "groups" else "pairs"
 
 
 def figure_svg(fig: Any, name: str) -> str:
@@ -281,10 +295,15 @@ def _page(title: str, sections: Sequence[str]) -> str:
     )
 
 
-def _interval_kind(interval: str, confidence: float, method: str | None, draws: int) -> str:
-    how = INTERVAL_KINDS.get(interval, interval)
-    form = f", {method}" if method else ""
-    return f"{100 * confidence:g}% interval: {how}{form}, {draws} draws"
+def _interval_kind(summary: Mapping[str, Any], drawn: bool) -> str:
+    """The interval's level, kind, form and draws; none drawn when there were too few
+    units to resample (the page had claimed the draws beside a NaN interval)."""
+    how = INTERVAL_KINDS.get(summary["interval"], summary["interval"])
+    form = f", {summary['method']}" if summary["method"] else ""
+    level = f"{100 * summary['confidence']:g}% interval: {how}{form}"
+    if not drawn:
+        return f"{level}; none drawn (fewer than {MIN_UNITS} {_units(summary)})"
+    return f"{level}, {summary['samples']} draws"
 
 
 def _diagram(result: CalibrationResult, title: str, name: str, estimator: Estimator) -> str:
@@ -371,14 +390,12 @@ def evaluate_page(
             f"{summary['norm']}{debiased}{_mode(summary)}",
         ),
         ("calib_err", f"CalibErr ({summary['norm']}{debiased})", fixed(result.error)),
-        ("interval", f"{100 * summary['confidence']:g}% interval", _interval(result)),
         (
-            "interval_kind",
-            "interval kind",
-            _interval_kind(
-                summary["interval"], summary["confidence"], summary["method"], summary["samples"]
-            ),
+            "interval",
+            f"{100 * summary['confidence']:g}% interval",
+            _interval(result, _units(summary)),
         ),
+        ("interval_kind", "interval kind", _interval_kind(summary, _has_interval(result))),
         *_measure_rows("", measures),
     ]
     sections = [
@@ -397,7 +414,7 @@ def evaluate_page(
         + "</section>",
     ]
     if per_label:
-        sections.append(_evaluate_labels(per_label, estimator))
+        sections.append(_evaluate_labels(per_label, estimator, _units(summary)))
     table = _model_bins(summary, result, "bins-table")
     sections.append('<section id="bins"><h2>Bins</h2>' + table + "</section>")
     sections.append(_settings_section(settings or {}, command))
@@ -437,11 +454,14 @@ def _bin_rule(summary: Mapping[str, Any]) -> str:
     return f"adaptive bins of β = {size}"
 
 
-def _evaluate_labels(per_label: Mapping[str, CalibrationResult], estimator: Estimator) -> str:
+def _evaluate_labels(
+    per_label: Mapping[str, CalibrationResult], estimator: Estimator, units: str
+) -> str:
     order = sorted(per_label, key=lambda k: -float(per_label[k].error))
     chart = _per_label_chart(per_label, order, estimator)
     rows = [
-        [k, _pairs(r), fixed(r.error), _interval(r)] for k, r in ((k, per_label[k]) for k in order)
+        [k, _pairs(r), fixed(r.error), _interval(r, units)]
+        for k, r in ((k, per_label[k]) for k in order)
     ]
     table = _table(["label", "pairs", "CalibErr", "interval"], rows, table_id="per-label-table")
     return (
@@ -492,23 +512,33 @@ def compare_page(
     _require(summary, COMPARE_KEYS, "compare_page")
     a, b = names
     level = f"{100 * summary['confidence']:g}%"
+    units = summary["resampled"]
+    drawn = (
+        f"{summary['samples']} draws"
+        if _has_interval(comparison)
+        else f"none drawn (fewer than {MIN_UNITS} {units})"
+    )
     setup = [
         ("n", "N (items)", str(summary["n"])),
         ("estimator", "estimator", "adaptive bins of ⌈√N⌉, l2, debiased" + _mode(summary)),
         (
             "interval_kind",
             "interval kind",
-            f"{level} paired bootstrap over {summary['resampled']}, {summary['samples']} draws",
+            f"{level} paired bootstrap over {units}, {drawn}",
         ),
         ("difference", "a − b", f"{float(comparison.difference):+.4f}"),
-        ("difference_interval", f"a − b, paired {level} interval", _interval(comparison, sign="+")),
+        (
+            "difference_interval",
+            f"a − b, paired {level} interval",
+            _interval(comparison, units, sign="+"),
+        ),
         (
             "p_value",
             "p-value of no difference (two-sided)",
             _p_value(comparison, summary["samples"]),
         ),
     ]
-    models = _models_table((a, b), (comparison.a, comparison.b), measures, level)
+    models = _models_table((a, b), (comparison.a, comparison.b), measures, (level, units))
     estimator = Estimator(summary["confidence"], summary["resampled"], True)
     figures = _class_figure(class_panels) if class_panels is not None else "".join(
         _figure(_diagram(r, f"{key}: {name}", f"reliability-{key}", estimator),
@@ -599,15 +629,17 @@ def p_value_phrase(p: float, samples: int) -> str:
     return p_phrase(p_value_text(p, samples))
 
 
-def untested_phrase(units: str) -> str:
-    """What a comparison with too few resampling units (``pairs`` or ``groups``) has in
-    place of its interval and p-value.
+def untested_phrase(units: str, what: str = "interval or p-value") -> str:
+    """What a result with too few resampling units (``pairs`` or ``groups``) has in place
+    of ``what``: a comparison's interval and p-value, one model's interval.
 
     Example:
         >>> untested_phrase("groups")
         'no interval or p-value (fewer than 10 resampled groups)'
+        >>> untested_phrase("pairs", "interval")
+        'no interval (fewer than 10 resampled pairs)'
     """
-    return f"no interval or p-value (fewer than {MIN_UNITS} resampled {units})"
+    return f"no {what} (fewer than {MIN_UNITS} resampled {units})"
 
 
 def p_phrase(text: str) -> str:
@@ -624,13 +656,15 @@ def _models_table(
     names: tuple[str, str],
     results: tuple[CalibrationResult, CalibrationResult],
     measures: tuple[Measures, Measures],
-    level: str,
+    interval: tuple[str, str],
 ) -> str:
-    """Model a and b side by side: file, CalibErr, interval and the other measures."""
+    """Model a and b side by side: file, CalibErr, interval (``interval``: its level and
+    the units resampled) and the other measures."""
+    level, units = interval
     rows = [
         ("file", *names),
         ("CalibErr", *(fixed(r.error) for r in results)),
-        (f"{level} interval", *(_interval(r) for r in results)),
+        (f"{level} interval", *(_interval(r, units) for r in results)),
     ]
     per_model = [{name: value for _, name, value in _measure_rows("", m)} for m in measures]
     rows += [(name, per_model[0][name], per_model[1].get(name, "")) for name in per_model[0]]
@@ -649,7 +683,7 @@ def _compare_labels(
     adjusted = _adjusted(verdicts, summary.get("label_counts"))
     rows = [
         [k, _pairs(c.a), fixed(c.a.error), fixed(c.b.error), f"{float(c.difference):+.4f}",
-         _interval(c, sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
+         _interval(c, summary["resampled"], sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
          verdicts.get(k, {}).get("better", "")]
         for k, c in ((k, per_label[k]) for k in order)
     ]  # fmt: skip
