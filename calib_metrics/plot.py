@@ -45,6 +45,9 @@ INTERVAL_KINDS = {
 END, END_SHARE = 0.05, 0.5
 #: The reliability diagram counts pairs in this many equal slices of its x axis.
 N_SLICES = 20
+#: Longest label name drawn whole as a tick; longer ones lose their middle to "…" (one
+#: 300-character name had widened the per-label chart until its bars were unreadable).
+MAX_TICK_CHARS = 60
 
 
 def literal(text: str | None) -> str | None:
@@ -62,6 +65,22 @@ def literal(text: str | None) -> str | None:
 
 def _literals(texts: Sequence[Any]) -> list[str]:
     return [literal(str(t)) for t in texts]
+
+
+def _tick_label(name: str) -> str:
+    """A label name as a tick shows it: at most :data:`MAX_TICK_CHARS` characters, the
+    middle of a longer one replaced by "…" (its start and end tell labels apart), drawn
+    as written (:func:`literal`).
+
+    Example:
+        >>> _tick_label("NOUN"), len(_tick_label("x" * 300))
+        ('NOUN', 60)
+    """
+    name = str(name)
+    if len(name) > MAX_TICK_CHARS:
+        tail = (MAX_TICK_CHARS - 1) // 3
+        name = f"{name[: MAX_TICK_CHARS - 1 - tail]}…{name[-tail:]}"
+    return literal(name)
 
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:
@@ -463,7 +482,8 @@ def per_label_errors(
     by ``names``), or a :class:`~calib_metrics.functional.comparison.ComparisonResult`
     (a paired comparison of two models): then a second panel (``fig.axes[1]``, sharing
     the labels) shows error(a) − error(b) with its paired interval, and the labels whose
-    interval excludes 0 are marked.
+    interval excludes 0 are marked. A label name longer than :data:`MAX_TICK_CHARS` (60)
+    is shortened in its middle ("…"), so that one long name cannot squeeze the bars.
 
     Args:
         results: label -> CalibrationResult, sequence of them, or ComparisonResult.
@@ -499,7 +519,7 @@ def per_label_errors(
         order.sort(key=lambda i: (math.isnan(e := series[0][i].error.item()), -e))
     height = max(3.0, 1.4 + 0.19 * len(labels) * (1 + 0.3 * (len(series) - 1)))
     # Room for long label names (about 0.07 in a character at 9 pt) beside the bars.
-    wider = 0.07 * max(0, max(len(label) for label in labels) - 12)
+    wider = 0.07 * max(0, min(max(len(label) for label in labels), MAX_TICK_CHARS) - 12)
     own = ax is None
     if comparisons is None:
         fig, ax = _axes(ax, (4.4 + wider, height))
@@ -587,7 +607,8 @@ def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, lab
 
 def _label_axis(ax: Axes, labels: list[str]) -> None:
     """One tick per label, first label at the top, a faint line across for each."""
-    ax.set_yticks(range(len(labels)), _literals(labels), fontsize=8 if len(labels) > 25 else 9)
+    ticks = [_tick_label(label) for label in labels]
+    ax.set_yticks(range(len(labels)), ticks, fontsize=8 if len(labels) > 25 else 9)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="y", length=0)
@@ -681,7 +702,7 @@ def per_class_errors(
             label=literal(name),
             error_kw={"linewidth": 0.6},
         )
-    ax.set_xticks(range(len(labels)), _literals(labels), rotation=90, fontsize=7)
+    ax.set_xticks(range(len(labels)), [_tick_label(x) for x in labels], rotation=90, fontsize=7)
     ax.set_ylabel("calibration error")
     ax.legend(fontsize=8, title=legend, title_fontsize=8)
     if title:
