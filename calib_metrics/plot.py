@@ -27,6 +27,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator
 
+from calib_metrics.functional.binning import Bins, check_bins
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.errors import check_flag
@@ -223,7 +224,7 @@ def reliability_diagram(
     if smooth is not None and not isinstance(smooth, SmoothCurve):
         raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
     bins = result.bins
-    q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
+    q, p, n = _bin_marks(bins)
     scale, note = _pick_scale(xscale, q, n)
     fig, ax = _axes(ax, (4.6, 4.6))
     axis = _ProbabilityAxis(scale, q)
@@ -243,6 +244,30 @@ def reliability_diagram(
     lines += [describe(result), f"{heading} · {counted(len(q), 'bin')} · N={int(sum(n)):,}"]
     ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     return fig, ax
+
+
+def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float]]:
+    """Each bin's q̂, p̂ and pair count, checked for drawing: means and frequencies in
+    [0, 1], counts positive (a hand-built bin of 0 pairs had failed with
+    ZeroDivisionError, a mean outside [0, 1] with a TypeError about complex numbers).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> _bin_marks(Bins(t([0.3, 0.6]), t([0.2, 0.7]), t([0.0, 10.0])))
+        Traceback (most recent call last):
+        ...
+        ValueError: bins.count holds a bin of 0 pairs (bin 0, q̂ = 0.3): ...
+    """
+    bins = check_bins(bins)
+    q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
+    empty = next((k for k, count in enumerate(n) if count == 0), None)
+    if empty is not None:
+        raise ValueError(
+            f"bins.count holds a bin of 0 pairs (bin {empty}, q̂ = {q[empty]:.4g}): a bin "
+            "without pairs has no frequency to draw; leave it out"
+        )
+    return q, p, n
 
 
 def _draw_bins(

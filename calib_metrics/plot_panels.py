@@ -18,6 +18,7 @@ from calib_metrics.functional.intervals import effective_samples, normal_quantil
 from calib_metrics.functional.multiclass import most_frequent
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot import (
+    _bin_marks,
     _draw_bins,
     _draw_smooth,
     _literals,
@@ -127,9 +128,7 @@ def _panel(
     """One label's panel: the diagonal, each model's smooth curve and bins, the title
     (the label, its positives, each model's error). The x axis is logit when most of
     the pairs lie within 0.05 of 0 or 1, as in the reliability diagram."""
-    marks = [
-        (_numbers(r.bins.pred_mean), _numbers(r.bins.freq), _numbers(r.bins.count)) for r in models
-    ]
+    marks = [_bin_marks(r.bins) for r in models]
     q = [v for m in marks for v in m[0]]
     scale, note = _pick_scale("auto", q, [v for m in marks for v in m[2]])
     axis = _ProbabilityAxis(scale, q)
