@@ -820,9 +820,11 @@ def posterior_time_series(
     (never a line interpolated between periods): the posterior mean as a solid step,
     its interval as a shaded box per period, the 1-best count as a dashed step with
     square markers, gold counts as crosses. The y axis starts a little below 0 so that
-    zero counts stay visible above the axis. ``confidence`` and ``interval`` (free text
-    naming the interval's kind, e.g. ``"normal, over posterior samples"``) name the
-    interval in the legend; the interval itself is given.
+    zero counts stay visible above the axis. Every series holds counts: finite and >= 0,
+    or NaN where a period has no value (left blank); only ``lower`` may fall below 0 (a
+    normal interval's end), and the band is drawn from 0. ``confidence`` and ``interval``
+    (free text naming the interval's kind, e.g. ``"normal, over posterior samples"``)
+    name the interval in the legend; the interval itself is given.
 
     ``spans`` puts the x axis to scale in time: each period's ``(start, end)`` in
     increasing, non-overlapping order (e.g. decimal years, ``2015 -> (2015.0,
@@ -849,6 +851,7 @@ def posterior_time_series(
         raise ValueError("periods is empty: nothing to draw")
     series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
     _check_lengths("periods", len(periods), **series)
+    _check_counts(periods, **series)
     spans = _period_spans(periods, spans)
     label, title, interval = literal(label), literal(title), literal(interval)
     fig, ax = _axes(ax, (7.0, 3.5))
@@ -866,7 +869,7 @@ def posterior_time_series(
     band = f"{100 * confidence:g}% interval" + (f": {interval}" if interval else "")
     ax.fill_between(
         edges,
-        _period_steps(_numbers(lower), breaks),
+        _period_steps([max(v, 0.0) for v in _numbers(lower)], breaks),
         _period_steps(_numbers(upper), breaks),
         step="post",
         color=colour,
@@ -901,6 +904,24 @@ def posterior_time_series(
     if title:
         ax.set_title(title, fontsize=9)
     return fig, ax
+
+
+def _check_counts(periods: Sequence[str], **series: Any) -> None:
+    """Every given series (None: not drawn) holds counts: finite and >= 0, or NaN (no
+    value: a gap); ``lower`` may fall below 0 (a normal interval's end). An infinite value
+    had failed inside matplotlib ("Axis limits cannot be NaN or Inf"), negative ones were
+    drawn below the axis' fixed range."""
+    for name, values in series.items():
+        if values is None:
+            continue
+        floor = -math.inf if name == "lower" else 0.0
+        for k, v in enumerate(_numbers(values)):
+            if math.isinf(v) or v < floor:
+                bound = "" if name == "lower" else " >= 0"
+                raise ValueError(
+                    f"{name} must hold finite counts{bound} (or NaN for none), got {v} at "
+                    f"period {periods[k]!r}"
+                )
 
 
 def _period_spans(
