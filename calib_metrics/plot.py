@@ -33,7 +33,7 @@ from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
-from calib_metrics.wording import counted
+from calib_metrics.wording import counted, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
 INTERVAL_KINDS = {
@@ -55,13 +55,15 @@ def literal(text: str | None) -> str | None:
     r"""``text`` as matplotlib draws it verbatim: every ``$`` escaped, so that it never
     starts mathtext (a file ``m$\frac$.csv`` had failed to draw, ``p$x^2$.csv`` came out
     as ``px².csv``). Matplotlib turns each ``\$`` back into ``$`` when a text holds no
-    unescaped ``$``, which is so after this, whatever ``text`` held. None stays None.
+    unescaped ``$``, which is so after this, whatever ``text`` held. A character no font
+    draws (a control) is written as its escape (:func:`~calib_metrics.wording.visible_controls`).
+    None stays None.
 
     Example:
         >>> print(literal("p$x^2$.csv"), literal(None))
         p\$x^2\$.csv None
     """
-    return None if text is None else str(text).replace("$", r"\$")
+    return None if text is None else visible_controls(str(text)).replace("$", r"\$")
 
 
 def _literals(texts: Sequence[Any]) -> list[str]:

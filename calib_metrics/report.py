@@ -26,7 +26,7 @@ from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.intervals import MIN_UNITS
-from calib_metrics.wording import count_text, counted
+from calib_metrics.wording import count_text, counted, visible_controls
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -283,9 +283,11 @@ def _figure(svg: str, caption: str, figure_id: str) -> str:
 
 
 def _page(title: str, sections: Sequence[str]) -> str:
+    """The whole document; every text in it (tables and the figures' SVG alike) has its
+    characters that HTML does not allow made visible (:func:`visible_controls`)."""
     from calib_metrics import __version__
 
-    return (
+    return visible_controls(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -1,14 +1,16 @@
-"""Counts as every output writes them: exactly, and with a noun that agrees.
+"""Counts and names as every output writes them: counts exactly, with a noun that agrees.
 
 The command's text, the HTML report and the figures' titles print pair, bin and label
 counts through these, so that no output writes ``1.23457e+06 pairs`` (``:g`` keeps six
-significant digits) or ``1 bins``. Pure text: it imports nothing, so that the report and
-the command use it without loading matplotlib.
+significant digits) or ``1 bins``. Text that no output can show (control characters)
+is written as its escape. Pure text: it imports nothing of the library, so that the
+report and the command use it without loading matplotlib.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 
 def count_text(count: float) -> str:
@@ -41,3 +43,24 @@ def counted(count: float, noun: str, plural: str | None = None) -> str:
     """
     word = noun if float(count) == 1 else (plural or f"{noun}s")
     return f"{count_text(count)} {word}"
+
+
+#: Characters that neither HTML allows in a document nor a font draws (controls other
+#: than tab, line feed and carriage return; C1 controls; lone surrogates, which UTF-8
+#: cannot even encode; noncharacters): a label read from a file may hold them.
+_NOT_TEXT = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]"
+)
+
+
+def visible_controls(text: str) -> str:
+    r"""``text`` with every character of :data:`_NOT_TEXT` written as its Python escape
+    (``\x01``), so that a label holding one is shown, not dropped or garbled: the HTML
+    report's page and every figure's text pass through this.
+
+    Example:
+        >>> print(visible_controls("ctrl\x01x, del\x7f, line\nkept"))
+        ctrl\x01x, del\x7f, line
+        kept
+    """
+    return _NOT_TEXT.sub(lambda m: ascii(m.group(0))[1:-1], text)
