@@ -27,6 +27,7 @@ from calib_metrics.cli import (
     announce_long_run,
     mode_note,
     multiclass_input,
+    output_path,
 )
 
 if TYPE_CHECKING:
@@ -63,12 +64,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "average the classes' errors (both models resampled together)",
     )  # fmt: skip
     p.add_argument(
-        "--html", type=Path,
+        "--html", type=output_path,
         help="write a self-contained HTML report here (both models, the difference, diagrams, "
         "bins, settings; its folder must exist)",
     )  # fmt: skip
     p.add_argument(
-        "--plot", type=Path,
+        "--plot", type=output_path,
         help="write both models' reliability diagrams, side by side, to this PNG (its folder "
         "must exist); with --mode classwise, one diagram per class with both models in each "
         "(at most 12: the most frequent labels)",
