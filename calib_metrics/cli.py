@@ -566,7 +566,7 @@ def _plot(args: argparse.Namespace, result, panels, pairs: tuple) -> None:
 
         panels, _ = reliability_diagram(
             result, title=Path(args.file).name, confidence=args.confidence,
-            interval=args.interval, debias=args.debias,
+            interval=args.interval, debias=args.debias, norm=args.norm,
             smooth=smooth_curve_for_plot(args, *pairs, args.mode),
         )  # fmt: skip
     panels.savefig(args.plot, dpi=120)

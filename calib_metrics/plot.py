@@ -41,6 +41,8 @@ INTERVAL_KINDS = {
     "pairs": "pair bootstrap",
     "groups": "group bootstrap",
 }
+#: The calibration error's norms (``norm=``), as figures name them.
+NORMS = ("l2", "l1", "max")
 #: ``xscale="auto"`` draws logit axes when more than END_SHARE of the pairs lie in bins
 #: whose mean is within END of 0 or 1.
 END, END_SHARE = 0.05, 0.5
@@ -107,9 +109,11 @@ def _numbers(x: Any) -> list[float]:
     return [float(v) for v in x]
 
 
-def describe(result: CalibrationResult) -> str:
+def describe(result: CalibrationResult, norm: str = "l2") -> str:
     """``CalibErr 0.0123 [0.0101, 0.0145]``: the error and its interval, for titles; ``no
-    interval`` where its ends are NaN (too few pairs or groups to resample).
+    interval`` where its ends are NaN (too few pairs or groups to resample). A ``norm``
+    other than the default l2 is named: ``CalibErr (max) 0.3177 [...]`` (a max-norm error
+    had read as the l2 one).
 
     Example:
         >>> import torch
@@ -119,13 +123,21 @@ def describe(result: CalibrationResult) -> str:
         >>> describe(CalibrationResult(t(0.0123), t(0.013), t(0.001), t(0.011), t(0.015), empty))
         'CalibErr 0.0123 [0.0110, 0.0150]'
         >>> nan = t(float("nan"))
-        >>> describe(CalibrationResult(t(0.0123), nan, nan, nan, nan, empty))
-        'CalibErr 0.0123, no interval'
+        >>> describe(CalibrationResult(t(0.0123), nan, nan, nan, nan, empty), norm="max")
+        'CalibErr (max) 0.0123, no interval'
     """
+    name = f"CalibErr {_norm_note(norm)}".rstrip()
     lower, upper = result.lower.item(), result.upper.item()
     if math.isnan(lower) or math.isnan(upper):
-        return f"CalibErr {result.error.item():.4f}, no interval"
-    return f"CalibErr {result.error.item():.4f} [{lower:.4f}, {upper:.4f}]"
+        return f"{name} {result.error.item():.4f}, no interval"
+    return f"{name} {result.error.item():.4f} [{lower:.4f}, {upper:.4f}]"
+
+
+def _norm_note(norm: str) -> str:
+    """``(max)`` or ``(l1)`` beside a calibration error; nothing for the default l2."""
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
+    return "" if norm == "l2" else f"({norm})"
 
 
 def interval_label(confidence: float, interval: str | None = None, debias: bool = False) -> str:
@@ -174,6 +186,7 @@ def reliability_diagram(
     debias: bool = False,
     xscale: str = "auto",
     smooth: SmoothCurve | None = None,
+    norm: str = "l2",
 ) -> tuple[Figure, Axes]:
     """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
     ``confidence``: 1.96 at 0.95; se from each bin's effective sample size, as the
@@ -204,6 +217,7 @@ def reliability_diagram(
         smooth: a :class:`~calib_metrics.functional.smooth.SmoothCurve` from
             :func:`~calib_metrics.functional.smooth_reliability_curve` on the same pairs,
             drawn with its bootstrap band (whose legend names the band's own level).
+        norm: ``result``'s norm, named in the title unless it is the default l2.
 
     Example:
         >>> import torch
@@ -243,7 +257,7 @@ def reliability_diagram(
     handles = ax.get_legend_handles_labels()[0] + [counts]
     ax.legend(handles=handles, loc="upper left", fontsize=7.5, framealpha=0.85)
     lines = [title] if title else []
-    lines += [describe(result), f"{heading} · {counted(len(q), 'bin')} · N={int(sum(n)):,}"]
+    lines += [describe(result, norm), f"{heading} · {counted(len(q), 'bin')} · N={int(sum(n)):,}"]
     ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     return fig, ax
 
@@ -498,6 +512,7 @@ def per_label_errors(
     debias: bool = False,
     sort: bool = True,
     title: str | None = None,
+    norm: str = "l2",
 ) -> tuple[Figure, Axes]:
     """Each label's calibration error with its interval, sorted (the paper's Figure 4).
 
@@ -519,6 +534,7 @@ def per_label_errors(
         confidence, interval, debias: the settings behind the intervals.
         sort: order labels by the first model's error, largest first; else as given.
         title: the figure's title.
+        norm: the errors' norm, named on the x axis unless it is the default l2.
 
     Returns:
         ``(fig, ax)``: ``ax`` holds the error bars.
@@ -559,7 +575,7 @@ def per_label_errors(
     for k, rows in enumerate(series):
         _label_bars(ax, [rows[i] for i in order], k, len(series), f"CalibErr ({names[k]})")
     _label_axis(ax, [labels[i] for i in order])
-    ax.set_xlabel("calibration error")
+    ax.set_xlabel(f"calibration error {_norm_note(norm)}".rstrip())
     ax.set_xlim(left=0)
     handles = [h for a in fig.axes for h in a.get_legend_handles_labels()[0]]
     style = {"title": legend, "fontsize": 7.5, "title_fontsize": 7.5}

@@ -47,6 +47,7 @@ def reliability_panels(
     debias: bool = False,
     title: str | None = None,
     note: str | None = None,
+    norm: str = "l2",
 ) -> tuple[Figure, list[Axes]]:
     """One reliability diagram per label (a class of ``mode="classwise"``, say): the
     diagonal, and each model's bins (q̂ᵢ, p̂ᵢ) with ±z·se bars in its own colour (``C0``,
@@ -62,6 +63,7 @@ def reliability_panels(
         confidence, interval, debias: the settings behind the intervals.
         title: the figure's first title line.
         note: a second title line (which labels are drawn when not all are, say).
+        norm: the errors' norm, named in the panels' titles unless it is the default l2.
 
     Returns:
         ``(fig, axes)``: one axes per label, in ``results``' order.
@@ -95,7 +97,7 @@ def reliability_panels(
     fig, axes = _grid(len(results))
     for ax, (label, models) in zip(axes, results.items(), strict=True):
         curves = (smooth or {}).get(label) or [None] * len(models)
-        _panel(ax, literal(label), models, curves, (names, tags), z, confidence)
+        _panel(ax, literal(label), models, curves, (names, tags), z, norm)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
                fontsize=7.5, title=f"whiskers: {legend}", title_fontsize=7.5)  # fmt: skip
@@ -123,11 +125,11 @@ def _panel(
     curves: Sequence[SmoothCurve | None],
     names: tuple[Sequence[str], Sequence[str]],
     z: float,
-    confidence: float,
+    norm: str,
 ) -> None:
     """One label's panel: the diagonal, each model's smooth curve and bins, the title
-    (the label, its positives, each model's error). The x axis is logit when most of
-    the pairs lie within 0.05 of 0 or 1, as in the reliability diagram."""
+    (the label, its positives, each model's error in ``norm``). The x axis is logit when
+    most of the pairs lie within 0.05 of 0 or 1, as in the reliability diagram."""
     marks = [_bin_marks(r.bins) for r in models]
     q = [v for m in marks for v in m[0]]
     scale, note = _pick_scale("auto", q, [v for m in marks for v in m[2]])
@@ -149,7 +151,7 @@ def _panel(
         bars = (*marks[k][:2], _numbers(effective_samples(result.bins)))
         _draw_bins(ax, axis, bars, z, color, f"{name}: bins (±{z:.2f} se)")
         prefix = f"{tag}: " if len(models) > 1 else ""
-        lines.append(f"{prefix}{describe(result)}{smooth}")
+        lines.append(f"{prefix}{describe(result, norm)}{smooth}")
     axis.apply(ax)
     ax.set_xlabel("predicted probability q̂", fontsize=7.5)
     ax.set_ylabel("empirical frequency p̂", fontsize=7.5)
@@ -170,6 +172,7 @@ def classwise_panels(
     title: str | None = None,
     limit: int = MAX_CLASS_PANELS,
     class_names: Sequence[str] | None = None,
+    norm: str = "l2",
 ) -> tuple[Figure, list[Axes]]:
     """One panel per class of a classwise result (``results[c]``: class c's one-vs-rest
     result), at most ``limit``: with more classes, those with the most positives (ties:
@@ -203,4 +206,5 @@ def classwise_panels(
         debias=debias,
         title=title,
         note=note,
+        norm=norm,
     )

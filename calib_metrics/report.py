@@ -54,11 +54,13 @@ figcaption { font-size: 0.9em; color: #555; max-width: 40em; }
 
 
 class Estimator(NamedTuple):
-    """The settings behind an interval, for the figures: its level, kind and estimate."""
+    """The settings behind an interval, for the figures: its level, kind and estimate (and
+    the error's norm)."""
 
     confidence: float
     interval: str
     debias: bool
+    norm: str = "l2"
 
 
 class Measures(NamedTuple):
@@ -375,7 +377,9 @@ def evaluate_page(
     """
     _require(summary, EVALUATE_KEYS, "evaluate_page")
     title = f"Calibration report: {summary['file']}"
-    estimator = Estimator(summary["confidence"], summary["interval"], bool(summary["debias"]))
+    estimator = Estimator(
+        summary["confidence"], summary["interval"], bool(summary["debias"]), summary["norm"]
+    )
     groups = summary.get("groups")
     debiased = ", debiased" if summary["debias"] else ""
     rows = [
@@ -447,13 +451,16 @@ def _require(summary: Mapping[str, Any], keys: tuple[str, ...], who: str) -> Non
 
 
 def _bin_rule(summary: Mapping[str, Any]) -> str:
-    """``adaptive bins of β = 71 (auto: ⌈√N⌉)``, or the uniform rule."""
+    """``adaptive bins of β = 71 (auto: ⌈√N⌉)``, under ``mode="classwise"`` each class's
+    own ⌈√N⌉ (it had read "adaptive bins of β = auto"), or the uniform rule."""
     if summary["binning"] == "uniform":
         return "equal-width bins (empty ones dropped)"
     size = summary["bin_size"]
-    if size == "auto" and summary.get("mode", "one_vs_rest") != "classwise":
-        return f"adaptive bins of β = {auto_bin_size(int(summary['n']))} (auto: ⌈√N⌉)"
-    return f"adaptive bins of β = {size}"
+    if size != "auto":
+        return f"adaptive bins of β = {size}"
+    if summary.get("mode", "one_vs_rest") == "classwise":
+        return "adaptive bins of β = ⌈√N⌉ per class (auto)"
+    return f"adaptive bins of β = {auto_bin_size(int(summary['n']))} (auto: ⌈√N⌉)"
 
 
 def _evaluate_labels(
