@@ -48,6 +48,8 @@ NORMS = ("l2", "l1", "max")
 END, END_SHARE = 0.05, 0.5
 #: The reliability diagram counts pairs in this many equal slices of its x axis.
 N_SLICES = 20
+#: The label of that count axis, by which a further call on the same axes finds it.
+COUNT_AXIS = "calib_metrics: pairs per slice"
 #: Longest label name drawn whole as a tick; longer ones lose their middle to "…" (one
 #: 300-character name had widened the per-label chart until its bars were unreadable).
 MAX_TICK_CHARS = 60
@@ -199,15 +201,22 @@ def reliability_diagram(
     bins, not pairs, so a bin's pairs are counted in the slice of its mean q̂: a bar is
     the pairs of the bins whose points it holds (uniform q in bins of 55 pairs draws bars
     of 110–165 around 150, and one bin is one bar). The title gives the
-    error with its interval, and the interval's level and kind (:func:`interval_label`
-    of ``confidence``, ``interval`` and ``debias``: pass the settings that made
-    ``result``).
+    error with its interval (after ``label``, when given), and the interval's level and
+    kind (:func:`interval_label` of ``confidence``, ``interval`` and ``debias``: pass the
+    settings that made ``result``).
+
+    Called again on the same ``ax`` for a second model, it draws that model over the
+    first, in ``color``: its bins (and smooth curve), and its pairs as bars in its colour
+    on the same count axis. The diagonal, the x axis (``xscale`` is not used) and the
+    title stay the first call's; the model's legend entry names its error (``"model b:
+    CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
 
     Args:
         result: what :func:`~calib_metrics.functional.calibration_error_ci` returns.
         ax: axes to draw on (default: a new figure).
-        title: first line of the title.
-        label: legend entry of the bins.
+        title: first line of the title (not used on a diagram already drawn on ``ax``).
+        label: the model's name: the legend entry of its bins, and before its error in
+            the title.
         color: colour of the bins (and of the smooth curve).
         confidence, interval, debias: the settings behind ``result``'s interval.
         xscale: ``"linear"``, ``"logit"`` (the x axis in log-odds, which spreads the
@@ -243,22 +252,34 @@ def reliability_diagram(
     q, p, n = _bin_marks(bins)
     scale, note = _pick_scale(xscale, q, n)
     fig, ax = _axes(ax, (4.6, 4.6))
-    axis = _ProbabilityAxis(scale, q)
-    t = axis.grid()
-    ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
+    counts = _count_axis(ax)  # None, unless a diagram is drawn there already
+    axis = _ProbabilityAxis(scale, q) if counts is None else _ProbabilityAxis.of(ax)
+    if counts is None:
+        t = axis.grid()
+        ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
     if smooth is not None:
         _draw_smooth(ax, smooth, axis, color)
     samples = _numbers(effective_samples(bins))
-    _draw_bins(ax, axis, (q, p, samples), normal_quantile(confidence), color, label)
-    axis.apply(ax)
-    counts = _count_bars(ax, axis, q, n)
-    ax.set_xlabel("predicted probability q̂ (bin mean)")
-    ax.set_ylabel("empirical frequency p̂")
-    handles = ax.get_legend_handles_labels()[0] + [counts]
-    ax.legend(handles=handles, loc="upper left", fontsize=7.5, framealpha=0.85)
-    lines = [title] if title else []
-    lines += [describe(result, norm), f"{heading} · {counted(len(q), 'bin')} · N={int(sum(n)):,}"]
-    ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
+    z = normal_quantile(confidence)
+    entry = label or f"bins (±{z:.2f} se)"
+    if counts is not None:  # the title holds the first model's error: the legend, this one's
+        entry = f"{entry}: {describe(result, norm)}"
+    _draw_bins(ax, axis, (q, p, samples), z, color, entry)
+    if counts is None:
+        axis.apply(ax)
+        counts = _count_bars(ax, axis, q, n)
+        ax.set_xlabel("predicted probability q̂ (bin mean)")
+        ax.set_ylabel("empirical frequency p̂")
+        lines = [title] if title else []
+        error = describe(result, norm)
+        lines += [f"{label}: {error}" if label else error]
+        lines += [f"{heading} · {counted(len(q), 'bin')} · N={int(sum(n)):,}"]
+        ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
+    else:
+        _more_count_bars(counts, axis, q, n, color)
+    handles = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+    handles.setdefault(counts.containers[0].get_label(), counts.containers[0])
+    ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
     return fig, ax
 
 
@@ -287,7 +308,7 @@ def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float]]:
 
 
 def _draw_bins(
-    ax: Axes, axis: _ProbabilityAxis, bins: tuple[list, list, list], z: float, color, label
+    ax: Axes, axis: _ProbabilityAxis, bins: tuple[list, list, list], z: float, color, label: str
 ) -> None:
     """(q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (clipped to [0, 1]), thinner for many bins.
 
@@ -311,7 +332,7 @@ def _draw_bins(
         capsize=0 if many else 2,
         linewidth=0.6 if many else 1,
         elinewidth=0.5 if many else 1,
-        label=label or f"bins (±{z:.2f} se)",
+        label=label,
     )
 
 
@@ -342,6 +363,14 @@ class _ProbabilityAxis:
         if scale == "logit":
             self.lo = _margin([v for v in values if 0 < v < 1])
             self.hi = 1 - _margin([1 - v for v in values if 0 < v < 1])
+
+    @classmethod
+    def of(cls, ax: Axes) -> _ProbabilityAxis:
+        """The x axis a reliability diagram has already drawn on ``ax``."""
+        axis = cls("linear", [])
+        axis.scale = ax.get_xscale()
+        axis.lo, axis.hi = ax.get_xlim()
+        return axis
 
     def clip(self, values: list[float]) -> list[float]:
         return [min(max(v, self.lo), self.hi) for v in values]
@@ -393,22 +422,45 @@ def _probability_tick(value: float, _pos: int | None = None) -> str:
     return small if value < 0.5 else f"1-{small}"
 
 
-def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]) -> Any:
-    """Pairs per slice of the x axis (each bin's at its mean q̂) as grey bars on a
-    labelled right-hand axis.
+def _count_axis(ax: Axes) -> Axes | None:
+    """The right-hand axis of a reliability diagram already drawn on ``ax``, or None."""
+    return next(
+        (
+            other
+            for other in ax.figure.axes
+            if other is not ax
+            and other.get_label() == COUNT_AXIS
+            and other.get_shared_x_axes().joined(other, ax)
+        ),
+        None,
+    )
 
-    Returns the bars (for the legend).
-    """
+
+def _slice_counts(
+    axis: _ProbabilityAxis, q: list[float], n: list[float]
+) -> tuple[list[float], list[float]]:
+    """The edges of the x axis' slices and the pairs in each (each bin's at its mean q̂)."""
     edges = axis.slices()
     heights = [0.0] * (len(edges) - 1)
     for qi, ni in zip(axis.clip(q), n):
         heights[min(max(bisect.bisect_right(edges, qi) - 1, 0), len(heights) - 1)] += ni
+    return edges, heights
+
+
+def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]) -> Axes:
+    """Pairs per slice of the x axis (each bin's at its mean q̂) as grey bars on a
+    labelled right-hand axis.
+
+    Returns that axis (its first bar container is the legend's entry).
+    """
+    edges, heights = _slice_counts(axis, q, n)
     counts = ax.twinx()
+    counts.set_label(COUNT_AXIS)  # so that a second model's call finds it
     counts.set_box_aspect(ax.get_box_aspect())  # else the twin keeps the whole cell
     nonzero = [h for h in heights if h > 0] or [1.0]
     log = max(nonzero) >= 100 * min(nonzero)
     widths = [b - a for a, b in itertools.pairwise(edges)]
-    bars = counts.bar(
+    counts.bar(
         edges[:-1],
         heights,
         width=widths,
@@ -426,7 +478,30 @@ def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]
     counts.tick_params(axis="y", colors="0.35", labelsize=7)
     ax.set_zorder(counts.get_zorder() + 1)
     ax.patch.set_visible(False)
-    return bars
+    return counts
+
+
+def _more_count_bars(
+    counts: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float], color: str
+) -> None:
+    """A further model's pairs per slice on a diagram's count axis, as bars in its
+    colour over the first model's grey ones; the axis grows to the tallest bar."""
+    edges, heights = _slice_counts(axis, q, n)
+    log = counts.get_yscale() == "log"
+    widths = [b - a for a, b in itertools.pairwise(edges)]
+    counts.bar(
+        edges[:-1],
+        heights,
+        width=widths,
+        align="edge",
+        color=color,
+        alpha=0.25,
+        linewidth=0,
+        log=log,
+        label="_nolegend_",  # the colour names the model, as its bins do
+    )
+    nonzero = [h for bar in counts.patches if (h := bar.get_height()) > 0] or [1.0]
+    _count_limits(counts, min(nonzero), max(nonzero), log)
 
 
 def _count_tick(value: float, _pos: int | None = None) -> str:
