@@ -92,3 +92,13 @@ def test_classwise_page_reads_its_bin_rule(tmp_path, capsys) -> None:
     text = page.read_text(encoding="utf-8")
     assert "β = auto" not in text
     assert "adaptive bins of β = ⌈√N⌉ per class (auto)" in text
+
+
+def test_the_comparison_metric_names_its_norm(pairs) -> None:
+    from calib_metrics.metric_compare import CalibrationComparison
+
+    q, y = pairs
+    metric = CalibrationComparison(norm="max", debias=False, n_samples=20)
+    metric.update(q, q.sqrt(), y)
+    _, axes = metric.plot()
+    assert all(ax.get_title().splitlines()[1].startswith("CalibErr (max) ") for ax in axes)
