@@ -105,14 +105,14 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spiegelhalter", action="store_true", help="also print Spiegelhalter's z test")
     p.add_argument(
         "--plot",
-        type=Path,
+        type=output_path,
         help="write a reliability diagram PNG here (its folder must exist); with --mode "
         "classwise, one diagram per class (at most 12: the most frequent labels)",
     )
     add_plot_smooth(p)
     p.add_argument(
         "--html",
-        type=Path,
+        type=output_path,
         help="write a self-contained HTML report here (summary, diagram, bins, settings; "
         "its folder must exist); also computes the smooth ECE and Spiegelhalter's test",
     )
@@ -174,6 +174,22 @@ def check_plot_smooth(args: argparse.Namespace) -> None:
     """``--plot-smooth`` draws on ``--plot``: refuse it alone."""
     if args.plot_smooth and args.plot is None:
         raise ValueError("--plot-smooth draws on the reliability diagram: give --plot FILE.png")
+
+
+def output_path(text: str) -> Path:
+    """An output file option (``--html``, ``--plot``, ``--out``): a path, not an empty one,
+    which ``Path`` would read as the current folder (``--html ""`` had been refused as
+    "--html .: is a folder").
+
+    Example:
+        >>> output_path("")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: '' is an empty path: give a file name
+    """
+    if not text:
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a file name")
+    return Path(text)
 
 
 def _bin_size(text: str) -> int | str:
@@ -550,7 +566,7 @@ def _plot(args: argparse.Namespace, result, panels, pairs: tuple) -> None:
 
         panels, _ = reliability_diagram(
             result, title=Path(args.file).name, confidence=args.confidence,
-            interval=args.interval, debias=args.debias,
+            interval=args.interval, debias=args.debias, norm=args.norm,
             smooth=smooth_curve_for_plot(args, *pairs, args.mode),
         )  # fmt: skip
     panels.savefig(args.plot, dpi=120)

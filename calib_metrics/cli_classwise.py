@@ -82,6 +82,6 @@ def class_panels(
     fig, _ = reliability_panels(
         results, names=names, tags=tags, smooth=curves if args.plot_smooth else None,
         confidence=estimator["confidence"], interval=estimator["interval"],
-        debias=estimator["debias"], title=title, note=note,
+        debias=estimator["debias"], norm=estimator.get("norm", "l2"), title=title, note=note,
     )  # fmt: skip
     return fig, classes

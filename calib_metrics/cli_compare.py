@@ -27,6 +27,7 @@ from calib_metrics.cli import (
     announce_long_run,
     mode_note,
     multiclass_input,
+    output_path,
 )
 
 if TYPE_CHECKING:
@@ -63,12 +64,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "average the classes' errors (both models resampled together)",
     )  # fmt: skip
     p.add_argument(
-        "--html", type=Path,
+        "--html", type=output_path,
         help="write a self-contained HTML report here (both models, the difference, diagrams, "
         "bins, settings; its folder must exist)",
     )  # fmt: skip
     p.add_argument(
-        "--plot", type=Path,
+        "--plot", type=output_path,
         help="write both models' reliability diagrams, side by side, to this PNG (its folder "
         "must exist); with --mode classwise, one diagram per class with both models in each "
         "(at most 12: the most frequent labels)",
@@ -435,6 +436,7 @@ def _add_adjusted_texts(rows: list[dict[str, Any]]) -> None:
 def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     """The per-label table (difference, interval, p and corrected p) and the counts."""
     from calib_metrics.report import adjusted_p_texts, label_counts_sentence, p_value_text
+    from calib_metrics.wording import count_text
 
     rows = summary["per_label"]
     adjusted = adjusted_p_texts([r["adjusted_p_value"] for r in rows.values()])
@@ -449,7 +451,7 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
         p = r["p_value"]
         p_text = "—" if p != p else p_value_text(p, samples)  # NaN: a label not tested
         print(
-            f"  {k:<{width}} {r['n']:>7g} {r['a']:>7.4f} {r['b']:>7.4f} "
+            f"  {k:<{width}} {count_text(r['n']):>7} {r['a']:>7.4f} {r['b']:>7.4f} "
             f"{r['difference']:>+8.4f} {interval:>19} {p_text:>7} "
             f"{adjusted_text:>7}  {r['better']}"
         )

@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from calib_metrics.cli import output_path
+
 if TYPE_CHECKING:
     from torch import Tensor
 
@@ -52,10 +54,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
-        "--out", type=Path, help="CSV of recalibrated test probabilities (default: "
+        "--out", type=output_path, help="CSV of recalibrated test probabilities (default: "
         "<test>.recalibrated.csv beside the test file)",
     )  # fmt: skip
-    p.add_argument("--plot", type=Path, help="PNG of the before/after reliability diagrams")
+    p.add_argument("--plot", type=output_path, help="PNG of the before/after reliability diagrams")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 

@@ -253,9 +253,11 @@ def label_lines(per_label: dict[str, dict[str, float]]) -> list[str]:
         >>> label_lines({"NN": {"n": 812.0, "calib_err": 0.0123, "lower": 0.01, "upper": 0.015}})
         ['  NN: CalibErr 0.0123 [0.0100, 0.0150], 812 pairs']
     """
+    from calib_metrics.wording import counted
+
     return [
         f"  {k}: CalibErr {r['calib_err']:.4f} [{r['lower']:.4f}, {r['upper']:.4f}], "
-        f"{r['n']:g} pair{'s' * (r['n'] != 1)}"
+        + counted(r["n"], "pair")
         for k, r in per_label.items()
     ]
 

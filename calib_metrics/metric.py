@@ -1807,7 +1807,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             return self._plot_classes(val, ax)
         result = self.compute_result() if val is None else val
         kind = {"confidence": self.confidence, "interval": self._drawn_interval(result)}
-        kind["debias"] = self._debias
+        kind |= {"debias": self._debias, "norm": self.norm}
         if isinstance(result, list):
             per_class = {str(c): r for c, r in enumerate(result)}
             return plot.per_label_errors(per_class, ax=ax, names=("class",), **kind)
@@ -1830,10 +1830,10 @@ class CalibrationError(_StatesKeepTheirDtype):
         results = self.compute_class_results() if val is None else val
         interval = self._drawn_interval(results)
         mean = average_results(results)
-        title = f"classwise, the mean of {len(results)} classes: {describe(mean)}"
+        title = f"classwise, the mean of {len(results)} classes: {describe(mean, self.norm)}"
         return classwise_panels(
             results, confidence=self.confidence, interval=interval, debias=self._debias,
-            title=title,
+            title=title, norm=self.norm,
         )  # fmt: skip
 
 

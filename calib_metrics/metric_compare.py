@@ -432,6 +432,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         kind = {"confidence": self.estimator["confidence"]}
         kind["interval"] = self._drawn_interval(result)
         kind["debias"] = self.estimator["debias"] and self.estimator["norm"] == "l2"
+        kind["norm"] = self.estimator["norm"]
         fig = Figure(figsize=(9.4, 5.0), layout="constrained")
         axes = fig.subplots(1, 2)
         for axis, one, name in zip(axes, (result.a, result.b), ("a", "b"), strict=True):

@@ -4,6 +4,11 @@ Every function draws on a given ``ax`` or on a new ``matplotlib.figure.Figure`` 
 pyplot's global state, so nothing leaks between calls or threads) and returns
 ``(fig, ax)``. This module is imported lazily: the metric works without matplotlib.
 
+Every text a function takes from its caller (titles, labels, model and label names,
+periods) is drawn as given (:func:`literal`): a ``$`` is a dollar sign, never the start of
+matplotlib's mathtext, since file and label names hold them. For mathtext, set the text on
+the returned axes.
+
 A figure that shows an interval names its level and kind (:func:`interval_label`), from
 the settings the caller passes: nothing assumes 95%. Sizes and fonts are chosen so that
 the figures stay legible as TensorBoard thumbnails (about 300 px wide).
@@ -22,11 +27,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator
 
+from calib_metrics.functional.binning import Bins, check_bins
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
+from calib_metrics.wording import counted, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
 INTERVAL_KINDS = {
@@ -34,11 +41,53 @@ INTERVAL_KINDS = {
     "pairs": "pair bootstrap",
     "groups": "group bootstrap",
 }
+#: The calibration error's norms (``norm=``), as figures name them.
+NORMS = ("l2", "l1", "max")
 #: ``xscale="auto"`` draws logit axes when more than END_SHARE of the pairs lie in bins
 #: whose mean is within END of 0 or 1.
 END, END_SHARE = 0.05, 0.5
 #: The reliability diagram counts pairs in this many equal slices of its x axis.
 N_SLICES = 20
+#: The label of that count axis, by which a further call on the same axes finds it.
+COUNT_AXIS = "calib_metrics: pairs per slice"
+#: Longest label name drawn whole as a tick; longer ones lose their middle to "…" (one
+#: 300-character name had widened the per-label chart until its bars were unreadable).
+MAX_TICK_CHARS = 60
+
+
+def literal(text: str | None) -> str | None:
+    r"""``text`` as matplotlib draws it verbatim: every ``$`` escaped, so that it never
+    starts mathtext (a file ``m$\frac$.csv`` had failed to draw, ``p$x^2$.csv`` came out
+    as ``px².csv``). Matplotlib turns each ``\$`` back into ``$`` when a text holds no
+    unescaped ``$``, which is so after this, whatever ``text`` held. A character no font
+    draws (a control) is written as its escape (:func:`~calib_metrics.wording.visible_controls`).
+    None stays None.
+
+    Example:
+        >>> print(literal("p$x^2$.csv"), literal(None))
+        p\$x^2\$.csv None
+    """
+    return None if text is None else visible_controls(str(text)).replace("$", r"\$")
+
+
+def _literals(texts: Sequence[Any]) -> list[str]:
+    return [literal(str(t)) for t in texts]
+
+
+def _tick_label(name: str) -> str:
+    """A label name as a tick shows it: at most :data:`MAX_TICK_CHARS` characters, the
+    middle of a longer one replaced by "…" (its start and end tell labels apart), drawn
+    as written (:func:`literal`).
+
+    Example:
+        >>> _tick_label("NOUN"), len(_tick_label("x" * 300))
+        ('NOUN', 60)
+    """
+    name = str(name)
+    if len(name) > MAX_TICK_CHARS:
+        tail = (MAX_TICK_CHARS - 1) // 3
+        name = f"{name[: MAX_TICK_CHARS - 1 - tail]}…{name[-tail:]}"
+    return literal(name)
 
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:
@@ -62,8 +111,11 @@ def _numbers(x: Any) -> list[float]:
     return [float(v) for v in x]
 
 
-def describe(result: CalibrationResult) -> str:
-    """``CalibErr 0.0123 [0.0101, 0.0145]``: the error and its interval, for titles.
+def describe(result: CalibrationResult, norm: str = "l2") -> str:
+    """``CalibErr 0.0123 [0.0101, 0.0145]``: the error and its interval, for titles; ``no
+    interval`` where its ends are NaN (too few pairs or groups to resample). A ``norm``
+    other than the default l2 is named: ``CalibErr (max) 0.3177 [...]`` (a max-norm error
+    had read as the l2 one).
 
     Example:
         >>> import torch
@@ -72,10 +124,22 @@ def describe(result: CalibrationResult) -> str:
         >>> empty = Bins(t([]), t([]), t([]))
         >>> describe(CalibrationResult(t(0.0123), t(0.013), t(0.001), t(0.011), t(0.015), empty))
         'CalibErr 0.0123 [0.0110, 0.0150]'
+        >>> nan = t(float("nan"))
+        >>> describe(CalibrationResult(t(0.0123), nan, nan, nan, nan, empty), norm="max")
+        'CalibErr (max) 0.0123, no interval'
     """
-    return (
-        f"CalibErr {result.error.item():.4f} [{result.lower.item():.4f}, {result.upper.item():.4f}]"
-    )
+    name = f"CalibErr {_norm_note(norm)}".rstrip()
+    lower, upper = result.lower.item(), result.upper.item()
+    if math.isnan(lower) or math.isnan(upper):
+        return f"{name} {result.error.item():.4f}, no interval"
+    return f"{name} {result.error.item():.4f} [{lower:.4f}, {upper:.4f}]"
+
+
+def _norm_note(norm: str) -> str:
+    """``(max)`` or ``(l1)`` beside a calibration error; nothing for the default l2."""
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
+    return "" if norm == "l2" else f"({norm})"
 
 
 def interval_label(confidence: float, interval: str | None = None, debias: bool = False) -> str:
@@ -124,6 +188,7 @@ def reliability_diagram(
     debias: bool = False,
     xscale: str = "auto",
     smooth: SmoothCurve | None = None,
+    norm: str = "l2",
 ) -> tuple[Figure, Axes]:
     """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
     ``confidence``: 1.96 at 0.95; se from each bin's effective sample size, as the
@@ -136,15 +201,22 @@ def reliability_diagram(
     bins, not pairs, so a bin's pairs are counted in the slice of its mean q̂: a bar is
     the pairs of the bins whose points it holds (uniform q in bins of 55 pairs draws bars
     of 110–165 around 150, and one bin is one bar). The title gives the
-    error with its interval, and the interval's level and kind (:func:`interval_label`
-    of ``confidence``, ``interval`` and ``debias``: pass the settings that made
-    ``result``).
+    error with its interval (after ``label``, when given), and the interval's level and
+    kind (:func:`interval_label` of ``confidence``, ``interval`` and ``debias``: pass the
+    settings that made ``result``).
+
+    Called again on the same ``ax`` for a second model, it draws that model over the
+    first, in ``color``: its bins (and smooth curve), and its pairs as bars in its colour
+    on the same count axis. The diagonal, the x axis (``xscale`` is not used) and the
+    title stay the first call's; the model's legend entry names its error (``"model b:
+    CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
 
     Args:
         result: what :func:`~calib_metrics.functional.calibration_error_ci` returns.
         ax: axes to draw on (default: a new figure).
-        title: first line of the title.
-        label: legend entry of the bins.
+        title: first line of the title (not used on a diagram already drawn on ``ax``).
+        label: the model's name: the legend entry of its bins, and before its error in
+            the title.
         color: colour of the bins (and of the smooth curve).
         confidence, interval, debias: the settings behind ``result``'s interval.
         xscale: ``"linear"``, ``"logit"`` (the x axis in log-odds, which spreads the
@@ -154,6 +226,7 @@ def reliability_diagram(
         smooth: a :class:`~calib_metrics.functional.smooth.SmoothCurve` from
             :func:`~calib_metrics.functional.smooth_reliability_curve` on the same pairs,
             drawn with its bootstrap band (whose legend names the band's own level).
+        norm: ``result``'s norm, named in the title unless it is the default l2.
 
     Example:
         >>> import torch
@@ -172,33 +245,70 @@ def reliability_diagram(
             f"CalibrationError.compute_result returns), got {type(result).__name__}"
         )
     heading = interval_label(confidence, interval, debias)
+    title, label = literal(title), literal(label)
     if smooth is not None and not isinstance(smooth, SmoothCurve):
         raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
     bins = result.bins
-    q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
+    q, p, n = _bin_marks(bins)
     scale, note = _pick_scale(xscale, q, n)
     fig, ax = _axes(ax, (4.6, 4.6))
-    axis = _ProbabilityAxis(scale, q)
-    t = axis.grid()
-    ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
+    counts = _count_axis(ax)  # None, unless a diagram is drawn there already
+    axis = _ProbabilityAxis(scale, q) if counts is None else _ProbabilityAxis.of(ax)
+    if counts is None:
+        t = axis.grid()
+        ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
     if smooth is not None:
         _draw_smooth(ax, smooth, axis, color)
     samples = _numbers(effective_samples(bins))
-    _draw_bins(ax, axis, (q, p, samples), normal_quantile(confidence), color, label)
-    axis.apply(ax)
-    counts = _count_bars(ax, axis, q, n)
-    ax.set_xlabel("predicted probability q̂ (bin mean)")
-    ax.set_ylabel("empirical frequency p̂")
-    handles = ax.get_legend_handles_labels()[0] + [counts]
-    ax.legend(handles=handles, loc="upper left", fontsize=7.5, framealpha=0.85)
-    lines = [title] if title else []
-    lines += [describe(result), f"{heading} · {len(q)} bins · N={int(sum(n)):,}"]
-    ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
+    z = normal_quantile(confidence)
+    entry = label or f"bins (±{z:.2f} se)"
+    if counts is not None:  # the title holds the first model's error: the legend, this one's
+        entry = f"{entry}: {describe(result, norm)}"
+    _draw_bins(ax, axis, (q, p, samples), z, color, entry)
+    if counts is None:
+        axis.apply(ax)
+        counts = _count_bars(ax, axis, q, n)
+        ax.set_xlabel("predicted probability q̂ (bin mean)")
+        ax.set_ylabel("empirical frequency p̂")
+        lines = [title] if title else []
+        error = describe(result, norm)
+        lines += [f"{label}: {error}" if label else error]
+        lines += [f"{heading} · {counted(len(q), 'bin')} · N={int(sum(n)):,}"]
+        ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
+    else:
+        _more_count_bars(counts, axis, q, n, color)
+    handles = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+    handles.setdefault(counts.containers[0].get_label(), counts.containers[0])
+    ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
     return fig, ax
 
 
+def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float]]:
+    """Each bin's q̂, p̂ and pair count, checked for drawing: means and frequencies in
+    [0, 1], counts positive (a hand-built bin of 0 pairs had failed with
+    ZeroDivisionError, a mean outside [0, 1] with a TypeError about complex numbers).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> _bin_marks(Bins(t([0.3, 0.6]), t([0.2, 0.7]), t([0.0, 10.0])))
+        Traceback (most recent call last):
+        ...
+        ValueError: bins.count holds a bin of 0 pairs (bin 0, q̂ = 0.3): ...
+    """
+    bins = check_bins(bins)
+    q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
+    empty = next((k for k, count in enumerate(n) if count == 0), None)
+    if empty is not None:
+        raise ValueError(
+            f"bins.count holds a bin of 0 pairs (bin {empty}, q̂ = {q[empty]:.4g}): a bin "
+            "without pairs has no frequency to draw; leave it out"
+        )
+    return q, p, n
+
+
 def _draw_bins(
-    ax: Axes, axis: _ProbabilityAxis, bins: tuple[list, list, list], z: float, color, label
+    ax: Axes, axis: _ProbabilityAxis, bins: tuple[list, list, list], z: float, color, label: str
 ) -> None:
     """(q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (clipped to [0, 1]), thinner for many bins.
 
@@ -222,7 +332,7 @@ def _draw_bins(
         capsize=0 if many else 2,
         linewidth=0.6 if many else 1,
         elinewidth=0.5 if many else 1,
-        label=label or f"bins (±{z:.2f} se)",
+        label=label,
     )
 
 
@@ -253,6 +363,14 @@ class _ProbabilityAxis:
         if scale == "logit":
             self.lo = _margin([v for v in values if 0 < v < 1])
             self.hi = 1 - _margin([1 - v for v in values if 0 < v < 1])
+
+    @classmethod
+    def of(cls, ax: Axes) -> _ProbabilityAxis:
+        """The x axis a reliability diagram has already drawn on ``ax``."""
+        axis = cls("linear", [])
+        axis.scale = ax.get_xscale()
+        axis.lo, axis.hi = ax.get_xlim()
+        return axis
 
     def clip(self, values: list[float]) -> list[float]:
         return [min(max(v, self.lo), self.hi) for v in values]
@@ -304,22 +422,45 @@ def _probability_tick(value: float, _pos: int | None = None) -> str:
     return small if value < 0.5 else f"1-{small}"
 
 
-def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]) -> Any:
-    """Pairs per slice of the x axis (each bin's at its mean q̂) as grey bars on a
-    labelled right-hand axis.
+def _count_axis(ax: Axes) -> Axes | None:
+    """The right-hand axis of a reliability diagram already drawn on ``ax``, or None."""
+    return next(
+        (
+            other
+            for other in ax.figure.axes
+            if other is not ax
+            and other.get_label() == COUNT_AXIS
+            and other.get_shared_x_axes().joined(other, ax)
+        ),
+        None,
+    )
 
-    Returns the bars (for the legend).
-    """
+
+def _slice_counts(
+    axis: _ProbabilityAxis, q: list[float], n: list[float]
+) -> tuple[list[float], list[float]]:
+    """The edges of the x axis' slices and the pairs in each (each bin's at its mean q̂)."""
     edges = axis.slices()
     heights = [0.0] * (len(edges) - 1)
     for qi, ni in zip(axis.clip(q), n):
         heights[min(max(bisect.bisect_right(edges, qi) - 1, 0), len(heights) - 1)] += ni
+    return edges, heights
+
+
+def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]) -> Axes:
+    """Pairs per slice of the x axis (each bin's at its mean q̂) as grey bars on a
+    labelled right-hand axis.
+
+    Returns that axis (its first bar container is the legend's entry).
+    """
+    edges, heights = _slice_counts(axis, q, n)
     counts = ax.twinx()
+    counts.set_label(COUNT_AXIS)  # so that a second model's call finds it
     counts.set_box_aspect(ax.get_box_aspect())  # else the twin keeps the whole cell
     nonzero = [h for h in heights if h > 0] or [1.0]
     log = max(nonzero) >= 100 * min(nonzero)
     widths = [b - a for a, b in itertools.pairwise(edges)]
-    bars = counts.bar(
+    counts.bar(
         edges[:-1],
         heights,
         width=widths,
@@ -337,7 +478,30 @@ def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]
     counts.tick_params(axis="y", colors="0.35", labelsize=7)
     ax.set_zorder(counts.get_zorder() + 1)
     ax.patch.set_visible(False)
-    return bars
+    return counts
+
+
+def _more_count_bars(
+    counts: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float], color: str
+) -> None:
+    """A further model's pairs per slice on a diagram's count axis, as bars in its
+    colour over the first model's grey ones; the axis grows to the tallest bar."""
+    edges, heights = _slice_counts(axis, q, n)
+    log = counts.get_yscale() == "log"
+    widths = [b - a for a, b in itertools.pairwise(edges)]
+    counts.bar(
+        edges[:-1],
+        heights,
+        width=widths,
+        align="edge",
+        color=color,
+        alpha=0.25,
+        linewidth=0,
+        log=log,
+        label="_nolegend_",  # the colour names the model, as its bins do
+    )
+    nonzero = [h for bar in counts.patches if (h := bar.get_height()) > 0] or [1.0]
+    _count_limits(counts, min(nonzero), max(nonzero), log)
 
 
 def _count_tick(value: float, _pos: int | None = None) -> str:
@@ -366,7 +530,9 @@ def _count_limits(counts: Axes, smallest: float, largest: float, log: bool) -> N
 
 def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str) -> None:
     """The smooth curve where the predictions' density is not negligible, with its band
-    (named at the level it was drawn for, not the diagram's)."""
+    (named at the level it was drawn for, not the diagram's). Where no prediction lies
+    (density <= 1e-3: between two clusters of q, say) curve and band break off, rather
+    than a straight segment joining the runs on either side."""
     grid, density = _numbers(smooth.grid), _numbers(smooth.density)
     values = [_numbers(v) for v in (smooth.curve, smooth.lower, smooth.upper)]
     keep = [
@@ -374,8 +540,7 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
         for i, (t, d) in enumerate(zip(grid, density))
         if axis.lo <= t <= axis.hi and d > 1e-3 and not math.isnan(values[0][i])
     ]
-    t = [grid[i] for i in keep]
-    curve, lower, upper = ([v[i] for i in keep] for v in values)
+    t, curve, lower, upper = _runs([grid, *values], keep)
     sigma, error = smooth.bandwidth.item(), smooth.error.item()
     ax.fill_between(
         t,
@@ -396,6 +561,22 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
     )
 
 
+def _runs(series: list[list[float]], keep: list[int]) -> list[list[float]]:
+    """Each series at the indices ``keep`` (ascending), a NaN wherever a run of
+    consecutive indices ends: matplotlib breaks a line and a band at a NaN.
+
+    Example:
+        >>> _runs([[0.0, 0.1, 0.2, 0.3, 0.4]], [0, 1, 3, 4])
+        [[0.0, 0.1, nan, 0.3, 0.4]]
+    """
+    out: list[list[float]] = [[] for _ in series]
+    for k, i in enumerate(keep):
+        gap = k > 0 and i != keep[k - 1] + 1
+        for values, column in zip(out, series):
+            values.extend([math.nan, column[i]] if gap else [column[i]])
+    return out
+
+
 def per_label_errors(
     results: Mapping[str, CalibrationResult | Sequence[CalibrationResult] | ComparisonResult],
     ax: Axes | None = None,
@@ -406,6 +587,7 @@ def per_label_errors(
     debias: bool = False,
     sort: bool = True,
     title: str | None = None,
+    norm: str = "l2",
 ) -> tuple[Figure, Axes]:
     """Each label's calibration error with its interval, sorted (the paper's Figure 4).
 
@@ -417,7 +599,8 @@ def per_label_errors(
     by ``names``), or a :class:`~calib_metrics.functional.comparison.ComparisonResult`
     (a paired comparison of two models): then a second panel (``fig.axes[1]``, sharing
     the labels) shows error(a) − error(b) with its paired interval, and the labels whose
-    interval excludes 0 are marked.
+    interval excludes 0 are marked. A label name longer than :data:`MAX_TICK_CHARS` (60)
+    is shortened in its middle ("…"), so that one long name cannot squeeze the bars.
 
     Args:
         results: label -> CalibrationResult, sequence of them, or ComparisonResult.
@@ -426,6 +609,7 @@ def per_label_errors(
         confidence, interval, debias: the settings behind the intervals.
         sort: order labels by the first model's error, largest first; else as given.
         title: the figure's title.
+        norm: the errors' norm, named on the x axis unless it is the default l2.
 
     Returns:
         ``(fig, ax)``: ``ax`` holds the error bars.
@@ -447,12 +631,13 @@ def per_label_errors(
     if len(names) < len(series):
         raise ValueError(f"names must name all {len(series)} models, got {list(names)}")
     legend = "whiskers: " + interval_label(confidence, interval, debias)
+    names, title = _literals(names), literal(title)
     order = list(range(len(labels)))
     if sort:  # labels without an error (NaN) last, as Python cannot order NaN
         order.sort(key=lambda i: (math.isnan(e := series[0][i].error.item()), -e))
     height = max(3.0, 1.4 + 0.19 * len(labels) * (1 + 0.3 * (len(series) - 1)))
     # Room for long label names (about 0.07 in a character at 9 pt) beside the bars.
-    wider = 0.07 * max(0, max(len(label) for label in labels) - 12)
+    wider = 0.07 * max(0, min(max(len(label) for label in labels), MAX_TICK_CHARS) - 12)
     own = ax is None
     if comparisons is None:
         fig, ax = _axes(ax, (4.4 + wider, height))
@@ -465,7 +650,7 @@ def per_label_errors(
     for k, rows in enumerate(series):
         _label_bars(ax, [rows[i] for i in order], k, len(series), f"CalibErr ({names[k]})")
     _label_axis(ax, [labels[i] for i in order])
-    ax.set_xlabel("calibration error")
+    ax.set_xlabel(f"calibration error {_norm_note(norm)}".rstrip())
     ax.set_xlim(left=0)
     handles = [h for a in fig.axes for h in a.get_legend_handles_labels()[0]]
     style = {"title": legend, "fontsize": 7.5, "title_fontsize": 7.5}
@@ -540,7 +725,8 @@ def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, lab
 
 def _label_axis(ax: Axes, labels: list[str]) -> None:
     """One tick per label, first label at the top, a faint line across for each."""
-    ax.set_yticks(range(len(labels)), labels, fontsize=8 if len(labels) > 25 else 9)
+    ticks = [_tick_label(label) for label in labels]
+    ax.set_yticks(range(len(labels)), ticks, fontsize=8 if len(labels) > 25 else 9)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="y", length=0)
@@ -620,6 +806,7 @@ def per_class_errors(
             )
     legend = "whiskers: " + interval_label(confidence, interval, debias)
     fig, ax = _axes(ax, (max(6.0, 0.35 * len(labels) * len(results)), 4.0))
+    title = literal(title)
     width = 0.8 / max(1, len(results))
     for k, (name, rows) in enumerate(results.items()):
         x = [i + (k - (len(results) - 1) / 2) * width for i in range(len(labels))]
@@ -630,10 +817,10 @@ def per_class_errors(
             width=width,
             yerr=whiskers,
             capsize=1.5,
-            label=name,
+            label=literal(name),
             error_kw={"linewidth": 0.6},
         )
-    ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=7)
+    ax.set_xticks(range(len(labels)), [_tick_label(x) for x in labels], rotation=90, fontsize=7)
     ax.set_ylabel("calibration error")
     ax.legend(fontsize=8, title=legend, title_fontsize=8)
     if title:
@@ -669,6 +856,7 @@ def error_curve(
     """
     _check_lengths("x", len(x), error=error, lower=lower, upper=upper)
     fig, ax = _axes(ax, (6.0, 4.0))
+    label, xlabel, title, band = (literal(t) for t in (label, xlabel, title, band))
     had_data = ax.has_data()
     x = _numbers(x)
     (line,) = ax.plot(x, _numbers(error), "o-", markersize=3, label=label, color=color)
@@ -725,9 +913,11 @@ def posterior_time_series(
     (never a line interpolated between periods): the posterior mean as a solid step,
     its interval as a shaded box per period, the 1-best count as a dashed step with
     square markers, gold counts as crosses. The y axis starts a little below 0 so that
-    zero counts stay visible above the axis. ``confidence`` and ``interval`` (free text
-    naming the interval's kind, e.g. ``"normal, over posterior samples"``) name the
-    interval in the legend; the interval itself is given.
+    zero counts stay visible above the axis. Every series holds counts: finite and >= 0,
+    or NaN where a period has no value (left blank); only ``lower`` may fall below 0 (a
+    normal interval's end), and the band is drawn from 0. ``confidence`` and ``interval``
+    (free text naming the interval's kind, e.g. ``"normal, over posterior samples"``)
+    name the interval in the legend; the interval itself is given.
 
     ``spans`` puts the x axis to scale in time: each period's ``(start, end)`` in
     increasing, non-overlapping order (e.g. decimal years, ``2015 -> (2015.0,
@@ -754,7 +944,9 @@ def posterior_time_series(
         raise ValueError("periods is empty: nothing to draw")
     series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
     _check_lengths("periods", len(periods), **series)
+    _check_counts(periods, **series)
     spans = _period_spans(periods, spans)
+    label, title, interval = literal(label), literal(title), literal(interval)
     fig, ax = _axes(ax, (7.0, 3.5))
     edges, breaks = _span_edges(spans)
     mean_values = _numbers(mean)
@@ -770,7 +962,7 @@ def posterior_time_series(
     band = f"{100 * confidence:g}% interval" + (f": {interval}" if interval else "")
     ax.fill_between(
         edges,
-        _period_steps(_numbers(lower), breaks),
+        _period_steps([max(v, 0.0) for v in _numbers(lower)], breaks),
         _period_steps(_numbers(upper), breaks),
         step="post",
         color=colour,
@@ -805,6 +997,24 @@ def posterior_time_series(
     if title:
         ax.set_title(title, fontsize=9)
     return fig, ax
+
+
+def _check_counts(periods: Sequence[str], **series: Any) -> None:
+    """Every given series (None: not drawn) holds counts: finite and >= 0, or NaN (no
+    value: a gap); ``lower`` may fall below 0 (a normal interval's end). An infinite value
+    had failed inside matplotlib ("Axis limits cannot be NaN or Inf"), negative ones were
+    drawn below the axis' fixed range."""
+    for name, values in series.items():
+        if values is None:
+            continue
+        floor = -math.inf if name == "lower" else 0.0
+        for k, v in enumerate(_numbers(values)):
+            if math.isinf(v) or v < floor:
+                bound = "" if name == "lower" else " >= 0"
+                raise ValueError(
+                    f"{name} must hold finite counts{bound} (or NaN for none), got {v} at "
+                    f"period {periods[k]!r}"
+                )
 
 
 def _period_spans(
@@ -872,7 +1082,9 @@ def _period_axis(ax: Axes, periods: Sequence[str], spans: list[tuple[float, floa
     for k, c in enumerate(centres):
         if not shown or c - centres[shown[-1]] >= every - 1e-9 * width:
             shown.append(k)
-    ax.set_xticks([centres[k] for k in shown], [periods[k] for k in shown], rotation=45, fontsize=7)
+    ax.set_xticks(
+        [centres[k] for k in shown], _literals([periods[k] for k in shown]), rotation=45, fontsize=7
+    )
     ax.set_xlim(spans[0][0], spans[-1][1])
     # NaNs in the steps only mark gaps between periods.
     top = max([1.0] + [v for line in ax.lines for v in line.get_ydata() if not math.isnan(v)])

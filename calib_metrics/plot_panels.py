@@ -18,13 +18,16 @@ from calib_metrics.functional.intervals import effective_samples, normal_quantil
 from calib_metrics.functional.multiclass import most_frequent
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot import (
+    _bin_marks,
     _draw_bins,
     _draw_smooth,
+    _literals,
     _numbers,
     _pick_scale,
     _ProbabilityAxis,
     describe,
     interval_label,
+    literal,
 )
 
 #: Panels per row of :func:`reliability_panels`.
@@ -44,6 +47,7 @@ def reliability_panels(
     debias: bool = False,
     title: str | None = None,
     note: str | None = None,
+    norm: str = "l2",
 ) -> tuple[Figure, list[Axes]]:
     """One reliability diagram per label (a class of ``mode="classwise"``, say): the
     diagonal, and each model's bins (q̂ᵢ, p̂ᵢ) with ±z·se bars in its own colour (``C0``,
@@ -59,6 +63,7 @@ def reliability_panels(
         confidence, interval, debias: the settings behind the intervals.
         title: the figure's first title line.
         note: a second title line (which labels are drawn when not all are, say).
+        norm: the errors' norm, named in the panels' titles unless it is the default l2.
 
     Returns:
         ``(fig, axes)``: one axes per label, in ``results``' order.
@@ -88,14 +93,15 @@ def reliability_panels(
             )
     z = normal_quantile(confidence)
     legend = interval_label(confidence, interval, debias)
+    names, tags = _literals(names), _literals(tags or names)
     fig, axes = _grid(len(results))
     for ax, (label, models) in zip(axes, results.items(), strict=True):
         curves = (smooth or {}).get(label) or [None] * len(models)
-        _panel(ax, label, models, curves, (names, tags or names), z, confidence)
+        _panel(ax, literal(label), models, curves, (names, tags), z, norm)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
                fontsize=7.5, title=f"whiskers: {legend}", title_fontsize=7.5)  # fmt: skip
-    heading = [line for line in (title, note) if line]
+    heading = [literal(line) for line in (title, note) if line]
     if heading:
         fig.suptitle("\n".join(heading), fontsize=9)
     return fig, axes
@@ -119,14 +125,12 @@ def _panel(
     curves: Sequence[SmoothCurve | None],
     names: tuple[Sequence[str], Sequence[str]],
     z: float,
-    confidence: float,
+    norm: str,
 ) -> None:
     """One label's panel: the diagonal, each model's smooth curve and bins, the title
-    (the label, its positives, each model's error). The x axis is logit when most of
-    the pairs lie within 0.05 of 0 or 1, as in the reliability diagram."""
-    marks = [
-        (_numbers(r.bins.pred_mean), _numbers(r.bins.freq), _numbers(r.bins.count)) for r in models
-    ]
+    (the label, its positives, each model's error in ``norm``). The x axis is logit when
+    most of the pairs lie within 0.05 of 0 or 1, as in the reliability diagram."""
+    marks = [_bin_marks(r.bins) for r in models]
     q = [v for m in marks for v in m[0]]
     scale, note = _pick_scale("auto", q, [v for m in marks for v in m[2]])
     axis = _ProbabilityAxis(scale, q)
@@ -147,7 +151,7 @@ def _panel(
         bars = (*marks[k][:2], _numbers(effective_samples(result.bins)))
         _draw_bins(ax, axis, bars, z, color, f"{name}: bins (±{z:.2f} se)")
         prefix = f"{tag}: " if len(models) > 1 else ""
-        lines.append(f"{prefix}{describe(result)}{smooth}")
+        lines.append(f"{prefix}{describe(result, norm)}{smooth}")
     axis.apply(ax)
     ax.set_xlabel("predicted probability q̂", fontsize=7.5)
     ax.set_ylabel("empirical frequency p̂", fontsize=7.5)
@@ -168,6 +172,7 @@ def classwise_panels(
     title: str | None = None,
     limit: int = MAX_CLASS_PANELS,
     class_names: Sequence[str] | None = None,
+    norm: str = "l2",
 ) -> tuple[Figure, list[Axes]]:
     """One panel per class of a classwise result (``results[c]``: class c's one-vs-rest
     result), at most ``limit``: with more classes, those with the most positives (ties:
@@ -201,4 +206,5 @@ def classwise_panels(
         debias=debias,
         title=title,
         note=note,
+        norm=norm,
     )

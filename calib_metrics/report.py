@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import io
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -25,6 +26,7 @@ from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.intervals import MIN_UNITS
+from calib_metrics.wording import count_text, counted, visible_controls
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -52,11 +54,13 @@ figcaption { font-size: 0.9em; color: #555; max-width: 40em; }
 
 
 class Estimator(NamedTuple):
-    """The settings behind an interval, for the figures: its level, kind and estimate."""
+    """The settings behind an interval, for the figures: its level, kind and estimate (and
+    the error's norm)."""
 
     confidence: float
     interval: str
     debias: bool
+    norm: str = "l2"
 
 
 class Measures(NamedTuple):
@@ -101,13 +105,21 @@ def fixed(value: Any, digits: int = 4) -> str:
     return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
-def _interval(result: Any, digits: int = 4, sign: str = "") -> str:
+def _interval(result: Any, units: str, digits: int = 4, sign: str = "") -> str:
+    """``[lower, upper]``, or where there is none (NaN ends: too few ``units`` to
+    resample) :func:`untested_phrase`'s, not ``[nan, nan]``."""
+    if not _has_interval(result):
+        return untested_phrase(units, "interval")
     return f"[{float(result.lower):{sign}.{digits}f}, {float(result.upper):{sign}.{digits}f}]"
 
 
-def _plain(text: str) -> str:
-    """Text for a matplotlib label: a ``$`` from a file must not start mathtext."""
-    return text.replace("$", r"\$")
+def _has_interval(result: Any) -> bool:
+    return not (math.isnan(float(result.lower)) or math.isnan(float(result.upper)))
+
+
+def _units(summary: Mapping[str, Any]) -> str:
+    """What ``evaluate``'s interval resamples: groups, or pairs."""
+    return "groups" if summary["interval"] == "groups" else "pairs"
 
 
 def figure_svg(fig: Any, name: str) -> str:
@@ -189,7 +201,7 @@ def bins_rows(bins: Bins) -> list[list[str]]:
     """
     q, p, n = bins.pred_mean.tolist(), bins.freq.tolist(), bins.count.tolist()
     return [
-        [str(i + 1), fixed(qi), fixed(pi), f"{qi - pi:.4f}", f"{ni:g}"]
+        [str(i + 1), fixed(qi), fixed(pi), f"{qi - pi:.4f}", count_text(ni)]
         for i, (qi, pi, ni) in enumerate(zip(q, p, n, strict=True))
     ]
 
@@ -216,9 +228,12 @@ def _model_bins(summary: Mapping[str, Any], result: Any, table_id: str, name: st
     per_bin = summary.get("per_bin") or []
     if per_bin and "class" in per_bin[0]:
         bins, classes = _class_bins(per_bin)
-        count = f"{len(classes)} bins of {len(set(classes))} classes, each class binned apart"
+        count = (
+            f"{counted(len(classes), 'bin')} of {counted(len(set(classes)), 'class', 'classes')}"
+            ", each class binned apart"
+        )
         return _bins_section(bins, table_id, f"{name}: {count}" if name else count, classes)
-    return _bins_section(result.bins, table_id, name or f"{len(result.bins.count)} bins")
+    return _bins_section(result.bins, table_id, name or counted(len(result.bins.count), "bin"))
 
 
 def _class_bins(per_bin: Sequence[Mapping[str, Any]]) -> tuple[Bins, list[int]]:
@@ -270,9 +285,11 @@ def _figure(svg: str, caption: str, figure_id: str) -> str:
 
 
 def _page(title: str, sections: Sequence[str]) -> str:
+    """The whole document; every text in it (tables and the figures' SVG alike) has its
+    characters that HTML does not allow made visible (:func:`visible_controls`)."""
     from calib_metrics import __version__
 
-    return (
+    return visible_controls(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -282,17 +299,22 @@ def _page(title: str, sections: Sequence[str]) -> str:
     )
 
 
-def _interval_kind(interval: str, confidence: float, method: str | None, draws: int) -> str:
-    how = INTERVAL_KINDS.get(interval, interval)
-    form = f", {method}" if method else ""
-    return f"{100 * confidence:g}% interval: {how}{form}, {draws} draws"
+def _interval_kind(summary: Mapping[str, Any], drawn: bool) -> str:
+    """The interval's level, kind, form and draws; none drawn when there were too few
+    units to resample (the page had claimed the draws beside a NaN interval)."""
+    how = INTERVAL_KINDS.get(summary["interval"], summary["interval"])
+    form = f", {summary['method']}" if summary["method"] else ""
+    level = f"{100 * summary['confidence']:g}% interval: {how}{form}"
+    if not drawn:
+        return f"{level}; none drawn (fewer than {MIN_UNITS} {_units(summary)})"
+    return f"{level}, {summary['samples']} draws"
 
 
 def _diagram(result: CalibrationResult, title: str, name: str, estimator: Estimator) -> str:
     """A reliability diagram as inline SVG, its interval at the estimator's confidence."""
     from calib_metrics.plot import reliability_diagram
 
-    fig, _ = reliability_diagram(result, title=_plain(title), **estimator._asdict())
+    fig, _ = reliability_diagram(result, title=title, **estimator._asdict())
     return figure_svg(fig, name)
 
 
@@ -304,7 +326,7 @@ def _per_label_chart(
     """Each label's error (one model) or both models' errors (a comparison), in ``order``."""
     from calib_metrics.plot import per_label_errors
 
-    chart = {_plain(label): per_label[label] for label in order}
+    chart = {label: per_label[label] for label in order}
     names = (
         ("a", "b")
         if all(isinstance(r, ComparisonResult) for r in chart.values())
@@ -315,7 +337,7 @@ def _per_label_chart(
 
 
 def _pairs(result: CalibrationResult) -> str:
-    return f"{float(result.bins.count.sum()):g}"
+    return count_text(result.bins.count.sum())
 
 
 def evaluate_page(
@@ -355,7 +377,9 @@ def evaluate_page(
     """
     _require(summary, EVALUATE_KEYS, "evaluate_page")
     title = f"Calibration report: {summary['file']}"
-    estimator = Estimator(summary["confidence"], summary["interval"], bool(summary["debias"]))
+    estimator = Estimator(
+        summary["confidence"], summary["interval"], bool(summary["debias"]), summary["norm"]
+    )
     groups = summary.get("groups")
     debiased = ", debiased" if summary["debias"] else ""
     rows = [
@@ -368,18 +392,16 @@ def evaluate_page(
         (
             "estimator",
             "estimator",
-            f"{_bin_rule(summary)}, {len(result.bins.count)} bins; {summary['norm']}{debiased}"
-            + _mode(summary),
+            f"{_bin_rule(summary)}, {counted(len(result.bins.count), 'bin')}; "
+            f"{summary['norm']}{debiased}{_mode(summary)}",
         ),
         ("calib_err", f"CalibErr ({summary['norm']}{debiased})", fixed(result.error)),
-        ("interval", f"{100 * summary['confidence']:g}% interval", _interval(result)),
         (
-            "interval_kind",
-            "interval kind",
-            _interval_kind(
-                summary["interval"], summary["confidence"], summary["method"], summary["samples"]
-            ),
+            "interval",
+            f"{100 * summary['confidence']:g}% interval",
+            _interval(result, _units(summary)),
         ),
+        ("interval_kind", "interval kind", _interval_kind(summary, _has_interval(result))),
         *_measure_rows("", measures),
     ]
     sections = [
@@ -398,7 +420,7 @@ def evaluate_page(
         + "</section>",
     ]
     if per_label:
-        sections.append(_evaluate_labels(per_label, estimator))
+        sections.append(_evaluate_labels(per_label, estimator, _units(summary)))
     table = _model_bins(summary, result, "bins-table")
     sections.append('<section id="bins"><h2>Bins</h2>' + table + "</section>")
     sections.append(_settings_section(settings or {}, command))
@@ -429,24 +451,30 @@ def _require(summary: Mapping[str, Any], keys: tuple[str, ...], who: str) -> Non
 
 
 def _bin_rule(summary: Mapping[str, Any]) -> str:
-    """``adaptive bins of β = 71 (auto: ⌈√N⌉)``, or the uniform rule."""
+    """``adaptive bins of β = 71 (auto: ⌈√N⌉)``, under ``mode="classwise"`` each class's
+    own ⌈√N⌉ (it had read "adaptive bins of β = auto"), or the uniform rule."""
     if summary["binning"] == "uniform":
         return "equal-width bins (empty ones dropped)"
     size = summary["bin_size"]
-    if size == "auto" and summary.get("mode", "one_vs_rest") != "classwise":
-        return f"adaptive bins of β = {auto_bin_size(int(summary['n']))} (auto: ⌈√N⌉)"
-    return f"adaptive bins of β = {size}"
+    if size != "auto":
+        return f"adaptive bins of β = {size}"
+    if summary.get("mode", "one_vs_rest") == "classwise":
+        return "adaptive bins of β = ⌈√N⌉ per class (auto)"
+    return f"adaptive bins of β = {auto_bin_size(int(summary['n']))} (auto: ⌈√N⌉)"
 
 
-def _evaluate_labels(per_label: Mapping[str, CalibrationResult], estimator: Estimator) -> str:
+def _evaluate_labels(
+    per_label: Mapping[str, CalibrationResult], estimator: Estimator, units: str
+) -> str:
     order = sorted(per_label, key=lambda k: -float(per_label[k].error))
     chart = _per_label_chart(per_label, order, estimator)
     rows = [
-        [k, _pairs(r), fixed(r.error), _interval(r)] for k, r in ((k, per_label[k]) for k in order)
+        [k, _pairs(r), fixed(r.error), _interval(r, units)]
+        for k, r in ((k, per_label[k]) for k in order)
     ]
     table = _table(["label", "pairs", "CalibErr", "interval"], rows, table_id="per-label-table")
     return (
-        f'<section id="per-label"><h2>Per label ({len(order)} labels)</h2>'
+        f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _figure(
             chart,
             "Each label's pairs binned and measured on their own, with the "
@@ -493,23 +521,33 @@ def compare_page(
     _require(summary, COMPARE_KEYS, "compare_page")
     a, b = names
     level = f"{100 * summary['confidence']:g}%"
+    units = summary["resampled"]
+    drawn = (
+        f"{summary['samples']} draws"
+        if _has_interval(comparison)
+        else f"none drawn (fewer than {MIN_UNITS} {units})"
+    )
     setup = [
         ("n", "N (items)", str(summary["n"])),
         ("estimator", "estimator", "adaptive bins of ⌈√N⌉, l2, debiased" + _mode(summary)),
         (
             "interval_kind",
             "interval kind",
-            f"{level} paired bootstrap over {summary['resampled']}, {summary['samples']} draws",
+            f"{level} paired bootstrap over {units}, {drawn}",
         ),
         ("difference", "a − b", f"{float(comparison.difference):+.4f}"),
-        ("difference_interval", f"a − b, paired {level} interval", _interval(comparison, sign="+")),
+        (
+            "difference_interval",
+            f"a − b, paired {level} interval",
+            _interval(comparison, units, sign="+"),
+        ),
         (
             "p_value",
             "p-value of no difference (two-sided)",
             _p_value(comparison, summary["samples"]),
         ),
     ]
-    models = _models_table((a, b), (comparison.a, comparison.b), measures, level)
+    models = _models_table((a, b), (comparison.a, comparison.b), measures, (level, units))
     estimator = Estimator(summary["confidence"], summary["resampled"], True)
     figures = _class_figure(class_panels) if class_panels is not None else "".join(
         _figure(_diagram(r, f"{key}: {name}", f"reliability-{key}", estimator),
@@ -600,15 +638,17 @@ def p_value_phrase(p: float, samples: int) -> str:
     return p_phrase(p_value_text(p, samples))
 
 
-def untested_phrase(units: str) -> str:
-    """What a comparison with too few resampling units (``pairs`` or ``groups``) has in
-    place of its interval and p-value.
+def untested_phrase(units: str, what: str = "interval or p-value") -> str:
+    """What a result with too few resampling units (``pairs`` or ``groups``) has in place
+    of ``what``: a comparison's interval and p-value, one model's interval.
 
     Example:
         >>> untested_phrase("groups")
         'no interval or p-value (fewer than 10 resampled groups)'
+        >>> untested_phrase("pairs", "interval")
+        'no interval (fewer than 10 resampled pairs)'
     """
-    return f"no interval or p-value (fewer than {MIN_UNITS} resampled {units})"
+    return f"no {what} (fewer than {MIN_UNITS} resampled {units})"
 
 
 def p_phrase(text: str) -> str:
@@ -625,13 +665,15 @@ def _models_table(
     names: tuple[str, str],
     results: tuple[CalibrationResult, CalibrationResult],
     measures: tuple[Measures, Measures],
-    level: str,
+    interval: tuple[str, str],
 ) -> str:
-    """Model a and b side by side: file, CalibErr, interval and the other measures."""
+    """Model a and b side by side: file, CalibErr, interval (``interval``: its level and
+    the units resampled) and the other measures."""
+    level, units = interval
     rows = [
         ("file", *names),
         ("CalibErr", *(fixed(r.error) for r in results)),
-        (f"{level} interval", *(_interval(r) for r in results)),
+        (f"{level} interval", *(_interval(r, units) for r in results)),
     ]
     per_model = [{name: value for _, name, value in _measure_rows("", m)} for m in measures]
     rows += [(name, per_model[0][name], per_model[1].get(name, "")) for name in per_model[0]]
@@ -650,14 +692,14 @@ def _compare_labels(
     adjusted = _adjusted(verdicts, summary.get("label_counts"))
     rows = [
         [k, _pairs(c.a), fixed(c.a.error), fixed(c.b.error), f"{float(c.difference):+.4f}",
-         _interval(c, sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
+         _interval(c, summary["resampled"], sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
          verdicts.get(k, {}).get("better", "")]
         for k, c in ((k, per_label[k]) for k in order)
     ]  # fmt: skip
     header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p",
               "adjusted p", "better"]  # fmt: skip
     return (
-        f'<section id="per-label"><h2>Per label ({len(order)} labels)</h2>'
+        f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _label_counts(summary.get("label_counts"), len(order))
         + _figure(
             chart,

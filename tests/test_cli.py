@@ -302,7 +302,8 @@ def test_demo_progress_bar_counts_the_estimator_study(tmp_path: Path, capsys, mo
 def test_demo_refuses_a_missing_img_folder_before_running(tmp_path: Path, capsys) -> None:
     code, _, err = run_cli(capsys, "demo", "--out", tmp_path, "--quick", "--img", tmp_path / "no")
     assert code == 2
-    assert err.strip().endswith("not a folder") and len(err.strip().splitlines()) == 1
+    assert err.strip().endswith("no: does not exist (make the folder first)")
+    assert len(err.strip().splitlines()) == 1
     assert not list(tmp_path.glob("*.png"))
 
 

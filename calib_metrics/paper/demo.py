@@ -252,10 +252,11 @@ def _sizes(args: argparse.Namespace) -> tuple[int, int, int]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    if args.img is not None and not Path(args.img).is_dir():
-        raise ValueError(f"--img {args.img}: not a folder")  # said before the long run
+    # Said before the long run, which had ended in a raw "[Errno 17] File exists".
+    out = report.output_folder(args.out)
+    if args.img is not None:
+        report.output_folder(args.img, "--img", exists=True)
     n, bin_size, samples = _sizes(args)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(args.seed)
     start = time.perf_counter()

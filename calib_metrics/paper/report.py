@@ -23,11 +23,12 @@ def write_json(path: str | Path, results: Any) -> Path:
     return path
 
 
-def output_folder(path: str | Path) -> Path:
-    """``--out`` as a folder to write into, checked before any work: an existing file, or
+def output_folder(path: str | Path, option: str = "--out", *, exists: bool = False) -> Path:
+    """``option``'s folder to write into, checked before any work: an existing file, or
     a path under one, is refused (they had failed only after training, with a raw
-    ``[Errno 17]`` or ``[Errno 20]``). The folder itself is made later, once the data are
-    read, so that a run stopped by missing data leaves nothing behind.
+    ``[Errno 17]`` or ``[Errno 20]``), and with ``exists=True`` a folder that does not
+    exist (one the command does not make). The folder itself is made later, once the data
+    are read, so that a run stopped by missing data leaves nothing behind.
 
     Example:
         >>> import tempfile, os
@@ -40,12 +41,14 @@ def output_folder(path: str | Path) -> Path:
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
-        raise ValueError(f"--out {path}: a file, not a folder")
+        raise ValueError(f"{option} {path}: a file, not a folder")
     for parent in path.absolute().parents:
         if parent.exists():  # the nearest existing one decides: all above it are folders
             if not parent.is_dir():
-                raise ValueError(f"--out {path}: {parent} is a file, not a folder")
+                raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
             break
+    if exists and not path.exists():
+        raise ValueError(f"{option} {path}: does not exist (make the folder first)")
     return path
 
 

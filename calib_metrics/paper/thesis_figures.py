@@ -29,8 +29,9 @@ class Curve(NamedTuple):
 def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: float = 0.95):
     """Every curve on one ``ax`` (colours ``C0``, ``C1``, ...); returns ``ax``.
 
-    Each model's spread of predictions (the grey bars of ``reliability_diagram``) is
-    tinted in the model's colour, so the refinement of the models can be compared too.
+    Each model's spread of predictions (the count bars of ``reliability_diagram``, which
+    draws a later model's in its colour on the first one's count axis) is tinted in the
+    model's colour, so the refinement of the models can be compared too.
 
     Example:
         >>> import matplotlib
@@ -52,38 +53,22 @@ def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: floa
 
     if not curves:
         raise ValueError("overlay_reliability needs at least one curve")
-    count_axis = None
     for i, curve in enumerate(curves):
         before = set(ax.figure.axes)
         color = f"C{i}"
         reliability_diagram(
             curve.result, ax=ax, label=curve.label, color=color, confidence=confidence
         )
-        for twin in set(ax.figure.axes) - before:  # the spread of this model's predictions
+        for twin in set(ax.figure.axes) - before:  # the first model's count axis: grey bars
             for bar in twin.patches:
                 bar.set_facecolor(color)
                 bar.set_alpha(0.25)
-            count_axis = _share_count_axis(twin, count_axis)
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))  # the diagonal is drawn once per curve
-    ax.legend(unique.values(), unique.keys(), loc="upper left", fontsize=7)
+    # The captions carry the errors: the legend names the models only.
+    handles = ax.get_legend_handles_labels()[0][: 1 + len(curves)]
+    ax.legend(handles, ["perfect calibration", *(c.label for c in curves)], loc="upper left",
+              fontsize=7)  # fmt: skip
     ax.set_title(title, fontsize=9)
     return ax
-
-
-def _share_count_axis(twin, first):
-    """Draw every model's counts on the first model's count axis: one scale, one set of
-    tick labels (each model's own axis would print its ticks over the others')."""
-    if first is None:
-        return twin
-    first_low, first_high = first.get_ylim()
-    low, high = twin.get_ylim()
-    if twin.get_yscale() == first.get_yscale():
-        limits = (min(first_low, low), max(first_high, high))
-        first.set_ylim(*limits)
-        twin.set_ylim(*limits)
-    twin.yaxis.set_visible(False)
-    return first
 
 
 def thesis_figure(

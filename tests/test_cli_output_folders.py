@@ -1,0 +1,52 @@
+"""Output options name what is wrong with them in one line (exit code 2): ``demo --img``
+of a missing folder had said "not a folder", ``demo --out`` of a file ended in a raw
+"[Errno 17] File exists", and ``--html ""`` was reported as "--html .: is a folder"."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
+_runs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_runs)
+one_line_error = _runs.one_line_error
+
+
+def test_demo_img_that_does_not_exist(tmp_path, capsys) -> None:
+    line = one_line_error(capsys, "demo", "--out", tmp_path, "--quick", "--img", tmp_path / "no")
+    assert line.endswith(f"--img {tmp_path / 'no'}: does not exist (make the folder first)")
+
+
+def test_demo_img_that_is_a_file(tmp_path, capsys) -> None:
+    (tmp_path / "afile").write_text("x")
+    line = one_line_error(capsys, "demo", "--out", tmp_path, "--quick", "--img", tmp_path / "afile")
+    assert line.endswith(f"--img {tmp_path / 'afile'}: a file, not a folder")
+
+
+@pytest.mark.parametrize("under", [False, True])
+def test_demo_out_that_is_a_file(tmp_path, capsys, under) -> None:
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "afile" / "sub" if under else tmp_path / "afile"
+    line = one_line_error(capsys, "demo", "--out", out, "--quick")
+    assert line.startswith(f"calib-metrics: error: --out {out}: ")
+    assert line.endswith("a file, not a folder") and "Errno" not in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "p.csv", "--html", ""],
+        ["evaluate", "p.csv", "--plot", ""],
+        ["compare", "p.csv", "--probs-b", "q", "--html", ""],
+        ["compare", "p.csv", "--probs-b", "q", "--plot", ""],
+        ["recalibrate", "d.csv", "t.csv", "--out", ""],
+        ["recalibrate", "d.csv", "t.csv", "--plot", ""],
+    ],
+)
+def test_an_empty_output_path_is_reported_as_given(capsys, argv) -> None:
+    option = argv[-2]
+    line = one_line_error(capsys, *argv)
+    assert f"argument {option}: '' is an empty path: give a file name" in line

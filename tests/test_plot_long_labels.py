@@ -1,0 +1,39 @@
+"""One very long label name (300 characters) had widened the per-label chart without end
+(24.6 inches for one model) until its bars were a sliver: a tick shows at most
+MAX_TICK_CHARS characters, its middle cut to "…", and the width stops growing there."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+
+from calib_metrics.functional import calibration_error_ci
+from calib_metrics.plot import MAX_TICK_CHARS, per_class_errors, per_label_errors
+
+
+@pytest.fixture(scope="module")
+def result():
+    q = torch.rand(300, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    return calibration_error_ci(q, (q > 0.5).double(), bin_size=30, n_samples=20)
+
+
+LONG = "query:" + "x" * 280 + ":the end"
+
+
+def test_a_long_label_is_shortened_and_the_chart_width_capped(result) -> None:
+    capped = per_label_errors({"a" * MAX_TICK_CHARS: result, "y": result})[0]
+    fig, ax = per_label_errors({LONG: result, "y": result})
+    assert fig.get_size_inches()[0] == capped.get_size_inches()[0] < 8
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    long = next(t for t in ticks if t != "y")
+    assert len(long) == MAX_TICK_CHARS and "…" in long
+    assert long.startswith("query:x") and long.endswith(":the end")
+
+
+def test_per_class_ticks_are_shortened_alike(result) -> None:
+    _, ax = per_class_errors({"m": [result, result]}, [LONG, "y"])
+    assert [len(t.get_text()) for t in ax.get_xticklabels()] == [MAX_TICK_CHARS, 1]

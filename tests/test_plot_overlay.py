@@ -1,0 +1,55 @@
+"""Two models on one ``ax``: the second call had added a second count axis over the first,
+a second "perfect calibration" legend entry, and replaced the title with its own error
+(the first model's label beside the second's numbers)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+from matplotlib.colors import to_hex
+
+from calib_metrics.functional import calibration_error_ci
+from calib_metrics.plot import describe, reliability_diagram
+
+
+@pytest.fixture(scope="module")
+def two():
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    return [calibration_error_ci(x, y, n_samples=30) for x in (q, q.sqrt())]
+
+
+def _legend(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_a_second_model_is_drawn_over_the_first(two) -> None:
+    a, b = two
+    fig, ax = reliability_diagram(a, label="model a")
+    title = ax.get_title()
+    reliability_diagram(b, ax, label="model b", color="C1", title="ignored")
+    assert len(fig.axes) == 2  # one count axis for both
+    assert _legend(ax) == [
+        "perfect calibration",
+        "model a",
+        f"model b: {describe(b)}",
+        "pairs per grey bar (right axis)",
+    ]
+    assert ax.get_title() == title and title.splitlines()[0] == f"model a: {describe(a)}"
+    (counts,) = [other for other in fig.axes if other is not ax]
+    colours = {to_hex(bar.get_facecolor()[:3]) for bar in counts.patches}
+    assert to_hex("C1") in colours and len(colours) == 2
+    assert counts.get_ylim()[1] >= max(bar.get_height() for bar in counts.patches)
+
+
+def test_the_second_model_keeps_the_first_ones_x_axis(two) -> None:
+    a, b = two
+    _, ax = reliability_diagram(a, xscale="logit")
+    limits = ax.get_xlim()
+    reliability_diagram(b, ax, xscale="linear")
+    assert ax.get_xscale() == "logit" and ax.get_xlim() == limits

@@ -1,0 +1,43 @@
+"""``posterior_time_series`` draws counts: an infinite value had failed inside
+matplotlib ("Axis limits cannot be NaN or Inf"), and negative ones were drawn outside the
+axis' fixed range [-0.04, 1.15] × the largest value. Each is a ValueError naming the
+series and the period; NaN (no value) is still a gap, and a normal interval's lower end
+may fall below 0."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+
+from calib_metrics.plot import posterior_time_series
+
+INF, NAN = math.inf, math.nan
+
+
+@pytest.mark.parametrize(
+    "series,message",
+    [
+        ({"mean": [INF, 2]}, "mean must hold finite counts >= 0 .* got inf at period 'a'"),
+        ({"mean": [-5, -2]}, "mean must hold finite counts >= 0 .* got -5.0 at period 'a'"),
+        ({"upper": [2, -1]}, "upper must hold .* got -1.0 at period 'b'"),
+        ({"lower": [-INF, 0]}, "lower must hold finite counts .* got -inf at period 'a'"),
+        ({"one_best": [1, INF]}, "one_best must hold .* got inf at period 'b'"),
+        ({"gold": [-1, 0]}, "gold must hold .* got -1.0 at period 'a'"),
+    ],
+)
+def test_values_that_are_not_counts_are_named(series, message) -> None:
+    values = {"mean": [1, 2], "lower": [0, 1], "upper": [2, 3]} | series
+    with pytest.raises(ValueError, match=message):
+        posterior_time_series(["a", "b"], **values)
+
+
+def test_nan_is_a_gap_and_a_lower_end_below_zero_is_drawn_from_zero() -> None:
+    _, ax = posterior_time_series(["a", "b"], [NAN, 2], [-0.5, 1], [2, 3])
+    (band,) = ax.collections
+    assert min(v for p in band.get_paths() for v in p.vertices[:, 1]) == 0
+    assert ax.get_ylim()[0] < 0 < ax.get_ylim()[1]
