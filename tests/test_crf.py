@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -381,3 +383,17 @@ def test_gold_tags_padded_with_an_ignore_index(one_thread):
     fit = CRFTagger(3, 6).fit(pad_words, padded, mask, c2=0.1, progress=False)
     ref = CRFTagger(3, 6).fit(words, tags, mask, c2=0.1, progress=False)
     torch.testing.assert_close(fit.emission.weight, ref.emission.weight)
+
+
+def test_a_fit_summary_pickled_before_stopped_by_existed_does_not_claim_a_rule() -> None:
+    # Five fields, as FitInfo had before 2026-11-30: its converged meant "budget not
+    # used up", and no rule was recorded; a default of "gradient" had claimed one.
+    import pickle
+
+    from calib_metrics.models.chain_fit import FitInfo
+
+    old = FitInfo.__new__(FitInfo)
+    old.__dict__.update(objective=1.0, n_evals=10, n_iter=8, converged=False, seconds=0.1)
+    loaded = pickle.loads(pickle.dumps(old))
+    assert loaded.stopped_by is None
+    assert math.isnan(loaded.max_grad)

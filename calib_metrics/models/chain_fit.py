@@ -47,9 +47,13 @@ class FitInfo:
         stopped_by: the rule that stopped L-BFGS: ``"gradient"`` (``max_grad <= tol``),
             ``"max_iter"`` or ``"max_eval"`` (the budget ran out), or ``"change"``
             (``tolerance_change``: the step, the objective's change or the slope along
-            the search direction fell below it). A stop on ``"change"`` says the steps became small,
-            not that the optimum is near: ``converged`` tells which.
-        max_grad: the largest absolute gradient entry at the fitted weights.
+            the search direction fell below it). A stop on ``"change"`` says the steps
+            became small, not that the optimum is near: ``converged`` tells which. Where
+            the slope test fires at the last allowed iteration, the budget is named.
+            ``None`` for a summary pickled before this field existed, whose
+            ``converged`` meant only that the budget was not used up.
+        max_grad: the largest absolute gradient entry at the fitted weights (NaN for
+            such an old summary).
     """
 
     objective: float
@@ -58,7 +62,7 @@ class FitInfo:
     converged: bool
     seconds: float
     # Defaults keep a FitInfo pickled before these fields existed readable.
-    stopped_by: StopRule = "gradient"
+    stopped_by: StopRule | None = None
     max_grad: float = math.nan
 
 

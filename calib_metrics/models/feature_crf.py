@@ -45,8 +45,9 @@ def check_features(
 ) -> CheckedBatch:
     """Validate a padded batch of feature-id bags ``[B, T, F]`` (and gold tags), as
     :func:`~calib_metrics.models.chain_tagger.check_words` does a batch of words: ids of
-    any integer dtype, checked only where ``mask`` is True (padding may hold anything),
-    ``tags`` required given ``num_tags``; one host synchronisation for the value checks.
+    any integer dtype, checked only where ``mask`` is True (padding may hold anything, and
+    comes back as id 0, which has no weight), ``tags`` required given ``num_tags``; one
+    host synchronisation for the value checks.
 
     Example:
         >>> batch = check_features(torch.tensor([[[3, 0], [-100, -100]]]), None, 8)
@@ -56,10 +57,10 @@ def check_features(
         >>> batch = check_features(torch.tensor([[[3, 0], [-100, -100]]]),
         ...                        torch.tensor([[True, False]]), 8)
         >>> batch.words.tolist(), batch.mask.tolist()
-        ([[[3, 0], [-100, -100]]], [[True, False]])
+        ([[[3, 0], [0, 0]]], [[True, False]])
     """
     if not isinstance(features, Tensor) or features.dim() != 3:
-        shape = tuple(features.shape) if isinstance(features, Tensor) else type(features)
+        shape = tuple(features.shape) if isinstance(features, Tensor) else type(features).__name__
         raise ValueError(f"features must be a [B, T, F] tensor of ids, got shape {shape}")
     features = as_indices(features, "features")
     if 0 in features.shape:
@@ -82,6 +83,8 @@ def check_features(
     if bad_id:
         raise ValueError(f"feature ids must lie in [0, {num_features}) where mask is True")
     check_tag_flag(bad_tag, num_tags)
+    # Once here, not at every evaluation of a fit: the padding's ids become id 0.
+    features = features.masked_fill(~mask[..., None], 0)
     return CheckedBatch(features, mask, None if num_tags is None else tags)
 
 
@@ -128,10 +131,9 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         )
 
     def _emissions(self, features: Tensor, mask: Tensor) -> Tensor:
+        """Emissions of checked features, whose padding holds id 0 (:func:`check_features`)."""
         batch, length, slots = features.shape
-        # Padding may hold any id (an ignore index): look up the padding id 0 there.
-        ids = features.masked_fill(~mask[..., None], 0).reshape(-1, slots)
-        return self.weights(ids).view(batch, length, self.num_tags)
+        return self.weights(features.reshape(-1, slots)).view(batch, length, self.num_tags)
 
     def potentials(
         self, features: Tensor, mask: Tensor | None = None
