@@ -528,7 +528,7 @@ def log_partition(
     no tag sequence can score (every path -inf) gets ``log Z = -inf`` and zero gradient.
 
     Host synchronisations: one for the argument checks (``validate_args=False`` skips
-    them; the caller then vouches for the inputs), two in the forward pass and one in the
+    them; the caller then vouches for the inputs), two in the forward pass and two in the
     backward pass, which decide whether the fast rescaled recursion was exact or the
     log-space one is needed (the forward pass runs the fast backward recursion too: a tag
     that forbidden transitions keep apart can underflow over several steps where only the
