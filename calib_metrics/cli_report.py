@@ -9,6 +9,7 @@ compares the two models on each label's items, paired. The page itself is built 
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -252,12 +253,19 @@ def label_lines(per_label: dict[str, dict[str, float]]) -> list[str]:
     Example:
         >>> label_lines({"NN": {"n": 812.0, "calib_err": 0.0123, "lower": 0.01, "upper": 0.015}})
         ['  NN: CalibErr 0.0123 [0.0100, 0.0150], 812 pairs']
+        >>> nan = float("nan")  # too few pairs to resample
+        >>> label_lines({"UH": {"n": 4.0, "calib_err": 0.2, "lower": nan, "upper": nan}})
+        ['  UH: CalibErr 0.2000, no interval, 4 pairs']
     """
     from calib_metrics.wording import counted
 
+    def interval(r: dict[str, float]) -> str:
+        if math.isnan(r["lower"]) or math.isnan(r["upper"]):
+            return ", no interval"
+        return f" [{r['lower']:.4f}, {r['upper']:.4f}]"
+
     return [
-        f"  {k}: CalibErr {r['calib_err']:.4f} [{r['lower']:.4f}, {r['upper']:.4f}], "
-        + counted(r["n"], "pair")
+        f"  {k}: CalibErr {r['calib_err']:.4f}{interval(r)}, " + counted(r["n"], "pair")
         for k, r in per_label.items()
     ]
 

@@ -167,3 +167,12 @@ def test_a_label_column_of_another_length_is_refused(tmp_path, capsys):
     argv = ["evaluate", path, "--ignore-index", "-100", "--label", "tag", "--samples", "20"]
     code, _, err = _run(capsys, *argv)
     assert code == 2 and "400 values in --label 'tag' for 180 rows" in err
+
+
+def test_a_label_too_small_for_an_interval_says_so_in_the_text_output(tmp_path, capsys):
+    # 4 pairs of tag C cannot be resampled: the line read "[nan, nan]".
+    path = _write(tmp_path / "p.csv", TAGS + ["C"] * 4)
+    code, out, _ = _run(capsys, "evaluate", path, "--label", "tag", "--samples", "50")
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.strip().startswith("C:"))
+    assert "nan" not in line and "no interval" in line and "4 pairs" in line
