@@ -679,6 +679,10 @@ class ChainMessages(NamedTuple):
             every position inside the mask.
 
     Both message tensors are -inf outside the mask and wherever the sentence is impossible.
+    Where the fast rescaled recursion was exact to working precision, an entry far below
+    its position's largest (about 700 nats in float64, 85 in float32) may be -inf too: it
+    adds nothing that the dtype can hold to any sum of the messages, so log_partition and
+    the marginals are unaffected, but its own value is not kept.
     """
 
     log_alpha: Tensor
