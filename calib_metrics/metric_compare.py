@@ -376,18 +376,17 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             >>> metric.compute_by_label().verdict.tolist()
             [1, 0]
         """
-        by_class = self.num_classes is not None and self.mode in ("one_vs_rest", "classwise")
-        if not (self.labels or by_class) or (self.labels and self.mode == "top_label"):
-            raise ValueError(
-                "compute_by_label needs labels= in update (binary or one-vs-rest pairs), or "
-                "num_classes with mode 'one_vs_rest' or 'classwise' to compare class by class "
-                f"(this metric has num_classes={self.num_classes}, mode={self.mode!r}, "
-                f"{'with' if self.labels else 'no'} labels)"
-            )
+        # Decided by the options before the ranks gather (every rank alike); whether labels
+        # came, only after: a rank without data has none of its own, and refusing there
+        # alone left the other ranks waiting in the gather.
+        if self.num_classes is not None and self.mode == "top_label":
+            raise self._by_label_refused(has_labels=bool(self.labels))
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
             probs_a, probs_b, target, groups, labels = self._pairs()
+            if labels is None and self.num_classes is None:
+                raise self._by_label_refused(has_labels=False)
         if labels is None:  # class by class: the class ids of the one-vs-rest pairs
             labels = torch.arange(self.num_classes, device=target.device).expand_as(probs_a)
         with _rows_said_at_update():
@@ -396,6 +395,15 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 alpha=alpha, generator=self._generator(target.device), min_units=min_units,
                 **self.estimator,
             )  # fmt: skip
+
+    def _by_label_refused(self, has_labels: bool) -> ValueError:
+        """Why this metric cannot compare label by label."""
+        return ValueError(
+            "compute_by_label needs labels= in update (binary or one-vs-rest pairs), or "
+            "num_classes with mode 'one_vs_rest' or 'classwise' to compare class by class "
+            f"(this metric has num_classes={self.num_classes}, mode={self.mode!r}, "
+            f"{'with' if has_labels else 'no'} labels)"
+        )
 
     def plot(self, val: ComparisonResult | None = None, ax: Any = None) -> tuple[Any, Any]:
         """Both models' reliability diagrams side by side (a in ``C0``, b in ``C1``), the
