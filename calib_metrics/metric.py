@@ -1451,8 +1451,12 @@ class CalibrationError(_StatesKeepTheirDtype):
         return [(probs[:, c], target == c, groups) for c in range(self.num_classes)]
 
     def class_bins(self) -> list[Bins]:
-        """The bins behind the result: one entry (micro) or one per class."""
-        return self._bins(self._per_class)
+        """The bins behind the result: one entry (micro) or one per class. Synchronised
+        under DDP like :meth:`compute_result`: they are the union's bins on every rank."""
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+        ):
+            return self._bins(self._per_class)
 
     def _bins(self, per_class: bool) -> list[Bins]:
         """The bins of the pooled pairs (one entry) or of each class's (``per_class``)."""
@@ -1540,7 +1544,7 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def compute(self) -> Tensor:
         """The calibration error: 0-dim (micro, macro, weighted) or one per class (none)."""
-        bins = self.class_bins()
+        bins = self._bins(self._per_class)  # synchronised by torchmetrics' wrapper
         self._warn_few_bins(bins)
         errors = [bin_errors(b, self.norm, self._debias) for b in bins]
         return self._average(errors, bins)
@@ -1590,7 +1594,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 streaming_gap_bound(cells, size, **options)
                 for cells, size in self._class_sketches()
             ]
-            bins = self.class_bins() if self.average == "weighted" else []
+            bins = self._bins(self._per_class) if self.average == "weighted" else []
         return self._average(bounds, bins)
 
     def compute_result(self) -> CalibrationResult | list[CalibrationResult]:
@@ -1716,7 +1720,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                     smooth_calibration_error(p, t, bandwidth=bandwidth)
                     for p, t, _ in self._class_pairs()
                 ]
-            bins = self.class_bins() if self.average == "weighted" else []
+            bins = self._bins(self._per_class) if self.average == "weighted" else []
         return self._average(errors, bins)
 
     def compute_spiegelhalter(self) -> SpiegelhalterResult | list[SpiegelhalterResult]:
