@@ -1256,7 +1256,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         if self.streaming:
             self._keep_batch(batch)
         else:
-            self.merge_state(batch)  # which counts the batch's update
+            self._merge(batch, copy=False)  # which counts the batch's update
         self._forward_cache = value
         return value
 
@@ -1298,8 +1298,16 @@ class CalibrationError(_StatesKeepTheirDtype):
 
         Also with ``dist_sync_on_step=True``, which torchmetrics' own ``merge_state``
         refuses: the states are sums, extremes and concatenations, merged as they are locally, and
-        ``forward`` merges each batch through here.
+        ``forward`` merges each batch through here. The merged pairs are this metric's own
+        copies, as ``update``'s and ``load_state_dict``'s are: the caller may refill or
+        change the incoming tensors afterwards.
         """
+        self._merge(incoming_state, copy=True)
+
+    def _merge(self, incoming_state: dict[str, Any] | Metric, *, copy: bool) -> None:
+        """:meth:`merge_state`; ``copy=False`` takes the incoming pairs' tensors themselves
+        (forward's batch metric, whose rows are already its own copies and whose reset
+        gives it new lists)."""
         if not isinstance(incoming_state, dict | CalibrationError):
             raise ValueError(
                 "a CalibrationError merges another CalibrationError or a dict of its states, "
@@ -1320,6 +1328,13 @@ class CalibrationError(_StatesKeepTheirDtype):
         if isinstance(incoming, CalibrationError):
             incoming = incoming.metric_state
         incoming = self._listed(incoming)
+        if copy:
+            # torchmetrics' reduction joins the lists of pairs, keeping the incoming tensors
+            # themselves (the sketch's sums, extremes and row count it makes anew).
+            incoming = {
+                key: [_own_copy(t.detach()) for t in value] if isinstance(value, list) else value
+                for key, value in incoming.items()
+            }
         if self._keeps_groups() and _mixes_grouped(self.metric_state, incoming):
             raise ValueError(
                 "cannot merge these CalibrationErrors: one holds group ids (groups=) and "

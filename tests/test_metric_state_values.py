@@ -109,3 +109,26 @@ def test_a_metric_inside_a_module_is_checked_under_its_prefix() -> None:
     ):
         parent.load_state_dict(other.state_dict())
     assert sum(p.numel() for p in parent.metric.probs) == 200
+
+
+@pytest.mark.parametrize("streaming", [False, True])  # streaming: its buffer of pairs
+@pytest.mark.parametrize("incoming", ["dict", "metric"])
+def test_merged_pairs_are_the_metric_s_own_copies(streaming: bool, incoming: str) -> None:
+    """merge_state had kept the incoming tensors themselves: a caller that reused its
+    buffer after the merge changed the merged metric (0.217 became 0.184)."""
+    source = CalibrationError(debias=False, streaming=streaming)
+    source.update(Q, Y)
+    state = {
+        k: [t.clone() for t in v] if isinstance(v, list) else v.clone()
+        for k, v in source.metric_state.items()
+    }
+    metric = CalibrationError(debias=False, streaming=streaming)
+    metric.merge_state(state if incoming == "dict" else source)
+    metric.compute()  # cached
+    held = state if incoming == "dict" else source.metric_state
+    held["probs"][0].mul_(0.5)  # the caller reuses its tensors
+    metric.update(Q[:1], Y[:1])  # any later call: the cached value is dropped
+    fresh = CalibrationError(debias=False, streaming=streaming)
+    fresh.update(Q, Y)
+    fresh.update(Q[:1], Y[:1])
+    assert metric.compute().item() == fresh.compute().item()
