@@ -127,6 +127,14 @@ def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: t
 
 # The state dict key recording the ignore_index the saved padding rows were kept with.
 _IGNORE_KEY = "_ignore_index"
+# The state dict key recording what the saved pairs are: the mode's code and num_classes
+# (0 for binary input). A streaming top-label sketch holds (confidence, correct) pairs in
+# one row, as a binary one holds (q, y): only this tells them apart.
+_SETTINGS_KEY = "_settings"
+# Saved in state dicts: a code never changes meaning.
+_MODE_CODES = {"one_vs_rest": 0, "top_label": 1, "classwise": 2}
+# Not states: the records of the options a state was saved with.
+_TAG_KEYS = (_IGNORE_KEY, _SETTINGS_KEY)
 
 
 def _target_problem(value: Any, num_classes: int | None, ignore_index: int | None) -> str:
@@ -422,6 +430,7 @@ class _StatesKeepTheirDtype(Metric):
     _WIDE_STATES: tuple[str, ...] = ()
     num_classes: int | None = None
     ignore_index: int | None = None
+    mode: str = "one_vs_rest"
 
     def reset(self) -> None:
         """Forget every state. List states get new lists: torchmetrics clears them in
@@ -598,6 +607,55 @@ class _StatesKeepTheirDtype(Metric):
             ignore = self.ignore_index
             flag_and_value = [0, 0] if ignore is None else [1, ignore]
             destination[prefix + _IGNORE_KEY] = torch.tensor(flag_and_value, dtype=torch.int64)
+            # And what the pairs are, which their shapes do not always say.
+            settings = [_MODE_CODES[self.mode], self.num_classes or 0]
+            destination[prefix + _SETTINGS_KEY] = torch.tensor(settings, dtype=torch.int64)
+
+    @staticmethod
+    def _pop_tags(states: dict, prefix: str = "") -> dict[str, Any]:
+        """Take the records of the options (``_TAG_KEYS``, after ``prefix``) out of
+        ``states``; return them by their bare names."""
+        return {key: states.pop(prefix + key) for key in _TAG_KEYS if prefix + key in states}
+
+    def _check_incoming(self, states: dict, tags: dict[str, Any], prefix: str = "") -> None:
+        """Refuse a loaded or merged state (``prefix + name`` keys) that this metric would
+        count wrongly, before any of it is taken: one saved with another ``ignore_index``
+        (by its record), of other shapes or values (named by the state), or by a metric
+        of other settings (by its record, which catches what the shapes cannot tell: a
+        top-label sketch from a binary one). A state without the records (saved before
+        they were kept, or a ``metric_state`` dict) is checked by its shapes and values
+        alone."""
+        self._check_saved_ignore_index(tags.get(_IGNORE_KEY))
+        self._check_states(states, prefix)
+        self._check_saved_settings(tags.get(_SETTINGS_KEY))
+
+    def _settings_problem(self, num_classes: int | None, mode: str) -> str:
+        """Why pairs of a metric of ``num_classes`` and ``mode`` cannot join this one's
+        ('' when they can). A comparison keeps its pairs as given whatever the mode (it
+        turns them into pairs at compute), so only num_classes counts here."""
+        if num_classes != self.num_classes:
+            return f"num_classes {num_classes} into num_classes {self.num_classes}"
+        return ""
+
+    def _check_saved_settings(self, saved: Any) -> None:
+        """Refuse a state saved by a metric of other settings (``_SETTINGS_KEY``)."""
+        if saved is None:
+            return
+        codes = {code: mode for mode, code in _MODE_CODES.items()}
+        values = saved.tolist() if isinstance(saved, Tensor) else None
+        if not (isinstance(values, list) and len(values) == 2 and values[0] in codes):
+            raise ValueError(
+                f"{type(self).__name__}: the state's record of its settings "
+                f"({_SETTINGS_KEY!r}) is {saved!r}, not [mode code, num_classes]"
+            )
+        mode, num_classes = codes[values[0]], int(values[1]) or None
+        problem = self._settings_problem(num_classes, mode)
+        if problem:
+            raise ValueError(
+                f"{type(self).__name__}: the state was saved by a metric of other settings "
+                f"({problem}); build the metric with num_classes={num_classes}, "
+                f"mode={mode!r}"
+            )
 
     def _check_saved_ignore_index(self, saved: Tensor | None) -> None:
         """Refuse a state saved with another ``ignore_index`` (states saved before it was
@@ -685,10 +743,10 @@ class _StatesKeepTheirDtype(Metric):
         error_msgs: list[str],
     ) -> None:
         try:
-            self._check_saved_ignore_index(state_dict.pop(prefix + _IGNORE_KEY, None))
+            tags = self._pop_tags(state_dict, prefix)
             self._drop_empty_states_not_kept(state_dict, prefix)
             self._check_keys(state_dict, prefix)
-            self._check_states(state_dict, prefix)
+            self._check_incoming(state_dict, tags, prefix)
         except ValueError as refused:
             if not prefix:  # the metric's own load_state_dict: the library's ValueError
                 raise
@@ -1301,6 +1359,16 @@ class CalibrationError(_StatesKeepTheirDtype):
         ``forward`` merges each batch through here. The merged pairs are this metric's own
         copies, as ``update``'s and ``load_state_dict``'s are: the caller may refill or
         change the incoming tensors afterwards.
+
+        A metric is checked by its options. A dict of states (``other.metric_state``)
+        carries none, so it is checked by its keys, shapes and values (a sketch's too): its
+        targets must be labels here (0 or 1; class ids below ``num_classes``) or this
+        metric's ``ignore_index``. Padding marked by a value that is a label here as well
+        (``ignore_index=0``, or 2 of 3 classes, into a metric without it) cannot be told
+        from labels and would be counted as labels; nor can a folded streaming top-label
+        sketch be told from a binary one. Merge the metric itself, or its ``state_dict()``
+        (after ``persistent(True)``), which records ``ignore_index``, ``mode`` and
+        ``num_classes`` and is checked against them as ``load_state_dict`` checks it.
         """
         self._merge(incoming_state, copy=True)
 
@@ -1318,12 +1386,14 @@ class CalibrationError(_StatesKeepTheirDtype):
             if problem:
                 raise ValueError(f"cannot merge these CalibrationErrors: {problem}")
         elif isinstance(incoming_state, dict):
+            incoming_state = dict(incoming_state)  # the caller's dict keeps its records
+            tags = self._pop_tags(incoming_state)
             if set(incoming_state) != set(self._defaults):
                 raise ValueError(
                     f"cannot merge a state with keys {sorted(incoming_state)} into a "
                     f"CalibrationError that keeps {sorted(self._defaults)}"
                 )
-            self._check_states(incoming_state)
+            self._check_incoming(incoming_state, tags)
         incoming = incoming_state
         if isinstance(incoming, CalibrationError):
             incoming = incoming.metric_state
@@ -1347,6 +1417,16 @@ class CalibrationError(_StatesKeepTheirDtype):
         self._count_merged_updates(incoming_state)
         self._computed = None
 
+    def _settings_problem(self, num_classes: int | None, mode: str) -> str:
+        """Also the mode: the pairs kept exactly are the same for every mode, but a
+        streaming top-label sketch is of (confidence, correct) pairs, which a binary
+        sketch of one row would take for (q, y); and merge_state never took another
+        mode's."""
+        problem = super()._settings_problem(num_classes, mode)
+        if not problem and mode != self.mode:
+            problem = f"mode {mode!r} into mode {self.mode!r}"
+        return problem
+
     def _merge_problem(self, other: CalibrationError) -> str:
         """Why ``other``'s state cannot be added to this one's ('' when it can)."""
         mode = {True: "a streaming", False: "an exact-mode"}
@@ -1355,10 +1435,9 @@ class CalibrationError(_StatesKeepTheirDtype):
                 f"{mode[other.streaming]} metric cannot be merged into {mode[self.streaming]} "
                 "one (streaming= must match)"
             )
-        if other.num_classes != self.num_classes:
-            return f"num_classes {other.num_classes} into num_classes {self.num_classes}"
-        if other.mode != self.mode:
-            return f"mode {other.mode!r} into mode {self.mode!r}"
+        settings = self._settings_problem(other.num_classes, other.mode)
+        if settings:
+            return settings
         if other.ignore_index != self.ignore_index:
             # Padding rows are kept, with their target, until compute() drops them.
             return f"ignore_index {other.ignore_index} into ignore_index {self.ignore_index}"

@@ -236,7 +236,16 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         """Append another comparison's pairs (or a state dict's) after this one's.
 
         The pair bootstrap gives each pair its own weight in order, so the order is kept:
-        this metric's pairs first, then the incoming ones.
+        this metric's pairs first, then the incoming ones. The merged pairs are this
+        metric's own copies.
+
+        A comparison is checked by its options. A dict of states (``other.metric_state``)
+        carries none, so it is checked by its keys, shapes and values: its targets must be
+        labels here or this metric's ``ignore_index``. Padding marked by a value that is a
+        label here as well (``ignore_index=0`` into a metric without it) cannot be told
+        from labels and would be counted as labels: merge the comparison itself, or its
+        ``state_dict()`` (after ``persistent(True)``), whose record of ``ignore_index``
+        and ``num_classes`` is checked as ``load_state_dict`` checks it.
         """
         source = incoming_state
         if isinstance(incoming_state, Metric):
@@ -244,22 +253,23 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 raise ValueError(
                     f"cannot merge a {type(incoming_state).__name__} into a CalibrationComparison"
                 )
-            if incoming_state.num_classes != self.num_classes:
-                raise ValueError(
-                    f"cannot merge num_classes {incoming_state.num_classes} into "
-                    f"num_classes {self.num_classes}"
-                )
+            settings = self._settings_problem(incoming_state.num_classes, incoming_state.mode)
+            if settings:
+                raise ValueError(f"cannot merge {settings}")
             if incoming_state.ignore_index != self.ignore_index:
                 # Padding rows are kept, with their target, until compute() drops them.
                 raise ValueError(
                     f"cannot merge ignore_index {incoming_state.ignore_index} into "
                     f"ignore_index {self.ignore_index}"
                 )
-            incoming_state = incoming_state.metric_state
-        if not isinstance(incoming_state, dict) or set(incoming_state) != set(_STATES):
+            incoming_state, tags = incoming_state.metric_state, {}
+        else:
+            incoming_state = dict(incoming_state) if isinstance(incoming_state, dict) else None
+            tags = {} if incoming_state is None else self._pop_tags(incoming_state)
+        if incoming_state is None or set(incoming_state) != set(_STATES):
             raise ValueError(f"a CalibrationComparison state is a dict with keys {list(_STATES)}")
         incoming_state = self._listed(incoming_state)
-        self._check_states(incoming_state)
+        self._check_incoming(incoming_state, tags)
         own = self._listed(self.metric_state)  # one tensor each once synchronised
         for name in ("groups", "labels"):
             if (own["target"] and incoming_state["target"]) and (
