@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import sys
 import warnings
@@ -1099,13 +1100,52 @@ class CalibrationError(_StatesKeepTheirDtype):
         """Also refuse, before anything is loaded or merged, pairs whose group ids this
         metric could not resample: accepted, they failed only at compute_result()."""
         super()._check_states(states, prefix)
-        problem = self._group_ids_problem(
-            states.get(prefix + "target"), states.get(prefix + "groups")
-        ) or self._folded_early_problem(
-            states.get(prefix + "rows_seen"), states.get(prefix + "probs")
+        problem = (
+            self._group_ids_problem(states.get(prefix + "target"), states.get(prefix + "groups"))
+            or self._sketch_problem(states, prefix)
+            or self._folded_early_problem(
+                states.get(prefix + "rows_seen"), states.get(prefix + "probs")
+            )
         )
         if problem:
             raise ValueError(f"CalibrationError: {problem}")
+
+    def _sketch_problem(self, states: dict[str, Any], prefix: str = "") -> str:
+        """Why a loaded or merged streaming state (of this metric's shapes) holds values
+        that no update made ('' when it holds none; two host reads, at load or merge only):
+        a sketch's cell that :func:`~calib_metrics.functional.sketch.state_problem` names,
+        or a row count that disagrees with the rows kept exactly and those in the sketch.
+        Accepted, a NaN Σr made compute() NaN and a negative count moved the bins."""
+        parts = [states.get(prefix + name) for name in _SKETCH_STATES]
+        rows_seen = states.get(prefix + "rows_seen")
+        if not self.streaming or not all(isinstance(t, Tensor) for t in (*parts, rows_seen)):
+            return ""  # not kept here, or missing: the keys are checked apart
+        cells = sketch.Sketch(*(part.detach() for part in parts))
+        found = sketch.state_problem(cells)
+        if found is not None:
+            field, why = found
+            return f"state 'cell_{field}' {why}: it is not a sketch that update() made"
+        counts = cells.count.to(torch.float64).sum(-1)  # every class's row holds every row
+        seen, *held = torch.cat([rows_seen.detach().reshape(1).double(), counts]).tolist()
+        kept = _row_count(states.get(prefix + "probs"))
+        if not (math.isfinite(seen) and seen >= kept and seen == int(seen)):
+            return (
+                f"state 'rows_seen' is {seen:g}, where the state keeps {kept} rows exactly: "
+                "it counts every row seen, kept exactly or in the sketch"
+            )
+        # Whole numbers by now (the sketch's counts were checked): say them so.
+        seen, folded, fewest, most = int(seen), int(seen) - kept, int(min(held)), int(max(held))
+        # Padding rows are counted as seen but never enter the sketch; other rows add one
+        # pair to each class's sketch.
+        if most > folded or fewest != most or (self.ignore_index is None and most < folded):
+            padding = "" if self.ignore_index is None else " at most"
+            return (
+                f"the sketch holds {fewest}{'' if fewest == most else f' to {most}'} "
+                f"rows, where state 'rows_seen' ({seen}, {kept} of them kept exactly) "
+                f"leaves it{padding} {folded}"
+                + (": was it saved with an ignore_index?" if most < folded else "")
+            )
+        return ""
 
     def _folded_early_problem(self, rows_seen: Any, probs: Any) -> str | None:
         """Why a streaming state whose sketch holds rows, though their number fits this
