@@ -1613,10 +1613,22 @@ class CalibrationError(_StatesKeepTheirDtype):
             sets = [states.of_class(c) for c in range(states.count.shape[0])]
         else:
             sets = [states.pooled()]
-        return [
-            (cells, resolve_bin_size(self.bin_size, int(cells.count.sum().item())))
-            for cells in sets
-        ]
+        pairs = [int(cells.count.sum().item()) for cells in sets]
+        sizes = [resolve_bin_size(self.bin_size, n) for n in pairs]
+        self._check_bins_room(pairs, sizes)
+        return list(zip(sets, sizes, strict=True))
+
+    def _check_bins_room(self, pairs: list[int], sizes: list[int]) -> None:
+        """Raise ValueError up front when the bins of a sketch would not fit, as the exact
+        mode refuses pairs that would not: the sketch holds any number of pairs, and
+        ``bin_size="auto"`` makes about √N bins of them (6·10⁷ for counts of 4·10¹⁵)."""
+        bins = sum(max(1, n // size) for n, size in zip(pairs, sizes, strict=True))
+        check_room(
+            bins * sketch.BYTES_PER_BIN,
+            self.device,
+            f"the streaming compute of {sum(pairs)} pairs in {bins} bins",
+            "choose a larger bin_size (bin_size='auto' makes about √N bins of √N pairs)",
+        )
 
     def _warn_coarse_sketch(self, cells: sketch.Sketch, bin_size: int) -> None:
         """One UserWarning per metric object when a folded sketch has fewer than
