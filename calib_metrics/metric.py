@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import sys
 import warnings
@@ -127,6 +128,14 @@ def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: t
 
 # The state dict key recording the ignore_index the saved padding rows were kept with.
 _IGNORE_KEY = "_ignore_index"
+# The state dict key recording what the saved pairs are: the mode's code and num_classes
+# (0 for binary input). A streaming top-label sketch holds (confidence, correct) pairs in
+# one row, as a binary one holds (q, y): only this tells them apart.
+_SETTINGS_KEY = "_settings"
+# Saved in state dicts: a code never changes meaning.
+_MODE_CODES = {"one_vs_rest": 0, "top_label": 1, "classwise": 2}
+# Not states: the records of the options a state was saved with.
+_TAG_KEYS = (_IGNORE_KEY, _SETTINGS_KEY)
 
 
 def _target_problem(value: Any, num_classes: int | None, ignore_index: int | None) -> str:
@@ -422,6 +431,7 @@ class _StatesKeepTheirDtype(Metric):
     _WIDE_STATES: tuple[str, ...] = ()
     num_classes: int | None = None
     ignore_index: int | None = None
+    mode: str = "one_vs_rest"
 
     def reset(self) -> None:
         """Forget every state. List states get new lists: torchmetrics clears them in
@@ -598,6 +608,55 @@ class _StatesKeepTheirDtype(Metric):
             ignore = self.ignore_index
             flag_and_value = [0, 0] if ignore is None else [1, ignore]
             destination[prefix + _IGNORE_KEY] = torch.tensor(flag_and_value, dtype=torch.int64)
+            # And what the pairs are, which their shapes do not always say.
+            settings = [_MODE_CODES[self.mode], self.num_classes or 0]
+            destination[prefix + _SETTINGS_KEY] = torch.tensor(settings, dtype=torch.int64)
+
+    @staticmethod
+    def _pop_tags(states: dict, prefix: str = "") -> dict[str, Any]:
+        """Take the records of the options (``_TAG_KEYS``, after ``prefix``) out of
+        ``states``; return them by their bare names."""
+        return {key: states.pop(prefix + key) for key in _TAG_KEYS if prefix + key in states}
+
+    def _check_incoming(self, states: dict, tags: dict[str, Any], prefix: str = "") -> None:
+        """Refuse a loaded or merged state (``prefix + name`` keys) that this metric would
+        count wrongly, before any of it is taken: one saved with another ``ignore_index``
+        (by its record), of other shapes or values (named by the state), or by a metric
+        of other settings (by its record, which catches what the shapes cannot tell: a
+        top-label sketch from a binary one). A state without the records (saved before
+        they were kept, or a ``metric_state`` dict) is checked by its shapes and values
+        alone."""
+        self._check_saved_ignore_index(tags.get(_IGNORE_KEY))
+        self._check_states(states, prefix)
+        self._check_saved_settings(tags.get(_SETTINGS_KEY))
+
+    def _settings_problem(self, num_classes: int | None, mode: str) -> str:
+        """Why pairs of a metric of ``num_classes`` and ``mode`` cannot join this one's
+        ('' when they can). A comparison keeps its pairs as given whatever the mode (it
+        turns them into pairs at compute), so only num_classes counts here."""
+        if num_classes != self.num_classes:
+            return f"num_classes {num_classes} into num_classes {self.num_classes}"
+        return ""
+
+    def _check_saved_settings(self, saved: Any) -> None:
+        """Refuse a state saved by a metric of other settings (``_SETTINGS_KEY``)."""
+        if saved is None:
+            return
+        codes = {code: mode for mode, code in _MODE_CODES.items()}
+        values = saved.tolist() if isinstance(saved, Tensor) else None
+        if not (isinstance(values, list) and len(values) == 2 and values[0] in codes):
+            raise ValueError(
+                f"{type(self).__name__}: the state's record of its settings "
+                f"({_SETTINGS_KEY!r}) is {saved!r}, not [mode code, num_classes]"
+            )
+        mode, num_classes = codes[values[0]], int(values[1]) or None
+        problem = self._settings_problem(num_classes, mode)
+        if problem:
+            raise ValueError(
+                f"{type(self).__name__}: the state was saved by a metric of other settings "
+                f"({problem}); build the metric with num_classes={num_classes}, "
+                f"mode={mode!r}"
+            )
 
     def _check_saved_ignore_index(self, saved: Tensor | None) -> None:
         """Refuse a state saved with another ``ignore_index`` (states saved before it was
@@ -685,10 +744,10 @@ class _StatesKeepTheirDtype(Metric):
         error_msgs: list[str],
     ) -> None:
         try:
-            self._check_saved_ignore_index(state_dict.pop(prefix + _IGNORE_KEY, None))
+            tags = self._pop_tags(state_dict, prefix)
             self._drop_empty_states_not_kept(state_dict, prefix)
             self._check_keys(state_dict, prefix)
-            self._check_states(state_dict, prefix)
+            self._check_incoming(state_dict, tags, prefix)
         except ValueError as refused:
             if not prefix:  # the metric's own load_state_dict: the library's ValueError
                 raise
@@ -1041,13 +1100,52 @@ class CalibrationError(_StatesKeepTheirDtype):
         """Also refuse, before anything is loaded or merged, pairs whose group ids this
         metric could not resample: accepted, they failed only at compute_result()."""
         super()._check_states(states, prefix)
-        problem = self._group_ids_problem(
-            states.get(prefix + "target"), states.get(prefix + "groups")
-        ) or self._folded_early_problem(
-            states.get(prefix + "rows_seen"), states.get(prefix + "probs")
+        problem = (
+            self._group_ids_problem(states.get(prefix + "target"), states.get(prefix + "groups"))
+            or self._sketch_problem(states, prefix)
+            or self._folded_early_problem(
+                states.get(prefix + "rows_seen"), states.get(prefix + "probs")
+            )
         )
         if problem:
             raise ValueError(f"CalibrationError: {problem}")
+
+    def _sketch_problem(self, states: dict[str, Any], prefix: str = "") -> str:
+        """Why a loaded or merged streaming state (of this metric's shapes) holds values
+        that no update made ('' when it holds none; two host reads, at load or merge only):
+        a sketch's cell that :func:`~calib_metrics.functional.sketch.state_problem` names,
+        or a row count that disagrees with the rows kept exactly and those in the sketch.
+        Accepted, a NaN Σr made compute() NaN and a negative count moved the bins."""
+        parts = [states.get(prefix + name) for name in _SKETCH_STATES]
+        rows_seen = states.get(prefix + "rows_seen")
+        if not self.streaming or not all(isinstance(t, Tensor) for t in (*parts, rows_seen)):
+            return ""  # not kept here, or missing: the keys are checked apart
+        cells = sketch.Sketch(*(part.detach() for part in parts))
+        found = sketch.state_problem(cells)
+        if found is not None:
+            field, why = found
+            return f"state 'cell_{field}' {why}: it is not a sketch that update() made"
+        counts = cells.count.to(torch.float64).sum(-1)  # every class's row holds every row
+        seen, *held = torch.cat([rows_seen.detach().reshape(1).double(), counts]).tolist()
+        kept = _row_count(states.get(prefix + "probs"))
+        if not (math.isfinite(seen) and seen >= kept and seen == int(seen)):
+            return (
+                f"state 'rows_seen' is {seen:g}, where the state keeps {kept} rows exactly: "
+                "it counts every row seen, kept exactly or in the sketch"
+            )
+        # Whole numbers by now (the sketch's counts were checked): say them so.
+        seen, folded, fewest, most = int(seen), int(seen) - kept, int(min(held)), int(max(held))
+        # Padding rows are counted as seen but never enter the sketch; other rows add one
+        # pair to each class's sketch.
+        if most > folded or fewest != most or (self.ignore_index is None and most < folded):
+            padding = "" if self.ignore_index is None else " at most"
+            return (
+                f"the sketch holds {fewest}{'' if fewest == most else f' to {most}'} "
+                f"rows, where state 'rows_seen' ({seen}, {kept} of them kept exactly) "
+                f"leaves it{padding} {folded}"
+                + (": was it saved with an ignore_index?" if most < folded else "")
+            )
+        return ""
 
     def _folded_early_problem(self, rows_seen: Any, probs: Any) -> str | None:
         """Why a streaming state whose sketch holds rows, though their number fits this
@@ -1256,7 +1354,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         if self.streaming:
             self._keep_batch(batch)
         else:
-            self.merge_state(batch)  # which counts the batch's update
+            self._merge(batch, copy=False)  # which counts the batch's update
         self._forward_cache = value
         return value
 
@@ -1298,8 +1396,26 @@ class CalibrationError(_StatesKeepTheirDtype):
 
         Also with ``dist_sync_on_step=True``, which torchmetrics' own ``merge_state``
         refuses: the states are sums, extremes and concatenations, merged as they are locally, and
-        ``forward`` merges each batch through here.
+        ``forward`` merges each batch through here. The merged pairs are this metric's own
+        copies, as ``update``'s and ``load_state_dict``'s are: the caller may refill or
+        change the incoming tensors afterwards.
+
+        A metric is checked by its options. A dict of states (``other.metric_state``)
+        carries none, so it is checked by its keys, shapes and values (a sketch's too): its
+        targets must be labels here (0 or 1; class ids below ``num_classes``) or this
+        metric's ``ignore_index``. Padding marked by a value that is a label here as well
+        (``ignore_index=0``, or 2 of 3 classes, into a metric without it) cannot be told
+        from labels and would be counted as labels; nor can a folded streaming top-label
+        sketch be told from a binary one. Merge the metric itself, or its ``state_dict()``
+        (after ``persistent(True)``), which records ``ignore_index``, ``mode`` and
+        ``num_classes`` and is checked against them as ``load_state_dict`` checks it.
         """
+        self._merge(incoming_state, copy=True)
+
+    def _merge(self, incoming_state: dict[str, Any] | Metric, *, copy: bool) -> None:
+        """:meth:`merge_state`; ``copy=False`` takes the incoming pairs' tensors themselves
+        (forward's batch metric, whose rows are already its own copies and whose reset
+        gives it new lists)."""
         if not isinstance(incoming_state, dict | CalibrationError):
             raise ValueError(
                 "a CalibrationError merges another CalibrationError or a dict of its states, "
@@ -1310,16 +1426,25 @@ class CalibrationError(_StatesKeepTheirDtype):
             if problem:
                 raise ValueError(f"cannot merge these CalibrationErrors: {problem}")
         elif isinstance(incoming_state, dict):
+            incoming_state = dict(incoming_state)  # the caller's dict keeps its records
+            tags = self._pop_tags(incoming_state)
             if set(incoming_state) != set(self._defaults):
                 raise ValueError(
                     f"cannot merge a state with keys {sorted(incoming_state)} into a "
                     f"CalibrationError that keeps {sorted(self._defaults)}"
                 )
-            self._check_states(incoming_state)
+            self._check_incoming(incoming_state, tags)
         incoming = incoming_state
         if isinstance(incoming, CalibrationError):
             incoming = incoming.metric_state
         incoming = self._listed(incoming)
+        if copy:
+            # torchmetrics' reduction joins the lists of pairs, keeping the incoming tensors
+            # themselves (the sketch's sums, extremes and row count it makes anew).
+            incoming = {
+                key: [_own_copy(t.detach()) for t in value] if isinstance(value, list) else value
+                for key, value in incoming.items()
+            }
         if self._keeps_groups() and _mixes_grouped(self.metric_state, incoming):
             raise ValueError(
                 "cannot merge these CalibrationErrors: one holds group ids (groups=) and "
@@ -1332,6 +1457,16 @@ class CalibrationError(_StatesKeepTheirDtype):
         self._count_merged_updates(incoming_state)
         self._computed = None
 
+    def _settings_problem(self, num_classes: int | None, mode: str) -> str:
+        """Also the mode: the pairs kept exactly are the same for every mode, but a
+        streaming top-label sketch is of (confidence, correct) pairs, which a binary
+        sketch of one row would take for (q, y); and merge_state never took another
+        mode's."""
+        problem = super()._settings_problem(num_classes, mode)
+        if not problem and mode != self.mode:
+            problem = f"mode {mode!r} into mode {self.mode!r}"
+        return problem
+
     def _merge_problem(self, other: CalibrationError) -> str:
         """Why ``other``'s state cannot be added to this one's ('' when it can)."""
         mode = {True: "a streaming", False: "an exact-mode"}
@@ -1340,10 +1475,9 @@ class CalibrationError(_StatesKeepTheirDtype):
                 f"{mode[other.streaming]} metric cannot be merged into {mode[self.streaming]} "
                 "one (streaming= must match)"
             )
-        if other.num_classes != self.num_classes:
-            return f"num_classes {other.num_classes} into num_classes {self.num_classes}"
-        if other.mode != self.mode:
-            return f"mode {other.mode!r} into mode {self.mode!r}"
+        settings = self._settings_problem(other.num_classes, other.mode)
+        if settings:
+            return settings
         if other.ignore_index != self.ignore_index:
             # Padding rows are kept, with their target, until compute() drops them.
             return f"ignore_index {other.ignore_index} into ignore_index {self.ignore_index}"
@@ -1451,8 +1585,12 @@ class CalibrationError(_StatesKeepTheirDtype):
         return [(probs[:, c], target == c, groups) for c in range(self.num_classes)]
 
     def class_bins(self) -> list[Bins]:
-        """The bins behind the result: one entry (micro) or one per class."""
-        return self._bins(self._per_class)
+        """The bins behind the result: one entry (micro) or one per class. Synchronised
+        under DDP like :meth:`compute_result`: they are the union's bins on every rank."""
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+        ):
+            return self._bins(self._per_class)
 
     def _bins(self, per_class: bool) -> list[Bins]:
         """The bins of the pooled pairs (one entry) or of each class's (``per_class``)."""
@@ -1475,10 +1613,22 @@ class CalibrationError(_StatesKeepTheirDtype):
             sets = [states.of_class(c) for c in range(states.count.shape[0])]
         else:
             sets = [states.pooled()]
-        return [
-            (cells, resolve_bin_size(self.bin_size, int(cells.count.sum().item())))
-            for cells in sets
-        ]
+        pairs = [int(cells.count.sum().item()) for cells in sets]
+        sizes = [resolve_bin_size(self.bin_size, n) for n in pairs]
+        self._check_bins_room(pairs, sizes)
+        return list(zip(sets, sizes, strict=True))
+
+    def _check_bins_room(self, pairs: list[int], sizes: list[int]) -> None:
+        """Raise ValueError up front when the bins of a sketch would not fit, as the exact
+        mode refuses pairs that would not: the sketch holds any number of pairs, and
+        ``bin_size="auto"`` makes about √N bins of them (6·10⁷ for counts of 4·10¹⁵)."""
+        bins = sum(max(1, n // size) for n, size in zip(pairs, sizes, strict=True))
+        check_room(
+            bins * sketch.BYTES_PER_BIN,
+            self.device,
+            f"the streaming compute of {sum(pairs)} pairs in {bins} bins",
+            "choose a larger bin_size (bin_size='auto' makes about √N bins of √N pairs)",
+        )
 
     def _warn_coarse_sketch(self, cells: sketch.Sketch, bin_size: int) -> None:
         """One UserWarning per metric object when a folded sketch has fewer than
@@ -1540,7 +1690,7 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def compute(self) -> Tensor:
         """The calibration error: 0-dim (micro, macro, weighted) or one per class (none)."""
-        bins = self.class_bins()
+        bins = self._bins(self._per_class)  # synchronised by torchmetrics' wrapper
         self._warn_few_bins(bins)
         errors = [bin_errors(b, self.norm, self._debias) for b in bins]
         return self._average(errors, bins)
@@ -1590,7 +1740,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 streaming_gap_bound(cells, size, **options)
                 for cells, size in self._class_sketches()
             ]
-            bins = self.class_bins() if self.average == "weighted" else []
+            bins = self._bins(self._per_class) if self.average == "weighted" else []
         return self._average(bounds, bins)
 
     def compute_result(self) -> CalibrationResult | list[CalibrationResult]:
@@ -1716,7 +1866,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                     smooth_calibration_error(p, t, bandwidth=bandwidth)
                     for p, t, _ in self._class_pairs()
                 ]
-            bins = self.class_bins() if self.average == "weighted" else []
+            bins = self._bins(self._per_class) if self.average == "weighted" else []
         return self._average(errors, bins)
 
     def compute_spiegelhalter(self) -> SpiegelhalterResult | list[SpiegelhalterResult]:

@@ -236,7 +236,16 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         """Append another comparison's pairs (or a state dict's) after this one's.
 
         The pair bootstrap gives each pair its own weight in order, so the order is kept:
-        this metric's pairs first, then the incoming ones.
+        this metric's pairs first, then the incoming ones. The merged pairs are this
+        metric's own copies.
+
+        A comparison is checked by its options. A dict of states (``other.metric_state``)
+        carries none, so it is checked by its keys, shapes and values: its targets must be
+        labels here or this metric's ``ignore_index``. Padding marked by a value that is a
+        label here as well (``ignore_index=0`` into a metric without it) cannot be told
+        from labels and would be counted as labels: merge the comparison itself, or its
+        ``state_dict()`` (after ``persistent(True)``), whose record of ``ignore_index``
+        and ``num_classes`` is checked as ``load_state_dict`` checks it.
         """
         source = incoming_state
         if isinstance(incoming_state, Metric):
@@ -244,22 +253,23 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 raise ValueError(
                     f"cannot merge a {type(incoming_state).__name__} into a CalibrationComparison"
                 )
-            if incoming_state.num_classes != self.num_classes:
-                raise ValueError(
-                    f"cannot merge num_classes {incoming_state.num_classes} into "
-                    f"num_classes {self.num_classes}"
-                )
+            settings = self._settings_problem(incoming_state.num_classes, incoming_state.mode)
+            if settings:
+                raise ValueError(f"cannot merge {settings}")
             if incoming_state.ignore_index != self.ignore_index:
                 # Padding rows are kept, with their target, until compute() drops them.
                 raise ValueError(
                     f"cannot merge ignore_index {incoming_state.ignore_index} into "
                     f"ignore_index {self.ignore_index}"
                 )
-            incoming_state = incoming_state.metric_state
-        if not isinstance(incoming_state, dict) or set(incoming_state) != set(_STATES):
+            incoming_state, tags = incoming_state.metric_state, {}
+        else:
+            incoming_state = dict(incoming_state) if isinstance(incoming_state, dict) else None
+            tags = {} if incoming_state is None else self._pop_tags(incoming_state)
+        if incoming_state is None or set(incoming_state) != set(_STATES):
             raise ValueError(f"a CalibrationComparison state is a dict with keys {list(_STATES)}")
         incoming_state = self._listed(incoming_state)
-        self._check_states(incoming_state)
+        self._check_incoming(incoming_state, tags)
         own = self._listed(self.metric_state)  # one tensor each once synchronised
         for name in ("groups", "labels"):
             if (own["target"] and incoming_state["target"]) and (
@@ -376,17 +386,16 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             >>> metric.compute_by_label().verdict.tolist()
             [1, 0]
         """
-        by_class = self.num_classes is not None and self.mode in ("one_vs_rest", "classwise")
-        if not (self.labels or by_class) or (self.labels and self.mode == "top_label"):
-            raise ValueError(
-                "compute_by_label needs labels= in update (binary or one-vs-rest pairs), or "
-                "num_classes with mode 'one_vs_rest' or 'classwise' to compare class by class "
-                f"(this metric has num_classes={self.num_classes}, mode={self.mode!r}, "
-                f"{'with' if self.labels else 'no'} labels)"
-            )
+        # Decided by the options before the ranks gather (every rank alike); whether labels
+        # came, only after: a rank without data has none of its own, and refusing there
+        # alone left the other ranks waiting in the gather.
+        if self.num_classes is not None and self.mode == "top_label":
+            raise self._by_label_refused(has_labels=bool(self.labels))
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
+            if self.num_classes is None and not _holds_items(self.labels):
+                raise self._by_label_refused(has_labels=False)
             probs_a, probs_b, target, groups, labels = self._pairs()
         if labels is None:  # class by class: the class ids of the one-vs-rest pairs
             labels = torch.arange(self.num_classes, device=target.device).expand_as(probs_a)
@@ -396,6 +405,15 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 alpha=alpha, generator=self._generator(target.device), min_units=min_units,
                 **self.estimator,
             )  # fmt: skip
+
+    def _by_label_refused(self, has_labels: bool) -> ValueError:
+        """Why this metric cannot compare label by label."""
+        return ValueError(
+            "compute_by_label needs labels= in update (binary or one-vs-rest pairs), or "
+            "num_classes with mode 'one_vs_rest' or 'classwise' to compare class by class "
+            f"(this metric has num_classes={self.num_classes}, mode={self.mode!r}, "
+            f"{'with' if has_labels else 'no'} labels)"
+        )
 
     def plot(self, val: ComparisonResult | None = None, ax: Any = None) -> tuple[Any, Any]:
         """Both models' reliability diagrams side by side (a in ``C0``, b in ``C1``), the
@@ -470,6 +488,12 @@ class _Whole:
 
     def __init__(self, result: ComparisonResult) -> None:
         self.result = result
+
+
+def _holds_items(value: list[Tensor] | Tensor) -> bool:
+    """Whether a state holds any item: a list of batches, or one tensor once synchronised
+    (empty where no rank had any)."""
+    return any(part.numel() for part in (value if isinstance(value, list) else [value]))
 
 
 def _cat(value: list[Tensor] | Tensor) -> Tensor | None:

@@ -125,6 +125,8 @@ def summarise(metric: CalibrationError) -> dict[str, torch.Tensor]:
         "lower": torch.stack([r.lower for r in results]),
         "upper": torch.stack([r.upper for r in results]),
         "pairs": torch.stack([r.bins.count.sum() for r in results]),
+        # Synchronised too: a rank without data had its own (no) bins, NoPairsError.
+        "class_bins": torch.stack([b.count.sum() for b in metric.class_bins()]),
     }
 
 

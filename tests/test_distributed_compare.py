@@ -44,6 +44,10 @@ CASES = {
         [[1, 2], [0, 3]],
     ),
     "one-vs-rest-empty-rank": ({"num_classes": C}, "tags", [[0, 1, 2, 3], []]),
+    # A rank without data has no labels of its own: compute_by_label had refused there
+    # alone, before the gather, and left the other rank waiting in it.
+    "labels-empty-rank": ({}, "binary-labels", [[0, 1, 2, 3], []]),
+    "labels-empty-first-rank": ({}, "binary-labels", [[], [0, 1, 2, 3]]),
 }
 
 
@@ -65,7 +69,9 @@ def batches(kind: str) -> list[tuple[torch.Tensor, ...]]:
         batch = (a, q, y)
         if kind.startswith("binary-groups"):
             batch = (*batch, (first + torch.arange(size)) // 10)
-        if kind == "binary-groups-labels":  # a label per item: compute_by_label uses them
+        elif kind.endswith("labels"):
+            batch = (*batch, None)  # no groups
+        if kind.endswith("labels"):  # a label per item: compute_by_label uses them
             batch = (*batch, torch.randint(0, 3, (size,), generator=g))
         first += size
         out.append(batch)

@@ -109,3 +109,122 @@ def test_a_metric_inside_a_module_is_checked_under_its_prefix() -> None:
     ):
         parent.load_state_dict(other.state_dict())
     assert sum(p.numel() for p in parent.metric.probs) == 200
+
+
+@pytest.mark.parametrize("streaming", [False, True])  # streaming: its buffer of pairs
+@pytest.mark.parametrize("incoming", ["dict", "metric"])
+def test_merged_pairs_are_the_metric_s_own_copies(streaming: bool, incoming: str) -> None:
+    """merge_state had kept the incoming tensors themselves: a caller that reused its
+    buffer after the merge changed the merged metric (0.217 became 0.184)."""
+    source = CalibrationError(debias=False, streaming=streaming)
+    source.update(Q, Y)
+    state = {
+        k: [t.clone() for t in v] if isinstance(v, list) else v.clone()
+        for k, v in source.metric_state.items()
+    }
+    metric = CalibrationError(debias=False, streaming=streaming)
+    metric.merge_state(state if incoming == "dict" else source)
+    metric.compute()  # cached
+    held = state if incoming == "dict" else source.metric_state
+    held["probs"][0].mul_(0.5)  # the caller reuses its tensors
+    metric.update(Q[:1], Y[:1])  # any later call: the cached value is dropped
+    fresh = CalibrationError(debias=False, streaming=streaming)
+    fresh.update(Q, Y)
+    fresh.update(Q[:1], Y[:1])
+    assert metric.compute().item() == fresh.compute().item()
+
+
+def _streaming_state(
+    ignore_index: int | None = None, classes: int | None = None, rows: int = 3000
+) -> dict:
+    """A saved streaming state, as update made it: past its buffer of 512 rows, all in
+    the sketch (3000 rows), or all kept exactly (``rows`` ≤ 512)."""
+    g = torch.Generator().manual_seed(4)
+    if classes is None:
+        probs = torch.rand(3000, generator=g, dtype=torch.float64)
+        target = torch.bernoulli(probs, generator=g).long()
+    else:
+        probs = torch.softmax(torch.randn(3000, classes, generator=g), -1)
+        target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    if ignore_index is not None:
+        target[::5] = ignore_index
+    metric = CalibrationError(
+        num_classes=classes, streaming=True, resolution=256, ignore_index=ignore_index
+    )
+    metric.persistent(True)
+    metric.update(probs[: rows // 2], target[: rows // 2])
+    metric.update(probs[rows // 2 : rows], target[rows // 2 : rows])
+    return metric.state_dict()
+
+
+def _set(name: str, index: tuple, value: float):
+    def change(state: dict) -> None:
+        state[name] = state[name].clone()
+        state[name][index] = value
+
+    return change
+
+
+def _occupied(state: dict, occupied: bool = True) -> int:
+    return int(((state["cell_count"][0] > 0) == occupied).nonzero()[0])
+
+
+BAD_SKETCHES = {
+    "negative count": (lambda s: _set("cell_count", (0, _occupied(s)), -5.0)(s), "'cell_count'"),
+    "fractional count": (lambda s: _set("cell_count", (0, _occupied(s)), 2.5)(s), "'cell_count'"),
+    "sum_y over count": (lambda s: _set("cell_sum_y", (0, _occupied(s)), 1e9)(s), "'cell_sum_y'"),
+    "NaN sum_r": (lambda s: _set("cell_sum_r", (0, _occupied(s)), float("nan"))(s), "'cell_sum_r'"),
+    "sum_r2 beyond": (lambda s: _set("cell_sum_r2", (0, _occupied(s)), 1e9)(s), "'cell_sum_r2'"),
+    "low of an empty cell": (
+        lambda s: _set("cell_low", (0, _occupied(s, False)), 0.5)(s),
+        "'cell_low'",
+    ),
+    "high above 1": (lambda s: _set("cell_high", (0, _occupied(s)), 1.5)(s), "'cell_high'"),
+    "rows_seen below kept": (
+        lambda s: s.__setitem__("rows_seen", torch.tensor(5)),
+        r"'rows_seen' is 5, where the state keeps 300 rows exactly",
+    ),
+    "rows_seen beyond the sketch": (
+        lambda s: s.__setitem__("rows_seen", s["rows_seen"] + 10**6),
+        r"sketch holds 3000 rows, where state 'rows_seen' \(1003000, 0 of them",
+    ),
+    "rows_seen short of the sketch": (
+        lambda s: s.__setitem__("rows_seen", s["rows_seen"] - 100),
+        r"sketch holds 3000 rows, where state 'rows_seen' \(2900, 0 of them",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", ["load_state_dict", "merge_state"])
+@pytest.mark.parametrize("case", list(BAD_SKETCHES))
+def test_a_streaming_state_of_impossible_values_is_refused(case: str, how: str) -> None:
+    """Only the sketch's shapes were checked: a NaN Σr loaded and compute() gave NaN; a
+    negative count, Σy above the count or a row count short of the rows kept loaded too
+    and moved the result."""
+    state = _streaming_state(rows=300 if case == "rows_seen below kept" else 3000)
+    change, named = BAD_SKETCHES[case]
+    change(state)
+    metric = CalibrationError(streaming=True, resolution=256)
+    metric.persistent(True)
+    metric.update(Q, Y)
+    before = metric.compute()
+    with pytest.raises(ValueError, match=named):
+        getattr(metric, how)(state)
+    assert int(metric.rows_seen) == 400 and metric.update_count == 1
+    torch.testing.assert_close(metric.compute(), before)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"ignore_index": -1}, {"classes": 3}, {"classes": 3, "ignore_index": -1}]
+)
+def test_a_streaming_state_that_update_made_loads(options: dict) -> None:
+    state = _streaming_state(**options)
+    metric = CalibrationError(
+        num_classes=options.get("classes"),
+        streaming=True,
+        resolution=256,
+        ignore_index=options.get("ignore_index"),
+    )
+    metric.load_state_dict(state)
+    metric.merge_state(state)
+    assert int(metric.rows_seen) == 6000

@@ -18,3 +18,34 @@ def test_unallocatable_resolution_is_a_value_error():
 def test_allocatable_resolution_still_works():
     count, *_ = sketch.empty(1024, (2,))
     assert count.shape == (2, 1024) and count.dtype == torch.float64
+
+
+def _scaled_streaming_state(factor: int) -> dict:
+    """A streaming state of 4,000 rows (past its buffer) whose sketch counts every row
+    ``factor`` times, as a long enough stream would."""
+    g = torch.Generator().manual_seed(0)
+    q = (torch.rand(4000, generator=g) * 20).round() / 20
+    metric = CalibrationError(streaming=True, resolution=256, debias=False, n_samples=200)
+    metric.persistent(True)
+    metric.update(q, torch.bernoulli(q, generator=g).long())
+    state = metric.state_dict()
+    for name in ("cell_count", "cell_sum_r", "cell_sum_r2", "cell_sum_y", "rows_seen"):
+        state[name] = state[name] * factor
+    return state
+
+
+def test_bins_of_a_sketch_that_would_not_fit_are_refused_up_front(monkeypatch):
+    """bin_size="auto" makes about √N bins: counts of 4·10¹⁵ (6·10⁷ bins) had exhausted
+    the memory in compute(); the exact mode refuses pairs that would not fit before it
+    starts, and so does the streaming mode now. Here 10¹¹ pairs (316,227 bins) beside a
+    free memory made small."""
+    from calib_metrics.functional import binning
+
+    metric = CalibrationError(streaming=True, resolution=256, debias=False, n_samples=200)
+    metric.load_state_dict(_scaled_streaming_state(25_000_000))
+    monkeypatch.setattr(binning, "available_bytes", lambda device: 2**26)  # 64 MiB
+    for compute in (metric.compute, metric.compute_result, metric.streaming_tolerance):
+        with pytest.raises(ValueError, match=r"in 316227 bins needs .* larger bin_size"):
+            compute()
+    monkeypatch.undo()
+    assert metric.compute_result().bins.count.numel() == 316227

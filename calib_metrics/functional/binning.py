@@ -418,8 +418,15 @@ def available_bytes(device: torch.device) -> int | None:
         return None
 
 
-def check_room(need: int, device: torch.device, what: str) -> None:
-    """Raise ValueError, recommending the streaming mode, if ``need`` bytes are not free.
+_USE_STREAMING = (
+    "use the streaming mode (CalibrationError(streaming=True)), whose memory does not grow with N"
+)
+
+
+def check_room(need: int, device: torch.device, what: str, remedy: str = _USE_STREAMING) -> None:
+    """Raise ValueError, saying ``remedy`` (by default: use the streaming mode), if ``need``
+    bytes are not free: up front, rather than the allocator's error (or the host's
+    out-of-memory killer) part way through.
 
     Example:
         >>> check_room(1024, torch.device("cpu"), "a small job")
@@ -428,8 +435,7 @@ def check_room(need: int, device: torch.device, what: str) -> None:
     if free is not None and need > free:
         raise ValueError(
             f"{what} needs {need / 2**30:.1f} GiB more than the {free / 2**30:.1f} GiB free "
-            f"on {device}: use the streaming mode (CalibrationError(streaming=True)), whose "
-            "memory does not grow with N"
+            f"on {device}: {remedy}"
         )
 
 
