@@ -345,11 +345,12 @@ def _figure(test: dict, out: Path, k: int, scheme: str) -> str:
             test[f"top{k}_spans"]["recommended"]["_result"],
         ),
     ]
-    return thesis_figure(
+    path = thesis_figure(
         [(f"GUM entities ({scheme.upper()}), feature CRF", curves)],
         out / "ner_reliability.png",
         suptitle="GUM entities: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap",
     )
+    return Path(path).name  # relative to --out: an absolute path breaks when it moves
 
 
 def markdown(results: dict) -> str:

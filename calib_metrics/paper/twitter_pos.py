@@ -264,11 +264,12 @@ def _figures(results: dict, out: Path) -> dict[str, str]:
             )
             curves.append(Curve(name, caption, r["recommended"]["query"]["_result"]))
         query = f"{label}: the word has tag {block['query_tag']}"
-        paths[corpus] = thesis_figure(
+        path = thesis_figure(
             [(query, curves)],
             out / f"{corpus}_reliability.png",
             suptitle=f"{query} (curves: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap)",
         )
+        paths[corpus] = Path(path).name  # relative to --out: an absolute path breaks when it moves
     return paths
 
 
@@ -321,13 +322,17 @@ def _thesis_table(results: dict) -> list[str]:
         "paired CalibErr difference a − b [95%]",
     ]
     acc = _query(results, "twitter", "+shape")["accuracy"]
+    wsj = (
+        " The thesis' WSJ numbers are set beside EWT (web text, a subset of train)."
+        if "ewt" in results
+        else " EWT was not run (--ewt-train 0), so the thesis' WSJ claim has no row."
+    )
     return [
         "### The thesis' statements beside ours",
         "",
         report.markdown_table(headers, rows),
         "",
-        f"CRF-Advanced's accuracy on Oct27 test: {acc:.1%} (thesis: 87%). The thesis' WSJ "
-        "numbers are set beside EWT (web text, a subset of train).",
+        f"CRF-Advanced's accuracy on Oct27 test: {acc:.1%} (thesis: 87%).{wsj}",
         "",
     ]
 
