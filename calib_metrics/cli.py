@@ -664,9 +664,10 @@ PAPER_COMMANDS = {
 
 def _add_paper_commands(sub: argparse._SubParsersAction) -> None:
     """``demo`` and ``reproduce``, whose options come from the paper's modules."""
-    from calib_metrics.paper import EXPERIMENTS, demo
+    from calib_metrics.paper import EXPERIMENTS, demo, options
 
-    demo_parser = sub.add_parser("demo", help=demo.DESCRIPTION, description=demo.__doc__)
+    shown = {"formatter_class": options.DefaultsHelpFormatter}  # each option's default
+    demo_parser = sub.add_parser("demo", help=demo.DESCRIPTION, description=demo.__doc__, **shown)
     demo.add_arguments(demo_parser)
     reproduce = sub.add_parser("reproduce", help=PAPER_COMMANDS["reproduce"])
     experiments = reproduce.add_subparsers(dest="experiment", required=True)
@@ -677,7 +678,7 @@ def _add_paper_commands(sub: argparse._SubParsersAction) -> None:
             missing = experiments.add_parser(name, help=f"(unavailable: {err})")
             missing.set_defaults(unavailable=str(err))
             continue
-        exp_parser = experiments.add_parser(name, help=module.DESCRIPTION)
+        exp_parser = experiments.add_parser(name, help=module.DESCRIPTION, **shown)
         module.add_arguments(exp_parser)
 
 

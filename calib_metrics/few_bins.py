@@ -11,6 +11,7 @@ its plug-in square, biased up by about q(1 − q)/N (perfectly calibrated pairs 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 from calib_metrics.functional.binning import Bins
@@ -129,3 +130,33 @@ lower n_bins (now 4) or use binning='adaptive'
         "label has no variance for the debiased error to subtract, so those bins keep their "
         f"plug-in square and bias the error up: {fix}"
     )
+
+
+def adaptive_bins_message(bin_size: int, n_items: int, items: str = "pairs") -> str | None:
+    """Why a command's ``--bin-size`` cannot show miscalibration on ``n_items`` pairs (adaptive
+    bins of ``bin_size`` make ``max(1, n_items // bin_size)`` of them), said before the
+    pairs are binned; None with ``MIN_BINS`` or more. ``items`` names the pairs.
+
+    Example:
+        >>> adaptive_bins_message(100_000, 20_000, "pairs of each setting")
+        '--bin-size 100000 makes 1 bin of the 20000 pairs of each setting; with fewer than \
+10 bins the error cannot show miscalibration (one bin scores about 0 for any model): use a \
+--bin-size of at most 2000'
+    """
+    n_bins = max(1, n_items // bin_size)
+    if n_bins >= MIN_BINS:
+        return None
+    fix = f": use a --bin-size of at most {n_items // MIN_BINS}" if n_items >= MIN_BINS else ""
+    return (
+        f"--bin-size {bin_size} makes {n_bins} bin{'s' * (n_bins != 1)} of the {n_items} "
+        f"{items}; with fewer than {MIN_BINS} bins the error cannot show miscalibration "
+        f"(one bin scores about 0 for any model){fix}"
+    )
+
+
+def warn_if_few_adaptive_bins(bin_size: int, n_items: int, items: str = "pairs") -> None:
+    """A UserWarning (one ``warning:`` line of the command) with
+    :func:`adaptive_bins_message`'s text, when there is one."""
+    message = adaptive_bins_message(bin_size, n_items, items)
+    if message is not None:
+        warnings.warn(message, UserWarning, stacklevel=2)

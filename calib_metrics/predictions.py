@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -1040,9 +1041,35 @@ def _check_writable(path: Path, option: str) -> None:
         with open(path, "ab"):
             pass
     except OSError as err:
-        raise ValueError(f"{option} {path}: cannot be written ({err.strerror})") from None
+        raise _unwritable(path, option, err) from None
     if not existed:
         path.unlink(missing_ok=True)
+
+
+def check_writable_folder(path: Path, option: str) -> None:
+    """Refuse, before any work, an output folder the command cannot write into: a file
+    is made there and removed at once (in the nearest existing folder above, for a folder
+    still to be made). A path with a file in the way is left to the caller's own check.
+
+    Example:
+        >>> check_writable_folder(Path("/proc/out"), "--out")
+        Traceback (most recent call last):
+        ValueError: --out /proc/out: cannot be written (...)
+    """
+    # An existing read-only folder had been found only by the first figure, after the
+    # whole run (ner: 24 s; demo: minutes).
+    nearest = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())
+    if not nearest.is_dir():
+        return
+    try:
+        with tempfile.TemporaryFile(dir=nearest):
+            pass
+    except OSError as err:
+        raise _unwritable(path, option, err) from None
+
+
+def _unwritable(path: Path, option: str, err: OSError) -> ValueError:
+    return ValueError(f"{option} {path}: cannot be written ({err.strerror})")
 
 
 def check_output_paths(

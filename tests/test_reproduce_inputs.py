@@ -97,8 +97,8 @@ def test_a_file_that_is_not_a_model_is_named(tmp_path, capsys) -> None:
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
-        (["coref", "--threads", "-1"], "--threads must be >= 0, got -1"),
-        (["twitter-pos", "--ewt-train", "-1"], "--ewt-train must be >= 0, got -1"),
+        (["coref", "--threads", "-1"], "--threads must be an integer >= 0, got -1"),
+        (["twitter-pos", "--ewt-train", "-1"], "--ewt-train must be an integer >= 0, got -1"),
     ],
 )
 def test_negative_counts_are_refused_before_any_work(tmp_path, capsys, argv, named) -> None:
@@ -138,7 +138,7 @@ def test_a_missing_model_file_is_named_before_the_data_are_read(tmp_path, capsys
     out = tmp_path / "out"
     err = one_line_error(capsys, "reproduce", "pos", "--quick", "--data", tmp_path,
                          "--load-models", tmp_path / "none.pt", "--out", out)  # fmt: skip
-    assert f"model file not found: {tmp_path / 'none.pt'}" in err
+    assert f"--load-models {tmp_path / 'none.pt'}: no such file" in err
     assert not out.exists()
 
 

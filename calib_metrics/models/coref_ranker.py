@@ -39,9 +39,11 @@ from torch import Tensor, nn
 from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.models.files import load_torch_file
 
-__all__ = ["AntecedentRanker", "DocumentFeatures"]
+__all__ = ["N_BITS_RANGE", "AntecedentRanker", "DocumentFeatures"]
 
 _FORMAT_VERSION = 1
+#: The hashed weights' log2 sizes a ranker takes: 16 to 2**30 weights (4 GiB of float32).
+N_BITS_RANGE = (4, 30)
 
 
 @dataclass
@@ -183,8 +185,9 @@ class AntecedentRanker(nn.Module):
 
     def __init__(self, n_bits: int = 20, max_distance: int = 100) -> None:
         super().__init__()
-        if not isinstance(n_bits, int) or not 4 <= n_bits <= 30:
-            raise ValueError(f"n_bits must be an int in [4, 30], got {n_bits!r}")
+        low, high = N_BITS_RANGE
+        if not isinstance(n_bits, int) or not low <= n_bits <= high:
+            raise ValueError(f"n_bits must be an int in [{low}, {high}], got {n_bits!r}")
         check_int("max_distance", max_distance)
         self.n_bits = n_bits
         self.max_distance = max_distance

@@ -29,8 +29,8 @@ from tqdm import tqdm
 
 from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
 from calib_metrics.models.coref import clusters, coreference_marginals, most_probable_antecedents
-from calib_metrics.models.coref_ranker import AntecedentRanker
-from calib_metrics.paper import paired, report
+from calib_metrics.models.coref_ranker import N_BITS_RANGE, AntecedentRanker
+from calib_metrics.paper import options, paired, report
 from calib_metrics.paper.coref_conllu import (
     Document,
     read_coref_documents,
@@ -38,13 +38,15 @@ from calib_metrics.paper.coref_conllu import (
 )
 from calib_metrics.paper.coref_features import DocumentFeatures, features_for
 from calib_metrics.paper.coref_scores import score_corpus
-from calib_metrics.paper.locations import data_file, find_dataset
+from calib_metrics.paper.locations import data_file, data_help, find_dataset
 from calib_metrics.queries import coref_pair_queries
 
 DESCRIPTION = "§5: antecedent-ranking coreference, exact vs 1000-sample pairwise marginals"
 NAME = "gum-ontogum-coref"
 LITBANK = "litbank-coref"
 L2_GRID = (1e-5, 1e-4, 1e-3)
+# The options --quick sets when not given: (full run, --quick).
+QUICK = {"epochs": (8, 3), "l2": (list(L2_GRID), list(L2_GRID[:2]))}
 PAPER = {
     "data": "CoNLL-2011 (OntoNotes) development set, 404 documents, Berkeley coref system",
     "pairs": 4_300_000,
@@ -64,16 +66,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> a.quick, a.bin_size, a.samples, a.litbank
         (True, 5000, 1000, None)
     """
-    parser.add_argument("--data", default=None, help="data folder (default: shared/data)")
+    parser.add_argument("--data", default=None, help=data_help())
     parser.add_argument("--out", default="out/coref", help="output folder")
-    parser.add_argument("--quick", action="store_true", help="a few documents, short training")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a few documents, short training, for tests ({options.QUICK_WINS})",
+    )
     parser.add_argument(
         "--recalibrate",
         action="store_true",
         help="also fit a score temperature (and NEW offset) on dev; test before/after, paired",
     )
-    parser.add_argument("--l2", type=float, nargs="+", default=list(L2_GRID), help="L2 grid")
-    parser.add_argument("--epochs", type=int, default=8, help="Adagrad epochs per fit")
+    parser.add_argument(
+        "--l2", type=float, nargs="+", default=None, help=options.quick_help("L2 grid", QUICK, "l2")
+    )
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help=options.quick_help("Adagrad epochs per fit", QUICK, "epochs"),
+    )
     parser.add_argument("--lr", type=float, default=0.1, help="Adagrad learning rate")
     parser.add_argument("--n-bits", type=int, default=20, help="log2 of the hashed weights")
     parser.add_argument("--max-distance", type=int, default=100, help="antecedent window")
@@ -345,8 +358,14 @@ def _select_l2(splits, feats, args, gen) -> tuple[AntecedentRanker, list[dict[st
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train on OntoGUM, evaluate pairwise calibration on test (and LitBank); write results."""
-    if args.threads < 0:  # 0 keeps torch's default
-        raise ValueError(f"--threads must be >= 0, got {args.threads}")
+    options.settle(args, QUICK)
+    # --threads 0 keeps torch's default; an interval needs 2 draws.
+    options.check_integers(
+        args, threads=0, samples=1, bin_size=1, epochs=0, max_distance=1, ci_samples=2
+    )
+    options.check_in_range(args, "n_bits", *N_BITS_RANGE)
+    options.check_numbers(args, "l2", 0)
+    options.check_numbers(args, "lr", 0, above=True)
     with report.torch_threads(args.threads):
         return _run(args)
 
@@ -397,13 +416,6 @@ def _evaluate_set(model, name: str, feats: list, args: argparse.Namespace, out: 
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    if args.samples < 1 or args.bin_size < 1 or args.epochs < 0:
-        raise ValueError("--samples and --bin-size must be positive, --epochs non-negative")
-    if not args.l2 or min(args.l2) < 0:
-        raise ValueError(f"--l2 needs non-negative values, got {args.l2}")
-    if args.quick:
-        args.epochs = min(args.epochs, 3)
-        args.l2 = args.l2[:2]
     out = report.output_folder(args.out)
     folder = find_dataset(NAME, args.data)
     torch.manual_seed(args.seed)

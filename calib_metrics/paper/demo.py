@@ -17,9 +17,11 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from calib_metrics.few_bins import warn_if_few_adaptive_bins
 from calib_metrics.functional import brier_decomposition, calibration_error_ci
-from calib_metrics.paper import estimators, report
+from calib_metrics.paper import estimators, options, report
 from calib_metrics.paper.synthetic import sample_pairs, true_calibration_error
+from calib_metrics.predictions import check_writable_folder
 
 DESCRIPTION = "the thesis' synthetic calibration study (no data set needed)"
 
@@ -35,14 +37,26 @@ SETTINGS = [  # (name, Beta a, Beta b, miscalibration k)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("out/demo"), help="output folder")
     parser.add_argument(
-        "--n", type=int, default=None, help="pairs per setting (1,000,000; --quick 20,000)"
+        "--n", type=int, default=None, help=options.quick_help("pairs per setting", SIZES, "n")
     )
-    parser.add_argument("--bin-size", type=int, default=None, help="(5000; --quick 1000)")
     parser.add_argument(
-        "--samples", type=int, default=None, help="interval draws (10,000; --quick 500)"
+        "--bin-size",
+        type=int,
+        default=None,
+        help=options.quick_help("adaptive bin size β of the paper's estimator", SIZES, "bin_size"),
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="small sizes, for tests")
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=None,
+        help=options.quick_help("interval draws", SIZES, "samples"),
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the synthetic pairs and the interval draws"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"small sizes, for tests ({options.QUICK_WINS})"
+    )
     parser.add_argument(
         "--img",
         type=Path,
@@ -239,16 +253,9 @@ def _sizes(args: argparse.Namespace) -> tuple[int, int, int]:
     """--n, --bin-size and --samples: as given (--quick too keeps what the user gave), or
     the full run's or --quick's defaults; refused before any work when too small (an
     interval needs 2 draws, as the library says only once the run has started)."""
-    sizes = []
-    for name, defaults in SIZES.items():
-        value = getattr(args, name)
-        value = defaults[bool(args.quick)] if value is None else value
-        least = 2 if name == "samples" else 1
-        if value < least:
-            wanted = "a positive integer" if least == 1 else f"an integer >= {least}"
-            raise ValueError(f"--{name.replace('_', '-')} must be {wanted}, got {value}")
-        sizes.append(value)
-    return sizes[0], sizes[1], sizes[2]
+    options.settle(args, SIZES)
+    options.check_integers(args, n=1, bin_size=1, samples=2)
+    return args.n, args.bin_size, args.samples
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -258,17 +265,25 @@ def run(args: argparse.Namespace) -> dict:
         report.output_folder(args.img, "--img", exists=True)
     n, bin_size, samples = _sizes(args)
     out.mkdir(parents=True, exist_ok=True)
+    check_writable_folder(out, "--out")  # an existing read-only folder: said before the run
+    # As evaluate says it: the table's settings are scored in --bin-size bins.
+    warn_if_few_adaptive_bins(bin_size, n, "pairs of each setting")
     g = torch.Generator().manual_seed(args.seed)
     start = time.perf_counter()
     study_options = estimators.demo_options(args.quick)
     steps = len(SETTINGS) + 16 + 12 + estimators.study_steps(**study_options)
     bar = tqdm(total=steps, desc="demo", unit="step", leave=False)
     results: dict = {"n": n, "bin_size": bin_size, "samples": samples}
-    results["settings"], table, reliability = _settings(n, bin_size, samples, g, bar, out)
-    results["bin_size_curve"], by_bin_size = _bin_size_curve(args.quick, g, bar, out)
-    results["sample_size_curve"], by_sample_size = _sample_size_curve(args.quick, g, bar, out)
-    results["estimators"] = estimators.study(**study_options, seed=args.seed, progress=bar.update)
-    bar.close()
+    try:
+        results["settings"], table, reliability = _settings(n, bin_size, samples, g, bar, out)
+        results["bin_size_curve"], by_bin_size = _bin_size_curve(args.quick, g, bar, out)
+        curve = _sample_size_curve(args.quick, g, bar, out)
+        results["sample_size_curve"], by_sample_size = curve
+        results["estimators"] = estimators.study(
+            **study_options, seed=args.seed, progress=bar.update
+        )
+    finally:  # the bar's line is cleared before any error is printed on it
+        bar.close()
     results["seconds"] = time.perf_counter() - start
     results["figures"] = [reliability, by_bin_size, by_sample_size]
     _write(results, table, out)

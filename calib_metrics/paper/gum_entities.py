@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -80,8 +81,11 @@ def parse_entity_field(value: str) -> list[tuple[str, str, str]]:
     return items
 
 
-def _sentence_spans(entity_values: list[str | None]) -> tuple[list[Span], int]:
-    """Spans of one sentence from its words' Entity values; and how many were dropped."""
+def _sentence_spans(
+    entity_values: list[str | None], path: Path | None = None, line_numbers: Sequence[int] = ()
+) -> tuple[list[Span], int]:
+    """Spans of one sentence from its words' Entity values; and how many were dropped.
+    A malformed value's error names ``path`` and the word's line (``line_numbers``)."""
     stacks: dict[str, list[tuple[int, str]]] = {}
     spans: list[Span] = []
     dropped = 0
@@ -91,7 +95,13 @@ def _sentence_spans(entity_values: list[str | None]) -> tuple[list[Span], int]:
         if "[" in value:  # discontinuous parts: not a contiguous span
             dropped += 1
             continue
-        for kind, eid, label in parse_entity_field(value):
+        try:
+            items = parse_entity_field(value)
+        except ValueError as err:
+            if path is None:
+                raise
+            raise ValueError(f"{path}:{line_numbers[i]}: {err}") from None
+        for kind, eid, label in items:
             if kind == "single":
                 spans.append(Span(i, i + 1, label))
             elif kind == "open":
@@ -124,6 +134,7 @@ def read_gum_entities(path: str | os.PathLike, limit: int | None = None) -> list
         raise FileNotFoundError(f"GUM file not found: {path}")
     out: list[EntitySentence] = []
     document, words, values = "", [], []
+    numbers: list[int] = []  # each word's line, for a malformed Entity value's error
     for number, line in enumerate(lines(path), 1):
         if limit is not None and len(out) >= limit:
             break
@@ -133,8 +144,9 @@ def read_gum_entities(path: str | os.PathLike, limit: int | None = None) -> list
             continue
         if not line.strip():
             if words:
-                out.append(EntitySentence(words, _sentence_spans(values)[0], document))
-            words, values = [], []
+                spans = _sentence_spans(values, path, numbers)[0]
+                out.append(EntitySentence(words, spans, document))
+            words, values, numbers = [], [], []
             continue
         cols = line.rstrip("\n").split("\t")
         if len(cols) != 10:
@@ -144,8 +156,9 @@ def read_gum_entities(path: str | os.PathLike, limit: int | None = None) -> list
         words.append(cols[1])
         entity = [f[7:] for f in cols[9].split("|") if f.startswith("Entity=")]
         values.append(entity[0] if entity else None)
+        numbers.append(number)
     if words and (limit is None or len(out) < limit):
-        out.append(EntitySentence(words, _sentence_spans(values)[0], document))
+        out.append(EntitySentence(words, _sentence_spans(values, path, numbers)[0], document))
     return out
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 __all__ = [
     "ENV_VAR",
     "data_file",
+    "data_help",
     "find_dataset",
     "missing_data",
     "shared_data_dir",
@@ -24,6 +25,17 @@ __all__ = [
 ]
 
 ENV_VAR = "CALIB_METRICS_DATA"
+
+
+def data_help(what: str = "the folder holding the data sets, or the data set's own") -> str:
+    """``--data``'s help in every experiment: ``what`` it takes, then where it is looked
+    for when not given, in :func:`find_dataset`'s order.
+
+    Example:
+        >>> data_help("a CoNLL-U file")
+        'a CoNLL-U file (default: $CALIB_METRICS_DATA when set, else shared/data beside a source checkout)'
+    """  # noqa: E501
+    return f"{what} (default: ${ENV_VAR} when set, else shared/data beside a source checkout)"
 
 
 def _checkout_root() -> Path | None:

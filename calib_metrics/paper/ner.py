@@ -29,7 +29,7 @@ import torch
 from calib_metrics.models import linear_chain
 from calib_metrics.models.features import ABLATION
 from calib_metrics.paper import chain_eval as ce
-from calib_metrics.paper import report
+from calib_metrics.paper import options, report
 from calib_metrics.paper.gum_entities import (
     ENTITY_TYPES,
     bilou_tags,
@@ -38,13 +38,16 @@ from calib_metrics.paper.gum_entities import (
     flatten,
     read_gum_entities,
 )
-from calib_metrics.paper.locations import data_file, find_dataset
+from calib_metrics.paper.locations import data_file, data_help, find_dataset
 from calib_metrics.paper.tagging import Vocabulary
 from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import span_indicators, span_marginals, tag_queries
 
 DESCRIPTION = "thesis §3.4: entity-span calibration of a feature CRF on GUM (span_marginals)"
-QUICK_LIMITS = {"train": 300, "dev": 80, "test": 120}
+# --quick's dev and test sentences; its train subset is --train-sentences' quick default.
+QUICK_LIMITS = {"dev": 80, "test": 120}
+# The options --quick sets when not given: (full run, --quick).
+QUICK = {"train_sentences": (3000, 300), "max_iter": (100, 30)}
 SCHEMES = ("bio", "bilou")
 
 
@@ -56,19 +59,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> add_arguments(p)
         >>> a = p.parse_args([])
         >>> a.max_length, a.top_k, a.train_sentences, a.scheme
-        (6, 10, 3000, 'bio')
+        (6, 10, None, 'bio')
     """
-    parser.add_argument("--data", default=None, help="data folder (default: shared/data)")
+    parser.add_argument("--data", default=None, help=data_help())
     parser.add_argument("--out", default="out/ner", help="output folder")
-    parser.add_argument("--quick", action="store_true", help="small subsets (tests)")
-    parser.add_argument("--train-sentences", type=int, default=3000, help="GUM train subset")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"small subsets and fewer iterations, for tests ({options.QUICK_WINS})",
+    )
+    parser.add_argument(
+        "--train-sentences",
+        type=int,
+        default=None,
+        help=options.quick_help("GUM train subset", QUICK, "train_sentences"),
+    )
     parser.add_argument("--max-length", type=int, default=6, help="longest span (words)")
     parser.add_argument("--top-k", type=int, default=10, help="candidate spans per sentence")
     parser.add_argument(
         "--scheme", choices=SCHEMES, default="bio", help="entity tagging: BIO or BILOU"
     )
     parser.add_argument("--c2", type=float, nargs="+", default=[0.1], help="L2 grid (dev)")
-    parser.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations")
+    parser.add_argument(
+        "--max-iter",
+        type=int,
+        default=None,
+        help=options.quick_help("L-BFGS iterations", QUICK, "max_iter"),
+    )
     parser.add_argument("--buckets", type=int, default=2**17, help="feature hash buckets")
     parser.add_argument("--n-samples", type=int, default=2000, help="interval draws")
     parser.add_argument("--seed", type=int, default=0, help="seed of the intervals")
@@ -125,7 +142,7 @@ def _load(args) -> tuple[dict, Path]:
     folder = find_dataset("ud-english-gum", args.data)
     limits = {"train": args.train_sentences, "dev": 500, "test": None}
     if args.quick:
-        limits = {k: min(v or QUICK_LIMITS[k], QUICK_LIMITS[k]) for k, v in limits.items()}
+        limits |= QUICK_LIMITS
     raw = {}
     for split, limit in limits.items():
         names = [f"en_gum-ud-{split}.conllu{e}" for e in (".gz", "")]
@@ -259,10 +276,12 @@ def evaluate(model, hasher, split: ce.Tagged, tags: Vocabulary, args) -> dict:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train the CRF, evaluate token and span calibration, write results and figures."""
-    if min(args.threads, args.max_iter, args.n_samples, args.top_k, args.max_length) < 1:
-        raise ValueError("--threads, --max-iter, --n-samples, --top-k, --max-length must be >= 1")
-    if args.train_sentences < 1 or args.buckets < 2 or any(c < 0 for c in args.c2):
-        raise ValueError("--train-sentences must be >= 1, --buckets >= 2, --c2 values >= 0")
+    options.settle(args, QUICK)
+    options.check_integers(
+        args, threads=1, max_iter=1, n_samples=2, top_k=1, max_length=1, train_sentences=1,
+        buckets=2,
+    )  # fmt: skip
+    options.check_numbers(args, "c2", 0)
     with report.torch_threads(args.threads):
         return _run(args)
 
@@ -280,8 +299,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         data["dev"],
         len(tags),
         buckets=args.buckets,
-        c2_grid=args.c2[:1] if args.quick else args.c2,
-        max_iter=min(args.max_iter, 30) if args.quick else args.max_iter,
+        c2_grid=args.c2,
+        max_iter=args.max_iter,
     )
     test = evaluate(model, hasher, data["test"], tags, args)
     results = {
@@ -326,11 +345,12 @@ def _figure(test: dict, out: Path, k: int, scheme: str) -> str:
             test[f"top{k}_spans"]["recommended"]["_result"],
         ),
     ]
-    return thesis_figure(
+    path = thesis_figure(
         [(f"GUM entities ({scheme.upper()}), feature CRF", curves)],
         out / "ner_reliability.png",
         suptitle="GUM entities: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap",
     )
+    return Path(path).name  # relative to --out: an absolute path breaks when it moves
 
 
 def markdown(results: dict) -> str:

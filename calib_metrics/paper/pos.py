@@ -26,8 +26,8 @@ from calib_metrics.functional import calibration_error_ci
 from calib_metrics.models.crf import CRFTagger, length_chunks
 from calib_metrics.models.files import load_torch_file
 from calib_metrics.models.hmm import HMM
-from calib_metrics.paper import paired, report
-from calib_metrics.paper.locations import data_file, find_dataset
+from calib_metrics.paper import options, paired, report
+from calib_metrics.paper.locations import data_file, data_help, find_dataset
 from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
 from calib_metrics.queries import tag_pair_queries, tag_queries, top_tag_pairs
 
@@ -47,6 +47,8 @@ PAPER = {
     ],
 }
 MODELS = {"hmm": "HMM", "crf_matched": "CRF (accuracy-matched)", "crf": "CRF (all train)"}
+# The options --quick sets when not given: (full run, --quick).
+QUICK = {"max_iter": (60, 15)}
 
 
 class Split(NamedTuple):
@@ -65,14 +67,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> a.quick, a.bin_size, a.domain
         (True, 5000, 'ewt')
     """
-    parser.add_argument("--data", default=None, help="data folder (default: shared/data)")
+    parser.add_argument("--data", default=None, help=data_help())
     parser.add_argument("--out", default="out/pos", help="output folder")
     parser.add_argument("--domain", choices=sorted(DOMAINS), default="ewt", help="corpus")
     parser.add_argument("--column", choices=("xpos", "upos"), default="xpos", help="tag column")
-    parser.add_argument("--quick", action="store_true", help="small subsets and grids (tests)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"small subsets and fewer iterations, for tests ({options.QUICK_WINS})",
+    )
     parser.add_argument("--bin-size", type=int, default=5000, help="adaptive bin size")
     parser.add_argument("--n-samples", type=int, default=10000, help="interval samples")
-    parser.add_argument("--max-iter", type=int, default=60, help="L-BFGS iterations per CRF fit")
+    parser.add_argument(
+        "--max-iter",
+        type=int,
+        default=None,
+        help=options.quick_help("L-BFGS iterations per CRF fit", QUICK, "max_iter"),
+    )
     parser.add_argument("--top-pairs", type=int, nargs="+", default=[5, 100], help="pair counts")
     parser.add_argument("--seed", type=int, default=0, help="seed of subsets and intervals")
     parser.add_argument(
@@ -239,8 +250,7 @@ def _select_hmm(train: Split, dev: Split, n_words: int, n_tags: int, args) -> tu
 
 
 def _fit_crf(model: CRFTagger, data: Split, c2: float, args) -> CRFTagger:
-    max_iter = min(15, args.max_iter) if args.quick else args.max_iter
-    return model.fit(*data, c2=c2, max_iter=max_iter, tol=1e-4, tolerance_change=1e-7)
+    return model.fit(*data, c2=c2, max_iter=args.max_iter, tol=1e-4, tolerance_change=1e-7)
 
 
 def _select_crf(train: Split, dev: Split, n_words: int, n_tags: int, args) -> tuple:
@@ -525,8 +535,11 @@ def _paired_markdown(comparisons: dict) -> list[str]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train the taggers, evaluate their calibration on test, write results and figures."""
-    if args.threads < 1:
-        raise ValueError(f"--threads must be >= 1, got {args.threads}")
+    options.settle(args, QUICK)
+    options.check_integers(
+        args, threads=1, bin_size=1, n_samples=2, max_iter=1, top_pairs=1, max_tokens=1
+    )
+    options.check_file(args.load_models, "--load-models")  # said before the data
     # The recursions are many small [B, K] @ [K, K] products: extra threads only add
     # synchronisation, which on a busy machine costs tens of times the work.
     with report.torch_threads(args.threads):
@@ -676,13 +689,7 @@ def _print_summary(results: dict[str, Any], out: Path) -> None:
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
-    if args.bin_size < 1 or args.n_samples < 1:
-        raise ValueError("--bin-size and --n-samples must be positive")
-    if any(k < 1 for k in args.top_pairs):
-        raise ValueError("--top-pairs values must be positive")
     out = report.output_folder(args.out)
-    if args.load_models and not Path(args.load_models).is_file():  # said before the data
-        raise FileNotFoundError(f"model file not found: {args.load_models}")
     c = _corpus(args)
     out.mkdir(parents=True, exist_ok=True)
     trained, selection, sizes = _taggers(args, c, out)

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from calib_metrics.predictions import to_jsonable
+from calib_metrics.predictions import check_writable_folder, to_jsonable
 
 __all__ = ["format_interval", "markdown_table", "to_jsonable", "torch_threads", "write_json"]
 
@@ -40,6 +40,7 @@ def output_folder(path: str | Path, option: str = "--out", *, exists: bool = Fal
         ValueError: --out ...results.json: a file, not a folder
     """
     path = Path(path)
+    check_writable_folder(path, "--out")  # a file in the way is left to the lines below
     if path.exists() and not path.is_dir():
         raise ValueError(f"{option} {path}: a file, not a folder")
     for parent in path.absolute().parents:

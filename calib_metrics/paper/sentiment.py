@@ -14,22 +14,23 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 from tqdm import tqdm
 
-from calib_metrics.few_bins import MIN_BINS
+from calib_metrics.few_bins import warn_if_few_adaptive_bins
 from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
-from calib_metrics.paper import paired, report
+from calib_metrics.paper import options, paired, report
+from calib_metrics.paper.locations import data_help
 from calib_metrics.paper.tweets import (
     POLARITY,
     SMILEY,
     TWITTER,
     SentimentCorpus,
     balanced_subsample,
+    check_fractions,
     label_counts,
     load_corpus,
     make_tokenizer,
@@ -67,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> p.parse_args([]).split
         [0.6, 0.2, 0.2]
     """
-    parser.add_argument("--data", default=None, help="data folder (default: shared/data)")
+    parser.add_argument("--data", default=None, help=data_help())
     parser.add_argument("--out", default="out/sentiment", help="output folder")
     parser.add_argument(
         "--dataset",
@@ -309,13 +310,15 @@ def _items(dataset: str) -> str:
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.bin_size is not None and args.bin_size < 1:
-        raise ValueError(f"--bin-size must be >= 1, got {args.bin_size}")
-    if args.n_samples < 1:
-        raise ValueError(f"--n-samples must be >= 1, got {args.n_samples}")
-    for flag, grid in (("--alphas", args.alphas), ("--cs", args.cs)):
-        if not grid or min(grid) <= 0:
-            raise ValueError(f"{flag} must be positive numbers, got {grid}")
+    if args.bin_size is not None:  # None: test size // 10
+        options.check_integers(args, bin_size=1)
+    options.check_integers(args, n_samples=2)
+    options.check_numbers(args, "alphas", 0, above=True)
+    options.check_numbers(args, "cs", 0, above=True)
+    try:  # the split is made only once the corpus is read
+        check_fractions(args.split)
+    except ValueError as err:
+        raise ValueError(f"--split: {err}") from None
 
 
 def _note(corpus, args: argparse.Namespace, fallback: bool) -> str:
@@ -418,16 +421,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     data, n_features = _features(texts, tokenize, parts, corpus)
     test_y = corpus.labels[parts[2]]
     bin_size = args.bin_size or max(1, len(test_y) // 10)
-    n_bins = max(1, len(test_y) // bin_size)
-    if n_bins < MIN_BINS:  # as evaluate says it: one bin scores about 0
-        warnings.warn(
-            f"--bin-size {bin_size} makes {n_bins} bin{'s' * (n_bins != 1)} of the "
-            f"{len(test_y)} test {_items(corpus.name)}; with fewer than {MIN_BINS} bins the "
-            "error cannot show "
-            "miscalibration",
-            UserWarning,
-            stacklevel=2,
-        )
+    # As evaluate says it: one bin scores about 0.
+    warn_if_few_adaptive_bins(bin_size, len(test_y), f"test {_items(corpus.name)}")
     results: dict[str, Any] = {
         "experiment": "sentiment",
         "dataset": corpus.name,

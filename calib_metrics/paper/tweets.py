@@ -342,6 +342,27 @@ def _check_labels(labels: torch.Tensor) -> None:
         raise ValueError("labels must be 0 or 1")
 
 
+def check_fractions(fractions: Sequence[float]) -> list[float]:
+    """The fractions of :func:`stratified_split` as floats, or a ValueError: at least two,
+    each positive, summing to 1.
+
+    Example:
+        >>> check_fractions([0.5, 0.5, 0.1])
+        Traceback (most recent call last):
+        ...
+        ValueError: fractions must be >= 2 positive numbers summing to 1, got [0.5, 0.5, 0.1]
+    """
+    fractions = [float(f) for f in fractions]
+    # `not f > 0` refuses NaN too, which every comparison lets through.
+    if (
+        len(fractions) < 2
+        or any(not f > 0 for f in fractions)
+        or not abs(sum(fractions) - 1) <= 1e-6
+    ):
+        raise ValueError(f"fractions must be >= 2 positive numbers summing to 1, got {fractions}")
+    return fractions
+
+
 def stratified_split(
     labels: torch.Tensor,
     fractions: Sequence[float] = (0.6, 0.2, 0.2),
@@ -361,14 +382,7 @@ def stratified_split(
         ([12, 4, 4], 2)
     """
     _check_labels(labels)
-    fractions = [float(f) for f in fractions]
-    # `not f > 0` refuses NaN too, which every comparison lets through.
-    if (
-        len(fractions) < 2
-        or any(not f > 0 for f in fractions)
-        or not abs(sum(fractions) - 1) <= 1e-6
-    ):
-        raise ValueError(f"fractions must be >= 2 positive numbers summing to 1, got {fractions}")
+    fractions = check_fractions(fractions)
     parts: list[list[torch.Tensor]] = [[] for _ in fractions]
     for cls in (0, 1):
         members = torch.nonzero(labels == cls).flatten()

@@ -24,9 +24,9 @@ import torch
 
 from calib_metrics.models.features import ABLATION
 from calib_metrics.paper import chain_eval as ce
-from calib_metrics.paper import report
+from calib_metrics.paper import options, report
 from calib_metrics.paper.ark_twitter import load_ark_twitter
-from calib_metrics.paper.locations import data_file, find_dataset
+from calib_metrics.paper.locations import data_file, data_help, find_dataset
 from calib_metrics.paper.tagging import Vocabulary, read_tagged_sentences
 from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import tag_queries
@@ -42,7 +42,12 @@ THESIS = {
     "twitter_advanced": "tweets, query V: CRF-Advanced about half CRF-Basic's, at 87% accuracy",
     "ablation": "better templates give more refined and calibrated predictions",
 }
+# The tweets --quick keeps of each split.
 QUICK_LIMITS = {"train": 250, "dev": 80, "test": 120, "daily547": 80}
+# EWT's dev and test sentences under --quick; its train is --ewt-train's quick default.
+QUICK_EWT_LIMITS = {"dev": 80, "test": 120}
+# The options --quick sets when not given: (full run, --quick).
+QUICK = {"max_iter": (100, 30), "ewt_train": (3000, 250)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,27 +58,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         >>> add_arguments(p)
         >>> a = p.parse_args(["--quick"])
         >>> a.quick, a.c2, a.ewt_train
-        (True, [0.1], 3000)
+        (True, [0.1], None)
     """
-    parser.add_argument("--data", default=None, help="data folder (default: shared/data)")
+    parser.add_argument("--data", default=None, help=data_help())
     parser.add_argument("--out", default="out/twitter-pos", help="output folder")
-    parser.add_argument("--quick", action="store_true", help="small subsets, one c2 (tests)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"small subsets and fewer iterations, for tests ({options.QUICK_WINS})",
+    )
     parser.add_argument(
         "--c2", type=float, nargs="+", default=[0.1], help="L2 grid, chosen on dev accuracy"
     )
-    parser.add_argument("--max-iter", type=int, default=100, help="L-BFGS iterations per fit")
+    parser.add_argument(
+        "--max-iter",
+        type=int,
+        default=None,
+        help=options.quick_help("L-BFGS iterations per fit", QUICK, "max_iter"),
+    )
     parser.add_argument("--buckets", type=int, default=2**16, help="feature hash buckets")
     parser.add_argument(
-        "--ewt-train", type=int, default=3000, help="EWT training sentences (0: skip EWT)"
+        "--ewt-train",
+        type=int,
+        default=None,
+        help=options.quick_help("EWT training sentences, 0 skips EWT", QUICK, "ewt_train"),
     )
     parser.add_argument("--n-samples", type=int, default=2000, help="interval draws")
     parser.add_argument("--seed", type=int, default=0, help="seed of the intervals")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
 
 
-def _splits(raw: dict, args) -> tuple[dict[str, ce.Tagged], Vocabulary, dict[str, int]]:
-    if args.quick:
-        raw = {k: v[: QUICK_LIMITS.get(k, len(v))] for k, v in raw.items()}
+def _splits(raw: dict, limits: dict) -> tuple[dict[str, ce.Tagged], Vocabulary, dict[str, int]]:
+    """Encode each split (its first ``limits[split]`` sentences, where given)."""
+    raw = {k: v[: limits.get(k, len(v))] for k, v in raw.items()}
     word_vocab = Vocabulary.build(w for w, _ in raw["train"])
     tag_vocab = Vocabulary.build((t for _, t in raw["train"]), unknown=False)
     out, dropped = {}, {}
@@ -85,8 +102,6 @@ def _splits(raw: dict, args) -> tuple[dict[str, ce.Tagged], Vocabulary, dict[str
 
 def _train(data: dict[str, ce.Tagged], n_tags: int, n_words: int, steps, args) -> dict:
     """HMM and one feature CRF per template set: ``{key: (model, hasher or None, info)}``."""
-    c2_grid = args.c2[:1] if args.quick else args.c2
-    max_iter = min(args.max_iter, 30) if args.quick else args.max_iter
     hmm, info = ce.fit_hmm(data["train"], data["dev"], n_tags, n_words, HMM_GRID)
     trained: dict[str, Any] = {"hmm": (hmm, None, info)}
     for step in steps:
@@ -97,8 +112,8 @@ def _train(data: dict[str, ce.Tagged], n_tags: int, n_words: int, steps, args) -
             data["dev"],
             n_tags,
             buckets=args.buckets,
-            c2_grid=c2_grid,
-            max_iter=max_iter,
+            c2_grid=args.c2,
+            max_iter=args.max_iter,
         )
         trained[step] = (model, hasher, info | {"seconds": time.perf_counter() - begin})
         print(f"  {step}: c2 {info['c2']}, dev acc {info['grid'][info['c2']]:.4f}", file=sys.stderr)
@@ -177,7 +192,7 @@ def _load_ewt(args) -> dict[str, list]:
     folder = find_dataset("ud-english-ewt", args.data)
     limits = {"train": args.ewt_train, "dev": 500, "test": None}
     if args.quick:
-        limits = {"train": min(args.ewt_train, 300), "dev": 80, "test": 150}
+        limits |= QUICK_EWT_LIMITS
     out = {}
     for split, limit in limits.items():
         names = [f"en_ewt-ud-{split}.conllu{e}" for e in (".gz", "")]
@@ -190,12 +205,10 @@ def _load_ewt(args) -> dict[str, list]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train, evaluate and write results, tables and figures."""
-    if args.threads < 1 or args.max_iter < 1 or args.n_samples < 1 or args.buckets < 2:
-        raise ValueError("--threads, --max-iter, --n-samples must be >= 1 and --buckets >= 2")
-    if any(c < 0 for c in args.c2):
-        raise ValueError(f"--c2 values must be >= 0, got {args.c2}")
-    if args.ewt_train < 0:  # 0 skips EWT
-        raise ValueError(f"--ewt-train must be >= 0, got {args.ewt_train}")
+    options.settle(args, QUICK)
+    # --ewt-train 0 skips EWT.
+    options.check_integers(args, threads=1, max_iter=1, n_samples=2, buckets=2, ewt_train=0)
+    options.check_numbers(args, "c2", 0)
     # Many small per-step products: extra threads only add synchronisation.
     with report.torch_threads(args.threads):
         return _run(args)
@@ -209,13 +222,13 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     # after the tweet models were trained, as a StopIteration traceback.
     tweets = load_ark_twitter(args.data)
     ewt = _load_ewt(args) if args.ewt_train > 0 else None
-    data, tags, sizes = _splits(tweets, args)
+    data, tags, sizes = _splits(tweets, QUICK_LIMITS if args.quick else {})
     out.mkdir(parents=True, exist_ok=True)
     print(f"twitter-pos: tweets {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
     trained = _train(data, len(tags), sizes["words"], list(ABLATION), args)
     results["twitter"] = _corpus_block(data, tags, "V", trained, args, args.seed) | sizes
     if ewt is not None:
-        data, tags, sizes = _splits(ewt, args)
+        data, tags, sizes = _splits(ewt, {})  # read as limited
         print(f"twitter-pos: EWT {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
         trained = _train(data, len(tags), sizes["words"], ["basic", "+shape"], args)
         results["ewt"] = _corpus_block(data, tags, "NN", trained, args, args.seed + 7) | sizes
@@ -251,11 +264,12 @@ def _figures(results: dict, out: Path) -> dict[str, str]:
             )
             curves.append(Curve(name, caption, r["recommended"]["query"]["_result"]))
         query = f"{label}: the word has tag {block['query_tag']}"
-        paths[corpus] = thesis_figure(
+        path = thesis_figure(
             [(query, curves)],
             out / f"{corpus}_reliability.png",
             suptitle=f"{query} (curves: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap)",
         )
+        paths[corpus] = Path(path).name  # relative to --out: an absolute path breaks when it moves
     return paths
 
 
@@ -308,13 +322,17 @@ def _thesis_table(results: dict) -> list[str]:
         "paired CalibErr difference a − b [95%]",
     ]
     acc = _query(results, "twitter", "+shape")["accuracy"]
+    wsj = (
+        " The thesis' WSJ numbers are set beside EWT (web text, a subset of train)."
+        if "ewt" in results
+        else " EWT was not run (--ewt-train 0), so the thesis' WSJ claim has no row."
+    )
     return [
         "### The thesis' statements beside ours",
         "",
         report.markdown_table(headers, rows),
         "",
-        f"CRF-Advanced's accuracy on Oct27 test: {acc:.1%} (thesis: 87%). The thesis' WSJ "
-        "numbers are set beside EWT (web text, a subset of train).",
+        f"CRF-Advanced's accuracy on Oct27 test: {acc:.1%} (thesis: 87%).{wsj}",
         "",
     ]
 

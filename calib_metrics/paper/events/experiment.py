@@ -30,7 +30,8 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from calib_metrics.paper import report
+from calib_metrics.models.coref_ranker import N_BITS_RANGE, AntecedentRanker
+from calib_metrics.paper import options, report
 from calib_metrics.paper.coref_conllu import read_coref_documents
 from calib_metrics.paper.coref_features import features_for
 from calib_metrics.paper.countries import CountryLexicon
@@ -43,7 +44,7 @@ from calib_metrics.paper.events.analysis import (
 )
 from calib_metrics.paper.events.errors import uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
-from calib_metrics.paper.locations import find_dataset, missing_data
+from calib_metrics.paper.locations import data_help, find_dataset, missing_data
 
 DESCRIPTION = "country 'attack' events per period with coreference posterior intervals (§6)"
 NAME = "ud-english-gum"
@@ -53,12 +54,21 @@ LEXICON = "phoenix-country-actors"
 #: GUM's placeholder creation date: its 14 conversations and one court transcript carry
 #: ``2000-01-01`` (modified 2000-01-01 too, in all but one), not when they were recorded.
 UNKNOWN_DATES = ("2000-01-01",)
+# The options --quick sets when not given: (full run, --quick).
+QUICK = {"samples": (100, 20), "epochs": (3, 1)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", default=None, help="GUM folder or a folder/file of CoNLL-U")
+    parser.add_argument(
+        "--data", default=None, help=data_help("GUM's folder, or a folder or file of CoNLL-U")
+    )
     parser.add_argument("--out", default="out/events", help="output folder")
-    parser.add_argument("--lexicon", default=None, help="Phoenix actors folder (auto-located)")
+    parser.add_argument(
+        "--lexicon",
+        default=None,
+        help=f"Phoenix actors folder (default: beside the corpus, else {LEXICON}/ where "
+        "--data's default looks)",
+    )
     parser.add_argument(
         "--any-case",
         action="store_true",
@@ -75,9 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "documents are left out of every period (default: %(default)s, which GUM gives its "
         "conversations and a court transcript); with no DATE every date counts",
     )
-    parser.add_argument("--samples", type=int, default=100, help="coreference samples S")
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=None,
+        help=options.quick_help("coreference samples S", QUICK, "samples"),
+    )
     parser.add_argument("--model", default=None, help="a saved AntecedentRanker (ranker.pt)")
-    parser.add_argument("--epochs", type=int, default=3, help="ranker training epochs")
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help=options.quick_help("ranker training epochs", QUICK, "epochs"),
+    )
     parser.add_argument("--n-bits", type=int, default=20, help="ranker feature hash bits")
     parser.add_argument(
         "--enhanced",
@@ -94,7 +114,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="event probabilities listed as uncertain (closest to 0.5 first)",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="few epochs and samples")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"fewer epochs and samples, for tests ({options.QUICK_WINS})",
+    )
 
 
 def _files(data: Path) -> list[Path]:
@@ -125,11 +149,10 @@ def _read(files: list[Path]) -> tuple[list, list[str]]:
     return docs, split
 
 
-def _train_ranker(docs, args, out: Path):
-    from calib_metrics.models.coref_ranker import AntecedentRanker
-
-    if args.model:
-        return AntecedentRanker.load(args.model), {"model": str(args.model)}
+def _train_ranker(docs, args, out: Path, model: AntecedentRanker | None = None):
+    """``model`` (read from --model), or a ranker trained on ``docs``; with its summary."""
+    if model is not None:
+        return model, {"model": str(args.model)}
     if not docs:
         raise ValueError("no training documents for the ranker (pass --model PATH)")
     model = AntecedentRanker(n_bits=args.n_bits)
@@ -439,17 +462,24 @@ def _gold(docs, tables, periods):
     return aggregate_events(tables, gold_roots, periods)
 
 
-def run(args: argparse.Namespace) -> dict:
-    if args.samples < 1:
-        raise ValueError(f"--samples must be >= 1, got {args.samples}")
+def _check(args: argparse.Namespace) -> AntecedentRanker | None:
+    """Settle and check the options before any data are read; the --model ranker, read
+    now, so that a file that is not one is said at once (it had been after 20 s)."""
+    options.settle(args, QUICK)
+    options.check_integers(args, samples=1, epochs=0)
+    options.check_in_range(args, "n_bits", *N_BITS_RANGE)
     # The summaries check these too, but only after the ranker is trained.
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
     lo, hi = args.band
     if not 0 <= lo <= hi <= 1:
         raise ValueError(f"--band LO HI must satisfy 0 <= LO <= HI <= 1, got {lo} {hi}")
-    if args.quick:
-        args.samples, args.epochs = min(args.samples, 20), min(args.epochs, 1)
+    options.check_file(args.model, "--model")
+    return None if args.model is None else AntecedentRanker.load(args.model)
+
+
+def run(args: argparse.Namespace) -> dict:
+    given_model = _check(args)
     out = report.output_folder(args.out)
     corpus = _load(args)
     out.mkdir(parents=True, exist_ok=True)
@@ -463,7 +493,7 @@ def run(args: argparse.Namespace) -> dict:
     held_out = set(candidates)
     split = corpus["split"]
     train_docs = [d for i, d in enumerate(docs) if split[i] == "train" and i not in held_out]
-    model, model_info = _train_ranker(train_docs, args, out)
+    model, model_info = _train_ranker(train_docs, args, out, given_model)
     drawn = _sample_clusterings(model, docs, candidates, args)
     best = aggregate_events(tables, drawn["best_roots"], periods)
     sampled = aggregate_events(tables, drawn["sample_roots"], periods, n_samples=args.samples)

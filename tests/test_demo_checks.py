@@ -1,0 +1,95 @@
+"""``calib-metrics demo``: --help with its defaults, an --out it cannot write refused before
+the run, the few-bins warning evaluate gives, and its progress bar cleared before an error.
+
+A probe of 2026-11-30 found ``demo --help`` without --out's and --seed's defaults or what
+--seed seeds, a read-only --out reported only by the first figure, ``--bin-size 100000``
+scoring each setting in one bin without the warning evaluate and sentiment give, and
+the progress bar's text left on the error's line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from calib_metrics.paper import demo
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cli_runs = _load("cli_runs")
+
+# A folder that cannot be written: no file can be made there, even by root.
+UNWRITABLE = Path("/proc")
+
+
+def _help(capsys, *argv) -> str:
+    """The command's --help, its lines joined (argparse wraps them at the terminal width)."""
+    code, out, _ = cli_runs.run_cli(capsys, *argv, "--help")
+    assert code == 0
+    return " ".join(out.split())
+
+
+def test_demo_help_shows_and_explains_its_defaults(capsys):
+    text = _help(capsys, "demo")
+    assert "--out OUT output folder (default: out/demo)" in text
+    assert "--seed SEED seed of the synthetic pairs and the interval draws (default: 0)" in text
+    assert "--n N pairs per setting (default: 1000000; --quick: 20000)" in text
+
+
+class Reached(Exception):
+    """Raised where the demo's study would start."""
+
+
+def _demo_args(*argv) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    return parser.parse_args([str(a) for a in argv])
+
+
+def _never(*args, **kwargs):
+    raise Reached
+
+
+def test_demo_warns_of_a_bin_size_that_makes_too_few_bins(tmp_path, monkeypatch):
+    monkeypatch.setattr(demo, "_settings", _never)
+    args = _demo_args("--quick", "--bin-size", "100000", "--out", tmp_path)
+    warned = "--bin-size 100000 makes 1 bin of the 20000 pairs of each setting; with fewer than"
+    with pytest.warns(UserWarning, match=warned), pytest.raises(Reached):
+        demo.run(args)
+
+
+def test_demo_refuses_an_out_it_cannot_write_before_the_run(capsys, monkeypatch):
+    monkeypatch.setattr(demo, "_settings", _never)
+    err = cli_runs.one_line_error(capsys, "demo", "--quick", "--out", UNWRITABLE)
+    assert err.startswith(f"calib-metrics: error: --out {UNWRITABLE}: cannot be written ("), err
+
+
+def test_demo_clears_its_progress_bar_before_an_error(tmp_path, capsys, monkeypatch):
+    class Bar:
+        closed = False
+
+        def __init__(self, **_) -> None:
+            pass
+
+        def update(self, n: int = 1) -> None:
+            pass
+
+        def close(self) -> None:
+            Bar.closed = True
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(demo, "tqdm", Bar)
+    monkeypatch.setattr(demo, "_settings", fail)
+    line = cli_runs.one_line_error(capsys, "demo", "--quick", "--out", tmp_path)
+    assert line == "calib-metrics: error: disk full" and Bar.closed

@@ -1,0 +1,173 @@
+"""``calib-metrics reproduce``'s options: refused at once, naming the option, and kept as
+given under ``--quick``.
+
+A probe of 2026-11-30 found ``--n-samples 1`` (ner, pos, twitter-pos) and ``--ci-samples
+0`` (coref) accepted at start and refused by the library after 15–30 s of training, events'
+``--epochs -1``, ``--n-bits 0`` and ``--model /nonexistent.pt`` after 20–70 s, coref's
+``--lr nan`` after loading; and ``--quick`` replacing values the user gave (``--c2 1
+0.1 --max-iter 100`` run as one c2 and 30 iterations). Here --data names no folder, so
+an option checked after the data are read shows up as the data's error instead; where
+the values must reach training, training is replaced by a step that stops the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from calib_metrics import cli
+from calib_metrics.paper import coref, ner, pos, twitter_pos
+from calib_metrics.paper.events import experiment as events_experiment
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+one_line_error = _load("cli_runs").one_line_error
+data_up_front = _load("test_paper_data_up_front")  # its synthetic data sets
+
+
+class Reached(Exception):
+    """Raised where training would start, with what it was given."""
+
+
+def _stop(**recorded):
+    def stop(*args, **kwargs):
+        raise Reached(recorded | kwargs | {"args": args})
+
+    return stop
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["ner", "--quick", "--n-samples", "1"], "--n-samples must be an integer >= 2, got 1"),
+        (["pos", "--quick", "--n-samples", "1"], "--n-samples must be an integer >= 2, got 1"),
+        (
+            ["twitter-pos", "--quick", "--ewt-train", "0", "--n-samples", "1"],
+            "--n-samples must be an integer >= 2, got 1",
+        ),
+        (["coref", "--quick", "--ci-samples", "0"], "--ci-samples must be an integer >= 2, got 0"),
+        (["coref", "--quick", "--ci-samples", "1"], "--ci-samples must be an integer >= 2, got 1"),
+        (["sentiment", "--n-samples", "1"], "--n-samples must be an integer >= 2, got 1"),
+    ],
+)
+def test_too_few_interval_draws_are_refused_before_the_data(tmp_path, capsys, argv, named):
+    err = one_line_error(capsys, "reproduce", *argv, "--data", tmp_path / "none",
+                         "--out", tmp_path / "out")  # fmt: skip
+    assert err == f"calib-metrics: error: {named}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["events", "--quick", "--epochs", "-1"], "--epochs must be an integer >= 0, got -1"),
+        (["events", "--quick", "--n-bits", "0"], "--n-bits must be an integer in [4, 30], got 0"),
+        (["coref", "--quick", "--n-bits", "31"], "--n-bits must be an integer in [4, 30], got 31"),
+        (["coref", "--quick", "--lr", "-1"], "--lr must be a finite number > 0, got -1.0"),
+        (["coref", "--quick", "--lr", "nan"], "--lr must be a finite number > 0, got nan"),
+        (["coref", "--quick", "--l2", "nan"], "--l2 values must be finite numbers >= 0, got nan"),
+        (["coref", "--quick", "--max-distance", "0"], "--max-distance must be a positive integer"),
+        (["coref", "--quick", "--epochs", "-1"], "--epochs must be an integer >= 0, got -1"),
+        (["ner", "--quick", "--c2", "nan"], "--c2 values must be finite numbers >= 0, got nan"),
+        (["ner", "--quick", "--train-sentences", "0"], "--train-sentences must be a positive"),
+        (["twitter-pos", "--quick", "--c2", "inf"], "--c2 values must be finite numbers >= 0"),
+        (["twitter-pos", "--quick", "--max-iter", "0"], "--max-iter must be a positive integer"),
+        (["pos", "--quick", "--max-iter", "0"], "--max-iter must be a positive integer, got 0"),
+        (["pos", "--quick", "--max-tokens", "0"], "--max-tokens must be a positive integer"),
+        (["pos", "--quick", "--top-pairs", "5", "0"], "--top-pairs must be a positive integer"),
+        (["sentiment", "--alphas", "nan"], "--alphas values must be finite numbers > 0, got nan"),
+        (["sentiment", "--split", "0.6", "0.2", "nan"], "--split: fractions must be >= 2"),
+    ],
+)
+def test_options_are_refused_before_the_data(tmp_path, capsys, argv, named):
+    err = one_line_error(capsys, "reproduce", *argv, "--data", tmp_path / "none",
+                         "--out", tmp_path / "out")  # fmt: skip
+    assert named in err
+
+
+def test_events_reads_its_model_before_the_data(tmp_path, capsys):
+    missing = tmp_path / "none.pt"
+    err = one_line_error(capsys, "reproduce", "events", "--quick", "--model", missing,
+                         "--data", tmp_path / "none", "--out", tmp_path / "out")  # fmt: skip
+    assert err == f"calib-metrics: error: --model {missing}: no such file"
+    text = tmp_path / "ranker.pt"
+    text.write_text("not a model\n")
+    err = one_line_error(capsys, "reproduce", "events", "--quick", "--model", text,
+                         "--data", tmp_path / "none", "--out", tmp_path / "out")  # fmt: skip
+    assert "is not a readable torch file" in err
+    assert not (tmp_path / "out").exists()
+
+
+def _tagging_data(root: Path) -> Path:
+    data_up_front._ark(root / "ark-twitter-pos")
+    data_up_front._ewt(root / "ud-english-ewt")
+    gum = root / "ud-english-gum"
+    for split in ("train", "dev", "test"):
+        data_up_front._gz(gum / f"en_gum-ud-{split}.conllu.gz", data_up_front._conllu_rows() * 3)
+    return root
+
+
+def _reached(*argv) -> dict:
+    with pytest.raises(Reached) as stopped:
+        cli.main([str(a) for a in argv])
+    return stopped.value.args[0]
+
+
+@pytest.mark.parametrize("command", ["ner", "twitter-pos"])
+def test_quick_keeps_the_feature_crf_options_given(tmp_path, monkeypatch, command):
+    monkeypatch.setattr(ner.ce, "fit_crf", _stop())  # twitter-pos' module too
+    data = _tagging_data(tmp_path / "data")
+    common = [command, "--data", data, "--out", tmp_path / "out"]
+    common += ["--ewt-train", "0"] if command == "twitter-pos" else []
+    given = _reached("reproduce", *common, "--quick", "--c2", "1", "0.1", "--max-iter", "100")
+    assert (given["c2_grid"], given["max_iter"]) == ([1.0, 0.1], 100)  # had been [1.0], 30
+    defaults = _reached("reproduce", *common, "--quick")
+    assert (defaults["c2_grid"], defaults["max_iter"]) == ([0.1], 30)
+
+
+def test_quick_keeps_pos_max_iter(tmp_path, monkeypatch):
+    def stop(self, *args, **kwargs):
+        raise Reached(kwargs)
+
+    monkeypatch.setattr(pos.CRFTagger, "fit", stop)
+    data = _tagging_data(tmp_path / "data")
+    common = ["pos", "--data", data, "--out", tmp_path / "out", "--quick"]
+    assert _reached("reproduce", *common, "--max-iter", "60")["max_iter"] == 60  # had been 15
+    assert _reached("reproduce", *common)["max_iter"] == 15
+
+
+def test_quick_keeps_coref_epochs_and_grid(tmp_path, monkeypatch):
+    monkeypatch.setattr(coref, "_select_l2", lambda splits, feats, args, gen: _stop()(args))
+    data = tmp_path / "data"
+    data_up_front._ontogum(data / "gum-ontogum-coref", empty="")
+    common = ["coref", "--data", data, "--out", tmp_path / "out", "--quick", "--no-litbank"]
+    argv = [*common, "--epochs", "8", "--l2", "1e-5", "1e-4", "1e-3"]
+    (args,) = _reached("reproduce", *argv)["args"]
+    assert (args.epochs, args.l2) == (8, [1e-5, 1e-4, 1e-3])  # had been 3, [1e-5, 1e-4]
+    (args,) = _reached("reproduce", *common)["args"]
+    assert (args.epochs, args.l2) == (3, [1e-5, 1e-4])
+
+
+def test_quick_keeps_events_samples_and_epochs(tmp_path, monkeypatch):
+    monkeypatch.setattr(events_experiment, "_load", lambda args: _stop()(args))
+    common = ["events", "--data", tmp_path, "--out", tmp_path / "out", "--quick"]
+    (args,) = _reached("reproduce", *common, "--samples", "100", "--epochs", "3")["args"]
+    assert (args.samples, args.epochs) == (100, 3)  # had been 20, 1
+    (args,) = _reached("reproduce", *common)["args"]
+    assert (args.samples, args.epochs) == (20, 1)
+
+
+@pytest.mark.parametrize("module", [ner, pos, twitter_pos, coref, events_experiment])
+def test_quick_says_that_given_options_win(module):
+    parser = argparse.ArgumentParser()
+    module.add_arguments(parser)
+    quick = next(a for a in parser._actions if "--quick" in a.option_strings)
+    assert "options given explicitly win" in quick.help

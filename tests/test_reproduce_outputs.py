@@ -1,0 +1,71 @@
+"""What ``reproduce`` writes: results that name their figures relative to --out and say
+only what was run, and the README's word on what two demo runs repeat.
+
+A probe of 2026-11-30 found twitter-pos' and ner's results.json holding absolute figure
+paths, twitter-pos' results.md setting the thesis' WSJ numbers "beside EWT" on a run
+without EWT (``--ewt-train 0``), and the README saying two demo runs gave identical files
+when results.json holds the run's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from calib_metrics.paper import ner, twitter_pos
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+data_up_front = _load("test_paper_data_up_front")  # its synthetic data sets
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # a handful of tweets: too few groups
+def test_twitter_pos_without_ewt_names_its_figure_and_no_ewt_comparison(tmp_path):
+    data_up_front._ark(tmp_path / "data" / "ark-twitter-pos")
+    out = tmp_path / "out"
+    args = _parsed(twitter_pos, "--data", tmp_path / "data", "--out", out, "--quick",
+                   "--ewt-train", "0", "--max-iter", "3", "--n-samples", "20",
+                   "--buckets", "64")  # fmt: skip
+    twitter_pos.run(args)
+    figures = json.loads((out / "results.json").read_text())["figures"]
+    markdown = (out / "results.md").read_text()
+    # The figure had been named by its absolute path, and the WSJ numbers set "beside EWT".
+    said = ("beside EWT" in markdown, "EWT was not run (--ewt-train 0)" in markdown)
+    assert (figures, said) == ({"twitter": "twitter_reliability.png"}, (False, True))
+    assert (out / figures["twitter"]).is_file()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_ner_names_its_figure_relative_to_out(tmp_path):
+    _load("test_ner_experiment")._write_gum(tmp_path / "data" / "ud-english-gum")
+    out = tmp_path / "out"
+    args = _parsed(ner, "--data", tmp_path / "data", "--out", out, "--quick", "--max-iter", "5",
+                   "--n-samples", "20", "--buckets", "256")  # fmt: skip
+    ner.run(args)
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["figure"] == "ner_reliability.png"
+    assert (out / saved["figure"]).is_file()
+
+
+def test_the_readme_says_which_demo_files_two_runs_repeat():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## What the demo shows", 1)[1].split("\n## ", 1)[0]
+    # results.json holds the run's time: two runs had been said to give identical files.
+    assert "identical files" not in section
+    assert '`results.json` files that differ only in the run time,\n`"seconds"`' in section
+
+
+def _parsed(module, *argv) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    module.add_arguments(parser)
+    return parser.parse_args([str(a) for a in argv])
