@@ -40,7 +40,7 @@ def output_folder(path: str | Path, option: str = "--out", *, exists: bool = Fal
         ValueError: --out ...results.json: a file, not a folder
     """
     path = Path(path)
-    check_writable_folder(path, "--out")  # a file in the way is left to the lines below
+    check_writable_folder(path, option)  # a file in the way is left to the lines below
     if path.exists() and not path.is_dir():
         raise ValueError(f"{option} {path}: a file, not a folder")
     for parent in path.absolute().parents:
