@@ -50,6 +50,9 @@ END, END_SHARE = 0.05, 0.5
 N_SLICES = 20
 #: The label of that count axis, by which a further call on the same axes finds it.
 COUNT_AXIS = "calib_metrics: pairs per slice"
+#: The gid of a diagram's diagonal: the mark of an ``ax`` holding a diagram (``ax.clear()``
+#: removes it with the line), so that a further call draws over it as a second model.
+DIAGONAL = "calib_metrics: perfect calibration"
 #: Longest label name drawn whole as a tick; longer ones lose their middle to "…" (one
 #: 300-character name had widened the per-label chart until its bars were unreadable).
 MAX_TICK_CHARS = 60
@@ -207,7 +210,9 @@ def reliability_diagram(
 
     Called again on the same ``ax`` for a second model, it draws that model over the
     first, in ``color``: its bins (and smooth curve), and its pairs as bars in its colour
-    on the same count axis. The diagonal, the x axis (``xscale`` is not used) and the
+    on the same count axis (only on the very axes of a diagram: a neighbouring subplot,
+    even of ``sharex=True``, or an ``ax`` emptied by ``ax.clear()`` gets a diagram of its
+    own). The diagonal, the x axis (``xscale`` is not used) and the
     title stay the first call's; the model's legend entry names its error (``"model b:
     CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
 
@@ -256,7 +261,8 @@ def reliability_diagram(
     axis = _ProbabilityAxis(scale, q) if counts is None else _ProbabilityAxis.of(ax)
     if counts is None:
         t = axis.grid()
-        ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
+        ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration",
+                gid=DIAGONAL)  # fmt: skip
     if smooth is not None:
         _draw_smooth(ax, smooth, axis, color)
     samples = _numbers(effective_samples(bins))
@@ -423,17 +429,25 @@ def _probability_tick(value: float, _pos: int | None = None) -> str:
 
 
 def _count_axis(ax: Axes) -> Axes | None:
-    """The right-hand axis of a reliability diagram already drawn on ``ax``, or None."""
-    return next(
-        (
-            other
-            for other in ax.figure.axes
-            if other is not ax
-            and other.get_label() == COUNT_AXIS
-            and other.get_shared_x_axes().joined(other, ax)
-        ),
-        None,
-    )
+    """The count axis of a reliability diagram already drawn on ``ax``, or None.
+
+    It is ``ax``'s own twin (not any axis sharing x, which a neighbouring subplot of
+    ``sharex=True`` does too), and ``ax`` still holds the diagram's diagonal: a count
+    axis left by a diagram that ``ax.clear()`` removed is removed too, as the diagram
+    drawn now brings its own.
+    """
+    twins = [
+        other
+        for other in ax.figure.axes
+        if other is not ax
+        and other.get_label() == COUNT_AXIS
+        and ax._twinned_axes.joined(ax, other)  # twinx(), not sharex: no public test
+    ]
+    if any(line.get_gid() == DIAGONAL for line in ax.lines):
+        return twins[0] if twins else None
+    for stale in twins:
+        stale.remove()
+    return None
 
 
 def _slice_counts(

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import pytest
 import torch
 from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
 
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.plot import describe, reliability_diagram
@@ -53,3 +54,29 @@ def test_the_second_model_keeps_the_first_ones_x_axis(two) -> None:
     limits = ax.get_xlim()
     reliability_diagram(b, ax, xscale="linear")
     assert ax.get_xscale() == "logit" and ax.get_xlim() == limits
+
+
+def test_a_neighbouring_diagram_sharing_x_is_not_a_second_model(two) -> None:
+    # A subplot of sharex=True shares x with the left diagram's count axis: the right
+    # diagram had been taken for a second model (no title, its bars on the left one's).
+    a, b = two
+    fig = Figure()
+    left, right = fig.subplots(1, 2, sharex=True)
+    reliability_diagram(a, left, title="left")
+    reliability_diagram(b, right, title="right")
+    assert right.get_title().splitlines()[0] == "right"
+    assert left.get_title().splitlines()[0] == "left"
+    assert len(fig.axes) == 4  # each diagram its own count axis
+    assert "perfect calibration" in _legend(right)
+
+
+def test_a_cleared_ax_draws_a_fresh_diagram(two) -> None:
+    # ax.clear() leaves the count axis: the next epoch's diagram had joined it untitled.
+    a, b = two
+    fig, ax = reliability_diagram(a)
+    ax.clear()
+    reliability_diagram(b, ax, title="epoch 2")
+    assert ax.get_title().splitlines()[0] == "epoch 2"
+    (counts,) = [other for other in fig.axes if other is not ax]  # the stale one removed
+    total = sum(bar.get_height() for bar in counts.patches)
+    assert total == pytest.approx(float(b.bins.count.sum()))
