@@ -131,11 +131,22 @@ def describe(result: CalibrationResult, norm: str = "l2") -> str:
         >>> describe(CalibrationResult(t(0.0123), nan, nan, nan, nan, empty), norm="max")
         'CalibErr (max) 0.0123, no interval'
     """
-    name = f"CalibErr {_norm_note(norm)}".rstrip()
+    name = error_name(norm)
     lower, upper = result.lower.item(), result.upper.item()
     if math.isnan(lower) or math.isnan(upper):
         return f"{name} {result.error.item():.4f}, no interval"
     return f"{name} {result.error.item():.4f} [{lower:.4f}, {upper:.4f}]"
+
+
+def error_name(norm: str = "l2") -> str:
+    """``CalibErr``, or ``CalibErr (max)`` for an error of another norm than l2: how
+    figures name the error.
+
+    Example:
+        >>> error_name(), error_name("max")
+        ('CalibErr', 'CalibErr (max)')
+    """
+    return f"CalibErr {_norm_note(norm)}".rstrip()
 
 
 def _norm_note(norm: str) -> str:
