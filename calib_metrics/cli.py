@@ -481,21 +481,28 @@ def mode_note(mode: str) -> str:
 
 
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
-    from calib_metrics.report import fixed, plus_term
+    from calib_metrics.report import fixed, no_interval, plus_term, resampled_units
+    from calib_metrics.wording import visible_controls
 
     pct = f"{args.confidence:.0%}"
     groups = summary["groups"]
     in_groups = "" if groups is None else f" in {groups} group{'s' * (groups != 1)}"
     n_bins = summary["bins"]
     print(
-        f"{args.file}: N = {summary['n']} pair{'s' * (summary['n'] != 1)}{in_groups}, "
+        f"{visible_controls(str(args.file))}: N = {summary['n']} pair"
+        f"{'s' * (summary['n'] != 1)}{in_groups}, "
         f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
+    )
+    missing = no_interval(result.lower, result.upper, resampled_units(args.interval))
+    interval = (
+        f", {missing}"
+        if missing
+        else f"  {pct} interval [{result.lower.item():.4f}, {result.upper.item():.4f}] "
+        f"({args.interval} {args.method}, {args.samples} draws)"
     )
     print(
         f"CalibErr ({args.norm}{', debiased' if args.debias else ''}"
-        f"{mode_note(summary['mode'])}) = "
-        f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
-        f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
+        f"{mode_note(summary['mode'])}) = {result.error.item():.4f}{interval}"
     )
     # The within-bin term may be negative (− 0.0001) or a tiny negative (+ 0.0000).
     sign, _, within = plus_term(brier.within_bin).partition(" ")
@@ -509,11 +516,11 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         from calib_metrics.cli_report import label_lines
 
         print(f"per label ({len(summary['per_label'])}):")
-        print("\n".join(label_lines(summary["per_label"])))
+        print("\n".join(label_lines(summary["per_label"], resampled_units(args.interval))))
     if args.plot:
-        print(f"reliability diagram: {args.plot}")
+        print(f"reliability diagram: {visible_controls(str(args.plot))}")
     if args.html:
-        print(f"HTML report: {args.html}")
+        print(f"HTML report: {visible_controls(str(args.html))}")
 
 
 def evaluate(args: argparse.Namespace) -> dict:
