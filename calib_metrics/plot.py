@@ -1,13 +1,17 @@
-"""Matplotlib figures: reliability diagrams, per-label errors, curves and time series.
+r"""Matplotlib figures: reliability diagrams, per-label errors, curves and time series.
 
 Every function draws on a given ``ax`` or on a new ``matplotlib.figure.Figure`` (never
 pyplot's global state, so nothing leaks between calls or threads) and returns
 ``(fig, ax)``. This module is imported lazily: the metric works without matplotlib.
 
-Every text a function takes from its caller (titles, labels, model and label names,
-periods) is drawn as given (:func:`literal`): a ``$`` is a dollar sign, never the start of
-matplotlib's mathtext, since file and label names hold them. For mathtext, set the text on
-the returned axes.
+Every text a function takes from its caller (titles, labels, legend entries, model and
+label names, periods) is drawn as given (:func:`literal`): a ``$`` is a dollar sign, never
+the start of matplotlib's mathtext, since file and label names hold them; and a ``\$``
+shows its backslash too (matplotlib alone would draw it as an escaped ``$``). For mathtext
+on purpose, set the text on the returned axes after drawing::
+
+    fig, ax = reliability_diagram(result)
+    ax.set_title(r"$\alpha$ = 0.1")
 
 A figure that shows an interval names its level and kind (:func:`interval_label`), from
 the settings the caller passes: nothing assumes 95%. Sizes and fonts are chosen so that
