@@ -37,7 +37,7 @@ from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
-from calib_metrics.wording import counted, visible_controls
+from calib_metrics.wording import count_text, counted, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
 INTERVAL_KINDS = {
@@ -294,7 +294,7 @@ def reliability_diagram(
         lines = [title] if title else []
         error = describe(result, norm)
         lines += [f"{label}: {error}" if label else error]
-        lines += [f"{heading} · {counted(len(q), 'bin')} · N={int(sum(n)):,}"]
+        lines += [f"{heading} · {counted(len(q), 'bin')} · N={count_text(sum(n), grouped=True)}"]
         ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     else:
         _more_count_bars(counts, axis, q, n, color)

@@ -29,6 +29,7 @@ from calib_metrics.plot import (
     interval_label,
     literal,
 )
+from calib_metrics.wording import counted
 
 #: Panels per row of :func:`reliability_panels`.
 COLUMNS = 4
@@ -137,7 +138,8 @@ def _panel(
     t = axis.grid()
     ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
     positives = sum(f * n for f, n in zip(marks[0][1], marks[0][2]))
-    lines = [f"{label} · {positives:,.0f} positives" + (" · logit x" if note else "")]
+    lines = [f"{label} · {counted(positives, 'positive', grouped=True)}"]
+    lines[0] += " · logit x" if note else ""
     for k, (result, curve, name, tag) in enumerate(zip(models, curves, *names, strict=True)):
         color, smooth = f"C{k}", ""
         if curve is not None:
