@@ -269,7 +269,7 @@ def reliability_diagram(
     if smooth is not None and not isinstance(smooth, SmoothCurve):
         raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
     bins = result.bins
-    q, p, n = _bin_marks(bins)
+    q, p, n, samples = _bin_marks(bins)
     scale, note = _pick_scale(xscale, q, n)
     fig, ax = _axes(ax, (4.6, 4.6))
     counts = _count_axis(ax)  # None, unless a diagram is drawn there already
@@ -280,7 +280,6 @@ def reliability_diagram(
                 gid=DIAGONAL)  # fmt: skip
     if smooth is not None:
         _draw_smooth(ax, smooth, axis, color)
-    samples = _numbers(effective_samples(bins))
     z = normal_quantile(confidence)
     entry = label or f"bins (±{z:.2f} se)"
     if counts is not None:  # the title holds the first model's error: the legend, this one's
@@ -304,28 +303,25 @@ def reliability_diagram(
     return fig, ax
 
 
-def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float]]:
-    """Each bin's q̂, p̂ and pair count, checked for drawing: means and frequencies in
-    [0, 1], counts positive (a hand-built bin of 0 pairs had failed with
-    ZeroDivisionError, a mean outside [0, 1] with a TypeError about complex numbers).
+def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Each bin's q̂, p̂, pair count and effective sample size, checked for drawing: means
+    and frequencies in [0, 1], counts finite and >= 0 (:func:`check_bins`; a mean outside
+    [0, 1] had failed with a TypeError about complex numbers). A bin of 0 pairs weighs
+    nothing and has no frequency to draw: it is left out (``ci_from_bins`` keeps one that
+    it is given, which had then failed to draw).
 
     Example:
         >>> import torch
-        >>> t = torch.tensor
+        >>> t = lambda v: torch.tensor(v, dtype=torch.float64)
         >>> _bin_marks(Bins(t([0.3, 0.6]), t([0.2, 0.7]), t([0.0, 10.0])))
-        Traceback (most recent call last):
-        ...
-        ValueError: bins.count holds a bin of 0 pairs (bin 0, q̂ = 0.3): ...
+        ([0.6], [0.7], [10.0], [10.0])
     """
     bins = check_bins(bins)
-    q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
-    empty = next((k for k, count in enumerate(n) if count == 0), None)
-    if empty is not None:
-        raise ValueError(
-            f"bins.count holds a bin of 0 pairs (bin {empty}, q̂ = {q[empty]:.4g}): a bin "
-            "without pairs has no frequency to draw; leave it out"
-        )
-    return q, p, n
+    # n_eff of all the bins: a tie group cut by a boundary counts across its bins.
+    columns = [_numbers(v) for v in (*bins, effective_samples(bins))]
+    kept = [row for row in zip(*columns, strict=True) if row[2] > 0]
+    q, p, n, samples = (list(column) for column in zip(*kept, strict=True))
+    return q, p, n, samples
 
 
 def _draw_bins(

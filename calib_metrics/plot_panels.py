@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from calib_metrics.functional.calibration import CalibrationResult
-from calib_metrics.functional.intervals import effective_samples, normal_quantile
+from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.functional.multiclass import most_frequent
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot import (
@@ -22,7 +22,6 @@ from calib_metrics.plot import (
     _draw_bins,
     _draw_smooth,
     _literals,
-    _numbers,
     _pick_scale,
     _ProbabilityAxis,
     describe,
@@ -150,7 +149,7 @@ def _panel(
             smooth = f", smECE {curve.error.item():.4f}"
         # Bars from each bin's effective sample size, as the reliability diagram's: grouped
         # labels had drawn half as wide here (400-pair bins of n_eff ≈ 100).
-        bars = (*marks[k][:2], _numbers(effective_samples(result.bins)))
+        bars = (marks[k][0], marks[k][1], marks[k][3])
         _draw_bins(ax, axis, bars, z, color, f"{name}: bins (±{z:.2f} se)")
         prefix = f"{tag}: " if len(models) > 1 else ""
         lines.append(f"{prefix}{describe(result, norm)}{smooth}")
