@@ -176,7 +176,7 @@ def check_plot_smooth(args: argparse.Namespace) -> None:
         raise ValueError("--plot-smooth draws on the reliability diagram: give --plot FILE.png")
 
 
-def output_path(text: str) -> Path:
+def output_path(text: str, kind: str = "file") -> Path:
     """An output file option (``--html``, ``--plot``, ``--out``): a path, not an empty one,
     which ``Path`` would read as the current folder (``--html ""`` had been refused as
     "--html .: is a folder").
@@ -188,8 +188,21 @@ def output_path(text: str) -> Path:
         argparse.ArgumentTypeError: '' is an empty path: give a file name
     """
     if not text:
-        raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a file name")
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a {kind} name")
     return Path(text)
+
+
+def output_folder_path(text: str) -> Path:
+    """An output folder option (``demo --out``, ``--img``): a path, not an empty one
+    (:func:`output_path`; ``demo --out ""`` had written into the current folder).
+
+    Example:
+        >>> output_folder_path("")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: '' is an empty path: give a folder name
+    """
+    return output_path(text, "folder")
 
 
 def _bin_size(text: str) -> int | str:
