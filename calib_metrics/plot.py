@@ -57,6 +57,9 @@ COUNT_AXIS = "calib_metrics: pairs per slice"
 #: The gid of a diagram's diagonal: the mark of an ``ax`` holding a diagram (``ax.clear()``
 #: removes it with the line), so that a further call draws over it as a second model.
 DIAGONAL = "calib_metrics: perfect calibration"
+#: How far below 0, relative to a series' largest magnitude (or 1), a count of
+#: ``posterior_time_series`` may fall and still be float noise around 0 (drawn at 0).
+COUNT_NOISE = 1e-9
 #: Longest label name drawn whole as a tick; longer ones lose their middle to "…" (one
 #: 300-character name had widened the per-label chart until its bars were unreadable).
 MAX_TICK_CHARS = 60
@@ -938,9 +941,10 @@ def posterior_time_series(
     (never a line interpolated between periods): the posterior mean as a solid step,
     its interval as a shaded box per period, the 1-best count as a dashed step with
     square markers, gold counts as crosses. The y axis starts a little below 0 so that
-    zero counts stay visible above the axis. Every series holds counts: finite and >= 0,
-    or NaN where a period has no value (left blank); only ``lower`` may fall below 0 (a
-    normal interval's end), and the band is drawn from 0. ``confidence`` and ``interval``
+    zero counts stay visible above the axis. Every series holds counts: finite and >= 0
+    (a negative within float noise of 0, such as -1e-12, is drawn at 0), or NaN where a
+    period has no value (left blank); only ``lower`` may fall below 0 (a normal
+    interval's end), and the band is drawn from 0. ``confidence`` and ``interval``
     (free text naming the interval's kind, e.g. ``"normal, over posterior samples"``)
     name the interval in the legend; the interval itself is given.
 
@@ -974,7 +978,7 @@ def posterior_time_series(
     label, title, interval = literal(label), literal(title), literal(interval)
     fig, ax = _axes(ax, (7.0, 3.5))
     edges, breaks = _span_edges(spans)
-    mean_values = _numbers(mean)
+    mean_values = _counts(mean)
     (line,) = ax.step(
         edges,
         _period_steps(mean_values, breaks),
@@ -987,8 +991,8 @@ def posterior_time_series(
     band = f"{100 * confidence:g}% interval" + (f": {interval}" if interval else "")
     ax.fill_between(
         edges,
-        _period_steps([max(v, 0.0) for v in _numbers(lower)], breaks),
-        _period_steps(_numbers(upper), breaks),
+        _period_steps(_counts(lower), breaks),
+        _period_steps(_counts(upper), breaks),
         step="post",
         color=colour,
         alpha=0.22,
@@ -997,7 +1001,7 @@ def posterior_time_series(
     )
     centres = [(a + b) / 2 for a, b in spans]
     if one_best is not None:
-        best = _numbers(one_best)
+        best = _counts(one_best)
         ax.step(
             edges,
             _period_steps(best, breaks),
@@ -1011,7 +1015,7 @@ def posterior_time_series(
     if gold is not None:
         ax.plot(
             centres,
-            _numbers(gold),
+            _counts(gold),
             "x",
             color="0.1",
             markersize=6,
@@ -1028,18 +1032,27 @@ def _check_counts(periods: Sequence[str], **series: Any) -> None:
     """Every given series (None: not drawn) holds counts: finite and >= 0, or NaN (no
     value: a gap); ``lower`` may fall below 0 (a normal interval's end). An infinite value
     had failed inside matplotlib ("Axis limits cannot be NaN or Inf"), negative ones were
-    drawn below the axis' fixed range."""
+    drawn below the axis' fixed range. A negative within float noise of 0 (down to
+    :data:`COUNT_NOISE` times the series' largest magnitude, or 1) is a count of 0: a
+    posterior mean of -1e-12 had been refused."""
     for name, values in series.items():
         if values is None:
             continue
-        floor = -math.inf if name == "lower" else 0.0
-        for k, v in enumerate(_numbers(values)):
+        numbers = _numbers(values)
+        scale = max([1.0] + [abs(v) for v in numbers if math.isfinite(v)])
+        floor = -math.inf if name == "lower" else -COUNT_NOISE * scale
+        for k, v in enumerate(numbers):
             if math.isinf(v) or v < floor:
                 bound = "" if name == "lower" else " >= 0"
                 raise ValueError(
                     f"{name} must hold finite counts{bound} (or NaN for none), got {v} at "
                     f"period {periods[k]!r}"
                 )
+
+
+def _counts(values: Any) -> list[float]:
+    """A series of counts to draw: a value below 0 (float noise, or a lower end) at 0."""
+    return [0.0 if v < 0 else v for v in _numbers(values)]
 
 
 def _period_spans(
