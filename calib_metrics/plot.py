@@ -281,8 +281,8 @@ def reliability_diagram(
         t = axis.grid()
         ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration",
                 gid=DIAGONAL)  # fmt: skip
-    if smooth is not None:
-        _draw_smooth(ax, smooth, axis, color)
+    if smooth is not None:  # a further model's curve and band are named by its label
+        _draw_smooth(ax, smooth, axis, color, label if counts is not None else None)
     z = normal_quantile(confidence)
     entry = label or f"bins (±{z:.2f} se)"
     if counts is not None:  # the title holds the first model's error: the legend, this one's
@@ -497,7 +497,7 @@ def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]
         edgecolor="0.65",
         linewidth=0.4,
         log=log,
-        label="pairs per grey bar (right axis" + (", log)" if log else ")"),
+        label=_count_entry(log),
     )
     _count_limits(counts, min(nonzero), max(nonzero), log)
     counts.set_ylabel("pairs" + (" (log scale)" if log else ""), color="0.35", fontsize=8)
@@ -528,8 +528,24 @@ def _more_count_bars(
         log=log,
         label="_nolegend_",  # the colour names the model, as its bins do
     )
+    counts.containers[0].set_label(_count_entry(log, several=True))  # no longer all grey
     nonzero = [h for bar in counts.patches if (h := bar.get_height()) > 0] or [1.0]
     _count_limits(counts, min(nonzero), max(nonzero), log)
+
+
+def _count_entry(log: bool, several: bool = False) -> str:
+    """The count bars' legend entry: grey bars of one model, or several models' bars.
+
+    Example:
+        >>> _count_entry(False)
+        'pairs per grey bar (right axis)'
+        >>> print(_count_entry(True, several=True))
+        pairs per bar (right axis, log): the first model's grey, each other's in its colour
+    """
+    axis = "right axis, log" if log else "right axis"
+    if several:
+        return f"pairs per bar ({axis}): the first model's grey, each other's in its colour"
+    return f"pairs per grey bar ({axis})"
 
 
 def _count_tick(value: float, _pos: int | None = None) -> str:
@@ -556,9 +572,12 @@ def _count_limits(counts: Axes, smallest: float, largest: float, log: bool) -> N
         counts.yaxis.set_major_locator(FixedLocator([t for t in ticks if t <= largest]))
 
 
-def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str) -> None:
+def _draw_smooth(
+    ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str, name: str | None = None
+) -> None:
     """The smooth curve where the predictions' density is not negligible, with its band
-    (named at the level it was drawn for, not the diagram's). Where no prediction lies
+    (named at the level it was drawn for, not the diagram's; their legend entries after
+    ``name``, a further model's label, when given). Where no prediction lies
     (density <= 1e-3: between two clusters of q, say) curve and band break off, rather
     than a straight segment joining the runs on either side."""
     grid, density = _numbers(smooth.grid), _numbers(smooth.density)
@@ -570,6 +589,7 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
     ]
     t, curve, lower, upper = _runs([grid, *values], keep)
     sigma, error = smooth.bandwidth.item(), smooth.error.item()
+    prefix = f"{name}: " if name else ""
     ax.fill_between(
         t,
         lower,
@@ -577,7 +597,7 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
         color=color,
         alpha=0.18,
         linewidth=0,
-        label=f"{100 * smooth.confidence:g}% pointwise bootstrap band",
+        label=f"{prefix}{100 * smooth.confidence:g}% pointwise bootstrap band",
     )
     ax.plot(
         t,
@@ -585,7 +605,7 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
         color=color,
         linewidth=1.6,
         alpha=0.8,
-        label=f"smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
+        label=f"{prefix}smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
     )
 
 

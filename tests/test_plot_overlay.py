@@ -13,7 +13,7 @@ import torch
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from calib_metrics.functional import calibration_error_ci
+from calib_metrics.functional import calibration_error_ci, smooth_reliability_curve
 from calib_metrics.plot import describe, reliability_diagram
 
 
@@ -39,7 +39,7 @@ def test_a_second_model_is_drawn_over_the_first(two) -> None:
         "perfect calibration",
         "model a",
         f"model b: {describe(b)}",
-        "pairs per grey bar (right axis)",
+        "pairs per bar (right axis): the first model's grey, each other's in its colour",
     ]
     assert ax.get_title() == title and title.splitlines()[0] == f"model a: {describe(a)}"
     (counts,) = [other for other in fig.axes if other is not ax]
@@ -80,3 +80,26 @@ def test_a_cleared_ax_draws_a_fresh_diagram(two) -> None:
     (counts,) = [other for other in fig.axes if other is not ax]  # the stale one removed
     total = sum(bar.get_height() for bar in counts.patches)
     assert total == pytest.approx(float(b.bins.count.sum()))
+
+
+def test_several_models_legend_says_the_bars_are_coloured(two) -> None:
+    a, b = two
+    _, ax = reliability_diagram(a, label="a")
+    assert _legend(ax)[-1] == "pairs per grey bar (right axis)"
+    reliability_diagram(b, ax, label="b", color="C1")
+    entry = _legend(ax)[-1]
+    assert "grey bar" not in entry and entry.startswith("pairs per bar (right axis")
+    assert "colour" in entry
+
+
+def test_a_second_models_smooth_curve_is_named_by_its_label(two) -> None:
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    curve = smooth_reliability_curve(q.sqrt(), y, n_samples=20, generator=g)
+    a, b = two
+    _, ax = reliability_diagram(a, label="A")
+    reliability_diagram(b, ax, label="B", color="C1", smooth=curve)
+    entries = _legend(ax)
+    assert any(e.startswith("B: smooth curve (smECE ") for e in entries)
+    assert any(e.startswith("B: ") and "pointwise bootstrap band" in e for e in entries)
