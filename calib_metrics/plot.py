@@ -84,20 +84,40 @@ def _literals(texts: Sequence[Any]) -> list[str]:
     return [literal(str(t)) for t in texts]
 
 
-def _tick_label(name: str) -> str:
-    """A label name as a tick shows it: at most :data:`MAX_TICK_CHARS` characters, the
-    middle of a longer one replaced by "…" (its start and end tell labels apart), drawn
-    as written (:func:`literal`).
+def _tick_labels(names: Sequence[Any]) -> list[str]:
+    """Label names as ticks and panel titles show them: at most :data:`MAX_TICK_CHARS`
+    characters, the middle of a longer one replaced by "…" (its start and end tell labels
+    apart), drawn as written (:func:`literal`). Names that would still read alike (they
+    differ only in the middle cut out) are numbered ``#1``, ``#2``, ... in their order.
 
     Example:
-        >>> _tick_label("NOUN"), len(_tick_label("x" * 300))
-        ('NOUN', 60)
+        >>> _tick_labels(["NOUN"]), [len(t) for t in _tick_labels(["x" * 300])]
+        (['NOUN'], [60])
+        >>> [t[-4:] for t in _tick_labels(["a" * 100 + m + "a" * 100 for m in "XY"])]
+        ['a #1', 'a #2']
     """
-    name = str(name)
-    if len(name) > MAX_TICK_CHARS:
-        tail = (MAX_TICK_CHARS - 1) // 3
-        name = f"{name[: MAX_TICK_CHARS - 1 - tail]}…{name[-tail:]}"
-    return literal(name)
+    names = [str(name) for name in names]
+    short = [_shortened(name) for name in names]
+    alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
+    for name, text in zip(names, short, strict=True):
+        if name not in alike.setdefault(text, []):
+            alike[text].append(name)
+    ticks = []
+    for name, text in zip(names, short, strict=True):
+        if len(alike[text]) > 1:
+            text = _shortened(name, f" #{alike[text].index(name) + 1}")
+        ticks.append(literal(text))
+    return ticks
+
+
+def _shortened(name: str, suffix: str = "") -> str:
+    """``name`` and ``suffix`` in at most :data:`MAX_TICK_CHARS` characters, the middle
+    of ``name`` cut to "…" where they do not fit."""
+    room = MAX_TICK_CHARS - len(suffix)
+    if len(name) > room:
+        tail = (room - 1) // 3
+        name = f"{name[: room - 1 - tail]}…{name[-tail:]}"
+    return name + suffix
 
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:
@@ -773,7 +793,7 @@ def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, lab
 
 def _label_axis(ax: Axes, labels: list[str]) -> None:
     """One tick per label, first label at the top, a faint line across for each."""
-    ticks = [_tick_label(label) for label in labels]
+    ticks = _tick_labels(labels)
     ax.set_yticks(range(len(labels)), ticks, fontsize=8 if len(labels) > 25 else 9)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.grid(axis="x", alpha=0.3)
@@ -868,7 +888,7 @@ def per_class_errors(
             label=literal(name),
             error_kw={"linewidth": 0.6},
         )
-    ax.set_xticks(range(len(labels)), [_tick_label(x) for x in labels], rotation=90, fontsize=7)
+    ax.set_xticks(range(len(labels)), _tick_labels(labels), rotation=90, fontsize=7)
     ax.set_ylabel("calibration error")
     ax.legend(fontsize=8, title=legend, title_fontsize=8)
     if title:

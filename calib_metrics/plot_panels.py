@@ -24,6 +24,7 @@ from calib_metrics.plot import (
     _literals,
     _pick_scale,
     _ProbabilityAxis,
+    _tick_labels,
     describe,
     interval_label,
     literal,
@@ -95,9 +96,12 @@ def reliability_panels(
     legend = interval_label(confidence, interval, debias)
     names, tags = _literals(names), _literals(tags or names)
     fig, axes = _grid(len(results))
-    for ax, (label, models) in zip(axes, results.items(), strict=True):
+    # Label names shortened (and kept apart) as the per-label charts' ticks are, so that
+    # a long class name stays within its panel's title.
+    titles = _tick_labels(list(results))
+    for ax, title_label, (label, models) in zip(axes, titles, results.items(), strict=True):
         curves = (smooth or {}).get(label) or [None] * len(models)
-        _panel(ax, literal(label), models, curves, (names, tags), z, norm)
+        _panel(ax, title_label, models, curves, (names, tags), z, norm)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
                fontsize=7.5, title=f"whiskers: {legend}", title_fontsize=7.5)  # fmt: skip
