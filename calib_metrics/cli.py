@@ -176,7 +176,7 @@ def check_plot_smooth(args: argparse.Namespace) -> None:
         raise ValueError("--plot-smooth draws on the reliability diagram: give --plot FILE.png")
 
 
-def output_path(text: str) -> Path:
+def output_path(text: str, kind: str = "file") -> Path:
     """An output file option (``--html``, ``--plot``, ``--out``): a path, not an empty one,
     which ``Path`` would read as the current folder (``--html ""`` had been refused as
     "--html .: is a folder").
@@ -188,8 +188,21 @@ def output_path(text: str) -> Path:
         argparse.ArgumentTypeError: '' is an empty path: give a file name
     """
     if not text:
-        raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a file name")
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a {kind} name")
     return Path(text)
+
+
+def output_folder_path(text: str) -> Path:
+    """An output folder option (``demo --out``, ``--img``): a path, not an empty one
+    (:func:`output_path`; ``demo --out ""`` had written into the current folder).
+
+    Example:
+        >>> output_folder_path("")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: '' is an empty path: give a folder name
+    """
+    return output_path(text, "folder")
 
 
 def _bin_size(text: str) -> int | str:
@@ -481,21 +494,28 @@ def mode_note(mode: str) -> str:
 
 
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
-    from calib_metrics.report import fixed, plus_term
+    from calib_metrics.report import fixed, no_interval, plus_term, resampled_units
+    from calib_metrics.wording import visible_controls
 
     pct = f"{args.confidence:.0%}"
     groups = summary["groups"]
     in_groups = "" if groups is None else f" in {groups} group{'s' * (groups != 1)}"
     n_bins = summary["bins"]
     print(
-        f"{args.file}: N = {summary['n']} pair{'s' * (summary['n'] != 1)}{in_groups}, "
+        f"{visible_controls(str(args.file))}: N = {summary['n']} pair"
+        f"{'s' * (summary['n'] != 1)}{in_groups}, "
         f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
+    )
+    missing = no_interval(result.lower, result.upper, resampled_units(args.interval))
+    interval = (
+        f", {missing}"
+        if missing
+        else f"  {pct} interval [{result.lower.item():.4f}, {result.upper.item():.4f}] "
+        f"({args.interval} {args.method}, {args.samples} draws)"
     )
     print(
         f"CalibErr ({args.norm}{', debiased' if args.debias else ''}"
-        f"{mode_note(summary['mode'])}) = "
-        f"{result.error.item():.4f}  {pct} interval [{result.lower.item():.4f}, "
-        f"{result.upper.item():.4f}] ({args.interval} {args.method}, {args.samples} draws)"
+        f"{mode_note(summary['mode'])}) = {result.error.item():.4f}{interval}"
     )
     # The within-bin term may be negative (− 0.0001) or a tiny negative (+ 0.0000).
     sign, _, within = plus_term(brier.within_bin).partition(" ")
@@ -509,11 +529,11 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         from calib_metrics.cli_report import label_lines
 
         print(f"per label ({len(summary['per_label'])}):")
-        print("\n".join(label_lines(summary["per_label"])))
+        print("\n".join(label_lines(summary["per_label"], resampled_units(args.interval))))
     if args.plot:
-        print(f"reliability diagram: {args.plot}")
+        print(f"reliability diagram: {visible_controls(str(args.plot))}")
     if args.html:
-        print(f"HTML report: {args.html}")
+        print(f"HTML report: {visible_controls(str(args.html))}")
 
 
 def evaluate(args: argparse.Namespace) -> dict:

@@ -333,12 +333,14 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"N = {summary['n']} items, debiased CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws, percentile "
           "intervals)")  # fmt: skip
+    from calib_metrics.report import no_interval, p_value_phrase, untested_phrase
+    from calib_metrics.wording import visible_controls
+
     for name, path in zip("ab", model_names(args), strict=True):
         r = summary[name]
-        print(
-            f"  {name}: {path}: {r['calib_err']:.4f} [{level}: {r['lower']:.4f}, {r['upper']:.4f}]"
-        )
-    from calib_metrics.report import p_value_phrase, untested_phrase
+        missing = no_interval(r["lower"], r["upper"], summary["resampled"])
+        interval = f", {missing}" if missing else f" [{level}: {r['lower']:.4f}, {r['upper']:.4f}]"
+        print(f"  {name}: {visible_controls(path)}: {r['calib_err']:.4f}{interval}")
 
     if summary["p_value"] != summary["p_value"]:  # NaN: too few units to resample
         tested = f", {untested_phrase(summary['resampled'])}"
@@ -351,9 +353,9 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     if "per_label" in summary:
         _print_per_label(summary, level, args.samples)
     if "html" in summary:
-        print(f"HTML report: {summary['html']}")
+        print(f"HTML report: {visible_controls(summary['html'])}")
     if "plot" in summary:
-        print(f"reliability diagrams: {summary['plot']}")
+        print(f"reliability diagrams: {visible_controls(summary['plot'])}")
 
 
 def model_names(args: argparse.Namespace) -> tuple[str, str]:
@@ -436,16 +438,18 @@ def _add_adjusted_texts(rows: list[dict[str, Any]]) -> None:
 def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     """The per-label table (difference, interval, p and corrected p) and the counts."""
     from calib_metrics.report import adjusted_p_texts, label_counts_sentence, p_value_text
-    from calib_metrics.wording import count_text
+    from calib_metrics.wording import count_text, visible_controls
 
-    rows = summary["per_label"]
-    adjusted = adjusted_p_texts([r["adjusted_p_value"] for r in rows.values()])
-    width = max(5, *(len(k) for k in rows))
+    # Label names as the page writes them (an ESC had reached the terminal), and the
+    # column as wide as the names printed.
+    rows = [(visible_controls(k), r) for k, r in summary["per_label"].items()]
+    adjusted = adjusted_p_texts([r["adjusted_p_value"] for _, r in rows])
+    width = max(5, *(len(k) for k, _ in rows))
     print(
         f"  {'label':<{width}} {'n':>7} {'a':>7} {'b':>7} {'a - b':>8} "
         f"{'[' + level + ']':>19} {'p':>7} {'p adj':>7}  better"
     )
-    for (k, r), adjusted_text in zip(rows.items(), adjusted, strict=True):
+    for (k, r), adjusted_text in zip(rows, adjusted, strict=True):
         untested = r["lower"] != r["lower"]  # NaN ends: too few units for an interval
         interval = "—" if untested else f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
         p = r["p_value"]

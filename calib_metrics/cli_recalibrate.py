@@ -275,26 +275,31 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
             clean[which] = {k: v for k, v in summary[which].items() if k != "result"}
         print(json.dumps(to_jsonable(clean), indent=2))
         return
+    from calib_metrics.report import no_interval, p_value_phrase, untested_phrase
+    from calib_metrics.wording import visible_controls
+
     pct = f"{args.confidence:.0%}"
+    units = "pairs" if args.groups is None else "groups"
+    dev, test = (visible_controls(str(summary[key])) for key in ("dev", "test"))
     extra = f" (T = {summary['temperature']:.4f})" if "temperature" in summary else ""
-    print(f"fitted {summary['method']}{extra} on {summary['dev']}: {summary['n_dev']} pairs")
-    print(f"test {summary['test']}: {summary['n_test']} pairs; CalibErr debiased, auto bins, "
+    print(f"fitted {summary['method']}{extra} on {dev}: {summary['n_dev']} pairs")
+    print(f"test {test}: {summary['n_test']} pairs; CalibErr debiased, auto bins, "
           f"{pct} intervals")  # fmt: skip
     for which in ("before", "after"):
         s = summary[which]
+        missing = no_interval(s["lower"], s["upper"], units)
+        interval = f", {missing}," if missing else f" [{s['lower']:.4f}, {s['upper']:.4f}]"
         print(
-            f"  {which:6s} CalibErr {s['calib_err']:.4f} [{s['lower']:.4f}, {s['upper']:.4f}]"
+            f"  {which:6s} CalibErr {s['calib_err']:.4f}{interval}"
             f"  accuracy {s['accuracy']:.4f}  NLL {s['nll']:.4f}  Brier {s['brier']:.4f}"
         )
-    from calib_metrics.report import p_value_phrase, untested_phrase
-
     d = summary["difference"]
     if d["p_value"] != d["p_value"]:  # NaN: too few units to resample, as compare says it
-        tested = f", {untested_phrase('pairs' if args.groups is None else 'groups')}"
+        tested = f", {untested_phrase(units)}"
     else:
         tested = (
             f" [{d['lower']:+.4f}, {d['upper']:+.4f}] "
             f"paired, {p_value_phrase(d['p_value'], d['n_samples'])}"
         )
     print(f"  before - after {d['difference']:+.4f}{tested}")
-    print(f"recalibrated test probabilities: {summary['out']}")
+    print(f"recalibrated test probabilities: {visible_controls(str(summary['out']))}")

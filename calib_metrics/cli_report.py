@@ -9,7 +9,6 @@ compares the two models on each label's items, paired. The page itself is built 
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 from typing import Any
 
@@ -247,25 +246,28 @@ def label_summary(per_label: dict) -> dict[str, dict[str, float | int]]:
     }
 
 
-def label_lines(per_label: dict[str, dict[str, float]]) -> list[str]:
-    """One line per label of :func:`label_summary`'s output.
+def label_lines(per_label: dict[str, dict[str, float]], units: str = "pairs") -> list[str]:
+    """One line per label of :func:`label_summary`'s output; ``units``: what the intervals
+    resample (named where a label had too few of them). Label names are written with their
+    control characters as escapes, as the page writes them.
 
     Example:
         >>> label_lines({"NN": {"n": 812.0, "calib_err": 0.0123, "lower": 0.01, "upper": 0.015}})
         ['  NN: CalibErr 0.0123 [0.0100, 0.0150], 812 pairs']
         >>> nan = float("nan")  # too few pairs to resample
         >>> label_lines({"UH": {"n": 4.0, "calib_err": 0.2, "lower": nan, "upper": nan}})
-        ['  UH: CalibErr 0.2000, no interval, 4 pairs']
+        ['  UH: CalibErr 0.2000, no interval (fewer than 10 resampled pairs), 4 pairs']
     """
-    from calib_metrics.wording import counted
+    from calib_metrics.report import no_interval
+    from calib_metrics.wording import counted, visible_controls
 
     def interval(r: dict[str, float]) -> str:
-        if math.isnan(r["lower"]) or math.isnan(r["upper"]):
-            return ", no interval"
-        return f" [{r['lower']:.4f}, {r['upper']:.4f}]"
+        missing = no_interval(r["lower"], r["upper"], units)
+        return f", {missing}" if missing else f" [{r['lower']:.4f}, {r['upper']:.4f}]"
 
     return [
-        f"  {k}: CalibErr {r['calib_err']:.4f}{interval(r)}, " + counted(r["n"], "pair")
+        f"  {visible_controls(k)}: CalibErr {r['calib_err']:.4f}{interval(r)}, "
+        + counted(r["n"], "pair")
         for k, r in per_label.items()
     ]
 

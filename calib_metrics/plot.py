@@ -1,13 +1,17 @@
-"""Matplotlib figures: reliability diagrams, per-label errors, curves and time series.
+r"""Matplotlib figures: reliability diagrams, per-label errors, curves and time series.
 
 Every function draws on a given ``ax`` or on a new ``matplotlib.figure.Figure`` (never
 pyplot's global state, so nothing leaks between calls or threads) and returns
 ``(fig, ax)``. This module is imported lazily: the metric works without matplotlib.
 
-Every text a function takes from its caller (titles, labels, model and label names,
-periods) is drawn as given (:func:`literal`): a ``$`` is a dollar sign, never the start of
-matplotlib's mathtext, since file and label names hold them. For mathtext, set the text on
-the returned axes.
+Every text a function takes from its caller (titles, labels, legend entries, model and
+label names, periods) is drawn as given (:func:`literal`): a ``$`` is a dollar sign, never
+the start of matplotlib's mathtext, since file and label names hold them; and a ``\$``
+shows its backslash too (matplotlib alone would draw it as an escaped ``$``). For mathtext
+on purpose, set the text on the returned axes after drawing::
+
+    fig, ax = reliability_diagram(result)
+    ax.set_title(r"$\alpha$ = 0.1")
 
 A figure that shows an interval names its level and kind (:func:`interval_label`), from
 the settings the caller passes: nothing assumes 95%. Sizes and fonts are chosen so that
@@ -33,7 +37,7 @@ from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
-from calib_metrics.wording import counted, visible_controls
+from calib_metrics.wording import count_text, counted, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
 INTERVAL_KINDS = {
@@ -50,6 +54,12 @@ END, END_SHARE = 0.05, 0.5
 N_SLICES = 20
 #: The label of that count axis, by which a further call on the same axes finds it.
 COUNT_AXIS = "calib_metrics: pairs per slice"
+#: The gid of a diagram's diagonal: the mark of an ``ax`` holding a diagram (``ax.clear()``
+#: removes it with the line), so that a further call draws over it as a second model.
+DIAGONAL = "calib_metrics: perfect calibration"
+#: How far below 0, relative to a series' largest magnitude (or 1), a count of
+#: ``posterior_time_series`` may fall and still be float noise around 0 (drawn at 0).
+COUNT_NOISE = 1e-9
 #: Longest label name drawn whole as a tick; longer ones lose their middle to "…" (one
 #: 300-character name had widened the per-label chart until its bars were unreadable).
 MAX_TICK_CHARS = 60
@@ -74,20 +84,40 @@ def _literals(texts: Sequence[Any]) -> list[str]:
     return [literal(str(t)) for t in texts]
 
 
-def _tick_label(name: str) -> str:
-    """A label name as a tick shows it: at most :data:`MAX_TICK_CHARS` characters, the
-    middle of a longer one replaced by "…" (its start and end tell labels apart), drawn
-    as written (:func:`literal`).
+def _tick_labels(names: Sequence[Any]) -> list[str]:
+    """Label names as ticks and panel titles show them: at most :data:`MAX_TICK_CHARS`
+    characters, the middle of a longer one replaced by "…" (its start and end tell labels
+    apart), drawn as written (:func:`literal`). Names that would still read alike (they
+    differ only in the middle cut out) are numbered ``#1``, ``#2``, ... in their order.
 
     Example:
-        >>> _tick_label("NOUN"), len(_tick_label("x" * 300))
-        ('NOUN', 60)
+        >>> _tick_labels(["NOUN"]), [len(t) for t in _tick_labels(["x" * 300])]
+        (['NOUN'], [60])
+        >>> [t[-4:] for t in _tick_labels(["a" * 100 + m + "a" * 100 for m in "XY"])]
+        ['a #1', 'a #2']
     """
-    name = str(name)
-    if len(name) > MAX_TICK_CHARS:
-        tail = (MAX_TICK_CHARS - 1) // 3
-        name = f"{name[: MAX_TICK_CHARS - 1 - tail]}…{name[-tail:]}"
-    return literal(name)
+    names = [str(name) for name in names]
+    short = [_shortened(name) for name in names]
+    alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
+    for name, text in zip(names, short, strict=True):
+        if name not in alike.setdefault(text, []):
+            alike[text].append(name)
+    ticks = []
+    for name, text in zip(names, short, strict=True):
+        if len(alike[text]) > 1:
+            text = _shortened(name, f" #{alike[text].index(name) + 1}")
+        ticks.append(literal(text))
+    return ticks
+
+
+def _shortened(name: str, suffix: str = "") -> str:
+    """``name`` and ``suffix`` in at most :data:`MAX_TICK_CHARS` characters, the middle
+    of ``name`` cut to "…" where they do not fit."""
+    room = MAX_TICK_CHARS - len(suffix)
+    if len(name) > room:
+        tail = (room - 1) // 3
+        name = f"{name[: room - 1 - tail]}…{name[-tail:]}"
+    return name + suffix
 
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:
@@ -128,11 +158,22 @@ def describe(result: CalibrationResult, norm: str = "l2") -> str:
         >>> describe(CalibrationResult(t(0.0123), nan, nan, nan, nan, empty), norm="max")
         'CalibErr (max) 0.0123, no interval'
     """
-    name = f"CalibErr {_norm_note(norm)}".rstrip()
+    name = error_name(norm)
     lower, upper = result.lower.item(), result.upper.item()
     if math.isnan(lower) or math.isnan(upper):
         return f"{name} {result.error.item():.4f}, no interval"
     return f"{name} {result.error.item():.4f} [{lower:.4f}, {upper:.4f}]"
+
+
+def error_name(norm: str = "l2") -> str:
+    """``CalibErr``, or ``CalibErr (max)`` for an error of another norm than l2: how
+    figures name the error.
+
+    Example:
+        >>> error_name(), error_name("max")
+        ('CalibErr', 'CalibErr (max)')
+    """
+    return f"CalibErr {_norm_note(norm)}".rstrip()
 
 
 def _norm_note(norm: str) -> str:
@@ -207,7 +248,9 @@ def reliability_diagram(
 
     Called again on the same ``ax`` for a second model, it draws that model over the
     first, in ``color``: its bins (and smooth curve), and its pairs as bars in its colour
-    on the same count axis. The diagonal, the x axis (``xscale`` is not used) and the
+    on the same count axis (only on the very axes of a diagram: a neighbouring subplot,
+    even of ``sharex=True``, or an ``ax`` emptied by ``ax.clear()`` gets a diagram of its
+    own). The diagonal, the x axis (``xscale`` is not used) and the
     title stay the first call's; the model's legend entry names its error (``"model b:
     CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
 
@@ -249,17 +292,17 @@ def reliability_diagram(
     if smooth is not None and not isinstance(smooth, SmoothCurve):
         raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
     bins = result.bins
-    q, p, n = _bin_marks(bins)
+    q, p, n, samples = _bin_marks(bins)
     scale, note = _pick_scale(xscale, q, n)
     fig, ax = _axes(ax, (4.6, 4.6))
     counts = _count_axis(ax)  # None, unless a diagram is drawn there already
     axis = _ProbabilityAxis(scale, q) if counts is None else _ProbabilityAxis.of(ax)
     if counts is None:
         t = axis.grid()
-        ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
-    if smooth is not None:
-        _draw_smooth(ax, smooth, axis, color)
-    samples = _numbers(effective_samples(bins))
+        ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration",
+                gid=DIAGONAL)  # fmt: skip
+    if smooth is not None:  # a further model's curve and band are named by its label
+        _draw_smooth(ax, smooth, axis, color, label if counts is not None else None)
     z = normal_quantile(confidence)
     entry = label or f"bins (±{z:.2f} se)"
     if counts is not None:  # the title holds the first model's error: the legend, this one's
@@ -273,7 +316,7 @@ def reliability_diagram(
         lines = [title] if title else []
         error = describe(result, norm)
         lines += [f"{label}: {error}" if label else error]
-        lines += [f"{heading} · {counted(len(q), 'bin')} · N={int(sum(n)):,}"]
+        lines += [f"{heading} · {counted(len(q), 'bin')} · N={count_text(sum(n), grouped=True)}"]
         ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     else:
         _more_count_bars(counts, axis, q, n, color)
@@ -283,28 +326,25 @@ def reliability_diagram(
     return fig, ax
 
 
-def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float]]:
-    """Each bin's q̂, p̂ and pair count, checked for drawing: means and frequencies in
-    [0, 1], counts positive (a hand-built bin of 0 pairs had failed with
-    ZeroDivisionError, a mean outside [0, 1] with a TypeError about complex numbers).
+def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Each bin's q̂, p̂, pair count and effective sample size, checked for drawing: means
+    and frequencies in [0, 1], counts finite and >= 0 (:func:`check_bins`; a mean outside
+    [0, 1] had failed with a TypeError about complex numbers). A bin of 0 pairs weighs
+    nothing and has no frequency to draw: it is left out (``ci_from_bins`` keeps one that
+    it is given, which had then failed to draw).
 
     Example:
         >>> import torch
-        >>> t = torch.tensor
+        >>> t = lambda v: torch.tensor(v, dtype=torch.float64)
         >>> _bin_marks(Bins(t([0.3, 0.6]), t([0.2, 0.7]), t([0.0, 10.0])))
-        Traceback (most recent call last):
-        ...
-        ValueError: bins.count holds a bin of 0 pairs (bin 0, q̂ = 0.3): ...
+        ([0.6], [0.7], [10.0], [10.0])
     """
     bins = check_bins(bins)
-    q, p, n = _numbers(bins.pred_mean), _numbers(bins.freq), _numbers(bins.count)
-    empty = next((k for k, count in enumerate(n) if count == 0), None)
-    if empty is not None:
-        raise ValueError(
-            f"bins.count holds a bin of 0 pairs (bin {empty}, q̂ = {q[empty]:.4g}): a bin "
-            "without pairs has no frequency to draw; leave it out"
-        )
-    return q, p, n
+    # n_eff of all the bins: a tie group cut by a boundary counts across its bins.
+    columns = [_numbers(v) for v in (*bins, effective_samples(bins))]
+    kept = [row for row in zip(*columns, strict=True) if row[2] > 0]
+    q, p, n, samples = (list(column) for column in zip(*kept, strict=True))
+    return q, p, n, samples
 
 
 def _draw_bins(
@@ -423,17 +463,25 @@ def _probability_tick(value: float, _pos: int | None = None) -> str:
 
 
 def _count_axis(ax: Axes) -> Axes | None:
-    """The right-hand axis of a reliability diagram already drawn on ``ax``, or None."""
-    return next(
-        (
-            other
-            for other in ax.figure.axes
-            if other is not ax
-            and other.get_label() == COUNT_AXIS
-            and other.get_shared_x_axes().joined(other, ax)
-        ),
-        None,
-    )
+    """The count axis of a reliability diagram already drawn on ``ax``, or None.
+
+    It is ``ax``'s own twin (not any axis sharing x, which a neighbouring subplot of
+    ``sharex=True`` does too), and ``ax`` still holds the diagram's diagonal: a count
+    axis left by a diagram that ``ax.clear()`` removed is removed too, as the diagram
+    drawn now brings its own.
+    """
+    twins = [
+        other
+        for other in ax.figure.axes
+        if other is not ax
+        and other.get_label() == COUNT_AXIS
+        and ax._twinned_axes.joined(ax, other)  # twinx(), not sharex: no public test
+    ]
+    if any(line.get_gid() == DIAGONAL for line in ax.lines):
+        return twins[0] if twins else None
+    for stale in twins:
+        stale.remove()
+    return None
 
 
 def _slice_counts(
@@ -469,7 +517,7 @@ def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]
         edgecolor="0.65",
         linewidth=0.4,
         log=log,
-        label="pairs per grey bar (right axis" + (", log)" if log else ")"),
+        label=_count_entry(log),
     )
     _count_limits(counts, min(nonzero), max(nonzero), log)
     counts.set_ylabel("pairs" + (" (log scale)" if log else ""), color="0.35", fontsize=8)
@@ -500,8 +548,24 @@ def _more_count_bars(
         log=log,
         label="_nolegend_",  # the colour names the model, as its bins do
     )
+    counts.containers[0].set_label(_count_entry(log, several=True))  # no longer all grey
     nonzero = [h for bar in counts.patches if (h := bar.get_height()) > 0] or [1.0]
     _count_limits(counts, min(nonzero), max(nonzero), log)
+
+
+def _count_entry(log: bool, several: bool = False) -> str:
+    """The count bars' legend entry: grey bars of one model, or several models' bars.
+
+    Example:
+        >>> _count_entry(False)
+        'pairs per grey bar (right axis)'
+        >>> print(_count_entry(True, several=True))
+        pairs per bar (right axis, log): the first model's grey, each other's in its colour
+    """
+    axis = "right axis, log" if log else "right axis"
+    if several:
+        return f"pairs per bar ({axis}): the first model's grey, each other's in its colour"
+    return f"pairs per grey bar ({axis})"
 
 
 def _count_tick(value: float, _pos: int | None = None) -> str:
@@ -528,9 +592,12 @@ def _count_limits(counts: Axes, smallest: float, largest: float, log: bool) -> N
         counts.yaxis.set_major_locator(FixedLocator([t for t in ticks if t <= largest]))
 
 
-def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str) -> None:
+def _draw_smooth(
+    ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str, name: str | None = None
+) -> None:
     """The smooth curve where the predictions' density is not negligible, with its band
-    (named at the level it was drawn for, not the diagram's). Where no prediction lies
+    (named at the level it was drawn for, not the diagram's; their legend entries after
+    ``name``, a further model's label, when given). Where no prediction lies
     (density <= 1e-3: between two clusters of q, say) curve and band break off, rather
     than a straight segment joining the runs on either side."""
     grid, density = _numbers(smooth.grid), _numbers(smooth.density)
@@ -542,6 +609,7 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
     ]
     t, curve, lower, upper = _runs([grid, *values], keep)
     sigma, error = smooth.bandwidth.item(), smooth.error.item()
+    prefix = f"{name}: " if name else ""
     ax.fill_between(
         t,
         lower,
@@ -549,7 +617,7 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
         color=color,
         alpha=0.18,
         linewidth=0,
-        label=f"{100 * smooth.confidence:g}% pointwise bootstrap band",
+        label=f"{prefix}{100 * smooth.confidence:g}% pointwise bootstrap band",
     )
     ax.plot(
         t,
@@ -557,7 +625,7 @@ def _draw_smooth(ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: s
         color=color,
         linewidth=1.6,
         alpha=0.8,
-        label=f"smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
+        label=f"{prefix}smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
     )
 
 
@@ -725,7 +793,7 @@ def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, lab
 
 def _label_axis(ax: Axes, labels: list[str]) -> None:
     """One tick per label, first label at the top, a faint line across for each."""
-    ticks = [_tick_label(label) for label in labels]
+    ticks = _tick_labels(labels)
     ax.set_yticks(range(len(labels)), ticks, fontsize=8 if len(labels) > 25 else 9)
     ax.set_ylim(len(labels) - 0.5, -0.5)
     ax.grid(axis="x", alpha=0.3)
@@ -820,7 +888,7 @@ def per_class_errors(
             label=literal(name),
             error_kw={"linewidth": 0.6},
         )
-    ax.set_xticks(range(len(labels)), [_tick_label(x) for x in labels], rotation=90, fontsize=7)
+    ax.set_xticks(range(len(labels)), _tick_labels(labels), rotation=90, fontsize=7)
     ax.set_ylabel("calibration error")
     ax.legend(fontsize=8, title=legend, title_fontsize=8)
     if title:
@@ -913,9 +981,10 @@ def posterior_time_series(
     (never a line interpolated between periods): the posterior mean as a solid step,
     its interval as a shaded box per period, the 1-best count as a dashed step with
     square markers, gold counts as crosses. The y axis starts a little below 0 so that
-    zero counts stay visible above the axis. Every series holds counts: finite and >= 0,
-    or NaN where a period has no value (left blank); only ``lower`` may fall below 0 (a
-    normal interval's end), and the band is drawn from 0. ``confidence`` and ``interval``
+    zero counts stay visible above the axis. Every series holds counts: finite and >= 0
+    (a negative within float noise of 0, such as -1e-12, is drawn at 0), or NaN where a
+    period has no value (left blank); only ``lower`` may fall below 0 (a normal
+    interval's end), and the band is drawn from 0. ``confidence`` and ``interval``
     (free text naming the interval's kind, e.g. ``"normal, over posterior samples"``)
     name the interval in the legend; the interval itself is given.
 
@@ -949,7 +1018,7 @@ def posterior_time_series(
     label, title, interval = literal(label), literal(title), literal(interval)
     fig, ax = _axes(ax, (7.0, 3.5))
     edges, breaks = _span_edges(spans)
-    mean_values = _numbers(mean)
+    mean_values = _counts(mean)
     (line,) = ax.step(
         edges,
         _period_steps(mean_values, breaks),
@@ -962,8 +1031,8 @@ def posterior_time_series(
     band = f"{100 * confidence:g}% interval" + (f": {interval}" if interval else "")
     ax.fill_between(
         edges,
-        _period_steps([max(v, 0.0) for v in _numbers(lower)], breaks),
-        _period_steps(_numbers(upper), breaks),
+        _period_steps(_counts(lower), breaks),
+        _period_steps(_counts(upper), breaks),
         step="post",
         color=colour,
         alpha=0.22,
@@ -972,7 +1041,7 @@ def posterior_time_series(
     )
     centres = [(a + b) / 2 for a, b in spans]
     if one_best is not None:
-        best = _numbers(one_best)
+        best = _counts(one_best)
         ax.step(
             edges,
             _period_steps(best, breaks),
@@ -986,7 +1055,7 @@ def posterior_time_series(
     if gold is not None:
         ax.plot(
             centres,
-            _numbers(gold),
+            _counts(gold),
             "x",
             color="0.1",
             markersize=6,
@@ -1003,18 +1072,27 @@ def _check_counts(periods: Sequence[str], **series: Any) -> None:
     """Every given series (None: not drawn) holds counts: finite and >= 0, or NaN (no
     value: a gap); ``lower`` may fall below 0 (a normal interval's end). An infinite value
     had failed inside matplotlib ("Axis limits cannot be NaN or Inf"), negative ones were
-    drawn below the axis' fixed range."""
+    drawn below the axis' fixed range. A negative within float noise of 0 (down to
+    :data:`COUNT_NOISE` times the series' largest magnitude, or 1) is a count of 0: a
+    posterior mean of -1e-12 had been refused."""
     for name, values in series.items():
         if values is None:
             continue
-        floor = -math.inf if name == "lower" else 0.0
-        for k, v in enumerate(_numbers(values)):
+        numbers = _numbers(values)
+        scale = max([1.0] + [abs(v) for v in numbers if math.isfinite(v)])
+        floor = -math.inf if name == "lower" else -COUNT_NOISE * scale
+        for k, v in enumerate(numbers):
             if math.isinf(v) or v < floor:
                 bound = "" if name == "lower" else " >= 0"
                 raise ValueError(
                     f"{name} must hold finite counts{bound} (or NaN for none), got {v} at "
                     f"period {periods[k]!r}"
                 )
+
+
+def _counts(values: Any) -> list[float]:
+    """A series of counts to draw: a value below 0 (float noise, or a lower end) at 0."""
+    return [0.0 if v < 0 else v for v in _numbers(values)]
 
 
 def _period_spans(

@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from calib_metrics.functional.calibration import CalibrationResult
-from calib_metrics.functional.intervals import effective_samples, normal_quantile
+from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.functional.multiclass import most_frequent
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot import (
@@ -22,13 +22,14 @@ from calib_metrics.plot import (
     _draw_bins,
     _draw_smooth,
     _literals,
-    _numbers,
     _pick_scale,
     _ProbabilityAxis,
+    _tick_labels,
     describe,
     interval_label,
     literal,
 )
+from calib_metrics.wording import counted
 
 #: Panels per row of :func:`reliability_panels`.
 COLUMNS = 4
@@ -95,9 +96,12 @@ def reliability_panels(
     legend = interval_label(confidence, interval, debias)
     names, tags = _literals(names), _literals(tags or names)
     fig, axes = _grid(len(results))
-    for ax, (label, models) in zip(axes, results.items(), strict=True):
+    # Label names shortened (and kept apart) as the per-label charts' ticks are, so that
+    # a long class name stays within its panel's title.
+    titles = _tick_labels(list(results))
+    for ax, title_label, (label, models) in zip(axes, titles, results.items(), strict=True):
         curves = (smooth or {}).get(label) or [None] * len(models)
-        _panel(ax, literal(label), models, curves, (names, tags), z, norm)
+        _panel(ax, title_label, models, curves, (names, tags), z, norm)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
                fontsize=7.5, title=f"whiskers: {legend}", title_fontsize=7.5)  # fmt: skip
@@ -137,7 +141,8 @@ def _panel(
     t = axis.grid()
     ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
     positives = sum(f * n for f, n in zip(marks[0][1], marks[0][2]))
-    lines = [f"{label} · {positives:,.0f} positives" + (" · logit x" if note else "")]
+    lines = [f"{label} · {counted(positives, 'positive', grouped=True)}"]
+    lines[0] += " · logit x" if note else ""
     for k, (result, curve, name, tag) in enumerate(zip(models, curves, *names, strict=True)):
         color, smooth = f"C{k}", ""
         if curve is not None:
@@ -148,7 +153,7 @@ def _panel(
             smooth = f", smECE {curve.error.item():.4f}"
         # Bars from each bin's effective sample size, as the reliability diagram's: grouped
         # labels had drawn half as wide here (400-pair bins of n_eff ≈ 100).
-        bars = (*marks[k][:2], _numbers(effective_samples(result.bins)))
+        bars = (marks[k][0], marks[k][1], marks[k][3])
         _draw_bins(ax, axis, bars, z, color, f"{name}: bins (±{z:.2f} se)")
         prefix = f"{tag}: " if len(models) > 1 else ""
         lines.append(f"{prefix}{describe(result, norm)}{smooth}")

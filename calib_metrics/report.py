@@ -108,18 +108,42 @@ def fixed(value: Any, digits: int = 4) -> str:
 def _interval(result: Any, units: str, digits: int = 4, sign: str = "") -> str:
     """``[lower, upper]``, or where there is none (NaN ends: too few ``units`` to
     resample) :func:`untested_phrase`'s, not ``[nan, nan]``."""
-    if not _has_interval(result):
-        return untested_phrase(units, "interval")
+    missing = no_interval(result.lower, result.upper, units)
+    if missing:
+        return missing
     return f"[{float(result.lower):{sign}.{digits}f}, {float(result.upper):{sign}.{digits}f}]"
 
 
+def no_interval(lower: Any, upper: Any, units: str) -> str | None:
+    """What the page and the commands' text write in place of an interval whose ends are
+    NaN (too few ``units`` to resample: :func:`untested_phrase`), or None where it has ends.
+
+    Example:
+        >>> no_interval(float("nan"), float("nan"), "pairs"), no_interval(0.01, 0.02, "pairs")
+        ('no interval (fewer than 10 resampled pairs)', None)
+    """
+    if math.isnan(float(lower)) or math.isnan(float(upper)):
+        return untested_phrase(units, "interval")
+    return None
+
+
 def _has_interval(result: Any) -> bool:
-    return not (math.isnan(float(result.lower)) or math.isnan(float(result.upper)))
+    return no_interval(result.lower, result.upper, "pairs") is None
+
+
+def resampled_units(interval: str | None) -> str:
+    """What an interval of the library's ``interval=`` setting resamples: groups, or pairs.
+
+    Example:
+        >>> resampled_units("groups"), resampled_units("pairs")
+        ('groups', 'pairs')
+    """
+    return "groups" if interval == "groups" else "pairs"
 
 
 def _units(summary: Mapping[str, Any]) -> str:
     """What ``evaluate``'s interval resamples: groups, or pairs."""
-    return "groups" if summary["interval"] == "groups" else "pairs"
+    return resampled_units(summary["interval"])
 
 
 def figure_svg(fig: Any, name: str) -> str:

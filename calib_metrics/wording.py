@@ -13,36 +13,62 @@ import math
 import re
 
 
-def count_text(count: float) -> str:
-    """A count, exactly: a whole one as an integer, a fractional one (a hand-built bin's,
-    say) with at most three decimals.
+def count_text(count: float, grouped: bool = False) -> str:
+    """A count, exactly: a whole one as an integer (a Python int, or an integer tensor or
+    array, as it is: through a float 10**30 had printed as 1000000000000000019884624838656),
+    a fractional one (a hand-built bin's, say) with at most three decimals, or three
+    significant digits where those would print 0 (0.0004 had printed as ``0``).
+    ``grouped=True`` separates thousands with commas (titles' ``N=1,234,567``).
 
     Example:
         >>> count_text(1234567.0), count_text(12), count_text(12.5), count_text(2 / 3)
         ('1234567', '12', '12.5', '0.667')
-        >>> count_text(float("nan"))
-        'nan'
+        >>> count_text(10**30) == "1" + "0" * 30, count_text(0.0004), count_text(0.000123456)
+        (True, '0.0004', '0.000123')
+        >>> count_text(float("nan")), count_text(1234567.5, grouped=True)
+        ('nan', '1,234,567.5')
     """
-    value = float(count)
+    # A tensor's, an array's or a NumPy scalar's own value: an int for an integer dtype.
+    value = count.item() if hasattr(count, "item") else count
+    text = str(int(value)) if isinstance(value, int) else _real_text(float(value))
+    return _grouped(text) if grouped else text
+
+
+def _real_text(value: float) -> str:
     if not math.isfinite(value):
         return str(value)
     if value.is_integer():
         return str(int(value))
-    return f"{value:.3f}".rstrip("0").rstrip(".")
+    # Three decimals; more for a small fraction, so that its first three digits show.
+    decimals = max(3, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
 
 
-def counted(count: float, noun: str, plural: str | None = None) -> str:
-    """``count`` (:func:`count_text`) and ``noun``, plural unless the count is exactly 1
-    (``plural`` names an irregular one).
+def _grouped(text: str) -> str:
+    """``text`` (a number :func:`count_text` printed) with commas between thousands."""
+    sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
+    whole, point, fraction = digits.partition(".")
+    if not whole.isdigit():  # nan, inf
+        return text
+    return f"{sign}{int(whole):,}{point}{fraction}"
+
+
+def counted(count: float, noun: str, plural: str | None = None, grouped: bool = False) -> str:
+    """``count`` (:func:`count_text`, ``grouped`` as there) and ``noun``, plural unless the
+    count prints as ``1`` (0.9996 prints as 1: "1 pair", not "1 pairs"; ``plural`` names
+    an irregular one).
 
     Example:
         >>> counted(1, "bin"), counted(3, "bin"), counted(1234567, "pair")
         ('1 bin', '3 bins', '1234567 pairs')
         >>> counted(1, "class", "classes"), counted(2, "class", "classes")
         ('1 class', '2 classes')
+        >>> counted(0.9996, "pair"), counted(1.5, "pair")
+        ('1 pair', '1.5 pairs')
     """
-    word = noun if float(count) == 1 else (plural or f"{noun}s")
-    return f"{count_text(count)} {word}"
+    text = count_text(count, grouped)
+    word = noun if text == "1" else (plural or f"{noun}s")
+    return f"{text} {word}"
 
 
 #: Characters that neither HTML allows in a document nor a font draws (controls other

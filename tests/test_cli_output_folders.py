@@ -50,3 +50,13 @@ def test_an_empty_output_path_is_reported_as_given(capsys, argv) -> None:
     option = argv[-2]
     line = one_line_error(capsys, *argv)
     assert f"argument {option}: '' is an empty path: give a file name" in line
+
+
+@pytest.mark.parametrize("option", ["--out", "--img"])
+def test_an_empty_demo_folder_is_reported_as_given(tmp_path, capsys, monkeypatch, option):
+    # Path("") is the current folder: demo --out "" had written its results there.
+    monkeypatch.chdir(tmp_path)  # where they would go
+    argv = ["demo", "--quick", "--out", tmp_path / "out", option, ""]
+    line = one_line_error(capsys, *argv)
+    assert f"argument {option}: '' is an empty path: give a folder name" in line
+    assert list(tmp_path.iterdir()) == []

@@ -13,6 +13,7 @@ import torch
 
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.plot import MAX_TICK_CHARS, per_class_errors, per_label_errors
+from calib_metrics.plot_panels import classwise_panels, reliability_panels
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +38,27 @@ def test_a_long_label_is_shortened_and_the_chart_width_capped(result) -> None:
 def test_per_class_ticks_are_shortened_alike(result) -> None:
     _, ax = per_class_errors({"m": [result, result]}, [LONG, "y"])
     assert [len(t.get_text()) for t in ax.get_xticklabels()] == [MAX_TICK_CHARS, 1]
+
+
+def test_panel_titles_shorten_long_class_names_as_ticks_do(result) -> None:
+    _, axes = classwise_panels([result, result], class_names=[LONG, "y"])
+    name = axes[0].get_title().splitlines()[0].split(" · ")[0]
+    assert len(name) == MAX_TICK_CHARS and name.startswith("query:x") and "…" in name
+    _, axes = reliability_panels({LONG: [result]})
+    assert axes[0].get_title().splitlines()[0].split(" · ")[0] == name
+
+
+# Two names that differ only in their middle, which shortening cuts out.
+TWINS = ["query:" + "x" * 100 + middle + "x" * 100 + ":the end" for middle in ("A", "B")]
+
+
+def test_names_differing_only_in_the_middle_stay_distinct(result) -> None:
+    _, ax = per_label_errors(dict.fromkeys(TWINS, result), sort=False)
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(set(ticks)) == 2 and all(len(t) <= MAX_TICK_CHARS for t in ticks)
+    _, ax = per_class_errors({"m": [result, result]}, TWINS)
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(set(ticks)) == 2 and all(len(t) <= MAX_TICK_CHARS for t in ticks)
+    _, axes = reliability_panels({name: [result] for name in TWINS})
+    titles = {ax.get_title().splitlines()[0].split(" · ")[0] for ax in axes}
+    assert len(titles) == 2

@@ -5,6 +5,7 @@ like the l2 error), and a classwise page's estimator row reads properly (it had 
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -102,3 +103,61 @@ def test_the_comparison_metric_names_its_norm(pairs) -> None:
     metric.update(q, q.sqrt(), y)
     _, axes = metric.plot()
     assert all(ax.get_title().splitlines()[1].startswith("CalibErr (max) ") for ax in axes)
+
+
+def _callback_helpers():
+    """The tiny tagger and run helpers of test_callbacks.py (tests are not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "callbacks_helpers", Path(__file__).with_name("test_callbacks.py")
+    )
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    return helpers
+
+
+def test_the_monitor_names_its_norm(tmp_path) -> None:
+    # CalibrationMonitor(norm="max") had titled its figures like the l2 error.
+    helpers = _callback_helpers()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a tiny tagger's few bins
+        figures = helpers._run(tmp_path, norm="max")
+    (diagram,) = figures["val/reliability_diagram"]
+    assert diagram.axes[0].get_title().splitlines()[1].startswith("CalibErr (max) ")
+    (per_class,) = figures["val/calib_err_per_class"]
+    assert per_class.axes[0].get_xlabel() == "calibration error (max)"
+
+
+def test_the_classwise_monitor_names_its_norm(tmp_path) -> None:
+    helpers = _callback_helpers()
+    logger = helpers.FigureLogger()
+    cb = helpers.monitor(mode="classwise", norm="max", bin_size=5, save_png=False)
+    train, val = helpers.loaders()
+    run = helpers.trainer(tmp_path, 1, logger=logger, callbacks=[cb], num_sanity_val_steps=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run.fit(helpers.TinyTagger(), train, val)
+    (figure,) = logger.experiment.figures["val/reliability_diagram"]
+    assert "classwise CalibErr (max) " in figure.get_suptitle()
+    assert figure.axes[0].get_title().splitlines()[1].startswith("CalibErr (max) ")
+
+
+def test_the_monitor_curve_names_its_norm(tmp_path, monkeypatch) -> None:
+    from calib_metrics import plot
+
+    labels = []
+    original = plot.error_curve
+
+    def spy(*args, **kwargs):
+        labels.append(kwargs["label"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(plot, "error_curve", spy)
+    helpers = _callback_helpers()
+    cb = helpers.monitor(norm="max", save_png=True)
+    train, val = helpers.loaders()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        helpers.trainer(tmp_path, 1, logger=False, callbacks=[cb]).fit(
+            helpers.TinyTagger(), train, val
+        )
+    assert labels and labels[0].startswith("val CalibErr (max) (95% interval")

@@ -11,8 +11,9 @@ matplotlib.use("Agg")
 import pytest
 import torch
 from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
 
-from calib_metrics.functional import calibration_error_ci
+from calib_metrics.functional import calibration_error_ci, smooth_reliability_curve
 from calib_metrics.plot import describe, reliability_diagram
 
 
@@ -38,7 +39,7 @@ def test_a_second_model_is_drawn_over_the_first(two) -> None:
         "perfect calibration",
         "model a",
         f"model b: {describe(b)}",
-        "pairs per grey bar (right axis)",
+        "pairs per bar (right axis): the first model's grey, each other's in its colour",
     ]
     assert ax.get_title() == title and title.splitlines()[0] == f"model a: {describe(a)}"
     (counts,) = [other for other in fig.axes if other is not ax]
@@ -53,3 +54,52 @@ def test_the_second_model_keeps_the_first_ones_x_axis(two) -> None:
     limits = ax.get_xlim()
     reliability_diagram(b, ax, xscale="linear")
     assert ax.get_xscale() == "logit" and ax.get_xlim() == limits
+
+
+def test_a_neighbouring_diagram_sharing_x_is_not_a_second_model(two) -> None:
+    # A subplot of sharex=True shares x with the left diagram's count axis: the right
+    # diagram had been taken for a second model (no title, its bars on the left one's).
+    a, b = two
+    fig = Figure()
+    left, right = fig.subplots(1, 2, sharex=True)
+    reliability_diagram(a, left, title="left")
+    reliability_diagram(b, right, title="right")
+    assert right.get_title().splitlines()[0] == "right"
+    assert left.get_title().splitlines()[0] == "left"
+    assert len(fig.axes) == 4  # each diagram its own count axis
+    assert "perfect calibration" in _legend(right)
+
+
+def test_a_cleared_ax_draws_a_fresh_diagram(two) -> None:
+    # ax.clear() leaves the count axis: the next epoch's diagram had joined it untitled.
+    a, b = two
+    fig, ax = reliability_diagram(a)
+    ax.clear()
+    reliability_diagram(b, ax, title="epoch 2")
+    assert ax.get_title().splitlines()[0] == "epoch 2"
+    (counts,) = [other for other in fig.axes if other is not ax]  # the stale one removed
+    total = sum(bar.get_height() for bar in counts.patches)
+    assert total == pytest.approx(float(b.bins.count.sum()))
+
+
+def test_several_models_legend_says_the_bars_are_coloured(two) -> None:
+    a, b = two
+    _, ax = reliability_diagram(a, label="a")
+    assert _legend(ax)[-1] == "pairs per grey bar (right axis)"
+    reliability_diagram(b, ax, label="b", color="C1")
+    entry = _legend(ax)[-1]
+    assert "grey bar" not in entry and entry.startswith("pairs per bar (right axis")
+    assert "colour" in entry
+
+
+def test_a_second_models_smooth_curve_is_named_by_its_label(two) -> None:
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    curve = smooth_reliability_curve(q.sqrt(), y, n_samples=20, generator=g)
+    a, b = two
+    _, ax = reliability_diagram(a, label="A")
+    reliability_diagram(b, ax, label="B", color="C1", smooth=curve)
+    entries = _legend(ax)
+    assert any(e.startswith("B: smooth curve (smECE ") for e in entries)
+    assert any(e.startswith("B: ") and "pointwise bootstrap band" in e for e in entries)

@@ -41,3 +41,17 @@ def test_nan_is_a_gap_and_a_lower_end_below_zero_is_drawn_from_zero() -> None:
     (band,) = ax.collections
     assert min(v for p in band.get_paths() for v in p.vertices[:, 1]) == 0
     assert ax.get_ylim()[0] < 0 < ax.get_ylim()[1]
+
+
+def test_a_tiny_negative_from_float_noise_is_drawn_at_zero() -> None:
+    # A posterior mean of -1e-12 (a sum of probabilities minus another) had been refused.
+    _, ax = posterior_time_series(
+        ["a", "b"], [-1e-12, 2], [-0.5, 1], [-1e-12, 3], one_best=[0, 2], gold=[-1e-12, 2]
+    )
+    mean = ax.lines[0].get_ydata()
+    assert min(mean) == 0
+    assert min(v for p in ax.collections[0].get_paths() for v in p.vertices[:, 1]) == 0
+    gold = next(line for line in ax.lines if line.get_label() == "gold")
+    assert min(gold.get_ydata()) == 0
+    with pytest.raises(ValueError, match=r"got -0\.001 at period 'a'"):
+        posterior_time_series(["a", "b"], [-1e-3, 2], [0, 1], [1, 3])

@@ -7,12 +7,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np
 import pytest
 import torch
 
 from calib_metrics.functional import Bins, brier_decomposition, calibration_error_ci
+from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.plot import reliability_diagram
 from calib_metrics.report import Measures, bins_rows, evaluate_page
+from calib_metrics.wording import count_text, counted
 
 BIG = 1_234_567
 
@@ -64,3 +67,39 @@ def test_report_says_one_bin_and_one_label(one_bin) -> None:
     )
     assert "1 bins" not in page and "1 labels" not in page
     assert "adaptive bins of β = 400, 1 bin;" in page and "Per label (1 label)" in page
+
+
+@pytest.mark.parametrize(
+    "count,text",
+    [
+        (10**30, "1" + "0" * 30),  # an int stays exact (via float: ...19884624838656)
+        (torch.tensor(2**62 + 1), str(2**62 + 1)),  # so does an integer tensor
+        (np.int64(2**62 + 1), str(2**62 + 1)),
+        (0.0004, "0.0004"),  # a small fraction is not printed as 0
+        (0.000123456, "0.000123"),
+        (2 / 3, "0.667"),
+        (torch.tensor(12.5), "12.5"),
+        (np.float32(1234567.0), "1234567"),
+    ],
+)
+def test_count_text_is_exact(count, text) -> None:
+    assert count_text(count) == text
+
+
+def test_the_noun_agrees_with_the_printed_count() -> None:
+    assert counted(0.9996, "pair") == "1 pair"  # printed "1": singular
+    assert counted(1.5, "pair") == "1.5 pairs" and counted(0.0004, "pair") == "0.0004 pairs"
+
+
+def _hand_built(pred_mean, freq, count) -> CalibrationResult:
+    t = lambda v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+    nan = t(float("nan"))
+    return CalibrationResult(t(0.1), nan, nan, nan, nan, Bins(t(pred_mean), t(freq), t(count)))
+
+
+def test_diagram_of_fractional_counts_titles_their_sum() -> None:
+    # Bins of 0.5 and 0.4 pairs had been titled "N=0".
+    _, ax = reliability_diagram(_hand_built([0.2, 0.7], [0.0, 1.0], [0.5, 0.4]))
+    assert ax.get_title().endswith(" · N=0.9")
+    _, ax = reliability_diagram(_hand_built([0.2], [0.5], [BIG]))
+    assert ax.get_title().endswith(" · N=1,234,567")

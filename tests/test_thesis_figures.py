@@ -66,3 +66,20 @@ def test_overlay_shows_one_count_axis_for_all_models():
     tallest = max(bar.get_height() for bar in twin.patches)
     assert twin.get_ylim()[1] >= tallest
     plt.close(fig)
+
+
+def test_overlay_and_figure_draw_dollars_as_written(tmp_path, monkeypatch):
+    # The overlay's legend and title and the figure's suptitle had gone to matplotlib
+    # unescaped: "p$x^2$" came out as mathtext, unlike every other figure's text.
+    good, bad = _results()
+    fig, ax = plt.subplots()
+    overlay_reliability(ax, [Curve("a$x^2$", "", good), Curve("b$", "", bad)], title="q$1$")
+    assert [t.get_text() for t in ax.get_legend().get_texts()][1:] == [r"a\$x^2\$", r"b\$"]
+    assert ax.get_title() == r"q\$1\$"
+    fig.canvas.draw()  # a lone "$" would fail here, were it mathtext
+    plt.close(fig)
+    saved = {}
+    monkeypatch.setattr(plt, "close", lambda figure: saved.setdefault("fig", figure))
+    rows = [("r$", [Curve("m", "m", good)])]
+    thesis_figure(rows, tmp_path / "f.png", suptitle="s$x$")
+    assert saved["fig"].get_suptitle() == r"s\$x\$"

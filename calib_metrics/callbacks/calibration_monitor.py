@@ -718,19 +718,23 @@ class CalibrationMonitor(Callback):
         title = f"{self.prefix}{suffix}{run} · epoch {record['epoch']} · step {record['step']}"
         interval, debias = drawn
         kind = {"confidence": self.confidence, "interval": interval, "debias": debias}
+        # The figures name a norm other than l2: a max-norm error had read as the l2 one.
+        norm = self.metric.norm
         if classes is None:
-            diagram = plot.reliability_diagram(result, title=title, **kind)[0]
+            diagram = plot.reliability_diagram(result, title=title, norm=norm, **kind)[0]
         else:  # one panel per class: one diagram of every class's bins would mix them
             from calib_metrics.plot_panels import classwise_panels
 
-            heading = f"{title} · classwise {plot.describe(result)}"
+            heading = f"{title} · classwise {plot.describe(result, norm)}"
             names = self.class_names if self._named_classes else None
-            diagram = classwise_panels(classes, title=heading, class_names=names, **kind)[0]
+            diagram = classwise_panels(
+                classes, title=heading, class_names=names, norm=norm, **kind
+            )[0]
         figures = {"reliability_diagram": diagram}
         if per_class is not None:
             errors = dict(zip(self.class_names, per_class, strict=True))
             figures["calib_err_per_class"] = plot.per_label_errors(
-                errors, names=(f"{self.prefix}{suffix}",), title=title, **kind
+                errors, names=(f"{self.prefix}{suffix}",), title=title, norm=norm, **kind
             )[0]
         for logger, experiment in experiments:
             self._write_experiment(
@@ -746,7 +750,7 @@ class CalibrationMonitor(Callback):
                 name,
                 figures,
                 history,
-                f"{self.prefix}{suffix} CalibErr ({plot.interval_label(**kind)})",
+                f"{self.prefix}{suffix} {plot.error_name(norm)} ({plot.interval_label(**kind)})",
                 # A test monitor's test replaces its files, as a fit's validation does.
                 unique=not files.own_run(record, self.stage),
                 # Only a run continuing a checkpoint's history continues the file's; a fresh

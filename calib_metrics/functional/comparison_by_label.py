@@ -471,7 +471,8 @@ def _warn_if_none_can_be_called(tested: int, correction: str, alpha: float, n_sa
     warnings.warn(
         f"compare_calibration_by_label: no label can be called better at alpha={alpha:g}: a "
         f"p-value from {n_samples} draws is at least 2/(S + 1) = "
-        f"{2 / (n_samples + 1):.2g}, and {correction} over {tested} labels needs "
+        f"{2 / (n_samples + 1):.2g}, and {correction} over {tested} label"
+        f"{'s' * (tested != 1)} needs "
         f"{alpha / factor:.2g} or less; use n_samples={needed} or more",
         UserWarning,
         stacklevel=4,

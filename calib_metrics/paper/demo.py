@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from calib_metrics.cli import output_folder_path
 from calib_metrics.few_bins import warn_if_few_adaptive_bins
 from calib_metrics.functional import brier_decomposition, calibration_error_ci
 from calib_metrics.paper import estimators, options, report
@@ -34,7 +35,9 @@ SETTINGS = [  # (name, Beta a, Beta b, miscalibration k)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("out/demo"), help="output folder")
+    parser.add_argument(
+        "--out", type=output_folder_path, default=Path("out/demo"), help="output folder"
+    )
     parser.add_argument(
         "--n", type=int, default=None, help=options.quick_help("pairs per setting", SIZES, "n")
     )
@@ -58,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--img",
-        type=Path,
+        type=output_folder_path,
         default=None,
         help="also write the figures there as demo_<name>.png (docs/img: the README's)",
     )

@@ -49,7 +49,7 @@ def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: floa
         ['perfect calibration', 'sharp', 'flat']
         >>> plt.close(fig)
     """
-    from calib_metrics.plot import reliability_diagram
+    from calib_metrics.plot import literal, reliability_diagram
 
     if not curves:
         raise ValueError("overlay_reliability needs at least one curve")
@@ -63,11 +63,12 @@ def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: floa
             for bar in twin.patches:
                 bar.set_facecolor(color)
                 bar.set_alpha(0.25)
-    # The captions carry the errors: the legend names the models only.
+    # The captions carry the errors: the legend names the models only. Its texts, as every
+    # text of the plot module's, are drawn as written (a $ is not mathtext).
     handles = ax.get_legend_handles_labels()[0][: 1 + len(curves)]
-    ax.legend(handles, ["perfect calibration", *(c.label for c in curves)], loc="upper left",
-              fontsize=7)  # fmt: skip
-    ax.set_title(title, fontsize=9)
+    names = ["perfect calibration", *(literal(c.label) for c in curves)]
+    ax.legend(handles, names, loc="upper left", fontsize=7)
+    ax.set_title(literal(title), fontsize=9)
     return ax
 
 
@@ -96,7 +97,7 @@ def thesis_figure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from calib_metrics.plot import reliability_diagram
+    from calib_metrics.plot import literal, reliability_diagram
 
     if not rows or any(not curves for _, curves in rows):
         raise ValueError("thesis_figure needs at least one row, each with at least one curve")
@@ -112,7 +113,7 @@ def thesis_figure(
             )
         for ax in row_axes[1 + len(curves) :]:
             ax.set_visible(False)
-    fig.suptitle(suptitle, fontsize=10)
+    fig.suptitle(literal(suptitle), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=80, bbox_inches="tight")
     plt.close(fig)
