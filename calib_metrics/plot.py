@@ -507,18 +507,8 @@ def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]
     counts.set_box_aspect(ax.get_box_aspect())  # else the twin keeps the whole cell
     nonzero = [h for h in heights if h > 0] or [1.0]
     log = max(nonzero) >= 100 * min(nonzero)
-    widths = [b - a for a, b in itertools.pairwise(edges)]
-    counts.bar(
-        edges[:-1],
-        heights,
-        width=widths,
-        align="edge",
-        color="0.85",
-        edgecolor="0.65",
-        linewidth=0.4,
-        log=log,
-        label=_count_entry(log),
-    )
+    style = {"color": "0.85", "edgecolor": "0.65", "linewidth": 0.4}
+    _slice_bars(counts, edges, heights, log=log, label=_count_entry(log), **style)
     _count_limits(counts, min(nonzero), max(nonzero), log)
     counts.set_ylabel("pairs" + (" (log scale)" if log else ""), color="0.35", fontsize=8)
     counts.yaxis.set_label_coords(1.13, 0.17)
@@ -536,21 +526,18 @@ def _more_count_bars(
     colour over the first model's grey ones; the axis grows to the tallest bar."""
     edges, heights = _slice_counts(axis, q, n)
     log = counts.get_yscale() == "log"
-    widths = [b - a for a, b in itertools.pairwise(edges)]
-    counts.bar(
-        edges[:-1],
-        heights,
-        width=widths,
-        align="edge",
-        color=color,
-        alpha=0.25,
-        linewidth=0,
-        log=log,
-        label="_nolegend_",  # the colour names the model, as its bins do
-    )
+    # The colour names the model, as its bins do: no legend entry of its own.
+    style = {"color": color, "alpha": 0.25, "linewidth": 0}
+    _slice_bars(counts, edges, heights, log=log, label="_nolegend_", **style)
     counts.containers[0].set_label(_count_entry(log, several=True))  # no longer all grey
     nonzero = [h for bar in counts.patches if (h := bar.get_height()) > 0] or [1.0]
     _count_limits(counts, min(nonzero), max(nonzero), log)
+
+
+def _slice_bars(counts: Axes, edges: list[float], heights: list[float], **style: Any) -> None:
+    """One bar per slice between consecutive ``edges``, drawn with matplotlib ``style``."""
+    widths = [b - a for a, b in itertools.pairwise(edges)]
+    counts.bar(edges[:-1], heights, width=widths, align="edge", **style)
 
 
 def _count_entry(log: bool, several: bool = False) -> str:
