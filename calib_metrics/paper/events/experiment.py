@@ -251,7 +251,7 @@ def _figures(
         )
         path = out / f"events_{code}.png"
         fig.savefig(path, dpi=100, bbox_inches="tight")
-        paths.append(str(path))
+        paths.append(path.name)  # relative to --out
     if len(top) >= 2:
         pair = top[:2]
         w = _window(active[:, pair].any(1))
@@ -271,7 +271,7 @@ def _figures(
             )
         path = out / "events_overlay.png"
         fig.savefig(path, dpi=100, bbox_inches="tight")
-        paths.append(str(path))
+        paths.append(path.name)  # relative to --out
     import matplotlib.pyplot as plt
 
     plt.close("all")
