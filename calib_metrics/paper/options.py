@@ -159,7 +159,12 @@ def check_file(path: str | Path | None, option: str) -> None:
         return
     path = Path(path)
     if not path.is_file():
-        what = "a folder, not a file" if path.is_dir() else "no such file"
+        if path.is_dir():
+            what = "a folder, not a file"
+        elif path.exists():  # /dev/null, a pipe: there, but not a file to load
+            what = "not a regular file (a device or a pipe)"
+        else:
+            what = "no such file"
         raise ValueError(f"{option} {path}: {what}")
 
 
