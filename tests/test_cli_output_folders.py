@@ -89,3 +89,10 @@ def test_reproduce_out_a_broken_link_is_refused_before_the_data(tmp_path, capsys
     argv = ["reproduce", "ner", "--data", tmp_path / "no-data", "--out", link, "--quick"]
     line = one_line_error(capsys, *argv)
     assert f"--out {link}: {link} is a broken link to {tmp_path / 'missing'}" in line
+
+
+def test_demo_img_missing_under_an_unwritable_folder_does_not_exist(tmp_path, capsys) -> None:
+    # /proc cannot be written: the probe's "cannot be written (No such file or
+    # directory)" had been said of a folder that is simply not there.
+    line = one_line_error(capsys, "demo", "--out", tmp_path, "--quick", "--img", "/proc/nope")
+    assert line == "calib-metrics: error: --img /proc/nope: does not exist (make the folder first)"

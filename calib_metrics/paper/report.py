@@ -42,7 +42,6 @@ def output_folder(path: str | Path, option: str = "--out", *, exists: bool = Fal
     """
     path = Path(path)
     _refuse_broken_links(path, option)
-    check_writable_folder(path, option)  # a file in the way is left to the lines below
     if path.exists() and not path.is_dir():
         raise ValueError(f"{option} {path}: a file, not a folder")
     for parent in path.absolute().parents:
@@ -50,8 +49,11 @@ def output_folder(path: str | Path, option: str = "--out", *, exists: bool = Fal
             if not parent.is_dir():
                 raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
             break
+    # Before the probe: a missing --img under /proc had been "cannot be written (No such
+    # file or directory)", the probe's error in the folder above.
     if exists and not path.exists():
         raise ValueError(f"{option} {path}: does not exist (make the folder first)")
+    check_writable_folder(path, option)
     return path
 
 
