@@ -761,13 +761,26 @@ def _one_line(err: BaseException | Warning | str) -> str:
 def _warnings_as_lines() -> Iterator[list[str]]:
     """Collect, as one line each (each text once), every warning shown while the command
     runs, instead of Python's ``file:line`` form; the library's UserWarnings (too few
-    bins, too few resampling units) are always collected."""
+    bins, too few resampling units) are always collected. An ``ImmediateWarning`` (one
+    said before a long run) is printed on stderr at once instead, as a long draw's
+    notice is."""
+    from calib_metrics.few_bins import ImmediateWarning
+
     lines: list[str] = []
+    said: list[str] = []
 
     def collect(message, category, filename, lineno, file=None, line=None) -> None:
         text = f"calib-metrics: warning: {_one_line(message)}"
-        if text not in lines:
-            lines.append(text)
+        if text in lines or text in said:
+            return
+        if issubclass(category, ImmediateWarning):
+            try:
+                print(text, file=sys.stderr, flush=True)
+                said.append(text)
+                return
+            except OSError:  # left for the end, which deals with a stderr gone
+                pass
+        lines.append(text)
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", UserWarning)

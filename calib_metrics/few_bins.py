@@ -154,9 +154,18 @@ def adaptive_bins_message(bin_size: int, n_items: int, items: str = "pairs") -> 
     )
 
 
-def warn_if_few_adaptive_bins(bin_size: int, n_items: int, items: str = "pairs") -> None:
+class ImmediateWarning(UserWarning):
+    """A UserWarning the command prints on stderr at once, not after its results as it
+    does the others: one said before a long run (``demo``'s few bins had been said only
+    once its minutes of work were done, after its ``wrote ...`` line)."""
+
+
+def warn_if_few_adaptive_bins(
+    bin_size: int, n_items: int, items: str = "pairs", *, at_once: bool = False
+) -> None:
     """A UserWarning (one ``warning:`` line of the command) with
-    :func:`adaptive_bins_message`'s text, when there is one."""
+    :func:`adaptive_bins_message`'s text, when there is one; ``at_once``: an
+    :class:`ImmediateWarning`, which the command prints before its run goes on."""
     message = adaptive_bins_message(bin_size, n_items, items)
     if message is not None:
-        warnings.warn(message, UserWarning, stacklevel=2)
+        warnings.warn(message, ImmediateWarning if at_once else UserWarning, stacklevel=2)

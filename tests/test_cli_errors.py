@@ -836,3 +836,17 @@ def test_two_group_columns_are_refused_and_integer_arrays_are_no_probabilities(
     code, out, err = run_cli(capsys, "evaluate", file, "--samples", "20", "--json")
     assert code == 0, err
     assert json.loads(out)["n"] == 60 * 3  # one-vs-rest pairs of the probabilities
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reproduce", "pos", "--load-models", os.devnull],
+        ["reproduce", "events", "--model", os.devnull],
+    ],
+)
+def test_a_device_as_an_experiments_input_file_is_not_a_missing_file(tmp_path, capsys, argv):
+    # /dev/null exists: "no such file" had said otherwise.
+    pytest.importorskip("calib_metrics.paper.events.experiment")
+    line = one_line_error(capsys, *argv, "--data", tmp_path, "--out", tmp_path / "out")
+    assert line.endswith(f"{argv[-2]} {os.devnull}: not a regular file (a device or a pipe)")

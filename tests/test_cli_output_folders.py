@@ -60,3 +60,39 @@ def test_an_empty_demo_folder_is_reported_as_given(tmp_path, capsys, monkeypatch
     line = one_line_error(capsys, *argv)
     assert f"argument {option}: '' is an empty path: give a folder name" in line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["missing", "loop", "under"])
+def test_demo_out_through_a_broken_link(tmp_path, capsys, monkeypatch, kind) -> None:
+    # A link to nothing passed the check and failed after the work had begun, with a raw
+    # "[Errno 17] File exists" from making the folder.
+    from calib_metrics.paper import demo
+
+    def never(*args, **kwargs):
+        raise AssertionError("the demo ran")
+
+    monkeypatch.setattr(demo, "_settings", never)
+    link = tmp_path / "link"
+    target = link if kind == "loop" else tmp_path / "missing"
+    link.symlink_to(target)
+    out = link / "sub" if kind == "under" else link
+    line = one_line_error(capsys, "demo", "--out", out, "--quick")
+    assert line == (
+        f"calib-metrics: error: --out {out}: {link} is a broken link to {target} "
+        "(its target is missing, or a loop)"
+    )
+
+
+def test_reproduce_out_a_broken_link_is_refused_before_the_data(tmp_path, capsys) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "missing")
+    argv = ["reproduce", "ner", "--data", tmp_path / "no-data", "--out", link, "--quick"]
+    line = one_line_error(capsys, *argv)
+    assert f"--out {link}: {link} is a broken link to {tmp_path / 'missing'}" in line
+
+
+def test_demo_img_missing_under_an_unwritable_folder_does_not_exist(tmp_path, capsys) -> None:
+    # /proc cannot be written: the probe's "cannot be written (No such file or
+    # directory)" had been said of a folder that is simply not there.
+    line = one_line_error(capsys, "demo", "--out", tmp_path, "--quick", "--img", "/proc/nope")
+    assert line == "calib-metrics: error: --img /proc/nope: does not exist (make the folder first)"

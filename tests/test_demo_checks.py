@@ -93,3 +93,30 @@ def test_demo_clears_its_progress_bar_before_an_error(tmp_path, capsys, monkeypa
     monkeypatch.setattr(demo, "_settings", fail)
     line = cli_runs.one_line_error(capsys, "demo", "--quick", "--out", tmp_path)
     assert line == "calib-metrics: error: disk full" and Bar.closed
+
+
+def test_demo_prints_its_few_bins_warning_before_the_run_not_after(tmp_path, monkeypatch):
+    # The CLI had held every warning until the command was done: the few-bins line came
+    # after the minutes of the run and its "wrote ..." line. The study's steps are
+    # stand-ins here (a --quick run takes 40 s); stdout and stderr share one stream, in
+    # the order the lines were written.
+    import io
+    import sys
+
+    from calib_metrics import cli
+
+    monkeypatch.setattr(demo, "_settings", lambda *a: ([], [], "reliability.png"))
+    monkeypatch.setattr(demo, "_bin_size_curve", lambda *a: ({}, "by_bin_size.png"))
+    monkeypatch.setattr(demo, "_sample_size_curve", lambda *a: ({}, "by_sample_size.png"))
+    monkeypatch.setattr(demo.estimators, "study", lambda **kw: {})
+    monkeypatch.setattr(demo.estimators, "render", lambda results: "")
+    both = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", both)
+    monkeypatch.setattr(sys, "stderr", both)
+    code = cli.main(["demo", "--quick", "--bin-size", "100000", "--out", str(tmp_path)])
+    lines = both.getvalue().splitlines()
+    warned = [i for i, line in enumerate(lines) if line.startswith("calib-metrics: warning:")]
+    wrote = [i for i, line in enumerate(lines) if line.startswith("wrote ")]
+    assert code == 0 and len(warned) == 1 and len(wrote) == 1, lines
+    assert "--bin-size 100000 makes 1 bin" in lines[warned[0]]
+    assert warned[0] < wrote[0], lines

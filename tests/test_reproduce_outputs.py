@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from calib_metrics.paper import ner, twitter_pos
+from calib_metrics.models.coref_ranker import AntecedentRanker
+from calib_metrics.paper import ner, pos, sentiment, twitter_pos
+from calib_metrics.paper.events import experiment as events
 
 
 def _load(name: str):
@@ -57,6 +59,50 @@ def test_ner_names_its_figure_relative_to_out(tmp_path):
     assert (out / saved["figure"]).is_file()
 
 
+def _relative_names(figures) -> list[str]:
+    """The figure names of a results.json, each a bare name (checked)."""
+    names = list(figures.values()) if isinstance(figures, dict) else list(figures)
+    return [n for n in names if Path(n).name == n]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_pos_names_its_figures_and_recalibration_figure_relative_to_out(tmp_path):
+    _load("test_pos_experiment")._write_corpus(tmp_path / "data" / "ud-english-ewt")
+    out = tmp_path / "out"
+    args = _parsed(pos, "--data", tmp_path / "data", "--out", out, "--quick", "--bin-size",
+                   "100", "--n-samples", "50", "--top-pairs", "2", "--recalibrate")  # fmt: skip
+    pos.run(args)
+    saved = json.loads((out / "results.json").read_text())
+    # Every figure had been stored as str(out / name): an absolute path, or one relative
+    # to the working folder of the run, breaking when --out moves.
+    figures = [*saved["figures"].values(), saved["recalibration"]["figure"]]
+    assert figures == _relative_names(figures) and len(figures) == 8
+    assert all((out / f).is_file() for f in figures)
+
+
+def test_sentiment_names_its_figures_relative_to_out(tmp_path):
+    _load("test_sentiment")._write_tweets(tmp_path / "data" / sentiment.TWITTER, n=240)
+    out = tmp_path / "out"
+    args = _parsed(sentiment, "--data", tmp_path / "data", "--out", out, "--n-samples", "50",
+                   "--tokenizer", "regex", "--alphas", "1", "--cs", "1",
+                   "--recalibrate")  # fmt: skip
+    sentiment.run(args)
+    saved = json.loads((out / "results.json").read_text())
+    figures = [*saved["figures"].values(), saved["recalibration"]["figure"]]
+    assert figures == _relative_names(figures) and len(figures) == 4
+    assert all((out / f).is_file() for f in figures)
+
+
+def test_events_names_its_figures_relative_to_out(tmp_path):
+    args = _load("test_events_experiment")._args(tmp_path, "--model", "MODEL")
+    args.model = str(AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt"))
+    events.run(args)
+    out = tmp_path / "out"
+    figures = json.loads((out / "results.json").read_text())["figures"]
+    assert figures and figures == _relative_names(figures)
+    assert all((out / f).is_file() for f in figures)
+
+
 def test_the_readme_says_which_demo_files_two_runs_repeat():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## What the demo shows", 1)[1].split("\n## ", 1)[0]
@@ -69,3 +115,14 @@ def _parsed(module, *argv) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     module.add_arguments(parser)
     return parser.parse_args([str(a) for a in argv])
+
+
+def test_the_readme_says_what_quick_cuts_in_each_experiment():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = " ".join(readme.split("## The paper's experiments, reproduced", 1)[1].split())
+    section = section.split(" ### ", 1)[0]
+    # It had said every --quick runs "on small subsets with fewer iterations": sentiment
+    # has none, and events' reads every document, cutting only epochs and samples.
+    assert "`--quick` is a smoke run on small subsets" not in section
+    assert "sentiment has no `--quick`" in section
+    assert "events still reads every document and only trains fewer epochs" in section

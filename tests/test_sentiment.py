@@ -287,8 +287,8 @@ def _check_results(results: dict, out: Path) -> None:
         assert m["value"] in [float(v) for v in m["dev"]]
         best = max(d["f1"] for d in m["dev"].values())
         assert m["dev"][f"{m['value']:g}"]["f1"] == best
-        assert Path(on_disk["figures"][key]).stat().st_size > 1000
-    assert Path(on_disk["figures"]["both"]).is_file()
+        assert (out / on_disk["figures"][key]).stat().st_size > 1000
+    assert (out / on_disk["figures"]["both"]).is_file()
     # Issue 15: NB against LR, paired on the same test items.
     d = on_disk["paired"]
     assert d["lower"] <= d["difference"] <= d["upper"] and 0 <= d["p_value"] <= 1

@@ -267,8 +267,9 @@ def run(args: argparse.Namespace) -> dict:
         report.output_folder(args.img, "--img", exists=True)
     n, bin_size, samples = _sizes(args)
     out.mkdir(parents=True, exist_ok=True)
-    # As evaluate says it: the table's settings are scored in --bin-size bins.
-    warn_if_few_adaptive_bins(bin_size, n, "pairs of each setting")
+    # As evaluate says it: the table's settings are scored in --bin-size bins; said at
+    # once, before the minutes of the run (the CLI prints other warnings after it).
+    warn_if_few_adaptive_bins(bin_size, n, "pairs of each setting", at_once=True)
     g = torch.Generator().manual_seed(args.seed)
     start = time.perf_counter()
     study_options = estimators.demo_options(args.quick)

@@ -159,7 +159,12 @@ def check_file(path: str | Path | None, option: str) -> None:
         return
     path = Path(path)
     if not path.is_file():
-        what = "a folder, not a file" if path.is_dir() else "no such file"
+        if path.is_dir():
+            what = "a folder, not a file"
+        elif path.exists():  # /dev/null, a pipe: there, but not a file to load
+            what = "not a regular file (a device or a pipe)"
+        else:
+            what = "no such file"
         raise ValueError(f"{option} {path}: {what}")
 
 
@@ -172,6 +177,9 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         default = action.default
+        if isinstance(default, (list, tuple)) and "%(default)s" in text:
+            # As the user would type it (2000-01-01), not Python's ['2000-01-01'].
+            text = text.replace("%(default)s", _shown(default).replace("%", "%%"))
         if (
             not action.option_strings
             or default is None
@@ -179,6 +187,6 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
             or isinstance(default, bool)
             or "default" in text
         ):
-            return action.help
+            return text or action.help
         # argparse fills %-fields of the help: a % in the default is written as is.
         return f"{text} (default: {_shown(default).replace('%', '%%')})"

@@ -398,12 +398,12 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
         )
         _reliability(m["all_tags"]["_result"], title, ax=ax)
         single, _ = _reliability(m["all_tags"]["_result"], title)
-        paths[key] = str(out / f"pos_reliability_{key}.png")
-        single.savefig(paths[key], dpi=90, bbox_inches="tight")
+        paths[key] = f"pos_reliability_{key}.png"  # relative to --out
+        single.savefig(out / paths[key], dpi=90, bbox_inches="tight")
         plt.close(single)
     fig.tight_layout()
-    paths["reliability"] = str(out / "pos_reliability.png")
-    fig.savefig(paths["reliability"], dpi=90, bbox_inches="tight")
+    paths["reliability"] = "pos_reliability.png"  # relative to --out
+    fig.savefig(out / paths["reliability"], dpi=90, bbox_inches="tight")
     plt.close(fig)
 
     names = [MODELS[k] for k in models]
@@ -413,8 +413,8 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
     fig, _ = per_label_errors(
         per_tag, title=f"Per-tag calibration error (Figure 4a)\nall tags: {overall}", **paper
     )
-    paths["per_tag"] = str(out / "pos_per_tag.png")
-    fig.savefig(paths["per_tag"], dpi=90, bbox_inches="tight")
+    paths["per_tag"] = "pos_per_tag.png"  # relative to --out
+    fig.savefig(out / paths["per_tag"], dpi=90, bbox_inches="tight")
 
     small = min(results["top_pairs"])
     first = next(iter(models.values()))[f"top{small}_pairs"]["per_pair"]
@@ -433,8 +433,8 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
         title=f"Tag-pair calibration error (Figure 4b); average over {tops}:\n{averages}",
         **paper,
     )
-    paths["pairs"] = str(out / "pos_pairs.png")
-    fig.savefig(paths["pairs"], dpi=90, bbox_inches="tight")
+    paths["pairs"] = "pos_pairs.png"  # relative to --out
+    fig.savefig(out / paths["pairs"], dpi=90, bbox_inches="tight")
 
     # The paired per-tag comparison of the full CRF with the HMM (issue 15).
     c = results["paired"]["crf"]["per_tag"]
@@ -444,8 +444,8 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
         title=f"Per tag, {MODELS['crf']} − HMM, paired over sentences\n"
         f"{paired.format_counts(c, 'CRF', 'HMM')}",
     )  # fmt: skip
-    paths["per_tag_paired"] = str(out / "pos_per_tag_paired.png")
-    fig.savefig(paths["per_tag_paired"], dpi=90, bbox_inches="tight")
+    paths["per_tag_paired"] = "pos_per_tag_paired.png"  # relative to --out
+    fig.savefig(out / paths["per_tag_paired"], dpi=90, bbox_inches="tight")
     return paths
 
 

@@ -110,7 +110,7 @@ def figure(curves: dict[str, tuple[Any, Any]], path: Path, interval: str = "pair
         reliability_diagram(after, ax=axes[1, col], title=f"{name}: after", **kind)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
-    return str(path)
+    return path.name  # relative to --out: an absolute path breaks when it moves
 
 
 def binary_rows(

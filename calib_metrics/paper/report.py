@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,7 +41,7 @@ def output_folder(path: str | Path, option: str = "--out", *, exists: bool = Fal
         ValueError: --out ...results.json: a file, not a folder
     """
     path = Path(path)
-    check_writable_folder(path, option)  # a file in the way is left to the lines below
+    _refuse_broken_links(path, option)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{option} {path}: a file, not a folder")
     for parent in path.absolute().parents:
@@ -48,9 +49,26 @@ def output_folder(path: str | Path, option: str = "--out", *, exists: bool = Fal
             if not parent.is_dir():
                 raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
             break
+    # Before the probe: a missing --img under /proc had been "cannot be written (No such
+    # file or directory)", the probe's error in the folder above.
     if exists and not path.exists():
         raise ValueError(f"{option} {path}: does not exist (make the folder first)")
+    check_writable_folder(path, option)
     return path
+
+
+def _refuse_broken_links(path: Path, option: str) -> None:
+    """Refuse ``path``, or a path under a link, that is a link to nothing (a missing
+    target, a loop): it had passed the checks and failed after the data were read, with
+    a raw ``[Errno 17] File exists`` when the folder was made."""
+    absolute = path.absolute()
+    for link in (absolute, *absolute.parents):
+        if link.is_symlink() and not link.exists():
+            target = os.readlink(link)
+            raise ValueError(
+                f"{option} {path}: {link} is a broken link to {target} "
+                "(its target is missing, or a loop)"
+            )
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

@@ -226,10 +226,10 @@ def _figures(results: dict, curves: dict, out: Path) -> dict[str, str]:
         kind = {"title": title, "interval": "paper", "debias": False}  # as evaluate() draws
         reliability_diagram(result, ax=ax, **kind)
         single, _ = reliability_diagram(result, **kind)
-        paths[key] = str(out / f"sentiment_{key}.png")
-        single.savefig(paths[key], dpi=100, bbox_inches="tight")
-    paths["both"] = str(out / "sentiment_reliability.png")
-    both.savefig(paths["both"], dpi=100, bbox_inches="tight")
+        paths[key] = f"sentiment_{key}.png"  # relative to --out
+        single.savefig(out / paths[key], dpi=100, bbox_inches="tight")
+    paths["both"] = "sentiment_reliability.png"
+    both.savefig(out / paths["both"], dpi=100, bbox_inches="tight")
     return paths
 
 

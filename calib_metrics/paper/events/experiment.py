@@ -75,7 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="match country names in any case (lower-cased text); by default only "
         "capitalised words are names, so 'male' is not Male (Maldives)",
     )
-    parser.add_argument("--period", choices=("month", "quarter", "year"), default="year")
+    parser.add_argument(
+        "--period",
+        choices=("month", "quarter", "year"),
+        default="year",
+        help="period the documents are counted by",
+    )
     parser.add_argument(
         "--unknown-dates",
         nargs="*",
@@ -104,7 +109,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also use enhanced-UD subjects (nsubj:xsubj) for the attack rule",
     )
-    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument(
+        "--confidence", type=float, default=0.95, help="level of the counts' intervals"
+    )
     parser.add_argument(
         "--band",
         type=float,
@@ -113,7 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=("LO", "HI"),
         help="event probabilities listed as uncertain (closest to 0.5 first)",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the ranker's training and the samples"
+    )
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -251,7 +260,7 @@ def _figures(
         )
         path = out / f"events_{code}.png"
         fig.savefig(path, dpi=100, bbox_inches="tight")
-        paths.append(str(path))
+        paths.append(path.name)  # relative to --out
     if len(top) >= 2:
         pair = top[:2]
         w = _window(active[:, pair].any(1))
@@ -271,7 +280,7 @@ def _figures(
             )
         path = out / "events_overlay.png"
         fig.savefig(path, dpi=100, bbox_inches="tight")
-        paths.append(str(path))
+        paths.append(path.name)  # relative to --out
     import matplotlib.pyplot as plt
 
     plt.close("all")
