@@ -1641,10 +1641,16 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _check_bins_room(self, pairs: list[int], sizes: list[int]) -> None:
         """Raise ValueError up front when the bins of a sketch would not fit, as the exact
         mode refuses pairs that would not: the sketch holds any number of pairs, and
-        ``bin_size="auto"`` makes about √N bins of them (6·10⁷ for counts of 4·10¹⁵)."""
-        bins = sum(max(1, n // size) for n, size in zip(pairs, sizes, strict=True))
+        ``bin_size="auto"`` makes about √N bins of them (6·10⁷ for counts of 4·10¹⁵).
+
+        The classes are binned one after another: the working memory
+        (``sketch.BYTES_PER_BIN``, about what compute() was measured to take) is the
+        largest class's, and only the finished bins (``sketch.BYTES_PER_KEPT_BIN``) add up.
+        """
+        each = [max(1, n // size) for n, size in zip(pairs, sizes, strict=True)]
+        bins = sum(each)
         check_room(
-            bins * sketch.BYTES_PER_BIN,
+            max(each) * sketch.BYTES_PER_BIN + bins * sketch.BYTES_PER_KEPT_BIN,
             self.device,
             f"the streaming compute of {sum(pairs)} pairs in {bins} bins",
             "choose a larger bin_size (bin_size='auto' makes about √N bins of √N pairs)",
