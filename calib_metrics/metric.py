@@ -1606,9 +1606,15 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def class_bins(self) -> list[Bins]:
         """The bins behind the result: one entry (micro) or one per class. Synchronised
-        under DDP like :meth:`compute_result`: they are the union's bins on every rank."""
+        under DDP like :meth:`compute_result`: they are the union's bins on every rank, and
+        the call is collective (every rank must make it, or the others wait in the
+        gather). A metric the caller synchronised already (``sync()``) is taken as it is,
+        and left synchronised."""
+        synced = self._is_synced  # a caller's own sync() is the caller's to undo
         with self.sync_context(
-            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+            dist_sync_fn=self.dist_sync_fn,
+            should_sync=self.sync_on_compute and not synced,
+            should_unsync=not synced,
         ):
             return self._bins(self._per_class)
 
