@@ -83,3 +83,12 @@ def test_classes_binned_one_after_another_are_not_summed(monkeypatch):
     monkeypatch.setattr(binning, "available_bytes", lambda device: int(1.5 * 2**30))
     sets = metric._class_sketches()
     assert [size for _, size in sets] == [50] * 4
+
+
+def test_the_refusal_reads_as_a_sentence(monkeypatch):
+    """It had read "needs 3.8 GiB more than the 2.0 GiB free", as if 3.8 GiB beyond it."""
+    from calib_metrics.functional import binning
+
+    monkeypatch.setattr(binning, "available_bytes", lambda device: 2 * 2**30)
+    with pytest.raises(ValueError, match=r"a job needs 3\.8 GiB, more than the 2\.0 GiB free"):
+        binning.check_room(int(3.8 * 2**30), torch.device("cpu"), "a job")
