@@ -627,8 +627,10 @@ class _StatesKeepTheirDtype(Metric):
         they were kept, or a ``metric_state`` dict) is checked by its shapes and values
         alone."""
         self._check_saved_ignore_index(tags.get(_IGNORE_KEY))
-        self._check_states(states, prefix)
+        # The record first: it names a binary state loaded into num_classes=3 as such,
+        # where the shapes would only say that they differ.
         self._check_saved_settings(tags.get(_SETTINGS_KEY))
+        self._check_states(states, prefix)
 
     def _settings_problem(self, num_classes: int | None, mode: str) -> str:
         """Why pairs of a metric of ``num_classes`` and ``mode`` cannot join this one's
@@ -637,6 +639,12 @@ class _StatesKeepTheirDtype(Metric):
         if num_classes != self.num_classes:
             return f"num_classes {num_classes} into num_classes {self.num_classes}"
         return ""
+
+    def _load_problem(self, num_classes: int | None, mode: str) -> str:
+        """Why a state saved by a metric of ``num_classes`` and ``mode`` cannot be loaded
+        into this one ('' when it can): where the states are alike, so that a load takes
+        what a fresh metric of this one's settings would have kept of the same data."""
+        return self._settings_problem(num_classes, mode)
 
     def _check_saved_settings(self, saved: Any) -> None:
         """Refuse a state saved by a metric of other settings (``_SETTINGS_KEY``)."""
@@ -650,7 +658,7 @@ class _StatesKeepTheirDtype(Metric):
                 f"({_SETTINGS_KEY!r}) is {saved!r}, not [mode code, num_classes]"
             )
         mode, num_classes = codes[values[0]], int(values[1]) or None
-        problem = self._settings_problem(num_classes, mode)
+        problem = self._load_problem(num_classes, mode)
         if problem:
             raise ValueError(
                 f"{type(self).__name__}: the state was saved by a metric of other settings "
@@ -1467,6 +1475,18 @@ class CalibrationError(_StatesKeepTheirDtype):
             problem = f"mode {mode!r} into mode {self.mode!r}"
         return problem
 
+    def _load_problem(self, num_classes: int | None, mode: str) -> str:
+        """A saved state is refused only where its states differ in kind from this
+        metric's: the pairs kept exactly are the same for every mode, and a streaming
+        one-vs-rest or classwise metric keeps the same ``[C, R]`` sketch; only a streaming
+        top-label sketch (of (confidence, correct) pairs) differs from the others.
+        ``merge_state(metric)`` keeps its own rule (:meth:`_settings_problem`)."""
+        problem = super()._settings_problem(num_classes, mode)
+        top_label = (mode == "top_label") != (self.mode == "top_label")
+        if not problem and self.streaming and self.num_classes is not None and top_label:
+            problem = f"mode {mode!r} into mode {self.mode!r}"
+        return problem
+
     def _merge_problem(self, other: CalibrationError) -> str:
         """Why ``other``'s state cannot be added to this one's ('' when it can)."""
         mode = {True: "a streaming", False: "an exact-mode"}
@@ -1586,9 +1606,15 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def class_bins(self) -> list[Bins]:
         """The bins behind the result: one entry (micro) or one per class. Synchronised
-        under DDP like :meth:`compute_result`: they are the union's bins on every rank."""
+        under DDP like :meth:`compute_result`: they are the union's bins on every rank, and
+        the call is collective (every rank must make it, or the others wait in the
+        gather). A metric the caller synchronised already (``sync()``) is taken as it is,
+        and left synchronised."""
+        synced = self._is_synced  # a caller's own sync() is the caller's to undo
         with self.sync_context(
-            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+            dist_sync_fn=self.dist_sync_fn,
+            should_sync=self.sync_on_compute and not synced,
+            should_unsync=not synced,
         ):
             return self._bins(self._per_class)
 
@@ -1621,10 +1647,16 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _check_bins_room(self, pairs: list[int], sizes: list[int]) -> None:
         """Raise ValueError up front when the bins of a sketch would not fit, as the exact
         mode refuses pairs that would not: the sketch holds any number of pairs, and
-        ``bin_size="auto"`` makes about √N bins of them (6·10⁷ for counts of 4·10¹⁵)."""
-        bins = sum(max(1, n // size) for n, size in zip(pairs, sizes, strict=True))
+        ``bin_size="auto"`` makes about √N bins of them (6·10⁷ for counts of 4·10¹⁵).
+
+        The classes are binned one after another: the working memory
+        (``sketch.BYTES_PER_BIN``, about what compute() was measured to take) is the
+        largest class's, and only the finished bins (``sketch.BYTES_PER_KEPT_BIN``) add up.
+        """
+        each = [max(1, n // size) for n, size in zip(pairs, sizes, strict=True)]
+        bins = sum(each)
         check_room(
-            bins * sketch.BYTES_PER_BIN,
+            max(each) * sketch.BYTES_PER_BIN + bins * sketch.BYTES_PER_KEPT_BIN,
             self.device,
             f"the streaming compute of {sum(pairs)} pairs in {bins} bins",
             "choose a larger bin_size (bin_size='auto' makes about √N bins of √N pairs)",

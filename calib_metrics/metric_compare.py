@@ -394,9 +394,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
-            if self.num_classes is None and not _holds_items(self.labels):
-                raise self._by_label_refused(has_labels=False)
+            # No items at all first (NoPairsError, as compute() raises): empty batches
+            # given labels= hold no labels, which is no reason to ask for them.
             probs_a, probs_b, target, groups, labels = self._pairs()
+            if self.num_classes is None and labels is None:
+                raise self._by_label_refused(has_labels=False)
         if labels is None:  # class by class: the class ids of the one-vs-rest pairs
             labels = torch.arange(self.num_classes, device=target.device).expand_as(probs_a)
         with _rows_said_at_update():
@@ -488,12 +490,6 @@ class _Whole:
 
     def __init__(self, result: ComparisonResult) -> None:
         self.result = result
-
-
-def _holds_items(value: list[Tensor] | Tensor) -> bool:
-    """Whether a state holds any item: a list of batches, or one tensor once synchronised
-    (empty where no rank had any)."""
-    return any(part.numel() for part in (value if isinstance(value, list) else [value]))
 
 
 def _cat(value: list[Tensor] | Tensor) -> Tensor | None:

@@ -215,7 +215,21 @@ def test_compute_by_label_is_the_functional_per_class(correction) -> None:
 )
 def test_compute_by_label_needs_one_vs_rest_classes(options) -> None:
     metric = CalibrationComparison(**options, **OPTIONS)
+    if not options:  # binary items without labels (none at all: NoPairsError, below)
+        metric.update(*_binary()[0])
     with pytest.raises(ValueError, match="class by class"):
+        metric.compute_by_label()
+
+
+def test_compute_by_label_of_no_items_is_no_pairs_as_compute_is() -> None:
+    """Empty batches given labels= hold no labels: compute_by_label had asked for labels=
+    where compute() raises NoPairsError, which callers catch."""
+    metric = CalibrationComparison(**OPTIONS)
+    empty = torch.empty(0)
+    metric.update(empty, empty, empty.long(), labels=empty.long())
+    with pytest.raises(NoPairsError):
+        metric.compute()
+    with pytest.raises(NoPairsError):
         metric.compute_by_label()
 
 

@@ -269,3 +269,22 @@ def test_a_callers_own_sync_stays_the_callers_to_undo() -> None:
     metric.unsync()
     metric.update(*_binary(40, seed=3))
     assert metric.compute_result().bins.count.sum().item() == 40
+
+
+@pytest.mark.parametrize("sync_on_compute", [True, False])
+def test_class_bins_after_a_callers_own_sync(sync_on_compute) -> None:
+    """class_bins() synchronises like compute_result(); after the caller's own sync() it
+    had tried again and raised torchmetrics' "already been synced"."""
+
+    def gather(tensor: torch.Tensor, group: Any = None) -> list[torch.Tensor]:
+        return [tensor.clone()]
+
+    metric = CalibrationError(
+        sync_on_compute=sync_on_compute, dist_sync_fn=gather, distributed_available_fn=lambda: True
+    )
+    metric.update(*_binary(40, seed=3))
+    metric.sync(dist_sync_fn=gather)
+    assert metric.class_bins()[0].count.sum().item() == 40
+    assert metric._is_synced
+    metric.unsync()
+    assert metric.class_bins()[0].count.sum().item() == 40 and not metric._is_synced

@@ -87,15 +87,51 @@ def test_a_streaming_state_of_another_mode_is_refused(source, target, named, how
     _unchanged(metric, before, rows)
 
 
-def test_an_exact_state_of_another_mode_is_refused_as_merging_the_metric_is() -> None:
+def test_merging_a_metric_of_another_mode_is_still_refused() -> None:
     source = CalibrationError(num_classes=3, mode="top_label")
     source.update(*_multiclass(300))
     metric = CalibrationError(num_classes=3)
     with pytest.raises(ValueError, match="mode 'top_label' into mode 'one_vs_rest'"):
         metric.merge_state(source)
-    with pytest.raises(ValueError, match="mode 'top_label' into mode 'one_vs_rest'"):
-        metric.load_state_dict(_saved(source))
     assert metric.probs == [] and metric.update_count == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "source", "target"),
+    [
+        ({}, "one_vs_rest", "classwise"),
+        ({}, "one_vs_rest", "top_label"),
+        ({}, "top_label", "classwise"),
+        (STREAM, "one_vs_rest", "classwise"),
+        (STREAM, "classwise", "one_vs_rest"),
+    ],
+)
+def test_a_state_alike_in_kind_loads_into_another_mode(options, source, target) -> None:
+    """The exact pairs are the same for every mode, and a streaming one-vs-rest or
+    classwise metric keeps the same [C, R] sketch: the record of the mode had refused
+    states that had loaded, and that compute as the target mode's own would."""
+    data = _multiclass(3000, classes=4)
+    saved = CalibrationError(num_classes=4, mode=source, **options)
+    saved.update(*data)
+    metric = CalibrationError(num_classes=4, mode=target, **options)
+    metric.load_state_dict(_saved(saved))
+    fresh = CalibrationError(num_classes=4, mode=target, **options)
+    fresh.update(*data)
+    torch.testing.assert_close(metric.compute(), fresh.compute())
+
+
+@pytest.mark.parametrize(
+    ("source", "target"), [("top_label", "one_vs_rest"), ("classwise", "top_label")]
+)
+def test_a_streaming_top_label_sketch_and_a_class_sketch_do_not_load_into_each_other(
+    source, target
+) -> None:
+    saved = CalibrationError(num_classes=3, mode=source, **STREAM)
+    saved.update(*_multiclass())
+    metric = CalibrationError(num_classes=3, mode=target, **STREAM)
+    with pytest.raises(ValueError, match=f"mode '{source}' into mode '{target}'"):
+        metric.load_state_dict(_saved(saved))
+    assert int(metric.rows_seen) == 0
 
 
 def test_a_state_saved_before_the_record_still_loads() -> None:
@@ -158,3 +194,11 @@ def test_a_malformed_record_is_named() -> None:
     metric = CalibrationError(num_classes=3, mode="top_label", **STREAM)
     with pytest.raises(ValueError, match="record of its settings \\('_settings'\\)"):
         metric.load_state_dict(state)
+
+
+def test_the_record_is_checked_before_the_shapes() -> None:
+    """A binary state into num_classes=3 is named by its settings, not by a shape."""
+    saved = _plain_binary()
+    metric = CalibrationError(num_classes=3)
+    with pytest.raises(ValueError, match="num_classes None into num_classes 3"):
+        metric.load_state_dict(_saved(saved))

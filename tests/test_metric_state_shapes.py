@@ -56,10 +56,11 @@ def _multiclass_metric(classes: int, **options) -> CalibrationError:
         (
             lambda: _multiclass_metric(3, streaming=True, resolution=64),
             {"num_classes": 4, "streaming": True, "resolution": 64},
-            "'probs'",  # the first state that differs; the sketch's differs too
+            # The record of the settings, checked before the shapes, names it.
+            "num_classes 3 into num_classes 4",
         ),
-        (lambda: _multiclass_metric(3), {"num_classes": 4}, "probs"),
-        (lambda: _multiclass_metric(3), {}, "probs"),
+        (lambda: _multiclass_metric(3), {"num_classes": 4}, "num_classes 3 into num_classes 4"),
+        (lambda: _multiclass_metric(3), {}, "num_classes 3 into num_classes None"),
     ],
     ids=["resolution", "streaming classes", "exact classes", "multiclass into binary"],
 )
@@ -96,11 +97,13 @@ def test_a_top_label_sketch_is_refused_by_a_binary_metric_whose_buffer_it_fits()
     top = CalibrationError(num_classes=17, mode="top_label", streaming=True, resolution=1024)
     top.update(*_multiclass(1000, 17))
     binary = _loader(streaming=True, resolution=1024)
-    for bring in (binary.load_state_dict, binary.merge_state):
+    # A state dict is named by its record (checked first), a dict of states by its rows.
+    for bring, named in (
+        (binary.load_state_dict, "num_classes 17 into num_classes None"),
+        (binary.merge_state, r"sketch holds 1000 of its 1000 rows.*keeps up to 2048"),
+    ):
         state = _saved(top) if bring == binary.load_state_dict else dict(top.metric_state)
-        with pytest.raises(
-            ValueError, match=r"sketch holds 1000 of its 1000 rows.*keeps up to 2048"
-        ):
+        with pytest.raises(ValueError, match=named):
             bring(state)
         assert int(binary.rows_seen) == 0 and binary.update_count == 0
     # Past the binary buffer too, the state's record of its settings refuses it
@@ -120,8 +123,8 @@ def test_a_comparison_refuses_a_state_of_other_classes() -> None:
     source.update(probs, probs.flip(-1), target)
     metric = CalibrationComparison(num_classes=4, n_samples=50)
     metric.persistent(True)
-    with pytest.raises(ValueError, match="probs_a"):
-        metric.load_state_dict(_saved(source))
+    with pytest.raises(ValueError, match="num_classes 3 into num_classes 4"):
+        metric.load_state_dict(_saved(source))  # by its record, checked first
     with pytest.raises(ValueError, match="probs_a"):
         metric.merge_state(dict(source.metric_state))
     assert not metric.target

@@ -228,3 +228,20 @@ def test_a_streaming_state_that_update_made_loads(options: dict) -> None:
     metric.load_state_dict(state)
     metric.merge_state(state)
     assert int(metric.rows_seen) == 6000
+
+
+@pytest.mark.parametrize(("excess", "refused"), [(5e-6, False), (2e-5, True)])
+def test_sum_r2_near_its_bound_is_left_to_rounding(excess, refused) -> None:
+    """A cell of q = 0.49999988 holds Σr² at 1 − 4.8·10⁻⁷ of count/4; long sums and
+    merges in float64 round it further, which a slack of 10⁻⁶ had too little room for.
+    The slack is 10⁻⁵: 5·10⁻⁶ past the bound is rounding, 2·10⁻⁵ a bad state."""
+    from calib_metrics.functional import sketch
+
+    state = sketch.empty(256)
+    sketch.accumulate(
+        state, torch.full((10_000,), 0.49999988, dtype=torch.float64), torch.ones(10_000)
+    )
+    cell = int(state.count.nonzero()[0])
+    state.sum_r2[cell] = state.count[cell] / 4 * (1 + excess)
+    found = sketch.state_problem(state)
+    assert (found is not None and found[0] == "sum_r2") if refused else found is None

@@ -49,3 +49,46 @@ def test_bins_of_a_sketch_that_would_not_fit_are_refused_up_front(monkeypatch):
             compute()
     monkeypatch.undo()
     assert metric.compute_result().bins.count.numel() == 316227
+
+
+def test_bins_that_fit_are_not_refused(monkeypatch):
+    """10⁸ pairs at bin_size=50 (2·10⁶ bins) take about 0.33 GiB in compute(); at 2 KiB a
+    bin the check had demanded 3.8 GiB and refused them beside 2 GiB free. Checked (by
+    _class_sketches, which every compute runs first) without making the bins."""
+    from calib_metrics.functional import binning
+
+    metric = CalibrationError(streaming=True, resolution=256, debias=False, bin_size=50)
+    metric.load_state_dict(_scaled_streaming_state(25_000))  # 4,000 rows × 25,000 = 10⁸
+    monkeypatch.setattr(binning, "available_bytes", lambda device: 2 * 2**30)
+    [(cells, size)] = metric._class_sketches()
+    assert (int(cells.count.sum()), size) == (10**8, 50)
+
+
+def test_classes_binned_one_after_another_are_not_summed(monkeypatch):
+    """Four classes of 2·10⁶ bins each: each class's working memory is freed before the
+    next's, so only the finished bins add up (4 × 2·10⁶ × 64 B + 2·10⁶ × 256 B ≈ 1 GiB)."""
+    from calib_metrics.functional import binning
+
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(2000, 4, generator=g), -1)
+    options = {"streaming": True, "resolution": 256, "debias": False, "bin_size": 50}
+    source = CalibrationError(num_classes=4, mode="classwise", **options)
+    source.persistent(True)
+    source.update(probs, torch.multinomial(probs, 1, generator=g).squeeze(1))
+    state = source.state_dict()
+    for name in ("cell_count", "cell_sum_r", "cell_sum_r2", "cell_sum_y", "rows_seen"):
+        state[name] = state[name] * 50_000  # 2,000 rows × 50,000 = 10⁸ pairs per class
+    metric = CalibrationError(num_classes=4, mode="classwise", **options)
+    metric.load_state_dict(state)
+    monkeypatch.setattr(binning, "available_bytes", lambda device: int(1.5 * 2**30))
+    sets = metric._class_sketches()
+    assert [size for _, size in sets] == [50] * 4
+
+
+def test_the_refusal_reads_as_a_sentence(monkeypatch):
+    """It had read "needs 3.8 GiB more than the 2.0 GiB free", as if 3.8 GiB beyond it."""
+    from calib_metrics.functional import binning
+
+    monkeypatch.setattr(binning, "available_bytes", lambda device: 2 * 2**30)
+    with pytest.raises(ValueError, match=r"a job needs 3\.8 GiB, more than the 2\.0 GiB free"):
+        binning.check_room(int(3.8 * 2**30), torch.device("cpu"), "a job")

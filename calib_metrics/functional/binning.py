@@ -434,7 +434,7 @@ def check_room(need: int, device: torch.device, what: str, remedy: str = _USE_ST
     free = available_bytes(device)
     if free is not None and need > free:
         raise ValueError(
-            f"{what} needs {need / 2**30:.1f} GiB more than the {free / 2**30:.1f} GiB free "
+            f"{what} needs {need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB free "
             f"on {device}: {remedy}"
         )
 

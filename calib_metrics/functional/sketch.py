@@ -62,11 +62,16 @@ DEFAULT_RESOLUTION = 1 << 18
 LOGIT_RANGE = 16.0
 # Six float64 tensors of R cells: count, Σr, Σr², Σy, lowest q, highest q.
 BYTES_PER_CELL = 6 * 8
-# Memory that the adaptive bins made from a sketch take, per bin, with their interval:
-# their boundaries, the bins, and a block of resampled draws (a draw of 10⁶ bins is
-# held whole). Measured: 10⁶ bins (10¹² pairs, bin_size="auto") took 1.0–2.0 GiB beyond
-# the state in CalibrationError.compute_result(), 0.14 GiB in compute().
-BYTES_PER_BIN = 2048
+# Working memory that compute() takes per adaptive bin made from a sketch: the bins'
+# boundaries, their cut cells and the bins themselves. Measured: about 200 B a bin
+# (10⁸ pairs at bin_size=50, 2·10⁶ bins: 0.33 GiB beyond the state; 10⁶ bins: 0.14 GiB);
+# 256 B is asked for. It guards against the absurd (counts of 10¹⁵ with
+# bin_size="auto": 6·10⁷ bins), not a tight fit: an interval's resampled draws
+# (compute_result) are taken in blocks beside it and are not counted.
+BYTES_PER_BIN = 256
+# What each finished bin keeps (Bins: mean q, frequency, count and their records) while
+# the next class's are made: classes are binned one after another.
+BYTES_PER_KEPT_BIN = 64
 # The label noise of cut cells is drawn from this seed, so the answer is a function of
 # the sketch alone.
 _NOISE_SEED = 14
@@ -261,8 +266,9 @@ def accumulate(state: Sketch, probs: Tensor, target: Tensor, weight: Tensor | No
 
 
 # Σr and Σr² add float64 values of |r| ≤ 1/2: rounding may carry a sum a hair past
-# count/2 (count/4), never by this much.
-_SUM_SLACK = 1 + 1e-6
+# count/2 (count/4), never by this much. 1e-6 had left cells of q = 0.49999988 (Σr² at
+# 1 − 4.8·10⁻⁷ of count/4) too little room for the rounding of long sums and merges.
+_SUM_SLACK = 1 + 1e-5
 
 
 def state_problem(state: Sketch) -> tuple[str, str] | None:
