@@ -1606,10 +1606,11 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def class_bins(self) -> list[Bins]:
         """The bins behind the result: one entry (micro) or one per class. Synchronised
-        under DDP like :meth:`compute_result`: they are the union's bins on every rank, and
-        the call is collective (every rank must make it, or the others wait in the
-        gather). A metric the caller synchronised already (``sync()``) is taken as it is,
-        and left synchronised."""
+        under DDP: they are the union's bins on every rank, and the call is collective
+        (every rank must make it, or the others wait in the gather). Unlike the
+        ``compute*`` methods, which follow torchmetrics and refuse a metric the caller
+        synchronised already (``sync()``), it takes such a metric as it is and leaves it
+        synchronised, so that drawing code may read the bins inside the caller's sync."""
         synced = self._is_synced  # a caller's own sync() is the caller's to undo
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn,
