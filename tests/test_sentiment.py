@@ -376,3 +376,26 @@ def test_a_bin_size_that_makes_too_few_bins_warns(tmp_path):
     argv = ["--data", str(data), "--out", str(tmp_path / "out"), *options, "--bin-size", "100000"]
     with pytest.warns(UserWarning, match="makes 1 bin of the 72 test tweets; with fewer than 10"):
         sentiment.run(_args(*argv))
+
+
+def test_the_few_bins_warning_is_printed_before_the_run_goes_on(tmp_path, monkeypatch):
+    # The CLI holds warnings until the command is done; this one is known before the
+    # models are scored, so it is printed then (as demo's is), not after the tables.
+    import io
+    import sys
+
+    from calib_metrics import cli
+
+    data = tmp_path / "data"
+    _write_tweets(data / TWITTER, n=240)
+    options = ["--n-samples", "50", "--tokenizer", "regex", "--alphas", "1", "--cs", "1"]
+    both = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", both)
+    monkeypatch.setattr(sys, "stderr", both)
+    argv = ["--data", str(data), "--out", str(tmp_path / "out"), *options, "--bin-size", "100000"]
+    code = cli.main(["reproduce", "sentiment", *argv])
+    lines = both.getvalue().splitlines()
+    warned = [i for i, x in enumerate(lines) if "--bin-size 100000 makes 1 bin" in x]
+    tables = [i for i, x in enumerate(lines) if x.startswith("|")]
+    assert code == 0 and len(warned) == 1 and tables, lines
+    assert warned[0] < tables[0], lines
