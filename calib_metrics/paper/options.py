@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from calib_metrics.few_bins import option_name
+from calib_metrics.functional.errors import check_int
 
 __all__ = [
     "check_file",
@@ -97,9 +98,7 @@ def check_integers(args: argparse.Namespace, **least: int) -> None:
     """
     for name, low in least.items():
         for value in _values(getattr(args, name)):
-            if value < low:
-                wanted = "a positive integer" if low == 1 else f"an integer >= {low}"
-                raise ValueError(f"{option_name(name, cli=True)} must be {wanted}, got {value}")
+            check_int(option_name(name, cli=True), value, low)
 
 
 def check_in_range(args: argparse.Namespace, name: str, low: int, high: int) -> None:
