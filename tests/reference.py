@@ -2,11 +2,8 @@
 
 Written to be obviously right rather than fast: a full sort of all N pairs by
 q, tie groups at their mean label, bins as consecutive runs of β with a short last run
-merged into the one before, and explicit per-sample loops in float64. The tests load
-it with ``importlib`` (pytest runs with ``--import-mode=importlib``)::
-
-    _spec = importlib.util.spec_from_file_location("reference", Path(__file__).with_name(
-        "reference.py"))
+merged into the one before, and explicit per-sample loops in float64. The tests
+``import reference`` (pyproject's ``pythonpath`` puts tests/ on the path).
 
 Example:
     >>> import numpy as np

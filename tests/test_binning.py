@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+import reference as ref
 import torch
 
 from calib_metrics.functional import adaptive_binning, uniform_binning
 from calib_metrics.functional import binning as binning_module
-
-_spec = importlib.util.spec_from_file_location(
-    "reference", Path(__file__).with_name("reference.py")
-)
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
 
 LOW_PRECISION = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Values that the planted ties repeat: both ends, values that round in float16/bfloat16,

@@ -5,13 +5,12 @@ The reference (tests/reference.py) is a brute-force numpy version of Algorithms 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
 import pytest
+import reference as ref
 import torch
 
 from calib_metrics.functional import (
@@ -22,12 +21,6 @@ from calib_metrics.functional import (
     uniform_binning,
 )
 from calib_metrics.functional import calibration as calibration_module
-
-_spec = importlib.util.spec_from_file_location(
-    "reference", Path(__file__).with_name("reference.py")
-)
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
 
 
 def beta_data(n: int, seed: int, a: float = 0.3, shift: float = 0.0, dtype=torch.float32):

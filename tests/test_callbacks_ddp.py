@@ -7,19 +7,13 @@ without taking pytest down.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
+import process_helpers
 import pytest
 from lightning.pytorch import Callback, LightningModule, Trainer
-
-_spec = importlib.util.spec_from_file_location(
-    "process_helpers", Path(__file__).with_name("process_helpers.py")
-)
-process_helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(process_helpers)
 
 EPOCHS = 2
 TIMEOUT_S = 300

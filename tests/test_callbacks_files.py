@@ -3,7 +3,6 @@ one file per validation, and a history on disk that a checkpoint's run never sho
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pickle
 import warnings
@@ -11,16 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_callbacks as _helpers
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 
 # The tiny tagger and run helpers of test_callbacks.py (tests are not a package).
-_spec = importlib.util.spec_from_file_location(
-    "callbacks_helpers", Path(__file__).with_name("test_callbacks.py")
-)
-_helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_helpers)
 TinyTagger, loaders, monitor, trainer = (
     _helpers.TinyTagger,
     _helpers.loaders,

@@ -3,12 +3,11 @@ the weights changed after they were collected."""
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
+import test_callbacks_recalibration as _helpers
 import torch
 from lightning.pytorch import Trainer
 from torch.utils.data import DataLoader, TensorDataset
@@ -17,11 +16,6 @@ from calib_metrics.callbacks import TemperatureRecalibration
 from calib_metrics.recalibration import TemperatureScaling
 
 # The overconfident tagger and its data, from test_callbacks_recalibration.py.
-_spec = importlib.util.spec_from_file_location(
-    "recalibration_helpers", Path(__file__).with_name("test_callbacks_recalibration.py")
-)
-_helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_helpers)
 PAD, Overconfident, _data = _helpers.PAD, _helpers.Overconfident, _helpers._data
 
 

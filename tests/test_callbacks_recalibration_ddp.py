@@ -9,23 +9,17 @@ tensors have different lengths per rank.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+import process_helpers
 import pytest
 import torch
 import torch.nn.functional as F
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.utils.data import DataLoader, TensorDataset
-
-_spec = importlib.util.spec_from_file_location(
-    "process_helpers", Path(__file__).with_name("process_helpers.py")
-)
-process_helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(process_helpers)
 
 PAD = -100
 TIMEOUT_S = 300

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import pickle
 import re
 import warnings
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_callbacks as _helpers
 import torch
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.loggers import TensorBoardLogger
@@ -20,11 +20,6 @@ from calib_metrics import CalibrationError
 from calib_metrics.callbacks import CalibrationMonitor
 
 # The tiny tagger and run helpers of test_callbacks.py (tests are not a package).
-_spec = importlib.util.spec_from_file_location(
-    "callbacks_helpers", Path(__file__).with_name("test_callbacks.py")
-)
-_helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_helpers)
 N_CLASSES, PAD, TinyTagger = _helpers.N_CLASSES, _helpers.PAD, _helpers.TinyTagger
 loaders, monitor, read_events = _helpers.loaders, _helpers.monitor, _helpers.read_events
 trainer = _helpers.trainer

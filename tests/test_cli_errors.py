@@ -4,7 +4,6 @@ numbers, never a traceback; and its defaults (issue 13, "The command line")."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import os
@@ -16,18 +15,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from cli_runs import one_line_error, run_cli
 
 from calib_metrics import CalibrationError, cli
 from calib_metrics.functional import calibration_error, calibration_error_ci
 
 Q = [0.1, 0.35, 0.35, 0.6, 0.8, 0.95, 0.2, 0.7, 0.45, 0.15, 0.85, 0.55]
 Y = [0, 1, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0]
-
-
-_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
-_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_runs)
-run_cli, one_line_error = _runs.run_cli, _runs.one_line_error
 
 
 def csv_text(labels=Y, sep: str = ",", header: str = "prob,label") -> str:

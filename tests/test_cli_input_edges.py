@@ -4,7 +4,6 @@ and a stderr whose reader has gone (exit 141, as for stdout)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runs import one_line_error, run_cli
 
 from calib_metrics import cli
 from calib_metrics.cli_report import label_lines
@@ -20,12 +20,6 @@ from calib_metrics.predictions import read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PAIRS = [(0.2, 0), (0.7, 1), (0.4, 0), (0.9, 1), (0.35, 1), (0.6, 0), (0.15, 0), (0.8, 1)]
-
-
-_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
-_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_runs)
-run_cli, one_line_error = _runs.run_cli, _runs.one_line_error
 
 
 def write_csv(path: Path, header: str, rows) -> Path:

@@ -4,15 +4,8 @@ of a missing folder had said "not a folder", ``demo --out`` of a file ended in a
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
-_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_runs)
-one_line_error = _runs.one_line_error
+from cli_runs import one_line_error
 
 
 def test_demo_img_that_does_not_exist(tmp_path, capsys) -> None:

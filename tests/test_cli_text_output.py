@@ -5,18 +5,13 @@ interval (fewer than 10 resampled pairs)", not "[nan, nan]"."""
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 from pathlib import Path
 
 import torch
+from cli_runs import run_cli
 
 from calib_metrics.functional import compare_calibration_by_label
-
-_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
-_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_runs)
-run_cli = _runs.run_cli
 
 NO_INTERVAL = "no interval (fewer than 10 resampled pairs)"
 TINY = "prob,prob_b,label\n0.2,0.3,0\n0.3,0.2,1\n0.8,0.9,1\n"

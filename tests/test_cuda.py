@@ -10,11 +10,10 @@ within the bootstrap's own noise.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
+import host_reads
 import pytest
 import torch
 
@@ -48,12 +47,6 @@ from calib_metrics.recalibration import (
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 
 CUDA = torch.device("cuda")
-
-_spec = importlib.util.spec_from_file_location(
-    "host_reads", Path(__file__).with_name("host_reads.py")
-)
-host_reads = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(host_reads)
 
 
 def _data(n: int = 20_000, seed: int = 0):

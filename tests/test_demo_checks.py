@@ -10,22 +10,12 @@ the progress bar's text left on the error's line.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
+import cli_runs
 import pytest
 
 from calib_metrics.paper import demo
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cli_runs = _load("cli_runs")
 
 # A folder that cannot be written: no file can be made there, even by root.
 UNWRITABLE = Path("/proc")

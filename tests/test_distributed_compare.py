@@ -7,22 +7,16 @@ rank order. As in ``test_distributed.py``, the ranks run in a child process.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from datetime import timedelta
 from pathlib import Path
 
+import process_helpers
 import pytest
 import torch
 
 from calib_metrics import CalibrationComparison
-
-_spec = importlib.util.spec_from_file_location(
-    "process_helpers", Path(__file__).with_name("process_helpers.py")
-)
-process_helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(process_helpers)
 
 pytestmark = pytest.mark.slow
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import io
 import itertools
 import math
-from pathlib import Path
 
+import events_fixtures as fx
 import pytest
 import torch
 
@@ -32,12 +31,6 @@ from calib_metrics.paper.events.stats import (
     sample_summary,
 )
 from calib_metrics.paper.locations import shared_data_dir
-
-_spec = importlib.util.spec_from_file_location(
-    "events_fixtures", Path(__file__).with_name("events_fixtures.py")
-)
-fx = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fx)
 
 
 @pytest.fixture(scope="module")

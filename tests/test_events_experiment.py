@@ -5,23 +5,17 @@ from __future__ import annotations
 import argparse
 import datetime
 import gzip
-import importlib.util
 import json
 import math
 import re
 from pathlib import Path
 
+import events_fixtures as fx
 import pytest
 
 from calib_metrics import plot
 from calib_metrics.models.coref_ranker import AntecedentRanker
 from calib_metrics.paper.events import experiment
-
-_spec = importlib.util.spec_from_file_location(
-    "events_fixtures", Path(__file__).with_name("events_fixtures.py")
-)
-fx = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fx)
 
 
 def _args(tmp_path: Path, *extra: str) -> argparse.Namespace:

@@ -9,11 +9,11 @@ killed by its process group without taking pytest down.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
+import process_helpers
 import pytest
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
@@ -21,12 +21,6 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error
-
-_spec = importlib.util.spec_from_file_location(
-    "process_helpers", Path(__file__).with_name("process_helpers.py")
-)
-process_helpers = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(process_helpers)
 
 # Spawns processes (tens of seconds); still run in CI.
 pytestmark = pytest.mark.slow

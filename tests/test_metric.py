@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+import reference as ref
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from calib_metrics import CalibrationError, CalibrationResult
 from calib_metrics.functional import calibration_error, calibration_error_ci
-
-_REFERENCE = Path(__file__).with_name("reference.py")
-_spec = importlib.util.spec_from_file_location("reference", _REFERENCE)
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
 
 
 def binary_batches(n_batches: int = 3, shape=(4, 50), seed: int = 0, shift: float = 0.05):

@@ -20,17 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import reference as ref
 import torch
 from torchmetrics.classification import MulticlassCalibrationError
 from torchmetrics.functional.classification import multiclass_calibration_error
 
 from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
-
-_spec = importlib.util.spec_from_file_location(
-    "reference", Path(__file__).with_name("reference.py")
-)
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
 
 
 def softmax_data(n: int, n_classes: int, seed: int, scale: float = 2.0):

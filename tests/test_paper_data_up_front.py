@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import importlib.util
 import random
 import tarfile
 from pathlib import Path
 
 import pytest
+import test_reproduce_inputs as _reproduce_inputs
 
 from calib_metrics.paper import coref, ner, report, sentiment, twitter_pos
 from calib_metrics.paper.coref_conllu import read_coref_documents, read_litbank_documents
@@ -27,11 +27,6 @@ from calib_metrics.paper.tagging import iter_tagged_sentences
 from calib_metrics.paper.tweets import POLARITY, load_corpus
 
 # test_reproduce_inputs.py's check of a one-line error (tests/ is not a package).
-_spec = importlib.util.spec_from_file_location(
-    "reproduce_inputs", Path(__file__).with_name("test_reproduce_inputs.py")
-)
-_reproduce_inputs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_reproduce_inputs)
 one_line_error = _reproduce_inputs.one_line_error
 
 

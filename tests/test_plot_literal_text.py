@@ -6,7 +6,6 @@ one SVG text per character."""
 from __future__ import annotations
 
 import html
-import importlib.util
 import re
 from pathlib import Path
 
@@ -17,6 +16,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 import torch
+from cli_runs import run_cli
 
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.plot import (
@@ -28,11 +28,6 @@ from calib_metrics.plot import (
 )
 from calib_metrics.plot_panels import classwise_panels, reliability_panels
 from calib_metrics.report import figure_svg
-
-_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
-_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_runs)
-run_cli = _runs.run_cli
 
 BROKEN = r"m$\frac$.csv"  # mathtext that does not parse: the draw had failed
 TYPESET = "p$x^2$.csv"  # mathtext that parses: drawn as px².csv

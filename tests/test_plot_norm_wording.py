@@ -4,26 +4,22 @@ like the l2 error), and a classwise page's estimator row reads properly (it had 
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
-from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import cli_runs as _runs
 import numpy as np
 import pytest
+import test_callbacks as helpers
 import torch
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.plot import per_label_errors, reliability_diagram
 from calib_metrics.plot_panels import classwise_panels
-
-_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
-_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_runs)
 
 
 @pytest.fixture(scope="module")
@@ -105,19 +101,8 @@ def test_the_comparison_metric_names_its_norm(pairs) -> None:
     assert all(ax.get_title().splitlines()[1].startswith("CalibErr (max) ") for ax in axes)
 
 
-def _callback_helpers():
-    """The tiny tagger and run helpers of test_callbacks.py (tests are not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "callbacks_helpers", Path(__file__).with_name("test_callbacks.py")
-    )
-    helpers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(helpers)
-    return helpers
-
-
 def test_the_monitor_names_its_norm(tmp_path) -> None:
     # CalibrationMonitor(norm="max") had titled its figures like the l2 error.
-    helpers = _callback_helpers()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a tiny tagger's few bins
         figures = helpers._run(tmp_path, norm="max")
@@ -128,7 +113,6 @@ def test_the_monitor_names_its_norm(tmp_path) -> None:
 
 
 def test_the_classwise_monitor_names_its_norm(tmp_path) -> None:
-    helpers = _callback_helpers()
     logger = helpers.FigureLogger()
     cb = helpers.monitor(mode="classwise", norm="max", bin_size=5, save_png=False)
     train, val = helpers.loaders()
@@ -152,7 +136,6 @@ def test_the_monitor_curve_names_its_norm(tmp_path, monkeypatch) -> None:
         return original(*args, **kwargs)
 
     monkeypatch.setattr(plot, "error_curve", spy)
-    helpers = _callback_helpers()
     cb = helpers.monitor(norm="max", save_png=True)
     train, val = helpers.loaders()
     with warnings.catch_warnings():

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-from pathlib import Path
 
+import host_reads
 import numpy as np
 import pytest
 import torch
@@ -551,12 +550,6 @@ def test_queries_name_an_argument_that_is_not_a_tensor(call, named) -> None:
 
 
 # ------------------------------------------------------------------ host synchronisations
-
-_spec = importlib.util.spec_from_file_location(
-    "host_reads", Path(__file__).with_name("host_reads.py")
-)
-host_reads = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(host_reads)
 
 
 def _query_calls(mask):

@@ -7,25 +7,13 @@ it reads; nothing is timed.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
+import browser_harness
 import pytest
-
-
-def _load(name: str) -> Any:
-    """A helper module of tests/ loaded by path (tests is no package)."""
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-browser_harness = _load("browser_harness")
-report_tests = _load("test_report")
+import test_report as report_tests
 
 # Every fetch the page made, and the URL of the page itself.
 RESOURCES = "return performance.getEntriesByType('resource').map(e => e.name)"

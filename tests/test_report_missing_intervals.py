@@ -4,19 +4,15 @@ interval kind that claimed the draws were made."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import cli_runs as _runs
 import pytest
 import torch
-
-_spec = importlib.util.spec_from_file_location("cli_runs", Path(__file__).with_name("cli_runs.py"))
-_runs = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_runs)
 
 
 def _write(path: Path, n: int) -> Path:

@@ -13,25 +13,15 @@ the values must reach training, training is replaced by a step that stops the ru
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 import pytest
+import test_paper_data_up_front as data_up_front
+from cli_runs import one_line_error
 
 from calib_metrics import cli
 from calib_metrics.paper import coref, ner, pos, twitter_pos
 from calib_metrics.paper.events import experiment as events_experiment
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-one_line_error = _load("cli_runs").one_line_error
-data_up_front = _load("test_paper_data_up_front")  # its synthetic data sets
 
 
 class Reached(Exception):

@@ -10,25 +10,19 @@ when results.json holds the run's time.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+import test_events_experiment as events_experiment_tests
+import test_ner_experiment as ner_experiment_tests
+import test_paper_data_up_front as data_up_front  # its synthetic data sets
+import test_pos_experiment as pos_experiment_tests
+import test_sentiment as sentiment_tests
 
 from calib_metrics.models.coref_ranker import AntecedentRanker
 from calib_metrics.paper import ner, pos, sentiment, twitter_pos
 from calib_metrics.paper.events import experiment as events
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-data_up_front = _load("test_paper_data_up_front")  # its synthetic data sets
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # a handful of tweets: too few groups
@@ -49,7 +43,7 @@ def test_twitter_pos_without_ewt_names_its_figure_and_no_ewt_comparison(tmp_path
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_ner_names_its_figure_relative_to_out(tmp_path):
-    _load("test_ner_experiment")._write_gum(tmp_path / "data" / "ud-english-gum")
+    ner_experiment_tests._write_gum(tmp_path / "data" / "ud-english-gum")
     out = tmp_path / "out"
     args = _parsed(ner, "--data", tmp_path / "data", "--out", out, "--quick", "--max-iter", "5",
                    "--n-samples", "20", "--buckets", "256")  # fmt: skip
@@ -67,7 +61,7 @@ def _relative_names(figures) -> list[str]:
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_pos_names_its_figures_and_recalibration_figure_relative_to_out(tmp_path):
-    _load("test_pos_experiment")._write_corpus(tmp_path / "data" / "ud-english-ewt")
+    pos_experiment_tests._write_corpus(tmp_path / "data" / "ud-english-ewt")
     out = tmp_path / "out"
     args = _parsed(pos, "--data", tmp_path / "data", "--out", out, "--quick", "--bin-size",
                    "100", "--n-samples", "50", "--top-pairs", "2", "--recalibrate")  # fmt: skip
@@ -81,7 +75,7 @@ def test_pos_names_its_figures_and_recalibration_figure_relative_to_out(tmp_path
 
 
 def test_sentiment_names_its_figures_relative_to_out(tmp_path):
-    _load("test_sentiment")._write_tweets(tmp_path / "data" / sentiment.TWITTER, n=240)
+    sentiment_tests._write_tweets(tmp_path / "data" / sentiment.TWITTER, n=240)
     out = tmp_path / "out"
     args = _parsed(sentiment, "--data", tmp_path / "data", "--out", out, "--n-samples", "50",
                    "--tokenizer", "regex", "--alphas", "1", "--cs", "1",
@@ -94,7 +88,7 @@ def test_sentiment_names_its_figures_relative_to_out(tmp_path):
 
 
 def test_events_names_its_figures_relative_to_out(tmp_path):
-    args = _load("test_events_experiment")._args(tmp_path, "--model", "MODEL")
+    args = events_experiment_tests._args(tmp_path, "--model", "MODEL")
     args.model = str(AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt"))
     events.run(args)
     out = tmp_path / "out"

@@ -10,22 +10,12 @@ shows up as the data's error instead.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from cli_runs import one_line_error
 
 from calib_metrics import predictions
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-one_line_error = _load("cli_runs").one_line_error
 
 UNWRITABLE = Path("/proc")
 

@@ -8,23 +8,11 @@ file and line.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
+import cli_runs
 import pytest
 
 from calib_metrics.paper import EXPERIMENTS
 from calib_metrics.paper.gum_entities import read_gum_entities
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cli_runs = _load("cli_runs")
 
 
 def _help(capsys, *argv) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -20,35 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import browser_harness
+import process_helpers
 import pytest
-
-
-def _load(name: str) -> Any:
-    """A helper module of tests/ loaded by path (tests is no package)."""
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
-
-
-process_helpers = _load("process_helpers")
-browser_harness = _load("browser_harness")
+import test_callbacks as h
 
 
 def get(url: str, timeout: float = 10.0) -> bytes:
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.read()
-
-
-def helpers() -> Any:
-    """tests/test_callbacks.py's tiny model and data, loaded by path (tests is no package)."""
-    path = Path(__file__).with_name("test_callbacks.py")
-    spec = importlib.util.spec_from_file_location("_callbacks_helpers", path)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +42,6 @@ def logged_run(
     """A 2-epoch run of the monitor writing to TensorBoard."""
     from lightning.pytorch.loggers import TensorBoardLogger
 
-    h = helpers()
     root = tmp_path_factory.mktemp("tb_browser")
     cb = h.monitor(per_class=True)
     train, val = h.loaders()

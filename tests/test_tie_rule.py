@@ -4,23 +4,16 @@ breaking the tie; and the radix-select implementation at every refinement depth.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
+import reference as ref
 import torch
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import adaptive_binning, calibration_error
 from calib_metrics.functional import binning as binning_module
-
-_spec = importlib.util.spec_from_file_location(
-    "reference", Path(__file__).with_name("reference.py")
-)
-ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(ref)
 
 
 def bins_over_all_tie_breaks(q: np.ndarray, y: np.ndarray, bin_size: int) -> np.ndarray:

@@ -9,19 +9,11 @@ batch, three a multiclass one (the rows' sums too), padding masked rather than i
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
+import host_reads
 import pytest
 import torch
 
 from calib_metrics import CalibrationComparison, CalibrationError
-
-_spec = importlib.util.spec_from_file_location(
-    "host_reads", Path(__file__).with_name("host_reads.py")
-)
-host_reads = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(host_reads)
 
 
 def _batch(classes: int | None, padding: bool, seed: int = 0):
