@@ -324,17 +324,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     from calib_metrics.predictions import to_jsonable
+    from calib_metrics.report import no_interval, p_value_phrase, untested_phrase
+    from calib_metrics.wording import counted, visible_controls
 
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
         return
     level = f"{100 * summary['confidence']:g}%"
     mode = mode_note(summary["mode"])
-    print(f"N = {summary['n']} items, debiased CalibErr{mode}, bins of ⌈√N⌉, "
+    print(f"N = {counted(summary['n'], 'item')}, debiased CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws, percentile "
           "intervals)")  # fmt: skip
-    from calib_metrics.report import no_interval, p_value_phrase, untested_phrase
-    from calib_metrics.wording import visible_controls
 
     for name, path in zip("ab", model_names(args), strict=True):
         r = summary[name]

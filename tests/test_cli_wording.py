@@ -22,6 +22,14 @@ def test_one_pair_is_singular(tmp_path: Path, capsys):
     assert "from 1 pair " in err
 
 
+def test_compare_counts_one_item_in_the_singular(tmp_path: Path, capsys):
+    # compare had printed "N = 1 items".
+    path = tmp_path / "one.csv"
+    path.write_text("prob,label\n0.3,1\n")
+    code, out, _ = _run(capsys, "compare", path, path, "--samples", "20")
+    assert code == 0 and out.startswith("N = 1 item, ")
+
+
 def test_compare_over_too_few_items_says_there_is_no_interval(tmp_path: Path, capsys):
     path = tmp_path / "five.csv"
     rows = ["0.3,0.2,1", "0.6,0.5,0", "0.2,0.1,0", "0.9,0.8,1", "0.5,0.4,1"]

@@ -4,6 +4,8 @@ targets [B, T] (a transposed expand) silently grouped the wrong tokens together.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -64,3 +66,14 @@ def test_multiclass_group_ids_of_another_shape_are_refused() -> None:
     for mode in ("one_vs_rest", "top_label", "classwise"):
         with pytest.raises(ValueError, match="groups must have the target's shape"):
             calibration_error_ci(probs, target, groups=transposed, mode=mode, n_samples=20)
+
+
+@pytest.mark.parametrize("mode", ["one_vs_rest", "top_label", "classwise"])
+def test_too_few_multiclass_group_ids_name_the_targets_own_shape(mode) -> None:
+    # Sentence ids [B] for tags [B, T]: the message had named the flattened target, (60,).
+    g = torch.Generator().manual_seed(2)
+    probs = torch.softmax(torch.randn(B, T, 3, generator=g), -1)
+    target = torch.randint(0, 3, (B, T), generator=g)
+    shape = re.escape("(12, 5)")
+    with pytest.raises(ValueError, match=f"got 12 ids for 60 items \\(target shape {shape}\\)"):
+        compare_calibration(probs, probs, target, groups=torch.arange(B), mode=mode, n_samples=20)

@@ -208,13 +208,13 @@ def pair_sets(
             )
         return [PairSet(probs, target, groups)]
     n_classes = _check_multiclass(probs, target, check_rows)
-    probs, target = probs.reshape(-1, n_classes), target.reshape(-1)
-    flat_groups = None if groups is None else groups.reshape(-1)
-    if groups is not None and flat_groups.numel() != target.numel():
+    if groups is not None and groups.numel() != target.numel():
         raise ValueError(
-            f"groups must give one id per item: got {flat_groups.numel()} ids for "
+            f"groups must give one id per item: got {groups.numel()} ids for "
             f"{target.numel()} items (target shape {tuple(target.shape)})"
         )
+    probs, target = probs.reshape(-1, n_classes), target.reshape(-1)
+    flat_groups = None if groups is None else groups.reshape(-1)
     if mode == "top_label":
         confidence, predicted = probs.max(dim=-1)
         return [PairSet(confidence, (predicted == target).long(), flat_groups)]
