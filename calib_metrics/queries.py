@@ -5,46 +5,31 @@ A structured model's posterior answers many yes/no questions ("is token t an NN?
 question gives one predicted probability ``q`` and one gold outcome ``y`` in {0, 1},
 which the calibration metric bins (the paper's §2-3 and §4.2.2-4.2.3).
 
-Only torch and the linear-chain core (for span probabilities) are imported here;
-every function works on the input's device and is vectorised over sentences and
-documents.
+Only torch, the functional layer's argument checks and the linear-chain core (for span
+probabilities) are imported here; every function works on the input's device and is
+vectorised over sentences and documents.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import as_int, check_not_meta
 from calib_metrics.models import linear_chain
 
 
 def _check_tensors(**named: object) -> None:
     """Raise ValueError naming the first argument that is not a tensor (a nested list,
-    say, which had failed with an AttributeError on ``.dim()``)."""
+    say, which had failed with an AttributeError on ``.dim()``) or is on the meta device
+    (no values to read: torch's own error had come from a copy or an ``.item()``)."""
     for name, value in named.items():
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
-
-
-def _as_int(name: str, value: object, minimum: int, below: int | None = None) -> int:
-    """``value`` as a Python int in ``[minimum, below)``: an int, a NumPy integer or a
-    one-element integer tensor (what ``operator.index`` takes), never a bool (True would
-    read as 1); a ValueError naming ``name`` otherwise."""
-    is_bool = isinstance(value, bool) or (isinstance(value, Tensor) and value.dtype == torch.bool)
-    try:
-        number = None if is_bool else operator.index(value)
-    except TypeError:
-        number = None
-    if number is None:
-        raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if number < minimum or (below is not None and number >= below):
-        bounds = f">= {minimum}" if below is None else f"in [{minimum}, {below})"
-        raise ValueError(f"{name} must be {bounds}, got {number}")
-    return number
+        check_not_meta(value, name)
 
 
 def _check_mask(
@@ -156,8 +141,8 @@ def top_tag_pairs(
         >>> pairs.tolist(), counts.tolist()
         ([[0, 1], [1, 0]], [2, 2])
     """
-    num_tags = _as_int("num_tags", num_tags, 1)
-    top_k = _as_int("top_k", top_k, 1)
+    num_tags = as_int("num_tags", num_tags, 1)
+    top_k = as_int("top_k", top_k, 1)
     _check_tensors(tags=tags)
     if tags.dim() != 2:
         raise ValueError(f"tags must be [B, T], got shape {tuple(tags.shape)}")
@@ -237,7 +222,7 @@ def tag_pair_queries(
             f"[B, T-1] = {(batch, steps)}, got {tuple(tags.shape)}"
         )
     if pairs is None:
-        top_k = _as_int("top_k", top_k, 1)
+        top_k = as_int("top_k", top_k, 1)
     elif pairs.dim() != 2 or pairs.shape[1] != 2:
         raise ValueError(f"pairs must be [k, 2], got shape {tuple(pairs.shape)}")
     else:
@@ -335,11 +320,11 @@ def _span_args(
     """Check the span tags (tag indices below ``num_tags``, if given) and ``max_length``."""
     if (last is None) != (unit is None):
         raise ValueError("last and unit must be given together (BILOU) or not at all (BIO)")
-    begin = _as_int("begin", begin, 0, num_tags)
-    inside = _as_int("inside", inside, 0, num_tags)
+    begin = as_int("begin", begin, 0, num_tags)
+    inside = as_int("inside", inside, 0, num_tags)
     if last is not None:
-        last, unit = _as_int("last", last, 0, num_tags), _as_int("unit", unit, 0, num_tags)
-    return _Spans(begin, inside, _as_int("max_length", max_length, 1), last, unit)
+        last, unit = as_int("last", last, 0, num_tags), as_int("unit", unit, 0, num_tags)
+    return _Spans(begin, inside, as_int("max_length", max_length, 1), last, unit)
 
 
 def _exit_scores(em, tr, en, log_beta, mask, inside: int, tag: int) -> Tensor:
@@ -511,6 +496,7 @@ def span_indicators(
     """
     if not isinstance(tags, Tensor) or tags.dim() != 2:
         raise ValueError("tags must be a [B, T] integer tensor")
+    check_not_meta(tags, "tags")
     tags = linear_chain.as_indices(tags, "tags")
     spans = _span_args(None, begin, inside, max_length, last, unit)
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
@@ -579,8 +565,10 @@ def span_queries(
     batch, length, max_length = span_probs.shape
     if not isinstance(tags, Tensor) or tuple(tags.shape) != (batch, length):
         raise ValueError(f"tags must have shape {(batch, length)} to match span_probs")
+    check_not_meta(span_probs, "span_probs")
+    check_not_meta(tags, "tags")
     if top_k is not None:
-        top_k = _as_int("top_k", top_k, 1)
+        top_k = as_int("top_k", top_k, 1)
     tags = linear_chain.as_indices(tags, "tags")
     spans = _span_args(None, begin, inside, max_length, last, unit)
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)

@@ -314,3 +314,16 @@ def test_hand_made_features_that_do_not_fit_together_are_named(changes, message)
     model(_hand_made())  # the unchanged document is fine
     with pytest.raises(ValueError, match=message):
         model(_hand_made(**changes))
+
+
+@pytest.mark.parametrize("field", ["pair_i", "pair_j", "pair_feats", "new_feats", "entity"])
+def test_bool_index_fields_are_refused_by_name(field):
+    """A bool pair_i or pair_j passed the dtype check (it is no float) and failed in
+    torch ("Subtraction, the `-` operator, with two bool tensors is not supported")."""
+    model = AntecedentRanker(n_bits=4, max_distance=2)
+    flags = getattr(_hand_made(), field) > 0
+    with pytest.raises(ValueError, match=rf"DocumentFeatures\.{field} must be a .*integer"):
+        model(_hand_made(**{field: flags}))
+    both = _hand_made(pair_i=torch.tensor([True, True, True]), pair_j=torch.tensor([False] * 3))
+    with pytest.raises(ValueError, match=r"DocumentFeatures\.pair_i must be a 1-d integer"):
+        model.score_batch([both])

@@ -6,6 +6,7 @@ import itertools
 import math
 import random
 
+import numpy as np
 import pytest
 import torch
 
@@ -568,3 +569,59 @@ def test_in_place_roots_match_and_long_chains():
     a = torch.tensor([[0, 0, 1, 3, 2, 3, 6, 4]])
     assert coref_sampler.roots(a.clone(), in_place=True).tolist() == [[0, 0, 0, 3, 0, 3, 6, 0]]
     assert coref_sampler.roots(torch.tensor([[0, 0]]), in_place=True).tolist() == [[0, 0]]
+
+
+# ------------------------------------------------------------------ low precision, n_samples
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_low_precision_sampled_marginals_divide_the_counts_in_a_wide_dtype(dtype):
+    """Past 65,504 samples a float16 count overflowed to inf (every marginal inf), and
+    bfloat16 rounded the counts to 8 significant bits before dividing: the fraction is
+    now taken in float64 and cast once, so it is the float64 estimate rounded."""
+    n_samples = 70_000
+    peaked = torch.tensor([[[0.0, 0.0], [20.0, 0.0]]], dtype=dtype)
+    out = coreference_marginals(peaked, n_samples, generator=torch.Generator().manual_seed(0))
+    assert out.dtype == dtype and torch.equal(out, torch.ones_like(out))
+    scores = torch.zeros(1, 4, 4)  # every pair near 1/2: the counts are not round
+    wide = coreference_marginals(
+        scores.double(), n_samples, generator=torch.Generator().manual_seed(1)
+    )
+    low = coreference_marginals(
+        scores.to(dtype), n_samples, generator=torch.Generator().manual_seed(1)
+    )
+    assert low.dtype == dtype and torch.equal(low, wide.to(dtype))
+
+
+@pytest.mark.parametrize(
+    "n_samples",
+    [np.int64(3), torch.tensor(3), torch.tensor([3], dtype=torch.int32)],
+    ids=["numpy int64", "0-dim tensor", "one-element int32 tensor"],
+)
+def test_n_samples_takes_what_operator_index_takes(n_samples):
+    """np.int64(3) and torch.tensor(3) had been refused ("must be a positive int"), where
+    the queries' integer options (max_length, top_k) take them."""
+    from calib_metrics.models import linear_chain
+
+    scores = torch.zeros(2, 3, 3)
+    for fn in (sample_antecedents, sample_entity_roots, coreference_marginals):
+        expected = fn(scores, 3, generator=torch.Generator().manual_seed(0))
+        got = fn(scores, n_samples, generator=torch.Generator().manual_seed(0))
+        assert torch.equal(got, expected)
+    em, tr = torch.zeros(1, 3, 2), torch.zeros(2, 2)
+    chain = linear_chain.sample(em, tr, tr[0], tr[0], n_samples=n_samples)
+    assert chain.shape == (3, 1, 3)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [True, torch.tensor(True), 3.0, torch.tensor(3.0), 0, torch.tensor(-1), "3"],
+    ids=["bool", "bool tensor", "float", "float tensor", "zero", "negative tensor", "str"],
+)
+def test_n_samples_still_refuses_bools_floats_and_counts_below_one(bad):
+    for call in (
+        lambda: sample_antecedents(torch.zeros(1, 3, 3), bad),
+        lambda: coreference_marginals(torch.zeros(1, 3, 3), n_samples=bad),
+    ):
+        with pytest.raises(ValueError, match=r"^n_samples must be"):
+            call()

@@ -6,6 +6,7 @@ import gzip
 import io
 import itertools
 import math
+import warnings
 
 import events_fixtures as fx
 import pytest
@@ -328,6 +329,42 @@ def test_aggregate_rejects_mismatched_inputs(docs, lexicon):
         aggregate_events([table], [], ["2015"])
     with pytest.raises(ValueError, match="roots must be"):
         document_events(table, torch.zeros(2, 3, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    ("roots", "message"),
+    [
+        (torch.tensor([[0, 5, 0, 0]]), r"roots must be mention indices in \[0, 4\)"),
+        (torch.tensor([[0, 0, 0, 0], [0, -1, 2, 3]]), r"roots must be mention indices in \[0, 4\)"),
+        (
+            torch.tensor([[0.0, 0.0, 2.0, 3.0]]),
+            "roots must be an integer tensor, got torch.float32",
+        ),
+        (torch.tensor([[True, False, False, False]]), "roots must be an integer tensor"),
+        (torch.zeros(1, 4, dtype=torch.long, device="meta"), "roots is on the meta device"),
+        ([[0, 0, 2, 3]], "roots must be a torch.Tensor"),
+    ],
+)
+def test_document_events_refuses_roots_that_name_no_mention(docs, lexicon, roots, message):
+    """Only the shape of roots had been checked: an index past the mentions, a float or a
+    meta tensor failed in scatter_add_ (RuntimeError), a list on .ndim (AttributeError)."""
+    table = EventExtractor(lexicon).table(docs["nmod_active"])
+    assert document_events(table, torch.tensor([[0, 0, 2, 0]], dtype=torch.int32)).all()
+    with pytest.raises(ValueError, match=message):
+        document_events(table, roots)
+
+
+def test_the_summary_of_no_documents_warns_nothing():
+    """sample_summary of counts with no cells had warned "std(): degrees of freedom is
+    <= 0" (torch's empty reduction); the values are what they were: empty [T, C]."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = aggregate_events([], [], []).summary()
+        again = sample_summary(torch.zeros(5, 0, 3, dtype=torch.long))
+    for field in summary:
+        assert field.shape == (0, 0) and field.dtype == torch.get_default_dtype()
+    for field in again:
+        assert field.shape == (0, 3) and field.dtype == torch.get_default_dtype()
 
 
 def _gum_document(doc_id: str):

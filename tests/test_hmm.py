@@ -209,3 +209,21 @@ def test_tagger_sizes_must_be_ints(sizes):
     for cls in (HMM, CRFTagger, FeatureCRF):
         with pytest.raises(ValueError, match=r"(num_tags|vocab_size|num_features) must be an int"):
             cls(*sizes)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_low_precision_hmm_counts_in_a_wide_dtype(dtype):
+    """fit counted in the model's dtype: a float16 tag seen more than 65,504 times
+    overflowed to inf and its probabilities came out NaN, and bfloat16 rounded the counts
+    (to 8 significant bits) before dividing. The estimate is now the float64 one, rounded."""
+    n = 140_000
+    words = torch.ones(1, n, dtype=torch.long)
+    words[0, ::2] = 2
+    tags = torch.zeros(1, n, dtype=torch.long)
+    tags[0, -1000:] = 1
+    wide = HMM(2, 3).double().fit(words, tags)
+    low = HMM(2, 3).to(dtype).fit(words, tags)
+    for name in ("log_start", "log_transitions", "log_end", "log_emissions"):
+        got, expected = getattr(low, name), getattr(wide, name)
+        assert got.dtype == dtype and not got.isnan().any(), name
+        assert torch.equal(got, expected.to(dtype)), name

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import pytest
 import torch
@@ -196,3 +197,123 @@ def test_coreference_reads_an_integer_mask_as_the_queries_do() -> None:
     assert torch.equal(
         ones, coreference_marginals(scores, mask=torch.tensor([[True, True, False]]))
     )
+
+
+def _meta(x: torch.Tensor) -> torch.Tensor:
+    return x.to("meta")
+
+
+def _meta_calls() -> dict[str, tuple[str, object]]:
+    """Every public entry of the models and the queries fed one meta tensor: (the argument
+    it must name, the call)."""
+    from calib_metrics.models import coref, linear_chain
+    from calib_metrics.models.chain_fit import length_chunks
+    from calib_metrics.models.feature_crf import FeatureCRF
+    from calib_metrics.queries import (
+        coref_pair_queries,
+        span_indicators,
+        span_marginals,
+        span_queries,
+        tag_pair_queries,
+        tag_queries,
+        top_tag_pairs,
+    )
+
+    em, tr, st, en = _chain()
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    scores = torch.zeros(2, 3, 3)
+    spans = {"begin": 1, "inside": 2}
+    ids = torch.tensor([[[1], [2], [3]], [[2], [1], [0]]])
+    return {
+        "coreference_marginals": ("scores", lambda: coref.coreference_marginals(_meta(scores))),
+        "sampled marginals": (
+            "scores",
+            lambda: coref.coreference_marginals(_meta(scores), n_samples=3),
+        ),
+        "marginals, meta mask": (
+            "mask",
+            lambda: coref.coreference_marginals(scores, mask=_meta(mask)),
+        ),
+        "sample_antecedents": ("scores", lambda: coref.sample_antecedents(_meta(scores), 3)),
+        "sample_entity_roots": ("scores", lambda: coref.sample_entity_roots(_meta(scores), 3)),
+        "antecedent_log_probs": ("scores", lambda: coref.antecedent_log_probs(_meta(scores))),
+        "most_probable": ("scores", lambda: coref.most_probable_antecedents(_meta(scores))),
+        "entity_roots": (
+            "antecedents",
+            lambda: coref.entity_roots(_meta(torch.tensor([0, 0, 1]))),
+        ),
+        "span_marginals": (
+            "emissions",
+            lambda: span_marginals(_meta(em), tr, st, en, max_length=2, **spans),
+        ),
+        "span_indicators": (
+            "mask",
+            lambda: span_indicators(TAGS, _meta(mask), max_length=2, **spans),
+        ),
+        "span_queries": ("span_probs", lambda: span_queries(_meta(em), TAGS, **spans)),
+        "coref_pair_queries": (
+            "marginals",
+            lambda: coref_pair_queries(_meta(scores), TAGS),
+        ),
+        "coref_pair_queries, ids": (
+            "entity_ids",
+            lambda: coref_pair_queries(scores, _meta(TAGS)),
+        ),
+        "tag_queries": ("unigram", lambda: tag_queries(_meta(em), TAGS)),
+        "tag_queries, tags": ("tags", lambda: tag_queries(em, _meta(TAGS))),
+        "tag_pair_queries": (
+            "pairwise",
+            lambda: tag_pair_queries(_meta(torch.rand(2, 2, 4, 4)), TAGS),
+        ),
+        "top_tag_pairs": ("tags", lambda: top_tag_pairs(_meta(TAGS), None, 2, 1)),
+        "forward_backward": (
+            "emissions",
+            lambda: linear_chain.forward_backward(_meta(em), tr, st, en),
+        ),
+        "posterior_marginals": (
+            "transitions",
+            lambda: linear_chain.posterior_marginals(em, _meta(tr), st, en),
+        ),
+        "viterbi": ("start", lambda: linear_chain.viterbi(em, tr, _meta(st), en)),
+        "log_partition": ("end", lambda: linear_chain.log_partition(em, tr, st, _meta(en))),
+        "chain sample": (
+            "mask",
+            lambda: linear_chain.sample(em, tr, st, en, _meta(mask), n_samples=2),
+        ),
+        "sequence_score": (
+            "tags",
+            lambda: linear_chain.sequence_score(em, tr, st, en, _meta(TAGS)),
+        ),
+        "hmm fit": ("words", lambda: HMM(2, 3).fit(_meta(WORDS), TAGS)),
+        "hmm marginals": ("words", lambda: HMM(2, 3).marginals(_meta(WORDS))),
+        "hmm log_likelihood": ("mask", lambda: HMM(2, 3).log_likelihood(WORDS, _meta(mask))),
+        "crf viterbi": ("words", lambda: CRFTagger(2, 3).viterbi(_meta(WORDS))),
+        "crf sample": ("words", lambda: CRFTagger(2, 3).sample(_meta(WORDS), n_samples=2)),
+        "crf nll": ("tags", lambda: CRFTagger(2, 3).negative_log_likelihood(WORDS, _meta(TAGS))),
+        "crf fit": ("tags", lambda: CRFTagger(2, 3).fit(WORDS, _meta(TAGS), progress=False)),
+        "feature crf": ("features", lambda: FeatureCRF(2, 8).marginals(_meta(ids))),
+        "length_chunks": ("lengths", lambda: length_chunks(_meta(torch.tensor([3, 2])), 8)),
+        "ranker document": (
+            "DocumentFeatures.pair_i",
+            lambda: AntecedentRanker(4, 2)(
+                dataclasses.replace(_document(), pair_i=_meta(_document().pair_i))
+            ),
+        ),
+    }
+
+
+@pytest.mark.parametrize("entry", sorted(_meta_calls()))
+def test_meta_tensors_are_refused_by_name(entry) -> None:
+    """A meta tensor (a shape without values) had failed deep inside with torch's
+    "Tensor.item() cannot be called on meta tensors" or "Cannot copy out of meta tensor"."""
+    name, call = _meta_calls()[entry]
+    with pytest.raises(ValueError, match=rf"^{re.escape(name)} is on the meta device"):
+        call()
+
+
+def test_a_ranker_loaded_onto_the_meta_device_is_refused(tmp_path) -> None:
+    """load(path, map_location="meta") had failed in torch while checking the weight."""
+    path = AntecedentRanker(n_bits=8, max_distance=5).save(tmp_path / "ranker.pt")
+    for where in ("meta", torch.device("meta")):
+        with pytest.raises(ValueError, match=r"loaded with map_location=.*meta.* meta device"):
+            AntecedentRanker.load(path, map_location=where)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 
@@ -17,6 +19,44 @@ def check_int(name: str, value: int, minimum: int = 1) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"{name} must be {kind}, got {value!r}")
+
+
+def as_int(name: str, value: object, minimum: int = 1, below: int | None = None) -> int:
+    """``value`` as a Python int in ``[minimum, below)``: an int, a NumPy integer or a
+    one-element integer tensor (what ``operator.index`` takes), never a bool (True would
+    read as 1); a ValueError naming ``name`` otherwise.
+
+    :func:`check_int` is the stricter check of an option kept as given (a Python int
+    only); this one converts, for arguments that are only read (a count, an index). A
+    tensor is read back (a host synchronisation, if it lives on an accelerator).
+
+    Example:
+        >>> as_int("n_samples", torch.tensor(3))
+        3
+        >>> as_int("n_samples", True)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_samples must be an int, got bool True
+        >>> as_int("begin", 5, 0, 3)
+        Traceback (most recent call last):
+        ...
+        ValueError: begin must be in [0, 3), got 5
+    """
+    if isinstance(value, torch.Tensor):
+        check_not_meta(value, name)
+    is_bool = isinstance(value, bool) or (
+        isinstance(value, torch.Tensor) and value.dtype == torch.bool
+    )
+    try:
+        number = None if is_bool else operator.index(value)
+    except TypeError:
+        number = None
+    if number is None:
+        raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if number < minimum or (below is not None and number >= below):
+        bounds = f">= {minimum}" if below is None else f"in [{minimum}, {below})"
+        raise ValueError(f"{name} must be {bounds}, got {number}")
+    return number
 
 
 def check_flag(name: str, value: object) -> None:

@@ -27,6 +27,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_not_meta
+
 __all__ = ["FitInfo", "LBFGSFit", "StopRule", "check_c2", "check_fit_options", "length_chunks"]
 
 
@@ -84,6 +86,7 @@ def length_chunks(lengths: Tensor, max_tokens: int) -> list[tuple[Tensor, int]]:
         raise ValueError("lengths must be a 1-D tensor of sentence lengths")
     if lengths.is_floating_point() or lengths.dtype == torch.bool:
         raise ValueError(f"lengths must be an integer tensor, got {lengths.dtype}")
+    check_not_meta(lengths, "lengths")
     order = torch.argsort(lengths, stable=True)
     sorted_lengths = lengths[order].tolist()
     if sorted_lengths and sorted_lengths[0] < 1:

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+from calib_metrics.functional.errors import check_not_meta
 from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals, as_indices
 
@@ -58,6 +59,7 @@ def check_words(
     if not isinstance(words, Tensor) or words.dim() != 2:
         shape = tuple(words.shape) if isinstance(words, Tensor) else type(words).__name__
         raise ValueError(f"words must be [B, T], got shape {shape}")
+    check_not_meta(words, "words")
     words = as_indices(words, "words")
     if words.shape[0] == 0 or words.shape[1] == 0:  # as linear_chain refuses it
         raise ValueError(
@@ -94,6 +96,7 @@ def checked_mask(mask: Tensor | None, shape: torch.Size, device: torch.device) -
         got = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
         raise ValueError(f"mask must be a tensor of shape {tuple(shape)}, got {got}")
     linear_chain.check_mask_dtype(mask)
+    check_not_meta(mask, "mask")
     return mask
 
 
@@ -111,6 +114,7 @@ def checked_tags(tags: Tensor | None, shape: torch.Size) -> Tensor:
     if not isinstance(tags, Tensor) or tags.shape != shape:
         got = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
         raise ValueError(f"tags must be a tensor of shape {tuple(shape)}, got {got}")
+    check_not_meta(tags, "tags")
     return as_indices(tags, "tags")
 
 

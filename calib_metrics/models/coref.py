@@ -34,12 +34,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import check_generator
+from calib_metrics.functional.errors import as_int, check_generator, check_not_meta
 from calib_metrics.models.coref_sampler import draw, prepare, roots
 from calib_metrics.models.linear_chain import (
     as_indices,
     check_mask_dtype,
     check_mask_flags,
+    default_compute_dtype,
     mask_not_binary,
 )
 
@@ -80,6 +81,7 @@ def _check_scores(scores: Tensor, mask: Tensor | None) -> _Checked:
         )
     if not scores.is_floating_point():
         raise ValueError(f"scores must be a floating-point tensor, got dtype {scores.dtype}")
+    check_not_meta(scores, "scores")
     if mask is None:
         return _Checked(None, None)
     if not isinstance(mask, Tensor):
@@ -89,6 +91,7 @@ def _check_scores(scores: Tensor, mask: Tensor | None) -> _Checked:
             f"mask must have shape [B, N] = {tuple(scores.shape[:2])} to match scores "
             f"{tuple(scores.shape)}, got {tuple(mask.shape)}"
         )
+    check_not_meta(mask, "mask")
     if mask.device != scores.device:
         raise ValueError(f"mask is on {mask.device} but scores are on {scores.device}")
     check_mask_dtype(mask)  # 0.5 would read as a real mention
@@ -96,11 +99,6 @@ def _check_scores(scores: Tensor, mask: Tensor | None) -> _Checked:
         return _Checked(mask, None)
     # Read with the distribution's own check (:func:`_checked`): no host read of its own.
     return _Checked(mask != 0, mask_not_binary(mask))
-
-
-def _check_n_samples(n_samples: int) -> None:
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
 
 
 def _triangle(n: int, device: torch.device, diagonal: int, upper: bool = False) -> Tensor:
@@ -247,7 +245,8 @@ def sample_antecedents(
 
     Args:
         scores: ``[B, N, N]`` antecedent scores.
-        n_samples: number of samples ``S`` (positive int).
+        n_samples: number of samples ``S``: a positive int, NumPy integer or one-element
+            integer tensor.
         mask: optional ``[B, N]`` bool, True for real mentions.
         generator: optional ``torch.Generator`` (on the device of ``scores``).
 
@@ -264,7 +263,7 @@ def sample_antecedents(
         1.0
     """
     checked = _check_scores(scores, mask)
-    _check_n_samples(n_samples)
+    n_samples = as_int("n_samples", n_samples, 1)
     check_generator(generator)
     with torch.no_grad():
         return draw(prepare(_probabilities(scores, checked), n_samples), n_samples, generator)
@@ -288,7 +287,8 @@ def sample_entity_roots(
 
     Args:
         scores: ``[B, N, N]`` antecedent scores.
-        n_samples: number of samples ``S`` (positive int).
+        n_samples: number of samples ``S``: a positive int, NumPy integer or one-element
+            integer tensor.
         mask: optional ``[B, N]`` bool, True for real mentions.
         generator: optional ``torch.Generator`` (on the device of ``scores``).
 
@@ -332,6 +332,7 @@ def entity_roots(antecedents: Tensor) -> Tensor:
         raise ValueError(f"antecedents must be a torch.Tensor, got {type(antecedents).__name__}")
     if antecedents.ndim < 1:
         raise ValueError("antecedents must have at least one dim [..., N], got a 0-dim tensor")
+    check_not_meta(antecedents, "antecedents")
     # roots checks 0 <= a[..., i] <= i as it goes (ValueError otherwise).
     return roots(as_indices(antecedents, "antecedents"))
 
@@ -424,7 +425,10 @@ def _sampled_marginals(
             counts[:, r0:r1, :r1] += same.view(torch.uint8).sum(0, dtype=torch.uint8)
     lower = counts.tril_()
     lower += lower.tril(-1).transpose(-1, -2)
-    return lower.to(dtype) / n_samples
+    # Divided in the widest float, then cast: a float16 count overflows to inf past
+    # 65,504 samples, and bfloat16 rounds counts past 256 before the division.
+    wide = default_compute_dtype(counts.device)
+    return lower.to(wide).div_(n_samples).to(dtype)
 
 
 def coreference_marginals(
@@ -448,7 +452,8 @@ def coreference_marginals(
 
     Args:
         scores: ``[B, N, N]`` antecedent scores.
-        n_samples: ``None`` for the exact marginals, or the number of samples.
+        n_samples: ``None`` for the exact marginals, or the number of samples (a positive
+            int, NumPy integer or one-element integer tensor).
         mask: optional ``[B, N]`` bool, True for real mentions.
         generator: optional ``torch.Generator`` for the sampled estimate.
 
@@ -469,7 +474,7 @@ def coreference_marginals(
     """
     checked = _check_scores(scores, mask)
     if n_samples is not None:
-        _check_n_samples(n_samples)
+        n_samples = as_int("n_samples", n_samples, 1)
         check_generator(generator)
     # An evaluation quantity: the DP fills its table in place, so no graph is recorded.
     with torch.no_grad():

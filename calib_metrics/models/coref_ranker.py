@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from calib_metrics.functional.errors import check_generator, check_int
+from calib_metrics.functional.errors import check_generator, check_int, check_not_meta
 from calib_metrics.models.files import load_torch_file
 
 __all__ = ["N_BITS_RANGE", "AntecedentRanker", "DocumentFeatures"]
@@ -125,11 +125,16 @@ def _check_document(f: DocumentFeatures, n_ids: int) -> None:
     fields = {"pair_i": 1, "pair_j": 1, "pair_feats": 2, "new_feats": 2, "entity": 1}
     for name, ndim in fields.items():
         x = getattr(f, name)
-        if not isinstance(x, Tensor) or x.ndim != ndim or x.is_floating_point():
+        # A bool tensor is no index either: pair_i - pair_j of two had failed in torch.
+        integer = isinstance(x, Tensor) and not (
+            x.is_floating_point() or x.is_complex() or x.dtype == torch.bool
+        )
+        if not integer or x.ndim != ndim:
             got = f"{x.dtype} {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(
                 f"DocumentFeatures.{name} must be a {ndim}-d integer tensor, got {got}"
             )
+        check_not_meta(x, f"DocumentFeatures.{name}")
     pairs, mentions = ("pair_i", f.pair_i.numel()), ("n", f.n)
     rows = {"pair_j": pairs, "pair_feats": pairs, "new_feats": mentions, "entity": mentions}
     for name, (like, expected) in rows.items():
@@ -402,7 +407,8 @@ class AntecedentRanker(nn.Module):
             FileNotFoundError: no file at ``path``.
             ValueError: naming the file and the field: not a ranker file, a missing
                 field, settings the constructor refuses, or a weight that is not a
-                floating-point tensor of ``2**n_bits`` finite entries.
+                floating-point tensor of ``2**n_bits`` finite entries; or naming
+                ``map_location`` when it is the meta device (no values to load).
 
         Example:
             >>> import tempfile, os
@@ -418,7 +424,7 @@ class AntecedentRanker(nn.Module):
             model = cls(n_bits=state["n_bits"], max_distance=state["max_distance"])
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
-        weight = _checked_weight(path, state["weight"], model.weight.numel())
+        weight = _checked_weight(path, state["weight"], model.weight.numel(), map_location)
         # The weight's dtype is the model's: a ranker saved after .double() stays float64.
         model = model.to(dtype=weight.dtype)
         with torch.no_grad():
@@ -439,12 +445,14 @@ def _read_state(path: Path, state: object) -> dict:
     return state
 
 
-def _checked_weight(path: Path, weight: object, size: int) -> Tensor:
+def _checked_weight(path: Path, weight: object, size: int, map_location: object) -> Tensor:
     """The saved weight, refused unless a floating-point ``[size]`` tensor of finite
-    values: a NaN weight would make every score NaN, silently, at the first document."""
+    values: a NaN weight would make every score NaN, silently, at the first document.
+    One loaded onto the meta device (``map_location``) has no values to check or use."""
     if not isinstance(weight, Tensor) or not weight.is_floating_point():
         got = weight.dtype if isinstance(weight, Tensor) else type(weight).__name__
         raise ValueError(f"{path}: field 'weight' must be a floating-point tensor, got {got}")
+    check_not_meta(weight, f"{path}: the weight loaded with map_location={map_location!r}")
     if tuple(weight.shape) != (size,):
         raise ValueError(
             f"{path}: field 'weight' must have shape [2**n_bits] = [{size}], "

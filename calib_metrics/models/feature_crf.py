@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 from torchcrf import CRF
 
+from calib_metrics.functional.errors import check_not_meta
 from calib_metrics.models import linear_chain
 from calib_metrics.models.chain_fit import LBFGSFit, check_c2
 from calib_metrics.models.chain_tagger import (
@@ -62,6 +63,7 @@ def check_features(
     if not isinstance(features, Tensor) or features.dim() != 3:
         shape = tuple(features.shape) if isinstance(features, Tensor) else type(features).__name__
         raise ValueError(f"features must be a [B, T, F] tensor of ids, got shape {shape}")
+    check_not_meta(features, "features")
     features = as_indices(features, "features")
     if 0 in features.shape:
         # As linear_chain refuses B = 0 or T = 0, in the words of this argument; F = 0

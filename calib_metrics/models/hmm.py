@@ -90,7 +90,10 @@ class HMM(ChainTagger):
         words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         k, v = self.num_tags, self.vocab_size
         gold = tags[mask]
-        dtype = self.log_start.dtype
+        # Counts and their ratios in the widest float, cast to the model's dtype at the
+        # end: a float16 count overflows past 65,504 (inf / inf is NaN) and bfloat16
+        # rounds counts past 256.
+        dtype = linear_chain.default_compute_dtype(words.device)
         lengths = mask.sum(1)
         last = tags.gather(1, (lengths - 1).clamp(min=0)[:, None]).squeeze(1)
         both = mask[:, :-1] & mask[:, 1:]
@@ -101,12 +104,13 @@ class HMM(ChainTagger):
         emit = torch.bincount(gold * v + words[mask], minlength=k * v).to(dtype).view(k, v)
 
         a = self.pseudocount
-        self.log_start = torch.log((start + a) / (start.sum() + k * a))
+        out = self.log_start.dtype
+        self.log_start = torch.log((start + a) / (start.sum() + k * a)).to(out)
         # A tag's successors are the K tags and the stop event: one categorical.
         row_total = trans.sum(1) + end + (k + 1) * a
-        self.log_transitions = torch.log((trans + a) / row_total[:, None])
-        self.log_end = torch.log((end + a) / row_total)
-        self.log_emissions = torch.log((emit + a) / (emit.sum(1, keepdim=True) + v * a))
+        self.log_transitions = torch.log((trans + a) / row_total[:, None]).to(out)
+        self.log_end = torch.log((end + a) / row_total).to(out)
+        self.log_emissions = torch.log((emit + a) / (emit.sum(1, keepdim=True) + v * a)).to(out)
         return self
 
     def potentials(

@@ -57,7 +57,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import check_generator
+from calib_metrics.functional.errors import as_int, check_generator, check_not_meta
 from calib_metrics.models._memory import faults_page_by_page, fresh_output
 
 __all__ = [
@@ -113,8 +113,17 @@ class _Forward(NamedTuple):
     trans_col: Tensor  # [K, K] exp(transitions - col_shift)
 
 
-def _default_compute_dtype(device: torch.device) -> torch.dtype:
-    # MPS has no float64; everywhere else float64 is what keeps long chains exact.
+def default_compute_dtype(device: torch.device) -> torch.dtype:
+    """The widest float ``device`` has: float64, or float32 on MPS (which has no float64).
+
+    The recursions run in it by default, since float64 is what keeps long chains exact;
+    so do the models' divisions of counts (a half-precision count overflows past
+    65,504, and bfloat16 rounds counts past 256), cast to the output dtype at the end.
+
+    Example:
+        >>> default_compute_dtype(torch.device("cpu"))
+        torch.float64
+    """
     return torch.float32 if device.type == "mps" else torch.float64
 
 
@@ -139,6 +148,7 @@ def _check_inputs(
             shape = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
             raise ValueError(f"mask must have shape [B, T] = [{batch}, {length}], got {shape}")
         check_mask_dtype(mask)
+        check_not_meta(mask, "mask")
         mask = mask.to(device=emissions.device)
     *flags, bad_emission, bad_other = _value_flags(
         emissions, transitions, start, end, mask
@@ -159,6 +169,7 @@ def _check_shapes(emissions: Tensor, transitions: Tensor, start: Tensor, end: Te
         raise ValueError(f"emissions must be a [B, T, K] tensor, got shape {shape}")
     if not emissions.is_floating_point():
         raise ValueError(f"emissions must be floating point, got {emissions.dtype}")
+    check_not_meta(emissions, "emissions")
     batch, length, num_tags = emissions.shape
     if batch < 1 or length < 1 or num_tags < 1:
         raise ValueError(
@@ -175,6 +186,7 @@ def _check_shapes(emissions: Tensor, transitions: Tensor, start: Tensor, end: Te
             raise ValueError(f"{name} must have shape {dims} = {list(shape)}, got {got}")
         if not value.is_floating_point():
             raise ValueError(f"{name} must be floating point, got {value.dtype}")
+        check_not_meta(value, name)
 
 
 def mask_flags(mask: Tensor) -> Tensor:
@@ -501,7 +513,7 @@ def _prepare(emissions, transitions, start, end, mask, compute_dtype, validate_a
             f"compute_dtype must be a floating torch.dtype (e.g. torch.float64), "
             f"got {compute_dtype!r}"
         )
-    dtype = compute_dtype or _default_compute_dtype(emissions.device)
+    dtype = compute_dtype or default_compute_dtype(emissions.device)
     return (
         emissions.to(dtype),
         transitions.to(device=emissions.device, dtype=dtype),
@@ -1004,7 +1016,8 @@ def sample(
 
     Raises:
         ValueError: on bad arguments (as :func:`posterior_marginals`), ``n_samples`` not a
-            positive int, or an impossible sentence (every path -inf: nothing to sample).
+            positive integer (an int, a NumPy integer or a one-element integer tensor), or
+            an impossible sentence (every path -inf: nothing to sample).
             With ``validate_args=False`` none of these is checked and the call makes no
             host synchronisation beyond the precision checks of the fast forward and
             backward recursions (two).
@@ -1018,11 +1031,8 @@ def sample(
         >>> y.shape, y.tolist()
         (torch.Size([4, 1, 2]), [[[0, 0]], [[0, 0]], [[0, 0]], [[0, 0]]])
     """
-    if validate_args and (
-        isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1
-    ):
-        raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
     if validate_args:
+        n_samples = as_int("n_samples", n_samples, 1)  # a NumPy or tensor integer too
         check_generator(generator)
     em, tr, st, en, mask = _prepare(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
@@ -1126,6 +1136,7 @@ def _check_tags(tags: Tensor, mask: Tensor, num_tags: int) -> Tensor:
     if not isinstance(tags, Tensor) or tuple(tags.shape) != tuple(mask.shape):
         got = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
         raise ValueError(f"tags must have shape [B, T] = {tuple(mask.shape)}, got {got}")
+    check_not_meta(tags, "tags")
     tags = as_indices(tags, "tags")
     if bool(((tags < 0) | (tags >= num_tags)).logical_and_(mask).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")

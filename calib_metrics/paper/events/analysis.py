@@ -47,6 +47,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_not_meta
+from calib_metrics.models.linear_chain import as_indices
 from calib_metrics.paper.countries import CountryLexicon
 from calib_metrics.paper.events.stats import (
     CountDistribution,
@@ -373,11 +375,24 @@ def document_events(table: MentionTable, roots: Tensor) -> Tensor:
     countries and attack flags of its mentions are summed with one scatter-add each;
     an entity fires for ``c`` when it has an attack mention, ``c`` is among its
     countries and no other country is.
+
+    ``roots`` may be of any integer dtype; its values must be mention indices in
+    ``[0, N)``. Host synchronisation: one, that range check (the analysis is no hot path,
+    and :func:`aggregate_events` reads every document's events back anyway).
     """
     n, k = table.countries.shape
+    if not isinstance(roots, Tensor):
+        raise ValueError(f"roots must be a torch.Tensor [S, {n}], got {type(roots).__name__}")
     if roots.ndim != 2 or roots.shape[1] != n:
         raise ValueError(
             f"roots must be [S, {n}] for document {table.doc_id}, got {tuple(roots.shape)}"
+        )
+    check_not_meta(roots, "roots")
+    roots = as_indices(roots, "roots")  # a float or bool root names no mention
+    if bool(((roots < 0) | (roots >= n)).any()):
+        raise ValueError(
+            f"roots must be mention indices in [0, {n}) for document {table.doc_id}, "
+            f"got values from {int(roots.min())} to {int(roots.max())}"
         )
     s = roots.shape[0]
     device = roots.device

@@ -81,7 +81,9 @@ def sample_summary(samples: Tensor, confidence: float = 0.95) -> PosteriorSummar
     z = normal_quantile(confidence)
     x = samples.double()
     mean = x.mean(0)
-    std = x.std(0, unbiased=False)
+    # No cells (no period or no country): torch's std of an empty reduction warns that
+    # it has no degrees of freedom, and returns the same empty tensor as this.
+    std = x.std(0, unbiased=False) if x.numel() else torch.zeros_like(mean)
     alpha = (1.0 - confidence) / 2.0
     n = x.shape[0]
     # The k-th smallest sample has empirical cdf (k + 1) / n; an end is the first
