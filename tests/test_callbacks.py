@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,8 @@ from tensorboard.util import tensor_util
 from torch.utils.data import DataLoader, TensorDataset
 
 from calib_metrics import CalibrationError
-from calib_metrics.callbacks import CalibrationMonitor
-from calib_metrics.functional import smooth_calibration_error
+from calib_metrics.callbacks import CalibrationMonitor, TemperatureRecalibration
+from calib_metrics.functional import calibration_error, smooth_calibration_error
 
 PAD = -100
 N_CLASSES = 3
@@ -420,6 +421,26 @@ def test_extract_batch_errors() -> None:
 def test_bad_options(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         monitor(**kwargs)
+
+
+BIN_SIZE_TAKERS = {
+    "CalibrationMonitor": lambda size: CalibrationMonitor(bin_size=size),
+    "TemperatureRecalibration": lambda size: TemperatureRecalibration(bin_size=size),
+    "CalibrationError": lambda size: CalibrationError(bin_size=size),
+    "calibration_error": lambda size: calibration_error(
+        torch.rand(8), torch.ones(8), bin_size=size
+    ),
+}
+
+
+@pytest.mark.parametrize("size", ["Auto", "sqrt", 0])
+@pytest.mark.parametrize("make", BIN_SIZE_TAKERS.values(), ids=BIN_SIZE_TAKERS.keys())
+def test_a_bad_bin_size_is_told_it_may_be_auto(make: Any, size: Any) -> None:
+    # "bin_size must be a positive integer, got 'Auto'" never named "auto", the default and
+    # recommended value; the callbacks and the library share the one check.
+    wanted = f"bin_size must be a positive integer or 'auto', got {size!r}"
+    with pytest.raises(ValueError, match=re.escape(wanted)):
+        make(size)
 
 
 @pytest.mark.parametrize(

@@ -171,6 +171,95 @@ def test_module_logging_the_monitors_tag_at_epoch_end_is_warned_once(
     assert "on_validation_epoch_end" not in vars(model) and "log" not in vars(model)
 
 
+def test_module_logging_the_monitors_tag_at_an_epoch_the_monitor_skips(tmp_path: Path) -> None:
+    """With every_n_epochs=2 the monitor's entry of epoch 1 (add_dataloader_idx=False) stayed
+    in Lightning's results, and the module's own self.log of the tag at epoch 2, which the
+    monitor skips, was refused ("You called self.log(val/calib_err, ...) twice ... with
+    different arguments"): the fit failed. It warns once and finishes, each epoch's value
+    the one logged then."""
+    train, val = loaders()
+    cb = monitor(every_n_epochs=2)
+    run = trainer(tmp_path, 3, logger=False, callbacks=[cb])
+    messages = caught(run.fit, SelfLoggingAtEpochEnd(), train, val)
+    assert len([m for m in messages if "also logs 'val/calib_err'" in m]) == 1
+    assert [r["epoch"] for r in cb.history] == [1]
+    assert float(run.callback_metrics["val/calib_err"]) == 1.0  # epoch 2: the module's
+    pickle.loads(pickle.dumps(cb))  # the entries it remembers do not travel (ddp_spawn)
+
+
+def test_entries_of_fits_validation_wait_for_its_next_epoch(tmp_path: Path) -> None:
+    # trainer.validate runs another loop than fit's validation, with results of its own:
+    # the monitor's fit entries, still there when the same Trainer fits on, must go then.
+    train, val = loaders()
+    cb = monitor(every_n_epochs=2)
+    run = trainer(tmp_path, 2, logger=False, callbacks=[cb])
+    model = SelfLoggingAtEpochEnd()
+    caught(run.fit, model, train, val)
+    caught(run.validate, model, val, verbose=False)
+    run.fit_loop.max_epochs = 3
+    caught(run.fit, model, train, val)  # epoch 2, skipped: the module's value alone
+    assert [(r["fn"], r["epoch"]) for r in cb.history] == [("fit", 1), ("validate", 1)]
+    assert float(run.callback_metrics["val/calib_err"]) == 1.0
+
+
+class PaddedAtEpochEnd(SelfLoggingAtEpochEnd):
+    """Logs the monitor's tags at epoch end itself; every target is padding from validation
+    epoch ``padded_from`` on, and in a test while ``padded`` is set: nothing to measure."""
+
+    def __init__(self, padded_from: int) -> None:
+        super().__init__()
+        self.padded_from, self.padded = padded_from, False
+
+    def _pad(self, out: dict[str, torch.Tensor], padded: bool) -> dict[str, torch.Tensor]:
+        if padded:
+            out["target"] = torch.full_like(out["target"], PAD)
+        return out
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        out = super().validation_step(batch, batch_idx)
+        return self._pad(out, self.current_epoch >= self.padded_from)
+
+    def test_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        return self._pad(super().test_step(batch, batch_idx), self.padded)
+
+    def on_test_epoch_end(self) -> None:
+        self.log("test/calib_err", 1.0)
+
+
+def test_module_logging_the_monitors_tag_at_an_epoch_with_nothing_to_measure(
+    tmp_path: Path,
+) -> None:
+    # An epoch with nothing to measure logs nothing: the monitor's entry of the epoch before
+    # refused the module's self.log of the tag, as at an epoch every_n_epochs skips.
+    train, val = loaders()
+    cb = monitor()
+    run = trainer(tmp_path, 2, logger=False, callbacks=[cb])
+    messages = caught(run.fit, PaddedAtEpochEnd(padded_from=1), train, val)
+    assert len([m for m in messages if "also logs 'val/calib_err'" in m]) == 1
+    assert len([m for m in messages if "nothing to measure this epoch" in m]) == 1
+    assert [r["epoch"] for r in cb.history] == [0]
+    assert float(run.callback_metrics["val/calib_err"]) == 1.0
+
+
+def test_a_test_with_nothing_to_measure_after_one_the_monitor_logged(tmp_path: Path) -> None:
+    # The test loop keeps its results across trainer.test calls: the second test's
+    # on_test_epoch_end met the first test's entry of the monitor, and failed.
+    _, val = loaders()
+    cb = monitor(stage="test")
+    run = trainer(tmp_path, 1, logger=False, callbacks=[cb])
+    model = PaddedAtEpochEnd(padded_from=0)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        (first,) = run.test(model, val, verbose=False)
+        model.padded = True
+        (second,) = run.test(model, val, verbose=False)
+    messages = [str(r.message) for r in records]
+    assert len([m for m in messages if "also logs 'test/calib_err'" in m]) == 1
+    assert len([m for m in messages if "nothing to measure this epoch" in m]) == 1
+    assert float(first["test/calib_err"]) == pytest.approx(cb.history[0]["error"])
+    assert len(cb.history) == 1 and second["test/calib_err"] == 1.0
+
+
 def test_a_hook_set_on_the_module_itself_is_guarded_too(tmp_path: Path) -> None:
     # The guard looked at the module's class alone: a hook set on the instance logged the
     # monitor's tag unguarded, and Lightning refused the second call.

@@ -254,6 +254,9 @@ class CalibrationMonitor(Callback):
         self._evaluations: list[tuple[weakref.ref[Trainer], dict[str, Any]]] = []
         # The id of the Trainer run (fit, validate, test) making records: setup.
         self._run = _new_run_id()
+        # The entries of Lightning's results that this monitor's self.log made (weakly:
+        # Lightning owns them), dropped when the next epoch starts: _forget_entries.
+        self._entries: list[Callable[[], Any]] = []
 
     # ------------------------------------------------------------------ names
     @property
@@ -385,6 +388,9 @@ class CalibrationMonitor(Callback):
         return [self._metric(idx) for idx in (0, *self._more_loaders)]
 
     def _epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        # Every epoch, measured or not: the module's own self.log of a tag runs whether
+        # the monitor logs this epoch or not.
+        self._forget_entries(trainer)
         self._active = self._due(trainer)
         if self._active:
             self._check_samplers(trainer)
@@ -544,12 +550,51 @@ class CalibrationMonitor(Callback):
         value: the module's, made at an epoch end the monitor did not log (the sanity check,
         ``every_n_epochs``), refused the monitor's own call when their arguments differed
         ("You called self.log(...) twice ... with different arguments"). :meth:`_check_tags`
-        has warned of it; the monitor's value replaces it.
+        has warned of it; the monitor's value replaces it. The other way round, the monitor's
+        entry refusing the module's call at such an epoch, is :meth:`_forget_entries`'s.
         """
         results = getattr(trainer, "_results", None)
         if isinstance(results, dict):
             for name in names:
                 results.pop(f"{self._epoch_end_hook}.{name}", None)
+
+    def _forget_entries(self, trainer: Trainer) -> None:
+        """Drop the entries this monitor's ``self.log`` made at an earlier epoch end from
+        Lightning's results, before this epoch's hooks log anything.
+
+        Lightning keeps one entry per hook and tag across epochs (and its loop's runs),
+        resetting only its value, and compares every later ``self.log`` of the tag in that
+        hook with the entry's arguments. Left there, the monitor's entry (logged with
+        ``add_dataloader_idx=False``) refused the module's own ``self.log`` of the tag in
+        its epoch-end hook at an epoch the monitor did not log (``every_n_epochs``, nothing
+        to measure, a second ``trainer.test``), which the guard does not cover ("You called
+        self.log(...) twice ... with different arguments"), failing the fit. The values
+        have reached the loggers and ``callback_metrics`` by then. Only the monitor's own
+        entries go (matched by identity): the module's stay for :meth:`_check_tags`.
+        """
+        results = getattr(trainer, "_results", None)
+        if not isinstance(results, dict) or not self._entries:
+            return
+        live = [entry for ref in self._entries if (entry := ref()) is not None]
+        # Identity, not ==: a torchmetrics Metric's == builds a new metric.
+        mine = [key for key, entry in results.items() if any(entry is e for e in live)]
+        dropped = [results.pop(key) for key in mine]
+        # Entries of another loop's results (fit's validation vs trainer.validate) wait for
+        # that loop's next epoch.
+        self._entries = [
+            ref
+            for ref in self._entries
+            if (entry := ref()) is not None and not any(entry is d for d in dropped)
+        ]
+
+    def _note_entries(self, trainer: Trainer, names: Iterable[str]) -> None:
+        """Remember the entries just logged under ``names``, for :meth:`_forget_entries`."""
+        results = getattr(trainer, "_results", None)
+        if isinstance(results, dict):
+            for name in names:
+                entry = results.get(f"{self._epoch_end_hook}.{name}")
+                if entry is not None:
+                    self._entries.append(_reference(entry))
 
     @property
     def _epoch_end_hook(self) -> str:
@@ -617,6 +662,7 @@ class CalibrationMonitor(Callback):
                     # keeps Lightning from warning about epoch-level logging under DDP.
                     sync_dist=trainer.world_size > 1,
                 )
+        self._note_entries(trainer, scalars)
         # A classwise result's own bins are every class's sorted together: logged by class.
         bins = tb.bins_tensor(result) if classes is None else tb.classwise_bins_tensor(classes)
         record = self._record(trainer, pl_module, step, result, per_class, bins)
@@ -908,6 +954,7 @@ class CalibrationMonitor(Callback):
         state = self.__dict__.copy()
         state["_evaluations"] = []
         state["_layouts_written"] = {}  # a copy writes its layouts anew (references)
+        state["_entries"] = []  # a copy never sees this process's Lightning results
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:

@@ -32,6 +32,27 @@ def auto_bin_size(n: int) -> int:
     return math.isqrt(n - 1) + 1
 
 
+def check_bin_size(bin_size: object) -> None:
+    """Raise ValueError unless ``bin_size`` is a positive integer (not a bool) or ``"auto"``.
+
+    The message names ``"auto"``, the default and recommended value: one that named the
+    integers alone left ``bin_size="Auto"`` (or ``"sqrt"``) looking like a value that
+    strings cannot take.
+
+    Example:
+        >>> check_bin_size("auto"), check_bin_size(5000)
+        (None, None)
+        >>> check_bin_size("Auto")
+        Traceback (most recent call last):
+        ...
+        ValueError: bin_size must be a positive integer or 'auto', got 'Auto'
+    """
+    if bin_size == AUTO:
+        return
+    if not isinstance(bin_size, int) or isinstance(bin_size, bool) or bin_size < 1:
+        raise ValueError(f"bin_size must be a positive integer or 'auto', got {bin_size!r}")
+
+
 def resolve_bin_size(bin_size: int | str, n: int) -> int:
     """``bin_size`` itself, or :func:`auto_bin_size` of ``n`` when it is ``"auto"``.
 
@@ -39,8 +60,5 @@ def resolve_bin_size(bin_size: int | str, n: int) -> int:
         >>> resolve_bin_size("auto", 1_000_000), resolve_bin_size(5000, 1_000_000)
         (1000, 5000)
     """
-    if bin_size == AUTO:
-        return auto_bin_size(n)
-    if not isinstance(bin_size, int) or isinstance(bin_size, bool) or bin_size < 1:
-        raise ValueError(f"bin_size must be a positive integer or 'auto', got {bin_size!r}")
-    return bin_size
+    check_bin_size(bin_size)
+    return auto_bin_size(n) if bin_size == AUTO else bin_size

@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.auto_bin import AUTO, resolve_bin_size
+from calib_metrics.functional.auto_bin import AUTO, check_bin_size, resolve_bin_size
 from calib_metrics.functional.binning import (
     Bins,
     _check_pairs,
@@ -78,11 +78,9 @@ def _check_options(norm: str, binning: str, bin_size: int | str, n_bins: int) ->
         raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
     if binning not in ("adaptive", "uniform"):
         raise ValueError(f"binning must be 'adaptive' or 'uniform', got {binning!r}")
-    checked = (
-        (("n_bins", n_bins),) if bin_size == AUTO else (("bin_size", bin_size), ("n_bins", n_bins))
-    )
-    for name, value in checked:
-        check_int(name, value)
+    # Not check_int: its message names the integers alone, and "auto" is the default.
+    check_bin_size(bin_size)
+    check_int("n_bins", n_bins)
     # Past these, the ranks (int64) or the uniform edges (memory) cannot be formed.
     if bin_size != AUTO and bin_size > MAX_BIN_SIZE:
         raise ValueError(f"bin_size must be at most 2**62, got {bin_size}")
