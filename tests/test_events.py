@@ -394,3 +394,22 @@ def test_gum_news_korea_event_needs_coreference():
     assert gold[table.codes.index("PRK")] and gold.sum() == 1
     singletons = torch.arange(len(doc.mentions))[None]
     assert not document_events(table, singletons).any()
+
+
+@pytest.mark.parametrize(
+    ("roots", "n_samples", "message"),
+    [
+        ([[0, 0, 2, 3]], None, "roots must be a torch.Tensor"),
+        (torch.tensor(0), None, r"roots must be \[S, 4\]"),
+        (torch.zeros(2, 4, dtype=torch.long), True, "n_samples must be"),
+        (torch.zeros(2, 4, dtype=torch.long), -3, "n_samples must be"),
+        (torch.zeros(2, 4, dtype=torch.long), 0, "n_samples must be"),
+    ],
+)
+def test_aggregate_events_checks_roots_and_n_samples_up_front(docs, lexicon, roots, n_samples,
+                                                              message):  # fmt: skip
+    """aggregate_events read roots' shape before document_events checked it (AttributeError,
+    IndexError), and took n_samples=0 as the default, True and -3 to torch's errors."""
+    table = EventExtractor(lexicon).table(docs["nmod_active"])
+    with pytest.raises(ValueError, match=message):
+        aggregate_events([table], [roots], ["2015-01"], n_samples=n_samples)

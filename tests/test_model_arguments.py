@@ -317,3 +317,59 @@ def test_a_ranker_loaded_onto_the_meta_device_is_refused(tmp_path) -> None:
     for where in ("meta", torch.device("meta")):
         with pytest.raises(ValueError, match=r"loaded with map_location=.*meta.* meta device"):
             AntecedentRanker.load(path, map_location=where)
+
+
+def _ranker_document() -> DocumentFeatures:
+    return DocumentFeatures(
+        n=3, pair_i=torch.tensor([1, 2, 2]), pair_j=torch.tensor([0, 0, 1]),
+        pair_feats=torch.tensor([[1], [2], [3]]), new_feats=torch.tensor([[4], [4], [4]]),
+        entity=torch.tensor([0, 1, 0]), max_distance=2,
+    )  # fmt: skip
+
+
+def _meta_model_calls() -> dict:
+    words, tags = torch.randint(0, 5, (2, 3)), torch.randint(0, 4, (2, 3))
+    ranker = AntecedentRanker(n_bits=4, max_distance=2).to("meta")
+    f = _ranker_document()
+    return {
+        "hmm.marginals": lambda: HMM(4, 5).to("meta").marginals(words),
+        "hmm.log_likelihood": lambda: HMM(4, 5).to("meta").log_likelihood(words),
+        "crf.marginals": lambda: CRFTagger(4, 5).to("meta").marginals(words),
+        "crf.fit": lambda: CRFTagger(4, 5).to("meta").fit(words, tags),
+        "crf.negative_log_likelihood": lambda: (
+            CRFTagger(4, 5).to("meta").negative_log_likelihood(words, tags)
+        ),
+        "ranker.forward": lambda: ranker(f),
+        "ranker.gold_log_likelihood": lambda: ranker.gold_log_likelihood(f),
+        "ranker.fit": lambda: ranker.fit([f], l2=1e-3, epochs=1),
+    }
+
+
+@pytest.mark.parametrize("entry", sorted(_meta_model_calls()))
+def test_a_model_on_the_meta_device_is_refused_by_name(entry) -> None:
+    """A model moved to (or built on) the meta device had failed inside torch ("not on the
+    expected device", torch.nonzero's meta error) or, for the ranker's forward, silently
+    returned meta scores."""
+    with pytest.raises(ValueError, match=r"^the model's \S+ is on the meta device"):
+        _meta_model_calls()[entry]()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("entity", torch.tensor([False, True, False]), "DocumentFeatures.entity must be"),
+        ("pair_j", torch.tensor([0, 0]), "DocumentFeatures.pair_j must have 3 rows"),
+        ("entity", torch.zeros(3, dtype=torch.long, device="meta"), "on the meta device"),
+        ("pair_i", torch.tensor([1, 2, 3]), "every pair needs"),
+    ],
+)
+def test_gold_options_checks_its_document(field, value, message) -> None:
+    """The public static gold_options had skipped the document checks: an IndexError, a
+    meta error, or a bool entity read as every mention known."""
+    f = dataclasses.replace(_ranker_document(), **{field: value})
+    with pytest.raises(ValueError, match=message):
+        AntecedentRanker.gold_options(f)
+    with pytest.raises(ValueError, match="expected DocumentFeatures"):
+        AntecedentRanker.gold_options("doc")
+    gold = AntecedentRanker.gold_options(_ranker_document())
+    assert gold.tolist() == [[True, False, False], [False, True, False], [True, False, False]]

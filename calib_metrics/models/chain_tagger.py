@@ -8,6 +8,7 @@ posterior samples then check the batch once and run the one shared forward-backw
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 import torch
@@ -159,6 +160,13 @@ class ChainTagger(nn.Module):
     can split the check from the scoring (so that training loops skip it) overrides
     ``_checked_potentials`` instead, as the HMM and the CRF do with :func:`check_words`.
     """
+
+    def _check_materialised(self) -> None:
+        """ValueError naming the first parameter or buffer on the meta device: a model built
+        under ``torch.device("meta")`` or moved there holds no values, and torch's own
+        error came from deep inside the forward-backward."""
+        for name, tensor in itertools.chain(self.named_parameters(), self.named_buffers()):
+            check_not_meta(tensor, f"the model's {name}")
 
     def potentials(self, words: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
         """Log potentials ``(emissions [B, T, K], transitions [K, K], start [K], end [K])``."""

@@ -425,8 +425,11 @@ def _sampled_marginals(
             counts[:, r0:r1, :r1] += same.view(torch.uint8).sum(0, dtype=torch.uint8)
     lower = counts.tril_()
     lower += lower.tril(-1).transpose(-1, -2)
+    if torch.finfo(dtype).bits > 16:
+        return lower.to(dtype).div_(n_samples)
     # Divided in the widest float, then cast: a float16 count overflows to inf past
-    # 65,504 samples, and bfloat16 rounds counts past 256 before the division.
+    # 65,504 samples, and bfloat16 rounds counts past 256 before the division. (Not for
+    # every dtype: a float64 copy of [B, N, N] is a third more peak memory.)
     wide = default_compute_dtype(counts.device)
     return lower.to(wide).div_(n_samples).to(dtype)
 

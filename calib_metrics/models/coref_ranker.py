@@ -116,10 +116,17 @@ class _HashedSum(torch.autograd.Function):
         return out, None
 
 
-def _check_document(f: DocumentFeatures, n_ids: int) -> None:
+def _check_document(f: DocumentFeatures, n_ids: int | None) -> None:
     """ValueError naming the field of a document whose tensors do not fit together: the
     shapes, the pairs (``0 < i - j <= max_distance``, ``i < n``) and the feature ids
-    (``[0, n_ids)``). One host synchronisation, for the value checks."""
+    (``[0, n_ids)``; not checked when ``n_ids`` is None). One host synchronisation, for the
+    value checks."""
+    if not isinstance(f, DocumentFeatures):
+        raise ValueError(
+            f"expected DocumentFeatures (tensors of mention features), got "
+            f"{type(f).__name__}; build them from a corpus with "
+            "calib_metrics.paper.coref_features.extract_features or your own pipeline"
+        )
     if isinstance(f.n, bool) or not isinstance(f.n, int) or f.n < 0:
         raise ValueError(f"DocumentFeatures.n must be an int >= 0, got {f.n!r}")
     fields = {"pair_i": 1, "pair_j": 1, "pair_feats": 2, "new_feats": 2, "entity": 1}
@@ -148,7 +155,10 @@ def _check_document(f: DocumentFeatures, n_ids: int) -> None:
     bad = torch.stack([
         ((gap < 1) | (gap > f.max_distance) | (f.pair_j < 0) | (f.pair_i >= f.n)).any(),
         (keys[1:] == keys[:-1]).any(),
-        *((x < 0).any() | (x >= n_ids).any() for x in (f.pair_feats, f.new_feats)),
+        *(
+            (x < 0).any() | (x >= n_ids).any()
+            for x in ((f.pair_feats, f.new_feats) if n_ids is not None else ())
+        ),
     ]).tolist()  # fmt: skip
     if bad[0]:
         raise ValueError(
@@ -157,9 +167,20 @@ def _check_document(f: DocumentFeatures, n_ids: int) -> None:
         )
     if bad[1]:
         raise ValueError("DocumentFeatures lists a (pair_i, pair_j) pair twice: one row each")
-    for name, flag in zip(("pair_feats", "new_feats"), bad[2:], strict=True):
+    for name, flag in zip(("pair_feats", "new_feats"), bad[2:], strict=False):  # no ids: none
         if flag:
             raise ValueError(f"DocumentFeatures.{name} ids must lie in [0, 2**n_bits = {n_ids})")
+
+
+def _gold_options(f: DocumentFeatures) -> Tensor:
+    """:meth:`AntecedentRanker.gold_options` of a checked document."""
+    n, ent = f.n, f.entity
+    gold = torch.zeros((n, n), dtype=torch.bool, device=ent.device)
+    same = (ent[f.pair_i] == ent[f.pair_j]) & (ent[f.pair_i] >= 0)
+    gold[f.pair_i[same], f.pair_j[same]] = True
+    diag = torch.arange(n, device=ent.device)
+    gold[diag, diag] = ~gold.any(-1) & (ent >= 0)
+    return gold
 
 
 class AntecedentRanker(nn.Module):
@@ -204,18 +225,14 @@ class AntecedentRanker(nn.Module):
     # -- features and scores ---------------------------------------------------------
 
     def _features(self, features: DocumentFeatures) -> DocumentFeatures:
-        if not isinstance(features, DocumentFeatures):
-            raise ValueError(
-                f"expected DocumentFeatures (tensors of mention features), got "
-                f"{type(features).__name__}; build them from a corpus with "
-                "calib_metrics.paper.coref_features.extract_features or your own pipeline"
-            )
+        # A ranker built under torch.device("meta") or moved there holds no weights.
+        check_not_meta(self.weight, "the model's weight")
+        _check_document(features, 1 << self.n_bits)
         if features.max_distance != self.max_distance:
             raise ValueError(
                 f"features were built with max_distance={features.max_distance}, "
                 f"the model uses {self.max_distance}"
             )
-        _check_document(features, 1 << self.n_bits)
         return features
 
     def forward(self, features: DocumentFeatures) -> Tensor:
@@ -274,17 +291,11 @@ class AntecedentRanker(nn.Module):
         """Bool ``[N, N]``: the antecedent choices consistent with the gold entities.
 
         Earlier mentions of the same entity within the window, else NEW. Rows of
-        mentions with no gold entity (id ``-1``) are all False.
+        mentions with no gold entity (id ``-1``) are all False. The document is checked as
+        the ranker's own calls check it (one host synchronisation).
         """
-        f = features
-        n = f.n
-        ent = f.entity
-        gold = torch.zeros((n, n), dtype=torch.bool, device=ent.device)
-        same = (ent[f.pair_i] == ent[f.pair_j]) & (ent[f.pair_i] >= 0)
-        gold[f.pair_i[same], f.pair_j[same]] = True
-        diag = torch.arange(n, device=ent.device)
-        gold[diag, diag] = ~gold.any(-1) & (ent >= 0)
-        return gold
+        _check_document(features, None)
+        return _gold_options(features)
 
     def gold_log_likelihood(self, doc: DocumentFeatures) -> tuple[Tensor, int]:
         """Summed ``log P(a_i ∈ gold_i | x)`` over mentions with a gold entity, and their count.
@@ -304,7 +315,7 @@ class AntecedentRanker(nn.Module):
     def _gold_ll(self, f: DocumentFeatures, scores: Tensor) -> tuple[Tensor, int]:
         if f.n == 0:
             return scores.new_zeros(()), 0
-        gold = self.gold_options(f.to(scores.device))
+        gold = _gold_options(f.to(scores.device))
         rows = gold.any(-1)
         log_z = torch.logsumexp(scores[rows], -1)
         log_gold = torch.logsumexp(scores[rows].masked_fill(~gold[rows], float("-inf")), -1)

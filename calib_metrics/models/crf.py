@@ -75,6 +75,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
         return self._checked_potentials(words, mask)[1]
 
     def _checked_potentials(self, words: Tensor, mask: Tensor | None):
+        self._check_materialised()
         words, mask, _ = check_words(words, mask, self.vocab_size)
         return mask, self._potentials(words, mask)
 
@@ -86,6 +87,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
 
     def log_likelihood(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
         """``log P(tags | words)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
+        self._check_materialised()
         words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         # pytorch-crf indexes every position's tag: padding may hold an ignore index.
         tags = tags.masked_fill(~mask, 0)
@@ -101,6 +103,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
         faster: a ``[B, K] @ [K, K]`` product per step instead of a ``[B, K, K]``
         log-sum-exp. Differentiable.
         """
+        self._check_materialised()
         words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         return self._nll(words, tags, mask, None)
 
@@ -162,6 +165,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
         Returns:
             ``self``, with :attr:`fit_info` set.
         """
+        self._check_materialised()
         words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         self.fit_info = self._fit_lbfgs(
             words,

@@ -144,6 +144,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         return self._checked_potentials(features, mask)[1]
 
     def _checked_potentials(self, features: Tensor, mask: Tensor | None):
+        self._check_materialised()
         features, mask, _ = check_features(features, mask, self.num_features)
         crf = self.crf
         emissions = self._emissions(features, mask)
@@ -227,4 +228,5 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         self, features: Tensor, tags: Tensor | None, mask: Tensor | None
     ) -> CheckedBatch:
         """``(features, mask, tags)``: ids as int64, the mask as bool, tags required."""
+        self._check_materialised()
         return check_features(features, mask, self.num_features, tags, self.num_tags)

@@ -125,6 +125,7 @@ class HMM(ChainTagger):
         return self._checked_potentials(words, mask)[1]
 
     def _checked_potentials(self, words: Tensor, mask: Tensor | None):
+        self._check_materialised()
         words, mask, _ = check_words(words, mask, self.vocab_size)
         return mask, self._potentials(words, mask)
 
@@ -136,6 +137,7 @@ class HMM(ChainTagger):
 
     def log_likelihood(self, words: Tensor, mask: Tensor | None = None) -> Tensor:
         """Marginal log likelihood ``log P(x)`` of each sentence, ``[B]``."""
+        self._check_materialised()
         words, mask, _ = check_words(words, mask, self.vocab_size)
         emissions, trans, start, end = self._potentials(words, mask)
         return linear_chain.log_partition(emissions, trans, start, end, mask)

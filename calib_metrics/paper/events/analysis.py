@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import check_not_meta
+from calib_metrics.functional.errors import as_int, check_not_meta
 from calib_metrics.models.linear_chain import as_indices
 from calib_metrics.paper.countries import CountryLexicon
 from calib_metrics.paper.events.stats import (
@@ -367,6 +367,19 @@ def gold_antecedents(doc) -> Tensor:
     return torch.tensor(out, dtype=torch.long)
 
 
+def _check_roots_shape(table: MentionTable, roots: object) -> None:
+    """ValueError unless ``roots`` is a tensor ``[S, N]`` with values, ``N`` the document's
+    mentions."""
+    n = table.countries.shape[0]
+    if not isinstance(roots, Tensor):
+        raise ValueError(f"roots must be a torch.Tensor [S, {n}], got {type(roots).__name__}")
+    if roots.ndim != 2 or roots.shape[1] != n:
+        raise ValueError(
+            f"roots must be [S, {n}] for document {table.doc_id}, got {tuple(roots.shape)}"
+        )
+    check_not_meta(roots, "roots")
+
+
 def document_events(table: MentionTable, roots: Tensor) -> Tensor:
     """``a(d, c, e^(s))`` for every sample and country of a document: ``Bool [S, K]`` (Eq. 3).
 
@@ -381,13 +394,7 @@ def document_events(table: MentionTable, roots: Tensor) -> Tensor:
     and :func:`aggregate_events` reads every document's events back anyway).
     """
     n, k = table.countries.shape
-    if not isinstance(roots, Tensor):
-        raise ValueError(f"roots must be a torch.Tensor [S, {n}], got {type(roots).__name__}")
-    if roots.ndim != 2 or roots.shape[1] != n:
-        raise ValueError(
-            f"roots must be [S, {n}] for document {table.doc_id}, got {tuple(roots.shape)}"
-        )
-    check_not_meta(roots, "roots")
+    _check_roots_shape(table, roots)
     roots = as_indices(roots, "roots")  # a float or bool root names no mention
     if bool(((roots < 0) | (roots >= n)).any()):
         raise ValueError(
@@ -509,8 +516,11 @@ def aggregate_events(
             "tables, roots and periods differ in length: "
             f"{len(tables)}, {len(roots)}, {len(periods)}"
         )
+    for table, r in zip(tables, roots, strict=True):
+        if r is not None:
+            _check_roots_shape(table, r)
     sizes = {r.shape[0] for r in roots if r is not None}
-    s = n_samples or max(sizes, default=1)
+    s = max(sizes, default=1) if n_samples is None else as_int("n_samples", n_samples, 1)
     if not sizes <= {1, s}:
         raise ValueError(f"roots must all have {s} samples (or 1), got {sorted(sizes)}")
     labels = sorted({p for p in periods if p is not None})
