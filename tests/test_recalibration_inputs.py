@@ -254,3 +254,45 @@ def test_score_modules_still_take_any_real_scores_and_uniform_bins_only_probabil
     loaded.load_state_dict(fitted.state_dict())
     torch.testing.assert_close(loaded(q), fitted(q))
     assert loaded(torch.tensor([3.0])).shape == (1,)
+
+
+def test_a_temperature_kept_at_one_maps_probabilities_to_themselves_bit_for_bit() -> None:
+    """Dev probabilities all 0.5 keep T = 1 (docs/recalibration.md), yet the map went
+    through sigmoid(logit(q)), one ulp off on a third of the test items: recalibrate
+    printed "+0.0000 [+0.0000, +0.0000] paired, p < 0.01" for the identity. compare of q
+    with itself gives p = 1, and so must the identity."""
+    from calib_metrics.recalibration import PlattScaling, compare_before_after
+
+    g = torch.Generator().manual_seed(0)
+    test = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(test, generator=g)
+    with pytest.warns(UserWarning, match="kept T = 1"):
+        identity = fit_binary("temperature", torch.full((40,), 0.5, dtype=torch.float64),
+                              torch.arange(40) % 2)  # fmt: skip
+    after = identity(test)
+    assert torch.equal(after, test) and after.data_ptr() != test.data_ptr()  # a copy
+
+    def compared(after: torch.Tensor) -> dict:
+        draws = torch.Generator().manual_seed(1)
+        return compare_before_after(test, after, y, n_samples=200, generator=draws)
+
+    assert compared(after) == compared(test)
+    assert compared(after)["p_value"] == 1.0 and compared(after)["difference"] == 0.0
+    # Multiclass probabilities in float32, at T = 1 (rows all equal on dev).
+    rows = torch.softmax(torch.randn(50, 3, generator=g), -1)
+    with pytest.warns(UserWarning, match="kept T = 1"):
+        kept = TemperatureScaling(inputs="probs").fit(torch.full((12, 3), 1 / 3),
+                                                      torch.arange(12) % 3)  # fmt: skip
+    assert torch.equal(kept(rows), rows)
+    # Platt at slope 1 and intercept 0 is the identity too; any other value is not.
+    platt = PlattScaling(inputs="probs").fit(test, y)
+    platt.slope = torch.tensor(1.0, dtype=torch.float64)
+    platt.intercept = torch.tensor(0.0, dtype=torch.float64)
+    assert torch.equal(platt(test), test)
+    platt.intercept = torch.tensor(1e-300, dtype=torch.float64)  # through logit and sigmoid
+    assert not torch.equal(platt(test), test)
+    # Still the checks of a call: a logit passed by mistake is refused.
+    with pytest.raises(ValueError, match=r"probs must lie in \[0, 1\]"):
+        identity(torch.tensor([1.5]))
+    with pytest.raises(ValueError, match="logits must end in C = 3 classes"):
+        kept(torch.full((2, 4), 0.25))

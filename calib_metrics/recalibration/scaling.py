@@ -246,23 +246,40 @@ class _LogitScaler(SettingsInState, FittedModule):
         return [p.detach() for p in self._constrain(free)]
 
     def forward(self, logits: Tensor) -> Tensor:
-        """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
+        """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores.
+
+        Probabilities (``inputs="probs"``) at the identity (:meth:`_is_identity`: ``T = 1``
+        exactly, or Platt's slope 1 and intercept 0) are returned as they are, copied: the
+        round trip through ``logit`` and ``sigmoid`` (or ``log`` and ``softmax``) moved a
+        third of them by an ulp, and a map kept at ``T = 1`` read as a significant change.
+        """
         self.check_fitted()
         c = int(self.host_value("num_classes"))
+        if self.inputs == "probs" and self._is_identity():
+            return check_probs(self._checked_input(logits, c)).clone()
         z = self._calibrated(logits, c)
         probs = torch.sigmoid(z) if c == 1 else torch.softmax(z, -1)
         return probs.to(logits.dtype)
+
+    def _is_identity(self) -> bool:
+        """Whether the fitted map leaves every input as it is (read on the host once)."""
+        return False
 
     def calibrated_logits(self, logits: Tensor) -> Tensor:
         """The recalibrated logits (float64), before the softmax or sigmoid."""
         self.check_fitted()
         return self._calibrated(logits, int(self.host_value("num_classes")))
 
-    def _calibrated(self, logits: Tensor, c: int) -> Tensor:
-        """:meth:`calibrated_logits` of a fitted model of ``c`` classes (1: binary)."""
-        logits = self._prepare_input(check_logits(logits, fitting=False), binary=c == 1)
+    def _checked_input(self, logits: object, c: int) -> Tensor:
+        """``logits`` of a call of a fitted model of ``c`` classes (1: binary), checked."""
+        logits = check_logits(logits, fitting=False)
         if c > 1 and (logits.ndim == 0 or logits.shape[-1] != c):
             raise ValueError(f"logits must end in C = {c} classes, got shape {tuple(logits.shape)}")
+        return logits
+
+    def _calibrated(self, logits: Tensor, c: int) -> Tensor:
+        """:meth:`calibrated_logits` of a fitted model of ``c`` classes (1: binary)."""
+        logits = self._prepare_input(self._checked_input(logits, c), binary=c == 1)
         params = [p.to(logits.device) for p in self._stored()]
         return self._transform(logits.to(torch.float64), params)
 
@@ -345,6 +362,9 @@ class TemperatureScaling(_LogitScaler):
                 [slope, z.abs().max(), self._nll(z, y, fitted), uniform]
             ).tolist()
         check_temperature_optimum(slope, scale, nll, uniform, self._describe(fitted), "scores")
+
+    def _is_identity(self) -> bool:
+        return self.host_value("temperature") == 1.0
 
     def _store(self, params: list[Tensor]) -> None:
         self.temperature = params[0].to(self.temperature.device)
@@ -607,6 +627,9 @@ class PlattScaling(_LogitScaler):
 
     def _describe(self, params: list[Tensor]) -> str:
         return f"slope {float(params[0]):.3g}"
+
+    def _is_identity(self) -> bool:
+        return self.host_value("slope") == 1.0 and self.host_value("intercept") == 0.0
 
     def _store(self, params: list[Tensor]) -> None:
         self.slope, self.intercept = (p.to(self.slope.device) for p in params)
