@@ -373,6 +373,10 @@ class TemperatureScaling(_LogitScaler):
         return [self.temperature]
 
 
+# The per-class scaler whose weight has each number of dimensions: its state loads into it.
+_KINDS = {1: "VectorScaling", 2: "MatrixScaling"}
+
+
 class _PerClassScaler(_LogitScaler):
     """Vector and matrix scaling: each class has its own bias and weights, so a class absent
     from the dev target gives them nothing to fit but "less of it"."""
@@ -380,6 +384,29 @@ class _PerClassScaler(_LogitScaler):
     bias_l2: float
     # Whether the weights on other classes' logits are free too (the whole row of W).
     whole_row_free = False
+
+    def _other_kind(self, name: str, incoming: Tensor) -> str:
+        kind = _KINDS.get(incoming.ndim) if name == "weight" else None
+        if kind is None:
+            return super()._other_kind(name, incoming)
+        return f"the state is a {kind}'s: load it into a {kind} ({kind}().load_state_dict(state))"
+
+    def check_state(self, state: dict[str, Tensor]) -> None:
+        """Also one number of classes ``C`` throughout: weight [C] (vector scaling) or
+        [C, C] (matrix scaling), bias [C], ``num_classes`` C (0 before the fit)."""
+        super().check_state(state)
+        weight, bias, classes = (state.get(k) for k in ("weight", "bias", "num_classes"))
+        if weight is None or bias is None:
+            return  # a missing key is torch's to name
+        c = bias.shape[0]
+        counted = c if classes is None else int(classes)
+        if tuple(weight.shape) != (c,) * weight.ndim or counted != c:
+            raise ValueError(
+                f"{type(self).__name__}: the state's weight has shape {list(weight.shape)}, "
+                f"its bias {list(bias.shape)} and its num_classes {counted}: they do not "
+                "describe one model of C classes (weight "
+                f"{'[C]' if weight.ndim == 1 else '[C, C]'}, bias [C], num_classes C)"
+            )
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
         self._check_absent_classes(z, y)
