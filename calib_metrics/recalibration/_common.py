@@ -164,15 +164,19 @@ def check_temperature_optimum(
 
 
 def flat_scores_warning(
-    owner: str, scores: str, temperature: str = "T", stacklevel: int = 4
+    owner: str,
+    scores: str,
+    temperature: str = "T",
+    stacklevel: int = 4,
+    how: str = "are all equal on each item's allowed choices (e.g. all 0, or 0 and -inf)",
 ) -> None:
-    """Warn that the ``scores`` do not depend on the temperature (all equal, e.g. all 0),
-    which is kept at 1: any value fits as well as any other, as with Platt scaling's slope
-    on equal scores."""
+    """Warn that the ``scores`` do not depend on the temperature (``how`` says why: all
+    equal on each item's allowed choices, those not masked with -inf), which is kept at 1:
+    any value fits as well as any other, as with Platt scaling's slope on equal scores."""
     warnings.warn(
-        f"{owner}: the {scores} it is fitted on are all equal on each item's allowed "
-        f"choices (e.g. all 0, or 0 and -inf), so they do not depend on {temperature} and "
-        f"cannot set it: kept {temperature} = 1; fit on held-out data whose scores vary",
+        f"{owner}: the {scores} it is fitted on {how}, so they do not depend on "
+        f"{temperature} and cannot set it: kept {temperature} = 1; fit on held-out data "
+        "whose scores vary",
         UserWarning,
         stacklevel=stacklevel,
     )
