@@ -240,6 +240,11 @@ def _tensor_as_numpy(value: Tensor, path: Path, what: str) -> np.ndarray:
 def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
     if isinstance(values, np.ndarray) and np.iscomplexobj(values):
         raise ValueError(f"{path}: column {column!r} holds complex numbers, not real ones")
+    if isinstance(values, np.ndarray) and values.dtype.kind in "mM":
+        # numpy reads them as counts of their unit: 0 and 1 seconds were probabilities.
+        raise ValueError(
+            f"{path}: column {column!r} holds dates or durations ({values.dtype}), not numbers"
+        )
     try:
         array = np.asarray(values, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):

@@ -181,3 +181,13 @@ def test_integer_probabilities_named_probs_are_read_as_a_csv_reads_them(tmp_path
     line = one_line_error(capsys, "evaluate", path)
     assert "column 'prediction' holds 2, not a probability in [0, 1]" in line
     assert "integers: class ids or hard predictions" in line
+
+
+@pytest.mark.parametrize("dtype", ["timedelta64[s]", "datetime64[D]"])
+def test_dates_and_durations_are_no_probabilities(tmp_path, capsys, dtype):
+    """numpy reads them as counts of their unit: durations of 0 and 1 seconds had been
+    read as probabilities 0 and 1, silently."""
+    path = tmp_path / "times.npz"
+    np.savez(path, probs=(Q > 0.5).numpy().astype(np.int64).astype(dtype), target=Y.numpy())
+    line = one_line_error(capsys, "evaluate", path)
+    assert f"{path}: column 'probs' holds dates or durations ({dtype}), not numbers" in line
