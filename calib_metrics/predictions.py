@@ -26,6 +26,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_not_meta
+
 PROB_NAMES = ("probs", "prob", "probability", "q", "p", "pred", "prediction", "score", "confidence")
 TARGET_NAMES = ("target", "label", "labels", "y", "gold", "truth", "outcome")
 GROUP_NAMES = (
@@ -81,7 +83,7 @@ def _pick(
     """The column of the ``what``: ``wanted``, or the one usual name present. ``taken``
     maps the columns put to other uses to those uses (``{"tag": "named by --label"}``):
     none of them is this one, and neither is a column in ``unusable`` (integer arrays
-    are no probabilities: an .npz's ``prediction`` beside its ``probs``). Several usual
+    beside a float one: an .npz's ``prediction`` beside its ``probs``). Several usual
     names are refused: a header ``p,label,q`` had read ``q``."""
     taken = taken or {}
     unusable = unusable or set()
@@ -163,9 +165,13 @@ def _columns_from_table(
     taken = dict(taken or {})
     if groups:
         taken.setdefault(groups, "named by --groups")
-    candidates = _usual_names(names, PROB_NAMES) if probs is None else []
-    integers = {n for n in candidates if _is_integer_array(table, n)}
-    probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken, integers)
+    candidates = [n for n in _usual_names(names, PROB_NAMES) if n not in taken]
+    integers = {n for n in candidates if probs is None and _is_integer_array(table, n)}
+    # Integers give way to a float candidate (an .npz's argmax "prediction" beside its
+    # "probs"), and to nothing else: a column of 0s and 1s named "probs" is read as a CSV's
+    # is (it had been "cannot tell which column holds the probabilities").
+    unusable = integers if len(integers) < len(candidates) else set()
+    probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken, unusable)
     target = _pick(
         names, target, TARGET_NAMES, "labels", path, {**taken, probs: "the probabilities"}
     )
@@ -193,26 +199,52 @@ def _is_integer_array(table: Any, name: str) -> bool:
 
 
 def _column(table: Any, name: str, path: Path) -> Any:
-    """One column's values as a list or numpy array; only the columns used are read, so
-    an odd extra key (a sparse or nested tensor) does not stop a file's valid ones."""
+    """One column's values as a list or numpy array of at least one dimension; only the
+    columns used are read, so an odd extra key (a sparse or nested tensor) does not stop a
+    file's valid ones."""
     try:
         value = table[name]  # a .npz member is read here
     except Exception as err:  # numpy and zipfile raise many types for a bad member
         raise ValueError(f"{path}: column {name!r} cannot be read ({err})") from None
+    what = f"column {name!r}"
     if isinstance(value, Tensor):
-        if value.layout != torch.strided or value.is_quantized or value.is_nested:
-            kind = "quantized" if value.is_quantized else str(value.layout).split(".")[-1]
-            kind = "nested" if value.is_nested else kind
+        value = _tensor_as_numpy(value, path, what)
+    elif not isinstance(value, (np.ndarray, list, tuple)):
+        if not isinstance(value, (bool, int, float, np.generic)):
+            # None, a string, a dict: numpy had made it a 0-dim array (or failed in len()).
             raise ValueError(
-                f"{path}: column {name!r} is a {kind} tensor: store a dense one (.to_dense())"
+                f"{path}: {what} holds a {type(value).__name__}, not an array of values: "
+                "store one value per row, a 1-D array [N]"
             )
-        return _to_numpy(value)
+        value = np.asarray(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        # A single value: len() of it had failed (TypeError, a traceback).
+        raise ValueError(
+            f"{path}: {what} has shape [] (a single value), not one value per row: store one "
+            "value per row, a 1-D array [N] (or [N, C] of class probabilities)"
+        )
     return value
+
+
+def _tensor_as_numpy(value: Tensor, path: Path, what: str) -> np.ndarray:
+    """A stored tensor as numpy, refused by name (``what``: ``"column 'probs'"``) where it
+    has no values to copy (meta) or no dense layout."""
+    check_not_meta(value, f"{path}: {what}")
+    if value.layout != torch.strided or value.is_quantized or value.is_nested:
+        kind = "quantized" if value.is_quantized else str(value.layout).split(".")[-1]
+        kind = "nested" if value.is_nested else kind
+        raise ValueError(f"{path}: {what} is a {kind} tensor: store a dense one (.to_dense())")
+    return _to_numpy(value)
 
 
 def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
     if isinstance(values, np.ndarray) and np.iscomplexobj(values):
         raise ValueError(f"{path}: column {column!r} holds complex numbers, not real ones")
+    if isinstance(values, np.ndarray) and values.dtype.kind in "mM":
+        # numpy reads them as counts of their unit: 0 and 1 seconds were probabilities.
+        raise ValueError(
+            f"{path}: column {column!r} holds dates or durations ({values.dtype}), not numbers"
+        )
     try:
         array = np.asarray(values, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):
@@ -329,6 +361,8 @@ def _check_probs(q: Tensor, per_row: int, path: Path, column: Column, lines, kee
         if percent
         else "pass probabilities, not logits: apply sigmoid/softmax first"
     )
+    if getattr(getattr(column[1], "dtype", None), "kind", "") in ("i", "u"):
+        hint = "integers: class ids or hard predictions? give the model's probabilities"
     problem = "is missing (NaN)"
     if not math.isnan(value):
         row, item = divmod(i, per_row)
@@ -639,6 +673,12 @@ def _to_numpy(value: Any) -> Any:
 
 def _named_columns(obj: Any, path: Path) -> dict[str, Any] | None:
     """A table, a dict or .npz of arrays, or a structured array as named columns; else None."""
+    return _table_or_array(obj, path)[0]
+
+
+def _table_or_array(obj: Any, path: Path) -> tuple[dict[str, Any] | None, np.ndarray | None]:
+    """A file's contents as named columns (a table, a dict or .npz of arrays, a structured
+    array's fields), or else as the one unnamed array it stores."""
     if isinstance(obj, dict) or hasattr(obj, "files"):
         keys = list(obj.files if hasattr(obj, "files") else obj)
         if not all(isinstance(k, str) for k in keys):
@@ -646,20 +686,50 @@ def _named_columns(obj: Any, path: Path) -> dict[str, Any] | None:
                 f"{path}: expected arrays named by strings (probs, target), got keys "
                 f"{', '.join(repr(k) for k in keys[:5])}"
             )
-        return obj
-    array = _to_numpy(obj) if isinstance(obj, Tensor) else np.asarray(obj)
+        return obj, None
+    array = _stored_array(obj, path)
     if array.dtype.names:
-        return {n: array[n] for n in array.dtype.names}
-    return None
+        return {n: array[n] for n in array.dtype.names}, None
+    return None, array
+
+
+def _stored_array(obj: Any, path: Path) -> np.ndarray:
+    """The one unnamed array of an array file (an .npy's, or a .pt file's tensor or list
+    of rows), refused by name where it is no array of values."""
+    if isinstance(obj, Tensor):
+        return _tensor_as_numpy(obj, path, "the stored tensor")
+    if isinstance(obj, np.ndarray):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        kind = type(obj).__name__
+        if any(isinstance(v, (Tensor, np.ndarray)) for v in obj):
+            # [probs, target] had been read as rows: of two items, (probs[0], probs[1]) was
+            # a probability and a label, silently.
+            raise ValueError(
+                f"{path}: holds a {kind} of {len(obj)} arrays where named ones are needed: "
+                "store a dict of them, torch.save({'probs': ..., 'target': ...}), or one "
+                "[N, 2] tensor of (probability, label) rows"
+            )
+        try:
+            return np.asarray(obj)
+        except ValueError:  # numpy's "inhomogeneous shape" had named no file
+            raise ValueError(
+                f"{path}: a {kind} of rows of unequal lengths, not an [N, 2] array of "
+                "(probability, label) rows"
+            ) from None
+    raise ValueError(
+        f"{path}: expected named arrays or one [N, 2] array (probability, label), got a "
+        f"{type(obj).__name__}"
+    )
 
 
 def _from_arrays(
     obj: Any, path: Path, wanted: Wanted, taken: Mapping[str, str] | None = None
 ) -> tuple[Any, ...]:
-    table = _named_columns(obj, path)
+    table, array = _table_or_array(obj, path)
     if table is not None:
         return _columns_from_table(table, path, wanted, taken)
-    array = _to_numpy(obj) if isinstance(obj, Tensor) else np.asarray(obj)
+    assert array is not None
     if array.ndim == 2 and array.shape[1] == 2:
         if wanted[2] is not None:
             raise ValueError(

@@ -339,3 +339,21 @@ def test_temperature_on_probabilities_all_one_half_keeps_t_at_one(tmp_path, file
                  "--samples", "20", "--out", str(tmp_path / "o.csv")])  # fmt: skip
     assert code == 0
     assert "do not depend on T" in capsys.readouterr().err
+
+
+def test_a_temperature_kept_at_one_is_no_improvement(tmp_path, files, capsys):
+    """The identity (T = 1 kept on dev probabilities all 0.5) had been reported as
+    "before - after +0.0000 [+0.0000, +0.0000] paired, p < 0.01": the map was one ulp off
+    the test probabilities. It is the identity, and compare's p of a file with itself."""
+    (_, _, _), (test, _, _) = files
+    dev = tmp_path / "equal.csv"
+    dev.write_text("probs,target\n0.5,0\n0.5,1\n0.5,1\n0.5,0\n0.5,1\n")
+    out = tmp_path / "o.csv"
+    code = main(["recalibrate", str(dev), str(test), "--method", "temperature",
+                 "--samples", "200", "--out", str(out), "--json"])  # fmt: skip
+    assert code == 0
+    d = json.loads(capsys.readouterr().out)["difference"]
+    assert d["difference"] == 0.0 and d["p_value"] == 1.0
+    assert d["lower"] == 0.0 and d["upper"] == 0.0
+    with open(out) as f:
+        assert all(row["probs"] == row["original"] for row in csv.DictReader(f))

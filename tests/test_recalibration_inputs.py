@@ -254,3 +254,144 @@ def test_score_modules_still_take_any_real_scores_and_uniform_bins_only_probabil
     loaded.load_state_dict(fitted.state_dict())
     torch.testing.assert_close(loaded(q), fitted(q))
     assert loaded(torch.tensor([3.0])).shape == (1,)
+
+
+def test_a_temperature_kept_at_one_maps_probabilities_to_themselves_bit_for_bit() -> None:
+    """Dev probabilities all 0.5 keep T = 1 (docs/recalibration.md), yet the map went
+    through sigmoid(logit(q)), one ulp off on a third of the test items: recalibrate
+    printed "+0.0000 [+0.0000, +0.0000] paired, p < 0.01" for the identity. compare of q
+    with itself gives p = 1, and so must the identity."""
+    from calib_metrics.recalibration import PlattScaling, compare_before_after
+
+    g = torch.Generator().manual_seed(0)
+    test = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(test, generator=g)
+    with pytest.warns(UserWarning, match="kept T = 1"):
+        identity = fit_binary("temperature", torch.full((40,), 0.5, dtype=torch.float64),
+                              torch.arange(40) % 2)  # fmt: skip
+    after = identity(test)
+    assert torch.equal(after, test) and after.data_ptr() != test.data_ptr()  # a copy
+
+    def compared(after: torch.Tensor) -> dict:
+        draws = torch.Generator().manual_seed(1)
+        return compare_before_after(test, after, y, n_samples=200, generator=draws)
+
+    assert compared(after) == compared(test)
+    assert compared(after)["p_value"] == 1.0 and compared(after)["difference"] == 0.0
+    # Multiclass probabilities in float32, at T = 1 (rows all equal on dev).
+    rows = torch.softmax(torch.randn(50, 3, generator=g), -1)
+    with pytest.warns(UserWarning, match="kept T = 1"):
+        kept = TemperatureScaling(inputs="probs").fit(torch.full((12, 3), 1 / 3),
+                                                      torch.arange(12) % 3)  # fmt: skip
+    assert torch.equal(kept(rows), rows)
+    # Platt at slope 1 and intercept 0 is the identity too; any other value is not.
+    platt = PlattScaling(inputs="probs").fit(test, y)
+    platt.slope = torch.tensor(1.0, dtype=torch.float64)
+    platt.intercept = torch.tensor(0.0, dtype=torch.float64)
+    assert torch.equal(platt(test), test)
+    platt.intercept = torch.tensor(1e-300, dtype=torch.float64)  # through logit and sigmoid
+    assert not torch.equal(platt(test), test)
+    # Still the checks of a call: a logit passed by mistake is refused.
+    with pytest.raises(ValueError, match=r"probs must lie in \[0, 1\]"):
+        identity(torch.tensor([1.5]))
+    with pytest.raises(ValueError, match="logits must end in C = 3 classes"):
+        kept(torch.full((2, 4), 0.25))
+
+
+def _fitted_recalibrators() -> dict[str, torch.nn.Module]:
+    """One fitted module of every recalibrator (and of each scaler's input kinds)."""
+    import warnings
+
+    from calib_metrics.models.coref import sample_antecedents
+    from calib_metrics.models.linear_chain import sample
+    from calib_metrics.recalibration import (
+        ChainTemperature,
+        CorefTemperature,
+        HistogramBinning,
+        IsotonicCalibration,
+        PlattScaling,
+        ScalingBinning,
+    )
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(200, 3, generator=g, dtype=torch.float64)
+    target = torch.multinomial(logits.softmax(-1), 1, generator=g)[:, 0]
+    s = torch.randn(200, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(torch.sigmoid(s), generator=g)
+    em, tr, z = torch.randn(50, 5, 3, generator=g), torch.randn(3, 3, generator=g), torch.zeros(3)
+    tags = sample(em, tr, z, z, n_samples=1, generator=g)[0]
+    scores = torch.randn(20, 6, 6, generator=g)
+    gold = torch.nn.functional.one_hot(sample_antecedents(scores, 1, generator=g)[0], 6).bool()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # few pairs a bin
+        return {
+            "TemperatureScaling": TemperatureScaling().fit(logits, target),
+            "TemperatureScaling binary": TemperatureScaling().fit(s, y),
+            "VectorScaling": VectorScaling().fit(logits, target),
+            "MatrixScaling": MatrixScaling().fit(logits, target),
+            "PlattScaling": PlattScaling().fit(s, y),
+            "HistogramBinning": HistogramBinning().fit(s, y),
+            "IsotonicCalibration": IsotonicCalibration().fit(s, y),
+            "ScalingBinning": ScalingBinning().fit(s, y),
+            "ChainTemperature": ChainTemperature().fit(em, tr, z, z, tags),
+            "CorefTemperature": CorefTemperature().fit(scores, gold),
+            **{f"fit_binary {m}": fit_binary(m, torch.sigmoid(s), y) for m in BINARY_METHODS},
+        }
+
+
+def test_a_vector_scaling_state_is_refused_by_matrix_scaling_and_back() -> None:
+    """Their states hold the same keys: MatrixScaling().load_state_dict(VectorScaling's)
+    matched them all, then mapped 3 items to shape [3] and 2 to a RuntimeError; a
+    VectorScaling loaded a MatrixScaling's weight [C, C] and broadcast it over C items."""
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(200, 3, generator=g, dtype=torch.float64)
+    target = torch.multinomial(logits.softmax(-1), 1, generator=g)[:, 0]
+    vector = VectorScaling().fit(logits, target)
+    matrix = MatrixScaling().fit(logits, target)
+    for module, state, kind in [
+        (MatrixScaling(), vector.state_dict(), "VectorScaling"),
+        (VectorScaling(), matrix.state_dict(), "MatrixScaling"),
+        (MatrixScaling(), VectorScaling().state_dict(), "VectorScaling"),  # unfitted too
+    ]:
+        with pytest.raises(ValueError, match=f"the state is a {kind}'s: load it into a {kind}"):
+            module.load_state_dict(state)
+        with pytest.raises(ValueError, match=f"load it into a {kind}"):
+            module.load_state_dict(state, strict=False)
+        assert not module.host_value("fitted") and module.weight.numel() == 0  # unchanged
+    for module, fitted in ((VectorScaling(), vector), (MatrixScaling(), matrix)):
+        module.load_state_dict(fitted.state_dict())
+        assert torch.equal(module(logits[:2]), fitted(logits[:2]))
+    # One number of classes throughout.
+    state = vector.state_dict()
+    state["bias"] = torch.zeros(4, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"weight has shape \[3\], its bias \[4\]"):
+        VectorScaling().load_state_dict(state)
+    state = matrix.state_dict()
+    state["num_classes"] = torch.tensor(2)
+    with pytest.raises(ValueError, match="num_classes 2: they do not describe one model"):
+        MatrixScaling().load_state_dict(state)
+
+
+def test_no_recalibrator_loads_another_kinds_state() -> None:
+    """Every pair of recalibrators: another kind's state is refused (a ValueError, or
+    torch's RuntimeError naming the keys), never loaded to be read otherwise; and a
+    settings message never tells a module to take a setting it has not (a VectorScaling
+    had been told "build it with inputs='probs'" for a TemperatureScaling state)."""
+    import inspect
+
+    fitted = _fitted_recalibrators()
+    kinds = {type(module) for module in fitted.values()}
+    for name, module in fitted.items():
+        for kind in kinds - {type(module)}:
+            with pytest.raises((ValueError, RuntimeError)) as refused:
+                kind().load_state_dict(module.state_dict())
+            if "inputs" not in inspect.signature(kind).parameters:
+                assert "inputs=" not in str(refused.value), (name, kind)
+        # fit_binary builds its modules with inputs="probs"; they load into one alike.
+        options = {"inputs": "probs"} if name.startswith("fit_binary") else {}
+        type(module)(**options).load_state_dict(module.state_dict())
+    # A buffer of the kind's own keys but of another shape (a corrupt state) is named.
+    state = fitted["TemperatureScaling"].state_dict()
+    state["temperature"] = torch.ones(2, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"temperature has shape \[2\], where this module keeps"):
+        TemperatureScaling().load_state_dict(state)

@@ -376,3 +376,49 @@ def test_coref_fit_refuses_the_masks_its_marginals_refuse():
         CorefTemperature().fit(scores, 2 * gold.long())
     as_integers = CorefTemperature().fit(scores, gold.long(), torch.ones(6, 5, dtype=torch.long))
     assert as_integers.temperature.item() == fitted.temperature.item()
+
+
+def test_chain_fit_checks_the_mask_before_the_tags_it_masks():
+    """An all-False mask had been refused as "tags hold a single tag" (no tag is read
+    through it), where a mask with only its first column False names the mask."""
+    g = torch.Generator().manual_seed(0)
+    em, tr, z = torch.randn(50, 5, 3, generator=g), torch.randn(3, 3, generator=g), torch.zeros(3)
+    tags = linear_chain.sample(em, tr, z, z, n_samples=1, generator=g)[0]
+    first_missing = torch.ones(50, 5, dtype=torch.bool)
+    first_missing[:, 0] = False
+    for mask in (torch.zeros(50, 5, dtype=torch.bool), first_missing):
+        for fit in (ChainTemperature(), ChainTemperature(objective="calib_err")):
+            with pytest.raises(ValueError, match=r"mask\[:, 0\] must be all True"):
+                fit.fit(em, tr, z, z, tags, mask)
+    right_aligned = torch.ones(50, 5, dtype=torch.bool)
+    right_aligned[:, 1] = False
+    with pytest.raises(ValueError, match="mask must be left-aligned"):
+        ChainTemperature().fit(em, tr, z, z, tags, right_aligned)
+    # A mask of 2s had been read as True by fit and nll (marginals refused it).
+    twos = torch.full((50, 5), 2)
+    fitted = ChainTemperature().fit(em, tr, z, z, tags)
+    for call in (lambda: ChainTemperature().fit(em, tr, z, z, tags, twos),
+                 lambda: fitted.nll(em, tr, z, z, tags, twos)):  # fmt: skip
+        with pytest.raises(ValueError, match="mask must be bool or integer 0/1: it holds other"):
+            call()
+
+
+def test_coref_fit_checks_the_mask_before_the_gold_it_masks():
+    """An all-False mask had been refused as "gold marks no antecedent option"."""
+    scores, gold = _coref(b=6, n=5)
+    for mask in (torch.zeros(6, 5, dtype=torch.bool), torch.zeros(6, 5, dtype=torch.long)):
+        with pytest.raises(ValueError, match="mask marks no real mention"):
+            CorefTemperature().fit(scores, gold, mask)
+    with pytest.raises(ValueError, match="gold marks no antecedent option"):
+        CorefTemperature().fit(scores, torch.zeros_like(gold))
+
+
+def test_scale_of_an_unfitted_structured_recalibrator_is_refused():
+    """.scale applied T = 1 silently where .marginals, .sample, .nll and .log_probs said
+    "not fitted"."""
+    parts, _, _ = _chain()
+    with pytest.raises(ValueError, match="ChainTemperature is not fitted: call fit"):
+        ChainTemperature().scale(*parts)
+    scores, _ = _coref()
+    with pytest.raises(ValueError, match="CorefTemperature is not fitted: call fit"):
+        CorefTemperature().scale(scores)

@@ -164,15 +164,19 @@ def check_temperature_optimum(
 
 
 def flat_scores_warning(
-    owner: str, scores: str, temperature: str = "T", stacklevel: int = 4
+    owner: str,
+    scores: str,
+    temperature: str = "T",
+    stacklevel: int = 4,
+    how: str = "are all equal on each item's allowed choices (e.g. all 0, or 0 and -inf)",
 ) -> None:
-    """Warn that the ``scores`` do not depend on the temperature (all equal, e.g. all 0),
-    which is kept at 1: any value fits as well as any other, as with Platt scaling's slope
-    on equal scores."""
+    """Warn that the ``scores`` do not depend on the temperature (``how`` says why: all
+    equal on each item's allowed choices, those not masked with -inf), which is kept at 1:
+    any value fits as well as any other, as with Platt scaling's slope on equal scores."""
     warnings.warn(
-        f"{owner}: the {scores} it is fitted on are all equal on each item's allowed "
-        f"choices (e.g. all 0, or 0 and -inf), so they do not depend on {temperature} and "
-        f"cannot set it: kept {temperature} = 1; fit on held-out data whose scores vary",
+        f"{owner}: the {scores} it is fitted on {how}, so they do not depend on "
+        f"{temperature} and cannot set it: kept {temperature} = 1; fit on held-out data "
+        "whose scores vary",
         UserWarning,
         stacklevel=stacklevel,
     )
@@ -294,7 +298,11 @@ class SettingsInState:
     ) -> None:
         key = prefix + "_extra_state"
         saved = state_dict.get(key)
-        if isinstance(saved, dict):
+        # Another kind's state (a TemperatureScaling's in a PlattScaling) lacks this
+        # module's buffers and fails on its keys, as any module's does: "build it with
+        # inputs='probs'" had been said to a VectorScaling, which has no such setting.
+        ours = all(prefix + name in state_dict for name in self._buffers)  # type: ignore[attr-defined]
+        if isinstance(saved, dict) and ours:
             for name in self.settings:
                 if name in saved and saved[name] != getattr(self, name):
                     raise ValueError(
@@ -308,6 +316,19 @@ class SettingsInState:
         )
         if key not in state_dict and key in missing_keys:  # saved before settings were
             missing_keys.remove(key)
+
+
+def _dimensions(ndim: int) -> str:
+    """A buffer's number of dimensions in words.
+
+    Example:
+        >>> [_dimensions(n) for n in (0, 1, 2)]
+        ['a single value (shape [])', 'a vector (1 dimension)', 'a matrix (2 dimensions)']
+    """
+    if ndim == 0:
+        return "a single value (shape [])"
+    kind = {1: "a vector", 2: "a matrix"}.get(ndim, "an array")
+    return f"{kind} ({ndim} dimension{'s' if ndim != 1 else ''})"
 
 
 class FittedModule(nn.Module):
@@ -353,6 +374,12 @@ class FittedModule(nn.Module):
         return super()._apply(device_only, recurse)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
+        loaded = {
+            name: state_dict[prefix + name]
+            for name, buffer in self._buffers.items()
+            if buffer is not None and isinstance(state_dict.get(prefix + name), Tensor)
+        }
+        self.check_state(loaded)  # before any buffer changes
         for name in list(self._buffers):
             key = prefix + name
             if key in state_dict and self._buffers[name] is not None:
@@ -360,6 +387,26 @@ class FittedModule(nn.Module):
                 self._buffers[name] = torch.empty_like(incoming, device=self._buffers[name].device)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
         self.__dict__.get("_host_values", {}).clear()  # loaded in place: read again
+
+    def check_state(self, state: dict[str, Tensor]) -> None:
+        """Refuse, before a load changes anything, a state whose buffers (``state``: this
+        module's, by name) this module would read otherwise: one of another number of
+        dimensions than this kind keeps (every fit keeps it). A ``VectorScaling`` state in
+        a ``MatrixScaling`` had matched every key, and its weight [C] was read as a matrix:
+        outputs of shape [3] for 3 items, a RuntimeError for 2."""
+        for name, incoming in state.items():
+            ndim = self._buffers[name].ndim  # type: ignore[union-attr]
+            if incoming.ndim != ndim:
+                raise ValueError(
+                    f"{type(self).__name__}: the state's {name} has shape "
+                    f"{list(incoming.shape)}, where this module keeps {_dimensions(ndim)}: "
+                    f"{self._other_kind(name, incoming)}"
+                )
+
+    def _other_kind(self, name: str, incoming: Tensor) -> str:
+        """How to load a state whose ``name`` buffer is ``incoming``, which this kind's is
+        not: the module to build, where its shape says."""
+        return f"the state is not a {type(self).__name__}'s; load it into the module that saved it"
 
     def check_fitted(self) -> None:
         if not self.host_value("fitted"):

@@ -88,9 +88,11 @@ def _check_penalty(name: str, value: object) -> float:
     return float(value)
 
 
-def check_logits(logits: object, *, fitting: bool = True) -> Tensor:
+def check_logits(logits: object, *, fitting: bool = True, masks: bool = False) -> Tensor:
     """Floating and finite; when ``fitting``, at least 1-D and non-empty (a fitted binary
-    module maps scores of any shape, a 0-dim one or an empty batch included)."""
+    module maps scores of any shape, a 0-dim one or an empty batch included). With
+    ``masks`` (multiclass logits ``[..., C]`` of a temperature), ``-inf`` entries are
+    masked classes, and a row needs one class that is not masked."""
     logits = check_tensor(logits, "logits")
     if not logits.is_floating_point():
         raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
@@ -98,8 +100,38 @@ def check_logits(logits: object, *, fitting: bool = True) -> Tensor:
         if logits.ndim == 0:
             raise ValueError("logits must have at least one dimension, got a 0-dim tensor")
         check_nonempty(logits, "logits")
-    check_finite(logits, "logits")
+    if masks and logits.ndim >= 1:
+        _check_class_masks(logits)
+    elif not bool(torch.isfinite(logits).all()):
+        only_masks = not bool((torch.isnan(logits) | torch.isposinf(logits)).any())
+        raise ValueError(
+            "logits contains NaN or infinite values"
+            + (" (-inf class masks are taken by TemperatureScaling of multiclass logits "
+               "[..., C] only)" if only_masks else "")
+        )  # fmt: skip
     return logits
+
+
+def _check_class_masks(logits: Tensor) -> None:
+    """No NaN or +inf; -inf (a masked class) is fine, but not in every class of a row,
+    which leaves no class to predict (one host read)."""
+    bad, empty = torch.stack(
+        [(torch.isnan(logits) | torch.isposinf(logits)).any(), _all_masked(logits).any()]
+    ).tolist()
+    if bad:
+        raise ValueError("logits contains NaN or +inf (-inf, a masked class, is fine)")
+    if empty:
+        row = _all_masked(logits).nonzero()[0].tolist()
+        raise ValueError(
+            f"logits{row} is -inf in every class: a row needs one class that is not masked"
+        )
+
+
+def _all_masked(logits: Tensor) -> Tensor:
+    """Which rows are -inf in every class (none of a row of no classes, refused later)."""
+    if logits.shape[-1] == 0:
+        return torch.zeros(logits.shape[:-1], dtype=torch.bool, device=logits.device)
+    return (logits == -math.inf).all(-1)
 
 
 def _margins(out: Tensor, y: Tensor, binary: bool) -> Tensor:
@@ -115,6 +147,8 @@ class _LogitScaler(SettingsInState, FittedModule):
     """Common fit/forward of the scalers: subclasses say how logits are transformed."""
 
     binary_ok = False
+    # Whether multiclass logits may mask classes with -inf (kept -inf by the map).
+    class_masks = False
     settings = ("inputs",)
 
     def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
@@ -168,8 +202,13 @@ class _LogitScaler(SettingsInState, FittedModule):
         probs = check_probs(logits)
         return logit(probs) if binary else probs.to(torch.float64).clamp_min(1e-12).log()
 
+    def _masks(self, binary: bool) -> bool:
+        """Whether these logits may hold -inf class masks."""
+        return self.class_masks and not binary and self.inputs == "logits"
+
     def fit(self, logits: Tensor, target: Tensor) -> _LogitScaler:
-        binary = check_logits(logits).ndim == 1
+        binary = check_tensor(logits, "logits").ndim == 1
+        check_logits(logits, masks=self._masks(binary))
         logits = self._prepare_input(logits, binary)
         if binary and not self.binary_ok:
             raise ValueError(
@@ -246,23 +285,40 @@ class _LogitScaler(SettingsInState, FittedModule):
         return [p.detach() for p in self._constrain(free)]
 
     def forward(self, logits: Tensor) -> Tensor:
-        """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores."""
+        """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores.
+
+        Probabilities (``inputs="probs"``) at the identity (:meth:`_is_identity`: ``T = 1``
+        exactly, or Platt's slope 1 and intercept 0) are returned as they are, copied: the
+        round trip through ``logit`` and ``sigmoid`` (or ``log`` and ``softmax``) moved a
+        third of them by an ulp, and a map kept at ``T = 1`` read as a significant change.
+        """
         self.check_fitted()
         c = int(self.host_value("num_classes"))
+        if self.inputs == "probs" and self._is_identity():
+            return check_probs(self._checked_input(logits, c)).clone()
         z = self._calibrated(logits, c)
         probs = torch.sigmoid(z) if c == 1 else torch.softmax(z, -1)
         return probs.to(logits.dtype)
+
+    def _is_identity(self) -> bool:
+        """Whether the fitted map leaves every input as it is (read on the host once)."""
+        return False
 
     def calibrated_logits(self, logits: Tensor) -> Tensor:
         """The recalibrated logits (float64), before the softmax or sigmoid."""
         self.check_fitted()
         return self._calibrated(logits, int(self.host_value("num_classes")))
 
-    def _calibrated(self, logits: Tensor, c: int) -> Tensor:
-        """:meth:`calibrated_logits` of a fitted model of ``c`` classes (1: binary)."""
-        logits = self._prepare_input(check_logits(logits, fitting=False), binary=c == 1)
+    def _checked_input(self, logits: object, c: int) -> Tensor:
+        """``logits`` of a call of a fitted model of ``c`` classes (1: binary), checked."""
+        logits = check_logits(logits, fitting=False, masks=self._masks(c == 1))
         if c > 1 and (logits.ndim == 0 or logits.shape[-1] != c):
             raise ValueError(f"logits must end in C = {c} classes, got shape {tuple(logits.shape)}")
+        return logits
+
+    def _calibrated(self, logits: Tensor, c: int) -> Tensor:
+        """:meth:`calibrated_logits` of a fitted model of ``c`` classes (1: binary)."""
+        logits = self._prepare_input(self._checked_input(logits, c), binary=c == 1)
         params = [p.to(logits.device) for p in self._stored()]
         return self._transform(logits.to(torch.float64), params)
 
@@ -295,6 +351,7 @@ class TemperatureScaling(_LogitScaler):
     """
 
     binary_ok = True
+    class_masks = True
 
     def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
         super().__init__(max_iter, inputs)
@@ -314,19 +371,32 @@ class TemperatureScaling(_LogitScaler):
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
         """L-BFGS, unless the scores do not depend on ``T`` (binary: all 0; multiclass:
-        each row's logits all equal): then ``T = 1``, with a warning."""
-        self.flat_ = constant_rows(z) if z.ndim == 2 else not bool(z.any())
+        each row's logits all equal on its classes that are not masked): then ``T = 1``,
+        with a warning.
+
+        A masked class (``-inf``, or any logit at or below :data:`MASK_FLOOR`, where ``z``
+        holds it) is left out of the start and of the flatness test, as it is of the
+        softmax at every ``T``; a masked target class is refused."""
+        allowed = z > MASK_FLOOR if z.ndim == 2 else None
+        if allowed is not None:
+            _check_target_allowed(z, y, allowed)
+        self.flat_ = constant_rows(z, allowed) if z.ndim == 2 else not bool(z.any())
         if not self.flat_:
             # Fitted in units of the scores' top gap (:func:`typical_gap`), so that it
             # starts where ``z / T`` is O(1); binary scores are class 1's logit against a
             # class 0 fixed at 0.
-            size = typical_gap(torch.stack([torch.zeros_like(z), z], -1) if z.ndim == 1 else z)
+            rows = torch.stack([torch.zeros_like(z), z], -1) if z.ndim == 1 else z
+            size = typical_gap(rows if allowed is None else rows.masked_fill(~allowed, -math.inf))
             (temperature,) = super()._fit_params(z / size, y, num_classes)
             return [temperature * size]
         fitted = [torch.ones((), dtype=torch.float64, device=z.device)]
         with torch.no_grad():
             self.nll_ = float(self._nll(z, y, fitted))
-        flat_scores_warning(type(self).__name__, f"{z.shape[0]} scores", stacklevel=5)
+        if z.ndim == 1:
+            flat_scores_warning(type(self).__name__, f"{z.shape[0]} scores", how=_ALL_ZERO,
+                                stacklevel=5)  # fmt: skip
+        else:
+            flat_scores_warning(type(self).__name__, f"logits of {z.shape[0]} items", stacklevel=5)
         return fitted
 
     def _check_optimum(self, z: Tensor, y: Tensor, fitted: list[Tensor]) -> None:
@@ -338,19 +408,51 @@ class TemperatureScaling(_LogitScaler):
         with torch.no_grad():
             if z.ndim == 1:
                 slope = (z * (0.5 - y)).mean()
+                uniform = self._nll(z, y, [torch.full_like(fitted[0], math.inf)])
+                scale = z.abs().max()
             else:
-                slope = (z.mean(1) - z.gather(1, y.unsqueeze(1)).squeeze(1)).mean()
-            uniform = self._nll(z, y, [torch.full_like(fitted[0], math.inf)])
+                # Over each row's classes that are not masked: at T = ∞ a masked class
+                # stays masked, and the others are uniform.
+                allowed = z > MASK_FLOOR
+                kept = torch.where(allowed, z, 0.0)
+                count = allowed.sum(1)
+                own = z.gather(1, y.unsqueeze(1)).squeeze(1)
+                slope = (kept.sum(1) / count - own).mean()
+                uniform = count.to(z.dtype).log().mean()
+                scale = kept.abs().max()
             slope, scale, nll, uniform = torch.stack(
-                [slope, z.abs().max(), self._nll(z, y, fitted), uniform]
+                [slope, scale, self._nll(z, y, fitted), uniform]
             ).tolist()
         check_temperature_optimum(slope, scale, nll, uniform, self._describe(fitted), "scores")
+
+    def _is_identity(self) -> bool:
+        return self.host_value("temperature") == 1.0
 
     def _store(self, params: list[Tensor]) -> None:
         self.temperature = params[0].to(self.temperature.device)
 
     def _stored(self) -> list[Tensor]:
         return [self.temperature]
+
+
+# The per-class scaler whose weight has each number of dimensions: its state loads into it.
+_KINDS = {1: "VectorScaling", 2: "MatrixScaling"}
+
+
+def _check_target_allowed(z: Tensor, y: Tensor, allowed: Tensor) -> None:
+    """Refuse an item whose target class is masked (-inf): no temperature gives it any
+    probability (one host read)."""
+    masked = ~allowed.gather(1, y.unsqueeze(1)).squeeze(1)
+    if bool(masked.any()):
+        i = int(masked.nonzero()[0, 0])
+        raise ValueError(
+            f"logits[{i}] masks its target class {int(y[i])} (-inf): no temperature gives it "
+            "any probability; unmask the target class or leave the item out"
+        )
+
+
+# How binary scores that do not depend on T are (flat_scores_warning).
+_ALL_ZERO = "are all 0 (probabilities all 0.5)"
 
 
 class _PerClassScaler(_LogitScaler):
@@ -360,6 +462,29 @@ class _PerClassScaler(_LogitScaler):
     bias_l2: float
     # Whether the weights on other classes' logits are free too (the whole row of W).
     whole_row_free = False
+
+    def _other_kind(self, name: str, incoming: Tensor) -> str:
+        kind = _KINDS.get(incoming.ndim) if name == "weight" else None
+        if kind is None:
+            return super()._other_kind(name, incoming)
+        return f"the state is a {kind}'s: load it into a {kind} ({kind}().load_state_dict(state))"
+
+    def check_state(self, state: dict[str, Tensor]) -> None:
+        """Also one number of classes ``C`` throughout: weight [C] (vector scaling) or
+        [C, C] (matrix scaling), bias [C], ``num_classes`` C (0 before the fit)."""
+        super().check_state(state)
+        weight, bias, classes = (state.get(k) for k in ("weight", "bias", "num_classes"))
+        if weight is None or bias is None:
+            return  # a missing key is torch's to name
+        c = bias.shape[0]
+        counted = c if classes is None else int(classes)
+        if tuple(weight.shape) != (c,) * weight.ndim or counted != c:
+            raise ValueError(
+                f"{type(self).__name__}: the state's weight has shape {list(weight.shape)}, "
+                f"its bias {list(bias.shape)} and its num_classes {counted}: they do not "
+                "describe one model of C classes (weight "
+                f"{'[C]' if weight.ndim == 1 else '[C, C]'}, bias [C], num_classes C)"
+            )
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
         self._check_absent_classes(z, y)
@@ -607,6 +732,9 @@ class PlattScaling(_LogitScaler):
 
     def _describe(self, params: list[Tensor]) -> str:
         return f"slope {float(params[0]):.3g}"
+
+    def _is_identity(self) -> bool:
+        return self.host_value("slope") == 1.0 and self.host_value("intercept") == 0.0
 
     def _store(self, params: list[Tensor]) -> None:
         self.slope, self.intercept = (p.to(self.slope.device) for p in params)

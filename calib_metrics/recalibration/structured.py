@@ -56,9 +56,12 @@ __all__ = ["ChainTemperature", "CorefTemperature"]
 _OBJECTIVES = ("likelihood", "calib_err")
 
 
-def _check_potentials(emissions, transitions, start, end, mask) -> Tensor:
+def _check_potentials(emissions, transitions, start, end, mask, layout: bool = False) -> Tensor:
     """Check what linear_chain does not (type, emptiness, NaN, +inf; -inf forbids a
-    choice, as in linear_chain); return the bool mask."""
+    choice, as in linear_chain); return the bool mask. With ``layout``, also the mask's
+    values and layout as linear_chain checks them (0/1, every sentence's first token,
+    left-aligned), for the callers that read it as bool themselves (fit, nll): before
+    the tags are read through it (an all-False mask had been "tags hold a single tag")."""
     potentials = (("emissions", emissions), ("transitions", transitions), ("start", start),
                   ("end", end))  # fmt: skip
     for name, x in potentials:
@@ -78,6 +81,8 @@ def _check_potentials(emissions, transitions, start, end, mask) -> Tensor:
             f"mask must be [B, T] = {tuple(emissions.shape[:2])}, got {tuple(mask.shape)}"
         )
     linear_chain.check_mask_dtype(mask)
+    if layout:
+        linear_chain.check_mask_flags(*linear_chain.mask_flags(mask).tolist())
     mask = mask.to(device=emissions.device, dtype=torch.bool)
     # Padded emissions are never read (linear_chain checks them inside the mask only).
     for name, x in (("emissions", emissions[mask]), *potentials[1:]):
@@ -205,6 +210,7 @@ class ChainTemperature(FittedModule):
         self, emissions: Tensor, transitions: Tensor, start: Tensor, end: Tensor
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The recalibrated potentials ``(emissions, transitions, start, end)``."""
+        self.check_fitted()  # T = 1 had been applied silently
         t_em = self.temperature.to(emissions.device, emissions.dtype)
         t_tr = self.transition_temperature.to(emissions.device, emissions.dtype)
         return emissions / t_em, transitions / t_tr, start / t_tr, end / t_tr
@@ -246,7 +252,7 @@ class ChainTemperature(FittedModule):
     def nll(self, emissions, transitions, start, end, tags, mask=None) -> float:
         """Mean per-token negative log-likelihood of ``tags`` under the recalibrated chain."""
         self.check_fitted()
-        mask = _check_potentials(emissions, transitions, start, end, mask)
+        mask = _check_potentials(emissions, transitions, start, end, mask, layout=True)
         tags = _check_tags(tags, mask, emissions.shape[-1])
         parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
         t_em = self.temperature.to(emissions.device)
@@ -290,7 +296,7 @@ class ChainTemperature(FittedModule):
         mask: Tensor | None = None,
     ) -> ChainTemperature:
         """Fit on dev potentials ``[B, T, K]``, ``[K, K]``, ``[K]``, ``[K]`` and gold ``tags``."""
-        mask = _check_potentials(emissions, transitions, start, end, mask)
+        mask = _check_potentials(emissions, transitions, start, end, mask, layout=True)
         tags = _check_tags(tags, mask, emissions.shape[-1])
         _check_two_tags(tags, mask)
         with fitting_mode():
@@ -457,6 +463,7 @@ class CorefTemperature(FittedModule):
 
     def scale(self, scores: Tensor) -> Tensor:
         """The recalibrated scores ``scores / T + b * I``."""
+        self.check_fitted()  # T = 1 had been applied silently
         return _scaled(scores, self.temperature.to(scores.device), self.offset.to(scores.device))
 
     def log_probs(self, scores: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -496,6 +503,9 @@ class CorefTemperature(FittedModule):
         and ``mask`` may be integer 0/1, as masks are everywhere; a 0.5 or a 2 is refused,
         never read as True."""
         _check_coref(scores, mask)
+        if mask is not None and not bool(mask.any()):
+            # Checked before the gold read through it ("gold marks no antecedent option").
+            raise ValueError("mask marks no real mention (it is all False): nothing to fit on")
         gold = check_tensor(gold, "gold")
         if tuple(gold.shape) != tuple(scores.shape):
             raise ValueError(f"gold must have the shape of scores {tuple(scores.shape)}, "
