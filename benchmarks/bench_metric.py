@@ -273,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         f"Targets: CalibErr + interval {TARGET_TIME}; extra peak memory {TARGET_MEMORY}.",
         "The value column gives CalibErr [lower, upper]: the functional defaults, the debiased "
         "error and its pair-bootstrap interval (Poisson resamplings of the bins' pairs; "
-        "interval=\"paper\" is Algorithm 2's). torchmetrics and our uniform binning use the same 15 bins; torchmetrics sums in float32. On a machine "
+        'interval="paper" is Algorithm 2\'s). torchmetrics and our uniform binning use the '
+        "same 15 bins; torchmetrics sums in float32. On a machine "
         "shared by many processes, pass --threads 1: with several intra-op threads every "
         "tensor operation waits for all of them to be scheduled, which measures the load, "
         "not the algorithm.",
