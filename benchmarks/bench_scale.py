@@ -19,7 +19,9 @@ the call, the peak reset through /proc/self/clear_refs):
   same state by ``merge_state`` (one pass over the data, not two) and its state bytes
   are printed too;
 * torchmetrics' ``BinaryCalibrationError`` (15 bins; it keeps every pair) up to
-  ``--torchmetrics-max``;
+  ``--torchmetrics-max``, fed the same batches, and the streaming and exact times over
+  its time at each N where it ran ("÷ torchmetrics"; the exact time is the binning of
+  the pairs in memory, the others feed the batches);
 * drift: streaming − exact, plug-in and debiased, ``bin_size`` = 5000 and "auto";
 * the 1-minute load average, as the shared machine's timings depend on it.
 
@@ -216,11 +218,21 @@ def exact_cells(r: dict) -> tuple[str, str]:
     return f"{r['exact_s'] / r['n']:.1e}{sort}", peak
 
 
+def torchmetrics_ratio(r: dict) -> str:
+    """Streaming / exact time over torchmetrics' time at the same N ("—" where one of
+    the two did not run)."""
+    if "tm_s" not in r:
+        return "—"
+    ratios = [f"{r[k] / r['tm_s']:.2f}×" if k in r else "—" for k in ("stream_s", "exact_s")]
+    return " / ".join(ratios)
+
+
 def tables(rows: list[dict]) -> str:
     out = [
         "| q | N | exact s/pair (× sort) | exact extra peak (× input) | streaming s/pair | "
-        "streaming state (β = auto / 5000) | torchmetrics s/pair | torchmetrics peak | load |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "streaming state (β = auto / 5000) | torchmetrics s/pair | torchmetrics peak | "
+        "streaming / exact time ÷ torchmetrics | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         ex, mem = exact_cells(r)
@@ -229,7 +241,7 @@ def tables(rows: list[dict]) -> str:
         state = f"{mib(r['stream_state'])} / {mib(r['stream_state_5000'])} MiB"
         out.append(
             f"| {r['dist']} | {r['n']:.0e} | {ex} | {mem} | {r['stream_s'] / r['n']:.1e} | "
-            f"{state} | {tm} | {tm_peak} | {r['load']:.1f} |"
+            f"{state} | {tm} | {tm_peak} | {torchmetrics_ratio(r)} | {r['load']:.1f} |"
         )
     out += [
         "",

@@ -3,10 +3,15 @@
 Three measurements, every peer in the same process (peak memory: one child process per
 run, so that the peaks do not mix):
 
-1. throughput (pairs/s) of update + compute on N = 10⁷ pairs fed in batches of 10⁵,
-   with ``validate_args`` on and off; medians over ``--repeats`` runs taken in turn;
-2. state bytes at N = 10⁶, 10⁷, 10⁸ (for 10⁸ the same 10⁷ pairs are fed ten times:
-   list states then hold references, and their bytes are counted as if they were new);
+1. throughput (pairs/s) of update + compute at each N of ``--n`` (10⁵, 10⁶ and 10⁷ by
+   default, prefixes of the same pairs) fed in batches of 10⁵, with ``validate_args``
+   on and off, and its ratio to torchmetrics' per size; medians over ``--repeats``
+   rounds, every size and method timed in turn within a round (below 10⁶ pairs a timing
+   is several runs, each on a fresh metric, so that it spans 10⁶ pairs; seconds are per
+   run);
+2. state bytes at N = 10⁶, 10⁷, 10⁸ (past the pairs drawn, the largest ``--n`` but at
+   most 10⁷, the same pairs are fed again: list states then hold references, and their
+   bytes are counted as if they were new);
 3. peak memory of a run that draws its pairs batch by batch (RSS on CPU, the CUDA
    allocator's peak on a GPU).
 
@@ -36,6 +41,7 @@ from calib_metrics import CalibrationError
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN_SIZE = 5000
+TIMED_PAIRS = 10**6  # a timing of a smaller N repeats it, fresh metrics, to span this many
 
 
 def command_line(script: str, threads: int) -> str:
@@ -83,28 +89,39 @@ def run_once(metric: Metric, q: torch.Tensor, y: torch.Tensor, batch: int, devic
     return time.perf_counter() - start
 
 
+def run_timed(make: Callable[[], Metric], n: int, q, y, batch: int, device: str) -> float:
+    """Seconds of one run of update + compute on the first n pairs: the mean over enough
+    runs, each on a fresh metric, to span ``TIMED_PAIRS`` pairs."""
+    loops = -(-TIMED_PAIRS // n)
+    return sum(run_once(make(), q[:n], y[:n], batch, device) for _ in range(loops)) / loops
+
+
 def throughput(args: argparse.Namespace) -> list[dict]:
-    q, y = draw(args.n, args.device)
+    sizes = sorted(set(args.n))
+    q, y = draw(sizes[-1], args.device)
     makers = {
         (name, v): make for v in (False, True) for name, make in factories(v, args.device).items()
     }
     for make in makers.values():  # warm-up: first calls allocate and load kernels
         run_once(make(), q[: 10 * args.batch], y[: 10 * args.batch], args.batch, args.device)
-    times: dict[tuple[str, bool], list[float]] = {key: [] for key in makers}
+    keys = [(n, *key) for n in sizes for key in makers]
+    times: dict[tuple[int, str, bool], list[float]] = {key: [] for key in keys}
     for _ in range(args.repeats):  # all in turn, so that load on the machine hits all alike
-        for key, make in makers.items():
-            times[key].append(run_once(make(), q, y, args.batch, args.device))
+        for n, name, validate in keys:
+            make = makers[(name, validate)]
+            times[(n, name, validate)].append(run_timed(make, n, q, y, args.batch, args.device))
     peer_name = next(iter(factories(False)))
     rows = []
-    for (name, validate), runs in times.items():
-        peer = times[(peer_name, validate)]
+    for (n, name, validate), runs in times.items():
+        peer = times[(n, peer_name, validate)]
         median = statistics.median(runs)
         rows.append(
             {
+                "n": n,
                 "method": name,
                 "validate_args": validate,
                 "seconds": median,
-                "pairs_per_s": args.n / median,
+                "pairs_per_s": n / median,
                 # Ratio within each round (same load), then the median over rounds.
                 "vs_torchmetrics": statistics.median(p / t for p, t in zip(peer, runs)),
             }
@@ -121,14 +138,14 @@ def state_bytes(metric: Metric) -> int:
 
 
 def state_sizes(args: argparse.Namespace) -> dict[str, dict[int, int]]:
-    q, y = draw(args.n, args.device, seed=1)
+    q, y = draw(min(max(args.n), 10**7), args.device, seed=1)
     sizes: dict[str, dict[int, int]] = {}
     for name, make in factories(False, args.device).items():
         sizes[name] = {}
         for n in (10**6, 10**7, 10**8):
             metric = make()
             fed = 0
-            while fed < n:  # 10⁸: the same pairs again, held by reference
+            while fed < n:  # past the pairs drawn: the same again, held by reference
                 take = min(n - fed, q.numel())
                 for i in range(0, take, args.batch):
                     end = min(i + args.batch, take)
@@ -198,6 +215,11 @@ def mib(value: int | None) -> str:
     return "—" if value is None else f"{value / 2**20:,.2f} MiB"
 
 
+def seconds(value: float) -> str:
+    """Three significant digits: a run at 10⁵ pairs takes milliseconds."""
+    return f"{value:.3f}" if value >= 0.1 else f"{value:.3g}"
+
+
 def tables(args: argparse.Namespace, rows: list[dict], sizes: dict, peak: dict) -> str:
     threads = torch.get_num_threads()
     cpu = platform.processor() or platform.machine()
@@ -207,14 +229,17 @@ def tables(args: argparse.Namespace, rows: list[dict], sizes: dict, peak: dict) 
         f"`{command_line('bench_streaming.py', threads)}` — torch {torch.__version__}, {cpu}"
         f" ({args.device}, {threads} thread(s)); medians of {args.repeats} runs taken in turn.",
         "",
-        f"## Throughput: update + compute, {args.n:,} pairs in batches of {args.batch:,}",
+        f"## Throughput: update + compute, N pairs in batches of {args.batch:,}",
         "",
-        "| method | validate_args | seconds | pairs/s | × torchmetrics |",
-        "|---|---|---:|---:|---:|",
+        "× torchmetrics: torchmetrics' seconds over the method's at the same N and"
+        " validate_args, per round, median over the rounds.",
+        "",
+        "| N | method | validate_args | seconds | pairs/s | × torchmetrics |",
+        "|---:|---|---|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['method']} | {r['validate_args']} | {r['seconds']:.3f} | "
+            f"| {r['n']:,} | {r['method']} | {r['validate_args']} | {seconds(r['seconds'])} | "
             f"{r['pairs_per_s'] / 1e6:.1f} M | {r['vs_torchmetrics']:.1f}× |"
         )
     ns = (10**6, 10**7, 10**8)
@@ -238,16 +263,25 @@ def tables(args: argparse.Namespace, rows: list[dict], sizes: dict, peak: dict) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--n", type=int, default=10**7, help="pairs of the throughput runs")
+    parser.add_argument(
+        "--n",
+        nargs="+",
+        type=float,
+        default=[1e5, 1e6, 1e7],
+        help="pairs of the throughput runs, one or more sizes (1e5 accepted)",
+    )
     parser.add_argument("--batch", type=int, default=10**5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument(
-        "--peak-max", type=int, default=10**7, help="largest N of the peers' peak runs"
+        "--peak-max", type=float, default=1e7, help="largest N of the peers' peak runs"
     )
     parser.add_argument("--write", action="store_true", help="write docs/bench_streaming.md")
     parser.add_argument("--_peak", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.n = sorted({int(n) for n in args.n})
+    if args.n[0] < 1:
+        parser.error("--n: sizes must be at least 1")
     if args.threads:
         torch.set_num_threads(args.threads)
     if args._peak:
