@@ -80,7 +80,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         confidence: coverage of the interval of the difference.
         bin_size, binning, n_bins, norm, debias: the estimator, as in
             :class:`~calib_metrics.CalibrationError`.
-        seed: seed of the draws (None: the global RNG).
+        seed: seed of the draws, the same on every DDP rank (None: each rank's global RNG,
+            so the ranks' intervals differ).
         validate_args: check every batch (two host synchronisations per set of
             probabilities, one more for multiclass rows' sums); False skips it.
 
