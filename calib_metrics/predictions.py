@@ -29,6 +29,10 @@ from torch import Tensor
 from calib_metrics.functional.errors import check_not_meta
 
 PROB_NAMES = ("probs", "prob", "probability", "q", "p", "pred", "prediction", "score", "confidence")
+# The usual names that say "probability": an array file's integer column (0s and 1s) under
+# one of them alone is read as probabilities, as a CSV's is; under another (pred,
+# prediction, score) it looks like hard predictions, and --probs must name it.
+PROBABILITY_NAMES = ("probs", "prob", "probability")
 TARGET_NAMES = ("target", "label", "labels", "y", "gold", "truth", "outcome")
 GROUP_NAMES = (
     "groups",
@@ -168,9 +172,14 @@ def _columns_from_table(
     candidates = [n for n in _usual_names(names, PROB_NAMES) if n not in taken]
     integers = {n for n in candidates if probs is None and _is_integer_array(table, n)}
     # Integers give way to a float candidate (an .npz's argmax "prediction" beside its
-    # "probs"), and to nothing else: a column of 0s and 1s named "probs" is read as a CSV's
-    # is (it had been "cannot tell which column holds the probabilities").
-    unusable = integers if len(integers) < len(candidates) else set()
+    # "probs"). Alone, they are probabilities only under a name that says so: a column of
+    # 0s and 1s named "probs" is read as a CSV's is (it had been "cannot tell which column
+    # holds the probabilities"), one named "prediction" or "score" is refused.
+    unusable = integers
+    if len(integers) == len(candidates):
+        unusable = {n for n in integers if n.lower() not in PROBABILITY_NAMES}
+        if candidates and unusable == integers:
+            _refuse_hard_predictions(sorted(integers, key=candidates.index), path)
     probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken, unusable)
     target = _pick(
         names, target, TARGET_NAMES, "labels", path, {**taken, probs: "the probabilities"}
@@ -181,6 +190,19 @@ def _columns_from_table(
         return (*columns, None)
     group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
     return (*columns, (group, _column(table, group, path)))
+
+
+def _refuse_hard_predictions(integers: list[str], path: Path) -> None:
+    """Refuse integer columns under a usual name that is not "probability" (``pred``,
+    ``prediction``, ``score``): they look like hard predictions or class ids."""
+    named = ", ".join(repr(n) for n in integers)
+    several = len(integers) > 1
+    raise ValueError(
+        f"{path}: column{'s' if several else ''} {named} hold{'' if several else 's'} "
+        "integers, which look like hard predictions (or class ids), not probabilities: give "
+        "the model's probabilities, or name the column with --probs if it holds them (0s "
+        "and 1s)"
+    )
 
 
 def _is_integer_array(table: Any, name: str) -> bool:
@@ -320,12 +342,22 @@ def _check_values(
     the labels kept, as :attr:`Predictions.kept`); labels first, so that padding (a label
     such as -100 beside probabilities that may hold anything) is named as such."""
     per_row = q.numel() // y.numel() if y.numel() and q.numel() % y.numel() == 0 else 1
-    _check_labels(y, per_row, path, columns[1], lines, keep)
+    _check_labels(y, per_row, path, columns[1], lines, keep, columns[0])
     _check_probs(q, per_row, path, columns[0], lines, keep)
 
 
-def _check_labels(y: Tensor, per_row: int, path: Path, column: Column, lines, keep) -> None:
-    """Labels 0/1, or class ids beside ``per_row`` probabilities (:func:`_check_values`)."""
+def _holds_integers(column: Column) -> bool:
+    """Whether an array file's column is of an integer (or bool) dtype."""
+    return getattr(getattr(column[1], "dtype", None), "kind", "") in ("i", "u", "b")
+
+
+def _check_labels(
+    y: Tensor, per_row: int, path: Path, column: Column, lines, keep, probs: Column
+) -> None:
+    """Labels 0/1, or class ids beside ``per_row`` probabilities (:func:`_check_values`);
+    where ``probs`` (their column) holds integers, the error says so: class ids in both
+    columns had been "column 'target' holds 2: a label must be binary", blaming the
+    labels."""
     if per_row == 1:
         bad, wanted = (y != 0) & (y != 1), "binary (0 or 1)"
     else:
@@ -342,9 +374,15 @@ def _check_labels(y: Tensor, per_row: int, path: Path, column: Column, lines, ke
     padding = (
         f" (padding? pass --ignore-index {int(value)})" if value < 0 and value % 1 == 0 else ""
     )
+    integers = (
+        f"; column {probs[0]!r} holds integers, not probabilities (class ids or hard "
+        "predictions?): give the model's probabilities, [N, C] for C classes"
+        if per_row == 1 and not padding and _holds_integers(probs)
+        else ""
+    )
     raise ValueError(
         f"{path}: {_row_of(lines, i)}, column {column[0]!r} {shown}: a label must be "
-        f"{wanted}{padding}"
+        f"{wanted}{padding}{integers}"
     )
 
 
@@ -702,9 +740,15 @@ def _stored_array(obj: Any, path: Path) -> np.ndarray:
         return obj
     if isinstance(obj, (list, tuple)):
         kind = type(obj).__name__
-        if any(isinstance(v, (Tensor, np.ndarray)) for v in obj):
+        arrays = [isinstance(v, (Tensor, np.ndarray)) for v in obj]
+        rows = len(obj) not in (0, 2) and all(arrays)
+        if rows and all(tuple(v.shape) == (2,) for v in obj):
+            # Rows (probability, label) as tensors, one per row, read as a list of rows is.
+            return np.stack([_row_as_numpy(v, path, i) for i, v in enumerate(obj)])
+        if any(arrays):
             # [probs, target] had been read as rows: of two items, (probs[0], probs[1]) was
-            # a probability and a label, silently.
+            # a probability and a label, silently. Two arrays of two values each are either,
+            # and so are refused too.
             raise ValueError(
                 f"{path}: holds a {kind} of {len(obj)} arrays where named ones are needed: "
                 "store a dict of them, torch.save({'probs': ..., 'target': ...}), or one "
@@ -721,6 +765,13 @@ def _stored_array(obj: Any, path: Path) -> np.ndarray:
         f"{path}: expected named arrays or one [N, 2] array (probability, label), got a "
         f"{type(obj).__name__}"
     )
+
+
+def _row_as_numpy(row: Tensor | np.ndarray, path: Path, index: int) -> np.ndarray:
+    """Item ``index`` of a stored list of rows as numpy (a tensor: as a column's is)."""
+    if isinstance(row, Tensor):
+        return _tensor_as_numpy(row, path, f"row {index} of the stored list")
+    return row
 
 
 def _from_arrays(

@@ -130,6 +130,29 @@ def test_a_list_of_tensors_is_refused_not_read_as_rows(tmp_path, capsys, contain
     assert "torch.save({'probs': ..., 'target': ...})" in line
 
 
+@pytest.mark.parametrize("n", [1, 3, 300])
+@pytest.mark.parametrize("container", [list, tuple])
+def test_a_list_of_row_tensors_is_read_as_rows(tmp_path, capsys, test_csv, n, container):
+    """[tensor([0.1, 0.]), tensor([0.8, 1.]), ...], one (probability, label) row each, had
+    been read as rows, as a list of lists is, and was then refused with the [probs,
+    target] lists; two rows stay refused, as they could be either."""
+    path = tmp_path / "rows.pt"
+    every = torch.stack([Q, Y.double()], 1)
+    rows = every[:n]
+    torch.save(container(rows.float().unbind()), path)
+    code, out, err = run_cli(capsys, "evaluate", path, "--samples", "20", "--json")
+    assert code == 0, err
+    assert json.loads(out)["n"] == n
+    if n == 300:
+        torch.save(rows.unbind(), path)
+        code, out, err = run_cli(capsys, "evaluate", path, "--samples", "20", "--json")
+        _, expected, _ = run_cli(capsys, "evaluate", test_csv, "--samples", "20", "--json")
+        assert json.loads(out)["calib_err"] == json.loads(expected)["calib_err"]
+    torch.save(container(every[:2].unbind()), path)
+    line = one_line_error(capsys, "evaluate", path)
+    assert f"holds a {container.__name__} of 2 arrays where named ones are needed" in line
+
+
 def test_a_list_of_arrays_of_unequal_lengths_names_the_file(tmp_path, capsys):
     """numpy's "inhomogeneous shape" had been the whole message, without the file."""
     path = tmp_path / "ragged.pt"
@@ -177,10 +200,65 @@ def test_integer_probabilities_named_probs_are_read_as_a_csv_reads_them(tmp_path
     code, out, err = run_cli(capsys, "evaluate", path, "--samples", "20", "--json")
     assert code == 0, err
     # Integer class ids taken as probabilities are named as such.
-    torch.save({"prediction": torch.arange(300) % 3, "target": Y}, path)
+    torch.save({"probs": torch.arange(300) % 3, "target": Y}, path)
     line = one_line_error(capsys, "evaluate", path)
-    assert "column 'prediction' holds 2, not a probability in [0, 1]" in line
+    assert "column 'probs' holds 2, not a probability in [0, 1]" in line
     assert "integers: class ids or hard predictions" in line
+
+
+@pytest.mark.parametrize("name", ["probs", "prob", "probability", "Probs"])
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int32])
+def test_integer_probabilities_under_any_probability_name_are_read(tmp_path, capsys, name, dtype):
+    path = tmp_path / "hard.pt"
+    torch.save({name: (Q > 0.5).to(dtype), "target": Y}, path)
+    code, out, err = run_cli(capsys, "evaluate", path, "--samples", "20", "--json")
+    assert code == 0, err
+    assert json.loads(out)["n"] == 300
+
+
+@pytest.mark.parametrize(
+    ("name", "values"),
+    [
+        ("prediction", (Q > 0.5).long()),
+        ("pred", (Q > 0.5).long()),
+        ("score", Q > 0.5),
+        ("q", (Q > 0.5).to(torch.uint8)),
+        ("prediction", torch.nn.functional.one_hot((Q > 0.5).long())),
+    ],
+)
+def test_lone_integer_predictions_are_refused_unless_named(tmp_path, capsys, name, values):
+    """Any lone integer column of a usual name (an argmax "prediction", a bool "score",
+    a one-hot [N, C]) had been read as probabilities; before, the reader refused it. It
+    refuses it again, saying why and how to read it anyway."""
+    path = tmp_path / "hard.pt"
+    torch.save({name: values, "target": Y}, path)
+    line = one_line_error(capsys, "evaluate", path)
+    assert (f"{path}: column {name!r} holds integers, which look like hard predictions (or "
+            "class ids), not probabilities: give the model's probabilities, or name the "
+            "column with --probs") in line  # fmt: skip
+    if values.ndim == 1:
+        code, _, err = run_cli(capsys, "evaluate", path, "--probs", name, "--samples", "20")
+        assert code == 0, err
+    torch.save({"pred": values, "prediction": values, "target": Y}, path)
+    line = one_line_error(capsys, "evaluate", path)
+    assert "columns 'pred', 'prediction' hold integers, which look like hard predictions" in line
+
+
+def test_class_ids_in_both_columns_say_the_probabilities_are_integers(tmp_path, capsys):
+    """probs=[0, 2, 1, 1], target=[0, 2, 2, 1] had blamed the target alone ("a label must
+    be binary"); the class ids in probs are the likelier mistake."""
+    path = tmp_path / "ids.npz"
+    np.savez(path, probs=np.array([0, 2, 1, 1]), target=np.array([0, 2, 2, 1]))
+    line = one_line_error(capsys, "evaluate", path)
+    assert "row index 1, column 'target' holds 2: a label must be binary (0 or 1)" in line
+    said = (
+        "column 'probs' holds integers, not probabilities (class ids or hard predictions?): "
+        "give the model's probabilities, [N, C] for C classes"
+    )
+    assert said in line
+    np.savez(path, probs=np.array([0.1, 0.9, 0.2, 0.4]), target=np.array([0, 2, 2, 1]))
+    line = one_line_error(capsys, "evaluate", path)
+    assert "a label must be binary (0 or 1)" in line and "integers" not in line
 
 
 @pytest.mark.parametrize("dtype", ["timedelta64[s]", "datetime64[D]"])

@@ -395,3 +395,55 @@ def test_no_recalibrator_loads_another_kinds_state() -> None:
     state["temperature"] = torch.ones(2, dtype=torch.float64)
     with pytest.raises(ValueError, match=r"temperature has shape \[2\], where this module keeps"):
         TemperatureScaling().load_state_dict(state)
+
+
+def test_a_partial_state_is_still_checked_for_its_settings() -> None:
+    """A key missing from a state (strict=False) had been taken for another kind's state,
+    and the settings check skipped: an inputs="probs" state without its "fitted" key
+    loaded into TemperatureScaling(inputs="logits") silently. Another kind is told by the
+    keys a state has that this module lacks, and a setting it has not is no advice."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(500, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    state = fit_binary("temperature", q, y).state_dict()
+    del state["fitted"]
+    default = TemperatureScaling()
+    said = r"fitted with inputs='probs'.*build it with inputs='probs'"
+    with pytest.raises(ValueError, match=said):
+        default.load_state_dict(state, strict=False)
+    assert default.temperature.item() == 1.0  # unchanged
+    TemperatureScaling(inputs="probs").load_state_dict(state, strict=False)
+    # A kind without the setting is not told to build itself with it.
+    partial = {"_extra_state": {"inputs": "probs"}}
+    with pytest.raises(ValueError, match=r"inputs='probs', a setting this kind has not: the "
+                       "state is not a VectorScaling's"):  # fmt: skip
+        VectorScaling().load_state_dict(partial, strict=False)
+
+
+def test_a_single_value_of_shape_1_loads_as_that_value() -> None:
+    """A temperature of shape [1] (torch.tensor([1.5]) set by hand) had loaded and
+    broadcast; the shape check refused it as "not a TemperatureScaling's"."""
+    from calib_metrics.recalibration import PlattScaling
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(300, 3, generator=g, dtype=torch.float64)
+    target = torch.multinomial(logits.softmax(-1), 1, generator=g)[:, 0]
+    fitted = TemperatureScaling().fit(logits, target)
+    state = fitted.state_dict()
+    state["temperature"] = state["temperature"].reshape(1)
+    loaded = TemperatureScaling()
+    loaded.load_state_dict(state)
+    assert loaded.temperature.shape == () and torch.equal(loaded(logits), fitted(logits))
+    s = torch.randn(300, generator=g, dtype=torch.float64)
+    platt = PlattScaling().fit(s, torch.bernoulli(torch.sigmoid(s), generator=g))
+    state = {k: v.reshape(1) if k in ("slope", "intercept") else v
+             for k, v in platt.state_dict().items()}  # fmt: skip
+    again = PlattScaling()
+    again.load_state_dict(state)
+    assert torch.equal(again(s), platt(s)) and again(s[0]).shape == ()
+    # Any other shape is still refused, saying what is wrong with it.
+    state = fitted.state_dict()
+    state["temperature"] = torch.ones(1, 1, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"temperature has shape \[1, 1\], where this module "
+                       r"keeps a single value \(shape \[\]\)"):  # fmt: skip
+        TemperatureScaling().load_state_dict(state)

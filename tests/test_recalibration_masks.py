@@ -93,9 +93,93 @@ def test_minus_inf_is_refused_where_it_is_no_class_mask() -> None:
             scaler.fit(z.masked_fill(masked, -math.inf), y)
     s = z[:, 0].clone()
     s[0] = -math.inf
-    for scaler in (TemperatureScaling(), PlattScaling()):
-        with pytest.raises(ValueError, match=said):
-            scaler.fit(s, (y == 0).double())
+    with pytest.raises(ValueError, match=said):
+        PlattScaling().fit(s, (y == 0).double())
+    # A binary TemperatureScaling takes masks in logits [N, C]: said so, not "taken by
+    # TemperatureScaling", which it is.
+    binary = (
+        r"binary scores \[N\] are log-odds, where -inf is no class mask: for -inf class "
+        r"masks, pass the classes' logits \[N, C\]"
+    )
+    with pytest.raises(ValueError, match=binary):
+        TemperatureScaling().fit(s, (y == 0).double())
     s[0] = math.nan
     with pytest.raises(ValueError, match=r"NaN or infinite values$"):
         TemperatureScaling().fit(s, (y == 0).double())
+
+
+def test_gradients_through_minus_inf_masks_are_finite() -> None:
+    """d(-inf / T)/dT is inf times the softmax's 0 at a mask: the gradient to T of the
+    output (and of calibrated_logits) had been NaN. It is that of -1e9 masks."""
+    z, y, masked = _masked_classifier()
+    grads = {}
+    for mask in (-math.inf, -1e9):
+        logits = z.masked_fill(masked, mask)
+        fitted = TemperatureScaling().fit(logits, y)
+        fitted.temperature = torch.tensor(1.7, dtype=torch.float64, requires_grad=True)
+        logits.requires_grad_(True)
+        probs = fitted(logits)
+        loss = -probs.gather(1, y.unsqueeze(1)).log().mean()
+        loss.backward()
+        scaled = fitted.calibrated_logits(logits)
+        (dt,) = torch.autograd.grad(scaled.log_softmax(-1).gather(1, y.unsqueeze(1)).sum(),
+                                    fitted.temperature)  # fmt: skip
+        grads[mask] = (fitted.temperature.grad, logits.grad, dt)
+        assert bool(torch.isfinite(fitted.temperature.grad)) and bool(torch.isfinite(dt))
+        assert bool(torch.isfinite(logits.grad).all())
+    for inf, finite in zip(grads[-math.inf], grads[-1e9]):
+        torch.testing.assert_close(inf, finite)
+
+
+def _only_the_target(n: int = 200, classes: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits that allow each item its target class alone."""
+    y = torch.arange(n) % classes
+    only = torch.full((n, classes), -math.inf, dtype=torch.float64)
+    only[torch.arange(n), y] = 1.0
+    return only, y
+
+
+def test_items_that_allow_their_target_alone_do_not_count() -> None:
+    """Such an item has probability 1 at every T: it says nothing of T, and its margin
+    over the masked classes had made data where every item is one "separable"."""
+    only, yy = _only_the_target()
+    with pytest.warns(UserWarning, match=r"no item has two allowed classes.*kept T = 1"):
+        fitted = TemperatureScaling().fit(only, yy)
+    assert fitted.temperature.item() == 1.0 and fitted.nll_ == 0.0
+    assert torch.equal(fitted(only), (only == 1).double())
+    # Beside items of two allowed classes or more, they leave the fit as it is; nll_
+    # stays the mean over every item (theirs 0).
+    z, y, masked = _masked_classifier()
+    z = z.masked_fill(masked, -math.inf)
+    alone = TemperatureScaling().fit(z, y)
+    only6 = torch.cat([only, torch.full((200, 1), -math.inf, dtype=torch.float64)], 1)
+    both = TemperatureScaling().fit(torch.cat([z, only6]), torch.cat([y, yy]))
+    assert both.temperature.item() == alone.temperature.item()
+    assert both.nll_ == pytest.approx(alone.nll_ * 2000 / 2200, rel=1e-12)
+    # An item whose one allowed class is not its target is still refused.
+    wrong = only.clone()
+    wrong[3] = wrong[4]
+    with pytest.raises(ValueError, match=r"logits\[3\] masks its target class 3"):
+        TemperatureScaling().fit(wrong, yy)
+
+
+def test_a_refused_minus_inf_says_what_to_change() -> None:
+    """TemperatureScaling(inputs="probs") and a binary TemperatureScaling had been told
+    that "-inf class masks are taken by TemperatureScaling of multiclass logits" only,
+    which they are; one row [C] masked in every class had read "logits[] is -inf"."""
+    row = torch.tensor([[0.5, 0.5, 0.0], [0.2, 0.8, -math.inf]])
+    said = r"^probs contains NaN or infinite values \(probabilities lie in \[0, 1\], a masked "
+    for scaler, probs in (
+        (TemperatureScaling(inputs="probs"), row),
+        (PlattScaling(inputs="probs"), row[1]),
+    ):
+        with pytest.raises(ValueError, match=said + "class's at 0"):
+            scaler.fit(probs, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match=r"pass logits \[N, C\] to TemperatureScaling\(inputs="
+                       r"'logits'\)\)$"):  # fmt: skip
+        TemperatureScaling(inputs="probs").fit(row, torch.tensor([0, 1]))
+    z, y, masked = _masked_classifier()
+    fitted = TemperatureScaling().fit(z.masked_fill(masked, -math.inf), y)
+    with pytest.raises(ValueError, match=r"^the row of logits \[6\] is -inf in every class"):
+        fitted(torch.full((6,), -math.inf))
+    assert fitted(z[0]).shape == (6,)

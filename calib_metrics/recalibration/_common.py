@@ -8,6 +8,7 @@ would otherwise fail.
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Iterator
@@ -298,13 +299,23 @@ class SettingsInState:
     ) -> None:
         key = prefix + "_extra_state"
         saved = state_dict.get(key)
-        # Another kind's state (a TemperatureScaling's in a PlattScaling) lacks this
-        # module's buffers and fails on its keys, as any module's does: "build it with
-        # inputs='probs'" had been said to a VectorScaling, which has no such setting.
-        ours = all(prefix + name in state_dict for name in self._buffers)  # type: ignore[attr-defined]
-        if isinstance(saved, dict) and ours:
+        # Another kind's state (a TemperatureScaling's in a PlattScaling) holds buffers
+        # this module has not, and fails on its keys, as any module's does: "build it with
+        # inputs='probs'" had been said to a VectorScaling, which has no such setting. A
+        # key it lacks says nothing of its kind (a partial state, loaded with
+        # strict=False), and its settings are still checked.
+        ours = self._buffers.keys() | {"_extra_state"}  # type: ignore[attr-defined]
+        foreign = [k for k in state_dict if k.startswith(prefix) and k[len(prefix) :] not in ours]
+        if isinstance(saved, dict) and not foreign:
             for name in self.settings:
                 if name in saved and saved[name] != getattr(self, name):
+                    if name not in inspect.signature(type(self)).parameters:
+                        raise ValueError(
+                            f"{type(self).__name__}: the state was fitted with {name}="
+                            f"{saved[name]!r}, a setting this kind has not: the state is "
+                            f"not a {type(self).__name__}'s; load it into the module that "
+                            "saved it"
+                        )
                     raise ValueError(
                         f"{type(self).__name__}: the state was fitted with {name}="
                         f"{saved[name]!r}, this module has {name}={getattr(self, name)!r}, "
@@ -351,7 +362,9 @@ class FittedModule(nn.Module):
     def host_value(self, name: str) -> bool | int | float:
         """A 0-dim buffer's value on the host, read from the device once after each fit or
         load and then remembered, so that ``forward`` does not wait for the device to
-        learn whether the module is fitted, or its number of classes."""
+        learn whether the module is fitted, or its number of classes. Only for those two,
+        which no use edits in place: a fitted parameter (a temperature an optimizer steps,
+        or one set by ``fill_``) is read from its tensor at each call, never from here."""
         cache = self.__dict__.setdefault("_host_values", {})
         if name not in cache:
             cache[name] = getattr(self, name).item()
@@ -379,6 +392,16 @@ class FittedModule(nn.Module):
             for name, buffer in self._buffers.items()
             if buffer is not None and isinstance(state_dict.get(prefix + name), Tensor)
         }
+        single = {
+            name: value.reshape(())
+            for name, value in loaded.items()
+            if self._buffers[name].ndim == 0 and value.shape == (1,)  # type: ignore[union-attr]
+        }
+        if single:
+            # A single value of shape [1] (a temperature set by hand as torch.tensor([1.5]))
+            # had loaded and broadcast as the value itself: it still does, as shape [].
+            loaded.update(single)
+            state_dict = {**state_dict, **{prefix + name: v for name, v in single.items()}}
         self.check_state(loaded)  # before any buffer changes
         for name in list(self._buffers):
             key = prefix + name

@@ -88,11 +88,23 @@ def _check_penalty(name: str, value: object) -> float:
     return float(value)
 
 
-def check_logits(logits: object, *, fitting: bool = True, masks: bool = False) -> Tensor:
+# Where -inf class masks go, said to a caller whose scores take none.
+_MASKS_GO = "-inf class masks are taken by TemperatureScaling of multiclass logits [..., C] only"
+
+
+def check_logits(
+    logits: object,
+    *,
+    fitting: bool = True,
+    masks: bool = False,
+    name: str = "logits",
+    no_masks: str = _MASKS_GO,
+) -> Tensor:
     """Floating and finite; when ``fitting``, at least 1-D and non-empty (a fitted binary
     module maps scores of any shape, a 0-dim one or an empty batch included). With
     ``masks`` (multiclass logits ``[..., C]`` of a temperature), ``-inf`` entries are
-    masked classes, and a row needs one class that is not masked."""
+    masked classes, and a row needs one class that is not masked. Without, a ``-inf`` is
+    refused with ``no_masks``, what to change for masks (``name``: the input's name)."""
     logits = check_tensor(logits, "logits")
     if not logits.is_floating_point():
         raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
@@ -105,10 +117,8 @@ def check_logits(logits: object, *, fitting: bool = True, masks: bool = False) -
     elif not bool(torch.isfinite(logits).all()):
         only_masks = not bool((torch.isnan(logits) | torch.isposinf(logits)).any())
         raise ValueError(
-            "logits contains NaN or infinite values"
-            + (" (-inf class masks are taken by TemperatureScaling of multiclass logits "
-               "[..., C] only)" if only_masks else "")
-        )  # fmt: skip
+            f"{name} contains NaN or infinite values" + (f" ({no_masks})" if only_masks else "")
+        )
     return logits
 
 
@@ -121,9 +131,11 @@ def _check_class_masks(logits: Tensor) -> None:
     if bad:
         raise ValueError("logits contains NaN or +inf (-inf, a masked class, is fine)")
     if empty:
-        row = _all_masked(logits).nonzero()[0].tolist()
+        # One row [C] has no index to name (it had read "logits[] is -inf").
+        row = _all_masked(logits).nonzero()[0].tolist() if logits.ndim > 1 else None
+        where = f"logits{row}" if row is not None else f"the row of logits {list(logits.shape)}"
         raise ValueError(
-            f"logits{row} is -inf in every class: a row needs one class that is not masked"
+            f"{where} is -inf in every class: a row needs one class that is not masked"
         )
 
 
@@ -132,6 +144,20 @@ def _all_masked(logits: Tensor) -> Tensor:
     if logits.shape[-1] == 0:
         return torch.zeros(logits.shape[:-1], dtype=torch.bool, device=logits.device)
     return (logits == -math.inf).all(-1)
+
+
+def _sums_to_one(rows: Tensor) -> Tensor:
+    """Which ``rows`` (last dim ``C``) sum to 1 to their dtype's rounding, as a softmax's
+    do (a few ulps; float32's of 50000 classes by 27), keeping the dim: those a map at the
+    identity returns as they are (no host read).
+
+    Example:
+        >>> _sums_to_one(torch.tensor([[0.5, 0.3, 0.2], [0.5, 0.3, 0.1]])).tolist()
+        [[True], [False]]
+    """
+    eps = torch.finfo(rows.dtype).eps
+    total = rows.sum(-1, keepdim=True, dtype=torch.float64)
+    return (total - 1).abs() <= eps * max(8.0, math.sqrt(rows.shape[-1]))
 
 
 def _margins(out: Tensor, y: Tensor, binary: bool) -> Tensor:
@@ -206,9 +232,30 @@ class _LogitScaler(SettingsInState, FittedModule):
         """Whether these logits may hold -inf class masks."""
         return self.class_masks and not binary and self.inputs == "logits"
 
+    def _check_input(self, logits: object, binary: bool, fitting: bool = True) -> Tensor:
+        """:func:`check_logits` of this module's input, with -inf class masks where it takes
+        them; where it does not, the refusal says what to change for the case at hand."""
+        name, no_masks = "logits", _MASKS_GO
+        if self.inputs == "probs":
+            name = "probs"
+            no_masks = (
+                "probabilities lie in [0, 1], a masked class's at 0; for -inf class masks, "
+                "pass logits [N, C] to TemperatureScaling(inputs='logits')"
+                if self.class_masks
+                else "probabilities lie in [0, 1], a masked class's at 0"
+            )
+        elif self.class_masks and binary:
+            no_masks = (
+                "binary scores [N] are log-odds, where -inf is no class mask: for -inf class "
+                "masks, pass the classes' logits [N, C], C >= 2, to TemperatureScaling"
+            )
+        return check_logits(
+            logits, fitting=fitting, masks=self._masks(binary), name=name, no_masks=no_masks
+        )
+
     def fit(self, logits: Tensor, target: Tensor) -> _LogitScaler:
         binary = check_tensor(logits, "logits").ndim == 1
-        check_logits(logits, masks=self._masks(binary))
+        self._check_input(logits, binary)
         logits = self._prepare_input(logits, binary)
         if binary and not self.binary_ok:
             raise ValueError(
@@ -227,13 +274,22 @@ class _LogitScaler(SettingsInState, FittedModule):
             # log-odds either way.
             z = float64_copy(logits).clamp(MASK_FLOOR, -MASK_FLOOR)
             y = y.detach().clone()
-            fitted = self._fit_params(z, y, num_classes)
-            self._check_optimum(z, y, fitted)
-            self._check_separable(z, y, fitted)
+            used, y_used = self._informative(z, y)
+            fitted = self._fit_params(used, y_used, num_classes)
+            self._check_optimum(used, y_used, fitted)
+            self._check_separable(used, y_used, fitted)
+            if used is not z:  # nll_ is the mean over every dev item
+                with torch.no_grad():
+                    self.nll_ = float(self._nll(z, y, fitted))
             self._store(fitted)
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
+
+    def _informative(self, z: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """The dev items that say something of the parameters (all of them, here): the fit
+        and its checks see only these."""
+        return z, y
 
     def _nll(self, z: Tensor, y: Tensor, params: list[Tensor]) -> Tensor:
         """The mean dev NLL plus the penalty at the stored-form ``params``."""
@@ -287,22 +343,38 @@ class _LogitScaler(SettingsInState, FittedModule):
     def forward(self, logits: Tensor) -> Tensor:
         """Probabilities: softmax over the last dim ``C``, or the sigmoid of binary scores.
 
-        Probabilities (``inputs="probs"``) at the identity (:meth:`_is_identity`: ``T = 1``
-        exactly, or Platt's slope 1 and intercept 0) are returned as they are, copied: the
-        round trip through ``logit`` and ``sigmoid`` (or ``log`` and ``softmax``) moved a
-        third of them by an ulp, and a map kept at ``T = 1`` read as a significant change.
+        Probabilities (``inputs="probs"``) where the fitted map is the identity
+        (:meth:`_at_identity`: ``T = 1`` exactly, or Platt's slope 1 and intercept 0) are
+        returned as they are, in a new tensor: the round trip through ``logit`` and
+        ``sigmoid`` (or ``log`` and ``softmax``) moved a third of them by an ulp, and a map
+        kept at ``T = 1`` read as a significant change. A multiclass row is returned as it
+        is only when it sums to 1 (to rounding, :func:`_sums_to_one`); another is
+        normalised, as at any ``T`` near 1. The choice is made on the device
+        (``torch.where``, no host read), from the parameters as they are now (edited in
+        place or not); a parameter that requires grad, with grad on, is never shortcut, so
+        that the output's gradient to it is the map's.
         """
         self.check_fitted()
         c = int(self.host_value("num_classes"))
-        if self.inputs == "probs" and self._is_identity():
-            return check_probs(self._checked_input(logits, c)).clone()
-        z = self._calibrated(logits, c)
-        probs = torch.sigmoid(z) if c == 1 else torch.softmax(z, -1)
-        return probs.to(logits.dtype)
+        checked = self._checked_input(logits, c)
+        params = [p.to(checked.device) for p in self._stored()]
+        z = self._transform(self._prepare_input(checked, c == 1).to(torch.float64), params)
+        probs = (torch.sigmoid(z) if c == 1 else torch.softmax(z, -1)).to(checked.dtype)
+        if self.inputs != "probs" or (
+            torch.is_grad_enabled() and any(p.requires_grad for p in params)
+        ):
+            return probs
+        same = self._at_identity(params)
+        if same is None:
+            return probs
+        if c > 1:
+            same = same & _sums_to_one(checked)
+        return torch.where(same, checked, probs)
 
-    def _is_identity(self) -> bool:
-        """Whether the fitted map leaves every input as it is (read on the host once)."""
-        return False
+    def _at_identity(self, params: list[Tensor]) -> Tensor | None:
+        """Whether the map of ``params`` leaves every input as it is: a 0-dim bool tensor on
+        their device, or None where no value of them does."""
+        return None
 
     def calibrated_logits(self, logits: Tensor) -> Tensor:
         """The recalibrated logits (float64), before the softmax or sigmoid."""
@@ -311,7 +383,7 @@ class _LogitScaler(SettingsInState, FittedModule):
 
     def _checked_input(self, logits: object, c: int) -> Tensor:
         """``logits`` of a call of a fitted model of ``c`` classes (1: binary), checked."""
-        logits = check_logits(logits, fitting=False, masks=self._masks(c == 1))
+        logits = self._check_input(logits, c == 1, fitting=False)
         if c > 1 and (logits.ndim == 0 or logits.shape[-1] != c):
             raise ValueError(f"logits must end in C = {c} classes, got shape {tuple(logits.shape)}")
         return logits
@@ -364,10 +436,33 @@ class TemperatureScaling(_LogitScaler):
         return [free[0].exp()]  # fitted on log T, so T stays positive
 
     def _transform(self, z: Tensor, params: list[Tensor]) -> Tensor:
-        return z / params[0]
+        """``z / T``, a -inf class mask kept -inf without a NaN gradient: d(-inf / T)/dT is
+        inf times the softmax's 0 there, and ``torch.where`` of ``z / T`` alone passes that
+        NaN back to ``T`` through the branch it does not select; so the division sees a
+        masked entry as 0."""
+        masked = torch.isneginf(z)
+        return torch.where(masked, z, z.masked_fill(masked, 0.0) / params[0])
 
     def _describe(self, params: list[Tensor]) -> str:
         return f"T = {float(params[0]):.3g}"
+
+    def _informative(self, z: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+        """Multiclass items with two allowed classes or more (those not masked: logits
+        above :data:`MASK_FLOOR`), after refusing any whose target class is masked. An item
+        that allows its target alone has probability 1 at every ``T`` and says nothing of
+        it; its margin over masked classes had made data "separable" (every item allowed
+        only its target: refused, where ``T`` is merely unset). ``one_class_items_``
+        counts those left out (one host read)."""
+        self.one_class_items_ = 0
+        if z.ndim != 2:
+            return z, y
+        allowed = z > MASK_FLOOR
+        _check_target_allowed(z, y, allowed)
+        several = allowed.sum(1) >= 2
+        self.one_class_items_ = int((~several).sum())
+        if not self.one_class_items_:
+            return z, y
+        return z[several], y[several]
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
         """L-BFGS, unless the scores do not depend on ``T`` (binary: all 0; multiclass:
@@ -376,10 +471,21 @@ class TemperatureScaling(_LogitScaler):
 
         A masked class (``-inf``, or any logit at or below :data:`MASK_FLOOR`, where ``z``
         holds it) is left out of the start and of the flatness test, as it is of the
-        softmax at every ``T``; a masked target class is refused."""
+        softmax at every ``T``; items with one allowed class are left out before
+        (:meth:`_informative`)."""
         allowed = z > MASK_FLOOR if z.ndim == 2 else None
-        if allowed is not None:
-            _check_target_allowed(z, y, allowed)
+        if allowed is not None and z.shape[0] == 0:
+            self.flat_ = True
+            fitted = [torch.ones((), dtype=torch.float64, device=z.device)]
+            self.nll_ = 0.0  # every item has probability 1 at every T
+            flat_scores_warning(
+                type(self).__name__,
+                f"logits of {self.one_class_items_} items",
+                how="allow one class each, the target (no item has two allowed classes: the "
+                "others are masked)",
+                stacklevel=5,
+            )
+            return fitted
         self.flat_ = constant_rows(z, allowed) if z.ndim == 2 else not bool(z.any())
         if not self.flat_:
             # Fitted in units of the scores' top gap (:func:`typical_gap`), so that it
@@ -425,8 +531,8 @@ class TemperatureScaling(_LogitScaler):
             ).tolist()
         check_temperature_optimum(slope, scale, nll, uniform, self._describe(fitted), "scores")
 
-    def _is_identity(self) -> bool:
-        return self.host_value("temperature") == 1.0
+    def _at_identity(self, params: list[Tensor]) -> Tensor | None:
+        return params[0] == 1
 
     def _store(self, params: list[Tensor]) -> None:
         self.temperature = params[0].to(self.temperature.device)
@@ -673,7 +779,7 @@ class PlattScaling(_LogitScaler):
         self.register_buffer("intercept", torch.tensor(0.0, dtype=torch.float64))
 
     def fit(self, scores: Tensor, target: Tensor) -> PlattScaling:  # type: ignore[override]
-        check_logits(scores)
+        self._check_input(scores, binary=True)
         if scores.ndim != 1:
             raise ValueError(f"scores must be [N], got shape {tuple(scores.shape)}")
         return super().fit(scores, target)  # type: ignore[return-value]
@@ -733,8 +839,8 @@ class PlattScaling(_LogitScaler):
     def _describe(self, params: list[Tensor]) -> str:
         return f"slope {float(params[0]):.3g}"
 
-    def _is_identity(self) -> bool:
-        return self.host_value("slope") == 1.0 and self.host_value("intercept") == 0.0
+    def _at_identity(self, params: list[Tensor]) -> Tensor | None:
+        return (params[0] == 1) & (params[1] == 0)
 
     def _store(self, params: list[Tensor]) -> None:
         self.slope, self.intercept = (p.to(self.slope.device) for p in params)
