@@ -137,3 +137,20 @@ def test_the_identity_is_chosen_on_the_device() -> None:
     soft = torch.softmax(torch.randn(20, 3, generator=G), -1)
     rows(soft)
     assert host_reads.count_reads(lambda: rows(soft)) == at_one
+
+
+def test_a_half_precision_row_far_from_one_is_normalised_at_t_one() -> None:
+    # bfloat16's eps * sqrt(C) had let a row of 50,000 classes summing to 0.4 through as
+    # "sums to 1" at T = 1, while T = 1 + 1e-9 normalised it.
+    g = torch.Generator().manual_seed(0)
+    row = torch.rand(1, 50_000, generator=g, dtype=torch.float64)
+    row = (0.4 * row / row.sum()).to(torch.bfloat16)
+    logits = 3 * torch.randn(400, 50_000, generator=g)
+    target = torch.multinomial(torch.softmax(logits, -1), 1, generator=g)[:, 0]
+    scaler = TemperatureScaling(inputs="probs").fit(torch.softmax(logits / 2, -1), target)
+    with torch.no_grad():
+        scaler.temperature.fill_(1.0)
+    out = scaler(row)
+    assert abs(out.double().sum().item() - 1) < 0.01
+    softmax = torch.softmax(torch.randn(4, 50_000, generator=g), -1).to(torch.bfloat16)
+    assert torch.equal(scaler(softmax), softmax)  # a true softmax row stays itself

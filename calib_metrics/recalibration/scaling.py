@@ -157,7 +157,10 @@ def _sums_to_one(rows: Tensor) -> Tensor:
     """
     eps = torch.finfo(rows.dtype).eps
     total = rows.sum(-1, keepdim=True, dtype=torch.float64)
-    return (total - 1).abs() <= eps * max(8.0, math.sqrt(rows.shape[-1]))
+    # A softmax sums its C terms in at least float32: the growth with C is float32's, not
+    # a half precision's (bfloat16's eps·√C had let a row of 50000 classes sum to 0.4).
+    summed = min(eps, torch.finfo(torch.float32).eps) * math.sqrt(rows.shape[-1])
+    return (total - 1).abs() <= 8 * eps + summed
 
 
 def _margins(out: Tensor, y: Tensor, binary: bool) -> Tensor:
@@ -483,7 +486,7 @@ class TemperatureScaling(_LogitScaler):
                 f"logits of {self.one_class_items_} items",
                 how="allow one class each, the target (no item has two allowed classes: the "
                 "others are masked)",
-                stacklevel=5,
+                stacklevel=4,
             )
             return fitted
         self.flat_ = constant_rows(z, allowed) if z.ndim == 2 else not bool(z.any())
@@ -500,9 +503,9 @@ class TemperatureScaling(_LogitScaler):
             self.nll_ = float(self._nll(z, y, fitted))
         if z.ndim == 1:
             flat_scores_warning(type(self).__name__, f"{z.shape[0]} scores", how=_ALL_ZERO,
-                                stacklevel=5)  # fmt: skip
+                                stacklevel=4)  # fmt: skip
         else:
-            flat_scores_warning(type(self).__name__, f"logits of {z.shape[0]} items", stacklevel=5)
+            flat_scores_warning(type(self).__name__, f"logits of {z.shape[0]} items", stacklevel=4)
         return fitted
 
     def _check_optimum(self, z: Tensor, y: Tensor, fitted: list[Tensor]) -> None:

@@ -325,7 +325,7 @@ class ChainTemperature(FittedModule):
         symbols = ("T_em", "T_tr") if self.separate else ("T",)
         for i in range(len(flat)):
             if flat[i]:
-                flat_scores_warning(type(self).__name__, names[i], symbols[i], stacklevel=5)
+                flat_scores_warning(type(self).__name__, names[i], symbols[i], stacklevel=4)
         free = torch.tensor([not f for f in flat], dtype=torch.float64, device=device)
         # Started at the potentials' own top gap (:func:`typical_gap`), where the scaled
         # ones are O(1): from T = 1, potentials of size 1e-6 left the NLL flat, and T = 1.

@@ -1,0 +1,46 @@
+"""A recalibrator's warning names the line of the user's fit call: the flat-score warnings
+had named the line one frame above it (the caller of the function that called fit)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+
+import torch
+
+from calib_metrics.recalibration import ChainTemperature, TemperatureScaling
+
+
+def _fit_flat_multiclass() -> int:
+    TemperatureScaling().fit(torch.zeros(10, 3), torch.arange(10) % 3)
+    return inspect.currentframe().f_lineno - 1
+
+
+def _fit_flat_binary() -> int:
+    TemperatureScaling().fit(torch.zeros(10), torch.arange(10) % 2)
+    return inspect.currentframe().f_lineno - 1
+
+
+def _fit_one_class_items() -> int:
+    logits = torch.full((6, 3), -math.inf)
+    target = torch.arange(6) % 3
+    logits[torch.arange(6), target] = 1.0
+    TemperatureScaling().fit(logits, target)
+    return inspect.currentframe().f_lineno - 1
+
+
+def _fit_flat_chain() -> int:
+    em, tr, z = torch.zeros(4, 3, 2), torch.zeros(2, 2), torch.zeros(2)
+    tags = torch.tensor([[0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1]])
+    ChainTemperature().fit(em, tr, z, z, tags)
+    return inspect.currentframe().f_lineno - 1
+
+
+def test_flat_and_one_class_warnings_name_the_fit_call() -> None:
+    for fit in (_fit_flat_multiclass, _fit_flat_binary, _fit_one_class_items, _fit_flat_chain):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit_line = fit()
+        assert caught, fit.__name__
+        assert {(w.filename, w.lineno) for w in caught} == {(__file__, fit_line)}, fit.__name__
