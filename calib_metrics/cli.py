@@ -250,7 +250,32 @@ def multiclass_input(probs, target, path, mode: str, kept=None):
         )
     if probs.dim() > target.dim():
         warn_if_rows_do_not_sum_to_one(probs, path, kept)
+        if mode == "one_vs_rest" and probs.shape[-1] == 2:
+            warn_two_classes(path)
     return probs, target
+
+
+def warn_two_classes(path) -> None:
+    """A UserWarning when a multiclass file has two classes (scikit-learn's
+    ``predict_proba``, [N, 2]) read one-vs-rest: each pair (q, y) is pooled with its mirror
+    (1 − q, 1 − y), which is not the binary error of class 1 (the mirror halves the
+    miscalibration that differs between the ends, and N doubles).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn_two_classes("p.npz")
+        >>> print(caught[0].message)
+        p.npz: 2 classes read one-vs-rest pool each pair with its mirror (1 - q, 1 - y); ...
+    """
+    warnings.warn(
+        f"{path}: 2 classes read one-vs-rest pool each pair with its mirror (1 - q, 1 - y); "
+        "the binary error of class 1 is that of its column alone: save column 1 as its own "
+        "array (e.g. probs=p[:, 1]) and pass it with the binary labels",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def _position(path, row: int, kept=None) -> str:
@@ -414,6 +439,8 @@ def _compute(args: argparse.Namespace):
     table = read_table(args.file, args.probs, args.target, wanted_groups, args.ignore_index, taken)
     probs, target = multiclass_input(table.probs, table.target, args.file, args.mode, table.kept)
     groups = table.groups
+    if groups is not None:  # the group bootstrap: a Poisson weight per group and draw
+        announce_long_run(table, args.samples, "group-bootstrap resamples")
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
     result = calibration_error_ci(
         probs,

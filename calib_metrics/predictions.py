@@ -15,10 +15,14 @@ text file (the header is line 1), its index in an array file.
 from __future__ import annotations
 
 import csv
+import gc
 import json
 import math
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from itertools import islice
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -185,10 +189,18 @@ def _columns_from_table(
         names, target, TARGET_NAMES, "labels", path, {**taken, probs: "the probabilities"}
     )
     picked = (probs, target)
+    group = None
+    if isinstance(table, _DelimitedTable):
+        # One pass over the file reads the columns used, and only those (a text file's
+        # columns cannot fail to read, so the group column is picked first).
+        if groups is not None:
+            group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
+        table.want(picked, [group] if group is not None else [])
     columns = tuple((name, _column(table, name, path)) for name in picked)
     if groups is None:
         return (*columns, None)
-    group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
+    if group is None:
+        group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
     return (*columns, (group, _column(table, group, path)))
 
 
@@ -290,6 +302,11 @@ def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None)
                 f"{path}: {where}, column {column!r} holds a number too large for a float"
             )
         except (TypeError, ValueError):
+            if isinstance(value, str) and not value.strip():
+                return ValueError(
+                    f"{path}: {_row_of(lines, i)}, column {column!r} is missing a value (an "
+                    "empty cell)"
+                )
             hint = ""
             if isinstance(value, str) and "," in value:
                 hint = "; decimal commas are not read: write 0.9, not 0,9"
@@ -323,6 +340,8 @@ _BOOLEANS = {"true": 1.0, "false": 0.0}
 
 def _to_labels(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
     """Labels as floats; ``True``/``False`` (any case, or JSON booleans) are 1 and 0."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiu":
+        return _to_float(values, path, column, lines)  # numbers: no words to look for
     array = np.asarray(values, dtype=object).reshape(-1)
     words = [v for v in array[:1] if isinstance(v, str) and v.strip().lower() in _BOOLEANS]
     if words:
@@ -422,7 +441,9 @@ def _as_written(values: Any, row: int, value: float, item: int = 0, per_row: int
         '1.0000001'
     """
     try:
-        if isinstance(values, np.ndarray):
+        if isinstance(values, _CellNumbers):
+            written = values.cell(row)
+        elif isinstance(values, np.ndarray):
             written = values.reshape(-1)[row * per_row + item]
         else:
             written = values[row]
@@ -567,10 +588,25 @@ def _delimiter(header: str, default: str) -> str:
 
 
 def _read_delimited(path: Path, delimiter: str) -> _Table:
+    """A CSV/TSV file's header, checked now; its rows are read when a column is first
+    used (:class:`_DelimitedTable`)."""
     # utf-8-sig drops the byte-order mark that spreadsheet programs put before the header.
     with path.open(newline="", encoding="utf-8-sig") as handle:
         delimiter = _delimiter(handle.readline(), delimiter)
         handle.seek(0)
+        reader = csv.reader(handle, delimiter=delimiter)
+        try:
+            names = _header(reader, path)
+        except csv.Error as err:
+            raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
+    return _DelimitedTable(path, delimiter, names)
+
+
+def _read_delimited_exact(path: Path, delimiter: str) -> _Table:
+    """Every cell of a CSV/TSV file as text, row by row: the reader of files that the fast
+    one (:meth:`_DelimitedTable._read_fast`) does not take as they are (short rows, blank
+    lines, fields over several lines, a csv error), and the one whose errors are reported."""
+    with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.reader(handle, delimiter=delimiter)
         try:
             return _table_from_rows(reader, path)
@@ -586,7 +622,9 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _table_from_rows(reader: Any, path: Path) -> _Table:
+def _header(reader: Any, path: Path) -> list[str]:
+    """The column names of a CSV/TSV file's first row, refused where they cannot be a
+    header (none, numbers only, a name twice)."""
     header = next(reader, None)
     if not header:
         raise ValueError(f"{path}: empty file (a header row is needed)")
@@ -601,6 +639,11 @@ def _table_from_rows(reader: Any, path: Path) -> _Table:
         raise ValueError(
             f"{path}: the header repeats column name(s) {', '.join(map(repr, repeated))}"
         )
+    return names
+
+
+def _table_from_rows(reader: Any, path: Path) -> _Table:
+    names = _header(reader, path)
     table = _Table({n: [] for n in names})
     table.lines = []
     for row in reader:
@@ -612,6 +655,142 @@ def _table_from_rows(reader: Any, path: Path) -> _Table:
             table[name].append(raw.strip())
         table.lines.append(reader.line_num)
     return table
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused: it scanned the heap again and again while the
+    csv module made a list per row (none in a cycle), and had doubled the reading time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Irregular(Exception):
+    """A CSV/TSV file that the fast reader leaves to the exact one."""
+
+
+class _NotNumbers(Exception):
+    """A column that does not read as numbers, to be read as text."""
+
+
+# Rows read (and converted) at a time by the fast reader.
+_CHUNK_ROWS = 1 << 16
+
+
+class _CellNumbers(np.ndarray):
+    """A CSV/TSV column read as numbers (float64), that can still give a cell's text for
+    messages (:func:`_as_written`): ``1e3`` is named as the file writes it, not 1000.0."""
+
+    table: _DelimitedTable
+    name: str
+
+    def cell(self, row: int) -> str:
+        """The text of data row ``row`` (0-based) of the column, stripped."""
+        return self.table.cell(self.name, row)
+
+
+class _DelimitedTable(_Table):
+    """The columns of a CSV/TSV file, read when first used: only the columns asked for
+    (:meth:`want` names those that the caller will use, so that one pass reads them
+    all), those that hold numbers converted chunk by chunk to float64 (a
+    :class:`_CellNumbers`) instead of kept as one string per cell. Every row of the file is
+    checked as the exact reader checks it; a file it does not take as it is (a short
+    row, a blank line, a csv error) is read by the exact reader, whose errors are
+    reported."""
+
+    def __init__(self, path: Path, delimiter: str, names: list[str]) -> None:
+        super().__init__(dict.fromkeys(names))
+        self.path, self.delimiter, self.names = path, delimiter, names
+        self._loaded: dict[str, Any] = {}
+        self._numeric: set[str] = set()
+        self._text: set[str] = set()
+        self._wanted: list[str] = []
+        self._lines: Sequence[int] | None = None
+
+    def want(self, numeric: Sequence[str], text: Sequence[str] = ()) -> None:
+        """Columns the caller will use: ``numeric`` ones are read as numbers where they
+        all are (else as text, as ``text`` ones are)."""
+        self._numeric.update(numeric)
+        self._wanted = [*dict.fromkeys([*self._wanted, *numeric, *text])]
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.names:
+            raise KeyError(name)
+        if name not in self._loaded:
+            self._read([n for n in dict.fromkeys([*self._wanted, name]) if n not in self._loaded])
+        return self._loaded[name]
+
+    @property
+    def lines(self) -> Sequence[int]:  # type: ignore[override]
+        if self._lines is None:
+            self._read([n for n in self._wanted if n not in self._loaded])
+        assert self._lines is not None
+        return self._lines
+
+    def _read(self, names: list[str]) -> None:
+        with _readable(self.path):
+            while True:
+                try:
+                    columns, lines = self._read_fast(names)
+                except _NotNumbers as err:
+                    self._text.add(str(err))
+                    continue
+                except _Irregular:
+                    exact = _read_delimited_exact(self.path, self.delimiter)
+                    self._loaded.update(dict(exact))
+                    self._lines = exact.lines
+                    return
+                self._loaded.update(columns)
+                self._lines = lines
+                return
+
+    def _read_fast(self, names: list[str]) -> tuple[dict[str, Any], Sequence[int]]:
+        numeric = {n for n in names if n in self._numeric and n not in self._text}
+        parts: dict[str, list[Any]] = {n: [] for n in names}
+        get = {n: itemgetter(self.names.index(n)) for n in names}
+        width, rows = len(self.names), 0
+        with self.path.open(newline="", encoding="utf-8-sig") as handle, _no_gc():
+            reader = csv.reader(handle, delimiter=self.delimiter)
+            try:
+                next(reader)
+                while chunk := list(islice(reader, _CHUNK_ROWS)):
+                    if set(map(len, chunk)) != {width}:
+                        raise _Irregular
+                    rows += len(chunk)
+                    for name in names:
+                        cells = list(map(get[name], chunk))
+                        if name in numeric:
+                            try:
+                                parts[name].append(np.asarray(cells, dtype=np.float64))
+                            except (OverflowError, TypeError, ValueError):
+                                raise _NotNumbers(name) from None
+                        else:
+                            parts[name].append(list(map(str.strip, cells)))
+            except csv.Error:
+                raise _Irregular from None
+            if reader.line_num != rows + 1:  # a blank line, or a field over several lines
+                raise _Irregular
+        columns: dict[str, Any] = {}
+        for name in names:
+            if name in numeric:
+                joined = np.concatenate(parts[name]) if parts[name] else np.zeros(0)
+                column = joined.view(_CellNumbers)
+                column.table, column.name = self, name
+                columns[name] = column
+            else:
+                columns[name] = [cell for part in parts[name] for cell in part]
+        return columns, range(2, rows + 2)
+
+    def cell(self, name: str, row: int) -> str:
+        """The text of data row ``row`` (0-based) of column ``name``, stripped (messages)."""
+        with _readable(self.path):
+            exact = _read_delimited_exact(self.path, self.delimiter)
+        return exact[name][row]
 
 
 def _read_jsonl(path: Path) -> _Table:
@@ -812,6 +991,8 @@ def _load(path: Path) -> Any:
     """The file's contents: a table of columns (text formats) or the stored array object."""
     if path.is_dir():
         raise IsADirectoryError(f"{path}: a directory, not a file of predictions")
+    if str(path) == "-" and not path.exists():
+        raise ValueError("-: reading from stdin is not supported: give a file path")
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     if not path.is_file():
@@ -819,8 +1000,16 @@ def _load(path: Path) -> Any:
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"{path}: unknown format {suffix!r} (use one of {', '.join(FORMATS)})")
-    try:
+    with _readable(path):
         return _read_contents(path, suffix)
+
+
+@contextmanager
+def _readable(path: Path) -> Iterator[None]:
+    """Reading ``path``: text that is not UTF-8 and an unreadable file are ValueErrors
+    naming it (a CSV's rows are read when a column is first used, after :func:`_load`)."""
+    try:
+        yield
     except UnicodeDecodeError as err:
         raise ValueError(
             f"{path}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
@@ -932,8 +1121,8 @@ def read_table(
     """
     path = Path(path)
     contents = _load(path)
-    lines = getattr(contents, "lines", None)
     q, y, ids = _from_arrays(contents, path, (probs, target, groups), taken)
+    lines = getattr(contents, "lines", None)  # a CSV's rows are read with its columns
     _check_layout(q, y, ids, path)
     columns = (q, y)
     q = _to_float(q[1], path, q[0], lines)

@@ -1,0 +1,118 @@
+"""Time of reading a CSV of (probability, label) rows: the command line's reader against
+peers in the same process.
+
+For each N (default 1e4, 1e5, 1e6; add 1e7 with ``--sizes``): a CSV ``prob,label`` with
+q ~ U(0, 1) written with 17 digits, y ~ Bernoulli(q), in a temporary folder. In one
+process, interleaved, after a warm-up, the median of ``--repeats`` runs of:
+
+- ours: ``calib_metrics.predictions.read_table`` (what ``calib-metrics evaluate`` calls);
+- csv + float: the ``csv`` module's rows, each cell ``float()``-ed into two lists;
+- numpy.loadtxt: ``np.loadtxt(path, delimiter=",", skiprows=1)``;
+- pandas.read_csv, if pandas can be imported (it is no dependency).
+
+The machine may be shared, so what counts is the ratio to each peer measured in the same
+process, printed per size, not the absolute times.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_read.py --sizes 1e4 1e5 1e6 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from calib_metrics.predictions import read_table
+
+
+def write_csv(path: Path, n: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    q = rng.random(n)
+    y = (rng.random(n) < q).astype(np.int64)
+    with path.open("w") as f:
+        f.write("prob,label\n")
+        f.writelines(f"{a!r},{b}\n" for a, b in zip(q.tolist(), y.tolist()))
+
+
+def ours(path: Path) -> object:
+    return read_table(path)
+
+
+def csv_float(path: Path) -> object:
+    with path.open(newline="") as f:
+        reader = csv.reader(f)
+        next(reader)
+        q, y = [], []
+        for a, b in reader:
+            q.append(float(a))
+            y.append(float(b))
+    return q, y
+
+
+def loadtxt(path: Path) -> object:
+    return np.loadtxt(path, delimiter=",", skiprows=1)
+
+
+def peers() -> dict[str, Callable[[Path], object]]:
+    found: dict[str, Callable[[Path], object]] = {
+        "csv + float": csv_float,
+        "numpy.loadtxt": loadtxt,
+    }
+    try:
+        import pandas as pd
+    except ImportError:
+        return found
+    found["pandas.read_csv"] = pd.read_csv
+    return found
+
+
+def median_times(functions: dict[str, Callable[[Path], object]], path: Path, repeats: int):
+    for f in functions.values():  # warm-up
+        f(path)
+    times: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(repeats):
+        for name, f in functions.items():  # interleaved
+            start = time.perf_counter()
+            f(path)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1e4, 1e5, 1e6])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
+    )
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    functions = {"ours": ours, **peers()}
+    results = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for size in args.sizes:
+            n = int(size)
+            path = Path(folder) / f"pairs_{n}.csv"
+            write_csv(path, n)
+            times = median_times(functions, path, args.repeats)
+            results[n] = times
+            cells = ", ".join(
+                f"{name} {t:.3f} s (ours/{name} {times['ours'] / t:.2f})"
+                for name, t in times.items()
+                if name != "ours"
+            )
+            print(f"N={n:.0e}: ours {times['ours']:.3f} s; {cells}", flush=True)
+            path.unlink()
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The CSV reader converts only the columns used, as numbers where they are, and still
+names a bad cell as the file writes it; the evaluate command's notices and warnings from
+the user probe (a long group bootstrap, two classes read one-vs-rest, an empty cell,
+``-`` for stdin)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from calib_metrics import cli
+from calib_metrics.cli import main
+from calib_metrics.predictions import _load, read_table
+
+
+def test_only_the_columns_used_are_read(tmp_path: Path) -> None:
+    file = tmp_path / "tokens.csv"
+    file.write_text("prob,label,tag,note\n0.9,1,NN,x\n0.2,0,VB,y\n")
+    table = _load(file)
+    read = read_table(file)
+    assert read.probs.tolist() == [0.9, 0.2]
+    table.want(["prob", "label"])
+    table["prob"]
+    assert set(table._loaded) == {"prob", "label"}  # tag and note were never kept
+    assert isinstance(table["prob"], np.ndarray) and table["prob"].dtype == np.float64
+    assert list(table.lines) == [2, 3]
+
+
+def test_a_number_out_of_range_is_named_as_written(tmp_path: Path) -> None:
+    file = tmp_path / "pairs.csv"
+    file.write_text("prob,label\r\n0.5,1\r\n 1e3 ,0\r\n")
+    with pytest.raises(ValueError, match=r"line 3, column 'prob' holds 1e3, not a prob"):
+        read_table(file)
+
+
+def test_blank_lines_keep_their_line_numbers(tmp_path: Path) -> None:
+    file = tmp_path / "pairs.csv"
+    file.write_text("prob,label\n0.5,1\n\n1.5,0\n")
+    with pytest.raises(ValueError, match=r"line 4, column 'prob' holds 1.5"):
+        read_table(file)
+
+
+def test_an_empty_probability_cell_is_named_so(tmp_path: Path) -> None:
+    file = tmp_path / "pairs.csv"
+    file.write_text("prob,label\n0.5,1\n,0\n")
+    with pytest.raises(ValueError, match=r"line 3, column 'prob' is missing a value \(an empty"):
+        read_table(file)
+
+
+def test_stdin_is_refused_as_such(capsys) -> None:
+    assert main(["evaluate", "-"]) == 2
+    assert "reading from stdin is not supported: give a file path" in capsys.readouterr().err
+
+
+def test_evaluate_announces_a_long_group_bootstrap(tmp_path: Path, capsys, monkeypatch) -> None:
+    file = tmp_path / "tokens.csv"
+    rows = [f"{(i % 97) / 97:.4f},{i % 2},s{i // 5}" for i in range(200)]
+    file.write_text("prob,label,sentence\n" + "\n".join(rows) + "\n")
+    monkeypatch.setattr(cli, "LONG_RUN_WEIGHTS", 40 * 100)
+    assert main(["evaluate", str(file), "--groups", "sentence", "--samples", "100"]) == 0
+    err = capsys.readouterr().err
+    assert "drawing 100 group-bootstrap resamples of 40 groups" in err
+    assert "takes minutes on a CPU (--samples N draws fewer)" in err
+
+
+def test_two_classes_one_vs_rest_warn(tmp_path: Path) -> None:
+    q = torch.rand(200, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    file = tmp_path / "sk.npz"
+    np.savez(file, probs=torch.stack([1 - q, q], 1).numpy(), target=(q > 0.5).long().numpy())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cli.multiclass_input(*read_table(file)[:2], file, "one_vs_rest")
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert any("2 classes read one-vs-rest" in m and "p[:, 1]" in m for m in messages)
