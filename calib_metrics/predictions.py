@@ -236,10 +236,13 @@ def _column(table: Any, name: str, path: Path) -> Any:
     """One column's values as a list or numpy array of at least one dimension; only the
     columns used are read, so an odd extra key (a sparse or nested tensor) does not stop a
     file's valid ones."""
-    try:
-        value = table[name]  # a .npz member is read here
-    except Exception as err:  # numpy and zipfile raise many types for a bad member
-        raise ValueError(f"{path}: column {name!r} cannot be read ({err})") from None
+    if isinstance(table, _DelimitedTable):
+        value = table[name]  # the file's rows are read here: its errors name their line
+    else:
+        try:
+            value = table[name]  # a .npz member is read here
+        except Exception as err:  # numpy and zipfile raise many types for a bad member
+            raise ValueError(f"{path}: column {name!r} cannot be read ({err})") from None
     what = f"column {name!r}"
     if isinstance(value, Tensor):
         value = _tensor_as_numpy(value, path, what)
@@ -715,7 +718,10 @@ class _DelimitedTable(_Table):
     def want(self, numeric: Sequence[str], text: Sequence[str] = ()) -> None:
         """Columns the caller will use: ``numeric`` ones are read as numbers where they
         all are (else as text, as ``text`` ones are)."""
+        # A column wanted as text too (group ids that are also the probabilities) stays
+        # text: "0.1" and "0.10" are two ids, one number.
         self._numeric.update(numeric)
+        self._numeric.difference_update(text)
         self._wanted = [*dict.fromkeys([*self._wanted, *numeric, *text])]
 
     def __getitem__(self, name: str) -> Any:

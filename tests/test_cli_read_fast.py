@@ -5,6 +5,7 @@ the user probe (a long group bootstrap, two classes read one-vs-rest, an empty c
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -76,3 +77,28 @@ def test_two_classes_one_vs_rest_warn(tmp_path: Path) -> None:
         cli.multiclass_input(*read_table(file)[:2], file, "one_vs_rest")
     messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
     assert any("2 classes read one-vs-rest" in m and "p[:, 1]" in m for m in messages)
+
+
+def test_a_short_row_is_named_by_its_line_alone(tmp_path, capsys) -> None:
+    # The lazy reader had wrapped row errors as "column 'p' cannot be read (...)", blaming
+    # a column that was fine and naming the file twice.
+    path = tmp_path / "f.csv"
+    path.write_text("p,y\n0.5,1\n0.5\n")
+    code = main(["evaluate", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == f"calib-metrics: error: {path}: line 3 has a different number of fields"
+
+
+def test_group_ids_that_are_also_the_probabilities_keep_their_text(tmp_path, capsys) -> None:
+    # "0.1" and "0.10" are two group ids; read through the numbers they had become one.
+    rows = [f"{v},{y}" for v in ("0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7")
+            for v, y in ((v, 1), (v + "0", 0))]  # fmt: skip
+    path = tmp_path / "gp.csv"
+    path.write_text("sentence_id,y\n" + "\n".join(rows) + "\n")
+    argv = ["evaluate", str(path), "--probs", "sentence_id", "--interval", "groups"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 14 pairs: few bins
+        code = main([*argv, "--samples", "20", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0 and json.loads(out)["groups"] == 14
