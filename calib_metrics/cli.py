@@ -428,10 +428,14 @@ def _settle_options(args: argparse.Namespace) -> None:
 
 
 def _compute(args: argparse.Namespace):
-    """Read the file; the error with its interval, and the Brier decomposition."""
+    """Read the file; the error with its interval, the Brier decomposition, and under
+    ``--mode classwise`` each class's result (else None), which the page and the figure
+    reuse rather than draw again."""
     import torch
 
+    from calib_metrics import cli_report
     from calib_metrics.functional import brier_decomposition, calibration_error_ci
+    from calib_metrics.functional.multiclass import average_results, pair_sets
     from calib_metrics.predictions import read_table
 
     wanted_groups = (args.groups or "") if args.interval == "groups" else None
@@ -442,22 +446,22 @@ def _compute(args: argparse.Namespace):
     if groups is not None:  # the group bootstrap: a Poisson weight per group and draw
         announce_long_run(table, args.samples, "group-bootstrap resamples")
     options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
-    result = calibration_error_ci(
-        probs,
-        target,
-        n_samples=args.samples,
-        confidence=args.confidence,
-        generator=torch.Generator().manual_seed(args.seed),
-        method=args.method,
-        norm=args.norm,
-        debias=args.debias,
-        interval=args.interval,
-        groups=groups,
-        mode=args.mode,
-        **options,
-    )
+    generator = torch.Generator().manual_seed(args.seed)
+    estimator = cli_report.estimator_options(args)
+    sets = pair_sets(probs, target, args.mode, groups) if args.mode == "classwise" else []
+    per_class = None
+    if len(sets) > 1:
+        # The library's classwise average, class after class from one generator: the same
+        # numbers, with each class's result kept.
+        per_class = [calibration_error_ci(q, y, groups=g, generator=generator, **estimator)
+                     for q, y, g in sets]  # fmt: skip
+        result = average_results(per_class)
+    else:
+        result = calibration_error_ci(
+            probs, target, generator=generator, groups=groups, mode=args.mode, **estimator
+        )
     brier = brier_decomposition(*_brier_pairs(probs, target, args.mode), **options)
-    return table._replace(probs=probs, target=target), result, brier
+    return table._replace(probs=probs, target=target), result, brier, per_class
 
 
 def _summary(args: argparse.Namespace, probs, groups, result, brier, class_bins: list) -> dict:
@@ -574,14 +578,14 @@ def evaluate(args: argparse.Namespace) -> dict:
     check_output_paths({"--plot": args.plot, "--html": args.html}, [args.file])
     if args.html:  # the page shows every measure the command has
         args.smooth = args.spiegelhalter = True
-    table, result, brier = _compute(args)
+    table, result, brier, per_class = _compute(args)
     probs, target, groups = table.probs, table.target, table.groups
     options = {"binning": args.binning, "bin_size": args.bin_size, "n_bins": args.n_bins}
     bins = estimate_bins(probs, target, args.mode, result, **options)
     warn_if_few_bins(bins, **options, debias=args.debias and args.norm == "l2")
     summary = _summary(args, probs, groups, result, brier, bins)
     summary |= _extra_measures(probs, target, args, groups)
-    per_label = cli_report.evaluate_per_label(args, probs, target, groups, table.kept)
+    per_label = cli_report.evaluate_per_label(args, probs, target, groups, table.kept, per_class)
     if per_label is not None:
         summary["per_label"] = cli_report.label_summary(per_label)
     panels = None
@@ -591,7 +595,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         name = Path(args.file).name
         panels, summary["plot_classes"] = class_panels(
             args, [(probs, target)], [name], groups, cli_report.estimator_options(args),
-            title=f"{name}: classwise, one reliability diagram per class",
+            title=f"{name}: classwise, one reliability diagram per class", computed=per_class,
         )  # fmt: skip
     if args.plot:
         _plot(args, result, panels, (probs, target, groups))

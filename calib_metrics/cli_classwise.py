@@ -48,6 +48,7 @@ def class_panels(
     estimator: dict[str, Any],
     title: str,
     tags: Sequence[str] | None = None,
+    computed: list | None = None,
 ) -> tuple[Any, list[int]]:
     """The figure of per-class reliability diagrams of ``models`` ((probs [N, C], class
     ids) each, the same items), for ``--plot`` and the ``--html`` page, and the classes
@@ -55,7 +56,10 @@ def class_panels(
 
     ``estimator``: :func:`~calib_metrics.functional.calibration_error_ci`'s options
     (without ``groups`` and ``generator``: each model draws from a generator seeded with
-    ``args.seed``, class after class, as the classwise average does).
+    ``args.seed``, class after class, as the classwise average does). ``computed``: one
+    model's results of every class, drawn already (``evaluate``'s classwise average), used
+    as they are: the panels then show the intervals the page's table and the average hold
+    (drawn again for a subset of the classes, they had differed from those).
     """
     from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.functional import calibration_error_ci
@@ -70,10 +74,14 @@ def class_panels(
     results, curves = {}, {}
     for c in classes:
         pairs = [model_sets[c] for model_sets in sets]
-        results[f"class {c}"] = [
-            calibration_error_ci(q, y, groups=g, generator=gen, **estimator)
-            for (q, y, g), gen in zip(pairs, generators, strict=True)
-        ]
+        results[f"class {c}"] = (
+            [computed[c]]
+            if computed is not None
+            else [
+                calibration_error_ci(q, y, groups=g, generator=gen, **estimator)
+                for (q, y, g), gen in zip(pairs, generators, strict=True)
+            ]
+        )
         curves[f"class {c}"] = [smooth_curve_for_plot(args, q, y, g) for q, y, g in pairs]
     shown = len(classes) < n_classes
     note = (

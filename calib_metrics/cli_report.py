@@ -105,10 +105,16 @@ def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups
 
 
 def evaluate_per_label(
-    args: argparse.Namespace, probs: Tensor, target: Tensor, groups, kept: Tensor | None = None
+    args: argparse.Namespace,
+    probs: Tensor,
+    target: Tensor,
+    groups,
+    kept: Tensor | None = None,
+    per_class: list | None = None,
 ):
     """Each label's CalibrationResult with the command's estimator, or None (no labels);
-    ``kept``: which of the file's labels were kept (when padding was dropped).
+    ``kept``: which of the file's labels were kept (when padding was dropped);
+    ``per_class``: a classwise run's own per-class results, used as they are.
 
     Example:
         >>> import os, tempfile, torch
@@ -130,6 +136,8 @@ def evaluate_per_label(
     per_label = _label_pairs(args, probs, target, groups, kept)
     if per_label is None:
         return None
+    if per_class is not None and args.label is None:  # the classes, drawn once already
+        return {f"class {c}": result for c, result in enumerate(per_class)}
     from calib_metrics.cli import LONG_RUN_LABEL_DRAWS, say_long_run
 
     if len(per_label) * args.samples >= LONG_RUN_LABEL_DRAWS:

@@ -170,3 +170,39 @@ def test_html_report_shows_the_class_panels(tmp_path, capsys, drawn, command) ->
     for c in range(3):
         assert f">class {c} · " in figure
     assert figure.count(">a: CalibErr ") == (3 if command == "compare" else 0)
+
+
+def test_classwise_intervals_are_drawn_once_and_shown_alike(tmp_path, capsys, monkeypatch):
+    # --mode classwise --html --plot had drawn every class's interval three times: for the
+    # average, again for the page's per-class table, and again for the panels, whose
+    # intervals (drawn for the 12 most frequent of 15 classes only) differed from the table's.
+    import calib_metrics.functional as functional
+
+    counts = [40 + 10 * c for c in range(15)]
+    a, _, sharp, _, target = _models(tmp_path, 15, sum(counts), counts)
+    calls = []
+    original = functional.calibration_error_ci
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("mode"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(functional, "calibration_error_ci", counting)
+    shown: dict = {}
+    original_panels = plot_panels.reliability_panels
+
+    def recording(results, **kwargs):
+        shown.update(results)
+        return original_panels(results, **kwargs)
+
+    monkeypatch.setattr(plot_panels, "reliability_panels", recording)
+    summary = _run(capsys, "evaluate", a, "--mode", "classwise", "--html",
+                   tmp_path / "page.html", "--plot", tmp_path / "classes.png")  # fmt: skip
+    assert len(calls) == 15
+    g = torch.Generator().manual_seed(0)
+    library = original(sharp, target, mode="classwise", n_samples=50, generator=g)
+    assert summary["calib_err"] == library.error.item()
+    assert len(shown) == MAX_CLASS_PANELS
+    for name, (result,) in shown.items():
+        table = summary["per_label"][name]
+        assert (table["lower"], table["upper"]) == (result.lower.item(), result.upper.item())
