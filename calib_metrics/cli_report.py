@@ -133,11 +133,12 @@ def evaluate_per_label(
 
     from calib_metrics.functional import calibration_error_ci
 
+    if per_class is not None and args.label is None:  # the classes, drawn once already
+        # (a multiclass file's classes are its labels on the page only, as _label_pairs's)
+        return {f"class {c}": r for c, r in enumerate(per_class)} if args.html else None
     per_label = _label_pairs(args, probs, target, groups, kept)
     if per_label is None:
         return None
-    if per_class is not None and args.label is None:  # the classes, drawn once already
-        return {f"class {c}": result for c, result in enumerate(per_class)}
     from calib_metrics.cli import LONG_RUN_LABEL_DRAWS, say_long_run
 
     if len(per_label) * args.samples >= LONG_RUN_LABEL_DRAWS:

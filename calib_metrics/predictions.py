@@ -1012,14 +1012,21 @@ def _load(path: Path) -> Any:
 
 @contextmanager
 def _readable(path: Path) -> Iterator[None]:
-    """Reading ``path``: text that is not UTF-8 and an unreadable file are ValueErrors
-    naming it (a CSV's rows are read when a column is first used, after :func:`_load`)."""
+    """Reading ``path``: text that is not UTF-8, an unreadable file and one too large for
+    the memory are ValueErrors naming it (a CSV's rows are read when a column is first
+    used, after :func:`_load`). No offset is given for a bad byte: the decoder's counts
+    from the start of its current chunk, not of the file."""
     try:
         yield
     except UnicodeDecodeError as err:
         raise ValueError(
-            f"{path}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
+            f"{path}: not UTF-8 text (it holds the byte {err.object[err.start]:#04x}); "
             "save it as UTF-8"
+        ) from None
+    except MemoryError:
+        raise ValueError(
+            f"{path}: too large to read into the memory available (an array file, .npz or "
+            ".pt, takes less than a text file's rows)"
         ) from None
     except OSError as err:  # unreadable: permissions, an I/O error ("[Errno 5]" named no file)
         raise ValueError(f"{path}: cannot read it ({err.strerror or err})") from None

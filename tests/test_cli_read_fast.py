@@ -102,3 +102,33 @@ def test_group_ids_that_are_also_the_probabilities_keep_their_text(tmp_path, cap
         code = main([*argv, "--samples", "20", "--json"])
     out = capsys.readouterr().out
     assert code == 0 and json.loads(out)["groups"] == 14
+
+
+def test_a_file_too_large_for_the_memory_is_one_line(tmp_path, capsys, monkeypatch) -> None:
+    # Row errors left unwrapped let a MemoryError out of the reader as a traceback.
+    from calib_metrics import predictions
+
+    def out_of_memory(self, names):
+        raise MemoryError
+
+    monkeypatch.setattr(predictions._DelimitedTable, "_read_fast", out_of_memory)
+    path = tmp_path / "big.csv"
+    path.write_text("p,y\n0.5,1\n0.25,0\n")
+    assert main(["evaluate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err == f"calib-metrics: error: {path}: too large to read into the memory available "
+        "(an array file, .npz or .pt, takes less than a text file's rows)"
+    )
+
+
+def test_a_bad_byte_past_the_first_chunk_is_named_without_a_wrong_offset(tmp_path, capsys):
+    # The offset had counted from the decoder's chunk: 808 for the byte at 9000.
+    rows = "".join(f"0.{i % 9 + 1},{i % 2}\n" for i in range(2000))
+    data = ("p,y\n" + rows).encode()
+    data = data[:9000] + b"\xff" + data[9000:]
+    path = tmp_path / "latin.csv"
+    path.write_bytes(data)
+    assert main(["evaluate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "not UTF-8 text (it holds the byte 0xff)" in err and "offset" not in err
