@@ -421,7 +421,7 @@ def _check_probs(q: Tensor, per_row: int, path: Path, column: Column, lines, kee
         if percent
         else "pass probabilities, not logits: apply sigmoid/softmax first"
     )
-    if getattr(getattr(column[1], "dtype", None), "kind", "") in ("i", "u"):
+    if _holds_integers(column):  # (a bool column holds no value outside [0, 1])
         hint = "integers: class ids or hard predictions? give the model's probabilities"
     problem = "is missing (NaN)"
     if not math.isnan(value):

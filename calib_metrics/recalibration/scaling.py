@@ -361,7 +361,7 @@ class _LogitScaler(SettingsInState, FittedModule):
         c = int(self.host_value("num_classes"))
         checked = self._checked_input(logits, c)
         params = [p.to(checked.device) for p in self._stored()]
-        z = self._transform(self._prepare_input(checked, c == 1).to(torch.float64), params)
+        z = self._map(checked, c, params)
         probs = (torch.sigmoid(z) if c == 1 else torch.softmax(z, -1)).to(checked.dtype)
         if self.inputs != "probs" or (
             torch.is_grad_enabled() and any(p.requires_grad for p in params)
@@ -393,8 +393,12 @@ class _LogitScaler(SettingsInState, FittedModule):
 
     def _calibrated(self, logits: Tensor, c: int) -> Tensor:
         """:meth:`calibrated_logits` of a fitted model of ``c`` classes (1: binary)."""
-        logits = self._prepare_input(self._checked_input(logits, c), binary=c == 1)
-        params = [p.to(logits.device) for p in self._stored()]
+        checked = self._checked_input(logits, c)
+        return self._map(checked, c, [p.to(checked.device) for p in self._stored()])
+
+    def _map(self, checked: Tensor, c: int, params: list[Tensor]) -> Tensor:
+        """The recalibrated logits (float64) of a checked input, at ``params``."""
+        logits = self._prepare_input(checked, binary=c == 1)
         return self._transform(logits.to(torch.float64), params)
 
 
