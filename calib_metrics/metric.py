@@ -24,6 +24,7 @@ from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import (
     Bins,
     _check_pairs,
+    check_ids,
     check_probs,
     check_room,
     column_target_hint,
@@ -33,7 +34,6 @@ from calib_metrics.functional.calibration import (
     MAX_BIN_SIZE,
     MAX_UNIFORM_BINS,
     CalibrationResult,
-    _check_groups,
     _check_interval_options,
     _check_options,
     bins_and_index,
@@ -240,7 +240,7 @@ def _check_group_ids(ids: Tensor | None, target: Tensor, name: str) -> Tensor:
             f"{name} must have the target's shape {tuple(target.shape)} (one id per "
             f"item), got {tuple(ids.shape)}"
         )
-    return _check_groups(ids, target, "target", name).detach()
+    return check_ids(ids, target, "target", name).detach()
 
 
 def _class_column_hint(columns: int) -> str:

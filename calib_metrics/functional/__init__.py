@@ -5,6 +5,11 @@ draw generator (the paper's Algorithm 2, the Poisson bootstrap over pairs, or ov
 groups) yields resampled bins, one reduction turns bins into errors, one summary gives a
 :class:`CalibrationResult`. Nothing here keeps state, draws figures or imports anything
 but torch.
+
+The estimators are evaluation measures, not losses: they treat the probabilities as data
+(sorting, binning and several in-place kernels), so their results carry no autograd
+history even when ``probs.requires_grad`` is set, as torchmetrics' calibration errors do
+not. To train for calibration, fit a recalibrator (:mod:`calib_metrics.recalibration`).
 """
 
 from calib_metrics.functional.auto_bin import auto_bin_size

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from calib_metrics.functional.errors import check_int
+from calib_metrics.functional.errors import check_int, python_int_hint
 
 AUTO = "auto"
 
@@ -50,7 +50,10 @@ def check_bin_size(bin_size: object) -> None:
     if bin_size == AUTO:
         return
     if not isinstance(bin_size, int) or isinstance(bin_size, bool) or bin_size < 1:
-        raise ValueError(f"bin_size must be a positive integer or 'auto', got {bin_size!r}")
+        raise ValueError(
+            f"bin_size must be a positive integer or 'auto', got {bin_size!r}"
+            f"{python_int_hint('bin_size', bin_size)}"
+        )
 
 
 def resolve_bin_size(bin_size: int | str, n: int) -> int:

@@ -165,6 +165,26 @@ def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) 
         )
 
 
+def check_ids(
+    groups: Tensor, reference: Tensor, name: str = "probs", what: str = "groups"
+) -> Tensor:
+    """Validate integer ids (group ids, or labels: named ``what`` in errors), one per
+    element of ``reference`` (named ``name``), and return them flat."""
+    if not isinstance(groups, Tensor):
+        kind = what.removesuffix("s")
+        raise ValueError(f"{what} must be a tensor of {kind} ids, got {type(groups).__name__}")
+    if groups.numel() != reference.numel():
+        raise ValueError(
+            f"{what} must give one id per pair: got {groups.numel()} ids for "
+            f"{reference.numel()} pairs (shape {tuple(groups.shape)})"
+        )
+    if groups.is_floating_point() or groups.is_complex() or groups.dtype == torch.bool:
+        raise ValueError(f"{what} must hold integer ids, got dtype {groups.dtype}")
+    if groups.device != reference.device:
+        raise ValueError(f"{what} on {groups.device} but {name} on {reference.device}")
+    return groups.reshape(-1)
+
+
 def check_bins(bins: object) -> Bins:
     """``bins`` checked: three tensors ``(pred_mean, freq, count)`` of one shape with at
     least one bin, counts finite and ≥ 0 with a positive total (a bin of count 0 weighs

@@ -27,6 +27,7 @@ from calib_metrics.functional.binning import (
     adaptive_tied_bins,
     bin_index,
     check_bins,
+    check_ids,
     uniform_binning,
 )
 from calib_metrics.functional.clusters import grouped_bins
@@ -208,7 +209,8 @@ def calibration_error(
             sample size where a bin boundary cuts a tie group; see
             :func:`error_from_bins`. The paper's estimator is ``debias=False,
             bin_size=5000``. A bin of one pair has no label noise to subtract and keeps
-            its plug-in square (``bin_size=1`` gives the plug-in, √Brier); this function
+            its plug-in square (with no tied q, ``bin_size=1`` gives the plug-in, √Brier;
+            a tie group cut into one-pair bins gives each the group's mean label); this function
             does not warn of it, nor of fewer than 10 bins:
             :class:`~calib_metrics.CalibrationError` and the command line do
             (:mod:`calib_metrics.few_bins`).
@@ -217,7 +219,8 @@ def calibration_error(
             mean of the per-class errors); see :mod:`calib_metrics.functional.multiclass`.
 
     Returns:
-        0-dim float64 tensor on the input's device.
+        0-dim float64 tensor on the input's device, without autograd history (the
+        probabilities are treated as data; see :mod:`calib_metrics.functional`).
 
     Example:
         >>> import torch
@@ -436,7 +439,7 @@ def calibration_error_ci(
         n_samples, generator = options.pop("n_samples"), options.pop("generator")
         return bins_interval(bins, interval, n_samples, generator, **options)
     # Compact group ids, found once for the debias term and the draws (host sync: G).
-    units, n_groups = compact_units(_check_groups(groups, probs))
+    units, n_groups = compact_units(check_ids(groups, probs))
     bins, index = bins_and_index(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
     # The cut tie groups, found once for the debias term and the draws.
     cells = cut_cells(probs, index, bins.count.numel())
@@ -448,26 +451,6 @@ def calibration_error_ci(
     del options["n_samples"], options["generator"]
     result = resampled_interval(bins, draws, "groups", **options)
     return without_interval_if_few(result, n_groups, "group")
-
-
-def _check_groups(
-    groups: Tensor, reference: Tensor, name: str = "probs", what: str = "groups"
-) -> Tensor:
-    """Validate integer ids (group ids, or labels: named ``what`` in errors), one per
-    element of ``reference`` (named ``name``), and return them flat."""
-    if not isinstance(groups, Tensor):
-        kind = what.removesuffix("s")
-        raise ValueError(f"{what} must be a tensor of {kind} ids, got {type(groups).__name__}")
-    if groups.numel() != reference.numel():
-        raise ValueError(
-            f"{what} must give one id per pair: got {groups.numel()} ids for "
-            f"{reference.numel()} pairs (shape {tuple(groups.shape)})"
-        )
-    if groups.is_floating_point() or groups.is_complex() or groups.dtype == torch.bool:
-        raise ValueError(f"{what} must hold integer ids, got dtype {groups.dtype}")
-    if groups.device != reference.device:
-        raise ValueError(f"{what} on {groups.device} but {name} on {reference.device}")
-    return groups.reshape(-1)
 
 
 def brier_decomposition(

@@ -153,10 +153,9 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, _check_pairs, check_probs
+from calib_metrics.functional.binning import Bins, _check_pairs, check_ids, check_probs
 from calib_metrics.functional.calibration import (
     CalibrationResult,
-    _check_groups,
     _check_interval_options,
     _check_options,
     _debias_for,
@@ -642,7 +641,7 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
         q_b, y_b = _check_pairs(q_b, y_b)
         sets.append((q_a, y_a, q_b, y_b))
     if groups is not None:
-        groups = _check_groups(groups, sets[0][0])
+        groups = check_ids(groups, sets[0][0])
     return sets, groups
 
 

@@ -18,7 +18,28 @@ def check_int(name: str, value: int, minimum: int = 1) -> None:
     """
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
+        raise ValueError(f"{name} must be {kind}, got {value!r}{python_int_hint(name, value)}")
+
+
+def python_int_hint(name: str, value: object) -> str:
+    """The end of an option's message when ``value`` is an integer of another type (a NumPy
+    integer, a one-element tensor): options are kept as given, in hyperparameters and
+    saved settings, so they must be Python ints, and the message says how to get one.
+
+    Example:
+        >>> import numpy as np
+        >>> python_int_hint("bin_size", np.int64(10))
+        ': options take a Python int, pass int(bin_size)'
+        >>> python_int_hint("bin_size", 2.5)
+        ''
+    """
+    if isinstance(value, (int, bool)) or (isinstance(value, torch.Tensor) and value.numel() != 1):
+        return ""
+    try:
+        operator.index(value)
+    except TypeError:
+        return ""
+    return f": options take a Python int, pass int({name})"
 
 
 def as_int(name: str, value: object, minimum: int = 1, below: int | None = None) -> int:

@@ -79,7 +79,14 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, bin_index, bin_ties, check_bins
+from calib_metrics.functional.binning import (
+    Bins,
+    _check_pairs,
+    bin_index,
+    bin_ties,
+    check_bins,
+    check_ids,
+)
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import check_flag, check_generator, check_int
 from calib_metrics.functional.ties import (
@@ -931,6 +938,10 @@ def group_bootstrap(
         (True, 0.0)
     """
     check_draw_options(n_samples, confidence, method, norm, debias, generator)
+    probs, target = _check_pairs(probs, target)
+    groups = check_ids(groups, probs)
+    bins = check_bins(bins)
+    index = _check_bin_index(index, probs, bins.count.numel())
     probs = probs.to(torch.float64)
     # The cut tie groups, found once for the debias term and the draws.
     cells = cut_cells(probs.reshape(-1), index.reshape(-1), bins.count.numel())
@@ -940,6 +951,17 @@ def group_bootstrap(
     blocks = group_draws(probs, target, groups, index, n_bins, n_samples, generator, cells)
     options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
     return resampled_interval(bins, blocks, "groups", **options)
+
+
+def _check_bin_index(index: Tensor, probs: Tensor, n_bins: int) -> Tensor:
+    """Each pair's bin, flat: integers in [0, n_bins), one per pair. One host synchronisation."""
+    index = check_ids(index, probs, what="index")
+    if index.numel() and not bool(((index >= 0) & (index < n_bins)).all()):
+        raise ValueError(
+            f"index must hold bin numbers in [0, {n_bins}) for the {n_bins} bins given, "
+            f"got values in [{index.min().item()}, {index.max().item()}]"
+        )
+    return index
 
 
 def _summarize_draws(

@@ -37,8 +37,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import _check_pairs
-from calib_metrics.functional.calibration import _check_groups
+from calib_metrics.functional.binning import _check_pairs, check_ids
 from calib_metrics.functional.intervals import MIN_UNITS
 from calib_metrics.functional.multiclass import Mode, is_multiclass, pair_sets
 
@@ -152,7 +151,7 @@ def spiegelhalter_test(
     probs, target, groups = pair_sets(probs, target, mode, groups)[0]
     probs, target = _check_pairs(probs, target)
     if groups is not None:
-        groups = _check_groups(groups, probs)
+        groups = check_ids(groups, probs)
         _check_group_count(torch.unique(groups).numel(), given)
     z = spiegelhalter_z(probs, target, groups)
     if not bool(torch.isfinite(z)):
