@@ -8,7 +8,7 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, KeysView
 from typing import Any, Literal
 
 import torch
@@ -17,6 +17,7 @@ from torch import Tensor
 from torchmetrics import Metric
 from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
+from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
 from calib_metrics.few_bins import few_bins_message
 from calib_metrics.functional import sketch
@@ -423,6 +424,43 @@ class _KeysRefused(ValueError):
         self.missing, self.unexpected = missing, unexpected
 
 
+class _NamesOfRule(KeysView):
+    """The names of a metric's states, equal only to the names of states filled by the
+    same ``update`` rule (:class:`_StatesOfRule`)."""
+
+    def __init__(self, states: dict, rule: tuple) -> None:
+        super().__init__(states)
+        self.rule = rule
+
+    def __eq__(self, other: object) -> bool:
+        return getattr(other, "rule", None) == self.rule and super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # a set's view, as dict.keys() is
+
+
+class _StatesOfRule(dict):
+    """A metric's ``_defaults`` (its states' defaults, by name) whose ``keys()`` also say
+    by which rule its ``update`` fills them (:meth:`_StatesKeepTheirDtype._update_rule`).
+
+    torchmetrics' ``MetricCollection`` (``compute_groups=True``, its default) lets the
+    members whose ``_defaults.keys()`` and state values are equal after the first
+    update share one state, and from then on runs the first member's ``update`` alone.
+    These metrics keep padding rows until compute (and unchecked rows with
+    ``validate_args=False``), so two members that differed only in ``ignore_index``
+    were equal after a batch without padding, and the one without ``ignore_index``
+    counted the other's padding as labels. Members that differ only in what compute
+    does (norm, bin_size, mode of the exact mode...) still share. The names themselves,
+    and so state dicts, merges and synchronisation, are unchanged.
+    """
+
+    def __init__(self, states: dict, rule: tuple) -> None:
+        super().__init__(states)
+        self.rule = rule
+
+    def keys(self) -> _NamesOfRule:  # type: ignore[override]
+        return _NamesOfRule(self, self.rule)
+
+
 class _StatesKeepTheirDtype(Metric):
     """A Metric whose states follow the module's device but never its dtype casts, and
     that refuses a loaded or merged state of another shape (:meth:`_check_states`)."""
@@ -441,6 +479,26 @@ class _StatesKeepTheirDtype(Metric):
             if isinstance(default, list):
                 setattr(self, key, [])
         super().reset()
+
+    def _update_rule(self) -> tuple:
+        """What decides how ``update`` fills the states from a batch, what it keeps and
+        what it refuses: metrics whose rules differ never share a state in a
+        ``MetricCollection`` (:class:`_StatesOfRule`)."""
+        return (self.num_classes, self.ignore_index, self.validate_args)
+
+    def _name_states_by_rule(self) -> None:
+        """Tag the states' names with :meth:`_update_rule`, once every state is added."""
+        self._defaults = _StatesOfRule(self._defaults, self._update_rule())
+
+    def _refuse_synced(self, call: str) -> None:
+        """Refuse a batch while the caller's own ``sync()`` holds (torchmetrics' forward
+        refuses it too): the states are every rank's joined, as one tensor each."""
+        if self._is_synced:
+            raise TorchMetricsUserError(
+                f"{type(self).__name__}.{call}() on a synchronised metric: after sync() its "
+                "states hold every rank's pairs joined, and unsync() gives back this rank's "
+                f"own, without the batch; call unsync() before {call}()"
+            )
 
     # Set when this metric has said its rows do not sum to 1: it says so once.
     _row_sums_warned = False
@@ -822,7 +880,10 @@ class CalibrationError(_StatesKeepTheirDtype):
     ``forward`` (``metric(probs, target)``) updates and returns the batch's own value:
     NaN for a batch of padding only; a rejected batch raises and changes nothing.
     The states keep their dtype when the module is cast (``.half()``, Lightning's
-    ``precision="bf16-true"``).
+    ``precision="bf16-true"``). In a torchmetrics ``MetricCollection``, metrics whose
+    ``update`` differs (``ignore_index``, ``validate_args``, ``interval="groups"``,
+    the streaming settings) never share a state; those that differ only in what
+    ``compute`` does still do.
 
     Two memory modes. The exact mode (default) keeps every pair, so its bins are exactly
     the paper's; under DDP the pairs of all ranks are gathered and the result equals one
@@ -987,6 +1048,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         elif interval in ("groups", None):
             # interval=None resamples groups when update() is given them.
             self.add_state("groups", default=[], dist_reduce_fx="cat")
+        self._name_states_by_rule()
 
     @staticmethod
     def _check_arguments(args: dict[str, Any]) -> None:
@@ -1084,6 +1146,14 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _keeps_groups(self) -> bool:
         return not self.streaming and self.interval in ("groups", None)
+
+    def _update_rule(self) -> tuple:
+        """Also whether ``groups=`` is needed, kept or refused, and, streaming, how rows
+        enter the sketch (its resolution, and top-label's (confidence, correct) pairs).
+        The exact mode keeps the same pairs for every mode and average."""
+        groups = "needed" if self.interval == "groups" else self._keeps_groups()
+        into_sketch = (self.resolution, self.mode == "top_label") if self.streaming else None
+        return (*super()._update_rule(), groups, into_sketch)
 
     def _group_ids_problem(self, target: Any, groups: Any) -> str:
         """Why a loaded or merged state of pairs ``target`` with group ids ``groups`` (None
@@ -1196,6 +1266,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             raise
 
     def _update(self, probs: Tensor, target: Tensor, groups: Tensor | None) -> None:
+        self._refuse_synced("update")
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError("probs and target must be tensors")
         if not probs.is_floating_point():
@@ -1342,16 +1413,18 @@ class CalibrationError(_StatesKeepTheirDtype):
         batch in the exact mode (what it reports while its rows fit the buffer) and
         buffers its rows, so that a batch never pays for a sketch of its own.
         """
-        # The batch metric has no history: whether groups= may come is this one's to say.
+        self._refuse_synced("forward")
         groups = args[2] if len(args) > 2 else kwargs.get("groups")
-        self._check_group_history(given=groups is not None)
         batch = self._batch_metric()
         batch._row_sums_warned = True  # this metric warns, once, at the caller's line
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
         if self.streaming:
-            # The exact-mode batch metric takes both; this one cannot.
+            # The exact-mode batch metric takes it; this one cannot.
             self._check_sketch_device(_batch_pairs(args, kwargs)[0])
-            if groups is not None:
+        if batch.target:  # as in update(), an empty batch says nothing about groups=
+            # The batch metric has no history: whether groups= may come is this one's to say.
+            self._check_group_history(given=groups is not None)
+            if self.streaming and groups is not None:
                 self._check_groups(groups, None)  # raises: streaming keeps no group ids
         if self.validate_args and self.num_classes is not None:
             self._warn_row_sums(_kept_rows(*_batch_pairs(args, kwargs), self.ignore_index))
@@ -1983,10 +2056,14 @@ class CalibrationError(_StatesKeepTheirDtype):
 
         Returns ``(fig, ax)`` (``(fig, axes)`` for classwise panels, which draw their own
         figure); ``val`` may be a result from :meth:`compute_result` (classwise: the list
-        from :meth:`compute_class_results`).
+        from :meth:`compute_class_results`). Unlike torchmetrics' ``plot``, it takes no
+        value of :meth:`compute` or ``forward``: that is the error alone, without the
+        bins that a diagram draws (the errors of several steps:
+        :func:`~calib_metrics.plot.error_curve`).
         """
         from calib_metrics import plot
 
+        self._check_plot_value(val)
         if self.mode == "classwise":
             return self._plot_classes(val, ax)
         result = self.compute_result() if val is None else val
@@ -1996,6 +2073,24 @@ class CalibrationError(_StatesKeepTheirDtype):
             per_class = {str(c): r for c, r in enumerate(result)}
             return plot.per_label_errors(per_class, ax=ax, names=("class",), **kind)
         return plot.reliability_diagram(result, ax=ax, **kind)
+
+    def _check_plot_value(self, val: Any) -> None:
+        """Refuse a ``val`` that is not a result, naming what plot() draws: torchmetrics'
+        convention passes the value of compute() or forward() (or a list of them, one per
+        step), which here is the error alone."""
+        listed = isinstance(val, list) or type(val) is tuple  # results are named tuples
+        parts = list(val) if listed else [val]
+        if val is None or (parts and all(isinstance(p, CalibrationResult) for p in parts)):
+            return
+        kinds = " and ".join(sorted({type(p).__name__ for p in parts})) or "nothing"
+        got = f"a {type(val).__name__} of {kinds}" if listed else kinds
+        results = "compute_class_results()" if self.mode == "classwise" else "compute_result()"
+        raise ValueError(
+            f"CalibrationError.plot draws a reliability diagram, which needs the bins: val "
+            f"must be what {results} returns, got {got}. compute() and forward() return the "
+            "error alone: plot() draws the metric's own state, and "
+            "calib_metrics.plot.error_curve(steps, errors) draws the errors of several steps"
+        )
 
     def _plot_classes(self, val: Any, ax: Any) -> tuple[Any, Any]:
         """A classwise metric's panels: its classes' bins, which one diagram would mix."""

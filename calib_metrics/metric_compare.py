@@ -135,6 +135,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         self._options, self._base_kwargs = options, kwargs
         for name in _STATES:
             self.add_state(name, default=[], dist_reduce_fx="cat")
+        self._name_states_by_rule()
 
     # ------------------------------------------------------------------ update
     def update(
@@ -162,6 +163,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             raise
 
     def _update(self, probs_a, probs_b, target, groups, labels) -> None:
+        self._refuse_synced("update")
         if not all(isinstance(t, Tensor) for t in (probs_a, probs_b, target)):
             raise ValueError("probs_a, probs_b and target must be tensors")
         if probs_a.shape != probs_b.shape:
@@ -214,6 +216,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         The batch is measured by a separate metric of the same options and then appended,
         so a rejected batch leaves the state as it was; a batch of padding only gives None.
         """
+        self._refuse_synced("forward")
         batch = self.__dict__.get("_batch")
         if batch is None:
             kwargs_ = {**self._base_kwargs, "sync_on_compute": self.dist_sync_on_step}
@@ -422,7 +425,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         """Both models' reliability diagrams side by side (a in ``C0``, b in ``C1``), the
         figure titled with the paired difference a − b, its interval and p-value.
 
-        ``val``: a result of :meth:`compute` (default: computed). The figure is its own
+        ``val``: a result of :meth:`compute` or ``forward`` (default: computed); one
+        comparison, not a list of them (their differences over steps:
+        :func:`~calib_metrics.plot.error_curve`). The figure is its own
         (two panels), so ``ax`` must be None. A classwise result's bins are every class's
         pooled, which one diagram would mix: compare those class by class
         (:meth:`compute_by_label`, :func:`~calib_metrics.plot.per_label_errors`).
@@ -440,6 +445,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         """
         if ax is not None:
             raise ValueError("CalibrationComparison.plot draws its own figure: leave ax=None")
+        if val is not None and not isinstance(val, ComparisonResult):
+            raise ValueError(
+                "CalibrationComparison.plot draws one comparison: val must be a result of "
+                f"compute() or forward(), got {type(val).__name__}"
+            )
         if self.num_classes is not None and self.mode == "classwise":
             raise ValueError(
                 "a classwise comparison pools every class's bins, which one diagram would "

@@ -18,6 +18,7 @@ from typing import Any
 import matplotlib
 import pytest
 import torch
+from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
 from calib_metrics import CalibrationComparison, CalibrationError
 from calib_metrics import metric as metric_module
@@ -288,3 +289,28 @@ def test_class_bins_after_a_callers_own_sync(sync_on_compute) -> None:
     assert metric._is_synced
     metric.unsync()
     assert metric.class_bins()[0].count.sum().item() == 40 and not metric._is_synced
+
+
+@pytest.mark.parametrize("call", ["update", "forward"])
+@pytest.mark.parametrize("metric_class", [CalibrationError, CalibrationComparison])
+def test_a_batch_while_the_caller_holds_a_sync_is_refused_by_name(metric_class, call) -> None:
+    """It had failed in the groups' history check with torch's "Boolean value of Tensor
+    with no values is ambiguous"; torchmetrics' forward refuses a synchronised metric."""
+
+    def gather(tensor: torch.Tensor, group: Any = None) -> list[torch.Tensor]:
+        return [tensor.clone()]
+
+    metric = metric_class(dist_sync_fn=gather, distributed_available_fn=lambda: True)
+    q, y = _binary(400, seed=3)
+    pairs = (q, y) if metric_class is CalibrationError else (q, q.sqrt(), y)
+    metric.update(*pairs)
+    before = _snapshot(metric)
+    metric.sync(dist_sync_fn=gather)
+    take = metric.update if call == "update" else metric
+    with pytest.raises(TorchMetricsUserError, match=rf"{call}\(\) on a synchronised .* unsync"):
+        take(*pairs)
+    metric.unsync()
+    _assert_same_state(metric, before)
+    assert metric.update_count == 1
+    take(*pairs)
+    assert metric.update_count == 2

@@ -122,3 +122,25 @@ def test_merge_state_into_a_fresh_metric_counts_its_updates() -> None:
     forwarded(probs[:100], target[:100])
     forwarded(probs[100:], target[100:])
     assert forwarded.update_count == 2  # forward counts each batch once
+
+
+# A streaming metric keeps no group ids: it takes batches without them only.
+@pytest.mark.parametrize(
+    ("grouped_first", "streaming"), [(False, False), (True, False), (False, True)]
+)
+def test_forward_takes_an_empty_batch_whatever_its_groups_as_update_does(
+    grouped_first: bool, streaming: bool
+) -> None:
+    """An empty batch (a rank's last) changes nothing, not whether groups= come: update()
+    took it with or without groups=, forward() checked the history first and refused it."""
+    probs, target, ids = _data()
+    options = {**OPTIONS, "streaming": streaming, "resolution": 2**10}
+    empty = torch.empty(0, dtype=probs.dtype), torch.empty(0, dtype=target.dtype)
+    no_ids = torch.empty(0, dtype=ids.dtype)
+    for call in ("update", "forward"):
+        metric = CalibrationError(**options)
+        metric.update(probs, target, groups=ids if grouped_first else None)
+        before = metric.compute_result()
+        take = metric.update if call == "update" else metric
+        take(*empty, groups=None if grouped_first else no_ids)
+        _same(metric.compute_result(), before)

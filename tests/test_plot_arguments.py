@@ -52,3 +52,29 @@ def test_classwise_metric_draws_its_classes_apart() -> None:
         metric.plot(metric.compute_result())
     with pytest.raises(ValueError, match="compute_class_results is mode='classwise''s"):
         CalibrationError(num_classes=14).compute_class_results()
+
+
+@pytest.mark.parametrize("mode", ["one_vs_rest", "classwise"])
+def test_metric_plot_names_what_it_draws_when_given_a_value(mode: str) -> None:
+    """torchmetrics' ``plot(val)`` takes compute()'s or forward()'s value, or a list of
+    them; here those are the error alone. The refusals had named the figure functions'
+    arguments ("result must be a CalibrationResult", "results' values must all be...")."""
+    from calib_metrics import CalibrationComparison, CalibrationError
+
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(2 * torch.randn(400, 3, generator=g), -1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    metric = CalibrationError(num_classes=3, mode=mode, n_samples=20)
+    values = [metric(probs[i : i + 200], target[i : i + 200]) for i in (0, 200)]
+    results = "compute_class_results" if mode == "classwise" else "compute_result"
+    for val, got in ((metric.compute(), "got Tensor"), (values, "got a list of Tensor")):
+        with pytest.raises(ValueError, match=rf"what {results}\(\) returns, {got}\. compute"):
+            metric.plot(val)
+    with pytest.raises(ValueError, match="error_curve"):
+        metric.plot([metric.compute_result(), metric.compute()])
+    comparison = CalibrationComparison(n_samples=20)
+    q, y = probs[:, 0], (target == 0).float()
+    steps = [comparison(q[i : i + 200], q[i : i + 200].sqrt(), y[i : i + 200]) for i in (0, 200)]
+    with pytest.raises(ValueError, match=r"draws one comparison: .* got list"):
+        comparison.plot(steps)
+    comparison.plot(steps[-1])
