@@ -534,10 +534,13 @@ def log_partition(
     validate_args: bool = True,
     precision_flags: list[Tensor] | None = None,
 ) -> Tensor:
-    """Log normaliser ``log Z`` of each sentence, ``[B]`` (differentiable).
+    """Log normaliser ``log Z`` of each sentence, ``[B]`` (differentiable once).
 
     Its gradient with respect to ``emissions`` is the unigram marginals. A sentence that
     no tag sequence can score (every path -inf) gets ``log Z = -inf`` and zero gradient.
+    That gradient cannot be differentiated again: with ``create_graph=True`` it comes
+    back with a graph whose backward raises, so a gradient penalty or a Hessian through
+    ``log Z`` fails loudly instead of losing its second-order terms.
 
     Host synchronisations: one for the argument checks (``validate_args=False`` skips
     them; the caller then vouches for the inputs), two in the forward pass and two in the
@@ -892,8 +895,22 @@ class _LogPartition(torch.autograd.Function):
         return _run_forward(em, tr, st, en, mask, flags)[0].log_partition
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
+        with torch.no_grad():
+            grads = _LogPartition._gradients(ctx, grad)
+        if not torch.is_grad_enabled():
+            return grads
+        # create_graph=True: the caller will differentiate the gradient. The marginals come
+        # from the recursion outside autograd, so their own derivatives are not there;
+        # once_differentiable refused that only when the incoming gradient required grad,
+        # and a gradient penalty (grad of lz.sum()) then lost its second-order terms
+        # silently. These gradients pass through and refuse to be differentiated.
+        return tuple(
+            None if g is None else _FirstOrderOnly.apply(g.detach().requires_grad_()) for g in grads
+        )
+
+    @staticmethod
+    def _gradients(ctx, grad):
         em, tr, st, en, mask = ctx.saved_tensors
         needs = ctx.needs_input_grad
         parts = _marginal_parts(em, tr, st, en, mask, pairwise=needs[1], flags=ctx.flags)
@@ -908,6 +925,24 @@ class _LogPartition(torch.autograd.Function):
             flat = prev.reshape(-1, prev.shape[-1]).t() @ parts.nxt.reshape(-1, prev.shape[-1])
             grad_tr = parts.forward.trans_col * flat
         return weighted, grad_tr, weighted[:, 0].sum(0), last.sum((0, 1)), None, None
+
+
+class _FirstOrderOnly(torch.autograd.Function):
+    """A first derivative that refuses to be differentiated again (the derivative of the
+    marginals, a covariance of tag counts, is not computed)."""
+
+    @staticmethod
+    def forward(ctx, gradient):
+        return gradient.clone()
+
+    @staticmethod
+    def backward(ctx, _):
+        raise RuntimeError(
+            "log_partition is differentiable once: its gradient (the marginals) comes from "
+            "the forward-backward recursion outside autograd, so it has no derivative of its "
+            "own (a gradient penalty or a Hessian through log Z needs an autograd "
+            "logsumexp recursion)"
+        )
 
 
 @torch.no_grad()
