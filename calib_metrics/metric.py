@@ -43,7 +43,7 @@ from calib_metrics.functional.calibration import (
     compute_bins,
 )
 from calib_metrics.functional.clusters import grouped_bins
-from calib_metrics.functional.errors import NoPairsError, check_flag
+from calib_metrics.functional.errors import NoPairsError, check_flag, python_int_hint
 from calib_metrics.functional.intervals import bin_errors
 from calib_metrics.functional.multiclass import (
     MODES,
@@ -373,11 +373,46 @@ def _check_seed(seed: Any) -> None:
     if seed is None:
         return
     if not isinstance(seed, int) or isinstance(seed, bool):
-        raise ValueError(f"seed must be an integer or None, got {type(seed).__name__} {seed!r}")
+        raise ValueError(
+            f"seed must be an integer or None, got {type(seed).__name__} {seed!r}"
+            f"{python_int_hint('seed', seed)}"
+        )
     try:
         torch.Generator().manual_seed(seed)
     except (RuntimeError, ValueError, OverflowError) as err:
         raise ValueError(f"seed {seed} is out of range for torch.Generator: {err}") from None
+
+
+def check_num_classes(value: Any) -> None:
+    """``num_classes`` is None (binary) or an integer (not a bool) of at least 2.
+
+    Example:
+        >>> check_num_classes(1)
+        Traceback (most recent call last):
+        ...
+        ValueError: num_classes must be None or an integer >= 2, got 1
+    """
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 2):
+        raise ValueError(
+            f"num_classes must be None or an integer >= 2, got {value!r}"
+            f"{python_int_hint('num_classes', value, 2)}"
+        )
+
+
+def check_ignore_index(value: Any) -> None:
+    """``ignore_index`` is an integer (not a bool) or None.
+
+    Example:
+        >>> check_ignore_index("a")
+        Traceback (most recent call last):
+        ...
+        ValueError: ignore_index must be an integer or None, got 'a'
+    """
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ValueError(
+            f"ignore_index must be an integer or None, got {value!r}"
+            f"{python_int_hint('ignore_index', value)}"
+        )
 
 
 def _check_confidence(confidence: Any) -> None:
@@ -489,6 +524,12 @@ class _StatesKeepTheirDtype(Metric):
     def _name_states_by_rule(self) -> None:
         """Tag the states' names with :meth:`_update_rule`, once every state is added."""
         self._defaults = _StatesOfRule(self._defaults, self._update_rule())
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        if not isinstance(self._defaults, _StatesOfRule):
+            # Pickled before the states' names carried the update rule.
+            self._name_states_by_rule()
 
     def _refuse_synced(self, call: str) -> None:
         """Refuse a batch while the caller's own ``sync()`` holds (torchmetrics' forward
@@ -883,7 +924,8 @@ class CalibrationError(_StatesKeepTheirDtype):
     ``precision="bf16-true"``). In a torchmetrics ``MetricCollection``, metrics whose
     ``update`` differs (``ignore_index``, ``validate_args``, ``interval="groups"``,
     the streaming settings) never share a state; those that differ only in what
-    ``compute`` does still do.
+    ``compute`` does still do. Groups given by hand (``compute_groups=[[...]]``) are
+    taken as given: list together only metrics whose ``update`` agrees.
 
     Two memory modes. The exact mode (default) keeps every pair, so its bins are exactly
     the paper's; under DDP the pairs of all ranks are gathered and the result equals one
@@ -1067,10 +1109,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 "interval='groups' resamples whole groups, so the metric must keep every "
                 "pair's group: use streaming=False (or interval='pairs' to stream)"
             )
-        if num_classes is not None and (
-            not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2
-        ):
-            raise ValueError(f"num_classes must be None or an integer >= 2, got {num_classes!r}")
+        check_num_classes(num_classes)
         if average not in _AVERAGES:
             raise ValueError(
                 f"average must be 'micro', 'macro', 'weighted' or 'none' (None), got {average!r}"
@@ -1080,11 +1119,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         _check_mode(args["mode"], num_classes, average)
         for flag in ("debias", "streaming"):
             check_flag(flag, args[flag])
-        ignore_index = args["ignore_index"]
-        if ignore_index is not None and (
-            not isinstance(ignore_index, int) or isinstance(ignore_index, bool)
-        ):
-            raise ValueError(f"ignore_index must be an integer or None, got {ignore_index!r}")
+        check_ignore_index(args["ignore_index"])
         if streaming and args["binning"] == "uniform":
             raise ValueError("streaming=True supports binning='adaptive' only")
 
@@ -2059,10 +2094,16 @@ class CalibrationError(_StatesKeepTheirDtype):
         from :meth:`compute_class_results`). Unlike torchmetrics' ``plot``, it takes no
         value of :meth:`compute` or ``forward``: that is the error alone, without the
         bins that a diagram draws (the errors of several steps:
-        :func:`~calib_metrics.plot.error_curve`).
+        :func:`~calib_metrics.plot.error_curve`). The one exception is the value that
+        ``compute()`` last returned, which ``MetricCollection.plot()`` passes on: it
+        draws this metric's own state, as ``plot()`` does.
         """
         from calib_metrics import plot
 
+        if val is not None and val is self._computed:
+            # MetricCollection.plot() hands each member its compute() value: the metric's
+            # own state, which plot() draws.
+            val = None
         self._check_plot_value(val)
         if self.mode == "classwise":
             return self._plot_classes(val, ax)

@@ -35,6 +35,8 @@ from calib_metrics.metric import (
     _own_copy,
     _prepare_batch,
     _StatesKeepTheirDtype,
+    check_ignore_index,
+    check_num_classes,
 )
 
 _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
@@ -513,18 +515,12 @@ def _cat(value: list[Tensor] | Tensor) -> Tensor | None:
 def _check_arguments(args: dict[str, Any]) -> None:
     """Every constructor argument, checked before any state exists."""
     num_classes, mode, ignore_index = args["num_classes"], args["mode"], args["ignore_index"]
-    if num_classes is not None and (
-        not isinstance(num_classes, int) or isinstance(num_classes, bool) or num_classes < 2
-    ):
-        raise ValueError(f"num_classes must be None or an integer >= 2, got {num_classes!r}")
+    check_num_classes(num_classes)
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if mode != "one_vs_rest" and num_classes is None:
         raise ValueError(f"mode={mode!r} needs multiclass input: set num_classes")
-    if ignore_index is not None and (
-        not isinstance(ignore_index, int) or isinstance(ignore_index, bool)
-    ):
-        raise ValueError(f"ignore_index must be an integer or None, got {ignore_index!r}")
+    check_ignore_index(ignore_index)
     _check_options(args["norm"], args["binning"], args["bin_size"], args["n_bins"])
     _check_sizes(args["bin_size"], args["n_bins"])
     _check_confidence(args["confidence"])

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import torch
 
+from calib_metrics import CalibrationComparison, CalibrationError
 from calib_metrics.functional import (
     adaptive_binning,
+    auto_bin_size,
     calibration_error,
     calibration_error_ci,
     group_bootstrap,
@@ -76,3 +78,38 @@ def test_group_bootstrap_still_agrees_with_the_grouped_interval() -> None:
 def test_integer_options_of_another_type_are_told_to_pass_a_python_int(call, name) -> None:
     with pytest.raises(ValueError, match=rf"options take a Python int, pass int\({name}\)"):
         call()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: calibration_error(Q, Y, bin_size=np.int64(0)),  # wrong whatever its type
+        lambda: calibration_error(Q, Y, bin_size=torch.tensor(True)),  # int(True) is 1
+        lambda: calibration_error(Q, Y, bin_size=torch.tensor(10, device="meta")),
+        lambda: calibration_error(Q, Y, binning="uniform", n_bins=torch.tensor(3, device="meta")),
+    ],
+)
+def test_no_python_int_hint_where_int_would_not_help(call) -> None:
+    # A meta tensor had raised torch's RuntimeError from operator.index.
+    with pytest.raises(ValueError) as caught:
+        call()
+    assert "pass int(" not in str(caught.value)
+
+
+def test_a_count_may_be_a_numpy_integer() -> None:
+    assert auto_bin_size(np.int64(1000)) == 32  # "pass int(the number of pairs)" before
+
+
+@pytest.mark.parametrize(
+    "options, name",
+    [
+        ({"num_classes": np.int64(3)}, "num_classes"),
+        ({"ignore_index": np.int64(-100)}, "ignore_index"),
+        ({"seed": np.int64(7)}, "seed"),
+    ],
+)
+def test_the_metric_options_get_the_hint_too(options, name) -> None:
+    with pytest.raises(ValueError, match=rf"pass int\({name}\)"):
+        CalibrationError(**options)
+    with pytest.raises(ValueError, match=rf"pass int\({name}\)"):
+        CalibrationComparison(**options)

@@ -149,3 +149,33 @@ def test_the_states_keep_their_names_in_copies_and_state_dicts() -> None:
         assert torch.equal(other.compute(), metric.compute())
     metric.persistent(True)
     assert set(metric.state_dict()) == {"probs", "target", "groups", "_ignore_index", "_settings"}
+
+
+def test_a_metric_pickled_before_the_rule_gets_it_when_loaded() -> None:
+    metric = CalibrationError(ignore_index=-1)
+    metric._defaults = dict(metric._defaults)  # as pickled before the states' rule
+    loaded = pickle.loads(pickle.dumps(metric))
+    assert loaded._defaults.keys() != CalibrationError()._defaults.keys()
+    collection = MetricCollection({"pad": loaded, "plain": CalibrationError()})
+    collection.update(Q[:200], Y[:200])
+    assert collection.compute_groups == {0: ["pad"], 1: ["plain"]}
+
+
+def test_a_collection_plots_each_member_from_its_own_state() -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    collection = MetricCollection(
+        {"l2": CalibrationError(n_samples=50), "l1": CalibrationError(norm="l1", n_samples=50)}
+    )
+    collection.update(Q, Y)
+    drawn = collection.plot()  # each member was refused compute()'s value
+    assert len(drawn) == 2
+    for fig, ax in drawn:
+        assert "CalibErr" in ax.get_title() or ax.get_title()
+        plt.close(fig)
+    with pytest.raises(ValueError, match="compute_result"):
+        CalibrationError().plot(torch.tensor(0.1))  # a value not its own still refused

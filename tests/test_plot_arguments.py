@@ -8,6 +8,8 @@ import torch
 
 pytest.importorskip("matplotlib")
 
+import matplotlib.pyplot as plt
+
 from calib_metrics.functional import calibration_error, calibration_error_ci
 from calib_metrics.plot import reliability_diagram
 
@@ -67,11 +69,15 @@ def test_metric_plot_names_what_it_draws_when_given_a_value(mode: str) -> None:
     metric = CalibrationError(num_classes=3, mode=mode, n_samples=20)
     values = [metric(probs[i : i + 200], target[i : i + 200]) for i in (0, 200)]
     results = "compute_class_results" if mode == "classwise" else "compute_result"
-    for val, got in ((metric.compute(), "got Tensor"), (values, "got a list of Tensor")):
+    for val, got in ((values[0], "got Tensor"), (values, "got a list of Tensor")):
         with pytest.raises(ValueError, match=rf"what {results}\(\) returns, {got}\. compute"):
             metric.plot(val)
     with pytest.raises(ValueError, match="error_curve"):
         metric.plot([metric.compute_result(), metric.compute()])
+    # The value compute() last returned is this metric's own state, which plot() draws
+    # (MetricCollection.plot() passes it on).
+    fig, _ = metric.plot(metric.compute())
+    plt.close(fig)
     comparison = CalibrationComparison(n_samples=20)
     q, y = probs[:, 0], (target == 0).float()
     steps = [comparison(q[i : i + 200], q[i : i + 200].sqrt(), y[i : i + 200]) for i in (0, 200)]

@@ -58,19 +58,6 @@ def check_extract(value: Any) -> None:
         )
 
 
-def check_ignore_index(value: Any) -> None:
-    """``ignore_index`` is an integer (not a bool) or None.
-
-    Example:
-        >>> check_ignore_index("a")
-        Traceback (most recent call last):
-        ...
-        ValueError: ignore_index must be an integer or None, got 'a'
-    """
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-        raise ValueError(f"ignore_index must be an integer or None, got {value!r}")
-
-
 def check_class_names(names: Any, num_classes: int | None, used: bool) -> list[str] | None:
     """The per-class chart's labels as strings, or None; checked against the other options
     (``used``: whether anything shows them, per_class=True or a classwise monitor).

@@ -20,6 +20,7 @@ from calib_metrics.functional.calibration import (
     _check_interval_options,
     _check_options,
 )
+from calib_metrics.metric import check_ignore_index
 from calib_metrics.recalibration import TemperatureScaling
 from calib_metrics.recalibration._common import fitting_mode
 
@@ -119,7 +120,7 @@ class TemperatureRecalibration(Callback):
         for name, key in (("logits_key", logits_key), ("target_key", target_key)):
             checks.check_key(name, key)
         checks.check_extract(extract)
-        checks.check_ignore_index(ignore_index)
+        check_ignore_index(ignore_index)
         checks.check_prefix(prefix)
         self._loaders = checks.check_dataloader_idx(dataloader_idx)
         self.dataloader_idx = dataloader_idx

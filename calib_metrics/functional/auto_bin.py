@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from calib_metrics.functional.errors import check_int, python_int_hint
+from calib_metrics.functional.errors import as_int, python_int_hint
 
 AUTO = "auto"
 
@@ -28,7 +28,7 @@ def auto_bin_size(n: int) -> int:
         >>> auto_bin_size(10_000), auto_bin_size(200_000), auto_bin_size(1)
         (100, 448, 1)
     """
-    check_int("the number of pairs", n)
+    n = as_int("the number of pairs", n)  # a count, read: a NumPy integer will do
     return math.isqrt(n - 1) + 1
 
 
@@ -52,7 +52,7 @@ def check_bin_size(bin_size: object) -> None:
     if not isinstance(bin_size, int) or isinstance(bin_size, bool) or bin_size < 1:
         raise ValueError(
             f"bin_size must be a positive integer or 'auto', got {bin_size!r}"
-            f"{python_int_hint('bin_size', bin_size)}"
+            f"{python_int_hint('bin_size', bin_size, 1)}"
         )
 
 

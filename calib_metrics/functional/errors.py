@@ -18,26 +18,34 @@ def check_int(name: str, value: int, minimum: int = 1) -> None:
     """
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-        raise ValueError(f"{name} must be {kind}, got {value!r}{python_int_hint(name, value)}")
+        hint = python_int_hint(name, value, minimum)
+        raise ValueError(f"{name} must be {kind}, got {value!r}{hint}")
 
 
-def python_int_hint(name: str, value: object) -> str:
+def python_int_hint(name: str, value: object, minimum: int | None = None) -> str:
     """The end of an option's message when ``value`` is an integer of another type (a NumPy
-    integer, a one-element tensor): options are kept as given, in hyperparameters and
-    saved settings, so they must be Python ints, and the message says how to get one.
+    integer, a one-element integer tensor) that would pass as a Python int (at least
+    ``minimum``, when given): options are kept as given, in hyperparameters and saved
+    settings, so they must be Python ints, and the message says how to get one. Empty
+    otherwise: for a bool (``int(True)`` is 1), a value that is wrong whatever its type,
+    or a ``name`` that is no argument's.
 
     Example:
         >>> import numpy as np
         >>> python_int_hint("bin_size", np.int64(10))
         ': options take a Python int, pass int(bin_size)'
-        >>> python_int_hint("bin_size", 2.5)
-        ''
+        >>> python_int_hint("bin_size", np.int64(0), minimum=1), python_int_hint("n", 2.5)
+        ('', '')
     """
-    if isinstance(value, (int, bool)) or (isinstance(value, torch.Tensor) and value.numel() != 1):
+    if isinstance(value, (int, bool)) or not name.isidentifier():
+        return ""
+    if isinstance(value, torch.Tensor) and (value.numel() != 1 or value.dtype == torch.bool):
         return ""
     try:
-        operator.index(value)
-    except TypeError:
+        number = operator.index(value)
+    except Exception:
+        return ""
+    if minimum is not None and number < minimum:
         return ""
     return f": options take a Python int, pass int({name})"
 
