@@ -464,9 +464,11 @@ def _compute(args: argparse.Namespace):
     return table._replace(probs=probs, target=target), result, brier, per_class
 
 
-def _summary(args: argparse.Namespace, probs, groups, result, brier, class_bins: list) -> dict:
-    """The run's numbers for --json and the HTML page; ``class_bins``: the bins behind the
-    error (one set, or each class's under --mode classwise: those carry their class)."""
+def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -> dict:
+    """The run's numbers for --json and the HTML page; ``table``: the pairs read (their
+    groups and the column those came from); ``class_bins``: the bins behind the error (one
+    set, or each class's under --mode classwise: those carry their class)."""
+    groups = table.groups
     bins = result.bins
     return {
         "file": str(args.file),
@@ -481,6 +483,8 @@ def _summary(args: argparse.Namespace, probs, groups, result, brier, class_bins:
         "interval": args.interval,
         "samples": args.samples,
         "groups": None if groups is None else int(groups.unique().numel()),
+        # The column resampled, as found: --interval groups finds it by name.
+        "group_column": table.group_column,
         "calib_err": result.error,
         "mean": result.mean,
         "std": result.std,
@@ -548,6 +552,8 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         f"CalibErr ({args.norm}{', debiased' if args.debias else ''}"
         f"{mode_note(summary['mode'])}) = {result.error.item():.4f}{interval}"
     )
+    if "interval_note" in summary:
+        print(f"note: {summary['interval_note']}")
     # The within-bin term may be negative (− 0.0001) or a tiny negative (+ 0.0000).
     sign, _, within = plus_term(brier.within_bin).partition(" ")
     print(
@@ -571,6 +577,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     """``calib-metrics evaluate``: read, compute, plot if asked, print; the summary."""
     from calib_metrics import cli_report
     from calib_metrics.predictions import check_output_paths, to_jsonable
+    from calib_metrics.report import interval_note
 
     _settle_options(args)
     check_draw_options(args)
@@ -583,7 +590,10 @@ def evaluate(args: argparse.Namespace) -> dict:
     options = {"binning": args.binning, "bin_size": args.bin_size, "n_bins": args.n_bins}
     bins = estimate_bins(probs, target, args.mode, result, **options)
     warn_if_few_bins(bins, **options, debias=args.debias and args.norm == "l2")
-    summary = _summary(args, probs, groups, result, brier, bins)
+    summary = _summary(args, table, result, brier, bins)
+    note = interval_note(summary)
+    if note:  # an estimate outside its own interval, and why
+        summary["interval_note"] = note
     summary |= _extra_measures(probs, target, args, groups)
     per_label = cli_report.evaluate_per_label(args, probs, target, groups, table.kept, per_class)
     if per_label is not None:
@@ -687,15 +697,17 @@ def _extra_lines(summary: dict) -> list[str]:
     if "smooth_ece" in summary:
         lines.append(f"smooth ECE = {summary['smooth_ece'].item():.4f} (Błasiok & Nakkiran)")
     if summary.get("spiegelhalter_note"):
-        lines.append(f"Spiegelhalter: not computed ({summary['spiegelhalter_note']})")
+        from calib_metrics.report import not_computed
+
+        lines.append(f"Spiegelhalter: {not_computed(summary['spiegelhalter_note'])}")
     elif "spiegelhalter_z" in summary:
         n_groups = summary["spiegelhalter_groups"]
         variance = "" if n_groups is None else f"cluster-robust variance over {n_groups} groups"
-        from calib_metrics.report import normal_p_text, p_phrase
+        from calib_metrics.report import fixed, normal_p_text, p_phrase
 
         p = p_phrase(normal_p_text(summary["spiegelhalter_p"].item()))
         lines.append(
-            f"Spiegelhalter z = {summary['spiegelhalter_z'].item():.3f}, "
+            f"Spiegelhalter z = {fixed(summary['spiegelhalter_z'], 3)}, "
             f"two-sided {p} ({variance or 'independent variance'})"
         )
     return lines

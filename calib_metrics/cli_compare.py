@@ -237,7 +237,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from calib_metrics.functional.comparison_by_label import SMALL_LABEL_UNITS
     from calib_metrics.functional.intervals import MIN_UNITS
     from calib_metrics.predictions import check_output_paths
-    from calib_metrics.report import p_value_or_none
+    from calib_metrics.report import difference_note, p_value_or_none
 
     check_plot_smooth(args)
     check_output_paths({"--html": args.html, "--plot": args.plot}, [args.a, args.b])
@@ -277,12 +277,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     summary = {
         "n": a.target.numel(),
         "resampled": "pairs" if a.groups is None else "groups",
+        "groups": None if a.groups is None else int(a.groups.unique().numel()),
         "mode": args.mode,
         "confidence": args.confidence,
-        **{
-            name: {"calib_err": float(r.error), "lower": float(r.lower), "upper": float(r.upper)}
-            for name, r in (("a", result.a), ("b", result.b))
-        },
+        "a": _model_summary(result.a, a),
+        "b": _model_summary(result.b, b),
         "difference": float(result.difference),
         "lower": float(result.lower),
         "upper": float(result.upper),
@@ -290,6 +289,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "p_value_text": p_value_or_none(float(result.p_value), args.samples),
         "samples": args.samples,
     }
+    note = difference_note(summary)
+    if note:  # a − b outside its paired interval, and why
+        summary["difference_note"] = note
     if args.mode == "classwise":  # each bin with its class, as evaluate's
         for name, model_bins in zip("ab", bins, strict=True):
             summary[name]["per_bin"] = per_bin_rows(model_bins)
@@ -322,9 +324,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
+def _model_summary(result, model) -> dict[str, Any]:
+    """One model's error and interval, and the group column read from its file (None: not
+    read, its file lacking it or no --groups)."""
+    numbers = {"calib_err": result.error, "lower": result.lower, "upper": result.upper}
+    return {k: float(v) for k, v in numbers.items()} | {"group_column": model.group_column}
+
+
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     from calib_metrics.predictions import to_jsonable
-    from calib_metrics.report import no_interval, p_value_phrase, untested_phrase
+    from calib_metrics.report import fixed, no_interval, p_value_phrase, untested_phrase
     from calib_metrics.wording import counted, visible_controls
 
     if args.json:
@@ -332,7 +341,8 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         return
     level = f"{100 * summary['confidence']:g}%"
     mode = mode_note(summary["mode"])
-    print(f"N = {counted(summary['n'], 'item')}, debiased CalibErr{mode}, bins of ⌈√N⌉, "
+    groups = f" in {counted(summary['groups'], 'group')}" if summary["groups"] else ""
+    print(f"N = {counted(summary['n'], 'item')}{groups}, debiased CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws, percentile "
           "intervals)")  # fmt: skip
 
@@ -346,10 +356,13 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         tested = f", {untested_phrase(summary['resampled'])}"
     else:
         tested = (
-            f" [{level}: {summary['lower']:+.4f}, {summary['upper']:+.4f}], "
+            f" [{level}: {fixed(summary['lower'], sign='+')}, "
+            f"{fixed(summary['upper'], sign='+')}], "
             f"{p_value_phrase(summary['p_value'], args.samples)}"
         )
-    print(f"  a - b = {summary['difference']:+.4f}{tested}")
+    print(f"  a - b = {fixed(summary['difference'], sign='+')}{tested}")
+    if "difference_note" in summary:
+        print(f"  note: {summary['difference_note']}")
     if "per_label" in summary:
         _print_per_label(summary, level, args.samples)
     if "html" in summary:
@@ -371,17 +384,18 @@ def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
 
     from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.plot import reliability_diagram
+    from calib_metrics.report import model_title
 
     if panels is not None:
         panels.savefig(args.plot, dpi=120)
         return str(args.plot)
     interval = "pairs" if a.groups is None else "groups"
     fig, axes = plt.subplots(1, 2, figsize=(9.4, 4.8))
-    for ax, model, one, name, color in zip(
-        axes, (a, b), (result.a, result.b), model_names(args), ("C0", "C1"), strict=True
+    for ax, model, one, key, name, color in zip(
+        axes, (a, b), (result.a, result.b), "ab", model_names(args), ("C0", "C1"), strict=True
     ):
         reliability_diagram(
-            one, ax, title=f"{Path(name).name}", color=color, confidence=args.confidence,
+            one, ax, title=model_title(key, name), color=color, confidence=args.confidence,
             interval=interval, debias=True,
             smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups, args.mode),
         )  # fmt: skip
@@ -395,12 +409,13 @@ def _class_panels(args: argparse.Namespace, a, b):
     """``--mode classwise``: one reliability diagram per class, a and b overlaid
     (:mod:`calib_metrics.cli_classwise`); the figure and the classes drawn."""
     from calib_metrics.cli_classwise import class_panels
+    from calib_metrics.report import model_title
 
     interval = "pairs" if a.groups is None else "groups"
     estimator = {"n_samples": args.samples, "confidence": args.confidence, "debias": True,
                  "interval": interval, **BINNING}  # fmt: skip
     models = [(a.probs, a.target), (b.probs, b.target)]
-    names = [f"{key}: {Path(name).name}" for key, name in zip("ab", model_names(args), strict=True)]
+    names = [model_title(key, name) for key, name in zip("ab", model_names(args), strict=True)]
     title = "classwise: one reliability diagram per class, a and b on the same items"
     return class_panels(args, models, names, a.groups, estimator, title, tags=("a", "b"))
 
@@ -437,7 +452,7 @@ def _add_adjusted_texts(rows: list[dict[str, Any]]) -> None:
 
 def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     """The per-label table (difference, interval, p and corrected p) and the counts."""
-    from calib_metrics.report import adjusted_p_texts, label_counts_sentence, p_value_text
+    from calib_metrics.report import adjusted_p_texts, fixed, label_counts_sentence, p_value_text
     from calib_metrics.wording import count_text, visible_controls
 
     # Label names as the page writes them (an ESC had reached the terminal), and the
@@ -451,12 +466,14 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     )
     for (k, r), adjusted_text in zip(rows, adjusted, strict=True):
         untested = r["lower"] != r["lower"]  # NaN ends: too few units for an interval
-        interval = "—" if untested else f"[{r['lower']:+.4f}, {r['upper']:+.4f}]"
+        interval = (
+            "—" if untested else f"[{fixed(r['lower'], sign='+')}, {fixed(r['upper'], sign='+')}]"
+        )
         p = r["p_value"]
         p_text = "—" if p != p else p_value_text(p, samples)  # NaN: a label not tested
         print(
             f"  {k:<{width}} {count_text(r['n']):>7} {r['a']:>7.4f} {r['b']:>7.4f} "
-            f"{r['difference']:>+8.4f} {interval:>19} {p_text:>7} "
+            f"{fixed(r['difference'], sign='+'):>8} {interval:>19} {p_text:>7} "
             f"{adjusted_text:>7}  {r['better']}"
         )
     print("  " + label_counts_sentence(summary["label_counts"], len(rows)))

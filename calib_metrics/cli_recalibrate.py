@@ -275,7 +275,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
             clean[which] = {k: v for k, v in summary[which].items() if k != "result"}
         print(json.dumps(to_jsonable(clean), indent=2))
         return
-    from calib_metrics.report import no_interval, p_value_phrase, untested_phrase
+    from calib_metrics.report import fixed, no_interval, p_value_phrase, untested_phrase
     from calib_metrics.wording import visible_controls
 
     pct = f"{args.confidence:.0%}"
@@ -298,8 +298,8 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         tested = f", {untested_phrase(units)}"
     else:
         tested = (
-            f" [{d['lower']:+.4f}, {d['upper']:+.4f}] "
+            f" [{fixed(d['lower'], sign='+')}, {fixed(d['upper'], sign='+')}] "
             f"paired, {p_value_phrase(d['p_value'], d['n_samples'])}"
         )
-    print(f"  before - after {d['difference']:+.4f}{tested}")
+    print(f"  before - after {fixed(d['difference'], sign='+')}{tested}")
     print(f"recalibrated test probabilities: {visible_controls(str(summary['out']))}")

@@ -9,6 +9,7 @@ compares the two models on each label's items, paired. The page itself is built 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,7 @@ def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None, mode: str
         _float_or_none(test["spiegelhalter_z"]),
         _float_or_none(test["spiegelhalter_p"]),
         test["spiegelhalter_groups"],
+        test.get("spiegelhalter_note"),
     )
 
 
@@ -215,13 +217,46 @@ def _float_or_none(value) -> float | None:
     return None if value is None else float(value)
 
 
-def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The options that shaped the numbers, for the report's settings table."""
-    return {
+def _settings_of(args: argparse.Namespace, groups: str | None = None) -> dict[str, Any]:
+    """The options that shaped the numbers, for the report's settings table; ``groups``:
+    the group column as resolved (:func:`groups_setting`), in place of the option as typed
+    (``''`` for a column found by name, or none at all under ``--interval groups``)."""
+    settings = {
         k: str(v) if isinstance(v, Path) else v
         for k, v in vars(args).items()
         if k not in _NOT_SETTINGS and not callable(v)
     }
+    if groups is not None:
+        settings["groups"] = groups
+    return settings
+
+
+def groups_setting(
+    typed: str | None, columns: Sequence[tuple[str, str | None]], count: int | None
+) -> str | None:
+    """The settings table's ``groups``: the group column resampled, read from each file of
+    ``columns`` ((file, column or None)), said to be found by name where none was
+    ``typed``, and the number of groups; None without groups.
+
+    Example:
+        >>> groups_setting(None, [("t.csv", "sentence_id")], 200)
+        'sentence_id (found by name): 200 groups'
+        >>> groups_setting("sent", [("a.csv", "sent"), ("b.csv", "sent")], 30)
+        'sent: 30 groups'
+        >>> groups_setting("", [("a.csv", "sent"), ("b.csv", None)], 30)
+        'sent of a.csv (found by name): 30 groups'
+    """
+    from calib_metrics.wording import counted
+
+    read = [(file, column) for file, column in columns if column is not None]
+    if count is None or not read:
+        return None
+    if len(read) == len(columns) and len({column for _, column in read}) == 1:
+        where = read[0][1]
+    else:  # one file had the column, or the two files name it apart
+        where = ", ".join(f"{column} of {file}" for file, column in read)
+    found = "" if typed else " (found by name)"
+    return f"{where}{found}: {counted(count, 'group')}"
 
 
 def _command_line(args: argparse.Namespace) -> str:
@@ -286,19 +321,22 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
     ``--mode classwise`` as its diagram); its path."""
     from calib_metrics.report import Measures, evaluate_page
 
+    columns = [(str(args.file), summary["group_column"])]
+    groups = groups_setting(args.groups, columns, summary["groups"])
     measures = Measures(
         brier,
         float(summary["smooth_ece"]),
         _float_or_none(summary["spiegelhalter_z"]),
         _float_or_none(summary["spiegelhalter_p"]),
         summary["spiegelhalter_groups"],
+        summary.get("spiegelhalter_note"),
     )
     page = evaluate_page(
         summary,
         result,
         measures,
         per_label=per_label,
-        settings=_settings_of(args),
+        settings=_settings_of(args, groups),
         command=_command_line(args),
         class_panels=panels,
     )
@@ -313,13 +351,15 @@ def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None)
     from calib_metrics.report import compare_page
 
     names = model_names(args)
+    files = [(str(args.a), a.group_column)] + ([(str(args.b), b.group_column)] if args.b else [])
+    groups = groups_setting(args.groups, files, summary["groups"])
     page = compare_page(
         summary,
         comparison,
         tuple(_measures_of(m.probs, m.target, a.groups, args.mode) for m in (a, b)),
         names=names,
         per_label=per_label,
-        settings=_settings_of(args),
+        settings=_settings_of(args, groups),
         command=_command_line(args),
         class_panels=panels,
     )

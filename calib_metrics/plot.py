@@ -122,9 +122,28 @@ def _shortened(name: str, suffix: str = "") -> str:
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:
     if ax is not None:
+        _check_ax(ax)
         return ax.figure, ax
     fig = Figure(figsize=size, layout="constrained")
     return fig, fig.add_subplot()
+
+
+def _check_ax(ax: object) -> None:
+    """``ax`` is one matplotlib Axes: the array that ``fig.subplots(1, 2)`` returns had
+    failed deep inside with an AttributeError.
+
+    Example:
+        >>> from matplotlib.figure import Figure
+        >>> _check_ax(Figure().subplots(1, 2))
+        Traceback (most recent call last):
+        ...
+        ValueError: ax must be one matplotlib Axes, got ndarray (an array of axes, ...
+    """
+    if isinstance(ax, Axes):
+        return
+    array = hasattr(ax, "shape") and hasattr(ax, "flat")
+    hint = " (an array of axes, as fig.subplots(1, 2) returns: pass one of them, ax=axes[0])"
+    raise ValueError(f"ax must be one matplotlib Axes, got {type(ax).__name__}{hint * array}")
 
 
 def _check_lengths(against: str, length: int, **series: Any) -> None:
@@ -742,28 +761,34 @@ def _per_label_inputs(
     return labels, [list(model) for model in zip(*rows)], None
 
 
-def _whiskers(rows: Sequence[CalibrationResult]) -> tuple[list[float], list[list[float]]]:
-    """Errors, and their distances to the interval's lower and upper ends."""
-    err = [r.error.item() for r in rows]
-    low = [max(0.0, e - r.lower.item()) for e, r in zip(err, rows)]
-    high = [max(0.0, r.upper.item() - e) for e, r in zip(err, rows)]
-    return err, [low, high]
+def _draw_intervals(
+    ax: Axes, at: Sequence[float], rows: Sequence[Any], *, horizontal: bool, **style: Any
+) -> None:
+    """Each result's interval as a whisker from its own lower to its upper end, at ``at``
+    (a result without one, NaN ends, gets none). An interval need not hold its estimate
+    (Algorithm 2's lies above a debiased error, a paired difference's is bias-corrected):
+    whiskers measured from the estimate and clipped at 0 had drawn [estimate, upper] for
+    an interval wholly above it."""
+    ends = [(p, r.lower.item(), r.upper.item()) for p, r in zip(at, rows, strict=True)]
+    ends = [(p, lo, hi) for p, lo, hi in ends if math.isfinite(lo) and math.isfinite(hi)]
+    if not ends:
+        return
+    where, lower, upper = zip(*ends)
+    mid = [(lo + hi) / 2 for lo, hi in zip(lower, upper)]
+    half = [(hi - lo) / 2 for lo, hi in zip(lower, upper)]
+    if horizontal:
+        ax.errorbar(mid, where, xerr=half, fmt="none", **style)
+    else:
+        ax.errorbar(where, mid, yerr=half, fmt="none", **style)
 
 
 def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, label: str) -> None:
     """Model ``k`` of ``count``: one horizontal bar per label, whiskers from the interval."""
     height = 0.8 / count
     y = [i + (k - (count - 1) / 2) * height for i in range(len(rows))]
-    err, whiskers = _whiskers(rows)
-    ax.barh(
-        y,
-        err,
-        height=height,
-        xerr=whiskers,
-        color=f"C{k}",
-        label=label,
-        error_kw={"linewidth": 0.8, "capsize": 1.5, "ecolor": "0.2"},
-    )
+    err = [r.error.item() for r in rows]
+    ax.barh(y, err, height=height, color=f"C{k}", label=label)
+    _draw_intervals(ax, y, rows, horizontal=True, elinewidth=0.8, capsize=1.5, ecolor="0.2")
     for row, at, error in zip(rows, y, err):
         # Too few pairs to resample: no whiskers must not read as "known exactly".
         if math.isnan(row.lower.item()) or math.isnan(row.upper.item()):
@@ -791,10 +816,6 @@ def _difference_panel(ax: Axes, rows: list[ComparisonResult], names: Sequence[st
     """error(a) − error(b) per label with its paired interval; 0 marked."""
     d = [r.difference.item() for r in rows]
     # A label of too few units has no interval (NaN ends): drawn apart, without a bar.
-    low = [max(0.0, v - r.lower.item()) if math.isfinite(r.lower.item()) else 0.0
-           for v, r in zip(d, rows)]  # fmt: skip
-    high = [max(0.0, r.upper.item() - v) if math.isfinite(r.upper.item()) else 0.0
-            for v, r in zip(d, rows)]  # fmt: skip
     kind = [
         "none" if math.isnan(r.lower.item()) or math.isnan(r.upper.item())
         else "clear" if r.lower.item() > 0 or r.upper.item() < 0
@@ -811,17 +832,9 @@ def _difference_panel(ax: Axes, rows: list[ComparisonResult], names: Sequence[st
         idx = [i for i, c in enumerate(kind) if c == flag]
         if not idx and flag == "none":
             continue
-        ax.errorbar(
-            [d[i] for i in idx],
-            idx,
-            xerr=[[low[i] for i in idx], [high[i] for i in idx]],
-            fmt="o",
-            color=colour,
-            markersize=3.5,
-            capsize=1.5,
-            linewidth=0.9,
-            label=text,
-        )
+        _draw_intervals(ax, idx, [rows[i] for i in idx], horizontal=True, color=colour,
+                        capsize=1.5, linewidth=0.9)  # fmt: skip
+        ax.plot([d[i] for i in idx], idx, "o", color=colour, markersize=3.5, label=text)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="y", length=0)
     ax.set_xlabel(f"{names[0]} − {names[1]} (paired)")
@@ -865,16 +878,8 @@ def per_class_errors(
     width = 0.8 / max(1, len(results))
     for k, (name, rows) in enumerate(results.items()):
         x = [i + (k - (len(results) - 1) / 2) * width for i in range(len(labels))]
-        err, whiskers = _whiskers(rows)
-        ax.bar(
-            x,
-            err,
-            width=width,
-            yerr=whiskers,
-            capsize=1.5,
-            label=literal(name),
-            error_kw={"linewidth": 0.6},
-        )
+        ax.bar(x, [r.error.item() for r in rows], width=width, label=literal(name))
+        _draw_intervals(ax, x, rows, horizontal=False, elinewidth=0.6, capsize=1.5, ecolor="k")
     ax.set_xticks(range(len(labels)), _tick_labels(labels), rotation=90, fontsize=7)
     ax.set_ylabel("calibration error")
     ax.legend(fontsize=8, title=legend, title_fontsize=8)

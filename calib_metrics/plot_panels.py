@@ -14,6 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.functional.multiclass import most_frequent
 from calib_metrics.functional.smooth import SmoothCurve
@@ -83,15 +84,12 @@ def reliability_panels(
     """
     if not isinstance(results, Mapping) or not results:
         raise ValueError("results must be a non-empty mapping label -> one result per model")
+    for label, models in results.items():
+        _check_results(f"results[{label!r}]", models)
     counts = {len(models) for models in results.values()}
     if len(counts) != 1 or len(names) != counts.pop():
         raise ValueError(f"every label needs one result per model of names={list(names)}")
-    for label, curves in (smooth or {}).items():
-        if curves is not None and len(curves) != len(names):
-            raise ValueError(
-                f"smooth[{label!r}] holds {len(curves)} curves for {len(names)} models: give "
-                "one SmoothCurve (or None) per model"
-            )
+    _check_smooth(smooth, results, len(names))
     z = normal_quantile(confidence)
     legend = interval_label(confidence, interval, debias)
     names, tags = _literals(names), _literals(tags or names)
@@ -109,6 +107,56 @@ def reliability_panels(
     if heading:
         fig.suptitle("\n".join(heading), fontsize=9)
     return fig, axes
+
+
+def _check_results(name: str, results: object) -> None:
+    """``results`` is a sequence of CalibrationResults (a bare number had failed as an
+    AttributeError while drawing)."""
+    if not isinstance(results, Sequence) or isinstance(results, str):
+        kind = type(results).__name__
+        raise ValueError(f"{name} must be a sequence of CalibrationResults, got {kind}")
+    for result in results:
+        if not isinstance(result, CalibrationResult):
+            raise ValueError(
+                f"{name} must hold CalibrationResults (what calibration_error_ci returns), "
+                f"got {type(result).__name__}"
+            )
+
+
+def _check_smooth(
+    smooth: Mapping[str, Sequence[SmoothCurve | None]] | None,
+    results: Mapping[str, Sequence[CalibrationResult]],
+    n_models: int,
+) -> None:
+    """``smooth``: for labels of ``results`` only (a key that matched none had been dropped
+    without a word), one SmoothCurve or None per model."""
+    if smooth is None:
+        return
+    if not isinstance(smooth, Mapping):
+        raise ValueError(f"smooth must be a mapping label -> curves, got {type(smooth).__name__}")
+    unknown = [label for label in smooth if label not in results]
+    if unknown:
+        raise ValueError(
+            f"smooth has labels that results lacks: {unknown} (labels: {list(results)})"
+        )
+    for label, curves in smooth.items():
+        if curves is None:
+            continue
+        if not isinstance(curves, Sequence):
+            raise ValueError(
+                f"smooth[{label!r}] must be a sequence of one SmoothCurve (or None) per "
+                f"model, got {type(curves).__name__}"
+            )
+        if len(curves) != n_models:
+            raise ValueError(
+                f"smooth[{label!r}] holds {len(curves)} curves for {n_models} models: give "
+                "one SmoothCurve (or None) per model"
+            )
+        wrong = next((c for c in curves if c is not None and not isinstance(c, SmoothCurve)), None)
+        if wrong is not None:
+            raise ValueError(
+                f"smooth[{label!r}] must hold SmoothCurves (or None), got {type(wrong).__name__}"
+            )
 
 
 def _grid(count: int) -> tuple[Figure, list[Axes]]:
@@ -194,6 +242,11 @@ def classwise_panels(
         >>> [ax.get_title().splitlines()[0].split(" · ")[0] for ax in axes], fig.get_suptitle()
         (['class 0', 'class 1'], '2 of 3 classes drawn: those with the most positives')
     """
+    _check_results("results", results)
+    if not results:
+        raise ValueError("results must hold one CalibrationResult per class, got none")
+    # A negative limit had sliced off the last class, a float failed as a slice index.
+    check_int("limit", limit)
     positives = [float((r.bins.freq * r.bins.count).sum()) for r in results]
     drawn = most_frequent(positives, limit)
     note = (

@@ -131,12 +131,14 @@ class Predictions(NamedTuple):
     """Probabilities and labels (float64), group ids 0..G-1 (int64) when asked for, and
     which of the file's labels were kept (``kept``, bool, one per label in the file; None
     when no row was dropped as padding), so that other columns of the file and messages
-    line up with the labels."""
+    line up with the labels. ``group_column`` names the column the group ids came from
+    (the one found by name, when none was given), None without them."""
 
     probs: Tensor
     target: Tensor
     groups: Tensor | None
     kept: Tensor | None = None
+    group_column: str | None = None
 
 
 # What to read: the probability and label column names, and the group column name or
@@ -1131,6 +1133,8 @@ def read_table(
         >>> _ = open(file, "w").write("prob,label,sentence\\n0.9,1,s2\\n0.2,0,s1\\n0.4,0,s2\\n")
         >>> read_table(file, groups="").groups
         tensor([1, 0, 1])
+        >>> read_table(file, groups="").group_column  # found by its usual name
+        'sentence'
     """
     path = Path(path)
     contents = _load(path)
@@ -1155,6 +1159,7 @@ def read_table(
         if y.numel() == 0:
             raise ValueError(f"{path}: no rows but padding (every label is {ignore_index})")
     _check_values(q, y, path, columns, lines, keep)
+    group_column = None if ids is None else str(ids[0])
     if ids is not None:
         ids = _to_ids(ids[1], path, ids[0], every_line)
         ids = _kept_ids(ids, keep)
@@ -1163,7 +1168,7 @@ def read_table(
             raise ValueError(
                 f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
             )
-    return Predictions(q, y, ids, keep)
+    return Predictions(q, y, ids, keep, group_column)
 
 
 def _kept_ids(ids: Tensor, keep: Tensor | None) -> Tensor:

@@ -68,7 +68,8 @@ class Measures(NamedTuple):
 
     ``smooth_ece``, ``spiegelhalter_z`` and ``spiegelhalter_p`` are None when not computed;
     ``spiegelhalter_groups`` is the number of groups of the test's cluster-robust variance
-    (None: the independent variance).
+    (None: the independent variance); ``spiegelhalter_note`` says why the test was not
+    computed (hard 0/1 predictions, ``mode="classwise"``), as the command's text does.
     """
 
     brier: BrierDecomposition
@@ -76,6 +77,7 @@ class Measures(NamedTuple):
     spiegelhalter_z: float | None = None
     spiegelhalter_p: float | None = None
     spiegelhalter_groups: int | None = None
+    spiegelhalter_note: str | None = None
 
 
 def _text(value: Any) -> str:
@@ -94,15 +96,19 @@ def plus_term(value: Any, digits: int = 4) -> str:
     return f"− {text[1:]}" if text.startswith("-") else f"+ {text}"
 
 
-def fixed(value: Any, digits: int = 4) -> str:
-    """A number with ``digits`` decimals, never ``-0.0000`` (a tiny negative rounds to 0).
+def fixed(value: Any, digits: int = 4, sign: str = "") -> str:
+    """A number with ``digits`` decimals, never ``-0.0000`` (a tiny negative rounds to 0);
+    ``sign="+"`` writes a sign on every number (a difference's ``+0.0123``), and
+    ``+0.0000`` for a tiny negative.
 
     Example:
-        >>> fixed(-1.3e-5), fixed(-0.25, 2)
-        ('0.0000', '-0.25')
+        >>> fixed(-1.3e-5), fixed(-0.25, 2), fixed(-1.3e-5, sign="+"), fixed(0.0123, sign="+")
+        ('0.0000', '-0.25', '+0.0000', '+0.0123')
     """
-    text = f"{float(value):.{digits}f}"
-    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+    text = f"{float(value):{sign}.{digits}f}"
+    if text.startswith("-") and not text.strip("-0."):
+        return sign + text[1:]
+    return text
 
 
 def _interval(result: Any, units: str, digits: int = 4, sign: str = "") -> str:
@@ -111,7 +117,7 @@ def _interval(result: Any, units: str, digits: int = 4, sign: str = "") -> str:
     missing = no_interval(result.lower, result.upper, units)
     if missing:
         return missing
-    return f"[{float(result.lower):{sign}.{digits}f}, {float(result.upper):{sign}.{digits}f}]"
+    return f"[{fixed(result.lower, digits, sign)}, {fixed(result.upper, digits, sign)}]"
 
 
 def no_interval(lower: Any, upper: Any, units: str) -> str | None:
@@ -125,6 +131,100 @@ def no_interval(lower: Any, upper: Any, units: str) -> str | None:
     if math.isnan(float(lower)) or math.isnan(float(upper)):
         return untested_phrase(units, "interval")
     return None
+
+
+def interval_note(summary: Mapping[str, Any]) -> str | None:
+    """Why ``evaluate``'s CalibErr lies outside its own interval, for the command's text,
+    its JSON (``interval_note``) and the page; None where it lies inside (as printed, to 4
+    decimals) or there is no interval. An interval that is not built around the estimate
+    can miss it, and a reader had been left to wonder which number was wrong.
+
+    ``summary``: the command's ``calib_err``, ``lower``, ``upper``, ``interval`` and
+    ``debias`` (a plug-in interval of the bootstrap misses its estimate only in the
+    percentile form: the normal form is centred on it).
+
+    Example:
+        >>> s = {"calib_err": 0.029, "lower": 0.0399, "upper": 0.0555, "interval": "paper",
+        ...      "debias": True}
+        >>> interval_note(s)[:70]
+        "CalibErr lies below its interval: Algorithm 2's draws add each bin's n"
+        >>> interval_note(s | {"lower": 0.02}) is None
+        True
+    """
+    side = _side(summary["calib_err"], summary["lower"], summary["upper"])
+    if side is None:
+        return None
+    return f"CalibErr lies {side} its interval: {_why_outside(summary)}"
+
+
+def _why_outside(summary: Mapping[str, Any]) -> str:
+    """Why an interval of ``summary``'s kind may miss its estimate (docs/coverage.md)."""
+    redrawn = "Algorithm 2's draws add each bin's noise again, so they"
+    if summary["interval"] == "paper" and summary["debias"]:
+        return (
+            f"{redrawn} centre near the plug-in estimate (--no-debias), not on the debiased "
+            "one (docs/coverage.md, finding 1); --paper gives the paper's method, the default "
+            "--interval pairs an interval of this estimate"
+        )
+    if summary["interval"] == "paper":
+        return (
+            f"{redrawn} lie above the plug-in estimate (docs/coverage.md, finding 1); the "
+            "default (debiased, --interval pairs) gives an interval of the true error"
+        )
+    if not summary["debias"]:
+        return (
+            "the percentile form takes the plug-in's draws as they are, which carry its upward "
+            "bias twice (README, 'Trustworthy intervals'); --method normal centres the interval "
+            "on the estimate"
+        )
+    return (
+        "the recentred interval is for the true error (its draws correct the bias the "
+        "bootstrap finds in the estimate), while CalibErr is the root of the debiased square "
+        "clipped at 0 (docs/coverage.md, 'Set-up')"
+    )
+
+
+def difference_note(summary: Mapping[str, Any]) -> str | None:
+    """Why ``compare``'s a − b lies outside its paired interval (``difference_note`` of its
+    text, JSON and page), or None where it lies inside (as printed) or there is none.
+
+    The interval is bias-corrected: it is for the difference of the true errors, drawn
+    from the unbiased difference of the debiased squares, while each reported error is the
+    root of its model's debiased square clipped at 0 (of each class's, averaged, under
+    ``--mode classwise``), which is biased near 0; where a model is nearly calibrated the
+    two can part (:mod:`calib_metrics.functional.comparison`, "Bias-corrected, not centred
+    on the estimate").
+
+    Example:
+        >>> s = {"difference": -0.009, "lower": -0.0315, "upper": -0.0095}
+        >>> difference_note(s)[:49]
+        'the difference lies above its paired interval: th'
+    """
+    side = _side(summary["difference"], summary["lower"], summary["upper"], sign="+")
+    if side is None:
+        return None
+    return (
+        f"the difference lies {side} its paired interval: the interval is for the true "
+        "difference, drawn from the unbiased difference of the squared errors, while each "
+        "error shown is the root of its debiased square clipped at 0 (per class with --mode "
+        "classwise), biased near 0 (docs/coverage.md, 'The paired difference interval')"
+    )
+
+
+def _side(estimate: Any, lower: Any, upper: Any, sign: str = "") -> str | None:
+    """``"below"`` or ``"above"``: where ``estimate`` lies against [lower, upper] as they
+    are printed (4 decimals, so a note never contradicts the numbers beside it); None
+    inside, or without an interval (NaN ends).
+
+    Example:
+        >>> _side(0.029, 0.0399, 0.0555), _side(0.04, 0.04000001, 0.05), _side(1, 0.0, 0.5)
+        ('below', None, 'above')
+    """
+    shown = [float(fixed(x, sign=sign)) for x in (estimate, lower, upper)]
+    value, low, high = shown
+    if math.isnan(low) or math.isnan(high):
+        return None
+    return "below" if value < low else "above" if value > high else None
 
 
 def _has_interval(result: Any) -> bool:
@@ -225,7 +325,7 @@ def bins_rows(bins: Bins) -> list[list[str]]:
     """
     q, p, n = bins.pred_mean.tolist(), bins.freq.tolist(), bins.count.tolist()
     return [
-        [str(i + 1), fixed(qi), fixed(pi), f"{qi - pi:.4f}", count_text(ni)]
+        [str(i + 1), fixed(qi), fixed(pi), fixed(qi - pi), count_text(ni)]
         for i, (qi, pi, ni) in enumerate(zip(q, p, n, strict=True))
     ]
 
@@ -289,11 +389,25 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
         )
     if measures.spiegelhalter_z is not None:
         p = p_phrase(normal_p_text(measures.spiegelhalter_p))
-        test = f"z = {measures.spiegelhalter_z:.3f}, two-sided {p}"
+        test = f"z = {fixed(measures.spiegelhalter_z, 3)}, two-sided {p}"
         if measures.spiegelhalter_groups is not None:
             test += f" (cluster-robust variance over {measures.spiegelhalter_groups} groups)"
         rows.append((f"{prefix}spiegelhalter", "Spiegelhalter test", test))
+    elif measures.spiegelhalter_note:
+        # The text output says why; the page had dropped the row without a word.
+        note = not_computed(measures.spiegelhalter_note)
+        rows.append((f"{prefix}spiegelhalter", "Spiegelhalter test", note))
     return rows
+
+
+def not_computed(reason: str | None = None) -> str:
+    """What the command's text and the page write for a measure not computed, and why.
+
+    Example:
+        >>> not_computed("every probability is 0 or 1"), not_computed()
+        ('not computed (every probability is 0 or 1)', 'not computed')
+    """
+    return f"not computed ({reason})" if reason else "not computed"
 
 
 def _settings_section(settings: Mapping[str, Any], command: str | None) -> str:
@@ -404,15 +518,10 @@ def evaluate_page(
     estimator = Estimator(
         summary["confidence"], summary["interval"], bool(summary["debias"]), summary["norm"]
     )
-    groups = summary.get("groups")
     debiased = ", debiased" if summary["debias"] else ""
     rows = [
         ("file", "file", summary["file"]),
-        (
-            "n",
-            "N (pairs)",
-            f"{summary['n']}" + (f" in {groups} group{'s' * (groups != 1)}" if groups else ""),
-        ),
+        ("n", "N (pairs)", _n_text(summary)),
         (
             "estimator",
             "estimator",
@@ -426,6 +535,7 @@ def evaluate_page(
             _interval(result, _units(summary)),
         ),
         ("interval_kind", "interval kind", _interval_kind(summary, _has_interval(result))),
+        *_note_row("interval_note", summary),
         *_measure_rows("", measures),
     ]
     sections = [
@@ -449,6 +559,19 @@ def evaluate_page(
     sections.append('<section id="bins"><h2>Bins</h2>' + table + "</section>")
     sections.append(_settings_section(settings or {}, command))
     return _page(title, sections)
+
+
+def _note_row(key: str, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """The summary row of the command's note ``key`` (:func:`interval_note`,
+    :func:`difference_note`), where it has one."""
+    note = summary.get(key)
+    return [(key, "note", note)] if note else []
+
+
+def _n_text(summary: Mapping[str, Any]) -> str:
+    """``4000``, or ``4000 in 200 groups`` when the summary's ``groups`` were resampled."""
+    groups = summary.get("groups")
+    return f"{summary['n']}" + (f" in {counted(groups, 'group')}" if groups else "")
 
 
 def _class_figure(panels: Any) -> str:
@@ -552,19 +675,20 @@ def compare_page(
         else f"none drawn (fewer than {MIN_UNITS} {units})"
     )
     setup = [
-        ("n", "N (items)", str(summary["n"])),
+        ("n", "N (items)", _n_text(summary)),
         ("estimator", "estimator", "adaptive bins of ⌈√N⌉, l2, debiased" + _mode(summary)),
         (
             "interval_kind",
             "interval kind",
             f"{level} paired bootstrap over {units}, {drawn}",
         ),
-        ("difference", "a − b", f"{float(comparison.difference):+.4f}"),
+        ("difference", "a − b", fixed(comparison.difference, sign="+")),
         (
             "difference_interval",
             f"a − b, paired {level} interval",
             _interval(comparison, units, sign="+"),
         ),
+        *_note_row("difference_note", summary),
         (
             "p_value",
             "p-value of no difference (two-sided)",
@@ -574,8 +698,8 @@ def compare_page(
     models = _models_table((a, b), (comparison.a, comparison.b), measures, (level, units))
     estimator = Estimator(summary["confidence"], summary["resampled"], True)
     figures = _class_figure(class_panels) if class_panels is not None else "".join(
-        _figure(_diagram(r, f"{key}: {name}", f"reliability-{key}", estimator),
-                f"model {key}: {name}", f"reliability-{key}")
+        _figure(_diagram(r, model_title(key, name), f"reliability-{key}", estimator),
+                f"model {model_title(key, name)}", f"reliability-{key}")
         for key, name, r in (("a", a, comparison.a), ("b", b, comparison.b))
     )  # fmt: skip
     sections = [
@@ -594,6 +718,20 @@ def compare_page(
     sections.append(f'<section id="bins"><h2>Bins</h2><div class="side">{tables}</div></section>')
     sections.append(_settings_section(settings or {}, command))
     return _page(f"Calibration comparison: {a} vs {b}", sections)
+
+
+def model_title(key: str, name: str) -> str:
+    """How a comparison's figures name model ``key`` (``"a"`` or ``"b"``): the key and the
+    model's whole name (its file as given, or the file and b's column), on the page, in
+    ``compare --plot`` and in its classwise panels alike. A file's base name alone had
+    titled run1/preds.csv and run2/preds.csv both "preds.csv", and b's column
+    ``probs/b`` "b]".
+
+    Example:
+        >>> model_title("b", "run2/preds.csv"), model_title("b", "preds.csv [probs/b]")
+        ('b: run2/preds.csv', 'b: preds.csv [probs/b]')
+    """
+    return f"{key}: {name}"
 
 
 def _p_value(comparison: ComparisonResult, samples: int) -> str:
@@ -700,7 +838,9 @@ def _models_table(
         (f"{level} interval", *(_interval(r, units) for r in results)),
     ]
     per_model = [{name: value for _, name, value in _measure_rows("", m)} for m in measures]
-    rows += [(name, per_model[0][name], per_model[1].get(name, "")) for name in per_model[0]]
+    # Either model's measures: a's alone had dropped b's test where a's was not computed.
+    names = list(dict.fromkeys([*per_model[0], *per_model[1]]))
+    rows += [(name, *(model.get(name, not_computed()) for model in per_model)) for name in names]
     return _table(["", "model a", "model b"], rows, table_id="models-table", numeric_from=3)
 
 
@@ -715,7 +855,7 @@ def _compare_labels(
     verdicts = summary.get("per_label", {})
     adjusted = _adjusted(verdicts, summary.get("label_counts"))
     rows = [
-        [k, _pairs(c.a), fixed(c.a.error), fixed(c.b.error), f"{float(c.difference):+.4f}",
+        [k, _pairs(c.a), fixed(c.a.error), fixed(c.b.error), fixed(c.difference, sign="+"),
          _interval(c, summary["resampled"], sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
          verdicts.get(k, {}).get("better", "")]
         for k, c in ((k, per_label[k]) for k in order)

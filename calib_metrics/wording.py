@@ -71,12 +71,13 @@ def counted(count: float, noun: str, plural: str | None = None, grouped: bool = 
     return f"{text} {word}"
 
 
-#: Characters that neither HTML allows in a document nor a font draws (controls other
-#: than tab, line feed and carriage return; C1 controls; lone surrogates, which UTF-8
-#: cannot even encode; noncharacters): a label read from a file may hold them.
-_NOT_TEXT = re.compile(
-    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]"
-)
+#: Characters that no font draws, and most of which HTML does not allow in a document
+#: (controls other than line feed; C1 controls; lone surrogates, which UTF-8 cannot even
+#: encode; noncharacters): a label read from a file may hold them. Tab and carriage return
+#: are among them: HTML allows them, but a figure drew neither (matplotlib warned "Glyph 9
+#: missing from font") and the page showed a tab as a space, so each output writes them as
+#: escapes alike. A line feed stays a line break.
+_NOT_TEXT = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]")
 
 
 def visible_controls(text: str) -> str:
@@ -85,8 +86,8 @@ def visible_controls(text: str) -> str:
     report's page and every figure's text pass through this.
 
     Example:
-        >>> print(visible_controls("ctrl\x01x, del\x7f, line\nkept"))
-        ctrl\x01x, del\x7f, line
+        >>> print(visible_controls("ctrl\x01x, del\x7f, tab\tcr\r, line\nkept"))
+        ctrl\x01x, del\x7f, tab\tcr\r, line
         kept
     """
     return _NOT_TEXT.sub(lambda m: ascii(m.group(0))[1:-1], text)

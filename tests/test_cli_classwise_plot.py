@@ -104,7 +104,8 @@ def test_compare_overlays_both_models_in_each_class_panel(tmp_path, capsys, draw
         for (_, y), bins in zip(drawn_bins, (per_model[0][c], per_model[1][c]), strict=True):
             assert y == pytest.approx(bins.freq.tolist(), abs=1e-12)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend[1:] == ["a: a.npz: bins (±1.96 se)", "b: b.npz: bins (±1.96 se)"]
+    # Each model by its key and its file as given, as the page and compare --plot name it.
+    assert legend[1:] == [f"a: {a}: bins (±1.96 se)", f"b: {b}: bins (±1.96 se)"]
 
 
 def test_many_classes_draw_the_most_frequent_twelve(tmp_path, capsys, drawn) -> None:

@@ -33,3 +33,28 @@ def test_control_characters_in_labels_and_file_names_are_made_visible() -> None:
     assert not NOT_HTML.search(page)
     assert "<td>ctrl\\x01x</td>" in page and "<td>del\\x7fc1\\x85</td>" in page
     assert "<h1>Calibration report: a\\x02.csv</h1>" in page
+
+
+def test_a_tab_or_carriage_return_is_written_as_an_escape_everywhere(tmp_path, capsys) -> None:
+    # HTML allows them, but no font draws them: a tab in a label had made matplotlib warn
+    # "Glyph 9 missing from font" on the command's stderr, and the page showed a space.
+    from calib_metrics.cli import main
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(400, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    rows = [f'{p!r},{int(t)},"t\tab{i % 2}\rx"' for i, (p, t) in enumerate(zip(q.tolist(), y))]
+    path = tmp_path / "tab\there.csv"
+    path.write_text("prob,label,tag\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "tab.html"
+    argv = [str(path), "--label", "tag", "--samples", "20", "--html", str(out)]
+    assert main(["evaluate", *argv, "--plot", str(tmp_path / "tab.png")]) == 0
+    printed, err = capsys.readouterr()
+    assert "Glyph" not in err and "warning" not in err, err
+    assert "  t\\tab0\\rx: CalibErr" in printed and "tab\\there.csv: N = 400" in printed
+    page = out.read_text(encoding="utf-8")
+    assert "\t" not in page and "\r" not in page
+    assert "<td>t\\tab0\\rx</td>" in page  # the per-label table
+    chart = page[page.index('id="per-label-chart"') :]
+    assert ">t\\tab1\\rx</text>" in chart[: chart.index("</svg>")]  # its tick, drawn as text
+    assert "<h1>Calibration report: " in page and "tab\\there.csv</h1>" in page

@@ -1,0 +1,81 @@
+"""``reliability_panels``, ``classwise_panels`` and the ``ax`` of the plot functions check
+their arguments and raise a ValueError naming the one at fault. A negative ``limit`` had
+dropped the last class without a word, ``limit=0`` blamed ``results``, a float failed as a
+slice index, a bare number among the results or the curves failed as an AttributeError
+while drawing, a ``smooth`` key of no label was ignored, and the array of axes that
+``fig.subplots(1, 2)`` returns failed deep inside ``reliability_diagram``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("matplotlib")
+
+from matplotlib.figure import Figure
+
+from calib_metrics.functional import calibration_error_ci
+from calib_metrics.plot import per_label_errors, reliability_diagram
+from calib_metrics.plot_panels import classwise_panels, reliability_panels
+
+
+@pytest.fixture(scope="module")
+def results() -> list:
+    g = torch.Generator().manual_seed(0)
+    out = []
+    for _ in range(3):
+        q = torch.rand(200, generator=g, dtype=torch.float64)
+        out.append(calibration_error_ci(q, torch.bernoulli(q, generator=g), n_samples=10))
+    return out
+
+
+@pytest.mark.parametrize("limit", [-1, 0, 2.5, True, "2"])
+def test_classwise_limit_must_be_a_positive_integer(results, limit) -> None:
+    with pytest.raises(ValueError, match="limit must be a positive integer"):
+        classwise_panels(results, limit=limit)
+
+
+def test_classwise_needs_results(results) -> None:
+    with pytest.raises(ValueError, match="results must hold one CalibrationResult per class"):
+        classwise_panels([])
+    with pytest.raises(ValueError, match=r"results must hold CalibrationResults.*got float"):
+        classwise_panels([results[0], 0.1])
+    _, axes = classwise_panels(results, limit=2)
+    assert len(axes) == 2
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"a": [5]}, r"results\['a'\] must hold CalibrationResults.*got int"),
+        ({"a": 5}, r"results\['a'\] must be a sequence of CalibrationResults, got int"),
+    ],
+)
+def test_panels_name_a_result_that_is_not_one(given, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        reliability_panels(given)
+
+
+@pytest.mark.parametrize(
+    ("smooth", "message"),
+    [
+        ({"a": [1]}, r"smooth\['a'\] must hold SmoothCurves \(or None\), got int"),
+        ({"zz": [None]}, r"smooth has labels that results lacks: \['zz'\]"),
+        ({"a": [None, None]}, r"smooth\['a'\] holds 2 curves for 1 models"),
+        ({"a": 3}, r"smooth\['a'\] must be a sequence of one SmoothCurve"),
+        ([None], "smooth must be a mapping"),
+    ],
+)
+def test_panels_check_their_smooth_curves(results, smooth, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        reliability_panels({"a": [results[0]]}, smooth=smooth)
+
+
+def test_an_array_of_axes_is_refused_by_name(results) -> None:
+    axes = Figure().subplots(1, 2)
+    with pytest.raises(ValueError, match=r"ax must be one matplotlib Axes, got ndarray.*axes\[0\]"):
+        reliability_diagram(results[0], ax=axes)
+    with pytest.raises(ValueError, match="ax must be one matplotlib Axes, got str"):
+        per_label_errors({"x": results[0]}, ax="left")
+    _, ax = reliability_diagram(results[0], ax=axes[0])
+    assert ax is axes[0]

@@ -1,0 +1,41 @@
+"""No output writes ``-0.0000``: a tiny negative number is written as 0 (``+0.0000`` where
+a sign is written), as :func:`calib_metrics.report.fixed` does. The bins table's q̂ − p̂
+had been formatted apart (``-0.0000`` for a bin whose frequency exceeded its mean
+probability by 1e-5), and so had every signed difference (a − b, its interval's ends)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from calib_metrics.functional import Bins, brier_decomposition, calibration_error_ci
+from calib_metrics.functional.comparison import ComparisonResult
+from calib_metrics.report import Measures, bins_rows, compare_page, fixed
+
+TINY = -1.3e-5
+
+
+def test_a_bins_tiny_negative_gap_is_zero() -> None:
+    t = lambda *v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+    rows = bins_rows(Bins(t(0.5, 0.7), t(0.50001, 0.2), t(1000.0, 10.0)))
+    assert [row[3] for row in rows] == ["0.0000", "0.5000"]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(TINY, "+0.0000"), (-0.01, "-0.0100"), (0.02, "+0.0200")]
+)
+def test_a_signed_number_never_reads_minus_zero(value, text) -> None:
+    assert fixed(value, sign="+") == text
+
+
+def test_the_compare_page_writes_no_minus_zero() -> None:
+    q = torch.rand(400, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    y = torch.bernoulli(q, generator=torch.Generator().manual_seed(1))
+    r = calibration_error_ci(q, y, n_samples=20, debias=True, interval="pairs")
+    tiny = torch.tensor(TINY, dtype=torch.float64)
+    comparison = ComparisonResult(tiny, tiny * 3, -tiny, torch.tensor(0.9), r, r)
+    m = Measures(brier_decomposition(q, y))
+    summary = {"n": 400, "resampled": "pairs", "confidence": 0.95, "samples": 20}
+    page = compare_page(summary, comparison, (m, m))
+    assert "-0.0000" not in page and "−0.0000" not in page
+    assert "<td>+0.0000</td>" in page and "<td>[+0.0000, +0.0000]</td>" in page
