@@ -484,13 +484,13 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     def _difference_text(self, result: ComparisonResult) -> str:
         """``a − b = +0.1367 [95%: +0.1052, +0.1703], p < 0.004 (paired)``, or that there
         is no interval."""
-        text = f"a − b = {result.difference.item():+.4f}"
+        from calib_metrics.report import fixed, p_value_phrase
+
+        text = f"a − b = {fixed(result.difference, sign='+')}"
         if torch.isnan(result.p_value):
             return f"{text} (no interval: fewer than 10 resampling units)"
-        from calib_metrics.report import p_value_phrase
-
         level = f"{100 * self.estimator['confidence']:g}%"
-        ends = f"[{level}: {result.lower.item():+.4f}, {result.upper.item():+.4f}]"
+        ends = f"[{level}: {fixed(result.lower, sign='+')}, {fixed(result.upper, sign='+')}]"
         p = p_value_phrase(result.p_value.item(), self.estimator["n_samples"])
         return f"{text} {ends}, {p} (paired)"
 

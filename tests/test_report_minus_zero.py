@@ -39,3 +39,20 @@ def test_the_compare_page_writes_no_minus_zero() -> None:
     page = compare_page(summary, comparison, (m, m))
     assert "-0.0000" not in page and "−0.0000" not in page
     assert "<td>+0.0000</td>" in page and "<td>[+0.0000, +0.0000]</td>" in page
+
+
+def test_the_comparison_metric_figure_title_never_reads_minus_zero() -> None:
+    from calib_metrics import CalibrationComparison
+
+    metric = CalibrationComparison(n_samples=20)
+    base = calibration_error_ci(
+        torch.rand(50, dtype=torch.float64),
+        torch.ones(50),
+        bin_size=10,
+        n_samples=20,
+        generator=torch.Generator().manual_seed(0),
+    )
+    d = torch.tensor(TINY, dtype=torch.float64)
+    result = ComparisonResult(d, d, d, torch.tensor(0.5, dtype=torch.float64), base, base)
+    text = metric._difference_text(result)
+    assert "-0.0000" not in text and text.startswith("a − b = +0.0000 [95%: +0.0000, +0.0000]")
