@@ -975,7 +975,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             :func:`~calib_metrics.functional.multiclass.average_results`).
         ignore_index: target value marking items to drop (padding).
         streaming: keep a fixed-size histogram instead of every pair.
-        resolution: cells of the streaming histogram (even; 2¹⁸ by default).
+        resolution: cells of the streaming histogram (even, at least 4; 2¹⁸ by default).
         seed: seed of the interval's draws, for reproducible results that agree across DDP
             ranks (None: each rank's global RNG, so the ranks' intervals differ).
         validate_args: check every batch (two host synchronisations per set of

@@ -60,6 +60,13 @@ CASES = {
         [[0, 1], [2, 3]],
     ),
     "stream-union-fits": ({"streaming": True, "resolution": 4096}, "binary", [[0, 1], [2, 3]]),
+    # float32 and float64 batches sharing a tie group: rank 0 folds its float32 rows
+    # alone, one process folds batch 0 with float64 rows; the value's cell must not care.
+    "stream-mixed-dtypes": (
+        {"streaming": True, "resolution": 1024},
+        "binary-mixed-f64",
+        [[0, 2], [1, 3]],
+    ),
     # The group bootstrap gathers every pair's group id with the pairs.
     "groups-uneven": ({"interval": "groups", "debias": True}, "binary-groups", [[0, 2, 3], [1]]),
     "groups-micro-padded": (
@@ -77,6 +84,8 @@ CASES = {
     "exact-classwise-empty": ({"num_classes": C, "mode": "classwise"}, "tags", [[], [0, 1, 2, 3]]),
 }
 OPTIONS = {"bin_size": 500, "n_samples": 500, "seed": 3}
+# A float32 value whose float64 logit had put it one sketch cell below its float32 one.
+SPLIT_VALUE = 0.09268772602081299
 
 
 def batches(kind: str) -> list[tuple[torch.Tensor, ...]]:
@@ -95,9 +104,13 @@ def batches(kind: str) -> list[tuple[torch.Tensor, ...]]:
             out.append((probs, target))
             continue
         q = torch.rand(size, generator=g) ** 3
+        if kind == "binary-mixed-f64":
+            q[::5] = SPLIT_VALUE
         y = torch.bernoulli((q * 1.3).clamp(0, 1), generator=g).long()
         if kind == "binary-bf16":
             q = q.to(torch.bfloat16) if len(out) % 2 == 0 else q
+        if kind == "binary-mixed-f64":
+            q = q.double() if len(out) % 2 else q
         if kind == "binary-padded":
             y[torch.rand(size, generator=g) < 0.2] = PAD
         out.append((q, y))

@@ -62,3 +62,22 @@ def test_the_command_line_says_it_in_one_line(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if "hold one pair" in line]
     assert len(lines) == 1 and lines[0].startswith("calib-metrics: warning:")
+
+
+def test_streaming_bins_of_one_pair_keep_their_plug_in_square_as_the_warning_says() -> None:
+    # Past the buffer (3,000 rows, 2,048 kept at 1,024 cells) the sketch's one-pair bins
+    # come from shared cells. They had subtracted the cells' label noise (0.02 against
+    # the plug-in's 0.41) while warning that they keep their plug-in square.
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(3000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    streaming = CalibrationError(streaming=True, resolution=1024, bin_size=1)
+    streaming.update(q, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        error = streaming.compute()
+    said = [str(w.message) for w in caught if "hold one pair" in str(w.message)]
+    assert len(said) == 1 and "keep their plug-in square" in said[0]
+    plug_in = CalibrationError(bin_size=1, debias=False)
+    plug_in.update(q, y)
+    assert abs(error.item() - plug_in.compute().item()) < 1e-3

@@ -240,7 +240,7 @@ def _fed(metrics):
 
 
 def test_bad_resolution_and_empty_sketch() -> None:
-    for bad in (1, 3, 2.0, True):
+    for bad in (1, 2, 3, 2.0, True):
         with pytest.raises(ValueError, match="resolution"):
             sketch.num_cells(bad)
     with pytest.raises(ValueError, match="resolution"):
@@ -249,6 +249,24 @@ def test_bad_resolution_and_empty_sketch() -> None:
         sketch.to_bins(sketch.empty(16), bin_size=5)
     with pytest.raises(ValueError, match="no pairs"):
         CalibrationError(streaming=True).compute()
+
+
+def test_the_fewest_cells_that_work_are_4() -> None:
+    # With 2 cells every q in (0, 1) fell into cell 0, documented to hold q = 0 alone,
+    # as a lower-half r = q: the metric refused to load its own state_dict.
+    with pytest.raises(ValueError, match=r"resolution must be an even integer >= 4.*got 2"):
+        CalibrationError(streaming=True, resolution=2)
+    assert sketch.cell_index(torch.tensor([0.0, 0.2, 0.7, 1.0]), 4).tolist() == [0, 1, 2, 3]
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(50, generator=g)
+    y = torch.bernoulli(q, generator=g).long()
+    metric = CalibrationError(streaming=True, resolution=4, bin_size=10)
+    metric.persistent(True)
+    metric.update(q, y)  # past the buffer of 8 rows
+    assert metric.cell_count.sum().item() == 50
+    again = CalibrationError(streaming=True, resolution=4, bin_size=10)
+    again.load_state_dict(metric.state_dict())
+    torch.testing.assert_close(again.compute(), metric.compute())
 
 
 def test_state_in_shared_memory_is_copied_before_the_first_update() -> None:
@@ -374,6 +392,63 @@ def test_merged_buffers_that_overflow_equal_one_process_on_the_union() -> None:
     exact = CalibrationError(bin_size=100, n_samples=200)
     exact.update(q[:2000], y[:2000])
     torch.testing.assert_close(small.compute(), exact.compute(), rtol=0, atol=0)
+
+
+def test_a_value_takes_the_same_cell_whatever_its_dtype() -> None:
+    # The logit had been taken in the input's own precision: 382 of 2·10⁶ uniform float32
+    # values took another cell as float64 (0.684: cell 137398 as float32, 137397 as
+    # float64), splitting a tie group when a model's batches came in both dtypes.
+    g = torch.Generator().manual_seed(0)
+    q = torch.cat([torch.rand(200_000, generator=g), torch.tensor([0.684, 0.0081968307])])
+    for resolution in (sketch.DEFAULT_RESOLUTION, 1 << 20):
+        want = sketch.cell_index(q, resolution)
+        assert torch.equal(sketch.cell_index(q.double(), resolution), want)
+    half = torch.rand(20_000, generator=g).to(torch.bfloat16)
+    for low in (half, half.half()):
+        for wide in (torch.float32, torch.float64):
+            assert torch.equal(sketch.cell_index(low), sketch.cell_index(low.to(wide)))
+
+
+# A float32 value whose float64 logit had put it one cell below its float32 one at 1,024.
+_SPLIT_VALUE = 0.09268772602081299
+
+
+def _mixed_batches() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Four batches, every other one float64, a tie group of ``_SPLIT_VALUE`` in each."""
+    g = torch.Generator().manual_seed(12)
+    batches = []
+    for i, size in enumerate((2600, 300, 1700, 900)):
+        q = torch.rand(size, generator=g)
+        q[::5] = _SPLIT_VALUE
+        y = torch.bernoulli(q, generator=g).long()
+        batches.append((q.double() if i % 2 else q, y))
+    return batches
+
+
+def test_order_split_and_dtypes_of_the_rows_do_not_change_the_sketch() -> None:
+    # docs/streaming.md: merge_state and DDP equal one process on the union "however the
+    # rows were split or ordered". A float32 batch folded alone took the other cell than
+    # the same rows promoted to float64 by a fold of mixed kept rows.
+    options = {"streaming": True, "resolution": 1024, "bin_size": 100, "n_samples": 200}
+    batches = _mixed_batches()
+
+    def fed(order: list[int]) -> CalibrationError:
+        metric = CalibrationError(**options)
+        for i in order:
+            metric.update(*batches[i])
+        return metric
+
+    in_order, reversed_order = fed([0, 1, 2, 3]), fed([3, 2, 1, 0])
+    merged = fed([2, 0])
+    merged.merge_state(fed([3, 1]))
+    every = CalibrationError(**options)
+    every.update(*(torch.cat(parts) for parts in zip(*batches)))  # one float64 batch
+    want = _results(in_order)
+    for metric in (reversed_order, merged, every):
+        for name in ("cell_count", "cell_sum_y", "cell_low", "cell_high"):
+            assert torch.equal(getattr(metric, name), getattr(in_order, name)), name
+        for key, value in _results(metric).items():
+            torch.testing.assert_close(value, want[key], rtol=1e-9, atol=1e-12, msg=key)
 
 
 def test_a_batch_on_another_device_than_the_sketch_is_refused_at_once() -> None:

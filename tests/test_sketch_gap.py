@@ -244,3 +244,38 @@ def test_ordered_draw_is_hypergeometric() -> None:
     torch.testing.assert_close(
         shares, torch.tensor([0.2, 0.6, 0.2], dtype=torch.float64), atol=0.012, rtol=0
     )
+
+
+def _beta_data(seed: int, n: int = 3000) -> tuple[torch.Tensor, torch.Tensor]:
+    """Calibrated Beta(0.1, 0.1) scores: most mass next to 0 and 1, where a cut cell's
+    labels are routinely all 0 or all 1."""
+    torch.manual_seed(seed)  # torch.distributions.Beta takes no generator
+    q = torch.distributions.Beta(0.1, 0.1).sample((n,))
+    return q, torch.bernoulli(q.double()).long()
+
+
+@pytest.mark.parametrize(("seed", "bin_size"), [(0, 500), (23, 1000)])
+def test_debiased_tolerance_covers_cut_cells_whose_labels_all_agree(seed, bin_size) -> None:
+    # Sharing such a cell changes no label sum (the bound's label part is 0); recorded as
+    # a tie group it still moved the bins' n_eff, and the debiased error 21× (seed 0) and
+    # 29× (seed 23) the tolerance away from the exact mode's.
+    gap, tolerance = _gap_and_tolerance(*_beta_data(seed), bin_size=bin_size)
+    assert gap <= tolerance, (gap, tolerance)
+
+
+def test_debiased_bins_of_one_pair_score_as_the_exact_mode_does() -> None:
+    # The exact mode's one-pair bins keep their plug-in square (no noise to subtract);
+    # the sketch's had subtracted the shared cells' noise: 0.02 against 0.41, beyond the
+    # tolerance. Now each scores its label's expected plug-in square.
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(3000, generator=g, dtype=torch.float64)  # no ties, as in the sketch
+    y = torch.bernoulli(q, generator=g).long()
+    exact = CalibrationError(bin_size=1)
+    exact.update(q, y)
+    streaming = CalibrationError(streaming=True, resolution=RESOLUTION, bin_size=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one-pair bins and the coarse sketch
+        streaming.update(q, y)
+        error, tolerance = streaming.compute(), streaming.streaming_tolerance()
+    assert (error - exact.compute()).abs() <= tolerance
+    assert (error - exact.compute()).abs() < 1e-3  # 0.38 when the cells were tie groups

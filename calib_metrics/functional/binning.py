@@ -94,16 +94,23 @@ class TiedBins(Bins):
     """:class:`Bins` that also know the tie groups their boundaries cut (``ties``, a
     :class:`~calib_metrics.functional.ties.TieCuts`): what the library's adaptive
     binning returns, exact or streaming. Still a 3-tuple ``(pred_mean, freq, count)``;
-    the debiased square and the resampled draws read ``ties`` (:func:`bin_ties`)."""
+    the debiased square and the resampled draws read ``ties`` (:func:`bin_ties`).
+
+    Bins made from a streaming sketch for the debiased error may also carry ``unplaced``
+    (:func:`bin_unplaced`): per bin, the variance of its label sum that the sketch leaves
+    open, where a boundary cuts a cell of several values whose labels it cannot place
+    (:func:`~calib_metrics.functional.sketch.to_bins`)."""
 
     ties: TieCuts
+    unplaced: Tensor | None = None
 
     def __repr__(self) -> str:
         return repr(Bins(*self))
 
 
-def with_ties(bins: Bins, cuts: TieCuts) -> Bins:
-    """``bins`` carrying the tie groups that their boundaries cut (:class:`TiedBins`).
+def with_ties(bins: Bins, cuts: TieCuts, unplaced: Tensor | None = None) -> Bins:
+    """``bins`` carrying the tie groups that their boundaries cut (:class:`TiedBins`)
+    and, from a streaming sketch, the variance of each bin's label sum left ``unplaced``.
 
     Example:
         >>> import torch
@@ -111,11 +118,12 @@ def with_ties(bins: Bins, cuts: TieCuts) -> Bins:
         >>> from calib_metrics.functional.ties import no_cuts
         >>> bins = with_ties(Bins(t([0.2]), t([0.0]), t([3.0])), no_cuts(t([3.0])))
         >>> pred_mean, freq, count = bins
-        >>> bin_ties(bins).size.tolist()
-        [0.0, 0.0]
+        >>> bin_ties(bins).size.tolist(), bin_unplaced(bins)
+        ([0.0, 0.0], None)
     """
     tied = TiedBins(*bins)
     tied.ties = cuts
+    tied.unplaced = unplaced
     return tied
 
 
@@ -134,6 +142,20 @@ def bin_ties(bins: Bins) -> TieCuts:
     if cuts is not None:
         return cuts
     return run_cuts(bins.pred_mean - bins.freq, bins.freq, bins.count)
+
+
+def bin_unplaced(bins: Bins) -> Tensor | None:
+    """Per bin, the variance of its label sum that the data the bins were made from leave
+    open (:class:`TiedBins`): a streaming sketch's bins for the debiased error carry it;
+    None for every other bins, whose label sums are known.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bin_unplaced(Bins(t([0.4]), t([0.5]), t([2.0]))) is None
+        True
+    """
+    return getattr(bins, "unplaced", None)
 
 
 def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) -> None:

@@ -37,7 +37,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, TiedBins, bin_ties
+from calib_metrics.functional.binning import Bins, TiedBins, bin_ties, bin_unplaced
 from calib_metrics.functional.ties import CutCells, cut_cells, effective_counts
 
 # n_eff of a bin whose groups all sit exactly at its mean (V̂ = 0 while 0 < p̂ < 1): the
@@ -57,6 +57,7 @@ def with_samples(bins: Bins, samples: Tensor) -> Bins:
     """
     carried = TiedBins(*bins)
     carried.ties = bin_ties(bins)
+    carried.unplaced = bin_unplaced(bins)
     carried.samples = samples
     return carried
 

@@ -84,6 +84,7 @@ from calib_metrics.functional.binning import (
     _check_pairs,
     bin_index,
     bin_ties,
+    bin_unplaced,
     check_bins,
     check_ids,
 )
@@ -224,7 +225,11 @@ def weighted_mean(values: Tensor, count: Tensor) -> Tensor:
 
 
 def debiased_square(
-    gap: Tensor, freq: Tensor, count: Tensor, samples: Tensor | None = None
+    gap: Tensor,
+    freq: Tensor,
+    count: Tensor,
+    samples: Tensor | None = None,
+    unplaced: Tensor | None = None,
 ) -> Tensor:
     """Σᵢ wᵢ [gapᵢ² − p̂ᵢ(1 − p̂ᵢ)/(n_eff,ᵢ − 1)] along the last dimension (unclipped).
 
@@ -244,6 +249,16 @@ def debiased_square(
     bins lying wholly inside one tie group; a bin holding a group's edge beside other
     values is not caught and over-subtracts).
 
+    ``unplaced`` (bins of a streaming sketch,
+    :func:`~calib_metrics.functional.binning.bin_unplaced`): each bin's label sum is known
+    only in mean, n·p̂, with this variance U left open (the sketch shares a cut cell of
+    several values at its mean label without knowing which pairs hold its ones). The
+    square is then the expectation of the one that the labels in place would give,
+    E[(q̂ − Y/n)²] = gap² + U/n² and E[Y/n·(1 − Y/n)] = p̂(1 − p̂) − U/n², i.e. the
+    term above plus U/n²·(1 + 1/(n_eff − 1)): a bin of one pair from such a cell scores
+    its label's expected plug-in square (q̂ − p̂)² + p̂(1 − p̂), as the exact mode's bin of
+    one pair keeps its plug-in square.
+
     Example:
         >>> import torch
         >>> t = torch.tensor
@@ -254,11 +269,20 @@ def debiased_square(
 
         >>> round(debiased_square(t([0.1, 0.1]), t([0.5, 0.5]), t([6.0, 6.0])).item(), 4)
         -0.0127
+
+        A bin of one pair whose label is known only in mean (p̂ = 0.5, U = 0.25) scores its
+        expected plug-in square, 0.1² + 0.25:
+
+        >>> round(debiased_square(t([0.1]), t([0.5]), t([1.0]), unplaced=t([0.25])).item(), 4)
+        0.26
     """
     if samples is None:
         samples = tie_run_counts(gap, freq, count)
-    noise = freq * (1 - freq) / (samples - 1).clamp_min(1).to(freq.dtype)
-    return weighted_mean(gap**2 - noise, count)
+    spread = (samples - 1).clamp_min(1).to(freq.dtype)
+    square = gap**2 - freq * (1 - freq) / spread
+    if unplaced is not None:
+        square = square + unplaced / count.clamp_min(1) ** 2 * (1 + 1 / spread)
+    return weighted_mean(square, count)
 
 
 def effective_samples(bins: Bins) -> Tensor:
@@ -303,7 +327,8 @@ def bin_errors(
     if debias:
         if samples is None:
             samples = effective_samples(bins)
-        return debiased_square(gap, bins.freq, bins.count, samples).clamp_min(0).sqrt()
+        square = debiased_square(gap, bins.freq, bins.count, samples, bin_unplaced(bins))
+        return square.clamp_min(0).sqrt()
     return _plugin_norm(gap, bins.count, norm)
 
 
@@ -797,7 +822,7 @@ def _recentred_squares(
 ) -> tuple[Tensor, Tensor]:
     """The data's debiased square D and the draws' θ_s = D − (D*_s − θ̃) (module docstring)."""
     gap = bins.pred_mean - bins.freq
-    square = debiased_square(gap, bins.freq, bins.count, samples)
+    square = debiased_square(gap, bins.freq, bins.count, samples, bin_unplaced(bins))
     world_gap, target_square = _world_gaps(bins, gap, square, world)
     thetas = []
     for d in blocks:

@@ -7,7 +7,18 @@ width in logit space, log(q / (1 − q)) ∈ [−L, L] with L = ``LOGIT_RANGE`` 
 are fine where NLP models put most of their mass, near 0 and 1. A cell is w = 2L/R wide
 in logit, which is w·q(1 − q) in q: with the default R = 2¹⁸, w = 1.22e-4, i.e. a cell
 is 3.05e-5 wide at q = 1/2 and 0.0122% of q wide near 0 (of 1 − q near 1). Predictions
-beyond ±L (0 < q < 1.1e-7, 1 − 1.1e-7 < q < 1) share the cells next to the ends.
+beyond ±L (0 < q < 1.1e-7, 1 − 1.1e-7 < q < 1) share the cells next to the ends. The
+layout needs ``MIN_RESOLUTION`` = 4 cells: the two ends and one for each half.
+
+A value's cell depends on the value alone (:func:`cell_index`): its distance from the
+nearer end, min(q, 1 − q), exact in float64, is rounded once to float32 and its logit
+taken in float32, the upper half mirroring the lower. So the same number given as
+float16, bfloat16, float32 or float64 takes the same cell, and merged or DDP sketches are
+one process's however the rows were split, ordered or typed. The logit had been taken in
+the input's own precision, so a float32 value and the same value as float64 could fall
+in adjacent cells (0.684, for one), which split tie groups and made the result depend on
+which batches came as float64. float32 keeps the distance to 6e-8 of itself, next to 0
+and next to 1 alike, against a cell's 1.2e-4.
 
 **State** (:class:`Sketch`). Per cell, in float64: the number of pairs n, Σr and Σr²
 where r = q − [cell in the upper half] is q measured from the nearer end (q for q < 1/2,
@@ -35,11 +46,13 @@ evenly over mean ∓ √3·std.
 cell of several values. The plug-in error measures the per-bin label noise, which sharing
 Σy in proportion would average away, so for it the boundary's share of the cell's ones is
 redrawn (``redraw=True``, :func:`_label_noise`). The debiased error subtracts that noise
-instead: for it a cut cell is shared out at its mean label and recorded as a group
-(``redraw=False``), so each bin's effective sample size counts the sharing exactly and
-the debiased square is unbiased with nothing redrawn. Either way the streaming answer
-differs from the exact one by the label noise of the cut cells, which grows with the
-pairs per cell next to the bin size; the measured gap, by N and bin size, is in
+instead: for it a cut cell is shared out at its mean label (``redraw=False``) and each
+bin carries the variance of its label sum that the sharing leaves open, which the
+debiased square adds back, so it is the exact mode's in expectation with nothing
+redrawn. The cell's pairs are distinct values and count as untied, as in the exact mode
+(:mod:`~calib_metrics.functional.sketch_gap` says why not as a tie group). Either way the
+streaming answer differs from the exact one by the label noise of the cut cells, which
+grows with the pairs per cell next to the bin size; the measured gap, by N and bin size, is in
 ``docs/streaming.md`` (``benchmarks/bench_scale.py``), and
 :func:`~calib_metrics.functional.sketch_gap.streaming_gap_bound` bounds it from the
 sketch alone (``CalibrationError.streaming_tolerance``). Below :func:`buffer_rows` rows
@@ -56,9 +69,14 @@ from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, bins_of_means, with_ties
 from calib_metrics.functional.errors import check_int
-from calib_metrics.functional.ties import TieCuts
+from calib_metrics.functional.ties import TieCuts, bin_parts
 
 DEFAULT_RESOLUTION = 1 << 18
+# The fewest cells that keep the layout (:func:`cell_index`): q = 0 and q = 1 alone in the
+# end cells, and at least one cell for each half between, so that r = q − [upper half]
+# stays within ±1/2. With 2 cells every q in (0, 1) fell into cell 0, q = 0's, and the
+# metric refused its own saved state.
+MIN_RESOLUTION = 4
 LOGIT_RANGE = 16.0
 # Six float64 tensors of R cells: count, Σr, Σr², Σy, lowest q, highest q.
 BYTES_PER_CELL = 6 * 8
@@ -83,19 +101,27 @@ _DRAW_ROWS = 8192
 
 
 def num_cells(resolution: int = DEFAULT_RESOLUTION) -> int:
-    """Number of cells of a sketch of the given resolution (validated: an even int ≥ 2).
+    """Number of cells of a sketch of the given resolution (validated: an even int of at
+    least ``MIN_RESOLUTION``).
 
     Example:
         >>> num_cells(1024)
         1024
+        >>> num_cells(2)
+        Traceback (most recent call last):
+        ...
+        ValueError: resolution must be an even integer >= 4 (q = 0, q = 1, a cell per half), got 2
     """
     if (
         not isinstance(resolution, int)
         or isinstance(resolution, bool)
-        or resolution < 2
+        or resolution < MIN_RESOLUTION
         or resolution % 2
     ):
-        raise ValueError(f"resolution must be an even integer >= 2, got {resolution!r}")
+        raise ValueError(
+            f"resolution must be an even integer >= {MIN_RESOLUTION} (q = 0, q = 1, a cell "
+            f"per half), got {resolution!r}"
+        )
     return resolution
 
 
@@ -127,22 +153,45 @@ def cell_width(q: float, resolution: int = DEFAULT_RESOLUTION) -> float:
 def cell_index(probs: Tensor, resolution: int = DEFAULT_RESOLUTION) -> Tensor:
     """The sketch cell of each probability (Long, same shape); q ≥ 1/2 ↦ upper half.
 
+    A function of the value alone, whatever its dtype (module docstring): the same number
+    as float32 or float64 takes the same cell.
+
     Example:
         >>> cell_index(torch.tensor([0.0, 0.25, 0.5, 1.0]), resolution=8)
         tensor([0, 3, 4, 7])
+        >>> q = torch.tensor([0.684, 0.008196830749511719])
+        >>> torch.equal(cell_index(q), cell_index(q.double()))
+        True
     """
-    # The logit in the input's precision (float64 input keeps its resolution next to 1),
-    # then the cheap part in float32, in place.
-    wide = probs.to(torch.promote_types(probs.dtype, torch.float32))
-    scaled = torch.logit(wide).to(torch.float32)
-    scale = resolution / (2 * LOGIT_RANGE)
+    _, upper, r = _halves(probs)
+    return _cells(r, upper, resolution)
+
+
+def _halves(probs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """q in float64 (exact from every floating dtype), whether it lies in the upper half
+    (q ≥ 1/2), and r = q − [upper half]: q measured from the nearer end, exact too."""
+    q = probs.to(torch.float64)
+    upper = q >= 0.5
+    return q, upper, q - upper.to(torch.uint8)
+
+
+def _cells(r: Tensor, upper: Tensor, resolution: int) -> Tensor:
+    """The cells of values at (signed) distance ``r`` from their nearer end."""
+    half = resolution // 2
+    # The distance rounded once to float32, whatever dtype the value came in, and its
+    # logit (≤ 0) in float32: the cheap part, in place. The value's own precision had
+    # put a float64 and the same number as float32 in adjacent cells.
+    scaled = r.to(torch.float32).abs_().logit_()
     # Clamping after scaling sends |logit| ≥ L to the cells next to the ends, which
     # hold exactly q = 0 and q = 1 alone: a tie mass there is never mixed with others.
-    scaled.mul_(scale).add_(LOGIT_RANGE * scale).clamp_(1, resolution - 2)
+    scaled.mul_(resolution / (2 * LOGIT_RANGE)).add_(half).clamp_(1, half - 1)
     # NaN (only in rows that a weight of 0 drops) goes to cell 0 rather than anywhere.
     cell = scaled.nan_to_num_(0.0).long()
-    cell.masked_fill_(wide == 0, 0)
-    return cell.masked_fill_(wide == 1, resolution - 1)
+    # The upper half mirrors the lower: 1 − q's cell counted from the other end.
+    torch.where(upper, cell.neg().add_(resolution - 1), cell, out=cell)
+    ends = r == 0
+    cell.masked_fill_(ends, 0)
+    return cell.masked_fill_(ends & upper, resolution - 1)
 
 
 class Sketch(NamedTuple):
@@ -235,10 +284,9 @@ def accumulate(state: Sketch, probs: Tensor, target: Tensor, weight: Tensor | No
     count = state.count
     resolution = count.shape[-1]
     n_cells = count.numel()
-    cell = cell_index(probs, resolution)
-    q = probs.to(torch.float64).reshape(-1)
-    # r = q - [upper half], with the half read off the cell so that the two always agree.
-    r = q - (cell >= resolution // 2).reshape(-1).to(torch.uint8)
+    q, upper, r = _halves(probs)
+    cell = _cells(r, upper, resolution)
+    q, r = q.reshape(-1), r.reshape(-1)
     if n_cells > resolution:
         offset = torch.arange(0, n_cells, resolution, device=cell.device)
         cell = cell.add_(offset.reshape(count.shape[:-1]))
@@ -387,23 +435,53 @@ def _cumulative(
     cum_y: Tensor,
     redraw: bool = True,
 ) -> tuple[Tensor, Tensor, TieCuts]:
-    """Σq and Σy of the first ``rank`` pairs in q order, from the cell sums, and the group
-    each rank cuts: a cut cell of one value (``tied``) is a whole tie group; without
-    ``redraw`` every cut cell is shared out as one (:func:`to_bins`)."""
+    """Σq and Σy of the first ``rank`` pairs in q order, from the cell sums, and the tie
+    groups that the ranks cut (cut cells of one value, ``tied``); a cut cell of several
+    values is redrawn (``redraw``) or shared in proportion (:func:`to_bins`)."""
     k, n, t = cells.cell, cells.size, cells.before
     n_safe = n.clamp(min=1)
     part = t / n_safe
     # q spread evenly over mean ∓ √3·std: the first t of n pairs sum to t·mean − √3·std·t(n−t)/n.
     q = cum_q[k] - sum_q[k] + part * sum_q[k] - math.sqrt(3) * std[k] * t * (n - t) / n_safe
     y_part = part * sum_y[k]
-    shared = torch.ones_like(tied[k]) if not redraw else tied[k]
     if redraw:
         y_part = y_part + _label_noise(k, t, n, sum_y[k], ~tied[k])
         # The first t of n pairs hold at least t − (n − Σy) and at most min(t, Σy) ones.
         y_part = torch.maximum(torch.minimum(y_part, torch.minimum(t, sum_y[k])), t - n + sum_y[k])
-    cut = shared & (t > 0) & (t < n)
-    cuts = TieCuts(*(torch.where(cut, v, 0.0) for v in (n, t, sum_y[k])))
+    cuts = _cut_groups(cells, sum_y, tied)
     return q, cum_y[k] - sum_y[k] + y_part, cuts
+
+
+def _cut_groups(cells: BoundaryCells, sum_y: Tensor, one_value: Tensor) -> TieCuts:
+    """Per boundary, the cell it cuts (size, pairs before it, ones) where that cell is one
+    of ``one_value``'s (per cell), else 0: the :class:`TieCuts` record of those cells."""
+    k, n, t = cells.cell, cells.size, cells.before
+    cut = one_value[k] & (t > 0) & (t < n)
+    return TieCuts(*(torch.where(cut, v, 0.0) for v in (n, t, sum_y[k])))
+
+
+def _unplaced(cells: BoundaryCells, size: Tensor, sum_y: Tensor, tied: Tensor) -> Tensor:
+    """Per bin, the variance of its label sum that sharing the cut cells of several values
+    at their mean label leaves open (:func:`share_variance` of the cell's pairs in the
+    bin). A bin meets at most two cut cells (one, when a cell spans it), independent."""
+    parts = bin_parts(size, _cut_groups(cells, sum_y, ~tied))
+    low = share_variance(parts.low, parts.low_size, parts.low_ones)
+    high = share_variance(parts.high, parts.high_size, parts.high_ones)
+    return low + torch.where(parts.whole, 0.0, high)
+
+
+def share_variance(part: Tensor, size: Tensor, ones: Tensor) -> Tensor:
+    """The variance of the ones among ``part`` of a cell's ``size`` pairs, which hold
+    ``ones`` in an order the sketch cannot tell: hypergeometric, p(1 − p)·c(N − c)/(N − 1)
+    with p = ones/N (0 where c is 0 or N).
+
+    Example:
+        >>> t = torch.tensor
+        >>> share_variance(t([1.0, 3.0, 3.0]), t([6.0, 6.0, 6.0]), t([3.0, 3.0, 6.0])).tolist()
+        [0.25, 0.45, 0.0]
+    """
+    p = ones / size.clamp(min=1)
+    return p * (1 - p) * part * (size - part) / (size - 1).clamp(min=1)
 
 
 def _label_noise(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, spread: Tensor) -> Tensor:
@@ -523,15 +601,14 @@ def to_bins(state: Sketch, bin_size: int, *, redraw: bool = True) -> Bins:
     Bin boundaries fall at the exact algorithm's ranks; see the module docstring for how
     a cell cut by a boundary is shared out. The bins carry the tie groups (cut cells of
     one value) that the boundaries cut, as the exact mode's do
-    (:class:`~calib_metrics.functional.binning.TiedBins`). With ``redraw`` (for the
-    plug-in error, which measures label noise) a cut cell of several values is redrawn
-    with its full label noise, so its pairs count as untied. Without it (for the debiased
-    error) every cut cell is shared out at its mean label like a tie group and recorded
-    as one, so each bin's effective sample size counts the sharing exactly and the
-    debiased square stays unbiased, with no redrawn noise: the redraw's clipped normal
-    bridge left it low by 2.3e-5 ± 1.8e-6 at 1.3 cells per bin (10⁷ float32 pairs,
-    β = 50, 2¹⁸ cells; exact +5.1e-6 ± 2.6e-6, shared −5.2e-7 ± 1.1e-6;
-    ``benchmarks/shared_cells.py``).
+    (:class:`~calib_metrics.functional.binning.TiedBins`). The pairs of a cut cell of
+    several values are distinct values, untied, as in the exact mode. With ``redraw``
+    (for the plug-in error, which measures label noise) such a cell's labels are
+    redrawn with their full noise. Without it (for the debiased error) the cell is
+    shared out at its mean label and each bin carries the variance of its label sum that
+    the sharing leaves open (``unplaced``), which the debiased square adds back
+    (:func:`~calib_metrics.functional.intervals.debiased_square`): the square is then the
+    exact mode's in expectation given the sketch, with no redrawn noise.
 
     Example:
         >>> state = empty(64)
@@ -551,7 +628,8 @@ def to_bins(state: Sketch, bin_size: int, *, redraw: bool = True) -> Bins:
     cum_q, cum_y = torch.cumsum(sum_q, 0), torch.cumsum(sum_y, 0)
     q, y, cuts = _cumulative(cells, sum_q, sum_y, std, tied, cum_q, cum_y, redraw)
     size = cells.rank.diff()
-    return with_ties(bins_of_means(size, q.diff(), y.diff()), cuts)
+    unplaced = None if redraw else _unplaced(cells, size, sum_y, tied)
+    return with_ties(bins_of_means(size, q.diff(), y.diff()), cuts, unplaced)
 
 
 def histogram(state: Sketch) -> tuple[Tensor, Tensor, Tensor]:

@@ -16,25 +16,49 @@ two independent draws, variance 2v).
 
 **The bound.** A boundary's δ moves its two bins' Σy by ±δ. To second order the error
 (the square, for l2) moves by a·δ + ½·h·(δ² − E δ²), a the difference of the two bins'
-slopes and h = 2/N·(1/n₋ + 1/n₊) their curvature; the debias term's expectation takes
-the E δ² that sharing removes, which is why the debiased square is unbiased. Over the
-boundaries, whose δ are independent, the gap has variance Σ a²v + ½h²v² (debiased;
-the redraw doubles both). The bound is ``GAP_SDS`` = 4 of those standard deviations plus
-the Σq term, and for l2 the root of it: the exact error lies in
+slopes and h their curvature, 2/N·(1/n₋ + 1/n₊) (debiased, each bin's part times
+n_eff/(n_eff − 1): its noise term bends too). The debiased square takes E δ² = v in: the
+sketch's bins carry the variance of each bin's label sum that the sharing leaves open
+(``unplaced``, :func:`~calib_metrics.functional.sketch.to_bins`) and
+:func:`~calib_metrics.functional.intervals.debiased_square` adds it back, so the
+streaming square is the exact one's expectation given the sketch and the gap has mean 0.
+Over the boundaries, whose δ are independent, the gap has variance Σ a²v + ½h²v²
+(debiased; the redraw doubles both). The bound is ``GAP_SDS`` = 4 of those standard
+deviations plus the Σq term, and for l2 the root of it: the exact error lies in
 [√max(S − T, 0), √(S + T)] for a square S and a bound T on the square, which is where
 a debiased error near 0 (the root of a difference near 0) moves most. For ``"max"`` it
 is the worst bin's own bound. Checked against the exact mode over data sets, bin sizes,
 norms and modes in ``tests/test_sketch_gap.py`` and ``benchmarks/streaming_gap_seeds.py``
 (docs/streaming.md).
 
+**Why the open variance, not an effective sample size.** Until 2026-11-30 the debiased
+error recorded a cut cell of several values as a tie group, which raised its bins'
+n_eff above n: that subtracts the same variance, but reckoned with the bin's frequency,
+p̂(1 − p̂), where the sharing hides the cell's own, p(1 − p). Where the two differ the
+gap had a part that no label noise accounts for, so the bound missed it: near q = 0 or 1
+a cut cell's labels are all 0 or all 1, where sharing changes nothing (v = 0, δ = 0) yet
+the n_eff still moved the square (calibrated Beta(0.1, 0.1) scores, 3,000 pairs, 1,024
+cells: 21× the bound at β = 500, 29× at β = 1000), and bins of one pair subtracted the
+p(1 − p) that the exact mode's keep (bin_size=1: 0.020 against the exact 0.401). Those
+pairs are distinct values, which the exact mode does not tie, so they count as untied
+(n_eff = n) — but without v added back that leaves the square low by ½·Σ h·v, −2.7e-3 at
+1.3 cells per bin (``benchmarks/shared_cells.py``, docs/streaming.md). With it, a cut cell
+of ones or zeros leaves the exact square but for its pairs' positions in q, and a bin of
+one pair scores its label's expected plug-in square, (q − p)² + p(1 − p), as the exact
+mode's keeps its own.
+
 **What it assumes** (``benchmarks/streaming_gap_assumptions.py`` shows where it holds
 and where not). The pairs of a cell are exchangeable: labels that follow q inside a
 cell (a perfect ranker, y = 1[q > 0.3], at 1,024 cells) put the gap at 1.7–2.5× the
 bound; at the default resolution a cell is too narrow for it to show, but a tie group of
-4,000 ones at q = 0.3 among calibrated values, cut 5 pairs in, puts it at 4.4× (its
+4,000 ones at q = 0.3 among calibrated values, cut 5 pairs in, puts it at 4.3× (its
 labels are not its neighbours'). Which cells hold one value is known exactly (each
 cell's lowest and highest q, :func:`~calib_metrics.functional.sketch.tied_cells`), so
-float32 scores a few ulps apart count as several values, as the exact mode sorts them.
+float32 scores a few ulps apart count as several values, as the exact mode sorts them;
+but a tie group inside a cell of several values is not seen. Bins of one pair magnify
+that: the exact mode's one-pair bins of a cut tie group subtract the group's noise, which
+the sketch cannot. Boundaries a pair or two apart in one cell are not independent
+either, so in such small bins the bound is loose, at worst the error itself.
 """
 
 from __future__ import annotations
@@ -44,12 +68,13 @@ import math
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins
+from calib_metrics.functional.binning import Bins, bin_unplaced
 from calib_metrics.functional.intervals import debiased_square, effective_samples
 from calib_metrics.functional.sketch import (
     Sketch,
     boundary_cells,
     cell_variance,
+    share_variance,
     tied_cells,
     to_bins,
 )
@@ -73,8 +98,7 @@ def _cut_uncertainty(state: Sketch, bin_size: int) -> tuple[Tensor, Tensor]:
     cut = Sketch(*(part[k] for part in state))
     var = cell_variance(cut.count, cut.sum_r, cut.sum_r2)
     unknown = (t > 0) & (t < n) & ~tied_cells(cut)
-    p = cut.sum_y / n.clamp(min=1)
-    labels = p * (1 - p) * t * (n - t) / (n - 1).clamp(min=1)
+    labels = share_variance(t, n, cut.sum_y)
     positions = (1 + math.sqrt(3) / 2) * var.sqrt() * (t * (n - t)).sqrt()
     zero = torch.zeros_like(labels)
     return (
@@ -104,6 +128,16 @@ def _slopes(bins: Bins, norm: str, debias: bool, kinked: Tensor) -> tuple[Tensor
         samples = effective_samples(bins)
         slope_y = slope_y - (1 - 2 * bins.freq) / (samples - 1).clamp(min=1) / total
     return slope_y, 2 * gap / total
+
+
+def _curvatures(bins: Bins, debias: bool) -> Tensor:
+    """Per bin: the second derivative of the square in the bin's Σy, 2/(N·n); debiased,
+    times n_eff/(n_eff − 1) (its noise term bends too: 2 for a bin of one pair)."""
+    bend = 2 / bins.count.sum() / bins.count
+    if debias:
+        spread = (effective_samples(bins) - 1).clamp(min=1)
+        bend = bend * (1 + 1 / spread)
+    return bend
 
 
 def _kinks(bins: Bins, variance: Tensor, kinked: Tensor) -> tuple[Tensor, Tensor]:
@@ -137,10 +171,12 @@ def _square_and_bound(
     variance = redraws * (a_y**2 * labels).sum()
     offset = (a_q.abs() * positions).sum() + (move_q * kinked).sum() / total
     if norm == "l2":
-        curvature = 2 / total * (1 / bins.count[:-1] + 1 / bins.count[1:])
+        bend = _curvatures(bins, debias)
+        curvature = bend[:-1] + bend[1:]
         variance = variance + redraws * 0.5 * (curvature**2 * labels**2).sum()
         if debias:
-            value = debiased_square(gap, bins.freq, bins.count, effective_samples(bins))
+            samples, unplaced = effective_samples(bins), bin_unplaced(bins)
+            value = debiased_square(gap, bins.freq, bins.count, samples, unplaced)
         else:
             value = (bins.count / total * gap**2).sum()
     else:
