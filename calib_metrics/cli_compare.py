@@ -384,7 +384,7 @@ def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
 
     from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.plot import reliability_diagram
-    from calib_metrics.report import model_title
+    from calib_metrics.report import FIGURE_NAME_CHARS, model_title
 
     if panels is not None:
         panels.savefig(args.plot, dpi=120)
@@ -395,7 +395,8 @@ def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
         axes, (a, b), (result.a, result.b), "ab", model_names(args), ("C0", "C1"), strict=True
     ):
         reliability_diagram(
-            one, ax, title=model_title(key, name), color=color, confidence=args.confidence,
+            one, ax, title=model_title(key, name, FIGURE_NAME_CHARS), color=color,
+            confidence=args.confidence,
             interval=interval, debias=True,
             smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups, args.mode),
         )  # fmt: skip
@@ -409,13 +410,16 @@ def _class_panels(args: argparse.Namespace, a, b):
     """``--mode classwise``: one reliability diagram per class, a and b overlaid
     (:mod:`calib_metrics.cli_classwise`); the figure and the classes drawn."""
     from calib_metrics.cli_classwise import class_panels
-    from calib_metrics.report import model_title
+    from calib_metrics.report import FIGURE_NAME_CHARS, model_title
 
     interval = "pairs" if a.groups is None else "groups"
     estimator = {"n_samples": args.samples, "confidence": args.confidence, "debias": True,
                  "interval": interval, **BINNING}  # fmt: skip
     models = [(a.probs, a.target), (b.probs, b.target)]
-    names = [model_title(key, name) for key, name in zip("ab", model_names(args), strict=True)]
+    names = [
+        model_title(key, name, FIGURE_NAME_CHARS)
+        for key, name in zip("ab", model_names(args), strict=True)
+    ]
     title = "classwise: one reliability diagram per class, a and b on the same items"
     return class_panels(args, models, names, a.groups, estimator, title, tags=("a", "b"))
 

@@ -216,8 +216,9 @@ def _before_after(args: argparse.Namespace, dev, test, before: Tensor, after: Te
     import torch
 
     from calib_metrics.recalibration import compare_before_after
+    from calib_metrics.report import difference_note
 
-    return {
+    summary = {
         "dev": str(args.dev),
         "test": str(args.test),
         "method": args.method,
@@ -236,6 +237,11 @@ def _before_after(args: argparse.Namespace, dev, test, before: Tensor, after: Te
             generator=torch.Generator().manual_seed(args.seed + 3),
         ),
     }
+    # The interval is compare's, bias-corrected: it may leave the difference shown out.
+    note = difference_note(summary["difference"])
+    if note is not None:
+        summary["difference_note"] = note
+    return summary
 
 
 def _plot(path: Path, summary: dict[str, Any]) -> Path:
@@ -302,4 +308,6 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
             f"paired, {p_value_phrase(d['p_value'], d['n_samples'])}"
         )
     print(f"  before - after {fixed(d['difference'], sign='+')}{tested}")
+    if "difference_note" in summary:
+        print(f"  note: {summary['difference_note']}")
     print(f"recalibrated test probabilities: {visible_controls(str(summary['out']))}")

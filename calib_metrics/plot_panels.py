@@ -8,7 +8,7 @@ Like :mod:`calib_metrics.plot` (whose marks it reuses), it draws on a new
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -84,8 +84,7 @@ def reliability_panels(
     """
     if not isinstance(results, Mapping) or not results:
         raise ValueError("results must be a non-empty mapping label -> one result per model")
-    for label, models in results.items():
-        _check_results(f"results[{label!r}]", models)
+    results = {label: _results(f"results[{label!r}]", m) for label, m in results.items()}
     counts = {len(models) for models in results.values()}
     if len(counts) != 1 or len(names) != counts.pop():
         raise ValueError(f"every label needs one result per model of names={list(names)}")
@@ -109,18 +108,22 @@ def reliability_panels(
     return fig, axes
 
 
-def _check_results(name: str, results: object) -> None:
-    """``results`` is a sequence of CalibrationResults (a bare number had failed as an
-    AttributeError while drawing)."""
-    if not isinstance(results, Sequence) or isinstance(results, str):
+def _results(name: str, results: object) -> list[CalibrationResult]:
+    """``results``, an iterable of CalibrationResults (a list, a tuple, a NumPy object
+    array, a dict's values), as a list (a bare number had failed as an AttributeError
+    while drawing)."""
+    iterable = isinstance(results, Iterable) and not isinstance(results, (str, Mapping))
+    if not iterable or isinstance(results, CalibrationResult):
         kind = type(results).__name__
         raise ValueError(f"{name} must be a sequence of CalibrationResults, got {kind}")
+    results = list(results)
     for result in results:
         if not isinstance(result, CalibrationResult):
             raise ValueError(
                 f"{name} must hold CalibrationResults (what calibration_error_ci returns), "
                 f"got {type(result).__name__}"
             )
+    return results
 
 
 def _check_smooth(
@@ -223,13 +226,13 @@ def classwise_panels(
     interval: str | None = None,
     debias: bool = False,
     title: str | None = None,
-    limit: int = MAX_CLASS_PANELS,
+    limit: int | None = MAX_CLASS_PANELS,
     class_names: Sequence[str] | None = None,
     norm: str = "l2",
 ) -> tuple[Figure, list[Axes]]:
     """One panel per class of a classwise result (``results[c]``: class c's one-vs-rest
-    result), at most ``limit``: with more classes, those with the most positives (ties:
-    the lower id), in class order, and a title line that says so. Panels are titled
+    result), at most ``limit`` (None: every class): with more classes, those with the most
+    positives (ties: the lower id), in class order, and a title line that says so. Panels are titled
     ``class_names[c]`` when given, else ``class c``.
 
     Example:
@@ -242,10 +245,11 @@ def classwise_panels(
         >>> [ax.get_title().splitlines()[0].split(" · ")[0] for ax in axes], fig.get_suptitle()
         (['class 0', 'class 1'], '2 of 3 classes drawn: those with the most positives')
     """
-    _check_results("results", results)
+    results = _results("results", results)
     if not results:
         raise ValueError("results must hold one CalibrationResult per class, got none")
     # A negative limit had sliced off the last class, a float failed as a slice index.
+    limit = len(results) if limit is None else limit
     check_int("limit", limit)
     positives = [float((r.bins.freq * r.bins.count).sum()) for r in results]
     drawn = most_frequent(positives, limit)

@@ -698,7 +698,8 @@ def compare_page(
     models = _models_table((a, b), (comparison.a, comparison.b), measures, (level, units))
     estimator = Estimator(summary["confidence"], summary["resampled"], True)
     figures = _class_figure(class_panels) if class_panels is not None else "".join(
-        _figure(_diagram(r, model_title(key, name), f"reliability-{key}", estimator),
+        _figure(_diagram(r, model_title(key, name, FIGURE_NAME_CHARS), f"reliability-{key}",
+                         estimator),
                 f"model {model_title(key, name)}", f"reliability-{key}")
         for key, name, r in (("a", a, comparison.a), ("b", b, comparison.b))
     )  # fmt: skip
@@ -720,17 +721,28 @@ def compare_page(
     return _page(f"Calibration comparison: {a} vs {b}", sections)
 
 
-def model_title(key: str, name: str) -> str:
+# A figure's model name is cut to this many characters: two panel titles (or a legend's
+# two entries) side by side had run off a 9.4-inch figure and over each other.
+FIGURE_NAME_CHARS = 44
+
+
+def model_title(key: str, name: str, room: int | None = None) -> str:
     """How a comparison's figures name model ``key`` (``"a"`` or ``"b"``): the key and the
     model's whole name (its file as given, or the file and b's column), on the page, in
     ``compare --plot`` and in its classwise panels alike. A file's base name alone had
     titled run1/preds.csv and run2/preds.csv both "preds.csv", and b's column
-    ``probs/b`` "b]".
+    ``probs/b`` "b]". With ``room``, a longer name keeps its first third and last two
+    thirds around "…": the end of a path tells runs apart.
 
     Example:
         >>> model_title("b", "run2/preds.csv"), model_title("b", "preds.csv [probs/b]")
         ('b: run2/preds.csv', 'b: preds.csv [probs/b]')
+        >>> model_title("a", "/tmp/pytest-of-root/pytest-12/test_names0/run1/preds.csv", 30)
+        'a: /tmp/pyte…ames0/run1/preds.csv'
     """
+    if room is not None and len(name) > room:
+        head = (room - 1) // 3
+        name = f"{name[:head]}…{name[len(name) - (room - 1 - head) :]}"
     return f"{key}: {name}"
 
 

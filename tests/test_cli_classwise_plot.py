@@ -105,7 +105,10 @@ def test_compare_overlays_both_models_in_each_class_panel(tmp_path, capsys, draw
             assert y == pytest.approx(bins.freq.tolist(), abs=1e-12)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     # Each model by its key and its file as given, as the page and compare --plot name it.
-    assert legend[1:] == [f"a: {a}: bins (±1.96 se)", f"b: {b}: bins (±1.96 se)"]
+    from calib_metrics.report import FIGURE_NAME_CHARS, model_title
+
+    named = [model_title(key, str(f), FIGURE_NAME_CHARS) for key, f in (("a", a), ("b", b))]
+    assert legend[1:] == [f"{named[0]}: bins (±1.96 se)", f"{named[1]}: bins (±1.96 se)"]
 
 
 def test_many_classes_draw_the_most_frequent_twelve(tmp_path, capsys, drawn) -> None:

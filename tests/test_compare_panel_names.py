@@ -12,6 +12,7 @@ from test_report import run
 pytest.importorskip("matplotlib")
 
 from calib_metrics import plot
+from calib_metrics.report import FIGURE_NAME_CHARS, model_title
 
 
 @pytest.fixture
@@ -26,6 +27,11 @@ def titles(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(plot, "reliability_diagram", recording)
     return drawn
+
+
+def _title(key: str, name: object) -> str:
+    """The name as given, its middle cut where it is long (tmp_path's are)."""
+    return model_title(key, str(name), FIGURE_NAME_CHARS)
 
 
 def _pairs(seed: int) -> tuple[list[float], list[float], list[int]]:
@@ -46,7 +52,7 @@ def test_two_files_of_one_name_are_told_apart(tmp_path, capsys, titles) -> None:
     png = tmp_path / "both.png"
     code, _, err = run(capsys, "compare", *files, "--samples", "20", "--plot", png)
     assert code == 0, err
-    assert titles == [f"a: {files[0]}", f"b: {files[1]}"]
+    assert titles == [_title("a", files[0]), _title("b", files[1])]
     assert titles[0].endswith("run1/preds.csv") and titles[1].endswith("run2/preds.csv")
 
 
@@ -58,7 +64,7 @@ def test_a_column_with_a_slash_names_model_b_whole(tmp_path, capsys, titles) -> 
     argv = ["compare", path, "--probs", "probs/a", "--probs-b", "probs/b", "--samples", "20"]
     code, _, err = run(capsys, *argv, "--plot", tmp_path / "both.png")
     assert code == 0, err
-    assert titles == [f"a: {path}", f"b: {path} [probs/b]"]
+    assert titles == [_title("a", path), _title("b", f"{path} [probs/b]")]
 
 
 def test_the_page_names_its_diagrams_alike(tmp_path, capsys, titles) -> None:
@@ -69,4 +75,4 @@ def test_the_page_names_its_diagrams_alike(tmp_path, capsys, titles) -> None:
     code, _, err = run(capsys, *argv, "--html", tmp_path / "p.html", "--plot", tmp_path / "p.png")
     assert code == 0, err
     page, figure = titles[:2], titles[2:]
-    assert page == figure == [f"a: {path}", f"b: {path} [qb]"]
+    assert page == figure == [_title("a", path), _title("b", f"{path} [qb]")]
