@@ -133,10 +133,12 @@ _IGNORE_KEY = "_ignore_index"
 # (0 for binary input). A streaming top-label sketch holds (confidence, correct) pairs in
 # one row, as a binary one holds (q, y): only this tells them apart.
 _SETTINGS_KEY = "_settings"
+# The state dict key recording a streaming sketch's cell layout (sketch.CELL_LAYOUT).
+_LAYOUT_KEY = "_sketch_layout"
 # Saved in state dicts: a code never changes meaning.
 _MODE_CODES = {"one_vs_rest": 0, "top_label": 1, "classwise": 2}
 # Not states: the records of the options a state was saved with.
-_TAG_KEYS = (_IGNORE_KEY, _SETTINGS_KEY)
+_TAG_KEYS = (_IGNORE_KEY, _SETTINGS_KEY, _LAYOUT_KEY)
 
 
 def _target_problem(value: Any, num_classes: int | None, ignore_index: int | None) -> str:
@@ -1414,6 +1416,30 @@ class CalibrationError(_StatesKeepTheirDtype):
         """Forget every pair (and, streaming, start keeping pairs exactly again)."""
         super().reset()
         self._folded = False
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        if self.streaming and self._persistent.get("target", False):
+            layout = torch.tensor(sketch.CELL_LAYOUT, dtype=torch.int64)
+            destination[prefix + _LAYOUT_KEY] = layout
+
+    def _check_incoming(self, states: dict, tags: dict[str, Any], prefix: str = "") -> None:
+        # A state dict (it has the settings' record) of another cell layout: new pairs
+        # would land one cell from its own equal values, splitting their tie groups (a
+        # metric_state dict, from this process's metrics, has no records).
+        if self.streaming and _SETTINGS_KEY in tags:
+            saved = tags.get(_LAYOUT_KEY)
+            layout = None if saved is None else int(saved)
+            if layout != sketch.CELL_LAYOUT:
+                made = "before 2026-11-30" if layout is None else f"of layout {layout}"
+                raise ValueError(
+                    f"{type(self).__name__}: the state's streaming sketch was saved by a "
+                    f"calib_metrics {made}, whose cells place some values one cell from "
+                    f"where this one's (layout {sketch.CELL_LAYOUT}) do: new pairs would "
+                    "split their tie groups. Compute that state with the version that saved "
+                    "it, or start this metric afresh"
+                )
+        super()._check_incoming(states, tags, prefix)
 
     def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
         super()._load_from_state_dict(*args, **kwargs)

@@ -306,14 +306,21 @@ def effective_samples(bins: Bins) -> Tensor:
 
 
 def bin_errors(
-    bins: Bins, norm: Norm = "l2", debias: bool = False, samples: Tensor | None = None
+    bins: Bins,
+    norm: Norm = "l2",
+    debias: bool = False,
+    samples: Tensor | None = None,
+    unplaced: Tensor | None = None,
 ) -> Tensor:
     """The calibration error of bins along their last dimension: data's bins or draws'.
 
     ``norm``: ``"l2"`` √(Σ wᵢ gᵢ²), ``"l1"`` Σ wᵢ |gᵢ| or ``"max"`` maxᵢ |gᵢ| over the
     non-empty bins, gᵢ = q̂ᵢ − p̂ᵢ and wᵢ = |Bᵢ|/Σ|B|; ``debias=True`` (l2):
     √max(:func:`debiased_square`, 0) with the effective sample sizes ``samples``
-    (default: :func:`effective_samples` of ``bins``). Unchecked: see
+    (default: :func:`effective_samples` of ``bins``) and the variance of the label sums
+    that the bins leave open, ``unplaced`` (default: what ``bins`` carry,
+    :func:`~calib_metrics.functional.binning.bin_unplaced`; a draw of a streaming
+    sketch's bins carries none and is given the data's). Unchecked: see
     :func:`~calib_metrics.functional.calibration.error_from_bins`.
 
     Example:
@@ -327,7 +334,9 @@ def bin_errors(
     if debias:
         if samples is None:
             samples = effective_samples(bins)
-        square = debiased_square(gap, bins.freq, bins.count, samples, bin_unplaced(bins))
+        if unplaced is None:
+            unplaced = bin_unplaced(bins)
+        square = debiased_square(gap, bins.freq, bins.count, samples, unplaced)
         return square.clamp_min(0).sqrt()
     return _plugin_norm(gap, bins.count, norm)
 
@@ -795,7 +804,10 @@ def draw_statistics(
         errors = _smoothed_world_errors(bins, blocks, norm)
         return Draws(errors, errors, estimate, estimate, None)
     if world == "draws" or not debias:
-        errors = [bin_errors(d, norm, debias, _draw_samples(d, ratio)) for d in blocks]
+        # Algorithm 2's draws are plain bins: the sketch's open label variance is the
+        # data's (their squares had lacked it, and the interval sat below the exact one).
+        unplaced = bin_unplaced(bins) if debias else None
+        errors = [bin_errors(d, norm, debias, _draw_samples(d, ratio), unplaced) for d in blocks]
         errors = torch.cat(errors).to(torch.float64)
         return Draws(errors, errors, None if world == "draws" else estimate, estimate, None)
     square, theta = _recentred_squares(bins, blocks, world, samples, ratio)

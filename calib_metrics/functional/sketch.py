@@ -77,6 +77,10 @@ DEFAULT_RESOLUTION = 1 << 18
 # stays within ±1/2. With 2 cells every q in (0, 1) fell into cell 0, q = 0's, and the
 # metric refused its own saved state.
 MIN_RESOLUTION = 4
+# The version of :func:`cell_index`'s layout, recorded in saved states: 2 since 2026-11-30
+# (cells from the value's distance to the nearer end, the same for every dtype); a sketch
+# of another layout would place some of this one's values one cell apart.
+CELL_LAYOUT = 2
 LOGIT_RANGE = 16.0
 # Six float64 tensors of R cells: count, Σr, Σr², Σy, lowest q, highest q.
 BYTES_PER_CELL = 6 * 8
