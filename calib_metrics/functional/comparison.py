@@ -133,44 +133,9 @@ the p-value inverts it. For l2 each model's draws have their squares recentred o
 estimate's square before the roots are taken (:func:`_plugin_draws`): a draw's square
 carries the bins' noise twice, and its root moved less than the estimate does (two models
 of equal error, N = 2000, auto bins: told apart 0.145 of the time at α = 0.05, 0.065
-since; ``benchmarks/compare_plugin_size.py``).
-
-**The l1 draws at the smoothed gaps (since 2026-11-30).** The l1 error Σ wᵢ |ĝᵢ| folds
-each bin's gap at 0, and with auto bins a bin's noise (sd ≈ 0.5·N^(−1/4), 0.07 at
-N = 2000) is as large as typical gaps, so how much of the noise passes the fold depends
-on how far the gap sits from 0. A draw folds ĝᵢ + e*ᵢ = gᵢ + εᵢ + e*ᵢ: its gaps carry the
-data's noise as well as its own, sit farther from 0 than the true ones, and their folds
-passed less of the draw's noise than the estimate's pass of the data's: the draws'
-difference had 0.82× the estimates' spread, and two models of equal error were told apart
-0.110 of the time. So each model's l1 draws are made in the world of its smoothed gaps g̃
-(:func:`~calib_metrics.functional.ties.smoothed_run_gaps`: each bin's gap averaged over
-the neighbouring runs of a window whose half-width leave-one-out cross-validation picks,
-the true gaps with most of the noise averaged out), as the debiased draws are made in
-their worlds: a draw's error is Σ w*ᵢ |g̃ᵢ + (ĝ*ᵢ − ĝᵢ)|, the draw's movement of each gap
-added to the smoothed gap. Nothing else changes: the same unit weights (pairs or groups),
-each class's bins smoothed on their own in every multiclass mode, the same median-centred
-interval. Two models of equal error (a = q ± c, c = 0.02–0.08, and a pair overconfident
-in opposite halves; N = 2000 and 10⁴): size 0.048–0.075 with 200 draws, whose Monte Carlo
-p-values alone make a perfect test reject 0.060 of the time (0.058–0.063 with 1000), where
-it was 0.082–0.115 (``docs/coverage.md``, "The l1 comparison's draws at the smoothed
-gaps").
-
-**What the plug-in l1 and max comparisons test.** The interval is for the difference of
-the two plug-in errors' *expectations*, which is the true errors' difference only where
-both carry the same bias. The plug-in l1 is biased up by about E|gᵢ + εᵢ| − |gᵢ| per bin,
-of the order of the noise sd itself where |gᵢ| is below it, which is more than the
-estimate's own spread (sd/√K over K bins), and no estimate of |g| from one noisy bin is
-unbiased. Two models whose gap profiles differ therefore have plug-in errors whose
-expectations differ even at equal true errors (a = q + c against b = q + 2c in the upper
-half only, c = 0.04: 0.0078 apart, 1.7 sd; told apart 0.48 of the time), and a true
-difference of 0.04 is estimated as 0.018 on average (covered 0.33 of the time). The max
-draws are not repaired: the worst gap over K bins is an extreme of the noise (about
-sd·√(2 ln 2K), 0.2 at N = 2000, far above c), two models that share bins share their worst
-bin, and their difference is ±2c with the sign of that bin's noise, a near two-point
-distribution at which no interval of fixed level has a size near 0.05: it rejects
-almost always or almost never, by where its ends fall against ±2c (the draws' size is
-0.000–0.021; draws at the smoothed gaps swing as widely with c). The debiased l2 default
-is the comparison to rely on.
+since; ``benchmarks/compare_plugin_size.py``). The l1 and max draws have no such repair:
+there the test's size is 0.110 and 0.000 on the same data sets (``docs/coverage.md``);
+the debiased l2 default is the comparison to rely on.
 
 The draws come from the one interval pipeline (:mod:`calib_metrics.functional.intervals`):
 each model keeps its own bins, formed once on the data, and its per-unit bin sums (the
@@ -395,13 +360,7 @@ def compare_calibration(
         draws.append(
             _root_draws(bins_a, bins_b, blocks_a, blocks_b, level)
             if debias
-            else (
-                _plugin_draws(
-                    (bins_a, blocks_a, errors_a, a.error),
-                    (bins_b, blocks_b, errors_b, b.error),
-                    norm,
-                ),
-            )
+            else (_plugin_draws(errors_a, errors_b, a.error, b.error, norm),)
         )
     a, b = _combined(results_a), _combined(results_b)
     difference = a.error - b.error
@@ -709,29 +668,18 @@ def _projected_ends(own: Tensor, at_bound: Tensor, confidence: float) -> Tensor:
     return torch.stack([own_ends[0].minimum(bound_ends[0]), own_ends[1].maximum(bound_ends[1])])
 
 
-def _plugin_draws(model_a: tuple, model_b: tuple, norm: str) -> Tensor:
-    """Draws of the plug-in difference from each model's ``(bins, blocks, draws' errors,
-    estimate)`` (module docstring).
-
-    ``l2``: each model's squares recentred on its own estimate's before the roots are
-    taken: a draw's square carries the bins' noise twice, and its root, taken at that
-    higher level, moved less than the estimate does (two models of equal error, N = 2000,
-    auto bins: told apart 0.145 of the time at α = 0.05, the draws' spread 0.76× the
-    estimates'). ``l1``: each model's draws in the world of its smoothed gaps
-    (``world="smoothed"``): the folds |ĝᵢ + e*| at the observed gaps, which sit farther
-    from 0 than the true ones, moved less than the estimate does (0.110 there, 0.82×).
-    ``max``: each draw's own worst gap (no repair: module docstring).
-    """
-    if norm == "l1":
-        a, b = (
-            draw_statistics(bins, blocks, norm="l1", debias=False, world="smoothed").errors
-            for bins, blocks, _, _ in (model_a, model_b)
-        )
-        return a - b
+def _plugin_draws(
+    errors_a: Tensor, errors_b: Tensor, error_a: Tensor, error_b: Tensor, norm: str
+) -> Tensor:
+    """Draws of the plug-in difference. For ``l2`` each model's squares are recentred on
+    its own estimate's before the roots are taken: a draw's square carries the bins'
+    noise twice, and its root, taken at that higher level, moved less than the estimate
+    does (two models of equal error, N = 2000, auto bins: told apart 0.145 of the time at
+    α = 0.05, the draws' spread 0.76× the estimates')."""
     if norm != "l2":
-        return model_a[2] - model_b[2]
+        return errors_a - errors_b
     roots = []
-    for _, _, draws, error in (model_a, model_b):
+    for draws, error in ((errors_a, error_a), (errors_b, error_b)):
         squares = draws.square()
         roots.append((error.square() + squares - squares.nanmean()).clamp_min(0).sqrt())
     return roots[0] - roots[1]

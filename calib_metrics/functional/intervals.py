@@ -96,7 +96,6 @@ from calib_metrics.functional.ties import (
     cut_cells,
     effective_counts,
     neighbour_run_gaps,
-    smoothed_run_gaps,
     tie_run_counts,
     tie_runs,
 )
@@ -759,7 +758,7 @@ def draw_statistics(
     *,
     norm: Norm = "l2",
     debias: bool = True,
-    world: Literal["draws", "shrunk", "observed", "zero", "neighbours", "smoothed"] = "shrunk",
+    world: Literal["draws", "shrunk", "observed", "zero", "neighbours"] = "shrunk",
 ) -> Draws:
     """Reduce blocks of resampled bins ``[S_b, ..., T]`` to per-draw statistics.
 
@@ -771,11 +770,7 @@ def draw_statistics(
     (each bin's gap the mean of its neighbouring runs' gaps,
     :func:`~calib_metrics.functional.ties.neighbour_run_gaps`: the comparison's shrink
     factor); the bins may carry
-    leading batch dimensions, which the blocks share. See the module docstring. With
-    ``debias=False`` the draws are each draw's own plug-in error, except in the world
-    ``"smoothed"`` (plug-in only, 1-D bins): each draw's movement of the gaps added to the
-    gaps smoothed over neighbouring runs (:func:`~.ties.smoothed_run_gaps`), which the
-    paired comparison's l1 draws use (:mod:`calib_metrics.functional.comparison`).
+    leading batch dimensions, which the blocks share. See the module docstring.
 
     Example:
         >>> import torch
@@ -788,21 +783,16 @@ def draw_statistics(
     """
     if debias and norm != "l2":
         raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
-    if world == "smoothed" and debias:
-        raise ValueError("world='smoothed' is for the plug-in draws (debias=False)")
-    if world in ("neighbours", "smoothed") and bins.freq.dim() != 1:
+    if world == "neighbours" and bins.freq.dim() != 1:
         # Runs of adjacent bins are found along one axis: a batch would join its rows' runs.
         raise ValueError(
-            f"world={world!r} takes one model's 1-D bins, got shape {tuple(bins.freq.shape)}"
+            f"world='neighbours' takes one model's 1-D bins, got shape {tuple(bins.freq.shape)}"
         )
     samples = effective_samples(bins) if debias else None
     estimate = bin_errors(bins, norm, debias, samples)
     # A draw's bin holds the data's bin's pairs reweighted, its tie groups' parts alike:
     # its effective sample size is its count times the data's bin's n_eff/n.
     ratio = samples / bins.count.clamp_min(1) if debias else None
-    if world == "smoothed" and not debias:
-        errors = _smoothed_world_errors(bins, blocks, norm)
-        return Draws(errors, errors, estimate, estimate, None)
     if world == "draws" or not debias:
         # Algorithm 2's draws are plain bins: the sketch's open label variance is the
         # data's (their squares had lacked it, and the interval sat below the exact one).
@@ -812,16 +802,6 @@ def draw_statistics(
         return Draws(errors, errors, None if world == "draws" else estimate, estimate, None)
     square, theta = _recentred_squares(bins, blocks, world, samples, ratio)
     return Draws(theta.clamp_min(0).sqrt(), theta, None, estimate, square)
-
-
-def _smoothed_world_errors(bins: Bins, blocks: Iterable[Bins], norm: Norm) -> Tensor:
-    """Plug-in draws in the world of the smoothed gaps (:func:`~.ties.smoothed_run_gaps`):
-    each draw's movement of every bin's gap added to that bin's smoothed gap, weighted by
-    the draw's counts. (With the observed gaps this is each draw's own plug-in error.)"""
-    gap = bins.pred_mean - bins.freq
-    world = smoothed_run_gaps(gap, bins.freq, bins.count)
-    errors = [_plugin_norm(world + (d.pred_mean - d.freq - gap), d.count, norm) for d in blocks]
-    return torch.cat(errors).to(torch.float64)
 
 
 def _draw_samples(draw: Bins, ratio: Tensor | None) -> Tensor | None:
