@@ -880,7 +880,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # (2</dev/null) failed the first notice and so the command (exit code 2).
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (the process's stderr from here)
     parser = build_parser(paper=_wants_paper(argv))
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     # As typed (shell-quoted), for the report page: main's own arguments, not sys.argv,
     # which holds a script's arguments when main is called from Python.
     args.command_line = shlex.join(["calib-metrics", *argv])
@@ -889,6 +889,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if code == 0:  # after the results; a failed command's one line is its error
         code = _print_warnings(lines)
     return code
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, with an unrecognised option refused by the subcommand it
+    was given to: argparse hands it up to the top parser, whose error had pointed
+    ``reproduce pos --bogus`` to ``calib-metrics --help`` instead of the experiment's own."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
+def _chosen_parser(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The innermost (sub)command's parser that ``args`` went through."""
+    for action in parser._actions:  # argparse lists its subcommands only there
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None))
+            if chosen is not None:
+                return _chosen_parser(chosen, args)
+    return parser
 
 
 def _writable(stream) -> bool:

@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from calib_metrics.paper import pos
+from calib_metrics.paper import paired, pos
 from calib_metrics.paper.locations import shared_data_dir
 from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
 
@@ -95,8 +95,11 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
         d = c["all_tags"]
         assert d["lower"] <= d["difference"] <= d["upper"] and 0 <= d["p_value"] <= 1
         assert d["difference"] == pytest.approx(d["a"] - d["b"])
+        # --quick cuts the paired draws too: 8m/α per label had taken 86% of a quick run.
+        assert d["samples"] == paired.QUICK_SAMPLES < paired.RECOMMENDED["n_samples"]
         for field, n in (("per_tag", 4), ("top6_pairs", 6)):
             counts = c[field]
+            assert counts["samples"] == paired.QUICK_SAMPLES < paired.label_draws(n)
             assert counts["of"] == n == len(counts["per_label"])
             assert counts["a_better"] + counts["b_better"] + counts["not_distinguishable"] == n
             for v in counts["per_label"].values():

@@ -92,7 +92,10 @@ def test_events_reads_its_model_before_the_data(tmp_path, capsys):
     text.write_text("not a model\n")
     err = one_line_error(capsys, "reproduce", "events", "--quick", "--model", text,
                          "--data", tmp_path / "none", "--out", tmp_path / "out")  # fmt: skip
-    assert "is not a readable torch file" in err
+    assert f"{text} is not a saved model" in err
+    # torch's advice to retry with weights_only=False (running any code the file holds)
+    # had been passed on about a file the user merely pointed at.
+    assert "weights_only" not in err and "arbitrary code" not in err
     assert not (tmp_path / "out").exists()
 
 
@@ -121,6 +124,18 @@ def test_quick_keeps_the_feature_crf_options_given(tmp_path, monkeypatch, comman
     assert (given["c2_grid"], given["max_iter"]) == ([1.0, 0.1], 100)  # had been [1.0], 30
     defaults = _reached("reproduce", *common, "--quick")
     assert (defaults["c2_grid"], defaults["max_iter"]) == ([0.1], 30)
+
+
+def test_quick_cuts_twitter_pos_interval_draws(tmp_path, monkeypatch):
+    """Its some 700 intervals had drawn 2000 times each under --quick too (a quarter of
+    the run)."""
+    monkeypatch.setattr(twitter_pos, "_train", lambda *a: _stop()(a[-1]))
+    data = _tagging_data(tmp_path / "data")
+    common = ["twitter-pos", "--data", data, "--out", tmp_path / "out", "--ewt-train", "0"]
+    assert _reached("reproduce", *common, "--quick")["args"][0].n_samples == 200
+    (args,) = _reached("reproduce", *common, "--quick", "--n-samples", "2000")["args"]
+    assert args.n_samples == 2000
+    assert _reached("reproduce", *common)["args"][0].n_samples == 2000
 
 
 def test_quick_keeps_pos_max_iter(tmp_path, monkeypatch):
@@ -161,3 +176,19 @@ def test_quick_says_that_given_options_win(module):
     module.add_arguments(parser)
     quick = next(a for a in parser._actions if "--quick" in a.option_strings)
     assert "options given explicitly win" in quick.help
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["reproduce", "pos", "--bogus"],
+        ["reproduce", "sentiment", "--bogus"],
+        ["demo", "--bogus"],
+        ["evaluate", "preds.csv", "--bogus"],
+    ],
+)
+def test_an_unknown_option_points_to_its_own_commands_help(capsys, argv):
+    """It had pointed to ``calib-metrics --help``, which lists no experiment's options."""
+    command = " ".join(["calib-metrics", *(a for a in argv[:-1] if not a.endswith(".csv"))])
+    err = one_line_error(capsys, *argv)
+    assert err == f"{command}: error: unrecognized arguments: --bogus (usage: {command} --help)"

@@ -6,10 +6,12 @@ import argparse
 import gzip
 import json
 import random
+import re
 import sys
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -239,6 +241,27 @@ def test_read_twitter_samples_rejects_wrong_label(tmp_path):
         read_twitter_samples(tmp_path)
 
 
+@pytest.mark.parametrize("empty", ["", "\n\n"])
+def test_an_empty_tweets_file_is_named(tmp_path, empty):
+    """An empty positive_tweets.txt.gz had been reported as a split with an empty part."""
+    _write_tweets(tmp_path, n=20)
+    path = tmp_path / "positive_tweets.txt.gz"
+    path.write_bytes(b"")  # a 0-byte file, as an interrupted copy leaves it
+    if empty:
+        with gzip.open(path, "wt") as f:
+            f.write(empty)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))} holds no tweets$"):
+        read_twitter_samples(tmp_path)
+
+
+def test_an_empty_polarity_member_is_named(tmp_path):
+    with zipfile.ZipFile(tmp_path / "sentence_polarity.zip", "w") as z:
+        z.writestr("sentence_polarity/rt-polarity.pos", "a gem .\n")
+        z.writestr("sentence_polarity/rt-polarity.neg", "")
+    with pytest.raises(ValueError, match=r"sentence_polarity/rt-polarity\.neg holds no sentences$"):
+        read_sentence_polarity(tmp_path)
+
+
 def test_read_sentence_polarity(tmp_path):
     _write_polarity(tmp_path, n=20)
     corpus = read_sentence_polarity(tmp_path)
@@ -261,6 +284,66 @@ def test_missing_sklearn_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn", None)
     with pytest.raises(ImportError, match=r"calib-metrics\[experiments\]"):
         sentiment._require_sklearn()
+
+
+# --- model fits ------------------------------------------------------------------------
+
+
+def _blas_threads() -> set[int]:
+    from threadpoolctl import threadpool_info
+
+    return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+
+def _two_blas_threads():
+    """A block with BLAS on two threads (skipped where BLAS will not take two)."""
+    from threadpoolctl import threadpool_limits
+
+    limits = threadpool_limits(limits=2, user_api="blas")
+    if _blas_threads() != {2}:
+        limits.restore_original_limits()
+        pytest.skip("BLAS does not take two threads here")
+    return limits
+
+
+def test_selection_fits_with_one_blas_thread():
+    """liblinear's weights had followed the BLAS thread count (OPENBLAS_NUM_THREADS 1 or
+    2 moved the LR-isotonic row of the docs' table by 0.0003)."""
+    seen = []
+
+    class Model:
+        def fit(self, x, y):
+            seen.append(_blas_threads())
+            return self
+
+        def predict_proba(self, x):
+            return np.full((len(x), 2), 0.5)
+
+    with _two_blas_threads():
+        sentiment.select(lambda v: Model(), [1.0], ([[0]], [0]), ([[0], [1]], [0, 1]), "lr")
+        assert _blas_threads() == {2}  # restored after the fit
+    assert seen == [{1}]
+
+
+def test_logistic_regression_weights_do_not_follow_the_blas_threads():
+    from scipy import sparse
+    from sklearn.linear_model import LogisticRegression
+
+    # Sparse binary features as the experiment's, long enough for BLAS to split its sums.
+    rng = np.random.default_rng(0)
+    x = sparse.random(4000, 10000, density=0.001, random_state=1, format="csr")
+    x.data[:] = 1.0
+    y = (x @ rng.normal(size=10000) + rng.normal(size=4000) > 0).astype(int)
+
+    def weights():
+        factory = lambda c: LogisticRegression(C=c, solver="liblinear")  # noqa: E731
+        _, model, _ = sentiment.select(factory, [1.0], (x, y), (x[:100], y[:100]), "lr")
+        return model.coef_
+
+    one = weights()
+    with _two_blas_threads():
+        two = weights()
+    assert np.array_equal(one, two)  # bit for bit; had differed by 4e-15
 
 
 # --- end to end ------------------------------------------------------------------------

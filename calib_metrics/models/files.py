@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,8 @@ import torch
 
 def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
     """``torch.load`` of a model file (``weights_only``): a missing path is a
-    FileNotFoundError, and a file torch cannot read a ValueError naming it and torch's
-    reason, where torch raises many types (an unpickling error for a text file).
+    FileNotFoundError, and a file torch cannot read a ValueError saying that it is not a
+    saved model, where torch raises many types (an unpickling error for a text file).
 
     Example:
         >>> import tempfile, os
@@ -23,7 +24,7 @@ def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
         >>> load_torch_file(os.path.join(folder, "notes.txt"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: .../notes.txt is not a readable torch file (UnpicklingError: ...)
+        ValueError: .../notes.txt is not a saved model (torch cannot read it: UnpicklingError)
     """
     path = Path(path)
     if not path.is_file():
@@ -31,6 +32,17 @@ def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        detail = f"{type(err).__name__}: {reason}" if reason else type(err).__name__
-        raise ValueError(f"{path} is not a readable torch file ({detail})") from None
+        raise ValueError(
+            f"{path} is not a saved model (torch cannot read it: {_reason(err)})"
+        ) from None
+
+
+def _reason(err: Exception) -> str:
+    """torch's reason in a few words, without its advice: for any file it cannot read as
+    tensors, torch suggests ``weights_only=False``, which runs whatever code a pickle holds;
+    never to be passed on about a file the user merely pointed a command at."""
+    text = str(err).strip()
+    first = text.splitlines()[0] if text else ""
+    if not first or isinstance(err, pickle.UnpicklingError) or "weights_only" in text:
+        return type(err).__name__
+    return f"{type(err).__name__}: {first}"

@@ -216,8 +216,11 @@ def _finish(doc: Document) -> Document:
     return doc
 
 
-def read_coref_documents(path: str | Path | io.TextIOBase) -> list[Document]:
-    """Read a CoNLL-U file (``.conllu`` or ``.conllu.gz``) with ``Entity=`` coreference.
+def read_coref_documents(
+    path: str | Path | io.TextIOBase, limit: int | None = None
+) -> list[Document]:
+    """Read a CoNLL-U file (``.conllu`` or ``.conllu.gz``) with ``Entity=`` coreference;
+    with ``limit``, only its first ``limit`` documents (the rest is not read).
 
     Documents start at ``# newdoc id = ...`` comments; ``# meta::key = value`` comments
     fill :attr:`Document.meta`. Multi-word token lines and empty nodes are dropped from
@@ -238,6 +241,9 @@ def read_coref_documents(path: str | Path | io.TextIOBase) -> list[Document]:
         ('d1', '2017-08-08')
         >>> [(m.sentence, m.start, m.end, m.head, m.entity) for m in doc.mentions]
         [(0, 0, 2, 1, '1'), (1, 0, 1, 0, '1')]
+        >>> second = text.replace("# newdoc id = d1", "# newdoc id = d2")
+        >>> [d.doc_id for d in read_coref_documents(io.StringIO(text + second), limit=1)]
+        ['d1']
     """
     stream = open_text(path, missing="coreference file")
     default_id = Path(str(getattr(path, "name", "document"))).name.split(".")[0]
@@ -247,6 +253,8 @@ def read_coref_documents(path: str | Path | io.TextIOBase) -> list[Document]:
         for sent in sentences(stream, str(name)):
             new_id = sent.metadata.get("newdoc id") or sent.metadata.get("newdoc")
             if new_id is not None or not docs:
+                if len(docs) == limit:
+                    break
                 docs.append(Document(doc_id=new_id or default_id))
             doc = docs[-1]
             for key, value in sent.metadata.items():

@@ -10,6 +10,9 @@ whole sentences / documents, shared by both models) and counts per-label wins wi
 The estimator is the recommended one (``docs/coverage.md``): the debiased error with
 ``bin_size="auto"`` (β = ⌈√N⌉), percentile interval of 2000 paired draws; per label
 enough draws that Holm's threshold is not below what they can show (:func:`label_draws`).
+Under ``--quick`` (a smoke test) every comparison takes :data:`QUICK_SAMPLES` draws instead
+(:func:`draws`): the per-label draws, 8m/α whatever the subset's size, had taken 75–86% of
+``reproduce pos --quick``.
 """
 
 from __future__ import annotations
@@ -21,11 +24,20 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional import compare_calibration, compare_calibration_by_label
-from calib_metrics.report import adjusted_p_texts, p_value_phrase, p_value_text
+from calib_metrics.report import (
+    adjusted_p_texts,
+    fixed,
+    no_interval,
+    p_value_phrase,
+    p_value_text,
+)
 
 RECOMMENDED = {"bin_size": "auto", "debias": True, "n_samples": 2000}
 CORRECTION = "holm"
 ALPHA = 0.05
+#: Paired draws of every comparison under ``--quick``: each step runs and each output is
+#: drawn, but no Monte Carlo p-value falls below 2/201 ≈ 0.01, so Holm calls few labels.
+QUICK_SAMPLES = 200
 
 
 def label_draws(n_labels: int) -> int:
@@ -42,15 +54,35 @@ def label_draws(n_labels: int) -> int:
     return max(RECOMMENDED["n_samples"], math.ceil(8 * n_labels / ALPHA))
 
 
+def draws(n_labels: int | None = None, quick: bool = False) -> int:
+    """Paired draws of one comparison: over all items (``n_labels`` None) the recommended
+    2000, per label :func:`label_draws`; :data:`QUICK_SAMPLES` under ``--quick``.
+
+    Example:
+        >>> draws(), draws(43), draws(43, quick=True)
+        (2000, 6880, 200)
+    """
+    if quick:
+        return QUICK_SAMPLES
+    return RECOMMENDED["n_samples"] if n_labels is None else label_draws(n_labels)
+
+
 def _clean(q: Tensor) -> Tensor:
     # Marginals computed in float32 may exceed 1 (or fall below 0) by a rounding error.
     return q.reshape(-1).double().clamp(0.0, 1.0)
 
 
 def difference(
-    q_a: Tensor, q_b: Tensor, y: Tensor, *, groups: Tensor | None = None, seed: int = 0
+    q_a: Tensor,
+    q_b: Tensor,
+    y: Tensor,
+    *,
+    groups: Tensor | None = None,
+    seed: int = 0,
+    quick: bool = False,
 ) -> dict[str, float]:
-    """``error(a) − error(b)`` with its paired 95% interval and p-value, JSON-ready.
+    """``error(a) − error(b)`` with its paired 95% interval and p-value, and the number of
+    draws (:func:`draws`), JSON-ready.
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -58,15 +90,17 @@ def difference(
         >>> y = torch.bernoulli(q, generator=g)
         >>> d = difference(q.sqrt(), q, y)
         >>> d["lower"] > 0, d["p_value"] < 0.01, sorted(d)
-        (True, True, ['a', 'b', 'difference', 'lower', 'p_value', 'upper'])
+        (True, True, ['a', 'b', 'difference', 'lower', 'p_value', 'samples', 'upper'])
     """
+    samples = draws(quick=quick)
     r = compare_calibration(
         _clean(q_a), _clean(q_b), y.reshape(-1).double(),
         groups=None if groups is None else groups.reshape(-1),
-        generator=torch.Generator().manual_seed(seed), **RECOMMENDED,
+        generator=torch.Generator().manual_seed(seed),
+        **(RECOMMENDED | {"n_samples": samples}),
     )  # fmt: skip
     out = {k: float(getattr(r, k)) for k in ("difference", "lower", "upper", "p_value")}
-    return out | {"a": float(r.a.error), "b": float(r.b.error)}
+    return out | {"a": float(r.a.error), "b": float(r.b.error), "samples": samples}
 
 
 def format_p(p: float, phrase: bool = False) -> str:
@@ -104,11 +138,12 @@ def by_label(
     *,
     groups: Tensor | None = None,
     seed: int = 0,
+    quick: bool = False,
 ) -> dict[str, Any]:
     """Per-label differences for queries laid out ``[L, n]`` (row ``l`` is label ``names[l]``).
 
     Returns the counts (``a_better``, ``b_better``, ``not_distinguishable``, ``of``), the
-    correction, level and number of draws (:func:`label_draws`), and per label its
+    correction, level and number of draws (:func:`draws`), and per label its
     difference, interval, p-value, adjusted p-value, verdict and (under ``"_result"``, for
     figures; not JSON) its ``ComparisonResult``. ``groups`` (``[n]`` or ``[L, n]``) are
     resampled whole within each label.
@@ -129,11 +164,12 @@ def by_label(
     labels = torch.arange(q_a.shape[0], device=q_a.device)[:, None].expand_as(q_a)
     if groups is not None:
         groups = groups.expand_as(q_a)
+    samples = draws(len(names), quick)
     r = compare_calibration_by_label(
         _clean(q_a), _clean(q_b), y.reshape(-1).double(), labels.reshape(-1),
         groups=None if groups is None else groups.reshape(-1), correction=CORRECTION,
         alpha=ALPHA, generator=torch.Generator().manual_seed(seed),
-        **(RECOMMENDED | {"n_samples": label_draws(len(names))}),
+        **(RECOMMENDED | {"n_samples": samples}),
     )  # fmt: skip
     fields = ("difference", "lower", "upper", "p_value", "adjusted_p_value")
     per_label = {
@@ -148,19 +184,28 @@ def by_label(
         "of": len(per_label),
         "correction": r.correction,
         "alpha": r.alpha,
-        "samples": label_draws(len(names)),
+        "samples": samples,
         "per_label": per_label,
     }
 
 
-def format_difference(d: dict[str, float]) -> str:
-    """``+0.0012 [+0.0003, +0.0020]``: a difference with its interval, signs shown.
+def format_difference(d: dict[str, float], units: str) -> str:
+    """``+0.0012 [+0.0003, +0.0020]``: a difference with its interval, signs shown; where
+    too few ``units`` were resampled for one (NaN ends), what the library's reports write.
 
     Example:
-        >>> format_difference({"difference": 0.0012, "lower": -0.0003, "upper": 0.002})
+        >>> format_difference({"difference": 0.0012, "lower": -0.0003, "upper": 0.002}, "pairs")
         '+0.0012 [-0.0003, +0.0020]'
+        >>> nan = float("nan")
+        >>> format_difference({"difference": -0.0181, "lower": nan, "upper": nan}, "documents")
+        '-0.0181, no interval (fewer than 10 resampled documents)'
     """
-    return f"{d['difference']:+.4f} [{d['lower']:+.4f}, {d['upper']:+.4f}]"
+    difference = fixed(d["difference"], sign="+")
+    missing = no_interval(d["lower"], d["upper"], units)
+    if missing:
+        return f"{difference}, {missing}"
+    lower, upper = (fixed(d[k], sign="+") for k in ("lower", "upper"))
+    return f"{difference} [{lower}, {upper}]"
 
 
 def format_counts(c: dict[str, Any], a: str, b: str) -> str:

@@ -74,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"small subsets and fewer iterations, for tests ({options.QUICK_WINS})",
+        help=f"small subsets, fewer iterations and {paired.QUICK_SAMPLES} paired draws, for "
+        f"tests ({options.QUICK_WINS})",
     )
     parser.add_argument("--bin-size", type=int, default=5000, help="adaptive bin size")
     parser.add_argument("--n-samples", type=int, default=10000, help="interval samples")
@@ -479,7 +480,7 @@ def _markdown(results: dict) -> str:
         a = m["all_tags"]
         gap = _gap_text(a)
         vs_hmm = results["paired"].get(key, {}).get("all_tags")
-        vs_hmm = "—" if vs_hmm is None else paired.format_difference(vs_hmm)
+        vs_hmm = "—" if vs_hmm is None else paired.format_difference(vs_hmm, "sentences")
         row += [ci(a), ci(m["all_tags_sentences"]), vs_hmm, gap, a["verdict"] or "n/a"]
         for k in ks:
             row += [ci(m[f"top{k}_pairs"]["concatenated"]), m[f"top{k}_pairs"]["average"]]
@@ -502,18 +503,23 @@ def _markdown(results: dict) -> str:
             f"- {name}: lower error on {w['lower_error']} of {w['of']} "
             f"(non-overlapping intervals on {w['significant']})"
         )
-    lines += ["", *_paired_markdown(results["paired"]), ""]
+    lines += ["", *_paired_markdown(results["paired"], results["quick"]), ""]
     lines += ["", f"Selection: {results['selection_summary']}", ""]
     return "\n".join(lines) + "\n"
 
 
-def _paired_markdown(comparisons: dict) -> list[str]:
+def _paired_markdown(comparisons: dict, quick: bool) -> list[str]:
     """Per-tag and per-pair counts of real differences, and the per-tag table."""
+    samples = (
+        f"{paired.QUICK_SAMPLES} each (--quick, a smoke test: no p-value falls below 0.01, "
+        "so Holm calls a label only among at most 5)"
+        if quick
+        else "2000 over all tags, per label 8m/0.05 for m labels"
+    )
     lines = [
         "Paired comparisons (error(CRF) − error(HMM) on the same test tokens, < 0: the CRF "
-        "is better; debiased, β = ⌈√N⌉, paired draws resampling whole sentences: 2000 over "
-        "all tags, per label 8m/0.05 for m labels; a label's difference is real when its "
-        "Holm-adjusted Monte Carlo p-value is ≤ 0.05):",
+        f"is better; debiased, β = ⌈√N⌉, paired draws resampling whole sentences: {samples}; "
+        "a label's difference is real when its Holm-adjusted Monte Carlo p-value is ≤ 0.05):",
         "",
     ]
     for key, c in comparisons.items():
@@ -528,7 +534,7 @@ def _paired_markdown(comparisons: dict) -> list[str]:
         row = [tag]
         for k in keys:
             d = comparisons[k]["per_tag"]["per_label"][tag]
-            row += [paired.format_difference(d), holm[k][tag]]
+            row += [paired.format_difference(d, "sentences"), holm[k][tag]]
         rows.append(row)
     return [*lines, "", report.markdown_table(headers, rows)]
 
@@ -629,11 +635,12 @@ def _evaluate(args, c: dict[str, Any], trained: dict, sizes: dict, pairs) -> tup
 
 
 def paired_comparisons(
-    queries_of: dict, tag_names: list, pair_names: list, top: int, seed: int
+    queries_of: dict, tag_names: list, pair_names: list, top: int, seed: int, quick: bool = False
 ) -> dict:
     """Each CRF against the HMM on the same test tokens, resampling whole sentences:
     error(CRF) − error(HMM) over all tags (< 0: the CRF is better calibrated), per tag seen
-    in test and per top tag pair (Holm-corrected counts); the recommended estimator."""
+    in test and per top tag pair (Holm-corrected counts); the recommended estimator
+    (``quick``: :data:`paired.QUICK_SAMPLES` draws each)."""
     hmm = queries_of["hmm"]
     counts = hmm.tag_y.sum(1)
     seen = torch.sort(-counts, stable=True).indices  # by test frequency, as the figures
@@ -645,15 +652,15 @@ def paired_comparisons(
         out[key] = {
             "all_tags": paired.difference(
                 crf.tag_q, hmm.tag_q, hmm.tag_y, groups=hmm.sentence.expand_as(hmm.tag_q),
-                seed=seed,
+                seed=seed, quick=quick,
             ),
             "per_tag": paired.by_label(
                 crf.tag_q[seen], hmm.tag_q[seen], hmm.tag_y[seen], names, groups=hmm.sentence,
-                seed=seed + 1,
+                seed=seed + 1, quick=quick,
             ),
             f"top{top}_pairs": paired.by_label(
                 crf.pair_q[:top], hmm.pair_q[:top], hmm.pair_y[:top], pair_names[:top],
-                groups=hmm.pair_sentence, seed=seed + 2,
+                groups=hmm.pair_sentence, seed=seed + 2, quick=quick,
             ),
         }  # fmt: skip
     return out
@@ -683,7 +690,8 @@ def _print_summary(results: dict[str, Any], out: Path) -> None:
     for name, w in results["comparisons"].items():
         print(f"{name}: better on {w['lower_error']}/{w['of']} (significant {w['significant']})")
     for key, c in results["paired"].items():
-        print(f"{MODELS[key]} − HMM, all tags: {paired.format_difference(c['all_tags'])}")
+        overall = paired.format_difference(c["all_tags"], "sentences")
+        print(f"{MODELS[key]} − HMM, all tags: {overall}")
         print(f"  per tag: {paired.format_counts(c['per_tag'], 'CRF', 'HMM')}")
     print(f"wrote {out / 'results.json'}, {out / 'results.md'}")
 
@@ -701,8 +709,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     args.top_pairs = top_pairs
     models, tag_order, queries_of = _evaluate(args, c, trained, sizes, pairs)
     paired_results = paired_comparisons(
-        queries_of, tag_names, _pair_names(pairs, tag_names), top_pairs[-1], args.seed + 7000
-    )
+        queries_of, tag_names, _pair_names(pairs, tag_names), top_pairs[-1], args.seed + 7000,
+        quick=args.quick,
+    )  # fmt: skip
     del queries_of
     hmm_sel, crf_sel, match_sel = (selection[k] for k in ("hmm", "crf", "crf_matched"))
     results: dict[str, Any] = {

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional import calibration_error_ci
-from calib_metrics.paper import report
+from calib_metrics.paper import paired, report
 from calib_metrics.recalibration import ChainTemperature, compare_before_after, fit_binary
 from calib_metrics.report import p_value_text
 
@@ -51,12 +51,14 @@ def row(
     target: Tensor,
     *,
     groups: Tensor | None = None,
+    units: str = "sentences",
     accuracy: tuple[float, float],
     nll: tuple[float, float],
     n_samples: int,
     seed: int,
 ) -> tuple[dict[str, Any], tuple[Any, Any]]:
-    """One table row (a dict) and the before/after results (for the diagrams)."""
+    """One table row (a dict) and the before/after results (for the diagrams); ``units``
+    names what ``groups`` are."""
     res_before = _result(before, target, groups, n_samples, seed)
     res_after = _result(after, target, groups, n_samples, seed + 1)
     diff = compare_before_after(
@@ -72,7 +74,7 @@ def row(
         "difference": diff,
         "accuracy": list(accuracy),
         "nll": list(nll),
-        "interval_over": "pairs" if groups is None else "sentences",
+        "interval_over": "pairs" if groups is None else units,
     }
     return record, (res_before, res_after)
 
@@ -81,13 +83,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     """The table of the docs: one line per (model, method)."""
     lines = []
     for r in rows:
-        b, a, d = r["before"], r["after"], r["difference"]
+        b, a, d, units = r["before"], r["after"], r["difference"], r["interval_over"]
         lines.append([
             r["model"], r["method"], r["fitted"],
-            f"{report.format_interval(b['error'], b['lower'], b['upper'])} → "
-            f"{report.format_interval(a['error'], a['lower'], a['upper'])}",
-            f"{d['difference']:+.4f} [{d['lower']:+.4f}, {d['upper']:+.4f}]",
-            p_value_text(d["p_value"], d["n_samples"]),
+            f"{report.format_interval(b['error'], b['lower'], b['upper'], units=units)} → "
+            f"{report.format_interval(a['error'], a['lower'], a['upper'], units=units)}",
+            paired.format_difference(d, units),
+            "—" if d["p_value"] != d["p_value"] else p_value_text(d["p_value"], d["n_samples"]),
             "—" if r["accuracy"][0] != r["accuracy"][0] else
             f"{r['accuracy'][0]:.4f} / {r['accuracy'][1]:.4f}",
             f"{r['nll'][0]:.4f} → {r['nll'][1]:.4f}",
@@ -267,7 +269,7 @@ def coref_report(model: Any, dev_feats: list, sets: dict, seed: int, out: Path) 
             )
             record, curve = row(
                 f"ranker on {name}", label, "dev gold-antecedent likelihood", q0, q1, y,
-                groups=docs, accuracy=(float("nan"), float("nan")),
+                groups=docs, units="documents", accuracy=(float("nan"), float("nan")),
                 nll=(binary_nll(q0, y), binary_nll(q1, y)), n_samples=N_SAMPLES, seed=seed + i,
             )  # fmt: skip
             record["nll_unit"] = "per pair query"

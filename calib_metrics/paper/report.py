@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from calib_metrics.predictions import check_writable_folder, to_jsonable
+from calib_metrics.report import no_interval
 
 __all__ = ["format_interval", "markdown_table", "to_jsonable", "torch_threads", "write_json"]
 
@@ -92,13 +93,22 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
-def format_interval(error: float, lower: float, upper: float, digits: int = 4) -> str:
-    """``0.0123 [0.0101, 0.0145]``, the way every table prints an error with its interval.
+def format_interval(
+    error: float, lower: float, upper: float, digits: int = 4, units: str = "groups"
+) -> str:
+    """``0.0123 [0.0101, 0.0145]``, the way every table prints an error with its interval;
+    where too few ``units`` were resampled for one (NaN ends), what the library's reports
+    write instead.
 
     Example:
         >>> format_interval(0.01234, 0.0101, 0.0145)
         '0.0123 [0.0101, 0.0145]'
+        >>> format_interval(0.1423, float("nan"), float("nan"), units="documents")
+        '0.1423, no interval (fewer than 10 resampled documents)'
     """
+    missing = no_interval(lower, upper, units)
+    if missing:
+        return f"{error:.{digits}f}, {missing}"
     return f"{error:.{digits}f} [{lower:.{digits}f}, {upper:.{digits}f}]"
 
 

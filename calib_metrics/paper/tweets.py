@@ -205,6 +205,8 @@ def read_twitter_samples(folder: str | os.PathLike) -> SentimentCorpus:
         with readable(path, "gzip file"), gzip.open(path, "rb") as handle:
             data = handle.read()
         lines = _lines(data, str(path))
+        if not lines:  # else reported later as a split with an empty part
+            raise ValueError(f"{path} holds no tweets")
         for number, line in enumerate(lines, 1):
             text, tab, label = line.rpartition("\t")
             if not tab or label.strip() != source:
@@ -244,6 +246,8 @@ def read_sentence_polarity(folder: str | os.PathLike) -> SentimentCorpus:
             except KeyError as err:
                 raise FileNotFoundError(f"{POLARITY}: {path} has no member {member}") from err
             lines = [line.strip() for line in _lines(data, f"{path}:{member}")]
+            if not lines:
+                raise ValueError(f"{path}:{member} holds no sentences")
             texts += lines
             sources += [source] * len(lines)
     labels = torch.tensor([int(s == "positive") for s in sources], dtype=torch.long)

@@ -47,7 +47,7 @@ QUICK_LIMITS = {"train": 250, "dev": 80, "test": 120, "daily547": 80}
 # EWT's dev and test sentences under --quick; its train is --ewt-train's quick default.
 QUICK_EWT_LIMITS = {"dev": 80, "test": 120}
 # The options --quick sets when not given: (full run, --quick).
-QUICK = {"max_iter": (100, 30), "ewt_train": (3000, 250)}
+QUICK = {"max_iter": (100, 30), "ewt_train": (3000, 250), "n_samples": (2000, 200)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"small subsets and fewer iterations, for tests ({options.QUICK_WINS})",
+        help=f"small subsets, fewer iterations and draws, for tests ({options.QUICK_WINS})",
     )
     parser.add_argument(
         "--c2", type=float, nargs="+", default=[0.1], help="L2 grid, chosen on dev accuracy"
@@ -83,7 +83,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=options.quick_help("EWT training sentences, 0 skips EWT", QUICK, "ewt_train"),
     )
-    parser.add_argument("--n-samples", type=int, default=2000, help="interval draws")
+    parser.add_argument(
+        "--n-samples",
+        type=int,
+        default=None,
+        # Some 700 intervals: at 2000 draws they had taken a quarter of a --quick run.
+        help=options.quick_help("interval draws", QUICK, "n_samples"),
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the intervals")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
 
