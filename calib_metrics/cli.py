@@ -897,19 +897,25 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     ``reproduce pos --bogus`` to ``calib-metrics --help`` instead of the experiment's own."""
     args, extras = parser.parse_known_args(argv)
     if extras:
-        _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(extras)}")
+        # The option goes to the (sub)command typed before it: `--bogus evaluate f.csv`
+        # is the top parser's, `reproduce pos --bogus` the experiment's.
+        typed_at = argv.index(extras[0]) if extras[0] in argv else len(argv)
+        chosen = _chosen_parser(parser, args, argv[:typed_at])
+        chosen.error(f"unrecognized arguments: {' '.join(extras)}")
     return args
 
 
 def _chosen_parser(
-    parser: argparse.ArgumentParser, args: argparse.Namespace
+    parser: argparse.ArgumentParser, args: argparse.Namespace, before: list[str]
 ) -> argparse.ArgumentParser:
-    """The innermost (sub)command's parser that ``args`` went through."""
+    """The innermost (sub)command's parser that ``args`` went through whose name is among
+    the arguments ``before`` (those typed before the unrecognised option)."""
     for action in parser._actions:  # argparse lists its subcommands only there
         if isinstance(action, argparse._SubParsersAction):
-            chosen = action.choices.get(getattr(args, action.dest, None))
-            if chosen is not None:
-                return _chosen_parser(chosen, args)
+            name = getattr(args, action.dest, None)
+            chosen = action.choices.get(name)
+            if chosen is not None and name in before:
+                return _chosen_parser(chosen, args, before[before.index(name) + 1 :])
     return parser
 
 

@@ -78,7 +78,7 @@ def test_reproduce_names_bad_conllu_data(tmp_path, capsys, command, folder, pref
 def test_a_file_that_is_not_a_model_is_named(tmp_path, capsys) -> None:
     text = tmp_path / "README.md"
     text.write_text("# not a model\n")
-    with pytest.raises(ValueError, match=r"README\.md is not a saved model") as raised:
+    with pytest.raises(ValueError, match=r"README\.md cannot be read as a saved model") as raised:
         AntecedentRanker.load(text)
     assert "weights_only" not in str(raised.value)
     torch.save({"other": 1}, tmp_path / "other.pt")
@@ -88,7 +88,7 @@ def test_a_file_that_is_not_a_model_is_named(tmp_path, capsys) -> None:
     for split in ("train", "dev", "test"):
         with gzip.open(data / f"en_ewt-ud-{split}.conllu.gz", "wt") as f:
             f.write(row * 3)
-    models = ((text, "not a saved model"), (tmp_path / "other.pt", "--save-models"))
+    models = ((text, "cannot be read as a saved model"), (tmp_path / "other.pt", "--save-models"))
     for model, named in models:
         err = one_line_error(capsys, "reproduce", "pos", "--quick", "--data", tmp_path / "data",
                              "--load-models", model, "--out", tmp_path / "out")  # fmt: skip

@@ -92,7 +92,7 @@ def test_events_reads_its_model_before_the_data(tmp_path, capsys):
     text.write_text("not a model\n")
     err = one_line_error(capsys, "reproduce", "events", "--quick", "--model", text,
                          "--data", tmp_path / "none", "--out", tmp_path / "out")  # fmt: skip
-    assert f"{text} is not a saved model" in err
+    assert f"{text} cannot be read as a saved model" in err
     # torch's advice to retry with weights_only=False (running any code the file holds)
     # had been passed on about a file the user merely pointed at.
     assert "weights_only" not in err and "arbitrary code" not in err
@@ -190,5 +190,18 @@ def test_quick_says_that_given_options_win(module):
 def test_an_unknown_option_points_to_its_own_commands_help(capsys, argv):
     """It had pointed to ``calib-metrics --help``, which lists no experiment's options."""
     command = " ".join(["calib-metrics", *(a for a in argv[:-1] if not a.endswith(".csv"))])
+    err = one_line_error(capsys, *argv)
+    assert err == f"{command}: error: unrecognized arguments: --bogus (usage: {command} --help)"
+
+
+@pytest.mark.parametrize(
+    "argv, command",
+    [
+        (["--bogus", "evaluate", "preds.csv"], "calib-metrics"),
+        (["reproduce", "--bogus", "pos"], "calib-metrics reproduce"),
+    ],
+)
+def test_an_unknown_option_is_refused_where_it_was_typed(capsys, argv, command):
+    """Typed before a subcommand, it had been blamed on the innermost one."""
     err = one_line_error(capsys, *argv)
     assert err == f"{command}: error: unrecognized arguments: --bogus (usage: {command} --help)"

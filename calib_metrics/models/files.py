@@ -24,7 +24,7 @@ def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
         >>> load_torch_file(os.path.join(folder, "notes.txt"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: .../notes.txt is not a saved model (torch cannot read it: UnpicklingError)
+        ValueError: .../notes.txt cannot be read as a saved model (not one, damaged, or ...
     """
     path = Path(path)
     if not path.is_file():
@@ -33,7 +33,8 @@ def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:
         raise ValueError(
-            f"{path} is not a saved model (torch cannot read it: {_reason(err)})"
+            f"{path} cannot be read as a saved model (not one, damaged, or holding more "
+            f"than tensors; torch: {_reason(err)})"
         ) from None
 
 

@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--quick",
         action="store_true",
         help=f"small subsets, fewer iterations and {paired.QUICK_SAMPLES} paired draws, for "
-        f"tests ({options.QUICK_WINS})",
+        "tests (options given explicitly win, but for the paired draws)",
     )
     parser.add_argument("--bin-size", type=int, default=5000, help="adaptive bin size")
     parser.add_argument("--n-samples", type=int, default=10000, help="interval samples")
@@ -511,8 +511,8 @@ def _markdown(results: dict) -> str:
 def _paired_markdown(comparisons: dict, quick: bool) -> list[str]:
     """Per-tag and per-pair counts of real differences, and the per-tag table."""
     samples = (
-        f"{paired.QUICK_SAMPLES} each (--quick, a smoke test: no p-value falls below 0.01, "
-        "so Holm calls a label only among at most 5)"
+        f"{paired.QUICK_SAMPLES} each (--quick, a smoke test: no p-value falls below "
+        f"2/{paired.QUICK_SAMPLES + 1}, so Holm calls a label only among at most 5)"
         if quick
         else "2000 over all tags, per label 8m/0.05 for m labels"
     )

@@ -94,7 +94,7 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
 
 
 def format_interval(
-    error: float, lower: float, upper: float, digits: int = 4, units: str = "groups"
+    error: float, lower: float, upper: float, digits: int = 4, units: str = "units"
 ) -> str:
     """``0.0123 [0.0101, 0.0145]``, the way every table prints an error with its interval;
     where too few ``units`` were resampled for one (NaN ends), what the library's reports
