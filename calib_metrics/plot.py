@@ -37,7 +37,7 @@ from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
-from calib_metrics.wording import count_text, counted, visible_controls
+from calib_metrics.wording import count_text, counted, cut_middle, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
 INTERVAL_KINDS = {
@@ -113,11 +113,7 @@ def _tick_labels(names: Sequence[Any]) -> list[str]:
 def _shortened(name: str, suffix: str = "") -> str:
     """``name`` and ``suffix`` in at most :data:`MAX_TICK_CHARS` characters, the middle
     of ``name`` cut to "…" where they do not fit."""
-    room = MAX_TICK_CHARS - len(suffix)
-    if len(name) > room:
-        tail = (room - 1) // 3
-        name = f"{name[: room - 1 - tail]}…{name[-tail:]}"
-    return name + suffix
+    return cut_middle(name, MAX_TICK_CHARS - len(suffix)) + suffix
 
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:

@@ -26,7 +26,7 @@ from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.intervals import MIN_UNITS
-from calib_metrics.wording import count_text, counted, visible_controls
+from calib_metrics.wording import count_text, counted, cut_middle, visible_controls
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -740,10 +740,7 @@ def model_title(key: str, name: str, room: int | None = None) -> str:
         >>> model_title("a", "/tmp/pytest-of-root/pytest-12/test_names0/run1/preds.csv", 30)
         'a: /tmp/pyte…ames0/run1/preds.csv'
     """
-    if room is not None and len(name) > room:
-        head = (room - 1) // 3
-        name = f"{name[:head]}…{name[len(name) - (room - 1 - head) :]}"
-    return f"{key}: {name}"
+    return f"{key}: {name if room is None else cut_middle(name, room, keep_end=True)}"
 
 
 def _p_value(comparison: ComparisonResult, samples: int) -> str:

@@ -91,3 +91,18 @@ def visible_controls(text: str) -> str:
         kept
     """
     return _NOT_TEXT.sub(lambda m: ascii(m.group(0))[1:-1], text)
+
+
+def cut_middle(text: str, room: int, keep_end: bool = False) -> str:
+    """``text`` in at most ``room`` characters, its middle cut to "…": two thirds of the
+    room kept at its start, or with ``keep_end`` at its end (where a path's file is).
+
+    Example:
+        >>> cut_middle("abcdefghij", 7), cut_middle("abcdefghij", 7, keep_end=True)
+        ('abcd…ij', 'ab…ghij')
+    """
+    if len(text) <= room:
+        return text
+    third = (room - 1) // 3
+    head = third if keep_end else room - 1 - third
+    return f"{text[:head]}…{text[len(text) - (room - 1 - head) :]}"
