@@ -26,7 +26,7 @@ from calib_metrics.functional.comparison_by_label import (
 )
 from calib_metrics.functional.errors import NoPairsError, check_flag
 from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING
-from calib_metrics.metric import (
+from calib_metrics.metric_checks import (
     _check_confidence,
     _check_group_ids,
     _check_seed,
@@ -34,10 +34,10 @@ from calib_metrics.metric import (
     _kept_rows,
     _own_copy,
     _prepare_batch,
-    _StatesKeepTheirDtype,
     check_ignore_index,
     check_num_classes,
 )
+from calib_metrics.metric_state import _StatesKeepTheirDtype
 
 _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
 

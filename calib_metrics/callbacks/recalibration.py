@@ -20,7 +20,7 @@ from calib_metrics.functional.calibration import (
     _check_interval_options,
     _check_options,
 )
-from calib_metrics.metric import check_ignore_index
+from calib_metrics.metric_checks import check_ignore_index
 from calib_metrics.recalibration import TemperatureScaling
 from calib_metrics.recalibration._common import fitting_mode
 

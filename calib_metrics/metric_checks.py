@@ -1,0 +1,200 @@
+"""Checks of the metrics' constructor arguments and of one batch of probabilities and
+targets, validated and shaped as the metrics keep it: ``CalibrationError`` and
+``CalibrationComparison`` share them.
+
+It imports torch and :mod:`calib_metrics.functional` alone, so that a module that only
+checks an argument the metrics share (the recalibration callback's ``ignore_index``)
+does not load the metrics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from calib_metrics.functional.binning import (
+    _check_pairs,
+    check_ids,
+    check_probs,
+    column_target_hint,
+)
+from calib_metrics.functional.calibration import MAX_BIN_SIZE, MAX_UNIFORM_BINS
+from calib_metrics.functional.errors import python_int_hint
+from calib_metrics.functional.multiclass import MODES, check_class_id_dtype
+
+# Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
+_MAX_BIN_SIZE = MAX_BIN_SIZE
+_MAX_N_BINS = MAX_UNIFORM_BINS
+
+
+def _check_sizes(bin_size: int | str, n_bins: int) -> None:
+    """Upper limits the functional checks leave to the caller (they only ask for >= 1)."""
+    if isinstance(bin_size, int) and bin_size > _MAX_BIN_SIZE:
+        raise ValueError(f"bin_size must be at most 2**62, got {bin_size!r}")
+    if isinstance(n_bins, int) and n_bins > _MAX_N_BINS:
+        raise ValueError(f"n_bins must be at most 2**20 = {_MAX_N_BINS}, got {n_bins!r}")
+
+
+def _check_seed(seed: Any) -> None:
+    """A seed must be what ``torch.Generator.manual_seed`` takes: None or an int in range."""
+    if seed is None:
+        return
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ValueError(
+            f"seed must be an integer or None, got {type(seed).__name__} {seed!r}"
+            f"{python_int_hint('seed', seed)}"
+        )
+    try:
+        torch.Generator().manual_seed(seed)
+    except (RuntimeError, ValueError, OverflowError) as err:
+        raise ValueError(f"seed {seed} is out of range for torch.Generator: {err}") from None
+
+
+def check_num_classes(value: Any) -> None:
+    """``num_classes`` is None (binary) or an integer (not a bool) of at least 2.
+
+    Example:
+        >>> check_num_classes(1)
+        Traceback (most recent call last):
+        ...
+        ValueError: num_classes must be None or an integer >= 2, got 1
+    """
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 2):
+        raise ValueError(
+            f"num_classes must be None or an integer >= 2, got {value!r}"
+            f"{python_int_hint('num_classes', value, 2)}"
+        )
+
+
+def check_ignore_index(value: Any) -> None:
+    """``ignore_index`` is an integer (not a bool) or None.
+
+    Example:
+        >>> check_ignore_index("a")
+        Traceback (most recent call last):
+        ...
+        ValueError: ignore_index must be an integer or None, got 'a'
+    """
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ValueError(
+            f"ignore_index must be an integer or None, got {value!r}"
+            f"{python_int_hint('ignore_index', value)}"
+        )
+
+
+def _check_confidence(confidence: Any) -> None:
+    if not isinstance(confidence, (int, float)) or isinstance(confidence, bool):
+        raise ValueError(
+            f"confidence must be a number strictly between 0 and 1, got "
+            f"{type(confidence).__name__} {confidence!r}"
+        )
+
+
+def _check_mode(mode: Any, num_classes: int | None, average: str | None) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode == "one_vs_rest":
+        return
+    if num_classes is None:
+        raise ValueError(f"mode={mode!r} needs multiclass input: set num_classes")
+    if average != "micro":
+        raise ValueError(
+            f"mode={mode!r} makes its own result (top-label: one set of pairs; classwise: the "
+            f"mean of the per-class errors), so average must stay 'micro', got {average!r}; "
+            "for one result per class use mode='one_vs_rest' with average='none'"
+        )
+
+
+def _prepare_batch(
+    probs: Tensor,
+    target: Tensor,
+    num_classes: int | None,
+    ignore_index: int | None,
+    *,
+    validate: bool = True,
+    name: str = "probs",
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Validate one batch; return probs [n] or [n, C], target [n] and the rows to keep;
+    errors call the probabilities ``name``.
+
+    Rows whose target is ``ignore_index`` are not removed here (boolean indexing
+    would wait for the device): the keep mask goes along, and only the optional
+    validation looks at the kept rows alone. The caller has checked both are tensors.
+    """
+    if num_classes is None:
+        if probs.shape != target.shape:
+            multiclass = probs.ndim == target.ndim + 1 and probs.shape[:-1] == target.shape
+            hint = column_target_hint(probs, target)
+            if multiclass:
+                hint = _class_column_hint(probs.shape[-1])
+            raise ValueError(
+                f"{name} and target must have the same shape, got {tuple(probs.shape)} "
+                f"and {tuple(target.shape)}{hint.replace('probs', name)}"
+            )
+        probs, target = probs.reshape(-1), target.reshape(-1)
+        keep = None if ignore_index is None else target != ignore_index
+        if validate and probs.numel():
+            _check_pairs(probs, target, name, keep)  # padding masked, not indexed out
+        return probs, target, keep
+    c = num_classes
+    if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
+        raise ValueError(
+            f"multiclass input needs {name} [..., {c}] and target [...], got {name} "
+            f"{tuple(probs.shape)} and target {tuple(target.shape)}"
+            + column_target_hint(probs, target)
+        )
+    check_class_id_dtype(target)
+    probs, target = probs.reshape(-1, c), target.reshape(-1)
+    keep = None if ignore_index is None else target != ignore_index
+    if validate and target.numel():
+        # Padding masked, not indexed out (that would wait for the device too).
+        outside = (target < 0) | (target >= c)
+        if keep is not None:
+            outside &= keep
+        if bool(outside.any()):
+            bad = target[outside][0].item()
+            padding = bad < 0 and ignore_index is None
+            hint = f" (padding? set ignore_index={bad})" if padding else ""
+            raise ValueError(f"target holds class id {bad}, outside [0, {c}){hint}")
+        check_probs(probs, name, None if keep is None else keep.unsqueeze(1))
+    return probs, target, keep
+
+
+def _class_column_hint(columns: int) -> str:
+    """The hint for binary ``target`` beside ``probs`` with one more dimension."""
+    if columns == 1:  # a binary head's [N, 1] output, not one class
+        return " (binary probs of shape [..., 1]: pass probs.squeeze(-1))"
+    if columns == 2:
+        return " (binary probs as two columns: pass probs[..., 1]; or set num_classes=2)"
+    return f" (multiclass probs: set num_classes={columns})"
+
+
+def _check_group_ids(ids: Tensor | None, target: Tensor, name: str) -> Tensor:
+    """One integer id per item of ``target`` (its shape), detached: ``groups`` or ``labels``."""
+    if isinstance(ids, Tensor) and ids.shape != target.shape:
+        raise ValueError(
+            f"{name} must have the target's shape {tuple(target.shape)} (one id per "
+            f"item), got {tuple(ids.shape)}"
+        )
+    return check_ids(ids, target, "target", name).detach()
+
+
+def _kept_rows(probs: Tensor, target: Tensor, ignore_index: int | None) -> Tensor:
+    """The rows ``[n, C]`` of a checked multiclass batch, padding rows replaced by rows
+    that sum to 1 exactly (masked rather than indexed out, which would wait for the
+    device), for the row-sum check."""
+    rows = probs.detach().reshape(-1, probs.shape[-1])
+    if ignore_index is None:
+        return rows
+    first = torch.arange(rows.shape[-1], device=rows.device) == 0
+    padding = (target.reshape(-1) == ignore_index).unsqueeze(1)
+    return torch.where(padding, first.to(rows.dtype), rows)
+
+
+def _own_copy(tensor: Tensor) -> Tensor:
+    """A batch's tensor as a metric keeps it: its own copy, so that a caller who refills
+    the same buffer (a pinned loader's, a preallocated output) cannot change pairs that
+    were already counted."""
+    return tensor.clone()
