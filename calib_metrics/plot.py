@@ -400,7 +400,7 @@ def _pick_scale(xscale: str, q: list[float], n: list[float]) -> tuple[str, str]:
     near = sum(ni for qi, ni in zip(q, n) if min(qi, 1 - qi) < END)
     share = near / max(sum(n), 1e-300)
     if share > END_SHARE:
-        return "logit", f"logit axes (auto): {share:.0%} of pairs within {END:g} of 0 or 1"
+        return "logit", f"logit axes (auto): {share:.0%} of pairs in bins within {END:g} of 0 or 1"
     return "linear", ""
 
 

@@ -184,7 +184,8 @@ def _panel(
 ) -> None:
     """One label's panel: the diagonal, each model's smooth curve and bins, the title
     (the label, its positives, each model's error in ``norm``). The x axis is logit when
-    most of the pairs lie within 0.05 of 0 or 1, as in the reliability diagram."""
+    most of the pairs lie in bins whose mean is within 0.05 of 0 or 1, as in the
+    reliability diagram."""
     marks = [_bin_marks(r.bins) for r in models]
     q = [v for m in marks for v in m[0]]
     scale, note = _pick_scale("auto", q, [v for m in marks for v in m[2]])

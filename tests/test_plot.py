@@ -92,7 +92,8 @@ def test_auto_picks_logit_for_skewed_predictions_and_says_so(skewed, uniform) ->
     _, ax = reliability_diagram(skewed)
     assert ax.get_xscale() == "logit" and ax.get_yscale() == "linear"
     note = ax.get_title().splitlines()[-1]
-    assert note.startswith("logit axes (auto): ") and "within 0.05 of 0 or 1" in note
+    assert note.startswith("logit axes (auto): ")
+    assert "of pairs in bins within 0.05 of 0 or 1" in note
     low, high = ax.get_xlim()
     bins = skewed.bins.pred_mean
     assert 0 < low <= bins.min().item() and bins.max().item() <= high < 1
