@@ -73,6 +73,26 @@ def test_confidence_by_range_verdicts():
     assert rows["0.1-0.3"]["verdict"].startswith("calibrated")
 
 
+@pytest.mark.parametrize(
+    ("q", "freq", "verdict"),
+    [
+        (0.40, 0.80, "overconfident"),  # says "not coreferent" at 0.6, right 20% of the time
+        (0.60, 0.20, "overconfident"),  # the mirror image
+        (0.40, 0.20, "underconfident"),  # the same side, farther from 0.5
+        (0.60, 0.40, "overconfident"),  # across 0.5, and no farther from it than q
+        (0.50, 0.80, "underconfident"),  # q = 0.5 claims neither side
+    ],
+)
+def test_confidence_by_range_verdict_when_the_frequency_crosses_one_half(q, freq, verdict):
+    """The verdict reads q as confidence in its side of 0.5: a frequency across 0.5 is
+    overconfident however far from 0.5 it lies (docs/coref.md had said "under" for a
+    frequency farther from 0.5 than q, which is the rule only on q's side)."""
+    n = 1000
+    y = (torch.arange(n) < round(freq * n)).double()
+    (row,) = coref.confidence_by_range(torch.full((n,), q), y)
+    assert row["freq"] == pytest.approx(freq) and row["verdict"] == verdict
+
+
 # ---------------------------------------------------------------------------
 # tiny end-to-end run on synthetic CoNLL-U
 

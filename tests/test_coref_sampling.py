@@ -336,6 +336,44 @@ def test_entity_roots_long_chains():
     assert got.reshape(4, n).tolist() == [_python_roots(a) for a in vectors]
 
 
+@pytest.mark.parametrize(
+    "layout",
+    [
+        lambda a: a.permute(1, 0, 2),  # samples [S, B, N] read document-major
+        lambda a: a.transpose(0, 1)[:, ::2],  # and a strided slice of them
+        lambda a: a.flip(0),  # a copy: contiguous, for reference
+    ],
+    ids=["permuted", "permuted strided", "contiguous"],
+)
+@pytest.mark.parametrize("block", [coref_sampler._ROOT_BLOCK, 7])
+def test_entity_roots_of_a_non_contiguous_tensor(layout, block, monkeypatch):
+    """The roots were written into empty_like(antecedents), which copies a permutation's
+    strides, then viewed as rows: torch's RuntimeError "view size is not compatible"."""
+    monkeypatch.setattr(coref_sampler, "_ROOT_BLOCK", block)
+    scores, mask = _padded_batch(seed=5)
+    a = layout(sample_antecedents(scores, 9, mask, torch.Generator().manual_seed(2)))
+    want = torch.tensor([_python_roots(row) for row in a.reshape(-1, 6).tolist()])
+    got = entity_roots(a)
+    assert got.shape == a.shape and torch.equal(got.reshape(-1, 6), want)
+    assert torch.equal(got, entity_roots(a.contiguous()))
+
+
+def test_coref_functions_take_non_contiguous_scores():
+    """Every public function taking scores gives for a permuted view what it gives for
+    its contiguous copy (none had the empty_like-then-view pattern of entity_roots)."""
+    scores = 2.0 * torch.randn(6, 3, 6, generator=torch.Generator().manual_seed(8))
+    view, copy = scores.permute(1, 0, 2), scores.permute(1, 0, 2).contiguous()
+    assert not view.is_contiguous()
+    for fn in (antecedent_log_probs, most_probable_antecedents, coreference_marginals):
+        assert torch.equal(fn(view), fn(copy))
+    for fn in (sample_antecedents, sample_entity_roots, coreference_marginals):
+        for n_samples in (2, 20):  # the search path (S < N) and the alias path
+            drawn = [
+                fn(s, n_samples, generator=torch.Generator().manual_seed(1)) for s in (view, copy)
+            ]
+            assert torch.equal(*drawn)
+
+
 def test_clusters_and_most_probable():
     assert clusters(torch.tensor([0, 0, 2, 1, 3, 5])) == [[0, 1, 3, 4], [2], [5]]
     roots = entity_roots(torch.tensor([0, 0, 2, 1, 3, 5]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -269,3 +270,39 @@ def test_shared_phoenix_lexicon_leaves_common_words_and_other_names():
                    "North American Indians", "New Mexicans"):  # fmt: skip
         assert lex.match_tokens(region.split()) == [], region
     assert lex.match_tokens(["the", "new", "England", "manager"]) == [(2, 3, "GBR")]
+
+
+def _documented_dotless_acronyms() -> dict[str, list[str]]:
+    """The dotless acronyms that docs/events.md and the module docstring give as examples
+    of ones that match (the quoted words of their "acronyms" sentence)."""
+    from calib_metrics.paper import countries
+
+    events_md = (Path(__file__).parents[1] / "docs" / "events.md").read_text()
+    sentences = {
+        "docs/events.md": re.search(r"dotless acronyms of up to three letters \(([^)]*)\)",
+                                    events_md),
+        "countries.py": re.search(r"Short acronyms\*\* written without dots \(([^)]*)\)",
+                                  countries.__doc__ or ""),
+    }  # fmt: skip
+    found = {}
+    for where, sentence in sentences.items():
+        assert sentence, f"{where} no longer has its dotless acronyms sentence"
+        found[where] = re.findall(r"[A-Z]{2,3}", sentence.group(1))
+    return found
+
+
+def test_documented_dotless_acronyms_are_in_the_phoenix_lexicon():
+    """docs/events.md and countries.py gave "UK" as a dotless acronym that matches, but
+    the Phoenix files list no "UK" (nor "EU"), and the lexicon adds none."""
+    root = shared_data_dir()
+    if root is None or not (root / "phoenix-country-actors").is_dir():
+        pytest.skip("shared Phoenix lexicon (phoenix-country-actors) not available")
+    lex = CountryLexicon.load(root / "phoenix-country-actors")
+    for where, acronyms in _documented_dotless_acronyms().items():
+        assert len(acronyms) >= 2, where
+        for word in acronyms:
+            assert lex.match(word) is not None, f"{where}: {word}"
+            assert lex.match(word.lower()) is None, f"{where}: {word.lower()}"
+    assert lex.match("UK") is None and lex.match("EU") is None
+    assert lex.match("U.K.") == "GBR"
+    assert lex.match_tokens(["European", "Union"]) == [(0, 2, "IGOEUREEC")]

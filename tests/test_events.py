@@ -9,10 +9,11 @@ import math
 import warnings
 
 import events_fixtures as fx
+import host_reads
 import pytest
 import torch
 
-from calib_metrics.models.coref import entity_roots, sample_antecedents
+from calib_metrics.models.coref import entity_roots, sample_antecedents, sample_entity_roots
 from calib_metrics.paper.coref_conllu import read_coref_documents
 from calib_metrics.paper.countries import CountryLexicon
 from calib_metrics.paper.events.analysis import (
@@ -352,6 +353,33 @@ def test_document_events_refuses_roots_that_name_no_mention(docs, lexicon, roots
     assert document_events(table, torch.tensor([[0, 0, 2, 0]], dtype=torch.int32)).all()
     with pytest.raises(ValueError, match=message):
         document_events(table, roots)
+
+
+def test_document_events_refuses_antecedents_for_roots(docs, lexicon):
+    """Only the range of roots had been checked: antecedents passed for roots were read as
+    entity ids, so the chain They -> the border -> Troops of France lost the event."""
+    table = EventExtractor(lexicon).table(docs["nmod_active"])
+    antecedents = torch.tensor([[0, 1, 0, 2]])
+    assert document_events(table, entity_roots(antecedents)).tolist() == [[True]]
+    mix_up = (
+        r"in sample 0, mention 3 has root 2, whose own root is 0; this looks like "
+        r"antecedents, not entity roots: pass entity_roots\(antecedents\), or sample with "
+        r"sample_entity_roots"
+    )
+    with pytest.raises(ValueError, match=mix_up):
+        document_events(table, antecedents)
+    with pytest.raises(ValueError, match="mention 0 has root 1, a later mention"):
+        document_events(table, torch.tensor([[1, 1, 2, 3]]))
+    # Sampled: the draws hold chains (a[i] = j with a[j] != j), their roots do not.
+    scores = torch.zeros(2, 4, 4)
+    drawn = sample_antecedents(scores, 50, generator=torch.Generator().manual_seed(0))[:, 1]
+    roots = sample_entity_roots(scores, 50, generator=torch.Generator().manual_seed(0))[:, 1]
+    assert not roots.is_contiguous() and torch.equal(roots, entity_roots(drawn))
+    with pytest.raises(ValueError, match="looks like antecedents, not entity roots"):
+        aggregate_events([table], [drawn], ["2015"])
+    assert aggregate_events([table], [roots], ["2015"]).n_samples == 50
+    # Both checks, range and roots, in the one host read the docstring states.
+    assert host_reads.count_reads(lambda: document_events(table, roots)) == 1
 
 
 def test_the_summary_of_no_documents_warns_nothing():

@@ -313,7 +313,8 @@ def entity_roots(antecedents: Tensor) -> Tensor:
     Antecedents point backwards (``a[..., i] <= i``), so following them ends at the
     entity's first mention; ``root = root[root]`` repeated at most ``ceil(log2 N)`` times
     (one ``gather`` each, no loop over mentions or samples) gets there. Works on any
-    leading dims, e.g. ``[S, B, N]`` samples. On CPU it goes a cache-sized block of rows
+    leading dims and strides, e.g. ``[S, B, N]`` samples or a ``[B, S, N]`` permuted
+    view of them; the result is contiguous. On CPU it goes a cache-sized block of rows
     at a time and stops a block early once a round changes nothing; elsewhere it makes
     one host synchronisation (the argument check).
 

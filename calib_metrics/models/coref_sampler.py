@@ -216,7 +216,13 @@ def roots(antecedents: Tensor, in_place: bool = False, check: bool = True) -> Te
     rows at once (one host synchronisation) and runs the ``ceil(log2 N)`` rounds.
     """
     n = antecedents.shape[-1]
-    out = antecedents if in_place else torch.empty_like(antecedents)
+    # Contiguous whatever the input's strides (empty_like would copy a permutation's):
+    # the blocks below are views of it.
+    out = (
+        antecedents
+        if in_place
+        else torch.empty_like(antecedents, memory_format=torch.contiguous_format)
+    )
     if out.numel() == 0:
         return out
     rows = antecedents.reshape(-1, n)

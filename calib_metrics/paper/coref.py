@@ -126,14 +126,23 @@ def _load(folder: Path, quick: bool) -> dict[str, list[Document]]:
 def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]]:
     """Mean prediction, empirical frequency and over/under-confidence per range of q.
 
-    A range is *overconfident* when its predictions lie farther from 0.5 than the
-    observed frequency (q > p above 0.5, q < p below it).
+    The verdict reads a range's mean ``q`` as a claim about its side of 0.5: ``q > 0.5``
+    says "coreferent" with confidence ``q``, ``q < 0.5`` "not coreferent" with confidence
+    ``1 - q``. With ``p`` the range's observed frequency, the range is *overconfident*
+    when its side comes true less often than claimed (``p < q`` above 0.5, ``p > q``
+    below) and *underconfident* when more often (``p > q`` above, ``p < q`` below, and
+    any gap at ``q = 0.5``, which claims neither side); it is *calibrated* when
+    ``|p - q|`` is within 1.96 standard errors of ``p``. While ``p`` is on ``q``'s side of
+    0.5, overconfident means that ``q`` is farther from 0.5 than ``p``; once ``p``
+    crosses 0.5 the range is overconfident however far ``p`` is: ``q = 0.40`` claims "not
+    coreferent" at 0.60, and a frequency of 0.80 makes it right 20% of the time.
 
     Example:
-        >>> q = torch.tensor([0.95] * 10 + [0.05] * 10)
-        >>> y = torch.tensor([1.0] * 5 + [0.0] * 15)
+        >>> q = torch.tensor([0.95] * 10 + [0.05] * 10 + [0.4] * 100)
+        >>> y = torch.tensor([1.0] * 5 + [0.0] * 15 + [1.0] * 80 + [0.0] * 20)
         >>> [(r["range"], r["verdict"]) for r in confidence_by_range(q, y)]
-        [('0.0-0.1', 'underconfident'), ('0.9-1.0', 'overconfident')]
+        [('0.0-0.1', 'underconfident'), ('0.3-0.5', 'overconfident'),
+         ('0.9-1.0', 'overconfident')]
     """
     rows = []
     for lo, hi in RANGES:

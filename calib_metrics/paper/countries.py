@@ -24,14 +24,16 @@ What is taken from the TABARI file and why:
   (``UNITED STATES``), when it is an acronym (``U.S.``, ``DPRK``), or when it is
   one of the few well-known demonyms in :data:`EXTRA_NAMES` (``BRITISH``,
   ``DUTCH``, ``BURMA``). ``cities=True`` keeps every synonym instead.
-* **IGOs** (NATO, the UN, the EU, ...) from the International file: organisation
-  entries (acronyms or names with words like ORGANIZATION, UNION, COUNCIL) whose
-  code starts with ``IGO`` and has no date range; their code is the full CAMEO
-  code (``IGOWSTNAT`` for NATO).
-* **Short acronyms** written without dots (``US``, ``UK``, ``UN``) match only an
+* **IGOs** (NATO, the UN, the European Union, ...) from the International file:
+  organisation entries (acronyms or names with words like ORGANIZATION, UNION,
+  COUNCIL) whose code starts with ``IGO`` and has no date range; their code is the
+  full CAMEO code (``IGOWSTNAT`` for NATO).
+* **Short acronyms** written without dots (``US``, ``UN``, ``UAE``) match only an
   all-uppercase token, because "us" is an English pronoun ("they attacked us").
-  The stemming back-off only yields stems of at least five characters, so
-  "Malik" does not become "Mali" but "Iraqis" becomes "Iraqi".
+  The Phoenix files list no ``UK`` and no ``EU`` (only ``U.K.`` and ``European
+  Union``), and the lexicon adds none, to stay faithful to them: "UK" is not read
+  as Britain, "U.K." is. The stemming back-off only yields stems of at least five
+  characters, so "Malik" does not become "Mali" but "Iraqis" becomes "Iraqi".
 
 How the dictionaries' own conventions are read: ``_`` joins the words of one
 phrase (``NORTH_KOREA_`` is "north korea", two consecutive tokens) and a trailing

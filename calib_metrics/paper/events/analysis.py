@@ -380,6 +380,40 @@ def _check_roots_shape(table: MentionTable, roots: object) -> None:
     check_not_meta(roots, "roots")
 
 
+def _check_roots_values(table: MentionTable, roots: Tensor) -> None:
+    """ValueError unless every row of ``roots`` (``Long [S, N]``) is a clustering's entity
+    roots. One host read for the range and the roots checks together."""
+    n = roots.shape[1]
+    outside = (roots < 0) | (roots >= n)
+    # Clamped so that the gather reads only mention indices; an index outside is
+    # reported by the range check, which comes first.
+    inside = roots.clamp(0, max(n - 1, 0))
+    later = inside > torch.arange(n, device=roots.device)
+    not_root = later | (inside.gather(1, inside) != inside)
+    bad_range, bad_root = torch.stack([outside.any(), not_root.any()]).tolist()
+    if bad_range:
+        raise ValueError(
+            f"roots must be mention indices in [0, {n}) for document {table.doc_id}, "
+            f"got values from {int(roots.min())} to {int(roots.max())}"
+        )
+    if bad_root:
+        sample, i = not_root.nonzero()[0].tolist()
+        r = int(roots[sample, i])
+        if r > i:
+            found = f"mention {i} has root {r}, a later mention"
+        else:
+            # A pointer to an earlier mention that is not a root: a chain's link.
+            found = (
+                f"mention {i} has root {r}, whose own root is {int(roots[sample, r])}; "
+                "this looks like antecedents, not entity roots"
+            )
+        raise ValueError(
+            f"roots of document {table.doc_id} are not entity roots (roots[..., i] <= i, "
+            f"each its own root): in sample {sample}, {found}: pass "
+            "entity_roots(antecedents), or sample with sample_entity_roots"
+        )
+
+
 def document_events(table: MentionTable, roots: Tensor) -> Tensor:
     """``a(d, c, e^(s))`` for every sample and country of a document: ``Bool [S, K]`` (Eq. 3).
 
@@ -389,18 +423,19 @@ def document_events(table: MentionTable, roots: Tensor) -> Tensor:
     an entity fires for ``c`` when it has an attack mention, ``c`` is among its
     countries and no other country is.
 
-    ``roots`` may be of any integer dtype; its values must be mention indices in
-    ``[0, N)``. Host synchronisation: one, that range check (the analysis is no hot path,
-    and :func:`aggregate_events` reads every document's events back anyway).
+    ``roots`` may be of any integer dtype; every row must be a clustering's roots: mention
+    indices in ``[0, N)`` with ``roots[..., i] <= i`` that are their own roots
+    (``roots.gather(-1, roots) == roots``). Antecedent vectors (what ``sample_antecedents``
+    draws) fail that and are refused with a ValueError rather than read as entity ids,
+    which would split an entity at every chain of two links (``2 -> 1 -> 0``). Host
+    synchronisation: one, for both checks at once (the analysis is no hot path, and
+    :func:`aggregate_events` reads every document's events back anyway); a refused
+    ``roots`` is read again to word the error.
     """
     n, k = table.countries.shape
     _check_roots_shape(table, roots)
     roots = as_indices(roots, "roots")  # a float or bool root names no mention
-    if bool(((roots < 0) | (roots >= n)).any()):
-        raise ValueError(
-            f"roots must be mention indices in [0, {n}) for document {table.doc_id}, "
-            f"got values from {int(roots.min())} to {int(roots.max())}"
-        )
+    _check_roots_values(table, roots)
     s = roots.shape[0]
     device = roots.device
     if n == 0 or k == 0:
@@ -506,6 +541,9 @@ def aggregate_events(
         roots: per document, entity roots ``[S, N]`` (one row for a deterministic
             clustering, which is broadcast to ``S``), or ``None`` for a document that
             cannot fire (no attack or no country mention: ``a = 0`` in every sample).
+            Roots, not antecedents: ``entity_roots(antecedents)`` or
+            ``sample_entity_roots``; :func:`document_events` refuses antecedents (in
+            the documents it reads: those that can fire and have a period).
         periods: the period label of each document, or ``None`` for a document that
             has no period (:func:`document_period`: a year-only date and month or
             quarter periods); such a document is left out of every count.
