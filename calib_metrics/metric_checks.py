@@ -16,6 +16,7 @@ from torch import Tensor
 
 from calib_metrics.functional.binning import (
     _check_pairs,
+    check_binary_target,
     check_ids,
     check_probs,
     column_target_hint,
@@ -136,7 +137,8 @@ def _prepare_batch(
         probs, target = probs.reshape(-1), target.reshape(-1)
         keep = None if ignore_index is None else target != ignore_index
         if validate and probs.numel():
-            _check_pairs(probs, target, name, keep)  # padding masked, not indexed out
+            # Padding masked, not indexed out.
+            _check_pairs(probs, target, name, keep, lambda bad: padding_hint(bad, ignore_index))
         return probs, target, keep
     c = num_classes
     if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
@@ -149,17 +151,61 @@ def _prepare_batch(
     probs, target = probs.reshape(-1, c), target.reshape(-1)
     keep = None if ignore_index is None else target != ignore_index
     if validate and target.numel():
-        # Padding masked, not indexed out (that would wait for the device too).
-        outside = (target < 0) | (target >= c)
-        if keep is not None:
-            outside &= keep
-        if bool(outside.any()):
-            bad = target[outside][0].item()
-            padding = bad < 0 and ignore_index is None
-            hint = f" (padding? set ignore_index={bad})" if padding else ""
-            raise ValueError(f"target holds class id {bad}, outside [0, {c}){hint}")
+        check_class_ids(target, c, keep, ignore_index)
         check_probs(probs, name, None if keep is None else keep.unsqueeze(1))
     return probs, target, keep
+
+
+def check_class_ids(
+    target: Tensor,
+    num_classes: int | None,
+    keep: Tensor | None = None,
+    ignore_index: int | None = None,
+) -> None:
+    """Every target (every kept one, with the mask ``keep``) names a class: 0 or 1 for
+    binary data (``num_classes=None``), else an id in ``[0, num_classes)``; a value that
+    looks like padding gets a hint at ``ignore_index`` (:func:`padding_hint`). One host
+    synchronisation.
+
+    Example:
+        >>> import torch
+        >>> check_class_ids(torch.tensor([0, 2, -100]), 3)
+        Traceback (most recent call last):
+        ...
+        ValueError: target holds class id -100, outside [0, 3) (padding? set ignore_index=-100)
+        >>> check_class_ids(torch.tensor([0, 1, -100]), None, ignore_index=-100)
+        Traceback (most recent call last):
+        ...
+        ValueError: target must be binary (0 or 1), found the value -100
+    """
+    if num_classes is None:
+        check_binary_target(target, keep, lambda bad: padding_hint(bad, ignore_index))
+        return
+    # Padding masked, not indexed out (that would wait for the device too).
+    outside = (target < 0) | (target >= num_classes)
+    if keep is not None:
+        outside &= keep
+    if bool(outside.any()):
+        bad = target[outside][0].item()
+        hint = padding_hint(bad, ignore_index)
+        raise ValueError(f"target holds class id {bad}, outside [0, {num_classes}){hint}")
+
+
+def padding_hint(value: Any, ignore_index: int | None) -> str:
+    """The end of the message for a target ``value`` that is no class: a hint at
+    ``ignore_index`` when it looks like padding (a negative whole number, as -100 is) and
+    none is set, else nothing.
+
+    Example:
+        >>> padding_hint(-100, None)
+        ' (padding? set ignore_index=-100)'
+        >>> padding_hint(-100, -1), padding_hint(7, None)
+        ('', '')
+    """
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ignore_index is not None or not number or not value < 0 or value % 1:
+        return ""
+    return f" (padding? set ignore_index={int(value)})"
 
 
 def _class_column_hint(columns: int) -> str:

@@ -26,6 +26,7 @@ HMM-generated corpus that needs no download)::
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from lightning.pytorch import LightningModule, Trainer, seed_everything
 from lightning.pytorch.loggers import TensorBoardLogger
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
@@ -236,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for name in (*sizes, "bin_size", "threads"):
         if getattr(args, name) != "auto" and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
+        parser.error(f"--lr must be a finite number > 0, got {args.lr}")
     if args.recalibrate and args.model != "bilstm":
         parser.error("--recalibrate needs --model bilstm (a temperature rescales logits)")
     # Several threads on a tagger this small mostly wait for each other, and on a busy
@@ -266,16 +270,21 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     # Fits T on the last validation epoch's logits when fitting ends.
     recalibration = [TemperatureRecalibration(ignore_index=PAD)] if args.recalibrate else []
-    trainer = Trainer(
-        max_epochs=args.epochs,
-        accelerator=args.accelerator,
-        devices=1,
-        logger=logger,
-        callbacks=[monitor, *recalibration],
-        enable_checkpointing=False,
-        log_every_n_steps=10,
-        num_sanity_val_steps=1,
-    )
+    try:
+        trainer = Trainer(
+            max_epochs=args.epochs,
+            accelerator=args.accelerator,
+            devices=1,
+            logger=logger,
+            callbacks=[monitor, *recalibration],
+            enable_checkpointing=False,
+            log_every_n_steps=10,
+            num_sanity_val_steps=1,
+        )
+    except (MisconfigurationException, ValueError, ModuleNotFoundError) as err:
+        # An accelerator this machine lacks (or a name Lightning does not know): one line,
+        # as the other arguments' errors, not a traceback.
+        parser.error(f"--accelerator {args.accelerator}: {' '.join(str(err).split())}")
     begin = time.perf_counter()
     trainer.fit(
         module,

@@ -387,6 +387,49 @@ def test_extract_batch_errors() -> None:
     bad = monitor(extract=lambda outputs, batch: outputs)
     with pytest.raises(ValueError, match="extract must return"):
         bad.extract_batch("nope", None)
+    # Named as a tensor (before: "got <class 'torch.Tensor'>"), as TemperatureRecalibration
+    # names it: one check serves both callbacks.
+    with pytest.raises(ValueError, match=r"got one Tensor of shape \(2, 5, 3\)"):
+        bad.extract_batch(torch.zeros(2, 5, 3), None)
+
+
+class CountingTagger(TinyTagger):
+    """Counts its training steps: an error found at the sanity check comes before any."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trained = 0
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        self.trained += 1
+        return super().training_step(batch, batch_idx)
+
+
+def test_a_malformed_step_output_fails_the_sanity_check(tmp_path: Path) -> None:
+    """The sanity check's batches were not looked at: padding without ignore_index (or a bad
+    key, a shape) failed the fit only after its first training epoch."""
+    model = CountingTagger()
+    train, val = loaders()
+    run = trainer(tmp_path, 2, logger=False, callbacks=[monitor(ignore_index=None)])
+    with pytest.raises(ValueError, match=r"class id -100, .*\(padding\? set ignore_index=-100\)"):
+        run.fit(model, train, val)
+    assert model.trained == 0
+
+
+def test_the_sanity_check_s_batches_are_not_measured(tmp_path: Path) -> None:
+    """Checked at the sanity check, the batches must not reach the first epoch's result."""
+    cb = monitor()
+    model = TinyTagger()
+    train, val = loaders()
+    run = trainer(tmp_path, 1, logger=False, callbacks=[cb], num_sanity_val_steps=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run.fit(model, train, val)
+    pairs = sum(int((y != PAD).sum()) for _, y in val) * N_CLASSES
+    assert [r["n_pairs"] for r in cb.history] == [pairs]
+    assert cb.history[0]["error"] == pytest.approx(
+        expected_result(model, val).error.item(), rel=1e-9
+    )
 
 
 @pytest.mark.parametrize(
@@ -593,8 +636,8 @@ def test_state_dict_round_trip_and_state_key() -> None:
         other.load_state_dict({"history": 3})
 
 
-@pytest.mark.parametrize("model", ["crf", "bilstm"])
-def test_example_script_runs_on_synthetic_data(tmp_path: Path, model: str) -> None:
+def example_script() -> Any:
+    """``examples/train_tagger_lightning.py`` as a module."""
     import importlib.util
 
     path = Path(__file__).resolve().parents[1] / "examples" / "train_tagger_lightning.py"
@@ -602,6 +645,12 @@ def test_example_script_runs_on_synthetic_data(tmp_path: Path, model: str) -> No
     example = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(example)
+    return example
+
+
+@pytest.mark.parametrize("model", ["crf", "bilstm"])
+def test_example_script_runs_on_synthetic_data(tmp_path: Path, model: str) -> None:
+    example = example_script()
     threads = torch.get_num_threads()
     try:
         out = example.main(
@@ -628,6 +677,38 @@ def test_example_script_runs_on_synthetic_data(tmp_path: Path, model: str) -> No
     acc = read_events(out["log_dir"])
     assert len(acc.Images("val/reliability_diagram")) == 2
     assert len(acc.Images("val/calib_err_per_class")) == 2
+
+
+# An accelerator this machine lacks, whichever it has: MPS exists on macOS only.
+_ABSENT = "mps" if torch.cuda.is_available() else "cuda"
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--lr", "-1"], "--lr must be a finite number > 0, got -1.0"),
+        (["--lr", "nan"], "--lr must be a finite number > 0, got nan"),
+        (["--accelerator", _ABSENT], f"--accelerator {_ABSENT}: "),
+        (["--accelerator", "abacus"], "--accelerator abacus: You selected an invalid"),
+    ],
+    ids=["negative lr", "nan lr", "absent accelerator", "unknown accelerator"],
+)
+def test_example_script_refuses_bad_arguments_in_one_line(
+    tmp_path: Path, capsys, option: list[str], message: str
+) -> None:
+    """These ended in tracebacks (exit 1), the others in argparse's one line (exit 2)."""
+    example = example_script()
+    threads = torch.get_num_threads()
+    sizes = ["--train-sentences", "20", "--dev-sentences", "10", "--epochs", "1"]
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            example.main(["--synthetic", *sizes, *option, "--out", str(tmp_path)])
+    finally:
+        torch.set_num_threads(threads)  # the script sets it for its own process
+    assert exit_info.value.code == 2
+    (last,) = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert message in last
+    assert not list(tmp_path.iterdir())  # stopped before writing anything
 
 
 class SentenceTagger(TinyTagger):

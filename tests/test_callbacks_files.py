@@ -312,6 +312,42 @@ def test_a_baseline_validate_before_fit_is_kept_by_the_same_trainer(tmp_path: Pa
     assert [r["fn"] for r in cb.history] == ["fit"]
 
 
+def test_each_trainer_keeps_its_own_history_and_file(tmp_path: Path) -> None:
+    """One monitor, fit with Trainer A, fit with Trainer B, fit on with A: A's
+    val_history.json lost A's records and held B's (B's fit at step 0 had reset the one
+    history, and A's next fit wrote it out)."""
+    cb = monitor()
+    train, val = loaders()
+    runs = {}
+    for name in ("a", "b"):
+        logger = CSVLogger(tmp_path, name=name, version=0)
+        runs[name] = (trainer(tmp_path, 2, logger=logger, callbacks=[cb]), logger)
+    run_a, logger_a = runs["a"]
+    run_b, logger_b = runs["b"]
+    model_a = TinyTagger()
+    quietly(run_a.validate, model_a, val, verbose=False)
+    quietly(run_a.fit, model_a, train, val)
+    history_a = list(cb.history)
+    quietly(run_b.fit, TinyTagger(), train, val)
+    assert [(r["fn"], r["epoch"]) for r in cb.history] == [("fit", 0), ("fit", 1)]
+    history_b = list(cb.history)
+    run_a.fit_loop.max_epochs = 3
+    quietly(run_a.fit, model_a, train, val)
+    assert cb.history[:-1] == history_a  # A's history resumed, B's set aside
+    assert [(r["fn"], r["epoch"]) for r in cb.history] == [
+        ("validate", 0),
+        ("fit", 0),
+        ("fit", 1),
+        ("fit", 2),
+    ]
+    for logger, history in ((logger_a, cb.history), (logger_b, history_b)):
+        on_disk = Path(logger.log_dir) / "calibration" / "val_history.json"
+        assert json.loads(on_disk.read_text()) == history
+    # B again: its own history, A's set aside.
+    quietly(run_b.validate, TinyTagger(), val, verbose=False)
+    assert cb.history[:-1] == history_b and cb.history[-1]["fn"] == "validate"
+
+
 def test_a_resumed_fit_replaces_the_file_s_records_after_its_checkpoint(tmp_path: Path) -> None:
     """A fit resumed from epoch 1's checkpoint into the same folder added its re-run epoch 2
     after the abandoned run's epoch 2 in val_history.json (and the curve went back in

@@ -416,3 +416,109 @@ def test_two_heads_keep_their_own_temperatures_on_the_module() -> None:
     }
     assert fitted["head_b"] == pytest.approx(3 * fitted["head_a"], rel=1e-4)
     assert not hasattr(model, "calibration_temperature")  # ambiguous with two heads
+
+
+_LOGITS, _TARGET = torch.randn(8, 3), torch.randint(0, 3, (8,))
+
+
+@pytest.mark.parametrize(
+    ("extract", "output", "message"),
+    [
+        # Before: Python's "too many values to unpack (expected 2)".
+        (lambda o, b: (o["logits"], o["target"], None), None, r"\(logits, target\) or None, got 3"),
+        # Before: a [2, 5, 3] tensor unpacked into logits [5, 3] and "target" [5, 3]: a
+        # temperature fitted on its halves, without a word.
+        (lambda o, b: torch.randn(2, 5, 3), None, r"got one Tensor of shape \(2, 5, 3\)"),
+        # Before: "'list' object has no attribute 'detach'".
+        (None, {"logits": _LOGITS.tolist(), "target": _TARGET}, "must be tensors, got list and"),
+        (None, {"logits": _LOGITS, "target": _TARGET.tolist()}, "must be tensors, got Tensor and"),
+        # Before: a KeyError naming only the key.
+        (None, {"logits": _LOGITS}, r"keys 'logits' and 'target' \(got \['logits'\]\)"),
+    ],
+    ids=["three items", "one tensor", "logits a list", "target a list", "no target"],
+)
+def test_a_malformed_step_output_is_named(extract, output, message) -> None:
+    callback = TemperatureRecalibration(extract=extract)
+    output = {"logits": _LOGITS, "target": _TARGET} if output is None else output
+    with pytest.raises(ValueError, match=message):
+        callback.extract_batch(output, None)
+
+
+class _Padded(Overconfident):
+    """Returns the targets with their padding, binary (is it class 0?) when asked."""
+
+    def __init__(self, binary: bool = False) -> None:
+        super().__init__()
+        self.binary = binary
+        self.trained = 0
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        self.trained += 1
+        return super().training_step(batch, batch_idx)
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        x, y = batch
+        if not self.binary:
+            return {"logits": self.logits(x), "target": y}
+        scores = self.logits(x)[..., 0] - self.logits(x)[..., 1:].logsumexp(-1)
+        return {"logits": scores, "target": (y == 0).long().masked_fill(y == PAD, PAD)}
+
+
+@pytest.mark.parametrize(
+    ("binary", "target", "message"),
+    [
+        (False, None, r"class id -100, outside \[0, 3\) \(padding\? set ignore_index=-100\)"),
+        (True, None, r"binary \(0 or 1\), found the value -100 \(padding\? set ignore_index"),
+        # A class past the logits: no padding hint.
+        (False, lambda y: y.masked_fill(y == PAD, 3), r"class id 3, outside \[0, 3\)$"),
+    ],
+    ids=["padding", "binary padding", "class past the logits"],
+)
+def test_targets_naming_no_class_fail_the_sanity_check(binary, target, message) -> None:
+    """Padded targets without ignore_index ran the whole fit, which ended in a warning, "no
+    temperature fitted (target must hold class indices in [0, 4))", without a hint; and the
+    sanity check checked nothing, so even a shape error came after the first epoch."""
+    model = _Padded(binary)
+    x, y = _data(64, seed=1).tensors
+    val = TensorDataset(x, y if target is None else target(y))
+    trainer = Trainer(
+        max_epochs=2,
+        accelerator="cpu",
+        logger=False,
+        callbacks=[TemperatureRecalibration(n_samples=50)],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=1,
+    )
+    train = DataLoader(_data(64, seed=0), batch_size=32)
+    with pytest.raises(ValueError, match=f"TemperatureRecalibration: target .*{message}"):
+        trainer.fit(model, train, DataLoader(val, batch_size=32))
+    assert model.trained == 0  # found before training
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_the_sanity_check_is_checked_but_not_fitted_on() -> None:
+    """The sanity check's batches go through the checks only: T is fitted on the last
+    epoch's logits alone."""
+    torch.manual_seed(0)
+    model = Overconfident()
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer = Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        logger=False,
+        callbacks=[callback],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=2,
+    )
+    val = _data(96, seed=1)
+    trainer.fit(model, DataLoader(_data(64, seed=0), batch_size=32), DataLoader(val, batch_size=32))
+    with torch.no_grad():
+        x, y = val.tensors
+        logits, target = model.logits(x).reshape(-1, 3), y.reshape(-1)
+    keep = target != PAD
+    expected = TemperatureScaling().fit(logits[keep], target[keep]).temperature.item()
+    assert callback.results["temperature"] == pytest.approx(expected, rel=1e-6)

@@ -36,6 +36,21 @@ def test_padding_without_ignore_index_says_set_ignore_index(metric, args) -> Non
     metric(num_classes=3, ignore_index=-100).update(*args)  # what the hint says works
 
 
+@pytest.mark.parametrize(
+    ("metric", "args"),
+    [
+        (CalibrationError, (PROBS[..., 0], TAGS.clamp_max(1))),
+        (CalibrationComparison, (PROBS[..., 0], PROBS[..., 1], TAGS.clamp_max(1))),
+    ],
+)
+def test_binary_padding_without_ignore_index_says_set_ignore_index(metric, args) -> None:
+    """Binary targets gave the multiclass hint's fact without its fix: "target must be
+    binary (0 or 1), found the value -100"."""
+    with pytest.raises(ValueError, match=r"found the value -100 \(padding\? set ignore_index"):
+        metric().update(*args)
+    metric(ignore_index=-100).update(*args)  # what the hint says works
+
+
 def test_functional_multiclass_input_of_mismatched_length_says_which_shape() -> None:
     """One item short, multiclass probs fell through to the binary check, whose message
     ("same shape, got (1500, 4) and (1499,)") said nothing of the class ids' shape."""

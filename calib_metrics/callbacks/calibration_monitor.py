@@ -18,6 +18,7 @@ from torch import Tensor
 from calib_metrics.callbacks import _arguments as checks
 from calib_metrics.callbacks import _epoch_end_tags as epoch_end_tags
 from calib_metrics.callbacks import _files as files
+from calib_metrics.callbacks import _outputs as step_output
 from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
@@ -38,7 +39,9 @@ class CalibrationMonitor(Callback):
     may instead return ``(probs, target)``, or None to skip the batch. With
     ``interval="groups"`` (the bootstrap over sentences or documents, which needs
     ``streaming=False``) the dict also holds ``"groups"``, one id per item, or
-    ``extract`` returns ``(probs, target, groups)``. At the end of each
+    ``extract`` returns ``(probs, target, groups)``. The sanity check's batches are checked
+    and dropped: a malformed output (a missing key, a shape, padding without
+    ``ignore_index``) is a ValueError before the fit trains. At the end of each
     evaluated epoch (never during the sanity check) the callback
 
     * logs ``{prefix}/calib_err``, ``{prefix}/calib_err_lower`` and
@@ -99,7 +102,9 @@ class CalibrationMonitor(Callback):
     rewrites the file with
     its own. A fit that starts at step 0 without a
     checkpoint starts a new history, keeping only the ``validate`` / ``test`` records its
-    own Trainer made before it (a baseline ``trainer.validate(model)``).
+    own Trainer made before it (a baseline ``trainer.validate(model)``). The history is
+    each Trainer's own: moved to another Trainer, the monitor sets it aside and resumes it
+    when that Trainer runs again; a Trainer it has not served starts with none.
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -233,6 +238,8 @@ class CalibrationMonitor(Callback):
         self.confidence = confidence
         self.history: list[dict[str, Any]] = []
         self._active = False
+        # Whether the batches are only checked, not measured (the sanity check's).
+        self._checking = False
         # The loader suffixes whose charts each experiment got, in order: by id, with a
         # reference that tells a live experiment from a freed one whose id was reused.
         self._layouts_written: dict[int, tuple[Callable[[], Any], list[str]]] = {}
@@ -252,6 +259,10 @@ class CalibrationMonitor(Callback):
         # must not keep a finished trainer alive), so that a fit starting anew with that
         # Trainer keeps its baseline evaluation (on_fit_start).
         self._evaluations: list[tuple[weakref.ref[Trainer], dict[str, Any]]] = []
+        # The Trainer whose run ``history`` is, and the histories of the other Trainers the
+        # monitor served (weakly, as above), each resumed when its Trainer runs again.
+        self._trainer: Callable[[], Trainer | None] | None = None
+        self._histories: list[tuple[Callable[[], Trainer | None], list[dict[str, Any]]]] = []
         # The id of the Trainer run (fit, validate, test) making records: setup.
         self._run = _new_run_id()
         # The entries of Lightning's results that this monitor's self.log made (weakly:
@@ -291,13 +302,8 @@ class CalibrationMonitor(Callback):
             if pair is None:
                 return None
             # A monitor that keeps no group ids takes them and warns, as from the dict.
-            sizes = (3,) if self.needs_groups else (2, 3)
-            if not isinstance(pair, (tuple, list)) or len(pair) not in sizes:
-                wanted = " or ".join(
-                    "(probs, target, groups)" if n == 3 else "(probs, target)" for n in sizes
-                )
-                got = f"{len(pair)} items" if isinstance(pair, (tuple, list)) else type(pair)
-                raise ValueError(f"extract must return {wanted} or None, got {got}")
+            forms = [("probs", "target"), ("probs", "target", "groups")]
+            pair = step_output.extracted(pair, forms[1:] if self.needs_groups else forms)
             probs, target = pair[0], pair[1]
             if len(pair) == 3 and not self.accepts_groups:
                 self._warn_groups_unused("extract returns group ids (its third item)")
@@ -329,11 +335,7 @@ class CalibrationMonitor(Callback):
                 groups = outputs.get(self.groups_key)
             elif self.groups_key in outputs:
                 self._warn_groups_unused(f"the {self.stage} step returns {self.groups_key!r}")
-        if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
-            raise ValueError(
-                f"probs and target must be tensors, got {type(probs).__name__} "
-                f"and {type(target).__name__}"
-            )
+        step_output.check_tensors(probs=probs, target=target)
         probs = probs.detach()
         # Half precision (mixed-precision training) loses the resolution the bins need.
         if probs.dtype in (torch.float16, torch.bfloat16):
@@ -392,6 +394,7 @@ class CalibrationMonitor(Callback):
         # the monitor logs this epoch or not.
         self._forget_entries(trainer)
         self._active = self._due(trainer)
+        self._checking = trainer.sanity_checking
         if self._active:
             self._check_samplers(trainer)
         for metric in self._all_metrics():
@@ -411,7 +414,10 @@ class CalibrationMonitor(Callback):
             self._warn_once("uneven", samplers.uneven_message(self.stage, uneven, len(loaders) > 1))
 
     def _batch_end(self, outputs: Any, batch: Any, dataloader_idx: int) -> None:
-        if not self._active:
+        # The sanity check's batches go through the metric's checks too, so that a
+        # malformed output (a key, a shape, padding without ignore_index) fails the fit
+        # before it trains; the epoch end drops them.
+        if not (self._active or self._checking):
             return
         pair = self.extract_batch(outputs, batch)
         if pair is None:
@@ -464,7 +470,7 @@ class CalibrationMonitor(Callback):
         batch_idx: int,
         dataloader_idx: int = 0,
     ) -> None:
-        if self.stage == "val" and not trainer.sanity_checking:
+        if self.stage == "val":
             self._batch_end(outputs, batch, dataloader_idx)
 
     def on_test_batch_end(
@@ -601,6 +607,10 @@ class CalibrationMonitor(Callback):
         return "on_validation_epoch_end" if self.stage == "val" else "on_test_epoch_end"
 
     def _epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self._checking:
+            self._checking = False
+            for metric in self._all_metrics():
+                metric.reset()  # checked, never measured
         if not self._active or trainer.sanity_checking:
             return
         self._active = False
@@ -870,6 +880,7 @@ class CalibrationMonitor(Callback):
         return {"history": [dict(r) for r in self.history]}
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        self._follow(trainer)
         self._restored = None  # each run says for itself which checkpoint it restored
         self._resumed_at = None
         # Records of two runs of the same weights are equal in every number: the run's id
@@ -883,6 +894,26 @@ class CalibrationMonitor(Callback):
                 "evaluation set, which under DDP needs every rank's pairs (without the sync "
                 "each rank logs its shard's error, and Lightning averages those)"
             )
+
+    def _follow(self, trainer: Trainer) -> None:
+        """Make :attr:`history` the history of ``trainer``'s runs. Switching to another
+        Trainer sets the current history aside, to be resumed when its Trainer runs again;
+        a Trainer the monitor has not served starts with none (a run restoring a checkpoint
+        then takes the checkpoint's). The first Trainer takes the history the monitor holds.
+
+        One history carried from Trainer to Trainer had mixed their runs: fit with A, fit
+        with B, fit on with A, and A's history file lost A's records and held B's."""
+        held = None if self._trainer is None else self._trainer()
+        if held is trainer:
+            return
+        own = [h for ref, h in self._histories if ref() is trainer]
+        others = [(ref, h) for ref, h in self._histories if ref() is not trainer]
+        self._histories = [(ref, h) for ref, h in others if ref() is not None]  # live ones
+        if held is not None:
+            self._histories.append((self._trainer, self.history))
+        if self._trainer is not None:
+            self.history = own[0] if own else []
+        self._trainer = _reference(trainer)
 
     def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         # The restore belongs to the run that ends here: left set, it made a later manual
@@ -953,6 +984,7 @@ class CalibrationMonitor(Callback):
         # another process never sees this process's Trainers, so it needs none of them.
         state = self.__dict__.copy()
         state["_evaluations"] = []
+        state["_trainer"], state["_histories"] = None, []  # the copy's first Trainer adopts it
         state["_layouts_written"] = {}  # a copy writes its layouts anew (references)
         state["_entries"] = []  # a copy never sees this process's Lightning results
         return state

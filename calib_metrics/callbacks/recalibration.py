@@ -12,6 +12,7 @@ from lightning.pytorch.utilities import rank_zero_only, rank_zero_warn
 from torch import Tensor
 
 from calib_metrics.callbacks import _arguments as checks
+from calib_metrics.callbacks import _outputs as step_output
 from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional import calibration_error_ci
@@ -20,7 +21,7 @@ from calib_metrics.functional.calibration import (
     _check_interval_options,
     _check_options,
 )
-from calib_metrics.metric_checks import check_ignore_index
+from calib_metrics.metric_checks import check_class_ids, check_ignore_index
 from calib_metrics.recalibration import TemperatureScaling
 from calib_metrics.recalibration._common import fitting_mode
 
@@ -36,13 +37,15 @@ class TemperatureRecalibration(Callback):
     ``[B]``, ``[B, 1]`` with ``[B, 1]``) and ``"target"`` (the keys are options), or
     ``extract(outputs, batch)`` returns ``(logits, target)``. The logits of the fit's last
     validation epoch (never the sanity check, nor a ``trainer.validate`` / ``test`` run) are
-    kept; when fitting ends the temperature is fitted on them (in float64, with grad enabled
-    and outside inference mode, on copies of the inference-mode tensors Lightning's
-    validation produces), stored as
-    :attr:`recalibrator` and on the module as ``pl_module.calibration_temperatures[prefix]``
-    (a float, so it can be applied at prediction time: ``softmax(logits / T)``) and, when it
-    is the Trainer's only such callback, as ``pl_module.calibration_temperature`` too (with
-    one per output head, each head reads its own by its ``prefix``), and
+    kept; the sanity check's are checked only, so that a malformed output (a shape, targets
+    naming no class: padding without ``ignore_index``) is a ValueError before the fit
+    trains. When fitting ends the temperature is fitted on the kept logits (in float64, with
+    grad enabled and outside inference mode, on copies of the inference-mode tensors
+    Lightning's validation produces), stored as :attr:`recalibrator` and on the module as
+    ``pl_module.calibration_temperatures[prefix]`` (a float, so it can be applied at
+    prediction time: ``softmax(logits / T)``) and, when it is the Trainer's only such
+    callback, as ``pl_module.calibration_temperature`` too (with one per output head, each
+    head reads its own by its ``prefix``), and
 
     * ``{prefix}/temperature``, ``{prefix}/calib_err_before`` and ``{prefix}/calib_err_after``
       (with ``_lower`` / ``_upper`` interval ends) go to every logger's ``log_metrics``;
@@ -143,22 +146,27 @@ class TemperatureRecalibration(Callback):
         self._restored_step: int | None = None
 
     def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
-        """``(logits [M, C] or [M], target [M])`` of one step, padding dropped."""
+        """``(logits [M, C] or [M], target [M])`` of one step, padding dropped; a malformed
+        output (shapes, targets that are no class: padding without ``ignore_index``) is a
+        ValueError here, at the first validation batch, not when fitting ends."""
         if self.extract is not None:
             pair = self.extract(outputs, batch)
             if pair is None:
                 return None
-            logits, target = pair
+            logits, target = step_output.extracted(pair, [("logits", "target")])
         else:
-            if not isinstance(outputs, Mapping) or self.logits_key not in outputs:
+            keys = (self.logits_key, self.target_key)
+            if not isinstance(outputs, Mapping) or any(key not in outputs for key in keys):
+                got = sorted(outputs) if isinstance(outputs, Mapping) else type(outputs).__name__
                 raise ValueError(
                     f"TemperatureRecalibration needs the validation step to return a dict "
-                    f"with keys {self.logits_key!r} and {self.target_key!r}, or extract="
+                    f"with keys {self.logits_key!r} and {self.target_key!r} (got {got}); set "
+                    "logits_key / target_key or pass extract=(outputs, batch) -> (logits, target)"
                 )
             logits, target = outputs[self.logits_key], outputs[self.target_key]
+        step_output.check_tensors(logits=logits, target=target)
         logits, target = logits.detach(), target.detach()
         binary = logits.shape == target.shape
-        # Shapes are caught at the first validation batch, not when fitting ends.
         if not binary and logits.shape[:-1] != target.shape:
             raise ValueError(
                 f"TemperatureRecalibration: logits {tuple(logits.shape)} must be target's "
@@ -175,7 +183,17 @@ class TemperatureRecalibration(Callback):
         if self.ignore_index is not None:
             keep = target != self.ignore_index
             logits, target = logits[keep], target[keep]
+        self._check_target(target, None if binary else logits.shape[-1])
         return logits, target
+
+    def _check_target(self, target: Tensor, num_classes: int | None) -> None:
+        """Targets that name no class (padding without ``ignore_index``, a class id past the
+        logits) fail the batch, as the monitor's do; data that is merely unfit to fit on
+        (one class) is left to the end of fit, which warns."""
+        try:
+            check_class_ids(target, num_classes, ignore_index=self.ignore_index)
+        except ValueError as err:
+            raise ValueError(f"TemperatureRecalibration: {err}") from None
 
     @staticmethod
     def _fitting(trainer: Trainer) -> bool:
@@ -233,12 +251,14 @@ class TemperatureRecalibration(Callback):
         batch_idx: int,
         dataloader_idx: int = 0,
     ) -> None:
-        if trainer.sanity_checking or not self._fitting(trainer):
+        if not self._fitting(trainer):
             return
         if self._loaders is not None and dataloader_idx not in self._loaders:
             return
+        # The sanity check's batches are checked, not kept: a malformed output fails the
+        # fit before it trains.
         pair = self.extract_batch(outputs, batch)
-        if pair is not None:
+        if pair is not None and not trainer.sanity_checking:
             self._logits.append(pair[0])
             self._target.append(pair[1])
 

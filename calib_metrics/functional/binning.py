@@ -251,9 +251,12 @@ def check_bins(bins: object) -> Bins:
     return bins
 
 
-def check_binary_target(target: Tensor, keep: Tensor | None = None) -> None:
+def check_binary_target(
+    target: Tensor, keep: Tensor | None = None, hint: Callable[[object], str] | None = None
+) -> None:
     """Raise ValueError unless every target (every kept one, with the mask ``keep``) is
-    0 or 1 (bool, integer or float). One host synchronisation."""
+    0 or 1 (bool, integer or float); ``hint(value)`` ends the message (the metrics' hint at
+    ``ignore_index``). One host synchronisation."""
     if target.dtype == torch.bool or target.numel() == 0:
         return
     if target.is_complex():
@@ -263,7 +266,8 @@ def check_binary_target(target: Tensor, keep: Tensor | None = None) -> None:
         wrong &= keep
     if bool(wrong.any()):
         bad = target[wrong][0].item()
-        raise ValueError(f"target must be binary (0 or 1), found the value {bad!r}")
+        told = "" if hint is None else hint(bad)
+        raise ValueError(f"target must be binary (0 or 1), found the value {bad!r}{told}")
 
 
 def column_target_hint(probs: Tensor, target: Tensor) -> str:
@@ -279,11 +283,16 @@ def column_target_hint(probs: Tensor, target: Tensor) -> str:
 
 
 def _check_pairs(
-    probs: Tensor, target: Tensor, name: str = "probs", keep: Tensor | None = None
+    probs: Tensor,
+    target: Tensor,
+    name: str = "probs",
+    keep: Tensor | None = None,
+    hint: Callable[[object], str] | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Validate (q, y) and return them flattened and detached; raise ValueError naming the
     problem (and calling the probabilities ``name``). With ``keep`` (a mask of their
-    shape) only the kept pairs are checked. Two host synchronisations."""
+    shape) only the kept pairs are checked; ``hint`` as :func:`check_binary_target`'s. Two
+    host synchronisations."""
     if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
         raise ValueError(
             f"probs and target must be tensors, got {type(probs).__name__} and "
@@ -305,7 +314,7 @@ def _check_pairs(
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs, name, keep)
-    check_binary_target(target, keep)
+    check_binary_target(target, keep, hint)
     # A model's probabilities may carry autograd history; the estimators treat them as
     # data (several kernels write in place, which autograd refuses).
     return probs.detach().reshape(-1), target.detach().reshape(-1)
