@@ -1,10 +1,10 @@
 """``calib-metrics recalibrate dev test --method ...``: fit on dev, show on test, paired interval.
 
-Reads two files of (probability, label[, group]) pairs with the CLI's reader, fits the
-recalibrator on dev, and prints on test: CalibErr before and after, each with its
+Reads two files of (probability, 0/1 label[, group]) pairs with the CLI's reader, fits the
+binary recalibrator on dev, and prints on test: CalibErr before and after, each with its
 interval, the paired interval (and p-value) of the difference before - after from one
-resampling of the test pairs (or groups) shared by both, accuracy and NLL before and
-after; the recalibrated test probabilities are written to ``--out``.
+resampling of the test pairs (or groups) shared by both, accuracy, NLL and Brier score
+before and after; the recalibrated test probabilities are written to ``--out``.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dev", type=Path, help="held-out predictions to fit on")
     p.add_argument("test", type=Path, help="predictions to recalibrate and evaluate")
     p.add_argument("--method", choices=METHODS, default="temperature", help="(temperature)")
-    p.add_argument("--probs", help="column of probabilities (default: by name)")
+    p.add_argument("--probs", help="column (or array) of probabilities (default: by name)")
     p.add_argument(
         "--target",
-        help="column of labels: 0/1, or class ids beside C probabilities (default: by name)",
+        help="column (or array) of 0/1 labels, one per probability: the methods are binary, "
+        "and a multiclass file is refused (default: by name)",
     )
     p.add_argument("--test-probs", help="the test file's probability column (default: --probs)")
     p.add_argument("--test-target", help="the test file's label column (default: --target)")
@@ -52,7 +53,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-bins", type=int, default=15, help="bins of histogram/scaling_binning (15)")
     p.add_argument("--samples", type=int, default=2000, help="bootstrap draws (2,000)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the bootstrap draws and of scaling_binning's dev split (0)",
+    )
     p.add_argument(
         "--out", type=output_path, help="CSV of recalibrated test probabilities (default: "
         "<test>.recalibrated.csv beside the test file)",

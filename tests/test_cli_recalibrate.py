@@ -156,6 +156,18 @@ def test_a_multiclass_file_is_refused_as_such(files, tmp_path, capsys, which):
     assert "TemperatureScaling" in line
 
 
+def test_the_help_says_what_the_files_may_hold(capsys):
+    """--target had offered "class ids beside C probabilities", which every file of them is
+    refused for (above); --seed had no help at all."""
+    with pytest.raises(SystemExit):
+        main(["recalibrate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "class ids" not in text and "0/1 label[, group]) pairs" in text
+    assert "accuracy, NLL and Brier score before and after" in text  # Brier had gone unsaid
+    assert "--target TARGET column (or array) of 0/1 labels, one per probability" in text
+    assert "--seed SEED seed of the bootstrap draws and of scaling_binning's dev split" in text
+
+
 def test_dev_and_test_files_may_name_their_columns_differently(files, tmp_path, capsys):
     """--probs/--target named one column for both files; --test-probs/--test-target name
     the test file's own."""

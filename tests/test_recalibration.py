@@ -327,6 +327,24 @@ def test_histogram_bins_of_a_few_dev_pairs_warn_and_enough_do_not():
         HistogramBinning(n_bins=150).fit(q, y)
 
 
+def test_a_single_bin_of_a_few_pairs_gets_no_advice_it_already_follows():
+    """One bin of 4 dev pairs had warned "use at most 1 bin"; fewer bins cannot help it."""
+    import warnings as _warnings
+
+    from calib_metrics.recalibration import HistogramBinning
+
+    y = torch.tensor([0, 1, 1, 0])
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")
+        HistogramBinning(n_bins=1).fit(torch.tensor([0.2, 0.3, 0.5, 0.5]), y)
+        HistogramBinning(n_bins=15).fit(torch.full((4,), 0.5), y)  # tied: one bin
+    # The pairs a bin, to 3 digits (13.3 had read "1e+01").
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(200, generator=g, dtype=torch.float64)
+    with pytest.warns(UserWarning, match=r"15 bins for 200 dev pairs, 13\.3 a bin.*at most 10"):
+        HistogramBinning(n_bins=15).fit(q, torch.bernoulli(q, generator=g))
+
+
 @pytest.mark.parametrize("name", ["TemperatureScaling", "PlattScaling", "HistogramBinning"])
 def test_a_fitted_recalibrator_reads_the_device_once_a_call(name, monkeypatch):
     """forward had read ``fitted`` and ``num_classes`` from the device at every call (3

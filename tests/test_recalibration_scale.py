@@ -2,7 +2,9 @@
 temperature (``1/c`` times Platt's slope). L-BFGS stops on absolute tolerances, and from
 ``T = 1`` (slope 1) scores of size 1e-6 left the NLL flat: ``TemperatureScaling``,
 ``ChainTemperature`` and ``CorefTemperature`` returned exactly ``T = 1`` and Platt slope
-1 instead of 1e7, silently, every output near uniform."""
+1 instead of 1e7, silently, every output near uniform. Vector and matrix scaling fit the
+same map of logits ×c at every ``c`` (their weights ``1/c`` times), at most the
+temperature's NLL."""
 
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ from calib_metrics.models.coref import antecedent_log_probs, sample_antecedents
 from calib_metrics.recalibration import (
     ChainTemperature,
     CorefTemperature,
+    MatrixScaling,
     PlattScaling,
     TemperatureScaling,
+    VectorScaling,
 )
 
 optimize = pytest.importorskip("scipy.optimize")
@@ -194,3 +198,90 @@ def test_a_lost_line_search_is_a_clear_value_error() -> None:
     labels = torch.cat([y, torch.ones(1, dtype=torch.float64)])
     with pytest.raises(ValueError, match="did not converge: the line search failed"):
         PlattScaling().fit(scores, labels)
+
+
+def _shifted_classifier():
+    """Logits [1000, 4], 3x overconfident and with class biases a temperature cannot fit."""
+    g = torch.Generator().manual_seed(0)
+    z = 3 * torch.randn(1000, 4, generator=g, dtype=torch.float64)
+    shift = torch.tensor([0.5, 0.0, 0.0, -0.5], dtype=torch.float64)
+    y = torch.multinomial(torch.softmax(z / 3 + shift, -1), 1, generator=g)[:, 0]
+    return z, y
+
+
+def _best_nll(z, y, matrix: bool) -> float:
+    """The unpenalised optimum of ``softmax(w * z + b)`` (or ``W z + b``) by scipy's BFGS."""
+    c = z.shape[1]
+    start = torch.cat([torch.eye(c).flatten() if matrix else torch.ones(c), torch.zeros(c)])
+
+    def nll_and_grad(flat):
+        params = torch.tensor(flat, dtype=torch.float64, requires_grad=True)
+        w, b = params[:-c], params[-c:]
+        out = z @ w.view(c, c).t() + b if matrix else z * w + b
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        return loss.item(), params.grad.numpy()
+
+    found = optimize.minimize(nll_and_grad, start.double().numpy(), jac=True, method="BFGS",
+                              options={"gtol": 1e-10})  # fmt: skip
+    return float(found.fun)
+
+
+@pytest.mark.parametrize("matrix", [False, True], ids=["vector", "matrix"])
+@pytest.mark.parametrize("c", [1e-7, 1.0, 1e6])
+def test_vector_and_matrix_scaling_fit_the_optimum_of_logits_times_c(c, matrix) -> None:
+    """``softmax(W (c z) + b)`` can express the same maps at every ``c``, but the fits
+    started at ``W = I`` in absolute units: at ``c = 1e-7`` the weights stayed at 1 (dev NLL
+    1.3226, above the temperature's 1.1277), at ``c = 1e6`` they stopped short (vector
+    1.1205 against 1.0583), silently."""
+    z, y = _shifted_classifier()
+    best = _best_nll(z, y, matrix)
+    scaler = (MatrixScaling(0.0, 0.0) if matrix else VectorScaling()).fit(c * z, y)
+    assert scaler.nll_ == pytest.approx(best, abs=1e-6)
+    # The same map: its probabilities on the scaled logits are the scale-1 fit's.
+    unit = (MatrixScaling(0.0, 0.0) if matrix else VectorScaling()).fit(z, y)
+    torch.testing.assert_close(scaler(c * z), unit(z), rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("make", [VectorScaling, lambda: VectorScaling(bias_l2=0.1),
+                                  MatrixScaling, lambda: MatrixScaling(1.0, 1.0)])  # fmt: skip
+@pytest.mark.parametrize("c", [1e-8, 1e-7, 1.0, 1e5, 1e6])
+def test_per_class_scaling_fits_no_worse_than_the_temperature_it_nests(make, c) -> None:
+    """Vector and matrix scaling hold the temperature's maps (``W = I / T``, ``b = 0``, no
+    penalty there): their dev NLL is at most the temperature's, penalised or not."""
+    z, y = _shifted_classifier()
+    temperature = TemperatureScaling().fit(c * z, y)
+    scaler = make().fit(c * z, y)
+    nll = F.cross_entropy(scaler.calibrated_logits(c * z), y).item()
+    assert nll <= temperature.nll_ + 1e-9
+
+
+def test_a_penalised_matrix_scaling_of_tiny_logits_leaves_its_start() -> None:
+    """On logits ×1e-8 the default ODIR penalty weighs each off-diagonal weight 10¹⁴ times as
+    hard as the NLL: the off-diagonals stay at 0, and the fit is vector scaling with the same
+    bias penalty. In the diagonal's units L-BFGS had left the fit at its start (the
+    temperature's map, dev NLL 1.1277 against 1.0584)."""
+    z, y = _shifted_classifier()
+    fitted = MatrixScaling().fit(1e-8 * z, y)
+    vector = VectorScaling(bias_l2=0.01).fit(z, y)
+    assert fitted.nll_ == pytest.approx(vector.nll_, abs=1e-6)
+    off = fitted.weight - torch.diag(fitted.weight.diagonal())
+    assert off.abs().max().item() * 1e-8 < 1e-6
+
+
+def test_a_fit_that_ends_above_the_temperature_it_nests_warns(monkeypatch) -> None:
+    """The per-class fits start at the temperature's map and L-BFGS only descends, so their
+    NLL is at most the temperature's; should the optimizer end above it, it says so."""
+    from calib_metrics.recalibration import scaling
+
+    z, y = _shifted_classifier()
+    start = scaling._temperature_start
+
+    def unreachable(*args):  # the temperature fit's map, reported at an NLL of 0
+        return start(*args)[0], 0.0
+
+    monkeypatch.setattr(scaling, "_temperature_start", unreachable)
+    for make in (VectorScaling, MatrixScaling):
+        with pytest.warns(UserWarning, match=rf"^{make.__name__}: the fit ended at dev NLL "
+                          r"1\.05.*above the 0 of the temperature fit"):  # fmt: skip
+            make().fit(z, y)

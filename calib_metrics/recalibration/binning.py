@@ -190,12 +190,14 @@ MIN_PAIRS_PER_BIN = 20
 
 
 def _warn_of_small_bins(n_pairs: int, n_bins: int) -> None:
-    """Warn when histogram bins hold fewer than ``MIN_PAIRS_PER_BIN`` dev pairs each."""
-    if n_pairs >= MIN_PAIRS_PER_BIN * n_bins:
+    """Warn when histogram bins hold fewer than ``MIN_PAIRS_PER_BIN`` dev pairs each, and
+    fewer bins could help: one bin (asked for, or all that tied scores make) had been told
+    to "use at most 1 bin"."""
+    if n_pairs >= MIN_PAIRS_PER_BIN * n_bins or n_bins == 1:
         return
     most = max(1, n_pairs // MIN_PAIRS_PER_BIN)
     warnings.warn(
-        f"HistogramBinning: {n_bins} bins for {n_pairs} dev pairs, {n_pairs / n_bins:.1g} a "
+        f"HistogramBinning: {n_bins} bins for {n_pairs} dev pairs, {n_pairs / n_bins:.3g} a "
         f"bin: a bin's frequency of so few pairs is often exactly 0 or 1, and so are the "
         f"test probabilities it maps to; use at most {most} bin{'s' * (most != 1)} "
         "(or scaling-binning)",

@@ -131,12 +131,30 @@ def _check_class_masks(logits: Tensor) -> None:
     if bad:
         raise ValueError("logits contains NaN or +inf (-inf, a masked class, is fine)")
     if empty:
-        # One row [C] has no index to name (it had read "logits[] is -inf").
-        row = _all_masked(logits).nonzero()[0].tolist() if logits.ndim > 1 else None
-        where = f"logits{row}" if row is not None else f"the row of logits {list(logits.shape)}"
-        raise ValueError(
-            f"{where} is -inf in every class: a row needs one class that is not masked"
-        )
+        _refuse_all_masked(logits, "logits", "-inf")
+
+
+def _refuse_all_masked(logits: Tensor, name: str, mask: str) -> None:
+    """Name the first row of ``logits`` (the input ``name``, whose masks read ``mask``)
+    that is masked in every class."""
+    # One row [C] has no index to name (it had read "logits[] is -inf").
+    row = _all_masked(logits).nonzero()[0].tolist() if logits.ndim > 1 else None
+    where = f"{name}{row}" if row is not None else f"the row of {name} {list(logits.shape)}"
+    raise ValueError(f"{where} is {mask} in every class: a row needs one class that is not masked")
+
+
+def _log_probs(probs: Tensor) -> Tensor:
+    """``log p`` (float64) of multiclass probabilities, a 0 read as a masked class: ``-inf``,
+    as the logits' masks, which every temperature keeps at probability 0. Clamped at 1e-12,
+    a 0 had been a logit of -27.6 that ``T > 1`` raised (up to 0.26% of the mass on classes
+    the model ruled out, and another ``T`` than the masked logits'). The gradient to ``p``
+    stays finite at a 0 (``log`` of it is never taken)."""
+    p = probs.to(torch.float64)
+    zero = p == 0
+    logp = p.masked_fill(zero, 1.0).log().masked_fill(zero, -math.inf)
+    if bool(_all_masked(logp).any()):
+        _refuse_all_masked(logp, "probs", "0")
+    return logp
 
 
 def _all_masked(logits: Tensor) -> Tensor:
@@ -219,8 +237,10 @@ class _LogitScaler(SettingsInState, FittedModule):
         return f"parameters up to {largest:.3g} in size"
 
     def _prepare_input(self, logits: Tensor, binary: bool) -> Tensor:
-        """Probabilities become logits: ``logit(q)`` of binary scores, ``log p`` of multiclass
-        rows (both clamped at 1e-12 so that 0 and 1 stay finite).
+        """Probabilities become logits: ``logit(q)`` of binary scores, clamped at 1e-12 so
+        that 0 and 1 stay finite (a binary score is a log-odds, never a class mask: a 0 or
+        1 is often a rounding), and ``log p`` of multiclass rows, a 0 a masked class
+        (:func:`_log_probs`).
 
         Which of the two is the model's kind (binary: fitted on ``[N]``), never the input's
         number of dimensions: binary scores of a batch of sentences ``[B, T]`` are still
@@ -229,7 +249,7 @@ class _LogitScaler(SettingsInState, FittedModule):
         if self.inputs == "logits":
             return logits
         probs = check_probs(logits)
-        return logit(probs) if binary else probs.to(torch.float64).clamp_min(1e-12).log()
+        return logit(probs) if binary else _log_probs(probs)
 
     def _masks(self, binary: bool) -> bool:
         """Whether these logits may hold -inf class masks."""
@@ -322,7 +342,7 @@ class _LogitScaler(SettingsInState, FittedModule):
             free = self._init_params(z.shape[-1] if z.ndim == 2 else 1, z.device)
 
             def alone() -> list[Tensor]:
-                return [p * m for p, m in zip(free, masks)]
+                return [p * m for p, m in zip(self._constrain(free), masks)]
 
             lbfgs(free, lambda: self._nll(z, y, alone()), self.max_iter)
             margins = self._margins_at(z, y, [p.detach() for p in alone()])
@@ -339,7 +359,11 @@ class _LogitScaler(SettingsInState, FittedModule):
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
         """The fitted parameters (detached, in stored form), and ``nll_``: L-BFGS on the dev
         NLL from :meth:`_init_params`."""
-        free = self._init_params(num_classes, z.device)
+        return self._descend(self._init_params(num_classes, z.device), z, y)
+
+    def _descend(self, free: list[Tensor], z: Tensor, y: Tensor) -> list[Tensor]:
+        """L-BFGS on the dev NLL from the free parameters ``free``: the fitted ones, detached
+        and in stored form; ``nll_`` its value there (the penalty included)."""
         self.nll_ = lbfgs(free, lambda: self._nll(z, y, self._constrain(free)), self.max_iter)
         return [p.detach() for p in self._constrain(free)]
 
@@ -412,8 +436,11 @@ class TemperatureScaling(_LogitScaler):
     Args:
         max_iter: L-BFGS iterations.
         inputs: ``"logits"``, or ``"probs"`` for probabilities (a model that gives no
-            logits): binary ``q`` ``[N]`` are used through ``logit(q)``, multiclass
-            ``p`` ``[N, C]`` through ``log p`` (clamped at 1e-12).
+            logits): binary ``q`` ``[N]`` are used through ``logit(q)`` (clamped at
+            1e-12: a binary 0 or 1 is a score, and moves with the others), multiclass
+            ``p`` ``[N, C]`` through ``log p``, where a 0 is a masked class (``-inf``): it
+            stays 0 at every ``T``, and an item whose target has probability 0, or a row
+            all 0, is refused, as the logits' masks are.
 
     Example:
         >>> import torch
@@ -464,7 +491,7 @@ class TemperatureScaling(_LogitScaler):
         if z.ndim != 2:
             return z, y
         allowed = z > MASK_FLOOR
-        _check_target_allowed(z, y, allowed)
+        _check_target_allowed(y, allowed, self.inputs)
         several = allowed.sum(1) >= 2
         self.one_class_items_ = int((~several).sum())
         if not self.one_class_items_:
@@ -552,20 +579,49 @@ class TemperatureScaling(_LogitScaler):
 _KINDS = {1: "VectorScaling", 2: "MatrixScaling"}
 
 
-def _check_target_allowed(z: Tensor, y: Tensor, allowed: Tensor) -> None:
-    """Refuse an item whose target class is masked (-inf): no temperature gives it any
-    probability (one host read)."""
+def _check_target_allowed(y: Tensor, allowed: Tensor, inputs: str) -> None:
+    """Refuse an item whose target class is masked (-inf, or probability 0 of ``inputs``
+    "probs"): no temperature gives it any probability (one host read)."""
     masked = ~allowed.gather(1, y.unsqueeze(1)).squeeze(1)
-    if bool(masked.any()):
-        i = int(masked.nonzero()[0, 0])
+    if not bool(masked.any()):
+        return
+    i = int(masked.nonzero()[0, 0])
+    nothing = "no temperature gives it any probability"
+    if inputs == "probs":
         raise ValueError(
-            f"logits[{i}] masks its target class {int(y[i])} (-inf): no temperature gives it "
-            "any probability; unmask the target class or leave the item out"
+            f"probs[{i}] gives its target class {int(y[i])} probability 0, a masked class: "
+            f"{nothing}; leave the item out, or, where the 0 is a rounding (a float16 "
+            "softmax is 0 below 6e-8), pass the logits or probabilities of a wider dtype"
         )
+    raise ValueError(
+        f"logits[{i}] masks its target class {int(y[i])} (-inf): {nothing}; unmask the "
+        "target class or leave the item out"
+    )
 
 
 # How binary scores that do not depend on T are (flat_scores_warning).
 _ALL_ZERO = "are all 0 (probabilities all 0.5)"
+
+
+def _temperature_start(z: Tensor, y: Tensor, max_iter: int) -> tuple[Tensor, float]:
+    """``T`` of the temperature fit of finite logits ``z [N, C]`` and its dev NLL: the
+    start of vector and matrix scaling, which hold its map. Fitted as
+    :class:`TemperatureScaling` fits, on ``log T`` from the logits' :func:`typical_gap`,
+    without its checks: data that refuse a temperature refuse the per-class fit too, by its
+    own checks."""
+    gap = typical_gap(z)
+    log_t = torch.zeros((), dtype=torch.float64, device=z.device, requires_grad=True)
+    nll = lbfgs([log_t], lambda: F.cross_entropy(z / gap / log_t.exp(), y), max_iter)
+    return gap * log_t.detach().exp(), nll
+
+
+def _logit_spread(z: Tensor) -> Tensor:
+    """The logits' typical distance from their row's median (:func:`typical_spread`), 1
+    where every row is constant: the unit of the per-class weights, in which the NLL's
+    curvature is O(1), as a bias's is. (The top gap, a temperature's start, is far smaller
+    than the spread for many classes: 10 times the L-BFGS steps at C = 100.)"""
+    spread = typical_spread(z - z.median(-1, keepdim=True).values)
+    return torch.where(spread.isnan(), torch.ones_like(spread), spread)
 
 
 class _PerClassScaler(_LogitScaler):
@@ -600,8 +656,51 @@ class _PerClassScaler(_LogitScaler):
             )
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
+        """L-BFGS from the temperature fit (``W = I / T``, ``b = 0``), with the weights in
+        units of the logits' scale (:meth:`_units_of_weights`).
+
+        L-BFGS stops on absolute tolerances: from ``W = I`` in absolute units, logits ×1e-7
+        left the NLL flat (the weights kept at 1, a bias-only fit, dev NLL above the
+        temperature's) and logits ×1e6 stopped short. In these units the unpenalised fit of
+        ``c z`` is the fit of ``z`` with ``W / c``; :meth:`_constrain` folds the units back
+        into ``W``, so the penalties weigh the weights as stored. Started at the
+        temperature's map, where no penalty holds anything, the fit can only end at or
+        below its NLL, as the model nests it (:meth:`_check_nested`)."""
         self._check_absent_classes(z, y)
-        return super()._fit_params(z, y, num_classes)
+        temperature, temperature_nll = _temperature_start(z, y, self.max_iter)
+        unit = _logit_spread(z)
+        self._weight_units = self._units_of_weights(unit, num_classes)
+        free = self._init_params(num_classes, z.device)
+        with torch.no_grad():
+            free[0].mul_(unit / temperature)  # W = I / T
+        fitted = self._descend(free, z, y)
+        self._check_nested(temperature_nll)
+        return fitted
+
+    def _units_of_weights(self, scale: Tensor, num_classes: int) -> Tensor:
+        """The units of the weights as fitted (stored ``W`` = fitted / units), for logits of
+        spread ``scale`` (:func:`_logit_spread`): a fitted weight of 1 is ``W = 1 / scale``,
+        and the NLL's curvature in it is O(1) at any scale."""
+        return scale
+
+    def _constrain(self, free: list[Tensor]) -> list[Tensor]:
+        """The weights, fitted in units of the logits' scale, in the logits' own units."""
+        weight, bias = free
+        return [weight / self._weight_units, bias]
+
+    def _check_nested(self, temperature_nll: float) -> None:
+        """Warn when the fit ended above the temperature fit it started from (penalty
+        included): the model holds that map, so its fit should not."""
+        if self.nll_ <= temperature_nll + 1e-9 * (1 + abs(temperature_nll)):
+            return
+        warnings.warn(
+            f"{type(self).__name__}: the fit ended at dev NLL {self.nll_:.6g} (penalty "
+            f"included), above the {temperature_nll:.6g} of the temperature fit it started "
+            "from, a map it holds: the optimizer went astray; raise max_iter, or use "
+            "TemperatureScaling",
+            UserWarning,
+            stacklevel=4,
+        )
 
     def _check_absent_classes(self, z: Tensor, y: Tensor) -> None:
         """Refuse a class absent from ``y`` whose own parameters can lower its logit on
@@ -656,6 +755,10 @@ class _PerClassScaler(_LogitScaler):
 class VectorScaling(_PerClassScaler):
     """Vector scaling: ``softmax(w * logits + b)`` with ``w, b`` in ``R^C``.
 
+    The fit starts at the temperature fit (``w = 1/T``, ``b = 0``), a map it holds, so its
+    dev NLL is at most the temperature's, and runs in units of the logits' scale: logits
+    ×c fit ``w / c`` and the same ``b``, at any ``c``.
+
     Args:
         bias_l2: weight of the penalty ``bias_l2 * Σ b_j² / C`` (0: none, as Guo et al.).
         max_iter: L-BFGS iterations.
@@ -703,9 +806,17 @@ class MatrixScaling(_PerClassScaler):
     """Matrix scaling ``softmax(W logits + b)`` with ODIR regularisation (Kull et al. 2019).
 
     The loss is the mean dev NLL plus ``off_diagonal_l2 * Σ_{i≠j} W_ij² / (C(C-1))`` plus
-    ``bias_l2 * Σ_j b_j² / C``; ``W`` starts at the identity. Kull et al. pick the two
+    ``bias_l2 * Σ_j b_j² / C``; ``W`` starts at the temperature fit's ``I / T`` (no
+    penalty there, so the dev NLL ends at most the temperature's). Kull et al. pick the two
     weights by cross-validation; the defaults (0.01 each) are a mild setting for dev sets
-    of a few thousand items; set both to 0 for unregularised matrix scaling.
+    of a few thousand items of a network's logits (of a size near 1 to 10); set both to 0
+    for unregularised matrix scaling.
+
+    The fit runs in units of the logits' scale, and so does the penalty on ``b`` (the
+    output's units): only the off-diagonal penalty is on ``W`` as stored, in the logits'
+    own units, so logits ×c fit with ``off_diagonal_l2 * c²`` what the logits fit with
+    ``off_diagonal_l2`` (``W / c``, the same ``b``); unpenalised, any ``c`` fits the same
+    map.
 
     Example:
         >>> import torch
@@ -742,6 +853,18 @@ class MatrixScaling(_PerClassScaler):
         return self.off_diagonal_l2 * off.square().sum() / (c * (c - 1)) + self.bias_l2 * (
             b.square().mean()
         )
+
+    def _units_of_weights(self, scale: Tensor, num_classes: int) -> Tensor:
+        """The diagonal's unit is the logits' spread; an off-diagonal weight's also counts the
+        curvature of its penalty, ``2 λ_od / (C(C-1))`` in the stored units, which dwarfs
+        the NLL's (``scale²``) for tiny logits: fitted in the diagonal's unit, the default
+        penalty on logits ×1e-8 had a curvature 10¹⁴ times the NLL's, and L-BFGS left the
+        fit at its start."""
+        c = num_classes
+        penalty = 2 * self.off_diagonal_l2 / (c * (c - 1))
+        off = (scale.square() + penalty).sqrt()
+        eye = torch.eye(c, dtype=torch.bool, device=scale.device)
+        return torch.where(eye, scale, off)
 
     def _unpenalised(self, params: list[Tensor]) -> list[Tensor] | None:
         """The diagonal of ``W`` always; its other entries and ``b`` when unpenalised."""
