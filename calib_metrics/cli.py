@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import importlib
 import json
+import logging
 import os
 import shlex
 import sys
@@ -475,7 +476,9 @@ def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -
         "n": int(bins.count.sum().item()),
         "bins": len(bins.count),
         "binning": args.binning,
-        "bin_size": args.bin_size,
+        # Each binning reads its own size option: "auto" under uniform had read as used.
+        "bin_size": args.bin_size if args.binning == "adaptive" else None,
+        "n_bins": args.n_bins if args.binning == "uniform" else None,
         "norm": args.norm,
         "confidence": args.confidence,
         "method": args.method,
@@ -530,9 +533,9 @@ def mode_note(mode: str) -> str:
 
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     from calib_metrics.report import fixed, no_interval, plus_term, resampled_units
-    from calib_metrics.wording import visible_controls
+    from calib_metrics.wording import level_text, visible_controls
 
-    pct = f"{args.confidence:.0%}"
+    pct = level_text(args.confidence)
     groups = summary["groups"]
     in_groups = "" if groups is None else f" in {groups} group{'s' * (groups != 1)}"
     n_bins = summary["bins"]
@@ -591,6 +594,7 @@ def evaluate(args: argparse.Namespace) -> dict:
     bins = estimate_bins(probs, target, args.mode, result, **options)
     warn_if_few_bins(bins, **options, debias=args.debias and args.norm == "l2")
     summary = _summary(args, table, result, brier, bins)
+    summary["settings"] = cli_report.evaluate_settings(args, summary)
     note = interval_note(summary)
     if note:  # an estimate outside its own interval, and why
         summary["interval_note"] = note
@@ -825,7 +829,7 @@ def _warnings_as_lines() -> Iterator[list[str]]:
                 pass
         lines.append(text)
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _matplotlib_logs_to(collect):
         warnings.simplefilter("always", UserWarning)
         # The functions' row-sum warning: the reader's own names the file and the line.
         warnings.filterwarnings(
@@ -833,6 +837,27 @@ def _warnings_as_lines() -> Iterator[list[str]]:
         )
         warnings.showwarning = collect
         yield lines
+
+
+@contextlib.contextmanager
+def _matplotlib_logs_to(collect) -> Iterator[None]:
+    """matplotlib's logged warnings (an .eps figure: "The PostScript backend does not
+    support transparency", the interval bands then drawn opaque) given to ``collect`` as
+    warnings, instead of reaching stderr as a bare line of logging's."""
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            collect(f"matplotlib: {record.getMessage()}", UserWarning, record.pathname, 0)
+
+    logger = logging.getLogger("matplotlib")
+    handler, propagate = Handler(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False  # said once, here, not again by a handler of the caller's
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def warn_if_few_bins(
@@ -884,6 +909,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     # As typed (shell-quoted), for the report page: main's own arguments, not sys.argv,
     # which holds a script's arguments when main is called from Python.
     args.command_line = shlex.join(["calib-metrics", *argv])
+    if not _writable(sys.stdout):
+        # A closed stdout (>&-) leaves Python's stdout None, and print() wrote nowhere: the
+        # results were lost with exit code 0. Refused before any work, as an unwritable
+        # output file is.
+        return _print_error(
+            ValueError(
+                "stdout is closed (or read-only): the results would be lost; redirect it to "
+                "a file, or to /dev/null to keep only the files the command writes"
+            )
+        )
     with _warnings_as_lines() as lines:
         code = _run(args)
     if code == 0:  # after the results; a failed command's one line is its error

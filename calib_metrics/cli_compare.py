@@ -313,6 +313,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "correction": labelled.correction,
             "alpha": labelled.alpha,
         }
+    summary["settings"] = cli_report.compare_settings(args, summary, a, b)
     panels = None
     if args.mode == "classwise" and (args.plot or args.html):
         panels, summary["plot_classes"] = _class_panels(args, a, b)
@@ -334,12 +335,12 @@ def _model_summary(result, model) -> dict[str, Any]:
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     from calib_metrics.predictions import to_jsonable
     from calib_metrics.report import fixed, no_interval, p_value_phrase, untested_phrase
-    from calib_metrics.wording import counted, visible_controls
+    from calib_metrics.wording import counted, level_text, visible_controls
 
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
         return
-    level = f"{100 * summary['confidence']:g}%"
+    level = level_text(summary["confidence"])
     mode = mode_note(summary["mode"])
     groups = f" in {counted(summary['groups'], 'group')}" if summary["groups"] else ""
     print(f"N = {counted(summary['n'], 'item')}{groups}, debiased CalibErr{mode}, bins of ⌈√N⌉, "

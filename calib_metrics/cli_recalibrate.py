@@ -211,10 +211,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         summary["temperature"] = float(recalibrator.temperature)
     _write_probs(out, before, after, test.target, _group_ids(args.test, args.groups, test.kept))
     summary["out"] = str(out)
+    summary["settings"] = _settings(args, test)
     if args.plot:
         summary["plot"] = str(_plot(args.plot, summary))
     _print(summary, args)
     return summary
+
+
+def _settings(args: argparse.Namespace, test) -> dict[str, Any]:
+    """The options that shaped the numbers, as ``evaluate`` and ``compare`` give them
+    (:func:`calib_metrics.cli_report.settings_of`), the test file's group column as read."""
+    from calib_metrics.cli_report import groups_setting, settings_of
+
+    count = None if test.groups is None else int(test.groups.unique().numel())
+    return settings_of(
+        args, groups_setting(args.groups, [(str(args.test), test.group_column)], count)
+    )
 
 
 def _before_after(args: argparse.Namespace, dev, test, before: Tensor, after: Tensor) -> dict:
@@ -288,9 +300,9 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(json.dumps(to_jsonable(clean), indent=2))
         return
     from calib_metrics.report import fixed, no_interval, p_value_phrase, untested_phrase
-    from calib_metrics.wording import visible_controls
+    from calib_metrics.wording import level_text, visible_controls
 
-    pct = f"{args.confidence:.0%}"
+    pct = level_text(args.confidence)
     units = "pairs" if args.groups is None else "groups"
     dev, test = (visible_controls(str(summary[key])) for key in ("dev", "test"))
     extra = f" (T = {summary['temperature']:.4f})" if "temperature" in summary else ""

@@ -23,6 +23,7 @@ _NOT_SETTINGS = (
     "json",
     "html",
     "plot",
+    "out",
     "plot_smooth",
     "smooth",
     "spiegelhalter",
@@ -217,18 +218,44 @@ def _float_or_none(value) -> float | None:
     return None if value is None else float(value)
 
 
-def _settings_of(args: argparse.Namespace, groups: str | None = None) -> dict[str, Any]:
-    """The options that shaped the numbers, for the report's settings table; ``groups``:
-    the group column as resolved (:func:`groups_setting`), in place of the option as typed
-    (``''`` for a column found by name, or none at all under ``--interval groups``)."""
+def settings_of(args: argparse.Namespace, groups: str | None = None) -> dict[str, Any]:
+    """The options that shaped the numbers: the report's settings table and the
+    ``settings`` of ``--json`` alike (the JSON had lacked ``n_bins`` and ``seed``);
+    ``groups``: the group column as resolved (:func:`groups_setting`), in place of the
+    option as typed (``''`` for a column found by name, or none at all under ``--interval
+    groups``). The size option of the binning not used is left out: ``--binning uniform``
+    had listed ``bin_size: auto``.
+
+    Example:
+        >>> from calib_metrics.cli import _settle_options, build_parser
+        >>> args = build_parser(paper=False).parse_args(
+        ...     ["evaluate", "p.csv", "--binning", "uniform", "--n-bins", "7", "--seed", "3"])
+        >>> _settle_options(args)
+        >>> settings = settings_of(args)
+        >>> settings["n_bins"], settings["seed"], "bin_size" in settings
+        (7, 3, False)
+    """
+    unused = {"adaptive": "n_bins", "uniform": "bin_size"}.get(getattr(args, "binning", None))
     settings = {
         k: str(v) if isinstance(v, Path) else v
         for k, v in vars(args).items()
-        if k not in _NOT_SETTINGS and not callable(v)
+        if k not in _NOT_SETTINGS and k != unused and not callable(v)
     }
     if groups is not None:
         settings["groups"] = groups
     return settings
+
+
+def evaluate_settings(args: argparse.Namespace, summary: dict) -> dict[str, Any]:
+    """``evaluate``'s settings (:func:`settings_of`), its group column as resolved."""
+    columns = [(str(args.file), summary["group_column"])]
+    return settings_of(args, groups_setting(args.groups, columns, summary["groups"]))
+
+
+def compare_settings(args: argparse.Namespace, summary: dict, a, b) -> dict[str, Any]:
+    """``compare``'s settings (:func:`settings_of`), the group column read from each file."""
+    files = [(str(args.a), a.group_column)] + ([(str(args.b), b.group_column)] if args.b else [])
+    return settings_of(args, groups_setting(args.groups, files, summary["groups"]))
 
 
 def groups_setting(
@@ -321,8 +348,6 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
     ``--mode classwise`` as its diagram); its path."""
     from calib_metrics.report import Measures, evaluate_page
 
-    columns = [(str(args.file), summary["group_column"])]
-    groups = groups_setting(args.groups, columns, summary["groups"])
     measures = Measures(
         brier,
         float(summary["smooth_ece"]),
@@ -336,7 +361,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
         result,
         measures,
         per_label=per_label,
-        settings=_settings_of(args, groups),
+        settings=summary["settings"],
         command=_command_line(args),
         class_panels=panels,
     )
@@ -351,15 +376,13 @@ def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None)
     from calib_metrics.report import compare_page
 
     names = model_names(args)
-    files = [(str(args.a), a.group_column)] + ([(str(args.b), b.group_column)] if args.b else [])
-    groups = groups_setting(args.groups, files, summary["groups"])
     page = compare_page(
         summary,
         comparison,
         tuple(_measures_of(m.probs, m.target, a.groups, args.mode) for m in (a, b)),
         names=names,
         per_label=per_label,
-        settings=_settings_of(args, groups),
+        settings=summary["settings"],
         command=_command_line(args),
         class_panels=panels,
     )

@@ -38,6 +38,7 @@ from calib_metrics.metric_checks import (
     check_num_classes,
 )
 from calib_metrics.metric_state import _StatesKeepTheirDtype
+from calib_metrics.wording import level_text
 
 _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
 
@@ -489,7 +490,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         text = f"a − b = {fixed(result.difference, sign='+')}"
         if torch.isnan(result.p_value):
             return f"{text} (no interval: fewer than 10 resampling units)"
-        level = f"{100 * self.estimator['confidence']:g}%"
+        level = level_text(self.estimator["confidence"])
         ends = f"[{level}: {fixed(result.lower, sign='+')}, {fixed(result.upper, sign='+')}]"
         p = p_value_phrase(result.p_value.item(), self.estimator["n_samples"])
         return f"{text} {ends}, {p} (paired)"

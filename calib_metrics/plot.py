@@ -37,7 +37,7 @@ from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
-from calib_metrics.wording import count_text, counted, cut_middle, visible_controls
+from calib_metrics.wording import count_text, counted, cut_middle, level_text, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
 INTERVAL_KINDS = {
@@ -223,7 +223,7 @@ def interval_label(confidence: float, interval: str | None = None, debias: bool 
             f"interval must be one of {sorted(INTERVAL_KINDS)} or None, got {interval!r}"
         )
     check_flag("debias", debias)
-    level = f"{100 * confidence:g}% interval"
+    level = f"{level_text(confidence)} interval"
     if interval is None:
         return level
     kind = INTERVAL_KINDS[interval]
@@ -619,7 +619,7 @@ def _draw_smooth(
         color=color,
         alpha=0.18,
         linewidth=0,
-        label=f"{prefix}{100 * smooth.confidence:g}% pointwise bootstrap band",
+        label=f"{prefix}{level_text(smooth.confidence)} pointwise bootstrap band",
     )
     ax.plot(
         t,
@@ -1016,7 +1016,7 @@ def posterior_time_series(
         label=f"{label} posterior mean" if label else "posterior mean",
     )
     colour = line.get_color()
-    band = f"{100 * confidence:g}% interval" + (f": {interval}" if interval else "")
+    band = f"{level_text(confidence)} interval" + (f": {interval}" if interval else "")
     ax.fill_between(
         edges,
         _period_steps(_counts(lower), breaks),

@@ -30,7 +30,7 @@ from calib_metrics.plot import (
     interval_label,
     literal,
 )
-from calib_metrics.wording import counted
+from calib_metrics.wording import counted, level_text
 
 #: Panels per row of :func:`reliability_panels`.
 COLUMNS = 4
@@ -201,7 +201,7 @@ def _panel(
             _draw_smooth(ax, curve, axis, color)
             # The legend is the figure's: the panel's own numbers go in its title.
             ax.lines[-1].set_label(f"{name}: smooth curve")
-            ax.collections[-1].set_label(f"{name}: {100 * curve.confidence:g}% pointwise band")
+            ax.collections[-1].set_label(f"{name}: {level_text(curve.confidence)} pointwise band")
             smooth = f", smECE {curve.error.item():.4f}"
         # Bars from each bin's effective sample size, as the reliability diagram's: grouped
         # labels had drawn half as wide here (400-pair bins of n_eff ≈ 100).

@@ -18,6 +18,7 @@ import csv
 import gc
 import json
 import math
+import re
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -344,17 +345,19 @@ _BOOLEANS = {"true": 1.0, "false": 0.0}
 
 
 def _to_labels(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
-    """Labels as floats; ``True``/``False`` (any case, or JSON booleans) are 1 and 0."""
+    """Labels as floats; ``True``/``False`` (any case, or JSON booleans) are 1 and 0,
+    wherever they are in the column (a column whose first label was ``0`` had refused a
+    later ``True`` as non-numeric).
+
+    Example:
+        >>> _to_labels(["0", "True", " false", "1"], Path("f.csv"), "label").tolist()
+        [0.0, 1.0, 0.0, 1.0]
+    """
     if isinstance(values, np.ndarray) and values.dtype.kind in "fiu":
         return _to_float(values, path, column, lines)  # numbers: no words to look for
     array = np.asarray(values, dtype=object).reshape(-1)
-    words = [v for v in array[:1] if isinstance(v, str) and v.strip().lower() in _BOOLEANS]
-    if words:
-        array = np.array(
-            [_BOOLEANS.get(v.strip().lower(), v) if isinstance(v, str) else v for v in array],
-            dtype=object,
-        )
-    return _to_float(array.tolist(), path, column, lines)
+    words = [_BOOLEANS.get(v.strip().lower(), v) if isinstance(v, str) else v for v in array]
+    return _to_float(words, path, column, lines)
 
 
 def _check_values(
@@ -844,6 +847,13 @@ def _read_json(path: Path) -> _Table:
     if document in ([], {}):
         kind = "list" if isinstance(document, list) else "object"
         raise ValueError(f"{path}: no rows (an empty JSON {kind})")
+    if isinstance(document, dict) and all(isinstance(v, dict) for v in document.values()):
+        raise ValueError(
+            f"{path}: an object of objects (pandas' default DataFrame.to_json layout, "
+            "orient='columns', or orient='index') is not read: save a list of row objects "
+            "(orient='records'), JSON lines (orient='records', lines=True) or an object of "
+            "column lists"
+        )
     if (
         isinstance(document, dict)
         and document
@@ -969,16 +979,31 @@ def _from_arrays(
         return _columns_from_table(table, path, wanted, taken)
     assert array is not None
     if array.ndim == 2 and array.shape[1] == 2:
-        if wanted[2] is not None:
-            raise ValueError(
-                f"{path}: an [N, 2] array has no group ids; store named arrays "
-                "(probs, target, groups) instead"
-            )
+        _check_no_names(wanted, path)
         return ("column 0", array[:, 0]), ("column 1", array[:, 1]), None
     raise ValueError(
         f"{path}: expected named arrays or one [N, 2] array (probability, label), "
         f"got shape {tuple(array.shape)}"
     )
+
+
+def _check_no_names(wanted: Wanted, path: Path) -> None:
+    """Refuse the column names given for an unnamed [N, 2] array (``None``: not given):
+    it has columns 0 and 1 only. A name had been ignored, and ``compare preds.npy
+    --probs-b q_b`` had compared the array with itself."""
+    probs, target, groups = wanted
+    if groups is not None:
+        raise ValueError(
+            f"{path}: an [N, 2] array has no group ids; store named arrays "
+            "(probs, target, groups) instead"
+        )
+    named = [name for name in (probs, target) if name is not None]
+    if named:
+        raise ValueError(
+            f"{path}: an unnamed array has no column {named[0]!r} (its column 0 holds the "
+            "probabilities, column 1 the labels): leave the column options out, or store "
+            "named arrays (an .npz, or a dict of tensors in a .pt)"
+        )
 
 
 # The first bytes of a zip archive (.npz) and of numpy's .npy format.
@@ -1051,7 +1076,40 @@ def _read_contents(path: Path, suffix: str) -> Any:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many types for a bad file
-        raise ValueError(f"{path}: not a readable torch file ({type(err).__name__})") from None
+        raise _unreadable_torch_file(path, err) from None
+
+
+# How torch.load(weights_only=True) names an object it does not unpickle.
+_UNSUPPORTED_GLOBAL = re.compile(r"Unsupported global: GLOBAL ([\w.]+)")
+
+
+def _unreadable_torch_file(path: Path, err: Exception) -> ValueError:
+    """The error for a .pt file that ``torch.load`` refuses: one that holds numpy arrays
+    (a valid torch file, whose arrays only an unsafe load reads) says so and how to save
+    it; one that holds another object names it (``weights_only=False`` could run code the
+    file carries, so it is never tried).
+
+    Example:
+        >>> import pickle
+        >>> text = "... Unsupported global: GLOBAL numpy._core.multiarray._reconstruct was not"
+        >>> str(_unreadable_torch_file(Path("p.pt"), pickle.UnpicklingError(text)))[:52]
+        'p.pt: holds numpy arrays where tensors are needed (a'
+    """
+    found = _UNSUPPORTED_GLOBAL.search(str(err))
+    if found is None:
+        return ValueError(f"{path}: not a readable torch file ({type(err).__name__})")
+    name = found.group(1)
+    if name.split(".")[0] == "numpy":
+        what = "numbers" if name.endswith(".scalar") else "arrays"
+        return ValueError(
+            f"{path}: holds numpy {what} where tensors are needed (a .pt file is read "
+            "without running the code of pickled objects): save tensors, torch.from_numpy("
+            "array), or save the arrays as an .npz (np.savez)"
+        )
+    return ValueError(
+        f"{path}: holds a {name} object, which is not read (a .pt file is read "
+        "without running the code of pickled objects): save tensors, in a dict or alone"
+    )
 
 
 def _check_layout(q: Column, y: Column, ids: Column | None, path: Path) -> None:
@@ -1124,7 +1182,8 @@ def read_table(
     (padding: their probabilities may hold anything) are dropped first. Columns are
     found by their usual names when not given; several candidates are refused, and so
     are the columns in ``taken`` (column -> its other use, ``{"tag": "named by
-    --label"}``).
+    --label"}``). An unnamed [N, 2] array holds the probabilities in column 0 and the
+    labels in column 1, and refuses any column name given.
 
     Example:
         >>> import tempfile, os
@@ -1142,8 +1201,9 @@ def read_table(
     lines = getattr(contents, "lines", None)  # a CSV's rows are read with its columns
     _check_layout(q, y, ids, path)
     columns = (q, y)
-    q = _to_float(q[1], path, q[0], lines)
     y = _to_labels(y[1], path, y[0], lines)
+    keep = None if ignore_index is None else y != ignore_index
+    q = _to_float(_padding_blanked(q[1], keep), path, q[0], lines)
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
     if y.numel() == 0 or q.numel() % y.numel():
@@ -1151,7 +1211,6 @@ def read_table(
             f"{path}: {q.numel()} probabilities for {y.numel()} labels (give one per label, "
             "or C per label for a multiclass file)"
         )
-    keep = None if ignore_index is None else y != ignore_index
     every_line = lines
     if keep is not None:
         q = q.reshape(y.numel(), -1)[keep].reshape(-1)
@@ -1169,6 +1228,27 @@ def read_table(
                 f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
             )
     return Predictions(q, y, ids, keep, group_column)
+
+
+def _padding_blanked(values: Any, keep: Tensor | None) -> Any:
+    """A text or JSON column of probabilities (a list, one cell per label) with the cells
+    of the padding rows (``keep`` False) read as NaN, whatever they hold: an empty cell or
+    a placeholder (``pad``) had stopped the command, though padding is dropped unread. An
+    array's values are numbers already, and are taken as they are.
+
+    Example:
+        >>> _padding_blanked(["0.2", "", "pad"], torch.tensor([True, False, False]))
+        ['0.2', nan, nan]
+        >>> _padding_blanked([[0.2, 0.8], None], torch.tensor([True, False]))
+        [[0.2, 0.8], [nan, nan]]
+    """
+    if keep is None or not isinstance(values, list) or len(values) != keep.numel():
+        return values
+    kept = keep.tolist()
+    # A multiclass row is a list of C probabilities: the blank row is C NaNs.
+    first = next((v for v, k in zip(values, kept, strict=True) if k), None)
+    blank = [math.nan] * len(first) if isinstance(first, (list, tuple)) else math.nan
+    return [v if k else blank for v, k in zip(values, kept, strict=True)]
 
 
 def _kept_ids(ids: Tensor, keep: Tensor | None) -> Tensor:
@@ -1232,14 +1312,17 @@ def read_labels(path: str | Path, column: str, kept: Tensor | None = None) -> li
 
 
 def _as_text(value: Any) -> str:
-    """A label as text: a missing value (JSON null) is empty, a whole float its integer.
+    """A label as text: a missing value (JSON null) is empty, a whole float its integer,
+    bytes (a numpy ``S`` array's) decoded (they had printed as ``b'DET'``).
 
     Example:
-        >>> [_as_text(v) for v in (None, 2.0, 0.5, "NN", True)]
-        ['', '2', '0.5', 'NN', 'True']
+        >>> [_as_text(v) for v in (None, 2.0, 0.5, "NN", True, b"DET")]
+        ['', '2', '0.5', 'NN', 'True', 'DET']
     """
     if value is None:
         return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

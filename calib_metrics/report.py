@@ -26,7 +26,7 @@ from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.intervals import MIN_UNITS
-from calib_metrics.wording import count_text, counted, cut_middle, visible_controls
+from calib_metrics.wording import count_text, counted, cut_middle, level_text, visible_controls
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -442,7 +442,7 @@ def _interval_kind(summary: Mapping[str, Any], drawn: bool) -> str:
     units to resample (the page had claimed the draws beside a NaN interval)."""
     how = INTERVAL_KINDS.get(summary["interval"], summary["interval"])
     form = f", {summary['method']}" if summary["method"] else ""
-    level = f"{100 * summary['confidence']:g}% interval: {how}{form}"
+    level = f"{level_text(summary['confidence'])} interval: {how}{form}"
     if not drawn:
         return f"{level}; none drawn (fewer than {MIN_UNITS} {_units(summary)})"
     return f"{level}, {summary['samples']} draws"
@@ -531,7 +531,7 @@ def evaluate_page(
         ("calib_err", f"CalibErr ({summary['norm']}{debiased})", fixed(result.error)),
         (
             "interval",
-            f"{100 * summary['confidence']:g}% interval",
+            f"{level_text(summary['confidence'])} interval",
             _interval(result, _units(summary)),
         ),
         ("interval_kind", "interval kind", _interval_kind(summary, _has_interval(result))),
@@ -667,7 +667,7 @@ def compare_page(
     """
     _require(summary, COMPARE_KEYS, "compare_page")
     a, b = names
-    level = f"{100 * summary['confidence']:g}%"
+    level = level_text(summary["confidence"])
     units = summary["resampled"]
     drawn = (
         f"{summary['samples']} draws"

@@ -1,4 +1,5 @@
-"""Counts and names as every output writes them: counts exactly, with a noun that agrees.
+"""Counts, names and interval levels as every output writes them: counts exactly, with a
+noun that agrees; levels with every digit they have (``99.9%``).
 
 The command's text, the HTML report and the figures' titles print pair, bin and label
 counts through these, so that no output writes ``1.23457e+06 pairs`` (``:g`` keeps six
@@ -69,6 +70,20 @@ def counted(count: float, noun: str, plural: str | None = None, grouped: bool = 
     text = count_text(count, grouped)
     word = noun if text == "1" else (plural or f"{noun}s")
     return f"{text} {word}"
+
+
+def level_text(confidence: float) -> str:
+    """An interval's level as every output writes it: ``95%``, ``99.9%``, ``97.5%``. Every
+    digit the level has is kept (up to ten): rounded to a whole percent, 0.999 had read
+    "100%" and 0.975 "98%"; float noise (100 × 0.57 = 56.99999999999999) is not shown.
+
+    Example:
+        >>> level_text(0.95), level_text(0.999), level_text(0.975), level_text(0.57)
+        ('95%', '99.9%', '97.5%', '57%')
+        >>> level_text(0.9999999)
+        '99.99999%'
+    """
+    return f"{100 * float(confidence):.10g}%"
 
 
 #: Characters that no font draws, and most of which HTML does not allow in a document

@@ -269,3 +269,85 @@ def test_dates_and_durations_are_no_probabilities(tmp_path, capsys, dtype):
     np.savez(path, probs=(Q > 0.5).numpy().astype(np.int64).astype(dtype), target=Y.numpy())
     line = one_line_error(capsys, "evaluate", path)
     assert f"{path}: column 'probs' holds dates or durations ({dtype}), not numbers" in line
+
+
+# -- an unnamed [N, 2] array: columns 0 and 1, no names ----------------------------------
+
+
+@pytest.fixture
+def unnamed(tmp_path: Path) -> dict[str, Path]:
+    """One [N, 2] array of (probability, label) rows as an .npy and as a .pt tensor."""
+    rows = torch.stack([Q, Y.double()], 1)
+    npy, pt = tmp_path / "preds.npy", tmp_path / "preds.pt"
+    np.save(npy, rows.numpy())
+    torch.save(rows, pt)
+    return {"npy": npy, "pt": pt}
+
+
+@pytest.mark.parametrize("suffix", ["npy", "pt"])
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["evaluate", "{f}", "--probs", "no_such_column", "--target", "nor_this"],
+         "no_such_column"),
+        (["evaluate", "{f}", "--target", "gold"], "gold"),
+        (["compare", "{f}", "--probs-b", "model_b_prob"], "model_b_prob"),
+        (["compare", "{f}", "{f}", "--probs", "q"], "q"),
+        (["recalibrate", "{f}", "{f}", "--test-probs", "q", "--out", "{out}"], "q"),
+    ],
+)  # fmt: skip
+def test_a_column_named_for_an_unnamed_array_is_refused(
+    tmp_path, capsys, unnamed, suffix, argv, named
+):
+    """The names had been ignored for columns 0 and 1: `compare preds.npy --probs-b
+    model_b_prob` compared the array with itself (a - b = +0.0000, p = 1), exit 0."""
+    path = unnamed[suffix]
+    filled = [a.format(f=path, out=tmp_path / "o.csv") for a in argv]
+    line = one_line_error(capsys, *filled, "--samples", "20")
+    assert f"{path}: an unnamed array has no column {named!r}" in line
+
+
+@pytest.mark.parametrize("suffix", ["npy", "pt"])
+def test_an_unnamed_array_without_column_options_is_still_read(
+    tmp_path, capsys, unnamed, suffix, test_csv
+):
+    """Only a name given is refused: the options left out read columns 0 and 1."""
+    path = unnamed[suffix]
+    code, out, err = run_cli(capsys, "evaluate", path, "--samples", "20", "--json")
+    _, expected, _ = run_cli(capsys, "evaluate", test_csv, "--samples", "20", "--json")
+    assert code == 0, err
+    assert json.loads(out)["calib_err"] == json.loads(expected)["calib_err"]
+    code, out, err = run_cli(capsys, "compare", path, test_csv, "--samples", "20", "--json")
+    assert code == 0, err
+    assert json.loads(out)["difference"] == 0.0
+
+
+# -- a .pt file of numpy arrays ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stored", "what"),
+    [
+        ({"probs": Q.numpy(), "target": Y.numpy()}, "arrays"),
+        (np.stack([Q.numpy(), Y.numpy()], 1), "arrays"),
+        ({"probs": Q, "target": [np.int64(y) for y in Y.tolist()]}, "numbers"),
+    ],
+)
+def test_a_pt_file_of_numpy_arrays_says_to_save_tensors(tmp_path, capsys, stored, what):
+    """torch.load(weights_only=True) refuses numpy objects, and the command had said only
+    "not a readable torch file (UnpicklingError)"."""
+    path = tmp_path / "preds.pt"
+    torch.save(stored, path)
+    line = one_line_error(capsys, "evaluate", path)
+    assert line == (
+        f"calib-metrics: error: {path}: holds numpy {what} where tensors are needed (a .pt "
+        "file is read without running the code of pickled objects): save tensors, "
+        "torch.from_numpy(array), or save the arrays as an .npz (np.savez)"
+    )
+
+
+def test_a_pt_file_of_another_object_names_it(tmp_path, capsys):
+    path = tmp_path / "preds.pt"
+    torch.save({"probs": Q, "target": Y, "when": Path("x")}, path)
+    line = one_line_error(capsys, "evaluate", path)
+    assert f"{path}: holds a pathlib" in line and "object, which is not read" in line

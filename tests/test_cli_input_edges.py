@@ -87,6 +87,76 @@ def test_recalibrate_refuses_two_spellings_of_the_group_column(tmp_path: Path, c
     assert "several columns could hold the group ids (group, Group)" in line
 
 
+# -- labels written as words, and pandas' JSON layout ------------------------------------
+
+
+def test_true_and_false_are_labels_wherever_they_are_in_the_column(tmp_path, capsys):
+    # Words had been read only when the first label was one: a column starting with 0 and
+    # holding a later True was refused as non-numeric 'True'.
+    words = [(q, ("0", "True")[y] if i else y) for i, (q, y) in enumerate(PAIRS * 3)]
+    path = write_csv(tmp_path / "words.csv", "prob,label", words)
+    assert read_table(path).target.tolist() == [float(y) for _, y in PAIRS * 3]
+    path.write_text("prob,label\n0.2,0\n0.3,FALSE\n0.8, true \n")
+    assert read_table(path).target.tolist() == [0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("orient", ["columns", "index"])
+def test_pandas_default_json_layout_is_refused_with_the_layouts_read(tmp_path, capsys, orient):
+    # An object of objects had been read as one row: "row index 0, column 'prob' holds a
+    # non-numeric value "{'0': 0.2, ...", or no probability column found.
+    columns = {"prob": {str(i): q for i, (q, _) in enumerate(PAIRS)},
+               "label": {str(i): y for i, (_, y) in enumerate(PAIRS)}}  # fmt: skip
+    rows = {i: {name: column[i] for name, column in columns.items()} for i in columns["prob"]}
+    path = tmp_path / "pandas.json"
+    path.write_text(json.dumps(columns if orient == "columns" else rows))
+    line = one_line_error(capsys, "evaluate", path)
+    assert f"{path}: an object of objects (pandas' default DataFrame.to_json layout" in line
+    assert "orient='records'" in line
+
+
+# -- padding rows, whatever their probability cell holds ---------------------------------
+
+
+@pytest.mark.parametrize("cell", ["", "pad", "nan", "7.5", "-"])
+def test_a_padding_rows_probability_cell_may_hold_anything_in_a_csv(tmp_path, capsys, cell):
+    # An empty cell or a placeholder had stopped the command ("line 4, column 'prob' is
+    # missing a value"), though the same row in JSON lines (null) was dropped.
+    rows = [(q, y) for q, y in PAIRS * 3]
+    padded = write_csv(tmp_path / "pad.csv", "prob,label", [*rows[:2], (cell, -100), *rows[2:]])
+    plain = write_csv(tmp_path / "plain.csv", "prob,label", rows)
+    options = ("--ignore-index", "-100", "--samples", "20", "--json")
+    code, out, err = run_cli(capsys, "evaluate", padded, *options)
+    assert code == 0, err
+    _, expected, _ = run_cli(capsys, "evaluate", plain, *options)
+    assert json.loads(out)["calib_err"] == json.loads(expected)["calib_err"]
+
+
+@pytest.mark.parametrize("value", [None, "pad", "", [0.5], {"q": 1}])
+def test_a_padding_rows_probability_may_hold_anything_in_json(tmp_path, capsys, value):
+    rows = [{"prob": q, "label": y} for q, y in PAIRS * 3]
+    rows.insert(3, {"prob": value, "label": -100})
+    path = tmp_path / "pad.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table = read_table(path, ignore_index=-100)
+    assert table.probs.tolist() == [q for q, _ in PAIRS * 3]
+
+
+def test_a_padding_row_of_a_multiclass_json_file_may_hold_anything(tmp_path):
+    rows = [{"probs": [0.2, 0.3, 0.5], "label": 2}, {"probs": None, "label": -100},
+            {"probs": "pad", "label": -100}, {"probs": [0.6, 0.3, 0.1], "label": 0}]  # fmt: skip
+    path = tmp_path / "pad.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table = read_table(path, ignore_index=-100)
+    assert table.probs.tolist() == [0.2, 0.3, 0.5, 0.6, 0.3, 0.1]
+    assert table.kept.tolist() == [True, False, False, True]
+
+
+def test_a_bad_probability_of_a_kept_row_is_still_named(tmp_path, capsys):
+    path = write_csv(tmp_path / "bad.csv", "prob,label", [("", -100), ("pad", 1), (0.3, 0)])
+    line = one_line_error(capsys, "evaluate", path, "--ignore-index", "-100")
+    assert "line 3, column 'prob' holds a non-numeric value 'pad'" in line
+
+
 # -- the number of groups after --ignore-index -------------------------------------------
 
 
@@ -301,6 +371,29 @@ def test_a_closed_or_unwritable_stderr_keeps_stdout_clean_and_the_exit_code(tmp_
             assert json.loads(done.stdout)["n"] == len(PAIRS)
             failed = run_without_stderr(stderr, "evaluate", tmp_path / "none.csv", close=close)
             assert failed.returncode == 2 and failed.stdout == b""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="closes a file descriptor in the child")
+def test_a_closed_or_read_only_stdout_fails_before_any_work(tmp_path: Path):
+    # With >&- Python's stdout is None and print() wrote nowhere: the results were lost
+    # with exit code 0 (>/dev/full already ended with exit code 2).
+    path = write_csv(tmp_path / "pairs.csv", "prob,label", PAIRS * 3)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
+    html = tmp_path / "report.html"
+    argv = [sys.executable, "-m", "calib_metrics.cli", "evaluate", str(path), "--json",
+            "--samples", "20", "--html", str(html)]  # fmt: skip
+    with open(os.devnull) as read_only:
+        for stdout, close in ((None, True), (read_only, False)):
+            done = subprocess.run(
+                argv, stdout=stdout, stderr=subprocess.PIPE, env=env, timeout=300,
+                preexec_fn=(lambda: os.close(1)) if close else None,
+            )  # fmt: skip
+            lines = done.stderr.decode().splitlines()
+            assert done.returncode == 2 and len(lines) == 1, done
+            assert lines[0].startswith("calib-metrics: error: stdout is closed (or read-only)")
+            assert not html.exists()  # refused before the work
 
 
 # -- wording -----------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -176,3 +177,20 @@ def test_a_label_too_small_for_an_interval_says_so_in_the_text_output(tmp_path, 
     assert code == 0
     line = next(x for x in out.splitlines() if x.strip().startswith("C:"))
     assert "nan" not in line and "no interval" in line and "4 pairs" in line
+
+
+def test_byte_string_labels_are_decoded(tmp_path, capsys):
+    # A numpy `S` array's labels had printed as b'DET' in compare's table and JSON.
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(400, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    tags = np.array(["DET", "NOUN"] * 200).astype("S")
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    np.savez(a, probs=q.numpy(), target=y.numpy(), tag=tags)
+    np.savez(b, probs=(q**1.2).numpy(), target=y.numpy())
+    code, out, err = _run(capsys, "compare", a, b, "--label", "tag", "--samples", "20", "--json")
+    assert code == 0, err
+    assert sorted(json.loads(out)["per_label"]) == ["DET", "NOUN"]
+    code, out, err = _run(capsys, "evaluate", a, "--label", "tag", "--samples", "20", "--json")
+    assert code == 0, err
+    assert sorted(json.loads(out)["per_label"]) == ["DET", "NOUN"]

@@ -104,3 +104,26 @@ def test_several_tested_labels_stay_plural() -> None:
         compare_calibration_by_label(q, q.sqrt(), y, ids, n_samples=20, generator=g)
     (message,) = [str(w.message) for w in caught if "no label can be called" in str(w.message)]
     assert f"holm over {labels} labels needs" in message
+
+
+def test_every_command_prints_the_level_with_all_its_digits(tmp_path, capsys) -> None:
+    # evaluate and recalibrate had printed `{:.0%}`: --confidence 0.999 as "100% interval",
+    # 0.975 as "98%", while compare, the page and the figures said 99.9% and 97.5%.
+    from calib_metrics.callbacks._tensorboard import bins_markdown
+    from calib_metrics.functional import calibration_error_ci
+
+    path = _labelled(tmp_path / "p.csv", ["t"] * 300)
+    for level, shown in (("0.999", "99.9%"), ("0.975", "97.5%")):
+        code, out, err = run_cli(capsys, "evaluate", path, "--samples", "20", "--confidence", level)
+        assert code == 0 and f"  {shown} interval [" in out.splitlines()[1], (out, err)
+        code, out, err = run_cli(
+            capsys, "recalibrate", path, path, "--samples", "20", "--confidence", level,
+            "--out", tmp_path / "r.csv",
+        )  # fmt: skip
+        assert code == 0 and f"auto bins, {shown} intervals" in out.splitlines()[1], (out, err)
+        code, out, err = run_cli(capsys, "compare", path, path, "--samples", "20", "--confidence",
+                                 level)  # fmt: skip
+        assert code == 0 and f"[{shown}: " in out.splitlines()[1], (out, err)
+    q = torch.linspace(0.01, 0.99, 200, dtype=torch.float64)
+    result = calibration_error_ci(q, (q > 0.5).double(), bin_size=50, n_samples=20)
+    assert "99.9% interval" in bins_markdown(result, 0.999)

@@ -171,3 +171,21 @@ def test_rows_off_by_the_tolerance_in_decimals_are_not_warned_about(tmp_path: Pa
     path.write_text("".join(f'{{"probs": {r}, "target": {i % 4}}}\n' for i, r in enumerate(rows)))
     code, _, err = _run(capsys, "evaluate", path, "--samples", "20")
     assert code == 0 and err == []
+
+
+def test_matplotlib_logged_warnings_are_the_commands_warning_lines(tmp_path: Path) -> None:
+    # An .eps figure: matplotlib logs that PostScript draws the transparent interval bands
+    # opaque; its bare line had reached stderr beside the command's prefixed ones.
+    path = _write(tmp_path / "pairs.csv", 400)
+    done = subprocess.run(
+        [sys.executable, "-m", "calib_metrics.cli", "evaluate", str(path), "--samples", "50",
+         "--plot", str(tmp_path / "diagram.eps")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    _no_python_warning_text(lines)
+    assert lines == [
+        "calib-metrics: warning: matplotlib: The PostScript backend does not support "
+        "transparency; partially transparent artists will be rendered opaque."
+    ]

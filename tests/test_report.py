@@ -391,3 +391,37 @@ def test_the_page_states_the_command_that_ran_and_the_settings_it_used(tmp_path,
         "0.05",
         "50",
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "size"),
+    [(("--binning", "uniform", "--n-bins", "7"), "n_bins"), ((), "bin_size")],
+)
+def test_the_json_settings_are_the_pages_settings_table(tmp_path, tagged, capsys, options, size):
+    # --json had lacked n_bins and the seed the page lists, and under --binning uniform both
+    # said bin_size "auto", an option that binning does not read.
+    out = tmp_path / "report.html"
+    summary = evaluate_json(capsys, tagged, out, "--seed", "3", "--groups", "tag", *options)
+    settings = summary["settings"]
+    assert settings["seed"] == 3 and settings["groups"] == "tag: 3 groups"
+    unused = {"n_bins", "bin_size"} - {size}
+    assert size in settings and not unused & set(settings), settings
+    assert summary[size] == settings[size] and summary[unused.pop()] is None
+    page = Page(out.read_text(encoding="utf-8"))
+    shown = {k.removeprefix("setting-"): v[-1] for k, v in page.keys.items() if "setting-" in k}
+    assert shown == {k: "—" if v is None else str(v) for k, v in settings.items()}
+
+
+def test_compare_and_recalibrate_json_give_their_settings_too(tmp_path, tagged, capsys):
+    code, out, err = run(capsys, "compare", tagged, "--probs", "prob_a", "--probs-b", "prob_b",
+                         "--samples", "50", "--seed", "4", "--json")  # fmt: skip
+    assert code == 0, err
+    settings = json.loads(out)["settings"]
+    assert (settings["seed"], settings["probs_b"], settings["samples"]) == (4, "prob_b", 50)
+    code, out, err = run(capsys, "recalibrate", tagged, tagged, "--probs", "prob_a",
+                         "--samples", "50", "--seed", "5", "--out", tmp_path / "r.csv",
+                         "--json")  # fmt: skip
+    assert code == 0, err
+    settings = json.loads(out)["settings"]
+    assert (settings["seed"], settings["method"], settings["n_bins"]) == (5, "temperature", 15)
+    assert "out" not in settings

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.wording import level_text
 
 BIN_COLUMNS = ("pred_mean", "freq", "count")
 # A classwise monitor's bins: every class's, in class order, each row with its class.
@@ -200,7 +201,7 @@ def bins_markdown(
     by_class = rows.shape[1] > len(BIN_COLUMNS)
     head, rule = (" class |", "---|") if by_class else ("", "")
     lines = [
-        f"CalibErr **{n['error']:.5f}**, {confidence:.0%} interval "
+        f"CalibErr **{n['error']:.5f}**, {level_text(confidence)} interval "
         f"[{n['lower']:.5f}, {n['upper']:.5f}] (sampled mean {n['mean']:.5f}, "
         f"std {n['std']:.5f})",
         "",

@@ -26,6 +26,7 @@ from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError, check_flag
 from calib_metrics.functional.multiclass import average_results
 from calib_metrics.metric import CalibrationError
+from calib_metrics.wording import level_text
 
 Extract = Callable[[Any, Any], "tuple[Tensor, ...] | None"]
 
@@ -870,7 +871,7 @@ class CalibrationMonitor(Callback):
         layout: dict[str, Any] = {}
         for suffix in suffixes:
             value, lower, upper = (tb.tag_for(logger, n) for n in self._scalar_names(suffix))
-            title = f"{value} ({self.confidence:.0%} interval)"
+            title = f"{value} ({level_text(self.confidence)} interval)"
             for category, charts in tb.margin_layout(title, value, lower, upper).items():
                 layout.setdefault(category, {}).update(charts)
         return layout
