@@ -11,6 +11,10 @@
   ``[2000, 10]`` (4x overconfident) whose classes 5-9 are masked with ``-inf`` (their
   probabilities exactly 0), against the same model's masked logits: the two ``T`` and
   the largest mass the fitted map puts on the masked classes.
+* Probabilities saved in float16: ``TemperatureScaling(inputs="probs")`` on the float16
+  softmax of logits ``[100000, 10]`` (4x and 6x overconfident, ``--float16-scales``),
+  where a confidently wrong item's target underflows to 0 (fitted at 1e-12, with a
+  warning), against the logits' ``T``.
 """
 
 from __future__ import annotations
@@ -68,12 +72,33 @@ def zero_probabilities() -> None:
     )
 
 
+def float16_probabilities(scale: float) -> None:
+    g = torch.Generator().manual_seed(0)
+    z = scale * torch.randn(100_000, 10, generator=g, dtype=torch.float64)
+    y = torch.multinomial(torch.softmax(z / scale, -1), 1, generator=g)[:, 0]
+    probs = torch.softmax(z.float(), -1).half()
+    at_zero = int((probs.gather(1, y.unsqueeze(1)) == 0).sum())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = TemperatureScaling(inputs="probs").fit(probs, y).temperature.item()
+    from_logits = TemperatureScaling().fit(z, y).temperature.item()
+    zeros = int((probs == 0).sum())
+    print(
+        f"float16 probabilities, {scale:g}x overconfident: {at_zero} of {len(y)} targets at 0, "
+        f"{zeros} zeros in all; T from them {fitted:.4f} ({len(caught)} warnings), from the "
+        f"logits {from_logits:.4f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", type=float, nargs="+", default=[1e-8, 1e-7, 1, 1e5, 1e6])
+    parser.add_argument("--float16-scales", type=float, nargs="+", default=[4, 6])
     args = parser.parse_args()
     scale_table(args.scales)
     zero_probabilities()
+    for scale in args.float16_scales:
+        float16_probabilities(scale)
 
 
 if __name__ == "__main__":

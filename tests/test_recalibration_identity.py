@@ -136,7 +136,7 @@ def test_the_identity_is_chosen_on_the_device() -> None:
                                                       torch.arange(12) % 3)  # fmt: skip
     soft = torch.softmax(torch.randn(20, 3, generator=G), -1)
     rows(soft)
-    # Multiclass probabilities have one input check more (a row all 0, no class left).
+    # Multiclass probabilities, their input check (a row all 0 too) one read, as above.
     at_one = host_reads.count_reads(lambda: rows(soft))
     rows.temperature = torch.tensor(2.0, dtype=torch.float64)
     assert host_reads.count_reads(lambda: rows(soft)) == at_one

@@ -7,9 +7,13 @@ takes -inf."""
 from __future__ import annotations
 
 import math
+import re
+import warnings
 
+import numpy as np
 import pytest
 import torch
+from torch import Tensor
 
 from calib_metrics.recalibration import (
     MatrixScaling,
@@ -207,21 +211,93 @@ def test_a_zero_probability_is_a_masked_class_that_stays_zero() -> None:
     assert bool(given.grad.isfinite().all())
 
 
-def test_a_target_or_a_whole_row_at_probability_zero_is_refused() -> None:
-    """As the logits' masks are: no temperature gives such an item any probability."""
+def _nll_of_probs_at(probs: Tensor, y: Tensor, t: float) -> float:
+    """The dev NLL that a fit on multiclass probabilities minimises, in numpy float64: a
+    class at probability 0 left out of its row's softmax, but a target at 0 read as 1e-12."""
+    from scipy import special
+
+    p = probs.numpy()
+    rows = np.arange(len(p))
+    logp = np.full(p.shape, -np.inf)
+    logp[p > 0] = np.log(p[p > 0])
+    own = logp[rows, y.numpy()]
+    logp[rows, y.numpy()] = np.where(own == -np.inf, np.log(1e-12), own)
+    return float(np.mean(special.logsumexp(logp / t, axis=1) - logp[rows, y.numpy()] / t))
+
+
+def test_a_target_at_probability_zero_is_fitted_at_1e_12_with_a_warning() -> None:
+    """A float16 softmax is 0 below 6e-8 (a logit gap above ~17): a confidently wrong
+    item's target underflows to 0, and one such item among 10^5 had refused the whole fit.
+    It is fitted with that one entry at log 1e-12; the other zeros stay masks, and every
+    0 stays 0 in the fitted map."""
+    optimize = pytest.importorskip("scipy.optimize")
     z, y, masked = _masked_classifier()
     probs = torch.softmax(z.masked_fill(masked, -math.inf), -1)
     wrong = y.clone()
-    wrong[7] = 4
-    with pytest.raises(ValueError, match=r"^probs\[7\] gives its target class 4 probability 0"):
-        TemperatureScaling(inputs="probs").fit(probs, wrong)
+    wrong[7], wrong[30] = 4, 5
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = TemperatureScaling(inputs="probs").fit(probs, wrong)
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1, said  # once, however many items
+    assert re.match(
+        r"TemperatureScaling: 2 dev items with probability 0 on the target class \(the "
+        r"first: probs\[7\], class 4\), which no temperature raises: the fit reads that 0 as "
+        r"1e-12, .*The model's logits avoid this",
+        said[0],
+    ), said[0]
+    assert caught[0].filename == __file__  # said at the caller's fit
+    t = fitted.temperature.item()
+    assert math.isfinite(t)
+    best = optimize.minimize_scalar(
+        lambda log_t: _nll_of_probs_at(probs, wrong, math.exp(log_t)),
+        bounds=(-5.0, 5.0),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    assert t == pytest.approx(math.exp(best.x), rel=1e-6)
+    assert fitted.nll_ == pytest.approx(_nll_of_probs_at(probs, wrong, t), rel=1e-9)
+    out = fitted(probs)
+    assert bool((out[masked] == 0).all()) and not out.isnan().any()
+
+
+def test_a_row_all_zero_is_still_refused() -> None:
+    """No class is left to predict, at fit and at a call."""
+    z, y, masked = _masked_classifier()
+    probs = torch.softmax(z.masked_fill(masked, -math.inf), -1)
     empty = probs.clone()
     empty[9] = 0.0
     with pytest.raises(ValueError, match=r"^probs\[9\] is 0 in every class"):
         TemperatureScaling(inputs="probs").fit(empty, y)
     fitted = TemperatureScaling(inputs="probs").fit(probs, y)
+    with pytest.raises(ValueError, match=r"^probs\[9\] is 0 in every class"):
+        fitted(empty)
     with pytest.raises(ValueError, match=r"^the row of probs \[6\] is 0 in every class"):
         fitted(torch.zeros(6, dtype=torch.float64))
+
+
+def test_a_call_on_probabilities_reads_the_device_as_its_docstring_says() -> None:
+    """The check for a row all 0 had been a read of its own at every call on multiclass
+    probabilities: 4 reads a call with the range and the finiteness (read twice), 3 for
+    binary probabilities, against the logits' 1. One check of all of them now."""
+    import host_reads
+
+    z, y, masked = _masked_classifier()
+    probs = torch.softmax(z.masked_fill(masked, -math.inf), -1)
+    rows = TemperatureScaling(inputs="probs").fit(probs, y)
+    q, labels = probs[:, 0], (y == 0).double()
+    scores = TemperatureScaling(inputs="probs").fit(q, labels)
+
+    def reads(call, x: Tensor) -> int:
+        return host_reads.count_reads(lambda: call(x))
+
+    counts = {}
+    for name, module, x in (("rows", rows, probs), ("one row", rows, probs[0]),
+                            ("binary", scores, q)):  # fmt: skip
+        module(x)  # whether it is fitted, and its number of classes, are read once
+        counts[name] = (reads(module, x), reads(module.calibrated_logits, x))
+    assert counts == dict.fromkeys(counts, (1, 1))
+    assert host_reads.stated_syncs(TemperatureScaling.forward) == 1
 
 
 def test_binary_probabilities_of_0_and_1_stay_scores_not_masks() -> None:

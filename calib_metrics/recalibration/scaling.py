@@ -35,7 +35,6 @@ from calib_metrics.recalibration._common import (
     check_finite,
     check_finite_optimum,
     check_nonempty,
-    check_probs,
     check_temperature_optimum,
     check_tensor,
     constant_rows,
@@ -97,14 +96,23 @@ def check_logits(
     *,
     fitting: bool = True,
     masks: bool = False,
-    name: str = "logits",
     no_masks: str = _MASKS_GO,
 ) -> Tensor:
     """Floating and finite; when ``fitting``, at least 1-D and non-empty (a fitted binary
     module maps scores of any shape, a 0-dim one or an empty batch included). With
     ``masks`` (multiclass logits ``[..., C]`` of a temperature), ``-inf`` entries are
     masked classes, and a row needs one class that is not masked. Without, a ``-inf`` is
-    refused with ``no_masks``, what to change for masks (``name``: the input's name)."""
+    refused with ``no_masks``, what to change for masks."""
+    logits = _check_form(logits, fitting)
+    if masks and logits.ndim >= 1:
+        _check_class_masks(logits)
+    elif not bool(torch.isfinite(logits).all()):
+        _refuse_infinite(logits, "logits", no_masks)
+    return logits
+
+
+def _check_form(logits: object, fitting: bool) -> Tensor:
+    """A floating tensor; when ``fitting``, at least 1-D and non-empty (no host read)."""
     logits = check_tensor(logits, "logits")
     if not logits.is_floating_point():
         raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
@@ -112,14 +120,36 @@ def check_logits(
         if logits.ndim == 0:
             raise ValueError("logits must have at least one dimension, got a 0-dim tensor")
         check_nonempty(logits, "logits")
-    if masks and logits.ndim >= 1:
-        _check_class_masks(logits)
-    elif not bool(torch.isfinite(logits).all()):
-        only_masks = not bool((torch.isnan(logits) | torch.isposinf(logits)).any())
-        raise ValueError(
-            f"{name} contains NaN or infinite values" + (f" ({no_masks})" if only_masks else "")
-        )
     return logits
+
+
+def _refuse_infinite(values: Tensor, name: str, no_masks: str) -> None:
+    """Refuse ``values`` (the input ``name``) that hold NaN or an infinity, saying
+    ``no_masks`` where every one is a ``-inf``, which may have been meant as a mask."""
+    only_masks = not bool((torch.isnan(values) | torch.isposinf(values)).any())
+    raise ValueError(
+        f"{name} contains NaN or infinite values" + (f" ({no_masks})" if only_masks else "")
+    )
+
+
+def _check_probs_input(probs: object, *, fitting: bool, rows: bool, no_masks: str) -> Tensor:
+    """:func:`_check_form` of probabilities, finite (else refused with ``no_masks``, as by
+    :func:`check_logits`) and in ``[0, 1]``; as multiclass ``rows`` ``[..., C]``, none all 0,
+    which leaves no class to predict (a 0 is a masked class, :func:`_log_probs`). One host
+    read for all of it, as the logits' check: a fitted scaler's call reads nothing else of
+    its input (the checks had been four reads, the finiteness twice)."""
+    probs = _check_form(probs, fitting)
+    checks = [~torch.isfinite(probs).all(), ((probs < 0) | (probs > 1)).any()]
+    if rows and probs.ndim >= 1:
+        checks.append(_rows_all(probs == 0).any())
+    bad, outside, *empty = torch.stack(checks).tolist()
+    if bad:
+        _refuse_infinite(probs, "probs", no_masks)
+    if outside:
+        raise ValueError("probs must lie in [0, 1]")
+    if any(empty):
+        _refuse_all_masked(probs == 0, "probs", "0")
+    return probs
 
 
 def _check_class_masks(logits: Tensor) -> None:
@@ -131,15 +161,15 @@ def _check_class_masks(logits: Tensor) -> None:
     if bad:
         raise ValueError("logits contains NaN or +inf (-inf, a masked class, is fine)")
     if empty:
-        _refuse_all_masked(logits, "logits", "-inf")
+        _refuse_all_masked(logits == -math.inf, "logits", "-inf")
 
 
-def _refuse_all_masked(logits: Tensor, name: str, mask: str) -> None:
-    """Name the first row of ``logits`` (the input ``name``, whose masks read ``mask``)
-    that is masked in every class."""
+def _refuse_all_masked(masked: Tensor, name: str, mask: str) -> None:
+    """Name the first row of the input ``name`` (``masked``: where its entries are masks,
+    which read ``mask``) that is masked in every class."""
     # One row [C] has no index to name (it had read "logits[] is -inf").
-    row = _all_masked(logits).nonzero()[0].tolist() if logits.ndim > 1 else None
-    where = f"{name}{row}" if row is not None else f"the row of {name} {list(logits.shape)}"
+    row = _rows_all(masked).nonzero()[0].tolist() if masked.ndim > 1 else None
+    where = f"{name}{row}" if row is not None else f"the row of {name} {list(masked.shape)}"
     raise ValueError(f"{where} is {mask} in every class: a row needs one class that is not masked")
 
 
@@ -147,21 +177,26 @@ def _log_probs(probs: Tensor) -> Tensor:
     """``log p`` (float64) of multiclass probabilities, a 0 read as a masked class: ``-inf``,
     as the logits' masks, which every temperature keeps at probability 0. Clamped at 1e-12,
     a 0 had been a logit of -27.6 that ``T > 1`` raised (up to 0.26% of the mass on classes
-    the model ruled out, and another ``T`` than the masked logits'). The gradient to ``p``
-    stays finite at a 0 (``log`` of it is never taken)."""
+    the model ruled out, and another ``T`` than the masked logits'); only a fit reads a
+    target's 0 so (:meth:`TemperatureScaling._dev_logits`). The gradient to ``p`` stays
+    finite at a 0 (``log`` of it is never taken). No host read: a row all 0 is refused by
+    :func:`_check_probs_input`."""
     p = probs.to(torch.float64)
     zero = p == 0
-    logp = p.masked_fill(zero, 1.0).log().masked_fill(zero, -math.inf)
-    if bool(_all_masked(logp).any()):
-        _refuse_all_masked(logp, "probs", "0")
-    return logp
+    return p.masked_fill(zero, 1.0).log().masked_fill(zero, -math.inf)
 
 
 def _all_masked(logits: Tensor) -> Tensor:
     """Which rows are -inf in every class (none of a row of no classes, refused later)."""
-    if logits.shape[-1] == 0:
-        return torch.zeros(logits.shape[:-1], dtype=torch.bool, device=logits.device)
-    return (logits == -math.inf).all(-1)
+    return _rows_all(logits == -math.inf)
+
+
+def _rows_all(masked: Tensor) -> Tensor:
+    """Which rows of ``masked`` ``[..., C]`` are True in every class (none of a row of no
+    classes, refused later)."""
+    if masked.shape[-1] == 0:
+        return torch.zeros(masked.shape[:-1], dtype=torch.bool, device=masked.device)
+    return masked.all(-1)
 
 
 def _sums_to_one(rows: Tensor) -> Tensor:
@@ -244,12 +279,12 @@ class _LogitScaler(SettingsInState, FittedModule):
 
         Which of the two is the model's kind (binary: fitted on ``[N]``), never the input's
         number of dimensions: binary scores of a batch of sentences ``[B, T]`` are still
-        binary, one multiclass row ``[C]`` still multiclass.
+        binary, one multiclass row ``[C]`` still multiclass. The input is checked
+        (:meth:`_check_input`): no host read here.
         """
         if self.inputs == "logits":
             return logits
-        probs = check_probs(logits)
-        return logit(probs) if binary else _log_probs(probs)
+        return logit(logits) if binary else _log_probs(logits)
 
     def _masks(self, binary: bool) -> bool:
         """Whether these logits may hold -inf class masks."""
@@ -257,29 +292,27 @@ class _LogitScaler(SettingsInState, FittedModule):
 
     def _check_input(self, logits: object, binary: bool, fitting: bool = True) -> Tensor:
         """:func:`check_logits` of this module's input, with -inf class masks where it takes
-        them; where it does not, the refusal says what to change for the case at hand."""
-        name, no_masks = "logits", _MASKS_GO
+        them, or :func:`_check_probs_input` of probabilities (one host read either way);
+        where it takes no masks, the refusal says what to change for the case at hand."""
+        no_masks = _MASKS_GO
         if self.inputs == "probs":
-            name = "probs"
             no_masks = (
                 "probabilities lie in [0, 1], a masked class's at 0; for -inf class masks, "
                 "pass logits [N, C] to TemperatureScaling(inputs='logits')"
                 if self.class_masks
                 else "probabilities lie in [0, 1], a masked class's at 0"
             )
-        elif self.class_masks and binary:
+            return _check_probs_input(logits, fitting=fitting, rows=not binary, no_masks=no_masks)
+        if self.class_masks and binary:
             no_masks = (
                 "binary scores [N] are log-odds, where -inf is no class mask: for -inf class "
                 "masks, pass the classes' logits [N, C], C >= 2, to TemperatureScaling"
             )
-        return check_logits(
-            logits, fitting=fitting, masks=self._masks(binary), name=name, no_masks=no_masks
-        )
+        return check_logits(logits, fitting=fitting, masks=self._masks(binary), no_masks=no_masks)
 
     def fit(self, logits: Tensor, target: Tensor) -> _LogitScaler:
         binary = check_tensor(logits, "logits").ndim == 1
-        self._check_input(logits, binary)
-        logits = self._prepare_input(logits, binary)
+        logits = self._prepare_input(self._check_input(logits, binary), binary)
         if binary and not self.binary_ok:
             raise ValueError(
                 f"{type(self).__name__} needs multiclass logits [N, C], got shape "
@@ -297,6 +330,7 @@ class _LogitScaler(SettingsInState, FittedModule):
             # log-odds either way.
             z = float64_copy(logits).clamp(MASK_FLOOR, -MASK_FLOOR)
             y = y.detach().clone()
+            z = self._dev_logits(z, y)
             used, y_used = self._informative(z, y)
             fitted = self._fit_params(used, y_used, num_classes)
             self._check_optimum(used, y_used, fitted)
@@ -308,6 +342,11 @@ class _LogitScaler(SettingsInState, FittedModule):
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
+
+    def _dev_logits(self, z: Tensor, y: Tensor) -> Tensor:
+        """The dev logits ``z`` (float64, masks at :data:`MASK_FLOOR`) as fitted, and as
+        their dev NLL ``nll_`` counts them: as they are, here."""
+        return z
 
     def _informative(self, z: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         """The dev items that say something of the parameters (all of them, here): the fit
@@ -380,6 +419,10 @@ class _LogitScaler(SettingsInState, FittedModule):
         (``torch.where``, no host read), from the parameters as they are now (edited in
         place or not); a parameter that requires grad, with grad on, is never shortcut, so
         that the output's gradient to it is the map's.
+
+        Host synchronisations: one a call, the input's check (finite; probabilities in
+        ``[0, 1]`` and, multiclass, no row all 0, which has no class left). Whether the
+        module is fitted, and its number of classes, are read once after a fit or a load.
         """
         self.check_fitted()
         c = int(self.host_value("num_classes"))
@@ -404,7 +447,8 @@ class _LogitScaler(SettingsInState, FittedModule):
         return None
 
     def calibrated_logits(self, logits: Tensor) -> Tensor:
-        """The recalibrated logits (float64), before the softmax or sigmoid."""
+        """The recalibrated logits (float64), before the softmax or sigmoid; the host
+        synchronisations of :meth:`forward`."""
         self.check_fitted()
         return self._calibrated(logits, int(self.host_value("num_classes")))
 
@@ -439,8 +483,10 @@ class TemperatureScaling(_LogitScaler):
             logits): binary ``q`` ``[N]`` are used through ``logit(q)`` (clamped at
             1e-12: a binary 0 or 1 is a score, and moves with the others), multiclass
             ``p`` ``[N, C]`` through ``log p``, where a 0 is a masked class (``-inf``): it
-            stays 0 at every ``T``, and an item whose target has probability 0, or a row
-            all 0, is refused, as the logits' masks are.
+            stays 0 at every ``T``, and the fit gives the ``T`` of the masked logits. An
+            item whose target has probability 0 (a float16 softmax underflows to 0 below
+            6e-8) is fitted with that one entry at ``log 1e-12``, with a warning; logits
+            avoid it. A row all 0 is refused.
 
     Example:
         >>> import torch
@@ -480,18 +526,43 @@ class TemperatureScaling(_LogitScaler):
     def _describe(self, params: list[Tensor]) -> str:
         return f"T = {float(params[0]):.3g}"
 
+    def _dev_logits(self, z: Tensor, y: Tensor) -> Tensor:
+        """Refuse an item whose target class the logits mask: no temperature gives it any
+        probability. Probabilities are another matter: a 0 is often an underflow (a
+        float16 softmax is 0 below 6e-8, a logit gap above ~17), and refusing the fit for
+        one confidently wrong item among 10⁵ had been too harsh; an item whose target has
+        probability 0 is fitted with its target's log-probability at ``log 1e-12``
+        (:data:`_TARGET_FLOOR`, the clamp every 0 had before a 0 became a mask), the rest
+        of its row as it is, with a warning. One host read (none for binary scores, which
+        have no masks)."""
+        if z.ndim != 2:
+            return z
+        own = z.gather(1, y.unsqueeze(1))
+        masked = own.squeeze(1) <= MASK_FLOOR
+        count = int(masked.sum())
+        if not count:
+            return z
+        first = int(masked.nonzero()[0, 0])
+        if self.inputs == "logits":
+            raise ValueError(
+                f"logits[{first}] masks its target class {int(y[first])} (-inf): no "
+                "temperature gives it any probability; unmask the target class or leave the "
+                "item out"
+            )
+        _warn_of_zero_targets(count, first, int(y[first]))
+        return z.scatter(1, y.unsqueeze(1), own.masked_fill(masked.unsqueeze(1), _TARGET_FLOOR))
+
     def _informative(self, z: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
         """Multiclass items with two allowed classes or more (those not masked: logits
-        above :data:`MASK_FLOOR`), after refusing any whose target class is masked. An item
-        that allows its target alone has probability 1 at every ``T`` and says nothing of
-        it; its margin over masked classes had made data "separable" (every item allowed
-        only its target: refused, where ``T`` is merely unset). ``one_class_items_``
-        counts those left out (one host read)."""
+        above :data:`MASK_FLOOR`; a masked target is refused or floored before,
+        :meth:`_dev_logits`). An item that allows its target alone has probability 1 at
+        every ``T`` and says nothing of it; its margin over masked classes had made data
+        "separable" (every item allowed only its target: refused, where ``T`` is merely
+        unset). ``one_class_items_`` counts those left out (one host read)."""
         self.one_class_items_ = 0
         if z.ndim != 2:
             return z, y
         allowed = z > MASK_FLOOR
-        _check_target_allowed(y, allowed, self.inputs)
         several = allowed.sum(1) >= 2
         self.one_class_items_ = int((~several).sum())
         if not self.one_class_items_:
@@ -579,23 +650,22 @@ class TemperatureScaling(_LogitScaler):
 _KINDS = {1: "VectorScaling", 2: "MatrixScaling"}
 
 
-def _check_target_allowed(y: Tensor, allowed: Tensor, inputs: str) -> None:
-    """Refuse an item whose target class is masked (-inf, or probability 0 of ``inputs``
-    "probs"): no temperature gives it any probability (one host read)."""
-    masked = ~allowed.gather(1, y.unsqueeze(1)).squeeze(1)
-    if not bool(masked.any()):
-        return
-    i = int(masked.nonzero()[0, 0])
-    nothing = "no temperature gives it any probability"
-    if inputs == "probs":
-        raise ValueError(
-            f"probs[{i}] gives its target class {int(y[i])} probability 0, a masked class: "
-            f"{nothing}; leave the item out, or, where the 0 is a rounding (a float16 "
-            "softmax is 0 below 6e-8), pass the logits or probabilities of a wider dtype"
-        )
-    raise ValueError(
-        f"logits[{i}] masks its target class {int(y[i])} (-inf): {nothing}; unmask the "
-        "target class or leave the item out"
+# A fit reads a target's probability 0 at this log-probability (TemperatureScaling
+# ._dev_logits): the clamp at 1e-12 that every 0 had before a 0 became a masked class.
+_TARGET_FLOOR = math.log(1e-12)
+
+
+def _warn_of_zero_targets(count: int, first: int, target: int) -> None:
+    """Say that ``count`` dev items (the first ``first``, of target class ``target``) give
+    their target probability 0, fitted at 1e-12, and what avoids it."""
+    warnings.warn(
+        f"TemperatureScaling: {count} dev item{'s' * (count != 1)} with probability 0 on the "
+        f"target class (the first: probs[{first}], class {target}), which no temperature "
+        "raises: the fit reads that 0 as 1e-12, as a rounding (a float16 softmax is 0 below "
+        "6e-8); every 0 stays 0 in the fitted map. The model's logits avoid this: fit on "
+        "them where it gives them",
+        UserWarning,
+        stacklevel=4,
     )
 
 
