@@ -97,14 +97,16 @@ def _read_both(args: argparse.Namespace):
     probabilities per label become [N, C] with class ids. The group ids (``--groups``)
     are read from both files when both have the column (they must group the rows
     alike), else from the one that has it; both results carry them."""
-    from calib_metrics.predictions import read_table
+    from calib_metrics.predictions import read_table, shared
 
     columns = _group_columns(args)
     # The --label column labels the items; it is neither model's probabilities nor the labels.
     taken = {args.label: "named by --label"} if args.label is not None else {}
     if args.b is None and args.probs_b:
         taken[args.probs_b] = "named by --probs-b"
-    a = read_table(args.a, args.probs, args.target, columns[0], args.ignore_index, taken)
+    # --target names both files' label column: an unnamed array reads its column 1.
+    target = args.target if args.b is None else shared(args.target)
+    a = read_table(args.a, args.probs, target, columns[0], args.ignore_index, taken)
     if args.b is None:
         if not args.probs_b:
             raise ValueError("give model b's file, or --probs-b COLUMN for a second column")
@@ -112,7 +114,12 @@ def _read_both(args: argparse.Namespace):
         b = read_table(args.a, args.probs_b, args.target, columns[0], args.ignore_index, taken)
     else:
         b = read_table(
-            args.b, args.probs_b or args.probs, args.target, columns[1], args.ignore_index, taken
+            args.b,
+            args.probs_b or shared(args.probs),
+            shared(args.target),
+            columns[1],
+            args.ignore_index,
+            taken,
         )
     if a.target.shape != b.target.shape:
         raise _not_same_items(

@@ -25,6 +25,8 @@ DESCRIPTION = "fit a recalibrator on dev, show on test with a paired interval"
 
 # recalibration.BINARY_METHODS, spelled out so that building the parser imports no torch.
 METHODS = ("temperature", "platt", "isotonic", "histogram", "scaling_binning")
+# The methods that take --n-bins.
+BINNED = ("histogram", "scaling_binning")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -164,7 +166,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from calib_metrics.cli import announce_long_run, check_draw_options
     from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
-    from calib_metrics.predictions import check_output_paths, read_table
+    from calib_metrics.predictions import check_output_paths, read_table, shared
     from calib_metrics.recalibration import fit_binary
 
     check_draw_options(args)
@@ -180,8 +182,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     dev = read_table(args.dev, args.probs, args.target, None, args.ignore_index)
     test = read_table(
         args.test,
-        args.test_probs or args.probs,
-        args.test_target or args.target,
+        args.test_probs or shared(args.probs),
+        args.test_target or shared(args.target),
         args.groups,
         args.ignore_index,
     )
@@ -224,9 +226,12 @@ def _settings(args: argparse.Namespace, test) -> dict[str, Any]:
     from calib_metrics.cli_report import groups_setting, settings_of
 
     count = None if test.groups is None else int(test.groups.unique().numel())
-    return settings_of(
+    settings = settings_of(
         args, groups_setting(args.groups, [(str(args.test), test.group_column)], count)
     )
+    if args.method not in BINNED:
+        del settings["n_bins"]  # temperature, Platt and isotonic fits have no bins
+    return settings
 
 
 def _before_after(args: argparse.Namespace, dev, test, before: Tensor, after: Tensor) -> dict:

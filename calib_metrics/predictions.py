@@ -151,6 +151,18 @@ Wanted = tuple[str | None, str | None, str | None]
 Column = tuple[str, Any]
 
 
+class SharedName(str):
+    """A column name given for two files (``compare``'s ``--target``) or inherited from
+    the other file (``--probs`` for model b, ``recalibrate``'s test file): a file with
+    named columns must have it; an unnamed [N, 2] array, which has no names, reads its
+    columns 0 and 1 (only a name given for that file alone is refused there)."""
+
+
+def shared(name: str | None) -> SharedName | None:
+    """``name`` as a :class:`SharedName` (None stays None)."""
+    return None if name is None else SharedName(name)
+
+
 class _Table(dict):
     """The columns of a text file, with the line of every row (``lines``) for messages."""
 
@@ -990,7 +1002,8 @@ def _from_arrays(
 def _check_no_names(wanted: Wanted, path: Path) -> None:
     """Refuse the column names given for an unnamed [N, 2] array (``None``: not given):
     it has columns 0 and 1 only. A name had been ignored, and ``compare preds.npy
-    --probs-b q_b`` had compared the array with itself."""
+    --probs-b q_b`` had compared the array with itself. A :class:`SharedName` is not
+    refused: it was meant for the other file too."""
     probs, target, groups = wanted
     if groups is not None:
         raise ValueError(
@@ -998,6 +1011,7 @@ def _check_no_names(wanted: Wanted, path: Path) -> None:
             "(probs, target, groups) instead"
         )
     named = [name for name in (probs, target) if name is not None]
+    named = [name for name in named if not isinstance(name, SharedName)]
     if named:
         raise ValueError(
             f"{path}: an unnamed array has no column {named[0]!r} (its column 0 holds the "
@@ -1183,7 +1197,7 @@ def read_table(
     found by their usual names when not given; several candidates are refused, and so
     are the columns in ``taken`` (column -> its other use, ``{"tag": "named by
     --label"}``). An unnamed [N, 2] array holds the probabilities in column 0 and the
-    labels in column 1, and refuses any column name given.
+    labels in column 1, and refuses any column name given (but a :class:`SharedName`).
 
     Example:
         >>> import tempfile, os

@@ -322,6 +322,38 @@ def test_an_unnamed_array_without_column_options_is_still_read(
     assert json.loads(out)["difference"] == 0.0
 
 
+@pytest.mark.parametrize("suffix", ["npy", "pt"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "{named}", "{f}", "--probs", "q", "--target", "y"],
+        ["compare", "{f}", "{named}", "--probs-b", "q", "--target", "y"],
+        ["recalibrate", "{named}", "{f}", "--probs", "q", "--target", "y", "--out", "{out}"],
+    ],
+)
+def test_a_name_meant_for_the_other_file_passes_an_unnamed_array_by(
+    tmp_path, capsys, unnamed, suffix, argv
+):
+    """A name typed for the named file (or for both: compare's --target) was handed on to
+    the unnamed array and refused there, with no way to leave it out for that file."""
+    named = tmp_path / "named.npz"
+    np.savez(named, q=Q.numpy(), y=Y.numpy())
+    filled = [a.format(f=unnamed[suffix], named=named, out=tmp_path / "o.csv") for a in argv]
+    code, out, err = run_cli(capsys, *filled, "--samples", "20", "--json")
+    assert code == 0, err
+    if argv[0] == "compare":  # the same pairs in both files
+        assert json.loads(out)["difference"] == 0.0
+
+
+def test_a_name_typed_for_the_unnamed_file_is_still_refused(tmp_path, capsys, unnamed):
+    named = tmp_path / "named.npz"
+    np.savez(named, q=Q.numpy(), y=Y.numpy())
+    line = one_line_error(
+        capsys, "compare", named, unnamed["npy"], "--probs", "q", "--probs-b", "q_b"
+    )
+    assert f"{unnamed['npy']}: an unnamed array has no column 'q_b'" in line
+
+
 # -- a .pt file of numpy arrays ----------------------------------------------------------
 
 

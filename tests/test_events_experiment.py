@@ -78,6 +78,13 @@ def test_run_with_a_saved_uniform_model(tmp_path):
     assert f"matched {saved['lexicon_matches']} words" in md
 
 
+def test_results_give_the_interval_level_with_all_its_digits(tmp_path):
+    """results.md had said "98% intervals" for --confidence 0.975 (its figures 97.5%)."""
+    model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")
+    experiment.run(_args(tmp_path, "--model", str(model), "--confidence", "0.975"))
+    assert "97.5% intervals" in (tmp_path / "out" / "results.md").read_text()
+
+
 def test_run_trains_a_ranker_when_no_model_is_given(tmp_path):
     results = experiment.run(_args(tmp_path, "--quick", "--epochs", "1", "--n-bits", "10"))
     assert (tmp_path / "out" / "ranker.pt").exists()

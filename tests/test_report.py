@@ -423,5 +423,11 @@ def test_compare_and_recalibrate_json_give_their_settings_too(tmp_path, tagged, 
                          "--json")  # fmt: skip
     assert code == 0, err
     settings = json.loads(out)["settings"]
-    assert (settings["seed"], settings["method"], settings["n_bins"]) == (5, "temperature", 15)
+    assert (settings["seed"], settings["method"]) == (5, "temperature")
+    assert "n_bins" not in settings  # a temperature has no bins
+    code, out, err = run(capsys, "recalibrate", tagged, tagged, "--probs", "prob_a",
+                         "--method", "histogram", "--n-bins", "7", "--samples", "50",
+                         "--out", tmp_path / "r.csv", "--json")  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["settings"]["n_bins"] == 7
     assert "out" not in settings

@@ -45,6 +45,7 @@ from calib_metrics.paper.events.analysis import (
 from calib_metrics.paper.events.errors import uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
 from calib_metrics.paper.locations import data_help, find_dataset, missing_data
+from calib_metrics.wording import level_text
 
 DESCRIPTION = "country 'attack' events per period with coreference posterior intervals (§6)"
 NAME = "ud-english-gum"
@@ -640,8 +641,9 @@ def _markdown(r: dict) -> str:
         f"Data: `{r['data']}` — {r['documents']} documents, {r['periods']} {r['period']} periods, "
         f"{r['attack_mentions']} attack-agent mentions, {len(r['candidate_documents'])} candidate "
         f"documents (an attack agent and a country mention), S = {r['samples']} samples, "
-        f"{r['confidence']:.0%} intervals. The lexicon matched {r['lexicon_matches']} words "
-        f"or phrases ({r['distinct_matches']} distinct; each with its code and count in "
+        f"{level_text(r['confidence'])} intervals. The lexicon matched "
+        f"{r['lexicon_matches']} words or phrases ({r['distinct_matches']} distinct; each "
+        "with its code and count in "
         "`matches.tsv`).",
         "",
         *_left_out_note(r),
