@@ -37,8 +37,17 @@ def _fit_flat_chain() -> int:
     return inspect.currentframe().f_lineno - 1
 
 
+def _fit_flat_chain_by_calib_err() -> int:
+    em, tr, z = torch.zeros(4, 3, 2), torch.zeros(2, 2), torch.zeros(2)
+    tags = torch.tensor([[0, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 1]])
+    ChainTemperature(objective="calib_err").fit(em, tr, z, z, tags)
+    return inspect.currentframe().f_lineno - 1
+
+
 def test_flat_and_one_class_warnings_name_the_fit_call() -> None:
-    for fit in (_fit_flat_multiclass, _fit_flat_binary, _fit_one_class_items, _fit_flat_chain):
+    fits = (_fit_flat_multiclass, _fit_flat_binary, _fit_one_class_items, _fit_flat_chain,
+            _fit_flat_chain_by_calib_err)  # fmt: skip
+    for fit in fits:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             fit_line = fit()

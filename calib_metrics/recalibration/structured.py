@@ -11,10 +11,11 @@ change). Fitting maximises the dev log-likelihood of the gold tag sequences,
 ``Σ_b score_T(y_b) - log Z_T(x_b)`` (the marginal likelihood of the gold tags), by L-BFGS
 on ``log T`` in float64: its gradient is the usual "observed minus expected" counts, from
 :func:`~calib_metrics.models.linear_chain.log_partition`'s exact backward. The alternative
-``objective="calib_err"`` picks ``T`` on a grid by the debiased CalibErr of the dev tag
-queries (``docs/recalibration.md`` compares the two on held-out data). A ``-inf``
-potential (a forbidden choice: a BIO tagger's I-X after O) stays ``-inf`` at every
-``T``; gold tags that take one are refused.
+``objective="calib_err"`` picks ``T`` by the debiased CalibErr of the dev tag queries, on a
+log grid around the likelihood fit's ``T`` (whose checks it shares), widened while the
+lowest error lies on its edge (``docs/recalibration.md`` compares the two on held-out
+data). A ``-inf`` potential (a forbidden choice: a BIO tagger's I-X after O) stays
+``-inf`` at every ``T``; gold tags that take one are refused.
 
 Coreference (:class:`CorefTemperature`). Each mention's antecedent distribution is a softmax
 of its scores; ``scores / T`` (plus an optional offset ``b`` on every NEW score) is fitted by
@@ -27,6 +28,8 @@ come from the recalibrated scores.
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -173,8 +176,10 @@ class ChainTemperature(FittedModule):
         separate: fit separate emission and transition temperatures.
         objective: ``"likelihood"`` (L-BFGS on the gold paths' log-likelihood) or
             ``"calib_err"`` (a grid search over a single ``T`` for the lowest debiased
-            CalibErr of the dev tag queries, ``bin_size="auto"``).
-        max_iter: L-BFGS iterations.
+            CalibErr of the dev tag queries, ``bin_size="auto"``, around the likelihood
+            fit's ``T``: a factor 5 either side, widened while the lowest error lies on the
+            grid's edge, with a warning if it still does after a factor 3125).
+        max_iter: L-BFGS iterations (of the likelihood fit, which either objective runs).
 
     Example:
         >>> import torch
@@ -207,27 +212,30 @@ class ChainTemperature(FittedModule):
 
     # ------------------------------------------------------------------ apply
     def scale(
-        self, emissions: Tensor, transitions: Tensor, start: Tensor, end: Tensor
+        self,
+        emissions: Tensor,
+        transitions: Tensor,
+        start: Tensor,
+        end: Tensor,
+        mask: Tensor | None = None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """The recalibrated potentials ``(emissions, transitions, start, end)``."""
+        """The recalibrated potentials ``(emissions, transitions, start, end)``, each in its
+        own dtype, checked as :meth:`marginals` checks them (integer potentials had come
+        back divided and truncated: ``[0, 0, 0]`` for ``[-0.90, -0.90, -0.30]``). ``mask``
+        keeps the checks off the padding, which is divided like the rest."""
         self.check_fitted()  # T = 1 had been applied silently
+        _check_potentials(emissions, transitions, start, end, mask)
         wide = self._divided(emissions, transitions, start, end)
         return tuple(
             x.to(given.dtype) for x, given in zip(wide, (emissions, transitions, start, end))
         )
 
     def _divided(self, emissions, transitions, start, end) -> tuple[Tensor, ...]:
-        """The potentials divided by the temperatures in at least float32 (``T`` cast to
-        bfloat16 with the emissions had moved the recalibrated marginals by up to 6.5e-3,
-        three times what rounding the exact ones to bfloat16 costs)."""
-        parts = []
-        for x, t in zip(
-            (emissions, transitions, start, end),
-            (self.temperature, *(self.transition_temperature,) * 3),
-        ):
-            wide = torch.promote_types(x.dtype, torch.float32)
-            parts.append(x.to(wide) / t.to(x.device, wide))
-        return tuple(parts)
+        """The potentials divided by the temperatures (:func:`_divide_wide`)."""
+        temperatures = (self.temperature, *(self.transition_temperature,) * 3)
+        return tuple(
+            _divide_wide(x, t) for x, t in zip((emissions, transitions, start, end), temperatures)
+        )
 
     def marginals(
         self,
@@ -319,29 +327,39 @@ class ChainTemperature(FittedModule):
             mask, tags = plain_copy(mask), plain_copy(tags)
             parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
             self._check_gold(gold)
+            flat = self._flat_parts(parts, mask)
+            # Fitted by either objective: its checks (no usable signal, separable data) are
+            # the data's, and its T centres the CalibErr search.
+            t_em, t_tr = self._fit_likelihood(parts, gold, mask, flat)
             if self.objective == "calib_err":
-                t_em = t_tr = self._grid_calib_err(parts, tags, mask)
-            else:
-                t_em, t_tr = self._fit_likelihood(parts, gold, mask)
+                t_em = t_tr = self._fit_calib_err(parts, gold, tags, mask, t_em, all(flat))
         self.temperature = t_em.detach().to(self.temperature.device)
         self.transition_temperature = t_tr.detach().to(self.temperature.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
 
-    def _fit_likelihood(self, parts, gold, mask) -> tuple[Tensor, Tensor]:
-        device = parts[0].device
+    def _part_names(self) -> tuple[str, ...]:
+        """The potentials each temperature divides, as the warnings and errors name them."""
+        names = ("emission scores", "transition, start and end scores")
+        return names if self.separate else ("potentials",)
+
+    def _flat_parts(self, parts, mask) -> list[bool]:
+        """Per temperature, whether the path scores do not depend on it (transitions, start
+        and end all 0, or 0 and -inf: constraints only): it keeps T = 1, with a warning."""
         em, tr, st, en = parts
-        # A part whose path scores do not depend on its temperature (transitions, start and
-        # end all 0, or 0 and -inf: constraints only) keeps T = 1, with a warning.
         flat_em = constant_rows(em[mask])
         flat_tr = all(constant_rows(x.reshape(1, -1)) for x in (tr, st, en))
         flat = [flat_em, flat_tr] if self.separate else [flat_em and flat_tr]
-        names = ("emission scores", "transition, start and end scores")
-        names = names if self.separate else ("potentials",)
         symbols = ("T_em", "T_tr") if self.separate else ("T",)
-        for i in range(len(flat)):
-            if flat[i]:
-                flat_scores_warning(type(self).__name__, names[i], symbols[i], stacklevel=4)
+        for is_flat, name, symbol in zip(flat, self._part_names(), symbols):
+            if is_flat:
+                flat_scores_warning(type(self).__name__, name, symbol, stacklevel=4)
+        return flat
+
+    def _fit_likelihood(self, parts, gold, mask, flat: list[bool]) -> tuple[Tensor, Tensor]:
+        device = parts[0].device
+        em, tr, st, en = parts
+        names = self._part_names()
         free = torch.tensor([not f for f in flat], dtype=torch.float64, device=device)
         # Started at the potentials' own top gap (:func:`typical_gap`), where the scaled
         # ones are O(1): from T = 1, potentials of size 1e-6 left the NLL flat, and T = 1.
@@ -384,31 +402,94 @@ class ChainTemperature(FittedModule):
         check_finite_optimum(margins, fitted)
         return t[0], t[-1]
 
-    def _grid_calib_err(self, parts, tags, mask) -> Tensor:
-        em, tr, st, en = parts
-        y = torch.nn.functional.one_hot(tags[mask], em.shape[-1]).to(torch.float64)
+    def _fit_calib_err(self, parts, gold, tags, mask, centre: Tensor, flat: bool) -> Tensor:
+        """The ``T`` of the lowest debiased CalibErr of the dev tag queries, searched around
+        the likelihood fit's ``centre`` (:func:`_search_log_grid`); flat potentials keep
+        ``T = 1`` (warned), as the likelihood fit does. Sets ``calib_err_`` and ``nll_``
+        at that ``T``."""
+        error = _tag_calib_err(parts, tags, mask)
+        if flat:
+            self.calib_err_ = error(1.0)
+            return centre
+        best, self.calib_err_ = _search_log_grid(error, float(centre), type(self).__name__)
+        t = torch.tensor(best, dtype=torch.float64, device=centre.device)
+        with torch.no_grad():
+            self.nll_ = float(chain_nll(parts, gold, mask, t, t))
+        return t
 
-        def error(t: float) -> float:
-            unigram = linear_chain.posterior_marginals(
-                em / t, tr / t, st / t, en / t, mask, pairwise=False
-            ).unigram
-            q = unigram[mask]
-            return float(calibration_error(q.reshape(-1), y.reshape(-1), bin_size="auto",
-                                           debias=True))  # fmt: skip
 
-        grid = torch.logspace(math.log10(0.2), math.log10(5.0), 41, dtype=torch.float64)
-        errors = torch.tensor([error(float(t)) for t in grid])
-        best = int(errors.argmin())
-        # Refine between the best point's neighbours.
-        lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, grid.numel() - 1)]
-        fine = torch.logspace(math.log10(lo), math.log10(hi), 21, dtype=torch.float64)
-        fine_errors = torch.tensor([error(float(t)) for t in fine])
-        self.calib_err_ = float(fine_errors.min())
-        return fine[int(fine_errors.argmin())].to(em.device)
+def _tag_calib_err(parts, tags: Tensor, mask: Tensor) -> Callable[[float], float]:
+    """``T -> `` the debiased CalibErr (``bin_size="auto"``) of the one-vs-rest tag queries
+    of the chain whose potentials ``parts`` are divided by ``T``."""
+    em, tr, st, en = parts
+    y = torch.nn.functional.one_hot(tags[mask], em.shape[-1]).to(torch.float64).reshape(-1)
+
+    def error(t: float) -> float:
+        unigram = linear_chain.posterior_marginals(
+            em / t, tr / t, st / t, en / t, mask, pairwise=False
+        ).unigram
+        q = unigram[mask].reshape(-1)
+        return float(calibration_error(q, y, bin_size="auto", debias=True))
+
+    return error
+
+
+# The CalibErr search's lattice: log T in steps of log(25) / 40, REACH steps (a factor 5)
+# either side of the likelihood fit's T, widened by REACH more on the side where the
+# lowest error lies on the edge, at most WIDENINGS times (up to a factor 5**5 = 3125 from
+# that T), then refined between the best point's neighbours. The fixed grid it replaces,
+# 41 points over [0.2, 5], had returned its edge (T = 5 for potentials 10x overconfident,
+# whose optimum is near 10; 0.2 for potentials x0.01). The lattice holds that grid's
+# points to an ulp of T, which moves the debiased CalibErr by up to ~1e-6 (marginals a
+# few ulps apart change order across bin boundaries): enough to tip two near-tied minima
+# of a flat objective (the POS CRF's T = 1.058 and 1.093, docs/recalibration.md).
+_GRID_STEP = math.log(25.0) / 40
+_GRID_REACH = 20
+_GRID_WIDENINGS = 4
+
+
+def _search_log_grid(
+    error: Callable[[float], float], centre: float, owner: str
+) -> tuple[float, float]:
+    """The ``T`` (and its error) of the lowest ``error(T)`` found from ``centre``, on the
+    lattice above, warning when the lowest error is still at an end of it after the
+    widenings (a bound of the search, not an optimum). Ties go to the lowest ``T``."""
+    k0 = round(math.log(centre) / _GRID_STEP)
+    lo, hi = k0 - _GRID_REACH, k0 + _GRID_REACH
+    errors: dict[int, float] = {}
+    for widened in range(_GRID_WIDENINGS + 1):
+        for k in range(lo, hi + 1):
+            if k not in errors:
+                errors[k] = error(math.exp(k * _GRID_STEP))
+        best = min(sorted(errors), key=errors.__getitem__)
+        if lo < best < hi or widened == _GRID_WIDENINGS:
+            break
+        lo, hi = (lo - _GRID_REACH, hi) if best == lo else (lo, hi + _GRID_REACH)
+    low, high = math.exp(lo * _GRID_STEP), math.exp(hi * _GRID_STEP)
+    if best in (lo, hi):
+        warnings.warn(
+            f"{owner}: the dev CalibErr is lowest at the {'lowest' if best == lo else 'highest'}"
+            f" temperature searched, T = {math.exp(best * _GRID_STEP):.3g} (searched "
+            f"{low:.3g} to {high:.3g}, around the likelihood fit's T = {centre:.3g}), so the "
+            "fitted T is a bound of the search, not an optimum: check that the dev scores "
+            "and tags belong together, or fit by objective='likelihood'",
+            UserWarning,
+            stacklevel=4,
+        )
+    # Refined between the best point's neighbours on the lattice (within the range searched).
+    ends = [math.exp(max(best - 1, lo) * _GRID_STEP), math.exp(min(best + 1, hi) * _GRID_STEP)]
+    fine = torch.logspace(math.log10(ends[0]), math.log10(ends[1]), 21, dtype=torch.float64)
+    fine_errors = torch.tensor([error(float(t)) for t in fine])
+    i = int(fine_errors.argmin())
+    return float(fine[i]), float(fine_errors[i])
 
 
 def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
     scores = check_tensor(scores, "scores")
+    if not scores.is_floating_point():
+        # Fitted in float64 regardless, but applied as T cast to the scores' dtype: a T of
+        # 2.69 divided integer scores as 2 (marginals off by 0.11).
+        raise ValueError(f"scores must be floating point, got dtype {scores.dtype}")
     if scores.ndim != 3 or scores.shape[0] == 0 or scores.shape[1] == 0:
         raise ValueError(
             f"scores must be [B, N, N] with B, N >= 1 (a non-empty dev set), "
@@ -425,11 +506,10 @@ def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
     if mask is not None:
         real = mask.to(device=scores.device, dtype=torch.bool)
         read = read & real[:, :, None] & real[:, None, :]
-    if scores.is_floating_point():
-        bad = torch.isnan(scores) | (scores == math.inf)
-        if bool((bad & read).any()):
-            # -inf is allowed: it forbids a choice (e.g. an antecedent beyond the window).
-            raise ValueError("scores contain NaN or +inf at entries j <= i of real mentions")
+    bad = torch.isnan(scores) | (scores == math.inf)
+    if bool((bad & read).any()):
+        # -inf is allowed: it forbids a choice (e.g. an antecedent beyond the window).
+        raise ValueError("scores contain NaN or +inf at entries j <= i of real mentions")
     return mask
 
 
@@ -477,16 +557,26 @@ class CorefTemperature(FittedModule):
         self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
         self.register_buffer("offset", torch.tensor(0.0, dtype=torch.float64))
 
-    def scale(self, scores: Tensor) -> Tensor:
-        """The recalibrated scores ``scores / T + b * I``."""
+    def scale(self, scores: Tensor, mask: Tensor | None = None) -> Tensor:
+        """The recalibrated scores ``scores / T + b * I``, in the scores' dtype, checked as
+        :meth:`marginals` checks them. ``mask`` keeps the checks off the padding, which is
+        scaled like the rest."""
         self.check_fitted()  # T = 1 had been applied silently
-        return _scaled(scores, self.temperature.to(scores.device), self.offset.to(scores.device))
+        _check_coref(scores, mask)
+        return self._scaled_wide(scores).to(scores.dtype)
+
+    def _scaled_wide(self, scores: Tensor) -> Tensor:
+        """``scores / T + b * I`` in at least float32 (:func:`_divide_wide`), for the caller
+        to round once."""
+        temperature, offset = self.temperature.to(scores.device), self.offset.to(scores.device)
+        return _scaled(scores, temperature, offset, _divide_wide)
 
     def log_probs(self, scores: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Recalibrated ``log P(a_i = j | x)``, ``[B, N, N]``."""
+        """Recalibrated ``log P(a_i = j | x)``, ``[B, N, N]``, in the scores' dtype."""
         self.check_fitted()
         _check_coref(scores, mask)
-        return coref_model.antecedent_log_probs(self.scale(scores), mask)
+        logp = coref_model.antecedent_log_probs(self._scaled_wide(scores), mask)
+        return logp.to(scores.dtype)
 
     def marginals(
         self,
@@ -498,7 +588,8 @@ class CorefTemperature(FittedModule):
         """Pairwise coreference probabilities of the recalibrated ranker (exact by default)."""
         self.check_fitted()
         _check_coref(scores, mask)
-        return coref_model.coreference_marginals(self.scale(scores), n_samples, mask, generator)
+        wide = self._scaled_wide(scores)
+        return coref_model.coreference_marginals(wide, n_samples, mask, generator).to(scores.dtype)
 
     def sample(
         self,
@@ -510,7 +601,8 @@ class CorefTemperature(FittedModule):
         """Antecedent samples ``[S, B, N]`` of the recalibrated ranker."""
         self.check_fitted()
         _check_coref(scores, mask)
-        return coref_model.sample_antecedents(self.scale(scores), n_samples, mask, generator)
+        wide = self._scaled_wide(scores)
+        return coref_model.sample_antecedents(wide, n_samples, mask, generator)
 
     def fit(self, scores: Tensor, gold: Tensor, mask: Tensor | None = None) -> CorefTemperature:
         """Fit on dev ``scores [B, N, N]`` and bool ``gold [B, N, N]``: ``gold[b, i, j]``
@@ -623,9 +715,17 @@ def _gold_rows(gold: Tensor, mask: Tensor | None, scores: Tensor) -> tuple[Tenso
     return gold, rows
 
 
-def _scaled(scores: Tensor, temperature: Tensor, offset: Tensor) -> Tensor:
-    eye = torch.eye(scores.shape[-1], dtype=scores.dtype, device=scores.device)
-    return _divide_finite(scores, temperature) + offset.to(scores.dtype) * eye
+def _scaled(
+    scores: Tensor,
+    temperature: Tensor,
+    offset: Tensor,
+    divide: Callable[[Tensor, Tensor], Tensor] | None = None,
+) -> Tensor:
+    """``divide(scores, T) + b * I``: ``divide`` is :func:`_divide_finite` (the default, for
+    the fit's gradient) or :func:`_divide_wide` (to apply a fitted ``T``)."""
+    scaled = (divide or _divide_finite)(scores, temperature)
+    eye = torch.eye(scores.shape[-1], dtype=scaled.dtype, device=scores.device)
+    return scaled + offset.to(scaled.dtype) * eye
 
 
 def _times_finite(x: Tensor, factor: Tensor) -> Tensor:
@@ -640,3 +740,13 @@ def _divide_finite(x: Tensor, temperature: Tensor) -> Tensor:
     finite = torch.isfinite(x)
     scaled = torch.where(finite, x, 0.0) / temperature.to(x.dtype)
     return torch.where(finite, scaled, x)
+
+
+def _divide_wide(x: Tensor, temperature: Tensor) -> Tensor:
+    """``x / T`` in at least float32, by the float64 ``T`` cast to that dtype, for the
+    caller to round once to ``x``'s dtype: applying a fitted ``T`` cast to bfloat16 with
+    the scores (2.27292 as 2.2656) had moved the recalibrated marginals by up to 6.5e-3 on
+    a chain and 3.0e-3 in coreference, where rounding the exact ones costs 2.0e-3 and
+    1.9e-3."""
+    wide = torch.promote_types(x.dtype, torch.float32)
+    return x.to(wide) / temperature.to(x.device, wide)
