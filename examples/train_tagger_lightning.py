@@ -36,8 +36,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from lightning.pytorch import LightningModule, Trainer, seed_everything
+from lightning.pytorch.accelerators import AcceleratorRegistry
 from lightning.pytorch.loggers import TensorBoardLogger
-from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from torch import Tensor, nn
 from torch.utils.data import DataLoader
 
@@ -191,6 +191,29 @@ def make_loader(
     return DataLoader(list(sentences), batch_size=batch_size, shuffle=shuffle, collate_fn=collate)
 
 
+def accelerator_problem(name: str) -> str | None:
+    """Why the Trainer cannot run on the accelerator ``name`` here, or None when it can:
+    asked of Lightning's accelerator registry, which is what the Trainer reads.
+
+    Example:
+        >>> accelerator_problem("cpu") is None, accelerator_problem("auto") is None
+        (True, True)
+        >>> accelerator_problem("abacus")
+        'unknown accelerator (choose from auto, gpu, cpu, ...)'
+    """
+    if name == "auto":  # Lightning picks one the machine has
+        return None
+    known = sorted(AcceleratorRegistry.available_accelerators())
+    # "gpu" is Lightning's name for whichever of CUDA and MPS the machine has.
+    wanted = ["cuda", "mps"] if name == "gpu" else [name]
+    if not set(wanted) & set(known):
+        return f"unknown accelerator (choose from auto, gpu, {', '.join(known)})"
+    available = [n for n in known if AcceleratorRegistry[n]["accelerator"].is_available()]
+    if not set(wanted) & set(available):
+        return f"not available on this machine (available: auto, {', '.join(available)})"
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=None, help="UD English-EWT folder (default: auto)")
@@ -242,6 +265,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error(f"--lr must be a finite number > 0, got {args.lr}")
     if args.recalibrate and args.model != "bilstm":
         parser.error("--recalibrate needs --model bilstm (a temperature rescales logits)")
+    # Before the corpus loads: an accelerator this machine lacks is a one-line error, not
+    # a traceback from the Trainer after minutes of reading.
+    problem = accelerator_problem(args.accelerator)
+    if problem is not None:
+        parser.error(f"--accelerator {args.accelerator}: {problem}")
     # Several threads on a tagger this small mostly wait for each other, and on a busy
     # machine they fight other processes for cores: one thread is many times faster.
     torch.set_num_threads(args.threads)
@@ -270,21 +298,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     # Fits T on the last validation epoch's logits when fitting ends.
     recalibration = [TemperatureRecalibration(ignore_index=PAD)] if args.recalibrate else []
-    try:
-        trainer = Trainer(
-            max_epochs=args.epochs,
-            accelerator=args.accelerator,
-            devices=1,
-            logger=logger,
-            callbacks=[monitor, *recalibration],
-            enable_checkpointing=False,
-            log_every_n_steps=10,
-            num_sanity_val_steps=1,
-        )
-    except (MisconfigurationException, ValueError, ModuleNotFoundError) as err:
-        # An accelerator this machine lacks (or a name Lightning does not know): one line,
-        # as the other arguments' errors, not a traceback.
-        parser.error(f"--accelerator {args.accelerator}: {' '.join(str(err).split())}")
+    trainer = Trainer(
+        max_epochs=args.epochs,
+        accelerator=args.accelerator,
+        devices=1,
+        logger=logger,
+        callbacks=[monitor, *recalibration],
+        enable_checkpointing=False,
+        log_every_n_steps=10,
+        num_sanity_val_steps=1,
+    )
     begin = time.perf_counter()
     trainer.fit(
         module,

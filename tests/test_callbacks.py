@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch import Callback, LightningModule, Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from tensorboard.backend.event_processing.event_accumulator import (
@@ -416,20 +416,69 @@ def test_a_malformed_step_output_fails_the_sanity_check(tmp_path: Path) -> None:
     assert model.trained == 0
 
 
+class _MetricAtTrainStart(Callback):
+    """What the monitor's metric holds when training starts, after the sanity check."""
+
+    def __init__(self, cb: CalibrationMonitor) -> None:
+        self.cb, self.updates = cb, None
+
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self.updates = self.cb.metric.update_count
+
+
 def test_the_sanity_check_s_batches_are_not_measured(tmp_path: Path) -> None:
-    """Checked at the sanity check, the batches must not reach the first epoch's result."""
-    cb = monitor()
+    """Checked at the sanity check, the batches must not reach the first epoch's result,
+    nor stay in the metric until it: read between (at on_train_start) it held them, and
+    kept the pairs of an exact (streaming=False) metric through the first training epoch."""
+    cb = monitor(streaming=False)
+    probe = _MetricAtTrainStart(cb)
     model = TinyTagger()
     train, val = loaders()
-    run = trainer(tmp_path, 1, logger=False, callbacks=[cb], num_sanity_val_steps=2)
+    run = trainer(tmp_path, 1, logger=False, callbacks=[cb, probe], num_sanity_val_steps=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run.fit(model, train, val)
+    assert probe.updates == 0
     pairs = sum(int((y != PAD).sum()) for _, y in val) * N_CLASSES
     assert [r["n_pairs"] for r in cb.history] == [pairs]
     assert cb.history[0]["error"] == pytest.approx(
         expected_result(model, val).error.item(), rel=1e-9
     )
+
+
+class SanitySkipping(TinyTagger):
+    """Skips its work during the sanity check (a common guard) and returns nothing there."""
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor] | None:
+        if self.trainer.sanity_checking:
+            return None
+        return super().validation_step(batch, batch_idx)
+
+
+@pytest.mark.parametrize(
+    "extract", [None, lambda out, batch: (out["probs"], out["target"])], ids=["keys", "extract"]
+)
+def test_a_module_returning_nothing_at_the_sanity_check_is_measured(
+    tmp_path: Path, extract: Any
+) -> None:
+    """A None output at the sanity check failed the fit before it trained (checked as a
+    step output since the sanity check's batches are checked); a real epoch's None is
+    still named."""
+    cb = monitor(extract=extract)
+    train, val = loaders()
+    run = trainer(tmp_path, 1, logger=False, callbacks=[cb], num_sanity_val_steps=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run.fit(SanitySkipping(), train, val)
+    assert [r["epoch"] for r in cb.history] == [0]
+
+    class Nothing(TinyTagger):
+        def validation_step(self, batch: Any, batch_idx: int) -> None:
+            return None
+
+    bare = trainer(tmp_path, 1, logger=False, callbacks=[monitor()], num_sanity_val_steps=2)
+    with pytest.raises(ValueError, match=r"return a dict .* \(got NoneType\)"):
+        bare.fit(Nothing(), train, val)
 
 
 @pytest.mark.parametrize(
@@ -689,7 +738,7 @@ _ABSENT = "mps" if torch.cuda.is_available() else "cuda"
         (["--lr", "-1"], "--lr must be a finite number > 0, got -1.0"),
         (["--lr", "nan"], "--lr must be a finite number > 0, got nan"),
         (["--accelerator", _ABSENT], f"--accelerator {_ABSENT}: "),
-        (["--accelerator", "abacus"], "--accelerator abacus: You selected an invalid"),
+        (["--accelerator", "abacus"], "--accelerator abacus: unknown accelerator (choose"),
     ],
     ids=["negative lr", "nan lr", "absent accelerator", "unknown accelerator"],
 )
@@ -709,6 +758,36 @@ def test_example_script_refuses_bad_arguments_in_one_line(
     (last,) = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert message in last
     assert not list(tmp_path.iterdir())  # stopped before writing anything
+
+
+def test_example_script_checks_the_accelerator_before_the_corpus_and_only_it(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """--accelerator was checked when the Trainer was built, after the corpus had loaded,
+    and any error building it (not the accelerator's) was reported as --accelerator's."""
+    example = example_script()
+    threads = torch.get_num_threads()
+    sizes = ["--train-sentences", "20", "--dev-sentences", "10", "--epochs", "1"]
+    options = ["--synthetic", *sizes, "--out", str(tmp_path)]
+
+    def no_corpus(args: Any) -> None:
+        pytest.fail("the corpus loaded before --accelerator was checked")
+
+    def broken_trainer(**settings: Any) -> None:
+        raise ValueError("a setting other than the accelerator")
+
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(example, "load_corpus", no_corpus)
+            with pytest.raises(SystemExit) as exit_info:
+                example.main([*options, "--accelerator", "abacus"])
+        assert exit_info.value.code == 2
+        assert "--accelerator abacus: unknown accelerator" in capsys.readouterr().err
+        monkeypatch.setattr(example, "Trainer", broken_trainer)
+        with pytest.raises(ValueError, match="a setting other than the accelerator"):
+            example.main([*options, "--accelerator", "cpu"])
+    finally:
+        torch.set_num_threads(threads)  # the script sets it for its own process
 
 
 class SentenceTagger(TinyTagger):

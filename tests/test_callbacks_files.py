@@ -294,7 +294,9 @@ def test_a_baseline_validate_before_fit_is_kept_by_the_same_trainer(tmp_path: Pa
     # ddp_spawn pickles the callbacks: the Trainers the monitor notes must not stop it.
     # (Lightning's log / log_dict, bound to a module of this file, do not pickle here.)
     state = {k: v for k, v in cb.__getstate__().items() if not callable(v)}
-    assert pickle.loads(pickle.dumps(state))["history"] == cb.history
+    copied = type(cb).__new__(type(cb))
+    copied.__setstate__(pickle.loads(pickle.dumps(state)))
+    assert copied.history == cb.history
     quietly(run.fit, model, train, val)
     assert [(r["fn"], r["epoch"]) for r in cb.history] == [
         ("validate", 0),
@@ -346,6 +348,95 @@ def test_each_trainer_keeps_its_own_history_and_file(tmp_path: Path) -> None:
     # B again: its own history, A's set aside.
     quietly(run_b.validate, TinyTagger(), val, verbose=False)
     assert cb.history[:-1] == history_b and cb.history[-1]["fn"] == "validate"
+
+
+@pytest.mark.parametrize("folder", ["same logger folder", "no logger"])
+def test_a_new_trainer_evaluating_the_fit_continues_its_run(tmp_path: Path, folder: str) -> None:
+    """Trainer(logger=L).fit(...), then a new Trainer(logger=L).validate(model): the
+    history and val_history.json were the validate record alone (the history was each
+    Trainer object's), and the record named the new Trainer's epoch 0 for weights the
+    fit's last record had measured. Trainers without a folder share one history."""
+    cb = monitor()
+    train, val = loaders()
+
+    def make() -> Any:
+        logger = CSVLogger(tmp_path, name="csv", version=0) if folder != "no logger" else False
+        return trainer(tmp_path, 2, logger=logger, callbacks=[cb])
+
+    model = TinyTagger()
+    quietly(make().fit, model, train, val)
+    fitted = list(cb.history)
+    quietly(make().validate, model, val, verbose=False)
+    assert cb.history[:2] == fitted
+    assert [(r["fn"], r["epoch"], r["step"]) for r in cb.history] == [
+        ("fit", 0, 2),
+        ("fit", 1, 5),
+        ("validate", 1, 5),  # the weights the fit's last record measured
+    ]
+    if folder != "no logger":
+        on_disk = tmp_path / "csv" / "version_0" / "calibration" / "val_history.json"
+        assert json.loads(on_disk.read_text()) == cb.history
+
+
+def test_a_new_trainer_validating_a_checkpoint_into_the_folder_keeps_its_history(
+    tmp_path: Path,
+) -> None:
+    """After a fit, a new Trainer writing to the fit's folder validates a checkpoint with the
+    same monitor: the checkpoint's history (epoch 0's) replaced the monitor's, as for a
+    fresh monitor, because the new Trainer had no history of its own."""
+    cb = monitor()
+    _, _, _, val = _fit_saving_every_epoch(tmp_path, cb)
+    fitted = list(cb.history)
+    again = trainer(tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[cb])
+    first = tmp_path / "ckpt" / "epoch=0.ckpt"
+    quietly(again.validate, TinyTagger(), val, ckpt_path=first, verbose=False)
+    assert cb.history[:3] == fitted
+    assert [(r["fn"], r["epoch"]) for r in cb.history[3:]] == [("validate", 0)]
+    on_disk = tmp_path / "csv" / "version_0" / "calibration" / "val_history.json"
+    assert json.loads(on_disk.read_text()) == cb.history
+
+
+def test_an_evaluation_names_the_weights_of_its_module_after_another_trainer_ran(
+    tmp_path: Path,
+) -> None:
+    """A.fit(model_a), B.fit(model_b), A.validate(model_a): the record named A's trainer
+    epoch 2, step 6 for the weights A's last fit record (epoch 1, step 5) measured: the
+    naming of the measured weights was the monitor's one, overwritten by B's fit."""
+    cb = monitor()
+    train, val = loaders()
+    run_a, run_b = (trainer(tmp_path, 2, logger=False, callbacks=[cb]) for _ in range(2))
+    model_a = TinyTagger()
+    quietly(run_a.fit, model_a, train, val)
+    last_a = cb.history[-1]
+    quietly(run_b.fit, TinyTagger(), train, val)
+    quietly(run_a.validate, model_a, val, verbose=False)
+    record = cb.history[-1]
+    assert (record["fn"], record["epoch"], record["step"]) == ("validate", 1, 5)
+    assert record["error"] == pytest.approx(last_a["error"], rel=1e-9)
+
+
+def test_a_checkpoint_holds_the_history_of_the_trainer_saving_it(tmp_path: Path) -> None:
+    """A.fit, B.fit (another folder), A.save_checkpoint(path): the checkpoint held B's
+    history, the one the monitor served last, and a run restoring it continued B's."""
+    cb = monitor()
+    train, val = loaders()
+    run_a, run_b = (
+        trainer(tmp_path, 2, logger=CSVLogger(tmp_path, name=name, version=0), callbacks=[cb])
+        for name in ("a", "b")
+    )
+    quietly(run_a.fit, TinyTagger(), train, val)
+    history_a = [dict(r) for r in cb.history]
+    quietly(run_b.fit, TinyTagger(), train, val)
+    assert {r["run"] for r in cb.history}.isdisjoint(r["run"] for r in history_a)
+    quietly(run_a.save_checkpoint, tmp_path / "a.ckpt")
+    saved = torch.load(tmp_path / "a.ckpt", weights_only=False)["callbacks"][cb.state_key]
+    assert saved["history"] == history_a
+
+    fresh = monitor()
+    resumed = trainer(tmp_path, 3, logger=CSVLogger(tmp_path, name="c"), callbacks=[fresh])
+    quietly(resumed.fit, TinyTagger(), train, val, ckpt_path=tmp_path / "a.ckpt")
+    assert fresh.history[:2] == history_a
+    assert [r["epoch"] for r in fresh.history] == [0, 1, 2]
 
 
 def test_a_resumed_fit_replaces_the_file_s_records_after_its_checkpoint(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import warnings
 from typing import Any
 
+import host_reads
 import pytest
 import torch
 import torch.nn.functional as F
@@ -497,14 +499,9 @@ def test_targets_naming_no_class_fail_the_sanity_check(binary, target, message) 
     assert model.trained == 0  # found before training
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
-def test_the_sanity_check_is_checked_but_not_fitted_on() -> None:
-    """The sanity check's batches go through the checks only: T is fitted on the last
-    epoch's logits alone."""
-    torch.manual_seed(0)
-    model = Overconfident()
-    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
-    trainer = Trainer(
+def _fit(model: LightningModule, val: TensorDataset, callback, **options: Any) -> Trainer:
+    """A 1-epoch fit of ``model`` on ``_data(64)`` validated on ``val`` in batches of 32."""
+    settings: dict[str, Any] = dict(
         max_epochs=1,
         accelerator="cpu",
         logger=False,
@@ -514,11 +511,96 @@ def test_the_sanity_check_is_checked_but_not_fitted_on() -> None:
         enable_model_summary=False,
         num_sanity_val_steps=2,
     )
-    val = _data(96, seed=1)
+    trainer = Trainer(**(settings | options))
     trainer.fit(model, DataLoader(_data(64, seed=0), batch_size=32), DataLoader(val, batch_size=32))
+    return trainer
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_the_sanity_check_is_checked_but_not_fitted_on() -> None:
+    """The sanity check's batches go through the checks only: T is fitted on the last
+    epoch's logits alone, and a fit whose sanity check no validation epoch follows
+    (check_val_every_n_epoch past max_epochs) fits nothing, not the untrained weights'
+    sanity-check logits."""
+    torch.manual_seed(0)
+    model = Overconfident()
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    val = _data(96, seed=1)
+    _fit(model, val, callback)
     with torch.no_grad():
         x, y = val.tensors
         logits, target = model.logits(x).reshape(-1, 3), y.reshape(-1)
     keep = target != PAD
     expected = TemperatureScaling().fit(logits[keep], target[keep]).temperature.item()
     assert callback.results["temperature"] == pytest.approx(expected, rel=1e-6)
+
+    unvalidated = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    with pytest.warns(UserWarning, match="no validation logits were seen"):
+        _fit(Overconfident(), val, unvalidated, check_val_every_n_epoch=2)
+    assert unvalidated.recalibrator is None
+
+
+class _SanitySkipping(Overconfident):
+    """Skips its work during the sanity check (a common guard) and returns nothing there."""
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor] | None:
+        if self.trainer.sanity_checking:
+            return None
+        return super().validation_step(batch, batch_idx)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(
+    "extract", [None, lambda out, batch: (out["logits"], out["target"])], ids=["keys", "extract"]
+)
+def test_a_module_returning_nothing_at_the_sanity_check_is_fitted(extract) -> None:
+    """A None output at the sanity check failed the fit before it trained ("needs the
+    validation step to return a dict", or extract's own TypeError on None)."""
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50, extract=extract)
+    _fit(_SanitySkipping(), _data(96, seed=1), callback)
+    assert callback.recalibrator is not None
+
+
+def test_targets_are_checked_at_the_sanity_check_and_each_epoch_s_first_batch(
+    monkeypatch,
+) -> None:
+    """The check of the targets waits for the device (one host synchronisation); it ran
+    at every validation batch. Now: the sanity check's batches, each epoch's first batch,
+    and all the kept targets once when fitting ends."""
+    from calib_metrics.callbacks import recalibration
+
+    checked = []
+    original = recalibration.check_class_ids
+
+    def counted(target, *args, **kwargs):
+        checked.append(len(target))
+        return original(target, *args, **kwargs)
+
+    monkeypatch.setattr(recalibration, "check_class_ids", counted)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _fit(Overconfident(), _data(96, seed=1), callback, max_epochs=2)  # 3 batches an epoch
+    batch = 32 * 3  # a batch's tokens, padding dropped
+    # Two sanity batches, the first of each epoch, and the last epoch's 3 at fit end.
+    assert checked == [batch, batch, batch, batch, 3 * batch]
+    # Without the check the batch reads nothing back from the device.
+    logits, target = torch.randn(8, 3), torch.randint(0, 3, (8,))
+    plain = TemperatureRecalibration()
+    output = {"logits": logits, "target": target}
+    assert (
+        host_reads.count_reads(lambda: plain.extract_batch(output, None, check_targets=False)) == 0
+    )
+    assert host_reads.count_reads(lambda: plain.extract_batch(output, None)) == 1
+
+
+def test_a_later_batch_s_padding_is_named_when_fitting_ends() -> None:
+    """Padding in a batch after the epoch's first, without ignore_index: not checked at
+    the batch, it is named in the warning at the end of fit, which fits nothing."""
+    x, y = _data(96, seed=1).tensors
+    y[:32] = y[:32].masked_fill(y[:32] == PAD, 0)  # the first batch holds no padding
+    callback = TemperatureRecalibration(n_samples=50)
+    message = r"no temperature fitted \(target holds class id -100, outside \[0, 3\) \(padding\?"
+    with pytest.warns(UserWarning, match=message):
+        _fit(Overconfident(), TensorDataset(x, y), callback, num_sanity_val_steps=1)
+    assert callback.recalibrator is None

@@ -18,6 +18,7 @@ from torch import Tensor
 from calib_metrics.callbacks import _arguments as checks
 from calib_metrics.callbacks import _epoch_end_tags as epoch_end_tags
 from calib_metrics.callbacks import _files as files
+from calib_metrics.callbacks import _histories as histories
 from calib_metrics.callbacks import _outputs as step_output
 from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
@@ -42,7 +43,8 @@ class CalibrationMonitor(Callback):
     ``streaming=False``) the dict also holds ``"groups"``, one id per item, or
     ``extract`` returns ``(probs, target, groups)``. The sanity check's batches are checked
     and dropped: a malformed output (a missing key, a shape, padding without
-    ``ignore_index``) is a ValueError before the fit trains. At the end of each
+    ``ignore_index``) is a ValueError before the fit trains, and a None output (a module
+    that skips its work during the sanity check) is passed over. At the end of each
     evaluated epoch (never during the sanity check) the callback
 
     * logs ``{prefix}/calib_err``, ``{prefix}/calib_err_lower`` and
@@ -81,9 +83,10 @@ class CalibrationMonitor(Callback):
     value: the monitor warns once, naming how many (``docs/callbacks.md`` says how to
     avoid it).
 
-    The list of past results, :attr:`history`, is saved in checkpoints, so a resumed fit
-    continues it. A ``trainer.validate`` / ``test`` run keeps the history the monitor
-    holds (a fresh monitor starts from the checkpoint's) and appends a record whose ``fn``
+    The list of past results, :attr:`history`, is saved in checkpoints (the history of the
+    run of the Trainer saving one), so a resumed fit continues it. A ``trainer.validate`` /
+    ``test`` run with ``ckpt_path=`` keeps its run's history (a run holding none, as a fresh
+    monitor's, starts from the checkpoint's) and appends a record whose ``fn``
     is ``"validate"`` / ``"test"`` (``"fit"`` while fitting); every record's ``run`` is the
     id of the Trainer call that made it. A fit record's ``step`` is
     the one ``self.log`` logs the validation at. With ``ckpt_path=`` the record's ``epoch``
@@ -91,21 +94,26 @@ class CalibrationMonitor(Callback):
     names the file (``epoch=0-step=12.ckpt``; optimizer steps taken, so for a checkpoint
     saved at an epoch-end validation one more than that validation's record says), and
     ``checkpoint`` is its path. Without it ``checkpoint`` is None, and the weights are the
-    module's current ones: when the monitor's last fit record measured them (same module,
-    not trained since) the record repeats that record's epoch and step, else it has the
-    trainer's (after ``fit``, ``current_epoch`` is ``max_epochs``). TensorBoard gets
-    every evaluation at the trainer's step, where Lightning logs its scalars. A run
-    restored from a checkpoint (a resumed fit, or ``validate`` / ``test`` with
-    ``ckpt_path=``) adds its records to the history file on disk, never shortening it,
-    except that a resumed fit first drops the file's records of weights trained past its
-    checkpoint (the run it replaces: fit validations logged at or after the checkpoint's
-    step, counted in batches that stepped, and evaluations of later weights); any other run
-    rewrites the file with
-    its own. A fit that starts at step 0 without a
-    checkpoint starts a new history, keeping only the ``validate`` / ``test`` records its
-    own Trainer made before it (a baseline ``trainer.validate(model)``). The history is
-    each Trainer's own: moved to another Trainer, the monitor sets it aside and resumes it
-    when that Trainer runs again; a Trainer it has not served starts with none.
+    module's current ones: when a fit record of the monitor measured them (the same module,
+    which no Trainer the monitor serves has trained since; whichever Trainer evaluates them
+    now) the record repeats that record's epoch and step, else it has the trainer's (after
+    ``fit``, ``current_epoch`` is ``max_epochs``). TensorBoard gets every evaluation at the
+    trainer's step, where Lightning logs its scalars. A run restored from a checkpoint (a
+    resumed fit, or ``validate`` / ``test`` with ``ckpt_path=``) adds its records to the
+    history file on disk, never shortening it, except that a resumed fit first drops the
+    file's records of weights trained past its checkpoint (the run it replaces: fit
+    validations logged at or after the checkpoint's step, counted in batches that stepped,
+    and evaluations of later weights); any other run rewrites the file with its run's
+    history. A fit that starts at step 0 without a checkpoint starts its run's history
+    anew, keeping only the ``validate`` / ``test`` records its own Trainer made before it
+    (a baseline ``trainer.validate(model)``).
+
+    The history is the run's, a run being the folder its files go to (the Trainer's first
+    logger's ``log_dir``; ``default_root_dir`` with ``save_png=True`` and no logger): a new
+    Trainer writing to the same folder continues it (``Trainer(logger=L).validate(model)``
+    after ``Trainer(logger=L).fit(model)``), a Trainer writing elsewhere has its own, and
+    Trainers writing no folder share one. :attr:`history` is the run's whose Trainer ran
+    last; the first run takes the history the monitor holds.
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -237,7 +245,8 @@ class CalibrationMonitor(Callback):
         self.prog_bar = prog_bar
         self.smooth = smooth
         self.confidence = confidence
-        self.history: list[dict[str, Any]] = []
+        # The history of each run (the folder it writes to), and of the one served now.
+        self._histories = histories.Runs()
         self._active = False
         # Whether the batches are only checked, not measured (the sanity check's).
         self._checking = False
@@ -253,17 +262,12 @@ class CalibrationMonitor(Callback):
         # Where the checkpoint a resumed fit started from is (batches that stepped to its
         # weights, read once the fit runs: _note_resume_point), else None.
         self._resumed_at: int | None = None
-        # The weights the module holds (module id, global step) and how a record names them
-        # (epoch, step, checkpoint path): the last fit record's, or a restored checkpoint's.
-        self._weights: tuple[int, int, int, int, str | None] | None = None
-        # Each validate / test record with the Trainer that made it (weakly: the monitor
-        # must not keep a finished trainer alive), so that a fit starting anew with that
-        # Trainer keeps its baseline evaluation (on_fit_start).
-        self._evaluations: list[tuple[weakref.ref[Trainer], dict[str, Any]]] = []
-        # The Trainer whose run ``history`` is, and the histories of the other Trainers the
-        # monitor served (weakly, as above), each resumed when its Trainer runs again.
-        self._trainer: Callable[[], Trainer | None] | None = None
-        self._histories: list[tuple[Callable[[], Trainer | None], list[dict[str, Any]]]] = []
+        # How a record names the weights each module holds (epoch, step, checkpoint path):
+        # its last fit record's, or a restored checkpoint's, until a Trainer trains it
+        # (weakly: the monitor must not keep a finished module alive).
+        self._weights: weakref.WeakKeyDictionary[LightningModule, tuple[int, int, str | None]] = (
+            weakref.WeakKeyDictionary()
+        )
         # The id of the Trainer run (fit, validate, test) making records: setup.
         self._run = _new_run_id()
         # The entries of Lightning's results that this monitor's self.log made (weakly:
@@ -420,6 +424,8 @@ class CalibrationMonitor(Callback):
         # before it trains; the epoch end drops them.
         if not (self._active or self._checking):
             return
+        if self._checking and outputs is None:
+            return  # a module skipping its work during the sanity check: nothing to check
         pair = self.extract_batch(outputs, batch)
         if pair is None:
             return
@@ -678,15 +684,14 @@ class CalibrationMonitor(Callback):
         bins = tb.bins_tensor(result) if classes is None else tb.classwise_bins_tensor(classes)
         record = self._record(trainer, pl_module, step, result, per_class, bins)
         if record["fn"] == "fit":
-            weights = (record["epoch"], record["step"], None)
-            self._weights = (id(pl_module), int(trainer.global_step), *weights)
+            self._weights[pl_module] = (record["epoch"], record["step"], None)
         if self.smooth:
             record["smooth_error"] = numbers["smooth_error"]
         if suffix:
             record["dataloader_idx"] = idx
         self.history.append(record)
         if record["fn"] != "fit":
-            self._evaluations.append((weakref.ref(trainer), record))
+            self._histories.current.note_evaluation(trainer, record)
         if trainer.is_global_zero:
             # The figures name the interval the metric drew (on the synchronised state).
             drawn_from = result if classes is None else classes
@@ -728,14 +733,13 @@ class CalibrationMonitor(Callback):
         if fn == "fit":
             return when
         when["checkpoint"] = None
-        if self._weights is not None and self._weights[:2] == (
-            id(pl_module),
-            int(trainer.global_step),
-        ):
-            # The weights the last fit validation measured (after fit the trainer's epoch is
-            # the next one: 3 after epochs 0-2), or the checkpoint this run or an earlier
-            # evaluation restored (on_load_checkpoint): named as they were named.
-            when["epoch"], when["step"], when["checkpoint"] = self._weights[2:]
+        named = self._weights.get(pl_module)
+        if named is not None:
+            # The weights the module's last fit validation measured (after fit the trainer's
+            # epoch is the next one: 3 after epochs 0-2), whichever Trainer evaluates them
+            # now, or the checkpoint this run or an earlier evaluation restored
+            # (on_load_checkpoint): named as they were named.
+            when["epoch"], when["step"], when["checkpoint"] = named
         return when
 
     # ------------------------------------------------------------------ write
@@ -877,17 +881,32 @@ class CalibrationMonitor(Callback):
         return layout
 
     # ------------------------------------------------------------------ state
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The records of the run the monitor serves now (the folder its Trainer writes to:
+        :mod:`._histories`), one per evaluated epoch and dataloader."""
+        return self._histories.current.history
+
+    @history.setter
+    def history(self, records: list[dict[str, Any]]) -> None:
+        self._histories.current.history = records
+
     def state_dict(self) -> dict[str, Any]:
-        return {"history": [dict(r) for r in self.history]}
+        return _state(self.history)
+
+    def on_save_checkpoint(
+        self, trainer: Trainer, pl_module: LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
+        """Store the history of the run of the Trainer saving the checkpoint. Lightning
+        stores :meth:`state_dict` first, which knows no Trainer and gives the run served
+        now: another Trainer's, for ``trainer_a.save_checkpoint(path)`` after
+        ``trainer_b.fit``."""
+        run = self._histories.of(histories.run_folder(trainer, self.save_png))
+        saved = checkpoint.get("callbacks")
+        if isinstance(saved, dict) and self.state_key in saved:
+            saved[self.state_key] = _state(run.history)
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        self._follow(trainer)
-        self._restored = None  # each run says for itself which checkpoint it restored
-        self._resumed_at = None
-        # Records of two runs of the same weights are equal in every number: the run's id
-        # tells them apart, so that the history file takes the second as a new record
-        # rather than as one it holds (a resumed fit's restored records keep their own).
-        self._run = _new_run_id()
         # Refused here, not in __init__: in one process the sync changes nothing.
         if trainer.world_size > 1 and self._options.get("sync_on_compute", True) is not True:
             raise ValueError(
@@ -895,26 +914,13 @@ class CalibrationMonitor(Callback):
                 "evaluation set, which under DDP needs every rank's pairs (without the sync "
                 "each rank logs its shard's error, and Lightning averages those)"
             )
-
-    def _follow(self, trainer: Trainer) -> None:
-        """Make :attr:`history` the history of ``trainer``'s runs. Switching to another
-        Trainer sets the current history aside, to be resumed when its Trainer runs again;
-        a Trainer the monitor has not served starts with none (a run restoring a checkpoint
-        then takes the checkpoint's). The first Trainer takes the history the monitor holds.
-
-        One history carried from Trainer to Trainer had mixed their runs: fit with A, fit
-        with B, fit on with A, and A's history file lost A's records and held B's."""
-        held = None if self._trainer is None else self._trainer()
-        if held is trainer:
-            return
-        own = [h for ref, h in self._histories if ref() is trainer]
-        others = [(ref, h) for ref, h in self._histories if ref() is not trainer]
-        self._histories = [(ref, h) for ref, h in others if ref() is not None]  # live ones
-        if held is not None:
-            self._histories.append((self._trainer, self.history))
-        if self._trainer is not None:
-            self.history = own[0] if own else []
-        self._trainer = _reference(trainer)
+        self._histories.follow(histories.run_folder(trainer, self.save_png))
+        self._restored = None  # each run says for itself which checkpoint it restored
+        self._resumed_at = None
+        # Records of two runs of the same weights are equal in every number: the run's id
+        # tells them apart, so that the history file takes the second as a new record
+        # rather than as one it holds (a resumed fit's restored records keep their own).
+        self._run = _new_run_id()
 
     def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         # The restore belongs to the run that ends here: left set, it made a later manual
@@ -943,13 +949,15 @@ class CalibrationMonitor(Callback):
             # ModelCheckpoint names the file (epoch=0-step=12.ckpt), with its path.
             path = getattr(trainer, "ckpt_path", None)
             epoch, step = int(checkpoint.get("epoch", 0)), int(checkpoint.get("global_step", 0))
-            named = (epoch, step, None if path is None else str(path))
-            self._weights = (id(pl_module), int(trainer.global_step), *named)
+            self._weights[pl_module] = (epoch, step, None if path is None else str(path))
+        else:
+            self._weights.pop(pl_module, None)  # a resumed fit's weights: the fit names them
 
     def on_train_batch_start(
         self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int
     ) -> None:
         self._note_resume_point(trainer)
+        self._weights.pop(pl_module, None)  # trained: no record measured these weights yet
 
     def _note_resume_point(self, trainer: Trainer) -> None:
         """Where the checkpoint a resumed fit started from is, in the fit records' count:
@@ -966,34 +974,35 @@ class CalibrationMonitor(Callback):
             self._resumed_at = int(trainer.fit_loop.epoch_loop._batches_that_stepped)
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        """A fit that starts from step 0 without a checkpoint is a new run: a monitor reused
-        for it (a notebook, a search over settings) starts a new history, which its files
-        then hold alone, instead of one curve drawn through both runs. It keeps the
-        validate / test records this Trainer made before the fit (a baseline
-        ``trainer.validate(model)``), which the curve draws beside the fit's; a new Trainer
-        starts from nothing."""
+        """A fit that starts from step 0 without a checkpoint starts its run's history anew:
+        a monitor reused for it (a notebook, a search over settings, one log folder) starts
+        a new history, which its files then hold alone, instead of one curve drawn through
+        both fits. It keeps the validate / test records this Trainer made before the fit (a
+        baseline ``trainer.validate(model)``), which the curve draws beside the fit's;
+        another Trainer's are dropped."""
         if self._restored is None and trainer.global_step == 0:
             # A Trainer at step 0 has not fitted: every record it made is an evaluation.
-            mine = {id(r) for ref, r in self._evaluations if ref() is trainer}
-            self.history = [r for r in self.history if id(r) in mine]
-            kept = {id(r) for r in self.history}
-            self._evaluations = [(ref, r) for ref, r in self._evaluations if id(r) in kept]
-            self._weights = None
+            self._histories.current.restart(trainer)
 
     def __getstate__(self) -> dict[str, Any]:
         # Weak references do not pickle, and ddp_spawn pickles the callbacks; a copy in
         # another process never sees this process's Trainers, so it needs none of them.
         state = self.__dict__.copy()
-        state["_evaluations"] = []
-        state["_trainer"], state["_histories"] = None, []  # the copy's first Trainer adopts it
+        state["_weights"] = None  # a copy names the weights of modules it measures itself
         state["_layouts_written"] = {}  # a copy writes its layouts anew (references)
         state["_entries"] = []  # a copy never sees this process's Lightning results
         return state
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._weights = weakref.WeakKeyDictionary()
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore :attr:`history` for a resumed fit. A validate / test run of a checkpoint
-        keeps the history the callback holds (the checkpoint's is older: replacing it lost
-        the later epochs, on disk too); a fresh callback takes the checkpoint's."""
+        """Restore :attr:`history` (the current run's) for a resumed fit. A validate / test
+        run of a checkpoint keeps the run's history when it holds records (the checkpoint's
+        is older: replacing it lost the later epochs, on disk too), and takes the
+        checkpoint's when it holds none (a fresh callback, a Trainer writing to a new
+        folder)."""
         history = state_dict.get("history", [])
         if not isinstance(history, list):
             raise ValueError(f"history must be a list, got {type(history).__name__}")
@@ -1015,6 +1024,11 @@ def _validates_within_epochs(trainer: Trainer) -> bool:
         return True
     every = trainer.val_check_batch
     return isinstance(every, int) and every < trainer.num_training_batches
+
+
+def _state(history: list[dict[str, Any]]) -> dict[str, Any]:
+    """The checkpoint state of a history: copies of its records."""
+    return {"history": [dict(r) for r in history]}
 
 
 def _new_run_id() -> str:

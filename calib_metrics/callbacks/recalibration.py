@@ -39,13 +39,17 @@ class TemperatureRecalibration(Callback):
     validation epoch (never the sanity check, nor a ``trainer.validate`` / ``test`` run) are
     kept; the sanity check's are checked only, so that a malformed output (a shape, targets
     naming no class: padding without ``ignore_index``) is a ValueError before the fit
-    trains. When fitting ends the temperature is fitted on the kept logits (in float64, with
-    grad enabled and outside inference mode, on copies of the inference-mode tensors
-    Lightning's validation produces), stored as :attr:`recalibrator` and on the module as
-    ``pl_module.calibration_temperatures[prefix]`` (a float, so it can be applied at
-    prediction time: ``softmax(logits / T)``) and, when it is the Trainer's only such
-    callback, as ``pl_module.calibration_temperature`` too (with one per output head, each
-    head reads its own by its ``prefix``), and
+    trains (a ``None`` output there, from a module that skips the sanity check, is passed
+    over). Shapes and keys are checked at every batch; targets, which costs a host
+    synchronisation, at the sanity check's batches and each validation epoch's first batch
+    of each dataloader, and a later batch's targets naming no class when fitting ends: no
+    temperature is fitted, with a warning naming them. When fitting ends the temperature is
+    fitted on the kept logits (in float64, with grad enabled and outside inference mode, on
+    copies of the inference-mode tensors Lightning's validation produces), stored as
+    :attr:`recalibrator` and on the module as ``pl_module.calibration_temperatures[prefix]``
+    (a float, so it can be applied at prediction time: ``softmax(logits / T)``) and, when
+    it is the Trainer's only such callback, as ``pl_module.calibration_temperature`` too
+    (with one per output head, each head reads its own by its ``prefix``), and
 
     * ``{prefix}/temperature``, ``{prefix}/calib_err_before`` and ``{prefix}/calib_err_after``
       (with ``_lower`` / ``_upper`` interval ends) go to every logger's ``log_metrics``;
@@ -145,10 +149,18 @@ class TemperatureRecalibration(Callback):
         # The step of the checkpoint a resumed fit restored, until on_fit_start reads it.
         self._restored_step: int | None = None
 
-    def extract_batch(self, outputs: Any, batch: Any) -> tuple[Tensor, Tensor] | None:
+    def extract_batch(
+        self, outputs: Any, batch: Any, *, check_targets: bool = True
+    ) -> tuple[Tensor, Tensor] | None:
         """``(logits [M, C] or [M], target [M])`` of one step, padding dropped; a malformed
-        output (shapes, targets that are no class: padding without ``ignore_index``) is a
-        ValueError here, at the first validation batch, not when fitting ends."""
+        output (a missing key, a shape, a list where a tensor belongs) is a ValueError
+        here, at the first validation batch, not when fitting ends. With
+        ``check_targets`` so are targets that name no class (padding without
+        ``ignore_index``, a class id past the logits, binary targets other than 0 / 1), at
+        the cost of one host synchronisation; the callback asks it of the sanity check's
+        batches and of each validation epoch's first batch of each dataloader only, and
+        names any later batch's when fitting ends (in its warning that no temperature was
+        fitted)."""
         if self.extract is not None:
             pair = self.extract(outputs, batch)
             if pair is None:
@@ -183,17 +195,20 @@ class TemperatureRecalibration(Callback):
         if self.ignore_index is not None:
             keep = target != self.ignore_index
             logits, target = logits[keep], target[keep]
-        self._check_target(target, None if binary else logits.shape[-1])
+        if check_targets:
+            try:
+                self._check_target(logits, target)
+            except ValueError as err:
+                raise ValueError(f"TemperatureRecalibration: {err}") from None
         return logits, target
 
-    def _check_target(self, target: Tensor, num_classes: int | None) -> None:
+    def _check_target(self, logits: Tensor, target: Tensor) -> None:
         """Targets that name no class (padding without ``ignore_index``, a class id past the
-        logits) fail the batch, as the monitor's do; data that is merely unfit to fit on
-        (one class) is left to the end of fit, which warns."""
-        try:
-            check_class_ids(target, num_classes, ignore_index=self.ignore_index)
-        except ValueError as err:
-            raise ValueError(f"TemperatureRecalibration: {err}") from None
+        logits) are a ValueError, as the monitor's are, with its hint; data that is merely
+        unfit to fit on (one class) is left to the end of fit, which warns. One host
+        synchronisation."""
+        num_classes = None if logits.ndim == 1 else logits.shape[-1]
+        check_class_ids(target, num_classes, ignore_index=self.ignore_index)
 
     @staticmethod
     def _fitting(trainer: Trainer) -> bool:
@@ -256,8 +271,13 @@ class TemperatureRecalibration(Callback):
         if self._loaders is not None and dataloader_idx not in self._loaders:
             return
         # The sanity check's batches are checked, not kept: a malformed output fails the
-        # fit before it trains.
-        pair = self.extract_batch(outputs, batch)
+        # fit before it trains. A module skipping its work there returns nothing to check.
+        if trainer.sanity_checking and outputs is None:
+            return
+        # The targets' check waits for the device: the sanity check's batches and each
+        # epoch's first take it, later batches' targets are checked once, at fit end.
+        first = trainer.sanity_checking or batch_idx == 0
+        pair = self.extract_batch(outputs, batch, check_targets=first)
         if pair is not None and not trainer.sanity_checking:
             self._logits.append(pair[0])
             self._target.append(pair[1])
@@ -406,6 +426,9 @@ class TemperatureRecalibration(Callback):
             )
             return
         try:
+            # Targets of the batches not checked one by one (after each epoch's first):
+            # padding without ignore_index is named here, with the hint.
+            self._check_target(logits, target)
             recalibrator = TemperatureScaling().fit(logits, target)
         except ValueError as err:
             # Data the last epoch happened to give (one class, diverged logits) must not
