@@ -103,17 +103,20 @@ def difference(
     return out | {"a": float(r.a.error), "b": float(r.b.error), "samples": samples}
 
 
-def format_p(p: float, phrase: bool = False) -> str:
+def format_p(p: float, phrase: bool = False, samples: int = RECOMMENDED["n_samples"]) -> str:
     """A p-value of these comparisons as text (``phrase``: with "p = " or "p "): below
-    2/S when no draw reached 0.
+    2/S when none of the ``samples`` draws reached 0 (a result's ``"samples"``: fewer
+    under ``--quick``).
 
     Example:
         >>> format_p(0.0), format_p(0.021), format_p(0.0, phrase=True)
         ('< 0.001', '0.021', 'p < 0.001')
+        >>> format_p(0.0, samples=200)
+        '< 0.01'
     """
     if phrase:
-        return p_value_phrase(p, RECOMMENDED["n_samples"])
-    return p_value_text(p, RECOMMENDED["n_samples"])
+        return p_value_phrase(p, samples)
+    return p_value_text(p, samples)
 
 
 def adjusted_p_by_label(result: dict[str, Any]) -> dict[str, str]:

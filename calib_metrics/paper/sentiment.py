@@ -306,7 +306,7 @@ def _markdown(results: dict) -> str:
         f"NB − LR: error(NB) − error(LR) on the same test {items} (> 0: LR is better "
         "calibrated), debiased with β = ⌈√N⌉, percentile interval of 2000 paired draws "
         f"({items} resampled once for both models), "
-        f"{paired.format_p(results['paired']['p_value'], phrase=True)}.",
+        f"{paired.format_p(results['paired']['p_value'], True, results['paired']['samples'])}.",
         "",
         "Model selection on dev (F1 picks; CalibErr shown for comparison only):",
         "",
