@@ -213,7 +213,7 @@ def _hmm_rows(device, repeats: int) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--length", type=int, default=25)

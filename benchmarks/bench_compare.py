@@ -129,7 +129,7 @@ def table(n: int, medians: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e4, 1e5, 1e6])
     parser.add_argument("--repeats", type=int, default=5)

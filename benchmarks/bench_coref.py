@@ -488,7 +488,7 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] == "--_memory-child":
         _memory_child(int(argv[1]), argv[2], int(argv[3]), argv[4])
         return
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--mentions", type=int, default=200)

@@ -81,7 +81,7 @@ def table(medians: dict[str, float], repeats: int, before: Path | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--write", action="store_true", help="write docs/bench_import.md")
     parser.add_argument(

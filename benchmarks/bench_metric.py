@@ -7,8 +7,20 @@ process, interleaved, after a warm-up, the median of ``--repeats`` runs of:
 - CalibErr alone: ``calibration_error``;
 - one ``torch.sort`` of the same N float32 values (the yardstick: exact equal-mass bins
   are at most one sort away);
+- our error on torchmetrics' 15 equal-width bins as the plug-in (``debias=False``), the
+  row compared with torchmetrics, and as the debiased estimate (the default);
 - torchmetrics' ``BinaryCalibrationError(n_bins=15, norm="l2")``, update + compute;
-- torch-uncertainty's adaptive calibration error, if it can be imported.
+- torch-uncertainty's adaptive calibration error with N/β bins (β = ``--bin-size``), if
+  it can be imported. It was not installed where docs/bench_metric.md was measured, so
+  that row has never run against the package itself (its ``AdaptiveCalibrationError(
+  task="binary", num_bins=..., norm="l2")``, read from its source);
+  tests/test_benchmark_scripts.py checks the bins it asks for with a stand-in.
+
+Before timing, the plug-in row is checked against torchmetrics given float64 copies of
+the same pairs (so that its sums are float64, as ours are): the two must agree to
+``PEER_RTOL``, or the script stops. torchmetrics' own row sums the float32 input in
+float32, whose rounding moves its value (at N = 10⁷ tenfold, see docs/bench_metric.md);
+the check prints both values.
 
 The machine may be shared, so what the table reports is the ratio to the sort measured in
 the same process with the runs interleaved, not absolute times.
@@ -46,6 +58,10 @@ from calib_metrics.functional import calibration_error, calibration_error_ci  # 
 DOC = ROOT / "docs" / "bench_metric.md"
 TARGET_TIME = "≤ 1.0× the sort at 1e7 (aim 0.5×)"
 TARGET_MEMORY = "≤ 2× the input's bytes"
+OURS_PLUGIN = "uniform 15 bins, l2 plug-in (ours, debias=False)"
+PEER = "torchmetrics BinaryCalibrationError (15 bins, l2)"
+# Both sum in float64 over the same bins: only the order of the additions differs.
+PEER_RTOL = 1e-9
 
 
 def command_line(script: str, threads: int) -> str:
@@ -83,14 +99,16 @@ def peer_torchmetrics() -> Callable | None:
     return run
 
 
-def peer_torch_uncertainty() -> tuple[Callable | None, str]:
+def peer_torch_uncertainty(bin_size: int) -> tuple[Callable | None, str]:
+    """torch-uncertainty's adaptive (equal-mass) error with N/``bin_size`` bins, the
+    bins of CalibErr's row."""
     try:
         from torch_uncertainty.metrics.classification import AdaptiveCalibrationError
     except Exception as err:  # a broken install raises more than ImportError
         return None, f"not installed ({type(err).__name__}: {err})"
 
     def run(q: torch.Tensor, y: torch.Tensor) -> float:
-        bins = max(1, q.numel() // 5000)
+        bins = max(1, q.numel() // bin_size)
         metric = AdaptiveCalibrationError(task="binary", num_bins=bins, norm="l2")
         metric = metric.to(q.device)
         metric.update(q, y.long())
@@ -112,17 +130,34 @@ def candidates(samples: int, bin_size: int) -> dict[str, Callable | None]:
         return torch.sort(q)[0][-1].item()
 
     def ours_uniform(q, y):
+        return calibration_error(q, y, binning="uniform", n_bins=15, debias=False).item()
+
+    def ours_uniform_debiased(q, y):
         return calibration_error(q, y, binning="uniform", n_bins=15).item()
 
-    tu, _ = peer_torch_uncertainty()
+    tu, _ = peer_torch_uncertainty(bin_size)
     return {
         "CalibErr + interval (ours)": ours_ci,
         "CalibErr (ours)": ours,
         "torch.sort of q": sort,
-        "uniform 15 bins, l2 (ours)": ours_uniform,
-        "torchmetrics BinaryCalibrationError (15 bins, l2)": peer_torchmetrics(),
-        "torch-uncertainty adaptive CE (N/5000 bins, l2)": tu,
+        OURS_PLUGIN: ours_uniform,
+        "uniform 15 bins, l2 debiased (ours, the default)": ours_uniform_debiased,
+        PEER: peer_torchmetrics(),
+        f"torch-uncertainty adaptive CE (N/{bin_size} bins, l2)": tu,
     }
+
+
+def check_peer(q: torch.Tensor, y: torch.Tensor, ours: float) -> dict[str, float]:
+    """torchmetrics' value on float64 copies of the pairs, which must equal ``ours`` (the
+    plug-in row's) to ``PEER_RTOL``: the rows compared must be the same quantity on the
+    same bins, so that only the time differs. Raises RuntimeError otherwise."""
+    peer = peer_torchmetrics()(q.double(), y.double())
+    if abs(ours - peer) > PEER_RTOL * abs(peer):
+        raise RuntimeError(
+            f"{OURS_PLUGIN} gave {ours!r}, torchmetrics on float64 copies of the same "
+            f"pairs {peer!r}: not the same quantity, so their times are not comparable"
+        )
+    return {"ours": ours, "peer_float64": peer}
 
 
 def synchronize(device: str) -> None:
@@ -136,6 +171,8 @@ def time_all(
     q, y = make_inputs(n, device)
     fns = {k: f for k, f in candidates(samples, bin_size).items() if f is not None}
     values = {name: fn(q, y) for name, fn in fns.items()}  # warm-up, and the answers
+    if PEER in values:
+        values["check"] = dict(check_peer(q, y, values[OURS_PLUGIN]), peer=values[PEER])
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():  # interleaved, so load changes hit every entry alike
@@ -234,6 +271,16 @@ def table(n: int, medians: dict[str, float], values: dict, memory: dict[str, dic
         mem_text = f"{mem['extra'] / mem['input']:.2f}×" if mem else "–"
         value = "" if name == "torch.sort of q" else format_value(values[name])
         rows.append(f"| {name} | {median:.4f} | {median / sort_time:.2f}× | {mem_text} | {value} |")
+    if "check" in values:
+        check = values["check"]
+        gap = abs(check["ours"] - check["peer_float64"]) / abs(check["peer_float64"])
+        rows += [
+            "",
+            f"Checked before timing: {OURS_PLUGIN.split(' (')[0]} {check['ours']:.10f}, "
+            f"torchmetrics on float64 copies of the pairs {check['peer_float64']:.10f} "
+            f"(relative difference {gap:.1e}); torchmetrics on the float32 input, its row: "
+            f"{check['peer']:.10f}.",
+        ]
     return "\n".join(rows)
 
 
@@ -246,7 +293,13 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
     )
     parser.add_argument("--samples", type=int, default=10000, help="interval draws S")
-    parser.add_argument("--bin-size", type=int, default=5000)
+    parser.add_argument(
+        "--bin-size",
+        type=int,
+        default=5000,
+        help="β: CalibErr's bin size, and N/β bins for torch-uncertainty's row (run only "
+        "where torch-uncertainty imports)",
+    )
     parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
     parser.add_argument("--write", action="store_true", help=f"write {DOC.relative_to(ROOT)}")
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
@@ -258,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         memory_child(args.memory_child, sizes[0], args.device, args.samples, args.bin_size)
         return 0
 
-    _, tu_status = peer_torch_uncertainty()
+    _, tu_status = peer_torch_uncertainty(args.bin_size)
+    load_before = os.getloadavg()[0]
     header = [
         "# Benchmark: calibration metric core",
         "",
@@ -274,7 +328,10 @@ def main(argv: list[str] | None = None) -> int:
         "The value column gives CalibErr [lower, upper]: the functional defaults at the bin "
         "size above, the debiased error and its pair-bootstrap interval (Poisson resamplings "
         "of the bins' pairs; interval=\"paper\" is Algorithm 2's). torchmetrics and our "
-        "uniform binning use the same 15 bins; torchmetrics sums in float32. On a machine "
+        "uniform binning use the same 15 bins; the plug-in row (debias=False) is the "
+        "quantity torchmetrics computes, checked against it before timing (below each "
+        "table), the debiased row is the default; torchmetrics sums in float32, which "
+        "moves its value. On a machine "
         "shared by many processes, pass --threads 1: with several intra-op threads every "
         "tensor operation waits for all of them to be scheduled, which measures the load, "
         "not the algorithm.",
@@ -294,9 +351,14 @@ def main(argv: list[str] | None = None) -> int:
         section = table(n, medians, values, memory)
         print(section + "\n", flush=True)
         sections.append(section)
+    load = (
+        f"Load average (1 minute) {load_before:.2f} at the start and "
+        f"{os.getloadavg()[0]:.2f} at the end, on {os.cpu_count()} CPUs."
+    )
+    print(load)
     if args.write:
         DOC.parent.mkdir(parents=True, exist_ok=True)
-        DOC.write_text("\n".join(header) + "\n" + "\n\n".join(sections) + "\n")
+        DOC.write_text("\n".join([*header, load, ""]) + "\n" + "\n\n".join(sections) + "\n")
         print(f"wrote {DOC.relative_to(ROOT)}")
     return 0
 

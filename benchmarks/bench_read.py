@@ -86,7 +86,7 @@ def median_times(functions: dict[str, Callable[[Path], object]], path: Path, rep
 
 
 def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e4, 1e5, 1e6])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(

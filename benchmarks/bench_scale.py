@@ -3,14 +3,21 @@
 Every peer runs in the same process on the same pairs, so the printed ratios hold on a
 loaded machine even where the absolute times do not. Pairs are calibrated,
 y ~ Bernoulli(q), with q uniform or Beta(0.3, 0.3), drawn in batches of 10⁶ from fixed
-seeds, so the streaming sketch can take 10⁹ pairs without holding them.
+seeds, all of them before any timing (float32 q and bool y, 5 bytes a pair: 5 GB at
+10⁹): the exact mode bins the whole tensors, the streaming metric and torchmetrics are
+fed consecutive slices of 10⁶ pairs of them (views, no copies), so no method's time
+includes drawing the data. Every method is called once, untimed, before the first size
+(one-time costs: thread pools, allocator arenas, first calls); at a size where every
+method's call takes under a second, the methods are called ``--repeats`` times,
+interleaved, and each gets its best time (one call is noise there).
 
 Per N it measures (peak memory: the rise of the process' peak RSS over its RSS before
-the call, the peak reset through /proc/self/clear_refs):
+the call, with the pairs already in memory, the peak reset through
+/proc/self/clear_refs; the largest over the calls):
 
 * exact: ``adaptive_binning`` (bin_size = "auto", validation included) on all pairs,
-  only up to ``--exact-max`` and only when the pairs and the binning's estimated
-  working memory fit in the free memory; next to one ``torch.sort`` of q (up to
+  only up to ``--exact-max`` and only when the binning's estimated working memory fits
+  in the memory free beside the pairs; next to one ``torch.sort`` of q (up to
   ``--sort-max``: its values and int64 indices take 12 bytes a pair, 12 GB at 10⁹), and
   its extra peak memory next to the input's bytes;
 * streaming: ``CalibrationError(streaming=True, bin_size="auto")`` fed batch by batch,
@@ -19,14 +26,15 @@ the call, the peak reset through /proc/self/clear_refs):
   same state by ``merge_state`` (one pass over the data, not two) and its state bytes
   are printed too;
 * torchmetrics' ``BinaryCalibrationError`` (15 bins; it keeps every pair) up to
-  ``--torchmetrics-max``, fed the same batches, and the streaming and exact times over
-  its time at each N where it ran ("÷ torchmetrics"; the exact time is the binning of
-  the pairs in memory, the others feed the batches);
+  ``--torchmetrics-max``, fed the same slices (its int64 targets converted before the
+  timing), and the streaming and exact times over its time at each N where it ran
+  ("÷ torchmetrics");
 * drift: streaming − exact, plug-in and debiased, ``bin_size`` = 5000 and "auto";
 * the 1-minute load average, as the shared machine's timings depend on it.
 
-Run ``python benchmarks/bench_scale.py --threads 1 --write`` (add ``--max 1e9
---exact-max 1e9`` where the memory allows: about 10 GB at 10⁹, see docs/streaming.md);
+Run ``python benchmarks/bench_scale.py --threads 1 --write`` (add ``--max 1e8
+--exact-max 1e8``, or 1e9 where the memory allows: about 10 GB at 10⁹, see
+docs/streaming.md);
 ``--write`` puts the tables in ``docs/streaming.md`` and the plot in
 ``docs/img/scale.png``.
 """
@@ -55,6 +63,8 @@ from calib_metrics.functional.calibration import error_from_bins
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCH = 1_000_000
+# A call shorter than this is repeated (best of --repeats): one timing of it is noise.
+SHORT_S = 1.0
 BEGIN, END = "<!-- bench_scale:begin -->", "<!-- bench_scale:end -->"
 
 
@@ -80,6 +90,13 @@ def whole(n: int, dist: str) -> tuple[torch.Tensor, torch.Tensor]:
         q[i * BATCH : i * BATCH + bq.numel()] = bq
         y[i * BATCH : i * BATCH + bq.numel()] = by
     return q, y
+
+
+def slices(q: torch.Tensor, y: torch.Tensor):
+    """The pairs in memory as consecutive batches of at most 10⁶: views, not copies, so
+    feeding them costs the consumer's work alone."""
+    for start in range(0, q.numel(), BATCH):
+        yield q[start : start + BATCH], y[start : start + BATCH]
 
 
 def _status(field: str) -> int:
@@ -108,13 +125,13 @@ def measured(fn, clock=time.perf_counter):
     return out, seconds, max(0, _status("VmHWM") - before)
 
 
-def streaming_metric(n: int, dist: str) -> CalibrationError:
+def streaming_metric(q: torch.Tensor, y: torch.Tensor) -> CalibrationError:
     """A streaming CalibrationError (bin_size="auto") fed every batch (it keeps the
     pairs exactly while they fit in the sketch's memory, ``sketch.buffer_rows``), its
     bins computed."""
     metric = CalibrationError(streaming=True, bin_size="auto", validate_args=False)
-    for q, y in batches(n, dist):
-        metric.update(q, y)
+    for bq, by in slices(q, y):
+        metric.update(bq, by)
     metric.class_bins()
     return metric
 
@@ -159,14 +176,12 @@ def exact_errors(bins_by_size: dict) -> dict:
     return out
 
 
-def exact_fits(n: int, bin_size: int) -> bool:
-    """Whether the pairs (float32 q, bool y) and the exact binning's estimated working
-    memory fit in the memory free now."""
-    need = 5 * n + exact_working_bytes(n, bin_size, 4)
+def fits(what: str, n: int, need: int) -> bool:
+    """Whether ``need`` bytes fit in the memory free now (says so when not)."""
     free = available_bytes(torch.device("cpu"))
     if free is not None and need > free:
         print(
-            f"exact at N = {n:.0e} skipped: needs {need / 2**30:.1f} GiB, "
+            f"{what} at N = {n:.0e} skipped: needs {need / 2**30:.1f} GiB, "
             f"{free / 2**30:.1f} GiB free",
             flush=True,
         )
@@ -174,32 +189,63 @@ def exact_fits(n: int, bin_size: int) -> bool:
     return True
 
 
-def torchmetrics_error(n: int, dist: str) -> float:
+def torchmetrics_error(q: torch.Tensor, y: torch.Tensor) -> float:
     metric = BinaryCalibrationError(n_bins=15, validate_args=False)
-    for q, y in batches(n, dist):
-        metric.update(q, y.long())
+    for bq, by in slices(q, y):
+        metric.update(bq, by)
     return metric.compute().item()
 
 
-def run_size(n: int, dist: str, args) -> dict:
+def sort_once(q: torch.Tensor) -> None:
+    torch.sort(q)  # its 12 bytes a pair are freed on return, not held past the timing
+
+
+def timed(calls: dict, repeats: int) -> tuple[dict, int]:
+    """{name: (first result, best seconds, largest extra peak)} of each of ``calls``
+    (zero-argument functions), and the number of rounds. One round calls each in turn
+    (interleaved, so a change of the machine's load hits them alike); more rounds, up to
+    ``repeats``, only where every call of the first took under ``SHORT_S``."""
+    first = {name: measured(fn) for name, fn in calls.items()}
+    rounds = repeats if max(s for _, s, _ in first.values()) < SHORT_S else 1
+    best = {name: [s] for name, (_, s, _) in first.items()}
+    peak = {name: [p] for name, (_, _, p) in first.items()}
+    for _ in range(rounds - 1):
+        for name, fn in calls.items():
+            _, seconds, extra = measured(fn)
+            best[name].append(seconds)
+            peak[name].append(extra)
+    return {name: (first[name][0], min(best[name]), max(peak[name])) for name in calls}, rounds
+
+
+def run_size(n: int, dist: str, args) -> dict | None:
     row: dict = {"n": n, "dist": dist, "load": os.getloadavg()[0]}
-    auto, row["stream_s"], row["stream_peak"] = measured(lambda: streaming_metric(n, dist))
+    with_peer = n <= args.torchmetrics_max
+    # float32 q and bool y; torchmetrics' int64 targets on top where it runs.
+    if not fits("the pairs", n, 5 * n + 8 * n * with_peer):
+        return None
+    q, y = whole(n, dist)
+    row["input_bytes"] = q.numel() * q.element_size() + y.numel() * y.element_size()
+    calls = {"stream": lambda: streaming_metric(q, y)}
+    if with_peer:
+        y_long = y.long()
+        calls["tm"] = lambda: torchmetrics_error(q, y_long)
+    bin_size = resolve_bin_size("auto", n)
+    if n <= args.exact_max and fits("exact", n, exact_working_bytes(n, bin_size, 4)):
+        calls["exact"] = lambda: adaptive_binning(q, y, bin_size=bin_size)
+        if n <= args.sort_max:
+            calls["sort"] = lambda: sort_once(q)
+    results, row["calls"] = timed(calls, args.repeats)
+    for name, (_, seconds, peak) in results.items():
+        row[f"{name}_s"] = seconds
+        if name != "sort":
+            row[f"{name}_peak"] = peak
+    auto = results["stream"][0]
     fixed = with_bin_size(auto, 5000)
     row["stream_state"] = state_bytes(auto)
     row["stream_state_5000"] = state_bytes(fixed)
     row["stream"] = streaming_errors({5000: fixed, "auto": auto})
-    del auto, fixed
-    if n <= args.torchmetrics_max:
-        _, row["tm_s"], row["tm_peak"] = measured(lambda: torchmetrics_error(n, dist))
-    bin_size = resolve_bin_size("auto", n)
-    if n <= args.exact_max and exact_fits(n, bin_size):
-        q, y = whole(n, dist)
-        row["input_bytes"] = q.numel() * q.element_size() + y.numel() * y.element_size()
-        bins, row["exact_s"], row["exact_peak"] = measured(
-            lambda: adaptive_binning(q, y, bin_size=bin_size)
-        )
-        if n <= args.sort_max:
-            _, row["sort_s"], _ = measured(lambda: torch.sort(q))
+    if "exact" in results:
+        bins = results["exact"][0]
         row["exact"] = exact_errors({5000: adaptive_binning(q, y, bin_size=5000), "auto": bins})
     print(json.dumps(row), flush=True)
     return row
@@ -231,8 +277,8 @@ def tables(rows: list[dict]) -> str:
     out = [
         "| q | N | exact s/pair (× sort) | exact extra peak (× input) | streaming s/pair | "
         "streaming state (β = auto / 5000) | torchmetrics s/pair | torchmetrics peak | "
-        "streaming / exact time ÷ torchmetrics | load |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "streaming / exact time ÷ torchmetrics | calls | load |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         ex, mem = exact_cells(r)
@@ -241,7 +287,8 @@ def tables(rows: list[dict]) -> str:
         state = f"{mib(r['stream_state'])} / {mib(r['stream_state_5000'])} MiB"
         out.append(
             f"| {r['dist']} | {r['n']:.0e} | {ex} | {mem} | {r['stream_s'] / r['n']:.1e} | "
-            f"{state} | {tm} | {tm_peak} | {torchmetrics_ratio(r)} | {r['load']:.1f} |"
+            f"{state} | {tm} | {tm_peak} | {torchmetrics_ratio(r)} | {r['calls']} | "
+            f"{r['load']:.1f} |"
         )
     out += [
         "",
@@ -296,22 +343,37 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def warm_up() -> None:
+    """One call of every timed method: one-time costs (thread pools, allocator arenas,
+    first calls) are not the peers'."""
+    q, y = whole(200_000, "beta0.3")
+    adaptive_binning(q, y, bin_size=447)
+    streaming_metric(q[:10_000], y[:10_000])
+    torchmetrics_error(q[:10_000], y[:10_000].long())
+    sort_once(q)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max", type=float, default=1e7)
     parser.add_argument("--exact-max", type=float, default=1e7)
     parser.add_argument("--torchmetrics-max", type=float, default=1e7)
     parser.add_argument("--sort-max", type=float, default=1e8)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help=f"calls of each method where every call takes under {SHORT_S:g} s (best time)",
+    )
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    # One-time costs (thread pools, allocator arenas, first calls) are not the peers'.
-    adaptive_binning(*whole(200_000, "beta0.3"), bin_size=447)
-    streaming_metric(10_000, "uniform")
+    warm_up()
     sizes = [n for n in (10**4, 10**5, 10**6, 10**7, 10**8, 10**9) if n <= args.max]
     rows = [run_size(n, dist, args) for n in sizes for dist in ("uniform", "beta0.3")]
+    rows = [r for r in rows if r is not None]
     text = tables(rows)
     print(text)
     if args.write:

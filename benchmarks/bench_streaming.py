@@ -261,7 +261,7 @@ def tables(args: argparse.Namespace, rows: list[dict], sizes: dict, peak: dict) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument(
         "--n",

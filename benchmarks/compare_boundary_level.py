@@ -109,7 +109,7 @@ def _summary(rows: list, truth: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_data_set_arguments(parser)
     parser.add_argument("--levels", nargs="+", default=["library", "interval", "gms", "0.005"])
     args = parser.parse_args()

@@ -70,7 +70,7 @@ def family_errors(labels: int, per_label: int, samples: int, data_sets: int, see
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--labels", type=int, default=100)
     parser.add_argument("--per-label", type=int, default=50)
     parser.add_argument("--samples", type=int, nargs="+", default=[300, 2000])

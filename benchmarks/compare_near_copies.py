@@ -78,7 +78,7 @@ def settings() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shifts", type=float, nargs="+", default=[1e-9, 1e-6, 1e-5, 1e-4])
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--draws", type=int, default=300)

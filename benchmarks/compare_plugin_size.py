@@ -32,7 +32,7 @@ ESTIMATORS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=2000, help="pairs per data set")
     parser.add_argument("--reps", type=int, default=200, help="data sets")
     parser.add_argument("--draws", type=int, default=200, help="paired bootstrap draws")

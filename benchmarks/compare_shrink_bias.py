@@ -120,7 +120,7 @@ def run(setting: str, n: int, reps: int, draws: int, seed: int, construction: st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--draws", type=int, default=300)

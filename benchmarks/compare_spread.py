@@ -95,7 +95,7 @@ def _estimates(bins_a, bins_b) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--data-sets", type=int, default=30)

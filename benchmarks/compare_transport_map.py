@@ -45,7 +45,7 @@ def largest_eigenvalues(setting: str, variant: str, reps: int, n: int, seed: int
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=3)

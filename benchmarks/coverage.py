@@ -415,7 +415,7 @@ def save(results: dict, args) -> None:
 
 
 def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=500, help="repetitions per setting")
     p.add_argument(
         "--pair-budget",
@@ -574,7 +574,7 @@ def render(results: dict) -> str:
         at_n = [r for r in iid if r["n"] == n]
         for beta in sorted(
             {str(r["beta"]) for r in at_n},
-            key=lambda b: bin_size_of(int(b) if b.isdigit() else b, n),
+            key=lambda b: (bin_size_of(int(b) if b.isdigit() else b, n), beta_rank(b)),
         ):
             group = [r for r in at_n if str(r["beta"]) == beta]
             positive = [r for r in group if r["k"] > 0]
@@ -635,6 +635,13 @@ def render(results: dict) -> str:
     return "\n".join([*out, "", END]) + "\n"
 
 
+def beta_rank(beta: str) -> int:
+    """Order of β rules of equal value: auto (the default), then the grid's integers,
+    then the comparison rules; without it equal values kept the set's order, which
+    follows the string hash and changes from run to run (PYTHONHASHSEED)."""
+    return 0 if beta == "auto" else 1 if beta.isdigit() else 2
+
+
 def grouped_estimator_table(rows: list[dict]) -> list[str]:
     """The debiased error without and with ``groups=`` (the cluster-robust debias term),
     and the group bootstrap's coverage, where a run measured both (grouped data)."""
@@ -643,19 +650,19 @@ def grouped_estimator_table(rows: list[dict]) -> list[str]:
         return []
     body = [
         [
-            str(r["k"]), f"{r['n']:,}", str(r["beta"]), str(r["reps"]), _fmt(r["truth"]),
-            _fmt(r["debiased_bias"]), _fmt(r["debiased_rmse"]),
+            r["variant"], str(r["k"]), f"{r['n']:,}", str(r["beta"]), str(r["reps"]),
+            _fmt(r["truth"]), _fmt(r["debiased_bias"]), _fmt(r["debiased_rmse"]),
             _fmt(r["debiased_grouped_bias"]), _fmt(r["debiased_grouped_rmse"]),
             _fmt(r.get("cov_groups_db_norm"), 3), _fmt(r.get("cov_groups_db_perc"), 3),
         ]
         for r in rows
     ]  # fmt: skip
-    header = ["k", "N", "β", "reps", "true", "bias", "RMSE", "bias, groups=", "RMSE, groups="]
+    header = ["data", "k", "N", "β", "reps", "true", "bias", "RMSE", "bias, groups="]
     return [
         "",
         "### Grouped data: the debiased error without and with `groups=`",
         "",
-        *_table([*header, "groups-db N", "groups-db P"], body),
+        *_table([*header, "RMSE, groups=", "groups-db N", "groups-db P"], body),
     ]
 
 

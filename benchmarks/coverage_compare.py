@@ -1,7 +1,11 @@
 """Coverage of compare_calibration's paired interval, and its test's size, by simulation.
 
     python benchmarks/coverage_compare.py --reps 300 --sizes 10000 --variants iid grouped \
-        --json docs/coverage/compare4.json [--write docs/coverage.md]
+        --json docs/coverage/compare4.json
+    python benchmarks/coverage_compare.py --from-json docs/coverage/compare4.json
+
+The first runs the study and saves its rows; the second prints the table of saved rows
+(docs/coverage.md quotes such tables; the script writes no doc itself).
 
 Two synthetic models score the same items, q ~ U(0, 1), y ~ Bernoulli(q): independent
 labels (``iid``), or (``grouped``) groups of 20 items whose labels share a Gaussian-copula
@@ -310,7 +314,7 @@ def _row(r: dict, columns: list[tuple] = COLUMNS) -> str:
 
 def main() -> None:
     global ENDS, SHRINK, BOUNDARY
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS)[:3])

@@ -121,7 +121,7 @@ def study(setting: str, n: int, reps: int, draws: int, seed: int, variant: str) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--reps", type=int, default=60)
     parser.add_argument("--draws", type=int, default=300)

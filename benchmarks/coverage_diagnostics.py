@@ -56,7 +56,7 @@ def roots(bins, blocks, gaps: torch.Tensor) -> torch.Tensor:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--variant", choices=["iid", "grouped"], default="grouped")
     p.add_argument("--n", type=int, default=100_000)
     p.add_argument("--bin-size", type=int, default=0, help="β (0: auto = ⌈√N⌉)")

@@ -54,7 +54,7 @@ def streaming(n: int, dist: str, exponents: list[int]) -> dict[int, dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=float, default=1e8)
     parser.add_argument("--dist", choices=["uniform", "beta0.3"], default="uniform")
     parser.add_argument("--resolutions", type=int, nargs="+", default=[18, 20, 22], help="log2")

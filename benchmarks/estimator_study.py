@@ -19,7 +19,7 @@ from calib_metrics.paper.estimators import SIZES, render, study
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=100, help="repetitions at N ≤ 1e4")
     p.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
     p.add_argument("--seed", type=int, default=0)

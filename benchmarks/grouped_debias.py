@@ -100,7 +100,7 @@ def study(n: int, reps: int, seed: int) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--reps", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=11)

@@ -195,7 +195,7 @@ def compare(old: dict[str, list[float]], new: dict[str, list[float]]) -> tuple[f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", type=Path, help="record the numbers in this JSON file")
     parser.add_argument("--compare", type=Path, help="compare with the numbers in this file")
     parser.add_argument("--tolerance", type=float, default=0.0)

@@ -91,7 +91,7 @@ def float16_probabilities(scale: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scales", type=float, nargs="+", default=[1e-8, 1e-7, 1, 1e5, 1e6])
     parser.add_argument("--float16-scales", type=float, nargs="+", default=[4, 6])
     args = parser.parse_args()

@@ -53,7 +53,7 @@ def squares(n: int, bin_size: int, seed: int) -> tuple[float, float, float, floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=float, default=1e7)
     parser.add_argument("--bin-size", type=int, default=50)
     parser.add_argument("--seeds", type=int, default=12)

@@ -100,7 +100,7 @@ DATA = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--resolutions", type=int, nargs="+", default=[1024, 2**18])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

@@ -44,7 +44,7 @@ def one(q: torch.Tensor, y: torch.Tensor, bin_size, norm: str, debias: bool) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--bin-sizes", nargs="+", default=["auto", "5000", "1000", "200"])

@@ -52,7 +52,7 @@ def signed(bins: Bins) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e7, 1e8])
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
