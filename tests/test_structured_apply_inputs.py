@@ -147,3 +147,21 @@ def test_coref_half_precision_scores_are_divided_by_the_exact_temperature(coref,
     within_rounding(fitted.marginals(low), coreference_marginals(exact))
     within_rounding(fitted.log_probs(low), antecedent_log_probs(exact))
     within_rounding(fitted.scale(low), exact)
+
+
+@pytest.mark.parametrize("method", ["scale", "log_probs"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_a_gradient_to_the_temperature_stays_finite_past_forbidden_antecedents(
+    coref, method, dtype
+) -> None:
+    """Dividing -inf by T put NaN in the gradient to T (applied in at least float32), where
+    the fit's division keeps -inf out."""
+    fitted, scores, _ = coref
+    forbidden = scores.clone()
+    forbidden[:, 5, 0] = -math.inf
+    copy = CorefTemperature()
+    copy.load_state_dict(fitted.state_dict())
+    copy.temperature = fitted.temperature.clone().requires_grad_(True)
+    out = getattr(copy, method)(forbidden.to(dtype))
+    (grad,) = torch.autograd.grad(out[torch.isfinite(out)].double().sum(), copy.temperature)
+    assert torch.isfinite(grad).all() and grad.abs().item() > 0
