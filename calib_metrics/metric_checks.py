@@ -20,6 +20,7 @@ from calib_metrics.functional.binning import (
     check_ids,
     check_probs,
     column_target_hint,
+    supported_dtype,
 )
 from calib_metrics.functional.calibration import MAX_BIN_SIZE, MAX_UNIFORM_BINS
 from calib_metrics.functional.errors import python_int_hint
@@ -134,7 +135,7 @@ def _prepare_batch(
                 f"{name} and target must have the same shape, got {tuple(probs.shape)} "
                 f"and {tuple(target.shape)}{hint.replace('probs', name)}"
             )
-        probs, target = probs.reshape(-1), target.reshape(-1)
+        probs, target = _supported(probs.reshape(-1), target.reshape(-1), name)
         keep = None if ignore_index is None else target != ignore_index
         if validate and probs.numel():
             # Padding masked, not indexed out.
@@ -148,12 +149,19 @@ def _prepare_batch(
             + column_target_hint(probs, target)
         )
     check_class_id_dtype(target)
-    probs, target = probs.reshape(-1, c), target.reshape(-1)
+    probs, target = _supported(probs.reshape(-1, c), target.reshape(-1), name)
     keep = None if ignore_index is None else target != ignore_index
     if validate and target.numel():
         check_class_ids(target, c, keep, ignore_index)
         check_probs(probs, name, None if keep is None else keep.unsqueeze(1))
     return probs, target, keep
+
+
+def _supported(probs: Tensor, target: Tensor, name: str) -> tuple[Tensor, Tensor]:
+    """A batch in dtypes the states keep (:func:`supported_dtype`), whether or not it is
+    validated: a state of another dtype (uint16 targets) failed at compute(), and under DDP
+    its rank's gather raised while the other ranks waited in the next one."""
+    return supported_dtype(probs, name), supported_dtype(target, "target")
 
 
 def check_class_ids(

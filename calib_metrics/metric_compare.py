@@ -148,24 +148,24 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         target: Tensor,
         groups: Tensor | None = None,
         labels: Tensor | None = None,
-    ) -> None:
+    ) -> bool:
         """Accumulate a batch; a batch that fails validation changes nothing, and so does an
-        empty one. The metric keeps its own copy of the batch, so the caller may refill its
-        buffers.
+        empty one, not even the value compute() cached. The metric keeps its own copy of
+        the batch, so the caller may refill its buffers.
 
         ``groups``: optional group id of every item (``target``'s shape), unique across
         the whole evaluation set (and the DDP ranks); give it with every batch or none.
         ``labels``: optional integer label of every item (``target``'s shape: the query
         type of a binary pair, the tag of a multiclass item), kept for
-        :meth:`compute_by_label`; give it with every batch or none.
-        """
-        try:
-            self._update(probs_a, probs_b, target, groups, labels)
-        except Exception:
-            self._update_count -= 1  # torchmetrics counted the call before it ran
-            raise
+        :meth:`compute_by_label`; give it with every batch or none. Unsigned ids (uint16)
+        are kept as int64.
 
-    def _update(self, probs_a, probs_b, target, groups, labels) -> None:
+        Returns whether the batch added items, to the wrapper that the caller calls
+        (which returns None).
+        """
+        return self._update(probs_a, probs_b, target, groups, labels)
+
+    def _update(self, probs_a, probs_b, target, groups, labels) -> bool:
         self._refuse_synced("update")
         if not all(isinstance(t, Tensor) for t in (probs_a, probs_b, target)):
             raise ValueError("probs_a, probs_b and target must be tensors")
@@ -194,7 +194,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             for name, probs in (("probs_a", a), ("probs_b", b)):
                 self._warn_row_sums(_kept_rows(probs, flat_target, self.ignore_index), name)
         if flat_target.numel() == 0:
-            return  # an empty batch changes nothing: not the pairs, nor which ids come along
+            # An empty batch changes nothing: not the pairs, nor which ids come along.
+            return False
         for name, ids in (("groups", groups), ("labels", labels)):
             self._check_id_history(name, given=ids is not None)
         self.probs_a.append(_own_copy(a))
@@ -203,6 +204,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         for name, ids in (("groups", groups), ("labels", labels)):
             if ids is not None:
                 getattr(self, name).append(_own_copy(ids))
+        return True
 
     def _check_id_history(self, name: str, given: bool) -> None:
         """``groups`` or ``labels`` come with every batch (of items) or with none."""
@@ -235,7 +237,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             value = batch.compute()
         except NoPairsError:
             value = None
-        self.merge_state(batch)  # which counts the batch's update
+        with self._cache_kept_if_empty(batch):
+            self.merge_state(batch)  # which counts the batch's update
         self._forward_cache = value
         return value
 

@@ -26,21 +26,12 @@ from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
+from calib_metrics.functional.binning import SUPPORTED_DTYPES
 from calib_metrics.functional.multiclass import row_sum_message
 
-# dtypes a list state may hold, coded by position for the ranks to agree on one.
-_DTYPES = (
-    torch.bool,
-    torch.uint8,
-    torch.int8,
-    torch.int16,
-    torch.int32,
-    torch.int64,
-    torch.float16,
-    torch.bfloat16,
-    torch.float32,
-    torch.float64,
-)
+# dtypes a list state may hold, coded by position for the ranks to agree on one: update
+# converts a batch of another dtype into one of them, or refuses it.
+_DTYPES = SUPPORTED_DTYPES
 
 
 def _keep_dtype(fn: Callable, value: Tensor | list[Tensor]) -> Tensor | list[Tensor]:
@@ -87,6 +78,11 @@ def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: t
             return (
                 f"state {name!r} holds rows of shape {tuple(part.shape[1:])} where this "
                 f"metric keeps rows of shape {row}: {hint}"
+            )
+        if part.dtype not in _DTYPES:  # the ranks could not agree on it (_dtype_code)
+            return (
+                f"state {name!r} holds {part.dtype} values, a dtype that update() never "
+                "keeps (it keeps unsigned ids as int64, float8 as float32): convert them so"
             )
     return ""
 
@@ -311,6 +307,49 @@ class _StatesKeepTheirDtype(Metric):
             if isinstance(default, list):
                 setattr(self, key, [])
         super().reset()
+
+    def _wrap_update(self, update: Callable[..., bool]) -> Callable[..., None]:
+        """torchmetrics' update wrapper, undone by a batch that changes nothing: one that
+        ``update`` refuses (raises) or returns False for (an empty one).
+
+        torchmetrics counts the call and drops compute()'s cached value before ``update``
+        runs. A refused batch is no update, so its count is taken back; and neither batch
+        drops the cache. Dropped on one DDP rank alone (a batch refused there and caught by
+        the caller, or a rank's empty last batch), that rank gathered in its next compute()
+        while the others returned their cached values: it waited in the gather until the
+        process group's timeout.
+        """
+        changed = [True]  # what the last call of ``update`` said
+
+        @functools.wraps(update)
+        def run(*args: Any, **kwargs: Any) -> None:
+            changed[0] = update(*args, **kwargs) is not False
+
+        counted = super()._wrap_update(run)
+
+        @functools.wraps(update)
+        def wrapped(*args: Any, **kwargs: Any) -> None:
+            cached = self._computed
+            try:
+                counted(*args, **kwargs)
+            except Exception:
+                self._update_count -= 1
+                self._computed = cached
+                raise
+            if not changed[0]:
+                self._computed = cached
+
+        return wrapped
+
+    @contextlib.contextmanager
+    def _cache_kept_if_empty(self, batch: _StatesKeepTheirDtype) -> Iterator[None]:
+        """Around forward's adding of its batch metric ``batch`` to this one: an empty batch
+        changes nothing, so the value compute() cached stands, as after an empty update
+        (:meth:`_wrap_update`)."""
+        cached = self._computed
+        yield
+        if not batch.target:
+            self._computed = cached
 
     def _update_rule(self) -> tuple:
         """What decides how ``update`` fills the states from a batch, what it keeps and

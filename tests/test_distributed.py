@@ -9,6 +9,7 @@ killed by its process group without taking pytest down.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from datetime import timedelta
@@ -75,6 +76,10 @@ CASES = {
         [[], [0, 1, 2, 3]],
     ),
     "groups-per-class": ({**PER_CLASS, "interval": "groups"}, "tags-groups", [[1, 2], [0, 3]]),
+    # uint16 ids on rank 0 alone, uint16 targets on both: kept as given, they had no code
+    # for the ranks to agree on a dtype, and a rank raised while the other waited.
+    "groups-uint16-one-rank": ({"interval": "groups"}, "binary-groups-u16", [[0, 2], [1, 3]]),
+    "target-uint16": ({}, "binary-u16", [[0, 3], [1, 2]]),
     # mode= other than one-vs-rest: top-label streams one histogram; classwise averages.
     "stream-top-label": (
         {"num_classes": C, "mode": "top_label", "ignore_index": PAD, "streaming": True},
@@ -91,7 +96,9 @@ SPLIT_VALUE = 0.09268772602081299
 def batches(kind: str) -> list[tuple[torch.Tensor, ...]]:
     """Four batches of unequal sizes; the same on every process.
 
-    ``*-groups`` kinds add group ids (runs of 10 items, numbered across the data set).
+    ``*-groups`` kinds add group ids (runs of 10 items, numbered across the data set),
+    ``*-groups-u16`` too, of dtype uint16 in batches 0 and 2; ``binary-u16`` has uint16
+    targets.
     """
     g = torch.Generator().manual_seed(11)
     out = []
@@ -113,11 +120,13 @@ def batches(kind: str) -> list[tuple[torch.Tensor, ...]]:
             q = q.double() if len(out) % 2 else q
         if kind == "binary-padded":
             y[torch.rand(size, generator=g) < 0.2] = PAD
-        out.append((q, y))
-    if kind.endswith("-groups"):
+        out.append((q, y.to(torch.uint16) if kind == "binary-u16" else y))
+    if kind.endswith(("-groups", "-groups-u16")):
         first = 0
         for i, (probs, target) in enumerate(out):
             ids = (first + torch.arange(target.numel())) // 10
+            if kind.endswith("-u16") and i % 2 == 0:
+                ids = ids.to(torch.uint16)
             out[i] = (probs, target, ids)
             first += target.numel()
     return out
@@ -145,6 +154,22 @@ def single_process(name: str) -> dict[str, torch.Tensor]:
     return summarise(metric)
 
 
+def _computed_twice(rank: int) -> torch.Tensor:
+    """compute(), batches that change nothing on rank 0 alone (one refused and caught, an
+    empty one to update and to forward), compute() again. Rank 0 had dropped its cached
+    value alone and gathered while rank 1 returned its own: rank 0 waited in the gather
+    until the process group's timeout."""
+    metric = CalibrationError(**OPTIONS)
+    metric.update(*batches("binary")[rank])
+    first = metric.compute()
+    if rank == 0:
+        with contextlib.suppress(ValueError):
+            metric.update(torch.full((5,), 1.5), torch.ones(5, dtype=torch.long))
+        metric.update(torch.empty(0), torch.empty(0, dtype=torch.long))
+        metric(torch.empty(0), torch.empty(0, dtype=torch.long))
+    return torch.stack([first, metric.compute()])
+
+
 def _rank(rank: int, port: int, out: str) -> None:
     """One rank: every case on its shard, the synchronised results saved to ``out``."""
     torch.set_num_threads(1)
@@ -170,6 +195,7 @@ def _rank(rank: int, port: int, out: str) -> None:
         else:
             pairs = float(sum(t.numel() for t in local["probs"]))
         results[name]["local_pairs"] = torch.tensor(pairs)
+    results["cache"] = _computed_twice(rank)
     torch.save(results, Path(out) / f"rank{rank}.pt")
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
@@ -210,6 +236,12 @@ def test_sync_leaves_each_rank_its_own_state(ranks, name) -> None:
         else:
             expected = sum(q.numel() for q, *_ in mine)
         assert result[name]["local_pairs"].item() == expected
+
+
+def test_a_batch_that_changes_nothing_on_one_rank_keeps_the_ranks_in_step(ranks) -> None:
+    for rank in ranks:
+        first, second = rank["cache"]
+        assert second == first == ranks[0]["cache"][0]
 
 
 def test_streaming_whose_union_fits_the_buffer_is_exact(ranks) -> None:

@@ -11,13 +11,12 @@ is all that synchronisation sees of ``torch.distributed``.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import matplotlib
 import pytest
 import torch
+from thread_ranks import WORLD, ThreadRanks
 from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
 from calib_metrics import CalibrationComparison, CalibrationError
@@ -26,44 +25,7 @@ from calib_metrics.functional.errors import NoPairsError
 
 matplotlib.use("Agg")
 
-WORLD = 2
 PAD = -100
-
-
-class _World:
-    """Ranks as threads: each one's ``dist_sync_fn`` gathers every rank's tensor."""
-
-    def __init__(self) -> None:
-        self.slots: list[torch.Tensor | None] = [None] * WORLD
-        self.barrier = threading.Barrier(WORLD, timeout=30)
-
-    def options(self, rank: int) -> dict[str, Any]:
-        def gather(tensor: torch.Tensor, group: Any = None) -> list[torch.Tensor]:
-            self.slots[rank] = tensor.clone()
-            self.barrier.wait()
-            gathered = [slot.clone() for slot in self.slots]
-            self.barrier.wait()
-            return gathered
-
-        return {"dist_sync_fn": gather, "distributed_available_fn": lambda: True}
-
-    def run(self, calls: list[Callable[[], Any]]) -> tuple[list[Any], list[BaseException]]:
-        """Every rank's call at once: the values, and the exceptions raised."""
-        values: list[Any] = [None] * WORLD
-        errors: list[Any] = [None] * WORLD
-
-        def work(rank: int) -> None:
-            try:
-                values[rank] = calls[rank]()
-            except Exception as err:  # the test looks at what each rank raised
-                errors[rank] = err
-
-        threads = [threading.Thread(target=work, args=(rank,)) for rank in range(WORLD)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return values, errors
 
 
 def _snapshot(metric: Any) -> dict[str, Any]:
@@ -115,7 +77,7 @@ COMPUTE_PATHS = [
 @pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize("path", COMPUTE_PATHS)
 def test_a_compute_without_pairs_leaves_each_rank_its_own_state(path: str, streaming) -> None:
-    world, metrics = _World(), []
+    world, metrics = ThreadRanks(), []
     for rank in range(WORLD):
         metric = CalibrationError(
             ignore_index=PAD, streaming=streaming, n_samples=100, **world.options(rank)
@@ -141,7 +103,7 @@ def test_ranks_that_disagree_about_groups_keep_their_own_state() -> None:
     """Rank 0 gave groups=, rank 1 did not: compute_result() refuses on both, and each
     keeps its pairs as it had them (rank 0's in two bfloat16 parts, not joined as the
     ranks' agreed float32 for the gather)."""
-    world, metrics = _World(), []
+    world, metrics = ThreadRanks(), []
     for rank in range(WORLD):
         metric = CalibrationError(n_samples=100, **world.options(rank))
         q, y = _binary(400, rank)
@@ -161,7 +123,7 @@ def test_a_compute_that_succeeds_gives_each_rank_back_its_state_as_it_was() -> N
     """unsync() had restored the state as the ranks agreed on it for the gather: rank 0's
     bfloat16 parts joined into one tensor, and an empty rank's lists each holding
     one empty tensor (its next batch without groups= was then refused)."""
-    world, metrics = _World(), []
+    world, metrics = ThreadRanks(), []
     for rank in range(WORLD):
         metric = CalibrationError(n_samples=100, **world.options(rank))
         if rank == 0:
@@ -183,7 +145,7 @@ def test_a_refusal_of_memory_leaves_each_rank_its_own_state(monkeypatch) -> None
         raise ValueError(f"{what} needs {need} bytes: use streaming=True")
 
     monkeypatch.setattr(metric_module, "check_room", no_room)
-    world, metrics = _World(), []
+    world, metrics = ThreadRanks(), []
     for rank in range(WORLD):
         metric = CalibrationError(**world.options(rank))
         metric.update(*_binary(300, rank))
@@ -195,7 +157,7 @@ def test_a_refusal_of_memory_leaves_each_rank_its_own_state(monkeypatch) -> None
 
 @pytest.mark.parametrize("path", ["compute", "compute_by_label"])
 def test_a_comparison_whose_compute_fails_leaves_each_rank_its_own_state(path: str) -> None:
-    world, metrics = _World(), []
+    world, metrics = ThreadRanks(), []
     for rank in range(WORLD):
         metric = CalibrationComparison(ignore_index=PAD, n_samples=100, **world.options(rank))
         q, _ = _binary(50, rank)
@@ -208,7 +170,7 @@ def test_a_comparison_whose_compute_fails_leaves_each_rank_its_own_state(path: s
 
 
 def test_a_comparison_whose_ranks_disagree_about_groups_keeps_their_states() -> None:
-    world, metrics = _World(), []
+    world, metrics = ThreadRanks(), []
     for rank in range(WORLD):
         metric = CalibrationComparison(n_samples=100, **world.options(rank))
         q, y = _binary(300, rank)
@@ -218,9 +180,9 @@ def test_a_comparison_whose_ranks_disagree_about_groups_keeps_their_states() -> 
     _fails_on_every_rank_keeping_state(world, metrics, "compute", "300 groups for 600 items")
 
 
-def _grouped_on_rank_one(metric_class: type, **options: Any) -> tuple[_World, list[Any]]:
+def _grouped_on_rank_one(metric_class: type, **options: Any) -> tuple[ThreadRanks, list[Any]]:
     """Two ranks; rank 0 has no data, rank 1 pairs with group ids."""
-    world, metrics = _World(), []
+    world, metrics = ThreadRanks(), []
     q, y = _binary(2000, 0)
     for rank in range(WORLD):
         metric = metric_class(n_samples=200, **options, **world.options(rank))

@@ -158,6 +158,56 @@ def bin_unplaced(bins: Bins) -> Tensor | None:
     return getattr(bins, "unplaced", None)
 
 
+# The dtypes the estimators take as they are: torch's kernels (sort, index_select, cumsum)
+# cover them, and the metrics keep their states in them, which DDP ranks gather
+# (metric_state codes them by position to agree on one). supported_dtype converts the rest.
+SUPPORTED_DTYPES = (
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+)
+_WIDE_UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+
+
+def supported_dtype(tensor: Tensor, name: str) -> Tensor:
+    """``tensor`` in one of :data:`SUPPORTED_DTYPES`: as it is, or converted where no value
+    changes: unsigned 16-, 32- and 64-bit integers (token or sentence ids) to int64, float8
+    formats to float32. A ValueError naming ``name`` and the dtype otherwise: a uint64 value
+    above int64's maximum (one host synchronisation, for uint64 only), complex numbers.
+
+    Example:
+        >>> supported_dtype(torch.tensor([0, 65535], dtype=torch.uint16), "groups")
+        tensor([    0, 65535])
+        >>> supported_dtype(torch.tensor([2**63], dtype=torch.uint64), "groups")
+        Traceback (most recent call last):
+        ...
+        ValueError: groups holds 9223372036854775808 (dtype torch.uint64), above int64's ...
+    """
+    dtype = tensor.dtype
+    if dtype in SUPPORTED_DTYPES:
+        return tensor
+    if dtype in _WIDE_UNSIGNED:
+        wide = tensor.to(torch.int64)
+        # Above int64's maximum a uint64 wraps to a negative value, which no uint64 holds.
+        if dtype == torch.uint64 and bool((wide < 0).any()):
+            found = wide[wide < 0][0].item() + 2**64
+            raise ValueError(
+                f"{name} holds {found} (dtype {dtype}), above int64's maximum "
+                f"{torch.iinfo(torch.int64).max}, the widest integer the library computes in"
+            )
+        return wide
+    if tensor.is_floating_point() and tensor.element_size() == 1:
+        return tensor.to(torch.float32)  # a float8's every value is a float32's
+    raise ValueError(f"{name} has dtype {dtype}: pass bool, integer or real floating-point values")
+
+
 def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) -> None:
     """Raise ValueError unless ``probs`` is a floating tensor of values in [0, 1]; the
     message calls it ``name`` (``"probs_b"``: which of two models). With ``keep`` (a
@@ -167,6 +217,7 @@ def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) 
     if not probs.is_floating_point():
         raise ValueError(f"{name} must be a floating-point tensor, got {probs.dtype}")
     check_not_meta(probs, name)
+    probs = supported_dtype(probs, name)  # a float8's extremes are taken in float32
     if probs.numel() == 0:
         return
     if keep is None:
@@ -191,7 +242,8 @@ def check_ids(
     groups: Tensor, reference: Tensor, name: str = "probs", what: str = "groups"
 ) -> Tensor:
     """Validate integer ids (group ids, or labels: named ``what`` in errors), one per
-    element of ``reference`` (named ``name``), and return them flat."""
+    element of ``reference`` (named ``name``), and return them flat, in a supported dtype
+    (:func:`supported_dtype`: uint16 ids as int64)."""
     if not isinstance(groups, Tensor):
         kind = what.removesuffix("s")
         raise ValueError(f"{what} must be a tensor of {kind} ids, got {type(groups).__name__}")
@@ -204,7 +256,7 @@ def check_ids(
         raise ValueError(f"{what} must hold integer ids, got dtype {groups.dtype}")
     if groups.device != reference.device:
         raise ValueError(f"{what} on {groups.device} but {name} on {reference.device}")
-    return groups.reshape(-1)
+    return supported_dtype(groups.reshape(-1), what)
 
 
 def check_bins(bins: object) -> Bins:
@@ -314,10 +366,12 @@ def _check_pairs(
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs, name, keep)
+    target = supported_dtype(target, "target")
     check_binary_target(target, keep, hint)
     # A model's probabilities may carry autograd history; the estimators treat them as
     # data (several kernels write in place, which autograd refuses).
-    return probs.detach().reshape(-1), target.detach().reshape(-1)
+    probs = supported_dtype(probs.detach(), name)
+    return probs.reshape(-1), target.detach().reshape(-1)
 
 
 def _key_width(dtype: torch.dtype) -> int:
