@@ -7,6 +7,12 @@
   holds the same maps at every ``c``, so an unpenalised fit should give the same NLL at
   every ``c``, at most the temperature's. The logits: ``[1000, 4]``, 3x overconfident,
   with class biases ``(0.5, 0, 0, -0.5)`` that a temperature cannot fit.
+* Masks: vector and matrix scaling (unpenalised) of logits ``[2000, 10]`` (3x
+  overconfident, class biases from 0.5 to -0.5) whose items mask 6 random classes each
+  (never the target) with a large finite score, against two optima by scipy's BFGS:
+  vector scaling's with ``-inf`` masks, which a finite mask should give, and matrix
+  scaling's of the finite masks themselves (its weights on a masked class act on the mask;
+  fitted in units of ``1 / |mask|``). Needs scipy.
 * Zero probabilities: ``TemperatureScaling(inputs="probs")`` on the softmax of logits
   ``[2000, 10]`` (4x overconfident) whose classes 5-9 are masked with ``-inf`` (their
   probabilities exactly 0), against the same model's masked logits: the two ``T`` and
@@ -27,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from calib_metrics.recalibration import MatrixScaling, TemperatureScaling, VectorScaling
+from calib_metrics.recalibration._common import MASK_FLOOR
 
 
 def shifted_classifier() -> tuple[torch.Tensor, torch.Tensor]:
@@ -52,6 +59,57 @@ def scale_table(scales: list[float]) -> None:
             ]
         nll = [F.cross_entropy(f.calibrated_logits(c * z), y).item() for f in fits]
         print(f"{c:>8g} {nll[0]:>12.4f} {nll[1]:>8.4f} {nll[2]:>8.4f} {nll[3]:>12.4f}")
+
+
+def masked_rows() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    z = 3 * torch.randn(2000, 10, generator=g, dtype=torch.float64)
+    masked = torch.rand(2000, 10, generator=g).argsort(-1) < 6
+    shift = torch.linspace(0.5, -0.5, 10, dtype=torch.float64)
+    allowed = torch.softmax((z / 3 + shift).masked_fill(masked, -math.inf), -1)
+    y = torch.multinomial(allowed, 1, generator=g)[:, 0]
+    return z, y, masked
+
+
+def best_nll(z, y, matrix: bool, masked=None, off_unit: float = 1.0) -> float:
+    """The unpenalised optimum of ``softmax(w * z + b)`` (or ``W z + b``, its off-diagonal
+    weights in units of ``off_unit``) by scipy's BFGS; ``masked`` outputs at ``-inf``."""
+    from scipy import optimize
+
+    c = z.shape[1]
+    eye = torch.eye(c, dtype=torch.float64)
+    start = torch.cat([eye.flatten() if matrix else torch.ones(c), torch.zeros(c)])
+
+    def nll_and_grad(flat):
+        params = torch.tensor(flat, dtype=torch.float64, requires_grad=True)
+        w, b = params[:-c], params[-c:]
+        out = z @ (w.view(c, c) * (eye + (1 - eye) * off_unit)).t() + b if matrix else z * w + b
+        if masked is not None:
+            out = out.masked_fill(masked, -math.inf)
+        loss = F.cross_entropy(out, y)
+        loss.backward()
+        return loss.item(), params.grad.numpy()
+
+    found = optimize.minimize(
+        nll_and_grad, start.double().numpy(), jac=True, method="BFGS", options={"gtol": 1e-10}
+    )
+    return float(found.fun)
+
+
+def mask_table() -> None:
+    z, y, masked = masked_rows()
+    print(
+        "logits [2000, 10], 6 classes of each item masked: vector scaling's optimum with -inf "
+        f"masks {best_nll(z, y, False, masked):.6f}"
+    )
+    print(f"{'mask':>10} {'vector':>9} {'matrix':>9} {'matrix optimum':>15}")
+    for mask in (-1e9, torch.finfo(torch.float32).min, torch.finfo(torch.float64).min):
+        logits = z.masked_fill(masked, mask)
+        read = max(mask, MASK_FLOOR)  # where a fit reads a lower logit
+        best = best_nll(z.masked_fill(masked, read), y, True, off_unit=-1 / read)
+        vector = VectorScaling().fit(logits, y).nll_
+        matrix = MatrixScaling(0.0, 0.0).fit(logits, y).nll_
+        print(f"{mask:>10.3g} {vector:>9.6f} {matrix:>9.6f} {best:>15.6f}")
 
 
 def zero_probabilities() -> None:
@@ -96,6 +154,7 @@ def main() -> None:
     parser.add_argument("--float16-scales", type=float, nargs="+", default=[4, 6])
     args = parser.parse_args()
     scale_table(args.scales)
+    mask_table()
     zero_probabilities()
     for scale in args.float16_scales:
         float16_probabilities(scale)

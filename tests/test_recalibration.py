@@ -345,6 +345,20 @@ def test_a_single_bin_of_a_few_pairs_gets_no_advice_it_already_follows():
         HistogramBinning(n_bins=15).fit(q, torch.bernoulli(q, generator=g))
 
 
+def test_the_pairs_a_bin_never_round_up_to_the_threshold_they_warn_below():
+    """The warning is for fewer than 20 dev pairs a bin: 2999 pairs in 150 bins (19.99) had
+    read "20 a bin". Rounded down to 3 digits, a small count keeps its digits (not 0.0)."""
+    from calib_metrics.recalibration import HistogramBinning
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2999, generator=g, dtype=torch.float64)
+    with pytest.warns(UserWarning, match=r"150 bins for 2999 dev pairs, 19\.9 a bin.*at most 149"):
+        HistogramBinning(n_bins=150).fit(q, torch.bernoulli(q, generator=g))
+    q = torch.rand(300, generator=g, dtype=torch.float64)
+    with pytest.warns(UserWarning, match=r"10000 bins for 300 dev pairs, 0\.03 a bin"):
+        HistogramBinning(n_bins=10000, binning="uniform").fit(q, torch.bernoulli(q, generator=g))
+
+
 @pytest.mark.parametrize("name", ["TemperatureScaling", "PlattScaling", "HistogramBinning"])
 def test_a_fitted_recalibrator_reads_the_device_once_a_call(name, monkeypatch):
     """forward had read ``fitted`` and ``num_classes`` from the device at every call (3

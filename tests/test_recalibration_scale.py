@@ -24,6 +24,7 @@ from calib_metrics.recalibration import (
     TemperatureScaling,
     VectorScaling,
 )
+from calib_metrics.recalibration._common import MASK_FLOOR
 
 optimize = pytest.importorskip("scipy.optimize")
 
@@ -209,15 +210,23 @@ def _shifted_classifier():
     return z, y
 
 
-def _best_nll(z, y, matrix: bool) -> float:
-    """The unpenalised optimum of ``softmax(w * z + b)`` (or ``W z + b``) by scipy's BFGS."""
+def _best_nll(z, y, matrix: bool, masked=None, off_unit: float = 1.0) -> float:
+    """The unpenalised optimum of ``softmax(w * z + b)`` (or ``W z + b``) by scipy's BFGS;
+    with ``masked``, those outputs set to ``-inf`` (true masks). ``W``'s off-diagonal
+    weights are fitted in units of ``off_unit``, which only conditions the problem (the
+    NLL is convex in the weights, in any units)."""
     c = z.shape[1]
     start = torch.cat([torch.eye(c).flatten() if matrix else torch.ones(c), torch.zeros(c)])
+    eye = torch.eye(c, dtype=torch.float64)
 
     def nll_and_grad(flat):
         params = torch.tensor(flat, dtype=torch.float64, requires_grad=True)
         w, b = params[:-c], params[-c:]
-        out = z @ w.view(c, c).t() + b if matrix else z * w + b
+        if matrix:
+            w = w.view(c, c) * (eye + (1 - eye) * off_unit)
+        out = z @ w.t() + b if matrix else z * w + b
+        if masked is not None:
+            out = out.masked_fill(masked, -math.inf)
         loss = F.cross_entropy(out, y)
         loss.backward()
         return loss.item(), params.grad.numpy()
@@ -269,19 +278,62 @@ def test_a_penalised_matrix_scaling_of_tiny_logits_leaves_its_start() -> None:
     assert off.abs().max().item() * 1e-8 < 1e-6
 
 
-def test_a_fit_that_ends_above_the_temperature_it_nests_warns(monkeypatch) -> None:
-    """The per-class fits start at the temperature's map and L-BFGS only descends, so their
-    NLL is at most the temperature's; should the optimizer end above it, it says so."""
-    from calib_metrics.recalibration import scaling
+def _masked_rows():
+    """Logits [2000, 10], 3x overconfident, with class biases from 0.5 to -0.5, whose
+    items mask 6 random classes each (never the target), and the mask positions."""
+    g = torch.Generator().manual_seed(1)
+    z = 3 * torch.randn(2000, 10, generator=g, dtype=torch.float64)
+    masked = torch.rand(2000, 10, generator=g).argsort(-1) < 6
+    shift = torch.linspace(0.5, -0.5, 10, dtype=torch.float64)
+    allowed = torch.softmax((z / 3 + shift).masked_fill(masked, -math.inf), -1)
+    y = torch.multinomial(allowed, 1, generator=g)[:, 0]
+    return z, y, masked
 
-    z, y = _shifted_classifier()
-    start = scaling._temperature_start
 
-    def unreachable(*args):  # the temperature fit's map, reported at an NLL of 0
-        return start(*args)[0], 0.0
+_MASKS = [-1e9, torch.finfo(torch.float32).min, torch.finfo(torch.float64).min]
 
-    monkeypatch.setattr(scaling, "_temperature_start", unreachable)
-    for make in (VectorScaling, MatrixScaling):
-        with pytest.warns(UserWarning, match=rf"^{make.__name__}: the fit ended at dev NLL "
-                          r"1\.05.*above the 0 of the temperature fit"):  # fmt: skip
-            make().fit(z, y)
+
+@pytest.mark.parametrize("mask", _MASKS, ids=["-1e9", "float32_min", "float64_min"])
+def test_vector_scaling_of_finite_masks_fits_the_optimum_of_minus_inf_masks(mask) -> None:
+    """A class masked with a large finite score has probability 0 at every weight the fit
+    reaches, as a ``-inf``'s. Masks in most of a row had set the weights' unit (the logits'
+    distance from their row's median, ~1e9): the NLL was flat in the weights, which stayed
+    at ``1 / T`` (dev NLL 1.087908 against the optimum's 1.084830), silently."""
+    z, y, masked = _masked_rows()
+    best = _best_nll(z, y, matrix=False, masked=masked)
+    fitted = VectorScaling().fit(z.masked_fill(masked, mask), y)
+    assert fitted.nll_ == pytest.approx(best, abs=1e-6)
+
+
+@pytest.mark.parametrize("mask", _MASKS, ids=["-1e9", "float32_min", "float64_min"])
+def test_matrix_scaling_of_finite_masks_fits_its_optimum(mask) -> None:
+    """To matrix scaling a finite mask is a score: class i's weight on a masked class j adds
+    ``weight × mask`` to class i's logit on exactly the items that mask j, which ``-inf``
+    masks do not allow (and a weight that mixed j's other logits into i's would add
+    ``±1e9 × weight`` there), so its optimum lies below vector scaling's, not at matrix
+    scaling's with ``-inf`` masks. The reference fits the same objective with those
+    weights in units of ``1 / |mask|``, where it is well conditioned. Fitted in the spread's
+    unit (~1e9) the diagonal had stayed at ``1 / T`` (dev NLL 1.073314 against 1.069757;
+    with float64's lowest value 1.087908). In the temperature's unit alone (no curvature)
+    the weights on float32's ``finfo.min`` are so steep that the fit stays at the
+    temperature's map (1.125730)."""
+    z, y, masked = _masked_rows()
+    read = max(mask, MASK_FLOOR)  # a fit reads a lower logit at MASK_FLOOR
+    best = _best_nll(z.masked_fill(masked, read), y, matrix=True, off_unit=-1 / read)
+    fitted = MatrixScaling(0.0, 0.0).fit(z.masked_fill(masked, mask), y)
+    assert fitted.nll_ == pytest.approx(best, abs=1e-6)
+    assert best < _best_nll(z, y, matrix=False, masked=masked) - 0.01
+
+
+@pytest.mark.parametrize("matrix", [False, True], ids=["vector", "matrix"])
+def test_labels_that_go_against_the_logits_fit_negative_weights(matrix) -> None:
+    """Labels drawn from ``softmax(-z / 3)`` send the temperature to ``∞`` (``T`` ≈ 2.7e10
+    on logits of size 3), and the weights' optimum is negative: the weights' unit is capped
+    at the logits' spread. In units of ``T`` the NLL is flat in them, and they stay at
+    ``1 / T`` ≈ 0 (dev NLL 1.3863, log 4, against vector scaling's 1.0703)."""
+    g = torch.Generator().manual_seed(0)
+    z = 3 * torch.randn(1000, 4, generator=g, dtype=torch.float64)
+    y = torch.multinomial(torch.softmax(-z / 3, -1), 1, generator=g)[:, 0]
+    fitted = (MatrixScaling(0.0, 0.0) if matrix else VectorScaling()).fit(z, y)
+    assert fitted.nll_ == pytest.approx(_best_nll(z, y, matrix), abs=1e-6)
+    assert bool((fitted.weight.diagonal() if matrix else fitted.weight).max() < 0)

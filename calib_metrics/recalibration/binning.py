@@ -19,6 +19,7 @@ first, or through a scaler of :mod:`calib_metrics.recalibration.scaling`.
 from __future__ import annotations
 
 import warnings
+from decimal import ROUND_FLOOR, Context, Decimal
 
 import torch
 from torch import Tensor
@@ -196,14 +197,27 @@ def _warn_of_small_bins(n_pairs: int, n_bins: int) -> None:
     if n_pairs >= MIN_PAIRS_PER_BIN * n_bins or n_bins == 1:
         return
     most = max(1, n_pairs // MIN_PAIRS_PER_BIN)
+    each = _pairs_a_bin(n_pairs, n_bins)
     warnings.warn(
-        f"HistogramBinning: {n_bins} bins for {n_pairs} dev pairs, {n_pairs / n_bins:.3g} a "
-        f"bin: a bin's frequency of so few pairs is often exactly 0 or 1, and so are the "
+        f"HistogramBinning: {n_bins} bins for {n_pairs} dev pairs, {each} a bin: a bin's "
+        "frequency of so few pairs is often exactly 0 or 1, and so are the "
         f"test probabilities it maps to; use at most {most} bin{'s' * (most != 1)} "
         "(or scaling-binning)",
         UserWarning,
         stacklevel=3,
     )
+
+
+def _pairs_a_bin(n_pairs: int, n_bins: int) -> str:
+    """``n_pairs / n_bins`` to 3 digits, rounded down: the warning is for fewer than
+    ``MIN_PAIRS_PER_BIN`` a bin, and rounded to nearest, 2999 pairs in 150 bins (19.99)
+    had read "20 a bin".
+
+    Example:
+        >>> _pairs_a_bin(2999, 150), _pairs_a_bin(200, 15), _pairs_a_bin(3000, 100000)
+        ('19.9', '13.3', '0.03')
+    """
+    return f"{Context(prec=3, rounding=ROUND_FLOOR).divide(Decimal(n_pairs), Decimal(n_bins)):f}"
 
 
 class IsotonicCalibration(FittedModule):

@@ -246,6 +246,11 @@ class _LogitScaler(SettingsInState, FittedModule):
     def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
         raise NotImplementedError
 
+    def _start(self, num_classes: int, device: torch.device) -> list[Tensor]:
+        """The free parameters a fit starts from, :meth:`_check_separable`'s too:
+        :meth:`_init_params`, here."""
+        return self._init_params(num_classes, device)
+
     def _constrain(self, free: list[Tensor]) -> list[Tensor]:
         """Free (optimised) parameters -> the stored ones (e.g. ``log T`` -> ``T``)."""
         return free
@@ -378,7 +383,7 @@ class _LogitScaler(SettingsInState, FittedModule):
         masks = self._unpenalised(fitted)
         margins = self._margins_at(z, y, fitted)
         if masks is not None and ranks_all_right(margins):
-            free = self._init_params(z.shape[-1] if z.ndim == 2 else 1, z.device)
+            free = self._start(z.shape[-1] if z.ndim == 2 else 1, z.device)
 
             def alone() -> list[Tensor]:
                 return [p * m for p, m in zip(self._constrain(free), masks)]
@@ -397,8 +402,8 @@ class _LogitScaler(SettingsInState, FittedModule):
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
         """The fitted parameters (detached, in stored form), and ``nll_``: L-BFGS on the dev
-        NLL from :meth:`_init_params`."""
-        return self._descend(self._init_params(num_classes, z.device), z, y)
+        NLL from :meth:`_start`."""
+        return self._descend(self._start(num_classes, z.device), z, y)
 
     def _descend(self, free: list[Tensor], z: Tensor, y: Tensor) -> list[Tensor]:
         """L-BFGS on the dev NLL from the free parameters ``free``: the fitted ones, detached
@@ -673,25 +678,62 @@ def _warn_of_zero_targets(count: int, first: int, target: int) -> None:
 _ALL_ZERO = "are all 0 (probabilities all 0.5)"
 
 
-def _temperature_start(z: Tensor, y: Tensor, max_iter: int) -> tuple[Tensor, float]:
-    """``T`` of the temperature fit of finite logits ``z [N, C]`` and its dev NLL: the
-    start of vector and matrix scaling, which hold its map. Fitted as
-    :class:`TemperatureScaling` fits, on ``log T`` from the logits' :func:`typical_gap`,
-    without its checks: data that refuse a temperature refuse the per-class fit too, by its
-    own checks."""
+def _temperature_start(z: Tensor, y: Tensor, max_iter: int) -> Tensor:
+    """``T`` of the temperature fit of finite logits ``z [N, C]``: the start of vector and
+    matrix scaling, which hold its map. Fitted as :class:`TemperatureScaling` fits, on
+    ``log T`` from the logits' :func:`typical_gap`, without its checks: data that refuse a
+    temperature refuse the per-class fit too, by its own checks."""
     gap = typical_gap(z)
     log_t = torch.zeros((), dtype=torch.float64, device=z.device, requires_grad=True)
-    nll = lbfgs([log_t], lambda: F.cross_entropy(z / gap / log_t.exp(), y), max_iter)
-    return gap * log_t.detach().exp(), nll
+    lbfgs([log_t], lambda: F.cross_entropy(z / gap / log_t.exp(), y), max_iter)
+    return gap * log_t.detach().exp()
 
 
-def _logit_spread(z: Tensor) -> Tensor:
-    """The logits' typical distance from their row's median (:func:`typical_spread`), 1
-    where every row is constant: the unit of the per-class weights, in which the NLL's
-    curvature is O(1), as a bias's is. (The top gap, a temperature's start, is far smaller
-    than the spread for many classes: 10 times the L-BFGS steps at C = 100.)"""
-    spread = typical_spread(z - z.median(-1, keepdim=True).values)
-    return torch.where(spread.isnan(), torch.ones_like(spread), spread)
+def _weight_units(z: Tensor, temperature: Tensor, matrix: bool) -> Tensor:
+    """The units of the per-class weights (``[C, C]``, or ``[C]`` unless ``matrix``), fitted
+    from the temperature fit ``T`` of logits ``z``: each the larger of the logits' scale
+    and the root of the NLL's curvature in the weight there (:func:`_curvature_roots`).
+
+    The scale is ``T``, capped at the logits' spread (their typical distance from their
+    row's median). The spread alone had been the unit, and with classes masked by a large
+    finite score (``-1e9``, ``finfo.min``) in most of a row the median is a mask's: the
+    unit ~1e9, the NLL flat in the weights, which stayed at ``1 / T`` (6 of 10 classes
+    masked at ``-1e9``: vector scaling's dev NLL 1.087908 against the optimum's 1.084830),
+    silently. Masks do not move ``T`` (a masked class has probability 0 at every ``T``);
+    the cap is for labels that go against the logits, which send ``T`` to ``∞`` (2.7e10
+    on logits of size 3), where the weights, whose fit is negative, would be flat.
+
+    A weight of matrix scaling on another class's logits acts on that class's masks too,
+    and the NLL is far steeper in it than the scale says: in the scale's unit a weight on
+    classes masked at float32's ``finfo.min`` held the fit at the temperature's map. The
+    curvature's root measures it. It does not replace the scale: on logits without masks,
+    in the curvature's units alone L-BFGS took up to 7 times the loss evaluations.
+    """
+    scale = torch.fmin(temperature, typical_spread(z - z.median(-1, keepdim=True).values))
+    return torch.maximum(scale, _curvature_roots(z, temperature, matrix))
+
+
+def _curvature_roots(z: Tensor, temperature: Tensor, matrix: bool) -> Tensor:
+    """The root of the mean dev NLL's curvature in each weight at the start ``W = I / T``,
+    ``b = 0``: in ``W_ij``, ``mean_n p_ni (1 - p_ni) z_nj²`` (``[C, C]``, or its diagonal
+    ``[C]`` unless ``matrix``). A masked class has probability 0 there: its own weight's
+    curvature counts only the items that allow it, another's weight on it counts its
+    masks.
+
+    Each column is measured in units of its largest value, as the square of a mask at
+    ``-1e200`` overflows; where its masks are 10¹⁵⁴ times its other logits, the squares of
+    those underflow beside the masks' (the class's own weight's curvature then reads 0,
+    and the scale of :func:`_weight_units` holds it).
+    """
+    with torch.no_grad():
+        calibrated = z / temperature
+        p = torch.softmax(calibrated, -1)
+        share = p * (1 - p) / z.shape[0]
+        size = calibrated.abs().amax(0)
+        size = torch.where(size > 0, size, torch.ones_like(size))
+        scaled = (calibrated / size).square()
+        curvature = share.t() @ scaled if matrix else (share * scaled).sum(0)
+        return temperature * size * curvature.sqrt()
 
 
 class _PerClassScaler(_LogitScaler):
@@ -726,51 +768,46 @@ class _PerClassScaler(_LogitScaler):
             )
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
-        """L-BFGS from the temperature fit (``W = I / T``, ``b = 0``), with the weights in
-        units of the logits' scale (:meth:`_units_of_weights`).
+        """L-BFGS from the temperature fit (``W = I / T``, ``b = 0``), the weights in units of
+        the logits' scale or of the NLL's curvature in them there (:meth:`_units_of_weights`).
 
         L-BFGS stops on absolute tolerances: from ``W = I`` in absolute units, logits ×1e-7
         left the NLL flat (the weights kept at 1, a bias-only fit, dev NLL above the
         temperature's) and logits ×1e6 stopped short. In these units the unpenalised fit of
         ``c z`` is the fit of ``z`` with ``W / c``; :meth:`_constrain` folds the units back
-        into ``W``, so the penalties weigh the weights as stored. Started at the
-        temperature's map, where no penalty holds anything, the fit can only end at or
-        below its NLL, as the model nests it (:meth:`_check_nested`)."""
-        self._check_absent_classes(z, y)
-        temperature, temperature_nll = _temperature_start(z, y, self.max_iter)
-        unit = _logit_spread(z)
-        self._weight_units = self._units_of_weights(unit, num_classes)
-        free = self._init_params(num_classes, z.device)
-        with torch.no_grad():
-            free[0].mul_(unit / temperature)  # W = I / T
-        fitted = self._descend(free, z, y)
-        self._check_nested(temperature_nll)
-        return fitted
+        into ``W``, so the penalties weigh the weights as stored.
 
-    def _units_of_weights(self, scale: Tensor, num_classes: int) -> Tensor:
-        """The units of the weights as fitted (stored ``W`` = fitted / units), for logits of
-        spread ``scale`` (:func:`_logit_spread`): a fitted weight of 1 is ``W = 1 / scale``,
-        and the NLL's curvature in it is O(1) at any scale."""
-        return scale
+        The fit ends at or below the temperature's NLL, with no check: it starts at that
+        map, where no penalty holds anything, and L-BFGS only descends (its strong-Wolfe
+        line search returns the lowest point it tried, the start included). A warning had
+        guarded "the fit ended above the temperature's", which L-BFGS cannot reach, and its
+        advice, raise ``max_iter``, could not have helped."""
+        self._check_absent_classes(z, y)
+        self._temperature = _temperature_start(z, y, self.max_iter)
+        self._weight_units = self._units_of_weights(z, self._temperature)
+        return super()._fit_params(z, y, num_classes)
+
+    def _start(self, num_classes: int, device: torch.device) -> list[Tensor]:
+        """The temperature fit's map, ``W = I / T``, ``b = 0``, in the fitted units, for
+        the fit and for the check of separable data, which fits the unpenalised parameters
+        from it: ``W = I`` in these units (each weight in its own unit) is no temperature's
+        map, and on separable data it need not rank every item right where ``I / T``
+        does."""
+        free = self._init_params(num_classes, device)
+        with torch.no_grad():
+            free[0].mul_(self._weight_units / self._temperature)
+        return free
+
+    def _units_of_weights(self, z: Tensor, temperature: Tensor) -> Tensor:
+        """The units of the weights as fitted (stored ``W`` = fitted / units) for logits
+        ``z`` fitted from temperature ``T``: :func:`_weight_units`."""
+        return _weight_units(z, temperature, matrix=False)
 
     def _constrain(self, free: list[Tensor]) -> list[Tensor]:
-        """The weights, fitted in units of the logits' scale, in the logits' own units."""
+        """The weights, fitted in the units of :meth:`_units_of_weights`, in the logits'
+        own units."""
         weight, bias = free
         return [weight / self._weight_units, bias]
-
-    def _check_nested(self, temperature_nll: float) -> None:
-        """Warn when the fit ended above the temperature fit it started from (penalty
-        included): the model holds that map, so its fit should not."""
-        if self.nll_ <= temperature_nll + 1e-9 * (1 + abs(temperature_nll)):
-            return
-        warnings.warn(
-            f"{type(self).__name__}: the fit ended at dev NLL {self.nll_:.6g} (penalty "
-            f"included), above the {temperature_nll:.6g} of the temperature fit it started "
-            "from, a map it holds: the optimizer went astray; raise max_iter, or use "
-            "TemperatureScaling",
-            UserWarning,
-            stacklevel=4,
-        )
 
     def _check_absent_classes(self, z: Tensor, y: Tensor) -> None:
         """Refuse a class absent from ``y`` whose own parameters can lower its logit on
@@ -826,8 +863,9 @@ class VectorScaling(_PerClassScaler):
     """Vector scaling: ``softmax(w * logits + b)`` with ``w, b`` in ``R^C``.
 
     The fit starts at the temperature fit (``w = 1/T``, ``b = 0``), a map it holds, so its
-    dev NLL is at most the temperature's, and runs in units of the logits' scale: logits
-    ×c fit ``w / c`` and the same ``b``, at any ``c``.
+    dev NLL is at most the temperature's, and runs in units of the NLL's curvature there:
+    logits ×c fit ``w / c`` and the same ``b``, at any ``c``, and a class masked with a
+    large finite score (``-1e9``, ``finfo.min``) fits as a ``-inf`` mask would.
 
     Args:
         bias_l2: weight of the penalty ``bias_l2 * Σ b_j² / C`` (0: none, as Guo et al.).
@@ -882,11 +920,11 @@ class MatrixScaling(_PerClassScaler):
     of a few thousand items of a network's logits (of a size near 1 to 10); set both to 0
     for unregularised matrix scaling.
 
-    The fit runs in units of the logits' scale, and so does the penalty on ``b`` (the
-    output's units): only the off-diagonal penalty is on ``W`` as stored, in the logits'
-    own units, so logits ×c fit with ``off_diagonal_l2 * c²`` what the logits fit with
-    ``off_diagonal_l2`` (``W / c``, the same ``b``); unpenalised, any ``c`` fits the same
-    map.
+    The fit runs in units of the NLL's curvature at its start, which scale with the
+    logits, and the penalty on ``b`` is in the output's units: only the off-diagonal
+    penalty is on ``W`` as stored, in the logits' own units, so logits ×c fit with
+    ``off_diagonal_l2 * c²`` what the logits fit with ``off_diagonal_l2`` (``W / c``, the
+    same ``b``); unpenalised, any ``c`` fits the same map.
 
     Example:
         >>> import torch
@@ -924,17 +962,18 @@ class MatrixScaling(_PerClassScaler):
             b.square().mean()
         )
 
-    def _units_of_weights(self, scale: Tensor, num_classes: int) -> Tensor:
-        """The diagonal's unit is the logits' spread; an off-diagonal weight's also counts the
+    def _units_of_weights(self, z: Tensor, temperature: Tensor) -> Tensor:
+        """:func:`_weight_units` of every weight, an off-diagonal one's with the
         curvature of its penalty, ``2 λ_od / (C(C-1))`` in the stored units, which dwarfs
-        the NLL's (``scale²``) for tiny logits: fitted in the diagonal's unit, the default
-        penalty on logits ×1e-8 had a curvature 10¹⁴ times the NLL's, and L-BFGS left the
-        fit at its start."""
-        c = num_classes
-        penalty = 2 * self.off_diagonal_l2 / (c * (c - 1))
-        off = (scale.square() + penalty).sqrt()
-        eye = torch.eye(c, dtype=torch.bool, device=scale.device)
-        return torch.where(eye, scale, off)
+        the NLL's for tiny logits: fitted in the NLL's unit alone, the default penalty on
+        logits ×1e-8 had a curvature 10¹⁴ times the NLL's, and L-BFGS left the fit at its
+        start."""
+        units = _weight_units(z, temperature, matrix=True)
+        c = units.shape[0]
+        penalty = math.sqrt(2 * self.off_diagonal_l2 / (c * (c - 1)))
+        eye = torch.eye(c, dtype=torch.bool, device=units.device)
+        # hypot: the square of a unit of masks at -1e200 overflows.
+        return torch.where(eye, units, torch.hypot(units, torch.full_like(units, penalty)))
 
     def _unpenalised(self, params: list[Tensor]) -> list[Tensor] | None:
         """The diagonal of ``W`` always; its other entries and ``b`` when unpenalised."""
