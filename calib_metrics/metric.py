@@ -459,11 +459,10 @@ class CalibrationError(_StatesKeepTheirDtype):
             "saving metric's settings"
         )
 
-    def update(self, probs: Tensor, target: Tensor, groups: Tensor | None = None) -> bool:
+    def update(self, probs: Tensor, target: Tensor, groups: Tensor | None = None) -> None:
         """Accumulate a batch; a batch that fails validation changes nothing, and so does an
-        empty one (a rank's last, say: compute() names "no pairs" if every batch was), not
-        even the value compute() cached. The metric keeps its own copy of the batch, so the
-        caller may refill its buffers.
+        empty one (a rank's last, say: compute() names "no pairs" if every batch was). The
+        metric keeps its own copy of the batch, so the caller may refill its buffers.
 
         ``groups`` (with ``interval="groups"`` only): the id of every item's group, of
         ``target``'s shape. Ids must name a group in the whole evaluation set (e.g. the
@@ -471,13 +470,15 @@ class CalibrationError(_StatesKeepTheirDtype):
         id are resampled together. With the default ``interval=None`` (and
         ``streaming=False``), passing ``groups`` makes the interval resample groups.
         Unsigned ids (uint16 token or sentence ids) are kept as int64.
-
-        Returns whether the batch added rows, to the wrapper that the caller calls
-        (which returns None).
         """
-        return self._update(probs, target, groups)
+        try:
+            self._update(probs, target, groups)
+        except Exception:
+            # torchmetrics counted the call before it ran; a rejected batch is no update.
+            self._update_count -= 1
+            raise
 
-    def _update(self, probs: Tensor, target: Tensor, groups: Tensor | None) -> bool:
+    def _update(self, probs: Tensor, target: Tensor, groups: Tensor | None) -> None:
         self._refuse_synced("update")
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError("probs and target must be tensors")
@@ -490,13 +491,12 @@ class CalibrationError(_StatesKeepTheirDtype):
             self._prepare(probs.detach(), target.detach())
             if groups is not None:
                 _check_group_ids(groups, target, "groups")
-            return False
+            return
         groups = self._check_groups(groups, target)
         probs, target, keep = self._prepare(probs.detach(), target.detach())
         if self.validate_args and self.num_classes is not None:
             self._warn_row_sums(_kept_rows(probs, target, self.ignore_index))
         self._keep_rows(_own_copy(probs), _own_copy(target), keep, groups)
-        return True
 
     def _check_sketch_device(self, probs: Tensor) -> None:
         """Refuse, streaming, probabilities on another device than the sketch. Checked
@@ -670,11 +670,10 @@ class CalibrationError(_StatesKeepTheirDtype):
         except NoPairsError:
             shape = (self.num_classes,) if self.average is None else ()
             value = torch.full(shape, float("nan"), dtype=torch.float64, device=self.device)
-        with self._cache_kept_if_empty(batch):
-            if self.streaming:
-                self._keep_batch(batch)
-            else:
-                self._merge(batch, copy=False)  # which counts the batch's update
+        if self.streaming:
+            self._keep_batch(batch)
+        else:
+            self._merge(batch, copy=False)  # which counts the batch's update
         self._forward_cache = value
         return value
 

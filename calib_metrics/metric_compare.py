@@ -148,10 +148,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         target: Tensor,
         groups: Tensor | None = None,
         labels: Tensor | None = None,
-    ) -> bool:
+    ) -> None:
         """Accumulate a batch; a batch that fails validation changes nothing, and so does an
-        empty one, not even the value compute() cached. The metric keeps its own copy of
-        the batch, so the caller may refill its buffers.
+        empty one. The metric keeps its own copy of the batch, so the caller may refill its
+        buffers.
 
         ``groups``: optional group id of every item (``target``'s shape), unique across
         the whole evaluation set (and the DDP ranks); give it with every batch or none.
@@ -159,13 +159,14 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         type of a binary pair, the tag of a multiclass item), kept for
         :meth:`compute_by_label`; give it with every batch or none. Unsigned ids (uint16)
         are kept as int64.
-
-        Returns whether the batch added items, to the wrapper that the caller calls
-        (which returns None).
         """
-        return self._update(probs_a, probs_b, target, groups, labels)
+        try:
+            self._update(probs_a, probs_b, target, groups, labels)
+        except Exception:
+            self._update_count -= 1  # torchmetrics counted the call before it ran
+            raise
 
-    def _update(self, probs_a, probs_b, target, groups, labels) -> bool:
+    def _update(self, probs_a, probs_b, target, groups, labels) -> None:
         self._refuse_synced("update")
         if not all(isinstance(t, Tensor) for t in (probs_a, probs_b, target)):
             raise ValueError("probs_a, probs_b and target must be tensors")
@@ -194,8 +195,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             for name, probs in (("probs_a", a), ("probs_b", b)):
                 self._warn_row_sums(_kept_rows(probs, flat_target, self.ignore_index), name)
         if flat_target.numel() == 0:
-            # An empty batch changes nothing: not the pairs, nor which ids come along.
-            return False
+            return  # an empty batch changes nothing: not the pairs, nor which ids come along
         for name, ids in (("groups", groups), ("labels", labels)):
             self._check_id_history(name, given=ids is not None)
         self.probs_a.append(_own_copy(a))
@@ -204,7 +204,6 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         for name, ids in (("groups", groups), ("labels", labels)):
             if ids is not None:
                 getattr(self, name).append(_own_copy(ids))
-        return True
 
     def _check_id_history(self, name: str, given: bool) -> None:
         """``groups`` or ``labels`` come with every batch (of items) or with none."""
@@ -237,8 +236,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             value = batch.compute()
         except NoPairsError:
             value = None
-        with self._cache_kept_if_empty(batch):
-            self.merge_state(batch)  # which counts the batch's update
+        self.merge_state(batch)  # which counts the batch's update
         self._forward_cache = value
         return value
 

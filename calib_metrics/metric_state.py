@@ -308,49 +308,6 @@ class _StatesKeepTheirDtype(Metric):
                 setattr(self, key, [])
         super().reset()
 
-    def _wrap_update(self, update: Callable[..., bool]) -> Callable[..., None]:
-        """torchmetrics' update wrapper, undone by a batch that changes nothing: one that
-        ``update`` refuses (raises) or returns False for (an empty one).
-
-        torchmetrics counts the call and drops compute()'s cached value before ``update``
-        runs. A refused batch is no update, so its count is taken back; and neither batch
-        drops the cache. Dropped on one DDP rank alone (a batch refused there and caught by
-        the caller, or a rank's empty last batch), that rank gathered in its next compute()
-        while the others returned their cached values: it waited in the gather until the
-        process group's timeout.
-        """
-        changed = [True]  # what the last call of ``update`` said
-
-        @functools.wraps(update)
-        def run(*args: Any, **kwargs: Any) -> None:
-            changed[0] = update(*args, **kwargs) is not False
-
-        counted = super()._wrap_update(run)
-
-        @functools.wraps(update)
-        def wrapped(*args: Any, **kwargs: Any) -> None:
-            cached = self._computed
-            try:
-                counted(*args, **kwargs)
-            except Exception:
-                self._update_count -= 1
-                self._computed = cached
-                raise
-            if not changed[0]:
-                self._computed = cached
-
-        return wrapped
-
-    @contextlib.contextmanager
-    def _cache_kept_if_empty(self, batch: _StatesKeepTheirDtype) -> Iterator[None]:
-        """Around forward's adding of its batch metric ``batch`` to this one: an empty batch
-        changes nothing, so the value compute() cached stands, as after an empty update
-        (:meth:`_wrap_update`)."""
-        cached = self._computed
-        yield
-        if not batch.target:
-            self._computed = cached
-
     def _update_rule(self) -> tuple:
         """What decides how ``update`` fills the states from a batch, what it keeps and
         what it refuses: metrics whose rules differ never share a state in a
