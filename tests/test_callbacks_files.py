@@ -13,7 +13,7 @@ import pytest
 import test_callbacks as _helpers
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 # The tiny tagger and run helpers of test_callbacks.py (tests are not a package).
 TinyTagger, loaders, monitor, trainer = (
@@ -295,7 +295,7 @@ def test_a_baseline_validate_before_fit_is_kept_by_the_same_trainer(tmp_path: Pa
     # (Lightning's log / log_dict, bound to a module of this file, do not pickle here.)
     state = {k: v for k, v in cb.__getstate__().items() if not callable(v)}
     copied = type(cb).__new__(type(cb))
-    copied.__setstate__(pickle.loads(pickle.dumps(state)))
+    copied.__dict__.update(pickle.loads(pickle.dumps(state)))
     assert copied.history == cb.history
     quietly(run.fit, model, train, val)
     assert [(r["fn"], r["epoch"]) for r in cb.history] == [
@@ -350,17 +350,16 @@ def test_each_trainer_keeps_its_own_history_and_file(tmp_path: Path) -> None:
     assert cb.history[:-1] == history_b and cb.history[-1]["fn"] == "validate"
 
 
-@pytest.mark.parametrize("folder", ["same logger folder", "no logger"])
-def test_a_new_trainer_evaluating_the_fit_continues_its_run(tmp_path: Path, folder: str) -> None:
+def test_a_new_trainer_evaluating_the_fit_continues_its_run(tmp_path: Path) -> None:
     """Trainer(logger=L).fit(...), then a new Trainer(logger=L).validate(model): the
     history and val_history.json were the validate record alone (the history was each
     Trainer object's), and the record named the new Trainer's epoch 0 for weights the
-    fit's last record had measured. Trainers without a folder share one history."""
+    fit's last record had measured."""
     cb = monitor()
     train, val = loaders()
 
     def make() -> Any:
-        logger = CSVLogger(tmp_path, name="csv", version=0) if folder != "no logger" else False
+        logger = CSVLogger(tmp_path, name="csv", version=0)
         return trainer(tmp_path, 2, logger=logger, callbacks=[cb])
 
     model = TinyTagger()
@@ -373,9 +372,59 @@ def test_a_new_trainer_evaluating_the_fit_continues_its_run(tmp_path: Path, fold
         ("fit", 1, 5),
         ("validate", 1, 5),  # the weights the fit's last record measured
     ]
-    if folder != "no logger":
-        on_disk = tmp_path / "csv" / "version_0" / "calibration" / "val_history.json"
-        assert json.loads(on_disk.read_text()) == cb.history
+    on_disk = tmp_path / "csv" / "version_0" / "calibration" / "val_history.json"
+    assert json.loads(on_disk.read_text()) == cb.history
+
+
+def test_trainers_without_a_folder_keep_their_own_histories(tmp_path: Path) -> None:
+    """No logger, no PNGs: A fits 2 epochs, B fits afresh, A fits on. The Trainers shared
+    one history, so B's fresh fit dropped A's records (A's history became [B's epoch 0,
+    A's epoch 2]) and A's checkpoint saved after B's fit held B's history."""
+    cb = monitor()
+    train, val = loaders()
+    run_a, run_b = (trainer(tmp_path, 2, logger=False, callbacks=[cb]) for _ in range(2))
+    model_a = TinyTagger()
+    quietly(run_a.fit, model_a, train, val)
+    history_a = list(cb.history)
+    quietly(run_b.fit, TinyTagger(), train, val)
+    history_b = list(cb.history)
+    assert {r["run"] for r in history_b}.isdisjoint(r["run"] for r in history_a)
+    quietly(run_a.save_checkpoint, tmp_path / "a.ckpt")
+    saved = torch.load(tmp_path / "a.ckpt", weights_only=False)["callbacks"][cb.state_key]
+    assert saved["history"] == history_a
+    run_a.fit_loop.max_epochs = 3
+    quietly(run_a.fit, model_a, train, val)
+    assert cb.history[:2] == history_a
+    assert [r["epoch"] for r in cb.history] == [0, 1, 2]
+    quietly(run_b.validate, TinyTagger(), val, verbose=False)
+    assert cb.history[:-1] == history_b
+
+
+def test_the_run_is_the_folder_its_history_file_goes_to(tmp_path: Path) -> None:
+    """Loggers [TensorBoard (a new version each Trainer), CSV (version 0)]: the history
+    file goes to the CSV folder only (TensorBoard shows the figures), but the run was named
+    by the first logger's folder, so a new Trainer validating the fitted model started a
+    history of its own and cut the CSV folder's val_history.json to its one record."""
+    cb = monitor()
+    train, val = loaders()
+
+    def make() -> Any:
+        loggers = [
+            TensorBoardLogger(tmp_path, name="tb"),
+            CSVLogger(tmp_path, name="csv", version=0),
+        ]
+        return trainer(tmp_path, 2, logger=loggers, callbacks=[cb])
+
+    model = TinyTagger()
+    quietly(make().fit, model, train, val)
+    quietly(make().validate, model, val, verbose=False)
+    assert [(r["fn"], r["epoch"]) for r in cb.history] == [
+        ("fit", 0),
+        ("fit", 1),
+        ("validate", 1),
+    ]
+    on_disk = tmp_path / "csv" / "version_0" / "calibration" / "val_history.json"
+    assert json.loads(on_disk.read_text()) == cb.history
 
 
 def test_a_new_trainer_validating_a_checkpoint_into_the_folder_keeps_its_history(

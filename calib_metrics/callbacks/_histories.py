@@ -1,45 +1,45 @@
 """Whose history :class:`~calib_metrics.callbacks.CalibrationMonitor` holds: the run's, a run
-being the folder its history file is written to, not the Trainer object writing it.
+being the folders its history file is written to, not the Trainer object writing it.
 
-A new Trainer that writes to the same folder (a separate Trainer to evaluate the fitted
-model, a Trainer resuming from a checkpoint) continues that folder's history, as its file
-does; a Trainer writing elsewhere has a history of its own, so that one monitor serving two
-runs never writes one run's records into the other's file. Trainers with no folder (no
-logger, and no ``save_png=True``) write no file, and share one history: the monitor's.
+A new Trainer that writes to the same folders (a separate Trainer to evaluate the fitted
+model, a Trainer resuming from a checkpoint) continues their history, as the file does; a
+Trainer writing elsewhere has a history of its own, so that one monitor serving two runs
+never writes one run's records into the other's file. A Trainer with no folder (no logger,
+and no ``save_png=True``) writes no file, and has a history of its own, as it would with
+one monitor each.
 """
 
 from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from calib_metrics.callbacks import _tensorboard as tb
+from calib_metrics.callbacks._identity import IdentityMap
 
 
-def run_folder(trainer: Any, save_png: bool | None) -> str | None:
-    """The folder naming the trainer's run: its first logger's folder (``log_dir``, as
-    Lightning's ``trainer.log_dir``), or ``default_root_dir`` where files go without a
-    logger (``save_png=True``); None when the run writes no folder.
+def run_folders(trainer: Any, file_folders: Sequence[str | Path]) -> tuple[str, ...]:
+    """The folders naming the trainer's run: those its history file is written to
+    (``file_folders``), else, where it writes none, its first logger's folder (``log_dir``,
+    as Lightning's ``trainer.log_dir``); empty when the run has no folder.
 
     Example:
         >>> from types import SimpleNamespace
         >>> class Csv:
         ...     log_dir = "/tmp/logs/version_0"
-        >>> run_folder(SimpleNamespace(loggers=[Csv()], default_root_dir="."), None)
-        '/tmp/logs/version_0'
-        >>> print(run_folder(SimpleNamespace(loggers=[], default_root_dir="."), None))
-        None
+        >>> trainer = SimpleNamespace(loggers=[Csv()], default_root_dir=".")
+        >>> run_folders(trainer, []), run_folders(trainer, ["/tmp/other"])
+        (('/tmp/logs/version_0',), ('/tmp/other',))
+        >>> run_folders(SimpleNamespace(loggers=[], default_root_dir="."), [])
+        ()
     """
-    if trainer.loggers:
-        folder = tb.log_dir_of(trainer.loggers[0], trainer.default_root_dir)
-    elif save_png:
-        folder = trainer.default_root_dir
-    else:
-        return None
-    return os.path.abspath(folder)
+    if not file_folders and trainer.loggers:
+        file_folders = [tb.log_dir_of(trainer.loggers[0], trainer.default_root_dir)]
+    return tuple(os.path.abspath(folder) for folder in file_folders)
 
 
 @dataclass
@@ -63,7 +63,8 @@ class Run:
 
 
 class Runs:
-    """Every run's :class:`Run` by folder, and the one the monitor serves now.
+    """Every run's :class:`Run`, by its folders (:func:`run_folders`), or by its Trainer
+    (weakly) where it has none; and the one the monitor serves now.
 
     The monitor's first run takes the history the monitor already holds (one set by hand,
     or by ``load_state_dict`` before any Trainer ran).
@@ -71,38 +72,53 @@ class Runs:
     Example:
         >>> runs = Runs()
         >>> runs.current.history.append({"epoch": 0})
-        >>> runs.follow("/logs/a")  # the first run takes what the monitor holds
-        >>> runs.follow("/logs/b")
-        >>> runs.current.history, runs.of("/logs/a").history
+        >>> trainer = object()
+        >>> runs.follow(trainer, ("/logs/a",))  # the first run takes what the monitor holds
+        >>> runs.follow(trainer, ("/logs/b",))
+        >>> runs.current.history, runs.of(trainer, ("/logs/a",)).history
         ([], [{'epoch': 0}])
     """
 
     def __init__(self) -> None:
-        self._runs: dict[str | None, Run] = {}
+        self._by_folders: dict[tuple[str, ...], Run] = {}
+        self._by_trainer: IdentityMap[Run] = IdentityMap()  # runs with no folder
         self._held = Run()  # before the first run, which takes it
-        self._bound = False
-        self._folder: str | None = None
+        self._current: Run | None = None
 
     @property
     def current(self) -> Run:
-        return self._runs[self._folder] if self._bound else self._held
+        return self._held if self._current is None else self._current
 
-    def follow(self, folder: str | None) -> None:
-        """Serve the run of ``folder``: the history the monitor keeps for it, else (the
-        monitor's first run) the one it holds, else a new one."""
-        self._runs.setdefault(folder, self.of(folder))
-        self._folder, self._bound = folder, True
+    def follow(self, trainer: Any, folders: tuple[str, ...]) -> None:
+        """Serve the run of ``folders`` (of ``trainer`` when there are none): the history
+        the monitor keeps for it, else (the monitor's first run) the one it holds, else a
+        new one."""
+        run = self.of(trainer, folders)
+        if folders:
+            self._by_folders[folders] = run
+        else:
+            self._by_trainer[trainer] = run
+        self._current = run
 
-    def of(self, folder: str | None) -> Run:
-        """The run of ``folder`` as :meth:`follow` would make it, without serving it."""
-        if folder in self._runs:
-            return self._runs[folder]
-        return Run() if self._bound else self._held
+    def of(self, trainer: Any, folders: tuple[str, ...]) -> Run:
+        """The run of ``folders`` (of ``trainer``) as :meth:`follow` would make it, without
+        serving it."""
+        run = self._by_folders.get(folders) if folders else self._by_trainer.get(trainer)
+        if run is not None:
+            return run
+        return self._held if self._current is None else Run()
 
     def __getstate__(self) -> dict[str, Any]:
         # Weak references do not pickle, and ddp_spawn pickles the callbacks; a copy in
-        # another process never sees this process's Trainers, so it needs none of them.
+        # another process never sees this process's Trainers, so it needs none of them
+        # (nor their runs without a folder: the IdentityMap copies empty).
+        copies: dict[int, Run] = {}
+
+        def copy(run: Run) -> Run:  # one copy per run: the current run is one of the others
+            return copies.setdefault(id(run), Run(run.history))
+
         state = self.__dict__.copy()
-        state["_runs"] = {folder: Run(run.history) for folder, run in self._runs.items()}
-        state["_held"] = Run(self._held.history)
+        state["_by_folders"] = {key: copy(run) for key, run in self._by_folders.items()}
+        state["_held"] = copy(self._held)
+        state["_current"] = None if self._current is None else copy(self._current)
         return state

@@ -23,6 +23,7 @@ from calib_metrics.callbacks import _outputs as step_output
 from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
+from calib_metrics.callbacks._identity import IdentityMap
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError, check_flag
 from calib_metrics.functional.multiclass import average_results
@@ -108,12 +109,12 @@ class CalibrationMonitor(Callback):
     anew, keeping only the ``validate`` / ``test`` records its own Trainer made before it
     (a baseline ``trainer.validate(model)``).
 
-    The history is the run's, a run being the folder its files go to (the Trainer's first
-    logger's ``log_dir``; ``default_root_dir`` with ``save_png=True`` and no logger): a new
-    Trainer writing to the same folder continues it (``Trainer(logger=L).validate(model)``
-    after ``Trainer(logger=L).fit(model)``), a Trainer writing elsewhere has its own, and
-    Trainers writing no folder share one. :attr:`history` is the run's whose Trainer ran
-    last; the first run takes the history the monitor holds.
+    The history is the run's, a run being the folders its history file goes to (with no
+    file, the Trainer's first logger's ``log_dir``): a new Trainer writing to the same
+    folders continues it (``Trainer(logger=L).validate(model)`` after
+    ``Trainer(logger=L).fit(model)``), a Trainer writing elsewhere has its own, and so has
+    each Trainer writing no folder. :attr:`history` is the run's whose Trainer ran last;
+    the first run takes the history the monitor holds.
 
     Args:
         num_classes: None for binary probabilities, else the number of classes C
@@ -245,7 +246,7 @@ class CalibrationMonitor(Callback):
         self.prog_bar = prog_bar
         self.smooth = smooth
         self.confidence = confidence
-        # The history of each run (the folder it writes to), and of the one served now.
+        # The history of each run (the folders it writes to), and of the one served now.
         self._histories = histories.Runs()
         self._active = False
         # Whether the batches are only checked, not measured (the sanity check's).
@@ -265,9 +266,7 @@ class CalibrationMonitor(Callback):
         # How a record names the weights each module holds (epoch, step, checkpoint path):
         # its last fit record's, or a restored checkpoint's, until a Trainer trains it
         # (weakly: the monitor must not keep a finished module alive).
-        self._weights: weakref.WeakKeyDictionary[LightningModule, tuple[int, int, str | None]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._weights: IdentityMap[tuple[int, int, str | None]] = IdentityMap()
         # The id of the Trainer run (fit, validate, test) making records: setup.
         self._run = _new_run_id()
         # The entries of Lightning's results that this monitor's self.log made (weakly:
@@ -757,6 +756,11 @@ class CalibrationMonitor(Callback):
             png_dirs.append(tb.log_dir_of(None, trainer.default_root_dir))
         return experiments, list(dict.fromkeys(png_dirs))  # unique, in order
 
+    def _run_folders(self, trainer: Trainer) -> tuple[str, ...]:
+        """The folders naming the trainer's run (:mod:`._histories`): those its history
+        file goes to, so that two Trainers writing one file continue one history."""
+        return histories.run_folders(trainer, self._destinations(trainer)[1])
+
     @rank_zero_only
     def _write(
         self,
@@ -901,7 +905,7 @@ class CalibrationMonitor(Callback):
         stores :meth:`state_dict` first, which knows no Trainer and gives the run served
         now: another Trainer's, for ``trainer_a.save_checkpoint(path)`` after
         ``trainer_b.fit``."""
-        run = self._histories.of(histories.run_folder(trainer, self.save_png))
+        run = self._histories.of(trainer, self._run_folders(trainer))
         saved = checkpoint.get("callbacks")
         if isinstance(saved, dict) and self.state_key in saved:
             saved[self.state_key] = _state(run.history)
@@ -914,7 +918,7 @@ class CalibrationMonitor(Callback):
                 "evaluation set, which under DDP needs every rank's pairs (without the sync "
                 "each rank logs its shard's error, and Lightning averages those)"
             )
-        self._histories.follow(histories.run_folder(trainer, self.save_png))
+        self._histories.follow(trainer, self._run_folders(trainer))
         self._restored = None  # each run says for itself which checkpoint it restored
         self._resumed_at = None
         # Records of two runs of the same weights are equal in every number: the run's id
@@ -988,14 +992,9 @@ class CalibrationMonitor(Callback):
         # Weak references do not pickle, and ddp_spawn pickles the callbacks; a copy in
         # another process never sees this process's Trainers, so it needs none of them.
         state = self.__dict__.copy()
-        state["_weights"] = None  # a copy names the weights of modules it measures itself
         state["_layouts_written"] = {}  # a copy writes its layouts anew (references)
         state["_entries"] = []  # a copy never sees this process's Lightning results
         return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._weights = weakref.WeakKeyDictionary()
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore :attr:`history` (the current run's) for a resumed fit. A validate / test
