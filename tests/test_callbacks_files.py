@@ -617,3 +617,22 @@ def test_a_resume_counts_in_the_records_own_steps_with_two_optimizers(tmp_path: 
     assert second.history[2]["error"] != first.history[2]["error"]  # a different epoch 2
     on_disk = json.loads((Path(logger.log_dir) / "calibration" / "val_history.json").read_text())
     assert on_disk == second.history
+
+
+def test_a_copy_for_another_process_keeps_the_history_of_a_run_without_a_folder() -> None:
+    """ddp_spawn pickles the monitor: a run with no folder is keyed by a Trainer the copy
+    never sees, and the copy's first run (the spawned process's Trainer) had started anew."""
+    from calib_metrics.callbacks._histories import Runs
+
+    class Trainer:  # weakly referable, as Lightning's
+        pass
+
+    runs, trainer = Runs(), Trainer()
+    runs.follow(trainer, ())
+    runs.current.history.append({"epoch": 0})
+    runs.follow(Trainer(), ("/logs/other",))
+    runs.follow(trainer, ())  # served last: the run the copy continues
+    copy = pickle.loads(pickle.dumps(runs))
+    copy.follow(Trainer(), ())
+    assert copy.current.history == [{"epoch": 0}]
+    assert copy.of(Trainer(), ("/logs/other",)).history == []

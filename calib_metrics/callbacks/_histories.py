@@ -121,4 +121,9 @@ class Runs:
         state["_by_folders"] = {key: copy(run) for key, run in self._by_folders.items()}
         state["_held"] = copy(self._held)
         state["_current"] = None if self._current is None else copy(self._current)
+        folder_runs = [id(run) for run in self._by_folders.values()]  # Runs compare by value
+        if self._current is not None and id(self._current) not in folder_runs:
+            # A run with no folder is keyed by a Trainer the copy never sees: the copy's
+            # first run takes it, as the monitor's first run takes what it holds.
+            state["_held"], state["_current"] = state["_current"], None
         return state
