@@ -6,6 +6,7 @@ ones 5 (the likelihood fit keeps T = 1 with a warning, and refuses the latter)."
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import pytest
@@ -94,3 +95,20 @@ def test_an_optimum_beyond_the_range_widens_it_and_a_bound_is_warned(monkeypatch
         bounded = ChainTemperature(objective="calib_err").fit(*parts, tags)
     assert {w.filename for w in caught} == {__file__}
     assert bounded.temperature.item() > wide
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_a_plateau_of_zero_error_keeps_the_likelihood_temperature(seed) -> None:
+    """On a small calibrated dev set the debiased error is exactly 0 over a range of T that
+    holds the likelihood fit's T; ties had gone to the range's lowest T (0.968 for 1.093 at
+    seed 0), sharpening the model for nothing."""
+    g = torch.Generator().manual_seed(seed)
+    em = torch.randn(20, 5, 3, generator=g, dtype=torch.float64)
+    tr = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    zero = torch.zeros(3, dtype=torch.float64)
+    tags = linear_chain.sample(em, tr, zero, zero, n_samples=1, generator=g)[0]
+    likelihood = ChainTemperature().fit(em, tr, zero, zero, tags).temperature.item()
+    fitted = ChainTemperature(objective="calib_err").fit(em, tr, zero, zero, tags)
+    assert fitted.calib_err_ == 0.0
+    fine_step = 2 * structured._GRID_STEP / 20
+    assert abs(math.log(fitted.temperature.item() / likelihood)) <= fine_step

@@ -453,7 +453,9 @@ def _search_log_grid(
 ) -> tuple[float, float]:
     """The ``T`` (and its error) of the lowest ``error(T)`` found from ``centre``, on the
     lattice above, warning when the lowest error is still at an end of it after the
-    widenings (a bound of the search, not an optimum). Ties go to the lowest ``T``."""
+    widenings (a bound of the search, not an optimum). Ties (a plateau of zero debiased
+    error on a small dev set) go to the ``T`` nearest ``centre``: they had gone to the
+    lowest, sharpening the model for nothing."""
     k0 = round(math.log(centre) / _GRID_STEP)
     lo, hi = k0 - _GRID_REACH, k0 + _GRID_REACH
     errors: dict[int, float] = {}
@@ -461,7 +463,7 @@ def _search_log_grid(
         for k in range(lo, hi + 1):
             if k not in errors:
                 errors[k] = error(math.exp(k * _GRID_STEP))
-        best = min(sorted(errors), key=errors.__getitem__)
+        best = min(sorted(errors), key=lambda k: (errors[k], abs(k - k0)))
         if lo < best < hi or widened == _GRID_WIDENINGS:
             break
         lo, hi = (lo - _GRID_REACH, hi) if best == lo else (lo, hi + _GRID_REACH)
@@ -480,7 +482,8 @@ def _search_log_grid(
     ends = [math.exp(max(best - 1, lo) * _GRID_STEP), math.exp(min(best + 1, hi) * _GRID_STEP)]
     fine = torch.logspace(math.log10(ends[0]), math.log10(ends[1]), 21, dtype=torch.float64)
     fine_errors = torch.tensor([error(float(t)) for t in fine])
-    i = int(fine_errors.argmin())
+    tied = (fine_errors == fine_errors.min()).nonzero()[:, 0]
+    i = int(tied[(fine[tied].log() - math.log(centre)).abs().argmin()])
     return float(fine[i]), float(fine_errors[i])
 
 
