@@ -36,6 +36,31 @@ def test_a_gradient_penalty_through_log_z_fails_loudly() -> None:
         (lz.sum() + (grad**2).sum()).backward()
 
 
+def _sum_log_z(em: torch.Tensor) -> torch.Tensor:
+    return log_partition(em, TR, ZERO, ZERO).sum()
+
+
+def _grad_of_grad(em: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    (grad,) = torch.autograd.grad(_sum_log_z(em), em, create_graph=True)
+    return torch.autograd.grad(grad.sum(), em)
+
+
+@pytest.mark.parametrize(
+    "second_order",
+    [
+        lambda: torch.autograd.functional.hessian(_sum_log_z, EM.clone()),
+        lambda: torch.autograd.functional.hvp(_sum_log_z, EM.clone(), torch.ones_like(EM)),
+        lambda: _grad_of_grad(EM.clone().requires_grad_()),
+    ],
+    ids=["hessian", "hvp", "grad_of_grad"],
+)
+def test_every_second_order_route_through_log_z_fails_loudly(second_order) -> None:
+    # The gradient hung off a detached leaf: torch's hessian and hvp (allow_unused=True)
+    # returned zeros where the true Hessian reaches 0.25.
+    with pytest.raises(RuntimeError, match="log_partition is differentiable once"):
+        second_order()
+
+
 @pytest.fixture(scope="module")
 def fitted() -> tuple[ChainTemperature, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(0)

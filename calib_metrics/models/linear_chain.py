@@ -904,10 +904,11 @@ class _LogPartition(torch.autograd.Function):
         # from the recursion outside autograd, so their own derivatives are not there;
         # once_differentiable refused that only when the incoming gradient required grad,
         # and a gradient penalty (grad of lz.sum()) then lost its second-order terms
-        # silently. These gradients pass through and refuse to be differentiated.
-        return tuple(
-            None if g is None else _FirstOrderOnly.apply(g.detach().requires_grad_()) for g in grads
-        )
+        # silently. These gradients pass through and refuse to be differentiated; they hang
+        # off the inputs, so every second-order route (hessian, hvp, grad of a gradient)
+        # reaches the refusal: a detached leaf had made torch's hessian silently zero.
+        inputs = tuple(x for x in ctx.saved_tensors[:4] if x.requires_grad)
+        return tuple(None if g is None else _FirstOrderOnly.apply(g, *inputs) for g in grads)
 
     @staticmethod
     def _gradients(ctx, grad):
@@ -932,7 +933,8 @@ class _FirstOrderOnly(torch.autograd.Function):
     marginals, a covariance of tag counts, is not computed)."""
 
     @staticmethod
-    def forward(ctx, gradient):
+    def forward(ctx, gradient, *inputs):
+        # ``inputs`` only connect the graph to the tensors log Z was taken of.
         return gradient.clone()
 
     @staticmethod
