@@ -87,6 +87,20 @@ def test_lower_layers_never_import_higher_ones():
     assert offenders == []
 
 
+def test_the_file_reader_imports_no_command():
+    """The reader's modules (a package since its split) build on ``functional`` alone:
+    the commands import them, never the other way round."""
+    lower = ("calib_metrics.functional", "calib_metrics.predictions")
+    offenders = [
+        f"{module} imports {name}"
+        for module, tree in _modules().items()
+        if _under(module, "calib_metrics.predictions")
+        for name, _ in _imports(tree, module)
+        if _under(name, "calib_metrics") and not any(_under(name, low) for low in lower)
+    ]
+    assert offenders == []
+
+
 def test_the_layering_check_sees_a_violation():
     """The checker itself: a nested import of the paper in a library module is caught."""
     tree = ast.parse("import torch\ndef f():\n    from calib_metrics.paper import demo\n")
