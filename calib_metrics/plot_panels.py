@@ -18,18 +18,11 @@ from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.functional.multiclass import most_frequent
 from calib_metrics.functional.smooth import SmoothCurve
-from calib_metrics.plot import (
-    _bin_marks,
-    _draw_bins,
-    _draw_smooth,
-    _literals,
-    _pick_scale,
-    _ProbabilityAxis,
-    _tick_labels,
-    describe,
-    interval_label,
-    literal,
-)
+from calib_metrics.plot import describe, interval_label, literal
+from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
+from calib_metrics.plot._reliability import _bin_marks, _draw_bins
+from calib_metrics.plot._smooth import _draw_smooth
+from calib_metrics.plot._text import _literals, _tick_labels
 from calib_metrics.wording import counted, level_text
 
 #: Panels per row of :func:`reliability_panels`.

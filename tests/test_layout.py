@@ -87,6 +87,25 @@ def test_lower_layers_never_import_higher_ones():
     assert offenders == []
 
 
+def test_the_file_reader_and_the_figures_import_no_command():
+    """The reader's and the figures' modules (packages since their split) build on lower
+    layers alone: the commands and callbacks import them, never the other way round."""
+    lower = {
+        "calib_metrics.predictions": ("calib_metrics.functional",),
+        "calib_metrics.plot": ("calib_metrics.functional", "calib_metrics.wording"),
+    }
+    offenders = [
+        f"{module} imports {name}"
+        for package, allowed in lower.items()
+        for module, tree in _modules().items()
+        if _under(module, package)
+        for name, _ in _imports(tree, module)
+        if _under(name, "calib_metrics")
+        and not any(_under(name, low) for low in (*allowed, package))
+    ]
+    assert offenders == []
+
+
 def test_the_layering_check_sees_a_violation():
     """The checker itself: a nested import of the paper in a library module is caught."""
     tree = ast.parse("import torch\ndef f():\n    from calib_metrics.paper import demo\n")

@@ -1,0 +1,51 @@
+"""What every figure takes: the axes to draw on (a given ``ax`` or a new ``Figure``,
+never pyplot's) and sequences of numbers checked for equal lengths.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+
+def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figure, Axes]:
+    if ax is not None:
+        _check_ax(ax)
+        return ax.figure, ax
+    fig = Figure(figsize=size, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def _check_ax(ax: object) -> None:
+    """``ax`` is one matplotlib Axes: the array that ``fig.subplots(1, 2)`` returns had
+    failed deep inside with an AttributeError.
+
+    Example:
+        >>> from matplotlib.figure import Figure
+        >>> _check_ax(Figure().subplots(1, 2))
+        Traceback (most recent call last):
+        ...
+        ValueError: ax must be one matplotlib Axes, got ndarray (an array of axes, ...
+    """
+    if isinstance(ax, Axes):
+        return
+    array = hasattr(ax, "shape") and hasattr(ax, "flat")
+    hint = " (an array of axes, as fig.subplots(1, 2) returns: pass one of them, ax=axes[0])"
+    raise ValueError(f"ax must be one matplotlib Axes, got {type(ax).__name__}{hint * array}")
+
+
+def _check_lengths(against: str, length: int, **series: Any) -> None:
+    """Every given series (None: not drawn) has one value per entry of ``against``."""
+    for name, values in series.items():
+        count = length if values is None else len(_numbers(values))
+        if count != length:
+            raise ValueError(f"{name} has {count} values where {against} has {length}")
+
+
+def _numbers(x: Any) -> list[float]:
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().double().reshape(-1).tolist()
+    return [float(v) for v in x]

@@ -1,0 +1,141 @@
+"""The count of pairs under a reliability diagram: bars per slice of the probability
+axis on a second y axis, found again by a further call on the same axes (a second
+model's counts over the first's, in its colour).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
+
+from calib_metrics.plot._probability_axis import _ProbabilityAxis
+
+#: The label of that count axis, by which a further call on the same axes finds it.
+COUNT_AXIS = "calib_metrics: pairs per slice"
+
+
+#: The gid of a diagram's diagonal: the mark of an ``ax`` holding a diagram (``ax.clear()``
+#: removes it with the line), so that a further call draws over it as a second model.
+DIAGONAL = "calib_metrics: perfect calibration"
+
+
+def _count_axis(ax: Axes) -> Axes | None:
+    """The count axis of a reliability diagram already drawn on ``ax``, or None.
+
+    It is ``ax``'s own twin (not any axis sharing x, which a neighbouring subplot of
+    ``sharex=True`` does too), and ``ax`` still holds the diagram's diagonal: a count
+    axis left by a diagram that ``ax.clear()`` removed is removed too, as the diagram
+    drawn now brings its own.
+    """
+    twins = [
+        other
+        for other in ax.figure.axes
+        if other is not ax
+        and other.get_label() == COUNT_AXIS
+        and ax._twinned_axes.joined(ax, other)  # twinx(), not sharex: no public test
+    ]
+    if any(line.get_gid() == DIAGONAL for line in ax.lines):
+        return twins[0] if twins else None
+    for stale in twins:
+        stale.remove()
+    return None
+
+
+def _slice_counts(
+    axis: _ProbabilityAxis, q: list[float], n: list[float]
+) -> tuple[list[float], list[float]]:
+    """The edges of the x axis' slices and the pairs in each (each bin's at its mean q̂)."""
+    edges = axis.slices()
+    heights = [0.0] * (len(edges) - 1)
+    for qi, ni in zip(axis.clip(q), n):
+        heights[min(max(bisect.bisect_right(edges, qi) - 1, 0), len(heights) - 1)] += ni
+    return edges, heights
+
+
+def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]) -> Axes:
+    """Pairs per slice of the x axis (each bin's at its mean q̂) as grey bars on a
+    labelled right-hand axis.
+
+    Returns that axis (its first bar container is the legend's entry).
+    """
+    edges, heights = _slice_counts(axis, q, n)
+    counts = ax.twinx()
+    counts.set_label(COUNT_AXIS)  # so that a second model's call finds it
+    counts.set_box_aspect(ax.get_box_aspect())  # else the twin keeps the whole cell
+    nonzero = [h for h in heights if h > 0] or [1.0]
+    log = max(nonzero) >= 100 * min(nonzero)
+    style = {"color": "0.85", "edgecolor": "0.65", "linewidth": 0.4}
+    _slice_bars(counts, edges, heights, log=log, label=_count_entry(log), **style)
+    _count_limits(counts, min(nonzero), max(nonzero), log)
+    counts.set_ylabel("pairs" + (" (log scale)" if log else ""), color="0.35", fontsize=8)
+    counts.yaxis.set_label_coords(1.13, 0.17)
+    counts.yaxis.set_major_formatter(FuncFormatter(_count_tick))
+    counts.tick_params(axis="y", colors="0.35", labelsize=7)
+    ax.set_zorder(counts.get_zorder() + 1)
+    ax.patch.set_visible(False)
+    return counts
+
+
+def _more_count_bars(
+    counts: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float], color: str
+) -> None:
+    """A further model's pairs per slice on a diagram's count axis, as bars in its
+    colour over the first model's grey ones; the axis grows to the tallest bar."""
+    edges, heights = _slice_counts(axis, q, n)
+    log = counts.get_yscale() == "log"
+    # The colour names the model, as its bins do: no legend entry of its own.
+    style = {"color": color, "alpha": 0.25, "linewidth": 0}
+    _slice_bars(counts, edges, heights, log=log, label="_nolegend_", **style)
+    counts.containers[0].set_label(_count_entry(log, several=True))  # no longer all grey
+    nonzero = [h for bar in counts.patches if (h := bar.get_height()) > 0] or [1.0]
+    _count_limits(counts, min(nonzero), max(nonzero), log)
+
+
+def _slice_bars(counts: Axes, edges: list[float], heights: list[float], **style: Any) -> None:
+    """One bar per slice between consecutive ``edges``, drawn with matplotlib ``style``."""
+    widths = [b - a for a, b in itertools.pairwise(edges)]
+    counts.bar(edges[:-1], heights, width=widths, align="edge", **style)
+
+
+def _count_entry(log: bool, several: bool = False) -> str:
+    """The count bars' legend entry: grey bars of one model, or several models' bars.
+
+    Example:
+        >>> _count_entry(False)
+        'pairs per grey bar (right axis)'
+        >>> print(_count_entry(True, several=True))
+        pairs per bar (right axis, log): the first model's grey, each other's in its colour
+    """
+    axis = "right axis, log" if log else "right axis"
+    if several:
+        return f"pairs per bar ({axis}): the first model's grey, each other's in its colour"
+    return f"pairs per grey bar ({axis})"
+
+
+def _count_tick(value: float, _pos: int | None = None) -> str:
+    """``500``, ``30k``, ``1.2M``: short labels for the count axis."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def _count_limits(counts: Axes, smallest: float, largest: float, log: bool) -> None:
+    """Bars fill the bottom ~third of the plot; ticks only up to the tallest bar."""
+    if log:
+        bottom = 10.0 ** math.floor(math.log10(smallest)) / 2
+        top = bottom * (largest / bottom) ** (1 / 0.35)
+        first, last = math.ceil(math.log10(bottom)), math.floor(math.log10(largest))
+        ticks = [10.0**k for k in range(first, last + 1)]
+        counts.set_ylim(bottom, top)
+        counts.yaxis.set_major_locator(FixedLocator(ticks[:: max(1, len(ticks) // 4)]))
+        counts.yaxis.set_minor_locator(NullLocator())
+    else:
+        counts.set_ylim(0, largest / 0.35)
+        ticks = MaxNLocator(nbins=3, integer=True).tick_values(0, largest)
+        counts.yaxis.set_major_locator(FixedLocator([t for t in ticks if t <= largest]))

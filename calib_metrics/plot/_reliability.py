@@ -1,0 +1,179 @@
+"""The reliability diagram: each bin's mean probability against its observed frequency,
+with error bars, the diagonal, the count of pairs and optionally the smooth curve; a
+further call on the same axes overlays a second model.
+"""
+
+from __future__ import annotations
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from calib_metrics.functional.binning import Bins, check_bins
+from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.functional.intervals import effective_samples, normal_quantile
+from calib_metrics.functional.smooth import SmoothCurve
+from calib_metrics.plot._arguments import _axes, _numbers
+from calib_metrics.plot._counts import DIAGONAL, _count_axis, _count_bars, _more_count_bars
+from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
+from calib_metrics.plot._smooth import _draw_smooth
+from calib_metrics.plot._text import describe, interval_label, literal
+from calib_metrics.wording import count_text, counted
+
+
+def reliability_diagram(
+    result: CalibrationResult,
+    ax: Axes | None = None,
+    *,
+    title: str | None = None,
+    label: str | None = None,
+    color: str = "C0",
+    confidence: float = 0.95,
+    interval: str | None = None,
+    debias: bool = False,
+    xscale: str = "auto",
+    smooth: SmoothCurve | None = None,
+    norm: str = "l2",
+) -> tuple[Figure, Axes]:
+    """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
+    ``confidence``: 1.96 at 0.95; se from each bin's effective sample size, as the
+    debiased estimator counts it), over grey bars counting the pairs.
+
+    The diagonal marks perfect calibration: points above it are underconfident
+    (q < p), below it overconfident. The grey bars count the pairs in each of 20 equal
+    slices of the x axis, on the right-hand axis (log-scaled when the counts span two
+    decades or more): mass piled near 0 and 1 means sharp predictions. The result keeps
+    bins, not pairs, so a bin's pairs are counted in the slice of its mean q̂: a bar is
+    the pairs of the bins whose points it holds (uniform q in bins of 55 pairs draws bars
+    of 110–165 around 150, and one bin is one bar). The title gives the
+    error with its interval (after ``label``, when given), and the interval's level and
+    kind (:func:`interval_label` of ``confidence``, ``interval`` and ``debias``: pass the
+    settings that made ``result``).
+
+    Called again on the same ``ax`` for a second model, it draws that model over the
+    first, in ``color``: its bins (and smooth curve), and its pairs as bars in its colour
+    on the same count axis (only on the very axes of a diagram: a neighbouring subplot,
+    even of ``sharex=True``, or an ``ax`` emptied by ``ax.clear()`` gets a diagram of its
+    own). The diagonal, the x axis (``xscale`` is not used) and the
+    title stay the first call's; the model's legend entry names its error (``"model b:
+    CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
+
+    Args:
+        result: what :func:`~calib_metrics.functional.calibration_error_ci` returns.
+        ax: axes to draw on (default: a new figure).
+        title: first line of the title (not used on a diagram already drawn on ``ax``).
+        label: the model's name: the legend entry of its bins, and before its error in
+            the title.
+        color: colour of the bins (and of the smooth curve).
+        confidence, interval, debias: the settings behind ``result``'s interval.
+        xscale: ``"linear"``, ``"logit"`` (the x axis in log-odds, which spreads the
+            ends; y stays linear), or
+            ``"auto"``: logit when more than half of the pairs lie in bins whose mean is
+            within 0.05 of 0 or 1, and the title says so.
+        smooth: a :class:`~calib_metrics.functional.smooth.SmoothCurve` from
+            :func:`~calib_metrics.functional.smooth_reliability_curve` on the same pairs,
+            drawn with its bootstrap band (whose legend names the band's own level).
+        norm: ``result``'s norm, named in the title unless it is the default l2.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> p = torch.rand(2000, generator=torch.Generator().manual_seed(1))
+        >>> r = calibration_error_ci(p, (p > 0.5).float(), bin_size=200, n_samples=100)
+        >>> fig, ax = reliability_diagram(r, interval="pairs", debias=True)
+        >>> ax.get_xlabel()
+        'predicted probability q̂ (bin mean)'
+        >>> ax.get_title().splitlines()[1]
+        '95% interval: debiased pair bootstrap · 10 bins · N=2,000'
+    """
+    if not isinstance(result, CalibrationResult):
+        raise ValueError(
+            "result must be a CalibrationResult (what calibration_error_ci or "
+            f"CalibrationError.compute_result returns), got {type(result).__name__}"
+        )
+    heading = interval_label(confidence, interval, debias)
+    title, label = literal(title), literal(label)
+    if smooth is not None and not isinstance(smooth, SmoothCurve):
+        raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
+    bins = result.bins
+    q, p, n, samples = _bin_marks(bins)
+    scale, note = _pick_scale(xscale, q, n)
+    fig, ax = _axes(ax, (4.6, 4.6))
+    counts = _count_axis(ax)  # None, unless a diagram is drawn there already
+    axis = _ProbabilityAxis(scale, q) if counts is None else _ProbabilityAxis.of(ax)
+    if counts is None:
+        t = axis.grid()
+        ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration",
+                gid=DIAGONAL)  # fmt: skip
+    if smooth is not None:  # a further model's curve and band are named by its label
+        _draw_smooth(ax, smooth, axis, color, label if counts is not None else None)
+    z = normal_quantile(confidence)
+    entry = label or f"bins (±{z:.2f} se)"
+    if counts is not None:  # the title holds the first model's error: the legend, this one's
+        entry = f"{entry}: {describe(result, norm)}"
+    _draw_bins(ax, axis, (q, p, samples), z, color, entry)
+    if counts is None:
+        axis.apply(ax)
+        counts = _count_bars(ax, axis, q, n)
+        ax.set_xlabel("predicted probability q̂ (bin mean)")
+        ax.set_ylabel("empirical frequency p̂")
+        lines = [title] if title else []
+        error = describe(result, norm)
+        lines += [f"{label}: {error}" if label else error]
+        lines += [f"{heading} · {counted(len(q), 'bin')} · N={count_text(sum(n), grouped=True)}"]
+        ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
+    else:
+        _more_count_bars(counts, axis, q, n, color)
+    handles = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+    handles.setdefault(counts.containers[0].get_label(), counts.containers[0])
+    ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
+    return fig, ax
+
+
+def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Each bin's q̂, p̂, pair count and effective sample size, checked for drawing: means
+    and frequencies in [0, 1], counts finite and >= 0 (:func:`check_bins`; a mean outside
+    [0, 1] had failed with a TypeError about complex numbers). A bin of 0 pairs weighs
+    nothing and has no frequency to draw: it is left out (``ci_from_bins`` keeps one that
+    it is given, which had then failed to draw).
+
+    Example:
+        >>> import torch
+        >>> t = lambda v: torch.tensor(v, dtype=torch.float64)
+        >>> _bin_marks(Bins(t([0.3, 0.6]), t([0.2, 0.7]), t([0.0, 10.0])))
+        ([0.6], [0.7], [10.0], [10.0])
+    """
+    bins = check_bins(bins)
+    # n_eff of all the bins: a tie group cut by a boundary counts across its bins.
+    columns = [_numbers(v) for v in (*bins, effective_samples(bins))]
+    kept = [row for row in zip(*columns, strict=True) if row[2] > 0]
+    q, p, n, samples = (list(column) for column in zip(*kept, strict=True))
+    return q, p, n, samples
+
+
+def _draw_bins(
+    ax: Axes, axis: _ProbabilityAxis, bins: tuple[list, list, list], z: float, color, label: str
+) -> None:
+    """(q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (clipped to [0, 1]), thinner for many bins.
+
+    se = √(p̂(1 − p̂)/n_eff) with each bin's effective sample size (``bins`` is (q̂, p̂,
+    n_eff)): the variance of p̂ that the debiased estimator subtracts, so correlated
+    labels (``groups=``) widen a bar and a tie group cut by a boundary counts at its share.
+    """
+    q, p, samples = bins
+    se = [z * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, samples)]
+    many = len(q) > 60  # thinner marks, so that hundreds of bins do not merge
+    ax.errorbar(
+        axis.clip(q),
+        p,
+        yerr=[
+            [pi - max(pi - e, 0.0) for pi, e in zip(p, se)],
+            [min(pi + e, 1.0) - pi for pi, e in zip(p, se)],
+        ],
+        fmt="o-",
+        color=color,
+        markersize=2 if many else 3,
+        capsize=0 if many else 2,
+        linewidth=0.6 if many else 1,
+        elinewidth=0.5 if many else 1,
+        label=label,
+    )

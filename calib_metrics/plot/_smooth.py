@@ -1,0 +1,67 @@
+"""The smooth calibration curve and its band on a reliability diagram, drawn only where
+predictions lie: between two clusters of q they break off rather than join the runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from matplotlib.axes import Axes
+
+from calib_metrics.functional.smooth import SmoothCurve
+from calib_metrics.plot._arguments import _numbers
+from calib_metrics.plot._probability_axis import _ProbabilityAxis
+from calib_metrics.wording import level_text
+
+
+def _draw_smooth(
+    ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str, name: str | None = None
+) -> None:
+    """The smooth curve where the predictions' density is not negligible, with its band
+    (named at the level it was drawn for, not the diagram's; their legend entries after
+    ``name``, a further model's label, when given). Where no prediction lies
+    (density <= 1e-3: between two clusters of q, say) curve and band break off, rather
+    than a straight segment joining the runs on either side."""
+    grid, density = _numbers(smooth.grid), _numbers(smooth.density)
+    values = [_numbers(v) for v in (smooth.curve, smooth.lower, smooth.upper)]
+    keep = [
+        i
+        for i, (t, d) in enumerate(zip(grid, density))
+        if axis.lo <= t <= axis.hi and d > 1e-3 and not math.isnan(values[0][i])
+    ]
+    t, curve, lower, upper = _runs([grid, *values], keep)
+    sigma, error = smooth.bandwidth.item(), smooth.error.item()
+    prefix = f"{name}: " if name else ""
+    ax.fill_between(
+        t,
+        lower,
+        upper,
+        color=color,
+        alpha=0.18,
+        linewidth=0,
+        label=f"{prefix}{level_text(smooth.confidence)} pointwise bootstrap band",
+    )
+    ax.plot(
+        t,
+        curve,
+        color=color,
+        linewidth=1.6,
+        alpha=0.8,
+        label=f"{prefix}smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
+    )
+
+
+def _runs(series: list[list[float]], keep: list[int]) -> list[list[float]]:
+    """Each series at the indices ``keep`` (ascending), a NaN wherever a run of
+    consecutive indices ends: matplotlib breaks a line and a band at a NaN.
+
+    Example:
+        >>> _runs([[0.0, 0.1, 0.2, 0.3, 0.4]], [0, 1, 3, 4])
+        [[0.0, 0.1, nan, 0.3, 0.4]]
+    """
+    out: list[list[float]] = [[] for _ in series]
+    for k, i in enumerate(keep):
+        gap = k > 0 and i != keep[k - 1] + 1
+        for values, column in zip(out, series):
+            values.extend([math.nan, column[i]] if gap else [column[i]])
+    return out

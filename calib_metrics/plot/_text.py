@@ -1,0 +1,158 @@
+"""The words on a figure: caller's text drawn verbatim (:func:`literal`), long tick
+labels shortened in the middle, and the names of the error (:func:`describe`,
+:func:`error_name`) and of an interval's level and kind (:func:`interval_label`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.functional.errors import check_flag
+from calib_metrics.functional.intervals import normal_quantile
+from calib_metrics.wording import cut_middle, level_text, visible_controls
+
+#: What each ``interval=`` setting of the library draws, as figures name it.
+INTERVAL_KINDS = {
+    "paper": "paper Algorithm 2",
+    "pairs": "pair bootstrap",
+    "groups": "group bootstrap",
+}
+
+
+#: The calibration error's norms (``norm=``), as figures name them.
+NORMS = ("l2", "l1", "max")
+
+
+#: Longest label name drawn whole as a tick; longer ones lose their middle to "…" (one
+#: 300-character name had widened the per-label chart until its bars were unreadable).
+MAX_TICK_CHARS = 60
+
+
+def literal(text: str | None) -> str | None:
+    r"""``text`` as matplotlib draws it verbatim: every ``$`` escaped, so that it never
+    starts mathtext (a file ``m$\frac$.csv`` had failed to draw, ``p$x^2$.csv`` came out
+    as ``px².csv``). Matplotlib turns each ``\$`` back into ``$`` when a text holds no
+    unescaped ``$``, which is so after this, whatever ``text`` held. A character no font
+    draws (a control) is written as its escape (:func:`~calib_metrics.wording.visible_controls`).
+    None stays None.
+
+    Example:
+        >>> print(literal("p$x^2$.csv"), literal(None))
+        p\$x^2\$.csv None
+    """
+    return None if text is None else visible_controls(str(text)).replace("$", r"\$")
+
+
+def _literals(texts: Sequence[Any]) -> list[str]:
+    return [literal(str(t)) for t in texts]
+
+
+def _tick_labels(names: Sequence[Any]) -> list[str]:
+    """Label names as ticks and panel titles show them: at most :data:`MAX_TICK_CHARS`
+    characters, the middle of a longer one replaced by "…" (its start and end tell labels
+    apart), drawn as written (:func:`literal`). Names that would still read alike (they
+    differ only in the middle cut out) are numbered ``#1``, ``#2``, ... in their order.
+
+    Example:
+        >>> _tick_labels(["NOUN"]), [len(t) for t in _tick_labels(["x" * 300])]
+        (['NOUN'], [60])
+        >>> [t[-4:] for t in _tick_labels(["a" * 100 + m + "a" * 100 for m in "XY"])]
+        ['a #1', 'a #2']
+    """
+    names = [str(name) for name in names]
+    short = [_shortened(name) for name in names]
+    alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
+    for name, text in zip(names, short, strict=True):
+        if name not in alike.setdefault(text, []):
+            alike[text].append(name)
+    ticks = []
+    for name, text in zip(names, short, strict=True):
+        if len(alike[text]) > 1:
+            text = _shortened(name, f" #{alike[text].index(name) + 1}")
+        ticks.append(literal(text))
+    return ticks
+
+
+def _shortened(name: str, suffix: str = "") -> str:
+    """``name`` and ``suffix`` in at most :data:`MAX_TICK_CHARS` characters, the middle
+    of ``name`` cut to "…" where they do not fit."""
+    return cut_middle(name, MAX_TICK_CHARS - len(suffix)) + suffix
+
+
+def describe(result: CalibrationResult, norm: str = "l2") -> str:
+    """``CalibErr 0.0123 [0.0101, 0.0145]``: the error and its interval, for titles; ``no
+    interval`` where its ends are NaN (too few pairs or groups to resample). A ``norm``
+    other than the default l2 is named: ``CalibErr (max) 0.3177 [...]`` (a max-norm error
+    had read as the l2 one).
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import Bins
+        >>> t = torch.tensor
+        >>> empty = Bins(t([]), t([]), t([]))
+        >>> describe(CalibrationResult(t(0.0123), t(0.013), t(0.001), t(0.011), t(0.015), empty))
+        'CalibErr 0.0123 [0.0110, 0.0150]'
+        >>> nan = t(float("nan"))
+        >>> describe(CalibrationResult(t(0.0123), nan, nan, nan, nan, empty), norm="max")
+        'CalibErr (max) 0.0123, no interval'
+    """
+    name = error_name(norm)
+    lower, upper = result.lower.item(), result.upper.item()
+    if math.isnan(lower) or math.isnan(upper):
+        return f"{name} {result.error.item():.4f}, no interval"
+    return f"{name} {result.error.item():.4f} [{lower:.4f}, {upper:.4f}]"
+
+
+def error_name(norm: str = "l2") -> str:
+    """``CalibErr``, or ``CalibErr (max)`` for an error of another norm than l2: how
+    figures name the error.
+
+    Example:
+        >>> error_name(), error_name("max")
+        ('CalibErr', 'CalibErr (max)')
+    """
+    return f"CalibErr {_norm_note(norm)}".rstrip()
+
+
+def _norm_note(norm: str) -> str:
+    """``(max)`` or ``(l1)`` beside a calibration error; nothing for the default l2."""
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
+    return "" if norm == "l2" else f"({norm})"
+
+
+def interval_label(confidence: float, interval: str | None = None, debias: bool = False) -> str:
+    """The interval's level and kind, as every figure names it.
+
+    Args:
+        confidence: the interval's coverage, in (0, 1).
+        interval: ``"paper"``, ``"pairs"``, ``"groups"`` (the library's ``interval=``
+            settings), or None when the kind is not known (only the level is named).
+        debias: whether the interval is built around the debiased estimate.
+
+    Example:
+        >>> interval_label(0.95, "pairs", debias=True)
+        '95% interval: debiased pair bootstrap'
+        >>> interval_label(0.9, "paper")
+        '90% interval: paper Algorithm 2'
+        >>> interval_label(0.99, "groups")
+        '99% interval: group bootstrap'
+        >>> interval_label(0.8)
+        '80% interval'
+    """
+    normal_quantile(confidence)
+    if interval is not None and interval not in INTERVAL_KINDS:
+        raise ValueError(
+            f"interval must be one of {sorted(INTERVAL_KINDS)} or None, got {interval!r}"
+        )
+    check_flag("debias", debias)
+    level = f"{level_text(confidence)} interval"
+    if interval is None:
+        return level
+    kind = INTERVAL_KINDS[interval]
+    if debias:
+        kind = f"{kind}, debiased" if interval == "paper" else f"debiased {kind}"
+    return f"{level}: {kind}"

@@ -1,0 +1,79 @@
+"""The command line's I/O edge: read (probability, label) pairs, write results as JSON.
+
+CSV and TSV (with a header, UTF-8), JSON lines (``.jsonl``; ``.json`` also takes one
+document: a list of row objects or an object of column lists), ``.npy`` (an [N, 2] array
+or a structured array), ``.npz`` and ``.pt`` (named arrays or tensors, or one [N, 2]
+array; several dimensions must line up as the Python API's inputs do). Columns
+are found by name (``--probs``/``--target``/``--groups``) or by the usual names. Group
+ids (sentence or document ids for the group bootstrap) may be numbers or strings; they
+are numbered 0..G-1. Every problem is a ``ValueError`` (or ``FileNotFoundError``) whose
+message names the file and the column, and for a bad value (not a number, a probability
+outside [0, 1] or NaN, a label that is not 0/1 or a class id) the row: its line in a
+text file (the header is line 1), its index in an array file.
+
+The steps, each in its module, lower ones first: ``_text`` (CSV/TSV and JSON files as
+tables of columns) and ``_arrays`` (array files' contents as numpy), ``_files`` (opening
+a file by its suffix), ``_columns`` (which column holds what), ``_values`` (values as
+checked tensors, bad ones named by row) and ``_ids`` (group ids), ``_read`` (the entries
+below) and ``_output`` (output paths and JSON). Import from this package, not from them.
+"""
+
+from calib_metrics.predictions._columns import (
+    GROUP_NAMES,
+    PROB_NAMES,
+    PROBABILITY_NAMES,
+    TARGET_NAMES,
+    Column,
+    SharedName,
+    Wanted,
+    shared,
+)
+from calib_metrics.predictions._files import FORMATS
+from calib_metrics.predictions._files import _load as _load  # the tests read files with it
+from calib_metrics.predictions._output import (
+    check_figure_path,
+    check_output_path,
+    check_output_paths,
+    check_writable_folder,
+    to_jsonable,
+)
+from calib_metrics.predictions._read import (
+    Predictions,
+    as_multiclass,
+    group_column,
+    has_column,
+    read_labels,
+    read_table,
+    row_position,
+    row_positions,
+)
+from calib_metrics.predictions._text import (
+    _DelimitedTable as _DelimitedTable,  # the tests stand in for its reading
+)
+from calib_metrics.predictions._values import file_row
+
+__all__ = [
+    "FORMATS",
+    "GROUP_NAMES",
+    "PROBABILITY_NAMES",
+    "PROB_NAMES",
+    "TARGET_NAMES",
+    "Column",
+    "Predictions",
+    "SharedName",
+    "Wanted",
+    "as_multiclass",
+    "check_figure_path",
+    "check_output_path",
+    "check_output_paths",
+    "check_writable_folder",
+    "file_row",
+    "group_column",
+    "has_column",
+    "read_labels",
+    "read_table",
+    "row_position",
+    "row_positions",
+    "shared",
+    "to_jsonable",
+]

@@ -1,0 +1,273 @@
+"""Which columns hold the probabilities, the labels and the group ids: the names given
+(``--probs``/``--target``/``--groups``) or the usual ones, several candidates refused,
+integer columns that look like hard predictions refused; and one column's values as a
+list or numpy array, read only when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from calib_metrics.predictions._arrays import _table_or_array, _tensor_as_numpy
+from calib_metrics.predictions._text import _DelimitedTable, _Table
+
+PROB_NAMES = ("probs", "prob", "probability", "q", "p", "pred", "prediction", "score", "confidence")
+
+
+# The usual names that say "probability": an array file's integer column (0s and 1s) under
+# one of them alone is read as probabilities, as a CSV's is; under another (pred,
+# prediction, score) it looks like hard predictions, and --probs must name it.
+PROBABILITY_NAMES = ("probs", "prob", "probability")
+
+
+TARGET_NAMES = ("target", "label", "labels", "y", "gold", "truth", "outcome")
+
+
+GROUP_NAMES = (
+    "groups",
+    "group",
+    "group_id",
+    "sentence",
+    "sentence_id",
+    "sent_id",
+    "doc",
+    "doc_id",
+    "document",
+    "document_id",
+)
+
+
+def _usual_names(names: list[str], usual: tuple[str, ...]) -> list[str]:
+    """Every one of the ``usual`` names (any case) among ``names``, as spelled there, in
+    the order of ``usual``: two spellings of one name (``label``, ``Label``) are two
+    candidates, or one of them had been read without a word.
+
+    Example:
+        >>> _usual_names(["prob", "label", "Label"], TARGET_NAMES)
+        ['label', 'Label']
+    """
+    return [name for wanted in usual for name in names if name.lower() == wanted]
+
+
+# The option that names the column of each kind.
+_OPTIONS = {"probabilities": "probs", "labels": "target", "group ids": "groups"}
+
+
+def _only(found: list[str], what: str, path: Path) -> str:
+    """The one column found for the ``what``; several are refused, not one picked."""
+    if len(found) > 1:
+        raise ValueError(
+            f"{path}: several columns could hold the {what} ({', '.join(found)}); name one "
+            f"with --{_OPTIONS[what]}"
+        )
+    return found[0]
+
+
+def _pick(
+    names: list[str],
+    wanted: str | None,
+    defaults: tuple[str, ...],
+    what: str,
+    path: Path,
+    taken: Mapping[str, str] | None = None,
+    unusable: set[str] | None = None,
+) -> str:
+    """The column of the ``what``: ``wanted``, or the one usual name present. ``taken``
+    maps the columns put to other uses to those uses (``{"tag": "named by --label"}``):
+    none of them is this one, and neither is a column in ``unusable`` (integer arrays
+    beside a float one: an .npz's ``prediction`` beside its ``probs``). Several usual
+    names are refused: a header ``p,label,q`` had read ``q``."""
+    taken = taken or {}
+    unusable = unusable or set()
+    option = _OPTIONS[what]
+    if wanted is not None:
+        if wanted not in names:
+            raise ValueError(f"{path}: no column {wanted!r} (columns: {', '.join(names)})")
+        if wanted in taken:
+            raise ValueError(
+                f"{path}: column {wanted!r} is given as --{option} and is {taken[wanted]}"
+            )
+        return wanted
+    found = [n for n in _usual_names(names, defaults) if n not in taken and n not in unusable]
+    if found:
+        return _only(found, what, path)
+    # A table holds one probability per row: a multiclass row's C probabilities go in an
+    # array file or one JSON list per line.
+    multiclass = (
+        " (one probability per row; multiclass probabilities [N, C] go in a .npz, .npy or .pt "
+        "file, or a JSON-lines list column)"
+        if what == "probabilities"
+        else ""
+    )
+    others = "".join(f"; {name!r} is {by}" for name, by in taken.items() if name in names)
+    tabs = (
+        " (the header holds tabs: give a tab-separated file a .tsv name)"
+        if any("\t" in name for name in names)
+        else ""
+    )
+    raise ValueError(
+        f"{path}: cannot tell which column holds the {what} (columns: {', '.join(names)}"
+        f"{others}); name it with --{option}{multiclass}{tabs}"
+    )
+
+
+# What to read: the probability and label column names, and the group column name or
+# "" for "find it by its usual name" (None: no groups).
+Wanted = tuple[str | None, str | None, str | None]
+
+
+# A column read from a file: its name (for messages) and its values.
+Column = tuple[str, Any]
+
+
+class SharedName(str):
+    """A column name given for two files (``compare``'s ``--target``) or inherited from
+    the other file (``--probs`` for model b, ``recalibrate``'s test file): a file with
+    named columns must have it; an unnamed [N, 2] array, which has no names, reads its
+    columns 0 and 1 (only a name given for that file alone is refused there)."""
+
+
+def shared(name: str | None) -> SharedName | None:
+    """``name`` as a :class:`SharedName` (None stays None)."""
+    return None if name is None else SharedName(name)
+
+
+def _columns_from_table(
+    table: dict[str, Any], path: Path, wanted: Wanted, taken: Mapping[str, str] | None = None
+) -> tuple[Column, Column, Column | None]:
+    names = list(table)
+    probs, target, groups = wanted
+    taken = dict(taken or {})
+    if groups:
+        taken.setdefault(groups, "named by --groups")
+    candidates = [n for n in _usual_names(names, PROB_NAMES) if n not in taken]
+    integers = {n for n in candidates if probs is None and _is_integer_array(table, n)}
+    # Integers give way to a float candidate (an .npz's argmax "prediction" beside its
+    # "probs"). Alone, they are probabilities only under a name that says so: a column of
+    # 0s and 1s named "probs" is read as a CSV's is (it had been "cannot tell which column
+    # holds the probabilities"), one named "prediction" or "score" is refused.
+    unusable = integers
+    if len(integers) == len(candidates):
+        unusable = {n for n in integers if n.lower() not in PROBABILITY_NAMES}
+        if candidates and unusable == integers:
+            _refuse_hard_predictions(sorted(integers, key=candidates.index), path)
+    probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken, unusable)
+    target = _pick(
+        names, target, TARGET_NAMES, "labels", path, {**taken, probs: "the probabilities"}
+    )
+    picked = (probs, target)
+    group = None
+    if isinstance(table, _DelimitedTable):
+        # One pass over the file reads the columns used, and only those (a text file's
+        # columns cannot fail to read, so the group column is picked first).
+        if groups is not None:
+            group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
+        table.want(picked, [group] if group is not None else [])
+    columns = tuple((name, _column(table, name, path)) for name in picked)
+    if groups is None:
+        return (*columns, None)
+    if group is None:
+        group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
+    return (*columns, (group, _column(table, group, path)))
+
+
+def _refuse_hard_predictions(integers: list[str], path: Path) -> None:
+    """Refuse integer columns under a usual name that is not "probability" (``pred``,
+    ``prediction``, ``score``): they look like hard predictions or class ids."""
+    named = ", ".join(repr(n) for n in integers)
+    several = len(integers) > 1
+    raise ValueError(
+        f"{path}: column{'s' if several else ''} {named} hold{'' if several else 's'} "
+        "integers, which look like hard predictions (or class ids), not probabilities: give "
+        "the model's probabilities, or name the column with --probs if it holds them (0s "
+        "and 1s)"
+    )
+
+
+def _is_integer_array(table: Any, name: str) -> bool:
+    """Whether a named array of an array file holds integers (text columns never do).
+    Reads only the name and dtype where the format allows it."""
+    if isinstance(table, _Table):
+        return False
+    try:
+        value = table[name]
+    except Exception:  # an unreadable member is reported when it is read, if it is
+        return False
+    dtype = getattr(value, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return not dtype.is_floating_point and not dtype.is_complex
+    return dtype is not None and np.dtype(dtype).kind in "iub"
+
+
+def _column(table: Any, name: str, path: Path) -> Any:
+    """One column's values as a list or numpy array of at least one dimension; only the
+    columns used are read, so an odd extra key (a sparse or nested tensor) does not stop a
+    file's valid ones."""
+    if isinstance(table, _DelimitedTable):
+        value = table[name]  # the file's rows are read here: its errors name their line
+    else:
+        try:
+            value = table[name]  # a .npz member is read here
+        except Exception as err:  # numpy and zipfile raise many types for a bad member
+            raise ValueError(f"{path}: column {name!r} cannot be read ({err})") from None
+    what = f"column {name!r}"
+    if isinstance(value, Tensor):
+        value = _tensor_as_numpy(value, path, what)
+    elif not isinstance(value, (np.ndarray, list, tuple)):
+        if not isinstance(value, (bool, int, float, np.generic)):
+            # None, a string, a dict: numpy had made it a 0-dim array (or failed in len()).
+            raise ValueError(
+                f"{path}: {what} holds a {type(value).__name__}, not an array of values: "
+                "store one value per row, a 1-D array [N]"
+            )
+        value = np.asarray(value)
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        # A single value: len() of it had failed (TypeError, a traceback).
+        raise ValueError(
+            f"{path}: {what} has shape [] (a single value), not one value per row: store one "
+            "value per row, a 1-D array [N] (or [N, C] of class probabilities)"
+        )
+    return value
+
+
+def _from_arrays(
+    obj: Any, path: Path, wanted: Wanted, taken: Mapping[str, str] | None = None
+) -> tuple[Any, ...]:
+    table, array = _table_or_array(obj, path)
+    if table is not None:
+        return _columns_from_table(table, path, wanted, taken)
+    assert array is not None
+    if array.ndim == 2 and array.shape[1] == 2:
+        _check_no_names(wanted, path)
+        return ("column 0", array[:, 0]), ("column 1", array[:, 1]), None
+    raise ValueError(
+        f"{path}: expected named arrays or one [N, 2] array (probability, label), "
+        f"got shape {tuple(array.shape)}"
+    )
+
+
+def _check_no_names(wanted: Wanted, path: Path) -> None:
+    """Refuse the column names given for an unnamed [N, 2] array (``None``: not given):
+    it has columns 0 and 1 only. A name had been ignored, and ``compare preds.npy
+    --probs-b q_b`` had compared the array with itself. A :class:`SharedName` is not
+    refused: it was meant for the other file too."""
+    probs, target, groups = wanted
+    if groups is not None:
+        raise ValueError(
+            f"{path}: an [N, 2] array has no group ids; store named arrays "
+            "(probs, target, groups) instead"
+        )
+    named = [name for name in (probs, target) if name is not None]
+    named = [name for name in named if not isinstance(name, SharedName)]
+    if named:
+        raise ValueError(
+            f"{path}: an unnamed array has no column {named[0]!r} (its column 0 holds the "
+            "probabilities, column 1 the labels): leave the column options out, or store "
+            "named arrays (an .npz, or a dict of tensors in a .pt)"
+        )

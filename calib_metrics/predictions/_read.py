@@ -1,0 +1,288 @@
+"""The reader's entries: :func:`read_table` (probabilities, labels and group ids from
+a file, padding rows dropped, every value checked) and the look-ups the commands make
+in a file for extra columns and messages (:func:`read_labels`, :func:`row_position`,
+:func:`group_column`, :func:`has_column`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from calib_metrics.predictions._arrays import _named_columns
+from calib_metrics.predictions._columns import (
+    GROUP_NAMES,
+    _column,
+    _from_arrays,
+    _only,
+    _usual_names,
+)
+from calib_metrics.predictions._files import _load
+from calib_metrics.predictions._ids import _to_ids
+from calib_metrics.predictions._values import (
+    _check_layout,
+    _check_values,
+    _row_of,
+    _to_float,
+    _to_labels,
+    file_row,
+)
+
+
+class Predictions(NamedTuple):
+    """Probabilities and labels (float64), group ids 0..G-1 (int64) when asked for, and
+    which of the file's labels were kept (``kept``, bool, one per label in the file; None
+    when no row was dropped as padding), so that other columns of the file and messages
+    line up with the labels. ``group_column`` names the column the group ids came from
+    (the one found by name, when none was given), None without them."""
+
+    probs: Tensor
+    target: Tensor
+    groups: Tensor | None
+    kept: Tensor | None = None
+    group_column: str | None = None
+
+
+def read_table(
+    path: str | Path,
+    probs: str | None = None,
+    target: str | None = None,
+    groups: str | None = None,
+    ignore_index: int | None = None,
+    taken: Mapping[str, str] | None = None,
+) -> Predictions:
+    """Probabilities, labels and, if ``groups`` is not None, group ids from a file.
+
+    ``groups``: the group column's name, or ``""`` to find it by its usual names
+    (``sentence_id``, ``doc_id``, ``group``, ...). Rows whose label is ``ignore_index``
+    (padding: their probabilities may hold anything) are dropped first. Columns are
+    found by their usual names when not given; several candidates are refused, and so
+    are the columns in ``taken`` (column -> its other use, ``{"tag": "named by
+    --label"}``). An unnamed [N, 2] array holds the probabilities in column 0 and the
+    labels in column 1, and refuses any column name given (but a :class:`SharedName`).
+
+    Example:
+        >>> import tempfile, os
+        >>> folder = tempfile.mkdtemp()
+        >>> file = os.path.join(folder, "tokens.csv")
+        >>> _ = open(file, "w").write("prob,label,sentence\\n0.9,1,s2\\n0.2,0,s1\\n0.4,0,s2\\n")
+        >>> read_table(file, groups="").groups
+        tensor([1, 0, 1])
+        >>> read_table(file, groups="").group_column  # found by its usual name
+        'sentence'
+    """
+    path = Path(path)
+    contents = _load(path)
+    q, y, ids = _from_arrays(contents, path, (probs, target, groups), taken)
+    lines = getattr(contents, "lines", None)  # a CSV's rows are read with its columns
+    _check_layout(q, y, ids, path)
+    columns = (q, y)
+    y = _to_labels(y[1], path, y[0], lines)
+    keep = None if ignore_index is None else y != ignore_index
+    q = _to_float(_padding_blanked(q[1], keep), path, q[0], lines)
+    if q.numel() == 0:
+        raise ValueError(f"{path}: no rows")
+    if y.numel() == 0 or q.numel() % y.numel():
+        raise ValueError(
+            f"{path}: {q.numel()} probabilities for {y.numel()} labels (give one per label, "
+            "or C per label for a multiclass file)"
+        )
+    every_line = lines
+    if keep is not None:
+        q = q.reshape(y.numel(), -1)[keep].reshape(-1)
+        y, lines = y[keep], None if lines is None else [n for n, k in zip(lines, keep) if k]
+        if y.numel() == 0:
+            raise ValueError(f"{path}: no rows but padding (every label is {ignore_index})")
+    _check_values(q, y, path, columns, lines, keep)
+    group_column = None if ids is None else str(ids[0])
+    if ids is not None:
+        ids = _to_ids(ids[1], path, ids[0], every_line)
+        ids = _kept_ids(ids, keep)
+        # One id per label: per pair, or per item of a multiclass file (C values each).
+        if ids.numel() != y.numel():
+            raise ValueError(
+                f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
+            )
+    return Predictions(q, y, ids, keep, group_column)
+
+
+def _padding_blanked(values: Any, keep: Tensor | None) -> Any:
+    """A text or JSON column of probabilities (a list, one cell per label) with the cells
+    of the padding rows (``keep`` False) read as NaN, whatever they hold: an empty cell or
+    a placeholder (``pad``) had stopped the command, though padding is dropped unread. An
+    array's values are numbers already, and are taken as they are.
+
+    Example:
+        >>> _padding_blanked(["0.2", "", "pad"], torch.tensor([True, False, False]))
+        ['0.2', nan, nan]
+        >>> _padding_blanked([[0.2, 0.8], None], torch.tensor([True, False]))
+        [[0.2, 0.8], [nan, nan]]
+    """
+    if keep is None or not isinstance(values, list) or len(values) != keep.numel():
+        return values
+    kept = keep.tolist()
+    # A multiclass row is a list of C probabilities: the blank row is C NaNs.
+    first = next((v for v, k in zip(values, kept, strict=True) if k), None)
+    blank = [math.nan] * len(first) if isinstance(first, (list, tuple)) else math.nan
+    return [v if k else blank for v, k in zip(values, kept, strict=True)]
+
+
+def _kept_ids(ids: Tensor, keep: Tensor | None) -> Tensor:
+    """The group ids of the rows kept, numbered 0..G-1 again: a group of padding rows only
+    is gone, and had still been counted (40 groups reported where 5 were resampled). Ids
+    of another length than ``keep`` (one per kept label already) are taken as they are.
+
+    Example:
+        >>> _kept_ids(torch.tensor([0, 0, 1, 2, 2]), torch.tensor([1, 1, 0, 1, 0]).bool())
+        tensor([0, 0, 1])
+    """
+    if keep is None or ids.numel() != keep.numel():
+        return ids
+    return torch.unique(ids[keep], return_inverse=True)[1]
+
+
+def as_multiclass(probs: torch.Tensor, target: torch.Tensor, path: str | Path):
+    """C probabilities per label (k·N values for N labels, k ≥ 2) become [N, C] with
+    integer class ids; equal counts stay binary pairs.
+
+    Example:
+        >>> import torch
+        >>> as_multiclass(torch.tensor([0.2, 0.8, 0.6, 0.4]), torch.tensor([1.0, 0.0]), "f")
+        (tensor([[0.2000, 0.8000],
+                [0.6000, 0.4000]]), tensor([1, 0]))
+    """
+    n, total = target.numel(), probs.numel()
+    if total == n or n == 0 or total % n:
+        return probs, target
+    if not bool((target == target.round()).all()):
+        raise ValueError(f"{path}: {total // n} probabilities per label need integer class ids")
+    return probs.reshape(n, total // n), target.to(torch.long)
+
+
+def read_labels(path: str | Path, column: str, kept: Tensor | None = None) -> list[str]:
+    """Each row's value in ``column`` as text: the label (query type, class name) of a pair.
+    With ``kept`` (:attr:`Predictions.kept`), a column of one value per label in the file
+    gives the kept labels' values, and one of a value per kept label is taken as it is (as
+    :func:`read_table` takes group ids); a column of another length is returned whole, for
+    the caller to refuse with its count.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "pairs.csv")
+        >>> _ = open(file, "w").write("prob,label,tag\\n0.9,1,NN\\n0.2,0,VB\\n")
+        >>> read_labels(file, "tag")
+        ['NN', 'VB']
+    """
+    path = Path(path)
+    table = _named_columns(_load(path), path)
+    if table is None:
+        raise ValueError(f"{path}: an unnamed array has no label column {column!r}")
+    if column not in table:
+        raise ValueError(f"{path}: no column {column!r} (columns: {', '.join(table)})")
+    values = _column(table, column, path)
+    # A list (JSON) stays objects: numpy would make [1, 0.5]'s 1 a '1.0' and null 'None'.
+    values = np.asarray(values, dtype=object if isinstance(values, list) else None).reshape(-1)
+    if kept is not None and values.shape[0] == kept.shape[0]:
+        values = values[kept.numpy()]
+    return [_as_text(v) for v in values.tolist()]
+
+
+def _as_text(value: Any) -> str:
+    """A label as text: a missing value (JSON null) is empty, a whole float its integer,
+    bytes (a numpy ``S`` array's) decoded (they had printed as ``b'DET'``).
+
+    Example:
+        >>> [_as_text(v) for v in (None, 2.0, 0.5, "NN", True, b"DET")]
+        ['', '2', '0.5', 'NN', 'True', 'DET']
+    """
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def row_position(path: str | Path, row: int) -> str:
+    """Where data row ``row`` (0-based) of ``path`` is, as the value errors name it:
+    ``line N`` in a text file (its header and skipped lines counted), ``row index N`` in
+    an array file. For messages only: it reads the file again.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "pairs.jsonl")
+        >>> _ = open(file, "w").write('{"p": 0.9, "y": 1}\\n\\n{"p": 0.2, "y": 0}\\n')
+        >>> row_position(file, 1)
+        'line 3'
+    """
+    return _row_of(getattr(_load(Path(path)), "lines", None), row)
+
+
+def row_positions(
+    paths: Sequence[str | Path], row: int, kept: Sequence[Tensor | None] | None = None
+) -> str:
+    """Where data row ``row`` is in each of two files (:func:`row_position`): one place when
+    both have it there (``line 9 of both files``), else each file's. With ``kept`` (each
+    file's :attr:`Predictions.kept`), ``row`` counts the labels kept, not the data rows.
+
+    Example:
+        >>> import tempfile, os
+        >>> folder = tempfile.mkdtemp()
+        >>> a, b = os.path.join(folder, "a.csv"), os.path.join(folder, "b.npy")
+        >>> _ = open(a, "w").write("p,y\\n0.9,1\\n0.2,0\\n")
+        >>> np.save(b, np.array([[0.8, 1.0], [0.3, 1.0]]))
+        >>> row_positions([a, a], 1)
+        'line 3 of both files'
+        >>> row_positions([a, b], 1).replace(folder + os.sep, "")
+        'line 3 of a.csv, row index 1 of b.npy'
+    """
+    kept = [None] * len(paths) if kept is None else kept
+    where = [row_position(path, file_row(mask, row)) for path, mask in zip(paths, kept)]
+    if len(set(where)) == 1:
+        return f"{where[0]} of both files"
+    return ", ".join(f"{place} of {path}" for place, path in zip(where, paths))
+
+
+def group_column(path: str | Path, wanted: str) -> str | None:
+    """The name of the file's group-id column, or None when it has none: ``wanted``
+    if the file has that column, or, with ``wanted=""``, the usual name it has
+    (``sentence_id``, ``doc_id``, ``group``, ...; see :func:`read_table`); two are refused
+    as :func:`read_table` refuses them (``compare --groups`` had taken the first).
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "tokens.csv")
+        >>> _ = open(file, "w").write("prob,label,sentence\\n0.9,1,s2\\n")
+        >>> group_column(file, ""), group_column(file, "doc")
+        ('sentence', None)
+    """
+    path = Path(path)
+    table = _named_columns(_load(path), path)
+    if table is None:
+        return None
+    if wanted:
+        return wanted if wanted in table else None
+    found = _usual_names(list(table), GROUP_NAMES)
+    return _only(found, "group ids", path) if found else None
+
+
+def has_column(path: str | Path, column: str) -> bool:
+    """Whether the file has a column named ``column``.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "tokens.csv")
+        >>> _ = open(file, "w").write("prob,label,tag\\n0.9,1,NN\\n")
+        >>> has_column(file, "tag"), has_column(file, "doc")
+        (True, False)
+    """
+    path = Path(path)
+    table = _named_columns(_load(path), path)
+    return table is not None and column in table

@@ -1,0 +1,359 @@
+"""Text files of predictions read into a table of columns: CSV/TSV (with a header,
+UTF-8; a semicolon-separated file is recognised by its header) and JSON / JSON lines.
+
+A CSV's rows are read when a column is first used, and only the columns used
+(:class:`_DelimitedTable`); a table of a file of lines keeps each row's line for
+messages.
+:func:`_readable` turns the errors of reading any file (not UTF-8, unreadable, too large
+for the memory) into ValueErrors naming it.
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import islice
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class _Table(dict):
+    """The columns of a text file, with the line of every row (``lines``) for messages."""
+
+    lines: list[int]
+
+
+def _delimiter(header: str, default: str) -> str:
+    """``;`` for a semicolon-separated file (a header with semicolons and no commas)."""
+    if default == "," and "," not in header and ";" in header:
+        return ";"
+    return default
+
+
+def _read_delimited(path: Path, delimiter: str) -> _Table:
+    """A CSV/TSV file's header, checked now; its rows are read when a column is first
+    used (:class:`_DelimitedTable`)."""
+    # utf-8-sig drops the byte-order mark that spreadsheet programs put before the header.
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        delimiter = _delimiter(handle.readline(), delimiter)
+        handle.seek(0)
+        reader = csv.reader(handle, delimiter=delimiter)
+        try:
+            names = _header(reader, path)
+        except csv.Error as err:
+            raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
+    return _DelimitedTable(path, delimiter, names)
+
+
+def _read_delimited_exact(path: Path, delimiter: str) -> _Table:
+    """Every cell of a CSV/TSV file as text, row by row: the reader of files that the fast
+    one (:meth:`_DelimitedTable._read_fast`) does not take as they are (short rows, blank
+    lines, fields over several lines, a csv error), and the one whose errors are reported."""
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.reader(handle, delimiter=delimiter)
+        try:
+            return _table_from_rows(reader, path)
+        except csv.Error as err:
+            raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _header(reader: Any, path: Path) -> list[str]:
+    """The column names of a CSV/TSV file's first row, refused where they cannot be a
+    header (none, numbers only, a name twice)."""
+    header = next(reader, None)
+    if not header:
+        raise ValueError(f"{path}: empty file (a header row is needed)")
+    names = [n.strip() for n in header]
+    if all(_is_number(n) for n in names):
+        raise ValueError(
+            f"{path}: the first line holds numbers only ({', '.join(names[:3])}): the file "
+            "needs a header line naming its columns, e.g. prob,label"
+        )
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(
+            f"{path}: the header repeats column name(s) {', '.join(map(repr, repeated))}"
+        )
+    return names
+
+
+def _table_from_rows(reader: Any, path: Path) -> _Table:
+    names = _header(reader, path)
+    table = _Table({n: [] for n in names})
+    table.lines = []
+    for row in reader:
+        if not row:
+            continue
+        if len(row) != len(names):
+            raise ValueError(f"{path}: line {reader.line_num} has a different number of fields")
+        for name, raw in zip(names, row, strict=True):
+            table[name].append(raw.strip())
+        table.lines.append(reader.line_num)
+    return table
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused: it scanned the heap again and again while the
+    csv module made a list per row (none in a cycle), and had doubled the reading time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Irregular(Exception):
+    """A CSV/TSV file that the fast reader leaves to the exact one."""
+
+
+class _NotNumbers(Exception):
+    """A column that does not read as numbers, to be read as text."""
+
+
+# Rows read (and converted) at a time by the fast reader.
+_CHUNK_ROWS = 1 << 16
+
+
+class _CellNumbers(np.ndarray):
+    """A CSV/TSV column read as numbers (float64), that can still give a cell's text for
+    messages (:func:`_as_written`): ``1e3`` is named as the file writes it, not 1000.0."""
+
+    table: _DelimitedTable
+    name: str
+
+    def cell(self, row: int) -> str:
+        """The text of data row ``row`` (0-based) of the column, stripped."""
+        return self.table.cell(self.name, row)
+
+
+class _DelimitedTable(_Table):
+    """The columns of a CSV/TSV file, read when first used: only the columns asked for
+    (:meth:`want` names those that the caller will use, so that one pass reads them
+    all), those that hold numbers converted chunk by chunk to float64 (a
+    :class:`_CellNumbers`) instead of kept as one string per cell. Every row of the file is
+    checked as the exact reader checks it; a file it does not take as it is (a short
+    row, a blank line, a csv error) is read by the exact reader, whose errors are
+    reported."""
+
+    def __init__(self, path: Path, delimiter: str, names: list[str]) -> None:
+        super().__init__(dict.fromkeys(names))
+        self.path, self.delimiter, self.names = path, delimiter, names
+        self._loaded: dict[str, Any] = {}
+        self._numeric: set[str] = set()
+        self._text: set[str] = set()
+        self._wanted: list[str] = []
+        self._lines: Sequence[int] | None = None
+
+    def want(self, numeric: Sequence[str], text: Sequence[str] = ()) -> None:
+        """Columns the caller will use: ``numeric`` ones are read as numbers where they
+        all are (else as text, as ``text`` ones are)."""
+        # A column wanted as text too (group ids that are also the probabilities) stays
+        # text: "0.1" and "0.10" are two ids, one number.
+        self._numeric.update(numeric)
+        self._numeric.difference_update(text)
+        self._wanted = [*dict.fromkeys([*self._wanted, *numeric, *text])]
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.names:
+            raise KeyError(name)
+        if name not in self._loaded:
+            self._read([n for n in dict.fromkeys([*self._wanted, name]) if n not in self._loaded])
+        return self._loaded[name]
+
+    @property
+    def lines(self) -> Sequence[int]:  # type: ignore[override]
+        if self._lines is None:
+            self._read([n for n in self._wanted if n not in self._loaded])
+        assert self._lines is not None
+        return self._lines
+
+    def _read(self, names: list[str]) -> None:
+        with _readable(self.path):
+            while True:
+                try:
+                    columns, lines = self._read_fast(names)
+                except _NotNumbers as err:
+                    self._text.add(str(err))
+                    continue
+                except _Irregular:
+                    exact = _read_delimited_exact(self.path, self.delimiter)
+                    self._loaded.update(dict(exact))
+                    self._lines = exact.lines
+                    return
+                self._loaded.update(columns)
+                self._lines = lines
+                return
+
+    def _read_fast(self, names: list[str]) -> tuple[dict[str, Any], Sequence[int]]:
+        numeric = {n for n in names if n in self._numeric and n not in self._text}
+        parts: dict[str, list[Any]] = {n: [] for n in names}
+        get = {n: itemgetter(self.names.index(n)) for n in names}
+        width, rows = len(self.names), 0
+        with self.path.open(newline="", encoding="utf-8-sig") as handle, _no_gc():
+            reader = csv.reader(handle, delimiter=self.delimiter)
+            try:
+                next(reader)
+                while chunk := list(islice(reader, _CHUNK_ROWS)):
+                    if set(map(len, chunk)) != {width}:
+                        raise _Irregular
+                    rows += len(chunk)
+                    for name in names:
+                        cells = list(map(get[name], chunk))
+                        if name in numeric:
+                            try:
+                                parts[name].append(np.asarray(cells, dtype=np.float64))
+                            except (OverflowError, TypeError, ValueError):
+                                raise _NotNumbers(name) from None
+                        else:
+                            parts[name].append(list(map(str.strip, cells)))
+            except csv.Error:
+                raise _Irregular from None
+            if reader.line_num != rows + 1:  # a blank line, or a field over several lines
+                raise _Irregular
+        columns: dict[str, Any] = {}
+        for name in names:
+            if name in numeric:
+                joined = np.concatenate(parts[name]) if parts[name] else np.zeros(0)
+                column = joined.view(_CellNumbers)
+                column.table, column.name = self, name
+                columns[name] = column
+            else:
+                columns[name] = [cell for part in parts[name] for cell in part]
+        return columns, range(2, rows + 2)
+
+    def cell(self, name: str, row: int) -> str:
+        """The text of data row ``row`` (0-based) of column ``name``, stripped (messages)."""
+        with _readable(self.path):
+            exact = _read_delimited_exact(self.path, self.delimiter)
+        return exact[name][row]
+
+
+def _read_jsonl(path: Path) -> _Table:
+    table = _Table()
+    table.lines = []
+    keys: set[str] | None = None
+    with path.open(encoding="utf-8-sig") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}: line {line_no} is not valid JSON ({err.msg})") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}: line {line_no} is not a JSON object")
+            if not row:
+                raise ValueError(f"{path}: line {line_no} is an empty JSON object")
+            keys = set(row) if keys is None else keys
+            if set(row) != keys:
+                raise ValueError(f"{path}: line {line_no} has different keys than line 1")
+            for key, value in row.items():
+                table.setdefault(key, []).append(value)
+            table.lines.append(line_no)
+    if keys is None:
+        raise ValueError(f"{path}: no rows (an empty file, or blank lines only)")
+    return table
+
+
+def _read_json(path: Path) -> _Table:
+    """A ``.json`` file: one JSON document (a list of row objects, or an object of
+    column lists, as ``json.dump`` writes them, indented or not), else JSON lines."""
+    text = path.read_text(encoding="utf-8-sig")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as err:
+        first = text.lstrip().split("\n", 1)[0]
+        if _parses(first):
+            return _read_jsonl(path)  # one document per line: JSON lines
+        raise ValueError(
+            f"{path}: not valid JSON at line {err.lineno}, column {err.colno} ({err.msg})"
+        ) from None
+    if document in ([], {}):
+        kind = "list" if isinstance(document, list) else "object"
+        raise ValueError(f"{path}: no rows (an empty JSON {kind})")
+    if isinstance(document, dict) and all(isinstance(v, dict) for v in document.values()):
+        raise ValueError(
+            f"{path}: an object of objects (pandas' default DataFrame.to_json layout, "
+            "orient='columns', or orient='index') is not read: save a list of row objects "
+            "(orient='records'), JSON lines (orient='records', lines=True) or an object of "
+            "column lists"
+        )
+    if (
+        isinstance(document, dict)
+        and document
+        and not any(isinstance(v, list) for v in document.values())
+    ):
+        document = [document]  # one row
+    table = _Table()
+    table.lines = None
+    if isinstance(document, list) and document and all(isinstance(r, dict) for r in document):
+        keys = set(document[0])
+        for i, row in enumerate(document):
+            if not row:
+                raise ValueError(f"{path}: row index {i} is an empty object")
+            if set(row) != keys:
+                raise ValueError(f"{path}: row index {i} has different keys than row index 0")
+            for key, value in row.items():
+                table.setdefault(key, []).append(value)
+        return table
+    if isinstance(document, dict) and document:
+        odd = next((k for k, v in document.items() if not isinstance(v, list)), None)
+        if odd is not None:
+            kind = type(document[odd]).__name__
+            raise ValueError(
+                f"{path}: key {odd!r} holds a {kind} where the others hold column lists"
+            )
+        table.update(document)
+        return table
+    raise ValueError(
+        f"{path}: expected a list of row objects, an object of column lists, or JSON lines "
+        f"(one object per line), got a JSON {type(document).__name__}"
+    )
+
+
+def _parses(line: str) -> bool:
+    """Whether one line is a JSON document on its own."""
+    try:
+        json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+@contextmanager
+def _readable(path: Path) -> Iterator[None]:
+    """Reading ``path``: text that is not UTF-8, an unreadable file and one too large for
+    the memory are ValueErrors naming it (a CSV's rows are read when a column is first
+    used, after :func:`_load`). No offset is given for a bad byte: the decoder's counts
+    from the start of its current chunk, not of the file."""
+    try:
+        yield
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{path}: not UTF-8 text (it holds the byte {err.object[err.start]:#04x}); "
+            "save it as UTF-8"
+        ) from None
+    except MemoryError:
+        raise ValueError(
+            f"{path}: too large to read into the memory available (an array file, .npz or "
+            ".pt, takes less than a text file's rows)"
+        ) from None
+    except OSError as err:  # unreadable: permissions, an I/O error ("[Errno 5]" named no file)
+        raise ValueError(f"{path}: cannot read it ({err.strerror or err})") from None

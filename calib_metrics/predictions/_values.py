@@ -1,0 +1,284 @@
+"""Columns' values as float64 tensors, checked: probabilities in [0, 1], labels 0/1 (or
+``True``/``False``) or class ids, and arrays of several dimensions that line up as the
+Python API's inputs do. A bad value is named with its row (:func:`_row_of`: its line in a
+text file, its index in an array file) and as the file writes it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from calib_metrics.predictions._columns import Column
+from calib_metrics.predictions._text import _CellNumbers
+
+
+def _row_of(lines: list[int] | None, index: int, per_row: int = 1) -> str:
+    """Where value ``index`` of a column (``per_row`` values per row) is in the file.
+
+    Example:
+        >>> _row_of([2, 3, 5], 2), _row_of(None, 7, per_row=3)
+        ('line 5', 'row index 2')
+    """
+    row = index // per_row
+    return f"line {lines[row]}" if lines is not None else f"row index {row}"
+
+
+def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
+    if isinstance(values, np.ndarray) and np.iscomplexobj(values):
+        raise ValueError(f"{path}: column {column!r} holds complex numbers, not real ones")
+    if isinstance(values, np.ndarray) and values.dtype.kind in "mM":
+        # numpy reads them as counts of their unit: 0 and 1 seconds were probabilities.
+        raise ValueError(
+            f"{path}: column {column!r} holds dates or durations ({values.dtype}), not numbers"
+        )
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (OverflowError, TypeError, ValueError):
+        raise _not_a_number(values, path, column, lines) from None
+    return torch.from_numpy(array.reshape(-1).copy())
+
+
+def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None) -> ValueError:
+    """The error for a column that numpy cannot read as floats: its first bad value, or
+    the first row whose number of values differs from the first row's."""
+    flat = np.asarray(values, dtype=object).reshape(-1)
+    ragged = _ragged_rows(flat.tolist(), path, column, lines)
+    if ragged is not None:
+        return ragged
+    for i, value in enumerate(flat.tolist()):
+        try:
+            float(value)
+        except OverflowError:
+            where = _row_of(lines, i)
+            return ValueError(
+                f"{path}: {where}, column {column!r} holds a number too large for a float"
+            )
+        except (TypeError, ValueError):
+            if isinstance(value, str) and not value.strip():
+                return ValueError(
+                    f"{path}: {_row_of(lines, i)}, column {column!r} is missing a value (an "
+                    "empty cell)"
+                )
+            hint = ""
+            if isinstance(value, str) and "," in value:
+                hint = "; decimal commas are not read: write 0.9, not 0,9"
+            shown = repr(value if len(str(value)) <= 40 else str(value)[:37] + "...")
+            return ValueError(
+                f"{path}: {_row_of(lines, i)}, column {column!r} holds a non-numeric value "
+                f"{shown}{hint}"
+            )
+    return ValueError(f"{path}: column {column!r} holds a non-numeric value")
+
+
+def _ragged_rows(
+    rows: list[Any], path: Path, column: str, lines: list[int] | None
+) -> ValueError | None:
+    """The error for rows of lists (a JSON file's class probabilities) of unequal lengths."""
+    sizes = [len(v) if isinstance(v, (list, tuple)) else 1 for v in rows]
+    if not any(isinstance(v, (list, tuple)) for v in rows):
+        return None
+    i = next((k for k, size in enumerate(sizes) if size != sizes[0]), None)
+    if i is None:
+        return None
+    values = f"{sizes[i]} value{'s' if sizes[i] != 1 else ''}"
+    return ValueError(
+        f"{path}: {_row_of(lines, i)}, column {column!r} holds {values} where "
+        f"{_row_of(lines, 0)} holds {sizes[0]}: every row needs the same number of values"
+    )
+
+
+_BOOLEANS = {"true": 1.0, "false": 0.0}
+
+
+def _to_labels(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
+    """Labels as floats; ``True``/``False`` (any case, or JSON booleans) are 1 and 0,
+    wherever they are in the column (a column whose first label was ``0`` had refused a
+    later ``True`` as non-numeric).
+
+    Example:
+        >>> _to_labels(["0", "True", " false", "1"], Path("f.csv"), "label").tolist()
+        [0.0, 1.0, 0.0, 1.0]
+    """
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiu":
+        return _to_float(values, path, column, lines)  # numbers: no words to look for
+    array = np.asarray(values, dtype=object).reshape(-1)
+    words = [_BOOLEANS.get(v.strip().lower(), v) if isinstance(v, str) else v for v in array]
+    return _to_float(words, path, column, lines)
+
+
+def _check_values(
+    q: Tensor, y: Tensor, path: Path, columns: tuple[Column, Column], lines, keep=None
+) -> None:
+    """Probabilities in [0, 1]; labels 0/1, or class ids in [0, C) when there are C
+    probabilities per label (a multiclass array file). The first bad value is named with
+    its row and column, as the file writes it (``columns``: the values read; ``keep``:
+    the labels kept, as :attr:`Predictions.kept`); labels first, so that padding (a label
+    such as -100 beside probabilities that may hold anything) is named as such."""
+    per_row = q.numel() // y.numel() if y.numel() and q.numel() % y.numel() == 0 else 1
+    _check_labels(y, per_row, path, columns[1], lines, keep, columns[0])
+    _check_probs(q, per_row, path, columns[0], lines, keep)
+
+
+def _holds_integers(column: Column) -> bool:
+    """Whether an array file's column is of an integer (or bool) dtype."""
+    return getattr(getattr(column[1], "dtype", None), "kind", "") in ("i", "u", "b")
+
+
+def _check_labels(
+    y: Tensor, per_row: int, path: Path, column: Column, lines, keep, probs: Column
+) -> None:
+    """Labels 0/1, or class ids beside ``per_row`` probabilities (:func:`_check_values`);
+    where ``probs`` (their column) holds integers, the error says so: class ids in both
+    columns had been "column 'target' holds 2: a label must be binary", blaming the
+    labels."""
+    if per_row == 1:
+        bad, wanted = (y != 0) & (y != 1), "binary (0 or 1)"
+    else:
+        bad = (y != y.round()) | (y < 0) | (y >= per_row) | torch.isnan(y)
+        wanted = f"a class id in 0..{per_row - 1} ({per_row} probabilities per label)"
+    if not bool(bad.any()):
+        return
+    i = int(bad.nonzero()[0, 0])
+    value = y[i].item()
+    shown = "is missing (NaN)"
+    if not math.isnan(value):
+        shown = f"holds {_as_written(column[1], file_row(keep, i), value)}"
+    # A negative whole number is likely padding; the hint is what --ignore-index takes.
+    padding = (
+        f" (padding? pass --ignore-index {int(value)})" if value < 0 and value % 1 == 0 else ""
+    )
+    integers = (
+        f"; column {probs[0]!r} holds integers, not probabilities (class ids or hard "
+        "predictions?): give the model's probabilities, [N, C] for C classes"
+        if per_row == 1 and not padding and _holds_integers(probs)
+        else ""
+    )
+    raise ValueError(
+        f"{path}: {_row_of(lines, i)}, column {column[0]!r} {shown}: a label must be "
+        f"{wanted}{padding}{integers}"
+    )
+
+
+def _check_probs(q: Tensor, per_row: int, path: Path, column: Column, lines, keep) -> None:
+    """Probabilities in [0, 1], with a hint at what out-of-range values likely are."""
+    bad = torch.isnan(q) | (q < 0) | (q > 1)
+    if not bool(bad.any()):
+        return
+    i = int(bad.nonzero()[0, 0])
+    value = q[i].item()
+    percent = bool(((q >= 0) & (q <= 100)).all()) and float(q.max()) > 1
+    hint = (
+        "percentages? divide by 100; logits? apply sigmoid/softmax first"
+        if percent
+        else "pass probabilities, not logits: apply sigmoid/softmax first"
+    )
+    if _holds_integers(column):  # (a bool column holds no value outside [0, 1])
+        hint = "integers: class ids or hard predictions? give the model's probabilities"
+    problem = "is missing (NaN)"
+    if not math.isnan(value):
+        row, item = divmod(i, per_row)
+        written = _as_written(column[1], file_row(keep, row), value, item, per_row)
+        problem = f"holds {written}, not a probability in [0, 1] ({hint})"
+    raise ValueError(f"{path}: {_row_of(lines, i, per_row)}, column {column[0]!r} {problem}")
+
+
+def _as_written(values: Any, row: int, value: float, item: int = 0, per_row: int = 1) -> str:
+    """Value ``item`` of data row ``row`` of a column as the file writes it: a text cell's
+    own text, an array's element at its own precision (float32's 1.0000001), else the
+    float read, exactly. Rounded (``:g``), a probability 1.0000001 had read "holds 1, not a
+    probability in [0, 1]".
+
+    Example:
+        >>> _as_written(["0.5", " 1.0000001 "], 1, 1.0000001)
+        '1.0000001'
+        >>> _as_written(np.array([[0.5, 1.0000001]], dtype=np.float32), 0, 1.0, 1, 2)
+        '1.0000001'
+    """
+    try:
+        if isinstance(values, _CellNumbers):
+            written = values.cell(row)
+        elif isinstance(values, np.ndarray):
+            written = values.reshape(-1)[row * per_row + item]
+        else:
+            written = values[row]
+            written = written[item] if isinstance(written, (list, tuple)) else written
+    except (IndexError, TypeError):  # a layout not foreseen: the number read is exact too
+        written = value
+    if isinstance(written, str):
+        text = written.strip()
+        return text if len(text) <= 40 else text[:37] + "..."
+    if isinstance(written, (np.floating, np.integer, int)) and not isinstance(written, bool):
+        return str(written)
+    return repr(float(value))
+
+
+def _check_layout(q: Column, y: Column, ids: Column | None, path: Path) -> None:
+    """Arrays of several dimensions must line up as the Python API's inputs do: the
+    labels of the probabilities' shape (binary) or of it without its last, class,
+    dimension (multiclass), and group ids of the labels' shape. Flattened, probabilities
+    [10, 100] and labels [100, 10] had paired each probability with another item's label.
+    Flat columns (a text file's, or 1-D arrays) line up by position."""
+    shape_q, shape_y = _shape(q[1]), _shape(y[1])
+    _check_flat_lengths(q, y, shape_q, path)
+    if shape_q is None or shape_y is None or max(len(shape_q), len(shape_y)) < 2:
+        return
+    if shape_q != shape_y and shape_q[:-1] != shape_y:
+        raise ValueError(
+            f"{path}: {q[0]!r} has shape {list(shape_q)} and {y[0]!r} has shape "
+            f"{list(shape_y)}: the labels need the probabilities' shape (binary) or that "
+            "shape without its last, class, dimension (multiclass)"
+        )
+    shape_ids = None if ids is None else _shape(ids[1])
+    if shape_ids is not None and len(shape_ids) >= 2 and shape_ids != shape_y:
+        raise ValueError(
+            f"{path}: {ids[0]!r} has shape {list(shape_ids)} and {y[0]!r} has shape "
+            f"{list(shape_y)}: give one group id per label, in the labels' shape"
+        )
+
+
+def _check_flat_lengths(q: Column, y: Column, shape_q: tuple | None, path: Path) -> None:
+    """A flat column of probabilities (a 1-D array, or a list of numbers) gives one per
+    label: 200 values beside 100 labels had been read as 100 rows of 2 classes. C per
+    label come as rows: an [N, C] array, or a list per row."""
+    values = q[1]
+    if shape_q is not None:
+        flat = len(shape_q) == 1
+    else:
+        first = next((v for v in values if v is not None and v != ""), None)
+        flat = not isinstance(first, (list, tuple))
+    n_q, n_y = len(values), len(y[1])
+    if flat and n_q != n_y:
+        raise ValueError(
+            f"{path}: {n_q} probabilities in {q[0]!r} for {n_y} labels in {y[0]!r}: a flat "
+            "column gives one probability per label (for a multiclass file, give each label "
+            "a row of C probabilities: an [N, C] array, or a list per row)"
+        )
+
+
+def _shape(values: Any) -> tuple[int, ...] | None:
+    """An array column's shape without trailing dimensions of size 1 (labels [N, 1] are
+    labels [N]); None for a list (a text file's column)."""
+    shape = getattr(values, "shape", None)
+    if shape is None:
+        return None
+    shape = tuple(shape)
+    while len(shape) > 1 and shape[-1] == 1:
+        shape = shape[:-1]
+    return shape
+
+
+def file_row(kept: Tensor | None, index: int) -> int:
+    """The file's data row of label ``index`` of a :class:`Predictions` with ``kept``.
+
+    Example:
+        >>> import torch
+        >>> file_row(torch.tensor([False, True, False, True]), 1), file_row(None, 1)
+        (3, 1)
+    """
+    return index if kept is None else int(kept.nonzero()[index])
