@@ -12,12 +12,17 @@ import torch
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import (
+    Bins,
     adaptive_binning,
     brier_decomposition,
     calibration_error,
     calibration_error_ci,
+    ci_from_bins,
     compare_calibration,
     compare_calibration_by_label,
+    error_from_bins,
+    pair_bootstrap,
+    smooth_calibration_from_histogram,
     uniform_binning,
 )
 
@@ -91,3 +96,27 @@ def test_the_metric_detaches_what_it_keeps():
 
 def _gen() -> torch.Generator:
     return torch.Generator().manual_seed(1)
+
+
+# The estimators of given bins or a histogram detach them as the pairs' estimators detach
+# the probabilities: their results had carried a grad_fn (the package says they do not).
+FROM_TENSORS = {
+    "error_from_bins": lambda bins, _: error_from_bins(bins, debias=True),
+    "ci_from_bins": lambda bins, _: ci_from_bins(bins, n_samples=20, generator=_gen()).upper,
+    "ci_from_bins error": lambda bins, _: ci_from_bins(bins, n_samples=20, generator=_gen()).error,
+    "pair_bootstrap": lambda bins, _: pair_bootstrap(bins, n_samples=20, generator=_gen()).error,
+    "smooth_calibration_from_histogram": lambda _, cells: smooth_calibration_from_histogram(*cells),
+}
+
+
+@pytest.mark.parametrize("measure", FROM_TENSORS.values(), ids=FROM_TENSORS.keys())
+def test_bins_and_histograms_that_require_grad_give_the_detached_answer(measure):
+    t = torch.tensor
+    mean, freq, count = t([0.2, 0.8]), t([0.1, 0.8]), t([50.0, 50.0])
+    weights = (t([0.2, 0.5]), t([3.0, 2.0]), t([1.0, 1.0]))
+    got = measure(
+        Bins(mean.clone().requires_grad_(), freq.clone().requires_grad_(), count),
+        (weights[0].clone().requires_grad_(), weights[1].clone().requires_grad_(), weights[2]),
+    )
+    assert not got.requires_grad and got.grad_fn is None
+    torch.testing.assert_close(got, measure(Bins(mean, freq, count), weights), rtol=0, atol=0)

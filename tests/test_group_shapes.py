@@ -77,3 +77,13 @@ def test_too_few_multiclass_group_ids_name_the_targets_own_shape(mode) -> None:
     shape = re.escape("(12, 5)")
     with pytest.raises(ValueError, match=f"got 12 ids for 60 items \\(target shape {shape}\\)"):
         compare_calibration(probs, probs, target, groups=torch.arange(B), mode=mode, n_samples=20)
+
+
+@pytest.mark.parametrize("name", CALLS)
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32])
+def test_group_ids_that_are_not_integers_are_refused_by_every_call(name, dtype) -> None:
+    """A bool mask passed as groups was taken by smooth_reliability_curve as two groups
+    (a NaN band and a warning) where every other function refused it."""
+    probs, target, ids, _ = _tokens()
+    with pytest.raises(ValueError, match=f"groups must hold integer ids, got dtype {dtype}"):
+        CALLS[name](probs, target, (ids % 2).to(dtype))

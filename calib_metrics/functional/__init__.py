@@ -9,7 +9,12 @@ but torch.
 The estimators are evaluation measures, not losses: they treat the probabilities as data
 (sorting, binning and several in-place kernels), so their results carry no autograd
 history even when ``probs.requires_grad`` is set, as torchmetrics' calibration errors do
-not. To train for calibration, fit a recalibrator (:mod:`calib_metrics.recalibration`).
+not. The same holds for the estimators of given bins (:func:`error_from_bins`,
+:func:`ci_from_bins`, :func:`pair_bootstrap`) and of a histogram
+(:func:`smooth_calibration_from_histogram`): their inputs are detached on entry.
+(:func:`holm_adjust` and :func:`bh_adjust` are arithmetic on p-values, not estimators:
+they keep their input's dtype and graph.) To train for calibration, fit a recalibrator
+(:mod:`calib_metrics.recalibration`).
 """
 
 from calib_metrics.functional.auto_bin import auto_bin_size

@@ -83,6 +83,20 @@ class Bins(NamedTuple):
         freq: label frequency p̂ᵢ (fraction of y = 1) of each bin; a tie group split
             by a boundary counts at its mean label, so it may be fractional.
         count: number of pairs |Bᵢ| in each bin.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> adaptive_binning(t([0.1, 0.2, 0.7, 0.9]), t([0, 0, 1, 1]), 2).pred_mean
+        tensor([0.1500, 0.8000], dtype=torch.float64)
+
+        Bins made by hand (another library's histogram) are taken, checked and in
+        float64 (:func:`check_bins`), by :func:`~calib_metrics.functional.error_from_bins`
+        and :func:`~calib_metrics.functional.ci_from_bins`:
+
+        >>> pred_mean, freq, count = check_bins(Bins(t([0.2, 0.8]), t([0.1, 0.8]), t([5, 5])))
+        >>> count
+        tensor([5., 5.], dtype=torch.float64)
     """
 
     pred_mean: Tensor
@@ -262,8 +276,10 @@ def check_ids(
 def check_bins(bins: object) -> Bins:
     """``bins`` checked: three tensors ``(pred_mean, freq, count)`` of one shape with at
     least one bin, counts finite and ≥ 0 with a positive total (a bin of count 0 weighs
-    nothing), mean predictions and frequencies in [0, 1]. A plain 3-tuple of tensors
-    comes back as :class:`Bins`. One host synchronisation.
+    nothing), mean predictions and frequencies in [0, 1]. Counts need not be whole: they
+    weigh the bins as pair counts do. They come back as :class:`Bins` (a plain 3-tuple
+    too) in float64 without autograd history (:func:`float64_bins`). One host
+    synchronisation.
 
     Example:
         >>> check_bins((torch.tensor([0.2]), torch.tensor([1.5]), torch.tensor([4.0])))
@@ -300,7 +316,28 @@ def check_bins(bins: object) -> Bins:
         raise ValueError(f"bins.count must be finite and >= 0, got {bins.count.tolist()[:8]}")
     if not some:
         raise NoPairsError("bins.count sums to 0: the bins hold no pairs")
-    return bins
+    return float64_bins(bins)
+
+
+def float64_bins(bins: Bins) -> Bins:
+    """``bins`` as :class:`Bins` are documented: float64 tensors, detached (estimates are
+    data, not losses; see :mod:`calib_metrics.functional`), with what they carry (tie
+    groups, effective sample sizes) kept. Bins made by hand may hold integer counts,
+    which the draws' float kernels refuse, or float16 ones, whose sums overflow at 65504.
+
+    Example:
+        >>> t = torch.tensor
+        >>> float64_bins(Bins(t([0.2]), t([0.5]), t([3]))).count
+        tensor([3.], dtype=torch.float64)
+    """
+    if all(v.dtype == torch.float64 and not v.requires_grad for v in bins):
+        return bins
+    converted = bins._replace(
+        **{name: getattr(bins, name).detach().to(torch.float64) for name in Bins._fields}
+    )
+    if hasattr(bins, "__dict__"):  # TiedBins and bins with samples carry attributes
+        vars(converted).update(vars(bins))
+    return converted
 
 
 def check_binary_target(

@@ -66,6 +66,15 @@ class BrierDecomposition(NamedTuple):
     terms add up to ``brier`` minus ``within_bin``, the part of the score due to the
     spread of q inside bins (Σ over bins of Var(q) − 2·Cov(q, y)), which vanishes as
     bins shrink to single values of q.
+
+    Example:
+        >>> import torch
+        >>> probs = torch.tensor([0.1, 0.3, 0.6, 0.8], dtype=torch.float64)
+        >>> d = brier_decomposition(probs, torch.tensor([0, 1, 1, 1]), bin_size=2)
+        >>> round(d.brier.item(), 4), round(d.calibration.item(), 4)
+        (0.175, 0.09)
+        >>> round((d.calibration + d.refinement + d.within_bin).item(), 4)  # adds up
+        0.175
     """
 
     brier: Tensor
@@ -164,15 +173,17 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
     run's count (:func:`~calib_metrics.functional.ties.tie_run_counts`), which misses a
     bin holding a group's edge beside other values. Bins are checked
     (:func:`~calib_metrics.functional.binning.check_bins`, one host sync): counts ≥ 0 with
-    a positive total, means and frequencies in [0, 1], one shape; else ValueError.
+    a positive total, means and frequencies in [0, 1], one shape; else ValueError. They
+    are then taken in float64 and detached, whatever their dtype (integer counts,
+    float16), so the result is a 0-dim float64 tensor without autograd history.
 
     Example:
         >>> import torch
-        >>> bins = Bins(torch.tensor([0.2, 0.8]), torch.tensor([0.1, 0.8]), torch.tensor([5., 5.]))
+        >>> bins = Bins(torch.tensor([0.2, 0.8]), torch.tensor([0.1, 0.8]), torch.tensor([5, 5]))
         >>> error_from_bins(bins)
-        tensor(0.0707)
+        tensor(0.0707, dtype=torch.float64)
         >>> error_from_bins(bins, "max")
-        tensor(0.1000)
+        tensor(0.1000, dtype=torch.float64)
     """
     if norm not in ("l1", "l2", "max"):
         raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
@@ -285,7 +296,8 @@ def ci_from_bins(
     """Algorithm 2 (or the pair bootstrap) on given bins; see :func:`calibration_error_ci`.
 
     ``interval="groups"`` needs the pairs and their groups, so it is not available here.
-    Bins made by hand are checked as :func:`error_from_bins` checks them.
+    Bins made by hand are checked and taken in float64 as :func:`error_from_bins` takes
+    them; a bin of count 0 weighs nothing, in the draws as in the estimate.
 
     Example:
         >>> import torch

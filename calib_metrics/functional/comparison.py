@@ -194,6 +194,15 @@ class ComparisonResult(NamedTuple):
         p_value: two-sided p-value of "no difference" from the same paired draws.
         a: model a's :class:`~calib_metrics.functional.calibration.CalibrationResult`.
         b: model b's.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = torch.rand(2000, generator=g, dtype=torch.float64)
+        >>> y = torch.bernoulli(q, generator=g)
+        >>> r = compare_calibration(q.sqrt(), q, y, n_samples=200, generator=g)
+        >>> bool(r.lower > 0), bool(r.difference == r.a.error - r.b.error)
+        (True, True)
     """
 
     difference: Tensor

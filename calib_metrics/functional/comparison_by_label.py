@@ -106,6 +106,18 @@ class LabelComparisonResult(NamedTuple):
             p-value). They are left out of the correction's family, verdict 0.
         units: each label's resampling units (pairs, or groups with ``groups=``), int64.
         min_units: the fewest units a label needs to be called.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = torch.rand(2, 2000, generator=g, dtype=torch.float64)
+        >>> y = torch.bernoulli(q, generator=g)
+        >>> a = q.clone()
+        >>> a[0] = q[0].sqrt()  # label 0: a's probabilities are too high
+        >>> labels = torch.arange(2).unsqueeze(1).expand_as(q)
+        >>> r = compare_calibration_by_label(a, q, y, labels, n_samples=200, generator=g)
+        >>> r.labels.tolist(), r.verdict.tolist(), r.b_better
+        ([0, 1], [1, 0], 1)
     """
 
     labels: Tensor

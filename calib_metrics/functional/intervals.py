@@ -147,6 +147,14 @@ class CalibrationResult(NamedTuple):
         lower: lower end of the interval.
         upper: upper end of the interval.
         bins: the :class:`~calib_metrics.functional.binning.Bins` behind the estimate.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400, 400]))
+        >>> r = pair_bootstrap(bins, n_samples=1000, generator=torch.Generator().manual_seed(0))
+        >>> round(r.error.item(), 3), bool(r.lower < r.error < r.upper), r.bins.count.tolist()
+        (0.1, True, [400.0, 400.0])
     """
 
     error: Tensor
@@ -382,7 +390,9 @@ def paper_draws(
     """
     freq = bins.freq.to(dtype)
     pred = bins.pred_mean.to(dtype)
-    se = (bins.freq * (1 - bins.freq) / bins.count).sqrt().to(dtype)
+    # An empty bin weighs nothing, but its spread 0/0 would make every draw NaN.
+    variance = torch.where(bins.count > 0, bins.freq * (1 - bins.freq) / bins.count, 0)
+    se = variance.sqrt().to(dtype)
     for size in _block_sizes(n_samples, bins.freq.numel()):
         noise = torch.randn(
             (size, *freq.shape), generator=generator, device=freq.device, dtype=dtype

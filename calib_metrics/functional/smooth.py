@@ -53,7 +53,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, _check_pairs
+from calib_metrics.functional.binning import Bins, _check_pairs, check_ids
 from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
@@ -87,6 +87,18 @@ class SmoothCurve(NamedTuple):
         bandwidth: the kernel width σ used (0-dim).
         error: the smooth calibration error at that σ (0-dim).
         confidence: the band's coverage, which plots name in their legends.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = torch.rand(1000, generator=g, dtype=torch.float64)
+        >>> c = smooth_reliability_curve(
+        ...     q, torch.bernoulli(q, generator=g), n_samples=50, points=5, generator=g
+        ... )
+        >>> c.grid.tolist(), c.confidence
+        ([0.0, 0.25, 0.5, 0.75, 1.0], 0.95)
+        >>> bool((c.lower <= c.curve).all() and (c.curve <= c.upper).all())
+        True
     """
 
     grid: Tensor
@@ -222,7 +234,10 @@ def _check_bandwidth(bandwidth: float | None) -> None:
         )
 
 
-def _check_histogram(position: Tensor, count: Tensor, sum_target: Tensor) -> None:
+def _check_histogram(
+    position: Tensor, count: Tensor, sum_target: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The histogram checked, detached as :func:`_check_pairs` detaches pairs."""
     tensors = {"position": position, "count": count, "sum_target": sum_target}
     for name, value in tensors.items():
         if not isinstance(value, Tensor) or not value.is_floating_point() or value.ndim != 1:
@@ -241,6 +256,7 @@ def _check_histogram(position: Tensor, count: Tensor, sum_target: Tensor) -> Non
         raise ValueError("position must lie in [0, 1]")
     if bool(((count < 0) | (sum_target < 0) | (sum_target > count)).any()):
         raise ValueError("histogram needs count >= 0 and 0 <= sum_target <= count in every cell")
+    return position.detach(), count.detach(), sum_target.detach()
 
 
 def _smooth_error(position: Tensor, count: Tensor, sum_target: Tensor, bandwidth) -> Tensor:
@@ -257,7 +273,9 @@ def smooth_calibration_from_histogram(
 
     ``position`` is each cell's mean prediction (Σq / n; its centre if only that is
     known). With one cell per pair this is :func:`smooth_calibration_error` exactly;
-    with coarser cells the result moves by at most :func:`histogram_tolerance`.
+    with coarser cells the result moves by at most :func:`histogram_tolerance`. The
+    result is a 0-dim float64 tensor without autograd history: the cells are data, as
+    the pairs of :func:`smooth_calibration_error` are.
 
     Example:
         >>> import torch
@@ -268,7 +286,7 @@ def smooth_calibration_from_histogram(
         tensor(0.0801, dtype=torch.float64)
     """
     _check_bandwidth(bandwidth)
-    _check_histogram(position, count, sum_target)
+    position, count, sum_target = _check_histogram(position, count, sum_target)
     return _smooth_error(position, count, sum_target, bandwidth)
 
 
@@ -421,7 +439,7 @@ def smooth_reliability_curve(
     t = torch.linspace(0, 1, points, dtype=torch.float64, device=q.device)
     curve, density = _curve(q, ones, y, sigma, t)
     if groups is not None:
-        groups = _check_curve_groups(groups, q)
+        groups = check_ids(groups, q)
     if _too_few_units(q, groups):
         lower = upper = torch.full_like(curve, float("nan"))
     else:
@@ -478,11 +496,3 @@ def _check_curve_options(n_samples: int, confidence: float, points: int, mode: s
     check_int("points", points, 2)
     if mode == "classwise":
         raise ValueError("mode='classwise' has one curve per class: pass one class's pairs")
-
-
-def _check_curve_groups(groups: Tensor, q: Tensor) -> Tensor:
-    if not isinstance(groups, Tensor) or groups.is_floating_point() or groups.is_complex():
-        raise ValueError("groups must be an integer tensor of group ids, one per item")
-    if groups.numel() != q.numel():
-        raise ValueError(f"groups must give one id per pair: got {groups.numel()} for {q.numel()}")
-    return groups.reshape(-1).to(q.device)

@@ -43,7 +43,15 @@ from calib_metrics.functional.multiclass import Mode, is_multiclass, pair_sets
 
 
 class SpiegelhalterResult(NamedTuple):
-    """The z statistic and its two-sided p-value (0-dim float64 tensors)."""
+    """The z statistic and its two-sided p-value (0-dim float64 tensors).
+
+    Example:
+        >>> import torch
+        >>> q = torch.tensor([0.9, 0.9, 0.9, 0.9], dtype=torch.float64)
+        >>> z, p_value = spiegelhalter_test(q, torch.tensor([0, 0, 1, 1]))
+        >>> round(z.item(), 4), round(p_value.item(), 4)  # 0.9 is too confident
+        (2.6667, 0.0077)
+    """
 
     z: Tensor
     p_value: Tensor
