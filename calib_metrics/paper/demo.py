@@ -118,6 +118,8 @@ def _setting_row(name: str, a: float, b: float, k: float, n: int, bin_size: int,
 
 def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
     """Every setting's row, and the reliability diagrams of the Beta(0.3, 0.3) ones."""
+    from matplotlib.figure import Figure
+
     from calib_metrics import plot
 
     settings, table, shown = [], [], []
@@ -128,7 +130,7 @@ def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
         if a == 0.3:
             shown.append((name, res))
         bar.update()
-    fig = plot.Figure(figsize=(4.2 * len(shown), 4.8), layout="constrained")
+    fig = Figure(figsize=(4.2 * len(shown), 4.8), layout="constrained")
     for i, (name, res) in enumerate(shown):
         ax = fig.add_subplot(1, len(shown), i + 1)
         plot.reliability_diagram(res, ax, title=name, interval="paper", debias=False)
