@@ -67,3 +67,20 @@ def test_bins_taken_in_float64_keep_their_values_and_shape() -> None:
     result = ci_from_bins(BINS._replace(count=t([400, 400])), n_samples=20)
     assert [v.dtype for v in result.bins] == [torch.float64] * 3
     assert result.bins.count.tolist() == [400.0, 400.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.uint16, torch.uint32])
+def test_means_of_dtypes_without_comparisons_are_checked_in_float64(dtype) -> None:
+    # The range check ran in the bins' own dtype: torch's NotImplementedError ("ge_cpu").
+    exact = Bins(t([0.0, 1.0]), t([0.0, 1.0]), t([4.0, 4.0]))
+    odd = Bins(*(v.to(dtype) for v in exact[:2]), exact.count)
+    torch.testing.assert_close(
+        error_from_bins(odd), error_from_bins(exact.__class__(*(v.double() for v in exact)))
+    )
+
+
+@pytest.mark.parametrize("field", Bins._fields)
+def test_complex_bins_are_refused_by_name(field) -> None:
+    complex_bins = BINS._replace(**{field: getattr(BINS, field).to(torch.complex64)})
+    with pytest.raises(ValueError, match=f"bins.{field} must be real"):
+        error_from_bins(complex_bins)

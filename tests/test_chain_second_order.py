@@ -51,8 +51,11 @@ def _grad_of_grad(em: torch.Tensor) -> tuple[torch.Tensor, ...]:
         lambda: torch.autograd.functional.hessian(_sum_log_z, EM.clone()),
         lambda: torch.autograd.functional.hvp(_sum_log_z, EM.clone(), torch.ones_like(EM)),
         lambda: _grad_of_grad(EM.clone().requires_grad_()),
+        lambda: torch.autograd.functional.hessian(
+            lambda tr: log_partition(EM, tr, ZERO, ZERO).sum(), TR.clone()
+        ),
     ],
-    ids=["hessian", "hvp", "grad_of_grad"],
+    ids=["hessian", "hvp", "grad_of_grad", "hessian_of_transitions_alone"],
 )
 def test_every_second_order_route_through_log_z_fails_loudly(second_order) -> None:
     # The gradient hung off a detached leaf: torch's hessian and hvp (allow_unused=True)

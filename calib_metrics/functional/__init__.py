@@ -10,7 +10,7 @@ The estimators are evaluation measures, not losses: they treat the probabilities
 (sorting, binning and several in-place kernels), so their results carry no autograd
 history even when ``probs.requires_grad`` is set, as torchmetrics' calibration errors do
 not. The same holds for the estimators of given bins (:func:`error_from_bins`,
-:func:`ci_from_bins`, :func:`pair_bootstrap`) and of a histogram
+:func:`ci_from_bins`, :func:`pair_bootstrap`, :func:`group_bootstrap`) and of a histogram
 (:func:`smooth_calibration_from_histogram`): their inputs are detached on entry.
 (:func:`holm_adjust` and :func:`bh_adjust` are arithmetic on p-values, not estimators:
 they keep their input's dtype and graph.) To train for calibration, fit a recalibrator

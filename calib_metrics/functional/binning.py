@@ -299,13 +299,18 @@ def check_bins(bins: object) -> Bins:
         raise ValueError(f"bins' pred_mean, freq and count must have one shape, got {shapes}")
     if bins.count.numel() == 0:
         raise NoPairsError("bins: no bin (at least one bin with a positive count is needed)")
-    count = bins.count.to(torch.float64)
+    for name, v in zip(Bins._fields, bins):
+        if v.is_complex():
+            raise ValueError(f"bins.{name} must be real, got dtype {v.dtype}")
+    # Checked in float64: comparisons are not implemented for every dtype (float8, uint32).
+    bins = float64_bins(bins)
+    count = bins.count
     good = [((v >= 0) & (v <= 1)).all() for v in bins[:2]]
     good += [((count >= 0) & count.isfinite()).all(), count.sum() > 0]
     mean_ok, freq_ok, count_ok, some = torch.stack(good).tolist()  # the one host sync
     for name, ok in (("pred_mean", mean_ok), ("freq", freq_ok)):
         if not ok:
-            values = getattr(bins, name).to(torch.float64)
+            values = getattr(bins, name)
             if values.isnan().any():
                 raise ValueError(f"bins.{name} contains NaN")
             raise ValueError(
@@ -316,7 +321,7 @@ def check_bins(bins: object) -> Bins:
         raise ValueError(f"bins.count must be finite and >= 0, got {bins.count.tolist()[:8]}")
     if not some:
         raise NoPairsError("bins.count sums to 0: the bins hold no pairs")
-    return float64_bins(bins)
+    return bins
 
 
 def float64_bins(bins: Bins) -> Bins:

@@ -409,7 +409,8 @@ def smooth_reliability_curve(
         bandwidth: kernel width σ in [1e-4, 1], or ``None`` for σ*.
         n_samples: bootstrap draws (≥ 2).
         confidence: coverage of the pointwise band, in (0, 1).
-        groups: group id per item for the group bootstrap, or ``None`` for pairs.
+        groups: integer group id per item (on the probs' device, as every function taking
+            groups wants them) for the group bootstrap, or ``None`` for pairs.
         generator: source of randomness of the draws.
         points: number of evaluation points t, evenly spaced on [0, 1] (≥ 2).
 
