@@ -626,6 +626,8 @@ def evaluate(args: argparse.Namespace) -> dict:
 def _plot(args: argparse.Namespace, result, panels, pairs: tuple) -> None:
     """Write ``--plot``: the per-class ``panels`` (classwise), else the reliability diagram
     of ``result`` (with the smooth curve of ``pairs``, (probs, target, groups), when asked)."""
+    from calib_metrics.predictions import save_figure
+
     if panels is None:
         from calib_metrics.plot import reliability_diagram
 
@@ -634,7 +636,7 @@ def _plot(args: argparse.Namespace, result, panels, pairs: tuple) -> None:
             interval=args.interval, debias=args.debias, norm=args.norm,
             smooth=smooth_curve_for_plot(args, *pairs, args.mode),
         )  # fmt: skip
-    panels.savefig(args.plot, dpi=120)
+    save_figure(panels, args.plot, "--plot", dpi=120)
 
 
 def _brier_pairs(probs, target, mode: str):

@@ -392,10 +392,11 @@ def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
 
     from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.plot import reliability_diagram
+    from calib_metrics.predictions import save_figure
     from calib_metrics.report import FIGURE_NAME_CHARS, model_title
 
     if panels is not None:
-        panels.savefig(args.plot, dpi=120)
+        save_figure(panels, args.plot, "--plot", dpi=120)
         return str(args.plot)
     interval = "pairs" if a.groups is None else "groups"
     fig, axes = plt.subplots(1, 2, figsize=(9.4, 4.8))
@@ -409,8 +410,10 @@ def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
             smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups, args.mode),
         )  # fmt: skip
     fig.tight_layout()
-    fig.savefig(args.plot, dpi=120)
-    plt.close(fig)
+    try:
+        save_figure(fig, args.plot, "--plot", dpi=120)
+    finally:
+        plt.close(fig)
     return str(args.plot)
 
 

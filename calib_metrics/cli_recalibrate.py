@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from calib_metrics.cli import announce_long_run, check_draw_options
     from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
-    from calib_metrics.predictions import check_output_paths, read_table, shared
+    from calib_metrics.predictions import check_output_paths, read_table, shared, writing_output
     from calib_metrics.recalibration import fit_binary
 
     check_draw_options(args)
@@ -211,7 +211,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"{args.test}: {err}") from None
     if hasattr(recalibrator, "temperature"):
         summary["temperature"] = float(recalibrator.temperature)
-    _write_probs(out, before, after, test.target, _group_ids(args.test, args.groups, test.kept))
+    with writing_output(out, "--out"):
+        _write_probs(out, before, after, test.target, _group_ids(args.test, args.groups, test.kept))
     summary["out"] = str(out)
     summary["settings"] = _settings(args, test)
     if args.plot:
@@ -269,6 +270,7 @@ def _before_after(args: argparse.Namespace, dev, test, before: Tensor, after: Te
 
 def _plot(path: Path, summary: dict[str, Any]) -> Path:
     from calib_metrics import plot
+    from calib_metrics.predictions import save_figure
 
     fig, axes = _subplots()
     for ax, which in zip(axes, ("before", "after"), strict=True):
@@ -280,7 +282,7 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
             interval=summary[which]["interval"],
             debias=True,
         )
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    save_figure(fig, path, "--plot", dpi=120, bbox_inches="tight")
     return path
 
 

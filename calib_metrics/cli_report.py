@@ -365,7 +365,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
         command=_command_line(args),
         class_panels=panels,
     )
-    Path(args.html).write_text(page, encoding="utf-8")
+    _write_page(Path(args.html), page)
     return str(args.html)
 
 
@@ -386,5 +386,13 @@ def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None)
         command=_command_line(args),
         class_panels=panels,
     )
-    Path(args.html).write_text(page, encoding="utf-8")
+    _write_page(Path(args.html), page)
     return str(args.html)
+
+
+def _write_page(path: Path, page: str) -> None:
+    """Write an ``--html`` page; a failure while writing names the option and the path."""
+    from calib_metrics.predictions import writing_output
+
+    with writing_output(path, "--html"):
+        path.write_text(page, encoding="utf-8")

@@ -284,3 +284,30 @@ def test_many_uniform_bins_are_not_spread() -> None:
     assert binning_module._spread_for(cuda, 15) == binning_module._SPREAD
     assert binning_module._spread_for(cuda, 10**5) == 1
     assert binning_module._spread_for(torch.device("cpu"), 15) == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize(
+    "n_zeros,n_ones,bin_size", [(90, 110, 15), (90_000, 140_000, 7001)]
+)  # sorted, and radix select (more than 2**17 pairs)
+def test_bins_of_only_zeros_or_only_ones_are_exact(n_zeros, n_ones, bin_size, dtype) -> None:
+    """With y = q in {0, 1}, bins of q = 1 pairs only had pred_mean 0.9999999999999999 and
+    freq 0.9999999999999996 (differences of running sums, a tie group's share of its ones
+    as before / size · ones), in the exact and the streaming (sketch) bins alike, and the
+    reliability diagram's logit axis then stretched to 1 − 1e-6 at one end only."""
+    from calib_metrics.functional import sketch
+
+    q = torch.cat([torch.zeros(n_zeros, dtype=dtype), torch.ones(n_ones, dtype=dtype)])
+    q = q[torch.randperm(q.numel(), generator=torch.Generator().manual_seed(0))]
+    y = q.clone()
+    state = sketch.empty(1 << 12)
+    sketch.accumulate(state, q, y)
+    streamed = [sketch.to_bins(state, bin_size, redraw=redraw) for redraw in (True, False)]
+    for bins in (adaptive_binning(q, y, bin_size), *streamed):
+        edges = torch.cat([torch.zeros(1, dtype=torch.float64), bins.count.cumsum(0)])
+        zeros, ones = edges[1:] <= n_zeros, edges[:-1] >= n_zeros
+        assert int(zeros.sum()) >= 4 and int(ones.sum()) >= 4, bins.count
+        assert bins.pred_mean[zeros].tolist() == [0.0] * int(zeros.sum())
+        assert bins.freq[zeros].tolist() == [0.0] * int(zeros.sum())
+        assert bins.pred_mean[ones].tolist() == [1.0] * int(ones.sum())
+        assert bins.freq[ones].tolist() == [1.0] * int(ones.sum())

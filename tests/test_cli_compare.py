@@ -288,6 +288,27 @@ def test_too_few_draws_for_the_correction_are_one_warning_line(tagged, capsys) -
     assert "a better on 0, b better on 0, not distinguishable on 3 of 3" in captured.out
 
 
+def test_the_small_label_warning_agrees_with_the_counts_line(tmp_path, capsys) -> None:
+    # Labels of 3 and 37 pairs: the counts line said "2 too small to call" and the warning
+    # "1 of 3 labels ... (as few as 37) ... --min-units 10 calls them anyway".
+    g = torch.Generator().manual_seed(2)
+    q = torch.rand(440, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    b = (q + 0.1 * torch.randn(440, generator=g, dtype=torch.float64)).clamp(0, 1)
+    tags = ["BIG"] * 400 + ["FEW"] * 37 + ["ONE"] * 3
+    columns = {"prob": q.tolist(), "q_b": b.tolist(), "label": y.long().tolist(), "tag": tags}
+    path = _write(tmp_path / "a.csv", columns)
+    argv = ["compare", str(path), "--probs-b", "q_b", "--label", "tag", "--samples", "200"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "of 3 labels (2 too small to call: fewer than 50 pairs)" in captured.out
+    warning = next(line for line in captured.err.splitlines() if "not called" in line)
+    assert "2 of 3 labels have fewer than --min-units 50 resampling units (as few as 3)" in warning
+    assert "--min-units 10 calls those anyway" in warning
+    assert warning.endswith("1 of them has fewer than 10, too few for a bootstrap interval or "
+                            "p-value at all, and cannot be called")  # fmt: skip
+
+
 def test_labels_of_fewer_than_50_items_are_reported_but_not_called(tmp_path, capsys) -> None:
     # Labels of 20-30 pairs had been called at a family-wise error of 0.09-0.13.
     g = torch.Generator().manual_seed(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import warnings
 
 import pytest
@@ -334,8 +335,6 @@ def test_the_draws_the_warning_asks_for_are_the_fewest_that_can_call(
 ) -> None:
     """The count came from a formula whose rounding could differ from the test itself:
     Holm over 9 labels at 0.03 was told 599 draws, at which it still could call none."""
-    import re
-
     from calib_metrics.functional.comparison_by_label import (
         _can_call,
         _warn_if_none_can_be_called,
@@ -346,6 +345,46 @@ def test_the_draws_the_warning_asks_for_are_the_fewest_that_can_call(
     needed = int(re.search(r"n_samples=(\d+) or more", str(caught[0].message)).group(1))
     assert _can_call(labels, correction, alpha, needed)
     assert not _can_call(labels, correction, alpha, needed - 1)
+
+
+def _labels_of(sizes: list[int], seed: int = 0):
+    """Two noisy copies of one calibrated model over labels of these sizes (pairs)."""
+    g = torch.Generator().manual_seed(seed)
+    n = sum(sizes)
+    q = torch.rand(n, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    a = (q + 0.1 * torch.randn(n, generator=g, dtype=torch.float64)).clamp(0, 1)
+    labels = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+    return a, q, y, labels, g
+
+
+@pytest.mark.parametrize(
+    "min_units,said",
+    [
+        (50, r"2 of 3 labels have fewer than min_units=50 resampling units \(as few as 3\) "
+         r"and are not called: the bootstrap p-values of those of 10 or more are too rough "
+         r".*; min_units=10 calls those anyway; 1 of them has fewer than 10, too few for a "
+         r"bootstrap interval or p-value at all, and cannot be called$"),
+        (10, r"1 of 3 labels have fewer than min_units=10 resampling units \(as few as 3\) "
+         r"and are not called: they have fewer than 10, too few for a bootstrap interval or "
+         r"p-value at all, and cannot be called$"),
+    ],
+)  # fmt: skip
+def test_the_small_label_warning_counts_every_label_not_tested(min_units, said) -> None:
+    """Labels of 3 and 37 pairs under min_units=50: ``not_tested`` counted 2 but the
+    warning said "1 of 3 labels ... (as few as 37) ... min_units=10 calls them anyway",
+    silently leaving out the label under MIN_UNITS (10), which has no p-value at all and
+    which no min_units can call; with min_units=10 that label had no warning."""
+    a, b, y, labels, g = _labels_of([3, 37, 200])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = compare_calibration_by_label(
+            a, b, y, labels, n_samples=200, generator=g, min_units=min_units
+        )
+    texts = [str(w.message) for w in caught if "not called" in str(w.message)]
+    assert len(texts) == 1 and re.search(said, texts[0]), texts
+    assert int(re.search(r"(\d+) of 3 labels", texts[0]).group(1)) == res.not_tested
+    assert bool(res.p_value[0].isnan()) and bool(res.p_value[1:].isfinite().all())
 
 
 def test_small_labels_are_reported_but_not_called() -> None:

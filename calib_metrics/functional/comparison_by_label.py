@@ -396,21 +396,19 @@ def _unit_count(flat: dict, select: Tensor) -> int:
 
 
 def _warn_of_small_labels(units: list[int], min_units: int) -> None:
-    """Warn of labels left uncalled for their size, or (``min_units`` below
-    ``SMALL_LABEL_UNITS``) called although their family-wise error is not held."""
-    testable = [n for n in units if n >= MIN_UNITS]
-    left_out = [n for n in testable if n < min_units]
+    """Warn of labels left uncalled for their size (every label ``not_tested`` counts for
+    it), or (``min_units`` below ``SMALL_LABEL_UNITS``) called although their family-wise
+    error is not held."""
+    left_out = [n for n in units if n < min_units]
     if left_out:
         warnings.warn(
             f"compare_calibration_by_label: {len(left_out)} of {len(units)} labels have fewer "
             f"than min_units={min_units} resampling units (as few as {min(left_out)}) and are "
-            "not called: their bootstrap p-values are too rough in the tail the correction "
-            "reads (with 20-30 pairs a label the family-wise error was 0.09-0.13, not 0.05; "
-            'docs/coverage.md, "Per-label comparisons"); min_units=10 calls them anyway',
+            f"not called: {_why_not_called(left_out)}",
             UserWarning,
             stacklevel=3,
         )
-    small = [n for n in testable if min_units <= n < SMALL_LABEL_UNITS]
+    small = [n for n in units if min_units <= n < SMALL_LABEL_UNITS]
     if small:
         warnings.warn(
             f"compare_calibration_by_label: {len(small)} of the called labels have fewer than "
@@ -420,6 +418,30 @@ def _warn_of_small_labels(units: list[int], min_units: int) -> None:
             UserWarning,
             stacklevel=3,
         )
+
+
+def _why_not_called(left_out: list[int]) -> str:
+    """Why labels of these unit counts (all below ``min_units``) are not called: a p-value
+    too rough in its tail (``min_units=MIN_UNITS`` calls them anyway), or, below
+    ``MIN_UNITS``, no interval or p-value at all (compare_calibration makes none)."""
+    rough = [n for n in left_out if n >= MIN_UNITS]
+    none = len(left_out) - len(rough)
+    reasons = []
+    if rough:
+        which, them = ("them", "them") if not none else (f"those of {MIN_UNITS} or more", "those")
+        reasons.append(
+            f"the bootstrap p-values of {which} are too rough in the tail the correction reads "
+            "(with 20-30 pairs a label the family-wise error was 0.09-0.13, not 0.05; "
+            f'docs/coverage.md, "Per-label comparisons"); min_units={MIN_UNITS} calls {them} '
+            "anyway"
+        )
+    if none:
+        which = "they have" if not rough else f"{none} of them {'has' if none == 1 else 'have'}"
+        reasons.append(
+            f"{which} fewer than {MIN_UNITS}, too few for a bootstrap interval or p-value at "
+            "all, and cannot be called"
+        )
+    return "; ".join(reasons)
 
 
 def _compare_label(flat: dict, select: Tensor, confidence, generator, options) -> ComparisonResult:

@@ -67,7 +67,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, bins_of_means, with_ties
+from calib_metrics.functional.binning import Bins, bins_of_means, exact_end_bins, with_ties
 from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.ties import TieCuts, bin_parts
 
@@ -447,7 +447,7 @@ def _cumulative(
     part = t / n_safe
     # q spread evenly over mean ∓ √3·std: the first t of n pairs sum to t·mean − √3·std·t(n−t)/n.
     q = cum_q[k] - sum_q[k] + part * sum_q[k] - math.sqrt(3) * std[k] * t * (n - t) / n_safe
-    y_part = part * sum_y[k]
+    y_part = t * sum_y[k] / n_safe  # multiplied first: a cell of all ones gives t exactly
     if redraw:
         y_part = y_part + _label_noise(k, t, n, sum_y[k], ~tied[k])
         # The first t of n pairs hold at least t − (n − Σy) and at most min(t, Σy) ones.
@@ -633,7 +633,9 @@ def to_bins(state: Sketch, bin_size: int, *, redraw: bool = True) -> Bins:
     q, y, cuts = _cumulative(cells, sum_q, sum_y, std, tied, cum_q, cum_y, redraw)
     size = cells.rank.diff()
     unplaced = None if redraw else _unplaced(cells, size, sum_y, tied)
-    return with_ties(bins_of_means(size, q.diff(), y.diff()), cuts, unplaced)
+    # Cells 0 and R − 1 hold exactly q = 0 and q = 1 (module docstring).
+    sum_q = exact_end_bins(cells.rank, q.diff(), count[0], count[-1])
+    return with_ties(bins_of_means(size, sum_q, y.diff()), cuts, unplaced)
 
 
 def histogram(state: Sketch) -> tuple[Tensor, Tensor, Tensor]:

@@ -15,7 +15,8 @@ The steps, each in its module, lower ones first: ``_text`` (CSV/TSV and JSON fil
 tables of columns) and ``_arrays`` (array files' contents as numpy), ``_files`` (opening
 a file by its suffix), ``_columns`` (which column holds what), ``_values`` (values as
 checked tensors, bad ones named by row) and ``_ids`` (group ids), ``_read`` (the entries
-below) and ``_output`` (output paths and JSON). Import from this package, not from them.
+below) and ``_output`` (output paths, writing them, and JSON). Import from this package,
+not from them.
 """
 
 from calib_metrics.predictions._columns import (
@@ -35,7 +36,9 @@ from calib_metrics.predictions._output import (
     check_output_path,
     check_output_paths,
     check_writable_folder,
+    save_figure,
     to_jsonable,
+    writing_output,
 )
 from calib_metrics.predictions._read import (
     Predictions,
@@ -74,6 +77,8 @@ __all__ = [
     "read_table",
     "row_position",
     "row_positions",
+    "save_figure",
     "shared",
     "to_jsonable",
+    "writing_output",
 ]

@@ -1,13 +1,16 @@
 """The command line's output edge: output paths and folders refused before any work
 (a folder, a missing or read-only place, an input file, two options naming one file, a
-figure suffix matplotlib does not write), and results turned into JSON values.
+figure suffix matplotlib does not write or cannot write on this machine), an output that
+fails while it is written named as those are, and results turned into JSON values.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +80,64 @@ def check_writable_folder(path: Path, option: str) -> None:
 
 
 def _unwritable(path: Path, option: str, err: OSError) -> ValueError:
-    return ValueError(f"{option} {path}: cannot be written ({err.strerror})")
+    # Pillow's encoder errors are OSErrors with a message but no strerror.
+    return ValueError(f"{option} {path}: cannot be written ({err.strerror or _said(err)})")
+
+
+def _said(err: BaseException) -> str:
+    """An exception's message on one line (its type's name when it has none)."""
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+@contextlib.contextmanager
+def writing_output(path: Path, option: str) -> Iterator[None]:
+    """Write ``option``'s file ``path`` inside this block: a failure while writing (a
+    full disk, an I/O error) is the one-line error the checks before the work give,
+    naming the option and the path, and a file the block made is not left half written.
+
+    Example:
+        >>> with writing_output(Path("/dev/full"), "--html"):
+        ...     Path("/dev/full").write_text("<html>")
+        Traceback (most recent call last):
+        ValueError: --html /dev/full: cannot be written (No space left on device)
+    """
+    existed = path.exists()
+    try:
+        yield
+    except OSError as err:
+        _remove_made(path, existed)
+        raise _unwritable(path, option, err) from None
+
+
+def save_figure(figure: Any, path: Path, option: str, **savefig: Any) -> None:
+    """``figure.savefig(path, **savefig)`` inside :func:`writing_output`: any failure of
+    it is one line naming ``option`` and ``path``.
+
+    Example:
+        >>> from matplotlib.figure import Figure
+        >>> save_figure(Figure(), Path("/dev/full"), "--plot", format="png")
+        Traceback (most recent call last):
+        ValueError: --plot /dev/full: cannot be written (No space left on device)
+    """
+    with writing_output(path, option):
+        try:
+            figure.savefig(path, **savefig)
+        except OSError:
+            raise
+        # The figure is computed and drawn by now: what fails here is a program or
+        # library matplotlib calls to write the format (a LaTeX for .pgf or usetex, a
+        # Pillow without an encoder), each with its own exception type (RuntimeError,
+        # LatexError, CalledProcessError), which had ended the command in a traceback.
+        except Exception as err:
+            raise OSError(_said(err)) from err
+
+
+def _remove_made(path: Path, existed: bool) -> None:
+    """Remove what a failed write made at ``path``; a file that was there (the user's,
+    or a device) is left."""
+    if not existed:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
 
 
 def check_output_paths(
@@ -108,7 +168,8 @@ def check_output_paths(
 
 def check_figure_path(path: Path, option: str) -> None:
     """Refuse a figure file whose suffix names no format matplotlib writes (or none: it
-    would add ``.png`` to the name, and the file would not be where the command says).
+    would add ``.png`` to the name, and the file would not be where the command says), or
+    a format that needs what this machine lacks (:func:`_missing_for_format`).
 
     Example:
         >>> check_figure_path(Path("diagram.txt"), "--plot")
@@ -121,6 +182,35 @@ def check_figure_path(path: Path, option: str) -> None:
     if suffix not in FigureCanvasBase.get_supported_filetypes():
         what = f"writes no '.{suffix}' figures" if suffix else "needs a suffix to choose a format"
         raise ValueError(f"{option} {path}: matplotlib {what}; use .png, .pdf or .svg")
+    missing = _missing_for_format(suffix)
+    if missing is not None:
+        raise ValueError(
+            f"{option} {path}: matplotlib writes '.{suffix}' figures with {missing}; "
+            "use .png, .pdf or .svg"
+        )
+
+
+def _missing_for_format(suffix: str) -> str | None:
+    """What writing a ``suffix`` figure needs beyond matplotlib and this machine lacks,
+    said as "with <it>, <why not>"; None when nothing is missing.
+
+    Of matplotlib's formats, .pgf runs a LaTeX (``rcParams["pgf.texsystem"]``) to measure
+    its text, and .webp and .avif need a Pillow built with their encoders; the others
+    (.ps and .eps included) need nothing more under matplotlib's defaults. Without this,
+    the missing program was found by ``savefig`` after all the computing.
+    """
+    if suffix == "pgf":
+        import matplotlib
+
+        tex = matplotlib.rcParams["pgf.texsystem"]
+        if shutil.which(tex) is None:
+            return f"{tex} (rcParams['pgf.texsystem']), which is not installed"
+    if suffix in ("webp", "avif"):
+        from PIL import features
+
+        if not features.check(suffix):
+            return f"Pillow's {suffix} encoder, which this Pillow lacks"
+    return None
 
 
 def _same_file(path: Path, other: Path) -> bool:
