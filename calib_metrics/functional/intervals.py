@@ -428,15 +428,21 @@ def pair_draws(
     ones, zeros, share = _draw_units(bins)
     n_bins = bins.count.shape[-1]
     for size in _block_sizes(n_samples, ones.numel()):
-        # The rates are read through a broadcast view, not copied: the kernel draws the
-        # same values in the same order either way.
-        n1 = _compact(torch.poisson(ones.expand(size, *ones.shape), generator=generator))
-        n0 = torch.poisson(zeros.expand(size, *ones.shape), generator=generator)
+        n1 = _compact(torch.poisson(_block_rates(ones, size), generator=generator))
+        n0 = torch.poisson(_block_rates(zeros, size), generator=generator)
         for rows in _slices(size, ones.numel()):
             ones_s = _shared_out(n1[rows].to(n0.dtype), n_bins, share)
             count = _shared_out(n0[rows], n_bins, share).add_(ones_s)
             yield Bins(bins.pred_mean, ones_s.div_(count.clamp_min(1)), count)
         del n1, n0  # before the next block is drawn
+
+
+def _block_rates(rates: Tensor, size: int) -> Tensor:
+    """``rates`` repeated for a block of ``size`` draws. On the CPU a broadcast view, not a
+    copy: its serial kernel draws the same values in the same order from either
+    (tests/test_interval_draws_reference.py); elsewhere a copy, as the draws were made."""
+    block = rates.expand(size, *rates.shape)
+    return block if block.device.type == "cpu" else block.contiguous()
 
 
 def _compact(counts: Tensor) -> Tensor:
