@@ -231,6 +231,11 @@ def test_interval_of_tied_data_is_the_functional_result() -> None:
     torch.testing.assert_close(error_from_bins(r.bins, debias=True), r.error)
 
 
+def _all_freqs(blocks) -> torch.Tensor:
+    """The frequencies of all the generator's draws, its slices joined."""
+    return torch.cat([block.freq for block in blocks])
+
+
 def test_pair_and_group_draws_move_tied_bins_as_the_tie_rule_counts_them() -> None:
     # Predictions rounded to 0.1: 11 tie groups of ~400, bins of 64. Both generators
     # (pairs; groups of one pair each) give every bin the spread Σ_g (c_g/n)² p_g(1 −
@@ -247,7 +252,8 @@ def test_pair_and_group_draws_move_tied_bins_as_the_tie_rule_counts_them() -> No
     part = torch.zeros(bins.count.numel(), size.numel(), dtype=torch.float64)
     part.index_put_((index, value), torch.ones(4000, dtype=torch.float64), accumulate=True)
     want = ((part / bins.count[:, None]) ** 2 * mean * (1 - mean) / size).sum(1).sqrt()
-    pairs = next(pair_draws(bins, 3000, torch.Generator().manual_seed(0)))
-    groups = next(group_draws(q, y, torch.arange(4000), index, bins.count.numel(), 3000, g))
-    for block in (pairs, groups):
-        torch.testing.assert_close(block.freq.std(0), want, rtol=0.1, atol=0)
+    pairs = _all_freqs(pair_draws(bins, 3000, torch.Generator().manual_seed(0)))
+    groups = _all_freqs(group_draws(q, y, torch.arange(4000), index, bins.count.numel(), 3000, g))
+    assert pairs.shape[0] == groups.shape[0] == 3000
+    for freq in (pairs, groups):
+        torch.testing.assert_close(freq.std(0), want, rtol=0.1, atol=0)

@@ -2,7 +2,8 @@
 
 **The pipeline.** The bins are formed once, on the data. A *draw generator* then yields
 blocks of resampled bins (:class:`~calib_metrics.functional.binning.Bins` with a leading
-draw dimension, at most ``_BLOCK`` cells per block so memory stays bounded); one
+draw dimension; the bootstraps draw at most ``_BLOCK`` cells at once, so memory stays
+bounded, and yield them in slices of at most ``_SLICE`` cells); one
 reduction, :func:`bin_errors` (the l2, l1 or max norm of the weighted bin gaps, or the
 debiased square :func:`debiased_square`), turns the data's bins into the estimate and
 every draw's bins into that draw's error; :func:`draw_statistics` collects the draws and
@@ -133,6 +134,10 @@ Interval = Literal["paper", "pairs", "groups"]
 Norm = Literal["l1", "l2", "max"]
 # Each generator's blocks hold at most this many cells (draws × bins, or draws × units).
 _BLOCK = 1 << 22
+# A block is drawn at once (its random calls fixed by its shape) but yielded in slices of
+# at most this many cells, so the reductions' temporaries stay in cache and memory holds
+# one block's draws plus a few slices, not several full-block temporaries.
+_SLICE = 1 << 17
 # The world each interval's draws are compared with (see the module docstring).
 _WORLD = {"paper": "draws", "pairs": "shrunk", "groups": "observed"}
 
@@ -228,7 +233,9 @@ def weighted_mean(values: Tensor, count: Tensor) -> Tensor:
     weight = (count / count.sum(dim=-1, keepdim=True)).to(values.dtype)
     if weight.ndim == 1 and values.ndim > 1:
         return values @ weight
-    return (weight * values).sum(dim=-1)
+    if weight.shape != torch.broadcast_shapes(weight.shape, values.shape):
+        return (weight * values).sum(dim=-1)
+    return weight.mul_(values).sum(dim=-1)  # weight is this call's own tensor
 
 
 def debiased_square(
@@ -285,8 +292,9 @@ def debiased_square(
     """
     if samples is None:
         samples = tie_run_counts(gap, freq, count)
-    spread = (samples - 1).clamp_min(1).to(freq.dtype)
-    square = gap**2 - freq * (1 - freq) / spread
+    spread = (samples - 1).to(freq.dtype).clamp_min_(1)
+    # In place on fresh tensors: the draws' blocks call this on every slice.
+    square = gap.square().sub_(torch.rsub(freq, 1).mul_(freq).div_(spread))
     if unplaced is not None:
         square = square + unplaced / count.clamp_min(1) ** 2 * (1 + 1 / spread)
     return weighted_mean(square, count)
@@ -368,6 +376,13 @@ def _block_sizes(n_samples: int, cells_per_draw: int) -> Iterator[int]:
         yield min(per_block, n_samples - start)
 
 
+def _slices(n_draws: int, cells_per_draw: int) -> Iterator[slice]:
+    """Row slices of a block of ``n_draws`` draws, each at most ``_SLICE`` cells."""
+    per_slice = max(1, _SLICE // max(1, cells_per_draw))
+    for start in range(0, n_draws, per_slice):
+        yield slice(start, min(start + per_slice, n_draws))
+
+
 def paper_draws(
     bins: Bins,
     n_samples: int,
@@ -423,18 +438,36 @@ def pair_draws(
     ones, zeros, share = _draw_units(bins)
     n_bins = bins.count.shape[-1]
     for size in _block_sizes(n_samples, ones.numel()):
-        n1 = torch.poisson(ones.expand(size, *ones.shape).contiguous(), generator=generator)
-        n0 = torch.poisson(zeros.expand(size, *ones.shape).contiguous(), generator=generator)
-        n1, n0 = _shared_out(n1, n_bins, share), _shared_out(n0, n_bins, share)
-        count = n1 + n0
-        yield Bins(bins.pred_mean, n1 / count.clamp_min(1), count)
+        n1 = _compact(torch.poisson(_block_rates(ones, size), generator=generator))
+        n0 = torch.poisson(_block_rates(zeros, size), generator=generator)
+        for rows in _slices(size, ones.numel()):
+            ones_s = _shared_out(n1[rows].to(n0.dtype), n_bins, share)
+            count = _shared_out(n0[rows], n_bins, share).add_(ones_s)
+            yield Bins(bins.pred_mean, ones_s.div_(count.clamp_min(1)), count)
+        del n1, n0  # before the next block is drawn
+
+
+def _block_rates(rates: Tensor, size: int) -> Tensor:
+    """``rates`` repeated for a block of ``size`` draws. On the CPU a broadcast view, not a
+    copy: its serial kernel draws the same values in the same order from either
+    (tests/test_interval_draws_reference.py); elsewhere a copy, as the draws were made."""
+    block = rates.expand(size, *rates.shape)
+    return block if block.device.type == "cpu" else block.contiguous()
+
+
+def _compact(counts: Tensor) -> Tensor:
+    """Drawn whole counts in float32 when all are exact there (below 2²⁴): the block of
+    ones then takes half the memory while the zeros are drawn. One host synchronisation."""
+    if counts.dtype != torch.float64 or not counts.numel() or bool(counts.max() >= 2**24):
+        return counts
+    return counts.to(torch.float32)
 
 
 def _draw_units(bins: Bins) -> tuple[Tensor, Tensor, tuple[Tensor, ...] | None]:
     """The rates of the units :func:`pair_draws` draws, ones and zeros (``[..., K]``):
     each bin's untied pairs, then (when a boundary cuts a group) one slot per boundary,
-    holding the group that starts being cut there; and per bin (slot, weight) of its
-    lower and upper group (None without cuts)."""
+    holding the group that starts being cut there; and (each boundary's slot, each bin's
+    weight of its lower group, of its upper group) (None without cuts)."""
     count, cuts = bins.count, bin_ties(bins)
     parts = bin_parts(count, cuts)
     low_w = torch.where(parts.low > 0, parts.low / parts.low_size.clamp_min(1), 0)
@@ -455,7 +488,7 @@ def _draw_units(bins: Bins) -> tuple[Tensor, Tensor, tuple[Tensor, ...] | None]:
     slot = torch.cummax(torch.where(starts, place, 0), -1).values
     g_ones = torch.where(starts, cuts.ones, 0)
     g_zeros = torch.where(starts, cuts.size - cuts.ones, 0)
-    share = (slot[..., :-1], low_w, slot[..., 1:], high_w)
+    share = (slot, low_w, high_w)
     ones = torch.cat([own_ones, g_ones.expand_as(slot)], -1)
     zeros = torch.cat([own_count - own_ones, g_zeros.expand_as(slot)], -1)
     return ones, zeros, share
@@ -466,11 +499,12 @@ def _shared_out(drawn: Tensor, n_bins: int, share: tuple[Tensor, ...] | None) ->
     own = drawn[..., :n_bins]
     if share is None:
         return own
-    low_slot, low_w, high_slot, high_w = share
+    slot, low_w, high_w = share
     groups = drawn[..., n_bins:]
-    low = groups.gather(-1, low_slot.expand(*groups.shape[:-1], -1))
-    high = groups.gather(-1, high_slot.expand(*groups.shape[:-1], -1))
-    return own + low * low_w + high * high_w
+    # Bin t's lower group sits at boundary t's slot, its upper one at boundary t + 1's:
+    # one gather of the boundaries' groups serves both.
+    taken = groups.gather(-1, slot.expand(*groups.shape[:-1], -1))
+    return (taken[..., :-1] * low_w).add_(own).add_(taken[..., 1:] * high_w)
 
 
 def bins_of_sums(count: Tensor, sum_q: Tensor, sum_y: Tensor) -> Bins:
@@ -651,8 +685,12 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 def reweighted_bins(sums: UnitSums, weights: Tensor) -> Bins:
     """Bins of one block of draws: :func:`unit_sum_matrix`'s sums times unit weights."""
-    n_bins = sums.rows // 3
-    total = sums.times(weights).T
+    return _bins_of_totals(sums.times(weights).T)
+
+
+def _bins_of_totals(total: Tensor) -> Bins:
+    """Bins of draws' sums ``[S, 3T]``: counts, then Σq, then Σy."""
+    n_bins = total.shape[-1] // 3
     return bins_of_sums(total[:, :n_bins], total[:, n_bins : 2 * n_bins], total[:, 2 * n_bins :])
 
 
@@ -683,7 +721,10 @@ def group_draws(
     units, n_units = (groups, n_groups) if n_groups is not None else compact_units(groups)
     sums = unit_sum_matrix(probs, target, units, index, n_bins, n_units, cells)
     for weights in unit_weights(n_units, n_samples, 3 * n_bins, generator, probs.device):
-        yield reweighted_bins(sums, weights)
+        total = sums.times(weights).T
+        for rows in _slices(total.shape[0], n_bins):
+            yield _bins_of_totals(total[rows])
+        del total
 
 
 def compact_units(groups: Tensor) -> tuple[Tensor, int]:
@@ -828,10 +869,12 @@ def _recentred_squares(
     world_gap, target_square = _world_gaps(bins, gap, square, world)
     thetas = []
     for d in blocks:
-        # The draw's movement of each bin's gap, added to the world's gap.
-        moved = world_gap + (d.pred_mean - bins.pred_mean) - (d.freq - bins.freq)
+        # The draw's movement of each bin's gap, added to the world's gap (the pairs'
+        # draws keep the data's mean predictions: their shift is zeros of [T] only).
+        shifted = world_gap + (d.pred_mean - bins.pred_mean)
+        moved = torch.sub(d.freq, bins.freq).neg_().add_(shifted)
         redrawn = debiased_square(moved, d.freq, d.count, _draw_samples(d, ratio))
-        thetas.append(square - (redrawn - target_square))
+        thetas.append(redrawn.sub_(target_square).neg_().add_(square))
     return square, torch.cat(thetas)
 
 
