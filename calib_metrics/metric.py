@@ -68,6 +68,19 @@ _SKETCH_STATES = tuple(f"cell_{part}" for part in sketch.Sketch._fields)
 _AVERAGES = ("micro", "macro", "weighted", "none", None)
 
 
+def _layout_problem(layout: int | None) -> str:
+    """Why a sketch of cell layout ``layout`` (None: made before the layout was recorded)
+    cannot take this version's pairs ('' when it can): some of their values would land
+    one cell from the sketch's own equal values, splitting their tie groups."""
+    if layout == sketch.CELL_LAYOUT:
+        return ""
+    made = "before 2026-11-30" if layout is None else f"of layout {layout}"
+    return (
+        f"a calib_metrics {made}, whose cells place some values one cell from where this "
+        f"one's (layout {sketch.CELL_LAYOUT}) do: new pairs would split their tie groups"
+    )
+
+
 class CalibrationError(_StatesKeepTheirDtype):
     """RMS calibration error with adaptive bins, sampled intervals and diagrams.
 
@@ -254,12 +267,18 @@ class CalibrationError(_StatesKeepTheirDtype):
         # Streaming: once rows were folded into the sketch, later rows go there directly,
         # so that the state stays the sketch alone (host-side: no synchronisation).
         self._folded = False
+        # The cell layout of the sketch (sketch.CELL_LAYOUT), recorded for a pickle of the
+        # metric as _sketch_layout is for its state dict; a metric pickled before it was
+        # kept lacks it. None: no sketch.
+        self._cell_layout = sketch.CELL_LAYOUT if streaming else None
         # Streaming keeps the pairs too, exactly, until they would outgrow the sketch.
         self.add_state("probs", default=[], dist_reduce_fx="cat")
         self.add_state("target", default=[], dist_reduce_fx="cat")
         if streaming:
             shape = (1,) if mode == "top_label" else (num_classes or 1,)
-            parts = zip(_SKETCH_STATES, sketch.empty(resolution, shape), sketch.MERGE)
+            # Room for two: torchmetrics keeps a copy of every state's default for reset().
+            states = sketch.empty(resolution, shape, room_for=2)
+            parts = zip(_SKETCH_STATES, states, sketch.MERGE)
             for name, default, merge in parts:
                 self.add_state(name, default, dist_reduce_fx=merge)
             # Rows seen, kept or folded, on all ranks once synchronised.
@@ -605,17 +624,30 @@ class CalibrationError(_StatesKeepTheirDtype):
         # metric_state dict, from this process's metrics, has no records).
         if self.streaming and _SETTINGS_KEY in tags:
             saved = tags.get(_LAYOUT_KEY)
-            layout = None if saved is None else int(saved)
-            if layout != sketch.CELL_LAYOUT:
-                made = "before 2026-11-30" if layout is None else f"of layout {layout}"
+            problem = _layout_problem(None if saved is None else int(saved))
+            if problem:
                 raise ValueError(
-                    f"{type(self).__name__}: the state's streaming sketch was saved by a "
-                    f"calib_metrics {made}, whose cells place some values one cell from "
-                    f"where this one's (layout {sketch.CELL_LAYOUT}) do: new pairs would "
-                    "split their tie groups. Compute that state with the version that saved "
-                    "it, or start this metric afresh"
+                    f"{type(self).__name__}: the state's streaming sketch was saved by "
+                    f"{problem}. Compute that state with the version that saved it, or "
+                    "start this metric afresh"
                 )
         super()._check_incoming(states, tags, prefix)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle (``torch.load`` of the metric or of a model holding it, ``copy``),
+        refusing a streaming metric pickled with another cell layout as
+        ``load_state_dict`` refuses its state dict: before anything is set."""
+        if state.get("streaming"):
+            problem = _layout_problem(state.get("_cell_layout"))
+            if problem:
+                raise ValueError(
+                    f"{type(self).__name__}: this pickled streaming metric was saved by "
+                    f"{problem}. Compute it with the version that pickled it, or start a "
+                    "new metric (a model pickled with it loads in that version; its "
+                    "state_dict() without this metric's entries loads here)"
+                )
+        state = {"_cell_layout": None, **state}  # an exact-mode metric keeps no sketch
+        super().__setstate__(state)
 
     def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
         super()._load_from_state_dict(*args, **kwargs)
@@ -814,6 +846,10 @@ class CalibrationError(_StatesKeepTheirDtype):
             return f"ignore_index {other.ignore_index} into ignore_index {self.ignore_index}"
         if self.streaming and other.resolution != self.resolution:
             return f"resolution {other.resolution} into resolution {self.resolution}"
+        if self.streaming:
+            problem = _layout_problem(other.__dict__.get("_cell_layout"))
+            if problem:
+                return f"the incoming streaming sketch was made by {problem}"
         if set(other._defaults) != set(self._defaults):
             return "one keeps group ids and the other does not (interval= must match)"
         return self._group_ids_problem(other.target, getattr(other, "groups", None))
@@ -1124,10 +1160,33 @@ class CalibrationError(_StatesKeepTheirDtype):
         """
         if self.mode != "classwise":
             raise ValueError(
-                f"compute_class_results is mode='classwise''s; mode={self.mode!r} gives one "
-                "result per class with average=None (compute_result)"
+                f"compute_class_results is mode='classwise''s, and this metric has "
+                f"mode={self.mode!r}: {self._class_results_advice()}"
             )
         return self._drawn_with(*self._computed_results())
+
+    def _class_results_advice(self) -> str:
+        """How a metric of another mode gets one result per class: only settings that the
+        constructor takes (it refuses ``average=None`` without ``num_classes`` and with
+        ``mode="top_label"``)."""
+        c = "C" if self.num_classes is None else self.num_classes
+        classwise = f"CalibrationError(num_classes={c}, mode='classwise')"
+        per_class = f"CalibrationError(num_classes={c}, average='none')"
+        if self.num_classes is None:
+            return (
+                "binary input has one result, compute_result(); for one result per class "
+                f"pass probs [..., C] to {classwise} (compute_class_results()) or "
+                f"{per_class} (compute_result())"
+            )
+        if self.mode == "top_label":
+            return (
+                "top-label pairs (confidence, correct) belong to no class; for one result per "
+                f"class build {classwise} (compute_class_results()) or {per_class} "
+                "(compute_result())"
+            )
+        if self.average is None:
+            return "its compute_result() gives one result per class (average='none')"
+        return f"for one result per class build {per_class} (compute_result()) or {classwise}"
 
     def _one_vs_rest_results(self) -> list[CalibrationResult]:
         """Each class's one-vs-rest result (class c's pairs q = probs[..., c], y = [target =

@@ -135,7 +135,8 @@ def _prepare_batch(
                 f"{name} and target must have the same shape, got {tuple(probs.shape)} "
                 f"and {tuple(target.shape)}{hint.replace('probs', name)}"
             )
-        probs, target = _supported(probs.reshape(-1), target.reshape(-1), name)
+        probs, target = _supported(probs, target, name)
+        probs, target = probs.reshape(-1), target.reshape(-1)
         keep = None if ignore_index is None else target != ignore_index
         if validate and probs.numel():
             # Padding masked, not indexed out.
@@ -149,7 +150,8 @@ def _prepare_batch(
             + column_target_hint(probs, target)
         )
     check_class_id_dtype(target)
-    probs, target = _supported(probs.reshape(-1, c), target.reshape(-1), name)
+    probs, target = _supported(probs, target, name)
+    probs, target = probs.reshape(-1, c), target.reshape(-1)
     keep = None if ignore_index is None else target != ignore_index
     if validate and target.numel():
         check_class_ids(target, c, keep, ignore_index)

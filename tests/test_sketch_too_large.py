@@ -11,7 +11,7 @@ from calib_metrics.functional import sketch
 def test_unallocatable_resolution_is_a_value_error():
     # 2^60 cells of 8 bytes: beyond any address space, so no overcommit setting lets the
     # allocation succeed lazily.
-    with pytest.raises(ValueError, match=r"resolution=1152921504606846976 needs .* MiB"):
+    with pytest.raises(ValueError, match=r"resolution=1152921504606846976 .*needs .* MiB"):
         CalibrationError(streaming=True, resolution=2**60)
 
 
@@ -92,3 +92,24 @@ def test_the_refusal_reads_as_a_sentence(monkeypatch):
     monkeypatch.setattr(binning, "available_bytes", lambda device: 2 * 2**30)
     with pytest.raises(ValueError, match=r"a job needs 3\.8 GiB, more than the 2\.0 GiB free"):
         binning.check_room(int(3.8 * 2**30), torch.device("cpu"), "a job")
+
+
+def test_a_sketch_larger_than_the_free_memory_is_refused_when_the_metric_is_made(monkeypatch):
+    """On Linux torch.zeros of more than is free succeeds lazily and the ±inf fill of the
+    extremes touches every page: CalibrationError(streaming=True, resolution=2**31), or
+    about 2,700 classes at the default resolution, had the process OOM-killed (exit 137)
+    rather than refused. The room is checked up front, as the exact mode's is: here 20
+    classes at the default (240 MiB, twice: the state and reset()'s copy) beside 64 MiB."""
+    from calib_metrics.functional import binning
+
+    monkeypatch.setattr(binning, "available_bytes", lambda device: 2**26)
+    words = r"resolution=262144 for 20 classes .*needs 480 MiB, more than the 64 MiB free"
+    with pytest.raises(ValueError, match=words + r".*smaller resolution.*fewer classes"):
+        CalibrationError(streaming=True, num_classes=20)
+    with pytest.raises(ValueError, match=r"resolution=2097152 for one class .*needs 192 MiB"):
+        CalibrationError(streaming=True, resolution=2**21)
+    with pytest.raises(ValueError, match=r"needs 96 MiB"):
+        sketch.empty(2**21, room_for=1)
+    # What fits is made as before: 2 × 48 MiB of one class at 2**20 cells.
+    CalibrationError(streaming=True, resolution=2**19)
+    CalibrationError(num_classes=20)  # the exact mode keeps no sketch

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 from torch import Tensor
@@ -188,13 +188,43 @@ SUPPORTED_DTYPES = (
     torch.float64,
 )
 _WIDE_UNSIGNED = (torch.uint16, torch.uint32, torch.uint64)
+# The float8 formats, whose every value is a float32's. Named, not "a 1-byte float":
+# packed float4 (float4_e2m1fn_x2, two values a byte) is one too, and torch converts it
+# to nothing. getattr: older torch builds lack some.
+_FLOAT8_NAMES = (
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+)
+_FLOAT8 = tuple(dtype for name in _FLOAT8_NAMES if (dtype := getattr(torch, name, None)))
+
+
+def check_dense(tensor: Tensor, name: str) -> None:
+    """Raise ValueError naming ``name`` unless ``tensor`` is a dense (strided) tensor: a
+    sparse or nested tensor fails deep inside (reshape, sort) with torch's own error.
+
+    Example:
+        >>> check_dense(torch.tensor([0.5]).to_sparse(), "probs")
+        Traceback (most recent call last):
+        ...
+        ValueError: probs is a sparse_coo tensor: pass a dense one (probs.to_dense())
+    """
+    if tensor.is_nested:
+        raise ValueError(f"{name} is a nested tensor: pass a dense one (one tensor of pairs)")
+    if tensor.layout != torch.strided:
+        layout = str(tensor.layout).removeprefix("torch.")
+        raise ValueError(f"{name} is a {layout} tensor: pass a dense one ({name}.to_dense())")
 
 
 def supported_dtype(tensor: Tensor, name: str) -> Tensor:
     """``tensor`` in one of :data:`SUPPORTED_DTYPES`: as it is, or converted where no value
     changes: unsigned 16-, 32- and 64-bit integers (token or sentence ids) to int64, float8
     formats to float32. A ValueError naming ``name`` and the dtype otherwise: a uint64 value
-    above int64's maximum (one host synchronisation, for uint64 only), complex numbers.
+    above int64's maximum (one host synchronisation, for uint64 only), complex numbers,
+    packed float4; or naming the layout: a sparse or nested tensor (:func:`check_dense`).
+    Every public entry's tensors pass here before they are reshaped.
 
     Example:
         >>> supported_dtype(torch.tensor([0, 65535], dtype=torch.uint16), "groups")
@@ -204,6 +234,7 @@ def supported_dtype(tensor: Tensor, name: str) -> Tensor:
         ...
         ValueError: groups holds 9223372036854775808 (dtype torch.uint64), above int64's ...
     """
+    check_dense(tensor, name)
     dtype = tensor.dtype
     if dtype in SUPPORTED_DTYPES:
         return tensor
@@ -217,9 +248,12 @@ def supported_dtype(tensor: Tensor, name: str) -> Tensor:
                 f"{torch.iinfo(torch.int64).max}, the widest integer the library computes in"
             )
         return wide
-    if tensor.is_floating_point() and tensor.element_size() == 1:
-        return tensor.to(torch.float32)  # a float8's every value is a float32's
-    raise ValueError(f"{name} has dtype {dtype}: pass bool, integer or real floating-point values")
+    if dtype in _FLOAT8:
+        return tensor.to(torch.float32)
+    raise ValueError(
+        f"{name} has dtype {dtype}: pass bool, integer or real floating-point values "
+        "(float16, bfloat16, float32, float64 or a float8 format)"
+    )
 
 
 def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) -> None:
@@ -270,7 +304,7 @@ def check_ids(
         raise ValueError(f"{what} must hold integer ids, got dtype {groups.dtype}")
     if groups.device != reference.device:
         raise ValueError(f"{what} on {groups.device} but {name} on {reference.device}")
-    return supported_dtype(groups.reshape(-1), what)
+    return supported_dtype(groups, what).reshape(-1)
 
 
 def check_bins(bins: object) -> Bins:
@@ -570,19 +604,26 @@ _USE_STREAMING = (
 )
 
 
-def check_room(need: int, device: torch.device, what: str, remedy: str = _USE_STREAMING) -> None:
+def check_room(
+    need: int,
+    device: torch.device,
+    what: str,
+    remedy: str = _USE_STREAMING,
+    unit: Literal["GiB", "MiB"] = "GiB",
+) -> None:
     """Raise ValueError, saying ``remedy`` (by default: use the streaming mode), if ``need``
     bytes are not free: up front, rather than the allocator's error (or the host's
-    out-of-memory killer) part way through.
+    out-of-memory killer) part way through. The message gives both amounts in ``unit``.
 
     Example:
         >>> check_room(1024, torch.device("cpu"), "a small job")
     """
     free = available_bytes(device)
     if free is not None and need > free:
+        scale, digits = (2**30, ".1f") if unit == "GiB" else (2**20, ",.0f")
         raise ValueError(
-            f"{what} needs {need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB free "
-            f"on {device}: {remedy}"
+            f"{what} needs {need / scale:{digits}} {unit}, more than the "
+            f"{free / scale:{digits}} {unit} free on {device}: {remedy}"
         )
 
 

@@ -67,7 +67,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, bins_of_means, exact_end_bins, with_ties
+from calib_metrics.functional.binning import (
+    Bins,
+    bins_of_means,
+    check_room,
+    exact_end_bins,
+    with_ties,
+)
 from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.ties import TieCuts, bin_parts
 
@@ -246,14 +252,23 @@ def empty(
     resolution: int = DEFAULT_RESOLUTION,
     shape: tuple[int, ...] = (),
     device: torch.device | str | None = None,
+    *,
+    room_for: int = 1,
 ) -> Sketch:
-    """A new sketch, each part float64 of shape ``[*shape, R]``.
+    """A new sketch, each part float64 of shape ``[*shape, R]``, once the free memory
+    (:func:`~calib_metrics.functional.binning.check_room`) holds ``room_for`` sketches of
+    its size (the caller's copies of it too).
+
+    Checked up front: on Linux ``torch.zeros`` of more than is free succeeds (pages are
+    given lazily), and filling the extremes with ±inf then touched every page, so the
+    out-of-memory killer ended the process instead of the allocator raising.
 
     Example:
         >>> [tuple(t.shape) for t in empty(16, (3,))]
         [(3, 16), (3, 16), (3, 16), (3, 16), (3, 16), (3, 16)]
     """
     size = (*shape, num_cells(resolution))
+    _check_sketch_room(resolution, shape, torch.device(device or "cpu"), room_for)
     try:
         sums = [torch.zeros(size, dtype=torch.float64, device=device) for _ in range(4)]
         low = torch.full(size, math.inf, dtype=torch.float64, device=device)
@@ -266,6 +281,24 @@ def empty(
             f"{device or 'cpu'} could allocate; choose a smaller resolution"
         ) from error
     return Sketch(*sums, low, high)
+
+
+def _check_sketch_room(
+    resolution: int, shape: tuple[int, ...], device: torch.device, copies: int
+) -> None:
+    """Refuse (ValueError) ``copies`` sketches of ``shape`` that the free memory cannot hold."""
+    sketches = math.prod(shape)
+    kind = f"{sketches} classes" if sketches > 1 else "one class"
+    copied = f", {copies} copies of it" if copies > 1 else ""
+    check_room(
+        copies * BYTES_PER_CELL * sketches * resolution,
+        device,
+        f"a streaming sketch of resolution={resolution} for {kind} ({BYTES_PER_CELL} bytes "
+        f"a cell{copied})",
+        f"choose a smaller resolution (the memory halves with it; default {DEFAULT_RESOLUTION})"
+        + (", or measure fewer classes per metric" if sketches > 1 else ""),
+        unit="MiB",
+    )
 
 
 def accumulate(state: Sketch, probs: Tensor, target: Tensor, weight: Tensor | None = None) -> None:
