@@ -211,8 +211,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"{args.test}: {err}") from None
     if hasattr(recalibrator, "temperature"):
         summary["temperature"] = float(recalibrator.temperature)
-    with writing_output(out, "--out"):
-        _write_probs(out, before, after, test.target, _group_ids(args.test, args.groups, test.kept))
+    # Read before the writing: a failure reading the test file is not --out's.
+    ids = _group_ids(args.test, args.groups, test.kept)
+    with writing_output(out, "--out") as target:
+        _write_probs(target, before, after, test.target, ids)
     summary["out"] = str(out)
     summary["settings"] = _settings(args, test)
     if args.plot:

@@ -9,7 +9,7 @@ compares the two models on each label's items, paired. The page itself is built 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -356,16 +356,18 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
         summary["spiegelhalter_groups"],
         summary.get("spiegelhalter_note"),
     )
-    page = evaluate_page(
-        summary,
-        result,
-        measures,
-        per_label=per_label,
-        settings=summary["settings"],
-        command=_command_line(args),
-        class_panels=panels,
+    _write_page(
+        Path(args.html),
+        lambda: evaluate_page(
+            summary,
+            result,
+            measures,
+            per_label=per_label,
+            settings=summary["settings"],
+            command=_command_line(args),
+            class_panels=panels,
+        ),
     )
-    _write_page(Path(args.html), page)
     return str(args.html)
 
 
@@ -376,23 +378,27 @@ def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None)
     from calib_metrics.report import compare_page
 
     names = model_names(args)
-    page = compare_page(
-        summary,
-        comparison,
-        tuple(_measures_of(m.probs, m.target, a.groups, args.mode) for m in (a, b)),
-        names=names,
-        per_label=per_label,
-        settings=summary["settings"],
-        command=_command_line(args),
-        class_panels=panels,
+    measures = tuple(_measures_of(m.probs, m.target, a.groups, args.mode) for m in (a, b))
+    _write_page(
+        Path(args.html),
+        lambda: compare_page(
+            summary,
+            comparison,
+            measures,
+            names=names,
+            per_label=per_label,
+            settings=summary["settings"],
+            command=_command_line(args),
+            class_panels=panels,
+        ),
     )
-    _write_page(Path(args.html), page)
     return str(args.html)
 
 
-def _write_page(path: Path, page: str) -> None:
-    """Write an ``--html`` page; a failure while writing names the option and the path."""
+def _write_page(path: Path, page: Callable[[], str]) -> None:
+    """Draw an ``--html`` page (``page()``) and write it: a failure of either's writing (a
+    full disk; a program the figures' savefig runs) names the option and the path."""
     from calib_metrics.predictions import writing_output
 
-    with writing_output(path, "--html"):
-        path.write_text(page, encoding="utf-8")
+    with writing_output(path, "--html") as target:
+        target.write_text(page(), encoding="utf-8")

@@ -265,8 +265,13 @@ def figure_svg(fig: Any, name: str) -> str:
     """
     import matplotlib
 
+    from calib_metrics.figure_programs import figure_write_failures
+
     buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"calib-{name}"}):
+    style = {"svg.fonttype": "none", "svg.hashsalt": f"calib-{name}"}
+    # A program savefig runs (a LaTeX, with text.usetex) failing is an OSError, as a
+    # file's writing is: the page's writer names its path.
+    with matplotlib.rc_context(style), figure_write_failures():
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     svg = buffer.getvalue()
     return _prefix_ids(svg[svg.index("<svg") :].strip(), name)

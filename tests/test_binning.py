@@ -311,3 +311,32 @@ def test_bins_of_only_zeros_or_only_ones_are_exact(n_zeros, n_ones, bin_size, dt
         assert bins.freq[zeros].tolist() == [0.0] * int(zeros.sum())
         assert bins.pred_mean[ones].tolist() == [1.0] * int(ones.sum())
         assert bins.freq[ones].tolist() == [1.0] * int(ones.sum())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16])
+@pytest.mark.parametrize("n", [3_000, 300_000])  # sorted, and radix select
+def test_end_bins_come_from_the_binning_passes(n, dtype, monkeypatch) -> None:
+    """The q = 0 and q = 1 counts behind the exact end bins had their own pass over the
+    pairs, and asked sorts_all (on a GPU, the driver's free memory) a second time; they
+    come from the sort or the first level's cells now. q just inside (0, 1) must not be
+    counted: bins holding them are not end bins."""
+    calls = []
+    asked = binning_module.sorts_all
+    monkeypatch.setattr(binning_module, "sorts_all", lambda *a: calls.append(a) or asked(*a))
+    g = torch.Generator().manual_seed(1)
+    near = torch.tensor([1 - torch.finfo(dtype).eps / 2, torch.finfo(dtype).tiny], dtype=dtype)
+    parts = [torch.zeros(n // 5), torch.ones(n // 4), near.repeat(n // 20).double()]
+    inner = torch.rand(n - sum(p.numel() for p in parts), generator=g, dtype=torch.float64)
+    q = torch.cat([*parts, inner]).to(dtype)
+    q = q[torch.randperm(n, generator=g)]
+    y = torch.bernoulli(q.double().clamp(0, 1), generator=g)
+    bins = adaptive_binning(q, y, int(n**0.5))
+    assert len(calls) == 1
+    edges = torch.cat([torch.zeros(1, dtype=torch.float64), bins.count.cumsum(0)])
+    n_zeros, n_ones = int((q == 0).sum()), int((q == 1).sum())
+    zeros, ones = edges[1:] <= n_zeros, edges[:-1] >= n - n_ones
+    assert int(zeros.sum()) >= 2 and int(ones.sum()) >= 2
+    assert bins.pred_mean[zeros].eq(0).all() and bins.pred_mean[ones].eq(1).all()
+    # The bins of the smallest q > 0 are not pinned to 0 (near 1, a bin's mean may round
+    # to 1 in float64 whatever its count).
+    assert bins.pred_mean[~(zeros | ones)].gt(0).all()

@@ -727,11 +727,21 @@ def _compact(
 def _sorted_prefix(q: Tensor, y: Tensor, ranks: Tensor) -> Tensor:
     """F(r) of the pairs (Σq, Σy of the first r in q order, tie groups at their mean)
     as the :data:`_ROWS` rows (see :func:`_prefix_sums`)."""
+    return _rows_at(*_sorted_sums(q, y), ranks)
+
+
+def _sorted_sums(q: Tensor, y: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The pairs' sorted order keys and the running Σq, Σy in that order (from 0)."""
     key, _ = _order_key(q)
     key, order = torch.sort(key.long())
     zero = torch.zeros(1, dtype=torch.float64, device=q.device)
     cum_q = torch.cat([zero, torch.cumsum(q.index_select(0, order).to(torch.float64), 0)])
     cum_y = torch.cat([zero, torch.cumsum(y.index_select(0, order).to(torch.float64), 0)])
+    return key, cum_q, cum_y
+
+
+def _rows_at(key: Tensor, cum_q: Tensor, cum_y: Tensor, ranks: Tensor) -> Tensor:
+    """The rows of F at ``ranks`` from sorted keys and running sums (:func:`_sorted_sums`)."""
     value = key.index_select(0, ranks.clamp(max=key.numel() - 1))
     first = torch.searchsorted(key, value, right=False)
     last = torch.searchsorted(key, value, right=True)
@@ -742,6 +752,14 @@ def _sorted_prefix(q: Tensor, y: Tensor, ranks: Tensor) -> Tensor:
     return torch.cat(
         [torch.stack([f_q, cum_y[first], _share_of(ones, ranks - first, last - first)]), cut]
     )
+
+
+def _sorted_ends(key: Tensor, dtype: torch.dtype) -> Tensor:
+    """The pairs at q = 0 and at q = 1 (int64, shape 2) from their sorted order keys:
+    key 0 is q = 0 (and −0.0), the largest key q = 1."""
+    ends = torch.cat([key.new_zeros(1), _order_key(torch.ones(1, dtype=dtype))[0].long()])
+    at = torch.searchsorted(key, ends, right=True)
+    return torch.stack([at[0], key.numel() - torch.searchsorted(key, ends[1:])[0]])
 
 
 def _share_of(ones: Tensor, before: Tensor, size: Tensor) -> Tensor:
@@ -924,7 +942,7 @@ def _sampled_cells(probs: Tensor, n_bins: int) -> tuple[_CellOf, int, Tensor]:
     return cell_of, int(span.sum()) + 1, single
 
 
-def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
+def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> tuple[Tensor, Tensor]:
     """F(r) = (Σq, Σy) of the first r pairs in q order at the ranks ``ranks`` (int64),
     every tie group at its mean label, by radix select (see the module docstring).
 
@@ -932,9 +950,14 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     ones, kept apart so that Σy does not depend on how the pairs were cut into cells
     (nor so on the input's order, which the first level's sample follows); then the tie
     group that the rank cuts, if any: its size, its pairs before the rank and its ones
-    (:class:`~calib_metrics.functional.ties.TieCuts`), 0 where none is cut."""
+    (:class:`~calib_metrics.functional.ties.TieCuts`), 0 where none is cut.
+
+    Also the pairs at q = 0 and at q = 1 (int64, shape 2; :func:`exact_end_bins`), read
+    from what the passes hold already: the sorted keys, or the first level's cells of
+    q = 0 and of q = 1, each of which holds that value alone."""
     if sorts_all(probs.numel(), probs.device):
-        return _sorted_prefix(probs, target, ranks)
+        key, cum_q, cum_y = _sorted_sums(probs, target)
+        return _rows_at(key, cum_q, cum_y, ranks), _sorted_ends(key, probs.dtype)
     f = torch.zeros(_ROWS, ranks.numel(), dtype=torch.float64, device=probs.device)
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
     cell_of, size, single = _sampled_cells(probs, ranks.numel() - 1)
@@ -948,9 +971,10 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
         single = single | (cells[1] == cells[0] * top.to(torch.float64))
     else:
         cells = _histogram(probs, target, cell_of, size, memo=memo)
+    ends = cells[0].index_select(0, cell_of(probs.new_tensor([0.0, 1.0])))
     left, k, t = _resolve(cells, single, queries, f)
     if not bool(left.any()):
-        return f
+        return f, ends
     slot_map, m, queries = _set_aside(cells[0], queries, left, k, t)
     if memo is None:
         q, y = _compact(probs, target, _cells_of_parts(probs, cell_of), slot_map, m)
@@ -961,11 +985,11 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
     # them, more (heavy ties) are refined as one sequence.
     if m <= probs.numel() // _SORT_FRACTION:
         _add_sorted(q, y, queries, f)
-        return f
+        return f, ends
     j = queries.rel.numel()
     a = _refine(q, y, torch.cat([queries.rel, queries.origin]))
     f.index_add_(1, queries.index, a[:, :j] - a[:, j:])
-    return f
+    return f, ends
 
 
 def bin_ranks(n: int, bin_size: int, device: torch.device) -> Tensor:
@@ -1004,13 +1028,13 @@ def adaptive_tied_sums(
     need = exact_working_bytes(n, bin_size, probs.element_size())
     check_room(need, probs.device, f"exact adaptive binning of {n} pairs")
     ranks = bin_ranks(n, bin_size, probs.device)
-    f_q, f_y, f_share, *cuts = _prefix_sums(probs, target, ranks)
+    (f_q, f_y, f_share, *cuts), (zeros, ones) = _prefix_sums(probs, target, ranks)
     f_y = f_y + f_share
     count = ranks.diff().to(torch.float64)
     # Differences of prefix sums may leave adjacent bins of one tied value an ulp out of
     # order; the bins' means are sorted by construction, so restore that exactly.
     sum_q = torch.cummax(f_q.diff() / count, 0).values * count
-    sum_q = exact_end_bins(ranks, sum_q, *_end_counts(probs))
+    sum_q = exact_end_bins(ranks, sum_q, zeros, ones)
     return count, sum_q, f_y.diff(), TieCuts(*cuts)
 
 
@@ -1031,18 +1055,6 @@ def exact_end_bins(ranks: Tensor, sum_q: Tensor, zeros: Tensor, ones: Tensor) ->
     count = ranks.diff().to(sum_q.dtype)
     sum_q = torch.where(ranks[1:] <= zeros, 0.0, sum_q)
     return torch.where(ranks[:-1] >= ranks[-1] - ones, count, sum_q)
-
-
-def _end_counts(probs: Tensor) -> tuple[Tensor, Tensor]:
-    """The pairs at q = 0 and at q = 1 (int64 tensors: no host synchronisation): at once
-    where all the pairs are sorted (whose memory dwarfs a byte a pair), else chunk by
-    chunk as the selection's passes read them, so that no N-sized temporary is made."""
-    counts = torch.zeros(2, dtype=torch.int64, device=probs.device)
-    whole = sorts_all(probs.numel(), probs.device)
-    for part in [slice(None)] if whole else _chunks(probs):
-        q = probs[part]
-        counts += torch.stack([q.numel() - torch.count_nonzero(q), torch.count_nonzero(q == 1)])
-    return counts[0], counts[1]
 
 
 def adaptive_tied_bins(probs: Tensor, target: Tensor, bin_size: int) -> Bins:

@@ -22,6 +22,7 @@ from calib_metrics.few_bins import warn_if_few_adaptive_bins
 from calib_metrics.functional import brier_decomposition, calibration_error_ci
 from calib_metrics.paper import estimators, options, report
 from calib_metrics.paper.synthetic import sample_pairs, true_calibration_error
+from calib_metrics.predictions import save_figure
 
 DESCRIPTION = "the thesis' synthetic calibration study (no data set needed)"
 
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _save(fig, path: Path) -> str:
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, "--out", dpi=110)
     return path.name
 
 
@@ -225,10 +226,11 @@ def _write(results: dict, table: list, out: Path) -> None:
     n, bin_size, samples = results["n"], results["bin_size"], results["samples"]
     report.write_json(out / "results.json", results)
     by_estimator = estimators.render(results["estimators"])
-    (out / "results.md").write_text(
+    report.write_text(
+        out / "results.md",
         f"N = {n} pairs per setting, bin size {bin_size}, {samples} interval draws.\n\n"
         + markdown
-        + f"\n\nEstimators against their true values as N grows:\n\n{by_estimator}\n"
+        + f"\n\nEstimators against their true values as N grows:\n\n{by_estimator}\n",
     )
     print(
         f"Synthetic calibration study (thesis §4.3): N={n}, bin size {bin_size}, "

@@ -14,14 +14,31 @@ import torch
 from calib_metrics.predictions import check_writable_folder, to_jsonable
 from calib_metrics.report import no_interval
 
-__all__ = ["format_interval", "markdown_table", "to_jsonable", "torch_threads", "write_json"]
+__all__ = [
+    "format_interval",
+    "markdown_table",
+    "to_jsonable",
+    "torch_threads",
+    "write_json",
+    "write_text",
+]
 
 
 def write_json(path: str | Path, results: Any) -> Path:
     """Write ``results`` as indented JSON (tensors become lists), creating folders."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_jsonable(results), indent=2) + "\n")
+    return write_text(path, json.dumps(to_jsonable(results), indent=2) + "\n")
+
+
+def write_text(path: Path, text: str, option: str = "--out") -> Path:
+    """Write one of ``option``'s files (results.md, results.json): a failure while writing
+    (a full disk) names the file, as the command line's own outputs do
+    (:func:`calib_metrics.predictions.writing_output`)."""
+    from calib_metrics.predictions import writing_output
+
+    with writing_output(path, option) as target:
+        target.write_text(text)
     return path
 
 

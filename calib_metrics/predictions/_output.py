@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import math
-import shutil
+import os
+import secrets
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -47,14 +49,23 @@ def _check_writable(path: Path, option: str) -> None:
     """Open ``path`` for appending (nothing written; a file made here is removed), so
     that a place the command cannot write (a read-only or virtual file system, an
     immutable file) is refused before the work rather than after it."""
-    existed = path.exists()
+    target, existed = _landing(path)
     try:
         with open(path, "ab"):
             pass
     except OSError as err:
         raise _unwritable(path, option, err) from None
     if not existed:
-        path.unlink(missing_ok=True)
+        target.unlink(missing_ok=True)
+
+
+def _landing(path: Path) -> tuple[Path, bool]:
+    """The file a write to ``path`` lands in, and whether it is there already: through a
+    symlink (dangling or not), its target, as open() follows it. A dangling link is the
+    user's, to a file still to be made: the link is never removed, only a file made at
+    its target."""
+    target = Path(os.path.realpath(path))
+    return target, os.path.lexists(target)
 
 
 def check_writable_folder(path: Path, option: str) -> None:
@@ -90,28 +101,62 @@ def _said(err: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def writing_output(path: Path, option: str) -> Iterator[None]:
-    """Write ``option``'s file ``path`` inside this block: a failure while writing (a
-    full disk, an I/O error) is the one-line error the checks before the work give,
-    naming the option and the path, and a file the block made is not left half written.
+def writing_output(path: Path, option: str) -> Iterator[Path]:
+    """Write ``option``'s file ``path`` inside this block, to the path it yields: a
+    failure while writing (a full disk, an I/O error) is the one-line error the checks
+    before the work give, naming the option and the path, chained to the failure.
+
+    A file at ``path`` is kept whole until the new one is: the block writes a new file
+    beside it, moved over it once written (removed if the writing fails); a symlink is
+    written through to its target. A device or a pipe, which cannot be replaced, is
+    written in place, as is a file in a folder where no new file can be made.
 
     Example:
-        >>> with writing_output(Path("/dev/full"), "--html"):
-        ...     Path("/dev/full").write_text("<html>")
+        >>> with writing_output(Path("/dev/full"), "--html") as target:
+        ...     target.write_text("<html>")
         Traceback (most recent call last):
         ValueError: --html /dev/full: cannot be written (No space left on device)
     """
-    existed = path.exists()
+    target, existed = _landing(path)
+    beside = _file_beside(target, existed, path.suffix)
     try:
-        yield
+        yield path if beside is None else beside
+        if beside is not None:
+            os.replace(beside, target)
+            beside = None
     except OSError as err:
-        _remove_made(path, existed)
-        raise _unwritable(path, option, err) from None
+        raise _unwritable(path, option, err) from err
+    finally:
+        if beside is not None:
+            with contextlib.suppress(OSError):
+                beside.unlink()
+
+
+def _file_beside(target: Path, existed: bool, suffix: str) -> Path | None:
+    """A new empty file in ``target``'s folder to write instead of it, ending in the
+    ``suffix`` the user gave (matplotlib reads the format from it), with the mode
+    ``target`` has (or that open() would give it); None for a target that is not a
+    regular file (a device, a pipe) or where no file can be made."""
+    try:
+        mode = os.stat(target).st_mode if existed else None
+        if mode is not None and not stat.S_ISREG(mode):
+            return None
+        beside = target.with_name(f".{target.stem}.{secrets.token_hex(4)}.writing{suffix}")
+        # 0o666 less the umask, as open() makes a file (mkstemp's would be 0o600).
+        os.close(os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except OSError:
+        return None
+    if mode is not None:
+        with contextlib.suppress(OSError):
+            os.chmod(beside, stat.S_IMODE(mode))
+    return beside
 
 
 def save_figure(figure: Any, path: Path, option: str, **savefig: Any) -> None:
-    """``figure.savefig(path, **savefig)`` inside :func:`writing_output`: any failure of
-    it is one line naming ``option`` and ``path``.
+    """``figure.savefig(path, **savefig)`` inside :func:`writing_output`: a failure of the
+    writing (the file system, or a program matplotlib runs:
+    :func:`~calib_metrics.figure_programs.failed_to_write`) is one line naming ``option``
+    and ``path`` and the failure's type; one of the drawing (a bug) is left as it is.
 
     Example:
         >>> from matplotlib.figure import Figure
@@ -119,25 +164,10 @@ def save_figure(figure: Any, path: Path, option: str, **savefig: Any) -> None:
         Traceback (most recent call last):
         ValueError: --plot /dev/full: cannot be written (No space left on device)
     """
-    with writing_output(path, option):
-        try:
-            figure.savefig(path, **savefig)
-        except OSError:
-            raise
-        # The figure is computed and drawn by now: what fails here is a program or
-        # library matplotlib calls to write the format (a LaTeX for .pgf or usetex, a
-        # Pillow without an encoder), each with its own exception type (RuntimeError,
-        # LatexError, CalledProcessError), which had ended the command in a traceback.
-        except Exception as err:
-            raise OSError(_said(err)) from err
+    from calib_metrics.figure_programs import figure_write_failures
 
-
-def _remove_made(path: Path, existed: bool) -> None:
-    """Remove what a failed write made at ``path``; a file that was there (the user's,
-    or a device) is left."""
-    if not existed:
-        with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)
+    with writing_output(path, option) as target, figure_write_failures():
+        figure.savefig(target, **savefig)
 
 
 def check_output_paths(
@@ -145,7 +175,8 @@ def check_output_paths(
 ) -> None:
     """Refuse, before any work, each output path as :func:`check_output_path` does, two
     options that name one file (the later write would destroy the earlier), and a
-    ``--plot`` figure that matplotlib cannot write (:func:`check_figure_path`).
+    ``--plot`` figure that matplotlib cannot write (:func:`check_figure_path`), nor the
+    figures of an ``--html`` page.
 
     Example:
         >>> check_output_paths({"--out": Path("same.png"), "--plot": Path("same.png")})
@@ -164,12 +195,15 @@ def check_output_paths(
                 )
     if "--plot" in given:
         check_figure_path(given["--plot"], "--plot")
+    if "--html" in given:
+        _check_page_figures(given["--html"], "--html")
 
 
 def check_figure_path(path: Path, option: str) -> None:
     """Refuse a figure file whose suffix names no format matplotlib writes (or none: it
     would add ``.png`` to the name, and the file would not be where the command says), or
-    a format that needs what this machine lacks (:func:`_missing_for_format`).
+    one that needs what this machine lacks
+    (:func:`~calib_metrics.figure_programs.missing_for_figure`).
 
     Example:
         >>> check_figure_path(Path("diagram.txt"), "--plot")
@@ -182,35 +216,21 @@ def check_figure_path(path: Path, option: str) -> None:
     if suffix not in FigureCanvasBase.get_supported_filetypes():
         what = f"writes no '.{suffix}' figures" if suffix else "needs a suffix to choose a format"
         raise ValueError(f"{option} {path}: matplotlib {what}; use .png, .pdf or .svg")
-    missing = _missing_for_format(suffix)
+    _refuse_missing(path, option, suffix)
+
+
+def _check_page_figures(path: Path, option: str) -> None:
+    """Refuse an HTML page whose SVG figures need what this machine lacks (a LaTeX for
+    ``text.usetex``): found by the page's own savefig after the work, in a traceback."""
+    _refuse_missing(path, option, "svg")
+
+
+def _refuse_missing(path: Path, option: str, suffix: str) -> None:
+    from calib_metrics.figure_programs import missing_for_figure
+
+    missing = missing_for_figure(suffix)
     if missing is not None:
-        raise ValueError(
-            f"{option} {path}: matplotlib writes '.{suffix}' figures with {missing}; "
-            "use .png, .pdf or .svg"
-        )
-
-
-def _missing_for_format(suffix: str) -> str | None:
-    """What writing a ``suffix`` figure needs beyond matplotlib and this machine lacks,
-    said as "with <it>, <why not>"; None when nothing is missing.
-
-    Of matplotlib's formats, .pgf runs a LaTeX (``rcParams["pgf.texsystem"]``) to measure
-    its text, and .webp and .avif need a Pillow built with their encoders; the others
-    (.ps and .eps included) need nothing more under matplotlib's defaults. Without this,
-    the missing program was found by ``savefig`` after all the computing.
-    """
-    if suffix == "pgf":
-        import matplotlib
-
-        tex = matplotlib.rcParams["pgf.texsystem"]
-        if shutil.which(tex) is None:
-            return f"{tex} (rcParams['pgf.texsystem']), which is not installed"
-    if suffix in ("webp", "avif"):
-        from PIL import features
-
-        if not features.check(suffix):
-            return f"Pillow's {suffix} encoder, which this Pillow lacks"
-    return None
+        raise ValueError(f"{option} {path}: {missing}")
 
 
 def _same_file(path: Path, other: Path) -> bool:

@@ -1,0 +1,178 @@
+"""Outputs written whole or not at all: an overwrite that fails part-way (a disk that
+fills) had left the user's previous file truncated to a fragment of the new one; a
+dangling symlink as the output had been unlinked by the check before the work; a drawing
+bug inside savefig had become "cannot be written" with its type lost; usetex without a
+LaTeX had ended --html in a traceback after the work; an error reading recalibrate's test
+file had been named as --out's; demo's outputs on a full disk had named no file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from cli_runs import one_line_error, run_cli
+
+from calib_metrics.predictions import save_figure, writing_output
+
+Q = [0.1, 0.35, 0.35, 0.6, 0.8, 0.95, 0.2, 0.7, 0.45, 0.15, 0.85, 0.55]
+Y = [0, 1, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0]
+PREVIOUS = "PREVIOUS RESULT " * 5000
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> Path:
+    path = tmp_path / "good.csv"
+    path.write_text("prob,label\n" + "".join(f"{q},{y}\n" for q, y in zip(Q, Y, strict=True)))
+    return path
+
+
+class _FailsPartWay:
+    """A figure whose savefig writes a fragment, then fails as a full disk does."""
+
+    def savefig(self, path: Path, **_) -> None:
+        Path(path).write_text("NEW FRAGMENT")
+        raise OSError(27, "File too large")
+
+
+def test_a_failed_overwrite_keeps_the_previous_file(tmp_path: Path) -> None:
+    path = tmp_path / "existing.png"
+    path.write_text(PREVIOUS)
+    with pytest.raises(ValueError, match=r"--plot .*existing.png: cannot be written \(File too"):
+        save_figure(_FailsPartWay(), path, "--plot")
+    assert path.read_text() == PREVIOUS
+    assert os.listdir(tmp_path) == ["existing.png"]  # nothing left beside it
+
+
+def test_a_failed_new_file_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "new.csv"
+    with pytest.raises(ValueError, match="cannot be written"), writing_output(path, "--out") as t:
+        t.write_text("part")
+        raise OSError(28, "No space left on device")
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_overwrite_keeps_the_file_mode(tmp_path: Path) -> None:
+    path = tmp_path / "shared.csv"
+    path.write_text(PREVIOUS)
+    path.chmod(0o640)
+    with writing_output(path, "--out") as target:
+        target.write_text("new")
+    assert path.read_text() == "new" and (path.stat().st_mode & 0o777) == 0o640
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_an_output_through_a_dangling_symlink_writes_its_target(
+    tmp_path: Path, good: Path, capsys
+) -> None:
+    (tmp_path / "runs").mkdir()
+    link = tmp_path / "latest.html"
+    link.symlink_to("runs/today.html")
+    code, _, err = run_cli(capsys, "evaluate", good, "--samples", "20", "--html", link)
+    assert code == 0, err
+    assert link.is_symlink() and os.readlink(link) == "runs/today.html"
+    assert (tmp_path / "runs" / "today.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_a_drawing_bug_in_savefig_stays_a_traceback(tmp_path: Path) -> None:
+    from matplotlib.artist import Artist
+    from matplotlib.figure import Figure
+
+    class Buggy(Artist):
+        def draw(self, renderer):
+            return None.missing  # type: ignore[attr-defined]
+
+    fig = Figure()
+    fig.add_artist(Buggy())
+    with pytest.raises(AttributeError, match="missing"):
+        save_figure(fig, tmp_path / "x.png", "--plot", dpi=50)
+    assert os.listdir(tmp_path) == []
+
+
+class _LatexMissing:
+    """savefig failing as matplotlib's texmanager does when latex is not on PATH."""
+
+    def savefig(self, path: Path, **_) -> None:
+        try:
+            subprocess.check_output(["/no/such/latex"])
+        except FileNotFoundError as err:
+            raise RuntimeError("Failed to process string with tex") from err
+
+
+def test_a_program_failing_in_savefig_names_its_type_and_keeps_the_chain(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as caught:
+        save_figure(_LatexMissing(), tmp_path / "x.png", "--plot")
+    assert str(caught.value) == (
+        f"--plot {tmp_path / 'x.png'}: cannot be written "
+        "(RuntimeError: Failed to process string with tex)"
+    )
+    chain, err = [], caught.value
+    while err is not None:
+        chain.append(type(err))
+        err = err.__cause__
+    assert chain[-2:] == [RuntimeError, FileNotFoundError], chain
+
+
+@pytest.fixture
+def usetex_without_latex(tmp_path: Path, monkeypatch) -> None:
+    import matplotlib
+
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setitem(matplotlib.rcParams, "text.usetex", True)
+
+
+@pytest.mark.parametrize("option,name", [("--html", "r.html"), ("--plot", "r.png")])
+def test_usetex_without_latex_is_refused_before_any_work(
+    tmp_path: Path, good: Path, capsys, usetex_without_latex, option: str, name: str
+) -> None:
+    path = tmp_path / name
+    line = one_line_error(capsys, "evaluate", good, "--samples", "20", option, path)
+    assert line.startswith(f"calib-metrics: error: {option} {path}: figures set their text "), line
+    assert "rcParams['text.usetex'] is on" in line and "not installed" in line
+    assert not path.exists()
+
+
+def test_the_pages_figures_failing_in_savefig_are_an_os_error(usetex_without_latex) -> None:
+    """The page's own savefig (into a buffer): named by the page's writer as --html's."""
+    from matplotlib.figure import Figure
+
+    from calib_metrics.report import figure_svg
+
+    fig = Figure()
+    fig.add_subplot().set_title("q")
+    with pytest.raises(OSError, match=r"^RuntimeError: "):
+        figure_svg(fig, "x")
+
+
+def test_a_failure_reading_the_test_file_is_not_named_as_out(
+    tmp_path: Path, good: Path, capsys, monkeypatch
+) -> None:
+    from calib_metrics import cli_recalibrate
+
+    def unreadable(*_):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(cli_recalibrate, "_group_ids", unreadable)
+    out = tmp_path / "o.csv"
+    code, _, err = run_cli(capsys, "recalibrate", good, good, "--samples", "20", "--out", out)
+    assert code != 0 and "Input/output error" in err and "--out" not in err, err
+    assert not out.exists()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a full disk)")
+def test_demo_outputs_on_a_full_disk_name_the_file(tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from calib_metrics.paper import demo, report
+
+    path = tmp_path / "reliability.png"
+    path.symlink_to("/dev/full")
+    with pytest.raises(ValueError, match=f"^--out {path}: cannot be written \\(No space"):
+        demo._save(Figure(), path)
+    results = tmp_path / "results.json"
+    results.symlink_to("/dev/full")
+    with pytest.raises(ValueError, match=f"^--out {results}: cannot be written \\(No space"):
+        report.write_json(results, {"n": 1})
