@@ -68,6 +68,13 @@ _SKETCH_STATES = tuple(f"cell_{part}" for part in sketch.Sketch._fields)
 _AVERAGES = ("micro", "macro", "weighted", "none", None)
 
 
+def _holds_no_cells(count: Any) -> bool:
+    """Whether a sketch's ``cell_count`` places no row in any cell (one host read): such a
+    sketch holds nothing whose cells a layout decided, so any layout's is this one's. Rows
+    kept exactly beside it are pairs as given, which this version folds by its own cells."""
+    return isinstance(count, Tensor) and not bool(count.any())
+
+
 def _layout_problem(layout: int | None) -> str:
     """Why a sketch of cell layout ``layout`` (None: made before the layout was recorded)
     cannot take this version's pairs ('' when it can): some of their values would land
@@ -499,6 +506,7 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _update(self, probs: Tensor, target: Tensor, groups: Tensor | None) -> None:
         self._refuse_synced("update")
+        self._refuse_stale()
         if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
             raise ValueError("probs and target must be tensors")
         if not probs.is_floating_point():
@@ -608,24 +616,32 @@ class CalibrationError(_StatesKeepTheirDtype):
         self._folded = True
 
     def reset(self) -> None:
-        """Forget every pair (and, streaming, start keeping pairs exactly again)."""
+        """Forget every pair (and, streaming, start keeping pairs exactly again, in this
+        version's cell layout: a metric unpickled from an older one becomes usable)."""
         super().reset()
         self._folded = False
+        if self.streaming:
+            self._cell_layout = sketch.CELL_LAYOUT  # the defaults are empty: any layout's
 
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
         super()._save_to_state_dict(destination, prefix, keep_vars)
-        if self.streaming and self._persistent.get("target", False):
-            layout = torch.tensor(sketch.CELL_LAYOUT, dtype=torch.int64)
+        # The layout the sketch was filled in, not this version's: a stale metric's state
+        # (_stale_problem) still saves, with its model, and is refused where it is loaded.
+        # None (pickled before the record): no record, as such a version saved it.
+        saved = self.streaming and self._persistent.get("target", False)
+        if saved and self._cell_layout is not None:
+            layout = torch.tensor(self._cell_layout, dtype=torch.int64)
             destination[prefix + _LAYOUT_KEY] = layout
 
     def _check_incoming(self, states: dict, tags: dict[str, Any], prefix: str = "") -> None:
         # A state dict (it has the settings' record) of another cell layout: new pairs
         # would land one cell from its own equal values, splitting their tie groups (a
-        # metric_state dict, from this process's metrics, has no records).
+        # metric_state dict has no records). Unless its cells hold no row, as a checkpoint
+        # saved after the epoch's reset() does: nothing in it to split.
         if self.streaming and _SETTINGS_KEY in tags:
             saved = tags.get(_LAYOUT_KEY)
             problem = _layout_problem(None if saved is None else int(saved))
-            if problem:
+            if problem and not _holds_no_cells(states.get(prefix + "cell_count")):
                 raise ValueError(
                     f"{type(self).__name__}: the state's streaming sketch was saved by "
                     f"{problem}. Compute that state with the version that saved it, or "
@@ -634,33 +650,59 @@ class CalibrationError(_StatesKeepTheirDtype):
         super()._check_incoming(states, tags, prefix)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Unpickle (``torch.load`` of the metric or of a model holding it, ``copy``),
-        refusing a streaming metric pickled with another cell layout as
-        ``load_state_dict`` refuses its state dict: before anything is set."""
-        if state.get("streaming"):
-            problem = _layout_problem(state.get("_cell_layout"))
-            if problem:
-                raise ValueError(
-                    f"{type(self).__name__}: this pickled streaming metric was saved by "
-                    f"{problem}. Compute it with the version that pickled it, or start a "
-                    "new metric (a model pickled with it loads in that version; its "
-                    "state_dict() without this metric's entries loads here)"
-                )
-        state = {"_cell_layout": None, **state}  # an exact-mode metric keeps no sketch
+        """Unpickle (``torch.load`` of the metric or of a model holding it, ``copy``).
+
+        A streaming metric pickled by a version of another cell layout always loads, so
+        that a model holding it does: with an empty sketch it takes this version's layout
+        (nothing in its cells to split); with rows in its sketch it is stale
+        (:meth:`_stale_problem`) until ``reset()``.
+        """
+        state = {"_cell_layout": None, **state}  # pickled before it was recorded
         super().__setstate__(state)
+        if not self._stale_problem():
+            return
+        if _holds_no_cells(self.__dict__.get("cell_count")):
+            self._cell_layout = sketch.CELL_LAYOUT
+        else:
+            self._computed = None  # the older version's cached value: compute() refuses too
+
+    def _stale_problem(self) -> str:
+        """Why this metric can take no pairs nor compute ('' when it can): its sketch holds
+        rows placed by another cell layout (a metric unpickled from an older version)."""
+        if not self.streaming:
+            return ""
+        return _layout_problem(self._cell_layout)
+
+    def _refuse_stale(self) -> None:
+        """Raise ValueError, changing nothing, when this metric is stale (update, forward,
+        merge_state in either direction and every compute refuse it)."""
+        problem = self._stale_problem()
+        if problem:
+            raise ValueError(
+                f"{type(self).__name__}: this streaming metric was pickled by {problem}, "
+                "and its sketch holds rows: it takes no pairs and computes nothing here. "
+                "reset() starts it afresh in this version's layout; or compute it with the "
+                "version that pickled it"
+            )
 
     def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
+        sketch_before = self.__dict__.get("cell_count")
         super()._load_from_state_dict(*args, **kwargs)
         if self.streaming:
             # Where the next rows go follows the loaded state (host sync, at load only):
             # to the sketch once it holds rows that the kept pairs do not.
             self._folded = int(self.rows_seen) > self._buffered_rows()
+            if self.cell_count is not sketch_before:
+                # Loaded (a copy, checked to be of this layout or empty): it replaced
+                # the whole state, a stale one's too.
+                self._cell_layout = sketch.CELL_LAYOUT
 
     def _exact_pairs(self) -> bool:
         """Whether compute() bins the kept pairs exactly: always, or (streaming) while
         the rows seen, on all ranks once synchronised, fit the buffer (host sync)."""
         if not self.streaming:
             return True
+        self._refuse_stale()  # every compute asks this first
         return int(self.rows_seen.item()) <= self._buffer_capacity()
 
     def _full_sketch(self) -> sketch.Sketch:
@@ -683,6 +725,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         buffers its rows, so that a batch never pays for a sketch of its own.
         """
         self._refuse_synced("forward")
+        self._refuse_stale()
         groups = args[2] if len(args) > 2 else kwargs.get("groups")
         batch = self._batch_metric()
         batch._row_sums_warned = True  # this metric warns, once, at the caller's line
@@ -772,6 +815,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 "a CalibrationError merges another CalibrationError or a dict of its states, "
                 f"got {type(incoming_state).__name__}"
             )
+        self._refuse_stale()
         if isinstance(incoming_state, CalibrationError):
             problem = self._merge_problem(incoming_state)
             if problem:
@@ -849,7 +893,11 @@ class CalibrationError(_StatesKeepTheirDtype):
         if self.streaming:
             problem = _layout_problem(other.__dict__.get("_cell_layout"))
             if problem:
-                return f"the incoming streaming sketch was made by {problem}"
+                return (
+                    f"the incoming streaming sketch was made by {problem} (reset() it to "
+                    "start it afresh in this version's layout, or compute it with the "
+                    "version that pickled it)"
+                )
         if set(other._defaults) != set(self._defaults):
             return "one keeps group ids and the other does not (interval= must match)"
         return self._group_ids_problem(other.target, getattr(other, "groups", None))
@@ -1184,8 +1232,8 @@ class CalibrationError(_StatesKeepTheirDtype):
                 f"class build {classwise} (compute_class_results()) or {per_class} "
                 "(compute_result())"
             )
-        if self.average is None:
-            return "its compute_result() gives one result per class (average='none')"
+        if self._per_class:  # average "none", "macro" or "weighted"
+            return "its compute_result() gives one result per class (a list, in class order)"
         return f"for one result per class build {per_class} (compute_result()) or {classwise}"
 
     def _one_vs_rest_results(self) -> list[CalibrationResult]:

@@ -39,6 +39,12 @@ def test_the_advice_names_metrics_that_give_one_result_per_class(options) -> Non
             assert len(metric.compute_result()) == 3  # average="none": one per class
 
 
-def test_a_per_class_one_vs_rest_metric_is_pointed_at_its_own_result() -> None:
+@pytest.mark.parametrize("average", ["none", "macro", "weighted"])
+def test_a_per_class_one_vs_rest_metric_is_pointed_at_its_own_result(average) -> None:
+    """Macro and weighted metrics list one result per class too: they were told to build
+    an average='none' metric for what their own compute_result() gives."""
+    metric = CalibrationError(num_classes=3, average=average, n_samples=20)
     with pytest.raises(ValueError, match=r"its compute_result\(\) gives one result per class"):
-        CalibrationError(num_classes=3, average="none").compute_class_results()
+        metric.compute_class_results()
+    metric.update(PROBS, TARGET)
+    assert len(metric.compute_result()) == 3

@@ -8,7 +8,6 @@ before the split names its states' record, ``_StatesOfRule``, as
 from __future__ import annotations
 
 import ast
-import copy
 import importlib
 import io
 import pickle
@@ -138,76 +137,3 @@ def test_the_split_modules_sit_below_the_metrics():
     assert _outside(_imported("calib_metrics.metric_checks"), allowed) == set()
     # The state base class adds torchmetrics, never a metric built on it.
     assert _outside(_imported("calib_metrics.metric_state"), allowed | {"torchmetrics"}) == set()
-
-
-# A streaming metric pickled before the cell layout was recorded on it (2026-11-30) had
-# loaded silently, and new pairs of its values landed one cell from its own (a probe's
-# reproducer: 600,000 rows of one q pickled by that version then 600,000 more gave 0.3526
-# for the exact 0.0424, with streaming_tolerance() 1e-12). Its state dict was refused; the
-# pickle is now too.
-def _pickled_before_the_layout(metric: CalibrationError) -> bytes:
-    """``metric`` pickled as a calib_metrics before 2026-11-30 did: without the record of
-    its sketch's cell layout (the record is dropped from this one object, not its state)."""
-    metric.__dict__.pop("_cell_layout", None)
-    return pickle.dumps(metric)
-
-
-def _streaming(rows: slice) -> CalibrationError:
-    g = torch.Generator().manual_seed(1)
-    q = torch.rand(3000, generator=g, dtype=torch.float64)
-    metric = CalibrationError(streaming=True, resolution=64, debias=False, n_samples=20)
-    metric.update(q[rows], torch.bernoulli(q[rows], generator=g))
-    return metric
-
-
-def test_a_streaming_metric_pickled_before_the_layout_record_is_refused():
-    old = _pickled_before_the_layout(_streaming(slice(0, 1000)))  # folded: past 2·64 rows
-    words = r"pickled streaming metric was saved by a calib_metrics before 2026-11-30"
-    with pytest.raises(ValueError, match=words):
-        pickle.loads(old)
-    model = torch.nn.Module()
-    model.metric = _streaming(slice(0, 1000))
-    model.metric.__dict__.pop("_cell_layout", None)
-    saved = io.BytesIO()
-    torch.save(model, saved)  # a whole model, as a checkpoint of the module
-    saved.seek(0)
-    with pytest.raises(ValueError, match=r"new pairs would split their tie groups"):
-        torch.load(saved, weights_only=False)
-    with pytest.raises(ValueError, match=r"before 2026-11-30"):
-        copy.deepcopy(model.metric)
-
-
-@pytest.mark.parametrize("layout", [None, 1], ids=["before the record", "another layout"])
-def test_merging_a_metric_of_another_layout_is_refused_and_changes_nothing(layout):
-    receiver = _streaming(slice(1000, 3000))
-    before = receiver.compute()
-    counts = receiver.cell_count.clone()
-    incoming = _streaming(slice(0, 1000))
-    if layout is None:
-        incoming.__dict__.pop("_cell_layout", None)
-    else:
-        incoming._cell_layout = layout
-    words = "before 2026-11-30" if layout is None else "of layout 1"
-    with pytest.raises(ValueError, match=rf"cannot merge .* made by a calib_metrics {words}"):
-        receiver.merge_state(incoming)
-    assert torch.equal(receiver.cell_count, counts)
-    assert torch.equal(receiver.compute(), before)
-
-
-def test_this_layouts_pickles_and_old_exact_mode_pickles_still_load():
-    g = torch.Generator().manual_seed(2)
-    q = torch.rand(3000, generator=g, dtype=torch.float64)
-    y = torch.bernoulli(q, generator=g)
-    streaming = _streaming(slice(0, 1000))
-    loaded = pickle.loads(pickle.dumps(streaming))
-    assert torch.equal(loaded.compute(), streaming.compute())
-    loaded.merge_state(copy.deepcopy(streaming))  # a copy is a pickle too
-    loaded.update(q[:10], y[:10])
-    assert int(loaded.rows_seen) == 2010
-    # An exact-mode metric holds no sketch: pickled before the record, it still loads.
-    exact = CalibrationError(n_samples=20)
-    exact.update(q, y)
-    old = pickle.loads(_pickled_before_the_layout(exact))
-    assert torch.equal(old.compute(), exact.compute())
-    old.update(q[:10], y[:10])
-    assert old._cell_layout is None
