@@ -340,3 +340,16 @@ def test_end_bins_come_from_the_binning_passes(n, dtype, monkeypatch) -> None:
     # The bins of the smallest q > 0 are not pinned to 0 (near 1, a bin's mean may round
     # to 1 in float64 whatever its count).
     assert bins.pred_mean[~(zeros | ones)].gt(0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_the_end_keys_are_made_on_the_keys_device(dtype) -> None:
+    # The key of q = 1 was made on the CPU and joined to the sorted keys: every exact
+    # adaptive binning on a GPU would have raised (shown on the meta device, which has no
+    # data but checks devices as CUDA does).
+    key = torch.arange(10, device="meta")
+    assert binning_module._sorted_ends(key, dtype).device.type == "meta"
+    assert (
+        binning_module._zero_and_one(torch.empty(3, dtype=dtype, device="meta")).device.type
+        == "meta"
+    )

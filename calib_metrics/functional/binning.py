@@ -757,9 +757,18 @@ def _rows_at(key: Tensor, cum_q: Tensor, cum_y: Tensor, ranks: Tensor) -> Tensor
 def _sorted_ends(key: Tensor, dtype: torch.dtype) -> Tensor:
     """The pairs at q = 0 and at q = 1 (int64, shape 2) from their sorted order keys:
     key 0 is q = 0 (and −0.0), the largest key q = 1."""
-    ends = torch.cat([key.new_zeros(1), _order_key(torch.ones(1, dtype=dtype))[0].long()])
+    # Filled on the keys' device, not copied there: a copy from the host waits for it.
+    ends = key.new_full((2,), int(_order_key(torch.ones(1, dtype=dtype))[0]))
+    ends[0] = 0
     at = torch.searchsorted(key, ends, right=True)
     return torch.stack([at[0], key.numel() - torch.searchsorted(key, ends[1:])[0]])
+
+
+def _zero_and_one(like: Tensor) -> Tensor:
+    """[0, 1] in ``like``'s dtype, filled on its device (no copy from the host)."""
+    ends = like.new_ones(2)
+    ends[0] = 0
+    return ends
 
 
 def _share_of(ones: Tensor, before: Tensor, size: Tensor) -> Tensor:
@@ -971,7 +980,7 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> tuple[Tensor, 
         single = single | (cells[1] == cells[0] * top.to(torch.float64))
     else:
         cells = _histogram(probs, target, cell_of, size, memo=memo)
-    ends = cells[0].index_select(0, cell_of(probs.new_tensor([0.0, 1.0])))
+    ends = cells[0].index_select(0, cell_of(_zero_and_one(probs)))
     left, k, t = _resolve(cells, single, queries, f)
     if not bool(left.any()):
         return f, ends

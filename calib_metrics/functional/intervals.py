@@ -233,9 +233,18 @@ def weighted_mean(values: Tensor, count: Tensor) -> Tensor:
     weight = (count / count.sum(dim=-1, keepdim=True)).to(values.dtype)
     if weight.ndim == 1 and values.ndim > 1:
         return values @ weight
-    if weight.shape != torch.broadcast_shapes(weight.shape, values.shape):
+    if not _holds_result(weight, values):
         return (weight * values).sum(dim=-1)
     return weight.mul_(values).sum(dim=-1)  # weight is this call's own tensor
+
+
+def _holds_result(out: Tensor, other: Tensor) -> bool:
+    """Whether ``out op other`` fits in ``out`` (shape and dtype), so that it may be done
+    in place. Plain Python: ``torch.broadcast_shapes`` imports sympy (0.3-0.5 s) on the
+    first call of a process."""
+    if other.ndim > out.ndim or torch.result_type(out, other) != out.dtype:
+        return False
+    return all(b in (1, a) for a, b in zip(reversed(out.shape), reversed(other.shape)))
 
 
 def debiased_square(
@@ -293,8 +302,12 @@ def debiased_square(
     if samples is None:
         samples = tie_run_counts(gap, freq, count)
     spread = (samples - 1).to(freq.dtype).clamp_min_(1)
-    # In place on fresh tensors: the draws' blocks call this on every slice.
-    square = gap.square().sub_(torch.rsub(freq, 1).mul_(freq).div_(spread))
+    # In place on fresh tensors where the result fits them: the draws' blocks call this
+    # on every slice.
+    variance = torch.rsub(freq, 1).mul_(freq)
+    variance = variance.div_(spread) if _holds_result(variance, spread) else variance / spread
+    square = gap.square()
+    square = square.sub_(variance) if _holds_result(square, variance) else square - variance
     if unplaced is not None:
         square = square + unplaced / count.clamp_min(1) ** 2 * (1 + 1 / spread)
     return weighted_mean(square, count)
@@ -425,7 +438,8 @@ def pair_draws(
     the group and shared out over its bins as the tie rule counts them (c of its N pairs
     in a bin: c/N of its draws), so every bin the group meets moves with the group's
     mean label, as the estimator's n_eff assumes. Bins no group straddles draw exactly
-    as untied bins always did. One host synchronisation (whether any group is cut).
+    as untied bins always did. Two host synchronisations per call (whether any group is
+    cut; whether the drawn counts are sure to be whole in float32).
 
     Example:
         >>> import torch
@@ -437,8 +451,9 @@ def pair_draws(
     """
     ones, zeros, share = _draw_units(bins)
     n_bins = bins.count.shape[-1]
+    compact = _compact_dtype(ones)
     for size in _block_sizes(n_samples, ones.numel()):
-        n1 = _compact(torch.poisson(_block_rates(ones, size), generator=generator))
+        n1 = torch.poisson(_block_rates(ones, size), generator=generator).to(compact)
         n0 = torch.poisson(_block_rates(zeros, size), generator=generator)
         for rows in _slices(size, ones.numel()):
             ones_s = _shared_out(n1[rows].to(n0.dtype), n_bins, share)
@@ -455,12 +470,14 @@ def _block_rates(rates: Tensor, size: int) -> Tensor:
     return block if block.device.type == "cpu" else block.contiguous()
 
 
-def _compact(counts: Tensor) -> Tensor:
-    """Drawn whole counts in float32 when all are exact there (below 2²⁴): the block of
-    ones then takes half the memory while the zeros are drawn. One host synchronisation."""
-    if counts.dtype != torch.float64 or not counts.numel() or bool(counts.max() >= 2**24):
-        return counts
-    return counts.to(torch.float32)
+def _compact_dtype(rates: Tensor) -> torch.dtype:
+    """The dtype to hold Poisson counts of ``rates`` in while the other block is drawn:
+    float32 (half the memory) when every rate is below 2²³, so that a count reaching
+    2²⁴, past which float32 skips integers, is a deviation of over 2²³ (√2²³ ≈ 2,900
+    standard deviations): never. One host synchronisation."""
+    if rates.dtype != torch.float64 or not rates.numel() or bool(rates.max() >= 2**23):
+        return rates.dtype
+    return torch.float32
 
 
 def _draw_units(bins: Bins) -> tuple[Tensor, Tensor, tuple[Tensor, ...] | None]:

@@ -186,9 +186,9 @@ def tie_runs(gap: Tensor, freq: Tensor) -> Tensor:
         freq[..., 1:], freq[..., :-1], rtol=eps, atol=eps
     )
     # The first bin starts a run; sized from the broadcast shape (gap [K] may meet draws'
-    # freq [S, K]), not from ``same``, which is empty for a single bin.
-    shape = torch.broadcast_shapes(gap.shape, freq.shape)
-    first = torch.ones((*shape[:-1], min(shape[-1], 1)), dtype=torch.bool, device=gap.device)
+    # freq [S, K]), not from ``same``, which is empty for a single bin. Broadcast on the
+    # first bins (not torch.broadcast_shapes, which imports sympy on its first call).
+    first = torch.ones_like(gap[..., :1] + freq[..., :1], dtype=torch.bool)
     starts = torch.cat([first, ~same], dim=-1)
     return torch.cumsum(starts.long(), dim=-1) - 1
 
