@@ -396,9 +396,12 @@ def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None)
 
 
 def _write_page(path: Path, page: Callable[[], str]) -> None:
-    """Draw an ``--html`` page (``page()``) and write it: a failure of either's writing (a
-    full disk; a program the figures' savefig runs) names the option and the path."""
-    from calib_metrics.predictions import writing_output
+    """Draw an ``--html`` page (``page()``), then write it: a failure of either's writing
+    (a program the figures' savefig runs; a full disk) names the option and the path."""
+    from calib_metrics.predictions import output_failures, writing_output
 
+    # Drawn before the file is made: a run stopped while drawing leaves nothing beside it.
+    with output_failures(path, "--html"):
+        text = page()
     with writing_output(path, "--html") as target:
-        target.write_text(page(), encoding="utf-8")
+        target.write_text(text, encoding="utf-8")

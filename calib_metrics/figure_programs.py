@@ -10,6 +10,7 @@ figures; matplotlib is imported only when a figure is checked.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -69,10 +70,23 @@ def _usetex_programs(suffix: str) -> list[str]:
     return ["latex"]
 
 
+# Where matplotlib runs the programs and reads what they wrote: an error raised there is
+# theirs (or the TeX installation's: dviread's missing Type-1 font), not the drawing's.
+_PROGRAM_MODULES = frozenset({"matplotlib.texmanager", "matplotlib.dviread"})
+# cbook's runner of latex (.ps's psfrag), dvips and gs raises a RuntimeError of its own.
+_PROGRAM_FUNCTIONS = frozenset({("matplotlib.cbook", "_check_and_log_subprocess")})
+
+
 def failed_to_write(err: BaseException) -> bool:
     """Whether a ``savefig`` failure is the writing's, not the drawing's: the file system
     or Pillow's encoders (OSError), or an external program (its CalledProcessError, pgf's
-    LatexError, and the RuntimeError that texmanager and pgf raise from either).
+    LatexError, a RuntimeError raised from either, pgf's ValueError raised from its
+    LatexError, and what matplotlib's texmanager, dviread and subprocess runner raise
+    themselves).
+
+    The last are told by where they were raised (matplotlib's modules that run the
+    programs), not by their messages; an error raised anywhere else (a bug in drawing
+    code, the library's or matplotlib's) stays a traceback.
 
     Example:
         >>> failed_to_write(OSError(28, "No space left on device"))
@@ -80,10 +94,12 @@ def failed_to_write(err: BaseException) -> bool:
         >>> failed_to_write(AttributeError("'NoneType' object has no attribute 'x'"))
         False
     """
-    if isinstance(err, OSError | subprocess.CalledProcessError):
+    if isinstance(err, OSError | subprocess.CalledProcessError) or _is_latex_error(err):
         return True
-    if type(err).__name__ == "LatexError" and type(err).__module__.startswith("matplotlib"):
+    if isinstance(err, RuntimeError | ValueError | LookupError) and _running_programs(err):
         return True
+    if isinstance(err, ValueError) and _is_latex_error(err.__cause__):
+        return True  # pgf's, measuring text
     # texmanager raises "... from None" on a failed run: the run's error is the context.
     source = err.__cause__ or err.__context__
     return isinstance(err, RuntimeError) and isinstance(
@@ -91,18 +107,68 @@ def failed_to_write(err: BaseException) -> bool:
     )
 
 
+def _is_latex_error(err: BaseException | None) -> bool:
+    return type(err).__name__ == "LatexError" and type(err).__module__.startswith("matplotlib")
+
+
+def _raised_in(err: BaseException):
+    """The frame that raised ``err`` (its traceback's innermost); None when it has none."""
+    tb = err.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame
+
+
+def _running_programs(err: BaseException) -> bool:
+    frame = _raised_in(err)
+    if frame is None:
+        return False
+    module = frame.f_globals.get("__name__", "")
+    return module in _PROGRAM_MODULES or (module, frame.f_code.co_name) in _PROGRAM_FUNCTIONS
+
+
+def _program_failed(err: BaseException) -> str | None:
+    """'<program> exited with status <n>' for a failure of a program matplotlib ran (its
+    CalledProcessError in the chain, or cbook's runner's command); None for another."""
+    seen: list[BaseException] = []
+    link: BaseException | None = err
+    while link is not None and link not in seen:  # a chain may loop back
+        if isinstance(link, subprocess.CalledProcessError):
+            return _exited(link.cmd, link.returncode)
+        seen.append(link)
+        link = link.__cause__ or link.__context__
+    frame = _raised_in(err)
+    if frame is not None and frame.f_code.co_name == "_check_and_log_subprocess":
+        run = frame.f_locals.get("proc")
+        if isinstance(run, subprocess.CompletedProcess):
+            return _exited(run.args, run.returncode)
+    return None
+
+
+def _exited(command, status: int) -> str:
+    program = command if isinstance(command, str | os.PathLike) else command[0]
+    return f"{os.path.basename(program)} exited with status {status}"
+
+
+def _first_line(err: BaseException) -> str:
+    return next((line.strip() for line in str(err).splitlines() if line.strip()), "")
+
+
 @contextlib.contextmanager
 def figure_write_failures() -> Iterator[None]:
     """Inside this block, a ``savefig`` failure of the writing (:func:`failed_to_write`)
-    is an OSError whose message names its type, chained to it; any other (a drawing bug)
-    goes by unchanged.
+    is an OSError whose short message names its type, chained to it; any other (a drawing
+    bug) goes by unchanged. A program's failure is said by its name and exit status (its
+    command and output, kilobytes of them, stay in the chained error).
 
     Example:
         >>> import subprocess
         >>> with figure_write_failures():
-        ...     raise subprocess.CalledProcessError(1, ["latex"])
+        ...     raise subprocess.CalledProcessError(1, ["/usr/bin/latex", "x.tex"])
         Traceback (most recent call last):
-        OSError: CalledProcessError: Command '['latex']' returned non-zero exit status 1.
+        OSError: CalledProcessError: latex exited with status 1 (...)
     """
     try:
         yield
@@ -111,5 +177,17 @@ def figure_write_failures() -> Iterator[None]:
     except Exception as err:
         if not failed_to_write(err):
             raise
-        said = " ".join(str(err).split())
-        raise OSError(f"{type(err).__name__}: {said}" if said else type(err).__name__) from err
+        raise OSError(_short(err)) from err
+
+
+def _short(err: BaseException) -> str:
+    """One short line for a write-side failure of ``savefig``."""
+    failed = _program_failed(err)
+    said = _first_line(err) if failed is None else f"{failed} ({_PROGRAM_HINT})"
+    return f"{type(err).__name__}: {said}" if said else type(err).__name__
+
+
+_PROGRAM_HINT = (
+    "a label LaTeX cannot set, or a broken TeX installation; with text.usetex off in "
+    "your matplotlibrc, figures need no LaTeX"
+)

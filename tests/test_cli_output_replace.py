@@ -31,8 +31,8 @@ def good(tmp_path: Path) -> Path:
 class _FailsPartWay:
     """A figure whose savefig writes a fragment, then fails as a full disk does."""
 
-    def savefig(self, path: Path, **_) -> None:
-        Path(path).write_text("NEW FRAGMENT")
+    def savefig(self, out, **_) -> None:
+        out.write(b"NEW FRAGMENT")
         raise OSError(27, "File too large")
 
 
@@ -43,6 +43,16 @@ def test_a_failed_overwrite_keeps_the_previous_file(tmp_path: Path) -> None:
         save_figure(_FailsPartWay(), path, "--plot")
     assert path.read_text() == PREVIOUS
     assert os.listdir(tmp_path) == ["existing.png"]  # nothing left beside it
+
+
+def test_an_overwrite_that_fails_part_way_keeps_the_previous_file(tmp_path: Path) -> None:
+    path = tmp_path / "existing.csv"
+    path.write_text(PREVIOUS)
+    with pytest.raises(ValueError, match="cannot be written"), writing_output(path, "--out") as t:
+        t.write_text("NEW FRAGMENT")
+        raise OSError(27, "File too large")
+    assert path.read_text() == PREVIOUS
+    assert os.listdir(tmp_path) == ["existing.csv"]
 
 
 def test_a_failed_new_file_leaves_nothing(tmp_path: Path) -> None:
@@ -176,3 +186,81 @@ def test_demo_outputs_on_a_full_disk_name_the_file(tmp_path: Path) -> None:
     results.symlink_to("/dev/full")
     with pytest.raises(ValueError, match=f"^--out {results}: cannot be written \\(No space"):
         report.write_json(results, {"n": 1})
+
+
+def test_a_figure_is_drawn_before_its_file_is_made(tmp_path: Path) -> None:
+    """A run stopped while a figure is drawn (a SIGTERM skips every finally) had left the
+    empty file being written beside the target."""
+
+    class Checks:
+        def savefig(self, out, **_) -> None:
+            assert os.listdir(tmp_path) == [], "a file was made before the drawing"
+            out.write(b"png")
+
+    save_figure(Checks(), tmp_path / "x.png", "--plot")
+    assert os.listdir(tmp_path) == ["x.png"]
+
+
+def test_the_page_is_drawn_before_its_file_is_made(
+    tmp_path: Path, good: Path, capsys, monkeypatch
+) -> None:
+    from calib_metrics import report
+
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def page(*_, **__) -> str:
+        assert os.listdir(out) == [], "a file was made before the page was drawn"
+        return "<!DOCTYPE html>"
+
+    monkeypatch.setattr(report, "evaluate_page", page)
+    code, _, err = run_cli(capsys, "evaluate", good, "--samples", "20", "--html", out / "r.html")
+    assert code == 0, err
+    assert os.listdir(out) == ["r.html"]
+
+
+def test_a_file_being_written_is_not_seen_by_a_glob_of_its_suffix(tmp_path: Path) -> None:
+    with writing_output(tmp_path / "x.png", "--plot") as target:
+        target.write_bytes(b"half")
+        assert list(tmp_path.glob("*.png")) == []
+    assert [p.name for p in tmp_path.glob("*.png")] == ["x.png"]
+
+
+_STOPPED_WHILE_DRAWING = """
+import sys, time
+from pathlib import Path
+from calib_metrics import cli, report
+
+def page(*_, **__):
+    Path(sys.argv[1]).write_text("drawing")
+    time.sleep(120)
+
+report.evaluate_page = page
+sys.exit(cli.main(["evaluate", sys.argv[2], "--samples", "20", "--html", sys.argv[3]]))
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGTERM")
+def test_a_run_stopped_while_the_page_is_drawn_leaves_nothing(tmp_path: Path, good: Path) -> None:
+    import signal
+    import sys
+    import time
+
+    out, marker = tmp_path / "out", tmp_path / "drawing"
+    out.mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    argv = [sys.executable, "-c", _STOPPED_WHILE_DRAWING, marker, good, out / "r.html"]
+    run = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), run.stderr.read().decode() if run.poll() is not None else "late"
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(timeout=60)
+        run.stderr.close()
+    assert os.listdir(out) == []

@@ -110,3 +110,34 @@ def test_demo_prints_its_few_bins_warning_before_the_run_not_after(tmp_path, mon
     assert code == 0 and len(warned) == 1 and len(wrote) == 1, lines
     assert "--bin-size 100000 makes 1 bin" in lines[warned[0]]
     assert warned[0] < wrote[0], lines
+
+
+def test_demo_refuses_usetex_without_latex_before_the_run(tmp_path, capsys, monkeypatch):
+    """Its figures' LaTeX had been looked for by their savefig, after the whole run."""
+    import matplotlib
+
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setitem(matplotlib.rcParams, "text.usetex", True)
+    monkeypatch.setattr(demo, "_settings", _never)
+    out = tmp_path / "demo"
+    err = cli_runs.one_line_error(capsys, "demo", "--quick", "--out", out)
+    figure = out / "reliability.png"
+    assert err.startswith(f"calib-metrics: error: --out {figure}: figures set "), err
+    assert "rcParams['text.usetex'] is on" in err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a full disk)")
+def test_reproduces_figures_on_a_full_disk_name_the_file(tmp_path):
+    import torch
+
+    from calib_metrics.functional import calibration_error_ci
+    from calib_metrics.paper.thesis_figures import Curve, thesis_figure
+
+    p = torch.rand(200, generator=torch.Generator().manual_seed(1))
+    r = calibration_error_ci(p, (p > 0.5).float(), bin_size=40, n_samples=20)
+    path = tmp_path / "f.png"
+    path.symlink_to("/dev/full")
+    with pytest.raises(ValueError, match=f"^--out {path}: cannot be written \\(No space"):
+        thesis_figure([("q", [Curve("m", "m", r)])], path, suptitle="t")

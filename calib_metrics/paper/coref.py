@@ -39,6 +39,7 @@ from calib_metrics.paper.coref_conllu import (
 from calib_metrics.paper.coref_features import DocumentFeatures, features_for
 from calib_metrics.paper.coref_scores import score_corpus
 from calib_metrics.paper.locations import data_file, data_help, find_dataset
+from calib_metrics.predictions import save_figure
 from calib_metrics.queries import coref_pair_queries
 
 DESCRIPTION = "§5: antecedent-ranking coreference, exact vs 1000-sample pairwise marginals"
@@ -337,7 +338,7 @@ def _figure(evaluation: dict[str, Any], which: str, title: str, path: Path) -> P
     fig, _ = reliability_diagram(
         evaluation[which][key]["result"], title=title, interval="paper", debias=False
     )
-    fig.savefig(path, dpi=90, bbox_inches="tight")
+    save_figure(fig, path, "--out", dpi=90, bbox_inches="tight")
     plt.close(fig)
     return path
 

@@ -22,7 +22,7 @@ from calib_metrics.few_bins import warn_if_few_adaptive_bins
 from calib_metrics.functional import brier_decomposition, calibration_error_ci
 from calib_metrics.paper import estimators, options, report
 from calib_metrics.paper.synthetic import sample_pairs, true_calibration_error
-from calib_metrics.predictions import save_figure
+from calib_metrics.predictions import check_figure_path, save_figure
 
 DESCRIPTION = "the thesis' synthetic calibration study (no data set needed)"
 
@@ -269,6 +269,8 @@ def run(args: argparse.Namespace) -> dict:
     out = report.output_folder(args.out)
     if args.img is not None:
         report.output_folder(args.img, "--img", exists=True)
+    # Its .png figures' needs (a LaTeX with text.usetex), said now, not after the run.
+    check_figure_path(out / "reliability.png", "--out")
     n, bin_size, samples = _sizes(args)
     out.mkdir(parents=True, exist_ok=True)
     # As evaluate says it: the table's settings are scored in --bin-size bins; said at

@@ -29,6 +29,7 @@ from calib_metrics.models.hmm import HMM
 from calib_metrics.paper import options, paired, report
 from calib_metrics.paper.locations import data_file, data_help, find_dataset
 from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
+from calib_metrics.predictions import save_figure
 from calib_metrics.queries import tag_pair_queries, tag_queries, top_tag_pairs
 
 DESCRIPTION = "§4.2: HMM vs CRF part-of-speech taggers, calibration of tag and tag-pair marginals"
@@ -400,11 +401,11 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
         _reliability(m["all_tags"]["_result"], title, ax=ax)
         single, _ = _reliability(m["all_tags"]["_result"], title)
         paths[key] = f"pos_reliability_{key}.png"  # relative to --out
-        single.savefig(out / paths[key], dpi=90, bbox_inches="tight")
+        save_figure(single, out / paths[key], "--out", dpi=90, bbox_inches="tight")
         plt.close(single)
     fig.tight_layout()
     paths["reliability"] = "pos_reliability.png"  # relative to --out
-    fig.savefig(out / paths["reliability"], dpi=90, bbox_inches="tight")
+    save_figure(fig, out / paths["reliability"], "--out", dpi=90, bbox_inches="tight")
     plt.close(fig)
 
     names = [MODELS[k] for k in models]
@@ -415,7 +416,7 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
         per_tag, title=f"Per-tag calibration error (Figure 4a)\nall tags: {overall}", **paper
     )
     paths["per_tag"] = "pos_per_tag.png"  # relative to --out
-    fig.savefig(out / paths["per_tag"], dpi=90, bbox_inches="tight")
+    save_figure(fig, out / paths["per_tag"], "--out", dpi=90, bbox_inches="tight")
 
     small = min(results["top_pairs"])
     first = next(iter(models.values()))[f"top{small}_pairs"]["per_pair"]
@@ -435,7 +436,7 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
         **paper,
     )
     paths["pairs"] = "pos_pairs.png"  # relative to --out
-    fig.savefig(out / paths["pairs"], dpi=90, bbox_inches="tight")
+    save_figure(fig, out / paths["pairs"], "--out", dpi=90, bbox_inches="tight")
 
     # The paired per-tag comparison of the full CRF with the HMM (issue 15).
     c = results["paired"]["crf"]["per_tag"]
@@ -446,7 +447,7 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
         f"{paired.format_counts(c, 'CRF', 'HMM')}",
     )  # fmt: skip
     paths["per_tag_paired"] = "pos_per_tag_paired.png"  # relative to --out
-    fig.savefig(out / paths["per_tag_paired"], dpi=90, bbox_inches="tight")
+    save_figure(fig, out / paths["per_tag_paired"], "--out", dpi=90, bbox_inches="tight")
     return paths
 
 

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.paper import paired, report
+from calib_metrics.predictions import save_figure
 from calib_metrics.recalibration import ChainTemperature, compare_before_after, fit_binary
 from calib_metrics.report import p_value_text
 
@@ -111,7 +112,7 @@ def figure(curves: dict[str, tuple[Any, Any]], path: Path, interval: str = "pair
         reliability_diagram(before, ax=axes[0, col], title=f"{name}: before", **kind)
         reliability_diagram(after, ax=axes[1, col], title=f"{name}: after", **kind)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    save_figure(fig, path, "--out", dpi=90)
     return path.name  # relative to --out: an absolute path breaks when it moves
 
 

@@ -37,6 +37,7 @@ from calib_metrics.paper.tweets import (
     remove_emoticons,
     stratified_split,
 )
+from calib_metrics.predictions import save_figure
 
 DESCRIPTION = "§4.1: Bernoulli Naive Bayes vs logistic regression on emoticon-labelled tweets"
 
@@ -248,9 +249,9 @@ def _figures(results: dict, curves: dict, out: Path) -> dict[str, str]:
         reliability_diagram(result, ax=ax, **kind)
         single, _ = reliability_diagram(result, **kind)
         paths[key] = f"sentiment_{key}.png"  # relative to --out
-        single.savefig(out / paths[key], dpi=100, bbox_inches="tight")
+        save_figure(single, out / paths[key], "--out", dpi=100, bbox_inches="tight")
     paths["both"] = "sentiment_reliability.png"
-    both.savefig(out / paths["both"], dpi=100, bbox_inches="tight")
+    save_figure(both, out / paths["both"], "--out", dpi=100, bbox_inches="tight")
     return paths
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from calib_metrics.predictions import save_figure
+
 __all__ = ["Curve", "overlay_reliability", "thesis_figure"]
 
 
@@ -115,6 +117,6 @@ def thesis_figure(
             ax.set_visible(False)
     fig.suptitle(literal(suptitle), fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=80, bbox_inches="tight")
+    save_figure(fig, path, "--out", dpi=80, bbox_inches="tight")
     plt.close(fig)
     return str(path)

@@ -7,6 +7,7 @@ fails while it is written named as those are, and results turned into JSON value
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import secrets
@@ -101,14 +102,34 @@ def _said(err: BaseException) -> str:
 
 
 @contextlib.contextmanager
+def output_failures(path: Path, option: str) -> Iterator[None]:
+    """Inside this block, an OSError (a full disk; a program a figure's savefig runs) is
+    the one-line error the checks before the work give, naming the option and the path,
+    chained to the failure.
+
+    Example:
+        >>> with output_failures(Path("page.html"), "--html"):
+        ...     raise OSError(28, "No space left on device")
+        Traceback (most recent call last):
+        ValueError: --html page.html: cannot be written (No space left on device)
+    """
+    try:
+        yield
+    except OSError as err:
+        raise _unwritable(path, option, err) from err
+
+
+@contextlib.contextmanager
 def writing_output(path: Path, option: str) -> Iterator[Path]:
     """Write ``option``'s file ``path`` inside this block, to the path it yields: a
-    failure while writing (a full disk, an I/O error) is the one-line error the checks
-    before the work give, naming the option and the path, chained to the failure.
+    failure while writing is one line naming the option and the path
+    (:func:`output_failures`). Compute what is written before the block: the new file
+    is there for the whole block.
 
     A file at ``path`` is kept whole until the new one is: the block writes a new file
-    beside it, moved over it once written (removed if the writing fails); a symlink is
-    written through to its target. A device or a pipe, which cannot be replaced, is
+    beside it (hidden, ending in ``.tmp``, so that no glob of the target's suffix sees it
+    half written), moved over it once written (removed if the writing fails); a symlink
+    is written through to its target. A device or a pipe, which cannot be replaced, is
     written in place, as is a file in a folder where no new file can be made.
 
     Example:
@@ -118,30 +139,28 @@ def writing_output(path: Path, option: str) -> Iterator[Path]:
         ValueError: --html /dev/full: cannot be written (No space left on device)
     """
     target, existed = _landing(path)
-    beside = _file_beside(target, existed, path.suffix)
+    beside = _file_beside(target, existed)
     try:
-        yield path if beside is None else beside
-        if beside is not None:
-            os.replace(beside, target)
-            beside = None
-    except OSError as err:
-        raise _unwritable(path, option, err) from err
+        with output_failures(path, option):
+            yield path if beside is None else beside
+            if beside is not None:
+                os.replace(beside, target)
+                beside = None
     finally:
         if beside is not None:
             with contextlib.suppress(OSError):
                 beside.unlink()
 
 
-def _file_beside(target: Path, existed: bool, suffix: str) -> Path | None:
-    """A new empty file in ``target``'s folder to write instead of it, ending in the
-    ``suffix`` the user gave (matplotlib reads the format from it), with the mode
+def _file_beside(target: Path, existed: bool) -> Path | None:
+    """A new empty file in ``target``'s folder to write instead of it, with the mode
     ``target`` has (or that open() would give it); None for a target that is not a
     regular file (a device, a pipe) or where no file can be made."""
     try:
         mode = os.stat(target).st_mode if existed else None
         if mode is not None and not stat.S_ISREG(mode):
             return None
-        beside = target.with_name(f".{target.stem}.{secrets.token_hex(4)}.writing{suffix}")
+        beside = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         # 0o666 less the umask, as open() makes a file (mkstemp's would be 0o600).
         os.close(os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     except OSError:
@@ -153,8 +172,10 @@ def _file_beside(target: Path, existed: bool, suffix: str) -> Path | None:
 
 
 def save_figure(figure: Any, path: Path, option: str, **savefig: Any) -> None:
-    """``figure.savefig(path, **savefig)`` inside :func:`writing_output`: a failure of the
-    writing (the file system, or a program matplotlib runs:
+    """``figure.savefig(path, **savefig)``, drawn in memory first and then written with
+    :func:`writing_output` (no file in the folder while it is drawn); the format is the
+    suffix's unless ``savefig`` names one. A failure of the writing (the file system, or
+    a program matplotlib runs:
     :func:`~calib_metrics.figure_programs.failed_to_write`) is one line naming ``option``
     and ``path`` and the failure's type; one of the drawing (a bug) is left as it is.
 
@@ -166,8 +187,13 @@ def save_figure(figure: Any, path: Path, option: str, **savefig: Any) -> None:
     """
     from calib_metrics.figure_programs import figure_write_failures
 
-    with writing_output(path, option) as target, figure_write_failures():
-        figure.savefig(target, **savefig)
+    # The written file's name ends in .tmp: matplotlib would read the format from it.
+    savefig.setdefault("format", path.suffix.lstrip(".").lower() or None)
+    drawn = io.BytesIO()
+    with output_failures(path, option), figure_write_failures():
+        figure.savefig(drawn, **savefig)
+    with writing_output(path, option) as target:
+        target.write_bytes(drawn.getbuffer())
 
 
 def check_output_paths(

@@ -45,6 +45,7 @@ from calib_metrics.paper.events.analysis import (
 from calib_metrics.paper.events.errors import uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
 from calib_metrics.paper.locations import data_help, find_dataset, missing_data
+from calib_metrics.predictions import save_figure
 from calib_metrics.wording import level_text
 
 DESCRIPTION = "country 'attack' events per period with coreference posterior intervals (§6)"
@@ -260,7 +261,7 @@ def _figures(
             **kind,
         )
         path = out / f"events_{code}.png"
-        fig.savefig(path, dpi=100, bbox_inches="tight")
+        save_figure(fig, path, "--out", dpi=100, bbox_inches="tight")
         paths.append(path.name)  # relative to --out
     if len(top) >= 2:
         pair = top[:2]
@@ -280,7 +281,7 @@ def _figures(
                 **kind,
             )
         path = out / "events_overlay.png"
-        fig.savefig(path, dpi=100, bbox_inches="tight")
+        save_figure(fig, path, "--out", dpi=100, bbox_inches="tight")
         paths.append(path.name)  # relative to --out
     import matplotlib.pyplot as plt
 
