@@ -65,13 +65,18 @@ def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: t
     probabilities, ``()`` otherwise), as ``update`` stores them.
     """
     hint = "it was saved by a metric of other settings (num_classes, mode or resolution)"
+    parts = value if isinstance(value, (list, tuple)) else [value]
+    for part in parts:
+        if isinstance(part, Tensor) and (part.is_nested or part.layout != torch.strided):
+            layout = "nested" if part.is_nested else str(part.layout).removeprefix("torch.")
+            return f"state {name!r} holds a {layout} tensor: states are dense tensors"
     if isinstance(default, Tensor):
         shape = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__
         if not isinstance(value, Tensor) or value.shape != default.shape:
             keeps = tuple(default.shape)
             return f"state {name!r} has shape {shape} where this metric keeps {keeps}: {hint}"
         return ""
-    for part in value if isinstance(value, (list, tuple)) else [value]:
+    for part in parts:
         if not isinstance(part, Tensor):
             return f"state {name!r} holds a {type(part).__name__}, not tensors"
         if part.ndim != len(row) + 1 or tuple(part.shape[1:]) != row:

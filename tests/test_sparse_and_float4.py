@@ -103,3 +103,27 @@ def test_float8_probabilities_are_still_measured() -> None:
         warnings.simplefilter("ignore")  # few bins
         expected = calibration_error(q, Y)
         assert torch.equal(calibration_error(q.to(torch.float8_e4m3fn), Y), expected)
+
+
+def _sparse_probs_state() -> dict:
+    source = CalibrationError(n_samples=20)
+    source.persistent(True)
+    source.update(Q, Y)
+    state = source.state_dict()
+    state["probs"] = [part.to_sparse() for part in state["probs"]]
+    return state
+
+
+@pytest.mark.parametrize("entry", ["merge_state", "load_state_dict"])
+def test_sparse_states_are_refused_by_name_and_nothing_is_lost(entry) -> None:
+    # torch's "reshape is not implemented for sparse tensors" had come out of both.
+    metric = CalibrationError(n_samples=20)
+    metric.update(Q, Y)
+    before = metric.compute()
+    state = _sparse_probs_state()
+    with pytest.raises(ValueError, match="state 'probs' holds a sparse_coo tensor"):
+        if entry == "merge_state":
+            metric.merge_state({name: state[name] for name in ("probs", "target", "groups")})
+        else:
+            metric.load_state_dict(state)
+    assert torch.equal(metric.compute(), before)
