@@ -798,6 +798,11 @@ def _run_paper_command(args: argparse.Namespace) -> None:
         return
     if getattr(args, "unavailable", None):
         raise ValueError(f"experiment {args.experiment!r} is unavailable: {args.unavailable}")
+    if getattr(args, "out", None) is not None:
+        # Their .png figures' needs (a LaTeX with text.usetex), said before minutes of work.
+        from calib_metrics.predictions import check_figure_path
+
+        check_figure_path(Path(args.out) / "figure.png", "--out")
     _experiment(args.experiment).run(args)
 
 

@@ -181,13 +181,61 @@ def figure_write_failures() -> Iterator[None]:
 
 
 def _short(err: BaseException) -> str:
-    """One short line for a write-side failure of ``savefig``."""
+    """One short line for a write-side failure of ``savefig``: a program's name, exit
+    status, what it failed on where LaTeX says (the label and LaTeX's error line) and what
+    ran it."""
     failed = _program_failed(err)
-    said = _first_line(err) if failed is None else f"{failed} ({_PROGRAM_HINT})"
+    if failed is None:
+        said = _first_line(err)
+    else:
+        said = f"{failed}{_latex_detail(err)} ({_program_hint(failed.split()[0])})"
     return f"{type(err).__name__}: {said}" if said else type(err).__name__
 
 
-_PROGRAM_HINT = (
-    "a label LaTeX cannot set, or a broken TeX installation; with text.usetex off in "
-    "your matplotlibrc, figures need no LaTeX"
-)
+def _latex_detail(err: BaseException) -> str:
+    """'' or ' on <label>: <LaTeX's first error line>', from the chain's messages (the
+    whole command and output are kilobytes: only these two lines say what to fix)."""
+    label = error = ""
+    for text in _chain_texts(err):
+        lines = [line.strip() for line in text.splitlines()]
+        for i, line in enumerate(lines):
+            if not label and line.endswith("the following string:") and i + 1 < len(lines):
+                label = lines[i + 1]
+                if label[:2] in ("b'", 'b"') and label[-1:] == label[1]:  # bytes' repr
+                    label = label[2:-1]
+            if not error and line.startswith("! "):
+                error = line
+    parts = [f"on {label[:60]!r}" if label else "", error[:80]]
+    return " " + ": ".join(part for part in parts if part) if any(parts) else ""
+
+
+def _chain_texts(err: BaseException) -> Iterator[str]:
+    seen: list[BaseException] = []
+    link: BaseException | None = err
+    while link is not None and link not in seen:
+        seen.append(link)
+        yield str(link)
+        output = getattr(link, "output", None) or getattr(link, "stderr", None)
+        if isinstance(output, bytes):
+            yield output.decode(errors="replace")
+        elif isinstance(output, str):
+            yield output
+        link = link.__cause__ or link.__context__
+
+
+def _program_hint(program: str) -> str:
+    """What ran ``program``, and how to do without it."""
+    if program in ("gs", "ps2pdf", "pdftops"):
+        return "ghostscript/xpdf, run for .ps/.eps by ps.usedistiller in your matplotlibrc"
+    if program in ("xelatex", "lualatex", "pdflatex") and not _usetex():
+        return "the LaTeX that draws .pgf figures (pgf.texsystem); .pdf, .svg and .png need none"
+    return (
+        "a label LaTeX cannot set, or a broken TeX installation; with text.usetex off in "
+        "your matplotlibrc, figures need no LaTeX"
+    )
+
+
+def _usetex() -> bool:
+    import matplotlib
+
+    return bool(matplotlib.rcParams["text.usetex"])

@@ -128,6 +128,26 @@ def test_demo_refuses_usetex_without_latex_before_the_run(tmp_path, capsys, monk
     assert "rcParams['text.usetex'] is on" in err
 
 
+@pytest.mark.parametrize("experiment", ["sentiment", "pos", "coref", "events"])
+def test_reproduce_refuses_usetex_without_latex_before_the_run(
+    experiment, tmp_path, capsys, monkeypatch
+):
+    """Only demo had looked up front; a reproduction ran for minutes, then failed in its
+    first savefig (found by review)."""
+    import matplotlib
+
+    from calib_metrics import cli
+
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setitem(matplotlib.rcParams, "text.usetex", True)
+    monkeypatch.setattr(cli._experiment(experiment), "run", _never)
+    out = tmp_path / experiment
+    err = cli_runs.one_line_error(capsys, "reproduce", experiment, "--out", out)
+    assert err.startswith(f"calib-metrics: error: --out {out / 'figure.png'}: figures set "), err
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a full disk)")
 def test_reproduces_figures_on_a_full_disk_name_the_file(tmp_path):
     import torch

@@ -31,8 +31,22 @@ def test_a_latex_failure_is_one_short_line_with_a_hint() -> None:
         TexManager._run_checked_subprocess(command, "a_b")
 
     said = _said(latex_fails)
-    assert said.startswith("RuntimeError: sh exited with status 1 (a label LaTeX cannot set"), said
-    assert "\n" not in said and "Undefined control" not in said and len(said) < 200, said
+    # The label and LaTeX's first error line are what to fix (a first version said neither).
+    assert said.startswith(
+        "RuntimeError: sh exited with status 1 on 'a_b': ! Undefined control sequence. "
+        "(a label LaTeX cannot set"
+    ), said
+    assert "\n" not in said and said.count("Undefined control") == 1 and len(said) < 300, said
+
+
+def test_ghostscript_s_failure_names_what_ran_it() -> None:
+    # The LaTeX hint had gone out for gs too, with usetex off and no LaTeX involved.
+    def ghostscript_fails() -> None:
+        raise subprocess.CalledProcessError(1, ["/usr/bin/gs", "-sDEVICE=eps2write"])
+
+    said = _said(ghostscript_fails)
+    assert said.startswith("CalledProcessError: gs exited with status 1 (ghostscript"), said
+    assert "LaTeX" not in said
 
 
 @pytest.mark.skipif(os.name != "posix", reason="a shell stands in for dvips")

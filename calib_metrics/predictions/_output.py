@@ -178,6 +178,9 @@ def save_figure(figure: Any, path: Path, option: str, **savefig: Any) -> None:
     a program matplotlib runs:
     :func:`~calib_metrics.figure_programs.failed_to_write`) is one line naming ``option``
     and ``path`` and the failure's type; one of the drawing (a bug) is left as it is.
+    (A ``.pgf`` figure holding raster images cannot be drawn in memory: matplotlib writes
+    them as files beside the figure, and says so in a ValueError. The library's figures
+    hold none.)
 
     Example:
         >>> from matplotlib.figure import Figure
