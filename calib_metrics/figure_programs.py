@@ -132,13 +132,9 @@ def _running_programs(err: BaseException) -> bool:
 def _program_failed(err: BaseException) -> str | None:
     """'<program> exited with status <n>' for a failure of a program matplotlib ran (its
     CalledProcessError in the chain, or cbook's runner's command); None for another."""
-    seen: list[BaseException] = []
-    link: BaseException | None = err
-    while link is not None and link not in seen:  # a chain may loop back
+    for link in _chain(err):
         if isinstance(link, subprocess.CalledProcessError):
             return _exited(link.cmd, link.returncode)
-        seen.append(link)
-        link = link.__cause__ or link.__context__
     frame = _raised_in(err)
     if frame is not None and frame.f_code.co_name == "_check_and_log_subprocess":
         run = frame.f_locals.get("proc")
@@ -210,16 +206,22 @@ def _latex_detail(err: BaseException) -> str:
 
 
 def _chain_texts(err: BaseException) -> Iterator[str]:
-    seen: list[BaseException] = []
-    link: BaseException | None = err
-    while link is not None and link not in seen:
-        seen.append(link)
+    for link in _chain(err):
         yield str(link)
         output = getattr(link, "output", None) or getattr(link, "stderr", None)
         if isinstance(output, bytes):
             yield output.decode(errors="replace")
         elif isinstance(output, str):
             yield output
+
+
+def _chain(err: BaseException) -> Iterator[BaseException]:
+    """``err`` and the errors it was raised from or during, innermost last."""
+    seen: list[BaseException] = []
+    link: BaseException | None = err
+    while link is not None and link not in seen:  # a chain may loop back
+        seen.append(link)
+        yield link
         link = link.__cause__ or link.__context__
 
 

@@ -26,7 +26,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
-from calib_metrics.functional.binning import SUPPORTED_DTYPES
+from calib_metrics.functional.binning import SUPPORTED_DTYPES, non_dense_layout
 from calib_metrics.functional.multiclass import row_sum_message
 
 # dtypes a list state may hold, coded by position for the ranks to agree on one: update
@@ -67,8 +67,8 @@ def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: t
     hint = "it was saved by a metric of other settings (num_classes, mode or resolution)"
     parts = value if isinstance(value, (list, tuple)) else [value]
     for part in parts:
-        if isinstance(part, Tensor) and (part.is_nested or part.layout != torch.strided):
-            layout = "nested" if part.is_nested else str(part.layout).removeprefix("torch.")
+        layout = non_dense_layout(part) if isinstance(part, Tensor) else None
+        if layout is not None:
             return f"state {name!r} holds a {layout} tensor: states are dense tensors"
     if isinstance(default, Tensor):
         shape = tuple(value.shape) if isinstance(value, Tensor) else type(value).__name__

@@ -211,11 +211,23 @@ def check_dense(tensor: Tensor, name: str) -> None:
         ...
         ValueError: probs is a sparse_coo tensor: pass a dense one (probs.to_dense())
     """
-    if tensor.is_nested:
+    layout = non_dense_layout(tensor)
+    if layout == "nested":
         raise ValueError(f"{name} is a nested tensor: pass a dense one (one tensor of pairs)")
-    if tensor.layout != torch.strided:
-        layout = str(tensor.layout).removeprefix("torch.")
+    if layout is not None:
         raise ValueError(f"{name} is a {layout} tensor: pass a dense one ({name}.to_dense())")
+
+
+def non_dense_layout(tensor: Tensor) -> str | None:
+    """``"nested"``, ``"sparse_coo"``, ``"sparse_csr"``, ...; None for a dense tensor.
+
+    Example:
+        >>> non_dense_layout(torch.tensor([0.5]).to_sparse()), non_dense_layout(torch.ones(1))
+        ('sparse_coo', None)
+    """
+    if tensor.is_nested:
+        return "nested"
+    return None if tensor.layout == torch.strided else str(tensor.layout).removeprefix("torch.")
 
 
 def supported_dtype(tensor: Tensor, name: str) -> Tensor:
