@@ -173,8 +173,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         ignore_index: target value marking items to drop (padding).
         streaming: keep a fixed-size histogram instead of every pair.
         resolution: cells of the streaming histogram (even, at least 4; 2¹⁸ by default).
-        seed: seed of the interval's draws, for reproducible results that agree across DDP
-            ranks (None: each rank's global RNG, so the ranks' intervals differ).
+        seed: seed of the interval's draws, for reproducible results (None: the global
+            RNG; under DDP one seed from the first rank's global RNG at each compute, so
+            the ranks still agree). Either way the ranks draw the same resamplings.
         validate_args: check every batch (two host synchronisations per set of
             probabilities, one more for multiclass rows' sums); False skips it.
 
@@ -1274,7 +1275,9 @@ class CalibrationError(_StatesKeepTheirDtype):
                 inputs = pairs
             else:
                 inputs = self._bins(per_class) if pairs is None else self._bins_of(pairs)
-        results = self._results(inputs, interval)
+            first = inputs[0].freq if isinstance(inputs[0], Bins) else inputs[0][0]
+            generator = self._generator_of_draws(first.device)
+        results = self._results(inputs, interval, generator)
         self._warn_few_bins([r.bins for r in results])
         return results, interval
 
@@ -1363,15 +1366,13 @@ class CalibrationError(_StatesKeepTheirDtype):
             return [sketch.histogram(states.pooled())]
         return [sketch.histogram(states.of_class(c)) for c in range(states.count.shape[0])]
 
-    def _results(self, inputs: list[Any], interval: str) -> list[CalibrationResult]:
+    def _results(
+        self, inputs: list[Any], interval: str, generator: torch.Generator | None
+    ) -> list[CalibrationResult]:
         options = {"confidence": self.confidence, "method": self.method, "norm": self.norm}
         options["debias"] = self._debias
-        generator = None
         results = []
         for item in inputs:
-            if self.seed is not None and generator is None:
-                device = item.freq.device if isinstance(item, Bins) else item[0].device
-                generator = torch.Generator(device=device).manual_seed(self.seed)
             if isinstance(item, Bins):
                 results.append(bins_interval(item, interval, self.n_samples, generator, **options))
                 continue

@@ -83,8 +83,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         confidence: coverage of the interval of the difference.
         bin_size, binning, n_bins, norm, debias: the estimator, as in
             :class:`~calib_metrics.CalibrationError`.
-        seed: seed of the draws, the same on every DDP rank (None: each rank's global RNG,
-            so the ranks' intervals differ).
+        seed: seed of the draws, for reproducible results (None: the global RNG; under
+            DDP one seed from the first rank's global RNG at each compute, so the ranks
+            still agree).
         validate_args: check every batch (two host synchronisations per set of
             probabilities, one more for multiclass rows' sums); False skips it.
 
@@ -319,7 +320,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     def compute(self) -> ComparisonResult:
         """The comparison of every item seen (see :func:`compare_calibration`)."""
         probs_a, probs_b, target, groups, _ = self._pairs()
-        generator = self._generator(target.device)
+        generator = self._generator_of_draws(target.device)  # compute() runs synchronised
         mode = self.mode if self.num_classes is not None else "one_vs_rest"
         with _rows_said_at_update():
             result = compare_calibration(
@@ -345,11 +346,6 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             return value.result if isinstance(value, _Whole) else value
 
         return whole
-
-    def _generator(self, device: torch.device) -> torch.Generator | None:
-        if self.seed is None:
-            return None
-        return torch.Generator(device=device).manual_seed(self.seed)
 
     def compute_by_label(
         self,
@@ -407,12 +403,13 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             probs_a, probs_b, target, groups, labels = self._pairs()
             if self.num_classes is None and labels is None:
                 raise self._by_label_refused(has_labels=False)
+            generator = self._generator_of_draws(target.device)
         if labels is None:  # class by class: the class ids of the one-vs-rest pairs
             labels = torch.arange(self.num_classes, device=target.device).expand_as(probs_a)
         with _rows_said_at_update():
             return compare_calibration_by_label(
                 probs_a, probs_b, target, labels, groups=groups, correction=correction,
-                alpha=alpha, generator=self._generator(target.device), min_units=min_units,
+                alpha=alpha, generator=generator, min_units=min_units,
                 **self.estimator,
             )  # fmt: skip
 

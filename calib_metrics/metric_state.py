@@ -313,6 +313,25 @@ class _StatesKeepTheirDtype(Metric):
                 setattr(self, key, [])
         super().reset()
 
+    def _generator_of_draws(self, device: torch.device) -> torch.Generator | None:
+        """The generator of one compute's resamplings, on ``device``.
+
+        ``seed`` set: a generator of that seed. ``seed=None``: this process's global RNG
+        (None), except on a synchronised state under DDP, where every rank gets a
+        generator of one seed drawn from the group's first rank's global RNG, so the
+        ranks draw the same resamplings of the same union and agree on the interval
+        (one more gather and one host read; collective, like the synchronisation).
+        Call it inside the compute's ``sync_context``.
+        """
+        seed = getattr(self, "seed", None)
+        if seed is None and self._is_synced:
+            gather = self.dist_sync_fn or gather_all_tensors
+            drawn = torch.randint(2**62, (1,), dtype=torch.int64).to(self.device)
+            seed = int(gather(drawn, group=self.process_group)[0].item())
+        if seed is None:
+            return None
+        return torch.Generator(device=device).manual_seed(seed)
+
     def _update_rule(self) -> tuple:
         """What decides how ``update`` fills the states from a batch, what it keeps and
         what it refuses: metrics whose rules differ never share a state in a

@@ -88,6 +88,9 @@ CASES = {
     "exact-classwise-empty": ({"num_classes": C, "mode": "classwise"}, "tags", [[], [0, 1, 2, 3]]),
 }
 OPTIONS = {"bin_size": 500, "n_samples": 500, "seed": 3}
+# Cases drawn with seed=None, each rank's global RNG seeded differently (as dropout and
+# shuffling leave them in training): the ranks must still agree on the interval.
+SEEDLESS = ("exact-uneven", "stream-uneven", "groups-uneven", "exact-per-class")
 # A float32 value whose float64 logit had put it one sketch cell below its float32 one.
 SPLIT_VALUE = 0.09268772602081299
 
@@ -178,6 +181,14 @@ def _rank(rank: int, port: int, out: str) -> None:
         else:
             pairs = float(sum(t.numel() for t in local["probs"]))
         results[name]["local_pairs"] = torch.tensor(pairs)
+    for name in SEEDLESS:
+        options, kind, shards = CASES[name]
+        torch.manual_seed(1000 + rank)
+        metric = CalibrationError(**options, **{**OPTIONS, "seed": None})
+        data = batches(kind)
+        for i in shards[rank]:
+            metric.update(*data[i])
+        results[f"seedless-{name}"] = summarise(metric)
     torch.save(results, Path(out) / f"rank{rank}.pt")
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
@@ -218,6 +229,19 @@ def test_sync_leaves_each_rank_its_own_state(ranks, name) -> None:
         else:
             expected = sum(q.numel() for q, *_ in mine)
         assert result[name]["local_pairs"].item() == expected
+
+
+@pytest.mark.parametrize("name", SEEDLESS)
+def test_ranks_agree_on_the_interval_without_a_seed(ranks, name) -> None:
+    first, second = (rank[f"seedless-{name}"] for rank in ranks)
+    for key in ("lower", "upper"):
+        torch.testing.assert_close(first[key], second[key], rtol=0, atol=0, msg=key)
+    # Drawn afresh: not the seeded interval's ends (lower ends at 0 may coincide).
+    seeded = ranks[0][name]
+    assert not (
+        torch.equal(first["lower"], seeded["lower"])
+        and torch.equal(first["upper"], seeded["upper"])
+    )
 
 
 def test_streaming_whose_union_fits_the_buffer_is_exact(ranks) -> None:

@@ -46,6 +46,8 @@ CASES = {
     "labels-empty-rank": ({}, "binary-labels", [[0, 1, 2, 3], []]),
     "labels-empty-first-rank": ({}, "binary-labels", [[], [0, 1, 2, 3]]),
 }
+# Drawn with seed=None, each rank's global RNG seeded differently: the ranks must agree.
+SEEDLESS = ("binary-uneven", "groups-labels")
 
 
 def batches(kind: str) -> list[tuple[torch.Tensor, ...]]:
@@ -111,6 +113,14 @@ def _rank(rank: int, port: int, out: str) -> None:
         results[name] = summarise(metric, kind)
         # compute() gathers, then restores this rank's own state.
         results[name]["local_items"] = torch.tensor(sum(t.numel() for t in metric.target))
+    for name in SEEDLESS:
+        options, kind, shards = CASES[name]
+        torch.manual_seed(1000 + rank)
+        metric = CalibrationComparison(**options, **{**OPTIONS, "seed": None})
+        data = batches(kind)
+        for i in shards[rank]:
+            metric.update(*data[i])
+        results[f"seedless-{name}"] = summarise(metric, kind)
     torch.save(results, Path(out) / f"rank{rank}.pt")
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
@@ -140,6 +150,14 @@ def test_sync_leaves_each_rank_its_own_items(ranks, name) -> None:
     data = batches(kind)
     for rank, result in enumerate(ranks):
         assert result[name]["local_items"].item() == sum(data[i][2].numel() for i in shards[rank])
+
+
+@pytest.mark.parametrize("name", SEEDLESS)
+def test_ranks_agree_on_the_interval_without_a_seed(ranks, name) -> None:
+    first, second = (rank[f"seedless-{name}"] for rank in ranks)
+    for key, value in first.items():
+        torch.testing.assert_close(second[key], value, rtol=0, atol=0, msg=key)
+    assert not torch.equal(first["result"], ranks[0][name]["result"])  # drawn afresh
 
 
 if __name__ == "__main__":
