@@ -885,14 +885,35 @@ class _LogPartition(torch.autograd.Function):
     precision checks to the caller, as in :func:`_accept`.
     """
 
+    # forward without ctx and setup_context: the form torch.func's transforms need.
     @staticmethod
-    def forward(ctx, em, tr, st, en, mask, flags):
-        ctx.save_for_backward(em, tr, st, en, mask)
-        ctx.flags = flags
+    def forward(em, tr, st, en, mask, flags):
         if flags is None:
             return _checked_forward(em, tr, st, en, mask).log_partition
         # Deferred: the backward pass's own check joins the flags when backward runs.
         return _run_forward(em, tr, st, en, mask, flags)[0].log_partition
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        *tensors, flags = inputs
+        ctx.save_for_backward(*tensors)
+        ctx.flags = flags
+
+    # torch.func: grad, vjp and jacrev run the backward above; the rest is refused by name.
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise RuntimeError(
+            "log_partition does not run under torch.func.vmap: it is batched already, "
+            "so stack the sentences along its "
+            "batch dimension (mask the padding) instead"
+        )
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise RuntimeError(
+            "log_partition has no forward-mode derivative (torch.func.jvp, jacfwd, hessian): "
+            "it is differentiable once, in reverse mode (backward, torch.func.grad, vjp, jacrev)"
+        )
 
     @staticmethod
     def backward(ctx, grad):
@@ -932,10 +953,16 @@ class _FirstOrderOnly(torch.autograd.Function):
     """A first derivative that refuses to be differentiated again (the derivative of the
     marginals, a covariance of tag counts, is not computed)."""
 
+    generate_vmap_rule = True  # a copy: torch.func.jacrev vmaps it over the cotangents
+
     @staticmethod
-    def forward(ctx, gradient, *inputs):
+    def forward(gradient, *inputs):
         # ``inputs`` only connect the graph to the tensors log Z was taken of.
         return gradient.clone()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
 
     @staticmethod
     def backward(ctx, _):
