@@ -154,7 +154,8 @@ class TemperatureRecalibration(Callback):
     ) -> tuple[Tensor, Tensor] | None:
         """``(logits [M, C] or [M], target [M])`` of one step, padding dropped; a malformed
         output (a missing key, a shape, a list where a tensor belongs) is a ValueError
-        here, at the first validation batch, not when fitting ends. With
+        here, at the first validation batch, not when fitting ends. Dropping padding
+        (``ignore_index``) costs one host synchronisation. With
         ``check_targets`` so are targets that name no class (padding without
         ``ignore_index``, a class id past the logits, binary targets other than 0 / 1), at
         the cost of one host synchronisation; the callback asks it of the sanity check's
@@ -193,8 +194,10 @@ class TemperatureRecalibration(Callback):
         logits = logits.reshape(-1) if binary else logits.reshape(-1, logits.shape[-1])
         target = target.reshape(-1)
         if self.ignore_index is not None:
-            keep = target != self.ignore_index
-            logits, target = logits[keep], target[keep]
+            # One lookup of the kept rows for both tensors: two boolean indexings would
+            # each wait for the device.
+            kept = (target != self.ignore_index).nonzero().squeeze(1)
+            logits, target = logits.index_select(0, kept), target.index_select(0, kept)
         if check_targets:
             try:
                 self._check_target(logits, target)
