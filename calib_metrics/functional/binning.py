@@ -46,6 +46,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.errors import NoPairsError, check_int, check_not_meta
+from calib_metrics.functional.free_memory import host_available_bytes
 from calib_metrics.functional.ties import TieCuts, no_cuts, run_cuts
 
 # Level-0 histogram cells: about N/16 (at least 2**10, at most 2**22), so the cells
@@ -597,18 +598,14 @@ def _histogram(
 
 
 def available_bytes(device: torch.device) -> int | None:
-    """Memory free on ``device``: CUDA's free memory, or the host's MemAvailable (None
-    where it cannot be read)."""
+    """Memory free on ``device``: CUDA's free memory, or the host's
+    (:func:`~calib_metrics.functional.free_memory.host_available_bytes`: MemAvailable, or
+    the room under a container's memory limit; None where it cannot be read)."""
     if device.type == "cuda":
         # The caching allocator's freed blocks are free to this process too.
         cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
         return torch.cuda.mem_get_info(device)[0] + cached
-    try:
-        with open("/proc/meminfo") as info:
-            fields = dict(line.split(":", 1) for line in info)
-        return int(fields["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
-        return None
+    return host_available_bytes()
 
 
 _USE_STREAMING = (
