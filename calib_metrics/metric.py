@@ -1269,6 +1269,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
+            seed = self._seed_of_draws()
             pairs = self._class_pairs(per_class) if self._exact_pairs() else None
             interval = self._interval(None if pairs is None else pairs[0][2])
             if interval == "groups":
@@ -1276,7 +1277,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             else:
                 inputs = self._bins(per_class) if pairs is None else self._bins_of(pairs)
             first = inputs[0].freq if isinstance(inputs[0], Bins) else inputs[0][0]
-            generator = self._generator_of_draws(first.device)
+            generator = self._generator(seed, first.device)
         results = self._results(inputs, interval, generator)
         self._warn_few_bins([r.bins for r in results])
         return results, interval

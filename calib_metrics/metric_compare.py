@@ -319,8 +319,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
 
     def compute(self) -> ComparisonResult:
         """The comparison of every item seen (see :func:`compare_calibration`)."""
+        seed = self._seed_of_draws()  # compute() runs synchronised; first, as it gathers
         probs_a, probs_b, target, groups, _ = self._pairs()
-        generator = self._generator_of_draws(target.device)  # compute() runs synchronised
+        generator = self._generator(seed, target.device)
         mode = self.mode if self.num_classes is not None else "one_vs_rest"
         with _rows_said_at_update():
             result = compare_calibration(
@@ -398,12 +399,13 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
+            seed = self._seed_of_draws()
             # No items at all first (NoPairsError, as compute() raises): empty batches
             # given labels= hold no labels, which is no reason to ask for them.
             probs_a, probs_b, target, groups, labels = self._pairs()
             if self.num_classes is None and labels is None:
                 raise self._by_label_refused(has_labels=False)
-            generator = self._generator_of_draws(target.device)
+            generator = self._generator(seed, target.device)
         if labels is None:  # class by class: the class ids of the one-vs-rest pairs
             labels = torch.arange(self.num_classes, device=target.device).expand_as(probs_a)
         with _rows_said_at_update():

@@ -313,24 +313,25 @@ class _StatesKeepTheirDtype(Metric):
                 setattr(self, key, [])
         super().reset()
 
-    def _generator_of_draws(self, device: torch.device) -> torch.Generator | None:
-        """The generator of one compute's resamplings, on ``device``.
-
-        ``seed`` set: a generator of that seed. ``seed=None``: this process's global RNG
-        (None), except on a synchronised state under DDP, where every rank gets a
-        generator of one seed drawn from the group's first rank's global RNG, so the
-        ranks draw the same resamplings of the same union and agree on the interval
-        (one more gather and one host read; collective, like the synchronisation).
-        Call it inside the compute's ``sync_context``.
-        """
+    def _seed_of_draws(self) -> int | None:
+        """The seed of one compute's resamplings: ``seed``; with ``seed=None``, this
+        process's global RNG (None), except on a synchronised state under DDP, where the
+        ranks take one seed drawn from the group's first rank's global RNG, so they draw
+        the same resamplings of the same union and agree on the interval (one more gather
+        and one host read). Collective, like the synchronisation: call it first thing
+        inside the compute's ``sync_context``, before any check that one rank alone may
+        fail (free memory is each rank's own), or the others wait in its gather."""
         seed = getattr(self, "seed", None)
         if seed is None and self._is_synced:
             gather = self.dist_sync_fn or gather_all_tensors
             drawn = torch.randint(2**62, (1,), dtype=torch.int64).to(self.device)
             seed = int(gather(drawn, group=self.process_group)[0].item())
-        if seed is None:
-            return None
-        return torch.Generator(device=device).manual_seed(seed)
+        return seed
+
+    @staticmethod
+    def _generator(seed: int | None, device: torch.device) -> torch.Generator | None:
+        """A generator of ``seed`` on ``device`` (None: the global RNG)."""
+        return None if seed is None else torch.Generator(device=device).manual_seed(seed)
 
     def _update_rule(self) -> tuple:
         """What decides how ``update`` fills the states from a batch, what it keeps and

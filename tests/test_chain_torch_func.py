@@ -58,3 +58,20 @@ def test_torch_func_jacrev_gives_each_sentence_its_gradient() -> None:
 def test_other_transforms_are_refused_by_name(transform, message) -> None:
     with pytest.raises(RuntimeError, match=message):
         transform()
+
+
+def test_precision_flags_reach_the_caller_under_torch_func() -> None:
+    """torch.func rebuilds list arguments: the fast path's checks had landed in its copy,
+    and a caller told nothing kept a NaN gradient (transitions x 1000 defeat it)."""
+    em = torch.randn(3, 6, 4, generator=G, dtype=torch.float64)
+    mask = torch.arange(6)[None, :] < torch.tensor([6, 3, 1])[:, None]
+    start = torch.zeros(4, dtype=torch.float64)
+    for scale, flagged in ((1.0, False), (1000.0, True)):
+        flags: list[torch.Tensor] = []
+        tr = torch.randn(4, 4, generator=G, dtype=torch.float64) * scale
+
+        def log_z(em: torch.Tensor, tr=tr, flags=flags) -> torch.Tensor:
+            return log_partition(em, tr, start, start, mask, precision_flags=flags).sum()
+
+        torch.func.grad(log_z)(em)
+        assert len(flags) == 3 and any(bool(f) for f in flags) == flagged

@@ -189,9 +189,31 @@ def _rank(rank: int, port: int, out: str) -> None:
         for i in shards[rank]:
             metric.update(*data[i])
         results[f"seedless-{name}"] = summarise(metric)
+    results["one-rank-refuses"] = _one_rank_refuses_for_memory(rank)
     torch.save(results, Path(out) / f"rank{rank}.pt")
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
+
+
+def _one_rank_refuses_for_memory(rank: int) -> str:
+    """Rank 1 alone finds too little free memory after the sync (each rank reads its own):
+    the seed gather of ``seed=None`` came after that check, and rank 0 waited in it."""
+    from calib_metrics.functional import binning
+
+    torch.manual_seed(rank)
+    metric = CalibrationError(**{**OPTIONS, "seed": None})
+    for batch in batches("binary")[rank::2]:
+        metric.update(*batch)
+    free = binning.available_bytes
+    if rank == 1:
+        binning.available_bytes = lambda device: 1024
+    try:
+        metric.compute_result()
+        return "computed"
+    except ValueError as err:
+        return f"refused: {err}"
+    finally:
+        binning.available_bytes = free
 
 
 def _main(out: str) -> None:
@@ -242,6 +264,11 @@ def test_ranks_agree_on_the_interval_without_a_seed(ranks, name) -> None:
         torch.equal(first["lower"], seeded["lower"])
         and torch.equal(first["upper"], seeded["upper"])
     )
+
+
+def test_a_rank_refusing_for_memory_leaves_the_others_computing(ranks) -> None:
+    assert ranks[0]["one-rank-refuses"] == "computed"
+    assert ranks[1]["one-rank-refuses"].startswith("refused: ")
 
 
 def test_streaming_whose_union_fits_the_buffer_is_exact(ranks) -> None:

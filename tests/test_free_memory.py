@@ -56,6 +56,30 @@ def test_v2_limits_on_the_group_and_its_parent_take_the_least_room(tmp_path) -> 
     assert free_memory.host_available_bytes(proc, root) == GIB
 
 
+def test_active_file_cache_is_free_and_room_never_negative(tmp_path) -> None:
+    proc = _proc(tmp_path, "4:memory:/job/a1")
+    root = _v1(tmp_path, limit=8 * GIB, usage=7 * GIB, inactive=GIB // 2)
+    stat = root / "memory" / "job" / "a1" / "memory.stat"
+    stat.write_text(f"total_active_file {6 * GIB}\ntotal_inactive_file {GIB // 2}\n")
+    # 7 GiB used, 6.5 GiB of it file cache the kernel reclaims before it kills.
+    assert free_memory.host_available_bytes(proc, root) == 8 * GIB - GIB // 2
+    stat.write_text("total_inactive_file 0\n")
+    (stat.parent / "memory.usage_in_bytes").write_text(f"{9 * GIB}\n")  # over the limit
+    assert free_memory.host_available_bytes(proc, root) == 0
+
+
+@pytest.mark.parametrize(
+    "cgroup",
+    ["garbage\n4:memory:/job/a1", "\n4:memory:/job/a1", "4:memory:/job/\udcff"],
+    ids=["no-colons", "blank-line", "undecodable"],
+)
+def test_malformed_cgroup_files_never_raise(tmp_path, cgroup) -> None:
+    proc = _proc(tmp_path, "", available_kib=2**20)
+    (proc / "self" / "cgroup").write_bytes(cgroup.encode("utf-8", "surrogateescape"))
+    root = _v1(tmp_path, limit=GIB // 2, usage=0, inactive=0)
+    assert free_memory.host_available_bytes(proc, root) in (GIB // 2, GIB)
+
+
 def test_no_limit_leaves_memavailable(tmp_path) -> None:
     proc = _proc(tmp_path, "4:memory:/job/a1", available_kib=2 * 2**20)
     root = _v1(tmp_path, limit=2**63 - 4096, usage=GIB, inactive=0)

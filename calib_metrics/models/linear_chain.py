@@ -566,7 +566,10 @@ def log_partition(
     em, tr, st, en, mask = _prepare(
         emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
-    return _LogPartition.apply(em, tr, st, en, mask, precision_flags).to(emissions.dtype)
+    # The list travels in a box: torch.func rebuilds list arguments, and the checks would
+    # land in its copy.
+    flags = None if precision_flags is None else _FlagsBox(precision_flags)
+    return _LogPartition.apply(em, tr, st, en, mask, flags).to(emissions.dtype)
 
 
 def posterior_marginals(
@@ -877,6 +880,13 @@ def _pairwise(parts: _Parts, out: Tensor, valid: Tensor | None = None) -> Tensor
     return out
 
 
+class _FlagsBox:
+    """The caller's ``precision_flags`` list, passed through ``_LogPartition`` as is."""
+
+    def __init__(self, flags: list[Tensor]) -> None:
+        self.flags = flags
+
+
 class _LogPartition(torch.autograd.Function):
     """log Z whose backward is the expected counts (marginals), not autograd of the loop.
 
@@ -887,7 +897,8 @@ class _LogPartition(torch.autograd.Function):
 
     # forward without ctx and setup_context: the form torch.func's transforms need.
     @staticmethod
-    def forward(em, tr, st, en, mask, flags):
+    def forward(em, tr, st, en, mask, box):
+        flags = None if box is None else box.flags
         if flags is None:
             return _checked_forward(em, tr, st, en, mask).log_partition
         # Deferred: the backward pass's own check joins the flags when backward runs.
@@ -895,9 +906,9 @@ class _LogPartition(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        *tensors, flags = inputs
+        *tensors, box = inputs
         ctx.save_for_backward(*tensors)
-        ctx.flags = flags
+        ctx.flags = None if box is None else box.flags
 
     # torch.func: grad, vjp and jacrev run the backward above; the rest is refused by name.
     @staticmethod
