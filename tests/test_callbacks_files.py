@@ -519,6 +519,39 @@ def test_a_resumed_fit_replaces_the_file_s_records_after_its_checkpoint(tmp_path
     assert on_disk == [*second.history[:2], abandoned[4], second.history[2]]
 
 
+def test_validating_an_abandoned_run_s_checkpoint_adds_only_its_own_record(
+    tmp_path: Path,
+) -> None:
+    """Fit (run A), resume from A's epoch-0 checkpoint (run B: the file drops A's epochs 1
+    and 2), then a fresh monitor validates A's epoch-2 checkpoint into the folder: it takes
+    the checkpoint's history (A's three epochs), and the file got A's dropped epochs back,
+    after B's, before the validate record."""
+    _, logger, _, val = _fit_saving_every_epoch(tmp_path, monitor())
+    folder = Path(logger.log_dir) / "calibration"
+    other = torch.utils.data.DataLoader(_helpers.tagging_data(48, seed=7), batch_size=16)
+    resumed = trainer(
+        tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[monitor()]
+    )
+    quietly(resumed.fit, TinyTagger(), other, val, ckpt_path=tmp_path / "ckpt" / "epoch=0.ckpt")
+    after_resume = json.loads((folder / "val_history.json").read_text())
+    assert [r["epoch"] for r in after_resume] == [0, 1, 2]
+
+    fresh = monitor()
+    again = trainer(
+        tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[fresh]
+    )
+    abandoned = tmp_path / "ckpt" / "epoch=2.ckpt"
+    quietly(again.validate, TinyTagger(), val, ckpt_path=abandoned, verbose=False)
+    assert [(r["fn"], r["epoch"]) for r in fresh.history] == [
+        ("fit", 0),
+        ("fit", 1),
+        ("fit", 2),
+        ("validate", 2),
+    ]
+    on_disk = json.loads((folder / "val_history.json").read_text())
+    assert on_disk == [*after_resume, fresh.history[-1]]
+
+
 def test_a_validation_just_after_a_mid_epoch_checkpoint_stays_in_the_file(
     tmp_path: Path,
 ) -> None:

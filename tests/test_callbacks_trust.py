@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import csv
 import pickle
 import re
 import warnings
@@ -32,6 +33,12 @@ def caught(fn, *args, **kwargs) -> list[str]:
         warnings.simplefilter("always")
         fn(*args, **kwargs)
     return [str(r.message) for r in records]
+
+
+def caught_result(fn, *args, **kwargs) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
 
 
 def test_monitor_defaults_are_the_recommended_estimator() -> None:
@@ -131,6 +138,43 @@ def test_module_logging_the_monitors_tag_is_warned_once(tmp_path: Path) -> None:
     )
     clash = [m for m in messages if "also logs 'val/calib_err'" in m]
     assert len(clash) == 1 and "self.log('val/ece', metric)" in clash[0]
+
+
+class LateSelfLogging(SelfLogging):
+    """Logs the monitor's tag in validation_step from validation epoch ``first`` on."""
+
+    def __init__(self, first: int) -> None:
+        super().__init__()
+        self.first = first
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        if self.current_epoch < self.first:
+            return TinyTagger.validation_step(self, batch, batch_idx)
+        return super().validation_step(batch, batch_idx)
+
+
+def test_module_logging_the_monitors_tag_from_a_later_epoch_is_warned_once(
+    tmp_path: Path,
+) -> None:
+    """Only the first measured epoch was checked: a module logging the tag from epoch 1 on
+    got no warning, and the monitor's value replaced its own without a word."""
+    train, val = loaders()
+    run = trainer(tmp_path, 3, logger=False, callbacks=[monitor()])
+    messages = caught(run.fit, LateSelfLogging(first=1), train, val)
+    assert len([m for m in messages if "also logs 'val/calib_err'" in m]) == 1
+
+
+def test_module_logging_the_monitors_tag_in_a_later_validate_is_warned(tmp_path: Path) -> None:
+    """The check was made once per monitor, at the fit's first epoch: a trainer.validate
+    after it, whose module logs the tag, got no warning."""
+    train, val = loaders()
+    run = trainer(tmp_path, 1, logger=False, callbacks=[monitor()])
+    model = LateSelfLogging(first=2)
+    messages = caught(run.fit, model, train, val)
+    assert not [m for m in messages if "also logs" in m]
+    model.first = 0
+    messages = caught(run.validate, model, val, verbose=False)
+    assert len([m for m in messages if "also logs 'val/calib_err'" in m]) == 1
 
 
 class SelfLoggingAtEpochEnd(TinyTagger):
@@ -306,6 +350,11 @@ class TwoLoaderTagger(TinyTagger):
     ) -> dict[str, torch.Tensor]:
         return super().validation_step(batch, batch_idx)
 
+    def test_step(
+        self, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> dict[str, torch.Tensor]:
+        return super().test_step(batch, batch_idx)
+
 
 def test_two_validation_loaders_give_one_result_each(tmp_path: Path) -> None:
     train, val = loaders()
@@ -339,6 +388,67 @@ def test_two_validation_loaders_give_one_result_each(tmp_path: Path) -> None:
     for idx in (0, 1):
         assert len(acc.Images(f"val/reliability_diagram/dataloader_idx_{idx}")) == 1
         assert len(acc.Scalars(f"val/calib_err/dataloader_idx_{idx}")) == 1
+
+
+@pytest.mark.parametrize("stage", ["val", "test"])
+def test_each_loader_returns_and_prints_its_own_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stage: str
+) -> None:
+    """trainer.validate(model, [a, b]) (or test): the monitor logged every loader's values
+    at the epoch end, which Lightning copies into every loader's dict of the results it
+    returns, and its printed table, which strips /dataloader_idx_* from the names, showed
+    the last loader's value under every loader (0.3374 under DataLoader 0 and 1)."""
+    from lightning.pytorch.loggers import CSVLogger
+
+    _, val = loaders()
+    other = DataLoader(_helpers.tagging_data(24, seed=5), batch_size=8)
+    cb = monitor(stage=stage, save_png=False)
+    logger = CSVLogger(tmp_path, name="csv")
+    t = trainer(tmp_path, 1, logger=logger, callbacks=[cb])
+    run = t.validate if stage == "val" else t.test
+    capsys.readouterr()
+    returned = run(TwoLoaderTagger(), [val, other])
+    printed = capsys.readouterr().out
+    errors = [r["error"] for r in cb.history]
+    assert [r["dataloader_idx"] for r in cb.history] == [0, 1] and errors[0] != errors[1]
+    names = (*cb.scalar_names, cb.smooth_name)
+    fields = ("error", "lower", "upper", "smooth_error")
+    for idx, (results, record) in enumerate(zip(returned, cb.history, strict=True)):
+        suffix = f"/dataloader_idx_{idx}"
+        # Its own values only, beside the module's own per-loader loss.
+        assert set(results) == {f"{stage}/loss{suffix}", *(name + suffix for name in names)}
+        for name, field in zip(names, fields, strict=True):
+            assert results[name + suffix] == pytest.approx(record[field], rel=1e-6)
+    # The table prints each loader's value once, as the value it returned (the last
+    # loader's was printed under both, the first loader's nowhere).
+    for idx, results in enumerate(returned):
+        value = str(float(results[f"{stage}/calib_err/dataloader_idx_{idx}"]))
+        assert printed.count(value) == 1
+    # The loggers get each value once, under its loader's tag, as before.
+    with open(Path(logger.log_dir) / "metrics.csv", encoding="utf-8") as stream:
+        (logged,) = list(csv.DictReader(stream))
+    for idx, error in enumerate(errors):
+        assert float(logged[f"{stage}/calib_err/dataloader_idx_{idx}"]) == pytest.approx(error)
+    assert f"{stage}/calib_err" not in logged
+
+
+def test_without_lightning_s_per_loader_results_the_values_keep_their_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where Lightning's results are not as the monitor expects (another version), it logs
+    as it did before: each loader's values under their own tags, in every loader's dict."""
+    from calib_metrics.callbacks import _loader_results
+
+    monkeypatch.setattr(_loader_results, "available", lambda trainer, n_loaders: False)
+    _, val = loaders()
+    other = DataLoader(_helpers.tagging_data(24, seed=5), batch_size=8)
+    cb = monitor(save_png=False)
+    t = trainer(tmp_path, 1, logger=False, callbacks=[cb])
+    returned = caught_result(t.validate, TwoLoaderTagger(), [val, other], verbose=False)
+    for results in returned:
+        for idx, record in enumerate(cb.history):
+            got = results[f"val/calib_err/dataloader_idx_{idx}"]
+            assert got == pytest.approx(record["error"], rel=1e-6)
 
 
 def test_loaders_that_appear_later_get_their_margin_chart(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ images: each validation's figures as PNGs, the error over time with its band, th
 A run that restored the monitor from a checkpoint (a resumed fit, a ``validate`` / ``test``
 with ``ckpt_path=``) adds its new records to the history file on disk, which a fresh monitor
 evaluating a checkpoint into the same folder would otherwise shorten; a resumed fit first
-drops the file's records of the weights trained past its checkpoint, the run it replaces.
+drops the file's records of the weights trained past its checkpoint, the run it replaces,
+and an evaluation adds only the records it made, never the checkpoint's.
 Any other run is a run of its own and rewrites the file, so that two fits into one folder
 are not drawn as one.
 """
@@ -88,10 +89,19 @@ def weights_steps(record: dict[str, Any], fit_points: set[tuple[Any, Any]]) -> i
 
 
 def merged_history(
-    path: Path, history: Sequence[dict[str, Any]], resumed_at: int | None = None
+    path: Path,
+    history: Sequence[dict[str, Any]],
+    resumed_at: int | None = None,
+    run: str | None = None,
 ) -> list[dict[str, Any]]:
     """The records in the file at ``path``, then those of ``history`` it does not hold yet
     (a record the file holds n times stands for the first n equal ones of ``history``).
+
+    ``run``: the id of a ``validate`` / ``test`` run restored from a checkpoint, whose
+    records alone (``record["run"]``) a file holding records gets. Its others are the
+    checkpoint's, which the file may have dropped as those of the run a resumed fit
+    replaced: added back, they went after the resumed run's, and the curve went back in
+    time. A file holding none gets the whole ``history``.
 
     ``resumed_at``: where the checkpoint a resumed fit started from is, in the fit records'
     count: the batches that stepped to its weights (``global_step`` with one optimizer),
@@ -111,6 +121,9 @@ def merged_history(
         >>> _ = path.write_text('[{"epoch": 0, "step": 5}, {"epoch": 1, "step": 11}]')
         >>> merged_history(path, [{"epoch": 1, "step": 11, "error": 0.2}], resumed_at=6)
         [{'epoch': 0, 'step': 5}, {'epoch': 1, 'step': 11, 'error': 0.2}]
+        >>> dropped, mine = {"epoch": 2, "step": 17, "run": "a"}, {"fn": "validate", "run": "c"}
+        >>> merged_history(path, [dropped, mine], run="c")[2:]
+        [{'fn': 'validate', 'run': 'c'}]
     """
     try:
         on_disk = json.loads(path.read_text(encoding="utf-8"))
@@ -119,6 +132,8 @@ def merged_history(
     if not isinstance(on_disk, list):
         on_disk = []
     on_disk = [r for r in on_disk if isinstance(r, dict)]
+    if run is not None and on_disk:
+        history = [r for r in history if r.get("run") == run]
     # Compared as JSON, as they are stored: NaN equals NaN there, and tuples are lists.
     keys = [json.dumps(r, sort_keys=True) for r in history]
     wanted, held = Counter(keys), Counter()
@@ -154,14 +169,16 @@ def write_files(
     unique: bool = False,
     merge: bool = False,
     resumed_at: int | None = None,
+    run: str | None = None,
 ) -> None:
     """PNGs of one validation's figures, the error over epochs with its band, the history.
 
     Files: ``{stem}_{figure}_{suffix}.png`` (:func:`figure_suffix`), ``{stem}_calib_err.png``
     and ``{stem}_history.json`` in ``folder`` (created). The history written is ``history``,
     or with ``merge=True`` (a run restored from a checkpoint) the file's records followed by
-    the new ones of ``history``, less, for a fit resumed from a checkpoint whose weights
-    had stepped ``resumed_at`` batches, the file's records of the run it replaces
+    the new ones of ``history`` (of a ``validate`` / ``test`` run, its own: those whose
+    ``run`` is ``run``), less, for a fit resumed from a checkpoint whose weights had
+    stepped ``resumed_at`` batches, the file's records of the run it replaces
     (:func:`merged_history`); the curve draws it. With
     ``unique=True`` (a run not :func:`own_run`) figures never replace earlier files: a
     second run on the same weights gets ``..._2.png``.
@@ -180,7 +197,7 @@ def write_files(
     for name, fig in figures.items():
         fig.savefig(folder / f"{stem}_{name}_{suffix}.png", dpi=100)
     path = folder / f"{stem}_history.json"
-    history = merged_history(path, history, resumed_at) if merge else list(history)
+    history = merged_history(path, history, resumed_at, run) if merge else list(history)
     curve(history, label).savefig(folder / f"{stem}_calib_err.png", dpi=100)
     # Written beside, then renamed: an interrupted write leaves the old file whole.
     partial = path.with_name(path.name + ".partial")

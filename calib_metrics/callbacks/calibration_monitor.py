@@ -6,6 +6,7 @@ import uuid
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ from calib_metrics.callbacks import _arguments as checks
 from calib_metrics.callbacks import _epoch_end_tags as epoch_end_tags
 from calib_metrics.callbacks import _files as files
 from calib_metrics.callbacks import _histories as histories
+from calib_metrics.callbacks import _loader_results as loader_results
 from calib_metrics.callbacks import _outputs as step_output
 from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
@@ -71,9 +73,11 @@ class CalibrationMonitor(Callback):
     the recentred pair bootstrap; with ``streaming=False`` and ``"groups"`` in the step's
     output, the group bootstrap). With several validation (or test) dataloaders, each
     gets its own result, tagged as Lightning tags them (``val/calib_err/dataloader_idx_1``;
-    ``history`` records carry ``dataloader_idx``). The monitor warns once when the
-    LightningModule logs one of its tags itself (the monitor's value would replace the
-    module's: log yours as e.g. ``val/ece``), once when ``trainer.test()`` runs with only a
+    ``history`` records carry ``dataloader_idx``), and each loader's dict of the metrics
+    ``trainer.validate`` / ``test`` return (and print) holds its own values alone. The
+    monitor warns once when the LightningModule logs one of its tags itself, at whichever
+    measured epoch it first does (the monitor's value would replace the module's: log
+    yours as e.g. ``val/ece``), once when ``trainer.test()`` runs with only a
     ``stage="val"`` monitor, and once when the trainer has no logger (the values still
     reach ``trainer.callback_metrics``).
 
@@ -101,8 +105,9 @@ class CalibrationMonitor(Callback):
     ``fit``, ``current_epoch`` is ``max_epochs``). TensorBoard gets every evaluation at the
     trainer's step, where Lightning logs its scalars. A run restored from a checkpoint (a
     resumed fit, or ``validate`` / ``test`` with ``ckpt_path=``) adds its records to the
-    history file on disk, never shortening it, except that a resumed fit first drops the
-    file's records of weights trained past its checkpoint (the run it replaces: fit
+    history file on disk (an evaluation only those it made, not the checkpoint's), never
+    shortening it, except that a resumed fit first drops the file's records of weights
+    trained past its checkpoint (the run it replaces: fit
     validations logged at or after the checkpoint's step, counted in batches that stepped,
     and evaluations of later weights); any other run rewrites the file with its run's
     history. A fit that starts at step 0 without a checkpoint starts its run's history
@@ -255,7 +260,6 @@ class CalibrationMonitor(Callback):
         # reference that tells a live experiment from a freed one whose id was reused.
         self._layouts_written: dict[int, tuple[Callable[[], Any], list[str]]] = {}
         self._warned: set[str] = set()
-        self._tags_checked = False
         self._layout_suffixes = [""]
         # The trainer function of the run that restored a checkpoint (on_load_checkpoint),
         # None when this run restored none.
@@ -513,16 +517,20 @@ class CalibrationMonitor(Callback):
         Both values would go to one tag, and the monitor's (logged later) replaces the
         module's without a word. Lightning has no public list of this epoch's logged
         names, so this reads its result collection, and checks nothing if it is absent.
+        Every measured epoch is checked until the warning is given, not only the first: a
+        module may start logging the tag at a later epoch, or in a later
+        ``trainer.validate``. One pass over this epoch's entries, at its end.
         """
-        if self._tags_checked:
+        if "tags" in self._warned:
             return
-        self._tags_checked = True
         results = getattr(trainer, "_results", None)
         taken = set()
         for item in (results or {}).values():
             meta = getattr(item, "meta", None)
             if meta is None or not isinstance(getattr(meta, "name", None), str):
                 continue
+            if getattr(item, "has_reset", False):
+                continue  # logged at an earlier epoch (or evaluation), not at this one
             index = getattr(meta, "dataloader_idx", None)
             add_index = getattr(meta, "add_dataloader_idx", False) and index is not None
             taken.add(meta.name + (f"/dataloader_idx_{index}" if add_index else ""))
@@ -555,8 +563,8 @@ class CalibrationMonitor(Callback):
         if logged and overridden:
             epoch_end_tags.guard(pl_module, hook, logged, lambda tag: self._warn_clash([tag]))
 
-    def _clear_entries(self, trainer: Trainer, names: Iterable[str]) -> None:
-        """Drop Lightning's entries of ``names`` under this epoch-end hook before logging them.
+    def _clear_entries(self, trainer: Trainer, keys: Iterable[str]) -> None:
+        """Drop Lightning's entries of ``keys`` (:meth:`_entry_key`) before logging them.
 
         Lightning keeps one entry per hook and tag across the loop's runs, resetting only its
         value: the module's, made at an epoch end the monitor did not log (the sanity check,
@@ -567,8 +575,8 @@ class CalibrationMonitor(Callback):
         """
         results = getattr(trainer, "_results", None)
         if isinstance(results, dict):
-            for name in names:
-                results.pop(f"{self._epoch_end_hook}.{name}", None)
+            for key in keys:
+                results.pop(key, None)
 
     def _forget_entries(self, trainer: Trainer) -> None:
         """Drop the entries this monitor's ``self.log`` made at an earlier epoch end from
@@ -599,14 +607,20 @@ class CalibrationMonitor(Callback):
             if (entry := ref()) is not None and not any(entry is d for d in dropped)
         ]
 
-    def _note_entries(self, trainer: Trainer, names: Iterable[str]) -> None:
-        """Remember the entries just logged under ``names``, for :meth:`_forget_entries`."""
+    def _note_entries(self, trainer: Trainer, keys: Iterable[str]) -> None:
+        """Remember the entries just logged under ``keys``, for :meth:`_forget_entries`."""
         results = getattr(trainer, "_results", None)
         if isinstance(results, dict):
-            for name in names:
-                entry = results.get(f"{self._epoch_end_hook}.{name}")
+            for key in keys:
+                entry = results.get(key)
                 if entry is not None:
                     self._entries.append(_reference(entry))
+
+    def _entry_key(self, name: str, loader: int | None) -> str:
+        """The key of Lightning's entry for ``self.log(name)`` in this epoch-end hook: logged
+        for a dataloader (:mod:`._loader_results`), the key ends in its index."""
+        key = f"{self._epoch_end_hook}.{name}"
+        return key if loader is None else f"{key}.{loader}"
 
     @property
     def _epoch_end_hook(self) -> str:
@@ -660,25 +674,8 @@ class CalibrationMonitor(Callback):
         if self.smooth:
             numbers["smooth_error"] = metric.compute_smooth().item()
             scalars[self._smooth_name(suffix)] = "smooth_error"
-        self._clear_entries(trainer, scalars)
-        with warnings.catch_warnings():
-            if not trainer.loggers:
-                # Lightning warns for every key, every epoch; the monitor said it once.
-                warnings.filterwarnings("ignore", message=r"You called `self\.log\(")
-            for name, key in scalars.items():
-                pl_module.log(
-                    name,
-                    numbers[key],
-                    on_step=False,
-                    on_epoch=True,
-                    prog_bar=self.prog_bar and key == "error",
-                    logger=True,
-                    add_dataloader_idx=False,  # the suffix names the loader already
-                    # Values are identical on every rank (synchronised above); syncing only
-                    # keeps Lightning from warning about epoch-level logging under DDP.
-                    sync_dist=trainer.world_size > 1,
-                )
-        self._note_entries(trainer, scalars)
+        values = {tag: numbers[key] for tag, key in scalars.items()}
+        self._log_scalars(trainer, pl_module, values, idx, suffix)
         # A classwise result's own bins are every class's sorted together: logged by class.
         bins = tb.bins_tensor(result) if classes is None else tb.classwise_bins_tensor(classes)
         record = self._record(trainer, pl_module, step, result, per_class, bins)
@@ -697,6 +694,46 @@ class CalibrationMonitor(Callback):
             drawn = (metric._drawn_interval(drawn_from), metric._debias)
             self._write(trainer, step, result, per_class, drawn, suffix, classes, bins)
         return list(scalars)
+
+    def _log_scalars(
+        self,
+        trainer: Trainer,
+        pl_module: LightningModule,
+        values: dict[str, float],
+        idx: int,
+        suffix: str,
+    ) -> None:
+        """Log one dataloader's scalars (by tag) through ``pl_module.log``. With several
+        loaders, they are logged for their loader (:mod:`._loader_results`): each loader's
+        dict of the metrics ``validate`` / ``test`` return, and print, holds its own."""
+        n_loaders = runs.loader_count(trainer, self.stage)
+        for_loader = bool(suffix) and loader_results.available(trainer, n_loaders)
+        # Logged for its loader, a name takes Lightning's suffix, the tag's own.
+        names = {tag: tag.removesuffix(suffix) if for_loader else tag for tag in values}
+        keys = [self._entry_key(name, idx if for_loader else None) for name in names.values()]
+        self._clear_entries(trainer, keys)
+        error_tag = self._scalar_names(suffix)[0]
+        loader = loader_results.logging_for(trainer, idx) if for_loader else nullcontext()
+        with warnings.catch_warnings(), loader:
+            if not trainer.loggers:
+                # Lightning warns for every key, every epoch; the monitor said it once.
+                warnings.filterwarnings("ignore", message=r"You called `self\.log\(")
+            for tag, value in values.items():
+                pl_module.log(
+                    names[tag],
+                    value,
+                    on_step=False,
+                    on_epoch=True,
+                    prog_bar=self.prog_bar and tag == error_tag,
+                    logger=True,
+                    # Lightning adds the suffix of the loader logged for; else the name
+                    # holds it already (or there is one loader, named by none).
+                    add_dataloader_idx=for_loader,
+                    # Values are identical on every rank (synchronised above); syncing only
+                    # keeps Lightning from warning about epoch-level logging under DDP.
+                    sync_dist=trainer.world_size > 1,
+                )
+        self._note_entries(trainer, keys)
 
     def _record(
         self,
@@ -822,6 +859,9 @@ class CalibrationMonitor(Callback):
                 # fit into the same folder is another run, and rewrites it.
                 merge=self._restored is not None,
                 resumed_at=self._resumed_at,
+                # A validate / test run adds its own records: the checkpoint's other ones
+                # may be of a run that a resumed fit replaced, and the file dropped.
+                run=None if self._restored == "fit" else self._run,
             )
 
     def _write_experiment(
