@@ -384,6 +384,44 @@ def test_probabilities_given_as_logits_are_named_and_nothing_is_fitted(tmp_path)
     assert not hasattr(model, "calibration_temperature")
 
 
+def test_bfloat16_probabilities_given_as_logits_are_named_and_nothing_is_fitted() -> None:
+    """Under bf16-mixed the step's softmax rows sum to 1 only within bfloat16's rounding
+    (2.7e-3 off here, where the check allowed 1e-3, summing in bfloat16): they were fitted
+    as logits, silently (a meaningless temperature and a "before" error of softmax(p))."""
+    model = ReturnsProbabilities()
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer = Trainer(
+        max_epochs=1, accelerator="cpu", logger=False, callbacks=[callback],
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        num_sanity_val_steps=0, precision="bf16-mixed",
+    )  # fmt: skip
+    train = DataLoader(_data(64, seed=0), batch_size=32)
+    with pytest.warns(UserWarning, match="'logits' are probabilities .* no temperature fitted"):
+        trainer.fit(model, train, DataLoader(_data(128, seed=2), batch_size=32))
+    assert callback.recalibrator is None and callback.results == {}
+    assert not hasattr(model, "calibration_temperature")
+
+
+@pytest.mark.parametrize("classes", [2, 4, 50, 5000])
+def test_probability_rows_are_told_from_logits_in_every_dtype(classes) -> None:
+    """Rows of probabilities are told by their sum, in float64, to the library's tolerance
+    for rows of class probabilities or, where wider, their dtype's rounding; logits, and
+    rows in [0, 1] that do not sum to 1, are not."""
+    from calib_metrics.callbacks.recalibration import _look_like_probabilities
+
+    g = torch.Generator().manual_seed(classes)
+    logits = 3 * torch.randn(4000 // classes + 20, classes, generator=g)
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        probs = logits.to(dtype).softmax(-1)
+        assert _look_like_probabilities(probs), dtype
+        # Half-precision softmax rows widened to float32, as a step may return them.
+        assert _look_like_probabilities(probs.float()), dtype
+        assert not _look_like_probabilities(logits.to(dtype)), dtype
+        assert not _look_like_probabilities(1.02 * probs.double()), dtype
+    uniform = torch.rand(logits.shape, generator=g)
+    assert not _look_like_probabilities(uniform / uniform.sum(-1, keepdim=True) * 0.95)
+
+
 class TwoHeads(Overconfident):
     """Head a is 5× overconfident, head b 15×: their temperatures differ."""
 
@@ -444,6 +482,38 @@ def test_a_malformed_step_output_is_named(extract, output, message) -> None:
     output = {"logits": _LOGITS, "target": _TARGET} if output is None else output
     with pytest.raises(ValueError, match=message):
         callback.extract_batch(output, None)
+
+
+_IDS = "must hold integer class ids, got dtype"
+
+
+@pytest.mark.parametrize(
+    ("logits", "target", "message"),
+    [
+        # Before: accepted at every batch, then "no temperature fitted (target must hold
+        # integer class indices)" when fitting ended, after the training run.
+        (_LOGITS[:4], torch.tensor([0.0, 1.5, 2.0, 0.0]), f"{_IDS} torch.float32"),
+        (_LOGITS[:4], torch.tensor([0.0, 1.0, 2.0, 0.0]), f"{_IDS} torch.float32"),
+        (_LOGITS[:4], torch.tensor([True, False, True, True]), f"{_IDS} torch.bool"),
+        # Before: "no temperature fitted (logits must be floating point ...)" at the end.
+        (torch.randint(0, 3, (4, 3)), _TARGET[:4], "logits must be floating point, got dtype"),
+        (torch.tensor([1, 0, 1, 1]), torch.tensor([1, 0, 1, 1]), "logits must be floating point"),
+    ],
+    ids=["fractional targets", "float targets", "bool targets", "integer logits", "binary integer"],
+)
+def test_logits_and_targets_of_the_wrong_dtype_are_refused_at_every_batch(
+    logits, target, message
+) -> None:
+    callback = TemperatureRecalibration()
+    for check_targets in (True, False):  # a dtype needs no host read: every batch
+        with pytest.raises(ValueError, match=f"TemperatureRecalibration: .*{message}"):
+            callback.extract_batch({"logits": logits, "target": target}, None,
+                                   check_targets=check_targets)  # fmt: skip
+    # Binary targets may be floats: 0. and 1. are taken, 1.5 is no class.
+    scores = torch.randn(4)
+    callback.extract_batch({"logits": scores, "target": torch.tensor([0.0, 1, 1, 0])}, None)
+    with pytest.raises(ValueError, match=r"target must be binary \(0 or 1\), found the value 1.5"):
+        callback.extract_batch({"logits": scores, "target": torch.tensor([0.0, 1.5, 1, 0])}, None)
 
 
 class _Padded(Overconfident):

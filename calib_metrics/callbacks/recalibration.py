@@ -21,9 +21,10 @@ from calib_metrics.functional.calibration import (
     _check_interval_options,
     _check_options,
 )
+from calib_metrics.functional.multiclass import ROW_SUM_TOLERANCE, check_class_id_dtype
 from calib_metrics.metric_checks import check_class_ids, check_ignore_index
 from calib_metrics.recalibration import TemperatureScaling
-from calib_metrics.recalibration._common import fitting_mode
+from calib_metrics.recalibration._common import check_floating, fitting_mode
 
 Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
 
@@ -40,7 +41,8 @@ class TemperatureRecalibration(Callback):
     kept; the sanity check's are checked only, so that a malformed output (a shape, targets
     naming no class: padding without ``ignore_index``) is a ValueError before the fit
     trains (a ``None`` output there, from a module that skips the sanity check, is passed
-    over). Shapes and keys are checked at every batch; targets, which costs a host
+    over). Shapes, keys and dtypes (floating logits; integer class ids beside multiclass
+    logits) are checked at every batch; targets' values, which costs a host
     synchronisation, at the sanity check's batches and each validation epoch's first batch
     of each dataloader, and a later batch's targets naming no class when fitting ends: no
     temperature is fitted, with a warning naming them. When fitting ends the temperature is
@@ -153,8 +155,9 @@ class TemperatureRecalibration(Callback):
         self, outputs: Any, batch: Any, *, check_targets: bool = True
     ) -> tuple[Tensor, Tensor] | None:
         """``(logits [M, C] or [M], target [M])`` of one step, padding dropped; a malformed
-        output (a missing key, a shape, a list where a tensor belongs) is a ValueError
-        here, at the first validation batch, not when fitting ends. Dropping padding
+        output (a missing key, a shape, a list where a tensor belongs, integer logits,
+        multiclass targets that are not integer class ids) is a ValueError here, at the
+        first validation batch, not when fitting ends. Dropping padding
         (``ignore_index``) costs one host synchronisation. With
         ``check_targets`` so are targets that name no class (padding without
         ``ignore_index``, a class id past the logits, binary targets other than 0 / 1), at
@@ -191,6 +194,7 @@ class TemperatureRecalibration(Callback):
                 f"score per item: give binary scores in target's shape {tuple(target.shape)} "
                 "(logits.squeeze(-1)), or multiclass logits [..., C] with C >= 2"
             )
+        self._check_dtypes(logits, target, binary)
         logits = logits.reshape(-1) if binary else logits.reshape(-1, logits.shape[-1])
         target = target.reshape(-1)
         if self.ignore_index is not None:
@@ -204,6 +208,21 @@ class TemperatureRecalibration(Callback):
             except ValueError as err:
                 raise ValueError(f"TemperatureRecalibration: {err}") from None
         return logits, target
+
+    @staticmethod
+    def _check_dtypes(logits: Tensor, target: Tensor, binary: bool) -> None:
+        """Logits that are no scores (integers) and, beside multiclass logits, targets that
+        are no class ids (floats such as ``[0., 1.5, 2.]``, bools) are a ValueError, as the
+        monitor's are: the fit had refused them only when fitting ended, after the training
+        run, as "no temperature fitted". A dtype is read without waiting for the device, so
+        every batch is checked. Binary targets may be floats, 0 and 1 (their values are
+        checked with the targets')."""
+        try:
+            check_floating(logits, "logits")
+            if not binary:
+                check_class_id_dtype(target)
+        except ValueError as err:
+            raise ValueError(f"TemperatureRecalibration: {err}") from None
 
     def _check_target(self, logits: Tensor, target: Tensor) -> None:
         """Targets that name no class (padding without ``ignore_index``, a class id past the
@@ -546,9 +565,35 @@ def _probs(logits: Tensor) -> Tensor:
 
 def _look_like_probabilities(logits: Tensor) -> bool:
     """Whether multiclass "logits" are rows of probabilities: all in [0, 1], each summing to
-    1 (to 1e-3). Fitted as logits they gave a meaningless temperature and a "before" error
-    of softmax(p), not of the model (0.27 where the model's was 0.045), with no word."""
+    1 (in float64) within the library's tolerance for rows of class probabilities
+    (``ROW_SUM_TOLERANCE``, the metrics' row check) or, where wider, their dtype's rounding
+    (:func:`_row_sum_rounding`). Fitted as logits they gave a meaningless temperature and a
+    "before" error of softmax(p), not of the model (0.27 where the model's was 0.045), with
+    no word; summed in their own dtype to 1e-3, a ``bf16-mixed`` step's softmax rows (off
+    by up to 3e-3) were fitted so. Logits in [0, 1] whose every row sums to 1 are no
+    model's. One host read."""
     if logits.ndim != 2 or logits.numel() == 0:
         return False
-    in_range = bool(((logits >= 0) & (logits <= 1)).all())
-    return in_range and bool(((logits.sum(-1) - 1).abs() < 1e-3).all())
+    in_range = ((logits >= 0) & (logits <= 1)).all()
+    off = (logits.sum(-1, dtype=torch.float64) - 1).abs().amax()
+    tolerance = max(ROW_SUM_TOLERANCE, _row_sum_rounding(logits.dtype, logits.shape[-1]))
+    return bool(in_range & (off <= tolerance))
+
+
+def _row_sum_rounding(dtype: torch.dtype, num_classes: int) -> float:
+    """How far from 1 a softmax's row of ``num_classes`` values in ``dtype`` may sum, by
+    rounding alone, with a factor 2 to spare: each value rounded to the dtype moves by half
+    an ulp, ``eps / 2`` of it (the row by ``eps / 2``, as its values sum to 1) or, below the
+    normal range, half the smallest subnormal (``C`` of those); the softmax computes them
+    in float32 at least (torch's does for half precision), whose sum of ``C`` terms is off
+    by up to ``C`` roundings. Above ``ROW_SUM_TOLERANCE`` only for half precision and
+    tens of thousands of classes (bfloat16: 0.0078 + C · 1.2e-7).
+
+    Example:
+        >>> round(_row_sum_rounding(torch.bfloat16, 4), 5), _row_sum_rounding(torch.float64, 4)
+        (0.00781, 1.11...e-15)
+    """
+    own = torch.finfo(dtype)
+    computed = torch.finfo(torch.promote_types(dtype, torch.float32))
+    subnormal = own.smallest_normal * own.eps
+    return own.eps + num_classes * (subnormal + computed.eps)

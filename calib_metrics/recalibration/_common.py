@@ -3,13 +3,17 @@
 Fitting always runs in float64 with gradients on, outside inference mode, on private
 copies of the inputs: Lightning's validation loop runs under ``torch.inference_mode``,
 whose tensors cannot be saved for backward, so a recalibrator fitted from a callback
-would otherwise fail.
+would otherwise fail. Every :class:`FittedModule`'s ``fit`` runs in :func:`fitting_mode`
+(set once, by the class), so its buffers are never inference tensors either.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
+import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,7 +41,7 @@ MASK_FLOOR = -1e200
 def float64_copy(x: Tensor) -> Tensor:
     """A float64 copy that is a normal tensor (never an inference tensor) and needs no grad.
 
-    Call inside :func:`fitting_mode`.
+    Call inside :func:`fitting_mode` (a fit runs in it).
     """
     return plain_copy(x).to(torch.float64)
 
@@ -45,7 +49,7 @@ def float64_copy(x: Tensor) -> Tensor:
 def plain_copy(x: Tensor) -> Tensor:
     """A copy that autograd may save (an inference tensor's cannot be): masks, gold tags.
 
-    Call inside :func:`fitting_mode`.
+    Call inside :func:`fitting_mode` (a fit runs in it).
     """
     return x.detach().clone()
 
@@ -55,6 +59,13 @@ def check_tensor(x: object, name: str) -> Tensor:
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     check_not_meta(x, name)
     return x
+
+
+def check_floating(x: Tensor, name: str) -> None:
+    """Refuse a tensor of integers (or bools): scores, logits and probabilities are real
+    numbers, and an integer one would be divided and truncated. No host read."""
+    if not x.is_floating_point():
+        raise ValueError(f"{name} must be floating point, got dtype {x.dtype}")
 
 
 def check_finite(x: Tensor, name: str) -> None:
@@ -88,8 +99,7 @@ def check_binary_target(target: Tensor, like: Tensor, name: str = "scores") -> T
 
 def check_probs(probs: Tensor, name: str = "probs") -> Tensor:
     probs = check_tensor(probs, name)
-    if not probs.is_floating_point():
-        raise ValueError(f"{name} must be floating point, got dtype {probs.dtype}")
+    check_floating(probs, name)
     check_finite(probs, name)
     if bool(((probs < 0) | (probs > 1)).any()):
         raise ValueError(f"{name} must lie in [0, 1]")
@@ -164,22 +174,33 @@ def check_temperature_optimum(
         )
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_caller(message: str) -> None:
+    """A UserWarning that names the line which called into the recalibrators: the first
+    frame outside this package. A fit reaches its warnings at a depth that differs by kind
+    (PlattScaling's fit calls the scalers' fit, each run in :func:`fitting_mode` by a
+    frame of its own, and ``fit_binary`` adds one), so no fixed ``stacklevel`` names it."""
+    frame, level = sys._getframe(1), 2  # warnings.warn's stacklevel of that frame
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
 def flat_scores_warning(
     owner: str,
     scores: str,
     temperature: str = "T",
-    stacklevel: int = 4,
     how: str = "are all equal on each item's allowed choices (e.g. all 0, or 0 and -inf)",
 ) -> None:
     """Warn that the ``scores`` do not depend on the temperature (``how`` says why: all
     equal on each item's allowed choices, those not masked with -inf), which is kept at 1:
     any value fits as well as any other, as with Platt scaling's slope on equal scores."""
-    warnings.warn(
+    warn_caller(
         f"{owner}: the {scores} it is fitted on {how}, so they do not depend on "
         f"{temperature} and cannot set it: kept {temperature} = 1; fit on held-out data "
-        "whose scores vary",
-        UserWarning,
-        stacklevel=stacklevel,
+        "whose scores vary"
     )
 
 
@@ -329,6 +350,12 @@ class SettingsInState:
             missing_keys.remove(key)
 
 
+def _is_real(buffer: Tensor | None) -> bool:
+    """Whether a buffer holds real numbers (a fitted parameter, float64 by design), not a
+    flag or a count."""
+    return buffer is not None and buffer.is_floating_point()
+
+
 def _dimensions(ndim: int) -> str:
     """A buffer's number of dimensions in words.
 
@@ -342,13 +369,34 @@ def _dimensions(ndim: int) -> str:
     return f"{kind} ({ndim} dimension{'s' if ndim != 1 else ''})"
 
 
+def _in_fitting_mode(fit: Callable) -> Callable:
+    """``fit`` run in :func:`fitting_mode`, whatever its caller's context."""
+
+    @functools.wraps(fit)
+    def fit_in_fitting_mode(self: FittedModule, *args: Any, **kwargs: Any) -> Any:
+        with fitting_mode():
+            return fit(self, *args, **kwargs)
+
+    return fit_in_fitting_mode
+
+
 class FittedModule(nn.Module):
     """An ``nn.Module`` whose buffers take the shapes they are loaded with.
 
     Binning recalibrators learn a number of bins that depends on the data; a fresh object
     must still accept their ``state_dict``, and ``fitted`` (a buffer) says whether the
     object has been fitted or loaded.
+
+    Every subclass's ``fit`` runs in :func:`fitting_mode`, set here once for all kinds:
+    fitted under ``torch.inference_mode`` (a Lightning hook), the binning modules had kept
+    inference tensors as buffers, and a later call on scores that require grad failed
+    ("Inference tensors cannot be saved for backward").
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "fit" in cls.__dict__:
+            cls.fit = _in_fitting_mode(cls.__dict__["fit"])  # type: ignore[attr-defined]
 
     def __init__(self) -> None:
         super().__init__()
@@ -403,12 +451,19 @@ class FittedModule(nn.Module):
             loaded.update(single)
             state_dict = {**state_dict, **{prefix + name: v for name, v in single.items()}}
         self.check_state(loaded)  # before any buffer changes
+        real = [name for name, buffer in self._buffers.items() if _is_real(buffer)]
         for name in list(self._buffers):
             key = prefix + name
             if key in state_dict and self._buffers[name] is not None:
                 incoming = state_dict[key]
                 self._buffers[name] = torch.empty_like(incoming, device=self._buffers[name].device)
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        # The fitted parameters stay float64, as a fit makes them, whatever dtype the state
+        # holds (a hand-made state is float32, torch's default): a float32 matrix had
+        # loaded "All keys matched", and every call of MatrixScaling then failed ("expected
+        # m1 and m2 to have the same dtype"). Also after a load with assign=True.
+        for name in real:
+            self._buffers[name] = self._buffers[name].to(torch.float64)  # type: ignore[union-attr]
         self.__dict__.get("_host_values", {}).clear()  # loaded in place: read again
 
     def check_state(self, state: dict[str, Tensor]) -> None:

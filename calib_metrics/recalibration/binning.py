@@ -18,7 +18,6 @@ first, or through a scaler of :mod:`calib_metrics.recalibration.scaling`.
 
 from __future__ import annotations
 
-import warnings
 from decimal import ROUND_FLOOR, Context, Decimal
 
 import torch
@@ -32,9 +31,11 @@ from calib_metrics.recalibration._common import (
     SettingsInState,
     check_binary_target,
     check_finite,
+    check_floating,
     check_nonempty,
     check_probs,
     check_tensor,
+    warn_caller,
 )
 from calib_metrics.recalibration.scaling import PlattScaling
 
@@ -45,8 +46,7 @@ def check_scores(scores: object, name: str = "scores", *, fitting: bool = True) 
     """Floating and finite; non-empty when ``fitting`` (a fitted module maps an empty
     batch to an empty one)."""
     scores = check_tensor(scores, name)
-    if not scores.is_floating_point():
-        raise ValueError(f"{name} must be floating point, got dtype {scores.dtype}")
+    check_floating(scores, name)
     if fitting:
         check_nonempty(scores, name)
     check_finite(scores, name)
@@ -198,13 +198,11 @@ def _warn_of_small_bins(n_pairs: int, n_bins: int) -> None:
         return
     most = max(1, n_pairs // MIN_PAIRS_PER_BIN)
     each = _pairs_a_bin(n_pairs, n_bins)
-    warnings.warn(
+    warn_caller(
         f"HistogramBinning: {n_bins} bins for {n_pairs} dev pairs, {each} a bin: a bin's "
         "frequency of so few pairs is often exactly 0 or 1, and so are the "
         f"test probabilities it maps to; use at most {most} bin{'s' * (most != 1)} "
-        "(or scaling-binning)",
-        UserWarning,
-        stacklevel=3,
+        "(or scaling-binning)"
     )
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import torch
 import torch.nn.functional as F
@@ -34,11 +33,11 @@ from calib_metrics.recalibration._common import (
     check_binary_target,
     check_finite,
     check_finite_optimum,
+    check_floating,
     check_nonempty,
     check_temperature_optimum,
     check_tensor,
     constant_rows,
-    fitting_mode,
     flat_scores_warning,
     float64_copy,
     lbfgs,
@@ -46,6 +45,7 @@ from calib_metrics.recalibration._common import (
     ranks_all_right,
     typical_gap,
     typical_spread,
+    warn_caller,
 )
 
 __all__ = ["MatrixScaling", "PlattScaling", "TemperatureScaling", "VectorScaling"]
@@ -114,8 +114,7 @@ def check_logits(
 def _check_form(logits: object, fitting: bool) -> Tensor:
     """A floating tensor; when ``fitting``, at least 1-D and non-empty (no host read)."""
     logits = check_tensor(logits, "logits")
-    if not logits.is_floating_point():
-        raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
+    check_floating(logits, "logits")
     if fitting:
         if logits.ndim == 0:
             raise ValueError("logits must have at least one dimension, got a 0-dim tensor")
@@ -328,22 +327,20 @@ class _LogitScaler(SettingsInState, FittedModule):
         else:
             y = check_multiclass(logits, target)
         num_classes = 1 if binary else logits.shape[1]
-        with fitting_mode():
-            # A mask of float64's lowest value overflows to -inf once divided by T < 1, and
-            # the gradient with it (NaN loss); any logit beyond ±MASK_FLOOR decides its
-            # probability (0 or 1) there as at the floor. Both sides: a binary score is a
-            # log-odds either way.
-            z = float64_copy(logits).clamp(MASK_FLOOR, -MASK_FLOOR)
-            y = y.detach().clone()
-            z = self._dev_logits(z, y)
-            used, y_used = self._informative(z, y)
-            fitted = self._fit_params(used, y_used, num_classes)
-            self._check_optimum(used, y_used, fitted)
-            self._check_separable(used, y_used, fitted)
-            if used is not z:  # nll_ is the mean over every dev item
-                with torch.no_grad():
-                    self.nll_ = float(self._nll(z, y, fitted))
-            self._store(fitted)
+        # A mask of float64's lowest value overflows to -inf once divided by T < 1, and the
+        # gradient with it (NaN loss); any logit beyond ±MASK_FLOOR decides its probability
+        # (0 or 1) there as at the floor. Both sides: a binary score is a log-odds either way.
+        z = float64_copy(logits).clamp(MASK_FLOOR, -MASK_FLOOR)
+        y = y.detach().clone()
+        z = self._dev_logits(z, y)
+        used, y_used = self._informative(z, y)
+        fitted = self._fit_params(used, y_used, num_classes)
+        self._check_optimum(used, y_used, fitted)
+        self._check_separable(used, y_used, fitted)
+        if used is not z:  # nll_ is the mean over every dev item
+            with torch.no_grad():
+                self.nll_ = float(self._nll(z, y, fitted))
+        self._store(fitted)
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
@@ -593,7 +590,6 @@ class TemperatureScaling(_LogitScaler):
                 f"logits of {self.one_class_items_} items",
                 how="allow one class each, the target (no item has two allowed classes: the "
                 "others are masked)",
-                stacklevel=4,
             )
             return fitted
         self.flat_ = constant_rows(z, allowed) if z.ndim == 2 else not bool(z.any())
@@ -609,10 +605,9 @@ class TemperatureScaling(_LogitScaler):
         with torch.no_grad():
             self.nll_ = float(self._nll(z, y, fitted))
         if z.ndim == 1:
-            flat_scores_warning(type(self).__name__, f"{z.shape[0]} scores", how=_ALL_ZERO,
-                                stacklevel=4)  # fmt: skip
+            flat_scores_warning(type(self).__name__, f"{z.shape[0]} scores", how=_ALL_ZERO)
         else:
-            flat_scores_warning(type(self).__name__, f"logits of {z.shape[0]} items", stacklevel=4)
+            flat_scores_warning(type(self).__name__, f"logits of {z.shape[0]} items")
         return fitted
 
     def _check_optimum(self, z: Tensor, y: Tensor, fitted: list[Tensor]) -> None:
@@ -663,14 +658,12 @@ _TARGET_FLOOR = math.log(1e-12)
 def _warn_of_zero_targets(count: int, first: int, target: int) -> None:
     """Say that ``count`` dev items (the first ``first``, of target class ``target``) give
     their target probability 0, fitted at 1e-12, and what avoids it."""
-    warnings.warn(
+    warn_caller(
         f"TemperatureScaling: {count} dev item{'s' * (count != 1)} with probability 0 on the "
         f"target class (the first: probs[{first}], class {target}), which no temperature "
         "raises: the fit reads that 0 as 1e-12, as a rounding (a float16 softmax is 0 below "
         "6e-8); every 0 stays 0 in the fitted map. The model's logits avoid this: fit on "
-        "them where it gives them",
-        UserWarning,
-        stacklevel=4,
+        "them where it gives them"
     )
 
 
@@ -849,13 +842,11 @@ class _PerClassScaler(_LogitScaler):
                 f"item without end; {advice}, or centre "
                 "the logits (subtract each row's mean, which leaves the softmax as it is)"
             )
-        warnings.warn(
+        warn_caller(
             f"{name}: {said}: the fit can only lower {'their' if plural else 'its'} "
             "probability on every item, as far as its penalty (or a few items of the other "
             "sign) allows, which miscalibrates "
-            f"test items of {'those classes' if plural else 'that class'}; {advice}",
-            UserWarning,
-            stacklevel=4,
+            f"test items of {'those classes' if plural else 'that class'}; {advice}"
         )
 
 
@@ -1045,13 +1036,11 @@ class PlattScaling(_LogitScaler):
             rate = y.mean()
             fitted = [torch.zeros_like(rate), torch.log(rate) - torch.log1p(-rate)]
             self.nll_ = float(self._nll(z, y, fitted))
-            warnings.warn(
+            warn_caller(
                 f"PlattScaling: the {z.numel()} scores it is fitted on are all equal, so they "
                 "cannot set a slope: fitted slope 0, which maps every score to the dev "
                 f"frequency of class 1 ({float(rate):.4g}); fit on held-out data whose scores "
-                "vary",
-                UserWarning,
-                stacklevel=4,
+                "vary"
             )
             return fitted
         if above or below:

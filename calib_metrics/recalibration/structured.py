@@ -28,7 +28,6 @@ come from the recalibrated scores.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
 import torch
@@ -43,15 +42,16 @@ from calib_metrics.recalibration._common import (
     MASK_FLOOR,
     FittedModule,
     check_finite_optimum,
+    check_floating,
     check_temperature_optimum,
     check_tensor,
     constant_rows,
-    fitting_mode,
     flat_scores_warning,
     float64_copy,
     lbfgs,
     plain_copy,
     typical_gap,
+    warn_caller,
 )
 
 __all__ = ["ChainTemperature", "CorefTemperature"]
@@ -68,9 +68,7 @@ def _check_potentials(emissions, transitions, start, end, mask, layout: bool = F
     potentials = (("emissions", emissions), ("transitions", transitions), ("start", start),
                   ("end", end))  # fmt: skip
     for name, x in potentials:
-        check_tensor(x, name)
-        if not x.is_floating_point():
-            raise ValueError(f"{name} must be floating point, got dtype {x.dtype}")
+        check_floating(check_tensor(x, name), name)
     if emissions.ndim != 3 or emissions.shape[0] == 0 or emissions.shape[1] == 0:
         raise ValueError(
             f"emissions must be [B, T, K] with B, T >= 1 (a non-empty dev set), "
@@ -323,16 +321,15 @@ class ChainTemperature(FittedModule):
         mask = _check_potentials(emissions, transitions, start, end, mask, layout=True)
         tags = _check_tags(tags, mask, emissions.shape[-1])
         _check_two_tags(tags, mask)
-        with fitting_mode():
-            mask, tags = plain_copy(mask), plain_copy(tags)
-            parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
-            self._check_gold(gold)
-            flat = self._flat_parts(parts, mask)
-            # Fitted by either objective: its checks (no usable signal, separable data) are
-            # the data's, and its T centres the CalibErr search.
-            t_em, t_tr = self._fit_likelihood(parts, gold, mask, flat)
-            if self.objective == "calib_err":
-                t_em = t_tr = self._fit_calib_err(parts, gold, tags, mask, t_em, all(flat))
+        mask, tags = plain_copy(mask), plain_copy(tags)
+        parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
+        self._check_gold(gold)
+        flat = self._flat_parts(parts, mask)
+        # Fitted by either objective: its checks (no usable signal, separable data) are the
+        # data's, and its T centres the CalibErr search.
+        t_em, t_tr = self._fit_likelihood(parts, gold, mask, flat)
+        if self.objective == "calib_err":
+            t_em = t_tr = self._fit_calib_err(parts, gold, tags, mask, t_em, all(flat))
         self.temperature = t_em.detach().to(self.temperature.device)
         self.transition_temperature = t_tr.detach().to(self.temperature.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
@@ -353,7 +350,7 @@ class ChainTemperature(FittedModule):
         symbols = ("T_em", "T_tr") if self.separate else ("T",)
         for is_flat, name, symbol in zip(flat, self._part_names(), symbols):
             if is_flat:
-                flat_scores_warning(type(self).__name__, name, symbol, stacklevel=4)
+                flat_scores_warning(type(self).__name__, name, symbol)
         return flat
 
     def _fit_likelihood(self, parts, gold, mask, flat: list[bool]) -> tuple[Tensor, Tensor]:
@@ -469,14 +466,12 @@ def _search_log_grid(
         lo, hi = (lo - _GRID_REACH, hi) if best == lo else (lo, hi + _GRID_REACH)
     low, high = math.exp(lo * _GRID_STEP), math.exp(hi * _GRID_STEP)
     if best in (lo, hi):
-        warnings.warn(
+        warn_caller(
             f"{owner}: the dev CalibErr is lowest at the {'lowest' if best == lo else 'highest'}"
             f" temperature searched, T = {math.exp(best * _GRID_STEP):.3g} (searched "
             f"{low:.3g} to {high:.3g}, around the likelihood fit's T = {centre:.3g}), so the "
             "fitted T is a bound of the search, not an optimum: check that the dev scores "
-            "and tags belong together, or fit by objective='likelihood'",
-            UserWarning,
-            stacklevel=4,
+            "and tags belong together, or fit by objective='likelihood'"
         )
     # Refined between the best point's neighbours on the lattice (within the range searched).
     ends = [math.exp(max(best - 1, lo) * _GRID_STEP), math.exp(min(best + 1, hi) * _GRID_STEP)]
@@ -488,11 +483,10 @@ def _search_log_grid(
 
 
 def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
+    # Fitted in float64 regardless, but applied as T cast to the scores' dtype: a T of 2.69
+    # divided integer scores as 2 (marginals off by 0.11).
     scores = check_tensor(scores, "scores")
-    if not scores.is_floating_point():
-        # Fitted in float64 regardless, but applied as T cast to the scores' dtype: a T of
-        # 2.69 divided integer scores as 2 (marginals off by 0.11).
-        raise ValueError(f"scores must be floating point, got dtype {scores.dtype}")
+    check_floating(scores, "scores")
     if scores.ndim != 3 or scores.shape[0] == 0 or scores.shape[1] == 0:
         raise ValueError(
             f"scores must be [B, N, N] with B, N >= 1 (a non-empty dev set), "
@@ -622,54 +616,53 @@ class CorefTemperature(FittedModule):
             raise ValueError(f"gold must have the shape of scores {tuple(scores.shape)}, "
                              f"got {tuple(gold.shape)}")  # fmt: skip
         _check_zero_one(gold, "gold")
-        with fitting_mode():
-            s = float64_copy(scores)
-            mask = None if mask is None else plain_copy(mask).bool()
-            gold, rows = _gold_rows(plain_copy(gold), mask, s)
-            read = torch.ones_like(gold).tril()
-            if mask is not None:
-                read = read & mask[:, :, None] & mask[:, None, :]
-            # Each mention's options all scoring the same: the scores do not depend on T,
-            # which stays 1 (with a warning); the offset, if any, is fitted alone.
-            flat = constant_rows(s, read)
-            if flat:
-                flat_scores_warning(type(self).__name__, "scores", stacklevel=4)
-            # log T starts at the scores' own top gap (:func:`typical_gap`), where the
-            # scaled ones are O(1): from T = 1, scores of size 1e-6 left the NLL flat.
-            zero = torch.zeros((), dtype=torch.float64, device=s.device)
-            start = zero if flat else typical_gap(torch.where(read, s, -math.inf)).log()
-            free = torch.stack([start, zero]).requires_grad_()
+        s = float64_copy(scores)
+        mask = None if mask is None else plain_copy(mask).bool()
+        gold, rows = _gold_rows(plain_copy(gold), mask, s)
+        read = torch.ones_like(gold).tril()
+        if mask is not None:
+            read = read & mask[:, :, None] & mask[:, None, :]
+        # Each mention's options all scoring the same: the scores do not depend on T,
+        # which stays 1 (with a warning); the offset, if any, is fitted alone.
+        flat = constant_rows(s, read)
+        if flat:
+            flat_scores_warning(type(self).__name__, "scores")
+        # log T starts at the scores' own top gap (:func:`typical_gap`), where the
+        # scaled ones are O(1): from T = 1, scores of size 1e-6 left the NLL flat.
+        zero = torch.zeros((), dtype=torch.float64, device=s.device)
+        start = zero if flat else typical_gap(torch.where(read, s, -math.inf)).log()
+        free = torch.stack([start, zero]).requires_grad_()
 
-            def loss() -> Tensor:
-                log_t = free[0].detach() * 0 if flat else free[0]
-                offset = free[1] if self.new_offset else free[1].detach() * 0
-                return _gold_nll(_scaled(s, log_t.exp(), offset), gold, rows, mask)
+        def loss() -> Tensor:
+            log_t = free[0].detach() * 0 if flat else free[0]
+            offset = free[1] if self.new_offset else free[1].detach() * 0
+            return _gold_nll(_scaled(s, log_t.exp(), offset), gold, rows, mask)
 
-            if flat and not self.new_offset:
-                with torch.no_grad():
-                    self.nll_ = float(loss())
-            else:
-                self.nll_ = lbfgs([free], loss, self.max_iter)
-            # Read without grad: a float() of the optimised tensor made PyTorch warn.
-            fitted = free.detach().clone()
-            if flat:
-                fitted[0] = 0.0
-            temperature, offset = fitted[0].exp(), fitted[1] if self.new_offset else fitted[1] * 0
-            described = f"T = {float(temperature):.3g}"
-            scores = "scores beyond the NEW offset" if self.new_offset else "scores"
-            if not flat:
-                limit = torch.full_like(temperature, math.inf)
-                uniform = float(_gold_nll(_scaled(s, limit, offset), gold, rows, mask))
-                slope = _coref_slope(s, offset, gold, rows, mask)
-                scale = float(torch.where(read & torch.isfinite(s), s, 0.0).abs().amax())
-                check_temperature_optimum(slope, scale, self.nll_, uniform, described, scores)
-            logp = coref_model.antecedent_log_probs(_scaled(s, temperature, offset), mask)
-            best_gold = logp.masked_fill(~gold, float("-inf")).amax(-1)
-            best_other = logp.masked_fill(gold, float("-inf")).amax(-1)
-            # Mentions with a wrong option to rank (the first mention has only NEW).
-            ranked = rows & (best_other > float("-inf"))
-            margins = (best_gold - best_other)[ranked]
-            check_finite_optimum(margins, described)
+        if flat and not self.new_offset:
+            with torch.no_grad():
+                self.nll_ = float(loss())
+        else:
+            self.nll_ = lbfgs([free], loss, self.max_iter)
+        # Read without grad: a float() of the optimised tensor made PyTorch warn.
+        fitted = free.detach().clone()
+        if flat:
+            fitted[0] = 0.0
+        temperature, offset = fitted[0].exp(), fitted[1] if self.new_offset else fitted[1] * 0
+        described = f"T = {float(temperature):.3g}"
+        scores = "scores beyond the NEW offset" if self.new_offset else "scores"
+        if not flat:
+            limit = torch.full_like(temperature, math.inf)
+            uniform = float(_gold_nll(_scaled(s, limit, offset), gold, rows, mask))
+            slope = _coref_slope(s, offset, gold, rows, mask)
+            scale = float(torch.where(read & torch.isfinite(s), s, 0.0).abs().amax())
+            check_temperature_optimum(slope, scale, self.nll_, uniform, described, scores)
+        logp = coref_model.antecedent_log_probs(_scaled(s, temperature, offset), mask)
+        best_gold = logp.masked_fill(~gold, float("-inf")).amax(-1)
+        best_other = logp.masked_fill(gold, float("-inf")).amax(-1)
+        # Mentions with a wrong option to rank (the first mention has only NEW).
+        ranked = rows & (best_other > float("-inf"))
+        margins = (best_gold - best_other)[ranked]
+        check_finite_optimum(margins, described)
         self.temperature = temperature.to(self.temperature.device)
         self.offset = fitted[1].to(self.offset.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)

@@ -1,0 +1,134 @@
+"""Every recalibrator's fitted buffers: float64 after a load of a state in another dtype,
+and never inference tensors after a fit under ``torch.inference_mode``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from torch import Tensor, nn
+
+from calib_metrics.models import coref, linear_chain
+from calib_metrics.recalibration import (
+    ChainTemperature,
+    CorefTemperature,
+    HistogramBinning,
+    IsotonicCalibration,
+    MatrixScaling,
+    PlattScaling,
+    ScalingBinning,
+    TemperatureScaling,
+    VectorScaling,
+)
+
+pytest.importorskip("sklearn")  # IsotonicCalibration
+
+G = torch.Generator().manual_seed(0)
+LOGITS = 3 * torch.randn(300, 3, generator=G)
+CLASSES = torch.multinomial(torch.softmax(LOGITS / 2, -1), 1, generator=G)[:, 0]
+SCORES = torch.randn(300, generator=G)
+LABELS = torch.bernoulli(torch.sigmoid(2 * SCORES), generator=G)
+EMISSIONS, TRANSITIONS = torch.randn(40, 6, 3, generator=G), torch.randn(3, 3, generator=G)
+START = END = torch.zeros(3)
+TAGS = linear_chain.sample(EMISSIONS, TRANSITIONS, START, END, n_samples=1, generator=G)[0]
+MENTIONS = torch.randn(20, 6, 6, generator=G)
+GOLD = nn.functional.one_hot(coref.sample_antecedents(MENTIONS, 1, generator=G)[0], 6).bool()
+CHAIN = (EMISSIONS, TRANSITIONS, START, END)
+
+
+def _split() -> ScalingBinning:
+    return ScalingBinning(generator=torch.Generator().manual_seed(0))
+
+
+# Each kind: how to build one, the arguments of its fit, and a call of the fitted module
+# (on an input of its own where it takes one tensor: one that requires grad, say).
+KINDS: dict[str, tuple[Callable[[], nn.Module], tuple[Tensor, ...], Callable[..., Tensor]]] = {
+    "TemperatureScaling": (TemperatureScaling, (LOGITS, CLASSES), lambda m, x=LOGITS: m(x)),
+    "VectorScaling": (VectorScaling, (LOGITS, CLASSES), lambda m, x=LOGITS: m(x)),
+    "MatrixScaling": (MatrixScaling, (LOGITS, CLASSES), lambda m, x=LOGITS: m(x)),
+    "PlattScaling": (PlattScaling, (SCORES, LABELS), lambda m, x=SCORES: m(x)),
+    "HistogramBinning": (HistogramBinning, (SCORES, LABELS), lambda m, x=SCORES: m(x)),
+    "IsotonicCalibration": (IsotonicCalibration, (SCORES, LABELS), lambda m, x=SCORES: m(x)),
+    "ScalingBinning": (_split, (SCORES, LABELS), lambda m, x=SCORES: m(x)),
+    "ChainTemperature": (
+        ChainTemperature,
+        (*(3 * x for x in CHAIN), TAGS),
+        lambda m: m.marginals(*CHAIN).unigram,
+    ),
+    "CorefTemperature": (
+        lambda: CorefTemperature(new_offset=True),
+        (3 * MENTIONS, GOLD),
+        lambda m: m.marginals(MENTIONS),
+    ),
+}
+
+
+def _fitted(kind: str) -> nn.Module:
+    make, data, _ = KINDS[kind]
+    return make().fit(*data)
+
+
+def _real(state: dict[str, Any], dtype: torch.dtype) -> dict[str, Any]:
+    """``state`` with its floating tensors in ``dtype``."""
+    return {
+        k: v.to(dtype) if isinstance(v, Tensor) and v.is_floating_point() else v
+        for k, v in state.items()
+    }
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_state_in_float32_loads_as_float64(kind: str) -> None:
+    """A float32 state (hand-made, or converted: {k: v.float()}) had loaded "All keys
+    matched" and kept float32 buffers: every MatrixScaling call then failed ("expected m1
+    and m2 to have the same dtype"). Its values now load as float64, as a fit makes them,
+    and the call is the float64 state's with those values."""
+    make, _, call = KINDS[kind]
+    state = _fitted(kind).state_dict()
+    loaded, rounded = make(), make()
+    loaded.load_state_dict(_real(state, torch.float32))
+    rounded.load_state_dict(_real(_real(state, torch.float32), torch.float64))
+    assert {b.dtype for b in loaded.buffers() if b.is_floating_point()} == {torch.float64}
+    assert torch.equal(call(loaded), call(rounded))
+
+
+def test_a_hand_made_matrix_state_is_applied() -> None:
+    state = {"weight": torch.eye(3) / 1.5, "bias": torch.zeros(3),
+             "num_classes": torch.tensor(3), "fitted": torch.tensor(True)}  # fmt: skip
+    matrix = MatrixScaling()
+    matrix.load_state_dict(state)
+    temperature = TemperatureScaling()
+    temperature.load_state_dict({"temperature": torch.tensor(1.5), "num_classes": torch.tensor(3),
+                                 "fitted": torch.tensor(True)})  # fmt: skip
+    torch.testing.assert_close(matrix(LOGITS), temperature(LOGITS))
+
+
+def test_a_load_with_assign_keeps_float64_too() -> None:
+    state = _real(_fitted("VectorScaling").state_dict(), torch.float32)
+    module = VectorScaling()
+    module.load_state_dict(state, assign=True)
+    assert module.weight.dtype == module.bias.dtype == torch.float64
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_fit_under_inference_mode_leaves_no_inference_tensor(kind: str) -> None:
+    """Fitted under torch.inference_mode (a Lightning hook) on inference tensors, the
+    binning modules had kept inference tensors as buffers (the scalers their ``fitted``
+    flag), and IsotonicCalibration called on scores that require grad failed ("Inference
+    tensors cannot be saved for backward")."""
+    make, data, call = KINDS[kind]
+    with torch.inference_mode():
+        module = make().fit(*(x.clone() for x in data))
+    assert not [name for name, b in module.named_buffers() if b.is_inference()]
+    reference = _fitted(kind)
+    for got, expected in zip(module.buffers(), reference.buffers()):
+        torch.testing.assert_close(got, expected)
+    if kind in ("ChainTemperature", "CorefTemperature"):
+        return
+    x = data[0].clone().requires_grad_()
+    out = call(module, x)
+    if out.requires_grad:  # the binning modules' outputs are constant between edges
+        out.sum().backward()
+        assert x.grad is not None
+    torch.testing.assert_close(out.detach(), call(reference))
