@@ -493,7 +493,12 @@ _IDS = "must hold integer class ids, got dtype"
         # Before: accepted at every batch, then "no temperature fitted (target must hold
         # integer class indices)" when fitting ended, after the training run.
         (_LOGITS[:4], torch.tensor([0.0, 1.5, 2.0, 0.0]), f"{_IDS} torch.float32"),
-        (_LOGITS[:4], torch.tensor([0.0, 1.0, 2.0, 0.0]), f"{_IDS} torch.float32"),
+        # Before: fitted on. Now refused with the monitor's message and its remedy.
+        (
+            _LOGITS[:4],
+            torch.tensor([0.0, 1.0, 2.0, 0.0]),
+            rf"{_IDS} torch.float32 .*target\.long\(\)",
+        ),
         (_LOGITS[:4], torch.tensor([True, False, True, True]), f"{_IDS} torch.bool"),
         # Before: "no temperature fitted (logits must be floating point ...)" at the end.
         (torch.randint(0, 3, (4, 3)), _TARGET[:4], "logits must be floating point, got dtype"),

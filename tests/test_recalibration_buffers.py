@@ -132,3 +132,18 @@ def test_a_fit_under_inference_mode_leaves_no_inference_tensor(kind: str) -> Non
         out.sum().backward()
         assert x.grad is not None
     torch.testing.assert_close(out.detach(), call(reference))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_load_under_inference_mode_leaves_no_inference_tensor(kind: str) -> None:
+    """Loaded under torch.inference_mode (a Lightning evaluation hook), the buffers made
+    anew in the state's dtype had been inference tensors, so IsotonicCalibration called on
+    scores that require grad failed as after such a fit."""
+    make, data, call = KINDS[kind]
+    module = make()
+    with torch.inference_mode():
+        module.load_state_dict(_fitted(kind).state_dict())
+    assert not [name for name, b in module.named_buffers() if b.is_inference()]
+    if kind not in ("ChainTemperature", "CorefTemperature"):
+        out = call(module, data[0].clone().requires_grad_())
+        torch.testing.assert_close(out.detach(), call(_fitted(kind)))

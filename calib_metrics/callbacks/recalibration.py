@@ -211,12 +211,14 @@ class TemperatureRecalibration(Callback):
 
     @staticmethod
     def _check_dtypes(logits: Tensor, target: Tensor, binary: bool) -> None:
-        """Logits that are no scores (integers) and, beside multiclass logits, targets that
-        are no class ids (floats such as ``[0., 1.5, 2.]``, bools) are a ValueError, as the
-        monitor's are: the fit had refused them only when fitting ended, after the training
-        run, as "no temperature fitted". A dtype is read without waiting for the device, so
-        every batch is checked. Binary targets may be floats, 0 and 1 (their values are
-        checked with the targets')."""
+        """Logits that are no scores (integers) and, beside multiclass logits, targets not
+        of an integer dtype (floats, bools) are a ValueError, as the monitor's are. Integer
+        logits and fractional targets (``[0., 1.5, 2.]``) had been refused only when
+        fitting ended, after the training run, as "no temperature fitted"; whole-number
+        float and bool targets had been fitted on, and now need ``target.long()``, as the
+        monitor has always asked. A dtype is read without waiting for the device, so every
+        batch is checked. Binary targets may be floats, 0 and 1 (their values are checked
+        with the targets')."""
         try:
             check_floating(logits, "logits")
             if not binary:

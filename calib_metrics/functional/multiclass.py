@@ -68,10 +68,17 @@ def check_class_id_dtype(target: Tensor) -> None:
         >>> check_class_id_dtype(torch.tensor([True, False]))
         Traceback (most recent call last):
         ...
-        ValueError: multiclass target must hold integer class ids, got dtype torch.bool
+        ValueError: multiclass target must hold integer class ids, got dtype torch.bool (...)
     """
     if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
-        raise ValueError(f"multiclass target must hold integer class ids, got dtype {target.dtype}")
+        hint = (
+            ""
+            if target.is_complex()
+            else " (class ids held as floats or bools: pass target.long())"
+        )
+        raise ValueError(
+            f"multiclass target must hold integer class ids, got dtype {target.dtype}{hint}"
+        )
 
 
 # How far a row of class probabilities may sum from 1 unnoticed: softmax outputs written

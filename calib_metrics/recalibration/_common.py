@@ -451,6 +451,14 @@ class FittedModule(nn.Module):
             loaded.update(single)
             state_dict = {**state_dict, **{prefix + name: v for name, v in single.items()}}
         self.check_state(loaded)  # before any buffer changes
+        # Buffers made under torch.inference_mode (a Lightning evaluation hook) would be
+        # inference tensors, which a later call on scores that require grad cannot use.
+        with torch.inference_mode(False):
+            self._replace_buffers(state_dict, prefix, *args, **kwargs)
+        self.__dict__.get("_host_values", {}).clear()  # loaded in place: read again
+
+    def _replace_buffers(self, state_dict, prefix, *args, **kwargs) -> None:
+        """Load the state's buffers, each made anew in the state's shape and dtype."""
         real = [name for name, buffer in self._buffers.items() if _is_real(buffer)]
         for name in list(self._buffers):
             key = prefix + name
@@ -464,7 +472,6 @@ class FittedModule(nn.Module):
         # m1 and m2 to have the same dtype"). Also after a load with assign=True.
         for name in real:
             self._buffers[name] = self._buffers[name].to(torch.float64)  # type: ignore[union-attr]
-        self.__dict__.get("_host_values", {}).clear()  # loaded in place: read again
 
     def check_state(self, state: dict[str, Tensor]) -> None:
         """Refuse, before a load changes anything, a state whose buffers (``state``: this
