@@ -152,7 +152,7 @@ def test_end_to_end_quick_run(tmp_path: Path, capsys):
     out = tmp_path / "out"
     args = parser.parse_args(
         ["--data", str(tmp_path / "data"), "--out", str(out), "--quick", "--n-bits", "12",
-         "--samples", "300", "--ci-samples", "200", "--epochs", "3", "--l2", "1e-4", "1e-2"]
+         "--samples", "300", "--ci-samples", "200", "--epochs", "3", "--l2", "1e-5", "1e-2"]
     )  # fmt: skip
     results = coref.run(args)
     for name in ("results.json", "results.md", "ranker.pt"):
@@ -196,6 +196,8 @@ def test_end_to_end_quick_run(tmp_path: Path, capsys):
     assert saved["sets"]["litbank"]["pairs"] == 12 * 11 // 2
     markdown = (out / "results.md").read_text()
     assert "CalibErr" in markdown and "sampled − exact, paired [95%]" in markdown
+    # The L2 grid's 1e-5 had been written with 4 decimals: "0.0000", as if no penalty.
+    assert "| 1e-05 |" in markdown and "| 0.01 |" in markdown
     # A header cell's |…| had split it: 15 header cells over 13 columns, no table on GitHub.
     header, rule = next(
         (line, after) for line, after in zip(markdown.splitlines(), markdown.splitlines()[1:])
@@ -272,3 +274,16 @@ def test_run_reports_missing_data(tmp_path: Path):
     args = parser.parse_args(["--data", str(tmp_path), "--out", str(tmp_path / "o"), "--quick"])
     with pytest.raises(FileNotFoundError, match="ontogum-train"):
         coref.run(args)
+
+
+def test_litbank_asked_for_but_absent_is_named(tmp_path: Path):
+    """--data holding OntoGUM alone: find_dataset fell back to --data itself, and the
+    refusal said only "no .conll files under <data>", naming neither LitBank nor the
+    README's Data section."""
+    _write_data(tmp_path / "data")
+    shutil.rmtree(tmp_path / "data" / "litbank-coref")
+    args = _quick_args(tmp_path / "data", tmp_path / "out")
+    args.litbank = True
+    with pytest.raises(FileNotFoundError, match=r"no litbank-coref/ folder in .*\"Data\" section"):
+        coref.run(args)
+    assert not (tmp_path / "out" / "ranker.pt").exists()

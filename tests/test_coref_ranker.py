@@ -327,3 +327,30 @@ def test_bool_index_fields_are_refused_by_name(field):
     both = _hand_made(pair_i=torch.tensor([True, True, True]), pair_j=torch.tensor([False] * 3))
     with pytest.raises(ValueError, match=r"DocumentFeatures\.pair_i must be a 1-d integer"):
         model.score_batch([both])
+
+
+def test_documents_of_different_feature_widths_train_together() -> None:
+    """DocumentFeatures fixes no number of templates, and scoring one document took any;
+    fit() and objective() joined a batch's features with torch.cat, which raised torch's
+    size error (an empty document's features written as [0, 0] were enough)."""
+    narrow = DocumentFeatures(
+        n=2, pair_i=torch.tensor([1]), pair_j=torch.tensor([0]),
+        pair_feats=torch.tensor([[1, 2]]), new_feats=torch.tensor([[7], [7]]),
+        entity=torch.tensor([0, 0]), max_distance=2,
+    )  # fmt: skip
+    wide = DocumentFeatures(
+        n=3, pair_i=torch.tensor([1, 2, 2]), pair_j=torch.tensor([0, 1, 0]),
+        pair_feats=torch.tensor([[1, 2, 3], [3, 4, 5], [5, 6, 7]]),
+        new_feats=torch.tensor([[7, 8], [7, 8], [8, 9]]),
+        entity=torch.tensor([0, 1, 0]), max_distance=2,
+    )  # fmt: skip
+    ranker = AntecedentRanker(n_bits=8, max_distance=2)
+    torch.nn.init.normal_(ranker.weight, generator=torch.Generator().manual_seed(0))
+    alone = [ranker(narrow), ranker(wide)]
+    for got, want in zip(ranker._score_many([narrow, wide]), alone, strict=True):
+        torch.testing.assert_close(got, want)
+    pooled = ranker.objective([narrow, wide], 0.0)
+    counts = [ranker.gold_log_likelihood(d)[1] for d in (narrow, wide)]
+    per_doc = [ranker.objective([d], 0.0) * c for d, c in zip((narrow, wide), counts, strict=True)]
+    assert pooled == pytest.approx(sum(per_doc) / sum(counts))
+    ranker.fit([narrow, wide], epochs=1)

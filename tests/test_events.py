@@ -432,6 +432,8 @@ def test_gum_news_korea_event_needs_coreference():
         (torch.zeros(2, 4, dtype=torch.long), True, "n_samples must be"),
         (torch.zeros(2, 4, dtype=torch.long), -3, "n_samples must be"),
         (torch.zeros(2, 4, dtype=torch.long), 0, "n_samples must be"),
+        # Roots of no samples had been taken (n_samples 0, a mean of 0 for the candidate).
+        (torch.zeros(0, 4, dtype=torch.long), None, r"hold no samples \(shape \[0, 4\]\)"),
     ],
 )
 def test_aggregate_events_checks_roots_and_n_samples_up_front(docs, lexicon, roots, n_samples,

@@ -116,6 +116,21 @@ class _HashedSum(torch.autograd.Function):
         return out, None
 
 
+def _hashed_sums(weight: Tensor, parts: Sequence[Tensor]) -> list[Tensor]:
+    """Each ``[rows, templates]`` part's rows' summed hashed weights: one gather (and one
+    scatter-add in backward) for all the parts of one width. Documents usually share their
+    number of templates; one of another width (an empty document's ``[0, 0]``, another
+    pipeline's features) gets its own gather rather than torch.cat's size error."""
+    out: list[Tensor] = [weight.new_empty(0)] * len(parts)
+    for width in sorted({part.shape[-1] for part in parts}):
+        which = [i for i, part in enumerate(parts) if part.shape[-1] == width]
+        joined = torch.cat([parts[i] for i in which]).to(weight.device, torch.long)
+        sums = _HashedSum.apply(weight, joined).split([parts[i].shape[0] for i in which])
+        for i, rows in zip(which, sums, strict=True):
+            out[i] = rows
+    return out
+
+
 def _check_document(f: DocumentFeatures, n_ids: int | None) -> None:
     """ValueError naming the field of a document whose tensors do not fit together: the
     shapes, the pairs (``0 < i - j <= max_distance``, ``i < n``) and the feature ids
@@ -244,16 +259,9 @@ class AntecedentRanker(nn.Module):
         return self._score_many([self._features(features)])[0]
 
     def _score_many(self, feats: Sequence[DocumentFeatures]) -> list[Tensor]:
-        # One gather (and one scatter-add in backward) for all documents of a batch.
         w = self.weight
-        pair_all = _HashedSum.apply(
-            w, torch.cat([f.pair_feats for f in feats]).to(w.device, torch.long)
-        )
-        new_all = _HashedSum.apply(
-            w, torch.cat([f.new_feats for f in feats]).to(w.device, torch.long)
-        )
-        pairs = pair_all.split([f.pair_i.numel() for f in feats])
-        news = new_all.split([f.n for f in feats])
+        pairs = _hashed_sums(w, [f.pair_feats for f in feats])
+        news = _hashed_sums(w, [f.new_feats for f in feats])
         out = []
         for f, pair, new in zip(feats, pairs, news, strict=True):
             scores = torch.full((f.n, f.n), float("-inf"), dtype=w.dtype, device=w.device)

@@ -38,7 +38,7 @@ from calib_metrics.paper.coref_conllu import (
 )
 from calib_metrics.paper.coref_features import DocumentFeatures, features_for
 from calib_metrics.paper.coref_scores import score_corpus
-from calib_metrics.paper.locations import data_file, data_help, find_dataset
+from calib_metrics.paper.locations import data_file, data_help, find_dataset, missing_data
 from calib_metrics.predictions import save_figure
 from calib_metrics.queries import coref_pair_queries
 
@@ -402,6 +402,9 @@ def _litbank(args: argparse.Namespace) -> tuple[list | None, str | None]:
     if not use_litbank:
         return None, f"LitBank not evaluated: {reason} (--litbank requires it)"
     archive = litbank_dir / f"{LITBANK}-conll.tar.gz"  # type: ignore[operator]
+    if not archive.exists() and not any(litbank_dir.rglob("*.conll")):  # type: ignore[union-attr]
+        # find_dataset fell back to --data itself, which holds other data sets only.
+        raise missing_data(litbank_dir, LITBANK, f"{LITBANK}-conll.tar.gz or .conll files")  # type: ignore[arg-type]
     docs = read_litbank_documents(archive if archive.exists() else litbank_dir)
     return [d for d in docs if d.mentions][: 3 if args.quick else None], None
 
@@ -546,7 +549,7 @@ def _markdown(results: dict[str, Any]) -> str:
     lines += ["## L2 grid (dev NLL per mention)", ""]
     lines.append(report.markdown_table(
         ["l2", "train objective start → end", "dev NLL/mention"],
-        [[g["l2"], f"{g['objective'][0]:.4f} → {g['objective'][-1]:.4f}",
+        [[f"{g['l2']:g}", f"{g['objective'][0]:.4f} → {g['objective'][-1]:.4f}",
           g["dev_nll_per_mention"]] for g in results["l2_grid"]]))  # fmt: skip
     return "\n".join(lines) + "\n"
 

@@ -377,6 +377,8 @@ def _check_roots_shape(table: MentionTable, roots: object) -> None:
         raise ValueError(
             f"roots must be [S, {n}] for document {table.doc_id}, got {tuple(roots.shape)}"
         )
+    if roots.shape[0] == 0:  # as n_samples=0 is refused: no clustering to count over
+        raise ValueError(f"roots of document {table.doc_id} hold no samples (shape [0, {n}])")
     check_not_meta(roots, "roots")
 
 
