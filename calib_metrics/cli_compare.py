@@ -2,8 +2,10 @@
 
 Reads model a's and model b's (probability, label[, group]) files with the CLI's reader —
 or two probability columns of one file (``compare preds.csv --probs q_a --probs-b q_b``) —
-checks that both hold the same labels in the same order (and, with ``--groups``, the same
-grouping of the rows when both files have a group column), and prints both calibration
+pairs their rows by an item-id column (``--id``, or one of the usual names, ``id``, in both
+files; :func:`calib_metrics.predictions.paired_by_ids`), else by position, checks that
+both hold the same labels for the items paired (and, with ``--groups``, the same grouping
+of the rows when both files have a group column), and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
 difference" (:func:`calib_metrics.functional.compare_calibration`). With ``--label COL``
 (or ``--labels``: a column naming each pair's label, the tag of a one-vs-rest query, say;
@@ -40,7 +42,10 @@ BINNING = {"binning": "adaptive", "bin_size": "auto", "n_bins": 15}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", type=Path, help="model a's predictions")
-    p.add_argument("b", type=Path, nargs="?", help="model b's predictions (same items, order)")
+    p.add_argument(
+        "b", type=Path, nargs="?",
+        help="model b's predictions: the same items, in the same order or with an id column",
+    )  # fmt: skip
     p.add_argument("--probs", help="column of a's probabilities (default: by name)")
     p.add_argument("--probs-b", help="column of b's probabilities (default: --probs, or by name)")
     p.add_argument(
@@ -53,6 +58,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "no value to find it by name; read from both files when both have it (they must "
         "group the rows alike, or the command stops at the first row where they do not), "
         "else from the one that has it",
+    )  # fmt: skip
+    pairing = p.add_mutually_exclusive_group()
+    pairing.add_argument(
+        "--id", nargs="?", const="", default=None, metavar="COLUMN",
+        help="pair b's rows with a's by this item-id column, in any order (no value: find it "
+        "by its usual name: id, item_id, example_id, uid, guid); without --id, a column of "
+        "such a name in both files pairs them too, and rows are otherwise paired by position",
+    )  # fmt: skip
+    pairing.add_argument(
+        "--no-id", dest="id", action="store_const", const=False,
+        help="pair the rows by position, even where both files have an id column",
     )  # fmt: skip
     add_ignore_index(p)
     p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws (2,000)")
@@ -93,17 +109,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _read_both(args: argparse.Namespace):
-    """Both models' predictions, checked to be on the same items; a multiclass file's C
-    probabilities per label become [N, C] with class ids. The group ids (``--groups``)
-    are read from both files when both have the column (they must group the rows
-    alike), else from the one that has it; both results carry them."""
-    from calib_metrics.predictions import read_table, shared
+    """Both models' predictions, b's rows paired with a's by their item ids
+    (:func:`_id_columns`), else by position, checked to be on the same items; a multiclass
+    file's C probabilities per label become [N, C] with class ids. The group ids
+    (``--groups``) are read from both files when both have the column (they must group
+    the rows alike), else from the one that has it; both results carry them. Also the
+    id columns read (None: rows paired by position)."""
+    from calib_metrics.predictions import paired_by_ids, read_table, shared
 
     columns = _group_columns(args)
+    ids = _id_columns(args)
     # The --label column labels the items; it is neither model's probabilities nor the labels.
     taken = {args.label: "named by --label"} if args.label is not None else {}
     if args.b is None and args.probs_b:
         taken[args.probs_b] = "named by --probs-b"
+    for column in ids or ():
+        taken.setdefault(column, "the item ids (--id)")
     # --target names both files' label column: an unnamed array reads its column 1.
     target = args.target if args.b is None else shared(args.target)
     a = read_table(args.a, args.probs, target, columns[0], args.ignore_index, taken)
@@ -121,6 +142,8 @@ def _read_both(args: argparse.Namespace):
             args.ignore_index,
             taken,
         )
+    if ids is not None:
+        b = paired_by_ids(a, b, (args.a, args.b), ids)
     if a.target.shape != b.target.shape:
         raise _not_same_items(
             args, f"{a.target.numel()} labels in {args.a}, {b.target.numel()} here"
@@ -140,14 +163,43 @@ def _read_both(args: argparse.Namespace):
         raise _not_same_items(
             args,
             f"the labels first differ at {row_positions(files, row, [a.kept, b.kept])}: {shown}",
+            by_ids=ids is not None,
         )
-    groups = _same_groups(args, a, b, columns)
+    groups = _same_groups(args, a, b, columns, by_ids=ids is not None)
     probs_a, target = multiclass_input(a.probs, a.target, args.a, args.mode, a.kept)
     probs_b, _ = multiclass_input(b.probs, b.target, args.b or args.a, args.mode, b.kept)
     return (
         a._replace(probs=probs_a, target=target, groups=groups),
         b._replace(probs=probs_b, target=target, groups=groups),
+        ids,
     )
+
+
+def _id_columns(args: argparse.Namespace) -> tuple[str, str] | None:
+    """The item-id columns of a's and b's file that pair their rows, or None (rows paired
+    by position): ``--id``'s, found in both files (a file without it is refused), or,
+    without ``--id``, a column of one of the usual names in each file, when both have one
+    (positional pairing had ignored them, though a file shuffled within each label passed
+    every other check); ``--no-id`` and the one-file form pair by position."""
+    from calib_metrics.predictions import item_id_column
+
+    if args.b is None:
+        if args.id not in (None, False):
+            raise ValueError(
+                "--id pairs the rows of two files; the two columns of one file (--probs-b) "
+                "are paired already"
+            )
+        return None
+    if args.id is False:
+        return None
+    files = (args.a, args.b)
+    if args.id is not None:
+        a, b = (item_id_column(path, args.id) for path in files)
+        return a, b
+    # Columns named for another use are not taken for ids.
+    named = {args.probs, args.probs_b, args.target, args.groups, args.label} - {None, ""}
+    a, b = (item_id_column(path, required=False, taken=named) for path in files)
+    return None if a is None or b is None else (a, b)
 
 
 def _group_columns(args: argparse.Namespace) -> tuple[str | None, str | None]:
@@ -176,11 +228,12 @@ def _describe(classes: int) -> str:
     return "one probability (binary)" if classes == 1 else f"{classes} class probabilities"
 
 
-def _not_same_items(args: argparse.Namespace, detail: str) -> ValueError:
-    """The error for two files that do not hold the same items in the same order."""
+def _not_same_items(args: argparse.Namespace, detail: str, by_ids: bool = False) -> ValueError:
+    """The error for two files that do not hold the same items in the same order (or, rows
+    paired by their ids, ``by_ids``, the same items)."""
+    order = "" if by_ids else " in the same order"
     return ValueError(
-        f"{args.b or args.a}: the two models must be scored on the same items in the same "
-        f"order ({detail})"
+        f"{args.b or args.a}: the two models must be scored on the same items{order} ({detail})"
     )
 
 
@@ -190,10 +243,11 @@ def _first_difference(x: Tensor, y: Tensor) -> int | None:
     return int(differ[0, 0]) if differ.numel() else None
 
 
-def _same_groups(args: argparse.Namespace, a, b, columns) -> Tensor | None:
+def _same_groups(args: argparse.Namespace, a, b, columns, by_ids: bool) -> Tensor | None:
     """The group ids of the comparison: a's or b's, or both files' when they group the
     rows alike (each row's group starts at the same row in both; the names of the ids
-    may differ), else the error naming the first row where they do not."""
+    may differ), else the error naming the first row where they do not (``by_ids``: the
+    rows were paired by their item ids)."""
     if a.groups is None or b.groups is None or args.b is None:
         return b.groups if a.groups is None else a.groups
     first_a, first_b = _group_start(a.groups), _group_start(b.groups)
@@ -202,7 +256,10 @@ def _same_groups(args: argparse.Namespace, a, b, columns) -> Tensor | None:
         return a.groups
     from calib_metrics.predictions import file_row, read_labels, row_position, row_positions
 
-    ids = read_labels(args.a, columns[0], a.kept)[row], read_labels(args.b, columns[1], b.kept)[row]
+    ids = [
+        read_labels(path, column, kept, as_written=True)[row]
+        for path, column, kept in ((args.a, columns[0], a.kept), (args.b, columns[1], b.kept))
+    ]
     start, where = min(int(first_a[row]), int(first_b[row])), (args.a, args.b)
     with_start, its_rows = ((args.a, a.kept), (args.b, b.kept))[int(first_b[row]) == start]
     raise _not_same_items(
@@ -210,6 +267,7 @@ def _same_groups(args: argparse.Namespace, a, b, columns) -> Tensor | None:
         f"the groups first differ at {row_positions(where, row, [a.kept, b.kept])} (group "
         f"{ids[0]!r} in {args.a}, {ids[1]!r} in {args.b}): it shares a group with "
         f"{row_position(with_start, file_row(its_rows, start))} in {with_start} only",
+        by_ids,
     )
 
 
@@ -267,7 +325,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"--min-units must be at least {MIN_UNITS}, got {args.min_units}")
     if args.alpha is not None and not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must lie in (0, 1), got {args.alpha}")
-    a, b = _read_both(args)
+    a, b, ids = _read_both(args)
     per_label = args.label is not None
     announce_long_run(
         a, args.samples, "paired resamples", passes=2 if per_label else 1,
@@ -283,6 +341,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     warn_if_few_bins(bins[0] + bins[1], **BINNING)
     summary = {
         "n": a.target.numel(),
+        "id_columns": None if ids is None else list(ids),  # a's and b's; None: by position
         "resampled": "pairs" if a.groups is None else "groups",
         "groups": None if a.groups is None else int(a.groups.unique().numel()),
         "mode": args.mode,
@@ -303,7 +362,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for name, model_bins in zip("ab", bins, strict=True):
             summary[name]["per_bin"] = per_bin_rows(model_bins)
     per_label = None
-    by_label = cli_report.compare_per_label(args, a, b)
+    by_label = cli_report.compare_per_label(args, a, b, by_ids=ids is not None)
     if by_label is not None:
         names, labelled = by_label
         per_label = dict(zip(names, labelled.per_label, strict=True))
@@ -350,6 +409,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     level = level_text(summary["confidence"])
     mode = mode_note(summary["mode"])
     groups = f" in {counted(summary['groups'], 'group')}" if summary["groups"] else ""
+    groups += _paired_by(summary["id_columns"])
     print(f"N = {counted(summary['n'], 'item')}{groups}, debiased CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws, percentile "
           "intervals)")  # fmt: skip
@@ -377,6 +437,22 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"HTML report: {visible_controls(summary['html'])}")
     if "plot" in summary:
         print(f"reliability diagrams: {visible_controls(summary['plot'])}")
+
+
+def _paired_by(columns: list[str] | None) -> str:
+    """How the rows were paired, said where it was by their item ids (``columns``: a's
+    and b's id column).
+
+    Example:
+        >>> _paired_by(["id", "id"]), _paired_by(["id", "item_id"]), _paired_by(None)
+        (" paired by 'id'", " paired by 'id' (a) and 'item_id' (b)", '')
+    """
+    from calib_metrics.wording import visible_controls
+
+    if columns is None:
+        return ""
+    a, b = (visible_controls(repr(column)) for column in columns)
+    return f" paired by {a}" if a == b else f" paired by {a} (a) and {b} (b)"
 
 
 def model_names(args: argparse.Namespace) -> tuple[str, str]:

@@ -4,7 +4,8 @@ Reads two files of (probability, 0/1 label[, group]) pairs with the CLI's reader
 binary recalibrator on dev, and prints on test: CalibErr before and after, each with its
 interval, the paired interval (and p-value) of the difference before - after from one
 resampling of the test pairs (or groups) shared by both, accuracy, NLL and Brier score
-before and after; the recalibrated test probabilities are written to ``--out``.
+before and after; the recalibrated test probabilities are written to ``--out`` (a CSV
+file, one row per test row).
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seed of the bootstrap draws and of scaling_binning's dev split (0)",
     )
     p.add_argument(
-        "--out", type=output_path, help="CSV of recalibrated test probabilities (default: "
-        "<test>.recalibrated.csv beside the test file)",
+        "--out", type=output_path, help="CSV (a .csv name) of recalibrated test "
+        "probabilities, one row per test row, padding rows with empty probabilities "
+        "(default: <test>.recalibrated.csv beside the test file)",
     )  # fmt: skip
     p.add_argument("--plot", type=output_path, help="PNG of the before/after reliability diagrams")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -97,27 +99,34 @@ def _summary(probs: Tensor, target: Tensor, groups, args, seed_offset: int) -> d
 
 
 def _write_probs(
-    path: Path, before: Tensor, after: Tensor, target: Tensor, groups: list[str] | None
+    path: Path, before: Tensor, after: Tensor, test, padding: int | None, groups: list[str] | None
 ) -> None:
     """The recalibrated file: each test row's new and original probability, its label and
-    (with ``--groups``) its group id as the test file wrote it, so it joins back."""
+    (with ``--groups``) its group id as the test file wrote it, so it joins back: row i
+    is the test file's data row i, a padding row (``--ignore-index``, ``test.kept``) with
+    empty probabilities beside its label (the padding rows had been left out, and the
+    rows after the first of them no longer lined up)."""
+    kept = [True] * before.numel() if test.kept is None else test.kept.tolist()
+    new, old, labels = iter(after.tolist()), iter(before.tolist()), iter(test.target.tolist())
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["probs", "original", "target", *([] if groups is None else ["group"])])
-        rows = zip(after.tolist(), before.tolist(), target.tolist(),
-                   *([] if groups is None else [groups]))  # fmt: skip
-        for row in rows:
-            writer.writerow([f"{row[0]:.10g}", f"{row[1]:.10g}", int(row[2]), *row[3:]])
+        for i, read in enumerate(kept):
+            if read:
+                row = [f"{next(new):.10g}", f"{next(old):.10g}", int(next(labels))]
+            else:
+                row = ["", "", padding]
+            writer.writerow(row if groups is None else [*row, groups[i]])
 
 
-def _group_ids(path: Path, wanted: str | None, kept: Tensor | None) -> list[str] | None:
+def _group_ids(path: Path, wanted: str | None) -> list[str] | None:
     """The test file's group ids as it wrote them (``read_table`` numbers them 0..G-1), of
-    the rows kept (``kept``, when padding was dropped)."""
+    every row, padding too."""
     if wanted is None:
         return None
     from calib_metrics.predictions import group_column, read_labels
 
-    return read_labels(path, group_column(path, wanted), kept)
+    return read_labels(path, group_column(path, wanted), as_written=True)
 
 
 def _warn_if_tested_on_dev(dev, test, args: argparse.Namespace) -> None:
@@ -166,7 +175,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from calib_metrics.cli import announce_long_run, check_draw_options
     from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
-    from calib_metrics.predictions import check_output_paths, read_table, shared, writing_output
+    from calib_metrics.predictions import (
+        check_csv_path,
+        check_output_paths,
+        read_table,
+        shared,
+        writing_output,
+    )
     from calib_metrics.recalibration import fit_binary
 
     check_draw_options(args)
@@ -179,6 +194,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
     check_output_paths({"--out": out, "--plot": args.plot}, [args.dev, args.test])
+    check_csv_path(out, "--out")
     dev = read_table(args.dev, args.probs, args.target, None, args.ignore_index)
     test = read_table(
         args.test,
@@ -212,9 +228,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if hasattr(recalibrator, "temperature"):
         summary["temperature"] = float(recalibrator.temperature)
     # Read before the writing: a failure reading the test file is not --out's.
-    ids = _group_ids(args.test, args.groups, test.kept)
+    ids = _group_ids(args.test, args.groups)
     with writing_output(out, "--out") as target:
-        _write_probs(target, before, after, test.target, ids)
+        _write_probs(target, before, after, test, args.ignore_index, ids)
     summary["out"] = str(out)
     summary["settings"] = _settings(args, test)
     if args.plot:

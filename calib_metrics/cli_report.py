@@ -66,9 +66,10 @@ def _read_row_labels(path: Path, column: str, n: int, kept: Tensor | None) -> li
     return labels
 
 
-def _compared_labels(args: argparse.Namespace, a, b) -> list[str]:
+def _compared_labels(args: argparse.Namespace, a, b, by_ids: bool = False) -> list[str]:
     """The --label column of ``compare``: a's, or b's when only b's file has it; when
-    both files have it, they must name every row alike (the same items)."""
+    both files have it, they must name every row alike (the same items; ``by_ids``: the
+    rows were paired by their item ids, not by position)."""
     from calib_metrics.predictions import has_column, row_positions
 
     files = [(args.a, a.kept)] if args.b is None else [(args.a, a.kept), (args.b, b.kept)]
@@ -78,8 +79,9 @@ def _compared_labels(args: argparse.Namespace, a, b) -> list[str]:
     paths, kept = zip(*found)
     differ = next((i for i, pair in enumerate(zip(*labels)) if len(set(pair)) > 1), None)
     if differ is not None:
+        order = "" if by_ids else " in the same order"
         raise ValueError(
-            f"{args.b}: the two models must be scored on the same items in the same order "
+            f"{args.b}: the two models must be scored on the same items{order} "
             f"(--label {args.label!r} first differs at {row_positions(paths, differ, kept)}: "
             f"{labels[0][differ]!r} vs {labels[1][differ]!r})"
         )
@@ -165,9 +167,10 @@ def estimator_options(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def compare_per_label(args: argparse.Namespace, a, b):
+def compare_per_label(args: argparse.Namespace, a, b, by_ids: bool = False):
     """Label by label, models a and b compared (``compare_calibration_by_label``): the
-    labels' names, in sorted order, and the result; None without --label."""
+    labels' names, in sorted order, and the result; None without --label. ``by_ids``: the
+    rows were paired by their item ids (said so in an error)."""
     import warnings
 
     import numpy as np
@@ -176,7 +179,7 @@ def compare_per_label(args: argparse.Namespace, a, b):
 
     if args.label is None:
         return None
-    text = _compared_labels(args, a, b)
+    text = _compared_labels(args, a, b, by_ids)
     names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
@@ -253,9 +256,16 @@ def evaluate_settings(args: argparse.Namespace, summary: dict) -> dict[str, Any]
 
 
 def compare_settings(args: argparse.Namespace, summary: dict, a, b) -> dict[str, Any]:
-    """``compare``'s settings (:func:`settings_of`), the group column read from each file."""
+    """``compare``'s settings (:func:`settings_of`), the group column read from each file
+    and the item-id columns that paired the rows (None: paired by position)."""
     files = [(str(args.a), a.group_column)] + ([(str(args.b), b.group_column)] if args.b else [])
-    return settings_of(args, groups_setting(args.groups, files, summary["groups"]))
+    settings = settings_of(args, groups_setting(args.groups, files, summary["groups"]))
+    columns = summary["id_columns"]
+    settings["id"] = None
+    if columns is not None:
+        names = columns[0] if columns[0] == columns[1] else f"{columns[0]} (a), {columns[1]} (b)"
+        settings["id"] = names + ("" if args.id else " (found by name)")
+    return settings
 
 
 def groups_setting(

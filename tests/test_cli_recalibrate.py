@@ -273,7 +273,10 @@ def test_the_before_and_after_panels_do_not_overlap(files, tmp_path, capsys, mon
     assert left_end < frequency_right.get_window_extent(renderer).x0
 
 
-def test_written_group_ids_stay_with_their_rows_when_padding_is_dropped(files, tmp_path, capsys):
+def test_written_rows_are_the_test_rows_when_padding_is_dropped(files, tmp_path, capsys):
+    """Row i of --out is the test file's data row i: a padding row keeps its place, with
+    empty probabilities beside its label and group id (the padding rows had been left
+    out, and every row after the first of them no longer lined up with the test file)."""
     (dev, *_), (test, *_) = files
     header, *rows = test.read_text().splitlines()
     padded = [r.replace(",1,", ",-100,").replace(",0,", ",-100,") if i % 3 == 0 else r
@@ -283,12 +286,13 @@ def test_written_group_ids_stay_with_their_rows_when_padding_is_dropped(files, t
     argv = [dev, test, "--groups", "doc_id", "--ignore-index", "-100", "--out", out]
     assert main(["recalibrate", *map(str, argv), "--samples", "20"]) == 0
     written = list(csv.DictReader(out.open()))
-    kept = [r.split(",") for i, r in enumerate(rows) if i % 3]
-    assert len(written) == len(kept)
-    # Each written row is its source row: the original probability and its group id.
-    assert [(w["original"], w["group"]) for w in written] == [
-        (f"{float(k[0]):.10g}", k[2]) for k in kept
+    source = [r.split(",") for r in padded]
+    assert len(written) == len(source)
+    # Each written row is its source row: the original probability, label and group id.
+    assert [(w["original"], w["target"], w["group"]) for w in written] == [
+        ("" if s[1] == "-100" else f"{float(s[0]):.10g}", s[1], s[2]) for s in source
     ]
+    assert all((w["probs"] == "") == (w["target"] == "-100") for w in written)
 
 
 @pytest.mark.parametrize("method", ["platt", "scaling_binning"])

@@ -43,6 +43,10 @@ GROUP_NAMES = (
 )
 
 
+# The usual names of an item-id column (``compare`` pairs two files' rows by it).
+ID_NAMES = ("id", "item_id", "example_id", "uid", "guid")
+
+
 def _usual_names(names: list[str], usual: tuple[str, ...]) -> list[str]:
     """Every one of the ``usual`` names (any case) among ``names``, as spelled there, in
     the order of ``usual``: two spellings of one name (``label``, ``Label``) are two
@@ -56,7 +60,7 @@ def _usual_names(names: list[str], usual: tuple[str, ...]) -> list[str]:
 
 
 # The option that names the column of each kind.
-_OPTIONS = {"probabilities": "probs", "labels": "target", "group ids": "groups"}
+_OPTIONS = {"probabilities": "probs", "labels": "target", "group ids": "groups", "item ids": "id"}
 
 
 def _only(found: list[str], what: str, path: Path) -> str:
@@ -106,15 +110,26 @@ def _pick(
         else ""
     )
     others = "".join(f"; {name!r} is {by}" for name, by in taken.items() if name in names)
-    tabs = (
-        " (the header holds tabs: give a tab-separated file a .tsv name)"
-        if any("\t" in name for name in names)
-        else ""
-    )
     raise ValueError(
         f"{path}: cannot tell which column holds the {what} (columns: {', '.join(names)}"
-        f"{others}); name it with --{option}{multiclass}{tabs}"
+        f"{others}); name it with --{option}{multiclass}{_delimiter_hint(names, path)}"
     )
+
+
+def _delimiter_hint(names: list[str], path: Path) -> str:
+    """A hint for a header read with the wrong delimiter, its names run together: a
+    tab-separated file named .csv, or a comma-separated one named .tsv (which had had no
+    hint).
+
+    Example:
+        >>> _delimiter_hint(["prob,label"], Path("p.tsv"))
+        ' (the header holds commas: give a comma-separated file a .csv name)'
+    """
+    if any("\t" in name for name in names) and path.suffix.lower() != ".tsv":
+        return " (the header holds tabs: give a tab-separated file a .tsv name)"
+    if any("," in name for name in names) and path.suffix.lower() == ".tsv":
+        return " (the header holds commas: give a comma-separated file a .csv name)"
+    return ""
 
 
 # What to read: the probability and label column names, and the group column name or

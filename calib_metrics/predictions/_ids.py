@@ -1,6 +1,8 @@
-"""Group ids (sentence or document ids for the group bootstrap) of any kind, numbers or
-strings, numbered 0..G-1 in the order the Python API numbers them; a missing id (NaN, an
-empty cell, JSON null) is refused, not made a group of its own.
+"""Ids of any kind, numbers or strings: group ids (sentence or document ids for the group
+bootstrap) numbered 0..G-1 in the order the Python API numbers them, and ids as text
+(:func:`id_texts`: labels, item ids), one spelling per id as the group ids are told apart
+(:func:`_numeric_if_numbers`: ``5`` and ``5.0`` are one, in a CSV or a JSON file alike);
+a missing id (NaN, an empty cell, JSON null) is refused, not made an id of its own.
 """
 
 from __future__ import annotations
@@ -29,13 +31,7 @@ def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None
         ValueError: f.csv: line 3, column 'sentence' has a missing group id (an empty cell)
     """
     array = np.asarray(values).reshape(-1)
-    if isinstance(values, (list, tuple)) and path.suffix.lower() not in (".csv", ".tsv"):
-        # JSON values, each judged as itself: numpy makes a list of strings and numbers
-        # text, where a NaN number (a missing id) had read as an id and a string "nan"
-        # (an id) as a missing one.
-        _check_no_missing_id(np.array(values, dtype=object).reshape(-1), path, column, lines)
-    elif array.dtype.kind not in "iub":
-        _check_no_missing_id(array, path, column, lines)
+    _check_no_missing_id(values, path, column, lines)
     if array.dtype.kind not in "iubf":
         array = _numeric_if_numbers(array.astype(str))
     return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
@@ -75,10 +71,45 @@ def _numeric_if_numbers(text: np.ndarray) -> np.ndarray:
     return numbers if bool(whole) and np.abs(numbers).max() < 2**53 else text
 
 
-def _check_no_missing_id(array: np.ndarray, path: Path, column: str, lines) -> None:
-    """ValueError naming the first id that is missing: blank text, None (JSON null) or NaN,
-    a float's or a text cell's (a CSV's ``NaN``, as a probability cell reads it, had been
-    a group of its own)."""
+def _check_no_missing_id(values: Any, path: Path, column: str, lines) -> None:
+    """ValueError naming the first group id that is missing (:func:`missing_id`)."""
+    missing = missing_id(values, path)
+    if missing is not None:
+        raise ValueError(
+            f"{path}: {_row_of(lines, missing[0])}, column {column!r} has a missing group id "
+            f"({missing[1]})"
+        )
+
+
+def missing_id(values: Any, path: Path) -> tuple[int, str] | None:
+    """The index of the first id that is missing and how it is written (``null``, ``an
+    empty cell``, ``NaN``), or None: blank text, None (JSON null) or NaN, a float's or a
+    text cell's (a CSV's ``NaN``, as a probability cell reads it, had been a group of its
+    own). A JSON file's values are each judged as itself: numpy makes a list of strings
+    and numbers text, where a NaN number (a missing id) had read as an id and a string
+    "nan" (an id) as a missing one.
+
+    Example:
+        >>> missing_id(["s1", " ", "s2"], Path("f.csv")), missing_id(["nan", 3], Path("f.json"))
+        ((1, 'an empty cell'), None)
+    """
+    array = _judged(values, path)
+    i = _first_missing(array)
+    return None if i is None else (i, str(_missing_id(array[i : i + 1].tolist()[0])))
+
+
+def _judged(values: Any, path: Path) -> np.ndarray:
+    """Ids as the array :func:`_first_missing` judges: a JSON file's values as objects, a
+    text file's cells or an array's values as numpy reads them."""
+    if isinstance(values, (list, tuple)) and path.suffix.lower() not in (".csv", ".tsv"):
+        return np.array(values, dtype=object).reshape(-1)
+    return np.asarray(values).reshape(-1)
+
+
+def _first_missing(array: np.ndarray) -> int | None:
+    """The index of the first missing id of :func:`missing_id`'s ``array``, or None."""
+    if array.dtype.kind == "S":
+        array = np.char.decode(array, "utf-8", errors="replace")
     if array.dtype.kind == "f":
         missing = np.isnan(array)
     elif array.dtype.kind == "U":
@@ -86,16 +117,64 @@ def _check_no_missing_id(array: np.ndarray, path: Path, column: str, lines) -> N
         blank, nan = text == "", np.isin(text, _NAN_TEXT)
         # A written NaN is a number's only among numbers: "nan" (Min Nan's ISO 639-3
         # code) or "Nan" (a name) among text ids is an id like the others.
-        missing = blank | (nan & _all_numbers(text[~(blank | nan)]))
-    else:  # JSON values: a string is an id, whatever it spells
+        missing = blank | (nan & (bool(nan.any()) and _all_numbers(text[~(blank | nan)])))
+    elif array.dtype.kind == "O":  # JSON values: a string is an id, whatever it spells
         gone = ("null", "an empty cell")
         missing = np.array([_missing_id(v) in gone or _is_nan(v) for v in array.tolist()])
-    if missing.any():
-        i = int(np.flatnonzero(missing)[0])
-        raise ValueError(
-            f"{path}: {_row_of(lines, i)}, column {column!r} has a missing group id "
-            f"({_missing_id(array[i : i + 1].tolist()[0])})"
-        )
+    else:  # integers and booleans are never missing
+        return None
+    return int(np.flatnonzero(missing)[0]) if missing.any() else None
+
+
+def id_texts(values: Any) -> list[str]:
+    """Ids (labels, item ids) as text, one spelling per id: a column of whole numbers
+    gives integers (a CSV's ``1.0`` and a JSON file's 1.0 are both ``1``: the group ids'
+    rule, :func:`_numeric_if_numbers`), bytes are decoded, JSON null is empty; any other
+    id is as the file writes it, stripped. In a CSV ``1`` and ``1.0`` had been two labels,
+    and ``compare`` had found a CSV's ``1.0`` and a JSON file's 1.0 different labels.
+
+    Example:
+        >>> id_texts(["1.0", "2", " 1 "]), id_texts([1.0, 2.5, None, "NN"])
+        (['1', '2', '1'], ['1', '2.5', '', 'NN'])
+        >>> id_texts(np.array(["1.1", "1.10"])), id_texts(np.array([b"DET", b"NN"]))
+        (['1.1', '1.10'], ['DET', 'NN'])
+        >>> id_texts(np.array(["1.0", "x", None], dtype=object))
+        ['1.0', 'x', '']
+    """
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        values = values.tolist()  # each value's own type, as numpy reads a list
+    try:
+        array = np.asarray(values).reshape(-1)  # as the group ids are read: one rule
+    except ValueError:  # rows of unequal lengths: each value as itself
+        array = np.asarray(values, dtype=object).reshape(-1)
+    if array.dtype.kind == "S":
+        array = np.char.decode(array, "utf-8", errors="replace")
+    if array.dtype.kind == "U":
+        array = _numeric_if_numbers(array)
+        if array.dtype.kind == "U":
+            return np.char.strip(array).tolist()
+    if array.dtype.kind == "f" and bool(np.isfinite(array).all() and (array % 1 == 0).all()):
+        array = array.astype(np.int64) if np.abs(array).max(initial=0) < 2**63 else array
+    if array.dtype.kind in "iu":
+        return array.astype(str).tolist()  # one numpy step: a million ids had taken seconds
+    return [_as_text(v) for v in array.tolist()]
+
+
+def _as_text(value: Any) -> str:
+    """An id as text: a missing value (JSON null) is empty, a whole float its integer,
+    bytes (a numpy ``S`` array's) decoded (they had printed as ``b'DET'``).
+
+    Example:
+        >>> [_as_text(v) for v in (None, 2.0, 0.5, "NN", True, b"DET")]
+        ['', '2', '0.5', 'NN', 'True', 'DET']
+    """
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 # How a text cell writes NaN (float() reads each of them as NaN), in lower case.

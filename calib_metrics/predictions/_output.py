@@ -1,7 +1,8 @@
 """The command line's output edge: output paths and folders refused before any work
 (a folder, a missing or read-only place, an input file, two options naming one file, a
-figure suffix matplotlib does not write or cannot write on this machine), an output that
-fails while it is written named as those are, and results turned into JSON values.
+figure suffix matplotlib does not write or cannot write on this machine, a CSV file not
+named .csv), an output that fails while it is written named as those are, and results
+turned into JSON values.
 """
 
 from __future__ import annotations
@@ -246,6 +247,20 @@ def check_figure_path(path: Path, option: str) -> None:
         what = f"writes no '.{suffix}' figures" if suffix else "needs a suffix to choose a format"
         raise ValueError(f"{option} {path}: matplotlib {what}; use .png, .pdf or .svg")
     _refuse_missing(path, option, suffix)
+
+
+def check_csv_path(path: Path, option: str) -> None:
+    """Refuse an output path for a CSV file whose suffix is not ``.csv`` (``.npz``, say):
+    the file had been written as CSV text under it, and could not be read back as the
+    suffix says.
+
+    Example:
+        >>> check_csv_path(Path("recalibrated.npz"), "--out")
+        Traceback (most recent call last):
+        ValueError: --out recalibrated.npz: is written as CSV text: give it a .csv name
+    """
+    if path.suffix.lower() != ".csv":
+        raise ValueError(f"{option} {path}: is written as CSV text: give it a .csv name")
 
 
 def _check_page_figures(path: Path, option: str) -> None:

@@ -7,7 +7,7 @@ in a file for extra columns and messages (:func:`read_labels`, :func:`row_positi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,13 +18,15 @@ from torch import Tensor
 from calib_metrics.predictions._arrays import _named_columns
 from calib_metrics.predictions._columns import (
     GROUP_NAMES,
+    ID_NAMES,
     _column,
     _from_arrays,
     _only,
+    _pick,
     _usual_names,
 )
 from calib_metrics.predictions._files import _load
-from calib_metrics.predictions._ids import _to_ids
+from calib_metrics.predictions._ids import _as_text, _to_ids, id_texts, missing_id
 from calib_metrics.predictions._values import (
     _check_layout,
     _check_values,
@@ -38,9 +40,11 @@ from calib_metrics.predictions._values import (
 class Predictions(NamedTuple):
     """Probabilities and labels (float64), group ids 0..G-1 (int64) when asked for, and
     which of the file's labels were kept (``kept``, bool, one per label in the file; None
-    when no row was dropped as padding), so that other columns of the file and messages
-    line up with the labels. ``group_column`` names the column the group ids came from
-    (the one found by name, when none was given), None without them."""
+    when no row was dropped as padding; or, once the labels are put in another file's
+    order by :func:`~calib_metrics.predictions.paired_by_ids`, the file's label behind
+    each, int64), so that other columns of the file and messages line up with the labels
+    (:func:`~calib_metrics.predictions.file_row`). ``group_column`` names the column the
+    group ids came from (the one found by name, when none was given), None without them."""
 
     probs: Tensor
     target: Tensor
@@ -85,7 +89,7 @@ def read_table(
     columns = (q, y)
     y = _to_labels(y[1], path, y[0], lines)
     keep = None if ignore_index is None else y != ignore_index
-    q = _to_float(_padding_blanked(q[1], keep), path, q[0], lines)
+    q = _to_float(_padding_blanked(q[1], _rows_read(y, keep)), path, q[0], lines)
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
     if y.numel() == 0 or q.numel() % y.numel():
@@ -93,6 +97,7 @@ def read_table(
             f"{path}: {q.numel()} probabilities for {y.numel()} labels (give one per label, "
             "or C per label for a multiclass file)"
         )
+    _check_ignore_index(ignore_index, q, y, path)
     every_line = lines
     if keep is not None:
         q = q.reshape(y.numel(), -1)[keep].reshape(-1)
@@ -110,6 +115,34 @@ def read_table(
                 f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
             )
     return Predictions(q, y, ids, keep, group_column)
+
+
+def _rows_read(y: Tensor, keep: Tensor | None) -> Tensor | None:
+    """Which rows' probabilities are read (None: all): not the padding rows (``keep``
+    False), nor those whose label looks like padding (a negative whole number): that label
+    is refused first, with the padding hint, whatever their probability cell holds
+    (:func:`_check_values`): an empty cell or ``pad`` beside ``-100`` had been refused as
+    a missing or non-numeric probability, with no hint.
+
+    Example:
+        >>> _rows_read(torch.tensor([0.0, -100.0, 1.0]), None)
+        tensor([ True, False,  True])
+    """
+    padding = (y < 0) & (y == y.round())
+    if not bool(padding.any()):
+        return keep
+    return ~padding if keep is None else keep & ~padding
+
+
+def _check_ignore_index(ignore_index: int | None, q: Tensor, y: Tensor, path: Path) -> None:
+    """Refuse ``--ignore-index`` 0 or 1 for a binary file (one probability per label): it
+    had dropped every negative (or positive) pair without a word."""
+    if ignore_index in (0, 1) and q.numel() == y.numel():
+        raise ValueError(
+            f"{path}: --ignore-index {ignore_index} would drop every pair labelled "
+            f"{ignore_index}, a binary file's {'negatives' if ignore_index == 0 else 'positives'}"
+            ": give padding a label of its own, such as -100"
+        )
 
 
 def _padding_blanked(values: Any, keep: Tensor | None) -> Any:
@@ -165,49 +198,91 @@ def as_multiclass(probs: torch.Tensor, target: torch.Tensor, path: str | Path):
     return probs.reshape(n, total // n), target.to(torch.long)
 
 
-def read_labels(path: str | Path, column: str, kept: Tensor | None = None) -> list[str]:
-    """Each row's value in ``column`` as text: the label (query type, class name) of a pair.
-    With ``kept`` (:attr:`Predictions.kept`), a column of one value per label in the file
-    gives the kept labels' values, and one of a value per kept label is taken as it is (as
-    :func:`read_table` takes group ids); a column of another length is returned whole, for
-    the caller to refuse with its count.
+def read_labels(
+    path: str | Path, column: str, kept: Tensor | None = None, as_written: bool = False
+) -> list[str]:
+    """Each row's value in ``column`` as text: the label (query type, class name) of a pair,
+    one spelling per label as group ids are told apart (``1`` and ``1.0`` are ``1``, in a
+    CSV or a JSON file alike: :func:`~calib_metrics.predictions._ids.id_texts`), or, with
+    ``as_written``, each cell as the file writes it (a group id written back to a file).
+    With ``kept`` (:attr:`Predictions.kept`), the kept labels' values, in its order; a
+    column of another length is returned whole, for the caller to refuse with its count.
 
     Example:
         >>> import tempfile, os
         >>> file = os.path.join(tempfile.mkdtemp(), "pairs.csv")
-        >>> _ = open(file, "w").write("prob,label,tag\\n0.9,1,NN\\n0.2,0,VB\\n")
-        >>> read_labels(file, "tag")
-        ['NN', 'VB']
+        >>> _ = open(file, "w").write("prob,label,tag\\n0.9,1,1.0\\n0.2,0,2\\n")
+        >>> read_labels(file, "tag"), read_labels(file, "tag", as_written=True)
+        (['1', '2'], ['1.0', '2'])
     """
-    path = Path(path)
+    values = _column_values(Path(path), column, kept)
+    return [_as_text(v) for v in values.tolist()] if as_written else id_texts(values)
+
+
+def _column_values(path: Path, column: str, kept: Tensor | None) -> np.ndarray:
+    """The values of a named ``column`` of the labels ``kept`` (:func:`read_labels`), flat."""
     table = _named_columns(_load(path), path)
     if table is None:
-        raise ValueError(f"{path}: an unnamed array has no label column {column!r}")
+        raise ValueError(f"{path}: an unnamed array has no column {column!r}")
     if column not in table:
         raise ValueError(f"{path}: no column {column!r} (columns: {', '.join(table)})")
     values = _column(table, column, path)
     # A list (JSON) stays objects: numpy would make [1, 0.5]'s 1 a '1.0' and null 'None'.
     values = np.asarray(values, dtype=object if isinstance(values, list) else None).reshape(-1)
-    if kept is not None and values.shape[0] == kept.shape[0]:
-        values = values[kept.numpy()]
-    return [_as_text(v) for v in values.tolist()]
+    return values if kept is None else _kept_values(values, kept)
 
 
-def _as_text(value: Any) -> str:
-    """A label as text: a missing value (JSON null) is empty, a whole float its integer,
-    bytes (a numpy ``S`` array's) decoded (they had printed as ``b'DET'``).
+def _kept_values(values: np.ndarray, kept: Tensor) -> np.ndarray:
+    """The ``values`` (one per label of the file) of the labels that ``kept`` uses: a mask
+    of the labels kept, or the file's labels in another order (:func:`file_rows`). Values
+    of another length are taken as they are.
 
     Example:
-        >>> [_as_text(v) for v in (None, 2.0, 0.5, "NN", True, b"DET")]
-        ['', '2', '0.5', 'NN', 'True', 'DET']
+        >>> _kept_values(np.array(["a", "b", "c"]), torch.tensor([2, 0])).tolist()
+        ['c', 'a']
     """
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    if kept.dtype == torch.bool:
+        return values[kept.numpy()] if values.shape[0] == kept.shape[0] else values
+    rows = kept.numpy()
+    return values[rows] if rows.size == 0 or values.shape[0] > rows.max() else values
+
+
+def file_rows(kept: Tensor | None, n: int) -> Tensor:
+    """The file's label (data row) behind each of the ``n`` labels of a
+    :class:`Predictions` with ``kept``: what :attr:`Predictions.kept` becomes when the
+    labels are put in another order (:func:`~calib_metrics.predictions.paired_by_ids`).
+
+    Example:
+        >>> file_rows(torch.tensor([True, False, True]), 2), file_rows(None, 2)
+        (tensor([0, 2]), tensor([0, 1]))
+    """
+    if kept is None:
+        return torch.arange(n)
+    return kept.nonzero().reshape(-1) if kept.dtype == torch.bool else kept
+
+
+def item_ids(path: str | Path, column: str, kept: Tensor | None = None) -> list[str]:
+    """Each kept label's item id in ``column`` as text, one spelling per id (as
+    :func:`read_labels` gives labels); a missing id (an empty cell, JSON null, NaN) is
+    refused with its row, as a missing group id is.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "pairs.csv")
+        >>> _ = open(file, "w").write("id,prob,label\\n7.0,0.9,1\\n12,0.2,0\\n")
+        >>> item_ids(file, "id")
+        ['7', '12']
+    """
+    path = Path(path)
+    values = _column_values(path, column, kept)
+    missing = missing_id(values.tolist() if values.dtype == object else values, path)
+    if missing is not None:
+        row, how = missing
+        raise ValueError(
+            f"{path}: {row_position(path, file_row(kept, row))}, column {column!r} has a "
+            f"missing item id ({how})"
+        )
+    return id_texts(values)
 
 
 def row_position(path: str | Path, row: int) -> str:
@@ -271,6 +346,40 @@ def group_column(path: str | Path, wanted: str) -> str | None:
         return wanted if wanted in table else None
     found = _usual_names(list(table), GROUP_NAMES)
     return _only(found, "group ids", path) if found else None
+
+
+def item_id_column(
+    path: str | Path, wanted: str = "", required: bool = True, taken: Collection[str] = ()
+) -> str | None:
+    """The name of the file's item-id column (``compare`` pairs two files' rows by it):
+    ``wanted``, or, with ``wanted=""``, the usual name it has (``id``, ``item_id``,
+    ``example_id``, ``uid``, ``guid``; any case), none of the columns ``taken`` (put to
+    other uses); two usual names are refused as :func:`read_table` refuses them. A file
+    without the column is refused when ``required``, else None.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "pairs.csv")
+        >>> _ = open(file, "w").write("ID,prob,label\\n7,0.9,1\\n")
+        >>> item_id_column(file), item_id_column(file, "prob")
+        ('ID', 'prob')
+        >>> item_id_column(file, required=False, taken={"ID"}) is None
+        True
+    """
+    path = Path(path)
+    table = _named_columns(_load(path), path)
+    if table is None:
+        if not required:
+            return None
+        raise ValueError(
+            f"{path}: an unnamed array has no item ids; store named arrays (an .npz, or a "
+            "dict of tensors in a .pt) with an id column"
+        )
+    names = list(table)
+    found = [n for n in _usual_names(names, ID_NAMES) if n not in taken]
+    if not required:
+        return _only(found, "item ids", path) if found else None
+    return _pick(names, wanted or None, ID_NAMES, "item ids", path, unusable=set(taken))
 
 
 def has_column(path: str | Path, column: str) -> bool:

@@ -3,7 +3,8 @@ UTF-8; a semicolon-separated file is recognised by its header) and JSON / JSON l
 
 A CSV's rows are read when a column is first used, and only the columns used
 (:class:`_DelimitedTable`); a table of a file of lines keeps each row's line for
-messages.
+messages. Blank lines are skipped (before the header too), columns with an empty name
+(a spreadsheet's trailing ``,,``) are left out, and a cell may be of any length.
 :func:`_readable` turns the errors of reading any file (not UTF-8, unreadable, too large
 for the memory) into ValueErrors naming it.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 import csv
 import gc
 import json
+import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
@@ -36,12 +39,47 @@ def _delimiter(header: str, default: str) -> str:
     return default
 
 
+# The csv module's limit on a field's length, while a file is read: its default, 131,072
+# characters, had refused a valid file for a document's text in a column never read.
+_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)  # the largest a C long takes everywhere
+_fields_lock = threading.Lock()
+_fields_readers = 0
+_fields_saved = 0
+
+
+@contextmanager
+def _long_fields() -> Iterator[None]:
+    """The csv field limit raised while a file is read, and put back after the last
+    reader (of any thread) is done: the limit is the process's, and the user's own csv
+    reading keeps its own."""
+    global _fields_readers, _fields_saved
+    with _fields_lock:
+        if _fields_readers == 0:
+            _fields_saved = csv.field_size_limit(_FIELD_LIMIT)
+        _fields_readers += 1
+    try:
+        yield
+    finally:
+        with _fields_lock:
+            _fields_readers -= 1
+            if _fields_readers == 0:
+                csv.field_size_limit(_fields_saved)
+
+
+def _first_line(handle: Any) -> str:
+    """The first line of a text file that is not blank (the csv reader skips those)."""
+    line = handle.readline()
+    while line and not line.strip("\r\n"):
+        line = handle.readline()
+    return line
+
+
 def _read_delimited(path: Path, delimiter: str) -> _Table:
     """A CSV/TSV file's header, checked now; its rows are read when a column is first
     used (:class:`_DelimitedTable`)."""
     # utf-8-sig drops the byte-order mark that spreadsheet programs put before the header.
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        delimiter = _delimiter(handle.readline(), delimiter)
+    with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
+        delimiter = _delimiter(_first_line(handle), delimiter)
         handle.seek(0)
         reader = csv.reader(handle, delimiter=delimiter)
         try:
@@ -55,7 +93,7 @@ def _read_delimited_exact(path: Path, delimiter: str) -> _Table:
     """Every cell of a CSV/TSV file as text, row by row: the reader of files that the fast
     one (:meth:`_DelimitedTable._read_fast`) does not take as they are (short rows, blank
     lines, fields over several lines, a csv error), and the one whose errors are reported."""
-    with path.open(newline="", encoding="utf-8-sig") as handle:
+    with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
         reader = csv.reader(handle, delimiter=delimiter)
         try:
             return _table_from_rows(reader, path)
@@ -72,18 +110,27 @@ def _is_number(text: str) -> bool:
 
 
 def _header(reader: Any, path: Path) -> list[str]:
-    """The column names of a CSV/TSV file's first row, refused where they cannot be a
-    header (none, numbers only, a name twice)."""
-    header = next(reader, None)
+    """The column names of a CSV/TSV file's first row that is not blank (a blank first
+    line had made the file "empty"), refused where they cannot be a header (none, numbers
+    only, a name twice). An empty name is a column left out: ``prob,label,,``, as
+    spreadsheets export trailing empty columns, had repeated the name ``''``."""
+    header = next((row for row in reader if row), None)
     if not header:
         raise ValueError(f"{path}: empty file (a header row is needed)")
     names = [n.strip() for n in header]
-    if all(_is_number(n) for n in names):
+    named = [n for n in names if n]
+    if not named:
         raise ValueError(
-            f"{path}: the first line holds numbers only ({', '.join(names[:3])}): the file "
-            "needs a header line naming its columns, e.g. prob,label"
+            f"{path}: line {reader.line_num}, the first one not blank, names no column: the "
+            "file needs a header line naming its columns, e.g. prob,label"
         )
-    repeated = sorted({n for n in names if names.count(n) > 1})
+    if all(_is_number(n) for n in named):
+        raise ValueError(
+            f"{path}: line {reader.line_num}, the first one not blank, holds numbers only "
+            f"({', '.join(named[:3])}): the file needs a header line naming its columns, e.g. "
+            "prob,label"
+        )
+    repeated = sorted({n for n in named if named.count(n) > 1})
     if repeated:
         raise ValueError(
             f"{path}: the header repeats column name(s) {', '.join(map(repr, repeated))}"
@@ -93,7 +140,7 @@ def _header(reader: Any, path: Path) -> list[str]:
 
 def _table_from_rows(reader: Any, path: Path) -> _Table:
     names = _header(reader, path)
-    table = _Table({n: [] for n in names})
+    table = _Table({n: [] for n in names if n})
     table.lines = []
     for row in reader:
         if not row:
@@ -101,7 +148,8 @@ def _table_from_rows(reader: Any, path: Path) -> _Table:
         if len(row) != len(names):
             raise ValueError(f"{path}: line {reader.line_num} has a different number of fields")
         for name, raw in zip(names, row, strict=True):
-            table[name].append(raw.strip())
+            if name:  # a column without a name is never read
+                table[name].append(raw.strip())
         table.lines.append(reader.line_num)
     return table
 
@@ -153,7 +201,9 @@ class _DelimitedTable(_Table):
     reported."""
 
     def __init__(self, path: Path, delimiter: str, names: list[str]) -> None:
-        super().__init__(dict.fromkeys(names))
+        # ``names``: every column's, "" for one left out (:func:`_header`); the table's
+        # keys are the named columns.
+        super().__init__(dict.fromkeys(n for n in names if n))
         self.path, self.delimiter, self.names = path, delimiter, names
         self._loaded: dict[str, Any] = {}
         self._numeric: set[str] = set()
@@ -171,7 +221,7 @@ class _DelimitedTable(_Table):
         self._wanted = [*dict.fromkeys([*self._wanted, *numeric, *text])]
 
     def __getitem__(self, name: str) -> Any:
-        if name not in self.names:
+        if name not in self:
             raise KeyError(name)
         if name not in self._loaded:
             self._read([n for n in dict.fromkeys([*self._wanted, name]) if n not in self._loaded])
@@ -206,10 +256,11 @@ class _DelimitedTable(_Table):
         parts: dict[str, list[Any]] = {n: [] for n in names}
         get = {n: itemgetter(self.names.index(n)) for n in names}
         width, rows = len(self.names), 0
-        with self.path.open(newline="", encoding="utf-8-sig") as handle, _no_gc():
+        with self.path.open(newline="", encoding="utf-8-sig") as handle, _no_gc(), _long_fields():
             reader = csv.reader(handle, delimiter=self.delimiter)
             try:
-                next(reader)
+                next((row for row in reader if row), None)  # the header, after blank lines
+                header = reader.line_num
                 while chunk := list(islice(reader, _CHUNK_ROWS)):
                     if set(map(len, chunk)) != {width}:
                         raise _Irregular
@@ -225,7 +276,7 @@ class _DelimitedTable(_Table):
                             parts[name].append(list(map(str.strip, cells)))
             except csv.Error:
                 raise _Irregular from None
-            if reader.line_num != rows + 1:  # a blank line, or a field over several lines
+            if reader.line_num != header + rows:  # a blank line, or a field over several lines
                 raise _Irregular
         columns: dict[str, Any] = {}
         for name in names:
@@ -236,7 +287,7 @@ class _DelimitedTable(_Table):
                 columns[name] = column
             else:
                 columns[name] = [cell for part in parts[name] for cell in part]
-        return columns, range(2, rows + 2)
+        return columns, range(header + 1, header + rows + 1)
 
     def cell(self, name: str, row: int) -> str:
         """The text of data row ``row`` (0-based) of column ``name``, stripped (messages)."""
@@ -274,7 +325,8 @@ def _read_jsonl(path: Path) -> _Table:
 
 def _read_json(path: Path) -> _Table:
     """A ``.json`` file: one JSON document (a list of row objects, or an object of
-    column lists, as ``json.dump`` writes them, indented or not), else JSON lines."""
+    column lists, as ``json.dump`` writes them, indented or not, with any keys of one
+    value beside them kept unread), else JSON lines."""
     text = path.read_text(encoding="utf-8-sig")
     try:
         document = json.loads(text)
@@ -314,12 +366,9 @@ def _read_json(path: Path) -> _Table:
                 table.setdefault(key, []).append(value)
         return table
     if isinstance(document, dict) and document:
-        odd = next((k for k, v in document.items() if not isinstance(v, list)), None)
-        if odd is not None:
-            kind = type(document[odd]).__name__
-            raise ValueError(
-                f"{path}: key {odd!r} holds a {kind} where the others hold column lists"
-            )
+        # A key beside the column lists that holds one value (metadata: "model": "bert")
+        # is kept, and refused only if read as a column, as an .npz's or a .pt's is: it
+        # had stopped the whole file.
         table.update(document)
         return table
     raise ValueError(

@@ -146,7 +146,7 @@ def _check_labels(
         return
     i = int(bad.nonzero()[0, 0])
     value = y[i].item()
-    shown = "is missing (NaN)"
+    shown = _missing(column[1], file_row(keep, i))
     if not math.isnan(value):
         shown = f"holds {_as_written(column[1], file_row(keep, i), value)}"
     # A negative whole number is likely padding; the hint is what --ignore-index takes.
@@ -180,12 +180,28 @@ def _check_probs(q: Tensor, per_row: int, path: Path, column: Column, lines, kee
     )
     if _holds_integers(column):  # (a bool column holds no value outside [0, 1])
         hint = "integers: class ids or hard predictions? give the model's probabilities"
-    problem = "is missing (NaN)"
+    row, item = divmod(i, per_row)
+    problem = _missing(column[1], file_row(keep, row), item)
     if not math.isnan(value):
-        row, item = divmod(i, per_row)
         written = _as_written(column[1], file_row(keep, row), value, item, per_row)
         problem = f"holds {written}, not a probability in [0, 1] ({hint})"
     raise ValueError(f"{path}: {_row_of(lines, i, per_row)}, column {column[0]!r} {problem}")
+
+
+def _missing(values: Any, row: int, item: int = 0) -> str:
+    """The problem of a value read as NaN, value ``item`` of data row ``row`` of a column:
+    a JSON null is named as such (it had read "is missing (NaN)"), any other NaN as NaN.
+
+    Example:
+        >>> _missing([0.5, None], 1), _missing([[0.5, None]], 0, 1), _missing(["nan"], 0)
+        ('is missing (null)', 'is missing (null)', 'is missing (NaN)')
+    """
+    try:
+        written = values[row] if isinstance(values, (list, tuple)) else math.nan
+        written = written[item] if isinstance(written, (list, tuple)) else written
+    except IndexError:  # a layout not foreseen: a NaN it is
+        written = math.nan
+    return "is missing (null)" if written is None else "is missing (NaN)"
 
 
 def _as_written(values: Any, row: int, value: float, item: int = 0, per_row: int = 1) -> str:
@@ -274,11 +290,16 @@ def _shape(values: Any) -> tuple[int, ...] | None:
 
 
 def file_row(kept: Tensor | None, index: int) -> int:
-    """The file's data row of label ``index`` of a :class:`Predictions` with ``kept``.
+    """The file's data row of label ``index`` of a :class:`Predictions` with ``kept``: a
+    mask of the labels kept, or the file's labels in the order used (int64).
 
     Example:
         >>> import torch
         >>> file_row(torch.tensor([False, True, False, True]), 1), file_row(None, 1)
         (3, 1)
+        >>> file_row(torch.tensor([4, 0, 2]), 1)
+        0
     """
-    return index if kept is None else int(kept.nonzero()[index])
+    if kept is None:
+        return index
+    return int(kept.nonzero()[index]) if kept.dtype == torch.bool else int(kept[index])
