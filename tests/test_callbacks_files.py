@@ -541,7 +541,8 @@ def test_validating_an_abandoned_run_s_checkpoint_adds_only_its_own_record(
         tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[fresh]
     )
     abandoned = tmp_path / "ckpt" / "epoch=2.ckpt"
-    quietly(again.validate, TinyTagger(), val, ckpt_path=abandoned, verbose=False)
+    model = TinyTagger()
+    quietly(again.validate, model, val, ckpt_path=abandoned, verbose=False)
     assert [(r["fn"], r["epoch"]) for r in fresh.history] == [
         ("fit", 0),
         ("fit", 1),
@@ -550,6 +551,11 @@ def test_validating_an_abandoned_run_s_checkpoint_adds_only_its_own_record(
     ]
     on_disk = json.loads((folder / "val_history.json").read_text())
     assert on_disk == [*after_resume, fresh.history[-1]]
+    # A plain validate after it, same Trainer and weights: it had rewritten the file with
+    # the monitor's history, the checkpoint's, and run A's dropped epochs came back.
+    quietly(again.validate, model, val, verbose=False)
+    on_disk = json.loads((folder / "val_history.json").read_text())
+    assert on_disk == [*after_resume, *fresh.history[-2:]]
 
 
 def test_a_validation_just_after_a_mid_epoch_checkpoint_stays_in_the_file(

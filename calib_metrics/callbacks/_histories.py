@@ -49,6 +49,10 @@ class Run:
 
     history: list[dict[str, Any]] = field(default_factory=list)
     evaluations: list[tuple[Callable[[], Any], dict[str, Any]]] = field(default_factory=list)
+    # The history is a checkpoint's, taken by a validate / test run: the file may have
+    # dropped some of its records (those of a run a resumed fit replaced), so every later
+    # run adds its own records to the file rather than rewrite it with these.
+    from_checkpoint: bool = False
 
     def note_evaluation(self, trainer: Any, record: dict[str, Any]) -> None:
         self.evaluations.append((weakref.ref(trainer), record))
@@ -59,6 +63,7 @@ class Run:
         the weights the fit starts from."""
         mine = {id(record) for ref, record in self.evaluations if ref() is trainer}
         self.history = [record for record in self.history if id(record) in mine]
+        self.from_checkpoint = False
         self.evaluations = [(ref, r) for ref, r in self.evaluations if id(r) in mine]
 
 

@@ -857,7 +857,7 @@ class CalibrationMonitor(Callback):
                 unique=not files.own_run(record, self.stage),
                 # Only a run continuing a checkpoint's history continues the file's; a fresh
                 # fit into the same folder is another run, and rewrites it.
-                merge=self._restored is not None,
+                merge=self._restored is not None or self._histories.current.from_checkpoint,
                 resumed_at=self._resumed_at,
                 # A validate / test run adds its own records: the checkpoint's other ones
                 # may be of a run that a resumed fit replaced, and the file dropped.
@@ -1049,6 +1049,7 @@ class CalibrationMonitor(Callback):
         if evaluating and self.history:
             return
         self.history = [dict(r) for r in history]
+        self._histories.current.from_checkpoint = evaluating
 
 
 def _validates_within_epochs(trainer: Trainer) -> bool:
