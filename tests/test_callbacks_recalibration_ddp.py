@@ -117,7 +117,11 @@ def run_ddp(out: Path) -> None:
     shard[0::2] = True
     mine = keep & shard.repeat_interleave(6)
     alone = TemperatureScaling().fit(logits[mine], target[mine]).temperature.item()
+    # The module and callback of this (the launching) process never see the workers'
+    # attributes; the temperature comes back in callback_metrics, as Lightning sends them.
+    returned = trainer.callback_metrics.get("recalibration/temperature")
     summary = {"union": union, "rank0_alone": alone, "pairs": int(keep.sum())}
+    summary["returned"] = None if returned is None else float(returned)
     (out / "summary.json").write_text(json.dumps(summary))
 
 
@@ -132,6 +136,9 @@ def test_temperature_is_fitted_on_all_ranks_logits(tmp_path: Path) -> None:
     assert ranks[0]["local"] + ranks[1]["local"] == summary["pairs"]
     for rank in ranks:
         assert rank["temperature"] == pytest.approx(summary["union"], rel=1e-6)
+    # Spawned workers: the launching process had no way to the temperature, and no word.
+    assert summary["returned"] == pytest.approx(summary["union"], rel=1e-6)
+    assert "trainer.callback_metrics['recalibration/temperature']" in text
     # A fit on one rank's shard alone is measurably different: the check can fail.
     assert abs(summary["rank0_alone"] - summary["union"]) > 1e-3
 

@@ -461,6 +461,7 @@ class TemperatureRecalibration(Callback):
             return
         self.recalibrator = recalibrator
         self._set_on_module(trainer, pl_module, float(self.recalibrator.temperature))
+        self._return_to_launcher(trainer)
         before = self._measure(_probs(logits), target)
         after = self._measure(self.recalibrator(logits), target)
         self.results = {"temperature": float(self.recalibrator.temperature)}
@@ -470,6 +471,24 @@ class TemperatureRecalibration(Callback):
             self.results |= {base: numbers["error"], f"{base}_lower": numbers["lower"],
                              f"{base}_upper": numbers["upper"]}  # fmt: skip
         self._write(trainer, before, after)
+
+    def _return_to_launcher(self, trainer: Trainer) -> None:
+        """Put the temperature in ``trainer.callback_metrics`` (as ``<prefix>/temperature``),
+        which Lightning sends back from the worker processes of ``strategy="ddp_spawn"``
+        (or ``"ddp_fork"``), where the module and this callback the fit was called with
+        never see the fit's attributes; and say so there, once, on rank 0."""
+        temperature = float(self.recalibrator.temperature)  # type: ignore[union-attr]
+        trainer.callback_metrics[f"{self.prefix}/temperature"] = torch.tensor(temperature)
+        launcher = getattr(trainer.strategy, "launcher", None)
+        if type(launcher).__name__ == "_MultiProcessingLauncher":
+            rank_zero_warn(
+                f"TemperatureRecalibration: the temperature ({temperature:.4f}) was fitted in "
+                "the worker processes of a spawned/forked DDP run: the module and this "
+                "callback in the process that called fit() do not get it (nor does a "
+                "checkpoint saved there). Read it there from "
+                f"trainer.callback_metrics[{self.prefix + '/temperature'!r}], or use "
+                'strategy="ddp", whose processes keep their state'
+            )
 
     def _fitted_nothing(self, trainer: Trainer, pl_module: LightningModule, told: str) -> None:
         """Warn that this fit fitted no temperature. One from before (an earlier fit, a
