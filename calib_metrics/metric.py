@@ -946,7 +946,17 @@ class CalibrationError(_StatesKeepTheirDtype):
         if self.binning == "adaptive":
             bin_size = resolve_bin_size(self.bin_size, max(pairs, 1))
             need += exact_working_bytes(pairs, bin_size, probs[0].element_size())
-        check_room(need, self.device, f"the exact mode's compute() of {pairs} pairs")
+        if not self.streaming:
+            check_room(need, self.device, f"the exact mode's compute() of {pairs} pairs")
+            return
+        # A streaming metric still holding its rows exactly (a few MiB at most).
+        check_room(
+            need,
+            self.device,
+            f"compute() of the {pairs} pairs this streaming metric still holds exactly",
+            remedy="free memory on this device, or compute() on a smaller set",
+            unit="KiB",
+        )
 
     def _kept_groups(self, target: Tensor) -> Tensor | None:
         """The group ids to resample, or None for the pair interval."""

@@ -113,3 +113,19 @@ def test_a_sketch_larger_than_the_free_memory_is_refused_when_the_metric_is_made
     # What fits is made as before: 2 × 48 MiB of one class at 2**20 cells.
     CalibrationError(streaming=True, resolution=2**19)
     CalibrationError(num_classes=20)  # the exact mode keeps no sketch
+
+
+def test_a_streaming_metric_refused_for_memory_is_not_told_to_stream(monkeypatch):
+    """Its rows still held exactly, a streaming metric took the exact mode's check, whose
+    message said "use the streaming mode" and "needs 0.0 GiB, more than the 0.0 GiB free"."""
+    from calib_metrics.functional import binning
+
+    metric = CalibrationError(streaming=True)
+    q = torch.rand(1000, generator=torch.Generator().manual_seed(0))
+    metric.update(q, torch.bernoulli(q, generator=torch.Generator().manual_seed(1)))
+    monkeypatch.setattr(binning, "available_bytes", lambda device: 1024)
+    with pytest.raises(
+        ValueError, match=r"streaming metric still holds exactly needs \d+ KiB"
+    ) as err:
+        metric.compute()
+    assert "use the streaming mode" not in str(err.value)

@@ -618,7 +618,7 @@ def check_room(
     device: torch.device,
     what: str,
     remedy: str = _USE_STREAMING,
-    unit: Literal["GiB", "MiB"] = "GiB",
+    unit: Literal["GiB", "MiB", "KiB"] = "GiB",
 ) -> None:
     """Raise ValueError, saying ``remedy`` (by default: use the streaming mode), if ``need``
     bytes are not free: up front, rather than the allocator's error (or the host's
@@ -629,7 +629,9 @@ def check_room(
     """
     free = available_bytes(device)
     if free is not None and need > free:
-        scale, digits = (2**30, ".1f") if unit == "GiB" else (2**20, ",.0f")
+        scale, digits = {"GiB": (2**30, ".1f"), "MiB": (2**20, ",.0f"), "KiB": (2**10, ",.0f")}[
+            unit
+        ]
         raise ValueError(
             f"{what} needs {need / scale:{digits}} {unit}, more than the "
             f"{free / scale:{digits}} {unit} free on {device}: {remedy}"
