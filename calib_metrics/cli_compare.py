@@ -2,8 +2,8 @@
 
 Reads model a's and model b's (probability, label[, group]) files with the CLI's reader —
 or two probability columns of one file (``compare preds.csv --probs q_a --probs-b q_b``) —
-pairs their rows by an item-id column (``--id``, or one of the usual names, ``id``, in both
-files; :func:`calib_metrics.predictions.paired_by_ids`), else by position, checks that
+pairs their rows by position (or, with ``--id COLUMN``, by that item-id column of both
+files: :func:`calib_metrics.predictions.paired_by_ids`), checks that
 both hold the same labels for the items paired (and, with ``--groups``, the same grouping
 of the rows when both files have a group column), and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("a", type=Path, help="model a's predictions")
     p.add_argument(
         "b", type=Path, nargs="?",
-        help="model b's predictions: the same items, in the same order or with an id column",
+        help="model b's predictions: the same items, in the same order (or paired by --id)",
     )  # fmt: skip
     p.add_argument("--probs", help="column of a's probabilities (default: by name)")
     p.add_argument("--probs-b", help="column of b's probabilities (default: --probs, or by name)")
@@ -59,16 +59,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "group the rows alike, or the command stops at the first row where they do not), "
         "else from the one that has it",
     )  # fmt: skip
-    pairing = p.add_mutually_exclusive_group()
-    pairing.add_argument(
-        "--id", nargs="?", const="", default=None, metavar="COLUMN",
-        help="pair b's rows with a's by this item-id column, in any order (no value: find it "
-        "by its usual name: id, item_id, example_id, uid, guid); without --id, a column of "
-        "such a name in both files pairs them too, and rows are otherwise paired by position",
-    )  # fmt: skip
-    pairing.add_argument(
-        "--no-id", dest="id", action="store_const", const=False,
-        help="pair the rows by position, even where both files have an id column",
+    p.add_argument(
+        "--id", metavar="COLUMN",
+        help="pair b's rows with a's by this item-id column of both files, in any order "
+        "(without --id, row i of a is paired with row i of b)",
     )  # fmt: skip
     add_ignore_index(p)
     p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws (2,000)")
@@ -176,30 +170,22 @@ def _read_both(args: argparse.Namespace):
 
 
 def _id_columns(args: argparse.Namespace) -> tuple[str, str] | None:
-    """The item-id columns of a's and b's file that pair their rows, or None (rows paired
-    by position): ``--id``'s, found in both files (a file without it is refused), or,
-    without ``--id``, a column of one of the usual names in each file, when both have one
-    (positional pairing had ignored them, though a file shuffled within each label passed
-    every other check); ``--no-id`` and the one-file form pair by position."""
+    """The item-id columns of a's and b's file that pair their rows (``--id``'s, which
+    both files must have), or None: the rows are paired by position. A column is never
+    taken for ids unasked: an ``id`` column may number tokens, sentences or each file's
+    own rows, which positional pairing reads as its users meant."""
     from calib_metrics.predictions import item_id_column
 
+    if args.id is None:
+        return None
     if args.b is None:
-        if args.id not in (None, False):
-            raise ValueError(
-                "--id pairs the rows of two files; the two columns of one file (--probs-b) "
-                "are paired already"
-            )
-        return None
-    if args.id is False:
-        return None
-    files = (args.a, args.b)
-    if args.id is not None:
-        a, b = (item_id_column(path, args.id) for path in files)
-        return a, b
-    # Columns named for another use are not taken for ids.
-    named = {args.probs, args.probs_b, args.target, args.groups, args.label} - {None, ""}
-    a, b = (item_id_column(path, required=False, taken=named) for path in files)
-    return None if a is None or b is None else (a, b)
+        raise ValueError(
+            f"--id {args.id}: --id pairs the rows of two files by the column it names "
+            "(compare a.csv b.csv --id COLUMN); the two columns of one file (--probs-b) "
+            "are paired already"
+        )
+    a, b = (item_id_column(path, args.id) for path in (args.a, args.b))
+    return a, b
 
 
 def _group_columns(args: argparse.Namespace) -> tuple[str | None, str | None]:

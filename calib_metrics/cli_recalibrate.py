@@ -63,9 +63,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seed of the bootstrap draws and of scaling_binning's dev split (0)",
     )
     p.add_argument(
-        "--out", type=output_path, help="CSV (a .csv name) of recalibrated test "
-        "probabilities, one row per test row, padding rows with empty probabilities "
-        "(default: <test>.recalibrated.csv beside the test file)",
+        "--out", type=output_path, help="CSV of recalibrated test probabilities (not "
+        "named .npz, .json, ...), one row per test row, padding rows with empty "
+        "probabilities, read back with --ignore-index (default: <test>.recalibrated.csv "
+        "beside the test file)",
     )  # fmt: skip
     p.add_argument("--plot", type=output_path, help="PNG of the before/after reliability diagrams")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
@@ -119,14 +120,19 @@ def _write_probs(
             writer.writerow(row if groups is None else [*row, groups[i]])
 
 
-def _group_ids(path: Path, wanted: str | None) -> list[str] | None:
+def _group_ids(path: Path, wanted: str | None, kept: Tensor | None) -> list[str] | None:
     """The test file's group ids as it wrote them (``read_table`` numbers them 0..G-1), of
-    every row, padding too."""
+    every row, padding too: a column of one id per label kept (``kept``, as
+    ``read_table`` takes it) gets an empty id on each padding row."""
     if wanted is None:
         return None
     from calib_metrics.predictions import group_column, read_labels
 
-    return read_labels(path, group_column(path, wanted), as_written=True)
+    ids = read_labels(path, group_column(path, wanted), as_written=True)
+    if kept is None or len(ids) == kept.numel():
+        return ids
+    given = iter(ids)
+    return [next(given) if read else "" for read in kept.tolist()]
 
 
 def _warn_if_tested_on_dev(dev, test, args: argparse.Namespace) -> None:
@@ -228,7 +234,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if hasattr(recalibrator, "temperature"):
         summary["temperature"] = float(recalibrator.temperature)
     # Read before the writing: a failure reading the test file is not --out's.
-    ids = _group_ids(args.test, args.groups)
+    ids = _group_ids(args.test, args.groups, test.kept)
     with writing_output(out, "--out") as target:
         _write_probs(target, before, after, test, args.ignore_index, ids)
     summary["out"] = str(out)

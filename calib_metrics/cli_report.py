@@ -261,10 +261,7 @@ def compare_settings(args: argparse.Namespace, summary: dict, a, b) -> dict[str,
     files = [(str(args.a), a.group_column)] + ([(str(args.b), b.group_column)] if args.b else [])
     settings = settings_of(args, groups_setting(args.groups, files, summary["groups"]))
     columns = summary["id_columns"]
-    settings["id"] = None
-    if columns is not None:
-        names = columns[0] if columns[0] == columns[1] else f"{columns[0]} (a), {columns[1]} (b)"
-        settings["id"] = names + ("" if args.id else " (found by name)")
+    settings["id"] = None if columns is None else columns[0]  # --id names both files' column
     return settings
 
 

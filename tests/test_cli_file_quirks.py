@@ -1,14 +1,16 @@
 """Files as other programs write them, read as the user means them: labels written ``1``
 or ``1.0`` (one label, in a CSV or a JSON file, as group ids), a blank first line,
 trailing empty columns, a long text cell in a column never read, a metadata key beside
-a JSON file's column lists; and the messages and refusals around padding, JSON null, a
-file named for the wrong delimiter, ``--ignore-index 0`` on binary labels and
-``recalibrate --out`` with another suffix than .csv."""
+a JSON file's column lists, a line of spaces above the header; and the messages and
+refusals around padding, JSON null, a stray quote, a file named for the wrong delimiter,
+``--ignore-index 0`` on binary labels and ``recalibrate --out`` named as another format."""
 
 from __future__ import annotations
 
 import csv
 import json
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +47,26 @@ def test_one_and_one_point_zero_are_one_label(tmp_path, capsys) -> None:
     assert list(per_label) == ["1"] and per_label["1"]["n"] == N
 
 
+@pytest.mark.parametrize(
+    "spellings, keys",
+    [
+        (["01", "1"], ["01", "1"]),
+        (["-0", "0"], ["-0", "0"]),
+        (["1e3", "1000"], ["1000", "1e3"]),
+        (["02134", "2134"], ["02134", "2134"]),
+        (["2.00", "2", "x"], ["2", "x"]),
+        (["1.5", "1.50"], ["1.5", "1.50"]),
+    ],
+)
+def test_labels_are_kept_as_written_but_for_zero_decimals(tmp_path, capsys, spellings, keys):
+    """Only ``1.0``-like text folds to its integer; ``01``, ``-0``, ``1e3`` and a zip code's
+    ``02134`` had become other labels (``1``, ``0``, ``1000``, ``2134``) when the whole
+    column held numbers, and kept otherwise: the key depended on the other rows."""
+    rows = [f"{row},{spellings[i % len(spellings)]}" for i, row in enumerate(PLAIN)]
+    path = _csv(tmp_path / "tags.csv", rows, "prob,label,tag")
+    assert sorted(_evaluate(capsys, path, "--label", "tag")["per_label"]) == keys
+
+
 def test_compare_reads_a_csvs_and_a_json_files_labels_alike(tmp_path, capsys) -> None:
     """A CSV's 1.0 and a JSON file's 1.0 (read as '1') had been different labels, and
     the command refused files that label every item alike."""
@@ -74,7 +96,72 @@ def test_group_ids_written_back_are_as_the_file_writes_them(tmp_path, capsys) ->
     assert [r["group"] for r in csv.DictReader(out.open())] == [f"{i // 10}.0" for i in range(N)]
 
 
+def test_recalibrate_writes_kept_length_group_ids_beside_their_rows(tmp_path, capsys) -> None:
+    """An .npz's group ids of one per label kept (as read_table takes them) had raised an
+    IndexError while --out was written; padding rows get an empty group."""
+    y = np.array(LABELS)
+    y[6::7] = -100
+    sentences = np.arange(N) // 10
+    files = []
+    for name in ("dev", "test"):
+        files.append(tmp_path / f"{name}.npz")
+        np.savez(files[-1], prob=np.array(PROBS), label=y, sentence=sentences[y != -100])
+    out = tmp_path / "out.csv"
+    argv = ["recalibrate", *files, "--groups", "sentence", "--ignore-index", "-100"]
+    code, _, err = run_cli(capsys, *argv, "--out", out, "--samples", "20")
+    assert code == 0, err
+    written = [(r["target"], r["group"]) for r in csv.DictReader(out.open())]
+    given = iter(sentences[y != -100].tolist())
+    assert written == [(str(t), "" if t == -100 else str(next(given))) for t in y.tolist()]
+
+
 # -- CSV/TSV layouts ------------------------------------------------------------------------
+
+
+def test_a_line_of_spaces_above_the_header_is_blank(tmp_path, capsys) -> None:
+    """It had been taken for a header naming no column (read before the blank-line
+    skipping came, as it is again)."""
+    plain = _csv(tmp_path / "plain.csv", PLAIN)
+    path = tmp_path / "p.csv"
+    path.write_text("   \n" + plain.read_text())
+    assert _evaluate(capsys, path)["calib_err"] == _evaluate(capsys, plain)["calib_err"]
+
+
+def test_a_stray_quote_is_refused_with_its_line(tmp_path, capsys) -> None:
+    """A quote opened in a text cell and never closed made the rest of the file one
+    cell: with the field limit raised, 200,000 rows had read as 6 pairs (exit 0)."""
+    texts = ['"he said hi' if i == 5 else "ok" for i in range(N)]
+    rows = [f"{row},{text}" for row, text in zip(PLAIN, texts)]
+    path = _csv(tmp_path / "p.csv", rows, "prob,label,text")
+    line = one_line_error(capsys, "evaluate", path)
+    assert "p.csv: line 7: a quoted field (column 'text') opens with a \" that never" in line
+    # A field over several lines that closes is read as before.
+    rows[5] = f'{PLAIN[5]},"two\nlines"'
+    assert _evaluate(capsys, _csv(tmp_path / "q.csv", rows, "prob,label,text"))["n"] == N
+
+
+def test_a_field_limit_set_by_another_thread_is_left_alone(tmp_path, capsys, monkeypatch):
+    """The reader puts back the limit it found only if the limit is still its own."""
+    from calib_metrics.predictions import _text
+
+    path = _csv(tmp_path / "p.csv", PLAIN)
+    limit = csv.field_size_limit()
+    set_meanwhile = threading.Event()
+    reading = _text._long_fields
+
+    @contextmanager
+    def long_fields_and_another_limit():
+        with reading():
+            csv.field_size_limit(12_345)  # another thread's own setting, while a file is read
+            set_meanwhile.set()
+            yield
+
+    monkeypatch.setattr(_text, "_long_fields", long_fields_and_another_limit)
+    try:
+        _evaluate(capsys, path)
+        assert set_meanwhile.is_set() and csv.field_size_limit() == 12_345
+    finally:
+        csv.field_size_limit(limit)
 
 
 @pytest.mark.parametrize(
@@ -193,7 +280,7 @@ def test_ignore_index_0_stays_a_class_of_a_multiclass_file(tmp_path, capsys) -> 
 # -- recalibrate --out ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["out.npz", "out.json", "out.pt", "out"])
+@pytest.mark.parametrize("name", ["out.npz", "out.json", "out.pt", "out.jsonl", "out.NPY"])
 def test_recalibrate_out_must_be_a_csv_name(tmp_path, capsys, name) -> None:
     """It had written CSV text under any name (an .npz that no reader then took)."""
     dev = _csv(tmp_path / "dev.csv", PLAIN)
@@ -202,3 +289,15 @@ def test_recalibrate_out_must_be_a_csv_name(tmp_path, capsys, name) -> None:
     line = one_line_error(capsys, "recalibrate", dev, test, "--out", out, "--samples", "20")
     assert f"--out {out}: is written as CSV text: give it a .csv name" in line
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["out.txt", "out", "out.CSV"])
+def test_recalibrate_out_takes_a_name_of_no_other_format(tmp_path, capsys, name) -> None:
+    """A .txt, a name without suffix (or a device: /dev/stdout) had been written before
+    .csv was required, and no reader takes them for another format."""
+    dev = _csv(tmp_path / "dev.csv", PLAIN)
+    test = _csv(tmp_path / "test.csv", PLAIN)
+    out = tmp_path / name
+    code, _, err = run_cli(capsys, "recalibrate", dev, test, "--out", out, "--samples", "20")
+    assert code == 0, err
+    assert len(out.read_text().splitlines()) == N + 1

@@ -7,8 +7,8 @@ array; several dimensions must line up as the Python API's inputs do). Columns
 are found by name (``--probs``/``--target``/``--groups``) or by the usual names. Group
 ids (sentence or document ids for the group bootstrap) may be numbers or strings; they
 are numbered 0..G-1; labels (``--label``) and item ids (``compare --id``, which pair two
-files' rows) are read as text, one spelling per id as group ids are told apart (``5`` and
-``5.0`` are one). Every problem is a ``ValueError`` (or ``FileNotFoundError``) whose
+files' rows) are read as text, as written but for a whole number written with zero
+decimals (``5.0`` is ``5``). Every problem is a ``ValueError`` (or ``FileNotFoundError``) whose
 message names the file and the column, and for a bad value (not a number, a probability
 outside [0, 1] or NaN, a label that is not 0/1 or a class id) the row: its line in a
 text file (the header's line and blank lines counted), its index in an array file.
@@ -23,7 +23,6 @@ checked tensors, bad ones named by row) and ``_ids`` (group ids, ids as text), `
 
 from calib_metrics.predictions._columns import (
     GROUP_NAMES,
-    ID_NAMES,
     PROB_NAMES,
     PROBABILITY_NAMES,
     TARGET_NAMES,
@@ -67,7 +66,6 @@ from calib_metrics.predictions._values import file_row
 __all__ = [
     "FORMATS",
     "GROUP_NAMES",
-    "ID_NAMES",
     "PROBABILITY_NAMES",
     "PROB_NAMES",
     "TARGET_NAMES",

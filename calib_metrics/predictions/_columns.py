@@ -43,10 +43,6 @@ GROUP_NAMES = (
 )
 
 
-# The usual names of an item-id column (``compare`` pairs two files' rows by it).
-ID_NAMES = ("id", "item_id", "example_id", "uid", "guid")
-
-
 def _usual_names(names: list[str], usual: tuple[str, ...]) -> list[str]:
     """Every one of the ``usual`` names (any case) among ``names``, as spelled there, in
     the order of ``usual``: two spellings of one name (``label``, ``Label``) are two

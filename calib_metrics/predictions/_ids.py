@@ -1,13 +1,14 @@
 """Ids of any kind, numbers or strings: group ids (sentence or document ids for the group
 bootstrap) numbered 0..G-1 in the order the Python API numbers them, and ids as text
-(:func:`id_texts`: labels, item ids), one spelling per id as the group ids are told apart
-(:func:`_numeric_if_numbers`: ``5`` and ``5.0`` are one, in a CSV or a JSON file alike);
-a missing id (NaN, an empty cell, JSON null) is refused, not made an id of its own.
+(:func:`id_texts`: labels, item ids), each as written but for a whole number written with
+zero decimals (``5.0`` is ``5``, in a CSV or a JSON file alike); a missing id (NaN, an
+empty cell, JSON null) is refused, not made an id of its own.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,9 @@ def _judged(values: Any, path: Path) -> np.ndarray:
 def _first_missing(array: np.ndarray) -> int | None:
     """The index of the first missing id of :func:`missing_id`'s ``array``, or None."""
     if array.dtype.kind == "S":
-        array = np.char.decode(array, "utf-8", errors="replace")
+        # Bytes are judged each as itself, as they were before text ids were decoded here:
+        # b"nan" among numbers stays a group id.
+        array = array.astype(object)
     if array.dtype.kind == "f":
         missing = np.isnan(array)
     elif array.dtype.kind == "U":
@@ -127,51 +130,58 @@ def _first_missing(array: np.ndarray) -> int | None:
 
 
 def id_texts(values: Any) -> list[str]:
-    """Ids (labels, item ids) as text, one spelling per id: a column of whole numbers
-    gives integers (a CSV's ``1.0`` and a JSON file's 1.0 are both ``1``: the group ids'
-    rule, :func:`_numeric_if_numbers`), bytes are decoded, JSON null is empty; any other
-    id is as the file writes it, stripped. In a CSV ``1`` and ``1.0`` had been two labels,
-    and ``compare`` had found a CSV's ``1.0`` and a JSON file's 1.0 different labels.
+    """Ids (labels, item ids) as text, each as the file writes it, except what is
+    clearly one number written another way: a text ``1.0`` or ``-2.00`` (:data:`_WHOLE`)
+    is ``1`` or ``-2``, as a JSON or array float of a whole value is, so that a CSV's and
+    a JSON file's labels agree. Every other text is kept (``01``, ``-0``, ``1e3`` stay
+    apart), each id judged by itself, whatever the rest of the column holds; bytes are
+    decoded, JSON null is empty.
 
     Example:
-        >>> id_texts(["1.0", "2", " 1 "]), id_texts([1.0, 2.5, None, "NN"])
-        (['1', '2', '1'], ['1', '2.5', '', 'NN'])
+        >>> id_texts(["1.0", "2", "-2.00", "01", "-0", "1e3"]), id_texts([1.0, 2.5, None, "NN"])
+        (['1', '2', '-2', '01', '-0', '1e3'], ['1', '2.5', '', 'NN'])
         >>> id_texts(np.array(["1.1", "1.10"])), id_texts(np.array([b"DET", b"NN"]))
         (['1.1', '1.10'], ['DET', 'NN'])
-        >>> id_texts(np.array(["1.0", "x", None], dtype=object))
-        ['1.0', 'x', '']
+        >>> id_texts(np.array([3.0, 0.5])), id_texts(np.array(["1.0", "x", None], dtype=object))
+        (['3', '0.5'], ['1', 'x', ''])
     """
-    if isinstance(values, np.ndarray) and values.dtype == object:
-        values = values.tolist()  # each value's own type, as numpy reads a list
-    try:
-        array = np.asarray(values).reshape(-1)  # as the group ids are read: one rule
-    except ValueError:  # rows of unequal lengths: each value as itself
-        array = np.asarray(values, dtype=object).reshape(-1)
-    if array.dtype.kind == "S":
-        array = np.char.decode(array, "utf-8", errors="replace")
-    if array.dtype.kind == "U":
-        array = _numeric_if_numbers(array)
-        if array.dtype.kind == "U":
-            return np.char.strip(array).tolist()
-    if array.dtype.kind == "f" and bool(np.isfinite(array).all() and (array % 1 == 0).all()):
-        array = array.astype(np.int64) if np.abs(array).max(initial=0) < 2**63 else array
-    if array.dtype.kind in "iu":
-        return array.astype(str).tolist()  # one numpy step: a million ids had taken seconds
-    return [_as_text(v) for v in array.tolist()]
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        return values.reshape(-1).astype(str).tolist()  # one numpy step for a million ids
+    if isinstance(values, np.ndarray) and values.dtype.kind in "SU":
+        text = values.reshape(-1)
+        if text.dtype.kind == "S":
+            text = np.char.decode(text, "utf-8", errors="replace")
+        # Only texts with a dot may be whole numbers written with decimals.
+        dotted = np.flatnonzero(np.char.find(text, ".") >= 0)
+        texts = text.tolist()
+        for i in dotted.tolist():
+            texts[i] = _as_text(texts[i])
+        return texts
+    flat = values.reshape(-1).tolist() if isinstance(values, np.ndarray) else values
+    return [_as_text(v) for v in flat]
 
 
-def _as_text(value: Any) -> str:
-    """An id as text: a missing value (JSON null) is empty, a whole float its integer,
-    bytes (a numpy ``S`` array's) decoded (they had printed as ``b'DET'``).
+# A whole number written with decimals, all of them zeros: "1.0", "-2.00".
+_WHOLE = re.compile(r"(-?\d+)\.0+")
+
+
+def _as_text(value: Any, fold: bool = True) -> str:
+    """An id as text (:func:`id_texts`): a missing value (JSON null) is empty, a whole
+    float its integer, bytes (a numpy ``S`` array's) decoded (they had printed as
+    ``b'DET'``), a text of :data:`_WHOLE` its integer (unless not ``fold``: a group id
+    written back as the file wrote it), any other text as it is.
 
     Example:
-        >>> [_as_text(v) for v in (None, 2.0, 0.5, "NN", True, b"DET")]
-        ['', '2', '0.5', 'NN', 'True', 'DET']
+        >>> [_as_text(v) for v in (None, 2.0, 0.5, "NN", True, b"DET", "3.00", "1e3")]
+        ['', '2', '0.5', 'NN', 'True', 'DET', '3', '1e3']
     """
     if value is None:
         return ""
     if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
+        value = value.decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        whole = _WHOLE.fullmatch(value) if fold else None
+        return value if whole is None else whole[1]
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

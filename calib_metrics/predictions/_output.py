@@ -1,7 +1,7 @@
 """The command line's output edge: output paths and folders refused before any work
 (a folder, a missing or read-only place, an input file, two options naming one file, a
-figure suffix matplotlib does not write or cannot write on this machine, a CSV file not
-named .csv), an output that fails while it is written named as those are, and results
+figure suffix matplotlib does not write or cannot write on this machine, a CSV file
+named as another format), an output that fails while it is written named as those are, and results
 turned into JSON values.
 """
 
@@ -249,17 +249,24 @@ def check_figure_path(path: Path, option: str) -> None:
     _refuse_missing(path, option, suffix)
 
 
+# The suffixes of the formats the reader takes other than CSV text: an output written as
+# CSV under one of them would be read back as that format.
+_OTHER_FORMATS = (".npz", ".npy", ".json", ".jsonl", ".ndjson", ".pt", ".pth")
+
+
 def check_csv_path(path: Path, option: str) -> None:
-    """Refuse an output path for a CSV file whose suffix is not ``.csv`` (``.npz``, say):
-    the file had been written as CSV text under it, and could not be read back as the
-    suffix says.
+    """Refuse an output path for a CSV file named as another format the reader knows
+    (``.npz``, ``.json``, ...): the file had been written as CSV text under it, and could
+    not be read back as the suffix says. Any other name (``.csv``, ``.txt``, none, a
+    device such as ``/dev/stdout``) is taken.
 
     Example:
+        >>> check_csv_path(Path("recalibrated.txt"), "--out")
         >>> check_csv_path(Path("recalibrated.npz"), "--out")
         Traceback (most recent call last):
         ValueError: --out recalibrated.npz: is written as CSV text: give it a .csv name
     """
-    if path.suffix.lower() != ".csv":
+    if path.suffix.lower() in _OTHER_FORMATS:
         raise ValueError(f"{option} {path}: is written as CSV text: give it a .csv name")
 
 

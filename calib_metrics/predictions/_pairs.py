@@ -45,7 +45,8 @@ def paired_by_ids(
     """
     paths = [Path(path) for path in paths]
     files = list(zip(paths, columns, (first.kept, second.kept), strict=True))
-    ids = [item_ids(path, column, kept) for path, column, kept in files]
+    counts = (first.target.numel(), second.target.numel())
+    ids = [item_ids(*file, n) for file, n in zip(files, counts, strict=True)]
     places = [_places(file_ids, file) for file_ids, file in zip(ids, files, strict=True)]
     order = _order(ids[0], places[1], files)
     if len(places[1]) > len(ids[0]):

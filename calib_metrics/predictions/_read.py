@@ -7,7 +7,7 @@ in a file for extra columns and messages (:func:`read_labels`, :func:`row_positi
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,7 +18,6 @@ from torch import Tensor
 from calib_metrics.predictions._arrays import _named_columns
 from calib_metrics.predictions._columns import (
     GROUP_NAMES,
-    ID_NAMES,
     _column,
     _from_arrays,
     _only,
@@ -202,7 +201,7 @@ def read_labels(
     path: str | Path, column: str, kept: Tensor | None = None, as_written: bool = False
 ) -> list[str]:
     """Each row's value in ``column`` as text: the label (query type, class name) of a pair,
-    one spelling per label as group ids are told apart (``1`` and ``1.0`` are ``1``, in a
+    as written but for a whole number written with zero decimals (``1.0`` is ``1``, in a
     CSV or a JSON file alike: :func:`~calib_metrics.predictions._ids.id_texts`), or, with
     ``as_written``, each cell as the file writes it (a group id written back to a file).
     With ``kept`` (:attr:`Predictions.kept`), the kept labels' values, in its order; a
@@ -216,11 +215,17 @@ def read_labels(
         (['1', '2'], ['1.0', '2'])
     """
     values = _column_values(Path(path), column, kept)
-    return [_as_text(v) for v in values.tolist()] if as_written else id_texts(values)
+    return [_as_text(v, fold=False) for v in values.tolist()] if as_written else id_texts(values)
 
 
 def _column_values(path: Path, column: str, kept: Tensor | None) -> np.ndarray:
     """The values of a named ``column`` of the labels ``kept`` (:func:`read_labels`), flat."""
+    values = _named_values(path, column).reshape(-1)
+    return values if kept is None else _kept_values(values, kept)
+
+
+def _named_values(path: Path, column: str) -> np.ndarray:
+    """A named ``column``'s values as the file holds them, in their shape."""
     table = _named_columns(_load(path), path)
     if table is None:
         raise ValueError(f"{path}: an unnamed array has no column {column!r}")
@@ -228,22 +233,29 @@ def _column_values(path: Path, column: str, kept: Tensor | None) -> np.ndarray:
         raise ValueError(f"{path}: no column {column!r} (columns: {', '.join(table)})")
     values = _column(table, column, path)
     # A list (JSON) stays objects: numpy would make [1, 0.5]'s 1 a '1.0' and null 'None'.
-    values = np.asarray(values, dtype=object if isinstance(values, list) else None).reshape(-1)
-    return values if kept is None else _kept_values(values, kept)
+    return np.asarray(values, dtype=object if isinstance(values, list) else None)
 
 
 def _kept_values(values: np.ndarray, kept: Tensor) -> np.ndarray:
-    """The ``values`` (one per label of the file) of the labels that ``kept`` uses: a mask
-    of the labels kept, or the file's labels in another order (:func:`file_rows`). Values
-    of another length are taken as they are.
+    """The ``values`` of the labels that ``kept`` uses (a mask of the labels kept, or the
+    file's kept labels in another order: :func:`file_rows`), whether the column holds one
+    value per label of the file or one per label kept (as :func:`read_table` takes group
+    ids). Values of another length are taken as they are.
 
     Example:
-        >>> _kept_values(np.array(["a", "b", "c"]), torch.tensor([2, 0])).tolist()
-        ['c', 'a']
+        >>> rows = torch.tensor([3, 0])  # the file's labels 3 and 0; 1 and 2 were padding
+        >>> _kept_values(np.array(["a", "b", "c", "d"]), rows).tolist()
+        ['d', 'a']
+        >>> _kept_values(np.array(["a", "d"]), rows).tolist()  # one per label kept
+        ['d', 'a']
     """
     if kept.dtype == torch.bool:
         return values[kept.numpy()] if values.shape[0] == kept.shape[0] else values
     rows = kept.numpy()
+    if values.shape[0] == rows.size:
+        # One value per label kept, in the file's order: label i is the file's kept label
+        # of rank i among them (rows holds every kept label once).
+        return values[np.argsort(np.argsort(rows, kind="stable"), kind="stable")]
     return values[rows] if rows.size == 0 or values.shape[0] > rows.max() else values
 
 
@@ -261,10 +273,14 @@ def file_rows(kept: Tensor | None, n: int) -> Tensor:
     return kept.nonzero().reshape(-1) if kept.dtype == torch.bool else kept
 
 
-def item_ids(path: str | Path, column: str, kept: Tensor | None = None) -> list[str]:
+def item_ids(
+    path: str | Path, column: str, kept: Tensor | None = None, n: int | None = None
+) -> list[str]:
     """Each kept label's item id in ``column`` as text, one spelling per id (as
     :func:`read_labels` gives labels); a missing id (an empty cell, JSON null, NaN) is
-    refused with its row, as a missing group id is.
+    refused with its row, as a missing group id is, and so is a column that does not hold
+    one id per label (``n`` labels kept): one id per sequence beside [B, T] labels would
+    not pair the labels.
 
     Example:
         >>> import tempfile, os
@@ -274,7 +290,9 @@ def item_ids(path: str | Path, column: str, kept: Tensor | None = None) -> list[
         ['7', '12']
     """
     path = Path(path)
-    values = _column_values(path, column, kept)
+    values = _named_values(path, column)
+    _check_one_id_per_label(values, path, column, kept, n)
+    values = values if kept is None else _kept_values(values, kept)
     missing = missing_id(values.tolist() if values.dtype == object else values, path)
     if missing is not None:
         row, how = missing
@@ -283,6 +301,28 @@ def item_ids(path: str | Path, column: str, kept: Tensor | None = None) -> list[
             f"missing item id ({how})"
         )
     return id_texts(values)
+
+
+def _check_one_id_per_label(
+    values: np.ndarray, path: Path, column: str, kept: Tensor | None, n: int | None
+) -> None:
+    """Refuse item ids that are not one per label: not 1-D (a list per row included), or
+    neither one per label of the file nor one per label kept (``n``)."""
+    nested = values.dtype == object and any(isinstance(v, (list, dict)) for v in values.flat)
+    if values.ndim != 1 or nested:
+        shape = "x".join(map(str, values.shape)) if values.ndim != 1 else "lists"
+        raise ValueError(
+            f"{path}: column {column!r} holds {shape} of item ids: --id needs one id per "
+            "label, a 1-D column"
+        )
+    if n is None:
+        return
+    counts = {n} if kept is None or kept.dtype != torch.bool else {n, kept.shape[0]}
+    if values.shape[0] not in counts:
+        raise ValueError(
+            f"{path}: column {column!r} holds {values.shape[0]} item ids for {n} labels: "
+            "--id needs one id per label"
+        )
 
 
 def row_position(path: str | Path, row: int) -> str:
@@ -348,38 +388,26 @@ def group_column(path: str | Path, wanted: str) -> str | None:
     return _only(found, "group ids", path) if found else None
 
 
-def item_id_column(
-    path: str | Path, wanted: str = "", required: bool = True, taken: Collection[str] = ()
-) -> str | None:
-    """The name of the file's item-id column (``compare`` pairs two files' rows by it):
-    ``wanted``, or, with ``wanted=""``, the usual name it has (``id``, ``item_id``,
-    ``example_id``, ``uid``, ``guid``; any case), none of the columns ``taken`` (put to
-    other uses); two usual names are refused as :func:`read_table` refuses them. A file
-    without the column is refused when ``required``, else None.
+def item_id_column(path: str | Path, wanted: str, taken: Mapping[str, str] | None = None) -> str:
+    """The item-id column ``wanted`` of the file (``compare --id`` pairs two files' rows by
+    it), refused where the file lacks it or where it is one of the columns ``taken`` (put
+    to other uses: ``{"tag": "named by --label"}``).
 
     Example:
         >>> import tempfile, os
         >>> file = os.path.join(tempfile.mkdtemp(), "pairs.csv")
         >>> _ = open(file, "w").write("ID,prob,label\\n7,0.9,1\\n")
-        >>> item_id_column(file), item_id_column(file, "prob")
-        ('ID', 'prob')
-        >>> item_id_column(file, required=False, taken={"ID"}) is None
-        True
+        >>> item_id_column(file, "ID")
+        'ID'
     """
     path = Path(path)
     table = _named_columns(_load(path), path)
     if table is None:
-        if not required:
-            return None
         raise ValueError(
             f"{path}: an unnamed array has no item ids; store named arrays (an .npz, or a "
             "dict of tensors in a .pt) with an id column"
         )
-    names = list(table)
-    found = [n for n in _usual_names(names, ID_NAMES) if n not in taken]
-    if not required:
-        return _only(found, "item ids", path) if found else None
-    return _pick(names, wanted or None, ID_NAMES, "item ids", path, unusable=set(taken))
+    return _pick(list(table), wanted, (), "item ids", path, taken)
 
 
 def has_column(path: str | Path, column: str) -> bool:

@@ -62,14 +62,21 @@ def _long_fields() -> Iterator[None]:
     finally:
         with _fields_lock:
             _fields_readers -= 1
-            if _fields_readers == 0:
+            # A limit set meanwhile (by another thread's own csv reading) is left as it is.
+            if _fields_readers == 0 and csv.field_size_limit() == _FIELD_LIMIT:
                 csv.field_size_limit(_fields_saved)
+
+
+def _not_blank(row: list[str]) -> bool:
+    """Whether a row read before the header is more than a line of white space (which
+    had been taken for a header naming no column; ``,,`` names no column still)."""
+    return len(row) > 1 or bool(row and row[0].strip())
 
 
 def _first_line(handle: Any) -> str:
     """The first line of a text file that is not blank (the csv reader skips those)."""
     line = handle.readline()
-    while line and not line.strip("\r\n"):
+    while line and not line.strip():
         line = handle.readline()
     return line
 
@@ -114,7 +121,7 @@ def _header(reader: Any, path: Path) -> list[str]:
     line had made the file "empty"), refused where they cannot be a header (none, numbers
     only, a name twice). An empty name is a column left out: ``prob,label,,``, as
     spreadsheets export trailing empty columns, had repeated the name ``''``."""
-    header = next((row for row in reader if row), None)
+    header = next((row for row in reader if _not_blank(row)), None)
     if not header:
         raise ValueError(f"{path}: empty file (a header row is needed)")
     names = [n.strip() for n in header]
@@ -142,7 +149,9 @@ def _table_from_rows(reader: Any, path: Path) -> _Table:
     names = _header(reader, path)
     table = _Table({n: [] for n in names if n})
     table.lines = []
+    first = last = end = reader.line_num  # the last record's first and last line
     for row in reader:
+        start, end = end + 1, reader.line_num
         if not row:
             continue
         if len(row) != len(names):
@@ -151,7 +160,30 @@ def _table_from_rows(reader: Any, path: Path) -> _Table:
             if name:  # a column without a name is never read
                 table[name].append(raw.strip())
         table.lines.append(reader.line_num)
+        first, last = start, end
+    if last > first:  # the last record runs over several lines: perhaps to the file's end
+        _check_closed(path, reader.dialect.delimiter, first, names[-1])
     return table
+
+
+def _check_closed(path: Path, delimiter: str, start: int, column: str) -> None:
+    """Refuse a file whose record from line ``start`` on opens a quoted field that never
+    closes (a stray ``"`` in a text cell): the csv module reads the rest of the file into
+    that one cell, and with the field limit raised (:func:`_long_fields`) a file of
+    200,000 rows had read as 6 pairs without a word. Only the file from ``start`` is read,
+    strictly: that record runs to the end of the file if it is the culprit."""
+    with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
+        tail = csv.reader(islice(handle, start - 1, None), delimiter=delimiter, strict=True)
+        try:
+            next(tail, None)
+        except csv.Error as err:
+            if "end of data" not in str(err):
+                return  # another strictness (``"a"b``) that the file's reading accepts
+            raise ValueError(
+                f"{path}: line {start}: a quoted field (column {column!r}) opens with "
+                'a " that never closes: the rest of the file would be one '
+                "cell; remove the stray quote or quote the cell whole"
+            ) from None
 
 
 @contextmanager
@@ -259,7 +291,7 @@ class _DelimitedTable(_Table):
         with self.path.open(newline="", encoding="utf-8-sig") as handle, _no_gc(), _long_fields():
             reader = csv.reader(handle, delimiter=self.delimiter)
             try:
-                next((row for row in reader if row), None)  # the header, after blank lines
+                next((row for row in reader if _not_blank(row)), None)  # after blank lines
                 header = reader.line_num
                 while chunk := list(islice(reader, _CHUNK_ROWS)):
                     if set(map(len, chunk)) != {width}:
