@@ -140,6 +140,24 @@ def test_a_stray_quote_is_refused_with_its_line(tmp_path, capsys) -> None:
     assert _evaluate(capsys, _csv(tmp_path / "q.csv", rows, "prob,label,text"))["n"] == N
 
 
+def test_a_stray_quote_closed_rows_later_is_refused(tmp_path, capsys) -> None:
+    """A stray quote that a later one closes (an inch mark: 5" screen) made the rows between
+    one cell: 200,000 rows had read as 50,005 pairs (exit 0) once the field limit was
+    raised; before, the limit had refused it. A field over many lines past the csv
+    module's default limit is refused, with its lines."""
+    rows = 12_000
+    texts = ["a note of twenty ch" for _ in range(rows)]
+    texts[5], texts[11_000] = '"he said hi', 'a 5" screen'
+    body = [f"{(i % 10) / 10 + 0.05:.2f},{i % 2},{text}" for i, text in enumerate(texts)]
+    path = _csv(tmp_path / "p.csv", body, "prob,label,text")
+    line = one_line_error(capsys, "evaluate", path)
+    assert "p.csv: lines 7-11002: a quoted field (column 'text') runs over 10,996 lines" in line
+    # A long cell on one line is read.
+    texts[5], texts[11_000] = "x" * 200_000, "a 5 inch screen"
+    body = [f"{(i % 10) / 10 + 0.05:.2f},{i % 2},{text}" for i, text in enumerate(texts)]
+    assert _evaluate(capsys, _csv(tmp_path / "q.csv", body, "prob,label,text"))["n"] == rows
+
+
 def test_a_field_limit_set_by_another_thread_is_left_alone(tmp_path, capsys, monkeypatch):
     """The reader puts back the limit it found only if the limit is still its own."""
     from calib_metrics.predictions import _text
@@ -280,7 +298,7 @@ def test_ignore_index_0_stays_a_class_of_a_multiclass_file(tmp_path, capsys) -> 
 # -- recalibrate --out ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["out.npz", "out.json", "out.pt", "out.jsonl", "out.NPY"])
+@pytest.mark.parametrize("name", ["out.npz", "out.json", "out.pt", "out.jsonl", "out.NPY", "out.tsv"])
 def test_recalibrate_out_must_be_a_csv_name(tmp_path, capsys, name) -> None:
     """It had written CSV text under any name (an .npz that no reader then took)."""
     dev = _csv(tmp_path / "dev.csv", PLAIN)

@@ -251,7 +251,7 @@ def check_figure_path(path: Path, option: str) -> None:
 
 # The suffixes of the formats the reader takes other than CSV text: an output written as
 # CSV under one of them would be read back as that format.
-_OTHER_FORMATS = (".npz", ".npy", ".json", ".jsonl", ".ndjson", ".pt", ".pth")
+_OTHER_FORMATS = (".tsv", ".npz", ".npy", ".json", ".jsonl", ".ndjson", ".pt", ".pth")
 
 
 def check_csv_path(path: Path, option: str) -> None:
