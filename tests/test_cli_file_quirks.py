@@ -298,7 +298,9 @@ def test_ignore_index_0_stays_a_class_of_a_multiclass_file(tmp_path, capsys) -> 
 # -- recalibrate --out ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["out.npz", "out.json", "out.pt", "out.jsonl", "out.NPY", "out.tsv"])
+@pytest.mark.parametrize(
+    "name", ["out.npz", "out.json", "out.pt", "out.jsonl", "out.NPY", "out.tsv"]
+)
 def test_recalibrate_out_must_be_a_csv_name(tmp_path, capsys, name) -> None:
     """It had written CSV text under any name (an .npz that no reader then took)."""
     dev = _csv(tmp_path / "dev.csv", PLAIN)
