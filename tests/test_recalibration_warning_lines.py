@@ -51,15 +51,20 @@ def _fit_flat_chain_by_calib_err() -> int:
     return inspect.currentframe().f_lineno - 1
 
 
-def test_flat_and_one_class_warnings_name_the_fit_call() -> None:
-    fits = (_fit_flat_multiclass, _fit_flat_binary, _fit_one_class_items, _fit_flat_chain,
-            _fit_flat_chain_by_calib_err)  # fmt: skip
+def _assert_warnings_name_their_fit_line(fits: tuple) -> None:
+    """Each fit warns, and every warning names the line of the fit call it returns."""
     for fit in fits:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             fit_line = fit()
         assert caught, fit.__name__
         assert {(w.filename, w.lineno) for w in caught} == {(__file__, fit_line)}, fit.__name__
+
+
+def test_flat_and_one_class_warnings_name_the_fit_call() -> None:
+    fits = (_fit_flat_multiclass, _fit_flat_binary, _fit_one_class_items, _fit_flat_chain,
+            _fit_flat_chain_by_calib_err)  # fmt: skip
+    _assert_warnings_name_their_fit_line(fits)
 
 
 def _fit_equal_platt() -> int:
@@ -88,9 +93,4 @@ def test_warnings_name_the_fit_call_at_any_depth() -> None:
     calls the scalers' fit, ScalingBinning's Platt's, fit_binary any of them): fit_binary's
     had named its own line in binary.py."""
     fits = (_fit_equal_platt, _fit_equal_platt_in_halves, _fit_binary_platt, _fit_small_bins)
-    for fit in fits:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fit_line = fit()
-        assert caught, fit.__name__
-        assert {(w.filename, w.lineno) for w in caught} == {(__file__, fit_line)}, fit.__name__
+    _assert_warnings_name_their_fit_line(fits)
