@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import log_partition
 
 G = torch.Generator().manual_seed(0)
@@ -75,3 +76,41 @@ def test_precision_flags_reach_the_caller_under_torch_func() -> None:
 
         torch.func.grad(log_z)(em)
         assert len(flags) == 3 and any(bool(f) for f in flags) == flagged
+
+
+CHAIN_CALLS = {
+    "log_partition": lambda em, check: log_partition(em, TR, START, END, validate_args=check),
+    "posterior_marginals": lambda em, check: (
+        linear_chain.posterior_marginals(em, TR, START, END, validate_args=check).unigram
+    ),
+    "forward_backward": lambda em, check: (
+        linear_chain.forward_backward(em, TR, START, END, validate_args=check).log_partition
+    ),
+    "viterbi": lambda em, check: linear_chain.viterbi(em, TR, START, END, validate_args=check)[0],
+    "sample": lambda em, check: linear_chain.sample(
+        em, TR, START, END, n_samples=2, validate_args=check
+    ).double()[0],
+    "sequence_score": lambda em, check: linear_chain.sequence_score(
+        em, TR, START, END, torch.zeros(em.shape[:2], dtype=torch.long), validate_args=check
+    ),
+}
+
+
+@pytest.mark.parametrize("check", [True, False], ids=["checked", "unchecked"])
+@pytest.mark.parametrize("name", sorted(CHAIN_CALLS))
+def test_every_chain_function_refuses_vmap_by_name(name, check) -> None:
+    """With the default checks, vmap failed in their host reads with torch's "Cannot
+    access data pointer of Tensor that doesn't have storage"; unchecked, in a missing
+    batching rule deep in the recursion. Both now say what to do instead."""
+    call = CHAIN_CALLS[name]
+    with pytest.raises(RuntimeError, match=f"{name} does not run under torch.func.vmap"):
+        torch.func.vmap(lambda em: call(em[None], check))(EM)
+    nested = torch.func.grad(lambda em: torch.func.vmap(lambda e: call(e[None], check))(em).sum())
+    with pytest.raises(RuntimeError, match="stack the sentences along its batch dimension"):
+        nested(EM)
+
+
+@pytest.mark.parametrize("name", sorted(CHAIN_CALLS))
+def test_chain_functions_still_run_outside_vmap(name) -> None:
+    out = CHAIN_CALLS[name](EM, True)
+    assert out.shape[0] == EM.shape[0] and bool(torch.isfinite(out).all())

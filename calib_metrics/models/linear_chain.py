@@ -46,7 +46,9 @@ sampling from it raises. :func:`forward_backward` exposes the log messages thems
 (for span and segment queries, :func:`calib_metrics.queries.span_marginals`). Every public
 function checks its arguments once (one host synchronisation; ``validate_args=False``
 skips it), and a training loop can defer the fast path's precision checks too
-(``log_partition(..., precision_flags=[])``).
+(``log_partition(..., precision_flags=[])``). The functions are batched already, so
+``torch.func.vmap`` is refused by name (stack the sentences instead); ``log_partition``
+runs under ``torch.func.grad``, ``vjp`` and ``jacrev``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor
+from torch._C import _functorch as functorch  # no public test for a vmap-batched tensor
 
 from calib_metrics.functional.errors import as_int, check_generator, check_not_meta
 from calib_metrics.models._memory import faults_page_by_page, fresh_output
@@ -499,7 +502,31 @@ def _forward_backward(em, tr, st, en, mask, flags=None) -> tuple[_Forward, _Fast
     return _log_space_forward(em, tr, st, en, mask, fwd), None
 
 
-def _prepare(emissions, transitions, start, end, mask, compute_dtype, validate_args=True):
+def _vmapped(tensor: Tensor) -> bool:
+    """Whether ``tensor`` is batched by a ``torch.func.vmap``, at any nesting depth."""
+    while functorch.is_functorch_wrapped_tensor(tensor):
+        if functorch.is_batchedtensor(tensor):
+            return True
+        tensor = functorch.get_unwrapped(tensor)
+    return False
+
+
+def _vmap_refusal(function: str) -> str:
+    return (
+        f"{function} does not run under torch.func.vmap: it is batched already, "
+        "so stack the sentences along its batch dimension (mask the padding) instead"
+    )
+
+
+def _refuse_vmap(function: str, *tensors: Tensor | None) -> None:
+    """Refuse by name before the checks' host reads fail with torch's "Cannot access data
+    pointer" (or, unchecked, a missing batching rule deep in the recursion)."""
+    if any(isinstance(t, Tensor) and _vmapped(t) for t in tensors):
+        raise RuntimeError(_vmap_refusal(function))
+
+
+def _prepare(function, emissions, transitions, start, end, mask, compute_dtype, validate_args=True):
+    _refuse_vmap(function, emissions, transitions, start, end, mask)
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
     elif mask is None:
@@ -564,7 +591,7 @@ def log_partition(
         True
     """
     em, tr, st, en, mask = _prepare(
-        emissions, transitions, start, end, mask, compute_dtype, validate_args
+        "log_partition", emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
     # The list travels in a box: torch.func rebuilds list arguments, and the checks would
     # land in its copy.
@@ -630,7 +657,14 @@ def posterior_marginals(
         True
     """
     em, tr, st, en, mask = _prepare(
-        emissions, transitions, start, end, mask, compute_dtype, validate_args
+        "posterior_marginals",
+        emissions,
+        transitions,
+        start,
+        end,
+        mask,
+        compute_dtype,
+        validate_args,
     )
     out_dtype = emissions.dtype
     batch, length, num_tags = em.shape
@@ -741,7 +775,7 @@ def forward_backward(
         True
     """
     em, tr, st, en, mask = _prepare(
-        emissions, transitions, start, end, mask, compute_dtype, validate_args
+        "forward_backward", emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
     with torch.no_grad():
         fwd, both = _forward_backward(em, tr, st, en, mask)
@@ -913,11 +947,7 @@ class _LogPartition(torch.autograd.Function):
     # torch.func: grad, vjp and jacrev run the backward above; the rest is refused by name.
     @staticmethod
     def vmap(info, in_dims, *args):
-        raise RuntimeError(
-            "log_partition does not run under torch.func.vmap: it is batched already, "
-            "so stack the sentences along its "
-            "batch dimension (mask the padding) instead"
-        )
+        raise RuntimeError(_vmap_refusal("log_partition"))
 
     @staticmethod
     def jvp(ctx, *tangents):
@@ -1016,7 +1046,7 @@ def viterbi(
         tensor([[0, 0, 0]])
     """
     em, tr, st, en, mask = _prepare(
-        emissions, transitions, start, end, mask, compute_dtype, validate_args
+        "viterbi", emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
     best = _max_product(em, tr, st, mask)
     best_score, tags = _backtrack(best, tr, en, mask)
@@ -1110,7 +1140,7 @@ def sample(
         n_samples = as_int("n_samples", n_samples, 1)  # a NumPy or tensor integer too
         check_generator(generator)
     em, tr, st, en, mask = _prepare(
-        emissions, transitions, start, end, mask, compute_dtype, validate_args
+        "sample", emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
     batch, length, _ = em.shape
     fwd = _checked_forward(em, tr, st, en, mask)
@@ -1187,6 +1217,7 @@ def sequence_score(
         >>> sequence_score(em, tr, torch.zeros(2), torch.zeros(2), torch.tensor([[0, 1]]))
         tensor([3.5000])
     """
+    _refuse_vmap("sequence_score", emissions, transitions, start, end, tags, mask)
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
         tags = _check_tags(tags, mask, emissions.shape[2])
