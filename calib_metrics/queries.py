@@ -432,6 +432,7 @@ def span_marginals(
         emissions.shape[-1], begin, inside, max_length, last, unit
     )
     bilou = last is not None
+    linear_chain.refuse_vmap("span_marginals", emissions, transitions, start, end, mask)
     msg = linear_chain.forward_backward(emissions, transitions, start, end, mask)
     dtype = msg.log_alpha.dtype
     em = emissions.to(dtype)

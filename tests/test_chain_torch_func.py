@@ -10,6 +10,7 @@ import torch
 
 from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import log_partition
+from calib_metrics.queries import span_marginals
 
 G = torch.Generator().manual_seed(0)
 EM = torch.randn(2, 4, 3, generator=G, dtype=torch.float64)
@@ -90,6 +91,9 @@ CHAIN_CALLS = {
     "sample": lambda em, check: linear_chain.sample(
         em, TR, START, END, n_samples=2, validate_args=check
     ).double()[0],
+    "span_marginals": lambda em, check: span_marginals(
+        em, TR, START, END, begin=0, inside=1, max_length=2
+    ),
     "sequence_score": lambda em, check: linear_chain.sequence_score(
         em, TR, START, END, torch.zeros(em.shape[:2], dtype=torch.long), validate_args=check
     ),

@@ -26,6 +26,7 @@ from calib_metrics.functional import (
     smooth_calibration_error,
 )
 from calib_metrics.models.coref import coreference_marginals, sample_antecedents
+from calib_metrics.models.hmm import HMM
 from calib_metrics.models.linear_chain import posterior_marginals, sample
 from calib_metrics.queries import (
     coref_pair_queries,
@@ -198,6 +199,19 @@ def test_chain_marginals_equal_the_cpus():
         got, want = getattr(gpu, name), getattr(cpu, name)
         assert got.device.type == "cuda"
         torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_hmm_fitted_from_cpu_words_stays_on_cuda():
+    """``HMM.fit`` rebound its parameters on the words' device: a model moved to CUDA
+    and fitted from CPU words came back on the CPU without a word."""
+    g = torch.Generator().manual_seed(3)
+    words, tags = torch.randint(0, 7, (5, 6), generator=g), torch.randint(0, 3, (5, 6), generator=g)
+    on_cpu = HMM(3, 7).fit(words, tags)
+    on_cuda = HMM(3, 7).to(CUDA).fit(words, tags)
+    for name, want in on_cpu.state_dict().items():
+        got = on_cuda.state_dict()[name]
+        assert got.device.type == "cuda", name
+        torch.testing.assert_close(got.cpu(), want)
 
 
 def test_coreference_on_cuda():

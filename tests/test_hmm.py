@@ -227,3 +227,13 @@ def test_a_low_precision_hmm_counts_in_a_wide_dtype(dtype):
         got, expected = getattr(low, name), getattr(wide, name)
         assert got.dtype == dtype and not got.isnan().any(), name
         assert torch.equal(got, expected.to(dtype)), name
+
+
+def test_fit_materialises_a_meta_model_on_the_words_device() -> None:
+    """The parameters stay on the model's device, except on the meta device, which holds
+    no values: fitting fills them in on the words' device."""
+    words, tags = torch.randint(0, 5, (2, 4)), torch.randint(0, 3, (2, 4))
+    fitted = HMM(3, 5).to("meta").fit(words, tags)
+    want = HMM(3, 5).fit(words, tags)
+    for name, tensor in fitted.state_dict().items():
+        torch.testing.assert_close(tensor, want.state_dict()[name])

@@ -85,7 +85,8 @@ class HMM(ChainTagger):
         """Set the parameters to the Dirichlet MAP estimate from a padded, tagged batch.
 
         One pass of counting over all sentences at once (``bincount`` on flat indices),
-        on the inputs' device. Returns ``self``.
+        on the inputs' device; the parameters stay on the model's device (a model on the
+        meta device, which holds no values yet, gets them on the inputs'). Returns ``self``.
         """
         words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         k, v = self.num_tags, self.vocab_size
@@ -104,13 +105,19 @@ class HMM(ChainTagger):
         emit = torch.bincount(gold * v + words[mask], minlength=k * v).to(dtype).view(k, v)
 
         a = self.pseudocount
-        out = self.log_start.dtype
-        self.log_start = torch.log((start + a) / (start.sum() + k * a)).to(out)
+        place = self.log_start.device
+        model_place = {
+            "dtype": self.log_start.dtype,
+            "device": place if place.type != "meta" else None,
+        }
+        self.log_start = torch.log((start + a) / (start.sum() + k * a)).to(**model_place)
         # A tag's successors are the K tags and the stop event: one categorical.
         row_total = trans.sum(1) + end + (k + 1) * a
-        self.log_transitions = torch.log((trans + a) / row_total[:, None]).to(out)
-        self.log_end = torch.log((end + a) / row_total).to(out)
-        self.log_emissions = torch.log((emit + a) / (emit.sum(1, keepdim=True) + v * a)).to(out)
+        self.log_transitions = torch.log((trans + a) / row_total[:, None]).to(**model_place)
+        self.log_end = torch.log((end + a) / row_total).to(**model_place)
+        self.log_emissions = torch.log((emit + a) / (emit.sum(1, keepdim=True) + v * a)).to(
+            **model_place
+        )
         return self
 
     def potentials(

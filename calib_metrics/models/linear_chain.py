@@ -518,7 +518,7 @@ def _vmap_refusal(function: str) -> str:
     )
 
 
-def _refuse_vmap(function: str, *tensors: Tensor | None) -> None:
+def refuse_vmap(function: str, *tensors: Tensor | None) -> None:
     """Refuse by name before the checks' host reads fail with torch's "Cannot access data
     pointer" (or, unchecked, a missing batching rule deep in the recursion)."""
     if any(isinstance(t, Tensor) and _vmapped(t) for t in tensors):
@@ -526,7 +526,7 @@ def _refuse_vmap(function: str, *tensors: Tensor | None) -> None:
 
 
 def _prepare(function, emissions, transitions, start, end, mask, compute_dtype, validate_args=True):
-    _refuse_vmap(function, emissions, transitions, start, end, mask)
+    refuse_vmap(function, emissions, transitions, start, end, mask)
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
     elif mask is None:
@@ -1217,7 +1217,7 @@ def sequence_score(
         >>> sequence_score(em, tr, torch.zeros(2), torch.zeros(2), torch.tensor([[0, 1]]))
         tensor([3.5000])
     """
-    _refuse_vmap("sequence_score", emissions, transitions, start, end, tags, mask)
+    refuse_vmap("sequence_score", emissions, transitions, start, end, tags, mask)
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
         tags = _check_tags(tags, mask, emissions.shape[2])
