@@ -164,3 +164,31 @@ def test_the_metric_s_compute_warnings_point_at_the_user_s_line():
     assert len(caught) == 3, [str(w.message) for w in caught]
     for w in caught:
         assert w.filename == __file__, (w.filename, str(w.message)[:60])
+
+
+@pytest.mark.parametrize(
+    ("n", "bin_size", "resolution"), [(200_000, 100, 1024), (400_000, 200, 1024)]
+)
+def test_the_named_resolution_is_quiet_when_followed(n, bin_size, resolution):
+    """The resolution had been scaled in proportion to the shortfall, as if every finer
+    cell would hold several pairs: 40,000 uniform pairs in bins of 50 at 2¹⁰ cells were
+    told 2¹⁴, which gave 5.1 cells per bin and a second warning naming 2¹⁵ (here: sizes
+    whose named sketch is folded, not the exact buffer)."""
+    q, y = _calibrated(n, seed=33)
+    warned = CalibrationError(streaming=True, resolution=resolution, bin_size=bin_size)
+    warned.update(q, y)
+    (message,) = _coarse_warnings(warned)
+    named = int(message.split("pass resolution=")[1].split(" ")[0])
+    followed = CalibrationError(streaming=True, resolution=named, bin_size=bin_size)
+    followed.update(q, y)
+    assert _coarse_warnings(followed) == []
+    assert followed._folded  # the finer sketch itself was checked, not the exact mode
+
+
+def test_bins_too_small_for_any_sketch_are_told_to_use_the_exact_mode():
+    q, y = _calibrated(40_000)
+    metric = CalibrationError(streaming=True, resolution=1024, bin_size=10)
+    metric.update(q, y)
+    (message,) = _coarse_warnings(metric)
+    assert "no finer sketch is expected to give 8 cells per bin of 10 pairs" in message
+    assert "use the exact mode" in message

@@ -725,8 +725,9 @@ def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
         the streaming sketch has 0.6 occupied cells per bin (20 of 64 cells, 32 bins of
         200): bin boundaries cut cells of about 320 pairs, whose labels the sketch can
         only share out, so the error can miss the exact mode's by up to the metric's
-        streaming_tolerance() (a debiased error near 0 most); pass resolution=1024 (at
-        least 8 cells per bin, 0.05 MiB per class) or use the exact mode
+        streaming_tolerance() (a debiased error near 0 most); pass resolution=1024
+        (expected to give at least 8 cells per bin, 0.05 MiB per class) or use the exact
+        mode
         >>> rounded = torch.full((6400,), 0.5)  # one value: a tie group, shared exactly
         >>> state = empty(64)
         >>> accumulate(state, rounded, torch.bernoulli(rounded).long())
@@ -745,14 +746,47 @@ def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
         return None
     n_bins = max(1, int(n_pairs // bin_size))
     resolution = count.shape[-1]
-    wanted = resolution * MIN_CELLS_PER_BIN / per_bin
-    suggested = max(resolution * 2, 2 ** math.ceil(math.log2(wanted)))
+    factor = _finer_factor(count[spread], bin_size)
+    if factor is None:
+        remedy = (
+            f"no finer sketch is expected to give {MIN_CELLS_PER_BIN} cells per bin of "
+            f"{bin_size} pairs (its cells would hold one pair each): use the exact mode"
+        )
+    else:
+        suggested = resolution * factor
+        remedy = (
+            f"pass resolution={suggested} (expected to give at least {MIN_CELLS_PER_BIN} "
+            f"cells per bin, {suggested * BYTES_PER_CELL / 2**20:.2f} MiB per class) or use "
+            "the exact mode"
+        )
     return (
         f"the streaming sketch has {per_bin:.1f} occupied cells per bin ({occupied} of "
         f"{resolution} cells, {n_bins} bins of {bin_size}): bin boundaries cut cells of about "
         f"{n_pairs / occupied:,.0f} pairs, whose labels the sketch can only share out, so the "
         "error can miss the exact mode's by up to the metric's streaming_tolerance() (a "
-        f"debiased error near 0 most); pass resolution={suggested} (at least "
-        f"{MIN_CELLS_PER_BIN} cells per bin, {suggested * BYTES_PER_CELL / 2**20:.2f} MiB per "
-        "class) or use the exact mode"
+        f"debiased error near 0 most); {remedy}"
     )
+
+
+def _finer_factor(counts: Tensor, bin_size: int) -> int | None:
+    """The least power of two ``f`` such that splitting each of the cells that count
+    (holding ``counts`` pairs) into ``f`` is expected to give ``MIN_CELLS_PER_BIN`` cells
+    per bin; None if no split does.
+
+    Each cell's pairs are taken as spread evenly over its ``f`` parts (Poisson counts of
+    mean ``c / f``): a part of one pair or none does not count, so scaling the resolution
+    in proportion promised 8 cells per bin where the parts would hold one pair each
+    (40,000 uniform pairs, bins of 50: 5.1 at the resolution that was named).
+    """
+    counts = counts.double()
+    for power in range(1, 40):
+        factor = 2**power
+        mean = counts / factor
+        empty = torch.exp(-mean)
+        counted = (factor * (1 - empty * (1 + mean))).sum()  # parts of two pairs or more
+        pairs_counted = (counts * (1 - empty)).sum()  # the pairs not alone in their part
+        if pairs_counted > 0 and counted * bin_size >= MIN_CELLS_PER_BIN * pairs_counted:
+            return factor
+        if counted < 1:  # finer splits only leave more parts of one pair
+            return None
+    return None
