@@ -321,7 +321,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         if average not in ("micro",) and num_classes is None:
             raise ValueError(f"average={average!r} averages over classes: set num_classes")
         _check_mode(args["mode"], num_classes, average)
-        for flag in ("debias", "streaming"):
+        for flag in ("debias", "streaming", "validate_args"):
             check_flag(flag, args[flag])
         check_ignore_index(args["ignore_index"])
         if streaming and args["binning"] == "uniform":

@@ -528,3 +528,4 @@ def _check_arguments(args: dict[str, Any]) -> None:
     _check_interval_options(args["n_samples"], args["confidence"], "percentile", "pairs")
     _check_seed(args["seed"])
     check_flag("debias", args["debias"])
+    check_flag("validate_args", args["validate_args"])

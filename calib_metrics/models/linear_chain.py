@@ -60,7 +60,7 @@ import torch
 from torch import Tensor
 from torch._C import _functorch as functorch  # no public test for a vmap-batched tensor
 
-from calib_metrics.functional.errors import as_int, check_generator, check_not_meta
+from calib_metrics.functional.errors import as_int, check_flag, check_generator, check_not_meta
 from calib_metrics.models._memory import faults_page_by_page, fresh_output
 
 __all__ = [
@@ -527,6 +527,7 @@ def refuse_vmap(function: str, *tensors: Tensor | None) -> None:
 
 def _prepare(function, emissions, transitions, start, end, mask, compute_dtype, validate_args=True):
     refuse_vmap(function, emissions, transitions, start, end, mask)
+    check_flag("validate_args", validate_args)
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
     elif mask is None:
@@ -1218,6 +1219,7 @@ def sequence_score(
         tensor([3.5000])
     """
     refuse_vmap("sequence_score", emissions, transitions, start, end, tags, mask)
+    check_flag("validate_args", validate_args)
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
         tags = _check_tags(tags, mask, emissions.shape[2])
