@@ -301,3 +301,29 @@ def test_numpy_bandwidths_are_numbers() -> None:
         assert smooth_calibration_error(q, y, bandwidth=kind(0.125)).item() == expected.item()
     with pytest.raises(ValueError, match=r"below 0\.0001"):
         smooth_calibration_error(q, y, bandwidth=1e-5)
+
+
+def test_the_curve_is_a_frequency_where_data_reach_and_nan_elsewhere() -> None:
+    """The NaN floor had been 1e-12 of the density summed over the evaluation points: with
+    points coarse next to σ that sum was FFT round-off, and round-off over round-off came
+    back as curve values from −22.6 to 276 (drawn by reliability_diagram) and densities
+    below 0."""
+    g = torch.Generator().manual_seed(0)
+    values = torch.tensor([80.5, 120.5, 160.5], dtype=torch.float64) / 199  # between points
+    q = values[torch.randint(0, 3, (3000,), generator=g)]
+    y = torch.bernoulli(q, generator=g)
+    far = smooth_reliability_curve(q, y, bandwidth=2e-4, n_samples=20, generator=g)
+    assert bool(far.curve.isnan().all() and far.lower.isnan().all())  # every t is 12σ off
+    assert bool((far.density == 0).all())
+    q = torch.full((12,), 0.4, dtype=torch.float64)
+    y = torch.tensor([1] * 5 + [0] * 7)
+    few = smooth_reliability_curve(q, y, n_samples=50, points=5, generator=g)
+    reached = ~few.curve.isnan()
+    assert reached.tolist() == [False, False, True, False, False]  # within 6σ of 0.4 only
+    torch.testing.assert_close(few.curve[reached], torch.tensor([5 / 12], dtype=torch.float64))
+    assert bool((few.lower[reached] >= 0).all() and (few.upper[reached] <= 1).all())
+    assert bool((few.density >= 0).all())
+
+
+def test_the_error_of_every_prediction_wrong_is_one_not_more() -> None:
+    assert smooth_calibration_error(torch.ones(20), torch.zeros(20)).item() <= 1.0

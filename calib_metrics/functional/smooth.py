@@ -177,7 +177,8 @@ def _error_on_grid(grid: Tensor, sigma: float) -> Tensor:
     """smECE_σ from the split residual and count grids ``[2, M]``."""
     t = torch.linspace(0, 1, _mesh_points(sigma), dtype=torch.float64, device=grid.device)
     both = _to_mesh(_reflected_smooth(grid, sigma), t)
-    return both[0].abs().sum() / both[1].sum()
+    # At most 1 (every prediction 1 away from its label), which the division rounds past.
+    return (both[0].abs().sum() / both[1].sum()).clamp(max=1.0)
 
 
 class _Grids:
@@ -375,11 +376,19 @@ def _cell_sums(probs: Tensor, target: Tensor, m: int) -> tuple[Tensor, Bins]:
 
 
 def _curve(position: Tensor, count: Tensor, sum_y: Tensor, sigma: float, t: Tensor):
-    """(ŷ(t), δ̂(t)) for weights ``[..., K]``; ŷ is NaN where no mass reaches t."""
+    """(ŷ(t), δ̂(t)) for weights ``[..., K]``; ŷ is NaN and δ̂ 0 where no mass reaches t.
+
+    "Reaches": δ̂(t) above 1e-12 of the density that all the mass at t would give (the
+    kernel's peak), the FFT's round-off lying far below it. The floor had been 1e-12 of
+    δ̂ summed over the evaluation points, which is not the mass when they are coarse next
+    to σ: round-off over round-off came back as a curve from −22 to 276.
+    """
     num, dens = _smoothed(position, torch.stack([sum_y, count]), sigma, t).unbind(0)
-    # 1e-12 of the total mass: below it the kernel has underflowed, not just thinned out.
-    floor = 1e-12 * dens.sum(dim=-1, keepdim=True)
-    return torch.where(dens > floor, num / dens, torch.nan), dens
+    peak = count.sum(dim=-1, keepdim=True) / (math.sqrt(2 * math.pi) * sigma)
+    reached = dens > 1e-12 * peak
+    # A frequency of labels in {0, 1} lies in [0, 1]; the division can round past it.
+    curve = torch.where(reached, (num / dens).clamp(0.0, 1.0), torch.nan)
+    return curve, torch.where(reached, dens, 0.0)
 
 
 def smooth_reliability_curve(
@@ -454,7 +463,7 @@ def smooth_reliability_curve(
         curve,
         lower,
         upper,
-        density / density.mean(),
+        density / density.mean().clamp(min=torch.finfo(torch.float64).tiny),  # 0 if none
         torch.tensor(sigma, dtype=torch.float64, device=q.device),
         _error_at(q, ones, q - y, sigma),
         float(confidence),
