@@ -585,7 +585,9 @@ def evaluate(args: argparse.Namespace) -> dict:
     _settle_options(args)
     check_draw_options(args)
     check_plot_smooth(args)
-    check_output_paths({"--plot": args.plot, "--html": args.html}, [args.file])
+    check_output_paths(
+        {"--plot": args.plot, "--html": args.html}, [args.file], json_output=args.json
+    )
     if args.html:  # the page shows every measure the command has
         args.smooth = args.spiegelhalter = True
     table, result, brier, per_class = _compute(args)

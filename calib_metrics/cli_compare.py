@@ -291,7 +291,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from calib_metrics.report import difference_note, p_value_or_none
 
     check_plot_smooth(args)
-    check_output_paths({"--html": args.html, "--plot": args.plot}, [args.a, args.b])
+    check_output_paths(
+        {"--html": args.html, "--plot": args.plot}, [args.a, args.b], json_output=args.json
+    )
     check_draw_options(args)
     if args.label is not None and args.mode != "one_vs_rest":
         # The per-label table compares each label's own pairs, one-vs-rest; it would have
@@ -450,7 +452,7 @@ def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
     """Write ``--plot``: the per-class ``panels`` (``--mode classwise``), else both models'
     reliability diagrams side by side (with ``--plot-smooth``, each with its smooth curve
     and band); its path."""
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.plot import reliability_diagram
@@ -461,7 +463,10 @@ def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
         save_figure(panels, args.plot, "--plot", dpi=120)
         return str(args.plot)
     interval = "pairs" if a.groups is None else "groups"
-    fig, axes = plt.subplots(1, 2, figsize=(9.4, 4.8))
+    # A plain Figure, as the other commands' figures: pyplot would start the user's
+    # configured backend (WebAgg without tornado raised after all the work was done).
+    fig = Figure(figsize=(9.4, 4.8))
+    axes = fig.subplots(1, 2)
     for ax, model, one, key, name, color in zip(
         axes, (a, b), (result.a, result.b), "ab", model_names(args), ("C0", "C1"), strict=True
     ):
@@ -472,10 +477,7 @@ def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
             smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups, args.mode),
         )  # fmt: skip
     fig.tight_layout()
-    try:
-        save_figure(fig, args.plot, "--plot", dpi=120)
-    finally:
-        plt.close(fig)
+    save_figure(fig, args.plot, "--plot", dpi=120)
     return str(args.plot)
 
 

@@ -199,7 +199,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
-    check_output_paths({"--out": out, "--plot": args.plot}, [args.dev, args.test])
+    check_output_paths(
+        {"--out": out, "--plot": args.plot}, [args.dev, args.test], json_output=args.json
+    )
     check_csv_path(out, "--out")
     dev = read_table(args.dev, args.probs, args.target, None, args.ignore_index)
     test = read_table(

@@ -93,8 +93,11 @@ def reliability_panels(
         curves = (smooth or {}).get(label) or [None] * len(models)
         _panel(ax, title_label, models, curves, (names, tags), z, norm)
     handles, labels = axes[0].get_legend_handles_labels()
+    # The whiskers are the bins' own (±z se, in the legend); the error's interval is the
+    # [lower, upper] in each panel's title.
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
-               fontsize=7.5, title=f"whiskers: {legend}", title_fontsize=7.5)  # fmt: skip
+               fontsize=7.5, title=f"titles' [lower, upper]: {legend}",
+               title_fontsize=7.5)  # fmt: skip
     heading = [literal(line) for line in (title, note) if line]
     if heading:
         fig.suptitle("\n".join(heading), fontsize=9)

@@ -82,9 +82,13 @@ def test_evaluate_draws_one_panel_per_class(tmp_path, capsys, drawn) -> None:
         assert len(x) == bins.count.numel()
     # The classwise error is the mean of the panels' errors (4 decimals in the titles).
     assert summary["calib_err"] == pytest.approx(sum(errors) / 3, abs=1e-4)
-    assert (
-        "whiskers: 95% interval: debiased pair bootstrap" in fig.legends[0].get_title().get_text()
+    # The legend's heading names the titles' interval: the whiskers are the bins' ±1.96 se
+    # (its entries), and it had said "whiskers: 95% interval: debiased pair bootstrap".
+    legend = fig.legends[0]
+    assert legend.get_title().get_text() == (
+        "titles' [lower, upper]: 95% interval: debiased pair bootstrap"
     )
+    assert any("bins (±1.96 se)" in t.get_text() for t in legend.get_texts())
 
 
 def test_compare_overlays_both_models_in_each_class_panel(tmp_path, capsys, drawn) -> None:

@@ -172,7 +172,7 @@ def _file_beside(target: Path, existed: bool) -> Path | None:
     return beside
 
 
-def save_figure(figure: Any, path: Path, option: str, **savefig: Any) -> None:
+def save_figure(figure: Any, path: str | Path, option: str, **savefig: Any) -> None:
     """``figure.savefig(path, **savefig)``, drawn in memory first and then written with
     :func:`writing_output` (no file in the folder while it is drawn); the format is the
     suffix's unless ``savefig`` names one. A failure of the writing (the file system, or
@@ -191,6 +191,7 @@ def save_figure(figure: Any, path: Path, option: str, **savefig: Any) -> None:
     """
     from calib_metrics.figure_programs import figure_write_failures
 
+    path = Path(path)
     # The written file's name ends in .tmp: matplotlib would read the format from it.
     savefig.setdefault("format", path.suffix.lstrip(".").lower() or None)
     drawn = io.BytesIO()
@@ -201,12 +202,17 @@ def save_figure(figure: Any, path: Path, option: str, **savefig: Any) -> None:
 
 
 def check_output_paths(
-    outputs: Mapping[str, Path | None], inputs: Sequence[Path | None] = ()
+    outputs: Mapping[str, Path | None],
+    inputs: Sequence[Path | None] = (),
+    *,
+    json_output: bool = False,
 ) -> None:
     """Refuse, before any work, each output path as :func:`check_output_path` does, two
     options that name one file (the later write would destroy the earlier), and a
     ``--plot`` figure that matplotlib cannot write (:func:`check_figure_path`), nor the
-    figures of an ``--html`` page.
+    figures of an ``--html`` page. With ``json_output`` (``--json``) an output that is the
+    standard output is refused too: the JSON printed there would follow a page or a
+    figure, and no longer parse.
 
     Example:
         >>> check_output_paths({"--out": Path("same.png"), "--plot": Path("same.png")})
@@ -216,6 +222,11 @@ def check_output_paths(
     given = {option: path for option, path in outputs.items() if path is not None}
     for option, path in given.items():
         check_output_path(path, option, inputs)
+        if json_output and _is_standard_output(path):
+            raise ValueError(
+                f"{option} {path} is the standard output, where --json prints its JSON: "
+                "write it to a file"
+            )
     options = list(given)
     for i, first in enumerate(options):
         for second in options[i + 1 :]:
@@ -282,6 +293,16 @@ def _refuse_missing(path: Path, option: str, suffix: str) -> None:
     missing = missing_for_figure(suffix)
     if missing is not None:
         raise ValueError(f"{option} {path}: {missing}")
+
+
+def _is_standard_output(path: Path) -> bool:
+    """Whether ``path`` (``/dev/stdout``, ``/proc/self/fd/1``, the file stdout is
+    redirected to) is the file the process's standard output writes to."""
+    try:
+        here, there = path.stat(), os.fstat(1)
+    except (OSError, ValueError):
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _same_file(path: Path, other: Path) -> bool:

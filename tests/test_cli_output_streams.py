@@ -1,0 +1,75 @@
+"""Figures and pages go where they are asked to and nowhere else: ``compare --plot``
+drew through pyplot (the user's configured backend, which could fail after all the
+work), and ``--html /dev/stdout --json`` wrote the page into the stream the JSON was
+printed to."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from calib_metrics import cli
+from calib_metrics.predictions import save_figure
+
+
+def _predictions(path: Path) -> Path:
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(300, generator=g)
+    y = torch.bernoulli(q, generator=g).long()
+    b = (q * 0.8 + 0.1).tolist()
+    rows = "".join(f"{p!r},{r!r},{t}\n" for p, r, t in zip(q.tolist(), b, y.tolist()))
+    path.write_text("prob,prob_b,label\n" + rows)
+    return path
+
+
+def _main(argv: list) -> int:
+    try:
+        return cli.main([str(a) for a in argv])
+    except SystemExit as exit_:
+        return int(exit_.code)
+
+
+@pytest.mark.parametrize("smooth", [False, True], ids=["bins", "smooth"])
+def test_compare_plot_never_starts_pyplot(tmp_path, capsys, monkeypatch, smooth) -> None:
+    def refuse(*args, **kwargs):
+        raise RuntimeError("pyplot was used: the user's backend would start")
+
+    for name in ("subplots", "figure", "gcf", "close"):
+        monkeypatch.setattr(plt, name, refuse)
+    data, figure = _predictions(tmp_path / "p.csv"), tmp_path / "both.png"
+    argv = ["compare", data, "--probs", "prob", "--probs-b", "prob_b", "--samples", "20"]
+    argv += ["--plot", figure] + (["--plot-smooth"] if smooth else [])
+    assert _main(argv) == 0, capsys.readouterr().err
+    assert figure.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="no /dev/stdout on this system")
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_json_and_a_page_on_the_standard_output_are_refused(tmp_path, capfd, command) -> None:
+    data = _predictions(tmp_path / "p.csv")
+    extra = ["--probs", "prob", "--probs-b", "prob_b"] if command == "compare" else []
+    argv = [command, data, *extra, "--samples", "20", "--json", "--html", "/dev/stdout"]
+    assert _main(argv) == 2
+    out, err = capfd.readouterr()
+    assert out == ""  # nothing written before the refusal
+    (line,) = err.strip().splitlines()
+    assert "--html /dev/stdout is the standard output, where --json prints its JSON" in line
+    # Without --json the page may go to the standard output, and a file beside --json works.
+    assert _main([command, data, *extra, "--samples", "20", "--html", "/dev/stdout"]) == 0
+    capfd.readouterr()
+    page = tmp_path / "page.html"
+    assert _main([command, data, *extra, "--samples", "20", "--json", "--html", page]) == 0
+    assert json.loads(capfd.readouterr().out)
+    assert page.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_save_figure_takes_a_text_path(tmp_path) -> None:
+    figure = Figure()
+    figure.add_subplot().plot([0, 1])
+    save_figure(figure, str(tmp_path / "line.png"), "--plot")  # had raised AttributeError
+    assert (tmp_path / "line.png").read_bytes().startswith(b"\x89PNG")
