@@ -1072,7 +1072,7 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _warn_coarse_sketch(self, cells: sketch.Sketch, bin_size: int) -> None:
         """One UserWarning per metric object when a folded sketch has fewer than
         ``MIN_CELLS_PER_BIN`` occupied cells (of several values) per bin (one host
-        synchronisation)."""
+        synchronisation; a second, once, when it warns)."""
         if self._coarse_sketch_warned:
             return
         message = sketch.coarse_sketch_message(cells, bin_size)

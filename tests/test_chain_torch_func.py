@@ -118,3 +118,22 @@ def test_every_chain_function_refuses_vmap_by_name(name, check) -> None:
 def test_chain_functions_still_run_outside_vmap(name) -> None:
     out = CHAIN_CALLS[name](EM, True)
     assert out.shape[0] == EM.shape[0] and bool(torch.isfinite(out).all())
+
+
+@pytest.mark.parametrize("name", ["sequence_score", "viterbi"])
+def test_unchecked_chain_functions_compile_whole(name) -> None:
+    """The vmap test reads functorch's wrappers, which dynamo cannot trace: it had broken
+    ``torch.compile(..., fullgraph=True)`` of the unchecked functions (the CRF's training
+    loss among them). It stands aside while torch.compile traces."""
+    tags = torch.zeros(EM.shape[:2], dtype=torch.long)
+    call = {
+        "sequence_score": lambda em: linear_chain.sequence_score(
+            em, TR, START, END, tags, validate_args=False
+        ),
+        "viterbi": lambda em: linear_chain.viterbi(em, TR, START, END, validate_args=False)[0],
+    }[name]
+    try:
+        compiled = torch.compile(call, backend="eager", fullgraph=True)
+        torch.testing.assert_close(compiled(EM), call(EM))
+    finally:
+        torch._dynamo.reset()

@@ -40,8 +40,8 @@ def test_a_coarse_folded_sketch_warns_once_with_the_resolution_that_would_do():
     messages = _coarse_warnings(metric)
     assert len(messages) == 1
     # 37 occupied (logit-spaced) cells, 3 of them one pair each at the far ends (one
-    # value: not counted); the other 34 hold 19.x bins: 1.7 per bin; 8 per bin needs
-    # about 4.7 times the cells, 2⁹.
+    # value: not counted); the other 34 hold 19.x bins: 1.7 per bin; 5 per bin (with the
+    # estimate's margin, 6) needs 2⁹ cells.
     assert "(34 of 64 cells, 19 bins of 500)" in messages[0]
     assert "pass resolution=512" in messages[0]
 
@@ -94,18 +94,40 @@ def test_tied_predictions_do_not_warn_since_the_sketch_shares_them_exactly():
     assert _coarse_warnings(constant) == []
 
 
+def _uniform_sketch(n: float, resolution: int, seed: int = 0) -> sketch.Sketch:
+    """The sketch ``n`` uniform q would fold into: each cell's count Poisson around its
+    share of [0, 1] (cells are logit-spaced, so those near the ends hold few or none), its
+    lowest and highest q inside its edges (one value where it holds one pair)."""
+    g = torch.Generator().manual_seed(seed)
+    half, width = resolution // 2, 2 * sketch.LOGIT_RANGE / resolution
+    cell = torch.arange(2, half, dtype=torch.float64)  # the lower half, past the end cells
+    low, high = torch.sigmoid((cell - half) * width), torch.sigmoid((cell + 1 - half) * width)
+    count = torch.poisson(n * (high - low), generator=g)
+    inside = low + (high - low) * torch.where(count > 1, 1 - 1e-9, 0.5)
+    low = torch.where(count > 1, low, inside)
+    state = sketch.empty(resolution)
+    for index, lowest, highest in (
+        (cell.long(), low, inside),
+        (resolution - 1 - cell.long(), 1 - inside, 1 - low),
+    ):
+        state.count[index], state.low[index], state.high[index] = count, lowest, highest
+        state.sum_r[index] = count * (lowest + highest) / 2
+        state.sum_r2[index] = count * ((lowest + highest) / 2) ** 2
+    return state
+
+
 def test_at_the_documented_1e9_drift_the_warning_names_two_to_the_21():
-    # docs/streaming.md "Drift at 10⁹": 10⁹ uniform pairs over all 2¹⁸ cells, β = 5000:
-    # 1.3 cells per bin; 8 per bin needs 2²¹ cells (96 MiB), the run's −1.7e-4 row.
-    state = sketch.empty(sketch.num_cells())
-    state.count.add_(1e9 / state.count.numel())
-    state.sum_r.add_(state.count * 0.3)
-    state.sum_r2.add_(state.count * (0.3**2 + 1e-6))
-    state.low.fill_(0.299)
-    state.high.fill_(0.301)
-    message = sketch.coarse_sketch_message(state, 5000)
-    assert "has 1.3 occupied cells per bin" in message
+    """docs/streaming.md "Drift at 10⁹": 10⁹ uniform pairs, β = 5000. The default sketch
+    has 0.9 cells of several values per bin (R·β/N = 1.3 counts every cell, empty ones
+    too): the run's −4.9e-4 gap. 2²¹ cells (6.0 per bin) had −1.7e-4 and 2²²
+    −1.0e-4; β = "auto" (31,623, 5.8 per bin) had no gap, and is not warned about."""
+    message = sketch.coarse_sketch_message(_uniform_sketch(1e9, sketch.num_cells()), 5000)
+    assert "has 0.9 occupied cells per bin" in message
     assert "pass resolution=2097152" in message and "96.00 MiB" in message
+    assert sketch.coarse_sketch_message(_uniform_sketch(1e9, 2**21), 5000) is None
+    assert sketch.coarse_sketch_message(_uniform_sketch(1e9, sketch.num_cells()), 31_623) is None
+    message = sketch.coarse_sketch_message(_uniform_sketch(1e9, 2**20), 5000)
+    assert "has 3.2 occupied cells per bin" in message
 
 
 def test_a_top_label_buffer_never_outgrows_the_sketch():
@@ -171,9 +193,10 @@ def test_the_metric_s_compute_warnings_point_at_the_user_s_line():
 )
 def test_the_named_resolution_is_quiet_when_followed(n, bin_size, resolution):
     """The resolution had been scaled in proportion to the shortfall, as if every finer
-    cell would hold several pairs: 40,000 uniform pairs in bins of 50 at 2¹⁰ cells were
-    told 2¹⁴, which gave 5.1 cells per bin and a second warning naming 2¹⁵ (here: sizes
-    whose named sketch is folded, not the exact buffer)."""
+    cell would hold several pairs, and following it gave a second warning naming another
+    (at the threshold of 8 then: 40,000 uniform pairs in bins of 50 at 2¹⁰ cells were told
+    2¹⁴, which gave 5.1 cells per bin). Here sizes whose named sketch is folded, not kept
+    in the exact buffer."""
     q, y = _calibrated(n, seed=33)
     warned = CalibrationError(streaming=True, resolution=resolution, bin_size=bin_size)
     warned.update(q, y)
@@ -190,5 +213,18 @@ def test_bins_too_small_for_any_sketch_are_told_to_use_the_exact_mode():
     metric = CalibrationError(streaming=True, resolution=1024, bin_size=10)
     metric.update(q, y)
     (message,) = _coarse_warnings(metric)
-    assert "no finer sketch is expected to give 8 cells per bin of 10 pairs" in message
-    assert "use the exact mode" in message
+    assert "no sketch is expected to give 5 cells per bin of 10 pairs in less memory" in message
+    assert "than the exact mode keeps these 40,000 pairs in (0.61 MiB per class)" in message
+
+
+def test_a_sketch_larger_than_the_pairs_is_not_named():
+    """200,000 pairs within 0.5 ± 0.01 in bins of 100 need cells 10⁻⁵ wide in logit: the
+    estimate that spread each cell's pairs over the whole cell named 2²³ cells (384 MiB
+    per class, and 6.4 cells per bin when followed) where the exact mode holds the pairs
+    in 3 MiB."""
+    g = torch.Generator().manual_seed(5)
+    q = torch.sigmoid(torch.randn(200_000, generator=g, dtype=torch.float64) * 0.01)
+    state = sketch.empty(1024)
+    sketch.accumulate(state, q, torch.bernoulli(q, generator=g).long())
+    message = sketch.coarse_sketch_message(state, 100)
+    assert "pass resolution" not in message and message.endswith("use the exact mode")

@@ -696,11 +696,14 @@ def histogram(state: Sketch) -> tuple[Tensor, Tensor, Tensor]:
     return torch.where(one_value, low[full], mean), n, sum_y[full]
 
 
-# Fewer occupied cells per bin than this and the bins' boundaries cut cells so large that
-# their shared labels move a debiased error near 0 by more than the documented gap
-# (benchmarks/drift_resolution.py at 10⁹, docs/streaming.md: 1.3 and 5.2 cells per bin
-# missed it, 8.3, 10.5 and 21 met it).
-MIN_CELLS_PER_BIN = 8
+# Fewer cells per bin than this (cells of several values, as coarse_sketch_message counts
+# them) and the bins' boundaries cut cells so large that their shared labels move a
+# debiased error near 0 by more than the documented gap. From the 10⁹ uniform runs of
+# benchmarks/drift_resolution.py (docs/streaming.md), counted in the sketches those runs
+# fold (tests/test_sketch_coarse.py): 0.9 (2¹⁸ cells, β = 5000) and 3.2 (2²⁰) missed it,
+# 5.8 (2¹⁸, β = "auto"), 6.0 (2²¹) and 11 (2²²) met it. (Counted as R·β/N, which the
+# first threshold of 8 was set in: 1.3, 5.2 / 8.3, 10.5, 21.)
+MIN_CELLS_PER_BIN = 5
 
 
 def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
@@ -712,7 +715,11 @@ def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
     nor the two cells next to the ends, which hold every q beyond ±``LOGIT_RANGE`` in
     logit (0 < q < 1.1e-7, a sharp tagger's many tiny probabilities) at any resolution.
     Cells per bin = ``bin_size`` over the mean number of pairs in the cells that count.
-    One host synchronisation.
+    The resolution named is the least that is expected to give ``MIN_CELLS_PER_BIN``
+    (:func:`_finer_resolution`), unless a sketch that fine would take more memory than
+    the exact mode needs for the pairs, or would keep them all in its exact buffer: then
+    the exact mode is named. One host synchronisation, and a second (the cells that
+    count, copied to the host) when the sketch is too coarse.
 
     Example:
         >>> state = empty(64)
@@ -726,8 +733,8 @@ def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
         200): bin boundaries cut cells of about 320 pairs, whose labels the sketch can
         only share out, so the error can miss the exact mode's by up to the metric's
         streaming_tolerance() (a debiased error near 0 most); pass resolution=1024
-        (expected to give at least 8 cells per bin, 0.05 MiB per class) or use the exact
-        mode
+        (expected to give at least 5 cells per bin, 0.05 MiB per class) or use the exact
+        mode (0.10 MiB per class)
         >>> rounded = torch.full((6400,), 0.5)  # one value: a tie group, shared exactly
         >>> state = empty(64)
         >>> accumulate(state, rounded, torch.bernoulli(rounded).long())
@@ -737,8 +744,8 @@ def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
     count = state.count
     spread = (count > 0) & ~tied_cells(state)
     spread[[1, -2]] = False  # q beyond ±LOGIT_RANGE: no resolution splits them
-    n_pairs = float(count[spread].sum().item())
-    occupied = int(spread.sum().item())
+    sums = torch.stack([torch.where(spread, count, 0).sum(), spread.sum(), count.sum()])
+    n_pairs, occupied, all_pairs = sums.double().tolist()
     if occupied == 0:
         return None
     per_bin = occupied * bin_size / n_pairs
@@ -746,21 +753,23 @@ def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
         return None
     n_bins = max(1, int(n_pairs // bin_size))
     resolution = count.shape[-1]
-    factor = _finer_factor(count[spread], bin_size)
-    if factor is None:
+    cells = torch.stack([count, state.low, state.high])[:, spread].double().cpu()
+    finer = _finer_resolution(*cells, resolution, bin_size, all_pairs)
+    exact_mib = all_pairs * 16 / 2**20  # buffer_rows: at most 16 bytes a pair
+    if finer is None:
         remedy = (
-            f"no finer sketch is expected to give {MIN_CELLS_PER_BIN} cells per bin of "
-            f"{bin_size} pairs (its cells would hold one pair each): use the exact mode"
+            f"no sketch is expected to give {MIN_CELLS_PER_BIN} cells per bin of {bin_size} "
+            f"pairs in less memory than the exact mode keeps these {all_pairs:,.0f} pairs in "
+            f"({exact_mib:.2f} MiB per class): use the exact mode"
         )
     else:
-        suggested = resolution * factor
         remedy = (
-            f"pass resolution={suggested} (expected to give at least {MIN_CELLS_PER_BIN} "
-            f"cells per bin, {suggested * BYTES_PER_CELL / 2**20:.2f} MiB per class) or use "
-            "the exact mode"
+            f"pass resolution={finer} (expected to give at least {MIN_CELLS_PER_BIN} "
+            f"cells per bin, {finer * BYTES_PER_CELL / 2**20:.2f} MiB per class) or use "
+            f"the exact mode ({exact_mib:.2f} MiB per class)"
         )
     return (
-        f"the streaming sketch has {per_bin:.1f} occupied cells per bin ({occupied} of "
+        f"the streaming sketch has {per_bin:.1f} occupied cells per bin ({occupied:.0f} of "
         f"{resolution} cells, {n_bins} bins of {bin_size}): bin boundaries cut cells of about "
         f"{n_pairs / occupied:,.0f} pairs, whose labels the sketch can only share out, so the "
         "error can miss the exact mode's by up to the metric's streaming_tolerance() (a "
@@ -768,25 +777,44 @@ def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
     )
 
 
-def _finer_factor(counts: Tensor, bin_size: int) -> int | None:
-    """The least power of two ``f`` such that splitting each of the cells that count
-    (holding ``counts`` pairs) into ``f`` is expected to give ``MIN_CELLS_PER_BIN`` cells
-    per bin; None if no split does.
+def _finer_resolution(
+    count: Tensor, low: Tensor, high: Tensor, resolution: int, bin_size: int, all_pairs: float
+) -> int | None:
+    """The least ``resolution · 2^k`` expected to give ``MIN_CELLS_PER_BIN`` cells per bin,
+    from the cells that count (their pairs, lowest and highest q; on the host); None when
+    every such sketch would take more memory than the exact mode for ``all_pairs``, or
+    would hold them all in its exact buffer.
 
-    Each cell's pairs are taken as spread evenly over its ``f`` parts (Poisson counts of
-    mean ``c / f``): a part of one pair or none does not count, so scaling the resolution
-    in proportion promised 8 cells per bin where the parts would hold one pair each
-    (40,000 uniform pairs, bins of 50: 5.1 at the resolution that was named).
+    A cell's pairs are taken as spread evenly between its lowest and highest q, over the
+    finer cells that span covers (Poisson counts): a finer cell of one pair or none does
+    not count. Scaling the resolution in proportion to the shortfall, as if every finer
+    cell held several pairs, had named 2¹⁴ for 40,000 uniform pairs in bins of 50, which
+    gave 5.1 cells per bin; spreading the pairs over the whole cell, 2²³ for pairs within
+    0.5 ± 0.01, which gave 6.4.
     """
-    counts = counts.double()
-    for power in range(1, 40):
-        factor = 2**power
-        mean = counts / factor
-        empty = torch.exp(-mean)
-        counted = (factor * (1 - empty * (1 + mean))).sum()  # parts of two pairs or more
-        pairs_counted = (counts * (1 - empty)).sum()  # the pairs not alone in their part
-        if pairs_counted > 0 and counted * bin_size >= MIN_CELLS_PER_BIN * pairs_counted:
-            return factor
-        if counted < 1:  # finer splits only leave more parts of one pair
+    low_position, high_position = _logit_position(low), _logit_position(high)
+    finer = resolution
+    while True:
+        finer *= 2
+        too_big = finer * BYTES_PER_CELL > all_pairs * 16 or buffer_rows(finer) >= all_pairs
+        if too_big:
             return None
+        scale = finer / (2 * LOGIT_RANGE)
+        spans = (high_position * scale).floor() - (low_position * scale).floor()
+        parts = (spans.abs() + 1).clamp(max=finer // resolution)  # an edge value: no more
+        mean = count / parts
+        empty = torch.exp(-mean)
+        counted = (parts * (1 - empty * (1 + mean))).sum()  # parts of two pairs or more
+        pairs_counted = (count * (1 - empty)).sum()  # the pairs not alone in their part
+        # A margin over the threshold: the pairs are not quite even within a cell, and a
+        # sketch that just meets it by the estimate had warned again when followed.
+        if pairs_counted > 0 and counted * bin_size >= 1.2 * MIN_CELLS_PER_BIN * pairs_counted:
+            return finer
+
+
+def _logit_position(q: Tensor) -> Tensor:
+    """Where ``q`` falls along its half's cells, in logit units from the middle (float64,
+    unrounded: the estimate looks at resolutions past float32's cell indices)."""
+    r = torch.where(q >= 0.5, 1 - q, q)
+    return torch.logit(r).clamp(-LOGIT_RANGE, 0)
     return None

@@ -511,6 +511,14 @@ def _vmapped(tensor: Tensor) -> bool:
     return False
 
 
+def _compiling() -> bool:
+    """Whether torch.compile is tracing (``torch.compiler.is_compiling``, torch ≥ 2.3)."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling()
+    return torch._dynamo.is_compiling()
+
+
 def _vmap_refusal(function: str) -> str:
     return (
         f"{function} does not run under torch.func.vmap: it is batched already, "
@@ -520,7 +528,11 @@ def _vmap_refusal(function: str) -> str:
 
 def refuse_vmap(function: str, *tensors: Tensor | None) -> None:
     """Refuse by name before the checks' host reads fail with torch's "Cannot access data
-    pointer" (or, unchecked, a missing batching rule deep in the recursion)."""
+    pointer" (or, unchecked, a missing batching rule deep in the recursion). Skipped
+    while torch.compile traces the call: dynamo cannot trace the wrapper test, and had
+    compiled the unchecked functions whole (``fullgraph=True``) before it."""
+    if _compiling():
+        return
     if any(isinstance(t, Tensor) and _vmapped(t) for t in tensors):
         raise RuntimeError(_vmap_refusal(function))
 
