@@ -422,3 +422,50 @@ def test_scale_of_an_unfitted_structured_recalibrator_is_refused():
     scores, _ = _coref()
     with pytest.raises(ValueError, match="CorefTemperature is not fitted: call fit"):
         CorefTemperature().scale(scores)
+
+
+def _windowed_coref(scale: float):
+    """Underconfident scores (the fitted T < 1) with antecedents beyond a window forbidden,
+    and gold drawn from them."""
+    g = torch.Generator().manual_seed(0)
+    b, n = 40, 6
+    scores = 0.3 * scale * torch.randn(b, n, n, generator=g, dtype=torch.float64)
+    far = torch.ones(n, n, dtype=torch.bool).tril(-3)
+    drawn = sample_antecedents(scores.masked_fill(far, -math.inf), 1, generator=g)[0]
+    return scores, far, torch.nn.functional.one_hot(drawn, n).bool()
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-6])
+def test_coref_masks_below_the_floor_are_forbidden_choices_as_inf_is(scale):
+    """Scores at or below -1e200 are masks for every other recalibrator: CorefTemperature
+    read them as scores, so float64's lowest value divided by T < 1 overflowed and the fit
+    failed as "NaN or +inf" (at scale 1e-6, -1e300 did)."""
+    scores, far, gold = _windowed_coref(scale)
+    want = CorefTemperature().fit(scores.masked_fill(far, -math.inf), gold).temperature
+    for mask in (-1e300, torch.finfo(torch.float64).min):
+        got = CorefTemperature().fit(scores.masked_fill(far, mask), gold).temperature
+        torch.testing.assert_close(got, want)
+
+
+def test_coref_anti_correlated_scores_are_refused_whatever_the_mask_value():
+    """Read as scores, -1e300 masks became allowed choices once T was large, and scores
+    whose gold was each mention's worst option were fitted at T = 7.6e9 (flat marginals)
+    where -inf masks were refused."""
+    scores, far, _ = _windowed_coref(1.0)
+    n = scores.shape[-1]
+    allowed = torch.ones(n, n, dtype=torch.bool).tril() & ~far
+    worst = scores.masked_fill(~allowed, math.inf).argmin(-1)
+    gold = torch.nn.functional.one_hot(worst, n).bool()
+    for mask in (-math.inf, -1e300):
+        with pytest.raises(ValueError, match="no usable signal"):
+            CorefTemperature().fit(scores.masked_fill(far, mask), gold)
+
+
+@pytest.mark.parametrize(
+    ("cls", "flag"), [(ChainTemperature, "separate"), (CorefTemperature, "new_offset")]
+)
+@pytest.mark.parametrize("value", ["no", "false", 0, None])
+def test_structured_flags_must_be_true_or_false(cls, flag, value):
+    # Read for their truth, "no" and "false" had switched the option on.
+    with pytest.raises(ValueError, match=f"{flag} must be True or False"):
+        cls(**{flag: value})

@@ -46,6 +46,18 @@ def float64_copy(x: Tensor) -> Tensor:
     return plain_copy(x).to(torch.float64)
 
 
+def masked_float64_copy(x: Tensor) -> Tensor:
+    """:func:`float64_copy` with every score at or below :data:`MASK_FLOOR` made ``-inf``:
+    a forbidden choice, as ``-inf`` is. Divided by T < 1 float64's lowest value had
+    overflowed, and failed as "NaN or +inf"; read as a score, a -1e300 mask counted as an
+    allowed choice once T was large, and anti-correlated scores had been fitted at T = 7.6e9
+    rather than refused.
+
+    Call inside :func:`fitting_mode` (a fit runs in it).
+    """
+    return float64_copy(x).masked_fill(x <= MASK_FLOOR, -math.inf)
+
+
 def plain_copy(x: Tensor) -> Tensor:
     """A copy that autograd may save (an inference tensor's cannot be): masks, gold tags.
 

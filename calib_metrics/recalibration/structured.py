@@ -34,12 +34,11 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional import calibration_error
-from calib_metrics.functional.errors import check_int
+from calib_metrics.functional.errors import check_flag, check_int
 from calib_metrics.models import coref as coref_model
 from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
 from calib_metrics.recalibration._common import (
-    MASK_FLOOR,
     FittedModule,
     check_finite_optimum,
     check_floating,
@@ -47,8 +46,8 @@ from calib_metrics.recalibration._common import (
     check_tensor,
     constant_rows,
     flat_scores_warning,
-    float64_copy,
     lbfgs,
+    masked_float64_copy,
     plain_copy,
     typical_gap,
     warn_caller,
@@ -199,10 +198,11 @@ class ChainTemperature(FittedModule):
         super().__init__()
         if objective not in _OBJECTIVES:
             raise ValueError(f"objective must be one of {_OBJECTIVES}, got {objective!r}")
+        check_flag("separate", separate)
         if separate and objective != "likelihood":
             raise ValueError("separate temperatures are fitted by objective='likelihood' only")
         check_int("max_iter", max_iter)
-        self.separate = bool(separate)
+        self.separate = separate
         self.objective = objective
         self.max_iter = max_iter
         self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
@@ -285,12 +285,7 @@ class ChainTemperature(FittedModule):
     # -------------------------------------------------------------------- fit
     @staticmethod
     def _parts(emissions, transitions, start, end, tags, mask):
-        # A potential below MASK_FLOOR is a forbidden choice, as -inf is: divided by T < 1,
-        # float64's lowest value had overflowed and failed as "NaN or +inf".
-        parts = tuple(
-            float64_copy(x).masked_fill(x <= MASK_FLOOR, -math.inf)
-            for x in (emissions, transitions, start, end)
-        )
+        parts = tuple(masked_float64_copy(x) for x in (emissions, transitions, start, end))
         em, tr, st, en = parts
         gold_em = linear_chain.sequence_score(
             em, torch.zeros_like(tr), torch.zeros_like(st), torch.zeros_like(en), tags, mask
@@ -549,7 +544,8 @@ class CorefTemperature(FittedModule):
     def __init__(self, new_offset: bool = False, max_iter: int = 100) -> None:
         super().__init__()
         check_int("max_iter", max_iter)
-        self.new_offset = bool(new_offset)
+        check_flag("new_offset", new_offset)
+        self.new_offset = new_offset
         self.max_iter = max_iter
         self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
         self.register_buffer("offset", torch.tensor(0.0, dtype=torch.float64))
@@ -616,7 +612,7 @@ class CorefTemperature(FittedModule):
             raise ValueError(f"gold must have the shape of scores {tuple(scores.shape)}, "
                              f"got {tuple(gold.shape)}")  # fmt: skip
         _check_zero_one(gold, "gold")
-        s = float64_copy(scores)
+        s = masked_float64_copy(scores)
         mask = None if mask is None else plain_copy(mask).bool()
         gold, rows = _gold_rows(plain_copy(gold), mask, s)
         read = torch.ones_like(gold).tril()
