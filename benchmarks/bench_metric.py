@@ -30,7 +30,7 @@ so that freed tensors leave the resident set); the extra peak is the rise of the
 high-water mark (reset through /proc/self/clear_refs once the inputs exist, where the
 kernel allows it), reported as a multiple of the input's bytes (q + y).
 
-    python benchmarks/bench_metric.py --sizes 1e6 1e7 --repeats 7 --write
+    python benchmarks/bench_metric.py --sizes 1e6 1e7 --repeats 5 --threads 1 --write
 """
 
 from __future__ import annotations
