@@ -1071,11 +1071,17 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _warn_coarse_sketch(self, cells: sketch.Sketch, bin_size: int) -> None:
         """One UserWarning per metric object when a folded sketch has fewer than
-        ``MIN_CELLS_PER_BIN`` occupied cells (of several values) per bin (one host
-        synchronisation; a second, once, when it warns)."""
+        ``MIN_CELLS_PER_BIN`` cells (of several values) per bin, naming the resolution that
+        would do or the exact mode where that takes less memory (one host synchronisation;
+        a second, once, when it warns)."""
         if self._coarse_sketch_warned:
             return
-        message = sketch.coarse_sketch_message(cells, bin_size)
+        classes = self.num_classes or 1
+        # As _buffer_capacity counts them: 16 bytes a binary pair, 8C + 8 a multiclass row.
+        row_bytes = 16 if self.num_classes is None else 8 * classes + 8
+        sketches = 1 if self.mode == "top_label" else classes
+        exact = sketch.ExactCost(self.rows_seen, row_bytes, sketches)
+        message = sketch.coarse_sketch_message(cells, bin_size, exact)
         if message is not None:
             self._coarse_sketch_warned = True
             warnings.warn(

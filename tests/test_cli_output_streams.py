@@ -73,3 +73,16 @@ def test_save_figure_takes_a_text_path(tmp_path) -> None:
     figure.add_subplot().plot([0, 1])
     save_figure(figure, str(tmp_path / "line.png"), "--plot")  # had raised AttributeError
     assert (tmp_path / "line.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="no /dev/null, /dev/stdout here")
+def test_the_null_device_is_never_the_standard_output_refused(monkeypatch) -> None:
+    """``--json --html /dev/null > /dev/null`` had been refused as "the standard output":
+    nothing written to the null device can be mixed up with the JSON."""
+    import os
+
+    from calib_metrics.predictions import _output
+
+    null = os.stat(os.devnull)
+    monkeypatch.setattr(_output.os, "fstat", lambda fd: null)  # stdout is /dev/null
+    assert not _output._is_standard_output(Path(os.devnull))

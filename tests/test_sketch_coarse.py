@@ -31,7 +31,7 @@ def _coarse_warnings(metric: CalibrationError, calls: int = 2) -> list[str]:
         warnings.simplefilter("always")
         for _ in range(calls):
             metric.compute()
-    return [str(w.message) for w in caught if "occupied cells per bin" in str(w.message)]
+    return [str(w.message) for w in caught if "cells per bin (bins of" in str(w.message)]
 
 
 def test_a_coarse_folded_sketch_warns_once_with_the_resolution_that_would_do():
@@ -40,10 +40,14 @@ def test_a_coarse_folded_sketch_warns_once_with_the_resolution_that_would_do():
     messages = _coarse_warnings(metric)
     assert len(messages) == 1
     # 37 occupied (logit-spaced) cells, 3 of them one pair each at the far ends (one
-    # value: not counted); the other 34 hold 19.x bins: 1.7 per bin; 5 per bin (with the
-    # estimate's margin, 6) needs 2⁹ cells.
-    assert "(34 of 64 cells, 19 bins of 500)" in messages[0]
-    assert "pass resolution=512" in messages[0]
+    # value: not counted); a boundary falls in a cell of about 830 pairs (the middle
+    # cells are the largest): 0.60 cells per bin of 500.
+    assert "0.60 cells per bin (bins of 500 pairs; a bin boundary falls in a cell" in messages[0]
+    assert "34 of 64 cells hold several values" in messages[0]
+    named = int(messages[0].split("pass resolution=")[1].split(" ")[0])
+    followed = CalibrationError(streaming=True, resolution=named, bin_size=500)
+    followed.update(*_calibrated(10_000))
+    assert _coarse_warnings(followed) == [] and followed._folded
 
 
 def test_a_fine_enough_sketch_the_exact_mode_and_the_buffer_do_not_warn():
@@ -94,40 +98,38 @@ def test_tied_predictions_do_not_warn_since_the_sketch_shares_them_exactly():
     assert _coarse_warnings(constant) == []
 
 
-def _uniform_sketch(n: float, resolution: int, seed: int = 0) -> sketch.Sketch:
-    """The sketch ``n`` uniform q would fold into: each cell's count Poisson around its
-    share of [0, 1] (cells are logit-spaced, so those near the ends hold few or none), its
-    lowest and highest q inside its edges (one value where it holds one pair)."""
-    g = torch.Generator().manual_seed(seed)
-    half, width = resolution // 2, 2 * sketch.LOGIT_RANGE / resolution
-    cell = torch.arange(2, half, dtype=torch.float64)  # the lower half, past the end cells
-    low, high = torch.sigmoid((cell - half) * width), torch.sigmoid((cell + 1 - half) * width)
-    count = torch.poisson(n * (high - low), generator=g)
-    inside = low + (high - low) * torch.where(count > 1, 1 - 1e-9, 0.5)
-    low = torch.where(count > 1, low, inside)
-    state = sketch.empty(resolution)
-    for index, lowest, highest in (
-        (cell.long(), low, inside),
-        (resolution - 1 - cell.long(), 1 - inside, 1 - low),
-    ):
-        state.count[index], state.low[index], state.high[index] = count, lowest, highest
-        state.sum_r[index] = count * (lowest + highest) / 2
-        state.sum_r2[index] = count * ((lowest + highest) / 2) ** 2
-    return state
+def _float32_uniform_sketches(n: float, resolutions: list[int]) -> dict[int, sketch.Sketch]:
+    """The sketches ``n`` pairs of float32 ``torch.rand`` fold into (the 10⁹ runs' data),
+    one data set at every resolution, built value by value: a Poisson count for each of
+    the 2²⁴ values k/2²⁴ it draws, so a cell near the ends, narrower than 2⁻²⁴, holds one
+    value (a tie group, not counted)."""
+    g = torch.Generator().manual_seed(0)
+    states = {r: sketch.empty(r) for r in resolutions}
+    for start in range(0, 2**24, 2**22):  # in blocks, to stay small
+        q = torch.arange(start, start + 2**22, dtype=torch.float64) / 2**24
+        count = torch.poisson(torch.full_like(q, n / 2**24), generator=g)
+        drawn = count > 0
+        for resolution, state in states.items():
+            cell = sketch.cell_index(q, resolution)
+            state.count.index_add_(0, cell, count)
+            state.low.scatter_reduce_(0, cell[drawn], q[drawn], "amin")
+            state.high.scatter_reduce_(0, cell[drawn], q[drawn], "amax")
+    return states
 
 
 def test_at_the_documented_1e9_drift_the_warning_names_two_to_the_21():
-    """docs/streaming.md "Drift at 10⁹": 10⁹ uniform pairs, β = 5000. The default sketch
-    has 0.9 cells of several values per bin (R·β/N = 1.3 counts every cell, empty ones
-    too): the run's −4.9e-4 gap. 2²¹ cells (6.0 per bin) had −1.7e-4 and 2²²
-    −1.0e-4; β = "auto" (31,623, 5.8 per bin) had no gap, and is not warned about."""
-    message = sketch.coarse_sketch_message(_uniform_sketch(1e9, sketch.num_cells()), 5000)
-    assert "has 0.9 occupied cells per bin" in message
+    """docs/streaming.md "Drift at 10⁹": 10⁹ float32 uniform pairs, β = 5000. A boundary
+    of the default sketch falls in a cell of about 20,000 pairs: 0.25 cells per bin, the
+    run's −4.9e-4 gap; 2²⁰ cells (0.98) had −3.5e-4, 2²¹ (1.94) −1.7e-4 and 2²² (3.8)
+    −1.0e-4. β = "auto" (31,623 pairs, 1.55 cells per bin) had no gap. Counted as cells
+    over pairs, as the warning first did, float32 and float64 data had differed 1.6-1.9×."""
+    states = _float32_uniform_sketches(1e9, [2**18, 2**20, 2**21])
+    message = sketch.coarse_sketch_message(states[2**18], 5000)
+    assert message.startswith("the streaming sketch has 0.25 cells per bin")
     assert "pass resolution=2097152" in message and "96.00 MiB" in message
-    assert sketch.coarse_sketch_message(_uniform_sketch(1e9, 2**21), 5000) is None
-    assert sketch.coarse_sketch_message(_uniform_sketch(1e9, sketch.num_cells()), 31_623) is None
-    message = sketch.coarse_sketch_message(_uniform_sketch(1e9, 2**20), 5000)
-    assert "has 3.2 occupied cells per bin" in message
+    assert "has 0.98 cells per bin" in sketch.coarse_sketch_message(states[2**20], 5000)
+    assert sketch.coarse_sketch_message(states[2**21], 5000) is None
+    assert sketch.coarse_sketch_message(states[2**18], 31_623) is None
 
 
 def test_a_top_label_buffer_never_outgrows_the_sketch():
@@ -208,23 +210,40 @@ def test_the_named_resolution_is_quiet_when_followed(n, bin_size, resolution):
     assert followed._folded  # the finer sketch itself was checked, not the exact mode
 
 
-def test_bins_too_small_for_any_sketch_are_told_to_use_the_exact_mode():
+def test_bins_too_small_for_a_sketch_are_told_to_use_the_exact_mode():
     q, y = _calibrated(40_000)
     metric = CalibrationError(streaming=True, resolution=1024, bin_size=10)
     metric.update(q, y)
     (message,) = _coarse_warnings(metric)
-    assert "no sketch is expected to give 5 cells per bin of 10 pairs in less memory" in message
-    assert "than the exact mode keeps these 40,000 pairs in (0.61 MiB per class)" in message
+    assert "pass resolution" not in message
+    assert "use the exact mode: it keeps these 40,000 rows in 0.61 MiB, where" in message
 
 
-def test_a_sketch_larger_than_the_pairs_is_not_named():
-    """200,000 pairs within 0.5 ± 0.01 in bins of 100 need cells 10⁻⁵ wide in logit: the
-    estimate that spread each cell's pairs over the whole cell named 2²³ cells (384 MiB
-    per class, and 6.4 cells per bin when followed) where the exact mode holds the pairs
-    in 3 MiB."""
+@pytest.mark.parametrize(
+    ("classes", "mode"), [(None, "one_vs_rest"), (100, "one_vs_rest"), (1000, "top_label")]
+)
+def test_the_exact_mode_is_named_where_it_takes_less_memory(classes, mode):
+    """200,000 pairs within 0.5 ± 0.01 in bins of 100 need cells 10⁻⁵ wide in logit: a
+    sketch that would do (2²¹ cells, 96 MiB) where the exact mode holds the pairs in 3 MiB.
+    The memory is the metric's own: C sketches for C classes (100 of them named 600 MiB
+    beside 15 MiB of rows), one for a top-label metric, whose C = 1000 probabilities a row
+    the exact mode keeps (191 MiB: a 3 MiB sketch is named there)."""
     g = torch.Generator().manual_seed(5)
-    q = torch.sigmoid(torch.randn(200_000, generator=g, dtype=torch.float64) * 0.01)
-    state = sketch.empty(1024)
-    sketch.accumulate(state, q, torch.bernoulli(q, generator=g).long())
-    message = sketch.coarse_sketch_message(state, 100)
-    assert "pass resolution" not in message and message.endswith("use the exact mode")
+    if classes is None:
+        q = torch.sigmoid(torch.randn(200_000, generator=g, dtype=torch.float64) * 0.01)
+        y, bin_size, rows = torch.bernoulli(q, generator=g).long(), 100, "200,000"
+    else:
+        n = 20_000 if mode == "one_vs_rest" else 50_000
+        q = torch.softmax(4 * torch.randn(n, classes, generator=g), -1)
+        y = torch.multinomial(q, 1, generator=g).squeeze(1)
+        bin_size, rows = (100, "20,000") if mode == "one_vs_rest" else (20, None)
+    metric = CalibrationError(
+        num_classes=classes, mode=mode, streaming=True, resolution=1024, bin_size=bin_size
+    )
+    metric.update(q, y)
+    (message,) = _coarse_warnings(metric)
+    if rows is None:
+        assert "pass resolution=" in message and "use the exact mode:" not in message
+    else:
+        assert f"use the exact mode: it keeps these {rows} rows in" in message
+        assert "pass resolution" not in message

@@ -696,30 +696,45 @@ def histogram(state: Sketch) -> tuple[Tensor, Tensor, Tensor]:
     return torch.where(one_value, low[full], mean), n, sum_y[full]
 
 
-# Fewer cells per bin than this (cells of several values, as coarse_sketch_message counts
-# them) and the bins' boundaries cut cells so large that their shared labels move a
-# debiased error near 0 by more than the documented gap. From the 10⁹ uniform runs of
-# benchmarks/drift_resolution.py (docs/streaming.md), counted in the sketches those runs
-# fold (tests/test_sketch_coarse.py): 0.9 (2¹⁸ cells, β = 5000) and 3.2 (2²⁰) missed it,
-# 5.8 (2¹⁸, β = "auto"), 6.0 (2²¹) and 11 (2²²) met it. (Counted as R·β/N, which the
-# first threshold of 8 was set in: 1.3, 5.2 / 8.3, 10.5, 21.)
-MIN_CELLS_PER_BIN = 5
+# A bin boundary lands in a cell in proportion to its pairs, so the cells a bin spans are
+# counted as the boundaries see them: β over the pair-weighted mean size of the cells of
+# several values, β·Σc/Σc². Below this many, the cut cells are so large that their shared
+# labels move a debiased error near 0 by more than the documented gap. From the 10⁹
+# float32 uniform runs of benchmarks/drift_resolution.py (docs/streaming.md), counted in
+# the sketches those runs fold (tests/test_sketch_coarse.py rebuilds them value by value):
+# 0.25 (2¹⁸ cells, β = 5000) and 0.98 (2²⁰) missed it, 1.94 (2²¹) and 3.8 (2²²) met it.
+# Unweighted counts (cells over pairs) had moved 1.6–1.9× with the data's precision, as the
+# many one-value cells near the ends came and went, while the gap did not.
+MIN_CELLS_PER_BIN = 1.5
 
 
-def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
+class ExactCost(NamedTuple):
+    """What the exact mode would hold instead of the sketches: ``rows`` (a 0-dim tensor,
+    read with the sketch's own sums) of ``row_bytes`` each, beside ``sketches`` sketches
+    (one per class, or one)."""
+
+    rows: Tensor
+    row_bytes: int
+    sketches: int
+
+
+def coarse_sketch_message(
+    state: Sketch, bin_size: int, exact: ExactCost | None = None
+) -> str | None:
     """Why a sketch ``[R]`` is too coarse for bins of ``bin_size``, with the resolution that
-    would do; None when it has at least ``MIN_CELLS_PER_BIN`` occupied cells per bin.
+    would do; None when it has at least ``MIN_CELLS_PER_BIN`` cells per bin.
 
     Only cells that a finer sketch would split count: not a cell of one value, a tie
     group that the sketch shares out exactly as the exact mode does (:func:`tied_cells`),
     nor the two cells next to the ends, which hold every q beyond ±``LOGIT_RANGE`` in
     logit (0 < q < 1.1e-7, a sharp tagger's many tiny probabilities) at any resolution.
-    Cells per bin = ``bin_size`` over the mean number of pairs in the cells that count.
-    The resolution named is the least that is expected to give ``MIN_CELLS_PER_BIN``
-    (:func:`_finer_resolution`), unless a sketch that fine would take more memory than
-    the exact mode needs for the pairs, or would keep them all in its exact buffer: then
-    the exact mode is named. One host synchronisation, and a second (the cells that
-    count, copied to the host) when the sketch is too coarse.
+    Cells per bin = ``bin_size`` over the pair-weighted mean number of pairs of the cells
+    that count (Σc²/Σc: the cell a bin boundary falls in). The resolution named is the
+    least expected to give ``MIN_CELLS_PER_BIN`` with a margin (:func:`_finer_resolution`);
+    the exact mode is named instead where none is, or (given ``exact``) where its rows
+    take less memory than the sketches at that resolution would.
+    One host synchronisation, and a second (the cells that count, copied to the host)
+    when the sketch is too coarse.
 
     Example:
         >>> state = empty(64)
@@ -729,12 +744,13 @@ def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
         True
         >>> message = coarse_sketch_message(state, 200)
         >>> print(message)  # doctest: +NORMALIZE_WHITESPACE
-        the streaming sketch has 0.6 occupied cells per bin (20 of 64 cells, 32 bins of
-        200): bin boundaries cut cells of about 320 pairs, whose labels the sketch can
-        only share out, so the error can miss the exact mode's by up to the metric's
-        streaming_tolerance() (a debiased error near 0 most); pass resolution=1024
-        (expected to give at least 5 cells per bin, 0.05 MiB per class) or use the exact
-        mode (0.10 MiB per class)
+        the streaming sketch has 0.36 cells per bin (bins of 200 pairs; a bin boundary
+        falls in a cell of about 552 pairs, weighted by their pairs; 20 of 64 cells hold
+        several values): the sketch can only share out the labels of the cells the
+        boundaries cut, so the error can miss the exact mode's by up to the metric's
+        streaming_tolerance() (a debiased error near 0 most); pass resolution=512
+        (expected to give at least 1.5 cells per bin, 0.02 MiB per class) or use the
+        exact mode
         >>> rounded = torch.full((6400,), 0.5)  # one value: a tie group, shared exactly
         >>> state = empty(64)
         >>> accumulate(state, rounded, torch.bernoulli(rounded).long())
@@ -744,72 +760,82 @@ def coarse_sketch_message(state: Sketch, bin_size: int) -> str | None:
     count = state.count
     spread = (count > 0) & ~tied_cells(state)
     spread[[1, -2]] = False  # q beyond ±LOGIT_RANGE: no resolution splits them
-    sums = torch.stack([torch.where(spread, count, 0).sum(), spread.sum(), count.sum()])
-    n_pairs, occupied, all_pairs = sums.double().tolist()
+    counted = torch.where(spread, count, 0).double()
+    rows = torch.zeros_like(counted[0]) if exact is None else exact.rows.to(counted)
+    sums = torch.stack([counted.sum(), counted.square().sum(), spread.sum(), rows.reshape(())])
+    pairs, squares, occupied, rows = sums.double().tolist()
     if occupied == 0:
         return None
-    per_bin = occupied * bin_size / n_pairs
+    cell_size = squares / pairs
+    per_bin = bin_size / cell_size
     if per_bin >= MIN_CELLS_PER_BIN:
         return None
-    n_bins = max(1, int(n_pairs // bin_size))
     resolution = count.shape[-1]
     cells = torch.stack([count, state.low, state.high])[:, spread].double().cpu()
-    finer = _finer_resolution(*cells, resolution, bin_size, all_pairs)
-    exact_mib = all_pairs * 16 / 2**20  # buffer_rows: at most 16 bytes a pair
+    finer = _finer_resolution(*cells, resolution, bin_size)
+    exact_mib = 0.0 if exact is None else rows * exact.row_bytes / 2**20
+    sketch_mib = 0.0 if finer is None else finer * BYTES_PER_CELL / 2**20
     if finer is None:
         remedy = (
-            f"no sketch is expected to give {MIN_CELLS_PER_BIN} cells per bin of {bin_size} "
-            f"pairs in less memory than the exact mode keeps these {all_pairs:,.0f} pairs in "
-            f"({exact_mib:.2f} MiB per class): use the exact mode"
+            f"no sketch of up to {_MOST_CELLS:,} cells is expected to give "
+            f"{MIN_CELLS_PER_BIN} cells per bin of {bin_size} pairs: use the exact mode"
+        )
+    elif exact is not None and exact_mib <= sketch_mib * exact.sketches:
+        remedy = (
+            f"use the exact mode: it keeps these {rows:,.0f} rows in {exact_mib:.2f} MiB, "
+            f"where the sketches that would do ({finer} cells) take "
+            f"{sketch_mib * exact.sketches:.2f} MiB"
         )
     else:
         remedy = (
             f"pass resolution={finer} (expected to give at least {MIN_CELLS_PER_BIN} "
-            f"cells per bin, {finer * BYTES_PER_CELL / 2**20:.2f} MiB per class) or use "
-            f"the exact mode ({exact_mib:.2f} MiB per class)"
+            f"cells per bin, {sketch_mib:.2f} MiB per class) or use the exact mode"
         )
     return (
-        f"the streaming sketch has {per_bin:.1f} occupied cells per bin ({occupied:.0f} of "
-        f"{resolution} cells, {n_bins} bins of {bin_size}): bin boundaries cut cells of about "
-        f"{n_pairs / occupied:,.0f} pairs, whose labels the sketch can only share out, so the "
-        "error can miss the exact mode's by up to the metric's streaming_tolerance() (a "
-        f"debiased error near 0 most); {remedy}"
+        f"the streaming sketch has {per_bin:.2f} cells per bin (bins of {bin_size} pairs; a "
+        f"bin boundary falls in a cell of about {cell_size:,.0f} pairs, weighted by their "
+        f"pairs; {occupied:.0f} of {resolution} cells hold several values): the sketch can "
+        "only share out the labels of the cells the boundaries cut, so the error can miss "
+        "the exact mode's by up to the metric's streaming_tolerance() (a debiased error "
+        f"near 0 most); {remedy}"
     )
 
 
+# The finest sketch a warning names (48 GiB a class): past it, the exact mode.
+_MOST_CELLS = 2**30
+
+
 def _finer_resolution(
-    count: Tensor, low: Tensor, high: Tensor, resolution: int, bin_size: int, all_pairs: float
+    count: Tensor, low: Tensor, high: Tensor, resolution: int, bin_size: int
 ) -> int | None:
-    """The least ``resolution · 2^k`` expected to give ``MIN_CELLS_PER_BIN`` cells per bin,
-    from the cells that count (their pairs, lowest and highest q; on the host); None when
-    every such sketch would take more memory than the exact mode for ``all_pairs``, or
-    would hold them all in its exact buffer.
+    """The least ``resolution · 2^k`` expected to give ``MIN_CELLS_PER_BIN`` cells per bin
+    (with a margin), from the cells that count (their pairs, lowest and highest q; on the
+    host); None when none of up to ``_MOST_CELLS`` cells is.
 
     A cell's pairs are taken as spread evenly between its lowest and highest q, over the
-    finer cells that span covers (Poisson counts): a finer cell of one pair or none does
-    not count. Scaling the resolution in proportion to the shortfall, as if every finer
-    cell held several pairs, had named 2¹⁴ for 40,000 uniform pairs in bins of 50, which
-    gave 5.1 cells per bin; spreading the pairs over the whole cell, 2²³ for pairs within
-    0.5 ± 0.01, which gave 6.4.
+    ``p`` finer cells that span covers, Poisson with mean ``λ = c/p``: the parts of two
+    pairs or more hold ``c(1 − e^−λ)`` pairs and ``c(1 + λ − e^−λ)`` of their squares (a
+    part of one pair holds one value, and does not count). Scaling the resolution in
+    proportion to the shortfall, as if every finer cell held several pairs, had named
+    resolutions that warned again when followed; spreading the pairs over the whole cell,
+    2²³ cells for 200,000 pairs within 0.5 ± 0.01.
     """
     low_position, high_position = _logit_position(low), _logit_position(high)
     finer = resolution
-    while True:
+    while finer * 2 <= _MOST_CELLS:
         finer *= 2
-        too_big = finer * BYTES_PER_CELL > all_pairs * 16 or buffer_rows(finer) >= all_pairs
-        if too_big:
-            return None
         scale = finer / (2 * LOGIT_RANGE)
         spans = (high_position * scale).floor() - (low_position * scale).floor()
         parts = (spans.abs() + 1).clamp(max=finer // resolution)  # an edge value: no more
         mean = count / parts
         empty = torch.exp(-mean)
-        counted = (parts * (1 - empty * (1 + mean))).sum()  # parts of two pairs or more
-        pairs_counted = (count * (1 - empty)).sum()  # the pairs not alone in their part
+        pairs = (count * (1 - empty)).sum()
+        squares = (count * (1 + mean - empty)).sum()
         # A margin over the threshold: the pairs are not quite even within a cell, and a
         # sketch that just meets it by the estimate had warned again when followed.
-        if pairs_counted > 0 and counted * bin_size >= 1.2 * MIN_CELLS_PER_BIN * pairs_counted:
+        if pairs > 0 and bin_size * pairs >= 1.2 * MIN_CELLS_PER_BIN * squares:
             return finer
+    return None
 
 
 def _logit_position(q: Tensor) -> Tensor:
@@ -817,4 +843,3 @@ def _logit_position(q: Tensor) -> Tensor:
     unrounded: the estimate looks at resolutions past float32's cell indices)."""
     r = torch.where(q >= 0.5, 1 - q, q)
     return torch.logit(r).clamp(-LOGIT_RANGE, 0)
-    return None

@@ -297,12 +297,15 @@ def _refuse_missing(path: Path, option: str, suffix: str) -> None:
 
 def _is_standard_output(path: Path) -> bool:
     """Whether ``path`` (``/dev/stdout``, ``/proc/self/fd/1``, the file stdout is
-    redirected to) is the file the process's standard output writes to."""
+    redirected to) is the file the process's standard output writes to. The null device
+    is never: nothing written there can be mixed up (``--json --html /dev/null >
+    /dev/null`` had been refused)."""
     try:
-        here, there = path.stat(), os.fstat(1)
+        here, there, null = path.stat(), os.fstat(1), os.stat(os.devnull)
     except (OSError, ValueError):
         return False
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+    same = (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+    return same and (here.st_dev, here.st_ino) != (null.st_dev, null.st_ino)
 
 
 def _same_file(path: Path, other: Path) -> bool:

@@ -701,8 +701,8 @@ def _gold_rows(gold: Tensor, mask: Tensor | None, scores: Tensor) -> tuple[Tenso
     if bool(impossible.any()):
         b, i = impossible.nonzero()[0].tolist()
         raise ValueError(
-            f"every gold antecedent of mention {i} in document {b} scores -inf (forbidden): "
-            "no temperature makes them possible"
+            f"every gold antecedent of mention {i} in document {b} scores -inf or at most "
+            "-1e200 (forbidden): no temperature makes them possible"
         )
     return gold, rows
 
