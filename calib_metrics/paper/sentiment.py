@@ -340,8 +340,11 @@ def _check(args: argparse.Namespace) -> None:
     options.check_numbers(args, "cs", 0, above=True)
     try:  # the split is made only once the corpus is read
         check_fractions(args.split)
-    except ValueError as err:
-        raise ValueError(f"--split: {err}") from None
+    except ValueError:
+        raise ValueError(
+            f"--split: the train, dev and test fractions must be positive and sum to 1, "
+            f"got {args.split}"
+        ) from None
 
 
 def _note(corpus, args: argparse.Namespace, fallback: bool) -> str:
