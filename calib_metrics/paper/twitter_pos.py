@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from calib_metrics.functional import compare_calibration
 from calib_metrics.models.features import ABLATION
 from calib_metrics.paper import chain_eval as ce
 from calib_metrics.paper import options, report
@@ -155,12 +156,8 @@ def _evaluate(model, hasher, split: ce.Tagged, query: int, tag_names, args, seed
     return out
 
 
-def _paired(results: dict, a: str, b: str, args) -> dict | None:
+def _paired(results: dict, a: str, b: str, args) -> dict:
     """Paired difference of the query's CalibErr, a minus b, on the same tokens."""
-    try:
-        from calib_metrics.functional import compare_calibration
-    except ImportError:  # the comparison lands with the intervals work
-        return None
     ra, rb = results[a], results[b]
     g = torch.Generator().manual_seed(args.seed)
     options = dict(ce.RECOMMENDED_SETTING)
@@ -303,7 +300,7 @@ def _ratio_row(results: dict, corpus: str, a: str, b: str, claim: str, thesis: f
         ours.append(f"{ea**2:.5f} / {eb**2:.5f} = {ratio}")
     paired = results[corpus]["paired"].get(f"{a} - {b}")
     diff = (
-        "n/a (compare_calibration not available)"
+        "n/a (not compared)"
         if paired is None
         else f"{report.format_interval(paired['difference'], paired['lower'], paired['upper'])}"
     )
