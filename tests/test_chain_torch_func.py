@@ -137,3 +137,16 @@ def test_unchecked_chain_functions_compile_whole(name) -> None:
         torch.testing.assert_close(compiled(EM), call(EM))
     finally:
         torch._dynamo.reset()
+
+
+def test_vmap_over_a_compiled_chain_function_is_refused_by_name() -> None:
+    """Standing aside under torch.compile had let vmap(compile(f)) fail with torch's
+    "Cannot access data pointer"; compiled, the outermost wrapper is still looked at."""
+    compiled = torch.compile(
+        lambda em: log_partition(em[None], TR, START, END, validate_args=False), backend="eager"
+    )
+    try:
+        with pytest.raises(RuntimeError, match="log_partition does not run under torch.func.vmap"):
+            torch.func.vmap(compiled)(EM)
+    finally:
+        torch._dynamo.reset()

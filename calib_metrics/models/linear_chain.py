@@ -528,12 +528,13 @@ def _vmap_refusal(function: str) -> str:
 
 def refuse_vmap(function: str, *tensors: Tensor | None) -> None:
     """Refuse by name before the checks' host reads fail with torch's "Cannot access data
-    pointer" (or, unchecked, a missing batching rule deep in the recursion). Skipped
-    while torch.compile traces the call: dynamo cannot trace the wrapper test, and had
-    compiled the unchecked functions whole (``fullgraph=True``) before it."""
-    if _compiling():
-        return
-    if any(isinstance(t, Tensor) and _vmapped(t) for t in tensors):
+    pointer" (or, unchecked, a missing batching rule deep in the recursion). While
+    torch.compile traces the call only the outermost wrapper is looked at: dynamo cannot
+    trace the unwrapping, and had compiled the unchecked functions whole
+    (``fullgraph=True``) before the test."""
+    # dynamo traces is_batchedtensor but not the unwrapping: compiled, the outer level alone.
+    vmapped = functorch.is_batchedtensor if _compiling() else _vmapped
+    if any(isinstance(t, Tensor) and vmapped(t) for t in tensors):
         raise RuntimeError(_vmap_refusal(function))
 
 
