@@ -146,7 +146,9 @@ def test_vmap_over_a_compiled_chain_function_is_refused_by_name() -> None:
         lambda em: log_partition(em[None], TR, START, END, validate_args=False), backend="eager"
     )
     try:
-        with pytest.raises(RuntimeError, match="log_partition does not run under torch.func.vmap"):
+        with pytest.raises(
+            RuntimeError, match=r"log_partition does not run under torch\.func\.vmap"
+        ):
             torch.func.vmap(compiled)(EM)
     finally:
         torch._dynamo.reset()

@@ -74,7 +74,7 @@ def test_too_few_interval_draws_are_refused_before_the_data(tmp_path, capsys, ar
         (["pos", "--quick", "--max-tokens", "0"], "--max-tokens must be a positive integer"),
         (["pos", "--quick", "--top-pairs", "5", "0"], "--top-pairs must be a positive integer"),
         (["sentiment", "--alphas", "nan"], "--alphas values must be finite numbers > 0, got nan"),
-        (["sentiment", "--split", "0.6", "0.2", "nan"], "--split: the train, dev and test fractions"),
+        (["sentiment", "--split", "0.6", "0.2", "nan"], "--split: the train, dev and test"),
     ],
 )
 def test_options_are_refused_before_the_data(tmp_path, capsys, argv, named):
