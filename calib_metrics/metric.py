@@ -1028,11 +1028,11 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _bins(self, per_class: bool) -> list[Bins]:
         """The bins of the pooled pairs (one entry) or of each class's (``per_class``)."""
         if not self._exact_pairs():
-            bins = []
-            for cells, size in self._class_sketches(per_class):
-                self._warn_coarse_sketch(cells, size)
-                bins.append(sketch.to_bins(cells, size, redraw=not self._debias))
-            return bins
+            sketches = self._class_sketches(per_class)
+            self._warn_coarse_sketches(sketches)
+            return [
+                sketch.to_bins(cells, size, redraw=not self._debias) for cells, size in sketches
+            ]
         return self._bins_of(self._class_pairs(per_class))
 
     def _class_sketches(self, per_class: bool | None = None) -> list[tuple[sketch.Sketch, int]]:
@@ -1069,19 +1069,19 @@ class CalibrationError(_StatesKeepTheirDtype):
             "choose a larger bin_size (bin_size='auto' makes about √N bins of √N pairs)",
         )
 
-    def _warn_coarse_sketch(self, cells: sketch.Sketch, bin_size: int) -> None:
+    def _warn_coarse_sketches(self, sketches: list[tuple[sketch.Sketch, int]]) -> None:
         """One UserWarning per metric object when a folded sketch has fewer than
         ``MIN_CELLS_PER_BIN`` cells (of several values) per bin, naming the resolution that
-        would do or the exact mode where that takes less memory (one host synchronisation;
-        a second, once, when it warns)."""
+        every class's would need or the exact mode where that takes less memory (one host
+        synchronisation a sketch; one more, once, when it warns)."""
         if self._coarse_sketch_warned:
             return
         classes = self.num_classes or 1
         # As _buffer_capacity counts them: 16 bytes a binary pair, 8C + 8 a multiclass row.
         row_bytes = 16 if self.num_classes is None else 8 * classes + 8
-        sketches = 1 if self.mode == "top_label" else classes
-        exact = sketch.ExactCost(self.rows_seen, row_bytes, sketches)
-        message = sketch.coarse_sketch_message(cells, bin_size, exact)
+        kept = 1 if self.mode == "top_label" else classes
+        exact = sketch.ExactCost(self.rows_seen, row_bytes, kept)
+        message = sketch.coarse_sketches_message(sketches, exact)
         if message is not None:
             self._coarse_sketch_warned = True
             warnings.warn(

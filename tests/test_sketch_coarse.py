@@ -216,7 +216,7 @@ def test_bins_too_small_for_a_sketch_are_told_to_use_the_exact_mode():
     metric.update(q, y)
     (message,) = _coarse_warnings(metric)
     assert "pass resolution" not in message
-    assert "use the exact mode: it keeps these 40,000 rows in 0.61 MiB, where" in message
+    assert "use the exact mode: it keeps these 40,000 rows in at most 0.61 MiB, where" in message
 
 
 @pytest.mark.parametrize(
@@ -247,3 +247,22 @@ def test_the_exact_mode_is_named_where_it_takes_less_memory(classes, mode):
     else:
         assert f"use the exact mode: it keeps these {rows} rows in" in message
         assert "pass resolution" not in message
+
+
+def test_a_per_class_metric_names_what_its_coarsest_class_needs():
+    """Class 1 packed around 0.3 needs 2¹⁷ cells where the others need 2¹¹: the warning
+    named 2¹¹ from the first coarse class, and following it warned again. Over every
+    class's sketch the finest need decides, and there the exact mode is the smaller."""
+    g = torch.Generator().manual_seed(1)
+    n = 200_000
+    packed = 0.3 + 0.002 * torch.randn(n, generator=g, dtype=torch.float64)
+    spread = torch.rand(n, generator=g, dtype=torch.float64) * 0.69
+    probs = torch.stack([spread, packed, 1 - spread - packed], 1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    metric = CalibrationError(
+        num_classes=3, average="macro", streaming=True, resolution=1024, bin_size=2000
+    )
+    metric.update(probs, target)
+    (message,) = _coarse_warnings(metric)
+    assert message.startswith("CalibrationError: 3 of 3 streaming sketches have as few as 0.02")
+    assert "use the exact mode" in message and "(131072 cells)" in message

@@ -62,6 +62,7 @@ the streaming metric keeps the pairs themselves and gives the exact result.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
@@ -710,8 +711,9 @@ MIN_CELLS_PER_BIN = 1.5
 
 class ExactCost(NamedTuple):
     """What the exact mode would hold instead of the sketches: ``rows`` (a 0-dim tensor,
-    read with the sketch's own sums) of ``row_bytes`` each, beside ``sketches`` sketches
-    (one per class, or one)."""
+    read with the sketch's own sums) of at most ``row_bytes`` each (float64 values and
+    int64 targets; float32 input takes less), beside ``sketches`` sketches (one per class,
+    or one)."""
 
     rows: Tensor
     row_bytes: int
@@ -749,7 +751,7 @@ def coarse_sketch_message(
         several values): the sketch can only share out the labels of the cells the
         boundaries cut, so the error can miss the exact mode's by up to the metric's
         streaming_tolerance() (a debiased error near 0 most); pass resolution=512
-        (expected to give at least 1.5 cells per bin, 0.02 MiB per class) or use the
+        (expected to give at least 1.5 cells per bin, 0.02 MiB a sketch) or use the
         exact mode
         >>> rounded = torch.full((6400,), 0.5)  # one value: a tie group, shared exactly
         >>> state = empty(64)
@@ -757,48 +759,98 @@ def coarse_sketch_message(
         >>> coarse_sketch_message(state, 200) is None
         True
     """
-    count = state.count
-    spread = (count > 0) & ~tied_cells(state)
-    spread[[1, -2]] = False  # q beyond ±LOGIT_RANGE: no resolution splits them
-    counted = torch.where(spread, count, 0).double()
-    rows = torch.zeros_like(counted[0]) if exact is None else exact.rows.to(counted)
-    sums = torch.stack([counted.sum(), counted.square().sum(), spread.sum(), rows.reshape(())])
-    pairs, squares, occupied, rows = sums.double().tolist()
-    if occupied == 0:
+    return coarse_sketches_message([(state, bin_size)], exact)
+
+
+class _Coarse(NamedTuple):
+    """A sketch with too few cells per bin: what the warning says of it."""
+
+    per_bin: float
+    cell_size: float
+    occupied: int
+    resolution: int
+    bin_size: int
+    finer: int | None
+
+
+def coarse_sketches_message(
+    sketches: Sequence[tuple[Sketch, int]], exact: ExactCost | None = None
+) -> str | None:
+    """:func:`coarse_sketch_message` over several sketches with their bin sizes (a
+    metric's classes): the coarsest is described, and the resolution named is the finest
+    that any of them needs (a class packed in a few cells had been left for a second
+    warning). One host synchronisation a sketch, and one more when one is too coarse.
+    """
+    rows = None if exact is None else exact.rows
+    found = []
+    for state, bin_size in sketches:
+        coarse, read = _coarse(state, bin_size, rows)
+        rows = read if rows is not None else None  # read once, with the first sketch
+        if coarse is not None:
+            found.append(coarse)
+    if not found:
         return None
-    cell_size = squares / pairs
-    per_bin = bin_size / cell_size
-    if per_bin >= MIN_CELLS_PER_BIN:
-        return None
-    resolution = count.shape[-1]
-    cells = torch.stack([count, state.low, state.high])[:, spread].double().cpu()
-    finer = _finer_resolution(*cells, resolution, bin_size)
-    exact_mib = 0.0 if exact is None else rows * exact.row_bytes / 2**20
+    worst = min(found, key=lambda c: c.per_bin)
+    needed = [c.finer for c in found]
+    finer = None if None in needed else max(needed)
+    exact_mib = 0.0 if exact is None else float(rows) * exact.row_bytes / 2**20
     sketch_mib = 0.0 if finer is None else finer * BYTES_PER_CELL / 2**20
     if finer is None:
         remedy = (
             f"no sketch of up to {_MOST_CELLS:,} cells is expected to give "
-            f"{MIN_CELLS_PER_BIN} cells per bin of {bin_size} pairs: use the exact mode"
+            f"{MIN_CELLS_PER_BIN} cells per bin of {worst.bin_size} pairs: use the exact mode"
         )
     elif exact is not None and exact_mib <= sketch_mib * exact.sketches:
         remedy = (
-            f"use the exact mode: it keeps these {rows:,.0f} rows in {exact_mib:.2f} MiB, "
-            f"where the sketches that would do ({finer} cells) take "
+            f"use the exact mode: it keeps these {float(rows):,.0f} rows in at most "
+            f"{exact_mib:.2f} MiB, where the sketches that would do ({finer} cells) take "
             f"{sketch_mib * exact.sketches:.2f} MiB"
         )
     else:
         remedy = (
             f"pass resolution={finer} (expected to give at least {MIN_CELLS_PER_BIN} "
-            f"cells per bin, {sketch_mib:.2f} MiB per class) or use the exact mode"
+            f"cells per bin, {sketch_mib:.2f} MiB a sketch) or use the exact mode"
         )
-    return (
-        f"the streaming sketch has {per_bin:.2f} cells per bin (bins of {bin_size} pairs; a "
-        f"bin boundary falls in a cell of about {cell_size:,.0f} pairs, weighted by their "
-        f"pairs; {occupied:.0f} of {resolution} cells hold several values): the sketch can "
-        "only share out the labels of the cells the boundaries cut, so the error can miss "
-        "the exact mode's by up to the metric's streaming_tolerance() (a debiased error "
-        f"near 0 most); {remedy}"
+    shown = f"{worst.per_bin:.2f}" if worst.per_bin >= 0.01 else f"{worst.per_bin:.1e}"
+    which = (
+        f"{len(found)} of {len(sketches)} streaming sketches have as few as"
+        if len(sketches) > 1
+        else "the streaming sketch has"
     )
+    return (
+        f"{which} {shown} cells per bin (bins of {worst.bin_size} pairs; a bin boundary "
+        f"falls in a cell of about {worst.cell_size:,.0f} pairs, weighted by their pairs; "
+        f"{worst.occupied} of {worst.resolution} cells hold several values): the sketch "
+        "can only share out the labels of the cells the boundaries cut, so the error can "
+        "miss the exact mode's by up to the metric's streaming_tolerance() (a debiased "
+        f"error near 0 most); {remedy}"
+    )
+
+
+def _coarse(
+    state: Sketch, bin_size: int, rows: Tensor | float | None
+) -> tuple[_Coarse | None, float | None]:
+    """The sketch's count of cells per bin, and the resolution that would do when it is
+    too coarse (None when it is not); ``rows`` read in the same synchronisation when it
+    is a tensor."""
+    count = state.count
+    spread = (count > 0) & ~tied_cells(state)
+    spread[[1, -2]] = False  # q beyond ±LOGIT_RANGE: no resolution splits them
+    counted = torch.where(spread, count, 0).double()
+    extra = rows.to(counted).reshape(()) if isinstance(rows, Tensor) else counted.new_zeros(())
+    sums = torch.stack([counted.sum(), counted.square().sum(), spread.sum(), extra])
+    pairs, squares, occupied, read = sums.double().tolist()
+    read = read if isinstance(rows, Tensor) else rows
+    if occupied == 0:
+        return None, read
+    cell_size = squares / pairs
+    per_bin = bin_size / cell_size
+    if per_bin >= MIN_CELLS_PER_BIN:
+        return None, read
+    resolution = count.shape[-1]
+    cells = torch.stack([count, state.low, state.high])[:, spread].double().cpu()
+    finer = _finer_resolution(*cells, resolution, bin_size)
+    return _Coarse(per_bin, cell_size, int(occupied), resolution, bin_size, finer), read
 
 
 # The finest sketch a warning names (48 GiB a class): past it, the exact mode.
