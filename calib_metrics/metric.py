@@ -1073,7 +1073,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         """One UserWarning per metric object when a folded sketch has fewer than
         ``MIN_CELLS_PER_BIN`` cells (of several values) per bin, naming the resolution that
         every class's would need or the exact mode where that takes less memory (one host
-        synchronisation a sketch; one more, once, when it warns)."""
+        synchronisation a sketch; once, when it warns, one more for each coarse sketch,
+        whose cells are copied to the host)."""
         if self._coarse_sketch_warned:
             return
         classes = self.num_classes or 1

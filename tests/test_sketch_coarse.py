@@ -266,3 +266,39 @@ def test_a_per_class_metric_names_what_its_coarsest_class_needs():
     (message,) = _coarse_warnings(metric)
     assert message.startswith("CalibrationError: 3 of 3 streaming sketches have as few as 0.02")
     assert "use the exact mode" in message and "(131072 cells)" in message
+
+
+def test_the_class_described_and_the_class_that_names_the_remedy_may_differ():
+    """Class 0 has the fewest cells per bin and needs 2¹⁷ cells; class 1 (3,000 distinct
+    values within 3e-10) no sketch would do: the exact mode is named, from class 1, while
+    class 0 is described. Naming the coarsest sketch's own need would have said 2¹⁷."""
+    g = torch.Generator().manual_seed(0)
+    n = 100_000
+    first = 0.4 + 0.2 * torch.rand(n, generator=g, dtype=torch.float64)
+    second = 0.1 * torch.rand(n, generator=g, dtype=torch.float64)
+    second[:3000] = 0.3 + torch.arange(3000, dtype=torch.float64) * 1e-13
+    probs = torch.stack([first, second, 1 - first - second], 1)
+    target = torch.multinomial(probs.float(), 1, generator=g).squeeze(1)
+    metric = CalibrationError(
+        num_classes=3, average="macro", streaming=True, resolution=4096, bin_size=100
+    )
+    metric.update(probs, target)
+    (message,) = _coarse_warnings(metric)
+    assert "streaming sketches have as few as 0.10 cells per bin" in message
+    assert "no sketch of up to 1,073,741,824 cells" in message
+    assert "pass resolution" not in message
+
+
+def test_one_coarse_sketch_of_several_is_named_in_the_singular():
+    g = torch.Generator().manual_seed(1)
+    n = 200_000
+    packed = 0.3 + 0.002 * torch.randn(n, generator=g, dtype=torch.float64)
+    spread = torch.rand(n, generator=g, dtype=torch.float64) * 0.69
+    probs = torch.stack([spread, packed, 1 - spread - packed], 1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    metric = CalibrationError(
+        num_classes=3, average="macro", streaming=True, resolution=4096, bin_size=4000
+    )
+    metric.update(probs, target)
+    (message,) = _coarse_warnings(metric)
+    assert message.startswith("CalibrationError: 1 of 3 streaming sketches has ")

@@ -779,7 +779,7 @@ def coarse_sketches_message(
     """:func:`coarse_sketch_message` over several sketches with their bin sizes (a
     metric's classes): the coarsest is described, and the resolution named is the finest
     that any of them needs (a class packed in a few cells had been left for a second
-    warning). One host synchronisation a sketch, and one more when one is too coarse.
+    warning). One host synchronisation a sketch, and one more for each that is too coarse.
     """
     rows = None if exact is None else exact.rows
     found = []
@@ -812,11 +812,12 @@ def coarse_sketches_message(
             f"cells per bin, {sketch_mib:.2f} MiB a sketch) or use the exact mode"
         )
     shown = f"{worst.per_bin:.2f}" if worst.per_bin >= 0.01 else f"{worst.per_bin:.1e}"
-    which = (
-        f"{len(found)} of {len(sketches)} streaming sketches have as few as"
-        if len(sketches) > 1
-        else "the streaming sketch has"
-    )
+    if len(sketches) == 1:
+        which = "the streaming sketch has"
+    elif len(found) == 1:
+        which = f"1 of {len(sketches)} streaming sketches has"
+    else:
+        which = f"{len(found)} of {len(sketches)} streaming sketches have as few as"
     return (
         f"{which} {shown} cells per bin (bins of {worst.bin_size} pairs; a bin boundary "
         f"falls in a cell of about {worst.cell_size:,.0f} pairs, weighted by their pairs; "
