@@ -249,10 +249,8 @@ def test_the_exact_mode_is_named_where_it_takes_less_memory(classes, mode):
         assert "pass resolution" not in message
 
 
-def test_a_per_class_metric_names_what_its_coarsest_class_needs():
-    """Class 1 packed around 0.3 needs 2¹⁷ cells where the others need 2¹¹: the warning
-    named 2¹¹ from the first coarse class, and following it warned again. Over every
-    class's sketch the finest need decides, and there the exact mode is the smaller."""
+def _one_packed_class_warning(resolution: int, bin_size: int) -> str:
+    """The warning of a 3-class macro metric whose class 1 is packed around 0.3."""
     g = torch.Generator().manual_seed(1)
     n = 200_000
     packed = 0.3 + 0.002 * torch.randn(n, generator=g, dtype=torch.float64)
@@ -260,10 +258,18 @@ def test_a_per_class_metric_names_what_its_coarsest_class_needs():
     probs = torch.stack([spread, packed, 1 - spread - packed], 1)
     target = torch.multinomial(probs, 1, generator=g).squeeze(1)
     metric = CalibrationError(
-        num_classes=3, average="macro", streaming=True, resolution=1024, bin_size=2000
+        num_classes=3, average="macro", streaming=True, resolution=resolution, bin_size=bin_size
     )
     metric.update(probs, target)
     (message,) = _coarse_warnings(metric)
+    return message
+
+
+def test_a_per_class_metric_names_what_its_coarsest_class_needs():
+    """Class 1 packed around 0.3 needs 2¹⁷ cells where the others need 2¹¹: the warning
+    named 2¹¹ from the first coarse class, and following it warned again. Over every
+    class's sketch the finest need decides, and there the exact mode is the smaller."""
+    message = _one_packed_class_warning(resolution=1024, bin_size=2000)
     assert message.startswith("CalibrationError: 3 of 3 streaming sketches have as few as 0.02")
     assert "use the exact mode" in message and "(131072 cells)" in message
 
@@ -290,15 +296,5 @@ def test_the_class_described_and_the_class_that_names_the_remedy_may_differ():
 
 
 def test_one_coarse_sketch_of_several_is_named_in_the_singular():
-    g = torch.Generator().manual_seed(1)
-    n = 200_000
-    packed = 0.3 + 0.002 * torch.randn(n, generator=g, dtype=torch.float64)
-    spread = torch.rand(n, generator=g, dtype=torch.float64) * 0.69
-    probs = torch.stack([spread, packed, 1 - spread - packed], 1)
-    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
-    metric = CalibrationError(
-        num_classes=3, average="macro", streaming=True, resolution=4096, bin_size=4000
-    )
-    metric.update(probs, target)
-    (message,) = _coarse_warnings(metric)
+    message = _one_packed_class_warning(resolution=4096, bin_size=4000)
     assert message.startswith("CalibrationError: 1 of 3 streaming sketches has ")
