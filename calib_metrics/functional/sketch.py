@@ -784,8 +784,7 @@ def coarse_sketches_message(
     rows = None if exact is None else exact.rows
     found = []
     for state, bin_size in sketches:
-        coarse, read = _coarse(state, bin_size, rows)
-        rows = read if rows is not None else None  # read once, with the first sketch
+        coarse, rows = _coarse(state, bin_size, rows)  # a tensor is read with the first
         if coarse is not None:
             found.append(coarse)
     if not found:

@@ -532,15 +532,20 @@ def refuse_vmap(function: str, *tensors: Tensor | None) -> None:
     torch.compile traces the call only the outermost wrapper is looked at: dynamo cannot
     trace the unwrapping, and had compiled the unchecked functions whole
     (``fullgraph=True``) before the test."""
-    # dynamo traces is_batchedtensor but not the unwrapping: compiled, the outer level alone.
     vmapped = functorch.is_batchedtensor if _compiling() else _vmapped
     if any(isinstance(t, Tensor) and vmapped(t) for t in tensors):
         raise RuntimeError(_vmap_refusal(function))
 
 
-def _prepare(function, emissions, transitions, start, end, mask, compute_dtype, validate_args=True):
-    refuse_vmap(function, emissions, transitions, start, end, mask)
+def _entry_checks(function: str, validate_args: object, *tensors: Tensor | None) -> None:
+    """What every chain function checks first, even with ``validate_args=False``: no
+    vmap, and a flag that is True or False."""
+    refuse_vmap(function, *tensors)
     check_flag("validate_args", validate_args)
+
+
+def _prepare(function, emissions, transitions, start, end, mask, compute_dtype, validate_args=True):
+    _entry_checks(function, validate_args, emissions, transitions, start, end, mask)
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
     elif mask is None:
@@ -1231,8 +1236,7 @@ def sequence_score(
         >>> sequence_score(em, tr, torch.zeros(2), torch.zeros(2), torch.tensor([[0, 1]]))
         tensor([3.5000])
     """
-    refuse_vmap("sequence_score", emissions, transitions, start, end, tags, mask)
-    check_flag("validate_args", validate_args)
+    _entry_checks("sequence_score", validate_args, emissions, transitions, start, end, tags, mask)
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask)
         tags = _check_tags(tags, mask, emissions.shape[2])
