@@ -84,3 +84,26 @@ def test_metric_plot_names_what_it_draws_when_given_a_value(mode: str) -> None:
     with pytest.raises(ValueError, match=r"draws one comparison: .* got list"):
         comparison.plot(steps)
     comparison.plot(steps[-1])
+
+
+def test_reliability_diagram_refuses_a_classwise_average() -> None:
+    # calibration_error_ci(mode="classwise")'s bins are every class's sorted together:
+    # one diagram had drawn them as one model's curve (CalibrationError.plot refused it).
+    from calib_metrics.plot_panels import classwise_panels
+
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(2 * torch.randn(600, 3, generator=g), -1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    result = calibration_error_ci(probs, target, mode="classwise", n_samples=20)
+    assert len(result.bins.count) > 3  # the classes' bins, pooled
+    with pytest.raises(ValueError, match="averages 3 classes .*classwise_panels"):
+        reliability_diagram(result)
+    per_class = [
+        calibration_error_ci(probs[:, c], (target == c).float(), n_samples=20) for c in range(3)
+    ]
+    fig, axes = classwise_panels(per_class)
+    assert len(axes) == 3
+    plt.close(fig)
+    for mode in ("one_vs_rest", "top_label"):  # one set of pairs each: drawn
+        fig, _ = reliability_diagram(calibration_error_ci(probs, target, mode=mode, n_samples=20))
+        plt.close(fig)

@@ -257,15 +257,18 @@ def average_results(results: list) -> CalibrationResult:
     items), so the averaged interval is conservative rather than too narrow. The bins
     are every class's bins together, sorted by mean prediction, each carrying its
     class's effective sample size (so a diagram's error bars and
-    :func:`~calib_metrics.functional.intervals.effective_samples` read the per-class ones).
+    :func:`~calib_metrics.functional.intervals.effective_samples` read the per-class ones),
+    and the number of classes they pool as ``bins.classes``: one reliability diagram of
+    them would mix the classes, and :func:`~calib_metrics.plot.reliability_diagram`
+    refuses them.
 
     Example:
         >>> import torch
         >>> t, b = torch.tensor, Bins(torch.tensor([0.5]), torch.tensor([0.5]), torch.tensor([2.0]))
         >>> out = average_results([(t(0.1), t(0.1), t(0.02), t(0.06), t(0.14), b),
         ...                        (t(0.3), t(0.3), t(0.04), t(0.22), t(0.38), b)])
-        >>> [round(v.item(), 3) for v in out[:5]], out[5].count.tolist()
-        ([0.2, 0.2, 0.03, 0.14, 0.26], [2.0, 2.0])
+        >>> [round(v.item(), 3) for v in out[:5]], out[5].count.tolist(), out[5].classes
+        ([0.2, 0.2, 0.03, 0.14, 0.26], [2.0, 2.0], 2)
     """
     fields = [torch.stack([r[i] for r in results]).mean() for i in range(5)]
     pred = torch.cat([r[5].pred_mean for r in results])
@@ -274,6 +277,7 @@ def average_results(results: list) -> CalibrationResult:
     count = torch.cat([r[5].count for r in results]).index_select(0, order)
     samples = torch.cat([effective_samples(r[5]) for r in results]).index_select(0, order)
     bins = with_samples(Bins(pred.index_select(0, order), freq, count), samples)
+    bins.classes = len(results)
     return CalibrationResult(*fields, bins)
 
 

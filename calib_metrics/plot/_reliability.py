@@ -90,6 +90,7 @@ def reliability_diagram(
             "result must be a CalibrationResult (what calibration_error_ci or "
             f"CalibrationError.compute_result returns), got {type(result).__name__}"
         )
+    _refuse_pooled_classes(result.bins)
     heading = interval_label(confidence, interval, debias)
     title, label = literal(title), literal(label)
     if smooth is not None and not isinstance(smooth, SmoothCurve):
@@ -127,6 +128,20 @@ def reliability_diagram(
     handles.setdefault(counts.containers[0].get_label(), counts.containers[0])
     ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
     return fig, ax
+
+
+def _refuse_pooled_classes(bins: Bins) -> None:
+    """Refuse the bins of a classwise average, every class's sorted together by mean
+    prediction: one diagram of them had drawn class 0's bin at q̂ = 0.3 beside class 2's,
+    as if they were one model's."""
+    classes = getattr(bins, "classes", 1)
+    if classes > 1:
+        raise ValueError(
+            f"result averages {classes} classes (mode='classwise'), whose bins one diagram "
+            "would mix: draw one panel per class with calib_metrics.plot_panels."
+            "classwise_panels (each class's calibration_error_ci), or "
+            "CalibrationError(mode='classwise').plot()"
+        )
 
 
 def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float], list[float]]:
