@@ -579,15 +579,14 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
 def evaluate(args: argparse.Namespace) -> dict:
     """``calib-metrics evaluate``: read, compute, plot if asked, print; the summary."""
     from calib_metrics import cli_report
-    from calib_metrics.predictions import check_output_paths, to_jsonable
+    from calib_metrics.predictions import check_output_paths, text_report_stream, to_jsonable
     from calib_metrics.report import interval_note
 
     _settle_options(args)
     check_draw_options(args)
     check_plot_smooth(args)
-    check_output_paths(
-        {"--plot": args.plot, "--html": args.html}, [args.file], json_output=args.json
-    )
+    outputs = {"--plot": args.plot, "--html": args.html}
+    check_output_paths(outputs, [args.file], json_output=args.json)
     if args.html:  # the page shows every measure the command has
         args.smooth = args.spiegelhalter = True
     table, result, brier, per_class = _compute(args)
@@ -621,7 +620,8 @@ def evaluate(args: argparse.Namespace) -> dict:
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
     else:
-        _print_text(args, summary, result, brier)
+        with text_report_stream(outputs):
+            _print_text(args, summary, result, brier)
     return summary
 
 

@@ -287,13 +287,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from calib_metrics.functional import compare_calibration
     from calib_metrics.functional.comparison_by_label import SMALL_LABEL_UNITS
     from calib_metrics.functional.intervals import MIN_UNITS
-    from calib_metrics.predictions import check_output_paths
+    from calib_metrics.predictions import check_output_paths, text_report_stream
     from calib_metrics.report import difference_note, p_value_or_none
 
     check_plot_smooth(args)
-    check_output_paths(
-        {"--html": args.html, "--plot": args.plot}, [args.a, args.b], json_output=args.json
-    )
+    outputs = {"--html": args.html, "--plot": args.plot}
+    check_output_paths(outputs, [args.a, args.b], json_output=args.json)
     check_draw_options(args)
     if args.label is not None and args.mode != "one_vs_rest":
         # The per-label table compares each label's own pairs, one-vs-rest; it would have
@@ -375,7 +374,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label, panels)
     if args.plot:
         summary["plot"] = _plot(args, result, a, b, panels)
-    _print(summary, args)
+    with text_report_stream(outputs):
+        _print(summary, args)
     return summary
 
 

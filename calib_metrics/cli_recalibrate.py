@@ -186,6 +186,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         check_output_paths,
         read_table,
         shared,
+        text_report_stream,
         writing_output,
     )
     from calib_metrics.recalibration import fit_binary
@@ -199,9 +200,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")
-    check_output_paths(
-        {"--out": out, "--plot": args.plot}, [args.dev, args.test], json_output=args.json
-    )
+    outputs = {"--out": out, "--plot": args.plot}
+    check_output_paths(outputs, [args.dev, args.test], json_output=args.json)
     check_csv_path(out, "--out")
     dev = read_table(args.dev, args.probs, args.target, None, args.ignore_index)
     test = read_table(
@@ -243,7 +243,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     summary["settings"] = _settings(args, test)
     if args.plot:
         summary["plot"] = str(_plot(args.plot, summary))
-    _print(summary, args)
+    with text_report_stream(outputs):
+        _print(summary, args)
     return summary
 
 

@@ -59,9 +59,13 @@ def test_json_and_a_page_on_the_standard_output_are_refused(tmp_path, capfd, com
     assert out == ""  # nothing written before the refusal
     (line,) = err.strip().splitlines()
     assert "--html /dev/stdout is the standard output, where --json prints its JSON" in line
-    # Without --json the page may go to the standard output, and a file beside --json works.
+    # Without --json the page may go to the standard output, alone: the text report goes
+    # to the standard error then (its lines had come before the page), and a file beside
+    # --json works.
     assert _main([command, data, *extra, "--samples", "20", "--html", "/dev/stdout"]) == 0
-    capfd.readouterr()
+    out, err = capfd.readouterr()
+    assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
+    assert "HTML report: /dev/stdout" in err and "HTML report:" not in out
     page = tmp_path / "page.html"
     assert _main([command, data, *extra, "--samples", "20", "--json", "--html", page]) == 0
     assert json.loads(capfd.readouterr().out)
@@ -86,3 +90,41 @@ def test_the_null_device_is_never_the_standard_output_refused(monkeypatch) -> No
     null = os.stat(os.devnull)
     monkeypatch.setattr(_output.os, "fstat", lambda fd: null)  # stdout is /dev/null
     assert not _output._is_standard_output(Path(os.devnull))
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="no /dev/stdout on this system")
+def test_recalibrated_probabilities_alone_on_the_standard_output(tmp_path, capfd) -> None:
+    """``recalibrate --out /dev/stdout`` (which the README names as fine): the CSV file
+    alone on the standard output, the text report on the standard error. The standard
+    output is written through its own stream, so a file it is appended to keeps its
+    rows (``>> all.csv`` had been replaced by a new file, and the report left on the
+    unlinked one)."""
+    data = _predictions(tmp_path / "p.csv")
+    argv = ["recalibrate", data, data, "--probs", "prob", "--samples", "20"]
+    assert _main([*argv, "--out", "/dev/stdout"]) == 0
+    out, err = capfd.readouterr()
+    rows = out.splitlines()
+    assert rows[0] == "probs,original,target" and len(rows) == 301  # the header, 300 rows
+    assert "recalibrated test probabilities: /dev/stdout" in err
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="no /dev/stdout on this system")
+def test_an_appended_standard_output_keeps_what_it_held(tmp_path) -> None:
+    import os
+    import sys
+
+    from calib_metrics.predictions import writing_output
+
+    log = tmp_path / "all.csv"
+    log.write_text("first\n")
+    saved = os.dup(1)
+    with log.open("a") as appended:
+        sys.stdout.flush()
+        os.dup2(appended.fileno(), 1)
+        try:
+            with writing_output(Path("/dev/stdout"), "--out") as target:
+                target.write_text("second\n")
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+    assert log.read_text() == "first\nsecond\n"  # had been "second\n" in a new file

@@ -41,6 +41,7 @@ from calib_metrics.predictions._output import (
     check_writable_folder,
     output_failures,
     save_figure,
+    text_report_stream,
     to_jsonable,
     writing_output,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "row_positions",
     "save_figure",
     "shared",
+    "text_report_stream",
     "to_jsonable",
     "writing_output",
 ]

@@ -13,8 +13,10 @@ import math
 import os
 import secrets
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +133,9 @@ def writing_output(path: Path, option: str) -> Iterator[Path]:
     beside it (hidden, ending in ``.tmp``, so that no glob of the target's suffix sees it
     half written), moved over it once written (removed if the writing fails); a symlink
     is written through to its target. A device or a pipe, which cannot be replaced, is
-    written in place, as is a file in a folder where no new file can be made.
+    written in place, as is a file in a folder where no new file can be made. The
+    standard output (``/dev/stdout``, or the file it is redirected to) is written through
+    the process's own stream, appended where the shell appends.
 
     Example:
         >>> with writing_output(Path("/dev/full"), "--html") as target:
@@ -139,6 +143,10 @@ def writing_output(path: Path, option: str) -> Iterator[Path]:
         Traceback (most recent call last):
         ValueError: --html /dev/full: cannot be written (No space left on device)
     """
+    if _is_standard_output(path):
+        with _through_standard_output(path, option) as staged:
+            yield staged
+        return
     target, existed = _landing(path)
     beside = _file_beside(target, existed)
     try:
@@ -151,6 +159,31 @@ def writing_output(path: Path, option: str) -> Iterator[Path]:
         if beside is not None:
             with contextlib.suppress(OSError):
                 beside.unlink()
+
+
+@contextlib.contextmanager
+def _through_standard_output(path: Path, option: str) -> Iterator[Path]:
+    """Write ``path``, the standard output, through the process's own descriptor: a file
+    staged in the temporary folder, copied to descriptor 1 once written. Where the
+    standard output is a file (``--html /dev/stdout > page.html``, ``--out /dev/stdout
+    >> all.csv``) the file had been replaced, leaving the shell's stream (and what an
+    appended file held before) on an unlinked copy; opening the path anew would truncate
+    it."""
+    handle, staged = tempfile.mkstemp(suffix=".tmp")
+    os.close(handle)
+    try:
+        with output_failures(path, option):
+            yield Path(staged)
+            if sys.stdout is not None:
+                sys.stdout.flush()
+            with open(staged, "rb") as written:
+                while chunk := written.read(1 << 20):
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(1, view) :]
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(staged)
 
 
 def _file_beside(target: Path, existed: bool) -> Path | None:
@@ -238,6 +271,22 @@ def check_output_paths(
         check_figure_path(given["--plot"], "--plot")
     if "--html" in given:
         _check_page_figures(given["--html"], "--html")
+
+
+def text_report_stream(outputs: Mapping[str, Path | None]) -> AbstractContextManager:
+    """Where the command's text report goes: the standard error when one of ``outputs``
+    is the standard output (``--html /dev/stdout > page.html``: the report's lines had
+    come before the page in one stream), else the standard output. ``--json`` beside
+    such an output is refused before any work (:func:`check_output_paths`).
+
+    Example:
+        >>> with text_report_stream({"--html": Path("page.html")}):
+        ...     print("CalibErr = 0.0123")
+        CalibErr = 0.0123
+    """
+    if any(path is not None and _is_standard_output(path) for path in outputs.values()):
+        return contextlib.redirect_stdout(sys.stderr)
+    return contextlib.nullcontext()
 
 
 def check_figure_path(path: Path, option: str) -> None:
