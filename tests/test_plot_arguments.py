@@ -96,7 +96,7 @@ def test_reliability_diagram_refuses_a_classwise_average() -> None:
     target = torch.multinomial(probs, 1, generator=g).squeeze(1)
     result = calibration_error_ci(probs, target, mode="classwise", n_samples=20)
     assert len(result.bins.count) > 3  # the classes' bins, pooled
-    with pytest.raises(ValueError, match="averages 3 classes .*classwise_panels"):
+    with pytest.raises(ValueError, match=r"averages 3 classes .*classwise_panels"):
         reliability_diagram(result)
     per_class = [
         calibration_error_ci(probs[:, c], (target == c).float(), n_samples=20) for c in range(3)
