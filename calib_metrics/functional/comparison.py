@@ -243,9 +243,14 @@ def _unit_sums(
 def _model_result(
     bins: Bins, blocks: list, confidence: float, norm: str, debias: bool, world: str
 ) -> tuple[Tensor, CalibrationResult]:
-    """One model's per-draw errors and its result (percentile interval) from its draws."""
+    """One model's per-draw errors and its result from its draws: debiased, the percentile
+    interval of its recentred squares; plug-in, the normal interval centred on its
+    estimate, :func:`calibration_error_ci`'s default (the plug-in draws sit above the
+    estimate by the bias, and their percentiles had excluded it: 0.0653 with
+    [0.0716, 0.1058])."""
     draws = draw_statistics(bins, blocks, norm=norm, debias=debias, world=world)
-    summary = interval_of_draws(draws, confidence=confidence, method="percentile")
+    method = "percentile" if debias else "normal"
+    summary = interval_of_draws(draws, confidence=confidence, method=method)
     return draws.errors, CalibrationResult(*summary, bins)
 
 
