@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from statistics import NormalDist
 
 import pytest
@@ -353,3 +354,24 @@ def test_plug_in_models_results_are_calibration_error_cis(grouped: bool) -> None
         width = float(alone.upper - alone.lower)
         assert abs(float(own.lower - alone.lower)) < 0.05 * width
         assert abs(float(own.upper - alone.upper)) < 0.05 * width
+
+
+def test_bins_of_one_pair_warn_that_the_debiased_interval_is_too_narrow() -> None:
+    """At ``bin_size=1`` the debiased comparison's draws lack the labels' noise: the
+    interval [−0.0011, −0.0007] called a 0.0009 difference at p = 0 where the plug-in's
+    is [−0.0021, +0.0005], silently (CalibrationError warned of one-pair bins)."""
+    from calib_metrics import CalibrationComparison
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    with pytest.warns(UserWarning, match="4000 of 4000 bins hold one pair.*too narrow"):
+        compare_calibration(q, q**0.9, y, bin_size=1, n_samples=50)
+    metric = CalibrationComparison(bin_size=1, n_samples=50)
+    metric.update(q, q**0.9, y)
+    with pytest.warns(UserWarning, match="bins hold one pair"):
+        metric.compute()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the plug-in, and bins of 2 or more: no warning
+        compare_calibration(q, q**0.9, y, bin_size=1, debias=False, n_samples=50)
+        compare_calibration(q, q**0.9, y, bin_size=2, n_samples=50)

@@ -357,6 +357,8 @@ def compare_calibration(
         )
         for q_a, y_a, q_b, y_b in sets
     ]
+    if debias and n_units >= MIN_UNITS:  # below it there is no interval to be too narrow
+        _warn_of_single_pair_bins([bins for pair in models for bins, _ in pair])
     matrices = [sums for model_a, model_b in models for _, sums in (model_a, model_b)]
     blocks = list(_shared_blocks(matrices, n_units, n_samples, generator))
     # Each model's own result as calibration_error_ci reports it: the shrunk world for
@@ -399,6 +401,28 @@ def compare_calibration(
     own, at_bound = draws
     return ComparisonResult(
         difference, *_projected_ends(own, at_bound, confidence), _p_value(own), a, b
+    )
+
+
+def _warn_of_single_pair_bins(bins: list[Bins]) -> None:
+    """Warn that bins of one pair leave the debiased comparison's interval too narrow.
+
+    A bin of one pair keeps its plug-in square, and its resampled frequency never moves:
+    the draws' noise, which the paired interval is built from (module docstring), is
+    missing. At ``bin_size=1`` on 2,000 pairs the interval had a fifth of the width of
+    the estimates' spread and called a 0.001 difference at p < 0.001. One host read.
+    """
+    singles = int(sum((b.count == 1).sum() for b in bins))
+    if singles == 0:
+        return
+    total = sum(b.count.numel() for b in bins)
+    warnings.warn(
+        f"compare_calibration: {singles} of {total} bins hold one pair, whose label has no "
+        "noise for the debiased comparison to resample: its interval comes out too narrow "
+        "and its p-value too small; use bins of at least 2 pairs (bin_size='auto') or "
+        "debias=False",
+        UserWarning,
+        stacklevel=3,
     )
 
 
