@@ -414,3 +414,22 @@ def test_small_labels_are_reported_but_not_called() -> None:
         compare_calibration_by_label(
             a, b, y, labels, n_samples=300, generator=torch.Generator().manual_seed(1)
         )
+
+
+def test_adjusted_p_values_exactly_at_alpha_are_called() -> None:
+    """Three labels whose every draw lies on one side: Monte Carlo p = 2/(S + 1) = 0.05 at
+    S = 39, which BH leaves at 0.05 exactly. It had made it 0.05000000000000001 by
+    rounding, called none and warned that S = 40 was needed."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(3, 400, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    labels = torch.arange(3).unsqueeze(1).expand_as(q)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = compare_calibration_by_label(
+            q.sqrt(), q, y, labels, n_samples=39, correction="bh",
+            generator=torch.Generator().manual_seed(0),
+        )  # fmt: skip
+    assert res.p_value.tolist() == [0.0, 0.0, 0.0]
+    assert res.adjusted_p_value.tolist() == [0.05, 0.05, 0.05]
+    assert res.b_better == 3
