@@ -392,3 +392,20 @@ def test_a_fitted_recalibrator_reads_the_device_once_a_call(name, monkeypatch):
     torch.testing.assert_close(fresh(scores), module(scores))
     with pytest.raises(ValueError, match="is not fitted"):
         getattr(recalibration, name)()(scores)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_scaling_binning_bins_a_low_precision_input_as_its_float64_value(dtype) -> None:
+    """The Platt step had rounded the scaled scores to the input's dtype before binning:
+    7 of 2,000 float16 inputs (18 bfloat16) took a neighbouring bin's value, 0.10 away."""
+    from calib_metrics.recalibration import ScalingBinning
+
+    g = torch.Generator().manual_seed(0)
+    s = torch.randn(2000, generator=g, dtype=torch.float64) * 2
+    y = torch.bernoulli(torch.sigmoid(s / 2), generator=g).long()
+    q = torch.sigmoid(s)
+    sb = ScalingBinning(n_bins=10, inputs="probs", generator=torch.Generator().manual_seed(1))
+    sb.fit(q, y)
+    low = q.to(dtype)
+    same_values = sb(low.to(torch.float64))  # the map of the very values the input holds
+    assert torch.equal(sb(low), same_values.to(dtype))
