@@ -504,6 +504,9 @@ def test_a_module_returning_nothing_at_the_sanity_check_is_measured(
         # Before: "average must stay 'micro', got None", an option the user never set.
         ({"mode": "top_label", "per_class": True}, "mode='top_label' has none"),
         ({"save_png": "yes"}, "save_png"),
+        # 1 and 0.0 equal True and False, and had been kept as they were.
+        ({"save_png": 1}, "save_png must be None, True or False, got 1"),
+        ({"save_png": 0.0}, "save_png must be None, True or False, got 0.0"),
         ({"smooth": "yes"}, "smooth must be"),
         ({"average": None}, "per_class=True instead"),
         ({"extract": 3}, "extract must be callable"),

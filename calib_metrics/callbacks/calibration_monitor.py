@@ -212,7 +212,7 @@ class CalibrationMonitor(Callback):
         # Names label the per-class results and a classwise monitor's panels.
         named = per_class or metric_kwargs.get("mode") == "classwise"
         labels = checks.check_class_names(class_names, num_classes, named)
-        if save_png not in (None, True, False):
+        if save_png is not None and not isinstance(save_png, bool):  # 1 == True had passed
             raise ValueError(f"save_png must be None, True or False, got {save_png!r}")
         if "average" in metric_kwargs:
             raise ValueError("set per_class=True instead of average (the monitor logs micro)")
