@@ -346,7 +346,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     for which in ("before", "after"):
         s = summary[which]
         missing = no_interval(s["lower"], s["upper"], units)
-        interval = f", {missing}," if missing else f" [{s['lower']:.4f}, {s['upper']:.4f}]"
+        interval = f" [{missing}]" if missing else f" [{s['lower']:.4f}, {s['upper']:.4f}]"
         print(
             f"  {which:6s} CalibErr {s['calib_err']:.4f}{interval}"
             f"  accuracy {s['accuracy']:.4f}  NLL {s['nll']:.4f}  Brier {s['brier']:.4f}"

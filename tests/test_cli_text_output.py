@@ -79,6 +79,9 @@ def test_recalibrate_of_too_few_test_pairs_says_no_interval(tmp_path, capsys) ->
     assert "\x01" not in out and "t\\x01.csv: 3 pairs" in out
     lines = [x for x in out.splitlines() if "CalibErr" in x and x.startswith("  ")]
     assert len(lines) == 2 and all("nan" not in x and NO_INTERVAL in x for x in lines)
+    # In the interval's place, as the line with an interval lays it out (it had read
+    # "CalibErr 0.0000, no interval (...),  accuracy").
+    assert all(f"[{NO_INTERVAL}]  accuracy" in x for x in lines)
 
 
 def test_one_tested_label_is_singular() -> None:
