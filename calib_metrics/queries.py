@@ -84,7 +84,7 @@ def tag_queries(
     tokens, and one more for the values of an integer mask.
 
     Example:
-        >>> unigram = torch.tensor([[[0.9, 0.1], [0.2, 0.8]]])
+        >>> unigram = torch.tensor([[[0.9, 0.1], [0.2, 0.8]]], dtype=torch.float64)
         >>> tags = torch.tensor([[0, 0]])
         >>> q, y = tag_queries(unigram, tags)
         >>> q.tolist(), y.tolist()
@@ -199,7 +199,8 @@ def tag_pair_queries(
     for the values of an integer mask.
 
     Example:
-        >>> pw = torch.tensor([[[[0.6, 0.1], [0.2, 0.1]], [[0.1, 0.7], [0.1, 0.1]]]])
+        >>> pw = torch.tensor([[[[0.6, 0.1], [0.2, 0.1]], [[0.1, 0.7], [0.1, 0.1]]]],
+        ...                   dtype=torch.float64)
         >>> tags = torch.tensor([[0, 0, 1]])
         >>> out = tag_pair_queries(pw, tags, top_k=2)
         >>> out.pairs.tolist(), out.counts.tolist()
@@ -273,7 +274,8 @@ def coref_pair_queries(
     for the values of an integer mask.
 
     Example:
-        >>> marg = torch.tensor([[[1.0, 0.0, 0.0], [0.8, 1.0, 0.0], [0.3, 0.4, 1.0]]])
+        >>> marg = torch.tensor([[[1.0, 0.0, 0.0], [0.8, 1.0, 0.0], [0.3, 0.4, 1.0]]],
+        ...                     dtype=torch.float64)
         >>> ids = torch.tensor([[5, 5, -1]])
         >>> q, y = coref_pair_queries(marg, ids)
         >>> q.tolist(), y.tolist()

@@ -312,7 +312,8 @@ def accumulate(state: Sketch, probs: Tensor, target: Tensor, weight: Tensor | No
 
     Example:
         >>> state = empty(8)
-        >>> probs, target = torch.tensor([0.5, 0.5, 0.9, 0.2]), torch.tensor([1, 0, 1, -1])
+        >>> probs = torch.tensor([0.5, 0.5, 0.9, 0.2], dtype=torch.float64)
+        >>> target = torch.tensor([1, 0, 1, -1])
         >>> accumulate(state, probs, target, target >= 0)
         >>> state.count.nonzero().flatten().tolist(), state.count.sum().item()
         ([4], 3.0)
@@ -514,7 +515,7 @@ def share_variance(part: Tensor, size: Tensor, ones: Tensor) -> Tensor:
     with p = ones/N (0 where c is 0 or N).
 
     Example:
-        >>> t = torch.tensor
+        >>> t = lambda values: torch.tensor(values, dtype=torch.float64)
         >>> share_variance(t([1.0, 3.0, 3.0]), t([6.0, 6.0, 6.0]), t([3.0, 3.0, 6.0])).tolist()
         [0.25, 0.45, 0.0]
     """
