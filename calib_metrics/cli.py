@@ -187,9 +187,16 @@ def output_path(text: str, kind: str = "file") -> Path:
         Traceback (most recent call last):
         ...
         argparse.ArgumentTypeError: '' is an empty path: give a file name
+        >>> output_path("diagram.png/")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: 'diagram.png/' ends in a slash, a folder: give a file name
     """
     if not text:
         raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a {kind} name")
+    if kind == "file" and text.endswith(("/", os.sep)):
+        # Path() drops the slash: "--plot x.png/" had written the file x.png.
+        raise argparse.ArgumentTypeError(f"{text!r} ends in a slash, a folder: give a file name")
     return Path(text)
 
 

@@ -45,6 +45,21 @@ def test_an_empty_output_path_is_reported_as_given(capsys, argv) -> None:
     assert f"argument {option}: '' is an empty path: give a file name" in line
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "p.csv", "--plot", "x.png/"],
+        ["compare", "p.csv", "--probs-b", "q", "--html", "page.html/"],
+        ["recalibrate", "d.csv", "t.csv", "--out", "r.csv/"],
+    ],
+)
+def test_an_output_file_ending_in_a_slash_is_refused(capsys, argv) -> None:
+    # Path() drops a trailing slash: "--plot x.png/" had written the file x.png.
+    option, given = argv[-2:]
+    line = one_line_error(capsys, *argv)
+    assert f"argument {option}: '{given}' ends in a slash, a folder: give a file name" in line
+
+
 @pytest.mark.parametrize("option", ["--out", "--img"])
 def test_an_empty_demo_folder_is_reported_as_given(tmp_path, capsys, monkeypatch, option):
     # Path("") is the current folder: demo --out "" had written its results there.
