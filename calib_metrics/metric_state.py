@@ -444,7 +444,17 @@ class _StatesKeepTheirDtype(Metric):
         torchmetrics' leaves the metric synchronised for good after a compute that failed
         (no pairs on any rank, a refusal of memory, ranks that disagree about ``groups=``):
         the rank's pairs were the union, one tensor, and its next ``update`` crashed.
+        Every compute passes through it, and a state on the meta device is refused here
+        first: it holds no values (a streaming metric had failed in torch with
+        "Tensor.item() cannot be called on meta tensors", an exact one with "META device
+        type not an accelerator").
         """
+        if self.device.type == "meta":
+            raise ValueError(
+                f"{type(self).__name__} is on the meta device, whose states hold no values "
+                "(and torch cannot copy them out): build the metric on a real device and "
+                "update it there before computing"
+            )
         synced_before = self._is_synced  # a caller's own sync() is the caller's to undo
         self.sync(dist_sync_fn, process_group, should_sync, distributed_available)
         try:

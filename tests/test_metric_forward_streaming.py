@@ -100,3 +100,34 @@ def test_forward_refuses_what_a_streaming_update_refuses() -> None:
         on_meta(probs, target)
     assert metric.update_count == on_meta.update_count == 0
     assert int(metric.rows_seen) == 0 and not metric.probs
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["exact", "streaming"])
+@pytest.mark.parametrize("updated", [False, True], ids=["empty", "updated"])
+def test_a_metric_on_meta_is_refused_by_every_compute(streaming: bool, updated: bool) -> None:
+    """A streaming metric on meta had failed in torch ("Tensor.item() cannot be called on
+    meta tensors"), an updated exact one with "META device type not an accelerator"."""
+    import warnings
+
+    from calib_metrics import CalibrationComparison
+
+    probs, target = next(_batches(1, 40, seed=6))
+    metric = CalibrationError(CLASSES, streaming=streaming, resolution=64)
+    if updated:
+        metric.update(probs, target)
+    metric = metric.to("meta")
+    calls = ["compute", "compute_result", "compute_smooth", "compute_spiegelhalter"]
+    calls += ["streaming_tolerance", "class_bins"]
+    for name in calls:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torchmetrics' "compute before update"
+            with pytest.raises(ValueError, match="CalibrationError is on the meta device"):
+                getattr(metric, name)()
+    comparison = CalibrationComparison()
+    if updated:
+        comparison.update(probs[:, 0], probs[:, 1], (target == 0).long())
+    comparison = comparison.to("meta")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match="CalibrationComparison is on the meta device"):
+            comparison.compute()
