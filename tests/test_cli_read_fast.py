@@ -132,3 +132,37 @@ def test_a_bad_byte_past_the_first_chunk_is_named_without_a_wrong_offset(tmp_pat
     assert main(["evaluate", str(path)]) == 2
     err = capsys.readouterr().err
     assert "not UTF-8 text (it holds the byte 0xff)" in err and "offset" not in err
+
+
+@pytest.mark.parametrize("ending", ["\n", "\n\n\n", "\r\n  \r\n", "\t\n"])
+def test_a_file_ending_in_blank_lines_is_read_once(tmp_path: Path, monkeypatch, ending) -> None:
+    """The fast reader had handed a file ending in a blank line (a writer's extra newline)
+    to the exact reader, which read it all again; the line numbers stay the file's."""
+    from calib_metrics.predictions import _text
+
+    def read_again(*args):
+        raise AssertionError("read twice")
+
+    monkeypatch.setattr(_text, "_read_delimited_exact", read_again)
+    file = tmp_path / "pairs.csv"
+    file.write_text("prob,label\n0.5,1\n0.25,0\n" + ending)
+    assert read_table(file).probs.tolist() == [0.5, 0.25]
+    table = _load(file)
+    table.want(["prob", "label"])
+    assert list(table.lines) == [2, 3]
+    monkeypatch.undo()  # a bad cell is looked up as written by the exact reader
+    file.write_text("prob,label\n0.5,1\n1.5,0\n" + ending)
+    with pytest.raises(ValueError, match=r"line 3, column 'prob' holds 1.5"):
+        read_table(file)
+
+
+@pytest.mark.parametrize("blank", ["  ", "\t", " \t "])
+def test_a_line_of_white_space_after_the_header_is_blank(tmp_path: Path, blank) -> None:
+    """Skipped before the header and in JSON lines, it had stopped a CSV file after the
+    header: "line 4 has a different number of fields"."""
+    file = tmp_path / "pairs.csv"
+    file.write_text(f"prob,label\n0.5,1\n{blank}\n0.25,0\n{blank}\n")
+    assert read_table(file).probs.tolist() == [0.5, 0.25]
+    table = _load(file)
+    table.want(["prob", "label"])
+    assert list(table.lines) == [2, 4]

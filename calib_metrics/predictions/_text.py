@@ -68,8 +68,9 @@ def _long_fields() -> Iterator[None]:
 
 
 def _not_blank(row: list[str]) -> bool:
-    """Whether a row read before the header is more than a line of white space (which
-    had been taken for a header naming no column; ``,,`` names no column still)."""
+    """Whether a row is more than a line of white space, which is skipped wherever it
+    stands (before the header it had been taken for a header naming no column, after it
+    for a short row; ``,,`` is a row of empty cells still)."""
     return len(row) > 1 or bool(row and row[0].strip())
 
 
@@ -152,7 +153,7 @@ def _table_from_rows(reader: Any, path: Path) -> _Table:
     first = last = end = reader.line_num  # the last record's first and last line
     for row in reader:
         start, end = end + 1, reader.line_num
-        if not row:
+        if not _not_blank(row):  # a line of spaces too, as before the header and in JSON lines
             continue
         if len(row) != len(names):
             raise ValueError(f"{path}: line {reader.line_num} has a different number of fields")
@@ -244,6 +245,23 @@ class _CellNumbers(np.ndarray):
         return self.table.cell(self.name, row)
 
 
+def _before_trailing_blanks(
+    chunk: list[list[str]], reader: Iterator, width: int
+) -> tuple[list[list[str]], int]:
+    """A chunk of rows, not all ``width`` wide, that ends the file in blank lines (a
+    writer's extra newline): its rows before them and the number of blank lines, the rest
+    of the file read too. Any other unevenness is the exact reader's
+    (:class:`_Irregular`): a file ending in a blank line had been read twice."""
+    kept = len(chunk)
+    while kept and not _not_blank(chunk[kept - 1]):
+        kept -= 1
+    rest = list(reader)
+    uneven = {len(row) for row in chunk[:kept]} - {width}
+    if kept == len(chunk) or uneven or any(map(_not_blank, rest)):
+        raise _Irregular
+    return chunk[:kept], len(chunk) - kept + len(rest)
+
+
 class _DelimitedTable(_Table):
     """The columns of a CSV/TSV file, read when first used: only the columns asked for
     (:meth:`want` names those that the caller will use, so that one pass reads them
@@ -313,10 +331,10 @@ class _DelimitedTable(_Table):
             reader = csv.reader(handle, delimiter=self.delimiter)
             try:
                 next((row for row in reader if _not_blank(row)), None)  # after blank lines
-                header = reader.line_num
+                header, blank = reader.line_num, 0
                 while chunk := list(islice(reader, _CHUNK_ROWS)):
                     if set(map(len, chunk)) != {width}:
-                        raise _Irregular
+                        chunk, blank = _before_trailing_blanks(chunk, reader, width)
                     rows += len(chunk)
                     for name in names:
                         cells = list(map(get[name], chunk))
@@ -329,7 +347,7 @@ class _DelimitedTable(_Table):
                             parts[name].append(list(map(str.strip, cells)))
             except csv.Error:
                 raise _Irregular from None
-            if reader.line_num != header + rows:  # a blank line, or a field over several lines
+            if reader.line_num != header + rows + blank:  # a field over several lines
                 raise _Irregular
         columns: dict[str, Any] = {}
         for name in names:
