@@ -166,3 +166,25 @@ def test_a_line_of_white_space_after_the_header_is_blank(tmp_path: Path, blank) 
     table = _load(file)
     table.want(["prob", "label"])
     assert list(table.lines) == [2, 4]
+
+
+@pytest.mark.parametrize(
+    "cells,line,column,shown",
+    [
+        (("0.2_5", "1"), 2, "prob", "'0.2_5'"),
+        (("\uff10.\uff17", "1"), 2, "prob", "'\uff10.\uff17'"),  # full-width digits
+        (("0.25", "0_1"), 2, "label", "'0_1'"),
+    ],
+)
+def test_numbers_only_python_reads_are_refused_by_row(tmp_path, cells, line, column, shown):
+    """numpy reads as Python's float() does: "0.2_5" had become 0.25, full-width "０.７"
+    0.7 and a label "0_1" 1, without a word (numpy.loadtxt refuses them)."""
+    file = tmp_path / "pairs.csv"
+    file.write_text("prob,label\n" + ",".join(cells) + "\n0.5,0\n", encoding="utf-8")
+    match = rf"line {line}, column '{column}' holds {shown}, not a number as files write them"
+    with pytest.raises(ValueError, match=match):
+        read_table(file)
+    jsonl = tmp_path / "pairs.jsonl"
+    jsonl.write_text(json.dumps({"prob": cells[0], "label": cells[1]}) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=match.replace(f"line {line}", "line 1")):
+        read_table(jsonl)

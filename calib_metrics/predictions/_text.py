@@ -225,6 +225,19 @@ class _Irregular(Exception):
     """A CSV/TSV file that the fast reader leaves to the exact one."""
 
 
+def python_only_numbers(cells: list[str]) -> bool:
+    """Whether some of these texts hold what only Python's ``float()`` reads as a number:
+    an underscore (``0.2_5``) or a character outside ASCII (the full-width ``０.７``).
+    numpy's reading follows ``float()``, and a typo had become 0.25 without a word.
+
+    Example:
+        >>> python_only_numbers(["0.25", "1e-3"]), python_only_numbers(["0.2_5"])
+        (False, True)
+    """
+    joined = "".join(cells)
+    return "_" in joined or not joined.isascii()
+
+
 class _NotNumbers(Exception):
     """A column that does not read as numbers, to be read as text."""
 
@@ -339,6 +352,8 @@ class _DelimitedTable(_Table):
                     for name in names:
                         cells = list(map(get[name], chunk))
                         if name in numeric:
+                            if python_only_numbers(cells):  # named by row as text
+                                raise _NotNumbers(name)
                             try:
                                 parts[name].append(np.asarray(cells, dtype=np.float64))
                             except (OverflowError, TypeError, ValueError):

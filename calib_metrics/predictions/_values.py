@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.predictions._columns import Column
-from calib_metrics.predictions._text import _CellNumbers
+from calib_metrics.predictions._text import _CellNumbers, python_only_numbers
 
 
 def _row_of(lines: list[int] | None, index: int, per_row: int = 1) -> str:
@@ -37,11 +37,29 @@ def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = No
         raise ValueError(
             f"{path}: column {column!r} holds dates or durations ({values.dtype}), not numbers"
         )
+    _refuse_python_only_numbers(values, path, column, lines)
     try:
         array = np.asarray(values, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):
         raise _not_a_number(values, path, column, lines) from None
     return torch.from_numpy(array.reshape(-1).copy())
+
+
+def _refuse_python_only_numbers(
+    values: Any, path: Path, column: str, lines: list[int] | None
+) -> None:
+    """Refuse texts that only Python reads as numbers (:func:`python_only_numbers`), by row."""
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return
+    texts = [v for v in np.asarray(values, dtype=object).reshape(-1).tolist() if isinstance(v, str)]
+    if not texts or not python_only_numbers(texts):
+        return
+    flat = np.asarray(values, dtype=object).reshape(-1).tolist()
+    i = next(i for i, v in enumerate(flat) if isinstance(v, str) and python_only_numbers([v]))
+    raise ValueError(
+        f"{path}: {_row_of(lines, i)}, column {column!r} holds {flat[i]!r}, not a number as "
+        "files write them (an underscore, or a character outside ASCII)"
+    )
 
 
 def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None) -> ValueError:
