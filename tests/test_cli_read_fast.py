@@ -188,3 +188,17 @@ def test_numbers_only_python_reads_are_refused_by_row(tmp_path, cells, line, col
     jsonl.write_text(json.dumps({"prob": cells[0], "label": cells[1]}) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match=match.replace(f"line {line}", "line 1")):
         read_table(jsonl)
+
+
+def test_a_json_lines_row_of_other_keys_names_the_first_rows_line(tmp_path: Path) -> None:
+    """After blank lines the first row is not line 1 (it had been named so), and the
+    message says which keys differ."""
+    file = tmp_path / "pairs.jsonl"
+    file.write_text('\n\n{"prob": 0.3, "label": 1}\n{"prob": 0.4, "lbl": 1}\n')
+    match = r"line 4 has different keys than line 3 \(adds 'lbl'; lacks 'label'\)"
+    with pytest.raises(ValueError, match=match):
+        read_table(file)
+    rows = tmp_path / "pairs.json"
+    rows.write_text('[{"prob": 0.3, "label": 1}, {"prob": 0.4}]')
+    with pytest.raises(ValueError, match=r"row index 1 has different keys than row index 0 \("):
+        read_table(rows)

@@ -398,15 +398,33 @@ def _read_jsonl(path: Path) -> _Table:
                 raise ValueError(f"{path}: line {line_no} is not a JSON object")
             if not row:
                 raise ValueError(f"{path}: line {line_no} is an empty JSON object")
-            keys = set(row) if keys is None else keys
+            if keys is None:
+                keys, first = set(row), line_no
             if set(row) != keys:
-                raise ValueError(f"{path}: line {line_no} has different keys than line 1")
+                raise ValueError(
+                    f"{path}: line {line_no} has different keys than line {first} "
+                    f"({_key_difference(set(row), keys)})"
+                )
             for key, value in row.items():
                 table.setdefault(key, []).append(value)
             table.lines.append(line_no)
     if keys is None:
         raise ValueError(f"{path}: no rows (an empty file, or blank lines only)")
     return table
+
+
+def _key_difference(keys: set[str], first: set[str]) -> str:
+    """The keys a row adds to or lacks from the first row's, for the message.
+
+    Example:
+        >>> _key_difference({"prob", "lbl"}, {"prob", "label"})
+        "adds 'lbl'; lacks 'label'"
+    """
+    parts = []
+    for verb, names in (("adds", keys - first), ("lacks", first - keys)):
+        if names:
+            parts.append(f"{verb} {', '.join(map(repr, sorted(names)))}")
+    return "; ".join(parts)
 
 
 def _read_json(path: Path) -> _Table:
@@ -447,7 +465,10 @@ def _read_json(path: Path) -> _Table:
             if not row:
                 raise ValueError(f"{path}: row index {i} is an empty object")
             if set(row) != keys:
-                raise ValueError(f"{path}: row index {i} has different keys than row index 0")
+                raise ValueError(
+                    f"{path}: row index {i} has different keys than row index 0 "
+                    f"({_key_difference(set(row), keys)})"
+                )
             for key, value in row.items():
                 table.setdefault(key, []).append(value)
         return table
