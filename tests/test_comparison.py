@@ -375,3 +375,26 @@ def test_bins_of_one_pair_warn_that_the_debiased_interval_is_too_narrow() -> Non
         warnings.simplefilter("error")  # the plug-in, and bins of 2 or more: no warning
         compare_calibration(q, q**0.9, y, bin_size=1, debias=False, n_samples=50)
         compare_calibration(q, q**0.9, y, bin_size=2, n_samples=50)
+
+
+def test_the_one_pair_warning_names_a_fix_uniform_bins_take_and_is_said_once_by_label():
+    """Uniform bins ignore bin_size: the warning had told them to use bin_size='auto'. By
+    label it had come once a label (five identical lines for five labels)."""
+    from calib_metrics.functional import compare_calibration_by_label
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2000, generator=g, dtype=torch.float64) ** 6
+    y = torch.bernoulli(q, generator=g)
+    with pytest.warns(UserWarning, match=r"bins hold one pair.*lower n_bins \(now 100\)"):
+        compare_calibration(q, q**0.9, y, binning="uniform", n_bins=100, n_samples=50)
+    labels = torch.arange(5).repeat_interleave(400)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compare_calibration_by_label(q.sqrt(), q, y, labels, n_samples=50, bin_size=1)
+    said = [str(w.message) for w in caught if "hold one pair" in str(w.message)]
+    assert said == [
+        "compare_calibration_by_label: 4000 of 4000 bins hold one pair, whose label has no "
+        "noise for the debiased comparison to resample: its interval comes out too narrow "
+        "and its p-value too small; use bins of at least 2 pairs (bin_size='auto') or "
+        "debias=False"
+    ]

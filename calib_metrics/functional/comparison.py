@@ -148,6 +148,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from contextvars import ContextVar
 from typing import NamedTuple
 
 import torch
@@ -358,7 +359,7 @@ def compare_calibration(
         for q_a, y_a, q_b, y_b in sets
     ]
     if debias and n_units >= MIN_UNITS:  # below it there is no interval to be too narrow
-        _warn_of_single_pair_bins([bins for pair in models for bins, _ in pair])
+        _warn_of_single_pair_bins([b for pair in models for b, _ in pair], binning, n_bins)
     matrices = [sums for model_a, model_b in models for _, sums in (model_a, model_b)]
     blocks = list(_shared_blocks(matrices, n_units, n_samples, generator))
     # Each model's own result as calibration_error_ci reports it: the shrunk world for
@@ -404,7 +405,12 @@ def compare_calibration(
     )
 
 
-def _warn_of_single_pair_bins(bins: list[Bins]) -> None:
+# Where set (by compare_calibration_by_label), the one-pair bins of each comparison are
+# added up here, [bins of one pair, bins], and warned of once by the caller.
+single_pair_tally: ContextVar[list[int] | None] = ContextVar("single_pair_tally", default=None)
+
+
+def _warn_of_single_pair_bins(bins: list[Bins], binning: str, n_bins: int) -> None:
     """Warn that bins of one pair leave the debiased comparison's interval too narrow.
 
     A bin of one pair keeps its plug-in square, and its resampled frequency never moves:
@@ -415,14 +421,32 @@ def _warn_of_single_pair_bins(bins: list[Bins]) -> None:
     singles = int(sum((b.count == 1).sum() for b in bins))
     if singles == 0:
         return
-    total = sum(b.count.numel() for b in bins)
-    warnings.warn(
-        f"compare_calibration: {singles} of {total} bins hold one pair, whose label has no "
-        "noise for the debiased comparison to resample: its interval comes out too narrow "
-        "and its p-value too small; use bins of at least 2 pairs (bin_size='auto') or "
-        "debias=False",
-        UserWarning,
-        stacklevel=3,
+    total = sum(int((b.count > 0).sum()) for b in bins)
+    tally = single_pair_tally.get()
+    if tally is not None:
+        tally[0] += singles
+        tally[1] += total
+        return
+    message = single_pair_warning("compare_calibration", singles, total, binning, n_bins)
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def single_pair_warning(who: str, singles: int, total: int, binning: str, n_bins: int) -> str:
+    """The warning of :func:`_warn_of_single_pair_bins`, with the fix that ``binning``
+    takes (uniform bins ignore ``bin_size``).
+
+    Example:
+        >>> single_pair_warning("compare_calibration", 7, 199, "uniform", 100)[-42:]
+        'lower n_bins (now 100) or use debias=False'
+    """
+    if binning == "uniform":
+        fix = f"lower n_bins (now {n_bins}) or use debias=False"
+    else:
+        fix = "use bins of at least 2 pairs (bin_size='auto') or debias=False"
+    return (
+        f"{who}: {singles} of {total} bins hold one pair, whose label has no noise for the "
+        "debiased comparison to resample: its interval comes out too narrow and its p-value "
+        f"too small; {fix}"
     )
 
 

@@ -67,6 +67,8 @@ from calib_metrics.functional.comparison import (
     DEFAULT_SAMPLES,
     ComparisonResult,
     compare_calibration,
+    single_pair_tally,
+    single_pair_warning,
 )
 from calib_metrics.functional.errors import check_generator, check_int
 from calib_metrics.functional.intervals import MIN_UNITS
@@ -297,9 +299,18 @@ def compare_calibration_by_label(
     check_int("min_units", min_units, MIN_UNITS)
     ids = torch.unique(flat["labels"])
     selections = [flat["labels"] == label for label in ids]
-    per_label = tuple(
-        _compare_label(flat, select, confidence, generator, options) for select in selections
-    )
+    tally = [0, 0]
+    token = single_pair_tally.set(tally)  # one warning of one-pair bins, not one a label
+    try:
+        per_label = tuple(
+            _compare_label(flat, select, confidence, generator, options) for select in selections
+        )
+    finally:
+        single_pair_tally.reset(token)
+    if tally[0]:
+        binning, n_bins = options.get("binning", "adaptive"), options.get("n_bins", 15)
+        message = single_pair_warning("compare_calibration_by_label", *tally, binning, n_bins)
+        warnings.warn(message, UserWarning, stacklevel=2)
     units = [_unit_count(flat, select) for select in selections]
     large_enough = torch.tensor([n >= min_units for n in units], device=ids.device)
     n_samples = options.get("n_samples", DEFAULT_SAMPLES)
