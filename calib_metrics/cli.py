@@ -190,13 +190,14 @@ def output_path(text: str, kind: str = "file") -> Path:
         >>> output_path("diagram.png/")
         Traceback (most recent call last):
         ...
-        argparse.ArgumentTypeError: 'diagram.png/' ends in a slash, a folder: give a file name
+        argparse.ArgumentTypeError: 'diagram.png/' names a folder: give a file name
     """
     if not text:
         raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a {kind} name")
-    if kind == "file" and text.endswith(("/", os.sep)):
-        # Path() drops the slash: "--plot x.png/" had written the file x.png.
-        raise argparse.ArgumentTypeError(f"{text!r} ends in a slash, a folder: give a file name")
+    last = text.replace(os.sep, "/").rsplit("/", 1)[-1]
+    if kind == "file" and last in ("", ".", ".."):
+        # Path() drops a trailing slash or "/.": "--plot x.png/" had written the file x.png.
+        raise argparse.ArgumentTypeError(f"{text!r} names a folder: give a file name")
     return Path(text)
 
 

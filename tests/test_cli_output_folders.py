@@ -49,15 +49,17 @@ def test_an_empty_output_path_is_reported_as_given(capsys, argv) -> None:
     "argv",
     [
         ["evaluate", "p.csv", "--plot", "x.png/"],
+        ["evaluate", "p.csv", "--plot", "x.png/."],
         ["compare", "p.csv", "--probs-b", "q", "--html", "page.html/"],
         ["recalibrate", "d.csv", "t.csv", "--out", "r.csv/"],
+        ["recalibrate", "d.csv", "t.csv", "--plot", "out/.."],
     ],
 )
 def test_an_output_file_ending_in_a_slash_is_refused(capsys, argv) -> None:
-    # Path() drops a trailing slash: "--plot x.png/" had written the file x.png.
+    # Path() drops a trailing slash or "/.": "--plot x.png/" had written the file x.png.
     option, given = argv[-2:]
     line = one_line_error(capsys, *argv)
-    assert f"argument {option}: '{given}' ends in a slash, a folder: give a file name" in line
+    assert f"argument {option}: '{given}' names a folder: give a file name" in line
 
 
 @pytest.mark.parametrize("option", ["--out", "--img"])
