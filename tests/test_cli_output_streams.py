@@ -128,3 +128,29 @@ def test_an_appended_standard_output_keeps_what_it_held(tmp_path) -> None:
             os.dup2(saved, 1)
             os.close(saved)
     assert log.read_text() == "first\nsecond\n"  # had been "second\n" in a new file
+
+
+def test_a_standard_output_whose_reader_left_is_a_broken_pipe(monkeypatch) -> None:
+    """``recalibrate --out /dev/stdout | head -c 100`` had ended in "--out /dev/stdout:
+    cannot be written (Broken pipe)", exit code 2, where the command exits 141."""
+    import os
+    import sys
+
+    from calib_metrics.predictions import _output, writing_output
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone
+    monkeypatch.setattr(_output, "_is_standard_output", lambda path: True)
+    saved = os.dup(1)
+    sys.stdout.flush()
+    os.dup2(write_end, 1)
+    try:
+        with (
+            pytest.raises(BrokenPipeError),
+            writing_output(Path("/dev/stdout"), "--out") as target,
+        ):
+            target.write_text("probs\n" * 100_000)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(write_end)

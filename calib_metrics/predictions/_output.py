@@ -176,14 +176,30 @@ def _through_standard_output(path: Path, option: str) -> Iterator[Path]:
             yield Path(staged)
             if sys.stdout is not None:
                 sys.stdout.flush()
-            with open(staged, "rb") as written:
-                while chunk := written.read(1 << 20):
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(1, view) :]
+            try:
+                _copy_to_descriptor(Path(staged), 1)
+            except BrokenPipeError as gone:
+                # The reader left (``| head``): the command's own exit, not a failure of
+                # the output's, which output_failures would report as one.
+                raise _ReaderGone from gone
+    except _ReaderGone as gone:
+        raise gone.__cause__ from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(staged)
+
+
+class _ReaderGone(Exception):
+    """A broken pipe carried past :func:`output_failures`, which wraps every OSError."""
+
+
+def _copy_to_descriptor(source: Path, descriptor: int) -> None:
+    """Write ``source``'s bytes to ``descriptor``, whole (a pipe may take part of a write)."""
+    with source.open("rb") as written:
+        while chunk := written.read(1 << 20):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(descriptor, view) :]
 
 
 def _file_beside(target: Path, existed: bool) -> Path | None:
