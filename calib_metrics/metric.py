@@ -25,7 +25,7 @@ from calib_metrics.functional.calibration import (
     compute_bins,
 )
 from calib_metrics.functional.clusters import grouped_bins
-from calib_metrics.functional.errors import NoPairsError, check_flag
+from calib_metrics.functional.errors import NoPairsError, check_flag, check_not_meta
 from calib_metrics.functional.intervals import bin_errors
 from calib_metrics.functional.multiclass import average_results, pair_sets
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
@@ -530,6 +530,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         """Refuse, streaming, probabilities on another device than the sketch. Checked
         per batch, host-side: the kept rows would fold into the sketch only later, and
         fail there with torch's error, many batches on."""
+        check_not_meta(probs, "probs")  # moving the metric there would not help
         if self.streaming and probs.device != self.cell_count.device:
             raise ValueError(
                 f"probs are on {probs.device} and the metric's sketch on "

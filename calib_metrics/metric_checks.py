@@ -23,7 +23,7 @@ from calib_metrics.functional.binning import (
     supported_dtype,
 )
 from calib_metrics.functional.calibration import MAX_BIN_SIZE, MAX_UNIFORM_BINS
-from calib_metrics.functional.errors import python_int_hint
+from calib_metrics.functional.errors import check_not_meta, python_int_hint
 from calib_metrics.functional.multiclass import MODES, check_class_id_dtype
 
 # Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
@@ -162,7 +162,11 @@ def _prepare_batch(
 def _supported(probs: Tensor, target: Tensor, name: str) -> tuple[Tensor, Tensor]:
     """A batch in dtypes the states keep (:func:`supported_dtype`), whether or not it is
     validated: a state of another dtype (uint16 targets) failed at compute(), and under DDP
-    its rank's gather raised while the other ranks waited in the next one."""
+    its rank's gather raised while the other ranks waited in the next one. A batch on the
+    meta device is refused too, checked or not (no host read): with ``validate_args=False``
+    it had been kept, and every later compute failed in torch."""
+    check_not_meta(probs, name)
+    check_not_meta(target, "target")
     return supported_dtype(probs, name), supported_dtype(target, "target")
 
 

@@ -131,3 +131,26 @@ def test_a_metric_on_meta_is_refused_by_every_compute(streaming: bool, updated: 
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match="CalibrationComparison is on the meta device"):
             comparison.compute()
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["exact", "streaming"])
+def test_a_meta_batch_is_refused_unchecked_too(streaming: bool) -> None:
+    """With validate_args=False a meta batch had been kept, and every later compute failed
+    in torch ("Tensor on device meta is not on the expected device cpu!"): the pairs
+    already held were lost. A streaming metric had advised moving itself to meta."""
+    from calib_metrics import CalibrationComparison
+
+    probs, target = next(_batches(1, 40, seed=7))
+    metric = CalibrationError(CLASSES, streaming=streaming, validate_args=False)
+    metric.update(probs, target)
+    before = metric.compute()
+    with pytest.raises(ValueError, match="probs is on the meta device: it holds no values"):
+        metric.update(probs.to("meta"), target.to("meta"))
+    assert metric.update_count == 1 and torch.equal(metric.compute(), before)
+    comparison = CalibrationComparison(validate_args=False)
+    q, y = probs[:, 0], (target == 0).long()
+    comparison.update(q, q.sqrt(), y)
+    with pytest.raises(ValueError, match="is on the meta device"):
+        comparison.update(q.to("meta"), q.sqrt().to("meta"), y.to("meta"))
+    assert comparison.update_count == 1
+    comparison.compute()
