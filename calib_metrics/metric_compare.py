@@ -141,6 +141,21 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             self.add_state(name, default=[], dist_reduce_fx="cat")
         self._name_states_by_rule()
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refuse a state set to anything but tensors (a list of them, or one). torchmetrics'
+        ``ClasswiseWrapper`` passes its ``labels=`` on to the wrapped metric's state of
+        that name: the comparison's own labels were replaced by the class names (or None),
+        and its next update failed with "this batch came without labels=" or a raw
+        AttributeError."""
+        if name in self.__dict__.get("_defaults", ()) and not _holds_tensors(value):
+            raise ValueError(
+                f"CalibrationComparison's state {name!r} holds tensors, got "
+                f"{_described(value)}: a wrapper set it? ClasswiseWrapper cannot wrap a "
+                "comparison (compute() gives one ComparisonResult, not a value per class): "
+                "compare class by class with compute_by_label()"
+            )
+        super().__setattr__(name, value)
+
     # ------------------------------------------------------------------ update
     def update(
         self,
@@ -504,6 +519,21 @@ class _Whole:
 
     def __init__(self, result: ComparisonResult) -> None:
         self.result = result
+
+
+def _holds_tensors(value: Any) -> bool:
+    """Whether ``value`` is a state's value: a tensor, or a list of tensors."""
+    if isinstance(value, list):
+        return all(isinstance(item, Tensor) for item in value)
+    return isinstance(value, Tensor)
+
+
+def _described(value: Any) -> str:
+    """``value``'s kind for a message: ``None``, ``a list of str``, ``int``."""
+    if isinstance(value, list):
+        kinds = sorted({type(item).__name__ for item in value if not isinstance(item, Tensor)})
+        return f"a list of {', '.join(kinds)}"
+    return "None" if value is None else type(value).__name__
 
 
 def _cat(value: list[Tensor] | Tensor) -> Tensor | None:

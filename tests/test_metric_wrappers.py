@@ -72,3 +72,24 @@ def test_a_collection_sharing_state_stays_right_across_resets(streaming: bool) -
             alone.update(Q, Y)
             assert torch.equal(value, alone.compute())
         collection.reset()
+
+
+@pytest.mark.parametrize("labels", [["x", "y", "z"], None])
+def test_classwise_wrapper_cannot_replace_a_comparisons_labels(labels) -> None:
+    """ClasswiseWrapper passes its labels= to the wrapped metric's state of that name: the
+    comparison's labels became the class names (or None), and its next update failed with
+    "this batch came without labels=" (which the user never gave) or an AttributeError."""
+    from torchmetrics.wrappers import ClasswiseWrapper
+
+    from calib_metrics import CalibrationComparison
+
+    comparison = CalibrationComparison(num_classes=3)
+    with pytest.raises(ValueError, match=r"state 'labels' holds tensors.*ClasswiseWrapper"):
+        ClasswiseWrapper(comparison, labels=labels)
+    assert comparison.labels == []  # left as it was
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(200, 3, generator=g), -1)
+    target = torch.randint(3, (200,), generator=g)
+    for _ in range(2):
+        comparison.update(probs, probs, target)
+    assert comparison.compute().difference == 0
