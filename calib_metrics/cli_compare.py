@@ -345,9 +345,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     note = difference_note(summary)
     if note:  # a − b outside its paired interval, and why
         summary["difference_note"] = note
-    if args.mode == "classwise":  # each bin with its class, as evaluate's
-        for name, model_bins in zip("ab", bins, strict=True):
-            summary[name]["per_bin"] = per_bin_rows(model_bins)
+    # Each model's bins (classwise: each bin with its class) and measures, as evaluate's
+    # JSON gives them: the page had shown them, and the JSON of its run had not.
+    measures = cli_report.models_measures(args, (a, b))
+    for name, model_bins, own in zip("ab", bins, measures, strict=True):
+        summary[name] |= cli_report.measures_summary(own)
+        summary[name]["per_bin"] = per_bin_rows(model_bins)
     per_label = None
     by_label = cli_report.compare_per_label(args, a, b, by_ids=ids is not None)
     if by_label is not None:
@@ -371,7 +374,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.mode == "classwise" and (args.plot or args.html):
         panels, summary["plot_classes"] = _class_panels(args, a, b)
     if args.html:
-        summary["html"] = cli_report.write_compare(args, summary, result, a, b, per_label, panels)
+        summary["html"] = cli_report.write_compare(
+            args, summary, result, measures, per_label, panels
+        )
     if args.plot:
         summary["plot"] = _plot(args, result, a, b, panels)
     with text_report_stream(outputs):

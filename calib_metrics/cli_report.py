@@ -217,6 +217,53 @@ def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None, mode: str
     )
 
 
+def models_measures(args: argparse.Namespace, models: tuple) -> tuple:
+    """``compare``'s measures of both models (read from their files, paired): the Brier
+    split, and with ``--html`` the page's smooth ECE and Spiegelhalter's test too (over
+    a's groups, which both models share), as ``evaluate`` computes them."""
+    from calib_metrics.cli import _brier_pairs
+    from calib_metrics.functional import brier_decomposition
+    from calib_metrics.report import Measures
+
+    groups = models[0].groups
+    if args.html:
+        return tuple(_measures_of(m.probs, m.target, groups, args.mode) for m in models)
+    return tuple(
+        Measures(brier_decomposition(*_brier_pairs(m.probs, m.target, args.mode))) for m in models
+    )
+
+
+def measures_summary(measures) -> dict[str, Any]:
+    """One model's measures under the keys of ``evaluate --json``: the Brier split, and
+    the smooth ECE and Spiegelhalter's test where computed (the test's note where not).
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import brier_decomposition
+        >>> from calib_metrics.report import Measures
+        >>> q = torch.tensor([0.2, 0.8, 0.6, 0.3], dtype=torch.float64)
+        >>> y = torch.tensor([0.0, 1.0, 1.0, 0.0], dtype=torch.float64)
+        >>> sorted(measures_summary(Measures(brier_decomposition(q, y))))
+        ['brier', 'calibration', 'refinement', 'within_bin']
+    """
+    split = measures.brier
+    numbers: dict[str, Any] = {
+        "brier": float(split.brier),
+        "calibration": float(split.calibration),
+        "refinement": float(split.refinement),
+        "within_bin": float(split.within_bin),
+    }
+    if measures.smooth_ece is not None:
+        numbers["smooth_ece"] = measures.smooth_ece
+    if measures.spiegelhalter_z is not None or measures.spiegelhalter_note is not None:
+        numbers["spiegelhalter_z"] = measures.spiegelhalter_z
+        numbers["spiegelhalter_p"] = measures.spiegelhalter_p
+        numbers["spiegelhalter_groups"] = measures.spiegelhalter_groups
+    if measures.spiegelhalter_note is not None:
+        numbers["spiegelhalter_note"] = measures.spiegelhalter_note
+    return numbers
+
+
 def _float_or_none(value) -> float | None:
     return None if value is None else float(value)
 
@@ -378,14 +425,13 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
     return str(args.html)
 
 
-def write_compare(args, summary: dict, comparison, a, b, per_label, panels=None) -> str:
-    """Write ``compare``'s page to ``args.html`` (with the per-class ``panels`` of
-    ``--mode classwise`` as its diagrams); its path."""
+def write_compare(args, summary: dict, comparison, measures, per_label, panels=None) -> str:
+    """Write ``compare``'s page to ``args.html`` (both models' ``measures``, with the
+    per-class ``panels`` of ``--mode classwise`` as its diagrams); its path."""
     from calib_metrics.cli_compare import model_names
     from calib_metrics.report import compare_page
 
     names = model_names(args)
-    measures = tuple(_measures_of(m.probs, m.target, a.groups, args.mode) for m in (a, b))
     _write_page(
         Path(args.html),
         lambda: compare_page(

@@ -431,3 +431,30 @@ def test_compare_and_recalibrate_json_give_their_settings_too(tmp_path, tagged, 
     assert code == 0, err
     assert json.loads(out)["settings"]["n_bins"] == 7
     assert "out" not in settings
+
+
+def test_compare_json_carries_each_models_page_numbers(tmp_path, tagged, capsys):
+    """The compare page showed both models' Brier split, smooth ECE, Spiegelhalter's test
+    and bins, and the JSON of its run held only each CalibErr and interval. They are now
+    evaluate's numbers for each model's column, under evaluate's keys."""
+    out = tmp_path / "compare.html"
+    argv = ["compare", tagged, "--probs", "prob_a", "--probs-b", "prob_b", "--samples", "100"]
+    code, stdout, err = run(capsys, *argv, "--json", "--html", out)
+    assert code == 0, err
+    summary = json.loads(stdout)
+    keys = ("brier", "calibration", "refinement", "within_bin", "smooth_ece")
+    keys += ("spiegelhalter_z", "spiegelhalter_p", "per_bin")
+    for name, column in (("a", "prob_a"), ("b", "prob_b")):
+        one = evaluate_json(capsys, tagged, tmp_path / f"{name}.html", "--probs", column)
+        for key in keys:
+            assert summary[name][key] == one[key], (name, key)
+    cells = {
+        row[0]: row[1:] for row in _table_cells(out.read_text(encoding="utf-8"), "models-table")
+    }
+    assert cells["Brier score"] == [f"{summary[m]['brier']:.4f}" for m in "ab"]
+    # Without --html the Brier split and the bins still come (the page's other measures
+    # are computed for the page).
+    code, stdout, err = run(capsys, *argv, "--json")
+    plain = json.loads(stdout)
+    assert plain["a"]["brier"] == summary["a"]["brier"] and "smooth_ece" not in plain["a"]
+    assert plain["b"]["per_bin"] == summary["b"]["per_bin"]
