@@ -602,6 +602,28 @@ def _require(summary: Mapping[str, Any], keys: tuple[str, ...], who: str) -> Non
         raise ValueError(f"{who}: the summary lacks {', '.join(missing)}")
 
 
+def _compare_estimator(summary: Mapping[str, Any]) -> str:
+    """A comparison's estimator, from the summary's ``binning``, ``bin_size``, ``n_bins``,
+    ``norm`` and ``debias`` where it gives them; the command's defaults otherwise (it
+    always uses them: adaptive bins of ⌈√N⌉, l2, debiased). Every comparison had been
+    described so, an l1 plug-in one of bins of 50 too.
+
+    Example:
+        >>> _compare_estimator({"n": 400})
+        'adaptive bins of ⌈√N⌉, l2, debiased'
+        >>> _compare_estimator({"n": 400, "bin_size": 50, "norm": "l1", "debias": False})
+        'adaptive bins of β = 50, l1'
+    """
+    rule = {"binning": "adaptive", "bin_size": "auto", **summary}
+    if rule["binning"] == "adaptive" and rule["bin_size"] == "auto":
+        bins = "adaptive bins of ⌈√N⌉"  # N: the pairs, which a multiclass file's items are not
+    else:
+        bins = _bin_rule(rule)
+    norm = summary.get("norm", "l2")
+    debiased = ", debiased" if summary.get("debias", True) and norm == "l2" else ""
+    return f"{bins}, {norm}{debiased}{_mode(summary)}"
+
+
 def _bin_rule(summary: Mapping[str, Any]) -> str:
     """``adaptive bins of β = 71 (auto: ⌈√N⌉)``, under ``mode="classwise"`` each class's
     own ⌈√N⌉ (it had read "adaptive bins of β = auto"), or the uniform rule."""
@@ -652,7 +674,9 @@ def compare_page(
     """The page of ``calib-metrics compare``: both models, the paired difference, figures.
 
     ``summary`` is the command's summary (``n``, ``resampled``, ``confidence``,
-    ``samples``); ``names`` are the two models' names (their files); ``per_label`` maps
+    ``samples``; and the estimator's ``binning``, ``bin_size``, ``n_bins``, ``norm`` and
+    ``debias`` where they are not the command's defaults, which the page names otherwise);
+    ``names`` are the two models' names (their files); ``per_label`` maps
     each label to the paired comparison on its items; ``class_panels`` (a figure of one
     reliability diagram per class, both models in each, for ``mode="classwise"``)
     replaces the two diagrams, which would pool the classes' bins.
@@ -681,7 +705,7 @@ def compare_page(
     )
     setup = [
         ("n", "N (items)", _n_text(summary)),
-        ("estimator", "estimator", "adaptive bins of ⌈√N⌉, l2, debiased" + _mode(summary)),
+        ("estimator", "estimator", _compare_estimator(summary)),
         (
             "interval_kind",
             "interval kind",
@@ -701,7 +725,9 @@ def compare_page(
         ),
     ]
     models = _models_table((a, b), (comparison.a, comparison.b), measures, (level, units))
-    estimator = Estimator(summary["confidence"], summary["resampled"], True)
+    norm = summary.get("norm", "l2")
+    debias = bool(summary.get("debias", True)) and norm == "l2"
+    estimator = Estimator(summary["confidence"], summary["resampled"], debias, norm)
     figures = _class_figure(class_panels) if class_panels is not None else "".join(
         _figure(_diagram(r, model_title(key, name, FIGURE_NAME_CHARS), f"reliability-{key}",
                          estimator),

@@ -458,3 +458,26 @@ def test_compare_json_carries_each_models_page_numbers(tmp_path, tagged, capsys)
     plain = json.loads(stdout)
     assert plain["a"]["brier"] == summary["a"]["brier"] and "smooth_ece" not in plain["a"]
     assert plain["b"]["per_bin"] == summary["b"]["per_bin"]
+
+
+def test_compare_page_names_the_estimator_the_summary_gives():
+    """compare_page had named every comparison "adaptive bins of ⌈√N⌉, l2, debiased" (and
+    its diagrams a debiased bootstrap), an l1 plug-in one of bins of 50 too."""
+    from calib_metrics.functional import brier_decomposition, compare_calibration
+    from calib_metrics.report import Measures, compare_page
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(4000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    measures = (Measures(brier_decomposition(q, y)),) * 2
+    base = {"n": 4000, "resampled": "pairs", "confidence": 0.95, "samples": 50}
+    options = {"bin_size": 50, "norm": "l1", "debias": False}
+    comparison = compare_calibration(q.sqrt(), q, y, n_samples=50, generator=g, **options)
+    page = Page(compare_page({**base, **options}, comparison, measures))
+    assert page.value("estimator") == "adaptive bins of β = 50, l1"
+    titles = "".join(page.text)
+    assert "debiased pair bootstrap" not in titles and "pair bootstrap" in titles
+    default = compare_calibration(q.sqrt(), q, y, n_samples=50, generator=g)
+    page = Page(compare_page(base, default, measures))
+    assert page.value("estimator") == "adaptive bins of ⌈√N⌉, l2, debiased"
+    assert "debiased pair bootstrap" in "".join(page.text)
