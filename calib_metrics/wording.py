@@ -91,8 +91,15 @@ def level_text(confidence: float) -> str:
 #: encode; noncharacters): a label read from a file may hold them. Tab and carriage return
 #: are among them: HTML allows them, but a figure drew neither (matplotlib warned "Glyph 9
 #: missing from font") and the page showed a tab as a space, so each output writes them as
-#: escapes alike. A line feed stays a line break.
-_NOT_TEXT = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]")
+#: escapes alike. A line feed stays a line break. And the invisible format characters
+#: that change how the text around them reads without a mark of their own: the bidi
+#: controls (U+202E drew "\u202eBREV" as "VERB", one label passing for another), the
+#: zero-width space and word joiner, the byte-order mark and the soft hyphen (the
+#: zero-width (non-)joiners stay: scripts and emoji need them to shape).
+_NOT_TEXT = re.compile(
+    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]"
+)
 
 
 def visible_controls(text: str) -> str:
@@ -104,6 +111,8 @@ def visible_controls(text: str) -> str:
         >>> print(visible_controls("ctrl\x01x, del\x7f, tab\tcr\r, line\nkept"))
         ctrl\x01x, del\x7f, tab\tcr\r, line
         kept
+        >>> print(visible_controls("\u202eBREV, zero\u200bwidth"))
+        \u202eBREV, zero\u200bwidth
     """
     return _NOT_TEXT.sub(lambda m: ascii(m.group(0))[1:-1], text)
 

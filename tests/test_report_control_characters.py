@@ -58,3 +58,22 @@ def test_a_tab_or_carriage_return_is_written_as_an_escape_everywhere(tmp_path, c
     chart = page[page.index('id="per-label-chart"') :]
     assert ">t\\tab1\\rx</text>" in chart[: chart.index("</svg>")]  # its tick, drawn as text
     assert "<h1>Calibration report: " in page and "tab\\there.csv</h1>" in page
+
+
+def test_invisible_format_characters_are_made_visible() -> None:
+    """A bidi override draws "\\u202eBREV" as "VERB", so two labels could pass for one; the
+    zero-width space, word joiner, byte-order mark and soft hyphen hide in a label alike.
+    They had reached the page and its figures raw."""
+    q = torch.rand(400, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    y = (q > 0.5).double()
+    r = calibration_error_ci(q, y, bin_size=40, n_samples=20)
+    summary = {"file": "rtl\u202egnp.csv", "n": 400, "binning": "adaptive", "bin_size": 40,
+               "norm": "l2", "debias": True, "interval": "pairs", "confidence": 0.95,
+               "method": "normal", "samples": 20, "groups": None}  # fmt: skip
+    labels = {"\u202eBREV": r, "zero\u200bwidth": r, "soft\xadhy\ufeff\u2066": r}
+    page = evaluate_page(summary, r, Measures(brier_decomposition(q, y)), per_label=labels)
+    for hidden in "\u202e\u200b\xad\ufeff\u2066":
+        assert hidden not in page
+    assert "<td>\\u202eBREV</td>" in page and "<td>zero\\u200bwidth</td>" in page
+    assert "<td>soft\\xadhy\\ufeff\\u2066</td>" in page
+    assert "rtl\\u202egnp.csv</h1>" in page
