@@ -18,7 +18,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import as_int, check_not_meta
+from calib_metrics.functional.errors import as_int, check_flag, check_not_meta
 from calib_metrics.models import linear_chain
 
 
@@ -30,6 +30,20 @@ def _check_tensors(**named: object) -> None:
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
         check_not_meta(value, name)
+
+
+def _check_probabilities(q: Tensor, name: str) -> None:
+    """Refuse queries' probabilities that are not floating point or lie outside [0, 1]
+    (NaN too), naming the argument they came from (one host read): logits passed for
+    marginals had become queries of q in [-2.3, 2.0], which the metric then blamed on
+    ``probs``."""
+    if not q.is_floating_point():
+        raise ValueError(f"{name} must be floating-point probabilities, got dtype {q.dtype}")
+    if bool(((q < 0) | (q > 1) | q.isnan()).any()):
+        raise ValueError(
+            f"{name} must be probabilities in [0, 1] where mask is True (posterior "
+            "marginals, not scores or logits), got values outside it or NaN"
+        )
 
 
 def _check_mask(
@@ -80,8 +94,9 @@ def tag_queries(
         "concatenate across the tags". With ``per_tag=True`` both are ``[K, N]`` and row
         ``k`` holds tag ``k``'s queries. ``y`` has ``q``'s dtype.
 
-    Host synchronisations: two, the tags' range check and the selection of the masked
-    tokens, and one more for the values of an integer mask.
+    Host synchronisations: three, the tags' range check, the selection of the masked
+    tokens and the probabilities' range check, and one more for the values of an
+    integer mask.
 
     Example:
         >>> unigram = torch.tensor([[[0.9, 0.1], [0.2, 0.8]]], dtype=torch.float64)
@@ -99,8 +114,10 @@ def tag_queries(
     num_tags = unigram.shape[-1]
     mask = _check_mask(mask, unigram.shape[:2], unigram)
     tags = _check_tags(tags, unigram.shape[:2], num_tags, mask)
+    check_flag("per_tag", per_tag)  # "yes" had changed the result's shape as True does
     tokens = mask.nonzero(as_tuple=True)  # one read for both selections
     q = unigram[tokens].transpose(0, 1)  # [K, N]
+    _check_probabilities(q, "unigram")
     y = (tags[tokens][None, :] == torch.arange(num_tags, device=tags.device)[:, None]).to(q.dtype)
     if per_tag:
         return q, y
@@ -194,9 +211,9 @@ def tag_pair_queries(
         top_k: how many pairs to keep (>= 1); ignored when ``pairs`` is given.
         pairs: explicit ``(i, j)`` rows to query.
 
-    Host synchronisations: three, the tags' range check, the selection of the positions
-    and the number of pairs seen (or, given ``pairs``, their range check), and one more
-    for the values of an integer mask.
+    Host synchronisations: four, the tags' range check, the selection of the positions,
+    the number of pairs seen (or, given ``pairs``, their range check) and the queried
+    probabilities' range check, and one more for the values of an integer mask.
 
     Example:
         >>> pw = torch.tensor([[[[0.6, 0.1], [0.2, 0.1]], [[0.1, 0.7], [0.1, 0.1]]]],
@@ -241,6 +258,7 @@ def tag_pair_queries(
     counts = all_counts[chosen]
     flat_q = pairwise.reshape(batch, steps, num_tags * num_tags)[where]  # [M, K*K]
     pair_q = flat_q[:, chosen].transpose(0, 1)  # [k, M]
+    _check_probabilities(pair_q, "pairwise")
     pair_y = (gold[None, :] == chosen[:, None]).to(pair_q.dtype)
     return TagPairQueries(
         q=pair_q.reshape(-1),
@@ -270,8 +288,8 @@ def coref_pair_queries(
         ``(q, y)`` flat over documents, then ``i``, then ``j`` (row-major lower
         triangle); ``y`` is 1.0 where both mentions share a (non-negative) gold entity.
 
-    Host synchronisations: one, the selection of the pairs of real mentions, and one more
-    for the values of an integer mask.
+    Host synchronisations: two, the selection of the pairs of real mentions and the
+    probabilities' range check, and one more for the values of an integer mask.
 
     Example:
         >>> marg = torch.tensor([[[1.0, 0.0, 0.0], [0.8, 1.0, 0.0], [0.3, 0.4, 1.0]]],
@@ -296,6 +314,7 @@ def coref_pair_queries(
     rows, cols = torch.tril_indices(n, n, offset=-1, device=marginals.device)
     valid = (mask[:, rows] & mask[:, cols]).nonzero(as_tuple=True)  # one read for both
     q = marginals[:, rows, cols][valid]
+    _check_probabilities(q, "marginals")
     same = (entity_ids[:, rows] == entity_ids[:, cols]) & (entity_ids[:, rows] >= 0)
     return q, same[valid].to(q.dtype)
 

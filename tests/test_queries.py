@@ -589,7 +589,7 @@ def test_each_query_reads_the_device_as_often_as_its_docstring_says():
 def test_tag_pair_queries_with_given_pairs_read_the_device_as_often():
     _, pairwise, tags, mask = _random_batch(5)
     pairs = torch.tensor([[0, 1], [2, 2]])
-    assert host_reads.count_reads(lambda: tag_pair_queries(pairwise, tags, mask, pairs=pairs)) == 3
+    assert host_reads.count_reads(lambda: tag_pair_queries(pairwise, tags, mask, pairs=pairs)) == 4
 
 
 def test_pair_queries_do_not_count_with_bincount(monkeypatch) -> None:
@@ -607,3 +607,34 @@ def test_pair_queries_do_not_count_with_bincount(monkeypatch) -> None:
     assert torch.equal(pairs, expected[0])
     out = tag_pair_queries(torch.full((2, 3, 2, 2), 0.25), tags, top_k=2)
     assert out.counts.tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("bad", ["logits", "nan", "integer", "above one"])
+def test_queries_refuse_what_is_not_probabilities(bad: str) -> None:
+    """Logits passed for marginals had become queries of q in [-2.3, 2.0] (NaN and int64
+    queries too), which the metric then blamed on its own ``probs``."""
+    unigram, pairwise, tags, mask = _random_batch(3)
+    marg = torch.rand(4, 6, 6, generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(0, 3, (4, 6), generator=torch.Generator().manual_seed(1))
+
+    def spoil(x: torch.Tensor) -> torch.Tensor:
+        return {
+            "logits": torch.randn_like(x) * 3,
+            "nan": x * float("nan"),
+            "integer": torch.ones_like(x, dtype=torch.long),
+            "above one": x * 2 + 0.5,
+        }[bad]
+
+    match = r"must be (floating-point probabilities|probabilities in \[0, 1\] where mask)"
+    with pytest.raises(ValueError, match="unigram " + match):
+        tag_queries(spoil(unigram), tags, mask)
+    with pytest.raises(ValueError, match="pairwise " + match):
+        tag_pair_queries(spoil(pairwise), tags, mask, top_k=2)
+    with pytest.raises(ValueError, match="marginals " + match):
+        coref_pair_queries(spoil(marg), ids)
+
+
+def test_per_tag_must_be_a_flag() -> None:
+    unigram, _, tags, mask = _random_batch(3)
+    with pytest.raises(ValueError, match="per_tag must be True or False, got 'yes'"):
+        tag_queries(unigram, tags, mask, per_tag="yes")

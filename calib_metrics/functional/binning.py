@@ -347,6 +347,7 @@ def check_bins(bins: object) -> Bins:
     if bins.count.numel() == 0:
         raise NoPairsError("bins: no bin (at least one bin with a positive count is needed)")
     for name, v in zip(Bins._fields, bins):
+        check_not_meta(v, f"bins.{name}")
         if v.is_complex():
             raise ValueError(f"bins.{name} must be real, got dtype {v.dtype}")
     # Checked in float64: comparisons are not implemented for every dtype (float8, uint32).

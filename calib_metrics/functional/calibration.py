@@ -187,6 +187,7 @@ def error_from_bins(bins: Bins, norm: Norm = "l2", *, debias: bool = False) -> T
     """
     if norm not in ("l1", "l2", "max"):
         raise ValueError(f"norm must be 'l1', 'l2' or 'max', got {norm!r}")
+    check_flag("debias", debias)  # "False" is truthy: it had given the debiased 0.0
     if debias and norm != "l2":
         raise ValueError(f"debias applies to norm='l2' only, got norm={norm!r}")
     return bin_errors(check_bins(bins), norm, debias)

@@ -70,7 +70,7 @@ from calib_metrics.functional.comparison import (
     single_pair_tally,
     single_pair_warning,
 )
-from calib_metrics.functional.errors import check_generator, check_int
+from calib_metrics.functional.errors import check_generator, check_int, check_not_meta
 from calib_metrics.functional.intervals import MIN_UNITS
 from calib_metrics.functional.multiclass import is_multiclass, pair_sets
 
@@ -195,6 +195,7 @@ def _check_p_values(p_values: Tensor) -> Tensor:
         raise ValueError("p_values must be a 1-d tensor")
     if not p_values.is_floating_point():
         raise ValueError(f"p_values must be floating point, got dtype {p_values.dtype}")
+    check_not_meta(p_values, "p_values")
     p = p_values.nan_to_num(nan=1.0)
     if bool(((p < 0) | (p > 1)).any()):
         raise ValueError("p_values must lie in [0, 1]")

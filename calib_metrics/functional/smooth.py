@@ -54,7 +54,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, _check_pairs, check_ids
-from calib_metrics.functional.errors import check_generator, check_int
+from calib_metrics.functional.errors import check_generator, check_int, check_not_meta
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     check_confidence,
@@ -243,6 +243,7 @@ def _check_histogram(
     for name, value in tensors.items():
         if not isinstance(value, Tensor) or not value.is_floating_point() or value.ndim != 1:
             raise ValueError(f"{name} must be a 1-D floating-point tensor")
+        check_not_meta(value, name)
     if not position.shape == count.shape == sum_target.shape:
         raise ValueError(
             f"position, count and sum_target must have one shape, got {tuple(position.shape)}, "
