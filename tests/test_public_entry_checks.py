@@ -45,3 +45,43 @@ def test_a_histogram_on_meta_is_refused_by_name() -> None:
     count = torch.ones(3)
     with pytest.raises(ValueError, match="position is on the meta device"):
         F.smooth_calibration_from_histogram(torch.rand(3, device="meta"), count, count / 2)
+
+
+@pytest.mark.parametrize("n_bins", [-1, 0, 2.0, True, None])
+@pytest.mark.parametrize("method", ["temperature", "platt", "isotonic"])
+def test_fit_binary_refuses_a_bad_n_bins_whatever_the_method(method, n_bins) -> None:
+    """Methods that use no bins had taken n_bins=-1 without a word."""
+    from calib_metrics.recalibration import fit_binary
+
+    with pytest.raises(ValueError, match="n_bins must be an int"):
+        fit_binary(method, P, Y, n_bins=n_bins)
+
+
+def test_plot_entries_name_the_argument_at_fault() -> None:
+    """They had failed with Python's own errors: "'NoneType' object has no attribute
+    'lower'", "object of type 'NoneType' has no len()", "could not convert string to
+    float", "not enough values to unpack"; a string of names was split into letters."""
+    pytest.importorskip("matplotlib")
+    from calib_metrics.plot import describe, error_curve, per_label_errors, posterior_time_series
+
+    result = F.calibration_error_ci(P, Y, n_samples=20)
+    for wrong in (None, 3, torch.tensor(0.1)):
+        with pytest.raises(ValueError, match="result must be a CalibrationResult"):
+            describe(wrong)
+    with pytest.raises(ValueError, match="error must be a sequence of numbers, got NoneType"):
+        error_curve([1, 2, 3], None)
+    with pytest.raises(ValueError, match="error must hold numbers, got 'abc'"):
+        error_curve([1, 2, 3], [0.1, 0.2, "abc"])
+    with pytest.raises(ValueError, match="lower must be a sequence of numbers, got str"):
+        error_curve([1, 2, 3], [0.1, 0.2, 0.3], lower="x", upper=[0.2, 0.3, 0.4])
+    periods = ["1990", "2000"]
+    with pytest.raises(ValueError, match="mean must be a sequence of numbers, got NoneType"):
+        posterior_time_series(periods, None, [0, 0], [1, 1])
+    with pytest.raises(ValueError, match=r"spans\[0\] must be a \(start, end\) pair"):
+        posterior_time_series(periods, [1, 1], [0, 0], [1, 1], spans=[(1,), (2, 3)])
+    both = {"NN": (result, result)}
+    for names, said in (("ab", "sequence of 2 names"), (("a", "b", "c"), "name all 2 models")):
+        with pytest.raises(ValueError, match=said):
+            per_label_errors(both, names=names)
+    per_label_errors({"NN": result})  # the default names fit one model
+    per_label_errors(both)  # and two

@@ -4,6 +4,7 @@ never pyplot's) and sequences of numbers checked for equal lengths.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -40,12 +41,30 @@ def _check_ax(ax: object) -> None:
 def _check_lengths(against: str, length: int, **series: Any) -> None:
     """Every given series (None: not drawn) has one value per entry of ``against``."""
     for name, values in series.items():
-        count = length if values is None else len(_numbers(values))
+        count = length if values is None else len(_numbers(values, name))
         if count != length:
             raise ValueError(f"{name} has {count} values where {against} has {length}")
 
 
-def _numbers(x: Any) -> list[float]:
+def _numbers(x: Any, name: str = "values") -> list[float]:
+    """``x`` (a tensor or a sequence of numbers) as floats; anything else is refused by
+    ``name`` (None had failed as "'NoneType' object is not iterable", a word as "could
+    not convert string to float")."""
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().double().reshape(-1).tolist()
-    return [float(v) for v in x]
+    if x is None or isinstance(x, (str, bytes)) or not isinstance(x, Iterable):
+        raise ValueError(f"{name} must be a sequence of numbers, got {type(x).__name__}")
+    values = list(x)
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        bad = next(v for v in values if not _is_number(v))
+        raise ValueError(f"{name} must hold numbers, got {bad!r}") from None
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True

@@ -23,12 +23,26 @@ from calib_metrics.plot._text import (
     literal,
 )
 
+#: per_label_errors' default names: the first for one model, both for two.
+DEFAULT_NAMES = ("model", "other")
+
+
+def _check_names(names: Any, models: int) -> None:
+    """``names``: one name per model, in a sequence (a string had been split into its
+    characters, and names past the models' dropped); the default fits one model or two."""
+    if names is None or isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+        raise ValueError(
+            f"names must be a sequence of {models} names, one per model, got {names!r}"
+        )
+    if len(names) < models or (len(names) > models and names is not DEFAULT_NAMES):
+        raise ValueError(f"names must name all {models} models, got {list(names)}")
+
 
 def per_label_errors(
     results: Mapping[str, CalibrationResult | Sequence[CalibrationResult] | ComparisonResult],
     ax: Axes | None = None,
     *,
-    names: Sequence[str] = ("model", "other"),
+    names: Sequence[str] = DEFAULT_NAMES,
     confidence: float = 0.95,
     interval: str | None = None,
     debias: bool = False,
@@ -75,8 +89,7 @@ def per_label_errors(
         'whiskers: 95% interval: debiased pair bootstrap'
     """
     labels, series, comparisons = _per_label_inputs(results)
-    if len(names) < len(series):
-        raise ValueError(f"names must name all {len(series)} models, got {list(names)}")
+    _check_names(names, len(series))
     legend = "whiskers: " + interval_label(confidence, interval, debias)
     names, title = _literals(names), literal(title)
     order = list(range(len(labels)))

@@ -48,11 +48,11 @@ def error_curve(
         >>> ax.get_xlabel()
         'bin size'
     """
-    _check_lengths("x", len(x), error=error, lower=lower, upper=upper)
+    x = _numbers(x, "x")
+    _check_lengths("x", len(x), error=_numbers(error, "error"), lower=lower, upper=upper)
     fig, ax = _axes(ax, (6.0, 4.0))
     label, xlabel, title, band = (literal(t) for t in (label, xlabel, title, band))
     had_data = ax.has_data()
-    x = _numbers(x)
     (line,) = ax.plot(x, _numbers(error), "o-", markersize=3, label=label, color=color)
     if lower is not None and upper is not None:
         ax.fill_between(
@@ -138,6 +138,7 @@ def posterior_time_series(
     if not len(periods):
         raise ValueError("periods is empty: nothing to draw")
     series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
+    _numbers(mean, "mean")  # drawn always: None had failed as "not iterable"
     _check_lengths("periods", len(periods), **series)
     _check_counts(periods, **series)
     spans = _period_spans(periods, spans)
@@ -227,7 +228,12 @@ def _period_spans(
     """Each period's ``(start, end)`` on the x axis: ``spans`` checked, or one unit each."""
     if spans is None:
         return [(k - 0.5, k + 0.5) for k in range(len(periods))]
-    out = [(float(a), float(b)) for a, b in spans]
+    out = []
+    for k, span in enumerate(spans):
+        pair = _numbers(span, f"spans[{k}]")
+        if len(pair) != 2:
+            raise ValueError(f"spans[{k}] must be a (start, end) pair, got {span!r}")
+        out.append((pair[0], pair[1]))
     if len(out) != len(periods):
         raise ValueError(f"spans has {len(out)} values where periods has {len(periods)}")
     for k, (a, b) in enumerate(out):

@@ -99,6 +99,11 @@ def describe(result: CalibrationResult, norm: str = "l2") -> str:
         >>> describe(CalibrationResult(t(0.0123), nan, nan, nan, nan, empty), norm="max")
         'CalibErr (max) 0.0123, no interval'
     """
+    if not isinstance(result, CalibrationResult):
+        raise ValueError(
+            "result must be a CalibrationResult (what calibration_error_ci returns), got "
+            f"{type(result).__name__}"
+        )
     name = error_name(norm)
     lower, upper = result.lower.item(), result.upper.item()
     if math.isnan(lower) or math.isnan(upper):

@@ -11,6 +11,7 @@ from calib_metrics.recalibration.binning import (
     HistogramBinning,
     IsotonicCalibration,
     ScalingBinning,
+    _check_n_bins,
 )
 from calib_metrics.recalibration.scaling import PlattScaling, TemperatureScaling
 
@@ -47,6 +48,7 @@ def fit_binary(
     check_generator(generator)
     if method not in BINARY_METHODS:
         raise ValueError(f"method must be one of {', '.join(BINARY_METHODS)}; got {method!r}")
+    _check_n_bins(n_bins)  # for every method: a typo is refused, whether or not it is used
     # This entry takes probabilities, and so do the modules it builds, at every call.
     probs = check_probs(probs)
     if probs.ndim != 1:  # [N, 2] had fitted a multiclass temperature, where platt refused
