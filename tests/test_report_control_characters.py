@@ -19,17 +19,22 @@ from calib_metrics.report import Measures, evaluate_page
 NOT_HTML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
-def test_control_characters_in_labels_and_file_names_are_made_visible() -> None:
+def _page(file: str, labels: list[str]) -> str:
+    """The evaluate page of 400 pairs named ``file``, with these labels (each the pairs')."""
     q = torch.rand(400, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     y = (q > 0.5).double()
     r = calibration_error_ci(q, y, bin_size=40, n_samples=20)
-    summary = {"file": "a\x02.csv", "n": 400, "binning": "adaptive", "bin_size": 40,
+    summary = {"file": file, "n": 400, "binning": "adaptive", "bin_size": 40,
                "norm": "l2", "debias": True, "interval": "pairs", "confidence": 0.95,
                "method": "normal", "samples": 20, "groups": None}  # fmt: skip
-    labels = {"ctrl\x01x": r, "del\x7fc1\x85": r}
     with warnings.catch_warnings():  # the figures draw them as escapes: no missing glyph
         warnings.simplefilter("error")
-        page = evaluate_page(summary, r, Measures(brier_decomposition(q, y)), per_label=labels)
+        measures = Measures(brier_decomposition(q, y))
+        return evaluate_page(summary, r, measures, per_label=dict.fromkeys(labels, r))
+
+
+def test_control_characters_in_labels_and_file_names_are_made_visible() -> None:
+    page = _page("a\x02.csv", ["ctrl\x01x", "del\x7fc1\x85"])
     assert not NOT_HTML.search(page)
     assert "<td>ctrl\\x01x</td>" in page and "<td>del\\x7fc1\\x85</td>" in page
     assert "<h1>Calibration report: a\\x02.csv</h1>" in page
@@ -64,14 +69,7 @@ def test_invisible_format_characters_are_made_visible() -> None:
     """A bidi override draws "\\u202eBREV" as "VERB", so two labels could pass for one; the
     zero-width space, word joiner, byte-order mark and soft hyphen hide in a label alike.
     They had reached the page and its figures raw."""
-    q = torch.rand(400, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    y = (q > 0.5).double()
-    r = calibration_error_ci(q, y, bin_size=40, n_samples=20)
-    summary = {"file": "rtl\u202egnp.csv", "n": 400, "binning": "adaptive", "bin_size": 40,
-               "norm": "l2", "debias": True, "interval": "pairs", "confidence": 0.95,
-               "method": "normal", "samples": 20, "groups": None}  # fmt: skip
-    labels = {"\u202eBREV": r, "zero\u200bwidth": r, "soft\xadhy\ufeff\u2066": r}
-    page = evaluate_page(summary, r, Measures(brier_decomposition(q, y)), per_label=labels)
+    page = _page("rtl\u202egnp.csv", ["\u202eBREV", "zero\u200bwidth", "soft\xadhy\ufeff\u2066"])
     for hidden in "\u202e\u200b\xad\ufeff\u2066":
         assert hidden not in page
     assert "<td>\\u202eBREV</td>" in page and "<td>zero\\u200bwidth</td>" in page
