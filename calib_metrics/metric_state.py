@@ -445,11 +445,11 @@ class _StatesKeepTheirDtype(Metric):
         (no pairs on any rank, a refusal of memory, ranks that disagree about ``groups=``):
         the rank's pairs were the union, one tensor, and its next ``update`` crashed.
         Every compute passes through it, and a state on the meta device is refused here
-        first: it holds no values (a streaming metric had failed in torch with
-        "Tensor.item() cannot be called on meta tensors", an exact one with "META device
-        type not an accelerator").
+        first (:meth:`_states_on_meta`): it holds no values (a streaming metric had failed
+        in torch with "Tensor.item() cannot be called on meta tensors", an exact one with
+        "META device type not an accelerator").
         """
-        if self.device.type == "meta":
+        if self._states_on_meta():
             raise ValueError(
                 f"{type(self).__name__} is on the meta device, whose states hold no values "
                 "(and torch cannot copy them out): build the metric on a real device and "
@@ -464,6 +464,17 @@ class _StatesKeepTheirDtype(Metric):
             self.unsync(should_unsync=self._is_synced and not synced_before)
             raise
         self.unsync(should_unsync=self._is_synced and should_unsync)
+
+    def _states_on_meta(self) -> bool:
+        """Whether a state tensor is on the meta device. The states, not the metric's
+        nominal device: a metric built under ``torch.device("meta")`` (as a model is for
+        a lazy init) reports meta and keeps real tensors."""
+        for key in self._defaults:
+            value = getattr(self, key)
+            parts = value if isinstance(value, list) else [value]
+            if any(isinstance(part, Tensor) and part.is_meta for part in parts):
+                return True
+        return False
 
     def _listed(self, states: dict[str, Any]) -> dict[str, Any]:
         """``states`` with every pair state as a list of non-empty tensors, as ``update``

@@ -93,12 +93,14 @@ def level_text(confidence: float) -> str:
 #: missing from font") and the page showed a tab as a space, so each output writes them as
 #: escapes alike. A line feed stays a line break. And the invisible format characters
 #: that change how the text around them reads without a mark of their own: the bidi
-#: controls (U+202E drew "\u202eBREV" as "VERB", one label passing for another), the
-#: zero-width space and word joiner, the byte-order mark and the soft hyphen (the
-#: zero-width (non-)joiners stay: scripts and emoji need them to shape).
+#: embeddings, overrides and isolates (U+202E drew "\u202eBREV" as "VERB", one label
+#: passing for another), the zero-width space and word joiner, the byte-order mark and
+#: the soft hyphen. What text needs to read or shape stays: the zero-width (non-)joiners
+#: (emoji, Persian), the directional marks of Hebrew and Arabic text (U+200E, U+200F,
+#: U+061C) and Mongolian's vowel separator (U+180E).
 _NOT_TEXT = re.compile(
-    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e"
-    r"\u2060-\u2064\u2066-\u2069\ufeff\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]"
+    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\xad\u200b\u202a-\u202e\u2060-\u2064\u2066-\u2069"
+    r"\ufeff\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]"
 )
 
 

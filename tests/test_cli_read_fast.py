@@ -202,3 +202,43 @@ def test_a_json_lines_row_of_other_keys_names_the_first_rows_line(tmp_path: Path
     rows.write_text('[{"prob": 0.3, "label": 1}, {"prob": 0.4}]')
     with pytest.raises(ValueError, match=r"row index 1 has different keys than row index 0 \("):
         read_table(rows)
+
+
+def test_an_uneven_chunk_not_ending_the_file_leaves_the_rest_unread() -> None:
+    """A blank line mid-file had made the fast reader list the whole rest of the file
+    (1.3 GB held for a 65 MB file) before handing it to the exact reader."""
+    from calib_metrics.predictions._text import _before_trailing_blanks, _Irregular
+
+    def untouched():
+        raise AssertionError("the rest of the file was read")
+        yield
+
+    for chunk in ([["0.5", "1"], [], ["0.2", "0"]], [["0.5", "1"], ["0.2"], []]):
+        with pytest.raises(_Irregular):
+            _before_trailing_blanks(chunk, untouched(), 2)
+    rows, blank = _before_trailing_blanks([["0.5", "1"], []], iter([[], ["  "]]), 2)
+    assert rows == [["0.5", "1"]] and blank == 3
+
+
+@pytest.mark.parametrize(
+    "body,said",
+    [
+        ('"0,9",1\n\u2014,0\n', r"line 2, column 'prob' holds a non-numeric value '0,9'; decimal"),
+        (",1\n0.5,0\n\u2014,0\n", r"line 2, column 'prob' is missing a value \(an empty cell\)"),
+        ("0.5,\u732b\n", "line 2, column 'label' holds a non-numeric value '\u732b'"),
+    ],
+)
+def test_the_first_bad_cell_keeps_its_own_message(tmp_path: Path, body: str, said: str):
+    """The check for numbers only Python reads had come first and named a later cell
+    ('—' on line 3) or a word ('猫') as such a number."""
+    file = tmp_path / "pairs.csv"
+    file.write_text("prob,label\n" + body, encoding="utf-8")
+    with pytest.raises(ValueError, match=said):
+        read_table(file)
+
+
+def test_text_arrays_of_numbers_only_python_reads_are_refused(tmp_path: Path) -> None:
+    file = tmp_path / "pairs.npz"
+    np.savez(file, probs=np.array(["0.5", "0.2_5"]), target=np.array([1, 0]))
+    with pytest.raises(ValueError, match=r"row index 1, column 'probs' holds '0\.2_5', not a"):
+        read_table(file)

@@ -118,10 +118,12 @@ def test_a_metric_on_meta_is_refused_by_every_compute(streaming: bool, updated: 
     metric = metric.to("meta")
     calls = ["compute", "compute_result", "compute_smooth", "compute_spiegelhalter"]
     calls += ["streaming_tolerance", "class_bins"]
+    # An exact metric that holds nothing has no state on meta: it has no pairs.
+    said = "is on the meta device" if updated or streaming else "has no pairs"
     for name in calls:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torchmetrics' "compute before update"
-            with pytest.raises(ValueError, match="CalibrationError is on the meta device"):
+            with pytest.raises(ValueError, match=f"CalibrationError {said}"):
                 getattr(metric, name)()
     comparison = CalibrationComparison()
     if updated:
@@ -129,8 +131,29 @@ def test_a_metric_on_meta_is_refused_by_every_compute(streaming: bool, updated: 
     comparison = comparison.to("meta")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(ValueError, match="CalibrationComparison is on the meta device"):
+        said = "is on the meta device" if updated else "has no items"
+        with pytest.raises(ValueError, match=f"CalibrationComparison {said}"):
             comparison.compute()
+
+
+def test_a_metric_built_under_a_meta_default_device_computes() -> None:
+    """torchmetrics takes its nominal device from the default one: a metric built under
+    ``torch.device("meta")`` (a lazily initialised model's) reports meta and keeps real
+    tensors. The meta check had refused it, which computed before."""
+    from calib_metrics import CalibrationComparison
+
+    probs, target = next(_batches(1, 40, seed=8))
+    with torch.device("meta"):
+        metric = CalibrationError(CLASSES)
+        comparison = CalibrationComparison()
+    assert metric.device.type == "meta"
+    metric.update(probs, target)
+    reference = CalibrationError(CLASSES)
+    reference.update(probs, target)
+    assert torch.equal(metric.compute(), reference.compute())
+    q, y = probs[:, 0], (target == 0).long()
+    comparison.update(q, q.sqrt(), y)
+    comparison.compute()
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["exact", "streaming"])

@@ -75,3 +75,14 @@ def test_invisible_format_characters_are_made_visible() -> None:
     assert "<td>\\u202eBREV</td>" in page and "<td>zero\\u200bwidth</td>" in page
     assert "<td>soft\\xadhy\\ufeff\\u2066</td>" in page
     assert "rtl\\u202egnp.csv</h1>" in page
+
+
+def test_marks_that_text_needs_are_kept() -> None:
+    """Hebrew and Arabic labels carry directional marks, Mongolian its vowel separator,
+    emoji and Persian the zero-width joiners: they are text, not hidden controls."""
+    from calib_metrics.wording import visible_controls
+
+    for text in ("\u05e9\u05dc\u05d5\u05dd\u200f", "\u0627\u061c", "\u1820\u180e\u1821",
+                 "\U0001f469\u200d\U0001f4bb", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+                 "\u200eLTR"):  # fmt: skip
+        assert visible_controls(text) == text

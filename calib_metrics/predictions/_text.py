@@ -263,16 +263,20 @@ def _before_trailing_blanks(
 ) -> tuple[list[list[str]], int]:
     """A chunk of rows, not all ``width`` wide, that ends the file in blank lines (a
     writer's extra newline): its rows before them and the number of blank lines, the rest
-    of the file read too. Any other unevenness is the exact reader's
-    (:class:`_Irregular`): a file ending in a blank line had been read twice."""
+    of the file read too, row by row. Any other unevenness is the exact reader's
+    (:class:`_Irregular`), found before the rest is read: a file ending in a blank line had
+    been read twice."""
     kept = len(chunk)
     while kept and not _not_blank(chunk[kept - 1]):
         kept -= 1
-    rest = list(reader)
-    uneven = {len(row) for row in chunk[:kept]} - {width}
-    if kept == len(chunk) or uneven or any(map(_not_blank, rest)):
+    if kept == len(chunk) or any(len(row) != width for row in chunk[:kept]):
         raise _Irregular
-    return chunk[:kept], len(chunk) - kept + len(rest)
+    blank = len(chunk) - kept
+    for row in reader:
+        if _not_blank(row):
+            raise _Irregular
+        blank += 1
+    return chunk[:kept], blank
 
 
 class _DelimitedTable(_Table):

@@ -48,18 +48,27 @@ def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = No
 def _refuse_python_only_numbers(
     values: Any, path: Path, column: str, lines: list[int] | None
 ) -> None:
-    """Refuse texts that only Python reads as numbers (:func:`python_only_numbers`), by row."""
-    if isinstance(values, np.ndarray) and values.dtype != object:
-        return
-    texts = [v for v in np.asarray(values, dtype=object).reshape(-1).tolist() if isinstance(v, str)]
-    if not texts or not python_only_numbers(texts):
+    """Refuse the first cell, in row order, that only Python reads as a number
+    (:func:`python_only_numbers`: ``float()`` takes it, files do not write it so). A cell
+    before it that is no number at all is left to the usual message, which names it."""
+    if isinstance(values, np.ndarray) and values.dtype.kind not in "OUS":
         return
     flat = np.asarray(values, dtype=object).reshape(-1).tolist()
-    i = next(i for i, v in enumerate(flat) if isinstance(v, str) and python_only_numbers([v]))
-    raise ValueError(
-        f"{path}: {_row_of(lines, i)}, column {column!r} holds {flat[i]!r}, not a number as "
-        "files write them (an underscore, or a character outside ASCII)"
-    )
+    texts = [v for v in flat if isinstance(v, str)]
+    if not texts or not python_only_numbers(texts):
+        return
+    for i, value in enumerate(flat):
+        if not isinstance(value, str):
+            continue
+        try:
+            float(value)
+        except (TypeError, ValueError, OverflowError):
+            return  # not a number at all: the usual message comes first
+        if python_only_numbers([value]):
+            raise ValueError(
+                f"{path}: {_row_of(lines, i)}, column {column!r} holds {value!r}, not a "
+                "number as files write them (an underscore, or a character outside ASCII)"
+            )
 
 
 def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None) -> ValueError:
