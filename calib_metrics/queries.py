@@ -60,14 +60,16 @@ def _check_mask(
     if left_aligned or mask.dtype != torch.bool:  # else there is nothing to read
         not_binary, _, not_left_aligned = linear_chain.mask_flags(mask).tolist()
         linear_chain.check_mask_flags(not_binary, False, left_aligned and not_left_aligned)
-    return mask.bool()
+    # On the probabilities' device, as the chain functions take it: a CPU mask beside
+    # CUDA marginals had failed in torch at the first selection.
+    return mask.to(device=like.device, dtype=torch.bool)
 
 
 def _check_tags(tags: Tensor, shape: torch.Size, num_tags: int, mask: Tensor) -> Tensor:
     """``tags`` as int64, in range where ``mask`` is True (one host read)."""
     if tags.shape != shape:
         raise ValueError(f"tags must have shape {tuple(shape)}, got {tuple(tags.shape)}")
-    tags = linear_chain.as_indices(tags, "tags")
+    tags = linear_chain.as_indices(tags, "tags").to(mask.device)  # the probabilities'
     if bool((((tags < 0) | (tags >= num_tags)) & mask).any()):
         raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
     return tags
@@ -308,7 +310,7 @@ def coref_pair_queries(
             f"entity_ids must have shape {tuple(shape)}, got {tuple(entity_ids.shape)}"
         )
     # A bool id would make every False entity 0, coreferent with all the others.
-    entity_ids = linear_chain.as_indices(entity_ids, "entity_ids")
+    entity_ids = linear_chain.as_indices(entity_ids, "entity_ids").to(marginals.device)
     mask = _check_mask(mask, shape, marginals)
     n = shape[1]
     rows, cols = torch.tril_indices(n, n, offset=-1, device=marginals.device)
@@ -514,7 +516,8 @@ def span_indicators(
         ...                 max_length=2)[0].tolist()
         [[False, True], [False, False], [True, False]]
 
-    Host synchronisations: one, the mask's check (its values and left alignment).
+    Host synchronisations: one, the mask's check (its values and left alignment; none
+    without a mask).
     """
     if not isinstance(tags, Tensor) or tags.dim() != 2:
         raise ValueError("tags must be a [B, T] integer tensor")
@@ -570,8 +573,8 @@ def span_queries(
     ``top_k``, only the ``top_k`` most probable spans of each sentence (the candidates a
     tagger would show). Gold spans longer than ``max_length`` are not queried.
 
-    Host synchronisations: two, the mask's check (its values and left alignment) and the
-    selection of the queried spans.
+    Host synchronisations: two, the mask's check (its values and left alignment; none
+    without a mask) and the selection of the queried spans.
 
     Example:
         >>> O, B, I = 0, 1, 2
@@ -591,7 +594,7 @@ def span_queries(
     check_not_meta(tags, "tags")
     if top_k is not None:
         top_k = as_int("top_k", top_k, 1)
-    tags = linear_chain.as_indices(tags, "tags")
+    tags = linear_chain.as_indices(tags, "tags").to(span_probs.device)
     spans = _span_args(None, begin, inside, max_length, last, unit)
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
     gold = _span_indicators(tags, mask, spans)

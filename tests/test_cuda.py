@@ -396,3 +396,51 @@ def test_adaptive_bins_of_many_pairs_equal_the_cpus_without_a_sync():
     want = binning.spread_bin_sums(bin_of.cpu(), 15, q, y)
     torch.testing.assert_close(sums.cpu(), want, rtol=1e-12, atol=1e-9)
     assert host_reads.cuda_syncs(lambda: binning.spread_bin_sums(bin_of, 15, *values)) == 0
+
+
+def test_a_cpu_generator_for_cuda_draws_is_refused_by_name() -> None:
+    """torch refuses it deep in the draws ("Expected a 'cuda' device type for generator");
+    every docstring example builds a CPU generator, so a GPU user meets it first."""
+    q = torch.rand(2000, device="cuda", dtype=torch.float64)
+    y = torch.bernoulli(q)
+    cpu = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="generator is on cpu and the draws on cuda"):
+        calibration_error_ci(q, y, n_samples=20, generator=cpu)
+    with pytest.raises(ValueError, match="generator is on cpu and the draws on cuda"):
+        compare_calibration(q, q.sqrt(), y, n_samples=20, generator=cpu)
+    em = torch.randn(2, 4, 3, device="cuda", dtype=torch.float64)
+    tr, st = torch.zeros(3, 3, device="cuda"), torch.zeros(3, device="cuda")
+    with pytest.raises(ValueError, match="generator is on cpu and the draws on cuda"):
+        sample(em, tr, st, st, n_samples=2, generator=cpu)
+    on_device = torch.Generator(device="cuda").manual_seed(0)
+    calibration_error_ci(q, y, n_samples=20, generator=on_device)
+
+
+def test_queries_take_a_cpu_mask_and_tags_beside_cuda_marginals() -> None:
+    """The chain functions move a CPU mask to the potentials' device; the queries had
+    failed in torch at their first selection. The per-label units come back on the
+    labels' device too."""
+    from calib_metrics.functional import compare_calibration_by_label
+
+    g = torch.Generator().manual_seed(0)
+    unigram = torch.softmax(torch.randn(2, 5, 3, generator=g), -1)
+    tags = torch.randint(0, 3, (2, 5), generator=g)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    q, y = tag_queries(unigram.cuda(), tags, mask)
+    q_cpu, y_cpu = tag_queries(unigram, tags, mask)
+    assert q.device.type == "cuda" and torch.equal(q.cpu(), q_cpu) and torch.equal(y.cpu(), y_cpu)
+    marg = torch.rand(2, 5, 5, generator=g)
+    q, _ = coref_pair_queries(marg.cuda(), tags, mask)
+    assert torch.equal(q.cpu(), coref_pair_queries(marg, tags, mask)[0])
+    p = torch.rand(600, device="cuda", dtype=torch.float64)
+    labels = torch.arange(3, device="cuda").repeat_interleave(200)
+    result = compare_calibration_by_label(p, p.sqrt(), torch.bernoulli(p), labels, n_samples=20)
+    assert result.units.device == result.labels.device
+
+
+def test_a_cuda_batch_beside_a_cpu_sketch_is_refused_at_once() -> None:
+    metric = CalibrationError(streaming=True, resolution=64)
+    metric.update(torch.tensor([0.2, 0.8]), torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match=r"probs are on cuda:0 and the metric's sketch on cpu"):
+        metric.update(torch.rand(10, device=CUDA), torch.zeros(10, dtype=torch.long, device=CUDA))
+    assert metric.rows_seen.item() == 2

@@ -85,3 +85,54 @@ def test_plot_entries_name_the_argument_at_fault() -> None:
             per_label_errors(both, names=names)
     per_label_errors({"NN": result})  # the default names fit one model
     per_label_errors(both)  # and two
+
+
+def test_a_generator_on_another_device_than_the_draws_is_named() -> None:
+    from calib_metrics.functional.errors import check_generator
+
+    check_generator(torch.Generator(), torch.device("cpu"))
+    with pytest.raises(ValueError, match="generator is on cpu and the draws on cuda:0"):
+        check_generator(torch.Generator(), torch.device("cuda", 0))
+
+
+def test_the_sketch_histogram_reads_the_device_once() -> None:
+    """Seven selections by one mask had each waited for the device (one is stated)."""
+    import host_reads
+
+    from calib_metrics.functional import sketch
+
+    state = sketch.empty(64)
+    q = torch.rand(1000, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    sketch.accumulate(state, q, torch.bernoulli(q).long())
+    assert host_reads.count_reads(lambda: sketch.histogram(state)) == 1
+
+
+def test_spiegelhalter_reads_as_often_as_its_docstring_says(monkeypatch) -> None:
+    """It said one read (three with groups); binary pairs take three, multiclass seven, and
+    groups add torch.unique's two (which count_reads cannot see)."""
+    import host_reads
+
+    from calib_metrics.functional import spiegelhalter_test
+
+    calls = []
+    unique = torch.unique
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return unique(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "unique", counted)
+    probs = torch.softmax(torch.randn(100, 4, generator=G), -1)
+    classes = torch.randint(0, 4, (100,), generator=G)
+    groups = torch.arange(300) // 10
+    cases = [
+        (lambda: spiegelhalter_test(P, Y), 3, 0),
+        (lambda: spiegelhalter_test(P, Y, groups=groups), 3, 2),
+        (lambda: spiegelhalter_test(probs, classes, mode="top_label"), 7, 0),
+        (lambda: spiegelhalter_test(probs, classes), 7, 2),  # grouped by item
+    ]
+    assert host_reads.stated_syncs(spiegelhalter_test) == 3  # binary pairs: the first stated
+    for call, reads, uniques in cases:
+        calls.clear()
+        assert host_reads.count_reads(call) == reads
+        assert len(calls) == uniques

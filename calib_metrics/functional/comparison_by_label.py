@@ -317,7 +317,8 @@ def compare_calibration_by_label(
     n_samples = options.get("n_samples", DEFAULT_SAMPLES)
     result = _summarise(ids, per_label, large_enough, correction, float(alpha), n_samples)
     _warn_of_small_labels(units, min_units)
-    return result._replace(units=torch.tensor(units, dtype=torch.int64), min_units=min_units)
+    units = torch.tensor(units, dtype=torch.int64, device=ids.device)  # with the labels
+    return result._replace(units=units, min_units=min_units)
 
 
 # The options passed on to each label's compare_calibration.

@@ -102,8 +102,10 @@ def check_flag(name: str, value: object) -> None:
         raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
-def check_generator(generator: object) -> None:
-    """Raise ValueError unless ``generator`` is None or a ``torch.Generator``.
+def check_generator(generator: object, device: torch.device | None = None) -> None:
+    """Raise ValueError unless ``generator`` is None or a ``torch.Generator`` (on
+    ``device``, the draws' device, when given: torch refuses a CPU generator for CUDA
+    draws with "Expected a 'cuda' device type for generator", deep inside the draws).
 
     Example:
         >>> check_generator(None)
@@ -111,10 +113,23 @@ def check_generator(generator: object) -> None:
         Traceback (most recent call last):
         ...
         ValueError: generator must be a torch.Generator or None, got int
+        >>> check_generator(torch.Generator(), torch.device("cuda", 0))
+        Traceback (most recent call last):
+        ...
+        ValueError: generator is on cpu and the draws on cuda:0: make it there, ...
     """
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(
             f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
+    if generator is None or device is None or device.type == "meta":
+        return
+    own = generator.device
+    index = own.index if own.index is not None else torch.device(device).index
+    if own.type != device.type or (device.index is not None and index != device.index):
+        raise ValueError(
+            f"generator is on {own} and the draws on {device}: make it there, "
+            "torch.Generator(device=probs.device)"
         )
 
 

@@ -416,6 +416,7 @@ def paper_draws(
         >>> block.freq.shape, block.freq.dtype
         (torch.Size([5, 2]), torch.float32)
     """
+    check_generator(generator, bins.freq.device)
     freq = bins.freq.to(dtype)
     pred = bins.pred_mean.to(dtype)
     # An empty bin weighs nothing, but its spread 0/0 would make every draw NaN.
@@ -449,6 +450,7 @@ def pair_draws(
         >>> block.count.shape, block.freq.shape
         (torch.Size([5, 2]), torch.Size([5, 2]))
     """
+    check_generator(generator, bins.count.device)
     ones, zeros, share = _draw_units(bins)
     n_bins = bins.count.shape[-1]
     compact = _compact_dtype(ones)
@@ -671,6 +673,7 @@ def unit_weights(
 ) -> Iterator[Tensor]:
     """Blocks of Poisson(1) weights ``[G, S_b]`` of ``n_units`` units, each block sized
     for sparse matrices of ``rows`` rows in all."""
+    check_generator(generator, device)
     for size in _block_sizes(n_samples, max(n_units, rows)):
         rate = torch.ones((n_units, size), dtype=torch.float64, device=device)
         weights = torch.poisson(rate, generator=generator)

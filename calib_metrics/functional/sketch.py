@@ -690,12 +690,13 @@ def histogram(state: Sketch) -> tuple[Tensor, Tensor, Tensor]:
     count, sum_r, _, sum_y, low, high = state
     resolution = count.shape[-1]
     upper = torch.arange(resolution, device=count.device) >= resolution // 2
-    full = count > 0
-    n = count[full]
+    # The non-empty cells found once: each selection by the mask had waited for the
+    # device again (seven reads where one is stated).
+    full = (count > 0).nonzero().squeeze(1)
+    n, sum_y, low, high = (t.index_select(0, full) for t in (count, sum_y, low, high))
     # Σq = Σr + n·[upper half]; a cell of one value gives that value back exactly.
-    mean = ((sum_r[full] + n * upper[full]) / n).clamp_(0, 1)
-    one_value = low[full] == high[full]
-    return torch.where(one_value, low[full], mean), n, sum_y[full]
+    mean = ((sum_r.index_select(0, full) + n * upper.index_select(0, full)) / n).clamp_(0, 1)
+    return torch.where(low == high, low, mean), n, sum_y
 
 
 # A bin boundary lands in a cell in proportion to its pairs, so the cells a bin spans are

@@ -122,8 +122,12 @@ def spiegelhalter_test(
 
     Returns:
         :class:`SpiegelhalterResult` (z, p_value); a small p-value is evidence of
-        miscalibration. One host synchronisation (to check that the variance is
-        positive), three with ``groups`` (two more to find and count the groups).
+        miscalibration.
+
+    Host synchronisations: three for binary pairs (the checks of the probabilities and of
+    the labels, and the variance's sign), seven for multiclass input (its class ids and
+    rows are checked too); ``groups`` add torch.unique's two (finding and counting the
+    groups), and multiclass one-vs-rest input, grouped by item, has those two as well.
 
     Raises:
         ValueError: on invalid input, when every q is 0, 1/2 or 1 (the statistic

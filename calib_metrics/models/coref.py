@@ -264,7 +264,7 @@ def sample_antecedents(
     """
     checked = _check_scores(scores, mask)
     n_samples = as_int("n_samples", n_samples, 1)
-    check_generator(generator)
+    check_generator(generator, scores.device)
     with torch.no_grad():
         return draw(prepare(_probabilities(scores, checked), n_samples), n_samples, generator)
 
@@ -479,7 +479,7 @@ def coreference_marginals(
     checked = _check_scores(scores, mask)
     if n_samples is not None:
         n_samples = as_int("n_samples", n_samples, 1)
-        check_generator(generator)
+        check_generator(generator, scores.device)
     # An evaluation quantity: the DP fills its table in place, so no graph is recorded.
     with torch.no_grad():
         if n_samples is None:
