@@ -136,3 +136,41 @@ def test_spiegelhalter_reads_as_often_as_its_docstring_says(monkeypatch) -> None
         calls.clear()
         assert host_reads.count_reads(call) == reads
         assert len(calls) == uniques
+
+
+def test_review_three_findings() -> None:
+    """A generator of cuda:0 serves draws on cuda:1 (torch compares the type alone: the
+    index had been refused); a NumPy array of emissions beside a generator is named, not
+    an AttributeError; bytes cells are numbers as files write them too; per_label_errors
+    takes a NumPy array of names; posterior_time_series names lower and upper."""
+    import numpy as np
+
+    from calib_metrics.functional.errors import check_generator
+    from calib_metrics.models.linear_chain import sample
+    from calib_metrics.plot import per_label_errors, posterior_time_series
+
+    class OnCuda0(torch.Generator):
+        device = torch.device("cuda", 0)
+
+    check_generator(OnCuda0(), torch.device("cuda", 1))
+    zeros = torch.zeros(2)
+    with pytest.raises(ValueError, match="emissions must be"):
+        sample(np.zeros((1, 2, 2), np.float32), torch.zeros(2, 2), zeros, zeros,
+               n_samples=2, generator=torch.Generator())  # fmt: skip
+    result = F.calibration_error_ci(P, Y, n_samples=20)
+    per_label_errors({"x": result, "z": result}, names=np.array(["A"]))
+    for name in ("lower", "upper"):
+        args = {"mean": [0.5], "lower": [0.0], "upper": [1.0], name: None}
+        with pytest.raises(ValueError, match=f"{name} must be a sequence of numbers"):
+            posterior_time_series(["a"], args["mean"], args["lower"], args["upper"])
+
+
+def test_a_bytes_array_of_numbers_only_python_reads_is_refused(tmp_path) -> None:
+    import numpy as np
+
+    from calib_metrics.predictions import read_table
+
+    file = tmp_path / "pairs.npz"
+    np.savez(file, probs=np.array([b"0.5", b"0.2_5"]), target=np.array([1, 0]))
+    with pytest.raises(ValueError, match=r"row index 1, column 'probs' holds '0\.2_5'"):
+        read_table(file)

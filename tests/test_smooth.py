@@ -11,6 +11,7 @@ twice (the module docstring); there the definition, by brute force, is the oracl
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -283,6 +284,16 @@ def test_a_band_from_too_few_units_is_nan_with_a_warning(groups) -> None:
         c = smooth_reliability_curve(q, y, groups=ids, n_samples=50)
     assert c.lower.isnan().all() and c.upper.isnan().all()
     assert not c.curve.isnan().all()  # the curve stands
+    # Drawn, the legend names no band (it had named one beside an empty plot).
+    from calib_metrics.functional import calibration_error_ci
+    from calib_metrics.plot import reliability_diagram
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # no interval from so few units, as said above
+        result = calibration_error_ci(q, y, n_samples=20, groups=ids)
+    _, ax = reliability_diagram(result, smooth=c)
+    entries = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not any("band" in e for e in entries) and any("smooth curve" in e for e in entries)
 
 
 def test_ten_units_give_a_band() -> None:

@@ -125,7 +125,8 @@ def spiegelhalter_test(
         miscalibration.
 
     Host synchronisations: three for binary pairs (the checks of the probabilities and of
-    the labels, and the variance's sign), seven for multiclass input (its class ids and
+    the labels, and the variance's sign; two for bool labels, which need no check), seven
+    for multiclass input (its class ids and
     rows are checked too); ``groups`` add torch.unique's two (finding and counting the
     groups), and multiclass one-vs-rest input, grouped by item, has those two as well.
 

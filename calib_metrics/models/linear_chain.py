@@ -1157,7 +1157,7 @@ def sample(
     """
     if validate_args:
         n_samples = as_int("n_samples", n_samples, 1)  # a NumPy or tensor integer too
-        check_generator(generator, getattr(emissions, "device", None))
+        check_generator(generator, emissions.device if isinstance(emissions, Tensor) else None)
     em, tr, st, en, mask = _prepare(
         "sample", emissions, transitions, start, end, mask, compute_dtype, validate_args
     )

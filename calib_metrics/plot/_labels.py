@@ -5,7 +5,7 @@ for two models the difference of their errors in a panel of its own.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from matplotlib.axes import Axes
@@ -27,15 +27,17 @@ from calib_metrics.plot._text import (
 DEFAULT_NAMES = ("model", "other")
 
 
-def _check_names(names: Any, models: int) -> None:
+def _check_names(names: Any, models: int) -> list:
     """``names``: one name per model, in a sequence (a string had been split into its
     characters, and names past the models' dropped); the default fits one model or two."""
-    if names is None or isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
+    if names is None or isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
         raise ValueError(
             f"names must be a sequence of {models} names, one per model, got {names!r}"
         )
-    if len(names) < models or (len(names) > models and names is not DEFAULT_NAMES):
-        raise ValueError(f"names must name all {models} models, got {list(names)}")
+    given = list(names)  # a tuple, a list, a NumPy array or a pandas Series
+    if len(given) < models or (len(given) > models and names is not DEFAULT_NAMES):
+        raise ValueError(f"names must name all {models} models, got {given}")
+    return given
 
 
 def per_label_errors(
@@ -89,7 +91,7 @@ def per_label_errors(
         'whiskers: 95% interval: debiased pair bootstrap'
     """
     labels, series, comparisons = _per_label_inputs(results)
-    _check_names(names, len(series))
+    names = _check_names(names, len(series))
     legend = "whiskers: " + interval_label(confidence, interval, debias)
     names, title = _literals(names), literal(title)
     order = list(range(len(labels)))

@@ -138,7 +138,8 @@ def posterior_time_series(
     if not len(periods):
         raise ValueError("periods is empty: nothing to draw")
     series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
-    _numbers(mean, "mean")  # drawn always: None had failed as "not iterable"
+    for name, values in (("mean", mean), ("lower", lower), ("upper", upper)):
+        _numbers(values, name)  # drawn always: None had failed as "not iterable"
     _check_lengths("periods", len(periods), **series)
     _check_counts(periods, **series)
     spans = _period_spans(periods, spans)

@@ -32,15 +32,18 @@ def _draw_smooth(
     t, curve, lower, upper = _runs([grid, *values], keep)
     sigma, error = smooth.bandwidth.item(), smooth.error.item()
     prefix = f"{name}: " if name else ""
-    ax.fill_between(
-        t,
-        lower,
-        upper,
-        color=color,
-        alpha=0.18,
-        linewidth=0,
-        label=f"{prefix}{level_text(smooth.confidence)} pointwise bootstrap band",
-    )
+    if any(not math.isnan(v) for v in lower + upper):
+        # Too few pairs or groups to resample leave the band's ends NaN: no band is drawn,
+        # and none is named (the legend had named one beside an empty plot).
+        ax.fill_between(
+            t,
+            lower,
+            upper,
+            color=color,
+            alpha=0.18,
+            linewidth=0,
+            label=f"{prefix}{level_text(smooth.confidence)} pointwise bootstrap band",
+        )
     ax.plot(
         t,
         curve,

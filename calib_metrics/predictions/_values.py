@@ -53,7 +53,7 @@ def _refuse_python_only_numbers(
     before it that is no number at all is left to the usual message, which names it."""
     if isinstance(values, np.ndarray) and values.dtype.kind not in "OUS":
         return
-    flat = np.asarray(values, dtype=object).reshape(-1).tolist()
+    flat = [_as_text(v) for v in np.asarray(values, dtype=object).reshape(-1).tolist()]
     texts = [v for v in flat if isinstance(v, str)]
     if not texts or not python_only_numbers(texts):
         return
@@ -69,6 +69,11 @@ def _refuse_python_only_numbers(
                 f"{path}: {_row_of(lines, i)}, column {column!r} holds {value!r}, not a "
                 "number as files write them (an underscore, or a character outside ASCII)"
             )
+
+
+def _as_text(value: Any) -> Any:
+    """A bytes cell (an array of ``S`` dtype) as the text numpy reads it as; else as it is."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None) -> ValueError:
