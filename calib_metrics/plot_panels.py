@@ -194,10 +194,11 @@ def _panel(
     for k, (result, curve, name, tag) in enumerate(zip(models, curves, *names, strict=True)):
         color, smooth = f"C{k}", ""
         if curve is not None:
-            _draw_smooth(ax, curve, axis, color)
+            line, band = _draw_smooth(ax, curve, axis, color)
             # The legend is the figure's: the panel's own numbers go in its title.
-            ax.lines[-1].set_label(f"{name}: smooth curve")
-            ax.collections[-1].set_label(f"{name}: {level_text(curve.confidence)} pointwise band")
+            line.set_label(f"{name}: smooth curve")
+            if band is not None:  # none drawn from too few units to resample
+                band.set_label(f"{name}: {level_text(curve.confidence)} pointwise band")
             smooth = f", smECE {curve.error.item():.4f}"
         # Bars from each bin's effective sample size, as the reliability diagram's: grouped
         # labels had drawn half as wide here (400-pair bins of n_eff ≈ 100).

@@ -174,3 +174,39 @@ def test_a_bytes_array_of_numbers_only_python_reads_is_refused(tmp_path) -> None
     np.savez(file, probs=np.array([b"0.5", b"0.2_5"]), target=np.array([1, 0]))
     with pytest.raises(ValueError, match=r"row index 1, column 'probs' holds '0\.2_5'"):
         read_table(file)
+
+
+def test_review_four_findings() -> None:
+    """Panels renamed the last collection as the band, which a NaN band no longer draws:
+    an IndexError, or model a's whiskers named as b's band. A set of names (its order the
+    hash's) or a 0-d array had passed; an iterator of counts was spent by the checks."""
+    import warnings
+
+    import numpy as np
+
+    from calib_metrics.functional import smooth_reliability_curve
+    from calib_metrics.plot import per_label_errors, posterior_time_series
+    from calib_metrics.plot_panels import reliability_panels
+
+    groups = torch.arange(300) // 60  # 5 groups: too few for a band
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = F.calibration_error_ci(P, Y, n_samples=20, groups=groups)
+        nan_band = smooth_reliability_curve(P, Y, groups=groups, n_samples=20)
+    banded = smooth_reliability_curve(P, Y, n_samples=20, generator=G)
+    fig, axes = reliability_panels(
+        {"c": [result, result]}, names=("a", "b"), smooth={"c": [banded, nan_band]}
+    )
+    labels = [h.get_label() for h in fig.legends[0].legend_handles] if fig.legends else []
+    labels += [t for ax in axes for t in ax.get_legend_handles_labels()[1]]
+    assert any(t.startswith("a: 95% pointwise band") for t in labels)
+    assert not any(t.startswith("b: 95% pointwise band") for t in labels)
+    both = {"x": (result, result), "z": (result, result)}
+    for names in ({"b", "a"}, {"a": 1, "b": 2}, np.array("A"), torch.tensor([1, 2])):
+        with pytest.raises(ValueError, match="names must be a sequence of 2 names"):
+            per_label_errors(both, names=names)
+    per_label_errors(both, names=np.array(["A", "B"]))
+    fig, ax = posterior_time_series(
+        ["a", "b"], iter([1.0, 2.0]), iter([0.0, 0.5]), iter([2.0, 3.0]), one_best=iter([1, 2])
+    )
+    assert len(ax.lines) >= 1

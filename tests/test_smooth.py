@@ -65,6 +65,28 @@ def test_automatic_bandwidth_equals_relplot(n, seed, shift) -> None:
     assert got.dtype == torch.float64 and got.ndim == 0
 
 
+def test_where_the_regulariser_tips_a_halving_the_gap_is_one_step() -> None:
+    """The module docstring's example: relplot's 1e-4 density term tips one step of the
+    bisection on three pairs, and the two differ by at most that step, 1/1024 in σ."""
+    q = torch.tensor([0.2, 0.2, 0.4], dtype=torch.float64)
+    y = torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+    got = smooth_calibration_error(q, y).item()
+    expected = relplot_metrics.smECE(q.numpy(), y.numpy())
+    assert round(got, 4) == 0.1614 and round(expected, 4) == 0.1621
+    assert abs(got - expected) <= 1 / 1024
+
+
+def test_the_truncated_kernel_gives_relplots_number_at_large_bandwidths() -> None:
+    """*The truncation*: two pairs far from calibrated give 0.739 here and in relplot
+    (the untruncated definition's fixed point is 0.433, by brute force); they differ by
+    the regulariser, a relative 1e-4/N while σ is small and more at σ near 1."""
+    q = torch.tensor([0.1, 0.9], dtype=torch.float64)
+    y = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    got = smooth_calibration_error(q, y).item()
+    assert round(got, 3) == 0.739
+    assert got == pytest.approx(relplot_metrics.smECE(q.numpy(), y.numpy()), rel=2e-4)
+
+
 def test_float32_input_and_top_label_mode() -> None:
     g = torch.Generator().manual_seed(4)
     probs = (torch.randn(3000, 4, generator=g) * 1.2).softmax(-1)

@@ -27,8 +27,8 @@ last points counts once: a pair at q = 0 weighs half as much as one at 0.01, and
 within a grid step (1/(M − 1) ≤ 0.001) of an end between a half and one. Here the end
 points count twice, as the definition has it. Where no pair lies within a grid step of
 0 or 1, this equals ``relplot``'s ``smECE`` to rounding, or within a step of the
-bisection (about 0.001 of σ*) where the regulariser below tips a halving: 0.1614 against
-relplot's 0.1621 on q = (0.2, 0.2, 0.4), y = (0, 1, 0) (``tests/test_smooth.py``). Where
+bisection (1/1024 in σ) where the regulariser below tips a halving: 0.1614 against
+relplot's 0.1621 on q = (0.2, 0.2, 0.4), y = (0, 1, 0) (both in ``tests/test_smooth.py``). Where
 many do it does not, and the definition is the one to trust: the one-vs-rest pairs of a
 confident 20-class model, 74% of them below 10⁻³ (mostly right: their class is absent),
 have smECE_0.01 = 0.0106 by the integral of the definition (brute force) and 0.0103
@@ -44,8 +44,8 @@ density sums to less, and the shift grows: 1.3e-4 at N = 2, σ = 1.
 handful of pairs — the computed smECE_σ departs from the definition's and need not fall
 with σ. Two pairs, (0.1, y = 1) and (0.9, y = 0), give 0.739 here and in ``relplot``
 where the definition's fixed point is 0.433; fifty pairs at q = 0 with y = 1 and fifty
-at 1 with y = 0 give 1.0 where it is 0.456; two uniform pairs, 1.7% above it. Read such
-values as ``relplot``'s, which overstate the definition's.
+at 1 with y = 0 give 1.0 where it is 0.456. Read such values as ``relplot``'s, which
+overstate the definition's.
 
 **Histogram input.** The grid split needs only, per cell of a histogram, its position,
 count and Σy (:func:`smooth_calibration_from_histogram`): the streaming sketch can

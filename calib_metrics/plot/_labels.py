@@ -5,9 +5,10 @@ for two models the difference of their errors in a panel of its own.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -30,11 +31,15 @@ DEFAULT_NAMES = ("model", "other")
 def _check_names(names: Any, models: int) -> list:
     """``names``: one name per model, in a sequence (a string had been split into its
     characters, and names past the models' dropped); the default fits one model or two."""
-    if names is None or isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+    ordered = isinstance(names, Sequence) and not isinstance(names, (str, bytes))
+    # A 1-d NumPy array or pandas Series of names; not a set (its order is the hash's),
+    # a mapping, a 0-d array or a tensor of numbers.
+    array = not isinstance(names, torch.Tensor) and getattr(names, "ndim", None) == 1
+    if not (ordered or array):
         raise ValueError(
             f"names must be a sequence of {models} names, one per model, got {names!r}"
         )
-    given = list(names)  # a tuple, a list, a NumPy array or a pandas Series
+    given = list(names)
     if len(given) < models or (len(given) > models and names is not DEFAULT_NAMES):
         raise ValueError(f"names must name all {models} models, got {given}")
     return given

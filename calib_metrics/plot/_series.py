@@ -137,9 +137,13 @@ def posterior_time_series(
     normal_quantile(confidence)
     if not len(periods):
         raise ValueError("periods is empty: nothing to draw")
+    # Read once (an iterator would be spent by the checks), each named when it is no
+    # sequence of numbers: None had failed as "not iterable".
+    named = (("mean", mean), ("lower", lower), ("upper", upper))
+    mean, lower, upper = (_numbers(values, name) for name, values in named)
+    optional = (("one_best", one_best), ("gold", gold))
+    one_best, gold = (None if v is None else _numbers(v, name) for name, v in optional)
     series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
-    for name, values in (("mean", mean), ("lower", lower), ("upper", upper)):
-        _numbers(values, name)  # drawn always: None had failed as "not iterable"
     _check_lengths("periods", len(periods), **series)
     _check_counts(periods, **series)
     spans = _period_spans(periods, spans)

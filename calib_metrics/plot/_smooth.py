@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 
 from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
+from matplotlib.lines import Line2D
 
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot._arguments import _numbers
@@ -16,12 +18,14 @@ from calib_metrics.wording import level_text
 
 def _draw_smooth(
     ax: Axes, smooth: SmoothCurve, axis: _ProbabilityAxis, color: str, name: str | None = None
-) -> None:
+) -> tuple[Line2D, PolyCollection | None]:
     """The smooth curve where the predictions' density is not negligible, with its band
     (named at the level it was drawn for, not the diagram's; their legend entries after
     ``name``, a further model's label, when given). Where no prediction lies
     (density <= 1e-3: between two clusters of q, say) curve and band break off, rather
-    than a straight segment joining the runs on either side."""
+    than a straight segment joining the runs on either side. The curve's line and the
+    band (None where its ends are NaN: too few units to resample), for callers that
+    name them their own way."""
     grid, density = _numbers(smooth.grid), _numbers(smooth.density)
     values = [_numbers(v) for v in (smooth.curve, smooth.lower, smooth.upper)]
     keep = [
@@ -32,10 +36,11 @@ def _draw_smooth(
     t, curve, lower, upper = _runs([grid, *values], keep)
     sigma, error = smooth.bandwidth.item(), smooth.error.item()
     prefix = f"{name}: " if name else ""
+    band = None
     if any(not math.isnan(v) for v in lower + upper):
         # Too few pairs or groups to resample leave the band's ends NaN: no band is drawn,
         # and none is named (the legend had named one beside an empty plot).
-        ax.fill_between(
+        band = ax.fill_between(
             t,
             lower,
             upper,
@@ -44,7 +49,7 @@ def _draw_smooth(
             linewidth=0,
             label=f"{prefix}{level_text(smooth.confidence)} pointwise bootstrap band",
         )
-    ax.plot(
+    (line,) = ax.plot(
         t,
         curve,
         color=color,
@@ -52,6 +57,7 @@ def _draw_smooth(
         alpha=0.8,
         label=f"{prefix}smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
     )
+    return line, band
 
 
 def _runs(series: list[list[float]], keep: list[int]) -> list[list[float]]:
