@@ -242,3 +242,14 @@ def test_text_arrays_of_numbers_only_python_reads_are_refused(tmp_path: Path) ->
     np.savez(file, probs=np.array(["0.5", "0.2_5"]), target=np.array([1, 0]))
     with pytest.raises(ValueError, match=r"row index 1, column 'probs' holds '0\.2_5', not a"):
         read_table(file)
+
+
+@pytest.mark.parametrize(
+    ("cell", "said"), [("0.2_5", "holds '0.2_5'"), ("x", "holds a non-numeric")]
+)
+def test_a_bad_cell_of_an_array_of_rows_is_named_by_its_row(tmp_path: Path, cell, said):
+    """An [N, C] array's bad cell had been named by its flat index ("row index 3")."""
+    file = tmp_path / "classes.npz"
+    np.savez(file, probs=np.array([["0.5", "0.5"], ["0.25", cell]]), target=np.array([0, 1]))
+    with pytest.raises(ValueError, match=f"row index 1, column 'probs' {said}"):
+        read_table(file)

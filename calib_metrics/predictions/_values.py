@@ -53,10 +53,12 @@ def _refuse_python_only_numbers(
     before it that is no number at all is left to the usual message, which names it."""
     if isinstance(values, np.ndarray) and values.dtype.kind not in "OUS":
         return
-    flat = [_as_text(v) for v in np.asarray(values, dtype=object).reshape(-1).tolist()]
+    cells = np.asarray(values, dtype=object)
+    flat = [_as_text(v) for v in cells.reshape(-1).tolist()]
     texts = [v for v in flat if isinstance(v, str)]
     if not texts or not python_only_numbers(texts):
         return
+    per_row = _values_per_row(cells)
     for i, value in enumerate(flat):
         if not isinstance(value, str):
             continue
@@ -66,9 +68,20 @@ def _refuse_python_only_numbers(
             return  # not a number at all: the usual message comes first
         if python_only_numbers([value]):
             raise ValueError(
-                f"{path}: {_row_of(lines, i)}, column {column!r} holds {value!r}, not a "
-                "number as files write them (an underscore, or a character outside ASCII)"
+                f"{path}: {_row_of(lines, i, per_row)}, column {column!r} holds {value!r}, "
+                "not a number as files write them (an underscore, or a character outside ASCII)"
             )
+
+
+def _values_per_row(cells: np.ndarray) -> int:
+    """How many values a row of these cells holds: a 2-D array's flat index i is in row
+    i // that (an [N, C] array's bad cell had been named by its flat index).
+
+    Example:
+        >>> _values_per_row(np.zeros((4, 3))), _values_per_row(np.zeros(4))
+        (3, 1)
+    """
+    return int(np.prod(cells.shape[1:])) if cells.ndim > 1 else 1
 
 
 def _as_text(value: Any) -> Any:
@@ -79,31 +92,33 @@ def _as_text(value: Any) -> Any:
 def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None) -> ValueError:
     """The error for a column that numpy cannot read as floats: its first bad value, or
     the first row whose number of values differs from the first row's."""
-    flat = np.asarray(values, dtype=object).reshape(-1)
+    cells = np.asarray(values, dtype=object)
+    flat = cells.reshape(-1)
     ragged = _ragged_rows(flat.tolist(), path, column, lines)
     if ragged is not None:
         return ragged
+    per_row = _values_per_row(cells)
     for i, value in enumerate(flat.tolist()):
         try:
             float(value)
         except OverflowError:
-            where = _row_of(lines, i)
+            where = _row_of(lines, i, per_row)
             return ValueError(
                 f"{path}: {where}, column {column!r} holds a number too large for a float"
             )
         except (TypeError, ValueError):
             if isinstance(value, str) and not value.strip():
                 return ValueError(
-                    f"{path}: {_row_of(lines, i)}, column {column!r} is missing a value (an "
-                    "empty cell)"
+                    f"{path}: {_row_of(lines, i, per_row)}, column {column!r} is missing a "
+                    "value (an empty cell)"
                 )
             hint = ""
             if isinstance(value, str) and "," in value:
                 hint = "; decimal commas are not read: write 0.9, not 0,9"
             shown = repr(value if len(str(value)) <= 40 else str(value)[:37] + "...")
             return ValueError(
-                f"{path}: {_row_of(lines, i)}, column {column!r} holds a non-numeric value "
-                f"{shown}{hint}"
+                f"{path}: {_row_of(lines, i, per_row)}, column {column!r} holds a "
+                f"non-numeric value {shown}{hint}"
             )
     return ValueError(f"{path}: column {column!r} holds a non-numeric value")
 
