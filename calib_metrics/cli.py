@@ -477,6 +477,8 @@ def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -
     """The run's numbers for --json and the HTML page; ``table``: the pairs read (their
     groups and the column those came from); ``class_bins``: the bins behind the error (one
     set, or each class's under --mode classwise: those carry their class)."""
+    from calib_metrics.cli_report import brier_numbers
+
     groups = table.groups
     bins = result.bins
     return {
@@ -501,10 +503,7 @@ def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -
         "std": result.std,
         "lower": result.lower,
         "upper": result.upper,
-        "brier": brier.brier,
-        "calibration": brier.calibration,
-        "refinement": brier.refinement,
-        "within_bin": brier.within_bin,
+        **brier_numbers(brier),
         "per_bin": per_bin_rows(class_bins if args.mode == "classwise" else [bins]),
     }
 

@@ -233,6 +233,13 @@ def models_measures(args: argparse.Namespace, models: tuple) -> tuple:
     )
 
 
+def brier_numbers(split) -> dict[str, float]:
+    """A Brier decomposition under the keys of ``--json``: ``brier``, ``calibration``,
+    ``refinement`` and ``within_bin`` (one model's, in ``evaluate`` and ``compare``)."""
+    keys = ("brier", "calibration", "refinement", "within_bin")
+    return {key: float(getattr(split, key)) for key in keys}
+
+
 def measures_summary(measures) -> dict[str, Any]:
     """One model's measures under the keys of ``evaluate --json``: the Brier split, and
     the smooth ECE and Spiegelhalter's test where computed (the test's note where not).
@@ -246,13 +253,7 @@ def measures_summary(measures) -> dict[str, Any]:
         >>> sorted(measures_summary(Measures(brier_decomposition(q, y))))
         ['brier', 'calibration', 'refinement', 'within_bin']
     """
-    split = measures.brier
-    numbers: dict[str, Any] = {
-        "brier": float(split.brier),
-        "calibration": float(split.calibration),
-        "refinement": float(split.refinement),
-        "within_bin": float(split.within_bin),
-    }
+    numbers = brier_numbers(measures.brier)
     if measures.smooth_ece is not None:
         numbers["smooth_ece"] = measures.smooth_ece
     if measures.spiegelhalter_z is not None or measures.spiegelhalter_note is not None:
