@@ -93,6 +93,7 @@ def test_a_file_that_is_not_a_model_is_named(tmp_path, capsys) -> None:
         err = one_line_error(capsys, "reproduce", "pos", "--quick", "--data", tmp_path / "data",
                              "--load-models", model, "--out", tmp_path / "out")  # fmt: skip
         assert named in err and "weights_only" not in err
+        assert not (tmp_path / "out").exists()  # a refused model leaves no empty folder
 
 
 @pytest.mark.parametrize(

@@ -616,6 +616,7 @@ def _taggers(args: argparse.Namespace, c: dict[str, Any], out: Path):
         selection = {"hmm": hmm_sel, "crf": crf_sel, "crf_matched": match_sel}
         n_train = train.words.shape[0]
         sizes = {"hmm": n_train, "crf_matched": match_sel["sentences"], "crf": n_train}
+    out.mkdir(parents=True, exist_ok=True)  # with the models in hand: a refused file leaves none
     if args.save_models:
         torch.save(
             {
@@ -727,7 +728,6 @@ def _print_summary(results: dict[str, Any], out: Path) -> None:
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     out = report.output_folder(args.out)
     c = _corpus(args)
-    out.mkdir(parents=True, exist_ok=True)
     trained, selection, sizes = _taggers(args, c, out)
     test, tag_names = c["test"], c["tags"].itos
     if test.words.shape[1] < 2:
