@@ -6,6 +6,7 @@ the user probe (a long group bootstrap, two classes read one-vs-rest, an empty c
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -253,3 +254,49 @@ def test_a_bad_cell_of_an_array_of_rows_is_named_by_its_row(tmp_path: Path, cell
     np.savez(file, probs=np.array([["0.5", "0.5"], ["0.25", cell]]), target=np.array([0, 1]))
     with pytest.raises(ValueError, match=f"row index 1, column 'probs' {said}"):
         read_table(file)
+
+
+@pytest.mark.parametrize(
+    ("probs", "said"),
+    [
+        ([["0.5", "0.5", "0.5"], ["0.5", "0.5", "x"]], "holds a non-numeric value 'x'"),
+        ([[0.5, 0.5, 0.5], [0.5, 0.5, 1.5]], "holds 1.5, not a probability"),
+    ],
+)
+def test_a_bad_cell_of_labels_of_sequences_is_named_by_its_label(tmp_path: Path, probs, said):
+    """Labels [B, T] are named by their index, whatever is wrong with the cell: a text
+    cell had been named by its sequence (row index 1) and a number by its label (5)."""
+    file = tmp_path / "tokens.npz"
+    np.savez(file, probs=np.array(probs), target=np.array([[0, 1, 0], [1, 0, 1]]))
+    with pytest.raises(ValueError, match=f"row index 5, column 'probs' {said}"):
+        read_table(file)
+
+
+@pytest.mark.parametrize(
+    ("second_line", "said"),
+    [
+        ('{"probs": [0.5, 0.5, 1.5], "target": [1, 0, 1]}', "'probs' holds 1.5, not a"),
+        ('{"probs": [0.5, 0.5, 0.5], "target": [1, 2, 1]}', "'target' holds 2: a label"),
+        ('{"probs": [0.5, null, 0.5], "target": [1, 0, 1]}', "'probs' is missing (null)"),
+        ('{"probs": [0.5, 0.5, 0.5], "target": [1, null, 1]}', "'target' is missing (null)"),
+    ],
+)
+def test_a_bad_value_in_a_json_lines_list_is_named_by_its_line(tmp_path: Path, second_line, said):
+    """A line's list of labels (a sentence's tags) had raised an IndexError when a value
+    was out of range: the check named labels by index into the lines."""
+    file = tmp_path / "tags.jsonl"
+    file.write_text('{"probs": [0.5, 0.5, 0.5], "target": [0, 1, 0]}\n\n' + second_line + "\n")
+    with pytest.raises(ValueError, match=f"line 3, column {re.escape(said)}"):
+        read_table(file)
+
+
+def test_padding_in_json_lines_lists_keeps_each_labels_line(tmp_path: Path) -> None:
+    file = tmp_path / "tags.jsonl"
+    file.write_text(
+        '{"probs": [0.5, 0.5, 0.5], "target": [0, -100, 0]}\n'
+        '{"probs": [0.5, 0.5, 0.5], "target": [1, 7, -100]}\n'
+    )
+    with pytest.raises(ValueError, match="line 2, column 'target' holds 7: a label"):
+        read_table(file, ignore_index=-100)
+    file.write_text(file.read_text().replace("7", "0"))
+    assert read_table(file, ignore_index=-100).target.tolist() == [0, 0, 1, 0]

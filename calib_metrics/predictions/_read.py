@@ -88,7 +88,7 @@ def read_table(
     columns = (q, y)
     y = _to_labels(y[1], path, y[0], lines)
     keep = None if ignore_index is None else y != ignore_index
-    q = _to_float(_padding_blanked(q[1], _rows_read(y, keep)), path, q[0], lines)
+    q = _to_float(_padding_blanked(q[1], _rows_read(y, keep)), path, q[0], lines, y.numel())
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
     if y.numel() == 0 or q.numel() % y.numel():
@@ -97,7 +97,7 @@ def read_table(
             "or C per label for a multiclass file)"
         )
     _check_ignore_index(ignore_index, q, y, path)
-    every_line = lines
+    every_line, lines = lines, _line_of_each_label(lines, y.numel())
     if keep is not None:
         q = q.reshape(y.numel(), -1)[keep].reshape(-1)
         y, lines = y[keep], None if lines is None else [n for n, k in zip(lines, keep) if k]
@@ -114,6 +114,20 @@ def read_table(
                 f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
             )
     return Predictions(q, y, ids, keep, group_column)
+
+
+def _line_of_each_label(lines: list[int] | None, n_labels: int) -> list[int] | None:
+    """Each label's line: a JSON line may hold a list of labels (a sentence's tags), and
+    the value checks name labels by their index (a bad one in the second line's list had
+    raised an IndexError).
+
+    Example:
+        >>> _line_of_each_label([2, 4], 6), _line_of_each_label(None, 6)
+        ([2, 2, 2, 4, 4, 4], None)
+    """
+    if lines is None or not lines or n_labels == len(lines) or n_labels % len(lines):
+        return lines
+    return [n for n in lines for _ in range(n_labels // len(lines))]
 
 
 def _rows_read(y: Tensor, keep: Tensor | None) -> Tensor | None:

@@ -29,7 +29,16 @@ def _row_of(lines: list[int] | None, index: int, per_row: int = 1) -> str:
     return f"line {lines[row]}" if lines is not None else f"row index {row}"
 
 
-def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
+def _to_float(
+    values: Any,
+    path: Path,
+    column: str,
+    lines: list[int] | None = None,
+    n_labels: int | None = None,
+) -> Tensor:
+    """``values`` as a flat float64 tensor; a cell that is no number is named by its row
+    (``lines``: each row's line in a text file; ``n_labels``: an array file's labels, whose
+    index names its rows)."""
     if isinstance(values, np.ndarray) and np.iscomplexobj(values):
         raise ValueError(f"{path}: column {column!r} holds complex numbers, not real ones")
     if isinstance(values, np.ndarray) and values.dtype.kind in "mM":
@@ -37,16 +46,16 @@ def _to_float(values: Any, path: Path, column: str, lines: list[int] | None = No
         raise ValueError(
             f"{path}: column {column!r} holds dates or durations ({values.dtype}), not numbers"
         )
-    _refuse_python_only_numbers(values, path, column, lines)
+    _refuse_python_only_numbers(values, path, column, lines, n_labels)
     try:
         array = np.asarray(values, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):
-        raise _not_a_number(values, path, column, lines) from None
+        raise _not_a_number(values, path, column, lines, n_labels) from None
     return torch.from_numpy(array.reshape(-1).copy())
 
 
 def _refuse_python_only_numbers(
-    values: Any, path: Path, column: str, lines: list[int] | None
+    values: Any, path: Path, column: str, lines: list[int] | None, n_labels: int | None
 ) -> None:
     """Refuse the first cell, in row order, that only Python reads as a number
     (:func:`python_only_numbers`: ``float()`` takes it, files do not write it so). A cell
@@ -58,7 +67,7 @@ def _refuse_python_only_numbers(
     texts = [v for v in flat if isinstance(v, str)]
     if not texts or not python_only_numbers(texts):
         return
-    per_row = _values_per_row(cells)
+    per_row = _values_per_row(cells, lines, n_labels)
     for i, value in enumerate(flat):
         if not isinstance(value, str):
             continue
@@ -73,15 +82,23 @@ def _refuse_python_only_numbers(
             )
 
 
-def _values_per_row(cells: np.ndarray) -> int:
-    """How many values a row of these cells holds: a 2-D array's flat index i is in row
-    i // that (an [N, C] array's bad cell had been named by its flat index).
+def _values_per_row(cells: np.ndarray, lines: list[int] | None, n_labels: int | None) -> int:
+    """How many of these cells a row holds, so that flat index i is in row i // that: a
+    text file's line (``lines``, one per row: a JSON line may hold a list of labels), an
+    array file's label (``n_labels``; for the labels themselves, None: one each). An
+    [N, C] array's bad cell had been named by its flat index, and then a [B, T] one by its
+    sequence where the value checks name its label.
 
     Example:
-        >>> _values_per_row(np.zeros((4, 3))), _values_per_row(np.zeros(4))
+        >>> _values_per_row(np.zeros((4, 3)), None, 4), _values_per_row(np.zeros((2, 3)), None, 6)
         (3, 1)
+        >>> _values_per_row(np.zeros((2, 3), dtype=object), [1, 2], None)  # lists of 3 a line
+        3
     """
-    return int(np.prod(cells.shape[1:])) if cells.ndim > 1 else 1
+    rows = len(lines) if lines is not None else n_labels
+    if not rows or cells.size % rows:
+        return 1
+    return cells.size // rows
 
 
 def _as_text(value: Any) -> Any:
@@ -89,7 +106,9 @@ def _as_text(value: Any) -> Any:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None) -> ValueError:
+def _not_a_number(
+    values: Any, path: Path, column: str, lines: list[int] | None, n_labels: int | None
+) -> ValueError:
     """The error for a column that numpy cannot read as floats: its first bad value, or
     the first row whose number of values differs from the first row's."""
     cells = np.asarray(values, dtype=object)
@@ -97,7 +116,7 @@ def _not_a_number(values: Any, path: Path, column: str, lines: list[int] | None)
     ragged = _ragged_rows(flat.tolist(), path, column, lines)
     if ragged is not None:
         return ragged
-    per_row = _values_per_row(cells)
+    per_row = _values_per_row(cells, lines, n_labels)
     for i, value in enumerate(flat.tolist()):
         try:
             float(value)
@@ -228,21 +247,22 @@ def _check_probs(q: Tensor, per_row: int, path: Path, column: Column, lines, kee
     if _holds_integers(column):  # (a bool column holds no value outside [0, 1])
         hint = "integers: class ids or hard predictions? give the model's probabilities"
     row, item = divmod(i, per_row)
-    problem = _missing(column[1], file_row(keep, row), item)
+    problem = _missing(column[1], file_row(keep, row), item, per_row)
     if not math.isnan(value):
         written = _as_written(column[1], file_row(keep, row), value, item, per_row)
         problem = f"holds {written}, not a probability in [0, 1] ({hint})"
     raise ValueError(f"{path}: {_row_of(lines, i, per_row)}, column {column[0]!r} {problem}")
 
 
-def _missing(values: Any, row: int, item: int = 0) -> str:
+def _missing(values: Any, row: int, item: int = 0, per_row: int = 1) -> str:
     """The problem of a value read as NaN, value ``item`` of data row ``row`` of a column:
     a JSON null is named as such (it had read "is missing (NaN)"), any other NaN as NaN.
 
     Example:
-        >>> _missing([0.5, None], 1), _missing([[0.5, None]], 0, 1), _missing(["nan"], 0)
+        >>> _missing([0.5, None], 1), _missing([[0.5, None]], 0, 1, 2), _missing(["nan"], 0)
         ('is missing (null)', 'is missing (null)', 'is missing (NaN)')
     """
+    values = _one_cell_per_label(values, per_row)
     try:
         written = values[row] if isinstance(values, (list, tuple)) else math.nan
         written = written[item] if isinstance(written, (list, tuple)) else written
@@ -269,7 +289,7 @@ def _as_written(values: Any, row: int, value: float, item: int = 0, per_row: int
         elif isinstance(values, np.ndarray):
             written = values.reshape(-1)[row * per_row + item]
         else:
-            written = values[row]
+            written = _one_cell_per_label(values, per_row)[row]
             written = written[item] if isinstance(written, (list, tuple)) else written
     except (IndexError, TypeError):  # a layout not foreseen: the number read is exact too
         written = value
@@ -279,6 +299,23 @@ def _as_written(values: Any, row: int, value: float, item: int = 0, per_row: int
     if isinstance(written, (np.floating, np.integer, int)) and not isinstance(written, bool):
         return str(written)
     return repr(float(value))
+
+
+def _one_cell_per_label(values: Any, per_row: int) -> Any:
+    """A JSON column's cells, one per label: a line's list of labels (a sentence's tags),
+    or of their probabilities, is spread out, so that label i is cell i (``per_row``: the
+    values per label; C of them stay a row). Anything else is as it is.
+
+    Example:
+        >>> _one_cell_per_label([[0, 1, 0], [1, 2, 1]], 1)
+        [0, 1, 0, 1, 2, 1]
+        >>> _one_cell_per_label([[0.2, 0.8], [0.5, 0.5]], 2)
+        [[0.2, 0.8], [0.5, 0.5]]
+    """
+    rows = isinstance(values, list) and any(isinstance(v, (list, tuple)) for v in values)
+    if per_row != 1 or not rows:
+        return values
+    return [v for row in values for v in (row if isinstance(row, (list, tuple)) else [row])]
 
 
 def _check_layout(q: Column, y: Column, ids: Column | None, path: Path) -> None:
