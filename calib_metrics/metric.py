@@ -177,7 +177,10 @@ class CalibrationError(_StatesKeepTheirDtype):
             RNG; under DDP one seed from the first rank's global RNG at each compute, so
             the ranks still agree). Either way the ranks draw the same resamplings.
         validate_args: check every batch (two host synchronisations per set of
-            probabilities, one more for multiclass rows' sums); False skips it.
+            probabilities, one more for multiclass rows' sums); False skips that, and
+            each compute checks what it reads instead (one host read): the pairs, or
+            the folded sketch, which shows probabilities outside [0, 1] and NaN but not
+            every bad label.
 
     Example:
         >>> import torch
@@ -934,7 +937,42 @@ class CalibrationError(_StatesKeepTheirDtype):
             groups = None if groups is None else groups[keep]
         if target.numel() == 0:
             raise self._no_pairs()
+        self._refuse_unchecked_pairs(probs, target)
         return probs, target, groups
+
+    def _refuse_unchecked_pairs(self, probs: Tensor, target: Tensor) -> None:
+        """With ``validate_args=False``, the pairs a compute measures are checked there, as
+        every batch's are otherwise (one host read): logits or labels of 2 had given a
+        tight, believable and wrong error at every compute, where ``CalibrationComparison``
+        refused them."""
+        if self.validate_args:
+            return
+        try:
+            _prepare_batch(probs, target, self.num_classes, None)
+        except ValueError as error:
+            raise ValueError(
+                f"CalibrationError(validate_args=False) holds pairs no update checked: {error}"
+            ) from None
+
+    def _sketch_to_read(self) -> sketch.Sketch:
+        """The full sketch a streaming compute reads (:meth:`_full_sketch`), refused when it
+        holds no pair, or, with ``validate_args=False``, what no valid pair leaves there
+        (one host read): a probability outside [0, 1] or NaN, and labels that make a
+        cell's Σy exceed its count or a fraction. A label of 2 beside a 0 in one cell, or
+        a class id >= C (every class's negative), leaves no trace: validate_args=True is
+        the check that sees every batch."""
+        states = self._full_sketch()
+        if states.count.sum() == 0:
+            raise self._no_pairs()
+        problem = None if self.validate_args else sketch.state_problem(states)
+        if problem is not None:
+            raise ValueError(
+                "CalibrationError(validate_args=False) folded values no update checked "
+                f"into its sketch ({problem[0]} {problem[1].split(', where')[0]}): "
+                "probabilities outside [0, 1] (logits?), NaN, or labels other than 0/1; "
+                "validate_args=True names the batch"
+            )
+        return states
 
     def _check_room(self) -> None:
         """Raise ValueError up front, recommending streaming, when compute() would not fit:
@@ -1040,9 +1078,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         """The folded sketch behind each result, pooled (micro) or per class (``per_class``:
         this metric's own choice when None), with its bin size (one host synchronisation
         each)."""
-        states = self._full_sketch()
-        if states.count.sum() == 0:
-            raise self._no_pairs()
+        states = self._sketch_to_read()
         if self._per_class if per_class is None else per_class:
             sets = [states.of_class(c) for c in range(states.count.shape[0])]
         else:
@@ -1378,9 +1414,7 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _histograms(self) -> list[tuple[Tensor, Tensor, Tensor]]:
         """The sketch's non-empty cells (mean q, count, Σy): pooled (micro) or per class."""
-        states = self._full_sketch()
-        if states.count.sum() == 0:
-            raise self._no_pairs()
+        states = self._sketch_to_read()
         if not self._per_class:
             return [sketch.histogram(states.pooled())]
         return [sketch.histogram(states.of_class(c)) for c in range(states.count.shape[0])]
