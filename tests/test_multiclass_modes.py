@@ -207,6 +207,9 @@ def test_classwise_interval_averages_per_class_intervals() -> None:
         # A column of class ids, as loaders yield: the hint had spoken of binary scores.
         (torch.rand(4, 3), torch.tensor([[0], [1], [2], [0]]), "top_label", r"squeeze\(-1\)"),
         (torch.rand(4, 3), torch.tensor([[0], [1], [2], [0]]), "one_vs_rest", r"squeeze\(-1\)"),
+        # Arrays had been told their (valid) shapes were wrong, with a binary-scores hint.
+        (np.full((4, 3), 1 / 3), np.array([0, 1, 2, 0]), "top_label", "must be tensors, got nd"),
+        (torch.full((4, 3), 1 / 3), [0, 1, 2, 0], "classwise", "must be tensors, got Tensor and"),
     ],
 )
 def test_mode_errors(probs, target, mode, message) -> None:

@@ -48,18 +48,3 @@ def extracted(value: Any, forms: Sequence[Sequence[str]]) -> tuple[Any, ...]:
     else:
         got = type(value).__name__
     raise ValueError(f"extract must return {wanted} or None, got {got}")
-
-
-def check_tensors(**items: Any) -> None:
-    """Each of ``items`` (named as the step's output names them) is a tensor.
-
-    Example:
-        >>> import torch
-        >>> check_tensors(logits=torch.zeros(2), target=[0, 1])
-        Traceback (most recent call last):
-        ...
-        ValueError: logits and target must be tensors, got Tensor and list
-    """
-    if not all(isinstance(value, Tensor) for value in items.values()):
-        types = " and ".join(type(value).__name__ for value in items.values())
-        raise ValueError(f"{' and '.join(items)} must be tensors, got {types}")

@@ -27,7 +27,7 @@ from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.callbacks._identity import IdentityMap
 from calib_metrics.functional.calibration import CalibrationResult
-from calib_metrics.functional.errors import NoPairsError, check_flag
+from calib_metrics.functional.errors import NoPairsError, check_flag, check_tensors
 from calib_metrics.functional.multiclass import average_results
 from calib_metrics.metric import CalibrationError
 from calib_metrics.wording import level_text
@@ -343,7 +343,7 @@ class CalibrationMonitor(Callback):
                 groups = outputs.get(self.groups_key)
             elif self.groups_key in outputs:
                 self._warn_groups_unused(f"the {self.stage} step returns {self.groups_key!r}")
-        step_output.check_tensors(probs=probs, target=target)
+        check_tensors(probs=probs, target=target)
         probs = probs.detach()
         # Half precision (mixed-precision training) loses the resolution the bins need.
         if probs.dtype in (torch.float16, torch.bfloat16):

@@ -21,6 +21,7 @@ from calib_metrics.functional.calibration import (
     _check_interval_options,
     _check_options,
 )
+from calib_metrics.functional.errors import check_tensors
 from calib_metrics.functional.multiclass import ROW_SUM_TOLERANCE, check_class_id_dtype
 from calib_metrics.metric_checks import check_class_ids, check_ignore_index
 from calib_metrics.recalibration import TemperatureScaling
@@ -180,7 +181,7 @@ class TemperatureRecalibration(Callback):
                     "logits_key / target_key or pass extract=(outputs, batch) -> (logits, target)"
                 )
             logits, target = outputs[self.logits_key], outputs[self.target_key]
-        step_output.check_tensors(logits=logits, target=target)
+        check_tensors(logits=logits, target=target)
         logits, target = logits.detach(), target.detach()
         binary = logits.shape == target.shape
         if not binary and logits.shape[:-1] != target.shape:

@@ -45,7 +45,12 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import NoPairsError, check_int, check_not_meta
+from calib_metrics.functional.errors import (
+    NoPairsError,
+    check_int,
+    check_not_meta,
+    check_tensors,
+)
 from calib_metrics.functional.free_memory import host_available_bytes
 from calib_metrics.functional.ties import TieCuts, no_cuts, run_cuts
 
@@ -435,11 +440,7 @@ def _check_pairs(
     problem (and calling the probabilities ``name``). With ``keep`` (a mask of their
     shape) only the kept pairs are checked; ``hint`` as :func:`check_binary_target`'s. Two
     host synchronisations."""
-    if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
-        raise ValueError(
-            f"probs and target must be tensors, got {type(probs).__name__} and "
-            f"{type(target).__name__}"
-        )
+    check_tensors(probs=probs, target=target)
     if probs.shape != target.shape:
         multiclass = probs.ndim == target.ndim + 1 and probs.shape[-1] >= 2
         hint = (

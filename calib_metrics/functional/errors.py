@@ -132,6 +132,20 @@ def check_generator(generator: object, device: torch.device | None = None) -> No
         )
 
 
+def check_tensors(**items: object) -> None:
+    """Each of ``items`` (named as the step's output names them) is a tensor.
+
+    Example:
+        >>> check_tensors(logits=torch.zeros(2), target=[0, 1])
+        Traceback (most recent call last):
+        ...
+        ValueError: logits and target must be tensors, got Tensor and list
+    """
+    if not all(isinstance(value, torch.Tensor) for value in items.values()):
+        types = " and ".join(type(value).__name__ for value in items.values())
+        raise ValueError(f"{' and '.join(items)} must be tensors, got {types}")
+
+
 def check_not_meta(tensor: torch.Tensor, name: str) -> None:
     """Raise ValueError if ``tensor`` is on the meta device: it has a shape but no values,
     and torch's own error comes from a copy or an ``.item()`` deep inside.

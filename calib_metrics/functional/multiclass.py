@@ -27,6 +27,7 @@ from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, check_probs, column_target_hint
 from calib_metrics.functional.clusters import with_samples
+from calib_metrics.functional.errors import check_tensors
 from calib_metrics.functional.intervals import CalibrationResult, effective_samples
 
 Mode = Literal["one_vs_rest", "top_label", "classwise"]
@@ -202,6 +203,7 @@ def pair_sets(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    check_tensors(probs=probs, target=target)  # before shapes: an array has one too
     _check_group_shape(groups, target)
     if not is_multiclass(probs, target):
         if mode != "one_vs_rest":
