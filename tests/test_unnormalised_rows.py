@@ -3,7 +3,7 @@ entry alike (docs/measures.md): one-vs-rest and classwise score each column as t
 probability of its class (multilabel sigmoid outputs pass as they are), top-label takes
 the row's maximum as its confidence. These tests pin that the functions, the metric
 (exact and streaming) and the comparison agree with the binary pairs so made, and that
-each warns (a softmax over the batch, not the classes, gave 0.67 for 0.00 silently)."""
+each warns (a softmax over the batch, not the classes, gave 0.56 for 0.03 silently)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,18 @@ def test_the_metrics_agree_with_the_functions(mode: str, streaming: bool) -> Non
         generator=torch.Generator().manual_seed(0),
     )
     assert compare.compute().difference == want.difference
+
+
+def test_a_softmax_over_the_batch_gives_an_error_that_means_nothing() -> None:
+    """docs/measures.md's numbers: a model calibrated by construction (N = 2,000,
+    C = 10), its top-label error with the rows right and with softmax(dim=0)."""
+    generator = torch.Generator().manual_seed(0)
+    logits = 2 * torch.randn(2000, 10, generator=generator)
+    target = torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(-1)
+    right = calibration_error(logits.softmax(-1), target, mode="top_label")
+    with pytest.warns(UserWarning, match="rows of class probabilities"):
+        wrong = calibration_error(logits.softmax(0), target, mode="top_label")
+    assert (round(right.item(), 2), round(wrong.item(), 2)) == (0.03, 0.56)
 
 
 def test_the_functions_warn_about_rows_that_do_not_sum_to_1() -> None:
