@@ -600,7 +600,12 @@ def evaluate(args: argparse.Namespace) -> dict:
     probs, target, groups = table.probs, table.target, table.groups
     options = {"binning": args.binning, "bin_size": args.bin_size, "n_bins": args.n_bins}
     bins = estimate_bins(probs, target, args.mode, result, **options)
-    warn_if_few_bins(bins, **options, debias=args.debias and args.norm == "l2")
+    warn_if_few_bins(
+        bins,
+        **options,
+        debias=args.debias and args.norm == "l2",
+        per_class=args.mode == "classwise",
+    )
     summary = _summary(args, table, result, brier, bins)
     summary["settings"] = cli_report.evaluate_settings(args, summary)
     note = interval_note(summary)
@@ -877,11 +882,18 @@ def _matplotlib_logs_to(collect) -> Iterator[None]:
 
 
 def warn_if_few_bins(
-    bins: list, *, binning: str, bin_size: int | str, n_bins: int, debias: bool = False
+    bins: list,
+    *,
+    binning: str,
+    bin_size: int | str,
+    n_bins: int,
+    debias: bool = False,
+    per_class: bool = False,
 ) -> None:
     """A UserWarning (one ``warning:`` line of the command) when the bins are too few to
     show miscalibration, or hold one pair for a debiased error
-    (:func:`calib_metrics.few_bins.few_bins_message`, naming the command's options).
+    (:func:`calib_metrics.few_bins.few_bins_message`, naming the command's options;
+    ``per_class``: the bins are each class's).
 
     Example:
         >>> import torch, warnings
@@ -896,8 +908,9 @@ def warn_if_few_bins(
     from calib_metrics.few_bins import few_bins_message
 
     message = few_bins_message(
-        bins, binning=binning, bin_size=bin_size, n_bins=n_bins, debias=debias, cli=True
-    )
+        bins, binning=binning, bin_size=bin_size, n_bins=n_bins, debias=debias, cli=True,
+        per_class=per_class,
+    )  # fmt: skip
     if message is not None:
         warnings.warn(message, UserWarning, stacklevel=2)
 

@@ -325,7 +325,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )  # fmt: skip
     bins = [estimate_bins(m.probs, m.target, args.mode, r, **BINNING) for m, r in
             ((a, result.a), (b, result.b))]  # fmt: skip
-    warn_if_few_bins(bins[0] + bins[1], **BINNING)
+    warn_if_few_bins(bins[0] + bins[1], **BINNING, per_class=args.mode == "classwise")
     summary = {
         "n": a.target.numel(),
         "id_columns": None if ids is None else list(ids),  # a's and b's; None: by position

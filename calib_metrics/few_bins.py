@@ -50,10 +50,12 @@ def few_bins_message(
     n_bins: int,
     debias: bool = False,
     cli: bool = False,
+    per_class: bool = False,
 ) -> str | None:
     """Why the error of these bins (one set, or one per class: the fewest counts) cannot
     show miscalibration, with what to do; None when there are ``MIN_BINS`` or more (and,
-    with ``debias``, no bin of one pair: :func:`single_pair_message`).
+    with ``debias``, no bin of one pair: :func:`single_pair_message`). ``per_class``: the
+    bins are each class's (classwise, ``average=None``), and the count is said per class.
 
     ``binning``, ``bin_size`` and ``n_bins`` are the settings that made the bins; ``cli``
     names them as command-line options (:func:`option`).
@@ -93,9 +95,11 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
         setting = "auto bins"
     else:
         setting = option("bin_size", bin_size, cli)
+    # The pooled N beside a class's count had read as a contradiction on the command line.
+    where = " per class" if per_class else ""
     return (
-        f"only {count} bin{'s' * (count != 1)} from {n_pairs} pair{'s' * (n_pairs != 1)} "
-        f"({setting}); with fewer than {MIN_BINS} bins the error "
+        f"only {count} bin{'s' * (count != 1)} from {n_pairs} pair{'s' * (n_pairs != 1)}"
+        f"{where} ({setting}); with fewer than {MIN_BINS} bins the error "
         f"cannot show miscalibration (one bin scores about 0 for any model): {fix}"
     )
 

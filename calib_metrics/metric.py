@@ -1151,6 +1151,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             bin_size=self.bin_size,
             n_bins=self.n_bins,
             debias=self._debias,
+            per_class=len(bins) > 1,
         )
         if message is None:
             return

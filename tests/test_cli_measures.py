@@ -186,3 +186,15 @@ def test_groups_of_a_multiclass_file_are_one_per_item(capsys, tmp_path) -> None:
     )  # fmt: skip
     summary = json.loads(out)
     assert summary["upper"] == pytest.approx(expected.upper.item(), rel=1e-9)
+
+
+def test_a_classwise_few_bins_warning_says_its_count_is_per_class(capsys, tmp_path) -> None:
+    """The header counts the pooled N·C pairs; the warning had said "only 6 bins from 50
+    pairs" beside "N = 200 pairs, 24 adaptive bins", which read as a contradiction."""
+    generator = torch.Generator().manual_seed(0)
+    file = tmp_path / "small.npz"
+    probs = torch.randn(50, 4, generator=generator).softmax(-1)
+    np.savez(file, probs=probs.numpy(), target=torch.randint(0, 4, (50,), generator=generator))
+    code, out, err = run(capsys, "evaluate", str(file), "--mode", "classwise")
+    assert code == 0 and "N = 200 pairs" in out
+    assert "only 6 bins from 50 pairs per class (auto bins)" in err
