@@ -59,6 +59,7 @@ from calib_metrics.metric_state import (
     _StatesKeepTheirDtype,
     _StatesOfRule,  # noqa: F401  # metrics pickled before the split name it here
     _user_stacklevel,
+    warnings_said_by,
 )
 
 # Per class, the sketch's (count, Σr, Σr², Σy, lowest q, highest q) per cell; see
@@ -150,7 +151,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         binning: ``"adaptive"`` (equal mass) or ``"uniform"`` (equal width).
         n_bins: number of bins of uniform binning (at most 2**20).
         norm: ``"l2"`` (RMS, the paper's), ``"l1"`` or ``"max"``.
-        n_samples: draws of the sampled interval (Algorithm 2).
+        n_samples: draws of the interval (the bootstrap's, or Algorithm 2's).
         confidence: coverage of the interval.
         method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
         debias: subtract each bin's sampling noise from its squared gap (default True;
@@ -1426,25 +1427,27 @@ class CalibrationError(_StatesKeepTheirDtype):
         options = {"confidence": self.confidence, "method": self.method, "norm": self.norm}
         options["debias"] = self._debias
         results = []
-        for item in inputs:
-            if isinstance(item, Bins):
-                results.append(bins_interval(item, interval, self.n_samples, generator, **options))
-                continue
-            probs, target, groups = item
-            results.append(
-                calibration_error_ci(
-                    probs,
-                    target,
-                    groups=groups,
-                    interval="groups",
-                    n_samples=self.n_samples,
-                    generator=generator,
-                    binning=self.binning,
-                    bin_size=self.bin_size,
-                    n_bins=self.n_bins,
-                    **options,
+        with warnings_said_by("CalibrationError", "calibration_error_ci"):
+            for item in inputs:
+                if isinstance(item, Bins):
+                    drawn = bins_interval(item, interval, self.n_samples, generator, **options)
+                    results.append(drawn)
+                    continue
+                probs, target, groups = item
+                results.append(
+                    calibration_error_ci(
+                        probs,
+                        target,
+                        groups=groups,
+                        interval="groups",
+                        n_samples=self.n_samples,
+                        generator=generator,
+                        binning=self.binning,
+                        bin_size=self.bin_size,
+                        n_bins=self.n_bins,
+                        **options,
+                    )
                 )
-            )
         return results
 
     def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:

@@ -37,7 +37,7 @@ from calib_metrics.metric_checks import (
     check_ignore_index,
     check_num_classes,
 )
-from calib_metrics.metric_state import _StatesKeepTheirDtype
+from calib_metrics.metric_state import _StatesKeepTheirDtype, warnings_said_by
 from calib_metrics.wording import level_text
 
 _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
@@ -338,7 +338,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         probs_a, probs_b, target, groups, _ = self._pairs()
         generator = self._generator(seed, target.device)
         mode = self.mode if self.num_classes is not None else "one_vs_rest"
-        with _rows_said_at_update():
+        with (
+            warnings_said_by("CalibrationComparison", "compare_calibration"),
+            _rows_said_at_update(),
+        ):
             result = compare_calibration(
                 probs_a, probs_b, target, groups=groups, generator=generator, mode=mode,
                 **self.estimator,

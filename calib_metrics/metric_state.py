@@ -225,6 +225,7 @@ _LIBRARY_DIRS = (
     os.path.dirname(torch.__file__) + os.sep,
     os.path.dirname(os.path.abspath(torchmetrics.__file__)) + os.sep,
     os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    contextlib.__file__,  # the exit of a context manager of the library's (warnings_said_by)
 )
 
 
@@ -247,6 +248,31 @@ def _user_stacklevel() -> int:
     while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
         frame, level = frame.f_back, level + 1
     return level
+
+
+@contextlib.contextmanager
+def warnings_said_by(owner: str, function: str) -> Iterator[None]:
+    """The warnings of ``function`` (a functional entry a metric calls) said again as
+    ``owner``'s, at the user's line (:func:`_user_stacklevel`): a metric's too-few-units
+    warning had named ``calibration_error_ci``, which the user never called, and pointed
+    into the library.
+
+    Example:
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     with warnings_said_by("CalibrationError", "calibration_error_ci"):
+        ...         warnings.warn("calibration_error_ci: 5 pairs", UserWarning)
+        >>> str(caught[0].message)
+        'CalibrationError: 5 pairs'
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for said in caught:
+        text = str(said.message)
+        if text.startswith(f"{function}: "):
+            text = f"{owner}: {text[len(function) + 2 :]}"
+        warnings.warn(text, said.category, stacklevel=_user_stacklevel())
 
 
 class _KeysRefused(ValueError):

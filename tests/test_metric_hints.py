@@ -5,6 +5,8 @@ have the same shape" and "target holds class id -100, outside [0, 3)"."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -95,3 +97,22 @@ def test_a_comparison_names_the_model_whose_shape_is_wrong() -> None:
         CalibrationComparison(3).update(
             torch.rand(8, 4), torch.rand(8, 4), torch.randint(0, 3, (8,))
         )
+
+
+def test_too_few_units_is_said_by_the_metric_at_the_users_line() -> None:
+    """The warning had named calibration_error_ci, which the user never called, and
+    pointed into the library (metric.py)."""
+    q, y = torch.tensor([0.1, 0.3, 0.5, 0.7, 0.9]), torch.tensor([0, 1, 0, 1, 1])
+    metric, comparison = CalibrationError(), CalibrationComparison()
+    metric.update(q, y)
+    comparison.update(q, q.sqrt(), y)
+    for call, owner in (
+        (metric.compute_result, "CalibrationError"),
+        (comparison.compute, "CalibrationComparison"),
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        said = [w for w in caught if "at least 10 are needed" in str(w.message)]
+        assert len(said) == 1 and str(said[0].message).startswith(f"{owner}: 5 ")
+        assert said[0].filename == __file__

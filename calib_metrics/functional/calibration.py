@@ -392,7 +392,8 @@ def calibration_error_ci(
             recentred on the debiased estimate (see
             :mod:`calib_metrics.functional.intervals`); ``docs/coverage.md`` measures
             every combination.
-        groups: group id of every pair (any integer tensor of ``probs``' shape), needed
+        groups: group id of every pair (any integer tensor of ``probs``' shape; for
+            multiclass input, of ``target``'s: one id per item), needed
             by and only used with ``interval="groups"``; with ``debias=True`` the noise
             term is then each bin's cluster-robust variance over the groups
             (:mod:`~calib_metrics.functional.clusters`), so ``error`` may differ slightly

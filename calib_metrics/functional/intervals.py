@@ -48,7 +48,8 @@ groups are not given (their within-bin variance is larger than p̂(1 − p̂)/(n
 assumes; with ``groups=`` the noise term is each bin's cluster-robust variance instead,
 :mod:`calib_metrics.functional.clusters`, and D is unbiased). The draws θ_s = D − L*_s
 then give the interval: their quantiles (``"percentile"``, the basic bootstrap) or
-D ∓ z·std (``"normal"``), each end clipped at 0 and square-rooted. Algorithm 2 with
+their mean ∓ z·std (``"normal"``; the mean, D − mean(L*), is D up to the draws'
+Monte-Carlo error, about std/√n_samples), each end clipped at 0 and square-rooted. Algorithm 2 with
 ``debias=True`` simply uses each draw's debiased error.
 
 **Which world, pairs or groups.** The spread of L* comes mostly from its linear term
