@@ -165,3 +165,16 @@ def test_the_line_readers_name_a_file_they_cannot_read(tmp_path) -> None:
     latin.write_bytes("caf\xe9\tN\n".encode("latin-1"))
     with pytest.raises(ValueError, match=rf"^{latin}: not readable text"):
         read_ark_conll(latin)
+
+
+def test_the_readers_name_a_folder_given_for_a_file(tmp_path) -> None:
+    """A data set's folder had been "coreference file not found", though it exists."""
+    from calib_metrics.paper.ark_twitter import read_ark_conll
+    from calib_metrics.paper.coref_conllu import read_coref_documents, split_ids
+    from calib_metrics.paper.gum_entities import read_gum_entities
+
+    for read in (read_coref_documents, split_ids, read_ark_conll, read_gum_entities):
+        with pytest.raises(IsADirectoryError, match="a folder, not a file"):
+            read(tmp_path)
+        with pytest.raises(FileNotFoundError, match="not found"):
+            read(tmp_path / "none.conllu")

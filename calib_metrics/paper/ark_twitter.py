@@ -9,9 +9,8 @@ out-of-time test set (one tweet a day, 2011-01 to 2012-06). Files may be gzipped
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from calib_metrics.paper.conllu_io import lines
+from calib_metrics.paper.conllu_io import existing_file, lines
 from calib_metrics.paper.locations import data_file, find_dataset
 from calib_metrics.paper.tagging import TaggedSentence
 
@@ -34,9 +33,7 @@ def read_ark_conll(path: str | os.PathLike) -> list[TaggedSentence]:
         >>> read_ark_conll(p)
         [(['I', 'won'], ['O', 'V']), (['@bob'], ['@'])]
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"ARK Twitter file not found: {path}")
+    path = existing_file(path, "ARK Twitter file")
     sentences: list[TaggedSentence] = []
     words: list[str] = []
     tags: list[str] = []

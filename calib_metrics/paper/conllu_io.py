@@ -23,14 +23,32 @@ import conllu
 from conllu.exceptions import ParseException
 
 
+def existing_file(path: str | Path, what: str) -> Path:
+    """``path`` as a Path, refused when it is no file: missing (FileNotFoundError) or a
+    folder (IsADirectoryError; a data set's folder had been "not found"). ``what`` names
+    the file in the message.
+
+    Example:
+        >>> import tempfile
+        >>> existing_file(tempfile.gettempdir(), "coreference file")
+        Traceback (most recent call last):
+        ...
+        IsADirectoryError: coreference file ...: a folder, not a file (give one of its files)
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{what} {path}: a folder, not a file (give one of its files)")
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    return path
+
+
 def open_text(path: str | Path | io.TextIOBase, missing: str = "CoNLL-U file") -> io.TextIOBase:
     """A text stream of ``path`` (UTF-8; ``.gz`` decompressed), or ``path`` itself when it
     is a stream already; ``missing`` names the file in the error for a missing one."""
     if isinstance(path, io.TextIOBase):
         return path
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{missing} not found: {path}")
+    path = existing_file(path, missing)
     if path.suffix == ".gz":
         return gzip.open(path, "rt", encoding="utf-8")
     return path.open(encoding="utf-8")

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import conllu
 
-from calib_metrics.paper.conllu_io import open_text, readable, sentences
+from calib_metrics.paper.conllu_io import existing_file, open_text, readable, sentences
 
 __all__ = [
     "Document",
@@ -454,9 +454,7 @@ def split_ids(path: str | Path) -> dict[str, list[str]]:
         ...     split_ids(p)
         {'dev': ['A', 'B'], 'test': ['C']}
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"splits file not found: {path}")
+    path = existing_file(path, "splits file")
     splits: dict[str, list[str]] = {}
     current: str | None = None
     with readable(path, "splits file"):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from calib_metrics.paper.conllu_io import lines
+from calib_metrics.paper.conllu_io import existing_file, lines
 
 ENTITY_TYPES = (
     "abstract",
@@ -129,9 +129,7 @@ def read_gum_entities(path: str | os.PathLike, limit: int | None = None) -> list
         >>> read_gum_entities(p)[0].spans
         [Span(start=0, end=1, label='place'), Span(start=0, end=2, label='abstract')]
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"GUM file not found: {path}")
+    path = existing_file(path, "GUM file")
     out: list[EntitySentence] = []
     document, words, values = "", [], []
     numbers: list[int] = []  # each word's line, for a malformed Entity value's error
