@@ -205,3 +205,13 @@ def test_an_unknown_option_is_refused_where_it_was_typed(capsys, argv, command):
     """Typed before a subcommand, it had been blamed on the innermost one."""
     err = one_line_error(capsys, *argv)
     assert err == f"{command}: error: unrecognized arguments: --bogus (usage: {command} --help)"
+
+
+@pytest.mark.parametrize("training", [["--n-bits", "10"], ["--epochs", "0"]])
+def test_events_refuses_training_options_beside_a_saved_ranker(tmp_path, capsys, training):
+    """They had been dropped silently: a run "with 10 bits" was the saved ranker's."""
+    paths = ["--data", tmp_path / "none", "--out", tmp_path / "out"]
+    model = ["--model", tmp_path / "ranker.pt"]
+    err = one_line_error(capsys, "reproduce", "events", *model, *training, *paths)
+    assert f"{training[0]} train a ranker, and --model uses a saved one" in err
+    assert not (tmp_path / "out").exists()

@@ -58,6 +58,7 @@ LEXICON = "phoenix-country-actors"
 UNKNOWN_DATES = ("2000-01-01",)
 # The options --quick sets when not given: (full run, --quick).
 QUICK = {"samples": (100, 20), "epochs": (3, 1)}
+N_BITS = 20  # the ranker's feature hash bits, unless --n-bits (or --model's own)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,7 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=options.quick_help("ranker training epochs", QUICK, "epochs"),
     )
-    parser.add_argument("--n-bits", type=int, default=20, help="ranker feature hash bits")
+    parser.add_argument(
+        "--n-bits", type=int, default=None, help=f"ranker feature hash bits (default: {N_BITS})"
+    )
     parser.add_argument(
         "--enhanced",
         action="store_true",
@@ -476,7 +479,16 @@ def _gold(docs, tables, periods):
 def _check(args: argparse.Namespace) -> AntecedentRanker | None:
     """Settle and check the options before any data are read; the --model ranker, read
     now, so that a file that is not one is said at once (it had been after 20 s)."""
+    training = (("--epochs", args.epochs), ("--n-bits", args.n_bits))
+    given = [option for option, value in training if value is not None]
+    if args.model is not None and given:
+        # They had been dropped silently: a run "with 10 bits" was the saved ranker's.
+        raise ValueError(
+            f"{' and '.join(given)} train a ranker, and --model uses a saved one: "
+            "drop one or the other"
+        )
     options.settle(args, QUICK)
+    args.n_bits = N_BITS if args.n_bits is None else args.n_bits
     options.check_integers(args, samples=1, epochs=0)
     options.check_in_range(args, "n_bits", *N_BITS_RANGE)
     # The summaries check these too, but only after the ranker is trained.
