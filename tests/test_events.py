@@ -7,6 +7,7 @@ import io
 import itertools
 import math
 import warnings
+from types import SimpleNamespace
 
 import events_fixtures as fx
 import host_reads
@@ -451,3 +452,12 @@ def test_aggregate_events_checks_roots_and_n_samples_up_front(docs, lexicon, roo
     table = EventExtractor(lexicon).table(docs["nmod_active"])
     with pytest.raises(ValueError, match=message):
         aggregate_events([table], [roots], ["2015-01"], n_samples=n_samples)
+
+
+def test_a_placeholder_date_has_no_period_in_the_api_as_on_the_command_line() -> None:
+    """docs/events.md's API example had counted GUM's 2000-01-01 conversations in 2000Q1,
+    bringing back the false CHN event the command leaves out (--unknown-dates)."""
+    placeholder = SimpleNamespace(doc_id="conversation", meta={"dateCreated": "2000-01-01"})
+    assert [document_period(placeholder, p) for p in ("month", "quarter", "year")] == [None] * 3
+    assert document_period(placeholder, "quarter", unknown=()) == "2000Q1"
+    assert document_period(placeholder, "year", unknown=["1999"]) == "2000"

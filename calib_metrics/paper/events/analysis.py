@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -113,12 +113,39 @@ def document_date(doc, key: str = "dateCreated") -> _dt.date | None:
     return None if parsed is None else parsed[0]
 
 
+#: GUM's placeholder creation date: its 14 conversations and one court transcript carry
+#: ``2000-01-01`` (modified 2000-01-01 too, in all but one), not when they were recorded.
+UNKNOWN_DATES = ("2000-01-01",)
+
 #: How many of year, month, day a date needs to fall in one period of each kind.
 _PARTS_NEEDED = {"month": 2, "quarter": 2, "year": 1}
 
 
-def document_period(doc, period: str = "quarter", key: str = "dateCreated") -> str | None:
-    """The :func:`period_label` of a document's date, or ``None`` if the date is too coarse.
+def has_unknown_date(
+    doc, unknown: Collection[str] = UNKNOWN_DATES, key: str = "dateCreated"
+) -> bool:
+    """Whether the document's date is one of ``unknown``, compared as written (whole
+    values: ``"2000"`` names a year-only date, not ``2000-01-01``).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> has_unknown_date(SimpleNamespace(meta={"dateCreated": " 2000-01-01"}))
+        True
+    """
+    written = getattr(doc, "meta", {}).get(key, "")
+    return str(written).strip() in {d.strip() for d in unknown if d.strip()}
+
+
+def document_period(
+    doc,
+    period: str = "quarter",
+    key: str = "dateCreated",
+    unknown: Collection[str] = UNKNOWN_DATES,
+) -> str | None:
+    """The :func:`period_label` of a document's date, or ``None`` if the date is too coarse
+    or stands for "unknown" (``unknown``: dates compared as written; by default GUM's
+    placeholder ``2000-01-01``, as ``reproduce events --unknown-dates`` has it: its
+    conversations had been counted in 2000, with a false event).
 
     A date with only a year (``YYYY``) lies in one year but in no particular month
     or quarter: counting it in January (its :func:`document_date`) would put events
@@ -133,9 +160,14 @@ def document_period(doc, period: str = "quarter", key: str = "dateCreated") -> s
         [None, None, '1999']
         >>> document_period(SimpleNamespace(meta={"dateCreated": "1999-05"}), "quarter")
         '1999Q2'
+        >>> placeholder = SimpleNamespace(meta={"dateCreated": "2000-01-01"})
+        >>> document_period(placeholder, "year"), document_period(placeholder, "year", unknown=())
+        (None, '2000')
     """
     if period not in _PARTS_NEEDED:
         raise ValueError(f"period must be one of {PERIODS}, got {period!r}")
+    if has_unknown_date(doc, unknown, key):
+        return None
     parsed = _parse_date(doc, key)
     if parsed is None:
         raise ValueError(f"document {getattr(doc, 'doc_id', '?')} has no '# meta::{key}' date")

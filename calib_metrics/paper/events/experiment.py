@@ -36,10 +36,12 @@ from calib_metrics.paper.coref_conllu import read_coref_documents
 from calib_metrics.paper.coref_features import features_for
 from calib_metrics.paper.countries import CountryLexicon
 from calib_metrics.paper.events.analysis import (
+    UNKNOWN_DATES,
     EventExtractor,
     aggregate_events,
     document_period,
     gold_antecedents,
+    has_unknown_date,
     period_span,
 )
 from calib_metrics.paper.events.errors import uncertain_documents
@@ -53,9 +55,6 @@ NAME = "ud-english-gum"
 LEXICON = "phoenix-country-actors"
 
 
-#: GUM's placeholder creation date: its 14 conversations and one court transcript carry
-#: ``2000-01-01`` (modified 2000-01-01 too, in all but one), not when they were recorded.
-UNKNOWN_DATES = ("2000-01-01",)
 # The options --quick sets when not given: (full run, --quick).
 QUICK = {"samples": (100, 20), "epochs": (3, 1)}
 N_BITS = 20  # the ranker's feature hash bits, unless --n-bits (or --model's own)
@@ -307,14 +306,10 @@ def _load(args: argparse.Namespace) -> dict:
     docs, split = _read(_files(Path(data)))
     if not docs:
         raise ValueError(f"no documents in {data}")
-    # Whole values, compared as written: "2000" names a year-only date, not 2000-01-01.
     unknown = {d.strip() for d in args.unknown_dates if d.strip()}
-    is_undated = [d.meta.get("dateCreated", "").strip() in unknown for d in docs]
+    is_undated = [has_unknown_date(d, unknown) for d in docs]
     # None: an unknown date (no period at all) or a year-only one (no month or quarter).
-    periods = [
-        None if gone else document_period(d, args.period)
-        for d, gone in zip(docs, is_undated, strict=True)
-    ]
+    periods = [document_period(d, args.period, unknown=unknown) for d in docs]
     undated = [d.doc_id for d, gone in zip(docs, is_undated, strict=True) if gone]
     left_out = [
         d.doc_id
