@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"small subsets and fewer iterations, for tests ({options.QUICK_WINS})",
+        help=f"small subsets and fewer iterations, for tests ({options.QUICK_WINS}; "
+        f"{options.QUICK_PREFIX})",
     )
     parser.add_argument(
         "--train-sentences",

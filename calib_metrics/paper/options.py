@@ -44,6 +44,10 @@ QuickDefaults = Mapping[str, tuple[Any, Any]]
 
 #: What ``--quick`` says of the options it sets, in every experiment's help.
 QUICK_WINS = "options given explicitly win"
+# The --quick runs that read their training subset from the file's start, no further.
+QUICK_PREFIX = (
+    "the training subset is read from its file's start: a damaged end shows in a full run"
+)
 
 
 def _shown(value: Any) -> str:

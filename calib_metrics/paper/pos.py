@@ -76,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--quick",
         action="store_true",
         help=f"small subsets, fewer iterations and {paired.QUICK_SAMPLES} paired draws, for "
-        "tests (options given explicitly win, but for the paired draws)",
+        f"tests (options given explicitly win, but for the paired draws; {options.QUICK_PREFIX})",
     )
     parser.add_argument("--bin-size", type=int, default=5000, help="adaptive bin size")
     parser.add_argument("--n-samples", type=int, default=10000, help="interval samples")
