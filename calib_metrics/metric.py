@@ -1451,7 +1451,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         return results
 
     def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
-        """Reliability diagram (micro), per-class error bars (``average=None``) or, for
+        """Reliability diagram (micro), per-class error bars (``average=None``; ``"macro"``
+        and ``"weighted"`` add their value, in the title and as a dashed line) or, for
         ``mode="classwise"``, one reliability diagram per class (at most 12: those with
         the most positives), their titles and legends naming this metric's interval and
         confidence.
@@ -1478,9 +1479,23 @@ class CalibrationError(_StatesKeepTheirDtype):
         kind = {"confidence": self.confidence, "interval": self._drawn_interval(result)}
         kind |= {"debias": self._debias, "norm": self.norm}
         if isinstance(result, list):
-            per_class = {str(c): r for c, r in enumerate(result)}
-            return plot.per_label_errors(per_class, ax=ax, names=("class",), **kind)
+            return self._plot_per_class(result, ax, kind)
         return plot.reliability_diagram(result, ax=ax, **kind)
+
+    def _plot_per_class(self, results: list[CalibrationResult], ax: Any, kind: dict) -> Any:
+        """Per-class error bars; under ``average="macro"`` or ``"weighted"`` with the value
+        compute() returns, in the title and as a dashed line (the figure had shown the
+        classes alone, as ``average=None``, and never the number logged)."""
+        from calib_metrics import plot
+
+        per_class = {str(c): r for c, r in enumerate(results)}
+        if self.average not in ("macro", "weighted"):
+            return plot.per_label_errors(per_class, ax=ax, names=("class",), **kind)
+        value = float(self._average([r.error for r in results], [r.bins for r in results]))
+        title = f"{self.average} average of {len(results)} classes: {value:.4f}"
+        fig, ax = plot.per_label_errors(per_class, ax=ax, names=("class",), title=title, **kind)
+        ax.axvline(value, color="0.4", linestyle="--", linewidth=1)
+        return fig, ax
 
     def _check_plot_value(self, val: Any) -> None:
         """Refuse a ``val`` that is not a result, naming what plot() draws: torchmetrics'

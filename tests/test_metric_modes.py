@@ -141,3 +141,21 @@ def test_modes_do_not_merge() -> None:
 def test_bad_mode_arguments(kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         CalibrationError(**{"num_classes": C, **kwargs})
+
+
+@pytest.mark.parametrize("average", ["macro", "weighted"])
+def test_plot_of_an_average_shows_the_value_compute_returns(average: str) -> None:
+    """The figure had drawn the classes alone, as average=None, without the number logged."""
+    import matplotlib.pyplot as plt
+
+    generator = torch.Generator().manual_seed(0)
+    probs = torch.randn(3000, 3, generator=generator).softmax(-1)
+    target = torch.randint(0, 3, (3000,), generator=generator)
+    metric = CalibrationError(num_classes=3, average=average)
+    metric.update(probs, target)
+    value = metric.compute().item()
+    fig, ax = metric.plot()
+    assert ax.get_title() == f"{average} average of 3 classes: {value:.4f}"
+    dashed = [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert dashed == [value]
+    plt.close(fig)
