@@ -84,8 +84,12 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--groups",
-        help="column of group ids; implies --interval groups (which, without --groups, "
-        "finds the column by name, e.g. sentence_id, and asks when two names fit)",
+        nargs="?",
+        const="",
+        default=None,
+        help="column of group ids, or no value to find it by name (e.g. sentence_id; two "
+        "names that fit are asked about), as compare and recalibrate take it; implies "
+        "--interval groups",
     )
     add_ignore_index(p)
     p.add_argument(

@@ -81,6 +81,18 @@ def test_group_interval_from_a_file_equals_the_functional(tmp_path: Path, capsys
     assert got["upper"] == pytest.approx(want["upper"], rel=1e-12)
 
 
+def test_groups_without_a_value_finds_the_column_as_compare_does(tmp_path: Path, capsys, tokens):
+    """evaluate --groups had needed a value ("expected one argument"), where compare and
+    recalibrate take none (a file recalibrate --out wrote names its column "group")."""
+    q, y, sentence = tokens
+    path = tmp_path / "tokens.npz"
+    np.savez(path, probs=q, target=y, group=sentence)
+    by_name = run(capsys, "evaluate", path, "--groups", "--samples", "50", "--json")
+    named = run(capsys, "evaluate", path, "--groups", "group", "--samples", "50", "--json")
+    assert by_name[0] == 0 and json.loads(by_name[1])["groups"] == 300
+    assert json.loads(by_name[1])["upper"] == json.loads(named[1])["upper"]
+
+
 def test_text_output_names_the_groups(tmp_path: Path, capsys, tokens):
     q, y, sentence = tokens
     path = tmp_path / "tokens.npz"
