@@ -198,3 +198,20 @@ def test_ids_written_as_numbers_are_one_group_per_number(tmp_path: Path, capsys,
     code, out, err = run(capsys, *argv)
     assert code == 0, err
     assert json.loads(out)["groups"] == len(set(sentence.tolist()))
+
+
+def test_recalibrates_out_file_reads_back_with_its_groups(tmp_path: Path, capsys, tokens):
+    """Where the test file held one group id per kept label, --out leaves the padding rows'
+    group cells empty, and reading it back with --groups had refused "a missing group id"."""
+    q, y, sentence = tokens
+    padded = np.where(np.arange(y.size) % 7 == 0, -100, y)
+    test = tmp_path / "test.npz"
+    np.savez(test, probs=q, target=padded, group=sentence[padded != -100])
+    out = tmp_path / "test.recalibrated.csv"
+    argv = ["--ignore-index", "-100", "--groups", "--samples", "50"]
+    code, _, err = run(capsys, "recalibrate", test, test, *argv, "--out", out)
+    assert code == 0, err
+    assert ",,-100,\n" in out.read_text()  # a padding row: no probabilities, no group
+    code, text, err = run(capsys, "evaluate", out, *argv, "--json")
+    assert code == 0, err
+    assert json.loads(text)["groups"] == 300

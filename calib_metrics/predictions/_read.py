@@ -106,7 +106,7 @@ def read_table(
     _check_values(q, y, path, columns, lines, keep)
     group_column = None if ids is None else str(ids[0])
     if ids is not None:
-        ids = _to_ids(ids[1], path, ids[0], every_line)
+        ids = _to_ids(_padding_ids_filled(ids[1], keep), path, ids[0], every_line)
         ids = _kept_ids(ids, keep)
         # One id per label: per pair, or per item of a multiclass file (C values each).
         if ids.numel() != y.numel():
@@ -177,6 +177,27 @@ def _padding_blanked(values: Any, keep: Tensor | None) -> Any:
     first = next((v for v, k in zip(values, kept, strict=True) if k), None)
     blank = [math.nan] * len(first) if isinstance(first, (list, tuple)) else math.nan
     return [v if k else blank for v, k in zip(values, kept, strict=True)]
+
+
+def _padding_ids_filled(values: Any, keep: Tensor | None) -> Any:
+    """A group column (one id per label) with the padding rows' ids (``keep`` False) made
+    a kept row's, whatever they hold: they are dropped unread, as padding's probabilities
+    are, and an empty one had refused the file that ``recalibrate --out`` writes (its
+    padding rows' group cells are empty where the test file held ids for kept labels).
+
+    Example:
+        >>> _padding_ids_filled(["s1", "", "s2"], torch.tensor([True, False, True]))
+        ['s1', 's1', 's2']
+    """
+    count = values.size if isinstance(values, np.ndarray) else len(values)
+    if keep is None or count != keep.numel() or not bool(keep.any()):
+        return values
+    kept = keep.reshape(-1).tolist()
+    if isinstance(values, np.ndarray):
+        first = values.reshape(-1)[kept.index(True)]
+        return np.where(keep.numpy().reshape(values.shape), values, first)
+    first = values[kept.index(True)]
+    return [v if k else first for v, k in zip(values, kept, strict=True)]
 
 
 def _kept_ids(ids: Tensor, keep: Tensor | None) -> Tensor:
