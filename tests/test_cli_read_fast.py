@@ -300,3 +300,59 @@ def test_padding_in_json_lines_lists_keeps_each_labels_line(tmp_path: Path) -> N
         read_table(file, ignore_index=-100)
     file.write_text(file.read_text().replace("7", "0"))
     assert read_table(file, ignore_index=-100).target.tolist() == [0, 0, 1, 0]
+
+
+@pytest.mark.parametrize(
+    ("lines", "argv", "said"),
+    [
+        # A line's list of rows of C probabilities: the row-sum warning named line 2, or
+        # raised an IndexError, for a row of line 1.
+        (
+            [
+                '{"p": [[0.5, 0.5], [0.9, 0.9]], "y": [0, 1]}',
+                '{"p": [[0.5, 0.5], [0.5, 0.5]], "y": [1, 0]}',
+            ],
+            [],
+            "line 1 sums to 1.8",
+        ),
+        (
+            [
+                '{"p": [[0.5, 0.5], [0.5, 0.5]], "y": [0, 1]}',
+                '{"p": [[0.5, 0.5], [0.9, 0.9]], "y": [1, 0]}',
+            ],
+            [],
+            "line 2 sums to 1.8",
+        ),
+        (
+            [
+                '{"p": [[0.5, 0.5], [0.5, 0.5]], "y": [0, 1]}',
+                '{"p": [[0.5, 0.5], [0.5, null]], "y": [1, 0]}',
+            ],
+            [],
+            "line 2, column 'p' is missing (null)",
+        ),
+        (
+            [
+                '{"p": [0.5, 0.5], "y": [0, 1], "s": [1, 1]}',
+                '{"p": [0.5, 0.5], "y": [1, 0], "s": [2, null]}',
+            ],
+            ["--groups", "s"],
+            "line 2, column 's' has a missing group id (null)",
+        ),
+    ],
+)
+def test_json_lines_of_several_labels_name_each_labels_line(
+    tmp_path: Path, capsys, lines, argv, said
+):
+    file = tmp_path / "tags.jsonl"
+    file.write_text("\n".join(lines) + "\n")
+    main(["evaluate", str(file), *argv])
+    assert said in capsys.readouterr().err
+
+
+def test_compare_names_the_line_of_a_label_in_a_lines_list(tmp_path: Path, capsys) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text('{"p": [0.5, 0.5, 0.5], "y": [0, 1, 0]}\n{"p": [0.5, 0.5, 0.5], "y": [1, 0, 1]}\n')
+    b.write_text(a.read_text().replace("[1, 0, 1]", "[1, 1, 1]"))
+    assert main(["compare", str(a), str(b)]) == 2
+    assert "the labels first differ at line 2 of both files: 0 vs 1" in capsys.readouterr().err

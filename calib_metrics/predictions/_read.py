@@ -97,7 +97,8 @@ def read_table(
             "or C per label for a multiclass file)"
         )
     _check_ignore_index(ignore_index, q, y, path)
-    every_line, lines = lines, _line_of_each_label(lines, y.numel())
+    _remember_labels_per_line(path, lines, y.numel())
+    every_line = lines = _line_of_each_label(lines, y.numel())
     if keep is not None:
         q = q.reshape(y.numel(), -1)[keep].reshape(-1)
         y, lines = y[keep], None if lines is None else [n for n, k in zip(lines, keep) if k]
@@ -114,6 +115,22 @@ def read_table(
                 f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
             )
     return Predictions(q, y, ids, keep, group_column)
+
+
+# A text file's labels per line where a line holds several (a JSON line's list of a
+# sentence's tags), by the file's identity: the messages that read the file again
+# (row_position) name a label's line by it. Read with the file; a changed file is new.
+_LABELS_PER_LINE: dict[tuple[str, int, int], int] = {}
+
+
+def _file_identity(path: Path) -> tuple[str, int, int]:
+    status = path.stat()
+    return str(path.resolve()), status.st_mtime_ns, status.st_size
+
+
+def _remember_labels_per_line(path: Path, lines: list[int] | None, n_labels: int) -> None:
+    if lines and n_labels != len(lines) and n_labels % len(lines) == 0:
+        _LABELS_PER_LINE[_file_identity(path)] = n_labels // len(lines)
 
 
 def _line_of_each_label(lines: list[int] | None, n_labels: int) -> list[int] | None:
@@ -372,7 +389,10 @@ def row_position(path: str | Path, row: int) -> str:
         >>> row_position(file, 1)
         'line 3'
     """
-    return _row_of(getattr(_load(Path(path)), "lines", None), row)
+    path = Path(path)
+    lines = getattr(_load(path), "lines", None)
+    per_line = _LABELS_PER_LINE.get(_file_identity(path), 1) if lines else 1
+    return _row_of(lines, row, per_line)
 
 
 def row_positions(

@@ -311,11 +311,22 @@ def _one_cell_per_label(values: Any, per_row: int) -> Any:
         [0, 1, 0, 1, 2, 1]
         >>> _one_cell_per_label([[0.2, 0.8], [0.5, 0.5]], 2)
         [[0.2, 0.8], [0.5, 0.5]]
+        >>> _one_cell_per_label([[[0.2, 0.8], [0.5, None]]], 2)  # a line of 2 labels' rows
+        [[0.2, 0.8], [0.5, None]]
     """
-    rows = isinstance(values, list) and any(isinstance(v, (list, tuple)) for v in values)
-    if per_row != 1 or not rows:
-        return values
-    return [v for row in values for v in (row if isinstance(row, (list, tuple)) else [row])]
+    listed = (list, tuple)
+
+    def one_label(cell: Any) -> bool:  # a value (binary), or a row of C values
+        if per_row == 1 or cell is None:
+            return not isinstance(cell, listed)
+        return isinstance(cell, listed) and not any(isinstance(v, listed) for v in cell)
+
+    while isinstance(values, list) and not all(one_label(v) for v in values):
+        spread = [v for cell in values for v in (cell if isinstance(cell, listed) else [cell])]
+        if len(spread) == len(values):
+            break
+        values = spread
+    return values
 
 
 def _check_layout(q: Column, y: Column, ids: Column | None, path: Path) -> None:
