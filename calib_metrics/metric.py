@@ -179,9 +179,9 @@ class CalibrationError(_StatesKeepTheirDtype):
             the ranks still agree). Either way the ranks draw the same resamplings.
         validate_args: check every batch (two host synchronisations per set of
             probabilities, one more for multiclass rows' sums); False skips that, and
-            each compute checks what it reads instead (one host read): the pairs, or
-            the folded sketch, which shows probabilities outside [0, 1] and NaN but not
-            every bad label.
+            each compute checks what it reads instead: the pairs (the batch check's two
+            host reads), or the folded sketch (one), which shows probabilities outside
+            [0, 1] and NaN but not every bad label.
 
     Example:
         >>> import torch
@@ -943,9 +943,9 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _refuse_unchecked_pairs(self, probs: Tensor, target: Tensor) -> None:
         """With ``validate_args=False``, the pairs a compute measures are checked there, as
-        every batch's are otherwise (one host read): logits or labels of 2 had given a
-        tight, believable and wrong error at every compute, where ``CalibrationComparison``
-        refused them."""
+        every batch's are otherwise (the batch check's two host reads): logits or labels
+        of 2 had given a tight, believable and wrong error at every compute, where
+        ``CalibrationComparison`` refused them."""
         if self.validate_args:
             return
         try:
@@ -1402,8 +1402,11 @@ class CalibrationError(_StatesKeepTheirDtype):
             >>> bool(metric.compute_spiegelhalter().p_value < 1e-6)  # overconfident
             True
         """
-        with self.sync_context(
-            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+        with (
+            self.sync_context(
+                dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+            ),
+            warnings_said_by(self, "spiegelhalter_test"),
         ):
             if not self._exact_pairs():
                 results = [spiegelhalter_from_histogram(*cells) for cells in self._histograms()]
@@ -1427,7 +1430,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         options = {"confidence": self.confidence, "method": self.method, "norm": self.norm}
         options["debias"] = self._debias
         results = []
-        with warnings_said_by("CalibrationError", "calibration_error_ci"):
+        with warnings_said_by(self, "calibration_error_ci"):
             for item in inputs:
                 if isinstance(item, Bins):
                     drawn = bins_interval(item, interval, self.n_samples, generator, **options)

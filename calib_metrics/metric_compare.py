@@ -339,7 +339,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         generator = self._generator(seed, target.device)
         mode = self.mode if self.num_classes is not None else "one_vs_rest"
         with (
-            warnings_said_by("CalibrationComparison", "compare_calibration"),
+            warnings_said_by(self, "compare_calibration"),
             _rows_said_at_update(),
         ):
             result = compare_calibration(
@@ -426,7 +426,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             generator = self._generator(seed, target.device)
         if labels is None:  # class by class: the class ids of the one-vs-rest pairs
             labels = torch.arange(self.num_classes, device=target.device).expand_as(probs_a)
-        with _rows_said_at_update():
+        with warnings_said_by(self, "compare_calibration_by_label"), _rows_said_at_update():
             return compare_calibration_by_label(
                 probs_a, probs_b, target, labels, groups=groups, correction=correction,
                 alpha=alpha, generator=generator, min_units=min_units,

@@ -251,28 +251,38 @@ def _user_stacklevel() -> int:
 
 
 @contextlib.contextmanager
-def warnings_said_by(owner: str, function: str) -> Iterator[None]:
-    """The warnings of ``function`` (a functional entry a metric calls) said again as
-    ``owner``'s, at the user's line (:func:`_user_stacklevel`): a metric's too-few-units
-    warning had named ``calibration_error_ci``, which the user never called, and pointed
-    into the library.
+def warnings_said_by(owner: Any, function: str) -> Iterator[None]:
+    """The warnings of ``function`` (a functional entry the metric ``owner`` calls) said
+    again as the metric's, at the user's line (:func:`_user_stacklevel`), each once per
+    metric object, as its other warnings are: a metric's too-few-units warning had named
+    ``calibration_error_ci``, which the user never called, pointed into the library, and
+    (the registry of "once per line" being reset by the capture) come again at every
+    compute of an epoch loop.
 
     Example:
+        >>> metric = type("CalibrationError", (), {})()
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
-        ...     with warnings_said_by("CalibrationError", "calibration_error_ci"):
-        ...         warnings.warn("calibration_error_ci: 5 pairs", UserWarning)
-        >>> str(caught[0].message)
-        'CalibrationError: 5 pairs'
+        ...     for _ in range(2):
+        ...         with warnings_said_by(metric, "calibration_error_ci"):
+        ...             warnings.warn("calibration_error_ci: 5 pairs", UserWarning)
+        >>> [str(w.message) for w in caught]
+        ['CalibrationError: 5 pairs']
     """
+    name = type(owner).__name__
+    said_before = owner.__dict__.setdefault("_warnings_said", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
     for said in caught:
         text = str(said.message)
         if text.startswith(f"{function}: "):
-            text = f"{owner}: {text[len(function) + 2 :]}"
-        warnings.warn(text, said.category, stacklevel=_user_stacklevel())
+            text = text[len(function) + 2 :]
+        if not text.startswith(f"{name}: "):
+            text = f"{name}: {text}"
+        if text not in said_before:
+            said_before.add(text)
+            warnings.warn(text, said.category, stacklevel=_user_stacklevel())
 
 
 class _KeysRefused(ValueError):

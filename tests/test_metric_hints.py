@@ -99,20 +99,27 @@ def test_a_comparison_names_the_model_whose_shape_is_wrong() -> None:
         )
 
 
-def test_too_few_units_is_said_by_the_metric_at_the_users_line() -> None:
-    """The warning had named calibration_error_ci, which the user never called, and
-    pointed into the library (metric.py)."""
+def test_too_few_units_is_said_by_the_metric_at_the_users_line_once() -> None:
+    """The warnings had named the functions (calibration_error_ci, compare_calibration,
+    compare_calibration_by_label, Spiegelhalter's test), which the user never called,
+    and pointed into the library; said once per metric, as its other warnings are."""
     q, y = torch.tensor([0.1, 0.3, 0.5, 0.7, 0.9]), torch.tensor([0, 1, 0, 1, 1])
-    metric, comparison = CalibrationError(), CalibrationComparison()
+    metric, comparison = CalibrationError(), CalibrationComparison(n_samples=50)
+    grouped = CalibrationError(interval="groups")
     metric.update(q, y)
-    comparison.update(q, q.sqrt(), y)
-    for call, owner in (
-        (metric.compute_result, "CalibrationError"),
-        (comparison.compute, "CalibrationComparison"),
-    ):
+    grouped.update(q, y, groups=torch.arange(5))
+    comparison.update(q, q.sqrt(), y, labels=torch.tensor([0, 0, 0, 1, 1]))
+    calls = [
+        (metric.compute_result, "CalibrationError: 5 pairs"),
+        (comparison.compute, "CalibrationComparison: 5 resampling units"),
+        (comparison.compute_by_label, "CalibrationComparison: 2 of 2 labels"),
+        (grouped.compute_spiegelhalter, "CalibrationError: Spiegelhalter's test: 5 groups"),
+    ]
+    for call, start in calls:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             call()
-        said = [w for w in caught if "at least 10 are needed" in str(w.message)]
-        assert len(said) == 1 and str(said[0].message).startswith(f"{owner}: 5 ")
+            call()  # an epoch loop's next compute: said once
+        said = [w for w in caught if str(w.message).startswith(start)]
+        assert len(said) == 1, [str(w.message) for w in caught]
         assert said[0].filename == __file__

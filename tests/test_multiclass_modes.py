@@ -231,3 +231,11 @@ def test_brier_decomposition_takes_multiclass_input() -> None:
     assert brier_decomposition(probs, target, bin_size=100, mode="top_label") == top
     with pytest.raises(ValueError, match="one split per class"):
         brier_decomposition(probs, target, mode="classwise", bin_size=5000)
+
+
+@pytest.mark.parametrize("mode", ["top_label", "classwise", "one_vs_rest"])
+def test_group_ids_as_a_list_are_refused_by_name(mode) -> None:
+    """A list had raised AttributeError ('list' object has no attribute 'numel')."""
+    probs, target = torch.full((4, 3), 1 / 3), torch.tensor([0, 1, 2, 0])
+    with pytest.raises(ValueError, match="groups must be a tensor of group ids, got list"):
+        calibration_error_ci(probs, target, groups=[0, 0, 1, 1], interval="groups", mode=mode)

@@ -304,15 +304,28 @@ def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) 
         )
 
 
+def check_id_tensor(ids: object, what: str = "groups") -> None:
+    """Refuse ids (named ``what``) that are not a tensor: a list had reached the
+    multiclass modes' shape check as an AttributeError on ``.numel``.
+
+    Example:
+        >>> check_id_tensor([0, 0, 1])
+        Traceback (most recent call last):
+        ...
+        ValueError: groups must be a tensor of group ids, got list
+    """
+    if not isinstance(ids, Tensor):
+        kind = what.removesuffix("s")
+        raise ValueError(f"{what} must be a tensor of {kind} ids, got {type(ids).__name__}")
+
+
 def check_ids(
     groups: Tensor, reference: Tensor, name: str = "probs", what: str = "groups"
 ) -> Tensor:
     """Validate integer ids (group ids, or labels: named ``what`` in errors), one per
     element of ``reference`` (named ``name``), and return them flat, in a supported dtype
     (:func:`supported_dtype`: uint16 ids as int64)."""
-    if not isinstance(groups, Tensor):
-        kind = what.removesuffix("s")
-        raise ValueError(f"{what} must be a tensor of {kind} ids, got {type(groups).__name__}")
+    check_id_tensor(groups, what)
     if groups.numel() != reference.numel():
         raise ValueError(
             f"{what} must give one id per pair: got {groups.numel()} ids for "

@@ -154,7 +154,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, _check_pairs, check_ids, check_probs
+from calib_metrics.functional.binning import (
+    Bins,
+    _check_pairs,
+    check_id_tensor,
+    check_ids,
+    check_probs,
+)
 from calib_metrics.functional.calibration import (
     CalibrationResult,
     _check_interval_options,
@@ -688,8 +694,8 @@ def _linear_shrink(linear: Tensor, quadratic: Tensor) -> Tensor:
 def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode: str):
     """Both models' flat, checked binary pair sets under ``mode`` (one, or C classwise) as
     ``(q_a, y_a, q_b, y_b)``, and the pairs' group ids (or None)."""
-    if groups is not None and not isinstance(groups, Tensor):
-        raise ValueError(f"groups must be a tensor of group ids, got {type(groups).__name__}")
+    if groups is not None:
+        check_id_tensor(groups)
     for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
         check_probs(probs, name)  # each model named (pair_sets would say "probs")
         if is_multiclass(probs, target):

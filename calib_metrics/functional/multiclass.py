@@ -25,7 +25,12 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, check_probs, column_target_hint
+from calib_metrics.functional.binning import (
+    Bins,
+    check_id_tensor,
+    check_probs,
+    column_target_hint,
+)
 from calib_metrics.functional.clusters import with_samples
 from calib_metrics.functional.errors import check_tensors
 from calib_metrics.functional.intervals import CalibrationResult, effective_samples
@@ -239,7 +244,9 @@ def pair_sets(
 def _check_group_shape(groups: Tensor | None, target: Tensor) -> None:
     """Group ids come per item: of the target's shape, or flat. Another layout with as
     many elements (ids [T, B] for targets [B, T]) would group the wrong items together."""
-    if not isinstance(groups, Tensor) or groups.ndim <= 1:
+    if groups is not None:
+        check_id_tensor(groups)
+    if groups is None or groups.ndim <= 1:
         return
     shape = tuple(getattr(target, "shape", ()))
     if tuple(groups.shape) != shape:
