@@ -280,7 +280,9 @@ def typical_spread(scores: Tensor) -> Tensor:
 def lbfgs(
     params: list[Tensor], loss_fn: Callable[[], Tensor], max_iter: int = 200, tol: float = 1e-10
 ) -> float:
-    """Minimise ``loss_fn`` over ``params`` (float64 leaves) by L-BFGS with a Wolfe search."""
+    """Minimise ``loss_fn`` over ``params`` (float64 leaves) by L-BFGS with a Wolfe search;
+    warn when it used all ``max_iter`` iterations and is still far from a stationary point
+    (:func:`warn_unconverged`)."""
     optimizer = torch.optim.LBFGS(
         params,
         lr=1.0,
@@ -307,7 +309,31 @@ def lbfgs(
         loss = float(loss_fn())
     if loss != loss:  # NaN: the data admit no finite optimum
         raise ValueError("recalibration did not converge (NaN loss)")
+    # The budget spent: max_iter iterations, or torch's default max_eval of evaluations
+    # (5/4 of them; the line search spends several an iteration).
+    spent = optimizer.state[params[0]]
+    if spent.get("n_iter", 0) >= max_iter or spent.get("func_evals", 0) >= max_iter * 5 // 4:
+        warn_unconverged(params, loss_fn, max_iter)
     return loss
+
+
+# A mean NLL's gradient above this, per parameter, at the last iteration: not converged.
+UNCONVERGED_GRADIENT = 1e-3
+
+
+def warn_unconverged(params: list[Tensor], loss_fn: Callable[[], Tensor], max_iter: int) -> None:
+    """Warn when a fit that used all ``max_iter`` iterations stopped where the loss still
+    falls steeply (a gradient entry above :data:`UNCONVERGED_GRADIENT`): vector scaling at
+    ``max_iter=2`` had sharpened 3× overconfident logits further (dev NLL 2.09 against
+    1.86 unscaled and 1.25 converged), silently."""
+    gradients = torch.autograd.grad(loss_fn(), params, allow_unused=True)
+    steepest = max(float(g.abs().max()) for g in gradients if g is not None and g.numel())
+    if steepest > UNCONVERGED_GRADIENT:
+        warn_caller(
+            f"the recalibration fit stopped at max_iter={max_iter} before converging (a "
+            f"gradient of {steepest:.2g} is left): it may be far from the optimum, even "
+            "worse than no recalibration; raise max_iter"
+        )
 
 
 class SettingsInState:
