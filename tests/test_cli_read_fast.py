@@ -265,10 +265,11 @@ def test_a_bad_cell_of_an_array_of_rows_is_named_by_its_row(tmp_path: Path, cell
 )
 def test_a_bad_cell_of_labels_of_sequences_is_named_by_its_label(tmp_path: Path, probs, said):
     """Labels [B, T] are named by their index, whatever is wrong with the cell: a text
-    cell had been named by its sequence (row index 1) and a number by its label (5)."""
+    cell had been named by its sequence (row index 1) and a number by its flat label
+    index (row index 5, which no [2, 3] array has)."""
     file = tmp_path / "tokens.npz"
     np.savez(file, probs=np.array(probs), target=np.array([[0, 1, 0], [1, 0, 1]]))
-    with pytest.raises(ValueError, match=f"row index 5, column 'probs' {said}"):
+    with pytest.raises(ValueError, match=re.escape(f"index [1, 2], column 'probs' {said}")):
         read_table(file)
 
 
@@ -356,3 +357,20 @@ def test_compare_names_the_line_of_a_label_in_a_lines_list(tmp_path: Path, capsy
     b.write_text(a.read_text().replace("[1, 0, 1]", "[1, 1, 1]"))
     assert main(["compare", str(a), str(b)]) == 2
     assert "the labels first differ at line 2 of both files: 0 vs 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("probs", "target", "said"),
+    [
+        ([0.3, np.nan, 0.2, 1.5], [1, -100, 0, 1], "row index 3, column 'probs' holds 1.5"),
+        ([0.3, np.nan, 0.2, 0.5], [1, -100, 0, 3], "row index 3, column 'target' holds 3"),
+        ([[0.3, 0.1], [np.nan, 0.2]], [[1, 0], [-100, 7]], "index [1, 1], column 'target' holds 7"),
+    ],
+)
+def test_an_arrays_bad_value_is_named_by_its_place_in_the_file(tmp_path: Path, probs, target, said):
+    """With --ignore-index the index had counted the kept labels only ("row index 2" for
+    the value at 3)."""
+    file = tmp_path / "padded.npz"
+    np.savez(file, probs=np.array(probs), target=np.array(target))
+    with pytest.raises(ValueError, match=re.escape(said)):
+        read_table(file, ignore_index=-100)

@@ -30,6 +30,7 @@ from calib_metrics.predictions._values import (
     _check_layout,
     _check_values,
     _row_of,
+    _shape,
     _to_float,
     _to_labels,
     file_row,
@@ -86,9 +87,11 @@ def read_table(
     lines = getattr(contents, "lines", None)  # a CSV's rows are read with its columns
     _check_layout(q, y, ids, path)
     columns = (q, y)
-    y = _to_labels(y[1], path, y[0], lines)
+    shape = _shape(y[1])  # the labels' (an array's), by which an array's values are named
+    y = _to_labels(y[1], path, y[0], lines, shape)
     keep = None if ignore_index is None else y != ignore_index
-    q = _to_float(_padding_blanked(q[1], _rows_read(y, keep)), path, q[0], lines, y.numel())
+    labels = shape or (y.numel(),)  # a JSON file's list: its labels in a row
+    q = _to_float(_padding_blanked(q[1], _rows_read(y, keep)), path, q[0], lines, labels)
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
     if y.numel() == 0 or q.numel() % y.numel():

@@ -18,15 +18,38 @@ from calib_metrics.predictions._columns import Column
 from calib_metrics.predictions._text import _CellNumbers, python_only_numbers
 
 
-def _row_of(lines: list[int] | None, index: int, per_row: int = 1) -> str:
-    """Where value ``index`` of a column (``per_row`` values per row) is in the file.
+def _row_of(
+    lines: list[int] | None, index: int, per_row: int = 1, shape: tuple[int, ...] | None = None
+) -> str:
+    """Where value ``index`` of a column (``per_row`` values per row) is in the file: its
+    line in a text file, else its row index, or its index in labels of ``shape`` with
+    several dimensions (an array of sequences' "row index 29" had meant [2, 5]).
 
     Example:
-        >>> _row_of([2, 3, 5], 2), _row_of(None, 7, per_row=3)
-        ('line 5', 'row index 2')
+        >>> _row_of([2, 3, 5], 2), _row_of(None, 7, per_row=3), _row_of(None, 29, shape=(5, 12))
+        ('line 5', 'row index 2', 'index [2, 5]')
     """
     row = index // per_row
-    return f"line {lines[row]}" if lines is not None else f"row index {row}"
+    if lines is not None:
+        return f"line {lines[row]}"
+    if shape is not None and len(shape) > 1:
+        return f"index [{', '.join(str(int(i)) for i in np.unravel_index(row, shape))}]"
+    return f"row index {row}"
+
+
+def _kept_row_of(lines: list[int] | None, keep: Any, row: int, shape: tuple | None = None) -> str:
+    """Where kept label ``row`` is in the file: ``lines`` are the kept labels' lines (a
+    text file's); an array file's index (in labels of ``shape``) counts the padding rows
+    before it too, which --ignore-index had left out ("row index 2" for the value at 3).
+
+    Example:
+        >>> import torch
+        >>> _kept_row_of(None, torch.tensor([True, False, True, True]), 2)
+        'row index 3'
+    """
+    if lines is not None:
+        return _row_of(lines, row)
+    return _row_of(None, file_row(keep, row), shape=shape)
 
 
 def _to_float(
@@ -34,11 +57,11 @@ def _to_float(
     path: Path,
     column: str,
     lines: list[int] | None = None,
-    n_labels: int | None = None,
+    labels: tuple[int, ...] | None = None,
 ) -> Tensor:
     """``values`` as a flat float64 tensor; a cell that is no number is named by its row
-    (``lines``: each row's line in a text file; ``n_labels``: an array file's labels, whose
-    index names its rows)."""
+    (``lines``: each row's line in a text file; ``labels``: an array file's labels'
+    shape, whose index names its rows)."""
     if isinstance(values, np.ndarray) and np.iscomplexobj(values):
         raise ValueError(f"{path}: column {column!r} holds complex numbers, not real ones")
     if isinstance(values, np.ndarray) and values.dtype.kind in "mM":
@@ -46,16 +69,16 @@ def _to_float(
         raise ValueError(
             f"{path}: column {column!r} holds dates or durations ({values.dtype}), not numbers"
         )
-    _refuse_python_only_numbers(values, path, column, lines, n_labels)
+    _refuse_python_only_numbers(values, path, column, lines, labels)
     try:
         array = np.asarray(values, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):
-        raise _not_a_number(values, path, column, lines, n_labels) from None
+        raise _not_a_number(values, path, column, lines, labels) from None
     return torch.from_numpy(array.reshape(-1).copy())
 
 
 def _refuse_python_only_numbers(
-    values: Any, path: Path, column: str, lines: list[int] | None, n_labels: int | None
+    values: Any, path: Path, column: str, lines: list[int] | None, labels: tuple | None
 ) -> None:
     """Refuse the first cell, in row order, that only Python reads as a number
     (:func:`python_only_numbers`: ``float()`` takes it, files do not write it so). A cell
@@ -67,7 +90,7 @@ def _refuse_python_only_numbers(
     texts = [v for v in flat if isinstance(v, str)]
     if not texts or not python_only_numbers(texts):
         return
-    per_row = _values_per_row(cells, lines, n_labels)
+    per_row = _values_per_row(cells, lines, labels)
     for i, value in enumerate(flat):
         if not isinstance(value, str):
             continue
@@ -77,25 +100,27 @@ def _refuse_python_only_numbers(
             return  # not a number at all: the usual message comes first
         if python_only_numbers([value]):
             raise ValueError(
-                f"{path}: {_row_of(lines, i, per_row)}, column {column!r} holds {value!r}, "
+                f"{path}: {_row_of(lines, i, per_row, labels)}, column {column!r} holds {value!r}, "
                 "not a number as files write them (an underscore, or a character outside ASCII)"
             )
 
 
-def _values_per_row(cells: np.ndarray, lines: list[int] | None, n_labels: int | None) -> int:
+def _values_per_row(cells: np.ndarray, lines: list[int] | None, labels: tuple | None) -> int:
     """How many of these cells a row holds, so that flat index i is in row i // that: a
     text file's line (``lines``, one per row: a JSON line may hold a list of labels), an
-    array file's label (``n_labels``; for the labels themselves, None: one each). An
-    [N, C] array's bad cell had been named by its flat index, and then a [B, T] one by its
-    sequence where the value checks name its label.
+    array file's label (``labels``: their shape; for the labels themselves, None: one
+    each). An [N, C] array's bad cell had been named by its flat index, and then a [B, T]
+    one by its sequence where the value checks name its label.
 
     Example:
-        >>> _values_per_row(np.zeros((4, 3)), None, 4), _values_per_row(np.zeros((2, 3)), None, 6)
-        (3, 1)
+        >>> _values_per_row(np.zeros((4, 3)), None, (4,))
+        3
+        >>> _values_per_row(np.zeros((2, 3)), None, (2, 3))
+        1
         >>> _values_per_row(np.zeros((2, 3), dtype=object), [1, 2], None)  # lists of 3 a line
         3
     """
-    rows = len(lines) if lines is not None else n_labels
+    rows = len(lines) if lines is not None else (math.prod(labels) if labels else None)
     if not rows or cells.size % rows:
         return 1
     return cells.size // rows
@@ -107,7 +132,7 @@ def _as_text(value: Any) -> Any:
 
 
 def _not_a_number(
-    values: Any, path: Path, column: str, lines: list[int] | None, n_labels: int | None
+    values: Any, path: Path, column: str, lines: list[int] | None, labels: tuple | None
 ) -> ValueError:
     """The error for a column that numpy cannot read as floats: its first bad value, or
     the first row whose number of values differs from the first row's."""
@@ -116,19 +141,19 @@ def _not_a_number(
     ragged = _ragged_rows(flat.tolist(), path, column, lines)
     if ragged is not None:
         return ragged
-    per_row = _values_per_row(cells, lines, n_labels)
+    per_row = _values_per_row(cells, lines, labels)
     for i, value in enumerate(flat.tolist()):
         try:
             float(value)
         except OverflowError:
-            where = _row_of(lines, i, per_row)
+            where = _row_of(lines, i, per_row, labels)
             return ValueError(
                 f"{path}: {where}, column {column!r} holds a number too large for a float"
             )
         except (TypeError, ValueError):
             if isinstance(value, str) and not value.strip():
                 return ValueError(
-                    f"{path}: {_row_of(lines, i, per_row)}, column {column!r} is missing a "
+                    f"{path}: {_row_of(lines, i, per_row, labels)}, column {column!r} is missing a "
                     "value (an empty cell)"
                 )
             hint = ""
@@ -136,7 +161,7 @@ def _not_a_number(
                 hint = "; decimal commas are not read: write 0.9, not 0,9"
             shown = repr(value if len(str(value)) <= 40 else str(value)[:37] + "...")
             return ValueError(
-                f"{path}: {_row_of(lines, i, per_row)}, column {column!r} holds a "
+                f"{path}: {_row_of(lines, i, per_row, labels)}, column {column!r} holds a "
                 f"non-numeric value {shown}{hint}"
             )
     return ValueError(f"{path}: column {column!r} holds a non-numeric value")
@@ -162,7 +187,13 @@ def _ragged_rows(
 _BOOLEANS = {"true": 1.0, "false": 0.0}
 
 
-def _to_labels(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
+def _to_labels(
+    values: Any,
+    path: Path,
+    column: str,
+    lines: list[int] | None = None,
+    shape: tuple[int, ...] | None = None,
+) -> Tensor:
     """Labels as floats; ``True``/``False`` (any case, or JSON booleans) are 1 and 0,
     wherever they are in the column (a column whose first label was ``0`` had refused a
     later ``True`` as non-numeric).
@@ -172,10 +203,10 @@ def _to_labels(values: Any, path: Path, column: str, lines: list[int] | None = N
         [0.0, 1.0, 0.0, 1.0]
     """
     if isinstance(values, np.ndarray) and values.dtype.kind in "fiu":
-        return _to_float(values, path, column, lines)  # numbers: no words to look for
+        return _to_float(values, path, column, lines, shape)  # numbers: no words to look for
     array = np.asarray(values, dtype=object).reshape(-1)
     words = [_BOOLEANS.get(v.strip().lower(), v) if isinstance(v, str) else v for v in array]
-    return _to_float(words, path, column, lines)
+    return _to_float(words, path, column, lines, shape)
 
 
 def _check_values(
@@ -187,8 +218,9 @@ def _check_values(
     the labels kept, as :attr:`Predictions.kept`); labels first, so that padding (a label
     such as -100 beside probabilities that may hold anything) is named as such."""
     per_row = q.numel() // y.numel() if y.numel() and q.numel() % y.numel() == 0 else 1
-    _check_labels(y, per_row, path, columns[1], lines, keep, columns[0])
-    _check_probs(q, per_row, path, columns[0], lines, keep)
+    shape = _shape(columns[1][1])
+    _check_labels(y, per_row, path, columns[1], lines, keep, columns[0], shape)
+    _check_probs(q, per_row, path, columns[0], lines, keep, shape)
 
 
 def _holds_integers(column: Column) -> bool:
@@ -197,7 +229,7 @@ def _holds_integers(column: Column) -> bool:
 
 
 def _check_labels(
-    y: Tensor, per_row: int, path: Path, column: Column, lines, keep, probs: Column
+    y: Tensor, per_row: int, path: Path, column: Column, lines, keep, probs: Column, shape=None
 ) -> None:
     """Labels 0/1, or class ids beside ``per_row`` probabilities (:func:`_check_values`);
     where ``probs`` (their column) holds integers, the error says so: class ids in both
@@ -226,12 +258,15 @@ def _check_labels(
         else ""
     )
     raise ValueError(
-        f"{path}: {_row_of(lines, i)}, column {column[0]!r} {shown}: a label must be "
+        f"{path}: {_kept_row_of(lines, keep, i, shape)}, column {column[0]!r} {shown}: a label "
+        "must be "
         f"{wanted}{padding}{integers}"
     )
 
 
-def _check_probs(q: Tensor, per_row: int, path: Path, column: Column, lines, keep) -> None:
+def _check_probs(
+    q: Tensor, per_row: int, path: Path, column: Column, lines, keep, shape=None
+) -> None:
     """Probabilities in [0, 1], with a hint at what out-of-range values likely are."""
     bad = torch.isnan(q) | (q < 0) | (q > 1)
     if not bool(bad.any()):
@@ -251,7 +286,8 @@ def _check_probs(q: Tensor, per_row: int, path: Path, column: Column, lines, kee
     if not math.isnan(value):
         written = _as_written(column[1], file_row(keep, row), value, item, per_row)
         problem = f"holds {written}, not a probability in [0, 1] ({hint})"
-    raise ValueError(f"{path}: {_row_of(lines, i, per_row)}, column {column[0]!r} {problem}")
+    where = _kept_row_of(lines, keep, row, shape)
+    raise ValueError(f"{path}: {where}, column {column[0]!r} {problem}")
 
 
 def _missing(values: Any, row: int, item: int = 0, per_row: int = 1) -> str:
