@@ -215,3 +215,17 @@ def test_recalibrates_out_file_reads_back_with_its_groups(tmp_path: Path, capsys
     code, text, err = run(capsys, "evaluate", out, *argv, "--json")
     assert code == 0, err
     assert json.loads(text)["groups"] == 300
+
+
+def test_one_group_id_per_sentence_is_told_the_files_count_and_shape(tmp_path: Path) -> None:
+    """Ids [B] beside labels [B, T] with padding had been "20 group ids for 200 labels",
+    a number the file does not hold (the labels kept)."""
+    from calib_metrics.predictions import read_table
+
+    target = np.zeros((20, 15), dtype=np.int64)
+    target[:, 10:] = -100
+    file = tmp_path / "sentences.npz"
+    np.savez(file, probs=np.full((20, 15), 0.5), target=target, sentence_id=np.arange(20))
+    said = "20 group ids for 300 labels of shape [20, 15], 200 of them kept (give one per label"
+    with pytest.raises(ValueError, match=re.escape(said)):
+        read_table(file, groups="sentence_id", ignore_index=-100)

@@ -114,8 +114,14 @@ def read_table(
         ids = _kept_ids(ids, keep)
         # One id per label: per pair, or per item of a multiclass file (C values each).
         if ids.numel() != y.numel():
+            # The file's count (and shape) first: the kept count alone had read as a
+            # number the file does not hold.
+            held = y.numel() if keep is None else keep.numel()
+            kept = "" if keep is None else f", {y.numel()} of them kept"
+            where = f" of shape {list(shape)}" if shape is not None and len(shape) > 1 else ""
             raise ValueError(
-                f"{path}: {ids.numel()} group ids for {y.numel()} labels (give one per label)"
+                f"{path}: {ids.numel()} group ids for {held} labels{where}{kept} (give one "
+                "per label, in the labels' shape)"
             )
     return Predictions(q, y, ids, keep, group_column)
 
