@@ -237,3 +237,10 @@ def test_fit_materialises_a_meta_model_on_the_words_device() -> None:
     want = HMM(3, 5).fit(words, tags)
     for name, tensor in fitted.state_dict().items():
         torch.testing.assert_close(tensor, want.state_dict()[name])
+    with torch.device("meta"):  # built there, as CRFTagger is (it had raised in torch.full)
+        built = HMM(3, 5)
+    assert built.log_start.is_meta
+    for name, tensor in built.fit(words, tags).state_dict().items():
+        torch.testing.assert_close(tensor, want.state_dict()[name])
+    uniform = HMM(3, 5)
+    torch.testing.assert_close(uniform.log_start, torch.full((3,), -math.log(3)))

@@ -743,3 +743,12 @@ def test_posterior_marginals_docstring_says_when_the_pairwise_overflow_check_run
         (em, {}, 3),
     ):
         assert _reads(posterior_marginals, emissions, tr, st, en, **options) == reads
+
+
+def test_emissions_that_are_not_a_tensor_are_named_by_their_type() -> None:
+    """A list had been "got shape <class 'list'>"."""
+    zeros = torch.zeros(2, 2), torch.zeros(2), torch.zeros(2)
+    with pytest.raises(ValueError, match=r"emissions must be a \[B, T, K\] tensor, got list$"):
+        posterior_marginals([[[0.0, 0.0]]], *zeros)
+    with pytest.raises(ValueError, match=r"tensor, got shape \(1, 2\)$"):
+        posterior_marginals(torch.zeros(1, 2), *zeros)

@@ -66,13 +66,13 @@ class HMM(ChainTagger):
         self.vocab_size = vocab_size
         self.pseudocount = float(pseudocount)
         # Before fitting the model is uniform; buffers follow .to(device) and state_dict.
+        # Python floats, not 0-d tensors: under torch.device("meta") a tensor fill value
+        # had been read with .item(), and the model could not be built there.
         k, v = num_tags, vocab_size
-        self.register_buffer("log_start", torch.full((k,), -torch.log(torch.tensor(k + 0.0))))
-        self.register_buffer(
-            "log_transitions", torch.full((k, k), -torch.log(torch.tensor(k + 1.0)))
-        )
-        self.register_buffer("log_end", torch.full((k,), -torch.log(torch.tensor(k + 1.0))))
-        self.register_buffer("log_emissions", torch.full((k, v), -torch.log(torch.tensor(v + 0.0))))
+        self.register_buffer("log_start", torch.full((k,), -math.log(k)))
+        self.register_buffer("log_transitions", torch.full((k, k), -math.log(k + 1)))
+        self.register_buffer("log_end", torch.full((k,), -math.log(k + 1)))
+        self.register_buffer("log_emissions", torch.full((k, v), -math.log(v)))
 
     def extra_repr(self) -> str:
         return (

@@ -167,9 +167,12 @@ def _check_inputs(
 
 
 def _check_shapes(emissions: Tensor, transitions: Tensor, start: Tensor, end: Tensor) -> None:
-    if not isinstance(emissions, Tensor) or emissions.dim() != 3:
-        shape = tuple(emissions.shape) if isinstance(emissions, Tensor) else type(emissions)
-        raise ValueError(f"emissions must be a [B, T, K] tensor, got shape {shape}")
+    if not isinstance(emissions, Tensor):
+        raise ValueError(f"emissions must be a [B, T, K] tensor, got {type(emissions).__name__}")
+    if emissions.dim() != 3:
+        raise ValueError(
+            f"emissions must be a [B, T, K] tensor, got shape {tuple(emissions.shape)}"
+        )
     if not emissions.is_floating_point():
         raise ValueError(f"emissions must be floating point, got {emissions.dtype}")
     check_not_meta(emissions, "emissions")
