@@ -228,6 +228,12 @@ def _column(table: Any, name: str, path: Path) -> Any:
         except Exception as err:  # numpy and zipfile raise many types for a bad member
             raise ValueError(f"{path}: column {name!r} cannot be read ({err})") from None
     what = f"column {name!r}"
+    absent = getattr(table, "absent", {}).get(name)
+    if absent is not None:
+        raise ValueError(
+            f"{path}: {absent} has no key {name!r}, which is read: every row needs it (a key "
+            "only some rows have is fine where it is not read)"
+        )
     if isinstance(value, Tensor):
         value = _tensor_as_numpy(value, path, what)
     elif not isinstance(value, (np.ndarray, list, tuple)):

@@ -27,9 +27,29 @@ import numpy as np
 
 
 class _Table(dict):
-    """The columns of a text file, with the line of every row (``lines``) for messages."""
+    """The columns of a text file, with the line of every row (``lines``) for messages,
+    and, for rows of JSON objects, where each key first is absent (``absent``: a row's
+    place, ``line 4`` or ``row index 3``): a key that only some rows carry (an optional
+    field of a log) is refused only if its column is read."""
 
     lines: list[int]
+    absent: dict[str, str]
+
+    def add_row(self, row: dict, place: str) -> None:
+        """Append a JSON object's values (``place``: its line or index): a key of earlier
+        rows that it lacks, or a key new to it, is ``None`` in the rows without it, and
+        the first such row is kept in ``absent``."""
+        absent = self.__dict__.setdefault("absent", {})
+        first = self.__dict__.setdefault("first_place", place)
+        rows = len(next(iter(self.values()))) if self else 0
+        for key in row.keys() - self.keys():  # absent from every row before this one
+            self[key] = [None] * rows
+            if rows:
+                absent.setdefault(key, first)
+        for key, values in self.items():
+            values.append(row.get(key))
+            if key not in row:
+                absent.setdefault(key, place)
 
 
 def _delimiter(header: str, default: str) -> str:
@@ -402,33 +422,12 @@ def _read_jsonl(path: Path) -> _Table:
                 raise ValueError(f"{path}: line {line_no} is not a JSON object")
             if not row:
                 raise ValueError(f"{path}: line {line_no} is an empty JSON object")
-            if keys is None:
-                keys, first = set(row), line_no
-            if set(row) != keys:
-                raise ValueError(
-                    f"{path}: line {line_no} has different keys than line {first} "
-                    f"({_key_difference(set(row), keys)})"
-                )
-            for key, value in row.items():
-                table.setdefault(key, []).append(value)
+            keys = set(row)
+            table.add_row(row, f"line {line_no}")
             table.lines.append(line_no)
     if keys is None:
         raise ValueError(f"{path}: no rows (an empty file, or blank lines only)")
     return table
-
-
-def _key_difference(keys: set[str], first: set[str]) -> str:
-    """The keys a row adds to or lacks from the first row's, for the message.
-
-    Example:
-        >>> _key_difference({"prob", "lbl"}, {"prob", "label"})
-        "adds 'lbl'; lacks 'label'"
-    """
-    parts = []
-    for verb, names in (("adds", keys - first), ("lacks", first - keys)):
-        if names:
-            parts.append(f"{verb} {', '.join(map(repr, sorted(names)))}")
-    return "; ".join(parts)
 
 
 def _read_json(path: Path) -> _Table:
@@ -464,17 +463,10 @@ def _read_json(path: Path) -> _Table:
     table = _Table()
     table.lines = None
     if isinstance(document, list) and document and all(isinstance(r, dict) for r in document):
-        keys = set(document[0])
         for i, row in enumerate(document):
             if not row:
                 raise ValueError(f"{path}: row index {i} is an empty object")
-            if set(row) != keys:
-                raise ValueError(
-                    f"{path}: row index {i} has different keys than row index 0 "
-                    f"({_key_difference(set(row), keys)})"
-                )
-            for key, value in row.items():
-                table.setdefault(key, []).append(value)
+            table.add_row(row, f"row index {i}")
         return table
     if isinstance(document, dict) and document:
         # A key beside the column lists that holds one value (metadata: "model": "bert")
