@@ -382,3 +382,13 @@ def test_an_arrays_bad_value_is_named_by_its_place_in_the_file(tmp_path: Path, p
     np.savez(file, probs=np.array(probs), target=np.array(target))
     with pytest.raises(ValueError, match=re.escape(said)):
         read_table(file, ignore_index=-100)
+
+
+def test_sentences_of_other_lengths_are_told_how_to_pad(tmp_path: Path) -> None:
+    """One sentence a line, unpadded (a token classifier's usual output): the message had
+    not said what to do."""
+    file = tmp_path / "tokens.jsonl"
+    file.write_text('{"p": [0.5, 0.5], "y": [0, 1]}\n{"p": [0.5, 0.5, 0.5], "y": [1, 0, 1]}\n')
+    said = "line 2, column 'y' holds 3 values where line 1 holds 2: every row needs the same"
+    with pytest.raises(ValueError, match=re.escape(said) + r".*pass --ignore-index -100\)"):
+        read_table(file)

@@ -180,7 +180,9 @@ def _ragged_rows(
     values = f"{sizes[i]} value{'s' if sizes[i] != 1 else ''}"
     return ValueError(
         f"{path}: {_row_of(lines, i)}, column {column!r} holds {values} where "
-        f"{_row_of(lines, 0)} holds {sizes[0]}: every row needs the same number of values"
+        f"{_row_of(lines, 0)} holds {sizes[0]}: every row needs the same number of values "
+        "(sentences of other lengths: pad each row to the longest, labels with -100 and "
+        "probabilities with anything, and pass --ignore-index -100)"
     )
 
 
