@@ -428,7 +428,26 @@ def test_a_fit_stopped_short_by_max_iter_warns(make, max_iter) -> None:
         z, y = z[:, 0], (y == 0).long()
     with pytest.warns(UserWarning, match=r"stopped at max_iter=\d before converging") as said:
         make(max_iter=max_iter).fit(z, y)
-    assert said[0].filename == __file__
+    assert len(said) == 1 and said[0].filename == __file__  # once a fit, at the caller's line
+    assert str(said[0].message).startswith(f"{make.__name__}: the fit stopped")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         make().fit(z, y)  # the default converges: no warning
+
+
+@pytest.mark.parametrize(
+    ("make", "labels"),
+    # (vector scaling fits anti-correlated logits with negative weights: it has an optimum)
+    [(TemperatureScaling, "separable"), (TemperatureScaling, "anti-correlated"),
+     (VectorScaling, "separable")],
+)  # fmt: skip
+def test_a_short_fit_of_data_without_an_optimum_says_only_that(make, labels) -> None:
+    """A fit stopped short had warned "raise max_iter", then refused the data as having
+    no finite optimum, which no max_iter helps."""
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(500, 4, generator=g, dtype=torch.float64) * 3
+    y = z.argmax(-1) if labels == "separable" else z.argmin(-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning before the refusal
+        with pytest.raises(ValueError, match="finite optimum"):
+            make(max_iter=5).fit(z, y)

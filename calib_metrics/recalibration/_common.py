@@ -17,6 +17,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -281,8 +282,8 @@ def lbfgs(
     params: list[Tensor], loss_fn: Callable[[], Tensor], max_iter: int = 200, tol: float = 1e-10
 ) -> float:
     """Minimise ``loss_fn`` over ``params`` (float64 leaves) by L-BFGS with a Wolfe search;
-    warn when it used all ``max_iter`` iterations and is still far from a stationary point
-    (:func:`warn_unconverged`)."""
+    note when it used all ``max_iter`` iterations and is still far from a stationary point
+    (:func:`note_unconverged`)."""
     optimizer = torch.optim.LBFGS(
         params,
         lr=1.0,
@@ -313,7 +314,7 @@ def lbfgs(
     # (5/4 of them; the line search spends several an iteration).
     spent = optimizer.state[params[0]]
     if spent.get("n_iter", 0) >= max_iter or spent.get("func_evals", 0) >= max_iter * 5 // 4:
-        warn_unconverged(params, loss_fn, max_iter)
+        note_unconverged(params, loss_fn, max_iter)
     return loss
 
 
@@ -321,19 +322,35 @@ def lbfgs(
 UNCONVERGED_GRADIENT = 1e-3
 
 
-def warn_unconverged(params: list[Tensor], loss_fn: Callable[[], Tensor], max_iter: int) -> None:
-    """Warn when a fit that used all ``max_iter`` iterations stopped where the loss still
+# The L-BFGS runs of the fit in progress that stopped short: (max_iter, steepest gradient).
+_STOPPED_SHORT: ContextVar[list[tuple[int, float]] | None] = ContextVar(
+    "stopped_short", default=None
+)
+
+
+def note_unconverged(params: list[Tensor], loss_fn: Callable[[], Tensor], max_iter: int) -> None:
+    """Note, for the fit in progress to warn of once it succeeds (:func:`_in_fitting_mode`),
+    an L-BFGS run that used all ``max_iter`` iterations and stopped where the loss still
     falls steeply (a gradient entry above :data:`UNCONVERGED_GRADIENT`): vector scaling at
     ``max_iter=2`` had sharpened 3× overconfident logits further (dev NLL 2.09 against
-    1.86 unscaled and 1.25 converged), silently."""
+    1.86 unscaled and 1.25 converged), silently. A fit that then refuses its data
+    (separable, no signal) says only that: no value of ``max_iter`` would help."""
     gradients = torch.autograd.grad(loss_fn(), params, allow_unused=True)
     steepest = max(float(g.abs().max()) for g in gradients if g is not None and g.numel())
-    if steepest > UNCONVERGED_GRADIENT:
-        warn_caller(
-            f"the recalibration fit stopped at max_iter={max_iter} before converging (a "
-            f"gradient of {steepest:.2g} is left): it may be far from the optimum, even "
-            "worse than no recalibration; raise max_iter"
-        )
+    stopped = _STOPPED_SHORT.get()
+    if steepest > UNCONVERGED_GRADIENT and stopped is not None:
+        stopped.append((max_iter, steepest))
+
+
+def _warn_stopped_short(name: str, stopped: list[tuple[int, float]]) -> None:
+    """One warning for a fit whose L-BFGS runs stopped short (:func:`note_unconverged`)."""
+    max_iter = min(m for m, _ in stopped)
+    steepest = max(g for _, g in stopped)
+    warn_caller(
+        f"{name}: the fit stopped at max_iter={max_iter} before converging (a gradient of "
+        f"{steepest:.2g} is left): it may be far from the optimum, even worse than no "
+        "recalibration; raise max_iter"
+    )
 
 
 class SettingsInState:
@@ -412,8 +429,19 @@ def _in_fitting_mode(fit: Callable) -> Callable:
 
     @functools.wraps(fit)
     def fit_in_fitting_mode(self: FittedModule, *args: Any, **kwargs: Any) -> Any:
-        with fitting_mode():
-            return fit(self, *args, **kwargs)
+        if _STOPPED_SHORT.get() is not None:  # a fit inside another (Platt's scaler)
+            with fitting_mode():
+                return fit(self, *args, **kwargs)
+        stopped: list[tuple[int, float]] = []
+        token = _STOPPED_SHORT.set(stopped)
+        try:
+            with fitting_mode():
+                fitted = fit(self, *args, **kwargs)
+        finally:
+            _STOPPED_SHORT.reset(token)
+        if stopped:  # said once the fit stands: a refused one says why, alone
+            _warn_stopped_short(type(self).__name__, stopped)
+        return fitted
 
     return fit_in_fitting_mode
 
