@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import itertools
 import json
 import logging
 import os
@@ -36,8 +37,38 @@ SMOOTH_DRAWS = 200
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line on stderr (and exit code 2)."""
 
+    def parse_known_args(self, args: object = None, namespace: object = None) -> object:
+        self._given = [str(a) for a in (sys.argv[1:] if args is None else args)]
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (usage: {self.prog} --help)\n")
+        hint = _option_took_the_file(getattr(self, "_given", []), message)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{hint} (usage: {self.prog} --help)\n")
+
+
+def _option_took_the_file(given: list[str], message: str) -> str:
+    """A hint where an option of an optional value (``--groups``, ``--id``) took the file
+    that follows it as its column, and the file is then missing: "the following arguments
+    are required: file" had left the user to find why.
+
+    Example:
+        >>> import tempfile
+        >>> file = tempfile.NamedTemporaryFile(suffix=".csv").name
+        >>> _ = open(file, "w").close()
+        >>> missing = "the following arguments are required: file"
+        >>> _option_took_the_file(["--groups", file], missing)
+        " (--groups took ... as the name of its column: put the files first, or give ...)"
+
+    """
+    if "arguments are required" not in message:
+        return ""
+    for option, value in itertools.pairwise(given):
+        if option in ("--groups", "--id") and Path(value).is_file():
+            return (
+                f" ({option} took {value} as the name of its column: put the files first, "
+                f"or give {option} its column's name)"
+            )
+    return ""
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:

@@ -229,3 +229,16 @@ def test_one_group_id_per_sentence_is_told_the_files_count_and_shape(tmp_path: P
     said = "20 group ids for 300 labels of shape [20, 15], 200 of them kept (give one per label"
     with pytest.raises(ValueError, match=re.escape(said)):
         read_table(file, groups="sentence_id", ignore_index=-100)
+
+
+def test_groups_that_took_the_file_say_so(tmp_path: Path, capsys) -> None:
+    """`evaluate --groups t.csv` had been "the following arguments are required: file",
+    and `compare --groups a b` "no column 'a'", leaving the user to find why."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path in (a, b):
+        path.write_text('{"probs": 0.2, "target": 0}\n{"probs": 0.7, "target": 1}\n')
+    code, _, err = run(capsys, "evaluate", "--groups", a)
+    assert code == 2 and f"--groups took {a} as the name of its column: put the files" in err
+    code, _, err = run(capsys, "compare", "--groups", a, b)
+    assert code == 2
+    assert f"no column '{a}' (columns: probs, target; it is a file: put the files" in err

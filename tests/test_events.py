@@ -461,3 +461,4 @@ def test_a_placeholder_date_has_no_period_in_the_api_as_on_the_command_line() ->
     assert [document_period(placeholder, p) for p in ("month", "quarter", "year")] == [None] * 3
     assert document_period(placeholder, "quarter", unknown=()) == "2000Q1"
     assert document_period(placeholder, "year", unknown=["1999"]) == "2000"
+    assert document_period(placeholder, "year", unknown="2000-01-01") is None  # one date

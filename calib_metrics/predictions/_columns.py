@@ -88,7 +88,11 @@ def _pick(
     option = _OPTIONS[what]
     if wanted is not None:
         if wanted not in names:
-            raise ValueError(f"{path}: no column {wanted!r} (columns: {', '.join(names)})")
+            # `compare --groups a.csv b.csv`: the option took a file for its column.
+            took = (
+                "; it is a file: put the files before the option" if Path(wanted).is_file() else ""
+            )
+            raise ValueError(f"{path}: no column {wanted!r} (columns: {', '.join(names)}{took})")
         if wanted in taken:
             raise ValueError(
                 f"{path}: column {wanted!r} is given as --{option} and is {taken[wanted]}"

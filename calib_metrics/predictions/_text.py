@@ -42,10 +42,11 @@ class _Table(dict):
         absent = self.__dict__.setdefault("absent", {})
         first = self.__dict__.setdefault("first_place", place)
         rows = len(next(iter(self.values()))) if self else 0
-        for key in row.keys() - self.keys():  # absent from every row before this one
-            self[key] = [None] * rows
-            if rows:
-                absent.setdefault(key, first)
+        for key in row:  # in the file's order (a set had shuffled the columns)
+            if key not in self:  # absent from every row before this one
+                self[key] = [None] * rows
+                if rows:
+                    absent.setdefault(key, first)
         for key, values in self.items():
             values.append(row.get(key))
             if key not in row:

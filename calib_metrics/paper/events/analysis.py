@@ -132,6 +132,8 @@ def has_unknown_date(
         >>> has_unknown_date(SimpleNamespace(meta={"dateCreated": " 2000-01-01"}))
         True
     """
+    if isinstance(unknown, str):  # one date, not its characters
+        unknown = (unknown,)
     written = getattr(doc, "meta", {}).get(key, "")
     return str(written).strip() in {d.strip() for d in unknown if d.strip()}
 
