@@ -392,3 +392,31 @@ def test_sentences_of_other_lengths_are_told_how_to_pad(tmp_path: Path) -> None:
     said = "line 2, column 'y' holds 3 values where line 1 holds 2: every row needs the same"
     with pytest.raises(ValueError, match=re.escape(said) + r".*pass --ignore-index -100\)"):
         read_table(file)
+
+
+def test_messages_that_read_the_file_again_name_labels_of_several_dimensions(tmp_path, capsys):
+    """The value checks had said "index [2, 3]" where the row-sum warning and the missing
+    group id said a flat "row index 13" of the same file."""
+    probs = np.full((4, 5, 3), 1 / 3)
+    probs[2, 3] = 0.5
+    file = tmp_path / "tokens.npz"
+    np.savez(file, probs=probs, target=np.zeros((4, 5), dtype=np.int64))
+    main(["evaluate", str(file)])
+    assert "index [2, 3] sums to 1.5" in capsys.readouterr().err
+    ids = np.zeros((4, 5))
+    ids[0, 1] = np.nan
+    np.savez(file, probs=probs, target=np.zeros((4, 5), dtype=np.int64), sentence_id=ids)
+    with pytest.raises(ValueError, match=re.escape("index [0, 1], column 'sentence_id' has a")):
+        read_table(file, groups="sentence_id")
+
+
+def test_a_padding_labels_group_id_in_a_json_lines_list_is_not_read(tmp_path: Path) -> None:
+    """A null id beside a -100 label in a line's list had been refused as a missing group
+    id, where its null probability was dropped unread."""
+    file = tmp_path / "tags.jsonl"
+    file.write_text(
+        '{"p": [0.1, 0.2, null], "y": [0, 1, -100], "sid": ["s1", "s1", null]}\n'
+        '{"p": [0.3, 0.4, 0.5], "y": [1, 0, 1], "sid": ["s2", "s2", "s2"]}\n'
+    )
+    table = read_table(file, groups="sid", ignore_index=-100)
+    assert table.groups.tolist() == [0, 0, 1, 1, 1]

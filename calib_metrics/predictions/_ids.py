@@ -19,7 +19,13 @@ from torch import Tensor
 from calib_metrics.predictions._values import _row_of
 
 
-def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None) -> Tensor:
+def _to_ids(
+    values: Any,
+    path: Path,
+    column: str,
+    lines: list[int] | None = None,
+    shape: tuple[int, ...] | None = None,
+) -> Tensor:
     """Group ids of any kind (numbers, strings) numbered 0..G-1 in sorted order; a
     missing id (NaN, an empty cell, JSON null) is refused, not made a group of its own.
 
@@ -32,7 +38,7 @@ def _to_ids(values: Any, path: Path, column: str, lines: list[int] | None = None
         ValueError: f.csv: line 3, column 'sentence' has a missing group id (an empty cell)
     """
     array = np.asarray(values).reshape(-1)
-    _check_no_missing_id(values, path, column, lines)
+    _check_no_missing_id(values, path, column, lines, shape)
     if array.dtype.kind not in "iubf":
         array = _numeric_if_numbers(array.astype(str))
     return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
@@ -72,13 +78,14 @@ def _numeric_if_numbers(text: np.ndarray) -> np.ndarray:
     return numbers if bool(whole) and np.abs(numbers).max() < 2**53 else text
 
 
-def _check_no_missing_id(values: Any, path: Path, column: str, lines) -> None:
-    """ValueError naming the first group id that is missing (:func:`missing_id`)."""
+def _check_no_missing_id(values: Any, path: Path, column: str, lines, shape=None) -> None:
+    """ValueError naming the first group id that is missing (:func:`missing_id`), by its
+    line, or its index in labels of ``shape``."""
     missing = missing_id(values, path)
     if missing is not None:
+        where = _row_of(lines, missing[0], shape=shape)
         raise ValueError(
-            f"{path}: {_row_of(lines, missing[0])}, column {column!r} has a missing group id "
-            f"({missing[1]})"
+            f"{path}: {where}, column {column!r} has a missing group id ({missing[1]})"
         )
 
 

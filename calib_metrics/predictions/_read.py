@@ -29,6 +29,7 @@ from calib_metrics.predictions._ids import _as_text, _to_ids, id_texts, missing_
 from calib_metrics.predictions._values import (
     _check_layout,
     _check_values,
+    _one_cell_per_label,
     _row_of,
     _shape,
     _to_float,
@@ -100,7 +101,7 @@ def read_table(
             "or C per label for a multiclass file)"
         )
     _check_ignore_index(ignore_index, q, y, path)
-    _remember_labels_per_line(path, lines, y.numel())
+    _remember_label_layout(path, lines, y.numel(), shape)
     every_line = lines = _line_of_each_label(lines, y.numel())
     if keep is not None:
         q = q.reshape(y.numel(), -1)[keep].reshape(-1)
@@ -110,7 +111,7 @@ def read_table(
     _check_values(q, y, path, columns, lines, keep)
     group_column = None if ids is None else str(ids[0])
     if ids is not None:
-        ids = _to_ids(_padding_ids_filled(ids[1], keep), path, ids[0], every_line)
+        ids = _to_ids(_padding_ids_filled(ids[1], keep), path, ids[0], every_line, shape)
         ids = _kept_ids(ids, keep)
         # One id per label: per pair, or per item of a multiclass file (C values each).
         if ids.numel() != y.numel():
@@ -126,10 +127,11 @@ def read_table(
     return Predictions(q, y, ids, keep, group_column)
 
 
-# A text file's labels per line where a line holds several (a JSON line's list of a
-# sentence's tags), by the file's identity: the messages that read the file again
-# (row_position) name a label's line by it. Read with the file; a changed file is new.
-_LABELS_PER_LINE: dict[tuple[str, int, int], int] = {}
+# A file's layout of labels, by the file's identity, where a label is not a line or a row
+# index: a text file's labels per line where a line holds several (a JSON line's list of
+# a sentence's tags), an array file's labels' shape of several dimensions. The messages
+# that read the file again (row_position) name a label by it. A changed file is new.
+_LABEL_LAYOUT: dict[tuple[str, int, int], tuple[int, tuple[int, ...] | None]] = {}
 
 
 def _file_identity(path: Path) -> tuple[str, int, int]:
@@ -137,9 +139,13 @@ def _file_identity(path: Path) -> tuple[str, int, int]:
     return str(path.resolve()), status.st_mtime_ns, status.st_size
 
 
-def _remember_labels_per_line(path: Path, lines: list[int] | None, n_labels: int) -> None:
+def _remember_label_layout(
+    path: Path, lines: list[int] | None, n_labels: int, shape: tuple[int, ...] | None
+) -> None:
     if lines and n_labels != len(lines) and n_labels % len(lines) == 0:
-        _LABELS_PER_LINE[_file_identity(path)] = n_labels // len(lines)
+        _LABEL_LAYOUT[_file_identity(path)] = (n_labels // len(lines), None)
+    elif lines is None and shape is not None and len(shape) > 1:
+        _LABEL_LAYOUT[_file_identity(path)] = (1, shape)
 
 
 def _line_of_each_label(lines: list[int] | None, n_labels: int) -> list[int] | None:
@@ -215,6 +221,8 @@ def _padding_ids_filled(values: Any, keep: Tensor | None) -> Any:
         >>> _padding_ids_filled(["s1", "", "s2"], torch.tensor([True, False, True]))
         ['s1', 's1', 's2']
     """
+    if isinstance(values, list) and keep is not None and len(values) != keep.numel():
+        values = _one_cell_per_label(values, 1)  # a JSON line's list of ids, spread out
     count = values.size if isinstance(values, np.ndarray) else len(values)
     if keep is None or count != keep.numel() or not bool(keep.any()):
         return values
@@ -400,8 +408,8 @@ def row_position(path: str | Path, row: int) -> str:
     """
     path = Path(path)
     lines = getattr(_load(path), "lines", None)
-    per_line = _LABELS_PER_LINE.get(_file_identity(path), 1) if lines else 1
-    return _row_of(lines, row, per_line)
+    per_line, shape = _LABEL_LAYOUT.get(_file_identity(path), (1, None))
+    return _row_of(lines, row, per_line, shape)
 
 
 def row_positions(
