@@ -31,7 +31,7 @@ def seconds(probs: torch.Tensor, target: torch.Tensor, mode: str, repeats: int) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     generator = torch.Generator().manual_seed(0)
