@@ -63,10 +63,14 @@ def _option_took_the_file(given: list[str], message: str) -> str:
     if "arguments are required" not in message:
         return ""
     for option, value in itertools.pairwise(given):
-        if option in ("--groups", "--id") and Path(value).is_file():
+        # argparse takes a prefix of an option too (--group for --groups)
+        taker = next(
+            (o for o in ("--groups", "--id") if len(option) > 3 and o.startswith(option)), None
+        )
+        if taker is not None and Path(value).is_file():
             return (
                 f" ({option} took {value} as the name of its column: put the files first, "
-                f"or give {option} its column's name)"
+                f"or give {taker} its column's name)"
             )
     return ""
 

@@ -239,6 +239,8 @@ def test_groups_that_took_the_file_say_so(tmp_path: Path, capsys) -> None:
         path.write_text('{"probs": 0.2, "target": 0}\n{"probs": 0.7, "target": 1}\n')
     code, _, err = run(capsys, "evaluate", "--groups", a)
     assert code == 2 and f"--groups took {a} as the name of its column: put the files" in err
+    code, _, err = run(capsys, "evaluate", "--group", a)  # argparse's prefix of --groups
+    assert code == 2 and f"--group took {a} as the name" in err
     code, _, err = run(capsys, "compare", "--groups", a, b)
     assert code == 2
     assert f"no column '{a}' (columns: probs, target; it is a file: put the files" in err

@@ -420,3 +420,67 @@ def test_a_padding_labels_group_id_in_a_json_lines_list_is_not_read(tmp_path: Pa
     )
     table = read_table(file, groups="sid", ignore_index=-100)
     assert table.groups.tolist() == [0, 0, 1, 1, 1]
+
+
+def test_json_lines_group_ids_must_match_their_lines_labels(tmp_path: Path) -> None:
+    """Lists of other lengths had been joined and spread: a line's third label landed in
+    the next line's group."""
+    file = tmp_path / "tags.jsonl"
+    file.write_text(
+        '{"p": [0.1, 0.2, 0.3], "y": [1, 0, 1], "sid": ["a", "a"]}\n'
+        '{"p": [0.1, 0.2, 0.3], "y": [0, 1, 1], "sid": ["b", "b", "b", "b"]}\n'
+    )
+    said = "line 1, column 'sid' holds 2 group ids for the line's 3 labels"
+    for padding in (None, -100):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            read_table(file, groups="sid", ignore_index=padding)
+
+
+def test_ids_of_their_own_layout_are_named_by_their_own_row(tmp_path: Path) -> None:
+    """[B] ids beside [B, T] labels: a missing one had been named by the labels' index
+    ("index [0, 1]" for sequence 1), or raised numpy's IndexError."""
+    file = tmp_path / "tokens.npz"
+    probs, labels = np.full((2, 5), 0.5), np.zeros((2, 5), dtype=np.int64)
+    np.savez(file, probs=probs, labels=labels, g=np.array([0.0, np.nan]))
+    with pytest.raises(ValueError, match=r"row index 1, column 'g' has a missing group id"):
+        read_table(file, groups="g")
+    np.savez(file, probs=probs, labels=labels, g=np.append(np.zeros(11), np.nan))
+    with pytest.raises(ValueError, match=r"row index 11, column 'g' has a missing group id"):
+        read_table(file, groups="g")
+
+
+def test_rows_of_class_rows_of_unequal_lengths_are_named_without_a_crash(tmp_path: Path):
+    """A scalar among a line's rows of class probabilities had raised an IndexError."""
+    file = tmp_path / "tags.jsonl"
+    file.write_text(
+        '{"p": [[0.9, 0.1], [0.2, 0.8], 0], "y": [1, 0, -100]}\n'
+        '{"p": [[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]], "y": [1, 0, 1]}\n'
+    )
+    said = "line 1, column 'p' holds a row of 1 value where the first row holds 2"
+    with pytest.raises(ValueError, match=re.escape(said)):
+        read_table(file, ignore_index=-100)
+
+
+def test_the_label_layout_is_the_last_reads(tmp_path: Path) -> None:
+    """Another pair of columns of one .npz, read after a [2, 5] pair, had been named by
+    the earlier labels' index ("index [1, 2]" for row 7), or raised numpy's IndexError."""
+    from calib_metrics.predictions import row_position
+
+    file = tmp_path / "two.npz"
+    np.savez(
+        file, p2=np.full((2, 5), 0.5), y2=np.zeros((2, 5)), p1=np.full(12, 0.5), y1=np.zeros(12)
+    )
+    read_table(file, "p2", "y2")
+    assert row_position(file, 7) == "index [1, 2]"
+    read_table(file, "p1", "y1")
+    assert (row_position(file, 7), row_position(file, 11)) == ("row index 7", "row index 11")
+
+
+def test_a_json_lines_log_of_many_optional_keys_reads_its_columns(tmp_path: Path) -> None:
+    """Every row with a key of its own: each key had been filled in for every row."""
+    file = tmp_path / "log.jsonl"
+    rows = [{"prob": 0.25, "label": k % 2, f"ts_{k}": k} for k in range(500)]
+    file.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert read_table(file).target.tolist() == [k % 2 for k in range(500)]
+    with pytest.raises(ValueError, match="line 2 has no key 'ts_0', which is read"):
+        read_table(file, target="ts_0")

@@ -451,3 +451,14 @@ def test_a_short_fit_of_data_without_an_optimum_says_only_that(make, labels) -> 
         warnings.simplefilter("error")  # no warning before the refusal
         with pytest.raises(ValueError, match="finite optimum"):
             make(max_iter=5).fit(z, y)
+
+
+def test_a_short_platt_step_inside_scaling_binning_names_its_max_iter() -> None:
+    """ScalingBinning has no max_iter: the warning had said "raise max_iter"."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q**3, generator=g)
+    binning = ScalingBinning(n_bins=5)
+    binning.platt.max_iter = 1
+    with pytest.warns(UserWarning, match=r"^ScalingBinning: .*raise \.platt\.max_iter$"):
+        binning.fit(q, y)

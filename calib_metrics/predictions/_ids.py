@@ -83,7 +83,11 @@ def _check_no_missing_id(values: Any, path: Path, column: str, lines, shape=None
     line, or its index in labels of ``shape``."""
     missing = missing_id(values, path)
     if missing is not None:
-        where = _row_of(lines, missing[0], shape=shape)
+        # Labels' index only for ids laid out as the labels: [B] ids beside [B, T] labels
+        # are named by their own row.
+        count = np.asarray(values, dtype=object).size
+        laid_out = shape is not None and count == math.prod(shape)
+        where = _row_of(lines, missing[0], shape=shape if laid_out else None)
         raise ValueError(
             f"{path}: {where}, column {column!r} has a missing group id ({missing[1]})"
         )

@@ -102,7 +102,8 @@ def read_table(
         )
     _check_ignore_index(ignore_index, q, y, path)
     _remember_label_layout(path, lines, y.numel(), shape)
-    every_line = lines = _line_of_each_label(lines, y.numel())
+    row_lines, every_line = lines, _line_of_each_label(lines, y.numel())
+    lines = every_line
     if keep is not None:
         q = q.reshape(y.numel(), -1)[keep].reshape(-1)
         y, lines = y[keep], None if lines is None else [n for n, k in zip(lines, keep) if k]
@@ -111,6 +112,7 @@ def read_table(
     _check_values(q, y, path, columns, lines, keep)
     group_column = None if ids is None else str(ids[0])
     if ids is not None:
+        _check_ids_per_line(ids, path, row_lines, y.numel())
         ids = _to_ids(_padding_ids_filled(ids[1], keep), path, ids[0], every_line, shape)
         ids = _kept_ids(ids, keep)
         # One id per label: per pair, or per item of a multiclass file (C values each).
@@ -142,10 +144,15 @@ def _file_identity(path: Path) -> tuple[str, int, int]:
 def _remember_label_layout(
     path: Path, lines: list[int] | None, n_labels: int, shape: tuple[int, ...] | None
 ) -> None:
+    """The layout of the labels just read (the last read of a file wins: another pair of
+    columns of one .npz may be laid out otherwise)."""
+    identity = _file_identity(path)
     if lines and n_labels != len(lines) and n_labels % len(lines) == 0:
-        _LABEL_LAYOUT[_file_identity(path)] = (n_labels // len(lines), None)
+        _LABEL_LAYOUT[identity] = (n_labels // len(lines), None)
     elif lines is None and shape is not None and len(shape) > 1:
-        _LABEL_LAYOUT[_file_identity(path)] = (1, shape)
+        _LABEL_LAYOUT[identity] = (1, shape)
+    else:
+        _LABEL_LAYOUT.pop(identity, None)
 
 
 def _line_of_each_label(lines: list[int] | None, n_labels: int) -> list[int] | None:
@@ -209,6 +216,32 @@ def _padding_blanked(values: Any, keep: Tensor | None) -> Any:
     first = next((v for v, k in zip(values, kept, strict=True) if k), None)
     blank = [math.nan] * len(first) if isinstance(first, (list, tuple)) else math.nan
     return [v if k else blank for v, k in zip(values, kept, strict=True)]
+
+
+def _check_ids_per_line(
+    ids: tuple[str, Any], path: Path, lines: list[int] | None, n_labels: int
+) -> None:
+    """A JSON line's list of group ids holds one per label of the line: lists of other
+    lengths had been joined and spread over the labels, a line's label landing in the
+    next line's group.
+
+    Example:
+        >>> _check_ids_per_line(("sid", [["a", "a"], ["b"] * 4]), Path("t.jsonl"), [1, 2], 6)
+        Traceback (most recent call last):
+        ...
+        ValueError: t.jsonl: line 1, column 'sid' holds 2 group ids for the line's 3 labels
+    """
+    name, values = ids
+    if not lines or not isinstance(values, list) or n_labels % len(lines):
+        return
+    per_line = n_labels // len(lines)
+    for line, cell in zip(lines, values, strict=False):
+        count = len(cell) if isinstance(cell, (list, tuple)) else 1
+        if per_line > 1 and count != per_line:
+            raise ValueError(
+                f"{path}: line {line}, column {name!r} holds {count} group id"
+                f"{'s' * (count != 1)} for the line's {per_line} labels"
+            )
 
 
 def _padding_ids_filled(values: Any, keep: Tensor | None) -> Any:

@@ -30,27 +30,48 @@ class _Table(dict):
     """The columns of a text file, with the line of every row (``lines``) for messages,
     and, for rows of JSON objects, where each key first is absent (``absent``: a row's
     place, ``line 4`` or ``row index 3``): a key that only some rows carry (an optional
-    field of a log) is refused only if its column is read."""
+    field of a log) is refused only if its column is read.
+
+    The keys every row has so far are lists, appended to; a key some row lacks is kept
+    sparse (row -> value) and made a list, ``None`` where absent, only when it is read:
+    filled in for every row, 20,000 rows of a key each had taken 56 s and 3.7 GB.
+    """
 
     lines: list[int]
     absent: dict[str, str]
 
     def add_row(self, row: dict, place: str) -> None:
-        """Append a JSON object's values (``place``: its line or index): a key of earlier
-        rows that it lacks, or a key new to it, is ``None`` in the rows without it, and
-        the first such row is kept in ``absent``."""
-        absent = self.__dict__.setdefault("absent", {})
-        first = self.__dict__.setdefault("first_place", place)
-        rows = len(next(iter(self.values()))) if self else 0
-        for key in row:  # in the file's order (a set had shuffled the columns)
-            if key not in self:  # absent from every row before this one
-                self[key] = [None] * rows
-                if rows:
-                    absent.setdefault(key, first)
-        for key, values in self.items():
-            values.append(row.get(key))
-            if key not in row:
-                absent.setdefault(key, place)
+        """Append a JSON object's values (``place``: its line or index)."""
+        state = self.__dict__
+        absent, sparse = state.setdefault("absent", {}), state.setdefault("sparse", {})
+        dense: dict[str, None] = state.setdefault("dense", {})  # ordered, as a set
+        first, rows = state.setdefault("first_place", place), state.get("rows", 0)
+        for key in [key for key in dense if key not in row]:  # absent from here on
+            sparse[key] = dict(enumerate(dict.__getitem__(self, key)))
+            dict.__setitem__(self, key, None)
+            del dense[key]
+            absent.setdefault(key, place)
+        for key, value in row.items():  # in the file's order (a set had shuffled them)
+            if key in dense:
+                dict.__getitem__(self, key).append(value)
+            elif key in sparse:
+                sparse[key][rows] = value
+            elif rows == 0:
+                dense[key] = None
+                dict.__setitem__(self, key, [value])
+            else:  # absent from every row before this one
+                sparse[key] = {rows: value}
+                dict.__setitem__(self, key, None)
+                absent.setdefault(key, first)
+        state["rows"] = rows + 1
+
+    def __getitem__(self, name: str) -> Any:
+        column = dict.__getitem__(self, name)
+        if column is None:  # a sparse key, read: a list at last
+            cells = self.__dict__["sparse"].pop(name)
+            column = [cells.get(i) for i in range(self.__dict__["rows"])]
+            dict.__setitem__(self, name, column)
+        return column
 
 
 def _delimiter(header: str, default: str) -> str:

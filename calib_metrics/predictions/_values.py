@@ -32,7 +32,7 @@ def _row_of(
     row = index // per_row
     if lines is not None:
         return f"line {lines[row]}"
-    if shape is not None and len(shape) > 1:
+    if shape is not None and len(shape) > 1 and row < math.prod(shape):
         return f"index [{', '.join(str(int(i)) for i in np.unravel_index(row, shape))}]"
     return f"row index {row}"
 
@@ -58,10 +58,12 @@ def _to_float(
     column: str,
     lines: list[int] | None = None,
     labels: tuple[int, ...] | None = None,
+    ragged_hint: str = "",
 ) -> Tensor:
     """``values`` as a flat float64 tensor; a cell that is no number is named by its row
     (``lines``: each row's line in a text file; ``labels``: an array file's labels'
-    shape, whose index names its rows)."""
+    shape, whose index names its rows); ``ragged_hint`` ends the message for rows of
+    unequal lengths."""
     if isinstance(values, np.ndarray) and np.iscomplexobj(values):
         raise ValueError(f"{path}: column {column!r} holds complex numbers, not real ones")
     if isinstance(values, np.ndarray) and values.dtype.kind in "mM":
@@ -73,7 +75,7 @@ def _to_float(
     try:
         array = np.asarray(values, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):
-        raise _not_a_number(values, path, column, lines, labels) from None
+        raise _not_a_number(values, path, column, lines, labels, ragged_hint) from None
     return torch.from_numpy(array.reshape(-1).copy())
 
 
@@ -132,13 +134,18 @@ def _as_text(value: Any) -> Any:
 
 
 def _not_a_number(
-    values: Any, path: Path, column: str, lines: list[int] | None, labels: tuple | None
+    values: Any,
+    path: Path,
+    column: str,
+    lines: list[int] | None,
+    labels: tuple | None,
+    ragged_hint: str = "",
 ) -> ValueError:
     """The error for a column that numpy cannot read as floats: its first bad value, or
     the first row whose number of values differs from the first row's."""
     cells = np.asarray(values, dtype=object)
     flat = cells.reshape(-1)
-    ragged = _ragged_rows(flat.tolist(), path, column, lines)
+    ragged = _ragged_rows(flat.tolist(), path, column, lines, ragged_hint)
     if ragged is not None:
         return ragged
     per_row = _values_per_row(cells, lines, labels)
@@ -167,22 +174,32 @@ def _not_a_number(
     return ValueError(f"{path}: column {column!r} holds a non-numeric value")
 
 
+# For labels of unequal lengths: JSON lines of sentences, unpadded.
+PAD_HINT = (
+    " (sentences of other lengths: pad each line's lists to the longest, the labels with "
+    "-100 and their probabilities with null, and pass --ignore-index -100)"
+)
+
+
 def _ragged_rows(
-    rows: list[Any], path: Path, column: str, lines: list[int] | None
+    rows: list[Any], path: Path, column: str, lines: list[int] | None, hint: str = ""
 ) -> ValueError | None:
-    """The error for rows of lists (a JSON file's class probabilities) of unequal lengths."""
+    """The error for rows of lists (a JSON file's class probabilities, a line's labels)
+    of unequal lengths, ``hint`` at its end; ``rows`` may be a line's several (rows of
+    class probabilities, a line's list of them: a line holds ``len(rows) // len(lines)``)."""
     sizes = [len(v) if isinstance(v, (list, tuple)) else 1 for v in rows]
     if not any(isinstance(v, (list, tuple)) for v in rows):
         return None
     i = next((k for k, size in enumerate(sizes) if size != sizes[0]), None)
     if i is None:
         return None
+    per_line = len(rows) // len(lines) if lines and len(rows) % len(lines) == 0 else 1
     values = f"{sizes[i]} value{'s' if sizes[i] != 1 else ''}"
+    # A line of several rows (a sentence's rows of class probabilities): rows, not lines.
+    held, first = ("a row of ", "the first row") if per_line > 1 else ("", _row_of(lines, 0))
     return ValueError(
-        f"{path}: {_row_of(lines, i)}, column {column!r} holds {values} where "
-        f"{_row_of(lines, 0)} holds {sizes[0]}: every row needs the same number of values "
-        "(sentences of other lengths: pad each row to the longest, labels with -100 and "
-        "probabilities with anything, and pass --ignore-index -100)"
+        f"{path}: {_row_of(lines, i, per_line)}, column {column!r} holds {held}{values} "
+        f"where {first} holds {sizes[0]}: every row needs the same number of values{hint}"
     )
 
 
@@ -208,7 +225,7 @@ def _to_labels(
         return _to_float(values, path, column, lines, shape)  # numbers: no words to look for
     array = np.asarray(values, dtype=object).reshape(-1)
     words = [_BOOLEANS.get(v.strip().lower(), v) if isinstance(v, str) else v for v in array]
-    return _to_float(words, path, column, lines, shape)
+    return _to_float(words, path, column, lines, shape, PAD_HINT)
 
 
 def _check_values(

@@ -342,14 +342,21 @@ def note_unconverged(params: list[Tensor], loss_fn: Callable[[], Tensor], max_it
         stopped.append((max_iter, steepest))
 
 
-def _warn_stopped_short(name: str, stopped: list[tuple[int, float]]) -> None:
-    """One warning for a fit whose L-BFGS runs stopped short (:func:`note_unconverged`)."""
+def _warn_stopped_short(module: nn.Module, stopped: list[tuple[int, float]]) -> None:
+    """One warning for a fit whose L-BFGS runs stopped short (:func:`note_unconverged`),
+    naming the ``max_iter`` to raise: the module's, or that of the fit inside it
+    (``ScalingBinning``'s Platt step, ``.platt.max_iter``)."""
     max_iter = min(m for m, _ in stopped)
     steepest = max(g for _, g in stopped)
+    owner = next(
+        (f".{name}.max_iter" for name, child in module.named_children()
+         if getattr(child, "max_iter", None) == max_iter and not hasattr(module, "max_iter")),
+        "max_iter",
+    )  # fmt: skip
     warn_caller(
-        f"{name}: the fit stopped at max_iter={max_iter} before converging (a gradient of "
-        f"{steepest:.2g} is left): it may be far from the optimum, even worse than no "
-        "recalibration; raise max_iter"
+        f"{type(module).__name__}: the fit stopped at max_iter={max_iter} before converging "
+        f"(a gradient of {steepest:.2g} is left): it may be far from the optimum, even worse "
+        f"than no recalibration; raise {owner}"
     )
 
 
@@ -440,7 +447,7 @@ def _in_fitting_mode(fit: Callable) -> Callable:
         finally:
             _STOPPED_SHORT.reset(token)
         if stopped:  # said once the fit stands: a refused one says why, alone
-            _warn_stopped_short(type(self).__name__, stopped)
+            _warn_stopped_short(self, stopped)
         return fitted
 
     return fit_in_fitting_mode
