@@ -430,7 +430,7 @@ def test_json_lines_group_ids_must_match_their_lines_labels(tmp_path: Path) -> N
         '{"p": [0.1, 0.2, 0.3], "y": [1, 0, 1], "sid": ["a", "a"]}\n'
         '{"p": [0.1, 0.2, 0.3], "y": [0, 1, 1], "sid": ["b", "b", "b", "b"]}\n'
     )
-    said = "line 1, column 'sid' holds 2 group ids for the line's 3 labels"
+    said = "line 1, column 'sid' holds 2 group ids for its 3 labels"
     for padding in (None, -100):
         with pytest.raises(ValueError, match=re.escape(said)):
             read_table(file, groups="sid", ignore_index=padding)
@@ -484,3 +484,42 @@ def test_a_json_lines_log_of_many_optional_keys_reads_its_columns(tmp_path: Path
     assert read_table(file).target.tolist() == [k % 2 for k in range(500)]
     with pytest.raises(ValueError, match="line 2 has no key 'ts_0', which is read"):
         read_table(file, target="ts_0")
+
+
+def test_padded_json_lines_keep_their_group_id_lists(tmp_path: Path) -> None:
+    """The id lists had been checked against the kept labels' count: a padded file whose
+    lines each lose one label was refused ("holds 3 group ids for the line's 2 labels")."""
+    file = tmp_path / "tags.jsonl"
+    file.write_text(
+        '{"p": [0.1, 0.2, null], "y": [0, 1, -100], "sid": ["a", "a", "a"]}\n'
+        '{"p": [0.3, 0.4, null], "y": [1, 0, -100], "sid": ["b", "b", "b"]}\n'
+    )
+    assert read_table(file, groups="sid", ignore_index=-100).groups.tolist() == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        # One label a line beside lists of ids: an IndexError had followed.
+        ("one.jsonl",
+         '{"p": 0.1, "y": 1, "sid": ["a", "b"]}\n{"p": 0.2, "y": 0, "sid": ["c", null]}\n',
+         "line 1, column 'sid' holds 2 group ids for its 1 label"),
+        # Records: numpy's "inhomogeneous shape", without the file, had been the message.
+        ("rows.json", '[{"p": [0.1, 0.2, 0.3], "y": [1, 0, 1], "sid": ["a", "a"]},'
+         ' {"p": [0.1, 0.2, 0.3], "y": [1, 0, 1], "sid": ["b", "b", "b", "b"]}]',
+         "row index 0, column 'sid' holds 2 group ids for its 3 labels"),
+    ],
+)  # fmt: skip
+def test_json_group_id_lists_of_another_length_are_named(tmp_path: Path, name, text, said):
+    file = tmp_path / name
+    file.write_text(text)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        read_table(file, groups="sid")
+
+
+def test_a_json_object_of_columns_with_a_null_column_is_named(tmp_path: Path) -> None:
+    """A null where a column belongs had been read as a column not yet built ('sparse')."""
+    file = tmp_path / "columns.json"
+    file.write_text('{"probs": [0.1, 0.9], "label": [0, 1], "group": null}')
+    with pytest.raises(ValueError, match="column 'group' holds a NoneType, not an array"):
+        read_table(file, groups="group")

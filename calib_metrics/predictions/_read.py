@@ -112,7 +112,7 @@ def read_table(
     _check_values(q, y, path, columns, lines, keep)
     group_column = None if ids is None else str(ids[0])
     if ids is not None:
-        _check_ids_per_line(ids, path, row_lines, y.numel())
+        _check_ids_per_line(ids, path, row_lines, y.numel() if keep is None else keep.numel())
         ids = _to_ids(_padding_ids_filled(ids[1], keep), path, ids[0], every_line, shape)
         ids = _kept_ids(ids, keep)
         # One id per label: per pair, or per item of a multiclass file (C values each).
@@ -221,26 +221,27 @@ def _padding_blanked(values: Any, keep: Tensor | None) -> Any:
 def _check_ids_per_line(
     ids: tuple[str, Any], path: Path, lines: list[int] | None, n_labels: int
 ) -> None:
-    """A JSON line's list of group ids holds one per label of the line: lists of other
-    lengths had been joined and spread over the labels, a line's label landing in the
-    next line's group.
+    """A JSON row's group ids (a line's, or a record's) are one per label of the row, of
+    ``n_labels`` in the file: lists of other lengths had been joined and spread over the
+    labels, a row's label landing in the next row's group, or raised an IndexError.
 
     Example:
         >>> _check_ids_per_line(("sid", [["a", "a"], ["b"] * 4]), Path("t.jsonl"), [1, 2], 6)
         Traceback (most recent call last):
         ...
-        ValueError: t.jsonl: line 1, column 'sid' holds 2 group ids for the line's 3 labels
+        ValueError: t.jsonl: line 1, column 'sid' holds 2 group ids for its 3 labels
     """
     name, values = ids
-    if not lines or not isinstance(values, list) or n_labels % len(lines):
+    listed = isinstance(values, list) and any(isinstance(v, (list, tuple)) for v in values)
+    if not listed or not values or n_labels % len(values):
         return
-    per_line = n_labels // len(lines)
-    for line, cell in zip(lines, values, strict=False):
+    per_row = n_labels // len(values)
+    for i, cell in enumerate(values):
         count = len(cell) if isinstance(cell, (list, tuple)) else 1
-        if per_line > 1 and count != per_line:
+        if count != per_row:
             raise ValueError(
-                f"{path}: line {line}, column {name!r} holds {count} group id"
-                f"{'s' * (count != 1)} for the line's {per_line} labels"
+                f"{path}: {_row_of(lines, i)}, column {name!r} holds {count} group id"
+                f"{'s' * (count != 1)} for its {per_row} label{'s' * (per_row != 1)}"
             )
 
 

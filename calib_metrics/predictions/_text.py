@@ -25,6 +25,9 @@ from typing import Any
 
 import numpy as np
 
+# A column some rows lack, until it is read (a JSON value may itself be null).
+_SPARSE = object()
+
 
 class _Table(dict):
     """The columns of a text file, with the line of every row (``lines``) for messages,
@@ -48,7 +51,7 @@ class _Table(dict):
         first, rows = state.setdefault("first_place", place), state.get("rows", 0)
         for key in [key for key in dense if key not in row]:  # absent from here on
             sparse[key] = dict(enumerate(dict.__getitem__(self, key)))
-            dict.__setitem__(self, key, None)
+            dict.__setitem__(self, key, _SPARSE)
             del dense[key]
             absent.setdefault(key, place)
         for key, value in row.items():  # in the file's order (a set had shuffled them)
@@ -61,13 +64,13 @@ class _Table(dict):
                 dict.__setitem__(self, key, [value])
             else:  # absent from every row before this one
                 sparse[key] = {rows: value}
-                dict.__setitem__(self, key, None)
+                dict.__setitem__(self, key, _SPARSE)
                 absent.setdefault(key, first)
         state["rows"] = rows + 1
 
     def __getitem__(self, name: str) -> Any:
         column = dict.__getitem__(self, name)
-        if column is None:  # a sparse key, read: a list at last
+        if column is _SPARSE:  # a sparse key, read: a list at last
             cells = self.__dict__["sparse"].pop(name)
             column = [cells.get(i) for i in range(self.__dict__["rows"])]
             dict.__setitem__(self, name, column)

@@ -177,7 +177,8 @@ def _not_a_number(
 # For labels of unequal lengths: JSON lines of sentences, unpadded.
 PAD_HINT = (
     " (sentences of other lengths: pad each line's lists to the longest, the labels with "
-    "-100 and their probabilities with null, and pass --ignore-index -100)"
+    "-100 and their probabilities with null, a row of C nulls for rows of C classes, and "
+    "pass --ignore-index -100)"
 )
 
 
