@@ -523,3 +523,25 @@ def test_a_json_object_of_columns_with_a_null_column_is_named(tmp_path: Path) ->
     file.write_text('{"probs": [0.1, 0.9], "label": [0, 1], "group": null}')
     with pytest.raises(ValueError, match="column 'group' holds a NoneType, not an array"):
         read_table(file, groups="group")
+
+
+@pytest.mark.parametrize(
+    ("lines", "groups"),
+    [
+        # One id per label kept, as an .npz may hold them: refused by the per-line check.
+        (['{"p": [0.9, 0.2, null], "y": [1, 0, -100], "sid": ["a", "a"]}',
+          '{"p": [0.7, 0.4, 0.6], "y": [1, 0, 1], "sid": ["b", "b", "b"]}',
+          '{"p": [0.3, null, null], "y": [0, -100, -100], "sid": ["c"]}'],
+         [0, 0, 1, 1, 1, 2]),
+        # A line of nested label lists: its ids counted at the top level only (2 for 4).
+        (['{"p": [[0.9, 0.2], [0.3, 0.4]], "y": [[1, 0], [0, 1]], '
+          '"sid": [["a", "a"], ["b", "b"]]}',
+          '{"p": [[0.7, 0.6], [0.5, 0.1]], "y": [[1, 1], [0, 0]], '
+          '"sid": [["c", "c"], ["d", "d"]]}'],
+         [0, 0, 1, 1, 2, 2, 3, 3]),
+    ],
+)  # fmt: skip
+def test_json_lines_group_ids_per_label_kept_or_nested_read(tmp_path: Path, lines, groups):
+    file = tmp_path / "tags.jsonl"
+    file.write_text("\n".join(lines) + "\n")
+    assert read_table(file, groups="sid", ignore_index=-100).groups.tolist() == groups

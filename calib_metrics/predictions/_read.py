@@ -112,7 +112,7 @@ def read_table(
     _check_values(q, y, path, columns, lines, keep)
     group_column = None if ids is None else str(ids[0])
     if ids is not None:
-        _check_ids_per_line(ids, path, row_lines, y.numel() if keep is None else keep.numel())
+        _check_ids_per_line(ids, path, row_lines, keep if keep is not None else y.numel())
         ids = _to_ids(_padding_ids_filled(ids[1], keep), path, ids[0], every_line, shape)
         ids = _kept_ids(ids, keep)
         # One id per label: per pair, or per item of a multiclass file (C values each).
@@ -219,30 +219,46 @@ def _padding_blanked(values: Any, keep: Tensor | None) -> Any:
 
 
 def _check_ids_per_line(
-    ids: tuple[str, Any], path: Path, lines: list[int] | None, n_labels: int
+    ids: tuple[str, Any], path: Path, lines: list[int] | None, labels: Tensor | int
 ) -> None:
-    """A JSON row's group ids (a line's, or a record's) are one per label of the row, of
-    ``n_labels`` in the file: lists of other lengths had been joined and spread over the
-    labels, a row's label landing in the next row's group, or raised an IndexError.
+    """A JSON row's group ids (a line's, or a record's) are one per label of the row, or
+    one per label kept, every row alike (``labels``: the file's kept-mask of labels, or
+    their count): lists of other lengths had been joined and spread over the labels, a
+    row's label landing in the next row's group, or raised an IndexError.
 
     Example:
         >>> _check_ids_per_line(("sid", [["a", "a"], ["b"] * 4]), Path("t.jsonl"), [1, 2], 6)
         Traceback (most recent call last):
         ...
-        ValueError: t.jsonl: line 1, column 'sid' holds 2 group ids for its 3 labels
+        ValueError: t.jsonl: line 1, column 'sid' holds 2 group ids for its 3 labels (give ...)
     """
     name, values = ids
+    n_labels = labels if isinstance(labels, int) else labels.numel()
     listed = isinstance(values, list) and any(isinstance(v, (list, tuple)) for v in values)
     if not listed or not values or n_labels % len(values):
         return
     per_row = n_labels // len(values)
-    for i, cell in enumerate(values):
-        count = len(cell) if isinstance(cell, (list, tuple)) else 1
-        if count != per_row:
-            raise ValueError(
-                f"{path}: {_row_of(lines, i)}, column {name!r} holds {count} group id"
-                f"{'s' * (count != 1)} for its {per_row} label{'s' * (per_row != 1)}"
-            )
+    kept = [per_row] * len(values)
+    if not isinstance(labels, int):
+        kept = labels.reshape(len(values), per_row).sum(1).tolist()
+    counts = [_leaves(cell) for cell in values]
+    for alike in ([per_row] * len(values), kept):  # one per label, or one per label kept
+        if counts == alike:
+            return
+    i = next((i for i, c in enumerate(counts) if c not in (per_row, kept[i])), None)
+    if i is None:  # each row is one or the other, but not all the same one
+        i = next(i for i, c in enumerate(counts) if (c == per_row) != (counts[0] == per_row))
+    held = "" if kept[i] == per_row else f", {kept[i]} kept"
+    raise ValueError(
+        f"{path}: {_row_of(lines, i)}, column {name!r} holds {counts[i]} group id"
+        f"{'s' * (counts[i] != 1)} for its {per_row} label{'s' * (per_row != 1)}{held} "
+        "(give one per label, or one per label kept, in every row alike)"
+    )
+
+
+def _leaves(cell: Any) -> int:
+    """How many values a JSON cell holds, at any depth (a line's list of lists)."""
+    return sum(_leaves(v) for v in cell) if isinstance(cell, (list, tuple)) else 1
 
 
 def _padding_ids_filled(values: Any, keep: Tensor | None) -> Any:
