@@ -110,23 +110,33 @@ def read_table(
         if y.numel() == 0:
             raise ValueError(f"{path}: no rows but padding (every label is {ignore_index})")
     _check_values(q, y, path, columns, lines, keep)
-    group_column = None if ids is None else str(ids[0])
-    if ids is not None:
-        _check_ids_per_line(ids, path, row_lines, keep if keep is not None else y.numel())
-        ids = _to_ids(_padding_ids_filled(ids[1], keep), path, ids[0], every_line, shape)
-        ids = _kept_ids(ids, keep)
-        # One id per label: per pair, or per item of a multiclass file (C values each).
-        if ids.numel() != y.numel():
-            # The file's count (and shape) first: the kept count alone had read as a
-            # number the file does not hold.
-            held = y.numel() if keep is None else keep.numel()
-            kept = "" if keep is None else f", {y.numel()} of them kept"
-            where = f" of shape {list(shape)}" if shape is not None and len(shape) > 1 else ""
-            raise ValueError(
-                f"{path}: {ids.numel()} group ids for {held} labels{where}{kept} (give one "
-                "per label, in the labels' shape)"
-            )
-    return Predictions(q, y, ids, keep, group_column)
+    if ids is None:
+        return Predictions(q, y, None, keep, None)
+    layout = (row_lines, every_line, shape)
+    return Predictions(q, y, _group_ids(ids, path, y, keep, layout), keep, str(ids[0]))
+
+
+def _group_ids(
+    ids: tuple[str, Any], path: Path, y: Tensor, keep: Tensor | None, layout: tuple
+) -> Tensor:
+    """The group ids of the labels kept, numbered 0..G-1, one per label: per pair, or per
+    item of a multiclass file (C values each). ``layout``: the file's rows' lines, each
+    label's line and the labels' shape, for the messages."""
+    row_lines, every_line, shape = layout
+    _check_ids_per_line(ids, path, row_lines, keep if keep is not None else y.numel())
+    numbered = _to_ids(_padding_ids_filled(ids[1], keep), path, ids[0], every_line, shape)
+    numbered = _kept_ids(numbered, keep)
+    if numbered.numel() != y.numel():
+        # The file's count (and shape) first: the kept count alone had read as a number
+        # the file does not hold.
+        held = y.numel() if keep is None else keep.numel()
+        kept = "" if keep is None else f", {y.numel()} of them kept"
+        where = f" of shape {list(shape)}" if shape is not None and len(shape) > 1 else ""
+        raise ValueError(
+            f"{path}: {numbered.numel()} group ids for {held} labels{where}{kept} (give one "
+            "per label, in the labels' shape)"
+        )
+    return numbered
 
 
 # A file's layout of labels, by the file's identity, where a label is not a line or a row
