@@ -433,3 +433,28 @@ def test_adjusted_p_values_exactly_at_alpha_are_called() -> None:
     assert res.p_value.tolist() == [0.0, 0.0, 0.0]
     assert res.adjusted_p_value.tolist() == [0.05, 0.05, 0.05]
     assert res.b_better == 3
+
+
+def test_meta_inputs_and_a_numpy_alpha() -> None:
+    """Meta inputs had reached torch.unique (NotImplementedError), and alpha as numpy's
+    float32 (a config array's) had been "not a number strictly between 0 and 1"."""
+    import numpy as np
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(400, generator=g, dtype=torch.float64)
+    y, labels = torch.bernoulli(q, generator=g), torch.arange(400) % 2
+    meta = [t.to("meta") for t in (q, q, y, labels)]
+    with pytest.raises(ValueError, match="probs_a is on the meta device"):
+        compare_calibration_by_label(*meta)
+    r = compare_calibration_by_label(q**0.7, q, y, labels, alpha=np.float32(0.05), n_samples=50)
+    assert r.labels.tolist() == [0, 1]
+
+
+def test_the_none_called_warning_tells_its_two_numbers_apart() -> None:
+    """2/799 and 0.05/20 had both read 0.0025: "at least 0.0025 ... needs 0.0025 or less"."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y, labels = torch.bernoulli(q, generator=g), torch.arange(2000) % 20
+    said = "= 0.002503, and holm over 20 labels needs 0.0025 or less; use n_samples=799"
+    with pytest.warns(UserWarning, match=re.escape(said)):
+        compare_calibration_by_label(q**0.7, q, y, labels, n_samples=798, generator=g)

@@ -56,6 +56,7 @@ units to resample) and cannot be called, whatever ``min_units``.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from typing import NamedTuple
 
@@ -295,8 +296,10 @@ def compare_calibration_by_label(
     flat = _check_inputs(probs_a, probs_b, target, labels, groups)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be 'holm' or 'bh', got {correction!r}")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+    # Any real number type (numpy's float32 from a config array too), not a bool.
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
         raise ValueError(f"alpha must be a number strictly between 0 and 1, got {alpha!r}")
+    alpha = float(alpha)
     check_int("min_units", min_units, MIN_UNITS)
     ids = torch.unique(flat["labels"])
     selections = [flat["labels"] == label for label in ids]
@@ -353,6 +356,7 @@ def _check_inputs(probs_a, probs_b, target, labels, groups) -> dict[str, Tensor 
     for name, value in named.items():
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
+        check_not_meta(value, name)  # before torch.unique, which meta tensors cannot run
     if is_multiclass(probs_a, target):
         named = _one_vs_rest(named)
         probs_a = named["probs_a"]
@@ -521,12 +525,26 @@ def _warn_if_none_can_be_called(tested: int, correction: str, alpha: float, n_sa
     warnings.warn(
         f"compare_calibration_by_label: no label can be called better at alpha={alpha:g}: a "
         f"p-value from {n_samples} draws is at least 2/(S + 1) = "
-        f"{2 / (n_samples + 1):.2g}, and {correction} over {tested} label"
-        f"{'s' * (tested != 1)} needs "
-        f"{alpha / factor:.2g} or less; use n_samples={needed} or more",
+        f"{_beside(2 / (n_samples + 1), alpha / factor)}, and {correction} over {tested} "
+        f"label{'s' * (tested != 1)} needs {_beside(alpha / factor, 2 / (n_samples + 1))} "
+        f"or less; use n_samples={needed} or more",
         UserWarning,
         stacklevel=4,
     )
+
+
+def _beside(value: float, other: float) -> str:
+    """``value`` with the digits that tell it from ``other`` (2 at least): rounded alike,
+    2/799 and 0.05/20 had both read 0.0025, "at least 0.0025 ... needs 0.0025 or less".
+
+    Example:
+        >>> _beside(2 / 799, 0.05 / 20), _beside(0.05 / 20, 2 / 799), _beside(0.01, 0.5)
+        ('0.002503', '0.0025', '0.01')
+    """
+    for digits in range(2, 16):
+        if f"{value:.{digits}g}" != f"{other:.{digits}g}":
+            return f"{value:.{digits}g}"
+    return f"{value:.16g}"
 
 
 def _can_call(tested: int, correction: str, alpha: float, n_samples: int) -> bool:

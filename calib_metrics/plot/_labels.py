@@ -67,8 +67,10 @@ def per_label_errors(
     by ``names``), or a :class:`~calib_metrics.functional.comparison.ComparisonResult`
     (a paired comparison of two models): then a second panel (``fig.axes[1]``, sharing
     the labels) shows error(a) − error(b) with its paired interval, and the labels whose
-    interval excludes 0 are marked. A label name longer than :data:`MAX_TICK_CHARS` (60)
-    is shortened in its middle ("…"), so that one long name cannot squeeze the bars.
+    interval excludes 0 are marked (each label's own interval, not corrected for the
+    many labels: a Holm or BH count may call fewer). A label name longer than
+    :data:`MAX_TICK_CHARS` (60) is shortened in its middle ("…"), so that one long name
+    cannot squeeze the bars.
 
     Args:
         results: label -> CalibrationResult, sequence of them, or ComparisonResult.
@@ -218,7 +220,9 @@ def _difference_panel(ax: Axes, rows: list[ComparisonResult], names: Sequence[st
     ax.axvline(0, color="0.4", linewidth=0.8)
     marks = (
         ("holds", "0.55", "difference, interval holds 0"),
-        ("clear", "C3", "excludes 0"),
+        # Each label's own interval: a corrected count (Holm, BH) may call fewer, and the
+        # marks had read as the table's calls beside it.
+        ("clear", "C3", "excludes 0 (this label alone, uncorrected)"),
         ("none", "0.8", "no interval (too few units)"),
     )
     for flag, colour, text in marks:
