@@ -545,3 +545,35 @@ def test_json_lines_group_ids_per_label_kept_or_nested_read(tmp_path: Path, line
     file = tmp_path / "tags.jsonl"
     file.write_text("\n".join(lines) + "\n")
     assert read_table(file, groups="sid", ignore_index=-100).groups.tolist() == groups
+
+
+def test_json_lines_ids_per_label_kept_write_back_and_compare(tmp_path: Path, capsys) -> None:
+    """recalibrate --out had raised StopIteration (the lists kept whole, an id written
+    back as "['s0', 's0']"), and compare named a whole list as a line's group."""
+    lines = []
+    for i in range(30):
+        kept = 3 if i % 2 else 2
+        p = [0.2 + 0.02 * i, 0.7, 0.4][:kept] + [None] * (3 - kept)
+        y = [i % 2, 1, 0][:kept] + [-100] * (3 - kept)
+        lines.append(json.dumps({"p": p, "y": y, "sid": [f"s{i}"] * kept}))
+    test = tmp_path / "test.jsonl"
+    test.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.csv"
+    argv = ["--groups", "sid", "--ignore-index", "-100", "--samples", "50"]
+    assert main(["recalibrate", str(test), str(test), *argv, "--out", str(out)]) == 0
+    rows = out.read_text().splitlines()
+    assert rows[1].endswith(",s0") and rows[3] == ",,-100," and rows[4].endswith(",s1")
+    other = tmp_path / "other.jsonl"
+    other.write_text("\n".join(lines).replace('["s5", "s5", "s5"]', '["s5", "s5", "t5"]') + "\n")
+    capsys.readouterr()
+    assert main(["compare", str(test), str(other), *argv]) == 2
+    assert f"(group 's5' in {test}, 't5' in {other})" in capsys.readouterr().err
+
+
+def test_group_id_lists_nested_otherwise_than_the_labels_are_named(tmp_path: Path) -> None:
+    """numpy's "inhomogeneous shape", without the file or the column, had been the message."""
+    file = tmp_path / "nested.jsonl"
+    row = '{"p": [[0.5, 0.5], [0.5, 0.5]], "y": [[1, 0], [0, 1]], "sid": %s}\n'
+    file.write_text(row % '[["a", "a", "b"], ["b"]]' + row % '[["c", "c"], ["d", "d"]]')
+    with pytest.raises(ValueError, match="column 'sid' holds lists not laid out as the labels"):
+        read_table(file, groups="sid")

@@ -37,7 +37,13 @@ def _to_ids(
         ...
         ValueError: f.csv: line 3, column 'sentence' has a missing group id (an empty cell)
     """
-    array = np.asarray(values).reshape(-1)
+    try:
+        array = np.asarray(values).reshape(-1)
+    except ValueError:  # lists nested otherwise than the labels: numpy's message, no file
+        raise ValueError(
+            f"{path}: column {column!r} holds lists not laid out as the labels: give one "
+            "group id per label, nested as the labels are"
+        ) from None
     _check_no_missing_id(values, path, column, lines, shape)
     if array.dtype.kind not in "iubf":
         array = _numeric_if_numbers(array.astype(str))

@@ -361,6 +361,11 @@ def _named_values(path: Path, column: str) -> np.ndarray:
     if column not in table:
         raise ValueError(f"{path}: no column {column!r} (columns: {', '.join(table)})")
     values = _column(table, column, path)
+    if isinstance(values, list) and any(isinstance(v, (list, tuple)) for v in values):
+        # A JSON line's list (a sentence's tags or ids, one per label or per label kept),
+        # one cell per label: lists of unequal lengths had been kept whole, and a group id
+        # written back as "['s0', 's0']", or a StopIteration raised.
+        values = _one_cell_per_label(values, 1)
     # A list (JSON) stays objects: numpy would make [1, 0.5]'s 1 a '1.0' and null 'None'.
     return np.asarray(values, dtype=object if isinstance(values, list) else None)
 
