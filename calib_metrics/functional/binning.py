@@ -47,6 +47,7 @@ from torch import Tensor
 
 from calib_metrics.functional.errors import (
     NoPairsError,
+    check_id_tensor,
     check_int,
     check_not_meta,
     check_tensors,
@@ -302,21 +303,6 @@ def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) 
             f"[{low.item():.4g}, {high.item():.4g}]); pass probabilities, not logits "
             "(apply sigmoid/softmax first)"
         )
-
-
-def check_id_tensor(ids: object, what: str = "groups") -> None:
-    """Refuse ids (named ``what``) that are not a tensor: a list had reached the
-    multiclass modes' shape check as an AttributeError on ``.numel``.
-
-    Example:
-        >>> check_id_tensor([0, 0, 1])
-        Traceback (most recent call last):
-        ...
-        ValueError: groups must be a tensor of group ids, got list
-    """
-    if not isinstance(ids, Tensor):
-        kind = what.removesuffix("s")
-        raise ValueError(f"{what} must be a tensor of {kind} ids, got {type(ids).__name__}")
 
 
 def check_ids(

@@ -154,13 +154,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import (
-    Bins,
-    _check_pairs,
-    check_id_tensor,
-    check_ids,
-    check_probs,
-)
+from calib_metrics.functional.binning import Bins, _check_pairs, check_ids, check_probs
 from calib_metrics.functional.calibration import (
     CalibrationResult,
     _check_interval_options,
@@ -169,7 +163,7 @@ from calib_metrics.functional.calibration import (
     bins_and_index,
 )
 from calib_metrics.functional.clusters import grouped_effective_counts, with_samples
-from calib_metrics.functional.errors import check_generator
+from calib_metrics.functional.errors import check_generator, check_id_tensor
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     UnitSums,

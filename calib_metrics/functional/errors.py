@@ -146,6 +146,21 @@ def check_tensors(**items: object) -> None:
         raise ValueError(f"{' and '.join(items)} must be tensors, got {types}")
 
 
+def check_id_tensor(ids: object, what: str = "groups") -> None:
+    """Refuse ids (named ``what``) that are not a tensor: a list had reached the
+    multiclass modes' shape check as an AttributeError on ``.numel``.
+
+    Example:
+        >>> check_id_tensor([0, 0, 1])
+        Traceback (most recent call last):
+        ...
+        ValueError: groups must be a tensor of group ids, got list
+    """
+    if not isinstance(ids, torch.Tensor):
+        kind = what.removesuffix("s")
+        raise ValueError(f"{what} must be a tensor of {kind} ids, got {type(ids).__name__}")
+
+
 def check_not_meta(tensor: torch.Tensor, name: str) -> None:
     """Raise ValueError if ``tensor`` is on the meta device: it has a shape but no values,
     and torch's own error comes from a copy or an ``.item()`` deep inside.

@@ -25,14 +25,9 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import (
-    Bins,
-    check_id_tensor,
-    check_probs,
-    column_target_hint,
-)
+from calib_metrics.functional.binning import Bins, check_probs, column_target_hint
 from calib_metrics.functional.clusters import with_samples
-from calib_metrics.functional.errors import check_tensors
+from calib_metrics.functional.errors import check_id_tensor, check_tensors
 from calib_metrics.functional.intervals import CalibrationResult, effective_samples
 
 Mode = Literal["one_vs_rest", "top_label", "classwise"]

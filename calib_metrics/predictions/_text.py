@@ -434,7 +434,6 @@ class _DelimitedTable(_Table):
 def _read_jsonl(path: Path) -> _Table:
     table = _Table()
     table.lines = []
-    keys: set[str] | None = None
     with path.open(encoding="utf-8-sig") as handle:
         for line_no, line in enumerate(handle, start=1):
             if not line.strip():
@@ -447,10 +446,9 @@ def _read_jsonl(path: Path) -> _Table:
                 raise ValueError(f"{path}: line {line_no} is not a JSON object")
             if not row:
                 raise ValueError(f"{path}: line {line_no} is an empty JSON object")
-            keys = set(row)
             table.add_row(row, f"line {line_no}")
             table.lines.append(line_no)
-    if keys is None:
+    if not table.lines:
         raise ValueError(f"{path}: no rows (an empty file, or blank lines only)")
     return table
 

@@ -279,8 +279,7 @@ def _check_labels(
     )
     raise ValueError(
         f"{path}: {_kept_row_of(lines, keep, i, shape)}, column {column[0]!r} {shown}: a label "
-        "must be "
-        f"{wanted}{padding}{integers}"
+        f"must be {wanted}{padding}{integers}"
     )
 
 

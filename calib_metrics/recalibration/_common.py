@@ -335,10 +335,12 @@ def note_unconverged(params: list[Tensor], loss_fn: Callable[[], Tensor], max_it
     ``max_iter=2`` had sharpened 3× overconfident logits further (dev NLL 2.09 against
     1.86 unscaled and 1.25 converged), silently. A fit that then refuses its data
     (separable, no signal) says only that: no value of ``max_iter`` would help."""
+    stopped = _STOPPED_SHORT.get()
+    if stopped is None:  # no fit to warn: the gradient is not worth a pass
+        return
     gradients = torch.autograd.grad(loss_fn(), params, allow_unused=True)
     steepest = max(float(g.abs().max()) for g in gradients if g is not None and g.numel())
-    stopped = _STOPPED_SHORT.get()
-    if steepest > UNCONVERGED_GRADIENT and stopped is not None:
+    if steepest > UNCONVERGED_GRADIENT:
         stopped.append((max_iter, steepest))
 
 
