@@ -436,16 +436,28 @@ def test_json_lines_group_ids_must_match_their_lines_labels(tmp_path: Path) -> N
             read_table(file, groups="sid", ignore_index=padding)
 
 
-def test_ids_of_their_own_layout_are_named_by_their_own_row(tmp_path: Path) -> None:
+def test_ids_of_their_own_layout_are_told_their_count_first(tmp_path: Path) -> None:
     """[B] ids beside [B, T] labels: a missing one had been named by the labels' index
-    ("index [0, 1]" for sequence 1), or raised numpy's IndexError."""
+    ("index [0, 1]" for sequence 1), or raised numpy's IndexError; then by its own row,
+    where the count was the problem the user had to fix first."""
     file = tmp_path / "tokens.npz"
     probs, labels = np.full((2, 5), 0.5), np.zeros((2, 5), dtype=np.int64)
     np.savez(file, probs=probs, labels=labels, g=np.array([0.0, np.nan]))
-    with pytest.raises(ValueError, match=r"row index 1, column 'g' has a missing group id"):
+    with pytest.raises(ValueError, match=r"2 group ids for 10 labels of shape \[2, 5\]"):
         read_table(file, groups="g")
     np.savez(file, probs=probs, labels=labels, g=np.append(np.zeros(11), np.nan))
-    with pytest.raises(ValueError, match=r"row index 11, column 'g' has a missing group id"):
+    with pytest.raises(ValueError, match=r"12 group ids for 10 labels"):
+        read_table(file, groups="g")
+
+
+def test_one_id_a_line_beside_lines_of_labels_is_told_its_count(tmp_path: Path) -> None:
+    """A sentence id a line (a bare value) beside lists of tags: a null one on line 2 had
+    been named at "line 1" (the line of label 1, where id 1 is line 2's)."""
+    file = tmp_path / "tags.jsonl"
+    file.write_text(
+        '{"p": [0.9, 0.2], "y": [1, 0], "g": "s1"}\n{"p": [0.5, 0.3], "y": [1, 0], "g": null}\n'
+    )
+    with pytest.raises(ValueError, match=r"tags.jsonl: 2 group ids for 4 labels \(give one"):
         read_table(file, groups="g")
 
 

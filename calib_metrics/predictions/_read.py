@@ -124,19 +124,29 @@ def _group_ids(
     label's line and the labels' shape, for the messages."""
     row_lines, every_line, shape = layout
     _check_ids_per_line(ids, path, row_lines, keep if keep is not None else y.numel())
-    numbered = _to_ids(_padding_ids_filled(ids[1], keep), path, ids[0], every_line, shape)
-    numbered = _kept_ids(numbered, keep)
-    if numbered.numel() != y.numel():
-        # The file's count (and shape) first: the kept count alone had read as a number
-        # the file does not hold.
-        held = y.numel() if keep is None else keep.numel()
-        kept = "" if keep is None else f", {y.numel()} of them kept"
-        where = f" of shape {list(shape)}" if shape is not None and len(shape) > 1 else ""
-        raise ValueError(
-            f"{path}: {numbered.numel()} group ids for {held} labels{where}{kept} (give one "
-            "per label, in the labels' shape)"
-        )
-    return numbered
+    filled = _padding_ids_filled(ids[1], keep)
+    # The count before the values: a missing id among ids of another count (one a line
+    # beside lines of several labels) had been named at the line of the label of its index.
+    _check_id_count(_leaves(filled), path, y, keep, shape)
+    return _kept_ids(_to_ids(filled, path, ids[0], every_line, shape), keep)
+
+
+def _check_id_count(
+    count: int, path: Path, y: Tensor, keep: Tensor | None, shape: tuple[int, ...] | None
+) -> None:
+    """ValueError unless ``count`` group ids are one per label of the file, or one per
+    label kept (``y``: the labels kept)."""
+    held = y.numel() if keep is None else keep.numel()
+    if count in (held, y.numel()):
+        return
+    # The file's count (and shape) first: the kept count alone had read as a number the
+    # file does not hold.
+    kept = "" if keep is None else f", {y.numel()} of them kept"
+    where = f" of shape {list(shape)}" if shape is not None and len(shape) > 1 else ""
+    raise ValueError(
+        f"{path}: {count} group ids for {held} labels{where}{kept} (give one per label, in "
+        "the labels' shape)"
+    )
 
 
 # A file's layout of labels, by the file's identity, where a label is not a line or a row
@@ -267,7 +277,10 @@ def _check_ids_per_line(
 
 
 def _leaves(cell: Any) -> int:
-    """How many values a JSON cell holds, at any depth (a line's list of lists)."""
+    """How many values a JSON cell (or an array) holds, at any depth (a line's list of
+    lists)."""
+    if isinstance(cell, np.ndarray):
+        return cell.size
     return sum(_leaves(v) for v in cell) if isinstance(cell, (list, tuple)) else 1
 
 
