@@ -70,9 +70,12 @@ def _weighted_mean(values, count):
     return (weight * values).sum(dim=-1)
 
 
-def _debiased_square(gap, freq, count, samples):
+def _debiased_square(gap, freq, count, samples, known=None):
     spread = (samples - 1).clamp_min(1).to(freq.dtype)
-    return _weighted_mean(gap**2 - freq * (1 - freq) / spread, count)
+    variance = freq * (1 - freq) / spread
+    if known is not None:  # a drawn bin of < 2 effective pairs: its world's variance
+        variance = torch.where(samples < 2, known * (1 - known) / samples.clamp_min(1), variance)
+    return _weighted_mean(gap**2 - variance, count)
 
 
 def _plugin(bins: Bins, norm: str):
@@ -100,7 +103,7 @@ def _reference_values(bins: Bins, blocks, *, world: str, norm: str = "l2", debia
     thetas = []
     for d in blocks:
         moved = world_gap + (d.pred_mean - bins.pred_mean) - (d.freq - bins.freq)
-        redrawn = _debiased_square(moved, d.freq, d.count, d.count * ratio)
+        redrawn = _debiased_square(moved, d.freq, d.count, d.count * ratio, bins.freq)
         thetas.append(square - (redrawn - target))
     return torch.cat(thetas)
 

@@ -42,7 +42,9 @@ With ``debias=True`` the bootstrap interval is built for θ = Σᵢ wᵢ (q̂ᵢ
 squared error that the debiased estimate D estimates without bias) from a *recentred*
 bootstrap: the draws are made in a world whose gaps are the observed ones shrunk by
 λ = √(D₊ / P) (P the plug-in square), so its θ̃ = Σ wᵢ (λ gᵢ)² equals D₊ = max(D, 0), and
-each draw's debiased estimate D* is compared with that known θ̃. The root L* = D* − θ̃
+each draw's debiased estimate D* is compared with that known θ̃ (a drawn bin of fewer
+than two effective pairs, which cannot estimate its own label noise, subtracts the
+world's known p̂(1 − p̂)/n_eff instead). The root L* = D* − θ̃
 imitates D − θ, including the extra bias that correlated labels leave in D when their
 groups are not given (their within-bin variance is larger than p̂(1 − p̂)/(n − 1)
 assumes; with ``groups=`` the noise term is each bin's cluster-robust variance instead,
@@ -254,6 +256,7 @@ def debiased_square(
     count: Tensor,
     samples: Tensor | None = None,
     unplaced: Tensor | None = None,
+    known: Tensor | None = None,
 ) -> Tensor:
     """Σᵢ wᵢ [gapᵢ² − p̂ᵢ(1 − p̂ᵢ)/(n_eff,ᵢ − 1)] along the last dimension (unclipped).
 
@@ -307,11 +310,23 @@ def debiased_square(
     # on every slice.
     variance = torch.rsub(freq, 1).mul_(freq)
     variance = variance.div_(spread) if _holds_result(variance, spread) else variance / spread
+    if known is not None:
+        variance = _known_variance_below_two(variance, samples, known)
     square = gap.square()
     square = square.sub_(variance) if _holds_result(square, variance) else square - variance
     if unplaced is not None:
         square = square + unplaced / count.clamp_min(1) ** 2 * (1 + 1 / spread)
     return weighted_mean(square, count)
+
+
+def _known_variance_below_two(variance: Tensor, samples: Tensor, known: Tensor) -> Tensor:
+    """A draw's bins of fewer than two effective samples subtract the bootstrap world's
+    known variance of their frequency, p(1 − p)/n_eff (``known``: the world's p), where
+    no estimate is unbiased: a drawn bin of one pair had kept its whole label noise,
+    every draw's square sat above its world's, and the recentred interval below the
+    estimate (bins of 2: 0.016 with the interval [0, 0])."""
+    few = samples < 2
+    return torch.where(few, torch.rsub(known, 1).mul_(known) / samples.clamp_min(1), variance)
 
 
 def effective_samples(bins: Bins) -> Tensor:
@@ -894,7 +909,8 @@ def _recentred_squares(
         # draws keep the data's mean predictions: their shift is zeros of [T] only).
         shifted = world_gap + (d.pred_mean - bins.pred_mean)
         moved = torch.sub(d.freq, bins.freq).neg_().add_(shifted)
-        redrawn = debiased_square(moved, d.freq, d.count, _draw_samples(d, ratio))
+        drawn = _draw_samples(d, ratio)
+        redrawn = debiased_square(moved, d.freq, d.count, drawn, known=bins.freq)
         thetas.append(redrawn.sub_(target_square).neg_().add_(square))
     return square, torch.cat(thetas)
 
