@@ -573,8 +573,9 @@ def span_queries(
     ``top_k``, only the ``top_k`` most probable spans of each sentence (the candidates a
     tagger would show). Gold spans longer than ``max_length`` are not queried.
 
-    Host synchronisations: two, the mask's check (its values and left alignment; none
-    without a mask) and the selection of the queried spans.
+    Host synchronisations: three, the mask's check (its values and left alignment; none
+    without a mask), the probabilities' range check and the selection of the queried
+    spans.
 
     Example:
         >>> O, B, I = 0, 1, 2
@@ -606,6 +607,9 @@ def span_queries(
     q_all = span_probs.reshape(batch, -1)
     y_all = gold.reshape(batch, -1).to(span_probs.dtype)
     keep = inside_sentence.reshape(batch, -1)
+    # Every span inside its sentence, queried or not: logits had become queries (top-k
+    # ones too), which the metric then blamed on ``probs``.
+    _check_probabilities(torch.where(keep, q_all, 0), "span_probs")
     if top_k is None:
         spans_kept = keep.nonzero(as_tuple=True)  # one read for both selections
         return q_all[spans_kept], y_all[spans_kept]

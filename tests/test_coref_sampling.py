@@ -653,13 +653,29 @@ def test_n_samples_takes_what_operator_index_takes(n_samples):
 
 @pytest.mark.parametrize(
     "bad",
-    [True, torch.tensor(True), 3.0, torch.tensor(3.0), 0, torch.tensor(-1), "3"],
-    ids=["bool", "bool tensor", "float", "float tensor", "zero", "negative tensor", "str"],
+    [True, torch.tensor(True), 3.0, torch.tensor(3.0), 0, torch.tensor(-1), "3", 2**31, 2**63],
+    ids=[
+        "bool",
+        "bool tensor",
+        "float",
+        "float tensor",
+        "zero",
+        "negative tensor",
+        "str",
+        "2**31",
+        "2**63",
+    ],
 )
-def test_n_samples_still_refuses_bools_floats_and_counts_below_one(bad):
+def test_n_samples_still_refuses_bools_floats_and_counts_out_of_range(bad):
+    """2**63 had been torch's C++ stack dump, 2**62 its storage overflow."""
+    from calib_metrics.models import linear_chain
+
+    em, tr = torch.zeros(1, 3, 2), torch.zeros(2, 2)
     for call in (
         lambda: sample_antecedents(torch.zeros(1, 3, 3), bad),
+        lambda: sample_entity_roots(torch.zeros(1, 3, 3), bad),
         lambda: coreference_marginals(torch.zeros(1, 3, 3), n_samples=bad),
+        lambda: linear_chain.sample(em, tr, tr[0], tr[0], n_samples=bad),
     ):
         with pytest.raises(ValueError, match=r"^n_samples must be"):
             call()

@@ -134,6 +134,29 @@ def test_span_queries_refuse_a_mask_with_a_hole() -> None:
         span_indicators(tags, hole, begin=1, inside=2, max_length=2)
 
 
+@pytest.mark.parametrize("top_k", [None, 2])
+@pytest.mark.parametrize(
+    "probs", [torch.randn(1, 3, 2) * 3, torch.full((1, 3, 2), math.nan), torch.ones(1, 3, 2).long()]
+)
+def test_span_queries_refuse_what_is_not_a_probability(probs, top_k) -> None:
+    """Logits, NaN and integers had become queries, refused later under ``probs``."""
+    from calib_metrics.queries import span_queries
+
+    with pytest.raises(ValueError, match="span_probs must be"):
+        span_queries(probs, torch.tensor([[1, 2, 0]]), begin=1, inside=2, top_k=top_k)
+
+
+def test_span_queries_read_no_span_outside_its_sentence() -> None:
+    from calib_metrics.queries import span_queries
+
+    probs = torch.full((1, 3, 2), math.nan)
+    probs[0, 0] = torch.tensor([0.75, 0.25])  # spans (0, 1) and (0, 2) of a sentence of 2
+    probs[0, 1, 0] = 0.125
+    mask = torch.tensor([[True, True, False]])
+    q, y = span_queries(probs, torch.tensor([[1, 0, 0]]), mask, begin=1, inside=2)
+    assert q.tolist() == [0.75, 0.25, 0.125] and y.tolist() == [1.0, 0.0, 0.0]
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, "float64", torch.bool])
 def test_compute_dtype_must_be_a_floating_torch_dtype(dtype) -> None:
     from calib_metrics.models import linear_chain

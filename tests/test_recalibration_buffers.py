@@ -147,3 +147,16 @@ def test_a_load_under_inference_mode_leaves_no_inference_tensor(kind: str) -> No
     if kind not in ("ChainTemperature", "CorefTemperature"):
         out = call(module, data[0].clone().requires_grad_())
         torch.testing.assert_close(out.detach(), call(_fitted(kind)))
+
+
+@pytest.mark.parametrize("shape", [(1,), (3,), ()])
+def test_an_output_edited_in_place_leaves_the_fit_alone(shape) -> None:
+    """Isotonic regression of constant scores has one threshold; its output had been a
+    view of that buffer, so doubling it in place doubled every later output (to 1.8), and
+    a 0-d score had failed to expand."""
+    scores = torch.full((10,), 0.5, dtype=torch.float64)
+    iso = IsotonicCalibration().fit(scores, torch.tensor([0.0, 1.0] * 5, dtype=torch.float64))
+    out = iso(torch.full(shape, 0.3, dtype=torch.float64))
+    out.mul_(2.0)
+    assert iso.y_thresholds.tolist() == [0.5]
+    assert iso(torch.tensor([0.2, 0.9], dtype=torch.float64)).tolist() == [0.5, 0.5]

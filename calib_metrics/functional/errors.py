@@ -50,6 +50,11 @@ def python_int_hint(name: str, value: object, minimum: int | None = None) -> str
     return f": options take a Python int, pass int({name})"
 
 
+# The most samples a sampler draws (``below`` of :func:`as_int`): the samples' counts are
+# int32, and torch's own refusal of a size near 2**63 is a C++ stack dump.
+MOST_SAMPLES = 2**31
+
+
 def as_int(name: str, value: object, minimum: int = 1, below: int | None = None) -> int:
     """``value`` as a Python int in ``[minimum, below)``: an int, a NumPy integer or a
     one-element integer tensor (what ``operator.index`` takes), never a bool (True would

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import as_int, check_generator, check_not_meta
+from calib_metrics.functional.errors import MOST_SAMPLES, as_int, check_generator, check_not_meta
 from calib_metrics.models.coref_sampler import draw, prepare, roots
 from calib_metrics.models.linear_chain import (
     as_indices,
@@ -263,7 +263,7 @@ def sample_antecedents(
         1.0
     """
     checked = _check_scores(scores, mask)
-    n_samples = as_int("n_samples", n_samples, 1)
+    n_samples = as_int("n_samples", n_samples, 1, MOST_SAMPLES)
     check_generator(generator, scores.device)
     with torch.no_grad():
         return draw(prepare(_probabilities(scores, checked), n_samples), n_samples, generator)
@@ -478,7 +478,7 @@ def coreference_marginals(
     """
     checked = _check_scores(scores, mask)
     if n_samples is not None:
-        n_samples = as_int("n_samples", n_samples, 1)
+        n_samples = as_int("n_samples", n_samples, 1, MOST_SAMPLES)
         check_generator(generator, scores.device)
     # An evaluation quantity: the DP fills its table in place, so no graph is recorded.
     with torch.no_grad():

@@ -60,7 +60,13 @@ import torch
 from torch import Tensor
 from torch._C import _functorch as functorch  # no public test for a vmap-batched tensor
 
-from calib_metrics.functional.errors import as_int, check_flag, check_generator, check_not_meta
+from calib_metrics.functional.errors import (
+    MOST_SAMPLES,
+    as_int,
+    check_flag,
+    check_generator,
+    check_not_meta,
+)
 from calib_metrics.models._memory import faults_page_by_page, fresh_output
 
 __all__ = [
@@ -1159,7 +1165,9 @@ def sample(
         (torch.Size([4, 1, 2]), [[[0, 0]], [[0, 0]], [[0, 0]], [[0, 0]]])
     """
     if validate_args:
-        n_samples = as_int("n_samples", n_samples, 1)  # a NumPy or tensor integer too
+        # A NumPy or tensor integer too; at most MOST_SAMPLES (torch's own message for
+        # 2**63 was a C++ stack dump).
+        n_samples = as_int("n_samples", n_samples, 1, MOST_SAMPLES)
         check_generator(generator, emissions.device if isinstance(emissions, Tensor) else None)
     em, tr, st, en, mask = _prepare(
         "sample", emissions, transitions, start, end, mask, compute_dtype, validate_args

@@ -273,7 +273,9 @@ class IsotonicCalibration(FittedModule):
         xs = self.x_thresholds.to(scores.device)
         ys = self.y_thresholds.to(scores.device)
         if xs.numel() == 1:
-            return ys.expand(scores.shape).to(scores.dtype)
+            # A copy: a view of the buffer, edited in place, had rewritten the fit (and a
+            # 0-d score had failed to expand).
+            return ys.to(scores.dtype).reshape(()).expand(scores.shape).clone()
         x = scores.to(torch.float64).clamp(xs[0], xs[-1])
         right = torch.searchsorted(xs, x, right=True).clamp(1, xs.numel() - 1)
         x0, x1, y0, y1 = xs[right - 1], xs[right], ys[right - 1], ys[right]

@@ -689,10 +689,20 @@ def _gold_nll(scores: Tensor, gold: Tensor, rows: Tensor, mask: Tensor | None) -
 
 def _gold_rows(gold: Tensor, mask: Tensor | None, scores: Tensor) -> tuple[Tensor, Tensor]:
     """The gold options ``j <= i`` of real mentions, and the rows that have one; refuses a
-    row whose every gold option is forbidden (-inf): no temperature makes it possible."""
-    gold = gold.bool() & torch.ones_like(gold, dtype=torch.bool).tril()
+    mark above the diagonal (``j > i``: a transposed matrix's, dropped silently, had left
+    a fit on the mentions it happened to spare) and a row whose every gold option is
+    forbidden (-inf): no temperature makes it possible."""
+    gold = gold.bool()
     if mask is not None:
         gold = gold & mask[:, :, None]
+    later = gold & ~torch.ones_like(gold).tril()
+    if bool(later.any()):
+        b, i, j = later.nonzero()[0].tolist()
+        raise ValueError(
+            f"gold marks option {j} of mention {i} in document {b}: an antecedent comes "
+            "before its mention (gold[b, i, j] with j <= i, j = i for a new entity; is "
+            "gold transposed?)"
+        )
     rows = gold.any(-1)
     if not bool(rows.any()):
         raise ValueError("gold marks no antecedent option: nothing to fit on")
