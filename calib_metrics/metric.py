@@ -49,6 +49,7 @@ from calib_metrics.metric_checks import (
     _own_copy,
     _prepare_batch,
     check_ignore_index,
+    check_ignore_index_is_no_label,
     check_num_classes,
 )
 from calib_metrics.metric_state import (
@@ -171,7 +172,9 @@ class CalibrationError(_StatesKeepTheirDtype):
             ``average``), ``"top_label"`` or ``"classwise"`` (these two need the default
             ``average="micro"``; classwise's interval is the conservative average of
             :func:`~calib_metrics.functional.multiclass.average_results`).
-        ignore_index: target value marking items to drop (padding).
+        ignore_index: target value marking items to drop (padding): for binary pairs not
+            0 or 1 (a ValueError: it would drop every negative or positive); a class id
+            of multiclass pairs is warned about (its probabilities are still scored).
         streaming: keep a fixed-size histogram instead of every pair.
         resolution: cells of the streaming histogram (even, at least 4; 2¹⁸ by default).
         seed: seed of the interval's draws, for reproducible results (None: the global
@@ -328,6 +331,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         for flag in ("debias", "streaming", "validate_args"):
             check_flag(flag, args[flag])
         check_ignore_index(args["ignore_index"])
+        check_ignore_index_is_no_label(args["ignore_index"], num_classes)
         if streaming and args["binning"] == "uniform":
             raise ValueError("streaming=True supports binning='adaptive' only")
 

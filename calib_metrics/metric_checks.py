@@ -9,6 +9,7 @@ does not load the metrics.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -25,6 +26,7 @@ from calib_metrics.functional.binning import (
 from calib_metrics.functional.calibration import MAX_BIN_SIZE, MAX_UNIFORM_BINS
 from calib_metrics.functional.errors import check_not_meta, python_int_hint
 from calib_metrics.functional.multiclass import MODES, check_class_id_dtype
+from calib_metrics.metric_state import _user_stacklevel
 
 # Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
 _MAX_BIN_SIZE = MAX_BIN_SIZE
@@ -83,6 +85,37 @@ def check_ignore_index(value: Any) -> None:
         raise ValueError(
             f"ignore_index must be an integer or None, got {value!r}"
             f"{python_int_hint('ignore_index', value)}"
+        )
+
+
+def check_ignore_index_is_no_label(value: int | None, num_classes: int | None) -> None:
+    """``ignore_index`` of a label the pairs hold drops a class of them by its label:
+    refused for binary pairs (0 or 1 drops every negative or positive; it had been taken
+    without a word), a warning for a class id (a background or padding class's items
+    dropped, its probabilities still scored against labels that are never it).
+
+    Example:
+        >>> check_ignore_index_is_no_label(1, None)
+        Traceback (most recent call last):
+        ...
+        ValueError: ignore_index=1 would drop every pair labelled 1 (the positives): give ...
+    """
+    if value is None:
+        return
+    if num_classes is None and value in (0, 1):
+        kind = "negatives" if value == 0 else "positives"
+        raise ValueError(
+            f"ignore_index={value} would drop every pair labelled {value} (the {kind}): "
+            "give padding a label of its own, such as -100"
+        )
+    if num_classes is not None and 0 <= value < num_classes:
+        warnings.warn(
+            f"ignore_index={value} is one of the {num_classes} class ids: the items labelled "
+            f"{value} are dropped, and class {value}'s probabilities are still scored "
+            "against labels that are never it (for padding, use a label of its own, such "
+            "as -100)",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
         )
 
 

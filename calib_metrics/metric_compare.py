@@ -35,6 +35,7 @@ from calib_metrics.metric_checks import (
     _own_copy,
     _prepare_batch,
     check_ignore_index,
+    check_ignore_index_is_no_label,
     check_num_classes,
 )
 from calib_metrics.metric_state import _StatesKeepTheirDtype, warnings_said_by
@@ -78,7 +79,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     Args:
         num_classes: None for binary input, else the number of classes C.
         mode: ``"one_vs_rest"``, ``"top_label"`` or ``"classwise"`` (multiclass only).
-        ignore_index: target value marking items to drop (padding).
+        ignore_index: target value marking items to drop (padding), as
+            :class:`~calib_metrics.CalibrationError` takes it (not 0 or 1 for binary pairs).
         n_samples: paired bootstrap draws.
         confidence: coverage of the interval of the difference.
         bin_size, binning, n_bins, norm, debias: the estimator, as in
@@ -555,6 +557,7 @@ def _check_arguments(args: dict[str, Any]) -> None:
     if mode != "one_vs_rest" and num_classes is None:
         raise ValueError(f"mode={mode!r} needs multiclass input: set num_classes")
     check_ignore_index(ignore_index)
+    check_ignore_index_is_no_label(ignore_index, num_classes)
     _check_options(args["norm"], args["binning"], args["bin_size"], args["n_bins"])
     _check_sizes(args["bin_size"], args["n_bins"])
     _check_confidence(args["confidence"])

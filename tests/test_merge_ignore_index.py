@@ -106,6 +106,7 @@ def test_a_state_of_the_same_ignore_index_loads_and_gives_the_same_error() -> No
     torch.testing.assert_close(this.compute(), source.compute())
 
 
+@pytest.mark.filterwarnings("ignore:ignore_index=\\d+ is one of the")
 @pytest.mark.parametrize("metric", [CalibrationError, CalibrationComparison])
 def test_a_state_records_its_ignore_index_even_when_padding_is_a_valid_label(metric) -> None:
     """Padding 0 looks like class 0: the values alone cannot tell, so a state saved with

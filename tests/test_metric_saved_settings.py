@@ -158,6 +158,7 @@ def test_a_state_dict_of_the_same_settings_merges_as_the_metric_does() -> None:
         assert torch.equal(by_dict.compute(), by_metric.compute())
 
 
+@pytest.mark.filterwarnings("ignore:ignore_index=\\d+ is one of the")
 @pytest.mark.parametrize("kind", [CalibrationError, CalibrationComparison])
 def test_a_state_dict_records_padding_that_looks_like_a_class(kind) -> None:
     """Padding 2 is class 2 of three: its values alone cannot tell, and a dict of states

@@ -7,6 +7,7 @@ in a file for extra columns and messages (:func:`read_labels`, :func:`row_positi
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -208,12 +209,26 @@ def _rows_read(y: Tensor, keep: Tensor | None) -> Tensor | None:
 
 def _check_ignore_index(ignore_index: int | None, q: Tensor, y: Tensor, path: Path) -> None:
     """Refuse ``--ignore-index`` 0 or 1 for a binary file (one probability per label): it
-    had dropped every negative (or positive) pair without a word."""
+    had dropped every negative (or positive) pair without a word. A class id of a
+    multiclass file (C probabilities per label) is warned about, as the metric warns: its
+    items are dropped and its probabilities still scored."""
+    if ignore_index is None or y.numel() == 0:
+        return
     if ignore_index in (0, 1) and q.numel() == y.numel():
         raise ValueError(
             f"{path}: --ignore-index {ignore_index} would drop every pair labelled "
             f"{ignore_index}, a binary file's {'negatives' if ignore_index == 0 else 'positives'}"
             ": give padding a label of its own, such as -100"
+        )
+    classes = q.numel() // y.numel()
+    if classes >= 2 and q.numel() % y.numel() == 0 and 0 <= ignore_index < classes:
+        warnings.warn(
+            f"{path}: --ignore-index {ignore_index} is one of the {classes} class ids: the "
+            f"items labelled {ignore_index} are dropped, and class {ignore_index}'s "
+            "probabilities are still scored against labels that are never it (for padding, "
+            "use a label of its own, such as -100)",
+            UserWarning,
+            stacklevel=2,
         )
 
 
