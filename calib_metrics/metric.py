@@ -1472,6 +1472,23 @@ class CalibrationError(_StatesKeepTheirDtype):
         :func:`~calib_metrics.plot.error_curve`). The one exception is the value that
         ``compute()`` last returned, which ``MetricCollection.plot()`` passes on: it
         draws this metric's own state, as ``plot()`` does.
+
+        Example:
+            >>> import torch
+            >>> g = torch.Generator().manual_seed(0)
+            >>> q = torch.rand(2000, generator=g)
+            >>> metric = CalibrationError(seed=0)
+            >>> metric.update(q, torch.bernoulli(q, generator=g))
+            >>> fig, ax = metric.plot()
+            >>> print(ax.get_title())
+            CalibErr 0.0000 [0.0000, 0.0411]
+            95% interval: debiased pair bootstrap · 44 bins · N=2,000
+            >>> classes = CalibrationError(num_classes=3, mode="classwise", seed=0)
+            >>> classes.update(torch.softmax(torch.randn(600, 3, generator=g), -1),
+            ...                torch.randint(0, 3, (600,), generator=g))
+            >>> fig, axes = classes.plot()
+            >>> len(axes)
+            3
         """
         from calib_metrics import plot
 

@@ -197,6 +197,17 @@ def test_smooth_error_is_logged_beside_calib_err(three_epochs: dict[str, Any]) -
     assert history[-1]["smooth_error"] == pytest.approx(exact.item(), abs=1e-5)
 
 
+def test_scalars_reach_lightning_in_float64(three_epochs: dict[str, Any]) -> None:
+    """A Python float becomes Lightning's float32 tensor: the error logged had differed
+    from the metric's own in the eighth digit (0.0248094704 for 0.0248094697)."""
+    logged = three_epochs["trainer"].callback_metrics
+    last = three_epochs["monitor"].history[-1]
+    for name, key in (("", "error"), ("_lower", "lower"), ("_upper", "upper")):
+        value = logged[f"val/calib_err{name}"]
+        assert value.dtype == torch.float64 and value.item() == last[key]
+    assert logged["val/smooth_calib_err"].dtype == torch.float64
+
+
 def test_raw_bins_and_margin_layout_are_readable(three_epochs: dict[str, Any]) -> None:
     acc = three_epochs["acc"]
     events = acc.Tensors("val/calib_bins")

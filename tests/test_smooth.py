@@ -360,3 +360,22 @@ def test_the_curve_is_a_frequency_where_data_reach_and_nan_elsewhere() -> None:
 
 def test_the_error_of_every_prediction_wrong_is_one_not_more() -> None:
     assert smooth_calibration_error(torch.ones(20), torch.zeros(20)).item() <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ((torch.rand(5), torch.rand(5), 0), "bandwidth must lie in"),
+        ((torch.rand(5), torch.rand(5), -0.1), "bandwidth must lie in"),
+        ((torch.rand(5), torch.rand(5), None), "bandwidth must be the number"),
+        ((torch.rand(5), torch.rand(3), 0.1), "must have one non-empty shape"),
+        (([0.1], [0.2], 0.1), "probs must be a floating-point tensor, got list"),
+        ((torch.tensor([math.nan]), torch.tensor([0.5]), 0.1), r"probs must lie in \[0, 1\]"),
+        ((torch.rand(2), torch.tensor([0.5, 1.5]), 0.1), "position_of_pair must lie"),
+    ],
+)
+def test_histogram_tolerance_names_a_bad_argument(args, said) -> None:
+    """A bandwidth of 0 had been a ZeroDivisionError, a negative one a negative bound,
+    shapes torch's RuntimeError, a list an AttributeError and NaN a NaN bound."""
+    with pytest.raises(ValueError, match=said):
+        histogram_tolerance(*args)

@@ -721,7 +721,7 @@ class CalibrationMonitor(Callback):
             for tag, value in values.items():
                 pl_module.log(
                     names[tag],
-                    value,
+                    _float64(value, pl_module.device),
                     on_step=False,
                     on_epoch=True,
                     prog_bar=self.prog_bar and tag == error_tag,
@@ -1083,3 +1083,12 @@ def _reference(thing: Any) -> Callable[[], Any]:
         return weakref.ref(thing)
     except TypeError:
         return lambda: thing
+
+
+def _float64(value: float, device: torch.device) -> torch.Tensor | float:
+    """A scalar as Lightning keeps it in float64: a Python float becomes a float32 tensor
+    (the default dtype), and the error logged had differed from the metric's own in the
+    eighth digit. MPS has no float64: there it stays a float."""
+    if device.type == "mps":
+        return value
+    return torch.tensor(value, dtype=torch.float64, device=device)

@@ -316,8 +316,28 @@ def histogram_tolerance(probs: Tensor, position_of_pair: Tensor, bandwidth: floa
         >>> histogram_tolerance(q, torch.tensor([0.11, 0.11, 0.5]), 0.05)
         tensor(0.2128, dtype=torch.float64)
     """
+    # Checked as the smoothing it bounds checks its inputs: a bandwidth of 0 had been a
+    # ZeroDivisionError, a negative one a negative bound, NaN a NaN bound.
+    if bandwidth is None:
+        raise ValueError("bandwidth must be the number the histogram was smoothed at, got None")
+    _check_bandwidth(bandwidth)
+    for name, value in (("probs", probs), ("position_of_pair", position_of_pair)):
+        if not isinstance(value, Tensor) or not value.is_floating_point():
+            raise ValueError(f"{name} must be a floating-point tensor, got {_kind(value)}")
+        check_not_meta(value, name)
+        if bool(((value < 0) | (value > 1) | value.isnan()).any()):
+            raise ValueError(f"{name} must lie in [0, 1] (no NaN)")
+    if probs.shape != position_of_pair.shape or probs.numel() == 0:
+        raise ValueError(
+            "probs and position_of_pair must have one non-empty shape, got "
+            f"{tuple(probs.shape)} and {tuple(position_of_pair.shape)}"
+        )
     shift = (probs.to(torch.float64) - position_of_pair.to(torch.float64)).abs().mean()
     return 2 * math.sqrt(2 / math.pi) / bandwidth * shift
+
+
+def _kind(value: object) -> str:
+    return f"dtype {value.dtype}" if isinstance(value, Tensor) else type(value).__name__
 
 
 def smooth_calibration_error(
