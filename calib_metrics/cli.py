@@ -988,6 +988,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     with _warnings_as_lines() as lines:
+        # The lines said so far, for an --html page: its reader never sees stderr.
+        args.warning_lines = lines
         code = _run(args)
     if code == 0:  # after the results; a failed command's one line is its error
         code = _print_warnings(lines)

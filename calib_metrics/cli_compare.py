@@ -328,6 +328,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     warn_if_few_bins(bins[0] + bins[1], **BINNING, per_class=args.mode == "classwise")
     summary = {
         "n": a.target.numel(),
+        # The pairs the bins count (⌈√N⌉ of them): C per item one-vs-rest.
+        "pairs": a.probs.numel() if args.mode == "one_vs_rest" else a.target.numel(),
         "id_columns": None if ids is None else list(ids),  # a's and b's; None: by position
         "resampled": "pairs" if a.groups is None else "groups",
         "groups": None if a.groups is None else int(a.groups.unique().numel()),
@@ -393,7 +395,13 @@ def _model_summary(result, model) -> dict[str, Any]:
 
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     from calib_metrics.predictions import to_jsonable
-    from calib_metrics.report import fixed, no_interval, p_value_phrase, untested_phrase
+    from calib_metrics.report import (
+        fixed,
+        no_interval,
+        p_value_phrase,
+        pairs_note,
+        untested_phrase,
+    )
     from calib_metrics.wording import counted, level_text, visible_controls
 
     if args.json:
@@ -403,7 +411,8 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     mode = mode_note(summary["mode"])
     groups = f" in {counted(summary['groups'], 'group')}" if summary["groups"] else ""
     groups += _paired_by(summary["id_columns"])
-    print(f"N = {counted(summary['n'], 'item')}{groups}, debiased CalibErr{mode}, bins of ⌈√N⌉, "
+    print(f"N = {counted(summary['n'], 'item')}{pairs_note(summary)}{groups}, debiased "
+          f"CalibErr{mode}, bins of ⌈√N⌉, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws, percentile "
           "intervals)")  # fmt: skip
 

@@ -421,9 +421,18 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
             settings=summary["settings"],
             command=_command_line(args),
             class_panels=panels,
+            warnings=_page_warnings(args),
         ),
     )
     return str(args.html)
+
+
+def _page_warnings(args) -> list[str]:
+    """The warnings the command has said so far (the few-bins one, too few units), for its
+    page: a page of one bin from 3 pairs had shown CalibErr 0.0000 without the warning
+    that one bin scores about 0 for any model."""
+    prefix = "calib-metrics: warning: "
+    return [line.removeprefix(prefix) for line in getattr(args, "warning_lines", [])]
 
 
 def write_compare(args, summary: dict, comparison, measures, per_label, panels=None) -> str:
@@ -444,6 +453,7 @@ def write_compare(args, summary: dict, comparison, measures, per_label, panels=N
             settings=summary["settings"],
             command=_command_line(args),
             class_panels=panels,
+            warnings=_page_warnings(args),
         ),
     )
     return str(args.html)

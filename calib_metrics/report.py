@@ -492,6 +492,7 @@ def evaluate_page(
     settings: Mapping[str, Any] | None = None,
     command: str | None = None,
     class_panels: Any = None,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The page of ``calib-metrics evaluate``: summary, diagram, per-label, bins, settings.
 
@@ -500,7 +501,8 @@ def evaluate_page(
     ``groups``); ``per_label`` maps each label to its own result; ``class_panels`` (a
     figure of one reliability diagram per class, for ``mode="classwise"``:
     :func:`calib_metrics.plot_panels.reliability_panels`) replaces the one diagram,
-    which would pool the classes' bins.
+    which would pool the classes' bins; ``warnings`` (the command's, one line each) follow
+    the summary.
 
     Example:
         >>> import torch
@@ -545,6 +547,7 @@ def evaluate_page(
     ]
     sections = [
         '<section id="summary"><h2>Summary</h2>' + _key_table(rows, "summary-table") + "</section>",
+        *_warnings_section(warnings),
         '<section id="diagrams"><h2>Reliability diagram</h2>'
         + (
             _class_figure(class_panels)
@@ -566,6 +569,19 @@ def evaluate_page(
     return _page(title, sections)
 
 
+def _warnings_section(warnings: Sequence[str]) -> list[str]:
+    """The command's warnings as a section of the page (none: no section).
+
+    Example:
+        >>> print(_warnings_section(["1 bin <b>"])[0])
+        <section id="warnings"><h2>Warnings</h2><ul><li>1 bin &lt;b&gt;</li></ul></section>
+    """
+    if not warnings:
+        return []
+    items = "".join(f"<li>{_text(w)}</li>" for w in warnings)
+    return [f'<section id="warnings"><h2>Warnings</h2><ul>{items}</ul></section>']
+
+
 def _note_row(key: str, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """The summary row of the command's note ``key`` (:func:`interval_note`,
     :func:`difference_note`), where it has one."""
@@ -574,9 +590,26 @@ def _note_row(key: str, summary: Mapping[str, Any]) -> list[tuple[str, str, str]
 
 
 def _n_text(summary: Mapping[str, Any]) -> str:
-    """``4000``, or ``4000 in 200 groups`` when the summary's ``groups`` were resampled."""
+    """``4000``, or ``4000 in 200 groups`` when the summary's ``groups`` were resampled;
+    items that are not the pairs binned say their pairs (:func:`pairs_note`)."""
     groups = summary.get("groups")
-    return f"{summary['n']}" + (f" in {counted(groups, 'group')}" if groups else "")
+    in_groups = f" in {counted(groups, 'group')}" if groups else ""
+    return f"{summary['n']}{pairs_note(summary)}{in_groups}"
+
+
+def pairs_note(summary: Mapping[str, Any]) -> str:
+    """`` (2400 one-vs-rest pairs, the N of ⌈√N⌉)`` where a comparison's items are not the
+    pairs its bins count (C per item, one-vs-rest), else nothing: a page of 600 items had
+    shown bins of 2,400 pairs, and its ⌈√N⌉ could not be told from the items'.
+
+    Example:
+        >>> pairs_note({"n": 600, "pairs": 2400}), pairs_note({"n": 600, "pairs": 600})
+        (' (2400 one-vs-rest pairs, the N of ⌈√N⌉)', '')
+    """
+    pairs = summary.get("pairs")
+    if pairs is None or pairs == summary["n"]:
+        return ""
+    return f" ({counted(pairs, 'one-vs-rest pair')}, the N of ⌈√N⌉)"
 
 
 def _class_figure(panels: Any) -> str:
@@ -670,6 +703,7 @@ def compare_page(
     settings: Mapping[str, Any] | None = None,
     command: str | None = None,
     class_panels: Any = None,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The page of ``calib-metrics compare``: both models, the paired difference, figures.
 
@@ -679,7 +713,8 @@ def compare_page(
     ``names`` are the two models' names (their files); ``per_label`` maps
     each label to the paired comparison on its items; ``class_panels`` (a figure of one
     reliability diagram per class, both models in each, for ``mode="classwise"``)
-    replaces the two diagrams, which would pool the classes' bins.
+    replaces the two diagrams, which would pool the classes' bins; ``warnings`` (the
+    command's, one line each) follow the summary.
 
     Example:
         >>> import torch
@@ -739,6 +774,7 @@ def compare_page(
         + _key_table(setup, "summary-table")
         + models
         + "</section>",
+        *_warnings_section(warnings),
         f'<section id="diagrams"><h2>Reliability diagrams</h2>{figures}</section>',
     ]
     if per_label:
@@ -902,6 +938,12 @@ def _compare_labels(
     ]  # fmt: skip
     header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p",
               "adjusted p", "better"]  # fmt: skip
+    if summary["resampled"] == "groups":
+        # The units a label is called on: 450 pairs "too small to call" read as a
+        # contradiction where its 45 groups were not shown.
+        header.insert(2, "groups")
+        for k, row in zip(order, rows, strict=True):
+            row.insert(2, str(verdicts.get(k, {}).get("units", "—")))
     return (
         f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _label_counts(summary.get("label_counts"), len(order))

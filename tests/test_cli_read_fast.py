@@ -450,6 +450,19 @@ def test_ids_of_their_own_layout_are_told_their_count_first(tmp_path: Path) -> N
         read_table(file, groups="g")
 
 
+def test_a_list_of_tensors_counts_its_ids_by_their_elements(tmp_path: Path) -> None:
+    """A .pt file's ids as a list of a sentence's tensors: each had counted as one id, and
+    the file was told "2 group ids for 4 labels"."""
+    file = tmp_path / "sentences.pt"
+    pair = [torch.tensor([0.2, 0.7]), torch.tensor([0.4, 0.9])]
+    torch.save(
+        {"p": pair, "y": [torch.tensor([1, 0]), torch.tensor([0, 1])],
+         "g": [torch.tensor([0, 0]), torch.tensor([1, 1])]},
+        file,
+    )  # fmt: skip
+    assert read_table(file, probs="p", target="y", groups="g").groups.tolist() == [0, 0, 1, 1]
+
+
 def test_one_id_a_line_beside_lines_of_labels_is_told_its_count(tmp_path: Path) -> None:
     """A sentence id a line (a bare value) beside lists of tags: a null one on line 2 had
     been named at "line 1" (the line of label 1, where id 1 is line 2's)."""

@@ -292,10 +292,12 @@ def _check_ids_per_line(
 
 
 def _leaves(cell: Any) -> int:
-    """How many values a JSON cell (or an array) holds, at any depth (a line's list of
-    lists)."""
+    """How many values a JSON cell (or an array, a tensor) holds, at any depth (a line's
+    list of lists)."""
     if isinstance(cell, np.ndarray):
         return cell.size
+    if isinstance(cell, Tensor):  # a .pt file's list of a sentence's tensors
+        return cell.numel()
     return sum(_leaves(v) for v in cell) if isinstance(cell, (list, tuple)) else 1
 
 

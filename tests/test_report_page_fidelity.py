@@ -1,0 +1,85 @@
+"""What the page says where its reader never sees the terminal: the command's warnings,
+a multiclass comparison's pairs beside its items, and the groups a label is called on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from test_report import Page, run
+
+
+def test_the_page_carries_the_commands_warnings(tmp_path: Path, capsys) -> None:
+    """Three pairs make one bin, whose error is about 0 for any model: the terminal said
+    so, the page showed CalibErr 0.0000 alone."""
+    data = tmp_path / "tiny.csv"
+    data.write_text("prob,label\n0.9,1\n0.2,0\n0.6,0\n")
+    out = tmp_path / "tiny.html"
+    code, _, err = run(capsys, "evaluate", data, "--html", out)
+    assert code == 0
+    said = [line.removeprefix("calib-metrics: warning: ") for line in err.splitlines()]
+    assert any("only 1 bin from 3 pairs" in line for line in said)
+    page = out.read_text()
+    assert '<section id="warnings">' in page
+    items = page.split('<section id="warnings">')[1].split("</section>")[0]
+    assert items.count("<li>") == len(said)
+    assert all(line.replace("'", "&#x27;") in items for line in said)
+
+
+def test_a_page_of_no_warning_has_no_warnings_section(tmp_path: Path, capsys) -> None:
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    data = tmp_path / "fine.csv"
+    data.write_text("prob,label\n" + "".join(f"{a:.6f},{b}\n" for a, b in zip(q, y)))
+    out = tmp_path / "fine.html"
+    code, _, err = run(capsys, "evaluate", data, "--samples", "200", "--html", out)
+    assert code == 0 and err == ""
+    assert 'id="warnings"' not in out.read_text()
+
+
+def test_a_multiclass_comparison_states_its_pairs(tmp_path: Path, capsys) -> None:
+    """600 items of 4 classes are 2,400 one-vs-rest pairs, whose ⌈√N⌉ the bins follow:
+    the page and the text had said "N 600" beside bins of 2,400 pairs."""
+    rng = np.random.default_rng(0)
+    target = rng.integers(0, 4, 600)
+    files = []
+    for name in ("a", "b"):
+        files.append(tmp_path / f"{name}.npz")
+        np.savez(files[-1], probs=rng.dirichlet(np.ones(4), size=600), target=target)
+    out = tmp_path / "mc.html"
+    code, text, err = run(capsys, "compare", *files, "--samples", "100", "--html", out)
+    assert code == 0, err
+    assert text.startswith("N = 600 items (2400 one-vs-rest pairs, the N of ⌈√N⌉), ")
+    assert Page(out.read_text()).value("n") == "600 (2400 one-vs-rest pairs, the N of ⌈√N⌉)"
+    code, text, _ = run(capsys, "compare", *files, "--samples", "100", "--json")
+    assert json.loads(text)["pairs"] == 2400
+    code, text, _ = run(capsys, "compare", *files, "--samples", "100", "--mode", "top_label")
+    assert text.startswith("N = 600 items, ")
+
+
+def test_a_grouped_per_label_table_shows_each_labels_groups(tmp_path: Path, capsys) -> None:
+    """A label of 450 pairs "too small to call: fewer than 50 groups" had shown its pairs
+    only; its 45 groups were in the JSON alone."""
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(900, generator=g, dtype=torch.float64) * 0.9 + 0.05
+    y = torch.bernoulli(q, generator=g).long()
+    rows = [
+        f"{a:.6f},{a**1.3:.6f},{b},{'XY'[i % 2]},s{i // 10}"
+        for i, (a, b) in enumerate(zip(q.tolist(), y.tolist()))
+    ]
+    data = tmp_path / "grouped.csv"
+    data.write_text("q_a,q_b,label,tag,sentence\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "grouped.html"
+    argv = ["compare", data, "--probs", "q_a", "--probs-b", "q_b", "--label", "tag"]
+    code, text, err = run(capsys, *argv, "--groups", "sentence", "--samples", "100", "--json",
+                          "--html", out)  # fmt: skip
+    assert code == 0, err
+    units = {k: r["units"] for k, r in json.loads(text)["per_label"].items()}
+    assert units == {"X": 90, "Y": 90}
+    table = out.read_text().split('id="per-label-table"')[1].split("</table>")[0]
+    assert "<th>groups</th>" in table
+    for label, count in units.items():
+        assert f'<td>{label}</td><td class="num">450</td><td class="num">{count}</td>' in table
