@@ -148,7 +148,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         num_classes: None for binary input, else the number of classes C.
         bin_size: ``"auto"`` (default): β = ⌈√N⌉ for the N pairs seen (see
             ``docs/coverage.md``), or the target bin size β of adaptive binning (the
-            paper uses 5000), at most 2**62.
+            paper uses 5000), at most 2**62. Bins of 2 or 3 pairs make the bootstrap
+            interval too narrow (about 89% coverage at 95%).
         binning: ``"adaptive"`` (equal mass) or ``"uniform"`` (equal width).
         n_bins: number of bins of uniform binning (at most 2**20).
         norm: ``"l2"`` (RMS, the paper's), ``"l1"`` or ``"max"``.
