@@ -183,7 +183,7 @@ def add_plot_smooth(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="draw the smooth reliability curve (Błasiok & Nakkiran's kernel, its bandwidth) "
         f"with its pointwise bootstrap band ({SMOOTH_DRAWS} draws, over groups with --groups) "
-        "on --plot",
+        "on --plot and on the --html page's diagrams",
     )
 
 
@@ -211,9 +211,12 @@ def smooth_curve_for_plot(args: argparse.Namespace, probs, target, groups=None, 
 
 
 def check_plot_smooth(args: argparse.Namespace) -> None:
-    """``--plot-smooth`` draws on ``--plot``: refuse it alone."""
-    if args.plot_smooth and args.plot is None:
-        raise ValueError("--plot-smooth draws on the reliability diagram: give --plot FILE.png")
+    """``--plot-smooth`` draws on ``--plot`` and the ``--html`` page: refuse it alone."""
+    if args.plot_smooth and args.plot is None and args.html is None:
+        raise ValueError(
+            "--plot-smooth draws on the reliability diagram: give --plot FILE.png or "
+            "--html FILE.html"
+        )
 
 
 def output_path(text: str, kind: str = "file") -> Path:
@@ -663,11 +666,16 @@ def evaluate(args: argparse.Namespace) -> dict:
             args, [(probs, target)], [name], groups, cli_report.estimator_options(args),
             title=f"{name}: classwise, one reliability diagram per class", computed=per_class,
         )  # fmt: skip
+    # One smooth curve for --plot and the page (its band's draws are the run's longest).
+    smooth = None if panels is not None else smooth_curve_for_plot(args, probs, target, groups,
+                                                                   args.mode)  # fmt: skip
     if args.plot:
-        _plot(args, result, panels, (probs, target, groups))
+        _plot(args, result, panels, smooth)
         summary["plot"] = str(args.plot)
     if args.html:
-        summary["html"] = cli_report.write_evaluate(args, summary, result, brier, per_label, panels)
+        summary["html"] = cli_report.write_evaluate(
+            args, summary, result, brier, per_label, panels, smooth
+        )
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
     else:
@@ -676,9 +684,9 @@ def evaluate(args: argparse.Namespace) -> dict:
     return summary
 
 
-def _plot(args: argparse.Namespace, result, panels, pairs: tuple) -> None:
+def _plot(args: argparse.Namespace, result, panels, smooth) -> None:
     """Write ``--plot``: the per-class ``panels`` (classwise), else the reliability diagram
-    of ``result`` (with the smooth curve of ``pairs``, (probs, target, groups), when asked)."""
+    of ``result`` (with the ``smooth`` curve, when asked: :func:`smooth_curve_for_plot`)."""
     from calib_metrics.predictions import save_figure
 
     if panels is None:
@@ -687,7 +695,7 @@ def _plot(args: argparse.Namespace, result, panels, pairs: tuple) -> None:
         panels, _ = reliability_diagram(
             result, title=Path(args.file).name, confidence=args.confidence,
             interval=args.interval, debias=args.debias, norm=args.norm,
-            smooth=smooth_curve_for_plot(args, *pairs, args.mode),
+            smooth=smooth,
         )  # fmt: skip
     save_figure(panels, args.plot, "--plot", dpi=120)
 

@@ -375,12 +375,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     panels = None
     if args.mode == "classwise" and (args.plot or args.html):
         panels, summary["plot_classes"] = _class_panels(args, a, b)
+    smooth = None if panels is not None else _smooth_curves(args, a, b)
     if args.html:
         summary["html"] = cli_report.write_compare(
-            args, summary, result, measures, per_label, panels
+            args, summary, result, measures, per_label, panels, smooth
         )
     if args.plot:
-        summary["plot"] = _plot(args, result, a, b, panels)
+        summary["plot"] = _plot(args, result, a, b, panels, smooth)
     with text_report_stream(outputs):
         _print(summary, args)
     return summary
@@ -462,13 +463,25 @@ def model_names(args: argparse.Namespace) -> tuple[str, str]:
     return str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]"
 
 
-def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
+def _smooth_curves(args: argparse.Namespace, a, b) -> tuple | None:
+    """Both models' smooth curves with their bands (``--plot-smooth``), or None: drawn once
+    for ``--plot`` and the page."""
+    from calib_metrics.cli import smooth_curve_for_plot
+
+    if not args.plot_smooth:
+        return None
+    return tuple(
+        smooth_curve_for_plot(args, model.probs, model.target, a.groups, args.mode)
+        for model in (a, b)
+    )
+
+
+def _plot(args: argparse.Namespace, result, a, b, panels, smooth) -> str:
     """Write ``--plot``: the per-class ``panels`` (``--mode classwise``), else both models'
-    reliability diagrams side by side (with ``--plot-smooth``, each with its smooth curve
-    and band); its path."""
+    reliability diagrams side by side (with ``--plot-smooth``, each with its ``smooth``
+    curve and band); its path."""
     from matplotlib.figure import Figure
 
-    from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.plot import reliability_diagram
     from calib_metrics.predictions import save_figure
     from calib_metrics.report import FIGURE_NAME_CHARS, model_title
@@ -481,14 +494,13 @@ def _plot(args: argparse.Namespace, result, a, b, panels) -> str:
     # configured backend (WebAgg without tornado raised after all the work was done).
     fig = Figure(figsize=(9.4, 4.8))
     axes = fig.subplots(1, 2)
-    for ax, model, one, key, name, color in zip(
-        axes, (a, b), (result.a, result.b), "ab", model_names(args), ("C0", "C1"), strict=True
+    curves = smooth or (None, None)
+    for ax, curve, one, key, name, color in zip(
+        axes, curves, (result.a, result.b), "ab", model_names(args), ("C0", "C1"), strict=True
     ):
         reliability_diagram(
             one, ax, title=model_title(key, name, FIGURE_NAME_CHARS), color=color,
-            confidence=args.confidence,
-            interval=interval, debias=True,
-            smooth=smooth_curve_for_plot(args, model.probs, model.target, a.groups, args.mode),
+            confidence=args.confidence, interval=interval, debias=True, smooth=curve,
         )  # fmt: skip
     fig.tight_layout()
     save_figure(fig, args.plot, "--plot", dpi=120)

@@ -398,9 +398,10 @@ def label_lines(per_label: dict[str, dict[str, float]], units: str = "pairs") ->
     ]
 
 
-def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -> str:
+def write_evaluate(args, summary: dict, result, brier, per_label, panels=None, smooth=None) -> str:
     """Write ``evaluate``'s page to ``args.html`` (with the per-class ``panels`` of
-    ``--mode classwise`` as its diagram); its path."""
+    ``--mode classwise`` as its diagram, the ``smooth`` curve of ``--plot-smooth`` on the
+    one diagram); its path."""
     from calib_metrics.report import Measures, evaluate_page
 
     measures = Measures(
@@ -422,6 +423,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None) -
             command=_command_line(args),
             class_panels=panels,
             warnings=_page_warnings(args),
+            smooth=smooth,
         ),
     )
     return str(args.html)
@@ -435,9 +437,12 @@ def _page_warnings(args) -> list[str]:
     return [line.removeprefix(prefix) for line in getattr(args, "warning_lines", [])]
 
 
-def write_compare(args, summary: dict, comparison, measures, per_label, panels=None) -> str:
+def write_compare(
+    args, summary: dict, comparison, measures, per_label, panels=None, smooth=None
+) -> str:
     """Write ``compare``'s page to ``args.html`` (both models' ``measures``, with the
-    per-class ``panels`` of ``--mode classwise`` as its diagrams); its path."""
+    per-class ``panels`` of ``--mode classwise`` as its diagrams, the two ``smooth`` curves
+    of ``--plot-smooth`` on theirs); its path."""
     from calib_metrics.cli_compare import model_names
     from calib_metrics.report import compare_page
 
@@ -454,6 +459,7 @@ def write_compare(args, summary: dict, comparison, measures, per_label, panels=N
             command=_command_line(args),
             class_panels=panels,
             warnings=_page_warnings(args),
+            smooth=smooth,
         ),
     )
     return str(args.html)

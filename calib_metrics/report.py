@@ -453,11 +453,14 @@ def _interval_kind(summary: Mapping[str, Any], drawn: bool) -> str:
     return f"{level}, {summary['samples']} draws"
 
 
-def _diagram(result: CalibrationResult, title: str, name: str, estimator: Estimator) -> str:
-    """A reliability diagram as inline SVG, its interval at the estimator's confidence."""
+def _diagram(
+    result: CalibrationResult, title: str, name: str, estimator: Estimator, smooth: Any = None
+) -> str:
+    """A reliability diagram as inline SVG, its interval at the estimator's confidence
+    (with the ``smooth`` curve and band of ``--plot-smooth``, if given)."""
     from calib_metrics.plot import reliability_diagram
 
-    fig, _ = reliability_diagram(result, title=title, **estimator._asdict())
+    fig, _ = reliability_diagram(result, title=title, smooth=smooth, **estimator._asdict())
     return figure_svg(fig, name)
 
 
@@ -493,6 +496,7 @@ def evaluate_page(
     command: str | None = None,
     class_panels: Any = None,
     warnings: Sequence[str] = (),
+    smooth: Any = None,
 ) -> str:
     """The page of ``calib-metrics evaluate``: summary, diagram, per-label, bins, settings.
 
@@ -502,7 +506,8 @@ def evaluate_page(
     figure of one reliability diagram per class, for ``mode="classwise"``:
     :func:`calib_metrics.plot_panels.reliability_panels`) replaces the one diagram,
     which would pool the classes' bins; ``warnings`` (the command's, one line each) follow
-    the summary.
+    the summary; ``smooth`` (:func:`~calib_metrics.functional.smooth_reliability_curve`)
+    is drawn on the diagram.
 
     Example:
         >>> import torch
@@ -553,7 +558,7 @@ def evaluate_page(
             _class_figure(class_panels)
             if class_panels is not None
             else _figure(
-                _diagram(result, str(summary["file"]), "reliability", estimator),
+                _diagram(result, str(summary["file"]), "reliability", estimator, smooth),
                 "Each point is one bin: its mean predicted probability q̂ against the "
                 "observed frequency p̂; the dashed diagonal is perfect calibration.",
                 "reliability",
@@ -704,6 +709,7 @@ def compare_page(
     command: str | None = None,
     class_panels: Any = None,
     warnings: Sequence[str] = (),
+    smooth: tuple[Any, Any] | None = None,
 ) -> str:
     """The page of ``calib-metrics compare``: both models, the paired difference, figures.
 
@@ -714,7 +720,8 @@ def compare_page(
     each label to the paired comparison on its items; ``class_panels`` (a figure of one
     reliability diagram per class, both models in each, for ``mode="classwise"``)
     replaces the two diagrams, which would pool the classes' bins; ``warnings`` (the
-    command's, one line each) follow the summary.
+    command's, one line each) follow the summary; ``smooth``, both models' smooth curves,
+    are drawn on their diagrams.
 
     Example:
         >>> import torch
@@ -763,11 +770,13 @@ def compare_page(
     norm = summary.get("norm", "l2")
     debias = bool(summary.get("debias", True)) and norm == "l2"
     estimator = Estimator(summary["confidence"], summary["resampled"], debias, norm)
+    curves = smooth or (None, None)
     figures = _class_figure(class_panels) if class_panels is not None else "".join(
         _figure(_diagram(r, model_title(key, name, FIGURE_NAME_CHARS), f"reliability-{key}",
-                         estimator),
+                         estimator, curve),
                 f"model {model_title(key, name)}", f"reliability-{key}")
-        for key, name, r in (("a", a, comparison.a), ("b", b, comparison.b))
+        for key, name, r, curve in (("a", a, comparison.a, curves[0]),
+                                    ("b", b, comparison.b, curves[1]))
     )  # fmt: skip
     sections = [
         '<section id="summary"><h2>Summary</h2>'

@@ -88,7 +88,33 @@ def test_compare_draws_both_models_with_group_bands(tmp_path, capsys, pairs, dra
 
 
 @pytest.mark.parametrize("command", ["evaluate", "compare"])
-def test_plot_smooth_without_plot_is_one_line(capsys, pairs, command) -> None:
+def test_plot_smooth_without_a_figure_is_one_line(capsys, pairs, command) -> None:
     extra = ("--probs-b", "prob_b") if command == "compare" else ()
     code, err = run(capsys, command, pairs[0], *extra, "--plot-smooth")
-    assert code == 2 and "give --plot" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "give --plot FILE.png or --html FILE.html" in err
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_the_page_draws_the_smooth_curves_the_figure_draws(
+    tmp_path, capsys, pairs, drawn, command
+) -> None:
+    """--plot-smooth had been refused beside --html alone, and the page's diagrams never
+    had the curve; the page and --plot now draw the same curves, made once."""
+    extra = ("--probs", "prob", "--probs-b", "prob_b") if command == "compare" else ()
+    page = tmp_path / "page.html"
+    code, err = run(capsys, command, pairs[0], *extra, "--samples", "20", "--html", page,
+                    "--plot-smooth")  # fmt: skip
+    assert code == 0, err
+    models = 2 if command == "compare" else 1
+    assert len(drawn) == models and all(smooth is not None for smooth, _ in drawn)
+    assert page.read_text().count("pointwise bootstrap band") == models
+    drawn.clear()
+    png = tmp_path / "figure.png"
+    code, err = run(capsys, command, pairs[0], *extra, "--samples", "20", "--html", page,
+                    "--plot", png, "--plot-smooth")  # fmt: skip
+    assert code == 0, err
+    on_page, on_figure = drawn[:models], drawn[models:]
+    if command == "evaluate":
+        on_page, on_figure = drawn[models:], drawn[:models]  # evaluate writes --plot first
+    assert all(a is b for (a, _), (b, _) in zip(on_page, on_figure, strict=True))
