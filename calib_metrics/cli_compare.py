@@ -376,12 +376,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.mode == "classwise" and (args.plot or args.html):
         panels, summary["plot_classes"] = _class_panels(args, a, b)
     smooth = None if panels is not None else _smooth_curves(args, a, b)
+    if args.plot:  # first: the page carries what writing it says (a format's warning)
+        summary["plot"] = _plot(args, result, a, b, panels, smooth)
     if args.html:
         summary["html"] = cli_report.write_compare(
             args, summary, result, measures, per_label, panels, smooth
         )
-    if args.plot:
-        summary["plot"] = _plot(args, result, a, b, panels, smooth)
     with text_report_stream(outputs):
         _print(summary, args)
     return summary

@@ -27,6 +27,7 @@ _NOT_SETTINGS = (
     "plot_smooth",
     "smooth",
     "spiegelhalter",
+    "warning_lines",
 )
 
 
@@ -429,12 +430,27 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None, s
     return str(args.html)
 
 
-def _page_warnings(args) -> list[str]:
-    """The warnings the command has said so far (the few-bins one, too few units), for its
-    page: a page of one bin from 3 pairs had shown CalibErr 0.0000 without the warning
-    that one bin scores about 0 for any model."""
-    prefix = "calib-metrics: warning: "
-    return [line.removeprefix(prefix) for line in getattr(args, "warning_lines", [])]
+class _SaidSoFar(Sequence[str]):
+    """The warnings the command has said, read when the page is done (those of drawing its
+    figures too), without the terminal's prefix: a page of one bin from 3 pairs had shown
+    CalibErr 0.0000 without the warning that one bin scores about 0 for any model."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        prefix = "calib-metrics: warning: "
+        if isinstance(index, slice):
+            return [line.removeprefix(prefix) for line in self._lines[index]]
+        return self._lines[index].removeprefix(prefix)
+
+
+def _page_warnings(args) -> Sequence[str]:
+    """The command's warnings as its page reads them (:class:`_SaidSoFar`)."""
+    return _SaidSoFar(getattr(args, "warning_lines", []))
 
 
 def write_compare(

@@ -48,6 +48,7 @@ from calib_metrics.metric_checks import (
     _kept_rows,
     _own_copy,
     _prepare_batch,
+    built_again,
     check_ignore_index,
     check_ignore_index_is_no_label,
     check_num_classes,
@@ -789,7 +790,8 @@ class CalibrationError(_StatesKeepTheirDtype):
             kwargs = {**self._base_kwargs, "sync_on_compute": self.dist_sync_on_step}
             # Streaming, in the exact mode: a reset sketch is num_classes × resolution
             # cells to clear (12 MiB a class by default), which cost 1 s a batch at C = 47.
-            batch = CalibrationError(**{**self._options, "streaming": False}, **kwargs)
+            with built_again():
+                batch = CalibrationError(**{**self._options, "streaming": False}, **kwargs)
             # Kept out of the module tree, so it is not in state_dict() nor moved by .to().
             self.__dict__["_batch"] = batch
         batch.to(self.device)

@@ -9,7 +9,10 @@ does not load the metrics.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -88,6 +91,23 @@ def check_ignore_index(value: Any) -> None:
         )
 
 
+# Set while a metric is built from another's options (forward's batch metric, a monitor's
+# metric for another loader): their warnings were said when the options were given.
+_BUILT_AGAIN: ContextVar[bool] = ContextVar("_BUILT_AGAIN", default=False)
+
+
+@contextlib.contextmanager
+def built_again() -> Iterator[None]:
+    """Build a metric from options already checked, without saying their warnings again
+    (the ignore_index one had come twice, the second time at the line of ``forward`` or
+    inside Lightning)."""
+    token = _BUILT_AGAIN.set(True)
+    try:
+        yield
+    finally:
+        _BUILT_AGAIN.reset(token)
+
+
 def check_ignore_index_is_no_label(value: int | None, num_classes: int | None) -> None:
     """``ignore_index`` of a label the pairs hold drops a class of them by its label:
     refused for binary pairs (0 or 1 drops every negative or positive; it had been taken
@@ -108,7 +128,7 @@ def check_ignore_index_is_no_label(value: int | None, num_classes: int | None) -
             f"ignore_index={value} would drop every pair labelled {value} (the {kind}): "
             "give padding a label of its own, such as -100"
         )
-    if num_classes is not None and 0 <= value < num_classes:
+    if num_classes is not None and 0 <= value < num_classes and not _BUILT_AGAIN.get():
         warnings.warn(
             f"ignore_index={value} is one of the {num_classes} class ids: the items labelled "
             f"{value} are dropped, and class {value}'s probabilities are still scored "

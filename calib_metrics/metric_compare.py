@@ -34,6 +34,7 @@ from calib_metrics.metric_checks import (
     _kept_rows,
     _own_copy,
     _prepare_batch,
+    built_again,
     check_ignore_index,
     check_ignore_index_is_no_label,
     check_num_classes,
@@ -242,7 +243,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         batch = self.__dict__.get("_batch")
         if batch is None:
             kwargs_ = {**self._base_kwargs, "sync_on_compute": self.dist_sync_on_step}
-            batch = CalibrationComparison(**self._options, **kwargs_)
+            with built_again():
+                batch = CalibrationComparison(**self._options, **kwargs_)
             self.__dict__["_batch"] = batch  # out of the module tree and its state_dict
         batch.to(self.device)
         batch.reset()

@@ -552,7 +552,6 @@ def evaluate_page(
     ]
     sections = [
         '<section id="summary"><h2>Summary</h2>' + _key_table(rows, "summary-table") + "</section>",
-        *_warnings_section(warnings),
         '<section id="diagrams"><h2>Reliability diagram</h2>'
         + (
             _class_figure(class_panels)
@@ -571,7 +570,13 @@ def evaluate_page(
     table = _model_bins(summary, result, "bins-table")
     sections.append('<section id="bins"><h2>Bins</h2>' + table + "</section>")
     sections.append(_settings_section(settings or {}, command))
-    return _page(title, sections)
+    return _page(title, _with_warnings(sections, warnings))
+
+
+def _with_warnings(sections: list[str], warnings: Sequence[str]) -> list[str]:
+    """``sections`` with the warnings after the first (the summary), read once every
+    figure is drawn: drawing says its own (a font without a label's glyphs)."""
+    return [sections[0], *_warnings_section(warnings), *sections[1:]]
 
 
 def _warnings_section(warnings: Sequence[str]) -> list[str]:
@@ -783,7 +788,6 @@ def compare_page(
         + _key_table(setup, "summary-table")
         + models
         + "</section>",
-        *_warnings_section(warnings),
         f'<section id="diagrams"><h2>Reliability diagrams</h2>{figures}</section>',
     ]
     if per_label:
@@ -794,7 +798,7 @@ def compare_page(
     )
     sections.append(f'<section id="bins"><h2>Bins</h2><div class="side">{tables}</div></section>')
     sections.append(_settings_section(settings or {}, command))
-    return _page(f"Calibration comparison: {a} vs {b}", sections)
+    return _page(f"Calibration comparison: {a} vs {b}", _with_warnings(sections, warnings))
 
 
 # A figure's model name is cut to this many characters: two panel titles (or a legend's

@@ -114,7 +114,5 @@ def test_the_page_draws_the_smooth_curves_the_figure_draws(
     code, err = run(capsys, command, pairs[0], *extra, "--samples", "20", "--html", page,
                     "--plot", png, "--plot-smooth")  # fmt: skip
     assert code == 0, err
-    on_page, on_figure = drawn[:models], drawn[models:]
-    if command == "evaluate":
-        on_page, on_figure = drawn[models:], drawn[:models]  # evaluate writes --plot first
+    on_page, on_figure = drawn[models:], drawn[:models]  # --plot is written first
     assert all(a is b for (a, _), (b, _) in zip(on_page, on_figure, strict=True))

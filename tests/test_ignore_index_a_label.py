@@ -56,3 +56,31 @@ def test_a_multiclass_file_warns_of_a_class_id(tmp_path: Path, capsys) -> None:
     main(["evaluate", str(file), "--mode", "classwise", "--ignore-index", "-100", "--json"])
     out, err = capsys.readouterr()
     assert json.loads(out)["n"] == 800 and "class ids" not in err
+
+
+@pytest.mark.parametrize("metric", [CalibrationError, CalibrationComparison])
+def test_the_warning_is_said_once_not_again_by_forward(metric) -> None:
+    """forward() builds a batch metric of the same options: the warning had come again at
+    the line of the call."""
+    import torch
+
+    probs = torch.softmax(torch.randn(20, 3, generator=torch.Generator().manual_seed(0)), -1)
+    target = torch.arange(20) % 3
+    with pytest.warns(UserWarning, match="class ids"):
+        m = metric(num_classes=3, ignore_index=0)
+    args = (probs, target) if metric is CalibrationError else (probs, probs, target)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*class ids")
+        m(*args)
+        m(*args)
+
+
+def test_a_monitors_metric_for_another_loader_says_nothing_again() -> None:
+    from calib_metrics.callbacks import CalibrationMonitor
+
+    with pytest.warns(UserWarning, match="class ids") as caught:
+        monitor = CalibrationMonitor(num_classes=3, ignore_index=0)
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert monitor._metric(1) is not monitor.metric

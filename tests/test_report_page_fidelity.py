@@ -83,3 +83,40 @@ def test_a_grouped_per_label_table_shows_each_labels_groups(tmp_path: Path, caps
     assert "<th>groups</th>" in table
     for label, count in units.items():
         assert f'<td>{label}</td><td class="num">450</td><td class="num">{count}</td>' in table
+
+
+def test_the_page_carries_what_drawing_it_says(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Warnings said while the page's figures are drawn (a font without a label's glyphs)
+    had been left off the page, which read the list before drawing."""
+    import warnings
+
+    from calib_metrics import report
+
+    original = report.figure_svg
+
+    def saying(fig, name):
+        warnings.warn(f"drawing {name} said this", UserWarning, stacklevel=2)
+        return original(fig, name)
+
+    monkeypatch.setattr(report, "figure_svg", saying)
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(500, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    data = tmp_path / "pairs.csv"
+    data.write_text("prob,label\n" + "".join(f"{a:.6f},{b}\n" for a, b in zip(q, y)))
+    out = tmp_path / "page.html"
+    code, _, err = run(capsys, "evaluate", data, "--samples", "100", "--html", out)
+    assert code == 0 and "drawing reliability said this" in err
+    warned = out.read_text().split('<section id="warnings">')[1].split("</section>")[0]
+    assert "<li>drawing reliability said this</li>" in warned
+
+
+def test_the_settings_hold_no_warning_lines(tmp_path: Path, capsys) -> None:
+    """The command's list of warnings had been read as a setting, on the page and in the
+    JSON alike."""
+    data = tmp_path / "tiny.csv"
+    data.write_text("prob,label\n0.9,1\n0.2,0\n0.6,0\n")
+    out = tmp_path / "tiny.html"
+    code, text, _ = run(capsys, "evaluate", data, "--json", "--html", out)
+    assert code == 0 and "warning_lines" not in json.loads(text)["settings"]
+    assert "warning_lines" not in out.read_text()

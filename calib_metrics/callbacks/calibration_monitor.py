@@ -30,6 +30,7 @@ from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError, check_flag, check_tensors
 from calib_metrics.functional.multiclass import average_results
 from calib_metrics.metric import CalibrationError
+from calib_metrics.metric_checks import built_again
 from calib_metrics.wording import level_text
 
 Extract = Callable[[Any, Any], "tuple[Tensor, ...] | None"]
@@ -390,7 +391,8 @@ class CalibrationMonitor(Callback):
         if dataloader_idx == 0:
             return self.metric
         if dataloader_idx not in self._more_loaders:
-            metric = CalibrationError(**self._options)
+            with built_again():  # its options' warnings were said with the first metric's
+                metric = CalibrationError(**self._options)
             self._more_loaders[dataloader_idx] = metric.to(self.metric.device)
         return self._more_loaders[dataloader_idx]
 
