@@ -50,8 +50,8 @@ from calib_metrics.metric_checks import (
     _prepare_batch,
     built_again,
     check_ignore_index,
-    check_ignore_index_is_no_label,
     check_num_classes,
+    ignore_index_label_warning,
 )
 from calib_metrics.metric_state import (
     _LAYOUT_KEY,
@@ -61,6 +61,7 @@ from calib_metrics.metric_state import (
     _StatesKeepTheirDtype,
     _StatesOfRule,  # noqa: F401  # metrics pickled before the split name it here
     _user_stacklevel,
+    warn_at_user_line,
     warnings_said_by,
 )
 
@@ -333,7 +334,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         for flag in ("debias", "streaming", "validate_args"):
             check_flag(flag, args[flag])
         check_ignore_index(args["ignore_index"])
-        check_ignore_index_is_no_label(args["ignore_index"], num_classes)
+        warn_at_user_line(ignore_index_label_warning(args["ignore_index"], num_classes))
         if streaming and args["binning"] == "uniform":
             raise ValueError("streaming=True supports binning='adaptive' only")
 

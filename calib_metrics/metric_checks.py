@@ -10,7 +10,6 @@ does not load the metrics.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
@@ -29,7 +28,6 @@ from calib_metrics.functional.binning import (
 from calib_metrics.functional.calibration import MAX_BIN_SIZE, MAX_UNIFORM_BINS
 from calib_metrics.functional.errors import check_not_meta, python_int_hint
 from calib_metrics.functional.multiclass import MODES, check_class_id_dtype
-from calib_metrics.metric_state import _user_stacklevel
 
 # Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
 _MAX_BIN_SIZE = MAX_BIN_SIZE
@@ -108,35 +106,36 @@ def built_again() -> Iterator[None]:
         _BUILT_AGAIN.reset(token)
 
 
-def check_ignore_index_is_no_label(value: int | None, num_classes: int | None) -> None:
+def ignore_index_label_warning(value: int | None, num_classes: int | None) -> str | None:
     """``ignore_index`` of a label the pairs hold drops a class of them by its label:
     refused for binary pairs (0 or 1 drops every negative or positive; it had been taken
-    without a word), a warning for a class id (a background or padding class's items
-    dropped, its probabilities still scored against labels that are never it).
+    without a word); for a class id, the warning to give (a background or padding
+    class's items dropped, its probabilities still scored against labels that are never
+    it), None inside :func:`built_again` or for any other value.
 
     Example:
-        >>> check_ignore_index_is_no_label(1, None)
+        >>> ignore_index_label_warning(1, None)
         Traceback (most recent call last):
         ...
         ValueError: ignore_index=1 would drop every pair labelled 1 (the positives): give ...
+        >>> ignore_index_label_warning(-100, 4) is None
+        True
     """
     if value is None:
-        return
+        return None
     if num_classes is None and value in (0, 1):
         kind = "negatives" if value == 0 else "positives"
         raise ValueError(
             f"ignore_index={value} would drop every pair labelled {value} (the {kind}): "
             "give padding a label of its own, such as -100"
         )
-    if num_classes is not None and 0 <= value < num_classes and not _BUILT_AGAIN.get():
-        warnings.warn(
-            f"ignore_index={value} is one of the {num_classes} class ids: the items labelled "
-            f"{value} are dropped, and class {value}'s probabilities are still scored "
-            "against labels that are never it (for padding, use a label of its own, such "
-            "as -100)",
-            UserWarning,
-            stacklevel=_user_stacklevel(),
-        )
+    if num_classes is None or not 0 <= value < num_classes or _BUILT_AGAIN.get():
+        return None
+    return (
+        f"ignore_index={value} is one of the {num_classes} class ids: the items labelled "
+        f"{value} are dropped, and class {value}'s probabilities are still scored against "
+        "labels that are never it (for padding, use a label of its own, such as -100)"
+    )
 
 
 def _check_confidence(confidence: Any) -> None:

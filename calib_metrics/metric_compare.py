@@ -36,10 +36,10 @@ from calib_metrics.metric_checks import (
     _prepare_batch,
     built_again,
     check_ignore_index,
-    check_ignore_index_is_no_label,
     check_num_classes,
+    ignore_index_label_warning,
 )
-from calib_metrics.metric_state import _StatesKeepTheirDtype, warnings_said_by
+from calib_metrics.metric_state import _StatesKeepTheirDtype, warn_at_user_line, warnings_said_by
 from calib_metrics.wording import level_text
 
 _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
@@ -559,7 +559,7 @@ def _check_arguments(args: dict[str, Any]) -> None:
     if mode != "one_vs_rest" and num_classes is None:
         raise ValueError(f"mode={mode!r} needs multiclass input: set num_classes")
     check_ignore_index(ignore_index)
-    check_ignore_index_is_no_label(ignore_index, num_classes)
+    warn_at_user_line(ignore_index_label_warning(ignore_index, num_classes))
     _check_options(args["norm"], args["binning"], args["bin_size"], args["n_bins"])
     _check_sizes(args["bin_size"], args["n_bins"])
     _check_confidence(args["confidence"])

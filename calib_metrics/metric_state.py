@@ -250,6 +250,13 @@ def _user_stacklevel() -> int:
     return level
 
 
+def warn_at_user_line(message: str | None) -> None:
+    """A UserWarning of ``message`` (none for None) at the user's line
+    (:func:`_user_stacklevel`)."""
+    if message is not None:
+        warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
+
+
 @contextlib.contextmanager
 def warnings_said_by(owner: Any, function: str) -> Iterator[None]:
     """The warnings of ``function`` (a functional entry the metric ``owner`` calls) said
