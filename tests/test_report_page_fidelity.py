@@ -11,6 +11,15 @@ import torch
 from test_report import Page, run
 
 
+def _calibrated_pairs(path: Path, n: int) -> Path:
+    """A CSV of ``n`` calibrated (prob, label) pairs."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(n, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g).long()
+    path.write_text("prob,label\n" + "".join(f"{a:.6f},{b}\n" for a, b in zip(q, y)))
+    return path
+
+
 def test_the_page_carries_the_commands_warnings(tmp_path: Path, capsys) -> None:
     """Three pairs make one bin, whose error is about 0 for any model: the terminal said
     so, the page showed CalibErr 0.0000 alone."""
@@ -29,11 +38,7 @@ def test_the_page_carries_the_commands_warnings(tmp_path: Path, capsys) -> None:
 
 
 def test_a_page_of_no_warning_has_no_warnings_section(tmp_path: Path, capsys) -> None:
-    g = torch.Generator().manual_seed(0)
-    q = torch.rand(2000, generator=g, dtype=torch.float64)
-    y = torch.bernoulli(q, generator=g).long()
-    data = tmp_path / "fine.csv"
-    data.write_text("prob,label\n" + "".join(f"{a:.6f},{b}\n" for a, b in zip(q, y)))
+    data = _calibrated_pairs(tmp_path / "fine.csv", 2000)
     out = tmp_path / "fine.html"
     code, _, err = run(capsys, "evaluate", data, "--samples", "200", "--html", out)
     assert code == 0 and err == ""
@@ -99,11 +104,7 @@ def test_the_page_carries_what_drawing_it_says(tmp_path: Path, capsys, monkeypat
         return original(fig, name)
 
     monkeypatch.setattr(report, "figure_svg", saying)
-    g = torch.Generator().manual_seed(0)
-    q = torch.rand(500, generator=g, dtype=torch.float64)
-    y = torch.bernoulli(q, generator=g).long()
-    data = tmp_path / "pairs.csv"
-    data.write_text("prob,label\n" + "".join(f"{a:.6f},{b}\n" for a, b in zip(q, y)))
+    data = _calibrated_pairs(tmp_path / "pairs.csv", 500)
     out = tmp_path / "page.html"
     code, _, err = run(capsys, "evaluate", data, "--samples", "100", "--html", out)
     assert code == 0 and "drawing reliability said this" in err
