@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import warnings
 from typing import Any
 
@@ -310,8 +311,9 @@ def test_a_checkpoint_without_a_temperature_gives_none():
     empty = TemperatureRecalibration()
     empty.load_state_dict(empty.state_dict())  # saved before fit ended: nothing to restore
     assert empty.recalibrator is None
-    with pytest.raises(ValueError, match="positive float"):
-        empty.load_state_dict({"temperature": -1.0})
+    for bad in (-1.0, math.inf, math.nan):  # inf had been restored: uniform predictions
+        with pytest.raises(ValueError, match="positive finite float"):
+            empty.load_state_dict({"temperature": bad})
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -400,6 +402,48 @@ def test_bfloat16_probabilities_given_as_logits_are_named_and_nothing_is_fitted(
         trainer.fit(model, train, DataLoader(_data(128, seed=2), batch_size=32))
     assert callback.recalibrator is None and callback.results == {}
     assert not hasattr(model, "calibration_temperature")
+
+
+class BinaryProbabilities(Overconfident):
+    """A binary head (class 1 against the rest) whose step gives the sigmoid as logits."""
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        x, y = batch
+        keep = y != PAD
+        score = self.logits(x)[..., 1] - self.logits(x)[..., 0]
+        return {"logits": torch.sigmoid(score[keep]), "target": (y[keep] == 1).float()}
+
+
+def test_binary_probabilities_given_as_logits_are_named_and_nothing_is_fitted() -> None:
+    """The check of rows summing to 1 never saw 1-D scores: sigmoid outputs were fitted as
+    logits (T = 1.04 and a "before" error of sigmoid(sigmoid(z)), where the logits give
+    T = 1.19), silently."""
+    callback = TemperatureRecalibration(n_samples=50)
+    with pytest.warns(UserWarning, match=r"every value in \[0, 1\]\), not logits: return the "
+                      "scores before the sigmoid; no temperature fitted"):  # fmt: skip
+        _fit(BinaryProbabilities(), _data(64, seed=1), callback, num_sanity_val_steps=0)
+    assert callback.recalibrator is None and callback.results == {}
+
+
+class ChangingClasses(Overconfident):
+    """A validation step whose second batch has one class fewer (another label set)."""
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        x, y = batch
+        logits = self.logits(x)
+        if batch_idx == 1:
+            logits, y = logits[..., :2], y.clamp(max=1).masked_fill(y == PAD, PAD)
+        return {"logits": logits, "target": y}
+
+
+def test_logits_that_change_shape_fit_nothing_and_leave_the_fit_finished() -> None:
+    """Each batch passed its check, and the end of fit's cat had failed the finished fit
+    with torch's RuntimeError (sizes 3 and 2)."""
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    with pytest.warns(UserWarning, match=r"changed shape between batches or ranks "
+                      r"\(\[B, 2\], \[B, 3\]\).* no temperature fitted"):  # fmt: skip
+        trainer = _fit(ChangingClasses(), _data(64, seed=1), callback, num_sanity_val_steps=0)
+    assert trainer.state.finished and callback.recalibrator is None
 
 
 @pytest.mark.parametrize("classes", [2, 4, 50, 5000])

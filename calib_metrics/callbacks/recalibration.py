@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -355,10 +356,11 @@ class TemperatureRecalibration(Callback):
                 self.recalibrator = None
                 self._restored = True
             return
-        if not isinstance(temperature, float) or not temperature > 0:
+        if not isinstance(temperature, float) or not 0 < temperature < math.inf:
+            # inf too: restored, it made every prediction uniform without a word.
             raise ValueError(
                 f"TemperatureRecalibration: a checkpoint's temperature must be a positive "
-                f"float, got {temperature!r}"
+                f"finite float, got {temperature!r}"
             )
         self.recalibrator = TemperatureScaling()
         self.recalibrator.temperature.fill_(temperature)
@@ -426,11 +428,27 @@ class TemperatureRecalibration(Callback):
     def on_fit_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._restored_step = None  # restored after on_fit_start: not the next fit's
         with fitting_mode():
+            # Logits of another shape in a later batch (another loader's classes, a binary
+            # head beside a multiclass one) passed each batch's check, and the cat below
+            # had failed the finished fit with torch's RuntimeError.
+            shapes = sorted({tuple(t.shape[1:]) for t in self._logits})
             # Validation ran in inference mode: cat outside it gives normal tensors.
-            local = (torch.cat(self._logits), torch.cat(self._target)) if self._logits else None
+            local = None
+            if self._logits and len(shapes) == 1:
+                local = (torch.cat(self._logits), torch.cat(self._target))
             self._logits, self._target = [], []
+            mixed = len(shapes) > 1
             if _distributed(trainer):
-                local = _gather_ranks(local, pl_module.device)
+                local, mixed = _gather_ranks(local, pl_module.device, mixed)
+            if mixed:
+                self._fitted_nothing(
+                    trainer,
+                    pl_module,
+                    f"the validation step's {self.logits_key!r} changed shape between batches "
+                    f"or ranks ({_shapes_text(shapes)}): one temperature needs one set of "
+                    "classes (dataloader_idx= picks one loader); no temperature fitted",
+                )
+                return
             if local is None:
                 self._fitted_nothing(
                     trainer,
@@ -442,11 +460,16 @@ class TemperatureRecalibration(Callback):
             logits, target = (t.clone() for t in local)
         self._warn_if_stale(trainer)
         if _look_like_probabilities(logits):
+            seen = (
+                "every value in [0, 1]), not logits: return the scores before the sigmoid"
+                if logits.ndim == 1
+                else "every row in [0, 1], summing to 1), not logits: return the scores "
+                "before the softmax"
+            )
             self._fitted_nothing(
                 trainer,
                 pl_module,
-                f"the validation step's {self.logits_key!r} are probabilities (every row in "
-                "[0, 1], summing to 1), not logits: return the scores before the softmax; no "
+                f"the validation step's {self.logits_key!r} are probabilities ({seen}; no "
                 "temperature fitted",
             )
             return
@@ -553,8 +576,12 @@ def _distributed(trainer: Trainer) -> bool:
     return trainer.world_size > 1 and dist.is_available() and dist.is_initialized()
 
 
-def _gather_ranks(local: tuple[Tensor, Tensor] | None, device) -> tuple[Tensor, Tensor] | None:
-    """Every rank's ``(logits, target)`` concatenated in rank order, on every rank.
+def _gather_ranks(
+    local: tuple[Tensor, Tensor] | None, device, mixed: bool = False
+) -> tuple[tuple[Tensor, Tensor] | None, bool]:
+    """Every rank's ``(logits, target)`` concatenated in rank order, on every rank, and
+    whether any rank's logits were ``mixed`` (of several shapes) or the ranks' classes
+    differ (then no pairs: every rank skips the fit alike).
 
     Collective: all ranks must call it. A rank without validation pairs takes part with
     empty tensors, shaped after the others' (a header of sizes is gathered first).
@@ -563,9 +590,13 @@ def _gather_ranks(local: tuple[Tensor, Tensor] | None, device) -> tuple[Tensor, 
     from torchmetrics.utilities.distributed import gather_all_tensors
 
     count, width = (0, -1) if local is None else (len(local[1]), _width(local[0]))
-    header = torch.stack(gather_all_tensors(torch.tensor([count, width], device=device)))
+    sent = torch.tensor([count, width, int(mixed)], device=device)
+    header = torch.stack(gather_all_tensors(sent))
+    widths = {int(w) for c, w, _ in header.tolist() if c > 0}
+    if bool(header[:, 2].any()) or len(widths) > 1:
+        return None, True
     if int(header[:, 0].sum()) == 0:
-        return None
+        return None, False
     width = int(header[:, 1].max())
     if local is None:
         shape = (0, width) if width else (0,)
@@ -573,7 +604,19 @@ def _gather_ranks(local: tuple[Tensor, Tensor] | None, device) -> tuple[Tensor, 
     logits, target = (t.to(device=device, dtype=torch.float64) for t in local)
     logits = torch.cat(gather_all_tensors(logits))
     target = torch.cat(gather_all_tensors(target))
-    return logits, target.long() if width else target
+    return (logits, target.long() if width else target), False
+
+
+def _shapes_text(shapes: list[tuple[int, ...]]) -> str:
+    """The logits' shapes seen, as ``[B, 4]``, ``[B]`` (none known here: another rank's).
+
+    Example:
+        >>> _shapes_text([(3,), (4,)]), _shapes_text([()]), _shapes_text([])
+        ('[B, 3], [B, 4]', '[B]', "another rank's")
+    """
+    if not shapes:
+        return "another rank's"
+    return ", ".join("[" + ", ".join(["B", *map(str, shape)]) + "]" for shape in shapes)
 
 
 def _width(logits: Tensor) -> int:
@@ -594,9 +637,13 @@ def _look_like_probabilities(logits: Tensor) -> bool:
     no word; summed in their own dtype to 1e-3, a ``bf16-mixed`` step's softmax rows (off
     by up to 3e-3) were fitted so. Logits in [0, 1] whose every row sums to 1 are no
     model's. One host read."""
-    if logits.ndim != 2 or logits.numel() == 0:
+    if logits.numel() == 0 or logits.ndim not in (1, 2):
         return False
     in_range = ((logits >= 0) & (logits <= 1)).all()
+    if logits.ndim == 1:
+        # Binary scores all in [0, 1]: sigmoid outputs (a model's logits would put every
+        # item on the positive side, below 0.73); fitted as logits, sigmoid(sigmoid(z)).
+        return bool(in_range)
     off = (logits.sum(-1, dtype=torch.float64) - 1).abs().amax()
     tolerance = max(ROW_SUM_TOLERANCE, _row_sum_rounding(logits.dtype, logits.shape[-1]))
     return bool(in_range & (off <= tolerance))
