@@ -114,7 +114,9 @@ def _write_probs(
         writer.writerow(["probs", "original", "target", *([] if groups is None else ["group"])])
         for i, read in enumerate(kept):
             if read:
-                row = [f"{next(new):.10g}", f"{next(old):.10g}", int(next(labels))]
+                # Round-trip digits: ten had written 0.99999999998945 as 1, and the
+                # file's "before" NLL was 1.3152 where the report's was 1.3119.
+                row = [repr(next(new)), repr(next(old)), int(next(labels))]
             else:
                 row = ["", "", padding]
             writer.writerow(row if groups is None else [*row, groups[i]])

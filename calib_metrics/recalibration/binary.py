@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from calib_metrics.functional.errors import check_generator
-from calib_metrics.recalibration._common import check_probs
+from calib_metrics.recalibration._common import check_probs, warn_caller
 from calib_metrics.recalibration.binning import (
     HistogramBinning,
     IsotonicCalibration,
@@ -57,12 +57,34 @@ def fit_binary(
             "flatten queries with .reshape(-1); rows of class probabilities go to "
             "TemperatureScaling(inputs='probs')"
         )
-    if method == "temperature":
+    if method == "temperature":  # refuses labels that run against the scores itself
         return TemperatureScaling(inputs="probs").fit(probs, target)
-    if method == "platt":
-        return PlattScaling(inputs="probs").fit(probs, target)
-    if method == "isotonic":
+    if method == "isotonic":  # non-decreasing: such labels flatten it, never invert it
         return IsotonicCalibration(inputs="probs").fit(probs, target)
-    if method == "histogram":
-        return HistogramBinning(n_bins=n_bins, inputs="probs").fit(probs, target)
-    return ScalingBinning(n_bins=n_bins, inputs="probs", generator=generator).fit(probs, target)
+    if method == "platt":
+        fitted: nn.Module = PlattScaling(inputs="probs").fit(probs, target)
+    elif method == "histogram":
+        fitted = HistogramBinning(n_bins=n_bins, inputs="probs").fit(probs, target)
+    else:
+        fitted = ScalingBinning(n_bins=n_bins, inputs="probs", generator=generator)
+        fitted = fitted.fit(probs, target)
+    _warn_if_labels_run_against(probs, target, method)  # after the fit's checks of target
+    return fitted
+
+
+def _warn_if_labels_run_against(probs: Tensor, target: Tensor, method: str) -> None:
+    """Warn where the dev labels run against the scores (the positives' mean probability
+    below the negatives'): Platt scaling, histogram and scaling binning then fit a map
+    that inverts the model (accuracy 0.73 → 0.26 on labels coded the other way), where
+    the temperature refuses such scores. One host read."""
+    y = target.reshape(-1).to(device=probs.device, dtype=torch.float64)
+    q = probs.reshape(-1).to(torch.float64)
+    positives, negatives = y.sum(), (1 - y).sum()
+    means = torch.stack([(q * y).sum() / positives, (q * (1 - y)).sum() / negatives]).tolist()
+    if means[0] < means[1]:
+        warn_caller(
+            f"recalibration {method!r}: the dev labels run against the scores (mean "
+            f"probability {means[0]:.3g} for label 1, {means[1]:.3g} for label 0), so the map "
+            "fitted inverts the model: check that they are the model's scores for these "
+            "labels (same order, same label coding)"
+        )
