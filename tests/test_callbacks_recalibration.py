@@ -314,6 +314,9 @@ def test_a_checkpoint_without_a_temperature_gives_none():
     for bad in (-1.0, math.inf, math.nan):  # inf had been restored: uniform predictions
         with pytest.raises(ValueError, match="positive finite float"):
             empty.load_state_dict({"temperature": bad})
+        saved = {"callbacks": {"TemperatureRecalibration": {"temperature": bad, "prefix": "r"}}}
+        with pytest.raises(ValueError, match="positive finite float"):
+            TemperatureRecalibration.temperature_in(saved)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
@@ -414,15 +417,16 @@ class BinaryProbabilities(Overconfident):
         return {"logits": torch.sigmoid(score[keep]), "target": (y[keep] == 1).float()}
 
 
-def test_binary_probabilities_given_as_logits_are_named_and_nothing_is_fitted() -> None:
-    """The check of rows summing to 1 never saw 1-D scores: sigmoid outputs were fitted as
-    logits (T = 1.04 and a "before" error of sigmoid(sigmoid(z)), where the logits give
-    T = 1.19), silently."""
+def test_binary_scores_all_in_zero_one_are_fitted_with_a_warning() -> None:
+    """Sigmoid outputs given as logits had been fitted silently (T = 1.04 of
+    sigmoid(sigmoid(z)), where the logits give 1.19). Nothing tells them from a weak
+    head's logits that all lie in [0, 1] (review R4: refusing had left such a head with
+    no temperature), so the fit goes on, and says what it may be fitting."""
     callback = TemperatureRecalibration(n_samples=50)
-    with pytest.warns(UserWarning, match=r"every value in \[0, 1\]\), not logits: return the "
-                      "scores before the sigmoid; no temperature fitted"):  # fmt: skip
+    said = r"every binary 'logits' value lies in \[0, 1\]: if they are sigmoid outputs, return"
+    with pytest.warns(UserWarning, match=said):
         _fit(BinaryProbabilities(), _data(64, seed=1), callback, num_sanity_val_steps=0)
-    assert callback.recalibrator is None and callback.results == {}
+    assert callback.recalibrator is not None
 
 
 class ChangingClasses(Overconfident):

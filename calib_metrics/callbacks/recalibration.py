@@ -416,6 +416,12 @@ class TemperatureRecalibration(Callback):
             for key, state in checkpoint.get("callbacks", {}).items()
             if str(key).startswith("TemperatureRecalibration") and state.get("temperature")
         }
+        for temperature in found.values():
+            if not isinstance(temperature, float) or not 0 < temperature < math.inf:
+                raise ValueError(
+                    f"TemperatureRecalibration: a checkpoint's temperature must be a positive "
+                    f"finite float, got {temperature!r}"
+                )
         if prefix is not None:
             return found.get(prefix)
         if len(found) > 1:
@@ -441,12 +447,13 @@ class TemperatureRecalibration(Callback):
             if _distributed(trainer):
                 local, mixed = _gather_ranks(local, pl_module.device, mixed)
             if mixed:
+                seen = _shapes_text(shapes)
                 self._fitted_nothing(
                     trainer,
                     pl_module,
                     f"the validation step's {self.logits_key!r} changed shape between batches "
-                    f"or ranks ({_shapes_text(shapes)}): one temperature needs one set of "
-                    "classes (dataloader_idx= picks one loader); no temperature fitted",
+                    f"or ranks ({seen}): one temperature needs one set of classes "
+                    "(dataloader_idx= picks one loader); no temperature fitted",
                 )
                 return
             if local is None:
@@ -460,19 +467,23 @@ class TemperatureRecalibration(Callback):
             logits, target = (t.clone() for t in local)
         self._warn_if_stale(trainer)
         if _look_like_probabilities(logits):
-            seen = (
-                "every value in [0, 1]), not logits: return the scores before the sigmoid"
-                if logits.ndim == 1
-                else "every row in [0, 1], summing to 1), not logits: return the scores "
-                "before the softmax"
-            )
             self._fitted_nothing(
                 trainer,
                 pl_module,
-                f"the validation step's {self.logits_key!r} are probabilities ({seen}; no "
+                f"the validation step's {self.logits_key!r} are probabilities (every row in "
+                "[0, 1], summing to 1), not logits: return the scores before the softmax; no "
                 "temperature fitted",
             )
             return
+        if logits.ndim == 1 and _within_zero_and_one(logits):
+            # Nothing tells sigmoid outputs from a weak head's logits that all happen to
+            # lie in [0, 1]: fitted, and said (sigmoid outputs had been fitted silently).
+            rank_zero_warn(
+                f"TemperatureRecalibration: every binary {self.logits_key!r} value lies in "
+                "[0, 1]: if they are sigmoid outputs, return the scores before the sigmoid "
+                "(the temperature fitted here is then that of sigmoid(sigmoid(z)), and "
+                "its before/after errors are not the model's)"
+            )
         try:
             # Targets of the batches not checked one by one (after each epoch's first):
             # padding without ignore_index is named here, with the hint.
@@ -608,15 +619,23 @@ def _gather_ranks(
 
 
 def _shapes_text(shapes: list[tuple[int, ...]]) -> str:
-    """The logits' shapes seen, as ``[B, 4]``, ``[B]`` (none known here: another rank's).
+    """The logits' shapes this rank saw, as ``[B, 4]``, ``[B]``; where it saw one (or none),
+    the conflict was another rank's.
 
     Example:
-        >>> _shapes_text([(3,), (4,)]), _shapes_text([()]), _shapes_text([])
-        ('[B, 3], [B, 4]', '[B]', "another rank's")
+        >>> _shapes_text([(3,), (4,)])
+        '[B, 3], [B, 4]'
+        >>> _shapes_text([()]), _shapes_text([])
+        ('[B] here, another shape on another rank', 'none here, other shapes on other ranks')
     """
-    if not shapes:
-        return "another rank's"
-    return ", ".join("[" + ", ".join(["B", *map(str, shape)]) + "]" for shape in shapes)
+    text = ", ".join("[" + ", ".join(["B", *map(str, shape)]) + "]" for shape in shapes)
+    if len(shapes) > 1:
+        return text
+    return (
+        f"{text} here, another shape on another rank"
+        if shapes
+        else ("none here, other shapes on other ranks")
+    )
 
 
 def _width(logits: Tensor) -> int:
@@ -629,24 +648,25 @@ def _probs(logits: Tensor) -> Tensor:
 
 
 def _look_like_probabilities(logits: Tensor) -> bool:
-    """Whether multiclass "logits" are rows of probabilities: all in [0, 1], each summing to
-    1 (in float64) within the library's tolerance for rows of class probabilities
+    """Whether multiclass "logits" ``[M, C]`` are rows of probabilities: all in [0, 1], each
+    summing to 1 (in float64) within the library's tolerance for rows of class probabilities
     (``ROW_SUM_TOLERANCE``, the metrics' row check) or, where wider, their dtype's rounding
     (:func:`_row_sum_rounding`). Fitted as logits they gave a meaningless temperature and a
     "before" error of softmax(p), not of the model (0.27 where the model's was 0.045), with
     no word; summed in their own dtype to 1e-3, a ``bf16-mixed`` step's softmax rows (off
     by up to 3e-3) were fitted so. Logits in [0, 1] whose every row sums to 1 are no
     model's. One host read."""
-    if logits.numel() == 0 or logits.ndim not in (1, 2):
+    if logits.ndim != 2 or logits.numel() == 0:
         return False
     in_range = ((logits >= 0) & (logits <= 1)).all()
-    if logits.ndim == 1:
-        # Binary scores all in [0, 1]: sigmoid outputs (a model's logits would put every
-        # item on the positive side, below 0.73); fitted as logits, sigmoid(sigmoid(z)).
-        return bool(in_range)
     off = (logits.sum(-1, dtype=torch.float64) - 1).abs().amax()
     tolerance = max(ROW_SUM_TOLERANCE, _row_sum_rounding(logits.dtype, logits.shape[-1]))
     return bool(in_range & (off <= tolerance))
+
+
+def _within_zero_and_one(scores: Tensor) -> bool:
+    """Whether every score lies in [0, 1] (one host read)."""
+    return bool(((scores >= 0) & (scores <= 1)).all())
 
 
 def _row_sum_rounding(dtype: torch.dtype, num_classes: int) -> float:

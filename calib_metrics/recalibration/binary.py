@@ -68,23 +68,40 @@ def fit_binary(
     else:
         fitted = ScalingBinning(n_bins=n_bins, inputs="probs", generator=generator)
         fitted = fitted.fit(probs, target)
-    _warn_if_labels_run_against(probs, target, method)  # after the fit's checks of target
+    _warn_if_inverting(fitted, probs, target, method)  # after the fit's checks of target
     return fitted
 
 
-def _warn_if_labels_run_against(probs: Tensor, target: Tensor, method: str) -> None:
-    """Warn where the dev labels run against the scores (the positives' mean probability
-    below the negatives'): Platt scaling, histogram and scaling binning then fit a map
-    that inverts the model (accuracy 0.73 → 0.26 on labels coded the other way), where
-    the temperature refuses such scores. One host read."""
+def _warn_if_inverting(fitted: nn.Module, probs: Tensor, target: Tensor, method: str) -> None:
+    """Warn where the fitted map inverts the model (labels coded the other way): Platt's
+    slope, or scaling binning's Platt half's, below 0; for histogram binning, which has
+    no slope, dev labels that clearly run against the scores (the positives' mean
+    probability below the negatives' by more than 3 standard errors). They had fitted
+    such maps silently (accuracy 0.73 → 0.26), where the temperature refuses such scores.
+    One host read."""
+    if method != "histogram":
+        platt = fitted if method == "platt" else fitted.platt
+        slope = float(platt.slope)
+        if slope < 0:
+            _say_inverting(method, f"the fitted map decreases (slope {slope:.3g})")
+        return
     y = target.reshape(-1).to(device=probs.device, dtype=torch.float64)
     q = probs.reshape(-1).to(torch.float64)
-    positives, negatives = y.sum(), (1 - y).sum()
-    means = torch.stack([(q * y).sum() / positives, (q * (1 - y)).sum() / negatives]).tolist()
-    if means[0] < means[1]:
-        warn_caller(
-            f"recalibration {method!r}: the dev labels run against the scores (mean "
-            f"probability {means[0]:.3g} for label 1, {means[1]:.3g} for label 0), so the map "
-            "fitted inverts the model: check that they are the model's scores for these "
-            "labels (same order, same label coding)"
+    n1, n0 = y.sum(), (1 - y).sum()
+    m1, m0 = (q * y).sum() / n1, (q * (1 - y)).sum() / n0
+    v1, v0 = ((q - m1) ** 2 * y).sum() / n1, ((q - m0) ** 2 * (1 - y)).sum() / n0
+    z = (m1 - m0) / (v1 / n1 + v0 / n0).sqrt().clamp_min(1e-300)
+    m1, m0, z = torch.stack([m1, m0, z]).tolist()
+    if z < -3:
+        _say_inverting(
+            method,
+            f"the dev labels run against the scores (mean probability {m1:.3g} for label 1, "
+            f"{m0:.3g} for label 0)",
         )
+
+
+def _say_inverting(method: str, why: str) -> None:
+    warn_caller(
+        f"recalibration {method!r}: {why}, so the map fitted inverts the model: check that "
+        "the dev scores are the model's for these labels (same order, same label coding)"
+    )
