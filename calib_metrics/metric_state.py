@@ -748,7 +748,7 @@ class _StatesKeepTheirDtype(Metric):
                 missing_keys.extend(refused.missing)
                 unexpected_keys.extend(refused.unexpected)
                 # strict=False reports keys without a word: say why the metric kept its own.
-                warnings.warn(str(refused), UserWarning, stacklevel=_user_stacklevel())
+                warn_at_user_line(str(refused))
             else:
                 error_msgs.append(str(refused))
             return
