@@ -569,6 +569,26 @@ def test_logits_and_targets_of_the_wrong_dtype_are_refused_at_every_batch(
         callback.extract_batch({"logits": scores, "target": torch.tensor([0.0, 1.5, 1, 0])}, None)
 
 
+@pytest.mark.parametrize("label", [0, 1])
+def test_a_binary_ignore_index_that_is_a_label_is_refused(label: int) -> None:
+    """ignore_index=0 beside binary scores had dropped every negative without a word, and
+    the temperature was fitted on the positives alone; the metrics refuse it too."""
+    callback = TemperatureRecalibration(ignore_index=label)
+    output = {"logits": torch.randn(4), "target": torch.tensor([0, 1, 1, 0])}
+    with pytest.raises(ValueError, match=f"TemperatureRecalibration: ignore_index={label} would"):
+        callback.extract_batch(output, None)
+
+
+def test_a_multiclass_ignore_index_that_is_a_class_is_warned_about_once() -> None:
+    callback = TemperatureRecalibration(ignore_index=0)
+    output = {"logits": torch.randn(4, 3), "target": torch.tensor([0, 1, 2, 1])}
+    with pytest.warns(UserWarning, match="ignore_index=0 is one of the 3 class ids") as told:
+        for _ in range(3):
+            logits, _ = callback.extract_batch(output, None)
+    assert len([w for w in told if "class ids" in str(w.message)]) == 1
+    assert logits.shape == (3, 3)  # the class-0 item is still dropped, as asked
+
+
 class _Padded(Overconfident):
     """Returns the targets with their padding, binary (is it class 0?) when asked."""
 

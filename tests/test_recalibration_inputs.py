@@ -201,6 +201,18 @@ def test_fit_binary_takes_one_probability_per_item() -> None:
             fit_binary(method, rows, torch.arange(20) % 2)
 
 
+@pytest.mark.parametrize("method", BINARY_METHODS)
+def test_fit_binary_names_the_probs_it_was_given(method) -> None:
+    """A target of the wrong length had been measured against "logits" or "scores",
+    arguments a caller of fit_binary(method, probs, target) never passed."""
+    from calib_metrics.recalibration import fit_binary
+
+    probs = torch.rand(20, generator=torch.Generator().manual_seed(0))
+    message = r"target must have the shape of probs \(20,\), got \(19,\)"
+    with pytest.raises(ValueError, match=message):
+        fit_binary(method, probs, torch.arange(19) % 2)
+
+
 def test_meta_tensors_are_refused_by_name() -> None:
     """Fitting or mapping meta tensors had failed in torch's .item() (RuntimeError), and
     compare_before_after in a copy (NotImplementedError)."""

@@ -24,7 +24,11 @@ from calib_metrics.functional.calibration import (
 )
 from calib_metrics.functional.errors import check_tensors
 from calib_metrics.functional.multiclass import ROW_SUM_TOLERANCE, check_class_id_dtype
-from calib_metrics.metric_checks import check_class_ids, check_ignore_index
+from calib_metrics.metric_checks import (
+    check_class_ids,
+    check_ignore_index,
+    ignore_index_label_warning,
+)
 from calib_metrics.recalibration import TemperatureScaling
 from calib_metrics.recalibration._common import check_floating, fitting_mode
 
@@ -92,7 +96,8 @@ class TemperatureRecalibration(Callback):
     Args:
         logits_key, target_key: keys of the step's output dict.
         extract: ``extract(outputs, batch) -> (logits, target) | None``, replacing the keys.
-        ignore_index: target value of items to drop (padding).
+        ignore_index: target value of items to drop (padding); not 0 or 1 beside binary
+            scores, which would drop a class.
         dataloader_idx: the validation dataloader(s) whose logits fit the temperature: an
             index, a list of them, or ``"all"`` (pooled). None (the default) takes
             dataloader 0 and, when there are more, warns once that the others are left
@@ -148,6 +153,7 @@ class TemperatureRecalibration(Callback):
         self._logits: list[Tensor] = []
         self._target: list[Tensor] = []
         self._told_loaders = False
+        self._told_ignore_index = False
         self._collected_at: tuple[int, int] | None = None  # (epoch, global step)
         self._fit_from_step: int | None = None
         # The step of the checkpoint a resumed fit restored, until on_fit_start reads it.
@@ -231,9 +237,15 @@ class TemperatureRecalibration(Callback):
     def _check_target(self, logits: Tensor, target: Tensor) -> None:
         """Targets that name no class (padding without ``ignore_index``, a class id past the
         logits) are a ValueError, as the monitor's are, with its hint; data that is merely
-        unfit to fit on (one class) is left to the end of fit, which warns. One host
-        synchronisation."""
+        unfit to fit on (one class) is left to the end of fit, which warns. So is an
+        ``ignore_index`` of 0 or 1 beside binary scores (it drops every negative or
+        positive: the temperature had been fitted on one class without a word); a class id
+        beside multiclass logits is warned about once. One host synchronisation."""
         num_classes = None if logits.ndim == 1 else logits.shape[-1]
+        told = ignore_index_label_warning(self.ignore_index, num_classes)
+        if told is not None and not self._told_ignore_index:
+            self._told_ignore_index = True
+            rank_zero_warn(f"TemperatureRecalibration: {told}")
         check_class_ids(target, num_classes, ignore_index=self.ignore_index)
 
     @staticmethod

@@ -53,11 +53,14 @@ def check_scores(scores: object, name: str = "scores", *, fitting: bool = True) 
     return scores
 
 
-def _check_fit_inputs(scores: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
-    scores = check_scores(scores)
+def _check_fit_inputs(scores: Tensor, target: Tensor, inputs: str) -> tuple[Tensor, Tensor]:
+    """Scores ``[N]`` and their 0/1 target, named as the module takes them (``fit_binary``'s
+    caller passed ``probs``: "scores" had named an argument they never saw)."""
+    name = "probs" if inputs == "probs" else "scores"
+    scores = check_scores(scores, name)
     if scores.ndim != 1:
-        raise ValueError(f"scores must be [N], got shape {tuple(scores.shape)}")
-    return scores.to(torch.float64), check_binary_target(target, scores)
+        raise ValueError(f"{name} must be [N], got shape {tuple(scores.shape)}")
+    return scores.to(torch.float64), check_binary_target(target, scores, name)
 
 
 def _check_inputs(inputs: str) -> str:
@@ -146,7 +149,7 @@ class HistogramBinning(SettingsInState, FittedModule):
 
     def fit(self, scores: Tensor, target: Tensor) -> HistogramBinning:
         given = scores  # uniform bins compare it in its own dtype, as a call will
-        scores, y = _check_fit_inputs(scores, target)
+        scores, y = _check_fit_inputs(scores, target, self.inputs)
         if self._takes_probs():
             check_probs(scores, self.inputs)  # names them as the module takes them
         if self.binning == "uniform":
@@ -247,7 +250,7 @@ class IsotonicCalibration(FittedModule):
         self.register_buffer("y_thresholds", torch.zeros(0, dtype=torch.float64))
 
     def fit(self, scores: Tensor, target: Tensor) -> IsotonicCalibration:
-        scores, y = _check_fit_inputs(scores, target)
+        scores, y = _check_fit_inputs(scores, target, self.inputs)
         if self.inputs == "probs":
             check_probs(scores, "probs")
         try:
@@ -318,7 +321,7 @@ class ScalingBinning(FittedModule):
         self.register_buffer("values", torch.zeros(0, dtype=torch.float64))
 
     def fit(self, scores: Tensor, target: Tensor) -> ScalingBinning:
-        scores_checked, labels = _check_fit_inputs(scores, target)
+        scores_checked, labels = _check_fit_inputs(scores, target, self.platt.inputs)
         n = scores_checked.numel()
         if n < 4:
             raise ValueError(f"scaling-binning needs at least 4 dev items, got {n}")

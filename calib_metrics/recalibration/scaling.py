@@ -323,7 +323,7 @@ class _LogitScaler(SettingsInState, FittedModule):
                 f"{tuple(logits.shape)}"
             )
         if binary:
-            y = check_binary_target(target, logits, "logits")
+            y = check_binary_target(target, logits, self.inputs)  # as the caller named them
         else:
             y = check_multiclass(logits, target)
         num_classes = 1 if binary else logits.shape[1]
