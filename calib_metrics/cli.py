@@ -654,9 +654,11 @@ def evaluate(args: argparse.Namespace) -> dict:
     if note:  # an estimate outside its own interval, and why
         summary["interval_note"] = note
     summary |= _extra_measures(probs, target, args, groups)
-    per_label = cli_report.evaluate_per_label(args, probs, target, groups, table.kept, per_class)
-    if per_label is not None:
-        summary["per_label"] = cli_report.label_summary(per_label)
+    per_label = None
+    labels = cli_report.evaluate_per_label(args, probs, target, groups, table.kept, per_class)
+    if labels is not None:
+        per_label, label_groups = labels
+        summary["per_label"] = cli_report.label_summary(per_label, label_groups)
     panels = None
     if args.mode == "classwise" and (args.plot or args.html):
         from calib_metrics.cli_classwise import class_panels

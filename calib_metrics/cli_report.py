@@ -116,10 +116,12 @@ def evaluate_per_label(
     groups,
     kept: Tensor | None = None,
     per_class: list | None = None,
-):
-    """Each label's CalibrationResult with the command's estimator, or None (no labels);
-    ``kept``: which of the file's labels were kept (when padding was dropped);
-    ``per_class``: a classwise run's own per-class results, used as they are.
+) -> tuple[dict[str, Any], dict[str, int] | None] | None:
+    """Each label's CalibrationResult with the command's estimator, and, when the interval
+    resamples groups, each label's number of groups (the units its interval is drawn
+    over); None without labels. ``kept``: which of the file's labels were kept (when
+    padding was dropped); ``per_class``: a classwise run's own per-class results, used as
+    they are.
 
     Example:
         >>> import os, tempfile, torch
@@ -131,8 +133,9 @@ def evaluate_per_label(
         ...     ["evaluate", file, "--label", "tag", "--samples", "20"])
         >>> _settle_options(args)
         >>> q, y = torch.tensor([(i % 10) / 10 + 0.05 for i in range(60)]), torch.arange(60) % 2
-        >>> sorted(evaluate_per_label(args, q, y.double(), None))
-        ['A', 'B']
+        >>> results, groups = evaluate_per_label(args, q, y.double(), None)
+        >>> sorted(results), groups
+        (['A', 'B'], None)
     """
     import warnings
 
@@ -140,10 +143,14 @@ def evaluate_per_label(
 
     if per_class is not None and args.label is None:  # the classes, drawn once already
         # (a multiclass file's classes are its labels on the page only, as _label_pairs's)
-        return {f"class {c}": r for c, r in enumerate(per_class)} if args.html else None
+        if not args.html:
+            return None
+        results = {f"class {c}": r for c, r in enumerate(per_class)}
+        return results, _group_counts(args, dict.fromkeys(results, groups))
     per_label = _label_pairs(args, probs, target, groups, kept)
     if per_label is None:
         return None
+    counts = _group_counts(args, {k: g for k, (_, _, g) in per_label.items()})
     from calib_metrics.cli import LONG_RUN_LABEL_DRAWS, say_long_run
 
     if len(per_label) * args.samples >= LONG_RUN_LABEL_DRAWS:
@@ -152,10 +159,20 @@ def evaluate_per_label(
     options = estimator_options(args)
     with warnings.catch_warnings():  # few pairs per label: few bins is expected here
         warnings.simplefilter("ignore", UserWarning)
-        return {
+        results = {
             k: calibration_error_ci(q, y, groups=g, generator=generator, **options)
             for k, (q, y, g) in per_label.items()
         }
+    return results, counts
+
+
+def _group_counts(args: argparse.Namespace, groups: dict[str, Any]) -> dict[str, int] | None:
+    """Each label's number of groups where the interval resamples them, else None: a
+    label's "fewer than 10 resampled groups" beside its 450 pairs had read as a
+    contradiction where its groups were not counted."""
+    if args.interval != "groups":
+        return None
+    return {k: int(torch.unique(g).numel()) for k, g in groups.items()}
 
 
 def estimator_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -351,8 +368,11 @@ def _command_line(args: argparse.Namespace) -> str:
     return getattr(args, "command_line", None) or shlex.join(["calib-metrics", *sys.argv[1:]])
 
 
-def label_summary(per_label: dict) -> dict[str, dict[str, float | int]]:
-    """Each label's pairs, error and interval, for the command's JSON and text output.
+def label_summary(
+    per_label: dict, groups: dict[str, int] | None = None
+) -> dict[str, dict[str, float | int]]:
+    """Each label's pairs, error and interval, for the command's JSON and text output, and
+    its number of ``groups`` when the interval resamples them.
 
     Example:
         >>> import torch
@@ -362,7 +382,7 @@ def label_summary(per_label: dict) -> dict[str, dict[str, float | int]]:
         >>> label_summary({"NN": r})["NN"]["n"]
         40
     """
-    return {
+    summary: dict[str, dict[str, float | int]] = {
         k: {
             "n": round(float(r.bins.count.sum())),
             "calib_err": float(r.error),
@@ -371,6 +391,9 @@ def label_summary(per_label: dict) -> dict[str, dict[str, float | int]]:
         }
         for k, r in per_label.items()
     }
+    for k, count in (groups or {}).items():
+        summary[k]["groups"] = count
+    return summary
 
 
 def label_lines(per_label: dict[str, dict[str, float]], units: str = "pairs") -> list[str]:
@@ -384,6 +407,9 @@ def label_lines(per_label: dict[str, dict[str, float]], units: str = "pairs") ->
         >>> nan = float("nan")  # too few pairs to resample
         >>> label_lines({"UH": {"n": 4.0, "calib_err": 0.2, "lower": nan, "upper": nan}})
         ['  UH: CalibErr 0.2000, no interval (fewer than 10 resampled pairs), 4 pairs']
+        >>> row = {"n": 450, "groups": 8, "calib_err": 0.2, "lower": nan, "upper": nan}
+        >>> print(label_lines({"NN": row}, "groups")[0])
+          NN: CalibErr 0.2000, no interval (fewer than 10 resampled groups), 450 pairs in 8 groups
     """
     from calib_metrics.report import no_interval
     from calib_metrics.wording import counted, visible_controls
@@ -395,6 +421,7 @@ def label_lines(per_label: dict[str, dict[str, float]], units: str = "pairs") ->
     return [
         f"  {visible_controls(k)}: CalibErr {r['calib_err']:.4f}{interval(r)}, "
         + counted(r["n"], "pair")
+        + (f" in {counted(r['groups'], 'group')}" if "groups" in r else "")
         for k, r in per_label.items()
     ]
 

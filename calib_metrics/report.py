@@ -566,7 +566,9 @@ def evaluate_page(
         + "</section>",
     ]
     if per_label:
-        sections.append(_evaluate_labels(per_label, estimator, _units(summary)))
+        groups = {k: row["groups"] for k, row in summary.get("per_label", {}).items()
+                  if "groups" in row}  # fmt: skip
+        sections.append(_evaluate_labels(per_label, estimator, _units(summary), groups))
     table = _model_bins(summary, result, "bins-table")
     sections.append('<section id="bins"><h2>Bins</h2>' + table + "</section>")
     sections.append(_settings_section(settings or {}, command))
@@ -681,15 +683,25 @@ def _bin_rule(summary: Mapping[str, Any]) -> str:
 
 
 def _evaluate_labels(
-    per_label: Mapping[str, CalibrationResult], estimator: Estimator, units: str
+    per_label: Mapping[str, CalibrationResult],
+    estimator: Estimator,
+    units: str,
+    groups: Mapping[str, int],
 ) -> str:
+    """The per-label section: chart, and each label's pairs (and ``groups``, where the
+    interval resamples them: the compare page's rule), error and interval."""
     order = sorted(per_label, key=lambda k: -float(per_label[k].error))
     chart = _per_label_chart(per_label, order, estimator)
     rows = [
         [k, _pairs(r), fixed(r.error), _interval(r, units)]
         for k, r in ((k, per_label[k]) for k in order)
     ]
-    table = _table(["label", "pairs", "CalibErr", "interval"], rows, table_id="per-label-table")
+    header = ["label", "pairs", "CalibErr", "interval"]
+    if groups:
+        header.insert(2, "groups")
+        for k, row in zip(order, rows, strict=True):
+            row.insert(2, count_text(groups[k]) if k in groups else "—")
+    table = _table(header, rows, table_id="per-label-table")
     return (
         f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _figure(

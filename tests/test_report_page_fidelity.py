@@ -121,3 +121,49 @@ def test_the_settings_hold_no_warning_lines(tmp_path: Path, capsys) -> None:
     code, text, _ = run(capsys, "evaluate", data, "--json", "--html", out)
     assert code == 0 and "warning_lines" not in json.loads(text)["settings"]
     assert "warning_lines" not in out.read_text()
+
+
+def test_evaluate_counts_each_labels_groups(tmp_path: Path, capsys) -> None:
+    """evaluate's per-label table, text and JSON had shown a label's pairs alone where its
+    interval resampled groups ("fewer than 10 resampled groups" beside 45 pairs)."""
+    g = torch.Generator().manual_seed(2)
+    q = torch.rand(600, generator=g, dtype=torch.float64) * 0.9 + 0.05
+    y = torch.bernoulli(q, generator=g).long()
+    # Tag Z sits in the first 4 sentences only; X and Y share the other 56.
+    tags = ["Z" if i < 40 else "XY"[i % 2] for i in range(600)]
+    rows = [f"{a:.6f},{b},{t},s{i // 10}" for i, (a, b, t) in enumerate(zip(q, y, tags))]
+    data = tmp_path / "grouped.csv"
+    data.write_text("prob,label,tag,sentence\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "grouped.html"
+    argv = ["evaluate", data, "--label", "tag", "--groups", "sentence", "--samples", "100"]
+    code, text, err = run(capsys, *argv, "--json", "--html", out)
+    assert code == 0, err
+    per_label = json.loads(text)["per_label"]
+    assert {k: (r["n"], r["groups"]) for k, r in per_label.items()} == {
+        "X": (280, 56), "Y": (280, 56), "Z": (40, 4)
+    }  # fmt: skip
+    table = out.read_text().split('id="per-label-table"')[1].split("</table>")[0]
+    assert "<th>groups</th>" in table
+    for label, (n, groups) in {"X": (280, 56), "Z": (40, 4)}.items():
+        assert f'<td>{label}</td><td class="num">{n}</td><td class="num">{groups}</td>' in table
+    code, text, _ = run(capsys, *argv)
+    assert "  Z: CalibErr" in text and "40 pairs in 4 groups" in text
+    # Pairs resampled: no groups counted anywhere.
+    code, text, _ = run(capsys, *argv[:4], "--samples", "100", "--json", "--html", out)
+    assert all("groups" not in r for r in json.loads(text)["per_label"].values())
+    table = out.read_text().split('id="per-label-table"')[1].split("</table>")[0]
+    assert "<th>groups</th>" not in table and "<th>CalibErr</th>" in table
+
+
+def test_a_classwise_page_counts_each_classes_groups(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(0)
+    path = tmp_path / "mc.npz"
+    np.savez(path, probs=rng.dirichlet(np.ones(3), size=300),
+             target=rng.integers(0, 3, 300), groups=np.arange(300) // 5)  # fmt: skip
+    out = tmp_path / "mc.html"
+    code, text, err = run(capsys, "evaluate", path, "--mode", "classwise", "--groups", "groups",
+                          "--samples", "50", "--json", "--html", out)  # fmt: skip
+    assert code == 0, err
+    assert {r["groups"] for r in json.loads(text)["per_label"].values()} == {60}
+    table = out.read_text().split('id="per-label-table"')[1].split("</table>")[0]
+    assert table.count('<td class="num">60</td>') == 3
