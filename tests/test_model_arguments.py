@@ -9,12 +9,14 @@ import dataclasses
 import math
 import re
 
+import numpy as np
 import pytest
 import torch
 
 from calib_metrics.models.coref import most_probable_antecedents
 from calib_metrics.models.coref_ranker import AntecedentRanker, DocumentFeatures
 from calib_metrics.models.crf import CRFTagger
+from calib_metrics.models.feature_crf import FeatureCRF
 from calib_metrics.models.hmm import HMM
 
 WORDS = torch.tensor([[1, 2, 1], [2, 1, 0]])
@@ -33,6 +35,23 @@ def _document() -> DocumentFeatures:
 def test_hmm_pseudocount_must_be_finite_and_positive(value) -> None:
     with pytest.raises(ValueError, match="pseudocount must be a finite number > 0"):
         HMM(2, 3, pseudocount=value)
+
+
+@pytest.mark.parametrize("make", [HMM, CRFTagger, FeatureCRF])
+def test_taggers_take_sizes_of_any_integer_type(make) -> None:
+    """Sizes read off numpy arrays (tags.max() + 1) had been refused: "num_tags must be an
+    int >= 1, got np.int64(2)"; they are stored as Python ints."""
+    model = make(np.int64(2), np.int32(5))
+    assert (model.num_tags, type(model.num_tags)) == (2, int)
+    for bad in (2.0, True, np.bool_(True), torch.tensor(True), np.int64(0)):
+        with pytest.raises(ValueError, match="num_tags must be an int >= 1"):
+            make(bad, 5)
+
+
+def test_hmm_takes_a_numpy_pseudocount() -> None:
+    assert HMM(2, 3, pseudocount=np.float32(0.5)).pseudocount == 0.5
+    with pytest.raises(ValueError, match="pseudocount must be a finite number > 0"):
+        HMM(2, 3, pseudocount=np.bool_(True))
 
 
 @pytest.mark.parametrize(

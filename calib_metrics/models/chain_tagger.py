@@ -9,6 +9,7 @@ posterior samples then check the batch once and run the one shared forward-backw
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import NamedTuple
 
 import torch
@@ -132,21 +133,41 @@ def check_sizes(
     vocab_name: str = "vocab_size",
     least: int = 1,
     reserved: str = "index 0 is the unknown word",
-) -> None:
-    """A tagger's sizes: ``num_tags`` an int >= 1, the vocabulary an int >= ``least``.
+) -> tuple[int, int]:
+    """A tagger's sizes as Python ints: ``num_tags`` >= 1, the vocabulary >= ``least``.
+    Any integer is taken (a numpy one from ``tags.max() + 1`` had been refused as "must
+    be an int"); a float or a bool is not.
 
     Example:
+        >>> import numpy as np
+        >>> check_sizes(np.int64(3), 5)
+        (3, 5)
         >>> check_sizes(3, 2.5)
         Traceback (most recent call last):
         ...
         ValueError: vocab_size must be an int >= 1 (index 0 is the unknown word), got 2.5
     """
+    sizes = []
     for name, value, minimum, why in (
         ("num_tags", num_tags, 1, ""),
         (vocab_name, vocab_size, least, f" ({reserved})"),
     ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        size = _as_int(value)
+        if size is None or size < minimum:
             raise ValueError(f"{name} must be an int >= {minimum}{why}, got {value!r}")
+        sizes.append(size)
+    return sizes[0], sizes[1]
+
+
+def _as_int(value: object) -> int | None:
+    """``value`` as a Python int when it is an integer of any kind (not a bool, not an
+    integer-valued float or tensor of floats), else None."""
+    if isinstance(value, bool) or (isinstance(value, Tensor) and value.dtype == torch.bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 def _outside(values: Tensor, mask: Tensor, size: int) -> Tensor:

@@ -54,7 +54,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
 
     def __init__(self, num_tags: int, vocab_size: int, *, freeze_boundary: bool = False):
         super().__init__()
-        check_sizes(num_tags, vocab_size)
+        num_tags, vocab_size = check_sizes(num_tags, vocab_size)
         self.num_tags = num_tags
         self.vocab_size = vocab_size
         self.freeze_boundary = freeze_boundary

@@ -116,7 +116,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
 
     def __init__(self, num_tags: int, num_features: int, *, freeze_boundary: bool = False):
         super().__init__()
-        check_sizes(
+        num_tags, num_features = check_sizes(
             num_tags, num_features, vocab_name="num_features", least=2, reserved="id 0 is padding"
         )
         self.num_tags = num_tags

@@ -11,6 +11,7 @@ samples all come from :mod:`calib_metrics.models.linear_chain`.
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import Tensor
@@ -58,8 +59,9 @@ class HMM(ChainTagger):
 
     def __init__(self, num_tags: int, vocab_size: int, pseudocount: float = 1.0):
         super().__init__()
-        check_sizes(num_tags, vocab_size)
-        valid = isinstance(pseudocount, (int, float)) and not isinstance(pseudocount, bool)
+        num_tags, vocab_size = check_sizes(num_tags, vocab_size)
+        # Any real number (numpy's too), not a bool.
+        valid = isinstance(pseudocount, numbers.Real) and not isinstance(pseudocount, bool)
         if not valid or not 0 < pseudocount < math.inf:
             raise ValueError(f"pseudocount must be a finite number > 0, got {pseudocount!r}")
         self.num_tags = num_tags
