@@ -334,7 +334,11 @@ class CalibrationError(_StatesKeepTheirDtype):
         check_ignore_index(args["ignore_index"])
         warn_at_user_line(ignore_index_label_warning(args["ignore_index"], num_classes))
         if streaming and args["binning"] == "uniform":
-            raise ValueError("streaming=True supports binning='adaptive' only")
+            # The monitor streams by default: its user had never passed streaming=True.
+            raise ValueError(
+                "streaming=True supports binning='adaptive' only: pass streaming=False for "
+                "uniform bins"
+            )
 
     @property
     def _per_class(self) -> bool:

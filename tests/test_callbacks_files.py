@@ -4,6 +4,7 @@ one file per validation, and a history on disk that a checkpoint's run never sho
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import warnings
 from pathlib import Path
@@ -14,13 +15,15 @@ import test_callbacks as _helpers
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+from torch.utils.data import DataLoader, TensorDataset
 
 # The tiny tagger and run helpers of test_callbacks.py (tests are not a package).
-TinyTagger, loaders, monitor, trainer = (
+TinyTagger, loaders, monitor, trainer, tagging_data = (
     _helpers.TinyTagger,
     _helpers.loaders,
     _helpers.monitor,
     _helpers.trainer,
+    _helpers.tagging_data,
 )
 
 
@@ -675,3 +678,34 @@ def test_a_copy_for_another_process_keeps_the_history_of_a_run_without_a_folder(
     copy.follow(Trainer(), ())
     assert copy.current.history == [{"epoch": 0}]
     assert copy.of(Trainer(), ("/logs/other",)).history == []
+
+
+def test_the_history_file_is_strict_json_when_an_interval_is_missing(tmp_path: Path) -> None:
+    """A validation of fewer than 10 pairs has no interval (NaN): the file had held
+    ``"lower": NaN``, which JSON has not (JavaScript's JSON.parse stopped there). It holds
+    null, reads back as NaN, and a later run restored from the file duplicates nothing."""
+    train, _ = loaders()
+    val = DataLoader(TensorDataset(*tagging_data(1, length=2, seed=1).tensors), batch_size=1)
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    saved = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_top_k=-1, filename="{epoch}")
+    cb = monitor()
+    run = trainer(tmp_path, 2, logger=logger, callbacks=[cb, saved], enable_checkpointing=True)
+    quietly(run.fit, TinyTagger(), train, val)
+    quietly(run.validate, TinyTagger(), val, verbose=False)
+    path = Path(logger.log_dir) / "calibration" / "val_history.json"
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    records = json.loads(path.read_text(), parse_constant=refuse)
+    assert len(records) == len(cb.history) == 3
+    assert all(r["lower"] is None and r["upper"] is None for r in records)
+    assert all(math.isnan(r["lower"]) for r in cb.history)
+    assert [r["error"] for r in records] == [r["error"] for r in cb.history]
+    # A run restored from a checkpoint merges its history (NaNs included) with the file's.
+    again = trainer(tmp_path, 2, logger=CSVLogger(tmp_path, name="csv", version=0),
+                    callbacks=[monitor()])  # fmt: skip
+    ckpt = tmp_path / "ckpt" / "epoch=1.ckpt"
+    quietly(again.validate, TinyTagger(), val, ckpt_path=ckpt, verbose=False)
+    merged = json.loads(path.read_text(), parse_constant=refuse)
+    assert merged[:3] == records and len(merged) == 4 and merged[3]["fn"] == "validate"

@@ -533,3 +533,22 @@ def test_no_logger_logs_quietly_and_warns_once(tmp_path: Path) -> None:
     assert len([m for m in messages if "has no logger" in m]) == 1
     assert len(cb.history) == 3
     assert t.callback_metrics["val/calib_err"].item() == pytest.approx(cb.history[-1]["error"])
+    assert not [m for m in messages if "the figures and the history file go to" in m]
+
+
+def test_no_logger_with_save_png_names_the_folder_of_its_files(tmp_path: Path) -> None:
+    """The warning said the scalars go "only" to callback_metrics and the history while
+    save_png=True wrote figures and val_history.json to <root>/calibration."""
+    train, val = loaders()
+    t = trainer(tmp_path, 1, logger=False, callbacks=[monitor(save_png=True)])
+    said = [m for m in caught(t.fit, TinyTagger(), train, val) if "has no logger" in m]
+    folder = tmp_path / "calibration"
+    assert len(said) == 1 and f"the figures and the history file go to {folder}" in said[0]
+    assert (folder / "val_history.json").exists()
+
+
+def test_uniform_bins_in_a_streaming_monitor_name_the_fix() -> None:
+    """The monitor streams by default: "streaming=True supports binning='adaptive' only"
+    named a setting its user never passed, and not the fix."""
+    with pytest.raises(ValueError, match="pass streaming=False for uniform bins"):
+        CalibrationMonitor(num_classes=5, mode="top_label", binning="uniform", debias=False)

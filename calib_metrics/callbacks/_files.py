@@ -13,6 +13,7 @@ are not drawn as one.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -131,7 +132,7 @@ def merged_history(
         on_disk = []  # none yet (or not JSON: only a crash inside a write could leave that)
     if not isinstance(on_disk, list):
         on_disk = []
-    on_disk = [r for r in on_disk if isinstance(r, dict)]
+    on_disk = [_numbers_read(r) for r in on_disk if isinstance(r, dict)]
     if run is not None and on_disk:
         history = [r for r in history if r.get("run") == run]
     # Compared as JSON, as they are stored: NaN equals NaN there, and tuples are lists.
@@ -202,8 +203,51 @@ def write_files(
     # Written beside, then renamed: an interrupted write leaves the old file whole.
     partial = path.with_name(path.name + ".partial")
     with open(partial, "w", encoding="utf-8") as stream:
-        json.dump(history, stream, indent=1)
+        json.dump(_strict_json(history), stream, indent=1, allow_nan=False)
     os.replace(partial, path)
+
+
+# The numbers of a record (and of its per-class results) that may be NaN: an interval's of
+# fewer than 10 pairs, for one.
+_NUMBERS = ("error", "mean", "std", "lower", "upper", "smooth_error")
+
+
+def _strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float as None: JSON has no NaN, and the history's
+    ``NaN`` had stopped every strict reader (JavaScript's ``JSON.parse``, a dashboard) at
+    a validation of fewer than 10 pairs.
+
+    Example:
+        >>> _strict_json([{"error": 0.1, "lower": float("nan"), "bins": [[float("inf")]]}])
+        [{'error': 0.1, 'lower': None, 'bins': [[None]]}]
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(v) for v in value]
+    return value
+
+
+def _numbers_read(record: dict[str, Any]) -> dict[str, Any]:
+    """A record read back from the file with its missing numbers (``null``) as NaN, as the
+    monitor holds them: the curve draws them, and the record equals its own in memory.
+
+    Example:
+        >>> _numbers_read({"epoch": 0, "lower": None, "per_class": {"a": {"upper": None}}})
+        {'epoch': 0, 'lower': nan, 'per_class': {'a': {'upper': nan}}}
+    """
+
+    def read(numbers: dict[str, Any]) -> dict[str, Any]:
+        return {k: math.nan if k in _NUMBERS and v is None else v for k, v in numbers.items()}
+
+    record = read(record)
+    if isinstance(record.get("per_class"), dict):
+        record["per_class"] = {
+            name: read(r) if isinstance(r, dict) else r for name, r in record["per_class"].items()
+        }
+    return record
 
 
 def _free_suffix(folder: Path, stem: str, names: list[str], suffix: str) -> str:

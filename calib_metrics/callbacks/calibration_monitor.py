@@ -641,10 +641,17 @@ class CalibrationMonitor(Callback):
         self._layout_suffixes = list(suffixes.values())
         self._check_tags(trainer, suffixes)
         if not trainer.loggers:
+            # With save_png=True the files are written all the same: "only" had sent the
+            # user who asked for them away from the folder that holds them.
+            files_too = ""
+            if self.save_png:
+                folder = tb.log_dir_of(None, trainer.default_root_dir) / "calibration"
+                files_too = f"; the figures and the history file go to {folder}"
             self._warn_once(
                 "logger",
                 "the trainer has no logger, so the scalars go only to trainer.callback_metrics, "
-                "the metrics trainer.validate()/test() return, and this monitor's history",
+                f"the metrics trainer.validate()/test() return, and this monitor's history"
+                f"{files_too}",
             )
         step = int(trainer.fit_loop.epoch_loop._batches_that_stepped)
         logged = []
