@@ -157,8 +157,9 @@ def test_figures_are_to_scale_in_time(tmp_path, monkeypatch):
 
 
 def test_bad_input_raises(tmp_path):
-    with pytest.raises(ValueError, match="samples"):
-        experiment.run(_args(tmp_path, "--samples", "0"))
+    for samples in ("0", "1"):  # one sample's "95% interval" had been [x, x]
+        with pytest.raises(ValueError, match=f"--samples must be an integer >= 2, got {samples}"):
+            experiment.run(_args(tmp_path, "--samples", samples))
     parser = argparse.ArgumentParser()
     experiment.add_arguments(parser)
     args = parser.parse_args(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")])

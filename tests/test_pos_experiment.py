@@ -123,6 +123,28 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
     assert saved["models"]["hmm"]["all_tags"]["n"] == 4 * n_tokens
 
 
+def test_quick_per_label_draws_give_no_advice_the_command_cannot_take() -> None:
+    """Under --quick, "no label can be called ...: use n_samples=3999 or more" ended the run,
+    advice in a Python keyword the command has no option for (--quick fixes the draws); a
+    full run's draws call labels, and the warning stays for the library's users."""
+    import warnings
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(40, 300, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    names = [f"T{i}" for i in range(40)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = paired.by_label(q.sqrt(), q, y, names, quick=True)
+    assert r["samples"] == paired.QUICK_SAMPLES and r["of"] == 40
+    from calib_metrics.functional import compare_calibration_by_label
+
+    labels = torch.arange(40)[:, None].expand_as(q).reshape(-1)
+    with pytest.warns(UserWarning, match="use n_samples="):
+        compare_calibration_by_label(q.sqrt().reshape(-1), q.reshape(-1), y.reshape(-1),
+                                     labels, n_samples=paired.QUICK_SAMPLES)  # fmt: skip
+
+
 def test_posterior_queries_carry_each_tokens_sentence():
     class Uniform:
         def marginals(self, words, mask, pairwise):

@@ -18,6 +18,7 @@ Under ``--quick`` (a smoke test) every comparison takes :data:`QUICK_SAMPLES` dr
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import torch
@@ -38,6 +39,7 @@ ALPHA = 0.05
 #: Paired draws of every comparison under ``--quick``: each step runs and each output is
 #: drawn, but no Monte Carlo p-value falls below 2/201 ≈ 0.01, so Holm calls few labels.
 QUICK_SAMPLES = 200
+_TOO_FEW_DRAWS = "compare_calibration_by_label: no label can be called better"
 
 
 def label_draws(n_labels: int) -> int:
@@ -168,12 +170,17 @@ def by_label(
     if groups is not None:
         groups = groups.expand_as(q_a)
     samples = draws(len(names), quick)
-    r = compare_calibration_by_label(
-        _clean(q_a), _clean(q_b), y.reshape(-1).double(), labels.reshape(-1),
-        groups=None if groups is None else groups.reshape(-1), correction=CORRECTION,
-        alpha=ALPHA, generator=torch.Generator().manual_seed(seed),
-        **(RECOMMENDED | {"n_samples": samples}),
-    )  # fmt: skip
+    with warnings.catch_warnings():
+        if quick:
+            # Its advice, n_samples=..., names no option of the command (--quick fixes
+            # the draws); the results say that --quick's p-values call few labels.
+            warnings.filterwarnings("ignore", message=_TOO_FEW_DRAWS, category=UserWarning)
+        r = compare_calibration_by_label(
+            _clean(q_a), _clean(q_b), y.reshape(-1).double(), labels.reshape(-1),
+            groups=None if groups is None else groups.reshape(-1), correction=CORRECTION,
+            alpha=ALPHA, generator=torch.Generator().manual_seed(seed),
+            **(RECOMMENDED | {"n_samples": samples}),
+        )  # fmt: skip
     fields = ("difference", "lower", "upper", "p_value", "adjusted_p_value")
     per_label = {
         names[int(label)]: {k: float(getattr(r, k)[i]) for k in fields}

@@ -484,7 +484,9 @@ def _check(args: argparse.Namespace) -> AntecedentRanker | None:
         )
     options.settle(args, QUICK)
     args.n_bits = N_BITS if args.n_bits is None else args.n_bits
-    options.check_integers(args, samples=1, epochs=0)
+    # One sample has no spread: its "95% interval" was [x, x] (every other experiment
+    # refuses fewer than 2 draws too).
+    options.check_integers(args, samples=2, epochs=0)
     options.check_in_range(args, "n_bits", *N_BITS_RANGE)
     # The summaries check these too, but only after the ranker is trained.
     if not 0 < args.confidence < 1:
