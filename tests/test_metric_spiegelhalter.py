@@ -68,3 +68,30 @@ def test_per_class_average_gives_one_test_per_class() -> None:
     assert len(got) == 3
     for k, result in enumerate(got):
         torch.testing.assert_close(result.z, spiegelhalter_test(p[:, k], (c == k).double()).z)
+
+
+def test_a_folded_one_vs_rest_sketch_says_its_test_takes_the_pairs_as_independent() -> None:
+    """Once a streaming metric folds pooled one-vs-rest pairs into its sketch, its test
+    takes them as independent (conservative for such pairs): p moved from 0.10 (the exact
+    test, items as groups) to 0.71 here without a word."""
+    import warnings
+
+    g = torch.Generator().manual_seed(1)
+    probs = torch.rand(40000, 5, generator=g).pow(3).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    for mode, told in (("one_vs_rest", 1), ("top_label", 0)):
+        metric = CalibrationError(num_classes=5, mode=mode, streaming=True, resolution=2**12)
+        for start in range(0, 40000, 5000):
+            metric.update(probs[start : start + 5000], target[start : start + 5000])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            metric.compute_spiegelhalter()
+            metric.compute_spiegelhalter()  # said once per metric
+        said = [w for w in caught if "takes the pairs as independent" in str(w.message)]
+        assert len(said) == told
+    exact = CalibrationError(num_classes=5, streaming=True)
+    exact.update(probs[:5000], target[:5000])  # within the buffer: the exact test, no word
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = exact.compute_spiegelhalter()
+    assert result.z == spiegelhalter_test(probs[:5000], target[:5000]).z
