@@ -55,7 +55,8 @@ def _require_sklearn() -> Any:
         import sklearn
     except ImportError as err:
         raise ImportError(
-            "the sentiment experiment needs scikit-learn: pip install calib-metrics[experiments]"
+            "the sentiment experiment needs scikit-learn, a dependency of calib-metrics: "
+            "pip install scikit-learn"
         ) from err
     return sklearn
 
