@@ -140,6 +140,26 @@ def test_a_stray_quote_is_refused_with_its_line(tmp_path, capsys) -> None:
     assert _evaluate(capsys, _csv(tmp_path / "q.csv", rows, "prob,label,text"))["n"] == N
 
 
+def test_a_stray_quote_in_any_column_is_refused_with_its_line(tmp_path, capsys) -> None:
+    """A quote never closed in a column but the last left the file's last record short: it
+    was refused as "line 1001 has a different number of fields", the file's last line,
+    without a word of the quote on line 7."""
+    rows = [f"{(i % 10) / 10 + 0.05:.2f},{i % 2},ok" for i in range(1000)]
+    for column, name in ((0, "prob"), (1, "label")):
+        cells = rows[5].split(",")
+        cells[column] = '"' + cells[column]
+        body = [*rows[:5], ",".join(cells), *rows[6:]]
+        path = _csv(tmp_path / f"{name}.csv", body, "prob,label,text")
+        line = one_line_error(capsys, "evaluate", path)
+        assert f"line 7: a quoted field (column '{name}') opens with a \" that never" in line
+    # A record over several lines with a field too few is named at its first line.
+    body = [*rows[:5], '0.25,"two\nlines"', *rows[6:]]
+    line = one_line_error(capsys, "evaluate", _csv(tmp_path / "short.csv", body, "prob,label,text"))
+    assert line.endswith(
+        "short.csv: lines 7-8 (a quoted cell over lines) has a different number of fields"
+    )
+
+
 def test_a_stray_quote_closed_rows_later_is_refused(tmp_path, capsys) -> None:
     """A stray quote that a later one closes (an inch mark: 5" screen) made the rows between
     one cell: 200,000 rows had read as 50,005 pairs (exit 0) once the field limit was

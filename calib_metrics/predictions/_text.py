@@ -201,7 +201,7 @@ def _table_from_rows(reader: Any, path: Path) -> _Table:
         if not _not_blank(row):  # a line of spaces too, as before the header and in JSON lines
             continue
         if len(row) != len(names):
-            raise ValueError(f"{path}: line {reader.line_num} has a different number of fields")
+            _wrong_field_count(path, reader.dialect.delimiter, row, names, start, end)
         if end > start:
             _check_spanned(path, row, names, start, end)
         for name, raw in zip(names, row, strict=True):
@@ -212,6 +212,19 @@ def _table_from_rows(reader: Any, path: Path) -> _Table:
     if last > first:  # the last record runs over several lines: perhaps to the file's end
         _check_closed(path, reader.dialect.delimiter, first, names[-1])
     return table
+
+
+def _wrong_field_count(
+    path: Path, delimiter: str, row: list[str], names: list[str], start: int, end: int
+) -> None:
+    """Refuse a record of another number of fields than the header, at its first line. A
+    record over several lines is first checked for a quote that never closes (in any
+    column but the last, the rest of the file had read as one short record, refused as
+    "line 10001 has a different number of fields": the file's last line, not the quote's)."""
+    if end > start and 0 < len(row) <= len(names):
+        _check_closed(path, delimiter, start, names[len(row) - 1])
+    where = f"line {start}" if end == start else f"lines {start}-{end} (a quoted cell over lines)"
+    raise ValueError(f"{path}: {where} has a different number of fields")
 
 
 # The csv module's default field limit: a field over several lines longer than this is
