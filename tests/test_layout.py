@@ -219,8 +219,13 @@ def test_no_search_outside_the_checkout(tmp_path: Path, monkeypatch: pytest.Monk
     installed = tmp_path / "site-packages" / "calib_metrics" / "paper" / "locations.py"
     monkeypatch.setattr(locations, "__file__", str(installed))
     assert locations.shared_data_dir() is None  # no pyproject.toml: not a checkout
-    with pytest.raises(FileNotFoundError, match="CALIB_METRICS_DATA unset"):
+    # Said so: run from inside a clone, an installed copy's message had read as if the
+    # clone's own ../shared/data were missing.
+    with pytest.raises(FileNotFoundError, match="CALIB_METRICS_DATA unset") as err:
         locations.find_dataset("set")
+    assert f"is an installed copy ({tmp_path / 'site-packages' / 'calib_metrics'}), not a" in str(
+        err.value
+    )
     checkout = tmp_path / "repo"
     (checkout / "calib_metrics" / "paper").mkdir(parents=True)
     (checkout / "pyproject.toml").write_text("")

@@ -44,6 +44,18 @@ def _checkout_root() -> Path | None:
     return root if (root / "pyproject.toml").is_file() else None
 
 
+def _installed_note() -> str:
+    """For a copy installed with ``pip install .`` (not ``-e``): the checkout beside the
+    data is not where this package runs from, which the message had left to be guessed
+    (run from inside a clone, it said "no shared/data beside a source checkout")."""
+    if _checkout_root() is not None:
+        return ""
+    return (
+        f": this calib_metrics is an installed copy ({Path(__file__).resolve().parents[1]}), "
+        "not a source checkout"
+    )
+
+
 def shared_data_dir() -> Path | None:
     """The folder holding the shared data sets, or ``None`` when there is none.
 
@@ -109,6 +121,7 @@ def find_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Path:
                 return root / name
     where = ", ".join(str(p) for p in tried) or (
         f"--data not given, ${ENV_VAR} unset, no shared/data beside a source checkout"
+        + _installed_note()
     )
     raise FileNotFoundError(
         f"data set {name!r} not found (looked in: {where}{source}); {where_to_get(name)}"
