@@ -33,6 +33,12 @@ allocation huge-page advised, read once when torch loads) for every peer alike; 
 defeats glibc's reuse of pytorch-crf's per-step buffers, so the default is the plain
 allocator. The HMM row needs UD English-EWT: pass ``CALIB_METRICS_DATA=<data folder>``.
 
+Before timing, for the main table and at every size of the sweep, ours is checked
+against pytorch-crf on the same sentences: unigram marginals against its autograd, log Z
+against its normaliser, the Viterbi path against its ``decode`` (a different path must
+be a near tie: both paths' float64 scores within the tolerance). The tolerance is
+float32's (see ``SLACK``); a gap past it stops the script with the numbers.
+
 Usage::
 
     CALIB_METRICS_DATA=../shared/data python benchmarks/bench_chain.py --repeats 7 --write
@@ -42,6 +48,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import statistics
@@ -60,9 +67,18 @@ from torchcrf import CRF
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._record import command_line  # noqa: E402
 from calib_metrics.models import _memory, linear_chain  # noqa: E402
 
 Case = tuple[str, int, Callable[[], object], str]  # (label, sentences, fn, floor key)
+# pytorch-crf runs in float32: each step of its recursion rounds running values of up to
+# |log Z| by eps32, and over T steps these add up like a random walk, to about
+# sqrt(T)·eps32·|log Z| (T·eps32·|log Z| at worst). Its log Z and its marginals (exp of
+# such sums less log Z) are off by up to that; so are our float32 outputs by the cast.
+# SLACK times that scale is about 100× the largest gap measured over the main table's
+# and the sweep's sizes (0.08–0.1 of the scale for log Z, 0.01 for the marginals), while
+# a wrong answer (transitions transposed, a step lost) is off by far more.
+SLACK = 8.0
 
 
 def _sync(device: torch.device) -> None:
@@ -81,6 +97,73 @@ def _potentials(batch: int, length: int, num_tags: int, device, seed: int):
     mask = torch.arange(length)[None, :] < lengths[:, None]
     tags = torch.randint(0, num_tags, (batch, length), generator=g)
     return [x.to(device) for x in (em, trans, start, end, mask, tags)]
+
+
+def _tolerance(log_z: torch.Tensor, length: int) -> float:
+    """The float32 tolerance of a comparison with pytorch-crf on sentences of up to
+    ``length`` tokens whose log Z is ``log_z`` (see ``SLACK``)."""
+    scale = math.sqrt(length) * torch.finfo(torch.float32).eps * max(1.0, log_z.abs().max().item())
+    return SLACK * scale
+
+
+def _padded(paths: list[list[int]], like: torch.Tensor) -> torch.Tensor:
+    """pytorch-crf's decoded paths as ``like`` (``[B, T]`` long, 0 past each length)."""
+    out = torch.zeros_like(like)
+    for row, path in enumerate(paths):
+        out[row, : len(path)] = torch.tensor(path)
+    return out
+
+
+def _viterbi_gap(chain: tuple, crf: CRF) -> tuple[int, float]:
+    """Sentences whose Viterbi path differs from pytorch-crf's ``decode``, and the largest
+    float64 score gap between the two paths there (a near tie breaks either way)."""
+    em, trans, start, end, mask = chain
+    ours = linear_chain.viterbi(*chain)[1]
+    theirs = _padded(crf.decode(em, mask), ours)
+    differ = (ours != theirs).any(1)
+    if not differ.any():
+        return 0, 0.0
+    wide = [x.double() for x in (em[differ], trans, start, end)]
+    scores = [linear_chain.sequence_score(*wide, p[differ], mask[differ]) for p in (ours, theirs)]
+    return int(differ.sum()), (scores[0] - scores[1]).abs().max().item()
+
+
+Checked = tuple[dict[str, float], float]  # (max |diff| per quantity, the tolerance)
+
+
+def _check_chain(chain: tuple, tags: torch.Tensor, crf: CRF) -> Checked:
+    """Ours against pytorch-crf on ``chain``'s sentences (untimed): unigram marginals
+    against its autograd, log Z against its normaliser, Viterbi against its ``decode``.
+    Raises SystemExit naming the quantity, the size and the gap past the tolerance."""
+    em, mask = chain[0], chain[-1]
+    with torch.no_grad():
+        # The normaliser half of pytorch-crf's forward (score − normaliser): its log Z.
+        theirs_z = crf._compute_normalizer(em.transpose(0, 1), mask.transpose(0, 1))
+    e = em.clone().requires_grad_()
+    crf(e, tags, mask, reduction="sum").backward()
+    autograd = torch.nn.functional.one_hot(tags, em.shape[2]) * mask[..., None] - e.grad
+    unigram = linear_chain.posterior_marginals(*chain).unigram
+    differ, path_gap = _viterbi_gap(chain, crf)
+    gaps = {
+        "unigram marginals vs pytorch-crf autograd": (unigram - autograd).abs().max().item(),
+        "log Z vs pytorch-crf": (linear_chain.log_partition(*chain) - theirs_z).abs().max().item(),
+        f"Viterbi vs pytorch-crf decode ({differ} of {len(em)} paths differ; score gap)": path_gap,
+    }
+    tolerance = _tolerance(theirs_z, em.shape[1])
+    size = "B, T, K = {}, {}, {}".format(*em.shape)
+    for what, gap in gaps.items():
+        if not gap <= tolerance:  # a NaN fails too
+            raise SystemExit(
+                f"bench_chain: {what} at {size}: max |diff| = {gap:.3e}, past the float32 "
+                f"tolerance {tolerance:.3e}; ours and pytorch-crf disagree"
+            )
+    return gaps, tolerance
+
+
+def _checked_text(checked: Checked) -> str:
+    gaps, tolerance = checked
+    listed = "; ".join(f"{what}: max |diff| = {gap:.2e}" for what, gap in gaps.items())
+    return f"Checked before timing (float32 tolerance {tolerance:.1e}): {listed}."
 
 
 def _pytorch_crf(trans, start, end) -> CRF:
@@ -233,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     crf = _pytorch_crf(trans, start, end)
     pm = linear_chain.posterior_marginals
-    notes: list[str] = []
+    notes = [_checked_text(_check_chain((em, trans, start, end, mask), tags, crf))]
 
     def crf_ll(e=em, m=mask, y=tags):
         with torch.no_grad():
@@ -320,11 +403,6 @@ def main(argv: list[str] | None = None) -> None:
             f"{wall / floor_wall:.2f}× | {cpu / floor_cpu:.2f}× |"
         )
 
-    ours = pm(em, trans, start, end, mask)
-    grad = crf_autograd()
-    autograd_uni = (torch.nn.functional.one_hot(tags, args.tags) * mask[..., None]) - grad
-    gap = (ours.unigram - autograd_uni).abs().max().item()
-    notes.insert(0, f"ours vs pytorch-crf autograd, unigram marginals: max |diff| = {gap:.2e}")
     notes.append(
         f"Transparent huge pages: {_thp_setting()}. Our pairwise output is advised as huge "
         "pages; the row without the advice shows what its 4 KiB page faults cost. In a "
@@ -339,6 +417,7 @@ def main(argv: list[str] | None = None) -> None:
     allocator = "THP_MEM_ALLOC_ENABLE=1" if args.thp else "plain allocator"
     sweep = "" if args.skip_sweep else "\n" + _sweep(device, args.repeats, args.seed) + "\n"
     header = (
+        f"`{command_line('bench_chain.py', env=('CALIB_METRICS_DATA',))}`: "
         f"B = {args.batch}, T = {args.length} (lengths uniform in [2, T]), K = {args.tags}, "
         f"float32 potentials (our recursion in float64), device {device}, "
         f"{torch.get_num_threads()} thread for every peer, torch {torch.__version__}, "
@@ -379,7 +458,8 @@ SWEEP_SIZES = [
 def _sweep(device, repeats: int, seed: int) -> str:
     """Ours against pytorch-crf over several (B, T, K): marginals vs its log-likelihood,
     Viterbi vs its decode; round-robin, median CPU time, the ratio and its range."""
-    rows = []
+    rows: list[str] = []
+    checks: list[Checked] = []
     for batch, length, num_tags in SWEEP_SIZES:
         em, trans, start, end, mask, tags = _potentials(batch, length, num_tags, device, seed)
         crf = _pytorch_crf(trans, start, end)
@@ -389,6 +469,7 @@ def _sweep(device, repeats: int, seed: int) -> str:
                 return crf(em, tags, mask, reduction="none")
 
         chain = (em, trans, start, end, mask)
+        checks.append(_check_chain(chain, tags, crf))
         cases: list[Case] = [
             ("ll", 0, crf_ll, ""),
             ("marg", 0, lambda chain=chain: linear_chain.posterior_marginals(*chain), ""),
@@ -416,6 +497,9 @@ def _sweep(device, repeats: int, seed: int) -> str:
             "the rounds, (min–max) in brackets)",
             "",
             f"Load average at the end of the sweep: {_load()}. Targets: both ratios ≤ 1.0×.",
+            "Checked before timing at every size, as the table above (unigram marginals, "
+            "log Z and Viterbi against pytorch-crf, within float32's tolerance at that "
+            f"size): the largest gap is {_worst(checks):.2g} of its tolerance.",
             "",
             "| B | T | K | pytorch-crf log-likelihood | ours: unigram + pairwise | ratio "
             "| ratio without the huge-page advice | pytorch-crf decode | ours: Viterbi | ratio |",
@@ -423,6 +507,11 @@ def _sweep(device, repeats: int, seed: int) -> str:
             *rows,
         ]
     )
+
+
+def _worst(checks: list[Checked]) -> float:
+    """The largest gap of the checks as a fraction of its tolerance."""
+    return max(gap / tolerance for gaps, tolerance in checks for gap in gaps.values())
 
 
 def _write_doc(path: Path, allocator: str, text: str) -> None:
@@ -434,12 +523,12 @@ def _write_doc(path: Path, allocator: str, text: str) -> None:
             sections[title.strip()] = body.strip() + "\n"
     sections[allocator] = text
     order = [a for a in ("plain allocator", "THP_MEM_ALLOC_ENABLE=1") if a in sections]
-    thp = " (and `--thp --write` for its section)" if "THP_MEM_ALLOC_ENABLE=1" in sections else ""
     path.write_text(
         "# Linear-chain marginals benchmark\n\n"
-        "Generated by `CALIB_METRICS_DATA=../shared/data python benchmarks/bench_chain.py "
-        f"--repeats 7 --write`{thp}, from the "
-        "repository root.\n" + "".join(f"\n## {a}\n\n{sections[a]}" for a in order)
+        "Generated by `python benchmarks/bench_chain.py ... --write` from the repository "
+        "root, one section per allocator (`--thp` for THP_MEM_ALLOC_ENABLE=1); each section "
+        "opens with the command that made it (`--write` left out).\n"
+        + "".join(f"\n## {a}\n\n{sections[a]}" for a in order)
     )
     print(f"wrote {path}")
 

@@ -14,7 +14,9 @@ after a warm-up, the median of ``--repeats`` runs of:
 - one ``torch.sort`` of the N probabilities (the yardstick of the metric's benchmark).
 
 The machine may be shared, so the table reports each time's ratio to the library's
-comparison measured in the same process with the runs interleaved.
+comparison measured in the same process with the runs interleaved. Before timing, each
+model's error in every row (the comparisons' ``a`` and ``b``, the two intervals' point
+errors) is checked against ``calibration_error`` on that model, or the script stops.
 
     python benchmarks/bench_compare.py --sizes 1e4 1e5 1e6 --repeats 5 --write
     python benchmarks/bench_compare.py --device cuda --sizes 1e5 1e6 1e7   # printed only
@@ -38,8 +40,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._record import command_line, load_average, machine_load  # noqa: E402
 from benchmarks.coverage_compare import joint_shrink_squares  # noqa: E402
 from calib_metrics.functional import (  # noqa: E402
+    calibration_error,
     calibration_error_ci,
     compare_calibration,
     comparison,
@@ -47,6 +51,12 @@ from calib_metrics.functional import (  # noqa: E402
 
 DOC = ROOT / "docs" / "bench_compare.md"
 SAMPLES = 2000
+# Every row's point error is the same float64 computation on the same bins as
+# calibration_error's (it is bitwise equal where measured): at most the order of the
+# additions differs, a few ulps of the square; near a square of 0 (model b is calibrated,
+# its debiased error clipped at 0) the root of a few ulps of terms of ~1e-3 is ~1e-9, so
+# an absolute 1e-7 never fires spuriously, while a wrong error is off by far more.
+ERROR_RTOL, ERROR_ATOL = 1e-9, 1e-7
 
 
 def make_inputs(
@@ -96,17 +106,47 @@ def candidates(device: str = "cpu") -> dict[str, Callable]:
     }
 
 
+def point_errors(result: object) -> list[float] | None:
+    """Model a's and model b's point errors in a row's result (None for the sort's)."""
+    if isinstance(result, comparison.ComparisonResult):
+        return [result.a.error.item(), result.b.error.item()]
+    if isinstance(result, list):
+        return [r.error.item() for r in result]
+    return None
+
+
+def check_errors(results: dict[str, object], inputs: tuple) -> None:
+    """Each row's errors of model a and model b equal ``calibration_error`` on that model
+    (to ``ERROR_RTOL`` and ``ERROR_ATOL``): the rows time the same errors, or their times
+    are not comparable. Raises SystemExit naming the row, the model and the gap."""
+    a, b, y = inputs
+    expected = [calibration_error(p, y).item() for p in (a, b)]
+    for name, result in results.items():
+        errors = point_errors(result)
+        if errors is None:
+            continue
+        for model, got, want in zip("ab", errors, expected, strict=True):
+            if abs(got - want) > ERROR_RTOL * abs(want) + ERROR_ATOL:
+                raise SystemExit(
+                    f"bench_compare: {name!r} gave model {model}'s error {got!r}, "
+                    f"calibration_error {want!r} (difference {got - want:.3e}, N = {y.numel()})"
+                )
+
+
 def synchronize(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
 
+def answers(functions: dict[str, Callable], inputs: tuple) -> dict[str, object]:
+    """Each function's result from one untimed call: the warm-up, and what is checked."""
+    return {name: run(*inputs) for name, run in functions.items()}
+
+
 def time_all(
     functions: dict[str, Callable], inputs: tuple, repeats: int, device: str = "cpu"
 ) -> dict[str, float]:
-    """Median seconds of each function, runs interleaved after one warm-up of each."""
-    for run in functions.values():
-        run(*inputs)
+    """Median seconds of each function, runs interleaved (warm them up first: answers)."""
     times: dict[str, list[float]] = {name: [] for name in functions}
     for _ in range(repeats):
         for name, run in functions.items():
@@ -139,19 +179,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.write and args.device != "cpu":
         parser.error(f"--write records the CPU table in {DOC.relative_to(ROOT)}; print GPU runs")
     torch.set_num_threads(args.threads)
+    load_start = load_average()
     sections = []
     for n in map(int, args.sizes):
         inputs = make_inputs(n, device=args.device)
-        medians = time_all(candidates(args.device), inputs, args.repeats, args.device)
+        functions = candidates(args.device)
+        check_errors(answers(functions, inputs), inputs)
+        medians = time_all(functions, inputs, args.repeats, args.device)
         sections.append(table(n, medians))
         print(sections[-1] + "\n", flush=True)
+    load = machine_load(load_start)
+    print(load)
     if args.write:
-        command = "python benchmarks/bench_compare.py " + " ".join(sys.argv[1:])
+        command = command_line("bench_compare.py", args.threads)
         header = [
             "# Paired comparison: time",
             "",
             f"`{command}` ({args.threads} thread(s), {args.device}, torch {torch.__version__}; the",
             "machine may be shared: read the ratios, measured interleaved in one process).",
+            load,
+            "",
+            "Before timing, every row's errors of model a and model b were checked against",
+            "`calibration_error` on each model (they agree, or the script stops).",
             "",
             "The paired draws weight every resampling unit (each of the N pairs, or each group)",
             "in each of the 2,000 draws, O(N·S), so that both models see the same resample;",

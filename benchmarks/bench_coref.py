@@ -22,6 +22,12 @@ Scores are random: the time of sampling, pointer jumping, the pairwise compariso
 and the DP does not depend on the score values (the Python peer's union-find barely
 does).
 
+Before timing, the answers are checked (or the script stops): at each document size,
+the pairwise frequencies of ``sample_entity_roots``' clusterings (the first rows) and,
+on the one document, the sampled estimate and the Python loop's, against the exact
+marginals within a Monte-Carlo band (``SE_BAND``); on the test set, the padded batch's
+exact marginals against each document's.
+
 Usage::
 
     python benchmarks/bench_coref.py [--device cpu] [--repeats 7] [--write]
@@ -50,6 +56,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._record import command_line  # noqa: E402
 from calib_metrics.models.coref import (  # noqa: E402
     coreference_marginals,
     entity_roots,
@@ -58,6 +65,19 @@ from calib_metrics.models.coref import (  # noqa: E402
 )
 
 TEST_SET = "gum-ontogum-coref/ontogum-test.conllu.gz"
+# A sampled frequency of S draws has standard error sqrt(p(1 − p)/S) at the exact p. A
+# gap past 6 of them has normal probability 2e-9 per pair, 4e-5 over the 19,900 pairs of
+# a 200-mention document: the check essentially never fires on a correct sampler. Counts
+# of a p near 0 or 1 are Poisson, not normal: the 1/S added to p(1 − p) widens their
+# band to 6·sqrt(λ + 1) draws around λ = S·p expected (10 or more where 1 is expected:
+# probability 1e-7). A wrong sampler (a row's softmax off, a union missed) moves
+# whole rows of pairs by far more.
+SE_BAND = 6.0
+CHECK_ROWS = 64  # rows of the roots' pair table checked per document (all rows is N²·S)
+# The exact DP runs in float64 and is cast to float32: padding a document into a batch
+# changes at most the order of float64 additions, so the two agree to a float32 ulp or
+# two; 1e-6 is 16 ulps at 1.
+EXACT_ATOL = 1e-6
 
 
 # ----------------------------------------------------------------------------- peer
@@ -112,6 +132,53 @@ def peer_marginals(scores: torch.Tensor, n_samples: int, rng: random.Random) -> 
         arr = np.asarray(lab)
         counts += arr[:, None] == arr[None, :]
     return counts / n_samples
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def check_frequencies(what: str, estimate, exact: torch.Tensor, n_samples: int) -> float:
+    """``estimate`` (pair frequencies of ``n_samples`` sampled clusterings) against the exact
+    marginals, within ``SE_BAND`` standard errors; SystemExit naming ``what``, the worst
+    pair and its gap otherwise. Returns the largest gap in standard errors."""
+    est = torch.as_tensor(estimate, dtype=torch.float64).reshape(exact.shape)
+    p = exact.double()
+    se = ((p * (1 - p) + 1 / n_samples) / n_samples).sqrt()
+    z = (est - p).abs() / se
+    worst = int(z.argmax())
+    if not z.max() <= SE_BAND:  # a NaN fails too
+        i, j = divmod(worst, p.shape[-1])
+        raise SystemExit(
+            f"bench_coref: {what}: pair ({i}, {j}) estimated {est.flatten()[worst]:.4f} with "
+            f"{n_samples} samples, exact {p.flatten()[worst]:.4f}: {z.max():.1f} standard "
+            f"errors apart (band {SE_BAND:g})"
+        )
+    return z.max().item()
+
+
+def check_roots(doc: torch.Tensor, n_samples: int, gen) -> float:
+    """``sample_entity_roots``' clusterings against the exact marginals, on the pairs of
+    the first ``CHECK_ROWS`` mentions (their co-clustering frequencies)."""
+    exact = coreference_marginals(doc)[0]
+    roots = sample_entity_roots(doc, n_samples, generator=gen)[:, 0]  # [S, N]
+    rows = min(CHECK_ROWS, roots.shape[1])
+    together = (roots[:, :rows, None] == roots[:, None, :]).double().mean(0)
+    return check_frequencies(
+        f"sample_entity_roots, {doc.shape[-1]} mentions", together, exact[:rows], n_samples
+    )
+
+
+def check_batch(batch: torch.Tensor, mask: torch.Tensor, docs: list[torch.Tensor]) -> None:
+    """The padded batch's exact marginals equal each document's (``EXACT_ATOL``)."""
+    batched = coreference_marginals(batch, mask=mask)
+    for k, doc in enumerate(docs):
+        n = doc.shape[-1]
+        gap = (batched[k, :n, :n] - coreference_marginals(doc)[0]).abs().max().item()
+        if not gap <= EXACT_ATOL:
+            raise SystemExit(
+                f"bench_coref: exact marginals of test document {k} ({n} mentions) differ "
+                f"in the padded batch by up to {gap:.3e} (tolerance {EXACT_ATOL:g})"
+            )
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -284,9 +351,11 @@ def _growth(args: argparse.Namespace, device: torch.device, gen, rng) -> tuple[l
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     ratios = {}
+    worst = 0.0
     for n in args.sizes:
         doc = _scores(n, 0, device)
         doc_cpu = doc.cpu()
+        worst = max(worst, check_roots(doc, max(args.sample_counts), gen))
         for k in args.sample_counts:
 
             def ours(doc=doc, k=k):
@@ -309,7 +378,13 @@ def _growth(args: argparse.Namespace, device: torch.device, gen, rng) -> tuple[l
                 f"| {tw * 1e3:.2f} | {two_faults:.0f} | {pw * 1e3:.0f} | {pc * 1e3:.0f} "
                 f"| {_speedup(ow, pw)} | {_speedup(oc, pc)} |"
             )
-    return [*lines, "", _faults_note(), ""], ratios
+    checked = (
+        f"Checked before timing: at every size, the co-clustering frequencies of "
+        f"`sample_entity_roots`' {max(args.sample_counts):,} samples (pairs of the first "
+        f"{CHECK_ROWS} mentions) against the exact marginals: largest gap {worst:.1f} "
+        f"standard errors (band {SE_BAND:g})."
+    )
+    return [*lines, "", _faults_note(), "", checked, ""], ratios
 
 
 def _faults_note() -> str:
@@ -328,7 +403,13 @@ def _document(args: argparse.Namespace, device: torch.device, gen, rng) -> list[
     def ours_marginals():
         return coreference_marginals(doc, n_samples=s, generator=gen)
 
-    ours_marginals(), coreference_marginals(doc)  # warm-up
+    # The warm-up's answers, checked; the loop's with fewer samples (it is slow).
+    exact = coreference_marginals(doc)
+    z_ours = check_frequencies("sampled estimate, one document", ours_marginals(), exact, s)
+    loop_s = min(s, 200)
+    z_loop = check_frequencies(
+        "Python loop, one document", peer_marginals(doc_cpu, loop_s, rng), exact.cpu(), loop_s
+    )
     t_om = _median_time(ours_marginals, args.repeats, device)
     t_ex = _median_time(lambda: coreference_marginals(doc), args.repeats, device)
     t_pm = _median_time(lambda: peer_marginals(doc_cpu, s, rng), args.peer_repeats, device)
@@ -340,6 +421,10 @@ def _document(args: argparse.Namespace, device: torch.device, gen, rng) -> list[
         f"| sample + clusters + pairwise estimate | {t_om:.4f} | {t_pm:.3f} "
         f"| {_speedup(t_om, t_pm)} |",
         f"| exact pairwise marginals (DP) | {t_ex:.4f} | | |",
+        "",
+        f"Checked before timing against the exact marginals: our {s}-sample estimate, "
+        f"largest gap {z_ours:.1f} standard errors; the loop's ({loop_s} samples) "
+        f"{z_loop:.1f} (band {SE_BAND:g}).",
         "",
     ]
 
@@ -371,7 +456,7 @@ def _test_set(args: argparse.Namespace, device: torch.device, gen, rng) -> list[
         batch[k, :n, :n] = d[0]
     mask = torch.arange(n_max, device=device)[None, :] < torch.tensor(sizes, device=device)[:, None]
 
-    set_exact()
+    check_batch(batch, mask, docs)  # also the exact DP's warm-up
     t_sc = _median_time(set_clusters, args.repeats, device)
     t_sm = _median_time(set_marginals, args.repeats, device)
     t_se = _median_time(set_exact, args.repeats, device)
@@ -398,8 +483,9 @@ def _test_set(args: argparse.Namespace, device: torch.device, gen, rng) -> list[
         f"| exact pairwise marginals, one padded batch | {t_sb:.4f} | | |",
         "",
         f"Exact marginals of the whole test set against its {s}-sample estimate: "
-        f"{_speedup(t_se, t_sm)} faster per document, {_speedup(t_sb, t_sm)} as one padded batch. "
-        f"The Python loop ran {ns} samples per test document, scaled x{scale:g} "
+        f"{_speedup(t_se, t_sm)} faster per document, {_speedup(t_sb, t_sm)} as one padded batch "
+        f"(checked before timing: the batch's exact marginals equal each document's to "
+        f"{EXACT_ATOL:g}). The Python loop ran {ns} samples per test document, scaled x{scale:g} "
         "(its cost is linear in the number of samples).",
         "",
     ]
@@ -512,10 +598,12 @@ def main(argv: list[str] | None = None) -> None:
     print(table)
     if args.write:
         out = ROOT / "docs" / "bench_coref.md"
+        command = command_line("bench_coref.py", env=("CALIB_METRICS_DATA",))
         out.write_text(
             "# Coreference sampling benchmark\n\n"
-            "Generated by `python benchmarks/bench_coref.py --data ../shared/data --write` "
-            "(from the main checkout).\n\n" + table + "\n",
+            f"Generated by `{command}` with `--write`, from the repository root.\n\n"
+            + table
+            + "\n",
             encoding="utf-8",
         )
         print(f"wrote {out}", file=sys.stderr)

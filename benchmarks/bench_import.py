@@ -21,6 +21,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._record import command_line, load_average, machine_load  # noqa: E402
+
 STATEMENTS = {
     "import torch": "import torch",
     "import calib_metrics.functional": "import calib_metrics.functional",
@@ -65,13 +69,13 @@ def measure(repeats: int, before: Path | None) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def table(medians: dict[str, float], repeats: int, before: Path | None) -> str:
+def table(medians: dict[str, float], repeats: int, load_start: float) -> str:
     floor = medians["import torch"]
-    extra = "" if before is None else f" --before {before}"
     lines = [
-        f"`python benchmarks/bench_import.py --repeats {repeats}{extra}` — Python "
+        f"`{command_line('bench_import.py')}` — Python "
         f"{platform.python_version()}, {platform.machine()}; medians of {repeats} fresh "
         "interpreters per statement, taken in turn.",
+        machine_load(load_start),
         "",
         "| statement | seconds | × `import torch` |",
         "|---|---:|---:|",
@@ -88,7 +92,8 @@ def main() -> None:
         "--before", type=Path, help="another checkout to time `import calib_metrics.functional` in"
     )
     args = parser.parse_args()
-    text = table(measure(args.repeats, args.before), args.repeats, args.before)
+    load_start = load_average()
+    text = table(measure(args.repeats, args.before), args.repeats, load_start)
     print(text)
     if args.write:
         out = ROOT / "docs" / "bench_import.md"

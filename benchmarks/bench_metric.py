@@ -40,7 +40,6 @@ import gc
 import json
 import os
 import resource
-import shlex
 import statistics
 import subprocess
 import sys
@@ -53,6 +52,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._record import command_line, load_average, machine_load  # noqa: E402
 from calib_metrics.functional import calibration_error, calibration_error_ci  # noqa: E402
 
 DOC = ROOT / "docs" / "bench_metric.md"
@@ -62,14 +62,6 @@ OURS_PLUGIN = "uniform 15 bins, l2 plug-in (ours, debias=False)"
 PEER = "torchmetrics BinaryCalibrationError (15 bins, l2)"
 # Both sum in float64 over the same bins: only the order of the additions differs.
 PEER_RTOL = 1e-9
-
-
-def command_line(script: str, threads: int) -> str:
-    """The run's command as typed (all its options), with the thread count it ran on."""
-    argv = [a for a in sys.argv[1:] if a != "--write"]
-    if not any(a.startswith("--threads") for a in argv):
-        argv += ["--threads", str(threads)]
-    return shlex.join(["python", f"benchmarks/{script}", *argv])
 
 
 def make_inputs(n: int, device: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -312,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     _, tu_status = peer_torch_uncertainty(args.bin_size)
-    load_before = os.getloadavg()[0]
+    load_before = load_average()
     header = [
         "# Benchmark: calibration metric core",
         "",
@@ -351,10 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         section = table(n, medians, values, memory)
         print(section + "\n", flush=True)
         sections.append(section)
-    load = (
-        f"Load average (1 minute) {load_before:.2f} at the start and "
-        f"{os.getloadavg()[0]:.2f} at the end, on {os.cpu_count()} CPUs."
-    )
+    load = machine_load(load_before)
     print(load)
     if args.write:
         DOC.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,9 @@ process, interleaved, after a warm-up, the median of ``--repeats`` runs of:
 - pandas.read_csv, if pandas can be imported (it is no dependency).
 
 The machine may be shared, so what counts is the ratio to each peer measured in the same
-process, printed per size, not the absolute times.
+process, printed per size, not the absolute times. Before timing, the values each reader
+parsed (from its warm-up call) are checked against ours: the same probabilities and
+labels, bit for bit, or the script stops.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_read.py --sizes 1e4 1e5 1e6 --repeats 3
 """
@@ -73,9 +75,38 @@ def peers() -> dict[str, Callable[[Path], object]]:
     return found
 
 
+def parsed(result: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """(probabilities, labels) as float64 tensors, from any reader's result."""
+    if hasattr(result, "probs"):  # ours: Predictions
+        return result.probs.double(), result.target.double()
+    if isinstance(result, tuple):  # csv + float: two lists
+        return torch.tensor(result[0], dtype=torch.float64), torch.tensor(result[1]).double()
+    table = torch.as_tensor(np.asarray(result, dtype=np.float64))  # an array or a DataFrame
+    return table[:, 0], table[:, 1]
+
+
+def check_values(results: dict[str, object]) -> None:
+    """Every reader parsed the same probabilities and labels as ours, exactly: the file
+    holds each probability's shortest repr, which every correct parser reads back to the
+    same double. Raises SystemExit naming the reader, the column and the largest gap."""
+    q, y = parsed(results["ours"])
+    for name, result in results.items():
+        for column, mine, theirs in zip(("prob", "label"), (q, y), parsed(result), strict=True):
+            if mine.shape != theirs.shape:
+                raise SystemExit(
+                    f"bench_read: {name} read {tuple(theirs.shape)} {column} values, "
+                    f"ours {tuple(mine.shape)}"
+                )
+            if not torch.equal(mine, theirs):
+                gap = (mine - theirs).abs().max().item()
+                raise SystemExit(
+                    f"bench_read: {name} and ours parsed different {column} values "
+                    f"(largest difference {gap:.3e})"
+                )
+
+
 def median_times(functions: dict[str, Callable[[Path], object]], path: Path, repeats: int):
-    for f in functions.values():  # warm-up
-        f(path)
+    check_values({name: f(path) for name, f in functions.items()})  # the warm-up, checked
     times: dict[str, list[float]] = {name: [] for name in functions}
     for _ in range(repeats):
         for name, f in functions.items():  # interleaved

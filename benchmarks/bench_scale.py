@@ -55,6 +55,7 @@ import torch
 from torchmetrics.classification import BinaryCalibrationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._record import command_line
 from calib_metrics import CalibrationError
 from calib_metrics.functional import adaptive_binning
 from calib_metrics.functional.auto_bin import resolve_bin_size
@@ -386,7 +387,7 @@ def write_block(doc: Path, markers: tuple[str, str], script: str, text: str) -> 
     when the markers are not there yet)."""
     begin, end = markers
     body = doc.read_text()
-    command = " ".join(["python", f"benchmarks/{script}", *sys.argv[1:]])
+    command = command_line(script, torch.get_num_threads())
     block = f"{begin}\n`{command}`, torch {torch.__version__}:\n\n{text}\n{end}"
     if begin in body:
         body = body[: body.index(begin)] + block + body[body.index(end) + len(end) :]

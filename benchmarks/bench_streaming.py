@@ -15,6 +15,15 @@ run, so that the peaks do not mix):
 3. peak memory of a run that draws its pairs batch by batch (RSS on CPU, the CUDA
    allocator's peak on a GPU).
 
+torchmetrics runs at its defaults, ``norm="l1"`` on 15 equal-width bins, while ours is
+the l2 error (debiased) on equal-mass bins of 5000 pairs: different numbers, so the
+throughput ratio compares the cost of the calls, not of one estimate. Before timing, at
+each N, the answers are checked where they define the same number (or the script stops):
+the exact metric against ``calibration_error``, the streaming one against the exact one
+within its own ``streaming_tolerance()``, and torchmetrics (given float64 copies of q, so
+that its sums are float64 too) against our ``calibration_error`` at its settings (l1
+plug-in on its 15 bins).
+
 Run ``python benchmarks/bench_streaming.py [--device cuda] [--threads 1] [--write]``;
 ``--write`` puts the tables in ``docs/bench_streaming.md``.
 """
@@ -24,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import shlex
 import statistics
 import subprocess
 import sys
@@ -37,31 +45,32 @@ from torchmetrics import Metric
 from torchmetrics.classification import BinaryCalibrationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._record import command_line, load_average, machine_load
 from calib_metrics import CalibrationError
+from calib_metrics.functional import calibration_error
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN_SIZE = 5000
 TIMED_PAIRS = 10**6  # a timing of a smaller N repeats it, fresh metrics, to span this many
-
-
-def command_line(script: str, threads: int) -> str:
-    """The run's command as typed (all its options), with the thread count it ran on."""
-    argv = [a for a in sys.argv[1:] if a != "--write"]
-    if not any(a.startswith("--threads") for a in argv):
-        argv += ["--threads", str(threads)]
-    return shlex.join(["python", f"benchmarks/{script}", *argv])
+PEER = "torchmetrics BinaryCalibrationError (15 bins)"
+STREAMING = "calib_metrics streaming"
+EXACT = "calib_metrics exact"
+# The exact metric and calibration_error, and torchmetrics given float64 copies and our
+# l1 plug-in on its bins, sum in float64 over the same bins: only the order of the
+# additions may differ, a few ulps. The debiased l2 error is the root of a square that
+# may be near 0 (clipped there), where a few ulps of the square's ~1e-3 terms move the
+# root by ~1e-9: hence an absolute 1e-7 beside the relative 1e-9.
+SAME_RTOL, SAME_ATOL = 1e-9, 1e-7
 
 
 def factories(validate: bool, device: str = "cpu") -> dict[str, Callable[[], Metric]]:
     """Fresh metrics on ``device`` (a streaming sketch refuses batches on another)."""
     made = {
-        "torchmetrics BinaryCalibrationError (15 bins)": lambda: BinaryCalibrationError(
-            n_bins=15, validate_args=validate
-        ),
-        "calib_metrics streaming": lambda: CalibrationError(
+        PEER: lambda: BinaryCalibrationError(n_bins=15, validate_args=validate),
+        STREAMING: lambda: CalibrationError(
             bin_size=BIN_SIZE, streaming=True, validate_args=validate
         ),
-        "calib_metrics exact": lambda: CalibrationError(bin_size=BIN_SIZE, validate_args=validate),
+        EXACT: lambda: CalibrationError(bin_size=BIN_SIZE, validate_args=validate),
     }
     return {name: (lambda make=make: make().to(device)) for name, make in made.items()}
 
@@ -89,6 +98,49 @@ def run_once(metric: Metric, q: torch.Tensor, y: torch.Tensor, batch: int, devic
     return time.perf_counter() - start
 
 
+def fed(metric: Metric, q: torch.Tensor, y: torch.Tensor, batch: int) -> Metric:
+    """``metric`` updated with the pairs in batches of ``batch``, as the timed runs feed it."""
+    for i in range(0, q.numel(), batch):
+        metric.update(q[i : i + batch], y[i : i + batch])
+    return metric
+
+
+def check_same(what: str, got: float, want: float, tolerance: float, n: int) -> None:
+    """Stop the script (SystemExit) when ``got`` and ``want`` differ by more than
+    ``tolerance``, naming what differed and by how much."""
+    if not abs(got - want) <= tolerance:  # a NaN fails too
+        raise SystemExit(
+            f"bench_streaming: {what} at N = {n:,}: {got!r} against {want!r} (difference "
+            f"{got - want:.3e}, tolerance {tolerance:.3e}); the timed methods' answers are wrong"
+        )
+
+
+def check_answers(q: torch.Tensor, y: torch.Tensor, batch: int, device: str) -> None:
+    """Each method's answer on these pairs, fed as the timed runs feed them, where two of
+    them define the same number (see the module docstring); untimed."""
+    n = q.numel()
+    made = factories(False, device)
+    exact = fed(made[EXACT](), q, y, batch).compute().item()
+    reference = calibration_error(q, y, bin_size=BIN_SIZE).item()
+    check_same(
+        "exact metric vs calibration_error", exact, reference, SAME_RTOL * reference + SAME_ATOL, n
+    )
+    streaming = fed(made[STREAMING](), q, y, batch)
+    # The sketch's own bound on its gap to the exact error (0 while it keeps the pairs),
+    # plus the float64 slack of two sums over the same bins.
+    tolerance = streaming.streaming_tolerance().item() + SAME_RTOL * exact + SAME_ATOL
+    check_same("streaming metric vs exact metric", streaming.compute().item(), exact, tolerance, n)
+    peer = fed(made[PEER](), q.double(), y, batch).compute().item()
+    ours = calibration_error(q, y, binning="uniform", n_bins=15, norm="l1", debias=False).item()
+    check_same(
+        "torchmetrics (float64 copies) vs our l1 plug-in on its 15 bins",
+        peer,
+        ours,
+        SAME_RTOL * ours + SAME_ATOL,
+        n,
+    )
+
+
 def run_timed(make: Callable[[], Metric], n: int, q, y, batch: int, device: str) -> float:
     """Seconds of one run of update + compute on the first n pairs: the mean over enough
     runs, each on a fresh metric, to span ``TIMED_PAIRS`` pairs."""
@@ -99,6 +151,8 @@ def run_timed(make: Callable[[], Metric], n: int, q, y, batch: int, device: str)
 def throughput(args: argparse.Namespace) -> list[dict]:
     sizes = sorted(set(args.n))
     q, y = draw(sizes[-1], args.device)
+    for n in sizes:  # before any timing: a wrong answer stops the script early
+        check_answers(q[:n], y[:n], args.batch, args.device)
     makers = {
         (name, v): make for v in (False, True) for name, make in factories(v, args.device).items()
     }
@@ -110,10 +164,9 @@ def throughput(args: argparse.Namespace) -> list[dict]:
         for n, name, validate in keys:
             make = makers[(name, validate)]
             times[(n, name, validate)].append(run_timed(make, n, q, y, args.batch, args.device))
-    peer_name = next(iter(factories(False)))
     rows = []
     for (n, name, validate), runs in times.items():
-        peer = times[(n, peer_name, validate)]
+        peer = times[(n, PEER, validate)]
         median = statistics.median(runs)
         rows.append(
             {
@@ -220,7 +273,9 @@ def seconds(value: float) -> str:
     return f"{value:.3f}" if value >= 0.1 else f"{value:.3g}"
 
 
-def tables(args: argparse.Namespace, rows: list[dict], sizes: dict, peak: dict) -> str:
+def tables(
+    args: argparse.Namespace, rows: list[dict], sizes: dict, peak: dict, load_start: float
+) -> str:
     threads = torch.get_num_threads()
     cpu = platform.processor() or platform.machine()
     lines = [
@@ -228,11 +283,18 @@ def tables(args: argparse.Namespace, rows: list[dict], sizes: dict, peak: dict) 
         "",
         f"`{command_line('bench_streaming.py', threads)}` — torch {torch.__version__}, {cpu}"
         f" ({args.device}, {threads} thread(s)); medians of {args.repeats} runs taken in turn.",
+        machine_load(load_start),
         "",
         f"## Throughput: update + compute, N pairs in batches of {args.batch:,}",
         "",
         "× torchmetrics: torchmetrics' seconds over the method's at the same N and"
-        " validate_args, per round, median over the rounds.",
+        " validate_args, per round, median over the rounds. torchmetrics runs at its"
+        ' defaults, norm="l1" on 15 equal-width bins; ours is the debiased l2 error on'
+        f" equal-mass bins of {BIN_SIZE:,} pairs: another number, so the ratio compares the"
+        " cost of the calls. Checked before timing, at each N: the exact metric equals"
+        " `calibration_error`, the streaming one is within its `streaming_tolerance()` of"
+        " the exact one, and torchmetrics given float64 copies of q equals our l1 plug-in"
+        " on its 15 bins.",
         "",
         "| N | method | validate_args | seconds | pairs/s | × torchmetrics |",
         "|---:|---|---|---:|---:|---:|",
@@ -288,10 +350,11 @@ def main() -> None:
         name, n = args._peak
         print(json.dumps(peak_child(name, int(n), args.device, args.batch)))
         return
+    load_start = load_average()
     rows = throughput(args)
     sizes = state_sizes(args)
     peak = peaks(args)
-    text = tables(args, rows, sizes, peak)
+    text = tables(args, rows, sizes, peak, load_start)
     print(text)
     if args.write:
         (ROOT / "docs" / "bench_streaming.md").write_text(text)
