@@ -520,6 +520,7 @@ def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -
     groups and the column those came from); ``class_bins``: the bins behind the error (one
     set, or each class's under --mode classwise: those carry their class)."""
     from calib_metrics.cli_report import brier_numbers
+    from calib_metrics.report import BRIER_OF_CLASSWISE
 
     groups = table.groups
     bins = result.bins
@@ -546,6 +547,7 @@ def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -
         "lower": result.lower,
         "upper": result.upper,
         **brier_numbers(brier),
+        **({"brier_pairs": BRIER_OF_CLASSWISE} if args.mode == "classwise" else {}),
         "per_bin": per_bin_rows(class_bins if args.mode == "classwise" else [bins]),
     }
 
@@ -608,8 +610,9 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         print(f"note: {summary['interval_note']}")
     # The within-bin term may be negative (− 0.0001) or a tiny negative (+ 0.0000).
     sign, _, within = plus_term(brier.within_bin).partition(" ")
+    of = f" ({summary['brier_pairs']})" if "brier_pairs" in summary else ""
     print(
-        f"Brier = {fixed(brier.brier)} = calibration {fixed(brier.calibration)} "
+        f"Brier{of} = {fixed(brier.brier)} = calibration {fixed(brier.calibration)} "
         f"+ refinement {fixed(brier.refinement)} {sign} within-bin {within}"
     )
     for line in _extra_lines(summary):

@@ -222,7 +222,7 @@ def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None, mode: str
     groups, when given) of one model's pairs under ``mode``, as ``evaluate`` gives them."""
     from calib_metrics.cli import _brier_pairs, spiegelhalter_summary
     from calib_metrics.functional import brier_decomposition, smooth_calibration_error
-    from calib_metrics.report import Measures
+    from calib_metrics.report import Measures, brier_pairs
 
     test = spiegelhalter_summary(probs, target, mode, groups)
     return Measures(
@@ -232,6 +232,7 @@ def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None, mode: str
         _float_or_none(test["spiegelhalter_p"]),
         test["spiegelhalter_groups"],
         test.get("spiegelhalter_note"),
+        brier_pairs(mode),
     )
 
 
@@ -241,13 +242,17 @@ def models_measures(args: argparse.Namespace, models: tuple) -> tuple:
     a's groups, which both models share), as ``evaluate`` computes them."""
     from calib_metrics.cli import _brier_pairs
     from calib_metrics.functional import brier_decomposition
-    from calib_metrics.report import Measures
+    from calib_metrics.report import Measures, brier_pairs
 
     groups = models[0].groups
     if args.html:
         return tuple(_measures_of(m.probs, m.target, groups, args.mode) for m in models)
     return tuple(
-        Measures(brier_decomposition(*_brier_pairs(m.probs, m.target, args.mode))) for m in models
+        Measures(
+            brier_decomposition(*_brier_pairs(m.probs, m.target, args.mode)),
+            brier_pairs=brier_pairs(args.mode),
+        )
+        for m in models
     )
 
 
@@ -280,6 +285,8 @@ def measures_summary(measures) -> dict[str, Any]:
         numbers["spiegelhalter_groups"] = measures.spiegelhalter_groups
     if measures.spiegelhalter_note is not None:
         numbers["spiegelhalter_note"] = measures.spiegelhalter_note
+    if measures.brier_pairs is not None:
+        numbers["brier_pairs"] = measures.brier_pairs
     return numbers
 
 
@@ -439,6 +446,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None, s
         _float_or_none(summary["spiegelhalter_p"]),
         summary["spiegelhalter_groups"],
         summary.get("spiegelhalter_note"),
+        summary.get("brier_pairs"),
     )
     _write_page(
         Path(args.html),

@@ -69,7 +69,9 @@ class Measures(NamedTuple):
     ``smooth_ece``, ``spiegelhalter_z`` and ``spiegelhalter_p`` are None when not computed;
     ``spiegelhalter_groups`` is the number of groups of the test's cluster-robust variance
     (None: the independent variance); ``spiegelhalter_note`` says why the test was not
-    computed (hard 0/1 predictions, ``mode="classwise"``), as the command's text does.
+    computed (hard 0/1 predictions, ``mode="classwise"``), as the command's text does;
+    ``brier_pairs`` says which pairs the Brier split is of where they are not those of
+    CalibErr (``mode="classwise"``: :data:`BRIER_OF_CLASSWISE`).
     """
 
     brier: BrierDecomposition
@@ -78,6 +80,17 @@ class Measures(NamedTuple):
     spiegelhalter_p: float | None = None
     spiegelhalter_groups: int | None = None
     spiegelhalter_note: str | None = None
+    brier_pairs: str | None = None
+
+
+#: The pairs of ``--mode classwise``'s Brier split: one split of every class's pairs (its
+#: calibration term had sat under the classwise bins' header, and is no CalibErr²).
+BRIER_OF_CLASSWISE = "pooled one-vs-rest pairs, in bins of their own"
+
+
+def brier_pairs(mode: str) -> str | None:
+    """Which pairs the Brier split of ``mode`` is of, where they are not CalibErr's."""
+    return BRIER_OF_CLASSWISE if mode == "classwise" else None
 
 
 def _text(value: Any) -> str:
@@ -380,7 +393,8 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
         (f"{prefix}brier", "Brier score", fixed(b.brier)),
         (
             f"{prefix}brier_split",
-            "Brier = calibration + refinement + within-bin",
+            "Brier = calibration + refinement + within-bin"
+            + (f" ({measures.brier_pairs})" if measures.brier_pairs else ""),
             f"{fixed(b.calibration)} {plus_term(b.refinement)} {plus_term(b.within_bin)}",
         ),
     ]

@@ -15,6 +15,7 @@ from calib_metrics.functional import (
     smooth_calibration_error,
     spiegelhalter_test,
 )
+from calib_metrics.report import BRIER_OF_CLASSWISE
 
 
 def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
@@ -198,3 +199,23 @@ def test_a_classwise_few_bins_warning_says_its_count_is_per_class(capsys, tmp_pa
     code, out, err = run(capsys, "evaluate", str(file), "--mode", "classwise")
     assert code == 0 and "N = 200 pairs" in out
     assert "only 6 bins from 50 pairs per class (auto bins)" in err
+
+
+@pytest.mark.parametrize("mode", ["one_vs_rest", "top_label", "classwise"])
+def test_a_classwise_brier_split_says_which_pairs_it_is_of(capsys, tmp_path, multiclass_file, mode):
+    """Under --mode classwise the split is of the pooled one-vs-rest pairs in their own bins:
+    it had sat under the header of the classwise bins, its calibration term no CalibErr²."""
+    path = multiclass_file[0]
+    options = ("--samples", "20", "--mode", mode)
+    code, out, err = run(capsys, "evaluate", path, *options)
+    assert code == 0, err
+    brier = next(line for line in out.splitlines() if line.startswith("Brier"))
+    named = f"Brier ({BRIER_OF_CLASSWISE}) = " if mode == "classwise" else "Brier = "
+    assert brier.startswith(named)
+    _, out, _ = run(capsys, "evaluate", path, *options, "--json")
+    assert json.loads(out).get("brier_pairs") == (
+        BRIER_OF_CLASSWISE if mode == "classwise" else None
+    )
+    html = tmp_path / f"{mode}.html"
+    run(capsys, "compare", path, path, *options, "--html", html)
+    assert (f"within-bin ({BRIER_OF_CLASSWISE})" in html.read_text()) == (mode == "classwise")
