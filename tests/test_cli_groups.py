@@ -244,3 +244,40 @@ def test_groups_that_took_the_file_say_so(tmp_path: Path, capsys) -> None:
     code, _, err = run(capsys, "compare", "--groups", a, b)
     assert code == 2
     assert f"no column '{a}' (columns: probs, target; it is a file: put the files" in err
+
+
+def test_one_group_id_per_json_line_stands_for_each_of_its_labels(tmp_path: Path, capsys):
+    """A file of sentences, one line each with its id beside its padded tags, had been
+    refused: "40 group ids for 320 labels, 158 of them kept (give one per label ...)"."""
+    rng = np.random.default_rng(3)
+    lines, spread = [], []
+    for sentence in range(40):
+        length = int(rng.integers(1, 9))
+        q = [round(float(v), 4) for v in rng.uniform(size=length)]
+        y = [int(v < p) for v, p in zip(rng.uniform(size=length), q)]
+        pad = 8 - length
+        row = {"prob": q + [None] * pad, "label": y + [-100] * pad}
+        lines.append(json.dumps({"sid": f"s{sentence}", **row}))
+        spread.append(json.dumps({"sid": [f"s{sentence}"] * 8, **row}))
+    one, each = tmp_path / "one.jsonl", tmp_path / "each.jsonl"
+    one.write_text("\n".join(lines) + "\n")
+    each.write_text("\n".join(spread) + "\n")
+    options = ("--ignore-index", "-100", "--groups", "sid", "--samples", "100", "--json")
+    results = []
+    for path in (one, each):
+        code, out, err = run(capsys, "evaluate", path, *options)
+        assert code == 0, err
+        results.append(json.loads(out))
+    assert results[0]["groups"] == 40
+    for key in ("calib_err", "lower", "upper", "n", "groups"):
+        assert results[0][key] == results[1][key]
+    code, out, err = run(capsys, "compare", one, each, *options)
+    assert code == 0, err
+    # recalibrate --out writes each label's row with its line's id (it had stopped with a
+    # StopIteration traceback once such a file was read).
+    written = tmp_path / "out.csv"
+    code, _, err = run(capsys, "recalibrate", one, one, *options[:-1], "--out", written)
+    assert code == 0, err
+    rows = written.read_text().splitlines()[1:]
+    assert len(rows) == 40 * 8
+    assert [r.rsplit(",", 1)[1] for r in rows] == [f"s{i // 8}" for i in range(320)]

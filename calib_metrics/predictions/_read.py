@@ -127,12 +127,34 @@ def _group_ids(
     item of a multiclass file (C values each). ``layout``: the file's rows' lines, each
     label's line and the labels' shape, for the messages."""
     row_lines, every_line, shape = layout
+    ids = (ids[0], _one_id_per_line_spread(ids[1], row_lines, keep if keep is not None else y))
     _check_ids_per_line(ids, path, row_lines, keep if keep is not None else y.numel())
     filled = _padding_ids_filled(ids[1], keep)
     # The count before the values: a missing id among ids of another count (one a line
     # beside lines of several labels) had been named at the line of the label of its index.
     _check_id_count(_leaves(filled), path, y, keep, shape)
     return _kept_ids(_to_ids(filled, path, ids[0], every_line, shape), keep)
+
+
+def _one_id_per_line_spread(values: Any, lines: list[int] | None, labels: Tensor) -> Any:
+    """A JSON line's one group id beside its list of labels (a sentence's id beside its
+    tags) given to each of them: the natural layout of a file of sentences had been
+    refused ("40 group ids for 320 labels"). ``labels``: the file's labels (or its kept-mask).
+
+    Example:
+        >>> _one_id_per_line_spread(["s1", "s2"], [1, 2], torch.zeros(6))
+        [['s1', 's1', 's1'], ['s2', 's2', 's2']]
+        >>> _one_id_per_line_spread(["s1", "s2"], [1, 2], torch.zeros(2))  # one label a line
+        ['s1', 's2']
+    """
+    if not isinstance(values, list) or not lines or len(values) != len(lines):
+        return values
+    if any(isinstance(v, (list, tuple)) for v in values):
+        return values
+    n_labels = labels.numel()
+    if n_labels == len(values) or n_labels % len(values):
+        return values
+    return [[v] * (n_labels // len(values)) for v in values]
 
 
 def _check_id_count(
@@ -508,6 +530,22 @@ def row_position(path: str | Path, row: int) -> str:
     lines = getattr(_load(path), "lines", None)
     per_line, shape = _LABEL_LAYOUT.get(_file_identity(path), (1, None))
     return _row_of(lines, row, per_line, shape)
+
+
+def labels_per_line(path: str | Path) -> int:
+    """How many labels each line of a text file holds, as its last reading found them (a
+    JSON line's list of a sentence's tags); 1 where a line holds one, or for array files.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "s.jsonl")
+        >>> _ = open(file, "w").write('{"p": [0.9, 0.2], "y": [1, 0]}\\n')
+        >>> _ = read_table(file, probs="p", target="y")
+        >>> labels_per_line(file)
+        2
+    """
+    per_line, shape = _LABEL_LAYOUT.get(_file_identity(Path(path)), (1, None))
+    return per_line if shape is None else 1
 
 
 def row_positions(
