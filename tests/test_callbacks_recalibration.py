@@ -580,6 +580,15 @@ def test_a_binary_ignore_index_that_is_a_label_is_refused(label: int) -> None:
             callback.extract_batch(output, None, check_targets=check_targets)
 
 
+def test_a_0_dim_binary_logit_is_one_item() -> None:
+    """logits.squeeze() of a last batch of one item is 0-dim: the ignore_index check read
+    its shape[-1] and raised an IndexError (review R2)."""
+    logits, target = TemperatureRecalibration(ignore_index=-100).extract_batch(
+        {"logits": torch.tensor(0.5), "target": torch.tensor(1)}, None
+    )
+    assert logits.tolist() == [0.5] and target.tolist() == [1]
+
+
 def test_a_multiclass_ignore_index_that_is_a_class_is_warned_about_once() -> None:
     callback = TemperatureRecalibration(ignore_index=0)
     output = {"logits": torch.randn(4, 3), "target": torch.tensor([0, 1, 2, 1])}

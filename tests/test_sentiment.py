@@ -280,9 +280,9 @@ def test_load_corpus_falls_back_to_polarity(tmp_path):
         read_corpus(tmp_path)
 
 
-def test_missing_sklearn_names_the_extra(monkeypatch):
+def test_missing_sklearn_names_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn", None)
-    with pytest.raises(ImportError, match=r"calib-metrics\[experiments\]"):
+    with pytest.raises(ImportError, match=r"a dependency of calib-metrics: pip install scikit"):
         sentiment._require_sklearn()
 
 

@@ -203,7 +203,7 @@ class TemperatureRecalibration(Callback):
                 "(logits.squeeze(-1)), or multiclass logits [..., C] with C >= 2"
             )
         self._check_dtypes(logits, target, binary)
-        self._check_ignore_index(binary, logits.shape[-1])
+        self._check_ignore_index(binary, None if binary else logits.shape[-1])
         logits = logits.reshape(-1) if binary else logits.reshape(-1, logits.shape[-1])
         target = target.reshape(-1)
         if self.ignore_index is not None:
@@ -243,13 +243,13 @@ class TemperatureRecalibration(Callback):
         num_classes = None if logits.ndim == 1 else logits.shape[-1]
         check_class_ids(target, num_classes, ignore_index=self.ignore_index)
 
-    def _check_ignore_index(self, binary: bool, num_classes: int) -> None:
+    def _check_ignore_index(self, binary: bool, num_classes: int | None) -> None:
         """An ``ignore_index`` of 0 or 1 beside binary scores is a ValueError (it drops
         every negative or positive: the temperature had been fitted on one class without
         a word); a class id beside multiclass logits is warned about once. No host read:
         every batch is checked, as the metrics check it at construction."""
         try:
-            told = ignore_index_label_warning(self.ignore_index, None if binary else num_classes)
+            told = ignore_index_label_warning(self.ignore_index, num_classes)
         except ValueError as err:
             raise ValueError(f"TemperatureRecalibration: {err}") from None
         if told is not None and not self._told_ignore_index:

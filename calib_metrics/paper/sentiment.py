@@ -7,7 +7,7 @@ extracts binary unigram features with a tweet tokenizer, splits train/dev/test
 regression's L2 strength ``C`` by F1 on dev, and reports F1, accuracy, CalibErr
 with its 95% interval, the Brier split and the reliability diagrams (Figure 2)
 on test. Without the tweets it falls back to Pang & Lee's sentence polarity set
-and says so. scikit-learn is an optional extra (``calib-metrics[experiments]``).
+and says so. scikit-learn is a dependency of calib-metrics (isotonic recalibration needs it).
 """
 
 from __future__ import annotations
