@@ -43,9 +43,12 @@ CLOCK = time.process_time
 # Both sides sum n float64 terms as running sums and difference them at the boundaries:
 # each prefix is within n·eps of the total of its terms (the textbook bound on recursive
 # summation), so two such differences, on two sides, within 4·n·eps·total. Measured gaps
-# are far below it (1e-14 on Σq, 3e-8 on Σy of float16 ties at 1e6, against 2e-4); a
-# pair moved across a boundary or a label miscounted moves a sum by ~0.5 or 1.
+# are far below it (1e-14 on Σq, 3e-8 on Σy of float16 ties at 1e6, 1.5e-6 at 1e7); a
+# pair moved across a boundary or a label miscounted moves a sum by ~0.5 or 1. The bound
+# grows as n², past 0.5 at 1e8 (4.4 for uniform q), so it is capped at SUM_CAP, which
+# still leaves the measured gaps far below it and catches one pair moved.
 SUM_SLACK = 4 * torch.finfo(torch.float64).eps
+SUM_CAP = 0.01
 
 
 def pairs(kind: str, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -84,7 +87,8 @@ def sorted_reference(q: torch.Tensor, y: torch.Tensor, bin_size: int) -> tuple[t
 
 
 def check_sums(kind: str, n: int, ours: tuple[torch.Tensor, ...], reference: tuple) -> None:
-    """Counts identical, Σq and Σy within ``SUM_SLACK``·n·total; SystemExit otherwise,
+    """Counts identical, Σq and Σy within ``SUM_SLACK``·n·total (at most ``SUM_CAP``);
+    SystemExit otherwise,
     naming the distribution, the column and the largest gap."""
     if ours[0].shape != reference[0].shape:
         raise SystemExit(
@@ -99,7 +103,7 @@ def check_sums(kind: str, n: int, ours: tuple[torch.Tensor, ...], reference: tup
         )
     for column, mine, theirs in zip(("Σq", "Σy"), ours[1:], reference[1:], strict=True):
         gap = (mine - theirs).abs().max().item()
-        tolerance = SUM_SLACK * n * theirs.abs().sum().item()
+        tolerance = min(SUM_SLACK * n * theirs.abs().sum().item(), SUM_CAP)
         if not gap <= tolerance:
             raise SystemExit(
                 f"bench_exact: {kind} at N = {n:.0e}: per-bin {column} differs from the "
