@@ -296,20 +296,6 @@ def test_a_json_boolean_probability_is_refused(tmp_path, capsys, rows, line) -> 
     padded = tmp_path / "pad.jsonl"
     padded.write_text('{"prob": 0.3, "label": true}\n{"prob": true, "label": -100}\n')
     assert read_table(padded, ignore_index=-100).probs.tolist() == [0.3]
-    # A padding label's cell inside a line's list is not read either (review R2), and
-    # without --ignore-index its label is named first, with the padding hint.
-    padded.write_text('{"prob": [0.3, 0.4], "label": [1, 0]}\n'
-                      '{"prob": [0.2, true], "label": [1, -100]}\n')  # fmt: skip
-    assert read_table(padded, ignore_index=-100).probs.tolist() == [0.3, 0.4, 0.2]
-    with pytest.raises(ValueError, match="holds -100: a label must be binary"):
-        read_table(padded)
-
-
-def test_a_boolean_array_of_probabilities_is_refused(tmp_path) -> None:
-    path = tmp_path / "p.npz"
-    np.savez(path, probs=np.array([True, False, True]), target=np.array([1, 0, 1]))
-    with pytest.raises(ValueError, match=r"column 'probs' holds booleans \(dtype bool\)"):
-        read_table(path)
 
 
 # -- padding ----------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ text file, its index in an array file) and as the file writes it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,59 +80,22 @@ def _to_float(
 
 
 def refuse_booleans(
-    values: Any,
-    path: Path,
-    column: str,
-    lines: list[int] | None,
-    labels: tuple[int, ...],
-    read: Tensor | None,
+    values: Any, path: Path, column: str, lines: list[int] | None, labels: tuple | None
 ) -> None:
-    """Refuse booleans among probabilities: a JSON ``true``/``false`` of a label read
-    (``read``: which of the ``labels`` are, None: all; a padding cell may hold anything)
-    and an array of dtype bool. numpy had read them as 1 and 0 (a CSV's ``True`` is
-    refused as no number), where they are more likely the wrong column. Labels take
-    booleans (:func:`_to_labels`).
-
-    Example:
-        >>> refuse_booleans([0.2, True], Path("p.jsonl"), "prob", [1, 2], (2,), None)
-        Traceback (most recent call last):
-        ...
-        ValueError: p.jsonl: line 2, column 'prob' holds the boolean True, not a probability ...
-        >>> refuse_booleans([[0.2, True]], Path("p.jsonl"), "prob", [1], (2,),
-        ...                 torch.tensor([True, False]))  # the padding label's cell: not read
-    """
-    if isinstance(values, np.ndarray) and values.dtype.kind == "b":
-        raise ValueError(
-            f"{path}: column {column!r} holds booleans (dtype bool), not probabilities (the "
-            "wrong column?)"
-        )
+    """Refuse a JSON ``true``/``false`` among probabilities: numpy had read it as 1 or 0
+    (a CSV's ``True`` is refused as no number), where it is more likely the wrong column.
+    Labels take booleans (:func:`_to_labels`)."""
     if isinstance(values, np.ndarray) and values.dtype.kind != "O":
         return
-    leaves = list(_leaf_values(values))
-    n_labels = math.prod(labels)
-    per_label = len(leaves) // n_labels if n_labels and len(leaves) % n_labels == 0 else 0
-    for i, value in enumerate(leaves):
-        if not isinstance(value, (bool, np.bool_)):
-            continue
-        if per_label and read is not None and not bool(read.reshape(-1)[i // per_label]):
-            continue
-        per_row = len(leaves) // len(lines) if lines and len(leaves) % len(lines) == 0 else 1
-        where = _row_of(lines, i, per_row, None if lines else labels)
+    cells = np.asarray(values, dtype=object)
+    flat = cells.reshape(-1).tolist()
+    i = next((k for k, v in enumerate(flat) if isinstance(v, (bool, np.bool_))), None)
+    if i is not None:
+        where = _row_of(lines, i, _values_per_row(cells, lines, labels), labels)
         raise ValueError(
-            f"{path}: {where}, column {column!r} holds the boolean {value!r}, not a "
+            f"{path}: {where}, column {column!r} holds the boolean {flat[i]!r}, not a "
             "probability (the wrong column?)"
         )
-
-
-def _leaf_values(values: Any) -> Iterator[Any]:
-    """The values of nested lists (or object arrays), depth first: a JSON column's cells."""
-    if isinstance(values, (list, tuple)) or (
-        isinstance(values, np.ndarray) and values.dtype.kind == "O"
-    ):
-        for value in values:
-            yield from _leaf_values(value)
-    else:
-        yield values
 
 
 def _refuse_python_only_numbers(
