@@ -17,8 +17,6 @@ import numpy as np
 import pytest
 from cli_runs import one_line_error, run_cli
 
-from calib_metrics.predictions import read_table
-
 N = 120
 PROBS = [round((i % 10) / 10 + 0.05, 2) for i in range(N)]
 LABELS = [i % 2 for i in range(N)]
@@ -275,27 +273,6 @@ def test_a_json_null_probability_is_called_null(tmp_path, capsys) -> None:
     path = tmp_path / "p.jsonl"
     path.write_text('{"prob": 0.2, "label": 0}\n{"prob": null, "label": 1}\n')
     assert "line 2, column 'prob' is missing (null)" in one_line_error(capsys, "evaluate", path)
-
-
-@pytest.mark.parametrize(
-    "rows, line",
-    [
-        ('{"prob": true, "label": 1}\n{"prob": 0.2, "label": 0}\n', 1),
-        ('{"prob": [0.3, 0.6], "label": [1, 0]}\n{"prob": [0.2, false], "label": [1, 0]}\n', 2),
-        ('{"prob": [[0.3, 0.7], [0.5, 0.5]], "label": [1, 0]}\n'
-         '{"prob": [[0.6, 0.4], [0.2, true]], "label": [1, 0]}\n', 2),
-    ],
-)  # fmt: skip
-def test_a_json_boolean_probability_is_refused(tmp_path, capsys, rows, line) -> None:
-    """JSON's true had been read as the probability 1 (a CSV's True is no number): more
-    likely the wrong column. Labels take booleans; a padding row's cell is never read."""
-    path = tmp_path / "p.jsonl"
-    path.write_text(rows)
-    said = one_line_error(capsys, "evaluate", path)
-    assert f"line {line}, column 'prob' holds the boolean" in said and "not a probability" in said
-    padded = tmp_path / "pad.jsonl"
-    padded.write_text('{"prob": 0.3, "label": true}\n{"prob": true, "label": -100}\n')
-    assert read_table(padded, ignore_index=-100).probs.tolist() == [0.3]
 
 
 # -- padding ----------------------------------------------------------------------------------

@@ -36,7 +36,6 @@ from calib_metrics.predictions._values import (
     _to_float,
     _to_labels,
     file_row,
-    refuse_booleans,
 )
 
 
@@ -94,9 +93,7 @@ def read_table(
     y = _to_labels(y[1], path, y[0], lines, shape)
     keep = None if ignore_index is None else y != ignore_index
     labels = shape or (y.numel(),)  # a JSON file's list: its labels in a row
-    read = _padding_blanked(q[1], _rows_read(y, keep))  # a padding row may hold anything
-    refuse_booleans(read, path, q[0], lines, labels)
-    q = _to_float(read, path, q[0], lines, labels)
+    q = _to_float(_padding_blanked(q[1], _rows_read(y, keep)), path, q[0], lines, labels)
     if q.numel() == 0:
         raise ValueError(f"{path}: no rows")
     if y.numel() == 0 or q.numel() % y.numel():

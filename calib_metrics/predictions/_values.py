@@ -79,25 +79,6 @@ def _to_float(
     return torch.from_numpy(array.reshape(-1).copy())
 
 
-def refuse_booleans(
-    values: Any, path: Path, column: str, lines: list[int] | None, labels: tuple | None
-) -> None:
-    """Refuse a JSON ``true``/``false`` among probabilities: numpy had read it as 1 or 0
-    (a CSV's ``True`` is refused as no number), where it is more likely the wrong column.
-    Labels take booleans (:func:`_to_labels`)."""
-    if isinstance(values, np.ndarray) and values.dtype.kind != "O":
-        return
-    cells = np.asarray(values, dtype=object)
-    flat = cells.reshape(-1).tolist()
-    i = next((k for k, v in enumerate(flat) if isinstance(v, (bool, np.bool_))), None)
-    if i is not None:
-        where = _row_of(lines, i, _values_per_row(cells, lines, labels), labels)
-        raise ValueError(
-            f"{path}: {where}, column {column!r} holds the boolean {flat[i]!r}, not a "
-            "probability (the wrong column?)"
-        )
-
-
 def _refuse_python_only_numbers(
     values: Any, path: Path, column: str, lines: list[int] | None, labels: tuple | None
 ) -> None:
