@@ -195,6 +195,13 @@ def test_integer_probabilities_named_probs_are_read_as_a_csv_reads_them(tmp_path
         results.append(json.loads(out))
     assert results[0]["n"] == 300
     assert results[0]["calib_err"] == results[1]["calib_err"]
+    # JSON's booleans are read as the bool tensor's are: hard predictions, 1 and 0.
+    jsonl = tmp_path / "hard.jsonl"
+    jsonl.write_text("".join(f'{{"probs": {json.dumps(bool(q))}, "target": {y}}}\n'
+                             for q, y in zip(hard.tolist(), Y.tolist())))  # fmt: skip
+    code, out, err = run_cli(capsys, "evaluate", jsonl, "--samples", "20", "--json")
+    assert code == 0, err
+    assert json.loads(out)["calib_err"] == results[0]["calib_err"]
     # A float candidate still wins over an integer one.
     torch.save({"probs": Q, "prediction": hard, "target": Y}, path)
     code, out, err = run_cli(capsys, "evaluate", path, "--samples", "20", "--json")

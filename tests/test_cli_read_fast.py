@@ -463,14 +463,15 @@ def test_a_list_of_tensors_counts_its_ids_by_their_elements(tmp_path: Path) -> N
     assert read_table(file, probs="p", target="y", groups="g").groups.tolist() == [0, 0, 1, 1]
 
 
-def test_one_id_a_line_beside_lines_of_labels_is_told_its_count(tmp_path: Path) -> None:
+def test_one_id_a_line_beside_lines_of_labels_is_named_at_its_line(tmp_path: Path) -> None:
     """A sentence id a line (a bare value) beside lists of tags: a null one on line 2 had
-    been named at "line 1" (the line of label 1, where id 1 is line 2's)."""
+    been named at "line 1" (the line of label 1, where id 1 is line 2's), then told the
+    count; one id a line now stands for each of its labels, so the null is line 2's."""
     file = tmp_path / "tags.jsonl"
     file.write_text(
         '{"p": [0.9, 0.2], "y": [1, 0], "g": "s1"}\n{"p": [0.5, 0.3], "y": [1, 0], "g": null}\n'
     )
-    with pytest.raises(ValueError, match=r"tags.jsonl: 2 group ids for 4 labels \(give one"):
+    with pytest.raises(ValueError, match=r"tags.jsonl: line 2, column 'g' has a missing group"):
         read_table(file, groups="g")
 
 
