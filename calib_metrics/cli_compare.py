@@ -240,10 +240,10 @@ def _same_groups(args: argparse.Namespace, a, b, columns, by_ids: bool) -> Tenso
     row = _first_difference(first_a, first_b)
     if row is None:
         return a.groups
-    from calib_metrics.predictions import file_row, read_labels, row_position, row_positions
+    from calib_metrics.predictions import file_row, group_id_texts, row_position, row_positions
 
     ids = [
-        read_labels(path, column, kept, as_written=True)[row]
+        group_id_texts(path, column, kept)[row]
         for path, column, kept in ((args.a, columns[0], a.kept), (args.b, columns[1], b.kept))
     ]
     start, where = min(int(first_a[row]), int(first_b[row])), (args.a, args.b)

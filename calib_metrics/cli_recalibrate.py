@@ -122,22 +122,16 @@ def _write_probs(
             writer.writerow(row if groups is None else [*row, groups[i]])
 
 
-def _group_ids(
-    path: Path, wanted: str | None, kept: Tensor | None, n_labels: int
-) -> list[str] | None:
+def _group_ids(path: Path, wanted: str | None, kept: Tensor | None) -> list[str] | None:
     """The test file's group ids as it wrote them (``read_table`` numbers them 0..G-1), of
     every row, padding too: a column of one id per label kept (``kept``, as
     ``read_table`` takes it) gets an empty id on each padding row, a JSON line's one id
     (a sentence's, beside its list of tags) stands on each of its labels' rows."""
     if wanted is None:
         return None
-    from calib_metrics.predictions import group_column, labels_per_line, read_labels
+    from calib_metrics.predictions import group_column, group_id_texts
 
-    ids = read_labels(path, group_column(path, wanted), as_written=True)
-    rows = n_labels if kept is None else kept.numel()  # the file's labels, padding too
-    per_line = labels_per_line(path)
-    if per_line > 1 and len(ids) * per_line == rows:
-        return [i for i in ids for _ in range(per_line)]
+    ids = group_id_texts(path, group_column(path, wanted))
     if kept is None or len(ids) == kept.numel():
         return ids
     given = iter(ids)
@@ -245,7 +239,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if hasattr(recalibrator, "temperature"):
         summary["temperature"] = float(recalibrator.temperature)
     # Read before the writing: a failure reading the test file is not --out's.
-    ids = _group_ids(args.test, args.groups, test.kept, test.target.numel())
+    ids = _group_ids(args.test, args.groups, test.kept)
     with writing_output(out, "--out") as target:
         _write_probs(target, before, after, test, args.ignore_index, ids)
     summary["out"] = str(out)

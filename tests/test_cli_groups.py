@@ -281,3 +281,41 @@ def test_one_group_id_per_json_line_stands_for_each_of_its_labels(tmp_path: Path
     rows = written.read_text().splitlines()[1:]
     assert len(rows) == 40 * 8
     assert [r.rsplit(",", 1)[1] for r in rows] == [f"s{i // 8}" for i in range(320)]
+
+
+def test_compare_names_the_line_where_one_id_a_line_groups_differ(tmp_path: Path, capsys):
+    """Two files of one id a line, grouping the lines otherwise: the message had indexed
+    the lines' ids by label (line 2 named with line 9's id), or raised an IndexError."""
+    rows = [{"prob": [0.2, 0.7, 0.4], "label": [0, 1, i % 2]} for i in range(20)]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps({"sid": f"s{i}", **r}) + "\n" for i, r in enumerate(rows)))
+    b.write_text("".join(json.dumps({"sid": f"t{max(i, 14) // 2}", **r}) + "\n"
+                         for i, r in enumerate(rows)))  # fmt: skip
+    code, out, err = run(capsys, "compare", a, b, "--groups", "sid", "--samples", "20")
+    assert code == 2 and out == "" and "Traceback" not in err
+    # b's first 16 lines are one group, t7: line 2 is the first whose group differs.
+    assert "first differ at line 2 of both files (group 's1' in " in err
+    assert "'t7' in " in err and "shares a group with line 1 in " in err
+
+
+def test_one_group_id_per_json_record_and_mixed_rows(tmp_path: Path, capsys):
+    """A JSON document's records take one id alone as JSON lines do (review R4: only lines
+    had); one id alone on some rows and lists on others is named at the first row that
+    differs (it had blamed the first, valid, row)."""
+    records = [{"g": f"s{i}", "p": [0.2, 0.7, 0.4], "y": [0, 1, i % 2]} for i in range(20)]
+    spread = [{**r, "g": [r["g"]] * 3} for r in records]
+    results = []
+    for name, rows in (("one.json", records), ("each.json", spread)):
+        path = tmp_path / name
+        path.write_text(json.dumps(rows))
+        code, out, err = run(capsys, "evaluate", path, "--groups", "g", "--samples", "50", "--json")
+        assert code == 0, err
+        results.append(json.loads(out))
+    assert results[0]["groups"] == 20
+    assert [r["upper"] for r in results[:1]] == [r["upper"] for r in results[1:]]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps(r if i != 3 else spread[i]) + "\n"
+                             for i, r in enumerate(records)))  # fmt: skip
+    code, _, err = run(capsys, "evaluate", mixed, "--groups", "g", "--samples", "20")
+    assert code == 2
+    assert "line 4, column 'g' holds a list of ids where line 1 holds one id alone" in err

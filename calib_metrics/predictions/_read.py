@@ -134,9 +134,10 @@ def _group_ids(
 
 
 def _one_id_per_line_spread(values: Any, lines: list[int] | None, labels: Tensor) -> Any:
-    """A JSON line's one group id beside its list of labels (a sentence's id beside its
-    tags) given to each of them: the natural layout of a file of sentences had been
-    refused ("40 group ids for 320 labels"). ``labels``: the file's labels (or its kept-mask).
+    """A JSON line's (or record's) one group id beside its list of labels (a sentence's id
+    beside its tags) given to each of them: the natural layout of a file of sentences had
+    been refused ("40 group ids for 320 labels"). ``labels``: the file's labels (or its
+    kept-mask); ``lines``: the file's rows' lines (None for a JSON document's records).
 
     Example:
         >>> _one_id_per_line_spread(["s1", "s2"], [1, 2], torch.zeros(6))
@@ -144,14 +145,24 @@ def _one_id_per_line_spread(values: Any, lines: list[int] | None, labels: Tensor
         >>> _one_id_per_line_spread(["s1", "s2"], [1, 2], torch.zeros(2))  # one label a line
         ['s1', 's2']
     """
-    if not isinstance(values, list) or not lines or len(values) != len(lines):
+    if not isinstance(values, list) or not values:
         return values
-    if any(isinstance(v, (list, tuple)) for v in values):
+    if lines is not None and len(values) != len(lines):
+        return values
+    if not all(_one_value(v) for v in values):
         return values
     n_labels = labels.numel()
     if n_labels == len(values) or n_labels % len(values):
         return values
     return [[v] * (n_labels // len(values)) for v in values]
+
+
+def _one_value(cell: Any) -> bool:
+    """Whether a JSON cell (or a .pt list's element) is one value, not a list of them (a
+    sentence's tensor of ids is a list)."""
+    if isinstance(cell, (np.ndarray, Tensor)):
+        return cell.ndim == 0
+    return not isinstance(cell, (list, tuple))
 
 
 def _check_id_count(
@@ -294,6 +305,14 @@ def _check_ids_per_line(
     listed = isinstance(values, list) and any(isinstance(v, (list, tuple)) for v in values)
     if not listed or not values or n_labels % len(values):
         return
+    alone = [_one_value(v) for v in values]
+    if any(alone):  # one id alone on some rows, lists on others
+        i = alone.index(not alone[0])
+        held = ("one id alone", "a list of ids") if alone[0] else ("a list of ids", "one id alone")
+        raise ValueError(
+            f"{path}: {_row_of(lines, i)}, column {name!r} holds {held[1]} where "
+            f"{_row_of(lines, 0)} holds {held[0]}: give every row its ids alike"
+        )
     per_row = n_labels // len(values)
     kept = [per_row] * len(values)
     if not isinstance(labels, int):
@@ -309,7 +328,8 @@ def _check_ids_per_line(
     raise ValueError(
         f"{path}: {_row_of(lines, i)}, column {name!r} holds {counts[i]} group id"
         f"{'s' * (counts[i] != 1)} for its {per_row} label{'s' * (per_row != 1)}{held} "
-        "(give one per label, or one per label kept, in every row alike)"
+        "(give one per label, or one per label kept, in every row alike, or one id alone "
+        "for the row's labels)"
     )
 
 
@@ -529,7 +549,7 @@ def row_position(path: str | Path, row: int) -> str:
     return _row_of(lines, row, per_line, shape)
 
 
-def labels_per_line(path: str | Path) -> int:
+def _labels_per_line(path: str | Path) -> int:
     """How many labels each line of a text file holds, as its last reading found them (a
     JSON line's list of a sentence's tags); 1 where a line holds one, or for array files.
 
@@ -538,11 +558,33 @@ def labels_per_line(path: str | Path) -> int:
         >>> file = os.path.join(tempfile.mkdtemp(), "s.jsonl")
         >>> _ = open(file, "w").write('{"p": [0.9, 0.2], "y": [1, 0]}\\n')
         >>> _ = read_table(file, probs="p", target="y")
-        >>> labels_per_line(file)
+        >>> _labels_per_line(file)
         2
     """
     per_line, shape = _LABEL_LAYOUT.get(_file_identity(Path(path)), (1, None))
     return per_line if shape is None else 1
+
+
+def group_id_texts(path: str | Path, column: str, kept: Tensor | None = None) -> list[str]:
+    """The group ids of ``column`` as the file writes them, one per label (a JSON line's
+    one id beside its list of labels stands for each of them, as :func:`read_table` takes
+    it), of the labels ``kept`` (:attr:`Predictions.kept`; a column of one id per label
+    kept is taken as it is). For messages and for writing the ids back.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "s.jsonl")
+        >>> _ = open(file, "w").write('{"p": [0.9, 0.2], "y": [1, 0], "g": "s1"}\\n')
+        >>> _ = read_table(file, probs="p", target="y", groups="g")
+        >>> group_id_texts(file, "g")
+        ['s1', 's1']
+    """
+    path = Path(path)
+    ids = read_labels(path, column, as_written=True)
+    per_line, lines = _labels_per_line(path), getattr(_load(path), "lines", None)
+    if per_line > 1 and lines is not None and len(ids) == len(lines):
+        ids = [i for i in ids for _ in range(per_line)]
+    return ids if kept is None else _kept_values(np.array(ids, dtype=object), kept).tolist()
 
 
 def row_positions(
