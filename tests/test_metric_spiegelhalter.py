@@ -72,7 +72,7 @@ def test_per_class_average_gives_one_test_per_class() -> None:
 
 def test_a_folded_one_vs_rest_sketch_says_its_test_takes_the_pairs_as_independent() -> None:
     """Once a streaming metric folds pooled one-vs-rest pairs into its sketch, its test
-    takes them as independent (conservative for such pairs): p moved from 0.10 (the exact
+    takes them as independent (which they are not): p moved from 0.10 (the exact
     test, items as groups) to 0.71 here without a word."""
     import warnings
 
