@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
@@ -103,3 +104,47 @@ def test_a_second_models_smooth_curve_is_named_by_its_label(two) -> None:
     entries = _legend(ax)
     assert any(e.startswith("B: smooth curve (smECE ") for e in entries)
     assert any(e.startswith("B: ") and "pointwise bootstrap band" in e for e in entries)
+
+
+def _inside(fig, artist) -> bool:
+    FigureCanvasAgg(fig).draw()  # laid out and drawn: the renderer's own extents
+    box, page = artist.get_window_extent(), fig.bbox
+    return page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1
+
+
+def test_an_overlays_legend_fits_the_figure_and_hides_no_bin() -> None:
+    # Two models with smooth curves: their eight entries had run 27 px past the figure's
+    # right edge and covered model b's bins at the upper left.
+    g = torch.Generator().manual_seed(0)
+    q, q2 = torch.rand(4000, generator=g), torch.rand(4000, generator=g)
+    y, y2 = torch.bernoulli(q**1.5, generator=g), torch.bernoulli(q2, generator=g)
+    fig, ax = reliability_diagram(calibration_error_ci(q, y), label="model a",
+                                  smooth=smooth_reliability_curve(q, y, n_samples=20))  # fmt: skip
+    size = ax.get_window_extent().size
+    reliability_diagram(calibration_error_ci(q2, y2), ax, label="model b", color="C1",
+                        smooth=smooth_reliability_curve(q2, y2, n_samples=20))  # fmt: skip
+    legend = ax.get_legend()
+    assert len(legend.get_texts()) == 8 and _inside(fig, legend)
+    assert legend.get_window_extent().y1 < ax.get_window_extent().y0  # below the plot
+    # The figure grew by the legend: the plot keeps (about) its size.
+    assert ax.get_window_extent().size == pytest.approx(size, rel=0.05)
+
+
+def test_a_third_model_grows_the_figure_by_its_own_entries_only(two) -> None:
+    a, b = two
+    fig, ax = reliability_diagram(a, label="a")
+    reliability_diagram(b, ax, label="b", color="C1")
+    height = fig.get_figheight()
+    reliability_diagram(a, ax, label="c", color="C2")
+    added = fig.get_figheight() - height  # one entry: about 7 pt * 1.5 lines
+    assert 0 < added < 0.25 and _inside(fig, ax.get_legend())
+
+
+def test_an_overlay_in_a_figure_of_several_panels_keeps_its_size(two) -> None:
+    a, b = two
+    fig = Figure(figsize=(9, 5), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    reliability_diagram(a, left, label="a")
+    reliability_diagram(b, left, label="b", color="C1")
+    reliability_diagram(b, right)
+    assert fig.get_size_inches().tolist() == [9.0, 5.0] and _inside(fig, left.get_legend())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from calib_metrics.functional.binning import Bins, check_bins
 from calib_metrics.functional.calibration import CalibrationResult
@@ -56,6 +57,8 @@ def reliability_diagram(
     own). The diagonal, the x axis (``xscale`` is not used) and the
     title stay the first call's; the model's legend entry names its error (``"model b:
     CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
+    The legend of several models sits below the diagram (inside, it hid their bins), and
+    a figure holding only this diagram with constrained layout (a new one) grows by it.
 
     Args:
         result: what :func:`~calib_metrics.functional.calibration_error_ci` returns.
@@ -100,6 +103,7 @@ def reliability_diagram(
     scale, note = _pick_scale(xscale, q, n)
     fig, ax = _axes(ax, (4.6, 4.6))
     counts = _count_axis(ax)  # None, unless a diagram is drawn there already
+    overlay = counts is not None
     axis = _ProbabilityAxis(scale, q) if counts is None else _ProbabilityAxis.of(ax)
     if counts is None:
         t = axis.grid()
@@ -126,8 +130,37 @@ def reliability_diagram(
         _more_count_bars(counts, axis, q, n, color)
     handles = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
     handles.setdefault(counts.containers[0].get_label(), counts.containers[0])
-    ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
+    if overlay:
+        _legend_below(ax, list(handles.values()))
+    else:
+        ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
     return fig, ax
+
+
+#: The gid of an overlay's legend, drawn below the diagram: a further model's call finds
+#: it, to grow the figure by what its own legend adds only.
+LEGEND_BELOW = "calib_metrics: legend below"
+
+
+def _legend_below(ax: Axes, handles: list) -> None:
+    """Several models' legend, below the diagram: inside it, their eight entries had hidden
+    the second model's bins, and their width had run past the figure's right edge.
+
+    A figure that holds only this diagram (a new one, as the first call made it) and is
+    laid out by matplotlib's constrained layout grows by the legend's height, so that the
+    plot keeps its size; other figures make room as their layout does (constrained
+    layout shrinks the plot; else save with ``bbox_inches="tight"``).
+    """
+    fig = ax.figure
+    old = ax.get_legend()
+    before = old.get_window_extent().height if old and old.get_gid() == LEGEND_BELOW else 0.0
+    legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15),
+                       fontsize=7, framealpha=0.85)  # fmt: skip
+    legend.set_gid(LEGEND_BELOW)
+    alone = len(fig.axes) == 2 and all(a is ax or _count_axis(ax) is a for a in fig.axes)
+    if alone and isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+        grow = (legend.get_window_extent().height - before) / fig.dpi
+        fig.set_figheight(fig.get_figheight() + grow)
 
 
 def _refuse_pooled_classes(bins: Bins) -> None:
