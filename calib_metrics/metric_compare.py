@@ -454,8 +454,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         comparison, not a list of them (their differences over steps:
         :func:`~calib_metrics.plot.error_curve`). The figure is its own
         (two panels), so ``ax`` must be None. A classwise result's bins are every class's
-        pooled, which one diagram would mix: compare those class by class
-        (:meth:`compute_by_label`, :func:`~calib_metrics.plot.per_label_errors`).
+        pooled, which one diagram would mix: compare those class by class,
+        ``plot.per_label_errors(metric.compute_by_label())``
+        (:func:`~calib_metrics.plot.per_label_errors`).
 
         Returns ``(fig, axes)``: the two diagrams' axes.
 
@@ -478,7 +479,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         if self.num_classes is not None and self.mode == "classwise":
             raise ValueError(
                 "a classwise comparison pools every class's bins, which one diagram would "
-                "mix: compare class by class (compute_by_label() and plot.per_label_errors)"
+                "mix: compare class by class, plot.per_label_errors(metric.compute_by_label())"
             )
         from matplotlib.figure import Figure
 

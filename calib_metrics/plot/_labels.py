@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
+from calib_metrics.functional.comparison_by_label import LabelComparisonResult
 from calib_metrics.plot._arguments import _axes
 from calib_metrics.plot._text import (
     MAX_TICK_CHARS,
@@ -46,7 +47,8 @@ def _check_names(names: Any, models: int) -> list:
 
 
 def per_label_errors(
-    results: Mapping[str, CalibrationResult | Sequence[CalibrationResult] | ComparisonResult],
+    results: Mapping[str, CalibrationResult | Sequence[CalibrationResult] | ComparisonResult]
+    | LabelComparisonResult,
     ax: Axes | None = None,
     *,
     names: Sequence[str] = DEFAULT_NAMES,
@@ -65,7 +67,10 @@ def per_label_errors(
     the panels when the function makes the figure (``fig.legends[0]``). A value per
     label is a CalibrationResult (one model), a sequence of them (several models, named
     by ``names``), or a :class:`~calib_metrics.functional.comparison.ComparisonResult`
-    (a paired comparison of two models): then a second panel (``fig.axes[1]``, sharing
+    (a paired comparison of two models; a
+    :class:`~calib_metrics.functional.LabelComparisonResult`, what
+    ``CalibrationComparison.compute_by_label()`` returns, is taken whole for its labels'
+    comparisons): then a second panel (``fig.axes[1]``, sharing
     the labels) shows error(a) − error(b) with its paired interval, and the labels whose
     interval excludes 0 are marked (each label's own interval, not corrected for the
     many labels: a Holm or BH count may call fewer). A label name longer than
@@ -73,7 +78,9 @@ def per_label_errors(
     cannot squeeze the bars.
 
     Args:
-        results: label -> CalibrationResult, sequence of them, or ComparisonResult.
+        results: label -> CalibrationResult, sequence of them, or ComparisonResult; or
+            a LabelComparisonResult. A label may be a 0-dim tensor or NumPy scalar (its
+            value is drawn).
         ax: axes to draw on (not with comparisons, which make a figure of two panels).
         names: the models' names, in order.
         confidence, interval, debias: the settings behind the intervals.
@@ -135,12 +142,17 @@ def per_label_errors(
 
 
 def _per_label_inputs(
-    results: Mapping[str, Any],
+    results: Mapping[str, Any] | LabelComparisonResult,
 ) -> tuple[list[str], list[list[CalibrationResult]], list[ComparisonResult] | None]:
     """Labels, each model's results per label, and the comparisons (or None)."""
+    if isinstance(results, LabelComparisonResult):  # what compute_by_label() returns
+        results = dict(zip(results.labels.tolist(), results.per_label, strict=True))
     if not isinstance(results, Mapping) or not results:
-        raise ValueError("results must be a non-empty mapping label -> result")
-    labels, values = [str(k) for k in results], list(results.values())
+        raise ValueError(
+            "results must be a non-empty mapping label -> result, or a "
+            f"LabelComparisonResult, got {_described(results)}"
+        )
+    labels, values = [_label_text(k) for k in results], list(results.values())
     if all(isinstance(v, ComparisonResult) for v in values):
         return labels, [[v.a for v in values], [v.b for v in values]], values
     if all(isinstance(v, CalibrationResult) for v in values):
@@ -154,6 +166,25 @@ def _per_label_inputs(
             + ", ".join(sorted({type(v).__name__ for v in values}))
         )
     return labels, [list(model) for model in zip(*rows)], None
+
+
+def _described(results: Any) -> str:
+    """``results``' kind, and that it is empty where it is an empty mapping."""
+    return "an empty mapping" if isinstance(results, Mapping) else type(results).__name__
+
+
+def _label_text(key: Any) -> str:
+    """A label as its tick reads: the value of a 0-dim tensor or NumPy scalar (the keys of
+    ``zip(r.labels, r.per_label)``), which had been drawn as ``tensor(4)``.
+
+    Example:
+        >>> import numpy as np, torch
+        >>> _label_text(torch.tensor(4)), _label_text(np.int64(3)), _label_text("NOUN")
+        ('4', '3', 'NOUN')
+    """
+    if getattr(key, "ndim", None) == 0 and hasattr(key, "item"):
+        key = key.item()
+    return str(key)
 
 
 def _draw_intervals(

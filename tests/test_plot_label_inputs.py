@@ -1,0 +1,66 @@
+"""What per_label_errors and per_class_errors take: a LabelComparisonResult whole, labels
+as 0-dim tensors or NumPy scalars, and clear refusals of what they cannot draw."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pytest
+import torch
+
+from calib_metrics import CalibrationComparison
+from calib_metrics.functional import calibration_error_ci
+from calib_metrics.plot import per_label_errors
+
+
+@pytest.fixture(scope="module")
+def by_label():
+    g = torch.Generator().manual_seed(0)
+    p = torch.randn(1500, 3, generator=g).softmax(-1)
+    y = torch.multinomial(p, 1, generator=g).squeeze(1)
+    sharper = p**1.3 / (p**1.3).sum(-1, keepdim=True)
+    metric = CalibrationComparison(num_classes=3, mode="classwise", n_samples=150)
+    metric.update(p, sharper, y)
+    return metric
+
+
+@pytest.fixture(scope="module")
+def result():
+    p = torch.rand(400, generator=torch.Generator().manual_seed(2))
+    return calibration_error_ci(p, (p > 0.5).float(), bin_size=100, n_samples=20)
+
+
+def _ticks(ax) -> list[str]:
+    return sorted(t.get_text() for t in ax.get_yticklabels())
+
+
+def test_a_label_comparison_is_drawn_as_the_classwise_plot_says(by_label) -> None:
+    # CalibrationComparison(mode="classwise").plot() points here; compute_by_label()'s
+    # result had been refused ("results must be a non-empty mapping label -> result").
+    with pytest.raises(ValueError, match=r"per_label_errors\(metric.compute_by_label\(\)\)"):
+        by_label.plot()
+    r = by_label.compute_by_label()
+    fig, ax = per_label_errors(r, names=["a", "b"])
+    assert _ticks(ax) == ["0", "1", "2"] and len(fig.axes) == 2  # bars, differences
+    dots = [line for line in fig.axes[1].lines if line.get_marker() == "o"]
+    drawn = sorted(v for line in dots for v in line.get_xdata())
+    assert drawn == pytest.approx(sorted(r.difference.tolist()))
+
+
+@pytest.mark.parametrize("key", [torch.tensor, np.int64])
+def test_a_label_key_of_a_tensor_or_numpy_scalar_is_drawn_as_its_value(result, key) -> None:
+    # dict(zip(r.labels, r.per_label)) had drawn its ticks as 'tensor(4)'.
+    _, ax = per_label_errors({key(4): result, key(7): result})
+    assert _ticks(ax) == ["4", "7"]
+
+
+@pytest.mark.parametrize(
+    ("results", "said"),
+    [({}, "got an empty mapping"), ([1], "got list")],
+)
+def test_what_is_not_a_mapping_of_results_is_named(results, said) -> None:
+    with pytest.raises(ValueError, match=said):
+        per_label_errors(results)
