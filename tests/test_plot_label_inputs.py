@@ -64,3 +64,10 @@ def test_a_label_key_of_a_tensor_or_numpy_scalar_is_drawn_as_its_value(result, k
 def test_what_is_not_a_mapping_of_results_is_named(results, said) -> None:
     with pytest.raises(ValueError, match=said):
         per_label_errors(results)
+
+
+@pytest.mark.parametrize("sort", ["no", 0, None])
+def test_sort_must_be_true_or_false(result, sort) -> None:
+    # Any truthy value had sorted ("no" included), as debias=... is refused instead.
+    with pytest.raises(ValueError, match="sort must be True or False, got"):
+        per_label_errors({"a": result}, sort=sort)

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.comparison_by_label import LabelComparisonResult
+from calib_metrics.functional.errors import check_flag
 from calib_metrics.plot._arguments import _axes
 from calib_metrics.plot._text import (
     MAX_TICK_CHARS,
@@ -106,6 +107,7 @@ def per_label_errors(
     """
     labels, series, comparisons = _per_label_inputs(results)
     names = _check_names(names, len(series))
+    check_flag("sort", sort)  # sort="no" is truthy: it had sorted
     legend = "whiskers: " + interval_label(confidence, interval, debias)
     names, title = _literals(names), literal(title)
     order = list(range(len(labels)))
