@@ -13,7 +13,7 @@ import torch
 
 from calib_metrics import CalibrationComparison
 from calib_metrics.functional import calibration_error_ci
-from calib_metrics.plot import per_label_errors
+from calib_metrics.plot import per_class_errors, per_label_errors
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +71,19 @@ def test_sort_must_be_true_or_false(result, sort) -> None:
     # Any truthy value had sorted ("no" included), as debias=... is refused instead.
     with pytest.raises(ValueError, match="sort must be True or False, got"):
         per_label_errors({"a": result}, sort=sort)
+
+
+@pytest.mark.parametrize(
+    ("results", "labels", "said"),
+    [
+        ("list", ["x"], "results must be a non-empty mapping model name -> .* got list"),
+        ("none", [], "results must be a non-empty mapping .* got an empty mapping"),
+        ("one", [], "labels must be a non-empty sequence of label names, got \\[\\]"),
+        ("one", "xy", "labels must be a non-empty sequence of label names, got 'xy'"),
+    ],
+)
+def test_per_class_errors_refuses_what_it_cannot_draw(result, results, labels, said) -> None:
+    # A list of results had failed as an AttributeError, nothing drawn a blank figure.
+    results = {"list": [result], "none": {}, "one": {"m": [result]}}[results]
+    with pytest.raises(ValueError, match=said):
+        per_class_errors(results, labels)

@@ -292,6 +292,15 @@ def per_class_errors(
         >>> len(ax.patches)
         4
     """
+    # A list of results had failed as an AttributeError, and no model or label drawn a
+    # blank figure.
+    if not isinstance(results, Mapping) or not results:
+        raise ValueError(
+            "results must be a non-empty mapping model name -> one CalibrationResult per "
+            f"label, got {_described(results)}"
+        )
+    if not isinstance(labels, Sequence) or isinstance(labels, (str, bytes)) or not labels:
+        raise ValueError(f"labels must be a non-empty sequence of label names, got {labels!r}")
     for name, rows in results.items():
         rows = list(rows) if isinstance(rows, Sequence) else None
         if rows is None or not all(isinstance(r, CalibrationResult) for r in rows):
