@@ -19,6 +19,7 @@ from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.functional.multiclass import most_frequent
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot import describe, interval_label, literal
+from calib_metrics.plot._labels import _check_names
 from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
 from calib_metrics.plot._reliability import _bin_marks, _draw_bins
 from calib_metrics.plot._smooth import _draw_smooth
@@ -78,13 +79,18 @@ def reliability_panels(
     if not isinstance(results, Mapping) or not results:
         raise ValueError("results must be a non-empty mapping label -> one result per model")
     results = {label: _results(f"results[{label!r}]", m) for label, m in results.items()}
-    counts = {len(models) for models in results.values()}
-    if len(counts) != 1 or len(names) != counts.pop():
-        raise ValueError(f"every label needs one result per model of names={list(names)}")
-    _check_smooth(smooth, results, len(names))
+    counts = {label: len(models) for label, models in results.items()}
+    if len(set(counts.values())) != 1:
+        raise ValueError(f"every label needs one result per model, got {counts} results")
+    # Checked as per_label_errors checks its names: None had failed as a TypeError, a
+    # string been split into characters, and fewer tags than models cut the panels short.
+    models = next(iter(counts.values()))
+    names = _check_names(names, models)
+    tags = names if tags is None else _check_names(tags, models, "tags")
+    _check_smooth(smooth, results, models)
     z = normal_quantile(confidence)
     legend = interval_label(confidence, interval, debias)
-    names, tags = _literals(names), _literals(tags or names)
+    names, tags = _literals(names), _literals(tags)
     fig, axes = _grid(len(results))
     # Label names shortened (and kept apart) as the per-label charts' ticks are, so that
     # a long class name stays within its panel's title.

@@ -79,3 +79,28 @@ def test_an_array_of_axes_is_refused_by_name(results) -> None:
         per_label_errors({"x": results[0]}, ax="left")
     _, ax = reliability_diagram(results[0], ax=axes[0])
     assert ax is axes[0]
+
+
+@pytest.mark.parametrize(
+    ("models", "kwargs", "said"),
+    [
+        (1, {"names": None}, "names must be a sequence of 1 names, one per model, got None"),
+        (1, {"names": "model"}, "names must be a sequence of 1 names, one per model, got 'model'"),
+        (2, {"names": ["a"]}, r"names must name all 2 models, got \['a'\]"),
+        (1, {"names": ["a", "b"]}, r"names must name all 1 models, got \['a', 'b'\]"),
+        (2, {"names": ["a", "b"], "tags": ["a"]}, r"tags must name all 2 models, got \['a'\]"),
+        (1, {"tags": "t"}, "tags must be a sequence of 1 names, one per model, got 't'"),
+    ],
+)
+def test_panel_names_and_tags_are_checked_as_per_label_errors_checks_names(
+    results, models, kwargs, said
+) -> None:
+    # None had failed as a TypeError, fewer tags than models as "zip() argument 4 is
+    # shorter", and names="model" been split into its characters.
+    with pytest.raises(ValueError, match=said):
+        reliability_panels({"x": results[:models]}, **kwargs)
+
+
+def test_labels_of_unequal_model_counts_are_named(results) -> None:
+    with pytest.raises(ValueError, match=r"one result per model, got \{'x': 2, 'y': 1\}"):
+        reliability_panels({"x": results[:2], "y": results[:1]}, names=["a", "b"])

@@ -30,20 +30,28 @@ from calib_metrics.plot._text import (
 DEFAULT_NAMES = ("model", "other")
 
 
-def _check_names(names: Any, models: int) -> list:
+def _check_names(names: Any, models: int, what: str = "names") -> list:
     """``names``: one name per model, in a sequence (a string had been split into its
-    characters, and names past the models' dropped); the default fits one model or two."""
+    characters, and names past the models' dropped); the default fits one model or two.
+    ``what`` is the argument's name in the messages (``tags`` of ``reliability_panels``).
+
+    Example:
+        >>> _check_names("model", 1)
+        Traceback (most recent call last):
+        ...
+        ValueError: names must be a sequence of 1 names, one per model, got 'model'
+    """
     ordered = isinstance(names, Sequence) and not isinstance(names, (str, bytes))
     # A 1-d NumPy array or pandas Series of names; not a set (its order is the hash's),
     # a mapping, a 0-d array or a tensor of numbers.
     array = not isinstance(names, torch.Tensor) and getattr(names, "ndim", None) == 1
     if not (ordered or array):
         raise ValueError(
-            f"names must be a sequence of {models} names, one per model, got {names!r}"
+            f"{what} must be a sequence of {models} names, one per model, got {names!r}"
         )
     given = list(names)
     if len(given) < models or (len(given) > models and names is not DEFAULT_NAMES):
-        raise ValueError(f"names must name all {models} models, got {given}")
+        raise ValueError(f"{what} must name all {models} models, got {given}")
     return given
 
 
