@@ -49,7 +49,17 @@ def _check_lengths(against: str, length: int, **series: Any) -> None:
 def _numbers(x: Any, name: str = "values") -> list[float]:
     """``x`` (a tensor or a sequence of numbers) as floats; anything else is refused by
     ``name`` (None had failed as "'NoneType' object is not iterable", a word as "could
-    not convert string to float")."""
+    not convert string to float"), and so is an array of two or more dimensions (a
+    tensor's had been flattened, its rows drawn one after another as one series).
+
+    Example:
+        >>> _numbers(torch.zeros(2, 3), "error")
+        Traceback (most recent call last):
+        ...
+        ValueError: error must be 1-d (one value per point), got shape (2, 3)
+    """
+    if getattr(x, "ndim", 1) > 1 and hasattr(x, "shape"):
+        raise ValueError(f"{name} must be 1-d (one value per point), got shape {tuple(x.shape)}")
     if isinstance(x, torch.Tensor):
         return x.detach().cpu().double().reshape(-1).tolist()
     if x is None or isinstance(x, (str, bytes)) or not isinstance(x, Iterable):

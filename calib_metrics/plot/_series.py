@@ -39,7 +39,9 @@ def error_curve(
 ) -> tuple[Figure, Axes]:
     """A calibration error against a parameter (bin size, sample size), with a band.
 
-    ``band`` is the band's legend entry (what the interval is: :func:`interval_label`);
+    ``x``, ``error`` and the band's ends ``lower`` and ``upper`` (both or neither) are
+    1-d, one value per point; ``band`` is the band's legend entry (what the interval
+    is: :func:`interval_label`);
     ``integer_x=True`` puts ticks on whole numbers only (epochs).
 
     Example:
@@ -49,6 +51,11 @@ def error_curve(
         'bin size'
     """
     x = _numbers(x, "x")
+    if not x:  # an empty figure had come back
+        raise ValueError("x is empty: nothing to draw")
+    if (lower is None) != (upper is None):  # one end alone had been ignored
+        given = "lower" if upper is None else "upper"
+        raise ValueError(f"the band needs both lower and upper, got {given} only")
     _check_lengths("x", len(x), error=_numbers(error, "error"), lower=lower, upper=upper)
     fig, ax = _axes(ax, (6.0, 4.0))
     label, xlabel, title, band = (literal(t) for t in (label, xlabel, title, band))
