@@ -123,3 +123,14 @@ def test_a_label_without_an_interval_says_so() -> None:
     fig, ax = per_label_errors({"few": few, "many": calibration_error_ci(q, y, n_samples=100)})
     assert [t.get_text() for t in ax.texts] == ["no interval"]
     plt.close(fig)
+
+
+def test_a_diagram_without_an_interval_names_no_level() -> None:
+    # Two pairs: "CalibErr 0.0000, no interval", then "95% interval · 1 bin · N=2" had
+    # named the level of an interval never computed.
+    with pytest.warns(UserWarning):
+        none = calibration_error_ci(torch.tensor([0.2, 0.9]), torch.tensor([0.0, 1.0]))
+    fig, ax = reliability_diagram(none, interval="pairs", debias=True)
+    first, second = ax.get_title().splitlines()
+    assert first.endswith("no interval") and second == "1 bin · N=2"
+    plt.close(fig)

@@ -5,6 +5,8 @@ further call on the same axes overlays a second model.
 
 from __future__ import annotations
 
+import math
+
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
@@ -48,7 +50,7 @@ def reliability_diagram(
     of 110–165 around 150, and one bin is one bar). The title gives the
     error with its interval (after ``label``, when given), and the interval's level and
     kind (:func:`interval_label` of ``confidence``, ``interval`` and ``debias``: pass the
-    settings that made ``result``).
+    settings that made ``result``; neither where ``result`` has no interval).
 
     Called again on the same ``ax`` for a second model, it draws that model over the
     first, in ``color``: its bins (and smooth curve), and its pairs as bars in its colour
@@ -124,7 +126,12 @@ def reliability_diagram(
         lines = [title] if title else []
         error = describe(result, norm)
         lines += [f"{label}: {error}" if label else error]
-        lines += [f"{heading} · {counted(len(q), 'bin')} · N={count_text(sum(n), grouped=True)}"]
+        # The level names an interval: none to name where the error has none (NaN ends,
+        # "no interval" above), whose second line had named "95% interval" all the same.
+        ends = (result.lower.item(), result.upper.item())
+        drawn = [] if any(math.isnan(end) for end in ends) else [heading]
+        size = [counted(len(q), "bin"), f"N={count_text(sum(n), grouped=True)}"]
+        lines += [" · ".join(drawn + size)]
         ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     else:
         _more_count_bars(counts, axis, q, n, color)
