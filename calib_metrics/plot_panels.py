@@ -23,7 +23,7 @@ from calib_metrics.plot._labels import _check_names
 from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
 from calib_metrics.plot._reliability import _bin_marks, _draw_bins
 from calib_metrics.plot._smooth import _draw_smooth
-from calib_metrics.plot._text import _literals, _tick_labels
+from calib_metrics.plot._text import _level, _literals, _tick_labels
 from calib_metrics.wording import counted, level_text
 
 #: Panels per row of :func:`reliability_panels`.
@@ -88,6 +88,7 @@ def reliability_panels(
     names = _check_names(names, models)
     tags = names if tags is None else _check_names(tags, models, "tags")
     _check_smooth(smooth, results, models)
+    confidence = _level(confidence)
     z = normal_quantile(confidence)
     legend = interval_label(confidence, interval, debias)
     names, tags = _literals(names), _literals(tags)

@@ -19,7 +19,7 @@ from calib_metrics.plot._arguments import _axes, _numbers
 from calib_metrics.plot._counts import DIAGONAL, _count_axis, _count_bars, _more_count_bars
 from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
 from calib_metrics.plot._smooth import _draw_smooth
-from calib_metrics.plot._text import describe, interval_label, literal
+from calib_metrics.plot._text import _level, describe, interval_label, literal
 from calib_metrics.wording import count_text, counted
 
 
@@ -96,6 +96,7 @@ def reliability_diagram(
             f"CalibrationError.compute_result returns), got {type(result).__name__}"
         )
     _refuse_pooled_classes(result.bins)
+    confidence = _level(confidence)
     heading = interval_label(confidence, interval, debias)
     title, label = literal(title), literal(label)
     if smooth is not None and not isinstance(smooth, SmoothCurve):

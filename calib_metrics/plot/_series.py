@@ -14,7 +14,7 @@ from matplotlib.ticker import MaxNLocator
 
 from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.plot._arguments import _axes, _check_lengths, _numbers
-from calib_metrics.plot._text import _literals, literal
+from calib_metrics.plot._text import _level, _literals, literal
 from calib_metrics.wording import level_text
 
 #: How far below 0, relative to a series' largest magnitude (or 1), a count of
@@ -141,6 +141,7 @@ def posterior_time_series(
         >>> ax.lines[0].get_xdata().tolist()  # 1991-2015 left blank
         [1990.0, 1991.0, nan, 2015.0, 2016.0]
     """
+    confidence = _level(confidence)
     normal_quantile(confidence)
     if not len(periods):
         raise ValueError("periods is empty: nothing to draw")

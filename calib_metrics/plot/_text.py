@@ -6,6 +6,7 @@ labels shortened in the middle, and the names of the error (:func:`describe`,
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -129,11 +130,28 @@ def _norm_note(norm: str) -> str:
     return "" if norm == "l2" else f"({norm})"
 
 
+def _level(confidence: Any) -> Any:
+    """``confidence`` with a NumPy real scalar taken as the decimal it prints as, a Python
+    float: ``np.float32(0.9)`` had been refused as "must be a number in (0, 1)" (the
+    library's check takes Python numbers), and as a double it is 0.8999999762, whose
+    level would read "89.99999762%". Anything else is returned as given, to be checked.
+
+    Example:
+        >>> import numpy as np
+        >>> _level(np.float32(0.9)), _level(0.95), _level("0.9")
+        (0.9, 0.95, '0.9')
+    """
+    numpy_real = isinstance(confidence, numbers.Real) and hasattr(confidence, "dtype")
+    if numpy_real and not isinstance(confidence, float):
+        return float(str(confidence))
+    return confidence
+
+
 def interval_label(confidence: float, interval: str | None = None, debias: bool = False) -> str:
     """The interval's level and kind, as every figure names it.
 
     Args:
-        confidence: the interval's coverage, in (0, 1).
+        confidence: the interval's coverage, in (0, 1) (a NumPy scalar too).
         interval: ``"paper"``, ``"pairs"``, ``"groups"`` (the library's ``interval=``
             settings), or None when the kind is not known (only the level is named).
         debias: whether the interval is built around the debiased estimate.
@@ -148,6 +166,7 @@ def interval_label(confidence: float, interval: str | None = None, debias: bool 
         >>> interval_label(0.8)
         '80% interval'
     """
+    confidence = _level(confidence)
     normal_quantile(confidence)
     if interval is not None and interval not in INTERVAL_KINDS:
         raise ValueError(
