@@ -298,23 +298,20 @@ def test_compare_names_the_line_where_one_id_a_line_groups_differ(tmp_path: Path
     assert "'t7' in " in err and "shares a group with line 1 in " in err
 
 
-def test_one_group_id_per_json_record_and_mixed_rows(tmp_path: Path, capsys):
-    """A JSON document's records take one id alone as JSON lines do (review R4: only lines
-    had); one id alone on some rows and lists on others is named at the first row that
-    differs (it had blamed the first, valid, row)."""
+def test_one_group_id_per_json_line_only_and_mixed_rows(tmp_path: Path, capsys):
+    """One id alone stands for a JSON line's labels only: a JSON document's ids, fewer than
+    its labels, are refused by their count (spread, a column of half the labels' ids had
+    grouped neighbours, review R5). One id alone on some lines and lists on others is
+    named at the first line that differs (it had blamed the first, valid, line)."""
     records = [{"g": f"s{i}", "p": [0.2, 0.7, 0.4], "y": [0, 1, i % 2]} for i in range(20)]
-    spread = [{**r, "g": [r["g"]] * 3} for r in records]
-    results = []
-    for name, rows in (("one.json", records), ("each.json", spread)):
-        path = tmp_path / name
-        path.write_text(json.dumps(rows))
-        code, out, err = run(capsys, "evaluate", path, "--groups", "g", "--samples", "50", "--json")
-        assert code == 0, err
-        results.append(json.loads(out))
-    assert results[0]["groups"] == 20
-    assert [r["upper"] for r in results[:1]] == [r["upper"] for r in results[1:]]
+    document = tmp_path / "records.json"
+    document.write_text(json.dumps(records))
+    for command in (["evaluate", document], ["recalibrate", document, document]):
+        code, _, err = run(capsys, *command, "--groups", "g", "--samples", "20")
+        assert code == 2 and "20 group ids for 60 labels" in err and "Traceback" not in err
     mixed = tmp_path / "mixed.jsonl"
-    mixed.write_text("".join(json.dumps(r if i != 3 else spread[i]) + "\n"
+    spread = {**records[3], "g": ["s3"] * 3}
+    mixed.write_text("".join(json.dumps(r if i != 3 else spread) + "\n"
                              for i, r in enumerate(records)))  # fmt: skip
     code, _, err = run(capsys, "evaluate", mixed, "--groups", "g", "--samples", "20")
     assert code == 2

@@ -78,8 +78,9 @@ def test_sort_must_be_true_or_false(result, sort) -> None:
     [
         ("list", ["x"], "results must be a non-empty mapping model name -> .* got list"),
         ("none", [], "results must be a non-empty mapping .* got an empty mapping"),
-        ("one", [], "labels must be a non-empty sequence of label names, got \\[\\]"),
-        ("one", "xy", "labels must be a non-empty sequence of label names, got 'xy'"),
+        ("one", [], "labels must be a non-empty ordered collection of label names, got \\[\\]"),
+        ("one", "xy", "labels must be a non-empty ordered collection of label names, got 'xy'"),
+        ("one", {"x"}, "labels must be a non-empty ordered collection of label names, got {"),
     ],
 )
 def test_per_class_errors_refuses_what_it_cannot_draw(result, results, labels, said) -> None:
@@ -87,3 +88,16 @@ def test_per_class_errors_refuses_what_it_cannot_draw(result, results, labels, s
     results = {"list": [result], "none": {}, "one": {"m": [result]}}[results]
     with pytest.raises(ValueError, match=said):
         per_class_errors(results, labels)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [np.array(["x", "y"]), torch.arange(2), {"x": 0, "y": 1}.keys(), ("x", "y")],
+    ids=["numpy", "tensor", "dict keys", "tuple"],
+)
+def test_per_class_errors_takes_any_ordered_labels(result, labels) -> None:
+    """An array, a tensor or a dict's keys had been drawn before the check that came with
+    the refusal of a list of results, which took a Sequence only (review R5)."""
+    _, ax = per_class_errors({"m": [result, result]}, labels)
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == (["0", "1"] if isinstance(labels, torch.Tensor) else ["x", "y"])

@@ -148,3 +148,18 @@ def test_an_overlay_in_a_figure_of_several_panels_keeps_its_size(two) -> None:
     reliability_diagram(b, left, label="b", color="C1")
     reliability_diagram(b, right)
     assert fig.get_size_inches().tolist() == [9.0, 5.0] and _inside(fig, left.get_legend())
+
+
+def test_an_overlay_in_a_plain_figure_keeps_its_legend_inside(two) -> None:
+    """A user's figure without constrained layout makes no room below the diagram: the
+    legend moved there had fallen off the canvas, taking model b's error with it (review
+    R5). It stays inside the diagram there."""
+    a, b = two
+    fig = Figure(figsize=(5, 5))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    reliability_diagram(a, ax, label="a")
+    reliability_diagram(b, ax, label="b", color="C1")
+    legend = ax.get_legend()
+    assert any(t.get_text().startswith("b: CalibErr") for t in legend.get_texts())
+    assert _inside(fig, legend) and fig.get_size_inches().tolist() == [5.0, 5.0]

@@ -5,7 +5,8 @@ for two models the difference of their errors in a panel of its own.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, KeysView, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import torch
@@ -28,6 +29,32 @@ from calib_metrics.plot._text import (
 
 #: per_label_errors' default names: the first for one model, both for two.
 DEFAULT_NAMES = ("model", "other")
+
+
+def _label_list(labels: Any) -> list:
+    """``per_class_errors``' labels as their texts (:func:`_label_text`): any ordered
+    one-dimensional collection of names (a list, a 1-d NumPy array or tensor, a pandas
+    Series, a dict's keys), not a string (its characters), a set (its order is the
+    hash's) or nothing.
+
+    Example:
+        >>> import numpy as np
+        >>> _label_list(np.array(["a", "b"])), _label_list(torch.arange(2))
+        (['a', 'b'], ['0', '1'])
+        >>> _label_list("ab")
+        Traceback (most recent call last):
+        ...
+        ValueError: labels must be a non-empty ordered collection of label names, got 'ab'
+    """
+    unordered = isinstance(labels, AbstractSet) and not isinstance(labels, KeysView)
+    one_dim = getattr(labels, "ndim", 1) == 1
+    if isinstance(labels, (str, bytes)) or unordered or not one_dim:
+        given = labels
+    elif isinstance(labels, Iterable) and (listed := [_label_text(k) for k in labels]):
+        return listed
+    else:
+        given = labels
+    raise ValueError(f"labels must be a non-empty ordered collection of label names, got {given!r}")
 
 
 def _check_names(names: Any, models: int, what: str = "names") -> list:
@@ -307,8 +334,7 @@ def per_class_errors(
             "results must be a non-empty mapping model name -> one CalibrationResult per "
             f"label, got {_described(results)}"
         )
-    if not isinstance(labels, Sequence) or isinstance(labels, (str, bytes)) or not labels:
-        raise ValueError(f"labels must be a non-empty sequence of label names, got {labels!r}")
+    labels = _label_list(labels)
     for name, rows in results.items():
         rows = list(rows) if isinstance(rows, Sequence) else None
         if rows is None or not all(isinstance(r, CalibrationResult) for r in rows):

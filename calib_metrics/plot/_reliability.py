@@ -59,8 +59,9 @@ def reliability_diagram(
     own). The diagonal, the x axis (``xscale`` is not used) and the
     title stay the first call's; the model's legend entry names its error (``"model b:
     CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
-    The legend of several models sits below the diagram (inside, it hid their bins), and
-    a figure holding only this diagram with constrained layout (a new one) grows by it.
+    The legend of several models sits below the diagram in a figure of constrained layout
+    (inside, it hid their bins), and a figure holding only this diagram (a new one) grows
+    by it; in a figure of another layout it stays inside the diagram.
 
     Args:
         result: what :func:`~calib_metrics.functional.calibration_error_ci` returns.
@@ -138,7 +139,9 @@ def reliability_diagram(
         _more_count_bars(counts, axis, q, n, color)
     handles = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
     handles.setdefault(counts.containers[0].get_label(), counts.containers[0])
-    if overlay:
+    # Below the diagram only where constrained layout makes room for it: elsewhere it
+    # fell off the canvas of a user's plain figure (review R5), and stays inside.
+    if overlay and isinstance(ax.figure.get_layout_engine(), ConstrainedLayoutEngine):
         _legend_below(ax, list(handles.values()))
     else:
         ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
@@ -154,10 +157,9 @@ def _legend_below(ax: Axes, handles: list) -> None:
     """Several models' legend, below the diagram: inside it, their eight entries had hidden
     the second model's bins, and their width had run past the figure's right edge.
 
-    A figure that holds only this diagram (a new one, as the first call made it) and is
-    laid out by matplotlib's constrained layout grows by the legend's height, so that the
-    plot keeps its size; other figures make room as their layout does (constrained
-    layout shrinks the plot; else save with ``bbox_inches="tight"``).
+    Only in a figure laid out by matplotlib's constrained layout (a new one, as the first
+    call makes it): one that holds only this diagram grows by the legend's height, so that
+    the plot keeps its size; another shrinks its plots to make room.
     """
     fig = ax.figure
     old = ax.get_legend()
@@ -166,7 +168,7 @@ def _legend_below(ax: Axes, handles: list) -> None:
                        fontsize=7, framealpha=0.85)  # fmt: skip
     legend.set_gid(LEGEND_BELOW)
     alone = len(fig.axes) == 2 and all(a is ax or _count_axis(ax) is a for a in fig.axes)
-    if alone and isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+    if alone:
         grow = (legend.get_window_extent().height - before) / fig.dpi
         fig.set_figheight(fig.get_figheight() + grow)
 

@@ -134,10 +134,12 @@ def _group_ids(
 
 
 def _one_id_per_line_spread(values: Any, lines: list[int] | None, labels: Tensor) -> Any:
-    """A JSON line's (or record's) one group id beside its list of labels (a sentence's id
-    beside its tags) given to each of them: the natural layout of a file of sentences had
-    been refused ("40 group ids for 320 labels"). ``labels``: the file's labels (or its
-    kept-mask); ``lines``: the file's rows' lines (None for a JSON document's records).
+    """A JSON line's one group id beside its list of labels (a sentence's id beside its
+    tags) given to each of them: the natural layout of a file of sentences had been
+    refused ("40 group ids for 320 labels"). ``labels``: the file's labels (or its
+    kept-mask); ``lines``: the file's rows' lines. Only lines: a JSON document's column
+    or an array file's list of ids, shorter than the labels, is refused by its count (a
+    column of half the labels' ids had been spread over pairs of neighbours, review R5).
 
     Example:
         >>> _one_id_per_line_spread(["s1", "s2"], [1, 2], torch.zeros(6))
@@ -145,9 +147,7 @@ def _one_id_per_line_spread(values: Any, lines: list[int] | None, labels: Tensor
         >>> _one_id_per_line_spread(["s1", "s2"], [1, 2], torch.zeros(2))  # one label a line
         ['s1', 's2']
     """
-    if not isinstance(values, list) or not values:
-        return values
-    if lines is not None and len(values) != len(lines):
+    if not isinstance(values, list) or not lines or len(values) != len(lines):
         return values
     if not all(_one_value(v) for v in values):
         return values
