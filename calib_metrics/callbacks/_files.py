@@ -276,8 +276,16 @@ def curve(history: Sequence[dict[str, Any]], label: str) -> Any:
     runs = [r for r in history if r.get("fn", "fit") != "fit"]
     epochs = [r["epoch"] for r in fit]
     x = "step" if len(set(epochs)) < len(epochs) else "epoch"
-    columns = ([r[key] for r in fit] for key in (x, "error", "lower", "upper"))
-    fig, ax = plot.error_curve(*columns, xlabel=x, label=label, integer_x=True)
+    if fit:
+        columns = ([r[key] for r in fit] for key in (x, "error", "lower", "upper"))
+        fig, ax = plot.error_curve(*columns, xlabel=x, label=label, integer_x=True)
+    else:  # validate / test runs alone (error_curve refuses no points): their points only
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(6.0, 4.0), layout="constrained")
+        ax = fig.add_subplot()
+        ax.set(xlabel=x, ylabel="calibration error")
+        ax.grid(alpha=0.3)
     for fn in dict.fromkeys(r["fn"] for r in runs):
         points = [r for r in runs if r["fn"] == fn]
         error = [r["error"] for r in points]
