@@ -709,3 +709,19 @@ def test_the_history_file_is_strict_json_when_an_interval_is_missing(tmp_path: P
     quietly(again.validate, TinyTagger(), val, ckpt_path=ckpt, verbose=False)
     merged = json.loads(path.read_text(), parse_constant=refuse)
     assert merged[:3] == records and len(merged) == 4 and merged[3]["fn"] == "validate"
+
+
+def test_the_curve_of_runs_alone_names_its_metric_on_whole_epochs() -> None:
+    """Validate / test runs without a fit record: the curve had no points for error_curve,
+    then ticks at -0.04 ... 0.04 and no word of the metric it shows (review R6)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from calib_metrics.callbacks import _files
+
+    rows = [{"fn": "validate", "epoch": 3, "step": 12, "error": 0.1, "lower": 0.08, "upper": 0.12}]
+    fig = _files.curve(rows, "val CalibErr (95% interval)")
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    assert ax.get_title() == "val CalibErr (95% interval)"
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks)

@@ -316,3 +316,17 @@ def test_one_group_id_per_json_line_only_and_mixed_rows(tmp_path: Path, capsys):
     code, _, err = run(capsys, "evaluate", mixed, "--groups", "g", "--samples", "20")
     assert code == 2
     assert "line 4, column 'g' holds a list of ids where line 1 holds one id alone" in err
+
+
+def test_a_json_documents_ids_are_not_told_to_come_one_alone(tmp_path: Path, capsys):
+    """The hint offered one id alone for a row's labels, which a JSON document's records
+    do not take (only JSON lines do): following it led to another refusal (review R6)."""
+    records = [{"g": ["a", "a"], "p": [0.2, 0.7, 0.4], "y": [0, 1, 1]} for _ in range(12)]
+    document = tmp_path / "records.json"
+    document.write_text(json.dumps(records))
+    code, _, err = run(capsys, "evaluate", document, "--groups", "g", "--samples", "20")
+    assert code == 2 and "holds 2 group ids for its 3 labels" in err and "alone" not in err
+    lines = tmp_path / "records.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in records))
+    code, _, err = run(capsys, "evaluate", lines, "--groups", "g", "--samples", "20")
+    assert code == 2 and "or one id alone for the line's labels" in err

@@ -101,3 +101,10 @@ def test_per_class_errors_takes_any_ordered_labels(result, labels) -> None:
     _, ax = per_class_errors({"m": [result, result]}, labels)
     ticks = [t.get_text() for t in ax.get_xticklabels()]
     assert ticks == (["0", "1"] if isinstance(labels, torch.Tensor) else ["x", "y"])
+
+
+def test_float_labels_read_as_their_dtype_prints_them(result) -> None:
+    """A float32 label had read 0.10000000149011612 (its value as a Python float)."""
+    for labels in ([np.float32(0.1), np.float32(0.2)], torch.tensor([0.1, 0.2])):
+        _, ax = per_class_errors({"m": [result, result]}, labels)
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "0.2"]

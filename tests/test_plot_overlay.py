@@ -163,3 +163,14 @@ def test_an_overlay_in_a_plain_figure_keeps_its_legend_inside(two) -> None:
     legend = ax.get_legend()
     assert any(t.get_text().startswith("b: CalibErr") for t in legend.get_texts())
     assert _inside(fig, legend) and fig.get_size_inches().tolist() == [5.0, 5.0]
+
+
+def test_an_overlay_in_a_subfigure_of_constrained_layout_draws(two) -> None:
+    """A SubFigure has no height to grow: the overlay had raised an AttributeError
+    (review R6)."""
+    a, b = two
+    fig = Figure(figsize=(9, 5), layout="constrained")
+    ax = fig.subfigures(1, 2)[0].subplots()
+    reliability_diagram(a, ax, label="a")
+    reliability_diagram(b, ax, label="b", color="C1")
+    assert fig.get_size_inches().tolist() == [9.0, 5.0] and _inside(fig, ax.get_legend())

@@ -281,10 +281,14 @@ def curve(history: Sequence[dict[str, Any]], label: str) -> Any:
         fig, ax = plot.error_curve(*columns, xlabel=x, label=label, integer_x=True)
     else:  # validate / test runs alone (error_curve refuses no points): their points only
         from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
 
         fig = Figure(figsize=(6.0, 4.0), layout="constrained")
         ax = fig.add_subplot()
-        ax.set(xlabel=x, ylabel="calibration error")
+        ax.set(xlabel=x, ylabel="calibration error", title=label)
+        ax.title.set_fontsize(9)
+        # Epochs or steps, as the fit's; one run spans less than 1: one whole tick then.
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.grid(alpha=0.3)
     for fn in dict.fromkeys(r["fn"] for r in runs):
         points = [r for r in runs if r["fn"] == fn]

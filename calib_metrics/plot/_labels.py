@@ -9,6 +9,7 @@ from collections.abc import Iterable, KeysView, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -212,15 +213,21 @@ def _described(results: Any) -> str:
 
 def _label_text(key: Any) -> str:
     """A label as its tick reads: the value of a 0-dim tensor or NumPy scalar (the keys of
-    ``zip(r.labels, r.per_label)``), which had been drawn as ``tensor(4)``.
+    ``zip(r.labels, r.per_label)``), which had been drawn as ``tensor(4)``, written as its
+    own dtype prints it (a float32 0.1 had read 0.10000000149011612 as a Python float).
 
     Example:
         >>> import numpy as np, torch
         >>> _label_text(torch.tensor(4)), _label_text(np.int64(3)), _label_text("NOUN")
         ('4', '3', 'NOUN')
+        >>> _label_text(torch.tensor(0.1)), _label_text(np.float32(0.2))
+        ('0.1', '0.2')
     """
-    if getattr(key, "ndim", None) == 0 and hasattr(key, "item"):
-        key = key.item()
+    if isinstance(key, torch.Tensor) and key.ndim == 0:
+        # NumPy has no bfloat16: its values are float32's exactly.
+        key = (key.float() if key.dtype == torch.bfloat16 else key).cpu().numpy()[()]
+    elif isinstance(key, np.ndarray) and key.ndim == 0:
+        key = key[()]
     return str(key)
 
 
@@ -307,7 +314,7 @@ def _difference_panel(ax: Axes, rows: list[ComparisonResult], names: Sequence[st
 
 def per_class_errors(
     results: Mapping[str, Sequence[CalibrationResult]],
-    labels: Sequence[str],
+    labels: Iterable[Any],
     ax: Axes | None = None,
     *,
     title: str | None = None,

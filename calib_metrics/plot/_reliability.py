@@ -167,7 +167,9 @@ def _legend_below(ax: Axes, handles: list) -> None:
     legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15),
                        fontsize=7, framealpha=0.85)  # fmt: skip
     legend.set_gid(LEGEND_BELOW)
-    alone = len(fig.axes) == 2 and all(a is ax or _count_axis(ax) is a for a in fig.axes)
+    # A top-level figure only: a SubFigure has no height of its own to grow.
+    alone = isinstance(fig, Figure) and len(fig.axes) == 2
+    alone = alone and all(a is ax or _count_axis(ax) is a for a in fig.axes)
     if alone:
         grow = (legend.get_window_extent().height - before) / fig.dpi
         fig.set_figheight(fig.get_figheight() + grow)

@@ -306,7 +306,7 @@ def _check_ids_per_line(
     if not listed or not values or n_labels % len(values):
         return
     alone = [_one_value(v) for v in values]
-    if any(alone):  # one id alone on some rows, lists on others
+    if any(alone) and lines is not None:  # one id alone on some lines, lists on others
         i = alone.index(not alone[0])
         held = ("one id alone", "a list of ids") if alone[0] else ("a list of ids", "one id alone")
         raise ValueError(
@@ -325,11 +325,12 @@ def _check_ids_per_line(
     if i is None:  # each row is one or the other, but not all the same one
         i = next(i for i, c in enumerate(counts) if (c == per_row) != (counts[0] == per_row))
     held = "" if kept[i] == per_row else f", {kept[i]} kept"
+    # One id alone stands for a JSON line's labels only (_one_id_per_line_spread).
+    alone_too = ", or one id alone for the line's labels" if lines is not None else ""
     raise ValueError(
         f"{path}: {_row_of(lines, i)}, column {name!r} holds {counts[i]} group id"
         f"{'s' * (counts[i] != 1)} for its {per_row} label{'s' * (per_row != 1)}{held} "
-        "(give one per label, or one per label kept, in every row alike, or one id alone "
-        "for the row's labels)"
+        f"(give one per label, or one per label kept, in every row alike{alone_too})"
     )
 
 
