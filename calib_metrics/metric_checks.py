@@ -27,6 +27,7 @@ from calib_metrics.functional.binning import (
 )
 from calib_metrics.functional.calibration import MAX_BIN_SIZE, MAX_UNIFORM_BINS
 from calib_metrics.functional.errors import check_not_meta, python_int_hint
+from calib_metrics.functional.intervals import check_confidence
 from calib_metrics.functional.multiclass import MODES, check_class_id_dtype
 
 # Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
@@ -140,6 +141,8 @@ def ignore_index_label_warning(value: int | None, num_classes: int | None) -> st
 
 def _check_confidence(confidence: Any) -> None:
     if not isinstance(confidence, (int, float)) or isinstance(confidence, bool):
+        if getattr(confidence, "ndim", None) == 0 and hasattr(confidence, "item"):
+            check_confidence(confidence)  # a NumPy or tensor scalar: names the conversion
         raise ValueError(
             f"confidence must be a number strictly between 0 and 1, got "
             f"{type(confidence).__name__} {confidence!r}"

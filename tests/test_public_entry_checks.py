@@ -210,3 +210,20 @@ def test_review_four_findings() -> None:
         ["a", "b"], iter([1.0, 2.0]), iter([0.0, 0.5]), iter([2.0, 3.0]), one_best=iter([1, 2])
     )
     assert len(ax.lines) >= 1
+
+
+def test_a_numpy_confidence_is_told_the_conversion() -> None:
+    """np.float32(0.9) had been refused as "must be a number in (0, 1), got
+    np.float32(0.9)", which it is."""
+    import numpy as np
+
+    from calib_metrics import CalibrationComparison, CalibrationError
+    from calib_metrics.functional import calibration_error_ci
+
+    q = torch.rand(50, generator=torch.Generator().manual_seed(0))
+    for given in (np.float32(0.9), torch.tensor(0.9)):
+        with pytest.raises(ValueError, match=r"must be a Python float in \(0, 1\), got .*: pass"):
+            calibration_error_ci(q, (q > 0.5).float(), confidence=given)
+        for metric in (CalibrationError, CalibrationComparison):
+            with pytest.raises(ValueError, match=r"must be a Python float in \(0, 1\)"):
+                metric(confidence=given)

@@ -174,8 +174,23 @@ class CalibrationResult(NamedTuple):
 
 
 def check_confidence(confidence: float) -> None:
-    """Raise ValueError unless ``confidence`` is a number strictly between 0 and 1."""
+    """Raise ValueError unless ``confidence`` is a number strictly between 0 and 1 (a Python
+    float or int: a NumPy float32 or a tensor is named with the conversion to make, where
+    "must be a number in (0, 1), got np.float32(0.9)" had contradicted itself).
+
+    Example:
+        >>> import numpy as np
+        >>> check_confidence(np.float32(0.9))
+        Traceback (most recent call last):
+        ...
+        ValueError: confidence must be a Python float in (0, 1), got np.float32(0.9): pass ...
+    """
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        if getattr(confidence, "ndim", None) == 0 and hasattr(confidence, "item"):
+            raise ValueError(
+                f"confidence must be a Python float in (0, 1), got {confidence!r}: pass "
+                "float(confidence), or the level as written (0.9)"
+            )
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
