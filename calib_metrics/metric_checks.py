@@ -140,13 +140,7 @@ def ignore_index_label_warning(value: int | None, num_classes: int | None) -> st
 
 
 def _check_confidence(confidence: Any) -> None:
-    if not isinstance(confidence, (int, float)) or isinstance(confidence, bool):
-        if getattr(confidence, "ndim", None) == 0 and hasattr(confidence, "item"):
-            check_confidence(confidence)  # a NumPy or tensor scalar: names the conversion
-        raise ValueError(
-            f"confidence must be a number strictly between 0 and 1, got "
-            f"{type(confidence).__name__} {confidence!r}"
-        )
+    check_confidence(confidence)  # the functions' check: one message for a level
 
 
 def _check_mode(mode: Any, num_classes: int | None, average: str | None) -> None:

@@ -725,3 +725,15 @@ def test_the_curve_of_runs_alone_names_its_metric_on_whole_epochs() -> None:
     assert ax.get_title() == "val CalibErr (95% interval)"
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
     assert ticks and all(float(t).is_integer() for t in ticks)
+
+
+def test_a_run_whose_error_lies_outside_its_interval_is_drawn() -> None:
+    """The paper's interval of an error near 0 may lie above it: its negative bar length
+    had failed matplotlib ("'yerr' must not contain negative values") and, with it, the
+    run's files (review R7)."""
+    from calib_metrics.callbacks import _files
+
+    run = {"fn": "validate", "epoch": 0, "step": 3, "error": 0.0, "lower": 0.004, "upper": 0.15}
+    fit = {"fn": "fit", "epoch": 0, "step": 3, "error": 0.1, "lower": 0.05, "upper": 0.15}
+    for rows in ([run], [fit, run]):
+        assert _files.curve(rows, "val CalibErr").axes

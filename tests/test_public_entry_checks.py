@@ -222,7 +222,9 @@ def test_a_numpy_confidence_is_told_the_conversion() -> None:
 
     q = torch.rand(50, generator=torch.Generator().manual_seed(0))
     for given in (np.float32(0.9), torch.tensor(0.9)):
-        with pytest.raises(ValueError, match=r"must be a Python float in \(0, 1\), got .*: pass"):
+        with pytest.raises(
+            ValueError, match=r"in \(0, 1\), got .*: write the level as a float, confidence=0.9$"
+        ):
             calibration_error_ci(q, (q > 0.5).float(), confidence=given)
         for metric in (CalibrationError, CalibrationComparison):
             with pytest.raises(ValueError, match=r"must be a Python float in \(0, 1\)"):

@@ -293,8 +293,10 @@ def curve(history: Sequence[dict[str, Any]], label: str) -> Any:
     for fn in dict.fromkeys(r["fn"] for r in runs):
         points = [r for r in runs if r["fn"] == fn]
         error = [r["error"] for r in points]
-        below = [r["error"] - r["lower"] for r in points]
-        above = [r["upper"] - r["error"] for r in points]
+        # An estimate may lie outside its interval (the paper's interval of an error near
+        # 0): its bar starts at the estimate, a negative length had failed matplotlib.
+        below = [max(r["error"] - r["lower"], 0.0) for r in points]
+        above = [max(r["upper"] - r["error"], 0.0) for r in points]
         ax.errorbar(
             [r[x] for r in points], error, yerr=[below, above], fmt="s", capsize=3,
             label=f"trainer.{fn}()",

@@ -174,26 +174,42 @@ class CalibrationResult(NamedTuple):
 
 
 def check_confidence(confidence: float) -> None:
-    """Raise ValueError unless ``confidence`` is a number strictly between 0 and 1 (a Python
-    float or int: a NumPy float32 or a tensor is named with the conversion to make, where
-    "must be a number in (0, 1), got np.float32(0.9)" had contradicted itself).
+    """Raise ValueError unless ``confidence`` is a number strictly between 0 and 1, a Python
+    float or int. A NumPy or tensor scalar in (0, 1) is named with the level to write
+    ("must be a number in (0, 1), got np.float32(0.9)" had contradicted itself, and its
+    float() is 0.8999999762, a level figures print as 89.99999762%).
 
     Example:
         >>> import numpy as np
         >>> check_confidence(np.float32(0.9))
         Traceback (most recent call last):
         ...
-        ValueError: confidence must be a Python float in (0, 1), got np.float32(0.9): pass ...
+        ValueError: confidence must be a Python float in (0, 1), got np.float32(0.9): write ...
     """
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        if getattr(confidence, "ndim", None) == 0 and hasattr(confidence, "item"):
+        level = _scalar_level(confidence)
+        if level is not None and 0 < level < 1:
             raise ValueError(
-                f"confidence must be a Python float in (0, 1), got {confidence!r}: pass "
-                "float(confidence), or the level as written (0.9)"
+                f"confidence must be a Python float in (0, 1), got {confidence!r}: write "
+                f"the level as a float, confidence={level!r}"
             )
         raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+
+
+def _scalar_level(value: object) -> float | None:
+    """A real NumPy or tensor scalar as the decimal it prints as (float32 0.9 as 0.9, not
+    0.8999999762), else None. NumPy is read by its duck type: this layer imports torch
+    alone."""
+    if isinstance(value, torch.Tensor):
+        if value.ndim or value.is_complex() or value.is_meta or value.dtype == torch.bool:
+            return None
+        value = value.detach().float().cpu().numpy()[()]
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind not in ("f", "i", "u") or getattr(value, "ndim", None) != 0:
+        return None
+    return float(str(value))
 
 
 def check_draw_options(

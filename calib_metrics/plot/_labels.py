@@ -9,7 +9,6 @@ from collections.abc import Iterable, KeysView, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -21,6 +20,7 @@ from calib_metrics.functional.errors import check_flag
 from calib_metrics.plot._arguments import _axes
 from calib_metrics.plot._text import (
     MAX_TICK_CHARS,
+    _label_text,
     _literals,
     _norm_note,
     _tick_labels,
@@ -209,26 +209,6 @@ def _per_label_inputs(
 def _described(results: Any) -> str:
     """``results``' kind, and that it is empty where it is an empty mapping."""
     return "an empty mapping" if isinstance(results, Mapping) else type(results).__name__
-
-
-def _label_text(key: Any) -> str:
-    """A label as its tick reads: the value of a 0-dim tensor or NumPy scalar (the keys of
-    ``zip(r.labels, r.per_label)``), which had been drawn as ``tensor(4)``, written as its
-    own dtype prints it (a float32 0.1 had read 0.10000000149011612 as a Python float).
-
-    Example:
-        >>> import numpy as np, torch
-        >>> _label_text(torch.tensor(4)), _label_text(np.int64(3)), _label_text("NOUN")
-        ('4', '3', 'NOUN')
-        >>> _label_text(torch.tensor(0.1)), _label_text(np.float32(0.2))
-        ('0.1', '0.2')
-    """
-    if isinstance(key, torch.Tensor) and key.ndim == 0:
-        # NumPy has no bfloat16: its values are float32's exactly.
-        key = (key.float() if key.dtype == torch.bfloat16 else key).cpu().numpy()[()]
-    elif isinstance(key, np.ndarray) and key.ndim == 0:
-        key = key[()]
-    return str(key)
 
 
 def _draw_intervals(

@@ -10,6 +10,9 @@ import numbers
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import torch
+
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import normal_quantile
@@ -51,6 +54,28 @@ def _literals(texts: Sequence[Any]) -> list[str]:
     return [literal(str(t)) for t in texts]
 
 
+def _label_text(key: Any) -> str:
+    """A label as its tick reads: the value of a 0-dim tensor or NumPy scalar (the keys of
+    ``zip(r.labels, r.per_label)``), which had been drawn as ``tensor(4)``, written as its
+    own dtype prints it (a float32 0.1 had read 0.10000000149011612 as a Python float;
+    a bfloat16 prints as the float32 it is).
+
+    Example:
+        >>> import numpy as np, torch
+        >>> _label_text(torch.tensor(4)), _label_text(np.int64(3)), _label_text("NOUN")
+        ('4', '3', 'NOUN')
+        >>> _label_text(torch.tensor(0.1)), _label_text(np.float32(0.2))
+        ('0.1', '0.2')
+    """
+    if isinstance(key, torch.Tensor) and key.ndim == 0:
+        # NumPy has no bfloat16: its values are float32's exactly (and print as float32's).
+        key = key.detach()
+        key = (key.float() if key.dtype == torch.bfloat16 else key).cpu().numpy()[()]
+    elif isinstance(key, np.ndarray) and key.ndim == 0:
+        key = key[()]
+    return str(key)
+
+
 def _tick_labels(names: Sequence[Any]) -> list[str]:
     """Label names as ticks and panel titles show them: at most :data:`MAX_TICK_CHARS`
     characters, the middle of a longer one replaced by "…" (its start and end tell labels
@@ -63,7 +88,7 @@ def _tick_labels(names: Sequence[Any]) -> list[str]:
         >>> [t[-4:] for t in _tick_labels(["a" * 100 + m + "a" * 100 for m in "XY"])]
         ['a #1', 'a #2']
     """
-    names = [str(name) for name in names]
+    names = [_label_text(name) for name in names]
     short = [_shortened(name) for name in names]
     alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
     for name, text in zip(names, short, strict=True):
