@@ -187,7 +187,7 @@ def check_confidence(confidence: float) -> None:
         ValueError: confidence must be a Python float in (0, 1), got np.float32(0.9): write ...
     """
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
-        level = _scalar_level(confidence)
+        level = decimal_level(confidence)
         if level is not None and 0 < level < 1:
             raise ValueError(
                 f"confidence must be a Python float in (0, 1), got {confidence!r}: write "
@@ -198,7 +198,7 @@ def check_confidence(confidence: float) -> None:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
 
 
-def _scalar_level(value: object) -> float | None:
+def decimal_level(value: object) -> float | None:
     """A real NumPy or tensor scalar as the decimal it prints as (float32 0.9 as 0.9, not
     0.8999999762), else None. NumPy is read by its duck type: this layer imports torch
     alone."""

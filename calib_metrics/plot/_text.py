@@ -6,7 +6,6 @@ labels shortened in the middle, and the names of the error (:func:`describe`,
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +14,7 @@ import torch
 
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import check_flag
-from calib_metrics.functional.intervals import normal_quantile
+from calib_metrics.functional.intervals import decimal_level, normal_quantile
 from calib_metrics.wording import cut_middle, level_text, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
@@ -166,10 +165,8 @@ def _level(confidence: Any) -> Any:
         >>> _level(np.float32(0.9)), _level(0.95), _level("0.9")
         (0.9, 0.95, '0.9')
     """
-    numpy_real = isinstance(confidence, numbers.Real) and hasattr(confidence, "dtype")
-    if numpy_real and not isinstance(confidence, float):
-        return float(str(confidence))
-    return confidence
+    level = None if isinstance(confidence, float) else decimal_level(confidence)
+    return confidence if level is None else level
 
 
 def interval_label(confidence: float, interval: str | None = None, debias: bool = False) -> str:
