@@ -26,7 +26,7 @@ from calib_metrics.functional.calibration import (
 )
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import NoPairsError, check_flag, check_not_meta
-from calib_metrics.functional.intervals import bin_errors
+from calib_metrics.functional.intervals import bin_errors, check_confidence
 from calib_metrics.functional.multiclass import average_results, pair_sets
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
 from calib_metrics.functional.smooth import (
@@ -40,7 +40,6 @@ from calib_metrics.functional.spiegelhalter import (
     spiegelhalter_test,
 )
 from calib_metrics.metric_checks import (
-    _check_confidence,
     _check_group_ids,
     _check_mode,
     _check_seed,
@@ -312,7 +311,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         num_classes, average = args["num_classes"], args["average"]
         _check_options(norm, args["binning"], args["bin_size"], args["n_bins"])
         _check_sizes(args["bin_size"], args["n_bins"])
-        _check_confidence(args["confidence"])
+        check_confidence(args["confidence"])
         _check_interval_options(
             args["n_samples"], args["confidence"], args["method"], interval or "pairs"
         )

@@ -27,7 +27,6 @@ from calib_metrics.functional.binning import (
 )
 from calib_metrics.functional.calibration import MAX_BIN_SIZE, MAX_UNIFORM_BINS
 from calib_metrics.functional.errors import check_not_meta, python_int_hint
-from calib_metrics.functional.intervals import check_confidence
 from calib_metrics.functional.multiclass import MODES, check_class_id_dtype
 
 # Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
@@ -137,10 +136,6 @@ def ignore_index_label_warning(value: int | None, num_classes: int | None) -> st
         f"{value} are dropped, and class {value}'s probabilities are still scored against "
         "labels that are never it (for padding, use a label of its own, such as -100)"
     )
-
-
-def _check_confidence(confidence: Any) -> None:
-    check_confidence(confidence)  # the functions' check: one message for a level
 
 
 def _check_mode(mode: Any, num_classes: int | None, average: str | None) -> None:

@@ -25,9 +25,9 @@ from calib_metrics.functional.comparison_by_label import (
     compare_calibration_by_label,
 )
 from calib_metrics.functional.errors import NoPairsError, check_flag
+from calib_metrics.functional.intervals import check_confidence
 from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING
 from calib_metrics.metric_checks import (
-    _check_confidence,
     _check_group_ids,
     _check_seed,
     _check_sizes,
@@ -563,7 +563,7 @@ def _check_arguments(args: dict[str, Any]) -> None:
     warn_at_user_line(ignore_index_label_warning(ignore_index, num_classes))
     _check_options(args["norm"], args["binning"], args["bin_size"], args["n_bins"])
     _check_sizes(args["bin_size"], args["n_bins"])
-    _check_confidence(args["confidence"])
+    check_confidence(args["confidence"])
     _check_interval_options(args["n_samples"], args["confidence"], "percentile", "pairs")
     _check_seed(args["seed"])
     check_flag("debias", args["debias"])

@@ -48,14 +48,14 @@ def _label_list(labels: Any) -> list:
         ValueError: labels must be a non-empty ordered collection of label names, got 'ab'
     """
     unordered = isinstance(labels, AbstractSet) and not isinstance(labels, KeysView)
-    one_dim = getattr(labels, "ndim", 1) == 1
-    if isinstance(labels, (str, bytes)) or unordered or not one_dim:
-        given = labels
-    elif isinstance(labels, Iterable) and (listed := [_label_text(k) for k in labels]):
-        return listed
-    else:
-        given = labels
-    raise ValueError(f"labels must be a non-empty ordered collection of label names, got {given!r}")
+    ordered = isinstance(labels, Iterable) and not isinstance(labels, (str, bytes))
+    if ordered and not unordered and getattr(labels, "ndim", 1) == 1:
+        listed = [_label_text(k) for k in labels]
+        if listed:
+            return listed
+    raise ValueError(
+        f"labels must be a non-empty ordered collection of label names, got {labels!r}"
+    )
 
 
 def _check_names(names: Any, models: int, what: str = "names") -> list:
