@@ -191,6 +191,9 @@ def test_year_only_dates_count_for_years_but_not_months_or_quarters(lexicon):
     undated = fx.read(fx.NMOD_ACTIVE.replace("# meta::dateCreated = 2015-08-21\n", ""))[0]
     with pytest.raises(ValueError, match="no '# meta::dateCreated' date"):
         document_period(undated, "year")
+    # A duck-typed document whose metadata is None reads as undated, not AttributeError.
+    with pytest.raises(ValueError, match="document d has no '# meta::dateCreated' date"):
+        document_period(SimpleNamespace(doc_id="d", meta=None), "year")
     with pytest.raises(ValueError, match="period"):
         document_period(dated, "week")
 

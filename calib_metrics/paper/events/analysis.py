@@ -80,10 +80,16 @@ AFFILIATION_RELATIONS: tuple[str, ...] = ("nmod", "nmod:poss", "amod", "compound
 PERIODS = ("month", "quarter", "year")
 
 
+def _metadata(doc) -> dict:
+    """The document's ``# meta::`` fields; none (a missing or ``None`` ``meta``) read as
+    empty."""
+    return getattr(doc, "meta", None) or {}
+
+
 def _parse_date(doc, key: str) -> tuple[_dt.date, int] | None:
     """``(date, parts)``: the date with a missing month or day set to 1, and how many
     of year, month, day the metadata gives (1 to 3); ``None`` without a date."""
-    value = (getattr(doc, "meta", None) or {}).get(key)
+    value = _metadata(doc).get(key)
     if not value:
         return None
     parts = value.strip().strip("-").split("-")
@@ -134,7 +140,7 @@ def has_unknown_date(
     """
     if isinstance(unknown, str):  # one date, not its characters
         unknown = (unknown,)
-    written = getattr(doc, "meta", {}).get(key, "")
+    written = _metadata(doc).get(key, "")
     return str(written).strip() in {d.strip() for d in unknown if d.strip()}
 
 
