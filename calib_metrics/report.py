@@ -44,7 +44,8 @@ STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td:not(.num), tbody th { overflow-wrap: anywhere; }
 thead th { background: #f0f0f0; }
 figure { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
 figure svg { max-width: 100%; height: auto; }

@@ -123,3 +123,26 @@ def test_compare_report_in_chromium(driver, tmp_path: Path, capsys) -> None:
     assert _rows(driver, "per-label-table") == len(report_tests.TAGS)
     assert _rows(driver, "bins-a") > 1 and _rows(driver, "bins-b") > 1
     _assert_nothing_fetched(driver)
+
+
+# The page's width in CSS pixels beside the window's: a wider page scrolls sideways.
+PAGE_WIDTHS = "return [document.documentElement.scrollWidth, window.innerWidth]"
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_a_long_label_wraps_in_its_cell(driver, tmp_path: Path, capsys, command: str) -> None:
+    """A label without spaces (a path, a URI) wraps: unbroken, 300 characters had pushed
+    every row's numbers past the right edge (a page 2942 px wide in a 1200 px window)."""
+    long_label = "L" * 300
+    data = report_tests.write_tagged(tmp_path / "tagged.csv", tags=("NOUN", long_label))
+    page = tmp_path / "report.html"
+    argv = [command, data, "--probs", "prob_a", "--label", "tag", "--html", page]
+    if command == "compare":
+        argv[4:4] = ["--probs-b", "prob_b"]
+    _cli_json(capsys, *argv)
+    _open(driver, page)
+    assert _rows(driver, "per-label-table") == 2
+    page_width, window_width = driver.execute_script(PAGE_WIDTHS)
+    assert page_width <= window_width, (page_width, window_width)
+    numbers = driver.find_elements("css selector", "#per-label-table td.num")
+    assert numbers and all("\n" not in cell.text for cell in numbers)  # numbers stay whole
