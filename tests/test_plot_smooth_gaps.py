@@ -46,3 +46,26 @@ def test_the_curve_and_its_band_break_where_no_prediction_lies() -> None:
     paths = band.get_paths()
     assert len(paths) == 2
     assert not any(_inside(v) for p in paths for v in p.vertices[:, 0].tolist())
+
+
+def test_on_a_logit_axis_the_curve_reaches_both_ends() -> None:
+    """A confident model's curve on the automatic logit axis runs to the axis' ends: the
+    grid points at 0 and 1 lie past them (ε, 1 − ε) and had been dropped, so the curve
+    stopped at 0.005 and 0.995 while 29% of the pairs lay beyond."""
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(5000, generator=g, dtype=torch.float64) * 5
+    q = torch.sigmoid(z)
+    y = torch.bernoulli(torch.sigmoid(0.7 * z), generator=g)
+    result = calibration_error_ci(q, y, n_samples=20, generator=g)
+    curve = smooth_reliability_curve(q, y, n_samples=30, generator=g)
+    _, ax = reliability_diagram(result, smooth=curve)
+    assert ax.get_xscale() == "logit"
+    lo, hi = ax.get_xlim()
+    assert (q < 0.005).any() and (q > 0.995).any()
+    (line,) = [ln for ln in ax.lines if ln.get_label().startswith("smooth curve")]
+    x = [v for v in line.get_xdata().tolist() if not math.isnan(v)]
+    assert min(x) == lo and max(x) == hi
+    assert x == sorted(x) and len(set(x)) == len(x)  # no two points drawn at one place
+    (band,) = [c for c in ax.collections if "band" in c.get_label()]
+    edges = band.get_paths()[0].vertices[:, 0]
+    assert edges.min() == lo and edges.max() == hi

@@ -28,12 +28,13 @@ def _draw_smooth(
     name them their own way."""
     grid, density = _numbers(smooth.grid), _numbers(smooth.density)
     values = [_numbers(v) for v in (smooth.curve, smooth.lower, smooth.upper)]
+    drawn = _on_axis(grid, axis)
     keep = [
         i
-        for i, (t, d) in enumerate(zip(grid, density))
-        if axis.lo <= t <= axis.hi and d > 1e-3 and not math.isnan(values[0][i])
+        for i, (t, d) in enumerate(zip(drawn, density))
+        if t is not None and d > 1e-3 and not math.isnan(values[0][i])
     ]
-    t, curve, lower, upper = _runs([grid, *values], keep)
+    t, curve, lower, upper = _runs([drawn, *values], keep)
     sigma, error = smooth.bandwidth.item(), smooth.error.item()
     prefix = f"{name}: " if name else ""
     band = None
@@ -58,6 +59,31 @@ def _draw_smooth(
         label=f"{prefix}smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
     )
     return line, band
+
+
+def _on_axis(grid: list[float], axis: _ProbabilityAxis) -> list[float | None]:
+    """Where each grid point is drawn: at itself on the axis; the nearest point past
+    either end of a logit axis (whose ends are ε and 1 − ε) at that end; None for the
+    points farther out. Dropping every point past the ends had left a confident model's
+    curve stopping at its first grid point inside (0.005 with 200 points) while 29% of
+    its pairs lay beyond; the curve varies by a grid step's worth across that gap.
+
+    Example:
+        >>> from calib_metrics.plot._probability_axis import _ProbabilityAxis
+        >>> axis = _ProbabilityAxis("logit", [0.001, 0.999])
+        >>> axis.lo, axis.hi
+        (0.0001, 0.9999)
+        >>> _on_axis([0.0, 0.00005, 0.5, 1.0], axis)
+        [None, 0.0001, 0.5, 0.9999]
+    """
+    below = [i for i, t in enumerate(grid) if t < axis.lo]
+    above = [i for i, t in enumerate(grid) if t > axis.hi]
+    ends = {}
+    if below and axis.lo not in grid:  # a point at the end itself needs no stand-in
+        ends[below[-1]] = axis.lo
+    if above and axis.hi not in grid:
+        ends[above[0]] = axis.hi
+    return [ends.get(i, t if axis.lo <= t <= axis.hi else None) for i, t in enumerate(grid)]
 
 
 def _runs(series: list[list[float]], keep: list[int]) -> list[list[float]]:
