@@ -744,6 +744,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         groups = args[2] if len(args) > 2 else kwargs.get("groups")
         batch = self._batch_metric()
         batch._row_sums_warned = True  # this metric warns, once, at the caller's line
+        # A batch's few bins are not the data's: the warning is compute()'s, once (a
+        # batch of 500 pairs had warned "only 5 bins" beside an epoch of 100 bins).
+        batch._few_bins_warned = True
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
         if self.streaming:
             # The exact-mode batch metric takes it; this one cannot.

@@ -150,6 +150,24 @@ def test_fewer_than_ten_bins_warns_once_per_metric() -> None:
         uniform.compute()
 
 
+def test_forward_warns_of_few_bins_for_the_data_not_the_batch() -> None:
+    """forward()'s batch value is measured by a metric of its own, which had warned
+    "only 5 bins from 500 pairs" at the first batch beside an epoch of 100 bins, and
+    warned a second time when the epoch itself had few."""
+    q, y = overconfident(10_000)
+    metric = CalibrationError(bin_size=100)
+    for start in range(0, 10_000, 500):
+        no_warnings(metric, q[start : start + 500], y[start : start + 500])
+    no_warnings(metric.compute)
+    assert metric.compute_result().bins.count.numel() == 100
+    few = CalibrationError(bin_size=50)
+    for start in range(0, 300, 100):
+        no_warnings(few, q[start : start + 100], y[start : start + 100])
+    with pytest.warns(UserWarning, match=r"only 6 bins from 300 pairs") as said:
+        few.compute()
+    assert len(said) == 1
+
+
 # --------------------------------------------------------------------- averages
 
 
