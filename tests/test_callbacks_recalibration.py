@@ -455,19 +455,19 @@ def test_probability_rows_are_told_from_logits_in_every_dtype(classes) -> None:
     """Rows of probabilities are told by their sum, in float64, to the library's tolerance
     for rows of class probabilities or, where wider, their dtype's rounding; logits, and
     rows in [0, 1] that do not sum to 1, are not."""
-    from calib_metrics.callbacks.recalibration import _look_like_probabilities
+    from calib_metrics.recalibration._common import looks_like_probabilities
 
     g = torch.Generator().manual_seed(classes)
     logits = 3 * torch.randn(4000 // classes + 20, classes, generator=g)
     for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
         probs = logits.to(dtype).softmax(-1)
-        assert _look_like_probabilities(probs), dtype
+        assert looks_like_probabilities(probs), dtype
         # Half-precision softmax rows widened to float32, as a step may return them.
-        assert _look_like_probabilities(probs.float()), dtype
-        assert not _look_like_probabilities(logits.to(dtype)), dtype
-        assert not _look_like_probabilities(1.02 * probs.double()), dtype
+        assert looks_like_probabilities(probs.float()), dtype
+        assert not looks_like_probabilities(logits.to(dtype)), dtype
+        assert not looks_like_probabilities(1.02 * probs.double()), dtype
     uniform = torch.rand(logits.shape, generator=g)
-    assert not _look_like_probabilities(uniform / uniform.sum(-1, keepdim=True) * 0.95)
+    assert not looks_like_probabilities(uniform / uniform.sum(-1, keepdim=True) * 0.95)
 
 
 class TwoHeads(Overconfident):

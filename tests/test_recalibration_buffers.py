@@ -160,3 +160,43 @@ def test_an_output_edited_in_place_leaves_the_fit_alone(shape) -> None:
     out.mul_(2.0)
     assert iso.y_thresholds.tolist() == [0.5]
     assert iso(torch.tensor([0.2, 0.9], dtype=torch.float64)).tolist() == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_state_holding_nan_or_inf_is_refused_and_changes_nothing(kind: str, bad: float) -> None:
+    """No fit makes a NaN or infinite parameter: loaded, a temperature of NaN had returned
+    NaN probabilities at every call, with no word."""
+    _, _, call = KINDS[kind]
+    state = _fitted(kind).state_dict()
+    name = next(
+        k for k, v in state.items() if isinstance(v, Tensor) and v.is_floating_point() and v.numel()
+    )
+    broken = dict(state)
+    broken[name] = state[name].clone().flatten().index_fill(0, torch.tensor([0]), bad)
+    broken[name] = broken[name].reshape(state[name].shape)
+    module = _fitted(kind)
+    before = call(module)
+    with pytest.raises(ValueError, match=f"state's {name.split('.')[-1]} holds NaN or infinite"):
+        module.load_state_dict(broken)
+    assert torch.equal(call(module), before)
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        ("TemperatureScaling", "temperature"),
+        ("ChainTemperature", "temperature"),
+        ("ChainTemperature", "transition_temperature"),
+        ("CorefTemperature", "temperature"),
+    ],
+)
+@pytest.mark.parametrize("value", [-1.0, 0.0])
+def test_a_temperature_of_zero_or_less_is_refused(kind: str, name: str, value: float) -> None:
+    """A fit keeps a temperature positive: loaded, T = -1 had reversed every ranking (the
+    arg-max that temperature scaling never changes) and T = 0 returned NaN."""
+    make, _, _ = KINDS[kind]
+    state = dict(_fitted(kind).state_dict())
+    state[name] = torch.tensor(value, dtype=torch.float64)
+    with pytest.raises(ValueError, match=rf"state's {name} is {value:g}; a temperature must be"):
+        make().load_state_dict(state)

@@ -5,12 +5,16 @@ refused them."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
 from calib_metrics.recalibration import (
     BINARY_METHODS,
+    HistogramBinning,
     MatrixScaling,
+    PlattScaling,
     TemperatureScaling,
     VectorScaling,
     fit_binary,
@@ -459,3 +463,48 @@ def test_a_single_value_of_shape_1_loads_as_that_value() -> None:
     with pytest.raises(ValueError, match=r"temperature has shape \[1, 1\], where this module "
                        r"keeps a single value \(shape \[\]\)"):  # fmt: skip
         TemperatureScaling().load_state_dict(state)
+
+
+def test_fitting_probabilities_as_logits_is_said() -> None:
+    """Softmax rows given as logits had been fitted silently (T = 0.30, a temperature of
+    nothing the model computes), where the Lightning callback refuses them; sigmoid
+    outputs as binary scores likewise. Platt scaling maps scores of any range, and logits
+    of 0 alone are no sign of probabilities."""
+    g = torch.Generator().manual_seed(0)
+    logits = 2 * torch.randn(200, 3, generator=g)
+    classes = torch.multinomial(torch.softmax(logits, -1), 1, generator=g)[:, 0]
+    for make in (TemperatureScaling, VectorScaling, MatrixScaling):
+        with pytest.warns(UserWarning, match=r"are probabilities .*before the softmax") as said:
+            make().fit(logits.softmax(-1), classes)
+        # Only temperature scaling takes inputs="probs".
+        assert ("inputs='probs'" in str(said[0].message)) == (make is TemperatureScaling)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            make().fit(logits, classes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TemperatureScaling(inputs="probs").fit(logits.softmax(-1), classes)
+    q = torch.rand(300, generator=g)
+    y = torch.bernoulli(q, generator=g)
+    with pytest.warns(UserWarning, match=r"every binary score it is fitted on lies in \[0, 1\]"):
+        TemperatureScaling().fit(q, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PlattScaling().fit(q, y)
+        TemperatureScaling(inputs="probs").fit(q, y)
+        TemperatureScaling().fit(torch.logit(q), y)
+
+
+def test_histogram_bins_of_a_column_view_say_nothing_of_strides(monkeypatch) -> None:
+    """A float64 column view (scores[:, 0]) had reached torch.bucketize as it was, which
+    warned the user of a non-contiguous input (once a process: checked at the call)."""
+    bucketize = torch.bucketize
+
+    def contiguous_only(values, *args, **kwargs):
+        assert values.is_contiguous()
+        return bucketize(values, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "bucketize", contiguous_only)
+    x = torch.rand(100, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    y = (x[:, 2] < x[:, 0]).double()
+    HistogramBinning(n_bins=5).fit(x[:, 0], y)(x[:, 1])

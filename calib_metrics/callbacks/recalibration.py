@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -23,14 +24,19 @@ from calib_metrics.functional.calibration import (
     _check_options,
 )
 from calib_metrics.functional.errors import check_tensors
-from calib_metrics.functional.multiclass import ROW_SUM_TOLERANCE, check_class_id_dtype
+from calib_metrics.functional.multiclass import check_class_id_dtype
 from calib_metrics.metric_checks import (
     check_class_ids,
     check_ignore_index,
     ignore_index_label_warning,
 )
 from calib_metrics.recalibration import TemperatureScaling
-from calib_metrics.recalibration._common import check_floating, fitting_mode
+from calib_metrics.recalibration._common import (
+    check_floating,
+    fitting_mode,
+    looks_like_probabilities,
+    scores_within_unit,
+)
 
 Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
 
@@ -486,7 +492,7 @@ class TemperatureRecalibration(Callback):
                 return
             logits, target = (t.clone() for t in local)
         self._warn_if_stale(trainer)
-        if _look_like_probabilities(logits):
+        if looks_like_probabilities(logits):
             self._fitted_nothing(
                 trainer,
                 pl_module,
@@ -495,7 +501,7 @@ class TemperatureRecalibration(Callback):
                 "temperature fitted",
             )
             return
-        if logits.ndim == 1 and _within_zero_and_one(logits):
+        if logits.ndim == 1 and scores_within_unit(logits):
             # Nothing tells sigmoid outputs from a weak head's logits that all happen to
             # lie in [0, 1]: fitted, and said (sigmoid outputs had been fitted silently).
             rank_zero_warn(
@@ -508,7 +514,10 @@ class TemperatureRecalibration(Callback):
             # Targets of the batches not checked one by one (after each epoch's first):
             # padding without ignore_index is named here, with the hint.
             self._check_target(logits, target)
-            recalibrator = TemperatureScaling().fit(logits, target)
+            with warnings.catch_warnings():
+                # Said above, once, in this callback's words and on rank zero alone.
+                warnings.filterwarnings("ignore", "TemperatureScaling: every binary score")
+                recalibrator = TemperatureScaling().fit(logits, target)
         except ValueError as err:
             # Data the last epoch happened to give (one class, diverged logits) must not
             # fail a finished fit; every rank holds the same data, so all skip together.
@@ -665,44 +674,3 @@ def _width(logits: Tensor) -> int:
 
 def _probs(logits: Tensor) -> Tensor:
     return torch.sigmoid(logits) if logits.ndim == 1 else torch.softmax(logits, -1)
-
-
-def _look_like_probabilities(logits: Tensor) -> bool:
-    """Whether multiclass "logits" ``[M, C]`` are rows of probabilities: all in [0, 1], each
-    summing to 1 (in float64) within the library's tolerance for rows of class probabilities
-    (``ROW_SUM_TOLERANCE``, the metrics' row check) or, where wider, their dtype's rounding
-    (:func:`_row_sum_rounding`). Fitted as logits they gave a meaningless temperature and a
-    "before" error of softmax(p), not of the model (0.27 where the model's was 0.045), with
-    no word; summed in their own dtype to 1e-3, a ``bf16-mixed`` step's softmax rows (off
-    by up to 3e-3) were fitted so. Logits in [0, 1] whose every row sums to 1 are no
-    model's. One host read."""
-    if logits.ndim != 2 or logits.numel() == 0:
-        return False
-    in_range = ((logits >= 0) & (logits <= 1)).all()
-    off = (logits.sum(-1, dtype=torch.float64) - 1).abs().amax()
-    tolerance = max(ROW_SUM_TOLERANCE, _row_sum_rounding(logits.dtype, logits.shape[-1]))
-    return bool(in_range & (off <= tolerance))
-
-
-def _within_zero_and_one(scores: Tensor) -> bool:
-    """Whether every score lies in [0, 1] (one host read)."""
-    return bool(((scores >= 0) & (scores <= 1)).all())
-
-
-def _row_sum_rounding(dtype: torch.dtype, num_classes: int) -> float:
-    """How far from 1 a softmax's row of ``num_classes`` values in ``dtype`` may sum, by
-    rounding alone, with a factor 2 to spare: each value rounded to the dtype moves by half
-    an ulp, ``eps / 2`` of it (the row by ``eps / 2``, as its values sum to 1) or, below the
-    normal range, half the smallest subnormal (``C`` of those); the softmax computes them
-    in float32 at least (torch's does for half precision), whose sum of ``C`` terms is off
-    by up to ``C`` roundings. Above ``ROW_SUM_TOLERANCE`` only for half precision and
-    tens of thousands of classes (bfloat16: 0.0078 + C · 1.2e-7).
-
-    Example:
-        >>> round(_row_sum_rounding(torch.bfloat16, 4), 5), _row_sum_rounding(torch.float64, 4)
-        (0.00781, 1.11...e-15)
-    """
-    own = torch.finfo(dtype)
-    computed = torch.finfo(torch.promote_types(dtype, torch.float32))
-    subnormal = own.smallest_normal * own.eps
-    return own.eps + num_classes * (subnormal + computed.eps)

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from calib_metrics.functional.errors import check_not_meta
+from calib_metrics.functional.multiclass import ROW_SUM_TOLERANCE
 
 
 @contextmanager
@@ -420,6 +421,19 @@ def _is_real(buffer: Tensor | None) -> bool:
     return buffer is not None and buffer.is_floating_point()
 
 
+def _first_value(values: Tensor) -> str:
+    """A temperature's value as the state holds it, or its first non-positive entry.
+
+    Example:
+        >>> _first_value(torch.tensor(-1.0)), _first_value(torch.tensor([2.0, 0.0]))
+        ('-1', '0 (entry 1)')
+    """
+    if values.ndim == 0:
+        return f"{values.item():g}"
+    index = int((values <= 0).flatten().nonzero()[0])
+    return f"{values.flatten()[index].item():g} (entry {index})"
+
+
 def _dimensions(ndim: int) -> str:
     """A buffer's number of dimensions in words.
 
@@ -562,6 +576,29 @@ class FittedModule(nn.Module):
                     f"{list(incoming.shape)}, where this module keeps {_dimensions(ndim)}: "
                     f"{self._other_kind(name, incoming)}"
                 )
+        self._check_values(state)
+
+    #: Buffers that hold a temperature: a fit keeps each positive.
+    positive: tuple[str, ...] = ()
+
+    def _check_values(self, state: dict[str, Tensor]) -> None:
+        """Refuse fitted parameters that no fit makes (one host read a buffer): NaN or
+        infinite values, and a temperature of 0 or less. Loaded, T = -1 had reversed every
+        ranking and T = 0 or NaN returned NaN probabilities, with no word."""
+        for name, incoming in state.items():
+            if not _is_real(self._buffers[name]) or not incoming.is_floating_point():
+                continue
+            if not bool(torch.isfinite(incoming).all()):
+                raise ValueError(
+                    f"{type(self).__name__}: the state's {name} holds NaN or infinite "
+                    "values, which no fit makes: load a state this kind saved"
+                )
+            if name in self.positive and not bool((incoming > 0).all()):
+                raise ValueError(
+                    f"{type(self).__name__}: the state's {name} is "
+                    f"{_first_value(incoming)}; a temperature must be positive (a fit "
+                    "keeps it so): load a state this kind saved"
+                )
 
     def _other_kind(self, name: str, incoming: Tensor) -> str:
         """How to load a state whose ``name`` buffer is ``incoming``, which this kind's is
@@ -571,3 +608,51 @@ class FittedModule(nn.Module):
     def check_fitted(self) -> None:
         if not self.host_value("fitted"):
             raise ValueError(f"{type(self).__name__} is not fitted: call fit(...) first")
+
+
+def looks_like_probabilities(logits: Tensor) -> bool:
+    """Whether multiclass "logits" ``[M, C]`` are rows of probabilities: all in [0, 1], each
+    summing to 1 (in float64) within the library's tolerance for rows of class probabilities
+    (``ROW_SUM_TOLERANCE``, the metrics' row check) or, where wider, their dtype's rounding
+    (:func:`row_sum_rounding`). Fitted as logits they gave a meaningless temperature and a
+    "before" error of softmax(p), not of the model (0.27 where the model's was 0.045), with
+    no word; summed in their own dtype to 1e-3, a ``bf16-mixed`` step's softmax rows (off
+    by up to 3e-3) were fitted so. Logits in [0, 1] whose every row sums to 1 are no
+    model's. One host read."""
+    if logits.ndim != 2 or logits.numel() == 0:
+        return False
+    in_range = ((logits >= 0) & (logits <= 1)).all()
+    off = (logits.sum(-1, dtype=torch.float64) - 1).abs().amax()
+    tolerance = max(ROW_SUM_TOLERANCE, row_sum_rounding(logits.dtype, logits.shape[-1]))
+    return bool(in_range & (off <= tolerance))
+
+
+def row_sum_rounding(dtype: torch.dtype, num_classes: int) -> float:
+    """How far from 1 a softmax's row of ``num_classes`` values in ``dtype`` may sum, by
+    rounding alone, with a factor 2 to spare: each value rounded to the dtype moves by half
+    an ulp, ``eps / 2`` of it (the row by ``eps / 2``, as its values sum to 1) or, below the
+    normal range, half the smallest subnormal (``C`` of those); the softmax computes them
+    in float32 at least (torch's does for half precision), whose sum of ``C`` terms is off
+    by up to ``C`` roundings. Above ``ROW_SUM_TOLERANCE`` only for half precision and
+    tens of thousands of classes (bfloat16: 0.0078 + C · 1.2e-7).
+
+    Example:
+        >>> round(row_sum_rounding(torch.bfloat16, 4), 5), row_sum_rounding(torch.float64, 4)
+        (0.00781, 1.11...e-15)
+    """
+    own = torch.finfo(dtype)
+    computed = torch.finfo(torch.promote_types(dtype, torch.float32))
+    subnormal = own.smallest_normal * own.eps
+    return own.eps + num_classes * (subnormal + computed.eps)
+
+
+def scores_within_unit(scores: Tensor) -> bool:
+    """Whether every score lies in [0, 1], some strictly inside, as sigmoid outputs do (one
+    host read): scores of 0 alone are no sign of them.
+
+    Example:
+        >>> scores_within_unit(torch.tensor([0.2, 1.0])), scores_within_unit(torch.zeros(3))
+        (True, False)
+    """
+    inside = (scores > 0) & (scores < 1)
+    return bool(((scores >= 0) & (scores <= 1)).all() & inside.any())

@@ -128,11 +128,12 @@ class HistogramBinning(SettingsInState, FittedModule):
 
     Example:
         >>> import torch
-        >>> q = torch.tensor([0.1, 0.2, 0.3, 0.6, 0.7, 0.9])
-        >>> y = torch.tensor([0, 0, 1, 1, 1, 1])
-        >>> hb = HistogramBinning(n_bins=2).fit(q, y)
-        >>> hb(torch.tensor([0.0, 0.25, 0.8]))
-        tensor([0.3333, 0.3333, 1.0000])
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = torch.rand(400, generator=g)
+        >>> y = torch.bernoulli(q**2, generator=g)  # q is overconfident
+        >>> hb = HistogramBinning(n_bins=4).fit(q, y)  # 100 dev pairs a bin
+        >>> hb(torch.tensor([0.1, 0.5, 0.9]))
+        tensor([0.0100, 0.3900, 0.7500])
     """
 
     settings = ("binning",)  # inputs= only checks the range: the buffers read alike
@@ -184,7 +185,8 @@ class HistogramBinning(SettingsInState, FittedModule):
         scores are compared with them in float64."""
         if self.binning == "uniform":
             return uniform_bin_of(scores, n_bins)
-        return torch.bucketize(scores.to(torch.float64), edges)
+        # bucketize warns (and copies anyway) on a strided view such as scores[:, 0].
+        return torch.bucketize(scores.to(torch.float64).contiguous(), edges)
 
 
 # Fewer dev pairs a bin than this on average and many bins' frequencies are 0 or 1:

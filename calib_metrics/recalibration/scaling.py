@@ -18,6 +18,7 @@ probabilities; the fitted parameters are buffers, so ``state_dict`` round-trips.
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 
@@ -42,7 +43,9 @@ from calib_metrics.recalibration._common import (
     float64_copy,
     lbfgs,
     logit,
+    looks_like_probabilities,
     ranks_all_right,
+    scores_within_unit,
     typical_gap,
     typical_spread,
     warn_caller,
@@ -230,6 +233,9 @@ class _LogitScaler(SettingsInState, FittedModule):
     binary_ok = False
     # Whether multiclass logits may mask classes with -inf (kept -inf by the map).
     class_masks = False
+    # Whether binary scores that all lie in [0, 1] are worth a word: a temperature of
+    # sigmoid outputs is not the model's; Platt scaling maps scores of any range.
+    binary_unit_scores_suspect = True
     settings = ("inputs",)
 
     def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
@@ -316,7 +322,8 @@ class _LogitScaler(SettingsInState, FittedModule):
 
     def fit(self, logits: Tensor, target: Tensor) -> _LogitScaler:
         binary = check_tensor(logits, "logits").ndim == 1
-        logits = self._prepare_input(self._check_input(logits, binary), binary)
+        given = self._check_input(logits, binary)
+        logits = self._prepare_input(given, binary)
         if binary and not self.binary_ok:
             raise ValueError(
                 f"{type(self).__name__} needs multiclass logits [N, C], got shape "
@@ -326,6 +333,7 @@ class _LogitScaler(SettingsInState, FittedModule):
             y = check_binary_target(target, logits, self.inputs)  # as the caller named them
         else:
             y = check_multiclass(logits, target)
+        self._warn_if_probabilities(given, binary)  # a refused fit says only why
         num_classes = 1 if binary else logits.shape[1]
         # A mask of float64's lowest value overflows to -inf once divided by T < 1, and the
         # gradient with it (NaN loss); any logit beyond ±MASK_FLOOR decides its probability
@@ -344,6 +352,29 @@ class _LogitScaler(SettingsInState, FittedModule):
         self.num_classes = torch.tensor(num_classes, device=self.num_classes.device)
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
+
+    def _warn_if_probabilities(self, logits: Tensor, binary: bool) -> None:
+        """Say when the logits a fit is given look like probabilities (one host read):
+        softmax rows had been fitted silently (T = 0.30 where the logits' own was 1), as
+        the Lightning callback, given them, refuses to."""
+        if self.inputs != "logits":
+            return
+        name = type(self).__name__
+        # Only the kinds that take probabilities are told to (VectorScaling has no inputs=).
+        takes_probs = "inputs" in inspect.signature(type(self)).parameters
+        or_probs = ", or build it with inputs='probs'" if takes_probs else ""
+        if not binary and looks_like_probabilities(logits):
+            warn_caller(
+                f"{name}: the logits it is fitted on are probabilities (every row in "
+                f"[0, 1], summing to 1): pass the scores before the softmax{or_probs}; "
+                "fitted as logits, the result is not the model's"
+            )
+        elif binary and self.binary_unit_scores_suspect and scores_within_unit(logits):
+            warn_caller(
+                f"{name}: every binary score it is fitted on lies in [0, 1]: if they are "
+                f"sigmoid outputs, pass the scores before the sigmoid{or_probs}; fitted "
+                "as logits, the result is not the model's"
+            )
 
     def _dev_logits(self, z: Tensor, y: Tensor) -> Tensor:
         """The dev logits ``z`` (float64, masks at :data:`MASK_FLOOR`) as fitted, and as
@@ -506,6 +537,7 @@ class TemperatureScaling(_LogitScaler):
 
     binary_ok = True
     class_masks = True
+    positive = ("temperature",)
 
     def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
         super().__init__(max_iter, inputs)
@@ -1002,6 +1034,7 @@ class PlattScaling(_LogitScaler):
     """
 
     binary_ok = True
+    binary_unit_scores_suspect = False
 
     def __init__(self, inputs: str = "logits", max_iter: int = 200) -> None:
         super().__init__(max_iter, inputs)

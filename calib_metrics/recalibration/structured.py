@@ -192,6 +192,8 @@ class ChainTemperature(FittedModule):
         torch.Size([200, 6, 3])
     """
 
+    positive = ("temperature", "transition_temperature")
+
     def __init__(
         self, separate: bool = False, objective: str = "likelihood", max_iter: int = 100
     ) -> None:
@@ -540,6 +542,8 @@ class CorefTemperature(FittedModule):
         >>> ct.marginals(4 * scores).shape
         torch.Size([50, 8, 8])
     """
+
+    positive = ("temperature",)
 
     def __init__(self, new_offset: bool = False, max_iter: int = 100) -> None:
         super().__init__()
