@@ -183,9 +183,10 @@ def test_normal_interval_is_mean_plus_minus_z_std(miscalibrated, confidence) -> 
 
 
 def test_normal_interval_never_below_zero() -> None:
-    # Three pairs: std is large, mean - 1.96·std < 0; an error cannot be negative.
-    q = torch.tensor([0.9, 0.2, 0.4], dtype=torch.float64)
-    y = torch.tensor([1, 0, 1])
+    # One bin of 12 pairs at its frequency: std is large, mean - 1.96·std < 0; an error
+    # cannot be negative.
+    q = torch.full((12,), 0.5, dtype=torch.float64)
+    y = torch.arange(12) % 2
     r = calibration_error_ci(
         q,
         y,

@@ -336,10 +336,11 @@ def bins_interval(
         >>> round(r.error.item(), 3)
         0.1
     """
-    if interval == "paper":
-        return resampled_interval(bins, paper_draws(bins, n_samples, generator), "paper", **options)
-    result = resampled_interval(bins, pair_draws(bins, n_samples, generator), "pairs", **options)
-    # Host sync: the number of pairs resampled.
+    draws = {"paper": paper_draws, "pairs": pair_draws}[interval](bins, n_samples, generator)
+    result = resampled_interval(bins, draws, interval, **options)
+    # Host sync: the number of pairs. The paper's draws of a bin of one pair (or of any
+    # bin whose pairs agree) are its frequency itself: one pair had a "certain"
+    # zero-width interval, [0.7, 0.7].
     return without_interval_if_few(result, round(float(bins.count.sum())), "pair")
 
 
@@ -400,8 +401,9 @@ def calibration_error_ci(
             term is then each bin's cluster-robust variance over the groups
             (:mod:`~calib_metrics.functional.clusters`), so ``error`` may differ slightly
             from :func:`calibration_error`'s, which assumes independent labels. Fewer
-            than ``MIN_UNITS`` (10) groups — or, with ``interval="pairs"``, pairs — give
-            no interval: NaN mean, std and ends, with a warning (the error stands).
+            than ``MIN_UNITS`` (10) groups — or, with ``interval="pairs"`` or
+            ``"paper"``, pairs — give no interval: NaN mean, std and ends, with a warning
+            (the error stands).
         mode: multiclass input as in :func:`calibration_error`; ``"classwise"`` averages
             the per-class results (its interval conservatively, see
             :func:`~calib_metrics.functional.multiclass.average_results`).
