@@ -72,6 +72,7 @@ from calib_metrics.functional.intervals import (
     check_confidence,
     compact_units,
     group_draws,
+    normal_quantile,
     pair_draws,
 )
 from calib_metrics.functional.multiclass import Mode, pair_sets
@@ -90,8 +91,9 @@ class SmoothCurve(NamedTuple):
     Attributes:
         grid: points t in [0, 1] where the curve is evaluated (float64).
         curve: ŷ(t), the smoothed label frequency at t (NaN where no data reaches t).
-        lower: lower end of the pointwise bootstrap band at each t (NaN, with a warning,
-            from fewer than 10 pairs or groups: too few to resample).
+        lower: lower end of the pointwise bootstrap band at each t (Wilson's score
+            interval at the bootstrap's effective size: :func:`smooth_reliability_curve`;
+            NaN, with a warning, from fewer than 10 pairs or groups: too few to resample).
         upper: upper end of the band.
         density: the kernel density δ̂(t) of the predictions, normalised to mean 1
             over the grid: where it is small the curve rests on few predictions (the
@@ -439,11 +441,20 @@ def smooth_reliability_curve(
     """The kernel-smoothed reliability curve ŷ(t) with a pointwise bootstrap band.
 
     The curve is smoothed at the smooth ECE's bandwidth σ* (or ``bandwidth``). The band
-    holds the (1 ± confidence)/2 quantiles, at each t, of the curves of ``n_samples``
-    Poisson-bootstrap draws made by the library's own resampling
-    (:mod:`calib_metrics.functional.intervals`): of pairs, or of whole groups when
-    ``groups`` (one id per item) is given. A draw reweights the pairs of each interval of
-    the smoothing grid (width ≤ σ/10) at the interval's mean prediction; σ is held fixed.
+    comes from ``n_samples`` Poisson-bootstrap draws of the curve made by the library's
+    own resampling (:mod:`calib_metrics.functional.intervals`): of pairs, or of whole
+    groups when ``groups`` (one id per item) is given. A draw reweights the pairs of each
+    interval of the smoothing grid (width ≤ σ/10) at the interval's mean prediction; σ is
+    held fixed. At each t the band is Wilson's score interval of ŷ(t) at the effective
+    size of Korn & Graubard (1998): ŷ(1 − ŷ) over the draws' variance, at most Kish's
+    size of the kernel weights (Σ K)²/Σ K², which it is where ŷ is 0 or 1. A group
+    bootstrap's wider draws shrink the size; where few labels decide ŷ(t) (near 0 and 1
+    on a calibrated model) the score interval, unlike the draws' quantiles, is not
+    pulled onto ŷ. On calibrated data (N = 2000, 100 data sets) the draws' 95% quantiles
+    had covered the smoothed truth 0.68 and 0.76 of the time at t = 0 and 1, and this
+    band covers it 1.00 and 0.97 (0.947 inside); on miscalibrated data it is on the safe
+    side, 0.97–0.98 on average where the quantiles gave 0.93–0.95
+    (``python benchmarks/smooth_band_coverage.py``; docs/measures.md).
 
     Args:
         probs, target, mode: as in :func:`smooth_calibration_error` (``"classwise"``
@@ -486,11 +497,10 @@ def smooth_reliability_curve(
     if _too_few_units(q, groups):
         lower = upper = torch.full_like(curve, float("nan"))
     else:
-        draws = _bootstrap_curves(q, y, groups, sigma, t, n_samples, generator)
-        tail = (1 - confidence) / 2
-        levels = torch.tensor([tail, 1 - tail], dtype=torch.float64, device=q.device)
-        lower, upper = torch.nanquantile(draws, levels, dim=0)
-        lower, upper = torch.minimum(lower, curve), torch.maximum(upper, curve)
+        index, cells = _cell_sums(q, y, _grid_points(sigma))
+        draws = _bootstrap_curves(q, y, groups, index, cells, sigma, t, n_samples, generator)
+        n_eff = _effective_sizes(curve, draws, _kish_sizes(cells, sigma, t))
+        lower, upper = _score_band(curve, n_eff, confidence)
     return SmoothCurve(
         t,
         curve,
@@ -520,9 +530,9 @@ def _too_few_units(q: Tensor, groups: Tensor | None) -> bool:
     return True
 
 
-def _bootstrap_curves(q, y, groups, sigma, t, n_samples, generator) -> Tensor:
-    """Curves of the bootstrap draws, ``[S, points]``."""
-    index, cells = _cell_sums(q, y, _grid_points(sigma))
+def _bootstrap_curves(q, y, groups, index, cells, sigma, t, n_samples, generator) -> Tensor:
+    """Curves of the bootstrap draws, ``[S, points]``, of the pairs (``index``: each
+    one's cell of ``cells``) or of their groups."""
     if groups is None:
         blocks = pair_draws(cells, n_samples, generator)
     else:
@@ -531,6 +541,51 @@ def _bootstrap_curves(q, y, groups, sigma, t, n_samples, generator) -> Tensor:
     return torch.cat(
         [_curve(cells.pred_mean, d.count, d.freq * d.count, sigma, t)[0] for d in blocks]
     )
+
+
+def _kish_sizes(cells: Bins, sigma: float, t: Tensor) -> Tensor:
+    """Kish's effective number of pairs behind ŷ(t), (Σᵢ Kᵢ)² / Σᵢ Kᵢ², with Kᵢ the
+    reflected kernel's weight of pair i at t (mirrored once at 0 and at 1; the cells'
+    counts at their mean q): about 2√π·σ·δ̂(t) inside [0, 1], half that at the ends."""
+    position, count = cells.pred_mean, cells.count
+    first, second = [], []
+    for chunk in t.split(max(1, 2**20 // max(position.numel(), 1))):
+        offsets = chunk[:, None] - torch.stack([position, -position, 2 - position])[:, None]
+        weight = torch.exp(-(offsets**2) / (2 * sigma**2)).sum(dim=0)
+        first.append(weight @ count)
+        second.append(weight.square() @ count)
+    return torch.cat(first).square() / torch.cat(second)
+
+
+def _effective_sizes(curve: Tensor, draws: Tensor, kish: Tensor) -> Tensor:
+    """The effective sample size at each t (Korn & Graubard, 1998): p̂(1 − p̂) over the
+    bootstrap variance of ŷ(t) (so a group bootstrap's design effect counts), at most
+    Kish's size, which it is where p̂ is 0 or 1 and the draws cannot vary."""
+    variance = torch.nanmean((draws - draws.nanmean(dim=0)).square(), dim=0)
+    binomial = curve * (1 - curve)
+    from_draws = binomial / variance
+    usable = (binomial > 0) & (variance > 0)
+    return torch.where(usable, torch.minimum(from_draws, kish), kish)
+
+
+def _score_band(curve: Tensor, n_eff: Tensor, confidence: float) -> tuple[Tensor, Tensor]:
+    """Wilson's score interval of a frequency ``curve`` of ``n_eff`` labels, at each t.
+
+    A percentile band of the draws had covered the truth 0.68–0.78 of the time at t = 0
+    and 1 on calibrated data (N = 2000), where a few labels decide ŷ(t): the draws of a
+    frequency 0 are all 0. The score interval is not pulled to 0 by them, and with
+    Korn–Graubard's effective size it keeps the bootstrap's width elsewhere.
+
+    Example:
+        >>> lower, upper = _score_band(torch.tensor([0.0, 0.5]), torch.tensor([50.0, 100.0]), 0.95)
+        >>> [round(v, 4) for v in lower.tolist()], [round(v, 4) for v in upper.tolist()]
+        ([0.0, 0.4038], [0.0713, 0.5962])
+    """
+    z2 = normal_quantile(confidence) ** 2
+    centre = (curve + z2 / (2 * n_eff)) / (1 + z2 / n_eff)
+    half = (z2 * (curve * (1 - curve) / n_eff + z2 / (4 * n_eff**2))).sqrt() / (1 + z2 / n_eff)
+    lower, upper = (centre - half).clamp(min=0.0), (centre + half).clamp(max=1.0)
+    return torch.minimum(lower, curve), torch.maximum(upper, curve)
 
 
 def _check_curve_options(n_samples: int, confidence: float, points: int, mode: str) -> None:

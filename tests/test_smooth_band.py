@@ -1,0 +1,62 @@
+"""The smooth curve's band near 0 and 1, where a few labels decide ŷ(t): the draws'
+quantiles had collapsed onto a frequency of 0 and covered the truth at t = 0 in 0.68 of
+calibrated data sets (``benchmarks/smooth_band_coverage.py`` measures it at full size)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from calib_metrics.functional import smooth_reliability_curve
+from calib_metrics.functional.smooth import _score_band
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.smooth_band_coverage import smoothed_truth
+
+
+def test_a_frequency_of_zero_has_a_band_above_it() -> None:
+    """Labels all 0 near t = 0: every draw's ŷ(0) is 0 too, and the quantile band was
+    [0, 0], certain; the score band reaches up by what so few labels allow."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    y[q < 0.1] = 0.0
+    curve = smooth_reliability_curve(q, y, n_samples=50, points=11, generator=g)
+    assert curve.curve[0].item() < 0.01
+    assert curve.lower[0].item() <= curve.curve[0].item()
+    assert 0.01 < curve.upper[0].item() < 0.2
+
+
+def test_the_band_covers_the_ends_of_calibrated_data() -> None:
+    """30 calibrated data sets of 2000 pairs (seeded): the band holds the smoothed truth
+    at t = 0 and t = 1 in most of them (the quantile band: 25 and 25 of 30), and
+    inside about 95% of the time."""
+    rng = np.random.default_rng(1)
+    g = torch.Generator().manual_seed(1)
+    hits = []
+    for _ in range(30):
+        q = torch.tensor(rng.uniform(0, 1, 2000))
+        y = torch.tensor((rng.uniform(size=2000) < q.numpy()).astype(float))
+        c = smooth_reliability_curve(q, y, n_samples=100, points=11, generator=g)
+        truth = smoothed_truth(c.grid.numpy(), c.bandwidth.item(), lambda x: x)
+        hits.append((c.lower.numpy() <= truth) & (truth <= c.upper.numpy()))
+    hits = np.array(hits)
+    assert hits[:, 0].mean() >= 0.9 and hits[:, -1].mean() >= 0.9, hits.mean(0)
+    assert 0.9 <= hits[:, 1:-1].mean() <= 0.99, hits.mean(0)
+
+
+def test_the_score_band_is_wilsons_interval() -> None:
+    """Against the closed form at n = 40, p̂ = 0.25 and 0 (z = 1.959964)."""
+    p_hat = torch.tensor([0.25, 0.0], dtype=torch.float64)
+    lower, upper = _score_band(p_hat, torch.full((2,), 40.0, dtype=torch.float64), 0.95)
+    z2, n = 1.959963984540054**2, 40.0
+    centre = (0.25 + z2 / (2 * n)) / (1 + z2 / n)
+    half = math.sqrt(z2 * (0.25 * 0.75 / n + z2 / (4 * n * n))) / (1 + z2 / n)
+    assert math.isclose(lower[0].item(), centre - half, rel_tol=1e-12)
+    assert math.isclose(upper[0].item(), centre + half, rel_tol=1e-12)
+    assert lower[1].item() == 0.0
+    assert math.isclose(upper[1].item(), z2 / (n + z2), rel_tol=1e-12)
