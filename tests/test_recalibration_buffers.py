@@ -192,11 +192,26 @@ def test_a_state_holding_nan_or_inf_is_refused_and_changes_nothing(kind: str, ba
     ],
 )
 @pytest.mark.parametrize("value", [-1.0, 0.0])
-def test_a_temperature_of_zero_or_less_is_refused(kind: str, name: str, value: float) -> None:
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64])
+def test_a_temperature_of_zero_or_less_is_refused(
+    kind: str, name: str, value: float, dtype: torch.dtype
+) -> None:
     """A fit keeps a temperature positive: loaded, T = -1 had reversed every ranking (the
-    arg-max that temperature scaling never changes) and T = 0 returned NaN."""
+    arg-max that temperature scaling never changes) and T = 0 returned NaN; a hand-made
+    state's integer T (torch.tensor(-1)) is read as the load stores it, in float64."""
     make, _, _ = KINDS[kind]
     state = dict(_fitted(kind).state_dict())
-    state[name] = torch.tensor(value, dtype=torch.float64)
+    state[name] = torch.tensor(value, dtype=dtype)
     with pytest.raises(ValueError, match=rf"state's {name} is {value:g}; a temperature must be"):
         make().load_state_dict(state)
+
+
+def test_histogram_edges_of_huge_scores_are_finite_and_load() -> None:
+    """Equal-mass edges halfway between scores near float64's largest: (a + b) / 2 had
+    overflowed to inf, every score fell in bin 0, and the state was refused at load."""
+    scores = torch.tensor([1.0e308, 1.2e308, 1.4e308, 1.6e308, 1.7e308, 1.75e308] * 20)
+    labels = torch.tensor([0, 1, 0, 1, 1, 1] * 20, dtype=torch.float64)
+    fitted = HistogramBinning(n_bins=3).fit(scores.double(), labels)
+    assert bool(torch.isfinite(fitted.edges).all())
+    HistogramBinning(n_bins=3).load_state_dict(fitted.state_dict())
+    assert fitted(scores[:6].double()).tolist() == [0.5, 0.5, 0.5, 0.5, 1.0, 1.0]

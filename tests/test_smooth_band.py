@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from calib_metrics.functional import smooth_reliability_curve
+from calib_metrics.functional import smooth, smooth_reliability_curve
 from calib_metrics.functional.smooth import _score_band
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -60,3 +60,19 @@ def test_the_score_band_is_wilsons_interval() -> None:
     assert math.isclose(upper[0].item(), centre + half, rel_tol=1e-12)
     assert lower[1].item() == 0.0
     assert math.isclose(upper[1].item(), z2 / (n + z2), rel_tol=1e-12)
+
+
+def test_kish_sizes_are_those_of_the_curves_own_weights() -> None:
+    """The sizes count the pairs with the weights ŷ(t) gives them, the kernel cut off at
+    distance 1/2 as the curve's is: uncut, at σ = 0.6 the size at t = 1 had been three
+    times the curve's, and the band too narrow."""
+    g = torch.Generator().manual_seed(0)
+    for n, sigma in [(2000, 0.05), (50, 0.35), (30, 0.6), (30, 1.0)]:
+        q = torch.rand(n, generator=g, dtype=torch.float64)
+        y = torch.bernoulli(q, generator=g)
+        _, cells = smooth._cell_sums(q, y, smooth._grid_points(sigma))
+        t = torch.linspace(0, 1, 11, dtype=torch.float64)
+        eye = torch.eye(cells.count.numel(), dtype=torch.float64)
+        weights = smooth._smoothed(cells.pred_mean, eye, sigma, t).T  # [points, cells]
+        own = (weights @ cells.count) ** 2 / (weights.square() @ cells.count)
+        torch.testing.assert_close(smooth._kish_sizes(cells, sigma, t), own, rtol=0.01, atol=0)

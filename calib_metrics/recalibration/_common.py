@@ -586,8 +586,10 @@ class FittedModule(nn.Module):
         infinite values, and a temperature of 0 or less. Loaded, T = -1 had reversed every
         ranking and T = 0 or NaN returned NaN probabilities, with no word."""
         for name, incoming in state.items():
-            if not _is_real(self._buffers[name]) or not incoming.is_floating_point():
+            if not _is_real(self._buffers[name]) or incoming.dtype == torch.bool:
                 continue
+            # Read as the load stores it (float64): T = -1 saved as an integer too.
+            incoming = incoming.to(torch.float64)
             if not bool(torch.isfinite(incoming).all()):
                 raise ValueError(
                     f"{type(self).__name__}: the state's {name} holds NaN or infinite "

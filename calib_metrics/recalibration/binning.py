@@ -103,7 +103,8 @@ def equal_mass_edges(scores: Tensor, n_bins: int) -> Tensor:
     before = (after - 1).clamp_(min=0)
     nearer = torch.where((cuts - ends[before]).abs() <= (ends[after] - cuts).abs(), before, after)
     nearer = nearer.unique()
-    return (values[nearer] + values[nearer + 1]) / 2
+    # Halved first: (a + b) / 2 overflows to inf for scores above about 9e307.
+    return values[nearer] / 2 + values[nearer + 1] / 2
 
 
 def _bin_means(index: Tensor, values: Tensor, n_bins: int, empty: Tensor) -> Tensor:
