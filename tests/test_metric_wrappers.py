@@ -93,3 +93,16 @@ def test_classwise_wrapper_cannot_replace_a_comparisons_labels(labels) -> None:
     for _ in range(2):
         comparison.update(probs, probs, target)
     assert comparison.compute().difference == 0
+
+
+def test_bootstrapper_takes_float_or_float64_quantiles() -> None:
+    """compute() is float64: BootStrapper's quantiles as floats or a float64 tensor, as the
+    README says (a float32 tensor fails inside torch.quantile)."""
+    from torchmetrics.wrappers import BootStrapper
+
+    for quantile in (0.05, torch.tensor([0.05, 0.95], dtype=torch.float64)):
+        boot = BootStrapper(CalibrationError(), num_bootstraps=5, quantile=quantile)
+        boot.update(Q.float(), Y)
+        found = boot.compute()
+        assert found["mean"].dtype == torch.float64
+        assert bool((found["quantile"] <= found["mean"] + 3 * found["std"]).all())
