@@ -1000,13 +1000,61 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "a file, or to /dev/null to keep only the files the command writes"
             )
         )
-    with _warnings_as_lines() as lines:
-        # The lines said so far, for an --html page: its reader never sees stderr.
-        args.warning_lines = lines
-        code = _run(args)
+    stdout, sys.stdout = sys.stdout, _NamedStdout(sys.stdout)
+    try:
+        with _warnings_as_lines() as lines:
+            # The lines said so far, for an --html page: its reader never sees stderr.
+            args.warning_lines = lines
+            code = _run(args)
+            if code == 0:  # what stdout still buffers fails here, not at exit
+                code = _flush_results()
+    finally:
+        sys.stdout = stdout
     if code == 0:  # after the results; a failed command's one line is its error
         code = _print_warnings(lines)
     return code
+
+
+class _NamedStdout:
+    """The command's stdout, whose failed write names it: on a full disk (``>/dev/full``)
+    the error had read "[Errno 28] No space left on device", which did not say whether
+    an input, a --plot file or the results had failed. A reader that left (a broken pipe)
+    stays that error; everything else is the stream's own."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._named(self._stream.write, text)
+
+    def flush(self) -> None:
+        self._named(self._stream.flush)
+
+    def _named(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise ValueError(
+                f"stdout cannot be written ({err.strerror or err}): the results are lost; "
+                "redirect it to a file that can take them"
+            ) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _flush_results() -> int:
+    """Flush the results on stdout: exit code 0, or the error's (a full disk) or 141."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _broken_streams_to_devnull()
+        return EXIT_BROKEN_PIPE
+    except ValueError as err:
+        return _print_error(err)
+    return 0
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

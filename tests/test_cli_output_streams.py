@@ -154,3 +154,31 @@ def test_a_standard_output_whose_reader_left_is_a_broken_pipe(monkeypatch) -> No
         os.dup2(saved, 1)
         os.close(saved)
         os.close(write_end)
+
+
+class _FullDisk:
+    """A stdout on a full disk (``>/dev/full``): every write fails with ENOSPC."""
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        raise OSError("no file")
+
+
+@pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+def test_results_that_stdout_cannot_take_name_stdout(tmp_path, capsys, monkeypatch, json_output):
+    """``evaluate preds.csv >/dev/full`` had said "[Errno 28] No space left on device",
+    which did not say that the results, not an input or a figure, could not be written."""
+    import sys
+
+    data = _predictions(tmp_path / "p.csv")
+    monkeypatch.setattr(sys, "stdout", _FullDisk())
+    code = _main(["evaluate", data, "--samples", "20", *(["--json"] if json_output else [])])
+    assert code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("calib-metrics: error: stdout cannot be written (No space left")
+    assert isinstance(sys.stdout, _FullDisk)  # given back as it was
