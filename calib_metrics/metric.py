@@ -59,6 +59,7 @@ from calib_metrics.metric_state import (
     _row_count,
     _StatesKeepTheirDtype,
     _StatesOfRule,  # noqa: F401  # metrics pickled before the split name it here
+    says_warnings,
     warn_at_user_line,
     warnings_said_by,
 )
@@ -1136,7 +1137,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         message = sketch.coarse_sketches_message(sketches, exact)
         if message is not None:
             self._coarse_sketch_warned = True
-            warn_at_user_line(f"CalibrationError: {message}")
+            if says_warnings(self):
+                warn_at_user_line(f"CalibrationError: {message}")
 
     def _bins_of(self, pairs: list[tuple[Tensor, Tensor, Tensor | None]]) -> list[Bins]:
         """Each pair set's bins; with group ids and the debiased estimate, carrying the
@@ -1169,7 +1171,8 @@ class CalibrationError(_StatesKeepTheirDtype):
             return
         self._few_bins_warned = True
         # Reached from compute(), compute_result() or torchmetrics' wrapper of compute().
-        warn_at_user_line(f"CalibrationError: {message}")
+        if says_warnings(self):
+            warn_at_user_line(f"CalibrationError: {message}")
 
     def _average(self, errors: list[Tensor], bins: list[Bins]) -> Tensor:
         """One error (micro), per class (none) or their mean (macro, classwise) / weighted."""

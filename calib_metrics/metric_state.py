@@ -250,6 +250,24 @@ def _user_stacklevel() -> int:
     return level
 
 
+def says_warnings(owner: Any) -> bool:
+    """Whether this process says the warnings of ``owner``'s compute: while its state is
+    synchronised across ranks every rank computes the same result from the same pairs,
+    and only rank zero (of its process group) says what that result warns of; the "only
+    6 bins" warning had come once per rank.
+
+    Example:
+        >>> says_warnings(type("Metric", (), {"_is_synced": False})())
+        True
+    """
+    if not getattr(owner, "_is_synced", False):
+        return True
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()):
+        return True
+    return dist.get_rank(group=getattr(owner, "process_group", None)) == 0
+
+
 def warn_at_user_line(message: str | None) -> None:
     """A UserWarning of ``message`` (none for None) at the user's line
     (:func:`_user_stacklevel`)."""
@@ -281,6 +299,8 @@ def warnings_said_by(owner: Any, function: str) -> Iterator[None]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
+    if not says_warnings(owner):
+        return
     for said in caught:
         text = str(said.message)
         if text.startswith(f"{function}: "):

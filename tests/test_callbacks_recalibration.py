@@ -757,3 +757,37 @@ def test_a_later_batch_s_padding_is_named_when_fitting_ends() -> None:
     with pytest.warns(UserWarning, match=message):
         _fit(Overconfident(), TensorDataset(x, y), callback, num_sanity_val_steps=1)
     assert callback.recalibrator is None
+
+
+@pytest.mark.parametrize(("items", "said"), [(41, "repeats 1 of the 41 items"), (40, None)])
+def test_a_sampler_that_repeats_items_is_named_once(tmp_path, items, said) -> None:
+    """DistributedSampler pads 41 items to 2 x 21: the temperature had been fitted with the
+    repeated item counted twice, without a word (the monitor says it of its values). Rank
+    0's sampler of a 2-rank world, in one process, is what each rank's loader holds."""
+    import warnings
+
+    from torch.utils.data import DistributedSampler
+
+    val_data = _data(items, seed=1)
+    sampler = DistributedSampler(val_data, num_replicas=2, rank=0, shuffle=False)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer = Trainer(
+        default_root_dir=tmp_path, max_epochs=2, accelerator="cpu", devices=1, logger=False,
+        callbacks=[callback], enable_progress_bar=False, enable_model_summary=False,
+        enable_checkpointing=False, num_sanity_val_steps=0,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(
+            Overconfident(),
+            DataLoader(_data(100, seed=0), batch_size=50),
+            DataLoader(val_data, batch_size=10, sampler=sampler),
+        )
+    told = [str(w.message) for w in caught if "under DDP" in str(w.message)]
+    if said is None:
+        assert told == []
+        return
+    (message,) = told  # once, not every epoch
+    assert message.startswith("TemperatureRecalibration: under DDP the validation sampler")
+    assert said in message and "the temperature and its before/after errors count" in message

@@ -190,6 +190,7 @@ def _rank(rank: int, port: int, out: str) -> None:
             metric.update(*data[i])
         results[f"seedless-{name}"] = summarise(metric)
     results["one-rank-refuses"] = _one_rank_refuses_for_memory(rank)
+    results["warnings"] = _warnings_of_a_synced_compute(rank)
     torch.save(results, Path(out) / f"rank{rank}.pt")
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
@@ -214,6 +215,21 @@ def _one_rank_refuses_for_memory(rank: int) -> str:
         return f"refused: {err}"
     finally:
         binning.available_bytes = free
+
+
+def _warnings_of_a_synced_compute(rank: int) -> list[str]:
+    """The metric's warnings each rank says while computing the synchronised result (few
+    bins: 5500 pairs in bins of 2000), the same result on every rank."""
+    import warnings
+
+    metric = CalibrationError(**{**OPTIONS, "bin_size": 2000})
+    for batch in batches("binary")[rank::2]:
+        metric.update(*batch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.compute()
+        metric.compute_result()
+    return [str(w.message) for w in caught if str(w.message).startswith("CalibrationError")]
 
 
 def _main(out: str) -> None:
@@ -288,3 +304,11 @@ def test_exact_mode_equals_the_functional_on_the_union(ranks) -> None:
 
 if __name__ == "__main__":
     _main(sys.argv[1])
+
+
+def test_rank_zero_alone_says_what_the_synchronised_result_warns_of(ranks) -> None:
+    """Every rank computes the same result from the same pairs: "only 2 bins from 5500
+    pairs" had been said once per rank."""
+    (said,) = ranks[0]["warnings"]
+    assert said.startswith("CalibrationError: only 2 bins from 5500 pairs")
+    assert ranks[1]["warnings"] == []

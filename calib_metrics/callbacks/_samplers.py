@@ -60,8 +60,14 @@ def uneven_items(loader: Any) -> tuple[int, int, int] | None:
     return None
 
 
-def uneven_message(stage: str, uneven: dict[int, tuple[int, int, int]], many: bool) -> str:
-    """What the uneven samplers do to the logged value, and how to avoid it.
+def uneven_message(
+    stage: str,
+    uneven: dict[int, tuple[int, int, int]],
+    many: bool,
+    counted: str = "the logged values",
+) -> str:
+    """What the uneven samplers do to what is ``counted`` (the logged value), and how to
+    avoid it.
 
     Example:
         >>> print(uneven_message("val", {0: (501, 502, 2)}, many=False))  # doctest: +ELLIPSIS
@@ -76,12 +82,12 @@ def uneven_message(stage: str, uneven: dict[int, tuple[int, int, int]], many: bo
         if drawn > items:
             parts.append(
                 f"{where} {name} sampler repeats {drawn - items} of the {items} items "
-                f"({share}), so the logged values count them twice"
+                f"({share}), so {counted} count them twice"
             )
         else:
             parts.append(
                 f"{where} {name} sampler drops {items - drawn} of the {items} items "
-                f"(drop_last=True: {share}), so the logged values leave them out"
+                f"(drop_last=True: {share}), so {counted} leave them out"
             )
     ranks = next(iter(uneven.values()))[2]
     return (
