@@ -1036,6 +1036,9 @@ class _NamedStdout:
         except BrokenPipeError:
             raise
         except OSError as err:
+            # What the stream still buffers would fail again when Python flushes it at
+            # exit ("Exception ignored ...", exit code 120): it goes to /dev/null now.
+            _to_devnull(self._stream)
             raise ValueError(
                 f"stdout cannot be written ({err.strerror or err}): the results are lost; "
                 "redirect it to a file that can take them"

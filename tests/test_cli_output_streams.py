@@ -182,3 +182,23 @@ def test_results_that_stdout_cannot_take_name_stdout(tmp_path, capsys, monkeypat
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("calib-metrics: error: stdout cannot be written (No space left")
     assert isinstance(sys.stdout, _FullDisk)  # given back as it was
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_full_stdout_exits_2_with_one_line_when_buffered(tmp_path) -> None:
+    """With stdout block-buffered (no PYTHONUNBUFFERED), the results left in the buffer
+    had failed again when Python flushed it at exit: "Exception ignored", exit code 120."""
+    import os
+    import subprocess
+    import sys
+
+    data = _predictions(tmp_path / "p.csv")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    argv = [sys.executable, "-m", "calib_metrics.cli", "evaluate", str(data), "--samples", "20"]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            argv, stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=120
+        )
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("calib-metrics: error: stdout cannot be written (No space left")
