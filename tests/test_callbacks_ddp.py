@@ -180,3 +180,29 @@ def test_a_sampler_that_repeats_or_drops_items_is_named_once(
 
 if __name__ == "__main__":
     run_ddp(Path(sys.argv[1]))
+
+
+def test_a_module_that_lets_a_shard_be_empty_is_told_the_monitor_would_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With allow_zero_length_dataloader_with_multiple_devices a rank whose validation shard
+    is empty skips Lightning's validation hooks, and the other ranks' synchronised compute
+    waited for it until the process group's timeout (30 minutes), without a word."""
+    import warnings
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_callbacks import TinyTagger
+
+    from calib_metrics.callbacks import CalibrationMonitor
+
+    module = TinyTagger()
+    trainer = Trainer(default_root_dir=tmp_path, accelerator="cpu", devices=1, logger=False)
+    monkeypatch.setattr(Trainer, "world_size", property(lambda self: 2))
+    for allowed in (False, True):
+        module.allow_zero_length_dataloader_with_multiple_devices = allowed
+        monitor = CalibrationMonitor(num_classes=3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            monitor.setup(trainer, module, "fit")
+        told = [str(w.message) for w in caught if "shard is empty" in str(w.message)]
+        assert len(told) == allowed

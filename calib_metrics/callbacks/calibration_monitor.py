@@ -967,6 +967,10 @@ class CalibrationMonitor(Callback):
                 "evaluation set, which under DDP needs every rank's pairs (without the sync "
                 "each rank logs its shard's error, and Lightning averages those)"
             )
+        if trainer.world_size > 1 and getattr(
+            pl_module, "allow_zero_length_dataloader_with_multiple_devices", False
+        ):
+            self._warn_once("empty_shard", _EMPTY_SHARD)
         self._histories.follow(trainer, self._run_folders(trainer))
         self._restored = None  # each run says for itself which checkpoint it restored
         self._resumed_at = None
@@ -1101,3 +1105,14 @@ def _float64(value: float, device: torch.device) -> torch.Tensor | float:
     if device.type == "mps":
         return value
     return torch.tensor(value, dtype=torch.float64, device=device)
+
+
+# Said at setup under DDP when the module lets a rank's evaluation shard be empty: Lightning
+# then skips that rank's evaluation hooks, and the others wait for it in the metric's sync
+# (a hang until the process group's timeout, or a crash when that rank's run ends first).
+_EMPTY_SHARD = (
+    "the module sets allow_zero_length_dataloader_with_multiple_devices: a rank whose "
+    "evaluation shard is empty skips Lightning's evaluation hooks, and the monitor's "
+    "synchronised compute on the other ranks then waits for it (until the process group's "
+    "timeout); give every rank at least one batch"
+)
