@@ -979,6 +979,7 @@ def estimate_bins(probs, target, mode: str, result, **binning) -> list:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    entry_point = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not _writable(sys.stderr):
         # A closed stderr (2>&-) leaves Python's stderr None, and print(file=None) writes
@@ -1000,7 +1001,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "a file, or to /dev/null to keep only the files the command writes"
             )
         )
-    stdout, sys.stdout = sys.stdout, _NamedStdout(sys.stdout)
+    # Run as the command (no argv), a failed stdout is let go of at once (below); called
+    # from Python, the caller's stream stays the caller's.
+    stdout, sys.stdout = sys.stdout, _NamedStdout(sys.stdout, let_go=entry_point)
     try:
         with _warnings_as_lines() as lines:
             # The lines said so far, for an --html page: its reader never sees stderr.
@@ -1021,8 +1024,8 @@ class _NamedStdout:
     an input, a --plot file or the results had failed. A reader that left (a broken pipe)
     stays that error; everything else is the stream's own."""
 
-    def __init__(self, stream) -> None:
-        self._stream = stream
+    def __init__(self, stream, let_go: bool) -> None:
+        self._stream, self._let_go = stream, let_go
 
     def write(self, text: str) -> int:
         return self._named(self._stream.write, text)
@@ -1036,9 +1039,10 @@ class _NamedStdout:
         except BrokenPipeError:
             raise
         except OSError as err:
-            # What the stream still buffers would fail again when Python flushes it at
-            # exit ("Exception ignored ...", exit code 120): it goes to /dev/null now.
-            _to_devnull(self._stream)
+            if self._let_go:
+                # What the stream still buffers would fail again when Python flushes it
+                # at exit ("Exception ignored ...", exit code 120): to /dev/null with it.
+                _to_devnull(self._stream)
             raise ValueError(
                 f"stdout cannot be written ({err.strerror or err}): the results are lost; "
                 "redirect it to a file that can take them"

@@ -59,6 +59,7 @@ from calib_metrics.metric_state import (
     _row_count,
     _StatesKeepTheirDtype,
     _StatesOfRule,  # noqa: F401  # metrics pickled before the split name it here
+    finishing_synced_result,
     says_warnings,
     warn_at_user_line,
     warnings_said_by,
@@ -1348,8 +1349,10 @@ class CalibrationError(_StatesKeepTheirDtype):
                 inputs = self._bins(per_class) if pairs is None else self._bins_of(pairs)
             first = inputs[0].freq if isinstance(inputs[0], Bins) else inputs[0][0]
             generator = self._generator(seed, first.device)
-        results = self._results(inputs, interval, generator)
-        self._warn_few_bins([r.bins for r in results])
+            synced = self._is_synced
+        with finishing_synced_result(self, synced):
+            results = self._results(inputs, interval, generator)
+            self._warn_few_bins([r.bins for r in results])
         return results, interval
 
     def compute_smooth(self, bandwidth: float | None = None) -> Tensor:

@@ -39,7 +39,12 @@ from calib_metrics.metric_checks import (
     check_num_classes,
     ignore_index_label_warning,
 )
-from calib_metrics.metric_state import _StatesKeepTheirDtype, warn_at_user_line, warnings_said_by
+from calib_metrics.metric_state import (
+    _StatesKeepTheirDtype,
+    finishing_synced_result,
+    warn_at_user_line,
+    warnings_said_by,
+)
 from calib_metrics.wording import level_text
 
 _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
@@ -428,9 +433,14 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             if self.num_classes is None and labels is None:
                 raise self._by_label_refused(has_labels=False)
             generator = self._generator(seed, target.device)
+            synced = self._is_synced
         if labels is None:  # class by class: the class ids of the one-vs-rest pairs
             labels = torch.arange(self.num_classes, device=target.device).expand_as(probs_a)
-        with warnings_said_by(self, "compare_calibration_by_label"), _rows_said_at_update():
+        with (
+            finishing_synced_result(self, synced),
+            warnings_said_by(self, "compare_calibration_by_label"),
+            _rows_said_at_update(),
+        ):
             return compare_calibration_by_label(
                 probs_a, probs_b, target, labels, groups=groups, correction=correction,
                 alpha=alpha, generator=generator, min_units=min_units,

@@ -260,12 +260,27 @@ def says_warnings(owner: Any) -> bool:
         >>> says_warnings(type("Metric", (), {"_is_synced": False})())
         True
     """
-    if not getattr(owner, "_is_synced", False):
+    synced = getattr(owner, "_is_synced", False) or owner.__dict__.get("_result_synced", False)
+    if not synced:
         return True
     dist = torch.distributed
     if not (dist.is_available() and dist.is_initialized()):
         return True
     return dist.get_rank(group=getattr(owner, "process_group", None)) == 0
+
+
+@contextlib.contextmanager
+def finishing_synced_result(owner: Any, synced: bool) -> Iterator[None]:
+    """Within: ``owner`` finishes a result whose state was synchronised (``synced``, read
+    inside the sync block), after the block has given each rank its own state back, so
+    that :func:`says_warnings` still knows every rank computes the same result (the
+    per-class results and intervals are drawn there: "only 4 bins" came once per rank)."""
+    before = owner.__dict__.get("_result_synced", False)
+    owner.__dict__["_result_synced"] = synced
+    try:
+        yield
+    finally:
+        owner.__dict__["_result_synced"] = before
 
 
 def warn_at_user_line(message: str | None) -> None:

@@ -791,3 +791,31 @@ def test_a_sampler_that_repeats_items_is_named_once(tmp_path, items, said) -> No
     (message,) = told  # once, not every epoch
     assert message.startswith("TemperatureRecalibration: under DDP the validation sampler")
     assert said in message and "the temperature and its before/after errors count" in message
+
+
+def test_each_fit_checks_its_own_samplers(tmp_path) -> None:
+    """One callback, two fits: the second fit's repeating sampler had gone unsaid, the
+    check spent on the first fit's even one."""
+    import warnings
+
+    from torch.utils.data import DistributedSampler
+
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    said = []
+    for items in (40, 41):
+        val_data = _data(items, seed=1)
+        sampler = DistributedSampler(val_data, num_replicas=2, rank=0, shuffle=False)
+        trainer = Trainer(
+            default_root_dir=tmp_path, max_epochs=1, accelerator="cpu", devices=1, logger=False,
+            callbacks=[callback], enable_progress_bar=False, enable_model_summary=False,
+            enable_checkpointing=False, num_sanity_val_steps=0,
+        )  # fmt: skip
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trainer.fit(
+                Overconfident(),
+                DataLoader(_data(100, seed=0), batch_size=50),
+                DataLoader(val_data, batch_size=10, sampler=sampler),
+            )
+        said.append([str(w.message) for w in caught if "under DDP" in str(w.message)])
+    assert said[0] == [] and len(said[1]) == 1

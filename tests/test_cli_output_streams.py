@@ -202,3 +202,25 @@ def test_a_full_stdout_exits_2_with_one_line_when_buffered(tmp_path) -> None:
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("calib-metrics: error: stdout cannot be written (No space left")
+
+
+def test_a_caller_s_stdout_stays_its_own_after_a_failed_write(tmp_path, capsys, monkeypatch):
+    """cli.main called from Python: its failed write had pointed the caller's file
+    descriptor at /dev/null for the rest of the caller's run (letting go of stdout is for
+    the command, run as a process)."""
+    import os
+    import sys
+
+    data = _predictions(tmp_path / "p.csv")
+    log = open(tmp_path / "log.txt", "w")  # noqa: SIM115  # the caller's, kept open
+
+    class FullDiskWithFile(_FullDisk):
+        def fileno(self) -> int:
+            return log.fileno()
+
+    monkeypatch.setattr(sys, "stdout", FullDiskWithFile())
+    assert _main(["evaluate", data, "--samples", "20"]) == 2
+    assert os.path.samestat(os.fstat(log.fileno()), os.stat(tmp_path / "log.txt"))
+    log.write("after main\n")
+    log.close()
+    assert (tmp_path / "log.txt").read_text() == "after main\n"

@@ -121,9 +121,25 @@ def _rank(rank: int, port: int, out: str) -> None:
         for i in shards[rank]:
             metric.update(*data[i])
         results[f"seedless-{name}"] = summarise(metric, kind)
+    results["warnings"] = _warnings_by_label(rank)
     torch.save(results, Path(out) / f"rank{rank}.pt")
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
+
+
+def _warnings_by_label(rank: int) -> list[str]:
+    """What each rank says while comparing label by label on the synchronised items (two
+    of the three labels below min_units=1000), the same result on every rank."""
+    import warnings
+
+    metric = CalibrationComparison(**OPTIONS)
+    data = batches("binary-labels")
+    for i in (0, 1, 2, 3)[rank::2]:
+        metric.update(*data[i])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.compute_by_label(min_units=1000)
+    return [str(w.message) for w in caught if "CalibrationComparison" in str(w.message)]
 
 
 def _main(out: str) -> None:
@@ -162,3 +178,11 @@ def test_ranks_agree_on_the_interval_without_a_seed(ranks, name) -> None:
 
 if __name__ == "__main__":
     _main(sys.argv[1])
+
+
+def test_rank_zero_alone_says_what_the_labels_comparison_warns_of(ranks) -> None:
+    """compute_by_label draws after the sync block has given each rank its own items back:
+    its warning had come once per rank."""
+    assert len(ranks[0]["warnings"]) >= 1
+    assert any("min_units" in said for said in ranks[0]["warnings"]), ranks[0]["warnings"]
+    assert ranks[1]["warnings"] == []

@@ -274,6 +274,7 @@ class TemperatureRecalibration(Callback):
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         # Logits of an earlier fit of this callback belong to other weights.
         self._logits, self._target = [], []
+        self._told_samplers = False  # each fit's loaders are its own
         self._collected_at = None
         # The weights' step when this fit starts (after any checkpoint it resumes): a
         # temperature from before belongs to these weights only while it is unchanged.

@@ -551,9 +551,10 @@ def _kish_sizes(cells: Bins, sigma: float, t: Tensor) -> Tensor:
     cut-off, at σ = 0.6 the size at t = 1 had counted three times the pairs that ŷ(1)
     rests on."""
     position, count = cells.pred_mean, cells.count
-    # The curve splits each pair between two grid points, so its mass reaches a grid
-    # step past the cut-off: without the step, ŷ(t) there had a NaN band.
-    reach = 0.5 + 1 / (_grid_points(sigma) - 1)
+    # The curve splits each pair between two grid points and reads a mesh point between
+    # two more, so its mass reaches two grid steps past the cut-off: without them, ŷ(t)
+    # there had a NaN band.
+    reach = 0.5 + 2 / (_grid_points(sigma) - 1)
     first, second = [], []
     for chunk in t.split(max(1, 2**20 // max(position.numel(), 1))):
         offsets = chunk[:, None] - torch.stack([position, -position, 2 - position])[:, None]
