@@ -21,6 +21,7 @@ import shlex
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 
 EXIT_USAGE = 2
@@ -978,8 +979,24 @@ def estimate_bins(probs, target, mode: str, result, **binning) -> list:
     return [compute_bins(s.probs, s.target, **binning) for s in pair_sets(probs, target, mode)]
 
 
+def command() -> int:
+    """The ``calib-metrics`` command (its console script, and ``python -m
+    calib_metrics.cli``): :func:`main` of ``sys.argv``, in a process of its own, which lets
+    go of a stdout or stderr that fails (pointed at /dev/null, so that what Python still
+    buffers cannot fail again at exit: "Exception ignored", exit code 120)."""
+    token = _LETS_GO.set(True)
+    try:
+        return main()
+    finally:
+        _LETS_GO.reset(token)
+
+
+# Whether a failed stdout or stderr is pointed at /dev/null: only in the command's own
+# process (command()); a caller of main() from Python keeps its streams as they were.
+_LETS_GO: ContextVar[bool] = ContextVar("_LETS_GO", default=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    entry_point = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not _writable(sys.stderr):
         # A closed stderr (2>&-) leaves Python's stderr None, and print(file=None) writes
@@ -1001,9 +1018,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "a file, or to /dev/null to keep only the files the command writes"
             )
         )
-    # Run as the command (no argv), a failed stdout is let go of at once (below); called
-    # from Python, the caller's stream stays the caller's.
-    stdout, sys.stdout = sys.stdout, _NamedStdout(sys.stdout, let_go=entry_point)
+    stdout, sys.stdout = sys.stdout, _NamedStdout(sys.stdout)
     try:
         with _warnings_as_lines() as lines:
             # The lines said so far, for an --html page: its reader never sees stderr.
@@ -1024,8 +1039,8 @@ class _NamedStdout:
     an input, a --plot file or the results had failed. A reader that left (a broken pipe)
     stays that error; everything else is the stream's own."""
 
-    def __init__(self, stream, let_go: bool) -> None:
-        self._stream, self._let_go = stream, let_go
+    def __init__(self, stream) -> None:
+        self._stream = stream
 
     def write(self, text: str) -> int:
         return self._named(self._stream.write, text)
@@ -1039,10 +1054,9 @@ class _NamedStdout:
         except BrokenPipeError:
             raise
         except OSError as err:
-            if self._let_go:
-                # What the stream still buffers would fail again when Python flushes it
-                # at exit ("Exception ignored ...", exit code 120): to /dev/null with it.
-                _to_devnull(self._stream)
+            # What the stream still buffers would fail again when Python flushes it at
+            # exit ("Exception ignored ...", exit code 120): to /dev/null with it.
+            _to_devnull(self._stream)
             raise ValueError(
                 f"stdout cannot be written ({err.strerror or err}): the results are lost; "
                 "redirect it to a file that can take them"
@@ -1179,7 +1193,10 @@ def _broken_streams_to_devnull() -> None:
 
 
 def _to_devnull(stream) -> None:
-    """Point ``stream``'s file at /dev/null (a stand-in stream without a file is left)."""
+    """Point ``stream``'s file at /dev/null (a stand-in stream without a file is left), in
+    the command's own process only (:func:`command`)."""
+    if not _LETS_GO.get():
+        return
     try:
         descriptor = stream.fileno()
     except (AttributeError, OSError, ValueError):
@@ -1190,4 +1207,4 @@ def _to_devnull(stream) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())

@@ -204,22 +204,40 @@ def test_a_full_stdout_exits_2_with_one_line_when_buffered(tmp_path) -> None:
     assert line.startswith("calib-metrics: error: stdout cannot be written (No space left")
 
 
-def test_a_caller_s_stdout_stays_its_own_after_a_failed_write(tmp_path, capsys, monkeypatch):
-    """cli.main called from Python: its failed write had pointed the caller's file
-    descriptor at /dev/null for the rest of the caller's run (letting go of stdout is for
-    the command, run as a process)."""
+@pytest.mark.parametrize("failure", ["full disk", "broken pipe"])
+@pytest.mark.parametrize("given", ["argv", "sys.argv"])
+def test_a_caller_s_stdout_stays_its_own_after_a_failed_write(
+    tmp_path, capsys, monkeypatch, failure, given
+):
+    """cli.main called from Python (with its arguments, or from sys.argv): a failed write
+    had pointed the caller's file descriptor at /dev/null for the rest of the caller's run
+    (letting go of stdout is for the command's own process, cli.command)."""
     import os
     import sys
 
     data = _predictions(tmp_path / "p.csv")
     log = open(tmp_path / "log.txt", "w")  # noqa: SIM115  # the caller's, kept open
+    error = OSError(28, "No space left on device") if failure == "full disk" else None
 
-    class FullDiskWithFile(_FullDisk):
+    class FailingWithFile(_FullDisk):
+        def write(self, text: str) -> int:
+            raise error or BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            if error is None:  # a pipe whose reader left fails every flush too
+                raise BrokenPipeError(32, "Broken pipe")
+
         def fileno(self) -> int:
             return log.fileno()
 
-    monkeypatch.setattr(sys, "stdout", FullDiskWithFile())
-    assert _main(["evaluate", data, "--samples", "20"]) == 2
+    monkeypatch.setattr(sys, "stdout", FailingWithFile())
+    argv = ["evaluate", str(data), "--samples", "20"]
+    if given == "sys.argv":
+        monkeypatch.setattr(sys, "argv", ["my_script.py", *argv])
+        code = cli.main()
+    else:
+        code = cli.main(argv)
+    assert code == (2 if failure == "full disk" else 141)
     assert os.path.samestat(os.fstat(log.fileno()), os.stat(tmp_path / "log.txt"))
     log.write("after main\n")
     log.close()
