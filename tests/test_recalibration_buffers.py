@@ -209,9 +209,10 @@ def test_a_temperature_of_zero_or_less_is_refused(
 def test_histogram_edges_of_huge_scores_are_finite_and_load() -> None:
     """Equal-mass edges halfway between scores near float64's largest: (a + b) / 2 had
     overflowed to inf, every score fell in bin 0, and the state was refused at load."""
-    scores = torch.tensor([1.0e308, 1.2e308, 1.4e308, 1.6e308, 1.7e308, 1.75e308] * 20)
+    values = [1.0e308, 1.2e308, 1.4e308, 1.6e308, 1.7e308, 1.75e308] * 20
+    scores = torch.tensor(values, dtype=torch.float64)
     labels = torch.tensor([0, 1, 0, 1, 1, 1] * 20, dtype=torch.float64)
-    fitted = HistogramBinning(n_bins=3).fit(scores.double(), labels)
+    fitted = HistogramBinning(n_bins=3).fit(scores, labels)
     assert bool(torch.isfinite(fitted.edges).all())
     HistogramBinning(n_bins=3).load_state_dict(fitted.state_dict())
-    assert fitted(scores[:6].double()).tolist() == [0.5, 0.5, 0.5, 0.5, 1.0, 1.0]
+    assert fitted(scores[:6]).tolist() == [0.5, 0.5, 0.5, 0.5, 1.0, 1.0]
