@@ -217,7 +217,7 @@ def _one_rank_refuses_for_memory(rank: int) -> str:
         binning.available_bytes = free
 
 
-def _warnings_of_a_synced_compute(rank: int) -> list[str]:
+def _warnings_of_a_synced_compute(rank: int) -> dict[str, list[str]]:
     """The metric's warnings each rank says while computing the synchronised result (few
     bins: 5500 pairs in bins of 2000), the same result on every rank."""
     import warnings

@@ -547,7 +547,8 @@ def _kish_sizes(cells: Bins, sigma: float, t: Tensor) -> Tensor:
     """Kish's effective number of pairs behind ŷ(t), (Σᵢ Kᵢ)² / Σᵢ Kᵢ², with Kᵢ the
     weight the curve gives pair i at t: the kernel mirrored once at 0 and at 1 and cut off
     at distance 1/2, as :func:`_reflected_smooth`'s is (the cells' counts at their mean
-    q). About 2√π·σ·δ̂(t) inside [0, 1] for a small σ, half that at the ends; without the
+    q). About 2√π·σ·N·δ̂(t) inside [0, 1] for a small σ (δ̂ the density of the
+    predictions, mean 1), half that at the ends; without the
     cut-off, at σ = 0.6 the size at t = 1 had counted three times the pairs that ŷ(1)
     rests on."""
     position, count = cells.pred_mean, cells.count
@@ -579,8 +580,8 @@ def _effective_sizes(curve: Tensor, draws: Tensor, kish: Tensor) -> Tensor:
 def _score_band(curve: Tensor, n_eff: Tensor, confidence: float) -> tuple[Tensor, Tensor]:
     """Wilson's score interval of a frequency ``curve`` of ``n_eff`` labels, at each t.
 
-    A percentile band of the draws had covered the truth 0.68–0.78 of the time at t = 0
-    and 1 on calibrated data (N = 2000), where a few labels decide ŷ(t): the draws of a
+    A percentile band of the draws had covered the truth 0.68 and 0.76 of the time at
+    t = 0 and 1 on calibrated data (N = 2000), where a few labels decide ŷ(t): the draws of a
     frequency 0 are all 0. The score interval is not pulled to 0 by them, and with
     Korn–Graubard's effective size it keeps the bootstrap's width elsewhere.
 
