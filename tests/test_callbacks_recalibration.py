@@ -759,22 +759,18 @@ def test_a_later_batch_s_padding_is_named_when_fitting_ends() -> None:
     assert callback.recalibrator is None
 
 
-@pytest.mark.parametrize(("items", "said"), [(41, "repeats 1 of the 41 items"), (40, None)])
-def test_a_sampler_that_repeats_items_is_named_once(tmp_path, items, said) -> None:
-    """DistributedSampler pads 41 items to 2 x 21: the temperature had been fitted with the
-    repeated item counted twice, without a word (the monitor says it of its values). Rank
-    0's sampler of a 2-rank world, in one process, is what each rank's loader holds."""
-    import warnings
-
+def _ddp_warnings(tmp_path, callback, items: int, max_epochs: int) -> list[str]:
+    """The "under DDP" warnings of a fit whose validation loader holds rank 0's
+    DistributedSampler of a 2-rank world over ``items`` items (what each rank's loader
+    holds under DDP)."""
     from torch.utils.data import DistributedSampler
 
     val_data = _data(items, seed=1)
     sampler = DistributedSampler(val_data, num_replicas=2, rank=0, shuffle=False)
-    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
     trainer = Trainer(
-        default_root_dir=tmp_path, max_epochs=2, accelerator="cpu", devices=1, logger=False,
-        callbacks=[callback], enable_progress_bar=False, enable_model_summary=False,
-        enable_checkpointing=False, num_sanity_val_steps=0,
+        default_root_dir=tmp_path, max_epochs=max_epochs, accelerator="cpu", devices=1,
+        logger=False, callbacks=[callback], enable_progress_bar=False,
+        enable_model_summary=False, enable_checkpointing=False, num_sanity_val_steps=0,
     )  # fmt: skip
     torch.manual_seed(0)
     with warnings.catch_warnings(record=True) as caught:
@@ -784,7 +780,15 @@ def test_a_sampler_that_repeats_items_is_named_once(tmp_path, items, said) -> No
             DataLoader(_data(100, seed=0), batch_size=50),
             DataLoader(val_data, batch_size=10, sampler=sampler),
         )
-    told = [str(w.message) for w in caught if "under DDP" in str(w.message)]
+    return [str(w.message) for w in caught if "under DDP" in str(w.message)]
+
+
+@pytest.mark.parametrize(("items", "said"), [(41, "repeats 1 of the 41 items"), (40, None)])
+def test_a_sampler_that_repeats_items_is_named_once(tmp_path, items, said) -> None:
+    """DistributedSampler pads 41 items to 2 x 21: the temperature had been fitted with the
+    repeated item counted twice, without a word (the monitor says it of its values)."""
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    told = _ddp_warnings(tmp_path, callback, items, max_epochs=2)
     if said is None:
         assert told == []
         return
@@ -796,26 +800,6 @@ def test_a_sampler_that_repeats_items_is_named_once(tmp_path, items, said) -> No
 def test_each_fit_checks_its_own_samplers(tmp_path) -> None:
     """One callback, two fits: the second fit's repeating sampler had gone unsaid, the
     check spent on the first fit's even one."""
-    import warnings
-
-    from torch.utils.data import DistributedSampler
-
     callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
-    said = []
-    for items in (40, 41):
-        val_data = _data(items, seed=1)
-        sampler = DistributedSampler(val_data, num_replicas=2, rank=0, shuffle=False)
-        trainer = Trainer(
-            default_root_dir=tmp_path, max_epochs=1, accelerator="cpu", devices=1, logger=False,
-            callbacks=[callback], enable_progress_bar=False, enable_model_summary=False,
-            enable_checkpointing=False, num_sanity_val_steps=0,
-        )  # fmt: skip
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            trainer.fit(
-                Overconfident(),
-                DataLoader(_data(100, seed=0), batch_size=50),
-                DataLoader(val_data, batch_size=10, sampler=sampler),
-            )
-        said.append([str(w.message) for w in caught if "under DDP" in str(w.message)])
+    said = [_ddp_warnings(tmp_path, callback, items, max_epochs=1) for items in (40, 41)]
     assert said[0] == [] and len(said[1]) == 1
