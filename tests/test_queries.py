@@ -638,3 +638,20 @@ def test_per_tag_must_be_a_flag() -> None:
     unigram, _, tags, mask = _random_batch(3)
     with pytest.raises(ValueError, match="per_tag must be True or False, got 'yes'"):
         tag_queries(unigram, tags, mask, per_tag="yes")
+
+
+def test_span_queries_refuse_padding_read_as_tokens() -> None:
+    """HuggingFace's -100 in the gold tags without a mask: each padding position had been
+    a token of no entity, its spans (q = 0, y = 0) queries that lowered the error."""
+    O, B, I = 0, 1, 2
+    probs = torch.tensor([[[0.75, 0.25], [0.125, 0.0], [0.0, 0.0]]])
+    padded = torch.tensor([[B, O, -100]])
+    for call in (
+        lambda: span_queries(probs, padded, begin=B, inside=I),
+        lambda: span_indicators(padded, begin=B, inside=I, max_length=2),
+    ):
+        with pytest.raises(ValueError, match=r"tags hold -100 where mask is True .*tags != -100"):
+            call()
+    mask = padded != -100
+    q, y = span_queries(probs, padded, mask, begin=B, inside=I)
+    assert q.tolist() == [0.75, 0.25, 0.125] and y.tolist() == [1.0, 0.0, 0.0]
