@@ -321,6 +321,13 @@ class _LogitScaler(SettingsInState, FittedModule):
         return check_logits(logits, fitting=fitting, masks=self._masks(binary), no_masks=no_masks)
 
     def fit(self, logits: Tensor, target: Tensor) -> _LogitScaler:
+        """Fit on held-out ``logits`` ``[N, C]`` with class ids ``target`` ``[N]`` (or, where
+        the kind takes them, binary scores ``[N]`` with 0/1 labels); returns ``self``.
+
+        Token logits ``[B, T, C]`` with padding (HuggingFace's -100) are flattened and the
+        padding dropped first, ``keep = target != -100; fit(logits[keep], target[keep])``;
+        the fitted module then takes logits of any leading shape, ``[B, T, C]`` included.
+        """
         binary = check_tensor(logits, "logits").ndim == 1
         given = self._check_input(logits, binary)
         logits = self._prepare_input(given, binary)
