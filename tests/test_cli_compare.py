@@ -172,6 +172,24 @@ def test_mode_compares_multiclass_files(tmp_path, capsys, mode) -> None:
     assert summary["p_value"] == pytest.approx(expected.p_value.item())
 
 
+def test_label_with_a_multiclass_file_is_refused_before_the_draws(tmp_path, capsys) -> None:
+    """A tag per class beside [N, C] probabilities had been read after the comparison's
+    draws and refused as "2400 values in --label 'tag' for 800 rows"."""
+    import numpy as np
+
+    g = torch.Generator().manual_seed(0)
+    probs = (torch.randn(800, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    tag = np.tile(np.arange(3), (800, 1))
+    for name in ("a", "b"):
+        np.savez(tmp_path / f"{name}.npz", probs=probs.numpy(), target=target.numpy(), tag=tag)
+    argv = ["compare", tmp_path / "a.npz", tmp_path / "b.npz", "--label", "tag"]
+    assert main([str(a) for a in argv]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "a multiclass file's classes are its labels already" in line
+    assert "compute_by_label()" in line
+
+
 @pytest.mark.parametrize(
     ("classes_b", "described"), [(None, "one probability (binary)"), (4, "4 class probabilities")]
 )
