@@ -177,3 +177,38 @@ def test_a_meta_batch_is_refused_unchecked_too(streaming: bool) -> None:
         comparison.update(q.to("meta"), q.sqrt().to("meta"), y.to("meta"))
     assert comparison.update_count == 1
     comparison.compute()
+
+
+@pytest.mark.parametrize("num_classes", [None, 5])
+def test_streaming_folds_a_large_batch_in_bounded_pieces(monkeypatch, num_classes) -> None:
+    """The sketch's temporaries are about 50 bytes a pair: one update of 5·10⁷ pairs had
+    peaked at nine times its input, a fold of the buffer (524,288 rows of 47 classes) at
+    1.1 GiB. Rows now fold at most _FOLD_PAIRS pairs at a time, with the same result."""
+    from calib_metrics import metric as metric_module
+    from calib_metrics.functional import sketch
+
+    g = torch.Generator().manual_seed(0)
+    if num_classes is None:
+        probs = torch.rand(6000, generator=g)
+        target = torch.bernoulli(probs, generator=g)
+    else:
+        probs = torch.softmax(2 * torch.randn(6000, num_classes, generator=g), -1)
+        target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    options = {"num_classes": num_classes, "streaming": True, "resolution": 1024}
+    whole = CalibrationError(**options)
+    whole.update(probs, target)
+    sizes = []
+    accumulate = sketch.accumulate
+
+    def recorded(state, p, t, w=None):
+        sizes.append(p.numel())
+        return accumulate(state, p, t, w)
+
+    monkeypatch.setattr(metric_module, "_FOLD_PAIRS", 1000)
+    monkeypatch.setattr(sketch, "accumulate", recorded)
+    pieces = CalibrationError(**options)
+    pieces.update(probs[:100], target[:100])  # kept exactly, then folded with the rest
+    pieces.update(probs[100:], target[100:])
+    assert sizes and max(sizes) <= 1000
+    assert sum(sizes) == probs.numel()
+    torch.testing.assert_close(pieces.compute(), whole.compute(), rtol=1e-12, atol=1e-12)

@@ -94,6 +94,21 @@ def test_the_refusal_reads_as_a_sentence(monkeypatch):
         binning.check_room(int(3.8 * 2**30), torch.device("cpu"), "a job")
 
 
+def test_a_refusal_under_one_gib_is_said_in_mib(monkeypatch):
+    """The exact binning's refusal of 10⁶ pairs beside 4 MiB free had read "needs 0.0 GiB,
+    more than the 0.0 GiB free"."""
+    from calib_metrics.functional import binning
+
+    monkeypatch.setattr(binning, "available_bytes", lambda device: 4 * 2**20)
+    with pytest.raises(ValueError, match=r"needs 9 MiB, more than the 4 MiB free"):
+        binning.check_room(9 * 2**20, torch.device("cpu"), "a job")
+    with pytest.raises(ValueError, match=r"needs 2,048 MiB, more than the 4 MiB free"):
+        binning.check_room(2 * 2**30, torch.device("cpu"), "a job")
+    monkeypatch.setattr(binning, "available_bytes", lambda device: 512)
+    with pytest.raises(ValueError, match=r"needs 1,024 KiB, more than the 0 KiB free"):
+        binning.check_room(2**20, torch.device("cpu"), "a job")
+
+
 def test_a_sketch_larger_than_the_free_memory_is_refused_when_the_metric_is_made(monkeypatch):
     """On Linux torch.zeros of more than is free succeeds lazily and the ±inf fill of the
     extremes touches every page: CalibrationError(streaming=True, resolution=2**31), or

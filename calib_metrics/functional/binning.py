@@ -623,16 +623,21 @@ def check_room(
 ) -> None:
     """Raise ValueError, saying ``remedy`` (by default: use the streaming mode), if ``need``
     bytes are not free: up front, rather than the allocator's error (or the host's
-    out-of-memory killer) part way through. The message gives both amounts in ``unit``.
+    out-of-memory killer) part way through. The message gives both amounts in ``unit``,
+    or a smaller one where the smaller amount is under one ``unit`` ("needs 0.0 GiB,
+    more than the 0.0 GiB free" had said nothing of 9 MiB beside 4 MiB).
 
     Example:
         >>> check_room(1024, torch.device("cpu"), "a small job")
     """
     free = available_bytes(device)
     if free is not None and need > free:
-        scale, digits = {"GiB": (2**30, ".1f"), "MiB": (2**20, ",.0f"), "KiB": (2**10, ",.0f")}[
-            unit
-        ]
+        units = {"GiB": (2**30, ".1f"), "MiB": (2**20, ",.0f"), "KiB": (2**10, ",.0f")}
+        names = list(units)[list(units).index(unit) :]
+        while len(names) > 1 and min(need, free) < units[names[0]][0]:
+            names.pop(0)
+        unit = names[0]
+        scale, digits = units[unit]
         raise ValueError(
             f"{what} needs {need / scale:{digits}} {unit}, more than the "
             f"{free / scale:{digits}} {unit} free on {device}: {remedy}"
