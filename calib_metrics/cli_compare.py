@@ -87,8 +87,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_plot_smooth(p)
     p.add_argument(
         "--label", "--labels", dest="label", help="column (of a's file, or b's) naming each "
-        "item's label: adds a paired comparison per label, with corrected counts (binary "
-        "files; a multiclass file's classes are its labels)",
+        "item's label: adds a paired comparison per label, with corrected counts",
     )  # fmt: skip
     p.add_argument(
         "--correction", choices=("holm", "bh"),
@@ -288,7 +287,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from calib_metrics.functional import compare_calibration
     from calib_metrics.functional.comparison_by_label import SMALL_LABEL_UNITS
     from calib_metrics.functional.intervals import MIN_UNITS
-    from calib_metrics.functional.multiclass import is_multiclass
     from calib_metrics.predictions import check_output_paths, text_report_stream
     from calib_metrics.report import difference_note, p_value_or_none
 
@@ -315,15 +313,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.alpha is not None and not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must lie in (0, 1), got {args.alpha}")
     a, b, ids = _read_both(args)
-    if args.label is not None and is_multiclass(a.probs, a.target):
-        # Before the comparison's draws: the labels had been read after them, and refused
-        # as "17280 values in --label 'tag' for 633 rows" (one per pair, for the items).
-        raise ValueError(
-            f"--label {args.label}: a multiclass file's classes are its labels already "
-            "(--label names each binary pair's label, the tag of a one-vs-rest query "
-            "written as its own row); class by class, with corrected counts: "
-            "CalibrationComparison(num_classes=C).compute_by_label() in Python"
-        )
     per_label = args.label is not None
     announce_long_run(
         a, args.samples, "paired resamples", passes=2 if per_label else 1,

@@ -59,7 +59,16 @@ def _read_row_labels(path: Path, column: str, n: int, kept: Tensor | None) -> li
 
     labels = read_labels(path, column, kept)
     if len(labels) != n:
-        raise ValueError(f"{path}: {len(labels)} values in --label {column!r} for {n} rows")
+        per_row = len(labels) // n if n and len(labels) % n == 0 else 0
+        # A label per class of each item (a [N, C] tag array) had been told only its count.
+        hint = (
+            f" ({per_row} a row: --label takes one label per item; a multiclass file is "
+            "compared class by class with CalibrationComparison(num_classes=C)"
+            ".compute_by_label() in Python)"
+            if per_row > 1
+            else ""
+        )
+        raise ValueError(f"{path}: {len(labels)} values in --label {column!r} for {n} rows{hint}")
     empty = next((i for i, label in enumerate(labels) if not label.strip()), None)
     if empty is not None:
         where = row_position(path, file_row(kept, empty))

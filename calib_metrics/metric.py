@@ -635,7 +635,11 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _add_buffer(self, states: sketch.Sketch) -> None:
         """Add the exactly kept rows to ``states`` batch by batch (joining them first had
         copied the buffer); ignored rows get weight 0."""
-        for probs, target in zip(_as_list(self.probs), _as_list(self.target), strict=True):
+        probs_parts, target_parts = _as_list(self.probs), _as_list(self.target)
+        if [p.shape[0] for p in probs_parts] != [t.shape[0] for t in target_parts]:
+            # Parts split otherwise (a merged or loaded state whose lists differ): joined.
+            probs_parts, target_parts = [dim_zero_cat(self.probs)], [dim_zero_cat(self.target)]
+        for probs, target in zip(probs_parts, target_parts, strict=True):
             keep = None if self.ignore_index is None else target != self.ignore_index
             self._accumulate(states, probs, target, keep)
 

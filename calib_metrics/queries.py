@@ -84,7 +84,8 @@ def _check_span_tags(tags: Tensor, mask: Tensor) -> None:
         value = int(tags[negative][0])
         raise ValueError(
             f"tags hold {value} where mask is True (every position without a mask), and tag "
-            f"ids are >= 0: padding? pass mask=(tags != {value})"
+            f"ids are >= 0: padding? pass mask=(tags != {value}); {value} inside a sentence "
+            "(a sub-word's) needs word-level tags, one per first sub-word"
         )
 
 

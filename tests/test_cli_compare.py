@@ -172,9 +172,9 @@ def test_mode_compares_multiclass_files(tmp_path, capsys, mode) -> None:
     assert summary["p_value"] == pytest.approx(expected.p_value.item())
 
 
-def test_label_with_a_multiclass_file_is_refused_before_the_draws(tmp_path, capsys) -> None:
-    """A tag per class beside [N, C] probabilities had been read after the comparison's
-    draws and refused as "2400 values in --label 'tag' for 800 rows"."""
+def test_a_label_per_class_of_a_multiclass_file_is_named_as_such(tmp_path, capsys) -> None:
+    """A tag per class beside [N, C] probabilities had been refused as "2400 values in
+    --label 'tag' for 800 rows" alone; a label per item (a domain) is compared per label."""
     import numpy as np
 
     g = torch.Generator().manual_seed(0)
@@ -183,11 +183,18 @@ def test_label_with_a_multiclass_file_is_refused_before_the_draws(tmp_path, caps
     tag = np.tile(np.arange(3), (800, 1))
     for name in ("a", "b"):
         np.savez(tmp_path / f"{name}.npz", probs=probs.numpy(), target=target.numpy(), tag=tag)
-    argv = ["compare", tmp_path / "a.npz", tmp_path / "b.npz", "--label", "tag"]
-    assert main([str(a) for a in argv]) == 2
+    argv = ["compare", tmp_path / "a.npz", tmp_path / "b.npz", "--samples", "100"]
+    assert main([str(a) for a in [*argv, "--label", "tag"]]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert "a multiclass file's classes are its labels already" in line
+    assert "2400 values in --label 'tag' for 800 rows (3 a row: --label takes one label" in line
     assert "compute_by_label()" in line
+    domain = np.arange(800) % 2
+    for name in ("a", "b"):
+        np.savez(
+            tmp_path / f"{name}.npz", probs=probs.numpy(), target=target.numpy(), domain=domain
+        )
+    assert main([str(a) for a in [*argv, "--label", "domain", "--json"]]) == 0
+    assert set(json.loads(capsys.readouterr().out)["per_label"]) == {"0", "1"}
 
 
 @pytest.mark.parametrize(

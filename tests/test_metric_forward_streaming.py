@@ -212,3 +212,24 @@ def test_streaming_folds_a_large_batch_in_bounded_pieces(monkeypatch, num_classe
     assert sizes and max(sizes) <= 1000
     assert sum(sizes) == probs.numel()
     torch.testing.assert_close(pieces.compute(), whole.compute(), rtol=1e-12, atol=1e-12)
+
+
+def test_a_merged_state_whose_parts_split_otherwise_still_folds() -> None:
+    """A state dict whose target list was joined (one part beside two of probs): the
+    buffer's fold had zipped the parts ("zip() argument 2 is shorter") and left the
+    metric broken, its rows counted and its sketch half filled."""
+    g = torch.Generator().manual_seed(0)
+    p = torch.rand(100, generator=g)
+    y = torch.bernoulli(p, generator=g).long()
+    source = CalibrationError(streaming=True, resolution=64)
+    source.update(p[:60], y[:60])
+    source.update(p[60:], y[60:])
+    state = dict(source.metric_state)
+    state["target"] = [torch.cat(state["target"])]
+    merged = CalibrationError(streaming=True, resolution=64)
+    extra = torch.rand(50, generator=g)
+    merged.update(extra, torch.ones(50, dtype=torch.long))
+    merged.merge_state(state)
+    whole = CalibrationError(streaming=True, resolution=64)
+    whole.update(torch.cat([extra, p]), torch.cat([torch.ones(50, dtype=torch.long), y]))
+    torch.testing.assert_close(merged.compute(), whole.compute())

@@ -104,6 +104,9 @@ def test_a_refusal_under_one_gib_is_said_in_mib(monkeypatch):
         binning.check_room(9 * 2**20, torch.device("cpu"), "a job")
     with pytest.raises(ValueError, match=r"needs 2,048 MiB, more than the 4 MiB free"):
         binning.check_room(2 * 2**30, torch.device("cpu"), "a job")
+    monkeypatch.setattr(binning, "available_bytes", lambda device: int(1.01 * 2**30))
+    with pytest.raises(ValueError, match=r"needs 1,065 MiB, more than the 1,034 MiB free"):
+        binning.check_room(int(1.04 * 2**30), torch.device("cpu"), "a job")  # not 1.0, 1.0
     monkeypatch.setattr(binning, "available_bytes", lambda device: 512)
     with pytest.raises(ValueError, match=r"needs 1,024 KiB, more than the 0 KiB free"):
         binning.check_room(2**20, torch.device("cpu"), "a job")

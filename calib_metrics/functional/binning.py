@@ -634,7 +634,12 @@ def check_room(
     if free is not None and need > free:
         units = {"GiB": (2**30, ".1f"), "MiB": (2**20, ",.0f"), "KiB": (2**10, ",.0f")}
         names = list(units)[list(units).index(unit) :]
-        while len(names) > 1 and min(need, free) < units[names[0]][0]:
+
+        def same(name: str) -> bool:  # both amounts print alike in this unit
+            scale, digits = units[name]
+            return f"{need / scale:{digits}}" == f"{free / scale:{digits}}"
+
+        while len(names) > 1 and (min(need, free) < units[names[0]][0] or same(names[0])):
             names.pop(0)
         unit = names[0]
         scale, digits = units[unit]

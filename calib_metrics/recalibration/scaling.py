@@ -1049,6 +1049,8 @@ class PlattScaling(_LogitScaler):
         self.register_buffer("intercept", torch.tensor(0.0, dtype=torch.float64))
 
     def fit(self, scores: Tensor, target: Tensor) -> PlattScaling:  # type: ignore[override]
+        """Fit ``a`` and ``b`` on held-out binary ``scores`` ``[N]`` (or probabilities, with
+        ``inputs="probs"``) and 0/1 labels ``target`` ``[N]``; returns ``self``."""
         self._check_input(scores, binary=True)
         if scores.ndim != 1:
             raise ValueError(f"scores must be [N], got shape {tuple(scores.shape)}")
