@@ -60,7 +60,6 @@ from calib_metrics.metric_state import (
     _StatesKeepTheirDtype,
     _StatesOfRule,  # noqa: F401  # metrics pickled before the split name it here
     finishing_synced_result,
-    says_warnings,
     warn_at_user_line,
     warnings_said_by,
 )
@@ -1155,8 +1154,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         message = sketch.coarse_sketches_message(sketches, exact)
         if message is not None:
             self._coarse_sketch_warned = True
-            if says_warnings(self):
-                warn_at_user_line(f"CalibrationError: {message}")
+            warn_at_user_line(f"CalibrationError: {message}", computed_by=self)
 
     def _bins_of(self, pairs: list[tuple[Tensor, Tensor, Tensor | None]]) -> list[Bins]:
         """Each pair set's bins; with group ids and the debiased estimate, carrying the
@@ -1189,8 +1187,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             return
         self._few_bins_warned = True
         # Reached from compute(), compute_result() or torchmetrics' wrapper of compute().
-        if says_warnings(self):
-            warn_at_user_line(f"CalibrationError: {message}")
+        warn_at_user_line(f"CalibrationError: {message}", computed_by=self)
 
     def _average(self, errors: list[Tensor], bins: list[Bins]) -> Tensor:
         """One error (micro), per class (none) or their mean (macro, classwise) / weighted."""

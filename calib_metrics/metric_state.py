@@ -283,11 +283,13 @@ def finishing_synced_result(owner: Any, synced: bool) -> Iterator[None]:
         owner.__dict__["_result_synced"] = before
 
 
-def warn_at_user_line(message: str | None) -> None:
+def warn_at_user_line(message: str | None, computed_by: Any = None) -> None:
     """A UserWarning of ``message`` (none for None) at the user's line
-    (:func:`_user_stacklevel`)."""
-    if message is not None:
-        warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
+    (:func:`_user_stacklevel`); of what a metric ``computed_by`` computed, only where that
+    metric :func:`says_warnings`."""
+    if message is None or (computed_by is not None and not says_warnings(computed_by)):
+        return
+    warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
 
 
 @contextlib.contextmanager

@@ -590,12 +590,15 @@ class FittedModule(nn.Module):
                 continue
             # Read as the load stores it (float64): T = -1 saved as an integer too.
             incoming = incoming.to(torch.float64)
-            if not bool(torch.isfinite(incoming).all()):
+            finite, positive = torch.stack(
+                [torch.isfinite(incoming).all(), (incoming > 0).all()]
+            ).tolist()
+            if not finite:
                 raise ValueError(
                     f"{type(self).__name__}: the state's {name} holds NaN or infinite "
                     "values, which no fit makes: load a state this kind saved"
                 )
-            if name in self.positive and not bool((incoming > 0).all()):
+            if name in self.positive and not positive:
                 raise ValueError(
                     f"{type(self).__name__}: the state's {name} is "
                     f"{_first_value(incoming)}; a temperature must be positive (a fit "
