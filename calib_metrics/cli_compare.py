@@ -285,6 +285,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warn_if_few_bins,
     )
     from calib_metrics.functional import compare_calibration
+    from calib_metrics.functional.comparison import comparison_units
     from calib_metrics.functional.comparison_by_label import SMALL_LABEL_UNITS
     from calib_metrics.functional.intervals import MIN_UNITS
     from calib_metrics.predictions import check_output_paths, text_report_stream
@@ -313,6 +314,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.alpha is not None and not 0 < args.alpha < 1:
         raise ValueError(f"--alpha must lie in (0, 1), got {args.alpha}")
     a, b, ids = _read_both(args)
+    labels = cli_report.compared_labels(args, a, b, by_ids=ids is not None)
     per_label = args.label is not None
     announce_long_run(
         a, args.samples, "paired resamples", passes=2 if per_label else 1,
@@ -331,7 +333,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # The pairs the bins count (⌈√N⌉ of them): C per item one-vs-rest.
         "pairs": a.probs.numel() if args.mode == "one_vs_rest" else a.target.numel(),
         "id_columns": None if ids is None else list(ids),  # a's and b's; None: by position
-        "resampled": "pairs" if a.groups is None else "groups",
+        "resampled": comparison_units(a.probs, a.target, args.mode, a.groups),
         "groups": None if a.groups is None else int(a.groups.unique().numel()),
         "mode": args.mode,
         "confidence": args.confidence,
@@ -354,7 +356,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         summary[name] |= cli_report.measures_summary(own)
         summary[name]["per_bin"] = per_bin_rows(model_bins)
     per_label = None
-    by_label = cli_report.compare_per_label(args, a, b, by_ids=ids is not None)
+    by_label = cli_report.compare_per_label(args, a, b, labels)
     if by_label is not None:
         names, labelled = by_label
         per_label = dict(zip(names, labelled.per_label, strict=True))
@@ -482,6 +484,7 @@ def _plot(args: argparse.Namespace, result, a, b, panels, smooth) -> str:
     curve and band); its path."""
     from matplotlib.figure import Figure
 
+    from calib_metrics.functional.comparison import comparison_units
     from calib_metrics.plot import reliability_diagram
     from calib_metrics.predictions import save_figure
     from calib_metrics.report import FIGURE_NAME_CHARS, model_title
@@ -489,7 +492,7 @@ def _plot(args: argparse.Namespace, result, a, b, panels, smooth) -> str:
     if panels is not None:
         save_figure(panels, args.plot, "--plot", dpi=120)
         return str(args.plot)
-    interval = "pairs" if a.groups is None else "groups"
+    interval = comparison_units(a.probs, a.target, args.mode, a.groups)
     # A plain Figure, as the other commands' figures: pyplot would start the user's
     # configured backend (WebAgg without tornado raised after all the work was done).
     fig = Figure(figsize=(9.4, 4.8))

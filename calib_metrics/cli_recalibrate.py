@@ -337,14 +337,14 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(json.dumps(to_jsonable(clean), indent=2))
         return
     from calib_metrics.report import fixed, no_interval, p_value_phrase, untested_phrase
-    from calib_metrics.wording import level_text, visible_controls
+    from calib_metrics.wording import counted, level_text, visible_controls
 
     pct = level_text(args.confidence)
     units = "pairs" if args.groups is None else "groups"
     dev, test = (visible_controls(str(summary[key])) for key in ("dev", "test"))
     extra = f" (T = {summary['temperature']:.4f})" if "temperature" in summary else ""
-    print(f"fitted {summary['method']}{extra} on {dev}: {summary['n_dev']} pairs")
-    print(f"test {test}: {summary['n_test']} pairs; CalibErr debiased, auto bins, "
+    print(f"fitted {summary['method']}{extra} on {dev}: {counted(summary['n_dev'], 'pair')}")
+    print(f"test {test}: {counted(summary['n_test'], 'pair')}; CalibErr debiased, auto bins, "
           f"{pct} intervals")  # fmt: skip
     for which in ("before", "after"):
         s = summary[which]

@@ -76,12 +76,15 @@ def _read_row_labels(path: Path, column: str, n: int, kept: Tensor | None) -> li
     return labels
 
 
-def _compared_labels(args: argparse.Namespace, a, b, by_ids: bool = False) -> list[str]:
-    """The --label column of ``compare``: a's, or b's when only b's file has it; when
-    both files have it, they must name every row alike (the same items; ``by_ids``: the
-    rows were paired by their item ids, not by position)."""
+def compared_labels(args: argparse.Namespace, a, b, by_ids: bool = False) -> list[str] | None:
+    """The --label column of ``compare`` (None without --label): a's, or b's when only
+    b's file has it; when both files have it, they must name every row alike (the same
+    items; ``by_ids``: the rows were paired by their item ids, not by position). Read
+    before the draws, so that a column it cannot use stops the command at once."""
     from calib_metrics.predictions import has_column, row_positions
 
+    if args.label is None:
+        return None
     files = [(args.a, a.kept)] if args.b is None else [(args.a, a.kept), (args.b, b.kept)]
     found = [(path, mask) for path, mask in files if has_column(path, args.label)] or files[:1]
     n = a.target.shape[0]
@@ -194,19 +197,18 @@ def estimator_options(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def compare_per_label(args: argparse.Namespace, a, b, by_ids: bool = False):
-    """Label by label, models a and b compared (``compare_calibration_by_label``): the
-    labels' names, in sorted order, and the result; None without --label. ``by_ids``: the
-    rows were paired by their item ids (said so in an error)."""
+def compare_per_label(args: argparse.Namespace, a, b, text: list[str] | None):
+    """Label by label, models a and b compared (``compare_calibration_by_label``) on
+    ``text``, each row's label (:func:`compared_labels`): the labels' names, in sorted
+    order, and the result; None without labels."""
     import warnings
 
     import numpy as np
 
     from calib_metrics.functional import compare_calibration_by_label
 
-    if args.label is None:
+    if text is None:
         return None
-    text = _compared_labels(args, a, b, by_ids)
     names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)

@@ -18,7 +18,11 @@ from calib_metrics.functional.calibration import (
     _check_interval_options,
     _check_options,
 )
-from calib_metrics.functional.comparison import ComparisonResult, compare_calibration
+from calib_metrics.functional.comparison import (
+    ComparisonResult,
+    compare_calibration,
+    comparison_units,
+)
 from calib_metrics.functional.comparison_by_label import (
     SMALL_LABEL_UNITS,
     LabelComparisonResult,
@@ -48,6 +52,8 @@ from calib_metrics.metric_state import (
 from calib_metrics.wording import level_text
 
 _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
+# compute_by_label's warnings of which labels its correction can call.
+_CALLING_WARNINGS = ".*(no label can be called|and are not called|of the called labels)"
 
 
 @contextlib.contextmanager
@@ -357,7 +363,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             )  # fmt: skip
         # Under DDP the synchronised state says whether groups were resampled, which this
         # rank's own state may not show (a rank without data): plot() labels by it.
-        self.__dict__["_drawn"] = (result, "pairs" if groups is None else "groups")
+        self.__dict__["_drawn"] = (result, comparison_units(probs_a, target, mode, groups))
         return _Whole(result)  # unwrapped by _wrap_compute
 
     def _wrap_compute(self, compute: Callable) -> Callable:
@@ -463,12 +469,16 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         ``val``: a result of :meth:`compute` or ``forward`` (default: computed); one
         comparison, not a list of them (their differences over steps:
         :func:`~calib_metrics.plot.error_curve`). The figure is its own
-        (two panels), so ``ax`` must be None. A classwise result's bins are every class's
-        pooled, which one diagram would mix: compare those class by class,
-        ``plot.per_label_errors(metric.compute_by_label())``
-        (:func:`~calib_metrics.plot.per_label_errors`).
+        (two panels), so ``ax`` must be None.
 
-        Returns ``(fig, axes)``: the two diagrams' axes.
+        A classwise comparison's bins are every class's pooled, which one diagram would
+        mix: it draws one panel per class instead (both models overlaid, at most
+        :data:`~calib_metrics.plot_panels.MAX_CLASS_PANELS`: those with the most
+        positives), each model's result of the class from :meth:`compute_by_label`'s
+        draws; ``val`` is then None or what :meth:`compute` returned last, since the
+        panels are the metric's own items.
+
+        Returns ``(fig, axes)``: the two diagrams' axes (one per class drawn, classwise).
 
         Example:
             >>> import torch
@@ -487,19 +497,13 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 f"compute() or forward(), got {type(val).__name__}"
             )
         if self.num_classes is not None and self.mode == "classwise":
-            raise ValueError(
-                "a classwise comparison pools every class's bins, which one diagram would "
-                "mix: compare class by class, plot.per_label_errors(metric.compute_by_label())"
-            )
+            return self._plot_classes(val)
         from matplotlib.figure import Figure
 
         from calib_metrics.plot import reliability_diagram
 
         result = self.compute() if val is None else val
-        kind = {"confidence": self.estimator["confidence"]}
-        kind["interval"] = self._drawn_interval(result)
-        kind["debias"] = self.estimator["debias"] and self.estimator["norm"] == "l2"
-        kind["norm"] = self.estimator["norm"]
+        kind = self._drawn_kind(result)
         fig = Figure(figsize=(9.4, 5.0), layout="constrained")
         axes = fig.subplots(1, 2)
         for axis, one, name in zip(axes, (result.a, result.b), ("a", "b"), strict=True):
@@ -507,13 +511,45 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         fig.suptitle(self._difference_text(result), fontsize=9)
         return fig, axes
 
+    def _plot_classes(self, val: ComparisonResult | None) -> tuple[Any, Any]:
+        """A classwise comparison's panels: each class's two results, overlaid."""
+        from calib_metrics.plot_panels import classwise_panels
+
+        if val is not None and val is not self.__dict__.get("_drawn", (None,))[0]:
+            raise ValueError(
+                "a classwise comparison draws its own items' classes, one panel each: val "
+                "must be None or what compute() returned last (a batch's forward() result "
+                "pools that batch's classes)"
+            )
+        result = self.compute() if val is None else val
+        with warnings.catch_warnings():
+            # The panels call no class better or worse: what the correction can call is
+            # compute_by_label's to say.
+            warnings.filterwarnings("ignore", _CALLING_WARNINGS, UserWarning)
+            per_class = self.compute_by_label().per_label
+        return classwise_panels(
+            [r.a for r in per_class], versus=[r.b for r in per_class], names=("a", "b"),
+            title=f"classwise: {self._difference_text(result)}", **self._drawn_kind(result),
+        )  # fmt: skip
+
+    def _drawn_kind(self, result: ComparisonResult) -> dict[str, Any]:
+        """The settings behind ``result``'s intervals, as the diagrams label them."""
+        debias = self.estimator["debias"] and self.estimator["norm"] == "l2"
+        return {
+            "confidence": self.estimator["confidence"], "interval": self._drawn_interval(result),
+            "debias": debias, "norm": self.estimator["norm"],
+        }  # fmt: skip
+
     def _drawn_interval(self, result: ComparisonResult) -> str:
         """The resampling behind ``result``, for the figure's labels: the one drawn, when it
         is what compute() returned last, else the one this rank's state would draw."""
         drawn = self.__dict__.get("_drawn")
         if drawn is not None and drawn[0] is result:
             return drawn[1]
-        return "groups" if self.groups else "pairs"
+        if self.groups:
+            return "groups"
+        one_vs_rest = self.num_classes is not None and self.mode == "one_vs_rest"
+        return "items" if one_vs_rest else "pairs"  # as comparison_units decides
 
     def _difference_text(self, result: ComparisonResult) -> str:
         """``a − b = +0.1367 [95%: +0.1052, +0.1703], p < 0.004 (paired)``, or that there

@@ -234,11 +234,15 @@ def classwise_panels(
     limit: int | None = MAX_CLASS_PANELS,
     class_names: Sequence[str] | None = None,
     norm: str = "l2",
+    versus: Sequence[CalibrationResult] | None = None,
+    names: Sequence[str] = ("model",),
 ) -> tuple[Figure, list[Axes]]:
     """One panel per class of a classwise result (``results[c]``: class c's one-vs-rest
     result), at most ``limit`` (None: every class): with more classes, those with the most
-    positives (ties: the lower id), in class order, and a title line that says so. Panels are titled
-    ``class_names[c]`` when given, else ``class c``.
+    positives (ties: the lower id), in class order, and a title line that says so. Panels
+    are titled ``class_names[c]`` when given, else ``class c``. ``versus``: a second
+    model's results of the same classes (the same items), overlaid in ``C1``; ``names``
+    then names both models.
 
     Example:
         >>> import torch
@@ -253,6 +257,9 @@ def classwise_panels(
     results = _results("results", results)
     if not results:
         raise ValueError("results must hold one CalibrationResult per class, got none")
+    models = [results] if versus is None else [results, _results("versus", versus)]
+    if len(models[-1]) != len(results):
+        raise ValueError(f"versus has {len(models[-1])} results for {len(results)} classes")
     # A negative limit had sliced off the last class, a float failed as a slice index.
     limit = len(results) if limit is None else limit
     check_int("limit", limit)
@@ -267,7 +274,8 @@ def classwise_panels(
         raise ValueError(f"class_names has {len(class_names)} names for {len(results)} classes")
     name = (lambda c: f"class {c}") if class_names is None else (lambda c: str(class_names[c]))
     return reliability_panels(
-        {name(c): [results[c]] for c in drawn},
+        {name(c): [model[c] for model in models] for c in drawn},
+        names=names,
         confidence=confidence,
         interval=interval,
         debias=debias,

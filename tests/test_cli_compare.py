@@ -167,16 +167,29 @@ def test_mode_compares_multiclass_files(tmp_path, capsys, mode) -> None:
         sharp, probs, target, mode=mode, n_samples=200, generator=torch.Generator().manual_seed(0)
     )
     assert summary["mode"] == mode
+    # An item's one-vs-rest pairs are resampled together; a top-label or classwise item is
+    # one pair of each set.
+    assert summary["resampled"] == ("items" if mode == "one_vs_rest" else "pairs")
     assert summary["difference"] == pytest.approx(expected.difference.item(), rel=1e-12)
     assert summary["lower"] == pytest.approx(expected.lower.item(), rel=1e-12)
     assert summary["p_value"] == pytest.approx(expected.p_value.item())
 
 
-def test_a_label_per_class_of_a_multiclass_file_is_named_as_such(tmp_path, capsys) -> None:
+def test_a_label_per_class_of_a_multiclass_file_is_named_as_such(
+    tmp_path, capsys, monkeypatch
+) -> None:
     """A tag per class beside [N, C] probabilities had been refused as "2400 values in
-    --label 'tag' for 800 rows" alone; a label per item (a domain) is compared per label."""
+    --label 'tag' for 800 rows" alone, and only after the whole file's paired draws; a
+    label per item (a domain) is compared per label."""
     import numpy as np
 
+    import calib_metrics.functional as functional
+
+    drawn = []
+    compare = functional.compare_calibration
+    monkeypatch.setattr(
+        functional, "compare_calibration", lambda *a, **k: drawn.append(1) or compare(*a, **k)
+    )
     g = torch.Generator().manual_seed(0)
     probs = (torch.randn(800, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
     target = torch.multinomial(probs, 1, generator=g).squeeze(1)
@@ -187,14 +200,14 @@ def test_a_label_per_class_of_a_multiclass_file_is_named_as_such(tmp_path, capsy
     assert main([str(a) for a in [*argv, "--label", "tag"]]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "2400 values in --label 'tag' for 800 rows (3 a row: --label takes one label" in line
-    assert "compute_by_label()" in line
+    assert "compute_by_label()" in line and not drawn  # refused before the draws
     domain = np.arange(800) % 2
     for name in ("a", "b"):
         np.savez(
             tmp_path / f"{name}.npz", probs=probs.numpy(), target=target.numpy(), domain=domain
         )
     assert main([str(a) for a in [*argv, "--label", "domain", "--json"]]) == 0
-    assert set(json.loads(capsys.readouterr().out)["per_label"]) == {"0", "1"}
+    assert set(json.loads(capsys.readouterr().out)["per_label"]) == {"0", "1"} and drawn
 
 
 @pytest.mark.parametrize(

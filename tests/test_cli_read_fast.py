@@ -482,9 +482,27 @@ def test_rows_of_class_rows_of_unequal_lengths_are_named_without_a_crash(tmp_pat
         '{"p": [[0.9, 0.1], [0.2, 0.8], 0], "y": [1, 0, -100]}\n'
         '{"p": [[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]], "y": [1, 0, 1]}\n'
     )
-    said = "line 1, column 'p' holds a row of 1 value where the first row holds 2"
+    said = "line 1 (its row 3), column 'p' holds a row of 1 value where the first row holds 2"
     with pytest.raises(ValueError, match=re.escape(said)):
         read_table(file, ignore_index=-100)
+
+
+def test_a_padding_row_of_one_null_is_told_to_hold_a_null_per_class(tmp_path: Path):
+    """A padding token's probabilities written as one null had been named "a row of 1
+    value" alone; the fix (a null per class) is what the padding hint says."""
+    file = tmp_path / "tags.jsonl"
+    file.write_text(
+        '{"p": [[0.9, 0.1], [0.2, 0.8], [0.3, 0.7]], "y": [1, 0, 1]}\n'
+        '{"p": [[0.9, 0.1], [0.2, 0.8], null], "y": [1, 0, -100]}\n'
+    )
+    said = (
+        "line 2 (its row 3), column 'p' holds a single null where the first row holds 2 "
+        "values: pad a row of 2 classes with 2 nulls ([null, null])"
+    )
+    with pytest.raises(ValueError, match=re.escape(said)):
+        read_table(file, ignore_index=-100)
+    file.write_text(file.read_text().replace("null]", "[null, null]]"))
+    assert read_table(file, ignore_index=-100).target.tolist() == [1, 0, 1, 1, 0]
 
 
 def test_the_label_layout_is_the_last_reads(tmp_path: Path) -> None:
@@ -603,3 +621,29 @@ def test_group_id_lists_nested_otherwise_than_the_labels_are_named(tmp_path: Pat
     file.write_text(row % '[["a", "a", "b"], ["b"]]' + row % '[["c", "c"], ["d", "d"]]')
     with pytest.raises(ValueError, match="column 'sid' holds lists not laid out as the labels"):
         read_table(file, groups="sid")
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_a_repeated_json_key_is_refused_as_a_repeated_csv_column(tmp_path: Path, suffix):
+    """json kept the last of two "prob" values silently (scored 0.9, not 0.1); a CSV
+    header that repeats a column is refused."""
+    file = tmp_path / f"dup{suffix}"
+    file.write_text('{"prob": 0.1, "label": 1, "prob": 0.9}\n{"prob": 0.2, "label": 0}\n')
+    where = "line 1" if suffix == ".jsonl" else "the document"
+    with pytest.raises(ValueError, match=rf"dup{suffix}: {where} repeats the key\(s\) 'prob'"):
+        read_table(file)
+    file.write_text('{"prob": [0.1, 0.2], "label": [1, 0], "prob": [0.9, 0.8]}')
+    if suffix == ".json":
+        with pytest.raises(ValueError, match=r"the document repeats the key\(s\) 'prob'"):
+            read_table(file)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_json_nested_past_the_recursion_limit_is_refused_by_name(tmp_path: Path, suffix):
+    """json raised RecursionError (a traceback on the command line), even for a field
+    never read."""
+    file = tmp_path / f"deep{suffix}"
+    file.write_text('{"prob": 0.3, "label": 1, "log": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    where = "line 1" if suffix == ".jsonl" else "the document"
+    with pytest.raises(ValueError, match=f"deep{suffix}: {where} nests JSON .* too deeply"):
+        read_table(file)

@@ -205,6 +205,17 @@ def test_too_few_test_units_print_no_p_value(files, tmp_path, capsys, grouped):
     assert summary["difference"]["p_value_text"] is None
 
 
+def test_a_test_file_of_one_pair_is_counted_in_the_singular(files, tmp_path, capsys):
+    """The header had said "1 pairs" (evaluate says "1 pair")."""
+    (dev, *_), _ = files
+    test = tmp_path / "one.csv"
+    _write(test, 1, 2)
+    argv = ["recalibrate", str(dev), str(test), "--method", "platt", "--samples", "50"]
+    assert main([*argv, "--out", str(tmp_path / "o.csv")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith(": 1500 pairs") and ": 1 pair;" in lines[1], lines[:2]
+
+
 def test_testing_on_the_dev_pairs_warns(tmp_path, capsys):
     """'recalibrate dev.csv dev.csv' had reported a fitted map's gain on its own
     training pairs as an improvement with p < 0.001, silently."""

@@ -10,7 +10,12 @@ import torch
 
 from calib_metrics.functional import calibration_error, compare_calibration
 from calib_metrics.functional.calibration import compute_bins
-from calib_metrics.functional.comparison import _unit_sums, root_difference
+from calib_metrics.functional.comparison import (
+    ComparisonResult,
+    _unit_sums,
+    comparison_units,
+    root_difference,
+)
 
 
 def _data(n: int = 600, seed: int = 0):
@@ -259,17 +264,28 @@ def test_top_label_compares_each_models_own_confidence_and_correctness() -> None
     assert got.a.bins.count.sum().item() == c.numel()
 
 
-def test_one_vs_rest_equals_the_expanded_pairs() -> None:
+@pytest.mark.parametrize("debias", [False, True])
+def test_one_vs_rest_is_the_expanded_pairs_resampled_item_by_item(debias) -> None:
+    """An item's C pairs are resampled together: its labels are dependent (one is 1), and
+    resampled pair by pair two equally calibrated models had been called different one
+    time in ten at α = 0.05 (400 items of 3 classes; 0.05 item by item)."""
     sharp, p, c = _multiclass(seed=2)
     onehot = torch.nn.functional.one_hot(c, 4).reshape(-1)
-    options = {"n_samples": 200, "bin_size": 300}
-    got = compare_calibration(sharp, p, c, generator=torch.Generator().manual_seed(4), **options)
-    want = compare_calibration(
-        sharp.reshape(-1), p.reshape(-1), onehot, generator=torch.Generator().manual_seed(4),
-        **options,
-    )  # fmt: skip
-    for field in ("difference", "lower", "upper", "p_value"):
-        torch.testing.assert_close(getattr(got, field), getattr(want, field))
+    items = torch.arange(c.numel()).repeat_interleave(4)
+    options = {"n_samples": 200, "bin_size": 300, "debias": debias}
+
+    def compared(*args, **kwargs) -> ComparisonResult:
+        return compare_calibration(*args, generator=torch.Generator().manual_seed(4), **kwargs)
+
+    got = compared(sharp, p, c, **options)
+    pairs = compared(sharp.reshape(-1), p.reshape(-1), onehot, **options)
+    torch.testing.assert_close(got.difference, pairs.difference)  # the same estimate
+    assert got.lower != pairs.lower and got.upper != pairs.upper
+    if not debias:  # groups= also makes the debiased error cluster-robust: not here
+        by_item = compared(sharp.reshape(-1), p.reshape(-1), onehot, groups=items, **options)
+        for field in ("difference", "lower", "upper", "p_value"):
+            torch.testing.assert_close(getattr(got, field), getattr(by_item, field))
+    assert comparison_units(sharp, c, "one_vs_rest", None) == "items"
 
 
 def test_multiclass_groups_follow_every_pair_of_an_item() -> None:

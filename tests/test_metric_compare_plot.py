@@ -39,14 +39,59 @@ def test_plot_without_an_interval_says_so() -> None:
     assert "no interval" in fig.get_suptitle()
 
 
-def test_plot_refuses_what_one_diagram_would_mislead_on() -> None:
-    probs = torch.softmax(torch.randn(300, 3, generator=G), -1)
+def _classwise(n_classes: int, n_items: int = 300) -> tuple[CalibrationComparison, torch.Tensor]:
+    """A classwise comparison of an overconfident model a with a calibrated b."""
+    probs = torch.softmax(2 * torch.randn(n_items, n_classes, generator=G), -1)
     target = torch.multinomial(probs, 1, generator=G).squeeze(1)
-    metric = CalibrationComparison(num_classes=3, mode="classwise", n_samples=50)
-    metric.update(probs, probs, target)
-    with pytest.raises(ValueError, match="class by class"):
-        metric.plot()
+    sharper = torch.softmax(3 * probs.log(), -1)
+    metric = CalibrationComparison(num_classes=n_classes, mode="classwise", n_samples=50)
+    metric.update(sharper, probs, target)
+    return metric, target
+
+
+def test_a_classwise_comparison_draws_each_class_with_both_models() -> None:
+    # Refused before ("pools every class's bins"), though the command line drew panels.
+    metric, target = _classwise(3)
+    fig, axes = metric.plot()
+    by_label = metric.compute_by_label().per_label
+    assert len(axes) == 3 and fig.get_suptitle().startswith("classwise: a − b = +0.")
+    for c, (ax, r) in enumerate(zip(axes, by_label, strict=True)):
+        heading, line_a, line_b = ax.get_title().splitlines()
+        assert heading.startswith(f"class {c} · {int((target == c).sum()):,} positives")
+        assert line_a.startswith(f"a: CalibErr {r.a.error.item():.4f} [{r.a.lower.item():.4f}")
+        assert line_b.startswith(f"b: CalibErr {r.b.error.item():.4f} [{r.b.lower.item():.4f}")
+    again, _ = metric.plot(metric.compute())  # val= takes compute()'s result
+    assert again.get_suptitle() == fig.get_suptitle()
+
+
+def test_a_classwise_comparison_draws_its_most_frequent_classes() -> None:
+    metric, target = _classwise(14, n_items=1400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not compute_by_label's "no label can be called"
+        fig, axes = metric.plot()
+    counts = torch.bincount(target, minlength=14).tolist()
+    kept = sorted(sorted(range(14), key=lambda c: (-counts[c], c))[:12])
+    assert [ax.get_title().split(" · ")[0] for ax in axes] == [f"class {c}" for c in kept]
+    assert "12 of 14 classes drawn" in fig.get_suptitle()
+
+
+def test_plot_refuses_what_one_diagram_would_mislead_on() -> None:
+    metric, target = _classwise(3)
+    probs = torch.full((40, 3), 1 / 3)
+    with pytest.raises(ValueError, match="val must be None or what compute"):
+        metric.plot(metric(probs, probs, target[:40]))  # a batch's classes, not the state's
     metric = CalibrationComparison(n_samples=50)
     metric.update(OVERCONFIDENT, Q, Y)
     with pytest.raises(ValueError, match="ax"):
         metric.plot(ax=object())
+
+
+def test_a_one_vs_rest_comparison_is_labelled_by_what_it_resampled() -> None:
+    """Its items' pairs are resampled item by item: "pair bootstrap" would misname it."""
+    probs = torch.softmax(2 * torch.randn(300, 3, generator=G), -1)
+    target = torch.multinomial(probs, 1, generator=G).squeeze(1)
+    metric = CalibrationComparison(num_classes=3, n_samples=50)
+    metric.update(torch.softmax(3 * probs.log(), -1), probs, target)
+    for val in (None, metric.compute(), metric(probs, probs, target)):  # forward's: a batch
+        _, axes = metric.plot(val)
+        assert "debiased item bootstrap" in axes[0].get_title()

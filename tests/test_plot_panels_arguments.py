@@ -44,6 +44,15 @@ def test_classwise_needs_results(results) -> None:
     assert len(axes) == 2
 
 
+def test_classwise_versus_overlays_a_second_model_of_the_same_classes(results) -> None:
+    with pytest.raises(ValueError, match="versus has 2 results for 3 classes"):
+        classwise_panels(results, versus=results[:2], names=("a", "b"))
+    with pytest.raises(ValueError, match="names"):
+        classwise_panels(results, versus=results)  # one name for two models
+    _, axes = classwise_panels(results, versus=results[::-1], names=("a", "b"))
+    assert [len(ax.get_title().splitlines()) for ax in axes] == [3, 3, 3]
+
+
 @pytest.mark.parametrize(
     ("given", "message"),
     [

@@ -285,6 +285,9 @@ def compare_calibration(
         groups: optional group id per item (sentence, document): whole groups are
             resampled, so labels correlated within a group move together, and the
             debiased errors use each bin's cluster-robust variance over the groups.
+            Without it, the one-vs-rest pairs of multiclass input are resampled item by
+            item (an item's C labels are dependent), the errors debiased as pairs
+            (:func:`comparison_units`).
         confidence: coverage of the interval of the difference.
         generator: source of randomness for reproducible draws.
         n_samples: number of paired bootstrap draws.
@@ -347,8 +350,8 @@ def compare_calibration(
             f"{tuple(probs_a.shape)}, probs_b {tuple(probs_b.shape)}"
         )
     debias = _debias_for(norm, debias)  # "False" had run the debiased estimator
-    sets, groups = _paired_sets(probs_a, probs_b, target, groups, mode)
-    units, n_units = _units(sets[0][1], groups)
+    sets, groups, items = _paired_sets(probs_a, probs_b, target, groups, mode)
+    units, n_units = _units(sets[0][1], groups if groups is not None else items)
     grouped = debias and groups is not None
     options = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
     models = [
@@ -384,7 +387,9 @@ def compare_calibration(
     if n_units < MIN_UNITS:
         warnings.warn(
             f"compare_calibration: {n_units} resampling unit{'s' * (n_units != 1)} "
-            f"({'groups' if groups is not None else 'pairs'}); at least {MIN_UNITS} are needed "
+            f"({'groups' if groups is not None else 'items' if items is not None else 'pairs'}"
+            f"); at least "
+            f"{MIN_UNITS} are needed "
             "for an interval or a p-value, so both are NaN, as are each model's interval "
             "ends (the difference stands)",
             UserWarning,
@@ -687,13 +692,22 @@ def _linear_shrink(linear: Tensor, quadratic: Tensor) -> Tensor:
 
 def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode: str):
     """Both models' flat, checked binary pair sets under ``mode`` (one, or C classwise) as
-    ``(q_a, y_a, q_b, y_b)``, and the pairs' group ids (or None)."""
+    ``(q_a, y_a, q_b, y_b)``, the pairs' group ids (or None), and, for one-vs-rest pairs of
+    multiclass items without groups, each pair's item (else None): the unit resampled.
+
+    An item's C one-vs-rest labels are dependent (exactly one is 1), and both models'
+    pairs of one item move together across classes: resampled pair by pair, two equally
+    calibrated models had been called different at p < 0.05 one time in ten (at N = 400
+    items of 3 classes; 0.075 at 3,000), where resampling items holds 0.05."""
     if groups is not None:
         check_id_tensor(groups)
     for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
         check_probs(probs, name)  # each model named (pair_sets would say "probs")
         if is_multiclass(probs, target):
             warn_row_sums(probs, name, stacklevel=3)
+    by_item = comparison_units(probs_a, target, mode, groups) == "items"
+    if by_item:
+        groups = torch.arange(target.numel(), device=target.device).reshape(target.shape)
     sets_a = pair_sets(probs_a, target, mode, groups, check_rows=False)
     sets_b = pair_sets(probs_b, target, mode, check_rows=False)
     groups = sets_a[0].groups
@@ -704,7 +718,26 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
         sets.append((q_a, y_a, q_b, y_b))
     if groups is not None:
         groups = check_ids(groups, sets[0][0])
-    return sets, groups
+    return (sets, None, groups) if by_item else (sets, groups, None)
+
+
+def comparison_units(probs: Tensor, target: Tensor, mode: str, groups: Tensor | None) -> str:
+    """What :func:`compare_calibration` resamples: ``"groups"`` (given), ``"items"`` (the
+    one-vs-rest pairs of multiclass items, each item's C pairs together) or ``"pairs"``
+    (binary pairs; a top-label or classwise item is one pair of each set).
+
+    Example:
+        >>> import torch
+        >>> probs, target = torch.full((4, 3), 1 / 3), torch.tensor([0, 1, 2, 0])
+        >>> comparison_units(probs, target, "one_vs_rest", None)
+        'items'
+        >>> comparison_units(probs, target, "top_label", None)
+        'pairs'
+    """
+    if groups is not None:
+        return "groups"
+    by_item = mode == "one_vs_rest" and is_multiclass(probs, target)
+    return "items" if by_item else "pairs"
 
 
 def _p_value(diffs: Tensor) -> Tensor:

@@ -22,6 +22,8 @@ INTERVAL_KINDS = {
     "paper": "paper Algorithm 2",
     "pairs": "pair bootstrap",
     "groups": "group bootstrap",
+    # A comparison's one-vs-rest pairs of multiclass items, resampled item by item.
+    "items": "item bootstrap",
 }
 
 
@@ -175,7 +177,9 @@ def interval_label(confidence: float, interval: str | None = None, debias: bool 
     Args:
         confidence: the interval's coverage, in (0, 1) (a NumPy scalar too).
         interval: ``"paper"``, ``"pairs"``, ``"groups"`` (the library's ``interval=``
-            settings), or None when the kind is not known (only the level is named).
+            settings), ``"items"`` (what a comparison of one-vs-rest pairs resamples:
+            :func:`~calib_metrics.functional.comparison.comparison_units`), or None when
+            the kind is not known (only the level is named).
         debias: whether the interval is built around the debiased estimate.
 
     Example:

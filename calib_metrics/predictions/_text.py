@@ -452,7 +452,7 @@ def _read_jsonl(path: Path) -> _Table:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = _json_document(line, path, f"line {line_no}")
             except json.JSONDecodeError as err:
                 raise ValueError(f"{path}: line {line_no} is not valid JSON ({err.msg})") from None
             if not isinstance(row, dict):
@@ -472,7 +472,7 @@ def _read_json(path: Path) -> _Table:
     value beside them kept unread), else JSON lines."""
     text = path.read_text(encoding="utf-8-sig")
     try:
-        document = json.loads(text)
+        document = _json_document(text, path, "the document")
     except json.JSONDecodeError as err:
         first = text.lstrip().split("\n", 1)[0]
         if _parses(first):
@@ -520,9 +520,44 @@ def _parses(line: str) -> bool:
     """Whether one line is a JSON document on its own."""
     try:
         json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return False
     return True
+
+
+class _RepeatedKeys(Exception):
+    """An object of a JSON document that names a key twice."""
+
+
+def _object_of_distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json``'s object hook: the object, unless it repeats a key."""
+    made = dict(pairs)
+    if len(made) != len(pairs):
+        keys = [key for key, _ in pairs]
+        raise _RepeatedKeys(sorted({key for key in keys if keys.count(key) > 1}))
+    return made
+
+
+def _json_document(text: str, path: Path, where: str) -> Any:
+    """``text`` parsed (``where``: its place in ``path``, for messages); a JSON decoding
+    error is the caller's to name. An object that repeats a key is refused, as a CSV
+    header that repeats a column name is: ``json`` had kept the last value silently
+    (``{"prob": 0.1, ..., "prob": 0.9}`` scored 0.9). A document nested past Python's
+    recursion limit (about 1,000 levels, in a field never read even) is refused too,
+    where ``json`` had raised RecursionError."""
+    try:
+        return json.loads(text, object_pairs_hook=_object_of_distinct_keys)
+    except _RepeatedKeys as err:
+        keys = ", ".join(map(repr, err.args[0]))
+        raise ValueError(
+            f"{path}: {where} repeats the key(s) {keys} in one object: which value is "
+            "meant? write each key once"
+        ) from None
+    except RecursionError:
+        raise ValueError(
+            f"{path}: {where} nests JSON arrays or objects too deeply to read (more than "
+            f"about {sys.getrecursionlimit()} levels)"
+        ) from None
 
 
 @contextmanager

@@ -198,8 +198,18 @@ def _ragged_rows(
     values = f"{sizes[i]} value{'s' if sizes[i] != 1 else ''}"
     # A line of several rows (a sentence's rows of class probabilities): rows, not lines.
     held, first = ("a row of ", "the first row") if per_line > 1 else ("", _row_of(lines, 0))
+    where = _row_of(lines, i, per_line)
+    if per_line > 1:
+        where += f" (its row {i % per_line + 1})"
+    if rows[i] is None and sizes[0] > 1:  # a padding token's probabilities as one null
+        nulls = ", ".join(["null"] * min(sizes[0], 3)) + ", ..." * (sizes[0] > 3)
+        return ValueError(
+            f"{path}: {where}, column {column!r} holds a single null where {first} holds "
+            f"{sizes[0]} values: pad a row of {sizes[0]} classes with {sizes[0]} nulls "
+            f"([{nulls}])"
+        )
     return ValueError(
-        f"{path}: {_row_of(lines, i, per_line)}, column {column!r} holds {held}{values} "
+        f"{path}: {where}, column {column!r} holds {held}{values} "
         f"where {first} holds {sizes[0]}: every row needs the same number of values{hint}"
     )
 

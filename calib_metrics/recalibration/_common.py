@@ -447,8 +447,41 @@ def _dimensions(ndim: int) -> str:
     return f"{kind} ({ndim} dimension{'s' if ndim != 1 else ''})"
 
 
+@contextmanager
+def _unchanged_if_refused(module: nn.Module) -> Iterator[None]:
+    """Leave ``module`` (and its submodules) as it was when the block raises: a refused
+    fit had already set ``nll_`` (the refused optimum's, beside the kept temperature)."""
+    # Fits assign new tensors and values, never edit them in place: shallow copies do.
+    kept = [
+        (part, dict(part._buffers), dict(part._parameters), _fit_attributes(part))
+        for part in module.modules()
+    ]
+    try:
+        yield
+    except BaseException:
+        for part, buffers, parameters, attributes in kept:
+            part._buffers.clear()
+            part._buffers.update(buffers)
+            part._parameters.clear()
+            part._parameters.update(parameters)
+            for name in set(_fit_attributes(part)) - set(attributes):
+                delattr(part, name)
+            part.__dict__.update(attributes)
+        raise
+
+
+def _fit_attributes(module: nn.Module) -> dict[str, Any]:
+    """What a fit sets besides buffers: scikit-learn's ``name_`` attributes (``nll_``,
+    ``flat_``), and the host copies of buffers (:meth:`FittedModule.host_value`)."""
+    attributes = {k: v for k, v in vars(module).items() if k.endswith("_") and k[0] != "_"}
+    if "_host_values" in vars(module):
+        attributes["_host_values"] = dict(module._host_values)
+    return attributes
+
+
 def _in_fitting_mode(fit: Callable) -> Callable:
-    """``fit`` run in :func:`fitting_mode`, whatever its caller's context."""
+    """``fit`` run in :func:`fitting_mode`, whatever its caller's context, leaving the
+    module as it was when it refuses (:func:`_unchanged_if_refused`)."""
 
     @functools.wraps(fit)
     def fit_in_fitting_mode(self: FittedModule, *args: Any, **kwargs: Any) -> Any:
@@ -458,7 +491,7 @@ def _in_fitting_mode(fit: Callable) -> Callable:
         stopped: list[tuple[int, float]] = []
         token = _STOPPED_SHORT.set(stopped)
         try:
-            with fitting_mode():
+            with fitting_mode(), _unchanged_if_refused(self):
                 fitted = fit(self, *args, **kwargs)
         finally:
             _STOPPED_SHORT.reset(token)

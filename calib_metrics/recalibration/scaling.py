@@ -72,8 +72,15 @@ def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
     num_classes = logits.shape[1]
     if bool(((target < 0) | (target >= num_classes)).any()):
         raise ValueError(f"target must hold class indices in [0, {num_classes})")
-    if int(target.unique().numel()) < 2:
-        raise ValueError("target holds a single class: a recalibrator cannot be fitted on it")
+    seen = target.unique()
+    if int(seen.numel()) == 1:  # no item at all is refused before
+        # With three classes or more the NLL may have an optimum; it calibrates nothing
+        # but how sharply that class is predicted (the message had said "cannot").
+        raise ValueError(
+            f"target holds a single class ({int(seen[0])} for every item): a recalibrator "
+            "fitted on it would only set how sharply that class is predicted; fit on dev "
+            "data where at least two classes occur"
+        )
     return target
 
 

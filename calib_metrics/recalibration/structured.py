@@ -104,8 +104,16 @@ def _check_tags(tags: object, mask: Tensor, num_tags: int) -> Tensor:
 
 
 def _check_two_tags(tags: Tensor, mask: Tensor) -> None:
-    if int(tags[mask].unique().numel()) < 2:
-        raise ValueError("tags hold a single tag: a temperature cannot be fitted on them")
+    """Refuse dev tags of one tag. With three tags or more the NLL may have a finite
+    optimum, but it only sets how sharply that one tag is predicted: the message had
+    said that no temperature could be fitted, which is not so."""
+    seen = tags[mask].unique()
+    if int(seen.numel()) == 1:  # none at all is the mask's to refuse (_check_potentials)
+        raise ValueError(
+            f"tags hold a single tag ({int(seen[0])} at every token): a temperature fitted "
+            "on them would only set how sharply that tag is predicted, not calibrate the "
+            "others; fit on dev data where at least two tags occur"
+        )
 
 
 def chain_nll(
