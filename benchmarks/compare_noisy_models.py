@@ -20,6 +20,12 @@ equal and every p < α is a false positive. Rows:
 
 Printed per row: the rejection rate of "no difference" at α = 0.05 and 0.10 with its
 Monte Carlo standard error, and how often the 95% interval holds 0.
+
+``--spread`` prints instead, for the binary pair at N = 3,000, the difference's spread
+over data sets beside the paired draws' own (the interval's width / 3.92) and that of a
+naive bootstrap forming the bins again in every draw (items drawn with replacement):
+
+    python benchmarks/compare_noisy_models.py --spread --reps 150 --draws 150
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._record import command_line, load_average, machine_load
-from calib_metrics.functional import compare_calibration
+from calib_metrics.functional import calibration_error, compare_calibration
 
 # (rows' kind, items N, classes C)
 CELLS = [
@@ -88,16 +94,49 @@ def rates(kind: str, n: int, c: int, reps: int, draws: int, seed: int) -> dict:
     return row
 
 
+def spreads(n: int, reps: int, draws: int, seed: int) -> dict[str, float]:
+    """The binary pair's difference: its standard deviation over ``reps`` data sets, and
+    the mean standard deviation the paired draws (fixed bins) and a bootstrap that bins
+    every draw anew give it."""
+    g = torch.Generator().manual_seed(seed)
+    found, fixed, rebinned = [], [], []
+    for _ in range(reps):
+        a, b, y = noisy_pair(n, 2, g)
+        r = compare_calibration(a, b, y, n_samples=draws, generator=g)
+        found.append(float(r.difference))
+        fixed.append(float(r.upper - r.lower) / (2 * 1.959964))
+        drawn = []
+        for _ in range(draws):
+            i = torch.randint(n, (n,), generator=g)
+            drawn.append(float(calibration_error(a[i], y[i]) - calibration_error(b[i], y[i])))
+        rebinned.append(float(torch.tensor(drawn).std()))
+    mean = lambda values: sum(values) / len(values)  # noqa: E731
+    return {
+        "over data sets": float(torch.tensor(found).std()),
+        "paired draws (fixed bins)": mean(fixed),
+        "bins formed in every draw": mean(rebinned),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=300, help="data sets per row (300)")
     parser.add_argument("--draws", type=int, default=400, help="paired draws per test (400)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--spread", action="store_true", help="the spreads at N = 3,000")
     args = parser.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")  # small-bin warnings of the N = 300 rows
     load_start = load_average()
     print(command_line("compare_noisy_models.py"))
+    if args.spread:
+        start = time.perf_counter()
+        found = spreads(3000, args.reps, args.draws, args.seed)
+        print(f"binary, N = 3,000, {args.reps} data sets, {args.draws} draws each:")
+        for name, value in found.items():
+            print(f"  standard deviation of the difference, {name}: {value:.5f}")
+        print(f"{time.perf_counter() - start:.0f} s. {machine_load(load_start)}")
+        return
     print(f"\n{args.reps} data sets per row, {args.draws} paired draws each\n")
     print("| pairs | N items | C | rejected at 0.05 | rejected at 0.10 | interval holds 0 |")
     print("|---|---|---|---|---|---|")
