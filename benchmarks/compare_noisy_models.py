@@ -121,7 +121,7 @@ def spreads(n: int, reps: int, draws: int, seed: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=300, help="data sets per row (300)")
-    parser.add_argument("--draws", type=int, default=400, help="paired draws per test (400)")
+    parser.add_argument("--draws", type=int, default=2000, help="paired draws per test (2,000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spread", action="store_true", help="the spreads at N = 3,000")
     args = parser.parse_args()

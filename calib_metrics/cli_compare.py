@@ -369,7 +369,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "not_distinguishable": labelled.not_distinguishable,
             "not_tested": labelled.not_tested,
             "min_units": labelled.min_units,
-            "unit": "groups" if a.groups is not None else "pairs",
+            "unit": summary["resampled"],  # pairs, items ([N, C] one-vs-rest) or groups
             "correction": labelled.correction,
             "alpha": labelled.alpha,
         }

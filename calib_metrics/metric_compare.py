@@ -20,7 +20,7 @@ from calib_metrics.functional.calibration import (
 )
 from calib_metrics.functional.comparison import (
     ComparisonResult,
-    compare_calibration,
+    compare_with_classes,
     comparison_units,
 )
 from calib_metrics.functional.comparison_by_label import (
@@ -52,8 +52,6 @@ from calib_metrics.metric_state import (
 from calib_metrics.wording import level_text
 
 _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
-# compute_by_label's warnings of which labels its correction can call.
-_CALLING_WARNINGS = ".*(no label can be called|and are not called|of the called labels)"
 
 
 @contextlib.contextmanager
@@ -357,13 +355,16 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             warnings_said_by(self, "compare_calibration"),
             _rows_said_at_update(),
         ):
-            result = compare_calibration(
+            result, classes_a, classes_b = compare_with_classes(
                 probs_a, probs_b, target, groups=groups, generator=generator, mode=mode,
                 **self.estimator,
             )  # fmt: skip
         # Under DDP the synchronised state says whether groups were resampled, which this
-        # rank's own state may not show (a rank without data): plot() labels by it.
-        self.__dict__["_drawn"] = (result, comparison_units(probs_a, target, mode, groups))
+        # rank's own state may not show (a rank without data): plot() labels by it. A
+        # classwise plot draws the classes' results of these draws: on one rank alone
+        # (no collective), and of the items behind ``result`` (not those updated since).
+        units = comparison_units(probs_a, target, mode, groups)
+        self.__dict__["_drawn"] = (result, units, (classes_a, classes_b))
         return _Whole(result)  # unwrapped by _wrap_compute
 
     def _wrap_compute(self, compute: Callable) -> Callable:
@@ -474,9 +475,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         A classwise comparison's bins are every class's pooled, which one diagram would
         mix: it draws one panel per class instead (both models overlaid, at most
         :data:`~calib_metrics.plot_panels.MAX_CLASS_PANELS`: those with the most
-        positives), each model's result of the class from :meth:`compute_by_label`'s
-        draws; ``val`` is then None or what :meth:`compute` returned last, since the
-        panels are the metric's own items.
+        positives), each model's result of the class from the draws behind the result;
+        ``val`` is then None or what :meth:`compute` returned last (it keeps those, so
+        that one rank may draw them under DDP).
 
         Returns ``(fig, axes)``: the two diagrams' axes (one per class drawn, classwise).
 
@@ -517,18 +518,14 @@ class CalibrationComparison(_StatesKeepTheirDtype):
 
         if val is not None and val is not self.__dict__.get("_drawn", (None,))[0]:
             raise ValueError(
-                "a classwise comparison draws its own items' classes, one panel each: val "
-                "must be None or what compute() returned last (a batch's forward() result "
-                "pools that batch's classes)"
+                "a classwise comparison draws the classes behind its result, one panel "
+                "each: val must be None or what compute() returned last (a batch's "
+                "forward() result pools that batch's classes)"
             )
         result = self.compute() if val is None else val
-        with warnings.catch_warnings():
-            # The panels call no class better or worse: what the correction can call is
-            # compute_by_label's to say.
-            warnings.filterwarnings("ignore", _CALLING_WARNINGS, UserWarning)
-            per_class = self.compute_by_label().per_label
+        classes_a, classes_b = self.__dict__["_drawn"][2]
         return classwise_panels(
-            [r.a for r in per_class], versus=[r.b for r in per_class], names=("a", "b"),
+            classes_a, versus=classes_b, names=("a", "b"),
             title=f"classwise: {self._difference_text(result)}", **self._drawn_kind(result),
         )  # fmt: skip
 

@@ -497,7 +497,8 @@ def test_a_padding_row_of_one_null_is_told_to_hold_a_null_per_class(tmp_path: Pa
     )
     said = (
         "line 2 (its row 3), column 'p' holds a single null where the first row holds 2 "
-        "values: pad a row of 2 classes with 2 nulls ([null, null])"
+        "values: a padding row (its label the ignore index) holds 2 nulls ([null, null]), "
+        "any other row 2 probabilities"
     )
     with pytest.raises(ValueError, match=re.escape(said)):
         read_table(file, ignore_index=-100)
@@ -629,13 +630,22 @@ def test_a_repeated_json_key_is_refused_as_a_repeated_csv_column(tmp_path: Path,
     header that repeats a column is refused."""
     file = tmp_path / f"dup{suffix}"
     file.write_text('{"prob": 0.1, "label": 1, "prob": 0.9}\n{"prob": 0.2, "label": 0}\n')
-    where = "line 1" if suffix == ".jsonl" else "the document"
-    with pytest.raises(ValueError, match=rf"dup{suffix}: {where} repeats the key\(s\) 'prob'"):
+    with pytest.raises(ValueError, match=rf"dup{suffix}: line 1 repeats the key\(s\) 'prob'"):
         read_table(file)
     file.write_text('{"prob": [0.1, 0.2], "label": [1, 0], "prob": [0.9, 0.8]}')
     if suffix == ".json":
-        with pytest.raises(ValueError, match=r"the document repeats the key\(s\) 'prob'"):
+        with pytest.raises(ValueError, match=r"the object of columns repeats the key\(s\) 'prob'"):
             read_table(file)
+        file.write_text('[{"prob": 0.1, "label": 1}, {"label": 0, "prob": 0.2, "label": 1}]')
+        with pytest.raises(ValueError, match=r"row index 1 repeats the key\(s\) 'label'"):
+            read_table(file)
+    # Metadata no column reads may repeat a key: it is kept unread, as before.
+    meta = '"model": {"name": "bert", "name": "bert-base"}'
+    file.write_text(f'{{"prob": [0.1, 0.9], "label": [0, 1], {meta}}}')
+    if suffix == ".json":
+        assert read_table(file).target.tolist() == [0, 1]
+    file.write_text(f'{{"prob": 0.1, "label": 0, {meta}}}\n{{"prob": 0.9, "label": 1, {meta}}}\n')
+    assert read_table(file).target.tolist() == [0, 1]
 
 
 @pytest.mark.parametrize("suffix", [".json", ".jsonl"])

@@ -134,7 +134,7 @@ def test_the_correction_decides_which_differences_are_real(monkeypatch):
         d = torch.tensor(next(signs), dtype=torch.float64)
         return module.ComparisonResult(d, d, d, torch.tensor(next(p_values)), one, one)
 
-    monkeypatch.setattr(module, "compare_calibration", fake)
+    monkeypatch.setattr(module, "compare_item_pairs", fake)
     labels = torch.arange(4).repeat_interleave(50)  # labels large enough to be called
     pairs = (torch.rand(200), torch.rand(200), torch.ones(200))
     holm = compare_calibration_by_label(*pairs, labels)
@@ -458,3 +458,22 @@ def test_the_none_called_warning_tells_its_two_numbers_apart() -> None:
     said = "= 0.002503, and holm over 20 labels needs 0.0025 or less; use n_samples=799"
     with pytest.warns(UserWarning, match=re.escape(said)):
         compare_calibration_by_label(q**0.7, q, y, labels, n_samples=798, generator=g)
+
+
+def test_a_label_of_multiclass_items_is_resampled_item_by_item_as_the_whole_comparison():
+    """Per-label comparisons of [N, C] input had kept resampling pair by pair (the whole
+    comparison resamples items): one label over every item is now the whole comparison."""
+    g = torch.Generator().manual_seed(0)
+    p = torch.softmax(2 * torch.randn(800, 3, generator=g, dtype=torch.float64), -1)
+    t = torch.multinomial(p, 1, generator=g).squeeze(1)
+    sharp = torch.softmax(1.5 * p.log(), -1)
+    one_label = torch.zeros_like(t)
+    res = compare_calibration_by_label(
+        sharp, p, t, one_label, n_samples=200, generator=torch.Generator().manual_seed(3)
+    )
+    ref = compare_calibration(
+        sharp, p, t, n_samples=200, generator=torch.Generator().manual_seed(3)
+    )
+    assert res.units.tolist() == [800]  # items, not their 2,400 pairs
+    for field in ("difference", "lower", "upper", "p_value"):
+        torch.testing.assert_close(getattr(res.per_label[0], field), getattr(ref, field))

@@ -95,3 +95,21 @@ def test_a_one_vs_rest_comparison_is_labelled_by_what_it_resampled() -> None:
     for val in (None, metric.compute(), metric(probs, probs, target)):  # forward's: a batch
         _, axes = metric.plot(val)
         assert "debiased item bootstrap" in axes[0].get_title()
+
+
+def test_classwise_panels_are_the_classes_behind_the_result_drawn_without_computing() -> None:
+    """The panels had come from compute_by_label(): the update's labels= in place of the
+    classes, the items updated since a result (beside its title), and under DDP a
+    collective that plot() on rank zero alone waited on for the process group's timeout."""
+    metric, target = _classwise(3)
+    probs = torch.softmax(torch.randn(300, 3, generator=G), -1)
+    labelled = CalibrationComparison(num_classes=3, mode="classwise", n_samples=50)
+    labelled.update(probs, probs, target, labels=torch.arange(300) % 2)
+    _, axes = labelled.plot()
+    assert [ax.get_title().split(" · ")[0] for ax in axes] == ["class 0", "class 1", "class 2"]
+    result = metric.compute()
+    metric.update(probs, probs, target)  # more items after the result
+    metric.compute_by_label = metric.compute = None  # plot(result) computes nothing
+    _, axes = metric.plot(result)
+    positives = [int(ax.get_title().split(" · ")[1].split()[0].replace(",", "")) for ax in axes]
+    assert positives == torch.bincount(target, minlength=3).tolist()

@@ -274,10 +274,21 @@ def test_load_corpus_falls_back_to_polarity(tmp_path):
     _write_polarity(tmp_path / POLARITY, n=10)
     corpus, folder = load_corpus(str(tmp_path))
     assert corpus.name == POLARITY and folder == tmp_path / POLARITY
-    with pytest.raises(FileNotFoundError, match="no sentiment data set"):
+    # The folder holds the other set: said so (it had read "holds neither" of the two).
+    said = f"{TWITTER} not found: the data folder holds {POLARITY} only (--dataset auto"
+    with pytest.raises(FileNotFoundError, match=re.escape(said)):
         load_corpus(str(tmp_path), TWITTER)
+    with pytest.raises(FileNotFoundError, match="no sentiment data set"):
+        load_corpus(str(tmp_path / "empty"), POLARITY)
     with pytest.raises(FileNotFoundError):
         read_corpus(tmp_path)
+
+
+def test_asking_for_the_polarity_set_beside_the_tweets_names_them(tmp_path):
+    _write_tweets(tmp_path / TWITTER, n=10)
+    said = f"{POLARITY} not found: the data folder holds {TWITTER} only"
+    with pytest.raises(FileNotFoundError, match=re.escape(said)):
+        load_corpus(str(tmp_path), POLARITY)
 
 
 def test_missing_sklearn_names_the_package(monkeypatch):

@@ -146,10 +146,11 @@ the same per-draw statistics and summary as a single model's interval.
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from contextvars import ContextVar
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -295,11 +296,11 @@ def compare_calibration(
             :func:`~calib_metrics.functional.calibration.calibration_error` (defaults: the
             recommended one; ``debias`` falls back to the plug-in for l1 and max).
         mode: multiclass input as in :func:`~calib_metrics.functional.calibration_error`:
-            ``"one_vs_rest"`` (every item gives C pairs), ``"top_label"`` (each model's
-            own confidence and correctness; the pairs of an item stay paired across the
-            models) or ``"classwise"`` (the mean over classes of each class's error: every
-            draw reweights the items once for all classes and both models, and its
-            difference is the mean of the classes' draws).
+            ``"one_vs_rest"`` (every item gives C pairs, resampled together),
+            ``"top_label"`` (each model's own confidence and correctness; the pairs of an
+            item stay paired across the models) or ``"classwise"`` (the mean over classes
+            of each class's error: every draw reweights the items once for all classes
+            and both models, and its difference is the mean of the classes' draws).
 
     Returns:
         :class:`ComparisonResult`: ``difference = error(a) − error(b)``, its percentile
@@ -310,7 +311,7 @@ def compare_calibration(
         estimate; see the module docstring), the two-sided p-value
         ``min(1, 2·min(P*(d ≤ 0), P*(d ≥ 0)))`` of the draws d, and each model's own
         :class:`CalibrationResult` from the same draws. With fewer than ``MIN_UNITS``
-        (10) resampling units (pairs, or groups) the interval and the p-value are NaN,
+        (10) resampling units (pairs, items, or groups) the interval and the p-value are NaN,
         and so are ``a``'s and ``b``'s own interval ends (as
         :func:`calibration_error_ci` gives them), with a warning: too few to resample.
 
@@ -339,6 +340,55 @@ def compare_calibration(
         >>> bool(r.lower > 0), bool(r.p_value < 0.01)
         (True, True)
     """
+    return _compare(**locals(), items=None)[0]
+
+
+def compare_item_pairs(
+    probs_a: Tensor, probs_b: Tensor, target: Tensor, items: Tensor | None, **options: Any
+) -> ComparisonResult:
+    """:func:`compare_calibration` (``options``: its keyword arguments) of binary pairs
+    made from ``items`` (one id per pair; None: pairs of their own): without ``groups``,
+    each item's pairs are resampled together and the errors debiased as pairs, as the
+    one-vs-rest pairs of ``[N, C]`` input are. :func:`compare_calibration_by_label`
+    passes each label its share of those pairs."""
+    return _compare(**_arguments(probs_a, probs_b, target, options), items=items)[0]
+
+
+def compare_with_classes(
+    probs_a: Tensor, probs_b: Tensor, target: Tensor, **options: Any
+) -> tuple[ComparisonResult, list[CalibrationResult], list[CalibrationResult]]:
+    """:func:`compare_calibration` (``options``: its keyword arguments), and each model's
+    results of every class from the same draws under ``mode="classwise"`` (the one pair
+    set's result otherwise): what a classwise comparison's per-class panels draw."""
+    return _compare(**_arguments(probs_a, probs_b, target, options), items=None)
+
+
+def _arguments(probs_a: Tensor, probs_b: Tensor, target: Tensor, options: dict) -> dict:
+    """compare_calibration's arguments, its defaults where ``options`` leaves them."""
+    bound = inspect.signature(compare_calibration).bind(probs_a, probs_b, target, **options)
+    bound.apply_defaults()
+    return bound.arguments
+
+
+def _compare(
+    probs_a: Tensor,
+    probs_b: Tensor,
+    target: Tensor,
+    *,
+    groups: Tensor | None,
+    items: Tensor | None,
+    confidence: float,
+    generator: torch.Generator | None,
+    n_samples: int,
+    bin_size: int | str,
+    binning: str,
+    n_bins: int,
+    norm: str,
+    debias: bool,
+    mode: Mode,
+) -> tuple[ComparisonResult, list[CalibrationResult], list[CalibrationResult]]:
+    """:func:`compare_calibration`, with the ``items`` of :func:`compare_item_pairs`, and
+    each pair set's two results (:func:`compare_with_classes`)."""
     check_generator(generator)
     _check_options(norm, binning, bin_size, n_bins)
     _check_interval_options(n_samples, confidence, "percentile", "pairs")
@@ -350,8 +400,10 @@ def compare_calibration(
             f"{tuple(probs_a.shape)}, probs_b {tuple(probs_b.shape)}"
         )
     debias = _debias_for(norm, debias)  # "False" had run the debiased estimator
-    sets, groups, items = _paired_sets(probs_a, probs_b, target, groups, mode)
-    units, n_units = _units(sets[0][1], groups if groups is not None else items)
+    sets, groups, by_item = _paired_sets(probs_a, probs_b, target, groups, mode)
+    if items is not None and groups is None and by_item is None:
+        by_item = check_ids(items, sets[0][0])
+    units, n_units = _units(sets[0][1], groups if groups is not None else by_item)
     grouped = debias and groups is not None
     options = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
     models = [
@@ -387,7 +439,7 @@ def compare_calibration(
     if n_units < MIN_UNITS:
         warnings.warn(
             f"compare_calibration: {n_units} resampling unit{'s' * (n_units != 1)} "
-            f"({'groups' if groups is not None else 'items' if items is not None else 'pairs'}"
+            f"({'groups' if groups is not None else 'items' if by_item is not None else 'pairs'}"
             f"); at least "
             f"{MIN_UNITS} are needed "
             "for an interval or a p-value, so both are NaN, as are each model's interval "
@@ -396,18 +448,19 @@ def compare_calibration(
             stacklevel=2,
         )
         nan = torch.full_like(difference, float("nan"))
-        return ComparisonResult(difference, nan, nan, nan, without_interval(a), without_interval(b))
+        result = ComparisonResult(
+            difference, nan, nan, nan, without_interval(a), without_interval(b)
+        )
+        return result, *([without_interval(r) for r in rs] for rs in (results_a, results_b))
     # Classwise: the error is the mean of the per-class errors, and so is each draw.
     draws = [torch.stack(kind).mean(dim=0) for kind in zip(*draws)]
     draws = [kind[~kind.isnan()] for kind in draws]
     if not debias:
-        return ComparisonResult(
-            difference, *_plugin_difference(draws[0], difference, confidence), a, b
-        )
+        ends = _plugin_difference(draws[0], difference, confidence)
+        return ComparisonResult(difference, *ends, a, b), results_a, results_b
     own, at_bound = draws
-    return ComparisonResult(
-        difference, *_projected_ends(own, at_bound, confidence), _p_value(own), a, b
-    )
+    ends = _projected_ends(own, at_bound, confidence)
+    return ComparisonResult(difference, *ends, _p_value(own), a, b), results_a, results_b
 
 
 # Where set (by compare_calibration_by_label), the one-pair bins of each comparison are
@@ -697,8 +750,9 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
 
     An item's C one-vs-rest labels are dependent (exactly one is 1), and both models'
     pairs of one item move together across classes: resampled pair by pair, two equally
-    calibrated models had been called different at p < 0.05 one time in ten (at N = 400
-    items of 3 classes; 0.075 at 3,000), where resampling items holds 0.05."""
+    calibrated models had been called different at α = 0.05 far more often than
+    resampled item by item (``benchmarks/compare_noisy_models.py``; docs/coverage.md,
+    "Two noisy copies")."""
     if groups is not None:
         check_id_tensor(groups)
     for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):

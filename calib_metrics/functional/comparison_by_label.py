@@ -9,12 +9,15 @@ for the number of labels tested.
 
 **What is paired.** Label ``l``'s result *is* ``compare_calibration`` on the pairs whose
 ``labels`` entry is ``l`` (and their ``groups``): both models are resampled together on
-those items — the pairing that matters for the difference. The labels are compared one
-after another in increasing id order, each drawing its resampling from ``generator`` in
-turn, so draws are not shared across labels. That costs nothing the correction needs:
-Holm and Benjamini–Hochberg use each label's own p-value, whose distribution does not
-depend on how other labels' draws were made, and it keeps every label's result exactly
-``compare_calibration``'s on its subset (whatever that function's interval becomes).
+those items — the pairing that matters for the difference. The one-vs-rest pairs of
+``[N, C]`` input are resampled item by item within each label, as ``compare_calibration``
+resamples them (:func:`~calib_metrics.functional.comparison.compare_item_pairs`). The
+labels are compared one after another in increasing id order, each drawing its
+resampling from ``generator`` in turn, so draws are not shared across labels. That
+costs nothing the correction needs: Holm and Benjamini–Hochberg use each label's own
+p-value, whose distribution does not depend on how other labels' draws were made, and it
+keeps every label's result exactly ``compare_calibration``'s on its subset (whatever
+that function's interval becomes).
 The labels' p-values are still dependent through the data (one sentence holds queries of
 many tags), which is why Holm, valid under any dependence, is the default.
 
@@ -67,7 +70,7 @@ from calib_metrics.functional.calibration import _debias_for
 from calib_metrics.functional.comparison import (
     DEFAULT_SAMPLES,
     ComparisonResult,
-    compare_calibration,
+    compare_item_pairs,
     single_pair_tally,
     single_pair_warning,
 )
@@ -109,7 +112,8 @@ class LabelComparisonResult(NamedTuple):
             than ``min_units`` (their p-value is given, uncorrected; the adjusted one is
             NaN), or than ``compare_calibration``'s ``MIN_UNITS`` (10: NaN interval and
             p-value). They are left out of the correction's family, verdict 0.
-        units: each label's resampling units (pairs, or groups with ``groups=``), int64.
+        units: each label's resampling units (pairs, the items of ``[N, C]`` input, or
+            groups with ``groups=``), int64.
         min_units: the fewest units a label needs to be called.
 
     Example:
@@ -376,7 +380,7 @@ def _check_inputs(probs_a, probs_b, target, labels, groups) -> dict[str, Tensor 
     if probs_a.numel() == 0:
         raise ValueError("no pairs to compare: the inputs are empty")
     flat = {name: value.reshape(-1) for name, value in named.items()}
-    return {**flat, "groups": flat.get("groups")}
+    return {**flat, "groups": flat.get("groups"), "items": flat.get("items")}
 
 
 def _one_vs_rest(named: dict[str, Tensor]) -> dict[str, Tensor]:
@@ -391,6 +395,10 @@ def _one_vs_rest(named: dict[str, Tensor]) -> dict[str, Tensor]:
     flat_a, onehot, _ = pair_sets(probs_a, target, "one_vs_rest")[0]
     out = {"probs_a": flat_a, "probs_b": named["probs_b"].reshape(-1), "target": onehot}
     n_classes = probs_a.shape[-1]
+    # Each pair's item: resampled together (an item's labels are dependent), as
+    # compare_calibration resamples [N, C] input.
+    items = torch.arange(target.numel(), device=target.device)
+    out["items"] = items.repeat_interleave(n_classes)
     for name in ("labels", "groups"):
         if name not in named:
             continue
@@ -409,10 +417,12 @@ def _one_vs_rest(named: dict[str, Tensor]) -> dict[str, Tensor]:
 
 
 def _unit_count(flat: dict, select: Tensor) -> int:
-    """A label's resampling units: its pairs, or its groups (one host sync)."""
-    if flat["groups"] is None:
+    """A label's resampling units: its pairs, its items (one-vs-rest pairs of ``[N, C]``
+    input), or its groups (one host sync)."""
+    units = flat["groups"] if flat["groups"] is not None else flat["items"]
+    if units is None:
         return int(select.sum())
-    return int(torch.unique(flat["groups"][select]).numel())
+    return int(torch.unique(units[select]).numel())
 
 
 def _warn_of_small_labels(units: list[int], min_units: int) -> None:
@@ -467,11 +477,12 @@ def _why_not_called(left_out: list[int]) -> str:
 def _compare_label(flat: dict, select: Tensor, confidence, generator, options) -> ComparisonResult:
     """compare_calibration on one label's pairs (and their groups)."""
     groups = None if flat["groups"] is None else flat["groups"][select]
+    items = None if flat["items"] is None else flat["items"][select]
     with warnings.catch_warnings():
         # A label with too few units is reported as not tested (``not_tested``).
         warnings.filterwarnings("ignore", "compare_calibration: .* resampling unit")
-        return compare_calibration(
-        flat["probs_a"][select], flat["probs_b"][select], flat["target"][select],
+        return compare_item_pairs(
+            flat["probs_a"][select], flat["probs_b"][select], flat["target"][select], items,
             groups=groups, confidence=confidence, generator=generator, **options,
         )  # fmt: skip
 

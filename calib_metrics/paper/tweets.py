@@ -321,7 +321,25 @@ def load_corpus(data: str | None, dataset: str = "auto") -> tuple[SentimentCorpu
             continue
         return corpus, folder
     unique = list(dict.fromkeys(errors))  # one folder can answer for both names
+    other = _other_set_there(data, dataset)
+    if other is not None:  # a folder of the other set had read "holds neither" the two
+        raise FileNotFoundError(
+            f"{dataset} not found: the data folder holds {other} only (--dataset auto or "
+            f"--dataset {other} reads it); {where_to_get(dataset)}"
+        )
     raise FileNotFoundError("no sentiment data set found: " + "; ".join(unique))
+
+
+def _other_set_there(data: str | None, dataset: str) -> str | None:
+    """The other sentiment set, where ``dataset`` names one and ``data`` holds the other."""
+    if dataset == "auto":
+        return None
+    other = POLARITY if dataset == TWITTER else TWITTER
+    try:
+        corpus = read_corpus(find_dataset(other, data))
+    except (FileNotFoundError, ValueError):
+        return None
+    return other if corpus.name == other else None
 
 
 def label_counts(corpus: SentimentCorpus) -> dict[str, dict[str, int]]:

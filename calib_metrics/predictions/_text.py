@@ -457,6 +457,7 @@ def _read_jsonl(path: Path) -> _Table:
                 raise ValueError(f"{path}: line {line_no} is not valid JSON ({err.msg})") from None
             if not isinstance(row, dict):
                 raise ValueError(f"{path}: line {line_no} is not a JSON object")
+            _check_row_keys(row, path, f"line {line_no}")
             if not row:
                 raise ValueError(f"{path}: line {line_no} is an empty JSON object")
             table.add_row(row, f"line {line_no}")
@@ -502,12 +503,14 @@ def _read_json(path: Path) -> _Table:
         for i, row in enumerate(document):
             if not row:
                 raise ValueError(f"{path}: row index {i} is an empty object")
+            _check_row_keys(row, path, f"row index {i}")
             table.add_row(row, f"row index {i}")
         return table
     if isinstance(document, dict) and document:
         # A key beside the column lists that holds one value (metadata: "model": "bert")
         # is kept, and refused only if read as a column, as an .npz's or a .pt's is: it
         # had stopped the whole file.
+        _check_row_keys(document, path, "the object of columns")
         table.update(document)
         return table
     raise ValueError(
@@ -525,39 +528,52 @@ def _parses(line: str) -> bool:
     return True
 
 
-class _RepeatedKeys(Exception):
-    """An object of a JSON document that names a key twice."""
+class _RepeatedKeys(dict):
+    """A JSON object that named a key twice (its last value kept, as ``json`` keeps it),
+    with the keys it repeated: refused where it is a row (:func:`_check_row_keys`), kept
+    where it is metadata no column reads."""
+
+    repeated: list[str]
 
 
-def _object_of_distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """``json``'s object hook: the object, unless it repeats a key."""
+def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json``'s object hook: a dict, or a :class:`_RepeatedKeys` where keys repeat."""
     made = dict(pairs)
     if len(made) != len(pairs):
         keys = [key for key, _ in pairs]
-        raise _RepeatedKeys(sorted({key for key in keys if keys.count(key) > 1}))
+        made = _RepeatedKeys(made)
+        made.repeated = sorted({key for key in keys if keys.count(key) > 1})
     return made
+
+
+# One decoder for every document: json.loads(text, object_pairs_hook=...) builds a new
+# one per call, which had made reading JSON lines twice as slow.
+_DECODER = json.JSONDecoder(object_pairs_hook=_object_pairs)
 
 
 def _json_document(text: str, path: Path, where: str) -> Any:
     """``text`` parsed (``where``: its place in ``path``, for messages); a JSON decoding
-    error is the caller's to name. An object that repeats a key is refused, as a CSV
-    header that repeats a column name is: ``json`` had kept the last value silently
-    (``{"prob": 0.1, ..., "prob": 0.9}`` scored 0.9). A document nested past Python's
-    recursion limit (about 1,000 levels, in a field never read even) is refused too,
-    where ``json`` had raised RecursionError."""
+    error is the caller's to name. A document nested past Python's recursion limit
+    (about 1,000 levels, in a field never read even) is refused, where ``json`` had
+    raised RecursionError."""
     try:
-        return json.loads(text, object_pairs_hook=_object_of_distinct_keys)
-    except _RepeatedKeys as err:
-        keys = ", ".join(map(repr, err.args[0]))
-        raise ValueError(
-            f"{path}: {where} repeats the key(s) {keys} in one object: which value is "
-            "meant? write each key once"
-        ) from None
+        return _DECODER.decode(text)
     except RecursionError:
         raise ValueError(
             f"{path}: {where} nests JSON arrays or objects too deeply to read (more than "
             f"about {sys.getrecursionlimit()} levels)"
         ) from None
+
+
+def _check_row_keys(row: dict, path: Path, where: str) -> None:
+    """Refuse a row object (a line's, a record's, or the object of column lists) that
+    repeats a key, as a CSV header that repeats a column name is: ``json`` had kept the
+    last value silently (``{"prob": 0.1, ..., "prob": 0.9}`` scored 0.9)."""
+    if isinstance(row, _RepeatedKeys):
+        keys = ", ".join(map(repr, row.repeated))
+        raise ValueError(
+            f"{path}: {where} repeats the key(s) {keys}: which value is meant? write each key once"
+        )
 
 
 @contextmanager

@@ -205,8 +205,8 @@ def _ragged_rows(
         nulls = ", ".join(["null"] * min(sizes[0], 3)) + ", ..." * (sizes[0] > 3)
         return ValueError(
             f"{path}: {where}, column {column!r} holds a single null where {first} holds "
-            f"{sizes[0]} values: pad a row of {sizes[0]} classes with {sizes[0]} nulls "
-            f"([{nulls}])"
+            f"{sizes[0]} values: a padding row (its label the ignore index) holds "
+            f"{sizes[0]} nulls ([{nulls}]), any other row {sizes[0]} probabilities"
         )
     return ValueError(
         f"{path}: {where}, column {column!r} holds {held}{values} "
