@@ -1136,8 +1136,28 @@ def _print_warnings(lines: list[str]) -> int:
     return 0
 
 
+# What the commands recommend when the exact computation would not fit in memory: the
+# library's streaming mode (check_room's advice) has no command-line option.
+CLI_ROOM_REMEDY = (
+    "free memory (or use a machine with more), measure a sample of the rows, or, in "
+    "Python, feed the file in chunks to CalibrationError(streaming=True), whose memory "
+    "does not grow with N"
+)
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command: its exit code, and any problem as one line on stderr."""
+    from calib_metrics.functional.binning import ROOM_REMEDY
+
+    token = ROOM_REMEDY.set(CLI_ROOM_REMEDY)
+    try:
+        return _run_command(args)
+    finally:
+        ROOM_REMEDY.reset(token)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """:func:`_run` with the command line's words for a lack of memory."""
     try:
         check_seed(getattr(args, "seed", None))
         if args.command == "evaluate":

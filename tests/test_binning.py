@@ -353,3 +353,20 @@ def test_the_end_keys_are_made_on_the_keys_device(dtype) -> None:
         binning_module._zero_and_one(torch.empty(3, dtype=dtype, device="meta")).device.type
         == "meta"
     )
+
+
+def test_the_command_line_recommends_what_it_can_do_when_memory_is_short(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, capsys
+) -> None:
+    """The command line had recommended CalibrationError(streaming=True), which it has no
+    option for; the library still does."""
+    from calib_metrics.cli import main
+
+    file = tmp_path / "p.csv"
+    file.write_text("prob,label\n" + "".join(f"{i / 400},{i % 2}\n" for i in range(400)))
+    monkeypatch.setattr(binning_module, "available_bytes", lambda device: 1024)
+    assert main(["evaluate", str(file), "--samples", "20"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "more than the 1 KiB free on cpu: free memory (or use a machine with more)" in line
+    with pytest.raises(ValueError, match=r"free on cpu: use the streaming mode \(Calib"):
+        binning_module.adaptive_bin_sums(torch.rand(400), torch.ones(400), 20)

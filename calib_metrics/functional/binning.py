@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Literal, NamedTuple
 
 import torch
@@ -609,8 +610,12 @@ def available_bytes(device: torch.device) -> int | None:
     return host_available_bytes()
 
 
-_USE_STREAMING = (
-    "use the streaming mode (CalibrationError(streaming=True)), whose memory does not grow with N"
+#: What :func:`check_room` recommends where its caller names no remedy: the library's
+#: streaming mode; the command line, which has none, sets its own words (``cli.main``).
+ROOM_REMEDY: ContextVar[str] = ContextVar(
+    "room_remedy",
+    default="use the streaming mode (CalibrationError(streaming=True)), whose memory does "
+    "not grow with N",
 )
 
 
@@ -618,14 +623,15 @@ def check_room(
     need: int,
     device: torch.device,
     what: str,
-    remedy: str = _USE_STREAMING,
+    remedy: str | None = None,
     unit: Literal["GiB", "MiB", "KiB"] = "GiB",
 ) -> None:
-    """Raise ValueError, saying ``remedy`` (by default: use the streaming mode), if ``need``
-    bytes are not free: up front, rather than the allocator's error (or the host's
-    out-of-memory killer) part way through. The message gives both amounts in ``unit``,
-    or a smaller one where the smaller amount is under one ``unit`` ("needs 0.0 GiB,
-    more than the 0.0 GiB free" had said nothing of 9 MiB beside 4 MiB).
+    """Raise ValueError, saying ``remedy`` (by default :data:`ROOM_REMEDY`'s: use the
+    streaming mode), if ``need`` bytes are not free: up front, rather than the
+    allocator's error (or the host's out-of-memory killer) part way through. The message
+    gives both amounts in ``unit``, or a smaller one where the smaller amount is under
+    one ``unit`` ("needs 0.0 GiB, more than the 0.0 GiB free" had said nothing of 9 MiB
+    beside 4 MiB).
 
     Example:
         >>> check_room(1024, torch.device("cpu"), "a small job")
@@ -643,6 +649,7 @@ def check_room(
             names.pop(0)
         unit = names[0]
         scale, digits = units[unit]
+        remedy = ROOM_REMEDY.get() if remedy is None else remedy
         raise ValueError(
             f"{what} needs {need / scale:{digits}} {unit}, more than the "
             f"{free / scale:{digits}} {unit} free on {device}: {remedy}"
