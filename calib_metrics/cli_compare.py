@@ -542,8 +542,8 @@ def _label_row(result, i: int, samples: int) -> dict[str, Any]:
         **{key: float(value) for key, value in numbers.items()},
     }
     row["p_value_text"] = p_value_or_none(row["p_value"], samples)
-    # Resampling units (pairs, or groups with --groups); a label outside the correction's
-    # family (too few of them) has no corrected p-value.
+    # Resampling units (pairs, items of [N, C] input, or groups with --groups); a label
+    # outside the correction's family (too few of them) has no corrected p-value.
     row["units"] = int(result.units[i])
     row["called"] = row["adjusted_p_value"] == row["adjusted_p_value"]
     return row | {"better": {-1: "a", 1: "b", 0: "-"}[int(result.verdict[i])]}
@@ -568,8 +568,12 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     rows = [(visible_controls(k), r) for k, r in summary["per_label"].items()]
     adjusted = adjusted_p_texts([r["adjusted_p_value"] for _, r in rows])
     width = max(5, *(len(k) for k, _ in rows))
+    # The units a label is called on, where they are not its pairs (groups, or the items
+    # of [N, C] input): "fewer than 50 items" beside n = 90 pairs had read as a mistake.
+    unit = summary["label_counts"]["unit"]
+    units = "" if unit == "pairs" else f" {unit:>7}"
     print(
-        f"  {'label':<{width}} {'n':>7} {'a':>7} {'b':>7} {'a - b':>8} "
+        f"  {'label':<{width}} {'n':>7}{units} {'a':>7} {'b':>7} {'a - b':>8} "
         f"{'[' + level + ']':>19} {'p':>7} {'p adj':>7}  better"
     )
     for (k, r), adjusted_text in zip(rows, adjusted, strict=True):
@@ -579,8 +583,9 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
         )
         p = r["p_value"]
         p_text = "—" if p != p else p_value_text(p, samples)  # NaN: a label not tested
+        own = "" if unit == "pairs" else f" {count_text(r['units']):>7}"
         print(
-            f"  {k:<{width}} {count_text(r['n']):>7} {r['a']:>7.4f} {r['b']:>7.4f} "
+            f"  {k:<{width}} {count_text(r['n']):>7}{own} {r['a']:>7.4f} {r['b']:>7.4f} "
             f"{fixed(r['difference'], sign='+'):>8} {interval:>19} {p_text:>7} "
             f"{adjusted_text:>7}  {r['better']}"
         )

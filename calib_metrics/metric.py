@@ -30,9 +30,11 @@ from calib_metrics.functional.intervals import bin_errors, check_confidence
 from calib_metrics.functional.multiclass import average_results, pair_sets
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
 from calib_metrics.functional.smooth import (
+    SmoothCurve,
     _check_bandwidth,
     smooth_calibration_error,
     smooth_calibration_from_histogram,
+    smooth_reliability_curve,
 )
 from calib_metrics.functional.spiegelhalter import (
     SpiegelhalterResult,
@@ -1394,7 +1396,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             >>> metric.compute_smooth()
             tensor(0.1000, dtype=torch.float64)
         """
-        _check_bandwidth(bandwidth)
+        bandwidth = _check_bandwidth(bandwidth)
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
@@ -1491,7 +1493,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 )
         return results
 
-    def plot(self, val: Any = None, ax: Any = None) -> tuple[Any, Any]:
+    def plot(self, val: Any = None, ax: Any = None, *, smooth: bool = False) -> tuple[Any, Any]:
         """Reliability diagram (micro), per-class error bars (``average=None``; ``"macro"``
         and ``"weighted"`` add their value, in the title and as a dashed line) or, for
         ``mode="classwise"``, one reliability diagram per class (at most 12: those with
@@ -1506,6 +1508,13 @@ class CalibrationError(_StatesKeepTheirDtype):
         :func:`~calib_metrics.plot.error_curve`). The one exception is the value that
         ``compute()`` last returned, which ``MetricCollection.plot()`` passes on: it
         draws this metric's own state, as ``plot()`` does.
+
+        ``smooth=True`` adds the smooth (binning-free) reliability curve with its
+        pointwise bootstrap band (:func:`~calib_metrics.functional.smooth_reliability_curve`
+        of the pairs seen, resampled as the interval is: pairs, or groups) to a diagram
+        of one set of pairs (not per class); it needs the pairs themselves, which a
+        streaming metric folds into its sketch past its buffer (there,
+        :meth:`compute_smooth` gives the smooth error).
 
         Example:
             >>> import torch
@@ -1531,14 +1540,42 @@ class CalibrationError(_StatesKeepTheirDtype):
             # own state, which plot() draws.
             val = None
         self._check_plot_value(val)
+        check_flag("smooth", smooth)
+        if smooth and (self.mode == "classwise" or self._per_class):
+            raise ValueError(
+                "smooth=True draws one smooth curve beside one reliability diagram; this "
+                "metric's plot shows its classes (per class, or classwise): draw a class's "
+                "curve with calib_metrics.functional.smooth_reliability_curve"
+            )
         if self.mode == "classwise":
             return self._plot_classes(val, ax)
+        curve = self._smooth_curve() if smooth else None  # refused before any other work
         result = self.compute_result() if val is None else val
         kind = {"confidence": self.confidence, "interval": self._drawn_interval(result)}
         kind |= {"debias": self._debias, "norm": self.norm}
         if isinstance(result, list):
             return self._plot_per_class(result, ax, kind)
-        return plot.reliability_diagram(result, ax=ax, **kind)
+        return plot.reliability_diagram(result, ax=ax, smooth=curve, **kind)
+
+    def _smooth_curve(self) -> SmoothCurve:
+        """The smooth reliability curve of the pairs seen (synchronised under DDP), its
+        band resampled as the interval is."""
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+        ):
+            seed = self._seed_of_draws()
+            if not self._exact_pairs():
+                raise ValueError(
+                    "smooth=True needs the pairs, which this streaming metric has folded "
+                    "into its sketch: compute_smooth() gives the smooth error from it, and "
+                    "the exact mode (streaming=False) keeps the pairs for the curve"
+                )
+            ((probs, target, groups),) = self._class_pairs(per_class=False)
+            groups = groups if self._interval(groups) == "groups" else None
+            generator = self._generator(seed, probs.device)
+            return smooth_reliability_curve(
+                probs, target, groups=groups, confidence=self.confidence, generator=generator
+            )
 
     def _plot_per_class(self, results: list[CalibrationResult], ax: Any, kind: dict) -> Any:
         """Per-class error bars; under ``average="macro"`` or ``"weighted"`` with the value

@@ -31,6 +31,7 @@ from calib_metrics.functional.comparison_by_label import (
 from calib_metrics.functional.errors import NoPairsError, check_flag
 from calib_metrics.functional.intervals import check_confidence
 from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING
+from calib_metrics.functional.smooth import SmoothCurve, smooth_reliability_curve
 from calib_metrics.metric_checks import (
     _check_group_ids,
     _check_seed,
@@ -463,7 +464,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             f"{'with' if has_labels else 'no'} labels)"
         )
 
-    def plot(self, val: ComparisonResult | None = None, ax: Any = None) -> tuple[Any, Any]:
+    def plot(
+        self, val: ComparisonResult | None = None, ax: Any = None, *, smooth: bool = False
+    ) -> tuple[Any, Any]:
         """Both models' reliability diagrams side by side (a in ``C0``, b in ``C1``), the
         figure titled with the paired difference a − b, its interval and p-value.
 
@@ -478,6 +481,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         positives), each model's result of the class from the draws behind the result;
         ``val`` is then None or what :meth:`compute` returned last (it keeps those, so
         that one rank may draw them under DDP).
+
+        ``smooth=True`` adds each model's smooth (binning-free) reliability curve with its
+        pointwise bootstrap band (:func:`~calib_metrics.functional.smooth_reliability_curve`
+        of the items seen, resampled as the comparison is: pairs, items or groups) to its
+        diagram; not to a classwise comparison's panels.
 
         Returns ``(fig, axes)``: the two diagrams' axes (one per class drawn, classwise).
 
@@ -497,20 +505,49 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 "CalibrationComparison.plot draws one comparison: val must be a result of "
                 f"compute() or forward(), got {type(val).__name__}"
             )
+        check_flag("smooth", smooth)
         if self.num_classes is not None and self.mode == "classwise":
+            if smooth:
+                raise ValueError(
+                    "smooth=True draws a model's smooth curve on its diagram; a classwise "
+                    "comparison draws per-class panels, which take none"
+                )
             return self._plot_classes(val)
         from matplotlib.figure import Figure
 
         from calib_metrics.plot import reliability_diagram
 
+        curves = self._smooth_curves() if smooth else (None, None)
         result = self.compute() if val is None else val
         kind = self._drawn_kind(result)
         fig = Figure(figsize=(9.4, 5.0), layout="constrained")
         axes = fig.subplots(1, 2)
-        for axis, one, name in zip(axes, (result.a, result.b), ("a", "b"), strict=True):
-            reliability_diagram(one, axis, title=name, color=f"C{name == 'b':d}", **kind)
+        for axis, one, name, curve in zip(axes, (result.a, result.b), "ab", curves, strict=True):
+            reliability_diagram(
+                one, axis, title=name, color=f"C{name == 'b':d}", smooth=curve, **kind
+            )
         fig.suptitle(self._difference_text(result), fontsize=9)
         return fig, axes
+
+    def _smooth_curves(self) -> tuple[SmoothCurve, SmoothCurve]:
+        """Both models' smooth reliability curves on the items seen (synchronised under
+        DDP), each band resampled as the comparison is: groups, or else an item's pairs
+        together (one-vs-rest input), or pairs."""
+        with self.sync_context(
+            dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
+        ):
+            seed = self._seed_of_draws()
+            probs_a, probs_b, target, groups, _ = self._pairs()
+            mode = self.mode if self.num_classes is not None else "one_vs_rest"
+            if groups is None and comparison_units(probs_a, target, mode, None) == "items":
+                groups = torch.arange(target.numel(), device=target.device)
+            return tuple(
+                smooth_reliability_curve(
+                    probs, target, groups=groups, mode=mode, generator=self._generator(
+                        seed, target.device), confidence=self.estimator["confidence"],
+                )
+                for probs in (probs_a, probs_b)
+            )  # fmt: skip
 
     def _plot_classes(self, val: ComparisonResult | None) -> tuple[Any, Any]:
         """A classwise comparison's panels: each class's two results, overlaid."""
@@ -523,6 +560,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 "forward() result pools that batch's classes)"
             )
         result = self.compute() if val is None else val
+        if len(self.__dict__["_drawn"]) < 3:
+            # Kept by a version before 2026-12-01 (a pickle): no classes; torchmetrics'
+            # cached value would not compute them again.
+            self._computed = None
+            result = self.compute()
         classes_a, classes_b = self.__dict__["_drawn"][2]
         return classwise_panels(
             classes_a, versus=classes_b, names=("a", "b"),

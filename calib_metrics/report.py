@@ -978,10 +978,10 @@ def _compare_labels(
     ]  # fmt: skip
     header = ["label", "pairs", "a: CalibErr", "b: CalibErr", "a − b", "interval", "p",
               "adjusted p", "better"]  # fmt: skip
-    if summary["resampled"] == "groups":
+    if summary["resampled"] != "pairs":
         # The units a label is called on: 450 pairs "too small to call" read as a
-        # contradiction where its 45 groups were not shown.
-        header.insert(2, "groups")
+        # contradiction where its 45 groups (or 150 items of 3 classes) were not shown.
+        header.insert(2, summary["resampled"])
         for k, row in zip(order, rows, strict=True):
             row.insert(2, str(verdicts.get(k, {}).get("units", "—")))
     return (

@@ -399,3 +399,27 @@ def test_a_long_run_is_announced_before_it_starts(predictions, capsys, monkeypat
     monkeypatch.setattr("calib_metrics.functional.compare_calibration", compare_after_notice)
     assert main(argv) == 0
     assert "drawing" not in capsys.readouterr().err  # said once, not again among the warnings
+
+
+def test_per_label_units_of_multiclass_items_are_shown_beside_their_pairs(tmp_path, capsys):
+    """A label of 30 items (90 one-vs-rest pairs) was "fewer than 50 items, too small to
+    call" beside n = 90 and no items column, in the terminal and on the page."""
+    import numpy as np
+
+    g = torch.Generator().manual_seed(0)
+    probs = (torch.randn(830, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    domain = np.array(["BIG"] * 800 + ["SMALL"] * 30)
+    sharp = torch.softmax(1.5 * probs.log(), -1)
+    for name, p in (("a", sharp), ("b", probs)):
+        np.savez(tmp_path / f"{name}.npz", probs=p.numpy(), target=target.numpy(), domain=domain)
+    argv = [str(tmp_path / "a.npz"), str(tmp_path / "b.npz"), "--label", "domain"]
+    page = tmp_path / "r.html"
+    assert main(["compare", *argv, "--samples", "100", "--html", str(page)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.lstrip().startswith("label"))
+    assert header.split()[:3] == ["label", "n", "items"]
+    small = next(line for line in lines if line.lstrip().startswith("SMALL"))
+    assert small.split()[1:3] == ["90", "30"]
+    html = page.read_text()
+    assert "<th>items</th>" in html

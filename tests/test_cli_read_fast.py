@@ -657,3 +657,12 @@ def test_json_nested_past_the_recursion_limit_is_refused_by_name(tmp_path: Path,
     where = "line 1" if suffix == ".jsonl" else "the document"
     with pytest.raises(ValueError, match=f"deep{suffix}: {where} nests JSON .* too deeply"):
         read_table(file)
+
+
+def test_a_bom_past_the_first_json_line_is_named(tmp_path: Path) -> None:
+    """The reused decoder skips json.loads' BOM check: "(Expecting value)" had named it."""
+    file = tmp_path / "bom.jsonl"
+    rows = ['{"p": 0.1, "y": 0}', '{"p": 0.9, "y": 1}', '\ufeff{"p": 0.5, "y": 1}']
+    file.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 3 is not valid JSON \(Unexpected UTF-8 BOM"):
+        read_table(file)

@@ -414,3 +414,20 @@ def test_the_one_pair_warning_names_a_fix_uniform_bins_take_and_is_said_once_by_
         "and its p-value too small; use bins of at least 2 pairs (bin_size='auto') or "
         "debias=False"
     ]
+
+
+def test_compare_calibration_warns_at_its_callers_line() -> None:
+    """Its body moved a frame down (_compare): its warnings had pointed into the library."""
+    g = torch.Generator().manual_seed(0)
+    rows = torch.rand(50, 3, generator=g, dtype=torch.float64)  # rows not summing to 1
+    q = torch.rand(300, generator=g, dtype=torch.float64)
+    calls = [
+        lambda: compare_calibration(q[:5], q[:5], torch.ones(5)),  # too few units
+        lambda: compare_calibration(rows, rows, torch.zeros(50, dtype=torch.long)),
+        lambda: compare_calibration(q, q, torch.bernoulli(q, generator=g), bin_size=1),
+    ]
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert caught and {w.filename for w in caught} == {__file__}, [str(w) for w in caught]

@@ -113,3 +113,46 @@ def test_classwise_panels_are_the_classes_behind_the_result_drawn_without_comput
     _, axes = metric.plot(result)
     positives = [int(ax.get_title().split(" · ")[1].split()[0].replace(",", "")) for ax in axes]
     assert positives == torch.bincount(target, minlength=3).tolist()
+
+
+def test_a_classwise_comparison_pickled_before_its_classes_were_kept_still_plots() -> None:
+    """A computed metric pickled before 2026-12-01 holds a result without its classes:
+    plot() had raised IndexError (compute() answered from its cache)."""
+    import pickle
+
+    metric, _ = _classwise(3)
+    result = metric.compute()
+    metric.__dict__["_drawn"] = metric.__dict__["_drawn"][:2]  # as an older version kept it
+    old = pickle.loads(pickle.dumps(metric))
+    fig, axes = old.plot()
+    assert len(axes) == 3 and fig.get_suptitle() == f"classwise: {metric._difference_text(result)}"
+
+
+@pytest.mark.parametrize(
+    ("num_classes", "mode"), [(None, "one_vs_rest"), (3, "one_vs_rest"), (3, "top_label")]
+)
+def test_plot_smooth_draws_each_models_smooth_curve_of_the_items_seen(num_classes, mode) -> None:
+    """plot() had taken no smooth=: the curve and band existed for functions and the CLI."""
+    from calib_metrics.functional import smooth_calibration_error
+
+    if num_classes is None:
+        a, b, target = OVERCONFIDENT, Q, Y
+    else:
+        b = torch.softmax(2 * torch.randn(600, 3, generator=G, dtype=torch.float64), -1)
+        target = torch.multinomial(b, 1, generator=G).squeeze(1)
+        a = torch.softmax(2 * b.log(), -1)
+    metric = CalibrationComparison(num_classes=num_classes, mode=mode, n_samples=50)
+    metric.update(a, b, target)
+    _, axes = metric.plot(smooth=True)
+    for ax, probs in zip(axes, (a, b), strict=True):
+        (label,) = [t.get_text() for t in ax.get_legend().get_texts() if "smooth" in t.get_text()]
+        want = smooth_calibration_error(probs, target, mode=mode).item()
+        assert label.startswith(f"smooth curve (smECE {want:.4f}")
+    with pytest.raises(ValueError, match="smooth must be True or False"):
+        metric.plot(smooth="yes")
+
+
+def test_a_classwise_comparison_refuses_smooth_curves_by_name() -> None:
+    metric, _ = _classwise(3)
+    with pytest.raises(ValueError, match="per-class panels, which take none"):
+        metric.plot(smooth=True)

@@ -138,6 +138,19 @@ def test_top_label_adaptive_equals_torch_uncertainty(norm) -> None:
     assert got.item() == pytest.approx(reference, rel=1e-12, abs=1e-15)
 
 
+def test_top_label_adaptive_where_torch_uncertainty_bins_otherwise() -> None:
+    """1,000 items in bins of 33: ours join the short last run to the bin before, its 30
+    bins are near-equal pieces (docs/measures.md quotes these two numbers)."""
+    module = torch_uncertainty_ace_module()
+    probs, target = softmax_data(1000, 5, seed=7)
+    peer = module.MulticlassAdaptiveCalibrationError(num_classes=5, n_bins=30, norm="max")
+    peer.update(probs, target)
+    got = calibration_error(probs, target, bin_size=33, norm="max", mode="top_label", debias=False)
+    reference = ref.error(ref.adaptive_bins(*top_label_pairs(probs, target), 33), "max")
+    assert got.item() == pytest.approx(reference, rel=1e-12)
+    assert (round(got.item(), 4), round(peer.compute().item(), 4)) == (0.2279, 0.2165)
+
+
 @pytest.mark.parametrize("binning", ["adaptive", "uniform"])
 def test_classwise_is_the_mean_of_per_class_errors(binning) -> None:
     probs, target = softmax_data(2000, 3, seed=3)

@@ -39,7 +39,7 @@ def test_compare_per_label_table_prints_counts_exactly(capsys) -> None:
     row = {"n": BIG, "a": 0.1, "b": 0.2, "difference": -0.1, "lower": -0.2, "upper": 0.0}
     row |= {"p_value": 0.5, "adjusted_p_value": 0.5, "better": "-"}
     counts = {"a_better": 0, "b_better": 0, "not_distinguishable": 1, "correction": "holm",
-              "alpha": 0.05}  # fmt: skip
+              "alpha": 0.05, "unit": "pairs"}  # fmt: skip
     _print_per_label({"per_label": {"NN": row}, "label_counts": counts}, "95%", 2000)
     out = capsys.readouterr().out
     assert " 1234567 " in out and "e+06" not in out

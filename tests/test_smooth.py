@@ -241,8 +241,11 @@ def test_band_covers_the_truth_and_groups_widen_it() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"bandwidth": 0.0}, r"bandwidth must lie in \(0, 1\]"),
-        ({"bandwidth": "auto"}, "bandwidth must be a number"),
+        # One range for every value out of it (0 had been told "(0, 1]", "auto" [1e-4, 1]).
+        ({"bandwidth": 0.0}, r"bandwidth must be a number in \[0.0001, 1\] or None, got 0.0"),
+        ({"bandwidth": 1.5}, r"bandwidth must be a number in \[0.0001, 1\] or None, got 1.5"),
+        ({"bandwidth": "auto"}, r"bandwidth must be a number in \[0.0001, 1\] or None"),
+        ({"bandwidth": torch.tensor([0.1])}, r"bandwidth must be a number in \[0.0001, 1\]"),
         ({"bandwidth": 1e-9}, r"1e-09 is below 0.0001: .*\(10,000,000,000 here"),  # 160 GB
         ({"bandwidth": 1e-310}, r"1e-310 is below 0.0001"),  # an OverflowError at first
         ({"n_samples": 1}, "n_samples must be an integer >= 2"),
@@ -254,6 +257,14 @@ def test_curve_errors(kwargs, message) -> None:
     q, y = data(100, seed=0)
     with pytest.raises(ValueError, match=message):
         smooth_reliability_curve(q, y, **kwargs)
+
+
+def test_a_curves_own_bandwidth_tensor_is_taken() -> None:
+    """SmoothCurve.bandwidth is a 0-dim tensor: passing it back had been refused."""
+    q, y = data(500, seed=1)
+    curve = smooth_reliability_curve(q, y, n_samples=20, generator=torch.Generator().manual_seed(0))
+    assert isinstance(curve.bandwidth, torch.Tensor) and curve.bandwidth.ndim == 0
+    assert smooth_calibration_error(q, y, bandwidth=curve.bandwidth) == curve.error
 
 
 def test_input_errors() -> None:
@@ -365,8 +376,8 @@ def test_the_error_of_every_prediction_wrong_is_one_not_more() -> None:
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        ((torch.rand(5), torch.rand(5), 0), "bandwidth must lie in"),
-        ((torch.rand(5), torch.rand(5), -0.1), "bandwidth must lie in"),
+        ((torch.rand(5), torch.rand(5), 0), r"bandwidth must be a number in \[0.0001, 1\]"),
+        ((torch.rand(5), torch.rand(5), -0.1), r"bandwidth must be a number in \[0.0001, 1\]"),
         ((torch.rand(5), torch.rand(5), None), "bandwidth must be the number"),
         ((torch.rand(5), torch.rand(3), 0.1), "must have one non-empty shape"),
         (([0.1], [0.2], 0.1), "probs must be a floating-point tensor, got list"),

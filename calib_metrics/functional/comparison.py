@@ -445,7 +445,7 @@ def _compare(
             "for an interval or a p-value, so both are NaN, as are each model's interval "
             "ends (the difference stands)",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,  # the caller of compare_calibration (through _compare)
         )
         nan = torch.full_like(difference, float("nan"))
         result = ComparisonResult(
@@ -486,7 +486,7 @@ def _warn_of_single_pair_bins(bins: list[Bins], binning: str, n_bins: int) -> No
         tally[1] += total
         return
     message = single_pair_warning("compare_calibration", singles, total, binning, n_bins)
-    warnings.warn(message, UserWarning, stacklevel=3)
+    warnings.warn(message, UserWarning, stacklevel=4)
 
 
 def single_pair_warning(who: str, singles: int, total: int, binning: str, n_bins: int) -> str:
@@ -758,7 +758,7 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
     for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
         check_probs(probs, name)  # each model named (pair_sets would say "probs")
         if is_multiclass(probs, target):
-            warn_row_sums(probs, name, stacklevel=3)
+            warn_row_sums(probs, name, stacklevel=4)
     by_item = comparison_units(probs_a, target, mode, groups) == "items"
     if by_item:
         groups = torch.arange(target.numel(), device=target.device).reshape(target.shape)

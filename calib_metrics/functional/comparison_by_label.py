@@ -47,13 +47,14 @@ right far in its tail, at alpha/m: a bootstrap of a few dozen pairs is not. With
 difference anywhere and 8,000 draws, labels of 20 pairs each had a family-wise error of
 0.11–0.13 (50 and 100 labels) and labels of 30 pairs 0.09 (100 labels); labels of 50
 pairs held it, 0.03–0.04, and of 200 pairs 0.06 ± 0.02 (``docs/coverage.md``, "Per-label
-comparisons"). So labels of fewer than ``min_units`` resampling units (pairs, or groups;
-``SMALL_LABEL_UNITS`` = 50 by default) stay out of the correction's family and are never
-called (``not_tested`` counts them, with a warning); from ``MIN_UNITS`` (10) units up
-they still get their difference, interval and uncorrected p-value. ``min_units=10`` calls
-those anyway, as before 2026-11-29, with a warning that their family-wise error is not
-held. A label of fewer than ``MIN_UNITS`` units has no interval and no p-value (too few
-units to resample) and cannot be called, whatever ``min_units``.
+comparisons"). So labels of fewer than ``min_units`` resampling units (pairs, items of
+``[N, C]`` input, or groups; ``SMALL_LABEL_UNITS`` = 50 by default) stay out of the
+correction's family and are never called (``not_tested`` counts them, with a warning);
+from ``MIN_UNITS`` (10) units up they still get their difference, interval and
+uncorrected p-value. ``min_units=10`` calls those anyway, as before 2026-11-29, with a
+warning that their family-wise error is not held. A label of fewer than ``MIN_UNITS``
+units has no interval and no p-value (too few units to resample) and cannot be called,
+whatever ``min_units``.
 """
 
 from __future__ import annotations
@@ -259,9 +260,10 @@ def compare_calibration_by_label(
         alpha: level at which an adjusted p-value makes a label's difference real.
         confidence: coverage of each label's interval (not adjusted for multiplicity).
         generator: source of randomness; the labels draw from it in increasing id order.
-        min_units: labels with fewer resampling units (pairs, or groups) are reported but
-            not called: their bootstrap p-values are too rough in the tail the correction
-            reads (module docstring); at least ``MIN_UNITS`` (10).
+        min_units: labels with fewer resampling units (pairs, items of ``[N, C]`` input,
+            or groups) are reported but not called: their bootstrap p-values are too
+            rough in the tail the correction reads (module docstring); at least
+            ``MIN_UNITS`` (10).
         **options: the estimator and resampling options of
             :func:`~calib_metrics.functional.comparison.compare_calibration`
             (``n_samples``, ``bin_size``, ``binning``, ``n_bins``, ``norm``, ``debias``).

@@ -231,22 +231,25 @@ def _fixed_point(position: Tensor, count: Tensor, residual: Tensor) -> float:
     return high
 
 
-def _check_bandwidth(bandwidth: float | None) -> None:
+def _check_bandwidth(bandwidth: float | Tensor | None) -> float | None:
+    """``bandwidth`` as a float (a 0-dim tensor too: ``SmoothCurve.bandwidth``), checked.
+    Every value outside [1e-4, 1] is named with that range (0 had been told "(0, 1]")."""
     if bandwidth is None:
-        return
+        return None
+    if isinstance(bandwidth, Tensor) and bandwidth.ndim == 0 and bandwidth.is_floating_point():
+        bandwidth = float(bandwidth)
+    valid = f"bandwidth must be a number in [{_MIN_EXPLICIT_BANDWIDTH:g}, 1] or None"
     if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
-        raise ValueError(
-            f"bandwidth must be a number in [{_MIN_EXPLICIT_BANDWIDTH:g}, 1] or None, got "
-            f"{bandwidth!r}"
-        )
+        raise ValueError(f"{valid}, got {bandwidth!r}")
     if not 0 < bandwidth <= 1:
-        raise ValueError(f"bandwidth must lie in (0, 1], got {bandwidth!r}")
+        raise ValueError(f"{valid}, got {bandwidth!r}")
     if bandwidth < _MIN_EXPLICIT_BANDWIDTH:
         raise ValueError(
             f"bandwidth {bandwidth!r} is below {_MIN_EXPLICIT_BANDWIDTH:g}: the kernel is "
             f"evaluated on a grid of about 10/σ points ({10 / bandwidth:,.0f} here; the "
             f"automatic bandwidth stops at {_MIN_BANDWIDTH:g})"
         )
+    return float(bandwidth)
 
 
 def _check_histogram(
@@ -301,7 +304,7 @@ def smooth_calibration_from_histogram(
         >>> smooth_calibration_from_histogram(position, count, sum_target, bandwidth=0.05)
         tensor(0.0801, dtype=torch.float64)
     """
-    _check_bandwidth(bandwidth)
+    bandwidth = _check_bandwidth(bandwidth)
     position, count, sum_target = _check_histogram(position, count, sum_target)
     return _smooth_error(position, count, sum_target, bandwidth)
 
@@ -322,7 +325,7 @@ def histogram_tolerance(probs: Tensor, position_of_pair: Tensor, bandwidth: floa
     # ZeroDivisionError, a negative one a negative bound, NaN a NaN bound.
     if bandwidth is None:
         raise ValueError("bandwidth must be the number the histogram was smoothed at, got None")
-    _check_bandwidth(bandwidth)
+    bandwidth = _check_bandwidth(bandwidth)
     for name, value in (("probs", probs), ("position_of_pair", position_of_pair)):
         if not isinstance(value, Tensor) or not value.is_floating_point():
             raise ValueError(f"{name} must be a floating-point tensor, got {_kind(value)}")
@@ -374,7 +377,7 @@ def smooth_calibration_error(
         >>> round(smooth_calibration_error(q, y).item(), 4)
         0.079
     """
-    _check_bandwidth(bandwidth)
+    bandwidth = _check_bandwidth(bandwidth)
     sets = pair_sets(probs, target, mode)
     if len(sets) > 1:
         per_class = [smooth_calibration_error(q, y, bandwidth=bandwidth) for q, y, _ in sets]
@@ -483,7 +486,7 @@ def smooth_reliability_curve(
         True
     """
     check_generator(generator)
-    _check_bandwidth(bandwidth)
+    bandwidth = _check_bandwidth(bandwidth)
     _check_curve_options(n_samples, confidence, points, mode)
     probs, target, groups = pair_sets(probs, target, mode, groups)[0]
     probs, target = _check_pairs(probs, target)

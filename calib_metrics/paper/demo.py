@@ -114,14 +114,17 @@ def _setting_row(name: str, a: float, b: float, k: float, n: int, bin_size: int,
         brier.brier.item(),
         brier.refinement.item(),
     ]
-    return result, row, res
+    return result, row, (res, q, y)
 
 
 def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
-    """Every setting's row, and the reliability diagrams of the Beta(0.3, 0.3) ones."""
+    """Every setting's row, and the reliability diagrams of the Beta(0.3, 0.3) ones: the
+    paper's bins and interval, with the smooth curve and its band (drawn from a
+    generator of their own, so that the tables' numbers do not move with it)."""
     from matplotlib.figure import Figure
 
     from calib_metrics import plot
+    from calib_metrics.functional import smooth_reliability_curve
 
     settings, table, shown = [], [], []
     for name, a, b, k in SETTINGS:
@@ -132,9 +135,10 @@ def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
             shown.append((name, res))
         bar.update()
     fig = Figure(figsize=(4.2 * len(shown), 4.8), layout="constrained")
-    for i, (name, res) in enumerate(shown):
+    for i, (name, (res, q, y)) in enumerate(shown):
         ax = fig.add_subplot(1, len(shown), i + 1)
-        plot.reliability_diagram(res, ax, title=name, interval="paper", debias=False)
+        curve = smooth_reliability_curve(q, y, generator=torch.Generator().manual_seed(i))
+        plot.reliability_diagram(res, ax, title=name, interval="paper", debias=False, smooth=curve)
     return settings, table, _save(fig, out / "reliability.png")
 
 

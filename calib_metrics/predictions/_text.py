@@ -496,6 +496,7 @@ def _read_json(path: Path) -> _Table:
         and document
         and not any(isinstance(v, list) for v in document.values())
     ):
+        _check_row_keys(document, path, "the object")
         document = [document]  # one row
     table = _Table()
     table.lines = None
@@ -556,6 +557,8 @@ def _json_document(text: str, path: Path, where: str) -> Any:
     error is the caller's to name. A document nested past Python's recursion limit
     (about 1,000 levels, in a field never read even) is refused, where ``json`` had
     raised RecursionError."""
+    if text.startswith("\ufeff"):  # as json.loads says it (a BOM past the first line)
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     try:
         return _DECODER.decode(text)
     except RecursionError:

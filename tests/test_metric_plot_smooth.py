@@ -1,0 +1,59 @@
+"""``CalibrationError.plot(smooth=True)``: the smooth reliability curve and its band on the
+metric's own diagram (before, only the functions and the command line drew it)."""
+
+from __future__ import annotations
+
+import matplotlib
+import pytest
+import torch
+
+from calib_metrics import CalibrationError
+from calib_metrics.functional import smooth_calibration_error
+
+matplotlib.use("Agg")
+G = torch.Generator().manual_seed(0)
+Q = torch.rand(3000, generator=G, dtype=torch.float64)
+Y = torch.bernoulli(Q.sqrt(), generator=G)
+P = torch.softmax(2 * torch.randn(500, 3, generator=G, dtype=torch.float64), -1)
+C = torch.multinomial(P, 1, generator=G).squeeze(1)
+
+
+def _smooth_label(ax) -> str:
+    (label,) = [t.get_text() for t in ax.get_legend().get_texts() if "smooth" in t.get_text()]
+    return label
+
+
+@pytest.mark.parametrize(
+    ("options", "probs", "target", "mode"),
+    [({}, Q, Y, "one_vs_rest"), ({"num_classes": 3}, P, C, "one_vs_rest"),
+     ({"num_classes": 3, "mode": "top_label"}, P, C, "top_label")],
+)  # fmt: skip
+def test_the_smooth_curve_is_drawn_on_the_metrics_diagram(options, probs, target, mode) -> None:
+    metric = CalibrationError(n_samples=100, **options)
+    metric.update(probs, target)
+    _, ax = metric.plot(smooth=True)
+    want = smooth_calibration_error(probs, target, mode=mode).item()
+    assert _smooth_label(ax).startswith(f"smooth curve (smECE {want:.4f}")
+    _, plain = metric.plot()
+    assert not any("smooth" in t.get_text() for t in plain.get_legend().get_texts())
+
+
+def test_a_streaming_metric_past_its_buffer_refuses_before_any_work() -> None:
+    metric = CalibrationError(streaming=True, resolution=2**16)
+    metric.update(Q.repeat(400), Y.repeat(400))  # 1.2·10⁶ rows: folded into the sketch
+    with pytest.raises(ValueError, match=r"needs the pairs, .*compute_smooth\(\)"):
+        metric.plot(smooth=True)
+    small = CalibrationError(streaming=True, n_samples=100)
+    small.update(Q, Y)  # still within its buffer: the pairs are there
+    _, ax = small.plot(smooth=True)
+    assert _smooth_label(ax).startswith("smooth curve (smECE")
+
+
+@pytest.mark.parametrize(
+    "options", [{"num_classes": 3, "mode": "classwise"}, {"num_classes": 3, "average": "none"}]
+)
+def test_per_class_plots_refuse_one_smooth_curve(options) -> None:
+    metric = CalibrationError(**options)
+    metric.update(P, C)
+    with pytest.raises(ValueError, match="one smooth curve beside one reliability diagram"):
+        metric.plot(smooth=True)
