@@ -119,7 +119,7 @@ def spreads(n: int, reps: int, draws: int, seed: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=300, help="data sets per row (300)")
     parser.add_argument("--draws", type=int, default=2000, help="paired draws per test (2,000)")
     parser.add_argument("--seed", type=int, default=0)

@@ -1136,20 +1136,22 @@ def _print_warnings(lines: list[str]) -> int:
     return 0
 
 
-# What the commands recommend when the exact computation would not fit in memory: the
-# library's streaming mode (check_room's advice) has no command-line option.
-CLI_ROOM_REMEDY = (
-    "free memory (or use a machine with more), measure a sample of the rows, or, in "
-    "Python, feed the file in chunks to CalibrationError(streaming=True), whose memory "
-    "does not grow with N"
-)
+# What a command recommends when the exact computation would not fit in memory: the
+# library's streaming mode (check_room's advice) has no command-line option, and only
+# one model's error has a streaming form (a comparison needs every pair).
+ROOM_REMEDY_OF = {
+    "evaluate": "free memory (or use a machine with more), measure a sample of the rows, or, "
+    "in Python, feed the file in chunks to CalibrationError(streaming=True), whose memory "
+    "does not grow with N",
+}
+ROOM_REMEDY_ELSE = "free memory (or use a machine with more), or measure a sample of the rows"
 
 
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command: its exit code, and any problem as one line on stderr."""
     from calib_metrics.functional.binning import ROOM_REMEDY
 
-    token = ROOM_REMEDY.set(CLI_ROOM_REMEDY)
+    token = ROOM_REMEDY.set(ROOM_REMEDY_OF.get(args.command, ROOM_REMEDY_ELSE))
     try:
         return _run_command(args)
     finally:

@@ -1511,10 +1511,11 @@ class CalibrationError(_StatesKeepTheirDtype):
 
         ``smooth=True`` adds the smooth (binning-free) reliability curve with its
         pointwise bootstrap band (:func:`~calib_metrics.functional.smooth_reliability_curve`
-        of the pairs seen, resampled as the interval is: pairs, or groups) to a diagram
-        of one set of pairs (not per class); it needs the pairs themselves, which a
-        streaming metric folds into its sketch past its buffer (there,
-        :meth:`compute_smooth` gives the smooth error).
+        of the pairs seen, resampled as the interval is: pairs, or groups) to the diagram
+        of the metric's own state (``val=None``: a result given would not be the pairs'),
+        of one set of pairs (not per class); synchronised under DDP, as a compute is. It
+        needs the pairs themselves, which a streaming metric folds into its sketch past
+        its buffer (there, :meth:`compute_smooth` gives the smooth error).
 
         Example:
             >>> import torch
@@ -1541,6 +1542,11 @@ class CalibrationError(_StatesKeepTheirDtype):
             val = None
         self._check_plot_value(val)
         check_flag("smooth", smooth)
+        if smooth and val is not None:
+            raise ValueError(
+                "smooth=True draws the smooth curve of the pairs this metric holds, beside "
+                "its own result: leave val=None (a result given may be of other pairs)"
+            )
         if smooth and (self.mode == "classwise" or self._per_class):
             raise ValueError(
                 "smooth=True draws one smooth curve beside one reliability diagram; this "
@@ -1573,9 +1579,10 @@ class CalibrationError(_StatesKeepTheirDtype):
             ((probs, target, groups),) = self._class_pairs(per_class=False)
             groups = groups if self._interval(groups) == "groups" else None
             generator = self._generator(seed, probs.device)
-            return smooth_reliability_curve(
-                probs, target, groups=groups, confidence=self.confidence, generator=generator
-            )
+            with warnings_said_by(self, "smooth_reliability_curve"):
+                return smooth_reliability_curve(
+                    probs, target, groups=groups, confidence=self.confidence, generator=generator
+                )
 
     def _plot_per_class(self, results: list[CalibrationResult], ax: Any, kind: dict) -> Any:
         """Per-class error bars; under ``average="macro"`` or ``"weighted"`` with the value

@@ -56,6 +56,20 @@ _STATES = ("probs_a", "probs_b", "target", "groups", "labels")
 
 
 @contextlib.contextmanager
+def _items_said(items: bool) -> Iterator[None]:
+    """The smooth curve's warnings with "groups" said "items" where the comparison's units
+    are an item's one-vs-rest pairs, not groups the user gave; each said once."""
+    if not items:
+        yield
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for text in dict.fromkeys(str(w.message).replace(" groups", " items") for w in caught):
+        warnings.warn(text, UserWarning, stacklevel=2)
+
+
+@contextlib.contextmanager
 def _rows_said_at_update() -> Iterator[None]:
     """The functions' row-sum warning, silenced: the metric said it once, at update."""
     with warnings.catch_warnings():
@@ -485,7 +499,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         ``smooth=True`` adds each model's smooth (binning-free) reliability curve with its
         pointwise bootstrap band (:func:`~calib_metrics.functional.smooth_reliability_curve`
         of the items seen, resampled as the comparison is: pairs, items or groups) to its
-        diagram; not to a classwise comparison's panels.
+        diagram, with ``val=None`` (the curves are of the metric's own items, synchronised
+        under DDP as a compute is); not to a classwise comparison's panels.
 
         Returns ``(fig, axes)``: the two diagrams' axes (one per class drawn, classwise).
 
@@ -506,6 +521,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 f"compute() or forward(), got {type(val).__name__}"
             )
         check_flag("smooth", smooth)
+        if smooth and val is not None:
+            raise ValueError(
+                "smooth=True draws the smooth curves of the items this metric holds, beside "
+                "its own result: leave val=None (a result given may be of other items)"
+            )
         if self.num_classes is not None and self.mode == "classwise":
             if smooth:
                 raise ValueError(
@@ -539,15 +559,17 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             seed = self._seed_of_draws()
             probs_a, probs_b, target, groups, _ = self._pairs()
             mode = self.mode if self.num_classes is not None else "one_vs_rest"
-            if groups is None and comparison_units(probs_a, target, mode, None) == "items":
+            items = groups is None and comparison_units(probs_a, target, mode, None) == "items"
+            if items:
                 groups = torch.arange(target.numel(), device=target.device)
-            return tuple(
-                smooth_reliability_curve(
-                    probs, target, groups=groups, mode=mode, generator=self._generator(
-                        seed, target.device), confidence=self.estimator["confidence"],
-                )
-                for probs in (probs_a, probs_b)
-            )  # fmt: skip
+            with warnings_said_by(self, "smooth_reliability_curve"), _items_said(items):
+                return tuple(
+                    smooth_reliability_curve(
+                        probs, target, groups=groups, mode=mode, generator=self._generator(
+                            seed, target.device), confidence=self.estimator["confidence"],
+                    )
+                    for probs in (probs_a, probs_b)
+                )  # fmt: skip
 
     def _plot_classes(self, val: ComparisonResult | None) -> tuple[Any, Any]:
         """A classwise comparison's panels: each class's two results, overlaid."""

@@ -370,3 +370,21 @@ def test_the_command_line_recommends_what_it_can_do_when_memory_is_short(
     assert "more than the 1 KiB free on cpu: free memory (or use a machine with more)" in line
     with pytest.raises(ValueError, match=r"free on cpu: use the streaming mode \(Calib"):
         binning_module.adaptive_bin_sums(torch.rand(400), torch.ones(400), 20)
+
+
+def test_compare_does_not_recommend_a_streaming_mode_it_lacks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, capsys
+) -> None:
+    """One remedy for every command had told compare to stream, which a comparison cannot."""
+    from calib_metrics.cli import main
+
+    file = tmp_path / "p.csv"
+    rows = "".join(f"{i / 400},{(i / 400) ** 0.5},{i % 2}\n" for i in range(400))
+    file.write_text("prob,prob_b,label\n" + rows)
+    monkeypatch.setattr(binning_module, "available_bytes", lambda device: 1024)
+    argv = ["compare", str(file), "--probs", "prob", "--probs-b", "prob_b", "--samples", "20"]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith(
+        "free memory (or use a machine with more), or measure a sample of the rows"
+    )

@@ -156,3 +156,19 @@ def test_a_classwise_comparison_refuses_smooth_curves_by_name() -> None:
     metric, _ = _classwise(3)
     with pytest.raises(ValueError, match="per-class panels, which take none"):
         metric.plot(smooth=True)
+
+
+def test_smooth_curves_of_few_items_are_warned_of_as_items_once() -> None:
+    """The curve's warning had said "5 groups" of one-vs-rest items (no groups given),
+    twice, from the library's line."""
+    probs = torch.softmax(torch.randn(5, 3, generator=G, dtype=torch.float64), -1)
+    metric = CalibrationComparison(num_classes=3, n_samples=20)
+    metric.update(probs, probs, torch.tensor([0, 1, 2, 0, 1]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.plot(smooth=True)
+    said = [str(w.message) for w in caught if "5 items" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith("CalibrationComparison: ")
+    assert not any("5 groups" in str(w.message) for w in caught)
+    with pytest.raises(ValueError, match="leave val=None"):
+        metric.plot(metric.compute(), smooth=True)

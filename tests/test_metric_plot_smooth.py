@@ -57,3 +57,28 @@ def test_per_class_plots_refuse_one_smooth_curve(options) -> None:
     metric.update(P, C)
     with pytest.raises(ValueError, match="one smooth curve beside one reliability diagram"):
         metric.plot(smooth=True)
+
+
+def test_smooth_takes_no_val_whose_pairs_it_cannot_know() -> None:
+    """A given result had been drawn beside the curve of the state's other pairs (and a
+    list of results had dropped the curve without a word)."""
+    metric = CalibrationError(n_samples=50)
+    metric.update(Q, Y)
+    result = metric.compute_result()
+    for val in (result, [result, result]):
+        with pytest.raises(ValueError, match="leave val=None"):
+            metric.plot(val, smooth=True)
+
+
+def test_the_curves_warnings_are_the_metrics_at_the_users_line() -> None:
+    """They had named smooth_reliability_curve and pointed into the library."""
+    import warnings
+
+    metric = CalibrationError(n_samples=50)
+    metric.update(Q[:5], Y[:5])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.plot(smooth=True)
+    mine = [w for w in caught if "5 pairs" in str(w.message)]
+    assert mine and all(str(w.message).startswith("CalibrationError: ") for w in mine)
+    assert {w.filename for w in mine} == {__file__}

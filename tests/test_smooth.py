@@ -265,6 +265,12 @@ def test_a_curves_own_bandwidth_tensor_is_taken() -> None:
     curve = smooth_reliability_curve(q, y, n_samples=20, generator=torch.Generator().manual_seed(0))
     assert isinstance(curve.bandwidth, torch.Tensor) and curve.bandwidth.ndim == 0
     assert smooth_calibration_error(q, y, bandwidth=curve.bandwidth) == curve.error
+    one = smooth_calibration_error(q, y, bandwidth=1)
+    assert smooth_calibration_error(q, y, bandwidth=torch.tensor(1)) == one  # an int tensor
+    width = curve.bandwidth.clone().requires_grad_()
+    assert smooth_calibration_error(q, y, bandwidth=width) == curve.error  # no grad warning
+    with pytest.raises(ValueError, match="bandwidth is on the meta device"):
+        smooth_calibration_error(q, y, bandwidth=torch.tensor(0.1, device="meta"))
 
 
 def test_input_errors() -> None:

@@ -236,8 +236,10 @@ def _check_bandwidth(bandwidth: float | Tensor | None) -> float | None:
     Every value outside [1e-4, 1] is named with that range (0 had been told "(0, 1]")."""
     if bandwidth is None:
         return None
-    if isinstance(bandwidth, Tensor) and bandwidth.ndim == 0 and bandwidth.is_floating_point():
-        bandwidth = float(bandwidth)
+    real = isinstance(bandwidth, Tensor) and bandwidth.ndim == 0 and bandwidth.dtype != torch.bool
+    if real and not bandwidth.is_complex():
+        check_not_meta(bandwidth, "bandwidth")
+        bandwidth = float(bandwidth.detach())
     valid = f"bandwidth must be a number in [{_MIN_EXPLICIT_BANDWIDTH:g}, 1] or None"
     if isinstance(bandwidth, bool) or not isinstance(bandwidth, numbers.Real):
         raise ValueError(f"{valid}, got {bandwidth!r}")
