@@ -388,6 +388,19 @@ def _check_results(results: dict, out: Path) -> None:
     assert d["lower"] <= d["difference"] <= d["upper"] and 0 <= d["p_value"] <= 1
     assert d["difference"] == pytest.approx(d["a"] - d["b"])
     assert "NB − LR, paired [95%]" in (out / "results.md").read_text()
+    # The diagram's end bins, which docs/sentiment.md quotes (they had been read off the
+    # figure by hand): the first and last of the result's sorted bins.
+    for key in ("naive_bayes", "logistic_regression"):
+        low, high = on_disk["models"][key]["lowest_bin"], on_disk["models"][key]["highest_bin"]
+        assert 0 <= low["mean_prob"] <= high["mean_prob"] <= 1
+        assert 0 <= low["frequency"] <= 1 and 0 <= high["frequency"] <= 1
+    nb = on_disk["models"]["naive_bayes"]["lowest_bin"]
+    said = f"Naive Bayes {nb['mean_prob']:.3f} ({100 * nb['frequency']:.1f}% positive) to "
+    assert (
+        "Reliability ends (the diagram's lowest and highest bins"
+        in (out / "results.md").read_text()
+        and said in (out / "results.md").read_text()
+    )
 
 
 def test_end_to_end_on_synthetic_tweets(tmp_path, capsys):

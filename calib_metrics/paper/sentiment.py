@@ -222,8 +222,25 @@ def evaluate(
         "brier_within_bin": float(brier.within_bin),
         "n_bins": int(result.bins.count.numel()),
         "mean_prob": float(probs.mean()),
+        # The reliability diagram's two end bins (docs/sentiment.md reads them).
+        "lowest_bin": _bin(result.bins, 0),
+        "highest_bin": _bin(result.bins, -1),
     }
     return metrics, result
+
+
+def _ends(metrics: dict[str, Any]) -> str:
+    """``0.002 (13.5% positive) to 0.999 (89.9%)``: a model's end bins as text."""
+    low, high = metrics["lowest_bin"], metrics["highest_bin"]
+    return (
+        f"{low['mean_prob']:.3f} ({100 * low['frequency']:.1f}% positive) to "
+        f"{high['mean_prob']:.3f} ({100 * high['frequency']:.1f}%)"
+    )
+
+
+def _bin(bins, i: int) -> dict[str, float]:
+    """Bin ``i``'s mean prediction and frequency of positives."""
+    return {"mean_prob": float(bins.pred_mean[i]), "frequency": float(bins.freq[i])}
 
 
 def _feature_texts(corpus: SentimentCorpus, emoticons: str) -> list[str]:
@@ -304,6 +321,11 @@ def _markdown(results: dict) -> str:
         f"{results['n_samples']} samples for the interval.",
         "",
         report.markdown_table(head, rows),
+        "",
+        "Reliability ends (the diagram's lowest and highest bins, mean prediction and share "
+        "positive): "
+        + "; ".join(f"{name} {_ends(results['models'][key])}" for key, name in MODELS.items())
+        + ".",
         "",
         f"NB − LR: error(NB) − error(LR) on the same test {items} (> 0: LR is better "
         "calibrated), debiased with β = ⌈√N⌉, percentile interval of 2000 paired draws "
