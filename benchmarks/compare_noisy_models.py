@@ -142,7 +142,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     start = time.perf_counter()
     for i, (kind, n, c) in enumerate(CELLS):
-        # Each row its own seed, the pairs and items rows of a cell the same data.
+        # The pairs and items rows of a cell start from one seed: their first data set is
+        # the same, the rest not (the draws take the generator apart); independent estimates.
         r = rates(kind, n, c, args.reps, args.draws, args.seed + i // 2)
         cells = [f"{r[a][0]:.3f} ± {r[a][1]:.3f}" for a in (0.05, 0.10)]
         print(f"| {kind} | {n:,} | {c if c > 2 else '–'} | {' | '.join(cells)} | "

@@ -469,12 +469,14 @@ def _smooth_curves(args: argparse.Namespace, a, b) -> tuple | None:
     """Both models' smooth curves with their bands (``--plot-smooth``), or None: drawn once
     for ``--plot`` and the page."""
     from calib_metrics.cli import smooth_curve_for_plot
+    from calib_metrics.functional.comparison import resampled_ids
 
     if not args.plot_smooth:
         return None
+    # Each band resampled as the comparison is (an item's one-vs-rest pairs together).
+    ids = resampled_ids(a.probs, a.target, args.mode, a.groups)
     return tuple(
-        smooth_curve_for_plot(args, model.probs, model.target, a.groups, args.mode)
-        for model in (a, b)
+        smooth_curve_for_plot(args, model.probs, model.target, ids, args.mode) for model in (a, b)
     )
 
 

@@ -22,6 +22,7 @@ from calib_metrics.functional.comparison import (
     ComparisonResult,
     compare_with_classes,
     comparison_units,
+    resampled_ids,
 )
 from calib_metrics.functional.comparison_by_label import (
     SMALL_LABEL_UNITS,
@@ -65,7 +66,7 @@ def _items_said(items: bool) -> Iterator[None]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
-    for text in dict.fromkeys(str(w.message).replace(" groups", " items") for w in caught):
+    for text in dict.fromkeys(re.sub(r" group(s?)\b", r" item\1", str(w.message)) for w in caught):
         warnings.warn(text, UserWarning, stacklevel=2)
 
 
@@ -559,9 +560,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             seed = self._seed_of_draws()
             probs_a, probs_b, target, groups, _ = self._pairs()
             mode = self.mode if self.num_classes is not None else "one_vs_rest"
-            items = groups is None and comparison_units(probs_a, target, mode, None) == "items"
-            if items:
-                groups = torch.arange(target.numel(), device=target.device)
+            items = comparison_units(probs_a, target, mode, groups) == "items"
+            groups = resampled_ids(probs_a, target, mode, groups)
             with warnings_said_by(self, "smooth_reliability_curve"), _items_said(items):
                 return tuple(
                     smooth_reliability_curve(

@@ -116,3 +116,28 @@ def test_the_page_draws_the_smooth_curves_the_figure_draws(
     assert code == 0, err
     on_page, on_figure = drawn[models:], drawn[:models]  # --plot is written first
     assert all(a is b for (a, _), (b, _) in zip(on_page, on_figure, strict=True))
+
+
+def test_compare_bands_of_one_vs_rest_items_resample_items(tmp_path, monkeypatch) -> None:
+    """The bands had resampled an item's one-vs-rest pairs apart, beside a comparison (and
+    a figure title) resampling items."""
+    import numpy as np
+
+    import calib_metrics.cli as cli
+
+    drawn = []
+    curve_of = cli.smooth_curve_for_plot
+
+    def recording(args, probs, target, groups=None, mode=None):
+        drawn.append(groups)
+        return curve_of(args, probs, target, groups, mode)
+
+    monkeypatch.setattr(cli, "smooth_curve_for_plot", recording)
+    g = torch.Generator().manual_seed(0)
+    probs = (torch.randn(300, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    for name in ("a", "b"):
+        np.savez(tmp_path / f"{name}.npz", probs=probs.numpy(), target=target.numpy())
+    argv = ["compare", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"), "--samples", "50"]
+    assert cli.main([*argv, "--plot", str(tmp_path / "p.png"), "--plot-smooth"]) == 0
+    assert len(drawn) == 2 and all(torch.equal(ids, torch.arange(300)) for ids in drawn)

@@ -51,15 +51,23 @@ def _classwise(n_classes: int, n_items: int = 300) -> tuple[CalibrationCompariso
 
 def test_a_classwise_comparison_draws_each_class_with_both_models() -> None:
     # Refused before ("pools every class's bins"), though the command line drew panels.
+    from calib_metrics.functional.comparison import compare_with_classes
+
     metric, target = _classwise(3)
     fig, axes = metric.plot()
-    by_label = metric.compute_by_label().per_label
+    # The classes' results of the draws behind compute()'s result: the functional's.
+    probs_a, probs_b = (torch.cat(getattr(metric, name)) for name in ("probs_a", "probs_b"))
+    _, classes_a, classes_b = compare_with_classes(
+        probs_a, probs_b, target, mode="classwise", n_samples=50,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
     assert len(axes) == 3 and fig.get_suptitle().startswith("classwise: a − b = +0.")
-    for c, (ax, r) in enumerate(zip(axes, by_label, strict=True)):
+    for c, (ax, a, b) in enumerate(zip(axes, classes_a, classes_b, strict=True)):
         heading, line_a, line_b = ax.get_title().splitlines()
         assert heading.startswith(f"class {c} · {int((target == c).sum()):,} positives")
-        assert line_a.startswith(f"a: CalibErr {r.a.error.item():.4f} [{r.a.lower.item():.4f}")
-        assert line_b.startswith(f"b: CalibErr {r.b.error.item():.4f} [{r.b.lower.item():.4f}")
+        for line, name, r in ((line_a, "a", a), (line_b, "b", b)):
+            ends = f"[{r.lower.item():.4f}, {r.upper.item():.4f}]"
+            assert line == f"{name}: CalibErr {r.error.item():.4f} {ends}", line
     again, _ = metric.plot(metric.compute())  # val= takes compute()'s result
     assert again.get_suptitle() == fig.get_suptitle()
 
@@ -172,3 +180,10 @@ def test_smooth_curves_of_few_items_are_warned_of_as_items_once() -> None:
     assert not any("5 groups" in str(w.message) for w in caught)
     with pytest.raises(ValueError, match="leave val=None"):
         metric.plot(metric.compute(), smooth=True)
+    one = CalibrationComparison(num_classes=3, n_samples=20)
+    one.update(probs[:1], probs[:1], torch.tensor([0]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        one.plot(smooth=True)
+    assert any("1 item;" in str(w.message) for w in caught)  # not "1 group"
+    assert not any(" group" in str(w.message) for w in caught)

@@ -760,8 +760,7 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
         if is_multiclass(probs, target):
             warn_row_sums(probs, name, stacklevel=4)
     by_item = comparison_units(probs_a, target, mode, groups) == "items"
-    if by_item:
-        groups = torch.arange(target.numel(), device=target.device).reshape(target.shape)
+    groups = resampled_ids(probs_a, target, mode, groups)
     sets_a = pair_sets(probs_a, target, mode, groups, check_rows=False)
     sets_b = pair_sets(probs_b, target, mode, check_rows=False)
     groups = sets_a[0].groups
@@ -792,6 +791,22 @@ def comparison_units(probs: Tensor, target: Tensor, mode: str, groups: Tensor | 
         return "groups"
     by_item = mode == "one_vs_rest" and is_multiclass(probs, target)
     return "items" if by_item else "pairs"
+
+
+def resampled_ids(probs: Tensor, target: Tensor, mode: str, groups: Tensor | None) -> Tensor | None:
+    """The ids :func:`compare_calibration` resamples by, one per item (``target``'s
+    shape): ``groups``, each item's own id where it resamples items
+    (:func:`comparison_units`), else None (pairs). A smooth curve's band drawn beside a
+    comparison resamples by them too.
+
+    Example:
+        >>> import torch
+        >>> resampled_ids(torch.full((3, 2), 0.5), torch.tensor([0, 1, 1]), "one_vs_rest", None)
+        tensor([0, 1, 2])
+    """
+    if comparison_units(probs, target, mode, groups) != "items":
+        return groups
+    return torch.arange(target.numel(), device=target.device).reshape(target.shape)
 
 
 def _p_value(diffs: Tensor) -> Tensor:
