@@ -269,6 +269,7 @@ def _before_after(args: argparse.Namespace, dev, test, before: Tensor, after: Te
     """The test set's errors before and after, and their paired difference."""
     import torch
 
+    from calib_metrics.cli import warn_if_few_bins
     from calib_metrics.recalibration import compare_before_after
     from calib_metrics.report import difference_note
 
@@ -291,6 +292,12 @@ def _before_after(args: argparse.Namespace, dev, test, before: Tensor, after: Te
             generator=torch.Generator().manual_seed(args.seed + 3),
         ),
     }
+    # As evaluate and compare say it: before/after errors of fewer than 10 bins (a small
+    # test file) cannot show miscalibration, and had been printed without a word.
+    warn_if_few_bins(
+        [summary[which]["result"].bins for which in ("before", "after")],
+        binning="adaptive", bin_size="auto", n_bins=15, debias=True,
+    )  # fmt: skip
     # The interval is compare's, bias-corrected: it may leave the difference shown out.
     note = difference_note(summary["difference"])
     if note is not None:

@@ -442,3 +442,31 @@ def test_weak_but_calibrated_scores_are_not_told_they_invert() -> None:
         q = torch.tensor([0.001] * 50 + [0.95] * 50 + [0.45] * 100, dtype=torch.float64)
         y = torch.tensor([0.0] * 100 + [1.0] * 100, dtype=torch.float64)
         assert float(fit_binary("platt", q, y).slope) > 0
+
+
+def test_a_test_file_of_few_bins_is_warned_of_as_evaluate_warns(files, tmp_path, capsys):
+    """recalibrate alone had printed before/after errors of 6 bins without a word."""
+    (dev, *_), _ = files
+    test = tmp_path / "small.csv"
+    _write(test, 50, 3)
+    argv = ["recalibrate", str(dev), str(test), "--method", "platt", "--samples", "50"]
+    assert main([*argv, "--out", str(tmp_path / "o.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: only 6 bins from 50 pairs (auto bins)" in err
+    assert main(["evaluate", str(test), "--samples", "50"]) == 0
+    assert "warning: only 6 bins from 50 pairs (auto bins)" in capsys.readouterr().err
+
+
+def test_compare_before_after_warns_at_its_callers_line():
+    """Its warnings had pointed into calib_metrics/recalibration/compare.py."""
+    import warnings
+
+    from calib_metrics.recalibration import compare_before_after
+
+    q = torch.tensor([0.4, 0.3, 0.9], dtype=torch.float64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compare_before_after(q, q * 0.9, torch.tensor([1.0, 0.0, 1.0]))
+    units = [w for w in caught if "resampling unit" in str(w.message)]
+    assert units and all(w.filename == __file__ for w in units)
+    assert str(units[0].message).startswith("compare_before_after: 3 resampling units")

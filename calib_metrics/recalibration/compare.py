@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor
 
@@ -54,11 +56,17 @@ def compare_before_after(
             f"before, after and target must have one shape, got {tuple(before.shape)}, "
             f"{tuple(after.shape)} and {tuple(target.shape)}"
         )
-    # confidence and n_samples are compare_calibration's to check (and name alike).
-    result = compare_calibration(
-        before, after, target, groups=groups, confidence=confidence, generator=generator,
-        n_samples=n_samples, bin_size="auto", debias=True,
-    )  # fmt: skip
+    # confidence and n_samples are compare_calibration's to check (and name alike); its
+    # warnings said again at the caller's line, as this function's (they had pointed here).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = compare_calibration(
+            before, after, target, groups=groups, confidence=confidence, generator=generator,
+            n_samples=n_samples, bin_size="auto", debias=True,
+        )  # fmt: skip
+    for said in caught:
+        text = str(said.message).replace("compare_calibration: ", "compare_before_after: ", 1)
+        warnings.warn(text, said.category, stacklevel=2)
     return {
         "difference": float(result.difference),
         "lower": float(result.lower),
