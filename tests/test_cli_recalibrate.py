@@ -205,14 +205,20 @@ def test_too_few_test_units_print_no_p_value(files, tmp_path, capsys, grouped):
     assert summary["difference"]["p_value_text"] is None
 
 
-def test_a_test_file_of_one_pair_is_counted_in_the_singular(files, tmp_path, capsys):
-    """The header had said "1 pairs" (evaluate says "1 pair")."""
+def _recalibrate_small_test(files, tmp_path, capsys, n: int):
+    """Run recalibrate on a test file of ``n`` pairs: its stdout and stderr."""
     (dev, *_), _ = files
-    test = tmp_path / "one.csv"
-    _write(test, 1, 2)
+    test = tmp_path / "small.csv"
+    _write(test, n, 3)
     argv = ["recalibrate", str(dev), str(test), "--method", "platt", "--samples", "50"]
     assert main([*argv, "--out", str(tmp_path / "o.csv")]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    return capsys.readouterr(), test
+
+
+def test_a_test_file_of_one_pair_is_counted_in_the_singular(files, tmp_path, capsys):
+    """The header had said "1 pairs" (evaluate says "1 pair")."""
+    (out, _), _ = _recalibrate_small_test(files, tmp_path, capsys, 1)
+    lines = out.splitlines()
     assert lines[0].endswith(": 1500 pairs") and ": 1 pair;" in lines[1], lines[:2]
 
 
@@ -446,12 +452,7 @@ def test_weak_but_calibrated_scores_are_not_told_they_invert() -> None:
 
 def test_a_test_file_of_few_bins_is_warned_of_as_evaluate_warns(files, tmp_path, capsys):
     """recalibrate alone had printed before/after errors of 6 bins without a word."""
-    (dev, *_), _ = files
-    test = tmp_path / "small.csv"
-    _write(test, 50, 3)
-    argv = ["recalibrate", str(dev), str(test), "--method", "platt", "--samples", "50"]
-    assert main([*argv, "--out", str(tmp_path / "o.csv")]) == 0
-    err = capsys.readouterr().err
+    (_, err), test = _recalibrate_small_test(files, tmp_path, capsys, 50)
     assert "warning: only 6 bins from 50 pairs (auto bins)" in err
     assert main(["evaluate", str(test), "--samples", "50"]) == 0
     assert "warning: only 6 bins from 50 pairs (auto bins)" in capsys.readouterr().err
