@@ -560,8 +560,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             seed = self._seed_of_draws()
             probs_a, probs_b, target, groups, _ = self._pairs()
             mode = self.mode if self.num_classes is not None else "one_vs_rest"
-            items = comparison_units(probs_a, target, mode, groups) == "items"
-            groups = resampled_ids(probs_a, target, mode, groups)
+            ids = resampled_ids(probs_a, target, mode, groups)
+            items = groups is None and ids is not None
+            groups = ids
             with warnings_said_by(self, "smooth_reliability_curve"), _items_said(items):
                 return tuple(
                     smooth_reliability_curve(

@@ -404,6 +404,7 @@ def _compare(
     if items is not None and groups is None and by_item is None:
         by_item = check_ids(items, sets[0][0])
     units, n_units = _units(sets[0][1], groups if groups is not None else by_item)
+    unit_name = "groups" if groups is not None else "items" if by_item is not None else "pairs"
     grouped = debias and groups is not None
     options = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
     models = [
@@ -439,11 +440,8 @@ def _compare(
     if n_units < MIN_UNITS:
         warnings.warn(
             f"compare_calibration: {n_units} resampling unit{'s' * (n_units != 1)} "
-            f"({'groups' if groups is not None else 'items' if by_item is not None else 'pairs'}"
-            f"); at least "
-            f"{MIN_UNITS} are needed "
-            "for an interval or a p-value, so both are NaN, as are each model's interval "
-            "ends (the difference stands)",
+            f"({unit_name}); at least {MIN_UNITS} are needed for an interval or a p-value, "
+            "so both are NaN, as are each model's interval ends (the difference stands)",
             UserWarning,
             stacklevel=3,  # the caller of compare_calibration (through _compare)
         )
@@ -759,8 +757,9 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
         check_probs(probs, name)  # each model named (pair_sets would say "probs")
         if is_multiclass(probs, target):
             warn_row_sums(probs, name, stacklevel=4)
-    by_item = comparison_units(probs_a, target, mode, groups) == "items"
-    groups = resampled_ids(probs_a, target, mode, groups)
+    ids = resampled_ids(probs_a, target, mode, groups)
+    by_item = groups is None and ids is not None
+    groups = ids
     sets_a = pair_sets(probs_a, target, mode, groups, check_rows=False)
     sets_b = pair_sets(probs_b, target, mode, check_rows=False)
     groups = sets_a[0].groups
