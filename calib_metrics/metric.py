@@ -27,7 +27,7 @@ from calib_metrics.functional.calibration import (
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import NoPairsError, check_flag, check_not_meta
 from calib_metrics.functional.intervals import bin_errors, check_confidence
-from calib_metrics.functional.multiclass import average_results, pair_sets
+from calib_metrics.functional.multiclass import average_results, most_frequent, pair_sets
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
 from calib_metrics.functional.smooth import (
     SmoothCurve,
@@ -1513,9 +1513,11 @@ class CalibrationError(_StatesKeepTheirDtype):
         pointwise bootstrap band (:func:`~calib_metrics.functional.smooth_reliability_curve`
         of the pairs seen, resampled as the interval is: pairs, or groups) to the diagram
         of the metric's own state (``val=None``: a result given would not be the pairs'),
-        of one set of pairs (not per class); synchronised under DDP, as a compute is. It
-        needs the pairs themselves, which a streaming metric folds into its sketch past
-        its buffer (there, :meth:`compute_smooth` gives the smooth error).
+        or, classwise, to each drawn class's panel (of the class's pairs); not to the
+        per-class error bars of ``average=None``, ``"macro"`` or ``"weighted"``.
+        Synchronised under DDP, as a compute is. It needs the pairs themselves, which a
+        streaming metric folds into its sketch past its buffer (there,
+        :meth:`compute_smooth` gives the smooth error).
 
         Example:
             >>> import torch
@@ -1547,15 +1549,16 @@ class CalibrationError(_StatesKeepTheirDtype):
                 "smooth=True draws the smooth curve of the pairs this metric holds, beside "
                 "its own result: leave val=None (a result given may be of other pairs)"
             )
-        if smooth and (self.mode == "classwise" or self._per_class):
+        if smooth and self._per_class and self.mode != "classwise":
             raise ValueError(
-                "smooth=True draws one smooth curve beside one reliability diagram; this "
-                "metric's plot shows its classes (per class, or classwise): draw a class's "
-                "curve with calib_metrics.functional.smooth_reliability_curve"
+                "smooth=True draws a smooth curve on a reliability diagram; this metric's "
+                "plot shows its classes' errors (average=None, 'macro' or 'weighted'): draw "
+                "a class's curve with calib_metrics.functional.smooth_reliability_curve, or "
+                "its diagram and curve with mode='classwise'"
             )
         if self.mode == "classwise":
-            return self._plot_classes(val, ax)
-        curve = self._smooth_curve() if smooth else None  # refused before any other work
+            return self._plot_classes(val, ax, smooth)
+        curve = self._smooth_curves()[0] if smooth else None  # refused before any work
         result = self.compute_result() if val is None else val
         kind = {"confidence": self.confidence, "interval": self._drawn_interval(result)}
         kind |= {"debias": self._debias, "norm": self.norm}
@@ -1563,9 +1566,12 @@ class CalibrationError(_StatesKeepTheirDtype):
             return self._plot_per_class(result, ax, kind)
         return plot.reliability_diagram(result, ax=ax, smooth=curve, **kind)
 
-    def _smooth_curve(self) -> SmoothCurve:
-        """The smooth reliability curve of the pairs seen (synchronised under DDP), its
-        band resampled as the interval is."""
+    def _smooth_curves(self, classwise: bool = False) -> dict[int, SmoothCurve]:
+        """The smooth reliability curve of the pairs seen (synchronised under DDP; key 0),
+        or (``classwise``) one of each class's pairs for the classes that
+        :func:`~calib_metrics.plot_panels.classwise_panels` draws (those with the most
+        positives), from one generator, class after class; each band resampled as the
+        interval is."""
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
@@ -1576,13 +1582,21 @@ class CalibrationError(_StatesKeepTheirDtype):
                     "into its sketch: compute_smooth() gives the smooth error from it, and "
                     "the exact mode (streaming=False) keeps the pairs for the curve"
                 )
-            ((probs, target, groups),) = self._class_pairs(per_class=False)
-            groups = groups if self._interval(groups) == "groups" else None
-            generator = self._generator(seed, probs.device)
+            pairs = dict(enumerate(self._class_pairs(per_class=classwise)))
+            if classwise:
+                from calib_metrics.plot_panels import MAX_CLASS_PANELS
+
+                positives = [int(target.sum()) for _, target, _ in pairs.values()]
+                pairs = {c: pairs[c] for c in most_frequent(positives, MAX_CLASS_PANELS)}
+            generator = self._generator(seed, pairs[0][0].device) if pairs else None
             with warnings_said_by(self, "smooth_reliability_curve"):
-                return smooth_reliability_curve(
-                    probs, target, groups=groups, confidence=self.confidence, generator=generator
-                )
+                return {
+                    c: smooth_reliability_curve(
+                        probs, target, confidence=self.confidence, generator=generator,
+                        groups=groups if self._interval(groups) == "groups" else None,
+                    )
+                    for c, (probs, target, groups) in pairs.items()
+                }  # fmt: skip
 
     def _plot_per_class(self, results: list[CalibrationResult], ax: Any, kind: dict) -> Any:
         """Per-class error bars; under ``average="macro"`` or ``"weighted"`` with the value
@@ -1617,8 +1631,9 @@ class CalibrationError(_StatesKeepTheirDtype):
             "calib_metrics.plot.error_curve(steps, errors) draws the errors of several steps"
         )
 
-    def _plot_classes(self, val: Any, ax: Any) -> tuple[Any, Any]:
-        """A classwise metric's panels: its classes' bins, which one diagram would mix."""
+    def _plot_classes(self, val: Any, ax: Any, smooth: bool) -> tuple[Any, Any]:
+        """A classwise metric's panels: its classes' bins, which one diagram would mix,
+        with the drawn classes' smooth curves (``smooth``)."""
         from calib_metrics.plot_panels import classwise_panels
 
         if ax is not None:
@@ -1631,13 +1646,15 @@ class CalibrationError(_StatesKeepTheirDtype):
             )
         from calib_metrics.plot import describe
 
+        # The curves first: a streaming metric past its buffer refuses them before any work.
+        curves = {c: [k] for c, k in self._smooth_curves(classwise=True).items()} if smooth else {}
         results = self.compute_class_results() if val is None else val
         interval = self._drawn_interval(results)
         mean = average_results(results)
         title = f"classwise, the mean of {len(results)} classes: {describe(mean, self.norm)}"
         return classwise_panels(
             results, confidence=self.confidence, interval=interval, debias=self._debias,
-            title=title, norm=self.norm,
+            title=title, norm=self.norm, smooth=curves,
         )  # fmt: skip
 
 

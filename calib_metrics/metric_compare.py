@@ -6,7 +6,7 @@ import contextlib
 import functools
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import torch
@@ -31,7 +31,7 @@ from calib_metrics.functional.comparison_by_label import (
 )
 from calib_metrics.functional.errors import NoPairsError, check_flag
 from calib_metrics.functional.intervals import check_confidence
-from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING
+from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING, pair_sets
 from calib_metrics.functional.smooth import SmoothCurve, smooth_reliability_curve
 from calib_metrics.metric_checks import (
     _check_group_ids,
@@ -500,8 +500,9 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         ``smooth=True`` adds each model's smooth (binning-free) reliability curve with its
         pointwise bootstrap band (:func:`~calib_metrics.functional.smooth_reliability_curve`
         of the items seen, resampled as the comparison is: pairs, items or groups) to its
-        diagram, with ``val=None`` (the curves are of the metric's own items, synchronised
-        under DDP as a compute is); not to a classwise comparison's panels.
+        diagram (classwise: to each drawn class's panel, of the class's pairs), with
+        ``val=None`` (the curves are of the metric's own items, synchronised under DDP as a
+        compute is).
 
         Returns ``(fig, axes)``: the two diagrams' axes (one per class drawn, classwise).
 
@@ -528,17 +529,12 @@ class CalibrationComparison(_StatesKeepTheirDtype):
                 "its own result: leave val=None (a result given may be of other items)"
             )
         if self.num_classes is not None and self.mode == "classwise":
-            if smooth:
-                raise ValueError(
-                    "smooth=True draws a model's smooth curve on its diagram; a classwise "
-                    "comparison draws per-class panels, which take none"
-                )
-            return self._plot_classes(val)
+            return self._plot_classes(val, smooth)
         from matplotlib.figure import Figure
 
         from calib_metrics.plot import reliability_diagram
 
-        curves = self._smooth_curves() if smooth else (None, None)
+        curves = [model[0] for model in self._smooth_curves()] if smooth else (None, None)
         result = self.compute() if val is None else val
         kind = self._drawn_kind(result)
         fig = Figure(figsize=(9.4, 5.0), layout="constrained")
@@ -550,10 +546,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         fig.suptitle(self._difference_text(result), fontsize=9)
         return fig, axes
 
-    def _smooth_curves(self) -> tuple[SmoothCurve, SmoothCurve]:
-        """Both models' smooth reliability curves on the items seen (synchronised under
-        DDP), each band resampled as the comparison is: groups, or else an item's pairs
-        together (one-vs-rest input), or pairs."""
+    def _smooth_curves(self, classes: Sequence[int] | None = None) -> list[list[SmoothCurve]]:
+        """Each model's smooth reliability curve on the items seen (synchronised under
+        DDP), or one of each of ``classes``' pairs (classwise; class after class from the
+        model's generator), each band resampled as the comparison is: groups, or else an
+        item's pairs together (one-vs-rest input), or pairs."""
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
@@ -562,19 +559,36 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             mode = self.mode if self.num_classes is not None else "one_vs_rest"
             ids = resampled_ids(probs_a, target, mode, groups)
             items = groups is None and ids is not None
-            groups = ids
-            with warnings_said_by(self, "smooth_reliability_curve"), _items_said(items):
-                return tuple(
-                    smooth_reliability_curve(
-                        probs, target, groups=groups, mode=mode, generator=self._generator(
-                            seed, target.device), confidence=self.estimator["confidence"],
-                    )
-                    for probs in (probs_a, probs_b)
-                )  # fmt: skip
 
-    def _plot_classes(self, val: ComparisonResult | None) -> tuple[Any, Any]:
-        """A classwise comparison's panels: each class's two results, overlaid."""
-        from calib_metrics.plot_panels import classwise_panels
+            def curves(probs: Tensor) -> list[SmoothCurve]:
+                sets = (
+                    [(probs, target, ids)]
+                    if classes is None
+                    else [
+                        pair_sets(probs, target, "classwise", ids, check_rows=False)[c]
+                        for c in classes
+                    ]
+                )
+                generator = self._generator(seed, target.device)  # each model's draws alike
+                return [
+                    smooth_reliability_curve(
+                        q,
+                        y,
+                        groups=g,
+                        mode=mode if classes is None else "one_vs_rest",
+                        generator=generator,
+                        confidence=self.estimator["confidence"],
+                    )
+                    for q, y, g in sets
+                ]
+
+            with warnings_said_by(self, "smooth_reliability_curve"), _items_said(items):
+                return [curves(probs_a), curves(probs_b)]  # fmt: skip
+
+    def _plot_classes(self, val: ComparisonResult | None, smooth: bool) -> tuple[Any, Any]:
+        """A classwise comparison's panels: each class's two results, overlaid, with the
+        drawn classes' smooth curves (``smooth``)."""
+        from calib_metrics.plot_panels import classwise_panels, drawn_classes
 
         if val is not None and val is not self.__dict__.get("_drawn", (None,))[0]:
             raise ValueError(
@@ -589,8 +603,14 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             self._computed = None
             result = self.compute()
         classes_a, classes_b = self.__dict__["_drawn"][2]
+        curves = {}
+        if smooth:
+            classes = drawn_classes(classes_a)
+            curves = dict(
+                zip(classes, zip(*self._smooth_curves(classes), strict=True), strict=True)
+            )
         return classwise_panels(
-            classes_a, versus=classes_b, names=("a", "b"),
+            classes_a, versus=classes_b, names=("a", "b"), smooth=curves,
             title=f"classwise: {self._difference_text(result)}", **self._drawn_kind(result),
         )  # fmt: skip
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -236,13 +237,16 @@ def classwise_panels(
     norm: str = "l2",
     versus: Sequence[CalibrationResult] | None = None,
     names: Sequence[str] = ("model",),
+    smooth: Mapping[int, Sequence[SmoothCurve | None]] | None = None,
 ) -> tuple[Figure, list[Axes]]:
     """One panel per class of a classwise result (``results[c]``: class c's one-vs-rest
     result), at most ``limit`` (None: every class): with more classes, those with the most
     positives (ties: the lower id), in class order, and a title line that says so. Panels
     are titled ``class_names[c]`` when given, else ``class c``. ``versus``: a second
     model's results of the same classes (the same items), overlaid in ``C1``; ``names``
-    then names both models.
+    then names both models. ``smooth``: class id -> one SmoothCurve (or None) per model,
+    of that class's pairs; curves of classes not drawn (:func:`drawn_classes`) are not
+    used, so that a caller may make them for the drawn classes alone.
 
     Example:
         >>> import torch
@@ -260,11 +264,7 @@ def classwise_panels(
     models = [results] if versus is None else [results, _results("versus", versus)]
     if len(models[-1]) != len(results):
         raise ValueError(f"versus has {len(models[-1])} results for {len(results)} classes")
-    # A negative limit had sliced off the last class, a float failed as a slice index.
-    limit = len(results) if limit is None else limit
-    check_int("limit", limit)
-    positives = [float((r.bins.freq * r.bins.count).sum()) for r in results]
-    drawn = most_frequent(positives, limit)
+    drawn = drawn_classes(results, limit)
     note = (
         f"{len(drawn)} of {len(results)} classes drawn: those with the most positives"
         if len(drawn) < len(results)
@@ -273,9 +273,11 @@ def classwise_panels(
     if class_names is not None and len(class_names) != len(results):
         raise ValueError(f"class_names has {len(class_names)} names for {len(results)} classes")
     name = (lambda c: f"class {c}") if class_names is None else (lambda c: str(class_names[c]))
+    curves = _class_curves(smooth, len(results))
     return reliability_panels(
         {name(c): [model[c] for model in models] for c in drawn},
         names=names,
+        smooth={name(c): curves[c] for c in drawn if c in curves},
         confidence=confidence,
         interval=interval,
         debias=debias,
@@ -283,3 +285,49 @@ def classwise_panels(
         note=note,
         norm=norm,
     )
+
+
+def drawn_classes(
+    results: Sequence[CalibrationResult], limit: int | None = MAX_CLASS_PANELS
+) -> list[int]:
+    """The classes :func:`classwise_panels` draws of ``results`` (one per class): every
+    class up to ``limit`` (None: no limit), else the ``limit`` with the most positives
+    (ties: the lower id), in class order.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional import calibration_error_ci
+        >>> q = torch.rand(400, generator=torch.Generator().manual_seed(0))
+        >>> per_class = [calibration_error_ci(q, (q > c / 4).float(), bin_size=40,
+        ...                                   n_samples=20) for c in range(3)]
+        >>> drawn_classes(per_class, limit=2)
+        [0, 1]
+    """
+    # A negative limit had sliced off the last class, a float failed as a slice index.
+    limit = len(results) if limit is None else limit
+    check_int("limit", limit)
+    # Rounded: a sum of bins' shares of a count had ranked tied classes by rounding error,
+    # unlike the counts of labels that a caller drawing curves for these classes has.
+    return most_frequent([round(float((r.bins.freq * r.bins.count).sum())) for r in results], limit)
+
+
+def _class_curves(
+    smooth: Mapping[int, Sequence[SmoothCurve | None]] | None, n_classes: int
+) -> dict[int, Sequence[SmoothCurve | None]]:
+    """``smooth`` of :func:`classwise_panels`, its keys class ids (a class name or an id
+    out of range had drawn nothing without a word); the curves are checked by
+    :func:`reliability_panels`."""
+    if smooth is None:
+        return {}
+    if not isinstance(smooth, Mapping):
+        raise ValueError(
+            f"smooth must be a mapping class id -> curves, got {type(smooth).__name__}"
+        )
+    wrong = [
+        c
+        for c in smooth
+        if isinstance(c, bool) or not isinstance(c, Integral) or not 0 <= c < n_classes
+    ]
+    if wrong:
+        raise ValueError(f"smooth's keys must be class ids in [0, {n_classes - 1}], got {wrong}")
+    return {int(c): curves for c, curves in smooth.items()}

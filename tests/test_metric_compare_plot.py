@@ -160,10 +160,37 @@ def test_plot_smooth_draws_each_models_smooth_curve_of_the_items_seen(num_classe
         metric.plot(smooth="yes")
 
 
-def test_a_classwise_comparison_refuses_smooth_curves_by_name() -> None:
-    metric, _ = _classwise(3)
-    with pytest.raises(ValueError, match="per-class panels, which take none"):
-        metric.plot(smooth=True)
+def test_a_classwise_comparisons_panels_carry_each_models_smooth_curve_of_the_class() -> None:
+    """plot(smooth=True) had been refused for the classwise panels (the command line drew
+    them): each drawn class's panel carries both models' curves of that class's pairs,
+    each model's draws from its own generator of the seed, class after class."""
+    from calib_metrics.functional import smooth_reliability_curve
+
+    metric, target = _classwise(14, n_items=700)
+    metric.seed = 5
+    sharper, probs = (torch.cat(state) for state in (metric.probs_a, metric.probs_b))
+    _, axes = metric.plot(smooth=True)
+    assert len(axes) == 12  # the classes drawn: curves made for those alone
+    drawn = [int(ax.get_title().split(" · ")[0].split()[1]) for ax in axes]
+    for model, color in ((sharper, "C0"), (probs, "C1")):
+        generator = torch.Generator().manual_seed(5)
+        for ax, c in zip(axes, drawn, strict=True):
+            want = smooth_reliability_curve(
+                model[:, c], target == c, n_samples=200, generator=generator
+            )
+            (line,) = [
+                k for k in ax.get_lines() if k.get_label().endswith("smooth curve")
+                and k.get_color() == color
+            ]  # fmt: skip
+            drawn_curve = torch.as_tensor(line.get_ydata(), dtype=want.curve.dtype)
+            drawn_curve = drawn_curve[~drawn_curve.isnan()]  # broken off where no q lies
+            assert len(drawn_curve) > 100
+            assert torch.isclose(drawn_curve[:, None], want.curve[None]).any(1).all()
+            # The band is the draws' (the curve is not): class after class from one generator.
+            ends = torch.cat([want.lower, want.upper]).double()
+            band = _band_edges(ax, line.get_color())
+            assert torch.isclose(band[:, None], ends[None]).any(1).all()
+            assert f"smECE {want.error.item():.4f}" in ax.get_title()
 
 
 def test_smooth_curves_of_few_items_are_warned_of_as_items_once() -> None:
@@ -187,3 +214,13 @@ def test_smooth_curves_of_few_items_are_warned_of_as_items_once() -> None:
         one.plot(smooth=True)
     assert any("1 item;" in str(w.message) for w in caught)  # not "1 group"
     assert not any(" group" in str(w.message) for w in caught)
+
+
+def _band_edges(ax, color: str) -> torch.Tensor:
+    """The y values of the band drawn in ``color`` on ``ax`` (its polygon's vertices)."""
+    from matplotlib.colors import same_color
+
+    bands = [c for c in ax.collections if c.get_label().endswith("pointwise band")]
+    (band,) = [c for c in bands if same_color(c.get_facecolor()[0][:3], color)]
+    edges = [torch.as_tensor(path.vertices[:, 1]) for path in band.get_paths()]  # its runs
+    return torch.cat(edges).double()

@@ -49,13 +49,47 @@ def test_a_streaming_metric_past_its_buffer_refuses_before_any_work() -> None:
     assert _smooth_label(ax).startswith("smooth curve (smECE")
 
 
-@pytest.mark.parametrize(
-    "options", [{"num_classes": 3, "mode": "classwise"}, {"num_classes": 3, "average": "none"}]
-)
-def test_per_class_plots_refuse_one_smooth_curve(options) -> None:
-    metric = CalibrationError(**options)
+@pytest.mark.parametrize("average", ["none", "macro", "weighted"])
+def test_per_class_error_bars_refuse_a_smooth_curve(average) -> None:
+    metric = CalibrationError(num_classes=3, average=average)
     metric.update(P, C)
-    with pytest.raises(ValueError, match="one smooth curve beside one reliability diagram"):
+    with pytest.raises(ValueError, match=r"classes' errors .*or its diagram and curve with mode="):
+        metric.plot(smooth=True)
+
+
+def test_classwise_panels_carry_each_drawn_classs_smooth_curve() -> None:
+    """plot(smooth=True) had been refused for the classwise panels (the command line drew
+    them): each drawn class's panel carries the curve of that class's pairs, drawn from
+    one generator of the metric's seed, class after class, for the drawn classes alone."""
+    from calib_metrics.functional import smooth_reliability_curve
+
+    probs = torch.softmax(2 * torch.randn(700, 14, generator=G, dtype=torch.float64), -1)
+    target = torch.multinomial(probs, 1, generator=G).squeeze(1)
+    metric = CalibrationError(num_classes=14, mode="classwise", n_samples=100, seed=7)
+    metric.update(probs, target)
+    _, axes = metric.plot(smooth=True)
+    assert len(axes) == 12
+    generator = torch.Generator().manual_seed(7)
+    for ax in axes:
+        c = int(ax.get_title().split(" · ")[0].split()[1])
+        want = smooth_reliability_curve(probs[:, c], target == c, generator=generator)
+        (line,) = [k for k in ax.get_lines() if k.get_label().endswith("smooth curve")]
+        drawn_curve = torch.as_tensor(line.get_ydata(), dtype=want.curve.dtype)
+        drawn_curve = drawn_curve[~drawn_curve.isnan()]  # broken off where no q lies
+        assert len(drawn_curve) > 100
+        assert torch.isclose(drawn_curve[:, None], want.curve[None]).any(1).all()
+        # The band is the draws' (the curve is not): of the generator's draws, class after class.
+        band = _band_edges(ax, line.get_color())
+        assert torch.isclose(band[:, None], torch.cat([want.lower, want.upper])[None]).any(1).all()
+        assert ax.get_title().endswith(f"smECE {want.error.item():.4f}")
+    _, plain = metric.plot()
+    assert not any(k.get_label().endswith("smooth curve") for k in plain[0].get_lines())
+
+
+def test_a_classwise_streaming_metric_past_its_buffer_refuses_smooth_panels() -> None:
+    metric = CalibrationError(num_classes=3, mode="classwise", streaming=True, resolution=2**12)
+    metric.update(P.repeat(900, 1), C.repeat(900))  # 450,000 rows: folded into the sketch
+    with pytest.raises(ValueError, match=r"needs the pairs, .*compute_smooth\(\)"):
         metric.plot(smooth=True)
 
 
@@ -82,3 +116,13 @@ def test_the_curves_warnings_are_the_metrics_at_the_users_line() -> None:
     mine = [w for w in caught if "5 pairs" in str(w.message)]
     assert mine and all(str(w.message).startswith("CalibrationError: ") for w in mine)
     assert {w.filename for w in mine} == {__file__}
+
+
+def _band_edges(ax, color: str) -> torch.Tensor:
+    """The y values of the band drawn in ``color`` on ``ax`` (its polygon's vertices)."""
+    from matplotlib.colors import same_color
+
+    bands = [c for c in ax.collections if c.get_label().endswith("pointwise band")]
+    (band,) = [c for c in bands if same_color(c.get_facecolor()[0][:3], color)]
+    edges = [torch.as_tensor(path.vertices[:, 1]) for path in band.get_paths()]  # its runs
+    return torch.cat(edges).double()

@@ -80,6 +80,39 @@ def test_panels_check_their_smooth_curves(results, smooth, message) -> None:
         reliability_panels({"a": [results[0]]}, smooth=smooth)
 
 
+@pytest.mark.parametrize(
+    ("smooth", "message"),
+    [
+        ({"class 0": [None]}, r"smooth's keys must be class ids in \[0, 2\], got \['class 0'\]"),
+        ({3: [None], -1: [None]}, r"class ids in \[0, 2\], got \[3, -1\]"),
+        ({True: [None]}, r"got \[True\]"),
+        ([[None]] * 3, "smooth must be a mapping class id -> curves"),
+        ({0: [1]}, r"smooth\['class 0'\] must hold SmoothCurves"),
+    ],
+)
+def test_classwise_panels_check_their_smooth_curves(results, smooth, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        classwise_panels(results, smooth=smooth)
+
+
+def test_classwise_panels_draw_the_curves_of_the_classes_drawn(results) -> None:
+    """classwise_panels had taken no curves (the metrics' plot(smooth=True) refused); those
+    of classes not drawn are left out, so a caller may give every class's."""
+    import numpy as np
+
+    from calib_metrics.functional import smooth_reliability_curve
+
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(200, generator=g, dtype=torch.float64)
+    curve = smooth_reliability_curve(q, torch.bernoulli(q, generator=g), n_samples=20)
+    _, axes = classwise_panels(results, smooth={c: [curve] for c in range(3)}, limit=2)
+    assert len(axes) == 2
+    for ax in axes:
+        assert ax.get_title().endswith(f"smECE {curve.error.item():.4f}")
+    _, axes = classwise_panels(results, smooth={np.int64(2): [curve]})
+    assert ["smECE" in ax.get_title() for ax in axes] == [False, False, True]
+
+
 def test_an_array_of_axes_is_refused_by_name(results) -> None:
     axes = Figure().subplots(1, 2)
     with pytest.raises(ValueError, match=r"ax must be one matplotlib Axes, got ndarray.*axes\[0\]"):
