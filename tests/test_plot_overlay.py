@@ -106,6 +106,21 @@ def test_a_second_models_smooth_curve_is_named_by_its_label(two) -> None:
     assert any(e.startswith("B: ") and "pointwise bootstrap band" in e for e in entries)
 
 
+def test_the_first_models_smooth_curve_is_named_by_its_label_too(two) -> None:
+    """Only a further model's curve and band had been named: the first call's "m1" left
+    its entries bare beside "m2: smooth curve", told apart by colour alone."""
+    g = torch.Generator().manual_seed(1)
+    q = torch.rand(2000, generator=g, dtype=torch.float64)
+    curve = smooth_reliability_curve(q, torch.bernoulli(q, generator=g), n_samples=20)
+    a, b = two
+    _, ax = reliability_diagram(a, label="m1", smooth=curve)
+    reliability_diagram(b, ax, label="m2", color="C1", smooth=curve)
+    smooth = [e for e in _legend(ax) if "smooth curve" in e or "pointwise" in e]
+    assert sorted(e.split(": ")[0] for e in smooth) == ["m1", "m1", "m2", "m2"]
+    _, alone = reliability_diagram(a, smooth=curve)  # no label: nothing to name them by
+    assert any(e.startswith("smooth curve (smECE ") for e in _legend(alone))
+
+
 def _inside(fig, artist) -> bool:
     FigureCanvasAgg(fig).draw()  # laid out and drawn: the renderer's own extents
     box, page = artist.get_window_extent(), fig.bbox

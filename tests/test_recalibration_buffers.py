@@ -206,6 +206,53 @@ def test_a_temperature_of_zero_or_less_is_refused(
         make().load_state_dict(state)
 
 
+def _steps(kind: str, knots: list[float], values: list[float]) -> dict[str, Any]:
+    """A fitted ``kind``'s state with its step function's knots and values replaced."""
+    state = dict(_fitted(kind).state_dict())
+    names = (
+        ("x_thresholds", "y_thresholds") if kind == "IsotonicCalibration" else ("edges", "values")
+    )
+    for name, given in zip(names, (knots, values), strict=True):
+        state[name] = torch.tensor(given, dtype=torch.float64)
+    return state
+
+
+@pytest.mark.parametrize("kind", ["HistogramBinning", "IsotonicCalibration", "ScalingBinning"])
+@pytest.mark.parametrize(
+    ("steps", "said"),
+    [
+        (([0.1, 0.9], [0.2, 1.9, 0.6]), "are not all probabilities in \\[0, 1\\]"),
+        (([0.1, 0.9], [0.2, -0.5, 0.6]), "are not all probabilities"),
+        (([0.9, 0.1], [0.2, 0.5, 0.6]), "are not strictly increasing"),
+        (([0.1, 0.1], [0.2, 0.5, 0.6]), "are not strictly increasing"),
+        (([0.1, 0.5, 0.9], [0.2]), "holds 1 value for 3"),
+        (([], []), "holds 0 values for 0"),
+    ],
+)
+def test_a_step_function_no_fit_makes_is_refused_and_changes_nothing(kind, steps, said) -> None:
+    """Only NaN and infinite values had been refused: values of 1.9 loaded and were returned
+    as probabilities, unsorted knots binned meaninglessly, and mismatched lengths (or no
+    thresholds at all) failed at the call as an IndexError."""
+    knots, values = steps
+    if kind == "IsotonicCalibration" and len(values) == len(knots) + 1:
+        values = values[1:]  # as many thresholds as values
+    _, _, call = KINDS[kind]
+    module = _fitted(kind)
+    before = call(module)
+    with pytest.raises(ValueError, match=f"{kind}: the state's .*{said}.*load a state this kind"):
+        module.load_state_dict(_steps(kind, knots, values))
+    assert torch.equal(call(module), before)
+
+
+def test_decreasing_isotonic_thresholds_are_refused() -> None:
+    with pytest.raises(ValueError, match="y_thresholds decrease, as no fit makes them"):
+        IsotonicCalibration().load_state_dict(_steps("IsotonicCalibration", [0.1, 0.9], [0.7, 0.2]))
+    # What fits keep loads: one threshold (every dev score alike), and an unfitted module.
+    one = IsotonicCalibration().fit(torch.full((4,), 0.3), torch.tensor([0.0, 1, 1, 0]))
+    IsotonicCalibration().load_state_dict(one.state_dict())
+    HistogramBinning().load_state_dict(HistogramBinning().state_dict())
+
+
 def test_histogram_edges_of_huge_scores_are_finite_and_load() -> None:
     """Equal-mass edges halfway between scores near float64's largest: (a + b) / 2 had
     overflowed to inf, every score fell in bin 0, and the state was refused at load."""

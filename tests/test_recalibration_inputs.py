@@ -508,3 +508,21 @@ def test_histogram_bins_of_a_column_view_say_nothing_of_strides(monkeypatch) -> 
     x = torch.rand(100, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     y = (x[:, 2] < x[:, 0]).double()
     HistogramBinning(n_bins=5).fit(x[:, 0], y)(x[:, 1])
+
+
+@pytest.mark.parametrize("method", BINARY_METHODS)
+def test_fit_binary_names_empty_probabilities_as_probs(method) -> None:
+    """ "temperature" and "platt" had said "logits is empty" of the probabilities given."""
+    empty = torch.zeros(0, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"^probs is empty"):
+        fit_binary(method, empty, empty)
+
+
+@pytest.mark.parametrize("make", [TemperatureScaling, PlattScaling])
+def test_a_probs_scaler_names_its_input_probs(make) -> None:
+    with pytest.raises(ValueError, match=r"^probs must have at least one dimension"):
+        make(inputs="probs").fit(torch.tensor(0.5), torch.tensor(1.0))
+    with pytest.raises(ValueError, match=r"^probs must be floating point"):
+        make(inputs="probs").fit(torch.tensor([1, 0]), torch.tensor([1, 0]))
+    with pytest.raises(ValueError, match=r"^logits is empty"):  # as the default module takes it
+        make().fit(torch.zeros(0), torch.zeros(0))

@@ -308,6 +308,18 @@ def test_a_histogram_with_nan_or_inf_is_refused(bad, where) -> None:
         smooth_calibration_from_histogram(**cells)
 
 
+def test_a_histogram_position_of_nan_is_named_as_an_empty_cells_mean() -> None:
+    """An empty cell's mean q (0/0) had been refused as "position must lie in [0, 1]"."""
+    with pytest.raises(ValueError, match=r"position holds NaN \(the mean of an empty cell"):
+        smooth_calibration_from_histogram(
+            torch.tensor([0.1, float("nan"), 0.9], dtype=torch.float64),
+            torch.tensor([100.0, 0.0, 100.0], dtype=torch.float64),
+            torch.tensor([20.0, 0.0, 80.0], dtype=torch.float64),
+        )
+    with pytest.raises(ValueError, match=r"position must lie in \[0, 1\]"):
+        smooth_calibration_from_histogram(*(torch.tensor([1.5], dtype=torch.float64),) * 3)
+
+
 @pytest.mark.parametrize("groups", [None, "three"])
 def test_a_band_from_too_few_units_is_nan_with_a_warning(groups) -> None:
     """A band from 1 pair had width 0 (it looked certain), one from 3 groups was drawn

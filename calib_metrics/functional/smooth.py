@@ -45,7 +45,10 @@ handful of pairs — the computed smECE_σ departs from the definition's and nee
 with σ. Two pairs, (0.1, y = 1) and (0.9, y = 0), give 0.739 here and in ``relplot``
 where the definition's fixed point is 0.433; fifty pairs at q = 0 with y = 1 and fifty
 at 1 with y = 0 give 1.0 where it is 0.456. Read such values as ``relplot``'s, which
-overstate the definition's.
+overstate the definition's. The curve ŷ(t) steps where a pair's kernel is cut off
+(|t − qᵢ| = 1/2): invisible at small σ, a visible jump at σ* ≳ 0.2, when a handful of
+pairs spread their kernels over the whole interval (two pairs, at 0.3 and 0.6, give
+σ* = 0.287 and a curve that drops from 0.22 to 0 at t = 0.8).
 
 **Histogram input.** The grid split needs only, per cell of a histogram, its position,
 count and Σy (:func:`smooth_calibration_from_histogram`): the streaming sketch can
@@ -273,7 +276,13 @@ def _check_histogram(
             raise ValueError(f"{name} holds NaN or infinite values")
     if position.numel() == 0 or not bool((count > 0).any()):
         raise ValueError("empty histogram: at least one cell needs a positive count")
-    if bool(((position < 0) | (position > 1) | position.isnan()).any()):
+    if bool(position.isnan().any()):
+        # The mean q of an empty cell is 0/0: the one NaN a hand-made histogram is likely to hold.
+        raise ValueError(
+            "position holds NaN (the mean of an empty cell, 0/0?): give each cell a position "
+            "in [0, 1], or leave cells of count 0 out"
+        )
+    if bool(((position < 0) | (position > 1)).any()):
         raise ValueError("position must lie in [0, 1]")
     if bool(((count < 0) | (sum_target < 0) | (sum_target > count)).any()):
         raise ValueError("histogram needs count >= 0 and 0 <= sum_target <= count in every cell")

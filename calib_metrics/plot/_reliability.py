@@ -113,8 +113,8 @@ def reliability_diagram(
         t = axis.grid()
         ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration",
                 gid=DIAGONAL)  # fmt: skip
-    if smooth is not None:  # a further model's curve and band are named by its label
-        _draw_smooth(ax, smooth, axis, color, label if counts is not None else None)
+    if smooth is not None:  # a model's curve and band are named by its label, if any
+        _draw_smooth(ax, smooth, axis, color, label)
     z = normal_quantile(confidence)
     entry = label or f"bins (±{z:.2f} se)"
     if counts is not None:  # the title holds the first model's error: the legend, this one's

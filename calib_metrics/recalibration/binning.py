@@ -38,6 +38,7 @@ from calib_metrics.recalibration._common import (
     warn_caller,
 )
 from calib_metrics.recalibration.scaling import PlattScaling
+from calib_metrics.wording import counted
 
 __all__ = ["HistogramBinning", "IsotonicCalibration", "ScalingBinning"]
 
@@ -115,6 +116,43 @@ def _bin_means(index: Tensor, values: Tensor, n_bins: int, empty: Tensor) -> Ten
     return torch.where(count > 0, total / count.clamp(min=1), empty)
 
 
+def _check_steps(
+    module: FittedModule,
+    state: dict[str, Tensor],
+    names: tuple[str, str],
+    extra: int,
+    increasing: bool = False,
+) -> None:
+    """Refuse a fitted state (``state``: the loaded buffers by name) whose step function no
+    fit makes: knots (``names[0]``: edges or thresholds) strictly increasing, values
+    (``names[1]``) probabilities, ``extra`` more of them than knots and at least one, and
+    (``increasing``) non-decreasing. Loaded, values of 1.9 had been returned as
+    probabilities, unsorted knots had binned meaninglessly, and mismatched lengths or no
+    thresholds failed at the call as an IndexError (one host read)."""
+    knots, values = names
+    buffers = {name: state.get(name, module._buffers[name]) for name in ("fitted", *names)}
+    if not bool(buffers["fitted"]):
+        return
+    xs, ys = (buffers[name].to(torch.float64) for name in names)
+    kind = type(module).__name__
+    remedy = "load a state this kind saved"
+    if ys.ndim != 1 or xs.ndim != 1 or ys.numel() != xs.numel() + extra or not ys.numel():
+        raise ValueError(
+            f"{kind}: the state's {values} holds {counted(ys.numel(), 'value')} for "
+            f"{xs.numel()} {knots}, where a fit keeps {max(xs.numel() + extra, 1)}: {remedy}"
+        )
+    checks = [(xs.diff() > 0).all(), ((ys >= 0) & (ys <= 1)).all(), (ys.diff() >= 0).all()]
+    ordered, within, rising = torch.stack(checks).tolist()
+    if not ordered:
+        raise ValueError(f"{kind}: the state's {knots} are not strictly increasing: {remedy}")
+    if not within:
+        raise ValueError(
+            f"{kind}: the state's {values} are not all probabilities in [0, 1]: {remedy}"
+        )
+    if increasing and not rising:
+        raise ValueError(f"{kind}: the state's {values} decrease, as no fit makes them: {remedy}")
+
+
 class HistogramBinning(SettingsInState, FittedModule):
     """Histogram binning: each score maps to its bin's frequency of positives on dev.
 
@@ -178,6 +216,10 @@ class HistogramBinning(SettingsInState, FittedModule):
 
     def _takes_probs(self) -> bool:
         return self.inputs == "probs" or self.binning == "uniform"
+
+    def check_state(self, state: dict[str, Tensor]) -> None:
+        super().check_state(state)
+        _check_steps(self, state, ("edges", "values"), extra=1)
 
     def _bin_index(self, scores: Tensor, edges: Tensor, n_bins: int) -> Tensor:
         """Each score's bin, alike at fit and call: uniform bins hold [eᵢ, eᵢ₊₁) with the
@@ -270,6 +312,10 @@ class IsotonicCalibration(FittedModule):
         self.fitted = torch.tensor(True, device=scores.device)
         return self
 
+    def check_state(self, state: dict[str, Tensor]) -> None:
+        super().check_state(state)
+        _check_steps(self, state, ("x_thresholds", "y_thresholds"), extra=0, increasing=True)
+
     def forward(self, scores: Tensor) -> Tensor:
         """Recalibrated probabilities: the shape, dtype and device of ``scores``."""
         self.check_fitted()
@@ -355,6 +401,10 @@ class ScalingBinning(FittedModule):
         self.values = _bin_means(index, scaled, edges.numel() + 1, empty)
         self.fitted = torch.tensor(True, device=scores.device)
         return self
+
+    def check_state(self, state: dict[str, Tensor]) -> None:
+        super().check_state(state)
+        _check_steps(self, state, ("edges", "values"), extra=1)
 
     def forward(self, scores: Tensor) -> Tensor:
         """Recalibrated probabilities: the shape, dtype and device of ``scores``.

@@ -121,15 +121,16 @@ def check_logits(
     return logits
 
 
-def _check_form(logits: object, fitting: bool) -> Tensor:
-    """A floating tensor; when ``fitting``, at least 1-D and non-empty (no host read)."""
-    logits = check_tensor(logits, "logits")
-    check_floating(logits, "logits")
+def _check_form(values: object, fitting: bool, name: str = "logits") -> Tensor:
+    """A floating tensor; when ``fitting``, at least 1-D and non-empty (no host read). The
+    input is ``name``d as the module takes it: probabilities had been called "logits"."""
+    values = check_tensor(values, name)
+    check_floating(values, name)
     if fitting:
-        if logits.ndim == 0:
-            raise ValueError("logits must have at least one dimension, got a 0-dim tensor")
-        check_nonempty(logits, "logits")
-    return logits
+        if values.ndim == 0:
+            raise ValueError(f"{name} must have at least one dimension, got a 0-dim tensor")
+        check_nonempty(values, name)
+    return values
 
 
 def _refuse_infinite(values: Tensor, name: str, no_masks: str) -> None:
@@ -147,7 +148,7 @@ def _check_probs_input(probs: object, *, fitting: bool, rows: bool, no_masks: st
     which leaves no class to predict (a 0 is a masked class, :func:`_log_probs`). One host
     read for all of it, as the logits' check: a fitted scaler's call reads nothing else of
     its input (the checks had been four reads, the finiteness twice)."""
-    probs = _check_form(probs, fitting)
+    probs = _check_form(probs, fitting, "probs")
     checks = [~torch.isfinite(probs).all(), ((probs < 0) | (probs > 1)).any()]
     if rows and probs.ndim >= 1:
         checks.append(_rows_all(probs == 0).any())
