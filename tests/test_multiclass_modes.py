@@ -3,19 +3,22 @@
 Top-label with equal-width bins is torchmetrics' ``MulticlassCalibrationError``
 (``debias=False``), checked on torchmetrics' own multiclass test cases with netcal as their
 reference, and top-label with equal-mass bins is torch-uncertainty's adaptive calibration
-error where the bins coincide (N a multiple of the bin count, no tied confidences).
+error where the bins coincide (N a multiple of the bin count, no tied confidences), and
+classwise with equal-width bins is torch-uncertainty's ``ClasswiseCalibrationError``.
 Where a peer is wrong the test says so and checks against a float64 brute force
 (``tests/reference.py``) instead: torchmetrics sums in float32 and gives a confidence of
 exactly 1 a phantom bin of its own.
 
 torch-uncertainty 0.13 installs against torch 2.13, but its package ``__init__`` imports
-torchvision, whose only wheel here would replace torch; its adaptive-calibration module
-imports no torchvision, so the test loads that one file by path.
+torchvision (and rich), whose only wheel here would replace torch; its calibration
+modules import neither, so the test loads them by path (the adaptive module alone, or the
+calibration package under a private name).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -149,6 +152,46 @@ def test_top_label_adaptive_where_torch_uncertainty_bins_otherwise() -> None:
     reference = ref.error(ref.adaptive_bins(*top_label_pairs(probs, target), 33), "max")
     assert got.item() == pytest.approx(reference, rel=1e-12)
     assert (round(got.item(), 4), round(peer.compute().item(), 4)) == (0.2279, 0.2165)
+
+
+def torch_uncertainty_calibration_package():
+    """torch-uncertainty's calibration metrics, loaded as a package of their own: its
+    top-level ``__init__`` imports packages it does not declare (torchvision, rich)."""
+    spec = importlib.util.find_spec("torch_uncertainty")
+    if spec is None:
+        pytest.skip("torch-uncertainty is not installed (dev extra)")
+    path = Path(spec.submodule_search_locations[0]) / "metrics" / "classification"
+    path = path / "calibration"
+    name = "_torch_uncertainty_calibration"
+    if name not in sys.modules:
+        package_spec = importlib.util.spec_from_file_location(
+            name, path / "__init__.py", submodule_search_locations=[str(path)]
+        )
+        package = importlib.util.module_from_spec(package_spec)
+        sys.modules[name] = package  # its modules import each other relatively
+        package_spec.loader.exec_module(package)
+    return sys.modules[name]
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "max"])
+def test_classwise_uniform_equals_torch_uncertainty(norm) -> None:
+    """torch-uncertainty's ClasswiseCalibrationError: the mean over classes of torchmetrics'
+    binary error of (probs[c], [target = c]) in 15 equal-width bins (float32 sums)."""
+    package = torch_uncertainty_calibration_package()
+    probs, target = softmax_data(3000, 5, seed=2)
+    peer = package.ClasswiseCalibrationError(num_classes=5, num_bins=15, norm=norm)
+    peer.update(probs, target)
+    got = calibration_error(
+        probs, target, binning="uniform", n_bins=15, norm=norm, mode="classwise", debias=False
+    )
+    assert got.item() == pytest.approx(peer.compute().item(), rel=1e-5, abs=1e-6)
+    per_class = [
+        ref.error(
+            ref.uniform_bins(probs[:, c].double().numpy(), (target == c).long().numpy(), 15), norm
+        )
+        for c in range(5)
+    ]
+    assert got.item() == pytest.approx(float(np.mean(per_class)), rel=1e-12)
 
 
 @pytest.mark.parametrize("binning", ["adaptive", "uniform"])
