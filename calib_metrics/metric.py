@@ -1588,7 +1588,8 @@ class CalibrationError(_StatesKeepTheirDtype):
 
                 positives = [int(target.sum()) for _, target, _ in pairs.values()]
                 pairs = {c: pairs[c] for c in most_frequent(positives, MAX_CLASS_PANELS)}
-            generator = self._generator(seed, pairs[0][0].device) if pairs else None
+            device = next(iter(pairs.values()))[0].device if pairs else self.device
+            generator = self._generator(seed, device)
             with warnings_said_by(self, "smooth_reliability_curve"):
                 return {
                     c: smooth_reliability_curve(

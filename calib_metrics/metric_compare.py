@@ -561,14 +561,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             items = groups is None and ids is not None
 
             def curves(probs: Tensor) -> list[SmoothCurve]:
-                sets = (
-                    [(probs, target, ids)]
-                    if classes is None
-                    else [
-                        pair_sets(probs, target, "classwise", ids, check_rows=False)[c]
-                        for c in classes
-                    ]
-                )
+                if classes is None:
+                    sets = [(probs, target, ids)]
+                else:  # each class's pairs made once, the drawn ones kept
+                    per_class = pair_sets(probs, target, "classwise", ids, check_rows=False)
+                    sets = [per_class[c] for c in classes]
                 generator = self._generator(seed, target.device)  # each model's draws alike
                 return [
                     smooth_reliability_curve(

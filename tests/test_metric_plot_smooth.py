@@ -86,6 +86,20 @@ def test_classwise_panels_carry_each_drawn_classs_smooth_curve() -> None:
     assert not any(k.get_label().endswith("smooth curve") for k in plain[0].get_lines())
 
 
+def test_classwise_smooth_panels_without_class_0_drawn() -> None:
+    """The curves' generator had been made on the device of class 0's pairs, which are
+    not kept when class 0 is not drawn: KeyError: 0."""
+    probs = torch.softmax(torch.randn(1500, 14, generator=G, dtype=torch.float64), -1)
+    target = torch.multinomial(probs, 1, generator=G).squeeze(1)
+    target[target == 0] = 1
+    metric = CalibrationError(num_classes=14, mode="classwise", n_samples=20)
+    metric.update(probs, target)
+    _, axes = metric.plot(smooth=True)
+    titles = [ax.get_title() for ax in axes]
+    assert len(axes) == 12 and not any(t.startswith("class 0 ·") for t in titles)
+    assert all("smECE" in t for t in titles)
+
+
 def test_a_classwise_streaming_metric_past_its_buffer_refuses_smooth_panels() -> None:
     metric = CalibrationError(num_classes=3, mode="classwise", streaming=True, resolution=2**12)
     metric.update(P.repeat(900, 1), C.repeat(900))  # 450,000 rows: folded into the sketch

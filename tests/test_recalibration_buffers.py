@@ -244,6 +244,21 @@ def test_a_step_function_no_fit_makes_is_refused_and_changes_nothing(kind, steps
     assert torch.equal(call(module), before)
 
 
+def test_edges_between_adjacent_doubles_are_kept_once_and_load() -> None:
+    """Three adjacent doubles' two midpoints round to one value (the middle one's mantissa
+    even): the fit had kept the edge twice, and its own state was refused at load."""
+    middle = torch.tensor(0.7, dtype=torch.float64)
+    neighbours = [
+        torch.nextafter(middle, torch.tensor(side, dtype=torch.float64)) for side in (0.0, 1.0)
+    ]
+    scores = torch.cat([neighbours[0].repeat(100), middle.repeat(100), neighbours[1].repeat(100)])
+    labels = torch.tensor([0.0, 1.0]).repeat_interleave(50).repeat(3).double()
+    fitted = HistogramBinning(n_bins=3).fit(scores, labels)
+    assert bool((fitted.edges.diff() > 0).all())
+    assert fitted.values.numel() == fitted.edges.numel() + 1
+    HistogramBinning(n_bins=3).load_state_dict(fitted.state_dict())
+
+
 def test_decreasing_isotonic_thresholds_are_refused() -> None:
     with pytest.raises(ValueError, match="y_thresholds decrease, as no fit makes them"):
         IsotonicCalibration().load_state_dict(_steps("IsotonicCalibration", [0.1, 0.9], [0.7, 0.2]))

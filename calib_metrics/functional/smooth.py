@@ -47,8 +47,8 @@ where the definition's fixed point is 0.433; fifty pairs at q = 0 with y = 1 and
 at 1 with y = 0 give 1.0 where it is 0.456. Read such values as ``relplot``'s, which
 overstate the definition's. The curve ŷ(t) steps where a pair's kernel is cut off
 (|t − qᵢ| = 1/2): invisible at small σ, a visible jump at σ* ≳ 0.2, when a handful of
-pairs spread their kernels over the whole interval (two pairs, at 0.3 and 0.6, give
-σ* = 0.287 and a curve that drops from 0.22 to 0 at t = 0.8).
+pairs spread their kernels over the whole interval (two pairs, (0.3, y = 1) and
+(0.6, y = 0), give σ* = 0.287 and a curve that drops from 0.22 to 0 at t = 0.8).
 
 **Histogram input.** The grid split needs only, per cell of a histogram, its position,
 count and Σy (:func:`smooth_calibration_from_histogram`): the streaming sketch can

@@ -21,7 +21,7 @@ def _draw_smooth(
 ) -> tuple[Line2D, PolyCollection | None]:
     """The smooth curve where the predictions' density is not negligible, with its band
     (named at the level it was drawn for, not the diagram's; their legend entries after
-    ``name``, a further model's label, when given). Where no prediction lies
+    ``name``, the model's label, when given). Where no prediction lies
     (density <= 1e-3: between two clusters of q, say) curve and band break off, rather
     than a straight segment joining the runs on either side. The curve's line and the
     band (None where its ends are NaN: too few units to resample), for callers that

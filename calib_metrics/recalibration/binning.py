@@ -86,7 +86,8 @@ def equal_mass_edges(scores: Tensor, n_bins: int) -> Tensor:
 
     Edges are midpoints between neighbouring distinct scores, so tied scores always share
     a bin: a cut that falls inside a tie group moves to the group's nearer end (rounded
-    or step-like scores still get their bins), and edges that coincide are kept once.
+    or step-like scores still get their bins), and edges that coincide are kept once
+    (cuts at one place, or the midpoints of adjacent doubles, which can round alike).
 
     Example:
         >>> equal_mass_edges(torch.tensor([0.1, 0.2, 0.2, 0.2, 0.2, 0.3, 0.4, 0.4]), 2)
@@ -104,8 +105,10 @@ def equal_mass_edges(scores: Tensor, n_bins: int) -> Tensor:
     before = (after - 1).clamp_(min=0)
     nearer = torch.where((cuts - ends[before]).abs() <= (ends[after] - cuts).abs(), before, after)
     nearer = nearer.unique()
-    # Halved first: (a + b) / 2 overflows to inf for scores above about 9e307.
-    return values[nearer] / 2 + values[nearer + 1] / 2
+    # Halved first: (a + b) / 2 overflows to inf for scores above about 9e307. Three
+    # adjacent doubles' two midpoints can round to one value: kept once, as a fit's edges
+    # are strictly increasing (a state with a repeated edge is refused at load).
+    return torch.unique_consecutive(values[nearer] / 2 + values[nearer + 1] / 2)
 
 
 def _bin_means(index: Tensor, values: Tensor, n_bins: int, empty: Tensor) -> Tensor:
