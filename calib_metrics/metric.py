@@ -38,7 +38,9 @@ from calib_metrics.functional.smooth import (
 )
 from calib_metrics.functional.spiegelhalter import (
     SpiegelhalterResult,
+    item_score_sums,
     spiegelhalter_from_histogram,
+    spiegelhalter_from_item_sums,
     spiegelhalter_test,
 )
 from calib_metrics.metric_checks import (
@@ -71,6 +73,22 @@ from calib_metrics.metric_state import (
 _SKETCH_STATES = tuple(f"cell_{part}" for part in sketch.Sketch._fields)
 
 _AVERAGES = ("micro", "macro", "weighted", "none", None)
+
+
+def _item_scores_problem(sums: Any) -> str:
+    """Why a loaded or merged state's item sums are none that updates made ('' when they
+    are, or unknown: all NaN, a state saved before they were kept; one host read)."""
+    if not isinstance(sums, Tensor) or tuple(sums.shape) != (3,):
+        return "" if sums is None else f"state {_ITEM_SCORES!r} must have shape [3]"
+    items, _, squares = values = sums.detach().to(torch.float64).tolist()
+    if all(math.isnan(v) for v in values):
+        return ""
+    if not all(math.isfinite(v) for v in values) or items < 0 or items != int(items) or squares < 0:
+        return (
+            f"state {_ITEM_SCORES!r} holds {values}: an item count, a sum and a sum of "
+            "squares are what update() keeps there"
+        )
+    return ""
 
 
 def _holds_no_cells(count: Any) -> bool:
@@ -302,6 +320,13 @@ class CalibrationError(_StatesKeepTheirDtype):
                 self.add_state(name, default, dist_reduce_fx=merge)
             # Rows seen, kept or folded, on all ranks once synchronised.
             self.add_state("rows_seen", torch.zeros((), dtype=torch.int64), dist_reduce_fx="sum")
+            if num_classes is not None:
+                # The folded rows' [items, Σ Sᵢ, Σ Sᵢ²] (item_score_sums): the pooled
+                # one-vs-rest Spiegelhalter test's item-grouped variance, which the
+                # sketch's cells, holding no items, cannot give. Kept by every multiclass
+                # mode (top-label's stays 0), so that the states' keys are alike and a
+                # state of another mode is refused as that.
+                self.add_state(_ITEM_SCORES, torch.zeros(3, dtype=torch.float64), "sum")
         elif interval in ("groups", None):
             # interval=None resamples groups when update() is given them.
             self.add_state("groups", default=[], dist_reduce_fx="cat")
@@ -479,7 +504,7 @@ class CalibrationError(_StatesKeepTheirDtype):
                 f"leaves it{padding} {folded}"
                 + (": was it saved with an ignore_index?" if most < folded else "")
             )
-        return ""
+        return _item_scores_problem(states.get(prefix + _ITEM_SCORES))
 
     def _folded_early_problem(self, rows_seen: Any, probs: Any) -> str | None:
         """Why a streaming state whose sketch holds rows, though their number fits this
@@ -566,6 +591,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             if self._folded or self._buffered_rows() + probs.shape[0] > capacity:
                 self._fold_buffer()
                 self._accumulate(self._sketch_states(), probs, target, keep)
+                self._fold_item_scores([(probs, target, keep)])
                 return
         # Ignored rows stay until compute(), where dropping them may synchronise.
         self.probs.append(_own_copy(probs))
@@ -576,7 +602,8 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _own_sketch(self) -> None:
         """Give the sketch states private, writable copies where they are not, before
         anything is added in place."""
-        states = [getattr(self, name) for name in (*_SKETCH_STATES, "rows_seen")]
+        names = (*_SKETCH_STATES, "rows_seen", *self._item_score_state())
+        states = [getattr(self, name) for name in names]
         # ddp_spawn (torch.multiprocessing) hands every rank the metric in shared
         # memory: without a private copy, the ranks would add into one buffer. A reset,
         # or a forward, under torch.inference_mode (a Lightning validation loop) made
@@ -586,7 +613,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             state.is_inference() for state in states
         )
         if shared or frozen:
-            for name in (*_SKETCH_STATES, "rows_seen"):
+            for name in names:
                 setattr(self, name, getattr(self, name).clone())
 
     # --------------------------------------------------------------- streaming
@@ -633,20 +660,38 @@ class CalibrationError(_StatesKeepTheirDtype):
             classes = torch.arange(self.num_classes, device=target.device)
             sketch.accumulate(states, probs, target.unsqueeze(1) == classes, keep)
 
-    def _add_buffer(self, states: sketch.Sketch) -> None:
-        """Add the exactly kept rows to ``states`` batch by batch (joining them first had
-        copied the buffer); ignored rows get weight 0."""
+    def _buffer_parts(self) -> list[tuple[Tensor, Tensor, Tensor | None]]:
+        """The exactly kept rows batch by batch (joining them first had copied the
+        buffer), each with its ``keep`` (None, or False where a row is padding)."""
         probs_parts, target_parts = _as_list(self.probs), _as_list(self.target)
         if [p.shape[0] for p in probs_parts] != [t.shape[0] for t in target_parts]:
             # Parts split otherwise (a merged or loaded state whose lists differ): joined.
             probs_parts, target_parts = [dim_zero_cat(self.probs)], [dim_zero_cat(self.target)]
-        for probs, target in zip(probs_parts, target_parts, strict=True):
-            keep = None if self.ignore_index is None else target != self.ignore_index
+        return [
+            (probs, target, None if self.ignore_index is None else target != self.ignore_index)
+            for probs, target in zip(probs_parts, target_parts, strict=True)
+        ]
+
+    def _add_buffer(self, states: sketch.Sketch) -> None:
+        """Add the exactly kept rows to ``states``; ignored rows get weight 0."""
+        for probs, target, keep in self._buffer_parts():
             self._accumulate(states, probs, target, keep)
+
+    def _item_score_state(self) -> tuple[str, ...]:
+        """The name of the folded rows' item sums, if this metric keeps them."""
+        return (_ITEM_SCORES,) if _ITEM_SCORES in self._defaults else ()
+
+    def _fold_item_scores(self, parts: list[tuple[Tensor, Tensor, Tensor | None]]) -> None:
+        """Add rows being folded into the sketch to the item sums (a new tensor: a
+        MetricCollection's compute group shares the states)."""
+        if self._item_score_state() and self.mode != "top_label":
+            added = [item_score_sums(probs, target, keep) for probs, target, keep in parts]
+            setattr(self, _ITEM_SCORES, getattr(self, _ITEM_SCORES) + sum(added))
 
     def _fold_buffer(self) -> None:
         """Move the exactly kept rows into the sketch (no host synchronisation)."""
         self._add_buffer(self._sketch_states())
+        self._fold_item_scores(self._buffer_parts())
         self.probs, self.target = [], []
         self._folded = True
 
@@ -694,12 +739,45 @@ class CalibrationError(_StatesKeepTheirDtype):
         """
         state = {"_cell_layout": None, **state}  # pickled before it was recorded
         super().__setstate__(state)
+        self._add_missing_item_scores()
         if not self._stale_problem():
             return
         if _holds_no_cells(self.__dict__.get("cell_count")):
             self._cell_layout = sketch.CELL_LAYOUT
         else:
             self._computed = None  # the older version's cached value: compute() refuses too
+
+    def _keeps_item_scores(self) -> bool:
+        """Whether this metric's settings keep the folded rows' item sums (a streaming
+        multiclass metric)."""
+        return self.streaming and self.num_classes is not None
+
+    def _add_missing_item_scores(self) -> None:
+        """Give a metric pickled before the item sums were kept (2026-12-01) their state:
+        unknown (NaN) where its sketch holds rows, so that its Spiegelhalter test takes the
+        sketch's cells, and zero where it holds none."""
+        if not self._keeps_item_scores() or _ITEM_SCORES in self._defaults:
+            return
+        device = self.cell_count.device
+        self.add_state(_ITEM_SCORES, torch.zeros(3, dtype=torch.float64, device=device), "sum")
+        if not _holds_no_cells(self.cell_count):
+            setattr(
+                self, _ITEM_SCORES, torch.full((3,), math.nan, dtype=torch.float64, device=device)
+            )
+
+    def _complete_state(self, states: dict[str, Any], prefix: str = "") -> None:
+        """Give a state saved before the item sums were kept (2026-12-01) unknown (NaN)
+        ones, so that it loads (or merges), and its Spiegelhalter test takes the sketch's
+        cells. A multiclass state's item sums, offered to a metric that keeps none, are
+        left to the settings' check, which names the difference (num_classes 17 into
+        num_classes None) where the keys' would only say "other settings"."""
+        key = prefix + _ITEM_SCORES
+        if prefix + "cell_count" not in states:
+            return
+        if self._keeps_item_scores() and key not in states:
+            states[key] = torch.full((3,), math.nan, dtype=torch.float64)
+        elif not self._keeps_item_scores() and self.streaming:
+            states.pop(key, None)
 
     def _stale_problem(self) -> str:
         """Why this metric can take no pairs nor compute ('' when it can): its sketch holds
@@ -803,6 +881,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             self._add_buffer(states)
             for name, state in zip(_SKETCH_STATES, states):
                 setattr(self, name, state)
+            self._fold_item_scores(self._buffer_parts())
             self.probs, self.target = [], []
             self._folded = True
         self._count_merged_updates(batch)
@@ -862,6 +941,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         elif isinstance(incoming_state, dict):
             incoming_state = dict(incoming_state)  # the caller's dict keeps its records
             tags = self._pop_tags(incoming_state)
+            self._complete_state(incoming_state)
             if set(incoming_state) != set(self._defaults):
                 raise ValueError(
                     f"cannot merge a state with keys {sorted(incoming_state)} into a "
@@ -1421,9 +1501,12 @@ class CalibrationError(_StatesKeepTheirDtype):
         pooled pairs (``average="micro"``, top-label) or of each class's pairs (a list,
         for per-class averages and classwise). The exact mode tests its pairs, with the
         cluster-robust variance over the ``groups=`` it kept, or over the items of pooled
-        one-vs-rest pairs (as the functional does); the streaming mode tests its
-        histogram's cells at their mean q, with the independent variance
-        (:func:`~calib_metrics.functional.spiegelhalter.spiegelhalter_from_histogram`).
+        one-vs-rest pairs (as the functional does); the streaming mode, past its buffer,
+        tests its histogram's cells at their mean q, with the independent variance
+        (:func:`~calib_metrics.functional.spiegelhalter.spiegelhalter_from_histogram`),
+        and pooled one-vs-rest pairs by the sums it keeps of each folded item
+        (:func:`~calib_metrics.functional.spiegelhalter.spiegelhalter_from_item_sums`:
+        the exact mode's item-grouped test).
         Synchronised under DDP like :meth:`compute_result`.
 
         Example:
@@ -1442,9 +1525,15 @@ class CalibrationError(_StatesKeepTheirDtype):
             warnings_said_by(self, "spiegelhalter_test"),
         ):
             if not self._exact_pairs():
+                states = self._sketch_to_read()  # no pairs, or unchecked values, refused
+                sums = self._item_sums() if self._pooled_one_vs_rest() else None
+                if sums is not None:
+                    return spiegelhalter_from_item_sums(sums)
                 if self._pooled_one_vs_rest():
                     warnings.warn(_SKETCH_VARIANCE, UserWarning, stacklevel=2)
-                results = [spiegelhalter_from_histogram(*cells) for cells in self._histograms()]
+                results = [
+                    spiegelhalter_from_histogram(*cells) for cells in self._histograms(states)
+                ]
             else:
                 results = [
                     spiegelhalter_test(p, t, groups=_items_if_pooled(p, g))
@@ -1452,14 +1541,30 @@ class CalibrationError(_StatesKeepTheirDtype):
                 ]
         return results if self._per_class else results[0]
 
+    def _item_sums(self) -> Tensor | None:
+        """The item sums of every row seen (:func:`item_score_sums`): the folded rows'
+        and the kept ones'; None where the state holds none for some of its folded rows
+        (one host read): a state saved, or merged, by a version before 2026-12-01."""
+        held = getattr(self, _ITEM_SCORES, None)
+        if held is None:
+            return None
+        folded = self.cell_count[0].sum()  # class 0's pairs: one per folded item
+        if bool(held[0] != folded):
+            return None
+        parts = self._buffer_parts()
+        return held + sum(item_score_sums(probs, target, keep) for probs, target, keep in parts)
+
     def _pooled_one_vs_rest(self) -> bool:
         """Whether the pairs are every class's one-vs-rest pairs pooled (the C pairs of an
         item depend on each other)."""
         return self.num_classes is not None and self.mode == "one_vs_rest" and not self._per_class
 
-    def _histograms(self) -> list[tuple[Tensor, Tensor, Tensor]]:
-        """The sketch's non-empty cells (mean q, count, Σy): pooled (micro) or per class."""
-        states = self._sketch_to_read()
+    def _histograms(
+        self, states: sketch.Sketch | None = None
+    ) -> list[tuple[Tensor, Tensor, Tensor]]:
+        """The sketch's non-empty cells (mean q, count, Σy): pooled (micro) or per class,
+        of ``states`` (default: :meth:`_sketch_to_read`'s)."""
+        states = self._sketch_to_read() if states is None else states
         if not self._per_class:
             return [sketch.histogram(states.pooled())]
         return [sketch.histogram(states.of_class(c)) for c in range(states.count.shape[0])]
@@ -1684,12 +1789,14 @@ _FOLD_PAIRS = 2**20
 # Said once a streaming metric has folded pooled one-vs-rest pairs into its sketch: until
 # then its test had been the exact one, and its p-value moved (0.10 to 0.71) silently.
 _SKETCH_VARIANCE = (
-    "compute_spiegelhalter tests the streaming sketch's cells, into which the one-vs-rest "
-    "pairs of each item have been folded: it takes the pairs as independent, which they are "
-    "not (an item's labels sum to 1): its size is off either way (0.012 to 0.024 at alpha = "
-    "0.05 for 10 classes, docs/coverage.md; too liberal for two classes, whose variance it "
-    "halves); streaming=False keeps the items' cluster-robust variance"
+    "compute_spiegelhalter tests the streaming sketch's cells: this state keeps no sums of "
+    "its folded items (saved or merged by a version before 2026-12-01), so it takes the "
+    "one-vs-rest pairs as independent, which they are not (an item's labels sum to 1): its "
+    "size is off either way (0.012 to 0.024 at alpha = 0.05 for 10 classes, "
+    "docs/coverage.md; too liberal for two classes); reset() the metric to keep them"
 )
+#: The state of the folded rows' item sums (functional.spiegelhalter.item_score_sums).
+_ITEM_SCORES = "item_scores"
 
 
 def _items_if_pooled(probs: Tensor, groups: Tensor | None) -> Tensor | None:

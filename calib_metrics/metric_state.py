@@ -712,6 +712,10 @@ class _StatesKeepTheirDtype(Metric):
             if _holds_nothing(state_dict[key]):
                 del state_dict[key]
 
+    def _complete_state(self, states: dict[str, Any], prefix: str = "") -> None:
+        """Add, in place, what a state saved by an earlier version lacks but this metric
+        can do without (nothing here; a subclass's own)."""
+
     def _check_keys(self, state_dict: dict, prefix: str) -> None:
         """Refuse, before anything is loaded, a state with keys this metric does not keep,
         as a state of other shapes is (torch passes ``strict=True`` here whatever the
@@ -772,6 +776,7 @@ class _StatesKeepTheirDtype(Metric):
         try:
             tags = self._pop_tags(state_dict, prefix)
             self._drop_empty_states_not_kept(state_dict, prefix)
+            self._complete_state(state_dict, prefix)
             self._check_keys(state_dict, prefix)
             self._check_incoming(state_dict, tags, prefix)
         except ValueError as refused:

@@ -86,6 +86,13 @@ CASES = {
         [[0, 3], [1, 2]],
     ),
     "exact-classwise-empty": ({"num_classes": C, "mode": "classwise"}, "tags", [[], [0, 1, 2, 3]]),
+    # Pooled one-vs-rest rows folded on rank 0 (2,600 rows past a buffer of 2,048) and
+    # on the union: its Spiegelhalter test sums the folded items' sums over the ranks.
+    "stream-micro-folded": (
+        {"num_classes": C, "ignore_index": PAD, "streaming": True, "resolution": 1024},
+        "tags-padded",
+        [[0, 3], [1, 2]],
+    ),
 }
 OPTIONS = {"bin_size": 500, "n_samples": 500, "seed": 3}
 # Cases drawn with seed=None, each rank's global RNG seeded differently (as dropout and
@@ -145,7 +152,15 @@ def summarise(metric: CalibrationError) -> dict[str, torch.Tensor]:
         "pairs": torch.stack([r.bins.count.sum() for r in results]),
         # Synchronised too: a rank without data had its own (no) bins, NoPairsError.
         "class_bins": torch.stack([b.count.sum() for b in metric.class_bins()]),
-    }
+    } | _pooled_spiegelhalter(metric)
+
+
+def _pooled_spiegelhalter(metric: CalibrationError) -> dict[str, torch.Tensor]:
+    """A streaming metric's pooled one-vs-rest test, which its folded item sums decide."""
+    pooled = metric.streaming and metric.num_classes and metric.average == "micro"
+    if not pooled or metric.mode != "one_vs_rest":
+        return {}
+    return {"spiegelhalter": metric.compute_spiegelhalter().z}
 
 
 def single_process(name: str) -> dict[str, torch.Tensor]:
@@ -302,6 +317,17 @@ def test_exact_mode_equals_the_functional_on_the_union(ranks) -> None:
     want = calibration_error(q[keep], y[keep], bin_size=OPTIONS["bin_size"], debias=True)
     for rank in ranks:
         torch.testing.assert_close(rank["exact-padding"]["compute"], want)
+
+
+def test_a_folded_pooled_spiegelhalter_test_is_the_exact_one_on_the_union(ranks) -> None:
+    from calib_metrics.functional import spiegelhalter_test
+
+    probs, target = (torch.cat(t) for t in zip(*batches("tags-padded")))
+    kept = target != PAD
+    want = spiegelhalter_test(probs[kept], target[kept]).z
+    for rank in ranks:
+        got = rank["stream-micro-folded"]["spiegelhalter"]
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=0)
 
 
 if __name__ == "__main__":

@@ -70,25 +70,106 @@ def test_per_class_average_gives_one_test_per_class() -> None:
         torch.testing.assert_close(result.z, spiegelhalter_test(p[:, k], (c == k).double()).z)
 
 
-def test_a_folded_one_vs_rest_sketch_says_its_test_takes_the_pairs_as_independent() -> None:
-    """Once a streaming metric folds pooled one-vs-rest pairs into its sketch, its test
-    takes them as independent (which they are not): p moved from 0.10 (the exact
-    test, items as groups) to 0.71 here without a word."""
+def _items(n: int = 40000, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    probs = torch.rand(n, 5, generator=g).pow(3).softmax(-1)
+    return probs, torch.multinomial(probs, 1, generator=g).squeeze(1)
+
+
+def _streamed(probs, target, forward: bool = False, **options) -> CalibrationError:
+    metric = CalibrationError(num_classes=5, streaming=True, resolution=2**12, **options)
+    for start in range(0, target.numel(), 5000):
+        batch = probs[start : start + 5000], target[start : start + 5000]
+        metric(*batch) if forward else metric.update(*batch)
+    return metric
+
+
+@pytest.mark.parametrize("forward", [False, True])
+def test_a_folded_one_vs_rest_sketch_tests_its_items_as_the_exact_mode_does(forward) -> None:
+    """Folded into the sketch, pooled one-vs-rest pairs had been tested as independent,
+    with a warning (p 0.71 where the exact test, items as groups, gave 0.10): the metric
+    now keeps each folded item's sums, and tests them as the exact mode does."""
     import warnings
 
-    g = torch.Generator().manual_seed(1)
-    probs = torch.rand(40000, 5, generator=g).pow(3).softmax(-1)
-    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
-    for mode, told in (("one_vs_rest", 1), ("top_label", 0)):
-        metric = CalibrationError(num_classes=5, mode=mode, streaming=True, resolution=2**12)
-        for start in range(0, 40000, 5000):
-            metric.update(probs[start : start + 5000], target[start : start + 5000])
+    probs, target = _items()
+    metric = _streamed(probs, target, forward)
+    assert not metric._exact_pairs()  # folded: 40,000 rows past the buffer of 8,192
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = metric.compute_spiegelhalter()
+    want = spiegelhalter_test(probs, target)
+    assert got.z.item() == pytest.approx(want.z.item(), rel=1e-9)
+    assert round(want.p_value.item(), 2) == 0.1
+    padded = target.clone()
+    padded[::7] = -100
+    kept = padded != -100
+    ignoring = _streamed(probs, padded, forward, ignore_index=-100).compute_spiegelhalter()
+    want = spiegelhalter_test(probs[kept], target[kept]).z.item()
+    assert ignoring.z.item() == pytest.approx(want, rel=1e-9)
+
+
+def test_folded_item_sums_merge_and_load_as_the_union() -> None:
+    probs, target = _items()
+    first, second = (
+        _streamed(probs[:24000], target[:24000]),
+        _streamed(probs[24000:], target[24000:]),
+    )
+    second.persistent(True)
+    first.merge_state(second.state_dict())
+    want = spiegelhalter_test(probs, target).z.item()
+    assert first.compute_spiegelhalter().z.item() == pytest.approx(want, rel=1e-9)
+    first.persistent(True)
+    loaded = CalibrationError(num_classes=5, streaming=True, resolution=2**12)
+    loaded.load_state_dict(first.state_dict())
+    assert loaded.compute_spiegelhalter().z.item() == pytest.approx(want, rel=1e-9)
+    state = first.state_dict()
+    state["item_scores"] = torch.tensor([-1.0, 0.0, 1.0], dtype=torch.float64)
+    with pytest.raises(ValueError, match="state 'item_scores' holds"):
+        loaded.load_state_dict(state)
+
+
+def test_a_state_saved_before_the_item_sums_tests_the_cells_and_says_so() -> None:
+    """A state dict, or a pickle, of a version that kept no item sums loads (it had been
+    refused, "lacks 'item_scores'") and takes the cells' independent variance, with a
+    warning, until reset()."""
+    import pickle
+    import warnings
+
+    probs, target = _items()
+    metric = _streamed(probs, target)
+    metric.persistent(True)
+    older = {k: v for k, v in metric.state_dict().items() if k != "item_scores"}
+    pickled = _streamed(probs, target)
+    for table in (pickled._defaults, pickled._persistent, pickled._reductions):
+        del table["item_scores"]
+    del pickled.item_scores  # as a metric pickled before 2026-12-01 holds it
+    loaded = CalibrationError(num_classes=5, streaming=True, resolution=2**12)
+    loaded.load_state_dict(older)
+    for old in (loaded, pickle.loads(pickle.dumps(pickled))):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            metric.compute_spiegelhalter()
-            metric.compute_spiegelhalter()  # said once per metric
-        said = [w for w in caught if "takes the pairs as independent" in str(w.message)]
-        assert len(said) == told
+            old.compute_spiegelhalter()
+            old.compute_spiegelhalter()  # said once per metric
+        said = [w for w in caught if "keeps no sums of its folded items" in str(w.message)]
+        assert len(said) == 1
+        old.reset()
+        for start in range(0, 40000, 5000):
+            old.update(probs[start : start + 5000], target[start : start + 5000])
+        want = spiegelhalter_test(probs, target).z.item()
+        assert old.compute_spiegelhalter().z.item() == pytest.approx(want, rel=1e-9)
+
+
+def test_top_label_sketches_test_their_cells_without_a_word() -> None:
+    import warnings
+
+    probs, target = _items()
+    metric = CalibrationError(num_classes=5, mode="top_label", streaming=True, resolution=2**12)
+    metric.update(probs, target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = metric.compute_spiegelhalter()
+    want = spiegelhalter_test(probs, target, mode="top_label").z.item()
+    assert got.z.item() == pytest.approx(want, abs=1e-2)  # cells of 1/4096 at their mean q
     exact = CalibrationError(num_classes=5, streaming=True)
     exact.update(probs[:5000], target[:5000])  # within the buffer: the exact test, no word
     with warnings.catch_warnings():

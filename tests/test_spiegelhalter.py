@@ -162,3 +162,24 @@ def test_enough_groups_do_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         spiegelhalter_test(q, torch.bernoulli(q, generator=g), groups=torch.arange(1000) % 10)
+
+
+def test_item_sums_drop_padding_rows_whatever_they_hold() -> None:
+    """A streaming metric folds padding rows with weight 0: their NaN must stay out."""
+    from calib_metrics.functional.spiegelhalter import item_score_sums, spiegelhalter_from_item_sums
+
+    g = torch.Generator().manual_seed(4)
+    probs = torch.softmax(torch.randn(400, 3, generator=g, dtype=torch.float64), -1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    spoiled = probs.clone()
+    spoiled[::5] = float("nan")
+    keep = torch.ones(400, dtype=torch.bool)
+    keep[::5] = False
+    sums = item_score_sums(spoiled, target, keep)
+    assert sums[0].item() == 320 and bool(sums.isfinite().all())
+    got = spiegelhalter_from_item_sums(sums)
+    want = spiegelhalter_test(probs[keep], target[keep])
+    torch.testing.assert_close(got.z, want.z)
+    torch.testing.assert_close(got.p_value, want.p_value)
+    with pytest.raises(ValueError, match="needs at least 2 items"):
+        spiegelhalter_from_item_sums(item_score_sums(probs[:1], target[:1]))

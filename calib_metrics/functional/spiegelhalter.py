@@ -222,3 +222,53 @@ def spiegelhalter_from_histogram(
             "(its statistic has no variance under calibration)"
         )
     return SpiegelhalterResult(z, torch.special.erfc(z.abs() / math.sqrt(2)))
+
+
+def item_score_sums(probs: Tensor, target: Tensor, keep: Tensor | None = None) -> Tensor:
+    """``[items, Σ Sᵢ, Σ Sᵢ²]`` (float64) of multiclass rows ``probs [n, C]`` with class ids
+    ``target [n]``: Sᵢ = Σ_c (yᵢc − qᵢc)(1 − 2qᵢc), item i's one-vs-rest pairs' score
+    contributions summed, the cluster-robust test's group sums with each item a group.
+    ``keep`` ([n], bool) drops rows (padding; they may hold anything). What a streaming
+    metric keeps of its folded rows for :func:`spiegelhalter_from_item_sums`; no host
+    synchronisation.
+
+    Example:
+        >>> probs = torch.tensor([[0.7, 0.2, 0.1], [0.3, 0.3, 0.4]], dtype=torch.float64)
+        >>> [round(v, 4) for v in item_score_sums(probs, torch.tensor([0, 2])).tolist()]
+        [2.0, -0.44, 0.1168]
+    """
+    q = probs.to(torch.float64)
+    classes = torch.arange(q.shape[-1], device=q.device)
+    y = (target.unsqueeze(-1) == classes).to(torch.float64)
+    per_item = ((y - q) * (1 - 2 * q)).sum(-1)
+    kept = torch.ones_like(per_item) if keep is None else keep.to(torch.float64)
+    per_item = torch.where(kept > 0, per_item, 0.0)  # a dropped row's NaN stays out
+    return torch.stack([kept.sum(), per_item.sum(), per_item.square().sum()])
+
+
+def spiegelhalter_from_item_sums(sums: Tensor) -> SpiegelhalterResult:
+    """Spiegelhalter's test of one-vs-rest pairs grouped by item, from
+    :func:`item_score_sums` (summed over batches): Z = Σ Sᵢ / √(Σ Sᵢ²), the
+    cluster-robust form :func:`spiegelhalter_test` takes for multiclass one-vs-rest input
+    (equal to it on the same items, to rounding). One host read.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> probs = torch.softmax(torch.randn(500, 4, generator=g, dtype=torch.float64), -1)
+        >>> target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+        >>> parts = [item_score_sums(p, t) for p, t in zip(probs.chunk(3), target.chunk(3))]
+        >>> streamed = spiegelhalter_from_item_sums(torch.stack(parts).sum(0))
+        >>> exact = spiegelhalter_test(probs, target)
+        >>> bool(torch.isclose(streamed.z, exact.z))
+        True
+    """
+    items, total, squares = sums.to(torch.float64).tolist()
+    _check_group_count(round(items), given=False)
+    z = torch.tensor(total / math.sqrt(squares) if squares > 0 else math.nan, dtype=torch.float64)
+    if not math.isfinite(z.item()):
+        raise ValueError(
+            "Spiegelhalter's test is undefined when every item's contribution sums to 0 "
+            "(its statistic has no variance under calibration)"
+        )
+    return SpiegelhalterResult(z, torch.special.erfc(z.abs() / math.sqrt(2)))
