@@ -489,10 +489,12 @@ def span_marginals(
         close = _exit_scores(em, tr, en, msg.log_beta, valid, inside, inside)
         first = opened + _exit_scores(em, tr, en, msg.log_beta, valid, inside, begin)
         closing = (0.0, 0.0)
-    out = em.new_empty(*em.shape[:2], max_length)
+    # Spans of T tokens or more fit no sentence: probability 0, not a step each (a
+    # max_length of 10⁵ on sentences of 4 tokens had run 10⁵ steps of growing padding).
+    out = em.new_full((*em.shape[:2], max_length), float("-inf"))
     out[..., 0] = first
     run = opened  # through `begin` at t and `inside` up to t + l - 1
-    for length in range(1, max_length):
+    for length in range(1, min(max_length, em.shape[1])):
         into = tr[begin, inside] if length == 1 else tr[inside, inside]
         if bilou:
             out[..., length] = run + closing[length > 1] + _shift_left(close, length)

@@ -679,3 +679,11 @@ def test_n_samples_still_refuses_bools_floats_and_counts_out_of_range(bad):
     ):
         with pytest.raises(ValueError, match=r"^n_samples must be"):
             call()
+
+
+@pytest.mark.parametrize("n_samples", [None, 10])
+def test_coreference_marginals_check_the_generator_even_when_exact(n_samples) -> None:
+    """n_samples=None takes no draws, but generator=5 had passed without a word there
+    (and been refused with n_samples set)."""
+    with pytest.raises(ValueError, match=r"generator must be a torch\.Generator or None"):
+        coreference_marginals(torch.randn(2, 4, 4), n_samples=n_samples, generator=5)

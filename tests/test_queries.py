@@ -285,6 +285,26 @@ def test_span_marginals_match_enumeration(k, t, lengths, begin, inside, forbid, 
         assert (got[b, n:] == 0).all()
 
 
+@pytest.mark.parametrize("bilou", [False, True])
+def test_span_marginals_stop_at_the_sentence_length(bilou, monkeypatch) -> None:
+    """Spans as long as the batch's sentences or longer have probability 0: a max_length
+    far past T had looped over every length (10⁵ on sentences of 4 tokens: minutes)."""
+    import calib_metrics.queries as queries
+
+    em, tr, st, en = _chain(3, 6, 5, seed=3)
+    roles = {"begin": 1, "inside": 2} | ({"last": 3, "unit": 4} if bilou else {})
+    short = span_marginals(em, tr, st, en, max_length=6, **roles)
+    shifts = []
+    real_shift = queries._shift_left
+    monkeypatch.setattr(
+        queries, "_shift_left", lambda x, by: shifts.append(by) or real_shift(x, by)
+    )
+    long = span_marginals(em, tr, st, en, max_length=10_000, **roles)
+    assert long.shape == (3, 6, 10_000) and torch.equal(long[..., :6], short)
+    assert not long[..., 6:].any()
+    assert max(shifts) == 5  # the steps stop at T - 1
+
+
 def _bilou_brute_force(em, tr, st, en, length, tags, max_length):
     """P(span) under BILOU for one sentence by enumerating every tag sequence."""
     begin, inside, last, unit = tags

@@ -81,3 +81,31 @@ def test_streaming_bins_of_one_pair_keep_their_plug_in_square_as_the_warning_say
     plug_in = CalibrationError(bin_size=1, debias=False)
     plug_in.update(q, y)
     assert abs(error.item() - plug_in.compute().item()) < 1e-3
+
+
+def test_one_pair_bins_inside_a_cut_tie_group_are_not_said_to_keep_their_square() -> None:
+    """Bins of one pair inside a tie group its boundaries cut count at the group's mean
+    label, whose variance the debiased error subtracts (0.1638, not the plug-in 0.2000):
+    "20 of 20 bins hold one pair ... keep their plug-in square" had been said of them."""
+    from calib_metrics.functional import calibration_error
+
+    tied, y = torch.full((20,), 0.3), torch.tensor([0, 1] * 10)
+    metric = CalibrationError(bin_size=1)
+    metric.update(tied, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        error = metric.compute()
+    assert not [w for w in caught if "hold one pair" in str(w.message)]
+    assert (
+        round(error.item(), 4)
+        == 0.1638
+        != round(calibration_error(tied, y, bin_size=1, debias=False).item(), 4)
+    )
+    half_tied = torch.cat([tied[:10], torch.linspace(0.5, 0.7, 10)])  # 10 bins of their own
+    metric = CalibrationError(bin_size=1)
+    metric.update(half_tied, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.compute()
+    said = [str(w.message) for w in caught if "hold one pair" in str(w.message)]
+    assert len(said) == 1 and "10 of 20 bins hold one pair (10 of 20 pairs)" in said[0]

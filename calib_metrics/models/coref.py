@@ -477,6 +477,7 @@ def coreference_marginals(
         True
     """
     checked = _check_scores(scores, mask)
+    check_generator(generator)  # also unused (exact): a wrong one had passed without a word
     if n_samples is not None:
         n_samples = as_int("n_samples", n_samples, 1, MOST_SAMPLES)
         check_generator(generator, scores.device)
