@@ -14,10 +14,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
-from torch import Tensor
-
-from calib_metrics.functional.binning import Bins, bin_ties
-from calib_metrics.functional.ties import effective_counts
+from calib_metrics.functional.binning import Bins, single_label_bins
 
 # Fewer bins than this cannot show miscalibration (one bin scores about 0 for any model).
 MIN_BINS = 10
@@ -122,7 +119,9 @@ def single_pair_message(
 debiased error to subtract, so those bins keep their plug-in square and bias the error up: \
 lower n_bins (now 4) or use binning='adaptive'
     """
-    singles = sum(int(_single_labels(b).sum().item()) for b in bins)
+    # Bins of one pair inside a cut tie group had been counted too ("20 of 20 bins" of
+    # one tie group of 20 at bin_size=1), though their variance is subtracted.
+    singles = sum(int(single_label_bins(b).sum().item()) for b in bins)
     if singles == 0:
         return None
     total_bins = sum(int((b.count > 0).sum().item()) for b in bins)
@@ -137,14 +136,6 @@ lower n_bins (now 4) or use binning='adaptive'
         "label has no variance for the debiased error to subtract, so those bins keep their "
         f"plug-in square and bias the error up: {fix}"
     )
-
-
-def _single_labels(bins: Bins) -> Tensor:
-    """Per bin, whether it holds one pair whose label is its own: a bin of one pair in a
-    tie group that its boundaries cut counts at the group's mean label, whose variance
-    the debiased error subtracts (its effective size is the group's), and had been
-    counted too ("20 of 20 bins" of one tie group of 20, bin_size=1)."""
-    return (bins.count == 1) & (effective_counts(bins.count, bin_ties(bins)) <= 1)
 
 
 def adaptive_bins_message(bin_size: int, n_items: int, items: str = "pairs") -> str | None:

@@ -771,11 +771,14 @@ class CalibrationError(_StatesKeepTheirDtype):
         cells. A multiclass state's item sums, offered to a metric that keeps none, are
         left to the settings' check, which names the difference (num_classes 17 into
         num_classes None) where the keys' would only say "other settings"."""
-        key = prefix + _ITEM_SCORES
-        if prefix + "cell_count" not in states:
+        key, cells = prefix + _ITEM_SCORES, states.get(prefix + "cell_count")
+        if cells is None:
             return
         if self._keeps_item_scores() and key not in states:
-            states[key] = torch.full((3,), math.nan, dtype=torch.float64)
+            # Unknown where its sketch holds rows; none folded, none missing (a state saved
+            # after a reset, or with its rows in the buffer), as a pickle's.
+            unknown = not _holds_no_cells(cells)
+            states[key] = torch.full((3,), math.nan if unknown else 0.0, dtype=torch.float64)
         elif not self._keeps_item_scores() and self.streaming:
             states.pop(key, None)
 

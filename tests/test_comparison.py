@@ -393,6 +393,19 @@ def test_bins_of_one_pair_warn_that_the_debiased_interval_is_too_narrow() -> Non
         compare_calibration(q, q**0.9, y, bin_size=2, n_samples=50)
 
 
+def test_one_pair_bins_inside_a_cut_tie_group_are_not_warned_of() -> None:
+    """They hold the group's mean label, which the draws move (the interval is as wide
+    as at bin_size=2): "800 of 800 bins hold one pair ... too narrow" had been said."""
+    tied = torch.full((400,), 0.3, dtype=torch.float64)
+    y = torch.bernoulli(torch.full((400,), 0.35), generator=torch.Generator().manual_seed(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compare_calibration(tied, tied + 0.1, y, bin_size=1, n_samples=200)
+    untied = torch.linspace(0.2, 0.4, 400, dtype=torch.float64)
+    with pytest.warns(UserWarning, match="400 of 800 bins hold one pair"):
+        compare_calibration(tied, untied, y, bin_size=1, n_samples=200)
+
+
 def test_the_one_pair_warning_names_a_fix_uniform_bins_take_and_is_said_once_by_label():
     """Uniform bins ignore bin_size: the warning had told them to use bin_size='auto'. By
     label it had come once a label (five identical lines for five labels)."""

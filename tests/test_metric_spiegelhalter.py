@@ -159,6 +159,32 @@ def test_a_state_saved_before_the_item_sums_tests_the_cells_and_says_so() -> Non
         assert old.compute_spiegelhalter().z.item() == pytest.approx(want, rel=1e-9)
 
 
+def test_an_older_state_without_folded_rows_keeps_the_item_sums_exact() -> None:
+    """An older version's state whose sketch holds no rows (saved after a reset, or with
+    its rows in the buffer) lacks no item sums: it had been marked unknown, and every row
+    folded after it (or merged with it) took the cells' test, with a warning."""
+    import warnings
+
+    probs, target = _items()
+
+    def older(metric: CalibrationError) -> dict:
+        metric.persistent(True)
+        return {k: v for k, v in metric.state_dict().items() if k != "item_scores"}
+
+    buffered = _streamed(probs[:3000], target[:3000])  # within its buffer of 8,192 rows
+    loaded = CalibrationError(num_classes=5, streaming=True, resolution=2**12)
+    loaded.load_state_dict(older(buffered))
+    for start in range(3000, 40000, 5000):
+        loaded.update(probs[start : start + 5000], target[start : start + 5000])
+    merged = _streamed(probs, target)
+    merged.merge_state(older(CalibrationError(num_classes=5, streaming=True, resolution=2**12)))
+    want = spiegelhalter_test(probs, target).z.item()
+    for metric in (loaded, merged):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert metric.compute_spiegelhalter().z.item() == pytest.approx(want, rel=1e-9)
+
+
 def test_top_label_sketches_test_their_cells_without_a_word() -> None:
     import warnings
 

@@ -54,7 +54,7 @@ from calib_metrics.functional.errors import (
     check_tensors,
 )
 from calib_metrics.functional.free_memory import host_available_bytes
-from calib_metrics.functional.ties import TieCuts, no_cuts, run_cuts
+from calib_metrics.functional.ties import TieCuts, effective_counts, no_cuts, run_cuts
 
 # Level-0 histogram cells: about N/16 (at least 2**10, at most 2**22), so the cells
 # that a bin boundary cuts through hold few pairs while small inputs do not pay for a
@@ -164,6 +164,22 @@ def bin_ties(bins: Bins) -> TieCuts:
     if cuts is not None:
         return cuts
     return run_cuts(bins.pred_mean - bins.freq, bins.freq, bins.count)
+
+
+def single_label_bins(bins: Bins) -> Tensor:
+    """Per bin, whether it holds one pair whose label is its own: the debiased error has
+    no label variance to subtract there, and a resampling none to draw. A bin of one pair
+    inside a tie group that its boundaries cut counts at the group's mean label, whose
+    variance it has (its effective size, :func:`~calib_metrics.functional.ties.effective_counts`,
+    is the group's), and is not one.
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> single_label_bins(Bins(t([0.1, 0.4, 0.4]), t([0.0, 0.5, 0.5]), t([1.0, 1, 1]))).tolist()
+        [True, False, False]
+    """
+    return (bins.count == 1) & (effective_counts(bins.count, bin_ties(bins)) <= 1)
 
 
 def bin_unplaced(bins: Bins) -> Tensor | None:
