@@ -78,9 +78,10 @@ def test_readme_snippets_run_as_written_and_log_what_they_claim(
         "val_loader_with_ids": DataLoader(
             TensorDataset(words, tags, torch.arange(64)), batch_size=16
         ),
-        # The comparison snippet's two taggers: the model and a sharpened copy of it.
-        "hmm": lambda w: model(w).softmax(-1),
-        "crf": lambda w: (2 * model(w)).softmax(-1),
+        # The comparison snippet's two taggers: the model and a sharpened copy of it, each
+        # taking the padding mask the snippet passes, as the library's taggers do.
+        "hmm": lambda w, mask: model(w).softmax(-1),
+        "crf": lambda w, mask: (2 * model(w)).softmax(-1),
     }
     blocks = [b for b in readme_section_code("The metric in a training loop")]
     # The functional blocks name tensors the section never builds; the label-by-label
