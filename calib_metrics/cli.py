@@ -17,6 +17,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 import warnings
@@ -525,9 +526,13 @@ def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -
 
     groups = table.groups
     bins = result.bins
+    multiclass = table.probs.ndim == table.target.ndim + 1
     return {
         "file": str(args.file),
         "n": int(bins.count.sum().item()),
+        # A multiclass file's items and classes, whose pairs N counts (None: binary pairs).
+        "items": int(table.target.numel()) if multiclass else None,
+        "classes": int(table.probs.shape[-1]) if multiclass else None,
         "bins": len(bins.count),
         "binning": args.binning,
         # Each binning reads its own size option: "auto" under uniform had read as used.
@@ -583,6 +588,27 @@ def mode_note(mode: str) -> str:
     return "" if mode == "one_vs_rest" else f", {mode}"
 
 
+def items_note(summary: dict) -> str:
+    """What a multiclass file's N of pairs counts (it had read "N = 15000 pairs" of 3,000
+    items of 5 classes, unexplained): nothing for binary pairs.
+
+    Example:
+        >>> items_note({"items": 3000, "classes": 5, "mode": "one_vs_rest", "n": 15000})
+        ' (3000 items × 5 classes, one-vs-rest)'
+        >>> items_note({"items": 3000, "classes": 5, "mode": "top_label", "n": 3000})
+        ' (one top-label pair per item, of 5 classes)'
+        >>> items_note({"items": None, "classes": None, "mode": "one_vs_rest", "n": 9})
+        ''
+    """
+    items, classes = summary.get("items"), summary.get("classes")
+    if items is None:
+        return ""
+    if summary["mode"] == "top_label":
+        return f" (one top-label pair per item, of {classes} classes)"
+    kind = "one-vs-rest" if summary["mode"] == "one_vs_rest" else "each class's, binned apart"
+    return f" ({items} items × {classes} classes, {kind})"
+
+
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     from calib_metrics.report import fixed, no_interval, plus_term, resampled_units
     from calib_metrics.wording import level_text, visible_controls
@@ -593,7 +619,7 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     n_bins = summary["bins"]
     print(
         f"{visible_controls(str(args.file))}: N = {summary['n']} pair"
-        f"{'s' * (summary['n'] != 1)}{in_groups}, "
+        f"{'s' * (summary['n'] != 1)}{items_note(summary)}{in_groups}, "
         f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
     )
     missing = no_interval(result.lower, result.upper, resampled_units(args.interval))
@@ -798,12 +824,27 @@ PAPER_COMMANDS = {
 }
 
 
+def plain_text(doc: str | None) -> str | None:
+    """A module docstring as ``--help`` shows it: its reST markup (````code````,
+    ``:func:`name```) as plain text, which the terminal had shown as written.
+
+    Example:
+        >>> plain_text("``compare a b``: see :func:`calib_metrics.functional.compare_calibration`.")
+        'compare a b: see calib_metrics.functional.compare_calibration.'
+    """
+    if doc is None:
+        return None
+    doc = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", doc)
+    return re.sub(r"``([^`]+)``", r"\1", doc)
+
+
 def _add_paper_commands(sub: argparse._SubParsersAction) -> None:
     """``demo`` and ``reproduce``, whose options come from the paper's modules."""
     from calib_metrics.paper import EXPERIMENTS, demo, options
 
     shown = {"formatter_class": options.DefaultsHelpFormatter}  # each option's default
-    demo_parser = sub.add_parser("demo", help=demo.DESCRIPTION, description=demo.__doc__, **shown)
+    description = plain_text(demo.__doc__)
+    demo_parser = sub.add_parser("demo", help=demo.DESCRIPTION, description=description, **shown)
     demo.add_arguments(demo_parser)
     reproduce = sub.add_parser("reproduce", help=PAPER_COMMANDS["reproduce"])
     experiments = reproduce.add_subparsers(dest="experiment", required=True)
@@ -834,13 +875,15 @@ def build_parser(paper: bool = True) -> argparse.ArgumentParser:
     from calib_metrics import cli_recalibrate
 
     recal = sub.add_parser(
-        "recalibrate", help=cli_recalibrate.DESCRIPTION, description=cli_recalibrate.__doc__
+        "recalibrate",
+        help=cli_recalibrate.DESCRIPTION,
+        description=plain_text(cli_recalibrate.__doc__),
     )
     cli_recalibrate.add_arguments(recal)
     from calib_metrics import cli_compare
 
     compare = sub.add_parser(
-        "compare", help=cli_compare.DESCRIPTION, description=cli_compare.__doc__
+        "compare", help=cli_compare.DESCRIPTION, description=plain_text(cli_compare.__doc__)
     )
     cli_compare.add_arguments(compare)
     if paper:

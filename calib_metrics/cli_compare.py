@@ -102,6 +102,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
+def _read_b(args: argparse.Namespace, groups: str | None, taken: dict[str, str]):
+    """Model b's file; without ``--probs-b`` it reads ``--probs``'s column, which a file
+    of other names lacks: the message says so (it had named the column alone, and a
+    user of ``--probs model_a`` for file a looked for the mistake in file a)."""
+    from calib_metrics.predictions import read_table, shared
+
+    try:
+        return read_table(
+            args.b, args.probs_b or shared(args.probs), shared(args.target), groups,
+            args.ignore_index, taken,
+        )  # fmt: skip
+    except ValueError as err:
+        if args.probs_b is None and args.probs is not None and f"{args.probs!r}" in str(err):
+            raise ValueError(
+                f"{err}; model b reads --probs's column ({args.probs}) unless --probs-b "
+                "names its own"
+            ) from None
+        raise
+
+
 def _read_both(args: argparse.Namespace):
     """Both models' predictions, b's rows paired with a's by their item ids
     (:func:`_id_columns`), else by position, checked to be on the same items; a multiclass
@@ -128,14 +148,7 @@ def _read_both(args: argparse.Namespace):
         del taken[args.probs_b]
         b = read_table(args.a, args.probs_b, args.target, columns[0], args.ignore_index, taken)
     else:
-        b = read_table(
-            args.b,
-            args.probs_b or shared(args.probs),
-            shared(args.target),
-            columns[1],
-            args.ignore_index,
-            taken,
-        )
+        b = _read_b(args, columns[1], taken)
     if ids is not None:
         b = paired_by_ids(a, b, (args.a, args.b), ids)
     if a.target.shape != b.target.shape:
@@ -461,8 +474,12 @@ def _paired_by(columns: list[str] | None) -> str:
 
 
 def model_names(args: argparse.Namespace) -> tuple[str, str]:
-    """The two models' names: their files, or the file and b's column."""
-    return str(args.a), str(args.b) if args.b else f"{args.a} [{args.probs_b}]"
+    """The two models' names: their files, or, of one file, the file and each model's
+    column (a's when ``--probs`` names it: only b's had been said)."""
+    if args.b:
+        return str(args.a), str(args.b)
+    a = f"{args.a} [{args.probs}]" if args.probs else str(args.a)
+    return a, f"{args.a} [{args.probs_b}]"
 
 
 def _smooth_curves(args: argparse.Namespace, a, b) -> tuple | None:

@@ -55,6 +55,24 @@ def test_bad_input_is_one_line_and_exit_2(predictions, capsys, extra, message) -
     assert message in err and "\n" not in err
 
 
+def test_b_reading_a_s_probs_column_says_so(predictions, capsys) -> None:
+    """``--probs qa`` for file a is model b's column too, which b.csv lacks: the message
+    had named the column alone, and the mistake looked like file a's."""
+    argv = ["compare", str(predictions["both"]), str(predictions["b"]), "--probs", "qa"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no column 'qa'" in err and "model b reads --probs's column (qa) unless --probs-b" in err
+    assert main([*argv, "--probs-b", "prob", "--samples", "20"]) == 0
+
+
+def test_one_file_names_both_models_columns(predictions, capsys) -> None:
+    argv = ["compare", str(predictions["both"]), "--probs", "qa", "--probs-b", "qb"]
+    assert main([*argv, "--target", "y", "--samples", "20"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith(f"  a: {predictions['both']} [qa]: ")  # b's alone had been
+    assert lines[2].startswith(f"  b: {predictions['both']} [qb]: ")
+
+
 @pytest.fixture
 def tagged(tmp_path: Path) -> dict:
     """Three labels' pairs; model a is overconfident on NOUN only."""

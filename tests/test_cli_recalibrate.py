@@ -222,6 +222,19 @@ def test_a_test_file_of_one_pair_is_counted_in_the_singular(files, tmp_path, cap
     assert lines[0].endswith(": 1500 pairs") and ": 1 pair;" in lines[1], lines[:2]
 
 
+@pytest.mark.parametrize("groups", [False, True])
+def test_the_header_names_the_intervals_kind(files, tmp_path, capsys, groups):
+    """ "95% intervals" alone: evaluate's of the same file are normal, of 10,000 draws."""
+    (dev, *_), (test, *_) = files
+    argv = ["recalibrate", str(dev), str(test), "--samples", "50", "--out", str(tmp_path / "o.csv")]
+    assert main([*argv, *(["--groups"] if groups else [])]) == 0
+    header = capsys.readouterr().out.splitlines()[1]
+    units = "groups" if groups else "pairs"
+    assert header.endswith(
+        f"95% intervals of one paired bootstrap over {units} (50 draws, percentile)"
+    )
+
+
 def test_testing_on_the_dev_pairs_warns(tmp_path, capsys):
     """'recalibrate dev.csv dev.csv' had reported a fitted map's gain on its own
     training pairs as an improvement with p < 0.001, silently."""

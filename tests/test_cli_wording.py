@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from calib_metrics.cli import main
 
 
@@ -45,3 +47,41 @@ def test_an_underflowing_spiegelhalter_p_is_a_bound(tmp_path: Path, capsys):
     path.write_text("prob,label\n" + "0.4,1\n0.3,1\n" * 10000)  # z ≈ 230: p underflows to 0
     code, out, _ = _run(capsys, "evaluate", path, "--spiegelhalter", "--samples", "20")
     assert code == 0 and "two-sided p < 1e-300" in out and "p = 0 " not in out
+
+
+@pytest.mark.parametrize(
+    ("mode", "said"),
+    [
+        ("one_vs_rest", "N = 600 pairs (120 items × 5 classes, one-vs-rest)"),
+        ("top_label", "N = 120 pairs (one top-label pair per item, of 5 classes)"),
+    ],
+)
+def test_a_multiclass_file_s_pairs_are_told_from_its_items(tmp_path: Path, capsys, mode, said):
+    """ "N = 600 pairs" of 120 items had been left to the reader to explain."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(5), size=120)
+    path = tmp_path / "mc.npz"
+    np.savez(path, probs=probs, target=rng.integers(0, 5, 120))
+    assert main(["evaluate", str(path), "--mode", mode, "--samples", "20"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"{path}: {said}, ") and first.endswith(" adaptive bins")
+
+
+@pytest.mark.parametrize("command", ["compare", "recalibrate", "demo"])
+def test_help_shows_no_docstring_markup(capsys, command):
+    """``calib-metrics compare`` and :func:`...` had been shown as written."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    shown = capsys.readouterr().out
+    assert "``" not in shown and ":func:" not in shown and ":mod:" not in shown
+
+
+def test_a_label_column_of_words_says_what_labels_are(tmp_path: Path, capsys):
+    path = tmp_path / "words.csv"
+    path.write_text("prob,label\n0.2,neg\n0.8,pos\n")
+    assert main(["evaluate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("holds a non-numeric value 'neg'; labels are 0/1 (or True/False), "
+                        "or class ids 0..C-1 beside C probabilities per row")  # fmt: skip

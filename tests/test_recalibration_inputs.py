@@ -526,3 +526,12 @@ def test_a_probs_scaler_names_its_input_probs(make) -> None:
         make(inputs="probs").fit(torch.tensor([1, 0]), torch.tensor([1, 0]))
     with pytest.raises(ValueError, match=r"^logits is empty"):  # as the default module takes it
         make().fit(torch.zeros(0), torch.zeros(0))
+
+
+@pytest.mark.parametrize("method", BINARY_METHODS)
+def test_fit_binary_names_logits_passed_for_probabilities(method) -> None:
+    """ "probs must lie in [0, 1]" alone, where the metrics say "not logits"."""
+    scores = torch.linspace(-3, 3, 50, dtype=torch.float64)
+    labels = (torch.arange(50) % 2).double()
+    with pytest.raises(ValueError, match=r"must lie in \[0, 1\]: pass probabilities, not logits"):
+        fit_binary(method, scores, labels)

@@ -178,6 +178,7 @@ from calib_metrics.functional.intervals import (
     draw_statistics,
     interval_of_draws,
     reweighted_bins,
+    summary,
     unit_sum_matrix,
     unit_weights,
     without_interval,
@@ -219,6 +220,16 @@ class ComparisonResult(NamedTuple):
     p_value: Tensor
     a: CalibrationResult
     b: CalibrationResult
+
+    def __repr__(self) -> str:
+        """One line a model: the difference, its interval and p-value, then each model's
+        result in one line (in full, both models' bins had filled some 90 lines)."""
+        numbers = ", ".join(
+            f"{name}={summary(getattr(self, name))}" for name in ("difference", "lower", "upper")
+        )
+        p_value = summary(self.p_value, ".4g")
+        models = f"\n  a={self.a!r},\n  b={self.b!r}"
+        return f"{type(self).__name__}({numbers}, p_value={p_value},{models})"
 
 
 def _shared_blocks(matrices: list[UnitSums], n_units: int, n_samples: int, generator):

@@ -172,6 +172,52 @@ class CalibrationResult(NamedTuple):
     upper: Tensor
     bins: Bins
 
+    def __repr__(self) -> str:
+        """One line: the numbers, and the bins counted (printed in full, a result of 121
+        bins had filled some 45 lines, its error lost at the top).
+
+        Example:
+            >>> import torch
+            >>> t = torch.tensor
+            >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+            >>> r = CalibrationResult(t(0.1), t(0.1), t(0.01), t(0.08), t(0.12), bins)
+            >>> head, tail = repr(r).split(", mean=")
+            >>> head
+            'CalibrationResult(error=0.1000, lower=0.0800, upper=0.1200'
+            >>> tail
+            '0.1000, std=0.0100, bins=<2 bins, 800 pairs>)'
+        """
+        numbers = ", ".join(
+            f"{name}={summary(getattr(self, name))}"
+            for name in ("error", "lower", "upper", "mean", "std")
+        )
+        return f"{type(self).__name__}({numbers}, bins={bins_summary(self.bins)})"
+
+
+def summary(value: object, digits: str = ".4f") -> str:
+    """A number of a result as its one-line repr shows it: a one-element tensor's value,
+    or the shape of a larger one.
+
+    Example:
+        >>> summary(torch.tensor(0.12345)), summary(torch.zeros(3))
+        ('0.1235', 'tensor of shape [3]')
+    """
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            return f"tensor of shape {list(value.shape)}"
+        value = value.item()
+    return format(value, digits) if isinstance(value, float) else repr(value)
+
+
+def bins_summary(bins: object) -> str:
+    """``<121 bins, 4000 pairs>``: the bins of a result, counted."""
+    count = getattr(bins, "count", None)
+    if not isinstance(count, Tensor):
+        return repr(bins)
+    pairs = count.sum().item()
+    pairs = int(pairs) if float(pairs).is_integer() else round(pairs, 2)
+    return f"<{count.shape[-1]} bins, {pairs} pairs>"
+
 
 def check_confidence(confidence: float) -> None:
     """Raise ValueError unless ``confidence`` is a number strictly between 0 and 1, a Python

@@ -236,7 +236,16 @@ def _to_labels(
         return _to_float(values, path, column, lines, shape)  # numbers: no words to look for
     array = np.asarray(values, dtype=object).reshape(-1)
     words = [_BOOLEANS.get(v.strip().lower(), v) if isinstance(v, str) else v for v in array]
-    return _to_float(words, path, column, lines, shape, PAD_HINT)
+    try:
+        return _to_float(words, path, column, lines, shape, PAD_HINT)
+    except ValueError as err:
+        if "holds a non-numeric value" not in str(err):
+            raise
+        # A label column of words ('pos', 'neg') had been told only that it is no number.
+        raise ValueError(
+            f"{err}; labels are 0/1 (or True/False), or class ids 0..C-1 beside C "
+            "probabilities per row"
+        ) from None
 
 
 def _check_values(

@@ -116,7 +116,10 @@ def check_probs(probs: Tensor, name: str = "probs") -> Tensor:
     check_floating(probs, name)
     check_finite(probs, name)
     if bool(((probs < 0) | (probs > 1)).any()):
-        raise ValueError(f"{name} must lie in [0, 1]")
+        # As the metrics say it: scores outside [0, 1] are most often logits.
+        raise ValueError(
+            f"{name} must lie in [0, 1]: pass probabilities, not logits (apply sigmoid first)"
+        )
     return probs
 
 

@@ -156,7 +156,10 @@ def _check_probs_input(probs: object, *, fitting: bool, rows: bool, no_masks: st
     if bad:
         _refuse_infinite(probs, "probs", no_masks)
     if outside:
-        raise ValueError("probs must lie in [0, 1]")
+        raise ValueError(
+            "probs must lie in [0, 1]: pass probabilities, not logits (or build the module "
+            "with inputs='logits')"
+        )
     if any(empty):
         _refuse_all_masked(probs == 0, "probs", "0")
     return probs
