@@ -386,3 +386,18 @@ def test_study_pools_runs_of_one_setting(tmp_path):
     assert row["cov_pairs_db_norm"] == pytest.approx(0.975)
     assert row["plugin_bias"] == pytest.approx(-0.05)
     assert row["plugin_rmse"] == pytest.approx(math.sqrt((100 * 0.09 + 300 * 0.01) / 400))
+
+
+@pytest.mark.parametrize("mode", ["one_vs_rest", "classwise"])
+def test_the_few_pairs_warning_names_the_callers_line(mode) -> None:
+    """It had named calib_metrics/functional/calibration.py (a line of the library)."""
+    import warnings
+
+    from calib_metrics.functional import calibration_error_ci
+
+    probs = torch.softmax(torch.rand(3, 3, generator=torch.Generator().manual_seed(0)), -1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        calibration_error_ci(probs, torch.tensor([0, 1, 2]), mode=mode)  # 9 pairs, 3 a class
+    said = [w for w in caught if "at least 10 are needed" in str(w.message)]
+    assert said and all(w.filename == __file__ for w in said)

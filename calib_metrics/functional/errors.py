@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import operator
+import os
+import sys
+import warnings
 
 import torch
+
+# The library's own files: a warning names the first line outside them.
+_LIBRARY = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def check_int(name: str, value: int, minimum: int = 1) -> None:
@@ -196,3 +202,13 @@ class NoPairsError(ValueError):
         ...     print(type(err).__name__, isinstance(err, ValueError))
         NoPairsError True
     """
+
+
+def warn_at_caller(message: str) -> None:
+    """A UserWarning at the line that called into the library: the first frame outside
+    ``calib_metrics``. A function reached at several depths (``calibration_error_ci``
+    itself, or through its classwise average) had warned from a line of the library."""
+    frame, level = sys._getframe(1), 2  # warnings.warn's stacklevel of that frame
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)

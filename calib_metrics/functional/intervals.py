@@ -93,7 +93,7 @@ from calib_metrics.functional.binning import (
     check_ids,
 )
 from calib_metrics.functional.clusters import grouped_bins
-from calib_metrics.functional.errors import check_flag, check_generator, check_int
+from calib_metrics.functional.errors import check_flag, check_generator, check_int, warn_at_caller
 from calib_metrics.functional.ties import (
     CutCells,
     bin_parts,
@@ -867,11 +867,9 @@ def without_interval_if_few(result: CalibrationResult, n_units: int, unit: str):
     """
     if n_units >= MIN_UNITS:
         return result
-    warnings.warn(
+    warn_at_caller(
         f"calibration_error_ci: {n_units} {unit}{'s' * (n_units != 1)}; at least "
-        f"{MIN_UNITS} are needed for an interval, so its ends are NaN (the error stands)",
-        UserWarning,
-        stacklevel=3,
+        f"{MIN_UNITS} are needed for an interval, so its ends are NaN (the error stands)"
     )
     return without_interval(result)
 
