@@ -194,6 +194,27 @@ def test_classwise_uniform_equals_torch_uncertainty(norm) -> None:
     assert got.item() == pytest.approx(float(np.mean(per_class)), rel=1e-12)
 
 
+@pytest.mark.parametrize("bandwidth", ["auto", 0.05])
+def test_top_label_smooth_equals_torch_uncertainty_reflected(bandwidth) -> None:
+    """torch-uncertainty's SmoothCalibrationError is top-label (binary input too: its
+    confidence max(p, 1 - p)); with kernel_type="reflected", relplot's kernel, it equals
+    ours on the top-label pairs, away from the ends (float32 there)."""
+    from calib_metrics.functional import smooth_calibration_error
+
+    package = torch_uncertainty_calibration_package()
+    probs, target = softmax_data(3000, 5, seed=4, scale=1.0)
+    assert probs.max() < 0.99  # the ends, where relplot's kernel counts a pair at 1 once
+    peer = package.SmoothCalibrationError(kernel_type="reflected", bandwidth=bandwidth)
+    peer.update(probs, target)
+    ours = smooth_calibration_error(
+        probs.double(),
+        target,
+        mode="top_label",
+        bandwidth=None if bandwidth == "auto" else bandwidth,
+    )
+    assert ours.item() == pytest.approx(peer.compute().item(), abs=1e-6)
+
+
 @pytest.mark.parametrize("binning", ["adaptive", "uniform"])
 def test_classwise_is_the_mean_of_per_class_errors(binning) -> None:
     probs, target = softmax_data(2000, 3, seed=3)
