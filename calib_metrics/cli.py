@@ -588,29 +588,8 @@ def mode_note(mode: str) -> str:
     return "" if mode == "one_vs_rest" else f", {mode}"
 
 
-def items_note(summary: dict) -> str:
-    """What a multiclass file's N of pairs counts (it had read "N = 15000 pairs" of 3,000
-    items of 5 classes, unexplained): nothing for binary pairs.
-
-    Example:
-        >>> items_note({"items": 3000, "classes": 5, "mode": "one_vs_rest", "n": 15000})
-        ' (3000 items × 5 classes, one-vs-rest)'
-        >>> items_note({"items": 3000, "classes": 5, "mode": "top_label", "n": 3000})
-        ' (one top-label pair per item, of 5 classes)'
-        >>> items_note({"items": None, "classes": None, "mode": "one_vs_rest", "n": 9})
-        ''
-    """
-    items, classes = summary.get("items"), summary.get("classes")
-    if items is None:
-        return ""
-    if summary["mode"] == "top_label":
-        return f" (one top-label pair per item, of {classes} classes)"
-    kind = "one-vs-rest" if summary["mode"] == "one_vs_rest" else "each class's, binned apart"
-    return f" ({items} items × {classes} classes, {kind})"
-
-
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
-    from calib_metrics.report import fixed, no_interval, plus_term, resampled_units
+    from calib_metrics.report import fixed, items_note, no_interval, plus_term, resampled_units
     from calib_metrics.wording import level_text, visible_controls
 
     pct = level_text(args.confidence)

@@ -351,11 +351,12 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     dev, test = (visible_controls(str(summary[key])) for key in ("dev", "test"))
     extra = f" (T = {summary['temperature']:.4f})" if "temperature" in summary else ""
     print(f"fitted {summary['method']}{extra} on {dev}: {counted(summary['n_dev'], 'pair')}")
-    # The intervals' kind, as compare says it: evaluate's (normal, 10,000 draws) differ.
+    # The intervals' kind (evaluate's of the same file are normal, of 10,000 draws): each
+    # error's from its own bootstrap, the difference's from one paired one.
     draws = summary["difference"]["n_samples"]
     print(f"test {test}: {counted(summary['n_test'], 'pair')}; CalibErr debiased, auto bins, "
-          f"{pct} intervals of one paired bootstrap over {units} ({draws} draws, "
-          "percentile)")  # fmt: skip
+          f"{pct} percentile intervals of {draws} bootstrap draws over {units} (the "
+          "difference's paired)")  # fmt: skip
     for which in ("before", "after"):
         s = summary[which]
         missing = no_interval(s["lower"], s["upper"], units)

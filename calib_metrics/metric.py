@@ -766,11 +766,13 @@ class CalibrationError(_StatesKeepTheirDtype):
             )
 
     def _complete_state(self, states: dict[str, Any], prefix: str = "") -> None:
-        """Give a state saved before the item sums were kept (2026-12-01) unknown (NaN)
-        ones, so that it loads (or merges), and its Spiegelhalter test takes the sketch's
-        cells. A multiclass state's item sums, offered to a metric that keeps none, are
-        left to the settings' check, which names the difference (num_classes 17 into
-        num_classes None) where the keys' would only say "other settings"."""
+        """Give a state saved before the item sums were kept (2026-12-01) its sums, so that
+        it loads (or merges): unknown (NaN) where its sketch holds rows, whose
+        Spiegelhalter test then takes the sketch's cells, and zero where it holds none (a
+        state saved after a reset, or with its rows in the buffer). A multiclass state's
+        item sums, offered to a metric that keeps none, are left to the settings' check,
+        which names the difference (num_classes 17 into num_classes None) where the keys'
+        would only say "other settings"."""
         key, cells = prefix + _ITEM_SCORES, states.get(prefix + "cell_count")
         if cells is None:
             return

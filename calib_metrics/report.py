@@ -618,10 +618,32 @@ def _note_row(key: str, summary: Mapping[str, Any]) -> list[tuple[str, str, str]
 
 def _n_text(summary: Mapping[str, Any]) -> str:
     """``4000``, or ``4000 in 200 groups`` when the summary's ``groups`` were resampled;
-    items that are not the pairs binned say their pairs (:func:`pairs_note`)."""
+    items that are not the pairs binned say their pairs (:func:`pairs_note`, a
+    comparison's) or the pairs their items (:func:`items_note`, evaluate's)."""
     groups = summary.get("groups")
     in_groups = f" in {counted(groups, 'group')}" if groups else ""
-    return f"{summary['n']}{pairs_note(summary)}{in_groups}"
+    return f"{summary['n']}{pairs_note(summary)}{items_note(summary)}{in_groups}"
+
+
+def items_note(summary: Mapping[str, Any]) -> str:
+    """What a multiclass file's N of pairs counts (it had read "N = 15000 pairs" of 3,000
+    items of 5 classes, unexplained): nothing for binary pairs.
+
+    Example:
+        >>> items_note({"items": 3000, "classes": 5, "mode": "one_vs_rest", "n": 15000})
+        ' (3000 items × 5 classes, one-vs-rest)'
+        >>> items_note({"items": 3000, "classes": 5, "mode": "top_label", "n": 3000})
+        ' (one top-label pair per item, of 5 classes)'
+        >>> items_note({"items": None, "classes": None, "mode": "one_vs_rest", "n": 9})
+        ''
+    """
+    items, classes = summary.get("items"), summary.get("classes")
+    if items is None:
+        return ""
+    if summary["mode"] == "top_label":
+        return f" (one top-label pair per item, of {classes} classes)"
+    kind = "one-vs-rest" if summary["mode"] == "one_vs_rest" else "each class's, binned apart"
+    return f" ({items} items × {classes} classes, {kind})"
 
 
 def pairs_note(summary: Mapping[str, Any]) -> str:
@@ -835,7 +857,8 @@ FIGURE_NAME_CHARS = 44
 
 def model_title(key: str, name: str, room: int | None = None) -> str:
     """How a comparison's figures name model ``key`` (``"a"`` or ``"b"``): the key and the
-    model's whole name (its file as given, or the file and b's column), on the page, in
+    model's whole name (its file as given, or, of one file, the file and the model's
+    column: :func:`~calib_metrics.cli_compare.model_names`), on the page, in
     ``compare --plot`` and in its classwise panels alike. A file's base name alone had
     titled run1/preds.csv and run2/preds.csv both "preds.csv", and b's column
     ``probs/b`` "b]". With ``room``, a longer name keeps its first third and last two

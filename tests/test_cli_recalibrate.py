@@ -230,9 +230,8 @@ def test_the_header_names_the_intervals_kind(files, tmp_path, capsys, groups):
     assert main([*argv, *(["--groups"] if groups else [])]) == 0
     header = capsys.readouterr().out.splitlines()[1]
     units = "groups" if groups else "pairs"
-    assert header.endswith(
-        f"95% intervals of one paired bootstrap over {units} (50 draws, percentile)"
-    )
+    said = f"95% percentile intervals of 50 bootstrap draws over {units} (the difference's paired)"
+    assert header.endswith(said)
 
 
 def test_testing_on_the_dev_pairs_warns(tmp_path, capsys):

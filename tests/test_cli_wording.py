@@ -67,6 +67,11 @@ def test_a_multiclass_file_s_pairs_are_told_from_its_items(tmp_path: Path, capsy
     assert main(["evaluate", str(path), "--mode", mode, "--samples", "20"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith(f"{path}: {said}, ") and first.endswith(" adaptive bins")
+    page = tmp_path / "page.html"
+    assert (
+        main(["evaluate", str(path), "--mode", mode, "--samples", "20", "--html", str(page)]) == 0
+    )
+    assert said.split(" = ", 1)[1].replace(" pairs", "", 1) in page.read_text()  # its N row
 
 
 @pytest.mark.parametrize("command", ["compare", "recalibrate", "demo"])

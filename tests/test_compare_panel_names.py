@@ -64,7 +64,7 @@ def test_a_column_with_a_slash_names_model_b_whole(tmp_path, capsys, titles) -> 
     argv = ["compare", path, "--probs", "probs/a", "--probs-b", "probs/b", "--samples", "20"]
     code, _, err = run(capsys, *argv, "--plot", tmp_path / "both.png")
     assert code == 0, err
-    assert titles == [_title("a", path), _title("b", f"{path} [probs/b]")]
+    assert titles == [_title("a", f"{path} [probs/a]"), _title("b", f"{path} [probs/b]")]
 
 
 def test_the_page_names_its_diagrams_alike(tmp_path, capsys, titles) -> None:
@@ -75,4 +75,4 @@ def test_the_page_names_its_diagrams_alike(tmp_path, capsys, titles) -> None:
     code, _, err = run(capsys, *argv, "--html", tmp_path / "p.html", "--plot", tmp_path / "p.png")
     assert code == 0, err
     page, figure = titles[:2], titles[2:]
-    assert page == figure == [_title("a", path), _title("b", f"{path} [qb]")]
+    assert page == figure == [_title("a", f"{path} [qa]"), _title("b", f"{path} [qb]")]
