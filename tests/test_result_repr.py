@@ -29,3 +29,15 @@ def test_a_comparison_prints_one_line_a_model() -> None:
     assert lines[1].startswith("  a=CalibrationResult(") and lines[2].startswith("  b=")
     # Still the NamedTuple whose fields DESIGN.md fixes.
     assert result._fields == ("difference", "lower", "upper", "p_value", "a", "b")
+
+
+def test_a_label_by_label_comparison_prints_its_counts() -> None:
+    from calib_metrics.functional import compare_calibration_by_label
+
+    labels = torch.arange(3000) % 3
+    result = compare_calibration_by_label(Q.sqrt(), Q, Y, labels, n_samples=200, generator=G)
+    assert repr(result) == (
+        f"LabelComparisonResult(3 labels: a better on {result.a_better}, b better on "
+        f"{result.b_better}, not distinguishable on {result.not_distinguishable}; holm at "
+        "alpha = 0.05)"
+    )

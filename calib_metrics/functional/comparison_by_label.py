@@ -147,6 +147,27 @@ class LabelComparisonResult(NamedTuple):
     units: Tensor | None = None
     min_units: int = SMALL_LABEL_UNITS
 
+    def __repr__(self) -> str:
+        """One line, the counts: every label's tensors and comparison had been printed in
+        full (fields give them).
+
+        Example:
+            >>> import torch
+            >>> t = torch.tensor
+            >>> r = LabelComparisonResult(t([0, 1]), *[t([0.0, 0.0])] * 5, t([1, 0]), 0, 1, 1,
+            ...                           "holm", 0.05, ())
+            >>> repr(r).split(": ")
+            ['LabelComparisonResult(2 labels', 'a better on 0, b better on 1, not \
+distinguishable on 1; holm at alpha = 0.05)']
+        """
+        n = self.labels.numel()
+        untested = f", {self.not_tested} of them not tested" if self.not_tested else ""
+        return (
+            f"{type(self).__name__}({n} label{'s' * (n != 1)}: a better on "
+            f"{self.a_better}, b better on {self.b_better}, not distinguishable on "
+            f"{self.not_distinguishable}{untested}; {self.correction} at alpha = {self.alpha:g})"
+        )
+
 
 def holm_adjust(p_values: Tensor) -> Tensor:
     """Holm's step-down adjusted p-values (reject where adjusted ≤ alpha: FWER ≤ alpha).
