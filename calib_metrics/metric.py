@@ -747,6 +747,14 @@ class CalibrationError(_StatesKeepTheirDtype):
         else:
             self._computed = None  # the older version's cached value: compute() refuses too
 
+    def _fresh_default(self, name: str, default: Tensor, device: torch.device) -> Tensor:
+        """The sketch's extremes start at ±inf (its other parts, the row count and the item
+        sums at 0), for a metric built on the meta device."""
+        bound = {"cell_low": math.inf, "cell_high": -math.inf}.get(name)
+        if bound is None:
+            return super()._fresh_default(name, default, device)
+        return torch.full(default.shape, bound, dtype=default.dtype, device=device)
+
     def _keeps_item_scores(self) -> bool:
         """Whether this metric's settings keep the folded rows' item sums (a streaming
         multiclass metric)."""

@@ -45,6 +45,21 @@ def _keep_dtype(fn: Callable, value: Tensor | list[Tensor]) -> Tensor | list[Ten
     return value.to(device=probe.device)
 
 
+def _moved_default(
+    fn: Callable, default: Tensor | list[Tensor], fresh: Callable[[torch.device], Tensor]
+) -> Tensor | list[Tensor]:
+    """A state's default (what ``reset`` restores) where ``fn`` sends the module: moved
+    with its values, never through ``fn`` itself, whose ``to_empty`` form had left it
+    uninitialised (a reset sketch of garbage counts, or extremes of 0 for ±inf); made
+    anew (``fresh``) where it was on the meta device, which holds no values."""
+    if isinstance(default, list):
+        return _keep_dtype(fn, default)
+    probe = fn(torch.empty(0, dtype=default.dtype, device=default.device))
+    if default.is_meta:
+        return default if probe.device.type == "meta" else fresh(probe.device)
+    return default.to(device=probe.device)
+
+
 def _copy_state(value: Any, default: Tensor | list[Tensor]) -> Any:
     """A private copy of a loaded state: a new list, cloned tensors, the default's dtype."""
     if isinstance(value, (list, tuple)):
@@ -600,24 +615,40 @@ class _StatesKeepTheirDtype(Metric):
         )
         return self
 
-    def _apply(self, fn: Callable, exclude_state: Any = ()) -> _StatesKeepTheirDtype:
+    def _apply(
+        self, fn: Callable, exclude_state: Any = (), recurse: bool = True
+    ) -> _StatesKeepTheirDtype:
         """Move the states with the module, but never change their dtype.
 
         ``.to(torch.bfloat16)``, ``.half()`` or Lightning's ``precision="bf16-true"``
         cast a module's tensors; cast, the float64 sums of the streaming state would
         stop accepting updates and the exact mode's stored probabilities would be
         rounded. The states (and their defaults, which ``reset`` restores) only follow
-        the device; every other tensor is left to torchmetrics.
+        the device; every other tensor is left to torchmetrics. ``recurse`` (which
+        ``to_empty`` passes, and torchmetrics' own ``_apply`` refused as a TypeError) is
+        taken: a metric's submodules, if any, always follow it.
         """
         this = super()._apply(fn, exclude_state=(*exclude_state, *self._defaults))
         for key, default in this._defaults.items():
             if key in exclude_state:
                 continue
-            this._defaults[key] = _keep_dtype(fn, default)
-            setattr(this, key, _keep_dtype(fn, getattr(this, key)))
+            moved = _moved_default(
+                fn, default, lambda device, k=key, d=default: this._fresh_default(k, d, device)
+            )
+            this._defaults[key] = moved
+            state = getattr(this, key)
+            if isinstance(state, Tensor) and state.is_meta and not moved.is_meta:
+                setattr(this, key, moved.clone())  # built on meta: no pair seen, empty
+            else:
+                setattr(this, key, _keep_dtype(fn, state))
         # torchmetrics casts the cached compute() value too; recomputing it is exact.
         this._computed = None
         return this
+
+    def _fresh_default(self, name: str, default: Tensor, device: torch.device) -> Tensor:
+        """State ``name``'s default made anew on ``device`` (``default``: its meta tensor,
+        of the metric built on the meta device): zeros, unless a subclass says otherwise."""
+        return torch.zeros(default.shape, dtype=default.dtype, device=device)
 
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
         super()._save_to_state_dict(destination, prefix, keep_vars)

@@ -123,7 +123,8 @@ def test_every_command_prints_the_level_with_all_its_digits(tmp_path, capsys) ->
             capsys, "recalibrate", path, path, "--samples", "20", "--confidence", level,
             "--out", tmp_path / "r.csv",
         )  # fmt: skip
-        assert code == 0 and f"auto bins, {shown} intervals" in out.splitlines()[1], (out, err)
+        header = out.splitlines()[1]
+        assert code == 0 and f"auto bins, {shown} percentile intervals" in header, (out, err)
         code, out, err = run_cli(capsys, "compare", path, path, "--samples", "20", "--confidence",
                                  level)  # fmt: skip
         assert code == 0 and f"[{shown}: " in out.splitlines()[1], (out, err)

@@ -200,3 +200,52 @@ def test_unsigned_ids_or_target_on_one_rank_give_every_rank_the_union(what) -> N
     for value in values:
         torch.testing.assert_close(value.error, want.error, rtol=0, atol=0)
         torch.testing.assert_close(value.upper, want.upper, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"num_classes": 5, "streaming": True, "resolution": 256},
+        {"num_classes": 5, "streaming": True},
+        {},
+    ],
+)
+@pytest.mark.parametrize("reset", [True, False])
+def test_a_metric_built_on_meta_and_moved_by_to_empty_measures_as_a_fresh_one(
+    options, reset
+) -> None:
+    """``to_empty`` (a model built on the meta device, FSDP's path) had made the states'
+    defaults uninitialised memory: a reset sketch of garbage counts (a NaN error, or
+    "needs 1.1e120 GiB") or extremes of 0 for ±inf (a silently wrong error)."""
+    from torch import nn
+
+    from calib_metrics import CalibrationError
+
+    g = torch.Generator().manual_seed(0)
+    probs = (3 * torch.randn(600, 5, generator=g)).softmax(-1)
+    target = torch.randint(0, 5, (600,), generator=g)
+    if not options:
+        probs, target = probs[:, 0], (target == 0).long()
+    with torch.device("meta"):
+        net = nn.Module()
+        net.metric = CalibrationError(**options)
+    net.to_empty(device="cpu")
+    if reset:
+        net.metric.reset()
+    net.metric.update(probs, target)
+    fresh = CalibrationError(**options)
+    fresh.update(probs, target)
+    assert net.metric.compute().item() == fresh.compute().item()
+    result, want = net.metric.compute_result(), fresh.compute_result()
+    assert torch.equal(result.bins.count, want.bins.count)
+
+
+def test_to_empty_of_the_metric_itself_is_taken() -> None:
+    """torch passes ``recurse`` to ``_apply``; torchmetrics' refused it (a TypeError)."""
+    from calib_metrics import CalibrationComparison, CalibrationError
+
+    metric = CalibrationError(num_classes=3, streaming=True, resolution=256).to_empty(device="cpu")
+    metric.reset()
+    metric.update(torch.full((4, 3), 1 / 3), torch.tensor([0, 1, 2, 0]))
+    assert metric.rows_seen.item() == 4
+    CalibrationComparison().to_empty(device="cpu")
