@@ -91,6 +91,14 @@ def _item_scores_problem(sums: Any) -> str:
     return ""
 
 
+def _older_item_scores(cells: Any, device: torch.device) -> Tensor:
+    """The item sums of a state saved or pickled before they were kept (2026-12-01), whose
+    sketch holds ``cells``: unknown (NaN) where it holds rows, zero where it holds none (a
+    state saved after a reset, or with its rows in the buffer: nothing is missing)."""
+    value = 0.0 if _holds_no_cells(cells) else math.nan
+    return torch.full((3,), value, dtype=torch.float64, device=device)
+
+
 def _holds_no_cells(count: Any) -> bool:
     """Whether a sketch's ``cell_count`` places no row in any cell (one host read): such a
     sketch holds nothing whose cells a layout decided, so any layout's is this one's. Rows
@@ -768,10 +776,10 @@ class CalibrationError(_StatesKeepTheirDtype):
             return
         device = self.cell_count.device
         self.add_state(_ITEM_SCORES, torch.zeros(3, dtype=torch.float64, device=device), "sum")
-        if not _holds_no_cells(self.cell_count):
-            setattr(
-                self, _ITEM_SCORES, torch.full((3,), math.nan, dtype=torch.float64, device=device)
-            )
+        # Saved with the sketch, as its other states are (add_state had left it out of
+        # every state_dict, whose loads then took their sums for unknown).
+        self._persistent[_ITEM_SCORES] = self._persistent.get("cell_count", False)
+        setattr(self, _ITEM_SCORES, _older_item_scores(self.cell_count, device))
 
     def _complete_state(self, states: dict[str, Any], prefix: str = "") -> None:
         """Give a state saved before the item sums were kept (2026-12-01) its sums, so that
@@ -785,10 +793,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         if cells is None:
             return
         if self._keeps_item_scores() and key not in states:
-            # Unknown where its sketch holds rows; none folded, none missing (a state saved
-            # after a reset, or with its rows in the buffer), as a pickle's.
-            unknown = not _holds_no_cells(cells)
-            states[key] = torch.full((3,), math.nan if unknown else 0.0, dtype=torch.float64)
+            states[key] = _older_item_scores(cells, torch.device("cpu"))
         elif not self._keeps_item_scores() and self.streaming:
             states.pop(key, None)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import sys
 import warnings
 from collections.abc import Callable, Iterator, KeysView
 from typing import Any
@@ -27,6 +26,7 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
 from calib_metrics.functional.binning import SUPPORTED_DTYPES, non_dense_layout
+from calib_metrics.functional.errors import stacklevel_outside
 from calib_metrics.functional.multiclass import row_sum_message
 
 # dtypes a list state may hold, coded by position for the ranks to agree on one: update
@@ -259,10 +259,8 @@ def _user_stacklevel() -> int:
     level of nesting, and ``compute()`` through torchmetrics' wrapper, so no fixed
     ``stacklevel`` names the user's call.
     """
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
-        frame, level = frame.f_back, level + 1
-    return level
+    # One less than for a warning of this function's: the caller warns, a frame nearer.
+    return stacklevel_outside(_LIBRARY_DIRS) - 1
 
 
 def says_warnings(owner: Any) -> bool:

@@ -640,9 +640,10 @@ def items_note(summary: Mapping[str, Any]) -> str:
     items, classes = summary.get("items"), summary.get("classes")
     if items is None:
         return ""
-    if summary["mode"] == "top_label":
+    mode = summary.get("mode", "one_vs_rest")
+    if mode == "top_label":
         return f" (one top-label pair per item, of {classes} classes)"
-    kind = "one-vs-rest" if summary["mode"] == "one_vs_rest" else "each class's, binned apart"
+    kind = "one-vs-rest" if mode == "one_vs_rest" else "each class's, binned apart"
     return f" ({items} items × {classes} classes, {kind})"
 
 

@@ -202,3 +202,26 @@ def test_top_label_sketches_test_their_cells_without_a_word() -> None:
         warnings.simplefilter("error")
         result = exact.compute_spiegelhalter()
     assert result.z == spiegelhalter_test(probs[:5000], target[:5000]).z
+
+
+def test_an_older_pickles_item_sums_are_saved_with_its_sketch() -> None:
+    """The sums an unpickled older metric is given had been left out of every later
+    state_dict (add_state makes a state non-persistent): their loads took them for
+    unknown, and the test for the cells', whatever reset() did."""
+    import pickle
+
+    probs, target = _items()
+    older = CalibrationError(num_classes=5, streaming=True, resolution=2**12)
+    older.persistent(True)
+    for table in (older._defaults, older._persistent, older._reductions):
+        del table["item_scores"]
+    del older.item_scores  # as a metric pickled before 2026-12-01 holds it
+    metric = pickle.loads(pickle.dumps(older))  # an empty sketch: sums of zero, not unknown
+    for start in range(0, 40000, 5000):
+        metric.update(probs[start : start + 5000], target[start : start + 5000])
+    state = metric.state_dict()
+    assert "item_scores" in state
+    loaded = CalibrationError(num_classes=5, streaming=True, resolution=2**12)
+    loaded.load_state_dict(state)
+    want = spiegelhalter_test(probs, target).z.item()
+    assert loaded.compute_spiegelhalter().z.item() == pytest.approx(want, rel=1e-9)

@@ -481,3 +481,14 @@ def test_compare_page_names_the_estimator_the_summary_gives():
     page = Page(compare_page(base, default, measures))
     assert page.value("estimator") == "adaptive bins of ⌈√N⌉, l2, debiased"
     assert "debiased pair bootstrap" in "".join(page.text)
+
+
+def test_items_note_takes_a_summary_without_a_mode() -> None:
+    """A summary of items without "mode" (not among the page's required keys) had raised
+    KeyError; it is one-vs-rest, as the page's other helpers take it."""
+    from calib_metrics.report import items_note
+
+    assert (
+        items_note({"items": 100, "classes": 4, "n": 400})
+        == " (100 items × 4 classes, one-vs-rest)"
+    )

@@ -204,11 +204,20 @@ class NoPairsError(ValueError):
     """
 
 
-def warn_at_caller(message: str) -> None:
-    """A UserWarning at the line that called into the library: the first frame outside
-    ``calib_metrics``. A function reached at several depths (``calibration_error_ci``
-    itself, or through its classwise average) had warned from a line of the library."""
-    frame, level = sys._getframe(1), 2  # warnings.warn's stacklevel of that frame
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY):
+def stacklevel_outside(prefixes: str | tuple[str, ...] = _LIBRARY) -> int:
+    """The ``stacklevel`` that makes ``warnings.warn``, called in the function that calls
+    this one, name the first frame from its caller up whose file is outside ``prefixes``
+    (directories; default: ``calib_metrics``): the user's line, however deep the library
+    reached its warning (no fixed ``stacklevel`` names it)."""
+    frame, level = sys._getframe(2), 2  # the caller's caller, warn's stacklevel 2 there
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(prefixes):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, UserWarning, stacklevel=level)
+    return level
+
+
+def warn_at_caller(message: str, prefixes: str | tuple[str, ...] = _LIBRARY) -> None:
+    """A UserWarning at the line that called into ``prefixes`` (default: the library):
+    :func:`stacklevel_outside`. A function reached at several depths
+    (``calibration_error_ci`` itself, or through its classwise average) had warned from
+    a line of the library."""
+    warnings.warn(message, UserWarning, stacklevel=stacklevel_outside(prefixes))

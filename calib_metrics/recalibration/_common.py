@@ -13,8 +13,6 @@ import functools
 import inspect
 import math
 import os
-import sys
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,7 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from calib_metrics.functional.errors import check_not_meta
+from calib_metrics.functional.errors import check_not_meta, warn_at_caller
 from calib_metrics.functional.multiclass import ROW_SUM_TOLERANCE
 
 
@@ -199,10 +197,7 @@ def warn_caller(message: str) -> None:
     frame outside this package. A fit reaches its warnings at a depth that differs by kind
     (PlattScaling's fit calls the scalers' fit, each run in :func:`fitting_mode` by a
     frame of its own, and ``fit_binary`` adds one), so no fixed ``stacklevel`` names it."""
-    frame, level = sys._getframe(1), 2  # warnings.warn's stacklevel of that frame
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, UserWarning, stacklevel=level)
+    warn_at_caller(message, _PACKAGE)
 
 
 def flat_scores_warning(
