@@ -294,13 +294,13 @@ def drawn_classes(
     class up to ``limit`` (None: no limit), else the ``limit`` with the most positives
     (ties: the lower id), in class order.
 
-    Example:
+    Example (classes of 300, 225 and 150 positives):
         >>> import torch
         >>> from calib_metrics.functional import calibration_error_ci
-        >>> q = torch.rand(400, generator=torch.Generator().manual_seed(0))
-        >>> per_class = [calibration_error_ci(q, (q > c / 4).float(), bin_size=40,
-        ...                                   n_samples=20) for c in range(3)]
-        >>> drawn_classes(per_class, limit=2)
+        >>> q = torch.linspace(0, 1, 301)[1:]
+        >>> results = [calibration_error_ci(q, (q > c / 4).float(), n_samples=20)
+        ...            for c in range(3)]
+        >>> drawn_classes(results, limit=2)
         [0, 1]
     """
     # A negative limit had sliced off the last class, a float failed as a slice index.
