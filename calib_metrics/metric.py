@@ -91,6 +91,12 @@ def _item_scores_problem(sums: Any) -> str:
     return ""
 
 
+def _summed_items(parts: list[tuple[Tensor, Tensor, Tensor | None]]) -> Tensor | int:
+    """:func:`item_score_sums` of rows (probs, target, keep) batch by batch, summed (0 of
+    no batch)."""
+    return sum(item_score_sums(probs, target, keep) for probs, target, keep in parts)
+
+
 def _older_item_scores(cells: Any, device: torch.device) -> Tensor:
     """The item sums of a state saved or pickled before they were kept (2026-12-01), whose
     sketch holds ``cells``: unknown (NaN) where it holds rows, zero where it holds none (a
@@ -610,7 +616,8 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _own_sketch(self) -> None:
         """Give the sketch states private, writable copies where they are not, before
         anything is added in place."""
-        names = (*_SKETCH_STATES, "rows_seen", *self._item_score_state())
+        items = (_ITEM_SCORES,) if self._keeps_item_scores() else ()
+        names = (*_SKETCH_STATES, "rows_seen", *items)
         states = [getattr(self, name) for name in names]
         # ddp_spawn (torch.multiprocessing) hands every rank the metric in shared
         # memory: without a private copy, the ranks would add into one buffer. A reset,
@@ -685,16 +692,11 @@ class CalibrationError(_StatesKeepTheirDtype):
         for probs, target, keep in self._buffer_parts():
             self._accumulate(states, probs, target, keep)
 
-    def _item_score_state(self) -> tuple[str, ...]:
-        """The name of the folded rows' item sums, if this metric keeps them."""
-        return (_ITEM_SCORES,) if _ITEM_SCORES in self._defaults else ()
-
     def _fold_item_scores(self, parts: list[tuple[Tensor, Tensor, Tensor | None]]) -> None:
         """Add rows being folded into the sketch to the item sums (a new tensor: a
         MetricCollection's compute group shares the states)."""
-        if self._item_score_state() and self.mode != "top_label":
-            added = [item_score_sums(probs, target, keep) for probs, target, keep in parts]
-            setattr(self, _ITEM_SCORES, getattr(self, _ITEM_SCORES) + sum(added))
+        if self._keeps_item_scores() and self.mode != "top_label":
+            setattr(self, _ITEM_SCORES, getattr(self, _ITEM_SCORES) + _summed_items(parts))
 
     def _fold_buffer(self) -> None:
         """Move the exactly kept rows into the sketch (no host synchronisation)."""
@@ -1569,8 +1571,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         folded = self.cell_count[0].sum()  # class 0's pairs: one per folded item
         if bool(held[0] != folded):
             return None
-        parts = self._buffer_parts()
-        return held + sum(item_score_sums(probs, target, keep) for probs, target, keep in parts)
+        return held + _summed_items(self._buffer_parts())
 
     def _pooled_one_vs_rest(self) -> bool:
         """Whether the pairs are every class's one-vs-rest pairs pooled (the C pairs of an
