@@ -54,10 +54,10 @@ def smoothed_truth(t: np.ndarray, sigma: float, p) -> np.ndarray:
 def quantile_band(q, y, groups, curve, n_samples, confidence, generator):
     """The draws' own (1 ± confidence)/2 quantiles at the curve's σ and points."""
     sigma, t = curve.bandwidth.item(), curve.grid
-    index, cells = smooth_module._cell_sums(q, y, smooth_module._grid_points(sigma))
-    draws = smooth_module._bootstrap_curves(
-        q, y, groups, index, cells, sigma, t, n_samples, generator
-    )
+    ones = torch.ones_like(q)
+    index, cells = smooth_module._cell_sums(q, ones, y, smooth_module._grid_points(sigma))
+    band = smooth_module._Band("quantile_band", n_samples, confidence, generator, groups)
+    draws = smooth_module._bootstrap_curves(q, y, index, cells, sigma, t, band)
     tail = (1 - confidence) / 2
     levels = torch.tensor([tail, 1 - tail], dtype=torch.float64)
     lower, upper = torch.nanquantile(draws, levels, dim=0)

@@ -34,6 +34,7 @@ from calib_metrics.functional.smooth import (
     _check_bandwidth,
     smooth_calibration_error,
     smooth_calibration_from_histogram,
+    smooth_curve_from_histogram,
     smooth_reliability_curve,
 )
 from calib_metrics.functional.spiegelhalter import (
@@ -1639,9 +1640,10 @@ class CalibrationError(_StatesKeepTheirDtype):
         of the metric's own state (``val=None``: a result given would not be the pairs'),
         or, classwise, to each drawn class's panel (of the class's pairs); not to the
         per-class error bars of ``average=None``, ``"macro"`` or ``"weighted"``.
-        Synchronised under DDP, as a compute is. It needs the pairs themselves, which a
-        streaming metric folds into its sketch past its buffer (there,
-        :meth:`compute_smooth` gives the smooth error).
+        Synchronised under DDP, as a compute is. A streaming metric past its buffer draws
+        the curve of its sketch's cells
+        (:func:`~calib_metrics.functional.smooth_curve_from_histogram`: its pairs at their
+        cell's mean q, its band resampling pairs), as :meth:`compute_smooth` smooths them.
 
         Example:
             >>> import torch
@@ -1682,7 +1684,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             )
         if self.mode == "classwise":
             return self._plot_classes(val, ax, smooth)
-        curve = self._smooth_curves()[0] if smooth else None  # refused before any work
+        curve = self._smooth_curves()[0] if smooth else None
         result = self.compute_result() if val is None else val
         kind = {"confidence": self.confidence, "interval": self._drawn_interval(result)}
         kind |= {"debias": self._debias, "norm": self.norm}
@@ -1695,33 +1697,36 @@ class CalibrationError(_StatesKeepTheirDtype):
         or (``classwise``) one of each class's pairs for the classes that
         :func:`~calib_metrics.plot_panels.classwise_panels` draws (those with the most
         positives), from one generator, class after class; each band resampled as the
-        interval is."""
+        interval is. A streaming metric past its buffer smooths its sketch's cells
+        (:func:`~calib_metrics.functional.smooth_curve_from_histogram`), as
+        :meth:`compute_smooth` does."""
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
             seed = self._seed_of_draws()
-            if not self._exact_pairs():
-                raise ValueError(
-                    "smooth=True needs the pairs, which this streaming metric has folded "
-                    "into its sketch: compute_smooth() gives the smooth error from it, and "
-                    "the exact mode (streaming=False) keeps the pairs for the curve"
-                )
-            pairs = dict(enumerate(self._class_pairs(per_class=classwise)))
+            exact = self._exact_pairs()
+            # (pairs, targets, groups) of each class, or (positions, counts, Σy) of its cells
+            sets = self._class_pairs(per_class=classwise) if exact else self._histograms()
+            drawn = range(len(sets))
             if classwise:
                 from calib_metrics.plot_panels import MAX_CLASS_PANELS
 
-                positives = [int(target.sum()) for _, target, _ in pairs.values()]
-                pairs = {c: pairs[c] for c in most_frequent(positives, MAX_CLASS_PANELS)}
-            device = next(iter(pairs.values()))[0].device if pairs else self.device
+                labels = [s[1] for s in sets] if exact else [s[2] for s in sets]  # y, or Σy
+                positives = [round(float(y.sum())) for y in labels]
+                drawn = most_frequent(positives, MAX_CLASS_PANELS)
+            device = sets[0][0].device if sets else self.device
             generator = self._generator(seed, device)
-            with warnings_said_by(self, "smooth_reliability_curve"):
-                return {
-                    c: smooth_reliability_curve(
-                        probs, target, confidence=self.confidence, generator=generator,
-                        groups=groups if self._interval(groups) == "groups" else None,
-                    )
-                    for c, (probs, target, groups) in pairs.items()
-                }  # fmt: skip
+            options = {"confidence": self.confidence, "generator": generator}
+            function = "smooth_reliability_curve" if exact else "smooth_curve_from_histogram"
+            with warnings_said_by(self, function):
+                if not exact:
+                    return {c: smooth_curve_from_histogram(*sets[c], **options) for c in drawn}
+                curves = {}
+                for c in drawn:
+                    probs, target, groups = sets[c]
+                    resampled = groups if self._interval(groups) == "groups" else None
+                    curves[c] = smooth_reliability_curve(probs, target, groups=resampled, **options)
+                return curves
 
     def _plot_per_class(self, results: list[CalibrationResult], ax: Any, kind: dict) -> Any:
         """Per-class error bars; under ``average="macro"`` or ``"weighted"`` with the value
@@ -1771,7 +1776,6 @@ class CalibrationError(_StatesKeepTheirDtype):
             )
         from calib_metrics.plot import describe
 
-        # The curves first: a streaming metric past its buffer refuses them before any work.
         curves = {c: [k] for c, k in self._smooth_curves(classwise=True).items()} if smooth else {}
         results = self.compute_class_results() if val is None else val
         interval = self._drawn_interval(results)

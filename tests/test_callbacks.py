@@ -947,6 +947,31 @@ def test_monitor_figures_name_the_interval_and_draw_the_per_label_chart(
     assert per_class.get_size_inches()[0] <= diagram.get_size_inches()[0]
 
 
+@pytest.mark.parametrize("mode", ["one_vs_rest", "classwise"])
+def test_monitor_diagrams_carry_the_smooth_curve_of_the_logged_error(
+    tmp_path: Path, mode: str
+) -> None:
+    """The diagrams had drawn the bins alone beside the logged smooth error: each carries
+    the smooth curve and band (classwise: each class's panel), smooth=False none."""
+    for smooth in (True, False):
+        logger = FigureLogger()
+        cb = monitor(save_png=False, smooth=smooth, mode=mode)
+        train, val = loaders()
+        trainer(tmp_path, 1, logger=logger, callbacks=[cb]).fit(TinyTagger(), train, val)
+        (diagram,) = logger.experiment.figures["val/reliability_diagram"]
+        labels = [k.get_label() for ax in diagram.axes for k in ax.get_lines()]
+        curves = [label for label in labels if "smooth curve" in label]
+        if not smooth:
+            assert curves == []
+        elif mode == "one_vs_rest":
+            logged = cb.history[-1]["smooth_error"]
+            assert curves == [f"smooth curve (smECE {logged:.4f}, σ {curves[0].split('σ ')[1]}"]
+        else:  # one curve per class panel, each titled with its class's smooth error
+            assert len(curves) == N_CLASSES
+            titled = [ax.get_title() for ax in diagram.axes if "smECE" in ax.get_title()]
+            assert len(titled) == N_CLASSES
+
+
 def test_band_over_epochs_puts_ticks_on_whole_epochs(tmp_path: Path, monkeypatch) -> None:
     from calib_metrics import plot
     from calib_metrics.callbacks import _files

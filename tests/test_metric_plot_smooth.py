@@ -38,15 +38,39 @@ def test_the_smooth_curve_is_drawn_on_the_metrics_diagram(options, probs, target
     assert not any("smooth" in t.get_text() for t in plain.get_legend().get_texts())
 
 
-def test_a_streaming_metric_past_its_buffer_refuses_before_any_work() -> None:
-    metric = CalibrationError(streaming=True, resolution=2**16)
-    metric.update(Q.repeat(400), Y.repeat(400))  # 1.2·10⁶ rows: folded into the sketch
-    with pytest.raises(ValueError, match=r"needs the pairs, .*compute_smooth\(\)"):
-        metric.plot(smooth=True)
+def _drawn_curve(ax) -> torch.Tensor:
+    (line,) = [k for k in ax.get_lines() if "smooth curve" in k.get_label()]
+    drawn = torch.as_tensor(line.get_ydata(), dtype=torch.float64)
+    return drawn[~drawn.isnan()]  # broken off where no q lies
+
+
+def test_a_streaming_metric_past_its_buffer_draws_its_sketchs_curve() -> None:
+    """Past its buffer a streaming metric had refused smooth=True ("needs the pairs"),
+    though its sketch holds what the curve needs: its cells' curve is drawn, with the error
+    compute_smooth() gives, within a rounding of the exact curve of the same pairs."""
+    from calib_metrics.functional import smooth_curve_from_histogram, smooth_reliability_curve
+
+    metric = CalibrationError(streaming=True, resolution=2**16, n_samples=50, seed=3)
+    probs, target = Q.repeat(400), Y.repeat(400)  # 1.2·10⁶ rows: folded into the sketch
+    metric.update(probs, target)
+    assert not metric._exact_pairs()
+    with pytest.warns(UserWarning, match="cells per bin"):
+        _, ax = metric.plot(smooth=True)
+    want = smooth_curve_from_histogram(
+        *metric._histograms()[0], n_samples=50, generator=torch.Generator().manual_seed(3)
+    )
+    drawn = _drawn_curve(ax)
+    assert len(drawn) > 100
+    assert torch.isclose(drawn[:, None], want.curve[None]).any(1).all()
+    assert _smooth_label(ax).startswith(f"smooth curve (smECE {metric.compute_smooth():.4f}")
+    exact = smooth_reliability_curve(probs, target, n_samples=50)
+    assert (want.curve - exact.curve).abs().nan_to_num().max() < 1e-4
+    assert float(want.error) == pytest.approx(float(exact.error), abs=1e-4)
     small = CalibrationError(streaming=True, n_samples=100)
-    small.update(Q, Y)  # still within its buffer: the pairs are there
+    small.update(Q, Y)  # still within its buffer: the pairs' own curve
     _, ax = small.plot(smooth=True)
-    assert _smooth_label(ax).startswith("smooth curve (smECE")
+    want = smooth_calibration_error(Q, Y).item()
+    assert _smooth_label(ax).startswith(f"smooth curve (smECE {want:.4f}")
 
 
 @pytest.mark.parametrize("average", ["none", "macro", "weighted"])
@@ -100,11 +124,24 @@ def test_classwise_smooth_panels_without_class_0_drawn() -> None:
     assert all("smECE" in t for t in titles)
 
 
-def test_a_classwise_streaming_metric_past_its_buffer_refuses_smooth_panels() -> None:
-    metric = CalibrationError(num_classes=3, mode="classwise", streaming=True, resolution=2**12)
+def test_a_classwise_streaming_metric_past_its_buffer_draws_each_classs_curve() -> None:
+    """Each drawn class's panel carries the curve of that class's sketch cells (it had
+    been refused), from one generator of the metric's seed, class after class."""
+    from calib_metrics.functional import smooth_curve_from_histogram
+
+    metric = CalibrationError(
+        num_classes=3, mode="classwise", streaming=True, resolution=2**12, n_samples=30, seed=5
+    )
     metric.update(P.repeat(900, 1), C.repeat(900))  # 450,000 rows: folded into the sketch
-    with pytest.raises(ValueError, match=r"needs the pairs, .*compute_smooth\(\)"):
-        metric.plot(smooth=True)
+    assert not metric._exact_pairs()
+    with pytest.warns(UserWarning, match="cells per bin"):
+        _, axes = metric.plot(smooth=True)
+    generator = torch.Generator().manual_seed(5)
+    for c, (ax, cells) in enumerate(zip(axes, metric._histograms(), strict=True)):
+        assert ax.get_title().startswith(f"class {c} ·")
+        want = smooth_curve_from_histogram(*cells, n_samples=30, generator=generator)
+        assert torch.isclose(_drawn_curve(ax)[:, None], want.curve[None]).any(1).all()
+        assert ax.get_title().endswith(f"smECE {want.error.item():.4f}")
 
 
 def test_smooth_takes_no_val_whose_pairs_it_cannot_know() -> None:

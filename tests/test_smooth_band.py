@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from calib_metrics.functional import smooth, smooth_reliability_curve
@@ -70,7 +71,7 @@ def test_kish_sizes_are_those_of_the_curves_own_weights() -> None:
     for n, sigma in [(2000, 0.05), (50, 0.35), (30, 0.6), (30, 1.0)]:
         q = torch.rand(n, generator=g, dtype=torch.float64)
         y = torch.bernoulli(q, generator=g)
-        _, cells = smooth._cell_sums(q, y, smooth._grid_points(sigma))
+        _, cells = smooth._cell_sums(q, torch.ones_like(q), y, smooth._grid_points(sigma))
         t = torch.linspace(0, 1, 11, dtype=torch.float64)
         eye = torch.eye(cells.count.numel(), dtype=torch.float64)
         weights = smooth._smoothed(cells.pred_mean, eye, sigma, t).T  # [points, cells]
@@ -89,3 +90,33 @@ def test_the_band_reaches_as_far_as_the_curve() -> None:
         c = smooth_reliability_curve(q, y, bandwidth=0.2, n_samples=20, points=points, generator=g)
         drawn = ~c.curve.isnan()
         assert not c.lower[drawn].isnan().any() and not c.upper[drawn].isnan().any(), points
+
+
+def test_the_curve_of_a_histogram_of_one_cell_per_pair_is_the_pairs_curve() -> None:
+    """smooth_curve_from_histogram draws as the pairs' curve does: given each pair as its
+    own cell, every field is the same, band included (the same generator's draws)."""
+    from calib_metrics.functional import smooth_curve_from_histogram, smooth_reliability_curve
+
+    g = torch.Generator().manual_seed(4)
+    q = torch.rand(3000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q**2, generator=g)
+    cells = smooth_curve_from_histogram(
+        q, torch.ones_like(q), y, n_samples=80, generator=torch.Generator().manual_seed(1)
+    )
+    pairs = smooth_reliability_curve(q, y, n_samples=80, generator=torch.Generator().manual_seed(1))
+    for name in ("grid", "curve", "lower", "upper", "density", "bandwidth", "error"):
+        torch.testing.assert_close(getattr(cells, name), getattr(pairs, name), equal_nan=True)
+
+
+def test_a_histogram_curve_needs_whole_counts_and_warns_of_too_few_pairs() -> None:
+    from calib_metrics.functional import smooth_curve_from_histogram
+
+    position = torch.tensor([0.2, 0.6], dtype=torch.float64)
+    with pytest.raises(ValueError, match="whole numbers of pairs"):
+        smooth_curve_from_histogram(position, torch.tensor([1.5, 2.0]).double(), position)
+    with pytest.raises(ValueError, match="empty histogram"):
+        smooth_curve_from_histogram(position, torch.zeros(2).double(), torch.zeros(2).double())
+    count = torch.tensor([3.0, 4.0], dtype=torch.float64)
+    with pytest.warns(UserWarning, match=r"^smooth_curve_from_histogram: 7 pairs; .*NaN"):
+        curve = smooth_curve_from_histogram(position, count, torch.tensor([1.0, 2.0]).double())
+    assert curve.lower.isnan().all() and not curve.curve.isnan().all()

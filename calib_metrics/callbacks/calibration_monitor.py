@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import torch
 from lightning.pytorch import LightningModule, Trainer
@@ -29,6 +29,7 @@ from calib_metrics.callbacks._identity import IdentityMap
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError, check_flag, check_tensors
 from calib_metrics.functional.multiclass import average_results
+from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.metric import CalibrationError
 from calib_metrics.metric_checks import built_again
 from calib_metrics.wording import level_text
@@ -57,7 +58,10 @@ class CalibrationMonitor(Callback):
       ``EarlyStopping``; beside them ``{prefix}/smooth_calib_err``, the binning-free
       smooth ECE (:meth:`CalibrationError.compute_smooth`: from the streaming histogram
       when streaming, so no pairs are kept; ``smooth=False`` skips it);
-    * draws the reliability diagram ``{prefix}/reliability_diagram`` (and, with
+    * draws the reliability diagram ``{prefix}/reliability_diagram``, with the smooth
+      curve and its band (:meth:`CalibrationError.plot` with ``smooth=True``: of the
+      streaming sketch's cells past its buffer; classwise, on each drawn class's panel;
+      ``smooth=False`` leaves them out), (and, with
       ``per_class=True``, the per-class error bars of the paper's Figure 4,
       ``{prefix}/calib_err_per_class``) with ``add_figure`` on every logger whose
       ``experiment`` has it, registers a Custom Scalars "Margin" chart so TensorBoard draws
@@ -697,11 +701,16 @@ class CalibrationMonitor(Callback):
         self.history.append(record)
         if record["fn"] != "fit":
             self._histories.current.note_evaluation(trainer, record)
+        # Every rank makes the curves: they synchronise the state, as compute_result() does.
+        curves = None
+        if self.smooth and self._draws_figures(trainer):
+            curves = metric._smooth_curves(classwise=classes is not None)
         if trainer.is_global_zero:
             # The figures name the interval the metric drew (on the synchronised state).
             drawn_from = result if classes is None else classes
             drawn = (metric._drawn_interval(drawn_from), metric._debias)
-            self._write(trainer, step, result, per_class, drawn, suffix, classes, bins)
+            figure = _Figure(result, per_class, classes, curves)
+            self._write(trainer, step, figure, drawn, suffix, bins)
         return list(scalars)
 
     def _log_scalars(
@@ -807,22 +816,27 @@ class CalibrationMonitor(Callback):
         file goes to, so that two Trainers writing one file continue one history."""
         return histories.run_folders(trainer, self._destinations(trainer)[1])
 
+    def _draws_figures(self, trainer: Trainer) -> bool:
+        """Whether a logger or a folder would keep the figures (else they are not drawn)."""
+        experiments, png_dirs = self._destinations(trainer)
+        return bool(experiments or png_dirs)
+
     @rank_zero_only
     def _write(
         self,
         trainer: Trainer,
         step: int,
-        result: CalibrationResult,
-        per_class: list[CalibrationResult] | None,
+        figure: _Figure,
         drawn: tuple[str, bool],
         suffix: str = "",
-        classes: list[CalibrationResult] | None = None,
         bins: Tensor | None = None,
     ) -> None:
         experiments, png_dirs = self._destinations(trainer)
         if not experiments and not png_dirs:
             return  # no logger would keep the figures: drawing them is time spent for nothing
         from calib_metrics import plot  # matplotlib only once there is something to draw
+
+        result, per_class, classes, curves = figure
 
         record = self.history[-1]
         run = "" if record["fn"] == "fit" else f" · {record['fn']}"
@@ -832,14 +846,18 @@ class CalibrationMonitor(Callback):
         # The figures name a norm other than l2: a max-norm error had read as the l2 one.
         norm = self.metric.norm
         if classes is None:
-            diagram = plot.reliability_diagram(result, title=title, norm=norm, **kind)[0]
+            curve = None if curves is None else curves[0]
+            diagram = plot.reliability_diagram(
+                result, title=title, norm=norm, smooth=curve, **kind
+            )[0]
         else:  # one panel per class: one diagram of every class's bins would mix them
             from calib_metrics.plot_panels import classwise_panels
 
             heading = f"{title} · classwise {plot.describe(result, norm)}"
             names = self.class_names if self._named_classes else None
+            smooth = {c: [k] for c, k in (curves or {}).items()}
             diagram = classwise_panels(
-                classes, title=heading, class_names=names, norm=norm, **kind
+                classes, title=heading, class_names=names, norm=norm, smooth=smooth, **kind
             )[0]
         figures = {"reliability_diagram": diagram}
         if per_class is not None:
@@ -1116,3 +1134,14 @@ _EMPTY_SHARD = (
     "synchronised compute on the other ranks then waits for it (until the process group's "
     "timeout); give every rank at least one batch"
 )
+
+
+class _Figure(NamedTuple):
+    """What one loader's figures draw: its result, the per-class results
+    (``per_class=True``), a classwise metric's class results, and the smooth curves
+    (``smooth=True``: key 0, or each drawn class)."""
+
+    result: CalibrationResult
+    per_class: list[CalibrationResult] | None
+    classes: list[CalibrationResult] | None
+    curves: dict[int, SmoothCurve] | None

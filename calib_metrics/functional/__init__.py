@@ -41,6 +41,7 @@ from calib_metrics.functional.smooth import (
     SmoothCurve,
     smooth_calibration_error,
     smooth_calibration_from_histogram,
+    smooth_curve_from_histogram,
     smooth_reliability_curve,
 )
 from calib_metrics.functional.spiegelhalter import SpiegelhalterResult, spiegelhalter_test
@@ -69,6 +70,7 @@ __all__ = [
     "pair_bootstrap",
     "smooth_calibration_error",
     "smooth_calibration_from_histogram",
+    "smooth_curve_from_histogram",
     "smooth_reliability_curve",
     "spiegelhalter_test",
     "uniform_binning",

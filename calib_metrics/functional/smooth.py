@@ -62,14 +62,18 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import Bins, _check_pairs, check_ids
-from calib_metrics.functional.errors import check_generator, check_int, check_not_meta
+from calib_metrics.functional.errors import (
+    check_generator,
+    check_int,
+    check_not_meta,
+    warn_at_caller,
+)
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     check_confidence,
@@ -412,16 +416,17 @@ def smooth_bandwidth(probs: Tensor, target: Tensor) -> float:
     return _fixed_point(q, torch.ones_like(q), q - target.to(torch.float64))
 
 
-def _cell_sums(probs: Tensor, target: Tensor, m: int) -> tuple[Tensor, Bins]:
-    """Each pair's cell (occupied intervals of the M-point grid, numbered densely) and
-    the cells as :class:`Bins`, so that the library's bootstrap draws can resample them."""
-    raw = (probs * (m - 1)).long().clamp_(0, m - 2)
+def _cell_sums(position: Tensor, count: Tensor, sum_y: Tensor, m: int) -> tuple[Tensor, Bins]:
+    """Each pair's (or histogram cell's) grid cell — the occupied intervals of the M-point
+    grid, numbered densely — and those cells as :class:`Bins`, so that the library's
+    bootstrap draws can resample them."""
+    raw = (position * (m - 1)).long().clamp_(0, m - 2)
     cells, index = torch.unique(raw, return_inverse=True)
-    count = torch.zeros(cells.numel(), dtype=torch.float64, device=probs.device)
-    sum_q = torch.zeros_like(count).index_add_(0, index, probs)
-    sum_y = torch.zeros_like(count).index_add_(0, index, target)
-    count.index_add_(0, index, torch.ones_like(probs))
-    return index, Bins(sum_q / count, sum_y / count, count)
+    total = torch.zeros(cells.numel(), dtype=torch.float64, device=position.device)
+    sum_q = torch.zeros_like(total).index_add_(0, index, position * count)
+    labels = torch.zeros_like(total).index_add_(0, index, sum_y)
+    total.index_add_(0, index, count)
+    return index, Bins(sum_q / total, labels / total, total)
 
 
 def _curve(position: Tensor, count: Tensor, sum_y: Tensor, sigma: float, t: Tensor):
@@ -502,55 +507,130 @@ def smooth_reliability_curve(
     probs, target, groups = pair_sets(probs, target, mode, groups)[0]
     probs, target = _check_pairs(probs, target)
     q, y = probs.to(torch.float64), target.to(torch.float64)
-    ones = torch.ones_like(q)
-    sigma = _fixed_point(q, ones, q - y) if bandwidth is None else float(bandwidth)
-    t = torch.linspace(0, 1, points, dtype=torch.float64, device=q.device)
-    curve, density = _curve(q, ones, y, sigma, t)
     if groups is not None:
         groups = check_ids(groups, q)
-    if _too_few_units(q, groups):
+    band = _Band("smooth_reliability_curve", n_samples, confidence, generator, groups)
+    return _curve_with_band(q, torch.ones_like(q), y, bandwidth, points, band)
+
+
+def smooth_curve_from_histogram(
+    position: Tensor,
+    count: Tensor,
+    sum_target: Tensor,
+    *,
+    bandwidth: float | None = None,
+    n_samples: int = 200,
+    confidence: float = 0.95,
+    generator: torch.Generator | None = None,
+    points: int = 200,
+) -> SmoothCurve:
+    """:func:`smooth_reliability_curve` of a histogram: per cell its position (mean
+    prediction), count and Σy, as :func:`smooth_calibration_from_histogram` takes them.
+
+    The streaming sketch's cells feed it, so a streaming metric draws the curve without
+    keeping pairs. The band resamples pairs: a cell's ones and zeros are drawn as the
+    pairs' would be (the draws need only the counts), and the pairs sit at their cell's
+    position, which moves the curve and error as little as it moves the error
+    (:func:`histogram_tolerance`). Counts must be whole numbers of pairs for the band.
+
+    Example:
+        >>> import torch
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = torch.rand(4000, generator=g, dtype=torch.float64)
+        >>> y = torch.bernoulli(q, generator=g)
+        >>> cell = (q * 1000).long()  # 1000 cells of width 0.001
+        >>> count = torch.zeros(1000, dtype=torch.float64).index_add_(0, cell, torch.ones_like(q))
+        >>> sum_q = torch.zeros_like(count).index_add_(0, cell, q)
+        >>> sum_y = torch.zeros_like(count).index_add_(0, cell, y)
+        >>> kept = count > 0
+        >>> c = smooth_curve_from_histogram(
+        ...     sum_q[kept] / count[kept], count[kept], sum_y[kept], n_samples=100, points=11,
+        ...     generator=g,
+        ... )
+        >>> exact = smooth_reliability_curve(q, y, n_samples=100, points=11, generator=g)
+        >>> bool((c.curve - exact.curve).abs().max() < 1e-3)
+        True
+    """
+    check_generator(generator)
+    bandwidth = _check_bandwidth(bandwidth)
+    _check_curve_options(n_samples, confidence, points, "one_vs_rest")
+    position, count, sum_target = _check_histogram(position, count, sum_target)
+    if not bool((count == count.round()).all()):
+        raise ValueError(
+            "count must hold whole numbers of pairs: the band resamples them (a weighted "
+            "histogram's curve has no pairs to resample)"
+        )
+    kept = count > 0  # an empty cell's position is anything: it must not reach the grid
+    histogram = [x[kept].to(torch.float64) for x in (position, count, sum_target)]
+    band = _Band("smooth_curve_from_histogram", n_samples, confidence, generator, None)
+    return _curve_with_band(*histogram, bandwidth, points, band)
+
+
+class _Band(NamedTuple):
+    """How a curve's band is drawn: the public function drawing it (its warnings' name),
+    draws, coverage, generator, and the groups (one id per pair) when whole groups are
+    resampled."""
+
+    function: str
+    n_samples: int
+    confidence: float
+    generator: torch.Generator | None
+    groups: Tensor | None
+
+
+def _curve_with_band(
+    position: Tensor, count: Tensor, sum_y: Tensor, bandwidth: float | None, points: int,
+    band: _Band,
+) -> SmoothCurve:  # fmt: skip
+    """The curve of pairs (``count`` all 1) or histogram cells, at σ* or ``bandwidth``,
+    with its score band of bootstrap draws."""
+    residual = position * count - sum_y
+    sigma = _fixed_point(position, count, residual) if bandwidth is None else float(bandwidth)
+    t = torch.linspace(0, 1, points, dtype=torch.float64, device=position.device)
+    curve, density = _curve(position, count, sum_y, sigma, t)
+    if _too_few_units(count, band):
         lower = upper = torch.full_like(curve, float("nan"))
     else:
-        index, cells = _cell_sums(q, y, _grid_points(sigma))
-        draws = _bootstrap_curves(q, y, groups, index, cells, sigma, t, n_samples, generator)
+        index, cells = _cell_sums(position, count, sum_y, _grid_points(sigma))
+        draws = _bootstrap_curves(position, sum_y, index, cells, sigma, t, band)
         n_eff = _effective_sizes(curve, draws, _kish_sizes(cells, sigma, t))
-        lower, upper = _score_band(curve, n_eff, confidence)
+        lower, upper = _score_band(curve, n_eff, band.confidence)
     return SmoothCurve(
         t,
         curve,
         lower,
         upper,
         density / density.mean().clamp(min=torch.finfo(torch.float64).tiny),  # 0 if none
-        torch.tensor(sigma, dtype=torch.float64, device=q.device),
-        _error_at(q, ones, q - y, sigma),
-        float(confidence),
+        torch.tensor(sigma, dtype=torch.float64, device=position.device),
+        _error_at(position, count, residual, sigma),
+        float(band.confidence),
     )
 
 
-def _too_few_units(q: Tensor, groups: Tensor | None) -> bool:
+def _too_few_units(count: Tensor, band: _Band) -> bool:
     """Whether fewer than ``MIN_UNITS`` pairs (or groups) are there to resample, with a
     warning: then the band is NaN, as ``calibration_error_ci``'s ends are (one pair gave a
     band of width 0 around the curve, which looked certain)."""
-    n_units = q.numel() if groups is None else compact_units(groups)[1]
+    groups = band.groups
+    n_units = int(count.sum().item()) if groups is None else compact_units(groups)[1]
     if n_units >= MIN_UNITS:
         return False
     unit = "pair" if groups is None else "group"
-    warnings.warn(
-        f"smooth_reliability_curve: {n_units} {unit}{'s' * (n_units != 1)}; at least "
-        f"{MIN_UNITS} are needed for a band, so its ends are NaN (the curve stands)",
-        UserWarning,
-        stacklevel=3,
+    warn_at_caller(
+        f"{band.function}: {n_units} {unit}{'s' * (n_units != 1)}; at least "
+        f"{MIN_UNITS} are needed for a band, so its ends are NaN (the curve stands)"
     )
     return True
 
 
-def _bootstrap_curves(q, y, groups, index, cells, sigma, t, n_samples, generator) -> Tensor:
+def _bootstrap_curves(q, y, index, cells, sigma, t, band: _Band) -> Tensor:
     """Curves of the bootstrap draws, ``[S, points]``, of the pairs (``index``: each
     one's cell of ``cells``) or of their groups."""
-    if groups is None:
-        blocks = pair_draws(cells, n_samples, generator)
+    if band.groups is None:
+        blocks = pair_draws(cells, band.n_samples, band.generator)
     else:
-        blocks = group_draws(q, y, groups, index, cells.count.numel(), n_samples, generator)
+        n_cells = cells.count.numel()
+        blocks = group_draws(q, y, band.groups, index, n_cells, band.n_samples, band.generator)
     # A draw's bins are a reweighted histogram: its counts and label sums are the masses.
     return torch.cat(
         [_curve(cells.pred_mean, d.count, d.freq * d.count, sigma, t)[0] for d in blocks]
