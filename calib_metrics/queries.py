@@ -623,9 +623,10 @@ def span_queries(
     )
     lengths = mask.sum(1)
     inside_sentence = ends[None] < lengths[:, None, None]  # [B, T, L]
-    q_all = span_probs.reshape(batch, -1)
-    y_all = gold.reshape(batch, -1).to(span_probs.dtype)
-    keep = inside_sentence.reshape(batch, -1)
+    # [B, T·L] (reshape(batch, -1) cannot infer the width of no sentences)
+    q_all = span_probs.reshape(batch, length * max_length)
+    y_all = gold.reshape(batch, length * max_length).to(span_probs.dtype)
+    keep = inside_sentence.reshape(batch, length * max_length)
     # Every span inside its sentence, queried or not: logits had become queries (top-k
     # ones too), which the metric then blamed on ``probs``.
     _check_probabilities(torch.where(keep, q_all, 0), "span_probs")

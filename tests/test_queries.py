@@ -675,3 +675,13 @@ def test_span_queries_refuse_padding_read_as_tokens() -> None:
     mask = padded != -100
     q, y = span_queries(probs, padded, mask, begin=B, inside=I)
     assert q.tolist() == [0.75, 0.25, 0.125] and y.tolist() == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("top_k", [None, 2])
+def test_span_queries_of_no_sentences_are_empty(top_k) -> None:
+    """A batch of no sentences (a loader's empty last chunk) had raised torch's reshape
+    error; it gives no queries, as a batch of empty sentences does."""
+    q, y = span_queries(
+        torch.zeros(0, 3, 2), torch.zeros(0, 3, dtype=torch.long), begin=1, inside=2, top_k=top_k
+    )
+    assert q.shape == y.shape == (0,)

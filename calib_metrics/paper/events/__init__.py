@@ -1,4 +1,4 @@
-"""The paper's exploratory analysis of country-to-country events (§5), as one room.
+"""The paper's exploratory analysis of country-to-country events (§6), as one room.
 
 - :mod:`~calib_metrics.paper.events.analysis`: the extraction rules, per-sample
   aggregation of events into (pair, period) counts, and their intervals;

@@ -86,18 +86,27 @@ def _metadata(doc) -> dict:
     return getattr(doc, "meta", None) or {}
 
 
+#: ``YYYY[-MM[-DD]]``: a date of the metadata.
+_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{1,2})(?:-([0-9]{1,2}))?)?")
+
+
 def _parse_date(doc, key: str) -> tuple[_dt.date, int] | None:
     """``(date, parts)``: the date with a missing month or day set to 1, and how many
     of year, month, day the metadata gives (1 to 3); ``None`` without a date."""
     value = _metadata(doc).get(key)
     if not value:
         return None
-    parts = value.strip().strip("-").split("-")
+    # Four-digit years only: "15-08-21" had been read as the year 15, "2015-08-21-99"
+    # and "2015-" as 2015.
+    written = _DATE.fullmatch(str(value).strip())
+    bad = f"document {getattr(doc, 'doc_id', '?')}: bad {key} {value!r} (want YYYY[-MM[-DD]])"
+    if written is None:
+        raise ValueError(bad)
+    numbers = [int(p) for p in written.groups() if p is not None]
     try:
-        numbers = [int(p) for p in parts[:3] if p]
         date = _dt.date(numbers[0], *(numbers[1:] + [1, 1][: 3 - len(numbers)]))
-    except (ValueError, IndexError) as err:
-        raise ValueError(f"document {getattr(doc, 'doc_id', '?')}: bad {key} {value!r}") from err
+    except ValueError as err:  # a month or day out of range
+        raise ValueError(bad) from err
     return date, len(numbers)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from calib_metrics.models.linear_chain import as_indices
 from calib_metrics.paper.events.analysis import EventAnalysis, MentionTable
 
 __all__ = ["Choice", "Decision", "UncertainDocument", "decision_effects", "uncertain_documents"]
@@ -82,8 +83,7 @@ def decision_effects(
         >>> rate[1].tolist(), explained.tolist()
         ([1.0, 0.0], [0.0, 0.25])
     """
-    if antecedents.ndim != 2 or events.shape != antecedents.shape[:1]:
-        raise ValueError("antecedents must be [S, N] and events [S]")
+    antecedents, events = _checked_samples(antecedents, events, probs)
     s, n = antecedents.shape
     key = (torch.arange(n, device=antecedents.device) * n + antecedents).reshape(-1)
     weights = events.double()[:, None].expand(s, n).reshape(-1)
@@ -98,6 +98,37 @@ def decision_effects(
     seen = choice * (support >= max(min_support, 1))
     explained = (seen * dev**2).sum(-1) / seen.sum(-1).clamp_min(1e-12)
     return choice, rate, support, explained
+
+
+def _checked_samples(
+    antecedents: Tensor, events: Tensor, probs: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """The samples as ``Long`` antecedents and ``bool`` events, or a ValueError naming
+    what is wrong: an antecedent outside ``0 <= a[:, i] <= i`` had been counted as a
+    choice of the next mention (``i·N + a`` spilling over), events other than 0/1 had
+    given an "explained variance" of 10, and no samples all-NaN rates."""
+    for name, value in (("antecedents", antecedents), ("events", events), ("probs", probs)):
+        if value is not None and not isinstance(value, Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if antecedents.ndim != 2 or events.shape != antecedents.shape[:1]:
+        raise ValueError("antecedents must be [S, N] and events [S]")
+    if antecedents.shape[0] == 0:
+        raise ValueError("no samples: antecedents must hold at least one sample [S >= 1, N]")
+    antecedents = as_indices(antecedents, "antecedents")
+    position = torch.arange(antecedents.shape[1], device=antecedents.device)
+    if bool(((antecedents < 0) | (antecedents > position)).any()):
+        raise ValueError("antecedents must satisfy 0 <= a[:, i] <= i (i means NEW)")
+    if events.dtype != torch.bool:
+        if events.is_complex() or not bool(((events == 0) | (events == 1)).all()):
+            raise ValueError("events must be bool or hold only 0 and 1 (one per sample)")
+        events = events == 1
+    n = antecedents.shape[1]
+    if probs is not None and (probs.shape != (n, n) or not probs.is_floating_point()):
+        raise ValueError(
+            f"probs must be a floating-point [N, N] = [{n}, {n}] tensor of P(a_i = j), got "
+            f"{probs.dtype} {tuple(probs.shape)}"
+        )
+    return antecedents, events
 
 
 def _sentence_text(doc, k: int) -> str:

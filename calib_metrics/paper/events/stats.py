@@ -76,8 +76,12 @@ def sample_summary(samples: Tensor, confidence: float = 0.95) -> PosteriorSummar
         >>> s.percentile_lower.item(), s.percentile_upper.item()
         (0.0, 1.0)
     """
+    _check_tensor("samples", samples)
     if samples.ndim < 1 or samples.shape[0] == 0:
         raise ValueError("samples must have a non-empty leading sample dim")
+    if samples.is_complex() or (samples.is_floating_point() and not samples.isfinite().all()):
+        # A NaN sample had given NaN means and std beside a finite percentile end.
+        raise ValueError("samples must be real and finite (they hold NaN or infinity)")
     z = normal_quantile(confidence)
     x = samples.double()
     mean = x.mean(0)
@@ -115,6 +119,7 @@ def poisson_binomial_pmf(probs: Tensor) -> Tensor:
         tensor([[0.2500, 0.5000, 0.2500],
                 [0.0000, 1.0000, 0.0000]], dtype=torch.float64)
     """
+    _check_tensor("probs", probs)
     if probs.ndim != 2:
         raise ValueError(f"probs must be [M, L], got shape {tuple(probs.shape)}")
     if probs.numel() and (torch.isnan(probs).any() or (probs < 0).any() or (probs > 1).any()):
@@ -142,6 +147,7 @@ def poisson_binomial_summary(probs: Tensor, confidence: float = 0.95) -> CountDi
         (2.0, 1.0, 0, 4)
     """
     normal_quantile(confidence)  # validates confidence
+    _check_tensor("probs", probs)
     pmf = poisson_binomial_pmf(probs)
     p = probs.double()
     cdf = pmf.cumsum(-1)
@@ -152,3 +158,8 @@ def poisson_binomial_summary(probs: Tensor, confidence: float = 0.95) -> CountDi
     lower = (cdf < alpha - tol).sum(-1)
     upper = (cdf < 1.0 - alpha - tol).sum(-1).clamp(max=pmf.shape[-1] - 1)
     return CountDistribution(pmf, p.sum(-1), (p * (1 - p)).sum(-1), lower, upper)
+
+
+def _check_tensor(name: str, value: object) -> None:
+    if not isinstance(value, Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
