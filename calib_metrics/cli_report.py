@@ -197,6 +197,33 @@ def estimator_options(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def label_ids(text: list[str]) -> tuple[Any, Any]:
+    """The distinct labels of ``text`` in order, and each row's index among them: in
+    numeric order where every label is a number (-1, 2, 9, 10, 100 had been ordered as
+    text: -1, 10, 100, 2, 9), else as text.
+
+    Example:
+        >>> names, ids = label_ids(["10", "-1", "2", "10"])
+        >>> names.tolist(), ids.tolist()
+        (['-1', '2', '10'], [2, 0, 1, 2])
+        >>> label_ids(["NOUN", "ADJ", "10"])[0].tolist()
+        ['10', 'ADJ', 'NOUN']
+    """
+    import numpy as np
+
+    names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
+    try:
+        values = np.array([float(name) for name in names])
+    except ValueError:  # a word among them: text order
+        return names, ids.reshape(-1)
+    if np.isnan(values).any():
+        return names, ids.reshape(-1)
+    order = np.argsort(values, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return names[order], rank[ids.reshape(-1)]
+
+
 def compare_per_label(args: argparse.Namespace, a, b, text: list[str] | None):
     """Label by label, models a and b compared (``compare_calibration_by_label``) on
     ``text``, each row's label (:func:`compared_labels`): the labels' names, in sorted
@@ -209,11 +236,11 @@ def compare_per_label(args: argparse.Namespace, a, b, text: list[str] | None):
 
     if text is None:
         return None
-    names, ids = np.unique(np.asarray(text, dtype=str), return_inverse=True)
+    names, ids = label_ids(text)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         result = compare_calibration_by_label(
-            a.probs, b.probs, a.target, torch.from_numpy(ids.reshape(-1).astype(np.int64)),
+            a.probs, b.probs, a.target, torch.from_numpy(ids.astype(np.int64)),
             groups=a.groups, correction=args.correction, alpha=args.alpha,
             confidence=args.confidence, n_samples=args.samples, min_units=args.min_units,
             generator=torch.Generator().manual_seed(args.seed),

@@ -441,3 +441,26 @@ def test_per_label_units_of_multiclass_items_are_shown_beside_their_pairs(tmp_pa
     assert small.split()[1:3] == ["90", "30"]
     html = page.read_text()
     assert "<th>items</th>" in html
+
+
+def test_numeric_labels_are_compared_in_numeric_order(tmp_path, capsys) -> None:
+    """Labels that are all numbers had been ordered as text (-1, 10, 100, 2, 9) in the
+    table, the JSON and the order the labels draw in; words stay in text order."""
+    from calib_metrics.functional import compare_calibration_by_label
+
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(2500, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    written = torch.tensor([-1, 2, 9, 10, 100])[torch.randint(0, 5, (2500,), generator=g)]
+    path = tmp_path / "tagged.csv"
+    rows = [f"{a},{min(a + 0.05, 1.0)},{int(t)},{int(c)}" for a, t, c in zip(q, y, written)]
+    path.write_text("qa,qb,y,tag\n" + "\n".join(rows) + "\n")
+    argv = ["compare", path, "--probs", "qa", "--probs-b", "qb", "--target", "y"]
+    assert main([str(a) for a in [*argv, "--label", "tag", "--samples", "200", "--json"]]) == 0
+    got = json.loads(capsys.readouterr().out)["per_label"]
+    assert list(got) == ["-1", "2", "9", "10", "100"]
+    want = compare_calibration_by_label(
+        q, q.add(0.05).clamp(max=1.0), y, written, n_samples=200,
+        generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    assert [r["lower"] for r in got.values()] == pytest.approx(want.lower.tolist())

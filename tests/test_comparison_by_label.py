@@ -477,3 +477,43 @@ def test_a_label_of_multiclass_items_is_resampled_item_by_item_as_the_whole_comp
     assert res.units.tolist() == [800]  # items, not their 2,400 pairs
     for field in ("difference", "lower", "upper", "p_value"):
         torch.testing.assert_close(getattr(res.per_label[0], field), getattr(ref, field))
+
+
+@pytest.mark.parametrize("unnormalised", ["probs_a", "probs_b"])
+def test_each_models_row_sums_are_checked_by_name(unnormalised: str) -> None:
+    """Only probs_a's rows had been checked (and called "probs"): model b's unnormalised
+    scores went into the table without a word, and swapping a and b changed that."""
+    g = torch.Generator().manual_seed(21)
+    p = torch.softmax(torch.randn(600, 3, generator=g, dtype=torch.float64), -1)
+    c = torch.multinomial(p, 1, generator=g).squeeze(1)
+    models = {"probs_a": p, "probs_b": p}
+    models[unnormalised] = p * 0.5
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compare_calibration_by_label(
+            models["probs_a"], models["probs_b"], c, torch.arange(3).expand_as(p), n_samples=200
+        )
+    said = [str(w.message) for w in caught if "do not sum to 1" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith(f"{unnormalised}: rows")
+    assert all(w.filename == __file__ for w in caught if "do not sum to 1" in str(w.message))
+
+
+def test_labels_are_ids_as_the_metric_takes_them() -> None:
+    """uint64 labels past int64's maximum had come back wrapped to negative ids, and bool
+    labels passed here but not at CalibrationComparison.update."""
+    g = torch.Generator().manual_seed(2)
+    q = torch.rand(600, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    upper = q > 0.5
+    big = torch.where(upper, torch.tensor(2**63 + 5, dtype=torch.uint64), 3)
+    with pytest.raises(ValueError, match=r"labels holds 9223372036854775813 .*int64's maximum"):
+        compare_calibration_by_label(q.sqrt(), q, y, big, n_samples=100)
+    with pytest.raises(ValueError, match=r"labels must hold integer ids, got dtype torch\.bool"):
+        compare_calibration_by_label(q.sqrt(), q, y, upper, n_samples=100)
+    from calib_metrics import CalibrationComparison
+
+    with pytest.raises(ValueError, match=r"labels must hold integer ids, got dtype torch\.bool"):
+        CalibrationComparison().update(q.sqrt(), q, y, labels=upper)
+    small = torch.where(upper, 70000, 3).to(torch.uint32)  # below int64's maximum: taken
+    result = compare_calibration_by_label(q.sqrt(), q, y, small, n_samples=100)
+    assert result.labels.tolist() == [3, 70000]

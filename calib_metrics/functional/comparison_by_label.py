@@ -67,6 +67,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.binning import check_probs, supported_dtype
 from calib_metrics.functional.calibration import _debias_for
 from calib_metrics.functional.comparison import (
     DEFAULT_SAMPLES,
@@ -77,7 +78,7 @@ from calib_metrics.functional.comparison import (
 )
 from calib_metrics.functional.errors import check_generator, check_int, check_not_meta
 from calib_metrics.functional.intervals import MIN_UNITS
-from calib_metrics.functional.multiclass import is_multiclass, pair_sets
+from calib_metrics.functional.multiclass import is_multiclass, pair_sets, warn_row_sums
 
 CORRECTIONS = ("holm", "bh")
 
@@ -384,6 +385,14 @@ def _check_inputs(probs_a, probs_b, target, labels, groups) -> dict[str, Tensor 
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
         check_not_meta(value, name)  # before torch.unique, which meta tensors cannot run
+    for name in ("labels", "groups"):
+        value = named.get(name)
+        if value is None:
+            continue
+        # bool ids as the metric refuses them; uint64 ids past int64 named, not wrapped
+        if value.is_floating_point() or value.is_complex() or value.dtype == torch.bool:
+            raise ValueError(f"{name} must hold integer ids, got dtype {value.dtype}")
+        named[name] = supported_dtype(value, name)
     if is_multiclass(probs_a, target):
         named = _one_vs_rest(named)
         probs_a = named["probs_a"]
@@ -396,10 +405,6 @@ def _check_inputs(probs_a, probs_b, target, labels, groups) -> dict[str, Tensor 
             )
         if value.device != probs_a.device:
             raise ValueError(f"{name} is on {value.device} but probs_a on {probs_a.device}")
-    for name in ("labels", "groups"):
-        value = named.get(name)
-        if value is not None and (value.is_floating_point() or value.is_complex()):
-            raise ValueError(f"{name} must hold integer ids, got dtype {value.dtype}")
     if probs_a.numel() == 0:
         raise ValueError("no pairs to compare: the inputs are empty")
     flat = {name: value.reshape(-1) for name, value in named.items()}
@@ -415,7 +420,10 @@ def _one_vs_rest(named: dict[str, Tensor]) -> dict[str, Tensor]:
             f"probs_b must have the shape of probs_a {tuple(probs_a.shape)}, "
             f"got {tuple(named['probs_b'].shape)}"
         )
-    flat_a, onehot, _ = pair_sets(probs_a, target, "one_vs_rest")[0]
+    for name in ("probs_a", "probs_b"):  # each model named (pair_sets would say "probs")
+        check_probs(named[name], name)
+        warn_row_sums(named[name], name, stacklevel=4)
+    flat_a, onehot, _ = pair_sets(probs_a, target, "one_vs_rest", check_rows=False)[0]
     out = {"probs_a": flat_a, "probs_b": named["probs_b"].reshape(-1), "target": onehot}
     n_classes = probs_a.shape[-1]
     # Each pair's item: resampled together (an item's labels are dependent), as
