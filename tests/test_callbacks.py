@@ -381,7 +381,33 @@ def test_epoch_without_pairs_warns_and_skips(tmp_path: Path) -> None:
         warnings.simplefilter("always")
         trainer(tmp_path, 1, logger=False, callbacks=[cb]).fit(TinyTagger(), train, val)
     assert cb.history == []
-    assert any("nothing to measure" in str(w.message) for w in caught)
+    said = [str(w.message) for w in caught if "nothing to measure" in str(w.message)]
+    # Why, in the monitor's words: the metric's "call update()" named a call it makes.
+    assert said == [
+        "CalibrationMonitor: nothing to measure this epoch, so nothing is logged: extract "
+        "returned None for all 3 batches"
+    ]
+
+
+def test_an_empty_second_loader_is_named_in_words(tmp_path: Path) -> None:
+    """The loader's tag suffix had been glued to "epoch" (this epoch/dataloader_idx_1)."""
+
+    class TwoLoaders(TinyTagger):
+        def validation_step(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> Any:
+            return super().validation_step(batch, batch_idx)
+
+    cb = monitor()
+    train, val = loaders()
+    empty = DataLoader(tagging_data(40, seed=1), batch_size=16, sampler=[])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer(tmp_path, 1, logger=False, callbacks=[cb]).fit(TwoLoaders(), train, [val, empty])
+    said = [str(w.message) for w in caught if "nothing to measure" in str(w.message)]
+    assert said == [
+        "CalibrationMonitor: nothing to measure this epoch of val dataloader 1, so nothing is "
+        "logged: no validation batch reached it (an empty dataloader, or limit_val_batches)"
+    ]
+    assert [r.get("dataloader_idx") for r in cb.history] == [0]
 
 
 def test_extract_batch_errors() -> None:

@@ -265,6 +265,8 @@ class CalibrationMonitor(Callback):
         # reference that tells a live experiment from a freed one whose id was reused.
         self._layouts_written: dict[int, tuple[Callable[[], Any], list[str]]] = {}
         self._warned: set[str] = set()
+        # Each loader's batches this epoch (on this rank): [seen, skipped by extract].
+        self._batches: dict[int, list[int]] = {}
         self._layout_suffixes = [""]
         # The trainer function of the run that restored a checkpoint (on_load_checkpoint),
         # None when this run restored none.
@@ -409,6 +411,7 @@ class CalibrationMonitor(Callback):
         self._forget_entries(trainer)
         self._active = self._due(trainer)
         self._checking = trainer.sanity_checking
+        self._batches = {}
         if self._active:
             self._check_samplers(trainer)
         for metric in self._all_metrics():
@@ -435,8 +438,11 @@ class CalibrationMonitor(Callback):
             return
         if self._checking and outputs is None:
             return  # a module skipping its work during the sanity check: nothing to check
+        counts = self._batches.setdefault(dataloader_idx, [0, 0])  # seen, skipped
+        counts[0] += 1
         pair = self.extract_batch(outputs, batch)
         if pair is None:
+            counts[1] += 1
             return
         groups = {"groups": pair[2]} if len(pair) == 3 else {}
         self._metric(dataloader_idx).update(*pair[:2], **groups)
@@ -675,9 +681,13 @@ class CalibrationMonitor(Callback):
             # A classwise metric's figure draws each class's own bins, not their average's.
             classes = metric.compute_class_results() if metric.mode == "classwise" else None
             result = metric.compute_result() if classes is None else average_results(classes)
-        except NoPairsError as err:
+        except NoPairsError:
             # Every rank sees the same synchronised state, so every rank skips together.
-            rank_zero_warn(f"CalibrationMonitor: nothing to measure this epoch{suffix} ({err})")
+            loader = f" of {self.stage} dataloader {idx}" if suffix else ""
+            rank_zero_warn(
+                f"CalibrationMonitor: nothing to measure this epoch{loader}, so nothing is "
+                f"logged: {self._why_no_pairs(idx)}"
+            )
             return []
         per_class = None
         if self.per_class:
@@ -712,6 +722,21 @@ class CalibrationMonitor(Callback):
             figure = _Figure(result, per_class, classes, curves)
             self._write(trainer, step, figure, drawn, suffix, bins)
         return list(scalars)
+
+    def _why_no_pairs(self, idx: int) -> str:
+        """Why a loader's epoch gave no pairs, from this rank's batches (the metric's own
+        "call update()" had sent the user to a call the monitor makes)."""
+        seen, skipped = self._batches.get(idx, [0, 0])
+        stage = "validation" if self.stage == "val" else "test"
+        if seen == 0:
+            limit = f"limit_{self.stage}_batches"
+            return f"no {stage} batch reached it (an empty dataloader, or {limit})"
+        if skipped == seen:
+            return f"extract returned None for all {seen} batch{'es' * (seen != 1)}"
+        return (
+            f"its {seen - skipped} batch{'es' * (seen - skipped != 1)} held no pairs (every "
+            "target was ignore_index, or the batches were empty)"
+        )
 
     def _log_scalars(
         self,
