@@ -658,7 +658,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         per_class=args.mode == "classwise",
     )
     summary = _summary(args, table, result, brier, bins)
-    summary["settings"] = cli_report.evaluate_settings(args, summary)
+    summary["settings"] = cli_report.evaluate_settings(args, summary, table)
     note = interval_note(summary)
     if note:  # an estimate outside its own interval, and why
         summary["interval_note"] = note

@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     with writing_output(out, "--out") as target:
         _write_probs(target, before, after, test, args.ignore_index, ids)
     summary["out"] = str(out)
-    summary["settings"] = _settings(args, test)
+    summary["settings"] = _settings(args, dev, test)
     if args.plot:
         summary["plot"] = str(_plot(args.plot, summary))
     with text_report_stream(outputs):
@@ -251,15 +251,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-def _settings(args: argparse.Namespace, test) -> dict[str, Any]:
+def _settings(args: argparse.Namespace, dev, test) -> dict[str, Any]:
     """The options that shaped the numbers, as ``evaluate`` and ``compare`` give them
-    (:func:`calib_metrics.cli_report.settings_of`), the test file's group column as read."""
-    from calib_metrics.cli_report import groups_setting, settings_of
+    (:func:`calib_metrics.cli_report.settings_of`), the columns as read: the test file's
+    groups', and each file's probabilities' and labels'."""
+    from calib_metrics.cli_report import column_setting, groups_setting, settings_of
 
     count = None if test.groups is None else int(test.groups.unique().numel())
     settings = settings_of(
         args, groups_setting(args.groups, [(str(args.test), test.group_column)], count)
     )
+    dev_file, test_file = str(args.dev), str(args.test)
+    for option, test_option, index in (("probs", "test_probs", 0), ("target", "test_target", 1)):
+        files = [(dev_file, dev.columns[index])]
+        if getattr(args, test_option) is None:  # the test file read the dev file's column
+            files.append((test_file, test.columns[index]))
+        else:
+            settings[test_option] = column_setting(
+                getattr(args, test_option), [(test_file, test.columns[index])]
+            )
+        settings[option] = column_setting(getattr(args, option), files)
     if args.method not in BINNED:
         del settings["n_bins"]  # temperature, Platt and isotonic fits have no bins
     return settings

@@ -360,28 +360,75 @@ def settings_of(args: argparse.Namespace, groups: str | None = None) -> dict[str
     return settings
 
 
-def evaluate_settings(args: argparse.Namespace, summary: dict) -> dict[str, Any]:
-    """``evaluate``'s settings (:func:`settings_of`), its group column as resolved."""
-    columns = [(str(args.file), summary["group_column"])]
-    return settings_of(args, groups_setting(args.groups, columns, summary["groups"]))
+def evaluate_settings(args: argparse.Namespace, summary: dict, table) -> dict[str, Any]:
+    """``evaluate``'s settings (:func:`settings_of`), its columns as resolved: the
+    probabilities', the labels' and the groups' (``table``: the file read)."""
+    file = str(args.file)
+    columns = [(file, summary["group_column"])]
+    settings = settings_of(args, groups_setting(args.groups, columns, summary["groups"]))
+    probs, target = table.columns
+    settings["probs"] = column_setting(args.probs, [(file, probs)])
+    settings["target"] = column_setting(args.target, [(file, target)])
+    return settings
 
 
 def compare_settings(args: argparse.Namespace, summary: dict, a, b) -> dict[str, Any]:
-    """``compare``'s settings (:func:`settings_of`), the group column read from each file
-    and the item-id columns that paired the rows (None: paired by position)."""
+    """``compare``'s settings (:func:`settings_of`), the columns read from each file (the
+    probabilities', b's, the labels' and the groups') and the item-id columns that paired
+    the rows (None: paired by position)."""
     files = [(str(args.a), a.group_column)] + ([(str(args.b), b.group_column)] if args.b else [])
     settings = settings_of(args, groups_setting(args.groups, files, summary["groups"]))
+    file_a, file_b = str(args.a), str(args.b or args.a)
+    probs = [(file_a, a.columns[0])]
+    if args.b is not None and args.probs_b is None:  # b read --probs's column (or by name)
+        probs.append((file_b, b.columns[0]))
+    else:
+        settings["probs_b"] = column_setting(args.probs_b, [(file_b, b.columns[0])])
+    settings["probs"] = column_setting(args.probs, probs)
+    targets = [(file_a, a.columns[1])] + ([(file_b, b.columns[1])] if args.b else [])
+    settings["target"] = column_setting(args.target, targets)
     columns = summary["id_columns"]
     settings["id"] = None if columns is None else columns[0]  # --id names both files' column
     return settings
 
 
+def column_setting(typed: str | None, columns: Sequence[tuple[str, str | None]]) -> str | None:
+    """A column option as resolved: the column read from each file of ``columns`` ((file,
+    column or None)), said to be found by name where none was ``typed`` (not of an unnamed
+    array, whose columns are 0 and 1); None where no file read one. The settings had shown
+    "—" for a probability column found by name, and the page could not say which was
+    scored.
+
+    Example:
+        >>> column_setting(None, [("t.csv", "prob")])
+        'prob (found by name)'
+        >>> column_setting("q", [("a.csv", "q"), ("b.csv", "q")])
+        'q'
+        >>> column_setting(None, [("a.csv", "prob"), ("b.csv", "score")])
+        'prob of a.csv, score of b.csv (found by name)'
+        >>> column_setting(None, [("a.npy", "column 0")])
+        'column 0'
+    """
+    read = [(file, column) for file, column in columns if column is not None]
+    if not read:
+        return None
+    if len(read) == len(columns) and len({column for _, column in read}) == 1:
+        where = read[0][1]
+    else:  # one file had the column, or the two files name it apart
+        where = ", ".join(f"{column} of {file}" for file, column in read)
+    unnamed = all(column in _ARRAY_COLUMNS for _, column in read)
+    return where if typed or unnamed else f"{where} (found by name)"
+
+
+#: How :func:`~calib_metrics.predictions.read_table` names an unnamed array's columns.
+_ARRAY_COLUMNS = ("column 0", "column 1")
+
+
 def groups_setting(
     typed: str | None, columns: Sequence[tuple[str, str | None]], count: int | None
 ) -> str | None:
-    """The settings table's ``groups``: the group column resampled, read from each file of
-    ``columns`` ((file, column or None)), said to be found by name where none was
-    ``typed``, and the number of groups; None without groups.
+    """The settings table's ``groups``: the group column resampled (:func:`column_setting`)
+    and the number of groups; None without groups.
 
     Example:
         >>> groups_setting(None, [("t.csv", "sentence_id")], 200)
@@ -393,15 +440,10 @@ def groups_setting(
     """
     from calib_metrics.wording import counted
 
-    read = [(file, column) for file, column in columns if column is not None]
-    if count is None or not read:
+    where = column_setting(typed, columns)
+    if count is None or where is None:
         return None
-    if len(read) == len(columns) and len({column for _, column in read}) == 1:
-        where = read[0][1]
-    else:  # one file had the column, or the two files name it apart
-        where = ", ".join(f"{column} of {file}" for file, column in read)
-    found = "" if typed else " (found by name)"
-    return f"{where}{found}: {counted(count, 'group')}"
+    return f"{where}: {counted(count, 'group')}"
 
 
 def _command_line(args: argparse.Namespace) -> str:

@@ -483,3 +483,18 @@ def test_compare_before_after_warns_at_its_callers_line():
     units = [w for w in caught if "resampling unit" in str(w.message)]
     assert units and all(w.filename == __file__ for w in units)
     assert str(units[0].message).startswith("compare_before_after: 3 resampling units")
+
+
+def test_settings_name_the_columns_each_file_read(files, tmp_path, capsys) -> None:
+    """The probability and label columns found by name had been null in the settings."""
+    (dev, *_), (test, *_) = files
+    argv = ["recalibrate", dev, test, "--samples", "50", "--out", tmp_path / "o.csv", "--json"]
+    assert main([str(a) for a in argv]) == 0
+    settings = json.loads(capsys.readouterr().out)["settings"]
+    assert (settings["probs"], settings["target"]) == (
+        "prob (found by name)",
+        "label (found by name)",
+    )
+    assert main([str(a) for a in [*argv, "--test-probs", "prob"]]) == 0
+    settings = json.loads(capsys.readouterr().out)["settings"]
+    assert (settings["probs"], settings["test_probs"]) == ("prob (found by name)", "prob")

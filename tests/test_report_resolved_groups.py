@@ -82,3 +82,37 @@ def test_compare_says_which_file_had_the_column(tmp_path, capsys, pairs):
     assert (summary["a"]["group_column"], summary["b"]["group_column"]) == ("sent", None)
     _, _, settings = _page(capsys, tmp_path, "compare", a, b)
     assert settings["groups"] == "—"
+
+
+@pytest.mark.parametrize(
+    ("options", "probs", "target"),
+    [
+        ([], "prob (found by name)", "label (found by name)"),
+        (["--probs", "prob", "--target", "label"], "prob", "label"),
+    ],
+)
+def test_evaluate_shows_the_columns_it_scored(tmp_path, capsys, pairs, options, probs, target):
+    """The probability and label columns found by name had shown as '—' (null in the JSON),
+    beside a group column said to be "found by name": the page could not say which column
+    was scored."""
+    path = _write(tmp_path / "pairs.csv", *pairs, None)
+    summary, _, settings = _page(capsys, tmp_path, "evaluate", path, *options)
+    assert (settings["probs"], settings["target"]) == (probs, target)
+    assert (summary["settings"]["probs"], summary["settings"]["target"]) == (probs, target)
+
+
+def test_compare_shows_each_models_column(tmp_path, capsys, pairs) -> None:
+    q, y = pairs
+    one = tmp_path / "one.csv"
+    rows = [f"{a!r},{b!r},{int(t)}" for a, b, t in zip(q.tolist(), q.sqrt().tolist(), y.tolist())]
+    one.write_text("score,other,label\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    summary, _, settings = _page(capsys, tmp_path, "compare", one, "--probs-b", "other")
+    assert (settings["probs"], settings["probs_b"]) == ("score (found by name)", "other")
+    assert settings["target"] == "label (found by name)"
+    # Two files naming their columns apart: each file's, found by name.
+    a = _write(tmp_path / "a.csv", q, y, None)
+    b = tmp_path / "b.csv"
+    b.write_text(one.read_text(encoding="utf-8").replace("score,", "q,", 1), encoding="utf-8")
+    summary, _, settings = _page(capsys, tmp_path, "compare", a, b)
+    assert settings["probs"] == f"prob of {a}, q of {b} (found by name)"
+    assert summary["settings"]["probs_b"] is None

@@ -46,13 +46,16 @@ class Predictions(NamedTuple):
     order by :func:`~calib_metrics.predictions.paired_by_ids`, the file's label behind
     each, int64), so that other columns of the file and messages line up with the labels
     (:func:`~calib_metrics.predictions.file_row`). ``group_column`` names the column the
-    group ids came from (the one found by name, when none was given), None without them."""
+    group ids came from (the one found by name, when none was given), None without them;
+    ``columns`` the probabilities' and the labels' columns, as read (found by name, when
+    none was given; ``"column 0"`` and ``"column 1"`` of an unnamed array)."""
 
     probs: Tensor
     target: Tensor
     groups: Tensor | None
     kept: Tensor | None = None
     group_column: str | None = None
+    columns: tuple[str, str] | None = None
 
 
 def read_table(
@@ -111,10 +114,11 @@ def read_table(
         if y.numel() == 0:
             raise ValueError(f"{path}: no rows but padding (every label is {ignore_index})")
     _check_values(q, y, path, columns, lines, keep)
+    read = (str(columns[0][0]), str(columns[1][0]))
     if ids is None:
-        return Predictions(q, y, None, keep, None)
+        return Predictions(q, y, None, keep, None, read)
     layout = (row_lines, every_line, shape)
-    return Predictions(q, y, _group_ids(ids, path, y, keep, layout), keep, str(ids[0]))
+    return Predictions(q, y, _group_ids(ids, path, y, keep, layout), keep, str(ids[0]), read)
 
 
 def _group_ids(
