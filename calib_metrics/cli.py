@@ -913,7 +913,7 @@ def _warnings_as_lines() -> Iterator[list[str]]:
     said: list[str] = []
 
     def collect(message, category, filename, lineno, file=None, line=None) -> None:
-        text = f"calib-metrics: warning: {_one_line(message)}"
+        text = f"calib-metrics: warning: {_said_by_matplotlib(_one_line(message))}"
         if text in lines or text in said:
             return
         if issubclass(category, ImmediateWarning):
@@ -933,6 +933,26 @@ def _warnings_as_lines() -> Iterator[list[str]]:
         )
         warnings.showwarning = collect
         yield lines
+
+
+def _said_by_matplotlib(text: str) -> str:
+    """matplotlib's missing-glyph warning named as matplotlib's, as its logged warnings
+    are, and said to touch the figure's drawing only (it had read as a fault of the data).
+    matplotlib gives it the caller's file and line (``_api.warn_external``), so it is
+    known by its text.
+
+    Example:
+        >>> _said_by_matplotlib("Glyph 21517 missing from font(s) DejaVu Sans.")[:60]
+        'matplotlib: Glyph 21517 missing from font(s) DejaVu Sans. (a'
+        >>> _said_by_matplotlib("only 3 bins")
+        'only 3 bins'
+    """
+    if not re.match(r"Glyph \d+ .*missing from font", text):
+        return text
+    return (
+        f"matplotlib: {text} (a character of a title or label that the figure's font "
+        "lacks, drawn as a box in PNG and PDF figures; the numbers are not touched)"
+    )
 
 
 @contextlib.contextmanager

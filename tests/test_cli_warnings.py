@@ -189,3 +189,33 @@ def test_matplotlib_logged_warnings_are_the_commands_warning_lines(tmp_path: Pat
         "calib-metrics: warning: matplotlib: The PostScript backend does not support "
         "transparency; partially transparent artists will be rendered opaque."
     ]
+
+
+def test_a_missing_glyph_is_said_to_be_matplotlibs_and_the_figures(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """A label of CJK characters draws, where no font has them, matplotlib's "Glyph 21517
+    missing from font(s)" warning, which had come without the "matplotlib:" its logged
+    warnings carry, and without a word that only the figure's drawing is touched."""
+    import warnings
+
+    from calib_metrics import plot
+
+    drawn = plot.reliability_diagram
+
+    def lacking_a_glyph(*args, **kwargs):
+        # What matplotlib's Agg backend warns (at the caller's line) for such a label.
+        warnings.warn("Glyph 21517 (\\N{CJK UNIFIED IDEOGRAPH-540D}) missing from font(s) "
+                      "DejaVu Sans.", UserWarning, stacklevel=2)  # fmt: skip
+        return drawn(*args, **kwargs)
+
+    monkeypatch.setattr(plot, "reliability_diagram", lacking_a_glyph)
+    path = _write(tmp_path / "nouns.csv", 500)  # an ASCII name: no real glyph is missing
+    assert main(["evaluate", str(path), "--plot", str(tmp_path / "d.png")]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "Glyph" in line]
+    assert lines == [
+        "calib-metrics: warning: matplotlib: Glyph 21517 (\\N{CJK UNIFIED IDEOGRAPH-540D}) "
+        "missing from font(s) DejaVu Sans. (a character of a title or label that the "
+        "figure's font lacks, drawn as a box in PNG and PDF figures; the numbers are not "
+        "touched)"
+    ]
