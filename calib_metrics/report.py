@@ -30,8 +30,9 @@ from calib_metrics.wording import count_text, counted, cut_middle, level_text, v
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+# How each interval is drawn, after the name the figures give it (plot.interval_label).
 INTERVAL_KINDS = {
-    "paper": "Algorithm 2 of the paper (normal draws per bin)",
+    "paper": "normal draws per bin",
     "pairs": "recentred bootstrap over pairs",
     "groups": "recentred bootstrap over groups",
 }
@@ -460,12 +461,17 @@ def _page(title: str, sections: Sequence[str]) -> str:
 def _interval_kind(summary: Mapping[str, Any], drawn: bool) -> str:
     """The interval's level, kind, form and draws; none drawn when there were too few
     units to resample (the page had claimed the draws beside a NaN interval)."""
-    how = INTERVAL_KINDS.get(summary["interval"], summary["interval"])
-    form = f", {summary['method']}" if summary["method"] else ""
-    level = f"{level_text(summary['confidence'])} interval: {how}{form}"
+    from calib_metrics.plot import interval_label
+
+    # The figures' name first: the page had called one interval "recentred bootstrap over
+    # pairs" here and "debiased pair bootstrap" on its diagram.
+    interval = summary["interval"]
+    named = interval_label(summary["confidence"], interval, bool(summary["debias"]))
+    how = INTERVAL_KINDS.get(interval, interval)
+    form = f", {summary['method']} form" if summary["method"] else ""
     if not drawn:
-        return f"{level}; none drawn (fewer than {MIN_UNITS} {_units(summary)})"
-    return f"{level}, {summary['samples']} draws"
+        return f"{named} ({how}{form}); none drawn (fewer than {MIN_UNITS} {_units(summary)})"
+    return f"{named} ({how}{form}, {summary['samples']} draws)"
 
 
 def _diagram(

@@ -134,7 +134,13 @@ def test_evaluate_page_has_summary_figures_labels_bins_settings(tmp_path, tagged
     assert page.value("calib_err") == f"{summary['calib_err']:.4f}"
     assert page.value("interval") == f"[{summary['lower']:.4f}, {summary['upper']:.4f}]"
     assert page.value("n") == str(summary["n"])
-    assert "95% interval: recentred bootstrap over pairs" in page.value("interval_kind")
+    # The figures' name for it first (the page had named one interval two ways).
+    assert page.value("interval_kind") == (
+        "95% interval: debiased pair bootstrap (recentred bootstrap over pairs, normal form, "
+        f"{summary['samples']} draws)"
+    )
+    named = [t for t in page.text if t.startswith("95% interval: debiased pair bootstrap")]
+    assert len(named) >= 2  # the summary's row and the diagram's title
     assert page.value("brier") == f"{summary['brier']:.4f}"
     assert page.value("smooth_ece") == f"{summary['smooth_ece']:.4f}"
     assert page.value("spiegelhalter").startswith(f"z = {summary['spiegelhalter_z']:.3f}")
