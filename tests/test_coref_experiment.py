@@ -196,6 +196,9 @@ def test_end_to_end_quick_run(tmp_path: Path, capsys):
     assert saved["sets"]["litbank"]["pairs"] == 12 * 11 // 2
     markdown = (out / "results.md").read_text()
     assert "CalibErr" in markdown and "sampled − exact, paired [95%]" in markdown
+    # The paper's columns are named, with the draws they were given.
+    assert "CalibErr exact and sampled [95% CI]: the paper's estimator, plug-in in bins" in markdown
+    assert f"({saved['settings']['ci_samples']} normal draws per bin)" in markdown
     # The L2 grid's 1e-5 had been written with 4 decimals: "0.0000", as if no penalty.
     assert "| 1e-05 |" in markdown and "| 0.01 |" in markdown
     # A header cell's |…| had split it: 15 header cells over 13 columns, no table on GitHub.

@@ -16,6 +16,7 @@ import pytest
 from calib_metrics import plot
 from calib_metrics.models.coref_ranker import AntecedentRanker
 from calib_metrics.paper.events import experiment
+from calib_metrics.wording import counted
 
 
 def _args(tmp_path: Path, *extra: str) -> argparse.Namespace:
@@ -76,6 +77,11 @@ def test_run_with_a_saved_uniform_model(tmp_path):
     assert [int(n) for n, _, _ in listed] == sorted((int(n) for n, _, _ in listed), reverse=True)
     assert {code for _, code, _ in listed} >= {"FRA", "IRQ", "USA"}
     assert f"matched {saved['lexicon_matches']} words" in md
+    # The rule and the ranker behind the numbers (two such runs had written one header).
+    assert (
+        "Attack rule: basic UD subjects (`--enhanced` adds nsubj:xsubj). Ranker: loaded from "
+        f"`{model}`." in md
+    )
 
 
 def test_results_give_the_interval_level_with_all_its_digits(tmp_path):
@@ -90,6 +96,10 @@ def test_run_trains_a_ranker_when_no_model_is_given(tmp_path):
     assert (tmp_path / "out" / "ranker.pt").exists()
     assert results["ranker"]["train_documents"] >= 1
     assert results["samples"] == 200  # given by _args: --quick sets only the defaults
+    md = (tmp_path / "out" / "results.md").read_text()
+    saved = tmp_path / "out" / "ranker.pt"
+    trained = counted(results["ranker"]["train_documents"], "document")
+    assert f"Ranker: trained here, 1 epoch on {trained} (saved to `{saved}`)." in md
 
 
 def test_year_only_documents_are_left_out_of_months_and_quarters(tmp_path, capsys):

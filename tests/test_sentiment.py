@@ -388,6 +388,9 @@ def _check_results(results: dict, out: Path) -> None:
     assert d["lower"] <= d["difference"] <= d["upper"] and 0 <= d["p_value"] <= 1
     assert d["difference"] == pytest.approx(d["a"] - d["b"])
     assert "NB − LR, paired [95%]" in (out / "results.md").read_text()
+    # The CalibErr column's estimator named, with its draws (it had said "samples" only).
+    said = "CalibErr [95% CI]: the paper's estimator, plug-in, with its Algorithm 2 interval"
+    assert said in (out / "results.md").read_text()
     # The diagram's end bins, which docs/sentiment.md quotes (they had been read off the
     # figure by hand): the first and last of the result's sorted bins.
     for key in ("naive_bayes", "logistic_regression"):

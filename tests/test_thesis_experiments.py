@@ -116,6 +116,8 @@ def test_twitter_pos_experiment_on_synthetic_corpora(tmp_path):
     assert saved["twitter"]["models"]["+shape"]["test"]["paper"]["query"]["bins"] == 1
     text = (tmp_path / "out" / "results.md").read_text()
     assert "CRF-Advanced" in text and "tag NN" in text
+    # Under each corpus's table, what its "paper" and "recommended" columns mean.
+    assert text.count("\n\npaper: the paper's estimator, plug-in in bins of 5000") == 2
     # The heading had said 25 tags over a table of however many occur in test.
     tables = re.findall(r"the (\d+) most frequent training tags that occur in test:"
                                   r"\n\n\|.*\n\|.*\n((?:\|.*\n)+)", text)  # fmt: skip

@@ -386,6 +386,8 @@ def markdown(results: dict) -> str:
         "",
         report.markdown_table(headers, rows),
         "",
+        ce.SETTINGS_LEGEND,
+        "",
         f"Token accuracy {test['token_accuracy']:.4f}; spans: {s['predicted']} predicted "
         f"({s['predicted_too_long']} longer than --max-length {results['max_length']}: wrong, "
         "as no gold span is, and not queried), "

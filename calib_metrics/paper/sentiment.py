@@ -317,8 +317,10 @@ def _markdown(results: dict) -> str:
         f"test {s['sizes'][2]} ({s['test_positives']} positive). "
         f"Tokenizer: {results['tokenizer']}; {results['n_features']} binary unigram features. "
         "Adaptive bins of "
-        f"{results['bin_size']} ({results['models']['naive_bayes']['n_bins']} bins), "
-        f"{results['n_samples']} samples for the interval.",
+        f"{results['bin_size']} ({results['models']['naive_bayes']['n_bins']} bins). "
+        "CalibErr [95% CI]: the paper's estimator, plug-in, with its Algorithm 2 interval "
+        f"({results['n_samples']} normal draws per bin); debiased: the same bins' debiased "
+        "error.",
         "",
         report.markdown_table(head, rows),
         "",

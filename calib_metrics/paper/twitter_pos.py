@@ -398,6 +398,8 @@ def _corpus_tables(block: dict, corpus: str) -> list[str]:
         f"### {title}: query “the word has tag {tag}”",
         "",
         report.markdown_table(headers, rows),
+        "",
+        ce.SETTINGS_LEGEND,
     ]
     paired = {k: v for k, v in block["paired"].items() if v is not None}
     if paired:

@@ -48,7 +48,7 @@ from calib_metrics.paper.events.errors import uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
 from calib_metrics.paper.locations import data_help, find_dataset, missing_data
 from calib_metrics.predictions import save_figure
-from calib_metrics.wording import level_text
+from calib_metrics.wording import counted, level_text
 
 DESCRIPTION = "country 'attack' events per period with coreference posterior intervals (§6)"
 NAME = "ud-english-gum"
@@ -637,6 +637,30 @@ def _uncertain_section(r: dict) -> list[str]:
     return lines
 
 
+def _settings_line(r: dict) -> str:
+    """The attack rule and the ranker behind the numbers: two runs that differ in them had
+    written headers alike (PRK 0.077 basic, 0.063 with ``--enhanced``, one ranker).
+
+    Example:
+        >>> _settings_line({"enhanced": False, "ranker": {"model": "r.pt"}}).split(". Ranker: ")
+        ['Attack rule: basic UD subjects (`--enhanced` adds nsubj:xsubj)', 'loaded from `r.pt`.']
+    """
+    rule = (
+        "basic and enhanced UD subjects (nsubj:xsubj, `--enhanced`)"
+        if r["enhanced"]
+        else "basic UD subjects (`--enhanced` adds nsubj:xsubj)"
+    )
+    ranker = r["ranker"]
+    if "epochs" in ranker:
+        source = (
+            f"trained here, {counted(ranker['epochs'], 'epoch')} on "
+            f"{counted(ranker['train_documents'], 'document')} (saved to `{ranker['model']}`)"
+        )
+    else:
+        source = f"loaded from `{ranker['model']}`"
+    return f"Attack rule: {rule}. Ranker: {source}."
+
+
 def _markdown(r: dict) -> str:
     documents = report.markdown_table(
         ["document", "period", "country", "P(event)", "gold", "1-best"],
@@ -655,6 +679,8 @@ def _markdown(r: dict) -> str:
         f"{r['lexicon_matches']} words or phrases ({r['distinct_matches']} distinct; each "
         "with its code and count in "
         "`matches.tsv`).",
+        "",
+        _settings_line(r),
         "",
         *_left_out_note(r),
         "## Per country (all periods)",
