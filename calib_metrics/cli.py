@@ -944,10 +944,13 @@ def _said_by_matplotlib(text: str) -> str:
     Example:
         >>> _said_by_matplotlib("Glyph 21517 missing from font(s) DejaVu Sans.")[:60]
         'matplotlib: Glyph 21517 missing from font(s) DejaVu Sans. (a'
+        >>> _said_by_matplotlib("Glyph 21517 (x) missing from current font.")[:40]
+        'matplotlib: Glyph 21517 (x) missing from'
         >>> _said_by_matplotlib("only 3 bins")
         'only 3 bins'
     """
-    if not re.match(r"Glyph \d+ .*missing from font", text):
+    # matplotlib 3.7 says "missing from current font", later ones "missing from font(s) X"
+    if not re.match(r"Glyph \d+ .*missing from (current )?font", text):
         return text
     return (
         f"matplotlib: {text} (a character of a title or label that the figure's font "

@@ -42,12 +42,13 @@ class DumpHistory(Callback):
             torch.distributed.destroy_process_group()
 
 
-def run_ddp(out: Path) -> None:
-    """Fit on 2 CPU processes, then write what each rank and the parent saw to ``out``."""
+def run_ddp(out: Path, logger: str = "tb") -> None:
+    """Fit on 2 CPU processes, then write what each rank and the parent saw to ``out``.
+    ``logger="csv"``: a logger without images and ``save_png=False``, so nothing draws."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import torch
     from lightning.pytorch import Trainer
-    from lightning.pytorch.loggers import TensorBoardLogger
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
     from test_callbacks import PAD, TinyTagger, loaders
 
     from calib_metrics import CalibrationError
@@ -57,7 +58,7 @@ def run_ddp(out: Path) -> None:
     train, val = loaders(batch_size=10)  # 40 validation sequences: 20 per rank, no padding
     model = TinyTagger()
     monitor = CalibrationMonitor(
-        num_classes=3, ignore_index=PAD, bin_size=20, n_samples=300, save_png=True
+        num_classes=3, ignore_index=PAD, bin_size=20, n_samples=300, save_png=logger == "tb"
     )
     trainer = Trainer(
         default_root_dir=out,
@@ -65,7 +66,7 @@ def run_ddp(out: Path) -> None:
         accelerator="cpu",
         devices=2,
         strategy="ddp_spawn",
-        logger=TensorBoardLogger(out, name="tb"),
+        logger=TensorBoardLogger(out, name="tb") if logger == "tb" else CSVLogger(out, name="csv"),
         callbacks=[monitor, DumpHistory(out)],
         enable_progress_bar=False,
         enable_model_summary=False,
@@ -131,6 +132,19 @@ def test_ddp_two_cpu_processes(tmp_path: Path) -> None:
     assert written == ranks[0]
 
 
+@pytest.mark.slow
+def test_ddp_with_a_logger_that_takes_no_figures(tmp_path: Path) -> None:
+    """Rank 0's CSV logger takes no figures (save_png=False: nothing is drawn), while rank 1
+    holds Lightning's dummy experiment, whose every attribute seems a method: rank 1 made
+    the smooth curves, whose state gather rank 0 never joined, and the fit hung."""
+    code, text = process_helpers.run_script(__file__, tmp_path, "csv", timeout=TIMEOUT_S, ddp=True)
+    assert code == 0, f"DDP run failed or timed out:\n{text}"
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [r["epoch"] for r in ranks[0]] == [r["epoch"] for r in ranks[1]] == [0, 1]
+    assert [r["smooth_error"] for r in ranks[0]] == [r["smooth_error"] for r in ranks[1]]
+    assert not list(tmp_path.rglob("*.png"))  # nothing drawn, as asked
+
+
 @pytest.mark.parametrize(
     ("items", "drop_last", "said"),
     [
@@ -179,7 +193,7 @@ def test_a_sampler_that_repeats_or_drops_items_is_named_once(
 
 
 if __name__ == "__main__":
-    run_ddp(Path(sys.argv[1]))
+    run_ddp(Path(sys.argv[1]), *sys.argv[2:])
 
 
 def test_a_module_that_lets_a_shard_be_empty_is_told_the_monitor_would_wait(

@@ -146,7 +146,8 @@ class CalibrationMonitor(Callback):
             ``per_class=True`` (without it, a warning), default ``0 .. C-1``.
         save_png: PNGs for loggers without images (None), for all (True) or never (False).
         prog_bar: show ``{prefix}/calib_err`` in the progress bar.
-        smooth: also log the smooth calibration error (default True).
+        smooth: also log the smooth calibration error, and draw the smooth curve with its
+            bootstrap band on each diagram (default True).
         bin_size, n_samples, confidence, streaming: passed to the metric (defaults
             ``"auto"``, 10000, 0.95, True).
         metric_kwargs: any other :class:`~calib_metrics.CalibrationError` option
@@ -711,9 +712,12 @@ class CalibrationMonitor(Callback):
         self.history.append(record)
         if record["fn"] != "fit":
             self._histories.current.note_evaluation(trainer, record)
-        # Every rank makes the curves: they synchronise the state, as compute_result() does.
+        # Every rank makes the curves (they synchronise the state, as compute_result() does),
+        # so every rank must decide alike: rank 0's answer, which alone draws. A rank > 0
+        # holds Lightning's dummy experiment, which seems to take figures where rank 0's CSV
+        # logger does not: rank 1 had waited in the curves' gather for ever.
         curves = None
-        if self.smooth and self._draws_figures(trainer):
+        if self.smooth and trainer.strategy.broadcast(self._draws_figures(trainer), src=0):
             curves = metric._smooth_curves(classwise=classes is not None)
         if trainer.is_global_zero:
             # The figures name the interval the metric drew (on the synchronised state).
