@@ -803,7 +803,8 @@ def _sorted_ends(key: Tensor, dtype: torch.dtype) -> Tensor:
     """The pairs at q = 0 and at q = 1 (int64, shape 2) from their sorted order keys:
     key 0 is q = 0 (and −0.0), the largest key q = 1."""
     # Filled on the keys' device, not copied there: a copy from the host waits for it.
-    ends = key.new_full((2,), int(_order_key(torch.ones(1, dtype=dtype))[0]))
+    one = torch.ones(1, dtype=dtype, device="cpu")  # a number now: not on a default device
+    ends = key.new_full((2,), int(_order_key(one)[0]))
     ends[0] = 0
     at = torch.searchsorted(key, ends, right=True)
     return torch.stack([at[0], key.numel() - torch.searchsorted(key, ends[1:])[0]])

@@ -592,7 +592,7 @@ def _beside(value: float, other: float) -> str:
 def _can_call(tested: int, correction: str, alpha: float, n_samples: int) -> bool:
     """Whether ``tested`` labels at the smallest Monte Carlo p-value of ``n_samples`` draws
     would be called after the correction (as :func:`_summarise` decides)."""
-    floor = torch.full((tested,), 2 / (n_samples + 1), dtype=torch.float64)
+    floor = torch.full((tested,), 2 / (n_samples + 1), dtype=torch.float64, device="cpu")
     return bool(_called(ADJUST[correction](floor).min(), alpha))
 
 

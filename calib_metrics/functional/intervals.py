@@ -292,7 +292,8 @@ def normal_quantile(confidence: float) -> float:
         1.96
     """
     check_confidence(confidence)
-    level = torch.tensor((1 + confidence) / 2, dtype=torch.float64)
+    # A number: on the host whatever torch's default device is (a GPU's had synchronised).
+    level = torch.tensor((1 + confidence) / 2, dtype=torch.float64, device="cpu")
     return float(torch.special.ndtri(level))
 
 
@@ -670,6 +671,7 @@ def group_sum_matrix(group: Tensor, index: Tensor, n_bins: int, n_groups: int, v
             torch.cat(sums),
             (len(values) * n_bins, n_groups),
             check_invariants=False,
+            device=device,  # torch's default device otherwise (torch.set_default_device)
         )
 
 
@@ -753,7 +755,9 @@ def unit_sum_matrix(
     cut_values = [v[cut_pair] for v in values]
     cut = group_sum_matrix(cut_units, cut_groups, n_cut, n_units, cut_values)
     where = torch.stack([cells.cell_bin, cells.cell_group])
-    shares = torch.sparse_coo_tensor(where, cells.share, (n_bins, n_cut), check_invariants=False)
+    shares = torch.sparse_coo_tensor(
+        where, cells.share, (n_bins, n_cut), check_invariants=False, device=where.device
+    )
     return UnitSums(direct, cut, shares.coalesce())
 
 

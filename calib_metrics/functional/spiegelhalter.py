@@ -265,7 +265,8 @@ def spiegelhalter_from_item_sums(sums: Tensor) -> SpiegelhalterResult:
     """
     items, total, squares = sums.to(torch.float64).tolist()
     _check_group_count(round(items), given=False)
-    z = torch.tensor(total / math.sqrt(squares) if squares > 0 else math.nan, dtype=torch.float64)
+    statistic = total / math.sqrt(squares) if squares > 0 else math.nan
+    z = torch.tensor(statistic, dtype=torch.float64, device=sums.device)  # the input's
     if not math.isfinite(z.item()):
         raise ValueError(
             "Spiegelhalter's test is undefined when every item's contribution sums to 0 "

@@ -181,7 +181,7 @@ def draw(t: Tables | Tensor, n_samples: int, generator: torch.Generator | None) 
     moves = torch.empty(shape, dtype=torch.bool, device=device)
     for first in range(0, n_samples, chunk):
         c = min(chunk, n_samples - first)
-        u = torch.rand((c, b, n), generator=generator, dtype=x.dtype, out=x[:c])
+        u = torch.rand((c, b, n), generator=generator, dtype=x.dtype, device=x.device, out=x[:c])
         u.mul_(t.width)  # x = u * K < K, since u <= 1 - 2 ** -53
         col = column[:c]
         col.copy_(u)  # floor: x >= 0
