@@ -1020,11 +1020,40 @@ def _compare_labels(
         + _figure(
             chart,
             "Each label's items compared on their own (paired); sorted by the "
-            "size of the difference.",
+            "size of the difference." + _edge_note(per_label, order, summary),
             "per-label-chart",
         )
         + _table(header, rows, table_id="per-label-table")
         + "</section>"
+    )
+
+
+def _edge_note(
+    per_label: Mapping[str, ComparisonResult], order: list[str], summary: Mapping[str, Any]
+) -> str:
+    """Where a label's interval and its p-value disagree on 0 (the chart marks the first,
+    the table shows the second): said, with why, instead of left as a contradiction.
+
+    Both come from the same draws, but the p-value is a Monte Carlo one, (S·p + 2)/(S + 1),
+    and the ends are quantiles: near the edge (a band of about 2/S) they can fall on
+    opposite sides, which 100 draws had shown on a page and the default 2,000 rarely do.
+    """
+    level = 1 - summary["confidence"]
+    edge = []
+    for k in order:
+        c = per_label[k]
+        lower, upper, p = float(c.lower), float(c.upper), float(c.p_value)
+        if math.isnan(lower) or math.isnan(upper) or math.isnan(p):
+            continue
+        if (lower > 0 or upper < 0) != (p <= level):
+            edge.append(k)
+    if not edge:
+        return ""
+    return (
+        f" At the edge: {', '.join(edge)}, whose interval excludes 0 while its uncorrected p "
+        f"is above {level:g}, or the reverse: both come from {summary['samples']} draws, p "
+        "as a Monte Carlo p-value (never below 2/(S + 1)), the ends as their quantiles; "
+        "more draws (--samples) settle it."
     )
 
 

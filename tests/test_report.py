@@ -498,3 +498,26 @@ def test_items_note_takes_a_summary_without_a_mode() -> None:
         items_note({"items": 100, "classes": 4, "n": 400})
         == " (100 items × 4 classes, one-vs-rest)"
     )
+
+
+def test_a_label_whose_interval_and_p_disagree_is_named_under_the_chart() -> None:
+    """The chart marks a label whose interval excludes 0, the table gives its p: with 100
+    draws VERB's interval excluded 0 beside p = 0.06, a contradiction left unexplained."""
+    from types import SimpleNamespace
+
+    from calib_metrics.report import _edge_note
+
+    def result(lower: float, upper: float, p: float) -> SimpleNamespace:
+        return SimpleNamespace(lower=lower, upper=upper, p_value=p)
+
+    per_label = {
+        "VERB": result(-0.087, -0.001, 0.06),  # excludes 0, p above 0.05: the edge
+        "NOUN": result(-0.02, 0.03, 0.6),  # both say no
+        "DET": result(0.01, 0.05, 0.01),  # both say yes
+        "X": result(float("nan"), float("nan"), float("nan")),  # no interval
+    }
+    summary = {"confidence": 0.95, "samples": 100}
+    note = _edge_note(per_label, list(per_label), summary)
+    assert note.startswith(" At the edge: VERB, whose interval excludes 0 while its ")
+    assert "100 draws" in note and "--samples" in note
+    assert _edge_note({k: per_label[k] for k in ("NOUN", "DET")}, ["NOUN", "DET"], summary) == ""
