@@ -56,7 +56,7 @@ def measure(repeats: int, before: Path | None) -> dict[str, float]:
     """
     runs = {name: (statement, ROOT) for name, statement in STATEMENTS.items()}
     if before is not None:
-        runs[f"import calib_metrics.functional ({before})"] = (
+        runs["import calib_metrics.functional (--before)"] = (
             "import calib_metrics.functional",
             before,
         )
@@ -69,7 +69,9 @@ def measure(repeats: int, before: Path | None) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def table(medians: dict[str, float], repeats: int, load_start: float) -> str:
+def table(
+    medians: dict[str, float], repeats: int, load_start: float, before_commit: str | None = None
+) -> str:
     floor = medians["import torch"]
     lines = [
         f"`{command_line('bench_import.py')}` — Python "
@@ -77,6 +79,16 @@ def table(medians: dict[str, float], repeats: int, load_start: float) -> str:
         "interpreters per statement, taken in turn.",
         machine_load(load_start),
         "",
+    ]
+    if before_commit is not None:
+        # The --before folder is the runner's own: say how to make it again (the page had
+        # named a /tmp folder no reader has).
+        lines += [
+            f"The --before checkout is `git archive {before_commit}`, unpacked: "
+            f"`mkdir DIR && git archive {before_commit} | tar -x -C DIR`.",
+            "",
+        ]
+    lines += [
         "| statement | seconds | × `import torch` |",
         "|---|---:|---:|",
     ]
@@ -91,9 +103,13 @@ def main() -> None:
     parser.add_argument(
         "--before", type=Path, help="another checkout to time `import calib_metrics.functional` in"
     )
+    parser.add_argument(
+        "--before-commit", help="the commit --before holds (`git archive COMMIT`), for the page"
+    )
     args = parser.parse_args()
     load_start = load_average()
-    text = table(measure(args.repeats, args.before), args.repeats, load_start)
+    medians = measure(args.repeats, args.before)
+    text = table(medians, args.repeats, load_start, args.before_commit)
     print(text)
     if args.write:
         out = ROOT / "docs" / "bench_import.md"
