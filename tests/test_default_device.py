@@ -66,3 +66,39 @@ def test_a_streaming_metrics_spiegelhalter_test_is_on_its_device(meta_default) -
         metric.update(probs, torch.randint(0, 4, (2000,), generator=g, device=CPU))
     test = metric.compute_spiegelhalter()
     assert test.z.device == CPU and test.p_value.device == CPU
+
+
+def test_classwise_bins_tensor_is_on_the_results_device(meta_default) -> None:
+    """A classwise monitor's logged bins had joined the bins (on the host) to a class column
+    made on the default device, at every evaluated epoch."""
+    from calib_metrics.callbacks._tensorboard import classwise_bins_tensor
+
+    q, y, _ = _pairs(200)
+    result = calibration_error_ci(q, y, bin_size=50, n_samples=20, generator=torch.Generator())
+    rows = classwise_bins_tensor([result, result])
+    assert rows.device == CPU and rows[:, 3].tolist() == [0.0] * 4 + [1.0] * 4
+
+
+def test_recalibrators_fit_on_the_inputs_device(meta_default) -> None:
+    """ScalingBinning's split was drawn on the default device (with the documented CPU
+    generator: "Expected a 'cuda' device type for generator"); HistogramBinning's midpoints
+    and ChainTemperature's fine search were made there and copied back."""
+    from calib_metrics.models.linear_chain import sample
+    from calib_metrics.recalibration import ChainTemperature, HistogramBinning, ScalingBinning
+
+    g = torch.Generator().manual_seed(0)
+    s = torch.randn(2000, generator=g, device=CPU)
+    y = torch.bernoulli(torch.sigmoid(2 * s), generator=g)
+    with torch.device("cpu"):  # modules live where they are built, as any nn.Module
+        sb = ScalingBinning(n_bins=10, generator=torch.Generator().manual_seed(0))
+        hb = HistogramBinning(n_bins=10, binning="adaptive")
+        ct = ChainTemperature(objective="calib_err")
+    assert sb.fit(s, y)(s).device == CPU
+    hb.fit(torch.sigmoid(s), y)
+    assert hb(torch.sigmoid(s)).device == CPU
+    em = torch.randn(200, 6, 3, generator=g, device=CPU)
+    tr = torch.randn(3, 3, generator=g, device=CPU)
+    st, en = torch.zeros(3, device=CPU), torch.zeros(3, device=CPU)
+    tags = sample(em, tr, st, en, n_samples=1, generator=g)[0]
+    ct.fit(3 * em, 3 * tr, st, en, tags)
+    assert ct.temperature.device == CPU and 1.5 < float(ct.temperature) < 6

@@ -195,7 +195,7 @@ def test_ner_experiment_on_a_synthetic_corpus(tmp_path):
     assert "predicted (Viterbi) spans" in markdown
     # What "paper" and "recommended" mean, under the table that shows them.
     assert "\n\npaper: the paper's estimator, plug-in in bins of 5000" in markdown
-    assert "recommended: ⌈√N⌉ bins, debiased, with the recentred bootstrap" in markdown
+    assert "recommended: bins of ⌈√N⌉ pairs, debiased, with the recentred bootstrap" in markdown
     # The predicted-span count had exceeded the row's N without saying why.
     too_long = test["spans"]["predicted_too_long"]
     assert f"({too_long} longer than --max-length" in markdown

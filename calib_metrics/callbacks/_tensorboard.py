@@ -147,7 +147,8 @@ def classwise_bins_tensor(results: Sequence[CalibrationResult]) -> Tensor:
     rows = []
     for c, result in enumerate(results):
         bins = bins_tensor(result)
-        rows.append(torch.cat([bins, torch.full((len(bins), 1), float(c), dtype=bins.dtype)], 1))
+        column = torch.full((len(bins), 1), float(c), dtype=bins.dtype, device=bins.device)
+        rows.append(torch.cat([bins, column], 1))
     return torch.cat(rows)
 
 

@@ -382,7 +382,8 @@ class AntecedentRanker(nn.Module):
 
             epoch_iter = tqdm(epoch_iter, desc="train ranker", leave=False)
         for _ in epoch_iter:
-            order = torch.randperm(len(feats), generator=generator).tolist()
+            drawn_on = "cpu" if generator is None else generator.device  # not a default device
+            order = torch.randperm(len(feats), generator=generator, device=drawn_on).tolist()
             for start in range(0, len(order), batch_size):
                 batch = [feats[k] for k in order[start : start + batch_size]]
                 optimizer.zero_grad()

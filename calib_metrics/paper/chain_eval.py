@@ -28,7 +28,7 @@ RECOMMENDED_SETTING = {"debias": True, "bin_size": "auto", "interval": "groups"}
 SETTINGS_LEGEND = (
     "paper: the paper's estimator, plug-in in bins of 5000, with its Algorithm 2 interval "
     "(normal draws per bin, which take a sentence's tokens as independent: too narrow); "
-    "recommended: ⌈√N⌉ bins, debiased, with the recentred bootstrap over whole sentences."
+    "recommended: bins of ⌈√N⌉ pairs, debiased, with the recentred bootstrap over whole sentences."
 )
 
 

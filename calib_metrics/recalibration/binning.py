@@ -200,7 +200,9 @@ class HistogramBinning(SettingsInState, FittedModule):
             edges, midpoints = grid[1:-1], (grid[1:] + grid[:-1]) / 2
         else:
             edges = equal_mass_edges(scores, self.n_bins)
-            midpoints = torch.full((edges.numel() + 1,), 0.5, dtype=torch.float64)
+            midpoints = torch.full(
+                (edges.numel() + 1,), 0.5, dtype=torch.float64, device=scores.device
+            )
         self.edges = edges.to(torch.float64)
         index = self._bin_index(given.reshape(-1), self.edges, self.n_bins)
         self.values = _bin_means(index, y, self.edges.numel() + 1, midpoints.to(scores.device))
@@ -386,7 +388,9 @@ class ScalingBinning(FittedModule):
         # Stratified: shuffled, sorted by class (stably, so the shuffle stays within each
         # class), then dealt out alternately, so each half holds half of each class. A plain
         # random half of 40 items with 2 positives held none in 4 of 20 seeds.
-        order = torch.randperm(n, generator=self.generator).to(scores.device)
+        # Drawn where the generator is (the host by default), whatever the default device.
+        drawn_on = "cpu" if self.generator is None else self.generator.device
+        order = torch.randperm(n, generator=self.generator, device=drawn_on).to(scores.device)
         order = order[torch.argsort(labels.reshape(-1)[order], stable=True)]
         first, second = order[0::2], order[1::2]
         try:

@@ -480,8 +480,11 @@ def _search_log_grid(
         )
     # Refined between the best point's neighbours on the lattice (within the range searched).
     ends = [math.exp(max(best - 1, lo) * _GRID_STEP), math.exp(min(best + 1, hi) * _GRID_STEP)]
-    fine = torch.logspace(math.log10(ends[0]), math.log10(ends[1]), 21, dtype=torch.float64)
-    fine_errors = torch.tensor([error(float(t)) for t in fine])
+    # Numbers on the host, whatever torch's default device is.
+    fine = torch.logspace(
+        math.log10(ends[0]), math.log10(ends[1]), 21, dtype=torch.float64, device="cpu"
+    )
+    fine_errors = torch.tensor([error(float(t)) for t in fine], device="cpu")
     tied = (fine_errors == fine_errors.min()).nonzero()[:, 0]
     i = int(tied[(fine[tied].log() - math.log(centre)).abs().argmin()])
     return float(fine[i]), float(fine_errors[i])
