@@ -6,7 +6,8 @@ and the ratio to ``import torch`` measured in the same rounds. ``import calib_me
 and ``import calib_metrics.functional`` should cost torch alone: ``CalibrationError``
 (torchmetrics, which pulls matplotlib and scipy) is imported on first use.
 
-Run ``python benchmarks/bench_import.py [--repeats 7] [--before CHECKOUT] [--write]``;
+Run ``python benchmarks/bench_import.py [--repeats 7] [--before CHECKOUT [--before-commit
+COMMIT]] [--write]``;
 ``--write`` puts the table in ``docs/bench_import.md``.
 """
 
@@ -107,6 +108,8 @@ def main() -> None:
         "--before-commit", help="the commit --before holds (`git archive COMMIT`), for the page"
     )
     args = parser.parse_args()
+    if args.before_commit is not None and args.before is None:
+        parser.error("--before-commit names the commit of --before's checkout: give --before")
     load_start = load_average()
     medians = measure(args.repeats, args.before)
     text = table(medians, args.repeats, load_start, args.before_commit)

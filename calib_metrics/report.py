@@ -1034,11 +1034,13 @@ def _edge_note(
     """Where a label's interval and its p-value disagree on 0 (the chart marks the first,
     the table shows the second): said, with why, instead of left as a contradiction.
 
-    Both come from the same draws, but the p-value is a Monte Carlo one, (S·p + 2)/(S + 1),
-    and the ends are quantiles: near the edge (a band of about 2/S) they can fall on
-    opposite sides, which 100 draws had shown on a page and the default 2,000 rarely do.
+    Both come from the same draws, but p is the doubled share of draws on the rarer side of
+    0 and the ends are interpolated quantiles: with 100 draws at 95%, 3 draws at or above 0
+    give p = 0.06 while the upper end, between the 97th and 98th, is still below 0. The
+    default 2,000 draws rarely meet such an edge.
     """
-    level = 1 - summary["confidence"]
+    # 1 − 0.9 is 0.09999999999999998 in floating point: a p of 0.1 is at the level.
+    level = round(1 - summary["confidence"], 12)
     edge = []
     for k in order:
         c = per_label[k]
@@ -1046,14 +1048,14 @@ def _edge_note(
         if math.isnan(lower) or math.isnan(upper) or math.isnan(p):
             continue
         if (lower > 0 or upper < 0) != (p <= level):
-            edge.append(k)
+            edge.append(str(k))
     if not edge:
         return ""
     return (
         f" At the edge: {', '.join(edge)}, whose interval excludes 0 while its uncorrected p "
         f"is above {level:g}, or the reverse: both come from {summary['samples']} draws, p "
-        "as a Monte Carlo p-value (never below 2/(S + 1)), the ends as their quantiles; "
-        "more draws (--samples) settle it."
+        "as the doubled share of draws on the rarer side of 0, the ends as interpolated "
+        "quantiles; more draws (--samples) settle it."
     )
 
 

@@ -521,3 +521,7 @@ def test_a_label_whose_interval_and_p_disagree_is_named_under_the_chart() -> Non
     assert note.startswith(" At the edge: VERB, whose interval excludes 0 while its ")
     assert "100 draws" in note and "--samples" in note
     assert _edge_note({k: per_label[k] for k in ("NOUN", "DET")}, ["NOUN", "DET"], summary) == ""
+    # A p of exactly 1 − confidence is at the level (1 − 0.9 is 0.09999999999999998).
+    at_level = {7: result(-0.9, -0.01, 0.1)}  # an int label too
+    assert _edge_note(at_level, [7], {"confidence": 0.9, "samples": 100}) == ""
+    assert _edge_note({7: result(-0.9, -0.01, 0.12)}, [7], summary).startswith(" At the edge: 7,")
