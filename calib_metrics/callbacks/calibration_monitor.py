@@ -693,10 +693,15 @@ class CalibrationMonitor(Callback):
         per_class = None
         if self.per_class:
             per_class = classes if classes is not None else metric._one_vs_rest_results()
+        curves = self._curves(trainer, metric, classwise=classes is not None)
         numbers = tb.result_numbers(result)
         scalars = dict(zip(self._scalar_names(suffix), ("error", "lower", "upper"), strict=True))
         if self.smooth:
-            numbers["smooth_error"] = metric.compute_smooth().item()
+            # The drawn curve's error is the one logged (one bisection for σ*, not two);
+            # a classwise metric's is its classes' mean, of more classes than are drawn.
+            pooled = curves is not None and classes is None
+            smooth = curves[0].error if pooled else metric.compute_smooth()
+            numbers["smooth_error"] = smooth.item()
             scalars[self._smooth_name(suffix)] = "smooth_error"
         values = {tag: numbers[key] for tag, key in scalars.items()}
         self._log_scalars(trainer, pl_module, values, idx, suffix)
@@ -712,13 +717,6 @@ class CalibrationMonitor(Callback):
         self.history.append(record)
         if record["fn"] != "fit":
             self._histories.current.note_evaluation(trainer, record)
-        # Every rank makes the curves (they synchronise the state, as compute_result() does),
-        # so every rank must decide alike: rank 0's answer, which alone draws. A rank > 0
-        # holds Lightning's dummy experiment, which seems to take figures where rank 0's CSV
-        # logger does not: rank 1 had waited in the curves' gather for ever.
-        curves = None
-        if self.smooth and trainer.strategy.broadcast(self._draws_figures(trainer), src=0):
-            curves = metric._smooth_curves(classwise=classes is not None)
         if trainer.is_global_zero:
             # The figures name the interval the metric drew (on the synchronised state).
             drawn_from = result if classes is None else classes
@@ -726,6 +724,19 @@ class CalibrationMonitor(Callback):
             figure = _Figure(result, per_class, classes, curves)
             self._write(trainer, step, figure, drawn, suffix, bins)
         return list(scalars)
+
+    def _curves(
+        self, trainer: Trainer, metric: CalibrationError, classwise: bool
+    ) -> dict[int, SmoothCurve] | None:
+        """The smooth curves the diagram draws (``smooth=True``, and something keeps the
+        figures), else None. Every rank makes them (they synchronise the state, as
+        compute_result() does), so every rank must decide alike: rank 0's answer, which
+        alone draws. A rank > 0 holds Lightning's dummy experiment, which seems to take
+        figures where rank 0's CSV logger does not: rank 1 had waited in the curves' gather
+        for ever."""
+        if not self.smooth or not trainer.strategy.broadcast(self._draws_figures(trainer), src=0):
+            return None
+        return metric._smooth_curves(classwise=classwise)
 
     def _why_no_pairs(self, idx: int) -> str:
         """Why a loader's epoch gave no pairs, from this rank's batches (the metric's own
