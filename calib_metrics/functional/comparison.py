@@ -759,6 +759,16 @@ def _linear_shrink(linear: Tensor, quadratic: Tensor) -> Tensor:
     return ratio.sqrt()
 
 
+def check_models(probs_a: Tensor, probs_b: Tensor, target: Tensor) -> None:
+    """Both models' probabilities checked, each named (``pair_sets`` would say "probs"),
+    and, multiclass, a warning of rows that do not sum to 1 at the caller's line of the
+    public function, two frames above this one's caller."""
+    for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
+        check_probs(probs, name)
+        if is_multiclass(probs, target):
+            warn_row_sums(probs, name, stacklevel=5)
+
+
 def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode: str):
     """Both models' flat, checked binary pair sets under ``mode`` (one, or C classwise) as
     ``(q_a, y_a, q_b, y_b)``, the pairs' group ids (or None), and, for one-vs-rest pairs of
@@ -771,10 +781,7 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
     "Two noisy copies")."""
     if groups is not None:
         check_id_tensor(groups)
-    for name, probs in (("probs_a", probs_a), ("probs_b", probs_b)):
-        check_probs(probs, name)  # each model named (pair_sets would say "probs")
-        if is_multiclass(probs, target):
-            warn_row_sums(probs, name, stacklevel=4)
+    check_models(probs_a, probs_b, target)
     ids = resampled_ids(probs_a, target, mode, groups)
     by_item = groups is None and ids is not None
     groups = ids

@@ -67,18 +67,19 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import check_probs, supported_dtype
+from calib_metrics.functional.binning import supported_dtype
 from calib_metrics.functional.calibration import _debias_for
 from calib_metrics.functional.comparison import (
     DEFAULT_SAMPLES,
     ComparisonResult,
+    check_models,
     compare_item_pairs,
     single_pair_tally,
     single_pair_warning,
 )
 from calib_metrics.functional.errors import check_generator, check_int, check_not_meta
 from calib_metrics.functional.intervals import MIN_UNITS
-from calib_metrics.functional.multiclass import is_multiclass, pair_sets, warn_row_sums
+from calib_metrics.functional.multiclass import is_multiclass, pair_sets
 
 CORRECTIONS = ("holm", "bh")
 
@@ -420,9 +421,7 @@ def _one_vs_rest(named: dict[str, Tensor]) -> dict[str, Tensor]:
             f"probs_b must have the shape of probs_a {tuple(probs_a.shape)}, "
             f"got {tuple(named['probs_b'].shape)}"
         )
-    for name in ("probs_a", "probs_b"):  # each model named (pair_sets would say "probs")
-        check_probs(named[name], name)
-        warn_row_sums(named[name], name, stacklevel=4)
+    check_models(probs_a, named["probs_b"], target)
     flat_a, onehot, _ = pair_sets(probs_a, target, "one_vs_rest", check_rows=False)[0]
     out = {"probs_a": flat_a, "probs_b": named["probs_b"].reshape(-1), "target": onehot}
     n_classes = probs_a.shape[-1]
