@@ -31,6 +31,10 @@ from calib_metrics.wording import counted, level_text
 COLUMNS = 4
 #: Panel size in inches (square plot plus its title).
 PANEL = 3.4
+#: Longest label name a panel's title shows whole: with " · 1,234 positives · logit x"
+#: after it the line fills the panel's width at 7 pt (a 45-character name had run into
+#: the next panel's title).
+PANEL_TITLE_CHARS = 34
 
 
 def reliability_panels(
@@ -96,11 +100,14 @@ def reliability_panels(
     fig, axes = _grid(len(results))
     # Label names shortened (and kept apart) as the per-label charts' ticks are, so that
     # a long class name stays within its panel's title.
-    titles = _tick_labels(list(results))
+    titles = _tick_labels(list(results), PANEL_TITLE_CHARS)
     for ax, title_label, (label, models) in zip(axes, titles, results.items(), strict=True):
         curves = (smooth or {}).get(label) or [None] * len(models)
         _panel(ax, title_label, models, curves, (names, tags), z, norm)
-    handles, labels = axes[0].get_legend_handles_labels()
+    # Every panel's entries, once each: the first panel's alone had left out a smooth
+    # curve that only later panels draw.
+    entries = dict(zip(*reversed(_legend_entries(axes)), strict=True))
+    handles, labels = list(entries.values()), list(entries)
     # The whiskers are the bins' own (±z se, in the legend); the error's interval is the
     # [lower, upper] in each panel's title.
     fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
@@ -110,6 +117,16 @@ def reliability_panels(
     if heading:
         fig.suptitle("\n".join(heading), fontsize=9)
     return fig, axes
+
+
+def _legend_entries(axes: Sequence[Axes]) -> tuple[list, list[str]]:
+    """The handles and labels of every panel, in the panels' order."""
+    handles, labels = [], []
+    for ax in axes:
+        more_handles, more_labels = ax.get_legend_handles_labels()
+        handles += more_handles
+        labels += more_labels
+    return handles, labels
 
 
 def _results(name: str, results: object) -> list[CalibrationResult]:

@@ -107,3 +107,15 @@ def test_reliability_diagram_refuses_a_classwise_average() -> None:
     for mode in ("one_vs_rest", "top_label"):  # one set of pairs each: drawn
         fig, _ = reliability_diagram(calibration_error_ci(probs, target, mode=mode, n_samples=20))
         plt.close(fig)
+
+
+def test_a_bad_colour_is_refused_before_anything_is_drawn() -> None:
+    """matplotlib's refusal had come with the diagonal already on the caller's axes, and a
+    second call with a good colour drew a diagram beside that stray diagonal."""
+    q = torch.linspace(0.01, 0.99, 200, dtype=torch.float64)
+    result = calibration_error_ci(q, (q > 0.5).double(), n_samples=20)
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="color must be a matplotlib colour, got 'notacolor'"):
+        reliability_diagram(result, ax=ax, color="notacolor")
+    assert not ax.has_data() and not ax.lines
+    plt.close(fig)

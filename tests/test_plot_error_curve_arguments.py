@@ -37,3 +37,32 @@ def test_a_2d_series_is_refused_not_flattened(array, where) -> None:
 def test_a_2d_count_series_is_refused_too() -> None:
     with pytest.raises(ValueError, match=r"mean must be 1-d .*got shape \(2, 1\)"):
         posterior_time_series(["a", "b"], torch.ones(2, 1), [0.0, 0.0], [2.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        # a log axis had dropped x = 0 silently, a segment running in from its edge
+        (lambda: error_curve([0, 10, 100], [0.1, 0.05, 0.03], logx=True), "x > 0, got 0"),
+        (lambda: error_curve([1, 2], [0.1, float("inf")]), "error must be finite.*x=2"),
+        (lambda: error_curve([1, 2], [0.1, 0.2], [0.0, -np.inf], [0.2, 0.3]), "lower must be"),
+        (
+            lambda: error_curve(
+                [1, 2, 3], [0.1, 0.05, 0.03], [0.12, 0.06, 0.04], [0.08, 0.04, 0.02]
+            ),
+            r"lower \(0.12\) is above upper \(0.08\) at x=1",
+        ),
+        (
+            lambda: posterior_time_series(["a", "b"], [1, 2], [2, 1], [1, 3]),
+            r"lower \(2\) is above upper \(1\) at period 'a'",
+        ),
+    ],
+)
+def test_series_that_would_be_drawn_wrongly_are_refused(call, named) -> None:
+    with pytest.raises(ValueError, match=named):
+        call()
+
+
+def test_nan_marks_a_point_without_a_value_on_a_log_axis_too() -> None:
+    _, ax = error_curve([1, 2, 3], [0.1, float("nan"), 0.03], logx=True)
+    assert ax.get_xscale() == "log"

@@ -4,16 +4,19 @@ MAX_TICK_CHARS characters, its middle cut to "…", and the width stops growing 
 
 from __future__ import annotations
 
+import itertools
+
 import matplotlib
 
 matplotlib.use("Agg")
 
 import pytest
 import torch
+from matplotlib.figure import Figure
 
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.plot import MAX_TICK_CHARS, per_class_errors, per_label_errors
-from calib_metrics.plot_panels import classwise_panels, reliability_panels
+from calib_metrics.plot_panels import PANEL_TITLE_CHARS, classwise_panels, reliability_panels
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +46,21 @@ def test_per_class_ticks_are_shortened_alike(result) -> None:
 def test_panel_titles_shorten_long_class_names_as_ticks_do(result) -> None:
     _, axes = classwise_panels([result, result], class_names=[LONG, "y"])
     name = axes[0].get_title().splitlines()[0].split(" · ")[0]
-    assert len(name) == MAX_TICK_CHARS and name.startswith("query:x") and "…" in name
+    assert len(name) == PANEL_TITLE_CHARS and name.startswith("query:x") and "…" in name
     _, axes = reliability_panels({LONG: [result]})
     assert axes[0].get_title().splitlines()[0].split(" · ")[0] == name
+
+
+@pytest.mark.parametrize("length", [45, 60, 300])
+def test_panel_titles_stay_apart_and_on_the_figure(result, length: int) -> None:
+    """Names of 45 characters and more had run into the next panel's title, and the last
+    title off the figure's right edge (60 characters were drawn whole)."""
+    names = [f"{k}" + "x" * (length - 1) for k in range(4)]
+    fig, axes = reliability_panels({name: [result] for name in names})
+    fig.draw_without_rendering()
+    boxes = [ax.title.get_window_extent() for ax in axes]
+    assert all(box.x0 >= 0 and box.x1 <= fig.bbox.width for box in boxes)
+    assert all(left.x1 < right.x0 for left, right in itertools.pairwise(boxes))
 
 
 # Two names that differ only in their middle, which shortening cuts out.
@@ -62,3 +77,22 @@ def test_names_differing_only_in_the_middle_stay_distinct(result) -> None:
     _, axes = reliability_panels({name: [result] for name in TWINS})
     titles = {ax.get_title().splitlines()[0].split(" · ")[0] for ax in axes}
     assert len(titles) == 2
+
+
+def test_per_class_bars_keep_their_height_beside_long_names(result) -> None:
+    """The figure stayed 4 inches high whatever the names' length: names of 60 characters,
+    written upwards, left the bars a strip of 17% of it, and the legend sat on the bars."""
+    names = [f"{k} " + "very long label name " * 3 for k in range(5)]
+    fig, ax = per_class_errors({"A": [result] * 5, "B": [result] * 5}, names)
+    fig.draw_without_rendering()
+    assert ax.get_position().height > 0.4
+    assert ax.get_legend() is None and len(fig.legends) == 1  # beside the bars
+    legend = fig.legends[0].get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1
+
+
+def test_per_class_legend_stays_on_the_callers_axes(result) -> None:
+    fig = Figure()
+    ax = fig.add_subplot()
+    per_class_errors({"A": [result, result]}, ["x", "y"], ax=ax)
+    assert ax.get_legend() is not None and not fig.legends

@@ -146,3 +146,18 @@ def test_panel_names_and_tags_are_checked_as_per_label_errors_checks_names(
 def test_labels_of_unequal_model_counts_are_named(results) -> None:
     with pytest.raises(ValueError, match=r"one result per model, got \{'x': 2, 'y': 1\}"):
         reliability_panels({"x": results[:2], "y": results[:1]}, names=["a", "b"])
+
+
+def test_the_legend_names_what_any_panel_draws(results) -> None:
+    """The figure's legend had been the first panel's alone: a smooth curve drawn on a
+    later panel only went unnamed."""
+    from calib_metrics.functional import smooth_reliability_curve
+
+    q = torch.rand(300, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    y = torch.bernoulli(q, generator=torch.Generator().manual_seed(5))
+    given = {"a": [results[0]], "b": [calibration_error_ci(q, y, n_samples=20)]}
+    smooth = {"b": [smooth_reliability_curve(q, y, n_samples=20)]}
+    fig, _ = reliability_panels(given, smooth=smooth)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "model: smooth curve" in texts and "model: 95% pointwise band" in texts
+    assert texts.count("model: bins (±1.96 se)") == 1

@@ -151,7 +151,7 @@ def test_error_curve_keeps_the_callers_axes_and_needs_a_positive_x() -> None:
     limits = ax.get_xlim()
     plot.error_curve([10, 100], [math.nan, math.nan], logx=True, ax=ax)
     assert ax.get_xlim() == limits  # had been reset to (10, 100)
-    with pytest.raises(ValueError, match="logx=True needs a positive x value"):
+    with pytest.raises(ValueError, match="logx=True needs x > 0, got 0"):
         plot.error_curve([0, -1], [0.1, 0.2], logx=True)
 
 

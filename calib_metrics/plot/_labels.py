@@ -333,7 +333,11 @@ def per_class_errors(
                 f"results[{name!r}] holds {len(rows)} results for {len(labels)} labels"
             )
     legend = "whiskers: " + interval_label(confidence, interval, debias)
-    fig, ax = _axes(ax, (max(6.0, 0.35 * len(labels) * len(results)), 4.0))
+    # Room below the bars for the labels, written upwards (about 0.06 in a character at
+    # 7 pt): a figure of fixed height had squeezed the bars into a strip.
+    taller = 0.06 * max(0, min(max(len(label) for label in labels), MAX_TICK_CHARS) - 8)
+    own = ax is None
+    fig, ax = _axes(ax, (max(6.0, 0.35 * len(labels) * len(results)), 4.0 + taller))
     title = literal(title)
     width = 0.8 / max(1, len(results))
     for k, (name, rows) in enumerate(results.items()):
@@ -342,7 +346,11 @@ def per_class_errors(
         _draw_intervals(ax, x, rows, horizontal=False, elinewidth=0.6, capsize=1.5, ecolor="k")
     ax.set_xticks(range(len(labels)), _tick_labels(labels), rotation=90, fontsize=7)
     ax.set_ylabel("calibration error")
-    ax.legend(fontsize=8, title=legend, title_fontsize=8)
+    style = {"title": legend, "fontsize": 8, "title_fontsize": 8}
+    if own:  # beside the bars, where it hides none (inside, it had sat on the tallest)
+        fig.legend(loc="outside right upper", **style)
+    else:
+        ax.legend(**style)
     if title:
         ax.set_title(title, fontsize=9)
     return fig, ax

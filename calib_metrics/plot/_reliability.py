@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.colors import is_color_like
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
@@ -102,6 +104,8 @@ def reliability_diagram(
     title, label = literal(title), literal(label)
     if smooth is not None and not isinstance(smooth, SmoothCurve):
         raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
+    if not is_color_like(color):  # matplotlib's own refusal came with the diagonal drawn
+        raise ValueError(f"color must be a matplotlib colour, got {color!r}")
     bins = result.bins
     q, p, n, samples = _bin_marks(bins)
     scale, note = _pick_scale(xscale, q, n)
@@ -144,8 +148,41 @@ def reliability_diagram(
     if overlay and isinstance(ax.figure.get_layout_engine(), ConstrainedLayoutEngine):
         _legend_below(ax, list(handles.values()))
     else:
-        ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
+        _legend_inside(ax, list(handles.values()))
     return fig, ax
+
+
+#: Where a legend inside the diagram may go, in order of preference: the upper left is free
+#: of a calibrated or overconfident model's marks, the lower right of an underconfident
+#: one's (whose frequencies lie above the diagonal), over the count bars' right end.
+LEGEND_PLACES = ("upper left", "lower right", "center right", "upper center")
+#: How near (points) to a legend's box a mark counts as hidden: about a marker's size.
+MARK_REACH = 3.0
+
+
+def _legend_inside(ax: Axes, handles: list) -> None:
+    """The legend at the first of :data:`LEGEND_PLACES` that hides none of the drawn marks
+    (the bins' points and the smooth curve: every line but the diagonal), else at the
+    one that hides fewest. At the upper left always, it had hidden an underconfident
+    model's bins, and every bin of labels all 1 (review P9, probe P4); matplotlib's
+    ``loc="best"`` sees neither the count bars on their twin axis nor a thin curve's
+    crossing, and had put it over both."""
+    marks = [
+        line.get_transform().transform(line.get_xydata())
+        for line in ax.lines
+        if line.get_gid() != DIAGONAL and len(line.get_xydata())
+    ]
+    points = np.concatenate(marks) if marks else np.empty((0, 2))
+    # A mark just outside the box is half under it: the markers' size around it, in pixels.
+    reach = MARK_REACH * ax.figure.dpi / 72
+    hidden = {}
+    for place in LEGEND_PLACES:
+        legend = ax.legend(handles=handles, loc=place, fontsize=7.5, framealpha=0.85)
+        hidden[place] = int(legend.get_window_extent().padded(reach).count_contains(points))
+        if hidden[place] == 0:
+            return
+    ax.legend(handles=handles, loc=min(LEGEND_PLACES, key=hidden.__getitem__), fontsize=7.5,
+              framealpha=0.85)  # fmt: skip
 
 
 #: The gid of an overlay's legend, drawn below the diagram: a further model's call finds

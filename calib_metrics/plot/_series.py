@@ -57,6 +57,7 @@ def error_curve(
         given = "lower" if upper is None else "upper"
         raise ValueError(f"the band needs both lower and upper, got {given} only")
     _check_lengths("x", len(x), error=_numbers(error, "error"), lower=lower, upper=upper)
+    _check_error_series(x, _numbers(error), lower, upper, logx)
     fig, ax = _axes(ax, (6.0, 4.0))
     label, xlabel, title, band = (literal(t) for t in (label, xlabel, title, band))
     had_data = ax.has_data()
@@ -71,10 +72,8 @@ def error_curve(
             linewidth=0,
             label=band,
         )
-    positive = [v for v in x if v > 0]
-    if logx and not positive:
-        raise ValueError("logx=True needs a positive x value")
     if logx:
+        positive = [v for v in x if v > 0]
         ax.set_xscale("log")
         if not had_data and not any(math.isfinite(v) for v in _numbers(error)):
             # Nothing drawn (all NaN) on fresh axes: their default limits (0, 1) cannot be
@@ -90,6 +89,27 @@ def error_curve(
     if title:
         ax.set_title(title, fontsize=9)
     return fig, ax
+
+
+def _check_error_series(
+    x: list[float], error: list[float], lower: Any, upper: Any, logx: bool
+) -> None:
+    """Refuse what would be drawn wrongly or not at all: an x that a log axis drops (it had
+    vanished, and a segment ran in from the axis' edge to the next point), an infinite
+    error or band end (not drawn, without a word), a band whose lower end is above its
+    upper one. NaN marks a point without a value."""
+    if logx:
+        dropped = [v for v in x if not v > 0]
+        if dropped:
+            raise ValueError(f"logx=True needs x > 0, got {dropped[0]:g}")
+    ends = {} if lower is None else {"lower": _numbers(lower), "upper": _numbers(upper)}
+    for name, values in {"error": error, **ends}.items():
+        for k, v in enumerate(values):
+            if math.isinf(v):
+                raise ValueError(f"{name} must be finite (or NaN for none), got {v} at x={x[k]:g}")
+    for k, (low, high) in enumerate(zip(ends.get("lower", ()), ends.get("upper", ()))):
+        if low > high:
+            raise ValueError(f"lower ({low:g}) is above upper ({high:g}) at x={x[k]:g}")
 
 
 def posterior_time_series(
@@ -154,6 +174,9 @@ def posterior_time_series(
     series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
     _check_lengths("periods", len(periods), **series)
     _check_counts(periods, **series)
+    for k, (low, high) in enumerate(zip(lower, upper)):
+        if low > high:  # an interval drawn upside down had passed unremarked
+            raise ValueError(f"lower ({low:g}) is above upper ({high:g}) at period {periods[k]!r}")
     spans = _period_spans(periods, spans)
     label, title, interval = literal(label), literal(title), literal(interval)
     fig, ax = _axes(ax, (7.0, 3.5))

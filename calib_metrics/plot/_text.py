@@ -77,11 +77,12 @@ def _label_text(key: Any) -> str:
     return str(key)
 
 
-def _tick_labels(names: Sequence[Any]) -> list[str]:
-    """Label names as ticks and panel titles show them: at most :data:`MAX_TICK_CHARS`
-    characters, the middle of a longer one replaced by "…" (its start and end tell labels
-    apart), drawn as written (:func:`literal`). Names that would still read alike (they
-    differ only in the middle cut out) are numbered ``#1``, ``#2``, ... in their order.
+def _tick_labels(names: Sequence[Any], limit: int = MAX_TICK_CHARS) -> list[str]:
+    """Label names as ticks and panel titles show them: at most ``limit`` (default
+    :data:`MAX_TICK_CHARS`) characters, the middle of a longer one replaced by "…" (its
+    start and end tell labels apart), drawn as written (:func:`literal`). Names that would
+    still read alike (they differ only in the middle cut out) are numbered ``#1``, ``#2``,
+    ... in their order.
 
     Example:
         >>> _tick_labels(["NOUN"]), [len(t) for t in _tick_labels(["x" * 300])]
@@ -90,7 +91,7 @@ def _tick_labels(names: Sequence[Any]) -> list[str]:
         ['a #1', 'a #2']
     """
     names = [_label_text(name) for name in names]
-    short = [_shortened(name) for name in names]
+    short = [_shortened(name, limit=limit) for name in names]
     alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
     for name, text in zip(names, short, strict=True):
         if name not in alike.setdefault(text, []):
@@ -98,15 +99,15 @@ def _tick_labels(names: Sequence[Any]) -> list[str]:
     ticks = []
     for name, text in zip(names, short, strict=True):
         if len(alike[text]) > 1:
-            text = _shortened(name, f" #{alike[text].index(name) + 1}")
+            text = _shortened(name, f" #{alike[text].index(name) + 1}", limit)
         ticks.append(literal(text))
     return ticks
 
 
-def _shortened(name: str, suffix: str = "") -> str:
-    """``name`` and ``suffix`` in at most :data:`MAX_TICK_CHARS` characters, the middle
-    of ``name`` cut to "…" where they do not fit."""
-    return cut_middle(name, MAX_TICK_CHARS - len(suffix)) + suffix
+def _shortened(name: str, suffix: str = "", limit: int = MAX_TICK_CHARS) -> str:
+    """``name`` and ``suffix`` in at most ``limit`` characters, the middle of ``name`` cut
+    to "…" where they do not fit."""
+    return cut_middle(name, limit - len(suffix)) + suffix
 
 
 def describe(result: CalibrationResult, norm: str = "l2") -> str:
