@@ -184,6 +184,23 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             )
         super().__setattr__(name, value)
 
+    def _no_arithmetic(self, *_: Any) -> Any:
+        """Refuse torchmetrics' metric arithmetic (``a + b``, ``2 * a``, ``-a`` ...): its
+        composite metric would combine two ComparisonResults at ``compute()``, where it had
+        failed inside ``torch.add`` with a TypeError naming neither metric."""
+        raise TypeError(
+            "CalibrationComparison does not support arithmetic: compute() gives a "
+            "ComparisonResult, not a tensor; combine its fields (difference, a.error, "
+            "b.error) instead"
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_arithmetic
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = _no_arithmetic
+    __mod__ = __rmod__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _no_arithmetic
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = _no_arithmetic
+    __lt__ = __le__ = __gt__ = __ge__ = _no_arithmetic
+    __abs__ = __neg__ = __pos__ = __invert__ = __inv__ = _no_arithmetic
+
     # ------------------------------------------------------------------ update
     def update(
         self,

@@ -182,6 +182,36 @@ def _pairs_problem(name: str, probs: Any, target: Any, ignore_index: int | None)
     return ""
 
 
+def _probs_dtype_problem(name: str, probs: Any) -> str:
+    """Why a loaded or merged probability state holds values ``update`` would refuse
+    ('' when it holds none): integer or bool probabilities."""
+    for part in _as_list(probs):
+        if not part.is_floating_point():
+            return (
+                f"state {name!r} holds {part.dtype} values where update() keeps "
+                "floating-point probabilities"
+            )
+    return ""
+
+
+def _ids_problem(name: str, ids: Any, target: Any) -> str:
+    """Why a loaded or merged id state (``groups`` or ``labels``) cannot go with
+    ``target`` ('' when it can): integer ids, as ``update`` keeps them, and either none
+    (no batch came with them) or one per item. ``compute`` would otherwise fail on every
+    call, with the pairs already counted lost to it."""
+    parts = [part for part in _as_list(ids) if part.numel()]  # an empty one: no ids, any dtype
+    for part in parts:
+        if part.is_floating_point() or part.is_complex() or part.dtype == torch.bool:
+            return f"state {name!r} holds {part.dtype} values where update() keeps integer ids"
+    count, items = sum(p.numel() for p in parts), sum(t.numel() for t in _as_list(target))
+    if count not in (0, items):
+        return (
+            f"states {name!r} and 'target' hold {count} and {items} rows: {name} needs one "
+            "id per item (or none)"
+        )
+    return ""
+
+
 def _holds_nothing(value: Any) -> bool:
     """Whether a saved list state is empty: a list of no rows, or, synchronised, one
     tensor of none."""
@@ -598,7 +628,15 @@ class _StatesKeepTheirDtype(Metric):
         for key in self._WIDE_STATES:
             if target is None or prefix + key not in states:
                 continue
-            problem = _pairs_problem(key, states[prefix + key], target, self.ignore_index)
+            problem = _probs_dtype_problem(key, states[prefix + key]) or _pairs_problem(
+                key, states[prefix + key], target, self.ignore_index
+            )
+            if problem:
+                raise ValueError(f"{type(self).__name__}: {problem}")
+        for key in ("groups", "labels"):
+            if target is None or key not in self._defaults or prefix + key not in states:
+                continue
+            problem = _ids_problem(key, states[prefix + key], target)
             if problem:
                 raise ValueError(f"{type(self).__name__}: {problem}")
 

@@ -365,3 +365,14 @@ def test_merge_state_into_a_fresh_comparison_counts_its_updates() -> None:
     metric(*batches[0])
     metric(*batches[1])
     assert metric.update_count == 2  # forward counts each batch once
+
+
+@pytest.mark.parametrize(
+    "combine", [lambda m: m + m, lambda m: 2 * m, lambda m: m - 0.1, lambda m: -m, lambda m: m < 1]
+)
+def test_arithmetic_is_refused_where_it_is_written(combine) -> None:
+    """torchmetrics' composite metric had been made without complaint, and its compute()
+    failed inside torch.add with a TypeError naming no metric."""
+    metric = CalibrationComparison(n_samples=50)
+    with pytest.raises(TypeError, match="CalibrationComparison does not support arithmetic"):
+        combine(metric)

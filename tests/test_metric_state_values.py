@@ -245,3 +245,55 @@ def test_sum_r2_near_its_bound_is_left_to_rounding(excess, refused) -> None:
     state.sum_r2[cell] = state.count[cell] / 4 * (1 + excess)
     found = sketch.state_problem(state)
     assert (found is not None and found[0] == "sum_r2") if refused else found is None
+
+
+def _comparison_state(**changes) -> dict:
+    """A comparison's state of five items with a group id each, ``changes`` applied."""
+    state = {
+        "probs_a": [Q[:5]],
+        "probs_b": [Q[:5].sqrt()],
+        "target": [Y[:5]],
+        "groups": [torch.arange(5)],
+        "labels": [],
+    }
+    return {**state, **changes}
+
+
+BAD_ID_STATES = [
+    (_comparison_state(groups=[torch.arange(1000, 1004)]), "'groups' and 'target' hold 4 and 5"),
+    (_comparison_state(groups=[torch.arange(5.0)]), "'groups' holds torch.float32"),
+    (_comparison_state(labels=[torch.zeros(4, dtype=torch.long)]), "'labels' and 'target' hold 4"),
+    (_comparison_state(labels=[torch.ones(5, dtype=torch.bool)]), "'labels' holds torch.bool"),
+    (_comparison_state(probs_a=[torch.ones(5, dtype=torch.long)]), "'probs_a' holds torch.int64"),
+]
+
+
+@pytest.mark.parametrize("how", ["merge_state", "load_state_dict"])
+@pytest.mark.parametrize(("state", "named"), BAD_ID_STATES)
+def test_a_comparison_refuses_ids_or_probabilities_that_update_would(state, named, how) -> None:
+    """Group ids or labels that do not give one integer id per item had been taken in,
+    and every compute() after failed ("some batches came without groups="), the items
+    already counted lost to it; integer probabilities had been kept as they came."""
+    metric = CalibrationComparison(n_samples=50)
+    metric.update(Q.sqrt(), Q, Y, groups=torch.arange(400))
+    before = metric.compute().difference.item()
+    incoming = (
+        state
+        if how == "merge_state"
+        else {k: torch.cat(v) if v else torch.zeros(0, dtype=torch.long) for k, v in state.items()}
+    )
+    with pytest.raises(ValueError, match=named):
+        getattr(metric, how)(incoming)
+    assert metric.compute().difference.item() == before
+
+
+def test_a_metric_refuses_merged_group_ids_that_miss_items() -> None:
+    metric = CalibrationError(interval="groups", n_samples=50)
+    metric.update(Q, Y, groups=torch.arange(400))
+    before = metric.compute().item()
+    state = {"probs": [Q[:5]], "target": [Y[:5]], "groups": [torch.arange(3)]}
+    with pytest.raises(ValueError, match="'groups' and 'target' hold 3 and 5 rows"):
+        metric.merge_state(state)
+    assert metric.compute().item() == before
+    metric.merge_state({**state, "groups": [torch.arange(400, 405)]})  # one id per item
+    assert sum(p.numel() for p in metric.groups) == 405
