@@ -278,3 +278,36 @@ def test_histogram_edges_of_huge_scores_are_finite_and_load() -> None:
     assert bool(torch.isfinite(fitted.edges).all())
     HistogramBinning(n_bins=3).load_state_dict(fitted.state_dict())
     assert fitted(scores[:6]).tolist() == [0.5, 0.5, 0.5, 0.5, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("kind", ["VectorScaling", "MatrixScaling"])
+@pytest.mark.parametrize("dropped", ["bias", "weight", "num_classes"])
+def test_a_partial_load_that_breaks_the_model_is_refused(kind: str, dropped: str) -> None:
+    """A fitted state without its bias, loaded with strict=False, had left the module
+    marked fitted with a bias of shape [0], and every call then failed inside torch."""
+    state = {k: v for k, v in _fitted(kind).state_dict().items() if k != dropped}
+    module = KINDS[kind][0]()
+    with pytest.raises(ValueError, match=r"one model of C classes.*keeps this module's own"):
+        module.load_state_dict(state, strict=False)
+    assert not module.fitted and module.weight.numel() == 0  # nothing changed
+
+
+@pytest.mark.parametrize("kind", ["VectorScaling", "MatrixScaling"])
+def test_an_unfitted_state_still_loads(kind: str) -> None:
+    module = _fitted(kind)
+    module.load_state_dict(KINDS[kind][0]().state_dict())
+    assert not module.fitted and module.bias.numel() == 0
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_module_on_the_meta_device_refuses_to_fit(kind: str) -> None:
+    """Built under torch.device("meta") (as Lightning's init_module builds modules), a
+    scaler had taken its fit to meta without a word and failed at its first call; given
+    a device first, it fits."""
+    make, data, call = KINDS[kind]
+    with torch.device("meta"):
+        module = make()
+    with pytest.raises(ValueError, match=f"{kind} is on the meta device.*to_empty"):
+        module.fit(*data)
+    module.to_empty(device="cpu")
+    torch.testing.assert_close(call(module.fit(*data)), call(_fitted(kind)))

@@ -495,6 +495,21 @@ def test_fitting_probabilities_as_logits_is_said() -> None:
         TemperatureScaling().fit(torch.logit(q), y)
 
 
+def test_a_refused_fit_of_probabilities_names_them_once_without_a_warning() -> None:
+    """Sigmoid outputs whose fit is refused had been warned of as "fitted as logits", and
+    the refusal after it had blamed the data alone."""
+    g = torch.Generator().manual_seed(0)
+    scores = torch.sigmoid(3 * torch.randn(500, generator=g))
+    labels = torch.bernoulli(torch.full((500,), 0.5), generator=g)  # no signal in them
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError) as refused:
+            TemperatureScaling().fit(scores, labels)
+    said = str(refused.value)
+    assert said.startswith("TemperatureScaling: every binary score it is fitted on lies in")
+    assert "inputs='probs'. The fit was refused: the held-out data leave no usable" in said
+
+
 def test_histogram_bins_of_a_column_view_say_nothing_of_strides(monkeypatch) -> None:
     """A float64 column view (scores[:, 0]) had reached torch.bucketize as it was, which
     warned the user of a non-contiguous input (once a process: checked at the call)."""

@@ -477,6 +477,20 @@ def _fit_attributes(module: nn.Module) -> dict[str, Any]:
     return attributes
 
 
+def _refuse_a_fit_on_meta(module: nn.Module) -> None:
+    """Refuse to fit a module on the ``meta`` device, which holds no values: a scaler
+    built under ``torch.device("meta")`` (as Lightning's ``init_module`` builds modules)
+    had taken its fit to its own device without a word, and failed at its first call
+    ("Tensor.item() cannot be called on meta tensors"); ScalingBinning failed so inside
+    its fit. Every kind alike, though the binning kinds keep a fit on the data's device."""
+    if any(buffer.is_meta for buffer in module.buffers()):
+        raise ValueError(
+            f"{type(module).__name__} is on the meta device, which holds no values: it "
+            "cannot keep a fit. Give it a device first (module.to_empty(device='cpu')), or "
+            "build it outside torch.device('meta')"
+        )
+
+
 def _in_fitting_mode(fit: Callable) -> Callable:
     """``fit`` run in :func:`fitting_mode`, whatever its caller's context, leaving the
     module as it was when it refuses (:func:`_unchanged_if_refused`)."""
@@ -489,6 +503,7 @@ def _in_fitting_mode(fit: Callable) -> Callable:
         stopped: list[tuple[int, float]] = []
         token = _STOPPED_SHORT.set(stopped)
         try:
+            _refuse_a_fit_on_meta(self)
             with fitting_mode(), _unchanged_if_refused(self):
                 fitted = fit(self, *args, **kwargs)
         finally:

@@ -351,7 +351,7 @@ class _LogitScaler(SettingsInState, FittedModule):
             y = check_binary_target(target, logits, self.inputs)  # as the caller named them
         else:
             y = check_multiclass(logits, target)
-        self._warn_if_probabilities(given, binary)  # a refused fit says only why
+        suspicion = self._probabilities_note(given, binary)
         num_classes = 1 if binary else logits.shape[1]
         # A mask of float64's lowest value overflows to -inf once divided by T < 1, and the
         # gradient with it (NaN loss); any logit beyond ±MASK_FLOOR decides its probability
@@ -360,9 +360,16 @@ class _LogitScaler(SettingsInState, FittedModule):
         y = y.detach().clone()
         z = self._dev_logits(z, y)
         used, y_used = self._informative(z, y)
-        fitted = self._fit_params(used, y_used, num_classes)
-        self._check_optimum(used, y_used, fitted)
-        self._check_separable(used, y_used, fitted)
+        try:
+            fitted = self._fit_params(used, y_used, num_classes)
+            self._check_optimum(used, y_used, fitted)
+            self._check_separable(used, y_used, fitted)
+        except ValueError as refusal:  # the likelier cause first, in the one message
+            if suspicion:
+                raise ValueError(f"{suspicion}. The fit was refused: {refusal}") from None
+            raise
+        if suspicion:
+            warn_caller(f"{suspicion}; fitted as logits, the result is not the model's")
         if used is not z:  # nll_ is the mean over every dev item
             with torch.no_grad():
                 self.nll_ = float(self._nll(z, y, fitted))
@@ -371,28 +378,29 @@ class _LogitScaler(SettingsInState, FittedModule):
         self.fitted = torch.tensor(True, device=self.fitted.device)
         return self
 
-    def _warn_if_probabilities(self, logits: Tensor, binary: bool) -> None:
-        """Say when the logits a fit is given look like probabilities (one host read):
-        softmax rows had been fitted silently (T = 0.30 where the logits' own was 1), as
-        the Lightning callback, given them, refuses to."""
+    def _probabilities_note(self, logits: Tensor, binary: bool) -> str:
+        """What to say when the logits a fit is given look like probabilities ('' when
+        they do not; one host read): softmax rows had been fitted silently (T = 0.30 where
+        the logits' own was 1), as the Lightning callback, given them, refuses to. A fit
+        that goes ahead warns of it; a refused one names it first, before the refusal (a
+        warning that said "fitted as logits" had come before an error blaming the data)."""
         if self.inputs != "logits":
-            return
+            return ""
         name = type(self).__name__
         # Only the kinds that take probabilities are told to (VectorScaling has no inputs=).
         takes_probs = "inputs" in inspect.signature(type(self)).parameters
         or_probs = ", or build it with inputs='probs'" if takes_probs else ""
         if not binary and looks_like_probabilities(logits):
-            warn_caller(
+            return (
                 f"{name}: the logits it is fitted on are probabilities (every row in "
-                f"[0, 1], summing to 1): pass the scores before the softmax{or_probs}; "
-                "fitted as logits, the result is not the model's"
+                f"[0, 1], summing to 1): pass the scores before the softmax{or_probs}"
             )
-        elif binary and self.binary_unit_scores_suspect and scores_within_unit(logits):
-            warn_caller(
+        if binary and self.binary_unit_scores_suspect and scores_within_unit(logits):
+            return (
                 f"{name}: every binary score it is fitted on lies in [0, 1]: if they are "
-                f"sigmoid outputs, pass the scores before the sigmoid{or_probs}; fitted "
-                "as logits, the result is not the model's"
+                f"sigmoid outputs, pass the scores before the sigmoid{or_probs}"
             )
+        return ""
 
     def _dev_logits(self, z: Tensor, y: Tensor) -> Tensor:
         """The dev logits ``z`` (float64, masks at :data:`MASK_FLOOR`) as fitted, and as
@@ -779,6 +787,10 @@ def _curvature_roots(z: Tensor, temperature: Tensor, matrix: bool) -> Tensor:
         return temperature * size * curvature.sqrt()
 
 
+#: What a partial (``strict=False``) load of a scaler's state leaves of the keys it lacks.
+_KEPT = " (a key the state lacks keeps this module's own value)"
+
+
 class _PerClassScaler(_LogitScaler):
     """Vector and matrix scaling: each class has its own bias and weights, so a class absent
     from the dev target gives them nothing to fit but "less of it"."""
@@ -797,17 +809,21 @@ class _PerClassScaler(_LogitScaler):
         """Also one number of classes ``C`` throughout: weight [C] (vector scaling) or
         [C, C] (matrix scaling), bias [C], ``num_classes`` C (0 before the fit)."""
         super().check_state(state)
-        weight, bias, classes = (state.get(k) for k in ("weight", "bias", "num_classes"))
-        if weight is None or bias is None:
-            return  # a missing key is torch's to name
+        # The module as the load leaves it: a key missing from a strict=False load keeps its
+        # buffer (a fitted state without its bias had loaded, and every call then failed).
+        weight, bias, classes, fitted = (
+            state.get(k, self._buffers[k]) for k in ("weight", "bias", "num_classes", "fitted")
+        )
+        missing = {"weight", "bias", "num_classes", "fitted"} - state.keys()
         c = bias.shape[0]
-        counted = c if classes is None else int(classes)
-        if tuple(weight.shape) != (c,) * weight.ndim or counted != c:
+        counted = int(classes)
+        if tuple(weight.shape) != (c,) * weight.ndim or counted != c or (bool(fitted) and c == 0):
             raise ValueError(
                 f"{type(self).__name__}: the state's weight has shape {list(weight.shape)}, "
                 f"its bias {list(bias.shape)} and its num_classes {counted}: they do not "
                 "describe one model of C classes (weight "
-                f"{'[C]' if weight.ndim == 1 else '[C, C]'}, bias [C], num_classes C)"
+                f"{'[C]' if weight.ndim == 1 else '[C, C]'}, bias [C], num_classes C, and "
+                f"C > 0 once fitted){_KEPT * bool(missing)}"
             )
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
