@@ -253,15 +253,27 @@ def _example():
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path, capsys):
+def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path, capsys, monkeypatch):
+    import calib_metrics.plot
+
     example = _example()
     threads = torch.get_num_threads()
     sizes = ["--train-sentences", "60", "--dev-sentences", "30", "--test-sentences", "40"]
+    titles = []
+    draw = calib_metrics.plot.reliability_diagram
+
+    def drawn(*args, **kwargs):  # the diagrams' titles, as the figure shows them
+        fig, ax = draw(*args, **kwargs)
+        titles.append(ax.get_title())
+        return fig, ax
+
+    monkeypatch.setattr(calib_metrics.plot, "reliability_diagram", drawn)
     try:
         out = example.main(
             ["--synthetic", "--model", "bilstm", "--recalibrate", "--epochs", "2", *sizes,
              "--bin-size", "100", "--n-samples", "50", "--out", str(tmp_path)]
         )  # fmt: skip
+        assert f"wrote {tmp_path / 'bilstm_recalibration.png'}" in capsys.readouterr().out
         # One line and exit 2, as a command line says it (before: a ValueError traceback).
         bad = {
             "--recalibrate needs --model bilstm": ["--synthetic", "--recalibrate", *sizes],
@@ -283,6 +295,9 @@ def test_bilstm_example_recalibrates_on_dev_and_reports_test(tmp_path, capsys):
     assert row["before"]["error"] - row["after"]["error"] == pytest.approx(d["difference"])
     assert row["interval_over"] == "sentences"
     assert (tmp_path / "bilstm_recalibration.png").stat().st_size > 0
+    # The intervals resample sentences, and the diagrams say so (they had named pairs).
+    report = [title for title in titles if title.startswith("BiLSTM: ")]  # not the monitor's
+    assert len(report) == 2 and all("group bootstrap" in title for title in report)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
