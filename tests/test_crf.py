@@ -324,6 +324,25 @@ def test_deferred_precision_flags_make_log_partition_sync_free(monkeypatch):
     assert torch.stack(flags).any()
 
 
+def test_deferred_flags_without_backward_cover_the_several_step_underflow(monkeypatch):
+    """With no input requiring grad no backward runs, and its check (the only one that
+    sees a lineage fall hundreds of nats behind over several steps and be needed again)
+    had never joined the flags: log Z 0 where it is 800, every flag False."""
+    tr = torch.full((2, 2), -math.inf, dtype=torch.float64)
+    tr[0, 0] = tr[1, 1] = 0.0  # two lineages that never meet
+    em = torch.zeros(1, 30, 2, dtype=torch.float64)
+    em[0, :10, 1], em[0, 10:, 1] = -80.0, 80.0
+    zero = torch.zeros(2, dtype=torch.float64)
+    flags: list[torch.Tensor] = []
+    with monkeypatch.context() as patch:
+        counter = _SyncCounter(patch)
+        linear_chain.log_partition(em, tr, zero, zero, validate_args=False, precision_flags=flags)
+    assert counter.calls == []  # still deferred
+    assert torch.stack(flags).any()  # the caller is told to recompute
+    exact = linear_chain.log_partition(em, tr, zero, zero)
+    torch.testing.assert_close(exact, torch.tensor([800.0], dtype=torch.float64))
+
+
 def test_objective_redoes_an_imprecise_evaluation_exactly(one_thread):
     _, words, tags, mask = _hmm_corpus(10, 3, 8, seed=6)
     model = CRFTagger(3, 8).double()

@@ -29,7 +29,10 @@ and the backward pass's check, which :func:`log_partition` and :func:`sample` ru
 as well, catches it. Float32 inputs of length 2000 and score
 scale 30 give marginals within 1e-6 of the float64 answer. ``log_partition``
 is differentiable, with the marginals (expected counts) as its exact gradient.
-Results come back in the dtype of ``emissions`` on its device.
+Results come back in the dtype of ``emissions`` on its device: from float16 inputs a log
+normaliser or Viterbi score beyond float16's 65,504 (a long sentence of large scores)
+comes back ``+inf`` though the marginals are right; pass float32 emissions where those
+scalars matter.
 
 Each step writes into slices of tensors laid out time step by time step (so a step's
 slice is contiguous and nothing is allocated per step); the pairwise marginals, the
@@ -608,7 +611,10 @@ def log_partition(
     case) are appended to it as 0-dim bool device tensors (True = the fast path lost
     precision) instead of being read, the fast result is used as it is, and the caller
     reads the flags once after ``backward()`` (say, per objective evaluation) and
-    recomputes without ``precision_flags`` if any is True.
+    recomputes without ``precision_flags`` if any is True. Where no input requires grad
+    (no backward can run: evaluation, ``torch.no_grad``), the forward pass runs the fast
+    backward recursion too and appends its check at once, so the flags are complete
+    when it returns.
 
     Example:
         >>> import torch
@@ -623,7 +629,12 @@ def log_partition(
     )
     # The list travels in a box: torch.func rebuilds list arguments, and the checks would
     # land in its copy.
-    flags = None if precision_flags is None else _FlagsBox(precision_flags)
+    flags = None
+    if precision_flags is not None:
+        backward_follows = torch.is_grad_enabled() and any(
+            x.requires_grad for x in (em, tr, st, en)
+        )
+        flags = _FlagsBox(precision_flags, backward_follows)
     return _LogPartition.apply(em, tr, st, en, mask, flags).to(emissions.dtype)
 
 
@@ -943,10 +954,11 @@ def _pairwise(parts: _Parts, out: Tensor, valid: Tensor | None = None) -> Tensor
 
 
 class _FlagsBox:
-    """The caller's ``precision_flags`` list, passed through ``_LogPartition`` as is."""
+    """The caller's ``precision_flags`` list, passed through ``_LogPartition`` as is, and
+    whether a backward pass can follow (an input requires grad), whose check it awaits."""
 
-    def __init__(self, flags: list[Tensor]) -> None:
-        self.flags = flags
+    def __init__(self, flags: list[Tensor], backward_follows: bool) -> None:
+        self.flags, self.backward_follows = flags, backward_follows
 
 
 class _LogPartition(torch.autograd.Function):
@@ -963,8 +975,11 @@ class _LogPartition(torch.autograd.Function):
         flags = None if box is None else box.flags
         if flags is None:
             return _checked_forward(em, tr, st, en, mask).log_partition
-        # Deferred: the backward pass's own check joins the flags when backward runs.
-        return _run_forward(em, tr, st, en, mask, flags)[0].log_partition
+        if box.backward_follows:  # its own check joins the flags when backward runs
+            return _run_forward(em, tr, st, en, mask, flags)[0].log_partition
+        # No backward can run, so its check is taken here, deferred as the forward's: the
+        # forward check alone had let a lineage 800 nats behind pass, log Z 0 for 800.
+        return _forward_backward(em, tr, st, en, mask, flags)[0].log_partition
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -1058,8 +1073,10 @@ def viterbi(
 
     Returns:
         ``(best_score [B], tags [B, T])``: the score in the dtype of ``emissions``, tags as
-        ``torch.long``, 0 outside the mask. Ties go to the lowest tag index. An impossible
-        sentence (every path -inf) gets ``best_score = -inf``; its tags mean nothing.
+        ``torch.long``, 0 outside the mask. Ties go to the lowest tag index at each step, as
+        pytorch-crf's decode breaks them (the path need not be the lexically first of
+        several best ones). An impossible sentence (every path -inf) gets
+        ``best_score = -inf``; its tags mean nothing.
         The argument checks are the only host synchronisation (``validate_args``). No
         gradient: :func:`sequence_score` of the tags is the differentiable score.
 
