@@ -454,21 +454,21 @@ class CalibrationError(_StatesKeepTheirDtype):
         """Why a loaded or merged state of pairs ``target`` with group ids ``groups`` (None
         when not saved) cannot be this metric's ('' when it can; counts, no host sync).
 
-        ``interval="groups"`` resamples every item's group, so it needs an id for each;
-        ``interval=None`` needs one for each item or none (then it resamples pairs).
+        ``interval="groups"`` resamples every item's group, so it needs an id for each:
+        none is refused here, a count other than the items' by the base class's check of
+        every id state (``metric_state._ids_problem``); ``interval=None`` takes one id for
+        each item or none (then it resamples pairs).
         """
-        if not self._keeps_groups() or target is None:
+        if not self._keeps_groups() or target is None or self.interval is None:
             return ""
         items = sum(part.numel() for part in _as_list(target))
         ids = 0 if groups is None else sum(part.numel() for part in _as_list(groups))
-        if items == 0 or ids == items or (ids == 0 and self.interval is None):
-            return ""
-        if ids == 0:
+        if items and ids == 0:  # a count of ids other than 0 or items: the base check's
             return (
                 f"the state holds {items} items without group ids, which interval='groups' "
                 "needs for every item: they come from a metric never given groups="
             )
-        return f"the state holds {ids} group ids for {items} items: each item needs one"
+        return ""
 
     def _check_states(self, states: dict[str, Any], prefix: str = "") -> None:
         """Also refuse, before anything is loaded or merged, pairs whose group ids this

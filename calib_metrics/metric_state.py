@@ -25,7 +25,7 @@ from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
-from calib_metrics.functional.binning import SUPPORTED_DTYPES, non_dense_layout
+from calib_metrics.functional.binning import SUPPORTED_DTYPES, is_id_dtype, non_dense_layout
 from calib_metrics.functional.errors import stacklevel_outside
 from calib_metrics.functional.multiclass import row_sum_message
 
@@ -157,7 +157,9 @@ def _pairs_problem(name: str, probs: Any, target: Any, ignore_index: int | None)
     ('' when they can; a host sync per part): as many rows of each, and probabilities in
     [0, 1] on every row that is not padding (padding rows may hold anything, NaN too,
     as ``update`` lets them). Checked part by part, so a large state is never copied."""
-    probs_parts, target_parts = _as_list(probs), _as_list(target)
+    # Empty parts hold no pairs (a sync of ranks without any leaves float32 ones of shape [0]).
+    probs_parts = [part for part in _as_list(probs) if part.numel()]
+    target_parts = [part for part in _as_list(target) if part.numel()]
     rows = [part.shape[0] if part.ndim else 1 for part in probs_parts]
     labels = [part.numel() for part in target_parts]
     if sum(rows) != sum(labels):
@@ -186,7 +188,7 @@ def _probs_dtype_problem(name: str, probs: Any) -> str:
     """Why a loaded or merged probability state holds values ``update`` would refuse
     ('' when it holds none): integer or bool probabilities."""
     for part in _as_list(probs):
-        if not part.is_floating_point():
+        if part.numel() and not part.is_floating_point():
             return (
                 f"state {name!r} holds {part.dtype} values where update() keeps "
                 "floating-point probabilities"
@@ -201,7 +203,7 @@ def _ids_problem(name: str, ids: Any, target: Any) -> str:
     call, with the pairs already counted lost to it."""
     parts = [part for part in _as_list(ids) if part.numel()]  # an empty one: no ids, any dtype
     for part in parts:
-        if part.is_floating_point() or part.is_complex() or part.dtype == torch.bool:
+        if not is_id_dtype(part.dtype):
             return f"state {name!r} holds {part.dtype} values where update() keeps integer ids"
     count, items = sum(p.numel() for p in parts), sum(t.numel() for t in _as_list(target))
     if count not in (0, items):

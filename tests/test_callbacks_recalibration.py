@@ -818,3 +818,29 @@ def test_each_fit_checks_its_own_samplers(tmp_path) -> None:
     callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
     said = [_ddp_warnings(tmp_path, callback, items, max_epochs=1) for items in (40, 41)]
     assert said[0] == [] and len(said[1]) == 1
+
+
+class BinaryNoise(Overconfident):
+    """Sigmoid outputs that carry nothing of the labels: no temperature can be fitted."""
+
+    def validation_step(self, batch: Any, batch_idx: int) -> dict[str, torch.Tensor]:
+        _, y = batch
+        keep = y != PAD
+        noise = torch.randn(int(keep.sum()), generator=torch.Generator().manual_seed(batch_idx))
+        return {"logits": torch.sigmoid(3 * noise), "target": (y[keep] == 1).float()}
+
+
+def test_a_refused_fit_of_sigmoid_outputs_gives_no_advice_the_callback_cannot_take() -> None:
+    """TemperatureScaling's refusal names probabilities first with its own advice (build
+    it with inputs='probs'), which the callback, building it itself, cannot take: the
+    callback says the sigmoid outputs in its words, and the refusal's reason alone."""
+    callback = TemperatureRecalibration(n_samples=50)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _fit(BinaryNoise(), _data(64, seed=1), callback, num_sanity_val_steps=0)
+    said = [str(w.message) for w in caught]
+    refusal = [s for s in said if "no temperature fitted (" in s]
+    assert refusal and "the held-out data leave no usable signal" in refusal[0]
+    assert not any("inputs='probs'" in s for s in said)
+    assert any("if they are sigmoid outputs, return the scores before" in s for s in said)
+    assert callback.recalibrator is None

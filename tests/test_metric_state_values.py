@@ -297,3 +297,22 @@ def test_a_metric_refuses_merged_group_ids_that_miss_items() -> None:
     assert metric.compute().item() == before
     metric.merge_state({**state, "groups": [torch.arange(400, 405)]})  # one id per item
     assert sum(p.numel() for p in metric.groups) == 405
+
+
+@pytest.mark.parametrize("how", ["merge_state", "load_state_dict"])
+@pytest.mark.parametrize("interval", [None, "groups"])
+def test_the_state_of_ranks_that_held_nothing_merges_as_nothing(how, interval) -> None:
+    """sync() over ranks without pairs leaves torchmetrics' empty float32 tensors of shape
+    [0] in every list state; merging or loading them had failed inside torch
+    ("cannot reshape tensor of 0 elements into shape [0, -1]")."""
+    empty = torch.tensor([])
+    metric = CalibrationError(interval=interval, n_samples=50)
+    metric.update(Q, Y, groups=torch.arange(400) // 4)
+    before = metric.compute().item()
+    state = {"probs": empty, "target": empty, "groups": empty}
+    if how == "merge_state":
+        metric.merge_state(state)
+    else:
+        metric.load_state_dict(state, strict=False)
+        metric.merge_state({"probs": [Q], "target": [Y], "groups": [torch.arange(400) // 4]})
+    assert metric.compute().item() == pytest.approx(before, abs=1e-12)

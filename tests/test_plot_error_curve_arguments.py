@@ -66,3 +66,8 @@ def test_series_that_would_be_drawn_wrongly_are_refused(call, named) -> None:
 def test_nan_marks_a_point_without_a_value_on_a_log_axis_too() -> None:
     _, ax = error_curve([1, 2, 3], [0.1, float("nan"), 0.03], logx=True)
     assert ax.get_xscale() == "log"
+
+
+def test_an_upper_end_within_float_noise_below_zero_is_a_count_of_zero() -> None:
+    _, ax = posterior_time_series(["a", "b"], [-1e-13, 1], [0, 0.5], [-1e-13, 1.5])
+    assert ax.has_data()

@@ -124,6 +124,30 @@ def test_twitter_pos_experiment_on_synthetic_corpora(tmp_path):
     assert tables and all(int(count) == rows.count("\n") for count, rows in tables)
     assert (tmp_path / "out" / "twitter_reliability.png").stat().st_size > 0
     assert (tmp_path / "out" / "ewt_reliability.png").stat().st_size > 0
+    # Paired differences with their signs, as `calib-metrics compare` prints them (the
+    # positive ends had none: "[-0.0277, 0.0112]").
+    signed = r"[+-]\d\.\d{4}"
+    assert re.search(rf"\n- basic - hmm: {signed} \[{signed}, {signed}\], p", text)
+
+
+def test_twitter_pos_tag_counts_say_they_cover_more_tags_than_the_table() -> None:
+    """The count ran over every test tag beside a table cut at 25: 20 of 41 could not be
+    checked from the 25 rows shown."""
+    tags = [f"T{k}" for k in range(30)]
+    per_tag = {
+        model: {t: 0.01 * (k % 3) for k, t in enumerate(tags)} for model in twitter_pos.MODELS
+    }
+    block = {
+        "models": {
+            model: {"test": {"recommended": {"per_tag": errors}}}
+            for model, errors in per_tag.items()
+        }
+    }
+    lines = twitter_pos._per_tag_table(block)
+    counts = [line for line in lines if " below " in line]
+    assert counts and all(
+        line.endswith("of 30 tags (every tag in test; the table shows 25)") for line in counts
+    )
 
 
 def test_twitter_pos_rejects_bad_options(tmp_path):

@@ -38,6 +38,7 @@ from calib_metrics.recalibration._common import (
     looks_like_probabilities,
     scores_within_unit,
 )
+from calib_metrics.recalibration.scaling import RefusedProbabilities
 
 Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
 
@@ -542,7 +543,10 @@ class TemperatureRecalibration(Callback):
         except ValueError as err:
             # Data the last epoch happened to give (one class, diverged logits) must not
             # fail a finished fit; every rank holds the same data, so all skip together.
-            self._fitted_nothing(trainer, pl_module, f"no temperature fitted ({err})")
+            # Sigmoid outputs were named above in this callback's words: TemperatureScaling's
+            # own advice (build it with inputs='probs') is not the user's to follow here.
+            reason = err.reason if isinstance(err, RefusedProbabilities) else err
+            self._fitted_nothing(trainer, pl_module, f"no temperature fitted ({reason})")
             return
         self.recalibrator = recalibrator
         self._set_on_module(trainer, pl_module, float(self.recalibrator.temperature))

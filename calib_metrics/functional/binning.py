@@ -322,6 +322,11 @@ def check_probs(probs: Tensor, name: str = "probs", keep: Tensor | None = None) 
         )
 
 
+def is_id_dtype(dtype: torch.dtype) -> bool:
+    """Whether ``dtype`` holds integer ids (group ids, labels): an integer dtype, not bool."""
+    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
+
+
 def check_ids(
     groups: Tensor, reference: Tensor, name: str = "probs", what: str = "groups"
 ) -> Tensor:
@@ -334,7 +339,7 @@ def check_ids(
             f"{what} must give one id per pair: got {groups.numel()} ids for "
             f"{reference.numel()} pairs (shape {tuple(groups.shape)})"
         )
-    if groups.is_floating_point() or groups.is_complex() or groups.dtype == torch.bool:
+    if not is_id_dtype(groups.dtype):
         raise ValueError(f"{what} must hold integer ids, got dtype {groups.dtype}")
     if groups.device != reference.device:
         raise ValueError(f"{what} on {groups.device} but {name} on {reference.device}")

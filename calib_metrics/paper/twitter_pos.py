@@ -28,6 +28,7 @@ from calib_metrics.paper import chain_eval as ce
 from calib_metrics.paper import options, report
 from calib_metrics.paper.ark_twitter import load_ark_twitter
 from calib_metrics.paper.locations import data_file, data_help, find_dataset
+from calib_metrics.paper.paired import format_difference
 from calib_metrics.paper.tagging import Vocabulary, read_tagged_sentences
 from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import tag_queries
@@ -299,11 +300,7 @@ def _ratio_row(results: dict, corpus: str, a: str, b: str, claim: str, thesis: f
         ratio = f"{(ea / eb) ** 2:.2f}" if eb > 0 else "n/a"
         ours.append(f"{ea**2:.5f} / {eb**2:.5f} = {ratio}")
     paired = results[corpus]["paired"].get(f"{a} - {b}")
-    diff = (
-        "n/a (not compared)"
-        if paired is None
-        else f"{report.format_interval(paired['difference'], paired['lower'], paired['upper'])}"
-    )
+    diff = "n/a (not compared)" if paired is None else format_difference(paired, "sentences")
     return [claim, f"{thesis:.2f}", *ours, diff]
 
 
@@ -352,9 +349,11 @@ def _per_tag_table(block: dict) -> list[str]:
         report.markdown_table(["tag", *MODELS.values()], rows),
         "",
     ]
+    # Counted over every tag in test, as the table's rows are cut at 25: say so.
+    every = f" (every tag in test; the table shows {len(rows)})" if len(rows) < len(tags) else ""
     for a, b in (("basic", "hmm"), ("+shape", "basic")):
         wins = sum(models[a][t] < models[b][t] for t in tags)
-        lines.append(f"- {MODELS[a]} below {MODELS[b]} on {wins} of {len(tags)} tags")
+        lines.append(f"- {MODELS[a]} below {MODELS[b]} on {wins} of {len(tags)} tags{every}")
     return [*lines, ""]
 
 
@@ -405,7 +404,7 @@ def _corpus_tables(block: dict, corpus: str) -> list[str]:
     if paired:
         lines += ["", "Paired differences of the query's CalibErr (recommended setting):", ""]
         lines += [
-            f"- {k}: {report.format_interval(v['difference'], v['lower'], v['upper'])}, "
+            f"- {k}: {format_difference(v, 'sentences')}, "
             f"{p_value_phrase(v['p_value'], v['n_samples'])}"
             for k, v in paired.items()
         ]

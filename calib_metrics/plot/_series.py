@@ -174,7 +174,8 @@ def posterior_time_series(
     series = {"mean": mean, "lower": lower, "upper": upper, "one_best": one_best, "gold": gold}
     _check_lengths("periods", len(periods), **series)
     _check_counts(periods, **series)
-    for k, (low, high) in enumerate(zip(lower, upper)):
+    # As drawn: a count within float noise below 0 is 0 (_check_counts), -1e-13 too.
+    for k, (low, high) in enumerate(zip(_counts(lower), _counts(upper))):
         if low > high:  # an interval drawn upside down had passed unremarked
             raise ValueError(f"lower ({low:g}) is above upper ({high:g}) at period {periods[k]!r}")
     spans = _period_spans(periods, spans)

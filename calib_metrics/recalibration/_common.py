@@ -486,8 +486,9 @@ def _refuse_a_fit_on_meta(module: nn.Module) -> None:
     if any(buffer.is_meta for buffer in module.buffers()):
         raise ValueError(
             f"{type(module).__name__} is on the meta device, which holds no values: it "
-            "cannot keep a fit. Give it a device first (module.to_empty(device='cpu')), or "
-            "build it outside torch.device('meta')"
+            "cannot keep a fit. Build it outside torch.device('meta') (to_empty() would "
+            "leave its buffers uninitialised, 'fitted' among them), or load a fitted "
+            "state into it with load_state_dict(state, assign=True)"
         )
 
 

@@ -366,7 +366,7 @@ class _LogitScaler(SettingsInState, FittedModule):
             self._check_separable(used, y_used, fitted)
         except ValueError as refusal:  # the likelier cause first, in the one message
             if suspicion:
-                raise ValueError(f"{suspicion}. The fit was refused: {refusal}") from None
+                raise RefusedProbabilities(suspicion, str(refusal)) from None
             raise
         if suspicion:
             warn_caller(f"{suspicion}; fitted as logits, the result is not the model's")
@@ -787,6 +787,16 @@ def _curvature_roots(z: Tensor, temperature: Tensor, matrix: bool) -> Tensor:
         return temperature * size * curvature.sqrt()
 
 
+class RefusedProbabilities(ValueError):
+    """A refused fit of inputs that look like probabilities: what they look like
+    (``note``, said first: the likelier cause) and why the fit was refused (``reason``),
+    apart for a caller that says the first in its own words (the Lightning callback)."""
+
+    def __init__(self, note: str, reason: str) -> None:
+        super().__init__(f"{note}. The fit was refused: {reason}")
+        self.note, self.reason = note, reason
+
+
 #: What a partial (``strict=False``) load of a scaler's state leaves of the keys it lacks.
 _KEPT = " (a key the state lacks keeps this module's own value)"
 
@@ -814,6 +824,8 @@ class _PerClassScaler(_LogitScaler):
         weight, bias, classes, fitted = (
             state.get(k, self._buffers[k]) for k in ("weight", "bias", "num_classes", "fitted")
         )
+        if classes.is_meta or fitted.is_meta:  # a module built on meta, loaded with assign=True
+            return
         missing = {"weight", "bias", "num_classes", "fitted"} - state.keys()
         c = bias.shape[0]
         counted = int(classes)
