@@ -413,20 +413,32 @@ def announce_long_run(table, n_samples: int, kind: str, passes: int = 1, again: 
     ``again`` tells the reader."""
     unit = "pairs" if table.groups is None else "groups"
     n_units = table.target.shape[0] if table.groups is None else table.groups.unique().numel()
-    if n_units * n_samples * passes >= LONG_RUN_WEIGHTS:
-        say_long_run(f"drawing {n_samples:,} {kind} of {n_units:,} {unit}{again}")
+    weights = n_units * n_samples * passes
+    if weights >= LONG_RUN_WEIGHTS:
+        seconds = weights / WEIGHTS_PER_SECOND
+        say_long_run(f"drawing {n_samples:,} {kind} of {n_units:,} {unit}{again}", seconds)
+
+
+#: Resampling weights a CPU core draws in a second, about: 5·10⁶ pairs at the default
+#: 2,000 paired draws (10¹⁰ weights) ran past 15 minutes, where the notice said "minutes".
+WEIGHTS_PER_SECOND = 10**7
 
 
 #: Labels × draws from which ``evaluate --label`` says that its per-label intervals will
 #: take a while: each label's interval costs about 14 µs a draw on a CPU core however
 #: few its pairs, so 1,000 labels at the default 10,000 draws took two silent minutes.
 LONG_RUN_LABEL_DRAWS = 5 * 10**6
+#: Seconds a CPU core takes for one label's interval draw (about 14 µs, as above).
+LABEL_DRAW_SECONDS = 14e-6
 
 
-def say_long_run(what: str) -> None:
-    """One line on stderr, at once: ``what`` the command will draw takes minutes."""
+def say_long_run(what: str, seconds: float) -> None:
+    """One line on stderr, at once: ``what`` the command will draw, and about how long it
+    takes on one CPU core (``seconds``, estimated; more threads or a GPU take less)."""
+    minutes = max(1, round(seconds / 60))
     print(
-        f"calib-metrics: {what}; this takes minutes on a CPU (--samples N draws fewer)",
+        f"calib-metrics: {what}; this takes about {minutes:,} minute{'s' * (minutes > 1)} "
+        "on a CPU core (--samples N draws fewer, the time in proportion)",
         file=sys.stderr,
         flush=True,
     )

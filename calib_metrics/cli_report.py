@@ -163,10 +163,14 @@ def evaluate_per_label(
     if per_label is None:
         return None
     counts = _group_counts(args, {k: g for k, (_, _, g) in per_label.items()})
-    from calib_metrics.cli import LONG_RUN_LABEL_DRAWS, say_long_run
+    from calib_metrics.cli import LABEL_DRAW_SECONDS, LONG_RUN_LABEL_DRAWS, say_long_run
 
-    if len(per_label) * args.samples >= LONG_RUN_LABEL_DRAWS:
-        say_long_run(f"drawing {args.samples:,} interval draws for each of {len(per_label)} labels")
+    draws = len(per_label) * args.samples
+    if draws >= LONG_RUN_LABEL_DRAWS:
+        say_long_run(
+            f"drawing {args.samples:,} interval draws for each of {len(per_label)} labels",
+            draws * LABEL_DRAW_SECONDS,
+        )
     generator = torch.Generator().manual_seed(args.seed)
     options = estimator_options(args)
     with warnings.catch_warnings():  # few pairs per label: few bins is expected here

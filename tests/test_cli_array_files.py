@@ -390,3 +390,15 @@ def test_a_pt_file_of_another_object_names_it(tmp_path, capsys):
     torch.save({"probs": Q, "target": Y, "when": Path("x")}, path)
     line = one_line_error(capsys, "evaluate", path)
     assert f"{path}: holds a pathlib" in line and "object, which is not read" in line
+
+
+def test_a_truncated_pt_file_says_why_torch_cannot_read_it(tmp_path, capsys):
+    """A .pt file cut short had been "not a readable torch file (RuntimeError)" alone,
+    torch's reason (its archive's directory is missing) thrown away."""
+    whole = tmp_path / "whole.pt"
+    torch.save({"prob": torch.rand(50_000), "label": torch.zeros(50_000)}, whole)
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    line = one_line_error(capsys, "evaluate", cut)
+    assert "not a readable torch file (RuntimeError: " in line
+    assert "failed finding central directory" in line

@@ -87,7 +87,11 @@ def _unreadable_torch_file(path: Path, err: Exception) -> ValueError:
     """
     found = _UNSUPPORTED_GLOBAL.search(str(err))
     if found is None:
-        return ValueError(f"{path}: not a readable torch file ({type(err).__name__})")
+        # torch's own first sentence where it reads the archive (a truncated file: "failed
+        # finding central directory"); an unpickling error's text is about weights_only.
+        said = str(err).split(". ")[0].strip() if isinstance(err, RuntimeError) else ""
+        reason = f": {said}" if said else ""
+        return ValueError(f"{path}: not a readable torch file ({type(err).__name__}{reason})")
     name = found.group(1)
     if name.split(".")[0] == "numpy":
         what = "numbers" if name.endswith(".scalar") else "arrays"
