@@ -61,6 +61,7 @@ from calib_metrics.metric_state import (
     _LAYOUT_KEY,
     _SETTINGS_KEY,
     _as_list,
+    _ids_problem,
     _row_count,
     _StatesKeepTheirDtype,
     _StatesOfRule,  # noqa: F401  # metrics pickled before the split name it here
@@ -1040,7 +1041,12 @@ class CalibrationError(_StatesKeepTheirDtype):
                 )
         if set(other._defaults) != set(self._defaults):
             return "one keeps group ids and the other does not (interval= must match)"
-        return self._group_ids_problem(other.target, getattr(other, "groups", None))
+        groups = getattr(other, "groups", None)
+        if groups is not None:  # the rule every id state keeps (a dict's too)
+            problem = _ids_problem("groups", groups, other.target)
+            if problem:
+                return problem
+        return self._group_ids_problem(other.target, groups)
 
     # ----------------------------------------------------------------- compute
     def _pair_states(self) -> tuple[str, ...]:

@@ -316,3 +316,32 @@ def test_the_state_of_ranks_that_held_nothing_merges_as_nothing(how, interval) -
         metric.load_state_dict(state, strict=False)
         metric.merge_state({"probs": [Q], "target": [Y], "groups": [torch.arange(400) // 4]})
     assert metric.compute().item() == pytest.approx(before, abs=1e-12)
+
+
+@pytest.mark.parametrize("how", ["merge_state", "load_state_dict"])
+def test_a_multiclass_state_of_ranks_that_held_nothing_merges_as_nothing(how) -> None:
+    """sync() leaves float32 [0] states whatever the rows' width: a [N, 3] metric had
+    refused them as "rows of shape () ... saved by a metric of other settings"."""
+    probs = torch.softmax(torch.randn(300, 3, generator=torch.Generator().manual_seed(1)), -1)
+    target = torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(2))[:, 0]
+    metric = CalibrationError(num_classes=3, n_samples=50)
+    metric.update(probs, target)
+    before = metric.compute().item()
+    empty = {"probs": torch.tensor([]), "target": torch.tensor([]), "groups": torch.tensor([])}
+    if how == "merge_state":
+        metric.merge_state(empty)
+    else:
+        metric.load_state_dict(empty, strict=False)
+        metric.merge_state({"probs": [probs], "target": [target], "groups": []})
+    assert metric.compute().item() == pytest.approx(before, abs=1e-12)
+
+
+def test_merging_a_metric_whose_group_ids_miss_items_is_refused() -> None:
+    a = CalibrationError(n_samples=50)
+    a.update(Q, Y, groups=torch.arange(400) // 4)
+    b = CalibrationError(n_samples=50)
+    b.update(Q, Y, groups=torch.arange(400) // 4)
+    b.groups = [b.groups[0][:395]]
+    with pytest.raises(ValueError, match="'groups' and 'target' hold 395 and 400 rows"):
+        a.merge_state(b)
+    assert sum(p.numel() for p in a.probs) == 400

@@ -550,3 +550,17 @@ def test_fit_binary_names_logits_passed_for_probabilities(method) -> None:
     labels = (torch.arange(50) % 2).double()
     with pytest.raises(ValueError, match=r"must lie in \[0, 1\]: pass probabilities, not logits"):
         fit_binary(method, scores, labels)
+
+
+def test_a_refused_fit_of_probabilities_pickles_as_it_was_made() -> None:
+    """Its note and reason had not travelled: a fit refused in a worker process had come
+    back as a BrokenProcessPool, not the ValueError."""
+    import copy
+    import pickle
+
+    from calib_metrics.recalibration.scaling import RefusedProbabilities
+
+    refused = RefusedProbabilities("what the inputs look like", "why it was refused")
+    for again in (pickle.loads(pickle.dumps(refused)), copy.deepcopy(refused)):
+        assert isinstance(again, ValueError) and str(again) == str(refused)
+        assert (again.note, again.reason) == (refused.note, refused.reason)

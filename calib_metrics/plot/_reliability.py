@@ -6,13 +6,10 @@ further call on the same axes overlays a second model.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.colors import is_color_like
-from matplotlib.figure import Figure, SubFigure
+from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from calib_metrics.functional.binning import Bins, check_bins
@@ -150,76 +147,8 @@ def reliability_diagram(
     if overlay and isinstance(ax.figure.get_layout_engine(), ConstrainedLayoutEngine):
         _legend_below(ax, list(handles.values()))
     else:
-        _legend_inside(ax, list(handles.values()))
+        ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
     return fig, ax
-
-
-#: The gid of the line of a model's bins (their points): what a legend must not hide.
-BINS = "calib_metrics: bins"
-
-#: Where a legend inside the diagram may go, in order of preference: the upper left is free
-#: of a calibrated or overconfident model's bins, the lower right of an underconfident
-#: one's (whose frequencies lie above the diagonal), over the count bars' right end.
-LEGEND_PLACES = ("upper left", "lower right", "center right", "upper center")
-#: The share of the bins' points the legend may hide at the upper left before it moves.
-MAX_HIDDEN_SHARE = 0.1
-#: How near (points) to a legend's box a bin's point counts as hidden: about a marker.
-MARK_REACH = 3.0
-
-
-def _legend_inside(ax: Axes, handles: list) -> None:
-    """The legend at the upper left unless it hides more than :data:`MAX_HIDDEN_SHARE` of
-    the bins' points there (an underconfident model's, whose points lie above the
-    diagonal: 20 of 76, probe P4); then at the place of :data:`LEGEND_PLACES` that hides
-    fewest, and of those the one over fewest count bars. Measured in the figure as laid
-    out: a constrained layout grows the axes at the first draw, and the legend, sized in
-    points, then covers less of them. The smooth curve is not counted: a line passing
-    under the legend still reads, and its thousands of vertices had outweighed the bins
-    and sent the legend onto the tall count bars (review R1). The share keeps the
-    legend where the docs' figures have it (the demo's k = 0.1 panel hides 18 of 200
-    points at the upper left, and 8 at the centre right, over its curve's jump)."""
-    with _laid_out(ax.figure):
-        best = _least_hiding_place(ax, handles)
-    ax.legend(handles=handles, loc=best, fontsize=7.5, framealpha=0.85)
-
-
-def _least_hiding_place(ax: Axes, handles: list) -> str:
-    """:func:`_legend_inside`'s choice, in the figure as it is laid out now."""
-    points = [
-        line.get_transform().transform(line.get_xydata())
-        for line in ax.lines
-        if line.get_gid() == BINS and len(line.get_xydata())
-    ]
-    points = np.concatenate(points) if points else np.empty((0, 2))
-    bars = [bar.get_window_extent() for bar in _count_axis(ax).patches if bar.get_height() > 0]
-    reach = MARK_REACH * ax.figure.dpi / 72  # a point just outside the box is half under it
-    costs = {}
-    for place in LEGEND_PLACES:
-        box = ax.legend(handles=handles, loc=place, fontsize=7.5, framealpha=0.85)
-        box = box.get_window_extent().padded(reach)
-        costs[place] = (int(box.count_contains(points)), sum(box.overlaps(b) for b in bars))
-    if costs[LEGEND_PLACES[0]][0] <= MAX_HIDDEN_SHARE * len(points):
-        return LEGEND_PLACES[0]
-    return min(LEGEND_PLACES, key=costs.__getitem__)  # the earlier place among equals
-
-
-@contextmanager
-def _laid_out(fig: Figure | SubFigure) -> Iterator[None]:
-    """The root figure laid out by its layout engine, as a draw lays it out, for the
-    block; its axes' positions are then put back, so that the draw lays it out from where
-    it was (starting from these positions, the constrained layout of an overlay's legend
-    below had ended 4 px off the figure)."""
-    root = fig.figure if isinstance(fig, SubFigure) else fig
-    engine = root.get_layout_engine()
-    kept = [(a, a.get_position(original=True), a.get_position()) for a in root.get_axes()]
-    if engine is not None:
-        engine.execute(root)
-    try:
-        yield
-    finally:
-        for axes, original, active in kept:
-            axes._set_position(original, which="original")
-            axes._set_position(active, which="active")
 
 
 #: The gid of an overlay's legend, drawn below the diagram: a further model's call finds
@@ -296,7 +225,7 @@ def _draw_bins(
     q, p, samples = bins
     se = [z * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, samples)]
     many = len(q) > 60  # thinner marks, so that hundreds of bins do not merge
-    drawn = ax.errorbar(
+    ax.errorbar(
         axis.clip(q),
         p,
         yerr=[
@@ -311,4 +240,3 @@ def _draw_bins(
         elinewidth=0.5 if many else 1,
         label=label,
     )
-    drawn.lines[0].set_gid(BINS)  # the points, which the legend must leave visible

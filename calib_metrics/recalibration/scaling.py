@@ -796,6 +796,9 @@ class RefusedProbabilities(ValueError):
         super().__init__(f"{note}. The fit was refused: {reason}")
         self.note, self.reason = note, reason
 
+    def __reduce__(self) -> tuple:  # pickled as made (a worker process's error, deepcopy)
+        return type(self), (self.note, self.reason)
+
 
 #: What a partial (``strict=False``) load of a scaler's state leaves of the keys it lacks.
 _KEPT = " (a key the state lacks keeps this module's own value)"
