@@ -433,15 +433,32 @@ LABEL_DRAW_SECONDS = 14e-6
 
 
 def say_long_run(what: str, seconds: float) -> None:
-    """One line on stderr, at once: ``what`` the command will draw, and about how long it
-    takes on one CPU core (``seconds``, estimated; more threads or a GPU take less)."""
-    minutes = max(1, round(seconds / 60))
+    """One line on stderr, at once: ``what`` the command will draw, and about how long its
+    draws take on one CPU core (``seconds``, estimated from the weights alone: large
+    groups and classwise runs take several times longer, more threads or a GPU less)."""
     print(
-        f"calib-metrics: {what}; this takes about {minutes:,} minute{'s' * (minutes > 1)} "
-        "on a CPU core (--samples N draws fewer, the time in proportion)",
+        f"calib-metrics: {what}; the draws take about {_duration(seconds)} on a CPU core, "
+        "more with large groups or per class (--samples N draws fewer, the time in "
+        "proportion)",
         file=sys.stderr,
         flush=True,
     )
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` in words: whole minutes (at least one), hours past 90 minutes, days past
+    48 hours.
+
+    Example:
+        >>> _duration(50), _duration(1_000), _duration(20_000), _duration(10**7)
+        ('1 minute', '17 minutes', '5.6 hours', '116 days')
+    """
+    if seconds >= 48 * 3600:
+        return f"{seconds / 86400:,.0f} days"
+    if seconds >= 90 * 60:
+        return f"{seconds / 3600:.1f} hours"
+    minutes = max(1, round(seconds / 60))
+    return f"{minutes} minute{'s' * (minutes > 1)}"
 
 
 # Commands derive further seeds from --seed by small offsets (seed + 1, + 1000·i, ...).

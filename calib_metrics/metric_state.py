@@ -94,7 +94,7 @@ def _state_problem(name: str, value: Any, default: Tensor | list[Tensor], row: t
     for part in parts:
         if not isinstance(part, Tensor):
             return f"state {name!r} holds a {type(part).__name__}, not tensors"
-        if part.numel() == 0:  # no rows, of any shape: a sync of ranks that held none
+        if part.ndim == 1 and part.numel() == 0:  # what a sync of ranks that held none leaves
             continue
         if part.ndim != len(row) + 1 or tuple(part.shape[1:]) != row:
             return (

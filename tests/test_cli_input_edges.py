@@ -335,7 +335,7 @@ def run_without_stderr(stderr, *argv, close: bool = False) -> subprocess.Complet
 
 @pytest.mark.skipif(os.name != "posix", reason="reads the descriptor's flags (fcntl)")
 def test_a_read_only_stderr_does_not_fail_a_long_run(tmp_path: Path, capsys, monkeypatch):
-    # The "this takes minutes" notice is printed while the command runs: to a read-only
+    # The long-run notice is printed while the command runs: to a read-only
     # stderr (2</dev/null) its OSError ended the command with exit code 2 and no results.
     monkeypatch.setattr(cli, "LONG_RUN_WEIGHTS", 1)
     rows = [(q, round(q * q, 4), y) for q, y in PAIRS * 3]

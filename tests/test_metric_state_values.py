@@ -345,3 +345,15 @@ def test_merging_a_metric_whose_group_ids_miss_items_is_refused() -> None:
     with pytest.raises(ValueError, match="'groups' and 'target' hold 395 and 400 rows"):
         a.merge_state(b)
     assert sum(p.numel() for p in a.probs) == 400
+
+
+def test_an_empty_part_of_another_row_shape_is_still_refused() -> None:
+    """Only sync's empty [0] part passes: an empty [0, 5] part into a 3-class metric had
+    been taken in, and every compute() after failed inside torch.cat."""
+    probs = torch.softmax(torch.randn(300, 3, generator=torch.Generator().manual_seed(1)), -1)
+    metric = CalibrationError(num_classes=3, n_samples=50)
+    metric.update(probs, torch.multinomial(probs, 1)[:, 0])
+    state = {"probs": [torch.empty(0, 5)], "target": [torch.empty(0, dtype=torch.long)]}
+    with pytest.raises(ValueError, match=r"rows of shape \(5,\)"):
+        metric.merge_state({**state, "groups": []})
+    assert metric.compute().isfinite()

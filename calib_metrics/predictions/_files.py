@@ -89,7 +89,10 @@ def _unreadable_torch_file(path: Path, err: Exception) -> ValueError:
     if found is None:
         # torch's own first sentence where it reads the archive (a truncated file: "failed
         # finding central directory"); an unpickling error's text is about weights_only.
-        said = str(err).split(". ")[0].strip() if isinstance(err, RuntimeError) else ""
+        # "[enforce fail at inline_container.cc:180] . file in archive is not ...": the
+        # location in brackets dropped, the first sentence kept.
+        text = re.sub(r"^\[[^\]]*\]\s*\.?\s*", "", str(err))
+        said = text.split(". ")[0].strip() if isinstance(err, RuntimeError) else ""
         reason = f": {said}" if said else ""
         return ValueError(f"{path}: not a readable torch file ({type(err).__name__}{reason})")
     name = found.group(1)

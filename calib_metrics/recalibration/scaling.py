@@ -797,7 +797,7 @@ class RefusedProbabilities(ValueError):
         self.note, self.reason = note, reason
 
     def __reduce__(self) -> tuple:  # pickled as made (a worker process's error, deepcopy)
-        return type(self), (self.note, self.reason)
+        return type(self), (self.note, self.reason), self.__dict__
 
 
 #: What a partial (``strict=False``) load of a scaler's state leaves of the keys it lacks.
