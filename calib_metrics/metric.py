@@ -464,7 +464,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             return ""
         items = sum(part.numel() for part in _as_list(target))
         ids = 0 if groups is None else sum(part.numel() for part in _as_list(groups))
-        if items and ids == 0:  # a count of ids other than 0 or items: the base check's
+        if items and ids == 0:
             return (
                 f"the state holds {items} items without group ids, which interval='groups' "
                 "needs for every item: they come from a metric never given groups="

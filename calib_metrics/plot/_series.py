@@ -107,9 +107,16 @@ def _check_error_series(
         for k, v in enumerate(values):
             if math.isinf(v):
                 raise ValueError(f"{name} must be finite (or NaN for none), got {v} at x={x[k]:g}")
-    for k, (low, high) in enumerate(zip(ends.get("lower", ()), ends.get("upper", ()))):
+    if ends:
+        _refuse_upside_down(ends["lower"], ends["upper"], [f"x={v:g}" for v in x])
+
+
+def _refuse_upside_down(lower: list[float], upper: list[float], places: list[str]) -> None:
+    """Refuse a band or interval whose lower end is above its upper one at a place
+    (``places``: how each point is named); NaN ends pass (no value there)."""
+    for place, low, high in zip(places, lower, upper, strict=True):
         if low > high:
-            raise ValueError(f"lower ({low:g}) is above upper ({high:g}) at x={x[k]:g}")
+            raise ValueError(f"lower ({low:g}) is above upper ({high:g}) at {place}")
 
 
 def posterior_time_series(
@@ -175,9 +182,7 @@ def posterior_time_series(
     _check_lengths("periods", len(periods), **series)
     _check_counts(periods, **series)
     # As drawn: a count within float noise below 0 is 0 (_check_counts), -1e-13 too.
-    for k, (low, high) in enumerate(zip(_counts(lower), _counts(upper))):
-        if low > high:  # an interval drawn upside down had passed unremarked
-            raise ValueError(f"lower ({low:g}) is above upper ({high:g}) at period {periods[k]!r}")
+    _refuse_upside_down(_counts(lower), _counts(upper), [f"period {p!r}" for p in periods])
     spans = _period_spans(periods, spans)
     label, title, interval = literal(label), literal(title), literal(interval)
     fig, ax = _axes(ax, (7.0, 3.5))
