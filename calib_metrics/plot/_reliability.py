@@ -18,6 +18,7 @@ from calib_metrics.functional.intervals import effective_samples, normal_quantil
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot._arguments import _axes, _numbers
 from calib_metrics.plot._counts import DIAGONAL, _count_axis, _count_bars, _more_count_bars
+from calib_metrics.plot._legend_place import BINS, place_legend_when_drawn
 from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
 from calib_metrics.plot._smooth import _draw_smooth
 from calib_metrics.plot._text import _level, describe, interval_label, literal
@@ -62,7 +63,11 @@ def reliability_diagram(
     CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
     The legend of several models sits below the diagram in a figure of constrained layout
     (inside, it hid their bins), and a figure holding only this diagram (a new one) grows
-    by it; in a figure of another layout it stays inside the diagram.
+    by it; in a figure of another layout it stays inside the diagram. A legend inside sits
+    at the upper left unless it hides the bins' points, the smooth curve, the tops of the
+    count bars or the diagonal there and another corner or side hides clearly less,
+    chosen each time the figure is drawn (as laid out then); ``ax.legend(loc=...)`` after
+    the call places one yourself.
 
     Args:
         result: what :func:`~calib_metrics.functional.calibration_error_ci` returns.
@@ -147,7 +152,8 @@ def reliability_diagram(
     if overlay and isinstance(ax.figure.get_layout_engine(), ConstrainedLayoutEngine):
         _legend_below(ax, list(handles.values()))
     else:
-        ax.legend(handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85)
+        legend = ax.legend(handles=list(handles.values()), fontsize=7.5, framealpha=0.85)
+        place_legend_when_drawn(ax, legend)
     return fig, ax
 
 
@@ -225,7 +231,7 @@ def _draw_bins(
     q, p, samples = bins
     se = [z * (pi * (1 - pi) / ni) ** 0.5 for pi, ni in zip(p, samples)]
     many = len(q) > 60  # thinner marks, so that hundreds of bins do not merge
-    ax.errorbar(
+    marks = ax.errorbar(
         axis.clip(q),
         p,
         yerr=[
@@ -240,3 +246,4 @@ def _draw_bins(
         elinewidth=0.5 if many else 1,
         label=label,
     )
+    marks.lines[0].set_gid(BINS)  # what a legend inside the diagram should not hide

@@ -12,6 +12,7 @@ from matplotlib.lines import Line2D
 
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot._arguments import _numbers
+from calib_metrics.plot._legend_place import SMOOTH
 from calib_metrics.plot._probability_axis import _ProbabilityAxis
 from calib_metrics.wording import level_text
 
@@ -57,6 +58,7 @@ def _draw_smooth(
         linewidth=1.6,
         alpha=0.8,
         label=f"{prefix}smooth curve (smECE {error:.4f}, σ {sigma:.3f})",
+        gid=SMOOTH,
     )
     return line, band
 
