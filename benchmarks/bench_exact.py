@@ -8,7 +8,9 @@ peak RSS over the input's bytes (q and a bool y), the largest over the repeats a
 untimed warm-up call (the allocator's free pages handed back before each call, so that
 they are counted).
 Distributions: uniform, Beta(0.3, 0.3), Beta(0.1, 0.1) (float32), a tagger with 64% of
-q exactly 0, and uniform q in float16 and bfloat16. Before timing, the binning's per-bin
+q exactly 0, uniform q in float16 and bfloat16, uniform q of three decimals (1,001
+values: a CSV's, say, heavy ties) in float32 and in float64, and uniform q in float64.
+Before timing, the binning's per-bin
 sums (its untimed warm-up call) are checked against a reference built on the sort it is
 timed against: the same counts, and sums of q and y within float64 rounding, or the
 script stops.
@@ -36,7 +38,8 @@ from calib_metrics.functional.binning import adaptive_bin_sums
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- bench_exact:begin -->", "<!-- bench_exact:end -->"
-KINDS = ("uniform", "beta0.3", "beta0.1", "tagger", "float16", "bfloat16")
+KINDS = ("uniform", "beta0.3", "beta0.1", "tagger", "float16", "bfloat16", "decimals3",
+         "decimals3-float64", "uniform-float64")  # fmt: skip
 # CPU time of this process: on the shared machine, wall time also counts the time that
 # other processes held the core (with one thread, CPU time is the work itself).
 CLOCK = time.process_time
@@ -62,10 +65,16 @@ def pairs(kind: str, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         q = torch.where(u < 0.5, (2 * u) ** (1 / a) / 2, 1 - (2 - 2 * u) ** (1 / a) / 2)
     elif kind == "tagger":
         q = torch.where(torch.rand(n, generator=g) < 0.64, 0.0, u**8)
+    elif kind.startswith("decimals3"):  # rounded in float64, as a reader of text rounds
+        q = (u.double() * 1000).round() / 1000
+    elif kind.endswith("float64"):
+        q = u.double()
     else:
         q = u
     y = torch.bernoulli(q, generator=g).bool()
-    return (q.to(getattr(torch, kind)) if kind.endswith("16") else q), y
+    if kind.endswith("16"):
+        return q.to(getattr(torch, kind)), y
+    return (q if kind.endswith("float64") else q.float()), y
 
 
 def sorted_reference(q: torch.Tensor, y: torch.Tensor, bin_size: int) -> tuple[torch.Tensor, ...]:
