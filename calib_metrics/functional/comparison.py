@@ -327,7 +327,10 @@ def compare_calibration(
         differences centred on the
         estimate; see the module docstring), the two-sided p-value
         ``min(1, 2·min(P*(d ≤ 0), P*(d ≥ 0)))`` of the draws d, and each model's own
-        :class:`CalibrationResult` from the same draws. With fewer than ``MIN_UNITS``
+        :class:`CalibrationResult` from the same draws: its error is
+        :func:`calibration_error_ci`'s, its interval (debiased: the percentiles of its
+        draws, as the difference's; plug-in: normal) need not be that function's
+        default one, whose draws are its own. With fewer than ``MIN_UNITS``
         (10) resampling units (pairs, items, or groups) the interval and the p-value are NaN,
         and so are ``a``'s and ``b``'s own interval ends (as
         :func:`calibration_error_ci` gives them), with a warning: too few to resample.

@@ -38,7 +38,6 @@ from calib_metrics.recalibration._common import (
     warn_caller,
 )
 from calib_metrics.recalibration.scaling import PlattScaling
-from calib_metrics.wording import counted
 
 __all__ = ["HistogramBinning", "IsotonicCalibration", "ScalingBinning"]
 
@@ -141,7 +140,7 @@ def _check_steps(
     remedy = "load a state this kind saved"
     if ys.ndim != 1 or xs.ndim != 1 or ys.numel() != xs.numel() + extra or not ys.numel():
         raise ValueError(
-            f"{kind}: the state's {values} holds {counted(ys.numel(), 'value')} for "
+            f"{kind}: the state's {values} holds {ys.numel()} value{'s' * (ys.numel() != 1)} for "
             f"{xs.numel()} {knots}, where a fit keeps {max(xs.numel() + extra, 1)}: {remedy}"
         )
     checks = [(xs.diff() > 0).all(), ((ys >= 0) & (ys <= 1)).all(), (ys.diff() >= 0).all()]
