@@ -90,6 +90,12 @@ def test_fits_temperature_on_validation_under_inference_mode(tmp_path):
     before = callback.results["recalibration/calib_err_before"]
     after = callback.results["recalibration/calib_err_after"]
     assert after < before
+    # Under the names logged: a bare "temperature" had stood beside the prefixed ones.
+    errors = ("calib_err_before", "calib_err_after")
+    logged = [f"{name}{end}" for name in errors for end in ("", "_lower", "_upper")]
+    assert sorted(callback.results) == sorted(
+        f"recalibration/{n}" for n in [*logged, "temperature"]
+    )
 
     with open(loggers[0].log_dir + "/metrics.csv") as f:
         rows = list(csv.DictReader(f))
@@ -196,7 +202,9 @@ def test_a_later_fit_that_fits_nothing_drops_the_earlier_temperature(tmp_path, v
     train = DataLoader(_data(64, seed=0), batch_size=32)
     first = Trainer(max_epochs=1, callbacks=[callback], **options)
     first.fit(model, train, DataLoader(_data(64, seed=1), batch_size=32))
-    assert model.calibration_temperatures == {"recalibration": callback.results["temperature"]}
+    assert model.calibration_temperatures == {
+        "recalibration": callback.results["recalibration/temperature"]
+    }
     # Fitting on with nothing trained (max_epochs reached): the weights, and T, stay.
     with pytest.warns(UserWarning, match="no validation logits") as told:
         first.fit(model, train, DataLoader(_data(64, seed=1), batch_size=32))
@@ -514,8 +522,8 @@ def test_two_heads_keep_their_own_temperatures_on_the_module() -> None:
     trainer.fit(model, DataLoader(_data(100, 0), batch_size=50), DataLoader(_data(200, 1)))
     fitted = model.calibration_temperatures
     assert fitted == {
-        "head_a": head_a.results["temperature"],
-        "head_b": head_b.results["temperature"],
+        "head_a": head_a.results[f"{head_a.prefix}/temperature"],
+        "head_b": head_b.results[f"{head_b.prefix}/temperature"],
     }
     assert fitted["head_b"] == pytest.approx(3 * fitted["head_a"], rel=1e-4)
     assert not hasattr(model, "calibration_temperature")  # ambiguous with two heads
@@ -700,7 +708,7 @@ def test_the_sanity_check_is_checked_but_not_fitted_on() -> None:
         logits, target = model.logits(x).reshape(-1, 3), y.reshape(-1)
     keep = target != PAD
     expected = TemperatureScaling().fit(logits[keep], target[keep]).temperature.item()
-    assert callback.results["temperature"] == pytest.approx(expected, rel=1e-6)
+    assert callback.results["recalibration/temperature"] == pytest.approx(expected, rel=1e-6)
 
     unvalidated = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
     with pytest.warns(UserWarning, match="no validation logits were seen"):

@@ -70,7 +70,8 @@ class TemperatureRecalibration(Callback):
     * ``{prefix}/temperature``, ``{prefix}/calib_err_before`` and ``{prefix}/calib_err_after``
       (with ``_lower`` / ``_upper`` interval ends) go to every logger's ``log_metrics``;
     * the reliability diagrams ``{prefix}/reliability_before`` and ``..._after`` go to every
-      logger whose ``experiment`` has ``add_figure``.
+      logger whose ``experiment`` has ``add_figure``;
+    * :attr:`results` holds the logged numbers under the logged names.
 
     The fitted temperature is this callback's checkpoint state: a checkpoint saved after
     ``fit`` (``trainer.save_checkpoint(path)``) holds it, a run restored from one
@@ -553,7 +554,8 @@ class TemperatureRecalibration(Callback):
         self._return_to_launcher(trainer)
         before = self._measure(_probs(logits), target)
         after = self._measure(self.recalibrator(logits), target)
-        self.results = {"temperature": float(self.recalibrator.temperature)}
+        # Under the names logged: a bare "temperature" had stood beside prefixed names.
+        self.results = {f"{self.prefix}/temperature": float(self.recalibrator.temperature)}
         for name, result in (("before", before), ("after", after)):
             numbers = tb.result_numbers(result)
             base = f"{self.prefix}/calib_err_{name}"
@@ -607,9 +609,7 @@ class TemperatureRecalibration(Callback):
     @rank_zero_only
     def _write(self, trainer: Trainer, before: CalibrationResult, after: CalibrationResult) -> None:
         step = int(trainer.global_step)
-        metrics = {f"{self.prefix}/temperature": self.results["temperature"]} | {
-            k: v for k, v in self.results.items() if k != "temperature"
-        }
+        metrics = dict(self.results)
         figures = None
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=step)
@@ -624,7 +624,7 @@ class TemperatureRecalibration(Callback):
     def _figures(self, before: CalibrationResult, after: CalibrationResult) -> dict[str, Any]:
         from calib_metrics import plot  # matplotlib only once there is something to draw
 
-        t = self.results["temperature"]
+        t = self.results[f"{self.prefix}/temperature"]
         kind = {"interval": "pairs", "debias": True}  # as _result() draws it
         if "confidence" in self.options:
             kind["confidence"] = self.options["confidence"]
