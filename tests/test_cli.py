@@ -259,6 +259,9 @@ def test_demo_quick_writes_pngs(tmp_path: Path, capsys) -> None:
     # heaviest steps had said 8-12 hours for a run of minutes.
     assert "steps [" in err and "so far]" in err
     assert not any(said in err for said in ("step/s", "s/step", "it/s", "<"))
+    # Not a terminal: a line at every tenth, no bar redrawn with carriage returns.
+    progress = [line for line in err.splitlines() if line.startswith("demo: ")]
+    assert "\r" not in err and len(progress) == 10 and progress[-1].startswith("demo: 100% ")
     pngs = sorted(out.glob("*.png"))
     assert pngs, f"no PNG in {list(out.iterdir())}"
     for png in pngs:
@@ -287,7 +290,7 @@ def test_demo_progress_bar_counts_the_estimator_study(tmp_path: Path, capsys, mo
             pass
 
     bars: list[Bar] = []
-    monkeypatch.setattr(demo, "tqdm", lambda **kw: bars.append(Bar(**kw)) or bars[-1])
+    monkeypatch.setattr(demo, "_progress", lambda **kw: bars.append(Bar(**kw)) or bars[-1])
     at_study: list[int] = []
     study = estimators.study
 

@@ -79,7 +79,7 @@ def test_demo_clears_its_progress_bar_before_an_error(tmp_path, capsys, monkeypa
     def fail(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(demo, "tqdm", Bar)
+    monkeypatch.setattr(demo, "_progress", Bar)
     monkeypatch.setattr(demo, "_settings", fail)
     line = cli_runs.one_line_error(capsys, "demo", "--quick", "--out", tmp_path)
     assert line == "calib-metrics: error: disk full" and Bar.closed

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +38,39 @@ SETTINGS = [  # (name, Beta a, Beta b, miscalibration k)
 
 #: The demo's progress bar: steps done and time spent, no estimate of the time left.
 DEMO_BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} steps [{elapsed} so far]"
+#: Its line in a log (stderr a file or a pipe), at every tenth of the steps.
+DEMO_LINE = "{desc}: {percentage:3.0f}% {n_fmt}/{total_fmt} steps [{elapsed} so far]"
+
+
+def _progress(total: int):
+    """The demo's progress: tqdm's bar on a terminal; in a log, a line at every tenth of
+    the steps (the bar redraws its line with carriage returns, which a log file had kept
+    as dozens of fragments on one line)."""
+    if sys.stderr.isatty():
+        return tqdm(total=total, desc="demo", leave=False, bar_format=DEMO_BAR)
+    return _LogProgress(total)
+
+
+class _LogProgress:
+    """A line on stderr at every tenth of ``total`` steps (:data:`DEMO_LINE`)."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.n, self._tenths = total, 0, 0
+        self._start = time.perf_counter()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        tenths = self.n * 10 // max(self.total, 1)
+        if tenths > self._tenths:
+            self._tenths = tenths
+            elapsed = time.perf_counter() - self._start
+            line = tqdm.format_meter(
+                self.n, self.total, elapsed, prefix="demo", bar_format=DEMO_LINE
+            )
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Nothing to clear: the lines stay, as a log's do."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -290,7 +324,7 @@ def run(args: argparse.Namespace) -> dict:
     steps = len(SETTINGS) + 16 + 12 + estimators.study_steps(**study_options)
     # No rate or time left: the first steps (10⁶ pairs, 10,000 draws each) take minutes and
     # the last ones milliseconds, and tqdm's estimate from the first had said 8-12 hours.
-    bar = tqdm(total=steps, desc="demo", leave=False, bar_format=DEMO_BAR)
+    bar = _progress(total=steps)
     results: dict = {"n": n, "bin_size": bin_size, "samples": samples}
     try:
         results["settings"], table, reliability = _settings(n, bin_size, samples, g, bar, out)
