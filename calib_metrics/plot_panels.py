@@ -13,6 +13,8 @@ from numbers import Integral
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import check_int
@@ -35,6 +37,10 @@ PANEL = 3.4
 #: after it the line fills the panel's width at 7 pt (a 45-character name had run into
 #: the next panel's title).
 PANEL_TITLE_CHARS = 34
+#: Widest that first line may be, in points at the titles' 7 pt: wider (34 wide capitals
+#: beside six-digit counts), the name takes a line of its own (it had run into the next
+#: panel's title).
+TITLE_LINE_POINTS = 0.95 * PANEL * 72
 
 
 def reliability_panels(
@@ -214,8 +220,8 @@ def _panel(
     t = axis.grid()
     ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
     positives = sum(f * n for f, n in zip(marks[0][1], marks[0][2]))
-    lines = [f"{label} · {counted(positives, 'positive', grouped=True)}"]
-    lines[0] += " · logit x" if note else ""
+    head = [label, counted(positives, "positive", grouped=True)] + (["logit x"] if note else [])
+    lines = _title_head(head)
     for k, (result, curve, name, tag) in enumerate(zip(models, curves, *names, strict=True)):
         color, smooth = f"C{k}", ""
         if curve is not None:
@@ -236,6 +242,22 @@ def _panel(
     ax.set_ylabel("empirical frequency p̂", fontsize=7.5)
     ax.tick_params(labelsize=7)
     ax.set_title("\n".join(lines), fontsize=7)
+
+
+def _title_head(parts: list[str]) -> list[str]:
+    """A panel title's first line, ``label · N positives[ · logit x]``, or, wider than
+    :data:`TITLE_LINE_POINTS`, the label on a line of its own above the rest.
+
+    Example:
+        >>> _title_head(["NOUN", "12 positives"])
+        ['NOUN · 12 positives']
+        >>> _title_head(["W" * 34, "123,456 positives", "logit x"])[1]
+        '123,456 positives · logit x'
+    """
+    line = " · ".join(parts)
+    font = FontProperties(size=7)
+    width = TextToPath().get_text_width_height_descent(line, font, ismath=False)[0]
+    return [line] if width <= TITLE_LINE_POINTS else [parts[0], " · ".join(parts[1:])]
 
 
 #: Most classes :func:`classwise_panels` draws (the command line's classwise plots too).

@@ -14,7 +14,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from calib_metrics.functional import calibration_error_ci
+from calib_metrics.functional import Bins, CalibrationResult, calibration_error_ci
 from calib_metrics.plot import MAX_TICK_CHARS, per_class_errors, per_label_errors
 from calib_metrics.plot_panels import PANEL_TITLE_CHARS, classwise_panels, reliability_panels
 
@@ -96,3 +96,18 @@ def test_per_class_legend_stays_on_the_callers_axes(result) -> None:
     ax = fig.add_subplot()
     per_class_errors({"A": [result, result]}, ["x", "y"], ax=ax)
     assert ax.get_legend() is not None and not fig.legends
+
+
+def test_panel_titles_of_wide_names_and_big_counts_stay_apart() -> None:
+    """34 wide capitals beside six-digit counts and "logit x" ran into the next panel's
+    title: such a name takes a line of its own."""
+    t = lambda v: torch.tensor(v, dtype=torch.float64)  # noqa: E731
+    bins = Bins(t([0.001, 0.5, 0.999]), t([0.002, 0.5, 0.998]), t([200000.0, 1000.0, 150000.0]))
+    result = CalibrationResult(*(t(0.01) for _ in range(5)), bins)
+    names = [f"{k}" + "W" * 33 for k in range(4)]
+    fig, axes = reliability_panels({name: [result] for name in names})
+    fig.draw_without_rendering()
+    boxes = [ax.title.get_window_extent() for ax in axes]
+    assert all(left.x1 < right.x0 for left, right in itertools.pairwise(boxes))
+    heads = [ax.get_title().splitlines()[:2] for ax in axes]
+    assert heads[0] == [names[0], "150,600 positives · logit x"]
