@@ -160,6 +160,34 @@ def test_a_stray_quote_in_any_column_is_refused_with_its_line(tmp_path, capsys) 
     )
 
 
+@pytest.mark.parametrize(
+    "last, name",
+    [('0.5,"1\n', "label"), ('0.5,"1\r\n', "label"), ('0.6,"0', "label"), ('"0.5,1\n', "prob")],
+)
+def test_a_stray_quote_on_the_last_line_is_refused(tmp_path, capsys, last, name) -> None:
+    """A quote that never closes on the file's last line read as a cell of its own:
+    ``0.5,"1`` was the label 1 (exit 0), ``"0.5,1`` a record a field short."""
+    path = _csv(tmp_path / "p.csv", PLAIN)
+    path.write_bytes(path.read_bytes() + last.encode())
+    line = one_line_error(capsys, "evaluate", path)
+    assert f"p.csv: line {N + 2}: a quoted field (column '{name}') opens with a \" that" in line
+
+
+def test_a_short_cell_over_lines_read_as_a_number_is_refused(tmp_path, capsys) -> None:
+    """A stray quote that a later one closes two lines on, in a column read as numbers, was
+    named at the line the cell ends on, with a hint at decimal commas for its rows' commas."""
+    rows = [*PLAIN]
+    rows[5], rows[7] = '"' + rows[5], rows[7].replace(",", '",')
+    line = one_line_error(capsys, "evaluate", _csv(tmp_path / "p.csv", rows))
+    assert "p.csv: lines 7-9: a quoted field (column 'prob') runs over 3 lines" in line
+    assert "decimal comma" not in line
+    # A bad value in a record over lines is named at the line the record starts on.
+    rows = [f"{row},ok" for row in PLAIN]
+    rows[5] = f'{PROBS[5]},x,"two\nlines"'
+    line = one_line_error(capsys, "evaluate", _csv(tmp_path / "q.csv", rows, "prob,label,text"))
+    assert "q.csv: line 7, column 'label' holds a non-numeric value 'x'" in line
+
+
 def test_a_stray_quote_closed_rows_later_is_refused(tmp_path, capsys) -> None:
     """A stray quote that a later one closes (an inch mark: 5" screen) made the rows between
     one cell: 200,000 rows had read as 50,005 pairs (exit 0) once the field limit was

@@ -200,6 +200,21 @@ def test_ids_written_as_numbers_are_one_group_per_number(tmp_path: Path, capsys,
     assert json.loads(out)["groups"] == len(set(sentence.tolist()))
 
 
+def test_a_whole_number_is_one_group_whatever_the_column_holds(tmp_path: Path, capsys, tokens):
+    """One id with a fraction had made the column text, and "5" and "5.0" two groups."""
+    q, y, sentence = tokens
+    written = [f"{c}.0" if i % 2 else str(c) for i, c in enumerate(sentence)]
+    written[0] = "0.5"  # a sentence of its own, beside the whole numbers
+    path = tmp_path / "mixed.csv"
+    rows = ["prob,label,sentence_id"] + [f"{float(a)!r},{b},{c}" for a, b, c in zip(q, y, written)]
+    path.write_text("\n".join(rows) + "\n")
+    code, out, err = run(
+        capsys, "evaluate", path, "--interval", "groups", "--samples", "50", "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["groups"] == len(set(sentence[1:].tolist())) + 1
+
+
 def test_recalibrates_out_file_reads_back_with_its_groups(tmp_path: Path, capsys, tokens):
     """Where the test file held one group id per kept label, --out leaves the padding rows'
     group cells empty, and reading it back with --groups had refused "a missing group id"."""

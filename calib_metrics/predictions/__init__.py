@@ -11,7 +11,8 @@ files' rows) are read as text, as written but for a whole number written with ze
 decimals (``5.0`` is ``5``). Every problem is a ``ValueError`` (or ``FileNotFoundError``) whose
 message names the file and the column, and for a bad value (not a number, a probability
 outside [0, 1] or NaN, a label that is not 0/1 or a class id) the row: its line in a
-text file (the header's line and blank lines counted), its index in an array file.
+text file (the header's line and blank lines counted; a record over several lines by
+its first), its index in an array file.
 
 The steps, each in its module, lower ones first: ``_text`` (CSV/TSV and JSON files as
 tables of columns) and ``_arrays`` (array files' contents as numpy), ``_files`` (opening

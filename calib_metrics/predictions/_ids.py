@@ -46,7 +46,10 @@ def _to_ids(
         ) from None
     _check_no_missing_id(values, path, column, lines, shape)
     if array.dtype.kind not in "iubf":
-        array = _numeric_if_numbers(array.astype(str))
+        # Each distinct text is read once: a column of 10⁶ ids holds far fewer.
+        texts, inverse = np.unique(array.astype(str), return_inverse=True)
+        numbers = np.unique(_numeric_if_numbers(texts), return_inverse=True)[1]
+        return torch.from_numpy(numbers[inverse.reshape(-1)].astype(np.int64))
     return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
 
 
@@ -54,8 +57,10 @@ def _numeric_if_numbers(text: np.ndarray) -> np.ndarray:
     """Ids read as text that are all numbers, as numbers: numbered in numeric order, as
     the Python API numbers an integer tensor (in text order "10" came before "2", and the
     group bootstrap's draws, which follow the groups' order, differed from the API's),
-    and one group per whole number ("5" and "5.0" had made two groups, "1" and "01" one);
-    ids with a fraction stay text.
+    and one group per whole number ("5" and "5.0" had made two groups, "1" and "01" one).
+    Among ids with a fraction, which stay text ("1.1" and "1.10" are two), or other text,
+    each whole number is still its integer, each id judged by itself: "1" and "1.0" had
+    been two groups where one id of the column had a fraction, one where none had.
 
     Example:
         >>> _numeric_if_numbers(np.array(["10", "2", " 3"])).tolist()
@@ -64,24 +69,39 @@ def _numeric_if_numbers(text: np.ndarray) -> np.ndarray:
         [5.0, 5.0, 7.0]
         >>> _numeric_if_numbers(np.array(["1.1", "1.10", "1.2"])).tolist()
         ['1.1', '1.10', '1.2']
+        >>> _numeric_if_numbers(np.array(["1", "1.0", "1.1", "s2", "-0.00"])).tolist()
+        ['1', '1', '1.1', 's2', '0']
         >>> _numeric_if_numbers(np.array(["s10", "s2"])).tolist()
         ['s10', 's2']
         >>> _numeric_if_numbers(np.array(["1", "--2"])).tolist()
         ['1', '--2']
     """
-    stripped = np.char.strip(text)
     try:
-        return stripped.astype(np.int64)
+        return np.char.strip(text).astype(np.int64)
     except (ValueError, OverflowError):  # not all integers (or too large)
         pass
+    numbers = [_whole_number(t) for t in text.tolist()]
+    if None not in numbers:
+        return np.array(numbers, dtype=np.float64)
+    wholes = [t if n is None else str(int(n)) for t, n in zip(text.tolist(), numbers)]
+    return np.array(wholes, dtype=str)
+
+
+def _whole_number(text: str) -> float | None:
+    """The number a text id writes if it is a whole one, else None. Only whole numbers:
+    "1.1" and "1.10" are two sentences of document 1 (or two months), not one number;
+    past 2⁵³ two integers can share a float.
+
+    Example:
+        >>> [_whole_number(t) for t in ("5.0", " 05", "1e3", "1.1", "inf", "s2", "2e16")]
+        [5.0, 5.0, 1000.0, None, None, None, None]
+    """
     try:
-        numbers = stripped.astype(np.float64)
-    except ValueError:  # not all numbers: order as text
-        return text
-    # Only whole numbers: "1.1" and "1.10" are two sentences of document 1 (or two
-    # months), not one number; past 2⁵³ two integers can share a float.
-    whole = np.isfinite(numbers).all() and (numbers == np.floor(numbers)).all()
-    return numbers if bool(whole) and np.abs(numbers).max() < 2**53 else text
+        number = float(text)
+    except ValueError:
+        return None
+    whole = math.isfinite(number) and number.is_integer() and abs(number) < 2**53
+    return number if whole else None
 
 
 def _check_no_missing_id(values: Any, path: Path, column: str, lines, shape=None) -> None:

@@ -147,11 +147,29 @@ def _read_delimited_exact(path: Path, delimiter: str) -> _Table:
     one (:meth:`_DelimitedTable._read_fast`) does not take as they are (short rows, blank
     lines, fields over several lines, a csv error), and the one whose errors are reported."""
     with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
-        reader = csv.reader(handle, delimiter=delimiter)
+        lines = _Lines(handle)
+        reader = csv.reader(lines, delimiter=delimiter)
         try:
-            return _table_from_rows(reader, path)
+            return _table_from_rows(reader, lines, path)
         except csv.Error as err:
             raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
+
+
+class _Lines:
+    """A file's lines for the csv reader, noting when they run out (``ended``): a record
+    read as they did ran into the end of the file inside a quoted field, as a line ends
+    a record anywhere else."""
+
+    def __init__(self, handle: Any) -> None:
+        self.ended = False
+        self._lines = self._read(handle)
+
+    def _read(self, handle: Any) -> Iterator[str]:
+        yield from handle
+        self.ended = True
+
+    def __iter__(self) -> Iterator[str]:
+        return self._lines
 
 
 def _is_number(text: str) -> bool:
@@ -191,40 +209,46 @@ def _header(reader: Any, path: Path) -> list[str]:
     return names
 
 
-def _table_from_rows(reader: Any, path: Path) -> _Table:
+def _table_from_rows(reader: Any, lines: _Lines, path: Path) -> _Table:
     names = _header(reader, path)
     table = _Table({n: [] for n in names if n})
-    table.lines = []
-    first = last = end = reader.line_num  # the last record's first and last line
+    table.lines = []  # each row's first line, where its record starts
+    end = reader.line_num  # the last record's last line
     for row in reader:
         start, end = end + 1, reader.line_num
+        if lines.ended:  # before the blank-line skip: a lone " is a record too
+            _refuse_unclosed(path, row, names, start)
         if not _not_blank(row):  # a line of spaces too, as before the header and in JSON lines
             continue
         if len(row) != len(names):
-            _wrong_field_count(path, reader.dialect.delimiter, row, names, start, end)
+            _wrong_field_count(path, start, end)
         if end > start:
             _check_spanned(path, row, names, start, end)
         for name, raw in zip(names, row, strict=True):
             if name:  # a column without a name is never read
                 table[name].append(raw.strip())
-        table.lines.append(reader.line_num)
-        first, last = start, end
-    if last > first:  # the last record runs over several lines: perhaps to the file's end
-        _check_closed(path, reader.dialect.delimiter, first, names[-1])
+        table.lines.append(start)
     return table
 
 
-def _wrong_field_count(
-    path: Path, delimiter: str, row: list[str], names: list[str], start: int, end: int
-) -> None:
-    """Refuse a record of another number of fields than the header, at its first line. A
-    record over several lines is first checked for a quote that never closes (in any
-    column but the last, the rest of the file had read as one short record, refused as
-    "line 10001 has a different number of fields": the file's last line, not the quote's)."""
-    if end > start and 0 < len(row) <= len(names):
-        _check_closed(path, delimiter, start, names[len(row) - 1])
+def _wrong_field_count(path: Path, start: int, end: int) -> None:
+    """Refuse a record of another number of fields than the header, at its first line."""
     where = f"line {start}" if end == start else f"lines {start}-{end} (a quoted cell over lines)"
     raise ValueError(f"{path}: {where} has a different number of fields")
+
+
+def _refuse_unclosed(path: Path, row: list[str], names: list[str], start: int) -> None:
+    """Refuse the record from line ``start`` that ran into the end of the file: its last
+    field opens a quote that never closes (a stray ``"`` in a text cell), and the csv
+    module reads the rest of the file into that one cell. With the field limit raised
+    (:func:`_long_fields`) a file of 200,000 rows had read as 6 pairs without a word; on
+    the file's last line, ``0.5,"1`` had read as the label 1."""
+    name = names[len(row) - 1] if 0 < len(row) <= len(names) else ""
+    field = f"column {name!r}" if name else f"field {len(row)}"
+    raise ValueError(
+        f'{path}: line {start}: a quoted field ({field}) opens with a " that never closes: '
+        "the rest of the file would be one cell; remove the stray quote or quote the cell whole"
+    )
 
 
 # The csv module's default field limit: a field over several lines longer than this is
@@ -239,31 +263,17 @@ def _check_spanned(path: Path, row: list[str], names: list[str], start: int, end
     (:func:`_long_fields`) a file of 200,000 rows had read as 50,005 pairs without a word."""
     for name, cell in zip(names, row, strict=True):
         if len(cell) > _SPANNED_LIMIT and "\n" in cell:
-            raise ValueError(
-                f"{path}: lines {start}-{end}: a quoted field (column {name!r}) runs over "
-                f'{end - start + 1:,} lines ({len(cell):,} characters): a stray " that a '
-                "later one closes? Remove the stray quote or quote the cell whole"
-            )
+            raise spanned_cell(path, name, start, end, cell)
 
 
-def _check_closed(path: Path, delimiter: str, start: int, column: str) -> None:
-    """Refuse a file whose record from line ``start`` on opens a quoted field that never
-    closes (a stray ``"`` in a text cell): the csv module reads the rest of the file into
-    that one cell, and with the field limit raised (:func:`_long_fields`) a file of
-    200,000 rows had read as 6 pairs without a word. Only the file from ``start`` is read,
-    strictly: that record runs to the end of the file if it is the culprit."""
-    with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
-        tail = csv.reader(islice(handle, start - 1, None), delimiter=delimiter, strict=True)
-        try:
-            next(tail, None)
-        except csv.Error as err:
-            if "end of data" not in str(err):
-                return  # another strictness (``"a"b``) that the file's reading accepts
-            raise ValueError(
-                f"{path}: line {start}: a quoted field (column {column!r}) opens with "
-                'a " that never closes: the rest of the file would be one '
-                "cell; remove the stray quote or quote the cell whole"
-            ) from None
+def spanned_cell(path: Path, column: str, start: int, end: int, cell: str) -> ValueError:
+    """The error for a quoted cell over lines ``start``-``end`` that is no cell of the
+    file's (one too long, or one read as a number): a stray quote that a later one closes."""
+    return ValueError(
+        f"{path}: lines {start}-{end}: a quoted field (column {column!r}) runs over "
+        f'{end - start + 1:,} lines ({len(cell):,} characters): a stray " that a '
+        "later one closes? Remove the stray quote or quote the cell whole"
+    )
 
 
 @contextmanager
@@ -403,7 +413,8 @@ class _DelimitedTable(_Table):
         get = {n: itemgetter(self.names.index(n)) for n in names}
         width, rows = len(self.names), 0
         with self.path.open(newline="", encoding="utf-8-sig") as handle, _no_gc(), _long_fields():
-            reader = csv.reader(handle, delimiter=self.delimiter)
+            # Strict: a quote that never closes, on the last line too, is the exact reader's.
+            reader = csv.reader(handle, delimiter=self.delimiter, strict=True)
             try:
                 next((row for row in reader if _not_blank(row)), None)  # after blank lines
                 header, blank = reader.line_num, 0

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.predictions._columns import Column
-from calib_metrics.predictions._text import _CellNumbers, python_only_numbers
+from calib_metrics.predictions._text import _CellNumbers, python_only_numbers, spanned_cell
 
 
 def _row_of(
@@ -163,6 +163,9 @@ def _not_a_number(
                     f"{path}: {_row_of(lines, i, per_row, labels)}, column {column!r} is missing a "
                     "value (an empty cell)"
                 )
+            over_lines = _over_lines(value, path, column, lines, i // per_row)
+            if over_lines is not None:
+                return over_lines
             hint = ""
             if isinstance(value, str) and "," in value:
                 hint = "; decimal commas are not read: write 0.9, not 0,9"
@@ -172,6 +175,28 @@ def _not_a_number(
                 f"non-numeric value {shown}{hint}"
             )
     return ValueError(f"{path}: column {column!r} holds a non-numeric value")
+
+
+def _over_lines(
+    value: Any, path: Path, column: str, lines: list[int] | None, row: int
+) -> ValueError | None:
+    """The error for a CSV/TSV cell over several lines where a number is read: a stray
+    quote that a later one closes, the rows between read as one cell (it had been named at
+    the line it ends on, with a hint at decimal commas for the commas of those rows).
+
+    Example:
+        >>> print(_over_lines("0.5,1\\n0.3,0\\n0.4", Path("f.csv"), "prob", [2, 3], 1))
+        ... # doctest: +ELLIPSIS
+        f.csv: lines 3-5: a quoted field (column 'prob') runs over 3 lines (15 characters): a ...
+    """
+    if not isinstance(value, str) or lines is None or path.suffix.lower() not in (".csv", ".tsv"):
+        return None
+    breaks = value.count("\n") + value.count("\r") - value.count("\r\n")
+    if not breaks:
+        return None
+    # The row's line is where its record starts, and this cell (unless one before it runs
+    # over lines too).
+    return spanned_cell(path, column, lines[row], lines[row] + breaks, value)
 
 
 # For labels of unequal lengths: JSON lines of sentences, unpadded.
