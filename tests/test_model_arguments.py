@@ -361,6 +361,22 @@ def test_a_ranker_loaded_onto_the_meta_device_is_refused(tmp_path) -> None:
             AntecedentRanker.load(path, map_location=where)
 
 
+def test_a_ranker_loaded_onto_a_device_not_available_here_names_the_device(tmp_path) -> None:
+    """map_location="cuda" without CUDA had been reported as a file that "cannot be read as
+    a saved model (not one, damaged, ...)": the file is fine, the device is missing."""
+    path = AntecedentRanker(n_bits=8, max_distance=5).save(tmp_path / "ranker.pt")
+    # No machine has a hundredth CUDA device; without CUDA, none has a first either.
+    missing = ["cuda:99", torch.device("cuda", 99)]
+    missing += [] if torch.cuda.is_available() else ["cuda"]
+    for where in missing:
+        with pytest.raises(
+            ValueError, match=r"^map_location='cuda(:99)?' is not a device available here \(torch: "
+        ) as caught:
+            AntecedentRanker.load(path, map_location=where)
+        assert "saved model" not in str(caught.value)
+    assert AntecedentRanker.load(path, map_location=torch.device("cpu")).weight.device.type == "cpu"
+
+
 def _ranker_document() -> DocumentFeatures:
     return DocumentFeatures(
         n=3, pair_i=torch.tensor([1, 2, 2]), pair_j=torch.tensor([0, 0, 1]),

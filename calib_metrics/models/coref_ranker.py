@@ -428,7 +428,8 @@ class AntecedentRanker(nn.Module):
             ValueError: naming the file and the field: not a ranker file, a missing
                 field, settings the constructor refuses, or a weight that is not a
                 floating-point tensor of ``2**n_bits`` finite entries; or naming
-                ``map_location`` when it is the meta device (no values to load).
+                ``map_location`` when it is the meta device (no values to load) or a
+                device not available here (``"cuda"`` without CUDA).
 
         Example:
             >>> import tempfile, os

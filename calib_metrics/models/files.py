@@ -11,8 +11,9 @@ import torch
 
 def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
     """``torch.load`` of a model file (``weights_only``): a missing path is a
-    FileNotFoundError, and a file torch cannot read a ValueError saying that it is not a
-    saved model, where torch raises many types (an unpickling error for a text file).
+    FileNotFoundError, a ``map_location`` device not available here a ValueError naming
+    it, and a file torch cannot read a ValueError saying that it is not a saved model,
+    where torch raises many types (an unpickling error for a text file).
 
     Example:
         >>> import tempfile, os
@@ -29,12 +30,36 @@ def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"model file not found: {path}")
+    _check_device(map_location)
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:
         raise ValueError(
             f"{path} cannot be read as a saved model (not one, damaged, or holding more "
             f"than tensors; torch: {_reason(err)})"
+        ) from None
+
+
+def _check_device(map_location: Any) -> None:
+    """Refuse a ``map_location`` device that this machine cannot hold tensors on, by name:
+    torch's refusal while reading (``"cuda"`` without CUDA) had been reported as a file that
+    is not a saved model. A dict or a function (torch.load's other forms) is left to torch.
+
+    Example:
+        >>> _check_device("meta")  # no values, but a device
+        >>> _check_device("gpu")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: map_location='gpu' is not a device available here (torch: RuntimeError: ...
+    """
+    if not isinstance(map_location, (str, torch.device)):
+        return
+    try:
+        torch.empty(0, device=map_location)
+    except Exception as err:  # torch raises many types: AssertionError without CUDA
+        raise ValueError(
+            f"map_location={str(map_location)!r} is not a device available here "
+            f"(torch: {_reason(err)})"
         ) from None
 
 
