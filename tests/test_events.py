@@ -19,6 +19,7 @@ from calib_metrics.paper.coref_conllu import read_coref_documents
 from calib_metrics.paper.countries import CountryLexicon
 from calib_metrics.paper.events.analysis import (
     EventExtractor,
+    MentionTable,
     aggregate_events,
     document_date,
     document_events,
@@ -384,6 +385,19 @@ def test_document_events_refuses_antecedents_for_roots(docs, lexicon):
     assert aggregate_events([table], [roots], ["2015"]).n_samples == 50
     # Both checks, range and roots, in the one host read the docstring states.
     assert host_reads.count_reads(lambda: document_events(table, roots)) == 1
+
+
+def test_aggregate_events_refuses_no_roots_for_a_document_that_can_fire(docs, lexicon):
+    """None (meant for a document that cannot fire) had dropped its events silently."""
+    tables = [EventExtractor(lexicon).table(docs["nmod_active"])]
+    assert tables[0].can_fire
+    with pytest.raises(ValueError, match=r"^roots of document 'nmod_active' are None, but it"):
+        aggregate_events(tables, [None], ["2015"])
+    made_up = MentionTable("a", ["X"], torch.tensor([[True], [False]]), torch.tensor([False, True]))
+    with pytest.raises(ValueError, match="roots of document 'a' are None, but it can fire"):
+        aggregate_events([made_up], [None], ["2001"])
+    quiet = MentionTable("b", ["X"], torch.tensor([[True], [False]]), torch.tensor([False, False]))
+    assert aggregate_events([quiet], [None], ["2001"]).counts().tolist() == [[[0]]]
 
 
 def test_the_summary_of_no_documents_warns_nothing():

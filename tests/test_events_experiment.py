@@ -12,6 +12,7 @@ from pathlib import Path
 
 import events_fixtures as fx
 import pytest
+from cli_runs import run_cli
 
 from calib_metrics import plot
 from calib_metrics.models.coref_ranker import AntecedentRanker
@@ -243,3 +244,30 @@ def test_any_case_matches_lower_cased_names(tmp_path):
     loose = experiment.run(_args(tmp_path, "--model", model, "--any-case"))
     assert "FRA" not in {r["country"] for r in strict["countries"]}
     assert {r["country"]: r["gold"] for r in loose["countries"]}["FRA"] >= 1
+
+
+def test_an_unknown_date_no_document_has_is_said_at_once(tmp_path, capsys):
+    """A date no document is dated by (one the corpus writes otherwise) had been taken in
+    silence, and the documents it was meant to leave out stayed in their periods."""
+    _args(tmp_path)
+    corpus = tmp_path / "corpus" / "tiny-train.conllu"
+    placeholder = fx.NMOD_ACTIVE.replace("nmod_active", "placeholder")
+    corpus.write_text(fx.ALL + placeholder.replace("2015-08-21", "2000-01-01"))
+    model = str(AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt"))
+    paths = ["--data", tmp_path / "corpus", "--lexicon", tmp_path / "lexicon"]
+    argv = ["reproduce", "events", *paths, "--out", tmp_path / "out", "--model", model]
+    code, _, err = run_cli(capsys, *argv, "--samples", "20", "--unknown-dates", "1999-12-31")
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if "warning" in line]
+    assert warned == [
+        "calib-metrics: warning: --unknown-dates: no document is dated 1999-12-31 (dates are "
+        "compared as written in # meta::dateCreated), so that date leaves none out"
+    ]
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["undated_documents"] == [] and saved["unknown_dates"] == ["1999-12-31"]
+    # A date that some document has is not warned about, beside one that none has.
+    with pytest.warns(UserWarning, match=r"no document is dated 1999-12-31 \(") as caught:
+        run = experiment.run(
+            _args(tmp_path, "--model", model, "--unknown-dates", "2000-01-01", "1999-12-31")
+        )
+    assert len(caught) == 1 and run["undated_documents"] == ["placeholder"]

@@ -60,6 +60,18 @@ def test_too_few_interval_draws_are_refused_before_the_data(tmp_path, capsys, ar
     [
         (["events", "--quick", "--epochs", "-1"], "--epochs must be an integer >= 0, got -1"),
         (["events", "--quick", "--n-bits", "0"], "--n-bits must be an integer in [4, 30], got 0"),
+        # Had been the sampler's "n_samples must be in [1, 2147483648)", once the corpus was read.
+        (
+            ["events", "--quick", "--samples", "3000000000"],
+            "--samples must be an integer in [2, 2147483647], got 3000000000",
+        ),
+        # Had been taken silently: it matched no document, and GUM's placeholder-dated
+        # documents were counted in 2000 (a false CHN event).
+        (
+            ["events", "--quick", "--unknown-dates", "2000-01-01", "2000-1-1"],
+            "--unknown-dates: '2000-1-1' is not a date written YYYY-MM-DD (or YYYY-MM, YYYY)",
+        ),
+        (["events", "--quick", "--unknown-dates", "2000-02-30"], "'2000-02-30' is not a date"),
         (["coref", "--quick", "--n-bits", "31"], "--n-bits must be an integer in [4, 30], got 31"),
         (["coref", "--quick", "--lr", "-1"], "--lr must be a finite number > 0, got -1.0"),
         (["coref", "--quick", "--lr", "nan"], "--lr must be a finite number > 0, got nan"),

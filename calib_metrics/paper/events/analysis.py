@@ -591,7 +591,8 @@ def aggregate_events(
         tables: one :class:`MentionTable` per document.
         roots: per document, entity roots ``[S, N]`` (one row for a deterministic
             clustering, which is broadcast to ``S``), or ``None`` for a document that
-            cannot fire (no attack or no country mention: ``a = 0`` in every sample).
+            cannot fire (no attack or no country mention: ``a = 0`` in every sample);
+            ``None`` for one that can fire is refused.
             Roots, not antecedents: ``entity_roots(antecedents)`` or
             ``sample_entity_roots``; :func:`document_events` refuses antecedents (in
             the documents it reads: those that can fire and have a period).
@@ -608,6 +609,12 @@ def aggregate_events(
     for table, r in zip(tables, roots, strict=True):
         if r is not None:
             _check_roots_shape(table, r)
+        elif table.can_fire:
+            # Its events had been dropped silently, as if it could not fire.
+            raise ValueError(
+                f"roots of document {table.doc_id!r} are None, but it can fire (an attack "
+                "agent and a country mention): pass its entity roots"
+            )
     sizes = {r.shape[0] for r in roots if r is not None}
     s = max(sizes, default=1) if n_samples is None else as_int("n_samples", n_samples, 1)
     if not sizes <= {1, s}:

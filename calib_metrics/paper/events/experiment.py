@@ -23,13 +23,18 @@ coreference).
 from __future__ import annotations
 
 import argparse
+import datetime
+import re
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
+from calib_metrics.few_bins import ImmediateWarning
+from calib_metrics.functional.errors import MOST_SAMPLES
 from calib_metrics.models.coref_ranker import N_BITS_RANGE, AntecedentRanker
 from calib_metrics.paper import options, report
 from calib_metrics.paper.coref_conllu import read_coref_documents
@@ -86,11 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--unknown-dates",
         nargs="*",
-        default=list(UNKNOWN_DATES),
+        default=None,  # UNKNOWN_DATES, and no warning when no document has it
         metavar="DATE",
-        help="dateCreated values, as written, that stand for an unknown date; such "
-        "documents are left out of every period (default: %(default)s, which GUM gives its "
-        "conversations and a court transcript); with no DATE every date counts",
+        help="dateCreated values (YYYY-MM-DD, YYYY-MM or YYYY), compared as written, that "
+        "stand for an unknown date; such documents are left out of every period (default: "
+        f"{' '.join(UNKNOWN_DATES)}, which GUM gives its conversations and a court "
+        "transcript); with no DATE every date counts",
     )
     parser.add_argument(
         "--samples",
@@ -306,7 +312,9 @@ def _load(args: argparse.Namespace) -> dict:
     docs, split = _read(_files(Path(data)))
     if not docs:
         raise ValueError(f"no documents in {data}")
-    unknown = {d.strip() for d in args.unknown_dates if d.strip()}
+    unknown = set(UNKNOWN_DATES if args.unknown_dates is None else args.unknown_dates)
+    if args.unknown_dates is not None:  # the default is GUM's, not the user's
+        _warn_unmatched_dates(unknown, docs)
     is_undated = [has_unknown_date(d, unknown) for d in docs]
     # None: an unknown date (no period at all) or a year-only one (no month or quarter).
     periods = [document_period(d, args.period, unknown=unknown) for d in docs]
@@ -349,6 +357,60 @@ def _load(args: argparse.Namespace) -> dict:
         "undated": undated,
         "unknown_dates": sorted(unknown),
     }
+
+
+#: A date as the corpus writes it (``# meta::dateCreated``), zero-padded: YYYY[-MM[-DD]].
+_WRITTEN_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?")
+
+
+def _unknown_dates(values: list[str]) -> list[str]:
+    """``--unknown-dates``, each a date written YYYY-MM-DD (or YYYY-MM, YYYY), sorted. A
+    mistyped one (``2000-1-1``) had been taken silently: compared as written, it matched
+    no document, and GUM's placeholder-dated documents made a year 2000 again.
+
+    Example:
+        >>> _unknown_dates([" 2000-01-01", "1999"])
+        ['1999', '2000-01-01']
+        >>> _unknown_dates(["2000-1-1"])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: --unknown-dates: '2000-1-1' is not a date written YYYY-MM-DD (or ...
+    """
+    dates = sorted({value.strip() for value in values if value.strip()})
+    for date in dates:
+        if not _is_written_date(date):
+            raise ValueError(
+                f"--unknown-dates: {date!r} is not a date written YYYY-MM-DD (or YYYY-MM, "
+                "YYYY), such as 2000-01-01"
+            )
+    return dates
+
+
+def _is_written_date(text: str) -> bool:
+    """Whether ``text`` is YYYY[-MM[-DD]], zero-padded, and a day of the calendar."""
+    written = _WRITTEN_DATE.fullmatch(text)
+    if written is None:
+        return False
+    year, month, day = (int(part) if part else 1 for part in written.groups())
+    try:
+        datetime.date(year, month, day)
+    except ValueError:  # 2000-13-01, 2001-02-29
+        return False
+    return True
+
+
+def _warn_unmatched_dates(unknown: set[str], docs: list) -> None:
+    """Say at once which of the dates given no document has: a date the corpus writes
+    otherwise leaves out nothing, and the counts hold what it was meant to remove."""
+    unmatched = [d for d in sorted(unknown) if not any(has_unknown_date(x, (d,)) for x in docs)]
+    if unmatched:
+        them = "that date" if len(unmatched) == 1 else "each of those dates"
+        warnings.warn(
+            f"--unknown-dates: no document is dated {' or '.join(unmatched)} (dates are "
+            f"compared as written in # meta::dateCreated), so {them} leaves none out",
+            ImmediateWarning,
+            stacklevel=2,
+        )
 
 
 def _sample_clusterings(model, docs, candidates: list[int], args) -> dict:
@@ -487,7 +549,11 @@ def _check(args: argparse.Namespace) -> AntecedentRanker | None:
     # One sample has no spread: its "95% interval" was [x, x] (every other experiment
     # refuses fewer than 2 draws too).
     options.check_integers(args, samples=2, epochs=0)
+    # The sampler's own bound, said here rather than after the corpus is read.
+    options.check_in_range(args, "samples", 2, MOST_SAMPLES - 1)
     options.check_in_range(args, "n_bits", *N_BITS_RANGE)
+    if args.unknown_dates is not None:
+        args.unknown_dates = _unknown_dates(args.unknown_dates)
     # The summaries check these too, but only after the ranker is trained.
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
