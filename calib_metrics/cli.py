@@ -480,6 +480,22 @@ def check_seed(seed: int | None) -> None:
         raise ValueError(f"--seed must be an integer in [0, 2**32), got {seed}")
 
 
+def check_n_bins(n_bins: int) -> None:
+    """``--n-bins``, refused in the option's own name before any work (evaluate had read
+    the file first and then said ``n_bins must ...``, the library's argument).
+
+    Example:
+        >>> check_n_bins(-3)
+        Traceback (most recent call last):
+        ...
+        ValueError: --n-bins must be an integer in [1, 1048576], got -3
+    """
+    from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
+
+    if not 1 <= n_bins <= MAX_UNIFORM_BINS:
+        raise ValueError(f"--n-bins must be an integer in [1, {MAX_UNIFORM_BINS}], got {n_bins}")
+
+
 def _settle_options(args: argparse.Namespace) -> None:
     """Fill the options left unset: the recommended estimator, or the paper's (``--paper``)."""
     # Each binning reads its own size option; the other's had been ignored without a word.
@@ -489,6 +505,7 @@ def _settle_options(args: argparse.Namespace) -> None:
         raise ValueError("--n-bins counts uniform bins; it needs --binning uniform")
     if args.n_bins is None:
         args.n_bins = 15
+    check_n_bins(args.n_bins)
     if args.bin_size is None:
         args.bin_size = PAPER_SETTING["bin_size"] if args.paper else "auto"
     if args.debias and args.norm != "l2":

@@ -53,7 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from calib_metrics.cli import add_ignore_index
 
     add_ignore_index(p)
-    p.add_argument("--n-bins", type=int, default=15, help="bins of histogram/scaling_binning (15)")
+    p.add_argument(
+        "--n-bins", type=int, default=None, help="bins of histogram/scaling_binning (15)"
+    )
     p.add_argument("--samples", type=int, default=2000, help="bootstrap draws (2,000)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
     p.add_argument(
@@ -179,11 +181,34 @@ def _check_binary(table, path: Path) -> None:
         )
 
 
+def _settle_n_bins(args: argparse.Namespace) -> None:
+    """``--n-bins``: checked before any work (an option, not the dev file, is at fault), and
+    refused beside a method without bins, as evaluate refuses the other binning's size
+    option: it had been ignored without a word, the output the same as without it.
+
+    Example:
+        >>> _settle_n_bins(argparse.Namespace(method="platt", n_bins=5))
+        Traceback (most recent call last):
+        ...
+        ValueError: --n-bins counts the bins of --method histogram or scaling_binning; ...
+    """
+    from calib_metrics.cli import check_n_bins
+
+    if args.n_bins is None:
+        args.n_bins = 15
+        return
+    check_n_bins(args.n_bins)
+    if args.method not in BINNED:
+        raise ValueError(
+            f"--n-bins counts the bins of --method {' or '.join(BINNED)}; --method "
+            f"{args.method} has none"
+        )
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from calib_metrics.cli import announce_long_run, check_draw_options
-    from calib_metrics.functional.calibration import MAX_UNIFORM_BINS
     from calib_metrics.predictions import (
         check_csv_path,
         check_output_paths,
@@ -195,11 +220,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from calib_metrics.recalibration import fit_binary
 
     check_draw_options(args)
-    # An option, not the dev file, is at fault; refused for every method.
-    if not 1 <= args.n_bins <= MAX_UNIFORM_BINS:
-        raise ValueError(
-            f"--n-bins must be an integer in [1, {MAX_UNIFORM_BINS}], got {args.n_bins}"
-        )
+    _settle_n_bins(args)
     # Output paths are checked before any work, as evaluate and compare do: a missing
     # folder is refused, never created.
     out = args.out or args.test.with_name(args.test.stem + ".recalibrated.csv")

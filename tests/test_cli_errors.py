@@ -819,6 +819,19 @@ def test_the_other_binnings_size_option_is_refused(tmp_path, capsys, options, me
     assert message in one_line_error(capsys, "evaluate", path, *options)
 
 
+@pytest.mark.parametrize("value", ["-3", "0", "100000000000"])
+def test_n_bins_out_of_range_is_named_as_the_option_before_the_file_is_read(
+    tmp_path, capsys, value
+) -> None:
+    # It had said "n_bins must be a positive integer" (the library's argument), after
+    # reading the file; recalibrate already named --n-bins.
+    missing = tmp_path / "missing.csv"
+    line = one_line_error(capsys, "evaluate", missing, "--binning", "uniform", "--n-bins", value)
+    assert line == (
+        f"calib-metrics: error: --n-bins must be an integer in [1, 1048576], got {value}"
+    )
+
+
 def test_two_group_columns_are_refused_and_integer_arrays_are_no_probabilities(
     tmp_path, capsys
 ) -> None:

@@ -194,3 +194,26 @@ def test_byte_string_labels_are_decoded(tmp_path, capsys):
     code, out, err = _run(capsys, "evaluate", a, "--label", "tag", "--samples", "20", "--json")
     assert code == 0, err
     assert sorted(json.loads(out)["per_label"]) == ["DET", "NOUN"]
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_label_naming_the_target_column_says_to_leave_label_out(tmp_path, capsys, command):
+    # Multiclass .pt files (probs [N, C], target [N]), as the README saves them: `--label
+    # target` had been told to name the labels with --target, and `--target target` then
+    # clashed with --label; neither said that --label names a column other than the labels.
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(200, 4, generator=g), dim=1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    path = tmp_path / "mc.pt"
+    torch.save({"probs": probs, "target": target}, path)
+    files = [path] if command == "evaluate" else [path, path]
+    leave_out = (
+        ": --label names a column other than the labels; leave it out (or give it another "
+        "column) to read 'target' as the labels"
+    )
+    for given in ((), ("--target", "target")):
+        code, out, err = _run(capsys, command, *files, "--label", "target", *given)
+        assert code == 2 and out == ""
+        assert err.endswith(f"{leave_out}\n") and "name it with --target" not in err
+    code, _, _ = _run(capsys, command, *files, "--samples", "20")
+    assert code == 0

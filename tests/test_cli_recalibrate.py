@@ -101,6 +101,17 @@ def test_bad_inputs_are_one_line_errors(files, tmp_path, capsys):
         )
 
 
+@pytest.mark.parametrize("method", ["temperature", "platt", "isotonic"])
+def test_n_bins_is_refused_beside_a_method_without_bins(files, capsys, method):
+    # It had been ignored without a word: the output was that of the default 15.
+    (dev, _, _), (test, _, _) = files
+    assert main(["recalibrate", str(dev), str(test), "--method", method, "--n-bins", "5"]) == 2
+    assert capsys.readouterr().err == (
+        "calib-metrics: error: --n-bins counts the bins of --method histogram or "
+        f"scaling_binning; --method {method} has none\n"
+    )
+
+
 def test_cli_methods_are_the_library_methods():
     from calib_metrics.cli_recalibrate import METHODS
     from calib_metrics.recalibration import BINARY_METHODS

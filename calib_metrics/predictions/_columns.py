@@ -96,11 +96,27 @@ def _pick(
         if wanted in taken:
             raise ValueError(
                 f"{path}: column {wanted!r} is given as --{option} and is {taken[wanted]}"
+                f"{_leave_out(wanted, taken[wanted], what)}"
             )
         return wanted
     found = [n for n in _usual_names(names, defaults) if n not in taken and n not in unusable]
     if found:
         return _only(found, what, path)
+    raise _none_found(names, defaults, what, path, taken, unusable)
+
+
+def _none_found(
+    names: list[str],
+    defaults: tuple[str, ...],
+    what: str,
+    path: Path,
+    taken: Mapping[str, str],
+    unusable: set[str],
+) -> ValueError:
+    """The error for a file none of whose free columns has a usual name of the ``what``,
+    with the option that names it; or, where an option has taken the usual column, that
+    option to leave out (``--label target`` had been told to name the labels with
+    --target, which then clashed with --label over 'target')."""
     # A table holds one probability per row: a multiclass row's C probabilities go in an
     # array file or one JSON list per line.
     multiclass = (
@@ -110,9 +126,35 @@ def _pick(
         else ""
     )
     others = "".join(f"; {name!r} is {by}" for name, by in taken.items() if name in names)
-    raise ValueError(
+    option = _OPTIONS[what]
+    advice = f"; name it with --{option}"
+    left_out = [_leave_out(n, taken.get(n), what) for n in _usual_names(names, defaults)]
+    if any(left_out):
+        rest = [n for n in names if n not in taken and n not in unusable]
+        advice = next(filter(None, left_out))
+        advice += f", or name another column with --{option}" if rest else ""
+    return ValueError(
         f"{path}: cannot tell which column holds the {what} (columns: {', '.join(names)}"
-        f"{others}); name it with --{option}{multiclass}{_delimiter_hint(names, path)}"
+        f"{others}){advice}{multiclass}{_delimiter_hint(names, path)}"
+    )
+
+
+def _leave_out(name: str, by: str | None, what: str) -> str:
+    """How to read column ``name`` as the ``what`` when an option has taken it (``by``:
+    ``"named by --label"``); "" when none has. ``--label`` names a column beside the
+    labels (a tag, a type), never the labels, which the messages had not said.
+
+    Example:
+        >>> _leave_out("target", "named by --label", "labels")
+        ": --label names a column other than the labels; leave it out (or give it another
+        column) to read 'target' as the labels"
+    """
+    option = (by or "").removeprefix("named by ")
+    if option == (by or ""):
+        return ""
+    return (
+        f": {option} names a column other than the {what}; leave it out (or give it another "
+        f"column) to read {name!r} as the {what}"
     )
 
 
