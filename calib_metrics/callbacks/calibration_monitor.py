@@ -25,6 +25,7 @@ from calib_metrics.callbacks import _outputs as step_output
 from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
+from calib_metrics.callbacks import _watchers as watchers
 from calib_metrics.callbacks._identity import IdentityMap
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError, check_flag, check_tensors
@@ -136,8 +137,10 @@ class CalibrationMonitor(Callback):
             the keys.
         ignore_index: target value of items to drop (padding).
         stage: ``"val"`` (validation epochs) or ``"test"``.
-        every_n_epochs: evaluate every n-th epoch while fitting.
+        every_n_epochs: evaluate every n-th epoch while fitting (a ``ModelCheckpoint`` or
+            ``EarlyStopping`` that reads the tags at other epochs is warned of at setup).
         prefix: start of every tag (no leading or trailing ``/``); defaults to ``stage``.
+            Two monitors of one stage need different prefixes (and so state keys).
         per_class: also log one result per class (needs ``num_classes``): each class's
             one-vs-rest error, whose mean is ``mode="classwise"``'s value
             (``mode="top_label"`` has no per-class results).
@@ -1029,6 +1032,8 @@ class CalibrationMonitor(Callback):
             pl_module, "allow_zero_length_dataloader_with_multiple_devices", False
         ):
             self._warn_once("empty_shard", _EMPTY_SHARD)
+        if stage == "fit" and self.stage == "val" and self.every_n_epochs > 1:
+            self._warn_unseen_tags(trainer)
         self._histories.follow(trainer, self._run_folders(trainer))
         self._restored = None  # each run says for itself which checkpoint it restored
         self._resumed_at = None
@@ -1036,6 +1041,15 @@ class CalibrationMonitor(Callback):
         # tells them apart, so that the history file takes the second as a new record
         # rather than as one it holds (a resumed fit's restored records keep their own).
         self._run = _new_run_id()
+
+    def _warn_unseen_tags(self, trainer: Trainer) -> None:
+        """Warn of a checkpoint or early stopping that reads a tag at epochs this monitor
+        skips: Lightning's own error, at the first of them, had named no monitor."""
+        tags = (*self.scalar_names, self.smooth_name)
+        for message in watchers.unseen_tag_messages(
+            trainer.callbacks, tags, self.every_n_epochs, trainer.check_val_every_n_epoch
+        ):
+            self._warn_once(message, message)
 
     def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         # The restore belongs to the run that ends here: left set, it made a later manual

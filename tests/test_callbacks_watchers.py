@@ -1,0 +1,62 @@
+"""A ModelCheckpoint or EarlyStopping reading a tag the monitor logs only every n-th epoch:
+Lightning stops the fit at the first epoch the monitor skips, with an error that names
+no monitor; the monitor says so at setup, with what works instead."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
+from test_callbacks import TinyTagger, loaders, monitor, trainer
+
+
+def _fit(tmp_path: Path, callbacks: list[Any], **options: Any) -> tuple[list[str], str]:
+    """The monitor's warnings of such callbacks in a 4-epoch fit, and the error that
+    stopped the fit ("" when none did)."""
+    train, val = loaders()
+    run = trainer(
+        tmp_path, 4, callbacks=callbacks, logger=False, enable_checkpointing=True, **options
+    )
+    error = ""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            run.fit(TinyTagger(), train, val)
+        except (MisconfigurationException, RuntimeError) as stop:
+            error = str(stop)
+    return [str(w.message) for w in caught if "reads a tag this monitor" in str(w.message)], error
+
+
+def test_a_checkpoint_on_a_skipped_epoch_is_warned_of_before_lightning_stops_the_fit(
+    tmp_path: Path,
+) -> None:
+    checkpoint = ModelCheckpoint(dirpath=tmp_path / "a", monitor="val/calib_err")
+    said, error = _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), checkpoint])
+    assert "could not find the monitored key" in error
+    assert said == [
+        "CalibrationMonitor: ModelCheckpoint(monitor='val/calib_err') reads a tag this monitor "
+        "logs every 2 epochs only (every_n_epochs=2): at the first epoch it skips Lightning "
+        "finds no value and stops the fit; give the checkpoint every_n_epochs=2 too, or "
+        "measure every epoch (every_n_epochs=1), with Trainer(check_val_every_n_epoch=2) to "
+        "validate every 2 epochs"
+    ]
+    # The fix the warning gives: the checkpoint saves at the monitor's epochs alone.
+    aligned = ModelCheckpoint(dirpath=tmp_path / "b", monitor="val/calib_err", every_n_epochs=2)
+    assert _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), aligned]) == ([], "")
+    assert Path(aligned.best_model_path).name.startswith("epoch=3-")
+
+
+def test_early_stopping_on_a_skipped_epoch_is_warned_of(tmp_path: Path) -> None:
+    stopping = EarlyStopping(monitor="val/smooth_calib_err")
+    said, error = _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), stopping])
+    assert "which is not available" in error
+    assert len(said) == 1
+    assert said[0].startswith("CalibrationMonitor: EarlyStopping(monitor='val/smooth_calib_err')")
+    assert "with Trainer(check_val_every_n_epoch=2) to validate every 2 epochs" in said[0]
+    # The fix the warning gives: validation every 2nd epoch, measured every time.
+    for every in (1, 2):
+        callbacks = [monitor(every_n_epochs=every, save_png=False), EarlyStopping("val/calib_err")]
+        assert _fit(tmp_path, callbacks, check_val_every_n_epoch=2) == ([], "")
