@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 import torch
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 from calib_metrics.functional import calibration_error_ci, smooth_reliability_curve
 from calib_metrics.plot import reliability_diagram
+from calib_metrics.plot._counts import DIAGONAL
 from calib_metrics.plot._legend_place import BINS
 
 
@@ -87,9 +89,43 @@ def test_two_models_inside_a_plain_figure():
 
 def test_a_legend_the_caller_places_stays():
     fig, ax = reliability_diagram(_result("under"))
+    fig.draw_without_rendering()
+    assert _place(ax) != 3
+    # Moved by the caller (set_loc keeps every entry, the count bars' too) or made anew.
+    ax.get_legend().set_loc("lower right")
+    fig.draw_without_rendering()
+    assert _place(ax) == 4 and len(ax.get_legend().get_texts()) == 3
     ax.legend(loc="upper left")
     fig.draw_without_rendering()
     assert _place(ax) == 2
+
+
+def test_drawing_leaves_the_count_axis():
+    """Placing the legend looked for the count axis with the call that removes a count
+    axis whose diagram is gone: a diagram whose diagonal the caller removed lost its bars
+    at the next draw."""
+    fig, ax = reliability_diagram(_result("calibrated"))
+    next(line for line in ax.lines if line.get_gid() == DIAGONAL).remove()
+    fig.draw_without_rendering()
+    assert len(fig.axes) == 2
+
+
+def test_log_scaled_count_bars_are_seen():
+    """On a log count axis the bars start far below the plot: measured whole, hiding
+    their visible part had cost nothing, and the legend went onto them (lower center)."""
+    g = torch.Generator().manual_seed(4)
+    low = torch.rand(40000, generator=g) < 0.95
+    u = torch.rand(40000, generator=g, dtype=torch.float64)
+    q = torch.where(low, u * 0.15, 0.15 + 0.85 * u)
+    truth = torch.where(low, 0.2 + 8 * q, q.sqrt()).clamp(0, 1)
+    result = calibration_error_ci(q, torch.bernoulli(truth, generator=g), n_samples=10, bin_size=40)
+    fig, ax = reliability_diagram(result, xscale="linear")
+    fig.draw_without_rendering()
+    (counts,) = [a for a in fig.axes if a is not ax]
+    assert counts.get_yscale() == "log"
+    box = ax.get_legend().get_window_extent()
+    shown = [Bbox.intersection(b.get_window_extent(), counts.bbox) for b in counts.patches]
+    assert not [b for b in shown if b is not None and b.height > 0 and box.overlaps(b)]
 
 
 def test_the_placement_is_not_in_the_layout_and_pickles():

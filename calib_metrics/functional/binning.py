@@ -61,8 +61,9 @@ from calib_metrics.functional.ties import TieCuts, effective_counts, no_cuts, ru
 # big histogram. Half-precision keys (15 bits) get one cell per value at once.
 _MIN_CELL_BITS = 10
 _MAX_CELL_BITS = 22
-# A refining level's histogram has at most max(2**16, pairs/16) cells (24 bytes each,
-# i.e. at most 1.5 bytes per pair) and splits each cut cell by at least 2**4.
+# A refining level's histogram has at most max(2**16, pairs/16) cells (24 bytes each and
+# the smallest and largest q, i.e. at most 2.5 bytes per pair) and splits each cut cell
+# by at least 2**4.
 _MIN_REFINE_BITS = 4
 # Pairs are streamed through the passes in chunks to bound the extra memory: at most
 # 2**18 pairs (their temporaries, ~60 bytes a pair, stay ~16 MB), and about a sixteenth
@@ -752,7 +753,9 @@ def exact_working_bytes(n: int, bin_size: int, q_bytes: int) -> int:
     aside = min(n, 2 * (n // bin_size) * (n // cells))
     sorted_ = aside if aside <= n // _SORT_FRACTION else _SORT_BELOW
     passes = max(n * _memo_bytes(n, q_bytes), sorted_ * _SORT_BYTES)
-    return 28 * cells + 64 * chunk + 2 * aside * (q_bytes + 1) + passes
+    # A first-level cell: 28 bytes, and float64's smallest and largest q (heavy ties).
+    cell_bytes = 28 + (2 * q_bytes if q_bytes == 8 else 0)
+    return cell_bytes * cells + 64 * chunk + 2 * aside * (q_bytes + 1) + passes
 
 
 def _cells_of_parts(q: Tensor, cell_of: _CellOf) -> Callable[[slice], Tensor]:
@@ -928,10 +931,10 @@ def _refine(probs: Tensor, target: Tensor, ranks: Tensor) -> Tensor:
         size = (n_slots << bits) + (len(plan) == 1)
         top, bottom = q.new_zeros(size), q.new_ones(size)
         cells = _histogram(q, y, _plan_cells(plan), size, top, bottom=bottom)
-        # A cell of one value is a tie group that a rank may split, never one to refine:
-        # heavy ties (q of 3 decimals) had gone on for every bit of the key, 63 in
-        # float64 (one pass over the pending pairs per 4–7 bits, some 20× float32's time).
-        single = torch.eq(top, bottom) if consumed < width else True
+        # Heavy ties (q of 3 decimals) had gone on for every bit of the key, 63 in float64
+        # (one pass over the pending pairs per 4–7 bits, some 20× float32's time).
+        cells, one_value = _one_value_cells(cells, top, bottom)
+        single = one_value if consumed < width else True
         left, k, t = _resolve(cells, single, queries, f)
         if not bool(left.any()):
             return f
@@ -1011,6 +1014,19 @@ def _sampled_cells(probs: Tensor, n_bins: int) -> tuple[_CellOf, int, Tensor]:
     return cell_of, int(span.sum()) + 1, single
 
 
+def _one_value_cells(
+    cells: tuple[Tensor, Tensor, Tensor], top: Tensor, bottom: Tensor
+) -> tuple[tuple[Tensor, Tensor, Tensor], Tensor]:
+    """Which cells hold one value (their smallest q ``bottom`` equals their largest
+    ``top``): a tie group that a rank may split, never one to refine. Returns the cells'
+    sums with such a cell's Σq set to its count times that value, exactly (float64 sums
+    of many equal terms drift: 210,000 adds of 0.3 by 2.4e-7), and that mask."""
+    count, sum_q, sum_y = cells
+    one_value = torch.eq(top, bottom)  # never an empty cell: its top is 0, its bottom 1
+    exact = count.to(torch.float64) * top.to(torch.float64)
+    return (count, torch.where(one_value, exact, sum_q), sum_y), one_value
+
+
 def _repeats_values(probs: Tensor) -> bool:
     """Whether at most half of a strided sample of q (up to :data:`_SAMPLE` values) are
     distinct: heavy ties. One host synchronisation.
@@ -1043,8 +1059,8 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> tuple[Tensor, 
     queries = _Queries(torch.arange(ranks.numel(), device=ranks.device), ranks, 0 * ranks)
     cell_of, size, single = _sampled_cells(probs, ranks.numel() - 1)
     memo = _new_memo(probs, size)
-    top = torch.zeros(size, dtype=torch.float32, device=probs.device)
     if probs.dtype == torch.float32:
+        top = torch.zeros(size, dtype=torch.float32, device=probs.device)
         cells = _histogram(probs, target, cell_of, size, top, memo)
         # Float32 sums are exact in float64 (a cell's q share an exponent), so a cell
         # whose Σq is its count times its largest q holds one value: a tie group that
@@ -1055,9 +1071,10 @@ def _prefix_sums(probs: Tensor, target: Tensor, ranks: Tensor) -> tuple[Tensor, 
         # largest q are equal. Heavy ties (q of a few decimals, say) had gone on to be
         # refined for every bit of their key, 10–30× the time of the same q in float32;
         # without them the two reductions a pair cost 10–50% more for nothing.
-        top, bottom = torch.zeros_like(top, dtype=probs.dtype), probs.new_ones(size)
+        top, bottom = probs.new_zeros(size), probs.new_ones(size)
         cells = _histogram(probs, target, cell_of, size, top, memo, bottom)
-        single = single | torch.eq(top, bottom)
+        cells, one_value = _one_value_cells(cells, top, bottom)
+        single = single | one_value
     else:
         cells = _histogram(probs, target, cell_of, size, memo=memo)
     ends = cells[0].index_select(0, cell_of(_zero_and_one(probs)))

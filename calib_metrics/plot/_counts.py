@@ -32,18 +32,24 @@ def _count_axis(ax: Axes) -> Axes | None:
     axis left by a diagram that ``ax.clear()`` removed is removed too, as the diagram
     drawn now brings its own.
     """
-    twins = [
+    twins = _count_twins(ax)
+    if any(line.get_gid() == DIAGONAL for line in ax.lines):
+        return twins[0] if twins else None
+    for stale in twins:
+        stale.remove()
+    return None
+
+
+def _count_twins(ax: Axes) -> list[Axes]:
+    """``ax``'s count axes, found and left as they are (:func:`_count_axis` removes those
+    of a diagram no longer there: only a call that draws may)."""
+    return [
         other
         for other in ax.figure.axes
         if other is not ax
         and other.get_label() == COUNT_AXIS
         and ax._twinned_axes.joined(ax, other)  # twinx(), not sharex: no public test
     ]
-    if any(line.get_gid() == DIAGONAL for line in ax.lines):
-        return twins[0] if twins else None
-    for stale in twins:
-        stale.remove()
-    return None
 
 
 def _slice_counts(

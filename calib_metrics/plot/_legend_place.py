@@ -17,7 +17,7 @@ from matplotlib.backend_bases import RendererBase
 from matplotlib.legend import Legend
 from matplotlib.transforms import Bbox
 
-from calib_metrics.plot._counts import DIAGONAL, _count_axis
+from calib_metrics.plot._counts import DIAGONAL, _count_twins
 
 #: gids of what the placement looks at: the diagram's legend (inside it), each model's
 #: bin markers and smooth curve; the diagonal's gid is ``_counts.DIAGONAL``.
@@ -25,6 +25,8 @@ LEGEND_INSIDE = "calib_metrics: legend inside"
 BINS = "calib_metrics: bins"
 SMOOTH = "calib_metrics: smooth curve"
 PLACER = "calib_metrics: legend placement"
+#: The attribute of a legend holding the place last given to it here.
+PLACED = "_calib_metrics_placed"
 
 #: The places tried, the first preferred: a tie goes to the earlier one.
 PLACES = (
@@ -51,8 +53,8 @@ MARGIN = 0.1
 def place_legend_when_drawn(ax: Axes, legend: Legend) -> None:
     """Mark ``legend`` as the diagram's own and have it placed each time ``ax`` is drawn
     (once per axes: a further model's legend replaces the first and is placed alike). A
-    legend the caller makes later with ``ax.legend(...)`` is theirs and left where they
-    put it."""
+    legend the caller moves (``ax.get_legend().set_loc(...)``, dragging) or makes
+    (``ax.legend(...)``) is theirs and left where they put it."""
     legend.set_gid(LEGEND_INSIDE)
     if not any(artist.get_gid() == PLACER for artist in ax.artists):
         ax.add_artist(_LegendPlacement())
@@ -61,7 +63,8 @@ def place_legend_when_drawn(ax: Axes, legend: Legend) -> None:
 class _LegendPlacement(Artist):
     """Draws nothing: just before the legend is drawn (its zorder is just below), it
     moves the diagram's legend to the place of :func:`_hidden` cost (``PLACES``,
-    ``MARGIN``)."""
+    ``MARGIN``), until someone else moves it (``set_loc``, dragging): from then on the
+    legend stays where they put it."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -73,6 +76,11 @@ class _LegendPlacement(Artist):
         legend = self.axes.get_legend() if self.axes is not None else None
         if legend is None or legend.get_gid() != LEGEND_INSIDE or not self.get_visible():
             return
+        # Moved by the caller or by dragging since this placed it: theirs now. Matplotlib
+        # keeps a legend's place in ``_loc`` alone (no public getter).
+        placed = getattr(legend, PLACED, None)
+        if placed is not None and legend._loc != placed:
+            return
         marks = _marks(self.axes)
         pad = renderer.points_to_pixels(2.0)
         costs = {}
@@ -82,6 +90,7 @@ class _LegendPlacement(Artist):
         best = min(PLACES, key=costs.__getitem__)
         keep = costs[best] > costs[PLACES[0]] - MARGIN
         legend.set_loc(PLACES[0] if keep else best)
+        setattr(legend, PLACED, legend._loc)
         self.stale = False
 
 
@@ -96,12 +105,18 @@ def _marks(ax: Axes) -> dict[str, np.ndarray]:
         xy = np.concatenate(xy) if xy else np.empty((0, 2))
         return xy[np.isfinite(xy).all(axis=1)]
 
-    counts = _count_axis(ax)
-    bars = [] if counts is None else [bar.get_window_extent() for bar in counts.patches]
+    # Found without removing anything: drawing must not change the figure (a diagram whose
+    # diagonal the caller removed had lost its count bars at the next draw).
+    bars = [
+        Bbox.intersection(bar.get_window_extent(), counts.bbox)  # a log axis' bars start far below
+        for counts in _count_twins(ax)
+        for bar in counts.patches
+    ]
+    extents = [b.extents for b in bars if b is not None and b.height > 0 and b.width > 0]
     return {
         "bins": points(BINS),
         "curve": points(SMOOTH),
-        "bars": np.array([b.extents for b in bars if b.height > 0], dtype=float).reshape(-1, 4),
+        "bars": np.array(extents, dtype=float).reshape(-1, 4),
         "diagonal": points(DIAGONAL),
     }
 

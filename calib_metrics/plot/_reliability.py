@@ -64,10 +64,10 @@ def reliability_diagram(
     The legend of several models sits below the diagram in a figure of constrained layout
     (inside, it hid their bins), and a figure holding only this diagram (a new one) grows
     by it; in a figure of another layout it stays inside the diagram. A legend inside sits
-    at the upper left unless it hides the bins' points, the smooth curve, the tops of the
-    count bars or the diagonal there and another corner or side hides clearly less,
-    chosen each time the figure is drawn (as laid out then); ``ax.legend(loc=...)`` after
-    the call places one yourself.
+    at the upper left unless it hides the bins' points, the smooth curve, the count bars
+    or the diagonal there and another of matplotlib's places hides clearly less, chosen
+    each time the figure is drawn (as laid out then); ``ax.get_legend().set_loc(...)``
+    after the call (or dragging it) places it yourself.
 
     Args:
         result: what :func:`~calib_metrics.functional.calibration_error_ci` returns.
