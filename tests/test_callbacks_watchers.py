@@ -44,9 +44,14 @@ def test_a_checkpoint_on_a_skipped_epoch_is_warned_of_before_lightning_stops_the
         "validate every 2 epochs"
     ]
     # The fix the warning gives: the checkpoint saves at the monitor's epochs alone.
-    aligned = ModelCheckpoint(dirpath=tmp_path / "b", monitor="val/calib_err", every_n_epochs=2)
+    aligned = ModelCheckpoint(
+        dirpath=tmp_path / "b", monitor="val/calib_err", every_n_epochs=2, save_top_k=-1
+    )
     assert _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), aligned]) == ([], "")
-    assert Path(aligned.best_model_path).name.startswith("epoch=3-")
+    # Every checkpoint kept: which scored best depends on the weights (the best one had
+    # been asserted, and failed one run in two).
+    saved = sorted(path.name.split("-")[0] for path in (tmp_path / "b").glob("*.ckpt"))
+    assert saved == ["epoch=1", "epoch=3"]
 
 
 def test_early_stopping_on_a_skipped_epoch_is_warned_of(tmp_path: Path) -> None:
@@ -60,3 +65,31 @@ def test_early_stopping_on_a_skipped_epoch_is_warned_of(tmp_path: Path) -> None:
     for every in (1, 2):
         callbacks = [monitor(every_n_epochs=every, save_png=False), EarlyStopping("val/calib_err")]
         assert _fit(tmp_path, callbacks, check_val_every_n_epoch=2) == ([], "")
+
+
+def test_what_each_watcher_is_told(tmp_path: Path) -> None:
+    """EarlyStopping(strict=False) does not stop: it reads the last value again (it had
+    been told the fit stops); a checkpoint of save_top_k=0 reads no tag; the smooth
+    error's tag is no tag of a monitor that does not log it (it had been advised to
+    keep to epochs at which that tag never comes)."""
+    loose = EarlyStopping(monitor="val/calib_err", strict=False)
+    said, error = _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), loose])
+    assert error == "" and len(said) == 1
+    assert "EarlyStopping(strict=False) reads the last logged value again" in said[0]
+    assert "stops the fit" not in said[0]
+    last_only = ModelCheckpoint(
+        dirpath=tmp_path / "c", monitor="val/calib_err", save_top_k=0, save_last=True
+    )
+    assert _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), last_only]) == ([], "")
+    never = EarlyStopping(monitor="val/smooth_calib_err")
+    said, error = _fit(tmp_path, [monitor(every_n_epochs=2, smooth=False, save_png=False), never])
+    assert said == [] and "which is not available" in error
+
+
+def test_every_fit_is_warned(tmp_path: Path) -> None:
+    """A second fit with the same callbacks (a notebook's rerun) had been warned of
+    nothing, the warning said once per monitor."""
+    callbacks = [monitor(every_n_epochs=2, save_png=False), EarlyStopping("val/calib_err")]
+    for _ in range(2):
+        said, error = _fit(tmp_path, callbacks)
+        assert len(said) == 1 and "which is not available" in error

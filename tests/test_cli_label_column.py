@@ -217,3 +217,13 @@ def test_label_naming_the_target_column_says_to_leave_label_out(tmp_path, capsys
         assert err.endswith(f"{leave_out}\n") and "name it with --target" not in err
     code, _, _ = _run(capsys, command, *files, "--samples", "20")
     assert code == 0
+
+
+def test_probs_b_naming_the_probabilities_is_not_told_to_be_left_out(tmp_path, capsys):
+    """--probs-b names model b's probabilities, which one file's comparison needs: the
+    advice to leave an option out is --label's and --groups' alone."""
+    path = tmp_path / "one.csv"
+    path.write_text("probs,target\n0.2,0\n0.7,1\n0.4,0\n")
+    code, out, err = _run(capsys, "compare", path, "--probs-b", "probs")
+    assert code == 2 and out == ""
+    assert "leave it out" not in err and "name it with --probs" in err

@@ -33,10 +33,7 @@ def _fix(every: int, callback: Any) -> str:
     )
     if isinstance(callback, ModelCheckpoint):
         return f"give the checkpoint every_n_epochs={every} too, or {validate}"
-    return (
-        f"{validate} (EarlyStopping has no every_n_epochs; with strict=False it reads the "
-        "last logged value again at the skipped epochs, counted against its patience)"
-    )
+    return f"{validate} (EarlyStopping has no every_n_epochs)"
 
 
 def _reads_a_skipped_epoch(callback: Any, every: int, validated_every: int) -> bool:
@@ -47,7 +44,18 @@ def _reads_a_skipped_epoch(callback: Any, every: int, validated_every: int) -> b
     if isinstance(callback, EarlyStopping):
         return validated_every % every != 0
     n = callback.every_n_epochs
-    return n >= 1 and math.lcm(validated_every, n) % every != 0
+    # save_top_k=0 keeps no scored checkpoint and reads no tag (save_last=True, say).
+    return callback.save_top_k != 0 and n >= 1 and math.lcm(validated_every, n) % every != 0
+
+
+def _what_happens(callback: Any) -> str:
+    """What ``callback`` does at the first epoch the monitor skips."""
+    if isinstance(callback, EarlyStopping) and not callback.strict:
+        return (
+            "at the epochs it skips EarlyStopping(strict=False) reads the last logged value "
+            "again, counted against its patience"
+        )
+    return "at the first epoch it skips Lightning finds no value and stops the fit"
 
 
 def unseen_tag_messages(
@@ -73,7 +81,6 @@ def unseen_tag_messages(
     ]
     return [
         f"{type(c).__name__}(monitor={c.monitor!r}) reads a tag this monitor logs every "
-        f"{every} epochs only (every_n_epochs={every}): at the first epoch it skips Lightning "
-        f"finds no value and stops the fit; {_fix(every, c)}"
+        f"{every} epochs only (every_n_epochs={every}): {_what_happens(c)}; {_fix(every, c)}"
         for c in watchers
     ]

@@ -1045,11 +1045,13 @@ class CalibrationMonitor(Callback):
     def _warn_unseen_tags(self, trainer: Trainer) -> None:
         """Warn of a checkpoint or early stopping that reads a tag at epochs this monitor
         skips: Lightning's own error, at the first of them, had named no monitor."""
-        tags = (*self.scalar_names, self.smooth_name)
+        # The smooth error's tag only where it is logged: never, it is no tag of this one.
+        tags = (*self.scalar_names, *([self.smooth_name] if self.smooth else []))
         for message in watchers.unseen_tag_messages(
             trainer.callbacks, tags, self.every_n_epochs, trainer.check_val_every_n_epoch
         ):
-            self._warn_once(message, message)
+            # Every fit: its Trainer's callbacks are its own (a notebook's second fit).
+            rank_zero_warn(f"CalibrationMonitor: {message}")
 
     def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         # The restore belongs to the run that ends here: left set, it made a later manual

@@ -150,7 +150,9 @@ def _leave_out(name: str, by: str | None, what: str) -> str:
         column) to read 'target' as the labels"
     """
     option = (by or "").removeprefix("named by ")
-    if option == (by or ""):
+    # Only options that never name the wanted column: --probs-b names model b's
+    # probabilities, which a single-file comparison needs.
+    if option not in ("--label", "--groups"):
         return ""
     return (
         f": {option} names a column other than the {what}; leave it out (or give it another "
