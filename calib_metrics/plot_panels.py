@@ -256,7 +256,8 @@ def _title_head(parts: list[str]) -> list[str]:
     """
     line = " · ".join(parts)
     font = FontProperties(size=7)
-    width = TextToPath().get_text_width_height_descent(line, font, ismath=False)[0]
+    drawn = line.replace("\\$", "$")  # literal() escapes a dollar, drawn as one
+    width = TextToPath().get_text_width_height_descent(drawn, font, ismath=False)[0]
     return [line] if width <= TITLE_LINE_POINTS else [parts[0], " · ".join(parts[1:])]
 
 

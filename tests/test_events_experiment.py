@@ -271,3 +271,15 @@ def test_an_unknown_date_no_document_has_is_said_at_once(tmp_path, capsys):
             _args(tmp_path, "--model", model, "--unknown-dates", "2000-01-01", "1999-12-31")
         )
     assert len(caught) == 1 and run["undated_documents"] == ["placeholder"]
+
+
+def test_an_unknown_date_written_as_the_corpus_writes_it(tmp_path):
+    """A corpus whose metadata writes 2000-1-1 (which the reader takes) could not name it:
+    the date check asked for two digits, and 2000-01-01 matched nothing."""
+    _args(tmp_path)
+    corpus = tmp_path / "corpus" / "tiny-train.conllu"
+    placeholder = fx.NMOD_ACTIVE.replace("nmod_active", "placeholder")
+    corpus.write_text(fx.ALL + placeholder.replace("2015-08-21", "2000-1-1"))
+    model = str(AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt"))
+    args = _args(tmp_path, "--model", model, "--samples", "20", "--unknown-dates", "2000-1-1")
+    assert experiment.run(args)["undated_documents"] == ["placeholder"]

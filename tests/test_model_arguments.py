@@ -17,6 +17,7 @@ from calib_metrics.models.coref import most_probable_antecedents
 from calib_metrics.models.coref_ranker import AntecedentRanker, DocumentFeatures
 from calib_metrics.models.crf import CRFTagger
 from calib_metrics.models.feature_crf import FeatureCRF
+from calib_metrics.models.files import load_torch_file
 from calib_metrics.models.hmm import HMM
 
 WORDS = torch.tensor([[1, 2, 1], [2, 1, 0]])
@@ -374,6 +375,13 @@ def test_a_ranker_loaded_onto_a_device_not_available_here_names_the_device(tmp_p
         ) as caught:
             AntecedentRanker.load(path, map_location=where)
         assert "saved model" not in str(caught.value)
+    # A dict's target device too (its values are where tensors go), for the files'
+    # reader; the ranker goes to one device and takes no dict.
+    with pytest.raises(ValueError, match=r"names 'cuda:99', not a device available here"):
+        load_torch_file(path, map_location={"cpu": "cuda:99"})
+    assert load_torch_file(path, map_location={"cpu": "cpu"})["weight"].device.type == "cpu"
+    with pytest.raises(ValueError, match=r"map_location must be a device .* got dict"):
+        AntecedentRanker.load(path, map_location={"cpu": "cpu"})
     assert AntecedentRanker.load(path, map_location=torch.device("cpu")).weight.device.type == "cpu"
 
 

@@ -111,3 +111,12 @@ def test_panel_titles_of_wide_names_and_big_counts_stay_apart() -> None:
     assert all(left.x1 < right.x0 for left, right in itertools.pairwise(boxes))
     heads = [ax.get_title().splitlines()[:2] for ax in axes]
     assert heads[0] == [names[0], "150,600 positives · logit x"]
+
+
+def test_an_escaped_dollar_is_measured_as_drawn() -> None:
+    """literal() writes a dollar as "\\$", drawn as one character: measured with its
+    backslash, a title of dollars had been split though it fits."""
+    from calib_metrics.plot import literal
+    from calib_metrics.plot_panels import _title_head
+
+    assert len(_title_head([literal("$" * 30), "12 positives"])) == 1

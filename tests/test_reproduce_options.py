@@ -68,8 +68,8 @@ def test_too_few_interval_draws_are_refused_before_the_data(tmp_path, capsys, ar
         # Had been taken silently: it matched no document, and GUM's placeholder-dated
         # documents were counted in 2000 (a false CHN event).
         (
-            ["events", "--quick", "--unknown-dates", "2000-01-01", "2000-1-1"],
-            "--unknown-dates: '2000-1-1' is not a date written YYYY-MM-DD (or YYYY-MM, YYYY)",
+            ["events", "--quick", "--unknown-dates", "2000-01-01", "1/1/2000"],
+            "--unknown-dates: '1/1/2000' is not a date written YYYY-MM-DD (or YYYY-MM, YYYY)",
         ),
         (["events", "--quick", "--unknown-dates", "2000-02-30"], "'2000-02-30' is not a date"),
         (["coref", "--quick", "--n-bits", "31"], "--n-bits must be an integer in [4, 30], got 31"),

@@ -428,8 +428,10 @@ class AntecedentRanker(nn.Module):
             ValueError: naming the file and the field: not a ranker file, a missing
                 field, settings the constructor refuses, or a weight that is not a
                 floating-point tensor of ``2**n_bits`` finite entries; or naming
-                ``map_location`` when it is the meta device (no values to load) or a
-                device not available here (``"cuda"`` without CUDA).
+                ``map_location`` when it is the meta device (no values to load), a
+                device not available here (``"cuda"`` without CUDA), or not a device
+                (the model goes to one device: a dict or a function had failed in
+                ``Module.to``).
 
         Example:
             >>> import tempfile, os
@@ -439,6 +441,11 @@ class AntecedentRanker(nn.Module):
             ...     AntecedentRanker.load(p)
             AntecedentRanker(n_bits=8, max_distance=5)
         """
+        if not isinstance(map_location, (str, torch.device)):
+            raise ValueError(
+                f"map_location must be a device (a str or torch.device), got "
+                f"{type(map_location).__name__}: the model goes to one device"
+            )
         path = Path(path)
         state = _read_state(path, load_torch_file(path, map_location))
         try:

@@ -43,7 +43,8 @@ def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
 def _check_device(map_location: Any) -> None:
     """Refuse a ``map_location`` device that this machine cannot hold tensors on, by name:
     torch's refusal while reading (``"cuda"`` without CUDA) had been reported as a file that
-    is not a saved model. A dict or a function (torch.load's other forms) is left to torch.
+    is not a saved model. A dict's target devices are checked alike; a function (torch.load's
+    other form) is left to torch.
 
     Example:
         >>> _check_device("meta")  # no values, but a device
@@ -51,16 +52,33 @@ def _check_device(map_location: Any) -> None:
         Traceback (most recent call last):
         ...
         ValueError: map_location='gpu' is not a device available here (torch: RuntimeError: ...
+        >>> _check_device({"cuda:0": "gpu"})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: map_location={'cuda:0': 'gpu'} names 'gpu', not a device available here ...
     """
-    if not isinstance(map_location, (str, torch.device)):
+    if isinstance(map_location, dict):
+        for target in map_location.values():
+            if isinstance(target, (str, torch.device)) and _unavailable(target):
+                raise ValueError(
+                    f"map_location={map_location!r} names {str(target)!r}, not a device "
+                    f"available here (torch: {_unavailable(target)})"
+                )
         return
-    try:
-        torch.empty(0, device=map_location)
-    except Exception as err:  # torch raises many types: AssertionError without CUDA
+    if isinstance(map_location, (str, torch.device)) and _unavailable(map_location):
         raise ValueError(
             f"map_location={str(map_location)!r} is not a device available here "
-            f"(torch: {_reason(err)})"
-        ) from None
+            f"(torch: {_unavailable(map_location)})"
+        )
+
+
+def _unavailable(device: str | torch.device) -> str:
+    """Why no tensor can be made on ``device`` here ("" where one can)."""
+    try:
+        torch.empty(0, device=device)
+    except Exception as err:  # torch raises many types: AssertionError without CUDA
+        return _reason(err)
+    return ""
 
 
 def _reason(err: Exception) -> str:

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.predictions._columns import Column
-from calib_metrics.predictions._text import _CellNumbers, python_only_numbers, spanned_cell
+from calib_metrics.predictions._text import _CellNumbers, python_only_numbers
 
 
 def _row_of(
@@ -187,16 +187,20 @@ def _over_lines(
     Example:
         >>> print(_over_lines("0.5,1\\n0.3,0\\n0.4", Path("f.csv"), "prob", [2, 3], 1))
         ... # doctest: +ELLIPSIS
-        f.csv: lines 3-5: a quoted field (column 'prob') runs over 3 lines (15 characters): a ...
+        f.csv: the record from line 3: its quoted field (column 'prob') runs over 3 lines (15 ...
     """
     if not isinstance(value, str) or lines is None or path.suffix.lower() not in (".csv", ".tsv"):
         return None
     breaks = value.count("\n") + value.count("\r") - value.count("\r\n")
     if not breaks:
         return None
-    # The row's line is where its record starts, and this cell (unless one before it runs
-    # over lines too).
-    return spanned_cell(path, column, lines[row], lines[row] + breaks, value)
+    # The row's line is where its record starts: this cell starts there or, after another
+    # cell over lines, later (its own lines had been counted from the record's first).
+    return ValueError(
+        f"{path}: the record from line {lines[row]}: its quoted field (column {column!r}) "
+        f'runs over {breaks + 1:,} lines ({len(value):,} characters): a stray " that a '
+        "later one closes? Remove the stray quote or quote the cell whole"
+    )
 
 
 # For labels of unequal lengths: JSON lines of sentences, unpadded.

@@ -87,7 +87,8 @@ def _metadata(doc) -> dict:
 
 
 #: ``YYYY[-MM[-DD]]``: a date of the metadata.
-_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{1,2})(?:-([0-9]{1,2}))?)?")
+#: A date as documents' metadata write it: YYYY[-M[M][-D[D]]].
+DATE = re.compile(r"([0-9]{4})(?:-([0-9]{1,2})(?:-([0-9]{1,2}))?)?")
 
 
 def _parse_date(doc, key: str) -> tuple[_dt.date, int] | None:
@@ -98,7 +99,7 @@ def _parse_date(doc, key: str) -> tuple[_dt.date, int] | None:
         return None
     # Four-digit years only: "15-08-21" had been read as the year 15, "2015-08-21-99"
     # and "2015-" as 2015.
-    written = _DATE.fullmatch(str(value).strip())
+    written = DATE.fullmatch(str(value).strip())
     bad = f"document {getattr(doc, 'doc_id', '?')}: bad {key} {value!r} (want YYYY[-MM[-DD]])"
     if written is None:
         raise ValueError(bad)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import re
 import sys
 import time
 import warnings
@@ -41,6 +40,7 @@ from calib_metrics.paper.coref_conllu import read_coref_documents
 from calib_metrics.paper.coref_features import features_for
 from calib_metrics.paper.countries import CountryLexicon
 from calib_metrics.paper.events.analysis import (
+    DATE,
     UNKNOWN_DATES,
     EventExtractor,
     aggregate_events,
@@ -360,21 +360,19 @@ def _load(args: argparse.Namespace) -> dict:
 
 
 #: A date as the corpus writes it (``# meta::dateCreated``), zero-padded: YYYY[-MM[-DD]].
-_WRITTEN_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?)?")
-
-
 def _unknown_dates(values: list[str]) -> list[str]:
-    """``--unknown-dates``, each a date written YYYY-MM-DD (or YYYY-MM, YYYY), sorted. A
-    mistyped one (``2000-1-1``) had been taken silently: compared as written, it matched
-    no document, and GUM's placeholder-dated documents made a year 2000 again.
+    """``--unknown-dates``, each a date as a document's metadata may write it (YYYY-MM-DD,
+    YYYY-MM or YYYY; months and days of one or two digits), sorted. A mistyped one
+    (``1/1/2000``) had been taken silently: compared as written, it matched no document,
+    and GUM's placeholder-dated documents made a year 2000 again.
 
     Example:
-        >>> _unknown_dates([" 2000-01-01", "1999"])
-        ['1999', '2000-01-01']
-        >>> _unknown_dates(["2000-1-1"])  # doctest: +ELLIPSIS
+        >>> _unknown_dates([" 2000-01-01", "1999", "2000-1-1"])
+        ['1999', '2000-01-01', '2000-1-1']
+        >>> _unknown_dates(["1/1/2000"])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ValueError: --unknown-dates: '2000-1-1' is not a date written YYYY-MM-DD (or ...
+        ValueError: --unknown-dates: '1/1/2000' is not a date written YYYY-MM-DD (or ...
     """
     dates = sorted({value.strip() for value in values if value.strip()})
     for date in dates:
@@ -387,8 +385,9 @@ def _unknown_dates(values: list[str]) -> list[str]:
 
 
 def _is_written_date(text: str) -> bool:
-    """Whether ``text`` is YYYY[-MM[-DD]], zero-padded, and a day of the calendar."""
-    written = _WRITTEN_DATE.fullmatch(text)
+    """Whether ``text`` is a date the corpus reader takes (``analysis.DATE``, one or two
+    digits of month and day: a corpus writing 2000-1-1 can name it) and a calendar day."""
+    written = DATE.fullmatch(text)
     if written is None:
         return False
     year, month, day = (int(part) if part else 1 for part in written.groups())
