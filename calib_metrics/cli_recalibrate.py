@@ -342,6 +342,9 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
     from calib_metrics.predictions import save_figure
 
     fig, axes = _subplots()
+    # One x axis for both: "before" alone had gone logit (its scores piled at the ends)
+    # beside a linear "after", whose shapes and count bars then read unlike.
+    scales = {_auto_scale(summary[which]["result"]) for which in ("before", "after")}
     for ax, which in zip(axes, ("before", "after"), strict=True):
         plot.reliability_diagram(
             summary[which]["result"],
@@ -350,9 +353,19 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
             confidence=summary["confidence"],
             interval=summary[which]["interval"],
             debias=True,
+            xscale="logit" if "logit" in scales else "linear",
         )
     save_figure(fig, path, "--plot", dpi=120, bbox_inches="tight")
     return path
+
+
+def _auto_scale(result: Any) -> str:
+    """The x scale ``xscale="auto"`` would give ``result``'s diagram."""
+    from calib_metrics.plot._probability_axis import _pick_scale
+    from calib_metrics.plot._reliability import _bin_marks
+
+    q, _, n, _ = _bin_marks(result.bins)
+    return _pick_scale("auto", q, n)[0]
 
 
 def _subplots():

@@ -509,3 +509,30 @@ def test_settings_name_the_columns_each_file_read(files, tmp_path, capsys) -> No
     assert main([str(a) for a in [*argv, "--test-probs", "prob"]]) == 0
     settings = json.loads(capsys.readouterr().out)["settings"]
     assert (settings["probs"], settings["test_probs"]) == ("prob (found by name)", "prob")
+
+
+def test_plot_draws_before_and_after_on_one_x_axis(tmp_path, monkeypatch):
+    """Overconfident scores piled near 0 and 1 drew "before" on a logit axis beside a
+    linear "after": their shapes and count bars read unlike. Both take one scale."""
+    from matplotlib.figure import Figure
+
+    from calib_metrics.plot._counts import DIAGONAL
+
+    figures = []
+    save = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda f, *a, **k: figures.append(f) or save(f, *a, **k))
+    files = []
+    for name, seed in (("dev", 0), ("test", 1)):
+        g = torch.Generator().manual_seed(seed)
+        s = torch.randn(2000, generator=g, dtype=torch.float64)
+        y = torch.bernoulli(torch.sigmoid(s), generator=g)
+        rows = [f"{q!r},{int(b)}" for q, b in zip(torch.sigmoid(8 * s).tolist(), y.tolist())]
+        path = tmp_path / f"{name}.csv"
+        path.write_text("prob,label\n" + "\n".join(rows) + "\n")  # 71% within 0.05 of 0, 1
+        files.append(str(path))
+    plot = tmp_path / "before_after.png"
+    argv = ["recalibrate", *files, "--method", "temperature", "--samples", "20"]
+    assert main([*argv, "--plot", str(plot)]) == 0
+    (fig,) = figures
+    diagrams = [ax for ax in fig.axes if any(line.get_gid() == DIAGONAL for line in ax.lines)]
+    assert [ax.get_xscale() for ax in diagrams] == ["logit", "logit"]
