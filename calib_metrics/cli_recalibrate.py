@@ -345,11 +345,12 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
     # One x axis for both: "before" alone had gone logit (its scores piled at the ends)
     # beside a linear "after", whose shapes and count bars then read unlike.
     scales = {_auto_scale(summary[which]["result"]) for which in ("before", "after")}
+    logit = " · logit x axes (auto, for both panels)" if "logit" in scales else ""
     for ax, which in zip(axes, ("before", "after"), strict=True):
         plot.reliability_diagram(
             summary[which]["result"],
             ax,
-            title=f"{which} ({summary['method']})",
+            title=f"{which} ({summary['method']}){logit}",
             confidence=summary["confidence"],
             interval=summary[which]["interval"],
             debias=True,

@@ -386,3 +386,9 @@ def test_loose_quoting_is_read_by_the_fast_reader(tmp_path, monkeypatch) -> None
     monkeypatch.setattr(_text, "_read_delimited_exact", exact)
     read = read_table(path)
     assert read.probs.tolist() == [0.2, 0.7, 0.4] and read.target.tolist() == [0, 1, 0]
+    monkeypatch.undo()
+    # Beside loose quoting, a quote left open on the last line is refused all the same.
+    for end in ("\n", ""):
+        path.write_text(f'prob,note,label\n0.2,plain,0\n0.7,"5" screen,1\n0.4,x,"0{end}')
+        with pytest.raises(ValueError, match=r"line 4: a quoted field .* never closes"):
+            read_table(path)

@@ -345,3 +345,14 @@ def test_a_json_documents_ids_are_not_told_to_come_one_alone(tmp_path: Path, cap
     lines.write_text("".join(json.dumps(r) + "\n" for r in records))
     code, _, err = run(capsys, "evaluate", lines, "--groups", "g", "--samples", "20")
     assert code == 2 and "or one id alone for the line's labels" in err
+
+
+def test_an_id_is_read_alike_beside_text_ids() -> None:
+    """Digits float() reads (Arabic-Indic, full-width) and blanks before a number: one
+    group with the plain number whatever else the column holds (beside a text id they
+    had been text, beside numbers alone numbers)."""
+    from calib_metrics.predictions._ids import _to_ids
+
+    for odd in ("٣", "３", "\xa03", "\u30003", "\n3"):
+        assert _to_ids([odd, "3"], Path("x.csv"), "g").tolist() == [0, 0]
+        assert _to_ids([odd, "3", "s"], Path("x.csv"), "g").tolist() == [0, 0, 1]

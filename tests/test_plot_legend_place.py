@@ -87,6 +87,15 @@ def test_two_models_inside_a_plain_figure():
     assert len(ax.get_legend().get_texts()) == 4  # diagonal, a, b, bars
 
 
+def test_a_legend_placed_before_the_first_draw_stays():
+    """A set_loc right after the call, before any draw (a script's order), had been
+    overridden by the first draw."""
+    fig, ax = reliability_diagram(_result("calibrated"))
+    ax.get_legend().set_loc("lower right")
+    fig.draw_without_rendering()
+    assert _place(ax) == 4
+
+
 def test_a_legend_the_caller_places_stays():
     fig, ax = reliability_diagram(_result("under"))
     fig.draw_without_rendering()

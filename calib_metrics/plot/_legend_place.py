@@ -56,6 +56,7 @@ def place_legend_when_drawn(ax: Axes, legend: Legend) -> None:
     legend the caller moves (``ax.get_legend().set_loc(...)``, dragging) or makes
     (``ax.legend(...)``) is theirs and left where they put it."""
     legend.set_gid(LEGEND_INSIDE)
+    setattr(legend, PLACED, legend._loc)  # a set_loc before the first draw is the caller's
     if not any(artist.get_gid() == PLACER for artist in ax.artists):
         ax.add_artist(_LegendPlacement())
 

@@ -86,7 +86,6 @@ def _metadata(doc) -> dict:
     return getattr(doc, "meta", None) or {}
 
 
-#: ``YYYY[-MM[-DD]]``: a date of the metadata.
 #: A date as documents' metadata write it: YYYY[-M[M][-D[D]]].
 DATE = re.compile(r"([0-9]{4})(?:-([0-9]{1,2})(?:-([0-9]{1,2}))?)?")
 

@@ -359,7 +359,6 @@ def _load(args: argparse.Namespace) -> dict:
     }
 
 
-#: A date as the corpus writes it (``# meta::dateCreated``), zero-padded: YYYY[-MM[-DD]].
 def _unknown_dates(values: list[str]) -> list[str]:
     """``--unknown-dates``, each a date as a document's metadata may write it (YYYY-MM-DD,
     YYYY-MM or YYYY; months and days of one or two digits), sorted. A mistyped one
