@@ -126,8 +126,10 @@ def row_sum_message(probs: Tensor) -> str | None:
 
     Example:
         >>> import torch
-        >>> print(row_sum_message(torch.randn(4, 3).softmax(dim=0)))  # doctest: +ELLIPSIS
-        4 of 4 rows (row 0 sums to ...): rows of class probabilities do not sum to 1 ...
+        >>> logits = torch.tensor([[1.0, 2.0, 3.0]] * 4)
+        >>> print(row_sum_message(logits.softmax(dim=0)))  # over the batch: 0.25 each
+        ... # doctest: +ELLIPSIS
+        4 of 4 rows (row 0 sums to 0.75): rows of class probabilities do not sum to 1 ...
     """
     off = rows_off_one(probs)
     if off is None:
