@@ -152,7 +152,9 @@ def reliability_diagram(
     if overlay and isinstance(ax.figure.get_layout_engine(), ConstrainedLayoutEngine):
         _legend_below(ax, list(handles.values()))
     else:
-        legend = ax.legend(handles=list(handles.values()), fontsize=7.5, framealpha=0.85)
+        legend = ax.legend(
+            handles=list(handles.values()), loc="upper left", fontsize=7.5, framealpha=0.85
+        )
         place_legend_when_drawn(ax, legend)
     return fig, ax
 
