@@ -959,7 +959,8 @@ def _warnings_as_lines() -> Iterator[list[str]]:
     said: list[str] = []
 
     def collect(message, category, filename, lineno, file=None, line=None) -> None:
-        text = f"calib-metrics: warning: {_said_by_matplotlib(_one_line(message))}"
+        shown = _said_by_matplotlib(_without_function(_one_line(message)))
+        text = f"calib-metrics: warning: {shown}"
         if text in lines or text in said:
             return
         if issubclass(category, ImmediateWarning):
@@ -979,6 +980,26 @@ def _warnings_as_lines() -> Iterator[list[str]]:
         )
         warnings.showwarning = collect
         yield lines
+
+
+#: The library functions whose warnings start with their name, for callers of the API.
+_FUNCTION_PREFIX = re.compile(
+    r"^(calibration_error_ci|compare_calibration_by_label|compare_calibration"
+    r"|compare_before_after): "
+)
+
+
+def _without_function(text: str) -> str:
+    """A library warning without the function's name, which the command's user never
+    called (``calibration_error_ci: 4 pairs; ...`` had named it).
+
+    Example:
+        >>> _without_function("calibration_error_ci: 4 pairs; at least 10 are needed")
+        '4 pairs; at least 10 are needed'
+        >>> _without_function("only 3 bins")
+        'only 3 bins'
+    """
+    return _FUNCTION_PREFIX.sub("", text, count=1)
 
 
 def _said_by_matplotlib(text: str) -> str:

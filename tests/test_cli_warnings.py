@@ -14,7 +14,8 @@ import torch
 from calib_metrics.cli import main
 
 FEW_BINS = "calib-metrics: warning: only 3 bins from 12 pairs (auto bins); "
-FEW_UNITS = "calib-metrics: warning: compare_calibration: 4 resampling units (groups)"
+# Without the library function's name, which the command's user never called.
+FEW_UNITS = "calib-metrics: warning: 4 resampling units (groups)"
 
 
 def _write(path: Path, n: int, seed: int = 0) -> Path:
