@@ -345,7 +345,8 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
     # One x axis for both: "before" alone had gone logit (its scores piled at the ends)
     # beside a linear "after", whose shapes and count bars then read unlike.
     scales = {_auto_scale(summary[which]["result"]) for which in ("before", "after")}
-    logit = " · logit x axes (auto, for both panels)" if "logit" in scales else ""
+    xscale = "logit" if "logit" in scales else "linear"
+    logit = " · logit x axes (auto, for both panels)" if xscale == "logit" else ""
     for ax, which in zip(axes, ("before", "after"), strict=True):
         plot.reliability_diagram(
             summary[which]["result"],
@@ -354,7 +355,7 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
             confidence=summary["confidence"],
             interval=summary[which]["interval"],
             debias=True,
-            xscale="logit" if "logit" in scales else "linear",
+            xscale=xscale,
         )
     save_figure(fig, path, "--plot", dpi=120, bbox_inches="tight")
     return path

@@ -57,19 +57,12 @@ def _check_device(map_location: Any) -> None:
         ...
         ValueError: map_location={'cuda:0': 'gpu'} names 'gpu', not a device available here ...
     """
-    if isinstance(map_location, dict):
-        for target in map_location.values():
-            if isinstance(target, (str, torch.device)) and _unavailable(target):
-                raise ValueError(
-                    f"map_location={map_location!r} names {str(target)!r}, not a device "
-                    f"available here (torch: {_unavailable(target)})"
-                )
-        return
-    if isinstance(map_location, (str, torch.device)) and _unavailable(map_location):
-        raise ValueError(
-            f"map_location={str(map_location)!r} is not a device available here "
-            f"(torch: {_unavailable(map_location)})"
-        )
+    many = isinstance(map_location, dict)
+    for target in map_location.values() if many else [map_location]:
+        reason = _unavailable(target) if isinstance(target, (str, torch.device)) else ""
+        if reason:
+            given = f"{map_location!r} names {str(target)!r}," if many else f"{str(target)!r} is"
+            raise ValueError(f"map_location={given} not a device available here (torch: {reason})")
 
 
 def _unavailable(device: str | torch.device) -> str:

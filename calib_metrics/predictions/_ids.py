@@ -52,7 +52,7 @@ def _to_ids(
             return torch.from_numpy(np.unique(whole, return_inverse=True)[1].astype(np.int64))
         # Each distinct text is read once: a column of 10⁶ ids holds far fewer.
         texts, inverse = np.unique(text, return_inverse=True)
-        read = _numeric_if_numbers(texts)
+        read = _each_id_by_itself(texts)
         # Texts that hold no number are numbered as they are sorted already.
         numbers = (
             np.arange(len(texts)) if read is texts else np.unique(read, return_inverse=True)[1]
@@ -61,44 +61,22 @@ def _to_ids(
     return torch.from_numpy(np.unique(array, return_inverse=True)[1].reshape(-1).astype(np.int64))
 
 
-def _numeric_if_numbers(text: np.ndarray) -> np.ndarray:
-    """Ids read as text that are all numbers, as numbers: numbered in numeric order, as
-    the Python API numbers an integer tensor (in text order "10" came before "2", and the
-    group bootstrap's draws, which follow the groups' order, differed from the API's),
-    and one group per whole number ("5" and "5.0" had made two groups, "1" and "01" one).
-    Among ids with a fraction, which stay text ("1.1" and "1.10" are two), or other text,
-    each whole number is still its integer, each id judged by itself: "1" and "1.0" had
-    been two groups where one id of the column had a fraction, one where none had.
+def _all_whole_numbers(text: np.ndarray) -> np.ndarray | None:
+    """Ids read as text that are all whole numbers, as numbers (integers, or whole floats
+    below 2⁵³: one cast each, not a ``float()`` an id); None otherwise. Numbered in
+    numeric order, as the Python API numbers an integer tensor (in text order "10" came
+    before "2", and the group bootstrap's draws, which follow the groups' order, differed
+    from the API's), one group per whole number ("5" and "5.0" had made two groups, "1"
+    and "01" one).
 
     Example:
-        >>> _numeric_if_numbers(np.array(["10", "2", " 3"])).tolist()
+        >>> _all_whole_numbers(np.array(["10", "2", " 3"])).tolist()
         [10, 2, 3]
-        >>> _numeric_if_numbers(np.array(["5", "5.0", "7"])).tolist()
+        >>> _all_whole_numbers(np.array(["5", "5.0", "7"])).tolist()
         [5.0, 5.0, 7.0]
-        >>> _numeric_if_numbers(np.array(["1.1", "1.10", "1.2"])).tolist()
-        ['1.1', '1.10', '1.2']
-        >>> _numeric_if_numbers(np.array(["1", "1.0", "1.1", "s2", "-0.00"])).tolist()
-        ['1', '1', '1.1', 's2', '0']
-        >>> _numeric_if_numbers(np.array(["s10", "s2"])).tolist()
-        ['s10', 's2']
-        >>> _numeric_if_numbers(np.array(["1", "--2"])).tolist()
-        ['1', '--2']
+        >>> print(_all_whole_numbers(np.array(["1", "1.1"])))
+        None
     """
-    whole = _all_whole_numbers(text)
-    if whole is not None:
-        return whole
-    numbers = _whole_numbers(text)
-    if None not in numbers:
-        return np.array(numbers, dtype=np.float64)
-    if all(n is None for n in numbers):
-        return text  # as given: the caller's ids stay numbered as they are
-    wholes = [t if n is None else str(int(n)) for t, n in zip(text.tolist(), numbers)]
-    return np.array(wholes, dtype=str)
-
-
-def _all_whole_numbers(text: np.ndarray) -> np.ndarray | None:
-    """The ids as integers, or as whole floats below 2⁵³, where every one is such a
-    number (one cast each, not a ``float()`` an id); None otherwise."""
     stripped = np.char.strip(text)
     try:
         return stripped.astype(np.int64)
@@ -110,6 +88,32 @@ def _all_whole_numbers(text: np.ndarray) -> np.ndarray | None:
         return None
     finite = np.isfinite(numbers).all() and np.abs(numbers).max() < 2**53
     return numbers if finite and (numbers == np.floor(numbers)).all() else None
+
+
+def _each_id_by_itself(text: np.ndarray) -> np.ndarray:
+    """Ids not all whole numbers (:func:`_all_whole_numbers` None): ids with a fraction
+    stay text ("1.1" and "1.10" are two), and among them, or other text, each whole
+    number is still its integer, each id judged by itself ("1" and "1.0" had been two
+    groups where one id of the column had a fraction, one where none had); ``text``
+    itself where none is a whole number.
+
+    Example:
+        >>> _each_id_by_itself(np.array(["1.1", "1.10", "1.2"])).tolist()
+        ['1.1', '1.10', '1.2']
+        >>> _each_id_by_itself(np.array(["1", "1.0", "1.1", "s2", "-0.00"])).tolist()
+        ['1', '1', '1.1', 's2', '0']
+        >>> _each_id_by_itself(np.array(["s10", "s2"])).tolist()
+        ['s10', 's2']
+        >>> _each_id_by_itself(np.array(["1", "--2"])).tolist()
+        ['1', '--2']
+    """
+    numbers = _whole_numbers(text)
+    if None not in numbers:
+        return np.array(numbers, dtype=np.float64)
+    if all(n is None for n in numbers):
+        return text  # as given: the caller's ids stay numbered as they are
+    wholes = [t if n is None else str(int(n)) for t, n in zip(text.tolist(), numbers)]
+    return np.array(wholes, dtype=str)
 
 
 def _whole_numbers(text: np.ndarray) -> list[float | None]:

@@ -274,16 +274,19 @@ def _check_spanned(path: Path, row: list[str], names: list[str], start: int, end
     (:func:`_long_fields`) a file of 200,000 rows had read as 50,005 pairs without a word."""
     for name, cell in zip(names, row, strict=True):
         if len(cell) > _SPANNED_LIMIT and "\n" in cell:
-            raise spanned_cell(path, name, start, end, cell)
+            raise _spanned_cell(path, name, start, end, cell)
 
 
-def spanned_cell(path: Path, column: str, start: int, end: int, cell: str) -> ValueError:
+#: What a quoted cell over lines that is no cell of the file's says of its cause.
+STRAY_QUOTE = 'a stray " that a later one closes? Remove the stray quote or quote the cell whole'
+
+
+def _spanned_cell(path: Path, column: str, start: int, end: int, cell: str) -> ValueError:
     """The error for a quoted cell over lines ``start``-``end`` too long to be a cell of
     the file's: a stray quote that a later one closes."""
     return ValueError(
         f"{path}: lines {start}-{end}: a quoted field (column {column!r}) runs over "
-        f'{end - start + 1:,} lines ({len(cell):,} characters): a stray " that a '
-        "later one closes? Remove the stray quote or quote the cell whole"
+        f"{end - start + 1:,} lines ({len(cell):,} characters): {STRAY_QUOTE}"
     )
 
 

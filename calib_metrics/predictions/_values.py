@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.predictions._columns import Column
-from calib_metrics.predictions._text import _CellNumbers, python_only_numbers
+from calib_metrics.predictions._text import STRAY_QUOTE, _CellNumbers, python_only_numbers
 
 
 def _row_of(
@@ -198,8 +198,7 @@ def _over_lines(
     # cell over lines, later (its own lines had been counted from the record's first).
     return ValueError(
         f"{path}: the record from line {lines[row]}: its quoted field (column {column!r}) "
-        f'runs over {breaks + 1:,} lines ({len(value):,} characters): a stray " that a '
-        "later one closes? Remove the stray quote or quote the cell whole"
+        f"runs over {breaks + 1:,} lines ({len(value):,} characters): {STRAY_QUOTE}"
     )
 
 
