@@ -465,11 +465,12 @@ def _paired_by(columns: list[str] | None) -> str:
         >>> _paired_by(["id", "id"]), _paired_by(["id", "item_id"]), _paired_by(None)
         (" paired by 'id'", " paired by 'id' (a) and 'item_id' (b)", '')
     """
-    from calib_metrics.wording import visible_controls
+    from calib_metrics.wording import escaped_controls
 
     if columns is None:
         return ""
-    a, b = (visible_controls(repr(column)) for column in columns)
+    # A repr's backslashes are its own escapes' already: doubled, they would read as two.
+    a, b = (escaped_controls(repr(column)) for column in columns)
     return f" paired by {a}" if a == b else f" paired by {a} (a) and {b} (b)"
 
 

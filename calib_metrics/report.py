@@ -26,7 +26,14 @@ from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.intervals import MIN_UNITS
-from calib_metrics.wording import count_text, counted, cut_middle, level_text, visible_controls
+from calib_metrics.wording import (
+    count_text,
+    counted,
+    cut_middle,
+    escaped_controls,
+    level_text,
+    visible_controls,
+)
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -96,7 +103,8 @@ def brier_pairs(mode: str) -> str | None:
 
 
 def _text(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """``value`` as the page's text: shown (:func:`visible_controls`), then HTML-escaped."""
+    return html.escape(visible_controls(str(value)), quote=True)
 
 
 def plus_term(value: Any, digits: int = 4) -> str:
@@ -445,10 +453,12 @@ def _figure(svg: str, caption: str, figure_id: str) -> str:
 
 def _page(title: str, sections: Sequence[str]) -> str:
     """The whole document; every text in it (tables and the figures' SVG alike) has its
-    characters that HTML does not allow made visible (:func:`visible_controls`)."""
+    characters that HTML does not allow made visible: each text was shown by
+    :func:`visible_controls` (:func:`_text`, the figures' ``literal``), and what any other
+    holds is escaped here without doubling those texts' backslashes again."""
     from calib_metrics import __version__
 
-    return visible_controls(
+    return escaped_controls(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

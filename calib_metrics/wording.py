@@ -104,10 +104,22 @@ _NOT_TEXT = re.compile(
 )
 
 
+#: Backslashes that would read as the start of an escape :func:`visible_controls` writes:
+#: those right before a ``t``, ``r``, ``x`` or ``u``, or before a character it escapes.
+#: Each such run is doubled, so that an odd run there starts an escape and an even one is
+#: only backslashes: the four characters ``a\tb`` had shown as a label holding a tab did.
+#: Every other backslash stays as typed (``C:\data``, ``\\server``). A line feed stays a
+#: line break and every escaped character is below U+10000, so ``\n`` and ``\U`` are
+#: never written and need no doubling.
+_ESCAPE_LIKE = re.compile(rf"\\+(?=[trxu]|{_NOT_TEXT.pattern})")
+
+
 def visible_controls(text: str) -> str:
     r"""``text`` with every character of :data:`_NOT_TEXT` written as its Python escape
     (``\x01``), so that a label holding one is shown, not dropped or garbled: the HTML
-    report's page and every figure's text pass through this.
+    report's page and every figure's text pass through this. Backslashes that would
+    read as such an escape are doubled (:data:`_ESCAPE_LIKE`), so that no two texts are
+    shown alike.
 
     Example:
         >>> print(visible_controls("ctrl\x01x, del\x7f, tab\tcr\r, line\nkept"))
@@ -115,6 +127,23 @@ def visible_controls(text: str) -> str:
         kept
         >>> print(visible_controls("\u202eBREV, zero\u200bwidth"))
         \u202eBREV, zero\u200bwidth
+        >>> print(visible_controls(r"a\tb"), visible_controls("a\tb"), visible_controls(r"C:\data"))
+        a\\tb a\tb C:\data
+        >>> print(visible_controls("\\\t"), visible_controls(r"\\t"), visible_controls(r"\\s\n\$"))
+        \\\t \\\\t \\s\n\$
+    """
+    return escaped_controls(_ESCAPE_LIKE.sub(lambda m: 2 * m.group(0), text))
+
+
+def escaped_controls(text: str) -> str:
+    r"""``text`` with every character of :data:`_NOT_TEXT` written as its escape, and its
+    backslashes as they are: for a text whose parts were each shown by
+    :func:`visible_controls` already (a page, whose figures' text matplotlib wrote), or
+    that is unambiguous as it is (a ``repr``), where doubling them again would garble it.
+
+    Example:
+        >>> print(escaped_controls("a\\\\tb\x01"), escaped_controls(visible_controls("a\\tb")))
+        a\\tb\x01 a\\tb
     """
     return _NOT_TEXT.sub(lambda m: ascii(m.group(0))[1:-1], text)
 

@@ -86,3 +86,27 @@ def test_marks_that_text_needs_are_kept() -> None:
                  "\U0001f469\u200d\U0001f4bb", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
                  "\u200eLTR"):  # fmt: skip
         assert visible_controls(text) == text
+
+
+def test_a_backslash_that_reads_as_an_escape_is_doubled(tmp_path, capsys) -> None:
+    """The four characters ``a\\tb`` had been shown as the label holding a tab is, in the
+    text and on the page alike (two labels passing for one); a backslash that reads as
+    no escape (``C:\\data``) stays as typed."""
+    from calib_metrics.cli import main
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(600, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    tags = ["a\\tb", "a\tb", "C:\\data"]
+    rows = [f'{p!r},{int(t)},"{tags[i % 3]}"' for i, (p, t) in enumerate(zip(q.tolist(), y))]
+    path = tmp_path / "tags.csv"
+    path.write_text("prob,label,tag\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "tags.html"
+    argv = ["evaluate", str(path), "--label", "tag", "--samples", "20", "--html", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "  a\\\\tb: CalibErr" in printed and "  a\\tb: CalibErr" in printed
+    assert "  C:\\data: CalibErr" in printed
+    table = out.read_text(encoding="utf-8")
+    assert "<td>a\\\\tb</td>" in table and "<td>a\\tb</td>" in table
+    assert "<td>C:\\data</td>" in table
