@@ -957,9 +957,12 @@ def _warnings_as_lines() -> Iterator[list[str]]:
 
     lines: list[str] = []
     said: list[str] = []
+    glyphs = _MissingGlyphs(lines)
 
     def collect(message, category, filename, lineno, file=None, line=None) -> None:
-        shown = _said_by_matplotlib(_without_function(_one_line(message)))
+        shown = _without_function(_one_line(message))
+        if glyphs.took(shown):
+            return
         text = f"calib-metrics: warning: {shown}"
         if text in lines or text in said:
             return
@@ -1002,26 +1005,71 @@ def _without_function(text: str) -> str:
     return _FUNCTION_PREFIX.sub("", text, count=1)
 
 
-def _said_by_matplotlib(text: str) -> str:
-    """matplotlib's missing-glyph warning named as matplotlib's, as its logged warnings
-    are, and said to touch the figure's drawing only (it had read as a fault of the data).
-    matplotlib gives it the caller's file and line (``_api.warn_external``), so it is
-    known by its text.
+#: matplotlib's missing-glyph warning, one per character and font: 3.7 says "Glyph 21517
+#: missing from current font.", later ones "... missing from font(s) DejaVu Sans.". It
+#: gives the caller's file and line (``_api.warn_external``): it is known by its text.
+_MISSING_GLYPH = re.compile(r"Glyph (\d+) .*missing from (?:current font|font\(s\) (.+?))\.?$")
+
+#: The most missing characters a warning lists.
+_GLYPHS_LISTED = 20
+
+
+class _MissingGlyphs:
+    """matplotlib's missing-glyph warnings as one line of the command's, named as
+    matplotlib's and said to touch the figures' drawing only: one line per character
+    (12 Chinese labels had said 15) buried the other warnings. The line stands where the
+    first was said, rewritten as more characters come."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+        self._at: int | None = None
+        self._characters: list[str] = []
+        self._fonts: list[str] = []
+
+    def took(self, text: str) -> bool:
+        """Whether ``text`` is such a warning, then counted in the line."""
+        found = _MISSING_GLYPH.match(text)
+        if found is None:
+            return False
+        for new, known in ((chr(int(found[1])), self._characters), (found[2], self._fonts)):
+            if new is not None and new not in known:
+                known.append(new)
+        line = f"calib-metrics: warning: {_missing_glyphs_text(self._characters, self._fonts)}"
+        if self._at is None:
+            self._at = len(self._lines)
+            self._lines.append(line)
+        else:
+            self._lines[self._at] = line
+        return True
+
+
+def _missing_glyphs_text(characters: Sequence[str], fonts: Sequence[str]) -> str:
+    """The one warning of the ``characters`` that ``fonts`` (none: matplotlib 3.7's
+    "current font") lack, the first :data:`_GLYPHS_LISTED` of them listed.
 
     Example:
-        >>> _said_by_matplotlib("Glyph 21517 missing from font(s) DejaVu Sans.")[:60]
-        'matplotlib: Glyph 21517 missing from font(s) DejaVu Sans. (a'
-        >>> _said_by_matplotlib("Glyph 21517 (x) missing from current font.")[:40]
-        'matplotlib: Glyph 21517 (x) missing from'
-        >>> _said_by_matplotlib("only 3 bins")
-        'only 3 bins'
+        >>> text = _missing_glyphs_text(["名", "词"], ["DejaVu Sans"])
+        >>> print(text)  # doctest: +NORMALIZE_WHITESPACE
+        matplotlib: 2 characters of the figures' titles or labels are missing from font(s)
+        DejaVu Sans: 名 词; a figure file draws each as a box (an HTML page's figures are
+        drawn in the browser's fonts); the numbers are not touched
+        >>> text = _missing_glyphs_text([chr(0x4E00 + i) for i in range(25)], [])
+        >>> text.split(" of ")[0]
+        'matplotlib: 25 characters'
+        >>> listed = text.split(": ")[2].split(";")[0].split()
+        >>> len(listed), listed[-2:]
+        (21, ['专', '…'])
     """
-    # matplotlib 3.7 says "missing from current font", later ones "missing from font(s) X"
-    if not re.match(r"Glyph \d+ .*missing from (current )?font", text):
-        return text
+    from calib_metrics.wording import counted, visible_controls
+
+    listed = " ".join(visible_controls(c) for c in characters[:_GLYPHS_LISTED])
+    more = " …" if len(characters) > _GLYPHS_LISTED else ""
+    font = f"font(s) {', '.join(fonts)}" if fonts else "the figures' font"
     return (
-        f"matplotlib: {text} (a character of a title or label that the figure's font "
-        "lacks, drawn as a box in PNG and PDF figures; the numbers are not touched)"
+        f"matplotlib: {counted(len(characters), 'character')} of the figures' titles or "
+        f"labels are missing from {font}: {listed}{more}; a figure file draws each as a box "
+        "(an HTML page's figures are drawn in the browser's fonts); the numbers are not "
+        "touched"
     )
 
 

@@ -286,6 +286,8 @@ def figure_svg(fig: Any, name: str) -> str:
         >>> 'id="x-figure_1"' in svg
         True
     """
+    import warnings  # here: the page's functions take a ``warnings`` argument
+
     import matplotlib
 
     from calib_metrics.figure_programs import figure_write_failures
@@ -294,7 +296,11 @@ def figure_svg(fig: Any, name: str) -> str:
     style = {"svg.fonttype": "none", "svg.hashsalt": f"calib-{name}"}
     # A program savefig runs (a LaTeX, with text.usetex) failing is an OSError, as a
     # file's writing is: the page's writer names its path.
-    with matplotlib.rc_context(style), figure_write_failures():
+    with matplotlib.rc_context(style), figure_write_failures(), warnings.catch_warnings():
+        # Text kept as text is drawn by the browser, in fonts that have the characters
+        # matplotlib's lack: its "Glyph ... missing" is not true of this figure (12 Chinese
+        # labels had put 15 such warnings, "drawn as a box", on the page and stderr).
+        warnings.filterwarnings("ignore", r"Glyph \d+ .*missing from", UserWarning)
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     svg = buffer.getvalue()
     return _prefix_ids(svg[svg.index("<svg") :].strip(), name)

@@ -192,31 +192,54 @@ def test_matplotlib_logged_warnings_are_the_commands_warning_lines(tmp_path: Pat
     ]
 
 
-def test_a_missing_glyph_is_said_to_be_matplotlibs_and_the_figures(
+def test_missing_glyphs_are_one_warning_said_to_be_matplotlibs_and_the_figures(
     tmp_path, capsys, monkeypatch
 ) -> None:
     """A label of CJK characters draws, where no font has them, matplotlib's "Glyph 21517
-    missing from font(s)" warning, which had come without the "matplotlib:" its logged
-    warnings carry, and without a word that only the figure's drawing is touched."""
+    missing from font(s)" warning once per character: 12 Chinese labels had said 15
+    lines, burying the other warnings. They are one line, matplotlib's, listing the
+    characters and saying that only the figures' drawing is touched."""
     import warnings
 
     from calib_metrics import plot
 
     drawn = plot.reliability_diagram
 
-    def lacking_a_glyph(*args, **kwargs):
-        # What matplotlib's Agg backend warns (at the caller's line) for such a label.
-        warnings.warn("Glyph 21517 (\\N{CJK UNIFIED IDEOGRAPH-540D}) missing from font(s) "
-                      "DejaVu Sans.", UserWarning, stacklevel=2)  # fmt: skip
+    def lacking_glyphs(*args, **kwargs):
+        # What matplotlib's Agg backend warns (at the caller's line) for such a label; 3.7
+        # named no font.
+        for code, name in ((21517, "540D"), (35789, "8BCD"), (21517, "540D")):
+            warnings.warn(f"Glyph {code} (\\N{{CJK UNIFIED IDEOGRAPH-{name}}}) missing from "
+                          "font(s) DejaVu Sans.", UserWarning, stacklevel=2)  # fmt: skip
+        warnings.warn("Glyph 20195 missing from current font.", UserWarning, stacklevel=2)
         return drawn(*args, **kwargs)
 
-    monkeypatch.setattr(plot, "reliability_diagram", lacking_a_glyph)
+    monkeypatch.setattr(plot, "reliability_diagram", lacking_glyphs)
     path = _write(tmp_path / "nouns.csv", 500)  # an ASCII name: no real glyph is missing
     assert main(["evaluate", str(path), "--plot", str(tmp_path / "d.png")]) == 0
-    lines = [line for line in capsys.readouterr().err.splitlines() if "Glyph" in line]
+    lines = [line for line in capsys.readouterr().err.splitlines() if "matplotlib" in line]
     assert lines == [
-        "calib-metrics: warning: matplotlib: Glyph 21517 (\\N{CJK UNIFIED IDEOGRAPH-540D}) "
-        "missing from font(s) DejaVu Sans. (a character of a title or label that the "
-        "figure's font lacks, drawn as a box in PNG and PDF figures; the numbers are not "
-        "touched)"
+        "calib-metrics: warning: matplotlib: 3 characters of the figures' titles or labels "
+        "are missing from font(s) DejaVu Sans: \u540d \u8bcd \u4ee3; a figure file draws "
+        "each as a box (an HTML page's figures are drawn in the browser's fonts); the "
+        "numbers are not touched"
     ]
+
+
+def test_an_html_page_claims_no_boxes_for_characters_its_browser_draws(tmp_path, capsys) -> None:
+    """The page's figures keep their text as text, which the browser draws in its own
+    fonts: matplotlib's missing glyphs (this machine's fonts lack Chinese) had said
+    "drawn as a box" once per character, on stderr and in the page's Warnings."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(600, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    tags = ["名词", "动词", "形容词"]  # matplotlib's own font, DejaVu Sans, has none of them
+    rows = [f"{p!r},{int(t)},{tags[i % 3]}" for i, (p, t) in enumerate(zip(q.tolist(), y))]
+    path = tmp_path / "zh.csv"
+    path.write_text("prob,label,tag\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    page = tmp_path / "zh.html"
+    argv = ["evaluate", path, "--label", "tag", "--samples", "20", "--html", page]
+    code, _, err = _run(capsys, *argv)
+    assert code == 0 and not [line for line in err if "matplotlib" in line], err
+    text = page.read_text(encoding="utf-8")
+    assert ">名词</text>" in text and 'id="warnings"' not in text
