@@ -780,23 +780,28 @@ def _extra_measures(probs, target, args: argparse.Namespace, groups=None) -> dic
 def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
     """Spiegelhalter's test as the command reports it: with the cluster-robust variance
     over ``groups`` when given, and over the items of a multiclass file's one-vs-rest
-    pairs (an item's labels sum to 1); ``spiegelhalter_groups`` is the number of groups
-    (None: the independent variance).
+    pairs (an item's labels sum to 1); ``spiegelhalter_groups`` is the number of those
+    clusters, ``spiegelhalter_cluster`` what they are, ``"groups"`` or ``"items"`` (both
+    None: the independent variance).
 
     Example:
         >>> import torch
         >>> probs = torch.tensor([[0.7, 0.3], [0.4, 0.6], [0.2, 0.8], [0.9, 0.1]])
         >>> summary = spiegelhalter_summary(probs, torch.tensor([0, 1, 0, 0]), "one_vs_rest")
-        >>> summary["spiegelhalter_groups"]  # one group per item
-        4
+        >>> summary["spiegelhalter_groups"], summary["spiegelhalter_cluster"]  # one per item
+        (4, 'items')
     """
     import torch
 
     from calib_metrics.functional import spiegelhalter_test
     from calib_metrics.functional.spiegelhalter import resolve_groups
 
+    # The items, where the test groups a multiclass file's pairs itself: the user gave none.
+    cluster = "groups" if groups is not None else None
     groups = resolve_groups(probs, target, mode, groups)
     n_groups = None if groups is None else int(torch.unique(groups).numel())
+    cluster = cluster or (None if groups is None else "items")
+    clusters = {"spiegelhalter_groups": n_groups, "spiegelhalter_cluster": cluster}
     try:
         if mode == "classwise":  # the library's advice names its own arguments
             raise ValueError(
@@ -807,13 +812,9 @@ def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
     except ValueError as error:
         # Hard 0/1 or constant-½ predictions, classwise mode: the rest of the report stands.
         note = str(error).split(" (")[0]
-        return {"spiegelhalter_z": None, "spiegelhalter_p": None,
-                "spiegelhalter_groups": n_groups, "spiegelhalter_note": note}  # fmt: skip
-    return {
-        "spiegelhalter_z": test.z,
-        "spiegelhalter_p": test.p_value,
-        "spiegelhalter_groups": n_groups,
-    }
+        return {"spiegelhalter_z": None, "spiegelhalter_p": None, **clusters,
+                "spiegelhalter_note": note}  # fmt: skip
+    return {"spiegelhalter_z": test.z, "spiegelhalter_p": test.p_value, **clusters}
 
 
 def _extra_lines(summary: dict) -> list[str]:
@@ -825,14 +826,14 @@ def _extra_lines(summary: dict) -> list[str]:
 
         lines.append(f"Spiegelhalter: {not_computed(summary['spiegelhalter_note'])}")
     elif "spiegelhalter_z" in summary:
-        n_groups = summary["spiegelhalter_groups"]
-        variance = "" if n_groups is None else f"cluster-robust variance over {n_groups} groups"
-        from calib_metrics.report import fixed, normal_p_text, p_phrase
+        from calib_metrics.report import fixed, normal_p_text, p_phrase, spiegelhalter_variance
 
         p = p_phrase(normal_p_text(summary["spiegelhalter_p"].item()))
+        variance = spiegelhalter_variance(
+            summary["spiegelhalter_groups"], summary["spiegelhalter_cluster"]
+        )
         lines.append(
-            f"Spiegelhalter z = {fixed(summary['spiegelhalter_z'], 3)}, "
-            f"two-sided {p} ({variance or 'independent variance'})"
+            f"Spiegelhalter z = {fixed(summary['spiegelhalter_z'], 3)}, two-sided {p} ({variance})"
         )
     return lines
 

@@ -275,6 +275,7 @@ def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None, mode: str
         test["spiegelhalter_groups"],
         test.get("spiegelhalter_note"),
         brier_pairs(mode),
+        test["spiegelhalter_cluster"],
     )
 
 
@@ -325,6 +326,7 @@ def measures_summary(measures) -> dict[str, Any]:
         numbers["spiegelhalter_z"] = measures.spiegelhalter_z
         numbers["spiegelhalter_p"] = measures.spiegelhalter_p
         numbers["spiegelhalter_groups"] = measures.spiegelhalter_groups
+        numbers["spiegelhalter_cluster"] = measures.spiegelhalter_cluster
     if measures.spiegelhalter_note is not None:
         numbers["spiegelhalter_note"] = measures.spiegelhalter_note
     if measures.brier_pairs is not None:
@@ -531,6 +533,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None, s
         summary["spiegelhalter_groups"],
         summary.get("spiegelhalter_note"),
         summary.get("brier_pairs"),
+        summary["spiegelhalter_cluster"],
     )
     _write_page(
         Path(args.html),

@@ -76,8 +76,10 @@ class Measures(NamedTuple):
     """One model's numbers beside CalibErr: the Brier split, the smooth ECE, Spiegelhalter.
 
     ``smooth_ece``, ``spiegelhalter_z`` and ``spiegelhalter_p`` are None when not computed;
-    ``spiegelhalter_groups`` is the number of groups of the test's cluster-robust variance
-    (None: the independent variance); ``spiegelhalter_note`` says why the test was not
+    ``spiegelhalter_groups`` is the number of clusters of the test's cluster-robust
+    variance (None: the independent variance) and ``spiegelhalter_cluster`` what they are
+    (``"groups"``, or ``"items"``: a multiclass file's one-vs-rest pairs grouped by item,
+    where no groups were given); ``spiegelhalter_note`` says why the test was not
     computed (hard 0/1 predictions, ``mode="classwise"``), as the command's text does;
     ``brier_pairs`` says which pairs the Brier split is of where they are not those of
     CalibErr (``mode="classwise"``: :data:`BRIER_OF_CLASSWISE`).
@@ -90,6 +92,7 @@ class Measures(NamedTuple):
     spiegelhalter_groups: int | None = None
     spiegelhalter_note: str | None = None
     brier_pairs: str | None = None
+    spiegelhalter_cluster: str | None = None
 
 
 #: The pairs of ``--mode classwise``'s Brier split: one split of every class's pairs (its
@@ -426,13 +429,31 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
         p = p_phrase(normal_p_text(measures.spiegelhalter_p))
         test = f"z = {fixed(measures.spiegelhalter_z, 3)}, two-sided {p}"
         if measures.spiegelhalter_groups is not None:
-            test += f" (cluster-robust variance over {measures.spiegelhalter_groups} groups)"
+            n_clusters, cluster = measures.spiegelhalter_groups, measures.spiegelhalter_cluster
+            test += f" ({spiegelhalter_variance(n_clusters, cluster)})"
         rows.append((f"{prefix}spiegelhalter", "Spiegelhalter test", test))
     elif measures.spiegelhalter_note:
         # The text output says why; the page had dropped the row without a word.
         note = not_computed(measures.spiegelhalter_note)
         rows.append((f"{prefix}spiegelhalter", "Spiegelhalter test", note))
     return rows
+
+
+def spiegelhalter_variance(n_clusters: int | None, cluster: str | None = "groups") -> str:
+    """The variance of Spiegelhalter's test as the text and the page name it: over the
+    ``--groups`` or, for a multiclass file's one-vs-rest pairs, over its items (those had
+    read "over 3000 groups" where no groups were given).
+
+    Example:
+        >>> spiegelhalter_variance(3000, "items"), spiegelhalter_variance(1, "groups")
+        ('cluster-robust variance over 3000 items', 'cluster-robust variance over 1 group')
+        >>> spiegelhalter_variance(None, None)
+        'independent variance'
+    """
+    if n_clusters is None:
+        return "independent variance"
+    noun = "item" if cluster == "items" else "group"
+    return f"cluster-robust variance over {counted(n_clusters, noun)}"
 
 
 def not_computed(reason: str | None = None) -> str:

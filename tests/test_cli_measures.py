@@ -123,7 +123,7 @@ def test_spiegelhalter_uses_the_groups_and_a_multiclass_file_s_items(capsys, tmp
     summary = json.loads(out)
     grouped = spiegelhalter_test(q, y, groups=sentence)
     assert summary["spiegelhalter_z"] == pytest.approx(grouped.z.item(), rel=1e-12)
-    assert summary["spiegelhalter_groups"] == 50
+    assert summary["spiegelhalter_groups"] == 50 and summary["spiegelhalter_cluster"] == "groups"
     assert grouped.z.item() != pytest.approx(spiegelhalter_test(q, y).z.item(), rel=1e-3)
     code, out, err = run(capsys, "evaluate", path, "--samples", "20", "--spiegelhalter")
     assert code == 0 and "(independent variance)" in out
@@ -136,7 +136,30 @@ def test_spiegelhalter_uses_the_groups_and_a_multiclass_file_s_items(capsys, tmp
     assert code == 0, err
     by_item = spiegelhalter_test(probs, target, groups=torch.arange(300))
     assert f"Spiegelhalter z = {by_item.z.item():.3f}" in out
-    assert "(cluster-robust variance over 300 groups)" in out
+    # Its clusters are the items, not groups the user never gave.
+    assert "(cluster-robust variance over 300 items)" in out
+
+
+def test_a_multiclass_file_s_spiegelhalter_clusters_are_called_its_items(
+    tmp_path, capsys, multiclass_file
+) -> None:
+    """One-vs-rest pairs grouped by item: the text and both pages had said "cluster-robust
+    variance over 600 groups" where no groups were given, and the JSON gave
+    ``spiegelhalter_groups: 600`` beside ``groups: null`` without saying what they were."""
+    path = multiclass_file[0]
+    page = tmp_path / "e.html"
+    code, out, err = run(capsys, "evaluate", path, "--samples", "20", "--html", page, "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["groups"] is None and summary["spiegelhalter_groups"] == 600
+    assert summary["spiegelhalter_cluster"] == "items"
+    assert "(cluster-robust variance over 600 items)" in page.read_text(encoding="utf-8")
+    page = tmp_path / "c.html"
+    code, out, err = run(capsys, "compare", path, path, "--samples", "20", "--html", page, "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert [summary[m]["spiegelhalter_cluster"] for m in "ab"] == ["items", "items"]
+    assert page.read_text(encoding="utf-8").count("cluster-robust variance over 600 items") == 2
 
 
 @pytest.mark.parametrize("q", [[0.0, 1.0, 1.0, 0.0], [0.5, 0.5, 0.5, 0.5]])
