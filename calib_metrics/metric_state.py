@@ -852,6 +852,9 @@ class _StatesKeepTheirDtype(Metric):
             self._check_incoming(state_dict, tags, prefix)
         except ValueError as refused:
             if not prefix:  # the metric's own load_state_dict: the library's ValueError
+                if isinstance(refused, _KeysRefused):
+                    # A plain one: the traceback had named the private class.
+                    raise ValueError(str(refused)) from None
                 raise
             # Inside a model, torch's channels: the rest of the model loads, ``strict=``
             # decides about missing and unexpected keys as for any module, and torch raises
