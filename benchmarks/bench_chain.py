@@ -67,6 +67,7 @@ from torchcrf import CRF
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._args import count  # noqa: E402
 from benchmarks._record import command_line  # noqa: E402
 from calib_metrics.models import _memory, linear_chain  # noqa: E402
 
@@ -298,11 +299,11 @@ def _hmm_rows(device, repeats: int) -> tuple[list[str], list[str]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--batch", type=int, default=1000)
-    parser.add_argument("--length", type=int, default=25)
-    parser.add_argument("--tags", type=int, default=47)
-    parser.add_argument("--slice", type=int, default=100, help="sentences for torch-struct")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--batch", type=count, default=1000)
+    parser.add_argument("--length", type=count, default=25)
+    parser.add_argument("--tags", type=count, default=47)
+    parser.add_argument("--slice", type=count, default=100, help="sentences for torch-struct")
+    parser.add_argument("--repeats", type=count, default=7)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--thp", action="store_true", help="huge-page allocator (see docstring)")
     parser.add_argument("--write", action="store_true", help="write docs/bench_chain.md")

@@ -3,17 +3,22 @@ class's N pairs apart (one adaptive binning a class, a fixed cost of many small 
 operations). Timed beside one-vs-rest (the same N·C pairs, binned once) and top-label
 (N pairs), in the same process, as C grows at a fixed N and as N grows at a fixed C.
 
-Run ``python benchmarks/bench_classwise.py [--repeats 3]``; docs/measures.md quotes it.
+Run ``python benchmarks/bench_classwise.py [--repeats 3] [--threads 1]``; docs/measures.md
+quotes it.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._args import count
 from calib_metrics.functional import calibration_error
 
 SHAPES = [(20, 100), (20, 1000), (20, 5000), (1000, 100), (10000, 100)]
@@ -32,8 +37,13 @@ def seconds(probs: torch.Tensor, target: torch.Tensor, mode: str, repeats: int) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=count, default=3)
+    parser.add_argument(
+        "--threads", type=count, default=None, help="torch threads (default: torch's choice)"
+    )
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     generator = torch.Generator().manual_seed(0)
     columns = "N | C | classwise s | ms per class | one-vs-rest s | top-label s | × one-vs-rest"
     print(f"| {columns} |")

@@ -40,6 +40,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._args import count, size  # noqa: E402
 from benchmarks._record import command_line, load_average, machine_load  # noqa: E402
 from benchmarks.coverage_compare import joint_shrink_squares  # noqa: E402
 from calib_metrics.functional import (  # noqa: E402
@@ -171,9 +172,9 @@ def table(n: int, medians: dict[str, float]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--sizes", type=float, nargs="+", default=[1e4, 1e5, 1e6])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--sizes", type=size, nargs="+", default=[1e4, 1e5, 1e6])
+    parser.add_argument("--repeats", type=count, default=5)
+    parser.add_argument("--threads", type=count, default=1)
     parser.add_argument("--write", action="store_true", help=f"write {DOC.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     if args.write and args.device != "cpu":

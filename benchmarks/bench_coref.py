@@ -56,6 +56,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._args import count  # noqa: E402
 from benchmarks._record import command_line  # noqa: E402
 from calib_metrics.models.coref import (  # noqa: E402
     coreference_marginals,
@@ -77,6 +78,8 @@ CHECK_ROWS = 64  # rows of the roots' pair table checked per document (all rows 
 # changes at most the order of float64 additions, so the two agree to a float32 ulp or
 # two; 1e-6 is 16 ulps at 1.
 EXACT_ATOL = 1e-6
+# The aim: sample + clusters at least this many times the Python loop's speed.
+TARGET = 50
 
 
 # ----------------------------------------------------------------------------- peer
@@ -334,6 +337,21 @@ def _speedup(ours: float, peer: float) -> str:
     return f"{ratio:.0f}x" if ratio >= 1 else f"{ratio:.2g}x"
 
 
+def _against(ratio: float, target: float) -> str:
+    """``ratio`` to the fewest decimals (none where they suffice) that leave it on its own
+    side of ``target``: 49.6 against 50 had printed "50x (not met)".
+
+    Example:
+        >>> _against(49.6, 50), _against(49.96, 50), _against(63.2, 50), _against(50.0, 50)
+        ('49.6', '49.96', '63', '50')
+    """
+    for digits in range(7):
+        text = f"{ratio:.{digits}f}"
+        if (float(text) >= target) == (ratio >= target):
+            return text
+    return repr(ratio)
+
+
 def _faster_or_slower(ours: float, peer: float) -> str:
     """How ours compares with ``peer`` in words ("0.67x faster" had meant 1.5x slower).
 
@@ -564,10 +582,11 @@ def run(args: argparse.Namespace) -> str:
     verdict = []
     if target is not None:
         wall, cpu = target
+        met = "met" if min(wall, cpu) >= TARGET else "not met"
         verdict = [
-            f"Target: sample + clusters >= 50x the loop on the {args.mentions}-mention "
-            f"document with {args.samples} samples: {wall:.0f}x wall-clock, {cpu:.0f}x CPU "
-            f"time ({'met' if min(wall, cpu) >= 50 else 'not met'}).",
+            f"Target: sample + clusters >= {TARGET}x the loop on the {args.mentions}-mention "
+            f"document with {args.samples} samples: {_against(wall, TARGET)}x wall-clock, "
+            f"{_against(cpu, TARGET)}x CPU time ({met}).",
             "",
         ]
     lines = [
@@ -591,19 +610,19 @@ def main(argv: list[str] | None = None) -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--samples", type=int, default=1000)
-    parser.add_argument("--mentions", type=int, default=200)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 800])
-    parser.add_argument("--sample-counts", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--peer-repeats", type=int, default=3)
+    parser.add_argument("--samples", type=count, default=1000)
+    parser.add_argument("--mentions", type=count, default=200)
+    parser.add_argument("--sizes", type=count, nargs="+", default=[50, 200, 800])
+    parser.add_argument("--sample-counts", type=count, nargs="+", default=[100, 1000])
+    parser.add_argument("--repeats", type=count, default=7)
+    parser.add_argument("--peer-repeats", type=count, default=3)
     parser.add_argument(
         "--peer-test-samples",
-        type=int,
+        type=count,
         default=100,
         help="samples per test document for the Python loop (scaled to --samples)",
     )
-    parser.add_argument("--memory-samples", type=int, default=100)
+    parser.add_argument("--memory-samples", type=count, default=100)
     parser.add_argument("--data", type=Path, default=None, help="shared data folder")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-test-set", action="store_true")

@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import measured, write_block
 
+from benchmarks._args import count, size
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import adaptive_bin_sums
 
@@ -159,9 +160,9 @@ def table(rows: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
+    parser.add_argument("--sizes", type=size, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=count, default=5)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()

@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._args import count  # noqa: E402
 from benchmarks._record import command_line, load_average, machine_load  # noqa: E402
 
 STATEMENTS = {
@@ -99,7 +100,7 @@ def table(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=count, default=7)
     parser.add_argument("--write", action="store_true", help="write docs/bench_import.md")
     parser.add_argument(
         "--before", type=Path, help="another checkout to time `import calib_metrics.functional` in"

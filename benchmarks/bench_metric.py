@@ -28,7 +28,9 @@ the same process with the runs interleaved, not absolute times.
 Peak memory: each function runs once in a fresh subprocess (glibc's mmap threshold lowered
 so that freed tensors leave the resident set); the extra peak is the rise of the resident
 high-water mark (reset through /proc/self/clear_refs once the inputs exist, where the
-kernel allows it), reported as a multiple of the input's bytes (q + y).
+kernel allows it), reported as a multiple of the input's bytes (q + y). On a GPU it is the
+CUDA allocator's peak over what it held before the call (``torch.cuda.max_memory_allocated``):
+the host's resident set does not hold device memory, and had read about 0 there.
 
     python benchmarks/bench_metric.py --sizes 1e6 1e7 --repeats 5 --threads 1 --write
 """
@@ -52,6 +54,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._args import count, size  # noqa: E402
 from benchmarks._record import command_line, load_average, machine_load  # noqa: E402
 from calib_metrics.functional import calibration_error, calibration_error_ci  # noqa: E402
 
@@ -195,19 +198,35 @@ def _reset_peak() -> bool:
         return False
 
 
+def extra_peak(run: Callable[[], object], device: str) -> tuple[int, bool]:
+    """Bytes that ``run()`` adds at its peak, and whether the peak was reset before it.
+
+    On a GPU, the CUDA allocator's peak over what it held before; elsewhere the rise of
+    the resident high-water mark (which a GPU's tensors do not enter)."""
+    if device.startswith("cuda"):
+        cuda = torch.device(device)
+        torch.cuda.synchronize(cuda)
+        torch.cuda.reset_peak_memory_stats(cuda)
+        before = torch.cuda.memory_allocated(cuda)
+        run()
+        torch.cuda.synchronize(cuda)
+        return torch.cuda.max_memory_allocated(cuda) - before, True
+    reset = _reset_peak()
+    before = _resident_peak_kib()
+    run()
+    return (_resident_peak_kib() - before) * 1024, reset
+
+
 def memory_child(name: str, n: int, device: str, samples: int, bin_size: int) -> None:
-    """Run one function once on fresh inputs; print the extra peak resident memory."""
+    """Run one function once on fresh inputs; print its extra peak memory."""
     fn = candidates(samples, bin_size)[name]
     q, y = make_inputs(n, device)
     small_q, small_y = make_inputs(1000, device, seed=1)
     fn(small_q, small_y)  # load lazily imported code before the baseline
     gc.collect()
-    reset = _reset_peak()
-    before = _resident_peak_kib()
-    fn(q, y)
-    after = _resident_peak_kib()
+    extra, reset = extra_peak(lambda: fn(q, y), device)
     input_bytes = q.numel() * q.element_size() + y.numel() * y.element_size()
-    print(json.dumps({"extra": (after - before) * 1024, "input": input_bytes, "reset": reset}))
+    print(json.dumps({"extra": extra, "input": input_bytes, "reset": reset}))
 
 
 def measure_memory(
@@ -236,6 +255,13 @@ def measure_memory(
 
 
 # ------------------------------------------------------------------------- report
+def peak_kind(device: str) -> str:
+    """What the extra peak memory column measures on ``device`` (see :func:`extra_peak`)."""
+    if device.startswith("cuda"):
+        return "rise of the CUDA allocator's peak (`torch.cuda.max_memory_allocated`)"
+    return "rise of the resident high-water mark"
+
+
 def format_value(value: object) -> str:
     if isinstance(value, tuple):
         error, lower, upper = value
@@ -279,15 +305,15 @@ def table(n: int, medians: dict[str, float], values: dict, memory: dict[str, dic
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--sizes", nargs="+", type=float, default=[1e6, 1e7])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sizes", nargs="+", type=size, default=[1e6, 1e7])
+    parser.add_argument("--repeats", type=count, default=5)
     parser.add_argument(
         "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
     )
-    parser.add_argument("--samples", type=int, default=10000, help="interval draws S")
+    parser.add_argument("--samples", type=count, default=10000, help="interval draws S")
     parser.add_argument(
         "--bin-size",
-        type=int,
+        type=count,
         default=5000,
         help="β: CalibErr's bin size, and N/β bins for torch-uncertainty's row (run only "
         "where torch-uncertainty imports)",
@@ -313,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         "y ~ Bernoulli(q) "
         f"float32; bin size {args.bin_size}, S = {args.samples} interval draws. Times are "
         f"medians of {args.repeats} interleaved runs after a warm-up; the ratio is to one "
-        "`torch.sort` of q in the same process. Extra peak memory: rise of the resident "
-        "high-water mark in a fresh process, over the bytes of q + y.",
+        "`torch.sort` of q in the same process. Extra peak memory: "
+        f"{peak_kind(args.device)} in a fresh process, over the bytes of q + y.",
         "",
         f"Targets: CalibErr + interval {TARGET_TIME}; extra peak memory {TARGET_MEMORY}.",
         "The value column gives CalibErr [lower, upper]: the functional defaults at the bin "

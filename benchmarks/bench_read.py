@@ -13,9 +13,11 @@ process, interleaved, after a warm-up, the median of ``--repeats`` runs of:
 The machine may be shared, so what counts is the ratio to each peer measured in the same
 process, printed per size, not the absolute times. Before timing, the values each reader
 parsed (from its warm-up call) are checked against ours: the same probabilities and
-labels, bit for bit, or the script stops.
+labels, bit for bit, or the script stops. ``--write`` puts the table, with the command,
+the machine's load and whether ours is faster or slower than each peer, in
+``docs/bench_read.md``.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_read.py --sizes 1e4 1e5 1e6 --repeats 3
+    OMP_NUM_THREADS=1 python benchmarks/bench_read.py --sizes 1e4 1e5 1e6 --repeats 3 --write
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,7 +34,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from calib_metrics.predictions import read_table
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks._args import count, size  # noqa: E402
+from benchmarks._record import command_line, load_average, machine_load  # noqa: E402
+from calib_metrics.predictions import read_table  # noqa: E402
+
+DOC = ROOT / "docs" / "bench_read.md"
 
 
 def write_csv(path: Path, n: int, seed: int = 0) -> None:
@@ -116,21 +125,67 @@ def median_times(functions: dict[str, Callable[[Path], object]], path: Path, rep
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def _slower_or_faster(ratio: float) -> str:
+    """Our time over a peer's in words: "2.1× slower", "1.3× faster" (1.0×: "as fast").
+
+    Example:
+        >>> _slower_or_faster(2.14), _slower_or_faster(0.5), _slower_or_faster(1.0)
+        ('2.1× slower', '2.0× faster', 'as fast')
+    """
+    if f"{ratio:.1f}" == "1.0":
+        return "as fast"
+    return f"{ratio:.1f}× slower" if ratio > 1 else f"{1 / ratio:.1f}× faster"
+
+
+def table(results: dict[int, dict[str, float]], repeats: int, load_start: float) -> str:
+    """docs/bench_read.md: the medians, ours over each peer, and a sentence per peer
+    saying whether ours is slower or faster, at each N."""
+    names = list(next(iter(results.values())))
+    others = [name for name in names if name != "ours"]
+    command = command_line("bench_read.py", torch.get_num_threads(), env=("OMP_NUM_THREADS",))
+    header = [f"{name} s" for name in names] + [f"ours ÷ {name}" for name in others]
+    lines = [
+        "# Reading a CSV of (probability, label) rows: time",
+        "",
+        f"`{command}` (torch {torch.__version__}); medians of {repeats} interleaved runs "
+        "after a checked warm-up (every reader parsed the same values as ours, bit for "
+        "bit). The machine may be shared: read the ratios, measured in one process.",
+        machine_load(load_start),
+        "",
+        "| N | " + " | ".join(header) + " |",
+        "|---:|" + "---:|" * len(header),
+    ]
+    for n, times in results.items():
+        seconds = " | ".join(f"{times[name]:.3g}" for name in names)
+        ratios = " | ".join(f"{times['ours'] / times[name]:.2f}" for name in others)
+        lines.append(f"| {n:,} | {seconds} | {ratios} |")
+    lines += ["", "Ours against each peer (ours ÷ peer above 1: ours is slower):", ""]
+    for name in others:
+        each = ", ".join(
+            f"{_slower_or_faster(times['ours'] / times[name])} at N = {n:,}"
+            for n, times in results.items()
+        )
+        lines.append(f"- {name}: ours is {each}.")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=float, nargs="+", default=[1e4, 1e5, 1e6])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", type=size, nargs="+", default=[1e4, 1e5, 1e6])
+    parser.add_argument("--repeats", type=count, default=3)
     parser.add_argument(
-        "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
+        "--threads", type=count, default=None, help="torch threads (default: torch's choice)"
     )
+    parser.add_argument("--write", action="store_true", help="write docs/bench_read.md")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    load_start = load_average()
     functions = {"ours": ours, **peers()}
     results = {}
     with tempfile.TemporaryDirectory() as folder:
-        for size in args.sizes:
-            n = int(size)
+        for given in args.sizes:
+            n = int(given)
             path = Path(folder) / f"pairs_{n}.csv"
             write_csv(path, n)
             times = median_times(functions, path, args.repeats)
@@ -142,6 +197,9 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
             )
             print(f"N={n:.0e}: ours {times['ours']:.3f} s; {cells}", flush=True)
             path.unlink()
+    if args.write:
+        DOC.write_text(table(results, args.repeats, load_start))
+        print(f"wrote {DOC}")
     return results
 
 

@@ -9,11 +9,14 @@ run, so that the peaks do not mix):
    rounds, every size and method timed in turn within a round (below 10⁶ pairs a timing
    is several runs, each on a fresh metric, so that it spans 10⁶ pairs; seconds are per
    run);
-2. state bytes at N = 10⁶, 10⁷, 10⁸ (past the pairs drawn, the largest ``--n`` but at
-   most 10⁷, the same pairs are fed again: list states then hold references, and their
-   bytes are counted as if they were new);
+2. state bytes at N = 10⁶, 10⁷, 10⁸, those up to ``--state-max`` (all three by
+   default; past the pairs drawn, the largest ``--n`` but at most 10⁷, the same pairs are
+   fed again: list states then hold references, and their bytes are counted as if they
+   were new);
 3. peak memory of a run that draws its pairs batch by batch (RSS on CPU, the CUDA
-   allocator's peak on a GPU).
+   allocator's peak on a GPU), at the same N: the streaming metric's up to
+   ``--state-max``, the others' up to ``--peak-max`` (10⁷ by default). A small run
+   (``--n 1e4 --state-max 1e6 --peak-max 1e6``) stays small.
 
 torchmetrics runs at its defaults, ``norm="l1"`` on 15 equal-width bins, while ours is
 the l2 error (debiased) on equal-mass bins of 5000 pairs: different numbers, so the
@@ -46,12 +49,15 @@ from torchmetrics import Metric
 from torchmetrics.classification import BinaryCalibrationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._args import count, size
 from benchmarks._record import command_line, load_average, machine_load
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN_SIZE = 5000
+# The N of the state-bytes and peak-memory tables (those up to --state-max / --peak-max).
+TABLE_SIZES = (10**6, 10**7, 10**8)
 TIMED_PAIRS = 10**6  # a timing of a smaller N repeats it, fresh metrics, to span this many
 PEER = "torchmetrics BinaryCalibrationError (15 bins)"
 STREAMING = "calib_metrics streaming"
@@ -106,12 +112,14 @@ def fed(metric: Metric, q: torch.Tensor, y: torch.Tensor, batch: int) -> Metric:
     return metric
 
 
-def check_same(what: str, got: float, want: float, tolerance: float, n: int) -> None:
+def check_same(
+    what: str, got: float, want: float, tolerance: float, n: int, script: str = "bench_streaming"
+) -> None:
     """Stop the script (SystemExit) when ``got`` and ``want`` differ by more than
-    ``tolerance``, naming what differed and by how much."""
+    ``tolerance``, naming the script, what differed and by how much."""
     if not abs(got - want) <= tolerance:  # a NaN fails too
         raise SystemExit(
-            f"bench_streaming: {what} at N = {n:,}: {got!r} against {want!r} (difference "
+            f"{script}: {what} at N = {n:,}: {got!r} against {want!r} (difference "
             f"{got - want:.3e}, tolerance {tolerance:.3e}); the timed methods' answers are wrong"
         )
 
@@ -205,12 +213,14 @@ def state_bytes(metric: Metric) -> int:
     return total
 
 
-def state_sizes(args: argparse.Namespace) -> dict[str, dict[int, int]]:
+def state_sizes(args: argparse.Namespace) -> dict[str, dict[int, int | None]]:
+    """Each method's state bytes after N pairs, at each of ``TABLE_SIZES`` up to
+    ``--state-max`` (None past it)."""
     q, y = draw(min(max(args.n), 10**7), args.device, seed=1)
-    sizes: dict[str, dict[int, int]] = {}
+    sizes: dict[str, dict[int, int | None]] = {}
     for name, make in factories(False, args.device).items():
-        sizes[name] = {}
-        for n in (10**6, 10**7, 10**8):
+        sizes[name] = dict.fromkeys(TABLE_SIZES)
+        for n in (n for n in TABLE_SIZES if n <= args.state_max):
             metric = make()
             fed = 0
             while fed < n:  # past the pairs drawn: the same again, held by reference
@@ -265,11 +275,15 @@ def peak_child(name: str, n: int, device: str, batch: int) -> int:
 
 
 def peaks(args: argparse.Namespace) -> dict[str, dict[int, int | None]]:
+    """Each method's peak memory of a run of N pairs in a child process, at each of
+    ``TABLE_SIZES``: the streaming metric's up to ``--state-max`` (its memory is its
+    state), the others' up to ``--peak-max`` (None past them)."""
     out: dict[str, dict[int, int | None]] = {}
     for name in factories(False):
         out[name] = {}
-        for n in (10**6, 10**7, 10**8):
-            if n > args.peak_max and "streaming" not in name:
+        largest = args.state_max if name == STREAMING else args.peak_max
+        for n in TABLE_SIZES:
+            if n > largest:
                 out[name][n] = None
                 continue
             command = [sys.executable, __file__, "--_peak", name, str(n), "--device", args.device]
@@ -319,9 +333,10 @@ def tables(
             f"| {r['n']:,} | {r['method']} | {r['validate_args']} | {seconds(r['seconds'])} | "
             f"{r['pairs_per_s'] / 1e6:.1f} M | {r['vs_torchmetrics']:.1f}× |"
         )
-    ns = (10**6, 10**7, 10**8)
+    ns = TABLE_SIZES
     head = "| method | " + " | ".join(f"N = 1e{len(str(n)) - 1}" for n in ns) + " |"
-    lines += ["", "## State bytes", "", head, "|---|---:|---:|---:|"]
+    skipped = " (— = not run: past --state-max)" if args.state_max < ns[-1] else ""
+    lines += ["", f"## State bytes{skipped}", "", head, "|---|---:|---:|---:|"]
     for name, by_n in sizes.items():
         lines.append(f"| {name} | " + " | ".join(mib(by_n[n]) for n in ns) + " |")
     kind = "CUDA allocator peak" if args.device.startswith("cuda") else "peak RSS − RSS before"
@@ -343,22 +358,27 @@ def main() -> None:
     parser.add_argument(
         "--n",
         nargs="+",
-        type=float,
+        type=size,
         default=[1e5, 1e6, 1e7],
         help="pairs of the throughput runs, one or more sizes (1e5 accepted)",
     )
-    parser.add_argument("--batch", type=int, default=10**5)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch", type=count, default=10**5)
+    parser.add_argument("--repeats", type=count, default=3)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument(
-        "--peak-max", type=float, default=1e7, help="largest N of the peers' peak runs"
+        "--peak-max", type=size, default=1e7, help="largest N of the peers' peak runs"
+    )
+    parser.add_argument(
+        "--state-max",
+        type=size,
+        default=1e8,
+        help="largest N of the state-bytes table and of the streaming metric's peak run "
+        "(1e6, 1e7, 1e8 up to it; 1e5 runs neither)",
     )
     parser.add_argument("--write", action="store_true", help="write docs/bench_streaming.md")
     parser.add_argument("--_peak", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.n = sorted({int(n) for n in args.n})
-    if args.n[0] < 1:
-        parser.error("--n: sizes must be at least 1")
     if args.threads:
         torch.set_num_threads(args.threads)
     if args._peak:

@@ -42,6 +42,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._args import count
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import compute_bins
@@ -416,7 +417,7 @@ def save(results: dict, args) -> None:
 
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--reps", type=int, default=500, help="repetitions per setting")
+    p.add_argument("--reps", type=count, default=500, help="repetitions per setting")
     p.add_argument(
         "--pair-budget",
         type=float,
@@ -424,9 +425,9 @@ def parse(argv=None):
         help="cap on repetitions × N per setting (fewer reps at large N; the default "
         "allows all 500 at N = 1e6)",
     )
-    p.add_argument("--samples", type=int, default=400, help="interval draws S")
-    p.add_argument("--samples-large", type=int, default=200, help="interval draws at N=1e6")
-    p.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    p.add_argument("--samples", type=count, default=400, help="interval draws S")
+    p.add_argument("--samples-large", type=count, default=200, help="interval draws at N=1e6")
+    p.add_argument("--sizes", type=count, nargs="*", default=list(SIZES))
     p.add_argument("--a", type=float, default=0.3)
     p.add_argument("--b", type=float, default=0.3)
     p.add_argument(
@@ -439,13 +440,13 @@ def parse(argv=None):
     p.add_argument(
         "--variants", nargs="+", choices=["iid", "grouped", "ovr"], default=["iid", "grouped"]
     )
-    p.add_argument("--classes", type=int, default=10, help="ovr: classes C (N/C examples)")
+    p.add_argument("--classes", type=count, default=10, help="ovr: classes C (N/C examples)")
     p.add_argument("--alpha", type=float, default=0.2, help="ovr: Dirichlet(α·1_C) of π")
-    p.add_argument("--group-size", type=int, default=20)
+    p.add_argument("--group-size", type=count, default=20)
     p.add_argument("--rho", type=float, default=0.5, help="copula correlation in a group")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared CPU")
-    p.add_argument("--batch-pairs", type=int, default=400_000, help="pairs per rep batch")
+    p.add_argument("--threads", type=count, default=1, help="1 is fastest on a shared CPU")
+    p.add_argument("--batch-pairs", type=count, default=400_000, help="pairs per rep batch")
     p.add_argument("--device", default="cpu", help="only cpu is supported")
     p.add_argument("--json", default="out/coverage/results.json")
     p.add_argument("--target-reps", type=int, default=100, help="reps of the N=2e5 check")
@@ -509,7 +510,7 @@ def render(results: dict) -> str:
             f". ovr variant: C = {config['classes']} classes, π ~ Dirichlet({config['alpha']}·1), "
             "scores σ(s_k·logit π_c) with s_k = 1 + 5k, groups = examples; its true errors "
             + ", ".join(f"k = {k}: {v:.6f}" for k, v in config["ovr_truths"].items())
-            if "ovr_truths" in config
+            if any(r["variant"] == "ovr" for r in rows)
             else ""
         )
         + ". True errors (ungrouped / grouped, both by numerical integration): "
@@ -519,6 +520,13 @@ def render(results: dict) -> str:
         )
         + "."
     )
+    if any(one_bin(r["beta"], r["n"]) for r in rows):
+        out += [
+            "",
+            "β marked *(one bin)*: more than N/2, so the N pairs make a single bin (the short "
+            "last run joins the bin before it), and every such β at that N gives the same "
+            "numbers.",
+        ]
     if "target" in results:
         t = results["target"]
         out += [
@@ -583,7 +591,7 @@ def render(results: dict) -> str:
             choice.append(
                 [
                     f"{n:,}",
-                    beta,
+                    beta_cell({"beta": beta, "n": n}),
                     str(bin_size_of(int(beta) if beta.isdigit() else beta, n)),
                     _fmt(sum(r["debiased_rmse"] for r in group) / len(group), 5),
                     _fmt(zero[0]["debiased_rmse"], 5) if zero else "–",
@@ -599,7 +607,7 @@ def render(results: dict) -> str:
             r["variant"],
             str(r["k"]),
             f"{r['n']:,}",
-            str(r["beta"]),
+            beta_cell(r),
             str(r["reps"]),
             _fmt(r["truth"]),
             _fmt(r["plugin_bias"]),
@@ -619,7 +627,7 @@ def render(results: dict) -> str:
     )
     out.append("")
     cov_rows = [
-        [r["variant"], str(r["k"]), f"{r['n']:,}", str(r["beta"])]
+        [r["variant"], str(r["k"]), f"{r['n']:,}", beta_cell(r)]
         + [_fmt(r.get(f"cov_{m}"), 3) for m in present]
         for r in rows
     ]
@@ -627,12 +635,24 @@ def render(results: dict) -> str:
     out += ["", "### Mean interval length", ""]
     length = [m for m in ("paper_norm", "pairs_db_norm", "pairs_db_perc", "groups_db_perc")]
     len_rows = [
-        [r["variant"], str(r["k"]), f"{r['n']:,}", str(r["beta"])]
+        [r["variant"], str(r["k"]), f"{r['n']:,}", beta_cell(r)]
         + [_fmt(r.get(f"len_{m}"), 4) for m in length]
         for r in rows
     ]
     out += _table(["data", "k", "N", "β"] + [METHODS[m] for m in length], len_rows)
     return "\n".join([*out, "", END]) + "\n"
+
+
+def one_bin(beta: int | str, n: int) -> bool:
+    """Whether bin size ``beta`` makes N pairs one bin (``rank_bins`` joins a short last
+    run to the bin before it: any β above N/2)."""
+    return n // bin_size_of(int(beta) if str(beta).isdigit() else beta, n) <= 1
+
+
+def beta_cell(row: dict) -> str:
+    """A row's β, marked where it makes one bin: β = 1000 and 5000 at N = 1000 had shown
+    as two settings with the same numbers and no word why."""
+    return f"{row['beta']} *(one bin)*" if one_bin(row["beta"], row["n"]) else str(row["beta"])
 
 
 def beta_rank(beta: str) -> int:
@@ -650,7 +670,7 @@ def grouped_estimator_table(rows: list[dict]) -> list[str]:
         return []
     body = [
         [
-            r["variant"], str(r["k"]), f"{r['n']:,}", str(r["beta"]), str(r["reps"]),
+            r["variant"], str(r["k"]), f"{r['n']:,}", beta_cell(r), str(r["reps"]),
             _fmt(r["truth"]), _fmt(r["debiased_bias"]), _fmt(r["debiased_rmse"]),
             _fmt(r["debiased_grouped_bias"]), _fmt(r["debiased_grouped_rmse"]),
             _fmt(r.get("cov_groups_db_norm"), 3), _fmt(r.get("cov_groups_db_perc"), 3),

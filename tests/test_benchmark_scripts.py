@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
+# The files that run as scripts (_args.py only holds what they share).
+SCRIPTS = sorted(s for s in BENCHMARKS.glob("*.py") if "__main__" in s.read_text(encoding="utf-8"))
 
 
 def _run(monkeypatch, script: Path, *argv: str) -> None:
@@ -231,3 +232,272 @@ def test_coverage_tables_re_render_from_their_saved_results() -> None:
             cwd=root, env=env, capture_output=True, text=True, timeout=300, check=True,
         ).stdout  # fmt: skip
         assert out[out.index(begin) : out.index(end) + len(end)] == block, seed
+
+
+DEGENERATE = [
+    ("bench_streaming.py", "--batch", "0"),
+    ("bench_streaming.py", "--repeats", "-1"),
+    ("bench_streaming.py", "--state-max", "0"),
+    ("bench_compare.py", "--sizes", "0"),
+    ("bench_metric.py", "--repeats", "0"),
+    ("bench_metric.py", "--sizes", "-1e6"),
+    ("bench_scale.py", "--repeats", "0"),
+    ("bench_exact.py", "--sizes", "0"),
+    ("bench_read.py", "--repeats", "-2"),
+    ("binning_parts.py", "--sizes", "0"),
+    ("binning_parts.py", "--threads", "0"),
+    ("bench_chain.py", "--batch", "0"),
+    ("bench_classwise.py", "--repeats", "0"),
+    ("bench_coref.py", "--samples", "0"),
+    ("bench_import.py", "--repeats", "0"),
+    ("coverage.py", "--reps", "0"),
+]
+
+
+@pytest.mark.parametrize(("script", "option", "value"), DEGENERATE)
+def test_degenerate_sizes_and_counts_are_refused_in_one_line(
+    monkeypatch, capsys, script: str, option: str, value: str
+) -> None:
+    """A size, batch or repeat count below 1 is an argparse error (exit 2, one line that
+    names the option), not a traceback from deep inside the run (`bench_streaming.py
+    --batch 0`: "range() arg 3 must not be zero"; `bench_compare.py --sizes 0`: no pairs)."""
+    with pytest.raises(SystemExit) as stop:
+        _run(monkeypatch, BENCHMARKS / script, f"{option}={value}")  # "-1e6" is no flag
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"error: argument {option}: must be " in err.strip().splitlines()[-1]
+
+
+def test_bench_scale_refuses_a_max_below_its_sizes(monkeypatch, capsys) -> None:
+    with pytest.raises(SystemExit) as stop:
+        _run(monkeypatch, BENCHMARKS / "bench_scale.py", "--max", "1e3")
+    assert stop.value.code == 2
+    assert "error: --max: the sizes start at 1e+04" in capsys.readouterr().err
+
+
+def test_bench_streaming_state_and_peak_runs_stop_at_their_max(monkeypatch) -> None:
+    """`--state-max` bounds the state-bytes table and the streaming metric's peak run
+    (both had always fed 10⁸ pairs, whatever `--n`), `--peak-max` the others' peak runs."""
+    import subprocess
+
+    bench = _load("bench_streaming")
+    monkeypatch.setattr(bench, "TABLE_SIZES", (2000, 4000, 8000))
+    asked = []
+
+    def run(command, **kwargs):
+        asked.append(
+            (command[command.index("--_peak") + 1], int(command[command.index("--_peak") + 2]))
+        )
+        return subprocess.CompletedProcess(command, 0, stdout="123\n")
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    args = argparse.Namespace(
+        n=[1000], device="cpu", batch=1000, threads=0, state_max=4000, peak_max=2000
+    )
+    sizes = bench.state_sizes(args)
+    assert all(by_n[8000] is None and by_n[4000] > 0 for by_n in sizes.values())
+    peak = bench.peaks(args)
+    assert sorted(n for name, n in asked if name == bench.STREAMING) == [2000, 4000]
+    assert {n for name, n in asked if name != bench.STREAMING} == {2000}
+    assert peak[bench.STREAMING] == {2000: 123, 4000: 123, 8000: None}
+
+
+def _scale_args() -> argparse.Namespace:
+    return argparse.Namespace(torchmetrics_max=1e4, exact_max=1e4, sort_max=1e4, repeats=1)
+
+
+def test_bench_scale_times_each_method_to_its_error_and_checks_them(monkeypatch) -> None:
+    """Every timed call ends in the error (the exact row had timed the binning alone while
+    torchmetrics' timed update + compute), the answers are checked (torchmetrics' had been
+    thrown away, streaming − exact never compared with `streaming_tolerance()`), and the
+    streaming metric's measured peak is in the table beside its state."""
+    bench = _load("bench_scale")
+    answers = {}
+    timed = bench.timed
+
+    def spy(calls, repeats, check=None):
+        results, rounds = timed(calls, repeats, check)
+        answers.update({name: result for name, (result, _, _) in results.items()})
+        return results, rounds
+
+    monkeypatch.setattr(bench, "timed", spy)
+    row = bench.run_size(10_000, "uniform", _scale_args())
+    bins, error = answers["exact"]
+    assert bins.count.sum() == 10_000
+    assert error == pytest.approx(bench.calibration_error(*bench.whole(10_000, "uniform")).item())
+    assert answers["stream"]._computed is not None  # compute() ran inside the timing
+    assert row["tm_error"] == answers["tm"]
+    assert row["tm_check"]["peer_float64"] == pytest.approx(row["tm_check"]["ours"], rel=1e-9)
+    assert row["tolerance"].keys() == row["stream"].keys() == row["exact"].keys()
+    head, _, line = bench.tables([row]).splitlines()[2:5]
+    cells = dict(zip(head.split("|"), line.split("|"), strict=True))
+    peak = f"{row['stream_peak'] / 2**20:,.1f} MiB"
+    assert cells[" streaming extra peak (× input) "].strip().startswith(peak)
+    assert "not a peak" in head
+
+
+@pytest.mark.parametrize("wrong", ["exact", "torchmetrics"])
+def test_bench_scale_stops_on_a_wrong_answer(monkeypatch, wrong: str) -> None:
+    bench = _load("bench_scale")
+    if wrong == "exact":
+        right = bench.exact_error
+        monkeypatch.setattr(bench, "exact_error", lambda q, y, size: (right(q, y, size)[0], 0.5))
+    else:
+        right = bench.torchmetrics_error
+        monkeypatch.setattr(bench, "torchmetrics_error", lambda q, y: right(q, y) + 1e-3)
+    with pytest.raises(SystemExit, match=r"bench_scale: .* at N = 10,000"):
+        bench.run_size(10_000, "uniform", _scale_args())
+
+
+def test_bench_scale_plots_the_streaming_peak_apart_from_its_state(tmp_path) -> None:
+    bench = _load("bench_scale")
+    row = {
+        "n": 10**6, "dist": "uniform", "exact_s": 1.0, "stream_s": 1.0, "tm_s": 1.0,
+        "exact_peak": 7 * 2**20, "stream_peak": 75 * 2**20, "tm_peak": 37 * 2**20,
+        "stream_state": 12 * 2**20,
+    }  # fmt: skip
+    fig = bench.plot([row, dict(row, n=10**7)], tmp_path / "scale.png")
+    memory = fig.axes[1]
+    lines = {line.get_label(): line for line in memory.get_lines()}
+    assert lines["streaming, extra peak"].get_ydata()[0] == 75
+    assert lines["streaming, state (not a peak)"].get_ydata()[0] == 12
+    assert "state" in memory.get_title()
+
+
+def test_bench_metric_measures_the_cuda_allocator_on_a_gpu(monkeypatch) -> None:
+    """On a GPU the extra peak is the CUDA allocator's (the host's resident set, all it
+    read, does not hold device memory: ~0, which met "≤ 2× input" for nothing); on the
+    CPU it stays the resident high-water mark. No GPU here: torch.cuda is stood in for."""
+    bench = _load("bench_metric")
+    calls = []
+    fake = {
+        "synchronize": lambda device=None: calls.append("synchronize"),
+        "reset_peak_memory_stats": lambda device=None: calls.append("reset"),
+        "memory_allocated": lambda device=None: 1000,
+        "max_memory_allocated": lambda device=None: 5096,
+    }
+    for name, fn in fake.items():
+        monkeypatch.setattr(bench.torch.cuda, name, fn)
+
+    def no_host_peak():
+        raise AssertionError("the host's resident set read on a GPU")
+
+    monkeypatch.setattr(bench, "_resident_peak_kib", no_host_peak)
+    assert bench.extra_peak(lambda: calls.append("run"), "cuda") == (4096, True)
+    assert calls == ["synchronize", "reset", "run", "synchronize"]
+    assert "CUDA allocator" in bench.peak_kind("cuda:0")
+    monkeypatch.undo()
+
+    def no_cuda(*args, **kwargs):
+        raise AssertionError("the CUDA allocator read on the CPU")
+
+    monkeypatch.setattr(bench.torch.cuda, "max_memory_allocated", no_cuda)
+    extra, _ = bench.extra_peak(lambda: torch_ones(2**23), "cpu")
+    assert extra >= 0
+    assert bench.peak_kind("cpu") == "rise of the resident high-water mark"
+
+
+def torch_ones(n: int):
+    import torch
+
+    return torch.ones(n).sum()
+
+
+def test_binning_parts_checks_its_ways_to_the_bins(monkeypatch, capsys) -> None:
+    """The timed ways to the same bins are checked before timing (the script stops where
+    one is wrong), and `--threads` sets torch's threads, as in the other scripts."""
+    import torch
+
+    parts = _load("binning_parts")
+    q, y = parts.make_inputs(200_000, "cpu")
+    parts.check_bins(q, y)  # the selection and the sort agree
+    right = parts.binning._sorted_prefix
+
+    def off(q, y, ranks):
+        f = right(q, y, ranks).clone()
+        f[1, 1] += 1  # one label moved between the first two bins
+        return f
+
+    monkeypatch.setattr(parts.binning, "_sorted_prefix", off)
+    with pytest.raises(SystemExit, match="freq differs"):
+        parts.check_bins(q, y)
+    monkeypatch.undo()
+    threads = torch.get_num_threads()
+    try:
+        parts.main(["--sizes", "2e3", "--repeats", "1", "--threads", "1"])
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+    assert "1 thread(s)" in capsys.readouterr().out
+
+
+def test_bench_classwise_takes_threads(monkeypatch, capsys) -> None:
+    import torch
+
+    bench = _load("bench_classwise")
+    monkeypatch.setattr(bench, "SHAPES", [(30, 3)])
+    monkeypatch.setattr(sys, "argv", ["bench_classwise.py", "--repeats", "1", "--threads", "1"])
+    threads = torch.get_num_threads()
+    try:
+        bench.main()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+    assert capsys.readouterr().out.splitlines()[2].startswith("| 30 | 3 |")
+
+
+def test_bench_read_writes_its_table_and_says_slower_or_faster(monkeypatch, tmp_path) -> None:
+    """`--write` puts a markdown table in docs/bench_read.md (the script had printed lines
+    only, and nothing was published), with a sentence per peer saying whether ours is
+    slower or faster at each N."""
+    bench = _load("bench_read")
+    monkeypatch.setattr(bench, "DOC", tmp_path / "bench_read.md")
+    monkeypatch.setattr(
+        sys, "argv", ["bench_read.py", "--sizes", "500", "--repeats", "1", "--write"]
+    )
+    results = bench.main(["--sizes", "500", "--repeats", "1", "--write"])
+    text = (tmp_path / "bench_read.md").read_text(encoding="utf-8")
+    assert "python benchmarks/bench_read.py --sizes 500 --repeats 1 --threads" in text
+    assert "| 500 |" in text
+    for peer, t in results[500].items():
+        if peer != "ours":
+            word = "slower" if results[500]["ours"] > t else "faster"
+            line = next(line for line in text.splitlines() if line.startswith(f"- {peer}:"))
+            assert word in line or "as fast" in line, line
+
+
+def test_coverage_run_line_and_one_bin_rows(monkeypatch) -> None:
+    """The Run line describes the ovr variant only where it ran (it had described it, and
+    its true errors, after any run), and a β that makes one bin of the N pairs is marked
+    (β = 1000 and 5000 at N = 1000 had been two rows of the same numbers, unexplained)."""
+    coverage = _load("coverage")
+    config = {
+        "a": 0.3, "b": 0.3, "group_size": 20, "rho": 0.5, "classes": 10, "alpha": 0.2,
+        "truths": {0.0: 0.0}, "grouped_truths": {0.0: 0.0}, "ovr_truths": {0.0: 0.0},
+    }  # fmt: skip
+    row = {
+        "variant": "iid", "k": 0.0, "n": 1000, "reps": 5, "samples": 20, "truth": 0.0,
+        "plugin_bias": 0.01, "plugin_rmse": 0.01, "debiased_bias": 0.0, "debiased_rmse": 0.0,
+    }  # fmt: skip
+    rows = [dict(row, beta=beta) for beta in ("auto", 1000, 5000)]
+    text = coverage.render({"config": config, "rows": rows})
+    assert "ovr variant" not in text
+    estimates = [line for line in text.splitlines() if line.startswith("| iid | 0.0 | 1,000 |")]
+    assert [line.split("|")[4].strip() for line in estimates[:3]] == [
+        "1000 *(one bin)*", "5000 *(one bin)*", "auto"
+    ]  # fmt: skip
+    assert "*(one bin)*: more than N/2" in text
+    with_ovr = coverage.render(
+        {"config": config, "rows": [*rows, dict(row, variant="ovr", beta="auto")]}
+    )
+    assert "ovr variant: C = 10 classes" in with_ovr
+
+
+def test_bench_coref_verdict_prints_the_digits_it_decides_on() -> None:
+    """49.6 against the 50x target had printed "50x (not met)"."""
+    bench = _load("bench_coref")
+    assert bench._against(49.6, 50) == "49.6"
+    assert bench._against(49.996, 50) == "49.996"
+    assert bench._against(50.4, 50) == "50"
+    assert bench._against(120.0, 50) == "120"

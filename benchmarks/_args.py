@@ -1,0 +1,52 @@
+"""Argument types the benchmark scripts share: counts and sizes of at least 1.
+
+A size, batch or repeat count of 0 or less had run into the script's loops and stopped
+there with a traceback (``range() arg 3 must not be zero``, an empty median, no pairs
+to bin). As an argparse ``type``, these refuse it while the command line is read: the
+usual ``usage`` line and one ``error: argument --batch: ...`` line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def count(text: str) -> int:
+    """A whole number of at least 1: repeats, batch sizes, draws.
+
+    Example:
+        >>> count("3")
+        3
+        >>> count("0")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be a whole number of at least 1, not '0'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+def size(text: str) -> float:
+    """A number of pairs of at least 1, in float notation (``1e6``), as a float.
+
+    Example:
+        >>> size("1e6")
+        1000000.0
+        >>> size("-5")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be a number of pairs of at least 1, not '-5'
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 1 <= value < math.inf:  # a NaN fails too
+        raise argparse.ArgumentTypeError(f"must be a number of pairs of at least 1, not {text!r}")
+    return value
