@@ -209,6 +209,10 @@ def test_end_to_end_quick_run(tmp_path: Path, capsys):
     assert r"mean / max \|sampled − exact\|" in header
     assert len(re.split(r"(?<!\\)\|", header)) == rule.count("|") + 1
     assert "LitBank not evaluated" not in markdown
+    # The ranges' freq − q is signed as every difference (a positive one had been unsigned).
+    ranges = markdown.split("confidence by range")[1].split("\n\n")[1].splitlines()[2:]
+    gaps = [row.split(" | ")[4] for row in ranges]
+    assert gaps and all(re.fullmatch(r"[+-]\d\.\d{4}", gap) for gap in gaps), gaps
     # Three test documents and one book: no interval to print, said in the library's words
     # (the table and the summary had printed [nan, nan] and [+nan, +nan]).
     printed = capsys.readouterr().out

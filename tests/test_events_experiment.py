@@ -283,3 +283,24 @@ def test_an_unknown_date_written_as_the_corpus_writes_it(tmp_path):
     model = str(AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt"))
     args = _args(tmp_path, "--model", model, "--samples", "20", "--unknown-dates", "2000-1-1")
     assert experiment.run(args)["undated_documents"] == ["placeholder"]
+
+
+def test_the_ranker_runs_on_the_threads_asked_for(tmp_path, monkeypatch):
+    """The run had kept torch's default threads, which contend on a busy machine (an
+    epoch took 51 s with two, 8 s with one): one by default, as every other experiment."""
+    import torch
+
+    seen = []
+    monkeypatch.setattr(
+        experiment, "_run", lambda args, model: seen.append(torch.get_num_threads())
+    )
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # a default the run must change, whatever the machine's
+    try:
+        experiment.run(_args(tmp_path))
+        experiment.run(_args(tmp_path, "--threads", "0"))
+        assert seen == [1, 2] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(ValueError, match="--threads must be an integer >= 0, got -1"):
+        experiment.run(_args(tmp_path, "--threads", "-1"))

@@ -41,6 +41,7 @@ from calib_metrics.paper.coref_scores import score_corpus
 from calib_metrics.paper.locations import data_file, data_help, find_dataset, missing_data
 from calib_metrics.predictions import save_figure
 from calib_metrics.queries import coref_pair_queries
+from calib_metrics.report import fixed
 
 DESCRIPTION = "§5: antecedent-ranking coreference, exact vs 1000-sample pairwise marginals"
 NAME = "gum-ontogum-coref"
@@ -551,8 +552,9 @@ def _markdown(results: dict[str, Any]) -> str:
             lines.append(f"{name}: fewer than 10 bins of {ev['exact']['main']['bin_size']} pairs; "
                          f"with bin size {sm['bin_size']}: exact CalibErr {interval}.")  # fmt: skip
         lines += ["", f"## {name}: confidence by range (exact marginals)", ""]
-        rows = [[r["range"], r["pairs"], r["mean_q"], r["freq"], r["gap"], r["verdict"]]
-                for r in ev["ranges_exact"]]  # fmt: skip
+        # A signed gap, as every difference the reports print (+0.0876 beside -0.0202).
+        rows = [[r["range"], r["pairs"], r["mean_q"], r["freq"], fixed(r["gap"], sign="+"),
+                 r["verdict"]] for r in ev["ranges_exact"]]  # fmt: skip
         lines.append(report.markdown_table(["q range", "pairs", "mean q", "freq", "freq − q",
                                             "verdict"], rows))  # fmt: skip
         per = ev["exact_documents"]["per_document"]
