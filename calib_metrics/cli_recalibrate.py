@@ -234,6 +234,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.test_target or shared(args.target),
         args.groups,
         args.ignore_index,
+        options={"probabilities": "test-probs", "labels": "test-target"},
     )
     _check_binary(dev, args.dev)
     _check_binary(test, args.test)

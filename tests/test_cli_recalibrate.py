@@ -196,6 +196,19 @@ def test_dev_and_test_files_may_name_their_columns_differently(files, tmp_path, 
     assert json.loads(capsys.readouterr().out)["after"] == together["after"]
 
 
+def test_the_test_files_columns_are_named_by_the_test_options(files, tmp_path, capsys):
+    """The test file had been told to name its labels with --target, the dev file's option
+    (and one --test-target falls back to); a column given by --target is still named so."""
+    (dev, *_), (test, *_) = files
+    argv = ["recalibrate", str(dev), str(test), "--test-probs", "label"]
+    assert main([*argv, "--out", str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot tell which column holds the labels" in err
+    assert err.rstrip().endswith("name it with --test-target")
+    assert main([*argv, "--target", "label", "--out", str(tmp_path / "o.csv")]) == 2
+    assert "column 'label' is given as --target and is" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("grouped", [False, True])
 def test_too_few_test_units_print_no_p_value(files, tmp_path, capsys, grouped):
     """Fewer than 10 resampling units: the text says so, as compare's does, and agrees with
@@ -431,10 +444,20 @@ def test_the_written_file_holds_the_test_probabilities_to_the_last_digit(files, 
     assert torch.equal(written, PlattScaling(inputs="probs").fit(q_dev, y_dev)(q_test))
 
 
-@pytest.mark.parametrize("method", ["platt", "histogram", "scaling_binning"])
+_KINDS = {
+    "platt": "PlattScaling",
+    "histogram": "HistogramBinning",
+    "scaling_binning": "ScalingBinning",
+    "isotonic": "IsotonicCalibration",
+}
+
+
+@pytest.mark.parametrize("method", list(_KINDS))
 def test_dev_labels_coded_the_other_way_are_warned_about(files, tmp_path, capsys, method):
     """Platt, histogram and scaling binning fitted a map that inverts the model (accuracy
-    0.73 → 0.26), silently, where the temperature refuses such scores."""
+    0.73 → 0.26), silently, where the temperature refuses such scores; isotonic one that
+    maps every test probability to one value (0.50), reported as an improvement. Each is
+    warned of once."""
     (dev, q_dev, y_dev), (test, _, _) = files
     flipped = tmp_path / "flipped.csv"
     flipped.write_text(
@@ -445,10 +468,13 @@ def test_dev_labels_coded_the_other_way_are_warned_about(files, tmp_path, capsys
                  "--out", str(tmp_path / "out.csv")])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 0, err
-    assert f"recalibration '{method}': " in err and "so the map fitted inverts the model" in err
+    (said,) = [line for line in err.splitlines() if _KINDS[method] in line]
+    assert said.startswith(f"calib-metrics: warning: {_KINDS[method]}: ")
+    outcome = "the model's ranking is lost" if method == "isotonic" else "inverts the model"
+    assert outcome in said and "check that the dev scores are the model's" in said
     main(["recalibrate", str(dev), str(test), "--method", method, "--samples", "50",
           "--out", str(tmp_path / "out.csv")])  # fmt: skip
-    assert "inverts the model" not in capsys.readouterr().err
+    assert "check that the dev scores" not in capsys.readouterr().err
 
 
 def test_weak_but_calibrated_scores_are_not_told_they_invert() -> None:

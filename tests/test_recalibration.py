@@ -338,7 +338,10 @@ def test_a_single_bin_of_a_few_pairs_gets_no_advice_it_already_follows():
     with _warnings.catch_warnings():
         _warnings.simplefilter("error")
         HistogramBinning(n_bins=1).fit(torch.tensor([0.2, 0.3, 0.5, 0.5]), y)
-        HistogramBinning(n_bins=15).fit(torch.full((4,), 0.5), y)  # tied: one bin
+        # Tied: one bin, and only its equal scores are said.
+        with pytest.warns(UserWarning, match="are all equal") as said:
+            HistogramBinning(n_bins=15).fit(torch.full((4,), 0.5), y)
+    assert len(said) == 1
     # The pairs a bin, to 3 digits (13.3 had read "1e+01").
     g = torch.Generator().manual_seed(0)
     q = torch.rand(200, generator=g, dtype=torch.float64)

@@ -59,12 +59,34 @@ def _usual_names(names: list[str], usual: tuple[str, ...]) -> list[str]:
 _OPTIONS = {"probabilities": "probs", "labels": "target", "group ids": "groups", "item ids": "id"}
 
 
-def _only(found: list[str], what: str, path: Path) -> str:
+# A file's own options where they are not _OPTIONS' (recalibrate's test file:
+# {"labels": "test-target"}), for the messages.
+Options = Mapping[str, str]
+
+
+def _option(what: str, options: Options | None = None, wanted: str | None = None) -> str:
+    """The option that names the column of the ``what`` in this file: its own
+    (``options``), but the shared one that gave it ``wanted``, a :class:`SharedName`.
+    recalibrate's test file had been told to name its labels with --target, which the
+    dev file's labels take.
+
+    Example:
+        >>> _option("labels", {"labels": "test-target"}), _option("labels")
+        ('test-target', 'target')
+        >>> _option("labels", {"labels": "test-target"}, SharedName("y"))
+        'target'
+    """
+    if options is None or isinstance(wanted, SharedName):
+        return _OPTIONS[what]
+    return options.get(what, _OPTIONS[what])
+
+
+def _only(found: list[str], what: str, path: Path, options: Options | None = None) -> str:
     """The one column found for the ``what``; several are refused, not one picked."""
     if len(found) > 1:
         raise ValueError(
             f"{path}: several columns could hold the {what} ({', '.join(found)}); name one "
-            f"with --{_OPTIONS[what]}"
+            f"with --{_option(what, options)}"
         )
     return found[0]
 
@@ -77,15 +99,17 @@ def _pick(
     path: Path,
     taken: Mapping[str, str] | None = None,
     unusable: set[str] | None = None,
+    options: Options | None = None,
 ) -> str:
     """The column of the ``what``: ``wanted``, or the one usual name present. ``taken``
     maps the columns put to other uses to those uses (``{"tag": "named by --label"}``):
     none of them is this one, and neither is a column in ``unusable`` (integer arrays
     beside a float one: an .npz's ``prediction`` beside its ``probs``). Several usual
-    names are refused: a header ``p,label,q`` had read ``q``."""
+    names are refused: a header ``p,label,q`` had read ``q``. The messages name the
+    file's own ``options``."""
     taken = taken or {}
     unusable = unusable or set()
-    option = _OPTIONS[what]
+    option = _option(what, options, wanted)
     if wanted is not None:
         if wanted not in names:
             # `compare --groups a.csv b.csv`: the option took a file for its column.
@@ -101,8 +125,8 @@ def _pick(
         return wanted
     found = [n for n in _usual_names(names, defaults) if n not in taken and n not in unusable]
     if found:
-        return _only(found, what, path)
-    raise _none_found(names, defaults, what, path, taken, unusable)
+        return _only(found, what, path, options)
+    raise _none_found(names, defaults, what, path, taken, unusable, option)
 
 
 def _none_found(
@@ -112,9 +136,10 @@ def _none_found(
     path: Path,
     taken: Mapping[str, str],
     unusable: set[str],
+    option: str,
 ) -> ValueError:
     """The error for a file none of whose free columns has a usual name of the ``what``,
-    with the option that names it; or, where an option has taken the usual column, that
+    with the ``option`` that names it; or, where an option has taken the usual column, that
     option to leave out (``--label target`` had been told to name the labels with
     --target, which then clashed with --label over 'target')."""
     # A table holds one probability per row: a multiclass row's C probabilities go in an
@@ -126,7 +151,6 @@ def _none_found(
         else ""
     )
     others = "".join(f"; {name!r} is {by}" for name, by in taken.items() if name in names)
-    option = _OPTIONS[what]
     advice = f"; name it with --{option}"
     left_out = [_leave_out(n, taken.get(n), what) for n in _usual_names(names, defaults)]
     if any(left_out):
@@ -198,7 +222,11 @@ def shared(name: str | None) -> SharedName | None:
 
 
 def _columns_from_table(
-    table: dict[str, Any], path: Path, wanted: Wanted, taken: Mapping[str, str] | None = None
+    table: dict[str, Any],
+    path: Path,
+    wanted: Wanted,
+    taken: Mapping[str, str] | None = None,
+    options: Options | None = None,
 ) -> tuple[Column, Column, Column | None]:
     names = list(table)
     probs, target, groups = wanted
@@ -215,11 +243,10 @@ def _columns_from_table(
     if len(integers) == len(candidates):
         unusable = {n for n in integers if n.lower() not in PROBABILITY_NAMES}
         if candidates and unusable == integers:
-            _refuse_hard_predictions(sorted(integers, key=candidates.index), path)
-    probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken, unusable)
-    target = _pick(
-        names, target, TARGET_NAMES, "labels", path, {**taken, probs: "the probabilities"}
-    )
+            _refuse_hard_predictions(sorted(integers, key=candidates.index), path, options)
+    probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken, unusable, options)
+    taken = {**taken, probs: "the probabilities"}
+    target = _pick(names, target, TARGET_NAMES, "labels", path, taken, options=options)
     picked = (probs, target)
     group = None
     if isinstance(table, _DelimitedTable):
@@ -236,15 +263,18 @@ def _columns_from_table(
     return (*columns, (group, _column(table, group, path)))
 
 
-def _refuse_hard_predictions(integers: list[str], path: Path) -> None:
+def _refuse_hard_predictions(
+    integers: list[str], path: Path, options: Options | None = None
+) -> None:
     """Refuse integer columns under a usual name that is not "probability" (``pred``,
     ``prediction``, ``score``): they look like hard predictions or class ids."""
     named = ", ".join(repr(n) for n in integers)
     several = len(integers) > 1
+    option = _option("probabilities", options)
     raise ValueError(
         f"{path}: column{'s' if several else ''} {named} hold{'' if several else 's'} "
         "integers, which look like hard predictions (or class ids), not probabilities: give "
-        "the model's probabilities, or name the column with --probs if it holds them (0s "
+        f"the model's probabilities, or name the column with --{option} if it holds them (0s "
         "and 1s)"
     )
 
@@ -302,11 +332,15 @@ def _column(table: Any, name: str, path: Path) -> Any:
 
 
 def _from_arrays(
-    obj: Any, path: Path, wanted: Wanted, taken: Mapping[str, str] | None = None
+    obj: Any,
+    path: Path,
+    wanted: Wanted,
+    taken: Mapping[str, str] | None = None,
+    options: Options | None = None,
 ) -> tuple[Any, ...]:
     table, array = _table_or_array(obj, path)
     if table is not None:
-        return _columns_from_table(table, path, wanted, taken)
+        return _columns_from_table(table, path, wanted, taken, options)
     assert array is not None
     if array.ndim == 2 and array.shape[1] == 2:
         _check_no_names(wanted, path)

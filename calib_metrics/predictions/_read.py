@@ -65,6 +65,7 @@ def read_table(
     groups: str | None = None,
     ignore_index: int | None = None,
     taken: Mapping[str, str] | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> Predictions:
     """Probabilities, labels and, if ``groups`` is not None, group ids from a file.
 
@@ -75,6 +76,9 @@ def read_table(
     are the columns in ``taken`` (column -> its other use, ``{"tag": "named by
     --label"}``). An unnamed [N, 2] array holds the probabilities in column 0 and the
     labels in column 1, and refuses any column name given (but a :class:`SharedName`).
+    ``options`` names the options that give this file's columns where they are not
+    ``--probs`` and ``--target`` (``{"probabilities": "test-probs", "labels":
+    "test-target"}``: recalibrate's test file), for the messages.
 
     Example:
         >>> import tempfile, os
@@ -88,7 +92,7 @@ def read_table(
     """
     path = Path(path)
     contents = _load(path)
-    q, y, ids = _from_arrays(contents, path, (probs, target, groups), taken)
+    q, y, ids = _from_arrays(contents, path, (probs, target, groups), taken, options)
     lines = getattr(contents, "lines", None)  # a CSV's rows are read with its columns
     _check_layout(q, y, ids, path)
     columns = (q, y)

@@ -200,6 +200,18 @@ def warn_caller(message: str) -> None:
     warn_at_caller(message, _PACKAGE)
 
 
+def warn_inverting(
+    owner: str, why: str, outcome: str = "so the map fitted inverts the model"
+) -> None:
+    """Warn that ``owner``'s fit runs against the model's scores (``why``: a slope below 0,
+    or dev labels against the scores), with its ``outcome``: most often dev labels coded
+    the other way, or scores not the model's for them."""
+    warn_caller(
+        f"{owner}: {why}, {outcome}: check that the dev scores are the model's for these "
+        "labels (same order, same label coding)"
+    )
+
+
 def flat_scores_warning(
     owner: str,
     scores: str,

@@ -6,7 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from calib_metrics.functional.errors import check_generator
-from calib_metrics.recalibration._common import check_probs, warn_caller
+from calib_metrics.recalibration._common import check_probs
 from calib_metrics.recalibration.binning import (
     HistogramBinning,
     IsotonicCalibration,
@@ -57,51 +57,15 @@ def fit_binary(
             "flatten queries with .reshape(-1); rows of class probabilities go to "
             "TemperatureScaling(inputs='probs')"
         )
-    if method == "temperature":  # refuses labels that run against the scores itself
+    # Each kind checks and warns of its own fit: temperature refuses dev labels that run
+    # against the scores, the others warn (a map that inverts the model, or a flat one).
+    if method == "temperature":
         return TemperatureScaling(inputs="probs").fit(probs, target)
-    if method == "isotonic":  # non-decreasing: such labels flatten it, never invert it
+    if method == "isotonic":
         return IsotonicCalibration(inputs="probs").fit(probs, target)
     if method == "platt":
-        fitted: nn.Module = PlattScaling(inputs="probs").fit(probs, target)
-    elif method == "histogram":
-        fitted = HistogramBinning(n_bins=n_bins, inputs="probs").fit(probs, target)
-    else:
-        fitted = ScalingBinning(n_bins=n_bins, inputs="probs", generator=generator)
-        fitted = fitted.fit(probs, target)
-    _warn_if_inverting(fitted, probs, target, method)  # after the fit's checks of target
-    return fitted
-
-
-def _warn_if_inverting(fitted: nn.Module, probs: Tensor, target: Tensor, method: str) -> None:
-    """Warn where the fitted map inverts the model (labels coded the other way): Platt's
-    slope, or scaling binning's Platt half's, below 0; for histogram binning, which has
-    no slope, dev labels that clearly run against the scores (the positives' mean
-    probability below the negatives' by more than 3 standard errors). They had fitted
-    such maps silently (accuracy 0.73 → 0.26), where the temperature refuses such scores.
-    One host read."""
-    if method != "histogram":
-        platt = fitted if method == "platt" else fitted.platt
-        slope = float(platt.slope)
-        if slope < 0:
-            _say_inverting(method, f"the fitted map decreases (slope {slope:.3g})")
-        return
-    y = target.reshape(-1).to(device=probs.device, dtype=torch.float64)
-    q = probs.reshape(-1).to(torch.float64)
-    n1, n0 = y.sum(), (1 - y).sum()
-    m1, m0 = (q * y).sum() / n1, (q * (1 - y)).sum() / n0
-    v1, v0 = ((q - m1) ** 2 * y).sum() / n1, ((q - m0) ** 2 * (1 - y)).sum() / n0
-    z = (m1 - m0) / (v1 / n1 + v0 / n0).sqrt().clamp_min(1e-300)
-    m1, m0, z = torch.stack([m1, m0, z]).tolist()
-    if z < -3:
-        _say_inverting(
-            method,
-            f"the dev labels run against the scores (mean probability {m1:.3g} for label 1, "
-            f"{m0:.3g} for label 0)",
-        )
-
-
-def _say_inverting(method: str, why: str) -> None:
-    warn_caller(
-        f"recalibration {method!r}: {why}, so the map fitted inverts the model: check that "
-        "the dev scores are the model's for these labels (same order, same label coding)"
-    )
+        return PlattScaling(inputs="probs").fit(probs, target)
+    if method == "histogram":
+        return HistogramBinning(n_bins=n_bins, inputs="probs").fit(probs, target)
+    fitted = ScalingBinning(n_bins=n_bins, inputs="probs", generator=generator)
+    return fitted.fit(probs, target)

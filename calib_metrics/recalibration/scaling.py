@@ -27,12 +27,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from calib_metrics.functional.errors import check_int
+from calib_metrics.functional.multiclass import check_class_id_dtype
 from calib_metrics.recalibration._common import (
     MASK_FLOOR,
     FittedModule,
     SettingsInState,
     check_binary_target,
-    check_finite,
     check_finite_optimum,
     check_floating,
     check_nonempty,
@@ -49,13 +49,18 @@ from calib_metrics.recalibration._common import (
     typical_gap,
     typical_spread,
     warn_caller,
+    warn_inverting,
 )
 
 __all__ = ["MatrixScaling", "PlattScaling", "TemperatureScaling", "VectorScaling"]
 
 
 def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
-    """Validate ``logits [N, C]`` and integer ``target [N]``; return target as long."""
+    """Validate ``logits [N, C]`` and integer ``target [N]``; return target as long.
+
+    Class ids held as floats or bools are refused, with the hint ``target.long()``, as
+    ``TemperatureRecalibration`` and ``calibration_error`` refuse them (whole-number floats
+    and bools had been fitted on here)."""
     if logits.ndim != 2 or logits.shape[1] < 2:
         raise ValueError(f"logits must be [N, C] with C >= 2, got shape {tuple(logits.shape)}")
     check_tensor(target, "target")
@@ -64,10 +69,7 @@ def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
             f"target must be [N] = ({logits.shape[0]},) to match logits "
             f"{tuple(logits.shape)}, got {tuple(target.shape)}"
         )
-    if target.is_floating_point():
-        check_finite(target, "target")
-        if not bool((target == target.round()).all()):
-            raise ValueError("target must hold integer class indices")
+    check_class_id_dtype(target)
     target = target.long()
     num_classes = logits.shape[1]
     if bool(((target < 0) | (target >= num_classes)).any()):
@@ -1092,7 +1094,16 @@ class PlattScaling(_LogitScaler):
 
     def fit(self, scores: Tensor, target: Tensor) -> PlattScaling:  # type: ignore[override]
         """Fit ``a`` and ``b`` on held-out binary ``scores`` ``[N]`` (or probabilities, with
-        ``inputs="probs"``) and 0/1 labels ``target`` ``[N]``; returns ``self``."""
+        ``inputs="probs"``) and 0/1 labels ``target`` ``[N]``; returns ``self``. A slope
+        below 0 (a map that inverts the model) is warned of."""
+        self._fit_unsaid(scores, target)
+        warn_if_decreasing("PlattScaling", "the fitted map", self.slope)
+        return self
+
+    def _fit_unsaid(self, scores: Tensor, target: Tensor) -> PlattScaling:
+        """:meth:`fit` without its warning of a decreasing map, which
+        :class:`~calib_metrics.recalibration.binning.ScalingBinning` gives of its Platt step
+        in its own name."""
         self._check_input(scores, binary=True)
         if scores.ndim != 1:
             raise ValueError(f"scores must be [N], got shape {tuple(scores.shape)}")
@@ -1159,3 +1170,13 @@ class PlattScaling(_LogitScaler):
 
     def _stored(self) -> list[Tensor]:
         return [self.slope, self.intercept]
+
+
+def warn_if_decreasing(owner: str, step: str, slope: Tensor) -> None:
+    """Warn where a Platt ``slope`` (of ``owner``'s ``step``) is below 0: the map then
+    inverts the model (accuracy 0.73 → 0.26 on dev labels coded the other way), where a
+    temperature refuses such scores. Fitted directly, PlattScaling and ScalingBinning had
+    said nothing; only ``fit_binary`` warned. One host read."""
+    value = float(slope)
+    if value < 0:
+        warn_inverting(owner, f"{step} decreases (slope {value:.3g})")
