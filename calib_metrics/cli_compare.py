@@ -109,9 +109,10 @@ def _read_b(args: argparse.Namespace, groups: str | None, taken: dict[str, str])
     from calib_metrics.predictions import read_table, shared
 
     try:
+        # A column b's file leaves unclear is named by --probs-b: --probs names a's too.
         return read_table(
             args.b, args.probs_b or shared(args.probs), shared(args.target), groups,
-            args.ignore_index, taken,
+            args.ignore_index, taken, options={"probabilities": "probs-b"},
         )  # fmt: skip
     except ValueError as err:
         if args.probs_b is None and args.probs is not None and f"{args.probs!r}" in str(err):

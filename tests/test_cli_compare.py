@@ -65,6 +65,21 @@ def test_b_reading_a_s_probs_column_says_so(predictions, capsys) -> None:
     assert main([*argv, "--probs-b", "prob", "--samples", "20"]) == 0
 
 
+def test_a_column_b_s_file_leaves_unclear_is_named_by_probs_b(predictions, capsys) -> None:
+    """--probs names file a's column (and b's by default): the advice for b's file is
+    --probs-b (it had said --probs, which would have broken file a)."""
+    a = predictions["b"]
+    rows = a.read_text().splitlines()[1:]
+    two = a.with_name("two.csv")
+    two.write_text("prob_x,prob_y,label\n" + "".join(f"{r.split(',')[0]},{r}\n" for r in rows))
+    argv = ["compare", str(a), str(two)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "two.csv: cannot tell which column holds the probabilities" in err
+    assert "name it with --probs-b (" in err, err
+    assert main([*argv, "--probs-b", "prob_y", "--samples", "20"]) == 0
+
+
 def test_one_file_names_both_models_columns(predictions, capsys) -> None:
     argv = ["compare", str(predictions["both"]), "--probs", "qa", "--probs-b", "qb"]
     assert main([*argv, "--target", "y", "--samples", "20"]) == 0
