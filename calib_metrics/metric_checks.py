@@ -22,6 +22,7 @@ from calib_metrics.functional.binning import (
     check_binary_target,
     check_ids,
     check_probs,
+    class_id_hint,
     column_target_hint,
     supported_dtype,
 )
@@ -190,8 +191,7 @@ def _prepare_batch(
     if probs.ndim < 1 or probs.shape[-1] != c or probs.shape[:-1] != target.shape:
         raise ValueError(
             f"multiclass input needs {name} [..., {c}] and target [...], got {name} "
-            f"{tuple(probs.shape)} and target {tuple(target.shape)}"
-            + column_target_hint(probs, target)
+            f"{tuple(probs.shape)} and target {tuple(target.shape)}" + class_id_hint(probs, target)
         )
     check_class_id_dtype(target)
     probs, target = _supported(probs, target, name)

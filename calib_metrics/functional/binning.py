@@ -451,6 +451,41 @@ def column_target_hint(probs: Tensor, target: Tensor) -> str:
     return ""
 
 
+def one_hot_hint(probs: Tensor, target: Tensor) -> str:
+    """A hint for a one-hot target (``probs``' shape ``[..., C]``, 0/1 with one 1 per
+    row) where class ids ``[...]`` are needed; empty otherwise. One host synchronisation,
+    for a message only.
+
+    Example:
+        >>> probs = torch.tensor([[0.3, 0.7], [0.6, 0.4]])
+        >>> one_hot_hint(probs, torch.tensor([[0, 1], [1, 0]]))
+        ' (target looks one-hot: pass target.argmax(-1))'
+        >>> one_hot_hint(probs, torch.tensor([[False, True], [True, False]]))
+        ' (target looks one-hot: pass target.long().argmax(-1))'
+        >>> one_hot_hint(probs, torch.tensor([[1, 1], [1, 0]]))
+        ''
+    """
+    shape = tuple(probs.shape)
+    if len(shape) < 2 or shape[-1] < 2 or tuple(target.shape) != shape:
+        return ""
+    if target.is_complex() or target.is_meta or non_dense_layout(target) is not None:
+        return ""
+    # In float64: comparisons and sums are not implemented for every dtype (uint32, float8).
+    rows = target.detach().reshape(-1, shape[-1]).to(torch.float64)
+    binary = ((rows == 0) | (rows == 1)).all() & (rows.sum(-1) == 1).all()
+    if rows.numel() == 0 or not bool(binary):
+        return ""
+    # torch has no argmax of bools, unsigned 16- to 64-bit integers or float8.
+    direct = target.dtype in SUPPORTED_DTYPES and target.dtype != torch.bool
+    return f" (target looks one-hot: pass target{'' if direct else '.long()'}.argmax(-1))"
+
+
+def class_id_hint(probs: Tensor, target: Tensor) -> str:
+    """A hint for class ids given as a column ``[..., 1]`` (:func:`column_target_hint`) or
+    one-hot (:func:`one_hot_hint`) beside multiclass ``probs [..., C]``; empty otherwise."""
+    return column_target_hint(probs, target) or one_hot_hint(probs, target)
+
+
 def _check_pairs(
     probs: Tensor,
     target: Tensor,

@@ -26,7 +26,7 @@ from typing import Literal, NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.binning import Bins, check_probs, column_target_hint
+from calib_metrics.functional.binning import Bins, check_probs, class_id_hint, supported_dtype
 from calib_metrics.functional.clusters import with_samples
 from calib_metrics.functional.errors import check_id_tensor, check_tensors
 from calib_metrics.functional.intervals import CalibrationResult, effective_samples
@@ -146,9 +146,13 @@ def warn_row_sums(probs: Tensor, name: str = "probs", stacklevel: int = 2) -> No
         warnings.warn(f"{name}: {ROW_SUM_WARNING}", UserWarning, stacklevel=stacklevel + 1)
 
 
-def _check_multiclass(probs: Tensor, target: Tensor, check_rows: bool = True) -> int:
-    """Validate multiclass input and return the number of classes C; with
-    ``check_rows``, warn when rows do not sum to 1 (:func:`row_sum_message`)."""
+def _check_multiclass(
+    probs: Tensor, target: Tensor, check_rows: bool = True
+) -> tuple[Tensor, Tensor, int]:
+    """Validate multiclass input and return it in supported dtypes with the number of
+    classes C; with ``check_rows``, warn when rows do not sum to 1 (:func:`row_sum_message`).
+    Widened first (:func:`supported_dtype`): torch has no min/max for uint32 class ids, nor
+    for float8 probabilities (the top label's confidence)."""
     n_classes = probs.shape[-1]
     if n_classes < 2:
         raise ValueError(
@@ -160,13 +164,14 @@ def _check_multiclass(probs: Tensor, target: Tensor, check_rows: bool = True) ->
     if probs.device != target.device:
         raise ValueError(f"probs on {probs.device} but target on {target.device}")
     check_probs(probs)
+    probs, target = supported_dtype(probs, "probs"), supported_dtype(target, "target")
     if check_rows:
         warn_row_sums(probs, stacklevel=4)
     low, high = torch.aminmax(target.reshape(-1))
     if low < 0 or high >= n_classes:
         bad = (low if low < 0 else high).item()
         raise ValueError(f"target class ids must lie in [0, {n_classes - 1}], found {bad}")
-    return n_classes
+    return probs, target, n_classes
 
 
 def pair_sets(
@@ -210,8 +215,8 @@ def pair_sets(
     _check_group_shape(groups, target)
     if not is_multiclass(probs, target):
         if mode != "one_vs_rest":
-            column = isinstance(probs, Tensor) and isinstance(target, Tensor)
-            hint = column_target_hint(probs, target) if column else ""
+            tensors = isinstance(probs, Tensor) and isinstance(target, Tensor)
+            hint = class_id_hint(probs, target) if tensors else ""
             raise ValueError(
                 f"mode={mode!r} needs multiclass probs [..., C] with integer targets [...], "
                 f"got shapes {tuple(getattr(probs, 'shape', ()))} and "
@@ -219,7 +224,7 @@ def pair_sets(
                 + (hint or " (for binary scores p pass torch.stack([1 - p, p], -1))")
             )
         return [PairSet(probs, target, groups)]
-    n_classes = _check_multiclass(probs, target, check_rows)
+    probs, target, n_classes = _check_multiclass(probs, target, check_rows)
     if groups is not None and groups.numel() != target.numel():
         raise ValueError(
             f"groups must give one id per item: got {groups.numel()} ids for "
