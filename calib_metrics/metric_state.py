@@ -26,7 +26,7 @@ from torchmetrics.utilities.distributed import gather_all_tensors
 from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
 from calib_metrics.functional.binning import SUPPORTED_DTYPES, is_id_dtype, non_dense_layout
-from calib_metrics.functional.errors import stacklevel_outside
+from calib_metrics.functional.errors import CountedWarning, stacklevel_outside
 from calib_metrics.functional.multiclass import row_sum_message
 
 # dtypes a list state may hold, coded by position for the ranks to agree on one: update
@@ -346,7 +346,8 @@ def warnings_said_by(owner: Any, function: str) -> Iterator[None]:
     metric object, as its other warnings are: a metric's too-few-units warning had named
     ``calibration_error_ci``, which the user never called, pointed into the library, and
     (the registry of "once per line" being reset by the capture) come again at every
-    compute of an epoch loop.
+    compute of an epoch loop. A :class:`~calib_metrics.functional.errors.CountedWarning`
+    is said once whatever its count (which changes from epoch to epoch).
 
     Example:
         >>> metric = type("CalibrationError", (), {})()
@@ -371,8 +372,9 @@ def warnings_said_by(owner: Any, function: str) -> Iterator[None]:
             text = text[len(function) + 2 :]
         if not text.startswith(f"{name}: "):
             text = f"{name}: {text}"
-        if text not in said_before:
-            said_before.add(text)
+        once = said.category.__name__ if issubclass(said.category, CountedWarning) else text
+        if once not in said_before:
+            said_before.add(once)
             warnings.warn(text, said.category, stacklevel=_user_stacklevel())
 
 

@@ -50,6 +50,7 @@ from calib_metrics.functional.intervals import (
     without_interval_if_few,
 )
 from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
+from calib_metrics.functional.paper_warnings import warn_of_paper_draws
 from calib_metrics.functional.ties import cut_cells
 
 MAX_BIN_SIZE = 2**62
@@ -326,7 +327,8 @@ def bins_interval(
     **options: object,
 ) -> CalibrationResult:
     """:func:`ci_from_bins` unchecked, for bins this library made (``interval`` "paper" or
-    "pairs"; ``options``: confidence, method, norm, debias).
+    "pairs"; ``options``: confidence, method, norm, debias). The paper's draws come with
+    the warnings of :mod:`~calib_metrics.functional.paper_warnings`.
 
     Example:
         >>> import torch
@@ -336,6 +338,8 @@ def bins_interval(
         >>> round(r.error.item(), 3)
         0.1
     """
+    if interval == "paper":
+        warn_of_paper_draws(bins, bool(options.get("debias")) and options.get("norm", "l2") == "l2")
     draws = {"paper": paper_draws, "pairs": pair_draws}[interval](bins, n_samples, generator)
     result = resampled_interval(bins, draws, interval, **options)
     # Host sync: the number of pairs. The paper's draws of a bin of one pair (or of any
@@ -394,14 +398,21 @@ def calibration_error_ci(
             not re-formed per draw. With ``debias=True`` the bootstrap intervals are
             recentred on the debiased estimate (see
             :mod:`calib_metrics.functional.intervals`); ``docs/coverage.md`` measures
-            every combination.
+            every combination. ``"paper"`` warns with ``debias=True`` (its draws centre
+            near the plug-in estimate), and where a bin boundary cuts a tie group of
+            mixed labels: it redraws each of the group's bins on its own, so its
+            interval depends on where the boundaries fall, while ``"pairs"`` draws the
+            group once (:mod:`~calib_metrics.functional.paper_warnings`).
         groups: group id of every pair (any integer tensor of ``probs``' shape; for
             multiclass input, of ``target``'s: one id per item), needed
             by and only used with ``interval="groups"``; with ``debias=True`` the noise
             term is then each bin's cluster-robust variance over the groups
             (:mod:`~calib_metrics.functional.clusters`), so ``error`` may differ slightly
-            from :func:`calibration_error`'s, which assumes independent labels. Fewer
-            than ``MIN_UNITS`` (10) groups — or, with ``interval="pairs"`` or
+            from :func:`calibration_error`'s, which assumes independent labels.
+            Independent pairs need no groups: groups of one pair each give a wider,
+            conservative interval than ``interval="pairs"``, since the group bootstrap
+            draws around the observed gaps (λ = 1, :mod:`~calib_metrics.functional.intervals`).
+            Fewer than ``MIN_UNITS`` (10) groups — or, with ``interval="pairs"`` or
             ``"paper"``, pairs — give no interval: NaN mean, std and ends, with a warning
             (the error stands).
         mode: multiclass input as in :func:`calibration_error`; ``"classwise"`` averages

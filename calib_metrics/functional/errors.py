@@ -215,9 +215,19 @@ def stacklevel_outside(prefixes: str | tuple[str, ...] = _LIBRARY) -> int:
     return level
 
 
-def warn_at_caller(message: str, prefixes: str | tuple[str, ...] = _LIBRARY) -> None:
-    """A UserWarning at the line that called into ``prefixes`` (default: the library):
-    :func:`stacklevel_outside`. A function reached at several depths
-    (``calibration_error_ci`` itself, or through its classwise average) had warned from
-    a line of the library."""
-    warnings.warn(message, UserWarning, stacklevel=stacklevel_outside(prefixes))
+class CountedWarning(UserWarning):
+    """A UserWarning whose text counts something in the data (the pairs of cut tie
+    groups): a metric says it once per object, as its other warnings, though the count
+    changes from one compute (epoch) to the next."""
+
+
+def warn_at_caller(
+    message: str,
+    prefixes: str | tuple[str, ...] = _LIBRARY,
+    category: type[Warning] = UserWarning,
+) -> None:
+    """A UserWarning (or ``category``) at the line that called into ``prefixes``
+    (default: the library): :func:`stacklevel_outside`. A function reached at several
+    depths (``calibration_error_ci`` itself, or through its classwise average) had warned
+    from a line of the library."""
+    warnings.warn(message, category, stacklevel=stacklevel_outside(prefixes))

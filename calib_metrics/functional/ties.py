@@ -258,3 +258,34 @@ def run_cuts(gap: Tensor, freq: Tensor, count: Tensor) -> TieCuts:
     before = torch.cat([pad, ends - run_start], dim=-1)
     group_ones = torch.cat([pad, ones.gather(-1, run)], dim=-1)
     return TieCuts(*(torch.where(inner, v, 0) for v in (size, before, group_ones)))
+
+
+def mixed_cuts(cuts: TieCuts) -> TieCuts:
+    """``cuts`` less the groups of one label (mean label 0 or 1), which hold it in every
+    bin they meet and in every draw: those left tie their bins' frequencies together.
+
+    Example:
+        >>> cuts = TieCuts(*torch.tensor([[0.0, 5, 4, 0], [0, 2, 1, 0], [0, 1, 4, 0]]))
+        >>> mixed_cuts(cuts).size.tolist()
+        [0.0, 5.0, 0.0, 0.0]
+    """
+    size, ones = cuts.size, cuts.ones
+    mixed = (size > 0) & (ones > 1e-9 * size) & (ones < (1 - 1e-9) * size)
+    return TieCuts(*(torch.where(mixed, v, 0) for v in cuts))
+
+
+def cut_pairs(count: Tensor, cuts: TieCuts) -> Tensor:
+    """The pairs of the tie groups that the boundaries of 1-D bins cut, each group
+    counted once.
+
+    Example:
+        A group of 12 spanning the middle bin (cut at both of its edges) and one of 5:
+
+        >>> cuts = TieCuts(*torch.tensor([[0.0, 12, 12, 5, 0], [0, 2, 6, 1, 0], [0] * 5]))
+        >>> cut_pairs(torch.tensor([4.0, 4.0, 4.0, 4.0]), cuts).item()
+        17.0
+    """
+    # A group spanning a whole bin is cut at both of its edges: counted at the lower one.
+    whole = bin_parts(count, cuts).whole
+    again = torch.cat([torch.zeros_like(whole[:1]), whole])
+    return torch.where(again, 0, cuts.size).sum()
