@@ -209,6 +209,14 @@ def test_end_to_end_quick_run(tmp_path: Path, capsys):
     assert r"mean / max \|sampled − exact\|" in header
     assert len(re.split(r"(?<!\\)\|", header)) == rule.count("|") + 1
     assert "LitBank not evaluated" not in markdown
+    # The paper's interval redraws cut tie groups' bins independently: the pairs in them
+    # are counted per column (the library's warning, whose advice the command cannot take,
+    # is not printed).
+    assert "Pairs in tie groups of mixed labels that bin boundaries cut" in markdown
+    assert all(
+        isinstance(ev[which]["main"]["cut_tie_pairs"], int)
+        for ev in saved["sets"].values() for which in ("exact", "sampled")
+    )  # fmt: skip
     # The ranges' freq − q is signed as every difference (a positive one had been unsigned).
     ranges = markdown.split("confidence by range")[1].split("\n\n")[1].splitlines()[2:]
     gaps = [row.split(" | ")[4] for row in ranges]

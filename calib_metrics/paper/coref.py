@@ -21,6 +21,7 @@ import argparse
 import math
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,9 @@ import torch
 from tqdm import tqdm
 
 from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
+from calib_metrics.functional.binning import bin_ties
+from calib_metrics.functional.errors import CountedWarning
+from calib_metrics.functional.ties import cut_pairs, mixed_cuts
 from calib_metrics.models.coref import clusters, coreference_marginals, most_probable_antecedents
 from calib_metrics.models.coref_ranker import N_BITS_RANGE, AntecedentRanker
 from calib_metrics.paper import options, paired, report
@@ -169,17 +173,23 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
 
 
 def _calibration(q: torch.Tensor, y: torch.Tensor, bin_size: int, args, gen) -> dict[str, Any]:
-    result = calibration_error_ci(
-        q.double(),
-        y.double(),
-        bin_size=bin_size,
-        n_samples=args.ci_samples,
-        generator=gen,
-        debias=False,
-        interval="paper",
-    )
+    with warnings.catch_warnings():
+        # The sampled marginals take S + 1 values: their tie groups that bins cut are
+        # counted in the results (cut_tie_pairs), where the library's advice, an option of
+        # its own, would not apply.
+        warnings.filterwarnings("ignore", "interval='paper': ", CountedWarning)
+        result = calibration_error_ci(
+            q.double(),
+            y.double(),
+            bin_size=bin_size,
+            n_samples=args.ci_samples,
+            generator=gen,
+            debias=False,
+            interval="paper",
+        )
     brier = brier_decomposition(q.double(), y.double(), bin_size=bin_size)
     return {
+        "cut_tie_pairs": _cut_tie_pairs(result.bins),
         "bin_size": bin_size,
         "bins": int(result.bins.count.numel()),
         "error": float(result.error),
@@ -191,6 +201,12 @@ def _calibration(q: torch.Tensor, y: torch.Tensor, bin_size: int, args, gen) -> 
         "brier_refinement": float(brier.refinement),
         "result": result,
     }
+
+
+def _cut_tie_pairs(bins) -> int:
+    """The pairs in tie groups of mixed labels that bin boundaries cut, whose bins
+    Algorithm 2 redraws independently (:mod:`calib_metrics.functional.paper_warnings`)."""
+    return int(cut_pairs(bins.count, mixed_cuts(bin_ties(bins))).item())
 
 
 # The interval that docs/coverage.md finds trustworthy when pairs come in groups: all the
@@ -524,6 +540,29 @@ def _paper_columns(settings: dict[str, Any]) -> str:
     )
 
 
+def _cut_ties_line(sets: dict[str, Any]) -> str:
+    """The pairs of each set's paper columns in cut tie groups of mixed labels.
+
+    Example:
+        >>> main = lambda n: {"main": {"cut_tie_pairs": n}}
+        >>> ev = {"exact": main(0), "sampled": main(8604), "sampled_random_ties": main(0)}
+        >>> _cut_ties_line({"test": ev}).split("once): ")[1]
+        'test: exact 0, sampled 8,604, tie-broken 0.'
+    """
+    counts = "; ".join(
+        f"{name}: exact {ev['exact']['main']['cut_tie_pairs']:,}, sampled "
+        f"{ev['sampled']['main']['cut_tie_pairs']:,}, tie-broken "
+        f"{ev['sampled_random_ties']['main']['cut_tie_pairs']:,}"
+        for name, ev in sets.items()
+    )
+    return (
+        "Pairs in tie groups of mixed labels that bin boundaries cut (the sampled estimates "
+        "take S + 1 values; Algorithm 2 redraws such a group's bins independently, so the "
+        "paper's interval moves with where the boundaries fall, while the bootstrap "
+        f"columns draw the group once): {counts}."
+    )
+
+
 def _markdown(results: dict[str, Any]) -> str:
     headers = ["set", "docs", "pairs", "coref rate", "CalibErr exact [95% CI]",
                "exact, debiased, document bootstrap [95%]",
@@ -538,7 +577,7 @@ def _markdown(results: dict[str, Any]) -> str:
     if "litbank_note" in results:
         lines += ["", f"{results['litbank_note']}."]
     lines += ["", f"Paper: {PAPER['finding']} ({PAPER['pairs']:,} pairs, {PAPER['data']}).", ""]
-    lines += [_paper_columns(results["settings"]), ""]
+    lines += [_paper_columns(results["settings"]), "", _cut_ties_line(results["sets"]), ""]
     lines += ["The document-bootstrap column: debiased error with β = ⌈√N⌉ and the recentred "
               "bootstrap over whole documents (pairs of one document are not independent; "
               "docs/coverage.md).", ""]  # fmt: skip
