@@ -13,23 +13,20 @@ import math
 
 
 def count(text: str) -> int:
-    """A whole number of at least 1: repeats, batch sizes, draws.
+    """A whole number of at least 1: repeats, batch sizes, draws; ``1e5`` and ``2.0`` too.
 
     Example:
-        >>> count("3")
-        3
+        >>> count("3"), count("1e5")
+        (3, 100000)
         >>> count("0")
         Traceback (most recent call last):
         ...
         argparse.ArgumentTypeError: must be a whole number of at least 1, not '0'
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
+    value = _whole(text)
+    if not value >= 1:  # a NaN fails too
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return value
+    return int(value)
 
 
 def size(text: str) -> float:
@@ -38,15 +35,24 @@ def size(text: str) -> float:
     Example:
         >>> size("1e6")
         1000000.0
-        >>> size("-5")
+        >>> size("1.5")
         Traceback (most recent call last):
         ...
-        argparse.ArgumentTypeError: must be a number of pairs of at least 1, not '-5'
+        argparse.ArgumentTypeError: must be a whole number of pairs of at least 1, not '1.5'
     """
+    value = _whole(text)
+    if not value >= 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of pairs of at least 1, not {text!r}"
+        )
+    return value
+
+
+def _whole(text: str) -> float:
+    """``text``'s whole number (``12``, ``1e5``, ``2.0``) as a float; NaN for anything else
+    (a fraction, which the scripts had truncated, infinity, not a number)."""
     try:
         value = float(text)
     except ValueError:
-        value = math.nan
-    if not 1 <= value < math.inf:  # a NaN fails too
-        raise argparse.ArgumentTypeError(f"must be a number of pairs of at least 1, not {text!r}")
-    return value
+        return math.nan
+    return value if math.isfinite(value) and value.is_integer() else math.nan

@@ -110,6 +110,13 @@ def _text(value: Any) -> str:
     return html.escape(visible_controls(str(value)), quote=True)
 
 
+def _typed_text(value: Any) -> str:
+    """A path or command as the page's text: its controls shown, its backslashes as typed
+    (:func:`escaped_controls`), then HTML-escaped. Doubling them, as a label's are, had
+    named another file (``'run\\temp.npz'`` in a command to paste)."""
+    return html.escape(escaped_controls(str(value)), quote=True)
+
+
 def plus_term(value: Any, digits: int = 4) -> str:
     """A term of a sum after the first: ``+ 0.0134``, or ``− 0.0001`` for a negative one
     (the within-bin term can be; "+ -0.0001" read badly).
@@ -470,7 +477,7 @@ def _settings_section(settings: Mapping[str, Any], command: str | None) -> str:
     rows = [(f"setting-{k}", k, "—" if v is None else v) for k, v in settings.items()]
     out = '<section id="settings"><h2>Settings used</h2>'
     if command:
-        out += f"<p>Command: <code>{_text(command)}</code></p>"
+        out += f"<p>Command: <code>{_typed_text(command)}</code></p>"
     return out + _key_table(rows, "settings-table") + "</section>"
 
 
@@ -489,8 +496,8 @@ def _page(title: str, sections: Sequence[str]) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_text(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{_text(title)}</h1>{''.join(sections)}"
+        f"<title>{_typed_text(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{_typed_text(title)}</h1>{''.join(sections)}"
         f"<footer><p>calib_metrics {_text(__version__)}</p></footer></body></html>\n"
     )
 

@@ -251,7 +251,16 @@ DEGENERATE = [
     ("bench_coref.py", "--samples", "0"),
     ("bench_import.py", "--repeats", "0"),
     ("coverage.py", "--reps", "0"),
+    ("bench_metric.py", "--sizes", "1.5"),  # had been truncated to 1 pair
 ]
+
+
+def test_counts_and_sizes_take_whole_numbers_in_float_notation(monkeypatch) -> None:
+    """``--batch 1e5`` had been refused as "not a whole number" (it is one)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    from benchmarks._args import count, size
+
+    assert (count("1e5"), count("2.0"), size("1e6")) == (100_000, 2, 1e6)
 
 
 @pytest.mark.parametrize(("script", "option", "value"), DEGENERATE)

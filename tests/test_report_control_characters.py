@@ -110,3 +110,27 @@ def test_a_backslash_that_reads_as_an_escape_is_doubled(tmp_path, capsys) -> Non
     table = out.read_text(encoding="utf-8")
     assert "<td>a\\\\tb</td>" in table and "<td>a\\tb</td>" in table
     assert "<td>C:\\data</td>" in table
+
+
+def test_paths_and_the_command_keep_their_backslashes_as_typed(tmp_path, capsys) -> None:
+    """A label's backslashes are doubled where they read as an escape, but a file's name
+    is what the user typed: the page's command had read ``'run\\\\temp.csv'`` (a command
+    naming another file) and the text's header the same."""
+    import shlex
+
+    from calib_metrics.cli import main
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(300, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    path = tmp_path / "run\\temp.csv"
+    rows = "".join(f"{p!r},{int(t)}\n" for p, t in zip(q.tolist(), y.tolist()))
+    path.write_text("prob,label\n" + rows)
+    out = tmp_path / "run\\temp.html"
+    assert main(["evaluate", str(path), "--samples", "20", "--html", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{path}: N = 300 pairs" in printed and f"HTML report: {out}" in printed
+    page = out.read_text(encoding="utf-8")
+    assert f"<h1>Calibration report: {path}</h1>" in page
+    command = re.search(r"Command: <code>(.*?)</code>", page)[1]
+    assert str(path) in shlex.split(command.replace("&#x27;", "'"))
