@@ -160,3 +160,14 @@ def test_evaluate_keeps_its_note_and_says_nothing_twice(tmp_path, capsys) -> Non
     (line,) = err.splitlines()
     assert line.startswith("calib-metrics: warning: --interval paper: 500 pairs lie in tie")
     assert "--interval pairs draws a cut group once" in line
+
+
+def test_no_word_of_an_interval_that_too_few_pairs_leave_out() -> None:
+    """Eight pairs give no interval (NaN ends), yet both warnings had spoken of one."""
+    q = torch.full((8,), 0.3, dtype=torch.float64)
+    y = torch.tensor([1, 0, 0, 1, 0, 0, 0, 1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = calibration_error_ci(q, y, interval="paper", bin_size=2, n_samples=50)
+    said = [str(w.message) for w in caught]
+    assert r.lower.isnan() and len(said) == 1 and "8 pairs" in said[0], said

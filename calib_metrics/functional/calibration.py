@@ -33,6 +33,7 @@ from calib_metrics.functional.binning import (
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import check_flag, check_generator, check_int
 from calib_metrics.functional.intervals import (
+    MIN_UNITS,
     CalibrationResult,
     Draws,
     Interval,
@@ -338,14 +339,16 @@ def bins_interval(
         >>> round(r.error.item(), 3)
         0.1
     """
-    if interval == "paper":
-        warn_of_paper_draws(bins, bool(options.get("debias")) and options.get("norm", "l2") == "l2")
     draws = {"paper": paper_draws, "pairs": pair_draws}[interval](bins, n_samples, generator)
     result = resampled_interval(bins, draws, interval, **options)
     # Host sync: the number of pairs. The paper's draws of a bin of one pair (or of any
     # bin whose pairs agree) are its frequency itself: one pair had a "certain"
     # zero-width interval, [0.7, 0.7].
-    return without_interval_if_few(result, round(float(bins.count.sum())), "pair")
+    n_pairs = round(float(bins.count.sum()))
+    if interval == "paper" and n_pairs >= MIN_UNITS:  # of no interval, nothing to say
+        debiased = bool(options.get("debias")) and options.get("norm", "l2") == "l2"
+        warn_of_paper_draws(bins, debiased)
+    return without_interval_if_few(result, n_pairs, "pair")
 
 
 def _check_interval_options(

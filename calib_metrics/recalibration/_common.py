@@ -212,6 +212,33 @@ def warn_inverting(
     )
 
 
+def labels_against(scores: Tensor, y: Tensor, noun: str) -> str | None:
+    """How the dev labels ``y`` run against the ``scores`` where they do by more than 3
+    standard errors (Welch's z of the positives' mean score less the negatives' below
+    -3); None where not. "The positives' mean below the negatives'" had told a weak,
+    calibrated model's dev set (scores in [0.45, 0.55], n = 50) so one time in three.
+
+    The scores are first scaled by a power of two into [-1, 1] and centred on their
+    median, both exact for neighbouring scores: scores near float64's largest had
+    overflowed the sums, and scores ulps apart, of equal means by label, had rounded into
+    unequal ones read as labels against them. One host read."""
+    exponent = torch.frexp(scores.abs().max()).exponent
+    x = torch.ldexp(scores, -exponent)
+    centre = x.median()
+    x = x - centre
+    n1, n0 = y.sum(), (1 - y).sum()
+    m1, m0 = (x * y).sum() / n1, (x * (1 - y)).sum() / n0
+    v1, v0 = ((x - m1) ** 2 * y).sum() / n1, ((x - m0) ** 2 * (1 - y)).sum() / n0
+    z = (m1 - m0) / (v1 / n1 + v0 / n0).sqrt().clamp_min(1e-300)
+    m1, m0 = (torch.ldexp(m + centre, exponent) for m in (m1, m0))
+    m1, m0, z = torch.stack([m1, m0, z]).tolist()
+    if z >= -3:
+        return None
+    mean = "mean probability" if noun == "probabilities" else "mean score"
+    means = f"{mean} {m1:.3g} for label 1, {m0:.3g} for label 0"
+    return f"the dev labels run against the {noun} ({means})"
+
+
 def flat_scores_warning(
     owner: str,
     scores: str,

@@ -39,6 +39,7 @@ from calib_metrics.recalibration._common import (
     check_nonempty,
     check_probs,
     check_tensor,
+    labels_against,
     warn_caller,
     warn_inverting,
 )
@@ -282,8 +283,9 @@ def _warn_if_uninformative(
     """Warn where the dev ``scores`` (float64) cannot inform ``module``'s fit on labels
     ``y``: all equal, they map every score to the dev frequency of class 1, as Platt
     scaling's slope 0 does (and warns); labels that run against them
-    (:func:`_labels_against`) give histogram binning a map that inverts the model, and
-    flatten an isotonic one, which is said too where it is flat for any other reason.
+    (:func:`~calib_metrics.recalibration._common.labels_against`) give histogram binning
+    a map that inverts the model, and flatten an isotonic one, which is said too where it
+    is flat for any other reason.
     These fits had been silent: flipped dev labels took isotonic's every test probability
     to 0.5003, reported as a significant improvement. Two host reads at most."""
     kind = type(module).__name__
@@ -293,7 +295,7 @@ def _warn_if_uninformative(
     if low == high:
         _say_equal_scores(module, kind, noun, y.numel(), rate)
         return
-    against = _labels_against(scores, y, noun)
+    against = labels_against(scores, y, noun)
     if isinstance(module, IsotonicCalibration):
         _say_if_flat(module, kind, noun, against)
     elif against is not None:
@@ -334,33 +336,6 @@ def _say_if_flat(module: IsotonicCalibration, kind: str, noun: str, against: str
         against or f"the dev labels do not rise with the {noun}",
         f"so the non-decreasing map fitted {flat} and the model's ranking is lost",
     )
-
-
-def _labels_against(scores: Tensor, y: Tensor, noun: str) -> str | None:
-    """How the dev labels ``y`` run against the ``scores`` where they do by more than 3
-    standard errors (Welch's z of the positives' mean score less the negatives' below
-    -3); None where not. "The positives' mean below the negatives'" had told a weak,
-    calibrated model's dev set (scores in [0.45, 0.55], n = 50) so one time in three.
-
-    The scores are first scaled by a power of two into [-1, 1] and centred on their
-    median, both exact for neighbouring scores: scores near float64's largest had
-    overflowed the sums, and scores ulps apart, of equal means by label, had rounded into
-    unequal ones read as labels against them. One host read."""
-    exponent = torch.frexp(scores.abs().max()).exponent
-    x = torch.ldexp(scores, -exponent)
-    centre = x.median()
-    x = x - centre
-    n1, n0 = y.sum(), (1 - y).sum()
-    m1, m0 = (x * y).sum() / n1, (x * (1 - y)).sum() / n0
-    v1, v0 = ((x - m1) ** 2 * y).sum() / n1, ((x - m0) ** 2 * (1 - y)).sum() / n0
-    z = (m1 - m0) / (v1 / n1 + v0 / n0).sqrt().clamp_min(1e-300)
-    m1, m0 = (torch.ldexp(m + centre, exponent) for m in (m1, m0))
-    m1, m0, z = torch.stack([m1, m0, z]).tolist()
-    if z >= -3:
-        return None
-    mean = "mean probability" if noun == "probabilities" else "mean score"
-    means = f"{mean} {m1:.3g} for label 1, {m0:.3g} for label 0"
-    return f"the dev labels run against the {noun} ({means})"
 
 
 class IsotonicCalibration(FittedModule):
@@ -463,6 +438,7 @@ class ScalingBinning(FittedModule):
         super().__init__()
         self.n_bins = _check_n_bins(n_bins)
         self.platt = PlattScaling(inputs=inputs)
+        self.platt.said_as = "ScalingBinning (its Platt step, on half of dev)"
         self.generator = generator
         self.register_buffer("edges", torch.zeros(0, dtype=torch.float64))
         self.register_buffer("values", torch.zeros(0, dtype=torch.float64))
@@ -500,7 +476,9 @@ class ScalingBinning(FittedModule):
         self.edges = edges
         self.values = _bin_means(index, scaled, edges.numel() + 1, empty)
         self.fitted = torch.tensor(True, device=scores.device)
-        warn_if_decreasing("ScalingBinning", "its Platt step", self.platt.slope)
+        warn_if_decreasing(
+            "ScalingBinning", "its Platt step", self.platt, scores[first], target[first]
+        )
         return self
 
     def check_state(self, state: dict[str, Tensor]) -> None:

@@ -41,6 +41,7 @@ from calib_metrics.recalibration._common import (
     constant_rows,
     flat_scores_warning,
     float64_copy,
+    labels_against,
     lbfgs,
     logit,
     looks_like_probabilities,
@@ -1089,6 +1090,8 @@ class PlattScaling(_LogitScaler):
 
     def __init__(self, inputs: str = "logits", max_iter: int = 200) -> None:
         super().__init__(max_iter, inputs)
+        #: Who its warnings name: ScalingBinning's Platt step speaks in ScalingBinning's.
+        self.said_as = "PlattScaling"
         self.register_buffer("slope", torch.tensor(1.0, dtype=torch.float64))
         self.register_buffer("intercept", torch.tensor(0.0, dtype=torch.float64))
 
@@ -1097,7 +1100,7 @@ class PlattScaling(_LogitScaler):
         ``inputs="probs"``) and 0/1 labels ``target`` ``[N]``; returns ``self``. A slope
         below 0 (a map that inverts the model) is warned of."""
         self._fit_unsaid(scores, target)
-        warn_if_decreasing("PlattScaling", "the fitted map", self.slope)
+        warn_if_decreasing("PlattScaling", "the fitted map", self, scores, target)
         return self
 
     def _fit_unsaid(self, scores: Tensor, target: Tensor) -> PlattScaling:
@@ -1132,7 +1135,7 @@ class PlattScaling(_LogitScaler):
             fitted = [torch.zeros_like(rate), torch.log(rate) - torch.log1p(-rate)]
             self.nll_ = float(self._nll(z, y, fitted))
             warn_caller(
-                f"PlattScaling: the {z.numel()} scores it is fitted on are all equal, so they "
+                f"{self.said_as}: the {z.numel()} scores it is fitted on are all equal, so they "
                 "cannot set a slope: fitted slope 0, which maps every score to the dev "
                 f"frequency of class 1 ({float(rate):.4g}); fit on held-out data whose scores "
                 "vary"
@@ -1172,11 +1175,21 @@ class PlattScaling(_LogitScaler):
         return [self.slope, self.intercept]
 
 
-def warn_if_decreasing(owner: str, step: str, slope: Tensor) -> None:
-    """Warn where a Platt ``slope`` (of ``owner``'s ``step``) is below 0: the map then
-    inverts the model (accuracy 0.73 → 0.26 on dev labels coded the other way), where a
-    temperature refuses such scores. Fitted directly, PlattScaling and ScalingBinning had
-    said nothing; only ``fit_binary`` warned. One host read."""
-    value = float(slope)
-    if value < 0:
-        warn_inverting(owner, f"{step} decreases (slope {value:.3g})")
+def warn_if_decreasing(
+    owner: str, step: str, platt: PlattScaling, scores: Tensor, target: Tensor
+) -> None:
+    """Warn where ``platt`` (``owner``'s ``step``), fitted on ``scores`` and ``target``,
+    decreases and the dev labels run against the scores by more than 3 standard errors
+    (:func:`~calib_metrics.recalibration._common.labels_against`, the test histogram
+    binning and isotonic regression use): the map then inverts the model (accuracy
+    0.73 → 0.26 on dev labels coded the other way), where a temperature refuses such
+    scores. A slope below 0 alone had told 39% of a weak, calibrated model's dev sets
+    (scores in [0.45, 0.55], n = 50) that they invert it. Two host reads at most."""
+    value = float(platt.slope)
+    if value >= 0:
+        return
+    noun = "probabilities" if platt.inputs == "probs" else "scores"
+    x = scores.detach().to(torch.float64)
+    against = labels_against(x, target.detach().to(x.device, torch.float64), noun)
+    if against is not None:
+        warn_inverting(owner, f"{step} decreases (slope {value:.3g}) and {against}")
