@@ -636,14 +636,14 @@ def mode_note(mode: str) -> str:
 
 def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     from calib_metrics.report import fixed, items_note, no_interval, plus_term, resampled_units
-    from calib_metrics.wording import escaped_controls, level_text
+    from calib_metrics.wording import level_text, visible_controls
 
     pct = level_text(args.confidence)
     groups = summary["groups"]
     in_groups = "" if groups is None else f" in {groups} group{'s' * (groups != 1)}"
     n_bins = summary["bins"]
     print(
-        f"{escaped_controls(str(args.file))}: N = {summary['n']} pair"
+        f"{visible_controls(str(args.file))}: N = {summary['n']} pair"
         f"{'s' * (summary['n'] != 1)}{items_note(summary)}{in_groups}, "
         f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
     )
@@ -675,9 +675,9 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         print(f"per label ({len(summary['per_label'])}):")
         print("\n".join(label_lines(summary["per_label"], resampled_units(args.interval))))
     if args.plot:
-        print(f"reliability diagram: {escaped_controls(str(args.plot))}")
+        print(f"reliability diagram: {visible_controls(str(args.plot))}")
     if args.html:
-        print(f"HTML report: {escaped_controls(str(args.html))}")
+        print(f"HTML report: {visible_controls(str(args.html))}")
 
 
 def evaluate(args: argparse.Namespace) -> dict:

@@ -419,7 +419,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         pairs_note,
         untested_phrase,
     )
-    from calib_metrics.wording import counted, escaped_controls, level_text
+    from calib_metrics.wording import counted, level_text, visible_controls
 
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
@@ -437,7 +437,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         r = summary[name]
         missing = no_interval(r["lower"], r["upper"], summary["resampled"])
         interval = f", {missing}" if missing else f" [{level}: {r['lower']:.4f}, {r['upper']:.4f}]"
-        print(f"  {name}: {escaped_controls(path)}: {r['calib_err']:.4f}{interval}")
+        print(f"  {name}: {visible_controls(path)}: {r['calib_err']:.4f}{interval}")
 
     if summary["p_value"] != summary["p_value"]:  # NaN: too few units to resample
         tested = f", {untested_phrase(summary['resampled'])}"
@@ -453,9 +453,9 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     if "per_label" in summary:
         _print_per_label(summary, level, args.samples)
     if "html" in summary:
-        print(f"HTML report: {escaped_controls(summary['html'])}")
+        print(f"HTML report: {visible_controls(summary['html'])}")
     if "plot" in summary:
-        print(f"reliability diagrams: {escaped_controls(summary['plot'])}")
+        print(f"reliability diagrams: {visible_controls(summary['plot'])}")
 
 
 def _paired_by(columns: list[str] | None) -> str:

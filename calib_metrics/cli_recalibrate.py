@@ -392,11 +392,11 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(json.dumps(to_jsonable(clean), indent=2))
         return
     from calib_metrics.report import fixed, no_interval, p_value_phrase, untested_phrase
-    from calib_metrics.wording import counted, escaped_controls, level_text
+    from calib_metrics.wording import counted, level_text, visible_controls
 
     pct = level_text(args.confidence)
     units = "pairs" if args.groups is None else "groups"
-    dev, test = (escaped_controls(str(summary[key])) for key in ("dev", "test"))
+    dev, test = (visible_controls(str(summary[key])) for key in ("dev", "test"))
     extra = f" (T = {summary['temperature']:.4f})" if "temperature" in summary else ""
     print(f"fitted {summary['method']}{extra} on {dev}: {counted(summary['n_dev'], 'pair')}")
     # The intervals' kind (evaluate's of the same file are normal, of 10,000 draws): each
@@ -424,4 +424,4 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     print(f"  before - after {fixed(d['difference'], sign='+')}{tested}")
     if "difference_note" in summary:
         print(f"  note: {summary['difference_note']}")
-    print(f"recalibrated test probabilities: {escaped_controls(str(summary['out']))}")
+    print(f"recalibrated test probabilities: {visible_controls(str(summary['out']))}")

@@ -111,9 +111,10 @@ def _text(value: Any) -> str:
 
 
 def _typed_text(value: Any) -> str:
-    """A path or command as the page's text: its controls shown, its backslashes as typed
-    (:func:`escaped_controls`), then HTML-escaped. Doubling them, as a label's are, had
-    named another file (``'run\\temp.npz'`` in a command to paste)."""
+    """The command as the page's text, to be pasted: its controls shown, its backslashes
+    as typed (:func:`escaped_controls`), then HTML-escaped. Doubled, as every other text's
+    are where they read as an escape (a file's name too, as the figures show it), they had
+    named another file (``'run\\temp.npz'``)."""
     return html.escape(escaped_controls(str(value)), quote=True)
 
 
@@ -496,8 +497,8 @@ def _page(title: str, sections: Sequence[str]) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_typed_text(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{_typed_text(title)}</h1>{''.join(sections)}"
+        f"<title>{_text(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{_text(title)}</h1>{''.join(sections)}"
         f"<footer><p>calib_metrics {_text(__version__)}</p></footer></body></html>\n"
     )
 

@@ -112,10 +112,10 @@ def test_a_backslash_that_reads_as_an_escape_is_doubled(tmp_path, capsys) -> Non
     assert "<td>C:\\data</td>" in table
 
 
-def test_paths_and_the_command_keep_their_backslashes_as_typed(tmp_path, capsys) -> None:
-    """A label's backslashes are doubled where they read as an escape, but a file's name
-    is what the user typed: the page's command had read ``'run\\\\temp.csv'`` (a command
-    naming another file) and the text's header the same."""
+def test_the_page_s_command_names_the_file_as_typed(tmp_path, capsys) -> None:
+    """Every text shows a backslash that reads as an escape doubled (a file's name as a
+    label is, in the text, the page and the figures alike), but the page's command is
+    there to be pasted: doubled, it had named another file (``'run\\\\temp.csv'``)."""
     import shlex
 
     from calib_metrics.cli import main
@@ -128,9 +128,9 @@ def test_paths_and_the_command_keep_their_backslashes_as_typed(tmp_path, capsys)
     path.write_text("prob,label\n" + rows)
     out = tmp_path / "run\\temp.html"
     assert main(["evaluate", str(path), "--samples", "20", "--html", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert f"{path}: N = 300 pairs" in printed and f"HTML report: {out}" in printed
+    shown = str(path).replace("\\", "\\\\")
+    assert f"{shown}: N = 300 pairs" in capsys.readouterr().out
     page = out.read_text(encoding="utf-8")
-    assert f"<h1>Calibration report: {path}</h1>" in page
+    assert f"<h1>Calibration report: {shown}</h1>" in page
     command = re.search(r"Command: <code>(.*?)</code>", page)[1]
     assert str(path) in shlex.split(command.replace("&#x27;", "'"))

@@ -1087,18 +1087,20 @@ class PlattScaling(_LogitScaler):
 
     binary_ok = True
     binary_unit_scores_suspect = False
+    #: Who its warnings name: ScalingBinning's Platt step speaks in ScalingBinning's (a
+    #: class default, so that a module pickled before it had this attribute has it too).
+    said_as = "PlattScaling"
 
     def __init__(self, inputs: str = "logits", max_iter: int = 200) -> None:
         super().__init__(max_iter, inputs)
-        #: Who its warnings name: ScalingBinning's Platt step speaks in ScalingBinning's.
-        self.said_as = "PlattScaling"
         self.register_buffer("slope", torch.tensor(1.0, dtype=torch.float64))
         self.register_buffer("intercept", torch.tensor(0.0, dtype=torch.float64))
 
     def fit(self, scores: Tensor, target: Tensor) -> PlattScaling:  # type: ignore[override]
         """Fit ``a`` and ``b`` on held-out binary ``scores`` ``[N]`` (or probabilities, with
         ``inputs="probs"``) and 0/1 labels ``target`` ``[N]``; returns ``self``. A slope
-        below 0 (a map that inverts the model) is warned of."""
+        below 0 (a map that inverts the model) is warned of where the labels run against
+        the scores by 3 standard errors (:func:`warn_if_decreasing`)."""
         self._fit_unsaid(scores, target)
         warn_if_decreasing("PlattScaling", "the fitted map", self, scores, target)
         return self
