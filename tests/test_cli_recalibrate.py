@@ -482,7 +482,7 @@ def test_weak_but_calibrated_scores_are_not_told_they_invert() -> None:
     calibrated model's dev set (scores in [0.45, 0.55]) was told its histogram map
     inverts one time in three at n = 50; and scores whose Platt map rises (slope +0.14)
     had been told it falls. A Platt map is told when its slope is below 0, a histogram's
-    when the labels run against the scores by more than 3 standard errors."""
+    when the labels run against the scores (a rank test's z below -3)."""
     import warnings
 
     from calib_metrics.recalibration import fit_binary

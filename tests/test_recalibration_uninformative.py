@@ -91,7 +91,7 @@ def test_the_classes_warn_of_a_decreasing_map(kind) -> None:
 def test_a_weak_calibrated_model_is_not_told_it_is_inverted(kind) -> None:
     """A slope below 0 alone had told 39% of a weak, calibrated model's dev sets (scores
     in [0.45, 0.55], n = 50) that the map inverts the model: the labels must run against
-    the scores by 3 standard errors, as histogram binning's and isotonic's test asks."""
+    the scores (a rank test's z below -3), as histogram binning's and isotonic's test asks."""
     told = 0
     for seed in range(40):
         g = torch.Generator().manual_seed(seed)

@@ -1100,7 +1100,7 @@ class PlattScaling(_LogitScaler):
         """Fit ``a`` and ``b`` on held-out binary ``scores`` ``[N]`` (or probabilities, with
         ``inputs="probs"``) and 0/1 labels ``target`` ``[N]``; returns ``self``. A slope
         below 0 (a map that inverts the model) is warned of where the labels run against
-        the scores by 3 standard errors (:func:`warn_if_decreasing`)."""
+        the scores by a rank test's z below -3 (:func:`warn_if_decreasing`)."""
         self._fit_unsaid(scores, target)
         warn_if_decreasing("PlattScaling", "the fitted map", self, scores, target)
         return self
@@ -1181,8 +1181,8 @@ def warn_if_decreasing(
     owner: str, step: str, platt: PlattScaling, scores: Tensor, target: Tensor
 ) -> None:
     """Warn where ``platt`` (``owner``'s ``step``), fitted on ``scores`` and ``target``,
-    decreases and the dev labels run against the scores by more than 3 standard errors
-    (:func:`~calib_metrics.recalibration._common.labels_against`, the test histogram
+    decreases and the dev labels run against the scores (a Mann-Whitney z below -3:
+    :func:`~calib_metrics.recalibration._common.labels_against`, the test histogram
     binning and isotonic regression use): the map then inverts the model (accuracy
     0.73 → 0.26 on dev labels coded the other way), where a temperature refuses such
     scores. A slope below 0 alone had told 39% of a weak, calibrated model's dev sets
