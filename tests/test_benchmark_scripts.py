@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 # The files that run as scripts (_args.py only holds what they share).
@@ -165,7 +166,23 @@ def test_bench_metric_compares_torchmetrics_with_the_same_quantity() -> None:
     same = [k for k, v in ours.items() if abs(v - expected) <= 1e-9 * expected]
     assert same and all("plug-in" in k for k in same), (ours, expected)
     with pytest.raises(RuntimeError, match="not the same quantity"):
-        bench.check_peer(q, y, 1.01 * expected)
+        bench.check_peer(q, y, lambda q, y: 1.01 * expected)
+
+
+def test_bench_metric_check_holds_where_float32_edges_move_a_pair() -> None:
+    """The check compares both libraries on float64 copies: the row bins the float32
+    input with float32 edges, where q = 0.20000000298 (float32) lies below bin 3's
+    float32 edge 0.20000001788 but above its float64 edge 0.2. It had compared the
+    float32 row with float64 torchmetrics and stopped the script at sizes where a few
+    pairs fall so (1 of 2·10⁷ at seed 0)."""
+    bench = _load("bench_metric")
+    q, y = bench.make_inputs(2_000, "cpu")
+    near_edge = torch.full((200,), 0.20000000298023224, dtype=torch.float32)
+    q, y = torch.cat([q, near_edge]), torch.cat([y, torch.ones(200)])
+    plugin = bench.candidates(samples=10, bin_size=500)[bench.OURS_PLUGIN]
+    check = bench.check_peer(q, y, plugin)
+    assert check["ours_float64"] == pytest.approx(check["peer_float64"], rel=1e-9)
+    assert check["ours"] != pytest.approx(check["ours_float64"], rel=1e-6)
 
 
 def test_bench_metric_torch_uncertainty_bins_follow_the_bin_size(monkeypatch) -> None:
