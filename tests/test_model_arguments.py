@@ -439,3 +439,32 @@ def test_gold_options_checks_its_document(field, value, message) -> None:
         AntecedentRanker.gold_options("doc")
     gold = AntecedentRanker.gold_options(_ranker_document())
     assert gold.tolist() == [[True, False, False], [False, True, False], [True, False, False]]
+
+
+def _flag_calls() -> dict[str, object]:
+    """Each boolean option of the models' public entries, given the truthy string "no"."""
+    from calib_metrics.models import linear_chain
+
+    fitted = HMM(2, 3).fit(WORDS, TAGS)
+    return {
+        "CRFTagger freeze_boundary": lambda: CRFTagger(2, 3, freeze_boundary="no"),
+        "FeatureCRF freeze_boundary": lambda: FeatureCRF(2, 3, freeze_boundary="no"),
+        "CRFTagger.fit progress": lambda: CRFTagger(2, 3).fit(WORDS, TAGS, progress="no"),
+        "AntecedentRanker.fit progress": lambda: AntecedentRanker(4, 2).fit(
+            [_document()], epochs=1, progress="no"
+        ),
+        "posterior_marginals pairwise": lambda: linear_chain.posterior_marginals(
+            *_chain(), pairwise="no"
+        ),
+        "ChainTagger.marginals pairwise": lambda: fitted.marginals(WORDS, pairwise="no"),
+    }
+
+
+@pytest.mark.parametrize("entry", sorted(_flag_calls()))
+def test_a_boolean_option_must_be_true_or_false(entry, capsys) -> None:
+    """A non-empty string is truthy: freeze_boundary="no" had frozen the boundary scores,
+    progress="no" had shown the bar, pairwise="no" had built the pairwise output."""
+    name = entry.split()[-1]
+    with pytest.raises(ValueError, match=f"{name} must be True or False, got 'no'"):
+        _flag_calls()[entry]()
+    assert capsys.readouterr().err == ""  # and no progress bar was drawn

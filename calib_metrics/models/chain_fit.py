@@ -27,7 +27,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import check_not_meta
+from calib_metrics.functional.errors import check_flag, check_not_meta
 
 __all__ = ["FitInfo", "LBFGSFit", "StopRule", "check_c2", "check_fit_options", "length_chunks"]
 
@@ -183,6 +183,7 @@ class LBFGSFit:
     def _start_at_zero(self, freeze_boundary: bool) -> None:
         """Every weight 0 (the objective is convex: CRFsuite starts there too); with
         ``freeze_boundary`` the ``crf``'s start and end scores stay 0, out of training."""
+        check_flag("freeze_boundary", freeze_boundary)  # "no" is truthy: it had frozen them
         with torch.no_grad():
             for p in self.parameters():
                 p.zero_()
@@ -224,6 +225,7 @@ class LBFGSFit:
             tolerance_change=tolerance_change,
             dtype=dtype,
         )
+        check_flag("progress", progress)  # "no" is truthy: it had shown the bar
         chunks = [
             (inputs[idx, :width], tags[idx, :width], mask[idx, :width])
             for idx, width in length_chunks(mask.sum(1), max_tokens)

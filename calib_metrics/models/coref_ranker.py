@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from calib_metrics.functional.errors import check_generator, check_int, check_not_meta
+from calib_metrics.functional.errors import check_flag, check_generator, check_int, check_not_meta
 from calib_metrics.models.files import load_torch_file
 
 __all__ = ["N_BITS_RANGE", "AntecedentRanker", "DocumentFeatures"]
@@ -369,6 +369,7 @@ class AntecedentRanker(nn.Module):
             raise ValueError(f"l2 must be a finite number >= 0, got {l2!r}")
         check_int("epochs", epochs, 0)
         check_int("batch_size", batch_size)
+        check_flag("progress", progress)  # "no" is truthy: it had shown the bar
         if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
             raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
         feats = [self._features(d) for d in docs]

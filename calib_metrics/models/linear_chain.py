@@ -677,8 +677,8 @@ def posterior_marginals(
         and all-zero marginals, so its unigram rows sum to 0 instead of 1.
 
     Raises:
-        ValueError: on shape mismatches, B = 0, NaN or +inf scores, or a mask that is not
-            left-aligned.
+        ValueError: on shape mismatches, B = 0, NaN or +inf scores, a mask that is not
+            left-aligned, or a ``pairwise`` that is not True or False.
 
     Example:
         >>> import torch
@@ -695,6 +695,7 @@ def posterior_marginals(
         >>> torch.allclose(out.pairwise.sum(-1), out.unigram[:, :-1] * mask[:, 1:, None])
         True
     """
+    check_flag("pairwise", pairwise)  # "no" is truthy: it had built the pairwise output
     em, tr, st, en, mask = _prepare(
         "posterior_marginals",
         emissions,
