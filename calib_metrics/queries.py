@@ -364,22 +364,18 @@ def _span_args(
     return _Spans(begin, inside, as_int("max_length", max_length, 1), last, unit)
 
 
-def _exit_scores(em, tr, en, log_beta, mask, inside: int, tag: int) -> Tensor:
-    """``[B, T]``: log of the summed scores after position s given ``y_s = tag`` and
-    ``y_{s+1} != inside`` (``end[tag]`` at the last token, -inf past it)."""
-    following = em[:, 1:] + log_beta[:, 1:]  # [B, T-1, K]
-    following[..., inside] = float("-inf")
-    leave = torch.logsumexp(tr[tag] + following, -1)
-    last = mask & ~torch.cat([mask[:, 1:], torch.zeros_like(mask[:, :1])], 1)
-    out = torch.where(last, en[tag], float("-inf"))
-    out[:, :-1] = torch.where(mask[:, 1:], leave, out[:, :-1])
-    return out
-
-
 def _shift_left(x: Tensor, by: int) -> Tensor:
-    """``x[:, t + by]`` at ``t``, -inf past the end."""
-    pad = x.new_full((x.shape[0], by), float("-inf"))
+    """``x[:, t + by]`` at ``t``, 0 past the end."""
+    pad = x.new_zeros((x.shape[0], by))
     return torch.cat([x[:, by:], pad], 1) if by < x.shape[1] else pad[:, : x.shape[1]]
+
+
+def _given(pairs: Tensor, total: Tensor) -> Tensor:
+    """``[B, T, R]``: ``pairs`` (``[B, T-1, R]``, summed pairwise marginals of the rows)
+    over the rows' ``total``, the posterior's next-tag probability given ``y_t = rows[r]``;
+    0 where no tag follows ``t`` (its last token, padding) or the row's tag is impossible."""
+    given = torch.where(total > 0, pairs / total, 0.0)
+    return torch.cat([given, given.new_zeros(given.shape[0], 1, given.shape[2])], 1)
 
 
 @torch.no_grad()
@@ -410,16 +406,19 @@ def span_marginals(
     (the ``last`` tag closes it, so the next tag is not constrained):
     ``out[b, t, 0] = P(y_t = unit)``, ``out[b, t, l] = P(begin, inside^(l-1), last)``.
 
-    Computed in one batched pass from the forward and backward messages: the span's
-    score is ``log_alpha[t, begin]`` + the transitions and ``inside`` emissions through
-    ``t + l`` + the log-sum of every continuation whose next tag is not ``inside``, less
-    ``log Z`` — a loop over ``max_length`` steps of ``[B, T]`` work, never an enumeration
-    of tag sequences. float64 throughout; the result has the dtype of ``emissions``. An
-    impossible sentence (log Z = -inf) gets zeros.
+    Computed in one batched pass from the pairwise marginals of the rows ``begin`` and
+    ``inside`` (:func:`~calib_metrics.models.linear_chain.pairwise_rows`): the span's
+    probability is ``P(y_t = begin)`` times the posterior's next-tag probabilities
+    ``P(y_{s+1} | y_s)`` along it (into ``inside``, then out of it or into ``last``) — a
+    loop over ``max_length`` steps of ``[B, T]`` work, never an enumeration of tag
+    sequences. Each factor is a normalised probability, so the result is as exact as the
+    marginals at any score scale (log messages as large as the scores, added and less
+    ``log Z``, had cancelled every digit at 1e16). float64 throughout; the result has the
+    dtype of ``emissions``. An impossible sentence (log Z = -inf) gets zeros.
 
     Host synchronisations: three, those of
-    :func:`~calib_metrics.models.linear_chain.forward_backward` (the argument checks and
-    the fast recursions' two precision checks).
+    :func:`~calib_metrics.models.linear_chain.pairwise_rows` (the argument checks and the
+    fast recursions' two precision checks).
 
     Args:
         emissions, transitions, start, end, mask: the chain, as in
@@ -470,38 +469,34 @@ def span_marginals(
     )
     bilou = last is not None
     linear_chain.refuse_vmap("span_marginals", emissions, transitions, start, end, mask)
-    msg = linear_chain.forward_backward(emissions, transitions, start, end, mask)
-    dtype = msg.log_alpha.dtype
-    em = emissions.to(dtype)
-    tr = transitions.to(device=em.device, dtype=dtype)
-    valid = torch.isfinite(msg.log_alpha).any(-1)  # the mask, and False if impossible
-    log_z = msg.log_partition.masked_fill(~torch.isfinite(msg.log_partition), 0.0)[:, None]
-    inside_em = em[..., inside].masked_fill(~valid, float("-inf"))
-    opened = msg.log_alpha[..., begin] - log_z  # [B, T]: prefix through a `begin` at t
+    chain = linear_chain.pairwise_rows(
+        emissions, transitions, start, end, mask, rows=(begin, inside)
+    )
+    uni, pair = chain.unigram, chain.pairwise  # [B, T-1, 2, K]: `begin`'s, `inside`'s rows
+    total = pair.sum(-1)
+    staying = _given(pair[..., inside], total)
     if bilou:
-        # A span closes with `last` at t + l: its emission and every continuation.
-        close = (em[..., last] + msg.log_beta[..., last]).masked_fill(~valid, float("-inf"))
-        first = msg.log_alpha[..., unit] + msg.log_beta[..., unit] - log_z
-        closing = (tr[begin, last], tr[inside, last])
+        # A span closes with `last` after `begin` or `inside`: lengths 2, 3, ... at steps
+        # 0, 1, ...; one token is `unit`.
+        closing, first = _given(pair[..., last], total), 1
     else:
-        # A span closes with `inside` (or `begin`) at t + l, then anything but `inside`.
-        en = end.to(device=em.device, dtype=dtype)
-        close = _exit_scores(em, tr, en, msg.log_beta, valid, inside, inside)
-        first = opened + _exit_scores(em, tr, en, msg.log_beta, valid, inside, begin)
-        closing = (0.0, 0.0)
-    # Spans of T tokens or more fit no sentence: probability 0, not a step each (a
+        # A span closes with `begin` or `inside` at its last token, then anything but
+        # `inside`, or the sentence's end (where no tag follows, and every row is 0).
+        leaving = pair[..., :inside].sum(-1) + pair[..., inside + 1 :].sum(-1)
+        real = uni.sum(-1) > 0.5  # in the mask, of a possible sentence
+        ends = real & ~_shift_left(real, 1)
+        closing, first = _given(leaving, total) + ends[..., None], 0
+    # Spans of more than T tokens fit no sentence: probability 0, not a step each (a
     # max_length of 10⁵ on sentences of 4 tokens had run 10⁵ steps of growing padding).
-    out = em.new_full((*em.shape[:2], max_length), float("-inf"))
-    out[..., 0] = first
-    run = opened  # through `begin` at t and `inside` up to t + l - 1
-    for length in range(1, min(max_length, em.shape[1])):
-        into = tr[begin, inside] if length == 1 else tr[inside, inside]
-        if bilou:
-            out[..., length] = run + closing[length > 1] + _shift_left(close, length)
-        run = run + into + _shift_left(inside_em, length)
-        if not bilou:
-            out[..., length] = run + _shift_left(close, length)
-    return out.exp_().clamp_(0, 1).to(emissions.dtype)
+    out = uni.new_zeros((*uni.shape[:2], max_length))
+    if bilou:
+        out[..., 0] = uni[..., unit]
+    run = uni[..., begin]  # P(`begin` at t, `inside` through t + step)
+    for step in range(min(max_length - first, uni.shape[1] - first)):
+        row = min(step, 1)  # the tag at t + step: `begin`, then `inside`
+        out[..., step + first] = run * _shift_left(closing[..., row], step)
+        run = run * _shift_left(staying[..., row], step)
+    return out.clamp_(0, 1).to(emissions.dtype)
 
 
 def span_indicators(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+from fractions import Fraction
 
 import host_reads
 import numpy as np
@@ -238,17 +240,33 @@ def _chain(batch, length, num_tags, seed, forbid=()):
     return em, tr, st, en
 
 
+def _exact_posterior(em, tr, st, en, length):
+    """``(tags, P(tags | x))`` of every tag sequence of one sentence, the scores summed in
+    exact rational arithmetic: a float sum of scores of 1e16 rounds away what tells
+    sequences apart, and the reference with it. -inf scores forbid a sequence."""
+
+    def exact(x):
+        return [None if math.isinf(v) else Fraction(v) for v in x.flatten().tolist()]
+
+    em_, tr_, st_, en_ = exact(em), exact(tr), exact(st), exact(en)
+    num_tags = em.shape[-1]
+    seqs, scores = [], []
+    for y in itertools.product(range(num_tags), repeat=length):
+        terms = [st_[y[0]], en_[y[-1]], *(em_[t * num_tags + y[t]] for t in range(length))]
+        terms += [tr_[y[t] * num_tags + y[t + 1]] for t in range(length - 1)]
+        if None not in terms:
+            seqs.append(y)
+            scores.append(sum(terms))
+    best = max(scores)
+    weights = [math.exp(float(s - best)) for s in scores]
+    total = math.fsum(weights)
+    return [(y, w / total) for y, w in zip(seqs, weights, strict=True)]
+
+
 def _span_brute_force(em, tr, st, en, length, begin, inside, max_length):
     """P(span) for one sentence by enumerating every tag sequence."""
-    num_tags = em.shape[-1]
     out = torch.zeros(em.shape[0], max_length, dtype=torch.float64)
-    seqs = list(itertools.product(range(num_tags), repeat=length))
-    scores = []
-    for y in seqs:
-        s = st[y[0]] + en[y[-1]] + sum(em[t, y[t]] for t in range(length))
-        scores.append(s + sum(tr[y[t], y[t + 1]] for t in range(length - 1)))
-    probs = torch.softmax(torch.stack(scores), 0)
-    for y, p in zip(seqs, probs, strict=True):
+    for y, p in _exact_posterior(em, tr, st, en, length):
         for t in range(length):
             for ln in range(max_length):
                 last = t + ln
@@ -302,21 +320,16 @@ def test_span_marginals_stop_at_the_sentence_length(bilou, monkeypatch) -> None:
     long = span_marginals(em, tr, st, en, max_length=10_000, **roles)
     assert long.shape == (3, 6, 10_000) and torch.equal(long[..., :6], short)
     assert not long[..., 6:].any()
-    assert max(shifts) == 5  # the steps stop at T - 1
+    # The steps stop at spans of T tokens: the last BIO one shifts by T - 1 to the token
+    # after the span, the last BILOU one by T - 2 to the step into `last`.
+    assert max(shifts) == (4 if bilou else 5)
 
 
 def _bilou_brute_force(em, tr, st, en, length, tags, max_length):
     """P(span) under BILOU for one sentence by enumerating every tag sequence."""
     begin, inside, last, unit = tags
-    num_tags = em.shape[-1]
     out = torch.zeros(em.shape[0], max_length, dtype=torch.float64)
-    seqs = list(itertools.product(range(num_tags), repeat=length))
-    scores = []
-    for y in seqs:
-        s = st[y[0]] + en[y[-1]] + sum(em[t, y[t]] for t in range(length))
-        scores.append(s + sum(tr[y[t], y[t + 1]] for t in range(length - 1)))
-    probs = torch.softmax(torch.stack(scores), 0)
-    for y, p in zip(seqs, probs, strict=True):
+    for y, p in _exact_posterior(em, tr, st, en, length):
         for t in range(length):
             out[t, 0] += p * (y[t] == unit)
             for ln in range(1, min(max_length, length - t)):
@@ -378,6 +391,37 @@ def test_span_marginals_float32_and_extreme_scores_match_float64():
     big = span_marginals(em * 300, tr, st, en, begin=1, inside=2, max_length=4)
     ref = _span_brute_force(em[0] * 300, tr, st, en, 6, 1, 2, 4)
     torch.testing.assert_close(big[0], ref, atol=1e-10, rtol=1e-8)
+
+
+@pytest.mark.parametrize("scale", [1e8, 1e12, 1e16, 1e30])
+@pytest.mark.parametrize("bilou", [False, True])
+def test_span_marginals_stay_exact_at_very_large_scores(scale, bilou):
+    """The probabilities had been exp(log_alpha + ... + log_beta - log Z) of log messages as
+    large as the scores, which cancelled every digit: a sure span got 0 at 1e30, errors of
+    6e-5 at 1e12; they come from the normalised pairwise marginals now, as exact as those."""
+    roles = {"begin": 1, "inside": 2} | ({"last": 3, "unit": 4} if bilou else {})
+    forbid = [(0, 2), (0, 3), (2, 1), (1, 4)] if bilou else [(0, 2)]
+    em, tr, st, en = _chain(3, 5, 5 if bilou else 3, seed=int(math.log10(scale)), forbid=forbid)
+    em = em * scale
+    lengths = [5, 4, 1]
+    mask = torch.arange(5)[None, :] < torch.tensor(lengths)[:, None]
+    got = span_marginals(em, tr, st, en, mask, max_length=4, **roles)
+    for b, n in enumerate(lengths):
+        if bilou:
+            want = _bilou_brute_force(em[b, :n], tr, st, en, n, (1, 2, 3, 4), 4)
+        else:
+            want = _span_brute_force(em[b, :n], tr, st, en, n, 1, 2, 4)
+        torch.testing.assert_close(got[b, :n], want, atol=1e-9, rtol=0)
+        assert (got[b, n:] == 0).all()
+
+
+def test_a_sure_span_at_scores_of_1e30_has_probability_1():
+    """The probe's case: B I O is the only sequence that counts, and its span had got 0."""
+    zeros = torch.zeros(3, dtype=torch.float64)
+    em = 1e30 * torch.tensor([[[0.0, 1, 0], [0, 0, 1], [1, 0.3, 0]]], dtype=torch.float64)
+    spans = span_marginals(em, torch.zeros(3, 3, dtype=torch.float64), zeros, zeros,
+                           begin=1, inside=2, max_length=2)  # fmt: skip
+    assert spans[0].tolist() == [[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]]
 
 
 def test_span_marginals_where_only_the_fast_backward_check_sees_a_lost_lineage():

@@ -45,11 +45,12 @@ best prefix scores only and recomputes the backpointers of the chosen path.
 Scores may be -inf (a forbidden tag or transition); NaN and +inf raise ``ValueError``
 (emissions are checked only inside the mask), as do B = 0 and a bad mask. A sentence that
 no tag sequence can score has ``log Z = -inf``, zero marginals and Viterbi score -inf;
-sampling from it raises. :func:`forward_backward` exposes the log messages themselves
-(for span and segment queries, :func:`calib_metrics.queries.span_marginals`). Every public
-function checks its arguments once (one host synchronisation; ``validate_args=False``
-skips it), and a training loop can defer the fast path's precision checks too
-(``log_partition(..., precision_flags=[])``). The functions are batched already, so
+sampling from it raises. :func:`forward_backward` exposes the log messages themselves,
+and :func:`pairwise_rows` a few rows of the pairwise marginals (for span queries,
+:func:`calib_metrics.queries.span_marginals`, as exact as the marginals at any score
+scale). Every public function checks its arguments once (one host synchronisation;
+``validate_args=False`` skips it), and a training loop can defer the fast path's precision
+checks too (``log_partition(..., precision_flags=[])``). The functions are batched already, so
 ``torch.func.vmap`` is refused by name (stack the sentences instead); ``log_partition``
 runs under ``torch.func.grad``, ``vjp`` and ``jacrev``.
 """
@@ -77,6 +78,7 @@ __all__ = [
     "ChainMessages",
     "forward_backward",
     "log_partition",
+    "pairwise_rows",
     "posterior_marginals",
     "sample",
     "sequence_score",
@@ -796,7 +798,10 @@ def forward_backward(
 
     For queries that the marginals cannot answer (spans, segments): any event that fixes
     tags over a window ``[t, u]`` has probability
-    ``exp(log_alpha[t, y_t] + score(window) + log_beta[u, y_u] - log_partition)``.
+    ``exp(log_alpha[t, y_t] + score(window) + log_beta[u, y_u] - log_partition)``; that sum
+    of terms as large as the scores loses the digits that a probability needs at large
+    scores (from about 1e8), so products of the normalised marginals
+    (:func:`pairwise_rows`) are the exact route there.
     Returned in ``compute_dtype`` (float64 by default), no gradient.
 
     Host synchronisations: three, one for the argument checks (``validate_args=False``
@@ -836,6 +841,51 @@ def forward_backward(
             log_beta.masked_fill(~keep, float("-inf")).contiguous(),
             log_z,
         )
+
+
+def pairwise_rows(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    mask: Tensor | None = None,
+    *,
+    rows: tuple[int, ...],
+    compute_dtype: torch.dtype | None = None,
+) -> ChainMarginals:
+    """:func:`posterior_marginals` with only the pairwise rows of the tags ``rows``, for
+    span queries (:func:`calib_metrics.queries.span_marginals`).
+
+    ``pairwise[b, t, r, j] = P(y_t = rows[r], y_{t+1} = j | x)`` (``[B, T-1, len(rows), K]``,
+    0 where ``t + 1`` is outside the mask); ``unigram`` as in :func:`posterior_marginals`.
+    Both come from the core's normalised messages in ``compute_dtype`` (float64 by
+    default), as exact as :func:`posterior_marginals`' at any score scale: so is a product
+    of such factors, where ``forward_backward``'s log messages, each as large as the scores, cancel
+    (a span's probability from them had been 0 instead of 1 at scores of 1e30). The
+    ``rows`` are the caller's checked tag indices.
+
+    Host synchronisations: three, the argument checks and the fast recursions' two
+    precision checks.
+
+    Example:
+        >>> out = pairwise_rows(torch.zeros(1, 2, 3), torch.zeros(3, 3), torch.zeros(3),
+        ...                     torch.zeros(3), rows=(1,))
+        >>> out.pairwise.shape, out.pairwise[0, 0, 0].tolist()  # P(y_0 = 1, y_1 = j)
+        (torch.Size([1, 1, 1, 3]), [0.1111111111111111, 0.1111111111111111, 0.1111111111111111])
+    """
+    em, tr, st, en, mask = _prepare(
+        "pairwise_rows", emissions, transitions, start, end, mask, compute_dtype
+    )
+    with torch.no_grad():
+        parts = _marginal_parts(em, tr, st, en, mask, pairwise=True)
+        # Row by row with integer indices: a list would be an index tensor copied to the
+        # device.
+        if parts.pair is not None:
+            pair = [parts.pair[:, :, row] for row in rows]
+        else:  # the fast path's factors: p_t(i) * trans_col[i, j] * nxt_t(j)
+            prev, trans_col = parts.forward.probs[:, :-1], parts.forward.trans_col
+            pair = [prev[..., row, None] * trans_col[row] * parts.nxt for row in rows]
+    return ChainMarginals(parts.forward.log_partition, parts.unigram, torch.stack(pair, 2))
 
 
 class _Parts(NamedTuple):
