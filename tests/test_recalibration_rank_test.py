@@ -61,12 +61,15 @@ def test_the_rank_z_is_scipy_s_on_tied_and_on_equal_scores() -> None:
 
 
 def test_the_labels_are_told_against_the_scores_where_scipy_s_z_is_below_minus_3() -> None:
-    """Welch's z had decided 3 of these 60 data sets otherwise; all-equal scores are never
-    told."""
-    zs = [_scipy_z(scores, y) for scores, y in _tied_data_sets()]
-    told = [_told(torch.from_numpy(scores), torch.from_numpy(y)) for scores, y in _tied_data_sets()]
+    """Welch's z had decided 3 of these 60 data sets otherwise (with 10 of each label at
+    least, as the test asks); all-equal scores are never told."""
+    data = _tied_data_sets()
+    zs = [_scipy_z(scores, y) for scores, y in data]
+    enough = [min(y.sum(), (1 - y).sum()) >= _common.MIN_EACH_LABEL for _, y in data]
+    told = [_told(torch.from_numpy(scores), torch.from_numpy(y)) for scores, y in data]
     assert min(zs) < -4 and max(zs) > -2  # both sides of the threshold
-    assert told == [z < -3 for z in zs]
+    assert sum(enough) > 50 and sum(z < -3 for z, e in zip(zs, enough) if e) > 10
+    assert told == [z < -3 and e for z, e in zip(zs, enough)]
     assert not _told(torch.full((30,), 0.7, dtype=torch.float64), torch.tensor([0.0, 1.0] * 15))
 
 
@@ -94,7 +97,8 @@ def test_one_extreme_score_does_not_hide_an_inversion(
 def test_two_or_three_positives_among_uninformative_scores_are_never_told() -> None:
     """Welch's z set off 185 of these 2000 data sets (9%, against 0.13% nominal). The rank
     test cannot: with distinct scores its z is -2.38 at least for 2 positives among 50 and
-    -2.88 for 3 (every positive below every negative: z = -√(3 n1 n0 / (n + 1)))."""
+    -2.88 for 3 (every positive below every negative: z = -√(3 n1 n0 / (n + 1))), and
+    fewer than 10 of a label are not tested."""
     rng = np.random.default_rng(0)
     told = 0
     for i in range(2000):
@@ -121,3 +125,31 @@ def test_a_clear_inversion_is_still_told(tails) -> None:
             scores = torch.tan(torch.pi * (u - 0.5)) - 2.13 * y
         told += _told(scores, y)
     assert told == 100
+
+
+@pytest.mark.parametrize("positives", [1, 2])
+def test_a_few_positives_among_tied_scores_are_not_told(positives) -> None:
+    """Tied scores shrink the rank sum's variance: one positive among 4 scores of 0.01 and
+    46 of 0.02 gives z = -3.39 wherever it lands in the low group, 4 times in 50 (8% of
+    random labellings, against 0.13% nominal). Fewer than ``MIN_EACH_LABEL`` of a label
+    are too few for the normal approximation, and are not tested."""
+    scores = torch.tensor([0.01] * 4 + [0.02] * 46, dtype=torch.float64)
+    y = torch.zeros(50, dtype=torch.float64)
+    y[:positives] = 1.0  # in the low group: every such labelling ranks them lowest
+    assert float(_common._rank_z(scores, y)) < -3
+    assert labels_against(scores, y, "probabilities") is None
+    assert not any(
+        "run against" in w
+        for w in _said(lambda: HistogramBinning(n_bins=2, inputs="probs").fit(scores, y))
+    )
+
+
+def test_ten_of_each_label_are_tested() -> None:
+    """The threshold is a floor, not a silence: ten positives all below forty negatives
+    (distinct scores) are told."""
+    scores = torch.linspace(0.1, 0.9, 50, dtype=torch.float64)
+    y = torch.zeros(50, dtype=torch.float64)
+    y[:10] = 1.0
+    assert labels_against(scores, y, "probabilities") is not None
+    y[:10], y[40:] = 0.0, 1.0  # ten negatives below forty positives: labels with the scores
+    assert labels_against(scores, y, "probabilities") is None
