@@ -166,7 +166,9 @@ def test_bench_metric_compares_torchmetrics_with_the_same_quantity() -> None:
     same = [k for k, v in ours.items() if abs(v - expected) <= 1e-9 * expected]
     assert same and all("plug-in" in k for k in same), (ours, expected)
     with pytest.raises(RuntimeError, match="not the same quantity"):
-        bench.check_peer(q, y, lambda q, y: 1.01 * expected)
+        bench.check_peer(q, y, lambda q, y: 1.01 * expected, expected)
+    with pytest.raises(RuntimeError, match="on the float32 input"):  # a float32-only fault
+        bench.check_peer(q, y, lambda q, y: expected, 10 * expected)
 
 
 def test_bench_metric_check_holds_where_float32_edges_move_a_pair() -> None:
@@ -180,7 +182,7 @@ def test_bench_metric_check_holds_where_float32_edges_move_a_pair() -> None:
     near_edge = torch.full((200,), 0.20000000298023224, dtype=torch.float32)
     q, y = torch.cat([q, near_edge]), torch.cat([y, torch.ones(200)])
     plugin = bench.candidates(samples=10, bin_size=500)[bench.OURS_PLUGIN]
-    check = bench.check_peer(q, y, plugin)
+    check = bench.check_peer(q, y, plugin, plugin(q, y))
     assert check["ours_float64"] == pytest.approx(check["peer_float64"], rel=1e-9)
     assert check["ours"] != pytest.approx(check["ours_float64"], rel=1e-6)
 
