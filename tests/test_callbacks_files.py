@@ -561,6 +561,51 @@ def test_validating_an_abandoned_run_s_checkpoint_adds_only_its_own_record(
     assert on_disk == [*after_resume, *fresh.history[-2:]]
 
 
+def test_a_fit_resumed_from_a_replaced_run_s_checkpoint_puts_its_records_back_in_place(
+    tmp_path: Path,
+) -> None:
+    """Fit (run A), resume from A's epoch-0 checkpoint (run B, other training data: the file
+    holds A's epoch 0 then B's epochs 1, 2), then resume from A's epoch-1 checkpoint (run
+    C). The file kept B's epoch 1, of weights up to the checkpoint's step, and added A's
+    epoch 1 from the checkpoint's history after it: epoch 1 twice, the curve back in time.
+    The checkpoint's history is the truth for its weights: its records replace B's."""
+    _, logger, _, val = _fit_saving_every_epoch(tmp_path, monitor())
+    folder = Path(logger.log_dir) / "calibration"
+
+    def resume(train: DataLoader, checkpoint: str) -> Any:
+        cb = monitor()
+        run = trainer(
+            tmp_path, 3, logger=CSVLogger(tmp_path, name="csv", version=0), callbacks=[cb]
+        )
+        quietly(run.fit, TinyTagger(), train, val, ckpt_path=tmp_path / "ckpt" / checkpoint)
+        return cb
+
+    other = DataLoader(_helpers.tagging_data(48, seed=7), batch_size=16)
+    replacing = resume(other, "epoch=0.ckpt")
+    on_disk = json.loads((folder / "val_history.json").read_text())
+    assert on_disk == replacing.history
+
+    third = resume(loaders()[0], "epoch=1.ckpt")
+    assert third.history[1]["error"] != replacing.history[1]["error"]  # another epoch 1
+    on_disk = json.loads((folder / "val_history.json").read_text())
+    assert [(r["epoch"], r["step"]) for r in on_disk] == [(0, 2), (1, 5), (2, 8)]
+    assert on_disk == third.history
+
+
+def test_a_resumed_fit_s_records_go_in_step_order_among_the_file_s(tmp_path: Path) -> None:
+    """A record of the resumed fit's history the file lacks goes before the file's records
+    of later steps (not after them, where the curve drew it back in time); the file's
+    record of a point the history measured is replaced in its place."""
+    from calib_metrics.callbacks import _files
+
+    path = tmp_path / "val_history.json"
+    other = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.3} for s in (4, 5)]
+    path.write_text(json.dumps(other))
+    restored = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.1} for s in (2, 5)]
+    merged = _files.merged_history(path, restored, resumed_at=6)
+    assert merged == [restored[0], other[0], restored[1]]
+
+
 def test_a_validation_just_after_a_mid_epoch_checkpoint_stays_in_the_file(
     tmp_path: Path,
 ) -> None:

@@ -5,7 +5,8 @@ A run that restored the monitor from a checkpoint (a resumed fit, a ``validate``
 with ``ckpt_path=``) adds its new records to the history file on disk, which a fresh monitor
 evaluating a checkpoint into the same folder would otherwise shorten; a resumed fit first
 drops the file's records of the weights trained past its checkpoint, the run it replaces,
-and an evaluation adds only the records it made, never the checkpoint's.
+and puts the checkpoint's records in place of another run's at the same epoch and step
+(in step order); an evaluation adds only the records it made, never the checkpoint's.
 Any other run is a run of its own and rewrites the file, so that two fits into one folder
 are not drawn as one.
 """
@@ -110,8 +111,13 @@ def merged_history(
     file's records of weights trained past it (:func:`weights_steps`) that ``history`` does
     not hold belong to the continuation the resumed fit replaces, and are dropped: else a
     resumed fit's re-run epochs were added after the abandoned run's ones, and the curve
-    went back in time. A validation run just after a mid-epoch checkpoint was saved
-    measured the checkpoint's weights, which the resumed fit does not validate again: kept.
+    went back in time. Up to it, ``history`` (the checkpoint's) is the truth: the file's
+    fit record of an epoch and step that ``history`` measured otherwise is of another
+    run's weights (one an earlier resumed fit replaced), and ``history``'s takes its place;
+    the records ``history`` adds go in step order among the file's fit records. Both had
+    been added at the end, the epochs twice and the curve back in time. A validation run
+    just after a mid-epoch checkpoint was saved measured the checkpoint's weights, which
+    the resumed fit does not validate again: kept.
 
     Example:
         >>> import tempfile
@@ -122,6 +128,9 @@ def merged_history(
         >>> _ = path.write_text('[{"epoch": 0, "step": 5}, {"epoch": 1, "step": 11}]')
         >>> merged_history(path, [{"epoch": 1, "step": 11, "error": 0.2}], resumed_at=6)
         [{'epoch': 0, 'step': 5}, {'epoch': 1, 'step': 11, 'error': 0.2}]
+        >>> restored = {"epoch": 0, "step": 5, "error": 0.3}  # the file's is another run's
+        >>> merged_history(path, [restored, {"epoch": 1, "step": 9}], resumed_at=6)
+        [{'epoch': 0, 'step': 5, 'error': 0.3}, {'epoch': 1, 'step': 9}]
         >>> dropped, mine = {"epoch": 2, "step": 17, "run": "a"}, {"fn": "validate", "run": "c"}
         >>> merged_history(path, [dropped, mine], run="c")[2:]
         [{'fn': 'validate', 'run': 'c'}]
@@ -137,26 +146,82 @@ def merged_history(
         history = [r for r in history if r.get("run") == run]
     # Compared as JSON, as they are stored: NaN equals NaN there, and tuples are lists.
     keys = [json.dumps(r, sort_keys=True) for r in history]
-    wanted, held = Counter(keys), Counter()
+    wanted = Counter(keys)
+    held = Counter(json.dumps(r, sort_keys=True) for r in on_disk) & wanted
+    new = _not_held(history, keys, held)
+    # A resumed fit's history is the truth up to its checkpoint: the file's records of the
+    # points it measured are of another run's weights when they differ from its own, and
+    # its own take their places.
+    restored = _by_fit_point(new)
+    measured = {_fit_point(r) for r in history} - {None}
     fit_points = {(r.get("epoch"), r.get("step")) for r in on_disk if r.get("fn", "fit") == "fit"}
     kept = []
     for record in on_disk:
         key = json.dumps(record, sort_keys=True)
         if wanted[key]:
             wanted[key] -= 1
-            held[key] += 1
             kept.append(record)
             continue
-        steps = None if resumed_at is None else weights_steps(record, fit_points)
-        if steps is None or steps <= resumed_at:
+        if resumed_at is None:
             kept.append(record)
-    new = []
+            continue
+        steps, point = weights_steps(record, fit_points), _fit_point(record)
+        if steps is not None and steps > resumed_at:
+            continue  # of weights trained past the checkpoint: the run the fit replaces
+        if point not in measured:
+            kept.append(record)
+        elif restored.get(point):  # else the history's own is in the file already
+            kept.append(restored[point].pop(0))
+    placed = {id(r) for r in kept}
+    new = [r for r in new if id(r) not in placed]
+    return kept + new if resumed_at is None else _in_step_order(kept, new)
+
+
+def _fit_point(record: dict[str, Any]) -> tuple[Any, int] | None:
+    """The ``(epoch, step)`` of a fit record, None for an evaluation or a record without a
+    step (a file of an older version)."""
+    step = record.get("step")
+    if record.get("fn", "fit") != "fit" or not isinstance(step, int) or isinstance(step, bool):
+        return None
+    return record.get("epoch"), step
+
+
+def _not_held(
+    history: Sequence[dict[str, Any]], keys: list[str], held: Counter[str]
+) -> list[dict[str, Any]]:
+    """The records of ``history`` the file lacks: one it holds n times stands for the first
+    n equal ones."""
+    held, new = Counter(held), []
     for record, key in zip(history, keys, strict=True):
         if held[key]:
             held[key] -= 1
         else:
             new.append(record)
-    return kept + new
+    return new
+
+
+def _by_fit_point(records: Sequence[dict[str, Any]]) -> dict[tuple[Any, int], list[dict[str, Any]]]:
+    """The fit records among ``records`` by their ``(epoch, step)``, in order."""
+    points: dict[tuple[Any, int], list[dict[str, Any]]] = {}
+    for record in records:
+        if (point := _fit_point(record)) is not None:
+            points.setdefault(point, []).append(record)
+    return points
+
+
+def _in_step_order(kept: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``kept`` with ``new`` added: a fit record before the first kept one of a later step
+    (the curve is drawn in the records' order), any other at the end."""
+    merged = list(kept)
+    for record in new:
+        point = _fit_point(record)
+        later = [
+            i
+            for i, r in enumerate(merged)
+            if point is not None and (p := _fit_point(r)) is not None and p[1] > point[1]
+        ]
+        merged.insert(later[0] if later else len(merged), record)
+    return merged
 
 
 def write_files(
