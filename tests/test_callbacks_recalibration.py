@@ -366,25 +366,79 @@ def test_two_callbacks_with_their_own_prefix_share_a_trainer_and_a_checkpoint(tm
     assert [r.recalibrator.temperature.item() for r in restored] == pytest.approx([fitted] * 2)
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
-def test_restoring_a_checkpoint_from_before_the_fit_ended_drops_the_temperature(tmp_path):
-    """fit, then validate(ckpt_path="best"): the temperature fitted at the end of fit
-    belongs to the last epoch's weights, not the restored ones; it was kept silently."""
+def _fit_saving_checkpoints(folder, callback, train_seed: int = 0) -> tuple[Trainer, Any]:
+    """A 2-epoch fit of ``callback`` saving ``folder/epoch=E.ckpt`` each epoch and
+    ``folder/last.ckpt`` (saved before fit ends, as ModelCheckpoint saves it); the trainer
+    and the validation loader."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    torch.manual_seed(0)
-    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
-    checkpoints = ModelCheckpoint(dirpath=tmp_path, save_top_k=1, monitor=None)
+    checkpoints = ModelCheckpoint(
+        dirpath=folder, filename="{epoch}", save_top_k=-1, save_last=True, monitor=None
+    )
     trainer = Trainer(
-        max_epochs=1, accelerator="cpu", logger=False, enable_progress_bar=False,
+        max_epochs=2, accelerator="cpu", logger=False, enable_progress_bar=False,
         enable_model_summary=False, callbacks=[callback, checkpoints],
     )  # fmt: skip
-    model, val = Overconfident(), DataLoader(_data(300, seed=1), batch_size=64)
-    trainer.fit(model, DataLoader(_data(300, seed=0), batch_size=50), val)
+    val = DataLoader(_data(300, seed=1), batch_size=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(Overconfident(), DataLoader(_data(300, seed=train_seed), batch_size=50), val)
+    return trainer, val
+
+
+def _validate(trainer: Trainer, model: LightningModule, val, ckpt_path) -> list[str]:
+    """``trainer.validate(model, val, ckpt_path=)``: the callback's warnings."""
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        trainer.validate(model, val, ckpt_path=ckpt_path, verbose=False)
+    return [str(w.message) for w in told if "TemperatureRecalibration" in str(w.message)]
+
+
+def test_restoring_a_checkpoint_from_before_the_fit_ended_drops_the_temperature(tmp_path):
+    """fit, then validate(ckpt_path=) of an earlier epoch: the temperature fitted at the end
+    of fit belongs to the last epoch's weights, not the restored ones; it was kept silently."""
+    torch.manual_seed(0)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer, val = _fit_saving_checkpoints(tmp_path, callback)
+    model = trainer.lightning_module
     assert callback.recalibrator is not None and hasattr(model, "calibration_temperature")
-    with pytest.warns(UserWarning, match="holds no temperature"):
-        trainer.validate(model, val, ckpt_path="best", verbose=False)
+    told = _validate(trainer, model, val, tmp_path / "epoch=0.ckpt")
+    assert len(told) == 1 and "holds no temperature" in told[0]
     assert callback.recalibrator is None and not hasattr(model, "calibration_temperature")
+
+
+def test_the_last_checkpoint_of_the_fit_keeps_its_temperature(tmp_path):
+    """validate(ckpt_path="last") right after fit dropped the temperature fitted at its end,
+    warning that it belonged to other weights: last.ckpt, saved before fit ended, holds no
+    temperature, but it holds the very weights the temperature was fitted on."""
+    torch.manual_seed(0)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer, val = _fit_saving_checkpoints(tmp_path, callback)
+    fitted = float(callback.recalibrator.temperature)
+    assert TemperatureRecalibration.temperature_in(tmp_path / "last.ckpt") is None
+    assert _validate(trainer, trainer.lightning_module, val, "last") == []
+    assert float(callback.recalibrator.temperature) == fitted
+    assert trainer.lightning_module.calibration_temperature == fitted
+    fresh = Overconfident()  # the checkpoint's weights, loaded into another module object
+    assert _validate(trainer, fresh, val, tmp_path / "last.ckpt") == []
+    assert fresh.calibration_temperature == fitted
+
+
+def test_another_fit_s_checkpoint_at_the_same_step_drops_the_temperature(tmp_path):
+    """The weights are told apart by their values, not by the checkpoint's step: the last
+    checkpoint of an earlier fit (other training data, the same number of steps) holds
+    other weights than those the callback's temperature was fitted on."""
+    torch.manual_seed(0)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    _fit_saving_checkpoints(tmp_path / "a", callback)
+    trainer, val = _fit_saving_checkpoints(tmp_path / "b", callback, train_seed=7)
+    steps = [
+        torch.load(tmp_path / f / "last.ckpt", weights_only=False)["global_step"] for f in "ab"
+    ]
+    assert steps[0] == steps[1]
+    told = _validate(trainer, trainer.lightning_module, val, tmp_path / "a" / "last.ckpt")
+    assert len(told) == 1 and "holds no temperature" in told[0]
+    assert callback.recalibrator is None
 
 
 class ReturnsProbabilities(Overconfident):

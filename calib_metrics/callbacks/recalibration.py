@@ -41,6 +41,8 @@ from calib_metrics.recalibration._common import (
 from calib_metrics.recalibration.scaling import RefusedProbabilities
 
 Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
+# Each parameter's and buffer's name, shape and float64 sum: _weights_of.
+Weights = tuple[tuple[str, tuple[int, ...], float], ...]
 
 
 class TemperatureRecalibration(Callback):
@@ -168,6 +170,10 @@ class TemperatureRecalibration(Callback):
         self._fit_from_step: int | None = None
         # The step of the checkpoint a resumed fit restored, until on_fit_start reads it.
         self._restored_step: int | None = None
+        # The weights the temperature belongs to (_weights_of), and those of the checkpoint
+        # being restored, until load_state_dict compares them.
+        self._fitted_on: Weights | None = None
+        self._loaded: Weights | None = None
 
     def extract_batch(
         self, outputs: Any, batch: Any, *, check_targets: bool = True
@@ -291,6 +297,9 @@ class TemperatureRecalibration(Callback):
         # after setup) but the trainer's step after it: a fresh Trainer still says 0 there.
         if self._fitting(trainer):
             self._fit_from_step = self._restored_step = int(checkpoint.get("global_step", 0))
+        # Lightning loads the weights before the callbacks' state: the module holds the
+        # checkpoint's now, for load_state_dict to tell whose temperature it may keep.
+        self._loaded = _weights_of(pl_module)
 
     def on_validation_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if not self._fitting(trainer):
@@ -391,11 +400,18 @@ class TemperatureRecalibration(Callback):
         return {"temperature": temperature, "prefix": self.prefix}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the temperature of a checkpoint saved after ``fit``; a checkpoint saved
-        before (``ckpt_path="best"``) holds none, and a temperature fitted since belongs
-        to other weights: it is dropped, with a warning."""
+        """Restore the temperature of a checkpoint saved after ``fit``. A checkpoint saved
+        before (``ckpt_path="best"``, ``"last"``) holds none: the temperature fitted since
+        is kept when the checkpoint holds the weights it was fitted on (``"last"`` after
+        the fit), and dropped with a warning when it holds other weights."""
         temperature = state_dict.get("temperature")
+        loaded, self._loaded = self._loaded, None
         if temperature is None:
+            if self.recalibrator is not None and loaded is not None and loaded == self._fitted_on:
+                # The final weights, saved before fit ended (last.ckpt): its temperature
+                # fits them, and goes on the module the weights were loaded into.
+                self._restored = True
+                return
             if self.recalibrator is not None:
                 rank_zero_warn(
                     "TemperatureRecalibration: the restored checkpoint was saved before fit "
@@ -413,6 +429,7 @@ class TemperatureRecalibration(Callback):
             )
         self.recalibrator = TemperatureScaling()
         self.recalibrator.temperature.fill_(temperature)
+        self._fitted_on = loaded
         self._restored = True
 
     def _apply_restored(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -550,6 +567,7 @@ class TemperatureRecalibration(Callback):
             self._fitted_nothing(trainer, pl_module, f"no temperature fitted ({reason})")
             return
         self.recalibrator = recalibrator
+        self._fitted_on = _weights_of(pl_module)
         self._set_on_module(trainer, pl_module, float(self.recalibrator.temperature))
         self._return_to_launcher(trainer)
         before = self._measure(_probs(logits), target)
@@ -695,6 +713,36 @@ def _shapes_text(shapes: list[tuple[int, ...]]) -> str:
 def _width(logits: Tensor) -> int:
     """Classes of multiclass logits ``[M, C]``; 0 for binary scores ``[M]``."""
     return int(logits.shape[-1]) if logits.ndim == 2 else 0
+
+
+def _weights_of(module: torch.nn.Module) -> Weights:
+    """What tells the module's weights apart: each parameter's and buffer's name, shape
+    and sum in float64, read in one host transfer per device. Equal for the same weights
+    on the same device (a checkpoint restores them bit for bit); a step number is not
+    enough, another fit's checkpoint may be at the same step. Weights loaded onto another
+    device may sum otherwise: their temperature is then dropped, the safe side.
+
+    Example:
+        >>> layer = torch.nn.Linear(2, 1)
+        >>> before = _weights_of(layer)
+        >>> before == _weights_of(layer)
+        True
+        >>> with torch.no_grad():
+        ...     _ = layer.bias.add_(1e-6)
+        >>> before == _weights_of(layer)
+        False
+    """
+    named = [
+        (name, t.detach())
+        for name, t in (*module.named_parameters(), *module.named_buffers())
+        if t.device.type != "meta"  # no values to read
+    ]
+    sums: dict[torch.device, list[Tensor]] = {}
+    for _, t in named:
+        values = torch.view_as_real(t) if t.is_complex() else t
+        sums.setdefault(t.device, []).append(values.sum(dtype=torch.float64))
+    read = {device: iter(torch.stack(s).tolist()) for device, s in sums.items()}
+    return tuple((name, tuple(t.shape), next(read[t.device])) for name, t in named)
 
 
 def _probs(logits: Tensor) -> Tensor:
