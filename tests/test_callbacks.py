@@ -1048,16 +1048,17 @@ def test_the_stage_advice_looks_at_the_other_monitors(tmp_path: Path) -> None:
 
 
 def test_unused_groups_get_the_advice_that_fits_the_monitor(tmp_path: Path) -> None:
-    """An exact monitor with interval='pairs' was told to pass streaming=False."""
+    """An exact monitor with interval='pairs' was told to pass streaming=False, then to pass
+    interval=None: it is told that the ids are not used because it asked for pairs."""
     cb = monitor(stage="test", groups_key="sentence", streaming=False, interval="pairs")
     _, val = loaders()
     run = trainer(tmp_path, 1, logger=False, callbacks=[cb])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         run.test(SentenceTagger(), val, verbose=False)
-    (advice,) = [str(w.message) for w in caught if "keeps no group ids" in str(w.message)]
-    assert "pass interval=None (or 'groups') to resample" in advice
-    assert "streaming=False to" not in advice
+    (said,) = [str(w.message) for w in caught if "group ids" in str(w.message)]
+    assert "the group ids are not used: interval='pairs' was asked for" in said
+    assert "pass" not in said
 
 
 def test_class_names_as_a_set_are_refused() -> None:

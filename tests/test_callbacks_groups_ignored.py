@@ -24,17 +24,24 @@ def _outputs(with_groups: bool) -> dict:
 
 
 @pytest.mark.parametrize(
-    ("options", "advice"),
+    ("options", "said"),
     [
-        ({}, "pass streaming=False to"),
-        # It had been told to pass streaming=False, which it did.
-        ({"streaming": False, "interval": "pairs"}, r"pass interval=None \(or 'groups'\) to"),
+        ({}, "resamples pairs; pass streaming=False to"),
+        ({"streaming": True, "interval": "pairs"}, "pass streaming=False and interval=None"),
+        # It had been told to pass streaming=False, which it did, then to pass
+        # interval=None, as if interval="pairs" were a slip rather than its choice.
+        (
+            {"streaming": False, "interval": "pairs"},
+            "the group ids are not used: interval='pairs' was asked for, and its interval "
+            "resamples pairs$",
+        ),
     ],
 )
-def test_ignored_group_ids_warn_once(options, advice) -> None:
+def test_ignored_group_ids_warn_once(options, said) -> None:
     monitor = CalibrationMonitor(num_classes=3, **options)
-    with pytest.warns(UserWarning, match=f"resamples pairs.*{advice}"):
+    with pytest.warns(UserWarning, match=said) as told:
         assert len(monitor.extract_batch(_outputs(True), None)) == 2
+    assert len([w for w in told if "group ids" in str(w.message)]) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         monitor.extract_batch(_outputs(True), None)  # once only

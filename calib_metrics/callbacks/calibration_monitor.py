@@ -366,7 +366,16 @@ class CalibrationMonitor(Callback):
         return probs, target.detach(), groups.detach()
 
     def _warn_groups_unused(self, given: str) -> None:
-        """Warn once that the group ids ``given`` are dropped, and what would keep them."""
+        """Warn once that the group ids ``given`` are dropped, and why: the interval asked
+        for (``interval="pairs"`` in the exact mode), else what would keep them."""
+        if not self.metric.streaming and self.metric.interval == "pairs":
+            # Asked for by name (the default is None): advice to undo it had read as a fault.
+            self._warn_once(
+                "groups_unused",
+                f"{given}, but the group ids are not used: interval='pairs' was asked for, "
+                "and its interval resamples pairs",
+            )
+            return
         # What keeps the ids: the exact mode, and an interval that resamples groups.
         fix = " and ".join(
             option
