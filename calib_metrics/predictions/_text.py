@@ -4,7 +4,8 @@ UTF-8; a semicolon-separated file is recognised by its header) and JSON / JSON l
 A CSV's rows are read when a column is first used, and only the columns used
 (:class:`_DelimitedTable`); a table of a file of lines keeps each row's line for
 messages. Blank lines are skipped (before the header too), columns with an empty name
-(a spreadsheet's trailing ``,,``) are left out, and a cell may be of any length.
+(a spreadsheet's trailing ``,,``) are left out, and a line (so a cell) may hold up to
+:data:`_LINE_LIMIT` characters; a NUL byte is refused (:func:`_bounded_lines`).
 :func:`_readable` turns the errors of reading any file (not UTF-8, unreadable, too large
 for the memory) into ValueErrors naming it.
 """
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import csv
 import gc
+import io
 import json
 import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from itertools import islice
+from itertools import chain, islice
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -84,9 +86,16 @@ def _delimiter(header: str, default: str) -> str:
     return default
 
 
-# The csv module's limit on a field's length, while a file is read: its default, 131,072
-# characters, had refused a valid file for a document's text in a column never read.
-_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)  # the largest a C long takes everywhere
+# The most characters a CSV/TSV line may hold, and so a cell: 128 times the csv module's
+# default field limit (131,072), which had refused a valid file for a document's text in a
+# column never read, and over 16 MB of text (War and Peace five times) in one row. Without a
+# bound a 2 GB line had taken 21 GB and 39 s before it was refused.
+_LINE_LIMIT = 1 << 24
+# The csv module's limit on a field's length while a file is read: past the longest line
+# only by a quoted field over lines (a stray quote), refused as such (:func:`_next_record`).
+_FIELD_LIMIT = _LINE_LIMIT + 1
+# Characters read at a time and split into lines (:func:`_bounded_lines`).
+_BLOCK = 1 << 20
 _fields_lock = threading.Lock()
 _fields_readers = 0
 _fields_saved = 0
@@ -119,12 +128,59 @@ def _not_blank(row: list[str]) -> bool:
     return len(row) > 1 or bool(row and row[0].strip())
 
 
-def _first_line(handle: Any) -> str:
+def _first_line(lines: Iterator[str]) -> str:
     """The first line of a text file that is not blank (the csv reader skips those)."""
-    line = handle.readline()
-    while line and not line.strip():
-        line = handle.readline()
-    return line
+    return next((line for line in lines if line.strip()), "")
+
+
+def _bounded_lines(handle: Any, path: Path) -> Iterator[str]:
+    """The lines of a text file opened with ``newline=""``, as iterating it gives them,
+    refused at the first one that holds a NUL byte or more than :data:`_LINE_LIMIT`
+    characters, before it is read whole: a 2 GB line (a binary file) had been read, and
+    parsed twice, to be refused for its number of fields. Read in blocks, so that the
+    csv module still takes the lines at C speed."""
+    return chain.from_iterable(_line_blocks(handle, path))
+
+
+def _line_blocks(handle: Any, path: Path) -> Iterator[list[str]]:
+    """:func:`_bounded_lines`'s lines, a block's at a time."""
+    start, unended = 1, ""  # the next line's number, and its characters read so far
+    while block := handle.read(_BLOCK):
+        text = unended + block
+        # Split as the file's own lines are, at \n, \r\n or a lone \r (a block inside a
+        # long line is not split again, each time longer).
+        broken = unended.endswith("\r") or "\n" in block or "\r" in block
+        lines = io.StringIO(text, newline="").readlines() if broken else [text]
+        # A line that has not ended may go on in the next block (a \r before its \n too).
+        unended = "" if lines[-1].endswith("\n") else lines.pop()
+        if "\0" in text or len(text) > _LINE_LIMIT:  # looked for line by line only then
+            every = [*lines, unended]
+            bad = next((i for i, line in enumerate(every) if _is_bad(line)), None)
+            if bad is not None:
+                yield lines[:bad]
+                raise _bad_line(path, start + bad, every[bad])
+        yield lines
+        start += len(lines)
+    if unended:
+        yield [unended]
+
+
+def _is_bad(line: str) -> bool:
+    """Whether a line holds a NUL byte or more than :data:`_LINE_LIMIT` characters."""
+    return "\0" in line or len(line) > _LINE_LIMIT
+
+
+def _bad_line(path: Path, number: int, line: str) -> ValueError:
+    """The error for line ``number``, which holds a NUL byte or is too long."""
+    if "\0" in line:
+        return ValueError(
+            f"{path}: line {number} holds the byte 0x00 (NUL), which text does not: a binary "
+            "file, or text saved as UTF-16? save it as UTF-8 text"
+        )
+    return ValueError(
+        f"{path}: line {number} holds over {_LINE_LIMIT:,} characters, the most a line (a row "
+        "and its cells) may hold: a binary file, or rows not on lines of their own?"
+    )
 
 
 def _read_delimited(path: Path, delimiter: str) -> _Table:
@@ -132,9 +188,9 @@ def _read_delimited(path: Path, delimiter: str) -> _Table:
     used (:class:`_DelimitedTable`)."""
     # utf-8-sig drops the byte-order mark that spreadsheet programs put before the header.
     with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
-        delimiter = _delimiter(_first_line(handle), delimiter)
+        delimiter = _delimiter(_first_line(_bounded_lines(handle, path)), delimiter)
         handle.seek(0)
-        reader = csv.reader(handle, delimiter=delimiter)
+        reader = csv.reader(_bounded_lines(handle, path), delimiter=delimiter)
         try:
             names = _header(reader, path)
         except csv.Error as err:
@@ -147,7 +203,7 @@ def _read_delimited_exact(path: Path, delimiter: str) -> _Table:
     one (:meth:`_DelimitedTable._read_fast`) does not take as they are (short rows, blank
     lines, fields over several lines, a csv error), and the one whose errors are reported."""
     with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
-        lines = _Lines(handle)
+        lines = _Lines(handle, path)
         reader = csv.reader(lines, delimiter=delimiter)
         try:
             return _table_from_rows(reader, lines, path)
@@ -160,12 +216,12 @@ class _Lines:
     read as they did ran into the end of the file inside a quoted field, as a line ends
     a record anywhere else."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: Any, path: Path) -> None:
         self.ended = False
-        self._lines = self._read(handle)
+        self._lines = self._read(handle, path)
 
-    def _read(self, handle: Any) -> Iterator[str]:
-        yield from handle
+    def _read(self, handle: Any, path: Path) -> Iterator[str]:
+        yield from _bounded_lines(handle, path)
         self.ended = True
 
     def __iter__(self) -> Iterator[str]:
@@ -214,7 +270,8 @@ def _table_from_rows(reader: Any, lines: _Lines, path: Path) -> _Table:
     table = _Table({n: [] for n in names if n})
     table.lines = []  # each row's first line, where its record starts
     end = reader.line_num  # the last record's last line
-    for row in reader:
+    records = iter(reader)
+    while (row := _next_record(records, path, end + 1)) is not None:
         start, end = end + 1, reader.line_num
         if lines.ended:  # before the blank-line skip: a lone " is a record too
             _refuse_unclosed(path, row, names, start)
@@ -229,6 +286,25 @@ def _table_from_rows(reader: Any, lines: _Lines, path: Path) -> _Table:
                 table[name].append(raw.strip())
         table.lines.append(start)
     return table
+
+
+def _next_record(records: Iterator[list[str]], path: Path, start: int) -> list[str] | None:
+    """The next record, from line ``start``, or None after the last; a field past the csv
+    field limit, which only a quoted field over lines reaches (a line is shorter), is
+    refused as the stray quote it is, at the line the record starts on: with the limit at
+    2**31 - 1 such a field had grown to the rest of the file, 4 bytes a character."""
+    try:
+        return next(records)
+    except StopIteration:
+        return None
+    except csv.Error as err:
+        if "field larger than field limit" not in str(err):
+            raise
+        raise ValueError(
+            f"{path}: line {start}: a quoted field runs over lines past {_LINE_LIMIT:,} "
+            'characters, the most a cell may hold: a stray " that never closes, or that a '
+            "later one closes? Remove the stray quote or quote the cell whole"
+        ) from None
 
 
 def _last_line_opens_a_quote(path: Path) -> bool:
@@ -430,7 +506,8 @@ class _DelimitedTable(_Table):
         width, rows = len(self.names), 0
         with self.path.open(newline="", encoding="utf-8-sig") as handle, _no_gc(), _long_fields():
             # Strict: a quote that never closes, on the last line too, is the exact reader's.
-            reader = csv.reader(handle, delimiter=self.delimiter, strict=strict)
+            lines = _bounded_lines(handle, self.path)
+            reader = csv.reader(lines, delimiter=self.delimiter, strict=strict)
             try:
                 next((row for row in reader if _not_blank(row)), None)  # after blank lines
                 header, blank = reader.line_num, 0
