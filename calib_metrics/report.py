@@ -683,6 +683,8 @@ def items_note(summary: Mapping[str, Any]) -> str:
     Example:
         >>> items_note({"items": 3000, "classes": 5, "mode": "one_vs_rest", "n": 15000})
         ' (3000 items × 5 classes, one-vs-rest)'
+        >>> items_note({"items": 1, "classes": 2, "mode": "one_vs_rest", "n": 2})
+        ' (1 item × 2 classes, one-vs-rest)'
         >>> items_note({"items": 3000, "classes": 5, "mode": "top_label", "n": 3000})
         ' (one top-label pair per item, of 5 classes)'
         >>> items_note({"items": None, "classes": None, "mode": "one_vs_rest", "n": 9})
@@ -695,7 +697,7 @@ def items_note(summary: Mapping[str, Any]) -> str:
     if mode == "top_label":
         return f" (one top-label pair per item, of {classes} classes)"
     kind = "one-vs-rest" if mode == "one_vs_rest" else "each class's, binned apart"
-    return f" ({items} items × {classes} classes, {kind})"
+    return f" ({counted(items, 'item')} × {classes} classes, {kind})"
 
 
 def pairs_note(summary: Mapping[str, Any]) -> str:

@@ -35,7 +35,9 @@ from calib_metrics.predictions._values import (
     _shape,
     _to_float,
     _to_labels,
+    check_nesting,
     file_row,
+    warn_if_hard,
 )
 
 
@@ -98,11 +100,12 @@ def read_table(
     columns = (q, y)
     shape = _shape(y[1])  # the labels' (an array's), by which an array's values are named
     y = _to_labels(y[1], path, y[0], lines, shape)
+    check_nesting(q, columns[1], path, lines)
     keep = None if ignore_index is None else y != ignore_index
     labels = shape or (y.numel(),)  # a JSON file's list: its labels in a row
     q = _to_float(_padding_blanked(q[1], _rows_read(y, keep)), path, q[0], lines, labels)
     if q.numel() == 0:
-        raise ValueError(f"{path}: no rows")
+        raise _no_probabilities(columns[0], path, lines)
     if y.numel() == 0 or q.numel() % y.numel():
         raise ValueError(
             f"{path}: {q.numel()} probabilities for {y.numel()} labels (give one per label, "
@@ -119,10 +122,23 @@ def read_table(
             raise ValueError(f"{path}: no rows but padding (every label is {ignore_index})")
     _check_values(q, y, path, columns, lines, keep)
     read = (str(columns[0][0]), str(columns[1][0]))
+    warn_if_hard(q, path, read[0])
     if ids is None:
         return Predictions(q, y, None, keep, None, read)
     layout = (row_lines, every_line, shape)
     return Predictions(q, y, _group_ids(ids, path, y, keep, layout), keep, str(ids[0]), read)
+
+
+def _no_probabilities(column: tuple[str, Any], path: Path, lines: list[int] | None) -> ValueError:
+    """The error for a file that gives no probability: rows whose lists are empty (a JSON
+    row's ``[]``, which had been told "no rows"), else no rows at all."""
+    name, values = column
+    if isinstance(values, list) and values:
+        return ValueError(
+            f"{path}: {_row_of(lines, 0)}, column {name!r} holds 0 values (an empty list): "
+            "every row needs its probability, or a list of C for C classes"
+        )
+    return ValueError(f"{path}: no rows")
 
 
 def _group_ids(

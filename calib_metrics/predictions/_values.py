@@ -7,6 +7,7 @@ text file, its index in an array file) and as the file writes it.
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -354,6 +355,71 @@ def _check_probs(
         problem = f"holds {written}, not a probability in [0, 1] ({hint})"
     where = _kept_row_of(lines, keep, row, shape)
     raise ValueError(f"{path}: {where}, column {column[0]!r} {problem}")
+
+
+def warn_if_hard(q: Tensor, path: Path, column: str) -> None:
+    """A UserWarning (the command's one warning line) when every probability is exactly 0
+    or 1: hard predictions (an argmax, a threshold's decisions), in whatever form they come
+    (integers or booleans in an array file or JSON, ``0``/``1`` in a CSV), had been scored
+    as probabilities without a word (an integer .npy: CalibErr 0.5038).
+
+    Example:
+        >>> import torch
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     warn_if_hard(torch.tensor([0.0, 1.0, 1.0]), Path("p.npy"), "column 0")
+        >>> print(caught[0].message)
+        p.npy: every value of column 'column 0' is 0 or 1: hard predictions, not ...
+    """
+    if q.numel() and bool(((q == 0) | (q == 1)).all()):
+        warnings.warn(
+            f"{path}: every value of column {column!r} is 0 or 1: hard predictions, not "
+            "probabilities? They are scored as probabilities of 0 and 1; give the model's "
+            "probabilities",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+def _list_depth(cell: Any) -> int:
+    """How deep a JSON cell nests its lists (0 for a value), by its first elements.
+
+    Example:
+        >>> _list_depth(0.5), _list_depth([0.2, 0.8]), _list_depth([[0.2, 0.8]]), _list_depth([])
+        (0, 1, 2, 1)
+    """
+    depth = 0
+    while isinstance(cell, (list, tuple)):
+        depth += 1
+        if not cell:
+            break
+        cell = cell[0]
+    return depth
+
+
+def check_nesting(probs: Column, labels: Column, path: Path, lines: list[int] | None) -> None:
+    """Refuse a JSON row whose probabilities nest their lists deeper than its labels allow:
+    a number (binary) or a list of C (one per class) beside a label, a list of those beside
+    a list of labels (a sentence's). ``[[0.2, 0.8]]`` beside the label 1 had been flattened
+    into one item of 2 classes without a word. The first row read stands for all: numpy
+    refuses rows nested unlike it."""
+    q_values, y_values = probs[1], labels[1]
+    if not isinstance(q_values, list) or not isinstance(y_values, list):
+        return
+    row = next((i for i, cell in enumerate(q_values) if cell is not None), None)
+    if row is None or row >= len(y_values):
+        return
+    depth, label_depth = _list_depth(q_values[row]), _list_depth(y_values[row])
+    if depth <= label_depth + 1:
+        return
+    shown = repr(q_values[row])
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    beside = "a list of labels" if label_depth else "one label"
+    raise ValueError(
+        f"{path}: {_row_of(lines, row)}, column {probs[0]!r} nests lists {depth} deep "
+        f"({shown}) beside {beside} in column {labels[0]!r}: give each label one "
+        "probability, or a list of C for C classes"
+    )
 
 
 def _missing(values: Any, row: int, item: int = 0, per_row: int = 1) -> str:
