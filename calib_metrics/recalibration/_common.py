@@ -215,35 +215,46 @@ def warn_inverting(
 # Fewer of either label and the rank sum's normal approximation fails where scores tie:
 # one positive among 4 scores of 0.01 and 46 of 0.02 gave z = -3.39 one time in 12.
 MIN_EACH_LABEL = 10
+# How far below 1/2 the AUC must be too: a small tie group at one end shrinks the rank
+# sum's variance whatever the labels' counts (5 scores of 0.30 beside 995 of 0.31, 50
+# positives independent of them: z < -3 in 2.5% of fits, at an AUC of 0.49).
+MIN_AUC_GAP = 0.1
 
 
 def labels_against(scores: Tensor, y: Tensor, noun: str) -> str | None:
     """How the dev labels ``y`` run against the ``scores`` where a rank test says they do
-    (:func:`_rank_z`, the Mann-Whitney U test's z, below -3, with ``MIN_EACH_LABEL`` of
-    each label at least); None where not. "The positives' mean below the negatives'" had
-    told a weak, calibrated model's dev set (scores in [0.45, 0.55], n = 50) so one time
-    in three; Welch's z of the two means, which followed, missed an inversion behind one
-    extreme score (its mean and variance are the outlier's) and told 9% of dev sets with
-    2 or 3 positives among 50 distinct, uninformative scores so. The message gives the
-    two labels' mean scores (:func:`_label_means`). One host read."""
-    z = _rank_z(scores, y)
+    (:func:`_rank_test`: the Mann-Whitney U test's z below -3, an AUC at most
+    ``1/2 - MIN_AUC_GAP``, and ``MIN_EACH_LABEL`` of each label at least); None where not.
+    "The positives' mean below the negatives'" had told a weak, calibrated model's dev
+    set (scores in [0.45, 0.55], n = 50) so one time in three; Welch's z of the two means,
+    which followed, missed an inversion behind one extreme score (its mean and variance
+    are the outlier's) and told 9% of dev sets with 2 or 3 positives among 50 distinct,
+    uninformative scores so. The message gives the two labels' mean scores
+    (:func:`_label_means`) and the AUC. One host read."""
+    z, auc = _rank_test(scores, y)
     n1, n = y.sum(), y.numel()
-    m1, m0, z, n1 = torch.stack([*_label_means(scores, y), z, n1]).tolist()
-    if z >= -3 or min(n1, n - n1) < MIN_EACH_LABEL:
+    m1, m0, z, auc, n1 = torch.stack([*_label_means(scores, y), z, auc, n1]).tolist()
+    if z >= -3 or auc > 0.5 - MIN_AUC_GAP or min(n1, n - n1) < MIN_EACH_LABEL:
         return None
     mean = "mean probability" if noun == "probabilities" else "mean score"
-    means = f"{mean} {m1:.3g} for label 1, {m0:.3g} for label 0"
+    means = f"{mean} {m1:.3g} for label 1, {m0:.3g} for label 0, AUC {auc:.2f}"
     return f"the dev labels run against the {noun} ({means})"
 
 
 def _rank_z(scores: Tensor, y: Tensor) -> Tensor:
+    """:func:`_rank_test`'s z alone."""
+    return _rank_test(scores, y)[0]
+
+
+def _rank_test(scores: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
     """The Mann-Whitney U test's z of the positives' (``y`` = 1) ``scores`` against the
-    negatives', by its normal approximation without continuity correction: below 0 where
-    the positives rank below. Ties take their midranks, and the variance is the
-    tie-corrected ``n1 n0 / 12 · ((n + 1) - Σ(t³ - t) / (n (n - 1)))``, written as the
-    permutation variance of the positives' rank sum, ``n1 n0 / (n (n - 1)) · Σ(r - r̄)²``
-    (the same number): a sum of squares, 0 exactly where all scores are equal, which then
-    give z = 0. A 0-dim float64 tensor on the scores' device; no host read.
+    negatives', by its normal approximation without continuity correction (below 0 where
+    the positives rank below), and the AUC ``U / (n1 n0)``. Ties take their midranks, and
+    the variance is the tie-corrected ``n1 n0 / 12 · ((n + 1) - Σ(t³ - t) / (n (n - 1)))``,
+    written as the permutation variance of the positives' rank sum,
+    ``n1 n0 / (n (n - 1)) · Σ(r - r̄)²`` (the same number): a sum of squares, 0 exactly
+    where all scores are equal, which then give z = 0. 0-dim float64 tensors on the
+    scores' device (an AUC of 1/2 where a label is missing); no host read.
 
     The ranks are found by binary search of the sorted scores in themselves (each tie
     group spans ``[left, right)`` there), so no tie group's count is read to the host, and
@@ -252,8 +263,9 @@ def _rank_z(scores: Tensor, y: Tensor) -> Tensor:
 
     Example:
         >>> scores = torch.tensor([0.1, 0.2, 0.2, 0.3, 0.4], dtype=torch.float64)
-        >>> round(float(_rank_z(scores, torch.tensor([1.0, 0, 1, 0, 0]))), 4)
-        -1.4809
+        >>> z, auc = _rank_test(scores, torch.tensor([1.0, 0, 1, 0, 0]))
+        >>> round(float(z), 4), round(float(auc), 4)
+        (-1.4809, 0.0833)
     """
     ordered, order = scores.flatten().sort()
     y = y.flatten().to(torch.float64)[order]
@@ -262,9 +274,12 @@ def _rank_z(scores: Tensor, y: Tensor) -> Tensor:
     right = torch.searchsorted(ordered, ordered, right=True)
     ranks = (left + right - n).to(torch.float64) / 2  # midrank less (n + 1) / 2: halves
     n1 = y.sum()
+    pairs = n1 * (n - n1)
     shift = (ranks * y).sum()  # U - n1 n0 / 2: the rank sum less its mean
-    variance = n1 * (n - n1) / (n * (n - 1)) * (ranks**2).sum()
-    return torch.where(variance > 0, shift / variance.clamp_min(1e-300).sqrt(), 0.0)
+    variance = pairs / (n * (n - 1)) * (ranks**2).sum()
+    z = torch.where(variance > 0, shift / variance.clamp_min(1e-300).sqrt(), 0.0)
+    auc = torch.where(pairs > 0, 0.5 + shift / pairs.clamp_min(1), 0.5)
+    return z, auc
 
 
 def _label_means(scores: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
