@@ -169,6 +169,8 @@ def test_bench_metric_compares_torchmetrics_with_the_same_quantity() -> None:
         bench.check_peer(q, y, lambda q, y: 1.01 * expected, expected)
     with pytest.raises(RuntimeError, match="on the float32 input"):  # a float32-only fault
         bench.check_peer(q, y, lambda q, y: expected, 10 * expected)
+    # One pair across an edge moves small N's error by percents (R2: 3% at 10³), not tenfold.
+    bench.check_peer(q, y, lambda q, y: expected, 1.03 * expected)
 
 
 def test_bench_metric_check_holds_where_float32_edges_move_a_pair() -> None:
