@@ -32,8 +32,7 @@ def _outputs(with_groups: bool) -> dict:
         # interval=None, as if interval="pairs" were a slip rather than its choice.
         (
             {"streaming": False, "interval": "pairs"},
-            "the group ids are not used: interval='pairs' was asked for, and its interval "
-            "resamples pairs$",
+            "the group ids are not used: interval='pairs' was asked for, which resamples pairs$",
         ),
     ],
 )

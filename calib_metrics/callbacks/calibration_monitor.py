@@ -373,7 +373,7 @@ class CalibrationMonitor(Callback):
             self._warn_once(
                 "groups_unused",
                 f"{given}, but the group ids are not used: interval='pairs' was asked for, "
-                "and its interval resamples pairs",
+                "which resamples pairs",
             )
             return
         # What keeps the ids: the exact mode, and an interval that resamples groups.
