@@ -5,15 +5,20 @@ from __future__ import annotations
 import collections
 import itertools
 import math
+import re
 
+import numpy as np
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torchcrf import CRF
 
+from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import (
     ChainMarginals,
     forward_backward,
     log_partition,
+    pairwise_rows,
     posterior_marginals,
     sample,
     sequence_score,
@@ -752,3 +757,78 @@ def test_emissions_that_are_not_a_tensor_are_named_by_their_type() -> None:
         posterior_marginals([[[0.0, 0.0]]], *zeros)
     with pytest.raises(ValueError, match=r"tensor, got shape \(1, 2\)$"):
         posterior_marginals(torch.zeros(1, 2), *zeros)
+
+
+# ------------------------------------------------------------------ pairwise rows
+
+
+class _LargestOutput(TorchDispatchMode):
+    """The most elements any operation's output holds while the mode is on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for tensor in torch.utils._pytree.tree_leaves(out):
+            if isinstance(tensor, torch.Tensor):
+                self.largest = max(self.largest, tensor.numel())
+        return out
+
+
+@pytest.mark.parametrize("block", [1, 64 * 5, 64 * 30, 1 << 20])
+def test_log_space_pairwise_rows_are_posterior_marginals_rows_without_the_whole_tensor(
+    block, monkeypatch
+) -> None:
+    """The log-space path (scores of 1e3 span thousands of nats) had built the whole
+    [B, T-1, K, K] log pairwise tensor to keep two rows (3.9 GB at B = 1000, T = 100,
+    K = 40); it builds the rows and normalises them, a block of steps at a time, by the
+    same sums as posterior_marginals, so they are its rows to the bit."""
+    monkeypatch.setattr(linear_chain, "_PAIR_BLOCK_ELEMENTS", block)
+    em, tr, st, en = _potentials(4, 10, 8, scale=1e3, seed=3)
+    tr[0, 2] = -math.inf
+    mask = _ragged_mask([10, 7, 1, 9], 10)
+    rows = (2, 0, 7, 2)
+    want = posterior_marginals(em, tr, st, en, mask)
+    with _LargestOutput() as largest:
+        got = pairwise_rows(em, tr, st, en, mask, rows=rows)
+    torch.testing.assert_close(got.pairwise, want.pairwise[:, :, list(rows)], atol=0, rtol=0)
+    torch.testing.assert_close(got.unigram, want.unigram, atol=0, rtol=0)
+    assert got.pairwise[:, :, 0].sum((-2, -1)).tolist() == pytest.approx(
+        want.unigram[:, :-1, 2].sum(-1).tolist(), abs=1e-12
+    )
+    whole = em.shape[0] * (em.shape[1] - 1) * 8 * 8  # one block at the default size
+    assert largest.largest < whole or block >= whole
+    # In compute_dtype, not the dtype of the emissions, as the docstring says.
+    assert pairwise_rows(em.float(), tr, st, en, mask, rows=rows).pairwise.dtype == F64
+
+
+@pytest.mark.parametrize(
+    "rows, match",
+    [
+        ((7,), "rows[0] must be in [0, 3), got 7"),
+        ((1, -1), "rows[1] must be in [0, 3), got -1"),
+        ((), "rows must be a non-empty tuple or list of tag indices, got ()"),
+        ((True,), "rows[0] must be an int, got bool True"),
+        ((1.0,), "rows[0] must be an int, got float 1.0"),
+        (1, "rows must be a non-empty tuple or list of tag indices, got 1"),
+    ],
+)
+def test_pairwise_rows_refuses_rows_that_are_not_tag_indices(rows, match) -> None:
+    """(7,) had raised IndexError, (-1,) had been the last row, () failed in torch.stack
+    and (True,) with a shape error."""
+    em, tr, st, en = _potentials(2, 4, 3, seed=2)
+    with pytest.raises(ValueError, match=re.escape(match)):
+        pairwise_rows(em, tr, st, en, rows=rows)
+
+
+def test_pairwise_rows_takes_validate_args() -> None:
+    em, tr, st, en = _potentials(2, 4, 3, seed=2)
+    checked = pairwise_rows(em, tr, st, en, rows=[np.int64(1), torch.tensor(2)])
+    unchecked = pairwise_rows(em, tr, st, en, rows=(1, 2), validate_args=False)
+    assert torch.equal(checked.pairwise, unchecked.pairwise)
+    assert _reads(pairwise_rows, em, tr, st, en, rows=(1,)) == 3
+    assert _reads(pairwise_rows, em, tr, st, en, rows=(1,), validate_args=False) == 2
+    with pytest.raises(ValueError, match="validate_args must be True or False, got 'no'"):
+        pairwise_rows(em, tr, st, en, rows=(1,), validate_args="no")

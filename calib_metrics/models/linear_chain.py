@@ -850,8 +850,9 @@ def pairwise_rows(
     end: Tensor,
     mask: Tensor | None = None,
     *,
-    rows: tuple[int, ...],
+    rows: tuple[int, ...] | list[int],
     compute_dtype: torch.dtype | None = None,
+    validate_args: bool = True,
 ) -> ChainMarginals:
     """:func:`posterior_marginals` with only the pairwise rows of the tags ``rows``, for
     span queries (:func:`calib_metrics.queries.span_marginals`).
@@ -861,11 +862,18 @@ def pairwise_rows(
     Both come from the core's normalised messages in ``compute_dtype`` (float64 by
     default), as exact as :func:`posterior_marginals`' at any score scale: so is a product
     of such factors, where ``forward_backward``'s log messages, each as large as the scores, cancel
-    (a span's probability from them had been 0 instead of 1 at scores of 1e30). The
-    ``rows`` are the caller's checked tag indices.
+    (a span's probability from them had been 0 instead of 1 at scores of 1e30). All three
+    outputs come back in ``compute_dtype``, not the dtype of ``emissions``: products of
+    them are taken before the caller casts. ``rows`` is a non-empty tuple or list of tag
+    indices in ``[0, K)``; with ``validate_args`` (one host synchronisation, as for
+    :func:`posterior_marginals`) it and the chain's arguments are checked.
 
     Host synchronisations: three, the argument checks and the fast recursions' two
     precision checks.
+
+    Raises:
+        ValueError: on the chain's errors (see :func:`posterior_marginals`) and on
+            ``rows`` that is not a non-empty tuple or list of tag indices in ``[0, K)``.
 
     Example:
         >>> out = pairwise_rows(torch.zeros(1, 2, 3), torch.zeros(3, 3), torch.zeros(3),
@@ -874,18 +882,31 @@ def pairwise_rows(
         (torch.Size([1, 1, 1, 3]), [0.1111111111111111, 0.1111111111111111, 0.1111111111111111])
     """
     em, tr, st, en, mask = _prepare(
-        "pairwise_rows", emissions, transitions, start, end, mask, compute_dtype
+        "pairwise_rows", emissions, transitions, start, end, mask, compute_dtype, validate_args
     )
+    if validate_args:
+        rows = _check_rows(rows, em.shape[2])
     with torch.no_grad():
-        parts = _marginal_parts(em, tr, st, en, mask, pairwise=True)
-        # Row by row with integer indices: a list would be an index tensor copied to the
-        # device.
-        if parts.pair is not None:
-            pair = [parts.pair[:, :, row] for row in rows]
+        parts = _marginal_parts(em, tr, st, en, mask, pairwise=True, rows=rows)
+        if parts.pair is not None:  # the log-space path built these rows only
+            pair = parts.pair
         else:  # the fast path's factors: p_t(i) * trans_col[i, j] * nxt_t(j)
+            # Row by row with integer indices: a list would be an index tensor copied to
+            # the device.
             prev, trans_col = parts.forward.probs[:, :-1], parts.forward.trans_col
-            pair = [prev[..., row, None] * trans_col[row] * parts.nxt for row in rows]
-    return ChainMarginals(parts.forward.log_partition, parts.unigram, torch.stack(pair, 2))
+            pair = torch.stack(
+                [prev[..., row, None] * trans_col[row] * parts.nxt for row in rows], 2
+            )
+    return ChainMarginals(parts.forward.log_partition, parts.unigram, pair)
+
+
+def _check_rows(rows: object, num_tags: int) -> tuple[int, ...]:
+    """``rows`` as a tuple of Python ints in ``[0, num_tags)``; a ValueError naming it
+    otherwise (an index past K had raised IndexError, -1 had been the last row, a bool
+    a row of 0 or 1)."""
+    if not isinstance(rows, (tuple, list)) or not rows:
+        raise ValueError(f"rows must be a non-empty tuple or list of tag indices, got {rows!r}")
+    return tuple(as_int(f"rows[{r}]", row, 0, num_tags) for r, row in enumerate(rows))
 
 
 class _Parts(NamedTuple):
@@ -897,11 +918,12 @@ class _Parts(NamedTuple):
     pair: Tensor | None
 
 
-def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None) -> _Parts:
-    """Forward-backward in the compute dtype: unigram marginals and pairwise factors."""
+def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None, rows=None) -> _Parts:
+    """Forward-backward in the compute dtype: unigram marginals and pairwise factors
+    (on the log-space path, the pairwise rows ``rows`` only, when given)."""
     fwd, both = _forward_backward(em, tr, st, en, mask, flags)
     if both is None:
-        return _log_parts(em, tr, st, en, mask, pairwise, fwd)
+        return _log_parts(em, tr, st, en, mask, pairwise, fwd, rows)
     norm, qs = both.norm, both.qs
     uni = both.joint.mul_(mask[..., None] / norm)  # the joint products are not needed again
     if not pairwise or em.shape[1] == 1:
@@ -915,22 +937,48 @@ def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None) -> _Parts:
     return _Parts(fwd, uni, nxt, None)
 
 
-def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
+def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward, rows=None) -> _Parts:
     """Marginals from the log-space recursions (the exact fallback); an impossible
     sentence (log Z = -inf) gets zero marginals. ``fwd`` is the log-space forward pass,
-    as :func:`_forward_backward` returns it beside ``None``."""
+    as :func:`_forward_backward` returns it beside ``None``. Given ``rows``, the pairwise
+    marginals are those rows' only, ``[B, T-1, len(rows), K]``."""
     log_beta = _log_backward(em, tr, en, mask)
     possible = torch.isfinite(fwd.log_partition)
     valid = mask[..., None] & possible[:, None, None]
     uni = torch.where(valid, torch.softmax(fwd.log_alpha + log_beta, -1), 0.0)
     pair = None
     if pairwise:
-        right = (em[:, 1:] + log_beta[:, 1:])[:, :, None, :]
-        log_pair = fwd.log_alpha[:, :-1, :, None] + tr + right
-        norm = torch.logsumexp(log_pair.flatten(-2), -1)
+        left, right = fwd.log_alpha[:, :-1], em[:, 1:] + log_beta[:, 1:]
+        if rows is None:
+            log_pair = left[..., None] + tr + right[:, :, None, :]
+            norm = torch.logsumexp(log_pair.flatten(-2), -1)
+        else:
+            # Row by row with integer indices: a list would be an index tensor copied to
+            # the device.
+            log_pair = torch.stack([left[..., row, None] + tr[row] + right for row in rows], 2)
+            norm = _blocked_pair_norm(left, tr, right)
         log_pair = log_pair - _finite_or_zero(norm)[..., None, None]
         pair = torch.where(valid[:, 1:, :, None], torch.exp(log_pair), 0.0)
     return _Parts(fwd, uni, None, pair)
+
+
+def _blocked_pair_norm(left: Tensor, tr: Tensor, right: Tensor) -> Tensor:
+    """``logsumexp`` over ``(i, j)`` of ``left[b, t, i] + tr[i, j] + right[b, t, j]``,
+    ``[B, T-1]``, computed as :func:`_log_parts` computes it for the whole tensor (the
+    same sums, so the rows are normalised by the same quantity, to the bit), a block of
+    at most ``_PAIR_BLOCK_ELEMENTS`` at a time: the rows of a few tags need not hold the
+    ``[B, T-1, K, K]`` log pairwise tensor (3.9 GB at B = 1000, T = 100, K = 40)."""
+    batch, steps, num_tags = right.shape
+    norm = right.new_empty(batch, steps)
+    per_block = max(1, _PAIR_BLOCK_ELEMENTS // (num_tags * num_tags))  # steps
+    span = max(1, min(per_block, steps))
+    sentences = max(1, per_block // span)
+    for first in range(0, batch, sentences):
+        for begin in range(0, steps, span):
+            block = (slice(first, first + sentences), slice(begin, begin + span))
+            log_pair = left[block][..., None] + tr + right[block][:, :, None, :]
+            norm[block] = torch.logsumexp(log_pair.flatten(-2), -1)
+    return norm
 
 
 # Rows of the pairwise output built per block: the [rows, K, K] partial product stays in
