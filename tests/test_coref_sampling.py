@@ -609,6 +609,15 @@ def test_in_place_roots_match_and_long_chains():
     assert coref_sampler.roots(torch.tensor([[0, 0]]), in_place=True).tolist() == [[0, 0]]
 
 
+@pytest.mark.parametrize("flag", ["in_place", "check"])
+def test_roots_flags_must_be_true_or_false(flag):
+    """A non-empty string is truthy: in_place="no" had overwritten the caller's tensor."""
+    a = torch.tensor([[0, 0, 1, 3]])
+    with pytest.raises(ValueError, match=f"{flag} must be True or False, got 'no'"):
+        coref_sampler.roots(a, **{flag: "no"})
+    assert a.tolist() == [[0, 0, 1, 3]]
+
+
 # ------------------------------------------------------------------ low precision, n_samples
 
 

@@ -47,6 +47,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_flag
 from calib_metrics.models.linear_chain import last_positive
 
 __all__ = ["Tables", "cumulative", "draw", "prepare", "roots", "tables"]
@@ -214,7 +215,11 @@ def roots(antecedents: Tensor, in_place: bool = False, check: bool = True) -> Te
     block of rows at a time, checks each block before jumping and stops a block once a
     round changes nothing (host synchronisations are free there); elsewhere it checks all
     rows at once (one host synchronisation) and runs the ``ceil(log2 N)`` rounds.
+    ``in_place`` and ``check`` must be True or False (a ValueError otherwise).
     """
+    # A non-empty string is truthy: in_place="no" had overwritten the caller's tensor.
+    check_flag("in_place", in_place)
+    check_flag("check", check)
     n = antecedents.shape[-1]
     # Contiguous whatever the input's strides (empty_like would copy a permutation's):
     # the blocks below are views of it.
