@@ -366,8 +366,10 @@ def test_two_callbacks_with_their_own_prefix_share_a_trainer_and_a_checkpoint(tm
     assert [r.recalibrator.temperature.item() for r in restored] == pytest.approx([fitted] * 2)
 
 
-def _fit_saving_checkpoints(folder, callback, train_seed: int = 0) -> tuple[Trainer, Any]:
-    """A 2-epoch fit of ``callback`` saving ``folder/epoch=E.ckpt`` each epoch and
+def _fit_saving_checkpoints(
+    folder, callback, train_seed: int = 0, module: type[LightningModule] = Overconfident
+) -> tuple[Trainer, Any]:
+    """A 2-epoch fit of a ``module`` with ``callback`` saving ``folder/epoch=E.ckpt`` each epoch and
     ``folder/last.ckpt`` (saved before fit ends, as ModelCheckpoint saves it); the trainer
     and the validation loader."""
     from lightning.pytorch.callbacks import ModelCheckpoint
@@ -382,7 +384,7 @@ def _fit_saving_checkpoints(folder, callback, train_seed: int = 0) -> tuple[Trai
     val = DataLoader(_data(300, seed=1), batch_size=64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer.fit(Overconfident(), DataLoader(_data(300, seed=train_seed), batch_size=50), val)
+        trainer.fit(module(), DataLoader(_data(300, seed=train_seed), batch_size=50), val)
     return trainer, val
 
 
@@ -439,6 +441,78 @@ def test_another_fit_s_checkpoint_at_the_same_step_drops_the_temperature(tmp_pat
     told = _validate(trainer, trainer.lightning_module, val, tmp_path / "a" / "last.ckpt")
     assert len(told) == 1 and "holds no temperature" in told[0]
     assert callback.recalibrator is None
+
+
+class WithUnusedLazyHead(Overconfident):
+    """An auxiliary lazy head this fit never calls: its weight stays uninitialized."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aux = torch.nn.LazyLinear(2)
+
+
+class Counting(Overconfident):
+    """A non-persistent buffer: it changes as the module trains, and no checkpoint holds it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("batches_seen", torch.zeros(()), persistent=False)
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        self.batches_seen += 1
+        return super().training_step(batch, batch_idx)
+
+
+def test_a_lazy_module_never_run_leaves_the_fit_finished() -> None:
+    """Reading the weights' values at the end of fit crashed on an uninitialized lazy
+    parameter ("Attempted to use an uninitialized parameter"), the fit trained."""
+    torch.manual_seed(0)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = _fit(WithUnusedLazyHead(), _data(300, seed=1), callback)
+    assert callback.recalibrator is not None
+    assert trainer.lightning_module.calibration_temperature == callback.recalibrator.temperature
+
+
+def test_a_non_persistent_buffer_is_not_part_of_the_checkpoint_s_weights(tmp_path):
+    """A buffer no checkpoint holds (persistent=False) read otherwise in a fresh module
+    loaded from last.ckpt: the temperature of the very weights restored was dropped."""
+    torch.manual_seed(0)
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
+    trainer, val = _fit_saving_checkpoints(tmp_path, callback, module=Counting)
+    fitted = float(callback.recalibrator.temperature)
+    fresh = Counting()
+    assert _validate(trainer, fresh, val, tmp_path / "last.ckpt") == []
+    assert fresh.calibration_temperature == fitted
+
+
+def test_the_same_weights_in_another_layout_read_the_same() -> None:
+    """A float64 sum of 2^24 elements depends on the order they are added in (another
+    device, another memory layout): the same weights read as others, their temperature
+    dropped. Their bit patterns sum exactly, in any order."""
+    from calib_metrics.callbacks.recalibration import _weights_of
+
+    weight = torch.randn(4096, 4096, generator=torch.Generator().manual_seed(0)) * 0.02
+    rows, columns = torch.nn.Linear(4096, 4096, bias=False), torch.nn.Linear(4096, 4096, False)
+    rows.weight = torch.nn.Parameter(weight)
+    columns.weight = torch.nn.Parameter(weight.t().contiguous().t())  # column-major
+    assert torch.equal(rows.weight, columns.weight) and not columns.weight.is_contiguous()
+    assert _weights_of(rows) == _weights_of(columns)
+
+
+def test_weights_that_moved_with_their_sum_conserved_read_as_others() -> None:
+    """SGD on a softmax head conserves each parameter's sum over the classes: weights told
+    apart by their sums read the same after they moved."""
+    from calib_metrics.callbacks.recalibration import _weights_of
+
+    head = torch.nn.Linear(1, 2)
+    with torch.no_grad():
+        head.bias.zero_()
+        head.weight.copy_(torch.tensor([[0.25], [-0.25]]))
+        before = _weights_of(head)
+        head.weight.mul_(2)
+    assert _weights_of(head) != before
 
 
 class ReturnsProbabilities(Overconfident):

@@ -41,8 +41,10 @@ from calib_metrics.recalibration._common import (
 from calib_metrics.recalibration.scaling import RefusedProbabilities
 
 Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
-# Each parameter's and buffer's name, shape and float64 sum: _weights_of.
-Weights = tuple[tuple[str, tuple[int, ...], float], ...]
+# Each state_dict tensor's name, shape, dtype and sum of bit patterns: _weights_of.
+Weights = tuple[tuple[str, tuple[int, ...], torch.dtype, int], ...]
+# The integer type that reads a tensor's elements as bits, by element size in bytes.
+_BITS_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 class TemperatureRecalibration(Callback):
@@ -716,11 +718,13 @@ def _width(logits: Tensor) -> int:
 
 
 def _weights_of(module: torch.nn.Module) -> Weights:
-    """What tells the module's weights apart: each parameter's and buffer's name, shape
-    and sum in float64, read in one host transfer per device. Equal for the same weights
-    on the same device (a checkpoint restores them bit for bit); a step number is not
-    enough, another fit's checkpoint may be at the same step. Weights loaded onto another
-    device may sum otherwise: their temperature is then dropped, the safe side.
+    """What tells the module's weights apart: each tensor of its ``state_dict`` (what a
+    checkpoint holds and restores; not non-persistent buffers) by name, shape, dtype and
+    the sum of its elements' bit patterns, read in one host transfer per device. Integer
+    sums are exact whatever the order or device that adds them, so the same weights read
+    the same after a move to another device, and weights that moved with their float sum
+    conserved (a softmax head under SGD) read otherwise; a step number is not enough,
+    another fit's checkpoint may be at the same step.
 
     Example:
         >>> layer = torch.nn.Linear(2, 1)
@@ -733,16 +737,38 @@ def _weights_of(module: torch.nn.Module) -> Weights:
         False
     """
     named = [
-        (name, t.detach())
-        for name, t in (*module.named_parameters(), *module.named_buffers())
-        if t.device.type != "meta"  # no values to read
+        (name, t)
+        for name, t in module.state_dict().items()
+        # Meta and lazy (never run) tensors hold no values to read; extra state no tensor.
+        if isinstance(t, Tensor) and t.device.type != "meta" and not _uninitialized(t)
     ]
     sums: dict[torch.device, list[Tensor]] = {}
     for _, t in named:
-        values = torch.view_as_real(t) if t.is_complex() else t
-        sums.setdefault(t.device, []).append(values.sum(dtype=torch.float64))
+        sums.setdefault(t.device, []).append(_bit_sum(t))
     read = {device: iter(torch.stack(s).tolist()) for device, s in sums.items()}
-    return tuple((name, tuple(t.shape), next(read[t.device])) for name, t in named)
+    return tuple((name, tuple(t.shape), t.dtype, next(read[t.device])) for name, t in named)
+
+
+def _uninitialized(tensor: Tensor) -> bool:
+    lazy = (torch.nn.parameter.UninitializedParameter, torch.nn.parameter.UninitializedBuffer)
+    return isinstance(tensor, lazy)
+
+
+def _bit_sum(tensor: Tensor) -> Tensor:
+    """The sum of the elements' bit patterns, in int64: its overflow wraps, the same in
+    any order, where a float64 sum of 2^24 elements or more depends on the order.
+
+    Example:
+        >>> w = torch.randn(1000)
+        >>> bool(_bit_sum(w) == _bit_sum(w.flip(0)))
+        True
+        >>> # Both sum to 0 as floats: they are other weights all the same.
+        >>> _bit_sum(torch.tensor([0.25, -0.25])) == _bit_sum(torch.tensor([0.5, -0.5]))
+        tensor(False)
+    """
+    values = torch.view_as_real(tensor) if tensor.is_complex() else tensor
+    values = values.to(torch.uint8) if values.dtype == torch.bool else values
+    return values.view(_BITS_OF_SIZE[values.element_size()]).sum(dtype=torch.int64)
 
 
 def _probs(logits: Tensor) -> Tensor:
