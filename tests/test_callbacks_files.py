@@ -594,16 +594,34 @@ def test_a_fit_resumed_from_a_replaced_run_s_checkpoint_puts_its_records_back_in
 
 def test_a_resumed_fit_s_records_go_in_step_order_among_the_file_s(tmp_path: Path) -> None:
     """A record of the resumed fit's history the file lacks goes before the file's records
-    of later steps (not after them, where the curve drew it back in time); the file's
-    record of a point the history measured is replaced in its place."""
+    of later steps (here the validation just after the mid-epoch checkpoint at step 6, not
+    after it, where the curve drew it back in time); the file's record of a point the
+    history measured is replaced in its place."""
     from calib_metrics.callbacks import _files
 
     path = tmp_path / "val_history.json"
-    other = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.3} for s in (4, 5)]
+    other = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.3} for s in (2, 5)]
     path.write_text(json.dumps(other))
-    restored = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.1} for s in (2, 5)]
+    restored = [{"fn": "fit", "epoch": 0, "step": s, "error": 0.1} for s in (2, 4)]
     merged = _files.merged_history(path, restored, resumed_at=6)
-    assert merged == [restored[0], other[0], restored[1]]
+    assert merged == [restored[0], restored[1], other[1]]
+
+
+def test_a_replaced_run_s_records_of_other_steps_go(tmp_path: Path) -> None:
+    """Run B, resumed from A's epoch 0 with 5 batches an epoch (A had 3), left its epochs at
+    steps 7 and 12; C resumed from A's epoch-2 checkpoint (9 steps). B's epoch 2 is past it
+    and went, but B's epoch 1 (step 7), a point A's history never measured, stayed beside
+    A's (step 5): epoch 1 twice. The checkpoint's history is the truth up to its step."""
+    from calib_metrics.callbacks import _files
+
+    def records(run: str, points: list[tuple[int, int]]) -> list[dict[str, Any]]:
+        return [{"fn": "fit", "epoch": e, "step": s, "run": run} for e, s in points]
+
+    a, b = records("A", [(0, 2), (1, 5), (2, 8)]), records("B", [(1, 7), (2, 12)])
+    c = records("C", [(3, 11)])
+    path = tmp_path / "val_history.json"
+    path.write_text(json.dumps([a[0], *b]))
+    assert _files.merged_history(path, [*a, *c], resumed_at=9) == [*a, *c]
 
 
 def test_a_validation_just_after_a_mid_epoch_checkpoint_stays_in_the_file(

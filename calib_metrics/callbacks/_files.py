@@ -5,10 +5,9 @@ A run that restored the monitor from a checkpoint (a resumed fit, a ``validate``
 with ``ckpt_path=``) adds its new records to the history file on disk, which a fresh monitor
 evaluating a checkpoint into the same folder would otherwise shorten; a resumed fit first
 drops the file's records of the weights trained past its checkpoint, the run it replaces,
-and puts the checkpoint's records in place of another run's at the same epoch and step
-(in step order); an evaluation adds only the records it made, never the checkpoint's.
-Any other run is a run of its own and rewrites the file, so that two fits into one folder
-are not drawn as one.
+and puts the checkpoint's records in place of another run's up to it (in step order); an
+evaluation adds only the records it made, never the checkpoint's. Any other run is a run
+of its own and rewrites the file, so that two fits into one folder are not drawn as one.
 """
 
 from __future__ import annotations
@@ -114,10 +113,12 @@ def merged_history(
     went back in time. Up to it, ``history`` (the checkpoint's) is the truth: the file's
     fit record of an epoch and step that ``history`` measured otherwise is of another
     run's weights (one an earlier resumed fit replaced), and ``history``'s takes its place;
-    the records ``history`` adds go in step order among the file's fit records. Both had
+    one at a point ``history`` lacks (that run stepped otherwise an epoch) goes; the
+    records ``history`` adds go in step order among the file's fit records. They had
     been added at the end, the epochs twice and the curve back in time. A validation run
     just after a mid-epoch checkpoint was saved measured the checkpoint's weights, which
-    the resumed fit does not validate again: kept.
+    the resumed fit does not validate again: kept, as are evaluations and records
+    without a step.
 
     Example:
         >>> import tempfile
@@ -169,7 +170,11 @@ def merged_history(
         if steps is not None and steps > resumed_at:
             continue  # of weights trained past the checkpoint: the run the fit replaces
         if point not in measured:
-            kept.append(record)
+            # A fit record the checkpoint's history lacks, of earlier weights, is another
+            # run's (one with other steps an epoch): the curve had gone back in time. The
+            # validation just after a mid-epoch checkpoint measured its very weights.
+            if point is None or steps == resumed_at:
+                kept.append(record)
         elif restored.get(point):  # else the history's own is in the file already
             kept.append(restored[point].pop(0))
     placed = {id(r) for r in kept}
