@@ -93,11 +93,16 @@ def test_lines_read_in_blocks_are_the_files_lines(tmp_path, small_limit, newline
     assert read_table(path).probs.tolist() == [0.3, 0.6, 0.2]
 
 
-def test_the_line_past_the_limit_is_named(tmp_path, capsys, small_limit) -> None:
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_the_line_past_the_limit_is_named(tmp_path, capsys, small_limit, newline) -> None:
+    """A line may hold the limit's characters, its end not counted: one of 100 characters
+    and its \\n had been refused as over 100."""
+    rows = ["prob,label,text", "0.3,0,ok", "0.6,1," + "x" * 94, "0.2,0,ok"]
     path = tmp_path / "p.csv"
-    path.write_text("prob,label,text\n0.3,0,ok\n0.6,1," + "x" * 93 + "\n0.2,0,ok\n")
-    assert read_table(path).probs.tolist() == [0.3, 0.6, 0.2]  # 100 characters, \n included
-    path.write_text("prob,label,text\n0.3,0,ok\n\n0.6,1," + "x" * 94 + "\n0.2,0,ok\n")
+    path.write_bytes(newline.join(rows).encode() + newline.encode())
+    assert read_table(path).probs.tolist() == [0.3, 0.6, 0.2]  # 100 characters
+    rows[2:3] = ["", rows[2] + "x"]
+    path.write_bytes(newline.join(rows).encode() + newline.encode())
     line = one_line_error(capsys, "evaluate", path)
     assert line.endswith(f"{path}: line 4 holds over 100 characters, the most a line (a row "
                          "and its cells) may hold: a binary file, or rows not on lines of their "
@@ -125,6 +130,20 @@ def test_a_stray_quote_past_the_field_limit_is_named_where_it_opens(
     line = one_line_error(capsys, "evaluate", path)
     assert line.endswith(
         f"{path}: line 3: a quoted field runs over lines past 100 characters, the most a cell "
+        'may hold: a stray " that never closes, or that a later one closes? Remove the stray '
+        "quote or quote the cell whole"
+    )
+
+
+def test_a_stray_quote_in_the_header_is_named_where_it_opens(tmp_path, capsys, small_limit) -> None:
+    """A header whose quote never closes had got the csv module's own message at the line
+    where the field limit ran out: "line 6: field larger than field limit (101)"."""
+    rows = ['"prob,label,text', *["0.2,0,a note of some length"] * 20]
+    path = tmp_path / "p.csv"
+    path.write_text("\n" + "\n".join(rows) + "\n")  # a blank line first: it opens on line 2
+    line = one_line_error(capsys, "evaluate", path)
+    assert line.endswith(
+        f"{path}: line 2: a quoted field runs over lines past 100 characters, the most a cell "
         'may hold: a stray " that never closes, or that a later one closes? Remove the stray '
         "quote or quote the cell whole"
     )

@@ -166,8 +166,15 @@ def _line_blocks(handle: Any, path: Path) -> Iterator[list[str]]:
 
 
 def _is_bad(line: str) -> bool:
-    """Whether a line holds a NUL byte or more than :data:`_LINE_LIMIT` characters."""
-    return "\0" in line or len(line) > _LINE_LIMIT
+    r"""Whether a line holds a NUL byte or more than :data:`_LINE_LIMIT` characters, not
+    counting its end (``\n``, ``\r\n`` or ``\r``): a line of 2^24 characters had been
+    refused for its ``\n``.
+
+    Example:
+        >>> _is_bad("x" * _LINE_LIMIT + "\r\n"), _is_bad("x" * _LINE_LIMIT + "y")
+        (False, True)
+    """
+    return "\0" in line or len(line.rstrip("\r\n")) > _LINE_LIMIT
 
 
 def _bad_line(path: Path, number: int, line: str) -> ValueError:
@@ -241,7 +248,7 @@ def _header(reader: Any, path: Path) -> list[str]:
     line had made the file "empty"), refused where they cannot be a header (none, numbers
     only, a name twice). An empty name is a column left out: ``prob,label,,``, as
     spreadsheets export trailing empty columns, had repeated the name ``''``."""
-    header = next((row for row in reader if _not_blank(row)), None)
+    header = _first_record(reader, path)
     if not header:
         raise ValueError(f"{path}: empty file (a header row is needed)")
     names = [n.strip() for n in header]
@@ -263,6 +270,16 @@ def _header(reader: Any, path: Path) -> list[str]:
             f"{path}: the header repeats column name(s) {', '.join(map(repr, repeated))}"
         )
     return names
+
+
+def _first_record(reader: Any, path: Path) -> list[str] | None:
+    """The first record that is not blank, None if there is none; a stray quote that
+    opens it is named as in a row (:func:`_next_record`), not by the csv module's
+    "field larger than field limit" at the line where the limit ran out."""
+    while (row := _next_record(reader, path, reader.line_num + 1)) is not None:
+        if _not_blank(row):
+            return row
+    return None
 
 
 def _table_from_rows(reader: Any, lines: _Lines, path: Path) -> _Table:
