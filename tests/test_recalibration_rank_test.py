@@ -54,10 +54,13 @@ def _tied_data_sets() -> list[tuple[np.ndarray, np.ndarray]]:
 
 def test_the_rank_z_and_auc_are_scipy_s_on_tied_and_on_equal_scores() -> None:
     for scores, y in _tied_data_sets():
-        z, auc = _common._rank_test(torch.from_numpy(scores), torch.from_numpy(y))
+        z, auc, tied = _common._rank_test(torch.from_numpy(scores), torch.from_numpy(y))
         assert float(z) == pytest.approx(_scipy_z(scores, y), rel=1e-9, abs=1e-12)
         u = stats.mannwhitneyu(scores[y == 1], scores[y == 0]).statistic
         assert float(auc) == pytest.approx(u / (y.sum() * (1 - y).sum()), rel=1e-12)
+        _, counts = np.unique(scores, return_counts=True)  # tie correction's share
+        n = len(scores)
+        assert float(tied) == pytest.approx((counts**3 - counts).sum() / (n**3 - n), abs=1e-12)
     equal, y = torch.full((30,), 0.7, dtype=torch.float64), torch.tensor([0.0, 1.0] * 15)
     assert float(_common._rank_z(equal, y)) == 0.0
 
@@ -70,8 +73,12 @@ def test_the_labels_are_told_against_the_scores_where_scipy_s_z_is_below_minus_3
     enough = [min(y.sum(), (1 - y).sum()) >= _common.MIN_EACH_LABEL for _, y in data]
     told = [_told(torch.from_numpy(scores), torch.from_numpy(y)) for scores, y in data]
     assert min(zs) < -4 and max(zs) > -2  # both sides of the threshold
-    aucs = [float(_common._rank_test(torch.from_numpy(s), torch.from_numpy(y))[1]) for s, y in data]
-    asked = [e and auc <= 0.5 - _common.MIN_AUC_GAP for e, auc in zip(enough, aucs)]
+    tests = [
+        [float(v) for v in _common._rank_test(torch.from_numpy(s), torch.from_numpy(y))]
+        for s, y in data
+    ]
+    weak = [tied >= 0.5 and auc > 0.5 - _common.MIN_AUC_GAP for _, auc, tied in tests]
+    asked = [e and not w for e, w in zip(enough, weak)]
     assert sum(asked) > 40 and sum(z < -3 for z, a in zip(zs, asked) if a) > 10
     assert told == [z < -3 and a for z, a in zip(zs, asked)]
     assert not _told(torch.full((30,), 0.7, dtype=torch.float64), torch.tensor([0.0, 1.0] * 15))
@@ -167,8 +174,8 @@ def test_a_small_tie_group_at_one_end_is_not_read_as_labels_against() -> None:
     scores = torch.tensor([0.30] * 5 + [0.31] * 995, dtype=torch.float64)
     y = torch.zeros(1000, dtype=torch.float64)
     y[:2], y[5:53] = 1.0, 1.0
-    z, auc = _common._rank_test(scores, y)
-    assert float(z) < -3 and float(auc) > 0.5 - _common.MIN_AUC_GAP
+    z, auc, tied = _common._rank_test(scores, y)
+    assert float(z) < -3 and float(auc) > 0.5 - _common.MIN_AUC_GAP and float(tied) > 0.9
     assert labels_against(scores, y, "probabilities") is None
     assert not any(
         "run against" in w
@@ -179,3 +186,15 @@ def test_a_small_tie_group_at_one_end_is_not_read_as_labels_against() -> None:
     y[:20], y[40:70] = 1.0, 1.0
     told = labels_against(scores, y, "probabilities")
     assert told is not None and "AUC 0." in told
+
+
+def test_a_weak_inversion_of_spread_scores_is_told() -> None:
+    """The AUC floor is for heavy ties alone: 20,000 distinct uniform scores whose labels'
+    frequency falls from 0.6 to 0.4 (AUC 0.44, z about -17) run against the scores, and
+    histogram binning's map inverts them: told (R4: 10⁵ such scores had gone unwarned)."""
+    g = torch.Generator().manual_seed(3)
+    scores = torch.rand(20_000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(0.6 - 0.2 * scores, generator=g)
+    z, auc, tied = _common._rank_test(scores, y)
+    assert float(z) < -10 and 0.5 - _common.MIN_AUC_GAP < float(auc) < 0.47 and float(tied) < 1e-6
+    assert labels_against(scores, y, "probabilities") is not None

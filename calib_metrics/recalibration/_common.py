@@ -215,26 +215,30 @@ def warn_inverting(
 # Fewer of either label and the rank sum's normal approximation fails where scores tie:
 # one positive among 4 scores of 0.01 and 46 of 0.02 gave z = -3.39 one time in 12.
 MIN_EACH_LABEL = 10
-# How far below 1/2 the AUC must be too: a small tie group at one end shrinks the rank
-# sum's variance whatever the labels' counts (5 scores of 0.30 beside 995 of 0.31, 50
-# positives independent of them: z < -3 in 2.5% of fits, at an AUC of 0.49).
+# How far below 1/2 the AUC must be too where ties take half the ranks' variance or more:
+# then the rank sum counts the positives in a few small tie groups, whose normal
+# approximation fails whatever the labels' counts (5 scores of 0.30 beside 995 of 0.31, 50
+# positives independent of them: z < -3 in 2.5% of fits, at an AUC of 0.49). Not where
+# the scores spread (10⁵ uniform scores, z = -37 at an AUC of 0.43: an inversion).
 MIN_AUC_GAP = 0.1
 
 
 def labels_against(scores: Tensor, y: Tensor, noun: str) -> str | None:
     """How the dev labels ``y`` run against the ``scores`` where a rank test says they do
     (:func:`_rank_test`: the Mann-Whitney U test's z below -3, an AUC at most
-    ``1/2 - MIN_AUC_GAP``, and ``MIN_EACH_LABEL`` of each label at least); None where not.
+    ``1/2 - MIN_AUC_GAP`` where ties take half the ranks' variance, and ``MIN_EACH_LABEL``
+    of each label at least); None where not.
     "The positives' mean below the negatives'" had told a weak, calibrated model's dev
     set (scores in [0.45, 0.55], n = 50) so one time in three; Welch's z of the two means,
     which followed, missed an inversion behind one extreme score (its mean and variance
     are the outlier's) and told 9% of dev sets with 2 or 3 positives among 50 distinct,
     uninformative scores so. The message gives the two labels' mean scores
     (:func:`_label_means`) and the AUC. One host read."""
-    z, auc = _rank_test(scores, y)
+    z, auc, tied = _rank_test(scores, y)
     n1, n = y.sum(), y.numel()
-    m1, m0, z, auc, n1 = torch.stack([*_label_means(scores, y), z, auc, n1]).tolist()
-    if z >= -3 or auc > 0.5 - MIN_AUC_GAP or min(n1, n - n1) < MIN_EACH_LABEL:
+    m1, m0, z, auc, tied, n1 = torch.stack([*_label_means(scores, y), z, auc, tied, n1]).tolist()
+    weak = tied >= 0.5 and auc > 0.5 - MIN_AUC_GAP
+    if z >= -3 or weak or min(n1, n - n1) < MIN_EACH_LABEL:
         return None
     mean = "mean probability" if noun == "probabilities" else "mean score"
     means = f"{mean} {m1:.3g} for label 1, {m0:.3g} for label 0, AUC {auc:.2f}"
@@ -246,10 +250,11 @@ def _rank_z(scores: Tensor, y: Tensor) -> Tensor:
     return _rank_test(scores, y)[0]
 
 
-def _rank_test(scores: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+def _rank_test(scores: Tensor, y: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """The Mann-Whitney U test's z of the positives' (``y`` = 1) ``scores`` against the
     negatives', by its normal approximation without continuity correction (below 0 where
-    the positives rank below), and the AUC ``U / (n1 n0)``. Ties take their midranks, and
+    the positives rank below), the AUC ``U / (n1 n0)``, and the share of the ranks'
+    variance the ties take (0 without ties, 1 where all are equal). Ties take their midranks, and
     the variance is the tie-corrected ``n1 n0 / 12 · ((n + 1) - Σ(t³ - t) / (n (n - 1)))``,
     written as the permutation variance of the positives' rank sum,
     ``n1 n0 / (n (n - 1)) · Σ(r - r̄)²`` (the same number): a sum of squares, 0 exactly
@@ -263,9 +268,9 @@ def _rank_test(scores: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
 
     Example:
         >>> scores = torch.tensor([0.1, 0.2, 0.2, 0.3, 0.4], dtype=torch.float64)
-        >>> z, auc = _rank_test(scores, torch.tensor([1.0, 0, 1, 0, 0]))
-        >>> round(float(z), 4), round(float(auc), 4)
-        (-1.4809, 0.0833)
+        >>> z, auc, tied = _rank_test(scores, torch.tensor([1.0, 0, 1, 0, 0]))
+        >>> round(float(z), 4), round(float(auc), 4), round(float(tied), 4)
+        (-1.4809, 0.0833, 0.05)
     """
     ordered, order = scores.flatten().sort()
     y = y.flatten().to(torch.float64)[order]
@@ -276,10 +281,13 @@ def _rank_test(scores: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
     n1 = y.sum()
     pairs = n1 * (n - n1)
     shift = (ranks * y).sum()  # U - n1 n0 / 2: the rank sum less its mean
-    variance = pairs / (n * (n - 1)) * (ranks**2).sum()
+    spread = (ranks**2).sum()
+    variance = pairs / (n * (n - 1)) * spread
     z = torch.where(variance > 0, shift / variance.clamp_min(1e-300).sqrt(), 0.0)
     auc = torch.where(pairs > 0, 0.5 + shift / pairs.clamp_min(1), 0.5)
-    return z, auc
+    untied = n * (n * n - 1) / 12  # Σ(r - r̄)² of the ranks 1..n
+    tied = 1 - spread / untied if n > 1 else spread.new_ones(())
+    return z, auc, tied
 
 
 def _label_means(scores: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
