@@ -622,6 +622,12 @@ def test_a_replaced_run_s_records_of_other_steps_go(tmp_path: Path) -> None:
     path = tmp_path / "val_history.json"
     path.write_text(json.dumps([a[0], *b]))
     assert _files.merged_history(path, [*a, *c], resumed_at=9) == [*a, *c]
+    # R4: B with 6 batches an epoch left its epoch 1 at step 8, A's epoch 2's step, whose
+    # weights (9 steps) are the checkpoint's: not the validation just after a mid-epoch
+    # checkpoint, as the history has its own record of those weights.
+    b = records("B", [(1, 8), (2, 14)])
+    path.write_text(json.dumps([a[0], *b]))
+    assert _files.merged_history(path, [*a, *c], resumed_at=9) == [*a, *c]
 
 
 def test_a_validation_just_after_a_mid_epoch_checkpoint_stays_in_the_file(

@@ -156,6 +156,7 @@ def merged_history(
     restored = _by_fit_point(new)
     measured = {_fit_point(r) for r in history} - {None}
     fit_points = {(r.get("epoch"), r.get("step")) for r in on_disk if r.get("fn", "fit") == "fit"}
+    own_steps = {weights_steps(r, set()) for r in history if r.get("fn", "fit") == "fit"}
     kept = []
     for record in on_disk:
         key = json.dumps(record, sort_keys=True)
@@ -172,8 +173,9 @@ def merged_history(
         if point not in measured:
             # A fit record the checkpoint's history lacks, of earlier weights, is another
             # run's (one with other steps an epoch): the curve had gone back in time. The
-            # validation just after a mid-epoch checkpoint measured its very weights.
-            if point is None or steps == resumed_at:
+            # validation just after a mid-epoch checkpoint measured its very weights, unless
+            # the history has its own record of them (another run's epoch at that step).
+            if point is None or (steps == resumed_at and steps not in own_steps):
                 kept.append(record)
         elif restored.get(point):  # else the history's own is in the file already
             kept.append(restored[point].pop(0))
