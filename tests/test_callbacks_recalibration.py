@@ -487,6 +487,27 @@ def test_a_non_persistent_buffer_is_not_part_of_the_checkpoint_s_weights(tmp_pat
     assert fresh.calibration_temperature == fitted
 
 
+def test_sparse_and_nested_buffers_leave_the_weights_readable() -> None:
+    """R4: a sparse buffer (an adjacency matrix) had raised at the fit's end, its bits read
+    through a view it has no storage for; it reads as its dense values now. A nested
+    tensor, whose bits no view reads, reads as never the same: the temperature is dropped
+    on a restore (the safe side), and nothing raises."""
+    from calib_metrics.callbacks.recalibration import _weights_of
+
+    for sparse in (torch.eye(3).to_sparse(), torch.eye(3).to_sparse_csr()):
+        module = torch.nn.Module()
+        module.register_buffer("adjacency", sparse)
+        assert _weights_of(module) == _weights_of(module)
+        moved = torch.nn.Module()
+        moved.register_buffer("adjacency", (2 * torch.eye(3)).to_sparse())
+        assert _weights_of(moved) != _weights_of(module)
+    module = torch.nn.Module()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors' prototype warning
+        module.register_buffer("ragged", torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]))
+    assert _weights_of(module) != _weights_of(module)
+
+
 def test_the_same_weights_in_another_layout_read_the_same() -> None:
     """A float64 sum of 2^24 elements depends on the order they are added in (another
     device, another memory layout): the same weights read as others, their temperature

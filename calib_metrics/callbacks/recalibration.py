@@ -41,8 +41,9 @@ from calib_metrics.recalibration._common import (
 from calib_metrics.recalibration.scaling import RefusedProbabilities
 
 Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
-# Each state_dict tensor's name, shape, dtype and sum of bit patterns: _weights_of.
-Weights = tuple[tuple[str, tuple[int, ...], torch.dtype, int], ...]
+# Each state_dict tensor's name, shape, dtype and sum of bit patterns, or its name and a
+# marker equal to nothing where its bits cannot be read: _weights_of.
+Weights = tuple[tuple[object, ...], ...]
 # The integer type that reads a tensor's elements as bits, by element size in bytes.
 _BITS_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
@@ -743,10 +744,21 @@ def _weights_of(module: torch.nn.Module) -> Weights:
         if isinstance(t, Tensor) and t.device.type != "meta" and not _uninitialized(t)
     ]
     sums: dict[torch.device, list[Tensor]] = {}
-    for _, t in named:
-        sums.setdefault(t.device, []).append(_bit_sum(t))
-    read = {device: iter(torch.stack(s).tolist()) for device, s in sums.items()}
-    return tuple((name, tuple(t.shape), t.dtype, next(read[t.device])) for name, t in named)
+    unreadable: set[str] = set()
+    for name, t in named:
+        try:
+            sums.setdefault(t.device, []).append(_bit_sum(t))
+        except (RuntimeError, NotImplementedError):  # a layout without bits to read (nested)
+            unreadable.add(name)
+    read = {device: iter(torch.stack(s).tolist()) for device, s in sums.items() if s}
+    # An unreadable tensor reads as never the same (a fresh object): the safe side, the
+    # temperature dropped, where the fit's end had raised.
+    return tuple(
+        (name, object())
+        if name in unreadable
+        else (name, tuple(t.shape), t.dtype, next(read[t.device]))
+        for name, t in named
+    )
 
 
 def _uninitialized(tensor: Tensor) -> bool:
@@ -766,7 +778,10 @@ def _bit_sum(tensor: Tensor) -> Tensor:
         >>> _bit_sum(torch.tensor([0.25, -0.25])) == _bit_sum(torch.tensor([0.5, -0.5]))
         tensor(False)
     """
-    values = torch.view_as_real(tensor) if tensor.is_complex() else tensor
+    if tensor.layout != torch.strided:  # sparse buffers hold no storage to view
+        tensor = tensor.to_dense()
+    values = tensor.int_repr() if tensor.is_quantized else tensor
+    values = torch.view_as_real(values) if values.is_complex() else values
     values = values.to(torch.uint8) if values.dtype == torch.bool else values
     return values.view(_BITS_OF_SIZE[values.element_size()]).sum(dtype=torch.int64)
 
