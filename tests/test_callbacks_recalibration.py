@@ -489,7 +489,8 @@ def test_a_non_persistent_buffer_is_not_part_of_the_checkpoint_s_weights(tmp_pat
 
 def test_sparse_and_nested_buffers_leave_the_weights_readable() -> None:
     """R4: a sparse buffer (an adjacency matrix) had raised at the fit's end, its bits read
-    through a view it has no storage for; it reads as its dense values now. A nested
+    through a view it has no storage for; it reads as its indices and values now (R5: read
+    dense, 4·10⁴ nodes had taken 18 GiB). A nested
     tensor, whose bits no view reads, reads as never the same: the temperature is dropped
     on a restore (the safe side), and nothing raises."""
     from calib_metrics.callbacks.recalibration import _weights_of
@@ -501,6 +502,17 @@ def test_sparse_and_nested_buffers_leave_the_weights_readable() -> None:
         moved = torch.nn.Module()
         moved.register_buffer("adjacency", (2 * torch.eye(3)).to_sparse())
         assert _weights_of(moved) != _weights_of(module)
+    # R5: read by its integer representation, a quantized buffer of twice the values at
+    # twice the scale had read the same.
+    quantized = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantize_per_tensor's deprecation
+        for scale in (0.1, 0.2):
+            module = torch.nn.Module()
+            values = torch.tensor([1.0, 2.0, -3.0]) * scale
+            module.register_buffer("q", torch.quantize_per_tensor(values, scale, 0, torch.qint8))
+            quantized.append(_weights_of(module))
+    assert quantized[0] != quantized[1]
     module = torch.nn.Module()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nested tensors' prototype warning

@@ -46,6 +46,7 @@ Extract = Callable[[Any, Any], "tuple[Tensor, Tensor] | None"]
 Weights = tuple[tuple[object, ...], ...]
 # The integer type that reads a tensor's elements as bits, by element size in bytes.
 _BITS_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_BIT_BLOCK = 1 << 22  # elements summed into int64 at a time
 
 
 class TemperatureRecalibration(Callback):
@@ -778,12 +779,18 @@ def _bit_sum(tensor: Tensor) -> Tensor:
         >>> _bit_sum(torch.tensor([0.25, -0.25])) == _bit_sum(torch.tensor([0.5, -0.5]))
         tensor(False)
     """
-    if tensor.layout != torch.strided:  # sparse buffers hold no storage to view
-        tensor = tensor.to_dense()
-    values = tensor.int_repr() if tensor.is_quantized else tensor
+    if tensor.layout != torch.strided:
+        # Sparse: its indices and values, in memory of its stored size (read dense, an
+        # adjacency of 4·10⁴ nodes had taken 18 GiB).
+        coo = tensor.to_sparse().coalesce()
+        return _bit_sum(coo.indices()) + _bit_sum(coo.values())
+    # Quantized: the values it stands for, so that its scale counts.
+    values = tensor.dequantize() if tensor.is_quantized else tensor
     values = torch.view_as_real(values) if values.is_complex() else values
     values = values.to(torch.uint8) if values.dtype == torch.bool else values
-    return values.view(_BITS_OF_SIZE[values.element_size()]).sum(dtype=torch.int64)
+    bits = values.view(_BITS_OF_SIZE[values.element_size()]).reshape(-1)
+    # In blocks: a sum into int64 casts its input, which had doubled a large buffer.
+    return torch.stack([block.sum(dtype=torch.int64) for block in bits.split(_BIT_BLOCK)]).sum()
 
 
 def _probs(logits: Tensor) -> Tensor:
