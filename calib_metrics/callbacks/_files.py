@@ -81,8 +81,8 @@ def weights_steps(record: dict[str, Any], fit_points: set[tuple[Any, Any]]) -> i
         >>> weights_steps({"fn": "validate", "epoch": 1, "step": 11, "checkpoint": None}, {(1, 11)})
         12
     """
-    step = record.get("step")
-    if not isinstance(step, int) or isinstance(step, bool):
+    step = _step(record)
+    if step is None:
         return None
     fn = record.get("fn", "fit")
     repeats_fit = record.get("checkpoint") is None and (record.get("epoch"), step) in fit_points
@@ -187,10 +187,16 @@ def merged_history(
 def _fit_point(record: dict[str, Any]) -> tuple[Any, int] | None:
     """The ``(epoch, step)`` of a fit record, None for an evaluation or a record without a
     step (a file of an older version)."""
-    step = record.get("step")
-    if record.get("fn", "fit") != "fit" or not isinstance(step, int) or isinstance(step, bool):
+    step = _step(record)
+    if record.get("fn", "fit") != "fit" or step is None:
         return None
     return record.get("epoch"), step
+
+
+def _step(record: dict[str, Any]) -> int | None:
+    """A record's ``step``, None where it has none (or not a whole number)."""
+    step = record.get("step")
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
 
 
 def _not_held(

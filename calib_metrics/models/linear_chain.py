@@ -950,8 +950,8 @@ def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward, rows=None) -
     if pairwise:
         left, right = fwd.log_alpha[:, :-1], em[:, 1:] + log_beta[:, 1:]
         if rows is None:
-            log_pair = left[..., None] + tr + right[:, :, None, :]
-            norm = torch.logsumexp(log_pair.flatten(-2), -1)
+            log_pair = _log_pair(left, tr, right)
+            norm = _pair_norm(log_pair)
         else:
             # Row by row with integer indices: a list would be an index tensor copied to
             # the device.
@@ -976,9 +976,19 @@ def _blocked_pair_norm(left: Tensor, tr: Tensor, right: Tensor) -> Tensor:
     for first in range(0, batch, sentences):
         for begin in range(0, steps, span):
             block = (slice(first, first + sentences), slice(begin, begin + span))
-            log_pair = left[block][..., None] + tr + right[block][:, :, None, :]
-            norm[block] = torch.logsumexp(log_pair.flatten(-2), -1)
+            norm[block] = _pair_norm(_log_pair(left[block], tr, right[block]))
     return norm
+
+
+def _log_pair(left: Tensor, tr: Tensor, right: Tensor) -> Tensor:
+    """``[B, T-1, K, K]``: ``left[b, t, i] + tr[i, j] + right[b, t, j]``, the unnormalised
+    log pairwise marginals."""
+    return left[..., None] + tr + right[:, :, None, :]
+
+
+def _pair_norm(log_pair: Tensor) -> Tensor:
+    """``[B, T-1]``: the log of each step's pairwise total, over ``(i, j)``."""
+    return torch.logsumexp(log_pair.flatten(-2), -1)
 
 
 # Rows of the pairwise output built per block: the [rows, K, K] partial product stays in
