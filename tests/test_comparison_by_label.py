@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+from torch import Tensor
 
 from calib_metrics.functional import (
     LabelComparisonResult,
@@ -132,7 +133,7 @@ def test_the_correction_decides_which_differences_are_real(monkeypatch):
     def fake(*args, **kwargs):
         one = torch.tensor(1.0, dtype=torch.float64)
         d = torch.tensor(next(signs), dtype=torch.float64)
-        return module.ComparisonResult(d, d, d, torch.tensor(next(p_values)), one, one)
+        return module.ComparisonResult(d, d, d, torch.tensor(next(p_values)), one, one), d
 
     monkeypatch.setattr(module, "compare_item_pairs", fake)
     labels = torch.arange(4).repeat_interleave(50)  # labels large enough to be called
@@ -146,6 +147,39 @@ def test_the_correction_decides_which_differences_are_real(monkeypatch):
     # BH: 0.04 <= 4 * 0.05 / 4, so all four are discoveries.
     assert bh.verdict.tolist() == [-1, 1, -1, 1]
     assert (bh.a_better, bh.b_better, bh.not_distinguishable) == (2, 2, 0)
+
+
+def _refitted_on_its_labels(q: Tensor, y: Tensor, bin_size: int) -> Tensor:
+    """q shifted in each of its own equal-mass bins to the bin's mean label: a model whose
+    binned gaps are all 0 on these labels, its debiased error far below 0 (clipped)."""
+    refitted = q.clone()
+    for chunk in q.argsort().split(bin_size):
+        refitted[chunk] = q[chunk] + (y[chunk].mean() - q[chunk].mean())
+    return refitted.clamp(1e-6, 1 - 1e-6)
+
+
+def test_a_called_label_whose_errors_both_clip_to_zero_keeps_its_direction():
+    """Both debiased errors clipped to 0 show a difference of 0, while every paired draw
+    lies below it: the label is called by its p-value and its verdict is that side (it
+    had been sign(0) = 0, "not distinguishable", at an adjusted p of 0.006: two top-100
+    tag pairs of the POS reproduction)."""
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(5000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    a = _refitted_on_its_labels(q, y, 100)
+    labels = torch.zeros_like(y, dtype=torch.long)
+    res = compare_calibration_by_label(
+        a, q, y, labels, n_samples=300, bin_size=100, generator=torch.Generator().manual_seed(3)
+    )
+    assert res.difference.tolist() == [0.0]  # both errors clipped to 0
+    assert res.per_label[0].a.error == 0 and res.per_label[0].b.error == 0
+    assert float(res.upper[0]) < 0 and float(res.adjusted_p_value[0]) <= 0.05
+    assert res.verdict.tolist() == [-1]
+    assert (res.a_better, res.b_better, res.not_distinguishable) == (1, 0, 0)
+    swapped = compare_calibration_by_label(
+        q, a, y, labels, n_samples=300, bin_size=100, generator=torch.Generator().manual_seed(3)
+    )
+    assert swapped.verdict.tolist() == [1] and float(swapped.lower[0]) > 0
 
 
 def test_one_label_is_compare_calibration_itself():

@@ -360,18 +360,20 @@ def compare_calibration(
         >>> bool(r.lower > 0), bool(r.p_value < 0.01)
         (True, True)
     """
-    return _compare(**locals(), items=None)[0]
+    return _compare(**locals(), items=None).result
 
 
 def compare_item_pairs(
     probs_a: Tensor, probs_b: Tensor, target: Tensor, items: Tensor | None, **options: Any
-) -> ComparisonResult:
+) -> tuple[ComparisonResult, Tensor]:
     """:func:`compare_calibration` (``options``: its keyword arguments) of binary pairs
     made from ``items`` (one id per pair; None: pairs of their own): without ``groups``,
     each item's pairs are resampled together and the errors debiased as pairs, as the
     one-vs-rest pairs of ``[N, C]`` input are. :func:`compare_calibration_by_label`
-    passes each label its share of those pairs."""
-    return _compare(**_arguments(probs_a, probs_b, target, options), items=items)[0]
+    passes each label its share of those pairs, and reads a called label's direction
+    from the side its draws lie on (returned beside the result, ``PairedDraws.side``)."""
+    paired = _compare(**_arguments(probs_a, probs_b, target, options), items=items)
+    return paired.result, paired.side
 
 
 def compare_with_classes(
@@ -380,7 +382,21 @@ def compare_with_classes(
     """:func:`compare_calibration` (``options``: its keyword arguments), and each model's
     results of every class from the same draws under ``mode="classwise"`` (the one pair
     set's result otherwise): what a classwise comparison's per-class panels draw."""
-    return _compare(**_arguments(probs_a, probs_b, target, options), items=None)
+    paired = _compare(**_arguments(probs_a, probs_b, target, options), items=None)
+    return paired.result, paired.results_a, paired.results_b
+
+
+class PairedDraws(NamedTuple):
+    """What one paired resampling gives: the comparison, each pair set's two results, and
+    ``side``, the side of 0 most draws of the difference lie on (−1, 0 or +1, 0-dim): the
+    direction in which ``p_value`` rejects "no difference". The shown difference is not
+    that direction where both debiased errors are clipped to 0 (a difference of 0 whose
+    draws all lie below it)."""
+
+    result: ComparisonResult
+    results_a: list[CalibrationResult]
+    results_b: list[CalibrationResult]
+    side: Tensor
 
 
 def _arguments(probs_a: Tensor, probs_b: Tensor, target: Tensor, options: dict) -> dict:
@@ -406,9 +422,9 @@ def _compare(
     norm: str,
     debias: bool,
     mode: Mode,
-) -> tuple[ComparisonResult, list[CalibrationResult], list[CalibrationResult]]:
-    """:func:`compare_calibration`, with the ``items`` of :func:`compare_item_pairs`, and
-    each pair set's two results (:func:`compare_with_classes`)."""
+) -> PairedDraws:
+    """:func:`compare_calibration`, with the ``items`` of :func:`compare_item_pairs`, each
+    pair set's two results (:func:`compare_with_classes`) and the draws' side."""
     check_generator(generator)
     _check_options(norm, binning, bin_size, n_bins)
     _check_interval_options(n_samples, confidence, "percentile", "pairs")
@@ -469,16 +485,19 @@ def _compare(
         result = ComparisonResult(
             difference, nan, nan, nan, without_interval(a), without_interval(b)
         )
-        return result, *([without_interval(r) for r in rs] for rs in (results_a, results_b))
+        results_a, results_b = ([without_interval(r) for r in rs] for rs in (results_a, results_b))
+        return PairedDraws(result, results_a, results_b, torch.sign(difference))
     # Classwise: the error is the mean of the per-class errors, and so is each draw.
     draws = [torch.stack(kind).mean(dim=0) for kind in zip(*draws)]
     draws = [kind[~kind.isnan()] for kind in draws]
     if not debias:
-        ends = _plugin_difference(draws[0], difference, confidence)
-        return ComparisonResult(difference, *ends, a, b), results_a, results_b
+        lower, upper, p_value, centred = _plugin_difference(draws[0], difference, confidence)
+        result = ComparisonResult(difference, lower, upper, p_value, a, b)
+        return PairedDraws(result, results_a, results_b, _side(centred))
     own, at_bound = draws
     ends = _projected_ends(own, at_bound, confidence)
-    return ComparisonResult(difference, *ends, _p_value(own), a, b), results_a, results_b
+    result = ComparisonResult(difference, *ends, _p_value(own), a, b)
+    return PairedDraws(result, results_a, results_b, _side(own))
 
 
 # Where set (by compare_calibration_by_label), the one-pair bins of each comparison are
@@ -844,6 +863,11 @@ def _p_value(diffs: Tensor) -> Tensor:
     return (2 * torch.minimum(below, above)).clamp(max=1.0)
 
 
+def _side(diffs: Tensor) -> Tensor:
+    """The side of 0 most draws lie on: the one :func:`_p_value`'s smaller tail is not."""
+    return torch.sign((diffs > 0).double().mean() - (diffs < 0).double().mean())
+
+
 def _ends(values: Tensor, confidence: float) -> Tensor:
     """The (1 − confidence)/2 and (1 + confidence)/2 quantiles of ``values``."""
     tail = (1 - confidence) / 2
@@ -877,10 +901,11 @@ def _plugin_draws(
 
 
 def _plugin_difference(diffs: Tensor, difference: Tensor, confidence: float):
-    """Percentile interval and p-value of plug-in differences, centred on the estimate."""
+    """Percentile interval and p-value of plug-in differences centred on the estimate, and
+    those centred draws."""
     diffs = diffs + (difference - torch.quantile(diffs, 0.5))
     lower, upper = _ends(diffs, confidence)
-    return lower, upper, _p_value(diffs)
+    return lower, upper, _p_value(diffs), diffs
 
 
 def root_difference(square: Tensor, smaller: Tensor) -> Tensor:

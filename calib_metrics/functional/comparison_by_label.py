@@ -103,8 +103,10 @@ class LabelComparisonResult(NamedTuple):
             share of draws as ``compare_calibration`` gives it (0: below 2/S).
         adjusted_p_value: each label's Monte Carlo p-value ``min(1, (S·p + 2)/(S + 1))``
             of S draws, adjusted by ``correction`` (Holm or BH; module docstring).
-        verdict: int8, −1 where a is better (adjusted p ≤ alpha and difference < 0),
-            +1 where b is better, 0 where the two are not distinguishable.
+        verdict: int8, −1 where a is better (adjusted p ≤ alpha, and most paired draws of
+            the difference below 0: the side the p-value tested, which a difference of 0,
+            both debiased errors clipped to 0, does not show), +1 where b is better, 0
+            where the two are not distinguishable.
         a_better: how many labels a is significantly better calibrated on.
         b_better: how many labels b is.
         not_distinguishable: how many labels neither is (the untested ones included).
@@ -335,8 +337,8 @@ def compare_calibration_by_label(
     tally = [0, 0]
     token = single_pair_tally.set(tally)  # one warning of one-pair bins, not one a label
     try:
-        per_label = tuple(
-            _compare_label(flat, select, confidence, generator, options) for select in selections
+        per_label, sides = zip(
+            *(_compare_label(flat, select, confidence, generator, options) for select in selections)
         )
     finally:
         single_pair_tally.reset(token)
@@ -347,7 +349,7 @@ def compare_calibration_by_label(
     units = [_unit_count(flat, select) for select in selections]
     large_enough = torch.tensor([n >= min_units for n in units], device=ids.device)
     n_samples = options.get("n_samples", DEFAULT_SAMPLES)
-    result = _summarise(ids, per_label, large_enough, correction, float(alpha), n_samples)
+    result = _summarise(ids, per_label, sides, large_enough, correction, alpha, n_samples)
     _warn_of_small_labels(units, min_units)
     units = torch.tensor(units, dtype=torch.int64, device=ids.device)  # with the labels
     return result._replace(units=units, min_units=min_units)
@@ -504,8 +506,10 @@ def _why_not_called(left_out: list[int]) -> str:
     return "; ".join(reasons)
 
 
-def _compare_label(flat: dict, select: Tensor, confidence, generator, options) -> ComparisonResult:
-    """compare_calibration on one label's pairs (and their groups)."""
+def _compare_label(
+    flat: dict, select: Tensor, confidence, generator, options
+) -> tuple[ComparisonResult, Tensor]:
+    """compare_calibration on one label's pairs (and their groups), and its draws' side."""
     groups = None if flat["groups"] is None else flat["groups"][select]
     items = None if flat["items"] is None else flat["items"][select]
     with warnings.catch_warnings():
@@ -518,10 +522,18 @@ def _compare_label(flat: dict, select: Tensor, confidence, generator, options) -
 
 
 def _summarise(
-    ids: Tensor, per_label: tuple, large_enough: Tensor, correction: str, alpha: float, n_samples
+    ids: Tensor,
+    per_label: tuple,
+    sides: tuple,
+    large_enough: Tensor,
+    correction: str,
+    alpha: float,
+    n_samples: int,
 ):
     """Stack the labels' results, correct the Monte Carlo p-values of the labels that can
-    be called (``large_enough``: enough units) and count the verdicts."""
+    be called (``large_enough``: enough units) and count the verdicts. A called label's
+    direction is the side its draws lie on (``sides``), which the p-value tested: its
+    shown difference is 0 where both debiased errors are clipped to 0."""
 
     def stack(field: str) -> Tensor:
         return torch.stack([getattr(r, field).to(torch.float64) for r in per_label])
@@ -534,7 +546,7 @@ def _summarise(
         adjusted[tested] = ADJUST[correction](monte_carlo_p_values(p_value[tested], n_samples))
         _warn_if_none_can_be_called(int(tested.sum()), correction, alpha, n_samples)
     real = _called(adjusted, alpha)
-    verdict = (torch.sign(difference) * real).to(torch.int8)
+    verdict = (torch.stack(sides).to(torch.float64) * real).to(torch.int8)
     counts = torch.stack([(verdict == -1).sum(), (verdict == 1).sum()]).tolist()
     return LabelComparisonResult(
         labels=ids.to(torch.int64),
