@@ -303,7 +303,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from calib_metrics.functional.comparison_by_label import SMALL_LABEL_UNITS
     from calib_metrics.functional.intervals import MIN_UNITS
     from calib_metrics.predictions import check_output_paths, text_report_stream
-    from calib_metrics.report import difference_note, p_value_or_none
+    from calib_metrics.report import difference_note, labels_outside_note, p_value_or_none
 
     check_plot_smooth(args)
     outputs = {"--html": args.html, "--plot": args.plot}
@@ -377,6 +377,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rows = [_label_row(labelled, i, args.samples) for i in range(len(names))]
         _add_adjusted_texts(rows)
         summary["per_label"] = dict(zip(names, rows, strict=True))
+        per_label_note = labels_outside_note(summary["per_label"])
+        if per_label_note:  # some label's a − b outside its own interval, and why
+            summary["per_label_note"] = per_label_note
         summary["label_counts"] = {
             "a_better": labelled.a_better,
             "b_better": labelled.b_better,
@@ -611,3 +614,5 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
             f"{adjusted_text:>7}  {r['better']}"
         )
     print("  " + label_counts_sentence(summary["label_counts"], len(rows)))
+    if "per_label_note" in summary:
+        print(f"  note: {summary['per_label_note']}")

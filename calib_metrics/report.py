@@ -241,7 +241,61 @@ def difference_note(summary: Mapping[str, Any]) -> str | None:
         f"the difference lies {side} its paired interval: the interval is for the true "
         "difference, drawn from the unbiased difference of the squared errors, while each "
         "error shown is the root of its debiased square clipped at 0 (per class with --mode "
-        "classwise), biased near 0 (docs/coverage.md, 'The paired difference interval')"
+        f"classwise), biased near 0 ({_PAIRED_INTERVAL_SECTION})"
+    )
+
+
+_PAIRED_INTERVAL_SECTION = "docs/coverage.md, 'The paired difference interval'"
+#: Why a label's difference can lie outside its own paired interval (:func:`difference_note`).
+LABELS_OUTSIDE_WHY = (
+    "the intervals are for the true differences, drawn from the unbiased differences of the "
+    "squared errors, while each error shown is the root of its debiased square clipped at 0, "
+    f"biased near 0 ({_PAIRED_INTERVAL_SECTION})"
+)
+# Labels a note names before it says how many more there are.
+NAMED_LABELS = 5
+
+
+def labels_outside(per_label: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The labels whose ``difference`` lies outside their own ``lower``/``upper`` as printed
+    (4 decimals), in the order given.
+
+    Example:
+        >>> rows = {"NN": {"difference": 0.0, "lower": -0.0023, "upper": -0.0011},
+        ...         "VB": {"difference": 0.01, "lower": -0.01, "upper": 0.03}}
+        >>> labels_outside(rows)
+        ['NN']
+    """
+    return [
+        str(name)
+        for name, d in per_label.items()
+        if _side(d["difference"], d["lower"], d["upper"], sign="+") is not None
+    ]
+
+
+def labels_outside_note(per_label: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """How many labels' difference lies outside its own paired interval (:func:`labels_outside`),
+    the first :data:`NAMED_LABELS` named, and why; None where none does: a per-label table
+    had shown them without a word (nine in ``reproduce pos``'s run).
+
+    Example:
+        >>> rows = {"NN": {"difference": 0.0, "lower": -0.0023, "upper": -0.0011},
+        ...         "VB": {"difference": 0.01, "lower": -0.01, "upper": 0.03}}
+        >>> labels_outside_note(rows)[:68]
+        "1 of 2 labels' difference lies outside its paired interval (NN): the"
+        >>> labels_outside_note({"VB": rows["VB"]}) is None
+        True
+    """
+    outside = labels_outside(per_label)
+    if not outside:
+        return None
+    named = ", ".join(outside[:NAMED_LABELS])
+    if len(outside) > NAMED_LABELS:
+        named += f" and {len(outside) - NAMED_LABELS} more"
+    lies, its = ("lies", "its") if len(outside) == 1 else ("lie", "their")
+    return (
+        f"{len(outside)} of {len(per_label)} labels' difference {lies} outside {its} paired "
+        f"interval ({named}): {LABELS_OUTSIDE_WHY}"
     )
 
 
@@ -1061,9 +1115,11 @@ def _compare_labels(
         header.insert(2, summary["resampled"])
         for k, row in zip(order, rows, strict=True):
             row.insert(2, str(verdicts.get(k, {}).get("units", "—")))
+    note = summary.get("per_label_note")
     return (
         f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _label_counts(summary.get("label_counts"), len(order))
+        + (f"<p>Note: {html.escape(note)}.</p>" if note else "")
         + _figure(
             chart,
             "Each label's items compared on their own (paired); sorted by the "

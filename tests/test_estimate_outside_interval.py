@@ -135,3 +135,36 @@ def test_the_per_label_charts_draw_an_interval_from_its_own_ends(overconfident) 
     fig, _ = per_label_errors({"all": two}, names=("a", "b"))
     difference_panel = fig.axes[1]
     assert _whiskers(difference_panel) == [pytest.approx((two.lower.item(), two.upper.item()))]
+
+
+def test_compare_names_the_labels_whose_difference_lies_outside_their_interval(
+    tmp_path, capsys, folder
+):
+    """The per-label table had shown such labels without a word (nine in ``reproduce
+    pos``'s run); a called one's verdict is the side of its draws, not of a clipped 0."""
+    g = torch.Generator().manual_seed(11)
+    q = torch.rand(1000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q, generator=g)
+    columns = {
+        "qa": q.tolist() * 2,
+        "qb": (0.9 * q + 0.05).tolist() + q.sqrt().tolist(),  # "near", then "far": b worse
+        "label": y.int().tolist() * 2,
+        "tag": [1] * 1000 + [2] * 1000,  # 1: "near", 2: "far"
+    }
+    path = _write(folder / "tagged.csv", columns)
+    argv = ["compare", path, "--probs", "qa", "--probs-b", "qb", "--label", "tag"]
+    text, summary, page = _command(capsys, tmp_path, *argv)
+    near, far = summary["per_label"]["1"], summary["per_label"]["2"]
+    assert not near["lower"] <= near["difference"] <= near["upper"]
+    assert far["lower"] <= far["difference"] <= far["upper"]
+    note = summary["per_label_note"]
+    assert note.startswith("1 of 2 labels' difference lies outside its paired interval (1): ")
+    assert "clipped at 0" in note and "The paired difference interval" in note
+    lines = text.splitlines()
+    counts = next(i for i, line in enumerate(lines) if line.startswith("  a better on "))
+    assert lines[counts + 1] == f"  note: {note}"
+    assert f"Note: {note}." in "".join(page.text)
+    # Both errors shown as 0.0000, every draw below 0: a is called better, not "-".
+    assert near["a"] == near["b"] == 0 and near["upper"] < 0
+    assert near["adjusted_p_value"] <= 0.05 and near["better"] == "a"
+    assert (summary["label_counts"]["a_better"], summary["label_counts"]["b_better"]) == (2, 0)

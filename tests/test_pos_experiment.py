@@ -51,7 +51,7 @@ def _args(tmp_path, *extra: str) -> argparse.Namespace:
     )
 
 
-def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
+def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path, capsys):
     _write_corpus(tmp_path / "data" / "ud-english-ewt")
     args = _args(
         tmp_path, "--quick", "--bin-size", "100", "--n-samples", "200", "--top-pairs", "2", "6"
@@ -109,6 +109,19 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path):
     markdown = (out / "results.md").read_text()
     assert "− HMM, paired [95%]" in markdown and "not distinguishable on" in markdown
     assert "top-k pairs: the queries of the k most frequent gold tag bigrams" in markdown
+    # Each difference outside its own interval (as printed, 4 decimals) is named, and none
+    # else: results.md had shown them without a word.
+    outside = [
+        label
+        for c in saved["paired"].values()
+        for field in ("per_tag", "top6_pairs")
+        for label, v in c[field]["per_label"].items()
+        if not round(v["lower"], 4) <= round(v["difference"], 4) <= round(v["upper"], 4)
+    ]
+    assert ("Differences outside their own paired interval" in markdown) == bool(outside)
+    assert all(f"`{label}`" in markdown for label in outside)
+    # The paired phase, most of a full run, shows its progress.
+    assert "paired draws" in capsys.readouterr().err
     assert saved["selection"]["hmm"]["pseudocount"] in pos.HMM_PSEUDOCOUNTS
     assert saved["selection"]["crf"]["c2"] in pos.CRF_C2S
     assert "| HMM |" in (out / "results.md").read_text()
@@ -231,3 +244,31 @@ def test_shared_ewt_reads_penn_tags():
     upos = read_tagged_sentences(path, column="upos", limit=20)
     assert {"NOUN", "ADP"} <= {t for _, ts in upos for t in ts}
     assert [w for w, _ in upos] == [w for w, _ in sentences]
+
+
+def test_differences_outside_their_interval_are_named_with_why() -> None:
+    def label(difference: float, lower: float, upper: float) -> dict:
+        return {"difference": difference, "lower": lower, "upper": upper}
+
+    inside, below_zero = label(-0.01, -0.02, 0.0), label(0.0, -0.0023, -0.0011)
+    comparisons = {
+        "crf_matched": {
+            "per_tag": {"of": 2, "per_label": {"NN": inside, "$": label(0.01, 0.0, 0.005)}},
+            "top100_pairs": {"of": 2, "per_label": {"CC PRP": below_zero, "DT NN": inside}},
+        },
+        "crf": {
+            "per_tag": {"of": 2, "per_label": {"NN": inside, "$": inside}},
+            "top100_pairs": {"of": 2, "per_label": {"CC PRP": inside, ", PRP": below_zero}},
+        },
+    }
+    (line,) = [x for x in pos._outside_markdown(comparisons) if x]
+    assert line.startswith(
+        "Differences outside their own paired interval: CRF (accuracy-matched), 1 of 2 tags "
+        "(`$`); CRF (accuracy-matched), 1 of 2 pairs (`CC PRP`); CRF (all train), 1 of 2 "
+        "pairs (`, PRP`). "
+    )
+    assert "clipped at 0" in line and "The paired difference interval" in line
+    for c in comparisons.values():
+        for field in c.values():
+            field["per_label"] = {k: inside for k in field["per_label"]}
+    assert pos._outside_markdown(comparisons) == []

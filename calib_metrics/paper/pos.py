@@ -31,6 +31,7 @@ from calib_metrics.paper.locations import data_file, data_help, find_dataset
 from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
 from calib_metrics.predictions import save_figure
 from calib_metrics.queries import tag_pair_queries, tag_queries, top_tag_pairs
+from calib_metrics.report import LABELS_OUTSIDE_WHY, labels_outside
 
 DESCRIPTION = "§4.2: HMM vs CRF part-of-speech taggers, calibration of tag and tag-pair marginals"
 
@@ -560,7 +561,26 @@ def _paired_markdown(comparisons: dict, quick: bool) -> list[str]:
             d = comparisons[k]["per_tag"]["per_label"][tag]
             row += [paired.format_difference(d, "sentences"), holm[k][tag]]
         rows.append(row)
-    return [*lines, "", report.markdown_table(headers, rows)]
+    return [*lines, "", report.markdown_table(headers, rows), *_outside_markdown(comparisons)]
+
+
+def _outside_markdown(comparisons: dict) -> list[str]:
+    """Which paired differences (tags and tag pairs) lie outside their own interval, and
+    why: results.md had shown them without the note ``compare`` prints."""
+    parts = []
+    for key, c in comparisons.items():
+        for field, what in (("per_tag", "tags"), *((f, "pairs") for f in c if "pairs" in f)):
+            outside = labels_outside(c[field]["per_label"])
+            if outside:
+                named = ", ".join(f"`{label}`" for label in outside)
+                parts.append(f"{MODELS[key]}, {len(outside)} of {c[field]['of']} {what} ({named})")
+    if not parts:
+        return []
+    return [
+        "",
+        f"Differences outside their own paired interval: {'; '.join(parts)}. Where called, "
+        f"such a label's verdict is the side of 0 its draws lie on: {LABELS_OUTSIDE_WHY}.",
+    ]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -671,23 +691,36 @@ def paired_comparisons(
     seen = torch.sort(-counts, stable=True).indices  # by test frequency, as the figures
     seen = seen[counts[seen] > 0]
     names = [tag_names[k] for k in seen.tolist()]
+    keys = ("crf_matched", "crf")
+    # The paired draws take most of a full run (some 20 minutes): a bar in draws × labels,
+    # which the comparisons' times follow.
+    work = [
+        paired.draws(quick=quick),
+        len(names) * paired.draws(len(names), quick),
+        top * paired.draws(top, quick),
+    ]
+    bar = tqdm(total=len(keys) * sum(work), desc="paired draws", file=sys.stderr, leave=False)
     out = {}
-    for i, key in enumerate(("crf_matched", "crf")):
+    for i, key in enumerate(keys):
         crf, seed = queries_of[key], seed + 1000 * i
         out[key] = {
             "all_tags": paired.difference(
                 crf.tag_q, hmm.tag_q, hmm.tag_y, groups=hmm.sentence.expand_as(hmm.tag_q),
                 seed=seed, quick=quick,
-            ),
-            "per_tag": paired.by_label(
-                crf.tag_q[seen], hmm.tag_q[seen], hmm.tag_y[seen], names, groups=hmm.sentence,
-                seed=seed + 1, quick=quick,
-            ),
-            f"top{top}_pairs": paired.by_label(
-                crf.pair_q[:top], hmm.pair_q[:top], hmm.pair_y[:top], pair_names[:top],
-                groups=hmm.pair_sentence, seed=seed + 2, quick=quick,
-            ),
+            )
         }  # fmt: skip
+        bar.update(work[0])
+        out[key]["per_tag"] = paired.by_label(
+            crf.tag_q[seen], hmm.tag_q[seen], hmm.tag_y[seen], names, groups=hmm.sentence,
+            seed=seed + 1, quick=quick,
+        )  # fmt: skip
+        bar.update(work[1])
+        out[key][f"top{top}_pairs"] = paired.by_label(
+            crf.pair_q[:top], hmm.pair_q[:top], hmm.pair_y[:top], pair_names[:top],
+            groups=hmm.pair_sentence, seed=seed + 2, quick=quick,
+        )  # fmt: skip
+        bar.update(work[2])
+    bar.close()
     return out
 
 
