@@ -614,5 +614,5 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
             f"{adjusted_text:>7}  {r['better']}"
         )
     print("  " + label_counts_sentence(summary["label_counts"], len(rows)))
-    if "per_label_note" in summary:
-        print(f"  note: {summary['per_label_note']}")
+    if "per_label_note" in summary:  # label names made visible, as in the table
+        print(f"  note: {visible_controls(summary['per_label_note'])}")

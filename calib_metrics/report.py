@@ -237,28 +237,35 @@ def difference_note(summary: Mapping[str, Any]) -> str | None:
     side = _side(summary["difference"], summary["lower"], summary["upper"], sign="+")
     if side is None:
         return None
+    return f"the difference lies {side} its paired interval: {paired_interval_why(classwise=True)}"
+
+
+def paired_interval_why(many: bool = False, classwise: bool = False) -> str:
+    """Why a difference can lie outside its paired interval (:func:`difference_note`), said
+    of one interval or (``many``) of a table's; ``classwise``: of a comparison that may
+    have been one under ``--mode classwise``.
+
+    Example:
+        >>> paired_interval_why()[:40], paired_interval_why(many=True)[:42]
+        ('the interval is for the true difference,', 'the intervals are for the true differences')
+    """
+    interval, s = ("intervals are", "s") if many else ("interval is", "")
+    per_class = " (per class with --mode classwise)" if classwise else ""
     return (
-        f"the difference lies {side} its paired interval: the interval is for the true "
-        "difference, drawn from the unbiased difference of the squared errors, while each "
-        "error shown is the root of its debiased square clipped at 0 (per class with --mode "
-        f"classwise), biased near 0 ({_PAIRED_INTERVAL_SECTION})"
+        f"the {interval} for the true difference{s}, drawn from the unbiased difference{s} "
+        "of the squared errors, while each error shown is the root of its debiased square "
+        f"clipped at 0{per_class}, biased near 0 (docs/coverage.md, 'The paired difference "
+        "interval')"
     )
 
 
-_PAIRED_INTERVAL_SECTION = "docs/coverage.md, 'The paired difference interval'"
-#: Why a label's difference can lie outside its own paired interval (:func:`difference_note`).
-LABELS_OUTSIDE_WHY = (
-    "the intervals are for the true differences, drawn from the unbiased differences of the "
-    "squared errors, while each error shown is the root of its debiased square clipped at 0, "
-    f"biased near 0 ({_PAIRED_INTERVAL_SECTION})"
-)
 # Labels a note names before it says how many more there are.
 NAMED_LABELS = 5
 
 
 def labels_outside(per_label: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """The labels whose ``difference`` lies outside their own ``lower``/``upper`` as printed
-    (4 decimals), in the order given.
+    (4 decimals), in the order given; a label without an interval (NaN ends) is not.
 
     Example:
         >>> rows = {"NN": {"difference": 0.0, "lower": -0.0023, "upper": -0.0011},
@@ -274,28 +281,34 @@ def labels_outside(per_label: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 
 def labels_outside_note(per_label: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """How many labels' difference lies outside its own paired interval (:func:`labels_outside`),
-    the first :data:`NAMED_LABELS` named, and why; None where none does: a per-label table
-    had shown them without a word (nine in ``reproduce pos``'s run).
+    """How many of the labels with an interval have their difference outside it
+    (:func:`labels_outside`), the first :data:`NAMED_LABELS` named as written (the caller
+    makes them visible), and why; None where none has: a per-label table had shown them
+    without a word (nine in ``reproduce pos``'s run).
 
     Example:
         >>> rows = {"NN": {"difference": 0.0, "lower": -0.0023, "upper": -0.0011},
         ...         "VB": {"difference": 0.01, "lower": -0.01, "upper": 0.03}}
-        >>> labels_outside_note(rows)[:68]
-        "1 of 2 labels' difference lies outside its paired interval (NN): the"
+        >>> labels_outside_note(rows)[:67]
+        "1 of 2 labels' difference lies outside its paired interval (NN): th"
         >>> labels_outside_note({"VB": rows["VB"]}) is None
         True
     """
     outside = labels_outside(per_label)
     if not outside:
         return None
+    with_interval = sum(not no_interval(d["lower"], d["upper"], "") for d in per_label.values())
     named = ", ".join(outside[:NAMED_LABELS])
     if len(outside) > NAMED_LABELS:
         named += f" and {len(outside) - NAMED_LABELS} more"
-    lies, its = ("lies", "its") if len(outside) == 1 else ("lie", "their")
+    many = len(outside) > 1
+    what = (
+        "differences lie outside their paired intervals"
+        if many
+        else ("difference lies outside its paired interval")
+    )
     return (
-        f"{len(outside)} of {len(per_label)} labels' difference {lies} outside {its} paired "
-        f"interval ({named}): {LABELS_OUTSIDE_WHY}"
+        f"{len(outside)} of {with_interval} labels' {what} ({named}): {paired_interval_why(many)}"
     )
 
 
@@ -1119,7 +1132,7 @@ def _compare_labels(
     return (
         f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _label_counts(summary.get("label_counts"), len(order))
-        + (f"<p>Note: {html.escape(note)}.</p>" if note else "")
+        + (f"<p>Note: {_text(note)}.</p>" if note else "")
         + _figure(
             chart,
             "Each label's items compared on their own (paired); sorted by the "

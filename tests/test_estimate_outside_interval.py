@@ -141,30 +141,41 @@ def test_compare_names_the_labels_whose_difference_lies_outside_their_interval(
     tmp_path, capsys, folder
 ):
     """The per-label table had shown such labels without a word (nine in ``reproduce
-    pos``'s run); a called one's verdict is the side of its draws, not of a clipped 0."""
+    pos``'s run); a called one's verdict is the side of its draws, not of a clipped 0. The
+    note names a label as the table does: its control characters shown, not sent."""
+    import csv
+
+    from calib_metrics.wording import visible_controls
+
     g = torch.Generator().manual_seed(11)
     q = torch.rand(1000, generator=g, dtype=torch.float64)
     y = torch.bernoulli(q, generator=g)
-    columns = {
-        "qa": q.tolist() * 2,
-        "qb": (0.9 * q + 0.05).tolist() + q.sqrt().tolist(),  # "near", then "far": b worse
-        "label": y.int().tolist() * 2,
-        "tag": [1] * 1000 + [2] * 1000,  # 1: "near", 2: "far"
-    }
-    path = _write(folder / "tagged.csv", columns)
+    near = "\x1b[31mnear<b>"  # an ESC, and markup
+    path = folder / "tagged.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        rows = zip(
+            q.tolist() * 2,
+            (0.9 * q + 0.05).tolist() + q.sqrt().tolist(),  # near, then far: b worse
+            y.int().tolist() * 2,
+            [near] * 1000 + ["far"] * 1000,
+            strict=True,
+        )
+        csv.writer(f).writerows([("qa", "qb", "label", "tag"), *rows])
     argv = ["compare", path, "--probs", "qa", "--probs-b", "qb", "--label", "tag"]
     text, summary, page = _command(capsys, tmp_path, *argv)
-    near, far = summary["per_label"]["1"], summary["per_label"]["2"]
-    assert not near["lower"] <= near["difference"] <= near["upper"]
-    assert far["lower"] <= far["difference"] <= far["upper"]
-    note = summary["per_label_note"]
-    assert note.startswith("1 of 2 labels' difference lies outside its paired interval (1): ")
+    near_row, far_row = summary["per_label"][near], summary["per_label"]["far"]
+    assert not near_row["lower"] <= near_row["difference"] <= near_row["upper"]
+    assert far_row["lower"] <= far_row["difference"] <= far_row["upper"]
+    note = summary["per_label_note"]  # the JSON keeps the name as the file writes it
+    assert note.startswith(f"1 of 2 labels' difference lies outside its paired interval ({near}): ")
     assert "clipped at 0" in note and "The paired difference interval" in note
+    assert "--mode classwise" not in note  # a per-label table is one-vs-rest
     lines = text.splitlines()
     counts = next(i for i, line in enumerate(lines) if line.startswith("  a better on "))
-    assert lines[counts + 1] == f"  note: {note}"
-    assert f"Note: {note}." in "".join(page.text)
+    assert lines[counts + 1] == f"  note: {visible_controls(note)}"
+    assert "\x1b" not in text
+    assert f"Note: {visible_controls(note)}." in "".join(page.text)
     # Both errors shown as 0.0000, every draw below 0: a is called better, not "-".
-    assert near["a"] == near["b"] == 0 and near["upper"] < 0
-    assert near["adjusted_p_value"] <= 0.05 and near["better"] == "a"
+    assert near_row["a"] == near_row["b"] == 0 and near_row["upper"] < 0
+    assert near_row["adjusted_p_value"] <= 0.05 and near_row["better"] == "a"
     assert (summary["label_counts"]["a_better"], summary["label_counts"]["b_better"]) == (2, 0)

@@ -109,17 +109,6 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path, capsys):
     markdown = (out / "results.md").read_text()
     assert "− HMM, paired [95%]" in markdown and "not distinguishable on" in markdown
     assert "top-k pairs: the queries of the k most frequent gold tag bigrams" in markdown
-    # Each difference outside its own interval (as printed, 4 decimals) is named, and none
-    # else: results.md had shown them without a word.
-    outside = [
-        label
-        for c in saved["paired"].values()
-        for field in ("per_tag", "top6_pairs")
-        for label, v in c[field]["per_label"].items()
-        if not round(v["lower"], 4) <= round(v["difference"], 4) <= round(v["upper"], 4)
-    ]
-    assert ("Differences outside their own paired interval" in markdown) == bool(outside)
-    assert all(f"`{label}`" in markdown for label in outside)
     # The paired phase, most of a full run, shows its progress.
     assert "paired draws" in capsys.readouterr().err
     assert saved["selection"]["hmm"]["pseudocount"] in pos.HMM_PSEUDOCOUNTS
@@ -248,27 +237,37 @@ def test_shared_ewt_reads_penn_tags():
 
 def test_differences_outside_their_interval_are_named_with_why() -> None:
     def label(difference: float, lower: float, upper: float) -> dict:
-        return {"difference": difference, "lower": lower, "upper": upper}
+        return {"difference": difference, "lower": lower, "upper": upper, "p_value": 0.0,
+                "adjusted_p_value": 0.5, "verdict": 0}  # fmt: skip
+
+    def counts(per_label: dict) -> dict:
+        return {"a_better": 0, "b_better": 0, "not_distinguishable": len(per_label),
+                "of": len(per_label), "correction": "holm", "alpha": 0.05,
+                "per_label": per_label}  # fmt: skip
 
     inside, below_zero = label(-0.01, -0.02, 0.0), label(0.0, -0.0023, -0.0011)
     comparisons = {
         "crf_matched": {
-            "per_tag": {"of": 2, "per_label": {"NN": inside, "$": label(0.01, 0.0, 0.005)}},
-            "top100_pairs": {"of": 2, "per_label": {"CC PRP": below_zero, "DT NN": inside}},
+            "per_tag": counts({"NN": inside, "``": label(0.01, 0.0, 0.005)}),
+            "top100_pairs": counts({"CC PRP": below_zero, "DT NN": inside}),
         },
         "crf": {
-            "per_tag": {"of": 2, "per_label": {"NN": inside, "$": inside}},
-            "top100_pairs": {"of": 2, "per_label": {"CC PRP": inside, ", PRP": below_zero}},
+            "per_tag": counts({"NN": inside, "``": inside}),
+            "top100_pairs": counts({"CC PRP": inside, ", PRP": below_zero}),
         },
     }
-    (line,) = [x for x in pos._outside_markdown(comparisons) if x]
+    lines = pos._paired_markdown(comparisons, quick=False)
+    (line,) = [x for x in lines if x.startswith("Differences outside")]
     assert line.startswith(
         "Differences outside their own paired interval: CRF (accuracy-matched), 1 of 2 tags "
-        "(`$`); CRF (accuracy-matched), 1 of 2 pairs (`CC PRP`); CRF (all train), 1 of 2 "
-        "pairs (`, PRP`). "
+        "(``` `` ```); CRF (accuracy-matched), 1 of 2 pairs (`CC PRP`); CRF (all train), "
+        "1 of 2 pairs (`, PRP`). "
     )
-    assert "clipped at 0" in line and "The paired difference interval" in line
+    assert "the intervals are for the true differences" in line and "clipped at 0" in line
+    assert "--mode classwise" not in line  # no option of this command
     for c in comparisons.values():
         for field in c.values():
             field["per_label"] = {k: inside for k in field["per_label"]}
-    assert pos._outside_markdown(comparisons) == []
+    assert not any(
+        x.startswith("Differences outside") for x in pos._paired_markdown(comparisons, False)
+    )

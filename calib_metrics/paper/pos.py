@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,7 +32,7 @@ from calib_metrics.paper.locations import data_file, data_help, find_dataset
 from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
 from calib_metrics.predictions import save_figure
 from calib_metrics.queries import tag_pair_queries, tag_queries, top_tag_pairs
-from calib_metrics.report import LABELS_OUTSIDE_WHY, labels_outside
+from calib_metrics.report import labels_outside, paired_interval_why
 
 DESCRIPTION = "§4.2: HMM vs CRF part-of-speech taggers, calibration of tag and tag-pair marginals"
 
@@ -572,15 +573,29 @@ def _outside_markdown(comparisons: dict) -> list[str]:
         for field, what in (("per_tag", "tags"), *((f, "pairs") for f in c if "pairs" in f)):
             outside = labels_outside(c[field]["per_label"])
             if outside:
-                named = ", ".join(f"`{label}`" for label in outside)
+                named = ", ".join(_code(label) for label in outside)
                 parts.append(f"{MODELS[key]}, {len(outside)} of {c[field]['of']} {what} ({named})")
     if not parts:
         return []
     return [
         "",
         f"Differences outside their own paired interval: {'; '.join(parts)}. Where called, "
-        f"such a label's verdict is the side of 0 its draws lie on: {LABELS_OUTSIDE_WHY}.",
+        f"such a label's verdict is the side of 0 its draws lie on: {paired_interval_why(True)}.",
     ]
+
+
+def _code(name: str) -> str:
+    """``name`` as a markdown code span: fenced by more backticks than any run it holds, and
+    padded where it starts or ends with one (EWT's tags include ``` `` ``` and ``''``).
+
+    Example:
+        >>> _code("CC PRP"), _code("``"), _code("`` PRP")
+        ('`CC PRP`', '``` `` ```', '``` `` PRP ```')
+    """
+    longest = max((len(run) for run in re.findall("`+", name)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if name.startswith("`") or name.endswith("`") else ""
+    return f"{fence}{pad}{name}{pad}{fence}"
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
