@@ -342,6 +342,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     bins = [estimate_bins(m.probs, m.target, args.mode, r, **BINNING) for m, r in
             ((a, result.a), (b, result.b))]  # fmt: skip
     warn_if_few_bins(bins[0] + bins[1], **BINNING, per_class=args.mode == "classwise")
+    sources = _group_sources(args, a, b)
     summary = {
         "n": a.target.numel(),
         # The pairs the bins count (⌈√N⌉ of them): C per item one-vs-rest.
@@ -351,8 +352,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "groups": None if a.groups is None else int(a.groups.unique().numel()),
         "mode": args.mode,
         "confidence": args.confidence,
-        "a": _model_summary(result.a, a),
-        "b": _model_summary(result.b, b),
+        "a": _model_summary(result.a, sources[0]),
+        "b": _model_summary(result.b, sources[1]),
         "difference": float(result.difference),
         "lower": float(result.lower),
         "upper": float(result.upper),
@@ -406,11 +407,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-def _model_summary(result, model) -> dict[str, Any]:
-    """One model's error and interval, and the group column read from its file (None: not
-    read, its file lacking it or no --groups)."""
+def _model_summary(result, source: tuple[str | None, str | None]) -> dict[str, Any]:
+    """One model's error and interval, and where its groups came from (``source``:
+    :func:`_group_sources`) as ``group_column`` and ``group_file``."""
     numbers = {"calib_err": result.error, "lower": result.lower, "upper": result.upper}
-    return {k: float(v) for k, v in numbers.items()} | {"group_column": model.group_column}
+    column, file = source
+    return {k: float(v) for k, v in numbers.items()} | {"group_column": column, "group_file": file}
+
+
+def _group_sources(args: argparse.Namespace, a, b) -> list[tuple[str | None, str | None]]:
+    """Each model's group column and the file it was read from; (None, None) without
+    groups. A model whose file lacks the column has the other's (the comparison resamples
+    one grouping for both): b's had read null beside its Spiegelhalter row's "over 200
+    groups", which were a's."""
+    read = [(a.group_column, str(args.a)), (b.group_column, str(args.b or args.a))]
+    found = [source for source in read if source[0] is not None]
+    shared = found[0] if found else (None, None)
+    return [source if source[0] is not None else shared for source in read]
 
 
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:

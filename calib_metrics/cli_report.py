@@ -32,16 +32,21 @@ _NOT_SETTINGS = (
 
 
 def split_by_label(labels: list[str]) -> dict[str, Tensor]:
-    """The row indices of each label, labels in order of first appearance.
+    """The row indices of each label, labels in :func:`label_ids`'s order (numeric where
+    every label is a number, else text), as ``compare --label`` orders them: in order of
+    first appearance, each label's interval had drawn from the one generator where the
+    labels before it left off, so that moving one row to the top changed other labels'
+    intervals.
 
     Example:
-        >>> split_by_label(["NN", "VB", "NN"])
-        {'NN': tensor([0, 2]), 'VB': tensor([1])}
+        >>> split_by_label(["VB", "NN", "VB"])
+        {'NN': tensor([1]), 'VB': tensor([0, 2])}
     """
-    rows: dict[str, list[int]] = {}
-    for i, label in enumerate(labels):
-        rows.setdefault(label, []).append(i)
-    return {k: torch.tensor(v, dtype=torch.long) for k, v in rows.items()}
+    names, ids = label_ids(labels)
+    ids = torch.from_numpy(ids.astype("int64"))
+    rows = torch.argsort(ids, stable=True)
+    counts = torch.bincount(ids, minlength=len(names)).tolist()
+    return {str(k): r for k, r in zip(names, torch.split(rows, counts), strict=True)}
 
 
 def _renumbered(groups: Tensor | None, rows: Tensor) -> Tensor | None:

@@ -32,6 +32,7 @@ from calib_metrics.wording import (
     cut_middle,
     escaped_controls,
     level_text,
+    short_names,
     visible_controls,
 )
 
@@ -48,12 +49,14 @@ EVALUATE_KEYS = (
     "samples",
 )  # fmt: skip
 COMPARE_KEYS = ("n", "resampled", "confidence", "samples")
+# Every block of text wraps anywhere, numbers excepted: a label or path without spaces (300
+# characters) had scrolled the page sideways from its title, a note or a table cell.
 STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td:not(.num), tbody th { overflow-wrap: anywhere; }
+h1, h2, h3, p, li, figcaption, td:not(.num), tbody th { overflow-wrap: anywhere; }
 thead th { background: #f0f0f0; }
 figure { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
 figure svg { max-width: 100%; height: auto; }
@@ -283,8 +286,10 @@ def labels_outside(per_label: Mapping[str, Mapping[str, Any]]) -> list[str]:
 def labels_outside_note(per_label: Mapping[str, Mapping[str, Any]]) -> str | None:
     """How many of the labels with an interval have their difference outside it
     (:func:`labels_outside`), the first :data:`NAMED_LABELS` named as written (the caller
-    makes them visible), and why; None where none has: a per-label table had shown them
-    without a word (nine in ``reproduce pos``'s run).
+    makes them visible) but shortened as the per-label chart's ticks are
+    (:func:`~calib_metrics.wording.short_names`: a 300-character label had made a note of
+    over 300), and why; None where none has: a per-label table had shown them without a
+    word (nine in ``reproduce pos``'s run).
 
     Example:
         >>> rows = {"NN": {"difference": 0.0, "lower": -0.0023, "upper": -0.0011},
@@ -298,7 +303,9 @@ def labels_outside_note(per_label: Mapping[str, Mapping[str, Any]]) -> str | Non
     if not outside:
         return None
     with_interval = sum(not no_interval(d["lower"], d["upper"], "") for d in per_label.values())
-    named = ", ".join(outside[:NAMED_LABELS])
+    names = [str(k) for k in per_label]
+    shown = dict(zip(names, short_names(names), strict=True))
+    named = ", ".join(shown[k] for k in outside[:NAMED_LABELS])
     if len(outside) > NAMED_LABELS:
         named += f" and {len(outside) - NAMED_LABELS} more"
     many = len(outside) > 1

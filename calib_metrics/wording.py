@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 
 def count_text(count: float, grouped: bool = False) -> str:
@@ -161,3 +162,35 @@ def cut_middle(text: str, room: int, keep_end: bool = False) -> str:
     third = (room - 1) // 3
     head = third if keep_end else room - 1 - third
     return f"{text[:head]}…{text[len(text) - (room - 1 - head) :]}"
+
+
+#: Longest label name shown whole by a figure's tick or a note; longer ones lose their
+#: middle to "…" (one 300-character name had widened the per-label chart until its bars
+#: were unreadable, and bloated the per-label note).
+MAX_NAME_CHARS = 60
+
+
+def short_names(names: Sequence[str], room: int = MAX_NAME_CHARS) -> list[str]:
+    """Label names in at most ``room`` characters each, the middle of a longer one cut to
+    "…" (:func:`cut_middle`: its start and end tell labels apart), as figures' ticks and
+    notes name them. Names that would still read alike (they differ only in the middle
+    cut out) are numbered ``#1``, ``#2``, ... in their order.
+
+    Example:
+        >>> short_names(["NOUN"]), [len(t) for t in short_names(["x" * 300])]
+        (['NOUN'], [60])
+        >>> [t[-4:] for t in short_names(["a" * 100 + m + "a" * 100 for m in "XY"])]
+        ['a #1', 'a #2']
+    """
+    short = [cut_middle(name, room) for name in names]
+    alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
+    for name, text in zip(names, short, strict=True):
+        if name not in alike.setdefault(text, []):
+            alike[text].append(name)
+    shown = []
+    for name, text in zip(names, short, strict=True):
+        if len(alike[text]) > 1:
+            suffix = f" #{alike[text].index(name) + 1}"
+            text = cut_middle(name, room - len(suffix)) + suffix
+        shown.append(text)
+    return shown

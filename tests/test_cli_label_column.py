@@ -227,3 +227,24 @@ def test_probs_b_naming_the_probabilities_is_not_told_to_be_left_out(tmp_path, c
     code, out, err = _run(capsys, "compare", path, "--probs-b", "probs")
     assert code == 2 and out == ""
     assert "leave it out" not in err and "name it with --probs" in err
+
+
+def test_evaluate_labels_do_not_depend_on_the_row_order(tmp_path, capsys):
+    """Each label's interval draws from the one generator seeded with --seed, in the
+    labels' sorted order, as ``compare --label`` draws them: in order of first appearance,
+    moving one ADJ row to the top had changed NOUN's interval, the numbers else the same
+    (a label's own result does not depend on the order of its pairs)."""
+    tags = ["NOUN", "VERB", "ADJ"] * 80
+    path = _write(tmp_path / "tags.csv", tags)
+    header, *rows = path.read_text().splitlines()
+    shuffled = tmp_path / "shuffled.csv"
+    order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(1)).tolist()
+    shuffled.write_text("\n".join([header, *(rows[i] for i in order)]) + "\n")
+    results = []
+    for file in (path, shuffled):
+        code, out, err = _run(capsys, "evaluate", file, "--label", "tag", "--samples", "50",
+                              "--json")  # fmt: skip
+        assert code == 0, err
+        results.append(json.loads(out)["per_label"])
+    assert results[0] == results[1]
+    assert list(results[0]) == ["ADJ", "NOUN", "VERB"]  # listed in that order too

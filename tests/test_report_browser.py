@@ -146,3 +146,14 @@ def test_a_long_label_wraps_in_its_cell(driver, tmp_path: Path, capsys, command:
     assert page_width <= window_width, (page_width, window_width)
     numbers = driver.find_elements("css selector", "#per-label-table td.num")
     assert numbers and all("\n" not in cell.text for cell in numbers)  # numbers stay whole
+
+
+def test_a_long_file_name_wraps_in_the_title_and_the_command(driver, tmp_path: Path, capsys):
+    """A 200-character file name without spaces wraps: only table cells had wrapped, so
+    the page's title and its "Command:" line had scrolled the page sideways."""
+    data = report_tests.write_tagged(tmp_path / ("F" * 196 + ".csv"))
+    page = tmp_path / "report.html"
+    _cli_json(capsys, "evaluate", data, "--probs", "prob_a", "--html", page)
+    _open(driver, page)
+    page_width, window_width = driver.execute_script(PAGE_WIDTHS)
+    assert page_width <= window_width, (page_width, window_width)

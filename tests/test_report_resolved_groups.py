@@ -71,6 +71,7 @@ def test_compare_shows_the_group_column_and_the_groups_resampled(tmp_path, capsy
     assert page.value("n") == f"{N} in 50 groups"
     assert summary["groups"] == 50
     assert summary["a"]["group_column"] == summary["b"]["group_column"] == "sentence_id"
+    assert (summary["a"]["group_file"], summary["b"]["group_file"]) == (str(a), str(b))
 
 
 def test_compare_says_which_file_had_the_column(tmp_path, capsys, pairs):
@@ -79,9 +80,16 @@ def test_compare_says_which_file_had_the_column(tmp_path, capsys, pairs):
     b = _write(tmp_path / "b.csv", q.sqrt(), y, None)
     summary, _, settings = _page(capsys, tmp_path, "compare", a, b, "--groups", "sent")
     assert settings["groups"] == f"sent of {a}: 50 groups"
-    assert (summary["a"]["group_column"], summary["b"]["group_column"]) == ("sent", None)
-    _, _, settings = _page(capsys, tmp_path, "compare", a, b)
+    # b's groups are a's, the ones its Spiegelhalter row's "over 50 groups" counts: its
+    # group_column had read null beside them.
+    assert summary["b"]["spiegelhalter_groups"] == 50
+    for model in "ab":
+        assert (summary[model]["group_column"], summary[model]["group_file"]) == ("sent", str(a))
+    summary, _, _ = _page(capsys, tmp_path, "compare", b, a, "--groups", "sent")  # b's file first
+    assert (summary["a"]["group_column"], summary["a"]["group_file"]) == ("sent", str(a))
+    summary, _, settings = _page(capsys, tmp_path, "compare", a, b)
     assert settings["groups"] == "—"
+    assert (summary["b"]["group_column"], summary["b"]["group_file"]) == (None, None)
 
 
 @pytest.mark.parametrize(

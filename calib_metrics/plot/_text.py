@@ -15,7 +15,7 @@ import torch
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import decimal_level, normal_quantile
-from calib_metrics.wording import cut_middle, level_text, visible_controls
+from calib_metrics.wording import MAX_NAME_CHARS, level_text, short_names, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
 INTERVAL_KINDS = {
@@ -33,7 +33,7 @@ NORMS = ("l2", "l1", "max")
 
 #: Longest label name drawn whole as a tick; longer ones lose their middle to "…" (one
 #: 300-character name had widened the per-label chart until its bars were unreadable).
-MAX_TICK_CHARS = 60
+MAX_TICK_CHARS = MAX_NAME_CHARS
 
 
 def literal(text: str | None) -> str | None:
@@ -79,10 +79,8 @@ def _label_text(key: Any) -> str:
 
 def _tick_labels(names: Sequence[Any], limit: int = MAX_TICK_CHARS) -> list[str]:
     """Label names as ticks and panel titles show them: at most ``limit`` (default
-    :data:`MAX_TICK_CHARS`) characters, the middle of a longer one replaced by "…" (its
-    start and end tell labels apart), drawn as written (:func:`literal`). Names that would
-    still read alike (they differ only in the middle cut out) are numbered ``#1``, ``#2``,
-    ... in their order.
+    :data:`MAX_TICK_CHARS`) characters, shortened and kept apart as
+    :func:`~calib_metrics.wording.short_names` does, drawn as written (:func:`literal`).
 
     Example:
         >>> _tick_labels(["NOUN"]), [len(t) for t in _tick_labels(["x" * 300])]
@@ -91,23 +89,7 @@ def _tick_labels(names: Sequence[Any], limit: int = MAX_TICK_CHARS) -> list[str]
         ['a #1', 'a #2']
     """
     names = [_label_text(name) for name in names]
-    short = [_shortened(name, limit=limit) for name in names]
-    alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
-    for name, text in zip(names, short, strict=True):
-        if name not in alike.setdefault(text, []):
-            alike[text].append(name)
-    ticks = []
-    for name, text in zip(names, short, strict=True):
-        if len(alike[text]) > 1:
-            text = _shortened(name, f" #{alike[text].index(name) + 1}", limit)
-        ticks.append(literal(text))
-    return ticks
-
-
-def _shortened(name: str, suffix: str = "", limit: int = MAX_TICK_CHARS) -> str:
-    """``name`` and ``suffix`` in at most ``limit`` characters, the middle of ``name`` cut
-    to "…" where they do not fit."""
-    return cut_middle(name, limit - len(suffix)) + suffix
+    return [literal(text) for text in short_names(names, limit)]
 
 
 def describe(result: CalibrationResult, norm: str = "l2") -> str:
