@@ -322,3 +322,112 @@ def test_a_partial_assigned_load_into_a_module_on_meta_is_left_to_torch(kind: st
         module = KINDS[kind][0]()
     module.load_state_dict(state, strict=False, assign=True)
     assert module.weight.device.type == "cpu"
+
+
+def _hand_made_vector_of_one_class() -> dict[str, Tensor]:
+    """A VectorScaling state whose buffers agree on C = 1, which no fit makes (it needs
+    logits [N, C], C >= 2): called, every logit went through its own sigmoid."""
+    one = torch.ones(1, dtype=torch.float64)
+    return {"weight": one, "bias": 0 * one, "num_classes": torch.tensor(1),
+            "fitted": torch.tensor(True)}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "kept"),
+    [
+        ("TemperatureScaling", 0, "1 for binary scores .* or the number of classes C >= 2"),
+        ("TemperatureScaling", -3, "1 for binary scores .* or the number of classes C >= 2"),
+        ("TemperatureScaling", 1.5, "1 for binary scores .* or the number of classes C >= 2"),
+        ("PlattScaling", 3, r"1 for binary scores \[N\] \(0 before"),
+        ("PlattScaling", 0, r"1 for binary scores \[N\] \(0 before"),
+        ("VectorScaling", 1, r"the number of classes C >= 2 of logits \[N, C\] \(0 before"),
+    ],
+)
+def test_a_num_classes_no_fit_keeps_is_refused_and_changes_nothing(kind, value, kept) -> None:
+    """A temperature state with num_classes 1.5 had loaded as 1 (each of 3 logits through
+    its own sigmoid, rows not summing to 1), 0 or -3 skipped the call's check of the
+    classes, and a PlattScaling state of 3 classes loaded, then refused every binary call."""
+    make, _, call = KINDS[kind]
+    if kind == "VectorScaling":
+        state = _hand_made_vector_of_one_class()
+    else:
+        state = {**_fitted(kind).state_dict(), "num_classes": torch.tensor(value)}
+    module = _fitted(kind)
+    before, classes = call(module), module.num_classes.clone()
+    said = f"{kind}: the state's num_classes is {value:g} \\(fitted\\), where a fit keeps {kept}"
+    with pytest.raises(ValueError, match=said):
+        module.load_state_dict(state)
+    assert torch.equal(module.num_classes, classes) and torch.equal(call(module), before)
+    # What a fit keeps still loads: an unfitted state's 0, and 1 for binary temperatures.
+    make().load_state_dict(make().state_dict())
+    binary = TemperatureScaling().fit(SCORES, LABELS).state_dict()
+    TemperatureScaling().load_state_dict(binary)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("flag", [2, float("nan")])
+def test_a_fitted_flag_other_than_0_or_1_is_refused(kind: str, flag: float) -> None:
+    """``fitted`` of 2 (or NaN) had loaded, and read as fitted."""
+    module = _fitted(kind)
+    state = {**module.state_dict(), "fitted": torch.tensor(flag)}
+    kept = dict(module.state_dict())
+    with pytest.raises(ValueError, match=f"{kind}: the state's fitted is {flag!r}, where a module"):
+        module.load_state_dict(state)
+    assert all(torch.equal(kept[k], v) for k, v in module.state_dict().items() if k in kept
+               and isinstance(v, Tensor))  # fmt: skip
+
+
+def _scaling_binning(scores: Tensor, inputs: str, n_bins: int) -> ScalingBinning:
+    split = torch.Generator().manual_seed(0)
+    return ScalingBinning(n_bins=n_bins, inputs=inputs, generator=split).fit(scores, LABELS)
+
+
+def test_a_scaling_binning_state_of_other_inputs_names_it_and_changes_nothing() -> None:
+    """The refusal had named PlattScaling, a class the caller never built, and came after
+    the ScalingBinning's own edges and values had been replaced by the state's: torch loads
+    a module before the modules inside it."""
+    logits = _scaling_binning(SCORES, "logits", 5)
+    module = _scaling_binning(torch.sigmoid(SCORES), "probs", 7)
+    before = {k: v.clone() for k, v in module.state_dict().items() if isinstance(v, Tensor)}
+    said = r"^ScalingBinning \(its Platt step.*inputs='logits'.*build it with inputs='logits'"
+    with pytest.raises(ValueError, match=said):
+        module.load_state_dict(logits.state_dict())
+    assert all(torch.equal(v, module.state_dict()[k]) for k, v in before.items())
+    assert module.n_bins == 7
+    # Any refusal of the Platt step's part comes before the module changes.
+    state = {**logits.state_dict(), "platt.num_classes": torch.tensor(3)}
+    with pytest.raises(ValueError, match=r"^ScalingBinning \(its Platt step.*num_classes is 3"):
+        _scaling_binning(SCORES, "logits", 7).load_state_dict(state)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: HistogramBinning(n_bins=n),
+        lambda n: HistogramBinning(n_bins=n, binning="uniform"),
+        lambda n: ScalingBinning(n_bins=n, generator=torch.Generator().manual_seed(0)),
+    ],
+)
+def test_a_binning_module_takes_n_bins_from_the_state(make) -> None:
+    """Loaded from a module of 5 bins, one built with 15 had kept n_bins == 15 while it
+    held 5 (and a refit used 15). n_bins travels in the state: a module fitted on tied
+    scores, which hold fewer bins than it asked for, loads as it was built."""
+    scores = torch.sigmoid(SCORES)
+    five = make(5).fit(scores, LABELS)
+    module = make(15)
+    module.load_state_dict(five.state_dict())
+    assert module.n_bins == 5 and torch.equal(module(scores), five(scores))
+    tied = make(8).fit(scores.mul(4).round().div(4), LABELS)
+    module.load_state_dict(tied.state_dict())
+    assert module.n_bins == 8 and tied.values.numel() <= 8  # 5 where the scores tie
+    # A state saved before n_bins travelled gives the bins it holds.
+    older = {k: v for k, v in five.state_dict().items() if k != "_extra_state"}
+    make(15).load_state_dict(older)
+    again = make(15)
+    again.load_state_dict(older)
+    assert again.n_bins == 5
+    # An n_bins that no module takes, or fewer than the state holds, is refused.
+    for n_bins, said in [(0, r"n_bins must be an int in \[1, "), (3, "holds 5 bins, more than")]:
+        state = {**five.state_dict(), "_extra_state": {**five.get_extra_state(), "n_bins": n_bins}}
+        with pytest.raises(ValueError, match=f"the state's {said}|the state {said}"):
+            make(15).load_state_dict(state)

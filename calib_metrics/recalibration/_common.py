@@ -481,39 +481,49 @@ class SettingsInState:
         return {name: getattr(self, name) for name in self.settings}
 
     def set_extra_state(self, state: Any) -> None:
-        """Checked in :meth:`_load_from_state_dict`, before any buffer changes."""
+        """Checked in :meth:`check_settings`, before any buffer changes."""
+
+    def saved_settings(self, state_dict: dict[str, Any], prefix: str) -> dict[str, Any]:
+        """The settings the state under ``prefix`` was saved with ({} where it holds none,
+        or is another kind's).
+
+        Another kind's state (a TemperatureScaling's in a PlattScaling) holds keys this
+        module has not, and fails on them, as any module's does: "build it with
+        inputs='probs'" had been said to a VectorScaling, which has no such setting. A key
+        it lacks says nothing of its kind (a partial state, loaded with strict=False), and
+        its settings are still checked; a key of a module inside it is that module's."""
+        saved = state_dict.get(prefix + "_extra_state")
+        ours = self._buffers.keys() | self._modules.keys() | {"_extra_state"}  # type: ignore[attr-defined]
+        names = [k[len(prefix) :].split(".")[0] for k in state_dict if k.startswith(prefix)]
+        foreign = set(names) - ours
+        return saved if isinstance(saved, dict) and not foreign else {}
+
+    def check_settings(self, state_dict: dict[str, Any], prefix: str) -> None:
+        """Refuse a state saved with other ``settings`` than this module's."""
+        super().check_settings(state_dict, prefix)  # type: ignore[misc]
+        saved = self.saved_settings(state_dict, prefix)
+        said = self.said_as  # type: ignore[attr-defined]
+        for name in self.settings:
+            if name in saved and saved[name] != getattr(self, name):
+                if name not in inspect.signature(type(self)).parameters:
+                    raise ValueError(
+                        f"{said}: the state was fitted with {name}={saved[name]!r}, a setting "
+                        f"this kind has not: the state is not a {type(self).__name__}'s; load "
+                        "it into the module that saved it"
+                    )
+                raise ValueError(
+                    f"{said}: the state was fitted with {name}={saved[name]!r}, this module "
+                    f"has {name}={getattr(self, name)!r}, which reads the same buffers "
+                    f"otherwise: build it with {name}={saved[name]!r}"
+                )
 
     def _load_from_state_dict(  # type: ignore[override]
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
     ) -> None:
-        key = prefix + "_extra_state"
-        saved = state_dict.get(key)
-        # Another kind's state (a TemperatureScaling's in a PlattScaling) holds buffers
-        # this module has not, and fails on its keys, as any module's does: "build it with
-        # inputs='probs'" had been said to a VectorScaling, which has no such setting. A
-        # key it lacks says nothing of its kind (a partial state, loaded with
-        # strict=False), and its settings are still checked.
-        ours = self._buffers.keys() | {"_extra_state"}  # type: ignore[attr-defined]
-        foreign = [k for k in state_dict if k.startswith(prefix) and k[len(prefix) :] not in ours]
-        if isinstance(saved, dict) and not foreign:
-            for name in self.settings:
-                if name in saved and saved[name] != getattr(self, name):
-                    if name not in inspect.signature(type(self)).parameters:
-                        raise ValueError(
-                            f"{type(self).__name__}: the state was fitted with {name}="
-                            f"{saved[name]!r}, a setting this kind has not: the state is "
-                            f"not a {type(self).__name__}'s; load it into the module that "
-                            "saved it"
-                        )
-                    raise ValueError(
-                        f"{type(self).__name__}: the state was fitted with {name}="
-                        f"{saved[name]!r}, this module has {name}={getattr(self, name)!r}, "
-                        f"which reads the same buffers otherwise: build it with "
-                        f"{name}={saved[name]!r}"
-                    )
         super()._load_from_state_dict(  # type: ignore[misc]
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
         )
+        key = prefix + "_extra_state"
         if key not in state_dict and key in missing_keys:  # saved before settings were
             missing_keys.remove(key)
 
@@ -675,7 +685,26 @@ class FittedModule(nn.Module):
 
         return super()._apply(device_only, recurse)
 
+    @property
+    def said_as(self) -> str:
+        """Who its messages name: its class, unless a module holding it speaks for it
+        (:class:`~calib_metrics.recalibration.binning.ScalingBinning`'s Platt step)."""
+        return type(self).__name__
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
+        state_dict = self._checked_state(state_dict, prefix)
+        # Buffers made under torch.inference_mode (a Lightning evaluation hook) would be
+        # inference tensors, which a later call on scores that require grad cannot use.
+        with torch.inference_mode(False):
+            self._replace_buffers(state_dict, prefix, *args, **kwargs)
+        self.__dict__.get("_host_values", {}).clear()  # loaded in place: read again
+
+    def _checked_state(self, state_dict: dict[str, Any], prefix: str) -> dict[str, Any]:
+        """``state_dict``, its single values of shape [1] under ``prefix`` as shape [],
+        once this module's part (:meth:`check_settings`, :meth:`check_state`) and that of
+        every fitted module inside it are checked: torch loads a module before the modules
+        inside it, and a ``ScalingBinning``'s edges had been replaced by a state that its
+        Platt step then refused."""
         loaded = {
             name: state_dict[prefix + name]
             for name, buffer in self._buffers.items()
@@ -691,12 +720,16 @@ class FittedModule(nn.Module):
             # had loaded and broadcast as the value itself: it still does, as shape [].
             loaded.update(single)
             state_dict = {**state_dict, **{prefix + name: v for name, v in single.items()}}
-        self.check_state(loaded)  # before any buffer changes
-        # Buffers made under torch.inference_mode (a Lightning evaluation hook) would be
-        # inference tensors, which a later call on scores that require grad cannot use.
-        with torch.inference_mode(False):
-            self._replace_buffers(state_dict, prefix, *args, **kwargs)
-        self.__dict__.get("_host_values", {}).clear()  # loaded in place: read again
+        self.check_settings(state_dict, prefix)
+        self.check_state(loaded)
+        for name, module in self.named_children():
+            if isinstance(module, FittedModule):
+                module._checked_state(state_dict, f"{prefix}{name}.")
+        return state_dict
+
+    def check_settings(self, state_dict: dict[str, Any], prefix: str) -> None:
+        """Refuse a state (``state_dict``'s part under ``prefix``) saved with other
+        settings than this module's: none to check, here (:class:`SettingsInState`)."""
 
     def _replace_buffers(self, state_dict, prefix, *args, **kwargs) -> None:
         """Load the state's buffers, each made anew in the state's shape and dtype."""
@@ -729,6 +762,20 @@ class FittedModule(nn.Module):
                     f"{self._other_kind(name, incoming)}"
                 )
         self._check_values(state)
+        self._check_flag(state)
+
+    def _check_flag(self, state: dict[str, Tensor]) -> None:
+        """Refuse a ``fitted`` flag other than False or True (0 or 1), what a module keeps
+        before and after its fit: 2 had loaded, and read as fitted (one host read)."""
+        flag = state.get("fitted")
+        if flag is None or flag.is_meta:  # a key a partial load lacks keeps the module's own
+            return
+        value = flag.item()
+        if value not in (0, 1):  # NaN included
+            raise ValueError(
+                f"{self.said_as}: the state's fitted is {value!r}, where a module keeps False "
+                "or True (0 or 1): load a state this kind saved"
+            )
 
     #: Buffers that hold a temperature: a fit keeps each positive.
     positive: tuple[str, ...] = ()
@@ -747,12 +794,12 @@ class FittedModule(nn.Module):
             ).tolist()
             if not finite:
                 raise ValueError(
-                    f"{type(self).__name__}: the state's {name} holds NaN or infinite "
+                    f"{self.said_as}: the state's {name} holds NaN or infinite "
                     "values, which no fit makes: load a state this kind saved"
                 )
             if name in self.positive and not positive:
                 raise ValueError(
-                    f"{type(self).__name__}: the state's {name} is "
+                    f"{self.said_as}: the state's {name} is "
                     f"{_first_value(incoming)}; a temperature must be positive (a fit "
                     "keeps it so): load a state this kind saved"
                 )

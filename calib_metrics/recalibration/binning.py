@@ -23,6 +23,7 @@ the model; isotonic's, non-decreasing, is flattened instead).
 from __future__ import annotations
 
 from decimal import ROUND_FLOOR, Context, Decimal
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -161,7 +162,46 @@ def _check_steps(
         raise ValueError(f"{kind}: the state's {values} decrease, as no fit makes them: {remedy}")
 
 
-class HistogramBinning(SettingsInState, FittedModule):
+class _Binned(SettingsInState, FittedModule):
+    """A binning module: its ``n_bins`` travels in the state and a load takes it, as the
+    buffers take their sizes (loaded from a module of 5 bins, one built with 15 had kept
+    ``n_bins == 15``, and refitted with 15). A fitted state saved before it travelled gives
+    the number of bins it holds."""
+
+    n_bins: int
+    values: Tensor
+
+    def get_extra_state(self) -> dict[str, Any]:
+        return {**super().get_extra_state(), "n_bins": self.n_bins}
+
+    def check_settings(self, state_dict: dict[str, Any], prefix: str) -> None:
+        """Also an ``n_bins`` that a module takes, at least the bins the state holds."""
+        super().check_settings(state_dict, prefix)
+        saved = self.saved_settings(state_dict, prefix)
+        if "n_bins" not in saved:
+            return
+        remedy = "load a state this kind saved"
+        try:
+            n_bins = _check_n_bins(saved["n_bins"])
+        except ValueError as error:
+            raise ValueError(f"{self.said_as}: the state's {error}: {remedy}") from None
+        held = state_dict.get(prefix + "values", self.values).numel()
+        if held > n_bins:
+            raise ValueError(
+                f"{self.said_as}: the state holds {held} bins, more than its n_bins={n_bins}, "
+                f"as no fit makes them: {remedy}"
+            )
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:  # type: ignore[override]
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        saved = self.saved_settings(state_dict, prefix)
+        if "n_bins" in saved:
+            self.n_bins = saved["n_bins"]
+        elif not self.fitted.is_meta and self.host_value("fitted"):
+            self.n_bins = self.values.numel()
+
+
+class HistogramBinning(_Binned):
     """Histogram binning: each score maps to its bin's frequency of positives on dev.
 
     Args:
@@ -408,7 +448,7 @@ class IsotonicCalibration(FittedModule):
         return (y0 + slope * (x - x0)).to(scores.dtype)
 
 
-class ScalingBinning(FittedModule):
+class ScalingBinning(_Binned):
     """Scaling-binning calibrator of Kumar, Liang & Ma (NeurIPS 2019).
 
     ``fit`` splits dev at random into two halves, each holding half of each class: Platt

@@ -250,6 +250,8 @@ class _LogitScaler(SettingsInState, FittedModule):
     # Whether binary scores that all lie in [0, 1] are worth a word: a temperature of
     # sigmoid outputs is not the model's; Platt scaling maps scores of any range.
     binary_unit_scores_suspect = True
+    # Whether a fit takes multiclass logits [N, C] (PlattScaling's takes binary scores only).
+    multiclass_ok = True
     settings = ("inputs",)
 
     def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
@@ -261,6 +263,36 @@ class _LogitScaler(SettingsInState, FittedModule):
         self.inputs = inputs
         # 0 until fitted; 1 for binary scores [N], else C.
         self.register_buffer("num_classes", torch.tensor(0))
+
+    def check_state(self, state: dict[str, Tensor]) -> None:
+        """Also a ``num_classes`` that a fit keeps (:meth:`_check_num_classes`)."""
+        super().check_state(state)
+        self._check_num_classes(state)
+
+    def _check_num_classes(self, state: dict[str, Tensor]) -> None:
+        """Refuse a ``num_classes`` that no fit keeps: once fitted, 1 for binary scores and
+        ``C >= 2`` for logits ``[N, C]``, where the kind takes them (0 before the fit).
+        Loaded, 1.5 had been read as 1 (each logit through its own sigmoid, rows not
+        summing to 1), 0 or -3 had skipped the call's check of ``C``, and a PlattScaling
+        state of 3 classes refused every binary call (one host read each)."""
+        classes, fitted = (state.get(k, self._buffers[k]) for k in ("num_classes", "fitted"))
+        if classes.is_meta or fitted.is_meta:  # a module built on meta, assigned a partial state
+            return
+        value, done = classes.item(), bool(fitted)
+        kept = {
+            "1 for binary scores [N]": self.binary_ok and value == 1,
+            "the number of classes C >= 2 of logits [N, C]": self.multiclass_ok and value >= 2,
+        }
+        taken = [what for what, kind in zip(kept, (self.binary_ok, self.multiclass_ok)) if kind]
+        whole = math.isfinite(value) and value == int(value)
+        if whole and (any(kept.values()) if done else value >= 0):
+            return
+        fits = " or ".join(taken)
+        raise ValueError(
+            f"{self.said_as}: the state's num_classes is {value:g}"
+            f"{' (fitted)' if done else ''}, where a fit keeps {fits} (0 before the fit): "
+            "load a state this kind saved"
+        )
 
     def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
         raise NotImplementedError
@@ -821,10 +853,9 @@ class _PerClassScaler(_LogitScaler):
             return super()._other_kind(name, incoming)
         return f"the state is a {kind}'s: load it into a {kind} ({kind}().load_state_dict(state))"
 
-    def check_state(self, state: dict[str, Tensor]) -> None:
-        """Also one number of classes ``C`` throughout: weight [C] (vector scaling) or
+    def _check_num_classes(self, state: dict[str, Tensor]) -> None:
+        """First one number of classes ``C`` throughout: weight [C] (vector scaling) or
         [C, C] (matrix scaling), bias [C], ``num_classes`` C (0 before the fit)."""
-        super().check_state(state)
         # The module as the load leaves it: a key missing from a strict=False load keeps its
         # buffer (a fitted state without its bias had loaded, and every call then failed).
         weight, bias, classes, fitted = (
@@ -834,15 +865,16 @@ class _PerClassScaler(_LogitScaler):
             return
         missing = {"weight", "bias", "num_classes", "fitted"} - state.keys()
         c = bias.shape[0]
-        counted = int(classes)
+        counted = classes.item()
         if tuple(weight.shape) != (c,) * weight.ndim or counted != c or (bool(fitted) and c == 0):
             raise ValueError(
                 f"{type(self).__name__}: the state's weight has shape {list(weight.shape)}, "
-                f"its bias {list(bias.shape)} and its num_classes {counted}: they do not "
+                f"its bias {list(bias.shape)} and its num_classes {counted:g}: they do not "
                 "describe one model of C classes (weight "
                 f"{'[C]' if weight.ndim == 1 else '[C, C]'}, bias [C], num_classes C, and "
                 f"C > 0 once fitted){_KEPT * bool(missing)}"
             )
+        super()._check_num_classes(state)
 
     def _fit_params(self, z: Tensor, y: Tensor, num_classes: int) -> list[Tensor]:
         """L-BFGS from the temperature fit (``W = I / T``, ``b = 0``), the weights in units of
@@ -1086,6 +1118,7 @@ class PlattScaling(_LogitScaler):
     """
 
     binary_ok = True
+    multiclass_ok = False
     binary_unit_scores_suspect = False
     #: Who its warnings name: ScalingBinning's Platt step speaks in ScalingBinning's (a
     #: class default, so that a module pickled before it had this attribute has it too).
