@@ -74,6 +74,37 @@ def test_confidence_by_range_verdicts():
 
 
 @pytest.mark.parametrize(
+    ("q", "y"),
+    [
+        ([0.55], [1.0]),  # one pair: the observed frequency's se had been 0
+        ([0.8, 0.8], [1.0, 1.0]),  # calibrated q = 0.8 gives two positives 64% of the time
+        ([0.03] * 20, [0.0] * 20),  # no positive where 0.6 were expected
+        ([1.0, 1.0], [1.0, 1.0]),  # certain and right: no gap at all
+    ],
+)
+def test_confidence_by_range_small_ranges_are_judged_by_their_own_claim(q, y):
+    """The standard error is the one the range's q's imply, not the observed frequency's,
+    which is ~0 at a frequency of 0 or 1 and had called such ranges underconfident."""
+    (row,) = coref.confidence_by_range(torch.tensor(q), torch.tensor(y))
+    assert row["verdict"].startswith("calibrated")
+
+
+def test_confidence_by_range_still_calls_a_clear_miss():
+    n = 400
+    y = (torch.arange(n) < n * 0.95).double()  # 0.95 come true where 0.8 was claimed
+    (row,) = coref.confidence_by_range(torch.full((n,), 0.8), y)
+    assert row["verdict"] == "underconfident"
+    (row,) = coref.confidence_by_range(torch.full((n,), 0.8), 1 - y)
+    assert row["verdict"] == "overconfident"
+
+
+def test_confidence_by_range_a_certain_prediction_proved_wrong_is_overconfident():
+    """q = 0 allows no positive at all; the observed frequency's se had let one pass."""
+    (row,) = coref.confidence_by_range(torch.zeros(2), torch.tensor([0.0, 1.0]))
+    assert row["verdict"] == "overconfident"
+
+
+@pytest.mark.parametrize(
     ("q", "freq", "verdict"),
     [
         (0.40, 0.80, "overconfident"),  # says "not coreferent" at 0.6, right 20% of the time
@@ -209,6 +240,14 @@ def test_end_to_end_quick_run(tmp_path: Path, capsys):
     assert r"mean / max \|sampled − exact\|" in header
     assert len(re.split(r"(?<!\\)\|", header)) == rule.count("|") + 1
     assert "LitBank not evaluated" not in markdown
+    # Too few pairs for 10 bins of 5000: the figures bin finer, and results.md gives each
+    # figure's numbers (it had given only the exact one; the sampled figure's title read a
+    # CalibErr found nowhere in the text).
+    for ev in saved["sets"].values():
+        for which in ("exact", "sampled", "sampled_random_ties"):
+            f = ev[which]["small"]
+            title = f"{f['error']:.4f} [{f['lower']:.4f}, {f['upper']:.4f}] · {f['bins']} bins"
+            assert title in markdown, (which, title)
     # The paper's interval redraws cut tie groups' bins independently: the pairs in them
     # are counted per column (the library's warning, whose advice the command cannot take,
     # is not printed).

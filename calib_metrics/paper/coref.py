@@ -138,16 +138,19 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
     when its side comes true less often than claimed (``p < q`` above 0.5, ``p > q``
     below) and *underconfident* when more often (``p > q`` above, ``p < q`` below, and
     any gap at ``q = 0.5``, which claims neither side); it is *calibrated* when
-    ``|p - q|`` is within 1.96 standard errors of ``p``. While ``p`` is on ``q``'s side of
-    0.5, overconfident means that ``q`` is farther from 0.5 than ``p``; once ``p``
+    ``|p - q|`` is within 1.96 standard errors of the frequency that the range's own
+    predictions imply, ``sqrt(sum q_i (1 - q_i)) / n``: the test asks whether the claim
+    could hold. (The observed ``p (1 - p)`` is near 0 at ``p = 0`` or 1, and had called a
+    single pair at ``q = 0.55`` that corefers underconfident.) While ``p`` is on ``q``'s
+    side of 0.5, overconfident means that ``q`` is farther from 0.5 than ``p``; once ``p``
     crosses 0.5 the range is overconfident however far ``p`` is: ``q = 0.40`` claims "not
     coreferent" at 0.60, and a frequency of 0.80 makes it right 20% of the time.
 
     Example:
-        >>> q = torch.tensor([0.95] * 10 + [0.05] * 10 + [0.4] * 100)
-        >>> y = torch.tensor([1.0] * 5 + [0.0] * 15 + [1.0] * 80 + [0.0] * 20)
+        >>> q = torch.tensor([0.95] * 10 + [0.02] * 100 + [0.4] * 100)
+        >>> y = torch.tensor([1.0] * 5 + [0.0] * 105 + [1.0] * 80 + [0.0] * 20)
         >>> [(r["range"], r["verdict"]) for r in confidence_by_range(q, y)]
-        [('0.0-0.1', 'underconfident'), ('0.3-0.5', 'overconfident'),
+        [('0.0-0.1', 'calibrated (within 1.96 se)'), ('0.3-0.5', 'overconfident'),
          ('0.9-1.0', 'overconfident')]
     """
     rows = []
@@ -156,10 +159,12 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
         count = int(sel.sum())
         if count == 0:
             continue
-        qm, pm = float(q[sel].double().mean()), float(y[sel].double().mean())
-        se = math.sqrt(max(pm * (1 - pm), 1e-12) / count)
+        qs = q[sel].double()
+        qm, pm = float(qs.mean()), float(y[sel].double().mean())
+        se = math.sqrt(float((qs * (1 - qs)).sum())) / count
         gap = pm - qm
-        if abs(gap) < 1.96 * se:
+        # <=: predictions of exactly 0 or 1 that all come true are calibrated.
+        if abs(gap) <= 1.96 * se:
             verdict = "calibrated (within 1.96 se)"
         elif (qm - 0.5) * (qm - pm) > 0:
             verdict = "overconfident"
@@ -563,6 +568,35 @@ def _cut_ties_line(sets: dict[str, Any]) -> str:
     )
 
 
+def _finer_figures_line(name: str, ev: dict[str, Any], samples: int) -> str:
+    """What a set's figures show when it has fewer than ten bins of the table's size: they
+    bin finer, so their titles' numbers are not the table's (results.md had given only the
+    exact one, and a figure's title had named a sampled error found nowhere in the text).
+
+    Example:
+        >>> fit = lambda e: {"bin_size": 782, "bins": 20, "error": e, "lower": e, "upper": e}
+        >>> ev = {w: {"main": {"bin_size": 5000}, "small": fit(0.1)}
+        ...       for w in ("exact", "sampled", "sampled_random_ties")}
+        >>> for part in _finer_figures_line("test", ev, 1000).split("; "):
+        ...     print(part)
+        test: fewer than 10 bins of 5000 pairs, so its figures bin by 782 pairs
+        their titles read CalibErr exact 0.1000 [0.1000, 0.1000] · 20 bins
+        1000-sample 0.1000 [0.1000, 0.1000] · 20 bins
+        ties broken at random 0.1000 [0.1000, 0.1000] · 20 bins.
+    """
+    kinds = {"exact": "exact", "sampled": f"{samples}-sample",
+             "sampled_random_ties": "ties broken at random"}  # fmt: skip
+    shown = "; ".join(
+        f"{label} {report.format_interval(f['error'], f['lower'], f['upper'])} · {f['bins']} bins"
+        for label, f in ((label, ev[which]["small"]) for which, label in kinds.items())
+    )
+    return (
+        f"{name}: fewer than 10 bins of {ev['exact']['main']['bin_size']} pairs, so its "
+        f"figures bin by {ev['exact']['small']['bin_size']} pairs; their titles read "
+        f"CalibErr {shown}."
+    )
+
+
 def _markdown(results: dict[str, Any]) -> str:
     headers = ["set", "docs", "pairs", "coref rate", "CalibErr exact [95% CI]",
                "exact, debiased, document bootstrap [95%]",
@@ -586,10 +620,7 @@ def _markdown(results: dict[str, Any]) -> str:
               "> 0: the sampled estimate scores worse).", ""]  # fmt: skip
     for name, ev in results["sets"].items():
         if "small" in ev["exact"]:
-            sm = ev["exact"]["small"]
-            interval = report.format_interval(sm["error"], sm["lower"], sm["upper"])
-            lines.append(f"{name}: fewer than 10 bins of {ev['exact']['main']['bin_size']} pairs; "
-                         f"with bin size {sm['bin_size']}: exact CalibErr {interval}.")  # fmt: skip
+            lines.append(_finer_figures_line(name, ev, results["settings"]["samples"]))
         lines += ["", f"## {name}: confidence by range (exact marginals)", ""]
         # A signed gap, as every difference the reports print (+0.0876 beside -0.0202).
         rows = [[r["range"], r["pairs"], r["mean_q"], r["freq"], fixed(r["gap"], sign="+"),
