@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import conllu
+import numpy as np
 import pytest
 import torch
 
@@ -314,6 +315,22 @@ def test_hand_made_features_that_do_not_fit_together_are_named(changes, message)
     model(_hand_made())  # the unchanged document is fine
     with pytest.raises(ValueError, match=message):
         model(_hand_made(**changes))
+
+
+@pytest.mark.parametrize("n", [np.int64(3), np.int32(3), torch.tensor(3)])
+def test_document_features_take_any_integral_mention_count(n):
+    """n = np.int64(3) had been refused ("must be an int") while n_samples elsewhere takes
+    NumPy integers; it is read as the Python int 3."""
+    model = AntecedentRanker(n_bits=4, max_distance=2)
+    f = _hand_made(n=n)
+    assert type(f.n) is int and f.n == 3
+    assert torch.equal(model(f), model(_hand_made()))
+
+
+@pytest.mark.parametrize("n", [True, 3.0, -1, "3"])
+def test_document_features_refuse_a_mention_count_that_is_no_integer(n):
+    with pytest.raises(ValueError, match=r"DocumentFeatures\.n must be"):
+        AntecedentRanker(n_bits=4, max_distance=2)(_hand_made(n=n))
 
 
 @pytest.mark.parametrize("field", ["pair_i", "pair_j", "pair_feats", "new_feats", "entity"])

@@ -329,6 +329,31 @@ def test_uncertain_documents_name_the_deciding_link(docs, lexicon):
     assert int(explained.argmax()) == 3
 
 
+def test_decision_effects_weigh_supported_choices_by_their_own_probability():
+    """A choice sampled too rarely adds nothing, and the supported ones keep their own
+    P(a_i = j): renormalising had given the one supported choice's (r_j - m)^2, 0.09,
+    the whole weight, as if the decision were that choice for sure."""
+    a = torch.tensor([[0, 0, 0]] * 5 + [[0, 0, 1]] * 3 + [[0, 0, 2]] * 2)
+    events = torch.tensor([0] * 5 + [1] * 3 + [0] * 2)
+    probs = torch.tensor([[1.0, 0, 0], [0.5, 0.5, 0], [0.5, 0.3, 0.2]])
+    every = decision_effects(a, events, probs, min_support=1)[3]
+    supported = decision_effects(a, events, probs, min_support=5)[3]
+    # sum_j P(a_i = j) (rate_j - m)^2, m = 0.3: 0.5 * 0.09 + 0.3 * 0.49 + 0.2 * 0.09
+    assert every.tolist() == pytest.approx([0.0, 0.0, 0.21])
+    assert supported.tolist() == pytest.approx([0.0, 0.0, 0.5 * 0.09])  # a lower bound
+
+
+@pytest.mark.parametrize("periods", [[2015], ["2015", 2016], [2015.0, None]])
+def test_aggregate_refuses_period_labels_that_are_no_str(docs, lexicon, periods):
+    """A mix of int and str labels had ended in a bare TypeError while sorting them, and a
+    single int had been taken as a label."""
+    table = EventExtractor(lexicon).table(docs["nmod_active"])
+    roots = [entity_roots(gold_antecedents(docs["nmod_active"]))[None]] * len(periods)
+    with pytest.raises(ValueError, match="periods must hold str labels or None"):
+        aggregate_events([table] * len(periods), roots, periods)
+    assert aggregate_events([table], roots[:1], ["2015"]).periods == ["2015"]
+
+
 def test_aggregate_rejects_mismatched_inputs(docs, lexicon):
     table = EventExtractor(lexicon).table(docs["nmod_active"])
     with pytest.raises(ValueError, match="length"):

@@ -36,7 +36,13 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from calib_metrics.functional.errors import check_flag, check_generator, check_int, check_not_meta
+from calib_metrics.functional.errors import (
+    as_int,
+    check_flag,
+    check_generator,
+    check_int,
+    check_not_meta,
+)
 from calib_metrics.models.files import load_torch_file
 
 __all__ = ["N_BITS_RANGE", "AntecedentRanker", "DocumentFeatures"]
@@ -80,6 +86,10 @@ class DocumentFeatures:
     new_feats: Tensor
     entity: Tensor
     max_distance: int
+
+    def __post_init__(self) -> None:
+        # Any integral count, as n_samples elsewhere: a NumPy integer had been refused.
+        self.n = as_int("DocumentFeatures.n", self.n, 0)
 
     def to(self, device: torch.device | str) -> DocumentFeatures:
         """A copy with every tensor on ``device``."""

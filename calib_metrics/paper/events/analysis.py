@@ -579,6 +579,19 @@ class EventAnalysis:
         return self.counts().sum(1)
 
 
+def _check_periods(periods: Sequence[str | None]) -> None:
+    """A ValueError naming the first period label that is neither a str nor None: the
+    labels are sorted into time order as :func:`period_label` writes them, and an int
+    beside a str had ended in a bare TypeError there (an int alone had passed)."""
+    for d, p in enumerate(periods):
+        if p is not None and not isinstance(p, str):
+            raise ValueError(
+                f"periods must hold str labels or None (no period), got "
+                f"{type(p).__name__} {p!r} for document {d}; use document_period or "
+                "period_label"
+            )
+
+
 def aggregate_events(
     tables: Sequence[MentionTable],
     roots: Sequence[Tensor | None],
@@ -596,8 +609,8 @@ def aggregate_events(
             Roots, not antecedents: ``entity_roots(antecedents)`` or
             ``sample_entity_roots``; :func:`document_events` refuses antecedents (in
             the documents it reads: those that can fire and have a period).
-        periods: the period label of each document, or ``None`` for a document that
-            has no period (:func:`document_period`: a year-only date and month or
+        periods: the period label (a str) of each document, or ``None`` for a document
+            that has no period (:func:`document_period`: a year-only date and month or
             quarter periods); such a document is left out of every count.
         n_samples: ``S``; by default the largest leading dim among ``roots``.
     """
@@ -606,6 +619,7 @@ def aggregate_events(
             "tables, roots and periods differ in length: "
             f"{len(tables)}, {len(roots)}, {len(periods)}"
         )
+    _check_periods(periods)
     for table, r in zip(tables, roots, strict=True):
         if r is not None:
             _check_roots_shape(table, r)

@@ -8,7 +8,8 @@ event rate among samples that made that choice, ``P(event | a_i = j)``. Decision
 are ranked by the share of the event's variance they explain,
 ``sum_j P(a_i = j) (P(event | a_i = j) - P(event))^2`` (the variance of the
 conditional expectation): a decision whose choices all give the same event rate
-cannot flip the outcome.
+cannot flip the outcome. The sum runs over the choices sampled often enough to give
+a rate (``min_support``), so it is a lower bound where some are not.
 """
 
 from __future__ import annotations
@@ -69,12 +70,14 @@ def decision_effects(
         probs: optional exact ``P(a_i = j)`` ``[N, N]`` (from the model's scores);
             by default the sample frequencies.
         min_support: a choice made in fewer samples than this does not count towards
-            ``explained`` (its event rate is too noisy to rank decisions by).
+            ``explained`` (its event rate is too noisy to rank decisions by), which is then
+            a lower bound of the variance over all choices.
 
     Returns:
         ``(choice_prob [N, N], rate [N, N], support [N, N], explained [N])``: rate is
         ``P(event | a_i = j)`` (NaN where no sample chose ``j``), support the number of
-        samples that did, explained the variance of the conditional event rate.
+        samples that did, explained the variance of the conditional event rate: the sum
+        over the supported choices of ``P(a_i = j) (rate - P(event))^2``.
 
     Example:
         >>> a = torch.tensor([[0, 0], [0, 1], [0, 0], [0, 1]])
@@ -93,10 +96,10 @@ def decision_effects(
     choice = probs.double() if probs is not None else support / s
     mean = events.double().mean()
     dev = torch.nan_to_num(rate - mean, nan=0.0)
-    # Renormalise over the choices that were sampled so unsampled exact
-    # probabilities do not count as "no effect".
-    seen = choice * (support >= max(min_support, 1))
-    explained = (seen * dev**2).sum(-1) / seen.sum(-1).clamp_min(1e-12)
+    # A choice with too little support has no rate to add; its own weight P(a_i = j) keeps
+    # the others' (renormalising had given one supported choice the whole variance).
+    supported = support >= max(min_support, 1)
+    explained = (choice * supported * dev**2).sum(-1)
     return choice, rate, support, explained
 
 
