@@ -418,3 +418,28 @@ def test_histogram_tolerance_names_a_bad_argument(args, said) -> None:
     shapes torch's RuntimeError, a list an AttributeError and NaN a NaN bound."""
     with pytest.raises(ValueError, match=said):
         histogram_tolerance(*args)
+
+
+def test_a_histogram_of_integer_counts_is_read_as_its_floats() -> None:
+    """Counts straight from ``torch.bincount`` had been refused ("must be a 1-D
+    floating-point tensor"); they are exact in float64 and give the float histogram's
+    numbers. Positions stay floating point, and bools are no counts."""
+    from calib_metrics.functional.smooth import smooth_curve_from_histogram
+
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(5000, generator=g, dtype=torch.float64)
+    y = torch.bernoulli(q**1.3, generator=g).long()
+    cell = (q * 20).long().clamp(max=19)
+    count, sum_y = torch.bincount(cell, minlength=20), torch.bincount(cell, y, minlength=20)
+    sum_y = sum_y.round().long()  # bincount with weights gives floats: make them integers
+    position = torch.bincount(cell, q, minlength=20) / count
+    as_ints = smooth_calibration_from_histogram(position, count, sum_y)
+    as_floats = smooth_calibration_from_histogram(position, count.double(), sum_y.double())
+    assert as_ints.item() == as_floats.item() > 0
+    curve_ints = smooth_curve_from_histogram(position, count, sum_y)
+    curve_floats = smooth_curve_from_histogram(position, count.double(), sum_y.double())
+    assert torch.equal(curve_ints.curve, curve_floats.curve)
+    with pytest.raises(ValueError, match="position must be floating point"):
+        smooth_calibration_from_histogram(torch.arange(3), count[:3], sum_y[:3])
+    with pytest.raises(ValueError, match=r"count must hold real numbers, got dtype torch\.bool"):
+        smooth_calibration_from_histogram(position[:3], count[:3] > 0, sum_y[:3])

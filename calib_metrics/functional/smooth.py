@@ -264,12 +264,21 @@ def _check_bandwidth(bandwidth: float | Tensor | None) -> float | None:
 def _check_histogram(
     position: Tensor, count: Tensor, sum_target: Tensor
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """The histogram checked, detached as :func:`_check_pairs` detaches pairs."""
+    """The histogram checked, detached as :func:`_check_pairs` detaches pairs. Counts and
+    label sums may be integers (``torch.bincount``'s) and are read as float64; positions
+    must be floating point."""
     tensors = {"position": position, "count": count, "sum_target": sum_target}
     for name, value in tensors.items():
-        if not isinstance(value, Tensor) or not value.is_floating_point() or value.ndim != 1:
-            raise ValueError(f"{name} must be a 1-D floating-point tensor")
+        if not isinstance(value, Tensor) or value.ndim != 1:
+            raise ValueError(f"{name} must be a 1-D tensor")
         check_not_meta(value, name)
+        if name == "position" and not value.is_floating_point():
+            raise ValueError(f"position must be floating point, got dtype {value.dtype}")
+        if value.is_complex() or value.dtype == torch.bool:
+            raise ValueError(f"{name} must hold real numbers, got dtype {value.dtype}")
+        if not value.is_floating_point():
+            tensors[name] = value.to(torch.float64)  # integer counts, exactly (below 2**53)
+    position, count, sum_target = tensors.values()
     if not position.shape == count.shape == sum_target.shape:
         raise ValueError(
             f"position, count and sum_target must have one shape, got {tuple(position.shape)}, "
