@@ -327,6 +327,20 @@ def test_document_features_take_any_integral_mention_count(n):
     assert torch.equal(model(f), model(_hand_made()))
 
 
+@pytest.mark.parametrize("n", [np.int64(3), torch.tensor(3)])
+def test_a_mention_count_set_after_construction_follows_the_same_rule(n):
+    """The ranker's check had taken a Python int only: n = np.int64(3) set after
+    construction was refused ("must be an int >= 0, got np.int64(3)")."""
+    model = AntecedentRanker(n_bits=4, max_distance=2)
+    f = _hand_made()
+    f.n = n
+    assert torch.equal(model(f), model(_hand_made()))
+    assert type(f.n) is int and f.n == 3
+    f.n = True
+    with pytest.raises(ValueError, match=r"DocumentFeatures\.n must be an int, got bool"):
+        model(f)
+
+
 @pytest.mark.parametrize("n", [True, 3.0, -1, "3"])
 def test_document_features_refuse_a_mention_count_that_is_no_integer(n):
     with pytest.raises(ValueError, match=r"DocumentFeatures\.n must be"):

@@ -144,16 +144,17 @@ def _hashed_sums(weight: Tensor, parts: Sequence[Tensor]) -> list[Tensor]:
 def _check_document(f: DocumentFeatures, n_ids: int | None) -> None:
     """ValueError naming the field of a document whose tensors do not fit together: the
     shapes, the pairs (``0 < i - j <= max_distance``, ``i < n``) and the feature ids
-    (``[0, n_ids)``; not checked when ``n_ids`` is None). One host synchronisation, for the
-    value checks."""
+    (``[0, n_ids)``; not checked when ``n_ids`` is None). ``n`` is read as at construction
+    and written back as a Python int. One host synchronisation, for the value checks."""
     if not isinstance(f, DocumentFeatures):
         raise ValueError(
             f"expected DocumentFeatures (tensors of mention features), got "
             f"{type(f).__name__}; build them from a corpus with "
             "calib_metrics.paper.coref_features.extract_features or your own pipeline"
         )
-    if isinstance(f.n, bool) or not isinstance(f.n, int) or f.n < 0:
-        raise ValueError(f"DocumentFeatures.n must be an int >= 0, got {f.n!r}")
+    # The rule of __post_init__, for an n set after construction: a NumPy integer had
+    # passed there and been refused here.
+    f.n = as_int("DocumentFeatures.n", f.n, 0)
     fields = {"pair_i": 1, "pair_j": 1, "pair_feats": 2, "new_feats": 2, "entity": 1}
     for name, ndim in fields.items():
         x = getattr(f, name)
