@@ -105,6 +105,38 @@ def test_confidence_by_range_a_certain_prediction_proved_wrong_is_overconfident(
 
 
 @pytest.mark.parametrize(
+    ("q", "positives"),
+    [
+        ([0.8], 0),  # a calibrated q = 0.8 does not corefer 20% of the time
+        ([0.2], 1),  # the mirror image
+        ([1e-4] * 10_000, 3),  # P(>= 3 positives) = 0.08 where 1 is expected
+    ],
+)
+def test_confidence_by_range_few_expected_events_are_tested_exactly(q, positives):
+    """1.96 se of a normal had called these overconfident: where sum q (1 - q) is small the
+    count's exact Poisson-binomial p-value decides."""
+    y = (torch.arange(len(q)) < positives).double()
+    (row,) = coref.confidence_by_range(torch.tensor(q), y)
+    assert row["verdict"] == "calibrated (exact p ≥ 0.05)"
+
+
+@pytest.mark.parametrize(
+    ("q", "n", "positives", "verdict"),
+    [
+        (1e-4, 10_000, 6, "overconfident"),  # 1 expected: P(>= 6) = 0.0006
+        (0.85, 20, 13, "overconfident"),  # 17 expected: p = 0.022
+        # 3.4 expected, none seen: p = 0.045, though 3.4 is within 1.96 se (3.43)
+        (0.1, 34, 0, "underconfident"),
+        (0.9, 34, 34, "underconfident"),
+    ],
+)
+def test_confidence_by_range_exact_test_still_calls_a_miss(q, n, positives, verdict):
+    y = (torch.arange(n) < positives).double()
+    (row,) = coref.confidence_by_range(torch.full((n,), q), y)
+    assert row["verdict"] == verdict
+
+
+@pytest.mark.parametrize(
     ("q", "freq", "verdict"),
     [
         (0.40, 0.80, "overconfident"),  # says "not coreferent" at 0.6, right 20% of the time

@@ -275,6 +275,22 @@ def test_poisson_binomial_against_enumeration():
         poisson_binomial_pmf(torch.tensor([[1.5]]))
 
 
+def test_poisson_binomial_cut_at_max_count_keeps_those_counts_exact():
+    """max_count keeps counts 0..max_count, each as the full pmf has it, so a sum of 10^5
+    small probabilities needs no 10^5-wide pmf."""
+    g = torch.Generator().manual_seed(1)
+    p = torch.rand(4, 37, generator=g, dtype=torch.float64)
+    full = poisson_binomial_pmf(p)
+    for top in (0, 5, 36, 37, 50):
+        cut = poisson_binomial_pmf(p, max_count=top)
+        assert torch.allclose(cut, full[:, : top + 1], rtol=1e-12, atol=0)
+    many = poisson_binomial_pmf(torch.full((1, 100_000), 1e-4, dtype=torch.float64), 20)
+    binomial = [math.comb(100_000, k) * 1e-4**k * (1 - 1e-4) ** (100_000 - k) for k in range(21)]
+    assert torch.allclose(many[0], torch.tensor(binomial, dtype=torch.float64), rtol=1e-9, atol=0)
+    with pytest.raises(ValueError, match="max_count"):
+        poisson_binomial_pmf(p, max_count=-1)
+
+
 def test_sample_summary_normal_interval_is_mean_pm_196_std():
     x = torch.tensor([[0.0], [1.0], [2.0], [3.0]])
     s = sample_summary(x)

@@ -42,6 +42,7 @@ from calib_metrics.paper.coref_conllu import (
 )
 from calib_metrics.paper.coref_features import DocumentFeatures, features_for
 from calib_metrics.paper.coref_scores import score_corpus
+from calib_metrics.paper.events.stats import poisson_binomial_pmf
 from calib_metrics.paper.locations import data_file, data_help, find_dataset, missing_data
 from calib_metrics.predictions import save_figure
 from calib_metrics.queries import coref_pair_queries
@@ -62,6 +63,14 @@ PAPER = {
     "finding": "CalibErr < 1%, slightly overconfident on middle to high-valued predictions",
 }
 RANGES = ((0.0, 0.1), (0.1, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.0))
+# At or below this sum of q(1 - q) (a count's variance; 5 counts' standard deviation),
+# confidence_by_range tests a range's count exactly. A calibrated range fails the normal
+# test 4.4-5.7% of the time at 25 (binomials of p = 0.01 to 0.5, Poisson(25)), near the
+# nominal 5%, but 8% for 10^4 pairs at q = 1e-4 and 20% for one pair at q = 0.8. The full
+# runs' ranges have at least 178 (docs/coref.md); the exact pmf costs more as this grows.
+EXACT_BELOW = 25.0
+# Counts kept above the expected one in the exact test (see _count_p_value).
+EXACT_TAIL = 100
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -137,21 +146,31 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
     ``1 - q``. With ``p`` the range's observed frequency, the range is *overconfident*
     when its side comes true less often than claimed (``p < q`` above 0.5, ``p > q``
     below) and *underconfident* when more often (``p > q`` above, ``p < q`` below, and
-    any gap at ``q = 0.5``, which claims neither side); it is *calibrated* when
-    ``|p - q|`` is within 1.96 standard errors of the frequency that the range's own
-    predictions imply, ``sqrt(sum q_i (1 - q_i)) / n``: the test asks whether the claim
-    could hold. (The observed ``p (1 - p)`` is near 0 at ``p = 0`` or 1, and had called a
-    single pair at ``q = 0.55`` that corefers underconfident.) While ``p`` is on ``q``'s
-    side of 0.5, overconfident means that ``q`` is farther from 0.5 than ``p``; once ``p``
-    crosses 0.5 the range is overconfident however far ``p`` is: ``q = 0.40`` claims "not
-    coreferent" at 0.60, and a frequency of 0.80 makes it right 20% of the time.
+    any gap at ``q = 0.5``, which claims neither side); it is *calibrated* when the
+    range's own predictions could have given its count of positives. With
+    ``v = sum q_i (1 - q_i)`` above :data:`EXACT_BELOW` (25), that is ``|p - q|`` within
+    1.96 standard errors of the frequency they imply, ``sqrt(v) / n``. (The observed
+    ``p (1 - p)`` is near 0 at ``p = 0`` or 1, and had called a single pair at
+    ``q = 0.55`` that corefers underconfident.) With fewer expected events the normal
+    approximation fails: one pair at ``q = 0.8`` that does not corefer, which a
+    calibrated 0.8 gives 20% of the time, had been overconfident. There the count is
+    tested exactly: the range is calibrated when its two-sided p-value under the
+    Poisson-binomial of the ``q_i``, the probability of the counts no more likely than the
+    one observed, is at least 0.05. While ``p`` is on ``q``'s side of 0.5, overconfident
+    means that ``q`` is farther from 0.5 than ``p``; once ``p`` crosses 0.5 the range is
+    overconfident however far ``p`` is: ``q = 0.40`` claims "not coreferent" at 0.60, and
+    a frequency of 0.80 makes it right 20% of the time.
 
     Example:
-        >>> q = torch.tensor([0.95] * 10 + [0.02] * 100 + [0.4] * 100)
-        >>> y = torch.tensor([1.0] * 5 + [0.0] * 105 + [1.0] * 80 + [0.0] * 20)
-        >>> [(r["range"], r["verdict"]) for r in confidence_by_range(q, y)]
-        [('0.0-0.1', 'calibrated (within 1.96 se)'), ('0.3-0.5', 'overconfident'),
-         ('0.9-1.0', 'overconfident')]
+        >>> q = torch.tensor([0.95] * 10 + [0.02] * 100 + [0.2] * 200 + [0.4] * 100)
+        >>> y = torch.tensor([1.0] * 5 + [0.0] * 105 + [1.0] * 40 + [0.0] * 160
+        ...                  + [1.0] * 80 + [0.0] * 20)
+        >>> for r in confidence_by_range(q, y):
+        ...     print(r["range"], r["verdict"])
+        0.0-0.1 calibrated (exact p ≥ 0.05)
+        0.1-0.3 calibrated (within 1.96 se)
+        0.3-0.5 overconfident
+        0.9-1.0 overconfident
     """
     rows = []
     for lo, hi in RANGES:
@@ -159,13 +178,16 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
         count = int(sel.sum())
         if count == 0:
             continue
-        qs = q[sel].double()
-        qm, pm = float(qs.mean()), float(y[sel].double().mean())
-        se = math.sqrt(float((qs * (1 - qs)).sum())) / count
+        qs, ys = q[sel].double(), y[sel].double()
+        qm, pm = float(qs.mean()), float(ys.mean())
+        var = float((qs * (1 - qs)).sum())
         gap = pm - qm
-        # <=: predictions of exactly 0 or 1 that all come true are calibrated.
-        if abs(gap) <= 1.96 * se:
-            verdict = "calibrated (within 1.96 se)"
+        if var <= EXACT_BELOW:
+            calibrated, test = _count_p_value(qs, ys) >= 0.05, "exact p ≥ 0.05"
+        else:
+            calibrated, test = abs(gap) <= 1.96 * math.sqrt(var) / count, "within 1.96 se"
+        if calibrated:
+            verdict = f"calibrated ({test})"
         elif (qm - 0.5) * (qm - pm) > 0:
             verdict = "overconfident"
         else:
@@ -175,6 +197,29 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
              "gap": gap, "verdict": verdict}
         )  # fmt: skip
     return rows
+
+
+def _count_p_value(qs: torch.Tensor, ys: torch.Tensor) -> float:
+    """Two-sided exact p-value of a range's count of positives under its own ``qs``: the
+    Poisson-binomial probability of the counts no more likely than the observed one.
+
+    A range lies on one side of 0.5; above it the count of negatives (probabilities
+    ``1 - q``) is tested instead, which gives the same p-value with every probability at
+    most 0.5. Their sum is then at most ``2 * EXACT_BELOW``, and by Bernstein's inequality
+    (variance at most ``EXACT_BELOW``) the counts more than ``EXACT_TAIL`` above it carry
+    less than 1e-37: the pmf is cut there, so 10^5 pairs cost no 10^5-wide pmf.
+    """
+    flip = bool(qs.mean() > 0.5)
+    probs = 1 - qs if flip else qs
+    observed = round(float((1 - ys if flip else ys).sum()))
+    top = min(probs.numel(), math.ceil(float(probs.sum())) + EXACT_TAIL)
+    pmf = poisson_binomial_pmf(probs[None], max_count=top)[0]
+    # Past the cut the observed count has a probability below 1e-37, and its p-value
+    # (that tail and at most ~150 counts as unlikely) is taken as 0.
+    likelihood = float(pmf[observed]) if observed <= top else 0.0
+    # The relative tolerance (as R's binom.test) keeps counts exactly as likely as the
+    # observed one, such as its mirror image under q = 0.5, from dropping out by rounding.
+    return float(pmf[pmf <= likelihood * (1 + 1e-7)].sum())
 
 
 def _calibration(q: torch.Tensor, y: torch.Tensor, bin_size: int, args, gen) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.intervals import normal_quantile
 
 __all__ = [
@@ -106,33 +107,56 @@ def sample_summary(samples: Tensor, confidence: float = 0.95) -> PosteriorSummar
     return PosteriorSummary(*(t.to(dtype) for t in out))
 
 
-def poisson_binomial_pmf(probs: Tensor) -> Tensor:
-    """Exact pmf of ``sum_j Bernoulli(p_j)`` for every row of ``probs [M, L]``: ``[M, L + 1]``.
+def poisson_binomial_pmf(probs: Tensor, max_count: int | None = None) -> Tensor:
+    """Exact pmf of ``sum_j Bernoulli(p_j)`` for every row of ``probs [M, L]``: ``[M, L + 1]``,
+    or ``[M, max_count + 1]`` (counts ``0..max_count``) when ``max_count < L`` is given.
 
-    Rows are padded with zeros (a ``p = 0`` term changes nothing). The dynamic
-    program adds one document at a time, ``pmf <- pmf (1 - p) + shift(pmf) p``,
-    vectorised over rows, in float64 (it is a convex combination at every step,
-    so it is stable).
+    Rows are padded with zeros (a ``p = 0`` term changes nothing). The terms' pmfs
+    ``[1 - p, p]`` are multiplied as polynomials two at a time, halving their number at
+    each step (``log2 L`` steps, vectorised over rows and pairs), in float64: every
+    coefficient is a sum of non-negative products, so it is stable. A count's probability
+    needs only the factors' coefficients up to that count, so ``max_count`` cuts every
+    product there and the counts kept are exact; the mass above them is dropped (a row
+    sums to less than 1). A sum of 10^5 small probabilities then costs
+    ``O(L * max_count)``, not ``O(L^2)``.
 
     Example:
         >>> poisson_binomial_pmf(torch.tensor([[0.5, 0.5], [1.0, 0.0]]))
         tensor([[0.2500, 0.5000, 0.2500],
                 [0.0000, 1.0000, 0.0000]], dtype=torch.float64)
+        >>> poisson_binomial_pmf(torch.tensor([[0.5, 0.5]]), max_count=1)
+        tensor([[0.2500, 0.5000]], dtype=torch.float64)
     """
     _check_tensor("probs", probs)
     if probs.ndim != 2:
         raise ValueError(f"probs must be [M, L], got shape {tuple(probs.shape)}")
     if probs.numel() and (torch.isnan(probs).any() or (probs < 0).any() or (probs > 1).any()):
         raise ValueError("probs must lie in [0, 1] (no NaN)")
+    if max_count is not None:
+        check_int("max_count", max_count, 0)
     p = probs.double()
     m, length = p.shape
-    pmf = torch.zeros(m, length + 1, dtype=torch.float64, device=p.device)
-    pmf[:, 0] = 1.0
-    for j in range(length):
-        pj = p[:, j : j + 1]
-        shifted = torch.nn.functional.pad(pmf[:, :-1], (1, 0))
-        pmf = pmf * (1.0 - pj) + shifted * pj
-    return pmf
+    width = length + 1 if max_count is None else min(max_count, length) + 1
+    pmf = torch.stack([1.0 - p, p], -1)  # [M, L, 2]: one pmf per term
+    if length == 0:
+        pmf = torch.ones(m, 1, 1, dtype=torch.float64, device=p.device)
+    while pmf.shape[1] > 1:
+        if pmf.shape[1] % 2:  # the odd one out is paired with no term: a count of 0
+            none = torch.zeros_like(pmf[:, :1])
+            none[..., 0] = 1.0
+            pmf = torch.cat([pmf, none], 1)
+        pmf = _product(pmf[:, 0::2], pmf[:, 1::2], width)
+    return pmf[:, 0, :width]
+
+
+def _product(a: Tensor, b: Tensor, width: int) -> Tensor:
+    """The first ``width`` coefficients of the polynomial products ``a * b`` (last dim)."""
+    wa, wb = a.shape[-1], b.shape[-1]
+    out = a.new_zeros(*a.shape[:-1], min(wa + wb - 1, width))
+    for i in range(min(wa, width)):
+        k = min(wb, width - i)
+        out[..., i : i + k] += a[..., i : i + 1] * b[..., :k]
+    return out
 
 
 def poisson_binomial_summary(probs: Tensor, confidence: float = 0.95) -> CountDistribution:
