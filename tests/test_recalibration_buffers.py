@@ -420,14 +420,76 @@ def test_a_binning_module_takes_n_bins_from_the_state(make) -> None:
     tied = make(8).fit(scores.mul(4).round().div(4), LABELS)
     module.load_state_dict(tied.state_dict())
     assert module.n_bins == 8 and tied.values.numel() <= 8  # 5 where the scores tie
-    # A state saved before n_bins travelled gives the bins it holds.
-    older = {k: v for k, v in five.state_dict().items() if k != "_extra_state"}
-    make(15).load_state_dict(older)
-    again = make(15)
-    again.load_state_dict(older)
-    assert again.n_bins == 5
     # An n_bins that no module takes, or fewer than the state holds, is refused.
     for n_bins, said in [(0, r"n_bins must be an int in \[1, "), (3, "holds 5 bins, more than")]:
         state = {**five.state_dict(), "_extra_state": {**five.get_extra_state(), "n_bins": n_bins}}
         with pytest.raises(ValueError, match=f"the state's {said}|the state {said}"):
             make(15).load_state_dict(state)
+
+
+def _saved_before(module: nn.Module) -> dict[str, Any]:
+    """``module``'s state as the release before n_bins travelled saved it."""
+    state = dict(module.state_dict())
+    extra = {k: v for k, v in state.pop("_extra_state").items() if k != "n_bins"}
+    return state | ({"_extra_state": extra} if extra else {})
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: HistogramBinning(n_bins=n),
+        lambda n: ScalingBinning(n_bins=n, generator=torch.Generator().manual_seed(0)),
+    ],
+)
+def test_an_equal_mass_state_saved_before_keeps_the_modules_n_bins(make) -> None:
+    """Tied scores hold fewer equal-mass bins than asked for: such a state, saved before
+    n_bins travelled, had set n_bins to the bins held, so a module built exactly as the one
+    that saved it loaded with n_bins=5 (and refitted with 5) instead of 15."""
+    scores = torch.sigmoid(SCORES)
+    tied = make(15).fit(scores.mul(4).round().div(4), LABELS)
+    assert tied.values.numel() < 15
+    module = make(15)
+    module.load_state_dict(_saved_before(tied))
+    assert module.n_bins == 15 and torch.equal(module(scores), tied(scores))
+    # Built with fewer than the state holds, it takes the bins held.
+    five = make(5).fit(scores, LABELS)
+    module = make(3)
+    module.load_state_dict(_saved_before(five))
+    assert module.n_bins == 5
+
+
+def test_a_uniform_state_takes_the_bins_it_holds_and_no_other_n_bins() -> None:
+    """A uniform fit holds exactly n_bins bins: a state saved before n_bins travelled gives
+    it, and a state whose n_bins differs from the bins it holds is refused (n_bins=20 over
+    5 bins had loaded)."""
+    five = HistogramBinning(n_bins=5, binning="uniform").fit(torch.sigmoid(SCORES), LABELS)
+    module = HistogramBinning(n_bins=15, binning="uniform")
+    module.load_state_dict(_saved_before(five))
+    assert module.n_bins == 5
+    state = {**five.state_dict(), "_extra_state": {"binning": "uniform", "n_bins": 20}}
+    module = HistogramBinning(n_bins=15, binning="uniform")
+    with pytest.raises(ValueError, match=r"holds 5 bins where its n_bins=20; a uniform fit"):
+        module.load_state_dict(state)
+    assert module.n_bins == 15 and not module.fitted
+
+
+@pytest.mark.parametrize("kind", ["TemperatureScaling", "PlattScaling"])
+def test_an_unfitted_state_keeps_num_classes_0(kind: str) -> None:
+    """An unfitted state of num_classes 3 had loaded, though a fit sets num_classes and the
+    fitted flag together (0 before the fit)."""
+    make = KINDS[kind][0]
+    state = {**make().state_dict(), "num_classes": torch.tensor(3)}
+    module = make()
+    with pytest.raises(ValueError, match=r"num_classes is 3 \(not fitted\), .*\(0 before the fit"):
+        module.load_state_dict(state)
+    assert int(module.num_classes) == 0
+
+
+def test_a_scaling_binning_state_of_another_shape_is_refused_in_its_name() -> None:
+    """A Platt step's slope of shape [2] had been refused as "PlattScaling: ... the state is
+    not a PlattScaling's", a class the caller never built."""
+    fitted = _scaling_binning(SCORES, "logits", 5)
+    state = {**fitted.state_dict(), "platt.slope": torch.tensor([1.0, 2.0])}
+    said = r"^ScalingBinning \(its Platt step.*slope has shape \[2\].*not a ScalingBinning's;"
+    with pytest.raises(ValueError, match=said):
+        ScalingBinning().load_state_dict(state)

@@ -691,6 +691,12 @@ class FittedModule(nn.Module):
         (:class:`~calib_metrics.recalibration.binning.ScalingBinning`'s Platt step)."""
         return type(self).__name__
 
+    @property
+    def said_kind(self) -> str:
+        """The kind its messages name: :attr:`said_as`'s, less what it says of the part
+        ("ScalingBinning" for its Platt step, whose state is a ScalingBinning's)."""
+        return self.said_as.partition(" (")[0]
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
         state_dict = self._checked_state(state_dict, prefix)
         # Buffers made under torch.inference_mode (a Lightning evaluation hook) would be
@@ -757,7 +763,7 @@ class FittedModule(nn.Module):
             ndim = self._buffers[name].ndim  # type: ignore[union-attr]
             if incoming.ndim != ndim:
                 raise ValueError(
-                    f"{type(self).__name__}: the state's {name} has shape "
+                    f"{self.said_as}: the state's {name} has shape "
                     f"{list(incoming.shape)}, where this module keeps {_dimensions(ndim)}: "
                     f"{self._other_kind(name, incoming)}"
                 )
@@ -807,7 +813,7 @@ class FittedModule(nn.Module):
     def _other_kind(self, name: str, incoming: Tensor) -> str:
         """How to load a state whose ``name`` buffer is ``incoming``, which this kind's is
         not: the module to build, where its shape says."""
-        return f"the state is not a {type(self).__name__}'s; load it into the module that saved it"
+        return f"the state is not a {self.said_kind}'s; load it into the module that saved it"
 
     def check_fitted(self) -> None:
         if not self.host_value("fitted"):

@@ -166,10 +166,17 @@ class _Binned(SettingsInState, FittedModule):
     """A binning module: its ``n_bins`` travels in the state and a load takes it, as the
     buffers take their sizes (loaded from a module of 5 bins, one built with 15 had kept
     ``n_bins == 15``, and refitted with 15). A fitted state saved before it travelled gives
-    the number of bins it holds."""
+    the bins it holds where a fit holds exactly n_bins (uniform bins); equal-mass bins of
+    tied scores can be fewer than asked for, so there the module's own n_bins stands if it
+    is at least the bins held (a module built as the one that saved such a state had
+    loaded, and refitted, with fewer)."""
 
     n_bins: int
     values: Tensor
+
+    def _holds_n_bins(self) -> bool:
+        """Whether a fit always holds exactly ``n_bins`` bins (uniform ones do)."""
+        return getattr(self, "binning", "adaptive") == "uniform"
 
     def get_extra_state(self) -> dict[str, Any]:
         return {**super().get_extra_state(), "n_bins": self.n_bins}
@@ -191,6 +198,11 @@ class _Binned(SettingsInState, FittedModule):
                 f"{self.said_as}: the state holds {held} bins, more than its n_bins={n_bins}, "
                 f"as no fit makes them: {remedy}"
             )
+        if held and held != n_bins and self._holds_n_bins():
+            raise ValueError(
+                f"{self.said_as}: the state holds {held} bins where its n_bins={n_bins}; a "
+                f"uniform fit holds exactly n_bins: {remedy}"
+            )
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:  # type: ignore[override]
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
@@ -198,7 +210,9 @@ class _Binned(SettingsInState, FittedModule):
         if "n_bins" in saved:
             self.n_bins = saved["n_bins"]
         elif not self.fitted.is_meta and self.host_value("fitted"):
-            self.n_bins = self.values.numel()
+            held = self.values.numel()
+            if self._holds_n_bins() or held > self.n_bins:
+                self.n_bins = held
 
 
 class HistogramBinning(_Binned):

@@ -285,13 +285,19 @@ class _LogitScaler(SettingsInState, FittedModule):
         }
         taken = [what for what, kind in zip(kept, (self.binary_ok, self.multiclass_ok)) if kind]
         whole = math.isfinite(value) and value == int(value)
-        if whole and (any(kept.values()) if done else value >= 0):
+        if done:
+            kept_here = any(kept.values())
+        elif "fitted" in state:  # a fit sets num_classes with the flag: 3 unfitted had loaded
+            kept_here = value == 0
+        else:  # a partial state without its flag (strict=False): the caller completes it
+            kept_here = value >= 0
+        if whole and kept_here:
             return
         fits = " or ".join(taken)
         raise ValueError(
             f"{self.said_as}: the state's num_classes is {value:g}"
-            f"{' (fitted)' if done else ''}, where a fit keeps {fits} (0 before the fit): "
-            "load a state this kind saved"
+            f"{' (fitted)' if done else ' (not fitted)'}, where a fit keeps {fits} (0 before "
+            "the fit): load a state this kind saved"
         )
 
     def _init_params(self, num_classes: int, device: torch.device) -> list[Tensor]:
