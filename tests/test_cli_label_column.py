@@ -248,3 +248,20 @@ def test_evaluate_labels_do_not_depend_on_the_row_order(tmp_path, capsys):
         results.append(json.loads(out)["per_label"])
     assert results[0] == results[1]
     assert list(results[0]) == ["ADJ", "NOUN", "VERB"]  # listed in that order too
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_labels_that_differ_by_a_trailing_nul_stay_apart(tmp_path, capsys, command):
+    """The labels went through an array of NumPy strings, which drop trailing NULs: the
+    JSON labels "A" and "A\\u0000" were measured as one label "A"."""
+    rows = [{"prob": (i % 10) / 10 + 0.05, "prob_b": (i % 10) / 10 + 0.04, "label": i % 2,
+             "tag": ["A", "A\x00", "B"][i % 3]} for i in range(240)]  # fmt: skip
+    path = tmp_path / "nul.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    extra = ["--probs-b", "prob_b"] if command == "compare" else []
+    code, out, err = _run(capsys, command, path, *extra, "--label", "tag", "--samples", "20",
+                          "--json")  # fmt: skip
+    assert code == 0, err
+    per_label = json.loads(out)["per_label"]
+    assert list(per_label) == ["A", "A\x00", "B"]
+    assert {per_label[k]["n"] for k in per_label} == {80}
