@@ -283,13 +283,28 @@ def labels_outside(per_label: Mapping[str, Mapping[str, Any]]) -> list[str]:
     ]
 
 
+def difference_order(differences: Mapping[str, Any]) -> list[str]:
+    """Labels by the size of their a − b (``differences``: label -> a − b), largest first:
+    the compare page's per-label chart and table, and the numbers that
+    :func:`labels_outside_note` gives names alike once shortened, so that the note's "#1"
+    is the chart's.
+
+    Example:
+        >>> difference_order({"NN": 0.01, "VB": -0.05, "JJ": 0.02})
+        ['VB', 'JJ', 'NN']
+    """
+    return sorted(differences, key=lambda k: -abs(float(differences[k])))
+
+
 def labels_outside_note(per_label: Mapping[str, Mapping[str, Any]]) -> str | None:
     """How many of the labels with an interval have their difference outside it
     (:func:`labels_outside`), the first :data:`NAMED_LABELS` named as written (the caller
     makes them visible) but shortened as the per-label chart's ticks are
     (:func:`~calib_metrics.wording.short_names`: a 300-character label had made a note of
-    over 300), and why; None where none has: a per-label table had shown them without a
-    word (nine in ``reproduce pos``'s run).
+    over 300), names alike numbered in the chart's order (:func:`difference_order`; in
+    the labels' order, the note's "#1" had been the chart's "#2"), and why; None where
+    none has: a per-label table had shown them without a word (nine in ``reproduce
+    pos``'s run).
 
     Example:
         >>> rows = {"NN": {"difference": 0.0, "lower": -0.0023, "upper": -0.0011},
@@ -303,7 +318,7 @@ def labels_outside_note(per_label: Mapping[str, Mapping[str, Any]]) -> str | Non
     if not outside:
         return None
     with_interval = sum(not no_interval(d["lower"], d["upper"], "") for d in per_label.values())
-    names = [str(k) for k in per_label]
+    names = [str(k) for k in difference_order({k: d["difference"] for k, d in per_label.items()})]
     shown = dict(zip(names, short_names(names), strict=True))
     named = ", ".join(shown[k] for k in outside[:NAMED_LABELS])
     if len(outside) > NAMED_LABELS:
@@ -1117,7 +1132,7 @@ def _compare_labels(
     """The per-label section: chart, and each label's difference with its raw and
     corrected p-value and verdict (the summary's ``per_label`` and ``label_counts``)."""
     samples = summary["samples"]
-    order = sorted(per_label, key=lambda k: -abs(float(per_label[k].difference)))
+    order = difference_order({k: c.difference for k, c in per_label.items()})
     chart = _per_label_chart(per_label, order, estimator)
     verdicts = summary.get("per_label", {})
     adjusted = _adjusted(verdicts, summary.get("label_counts"))

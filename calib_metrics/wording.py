@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 
 
@@ -150,18 +151,54 @@ def escaped_controls(text: str) -> str:
 
 
 def cut_middle(text: str, room: int, keep_end: bool = False) -> str:
-    """``text`` in at most ``room`` characters, its middle cut to "…": two thirds of the
-    room kept at its start, or with ``keep_end`` at its end (where a path's file is).
+    r"""``text`` in at most ``room`` characters as it is shown (:func:`visible_controls`),
+    its middle cut to "…": two thirds of the room kept at its start, or with ``keep_end``
+    at its end (where a path's file is). A control counts the characters of its escape
+    (300 ESC characters, each shown as ``\x1b``, had come out 237 characters long), and a
+    letter keeps its combining marks (an accent cut from its "e" had sat on the "…").
 
     Example:
         >>> cut_middle("abcdefghij", 7), cut_middle("abcdefghij", 7, keep_end=True)
         ('abcd…ij', 'ab…ghij')
+        >>> len(visible_controls(cut_middle("\x1b" * 300, 60)))
+        57
+        >>> cut_middle("e\u0301" * 9, 8) == "e\u0301" * 2 + "…" + "e\u0301"
+        True
     """
-    if len(text) <= room:
+    if len(visible_controls(text)) <= room:
         return text
+    characters = _characters(text)
     third = (room - 1) // 3
-    head = third if keep_end else room - 1 - third
-    return f"{text[:head]}…{text[len(text) - (room - 1 - head) :]}"
+    head = _leading(characters, third if keep_end else room - 1 - third)
+    tail = _leading(characters[::-1], room - 1 - sum(map(_shown_length, head)))[::-1]
+    return "".join(head) + "…" + "".join(tail)
+
+
+def _characters(text: str) -> list[str]:
+    """``text`` as the characters a reader sees: each with the combining marks after it."""
+    characters: list[str] = []
+    for char in text:
+        if characters and unicodedata.combining(char):
+            characters[-1] += char
+        else:
+            characters.append(char)
+    return characters
+
+
+def _shown_length(character: str) -> int:
+    """The most characters ``character`` (with its marks) takes as shown: its escape's, and
+    2 for a backslash (doubled where an escape could be read, :data:`_ESCAPE_LIKE`)."""
+    return sum(2 if c == "\\" else len(escaped_controls(c)) for c in character)
+
+
+def _leading(characters: list[str], room: int) -> list[str]:
+    """The first of ``characters`` that are shown in ``room`` characters."""
+    used = 0
+    for i, character in enumerate(characters):
+        used += _shown_length(character)
+        if used > room:
+            return characters[:i]
+    return characters
 
 
 #: Longest label name shown whole by a figure's tick or a note; longer ones lose their
@@ -171,26 +208,45 @@ MAX_NAME_CHARS = 60
 
 
 def short_names(names: Sequence[str], room: int = MAX_NAME_CHARS) -> list[str]:
-    """Label names in at most ``room`` characters each, the middle of a longer one cut to
-    "…" (:func:`cut_middle`: its start and end tell labels apart), as figures' ticks and
-    notes name them. Names that would still read alike (they differ only in the middle
-    cut out) are numbered ``#1``, ``#2``, ... in their order.
+    """Label names in at most ``room`` characters each as shown, the middle of a longer one
+    cut to "…" (:func:`cut_middle`: its start and end tell labels apart), as figures'
+    ticks and notes name them. Names that would still read alike (they differ only in the
+    middle cut out) are numbered ``#1``, ``#2``, ... in their order; a number whose text
+    another name shows already is skipped (a real name "….. #1" had read as another's).
 
     Example:
         >>> short_names(["NOUN"]), [len(t) for t in short_names(["x" * 300])]
         (['NOUN'], [60])
         >>> [t[-4:] for t in short_names(["a" * 100 + m + "a" * 100 for m in "XY"])]
         ['a #1', 'a #2']
+        >>> x, y = ("a" * 100 + m + "a" * 100 for m in "XY")
+        >>> [t[-2:] for t in short_names([x, y, cut_middle(x, 57) + " #1"])]
+        ['#2', '#3', '#1']
     """
     short = [cut_middle(name, room) for name in names]
     alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
     for name, text in zip(names, short, strict=True):
         if name not in alike.setdefault(text, []):
             alike[text].append(name)
-    shown = []
-    for name, text in zip(names, short, strict=True):
-        if len(alike[text]) > 1:
-            suffix = f" #{alike[text].index(name) + 1}"
-            text = cut_middle(name, room - len(suffix)) + suffix
-        shown.append(text)
-    return shown
+    taken = {text for text, stood_for in alike.items() if len(stood_for) == 1}
+    numbered: dict[str, str] = {}
+    for stood_for in (group for group in alike.values() if len(group) > 1):
+        number = 0
+        for name in stood_for:
+            number, numbered[name] = _numbered(name, room, number, taken)
+            taken.add(numbered[name])
+    return [numbered.get(name, text) for name, text in zip(names, short, strict=True)]
+
+
+def _numbered(name: str, room: int, after: int, taken: set[str]) -> tuple[int, str]:
+    """The first number above ``after`` whose text of ``name`` (cut to ``room`` with its
+    number) is not ``taken``, and that text."""
+    number = after + 1
+    while (text := _with_number(name, room, number)) in taken:
+        number += 1
+    return number, text
+
+
+def _with_number(name: str, room: int, number: int) -> str:
+    suffix = f" #{number}"
+    return cut_middle(name, room - len(suffix)) + suffix

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 
-from calib_metrics.report import STYLE, labels_outside_note
-from calib_metrics.wording import MAX_NAME_CHARS
+from calib_metrics.plot._text import _tick_labels
+from calib_metrics.report import STYLE, difference_order, labels_outside_note
+from calib_metrics.wording import MAX_NAME_CHARS, cut_middle, short_names, visible_controls
 
 # The page's blocks of text: its title, headings, paragraphs (the notes, the command line),
 # warnings and figure captions ("At the edge: ...").
@@ -46,3 +47,39 @@ def test_a_note_shortens_a_long_label_as_the_chart_does() -> None:
     # Two labels that differ only in the middle cut out are still told apart.
     rows = {"a" * 100 + m + "a" * 100: OUTSIDE for m in "XY"}
     assert [name[-3:] for name in _named(labels_outside_note(rows))] == [" #1", " #2"]
+
+
+def test_a_notes_numbers_are_the_charts() -> None:
+    """The note numbered names alike in the labels' order, the chart by the size of the
+    difference: the note called X "#1" where the chart called it "#2"."""
+    x, y = ("a" * 100 + m + "a" * 100 for m in "XY")
+    rows = {x: {**OUTSIDE, "difference": 0.01}, y: {**OUTSIDE, "difference": 0.05}}
+    order = difference_order({k: d["difference"] for k, d in rows.items()})
+    assert order == [y, x]  # the chart's: largest difference first
+    ticks = dict(zip(order, _tick_labels(order), strict=True))
+    assert _named(labels_outside_note(rows)) == [ticks[x], ticks[y]]
+    assert [ticks[x][-2:], ticks[y][-2:]] == ["#2", "#1"]
+
+
+def test_a_long_name_of_controls_is_shortened_as_it_is_shown() -> None:
+    """Characters had been counted before each control became its escape: 300 ESC
+    characters came out 237 characters long, shown."""
+    (short,) = short_names(["\x1b" * 300])
+    assert 50 <= len(visible_controls(short)) <= MAX_NAME_CHARS and "…" in short
+
+
+def test_a_cut_keeps_each_letter_with_its_combining_marks() -> None:
+    """A cut between "e" and its accent (U+0301) had left the accent on the "…"."""
+    (short,) = short_names(["e\u0301" * 40])
+    head, tail = short.split("…")
+    assert head.startswith("e") and tail.startswith("e") and head.endswith("\u0301")
+    assert len(short) <= MAX_NAME_CHARS
+
+
+def test_a_real_name_like_a_numbered_one_is_kept_apart() -> None:
+    """A label named as another's numbered shortening ("…a #1") had shown alike with it."""
+    x, y = ("a" * 100 + m + "a" * 100 for m in "XY")
+    names = [x, y, cut_middle(x, MAX_NAME_CHARS - 3) + " #1"]
+    shown = short_names(names)
+    assert len(set(shown)) == 3 and shown[2] == names[2]
+    assert all(len(text) <= MAX_NAME_CHARS for text in shown)
