@@ -1,9 +1,12 @@
-"""Argument types the benchmark scripts share: counts and sizes of at least 1.
+"""Argument types the benchmark scripts share: counts and sizes of at least 1, devices.
 
 A size, batch or repeat count of 0 or less had run into the script's loops and stopped
 there with a traceback (``range() arg 3 must not be zero``, an empty median, no pairs
-to bin). As an argparse ``type``, these refuse it while the command line is read: the
-usual ``usage`` line and one ``error: argument --batch: ...`` line, exit status 2.
+to bin), and so had ``--threads -1`` (in ``torch.set_num_threads``) and ``--device cuda``
+on a machine without CUDA (a page-long ATen error). As an argparse ``type``, these refuse
+it while the command line is read: the usual ``usage`` line and one ``error: argument
+--batch: ...`` line, exit status 2. ``--threads`` is a :func:`count` in every script that
+takes it; left out, torch chooses (0 is refused, not read as "the default").
 """
 
 from __future__ import annotations
@@ -46,6 +49,36 @@ def size(text: str) -> float:
             f"must be a whole number of pairs of at least 1, not {text!r}"
         )
     return value
+
+
+def device(text: str) -> str:
+    """A torch device this machine has (``cpu``, ``cuda``, ``cuda:1``), as given.
+
+    Example:
+        >>> device("cpu")
+        'cpu'
+        >>> device("gpu")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: not a torch device: 'gpu'
+    """
+    import torch  # here: bench_import.py times imports and needs no torch of its own
+
+    try:
+        kind = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"not a torch device: {text!r}") from None
+    if kind.type == "cuda":
+        available = torch.cuda.device_count()
+        if (kind.index or 0) >= available:
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: this machine has {available} CUDA device(s)"
+            )
+    elif kind.type != "cpu":
+        backend = getattr(torch.backends, kind.type, None) or getattr(torch, kind.type, None)
+        if backend is None or not backend.is_available():
+            raise argparse.ArgumentTypeError(f"{text!r}: not available on this machine")
+    return text
 
 
 def _whole(text: str) -> float:

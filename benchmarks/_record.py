@@ -1,7 +1,8 @@
 """What a benchmark's --write output records about its run: the command and the machine's load.
 
 The scripts that write a doc (bench_metric, bench_streaming, bench_compare, bench_chain,
-bench_coref, bench_import, bench_scale and bench_exact) import these, so that a doc names
+bench_coref, bench_import, bench_scale, bench_exact, bench_read and bench_classwise;
+bench_exact's command comes through bench_scale's ``write_block``) import these, so that a doc names
 the command that made its numbers (not one typed into the script by hand) and the load
 the machine was under. Run on its own it prints this machine's line, to see the load
 before starting a benchmark:

@@ -68,6 +68,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._args import count  # noqa: E402
+from benchmarks._args import device as device_name  # noqa: E402
 from benchmarks._record import command_line  # noqa: E402
 from calib_metrics.models import _memory, linear_chain  # noqa: E402
 
@@ -296,11 +297,22 @@ def _hmm_rows(device, repeats: int) -> tuple[list[str], list[str]]:
     return [row], [note]
 
 
+def length(text: str) -> int:
+    """``--length``: T of at least 2, as the sentences' lengths are drawn from [2, T]
+    (T = 1 had stopped in ``torch.randint(2, 2)`` with a traceback)."""
+    value = count(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of at least 2 (lengths are drawn from [2, T]), not {text!r}"
+        )
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", type=device_name, default="cpu")
     parser.add_argument("--batch", type=count, default=1000)
-    parser.add_argument("--length", type=count, default=25)
+    parser.add_argument("--length", type=length, default=25, help="T, at least 2")
     parser.add_argument("--tags", type=count, default=47)
     parser.add_argument("--slice", type=count, default=100, help="sentences for torch-struct")
     parser.add_argument("--repeats", type=count, default=7)

@@ -22,11 +22,17 @@ Scores are random: the time of sampling, pointer jumping, the pairwise compariso
 and the DP does not depend on the score values (the Python peer's union-find barely
 does).
 
-Before timing, the answers are checked (or the script stops): at each document size,
-the pairwise frequencies of ``sample_entity_roots``' clusterings (the first rows) and,
-on the one document, the sampled estimate and the Python loop's, against the exact
-marginals within a Monte-Carlo band (``SE_BAND``); on the test set, the padded batch's
-exact marginals against each document's.
+The sampled answers are checked against the exact marginals within a Monte-Carlo band
+(``SE_BAND``), or the script stops. At each document size of the growth table, after
+that size's timings (a check run first had changed what the allocator mapped afresh for
+the timed calls: the page-fault column read 0) and before anything is written: the
+pairwise frequencies (the first rows) of ``sample_entity_roots``' clusterings and of the
+Python loop's, the latter from its last timed run at each sample count (its own output:
+no extra run). Before timing, on the one document: the sampled estimate and the Python
+loop's (an untimed run of at most 200 samples). On the test set, before timing: the
+padded batch's exact marginals against each document's (``EXACT_ATOL``); the loop's
+test-set runs, the function checked at every size above on other scores, are not
+checked again.
 
 Usage::
 
@@ -56,7 +62,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._args import count  # noqa: E402
+from benchmarks._args import count, device  # noqa: E402
 from benchmarks._record import command_line  # noqa: E402
 from calib_metrics.models.coref import (  # noqa: E402
     coreference_marginals,
@@ -161,13 +167,18 @@ def check_frequencies(what: str, estimate, exact: torch.Tensor, n_samples: int) 
 def check_roots(doc: torch.Tensor, n_samples: int, gen) -> float:
     """``sample_entity_roots``' clusterings against the exact marginals, on the pairs of
     the first ``CHECK_ROWS`` mentions (their co-clustering frequencies)."""
-    exact = coreference_marginals(doc)[0]
     roots = sample_entity_roots(doc, n_samples, generator=gen)[:, 0]  # [S, N]
-    rows = min(CHECK_ROWS, roots.shape[1])
-    together = (roots[:, :rows, None] == roots[:, None, :]).double().mean(0)
-    return check_frequencies(
-        f"sample_entity_roots, {doc.shape[-1]} mentions", together, exact[:rows], n_samples
+    return check_clusterings(
+        f"sample_entity_roots, {doc.shape[-1]} mentions", roots, coreference_marginals(doc)[0]
     )
+
+
+def check_clusterings(what: str, labels: torch.Tensor, exact: torch.Tensor) -> float:
+    """Sampled clusterings (``labels`` [S, N]: a cluster id per sample and mention) against
+    the ``exact`` marginals, on the pairs of the first ``CHECK_ROWS`` mentions."""
+    labels, rows = labels.cpu(), min(CHECK_ROWS, labels.shape[1])
+    together = (labels[:, :rows, None] == labels[:, None, :]).sum(0).double() / len(labels)
+    return check_frequencies(what, together, exact[:rows].cpu(), len(labels))
 
 
 def check_batch(batch: torch.Tensor, mask: torch.Tensor, docs: list[torch.Tensor]) -> None:
@@ -380,10 +391,11 @@ def _growth(args: argparse.Namespace, device: torch.device, gen, rng) -> tuple[l
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     ratios = {}
-    worst = 0.0
+    worst, worst_loop = 0.0, 0.0
     for n in args.sizes:
         doc = _scores(n, 0, device)
         doc_cpu = doc.cpu()
+        loop_labels = {}  # sample count -> the loop's last timed clusterings [S, N]
         for k in args.sample_counts:
 
             def ours(doc=doc, k=k):
@@ -395,11 +407,13 @@ def _growth(args: argparse.Namespace, device: torch.device, gen, rng) -> tuple[l
             ours(), two_calls()  # warm-up
             ow, oc, faults = _median_runs(ours, args.repeats, device)
             tw, _, two_faults = _median_runs(two_calls, args.repeats, device)
-            pw, pc = _median_times(
-                lambda doc_cpu=doc_cpu, k=k: peer_sample_clusters(doc_cpu, k, rng),
-                args.peer_repeats,
-                device,
-            )
+            last = {}
+
+            def loop(doc_cpu=doc_cpu, k=k, last=last):
+                last["labels"] = peer_sample_clusters(doc_cpu, k, rng)
+
+            pw, pc = _median_times(loop, args.peer_repeats, device)
+            loop_labels[k] = torch.tensor(last.pop("labels"))
             ratios[n, k] = (pw / ow, pc / oc)
             lines.append(
                 f"| {n:,} | {k:,} | {ow * 1e3:.2f} | {oc * 1e3:.2f} | {faults:.0f} "
@@ -409,12 +423,17 @@ def _growth(args: argparse.Namespace, device: torch.device, gen, rng) -> tuple[l
         # After the size's timings: run first, the check's allocations had changed what
         # the allocator mapped afresh (the page-fault column read 0) and the CPU times.
         worst = max(worst, check_roots(doc, max(args.sample_counts), gen))
+        exact = coreference_marginals(doc)[0]
+        for k, labels in loop_labels.items():  # the timed runs' own output: no extra run
+            what = f"Python loop, {n} mentions, {k} samples"
+            worst_loop = max(worst_loop, check_clusterings(what, labels, exact))
     checked = (
         f"Checked after each size's timings (before anything is written): at every size, "
         f"the co-clustering frequencies of "
         f"`sample_entity_roots`' {max(args.sample_counts):,} samples (pairs of the first "
         f"{CHECK_ROWS} mentions) against the exact marginals: largest gap {worst:.1f} "
-        f"standard errors (band {SE_BAND:g})."
+        f"standard errors; the Python loop's, from its last timed run at each sample "
+        f"count: {worst_loop:.1f} (band {SE_BAND:g})."
     )
     return [*lines, "", _faults_note(), "", checked, ""], ratios
 
@@ -609,7 +628,7 @@ def main(argv: list[str] | None = None) -> None:
         _memory_child(int(argv[1]), argv[2], int(argv[3]), argv[4])
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", type=device, default="cpu")
     parser.add_argument("--samples", type=count, default=1000)
     parser.add_argument("--mentions", type=count, default=200)
     parser.add_argument("--sizes", type=count, nargs="+", default=[50, 200, 800])

@@ -7,7 +7,8 @@ the median of the per-repeat ratios, the 1-minute load average, and the binning'
 peak RSS over the input's bytes (q and a bool y), the largest over the repeats after one
 untimed warm-up call (the allocator's free pages handed back before each call, so that
 they are counted).
-Distributions: uniform, Beta(0.3, 0.3), Beta(0.1, 0.1) (float32), a tagger with 64% of
+Distributions: uniform, "beta0.3" and "beta0.1" (float32; a symmetric power map of a
+uniform with exponent 1/a, which has Beta(a, a)'s U shape), a tagger with 64% of
 q exactly 0, uniform q in float16 and bfloat16, uniform q of three decimals (1,001
 values: a CSV's, say, heavy ties) in float32 and in float64, and uniform q in float64.
 Before timing, the binning's per-bin
@@ -163,7 +164,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=size, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     parser.add_argument("--repeats", type=count, default=5)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--threads", type=count, default=None, help="torch threads (default: torch's choice)"
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     if args.threads:

@@ -8,7 +8,10 @@ and ``import calib_metrics.functional`` should cost torch alone: ``CalibrationEr
 
 Run ``python benchmarks/bench_import.py [--repeats 7] [--before CHECKOUT [--before-commit
 COMMIT]] [--write]``;
-``--write`` puts the table in ``docs/bench_import.md``.
+``--write`` puts the table in ``docs/bench_import.md``. ``CHECKOUT`` must hold a
+``calib_metrics/`` package, and every child checks, after its timing, that the
+``calib_metrics`` it imported lies under its folder (or the script stops): an installed
+package is found where the folder holds none.
 """
 
 from __future__ import annotations
@@ -34,20 +37,49 @@ STATEMENTS = {
     "from calib_metrics import CalibrationError": "from calib_metrics import CalibrationError",
     "import torchmetrics": "import torchmetrics",
 }
-TIMER = "import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+TIMER = "import time; t = time.perf_counter(); {statement}; t = time.perf_counter() - t"
+# After the timing, the child checks that the calib_metrics it imported is the one under
+# the root it was given: an editable install is found when the root holds none, and a
+# --before folder without calib_metrics/ had timed the current package as "(--before)".
+WHERE = (
+    "import calib_metrics, pathlib, sys; where = pathlib.Path(calib_metrics.__file__).resolve()"
+    "\nif pathlib.Path({root!r}).resolve() not in where.parents:"
+    "\n    sys.exit(f'imported {{where}}, not the calib_metrics under {root}')"
+)
 
 
 def time_import(statement: str, root: Path = ROOT) -> float:
-    """Seconds one fresh interpreter spends on ``statement`` with ``root`` on the path."""
+    """Seconds one fresh interpreter spends on ``statement`` with ``root`` on the path.
+
+    Stops the script (SystemExit) where the child fails, or where the ``calib_metrics``
+    it imported does not lie under ``root``."""
+    code = [TIMER.format(statement=statement)]
+    if "calib_metrics" in statement:
+        code.append(WHERE.format(root=str(root)))
+    code.append("print(t)")
     done = subprocess.run(
-        [sys.executable, "-c", TIMER.format(statement=statement)],
+        [sys.executable, "-c", "\n".join(code)],
         capture_output=True,
         text=True,
-        check=True,
         cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)},
     )
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise SystemExit(f"bench_import: `{statement}` in {root}: {why}")
     return float(done.stdout.strip())
+
+
+def checkout(text: str) -> Path:
+    """A folder holding a ``calib_metrics/`` package, for ``--before``."""
+    folder = Path(text)
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"no such folder: {text!r}")
+    if not (folder / "calib_metrics" / "__init__.py").is_file():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} holds no calib_metrics/ package (the installed one would be timed)"
+        )
+    return folder
 
 
 def measure(repeats: int, before: Path | None) -> dict[str, float]:
@@ -103,7 +135,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=count, default=7)
     parser.add_argument("--write", action="store_true", help="write docs/bench_import.md")
     parser.add_argument(
-        "--before", type=Path, help="another checkout to time `import calib_metrics.functional` in"
+        "--before",
+        type=checkout,
+        help="another checkout to time `import calib_metrics.functional` in",
     )
     parser.add_argument(
         "--before-commit", help="the commit --before holds (`git archive COMMIT`), for the page"

@@ -58,7 +58,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._args import count, size  # noqa: E402
+from benchmarks._args import count, device, size  # noqa: E402
 from benchmarks._record import command_line, load_average, machine_load  # noqa: E402
 from calib_metrics.functional import calibration_error, calibration_error_ci  # noqa: E402
 
@@ -276,6 +276,9 @@ def measure_memory(
         str(samples),
         "--bin-size",
         str(bin_size),
+        # The child had run at torch's default thread count, whatever the header said.
+        "--threads",
+        str(threads),
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     if done.returncode != 0:
@@ -335,11 +338,11 @@ def table(n: int, medians: dict[str, float], values: dict, memory: dict[str, dic
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", type=device, default="cpu")
     parser.add_argument("--sizes", nargs="+", type=size, default=[1e6, 1e7])
     parser.add_argument("--repeats", type=count, default=5)
     parser.add_argument(
-        "--threads", type=int, default=None, help="torch threads (default: torch's choice)"
+        "--threads", type=count, default=None, help="torch threads (default: torch's choice)"
     )
     parser.add_argument("--samples", type=count, default=10000, help="interval draws S")
     parser.add_argument(

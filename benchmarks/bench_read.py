@@ -7,7 +7,7 @@ process, interleaved, after a warm-up, the median of ``--repeats`` runs of:
 
 - ours: ``calib_metrics.predictions.read_table`` (what ``calib-metrics evaluate`` calls);
 - csv + float: the ``csv`` module's rows, each cell ``float()``-ed into two lists;
-- numpy.loadtxt: ``np.loadtxt(path, delimiter=",", skiprows=1)``;
+- numpy.loadtxt: ``np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)``;
 - pandas.read_csv, if pandas can be imported (it is no dependency).
 
 The machine may be shared, so what counts is the ratio to each peer measured in the same
@@ -68,7 +68,8 @@ def csv_float(path: Path) -> object:
 
 
 def loadtxt(path: Path) -> object:
-    return np.loadtxt(path, delimiter=",", skiprows=1)
+    # ndmin=2: one row is read as a 1-D array otherwise (--sizes 1 had stopped there).
+    return np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
 
 
 def peers() -> dict[str, Callable[[Path], object]]:

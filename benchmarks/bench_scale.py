@@ -2,7 +2,8 @@
 
 Every peer runs in the same process on the same pairs, so the printed ratios hold on a
 loaded machine even where the absolute times do not. Pairs are calibrated,
-y ~ Bernoulli(q), with q uniform or Beta(0.3, 0.3), drawn in batches of 10⁶ from fixed
+y ~ Bernoulli(q), with q uniform or "beta0.3" (a symmetric power map of a uniform with
+Beta(0.3, 0.3)'s U shape), drawn in batches of 10⁶ from fixed
 seeds, all of them before any timing (float32 q and bool y, 5 bytes a pair: 5 GB at
 10⁹): the exact mode bins the whole tensors, the streaming metric and torchmetrics are
 fed consecutive slices of 10⁶ pairs of them (views, no copies), so no method's time
@@ -482,7 +483,9 @@ def main() -> None:
         default=5,
         help=f"calls of each method where every call takes under {SHORT_S:g} s (best time)",
     )
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument(
+        "--threads", type=count, default=None, help="torch threads (default: torch's choice)"
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     if args.max < SIZES[0]:

@@ -8,7 +8,8 @@ run, so that the peaks do not mix):
    on and off, and its ratio to torchmetrics' per size; medians over ``--repeats``
    rounds, every size and method timed in turn within a round (below 10⁶ pairs a timing
    is several runs, each on a fresh metric, so that it spans 10⁶ pairs; seconds are per
-   run);
+   run; an ``--n`` below 10³, 10³ runs a timing, is refused); the ratio is printed to two
+   significant digits;
 2. state bytes at N = 10⁶, 10⁷, 10⁸, those up to ``--state-max`` (all three by
    default; past the pairs drawn, the largest ``--n`` but at most 10⁷, the same pairs are
    fed again: list states then hold references, and their bytes are counted as if they
@@ -28,7 +29,8 @@ that its sums are float64 too) against our ``calibration_error`` on its 15 bins 
 plug-in, which depends on the binning, where the l1 error of these pairs does not; the
 pairs within 1e-6 of an edge left out, where the two libraries' edges differ by an ulp).
 
-Run ``python benchmarks/bench_streaming.py [--device cuda] [--threads 1] [--write]``;
+Run ``python benchmarks/bench_streaming.py [--device cuda] [--threads 1] [--write]``
+(without ``--threads``, torch chooses; the peak-memory children run at the same count);
 ``--write`` puts the tables in ``docs/bench_streaming.md``.
 """
 
@@ -49,7 +51,7 @@ from torchmetrics import Metric
 from torchmetrics.classification import BinaryCalibrationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._args import count, size
+from benchmarks._args import count, device, size
 from benchmarks._record import command_line, load_average, machine_load
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error
@@ -59,11 +61,14 @@ BIN_SIZE = 5000
 # The N of the state-bytes and peak-memory tables (those up to --state-max / --peak-max).
 TABLE_SIZES = (10**6, 10**7, 10**8)
 TIMED_PAIRS = 10**6  # a timing of a smaller N repeats it, fresh metrics, to span this many
+# The smallest --n: a timing of N pairs is TIMED_PAIRS / N runs, each on a fresh metric
+# (at N = 10, 10⁵ runs a timing, and the script had not finished in hours).
+MIN_N = 1000
 PEER = "torchmetrics BinaryCalibrationError (15 bins)"
 STREAMING = "calib_metrics streaming"
 EXACT = "calib_metrics exact"
 # The exact metric and calibration_error, and torchmetrics given float64 copies and our
-# l1 plug-in on its bins, sum in float64 over the same bins: only the order of the
+# l2 plug-in on its bins, sum in float64 over the same bins: only the order of the
 # additions may differ, a few ulps. The debiased l2 error is the root of a square that
 # may be near 0 (clipped there), where a few ulps of the square's ~1e-3 terms move the
 # root by ~1e-9: hence an absolute 1e-7 beside the relative 1e-9.
@@ -162,6 +167,17 @@ def check_answers(q: torch.Tensor, y: torch.Tensor, batch: int, device: str) -> 
 # the float64 copies with a float64 linspace's edges (each in its input's dtype), so
 # they agree at the edges too; the guard keeps the check off either one's edge rule.
 EDGE_GAP = 1e-6
+
+
+def timed_size(text: str) -> float:
+    """A size of ``--n``: a whole number of pairs of at least ``MIN_N``."""
+    value = size(text)
+    if value < MIN_N:
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_N:,} pairs (a timing of N pairs is {TIMED_PAIRS:.0e} / N "
+            f"runs on fresh metrics), not {text!r}"
+        )
+    return value
 
 
 def run_timed(make: Callable[[], Metric], n: int, q, y, batch: int, device: str) -> float:
@@ -287,7 +303,8 @@ def peaks(args: argparse.Namespace) -> dict[str, dict[int, int | None]]:
                 out[name][n] = None
                 continue
             command = [sys.executable, __file__, "--_peak", name, str(n), "--device", args.device]
-            command += ["--batch", str(args.batch), "--threads", str(args.threads)]
+            # The thread count this process runs at, torch's choice included.
+            command += ["--batch", str(args.batch), "--threads", str(torch.get_num_threads())]
             done = subprocess.run(command, capture_output=True, text=True, check=True)
             out[name][n] = json.loads(done.stdout.strip().splitlines()[-1])
     return out
@@ -300,6 +317,12 @@ def mib(value: int | None) -> str:
 def seconds(value: float) -> str:
     """Three significant digits: a run at 10⁵ pairs takes milliseconds."""
     return f"{value:.3f}" if value >= 0.1 else f"{value:.3g}"
+
+
+def ratio(value: float) -> str:
+    """Two significant digits (one decimal had printed 0.05 and 0.14 alike, as "0.1×")."""
+    text = f"{value:,.0f}" if value >= 100 else f"{value:#.2g}".rstrip(".")
+    return f"{text}×"
 
 
 def tables(
@@ -331,7 +354,7 @@ def tables(
     for r in rows:
         lines.append(
             f"| {r['n']:,} | {r['method']} | {r['validate_args']} | {seconds(r['seconds'])} | "
-            f"{r['pairs_per_s'] / 1e6:.1f} M | {r['vs_torchmetrics']:.1f}× |"
+            f"{r['pairs_per_s'] / 1e6:.1f} M | {ratio(r['vs_torchmetrics'])} |"
         )
     ns = TABLE_SIZES
     head = "| method | " + " | ".join(f"N = 1e{len(str(n)) - 1}" for n in ns) + " |"
@@ -354,17 +377,20 @@ def tables(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", type=device, default="cpu")
     parser.add_argument(
         "--n",
         nargs="+",
-        type=size,
+        type=timed_size,
         default=[1e5, 1e6, 1e7],
-        help="pairs of the throughput runs, one or more sizes (1e5 accepted)",
+        help=f"pairs of the throughput runs, one or more sizes (1e5 accepted), each at least "
+        f"{MIN_N:,}",
     )
     parser.add_argument("--batch", type=count, default=10**5)
     parser.add_argument("--repeats", type=count, default=3)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
+    parser.add_argument(
+        "--threads", type=count, default=None, help="torch threads (default: torch's choice)"
+    )
     parser.add_argument(
         "--peak-max", type=size, default=1e7, help="largest N of the peers' peak runs"
     )

@@ -36,7 +36,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._args import count, size  # noqa: E402
+from benchmarks._args import count, device, size  # noqa: E402
 from benchmarks.bench_metric import make_inputs  # noqa: E402
 from calib_metrics.functional import binning, calibration_error  # noqa: E402
 
@@ -151,7 +151,7 @@ def parts(q: torch.Tensor, y: torch.Tensor) -> dict[str, Callable[[], object]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", type=device, default="cpu")
     parser.add_argument("--sizes", type=size, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--repeats", type=count, default=5)
     parser.add_argument(

@@ -273,6 +273,14 @@ DEGENERATE = [
     ("bench_import.py", "--repeats", "0"),
     ("coverage.py", "--reps", "0"),
     ("bench_metric.py", "--sizes", "1.5"),  # had been truncated to 1 pair
+    # torch.set_num_threads' traceback; bench_streaming had read 0 as "the default"
+    ("bench_metric.py", "--threads", "-1"),
+    ("bench_exact.py", "--threads", "-1"),
+    ("bench_scale.py", "--threads", "0"),
+    ("bench_streaming.py", "--threads", "-2"),
+    ("bench_streaming.py", "--threads", "0"),
+    ("bench_chain.py", "--length", "1"),  # torch.randint(2, 2): lengths are drawn in [2, T]
+    ("bench_streaming.py", "--n", "10"),  # 10⁵ fresh-metric runs a timing: hours
 ]
 
 
@@ -313,17 +321,18 @@ def test_bench_streaming_state_and_peak_runs_stop_at_their_max(monkeypatch) -> N
 
     bench = _load("bench_streaming")
     monkeypatch.setattr(bench, "TABLE_SIZES", (2000, 4000, 8000))
-    asked = []
+    asked, threads = [], []
 
     def run(command, **kwargs):
         asked.append(
             (command[command.index("--_peak") + 1], int(command[command.index("--_peak") + 2]))
         )
+        threads.append(command[command.index("--threads") + 1])
         return subprocess.CompletedProcess(command, 0, stdout="123\n")
 
     monkeypatch.setattr(bench.subprocess, "run", run)
     args = argparse.Namespace(
-        n=[1000], device="cpu", batch=1000, threads=0, state_max=4000, peak_max=2000
+        n=[1000], device="cpu", batch=1000, threads=None, state_max=4000, peak_max=2000
     )
     sizes = bench.state_sizes(args)
     assert all(by_n[8000] is None and by_n[4000] > 0 for by_n in sizes.values())
@@ -331,6 +340,8 @@ def test_bench_streaming_state_and_peak_runs_stop_at_their_max(monkeypatch) -> N
     assert sorted(n for name, n in asked if name == bench.STREAMING) == [2000, 4000]
     assert {n for name, n in asked if name != bench.STREAMING} == {2000}
     assert peak[bench.STREAMING] == {2000: 123, 4000: 123, 8000: None}
+    # The children run at this process' thread count (they had been passed "0").
+    assert set(threads) == {str(torch.get_num_threads())}
 
 
 def _scale_args() -> argparse.Namespace:
@@ -474,7 +485,9 @@ def test_bench_classwise_takes_threads(monkeypatch, capsys) -> None:
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(threads)
-    assert capsys.readouterr().out.splitlines()[2].startswith("| 30 | 3 |")
+    out = capsys.readouterr().out
+    assert any(line.startswith("| 30 | 3 |") for line in out.splitlines())
+    assert "load average" in out
 
 
 def test_bench_read_writes_its_table_and_says_slower_or_faster(monkeypatch, tmp_path) -> None:
@@ -531,3 +544,123 @@ def test_bench_coref_verdict_prints_the_digits_it_decides_on() -> None:
     assert bench._against(49.996, 50) == "49.996"
     assert bench._against(50.4, 50) == "50"
     assert bench._against(120.0, 50) == "120"
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["bench_metric.py", "bench_streaming.py", "bench_compare.py", "bench_chain.py",
+     "bench_coref.py", "binning_parts.py"],
+)  # fmt: skip
+@pytest.mark.parametrize("device", ["cuda:99", "gpu"])
+def test_a_device_the_machine_lacks_is_refused_in_one_line(
+    monkeypatch, capsys, script: str, device: str
+) -> None:
+    """`bench_metric.py --device cuda` without CUDA had stopped in a page-long ATen error."""
+    with pytest.raises(SystemExit) as stop:
+        _run(monkeypatch, BENCHMARKS / script, "--device", device)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"{script}: error: argument --device: ")
+
+
+@pytest.mark.parametrize("folder", ["empty", "missing"])
+def test_bench_import_refuses_a_before_folder_without_the_package(
+    monkeypatch, capsys, tmp_path, folder: str
+) -> None:
+    """An empty --before folder had timed the installed package as "(--before)", and a
+    missing one stopped in a FileNotFoundError traceback."""
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as stop:
+        _run(monkeypatch, BENCHMARKS / "bench_import.py", "--before", str(tmp_path / folder))
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "error: argument --before: " in err.strip().splitlines()[-1]
+
+
+def test_bench_import_child_stops_where_it_imported_another_package(tmp_path) -> None:
+    """Whatever the path holds, the timed child checks that `calib_metrics` came from
+    the root it was given (here none: an installed one, or none at all, is found)."""
+    bench = _load("bench_import")
+    with pytest.raises(SystemExit, match=rf"bench_import: .* in {re.escape(str(tmp_path))}"):
+        bench.time_import("import calib_metrics", tmp_path)
+    assert bench.time_import("import calib_metrics") > 0
+
+
+def test_bench_metric_memory_child_runs_at_the_threads_given(monkeypatch) -> None:
+    """docs/bench_metric.md's memory column, whose header says --threads 1, had run at
+    torch's default: the child was not passed --threads."""
+    import subprocess
+
+    bench = _load("bench_metric")
+    asked = []
+
+    def run(command, **kwargs):
+        asked.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout='{"extra": 1, "input": 2}\n')
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    assert bench.measure_memory("CalibErr (ours)", 1000, "cpu", 10, 100, 3)["extra"] == 1
+    command = asked[0]
+    assert command[command.index("--threads") + 1] == "3"
+
+
+def test_bench_read_reads_a_file_of_one_pair(monkeypatch, capsys) -> None:
+    """`--sizes 1` had stopped in an IndexError: np.loadtxt reads one row as 1-D."""
+    results = _load("bench_read").main(["--sizes", "1", "2", "--repeats", "1"])
+    assert set(results) == {1, 2}
+
+
+def test_bench_streaming_ratios_keep_two_significant_digits() -> None:
+    """One decimal had printed 0.05 and 0.14 alike, as "0.1×"."""
+    ratio = _load("bench_streaming").ratio
+    assert [ratio(x) for x in (0.05, 0.14, 1.0, 1.26, 12.4, 123.4)] == [
+        "0.050×", "0.14×", "1.0×", "1.3×", "12×", "123×"
+    ]  # fmt: skip
+
+
+def test_bench_coref_checks_the_python_loop_at_every_size_it_times(monkeypatch) -> None:
+    """The loop was checked once (200 mentions), not at the growth table's sizes: its
+    timed output is now checked there, and a wrong loop stops the script."""
+    import random
+
+    bench = _load("bench_coref")
+    args = argparse.Namespace(sizes=[30], sample_counts=[60], repeats=1, peer_repeats=1)
+    device = torch.device("cpu")
+
+    def growth():
+        gen = torch.Generator().manual_seed(0)
+        return bench._growth(args, device, gen, random.Random(0))
+
+    lines, _ = growth()
+    assert "the Python loop's, from its last timed run" in "\n".join(lines)
+    right = bench.peer_sample_clusters
+    # Every mention alone: the NEW choice taken always, the links never.
+    monkeypatch.setattr(
+        bench,
+        "peer_sample_clusters",
+        lambda scores, k, rng: [list(range(scores.shape[-1]))] * len(right(scores, k, rng)),
+    )
+    with pytest.raises(SystemExit, match="Python loop, 30 mentions, 60 samples"):
+        growth()
+
+
+def test_bench_classwise_checks_its_answers_and_the_peer(monkeypatch) -> None:
+    """The timed classwise error is checked against its classes' binary errors, and
+    torch-uncertainty's ClasswiseCalibrationError against our plug-in on its 15 bins
+    (the script had no peer and no check)."""
+    bench = _load("bench_classwise")
+    peer, status = bench.peer_class()
+    if peer is None:
+        pytest.skip(f"torch-uncertainty's calibration modules: {status}")
+    g = torch.Generator().manual_seed(0)
+    probs = (3 * torch.randn(300, 7, generator=g)).softmax(-1)
+    target = torch.randint(0, 7, (300,), generator=g)
+    timed = bench.calls(peer)
+    bench.check(probs, target, timed)
+    with pytest.raises(SystemExit, match="mean of the classes' binary errors"):
+        bench.check(probs, target, dict(timed, classwise=lambda p, t: 0.5))
+    monkeypatch.setattr(bench, "plugin", lambda p, t: 1.01 * timed[bench.PEER](p, t))
+    with pytest.raises(SystemExit, match="not the same quantity"):
+        bench.check(probs, target, timed)
