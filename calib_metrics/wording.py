@@ -170,32 +170,42 @@ def cut_middle(text: str, room: int, keep_end: bool = False) -> str:
     characters = _characters(text)
     third = (room - 1) // 3
     head = _leading(characters, third if keep_end else room - 1 - third)
-    tail = _leading(characters[::-1], room - 1 - sum(map(_shown_length, head)))[::-1]
-    return "".join(head) + "…" + "".join(tail)
+    tail = _leading(characters[::-1], room - 1 - sum(width for _, width in head))[::-1]
+    return "".join(c for c, _ in head) + "…" + "".join(c for c, _ in tail)
 
 
-def _characters(text: str) -> list[str]:
-    """``text`` as the characters a reader sees: each with the combining marks after it."""
-    characters: list[str] = []
-    for char in text:
-        if characters and unicodedata.combining(char):
-            characters[-1] += char
+# Marks a letter keeps before the next starts a character of its own: Unicode's
+# stream-safe limit of non-starters (UAX #15), so that a run of 300 marks is cut, not
+# shown as "…" alone.
+MAX_MARKS = 30
+
+
+def _characters(text: str) -> list[tuple[str, int]]:
+    """``text`` as the characters a reader sees, each with the marks after it (any
+    category M: accents, spacing vowel signs, variation selectors; at most
+    :data:`MAX_MARKS`), and the characters each takes as shown: a control its escape's, a
+    backslash 2 where :func:`visible_controls` doubles it (:data:`_ESCAPE_LIKE`, read in
+    ``text``: a cut only ends a run of backslashes before "…", which shortens it)."""
+    doubled = {i for m in _ESCAPE_LIKE.finditer(text) for i in range(m.start(), m.end())}
+    characters: list[tuple[str, int]] = []
+    marks = 0
+    for i, char in enumerate(text):
+        width = 2 if i in doubled else len(escaped_controls(char))
+        if characters and unicodedata.category(char).startswith("M") and marks < MAX_MARKS:
+            letter, shown = characters[-1]
+            characters[-1] = (letter + char, shown + width)
+            marks += 1
         else:
-            characters.append(char)
+            characters.append((char, width))
+            marks = 0
     return characters
 
 
-def _shown_length(character: str) -> int:
-    """The most characters ``character`` (with its marks) takes as shown: its escape's, and
-    2 for a backslash (doubled where an escape could be read, :data:`_ESCAPE_LIKE`)."""
-    return sum(2 if c == "\\" else len(escaped_controls(c)) for c in character)
-
-
-def _leading(characters: list[str], room: int) -> list[str]:
+def _leading(characters: list[tuple[str, int]], room: int) -> list[tuple[str, int]]:
     """The first of ``characters`` that are shown in ``room`` characters."""
     used = 0
-    for i, character in enumerate(characters):
-        used += _shown_length(character)
+    for i, (_, width) in enumerate(characters):
+        used += width
         if used > room:
             return characters[:i]
     return characters

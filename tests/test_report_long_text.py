@@ -83,3 +83,31 @@ def test_a_real_name_like_a_numbered_one_is_kept_apart() -> None:
     shown = short_names(names)
     assert len(set(shown)) == 3 and shown[2] == names[2]
     assert all(len(text) <= MAX_NAME_CHARS for text in shown)
+
+
+def test_a_cut_keeps_spacing_vowel_signs_and_selectors_with_their_letter() -> None:
+    """Marks of combining class 0 (Devanagari's vowel sign U+093F, Thai's U+0E31, the
+    emoji variation selector U+FE0F) had been cut from their letter onto the "…"."""
+    for text in ("\u0915\u093f" * 45, "\u0e01\u0e31" * 45, "\u2764\ufe0f" * 45):
+        head, tail = cut_middle(text, MAX_NAME_CHARS).split("…")
+        assert head[:1] == tail[:1] == text[0] and head[-1] == text[1]
+        assert len(head) % 2 == 0 and len(tail) % 2 == 0
+
+
+def test_a_run_of_marks_is_cut_not_shown_as_an_ellipsis_alone() -> None:
+    """300 accents (alone, or on one "e") had been one character wider than the room, so
+    both sides of the cut came out empty: "…" alone, and two such labels "… #1", "… #2"."""
+    for text in ("\u0301" * 300, "e" + "\u0301" * 300):
+        short = cut_middle(text, MAX_NAME_CHARS)
+        assert 30 <= len(short) <= MAX_NAME_CHARS and short != "…"
+
+
+def test_a_backslash_counts_twice_only_where_it_is_shown_doubled() -> None:
+    """Every backslash had counted 2, so a Windows path or a run of backslashes was cut to
+    half the room; only those read as an escape (before t, r, x, u or a control) are
+    doubled when shown."""
+    for text in ("\\" * 300, "C:\\" + "a\\" * 100):
+        assert len(visible_controls(cut_middle(text, MAX_NAME_CHARS))) == MAX_NAME_CHARS
+    doubled = "\\t" * 100  # each shown as \\t: three characters
+    shown = visible_controls(cut_middle(doubled, MAX_NAME_CHARS))
+    assert MAX_NAME_CHARS - 3 <= len(shown) <= MAX_NAME_CHARS
