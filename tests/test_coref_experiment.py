@@ -128,12 +128,25 @@ def test_confidence_by_range_few_expected_events_are_tested_exactly(q, positives
         # 3.4 expected, none seen: p = 0.045, though 3.4 is within 1.96 se (3.43)
         (0.1, 34, 0, "underconfident"),
         (0.9, 34, 34, "underconfident"),
+        # Past the pmf's cut (1 expected + 100): taken as p = 0.
+        (1e-4, 10_000, 200, "overconfident"),
+        # Above 0.5 the negatives are counted (and cut): 1 expected.
+        (0.9999, 10_000, 10_000 - 3, "calibrated (exact p ≥ 0.05)"),  # 3 negatives: p = 0.08
+        (0.9999, 10_000, 10_000 - 6, "overconfident"),  # 6 negatives: p = 0.0006
+        (0.9999, 10_000, 10_000 - 200, "overconfident"),  # past the cut
     ],
 )
 def test_confidence_by_range_exact_test_still_calls_a_miss(q, n, positives, verdict):
     y = (torch.arange(n) < positives).double()
     (row,) = coref.confidence_by_range(torch.full((n,), q), y)
     assert row["verdict"] == verdict
+
+
+def test_confidence_by_range_refuses_labels_other_than_0_and_1() -> None:
+    """The exact test counts positives: labels of 0.45 had been read as a count of 4 of
+    10 (rounded), the normal branch as a frequency of 0.45."""
+    with pytest.raises(ValueError, match="y must hold 0/1 labels"):
+        coref.confidence_by_range(torch.full((10,), 0.2), torch.full((10,), 0.45))
 
 
 @pytest.mark.parametrize(

@@ -315,10 +315,12 @@ def smooth_calibration_from_histogram(
     """Smooth calibration error of a histogram: per cell its position, count and Σy.
 
     ``position`` is each cell's mean prediction (Σq / n; its centre if only that is
-    known). With one cell per pair this is :func:`smooth_calibration_error` exactly;
-    with coarser cells the result moves by at most :func:`histogram_tolerance`. The
-    result is a 0-dim float64 tensor without autograd history: the cells are data, as
-    the pairs of :func:`smooth_calibration_error` are.
+    known), floating point; ``count`` and ``sum_target`` may be integers (as
+    ``torch.bincount`` gives them), read as float64. With one cell per pair this is
+    :func:`smooth_calibration_error` exactly; with coarser cells the result moves by at
+    most :func:`histogram_tolerance`. The result is a 0-dim float64 tensor without
+    autograd history: the cells are data, as the pairs of
+    :func:`smooth_calibration_error` are.
 
     Example:
         >>> import torch

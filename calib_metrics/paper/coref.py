@@ -172,6 +172,8 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
         0.3-0.5 overconfident
         0.9-1.0 overconfident
     """
+    if not bool(((y == 0) | (y == 1)).all()):
+        raise ValueError("y must hold 0/1 labels (the exact test counts the positives)")
     rows = []
     for lo, hi in RANGES:
         sel = (q >= lo) & ((q < hi) if hi < 1.0 else (q <= hi))
