@@ -26,7 +26,6 @@ puts the table in docs/measures.md.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import sys
 import time
@@ -41,6 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_scale import write_block  # noqa: E402
 
 from benchmarks._args import count  # noqa: E402
+from benchmarks._peers import torch_uncertainty_calibration  # noqa: E402
 from benchmarks._record import load_average, machine_load  # noqa: E402
 from calib_metrics.functional import calibration_error  # noqa: E402
 
@@ -57,24 +57,13 @@ PEER = "torch-uncertainty"
 
 def peer_class() -> tuple[type | None, str]:
     """torch-uncertainty's ClasswiseCalibrationError, and a word on how it loaded."""
-    spec = importlib.util.find_spec("torch_uncertainty")
-    if spec is None:
-        return None, "not installed"
-    path = Path(spec.submodule_search_locations[0]) / "metrics" / "classification"
-    path = path / "calibration"
-    name = "_torch_uncertainty_calibration"
     try:
-        if name not in sys.modules:
-            package_spec = importlib.util.spec_from_file_location(
-                name, path / "__init__.py", submodule_search_locations=[str(path)]
-            )
-            package = importlib.util.module_from_spec(package_spec)
-            sys.modules[name] = package  # its modules import each other relatively
-            package_spec.loader.exec_module(package)
-        return sys.modules[name].ClasswiseCalibrationError, "loaded by path"
+        package = torch_uncertainty_calibration()
     except Exception as err:  # a broken install raises more than ImportError
-        sys.modules.pop(name, None)
         return None, f"not loaded ({type(err).__name__}: {err})"
+    if package is None:
+        return None, "not installed"
+    return package.ClasswiseCalibrationError, "loaded by path"
 
 
 def plugin(probs: torch.Tensor, target: torch.Tensor) -> float:

@@ -30,6 +30,9 @@ from torchmetrics.functional.classification import multiclass_calibration_error
 
 from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._peers import torch_uncertainty_calibration
+
 
 def softmax_data(n: int, n_classes: int, seed: int, scale: float = 2.0):
     g = torch.Generator().manual_seed(seed)
@@ -157,20 +160,10 @@ def test_top_label_adaptive_where_torch_uncertainty_bins_otherwise() -> None:
 def torch_uncertainty_calibration_package():
     """torch-uncertainty's calibration metrics, loaded as a package of their own: its
     top-level ``__init__`` imports packages it does not declare (torchvision, rich)."""
-    spec = importlib.util.find_spec("torch_uncertainty")
-    if spec is None:
+    package = torch_uncertainty_calibration()
+    if package is None:
         pytest.skip("torch-uncertainty is not installed (dev extra)")
-    path = Path(spec.submodule_search_locations[0]) / "metrics" / "classification"
-    path = path / "calibration"
-    name = "_torch_uncertainty_calibration"
-    if name not in sys.modules:
-        package_spec = importlib.util.spec_from_file_location(
-            name, path / "__init__.py", submodule_search_locations=[str(path)]
-        )
-        package = importlib.util.module_from_spec(package_spec)
-        sys.modules[name] = package  # its modules import each other relatively
-        package_spec.loader.exec_module(package)
-    return sys.modules[name]
+    return package
 
 
 @pytest.mark.parametrize("norm", ["l1", "l2", "max"])
