@@ -170,8 +170,12 @@ def cut_middle(text: str, room: int, keep_end: bool = False) -> str:
     characters = _characters(text)
     third = (room - 1) // 3
     head = _leading(characters, third if keep_end else room - 1 - third)
-    tail = _leading(characters[::-1], room - 1 - sum(width for _, width in head))[::-1]
-    return "".join(c for c, _ in head) + "…" + "".join(c for c, _ in tail)
+    start = "".join(c for c, _ in head)
+    # The head's last run of backslashes, before "…", is not doubled: its shown length.
+    # At least one character is cut: the rest after the head and that one.
+    rest = characters[len(head) + 1 :]
+    tail = _leading(rest[::-1], room - 1 - len(visible_controls(start)))[::-1]
+    return start + "…" + "".join(c for c, _ in tail)
 
 
 # Marks a letter keeps before the next starts a character of its own: Unicode's
@@ -185,7 +189,7 @@ def _characters(text: str) -> list[tuple[str, int]]:
     category M: accents, spacing vowel signs, variation selectors; at most
     :data:`MAX_MARKS`), and the characters each takes as shown: a control its escape's, a
     backslash 2 where :func:`visible_controls` doubles it (:data:`_ESCAPE_LIKE`, read in
-    ``text``: a cut only ends a run of backslashes before "…", which shortens it)."""
+    ``text``; the head's last run, before "…", is measured as shown, undoubled)."""
     doubled = {i for m in _ESCAPE_LIKE.finditer(text) for i in range(m.start(), m.end())}
     characters: list[tuple[str, int]] = []
     marks = 0

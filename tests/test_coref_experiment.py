@@ -386,3 +386,23 @@ def test_litbank_asked_for_but_absent_is_named(tmp_path: Path):
     with pytest.raises(FileNotFoundError, match=r"no litbank-coref/ folder in .*\"Data\" section"):
         coref.run(args)
     assert not (tmp_path / "out" / "ranker.pt").exists()
+
+
+def test_the_exact_test_counts_negatives_above_one_half_and_cuts_the_pmf(monkeypatch):
+    """10⁴ pairs at q = 0.9999: the negatives are counted (every probability ≤ 0.5) and the
+    pmf is cut about 100 counts above the one expected, not built 10⁴ counts wide; the
+    verdicts alone are the same either way (the cost is not)."""
+    calls = []
+
+    def spy(probs, max_count=None):
+        calls.append((float(probs.max()), max_count))
+        return poisson_binomial_pmf(probs, max_count=max_count)
+
+    from calib_metrics.paper.events.stats import poisson_binomial_pmf
+
+    monkeypatch.setattr(coref, "poisson_binomial_pmf", spy)
+    y = (torch.arange(10_000) >= 3).double()  # 3 negatives
+    (row,) = coref.confidence_by_range(torch.full((10_000,), 0.9999), y)
+    assert row["verdict"] == "calibrated (exact p ≥ 0.05)"
+    ((largest, max_count),) = calls
+    assert largest <= 0.5 and max_count <= 2 + coref.EXACT_TAIL  # ⌈1.0002⌉ expected + tail

@@ -108,6 +108,9 @@ def test_a_backslash_counts_twice_only_where_it_is_shown_doubled() -> None:
     doubled when shown."""
     for text in ("\\" * 300, "C:\\" + "a\\" * 100):
         assert len(visible_controls(cut_middle(text, MAX_NAME_CHARS))) == MAX_NAME_CHARS
+    # A run doubled in the text but cut before "…" is shown single: the tail has its room.
+    for text in ("\\" * 100 + "t" + "a" * 100, "C:" + "\\" * 50 + "users" + "a" * 100):
+        assert len(visible_controls(cut_middle(text, MAX_NAME_CHARS))) == MAX_NAME_CHARS
     doubled = "\\t" * 100  # each shown as \\t: three characters
     shown = visible_controls(cut_middle(doubled, MAX_NAME_CHARS))
     assert MAX_NAME_CHARS - 3 <= len(shown) <= MAX_NAME_CHARS
