@@ -324,11 +324,9 @@ def labels_outside_note(per_label: Mapping[str, Mapping[str, Any]]) -> str | Non
     if len(outside) > NAMED_LABELS:
         named += f" and {len(outside) - NAMED_LABELS} more"
     many = len(outside) > 1
-    what = (
-        "differences lie outside their paired intervals"
-        if many
-        else ("difference lies outside its paired interval")
-    )
+    what = "differences lie outside their paired intervals"
+    if not many:
+        what = "difference lies outside its paired interval"
     return (
         f"{len(outside)} of {with_interval} labels' {what} ({named}): {paired_interval_why(many)}"
     )
