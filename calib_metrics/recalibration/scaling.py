@@ -279,14 +279,14 @@ class _LogitScaler(SettingsInState, FittedModule):
         if classes.is_meta or fitted.is_meta:  # a module built on meta, assigned a partial state
             return
         value, done = classes.item(), bool(fitted)
-        kept = {
-            "1 for binary scores [N]": self.binary_ok and value == 1,
-            "the number of classes C >= 2 of logits [N, C]": self.multiclass_ok and value >= 2,
+        kinds = {
+            "1 for binary scores [N]": self.binary_ok,
+            "the number of classes C >= 2 of logits [N, C]": self.multiclass_ok,
         }
-        taken = [what for what, kind in zip(kept, (self.binary_ok, self.multiclass_ok)) if kind]
+        taken = [what for what, ok in kinds.items() if ok]
         whole = math.isfinite(value) and value == int(value)
         if done:
-            kept_here = any(kept.values())
+            kept_here = (self.binary_ok and value == 1) or (self.multiclass_ok and value >= 2)
         elif "fitted" in state:  # a fit sets num_classes with the flag: 3 unfitted had loaded
             kept_here = value == 0
         else:  # a partial state without its flag (strict=False): the caller completes it

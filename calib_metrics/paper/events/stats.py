@@ -139,9 +139,8 @@ def poisson_binomial_pmf(probs: Tensor, max_count: int | None = None) -> Tensor:
     p = probs.double()
     m, length = p.shape
     width = length + 1 if max_count is None else min(max_count, length) + 1
-    pmf = torch.stack([1.0 - p, p], -1)  # [M, L, 2]: one pmf per term
-    if length == 0:
-        pmf = torch.ones(m, 1, 1, dtype=torch.float64, device=p.device)
+    # [M, L, 2]: one pmf per term; no term: the count 0, surely.
+    pmf = torch.stack([1.0 - p, p], -1) if length else p.new_ones(m, 1, 1)
     while pmf.shape[1] > 1:
         if pmf.shape[1] % 2:  # the odd one out is paired with no term: a count of 0
             none = torch.zeros_like(pmf[:, :1])
