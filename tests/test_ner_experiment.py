@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from calib_metrics.models.features import FeatureHasher
 from calib_metrics.paper import ner
 from calib_metrics.paper.gum_entities import (
     Span,
@@ -157,7 +158,7 @@ def test_span_tables_sum_to_the_begin_marginals(tmp_path, scheme):
     _write_gum(tmp_path / "ud-english-gum")
     args = _args(tmp_path, max_length=12)
     raw, _ = ner._load(args)
-    data, tags = ner.tagged_splits(raw, args.max_length, scheme)
+    data, tags, _ = ner.tagged_splits(raw, args.max_length, scheme)
     model, hasher, _ = ner.ce.fit_crf(
         ner.ABLATION["+shape"],
         data["train"],
@@ -230,3 +231,90 @@ def test_gum_dev_mentions_match_the_release_counts():
     assert sum(len(s.spans) for s in sentences) == 7897  # SOURCE.md's mention count
     flat = [flatten(s.spans, 6) for s in sentences]
     assert all(b.start >= a.end for spans in flat for a, b in pairwise(spans))
+
+
+def _add_animals(folder: Path, split: str, n: int) -> None:
+    """Append ``n`` sentences whose one mention has a type train never tags (animal)."""
+    sentence = "1\tdogs\t_\t_\t_\t_\t0\tdep\t_\tEntity=(900-animal-new-x)\n"
+    sentence += "2\tbark\t_\t_\t_\t_\t0\tdep\t_\t_\n\n"
+    path = folder / f"en_gum-ud-{split}.conllu"
+    path.write_text(path.read_text() + sentence * n)
+
+
+def test_ner_reports_the_sentences_left_out_for_an_unseen_type(tmp_path):
+    """They had vanished without a word: results.md said "test, 25 sentences" only."""
+    _add_animals(_write_gum(tmp_path / "ud-english-gum"), "test", 2)
+    results = ner.run(_args(tmp_path))
+    assert results["sentences"]["test"] == 25
+    assert results["sentences"]["dropped_unknown_tag"] == {"dev": 0, "test": 2}
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "Left out: 2 of 27 test sentences, each holding an entity type that no " in markdown
+
+
+def test_ner_refuses_a_split_left_without_a_sentence(tmp_path):
+    folder = _write_gum(tmp_path / "ud-english-gum")
+    (folder / "en_gum-ud-test.conllu").write_text("")
+    _add_animals(folder, "test", 3)
+    raw, _ = ner._load(_args(tmp_path))
+    with pytest.raises(ValueError, match="every test sentence holds an entity type that none of"):
+        ner.tagged_splits(raw, 6)
+
+
+def test_top_k_spans_rank_only_the_spans_inside_the_sentence():
+    """A one-token sentence has one candidate per type: k = 3 had added two spans running
+    past its end (q = y = 0 filler), as span_queries(top_k=...) does not."""
+    p = torch.zeros(2, 3, 2, 1)
+    p[0, 0, 0, 0] = 0.9
+    p[1] = 0.1
+    p[1, 1:] = 0
+    mask = torch.tensor([[True, True, True], [True, False, False]])
+    idx, rows = ner.top_k_spans(p, mask, 3)
+    assert rows.tolist() == [0, 0, 0, 1] and idx[-1].item() == 6  # sentence 1's (t 0, 1 word)
+    assert (idx[:3] < 6).all() and 0 in idx.tolist() and 5 not in idx.tolist()  # (2, 2 words)
+
+
+def test_ner_top_k_row_holds_no_span_past_the_sentence_end(tmp_path):
+    _write_gum(tmp_path / "ud-english-gum")
+    results = ner.run(_args(tmp_path, top_k=1000, max_iter=5))
+    # Every sentence has 10 words: spans of 1-6 words inside it, for each of 3 types.
+    inside = sum(min(6, 10 - t) for t in range(10))
+    assert results["test"]["top1000_spans"]["paper"]["n"] == 25 * 3 * inside
+
+
+class _AllOutside:
+    """A tagger whose potentials favour ``O`` everywhere: its Viterbi paths hold no span."""
+
+    def potentials(self, x, mask):
+        emissions = torch.zeros(*mask.shape, 7)  # O and B-/I- of 3 types
+        emissions[..., 0] = 5.0
+        return emissions, torch.zeros(7, 7), torch.zeros(7), torch.zeros(7)
+
+
+def test_ner_without_predicted_spans_reports_the_rest(tmp_path, monkeypatch):
+    """It had stopped at "empty input: at least one (probability, target) pair is needed"."""
+    _write_gum(tmp_path / "ud-english-gum")
+    fake = (_AllOutside(), FeatureHasher(["word"], 8), {"c2": 0.1})
+    monkeypatch.setattr(ner.ce, "fit_crf", lambda *a, **k: fake)
+    results = ner.run(_args(tmp_path))
+    test = results["test"]
+    assert test["spans"]["predicted"] == 0 and test["spans"]["gold"] == 25 * 3
+    assert test["predicted_spans"]["paper"] == {
+        "n": 0,
+        "not_computed": "the Viterbi paths predict no entity span",
+    }
+    assert test["top10_spans"]["paper"]["n"] == 25 * 10
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "| span: predicted (Viterbi) spans | 0 | not computed (the Viterbi paths " in markdown
+    assert (tmp_path / "out" / "ner_reliability.png").stat().st_size > 0
+
+
+@pytest.mark.skipif(
+    _DATA is None or not (_DATA / "ud-english-gum").is_dir(),
+    reason="needs ../shared/data/ud-english-gum",
+)
+@pytest.mark.shared_data
+def test_gum_sentences_left_out_by_three_training_sentences_are_counted(tmp_path):
+    raw, _ = ner._load(_args(tmp_path, data=str(_DATA), train_sentences=3))
+    data, _, dropped = ner.tagged_splits(raw, 6)
+    assert dropped == {"dev": 51, "test": 49}
+    assert [len(data[s].sentences) for s in ("dev", "test")] == [29, 71]

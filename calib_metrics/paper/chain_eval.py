@@ -8,7 +8,7 @@ CRF, so one evaluation serves both.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -53,6 +53,27 @@ def keep_known_tags(
     """
     kept = [s for s in sentences if all(t in tags for t in s[1])]
     return kept, len(sentences) - len(kept)
+
+
+def dropped_note(kept: Mapping[str, int], dropped: Mapping[str, int], what: str = "a tag") -> str:
+    """The results line naming the sentences :func:`keep_known_tags` left out; '' if none.
+
+    ``kept`` and ``dropped`` count each split's sentences; ``what`` names the tags.
+
+    Example:
+        >>> print(dropped_note({"dev": 50, "test": 71}, {"dev": 30, "test": 49}))
+        Left out: 30 of 80 dev and 49 of 120 test sentences, each holding a tag that no
+        training sentence holds (the model cannot predict it).
+        >>> dropped_note({"test": 71}, {"test": 0})
+        ''
+    """
+    parts = [f"{n} of {kept[split] + n} {split}" for split, n in dropped.items() if n > 0]
+    if not parts:
+        return ""
+    return (
+        f"Left out: {' and '.join(parts)} sentences, each holding {what} that no training "
+        "sentence holds (the model cannot predict it)."
+    )
 
 
 def encode(sentences: list[TaggedSentence], words: Vocabulary, tags: Vocabulary) -> Tagged:

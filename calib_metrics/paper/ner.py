@@ -11,7 +11,8 @@ followed by anything but ``I-X``/``L-X``, or ending a sentence). On GUM test it 
 - token level: the one-vs-rest queries "token t has tag k", all tags concatenated;
 - span level: "words [t, t+l] are one entity of type X", whose exact probability
   :func:`calib_metrics.queries.span_marginals` gives, for the spans the Viterbi path
-  predicts and for each sentence's top-k candidate spans (all types, all lengths);
+  predicts and for each sentence's top-k candidate spans (all types, all lengths, inside
+  the sentence);
 
 in the paper's setting and the recommended one, with reliability diagrams.
 """
@@ -42,6 +43,7 @@ from calib_metrics.paper.locations import data_file, data_help, find_dataset
 from calib_metrics.paper.tagging import Vocabulary
 from calib_metrics.paper.thesis_figures import Curve, thesis_figure
 from calib_metrics.queries import span_indicators, span_marginals, tag_queries
+from calib_metrics.report import not_computed
 
 DESCRIPTION = "thesis §3.4: entity-span calibration of a feature CRF on GUM (span_marginals)"
 # --quick's dev and test sentences; its train subset is --train-sentences' quick default.
@@ -156,8 +158,9 @@ def _load(args) -> tuple[dict, Path]:
 
 def tagged_splits(
     raw: dict, max_length: int, scheme: str = "bio"
-) -> tuple[dict[str, ce.Tagged], Vocabulary]:
-    """Flatten, BIO- (or BILOU-) tag and encode every split (types: train's, GUM's order)."""
+) -> tuple[dict[str, ce.Tagged], Vocabulary, dict[str, int]]:
+    """Flatten, BIO- (or BILOU-) tag and encode every split (types: train's, GUM's order);
+    and how many dev and test sentences were left out for a type no train sentence holds."""
     tagger = {"bio": bio_tags, "bilou": bilou_tags}[scheme]
     flat = {
         split: [(s.words, tagger(len(s.words), flatten(s.spans, max_length))) for s in sents]
@@ -167,11 +170,17 @@ def tagged_splits(
     ordered = [t for t in ENTITY_TYPES if t in seen] + sorted(seen - set(ENTITY_TYPES))
     tags = bio_vocabulary(ordered, scheme)
     words = Vocabulary.build(w for w, _ in flat["train"])
-    out = {}
+    out, dropped = {}, {}
     for split, sentences in flat.items():
-        kept, _ = ce.keep_known_tags([s for s in sentences if s[0]], tags)
+        kept, dropped[split] = ce.keep_known_tags([s for s in sentences if s[0]], tags)
+        if not kept:  # had surfaced as encode_batch's "needs at least one sentence"
+            raise ValueError(
+                f"every {split} sentence holds an entity type that none of the "
+                f"{len(flat['train'])} training sentences holds: train on more "
+                "(--train-sentences)"
+            )
         out[split] = ce.encode(kept, words, tags)
-    return out, tags
+    return out, tags, {split: dropped[split] for split in ("dev", "test")}
 
 
 def constrained_potentials(model, x: torch.Tensor, mask: torch.Tensor, tags: Vocabulary):
@@ -214,26 +223,40 @@ def predicted_spans(path: torch.Tensor, split: ce.Tagged, tags: Vocabulary, type
     return torch.tensor(rows, dtype=torch.long).reshape(-1, 4).unbind(1)
 
 
-def top_k_spans(probs: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def top_k_spans(
+    probs: torch.Tensor, mask: torch.Tensor, k: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Flat indices of each sentence's ``k`` most probable candidate spans, and sentence ids.
+
+    The candidates of ``probs`` (``[B, T, L, X]``) are the spans inside their sentence
+    (``mask``), as for ``span_queries(top_k=...)``, which ranks one type's table: a
+    sentence with fewer than ``k`` has them all, not spans past its end to fill up.
 
     Example:
         >>> p = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.0, 0.4]]).reshape(2, 3, 1, 1)
-        >>> idx, rows = top_k_spans(p, 2)
+        >>> idx, rows = top_k_spans(p, torch.tensor([[True] * 3, [True, True, False]]), 2)
         >>> idx.tolist(), rows.tolist()
-        ([1, 2, 3, 5], [0, 0, 1, 1])
+        ([1, 2, 3, 4], [0, 0, 1, 1])
     """
-    flat = probs.reshape(probs.shape[0], -1)
-    k = min(k, flat.shape[1])
-    top = flat.topk(k, dim=1).indices
-    rows = torch.arange(flat.shape[0])[:, None].expand_as(top)
-    return (rows * flat.shape[1] + top).reshape(-1), rows.reshape(-1)
+    batch, length, max_length = probs.shape[:3]
+    ends = torch.arange(length)[:, None] + torch.arange(max_length)
+    inside = ends < mask.sum(1)[:, None, None]  # [B, T, L]
+    keep = inside[..., None].expand_as(probs).reshape(batch, -1)
+    flat = probs.reshape(batch, -1).masked_fill(~keep, -1.0)
+    top = flat.topk(min(k, flat.shape[1]), dim=1).indices
+    rows = torch.arange(batch)[:, None].expand_as(top)
+    chosen = keep.gather(1, top)
+    return (rows * flat.shape[1] + top)[chosen], rows[chosen]
 
 
-def _calibrate(q, y, groups, args, seed) -> dict:
+def _calibrate(q, y, groups, args, seed, empty: str = "") -> dict:
+    """Both settings' CalibErr; with no pairs, ``n`` 0 and why (``empty``) instead."""
+    settings = (("paper", ce.PAPER_SETTING), ("recommended", ce.RECOMMENDED_SETTING))
+    if q.numel() == 0:
+        return {name: {"n": 0, "not_computed": empty} for name, _ in settings}
     return {
         name: ce.calibration(q, y, setting, groups=groups, seed=seed, n=args.n_samples)
-        for name, setting in (("paper", ce.PAPER_SETTING), ("recommended", ce.RECOMMENDED_SETTING))
+        for name, setting in settings
     }
 
 
@@ -255,8 +278,14 @@ def evaluate(model, hasher, split: ce.Tagged, tags: Vocabulary, args) -> dict:
     n_long = int((~short).sum())
     b, t, l, k = b[short], t[short], l[short], k[short]
     pred_q, pred_y = probs[b, t, l, k], gold[b, t, l, k]
-    out["predicted_spans"] = _calibrate(pred_q, pred_y, b, args, args.seed + 1)
-    idx, rows = top_k_spans(probs, args.top_k)
+    # A CRF trained on few sentences may tag no entity: the other rows still hold.
+    empty = (
+        "every predicted span is longer than --max-length"
+        if n_long
+        else "the Viterbi paths predict no entity span"
+    )
+    out["predicted_spans"] = _calibrate(pred_q, pred_y, b, args, args.seed + 1, empty=empty)
+    idx, rows = top_k_spans(probs, split.mask, args.top_k)
     top_q, top_y = probs.reshape(-1)[idx], gold.reshape(-1)[idx]
     out[f"top{args.top_k}_spans"] = _calibrate(top_q, top_y, rows, args, args.seed + 2)
     n_gold, n_hit = float(gold.sum()), float(pred_y.sum())
@@ -292,7 +321,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     out = report.output_folder(args.out)
     raw, folder = _load(args)
     out.mkdir(parents=True, exist_ok=True)
-    data, tags = tagged_splits(raw, args.max_length, args.scheme)
+    data, tags, dropped = tagged_splits(raw, args.max_length, args.scheme)
     print(f"ner: {folder.name}: {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
     model, hasher, selection = ce.fit_crf(
         ABLATION["+shape"],
@@ -312,7 +341,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "top_k": args.top_k,
         "scheme": args.scheme,
         "tags": tags.itos,
-        "sentences": {k: len(v.sentences) for k, v in data.items()},
+        "sentences": {k: len(v.sentences) for k, v in data.items()}
+        | {"dropped_unknown_tag": dropped},
         "selection": selection,
         "test": test,
     }
@@ -333,25 +363,38 @@ def _figure(test: dict, out: Path, k: int, scheme: str) -> str:
         Curve(
             f"token: {scheme.upper()} tag",
             f"token: {scheme.upper()} tags, Acc = {test['token_accuracy']:.3f}",
-            test["token"]["recommended"]["_result"],
+            test["token"]["recommended"].get("_result"),
         ),
         Curve(
             "predicted spans",
             f"predicted (Viterbi) spans, P = {s['precision']:.3f}, R = {s['recall']:.3f}",
-            test["predicted_spans"]["recommended"]["_result"],
+            test["predicted_spans"]["recommended"].get("_result"),
         ),
         Curve(
             f"top-{k} spans",
             f"top-{k} candidate spans per sentence",
-            test[f"top{k}_spans"]["recommended"]["_result"],
+            test[f"top{k}_spans"]["recommended"].get("_result"),
         ),
     ]
+    curves = [c for c in curves if c.result is not None]  # a row without pairs has no curve
     path = thesis_figure(
         [(f"GUM entities ({scheme.upper()}), feature CRF", curves)],
         out / "ner_reliability.png",
         suptitle="GUM entities: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap",
     )
     return Path(path).name  # relative to --out: an absolute path breaks when it moves
+
+
+def _cells(r: dict) -> list:
+    """A row's error [95%] and bins in each setting; where it has no pairs, why not."""
+    cells = []
+    for setting in ("paper", "recommended"):
+        c = r[setting]
+        if c["n"] == 0:
+            cells += [not_computed(c["not_computed"]), "—"]
+        else:
+            cells += [report.format_interval(c["error"], c["lower"], c["upper"]), c["bins"]]
+    return cells
 
 
 def markdown(results: dict) -> str:
@@ -364,26 +407,15 @@ def markdown(results: dict) -> str:
         ("predicted_spans", "span: predicted (Viterbi) spans"),
         (f"top{k}_spans", f"span: top-{k} candidates per sentence"),
     ):
-        r = test[key]
-        rows.append(
-            [
-                label,
-                r["paper"]["n"],
-                report.format_interval(
-                    r["paper"]["error"], r["paper"]["lower"], r["paper"]["upper"]
-                ),
-                r["paper"]["bins"],
-                report.format_interval(
-                    r["recommended"]["error"], r["recommended"]["lower"], r["recommended"]["upper"]
-                ),
-                r["recommended"]["bins"],
-            ]
-        )
+        rows.append([label, test[key]["paper"]["n"], *_cells(test[key])])
     s = test["spans"]
     headers = ["query", "N", "CalibErr paper [95%]", "bins", "CalibErr recommended [95%]", "bins"]
+    sentences = results["sentences"]
+    dropped = ce.dropped_note(sentences, sentences.get("dropped_unknown_tag", {}), "an entity type")
     lines = [
-        f"### GUM entities (test, {results['sentences']['test']} sentences), feature CRF",
+        f"### GUM entities (test, {sentences['test']} sentences), feature CRF",
         "",
+        *([dropped, ""] if dropped else []),
         report.markdown_table(headers, rows),
         "",
         ce.SETTINGS_LEGEND,
