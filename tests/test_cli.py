@@ -259,9 +259,12 @@ def test_demo_quick_writes_pngs(tmp_path: Path, capsys) -> None:
     # heaviest steps had said 8-12 hours for a run of minutes.
     assert "steps [" in err and "so far]" in err
     assert not any(said in err for said in ("step/s", "s/step", "it/s", "<"))
-    # Not a terminal: a line at every tenth, no bar redrawn with carriage returns.
+    # Not a terminal: a line at the start and at every tenth (and any after a long step),
+    # no bar redrawn with carriage returns.
     progress = [line for line in err.splitlines() if line.startswith("demo: ")]
-    assert "\r" not in err and len(progress) == 10 and progress[-1].startswith("demo: 100% ")
+    percents = [int(line.split("%")[0].removeprefix("demo:")) for line in progress]
+    assert "\r" not in err and percents[0] == 0 and percents == sorted(percents)
+    assert all(any(10 * k <= p < 10 * k + 10 for p in percents) for k in range(1, 11))
     pngs = sorted(out.glob("*.png"))
     assert pngs, f"no PNG in {list(out.iterdir())}"
     for png in pngs:
@@ -272,6 +275,23 @@ def test_demo_quick_writes_pngs(tmp_path: Path, capsys) -> None:
     assert "demo_reliability.png" in copies
     for png in pngs:
         assert (img / f"demo_{png.name}").read_bytes() == png.read_bytes()
+
+
+def test_demo_log_says_it_started_and_speaks_after_a_long_step(capsys) -> None:
+    # A log had stayed empty for 9.5 minutes under load: the first steps are the heaviest
+    # and the first line came only at the first tenth.
+    from calib_metrics.paper.demo import _LogProgress
+
+    now = [0.0]
+    progress = _LogProgress(100, clock=lambda: now[0])
+    for seconds in (1.0, 45.0, 1.0, 1.0):  # the second step takes 45 s
+        now[0] += seconds
+        progress.update()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "demo:   0% 0/100 steps [00:00 so far]",
+        "demo:   2% 2/100 steps [00:46 so far]",
+    ]
 
 
 def test_demo_progress_bar_counts_the_estimator_study(tmp_path: Path, capsys, monkeypatch) -> None:
