@@ -1,6 +1,7 @@
 """A ModelCheckpoint or EarlyStopping reading a tag the monitor logs only every n-th epoch:
-Lightning stops the fit at the first epoch the monitor skips, with an error that names
-no monitor; the monitor says so at setup, with what works instead."""
+read before the monitor's first measured epoch, Lightning stops the fit with an error that
+names no monitor; read after it, a checkpoint is scored by the last measured epoch's value
+without a word. The monitor says which at setup, with what works instead."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from test_callbacks import TinyTagger, loaders, monitor, trainer
+
+from calib_metrics.callbacks._watchers import unseen_tag_messages
 
 
 def _fit(tmp_path: Path, callbacks: list[Any], **options: Any) -> tuple[list[str], str]:
@@ -52,6 +56,50 @@ def test_a_checkpoint_on_a_skipped_epoch_is_warned_of_before_lightning_stops_the
     # been asserted, and failed one run in two).
     saved = sorted(path.name.split("-")[0] for path in (tmp_path / "b").glob("*.ckpt"))
     assert saved == ["epoch=1", "epoch=3"]
+
+
+def test_a_checkpoint_first_saved_after_a_measured_epoch_is_told_its_stale_score(
+    tmp_path: Path,
+) -> None:
+    """Saving every 3rd epoch beside a monitor measuring every 2nd, the checkpoint of epoch
+    2 (0-based) is scored by epoch 1's value and the fit goes on: the warning had said
+    Lightning stops the fit."""
+    checkpoint = ModelCheckpoint(
+        dirpath=tmp_path / "a", monitor="val/calib_err", every_n_epochs=3, save_top_k=-1
+    )
+    measuring = monitor(every_n_epochs=2, save_png=False)
+    said, error = _fit(tmp_path, [measuring, checkpoint])
+    assert error == ""
+    assert said == [
+        "CalibrationMonitor: ModelCheckpoint(monitor='val/calib_err') reads a tag this monitor "
+        "logs every 2 epochs only (every_n_epochs=2): a checkpoint saved at an epoch it skips "
+        "is scored by the last measured epoch's value; give the checkpoint every_n_epochs=2 "
+        "too, or measure every epoch (every_n_epochs=1), with "
+        "Trainer(check_val_every_n_epoch=2) to validate every 2 epochs"
+    ]
+    [(path, score)] = checkpoint.best_k_models.items()
+    assert Path(path).name.startswith("epoch=2-")
+    assert [record["epoch"] for record in measuring.history] == [1, 3]
+    assert float(score) == measuring.history[0]["error"]
+
+
+@pytest.mark.parametrize(
+    ("save_every", "every", "validated_every", "happens"),
+    [
+        (1, 2, 1, "stops the fit"),  # saves at epoch 0, measured from epoch 1 (0-based)
+        (3, 4, 1, "stops the fit"),  # saves at epoch 2, measured from epoch 3
+        (3, 2, 1, "scored by the last measured"),  # saves at 2 (and 5, measured), from 1
+        (5, 2, None, "scored by the last measured"),  # validated by steps: any epoch
+        (3, 4, 2, "scored by the last measured"),  # saves at 5, measured from 3
+        (1, 2, 3, "stops the fit"),  # validated (and saved) at 2, measured from 5
+    ],
+)
+def test_the_first_save_against_the_first_measured_epoch(
+    save_every: int, every: int, validated_every: int | None, happens: str
+) -> None:
+    checkpoint = ModelCheckpoint(monitor="val/calib_err", every_n_epochs=save_every)
+    [said] = unseen_tag_messages([checkpoint], ["val/calib_err"], every, validated_every)
+    assert happens in said
 
 
 def test_early_stopping_on_a_skipped_epoch_is_warned_of(tmp_path: Path) -> None:
