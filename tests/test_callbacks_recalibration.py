@@ -159,16 +159,28 @@ def _single_class(n: int) -> TensorDataset:
     return TensorDataset(x, y.masked_fill(y != PAD, 1))
 
 
+def _all_padding(n: int) -> TensorDataset:
+    x, y = _data(n, seed=3).tensors
+    return TensorDataset(x, torch.full_like(y, PAD))
+
+
 @pytest.mark.parametrize(
     ("val_batches", "val", "message"),
     [
         (0, _data(64, seed=1), "no validation logits were seen"),  # limit_val_batches=0
         (1.0, _single_class(64), "no temperature fitted .*single class"),
+        (
+            1.0,
+            _all_padding(64),
+            r"the last validation epoch's 2 batches held no pairs \(every target was "
+            r"ignore_index, or the batches were empty\): no temperature fitted$",
+        ),
     ],
 )
 def test_nothing_to_fit_warns_and_leaves_the_fit_finished(tmp_path, val_batches, val, message):
     """Before: silence (no validation), or a ValueError from on_fit_end that failed the
-    finished trainer.fit (a validation set of one class)."""
+    finished trainer.fit (a validation set of one class); targets all padding were told
+    "logits is empty: a recalibrator needs held-out data", as if no validation had run."""
     model = Overconfident()
     callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50)
     trainer = Trainer(

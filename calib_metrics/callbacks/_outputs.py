@@ -1,5 +1,5 @@
 """What both callbacks take from one evaluation step's output, checked alike: ``extract``'s
-return value and the tensors in it.
+return value and the tensors in it; and, in the same words, why batches gave nothing.
 
 A malformed output is a ValueError naming the problem at the first batch, not Python's
 "too many values to unpack" or "'list' object has no attribute 'detach'", and never a
@@ -48,3 +48,16 @@ def extracted(value: Any, forms: Sequence[Sequence[str]]) -> tuple[Any, ...]:
     else:
         got = type(value).__name__
     raise ValueError(f"extract must return {wanted} or None, got {got}")
+
+
+def held_no_pairs(batches: int) -> str:
+    """Why ``batches`` evaluation batches, each one taken, gave no pairs.
+
+    Example:
+        >>> held_no_pairs(3)
+        '3 batches held no pairs (every target was ignore_index, or the batches were empty)'
+    """
+    return (
+        f"{batches} batch{'es' * (batches != 1)} held no pairs (every target was "
+        "ignore_index, or the batches were empty)"
+    )

@@ -760,10 +760,7 @@ class CalibrationMonitor(Callback):
             return f"no {stage} batch reached it (an empty dataloader, or {limit})"
         if skipped == seen:
             return f"extract returned None for all {seen} batch{'es' * (seen != 1)}"
-        return (
-            f"its {seen - skipped} batch{'es' * (seen - skipped != 1)} held no pairs (every "
-            "target was ignore_index, or the batches were empty)"
-        )
+        return f"its {step_output.held_no_pairs(seen - skipped)}"
 
     def _log_scalars(
         self,

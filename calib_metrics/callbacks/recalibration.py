@@ -91,11 +91,11 @@ class TemperatureRecalibration(Callback):
     max_epochs=3``), the callback still fits, and warns naming the steps.
 
     When no validation logits were seen (``limit_val_batches=0``, an empty validation
-    loader) or the temperature cannot be fitted on them (a single class, NaN logits), the
-    callback warns and fits nothing: the finished fit is not failed. A temperature from
-    before (an earlier fit's, a restored checkpoint's) belongs to the weights this fit
-    started from: when the fit trained them, it is removed, from the module, the callback
-    and its checkpoint state.
+    loader, every target ``ignore_index``) or the temperature cannot be fitted on them (a
+    single class, NaN logits), the callback warns and fits nothing: the finished fit is
+    not failed. A temperature from before (an earlier fit's, a restored checkpoint's)
+    belongs to the weights this fit started from: when the fit trained them, it is
+    removed, from the module, the callback and its checkpoint state.
 
     The errors are measured on the validation set the temperature was fitted on (an
     in-sample check); the held-out verdict comes from a test set (``calib-metrics
@@ -509,7 +509,7 @@ class TemperatureRecalibration(Callback):
             # had failed the finished fit with torch's RuntimeError.
             shapes = sorted({tuple(t.shape[1:]) for t in self._logits})
             # Validation ran in inference mode: cat outside it gives normal tensors.
-            local = None
+            local, batches = None, len(self._logits)
             if self._logits and len(shapes) == 1:
                 local = (torch.cat(self._logits), torch.cat(self._target))
             self._logits, self._target = [], []
@@ -526,12 +526,11 @@ class TemperatureRecalibration(Callback):
                     "(dataloader_idx= picks one loader); no temperature fitted",
                 )
                 return
-            if local is None:
+            # Batches whose every target was ignore_index leave empty tensors (a rank's
+            # gather, none): TemperatureScaling's "logits is empty" had said no validation ran.
+            if local is None or not len(local[1]):
                 self._fitted_nothing(
-                    trainer,
-                    pl_module,
-                    "no validation logits were seen while fitting (no validation epoch ran, "
-                    "or every item was ignored): no temperature fitted",
+                    trainer, pl_module, f"{_why_no_logits(batches)}: no temperature fitted"
                 )
                 return
             logits, target = (t.clone() for t in local)
@@ -692,6 +691,22 @@ def _gather_ranks(
     logits = torch.cat(gather_all_tensors(logits))
     target = torch.cat(gather_all_tensors(target))
     return (logits, target.long() if width else target), False
+
+
+def _why_no_logits(batches: int) -> str:
+    """Why the last validation epoch of a fit left no logits to fit on, from this rank's
+    ``batches`` taken (the monitor's words for batches that held nothing).
+
+    Example:
+        >>> _why_no_logits(2).split(" (")[0]
+        "the last validation epoch's 2 batches held no pairs"
+    """
+    if batches == 0:
+        return (
+            "no validation logits were seen while fitting (no validation epoch ran, or "
+            "extract returned None for every batch)"
+        )
+    return f"the last validation epoch's {step_output.held_no_pairs(batches)}"
 
 
 def _shapes_text(shapes: list[tuple[int, ...]]) -> str:
