@@ -103,6 +103,26 @@ def test_the_metric_warns_once_about_rows_that_do_not_sum_to_1(streaming: bool) 
     assert rows[0].filename == __file__  # the caller's line, not the library's
 
 
+def test_the_metric_s_count_is_said_to_be_its_first_such_batch_s() -> None:
+    """Warned once, the count is the first batch's: "10 of 100 rows" had read as the
+    whole run's, while the later batches' rows went unchecked (all 100 of the next)."""
+    metric = CalibrationError(num_classes=4)
+    probs = PROBS[:100].softmax(-1)
+    first = probs.clone()
+    first[:10] *= 2  # rows summing to 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.update(probs, TARGET[:100])  # every row sums to 1
+        metric.update(first, TARGET[:100])
+        metric.update(PROBS[100:200], TARGET[100:200])
+    [said] = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
+    assert said.startswith(
+        "CalibrationError: 10 of 100 rows (row 0 sums to 2) in the first batch with any "
+        "(warned once; later batches are not checked): rows of class probabilities do not "
+        "sum to 1 (within 0.01)"
+    )
+
+
 def test_padding_rows_do_not_count_for_the_row_sums() -> None:
     probs = PROBS.softmax(-1).clone()
     probs[:10] = 0.0  # padding rows, dropped by ignore_index

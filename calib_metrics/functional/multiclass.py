@@ -119,24 +119,29 @@ ROW_SUM_WARNING = (
 
 
 def row_sum_message(probs: Tensor) -> str | None:
-    """Why rows of class probabilities ``[N, C]`` look wrong, with their count and the
-    first one (None when they sum to 1): a softmax over the batch instead of the classes
-    gives a meaningless error with no error raised. Independent one-vs-rest scores are
-    legitimate, so callers warn (the metrics once per object).
+    """Why rows of class probabilities ``[N, C]``, a metric's batch, look wrong, with their
+    count and the first one (None when they sum to 1): a softmax over the batch instead
+    of the classes gives a meaningless error with no error raised. Independent one-vs-rest
+    scores are legitimate, so the metrics warn, once per object, and check no later batch:
+    the count is the first such batch's, and says so (it had read as the whole run's).
 
     Example:
         >>> import torch
         >>> logits = torch.tensor([[1.0, 2.0, 3.0]] * 4)
         >>> print(row_sum_message(logits.softmax(dim=0)))  # over the batch: 0.25 each
         ... # doctest: +ELLIPSIS
-        4 of 4 rows (row 0 sums to 0.75): rows of class probabilities do not sum to 1 ...
+        4 of 4 rows (row 0 sums to 0.75) in the first batch with any (warned once; later
+        batches are not checked): rows of class probabilities do not sum to 1 ...
     """
     off = rows_off_one(probs)
     if off is None:
         return None
     count, first, total = off
     rows = probs.reshape(-1, probs.shape[-1]).shape[0]
-    return f"{count} of {rows} rows (row {first} sums to {total:.4g}): {ROW_SUM_WARNING}"
+    return (
+        f"{count} of {rows} rows (row {first} sums to {total:.4g}) in the first batch with "
+        f"any (warned once; later batches are not checked): {ROW_SUM_WARNING}"
+    )
 
 
 def warn_row_sums(probs: Tensor, name: str = "probs", stacklevel: int = 2) -> None:
