@@ -566,6 +566,25 @@ def _later(held: Tensor, by: int) -> Tensor:
     return torch.cat([held[:, by:], pad], 1)
 
 
+def spans_inside(mask: Tensor, max_length: int) -> Tensor:
+    """``[B, T, max_length]``: whether the span of words ``[t, t + l]`` ends inside its
+    sentence, for a left-aligned ``mask`` (``[B, T]``); on the mask's device, no host read.
+
+    These are the candidate spans of :func:`span_marginals`' table: the entries past a
+    sentence's end are padding (q = y = 0), which no query may count.
+
+    Example:
+        >>> spans_inside(torch.tensor([[True, True, False]]), max_length=2)[0].tolist()
+        [[True, True], [True, False], [False, False]]
+    """
+    if not isinstance(mask, Tensor) or mask.dim() != 2:
+        raise ValueError("mask must be a [B, T] tensor")
+    max_length = as_int("max_length", max_length, 1)
+    positions = torch.arange(mask.shape[1], device=mask.device)
+    ends = positions[:, None] + torch.arange(max_length, device=mask.device)  # [T, L]
+    return ends < mask.sum(1)[:, None, None]
+
+
 def span_queries(
     span_probs: Tensor,
     tags: Tensor,
@@ -613,11 +632,7 @@ def span_queries(
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
     _check_span_tags(tags, mask)
     gold = _span_indicators(tags, mask, spans)
-    ends = torch.arange(length, device=tags.device)[:, None] + torch.arange(
-        max_length, device=tags.device
-    )
-    lengths = mask.sum(1)
-    inside_sentence = ends[None] < lengths[:, None, None]  # [B, T, L]
+    inside_sentence = spans_inside(mask, max_length)  # [B, T, L]
     # [B, T·L] (reshape(batch, -1) cannot infer the width of no sentences)
     q_all = span_probs.reshape(batch, length * max_length)
     y_all = gold.reshape(batch, length * max_length).to(span_probs.dtype)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_runs import one_line_error
 
 from calib_metrics.models.features import FeatureHasher
 from calib_metrics.paper import ner
@@ -241,14 +242,31 @@ def _add_animals(folder: Path, split: str, n: int) -> None:
     path.write_text(path.read_text() + sentence * n)
 
 
+def _add_long_animal(folder: Path) -> None:
+    """Append a training sentence whose one mention, an animal, is 7 words long."""
+    words = ["the", "big", "old", "brown", "dog", "over", "there"]
+    marks = {1: "Entity=(901-animal-new-x", 7: "Entity=901)"}
+    rows = [f"{i}\t{w}\t_\t_\t_\t_\t0\tdep\t_\t{marks.get(i, '_')}" for i, w in enumerate(words, 1)]
+    path = folder / "en_gum-ud-train.conllu"
+    path.write_text(path.read_text() + "\n".join(rows) + "\n\n")
+
+
 def test_ner_reports_the_sentences_left_out_for_an_unseen_type(tmp_path):
-    """They had vanished without a word: results.md said "test, 25 sentences" only."""
-    _add_animals(_write_gum(tmp_path / "ud-english-gum"), "test", 2)
+    """They had vanished without a word: results.md said "test, 25 sentences" only. Train
+    holds an animal, in a mention longer than --max-length: flattening drops it, and the
+    line had said that no training sentence holds the type."""
+    folder = _write_gum(tmp_path / "ud-english-gum")
+    _add_animals(folder, "test", 2)
+    _add_long_animal(folder)
     results = ner.run(_args(tmp_path))
     assert results["sentences"]["test"] == 25
     assert results["sentences"]["dropped_unknown_tag"] == {"dev": 0, "test": 2}
     markdown = (tmp_path / "out" / "results.md").read_text()
-    assert "Left out: 2 of 27 test sentences, each holding an entity type that no " in markdown
+    assert (
+        "Left out: 2 of 27 test sentences, each holding an entity type that no training "
+        "sentence tags once nested mentions are flattened, keeping none longer than "
+        "--max-length 6 words (the model cannot predict it)." in markdown
+    )
 
 
 def test_ner_refuses_a_split_left_without_a_sentence(tmp_path):
@@ -257,6 +275,44 @@ def test_ner_refuses_a_split_left_without_a_sentence(tmp_path):
     _add_animals(folder, "test", 3)
     raw, _ = ner._load(_args(tmp_path))
     with pytest.raises(ValueError, match="every test sentence holds an entity type that none of"):
+        ner.tagged_splits(raw, 6)
+
+
+def test_ner_refusal_names_max_length_where_it_took_the_type_from_training(tmp_path):
+    """Training's only animal is 7 words long: the refusal had said "train on more"."""
+    folder = _write_gum(tmp_path / "ud-english-gum")
+    (folder / "en_gum-ud-test.conllu").write_text("")
+    _add_animals(folder, "test", 3)
+    _add_long_animal(folder)
+    raw, _ = ner._load(_args(tmp_path))
+    with pytest.raises(ValueError) as refused:
+        ner.tagged_splits(raw, 6)
+    assert str(refused.value) == (
+        "every test sentence holds an entity type that none of the 61 training sentences "
+        "tags once nested mentions are flattened, keeping none longer than --max-length 6 "
+        "words: training holds animal only in mentions longer than that (raise "
+        "--max-length), or train on more (--train-sentences)"
+    )
+    _, tags, dropped = ner.tagged_splits(raw, 7)  # long enough to keep it
+    assert "B-animal" in tags.itos and dropped["test"] == 0
+
+
+def test_ner_refuses_a_training_subset_without_an_entity(tmp_path, capsys):
+    """It had failed in span_tables' torch.stack ("expects a non-empty TensorList"), exit 1."""
+    folder = _write_gum(tmp_path / "ud-english-gum")
+    plain = "1\tit\t_\t_\t_\t_\t0\tdep\t_\t_\n2\trains\t_\t_\t_\t_\t0\tdep\t_\t_\n\n"
+    (folder / "en_gum-ud-train.conllu").write_text(plain * 5)
+    for split in ("dev", "test"):
+        path = folder / f"en_gum-ud-{split}.conllu"
+        path.write_text(path.read_text() + plain * 3)
+    argv = ["reproduce", "ner", "--quick", "--data", tmp_path, "--out", tmp_path / "out"]
+    err = one_line_error(capsys, *argv)
+    assert err.startswith("calib-metrics: error: none of the 5 training sentences tags an ")
+    assert err.endswith(": train on more (--train-sentences)")
+    # Mentions there, but every one longer than --max-length: that is what to change.
+    _add_long_animal(folder)
+    raw, _ = ner._load(_args(tmp_path))
+    with pytest.raises(ValueError, match=r"holds animal only in mentions longer than that \(raise"):
         ner.tagged_splits(raw, 6)
 
 
@@ -271,6 +327,21 @@ def test_top_k_spans_rank_only_the_spans_inside_the_sentence():
     idx, rows = ner.top_k_spans(p, mask, 3)
     assert rows.tolist() == [0, 0, 0, 1] and idx[-1].item() == 6  # sentence 1's (t 0, 1 word)
     assert (idx[:3] < 6).all() and 0 in idx.tolist() and 5 not in idx.tolist()  # (2, 2 words)
+
+
+def test_top_k_spans_build_their_indices_on_the_inputs_device():
+    """Its in-sentence mask and row ids had come from torch.arange without device=: on the
+    default device (meta here, a GPU elsewhere) beside CPU inputs, "Expected all tensors
+    to be on the same device"."""
+    p = torch.tensor([[0.1, 0.7, 0.2], [0.5, 0.0, 0.4]]).reshape(2, 3, 1, 1)
+    mask = torch.tensor([[True] * 3, [True, True, False]])
+    torch.set_default_device("meta")
+    try:
+        idx, rows = ner.top_k_spans(p, mask, 2)
+    finally:
+        torch.set_default_device(None)
+    assert idx.device == rows.device == torch.device("cpu")
+    assert idx.tolist() == [1, 2, 3, 4] and rows.tolist() == [0, 0, 1, 1]
 
 
 def test_ner_top_k_row_holds_no_span_past_the_sentence_end(tmp_path):
@@ -306,6 +377,34 @@ def test_ner_without_predicted_spans_reports_the_rest(tmp_path, monkeypatch):
     markdown = (tmp_path / "out" / "results.md").read_text()
     assert "| span: predicted (Viterbi) spans | 0 | not computed (the Viterbi paths " in markdown
     assert (tmp_path / "out" / "ner_reliability.png").stat().st_size > 0
+    # 0 of 0 predicted spans correct is no precision (it had read 0.0000, and F1 too).
+    assert test["spans"]["precision"] is None and test["spans"]["f1"] is None
+    assert test["spans"]["recall"] == 0
+    assert "precision n/a, recall 0.0000, F1 n/a;" in markdown
+
+
+def test_ner_figure_keeps_each_curves_colour_and_names_the_one_left_out(tmp_path, monkeypatch):
+    """Without the predicted-span curve, the top-10 curve had taken its orange (C1), and
+    nothing on the figure said a curve was missing."""
+    _write_gum(tmp_path / "ud-english-gum")
+    fake = (_AllOutside(), FeatureHasher(["word"], 8), {"c2": 0.1})
+    monkeypatch.setattr(ner.ce, "fit_crf", lambda *a, **k: fake)
+    drawn = {}
+
+    def thesis_figure(rows, path, *, suptitle):
+        drawn.update(rows=rows, suptitle=suptitle)
+        return str(path)
+
+    monkeypatch.setattr(ner, "thesis_figure", thesis_figure)
+    ner.run(_args(tmp_path))
+    [(_, curves)] = drawn["rows"]
+    assert [(c.label, c.color) for c in curves] == [
+        ("token: BIO tag", "C0"),
+        ("top-10 spans", "C2"),
+    ]
+    assert drawn["suptitle"].endswith(
+        "\nno curve for predicted spans: not computed (the Viterbi paths predict no entity span)"
+    )
 
 
 @pytest.mark.skipif(

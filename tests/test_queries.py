@@ -17,6 +17,7 @@ from calib_metrics.queries import (
     span_indicators,
     span_marginals,
     span_queries,
+    spans_inside,
     tag_pair_queries,
     tag_queries,
     top_tag_pairs,
@@ -729,3 +730,20 @@ def test_span_queries_of_no_sentences_are_empty(top_k) -> None:
         torch.zeros(0, 3, 2), torch.zeros(0, 3, dtype=torch.long), begin=1, inside=2, top_k=top_k
     )
     assert q.shape == y.shape == (0,)
+
+
+def test_spans_inside_mark_the_candidates_within_each_sentence_on_the_masks_device() -> None:
+    """The one in-sentence mask of span_queries and the ner reproduction's top-k ranking
+    (written twice, one copy on torch's default device)."""
+    mask = torch.tensor([[True, True, True], [True, False, False]])
+    torch.set_default_device("meta")
+    try:
+        inside = spans_inside(mask, 2)
+    finally:
+        torch.set_default_device(None)
+    assert inside.device == mask.device and inside.shape == (2, 3, 2)
+    assert inside[0].tolist() == [[True, True], [True, True], [True, False]]
+    assert inside[1].tolist() == [[True, False], [False, False], [False, False]]
+    assert spans_inside(torch.zeros(0, 3, dtype=torch.bool), 2).shape == (0, 3, 2)
+    with pytest.raises(ValueError, match="max_length must be"):
+        spans_inside(mask, 0)

@@ -55,24 +55,30 @@ def keep_known_tags(
     return kept, len(sentences) - len(kept)
 
 
-def dropped_note(kept: Mapping[str, int], dropped: Mapping[str, int], what: str = "a tag") -> str:
+def dropped_note(
+    kept: Mapping[str, int],
+    dropped: Mapping[str, int],
+    what: str = "a tag",
+    unseen: str = "no training sentence holds",
+) -> str:
     """The results line naming the sentences :func:`keep_known_tags` left out; '' if none.
 
-    ``kept`` and ``dropped`` count each split's sentences; ``what`` names the tags.
+    ``kept`` and ``dropped`` count each split's sentences; ``what`` names the tags and
+    ``unseen`` says what training lacks (ner: its types are those of the flattened mentions).
 
-    Example:
-        >>> print(dropped_note({"dev": 50, "test": 71}, {"dev": 30, "test": 49}))
-        Left out: 30 of 80 dev and 49 of 120 test sentences, each holding a tag that no
+    Example (made-up counts):
+        >>> print(dropped_note({"dev": 7, "test": 9}, {"dev": 3, "test": 1}))
+        Left out: 3 of 10 dev and 1 of 10 test sentences, each holding a tag that no
         training sentence holds (the model cannot predict it).
-        >>> dropped_note({"test": 71}, {"test": 0})
+        >>> dropped_note({"test": 9}, {"test": 0})
         ''
     """
     parts = [f"{n} of {kept[split] + n} {split}" for split, n in dropped.items() if n > 0]
     if not parts:
         return ""
     return (
-        f"Left out: {' and '.join(parts)} sentences, each holding {what} that no training "
-        "sentence holds (the model cannot predict it)."
+        f"Left out: {' and '.join(parts)} sentences, each holding {what} that {unseen} "
+        "(the model cannot predict it)."
     )
 
 

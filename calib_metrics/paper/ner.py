@@ -33,6 +33,7 @@ from calib_metrics.paper import chain_eval as ce
 from calib_metrics.paper import options, report
 from calib_metrics.paper.gum_entities import (
     ENTITY_TYPES,
+    EntitySentence,
     bilou_tags,
     bio_spans,
     bio_tags,
@@ -40,9 +41,9 @@ from calib_metrics.paper.gum_entities import (
     read_gum_entities,
 )
 from calib_metrics.paper.locations import data_file, data_help, find_dataset
-from calib_metrics.paper.tagging import Vocabulary
+from calib_metrics.paper.tagging import TaggedSentence, Vocabulary
 from calib_metrics.paper.thesis_figures import Curve, thesis_figure
-from calib_metrics.queries import span_indicators, span_marginals, tag_queries
+from calib_metrics.queries import span_indicators, span_marginals, spans_inside, tag_queries
 from calib_metrics.report import not_computed
 
 DESCRIPTION = "thesis §3.4: entity-span calibration of a feature CRF on GUM (span_marginals)"
@@ -160,13 +161,22 @@ def tagged_splits(
     raw: dict, max_length: int, scheme: str = "bio"
 ) -> tuple[dict[str, ce.Tagged], Vocabulary, dict[str, int]]:
     """Flatten, BIO- (or BILOU-) tag and encode every split (types: train's, GUM's order);
-    and how many dev and test sentences were left out for a type no train sentence holds."""
+    and how many dev and test sentences were left out for a type train's tags lack.
+
+    Train's types are those its flattened mentions keep: a type that training holds only
+    in mentions longer than ``max_length`` (or inside a longer kept one) is not among them.
+    """
     tagger = {"bio": bio_tags, "bilou": bilou_tags}[scheme]
     flat = {
         split: [(s.words, tagger(len(s.words), flatten(s.spans, max_length))) for s in sents]
         for split, sents in raw.items()
     }
-    seen = {t[2:] for _, tags in flat["train"] for t in tags if t != "O"}
+    seen = _types(flat["train"])
+    n_train = len(flat["train"])
+    if not seen:  # span_tables had failed in torch.stack with no type to stack
+        every = {s.label for sentence in raw["train"] for s in sentence.spans}
+        problem = f"none of the {n_train} training sentences tags an entity"
+        raise ValueError(_refusal(problem, every, raw["train"], max_length))
     ordered = [t for t in ENTITY_TYPES if t in seen] + sorted(seen - set(ENTITY_TYPES))
     tags = bio_vocabulary(ordered, scheme)
     words = Vocabulary.build(w for w, _ in flat["train"])
@@ -174,13 +184,48 @@ def tagged_splits(
     for split, sentences in flat.items():
         kept, dropped[split] = ce.keep_known_tags([s for s in sentences if s[0]], tags)
         if not kept:  # had surfaced as encode_batch's "needs at least one sentence"
-            raise ValueError(
-                f"every {split} sentence holds an entity type that none of the "
-                f"{len(flat['train'])} training sentences holds: train on more "
-                "(--train-sentences)"
+            problem = (
+                f"every {split} sentence holds an entity type that none of the {n_train} "
+                "training sentences tags"
             )
+            unseen = _types(sentences) - seen
+            raise ValueError(_refusal(problem, unseen, raw["train"], max_length))
         out[split] = ce.encode(kept, words, tags)
     return out, tags, {split: dropped[split] for split in ("dev", "test")}
+
+
+def _flattened(max_length: int) -> str:
+    """How train's tags come from its mentions, which decides the types it knows."""
+    words = "word" if max_length == 1 else "words"
+    return (
+        "once nested mentions are flattened, keeping none longer than --max-length "
+        f"{max_length} {words}"
+    )
+
+
+def _types(sentences: list[TaggedSentence]) -> set[str]:
+    """The entity types the (flattened) tags of ``sentences`` hold."""
+    return {t[2:] for _, tags in sentences for t in tags if t != "O"}
+
+
+def _only_long(types: set[str], train: list[EntitySentence], max_length: int) -> list[str]:
+    """Those of ``types`` that training holds, each only in mentions over ``max_length``."""
+    lengths = [(s.label, s.end - s.start) for sentence in train for s in sentence.spans]
+    held = {label for label, _ in lengths}
+    short = {label for label, n in lengths if n <= max_length}
+    return sorted(types & held - short)
+
+
+def _refusal(problem: str, unseen: set[str], train: list[EntitySentence], max_length: int) -> str:
+    """``problem`` with what to change: --max-length where it took a type from train."""
+    advice = "train on more (--train-sentences)"
+    long = _only_long(unseen, train, max_length)
+    if long:
+        advice = (
+            f"training holds {', '.join(long)} only in mentions longer than that (raise "
+            f"--max-length), or {advice}"
+        )
+    return f"{problem} {_flattened(max_length)}: {advice}"
 
 
 def constrained_potentials(model, x: torch.Tensor, mask: torch.Tensor, tags: Vocabulary):
@@ -238,13 +283,12 @@ def top_k_spans(
         >>> idx.tolist(), rows.tolist()
         ([1, 2, 3, 4], [0, 0, 1, 1])
     """
-    batch, length, max_length = probs.shape[:3]
-    ends = torch.arange(length)[:, None] + torch.arange(max_length)
-    inside = ends < mask.sum(1)[:, None, None]  # [B, T, L]
+    batch = probs.shape[0]
+    inside = spans_inside(mask.to(probs.device), probs.shape[2])  # [B, T, L]
     keep = inside[..., None].expand_as(probs).reshape(batch, -1)
     flat = probs.reshape(batch, -1).masked_fill(~keep, -1.0)
     top = flat.topk(min(k, flat.shape[1]), dim=1).indices
-    rows = torch.arange(batch)[:, None].expand_as(top)
+    rows = torch.arange(batch, device=probs.device)[:, None].expand_as(top)
     chosen = keep.gather(1, top)
     return (rows * flat.shape[1] + top)[chosen], rows[chosen]
 
@@ -290,14 +334,19 @@ def evaluate(model, hasher, split: ce.Tagged, tags: Vocabulary, args) -> dict:
     out[f"top{args.top_k}_spans"] = _calibrate(top_q, top_y, rows, args, args.seed + 2)
     n_gold, n_hit = float(gold.sum()), float(pred_y.sum())
     n_pred = float(pred_y.numel() + n_long)
-    precision, recall = n_hit / max(n_pred, 1), n_hit / max(n_gold, 1)
+    # 0/0 is no score: with no span predicted (or none gold) it is None, not 0.
+    precision = n_hit / n_pred if n_pred else None
+    recall = n_hit / n_gold if n_gold else None
+    f1 = None
+    if precision is not None and recall is not None:
+        f1 = 2 * precision * recall / max(precision + recall, 1e-12)
     out["spans"] = {
         "gold": int(n_gold),
         "predicted": int(n_pred),
         "predicted_too_long": n_long,
         "precision": precision,
         "recall": recall,
-        "f1": 2 * precision * recall / max(precision + recall, 1e-12),
+        "f1": f1,
         "expected_correct_predicted": float(pred_q.sum()),
         "expected_gold_spans": float(probs.sum()),
     }
@@ -356,33 +405,50 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+# Each curve keeps its colour when another is left out (a row without pairs has none).
+_COLOURS = {"token": "C0", "predicted_spans": "C1", "top_spans": "C2"}
+
+
 def _figure(test: dict, out: Path, k: int, scheme: str) -> str:
     """The thesis' layout: token and span queries overlaid in one panel, then one each."""
     s = test["spans"]
-    curves = [
-        Curve(
+    rows = {
+        "token": (
             f"token: {scheme.upper()} tag",
             f"token: {scheme.upper()} tags, Acc = {test['token_accuracy']:.3f}",
-            test["token"]["recommended"].get("_result"),
+            test["token"],
         ),
-        Curve(
+        "predicted_spans": (
             "predicted spans",
-            f"predicted (Viterbi) spans, P = {s['precision']:.3f}, R = {s['recall']:.3f}",
-            test["predicted_spans"]["recommended"].get("_result"),
+            f"predicted (Viterbi) spans, P = {_score(s['precision'], 3)}, "
+            f"R = {_score(s['recall'], 3)}",
+            test["predicted_spans"],
         ),
-        Curve(
+        "top_spans": (
             f"top-{k} spans",
             f"top-{k} candidate spans per sentence",
-            test[f"top{k}_spans"]["recommended"].get("_result"),
+            test[f"top{k}_spans"],
         ),
-    ]
-    curves = [c for c in curves if c.result is not None]  # a row without pairs has no curve
+    }
+    curves, missing = [], []
+    for key, (label, caption, row) in rows.items():
+        result = row["recommended"].get("_result")
+        if result is None:
+            missing.append(f"{label}: {not_computed(row['recommended']['not_computed'])}")
+        else:
+            curves.append(Curve(label, caption, result, _COLOURS[key]))
     path = thesis_figure(
         [(f"GUM entities ({scheme.upper()}), feature CRF", curves)],
         out / "ner_reliability.png",
-        suptitle="GUM entities: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap",
+        suptitle="GUM entities: bins of ⌈√N⌉, debiased CalibErr, sentence bootstrap"
+        + "".join(f"\nno curve for {m}" for m in missing),
     )
     return Path(path).name  # relative to --out: an absolute path breaks when it moves
+
+
+def _score(value: float | None, digits: int = 4) -> str:
+    """A span score, or n/a where it is 0/0 (None: no span predicted, or none gold)."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def _cells(r: dict) -> list:
@@ -411,11 +477,14 @@ def markdown(results: dict) -> str:
     s = test["spans"]
     headers = ["query", "N", "CalibErr paper [95%]", "bins", "CalibErr recommended [95%]", "bins"]
     sentences = results["sentences"]
-    dropped = ce.dropped_note(sentences, sentences.get("dropped_unknown_tag", {}), "an entity type")
+    dropped = sentences.get("dropped_unknown_tag", {})
+    unseen = f"no training sentence tags {_flattened(results['max_length'])}"
+    counts = {split: sentences[split] for split in dropped}  # not dropped_unknown_tag's dict
+    note = ce.dropped_note(counts, dropped, "an entity type", unseen)
     lines = [
         f"### GUM entities (test, {sentences['test']} sentences), feature CRF",
         "",
-        *([dropped, ""] if dropped else []),
+        *([note, ""] if note else []),
         report.markdown_table(headers, rows),
         "",
         ce.SETTINGS_LEGEND,
@@ -423,9 +492,10 @@ def markdown(results: dict) -> str:
         f"Token accuracy {test['token_accuracy']:.4f}; spans: {s['predicted']} predicted "
         f"({s['predicted_too_long']} longer than --max-length {results['max_length']}: wrong, "
         "as no gold span is, and not queried), "
-        f"{s['gold']} gold, precision {s['precision']:.4f}, recall {s['recall']:.4f}, "
-        f"F1 {s['f1']:.4f}; expected correct among predicted {s['expected_correct_predicted']:.1f} "
-        f"(observed {round(s['precision'] * s['predicted'])}); expected gold spans "
+        f"{s['gold']} gold, precision {_score(s['precision'])}, recall {_score(s['recall'])}, "
+        f"F1 {_score(s['f1'])}; expected correct among predicted "
+        f"{s['expected_correct_predicted']:.1f} "
+        f"(observed {round((s['precision'] or 0) * s['predicted'])}); expected gold spans "
         f"{s['expected_gold_spans']:.1f} (observed {s['gold']}).",
     ]
     return "\n".join(lines) + "\n"

@@ -26,10 +26,14 @@ class Curve(NamedTuple):
     label: str
     caption: str
     result: Any  # a CalibrationResult
+    # Its colour (a matplotlib colour); None: C0, C1, ... by its place in the row. A fixed
+    # one keeps a curve's colour when another curve of the row is left out.
+    color: str | None = None
 
 
 def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: float = 0.95):
-    """Every curve on one ``ax`` (colours ``C0``, ``C1``, ...); returns ``ax``.
+    """Every curve on one ``ax`` (colours ``C0``, ``C1``, ... unless a curve has its own);
+    returns ``ax``.
 
     Each model's spread of predictions (the count bars of ``reliability_diagram``, which
     draws a later model's in its colour on the first one's count axis) is tinted in the
@@ -57,7 +61,7 @@ def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: floa
         raise ValueError("overlay_reliability needs at least one curve")
     for i, curve in enumerate(curves):
         before = set(ax.figure.axes)
-        color = f"C{i}"
+        color = curve.color or f"C{i}"
         reliability_diagram(
             curve.result, ax=ax, label=curve.label, color=color, confidence=confidence
         )
@@ -111,7 +115,11 @@ def thesis_figure(
         overlay_reliability(row_axes[0], curves, title=name, confidence=confidence)
         for i, (ax, curve) in enumerate(zip(row_axes[1:], curves, strict=False)):
             reliability_diagram(
-                curve.result, ax=ax, title=curve.caption, color=f"C{i}", confidence=confidence
+                curve.result,
+                ax=ax,
+                title=curve.caption,
+                color=curve.color or f"C{i}",
+                confidence=confidence,
             )
         for ax in row_axes[1 + len(curves) :]:
             ax.set_visible(False)
