@@ -45,7 +45,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         hint = _option_took_the_file(getattr(self, "_given", []), message)
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}{hint} (usage: {self.prog} --help)\n")
+        # A subcommand's parser (prog "calib-metrics evaluate") says it as every other
+        # error is said, by the program's name alone; its help is the subcommand's.
+        program = self.prog.split(" ", 1)[0]
+        self.exit(EXIT_USAGE, f"{program}: error: {message}{hint} (usage: {self.prog} --help)\n")
 
 
 def _option_took_the_file(given: list[str], message: str) -> str:

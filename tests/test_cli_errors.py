@@ -181,6 +181,26 @@ def test_bin_size_out_of_range_or_not_an_integer(good: Path, capsys, value: str)
     assert "--bin-size" in line and repr(value) in line
 
 
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (["evaluate", "GOOD", "--samples", "abc"], "evaluate"),
+        (["evaluate", "GOOD", "--bin-size", "abc"], "evaluate"),
+        (["evaluate", "GOOD", "--ignore-index", "q"], "evaluate"),
+        (["compare", "GOOD", "GOOD", "--seed", "x"], "compare"),
+        (["recalibrate", "GOOD", "--seed", "x"], "recalibrate"),
+        (["reproduce", "pos", "--seed", "z"], "reproduce pos"),
+    ],
+)
+def test_a_subcommands_option_errors_say_the_programs_name(good: Path, capsys, argv, usage):
+    """argparse's errors of a subcommand's options had said "calib-metrics evaluate:
+    error: ...", every other error "calib-metrics: error: ..."; the usage hint still
+    names the subcommand's help."""
+    line = one_line_error(capsys, *[good if a == "GOOD" else a for a in argv])
+    assert line.startswith("calib-metrics: error: argument --"), line
+    assert line.endswith(f"(usage: calib-metrics {usage} --help)"), line
+
+
 def test_bin_size_in_scientific_notation_is_read(good: Path, capsys):
     assert summary(capsys, good, "--bin-size", "1e4")["bin_size"] == 10_000
 
@@ -864,3 +884,27 @@ def test_a_device_as_an_experiments_input_file_is_not_a_missing_file(tmp_path, c
     pytest.importorskip("calib_metrics.paper.events.experiment")
     line = one_line_error(capsys, *argv, "--data", tmp_path, "--out", tmp_path / "out")
     assert line.endswith(f"{argv[-2]} {os.devnull}: not a regular file (a device or a pipe)")
+
+
+@pytest.mark.parametrize(
+    ("argv", "wanted", "meant"),
+    [
+        (["evaluate", "F", "--probs", "PROB"], "PROB", "prob"),
+        (["evaluate", "F", "--target", "Label"], "Label", "label"),
+        (["evaluate", "F", "--groups", "SENTENCE_ID"], "SENTENCE_ID", "sentence_id"),
+        (["evaluate", "F", "--label", "tag"], "tag", "Tag"),
+        (["compare", "F", "F", "--id", "TOKEN_ID"], "TOKEN_ID", "token_id"),
+    ],
+)
+def test_a_column_named_in_another_case_gets_did_you_mean(tmp_path, capsys, argv, wanted, meant):
+    """The usual names match in any case, a column named by an option only as written:
+    "no column 'PROB' (columns: prob, ...)" had left the user to spot the case."""
+    path = tmp_path / "p.csv"
+    rows = [f"{q},{y},s{i // 3},t{i % 2},{i}" for i, (q, y) in enumerate(zip(Q, Y))]
+    path.write_text("prob,label,sentence_id,Tag,token_id\n" + "\n".join(rows) + "\n")
+    line = one_line_error(capsys, *[path if a == "F" else a for a in argv])
+    assert f"p.csv: no column {wanted!r} (columns: " in line
+    assert line.endswith(f"; did you mean {meant!r}?)"), line
+    # Without a name in another case, none is guessed.
+    line = one_line_error(capsys, "evaluate", path, "--probs", "score")
+    assert "did you mean" not in line

@@ -129,3 +129,25 @@ def test_a_file_without_rows_still_says_so(tmp_path, capsys) -> None:
     path = tmp_path / "p.pt"
     torch.save({"probs": torch.zeros(0), "target": torch.zeros(0)}, path)
     assert one_line_error(capsys, "evaluate", path).endswith(f"{path}: no rows")
+
+
+@pytest.mark.parametrize(
+    "first, second, shown",
+    [
+        ("0.5", "1e400", "1e400"),
+        ("0.5", "-1E999", "-1E999"),
+        ("0.5", "Infinity", "Infinity"),
+        ("[0.5, 0.5]", "[0.2, 1e400]", "1e400"),  # a row of two classes' probabilities
+    ],
+)
+def test_a_json_number_too_large_is_named_as_written(tmp_path, capsys, first, second, shown):
+    """``1e400`` had been named "holds inf" where a CSV's is named as written."""
+    rows = [f'{{"prob": {first}, "label": 1}}', f'{{"prob": {second}, "label": 0}}']
+    lines = tmp_path / "p.jsonl"
+    lines.write_text("\n".join(rows) + "\n")
+    line = one_line_error(capsys, "evaluate", lines)
+    assert f"p.jsonl: line 2, column 'prob' holds {shown}, not a probability" in line
+    document = tmp_path / "p.json"
+    document.write_text("[" + ", ".join(rows) + "]")
+    line = one_line_error(capsys, "evaluate", document)
+    assert f"p.json: row index 1, column 'prob' holds {shown}, not a probability" in line

@@ -195,6 +195,23 @@ def test_numbers_only_python_reads_are_refused_by_row(tmp_path, cells, line, col
         read_table(jsonl)
 
 
+@pytest.mark.parametrize("blank", ["", "\n"])  # the fast reader, and the exact one
+@pytest.mark.parametrize(
+    "cells, column", [(("\xa00.5", "1"), "prob"), (("0.5", "1\u3000"), "label")]
+)
+def test_a_no_break_space_is_refused_as_full_width_digits_are(tmp_path, blank, cells, column):
+    """Unicode white space (a no-break space, an ideographic one) had been stripped with
+    the cell's spaces, and "\xa00.5" read as 0.5, while the full-width "０.５" is refused
+    as a character outside ASCII: both are now, ASCII spaces still stripped."""
+    file = tmp_path / "pairs.csv"
+    file.write_text(f"prob,label\n{blank} 0.25 , 0\n" + ",".join(cells) + "\n", encoding="utf-8")
+    line = 4 if blank else 3
+    shown = re.escape(repr(cells[0 if column == "prob" else 1]))
+    match = rf"line {line}, column '{column}' holds {shown}, not a number as files write them"
+    with pytest.raises(ValueError, match=match):
+        read_table(file)
+
+
 def test_json_rows_of_other_keys_are_refused_only_where_a_key_read_is_absent(tmp_path: Path):
     """Rows whose keys differ had stopped the file ("line 4 has different keys than line
     3"), though a log's optional field is never read; a key that is read and absent from

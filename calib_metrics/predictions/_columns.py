@@ -91,6 +91,19 @@ def _only(found: list[str], what: str, path: Path, options: Options | None = Non
     return found[0]
 
 
+def no_column(path: Path, wanted: str, names: list[str], took: str = "") -> ValueError:
+    """The error for a column named that the file lacks (``took``: a hint that ends it):
+    one named in another case gets "did you mean", as the usual names match any case.
+
+    Example:
+        >>> print(no_column(Path("f.csv"), "PROB", ["prob", "label"]))
+        f.csv: no column 'PROB' (columns: prob, label; did you mean 'prob'?)
+    """
+    near = [name for name in names if name.lower() == wanted.lower()]
+    meant = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+    return ValueError(f"{path}: no column {wanted!r} (columns: {', '.join(names)}{meant}{took})")
+
+
 def _pick(
     names: list[str],
     wanted: str | None,
@@ -116,7 +129,7 @@ def _pick(
             took = (
                 "; it is a file: put the files before the option" if Path(wanted).is_file() else ""
             )
-            raise ValueError(f"{path}: no column {wanted!r} (columns: {', '.join(names)}{took})")
+            raise no_column(path, wanted, names, took)
         if wanted in taken:
             raise ValueError(
                 f"{path}: column {wanted!r} is given as --{option} and is {taken[wanted]}"

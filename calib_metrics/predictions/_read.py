@@ -24,6 +24,7 @@ from calib_metrics.predictions._columns import (
     _only,
     _pick,
     _usual_names,
+    no_column,
 )
 from calib_metrics.predictions._files import _load
 from calib_metrics.predictions._ids import _as_text, _to_ids, id_texts, missing_id
@@ -456,7 +457,7 @@ def _named_values(path: Path, column: str) -> np.ndarray:
     if table is None:
         raise ValueError(f"{path}: an unnamed array has no column {column!r}")
     if column not in table:
-        raise ValueError(f"{path}: no column {column!r} (columns: {', '.join(table)})")
+        raise no_column(path, column, list(table))
     values = _column(table, column, path)
     if isinstance(values, list) and any(isinstance(v, (list, tuple)) for v in values):
         # A JSON line's list (a sentence's tags or ids, one per label or per label kept),

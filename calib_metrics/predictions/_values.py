@@ -16,7 +16,12 @@ import torch
 from torch import Tensor
 
 from calib_metrics.predictions._columns import Column
-from calib_metrics.predictions._text import STRAY_QUOTE, _CellNumbers, python_only_numbers
+from calib_metrics.predictions._text import (
+    STRAY_QUOTE,
+    _CellNumbers,
+    _OverFloat,
+    python_only_numbers,
+)
 
 
 def _row_of(
@@ -461,6 +466,8 @@ def _as_written(values: Any, row: int, value: float, item: int = 0, per_row: int
             written = written[item] if isinstance(written, (list, tuple)) else written
     except (IndexError, TypeError):  # a layout not foreseen: the number read is exact too
         written = value
+    if isinstance(written, _OverFloat):  # a JSON number too large for a float
+        written = written.written
     if isinstance(written, str):
         text = written.strip()
         return text if len(text) <= 40 else text[:37] + "..."
