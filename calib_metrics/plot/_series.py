@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.plot._arguments import _axes, _check_lengths, _numbers
 from calib_metrics.plot._text import _level, _literals, literal
@@ -40,9 +41,10 @@ def error_curve(
     """A calibration error against a parameter (bin size, sample size), with a band.
 
     ``x``, ``error`` and the band's ends ``lower`` and ``upper`` (both or neither) are
-    1-d, one value per point; ``band`` is the band's legend entry (what the interval
-    is: :func:`interval_label`);
-    ``integer_x=True`` puts ticks on whole numbers only (epochs).
+    1-d, one value per point; ``x`` is finite, and NaN in the others marks a point
+    without a value (a point whose band ends are known alone, between NaNs, gets a
+    whisker); ``band`` is the band's legend entry (what the interval is:
+    :func:`interval_label`); ``integer_x=True`` puts ticks on whole numbers only (epochs).
 
     Example:
         >>> fig, ax = error_curve([1, 2, 3], [0.1, 0.05, 0.03], [0.08, 0.04, 0.02],
@@ -50,6 +52,8 @@ def error_curve(
         >>> ax.get_xlabel()
         'bin size'
     """
+    check_flag("logx", logx)  # logx="no" is truthy: it had drawn a log axis
+    check_flag("integer_x", integer_x)
     x = _numbers(x, "x")
     if not x:  # an empty figure had come back
         raise ValueError("x is empty: nothing to draw")
@@ -72,6 +76,7 @@ def error_curve(
             linewidth=0,
             label=band,
         )
+        _lone_band_points(ax, x, _numbers(lower), _numbers(upper), line.get_color())
     if logx:
         positive = [v for v in x if v > 0]
         ax.set_xscale("log")
@@ -94,10 +99,14 @@ def error_curve(
 def _check_error_series(
     x: list[float], error: list[float], lower: Any, upper: Any, logx: bool
 ) -> None:
-    """Refuse what would be drawn wrongly or not at all: an x that a log axis drops (it had
-    vanished, and a segment ran in from the axis' edge to the next point), an infinite
-    error or band end (not drawn, without a word), a band whose lower end is above its
-    upper one. NaN marks a point without a value."""
+    """Refuse what would be drawn wrongly or not at all: an x that is not finite (its point
+    had been dropped without a word), an x that a log axis drops (it had vanished, and a
+    segment ran in from the axis' edge to the next point), an infinite error or band end
+    (not drawn, without a word), a band whose lower end is above its upper one. NaN marks
+    a point without a value in the error and the band, not in x (where it has none)."""
+    for k, v in enumerate(x):
+        if not math.isfinite(v):
+            raise ValueError(f"x must be finite, got {v} at position {k}")
     if logx:
         dropped = [v for v in x if not v > 0]
         if dropped:
@@ -109,6 +118,24 @@ def _check_error_series(
                 raise ValueError(f"{name} must be finite (or NaN for none), got {v} at x={x[k]:g}")
     if ends:
         _refuse_upside_down(ends["lower"], ends["upper"], [f"x={v:g}" for v in x])
+
+
+def _lone_band_points(
+    ax: Axes, x: list[float], lower: list[float], upper: list[float], colour: str
+) -> None:
+    """A whisker for each point whose band ends are known but neither neighbour's are (NaN
+    around it): the band, drawn between neighbours, had left it out without a word."""
+    known = [math.isfinite(a) and math.isfinite(b) for a, b in zip(lower, upper, strict=True)]
+    alone = [
+        k
+        for k, ok in enumerate(known)
+        if ok and not (k and known[k - 1]) and not (k + 1 < len(known) and known[k + 1])
+    ]
+    if alone:
+        mid = [(lower[k] + upper[k]) / 2 for k in alone]
+        half = [(upper[k] - lower[k]) / 2 for k in alone]
+        ax.errorbar([x[k] for k in alone], mid, yerr=half, fmt="none", ecolor=colour,
+                    alpha=0.5, capsize=3, linewidth=1.5)  # fmt: skip
 
 
 def _refuse_upside_down(lower: list[float], upper: list[float], places: list[str]) -> None:
