@@ -237,7 +237,7 @@ def test_several_models_and_bad_inputs() -> None:
 
 def test_event_counts_are_steps_with_gold_one_best_and_the_interval_kind() -> None:
     periods = ["2014", "2015", "2016"]
-    _, ax = posterior_time_series(
+    fig, ax = posterior_time_series(
         periods,
         [0.0, 0.06, 0.0],
         [0.0, 0.0, 0.0],
@@ -257,7 +257,8 @@ def test_event_counts_are_steps_with_gold_one_best_and_the_interval_kind() -> No
     assert best.get_drawstyle() == "steps-post"
     gold = next(line for line in ax.lines if line.get_label() == "PRK gold")
     assert list(gold.get_ydata()) == [0, 1, 0]
-    assert "PRK 90% interval: normal, over posterior samples" in _legend(ax)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]  # below the plot
+    assert "PRK 90% interval: normal, over posterior samples" in legend
     # Zero counts sit above the axis, not on it.
     assert ax.get_ylim()[0] < 0 < ax.get_ylim()[1]
     assert ax.get_ylim()[1] > 1

@@ -55,3 +55,43 @@ def test_a_tiny_negative_from_float_noise_is_drawn_at_zero() -> None:
     assert min(gold.get_ydata()) == 0
     with pytest.raises(ValueError, match=r"got -0\.001 at period 'a'"):
         posterior_time_series(["a", "b"], [-1e-3, 2], [0, 1], [1, 3])
+
+
+def _overlay(ax=None):
+    _, ax = posterior_time_series(
+        ["a", "b"], [1, 2], [0, 1], [2, 3], ax=ax, label="USA", interval="normal"
+    )
+    return posterior_time_series(["a", "b"], [2, 1], [1, 0], [3, 2], ax=ax, label="NATO")
+
+
+def test_a_second_series_names_its_own_band() -> None:
+    fig, _ = _overlay()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    # The second band, without an interval kind, had been "95% interval", nobody's.
+    assert legend == [
+        "USA posterior mean",
+        "USA 95% interval: normal",
+        "NATO posterior mean",
+        "NATO 95% interval",
+    ]
+
+
+def test_the_legend_of_its_own_figure_sits_below_the_plot_not_over_the_counts() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig, ax = _overlay()
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # laid out: constrained layout makes room below
+    assert len(fig.legends) == 1 and ax.get_legend() is None
+    renderer = canvas.get_renderer()
+    below = fig.legends[0].get_window_extent(renderer)
+    assert below.y1 <= ax.get_tightbbox(renderer).y0  # under the axes and their period ticks
+
+
+def test_on_a_callers_axes_the_legend_stays_inside_them() -> None:
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    _, ax = _overlay(fig.add_subplot())
+    assert not fig.legends
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "NATO 95% interval"

@@ -182,6 +182,8 @@ def posterior_time_series(
     ``spans`` the periods are evenly spaced, one unit each.
 
     Call it twice on one ``ax`` to overlay two series (the paper's Yugoslavia/NATO).
+    The legend sits below the plot in a figure the function makes (``fig.legends[0]``,
+    named by both calls), where it hides no count; on a caller's ``ax``, inside it.
 
     Example:
         >>> fig, ax = posterior_time_series(["2001Q1", "2001Q2"], [1.0, 2.5], [0.2, 1.0],
@@ -212,6 +214,7 @@ def posterior_time_series(
     _refuse_upside_down(_counts(lower), _counts(upper), [f"period {p!r}" for p in periods])
     spans = _period_spans(periods, spans)
     label, title, interval = literal(label), literal(title), literal(interval)
+    own = ax is None
     fig, ax = _axes(ax, (7.0, 3.5))
     edges, breaks = _span_edges(spans)
     mean_values = _counts(mean)
@@ -233,7 +236,7 @@ def posterior_time_series(
         color=colour,
         alpha=0.22,
         linewidth=0,
-        label=f"{label} {band}" if label and interval else band,
+        label=f"{label} {band}" if label else band,
     )
     centres = [(a + b) / 2 for a, b in spans]
     if one_best is not None:
@@ -259,6 +262,7 @@ def posterior_time_series(
             label=f"{label} gold" if label else "gold",
         )
     _period_axis(ax, periods, spans)
+    _period_legend(ax, own)
     if title:
         ax.set_title(title, fontsize=9)
     return fig, ax
@@ -349,7 +353,7 @@ def _period_steps(values: list[float], breaks: Sequence[int] = ()) -> list[float
 
 
 def _period_axis(ax: Axes, periods: Sequence[str], spans: list[tuple[float, float]]) -> None:
-    """Period names as ticks, y from just below 0 to above everything drawn, legend."""
+    """Period names as ticks, y from just below 0 to above everything drawn."""
     centres = [(a + b) / 2 for a, b in spans]
     # About 16 labels at most: a period is labelled when its centre lies at least
     # `every` (whole widths of the narrowest period) past the last label, so evenly
@@ -372,4 +376,26 @@ def _period_axis(ax: Axes, periods: Sequence[str], spans: list[tuple[float, floa
     ax.set_ylim(-0.04 * top, 1.15 * top)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("documents")
-    ax.legend(fontsize=7)
+
+
+#: The gid of the legend below a figure ``posterior_time_series`` made: a second call on
+#: its ``ax`` finds it and names both series in it.
+LEGEND_BELOW = "calib_metrics: time series legend below"
+
+
+def _period_legend(ax: Axes, own: bool) -> None:
+    """Below the plot in a figure of the function's own (``own``, or made by an earlier
+    call): inside, it had covered the first periods' counts, the 15% above the data
+    holding no more than a row of it. Inside ``ax`` on a caller's figure, theirs to lay
+    out (a legend below had fallen off a plain figure's canvas)."""
+    fig = ax.figure
+    ours = [legend for legend in fig.legends if legend.get_gid() == LEGEND_BELOW]
+    if not (own or ours):
+        ax.legend(fontsize=7)
+        return
+    for legend in ours:  # a second call's legend names both series
+        legend.remove()
+    handles, labels = ax.get_legend_handles_labels()
+    legend = fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
+                        fontsize=7)  # fmt: skip
+    legend.set_gid(LEGEND_BELOW)
