@@ -115,13 +115,24 @@ _NOT_TEXT = re.compile(
 #: never written and need no doubling.
 _ESCAPE_LIKE = re.compile(rf"\\+(?=[trxu]|{_NOT_TEXT.pattern})")
 
+#: The same for a text shown on one line (``one_line=True``: a figure's tick, where a
+#: line break had run into the next row): the line feed is escaped too, and a
+#: backslash run before an ``n`` doubled.
+_NOT_ONE_LINE = re.compile(rf"{_NOT_TEXT.pattern}|\n")
+_ESCAPE_LIKE_ONE_LINE = re.compile(rf"\\+(?=[trxun]|{_NOT_ONE_LINE.pattern})")
 
-def visible_controls(text: str) -> str:
+
+def _patterns(one_line: bool) -> tuple[re.Pattern, re.Pattern]:
+    """What is escaped, and the backslash runs doubled, in a text shown (on one line)."""
+    return (_NOT_ONE_LINE, _ESCAPE_LIKE_ONE_LINE) if one_line else (_NOT_TEXT, _ESCAPE_LIKE)
+
+
+def visible_controls(text: str, one_line: bool = False) -> str:
     r"""``text`` with every character of :data:`_NOT_TEXT` written as its Python escape
     (``\x01``), so that a label holding one is shown, not dropped or garbled: the HTML
     report's page and every figure's text pass through this. Backslashes that would
     read as such an escape are doubled (:data:`_ESCAPE_LIKE`), so that no two texts are
-    shown alike.
+    shown alike. ``one_line=True`` escapes a line feed too (``\n``).
 
     Example:
         >>> print(visible_controls("ctrl\x01x, del\x7f, tab\tcr\r, line\nkept"))
@@ -133,11 +144,14 @@ def visible_controls(text: str) -> str:
         a\\tb a\tb C:\data
         >>> print(visible_controls("\\\t"), visible_controls(r"\\t"), visible_controls(r"\\s\n\$"))
         \\\t \\\\t \\s\n\$
+        >>> print(visible_controls("a\nb", one_line=True), visible_controls(r"a\nb", one_line=True))
+        a\nb a\\nb
     """
-    return escaped_controls(_ESCAPE_LIKE.sub(lambda m: 2 * m.group(0), text))
+    like = _patterns(one_line)[1]
+    return escaped_controls(like.sub(lambda m: 2 * m.group(0), text), one_line)
 
 
-def escaped_controls(text: str) -> str:
+def escaped_controls(text: str, one_line: bool = False) -> str:
     r"""``text`` with every character of :data:`_NOT_TEXT` written as its escape, and its
     backslashes as they are: for a text whose parts were each shown by
     :func:`visible_controls` already (a page, whose figures' text matplotlib wrote), or
@@ -147,15 +161,16 @@ def escaped_controls(text: str) -> str:
         >>> print(escaped_controls("a\\\\tb\x01"), escaped_controls(visible_controls("a\\tb")))
         a\\tb\x01 a\\tb
     """
-    return _NOT_TEXT.sub(lambda m: ascii(m.group(0))[1:-1], text)
+    return _patterns(one_line)[0].sub(lambda m: ascii(m.group(0))[1:-1], text)
 
 
-def cut_middle(text: str, room: int, keep_end: bool = False) -> str:
+def cut_middle(text: str, room: int, keep_end: bool = False, one_line: bool = False) -> str:
     r"""``text`` in at most ``room`` characters as it is shown (:func:`visible_controls`),
     its middle cut to "…": two thirds of the room kept at its start, or with ``keep_end``
     at its end (where a path's file is). A control counts the characters of its escape
     (300 ESC characters, each shown as ``\x1b``, had come out 237 characters long), and a
     letter keeps its combining marks (an accent cut from its "e" had sat on the "…").
+    ``one_line`` as :func:`visible_controls`'.
 
     Example:
         >>> cut_middle("abcdefghij", 7), cut_middle("abcdefghij", 7, keep_end=True)
@@ -165,16 +180,16 @@ def cut_middle(text: str, room: int, keep_end: bool = False) -> str:
         >>> cut_middle("e\u0301" * 9, 8) == "e\u0301" * 2 + "…" + "e\u0301"
         True
     """
-    if len(visible_controls(text)) <= room:
+    if len(visible_controls(text, one_line)) <= room:
         return text
-    characters = _characters(text)
+    characters = _characters(text, one_line)
     third = (room - 1) // 3
     head = _leading(characters, third if keep_end else room - 1 - third)
     start = "".join(c for c, _ in head)
     # The head's last run of backslashes, before "…", is not doubled: its shown length.
     # At least one character is cut: the rest after the head and that one.
     rest = characters[len(head) + 1 :]
-    tail = _leading(rest[::-1], room - 1 - len(visible_controls(start)))[::-1]
+    tail = _leading(rest[::-1], room - 1 - len(visible_controls(start, one_line)))[::-1]
     return start + "…" + "".join(c for c, _ in tail)
 
 
@@ -184,17 +199,18 @@ def cut_middle(text: str, room: int, keep_end: bool = False) -> str:
 MAX_MARKS = 30
 
 
-def _characters(text: str) -> list[tuple[str, int]]:
+def _characters(text: str, one_line: bool = False) -> list[tuple[str, int]]:
     """``text`` as the characters a reader sees, each with the marks after it (any
     category M: accents, spacing vowel signs, variation selectors; at most
     :data:`MAX_MARKS`), and the characters each takes as shown: a control its escape's, a
     backslash 2 where :func:`visible_controls` doubles it (:data:`_ESCAPE_LIKE`, read in
     ``text``; the head's last run, before "…", is measured as shown, undoubled)."""
-    doubled = {i for m in _ESCAPE_LIKE.finditer(text) for i in range(m.start(), m.end())}
+    like = _patterns(one_line)[1]
+    doubled = {i for m in like.finditer(text) for i in range(m.start(), m.end())}
     characters: list[tuple[str, int]] = []
     marks = 0
     for i, char in enumerate(text):
-        width = 2 if i in doubled else len(escaped_controls(char))
+        width = 2 if i in doubled else len(escaped_controls(char, one_line))
         if characters and unicodedata.category(char).startswith("M") and marks < MAX_MARKS:
             letter, shown = characters[-1]
             characters[-1] = (letter + char, shown + width)
@@ -221,12 +237,15 @@ def _leading(characters: list[tuple[str, int]], room: int) -> list[tuple[str, in
 MAX_NAME_CHARS = 60
 
 
-def short_names(names: Sequence[str], room: int = MAX_NAME_CHARS) -> list[str]:
+def short_names(
+    names: Sequence[str], room: int = MAX_NAME_CHARS, one_line: bool = False
+) -> list[str]:
     """Label names in at most ``room`` characters each as shown, the middle of a longer one
     cut to "…" (:func:`cut_middle`: its start and end tell labels apart), as figures'
     ticks and notes name them. Names that would still read alike (they differ only in the
     middle cut out) are numbered ``#1``, ``#2``, ... in their order; a number whose text
     another name shows already is skipped (a real name "….. #1" had read as another's).
+    ``one_line=True`` counts a line feed as its escape (:func:`visible_controls`).
 
     Example:
         >>> short_names(["NOUN"]), [len(t) for t in short_names(["x" * 300])]
@@ -237,7 +256,7 @@ def short_names(names: Sequence[str], room: int = MAX_NAME_CHARS) -> list[str]:
         >>> [t[-2:] for t in short_names([x, y, cut_middle(x, 57) + " #1"])]
         ['#2', '#3', '#1']
     """
-    short = [cut_middle(name, room) for name in names]
+    short = [cut_middle(name, room, one_line=one_line) for name in names]
     alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
     for name, text in zip(names, short, strict=True):
         if name not in alike.setdefault(text, []):
@@ -247,20 +266,22 @@ def short_names(names: Sequence[str], room: int = MAX_NAME_CHARS) -> list[str]:
     for stood_for in (group for group in alike.values() if len(group) > 1):
         number = 0
         for name in stood_for:
-            number, numbered[name] = _numbered(name, room, number, taken)
+            number, numbered[name] = _numbered(name, room, number, taken, one_line)
             taken.add(numbered[name])
     return [numbered.get(name, text) for name, text in zip(names, short, strict=True)]
 
 
-def _numbered(name: str, room: int, after: int, taken: set[str]) -> tuple[int, str]:
+def _numbered(
+    name: str, room: int, after: int, taken: set[str], one_line: bool = False
+) -> tuple[int, str]:
     """The first number above ``after`` whose text of ``name`` (cut to ``room`` with its
     number) is not ``taken``, and that text."""
     number = after + 1
-    while (text := _with_number(name, room, number)) in taken:
+    while (text := _with_number(name, room, number, one_line)) in taken:
         number += 1
     return number, text
 
 
-def _with_number(name: str, room: int, number: int) -> str:
+def _with_number(name: str, room: int, number: int, one_line: bool = False) -> str:
     suffix = f" #{number}"
-    return cut_middle(name, room - len(suffix)) + suffix
+    return cut_middle(name, room - len(suffix), one_line=one_line) + suffix

@@ -48,7 +48,12 @@ def literal(text: str | None) -> str | None:
         >>> print(literal("p$x^2$.csv"), literal(None))
         p\$x^2\$.csv None
     """
-    return None if text is None else visible_controls(str(text)).replace("$", r"\$")
+    return None if text is None else _drawn(str(text))
+
+
+def _drawn(text: str, one_line: bool = False) -> str:
+    """:func:`literal`'s text; ``one_line`` as :func:`~calib_metrics.wording.visible_controls`'."""
+    return visible_controls(text, one_line).replace("$", r"\$")
 
 
 def _literals(texts: Sequence[Any]) -> list[str]:
@@ -78,18 +83,22 @@ def _label_text(key: Any) -> str:
 
 
 def _tick_labels(names: Sequence[Any], limit: int = MAX_TICK_CHARS) -> list[str]:
-    """Label names as ticks and panel titles show them: at most ``limit`` (default
+    r"""Label names as ticks and panel titles show them: at most ``limit`` (default
     :data:`MAX_TICK_CHARS`) characters, shortened and kept apart as
-    :func:`~calib_metrics.wording.short_names` does, drawn as written (:func:`literal`).
+    :func:`~calib_metrics.wording.short_names` does, drawn as written (:func:`literal`) on
+    one line: a line break is shown as ``\n`` (it had run into the next row), and an
+    empty name as ``""`` (a blank tick had read as no label).
 
     Example:
         >>> _tick_labels(["NOUN"]), [len(t) for t in _tick_labels(["x" * 300])]
         (['NOUN'], [60])
+        >>> print(*_tick_labels(["tab\tnew\nline", ""]))
+        tab\tnew\nline ""
         >>> [t[-4:] for t in _tick_labels(["a" * 100 + m + "a" * 100 for m in "XY"])]
         ['a #1', 'a #2']
     """
-    names = [_label_text(name) for name in names]
-    return [literal(text) for text in short_names(names, limit)]
+    names = [_label_text(name) or '""' for name in names]
+    return [_drawn(text, one_line=True) for text in short_names(names, limit, one_line=True)]
 
 
 def describe(result: CalibrationResult, norm: str = "l2") -> str:
