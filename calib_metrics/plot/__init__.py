@@ -1,6 +1,7 @@
 r"""Matplotlib figures: reliability diagrams, per-label errors, curves and time series.
 
-Every function draws on a given ``ax`` or on a new ``matplotlib.figure.Figure`` (never
+Every function draws on a given ``ax`` (of plain x and y axes: a 3-D, polar or other
+projection is refused) or on a new ``matplotlib.figure.Figure`` (never
 pyplot's global state, so nothing leaks between calls or threads) and returns
 ``(fig, ax)``. This module is imported lazily: the metric works without matplotlib.
 

@@ -21,8 +21,10 @@ def _axes(ax: Axes | None, size: tuple[float, float] = (5.0, 5.0)) -> tuple[Figu
 
 
 def _check_ax(ax: object) -> None:
-    """``ax`` is one matplotlib Axes: the array that ``fig.subplots(1, 2)`` returns had
-    failed deep inside with an AttributeError.
+    """``ax`` is one matplotlib Axes with plain x and y axes: the array that
+    ``fig.subplots(1, 2)`` returns had failed deep inside with an AttributeError, a 3-D
+    ax with matplotlib's "errorbar() missing ... 'z'" and a polar one with "Cannot set
+    Axes adjustable to 'datalim'".
 
     Example:
         >>> from matplotlib.figure import Figure
@@ -30,8 +32,17 @@ def _check_ax(ax: object) -> None:
         Traceback (most recent call last):
         ...
         ValueError: ax must be one matplotlib Axes, got ndarray (an array of axes, ...
+        >>> _check_ax(Figure().add_subplot(projection="polar"))
+        Traceback (most recent call last):
+        ...
+        ValueError: ax must have plain x and y axes (projection 'rectilinear'), got a 'polar' ...
     """
     if isinstance(ax, Axes):
+        if ax.name != "rectilinear":  # what each figure draws is x against y
+            raise ValueError(
+                "ax must have plain x and y axes (projection 'rectilinear'), got a "
+                f"{ax.name!r} projection: make it with fig.add_subplot()"
+            )
         return
     array = hasattr(ax, "shape") and hasattr(ax, "flat")
     hint = " (an array of axes, as fig.subplots(1, 2) returns: pass one of them, ax=axes[0])"
