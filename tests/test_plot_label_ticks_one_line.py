@@ -1,5 +1,6 @@
 """A label name's tick is one line: a line feed in the name had broken it into two lines
-over the next row, and an empty name had drawn a blank tick, read as no label."""
+over the next row, and an empty name had drawn a blank tick, read as no label. A bar's
+"no interval" note stays inside the axes."""
 
 from __future__ import annotations
 
@@ -36,3 +37,16 @@ def test_a_long_name_with_line_feeds_counts_their_escapes(result) -> None:
     _, ax = per_label_errors({"\n" * 100: result}, sort=False)
     (tick,) = (t.get_text() for t in ax.get_yticklabels())
     assert "\n" not in tick and len(tick) <= 60
+
+
+def test_a_no_interval_note_beside_the_longest_bar_stays_inside_the_axes(result) -> None:
+    from calib_metrics.functional import Bins, CalibrationResult
+
+    t, nan = torch.tensor, torch.tensor(float("nan"))
+    empty = Bins(t([]), t([]), t([]))
+    alone = CalibrationResult(t(0.3), t(0.3), t(0.0), nan, nan, empty)
+    _, ax = per_label_errors({"long": alone, "short": result})
+    (note,) = ax.texts
+    # Beside the bar's end it had run past the axes' right edge.
+    assert note.get_text() == "no interval" and note.get_horizontalalignment() == "right"
+    assert note.xyann == (-3, 0)

@@ -166,6 +166,7 @@ def per_label_errors(
     _label_axis(ax, [labels[i] for i in order])
     ax.set_xlabel(f"calibration error {_norm_note(norm)}".rstrip())
     ax.set_xlim(left=0)
+    _keep_notes_inside(ax)
     handles = [h for a in fig.axes for h in a.get_legend_handles_labels()[0]]
     style = {"title": legend, "fontsize": 7.5, "title_fontsize": 7.5}
     if own:  # below the panels, where it hides no bar
@@ -242,7 +243,7 @@ def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, lab
     for row, at, error in zip(rows, y, err):
         # Too few pairs to resample: no whiskers must not read as "known exactly".
         if math.isnan(row.lower.item()) or math.isnan(row.upper.item()):
-            ax.annotate(
+            note = ax.annotate(
                 "no interval",
                 (0.0 if math.isnan(error) else error, at),
                 xytext=(3, 0),
@@ -251,6 +252,26 @@ def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, lab
                 fontsize=6,
                 color="0.35",
             )
+            note.set_gid(NO_INTERVAL)
+
+
+#: The gid of a bar's "no interval" note.
+NO_INTERVAL = "calib_metrics: no interval"
+
+#: Share of the x axis beyond which a bar's note is written inside its bar's end: to its
+#: right, it had run past the axes into the gap before the difference panel.
+NOTE_INSIDE = 0.8
+
+
+def _keep_notes_inside(ax: Axes) -> None:
+    """Each "no interval" note beside a bar near the axes' right edge, written inside the
+    bar's end instead (in white, on the bar's colour)."""
+    right = ax.get_xlim()[1]
+    for note in ax.texts:
+        if note.get_gid() == NO_INTERVAL and note.xy[0] > NOTE_INSIDE * right:
+            note.xyann = (-3, 0)
+            note.set_horizontalalignment("right")
+            note.set_color("white")
 
 
 def _label_axis(ax: Axes, labels: list[str]) -> None:
