@@ -644,8 +644,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             return drawn[1]
         if self.groups:
             return "groups"
-        one_vs_rest = self.num_classes is not None and self.mode == "one_vs_rest"
-        return "items" if one_vs_rest else "pairs"  # as comparison_units decides
+        by_item = self.num_classes is not None and self.mode != "top_label"
+        return "items" if by_item else "pairs"  # as comparison_units decides
 
     def _difference_text(self, result: ComparisonResult) -> str:
         """``a − b = +0.1367 [95%: +0.1052, +0.1703], p < 0.004 (paired)``, or that there

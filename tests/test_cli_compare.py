@@ -200,12 +200,19 @@ def test_mode_compares_multiclass_files(tmp_path, capsys, mode) -> None:
         sharp, probs, target, mode=mode, n_samples=200, generator=torch.Generator().manual_seed(0)
     )
     assert summary["mode"] == mode
-    # An item's one-vs-rest pairs are resampled together; a top-label or classwise item is
-    # one pair of each set.
-    assert summary["resampled"] == ("items" if mode == "one_vs_rest" else "pairs")
+    # An item's one-vs-rest pairs are resampled together, and so is its pair in every
+    # class's set (one weight an item for all classes); a top-label item is one pair.
+    units = "pairs" if mode == "top_label" else "items"
+    assert summary["resampled"] == units
     assert summary["difference"] == pytest.approx(expected.difference.item(), rel=1e-12)
     assert summary["lower"] == pytest.approx(expected.lower.item(), rel=1e-12)
     assert summary["p_value"] == pytest.approx(expected.p_value.item())
+    # The text's header and the page's interval kind name the same units.
+    page = tmp_path / "page.html"
+    assert main([str(a) for a in [*argv[:-1], "--samples", "200", "--html", page]]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert f"paired bootstrap over {units} (200 draws" in header
+    assert f"paired bootstrap over {units}, 200 draws" in page.read_text(encoding="utf-8")
 
 
 def test_a_label_per_class_of_a_multiclass_file_is_named_as_such(

@@ -14,6 +14,7 @@ from calib_metrics.functional.comparison import (
     ComparisonResult,
     _unit_sums,
     comparison_units,
+    resampled_ids,
     root_difference,
 )
 
@@ -286,6 +287,19 @@ def test_one_vs_rest_is_the_expanded_pairs_resampled_item_by_item(debias) -> Non
         for field in ("difference", "lower", "upper", "p_value"):
             torch.testing.assert_close(getattr(got, field), getattr(by_item, field))
     assert comparison_units(sharp, c, "one_vs_rest", None) == "items"
+
+
+@pytest.mark.parametrize("mode", ["classwise", "top_label"])
+def test_classwise_items_are_what_a_comparison_names_as_resampled(mode) -> None:
+    """A classwise draw weighs each item once for every class's set: its units are items
+    (they had been named "pairs"); a top-label item is one pair. Within one class's set an
+    item is one pair, so a smooth band of that set still resamples pairs (no ids)."""
+    sharp, p, c = _multiclass(n=6, seed=2)
+    units = "items" if mode == "classwise" else "pairs"
+    assert comparison_units(sharp, c, mode, None) == units
+    assert resampled_ids(sharp, c, mode, None) is None
+    with pytest.warns(UserWarning, match=rf"6 resampling units \({units}\)"):
+        compare_calibration(sharp, p, c, mode=mode, n_samples=20)
 
 
 def test_multiclass_groups_follow_every_pair_of_an_item() -> None:

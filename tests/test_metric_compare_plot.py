@@ -105,6 +105,17 @@ def test_a_one_vs_rest_comparison_is_labelled_by_what_it_resampled() -> None:
         assert "debiased item bootstrap" in axes[0].get_title()
 
 
+def test_a_classwise_comparisons_panels_are_labelled_by_what_it_resampled() -> None:
+    """Every draw gives an item one weight in every class's set: its panels had said "pair
+    bootstrap", the command line's header "over pairs"."""
+    metric, _ = _classwise(3)
+    for val in (None, metric.compute()):
+        fig, _ = metric.plot(val)
+        texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
+        assert any("debiased item bootstrap" in t for t in texts), texts
+        assert not any("pair bootstrap" in t for t in texts)
+
+
 def test_classwise_panels_are_the_classes_behind_the_result_drawn_without_computing() -> None:
     """The panels had come from compute_by_label(): the update's labels= in place of the
     classes, the items updated since a result (beside its title), and under DDP a

@@ -440,7 +440,7 @@ def _compare(
     if items is not None and groups is None and by_item is None:
         by_item = check_ids(items, sets[0][0])
     units, n_units = _units(sets[0][1], groups if groups is not None else by_item)
-    unit_name = "groups" if groups is not None else "items" if by_item is not None else "pairs"
+    unit_name = "items" if by_item is not None else comparison_units(probs_a, target, mode, groups)
     grouped = debias and groups is not None
     options = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
     models = [
@@ -821,36 +821,42 @@ def _paired_sets(probs_a: Tensor, probs_b: Tensor, target: Tensor, groups, mode:
 
 
 def comparison_units(probs: Tensor, target: Tensor, mode: str, groups: Tensor | None) -> str:
-    """What :func:`compare_calibration` resamples: ``"groups"`` (given), ``"items"`` (the
-    one-vs-rest pairs of multiclass items, each item's C pairs together) or ``"pairs"``
-    (binary pairs; a top-label or classwise item is one pair of each set).
+    """What :func:`compare_calibration` resamples, as its reports name it: ``"groups"``
+    (given), ``"items"`` (multiclass items: one-vs-rest, each item's C pairs together;
+    classwise, each item's pair in every class's set together, one weight an item for all
+    classes) or ``"pairs"`` (binary pairs; a top-label item is one pair).
 
     Example:
         >>> import torch
         >>> probs, target = torch.full((4, 3), 1 / 3), torch.tensor([0, 1, 2, 0])
         >>> comparison_units(probs, target, "one_vs_rest", None)
         'items'
+        >>> comparison_units(probs, target, "classwise", None)
+        'items'
         >>> comparison_units(probs, target, "top_label", None)
         'pairs'
     """
     if groups is not None:
         return "groups"
-    by_item = mode == "one_vs_rest" and is_multiclass(probs, target)
+    by_item = mode != "top_label" and is_multiclass(probs, target)
     return "items" if by_item else "pairs"
 
 
 def resampled_ids(probs: Tensor, target: Tensor, mode: str, groups: Tensor | None) -> Tensor | None:
-    """The ids :func:`compare_calibration` resamples by, one per item (``target``'s
-    shape): ``groups``, each item's own id where it resamples items
-    (:func:`comparison_units`), else None (pairs). A smooth curve's band drawn beside a
+    """The ids :func:`compare_calibration` resamples a pair set by, one per item
+    (``target``'s shape): ``groups``, each item's own id where a set holds several pairs
+    of an item (one-vs-rest ``[N, C]`` input: its C pairs), else None (pairs: a
+    classwise set holds one pair of each item, and the one weight an item gets in every
+    class's set is the pair's own in each). A smooth curve's band drawn beside a
     comparison resamples by them too.
 
     Example:
         >>> import torch
         >>> resampled_ids(torch.full((3, 2), 0.5), torch.tensor([0, 1, 1]), "one_vs_rest", None)
         tensor([0, 1, 2])
+        >>> resampled_ids(torch.full((3, 2), 0.5), torch.tensor([0, 1, 1]), "classwise", None)
     """
-    if comparison_units(probs, target, mode, groups) != "items":
+    if groups is not None or mode != "one_vs_rest" or not is_multiclass(probs, target):
         return groups
     return torch.arange(target.numel(), device=target.device).reshape(target.shape)
 

@@ -169,7 +169,7 @@ def interval_label(confidence: float, interval: str | None = None, debias: bool 
     Args:
         confidence: the interval's coverage, in (0, 1) (a NumPy scalar too).
         interval: ``"paper"``, ``"pairs"``, ``"groups"`` (the library's ``interval=``
-            settings), ``"items"`` (what a comparison of one-vs-rest pairs resamples:
+            settings), ``"items"`` (what a comparison of multiclass items resamples:
             :func:`~calib_metrics.functional.comparison.comparison_units`), or None when
             the kind is not known (only the level is named).
         debias: whether the interval is built around the debiased estimate.
