@@ -4,6 +4,8 @@ a second "perfect calibration" legend entry, and replaced the title with its own
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -189,3 +191,36 @@ def test_an_overlay_in_a_subfigure_of_constrained_layout_draws(two) -> None:
     reliability_diagram(a, ax, label="a")
     reliability_diagram(b, ax, label="b", color="C1")
     assert fig.get_size_inches().tolist() == [9.0, 5.0] and _inside(fig, ax.get_legend())
+
+
+def _ends_overlay():
+    """Model a near 0.02 / 0.98 draws a logit axis over [0.01, 0.999]; model b, at 1e-6 and
+    1 − 1e-7, lies past both of its ends."""
+    g = torch.Generator().manual_seed(0)
+    high = torch.rand(4000, generator=g) > 0.5
+    y = torch.bernoulli(torch.where(high, 0.98, 0.02).double(), generator=g)
+    qa = torch.where(high, 0.98, 0.02).double() + 0.005 * torch.rand(4000, generator=g)
+    qb = torch.where(high, 1 - 1e-7, 1e-6).double()
+    return [calibration_error_ci(q, y, n_samples=20) for q in (qa, qb)]
+
+
+def test_a_second_models_bins_past_a_logit_axis_are_said_so() -> None:
+    a, b = _ends_overlay()
+    _, ax = reliability_diagram(a, label="a", xscale="logit")
+    lo, hi = ax.get_xlim()
+    past = int(((b.bins.pred_mean < lo) | (b.bins.pred_mean > hi)).sum())
+    message = rf"model 'b': {past} of its {len(b.bins.count)} bins \([\d,]+ pairs\) lie past"
+    with pytest.warns(UserWarning, match=message):
+        reliability_diagram(b, ax, label="b", color="C1")
+    assert ax.get_xlim() == (lo, hi)
+    (entry,) = [t for t in _legend(ax) if t.startswith("b: ")]
+    assert entry.endswith(f"({past} bins at the x axis' ends)")
+
+
+def test_a_second_model_within_the_axis_is_not_warned_of(two) -> None:
+    a, b = two
+    _, ax = reliability_diagram(a, label="a", xscale="logit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reliability_diagram(b, ax, label="b", color="C1")
+    assert not any("axis' ends" in t for t in _legend(ax))

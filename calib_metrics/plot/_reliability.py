@@ -6,6 +6,7 @@ further call on the same axes overlays a second model.
 from __future__ import annotations
 
 import math
+import warnings
 
 from matplotlib.axes import Axes
 from matplotlib.colors import is_color_like
@@ -59,7 +60,9 @@ def reliability_diagram(
     on the same count axis (only on the very axes of a diagram: a neighbouring subplot,
     even of ``sharex=True``, or an ``ax`` emptied by ``ax.clear()`` gets a diagram of its
     own). The diagonal, the x axis (``xscale`` is not used) and the
-    title stay the first call's; the model's legend entry names its error (``"model b:
+    title stay the first call's: bins past the ends of the first model's logit axis are
+    drawn at them, said in their legend entry and by a UserWarning (draw the model of the
+    most extreme predictions first); the model's legend entry names its error (``"model b:
     CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
     The legend of several models sits below the diagram in a figure of constrained layout
     (inside, it hid their bins), and a figure holding only this diagram (a new one) grows
@@ -127,6 +130,7 @@ def reliability_diagram(
     entry = label or f"bins (±{z:.2f} se)"
     if counts is not None:  # the title holds the first model's error: the legend, this one's
         entry = f"{entry}: {describe(result, norm)}"
+        entry += _past_the_ends(axis, _ProbabilityAxis(axis.scale, q), q, n, label)
     _draw_bins(ax, axis, (q, p, samples), z, color, entry)
     if counts is None:
         axis.apply(ax)
@@ -184,6 +188,30 @@ def _legend_below(ax: Axes, handles: list) -> None:
     if alone:
         grow = (legend.get_window_extent().height - before) / fig.dpi
         fig.set_figheight(fig.get_figheight() + grow)
+
+
+def _past_the_ends(
+    axis: _ProbabilityAxis, own: _ProbabilityAxis, q: list[float], n: list[float], label: str | None
+) -> str:
+    """Warn of a further model's bins that the first model's logit axis cannot show
+    (drawn at its ends, their pairs in its end slices: a model overconfident at 1e-6 had
+    read as about right at 0.01), and return the legend entry's note of them. Only the
+    bins that this model's own diagram (``own``) would have shown where they are count."""
+    moved = [(qi, ni) for qi, ni in zip(q, n) if own.clip([qi]) != axis.clip([qi])]
+    if not moved:
+        return ""
+    pairs = counted(sum(ni for _, ni in moved), "pair", grouped=True)
+    name = f"model {label!r}" if label else "this model"
+    lie = "lies" if len(moved) == 1 else "lie"
+    warnings.warn(
+        f"{name}: {len(moved)} of its {counted(len(q), 'bin')} ({pairs}) {lie} past the ends "
+        f"({axis.lo:g}, {axis.hi:g}) of the x axis that the first model drew on ax, and are "
+        "drawn at those ends, their pairs in its end bars: draw the model with the most "
+        "extreme predictions first",
+        UserWarning,
+        stacklevel=3,
+    )
+    return f" ({counted(len(moved), 'bin')} at the x axis' ends)"
 
 
 def _refuse_pooled_classes(bins: Bins) -> None:
