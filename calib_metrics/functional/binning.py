@@ -122,10 +122,12 @@ class TiedBins(Bins):
     Bins made from a streaming sketch for the debiased error may also carry ``unplaced``
     (:func:`bin_unplaced`): per bin, the variance of its label sum that the sketch leaves
     open, where a boundary cuts a cell of several values whose labels it cannot place
-    (:func:`~calib_metrics.functional.sketch.to_bins`)."""
+    (:func:`~calib_metrics.functional.sketch.to_bins`). Uniform bins carry ``edges``: each
+    bin's lower and upper edge (rows), on which a reliability diagram counts its pairs."""
 
     ties: TieCuts
     unplaced: Tensor | None = None
+    edges: Tensor | None = None
 
     def __repr__(self) -> str:
         return repr(Bins(*self))
@@ -1294,6 +1296,8 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     against float64 edges); the sums are float64 whatever the dtype. The one difference:
     q = 1 belongs to the last bin here, while torchmetrics gives it a bin of its own.
 
+    The bins carry their edges (``edges``, a row per bin kept).
+
     Example:
         >>> import torch
         >>> bins = uniform_binning(torch.tensor([0.05, 0.15, 0.95]), torch.tensor([0, 1, 1]), 10)
@@ -1301,6 +1305,8 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
         tensor([0.0500, 0.1500, 0.9500], dtype=torch.float64)
         >>> bins.freq
         tensor([0., 1., 1.], dtype=torch.float64)
+        >>> bins.edges[-1].tolist()
+        [0.8999999761581421, 1.0]
     """
     check_int("n_bins", n_bins)
     probs, target = _check_pairs(probs, target)
@@ -1309,7 +1315,10 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     count, sum_q, sum_y = spread_bin_sums(b, n_bins, ones, probs, target)
     # A tie group never straddles an equal-width edge: no boundary cuts one.
     bins = _sums_to_bins(count, sum_q, sum_y)
-    return with_ties(bins, no_cuts(bins.count))
+    bins = with_ties(bins, no_cuts(bins.count))
+    edges = torch.linspace(0, 1, n_bins + 1, dtype=probs.dtype, device=probs.device).double()
+    bins.edges = torch.stack([edges[:-1], edges[1:]], dim=1)[count > 0]
+    return bins
 
 
 def bin_index(

@@ -6,7 +6,6 @@ model's counts over the first's, in its colour).
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 from typing import Any
 
@@ -52,31 +51,59 @@ def _count_twins(ax: Axes) -> list[Axes]:
     ]
 
 
+#: Uniform bins up to this many get a count bar each, on their own edges; more are
+#: counted in the x axis' slices, each of which then holds ten or more of them.
+MAX_BIN_BARS = 200
+
+
+def _bin_spans(bins: Any) -> list[tuple[float, float]] | None:
+    """The edges of each bin that holds pairs, where the bins know them (uniform bins:
+    ``TiedBins.edges``) and are few enough to draw a bar each; else None."""
+    edges = getattr(bins, "edges", None)
+    if edges is None or len(edges) > MAX_BIN_BARS:
+        return None
+    return [(lo, hi) for (lo, hi), c in zip(edges.tolist(), bins.count.tolist()) if c > 0]
+
+
 def _slice_counts(
-    axis: _ProbabilityAxis, q: list[float], n: list[float]
-) -> tuple[list[float], list[float]]:
-    """The edges of the x axis' slices and the pairs in each (each bin's at its mean q̂)."""
+    axis: _ProbabilityAxis,
+    q: list[float],
+    n: list[float],
+    spans: list[tuple[float, float]] | None = None,
+) -> tuple[list[float], list[float], list[float]]:
+    """Where each bar starts and ends, and the pairs it counts: a bar per bin on its own
+    ``spans`` (clipped to the axis), else the pairs in each slice of the x axis (each bin's
+    at its mean q̂; uniform bins of 10 had left every other slice empty, a false comb)."""
+    if spans is not None and len(spans) == len(q):
+        starts, ends = (axis.clip(list(side)) for side in zip(*spans, strict=True))
+        return starts, ends, list(n)
     edges = axis.slices()
     heights = [0.0] * (len(edges) - 1)
     for qi, ni in zip(axis.clip(q), n):
         heights[min(max(bisect.bisect_right(edges, qi) - 1, 0), len(heights) - 1)] += ni
-    return edges, heights
+    return edges[:-1], edges[1:], heights
 
 
-def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]) -> Axes:
-    """Pairs per slice of the x axis (each bin's at its mean q̂) as grey bars on a
-    labelled right-hand axis.
+def _count_bars(
+    ax: Axes,
+    axis: _ProbabilityAxis,
+    q: list[float],
+    n: list[float],
+    spans: list[tuple[float, float]] | None = None,
+) -> Axes:
+    """Pairs per slice of the x axis (each bin's at its mean q̂), or per bin on its
+    ``spans``, as grey bars on a labelled right-hand axis.
 
     Returns that axis (its first bar container is the legend's entry).
     """
-    edges, heights = _slice_counts(axis, q, n)
+    bars = _slice_counts(axis, q, n, spans)
     counts = ax.twinx()
     counts.set_label(COUNT_AXIS)  # so that a second model's call finds it
     counts.set_box_aspect(ax.get_box_aspect())  # else the twin keeps the whole cell
-    nonzero = [h for h in heights if h > 0] or [1.0]
+    nonzero = [h for h in bars[2] if h > 0] or [1.0]
     log = max(nonzero) >= 100 * min(nonzero)
     style = {"color": "0.85", "edgecolor": "0.65", "linewidth": 0.4}
-    _slice_bars(counts, edges, heights, log=log, label=_count_entry(log), **style)
+    _slice_bars(counts, *bars, log=log, label=_count_entry(log), **style)
     _count_limits(counts, min(nonzero), max(nonzero), log)
     counts.set_ylabel("pairs" + (" (log scale)" if log else ""), color="0.35", fontsize=8)
     counts.yaxis.set_label_coords(1.13, 0.17)
@@ -88,24 +115,32 @@ def _count_bars(ax: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float]
 
 
 def _more_count_bars(
-    counts: Axes, axis: _ProbabilityAxis, q: list[float], n: list[float], color: str
+    counts: Axes,
+    axis: _ProbabilityAxis,
+    q: list[float],
+    n: list[float],
+    color: str,
+    spans: list[tuple[float, float]] | None = None,
 ) -> None:
-    """A further model's pairs per slice on a diagram's count axis, as bars in its
-    colour over the first model's grey ones; the axis grows to the tallest bar."""
-    edges, heights = _slice_counts(axis, q, n)
+    """A further model's pairs per slice (or per bin, on its ``spans``) on a diagram's
+    count axis, as bars in its colour over the first model's grey ones; the axis grows to
+    the tallest bar."""
+    bars = _slice_counts(axis, q, n, spans)
     log = counts.get_yscale() == "log"
     # The colour names the model, as its bins do: no legend entry of its own.
     style = {"color": color, "alpha": 0.25, "linewidth": 0}
-    _slice_bars(counts, edges, heights, log=log, label="_nolegend_", **style)
+    _slice_bars(counts, *bars, log=log, label="_nolegend_", **style)
     counts.containers[0].set_label(_count_entry(log, several=True))  # no longer all grey
     nonzero = [h for bar in counts.patches if (h := bar.get_height()) > 0] or [1.0]
     _count_limits(counts, min(nonzero), max(nonzero), log)
 
 
-def _slice_bars(counts: Axes, edges: list[float], heights: list[float], **style: Any) -> None:
-    """One bar per slice between consecutive ``edges``, drawn with matplotlib ``style``."""
-    widths = [b - a for a, b in itertools.pairwise(edges)]
-    counts.bar(edges[:-1], heights, width=widths, align="edge", **style)
+def _slice_bars(
+    counts: Axes, starts: list[float], ends: list[float], heights: list[float], **style: Any
+) -> None:
+    """One bar from each of ``starts`` to its end, drawn with matplotlib ``style``."""
+    widths = [b - a for a, b in zip(starts, ends, strict=True)]
+    counts.bar(starts, heights, width=widths, align="edge", **style)
 
 
 def _count_entry(log: bool, several: bool = False) -> str:

@@ -18,7 +18,13 @@ from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot._arguments import _axes, _numbers
-from calib_metrics.plot._counts import DIAGONAL, _count_axis, _count_bars, _more_count_bars
+from calib_metrics.plot._counts import (
+    DIAGONAL,
+    _bin_spans,
+    _count_axis,
+    _count_bars,
+    _more_count_bars,
+)
 from calib_metrics.plot._legend_place import BINS, place_legend_when_drawn
 from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
 from calib_metrics.plot._smooth import _draw_smooth
@@ -50,7 +56,8 @@ def reliability_diagram(
     decades or more): mass piled near 0 and 1 means sharp predictions. The result keeps
     bins, not pairs, so a bin's pairs are counted in the slice of its mean q̂: a bar is
     the pairs of the bins whose points it holds (uniform q in bins of 55 pairs draws bars
-    of 110–165 around 150, and one bin is one bar). The title gives the
+    of 110–165 around 150, and one bin is one bar). Uniform bins (``binning="uniform"``,
+    up to 200 of them) are a bar each, on their own edges. The title gives the
     error with its interval (after ``label``, when given), and the interval's level and
     kind (:func:`interval_label` of ``confidence``, ``interval`` and ``debias``: pass the
     settings that made ``result``; neither where ``result`` has no interval).
@@ -134,7 +141,7 @@ def reliability_diagram(
     _draw_bins(ax, axis, (q, p, samples), z, color, entry)
     if counts is None:
         axis.apply(ax)
-        counts = _count_bars(ax, axis, q, n)
+        counts = _count_bars(ax, axis, q, n, _bin_spans(bins))
         ax.set_xlabel("predicted probability q̂ (bin mean)")
         ax.set_ylabel("empirical frequency p̂")
         lines = [title] if title else []
@@ -148,7 +155,7 @@ def reliability_diagram(
         lines += [" · ".join(drawn + size)]
         ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     else:
-        _more_count_bars(counts, axis, q, n, color)
+        _more_count_bars(counts, axis, q, n, color, _bin_spans(bins))
     handles = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
     handles.setdefault(counts.containers[0].get_label(), counts.containers[0])
     # Below the diagram only where constrained layout makes room for it: elsewhere it
