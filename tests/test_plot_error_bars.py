@@ -134,3 +134,14 @@ def test_a_diagram_without_an_interval_names_no_level() -> None:
     first, second = ax.get_title().splitlines()
     assert first.endswith("no interval") and second == "1 bin · N=2"
     plt.close(fig)
+
+
+def test_bins_on_the_axes_edges_are_drawn_whole() -> None:
+    """q = 1, y = 0 puts the bin in the corner of a logit axis, p̂ = 1 on the top edge:
+    clipped to the axes, their markers had shown a quarter or a half."""
+    for q, y in (([1.0] * 300, [0.0] * 300), ([0.3] * 20, [1.0] * 20)):
+        t = torch.tensor
+        r = calibration_error_ci(t(q, dtype=torch.float64), t(y, dtype=torch.float64))
+        _, ax = reliability_diagram(r)
+        marks = ax.containers[0].get_children()
+        assert marks and not any(m.get_clip_on() for m in marks)

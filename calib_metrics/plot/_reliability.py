@@ -259,7 +259,8 @@ def _bin_marks(bins: Bins) -> tuple[list[float], list[float], list[float], list[
 def _draw_bins(
     ax: Axes, axis: _ProbabilityAxis, bins: tuple[list, list, list], z: float, color, label: str
 ) -> None:
-    """(q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (clipped to [0, 1]), thinner for many bins.
+    """(q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (clipped to [0, 1]), thinner for many bins,
+    drawn whole across the axes' edges (bins at p̂ = 0 or 1, or at the x axis' ends).
 
     se = √(p̂(1 − p̂)/n_eff) with each bin's effective sample size (``bins`` is (q̂, p̂,
     n_eff)): the variance of p̂ that the debiased estimator subtracts, so correlated
@@ -284,3 +285,9 @@ def _draw_bins(
         label=label,
     )
     marks.lines[0].set_gid(BINS)  # what a legend inside the diagram should not hide
+    # A bin at p̂ = 0 or 1, or at an end of the x axis, lies on the axes' edge: clipped
+    # there, its marker had shown half or a quarter of itself (q = 1, y = 0: a speck in
+    # the corner). Unclipped, it shows whole; its zorder stays (raised over the spines, it
+    # would also cross the diagonal and curves differently, moving every figure's pixels).
+    for artist in marks.get_children():
+        artist.set_clip_on(False)
