@@ -1,7 +1,7 @@
 """A ModelCheckpoint or EarlyStopping reading a tag the monitor logs only every n-th epoch:
 read before the monitor's first measured epoch, Lightning stops the fit with an error that
 names no monitor; read after it, a checkpoint is scored by the last measured epoch's value
-without a word. The monitor says which at setup, with what works instead."""
+without a word. The monitor says which as the fit starts, with what works instead."""
 
 from __future__ import annotations
 
@@ -14,21 +14,27 @@ from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from test_callbacks import TinyTagger, loaders, monitor, trainer
 
-from calib_metrics.callbacks._watchers import unseen_tag_messages
+from calib_metrics.callbacks._watchers import Fit, unseen_tag_messages
 
 
-def _fit(tmp_path: Path, callbacks: list[Any], **options: Any) -> tuple[list[str], str]:
-    """The monitor's warnings of such callbacks in a 4-epoch fit, and the error that
-    stopped the fit ("" when none did)."""
+def _fit(
+    tmp_path: Path,
+    callbacks: list[Any],
+    epochs: int = 4,
+    ckpt_path: Path | None = None,
+    **options: Any,
+) -> tuple[list[str], str]:
+    """The monitor's warnings of such callbacks in a fit (of 3 training batches an epoch),
+    and the error that stopped the fit ("" when none did)."""
     train, val = loaders()
     run = trainer(
-        tmp_path, 4, callbacks=callbacks, logger=False, enable_checkpointing=True, **options
+        tmp_path, epochs, callbacks=callbacks, logger=False, enable_checkpointing=True, **options
     )
     error = ""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            run.fit(TinyTagger(), train, val)
+            run.fit(TinyTagger(), train, val, ckpt_path=ckpt_path)
         except (MisconfigurationException, RuntimeError) as stop:
             error = str(stop)
     return [str(w.message) for w in caught if "reads a tag this monitor" in str(w.message)], error
@@ -42,8 +48,9 @@ def test_a_checkpoint_on_a_skipped_epoch_is_warned_of_before_lightning_stops_the
     assert "could not find the monitored key" in error
     assert said == [
         "CalibrationMonitor: ModelCheckpoint(monitor='val/calib_err') reads a tag this monitor "
-        "logs every 2 epochs only (every_n_epochs=2): at the first epoch it skips Lightning "
-        "finds no value and stops the fit; give the checkpoint every_n_epochs=2 too, or "
+        "logs every 2 epochs only (every_n_epochs=2): before the monitor's first measured "
+        "epoch Lightning finds no value and stops the fit; give the checkpoint "
+        "every_n_epochs=2 too, or "
         "measure every epoch (every_n_epochs=1), with Trainer(check_val_every_n_epoch=2) to "
         "validate every 2 epochs"
     ]
@@ -84,22 +91,125 @@ def test_a_checkpoint_first_saved_after_a_measured_epoch_is_told_its_stale_score
 
 
 @pytest.mark.parametrize(
-    ("save_every", "every", "validated_every", "happens"),
+    ("save_every", "every", "fit", "happens"),
     [
-        (1, 2, 1, "stops the fit"),  # saves at epoch 0, measured from epoch 1 (0-based)
-        (3, 4, 1, "stops the fit"),  # saves at epoch 2, measured from epoch 3
-        (3, 2, 1, "scored by the last measured"),  # saves at 2 (and 5, measured), from 1
-        (5, 2, None, "scored by the last measured"),  # validated by steps: any epoch
-        (3, 4, 2, "scored by the last measured"),  # saves at 5, measured from 3
-        (1, 2, 3, "stops the fit"),  # validated (and saved) at 2, measured from 5
+        (1, 2, Fit(1), "stops the fit"),  # saves at epoch 0, measured from epoch 1 (0-based)
+        (3, 4, Fit(1), "stops the fit"),  # saves at epoch 2, measured from epoch 3
+        (3, 2, Fit(1), "scored by the last measured"),  # saves at 2 (and 5, measured), from 1
+        (3, 4, Fit(2), "scored by the last measured"),  # saves at 5, measured from 3
+        (1, 2, Fit(3), "stops the fit"),  # validated (and saved) at 2, measured from 5
+        # Resumed at epoch 2 with no logged value: saves at 2, measured from 3.
+        (3, 2, Fit(1, first_epoch=2), "stops the fit (a resumed fit has none"),
+        (3, 2, Fit(1, first_epoch=3), "scored by the last measured"),  # saves at 5, from 3
+        # Validated by batch count: any epoch, or none, may validate.
+        (5, 2, Fit(1, epochs_known=False), "either can happen"),
     ],
 )
 def test_the_first_save_against_the_first_measured_epoch(
-    save_every: int, every: int, validated_every: int | None, happens: str
+    save_every: int, every: int, fit: Fit, happens: str
 ) -> None:
     checkpoint = ModelCheckpoint(monitor="val/calib_err", every_n_epochs=save_every)
-    [said] = unseen_tag_messages([checkpoint], ["val/calib_err"], every, validated_every)
+    [said] = unseen_tag_messages([checkpoint], ["val/calib_err"], every, fit)
     assert happens in said
+
+
+def test_validation_by_batch_count_claims_no_outcome(tmp_path: Path) -> None:
+    """Validating every 9 (or 6) batches across epochs of 3, the Trainer validates at
+    epochs 2 and 5 (or 1, 3, 5): a checkpoint had been told it is scored by a stale value
+    where the fit stops (or that the fit stops where it finishes), the monitor having
+    counted a validation at every epoch."""
+    by_count = {"check_val_every_n_epoch": None}
+    save_every_3 = ModelCheckpoint(
+        dirpath=tmp_path / "a", monitor="val/calib_err", every_n_epochs=3, save_top_k=-1
+    )
+    said, error = _fit(
+        tmp_path,
+        [monitor(every_n_epochs=2, save_png=False), save_every_3],
+        epochs=6,
+        val_check_interval=9,
+        **by_count,
+    )
+    assert "could not find the monitored key" in error
+    assert len(said) == 1 and "at epochs not known ahead, so either can happen" in said[0]
+    save_every_1 = ModelCheckpoint(dirpath=tmp_path / "b", monitor="val/calib_err")
+    said, error = _fit(
+        tmp_path,
+        [monitor(every_n_epochs=2, save_png=False), save_every_1],
+        epochs=6,
+        val_check_interval=6,
+        **by_count,
+    )
+    assert error == ""
+    assert len(said) == 1 and "either can happen" in said[0]
+
+
+def test_a_resumed_fit_is_told_it_starts_with_no_logged_value(tmp_path: Path) -> None:
+    """Lightning keeps no logged value in a checkpoint: resumed at epoch 2, a checkpoint
+    saving every 3rd epoch beside a monitor measuring every 2nd reads at epoch 2 and stops
+    the fit. It had been told it is scored by the last measured epoch's value, as in a
+    fresh fit."""
+
+    def callbacks() -> list[Any]:
+        saving = ModelCheckpoint(
+            dirpath=tmp_path / "a", monitor="val/calib_err", every_n_epochs=3, save_top_k=-1
+        )
+        return [monitor(every_n_epochs=2, save_png=False), saving]
+
+    last = ModelCheckpoint(dirpath=tmp_path / "last", save_last=True, save_top_k=0)
+    said, error = _fit(tmp_path, [*callbacks(), last], epochs=2)
+    assert error == "" and "scored by the last measured epoch's value" in said[0]
+    said, error = _fit(tmp_path, callbacks(), epochs=6, ckpt_path=tmp_path / "last" / "last.ckpt")
+    assert "could not find the monitored key" in error
+    assert len(said) == 1
+    assert (
+        "before the monitor's first measured epoch Lightning finds no value and stops the fit "
+        "(a resumed fit has none: a checkpoint keeps no logged value)" in said[0]
+    )
+
+
+def test_reads_at_the_training_epochs_end_are_warned_of(tmp_path: Path) -> None:
+    """Validating every 2nd epoch, EarlyStopping(check_on_train_epoch_end=True) reads at
+    every epoch's end, and ModelCheckpoint(save_on_train_epoch_end=True) at every one of its
+    every_n_epochs-th: neither had been warned of, though the first stops the fit at epoch
+    0 and the second scores epoch 2's checkpoint by epoch 1's value."""
+    every_2nd = {"check_val_every_n_epoch": 2}
+    stopping = EarlyStopping("val/calib_err", check_on_train_epoch_end=True)
+    said, error = _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), stopping], **every_2nd)
+    assert "which is not available" in error
+    assert said == [
+        "CalibrationMonitor: EarlyStopping(monitor='val/calib_err') reads a tag this monitor "
+        "logs every 2 epochs only (every_n_epochs=2): before the monitor's first measured "
+        "epoch Lightning finds no value and stops the fit; give EarlyStopping "
+        "check_on_train_epoch_end=False, and measure every epoch (every_n_epochs=1), with "
+        "Trainer(check_val_every_n_epoch=2) to validate every 2 epochs"
+    ]
+    checkpoint = ModelCheckpoint(
+        dirpath=tmp_path / "a", monitor="val/calib_err", save_top_k=-1, save_on_train_epoch_end=True
+    )
+    measuring = monitor(every_n_epochs=2, save_png=False)
+    said, error = _fit(tmp_path, [measuring, checkpoint], **every_2nd)
+    assert error == ""
+    assert said == [
+        "CalibrationMonitor: ModelCheckpoint(monitor='val/calib_err') reads a tag this monitor "
+        "logs every 2 epochs only (every_n_epochs=2): a checkpoint saved at an epoch it skips "
+        "is scored by the last measured epoch's value; give the checkpoint every_n_epochs=2 "
+        "and save_on_train_epoch_end=False"
+    ]
+    scores = {
+        Path(path).name.split("-")[0]: float(s) for path, s in checkpoint.best_k_models.items()
+    }
+    assert scores["epoch=2"] == scores["epoch=1"] == measuring.history[0]["error"]
+    # The fix the warning gives.
+    aligned = ModelCheckpoint(
+        dirpath=tmp_path / "b",
+        monitor="val/calib_err",
+        every_n_epochs=2,
+        save_on_train_epoch_end=False,
+    )
+    assert _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), aligned], **every_2nd) == (
+        [],
+        "",
+    )
 
 
 def test_early_stopping_on_a_skipped_epoch_is_warned_of(tmp_path: Path) -> None:

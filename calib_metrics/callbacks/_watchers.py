@@ -1,18 +1,47 @@
 """The Trainer's ``ModelCheckpoint`` and ``EarlyStopping`` that read a tag the monitor
-logs only every ``every_n_epochs``-th epoch. Lightning keeps the last logged value: read
-before the monitor's first measured epoch there is none, and Lightning stops the fit
-("could not find the monitored key", "... which is not available"); after it, a
-checkpoint saved at an epoch the monitor skips is scored by the last measured epoch's
-value, and ``EarlyStopping(strict=False)`` reads that value again at the other epochs.
+logs only every ``every_n_epochs``-th epoch.
+
+Who reads when (Lightning 2.6): a checkpoint after each validation of its every
+``every_n_epochs``-th epoch, EarlyStopping after each validation. Given
+``save_on_train_epoch_end=True`` / ``check_on_train_epoch_end=True`` they read at the end
+of the training epoch instead, validated or not: a checkpoint every ``every_n_epochs``-th
+epoch, EarlyStopping every epoch. (Left unset, they read there only when the Trainer
+validates once at each epoch's end: the same epochs.)
+
+What they find: the value last logged in this fit (a checkpoint keeps none, so a resumed
+fit starts without one). Finding none, Lightning stops the fit ("could not find the
+monitored key", "... which is not available"), except that a checkpoint saving at a
+training epoch's end before the fit's first validation only warns and saves nothing.
+After the monitor's first measured epoch a checkpoint saved at an epoch it skips is
+scored by the last measured epoch's value, and EarlyStopping counts that value again
+against its patience.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+
+
+class Fit(NamedTuple):
+    """When a fit validates, as known at its start."""
+
+    validated_every: int  # check_val_every_n_epoch; 1 when validating by batch count
+    first_epoch: int = 0  # a resumed fit's first epoch (0-based)
+    epochs_known: bool = True  # False when validating by batch count or time
+
+
+def fit_of(trainer: Any) -> Fit:
+    """The fit ``trainer`` starts (its loops restored, for a resumed fit)."""
+    # By batch count across epochs (check_val_every_n_epoch=None) any epoch may validate;
+    # by time, any of the validating epochs, or none.
+    by_count = trainer.check_val_every_n_epoch is None
+    by_time = getattr(trainer, "_val_check_time_interval", None) is not None
+    known = not (by_count or by_time)
+    return Fit(trainer.check_val_every_n_epoch or 1, trainer.current_epoch, known)
 
 
 def _reads(monitored: str | None, tags: Iterable[str]) -> bool:
@@ -27,76 +56,123 @@ def _reads(monitored: str | None, tags: Iterable[str]) -> bool:
     )
 
 
-def _fix(every: int, callback: Any) -> str:
+def _at_train_epoch_end(callback: Any, fit: Fit) -> bool:
+    """Whether ``callback`` reads at training epochs' ends that may see no validation."""
+    given = (
+        callback._check_on_train_epoch_end
+        if isinstance(callback, EarlyStopping)
+        else callback._save_on_train_epoch_end
+    )
+    # Where every epoch validates, before its end, its end is read at the same epochs as its
+    # validation (EarlyStopping's own setup sets True there when left unset).
+    return given is True and (fit.validated_every > 1 or not fit.epochs_known)
+
+
+def _fix(every: int, callback: Any, fit: Fit) -> str:
     """What makes ``callback`` read the tag only at the epochs the monitor measures."""
     validate = (
         f"measure every epoch (every_n_epochs=1), with Trainer(check_val_every_n_epoch={every}) "
         f"to validate every {every} epochs"
     )
     if isinstance(callback, ModelCheckpoint):
+        if _at_train_epoch_end(callback, fit):
+            return f"give the checkpoint every_n_epochs={every} and save_on_train_epoch_end=False"
         return f"give the checkpoint every_n_epochs={every} too, or {validate}"
+    if _at_train_epoch_end(callback, fit):
+        return f"give EarlyStopping check_on_train_epoch_end=False, and {validate}"
     return f"{validate} (EarlyStopping has no every_n_epochs)"
 
 
-def _reads_every(callback: Any, validated_every: int) -> int:
-    """Every how many epochs ``callback`` reads its tag when the Trainer validates every
-    ``validated_every``-th epoch: EarlyStopping at each validation, a checkpoint at those
-    of its every ``every_n_epochs``-th epochs."""
+def _reads_every(callback: Any, fit: Fit) -> int:
+    """Every how many epochs ``callback`` reads its tag."""
     if isinstance(callback, EarlyStopping):
-        return validated_every
-    return math.lcm(validated_every, callback.every_n_epochs)
+        return 1 if _at_train_epoch_end(callback, fit) else fit.validated_every
+    if _at_train_epoch_end(callback, fit):
+        return callback.every_n_epochs
+    return math.lcm(fit.validated_every, callback.every_n_epochs)
 
 
-def _reads_a_skipped_epoch(callback: Any, every: int, validated_every: int) -> bool:
+def _first(every: int, start: int) -> int:
+    """The first epoch from ``start`` on (both 0-based) that is an every ``every``-th one.
+
+    Example:
+        >>> _first(3, 0), _first(3, 2), _first(3, 3)
+        (2, 2, 5)
+    """
+    return math.ceil((start + 1) / every) * every - 1
+
+
+def _reads_a_skipped_epoch(callback: Any, every: int, fit: Fit) -> bool:
     """Whether ``callback`` reads its tag at an epoch the monitor, measuring every
-    ``every``-th epoch, skips: the Trainer validates every ``validated_every``-th epoch."""
+    ``every``-th epoch of those validated, skips."""
     # save_top_k=0 keeps no scored checkpoint and reads no tag (save_last=True, say);
     # every_n_epochs=0 saves by steps or time, which no epoch count settles.
     if isinstance(callback, ModelCheckpoint) and (
         callback.save_top_k == 0 or callback.every_n_epochs < 1
     ):
         return False
-    return _reads_every(callback, validated_every) % every != 0
+    return _reads_every(callback, fit) % math.lcm(fit.validated_every, every) != 0
 
 
-def _what_happens(callback: Any, every: int, validated_every: int) -> str:
+def _finds_none(callback: Any, every: int, fit: Fit) -> bool:
+    """Whether ``callback`` reads before the monitor's first measured epoch of ``fit``."""
+    reads_from = fit.first_epoch
+    if isinstance(callback, ModelCheckpoint) and _at_train_epoch_end(callback, fit):
+        reads_from = _first(fit.validated_every, fit.first_epoch)  # before: a warning
+    first_read = _first(_reads_every(callback, fit), reads_from)
+    return first_read < _first(math.lcm(fit.validated_every, every), fit.first_epoch)
+
+
+def _what_happens(callback: Any, every: int, fit: Fit) -> str:
     """What ``callback`` does at the epochs the monitor skips."""
     if isinstance(callback, EarlyStopping) and not callback.strict:
         return (
             "at the epochs it skips EarlyStopping(strict=False) reads the last logged value "
             "again, counted against its patience"
         )
-    # Lightning keeps the last logged value: only a read before the monitor's first
-    # measured epoch finds none. EarlyStopping reads at every validation, so always does.
-    if _reads_every(callback, validated_every) < math.lcm(validated_every, every):
-        return "at the first epoch it skips Lightning finds no value and stops the fit"
-    return "a checkpoint saved at an epoch it skips is scored by the last measured epoch's value"
+    stops = "before the monitor's first measured epoch Lightning finds no value and stops the fit"
+    if fit.first_epoch > 0:
+        stops += " (a resumed fit has none: a checkpoint keeps no logged value)"
+    if isinstance(callback, ModelCheckpoint):
+        stale = (
+            "a checkpoint saved at an epoch it skips is scored by the last measured epoch's value"
+        )
+    else:
+        stale = (
+            "at the epochs it skips EarlyStopping reads the last measured epoch's value again, "
+            "counted against its patience"
+        )
+    if not fit.epochs_known:
+        return (
+            "the Trainer validates by batch count or time, at epochs not known ahead, so "
+            f"either can happen: {stops}, after it {stale}"
+        )
+    return stops if _finds_none(callback, every, fit) else stale
 
 
 def unseen_tag_messages(
-    callbacks: Iterable[Any], tags: Iterable[str], every: int, validated_every: int | None
+    callbacks: Iterable[Any], tags: Iterable[str], every: int, fit: Fit
 ) -> list[str]:
     """One message for each ``ModelCheckpoint`` or ``EarlyStopping`` among ``callbacks``
     that reads one of ``tags`` at an epoch the monitor, measuring every ``every``-th
-    epoch, skips (``validated_every``: the Trainer's ``check_val_every_n_epoch``, None when
-    it validates by steps, at any epoch).
+    epoch, skips in ``fit``.
 
     Example:
         >>> saves = [ModelCheckpoint(monitor="val/calib_err", every_n_epochs=k) for k in (1, 2)]
-        >>> [m.split(" reads")[0] for m in unseen_tag_messages(saves, ["val/calib_err"], 2, 1)]
+        >>> [m.split(" reads")[0] for m in unseen_tag_messages(saves, ["val/calib_err"], 2, Fit(1))]
         ["ModelCheckpoint(monitor='val/calib_err')"]
     """
-    tags, validated = list(tags), validated_every or 1
+    tags = list(tags)
     watchers = [
         c
         for c in callbacks
         if isinstance(c, (ModelCheckpoint, EarlyStopping))
         and _reads(c.monitor, tags)
-        and _reads_a_skipped_epoch(c, every, validated)
+        and _reads_a_skipped_epoch(c, every, fit)
     ]
     return [
         f"{type(c).__name__}(monitor={c.monitor!r}) reads a tag this monitor logs every "
         f"{every} epochs only (every_n_epochs={every}): "
-        f"{_what_happens(c, every, validated)}; {_fix(every, c)}"
+        f"{_what_happens(c, every, fit)}; {_fix(every, c, fit)}"
         for c in watchers
     ]

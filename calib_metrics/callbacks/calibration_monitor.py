@@ -138,7 +138,8 @@ class CalibrationMonitor(Callback):
         ignore_index: target value of items to drop (padding).
         stage: ``"val"`` (validation epochs) or ``"test"``.
         every_n_epochs: evaluate every n-th epoch while fitting (a ``ModelCheckpoint`` or
-            ``EarlyStopping`` that reads the tags at other epochs is warned of at setup).
+            ``EarlyStopping`` that reads the tags at other epochs is warned of as the fit
+            starts).
         prefix: start of every tag (no leading or trailing ``/``); defaults to ``stage``.
             Two monitors of one stage need different prefixes (and so state keys).
         per_class: also log one result per class (needs ``num_classes``): each class's
@@ -1038,8 +1039,6 @@ class CalibrationMonitor(Callback):
             pl_module, "allow_zero_length_dataloader_with_multiple_devices", False
         ):
             self._warn_once("empty_shard", _EMPTY_SHARD)
-        if stage == "fit" and self.stage == "val" and self.every_n_epochs > 1:
-            self._warn_unseen_tags(trainer)
         self._histories.follow(trainer, self._run_folders(trainer))
         self._restored = None  # each run says for itself which checkpoint it restored
         self._resumed_at = None
@@ -1048,13 +1047,19 @@ class CalibrationMonitor(Callback):
         # rather than as one it holds (a resumed fit's restored records keep their own).
         self._run = _new_run_id()
 
+    def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        # Here, not at setup: a resumed fit's first epoch is known once its loops are
+        # restored, and with it whether a read comes before the first measured epoch.
+        if self.stage == "val" and self.every_n_epochs > 1:
+            self._warn_unseen_tags(trainer)
+
     def _warn_unseen_tags(self, trainer: Trainer) -> None:
         """Warn of a checkpoint or early stopping that reads a tag at epochs this monitor
         skips: Lightning's own error, at the first of them, had named no monitor."""
         # The smooth error's tag only where it is logged: never, it is no tag of this one.
         tags = (*self.scalar_names, *([self.smooth_name] if self.smooth else []))
         for message in watchers.unseen_tag_messages(
-            trainer.callbacks, tags, self.every_n_epochs, trainer.check_val_every_n_epoch
+            trainer.callbacks, tags, self.every_n_epochs, watchers.fit_of(trainer)
         ):
             # Every fit: its Trainer's callbacks are its own (a notebook's second fit).
             rank_zero_warn(f"CalibrationMonitor: {message}")
