@@ -172,8 +172,8 @@ def _all_padding(n: int) -> TensorDataset:
         (
             1.0,
             _all_padding(64),
-            r"the last validation epoch's 2 batches held no pairs \(every target was "
-            r"ignore_index, or the batches were empty\): no temperature fitted$",
+            r"the 2 batches kept from the last validation epoch held no pairs \(every target "
+            r"was ignore_index, or the batches were empty\): no temperature fitted$",
         ),
     ],
 )
@@ -199,6 +199,34 @@ def test_nothing_to_fit_warns_and_leaves_the_fit_finished(tmp_path, val_batches,
         trainer.fit(model, train, DataLoader(val, batch_size=32))
     assert callback.recalibrator is None and callback.results == {}
     assert not hasattr(model, "calibration_temperature")
+
+
+def test_all_padding_counts_the_batches_kept_not_those_skipped() -> None:
+    """Of 4 validation batches, extract skipped 2 and the other 2 were all padding: the
+    warning had said "the last validation epoch's 2 batches", of an epoch of 4."""
+
+    def every_other(outputs: Any, batch: Any) -> tuple[Any, Any] | None:
+        return (outputs["logits"], outputs["target"]) if outputs["odd"] else None
+
+    class Marked(Overconfident):
+        def validation_step(self, batch: Any, batch_idx: int) -> dict[str, Any]:
+            return {**super().validation_step(batch, batch_idx), "odd": batch_idx % 2}
+
+    callback = TemperatureRecalibration(ignore_index=PAD, n_samples=50, extract=every_other)
+    trainer = Trainer(
+        max_epochs=1, accelerator="cpu", logger=False, callbacks=[callback],
+        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )  # fmt: skip
+    train = DataLoader(_data(64, seed=0), batch_size=32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(Marked(), train, DataLoader(_all_padding(64), batch_size=16))
+    told = [str(w.message) for w in caught if "no temperature fitted" in str(w.message)]
+    assert len(told) == 1
+    assert told[0].startswith(
+        "TemperatureRecalibration: the 2 batches kept from the last validation epoch held no pairs"
+    )
 
 
 @pytest.mark.parametrize(("val_batches", "val"), [(0, _data(64, seed=1)), (1.0, _single_class(64))])

@@ -143,5 +143,45 @@ def test_temperature_is_fitted_on_all_ranks_logits(tmp_path: Path) -> None:
     assert abs(summary["rank0_alone"] - summary["union"]) > 1e-3
 
 
+def run_ddp_all_padding(out: Path) -> None:
+    """Fit on 2 CPU processes with every validation target padding: 2 batches a rank."""
+    from calib_metrics.callbacks import TemperatureRecalibration
+
+    x, y = data(64, seed=1).tensors  # 32 sequences a rank, in batches of 16
+    trainer = Trainer(
+        default_root_dir=out,
+        max_epochs=1,
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp_spawn",
+        logger=False,
+        callbacks=[TemperatureRecalibration(ignore_index=PAD, n_samples=50)],
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+    )
+    val = TensorDataset(x, torch.full_like(y, PAD))
+    trainer.fit(
+        Overconfident(), DataLoader(data(40, seed=0), batch_size=10), DataLoader(val, batch_size=16)
+    )
+
+
+@pytest.mark.slow
+def test_all_padding_counts_every_rank_s_batches(tmp_path: Path) -> None:
+    """The warning had counted rank 0's batches alone: "2 batches" of the epoch's 4."""
+    code, text = process_helpers.run_script(
+        __file__, tmp_path, "padding", timeout=TIMEOUT_S, ddp=True
+    )
+    assert code == 0, f"DDP run failed or timed out:\n{text}"
+    told = (
+        "TemperatureRecalibration: the 4 batches kept from the last validation epoch, on its "
+        "2 ranks, held no pairs (every target was ignore_index, or the batches were empty): "
+        "no temperature fitted"
+    )
+    assert told in " ".join(text.split())
+
+
 if __name__ == "__main__":
-    run_ddp(Path(sys.argv[1]))
+    cases = {"union": run_ddp, "padding": run_ddp_all_padding}
+    cases[sys.argv[2] if len(sys.argv) > 2 else "union"](Path(sys.argv[1]))

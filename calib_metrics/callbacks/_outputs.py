@@ -50,14 +50,17 @@ def extracted(value: Any, forms: Sequence[Sequence[str]]) -> tuple[Any, ...]:
     raise ValueError(f"extract must return {wanted} or None, got {got}")
 
 
-def held_no_pairs(batches: int) -> str:
-    """Why ``batches`` evaluation batches, each one taken, gave no pairs.
+def held_no_pairs(batches: int, which: str = "") -> str:
+    """Why ``batches`` evaluation batches, each one taken, gave no pairs; ``which`` says
+    which batches they are.
 
     Example:
         >>> held_no_pairs(3)
         '3 batches held no pairs (every target was ignore_index, or the batches were empty)'
+        >>> held_no_pairs(1, " kept").split(" (")[0]
+        '1 batch kept held no pairs'
     """
     return (
-        f"{batches} batch{'es' * (batches != 1)} held no pairs (every target was "
+        f"{batches} batch{'es' * (batches != 1)}{which} held no pairs (every target was "
         "ignore_index, or the batches were empty)"
     )

@@ -515,7 +515,7 @@ class TemperatureRecalibration(Callback):
             self._logits, self._target = [], []
             mixed = len(shapes) > 1
             if _distributed(trainer):
-                local, mixed = _gather_ranks(local, pl_module.device, mixed)
+                local, mixed, batches = _gather_ranks(local, pl_module.device, mixed, batches)
             if mixed:
                 seen = _shapes_text(shapes)
                 self._fitted_nothing(
@@ -529,9 +529,8 @@ class TemperatureRecalibration(Callback):
             # Batches whose every target was ignore_index leave empty tensors (a rank's
             # gather, none): TemperatureScaling's "logits is empty" had said no validation ran.
             if local is None or not len(local[1]):
-                self._fitted_nothing(
-                    trainer, pl_module, f"{_why_no_logits(batches)}: no temperature fitted"
-                )
+                why = _why_no_logits(batches, trainer.world_size if _distributed(trainer) else 1)
+                self._fitted_nothing(trainer, pl_module, f"{why}: no temperature fitted")
                 return
             logits, target = (t.clone() for t in local)
         self._warn_if_stale(trainer)
@@ -663,11 +662,12 @@ def _distributed(trainer: Trainer) -> bool:
 
 
 def _gather_ranks(
-    local: tuple[Tensor, Tensor] | None, device, mixed: bool = False
-) -> tuple[tuple[Tensor, Tensor] | None, bool]:
-    """Every rank's ``(logits, target)`` concatenated in rank order, on every rank, and
+    local: tuple[Tensor, Tensor] | None, device, mixed: bool = False, batches: int = 0
+) -> tuple[tuple[Tensor, Tensor] | None, bool, int]:
+    """Every rank's ``(logits, target)`` concatenated in rank order, on every rank;
     whether any rank's logits were ``mixed`` (of several shapes) or the ranks' classes
-    differ (then no pairs: every rank skips the fit alike).
+    differ (then no pairs: every rank skips the fit alike); and the ranks' ``batches``
+    kept, summed (for the message when none held pairs).
 
     Collective: all ranks must call it. A rank without validation pairs takes part with
     empty tensors, shaped after the others' (a header of sizes is gathered first).
@@ -676,13 +676,14 @@ def _gather_ranks(
     from torchmetrics.utilities.distributed import gather_all_tensors
 
     count, width = (0, -1) if local is None else (len(local[1]), _width(local[0]))
-    sent = torch.tensor([count, width, int(mixed)], device=device)
+    sent = torch.tensor([count, width, int(mixed), batches], device=device)
     header = torch.stack(gather_all_tensors(sent))
-    widths = {int(w) for c, w, _ in header.tolist() if c > 0}
+    batches = int(header[:, 3].sum())
+    widths = {int(w) for c, w, _, _ in header.tolist() if c > 0}
     if bool(header[:, 2].any()) or len(widths) > 1:
-        return None, True
+        return None, True, batches
     if int(header[:, 0].sum()) == 0:
-        return None, False
+        return None, False, batches
     width = int(header[:, 1].max())
     if local is None:
         shape = (0, width) if width else (0,)
@@ -690,23 +691,28 @@ def _gather_ranks(
     logits, target = (t.to(device=device, dtype=torch.float64) for t in local)
     logits = torch.cat(gather_all_tensors(logits))
     target = torch.cat(gather_all_tensors(target))
-    return (logits, target.long() if width else target), False
+    return (logits, target.long() if width else target), False, batches
 
 
-def _why_no_logits(batches: int) -> str:
-    """Why the last validation epoch of a fit left no logits to fit on, from this rank's
-    ``batches`` taken (the monitor's words for batches that held nothing).
+def _why_no_logits(batches: int, ranks: int = 1) -> str:
+    """Why the last validation epoch of a fit left no logits to fit on, from the
+    ``batches`` kept on its ``ranks`` (the monitor's words for batches that held nothing).
+    Kept: not those ``extract`` returned None for, nor other loaders' (``dataloader_idx``).
 
     Example:
         >>> _why_no_logits(2).split(" (")[0]
-        "the last validation epoch's 2 batches held no pairs"
+        'the 2 batches kept from the last validation epoch held no pairs'
+        >>> _why_no_logits(4, ranks=2).split(" (")[0]
+        'the 4 batches kept from the last validation epoch, on its 2 ranks, held no pairs'
     """
     if batches == 0:
         return (
             "no validation logits were seen while fitting (no validation epoch ran, or "
             "extract returned None for every batch)"
         )
-    return f"the last validation epoch's {step_output.held_no_pairs(batches)}"
+    which = " kept from the last validation epoch"
+    which += f", on its {ranks} ranks," if ranks > 1 else ""
+    return f"the {step_output.held_no_pairs(batches, which)}"
 
 
 def _shapes_text(shapes: list[tuple[int, ...]]) -> str:
