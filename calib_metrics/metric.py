@@ -589,7 +589,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         groups = self._check_groups(groups, target)
         probs, target, keep = self._prepare(probs.detach(), target.detach())
         if self.validate_args and self.num_classes is not None:
-            self._warn_row_sums(_kept_rows(probs, target, self.ignore_index))
+            self._warn_row_sums({"": _kept_rows(probs, target, self.ignore_index)})
         self._keep_rows(probs, target, keep, groups)
 
     def _check_sketch_device(self, probs: Tensor) -> None:
@@ -886,7 +886,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             if self.streaming and groups is not None:
                 self._check_groups(groups, None)  # raises: streaming keeps no group ids
         if self.validate_args and self.num_classes is not None:
-            self._warn_row_sums(_kept_rows(*_batch_pairs(args, kwargs), self.ignore_index))
+            self._warn_row_sums({"": _kept_rows(*_batch_pairs(args, kwargs), self.ignore_index)})
         try:
             value = batch.compute()
         except NoPairsError:

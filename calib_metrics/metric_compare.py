@@ -253,8 +253,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         )
         b, _, _ = _prepare_batch(probs_b.detach(), target, *options, **checked, name="probs_b")
         if self.validate_args and self.num_classes is not None:
-            for name, probs in (("probs_a", a), ("probs_b", b)):
-                self._warn_row_sums(_kept_rows(probs, flat_target, self.ignore_index), name)
+            kept = {
+                name: _kept_rows(probs, flat_target, self.ignore_index)
+                for name, probs in (("probs_a", a), ("probs_b", b))
+            }
+            self._warn_row_sums(kept)
         if flat_target.numel() == 0:
             return  # an empty batch changes nothing: not the pairs, nor which ids come along
         for name, ids in (("groups", groups), ("labels", labels)):

@@ -14,7 +14,7 @@ import contextlib
 import functools
 import os
 import warnings
-from collections.abc import Callable, Iterator, KeysView
+from collections.abc import Callable, Iterator, KeysView, Mapping
 from typing import Any
 
 import torch
@@ -491,19 +491,23 @@ class _StatesKeepTheirDtype(Metric):
     # Set when this metric has said its rows do not sum to 1: it says so once.
     _row_sums_warned = False
 
-    def _warn_row_sums(self, probs: Tensor, name: str = "") -> None:
-        """One UserWarning per metric object when rows of class probabilities ``probs``
-        (``name``'s) do not sum to 1 (a softmax over the batch, say); validation's host
+    def _warn_row_sums(self, batch: Mapping[str, Tensor]) -> None:
+        """Warn once per metric object, in the first batch with any such rows, for each of
+        the ``batch``'s inputs (by name; "" for a metric of one) whose rows of class
+        probabilities do not sum to 1 (a softmax over the batch, say); validation's host
         synchronisation. Called from ``update``'s or ``forward``'s own code."""
         if self._row_sums_warned:
             return
-        message = row_sum_message(probs)
-        if message is not None:
-            self._row_sums_warned = True
-            named = f"{name}: " if name else ""
-            # Above: _update, update and torchmetrics' wrapper (or forward and nn.Module's
-            # two call layers), then the caller's line.
-            warnings.warn(f"{type(self).__name__}: {named}{message}", UserWarning, stacklevel=5)
+        # Every input of the batch is checked before the flag is set: a comparison's
+        # probs_b had gone unchecked once probs_a of the same batch had warned.
+        for name, probs in batch.items():
+            message = row_sum_message(probs)
+            if message is not None:
+                self._row_sums_warned = True
+                named = f"{name}: " if name else ""
+                # Above: _update, update and torchmetrics' wrapper (or forward and
+                # nn.Module's two call layers), then the caller's line.
+                warnings.warn(f"{type(self).__name__}: {named}{message}", UserWarning, stacklevel=5)
 
     def _count_merged_updates(self, incoming_state: dict[str, Any] | Metric) -> None:
         """Count the updates behind a merged state (a state dict's as one, as a loaded state

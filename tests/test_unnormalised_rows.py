@@ -117,9 +117,9 @@ def test_the_metric_s_count_is_said_to_be_its_first_such_batch_s() -> None:
         metric.update(PROBS[100:200], TARGET[100:200])
     [said] = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
     assert said.startswith(
-        "CalibrationError: 10 of 100 rows (row 0 sums to 2) in the first batch with any "
-        "(warned once; later batches are not checked): rows of class probabilities do not "
-        "sum to 1 (within 0.01)"
+        "CalibrationError: 10 of 100 rows (row 0 sums to 2) in the first batch with any such "
+        "rows (warned once; later batches are not checked): rows of class probabilities do "
+        "not sum to 1 (within 0.01)"
     )
 
 
@@ -143,6 +143,25 @@ def test_the_comparison_warns_once_at_update_and_not_again_at_compute() -> None:
         metric.compute()
     rows = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
     assert len(rows) == 1 and rows[0].startswith("CalibrationComparison: probs_b: 299 of 300")
+
+
+def test_the_comparison_checks_both_models_of_the_batch_it_warns_of() -> None:
+    """probs_a's rows set the comparison's one warned flag, and probs_b of the same batch,
+    every row of it off, went unchecked: the warning named probs_a alone."""
+    probs = PROBS[:100].softmax(-1)
+    bad_a = probs.clone()
+    bad_a[:10] *= 2
+    metric = CalibrationComparison(num_classes=4, n_samples=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.update(bad_a, probs * 0.5, TARGET[:100])
+        metric.update(probs, probs * 0.2, TARGET[:100])
+    said = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
+    assert [message.split(" (row")[0] for message in said] == [
+        "CalibrationComparison: probs_a: 10 of 100 rows",
+        "CalibrationComparison: probs_b: 100 of 100 rows",
+    ]
+    assert all(w.filename == __file__ for w in caught if "rows of class" in str(w.message))
 
 
 def test_compare_names_the_model_whose_rows_do_not_sum_to_1() -> None:

@@ -130,8 +130,8 @@ def row_sum_message(probs: Tensor) -> str | None:
         >>> logits = torch.tensor([[1.0, 2.0, 3.0]] * 4)
         >>> print(row_sum_message(logits.softmax(dim=0)))  # over the batch: 0.25 each
         ... # doctest: +ELLIPSIS
-        4 of 4 rows (row 0 sums to 0.75) in the first batch with any (warned once; later
-        batches are not checked): rows of class probabilities do not sum to 1 ...
+        4 of 4 rows (row 0 sums to 0.75) in the first batch with any such rows (warned once;
+        later batches are not checked): rows of class probabilities do not sum to 1 ...
     """
     off = rows_off_one(probs)
     if off is None:
@@ -140,7 +140,7 @@ def row_sum_message(probs: Tensor) -> str | None:
     rows = probs.reshape(-1, probs.shape[-1]).shape[0]
     return (
         f"{count} of {rows} rows (row {first} sums to {total:.4g}) in the first batch with "
-        f"any (warned once; later batches are not checked): {ROW_SUM_WARNING}"
+        f"any such rows (warned once; later batches are not checked): {ROW_SUM_WARNING}"
     )
 
 
