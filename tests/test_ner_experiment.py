@@ -15,6 +15,7 @@ from cli_runs import one_line_error
 from calib_metrics.models.features import FeatureHasher
 from calib_metrics.paper import ner
 from calib_metrics.paper.gum_entities import (
+    EntitySentence,
     Span,
     bilou_tags,
     bio_spans,
@@ -158,7 +159,7 @@ def test_span_tables_sum_to_the_begin_marginals(tmp_path, scheme):
     """Summed over lengths, P(span of type X starts at t) is P(y_t = B-X) (BILOU: + U-X)."""
     _write_gum(tmp_path / "ud-english-gum")
     args = _args(tmp_path, max_length=12)
-    raw, _ = ner._load(args)
+    raw, _, _ = ner._load(args)
     data, tags, _ = ner.tagged_splits(raw, args.max_length, scheme)
     model, hasher, _ = ner.ce.fit_crf(
         ner.ABLATION["+shape"],
@@ -273,9 +274,15 @@ def test_ner_refuses_a_split_left_without_a_sentence(tmp_path):
     folder = _write_gum(tmp_path / "ud-english-gum")
     (folder / "en_gum-ud-test.conllu").write_text("")
     _add_animals(folder, "test", 3)
-    raw, _ = ner._load(_args(tmp_path))
-    with pytest.raises(ValueError, match="every test sentence holds an entity type that none of"):
+    raw, _, _ = ner._load(_args(tmp_path))
+    with pytest.raises(ValueError) as refused:
         ner.tagged_splits(raw, 6)
+    # Training, all read, has no animal: more of it had been the advice.
+    assert str(refused.value) == (
+        "every test sentence holds an entity type that the 60 training sentences do not tag "
+        "once nested mentions are flattened, keeping none longer than --max-length 6 words: "
+        "the training file, all read, mentions no animal"
+    )
 
 
 def test_ner_refusal_names_max_length_where_it_took_the_type_from_training(tmp_path):
@@ -284,36 +291,76 @@ def test_ner_refusal_names_max_length_where_it_took_the_type_from_training(tmp_p
     (folder / "en_gum-ud-test.conllu").write_text("")
     _add_animals(folder, "test", 3)
     _add_long_animal(folder)
-    raw, _ = ner._load(_args(tmp_path))
+    raw, _, _ = ner._load(_args(tmp_path))
     with pytest.raises(ValueError) as refused:
         ner.tagged_splits(raw, 6)
+    # The whole training file was read: more of it is no advice (it had been given).
     assert str(refused.value) == (
-        "every test sentence holds an entity type that none of the 61 training sentences "
-        "tags once nested mentions are flattened, keeping none longer than --max-length 6 "
-        "words: training holds animal only in mentions longer than that (raise "
-        "--max-length), or train on more (--train-sentences)"
+        "every test sentence holds an entity type that the 61 training sentences do not tag "
+        "once nested mentions are flattened, keeping none longer than --max-length 6 words: "
+        "raise --max-length to 7 (training holds animal only in longer mentions)"
     )
+    with pytest.raises(ValueError, match=r"longer mentions\), or train on more \(--train-s"):
+        ner.tagged_splits(raw, 6, more_training=True)
     _, tags, dropped = ner.tagged_splits(raw, 7)  # long enough to keep it
     assert "B-animal" in tags.itos and dropped["test"] == 0
 
 
+_PLAIN = "1\tit\t_\t_\t_\t_\t0\tdep\t_\t_\n2\trains\t_\t_\t_\t_\t0\tdep\t_\t_\n\n"
+
+
 def test_ner_refuses_a_training_subset_without_an_entity(tmp_path, capsys):
-    """It had failed in span_tables' torch.stack ("expects a non-empty TensorList"), exit 1."""
+    """It had failed in span_tables' torch.stack ("expects a non-empty TensorList"), exit 1.
+    The refusal had then advised "train on more (--train-sentences)" with the whole file
+    read: a file without entity annotation has no more to give."""
     folder = _write_gum(tmp_path / "ud-english-gum")
-    plain = "1\tit\t_\t_\t_\t_\t0\tdep\t_\t_\n2\trains\t_\t_\t_\t_\t0\tdep\t_\t_\n\n"
-    (folder / "en_gum-ud-train.conllu").write_text(plain * 5)
+    (folder / "en_gum-ud-train.conllu").write_text(_PLAIN * 5)
     for split in ("dev", "test"):
         path = folder / f"en_gum-ud-{split}.conllu"
-        path.write_text(path.read_text() + plain * 3)
+        path.write_text(path.read_text() + _PLAIN * 3)
     argv = ["reproduce", "ner", "--quick", "--data", tmp_path, "--out", tmp_path / "out"]
-    err = one_line_error(capsys, *argv)
-    assert err.startswith("calib-metrics: error: none of the 5 training sentences tags an ")
-    assert err.endswith(": train on more (--train-sentences)")
+    assert one_line_error(capsys, *argv) == (
+        "calib-metrics: error: the training file (5 sentences, all read) has no entity "
+        "annotation (no mention to flatten)"
+    )
     # Mentions there, but every one longer than --max-length: that is what to change.
     _add_long_animal(folder)
-    raw, _ = ner._load(_args(tmp_path))
-    with pytest.raises(ValueError, match=r"holds animal only in mentions longer than that \(raise"):
+    raw, _, more_training = ner._load(_args(tmp_path))
+    assert not more_training
+    with pytest.raises(ValueError) as refused:
         ner.tagged_splits(raw, 6)
+    assert str(refused.value) == (
+        "the 6 training sentences tag no entity once nested mentions are flattened, keeping "
+        "none longer than --max-length 6 words: raise --max-length to 7 (training holds "
+        "animal only in longer mentions)"
+    )
+
+
+def test_ner_advises_more_training_sentences_only_where_the_file_holds_more(tmp_path, capsys):
+    """A first training sentence without a mention, then the synthetic corpus: one read
+    sentence is too few (and is one sentence, not "none of the 1 training sentences")."""
+    folder = _write_gum(tmp_path / "ud-english-gum")
+    path = folder / "en_gum-ud-train.conllu"
+    path.write_text(_PLAIN + path.read_text())
+    argv = ["reproduce", "ner", "--data", tmp_path, "--out", tmp_path / "out"]
+    err = one_line_error(capsys, *argv, "--train-sentences", 1)
+    assert err == (
+        "calib-metrics: error: the 1 training sentence read mentions no entity: train on more "
+        "(--train-sentences)"
+    )
+    assert ner._load(_args(tmp_path, train_sentences=60))[2]  # 61 in the file
+    assert not ner._load(_args(tmp_path, train_sentences=61))[2]
+    assert len(ner._load(_args(tmp_path, train_sentences=60))[0]["train"]) == 60
+    # Every mention longer than --max-length: each type with the --max-length it needs.
+    long = EntitySentence(["w"] * 9, [Span(0, 7, "animal"), Span(2, 5, "plant")], "d")
+    with pytest.raises(ValueError) as refused:
+        ner.tagged_splits({"train": [long]}, 2, more_training=True)
+    assert str(refused.value) == (
+        "the 1 training sentence tags no entity once nested mentions are flattened, keeping "
+        "none longer than --max-length 2 words: raise --max-length to 3 for plant, 7 for "
+        "animal (training holds plant, animal only in longer mentions), or train on more "
+        "(--train-sentences)"
+    )
 
 
 def test_top_k_spans_rank_only_the_spans_inside_the_sentence():
@@ -377,10 +424,11 @@ def test_ner_without_predicted_spans_reports_the_rest(tmp_path, monkeypatch):
     markdown = (tmp_path / "out" / "results.md").read_text()
     assert "| span: predicted (Viterbi) spans | 0 | not computed (the Viterbi paths " in markdown
     assert (tmp_path / "out" / "ner_reliability.png").stat().st_size > 0
-    # 0 of 0 predicted spans correct is no precision (it had read 0.0000, and F1 too).
-    assert test["spans"]["precision"] is None and test["spans"]["f1"] is None
-    assert test["spans"]["recall"] == 0
-    assert "precision n/a, recall 0.0000, F1 n/a;" in markdown
+    # 0 of 0 predicted spans correct is no precision (it had read 0.0000); F1, 2 hits /
+    # (predicted + gold) = 0 / 75, is 0, as in sklearn's f1_score (it had read n/a).
+    assert test["spans"]["precision"] is None
+    assert test["spans"]["recall"] == 0 and test["spans"]["f1"] == 0
+    assert "precision n/a, recall 0.0000, F1 0.0000;" in markdown
 
 
 def test_ner_figure_keeps_each_curves_colour_and_names_the_one_left_out(tmp_path, monkeypatch):
@@ -413,7 +461,7 @@ def test_ner_figure_keeps_each_curves_colour_and_names_the_one_left_out(tmp_path
 )
 @pytest.mark.shared_data
 def test_gum_sentences_left_out_by_three_training_sentences_are_counted(tmp_path):
-    raw, _ = ner._load(_args(tmp_path, data=str(_DATA), train_sentences=3))
+    raw, _, _ = ner._load(_args(tmp_path, data=str(_DATA), train_sentences=3))
     data, _, dropped = ner.tagged_splits(raw, 6)
     assert dropped == {"dev": 51, "test": 49}
     assert [len(data[s].sentences) for s in ("dev", "test")] == [29, 71]

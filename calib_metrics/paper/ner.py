@@ -142,29 +142,37 @@ def bio_constraints(tags: Vocabulary) -> tuple[torch.Tensor, torch.Tensor, torch
     return trans, start, end
 
 
-def _load(args) -> tuple[dict, Path]:
+def _load(args) -> tuple[dict, Path, bool]:
+    """Each split's sentences, the dataset's folder, and whether the training file holds
+    more sentences than the ``--train-sentences`` read (what a refusal may advise)."""
     folder = find_dataset("ud-english-gum", args.data)
     limits = {"train": args.train_sentences, "dev": 500, "test": None}
     if args.quick:
         limits |= QUICK_LIMITS
-    raw = {}
+    raw, more_training = {}, False
     for split, limit in limits.items():
         names = [f"en_gum-ud-{split}.conllu{e}" for e in (".gz", "")]
         path = data_file(folder, "ud-english-gum", names)
-        raw[split] = read_gum_entities(path, limit=limit)
+        if split == "train" and limit is not None:  # one more says whether there are more
+            sentences = read_gum_entities(path, limit=limit + 1)
+            raw[split], more_training = sentences[:limit], len(sentences) > limit
+        else:
+            raw[split] = read_gum_entities(path, limit=limit)
         if not raw[split]:  # had surfaced as encode_batch's "needs at least one sentence"
             raise ValueError(f"{path} holds no sentences")
-    return raw, folder
+    return raw, folder, more_training
 
 
 def tagged_splits(
-    raw: dict, max_length: int, scheme: str = "bio"
+    raw: dict, max_length: int, scheme: str = "bio", *, more_training: bool = False
 ) -> tuple[dict[str, ce.Tagged], Vocabulary, dict[str, int]]:
     """Flatten, BIO- (or BILOU-) tag and encode every split (types: train's, GUM's order);
     and how many dev and test sentences were left out for a type train's tags lack.
 
     Train's types are those its flattened mentions keep: a type that training holds only
     in mentions longer than ``max_length`` (or inside a longer kept one) is not among them.
+    A refusal advises more training sentences only where the training file holds more
+    (``more_training``).
     """
     tagger = {"bio": bio_tags, "bilou": bilou_tags}[scheme]
     flat = {
@@ -174,9 +182,7 @@ def tagged_splits(
     seen = _types(flat["train"])
     n_train = len(flat["train"])
     if not seen:  # span_tables had failed in torch.stack with no type to stack
-        every = {s.label for sentence in raw["train"] for s in sentence.spans}
-        problem = f"none of the {n_train} training sentences tags an entity"
-        raise ValueError(_refusal(problem, every, raw["train"], max_length))
+        raise ValueError(_no_entity(raw["train"], max_length, more_training))
     ordered = [t for t in ENTITY_TYPES if t in seen] + sorted(seen - set(ENTITY_TYPES))
     tags = bio_vocabulary(ordered, scheme)
     words = Vocabulary.build(w for w, _ in flat["train"])
@@ -184,12 +190,10 @@ def tagged_splits(
     for split, sentences in flat.items():
         kept, dropped[split] = ce.keep_known_tags([s for s in sentences if s[0]], tags)
         if not kept:  # had surfaced as encode_batch's "needs at least one sentence"
-            problem = (
-                f"every {split} sentence holds an entity type that none of the {n_train} "
-                "training sentences tags"
-            )
+            training = _training(n_train, "do not tag", "does not tag")
+            problem = f"every {split} sentence holds an entity type that {training}"
             unseen = _types(sentences) - seen
-            raise ValueError(_refusal(problem, unseen, raw["train"], max_length))
+            raise ValueError(_refusal(problem, unseen, raw["train"], max_length, more_training))
         out[split] = ce.encode(kept, words, tags)
     return out, tags, {split: dropped[split] for split in ("dev", "test")}
 
@@ -208,24 +212,71 @@ def _types(sentences: list[TaggedSentence]) -> set[str]:
     return {t[2:] for _, tags in sentences for t in tags if t != "O"}
 
 
-def _only_long(types: set[str], train: list[EntitySentence], max_length: int) -> list[str]:
-    """Those of ``types`` that training holds, each only in mentions over ``max_length``."""
-    lengths = [(s.label, s.end - s.start) for sentence in train for s in sentence.spans]
-    held = {label for label, _ in lengths}
-    short = {label for label, n in lengths if n <= max_length}
-    return sorted(types & held - short)
+def _training(n: int, plural: str, singular: str) -> str:
+    """The ``n`` training sentences with the verb phrase that agrees with ``n``."""
+    return (
+        f"the {n} training sentences {plural}" if n != 1 else f"the 1 training sentence {singular}"
+    )
 
 
-def _refusal(problem: str, unseen: set[str], train: list[EntitySentence], max_length: int) -> str:
-    """``problem`` with what to change: --max-length where it took a type from train."""
-    advice = "train on more (--train-sentences)"
-    long = _only_long(unseen, train, max_length)
-    if long:
-        advice = (
-            f"training holds {', '.join(long)} only in mentions longer than that (raise "
-            f"--max-length), or {advice}"
-        )
-    return f"{problem} {_flattened(max_length)}: {advice}"
+def _shortest(train: list[EntitySentence]) -> dict[str, int]:
+    """Each type training mentions, with the length (words) of its shortest mention."""
+    shortest: dict[str, int] = {}
+    for span in (s for sentence in train for s in sentence.spans):
+        length = span.end - span.start
+        shortest[span.label] = min(length, shortest.get(span.label, length))
+    return shortest
+
+
+def _no_entity(train: list[EntitySentence], max_length: int, more_training: bool) -> str:
+    """Why training's flattened tags hold no entity, and what would give them one."""
+    mentioned = set(_shortest(train))
+    if mentioned:  # every mention is longer than max_length: flatten keeps none
+        problem = _training(len(train), "tag no entity", "tags no entity")
+        return _refusal(problem, mentioned, train, max_length, more_training)
+    if more_training:
+        read = _training(len(train), "read mention no entity", "read mentions no entity")
+        return f"{read}: train on more (--train-sentences)"
+    n = len(train)
+    return (
+        f"the training file ({n} sentence{'s' * (n != 1)}, all read) has no entity "
+        "annotation (no mention to flatten)"
+    )
+
+
+def _refusal(
+    problem: str,
+    unseen: set[str],
+    train: list[EntitySentence],
+    max_length: int,
+    more_training: bool,
+) -> str:
+    """``problem`` with what to change: --max-length where it took a type from training,
+    --train-sentences where the training file holds more sentences; else why neither."""
+    shortest = _shortest(train)
+    long = sorted((n, t) for t, n in shortest.items() if t in unseen and n > max_length)
+    fixes = [_raise_max_length(long)] if long else []
+    if more_training:
+        fixes.append("train on more (--train-sentences)")
+    absent = sorted(unseen - set(shortest))
+    if fixes:
+        why = ", or ".join(fixes)
+    elif absent:
+        why = f"the training file, all read, mentions no {', '.join(absent)}"
+    else:  # only inside longer mentions, which flattening keeps in their place
+        why = f"training holds {', '.join(sorted(unseen))} only inside longer mentions"
+    return f"{problem} {_flattened(max_length)}: {why}"
+
+
+def _raise_max_length(shortest: list[tuple[int, str]]) -> str:
+    """The least --max-length that can keep each type: its shortest mention's length."""
+    to = (
+        str(shortest[0][0])
+        if len(shortest) == 1
+        else ", ".join(f"{n} for {t}" for n, t in shortest)
+    )
+    types = ", ".join(t for _, t in shortest)
+    return f"raise --max-length to {to} (training holds {types} only in longer mentions)"
 
 
 def constrained_potentials(model, x: torch.Tensor, mask: torch.Tensor, tags: Vocabulary):
@@ -334,12 +385,11 @@ def evaluate(model, hasher, split: ce.Tagged, tags: Vocabulary, args) -> dict:
     out[f"top{args.top_k}_spans"] = _calibrate(top_q, top_y, rows, args, args.seed + 2)
     n_gold, n_hit = float(gold.sum()), float(pred_y.sum())
     n_pred = float(pred_y.numel() + n_long)
-    # 0/0 is no score: with no span predicted (or none gold) it is None, not 0.
+    # 0/0 is no score: precision with no span predicted, recall with none gold, and F1
+    # (2 hits / (predicted + gold)) with neither; 75 gold and 0 predicted is F1 = 0.
     precision = n_hit / n_pred if n_pred else None
     recall = n_hit / n_gold if n_gold else None
-    f1 = None
-    if precision is not None and recall is not None:
-        f1 = 2 * precision * recall / max(precision + recall, 1e-12)
+    f1 = 2 * n_hit / (n_pred + n_gold) if n_pred + n_gold else None
     out["spans"] = {
         "gold": int(n_gold),
         "predicted": int(n_pred),
@@ -368,9 +418,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     begin = time.perf_counter()
     out = report.output_folder(args.out)
-    raw, folder = _load(args)
+    raw, folder, more_training = _load(args)
     out.mkdir(parents=True, exist_ok=True)
-    data, tags, dropped = tagged_splits(raw, args.max_length, args.scheme)
+    data, tags, dropped = tagged_splits(
+        raw, args.max_length, args.scheme, more_training=more_training
+    )
     print(f"ner: {folder.name}: {[len(v.sentences) for v in data.values()]}", file=sys.stderr)
     model, hasher, selection = ce.fit_crf(
         ABLATION["+shape"],
@@ -447,7 +499,8 @@ def _figure(test: dict, out: Path, k: int, scheme: str) -> str:
 
 
 def _score(value: float | None, digits: int = 4) -> str:
-    """A span score, or n/a where it is 0/0 (None: no span predicted, or none gold)."""
+    """A span score, or n/a where it is 0/0 (None: precision with no span predicted,
+    recall with none gold, F1 with neither)."""
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
