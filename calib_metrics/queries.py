@@ -568,18 +568,27 @@ def _later(held: Tensor, by: int) -> Tensor:
 
 def spans_inside(mask: Tensor, max_length: int) -> Tensor:
     """``[B, T, max_length]``: whether the span of words ``[t, t + l]`` ends inside its
-    sentence, for a left-aligned ``mask`` (``[B, T]``); on the mask's device, no host read.
+    sentence, for a left-aligned ``mask`` (``[B, T]``, bool or integer 0/1); on the mask's
+    device.
 
     These are the candidate spans of :func:`span_marginals`' table: the entries past a
     sentence's end are padding (q = y = 0), which no query may count.
+
+    Host synchronisations: one, the mask's check (its values and left alignment).
 
     Example:
         >>> spans_inside(torch.tensor([[True, True, False]]), max_length=2)[0].tolist()
         [[True, True], [True, False], [False, False]]
     """
-    if not isinstance(mask, Tensor) or mask.dim() != 2:
-        raise ValueError("mask must be a [B, T] tensor")
+    _check_tensors(mask=mask)
+    if mask.dim() != 2:
+        raise ValueError(f"mask must be a [B, T] tensor, got shape {tuple(mask.shape)}")
     max_length = as_int("max_length", max_length, 1)
+    return _spans_inside(_check_mask(mask, mask.shape, mask, left_aligned=True), max_length)
+
+
+def _spans_inside(mask: Tensor, max_length: int) -> Tensor:
+    """:func:`spans_inside` of a checked mask (no host read)."""
     positions = torch.arange(mask.shape[1], device=mask.device)
     ends = positions[:, None] + torch.arange(max_length, device=mask.device)  # [T, L]
     return ends < mask.sum(1)[:, None, None]
@@ -632,7 +641,7 @@ def span_queries(
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
     _check_span_tags(tags, mask)
     gold = _span_indicators(tags, mask, spans)
-    inside_sentence = spans_inside(mask, max_length)  # [B, T, L]
+    inside_sentence = _spans_inside(mask, max_length)  # [B, T, L]
     # [B, T·L] (reshape(batch, -1) cannot infer the width of no sentences)
     q_all = span_probs.reshape(batch, length * max_length)
     y_all = gold.reshape(batch, length * max_length).to(span_probs.dtype)

@@ -257,6 +257,7 @@ def _meta_calls() -> dict[str, tuple[str, object]]:
         span_indicators,
         span_marginals,
         span_queries,
+        spans_inside,
         tag_pair_queries,
         tag_queries,
         top_tag_pairs,
@@ -294,6 +295,7 @@ def _meta_calls() -> dict[str, tuple[str, object]]:
             lambda: span_indicators(TAGS, _meta(mask), max_length=2, **spans),
         ),
         "span_queries": ("span_probs", lambda: span_queries(_meta(em), TAGS, **spans)),
+        "spans_inside": ("mask", lambda: spans_inside(_meta(mask), 2)),
         "coref_pair_queries": (
             "marginals",
             lambda: coref_pair_queries(_meta(scores), TAGS),

@@ -747,3 +747,23 @@ def test_spans_inside_mark_the_candidates_within_each_sentence_on_the_masks_devi
     assert spans_inside(torch.zeros(0, 3, dtype=torch.bool), 2).shape == (0, 3, 2)
     with pytest.raises(ValueError, match="max_length must be"):
         spans_inside(mask, 0)
+    assert spans_inside(mask.long(), 2).tolist() == inside.tolist()  # integer 0/1
+
+
+@pytest.mark.parametrize(
+    ("mask", "message"),
+    [
+        ([[True, True]], "mask must be a torch.Tensor, got list"),
+        (torch.ones(1, 2, 3, dtype=torch.bool), r"mask must be a \[B, T\] tensor, got shape"),
+        (torch.full((1, 3), 0.5), r"mask must be bool \(or integer 0/1\), got torch.float32"),
+        (torch.ones(1, 2, dtype=torch.complex64), "mask must be bool .* got torch.complex64"),
+        (torch.tensor([[2, 0, 0]]), "mask must be bool or integer 0/1: it holds other integers"),
+        (torch.tensor([[False, True, True]]), "mask must be left-aligned"),
+    ],
+    ids=["list", "3-d", "float", "complex", "integer 2", "not left-aligned"],
+)
+def test_spans_inside_checks_its_mask_as_the_other_span_queries_do(mask, message) -> None:
+    """It had taken a float mask of 0.5s as 1.5 words a sentence, an integer 2 as two words,
+    a mask with a hole as a shorter sentence, and failed in torch on a complex mask."""
+    with pytest.raises(ValueError, match=f"^{message}"):
+        spans_inside(mask, 2)
