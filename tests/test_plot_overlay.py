@@ -147,6 +147,23 @@ def test_an_overlays_legend_fits_the_figure_and_hides_no_bin() -> None:
     assert ax.get_window_extent().size == pytest.approx(size, rel=0.05)
 
 
+@pytest.mark.parametrize(("font", "size"), [(14, None), (20, None), (10, (3.0, 3.0))])
+def test_an_overlays_legend_below_clears_the_x_axis_labels(two, font, size) -> None:
+    """The legend hung 0.15 axes heights under the diagram: at 14 pt it touched the x
+    label, at 20 pt it hid it, and so did the default font under a small diagram."""
+    a, b = two
+    with matplotlib.rc_context({"font.size": font}):
+        fig = None if size is None else Figure(figsize=size, layout="constrained")
+        ax = None if fig is None else fig.add_subplot()
+        fig, ax = reliability_diagram(a, ax, label="a")
+        reliability_diagram(b, ax, label="b", color="C1")
+        FigureCanvasAgg(fig).draw()
+        legend, labels = ax.get_legend().get_window_extent(), ax.xaxis.get_tightbbox()
+    # Under the tick labels and the x label, with a gap (2 pt): at 14 pt it was 0.3 pt.
+    assert labels.y0 - legend.y1 >= 2 * fig.dpi / 72
+    assert fig.bbox.y0 <= legend.y0  # on the canvas, as laid out
+
+
 def test_a_third_model_grows_the_figure_by_its_own_entries_only(two) -> None:
     a, b = two
     fig, ax = reliability_diagram(a, label="a")

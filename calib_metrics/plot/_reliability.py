@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import is_color_like
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.transforms import ScaledTranslation, Transform
 
 from calib_metrics.functional.binning import Bins, check_bins
 from calib_metrics.functional.calibration import CalibrationResult
@@ -186,8 +187,9 @@ def _legend_below(ax: Axes, handles: list) -> None:
     fig = ax.figure
     old = ax.get_legend()
     before = old.get_window_extent().height if old and old.get_gid() == LEGEND_BELOW else 0.0
-    legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.15),
-                       fontsize=7, framealpha=0.85)  # fmt: skip
+    anchor, transform = _below_x_axis(ax)
+    legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=anchor,
+                       bbox_transform=transform, fontsize=7, framealpha=0.85)  # fmt: skip
     legend.set_gid(LEGEND_BELOW)
     # A top-level figure only: a SubFigure has no height of its own to grow.
     alone = isinstance(fig, Figure) and len(fig.axes) == 2
@@ -195,6 +197,26 @@ def _legend_below(ax: Axes, handles: list) -> None:
     if alone:
         grow = (legend.get_window_extent().height - before) / fig.dpi
         fig.set_figheight(fig.get_figheight() + grow)
+
+
+#: Where the legend below hangs from, in axes heights under the diagram: unless the x
+#: axis' tick labels and label reach further down.
+BELOW = 0.15
+
+
+def _below_x_axis(ax: Axes) -> tuple[tuple[float, float], Transform]:
+    """The point the legend below hangs from, and its transform: ``BELOW`` axes heights
+    under the diagram's middle, or just under the x axis' tick labels and label where
+    they reach further (a larger font: at 14 pt they had touched the legend, at 20 pt the
+    legend hid the label). That depth is a length, not a share of the axes, so that it
+    holds as the layout resizes them; it is measured as the axis is at the call.
+    """
+    labels = ax.xaxis.get_tightbbox()  # text extents from the figure's renderer: no layout
+    depth = ax.bbox.y0 - labels.y0 if labels is not None else 0.0
+    if depth <= BELOW * ax.bbox.height:
+        return (0.5, -BELOW), ax.transAxes
+    fig = ax.figure
+    return (0.5, 0.0), ax.transAxes + ScaledTranslation(0, -depth / fig.dpi, fig.dpi_scale_trans)
 
 
 def _past_the_ends(
