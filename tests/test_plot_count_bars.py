@@ -10,6 +10,8 @@ matplotlib.use("Agg")
 
 import pytest
 import torch
+from matplotlib import style
+from matplotlib.colors import to_hex, to_rgb
 
 from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error_ci
@@ -48,3 +50,32 @@ def test_adaptive_bins_are_still_counted_in_the_axis_slices(pairs) -> None:
     r = calibration_error_ci(*pairs, bin_size=300, n_samples=20)
     fig, _ = reliability_diagram(r)
     assert len(_bars(fig)) == N_SLICES
+
+
+def _count_colours(fig) -> dict[str, list[str]]:
+    counts = fig.axes[1]
+    return {
+        "background": [to_hex(counts.get_facecolor())],
+        "bars": [
+            to_hex(counts.patches[0].get_facecolor()),
+            to_hex(counts.patches[0].get_edgecolor()),
+        ],
+        "labels": [to_hex(counts.yaxis.label.get_color())]
+        + [to_hex(t.get_color()) for t in counts.yaxis.get_ticklabels()],
+    }
+
+
+def test_the_count_bars_and_labels_are_shaded_from_the_styles_colours(pairs) -> None:
+    """On ``dark_background``'s black, the fixed light grey bars (0.85) had glared over the
+    bins and the 0.35 grey count label and ticks had all but vanished."""
+    r = calibration_error_ci(*pairs, n_samples=20)
+    with style.context("dark_background"):
+        dark = _count_colours(reliability_diagram(r)[0])
+    grey = {key: [to_rgb(c)[0] for c in colours] for key, colours in dark.items()}
+    assert grey["background"] == [0.0]
+    assert all(g <= 0.4 for g in grey["bars"])  # faint on black, as light grey on white
+    assert all(g >= 0.6 for g in grey["labels"])  # and the labels legible
+    # The default style keeps its greys (and so its figures' pixels).
+    default = _count_colours(reliability_diagram(r)[0])
+    assert default["background"] == ["#ffffff"] and default["bars"] == ["#d9d9d9", "#a6a6a6"]
+    assert set(default["labels"]) == {"#595959"}

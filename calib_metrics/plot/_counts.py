@@ -9,7 +9,9 @@ import bisect
 import math
 from typing import Any
 
+from matplotlib import rcParams
 from matplotlib.axes import Axes
+from matplotlib.colors import to_rgb
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from calib_metrics.plot._probability_axis import _ProbabilityAxis
@@ -102,16 +104,32 @@ def _count_bars(
     counts.set_box_aspect(ax.get_box_aspect())  # else the twin keeps the whole cell
     nonzero = [h for h in bars[2] if h > 0] or [1.0]
     log = max(nonzero) >= 100 * min(nonzero)
-    style = {"color": "0.85", "edgecolor": "0.65", "linewidth": 0.4}
+    face, edge, text = (_shade(counts, share) for share in (0.15, 0.35, 0.65))
+    style = {"color": face, "edgecolor": edge, "linewidth": 0.4}
     _slice_bars(counts, *bars, log=log, label=_count_entry(log), **style)
     _count_limits(counts, min(nonzero), max(nonzero), log)
-    counts.set_ylabel("pairs" + (" (log scale)" if log else ""), color="0.35", fontsize=8)
+    counts.set_ylabel("pairs" + (" (log scale)" if log else ""), color=text, fontsize=8)
     counts.yaxis.set_label_coords(1.13, 0.17)
     counts.yaxis.set_major_formatter(FuncFormatter(_count_tick))
-    counts.tick_params(axis="y", colors="0.35", labelsize=7)
+    counts.tick_params(axis="y", colors=text, labelsize=7)
     ax.set_zorder(counts.get_zorder() + 1)
     ax.patch.set_visible(False)
     return counts
+
+
+def _shade(counts: Axes, share: float) -> tuple[float, float, float]:
+    """The colour ``share`` of the way from the count axis' background to the text colour
+    (``rcParams["text.color"]``): the default style's greys (0.85 is 0.15 of the way from
+    white to black), faint bars and dimmer labels on any background. Fixed greys had
+    glared as light bars on ``dark_background``'s black, and its 0.35 labels had vanished.
+
+    Example:
+        >>> from matplotlib.figure import Figure
+        >>> _shade(Figure().add_subplot(), 0.15)  # the default style: white, black text
+        (0.85, 0.85, 0.85)
+    """
+    back, ink = to_rgb(counts.get_facecolor()), to_rgb(rcParams["text.color"])
+    return tuple(b + share * (i - b) for b, i in zip(back, ink, strict=True))
 
 
 def _more_count_bars(
