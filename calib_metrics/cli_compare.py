@@ -387,7 +387,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "not_distinguishable": labelled.not_distinguishable,
             "not_tested": labelled.not_tested,
             "min_units": labelled.min_units,
-            "unit": summary["resampled"],  # pairs, items ([N, C] one-vs-rest) or groups
+            "unit": summary["resampled"],  # pairs, items ([N, C] OvR or classwise), groups
             "correction": labelled.correction,
             "alpha": labelled.alpha,
         }

@@ -76,13 +76,6 @@ _SKETCH_STATES = tuple(f"cell_{part}" for part in sketch.Sketch._fields)
 
 _AVERAGES = ("micro", "macro", "weighted", "none", None)
 
-# The settings that the drawn results (compute_result's) depend on: a cached result was
-# drawn with these values, and a setting changed on the object draws afresh.
-_DRAWN_BY = (
-    "num_classes", "mode", "average", "bin_size", "binning", "n_bins", "norm", "debias",
-    "interval", "n_samples", "confidence", "method", "seed",
-)  # fmt: skip
-
 
 def _item_scores_problem(sums: Any) -> str:
     """Why a loaded or merged state's item sums are none that updates made ('' when they
@@ -224,9 +217,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         resolution: cells of the streaming histogram (even, at least 4; 2¹⁸ by default).
         seed: seed of the interval's draws, for reproducible results (None: the global
             RNG; under DDP one seed from the first rank's global RNG at each compute, so
-            the ranks still agree). Either way the ranks draw the same resamplings. The
-            drawn results are kept until the state changes (:meth:`compute_result`), so
-            with None a second call gives the first's draws.
+            the ranks still agree). Either way the ranks draw the same resamplings.
         validate_args: check every batch (two host synchronisations per set of
             probabilities, one more for multiclass rows' sums); False skips that, and
             each compute checks what it reads instead: the pairs (the batch check's two
@@ -1383,14 +1374,6 @@ class CalibrationError(_StatesKeepTheirDtype):
         ``interval=None``, the group bootstrap when the updates gave ``groups=``, else
         the pair bootstrap. Under DDP it is synchronised like :meth:`compute`
         (torchmetrics wraps only ``compute``); do not call it inside ``sync_context``.
-
-        The results are drawn once per state and kept, as torchmetrics keeps
-        ``compute()``'s value: until an ``update``, ``forward``, ``reset``,
-        ``merge_state``, ``load_state_dict`` or move of the module (or a changed setting),
-        this, :meth:`compute_class_results` and :meth:`plot` give the same draws, which a
-        fresh call with a fixed ``seed`` would give; ``compute_with_cache=False`` draws
-        afresh at every call. Under DDP a kept result, like compute()'s, is returned
-        without a gather: call it after every rank's state changed, or none's.
         """
         results, interval = self._computed_results()
         if self.mode == "classwise":
@@ -1405,11 +1388,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         estimator and interval, in class order. Synchronised under DDP like
         :meth:`compute_result`, which gives their average (:meth:`plot` draws them).
 
-        Each class's interval takes ``n_samples`` resamplings of its bins: about 0.1–0.4 s
-        a class at the default 10,000 on one CPU core (more bins, or tied probabilities,
-        cost more), in proportion to ``n_samples``. They are drawn once per state and
-        kept (:meth:`compute_result`), so that a second call, ``compute_result()`` and
-        ``plot()`` cost nothing more.
+        Each call draws every class's interval afresh: ``n_samples`` resamplings a class.
+        To list and draw them, draw once and pass the list on:
+        ``metric.plot(metric.compute_class_results())``.
 
         Example:
             >>> import torch
@@ -1477,35 +1458,12 @@ class CalibrationError(_StatesKeepTheirDtype):
         self.__dict__["_drawn"] = (result, interval)
         return result
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "_computed" and value is None:
-            # torchmetrics drops its cached compute() value wherever the state changes
-            # (update, forward, reset, merges, loads, casts and moves, and a
-            # MetricCollection's update of a compute group's shared state, from outside):
-            # the results drawn from that state go with it.
-            self.__dict__.pop("_results_drawn", None)
-        super().__setattr__(name, value)
-
     def _computed_results(
         self, per_class: bool | None = None
     ) -> tuple[list[CalibrationResult], str]:
         """One result per pair set (one, or one per class: ``per_class``, this metric's own
-        choice when None), on the synchronised state, and the interval drawn: kept per
-        state and settings (:meth:`compute_result`), since every class's interval costs
-        ``n_samples`` resamplings and compute_result, compute_class_results and plot each
-        ask for them."""
+        choice when None), on the synchronised state, and the interval drawn."""
         per_class = self._per_class if per_class is None else per_class
-        key = (per_class, *(getattr(self, name) for name in _DRAWN_BY))
-        kept = self.__dict__.get("_results_drawn", {}).get(key)
-        if kept is None:
-            kept = self._draw_results(per_class)
-            if self.compute_with_cache:
-                self.__dict__.setdefault("_results_drawn", {})[key] = kept
-        results, interval = kept
-        return list(results), interval  # the caller's own list: the kept one stays whole
-
-    def _draw_results(self, per_class: bool) -> tuple[tuple[CalibrationResult, ...], str]:
-        """:meth:`_computed_results`, drawn on the synchronised state."""
         with self.sync_context(
             dist_sync_fn=self.dist_sync_fn, should_sync=self.sync_on_compute, should_unsync=True
         ):
@@ -1522,7 +1480,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         with finishing_synced_result(self, synced):
             results = self._results(inputs, interval, generator)
             self._warn_few_bins([r.bins for r in results])
-        return tuple(results), interval
+        return results, interval
 
     def compute_smooth(self, bandwidth: float | None = None) -> Tensor:
         """The smooth calibration error (Błasiok & Nakkiran, 2023) of the pairs seen.
