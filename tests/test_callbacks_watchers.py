@@ -99,7 +99,7 @@ def test_a_checkpoint_first_saved_after_a_measured_epoch_is_told_its_stale_score
         (3, 4, Fit(2), "scored by the last measured"),  # saves at 5, measured from 3
         (1, 2, Fit(3), "stops the fit"),  # validated (and saved) at 2, measured from 5
         # Resumed at epoch 2 with no logged value: saves at 2, measured from 3.
-        (3, 2, Fit(1, first_epoch=2), "stops the fit (a resumed fit has none"),
+        (3, 2, Fit(1, first_epoch=2), "stops the fit (a fit that starts at epoch 2 has none"),
         (3, 2, Fit(1, first_epoch=3), "scored by the last measured"),  # saves at 5, from 3
         # Validated by batch count: any epoch, or none, may validate.
         (5, 2, Fit(1, epochs_known=False), "either can happen"),
@@ -143,6 +143,31 @@ def test_validation_by_batch_count_claims_no_outcome(tmp_path: Path) -> None:
     assert len(said) == 1 and "either can happen" in said[0]
 
 
+def test_reads_at_epoch_ends_beside_validation_by_batch_count_are_warned_of(
+    tmp_path: Path,
+) -> None:
+    """Validating every 9 batches (epochs of 3: at epochs 2 and 5), a checkpoint saving at
+    every 2nd training epoch's end reads at epoch 1 and 3, where nothing (or a skipped
+    epoch) was validated: the fit stopped at epoch 3 without a warning, its save epochs
+    being multiples of the monitor's."""
+    saving = ModelCheckpoint(
+        dirpath=tmp_path / "a",
+        monitor="val/calib_err",
+        every_n_epochs=2,
+        save_on_train_epoch_end=True,
+        save_top_k=-1,
+    )
+    said, error = _fit(
+        tmp_path,
+        [monitor(every_n_epochs=2, save_png=False), saving],
+        epochs=6,
+        val_check_interval=9,
+        check_val_every_n_epoch=None,
+    )
+    assert "could not find the monitored key" in error
+    assert len(said) == 1 and "either can happen" in said[0]
+
+
 def test_a_resumed_fit_is_told_it_starts_with_no_logged_value(tmp_path: Path) -> None:
     """Lightning keeps no logged value in a checkpoint: resumed at epoch 2, a checkpoint
     saving every 3rd epoch beside a monitor measuring every 2nd reads at epoch 2 and stops
@@ -163,7 +188,8 @@ def test_a_resumed_fit_is_told_it_starts_with_no_logged_value(tmp_path: Path) ->
     assert len(said) == 1
     assert (
         "before the monitor's first measured epoch Lightning finds no value and stops the fit "
-        "(a resumed fit has none: a checkpoint keeps no logged value)" in said[0]
+        "(a fit that starts at epoch 2 has none: Lightning keeps no logged value from before "
+        "it, and a checkpoint keeps none)" in said[0]
     )
 
 

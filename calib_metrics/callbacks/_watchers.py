@@ -111,6 +111,10 @@ def _reads_a_skipped_epoch(callback: Any, every: int, fit: Fit) -> bool:
         callback.save_top_k == 0 or callback.every_n_epochs < 1
     ):
         return False
+    if not fit.epochs_known and _at_train_epoch_end(callback, fit):
+        # It reads at training epochs' ends, validated or not, and which epochs validate
+        # is not known ahead: any of its reads may find a skipped epoch's (or no) value.
+        return True
     return _reads_every(callback, fit) % math.lcm(fit.validated_every, every) != 0
 
 
@@ -132,7 +136,10 @@ def _what_happens(callback: Any, every: int, fit: Fit) -> str:
         )
     stops = "before the monitor's first measured epoch Lightning finds no value and stops the fit"
     if fit.first_epoch > 0:
-        stops += " (a resumed fit has none: a checkpoint keeps no logged value)"
+        stops += (
+            f" (a fit that starts at epoch {fit.first_epoch} has none: Lightning keeps no "
+            "logged value from before it, and a checkpoint keeps none)"
+        )
     if isinstance(callback, ModelCheckpoint):
         stale = (
             "a checkpoint saved at an epoch it skips is scored by the last measured epoch's value"
