@@ -488,22 +488,24 @@ class _StatesKeepTheirDtype(Metric):
                 f"own, without the batch; call unsync() before {call}()"
             )
 
-    # Set when this metric has said its rows do not sum to 1: it says so once.
+    # Set to silence the row-sum check (forward's batch metric: the metric itself warns);
+    # each input otherwise warns once (``_row_sums_warned_for``).
     _row_sums_warned = False
 
     def _warn_row_sums(self, batch: Mapping[str, Tensor]) -> None:
-        """Warn once per metric object, in the first batch with any such rows, for each of
-        the ``batch``'s inputs (by name; "" for a metric of one) whose rows of class
-        probabilities do not sum to 1 (a softmax over the batch, say); validation's host
-        synchronisation. Called from ``update``'s or ``forward``'s own code."""
+        """Warn once per input of the metric object (by name; "" for a metric of one), in
+        the first batch where its rows of class probabilities do not all sum to 1 (a
+        softmax over the batch, say); validation's host synchronisation, until that input
+        has warned. Called from ``update``'s or ``forward``'s own code."""
         if self._row_sums_warned:
             return
-        # Every input of the batch is checked before the flag is set: a comparison's
-        # probs_b had gone unchecked once probs_a of the same batch had warned.
+        # Each input has its own once: a comparison's probs_b had gone unchecked once
+        # probs_a (of its batch or an earlier one) had warned.
+        warned = self.__dict__.setdefault("_row_sums_warned_for", set())
         for name, probs in batch.items():
-            message = row_sum_message(probs)
+            message = None if name in warned else row_sum_message(probs)
             if message is not None:
-                self._row_sums_warned = True
+                warned.add(name)
                 named = f"{name}: " if name else ""
                 # Above: _update, update and torchmetrics' wrapper (or forward and
                 # nn.Module's two call layers), then the caller's line.

@@ -164,6 +164,25 @@ def test_the_comparison_checks_both_models_of_the_batch_it_warns_of() -> None:
     assert all(w.filename == __file__ for w in caught if "rows of class" in str(w.message))
 
 
+def test_the_comparison_checks_probs_b_in_a_later_batch_after_probs_a_warned() -> None:
+    """One warned flag per object: once probs_a had warned, a later batch whose probs_b
+    alone was a softmax over the batch went unchecked, and model B was never named."""
+    probs = PROBS[:100].softmax(-1)
+    bad_a = probs.clone()
+    bad_a[:10] *= 2
+    metric = CalibrationComparison(num_classes=4, n_samples=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric.update(bad_a, probs, TARGET[:100])
+        metric.update(bad_a, probs, TARGET[:100])  # probs_a warned once only
+        metric.update(probs, PROBS[:100].softmax(0), TARGET[:100])
+    said = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
+    assert [message.split(" (row")[0] for message in said] == [
+        "CalibrationComparison: probs_a: 10 of 100 rows",
+        "CalibrationComparison: probs_b: 100 of 100 rows",
+    ]
+
+
 def test_compare_names_the_model_whose_rows_do_not_sum_to_1() -> None:
     with pytest.warns(UserWarning, match=r"^probs_b: rows of class probabilities") as caught:
         compare_calibration(PROBS.softmax(-1), PROBS, TARGET, n_samples=20)
