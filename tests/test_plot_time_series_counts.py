@@ -95,3 +95,34 @@ def test_on_a_callers_axes_the_legend_stays_inside_them() -> None:
     _, ax = _overlay(fig.add_subplot())
     assert not fig.legends
     assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "NATO 95% interval"
+
+
+def _series(count: int, name: str = "C", interval: str = "normal, over posterior samples"):
+    periods = [str(2010 + k) for k in range(12)]
+    fig = ax = None
+    for k in range(count):
+        fig, ax = posterior_time_series(
+            periods, [1.0] * 12, [0.5] * 12, [2.0] * 12, ax=ax, label=f"{name}{k}",
+            one_best=[1] * 12, gold=[1] * 12, interval=interval,
+        )  # fmt: skip
+    return fig
+
+
+@pytest.mark.parametrize(
+    "count,name", [(1, "C"), (2, "C"), (5, "C"), (2, "x" * 100)], ids=["1", "2", "5", "2 long"]
+)
+def test_the_legend_below_fits_the_figures_width(count: int, name: str) -> None:
+    """Four columns of two series' entries had run from -82 to 782 px on a 700 px figure
+    (cut off by a plain savefig), five series' from -230 to 930, and 100-character labels
+    three figures wide: as many columns as fit, labels cut in their middle."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = _series(count, name)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    legend = fig.legends[0].get_window_extent(canvas.get_renderer())
+    assert legend.x0 >= 0 and legend.x1 <= fig.bbox.width
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(texts) == 4 * count
+    if len(name) > 60:
+        assert all("…" in t and len(t) < 120 for t in texts)

@@ -10,13 +10,14 @@ from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.ticker import MaxNLocator
 
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.plot._arguments import _axes, _check_lengths, _numbers
 from calib_metrics.plot._text import _level, _literals, literal
-from calib_metrics.wording import level_text
+from calib_metrics.wording import MAX_NAME_CHARS, cut_middle, level_text
 
 #: How far below 0, relative to a series' largest magnitude (or 1), a count of
 #: ``posterior_time_series`` may fall and still be float noise around 0 (drawn at 0).
@@ -183,7 +184,9 @@ def posterior_time_series(
 
     Call it twice on one ``ax`` to overlay two series (the paper's Yugoslavia/NATO).
     The legend sits below the plot in a figure the function makes (``fig.legends[0]``,
-    named by both calls), where it hides no count; on a caller's ``ax``, inside it.
+    named by both calls, in as many columns as fit the figure's width), where it hides no
+    count; on a caller's ``ax``, inside it. A label or ``interval`` over 60 characters is
+    cut in its middle, as ticks are.
 
     Example:
         >>> fig, ax = posterior_time_series(["2001Q1", "2001Q2"], [1.0, 2.5], [0.2, 1.0],
@@ -213,6 +216,11 @@ def posterior_time_series(
     # As drawn: a count within float noise below 0 is 0 (_check_counts), -1e-13 too.
     _refuse_upside_down(_counts(lower), _counts(upper), [f"period {p!r}" for p in periods])
     spans = _period_spans(periods, spans)
+    # A long label or interval kind is cut in its middle, as ticks are: a 100-character
+    # label had made a legend three figures wide.
+    label, interval = (
+        None if t is None else cut_middle(str(t), MAX_NAME_CHARS) for t in (label, interval)
+    )
     label, title, interval = literal(label), literal(title), literal(interval)
     own = ax is None
     fig, ax = _axes(ax, (7.0, 3.5))
@@ -396,6 +404,17 @@ def _period_legend(ax: Axes, own: bool) -> None:
     for legend in ours:  # a second call's legend names both series
         legend.remove()
     handles, labels = ax.get_legend_handles_labels()
-    legend = fig.legend(handles, labels, loc="outside lower center", ncols=min(4, len(labels)),
-                        fontsize=7)  # fmt: skip
-    legend.set_gid(LEGEND_BELOW)
+    _legend_that_fits(fig, handles, labels).set_gid(LEGEND_BELOW)
+
+
+def _legend_that_fits(fig: Figure, handles: list[Any], labels: list[str]) -> Legend:
+    """The legend below the plot in as many columns, up to 4, as fit the figure's width:
+    four columns of two series' entries had run past both sides of the figure (cut off by
+    a plain ``savefig``)."""
+    ncols = min(4, len(labels))
+    legend = fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=7)
+    while ncols > 1 and legend.get_window_extent().width > fig.bbox.width:
+        legend.remove()
+        ncols -= 1
+        legend = fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=7)
+    return legend
