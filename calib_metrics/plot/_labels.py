@@ -12,12 +12,15 @@ from typing import Any
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.text import Annotation
 
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.comparison_by_label import LabelComparisonResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.plot._arguments import _axes
+from calib_metrics.plot._bar_notes import keep_notes_inside, no_interval_note
 from calib_metrics.plot._text import (
     MAX_TICK_CHARS,
     _label_text,
@@ -161,12 +164,13 @@ def per_label_errors(
         fig = Figure(figsize=(7.4 + wider, height), layout="constrained")
         ax, diff_ax = fig.subplots(1, 2, sharey=True, width_ratios=[3, 2])
         _difference_panel(diff_ax, [comparisons[i] for i in order], names)
+    notes = []
     for k, rows in enumerate(series):
-        _label_bars(ax, [rows[i] for i in order], k, len(series), f"CalibErr ({names[k]})")
+        notes += _label_bars(ax, [rows[i] for i in order], k, len(series), f"CalibErr ({names[k]})")
     _label_axis(ax, [labels[i] for i in order])
     ax.set_xlabel(f"calibration error {_norm_note(norm)}".rstrip())
     ax.set_xlim(left=0)
-    _keep_notes_inside(ax)
+    keep_notes_inside(ax, notes)
     handles = [h for a in fig.axes for h in a.get_legend_handles_labels()[0]]
     style = {"title": legend, "fontsize": 7.5, "title_fontsize": 7.5}
     if own:  # below the panels, where it hides no bar
@@ -233,45 +237,21 @@ def _draw_intervals(
         ax.errorbar(where, mid, yerr=half, fmt="none", **style)
 
 
-def _label_bars(ax: Axes, rows: list[CalibrationResult], k: int, count: int, label: str) -> None:
-    """Model ``k`` of ``count``: one horizontal bar per label, whiskers from the interval."""
+def _label_bars(
+    ax: Axes, rows: list[CalibrationResult], k: int, count: int, label: str
+) -> list[tuple[Annotation, Rectangle]]:
+    """Model ``k`` of ``count``: one horizontal bar per label, whiskers from the interval;
+    the "no interval" notes of bars without one, each with its bar."""
     height = 0.8 / count
     y = [i + (k - (count - 1) / 2) * height for i in range(len(rows))]
     err = [r.error.item() for r in rows]
-    ax.barh(y, err, height=height, color=f"C{k}", label=label)
+    bars = ax.barh(y, err, height=height, color=f"C{k}", label=label)
     _draw_intervals(ax, y, rows, horizontal=True, elinewidth=0.8, capsize=1.5, ecolor="0.2")
-    for row, at, error in zip(rows, y, err):
-        # Too few pairs to resample: no whiskers must not read as "known exactly".
-        if math.isnan(row.lower.item()) or math.isnan(row.upper.item()):
-            note = ax.annotate(
-                "no interval",
-                (0.0 if math.isnan(error) else error, at),
-                xytext=(3, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=6,
-                color="0.35",
-            )
-            note.set_gid(NO_INTERVAL)
-
-
-#: The gid of a bar's "no interval" note.
-NO_INTERVAL = "calib_metrics: no interval"
-
-#: Share of the x axis beyond which a bar's note is written inside its bar's end: to its
-#: right, it had run past the axes into the gap before the difference panel.
-NOTE_INSIDE = 0.8
-
-
-def _keep_notes_inside(ax: Axes) -> None:
-    """Each "no interval" note beside a bar near the axes' right edge, written inside the
-    bar's end instead (in white, on the bar's colour)."""
-    right = ax.get_xlim()[1]
-    for note in ax.texts:
-        if note.get_gid() == NO_INTERVAL and note.xy[0] > NOTE_INSIDE * right:
-            note.xyann = (-3, 0)
-            note.set_horizontalalignment("right")
-            note.set_color("white")
+    return [
+        (no_interval_note(ax, (0.0 if math.isnan(error) else error, at)), bar)
+        for row, bar, at, error in zip(rows, bars, y, err)
+        if math.isnan(row.lower.item()) or math.isnan(row.upper.item())
+    ]
 
 
 def _label_axis(ax: Axes, labels: list[str]) -> None:
