@@ -598,11 +598,12 @@ def _add_adjusted_texts(rows: list[dict[str, Any]]) -> None:
 def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
     """The per-label table (difference, interval, p and corrected p) and the counts."""
     from calib_metrics.report import adjusted_p_texts, fixed, label_counts_sentence, p_value_text
-    from calib_metrics.wording import count_text, visible_controls
+    from calib_metrics.wording import count_text, one_line_names, visible_controls
 
-    # Label names as the page writes them (an ESC had reached the terminal), and the
-    # column as wide as the names printed.
-    rows = [(visible_controls(k), r) for k, r in summary["per_label"].items()]
+    # Label names as the page writes them (an ESC had reached the terminal; a line feed
+    # had broken its row), and the column as wide as the names printed.
+    per_label = summary["per_label"]
+    rows = list(zip(one_line_names(list(per_label)), per_label.values(), strict=True))
     adjusted = adjusted_p_texts([r["adjusted_p_value"] for _, r in rows])
     width = max(5, *(len(k) for k, _ in rows))
     # The units a label is called on, where they are not its pairs (groups, or the items
@@ -627,5 +628,5 @@ def _print_per_label(summary: dict[str, Any], level: str, samples: int) -> None:
             f"{adjusted_text:>7}  {r['better']}"
         )
     print("  " + label_counts_sentence(summary["label_counts"], len(rows)))
-    if "per_label_note" in summary:  # label names made visible, as in the table
-        print(f"  note: {visible_controls(summary['per_label_note'])}")
+    if "per_label_note" in summary:  # its label names shown as in the table
+        print(f"  note: {visible_controls(summary['per_label_note'], one_line=True)}")

@@ -511,8 +511,9 @@ def label_summary(
 
 def label_lines(per_label: dict[str, dict[str, float]], units: str = "pairs") -> list[str]:
     """One line per label of :func:`label_summary`'s output; ``units``: what the intervals
-    resample (named where a label had too few of them). Label names are written with their
-    control characters as escapes, as the page writes them.
+    resample (named where a label had too few of them). Label names are shown on one line
+    as the page and its chart show them (:func:`~calib_metrics.wording.one_line_names`: a
+    line feed had broken its line).
 
     Example:
         >>> label_lines({"NN": {"n": 812.0, "calib_err": 0.0123, "lower": 0.01, "upper": 0.015}})
@@ -525,17 +526,17 @@ def label_lines(per_label: dict[str, dict[str, float]], units: str = "pairs") ->
           NN: CalibErr 0.2000, no interval (fewer than 10 resampled groups), 450 pairs in 8 groups
     """
     from calib_metrics.report import no_interval
-    from calib_metrics.wording import counted, visible_controls
+    from calib_metrics.wording import counted, one_line_names
 
     def interval(r: dict[str, float]) -> str:
         missing = no_interval(r["lower"], r["upper"], units)
         return f", {missing}" if missing else f" [{r['lower']:.4f}, {r['upper']:.4f}]"
 
     return [
-        f"  {visible_controls(k)}: CalibErr {r['calib_err']:.4f}{interval(r)}, "
+        f"  {shown}: CalibErr {r['calib_err']:.4f}{interval(r)}, "
         + counted(r["n"], "pair")
         + (f" in {counted(r['groups'], 'group')}" if "groups" in r else "")
-        for k, r in per_label.items()
+        for shown, r in zip(one_line_names(list(per_label)), per_label.values(), strict=True)
     ]
 
 

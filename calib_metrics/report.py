@@ -32,6 +32,7 @@ from calib_metrics.wording import (
     cut_middle,
     escaped_controls,
     level_text,
+    one_line_names,
     short_names,
     visible_controls,
 )
@@ -108,9 +109,10 @@ def brier_pairs(mode: str) -> str | None:
     return BRIER_OF_CLASSWISE if mode == "classwise" else None
 
 
-def _text(value: Any) -> str:
-    """``value`` as the page's text: shown (:func:`visible_controls`), then HTML-escaped."""
-    return html.escape(visible_controls(str(value)), quote=True)
+def _text(value: Any, one_line: bool = False) -> str:
+    """``value`` as the page's text: shown (:func:`visible_controls`, ``one_line`` as
+    its), then HTML-escaped."""
+    return html.escape(visible_controls(str(value), one_line), quote=True)
 
 
 def _typed_text(value: Any) -> str:
@@ -298,13 +300,15 @@ def difference_order(differences: Mapping[str, Any]) -> list[str]:
 
 def labels_outside_note(per_label: Mapping[str, Mapping[str, Any]]) -> str | None:
     """How many of the labels with an interval have their difference outside it
-    (:func:`labels_outside`), the first :data:`NAMED_LABELS` named as written (the caller
-    makes them visible) but shortened as the per-label chart's ticks are
-    (:func:`~calib_metrics.wording.short_names`: a 300-character label had made a note of
-    over 300), names alike numbered in the chart's order (:func:`difference_order`; in
-    the labels' order, the note's "#1" had been the chart's "#2"), and why; None where
-    none has: a per-label table had shown them without a word (nine in ``reproduce
-    pos``'s run).
+    (:func:`labels_outside`), the first :data:`NAMED_LABELS` named as written, but
+    shortened as the per-label chart's ticks are (:func:`~calib_metrics.wording.short_names`
+    with ``one_line=True``: a 300-character label had made a note of over 300), names alike
+    numbered in the chart's order (:func:`difference_order`; in the labels' order, the
+    note's "#1" had been the chart's "#2"), and why; None where none has: a per-label table
+    had shown them without a word (nine in ``reproduce pos``'s run). The caller shows the
+    note on one line (``visible_controls(note, one_line=True)``), which shows each name as
+    the chart does (:func:`~calib_metrics.wording.one_line_names`): the rest of the note
+    holds no control or backslash.
 
     Example:
         >>> rows = {"NN": {"difference": 0.0, "lower": -0.0023, "upper": -0.0011},
@@ -319,7 +323,7 @@ def labels_outside_note(per_label: Mapping[str, Mapping[str, Any]]) -> str | Non
         return None
     with_interval = sum(not no_interval(d["lower"], d["upper"], "") for d in per_label.values())
     names = [str(k) for k in difference_order({k: d["difference"] for k, d in per_label.items()})]
-    shown = dict(zip(names, short_names(names), strict=True))
+    shown = dict(zip(names, short_names(names, one_line=True), strict=True))
     named = ", ".join(shown[k] for k in outside[:NAMED_LABELS])
     if len(outside) > NAMED_LABELS:
         named += f" and {len(outside) - NAMED_LABELS} more"
@@ -421,15 +425,26 @@ def _prefix_ids(svg: str, prefix: str) -> str:
 
 
 def _table(
-    header: Sequence[str], rows: Iterable[Sequence[str]], *, table_id: str, numeric_from: int = 1
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    table_id: str,
+    numeric_from: int = 1,
+    names_shown: bool = False,
 ) -> str:
-    """A table of escaped cells; columns from ``numeric_from`` on are right-aligned numbers."""
+    """A table of escaped cells; columns from ``numeric_from`` on are right-aligned numbers.
+    With ``names_shown`` the first column holds label names shown already
+    (:func:`~calib_metrics.wording.one_line_names`), HTML-escaped alone."""
     head = "".join(f"<th>{_text(h)}</th>" for h in header)
     body = []
     for row in rows:
-        cells = "".join(
-            f'<td class="num">{_text(c)}</td>' if i >= numeric_from else f"<td>{_text(c)}</td>"
+        texts = [
+            html.escape(c, quote=True) if i == 0 and names_shown else _text(c)
             for i, c in enumerate(row)
+        ]
+        cells = "".join(
+            f'<td class="num">{c}</td>' if i >= numeric_from else f"<td>{c}</td>"
+            for i, c in enumerate(texts)
         )
         body.append(f"<tr>{cells}</tr>")
     return (
@@ -871,15 +886,15 @@ def _evaluate_labels(
     order = sorted(per_label, key=lambda k: -float(per_label[k].error))
     chart = _per_label_chart(per_label, order, estimator)
     rows = [
-        [k, _pairs(r), fixed(r.error), _interval(r, units)]
-        for k, r in ((k, per_label[k]) for k in order)
+        [shown, _pairs(r), fixed(r.error), _interval(r, units)]
+        for shown, r in zip(one_line_names(order), (per_label[k] for k in order), strict=True)
     ]
     header = ["label", "pairs", "CalibErr", "interval"]
     if groups:
         header.insert(2, "groups")
         for k, row in zip(order, rows, strict=True):
             row.insert(2, count_text(groups[k]) if k in groups else "—")
-    table = _table(header, rows, table_id="per-label-table")
+    table = _table(header, rows, table_id="per-label-table", names_shown=True)
     return (
         f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _figure(
@@ -1134,8 +1149,9 @@ def _compare_labels(
     chart = _per_label_chart(per_label, order, estimator)
     verdicts = summary.get("per_label", {})
     adjusted = _adjusted(verdicts, summary.get("label_counts"))
+    shown = dict(zip(order, one_line_names(order), strict=True))
     rows = [
-        [k, _pairs(c.a), fixed(c.a.error), fixed(c.b.error), fixed(c.difference, sign="+"),
+        [shown[k], _pairs(c.a), fixed(c.a.error), fixed(c.b.error), fixed(c.difference, sign="+"),
          _interval(c, summary["resampled"], sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
          verdicts.get(k, {}).get("better", "")]
         for k, c in ((k, per_label[k]) for k in order)
@@ -1152,14 +1168,14 @@ def _compare_labels(
     return (
         f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
         + _label_counts(summary.get("label_counts"), len(order))
-        + (f"<p>Note: {_text(note)}.</p>" if note else "")
+        + (f"<p>Note: {_text(note, one_line=True)}.</p>" if note else "")
         + _figure(
             chart,
             "Each label's items compared on their own (paired); sorted by the "
             "size of the difference." + _edge_note(per_label, order, summary),
             "per-label-chart",
         )
-        + _table(header, rows, table_id="per-label-table")
+        + _table(header, rows, table_id="per-label-table", names_shown=True)
         + "</section>"
     )
 

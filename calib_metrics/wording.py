@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import unicodedata
 from collections.abc import Sequence
 
@@ -237,6 +238,10 @@ def _leading(characters: list[tuple[str, int]], room: int) -> list[tuple[str, in
 MAX_NAME_CHARS = 60
 
 
+#: How the empty name is shown.
+EMPTY_NAME = '""'
+
+
 def short_names(
     names: Sequence[str], room: int = MAX_NAME_CHARS, one_line: bool = False
 ) -> list[str]:
@@ -245,7 +250,8 @@ def short_names(
     ticks and notes name them. Names that would still read alike (they differ only in the
     middle cut out) are numbered ``#1``, ``#2``, ... in their order; a number whose text
     another name shows already is skipped (a real name "….. #1" had read as another's).
-    ``one_line=True`` counts a line feed as its escape (:func:`visible_controls`).
+    ``one_line=True`` counts a line feed as its escape (:func:`visible_controls`). The
+    empty name is :data:`EMPTY_NAME`, numbered where a name ``""`` reads alike.
 
     Example:
         >>> short_names(["NOUN"]), [len(t) for t in short_names(["x" * 300])]
@@ -256,7 +262,7 @@ def short_names(
         >>> [t[-2:] for t in short_names([x, y, cut_middle(x, 57) + " #1"])]
         ['#2', '#3', '#1']
     """
-    short = [cut_middle(name, room, one_line=one_line) for name in names]
+    short = [cut_middle(name or EMPTY_NAME, room, one_line=one_line) for name in names]
     alike: dict[str, list[str]] = {}  # each shortening -> the names it stands for
     for name, text in zip(names, short, strict=True):
         if name not in alike.setdefault(text, []):
@@ -284,4 +290,25 @@ def _numbered(
 
 def _with_number(name: str, room: int, number: int, one_line: bool = False) -> str:
     suffix = f" #{number}"
-    return cut_middle(name, room - len(suffix), one_line=one_line) + suffix
+    return cut_middle(name or EMPTY_NAME, room - len(suffix), one_line=one_line) + suffix
+
+
+def one_line_names(names: Sequence[str], room: int | None = None) -> list[str]:
+    r"""Label names as every output shows them on one line: the per-label chart's ticks,
+    the per-label note, the command's text table and the page's table. Each is visible
+    (:func:`visible_controls` with ``one_line=True``: a line feed as ``\n``, a typed
+    backslash before an ``n`` doubled, ``\\n``), the empty name ``""`` (a blank tick or
+    cell had read as no label), cut to ``room`` characters where given
+    (:func:`short_names`), and names that would still read alike are numbered ``#1``,
+    ``#2`` in their order (the empty name and a name ``""``). A name without controls or
+    backslashes is shown as it is. The chart had shown a line feed as ``\n`` while the
+    note and the tables kept it, the note's ``a\nb`` naming the other label.
+
+    Example:
+        >>> print(*one_line_names(["a\nb", r"a\nb", "NOUN"]))
+        a\nb a\\nb NOUN
+        >>> one_line_names(["", '""', "x" * 70], room=60)[:2]
+        ['"" #1', '"" #2']
+    """
+    room = sys.maxsize if room is None else room
+    return [visible_controls(t, one_line=True) for t in short_names(names, room, one_line=True)]

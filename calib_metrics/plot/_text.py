@@ -15,7 +15,7 @@ import torch
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import decimal_level, normal_quantile
-from calib_metrics.wording import MAX_NAME_CHARS, level_text, short_names, visible_controls
+from calib_metrics.wording import MAX_NAME_CHARS, level_text, one_line_names, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
 INTERVAL_KINDS = {
@@ -51,9 +51,14 @@ def literal(text: str | None) -> str | None:
     return None if text is None else _drawn(str(text))
 
 
-def _drawn(text: str, one_line: bool = False) -> str:
-    """:func:`literal`'s text; ``one_line`` as :func:`~calib_metrics.wording.visible_controls`'."""
-    return visible_controls(text, one_line).replace("$", r"\$")
+def _drawn(text: str) -> str:
+    """:func:`literal`'s text."""
+    return _dollars(visible_controls(text))
+
+
+def _dollars(shown: str) -> str:
+    """A text shown already (its controls escaped) with every ``$`` escaped for matplotlib."""
+    return shown.replace("$", r"\$")
 
 
 def _literals(texts: Sequence[Any]) -> list[str]:
@@ -83,11 +88,11 @@ def _label_text(key: Any) -> str:
 
 
 def _tick_labels(names: Sequence[Any], limit: int = MAX_TICK_CHARS) -> list[str]:
-    r"""Label names as ticks and panel titles show them: at most ``limit`` (default
-    :data:`MAX_TICK_CHARS`) characters, shortened and kept apart as
-    :func:`~calib_metrics.wording.short_names` does, drawn as written (:func:`literal`) on
-    one line: a line break is shown as ``\n`` (it had run into the next row), and an
-    empty name as ``""`` (a blank tick had read as no label).
+    r"""Label names as ticks and panel titles show them: in at most ``limit`` (default
+    :data:`MAX_TICK_CHARS`) characters, on one line, as every output shows label names
+    (:func:`~calib_metrics.wording.one_line_names`: a line break as ``\n``, which had run
+    into the next row; an empty name as ``""``, a blank tick had read as no label), drawn
+    as written (:func:`literal`).
 
     Example:
         >>> _tick_labels(["NOUN"]), [len(t) for t in _tick_labels(["x" * 300])]
@@ -96,9 +101,11 @@ def _tick_labels(names: Sequence[Any], limit: int = MAX_TICK_CHARS) -> list[str]
         tab\tnew\nline ""
         >>> [t[-4:] for t in _tick_labels(["a" * 100 + m + "a" * 100 for m in "XY"])]
         ['a #1', 'a #2']
+        >>> _tick_labels(["", '""'])
+        ['"" #1', '"" #2']
     """
-    names = [_label_text(name) or '""' for name in names]
-    return [_drawn(text, one_line=True) for text in short_names(names, limit, one_line=True)]
+    shown = one_line_names([_label_text(name) for name in names], limit)
+    return [_dollars(text) for text in shown]
 
 
 def describe(result: CalibrationResult, norm: str = "l2") -> str:
