@@ -79,3 +79,16 @@ def test_the_count_bars_and_labels_are_shaded_from_the_styles_colours(pairs) -> 
     default = _count_colours(reliability_diagram(r)[0])
     assert default["background"] == ["#ffffff"] and default["bars"] == ["#d9d9d9", "#a6a6a6"]
     assert set(default["labels"]) == {"#595959"}
+
+
+def test_a_transparent_axes_background_shades_the_bars_from_the_figure_behind(pairs) -> None:
+    """axes.facecolor="none" had been read without its alpha, as black: the bars came out
+    black over a white figure (a blue at alpha 0.2, saturated blue)."""
+    r = calibration_error_ci(*pairs, n_samples=20)
+    with matplotlib.rc_context({"axes.facecolor": "none"}):
+        clear = _count_colours(reliability_diagram(r)[0])
+    assert clear["bars"] == ["#d9d9d9", "#a6a6a6"] and set(clear["labels"]) == {"#595959"}
+    with matplotlib.rc_context({"axes.facecolor": (0.0, 0.0, 1.0, 0.2)}):
+        tinted = _count_colours(reliability_diagram(r)[0])
+    red, green, blue = to_rgb(tinted["bars"][0])
+    assert min(red, green, blue) > 0.6 and blue > red  # a pale blue, not #0000d9

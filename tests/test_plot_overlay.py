@@ -147,16 +147,22 @@ def test_an_overlays_legend_fits_the_figure_and_hides_no_bin() -> None:
     assert ax.get_window_extent().size == pytest.approx(size, rel=0.05)
 
 
-@pytest.mark.parametrize(("font", "size"), [(14, None), (20, None), (10, (3.0, 3.0))])
-def test_an_overlays_legend_below_clears_the_x_axis_labels(two, font, size) -> None:
+@pytest.mark.parametrize(
+    ("font", "size", "models"),
+    [(14, None, 2), (20, None, 2), (10, (3.0, 3.0), 2), (14, None, 3), (16, None, 4)],
+)
+def test_an_overlays_legend_below_clears_the_x_axis_labels(two, font, size, models) -> None:
     """The legend hung 0.15 axes heights under the diagram: at 14 pt it touched the x
-    label, at 20 pt it hid it, and so did the default font under a small diagram."""
+    label, at 20 pt it hid it, and so did the default font under a small diagram; then,
+    judged by that share at the call, it still touched the label at 14 pt with three
+    models (the figure grown by the second's legend) and hid it at 16 pt with four."""
     a, b = two
     with matplotlib.rc_context({"font.size": font}):
         fig = None if size is None else Figure(figsize=size, layout="constrained")
         ax = None if fig is None else fig.add_subplot()
         fig, ax = reliability_diagram(a, ax, label="a")
-        reliability_diagram(b, ax, label="b", color="C1")
+        for k in range(1, models):
+            reliability_diagram((a, b)[k % 2], ax, label=f"m{k}", color=f"C{k}")
         FigureCanvasAgg(fig).draw()
         legend, labels = ax.get_legend().get_window_extent(), ax.xaxis.get_tightbbox()
     # Under the tick labels and the x label, with a gap (2 pt): at 14 pt it was 0.3 pt.

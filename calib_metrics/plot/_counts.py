@@ -11,7 +11,7 @@ from typing import Any
 
 from matplotlib import rcParams
 from matplotlib.axes import Axes
-from matplotlib.colors import to_rgb
+from matplotlib.colors import to_rgb, to_rgba
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from calib_metrics.plot._probability_axis import _ProbabilityAxis
@@ -128,8 +128,30 @@ def _shade(counts: Axes, share: float) -> tuple[float, float, float]:
         >>> _shade(Figure().add_subplot(), 0.15)  # the default style: white, black text
         (0.85, 0.85, 0.85)
     """
-    back, ink = to_rgb(counts.get_facecolor()), to_rgb(rcParams["text.color"])
+    back, ink = _seen_background(counts), to_rgb(rcParams["text.color"])
     return tuple(b + share * (i - b) for b, i in zip(back, ink, strict=True))
+
+
+def _seen_background(counts: Axes) -> tuple[float, float, float]:
+    """The colour seen behind the count axis: its facecolor over the figure's (and over
+    white, the paper), each as opaque as its alpha. Read without its alpha,
+    ``axes.facecolor="none"`` had been black, and the bars black on it.
+
+    Example:
+        >>> from matplotlib.figure import Figure
+        >>> ax = Figure().add_subplot(facecolor="none")
+        >>> _seen_background(ax)
+        (1.0, 1.0, 1.0)
+    """
+    seen = (1.0, 1.0, 1.0)
+    figures = [counts.get_figure(root=False)]
+    while figures[-1] is not figures[-1].get_figure(root=True):  # a SubFigure: its parent
+        figures.append(figures[-1].get_figure(root=False))
+    layers = [f.get_facecolor() for f in reversed(figures)] + [counts.get_facecolor()]
+    for color in layers:
+        *rgb, alpha = to_rgba(color)
+        seen = tuple(alpha * c + (1 - alpha) * s for c, s in zip(rgb, seen, strict=True))
+    return seen
 
 
 def _more_count_bars(

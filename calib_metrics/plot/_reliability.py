@@ -199,24 +199,23 @@ def _legend_below(ax: Axes, handles: list) -> None:
         fig.set_figheight(fig.get_figheight() + grow)
 
 
-#: Where the legend below hangs from, in axes heights under the diagram: unless the x
-#: axis' tick labels and label reach further down.
-BELOW = 0.15
+#: The gap between the x axis' labels and the legend below, in points.
+BELOW_PAD = 6.0
 
 
 def _below_x_axis(ax: Axes) -> tuple[tuple[float, float], Transform]:
-    """The point the legend below hangs from, and its transform: ``BELOW`` axes heights
-    under the diagram's middle, or just under the x axis' tick labels and label where
-    they reach further (a larger font: at 14 pt they had touched the legend, at 20 pt the
-    legend hid the label). That depth is a length, not a share of the axes, so that it
-    holds as the layout resizes them; it is measured as the axis is at the call.
+    """The point the legend below hangs from, and its transform: ``BELOW_PAD`` points
+    under the x axis' tick labels and label. That depth is a length, not a share of the
+    axes, so that it holds as the layout resizes them: measured as a share of the axes at
+    the call (0.15 of their height), the share had been taken before constrained layout
+    shrank a panel of subplots, or after a third model's legend grew the figure, and the
+    legend touched or hid the label (at 14 pt, and at 16 pt with four models).
     """
     labels = ax.xaxis.get_tightbbox()  # text extents from the figure's renderer: no layout
     depth = ax.bbox.y0 - labels.y0 if labels is not None else 0.0
-    if depth <= BELOW * ax.bbox.height:
-        return (0.5, -BELOW), ax.transAxes
     fig = ax.figure
-    return (0.5, 0.0), ax.transAxes + ScaledTranslation(0, -depth / fig.dpi, fig.dpi_scale_trans)
+    drop = depth / fig.dpi + BELOW_PAD / 72
+    return (0.5, 0.0), ax.transAxes + ScaledTranslation(0, -drop, fig.dpi_scale_trans)
 
 
 def _past_the_ends(
