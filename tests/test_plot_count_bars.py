@@ -1,8 +1,11 @@
 """The count bars of a reliability diagram: uniform bins of 10 had been counted in the
 x axis' 20 slices by their means, every other slice empty (bars 307, 0, 291, 0, ...): a
-comb of false gaps."""
+comb of false gaps. Uniform bins now stand on their edges, with ``groups=`` too, and those
+past a logit axis' end in its end slice."""
 
 from __future__ import annotations
+
+import warnings
 
 import matplotlib
 
@@ -13,9 +16,10 @@ import torch
 from matplotlib import style
 from matplotlib.colors import to_hex, to_rgb
 
-from calib_metrics import CalibrationError
+from calib_metrics import CalibrationComparison, CalibrationError
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.plot import N_SLICES, reliability_diagram
+from calib_metrics.plot._counts import COUNT_AXIS
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +96,68 @@ def test_a_transparent_axes_background_shades_the_bars_from_the_figure_behind(pa
         tinted = _count_colours(reliability_diagram(r)[0])
     red, green, blue = to_rgb(tinted["bars"][0])
     assert min(red, green, blue) > 0.6 and blue > red  # a pale blue, not #0000d9
+
+
+def _tenths(bars) -> list[float]:
+    return [round(b - a, 6) for a, b, _ in bars]
+
+
+def test_grouped_uniform_bins_are_counted_on_their_edges_too(pairs) -> None:
+    """groups= gave the bins their effective sizes and dropped their edges: the comb again."""
+    q, y = pairs
+    groups = torch.arange(len(q)) // 3
+    r = calibration_error_ci(q, y, binning="uniform", n_bins=10, n_samples=20, groups=groups)
+    assert _tenths(_bars(reliability_diagram(r)[0])) == [0.1] * 10
+    metric = CalibrationError(binning="uniform", n_bins=10)
+    metric.update(q, y, groups)
+    assert _tenths(_bars(metric.plot()[0])) == [0.1] * 10
+    comparison = CalibrationComparison(binning="uniform", n_bins=10, n_samples=20)
+    comparison.update(q, q**1.2, y, groups)
+    fig, _ = comparison.plot()
+    counts = [ax for ax in fig.axes if ax.get_label() == COUNT_AXIS]
+    assert len(counts) == 2
+    for ax in counts:
+        assert [round(p.get_width(), 6) for p in ax.patches] == [0.1] * 10
+
+
+def _zeros_and_middle() -> tuple[torch.Tensor, torch.Tensor]:
+    """1,000 pairs at q = 0 and 2,000 in [0.05, 0.95]: a logit axis from 0.01 on, past which
+    the bin [0, 0.01) lies whole."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.cat([torch.zeros(1000), 0.05 + 0.9 * torch.rand(2000, generator=g)]).double()
+    return q, torch.bernoulli(q, generator=g)
+
+
+def test_uniform_bins_past_a_logit_axis_end_show_in_its_end_slice() -> None:
+    """Clipped to the axis, the bin at q = 0 had been a bar of no width: a third of the
+    pairs unseen."""
+    r = calibration_error_ci(*_zeros_and_middle(), binning="uniform", n_bins=100, n_samples=20)
+    fig, ax = reliability_diagram(r, xscale="logit")
+    bars = _bars(fig)
+    lo, _ = ax.get_xlim()
+    assert all(b > a for a, b, _ in bars)
+    (first,) = [bar for bar in bars if bar[2] == 1000]
+    assert first[0] == pytest.approx(lo) and first[1] > lo * 1.5
+    assert sum(h for *_, h in bars) == 3000
+
+
+def test_a_second_models_uniform_bins_past_the_axis_show_in_its_end_bars() -> None:
+    """As the overlay's warning says: their pairs in the first axis' end bars."""
+    g = torch.Generator().manual_seed(0)
+    high = torch.rand(4000, generator=g) > 0.5
+    y = torch.bernoulli(torch.where(high, 0.98, 0.02).double(), generator=g)
+    qa = torch.where(high, 0.98, 0.02).double() + 0.005 * torch.rand(4000, generator=g)
+    qb = torch.where(high, 1 - 1e-7, 1e-6).double()
+    a, b = (
+        calibration_error_ci(q, y, binning="uniform", n_bins=200, n_samples=20) for q in (qa, qb)
+    )
+    fig, ax = reliability_diagram(a, label="a", xscale="logit")
+    drawn = len(fig.axes[1].patches)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the warning of bins past the ends
+        reliability_diagram(b, ax, label="b", color="C1")
+    bars = _bars(fig)[drawn:]
+    lo, hi = ax.get_xlim()
+    assert all(end > start for start, end, _ in bars)
+    assert bars[0][0] == pytest.approx(lo) and bars[-1][1] == pytest.approx(hi)
+    assert sum(h for *_, h in bars) == 4000

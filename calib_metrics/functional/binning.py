@@ -581,9 +581,17 @@ def bins_of_means(count: Tensor, sum_q: Tensor, sum_y: Tensor) -> Bins:
     return Bins((sum_q / count).clamp_(0, 1), (sum_y / count).clamp_(0, 1), count)
 
 
-def _sums_to_bins(count: Tensor, sum_q: Tensor, sum_y: Tensor) -> Bins:
-    keep = count > 0
-    return bins_of_means(count[keep].to(torch.float64), sum_q[keep], sum_y[keep])
+def _sums_to_bins(count: Tensor, sum_q: Tensor, sum_y: Tensor, edges: Tensor) -> Bins:
+    """The non-empty bins of these sums, carrying their ``edges`` (a row per bin)."""
+    # One host synchronisation (how many bins hold pairs): a boolean mask per tensor had
+    # read it back once for each.
+    kept = torch.nonzero(count > 0).squeeze(1)
+    count, sum_q, sum_y, edges = (v.index_select(0, kept) for v in (count, sum_q, sum_y, edges))
+    # A tie group never straddles an equal-width edge: no boundary cuts one.
+    bins = bins_of_means(count.to(torch.float64), sum_q, sum_y)
+    bins = with_ties(bins, no_cuts(bins.count))
+    bins.edges = edges
+    return bins
 
 
 def _sort_pairs(key: Tensor, width: int, target: Tensor) -> Tensor:
@@ -1250,9 +1258,14 @@ def uniform_bin_of(probs: Tensor, n_bins: int) -> Tensor:
         >>> uniform_bin_of(torch.tensor([0.0, 0.65, 0.7, 1.0]), 10)
         tensor([0, 6, 7, 9])
     """
-    edges = torch.linspace(0, 1, n_bins + 1, dtype=probs.dtype, device=probs.device)
+    edges = _uniform_edges(probs, n_bins)
     # bucketize warns (and copies anyway) on a strided view such as probs[:, 0].
     return (torch.bucketize(probs.contiguous(), edges, right=True) - 1).clamp_(0, n_bins - 1)
+
+
+def _uniform_edges(probs: Tensor, n_bins: int) -> Tensor:
+    """The ``n_bins + 1`` equal-width edges over [0, 1] in ``probs``' dtype and device."""
+    return torch.linspace(0, 1, n_bins + 1, dtype=probs.dtype, device=probs.device)
 
 
 def _spread(device: torch.device) -> int:
@@ -1313,12 +1326,8 @@ def uniform_binning(probs: Tensor, target: Tensor, n_bins: int = 15) -> Bins:
     b = uniform_bin_of(probs, n_bins)
     ones = probs.new_ones((), dtype=torch.float64).expand(b.numel())
     count, sum_q, sum_y = spread_bin_sums(b, n_bins, ones, probs, target)
-    # A tie group never straddles an equal-width edge: no boundary cuts one.
-    bins = _sums_to_bins(count, sum_q, sum_y)
-    bins = with_ties(bins, no_cuts(bins.count))
-    edges = torch.linspace(0, 1, n_bins + 1, dtype=probs.dtype, device=probs.device).double()
-    bins.edges = torch.stack([edges[:-1], edges[1:]], dim=1)[count > 0]
-    return bins
+    edges = _uniform_edges(probs, n_bins).double()
+    return _sums_to_bins(count, sum_q, sum_y, torch.stack([edges[:-1], edges[1:]], dim=1))
 
 
 def bin_index(

@@ -47,7 +47,9 @@ _NO_VARIANCE = 1e15
 
 def with_samples(bins: Bins, samples: Tensor) -> Bins:
     """``bins`` carrying each bin's effective sample size ``samples``, which the debiased
-    square and the draws then read (:func:`~calib_metrics.functional.intervals.effective_samples`).
+    square and the draws then read (:func:`~calib_metrics.functional.intervals.effective_samples`),
+    and still what they carried: ties, ``unplaced``, and uniform bins' ``edges`` (lost, their
+    diagram had counted them in the x axis' slices again: a comb).
 
     Example:
         >>> t = torch.tensor
@@ -58,6 +60,7 @@ def with_samples(bins: Bins, samples: Tensor) -> Bins:
     carried = TiedBins(*bins)
     carried.ties = bin_ties(bins)
     carried.unplaced = bin_unplaced(bins)
+    carried.edges = getattr(bins, "edges", None)
     carried.samples = samples
     return carried
 

@@ -54,7 +54,8 @@ def _count_twins(ax: Axes) -> list[Axes]:
 
 
 #: Uniform bins up to this many get a count bar each, on their own edges; more are
-#: counted in the x axis' slices, each of which then holds ten or more of them.
+#: counted in the x axis' slices (on a linear axis ten or more bins a slice; a logit axis'
+#: slices near its ends hold fewer, and a comb can show there).
 MAX_BIN_BARS = 200
 
 
@@ -74,16 +75,38 @@ def _slice_counts(
     spans: list[tuple[float, float]] | None = None,
 ) -> tuple[list[float], list[float], list[float]]:
     """Where each bar starts and ends, and the pairs it counts: a bar per bin on its own
-    ``spans`` (clipped to the axis), else the pairs in each slice of the x axis (each bin's
+    ``spans`` (:func:`_bin_bars`), else the pairs in each slice of the x axis (each bin's
     at its mean q̂; uniform bins of 10 had left every other slice empty, a false comb)."""
     if spans is not None and len(spans) == len(q):
-        starts, ends = (axis.clip(list(side)) for side in zip(*spans, strict=True))
-        return starts, ends, list(n)
+        return _bin_bars(axis, spans, n)
     edges = axis.slices()
     heights = [0.0] * (len(edges) - 1)
     for qi, ni in zip(axis.clip(q), n):
         heights[min(max(bisect.bisect_right(edges, qi) - 1, 0), len(heights) - 1)] += ni
     return edges[:-1], edges[1:], heights
+
+
+def _bin_bars(
+    axis: _ProbabilityAxis, spans: list[tuple[float, float]], n: list[float]
+) -> tuple[list[float], list[float], list[float]]:
+    """A bar per bin on its span clipped to the axis; the bins that an end of a logit axis
+    cuts to less than its end slice count in one bar on that slice, as the slices do: clipped
+    to the end, a bin at q̂ = 0 had been a bar of no width, its pairs unseen."""
+    edges = axis.slices()
+    low = high = 0.0
+    bars: list[tuple[float, float, float]] = []
+    for (start, end), pairs in zip(spans, n, strict=True):
+        shown = axis.clip([start, end])
+        if start < axis.lo and shown[1] < edges[1]:
+            low += pairs
+        elif end > axis.hi and shown[0] > edges[-2]:
+            high += pairs
+        else:
+            bars.append((*shown, pairs))
+    first = [(edges[0], edges[1], low)] if low else []
+    last = [(edges[-2], edges[-1], high)] if high else []
+    starts, ends, heights = (list(side) for side in zip(*first, *bars, *last, strict=True))
+    return starts, ends, heights
 
 
 def _count_bars(

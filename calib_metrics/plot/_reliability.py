@@ -58,10 +58,12 @@ def reliability_diagram(
     bins, not pairs, so a bin's pairs are counted in the slice of its mean q̂: a bar is
     the pairs of the bins whose points it holds (uniform q in bins of 55 pairs draws bars
     of 110–165 around 150, and one bin is one bar). Uniform bins (``binning="uniform"``,
-    up to 200 of them) are a bar each, on their own edges. The title gives the
-    error with its interval (after ``label``, when given), and the interval's level and
-    kind (:func:`interval_label` of ``confidence``, ``interval`` and ``debias``: pass the
-    settings that made ``result``; neither where ``result`` has no interval).
+    up to 200 of them) are a bar each, on their own edges; those that an end of a logit
+    axis cuts to less than its end slice (a bin at q̂ = 0) count in one bar on that slice.
+    The title gives the error with its interval (after ``label``, when given), and the
+    interval's level and kind (:func:`interval_label` of ``confidence``, ``interval`` and
+    ``debias``: pass the settings that made ``result``; neither where ``result`` has no
+    interval).
 
     Called again on the same ``ax`` for a second model, it draws that model over the
     first, in ``color``: its bins (and smooth curve), and its pairs as bars in its colour
