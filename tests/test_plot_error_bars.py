@@ -3,14 +3,17 @@ estimator does: wider for correlated labels (``groups=``), and a cut tie group c
 its share (:mod:`calib_metrics.functional.ties`)."""
 
 import math
+import warnings
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.functional.intervals import effective_samples
@@ -136,12 +139,49 @@ def test_a_diagram_without_an_interval_names_no_level() -> None:
     plt.close(fig)
 
 
+def _marker_lines(ax) -> list:
+    return [line for line in ax.lines if line.get_marker() not in ("None", "none", "")]
+
+
 def test_bins_on_the_axes_edges_are_drawn_whole() -> None:
     """q = 1, y = 0 puts the bin in the corner of a logit axis, p̂ = 1 on the top edge:
     clipped to the axes, their markers had shown a quarter or a half."""
     for q, y in (([1.0] * 300, [0.0] * 300), ([0.3] * 20, [1.0] * 20)):
         t = torch.tensor
         r = calibration_error_ci(t(q, dtype=torch.float64), t(y, dtype=torch.float64))
-        _, ax = reliability_diagram(r)
-        marks = ax.containers[0].get_children()
-        assert marks and not any(m.get_clip_on() for m in marks)
+        fig, ax = reliability_diagram(r)
+        FigureCanvasAgg(fig).draw()
+        x, y = ax.transData.transform(ax.containers[0].lines[0].get_xydata()[0])
+        dots = [line for line in _marker_lines(ax) if line.get_markevery() != []]
+        assert dots
+        for line in dots:  # the marker's whole disc lies inside the clip box
+            radius = line.get_markersize() / 2 * fig.dpi / 72
+            box = line.get_clip_box()
+            assert line.get_clip_path() is None
+            assert box.x0 <= x - radius and x + radius <= box.x1
+            assert box.y0 <= y - radius and y + radius <= box.y1
+        plt.close(fig)
+
+
+def test_a_zoomed_diagram_keeps_its_marks_inside_the_axes() -> None:
+    """Unclipped, the bins' line and markers outside [0.9, 1] × [0.7, 1] had crossed the
+    y label, and constrained layout had given up (axes sizes collapsed to zero)."""
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(3000, generator=g)
+    r = calibration_error_ci(q, torch.bernoulli(q**1.5, generator=g), bin_size=150, n_samples=20)
+    fig, ax = reliability_diagram(r)
+    ax.set_xlim(0.9, 1.0)
+    ax.set_ylim(0.7, 1.0)
+    canvas = FigureCanvasAgg(fig)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        canvas.draw()
+    renderer = canvas.get_renderer()
+    grow = 3 * fig.dpi / 72  # a marker's radius and edge, no more
+    (left, bottom), (right, top) = ax.bbox.get_points() + np.array([[-grow, -grow], [grow, grow]])
+    for artist in ax.containers[0].get_children() + _marker_lines(ax):
+        extent = artist.get_tightbbox(renderer)
+        if extent is not None:
+            assert left <= extent.x0 and extent.x1 <= right
+            assert bottom <= extent.y0 and extent.y1 <= top
+    plt.close(fig)

@@ -16,6 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
+from calib_metrics import CalibrationError
 from calib_metrics.functional import calibration_error_ci, smooth_reliability_curve
 from calib_metrics.plot import describe, reliability_diagram
 
@@ -216,7 +217,7 @@ def test_an_overlay_in_a_subfigure_of_constrained_layout_draws(two) -> None:
     assert fig.get_size_inches().tolist() == [9.0, 5.0] and _inside(fig, ax.get_legend())
 
 
-def _ends_overlay():
+def _ends_pairs():
     """Model a near 0.02 / 0.98 draws a logit axis over [0.01, 0.999]; model b, at 1e-6 and
     1 − 1e-7, lies past both of its ends."""
     g = torch.Generator().manual_seed(0)
@@ -224,6 +225,11 @@ def _ends_overlay():
     y = torch.bernoulli(torch.where(high, 0.98, 0.02).double(), generator=g)
     qa = torch.where(high, 0.98, 0.02).double() + 0.005 * torch.rand(4000, generator=g)
     qb = torch.where(high, 1 - 1e-7, 1e-6).double()
+    return qa, qb, y
+
+
+def _ends_overlay():
+    qa, qb, y = _ends_pairs()
     return [calibration_error_ci(q, y, n_samples=20) for q in (qa, qb)]
 
 
@@ -247,3 +253,32 @@ def test_a_second_model_within_the_axis_is_not_warned_of(two) -> None:
         warnings.simplefilter("error")
         reliability_diagram(b, ax, label="b", color="C1")
     assert not any("axis' ends" in t for t in _legend(ax))
+
+
+def test_bins_at_exactly_0_or_1_on_a_wider_first_axis_are_not_warned_of() -> None:
+    """A bin at q̂ = 0 lies at an end of any logit axis: drawn at the end of a first axis
+    wider than its own, it had been counted as past it."""
+    g = torch.Generator().manual_seed(1)
+    qa = torch.rand(4000, generator=g, dtype=torch.float64) * 1e-3 + 1e-4
+    qa = torch.where(torch.rand(4000, generator=g) < 0.5, qa, 1 - qa)
+    mid = 0.2 + 0.6 * torch.rand(2000, generator=g, dtype=torch.float64)
+    qb = torch.cat([torch.zeros(1000, dtype=torch.float64), torch.ones(1000), mid])
+    a, b = (
+        calibration_error_ci(q, torch.bernoulli(q, generator=g), n_samples=20) for q in (qa, qb)
+    )
+    assert b.bins.pred_mean[0] == 0 and b.bins.pred_mean[-1] == 1
+    _, ax = reliability_diagram(a, label="a", xscale="logit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reliability_diagram(b, ax, label="b", color="C1")
+    assert not any("axis' ends" in t for t in _legend(ax))
+
+
+def test_the_past_the_ends_warning_names_the_users_line_through_a_metric() -> None:
+    qa, qb, y = _ends_pairs()
+    _, ax = reliability_diagram(calibration_error_ci(qa, y, n_samples=20), xscale="logit")
+    metric = CalibrationError(n_samples=20)
+    metric.update(qb, y)
+    with pytest.warns(UserWarning, match="past the ends") as caught:
+        metric.plot(ax=ax)
+    assert [w.filename for w in caught if "past the ends" in str(w.message)] == [__file__]

@@ -16,6 +16,7 @@ from matplotlib.transforms import ScaledTranslation, Transform
 
 from calib_metrics.functional.binning import Bins, check_bins
 from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.functional.errors import stacklevel_outside
 from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot._arguments import _axes, _numbers
@@ -30,6 +31,7 @@ from calib_metrics.plot._legend_place import BINS, place_legend_when_drawn
 from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
 from calib_metrics.plot._smooth import _draw_smooth
 from calib_metrics.plot._text import _level, describe, interval_label, literal
+from calib_metrics.plot._whole_marks import draw_markers_whole
 from calib_metrics.wording import count_text, counted
 
 
@@ -226,8 +228,10 @@ def _past_the_ends(
     """Warn of a further model's bins that the first model's logit axis cannot show
     (drawn at its ends, their pairs in its end slices: a model overconfident at 1e-6 had
     read as about right at 0.01), and return the legend entry's note of them. Only the
-    bins that this model's own diagram (``own``) would have shown where they are count."""
-    moved = [(qi, ni) for qi, ni in zip(q, n) if own.clip([qi]) != axis.clip([qi])]
+    bins that the first axis draws further from their q̂ than this model's own diagram
+    (``own``) would count: a bin at q̂ = 0 or 1 lies at an end of either, and had been
+    warned of on a first axis wider than its own."""
+    moved = [(qi, ni) for qi, ni in zip(q, n) if _moved(qi, axis, own)]
     if not moved:
         return ""
     pairs = counted(sum(ni for _, ni in moved), "pair", grouped=True)
@@ -239,9 +243,21 @@ def _past_the_ends(
         "drawn at those ends, their pairs in its end bars: draw the model with the most "
         "extreme predictions first",
         UserWarning,
-        stacklevel=3,
+        stacklevel=stacklevel_outside(),
     )
     return f" ({counted(len(moved), 'bin')} at the x axis' ends)"
+
+
+def _moved(q: float, axis: _ProbabilityAxis, own: _ProbabilityAxis) -> bool:
+    """Whether ``axis`` draws a bin at ``q`` further from it than the axis ``own`` would.
+
+    Example:
+        >>> first, own = _ProbabilityAxis("logit", [1e-4]), _ProbabilityAxis("logit", [0.3])
+        >>> _moved(1e-6, own, first), _moved(0.0, first, own), _moved(0.0, own, first)
+        (True, False, True)
+    """
+    (drawn,), (shown,) = axis.clip([q]), own.clip([q])
+    return abs(drawn - q) > abs(shown - q)
 
 
 def _refuse_pooled_classes(bins: Bins) -> None:
@@ -283,7 +299,8 @@ def _draw_bins(
     ax: Axes, axis: _ProbabilityAxis, bins: tuple[list, list, list], z: float, color, label: str
 ) -> None:
     """(q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (clipped to [0, 1]), thinner for many bins,
-    drawn whole across the axes' edges (bins at p̂ = 0 or 1, or at the x axis' ends).
+    the markers drawn whole across the axes' edges (bins at p̂ = 0 or 1, or at the x axis'
+    ends) and nothing past them (:func:`draw_markers_whole`).
 
     se = √(p̂(1 − p̂)/n_eff) with each bin's effective sample size (``bins`` is (q̂, p̂,
     n_eff)): the variance of p̂ that the debiased estimator subtracts, so correlated
@@ -308,9 +325,4 @@ def _draw_bins(
         label=label,
     )
     marks.lines[0].set_gid(BINS)  # what a legend inside the diagram should not hide
-    # A bin at p̂ = 0 or 1, or at an end of the x axis, lies on the axes' edge: clipped
-    # there, its marker had shown half or a quarter of itself (q = 1, y = 0: a speck in
-    # the corner). Unclipped, it shows whole; its zorder stays (raised over the spines, it
-    # would also cross the diagonal and curves differently, moving every figure's pixels).
-    for artist in marks.get_children():
-        artist.set_clip_on(False)
+    draw_markers_whole(ax, marks)
