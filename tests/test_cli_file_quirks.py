@@ -179,7 +179,7 @@ def test_a_short_cell_over_lines_read_as_a_number_is_refused(tmp_path, capsys) -
     rows = [*PLAIN]
     rows[5], rows[7] = '"' + rows[5], rows[7].replace(",", '",')
     line = one_line_error(capsys, "evaluate", _csv(tmp_path / "p.csv", rows))
-    # (Its lines read as rows of the file's, as a stray quote's rows do.)
+    # (Its first and last lines read as a row's end and start, as a stray quote's do.)
     assert "p.csv: line 7: a \" opens a quoted field (column 'prob') that runs to line 9" in line
     assert "decimal comma" not in line
     # A bad value in a record over lines is named at the line the record starts on.

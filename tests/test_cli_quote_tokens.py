@@ -1,11 +1,13 @@
 """A ``"`` that is a token (quoted speech in a file of NLP tokens) in a column the command
 does not read: it opened a quoted cell that the next one closed, and the rows between were
 read as that cell, without a word (a 1,000-token file read as 493 pairs). A quoted cell
-over lines with a line that reads as a row of its own is refused at the line its quote
-opens on; text over lines, commas and all, is read as before."""
+over lines whose first line reads as a row's end and whose last reads as a row's start
+(numbers in the columns read as numbers) is refused at the line its quote opens on; text
+over lines, commas, numbers and pasted tables and all, is read as before."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -51,7 +53,7 @@ def test_adjacent_quote_tokens_are_refused(tmp_path, capsys, suffix, sep):
     path = _tokens_file(tmp_path / f"tok{suffix}", [3, 4], sep)
     line = one_line_error(capsys, "evaluate", path)
     assert f"tok{suffix}: line 5: a \" opens a quoted field (column 'token') that runs to " in line
-    assert "line 6 over text that reads as rows of the file's" in line
+    assert "line 6, from text that ends a row of the file's to text that begins one" in line
 
 
 @pytest.mark.parametrize("suffix, sep", [(".tsv", "\t"), (".csv", ",")])
@@ -80,3 +82,82 @@ def test_text_over_lines_with_commas_is_read(tmp_path, capsys, column):
     path = tmp_path / "reviews.csv"
     path.write_text(",".join(header) + "\n" + "\n".join(rows) + "\n")
     assert _pairs(capsys, path) == N
+
+
+def test_a_quote_token_is_refused_where_a_text_column_holds_a_number(tmp_path, capsys):
+    """The columns that must hold numbers were those of the merged record's own cells: a
+    comment of "5" in the row whose quote closes the cell made that column one, the first
+    line's "ok" no number, and 10 rows read as 7 (exit 0). They are the columns read."""
+    rows = [f"0,w{i},{0.15 + i / 20:.2f},{i % 2},ok" for i in range(10)]
+    rows[2], rows[5] = '0,",0.35,1,ok', '0,",0.40,0,5'
+    path = tmp_path / "tok.csv"
+    path.write_text("sentence_id,token,prob,label,comment\n" + "\n".join(rows) + "\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert "tok.csv: line 4: a \" opens a quoted field (column 'token') that runs to line 7" in line
+
+
+@pytest.mark.parametrize("sep", [",", ";"])
+def test_a_quote_token_closed_by_a_quoted_cell_is_refused(tmp_path, capsys, sep):
+    """A " token closed on the next line by the opening quote of a cell quoted for its
+    delimiter ("d,2"): the cell's last line ran a field past the token's column, its text
+    after that quote ending the record's next cell (2"), and 10 rows had read as 9 (exit 0)."""
+    rows = [sep.join([f"{0.15 + i / 20:.2f}", str(i % 2), f"w{i}", "d1"]) for i in range(10)]
+    rows[2] = sep.join(["0.35", "1", '"', "d1"])
+    rows[3] = sep.join(["0.4", "0", "w3", f'"d{sep}2"'])
+    path = tmp_path / "tok.csv"
+    path.write_text(sep.join(["prob", "label", "token", "doc"]) + "\n" + "\n".join(rows) + "\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert "tok.csv: line 4: a \" opens a quoted field (column 'token') that runs to line 5" in line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Which row has the larger y?\nx,y,z\nA,0.2,1\nB,0.7,0",
+        "Data:\n0.1,0.2,0.3\nend",
+        "name,score,rank\nfoo,0.5,1\nbar,0.7,2",
+    ],
+)
+@pytest.mark.parametrize("column", [0, 2])
+def test_a_table_pasted_into_a_text_cell_is_read(tmp_path, capsys, text, column):
+    """A prompt holding a small table, quoted whole as csv writers and pandas write it: a
+    line of it between the first and the last read as a row of the file's, and the file was
+    refused with no way round (150 of 300 random such files)."""
+    path = tmp_path / "prompts.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        header = ["prob", "label"]
+        header.insert(column, "prompt")
+        writer.writerow(header)
+        for i in range(N):
+            cells = [f"{(i % 10) / 10 + 0.05:.2f}", str(i % 2)]
+            cells.insert(column, text if i % 7 == 0 else "plain")
+            writer.writerow(cells)
+    assert _pairs(capsys, path) == N
+
+
+def test_a_stray_quote_in_the_header_is_refused(tmp_path, capsys):
+    """A header whose last name opens a quote that a row's closes: the rows up to it were
+    that name, left out without a word (14 of 20 rows read, exit 0)."""
+    rows = [f"{0.1 + i / 100:.2f},{i % 2},w{i}" for i in range(20)]
+    rows[5] = '0.55,1,"'
+    path = tmp_path / "notes.csv"
+    path.write_text('prob,label,"note\n' + "\n".join(rows) + "\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert "notes.csv: line 1: the header's column 3 opens a quoted name" in line
+    assert "runs to line 7: a column name is never over lines" in line
+
+
+def test_only_cells_over_lines_are_looked_at(tmp_path, capsys, monkeypatch):
+    """The check of a record over lines split every cell at line breaks and tested each for
+    a number: a file of two-line reviews read 3 times slower. Cells on one line are not
+    looked at, nor a cell over lines whose end lines have not a row's fields."""
+    from calib_metrics.predictions import _text
+
+    tested = []
+    monkeypatch.setattr(_text, "_is_number", lambda text: tested.append(text) or False)
+    rows = [f'"review {i}, good\nthanks {i}",{(i % 10) / 10 + 0.05:.2f},{i % 2}' for i in range(N)]
+    path = tmp_path / "reviews.csv"
+    path.write_text("text,prob,label\n" + "\n".join(rows) + "\n")
+    assert _pairs(capsys, path) == N
+    assert len(tested) <= 3  # the header's names, not the rows' cells

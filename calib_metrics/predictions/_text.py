@@ -20,7 +20,7 @@ import math
 import re
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import chain, islice
 from operator import itemgetter
@@ -32,9 +32,10 @@ import numpy as np
 # A column some rows lack, until it is read (a JSON value may itself be null).
 _SPARSE = object()
 
-# The white space a cell is stripped of: the ASCII characters str.strip() takes. Its own
-# had also taken a no-break space (U+00A0), and "\xa00.5" read as 0.5 where a full-width
-# digit is refused as no number files write (:func:`python_only_numbers`).
+# The white space a cell and a header's name are stripped of: the ASCII characters
+# str.strip() takes. Its own had also taken a no-break space (U+00A0), and "\xa00.5" read
+# as 0.5 where a full-width digit is refused as no number files write
+# (:func:`python_only_numbers`).
 _PADDING = " \t\n\r\v\f\x1c\x1d\x1e\x1f"
 
 
@@ -212,15 +213,17 @@ def _read_delimited(path: Path, delimiter: str) -> _Table:
     return _DelimitedTable(path, delimiter, names)
 
 
-def _read_delimited_exact(path: Path, delimiter: str) -> _Table:
+def _read_delimited_exact(path: Path, delimiter: str, numeric: Collection[str] = ()) -> _Table:
     """Every cell of a CSV/TSV file as text, row by row: the reader of files that the fast
     one (:meth:`_DelimitedTable._read_fast`) does not take as they are (short rows, blank
-    lines, fields over several lines, a csv error), and the one whose errors are reported."""
+    lines, fields over several lines, a csv error), and the one whose errors are reported.
+    ``numeric``: the columns read as numbers, by which a stray quote's rows are told
+    (:func:`_check_rows_inside`)."""
     with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
         lines = _Lines(handle, path)
         reader = csv.reader(lines, delimiter=delimiter)
         try:
-            return _table_from_rows(reader, lines, path)
+            return _table_from_rows(reader, lines, path, numeric)
         except csv.Error as err:
             raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
 
@@ -258,7 +261,7 @@ def _header(reader: Any, path: Path) -> list[str]:
     header = _first_record(reader, path)
     if not header:
         raise ValueError(f"{path}: empty file (a header row is needed)")
-    names = [n.strip() for n in header]
+    names = [n.strip(_PADDING) for n in header]
     named = [n for n in names if n]
     if not named:
         raise ValueError(
@@ -282,18 +285,35 @@ def _header(reader: Any, path: Path) -> list[str]:
 def _first_record(reader: Any, path: Path) -> list[str] | None:
     """The first record that is not blank, None if there is none; a stray quote that
     opens it is named as in a row (:func:`_next_record`), not by the csv module's
-    "field larger than field limit" at the line where the limit ran out."""
-    while (row := _next_record(reader, path, reader.line_num + 1)) is not None:
+    "field larger than field limit" at the line where the limit ran out, and so is one
+    that a later quote closes (:func:`_refuse_header_over_lines`)."""
+    while (row := _next_record(reader, path, start := reader.line_num + 1)) is not None:
         if _not_blank(row):
+            if reader.line_num > start:
+                _refuse_header_over_lines(path, row, start, reader.line_num)
             return row
     return None
 
 
-def _table_from_rows(reader: Any, lines: _Lines, path: Path) -> _Table:
+def _refuse_header_over_lines(path: Path, header: list[str], start: int, end: int) -> None:
+    """Refuse a header whose quoted name runs over lines: no column's name holds a line
+    break, and ``prob,label,"note`` had made the rows up to the next quote that name,
+    left out without a word (14 of 20 rows read, exit 0)."""
+    column = next(i for i, name in enumerate(header, 1) if _BREAK.search(name))
+    raise ValueError(
+        f"{path}: line {start}: the header's column {column} opens a quoted name with a \" "
+        f"that runs to line {end}: a column name is never over lines; remove the stray quote"
+    )
+
+
+def _table_from_rows(reader: Any, lines: _Lines, path: Path, numeric: Collection[str]) -> _Table:
     names = _header(reader, path)
     table = _Table({n: [] for n in names if n})
     table.lines = []  # each row's first line, where its record starts
     end = reader.line_num  # the last record's last line
+    numbers = [name in numeric for name in names]
+    # A stray quote's rows are told by their numbers: in a column besides the quote's own.
+    rows_told = sum(numbers) > 1
     records = iter(reader)
     while (row := _next_record(records, path, end + 1)) is not None:
         start, end = end + 1, reader.line_num
@@ -305,7 +325,8 @@ def _table_from_rows(reader: Any, lines: _Lines, path: Path) -> _Table:
             _wrong_field_count(path, start, end)
         if end > start:
             _check_spanned(path, row, names, start, end)
-            _check_rows_inside(path, row, names, reader.dialect.delimiter, start)
+            if rows_told:
+                _check_rows_inside(path, row, names, reader.dialect.delimiter, start, numbers)
         for name, raw in zip(names, row, strict=True):
             if name:  # a column without a name is never read
                 table[name].append(raw.strip(_PADDING))
@@ -390,56 +411,83 @@ _BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def _check_rows_inside(
-    path: Path, row: list[str], names: list[str], delimiter: str, start: int
+    path: Path,
+    row: list[str],
+    names: list[str],
+    delimiter: str,
+    start: int,
+    numbers: list[bool],
 ) -> None:
-    """Refuse a record from line ``start`` whose quoted cell over lines reads as rows of
-    the file's (:func:`_reads_as_rows`): a ``"`` that is a token (quoted speech in a file
-    of NLP tokens) opened a cell that the next one closed, and a 1,000-token file had read
-    as 493 pairs without a word. Named at the line the quote opens on, not at the end of
-    the file where an odd one never closes."""
-    cells = [_BREAK.split(cell) for cell in row]
-    numeric = [len(lines) == 1 and _is_number(lines[0]) for lines in cells]
-    opened = start
-    for column, lines in enumerate(cells):
-        if len(lines) > 1 and _reads_as_rows(lines, column, numeric, delimiter):
+    """Refuse a record from line ``start`` whose quoted cell over lines begins as the end
+    of a row of the file's and ends as the start of one (:func:`_ends_a_row`,
+    :func:`_begins_a_row`): as a ``"`` that is a token (quoted speech in a file of NLP
+    tokens) leaves it where the next one closes it, and a 1,000-token file had read as
+    493 pairs without a word. Named at the line the quote opens on, not at the end of the
+    file where an odd one never closes. ``numbers``: the columns read as numbers
+    (probabilities, labels), where the rows of any file hold numbers; a mask of the
+    record's own cells had taken a text column for numbers where a row's text was one
+    ("5"), and missed the quote. The lines between are not looked at: a table pasted into
+    a prompt is text."""
+    for column, cell in enumerate(row):
+        if "\n" not in cell and "\r" not in cell:  # on one line (most cells): no quote over lines
+            continue
+        # The first line first: most text over lines has not the fields of a row's end.
+        first = _BREAK.split(cell, 1)[0]
+        if not _ends_a_row(first.split(delimiter), column, numbers):
+            continue
+        last = cell[max(cell.rfind("\n"), cell.rfind("\r")) + 1 :]
+        if _begins_a_row(last.split(delimiter), row, column, numbers):
+            opened = start + sum(len(_BREAK.findall(before)) for before in row[:column])
             raise ValueError(
                 f'{path}: line {opened}: a " opens a quoted field (column {names[column]!r}) '
-                f"that runs to line {opened + len(lines) - 1} over text that reads as rows "
-                f"of the file's: {QUOTE_AS_TEXT}, as csv writers and pandas write it; remove "
-                "a stray one or quote the cell whole"
+                f"that runs to line {opened + len(_BREAK.findall(cell))}, from text that "
+                f"ends a row of the file's to text that begins one: {QUOTE_AS_TEXT}, as csv "
+                "writers and pandas write it; remove a stray one"
             )
-        opened += len(lines) - 1
 
 
-def _reads_as_rows(lines: list[str], column: int, numeric: list[bool], delimiter: str) -> bool:
-    """Whether a quoted cell's ``lines`` (in ``column``) read as rows of the file's, as a
-    stray quote at each end leaves them: a line between the first and the last with a
-    field for every column, or a first line with fields from ``column`` on and a last one
-    with fields up to it; numbers wherever the record's own cells are (``numeric``), one
-    at least. Text over lines, commas and all, seldom does.
+def _ends_a_row(fields: list[str], column: int, numeric: list[bool]) -> bool:
+    """Whether the ``fields`` of a quoted cell's first line, in ``column``, read as the
+    last fields of a row, as a stray quote leaves them: one a column from ``column`` on,
+    numbers in the columns read as numbers (``numeric``) after the cell's own.
 
     Example:
         >>> numeric = [False, True, True]
-        >>> _reads_as_rows(["", "said,0.2,0", ""], 0, numeric, ",")
-        True
-        >>> _reads_as_rows([",0.3,0", ""], 0, numeric, ",")
-        True
-        >>> _reads_as_rows(["Great, works well,", "buy it, 5 stars"], 0, numeric, ",")
+        >>> _ends_a_row(["", "0.3", "0"], 0, numeric), _ends_a_row(["x", "0.3"], 0, numeric)
+        (True, False)
+        >>> _ends_a_row(["Great", " works well", ""], 0, numeric)
         False
     """
-    width = len(numeric)
+    return len(fields) == len(numeric) - column and _numbers_where(
+        fields[1:], numeric[column + 1 :]
+    )
 
-    def fills(line: str, first: int, stop: int) -> bool:  # columns first..stop-1, as a row's
-        fields = line.split(delimiter)
-        return first + len(fields) == stop and all(
-            _is_number(fields[j - first]) for j in range(first, stop) if numeric[j]
-        )
 
-    if not any(numeric):  # no number to tell a row by
-        return False
-    if any(fills(line, 0, width) for line in lines[1:-1]):
-        return True
-    return fills(lines[0], column, width) and fills(lines[-1], 0, column + 1)
+def _begins_a_row(fields: list[str], row: list[str], column: int, numeric: list[bool]) -> bool:
+    """Whether the ``fields`` of the last line of a quoted cell in ``column`` of ``row``
+    read as the first fields of a row, as a stray quote leaves them: numbers in the
+    columns read as numbers (``numeric``) up to the cell its closing quote is in, the
+    cell's column, or a later one where that quote opens a quoted cell that holds the
+    delimiter (``"d,2"``), whose text after it ends the record's cell there in that cell's
+    own closing quote (``2"``).
+
+    Example:
+        >>> numeric = [True, True, False]
+        >>> _begins_a_row(["0.3", "1", "x"], ["0.3", "1", "x"], 2, numeric)
+        True
+        >>> _begins_a_row(["0.3", "d"], ["x", '2"', "1"], 0, numeric)
+        True
+        >>> _begins_a_row(["buy it", " 5 stars"], ["x", "2", "0.3"], 0, numeric)
+        False
+    """
+    spilled = len(fields) - 1 - column  # fields past the cell's column
+    closes = spilled == 0 or (0 < spilled < len(row) - column and row[column + spilled][-1:] == '"')
+    return closes and _numbers_where(fields[:-1], numeric)
+
+
+def _numbers_where(fields: list[str], numeric: list[bool]) -> bool:
+    """Whether the ``fields`` are numbers where ``numeric``, from the same column, says."""
+    return all(_is_number(text) for text, number in zip(fields, numeric) if number)
 
 
 def _spanned_cell(path: Path, column: str, start: int, end: int, cell: str) -> ValueError:
@@ -574,7 +622,7 @@ class _DelimitedTable(_Table):
                     self._text.add(str(err))
                     continue
                 except _Irregular:
-                    exact = _read_delimited_exact(self.path, self.delimiter)
+                    exact = _read_delimited_exact(self.path, self.delimiter, self._numeric)
                     self._loaded.update(dict(exact))
                     self._lines = exact.lines
                     return
@@ -635,7 +683,7 @@ class _DelimitedTable(_Table):
     def cell(self, name: str, row: int) -> str:
         """The text of data row ``row`` (0-based) of column ``name``, stripped (messages)."""
         with _readable(self.path):
-            exact = _read_delimited_exact(self.path, self.delimiter)
+            exact = _read_delimited_exact(self.path, self.delimiter, self._numeric)
         return exact[name][row]
 
 
