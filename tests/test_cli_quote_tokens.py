@@ -54,6 +54,8 @@ def test_adjacent_quote_tokens_are_refused(tmp_path, capsys, suffix, sep):
     line = one_line_error(capsys, "evaluate", path)
     assert f"tok{suffix}: line 5: a \" opens a quoted field (column 'token') that runs to " in line
     assert "line 6, from text that ends a row of the file's to text that begins one" in line
+    # The same bytes can be a text cell over lines: the error says how such a file is read.
+    assert "read from JSON lines: pandas' to_json(orient='records', lines=True)" in line
 
 
 @pytest.mark.parametrize("suffix, sep", [(".tsv", "\t"), (".csv", ",")])

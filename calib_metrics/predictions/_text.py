@@ -442,7 +442,9 @@ def _check_rows_inside(
                 f'{path}: line {opened}: a " opens a quoted field (column {names[column]!r}) '
                 f"that runs to line {opened + len(_BREAK.findall(cell))}, from text that "
                 f"ends a row of the file's to text that begins one: {QUOTE_AS_TEXT}, as csv "
-                "writers and pandas write it; remove a stray one"
+                "writers and pandas write it; remove a stray one (a cell of text over lines "
+                "that reads so is read from JSON lines: pandas' to_json(orient='records', "
+                "lines=True))"
             )
 
 
