@@ -293,6 +293,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             self.__dict__["_batch"] = batch  # out of the module tree and its state_dict
         batch.to(self.device)
         batch.reset()
+        # The batch warns of rows off 1 for this metric: once per input, for both.
+        batch.__dict__["_row_sums_warned_for"] = self.__dict__.setdefault(
+            "_row_sums_warned_for", set()
+        )
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
         if batch.target:  # the batch has no history: whether ids may come is this one's to say
             for name in ("groups", "labels"):

@@ -1172,7 +1172,7 @@ def _compare_labels(
         + _figure(
             chart,
             "Each label's items compared on their own (paired); sorted by the "
-            "size of the difference." + _edge_note(per_label, order, summary),
+            "size of the difference." + _edge_note(per_label, order, shown, summary),
             "per-label-chart",
         )
         + _table(header, rows, table_id="per-label-table", names_shown=True)
@@ -1181,10 +1181,15 @@ def _compare_labels(
 
 
 def _edge_note(
-    per_label: Mapping[str, ComparisonResult], order: list[str], summary: Mapping[str, Any]
+    per_label: Mapping[str, ComparisonResult],
+    order: list[str],
+    shown: Mapping[str, str],
+    summary: Mapping[str, Any],
 ) -> str:
     """Where a label's interval and its p-value disagree on 0 (the chart marks the first,
-    the table shows the second): said, with why, instead of left as a contradiction.
+    the table shows the second): said, with why, instead of left as a contradiction. The
+    labels are named as the table ``shown`` names them (a raw line feed had read as a
+    space, and a typed ``a\nb`` as the other label).
 
     Both come from the same draws, but p is the doubled share of draws on the rarer side of
     0 and the ends are interpolated quantiles: with 100 draws at 95%, 3 draws at or above 0
@@ -1200,7 +1205,7 @@ def _edge_note(
         if math.isnan(lower) or math.isnan(upper) or math.isnan(p):
             continue
         if (lower > 0 or upper < 0) != (p <= level):
-            edge.append(str(k))
+            edge.append(shown[k])
     if not edge:
         return ""
     return (

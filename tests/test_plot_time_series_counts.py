@@ -126,3 +126,25 @@ def test_the_legend_below_fits_the_figures_width(count: int, name: str) -> None:
     assert len(texts) == 4 * count
     if len(name) > 60:
         assert all("…" in t and len(t) < 120 for t in texts)
+
+
+def test_a_long_label_and_interval_kind_leave_one_column_within_the_figure() -> None:
+    """Cut to 60 characters each, a label in capitals and an interval kind still made the
+    band's entry, which holds both, one column from -46 to 746 px on a 700 px figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    periods = [str(2010 + k) for k in range(12)]
+    fig, _ = posterior_time_series(
+        periods,
+        [1.0] * 12,
+        [0.5] * 12,
+        [2.0] * 12,
+        label="FEDERAL REPUBLIC OF YUGOSLAVIA AND KOSOVO LIBERATION ARMY WAR",
+        one_best=[1] * 12,
+        gold=[1] * 12,
+        interval="normal approximation over 1000 posterior samples of the CRF model",
+    )
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    legend = fig.legends[0].get_window_extent(canvas.get_renderer())
+    assert legend.x0 >= 0 and legend.x1 <= fig.bbox.width

@@ -506,6 +506,7 @@ def test_a_label_whose_interval_and_p_disagree_is_named_under_the_chart() -> Non
     from types import SimpleNamespace
 
     from calib_metrics.report import _edge_note
+    from calib_metrics.wording import one_line_names
 
     def result(lower: float, upper: float, p: float) -> SimpleNamespace:
         return SimpleNamespace(lower=lower, upper=upper, p_value=p)
@@ -517,11 +518,20 @@ def test_a_label_whose_interval_and_p_disagree_is_named_under_the_chart() -> Non
         "X": result(float("nan"), float("nan"), float("nan")),  # no interval
     }
     summary = {"confidence": 0.95, "samples": 100}
-    note = _edge_note(per_label, list(per_label), summary)
+    same = {k: k for k in per_label}
+    note = _edge_note(per_label, list(per_label), same, summary)
     assert note.startswith(" At the edge: VERB, whose interval excludes 0 while its ")
     assert "100 draws" in note and "--samples" in note
-    assert _edge_note({k: per_label[k] for k in ("NOUN", "DET")}, ["NOUN", "DET"], summary) == ""
+    both = ["NOUN", "DET"]
+    assert _edge_note({k: per_label[k] for k in both}, both, same, summary) == ""
     # A p of exactly 1 − confidence is at the level (1 − 0.9 is 0.09999999999999998).
     at_level = {7: result(-0.9, -0.01, 0.1)}  # an int label too
-    assert _edge_note(at_level, [7], {"confidence": 0.9, "samples": 100}) == ""
-    assert _edge_note({7: result(-0.9, -0.01, 0.12)}, [7], summary).startswith(" At the edge: 7,")
+    assert _edge_note(at_level, [7], {7: "7"}, {"confidence": 0.9, "samples": 100}) == ""
+    edge = _edge_note({7: result(-0.9, -0.01, 0.12)}, [7], {7: "7"}, summary)
+    assert edge.startswith(" At the edge: 7,")
+    # Named as the table names them: a line feed had stayed one (read as a space on the
+    # page), and the typed a\nb had read as the line-feed label.
+    names = ["a\nb", "a\\nb"]
+    shown = dict(zip(names, one_line_names(names), strict=True))
+    edgy = {k: result(-0.05, -0.01, 0.2) for k in names}
+    assert _edge_note(edgy, names, shown, summary).startswith(" At the edge: a\\nb, a\\\\nb,")

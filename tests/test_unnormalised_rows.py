@@ -183,6 +183,19 @@ def test_the_comparison_checks_probs_b_in_a_later_batch_after_probs_a_warned() -
     ]
 
 
+def test_the_comparisons_forward_warns_once_per_input_with_its_updates() -> None:
+    """forward's batch comparison kept its own once: a later update warned of the same
+    inputs a second time."""
+    probs = PROBS[:100].softmax(-1)
+    metric = CalibrationComparison(num_classes=4, n_samples=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric(probs * 2, probs, TARGET[:100])
+        metric.update(probs * 2, probs * 2, TARGET[:100])
+    said = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
+    assert [message.split(":")[1].strip() for message in said] == ["probs_a", "probs_b"]
+
+
 def test_compare_names_the_model_whose_rows_do_not_sum_to_1() -> None:
     with pytest.warns(UserWarning, match=r"^probs_b: rows of class probabilities") as caught:
         compare_calibration(PROBS.softmax(-1), PROBS, TARGET, n_samples=20)

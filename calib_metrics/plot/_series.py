@@ -217,10 +217,12 @@ def posterior_time_series(
     _refuse_upside_down(_counts(lower), _counts(upper), [f"period {p!r}" for p in periods])
     spans = _period_spans(periods, spans)
     # A long label or interval kind is cut in its middle, as ticks are: a 100-character
-    # label had made a legend three figures wide.
-    label, interval = (
-        None if t is None else cut_middle(str(t), MAX_NAME_CHARS) for t in (label, interval)
-    )
+    # label had made a legend three figures wide. The band's entry holds both, so the
+    # interval kind gets what the label leaves of the room (at least 20): two of 60 had
+    # still made a single column wider than the figure.
+    label = None if label is None else cut_middle(str(label), MAX_NAME_CHARS)
+    room = max(20, MAX_NAME_CHARS - len(label or ""))
+    interval = None if interval is None else cut_middle(str(interval), room)
     label, title, interval = literal(label), literal(title), literal(interval)
     own = ax is None
     fig, ax = _axes(ax, (7.0, 3.5))
