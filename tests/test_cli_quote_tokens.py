@@ -163,3 +163,30 @@ def test_only_cells_over_lines_are_looked_at(tmp_path, capsys, monkeypatch):
     path.write_text("text,prob,label\n" + "\n".join(rows) + "\n")
     assert _pairs(capsys, path) == N
     assert len(tested) <= 3  # the header's names, not the rows' cells
+
+
+@pytest.mark.parametrize("labels", ["bool", "padding"])
+def test_a_quote_token_beside_bool_labels_or_a_padding_row_is_refused(tmp_path, labels):
+    """Labels written True/False (pandas' bool column), or a quote opening on a padding row
+    whose probability is blank, were not read as the numbers of a row's end: the rows
+    between merged without a word (10 rows read as 7)."""
+    from calib_metrics.predictions import read_table
+
+    if labels == "bool":
+        rows = [f"0\tw{i}\t{0.15 + i / 20:.2f}\t{bool(i % 2)}" for i in range(10)]
+        rows[2], rows[5] = '0\t"\t0.35\tFalse', '0\t"\t0.40\tTrue'
+    else:
+        rows = [f"0\tw{i}\t{0.15 + i / 20:.2f}\t{i % 2}" for i in range(10)]
+        rows[2], rows[5] = '0\t"\t\t-100', '0\t"\t0.40\t0'
+    path = tmp_path / "tok.tsv"
+    path.write_text("sentence_id\ttoken\tprob\tlabel\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match="line 4: a \" opens a quoted field \\(column 'token'\\)"):
+        read_table(path, ignore_index=-100)
+
+
+def test_a_no_break_space_beside_a_header_name_is_read_as_before(tmp_path, capsys):
+    """Header names stripped as cells are (ASCII only) had refused `prob\\xa0` with "no
+    column 'prob' (columns: prob , label)", the space shown plain."""
+    path = tmp_path / "nbsp.csv"
+    path.write_text("prob\xa0,label\n" + "".join(f"0.{i % 9 + 1},{i % 2}\n" for i in range(20)))
+    assert _pairs(capsys, path) == 20

@@ -6,6 +6,7 @@ past a logit axis' end in its end slice."""
 from __future__ import annotations
 
 import warnings
+from itertools import pairwise
 
 import matplotlib
 
@@ -139,6 +140,21 @@ def test_uniform_bins_past_a_logit_axis_end_show_in_its_end_slice() -> None:
     (first,) = [bar for bar in bars if bar[2] == 1000]
     assert first[0] == pytest.approx(lo) and first[1] > lo * 1.5
     assert sum(h for *_, h in bars) == 3000
+
+
+def test_a_bin_starting_inside_the_end_bar_joins_it_rather_than_covering_it() -> None:
+    """300 pairs at q = 0 made an end bar on [0.01, 0.0157] beside a bin of 2,000 on
+    [0.0125, 0.025] drawn over it: 300 pairs read as a sliver of a separate bin."""
+    g = torch.Generator().manual_seed(0)
+    middle = 0.05 + 0.9 * torch.rand(2000, generator=g)
+    q = torch.cat([torch.zeros(300), torch.full((2000,), 0.022), middle]).double()
+    y = torch.bernoulli(q, generator=g)
+    r = calibration_error_ci(q, y, binning="uniform", n_bins=80, n_samples=20)
+    fig, ax = reliability_diagram(r, xscale="logit")
+    bars = sorted(_bars(fig))
+    assert all(left[1] <= right[0] for left, right in pairwise(bars))  # none overlap
+    assert bars[0][0] == pytest.approx(ax.get_xlim()[0]) and bars[0][2] == 2300
+    assert sum(h for *_, h in bars) == 4300
 
 
 def test_a_second_models_uniform_bins_past_the_axis_show_in_its_end_bars() -> None:

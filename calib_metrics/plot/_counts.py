@@ -91,7 +91,9 @@ def _bin_bars(
 ) -> tuple[list[float], list[float], list[float]]:
     """A bar per bin on its span clipped to the axis; the bins that an end of a logit axis
     cuts to less than its end slice count in one bar on that slice, as the slices do: clipped
-    to the end, a bin at q̂ = 0 had been a bar of no width, its pairs unseen."""
+    to the end, a bin at q̂ = 0 had been a bar of no width, its pairs unseen. A bin that
+    starts (or ends) inside that end bar joins it, which then reaches to the bin's far
+    edge: drawn on its own it had overlapped the end bar, hiding part of it or all."""
     edges = axis.slices()
     low = high = 0.0
     bars: list[tuple[float, float, float]] = []
@@ -103,8 +105,17 @@ def _bin_bars(
             high += pairs
         else:
             bars.append((*shown, pairs))
-    first = [(edges[0], edges[1], low)] if low else []
-    last = [(edges[-2], edges[-1], high)] if high else []
+    bars.sort()
+    reach = edges[1]
+    while low and bars and bars[0][0] < reach:
+        _, bar_end, pairs = bars.pop(0)
+        low, reach = low + pairs, max(reach, bar_end)
+    first = [(edges[0], reach, low)] if low else []
+    reach = edges[-2]
+    while high and bars and bars[-1][1] > reach:
+        bar_start, _, pairs = bars.pop()
+        high, reach = high + pairs, min(reach, bar_start)
+    last = [(reach, edges[-1], high)] if high else []
     starts, ends, heights = (list(side) for side in zip(*first, *bars, *last, strict=True))
     return starts, ends, heights
 
@@ -167,9 +178,9 @@ def _seen_background(counts: Axes) -> tuple[float, float, float]:
         (1.0, 1.0, 1.0)
     """
     seen = (1.0, 1.0, 1.0)
-    figures = [counts.get_figure(root=False)]
-    while figures[-1] is not figures[-1].get_figure(root=True):  # a SubFigure: its parent
-        figures.append(figures[-1].get_figure(root=False))
+    figures = [counts.figure]
+    while getattr(figures[-1], "_parent", None) is not None:  # a SubFigure: its parent's
+        figures.append(figures[-1]._parent)  # (get_figure(root=) needs matplotlib 3.10)
     layers = [f.get_facecolor() for f in reversed(figures)] + [counts.get_facecolor()]
     for color in layers:
         *rgb, alpha = to_rgba(color)

@@ -25,7 +25,7 @@ class _GrownBox(BboxBase):
         self.set_children(ax.bbox)
 
     def get_points(self) -> Any:
-        grow = self._pad * self._ax.get_figure(root=True).dpi / 72
+        grow = self._pad * self._ax.figure.dpi / 72  # a SubFigure's dpi is its figure's
         return self._ax.bbox.get_points() + np.array([[-grow, -grow], [grow, grow]])
 
 

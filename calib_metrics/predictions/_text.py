@@ -261,7 +261,7 @@ def _header(reader: Any, path: Path) -> list[str]:
     header = _first_record(reader, path)
     if not header:
         raise ValueError(f"{path}: empty file (a header row is needed)")
-    names = [n.strip(_PADDING) for n in header]
+    names = [n.strip() for n in header]  # a no-break space beside a name is no harm there
     named = [n for n in names if n]
     if not named:
         raise ValueError(
@@ -488,8 +488,23 @@ def _begins_a_row(fields: list[str], row: list[str], column: int, numeric: list[
 
 
 def _numbers_where(fields: list[str], numeric: list[bool]) -> bool:
-    """Whether the ``fields`` are numbers where ``numeric``, from the same column, says."""
-    return all(_is_number(text) for text, number in zip(fields, numeric) if number)
+    """Whether the ``fields`` read as values where ``numeric``, from the same column, says
+    a column is read as numbers: a number, a label ``True``/``False`` (any case, as
+    labels are read), or a blank (a padding row's probability). Without the last two a
+    stray quote in a file of bool labels, or opening on a padding row, had merged its rows
+    without a word."""
+    return all(_is_value(text) for text, number in zip(fields, numeric) if number)
+
+
+def _is_value(text: str) -> bool:
+    """A number, ``True``/``False`` in any case, or a blank cell.
+
+    Example:
+        >>> [_is_value(t) for t in ("0.5", " TRUE", "", "no")]
+        [True, True, True, False]
+    """
+    bare = text.strip()
+    return not bare or bare.lower() in ("true", "false") or _is_number(bare)
 
 
 def _spanned_cell(path: Path, column: str, start: int, end: int, cell: str) -> ValueError:
