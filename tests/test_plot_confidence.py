@@ -29,8 +29,8 @@ def test_a_numpy_scalar_level_is_drawn_as_written(result, level) -> None:
     assert ax.get_legend().get_texts()[1].get_text() == "bins (±1.64 se)"
     fig, _ = reliability_panels({"x": [result]}, confidence=level)
     assert fig.legends[0].get_title().get_text() == "titles' [lower, upper]: 90% interval"
-    _, ax = posterior_time_series(["a"], [1.0], [0.5], [1.5], confidence=level)
-    assert "90% interval" in [t.get_text() for t in ax.get_legend().get_texts()]
+    fig, _ = posterior_time_series(["a"], [1.0], [0.5], [1.5], confidence=level)
+    assert "90% interval" in [t.get_text() for t in fig.legends[0].get_texts()]  # below
 
 
 @pytest.mark.parametrize("level", [np.float32(1.5), np.int64(1), np.True_])
