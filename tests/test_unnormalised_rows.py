@@ -145,18 +145,28 @@ def test_the_comparison_warns_once_at_update_and_not_again_at_compute() -> None:
     assert len(rows) == 1 and rows[0].startswith("CalibrationComparison: probs_b: 299 of 300")
 
 
+def _ten_rows_off() -> tuple[torch.Tensor, torch.Tensor]:
+    """100 rows of class probabilities, and a copy whose first 10 rows sum to 2."""
+    probs = PROBS[:100].softmax(-1)
+    bad = probs.clone()
+    bad[:10] *= 2
+    return probs, bad
+
+
+def _row_sum_messages(caught: list) -> list[str]:
+    return [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
+
+
 def test_the_comparison_checks_both_models_of_the_batch_it_warns_of() -> None:
     """probs_a's rows set the comparison's one warned flag, and probs_b of the same batch,
     every row of it off, went unchecked: the warning named probs_a alone."""
-    probs = PROBS[:100].softmax(-1)
-    bad_a = probs.clone()
-    bad_a[:10] *= 2
+    probs, bad_a = _ten_rows_off()
     metric = CalibrationComparison(num_classes=4, n_samples=20)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         metric.update(bad_a, probs * 0.5, TARGET[:100])
         metric.update(probs, probs * 0.2, TARGET[:100])
-    said = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
+    said = _row_sum_messages(caught)
     assert [message.split(" (row")[0] for message in said] == [
         "CalibrationComparison: probs_a: 10 of 100 rows",
         "CalibrationComparison: probs_b: 100 of 100 rows",
@@ -167,16 +177,14 @@ def test_the_comparison_checks_both_models_of_the_batch_it_warns_of() -> None:
 def test_the_comparison_checks_probs_b_in_a_later_batch_after_probs_a_warned() -> None:
     """One warned flag per object: once probs_a had warned, a later batch whose probs_b
     alone was a softmax over the batch went unchecked, and model B was never named."""
-    probs = PROBS[:100].softmax(-1)
-    bad_a = probs.clone()
-    bad_a[:10] *= 2
+    probs, bad_a = _ten_rows_off()
     metric = CalibrationComparison(num_classes=4, n_samples=20)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         metric.update(bad_a, probs, TARGET[:100])
         metric.update(bad_a, probs, TARGET[:100])  # probs_a warned once only
         metric.update(probs, PROBS[:100].softmax(0), TARGET[:100])
-    said = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
+    said = _row_sum_messages(caught)
     assert [message.split(" (row")[0] for message in said] == [
         "CalibrationComparison: probs_a: 10 of 100 rows",
         "CalibrationComparison: probs_b: 100 of 100 rows",
@@ -192,7 +200,7 @@ def test_the_comparisons_forward_warns_once_per_input_with_its_updates() -> None
         warnings.simplefilter("always")
         metric(probs * 2, probs, TARGET[:100])
         metric.update(probs * 2, probs * 2, TARGET[:100])
-    said = [str(w.message) for w in caught if "rows of class probabilities" in str(w.message)]
+    said = _row_sum_messages(caught)
     assert [message.split(":")[1].strip() for message in said] == ["probs_a", "probs_b"]
 
 
