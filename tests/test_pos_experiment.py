@@ -53,6 +53,11 @@ def _args(tmp_path, *extra: str) -> argparse.Namespace:
 
 def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path, capsys):
     _write_corpus(tmp_path / "data" / "ud-english-ewt")
+    # Two test sentences hold a tag training never saw: left out, and said so in results.md
+    # (they had been counted in results.json alone).
+    unseen = "".join(_conllu_sentence(["oh", "dt1"], ["UH", "DT"], f"x-{k}") for k in range(2))
+    with gzip.open(tmp_path / "data" / "ud-english-ewt" / "en_ewt-ud-test.conllu.gz", "at") as f:
+        f.write(unseen)
     args = _args(
         tmp_path, "--quick", "--bin-size", "100", "--n-samples", "200", "--top-pairs", "2", "6"
     )
@@ -75,7 +80,7 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path, capsys):
         "train": 160,
         "dev": 50,
         "test": 50,
-        "dropped_unknown_tag": {"dev": 0, "test": 0},
+        "dropped_unknown_tag": {"dev": 0, "test": 2},
     }
     assert set(saved["models"]) == {"hmm", "crf_matched", "crf"}
     for m in saved["models"].values():
@@ -107,6 +112,10 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path, capsys):
                 assert v["verdict"] == 0 or v["adjusted_p_value"] <= 0.05
         assert set(c["per_tag"]["per_label"]) == set(TAGS)
     markdown = (out / "results.md").read_text()
+    assert (
+        "\n\nLeft out: 2 of 52 test sentences, each holding a tag that no training sentence "
+        "holds (the model cannot predict it).\n\n" in markdown
+    )
     assert "− HMM, paired [95%]" in markdown and "not distinguishable on" in markdown
     assert "top-k pairs: the queries of the k most frequent gold tag bigrams" in markdown
     # The paired phase, most of a full run, shows its progress.
@@ -115,12 +124,13 @@ def test_reproduce_pos_end_to_end_on_a_synthetic_corpus(tmp_path, capsys):
     assert saved["selection"]["crf"]["c2"] in pos.CRF_C2S
     assert "| HMM |" in (out / "results.md").read_text()
     assert results["models"]["hmm"]["test_accuracy"] == saved["models"]["hmm"]["test_accuracy"]
-    # The concatenated tag queries hold K queries per test token.
+    # The concatenated tag queries hold K queries per test token (of the sentences kept).
     n_tokens = sum(
         len(w)
-        for w, _ in read_tagged_sentences(
+        for w, tags in read_tagged_sentences(
             tmp_path / "data" / "ud-english-ewt" / "en_ewt-ud-test.conllu.gz"
         )
+        if set(tags) <= set(TAGS)
     )
     assert saved["models"]["hmm"]["all_tags"]["n"] == 4 * n_tokens
 

@@ -150,6 +150,31 @@ def test_twitter_pos_tag_counts_say_they_cover_more_tags_than_the_table() -> Non
     )
 
 
+def test_twitter_pos_says_which_sentences_it_left_out() -> None:
+    """A Daily547 tweet holding a tag training never saw is left out: counted in
+    results.json alone, under "dropped", it had gone unsaid in results.md."""
+    rng = random.Random(0)
+    tweet = [(w, t) for w, t, _ in _sentence(rng)]
+    raw = {
+        split: [([w for w, _ in tweet], [t for _, t in tweet])] * n
+        for split, n in (("train", 4), ("dev", 2), ("test", 3), ("daily547", 2))
+    }
+    raw["daily547"] = [*raw["daily547"], (["lol"], ["!"])]
+    data, _, sizes = twitter_pos._splits(raw, {})
+    assert sizes["dropped"] == {"train": 0, "dev": 0, "test": 0, "daily547": 1}
+    assert sizes["sentences"] == {split: len(v.sentences) for split, v in data.items()}
+    block = {"query_tag": "V", "models": {}, "paired": {}} | sizes
+    text = "\n".join(twitter_pos._corpus_tables(block, "twitter"))
+    assert (
+        "\n\nLeft out: 1 of 3 daily547 sentences, each holding a tag that no training "
+        "sentence holds (the model cannot predict it).\n\n" in text
+    )
+    # None left out, nothing said (as in every table docs/thesis.md holds).
+    data, _, sizes = twitter_pos._splits({k: v[:2] for k, v in raw.items()}, {})
+    block = {"query_tag": "V", "models": {}, "paired": {}} | sizes
+    assert "Left out" not in "\n".join(twitter_pos._corpus_tables(block, "twitter"))
+
+
 def test_twitter_pos_rejects_bad_options(tmp_path):
     with pytest.raises(ValueError, match="c2"):
         twitter_pos.run(_args(twitter_pos, c2=[-1.0], out=str(tmp_path)))

@@ -58,13 +58,15 @@ def keep_known_tags(
 def dropped_note(
     kept: Mapping[str, int],
     dropped: Mapping[str, int],
+    *,
     what: str = "a tag",
     unseen: str = "no training sentence holds",
 ) -> str:
     """The results line naming the sentences :func:`keep_known_tags` left out; '' if none.
 
-    ``kept`` and ``dropped`` count each split's sentences; ``what`` names the tags and
-    ``unseen`` says what training lacks (ner: its types are those of the flattened mentions).
+    ``kept`` and ``dropped`` count each split's sentences; ``what`` names the tags and ``unseen``
+    says what training lacks: pos and twitter-pos take the defaults, ner names its entity
+    types, those of the flattened mentions.
 
     Example (made-up counts):
         >>> print(dropped_note({"dev": 7, "test": 9}, {"dev": 3, "test": 1}))

@@ -533,7 +533,7 @@ def markdown(results: dict) -> str:
     dropped = sentences.get("dropped_unknown_tag", {})
     unseen = f"no training sentence tags {_flattened(results['max_length'])}"
     counts = {split: sentences[split] for split in dropped}  # not dropped_unknown_tag's dict
-    note = ce.dropped_note(counts, dropped, "an entity type", unseen)
+    note = ce.dropped_note(counts, dropped, what="an entity type", unseen=unseen)
     lines = [
         f"### GUM entities (test, {sentences['test']} sentences), feature CRF",
         "",

@@ -27,7 +27,7 @@ from calib_metrics.functional import calibration_error_ci
 from calib_metrics.models.crf import CRFTagger, length_chunks
 from calib_metrics.models.files import load_torch_file
 from calib_metrics.models.hmm import HMM
-from calib_metrics.paper import options, paired, report
+from calib_metrics.paper import chain_eval, options, paired, report
 from calib_metrics.paper.locations import data_file, data_help, find_dataset
 from calib_metrics.paper.tagging import Vocabulary, encode_batch, read_tagged_sentences
 from calib_metrics.predictions import save_figure
@@ -512,6 +512,10 @@ def _markdown(results: dict) -> str:
             row += [ci(m[f"top{k}_pairs"]["concatenated"]), m[f"top{k}_pairs"]["average"]]
         rows.append(row)
     lines = [f"# POS tagging calibration ({results['dataset']}, {results['column']})", ""]
+    sentences = results["sentences"]
+    dropped = sentences["dropped_unknown_tag"]
+    note = chain_eval.dropped_note({split: sentences[split] for split in dropped}, dropped)
+    lines += [note, ""] if note else []
     lines += [report.markdown_table(headers, rows), ""]
     lines.append(
         "q̂−p̂ (q̂>½): count-weighted mean gap over the bins of confident predictions; "

@@ -105,7 +105,8 @@ def _splits(raw: dict, limits: dict) -> tuple[dict[str, ce.Tagged], Vocabulary, 
     for name, sentences in raw.items():
         kept, dropped[name] = ce.keep_known_tags(sentences, tag_vocab)
         out[name] = ce.encode(kept, word_vocab, tag_vocab)
-    return out, tag_vocab, {"words": len(word_vocab), "dropped": dropped}
+    sentences = {name: len(split.sentences) for name, split in out.items()}
+    return out, tag_vocab, {"words": len(word_vocab), "sentences": sentences, "dropped": dropped}
 
 
 def _train(data: dict[str, ce.Tagged], n_tags: int, n_words: int, steps, args) -> dict:
@@ -393,9 +394,11 @@ def _corpus_tables(block: dict, corpus: str) -> list[str]:
         row += [d["accuracy"], _ci(d["recommended"]["query"])] if d else ["n/a", "n/a"]
         rows.append(row)
     title = "ARK Twitter POS, Oct27 test" if corpus == "twitter" else "UD English-EWT test"
+    note = ce.dropped_note(block["sentences"], block["dropped"])
     lines = [
         f"### {title}: query “the word has tag {tag}”",
         "",
+        *([note, ""] if note else []),
         report.markdown_table(headers, rows),
         "",
         ce.SETTINGS_LEGEND,
