@@ -16,6 +16,9 @@ from test_callbacks import TinyTagger, loaders, monitor, trainer
 
 from calib_metrics.callbacks._watchers import Fit, unseen_tag_messages
 
+# A checkpoint that keeps every save, made at training epochs' ends.
+_ON_EPOCH_END = {"save_top_k": -1, "save_on_train_epoch_end": True}
+
 
 def _fit(
     tmp_path: Path,
@@ -113,11 +116,27 @@ def test_the_first_save_against_the_first_measured_epoch(
     assert happens in said
 
 
-def test_validation_by_batch_count_claims_no_outcome(tmp_path: Path) -> None:
-    """Validating every 9 (or 6) batches across epochs of 3, the Trainer validates at
-    epochs 2 and 5 (or 1, 3, 5): a checkpoint had been told it is scored by a stale value
-    where the fit stops (or that the fit stops where it finishes), the monitor having
-    counted a validation at every epoch."""
+def test_validation_by_batch_count_off_the_epochs_claims_no_outcome(tmp_path: Path) -> None:
+    """Validating every 4 batches across epochs of 3, the Trainer validates at epochs 1, 2,
+    3 and 5: no epoch count says which, and the warning claims no outcome."""
+    save_every_3 = ModelCheckpoint(
+        dirpath=tmp_path / "a", monitor="val/calib_err", every_n_epochs=3, save_top_k=-1
+    )
+    said, _ = _fit(
+        tmp_path,
+        [monitor(every_n_epochs=2, save_png=False), save_every_3],
+        epochs=6,
+        val_check_interval=4,
+        check_val_every_n_epoch=None,
+    )
+    assert len(said) == 1 and "at epochs not known ahead, so either can happen" in said[0]
+
+
+def test_validation_by_batch_count_on_whole_epochs_is_decided(tmp_path: Path) -> None:
+    """Validating every 9 (or 6) batches across epochs of 3, the Trainer validates at the
+    end of every 3rd (2nd) epoch, as check_val_every_n_epoch=3 (2) would: a checkpoint
+    saving every 3rd epoch had been told "either can happen" where the fit stops, and one
+    saving at every validation (each one measured) had been warned at all."""
     by_count = {"check_val_every_n_epoch": None}
     save_every_3 = ModelCheckpoint(
         dirpath=tmp_path / "a", monitor="val/calib_err", every_n_epochs=3, save_top_k=-1
@@ -130,17 +149,20 @@ def test_validation_by_batch_count_claims_no_outcome(tmp_path: Path) -> None:
         **by_count,
     )
     assert "could not find the monitored key" in error
-    assert len(said) == 1 and "at epochs not known ahead, so either can happen" in said[0]
+    assert len(said) == 1 and "either can happen" not in said[0]
+    assert (
+        ": before the monitor's first measured epoch Lightning finds no value and stops "
+        in (said[0])
+    )
     save_every_1 = ModelCheckpoint(dirpath=tmp_path / "b", monitor="val/calib_err")
-    said, error = _fit(
+    said_and_error = _fit(
         tmp_path,
         [monitor(every_n_epochs=2, save_png=False), save_every_1],
         epochs=6,
         val_check_interval=6,
         **by_count,
     )
-    assert error == ""
-    assert len(said) == 1 and "either can happen" in said[0]
+    assert said_and_error == ([], "")
 
 
 def test_reads_at_epoch_ends_beside_validation_by_batch_count_are_warned_of(
@@ -165,7 +187,9 @@ def test_reads_at_epoch_ends_beside_validation_by_batch_count_are_warned_of(
         check_val_every_n_epoch=None,
     )
     assert "could not find the monitored key" in error
-    assert len(said) == 1 and "either can happen" in said[0]
+    assert len(said) == 1 and "stops the fit" in said[0]
+    # Saving at validations instead, at epoch 5's alone: the monitor's.
+    assert said[0].endswith("; give the checkpoint save_on_train_epoch_end=False")
 
 
 def test_a_resumed_fit_is_told_it_starts_with_no_logged_value(tmp_path: Path) -> None:
@@ -206,12 +230,13 @@ def test_reads_at_the_training_epochs_end_are_warned_of(tmp_path: Path) -> None:
         "CalibrationMonitor: EarlyStopping(monitor='val/calib_err') reads a tag this monitor "
         "logs every 2 epochs only (every_n_epochs=2): before the monitor's first measured "
         "epoch Lightning finds no value and stops the fit; give EarlyStopping "
-        "check_on_train_epoch_end=False, and measure every epoch (every_n_epochs=1), with "
-        "Trainer(check_val_every_n_epoch=2) to validate every 2 epochs"
+        "check_on_train_epoch_end=False"
     ]
-    checkpoint = ModelCheckpoint(
-        dirpath=tmp_path / "a", monitor="val/calib_err", save_top_k=-1, save_on_train_epoch_end=True
-    )
+    # That alone is the fix (it had been told to measure every epoch as well).
+    at_validations = EarlyStopping("val/calib_err", check_on_train_epoch_end=False)
+    callbacks = [monitor(every_n_epochs=2, save_png=False), at_validations]
+    assert _fit(tmp_path, callbacks, **every_2nd) == ([], "")
+    checkpoint = ModelCheckpoint(dirpath=tmp_path / "a", monitor="val/calib_err", **_ON_EPOCH_END)
     measuring = monitor(every_n_epochs=2, save_png=False)
     said, error = _fit(tmp_path, [measuring, checkpoint], **every_2nd)
     assert error == ""
@@ -219,23 +244,46 @@ def test_reads_at_the_training_epochs_end_are_warned_of(tmp_path: Path) -> None:
         "CalibrationMonitor: ModelCheckpoint(monitor='val/calib_err') reads a tag this monitor "
         "logs every 2 epochs only (every_n_epochs=2): a checkpoint saved at an epoch it skips "
         "is scored by the last measured epoch's value; give the checkpoint every_n_epochs=2 "
-        "and save_on_train_epoch_end=False"
+        "or save_on_train_epoch_end=False"
     ]
     scores = {
         Path(path).name.split("-")[0]: float(s) for path, s in checkpoint.best_k_models.items()
     }
     assert scores["epoch=2"] == scores["epoch=1"] == measuring.history[0]["error"]
-    # The fix the warning gives.
-    aligned = ModelCheckpoint(
-        dirpath=tmp_path / "b",
-        monitor="val/calib_err",
-        every_n_epochs=2,
-        save_on_train_epoch_end=False,
-    )
-    assert _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), aligned], **every_2nd) == (
-        [],
-        "",
-    )
+    # Either fix the warning gives, alone (it had asked for both).
+    for fix in ({"every_n_epochs": 2}, {"save_on_train_epoch_end": False}):
+        aligned = ModelCheckpoint(
+            dirpath=tmp_path / next(iter(fix)), monitor="val/calib_err", **{**_ON_EPOCH_END, **fix}
+        )
+        callbacks = [monitor(every_n_epochs=2, save_png=False), aligned]
+        assert _fit(tmp_path, callbacks, **every_2nd) == ([], "")
+
+
+@pytest.mark.parametrize(
+    ("watcher", "fix"),
+    [
+        # Validated every 3rd epoch, measured every 6th: reading at validations is not enough.
+        (
+            EarlyStopping("val/calib_err", check_on_train_epoch_end=True),
+            "give EarlyStopping check_on_train_epoch_end=False, and measure every epoch",
+        ),
+        # Saving at every 2nd epoch's end: at validations every 6th epoch, the monitor's.
+        (
+            ModelCheckpoint(monitor="val/calib_err", **{**_ON_EPOCH_END, "every_n_epochs": 2}),
+            "give the checkpoint save_on_train_epoch_end=False",
+        ),
+        # Saving at every 3rd epoch's end, or at every validation: both changes together.
+        (
+            ModelCheckpoint(monitor="val/calib_err", **{**_ON_EPOCH_END, "every_n_epochs": 3}),
+            "give the checkpoint every_n_epochs=2 and save_on_train_epoch_end=False",
+        ),
+    ],
+)
+def test_reads_at_the_training_epochs_end_are_told_the_changes_they_need(
+    watcher: Any, fix: str
+) -> None:
+    [said] = unseen_tag_messages([watcher], ["val/calib_err"], 2, Fit(3))
+    assert said.endswith(f"; {fix}") or f"; {fix} " in said
 
 
 def test_early_stopping_on_a_skipped_epoch_is_warned_of(tmp_path: Path) -> None:

@@ -24,24 +24,47 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+from lightning.pytorch.loops.fetchers import _DataLoaderIterDataFetcher
 
 
 class Fit(NamedTuple):
     """When a fit validates, as known at its start."""
 
-    validated_every: int  # check_val_every_n_epoch; 1 when validating by batch count
+    validated_every: int  # every how many epochs it validates; 1 where not known ahead
     first_epoch: int = 0  # a resumed fit's first epoch (0-based)
-    epochs_known: bool = True  # False when validating by batch count or time
+    epochs_known: bool = True  # False when validating by time, or by a batch count off epochs
 
 
 def fit_of(trainer: Any) -> Fit:
     """The fit ``trainer`` starts (its loops restored, for a resumed fit)."""
-    # By batch count across epochs (check_val_every_n_epoch=None) any epoch may validate;
-    # by time, any of the validating epochs, or none.
-    by_count = trainer.check_val_every_n_epoch is None
-    by_time = getattr(trainer, "_val_check_time_interval", None) is not None
-    known = not (by_count or by_time)
-    return Fit(trainer.check_val_every_n_epoch or 1, trainer.current_epoch, known)
+    # By time, any of the validating epochs may validate, or none.
+    if getattr(trainer, "_val_check_time_interval", None) is not None:
+        return Fit(trainer.check_val_every_n_epoch or 1, trainer.current_epoch, False)
+    every = trainer.check_val_every_n_epoch
+    if every is None:  # by batch count across epochs
+        every = _whole_epochs_per_validation(trainer)
+    return Fit(every or 1, trainer.current_epoch, every is not None)
+
+
+def _whole_epochs_per_validation(trainer: Any) -> int | None:
+    """Every how many epochs a Trainer validating every ``val_check_batch`` batches across
+    epochs validates, where each validation ends an epoch: None where it need not."""
+    batches, interval = trainer.num_training_batches, trainer.val_check_batch
+    done = trainer.fit_loop.epoch_loop.batch_progress.total.ready  # before this fit
+    if (
+        not isinstance(batches, int)  # inf: an iterable dataset of no length
+        or not isinstance(interval, int)
+        or batches < 1
+        or interval % batches
+        # Counted from the fit's first batch on, not from its first epoch's.
+        or (done - trainer.current_epoch * batches) % interval
+        # Epochs of reloaded data may change length.
+        or trainer.reload_dataloaders_every_n_epochs > 0
+        # A training_step taking the dataloader_iter validates at every epoch's end too.
+        or isinstance(trainer.fit_loop._data_fetcher, _DataLoaderIterDataFetcher)
+    ):
+        return None
+    return interval // batches
 
 
 def _reads(monitored: str | None, tags: Iterable[str]) -> bool:
@@ -74,11 +97,24 @@ def _fix(every: int, callback: Any, fit: Fit) -> str:
         f"measure every epoch (every_n_epochs=1), with Trainer(check_val_every_n_epoch={every}) "
         f"to validate every {every} epochs"
     )
+    measured_every = math.lcm(fit.validated_every, every)
     if isinstance(callback, ModelCheckpoint):
         if _at_train_epoch_end(callback, fit):
-            return f"give the checkpoint every_n_epochs={every} and save_on_train_epoch_end=False"
+            # Either change alone may do: saving at the ends of the monitor's epochs (where
+            # they all validate), or at validations (where it measures each one saved at).
+            changes = {
+                f"every_n_epochs={every}": fit.epochs_known and every % measured_every == 0,
+                "save_on_train_epoch_end=False": (
+                    math.lcm(fit.validated_every, callback.every_n_epochs) % measured_every == 0
+                ),
+            }
+            enough = [change for change, alone in changes.items() if alone]
+            return "give the checkpoint " + (" or ".join(enough) or " and ".join(changes))
         return f"give the checkpoint every_n_epochs={every} too, or {validate}"
     if _at_train_epoch_end(callback, fit):
+        # It then reads at each validation: enough where the monitor measures them all.
+        if fit.validated_every % measured_every == 0:
+            return "give EarlyStopping check_on_train_epoch_end=False"
         return f"give EarlyStopping check_on_train_epoch_end=False, and {validate}"
     return f"{validate} (EarlyStopping has no every_n_epochs)"
 
