@@ -507,9 +507,10 @@ class _StatesKeepTheirDtype(Metric):
             if message is not None:
                 warned.add(name)
                 named = f"{name}: " if name else ""
-                # Above: _update, update and torchmetrics' wrapper (or forward and
-                # nn.Module's two call layers), then the caller's line.
-                warnings.warn(f"{type(self).__name__}: {named}{message}", UserWarning, stacklevel=5)
+                # No fixed stacklevel names the caller's line: a comparison's forward
+                # reaches here through its batch's update, and had named its own line.
+                text = f"{type(self).__name__}: {named}{message}"
+                warnings.warn(text, UserWarning, stacklevel=_user_stacklevel())
 
     def _count_merged_updates(self, incoming_state: dict[str, Any] | Metric) -> None:
         """Count the updates behind a merged state (a state dict's as one, as a loaded state

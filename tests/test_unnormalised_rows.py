@@ -204,6 +204,19 @@ def test_the_comparisons_forward_warns_once_per_input_with_its_updates() -> None
     assert [message.split(":")[1].strip() for message in said] == ["probs_a", "probs_b"]
 
 
+def test_the_comparisons_forward_warns_at_the_callers_line() -> None:
+    """As CalibrationError's forward does: probs_b's warning had named a line of
+    metric_compare.py, where forward updates its batch comparison."""
+    probs, bad_b = _ten_rows_off()
+    metric = CalibrationComparison(num_classes=4, n_samples=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metric(probs, bad_b, TARGET[:100])
+    [warned] = [w for w in caught if "rows of class probabilities" in str(w.message)]
+    assert str(warned.message).startswith("CalibrationComparison: probs_b: 10 of 100 rows")
+    assert warned.filename == __file__
+
+
 def test_compare_names_the_model_whose_rows_do_not_sum_to_1() -> None:
     with pytest.warns(UserWarning, match=r"^probs_b: rows of class probabilities") as caught:
         compare_calibration(PROBS.softmax(-1), PROBS, TARGET, n_samples=20)
