@@ -86,6 +86,30 @@ def test_the_count_bars_and_labels_are_shaded_from_the_styles_colours(pairs) -> 
     assert set(default["labels"]) == {"#595959"}
 
 
+def test_the_count_bars_legend_names_no_grey_that_a_tinted_style_does_not_draw(pairs) -> None:
+    """The bars are shaded from text.color: a red one tints them pink, which the legend had
+    called "grey bar". Greys (the default and dark_background) keep the word."""
+    r = calibration_error_ci(*pairs, n_samples=20)
+    with matplotlib.rc_context({"text.color": "red"}):
+        fig, ax = reliability_diagram(r)
+        one = [t.get_text() for t in ax.get_legend().get_texts()][-1]
+        reliability_diagram(r, ax, color="C1")
+        several = [t.get_text() for t in ax.get_legend().get_texts()][-1]
+    red, green, blue = to_rgb(fig.axes[1].patches[0].get_facecolor())
+    assert red > green == blue  # the bars: a pale red
+    assert one == "pairs per bar (right axis)"
+    assert several == (
+        "pairs per bar (right axis): the first model's in a pale shade of the text colour, "
+        "each other's in its colour"
+    )
+    for context in ("default", "dark_background"):
+        with style.context(context):
+            _, ax = reliability_diagram(r)
+        assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == (
+            "pairs per grey bar (right axis)"
+        )
+
+
 def test_a_transparent_axes_background_shades_the_bars_from_the_figure_behind(pairs) -> None:
     """axes.facecolor="none" had been read without its alpha, as black: the bars came out
     black over a white figure (a blue at alpha 0.2, saturated blue)."""

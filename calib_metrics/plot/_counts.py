@@ -128,7 +128,8 @@ def _count_bars(
     spans: list[tuple[float, float]] | None = None,
 ) -> Axes:
     """Pairs per slice of the x axis (each bin's at its mean q̂), or per bin on its
-    ``spans``, as grey bars on a labelled right-hand axis.
+    ``spans``, as bars on a labelled right-hand axis, shaded from the style's colours
+    (:func:`_shade`: grey in the default style).
 
     Returns that axis (its first bar container is the legend's entry).
     """
@@ -140,7 +141,7 @@ def _count_bars(
     log = max(nonzero) >= 100 * min(nonzero)
     face, edge, text = (_shade(counts, share) for share in (0.15, 0.35, 0.65))
     style = {"color": face, "edgecolor": edge, "linewidth": 0.4}
-    _slice_bars(counts, *bars, log=log, label=_count_entry(log), **style)
+    _slice_bars(counts, *bars, log=log, label=_count_entry(log, grey=_is_grey(face)), **style)
     _count_limits(counts, min(nonzero), max(nonzero), log)
     counts.set_ylabel("pairs" + (" (log scale)" if log else ""), color=text, fontsize=8)
     counts.yaxis.set_label_coords(1.13, 0.17)
@@ -164,6 +165,18 @@ def _shade(counts: Axes, share: float) -> tuple[float, float, float]:
     """
     back, ink = _seen_background(counts), to_rgb(rcParams["text.color"])
     return tuple(b + share * (i - b) for b, i in zip(back, ink, strict=True))
+
+
+def _is_grey(color: Any) -> bool:
+    """Whether ``color`` reads as a grey: its channels within 0.02 of each other. A
+    ``text.color`` of red tints the shaded bars, which the legend had called grey.
+
+    Example:
+        >>> _is_grey((0.85, 0.85, 0.85)), _is_grey((1.0, 0.85, 0.85))
+        (True, False)
+    """
+    rgb = to_rgb(color)
+    return max(rgb) - min(rgb) <= 0.02
 
 
 def _seen_background(counts: Axes) -> tuple[float, float, float]:
@@ -197,14 +210,16 @@ def _more_count_bars(
     spans: list[tuple[float, float]] | None = None,
 ) -> None:
     """A further model's pairs per slice (or per bin, on its ``spans``) on a diagram's
-    count axis, as bars in its colour over the first model's grey ones; the axis grows to
-    the tallest bar."""
+    count axis, as bars in its colour over the first model's shaded ones; the axis grows
+    to the tallest bar."""
     bars = _slice_counts(axis, q, n, spans)
     log = counts.get_yscale() == "log"
     # The colour names the model, as its bins do: no legend entry of its own.
     style = {"color": color, "alpha": 0.25, "linewidth": 0}
     _slice_bars(counts, *bars, log=log, label="_nolegend_", **style)
-    counts.containers[0].set_label(_count_entry(log, several=True))  # no longer all grey
+    first = counts.containers[0]
+    grey = not first.patches or _is_grey(first.patches[0].get_facecolor())
+    first.set_label(_count_entry(log, several=True, grey=grey))  # no longer all one shade
     nonzero = [h for bar in counts.patches if (h := bar.get_height()) > 0] or [1.0]
     _count_limits(counts, min(nonzero), max(nonzero), log)
 
@@ -217,19 +232,22 @@ def _slice_bars(
     counts.bar(starts, heights, width=widths, align="edge", **style)
 
 
-def _count_entry(log: bool, several: bool = False) -> str:
-    """The count bars' legend entry: grey bars of one model, or several models' bars.
+def _count_entry(log: bool, several: bool = False, grey: bool = True) -> str:
+    """The count bars' legend entry: one model's bars, or several models'; their colour
+    named only where the first model's are ``grey`` (a shade of a coloured ``text.color``
+    is a tint no word names).
 
     Example:
-        >>> _count_entry(False)
-        'pairs per grey bar (right axis)'
+        >>> _count_entry(False), _count_entry(False, grey=False)
+        ('pairs per grey bar (right axis)', 'pairs per bar (right axis)')
         >>> print(_count_entry(True, several=True))
         pairs per bar (right axis, log): the first model's grey, each other's in its colour
     """
     axis = "right axis, log" if log else "right axis"
     if several:
-        return f"pairs per bar ({axis}): the first model's grey, each other's in its colour"
-    return f"pairs per grey bar ({axis})"
+        first = "grey" if grey else "in a pale shade of the text colour"
+        return f"pairs per bar ({axis}): the first model's {first}, each other's in its colour"
+    return f"pairs per {'grey ' if grey else ''}bar ({axis})"
 
 
 def _count_tick(value: float, _pos: int | None = None) -> str:

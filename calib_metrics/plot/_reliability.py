@@ -51,10 +51,11 @@ def reliability_diagram(
 ) -> tuple[Figure, Axes]:
     """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
     ``confidence``: 1.96 at 0.95; se from each bin's effective sample size, as the
-    debiased estimator counts it), over grey bars counting the pairs.
+    debiased estimator counts it), over bars counting the pairs (a pale shade of the
+    style's ``text.color``: grey in the default style).
 
     The diagonal marks perfect calibration: points above it are underconfident
-    (q < p), below it overconfident. The grey bars count the pairs in each of 20 equal
+    (q < p), below it overconfident. The bars count the pairs in each of 20 equal
     slices of the x axis, on the right-hand axis (log-scaled when the counts span two
     decades or more): mass piled near 0 and 1 means sharp predictions. The result keeps
     bins, not pairs, so a bin's pairs are counted in the slice of its mean q̂: a bar is
