@@ -7,6 +7,7 @@ may fall below 0."""
 from __future__ import annotations
 
 import math
+import re
 
 import matplotlib
 
@@ -148,3 +149,24 @@ def test_a_long_label_and_interval_kind_leave_one_column_within_the_figure() -> 
     canvas.draw()
     legend = fig.legends[0].get_window_extent(canvas.get_renderer())
     assert legend.x0 >= 0 and legend.x1 <= fig.bbox.width
+
+
+@pytest.mark.parametrize("label", ["W" * 60, "$" + "W" * 58 + "$"], ids=["wide letters", "dollars"])
+def test_a_label_of_wide_letters_is_cut_until_the_legend_fits(label: str) -> None:
+    """60 characters of "W" made one column of entries from -6 to 706 px on a 700 px
+    figure: cut to 60 characters, a label can still be wider than the figure."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    periods = [str(2010 + k) for k in range(12)]
+    fig, _ = posterior_time_series(
+        periods, [1.0] * 12, [0.5] * 12, [2.0] * 12, label=label, one_best=[1] * 12,
+        gold=[1] * 12,
+    )  # fmt: skip
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    legend = fig.legends[0].get_window_extent(canvas.get_renderer())
+    assert legend.x0 >= fig.bbox.x0 and legend.x1 <= fig.bbox.x1
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("…" in t for t in texts) and texts[0].endswith(" posterior mean")
+    # Cut as drawn: no dollar left unescaped, to start mathtext.
+    assert not any(re.search(r"(?<!\\)\$", t) for t in texts)

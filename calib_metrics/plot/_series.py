@@ -16,7 +16,7 @@ from matplotlib.ticker import MaxNLocator
 from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.plot._arguments import _axes, _check_lengths, _numbers
-from calib_metrics.plot._text import _level, _literals, literal
+from calib_metrics.plot._text import _dollars, _level, _literals, literal
 from calib_metrics.wording import MAX_NAME_CHARS, cut_middle, level_text
 
 #: How far below 0, relative to a series' largest magnitude (or 1), a count of
@@ -186,7 +186,8 @@ def posterior_time_series(
     The legend sits below the plot in a figure the function makes (``fig.legends[0]``,
     named by both calls, in as many columns as fit the figure's width), where it hides no
     count; on a caller's ``ax``, inside it. A label or ``interval`` over 60 characters is
-    cut in its middle, as ticks are.
+    cut in its middle, as ticks are, and the legend below's entries further where one
+    column of them is still wider than the figure (wide letters).
 
     Example:
         >>> fig, ax = posterior_time_series(["2001Q1", "2001Q2"], [1.0, 2.5], [0.2, 1.0],
@@ -412,11 +413,33 @@ def _period_legend(ax: Axes, own: bool) -> None:
 def _legend_that_fits(fig: Figure, handles: list[Any], labels: list[str]) -> Legend:
     """The legend below the plot in as many columns, up to 4, as fit the figure's width:
     four columns of two series' entries had run past both sides of the figure (cut off by
-    a plain ``savefig``)."""
+    a plain ``savefig``). Where one column is still too wide, its longest entries are cut
+    in their middles until it fits: 60 wide letters ("W" * 60) had passed both edges."""
     ncols = min(4, len(labels))
-    legend = fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=7)
-    while ncols > 1 and legend.get_window_extent().width > fig.bbox.width:
+    legend = _legend_below(fig, handles, labels, ncols)
+    while ncols > 1 and _too_wide(legend):
         legend.remove()
         ncols -= 1
-        legend = fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=7)
+        legend = _legend_below(fig, handles, labels, ncols)
+    texts = [label.replace(r"\$", "$") for label in labels]  # cut as shown, escaped again
+    room = max(len(text) for text in texts)
+    while _too_wide(legend) and room > _LEAST_ROOM:
+        # As the widest entry narrows, about in proportion, then a character at a time.
+        ratio = fig.bbox.width / legend.get_window_extent().width
+        room = max(_LEAST_ROOM, min(room - 1, int(room * ratio)))
+        legend.remove()
+        legend = _legend_below(fig, handles, [_dollars(cut_middle(t, room)) for t in texts], 1)
     return legend
+
+
+#: The fewest characters :func:`_legend_that_fits` cuts an entry to (a figure too narrow
+#: for them keeps its legend wider).
+_LEAST_ROOM = 20
+
+
+def _legend_below(fig: Figure, handles: list[Any], labels: list[str], ncols: int) -> Legend:
+    return fig.legend(handles, labels, loc="outside lower center", ncols=ncols, fontsize=7)
+
+
+def _too_wide(legend: Legend) -> bool:
+    return legend.get_window_extent().width > legend.figure.bbox.width
