@@ -146,8 +146,41 @@ def test_a_stray_quote_in_the_header_is_refused(tmp_path, capsys):
     path = tmp_path / "notes.csv"
     path.write_text('prob,label,"note\n' + "\n".join(rows) + "\n")
     line = one_line_error(capsys, "evaluate", path)
-    assert "notes.csv: line 1: the header's column 3 opens a quoted name" in line
-    assert "runs to line 7: a column name is never over lines" in line
+    assert (
+        "notes.csv: lines 1-7: the header's column 3 is a quoted name over lines, 'note\\n" in line
+    )
+    assert (
+        'a column name over lines is not supported; write it on one line (or remove a stray "'
+        in line
+    )
+
+
+def test_a_header_name_over_lines_is_named_as_one(tmp_path, capsys):
+    """A name holding a line break inside its quotes, as a spreadsheet writes a cell of two
+    lines, had been called a stray quote: it is named, with the fix."""
+    path = tmp_path / "names.csv"
+    path.write_text('prob,"gold\nlabel"\n' + "".join(f"0.{i % 9 + 1},{i % 2}\n" for i in range(20)))
+    line = one_line_error(capsys, "evaluate", path)
+    assert line.endswith(
+        "names.csv: lines 1-2: the header's column 2 is a quoted name over lines, "
+        "'gold\\nlabel': a column name over lines is not supported; write it on one line "
+        '(or remove a stray " that a later one closes)'
+    )
+
+
+@pytest.mark.parametrize("rows", [20, 0])
+def test_a_header_quote_that_never_closes_is_named_so(tmp_path, capsys, rows):
+    """A header's quote that no later one closes had been said to run to the file's last
+    line (line 21), as if a quote there closed it; in a header alone, ``prob,"label``, it
+    had read as the name ``label``, and the file as one of no rows."""
+    path = tmp_path / "open.csv"
+    path.write_text('prob,"label' + "".join(f"\n0.{i % 9 + 1},{i % 2}" for i in range(rows)))
+    line = one_line_error(capsys, "evaluate", path)
+    assert line.endswith(
+        "open.csv: line 1: the header's quote never closes: column 2's name opens with a \" "
+        "that no later one closes (the rest of the file would be that name); remove the "
+        "stray quote"
+    )
 
 
 def test_only_cells_over_lines_are_looked_at(tmp_path, capsys, monkeypatch):

@@ -205,9 +205,10 @@ def _read_delimited(path: Path, delimiter: str) -> _Table:
     with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
         delimiter = _delimiter(_first_line(_bounded_lines(handle, path)), delimiter)
         handle.seek(0)
-        reader = csv.reader(_bounded_lines(handle, path), delimiter=delimiter)
+        lines = _Lines(handle, path)
+        reader = csv.reader(lines, delimiter=delimiter)
         try:
-            names = _header(reader, path)
+            names = _header(reader, lines, path)
         except csv.Error as err:
             raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
     return _DelimitedTable(path, delimiter, names)
@@ -253,12 +254,12 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _header(reader: Any, path: Path) -> list[str]:
+def _header(reader: Any, lines: _Lines, path: Path) -> list[str]:
     """The column names of a CSV/TSV file's first row that is not blank (a blank first
     line had made the file "empty"), refused where they cannot be a header (none, numbers
     only, a name twice). An empty name is a column left out: ``prob,label,,``, as
     spreadsheets export trailing empty columns, had repeated the name ``''``."""
-    header = _first_record(reader, path)
+    header = _first_record(reader, lines, path)
     if not header:
         raise ValueError(f"{path}: empty file (a header row is needed)")
     names = [n.strip() for n in header]  # a no-break space beside a name is no harm there
@@ -282,32 +283,51 @@ def _header(reader: Any, path: Path) -> list[str]:
     return names
 
 
-def _first_record(reader: Any, path: Path) -> list[str] | None:
+def _first_record(reader: Any, lines: _Lines, path: Path) -> list[str] | None:
     """The first record that is not blank, None if there is none; a stray quote that
     opens it is named as in a row (:func:`_next_record`), not by the csv module's
     "field larger than field limit" at the line where the limit ran out, and so is one
+    that never closes (``lines`` ran out inside it: :func:`_refuse_unclosed_header`) or
     that a later quote closes (:func:`_refuse_header_over_lines`)."""
     while (row := _next_record(reader, path, start := reader.line_num + 1)) is not None:
+        if lines.ended:  # before the blank-line skip: a lone " is a record too
+            _refuse_unclosed_header(path, row, start)
         if _not_blank(row):
             if reader.line_num > start:
-                _refuse_header_over_lines(path, row, start, reader.line_num)
+                _refuse_header_over_lines(path, row, start)
             return row
     return None
 
 
-def _refuse_header_over_lines(path: Path, header: list[str], start: int, end: int) -> None:
-    """Refuse a header whose quoted name runs over lines: no column's name holds a line
-    break, and ``prob,label,"note`` had made the rows up to the next quote that name,
-    left out without a word (14 of 20 rows read, exit 0)."""
-    column = next(i for i, name in enumerate(header, 1) if _BREAK.search(name))
+def _refuse_unclosed_header(path: Path, header: list[str], start: int) -> None:
+    """Refuse a header whose last name opens a quote that never closes, at the line it
+    opens on: it had been said to "run to" the file's last line, as if a quote there
+    closed it."""
+    opened = start + sum(len(_BREAK.findall(name)) for name in header[:-1])
     raise ValueError(
-        f"{path}: line {start}: the header's column {column} opens a quoted name with a \" "
-        f"that runs to line {end}: a column name is never over lines; remove the stray quote"
+        f"{path}: line {opened}: the header's quote never closes: column {len(header)}'s name "
+        'opens with a " that no later one closes (the rest of the file would be that name); '
+        "remove the stray quote"
+    )
+
+
+def _refuse_header_over_lines(path: Path, header: list[str], start: int) -> None:
+    r"""Refuse a header whose quoted name runs over lines: no column's name holds a line
+    break, and ``prob,label,"note`` had made the rows up to the next quote that name,
+    left out without a word (14 of 20 rows read, exit 0). A name with a line break of
+    its own (``"my\nnote"``) had been called a stray quote."""
+    column, name = next((i, n) for i, n in enumerate(header, 1) if _BREAK.search(n))
+    opened = start + sum(len(_BREAK.findall(before)) for before in header[: column - 1])
+    shown = name if len(name) <= 40 else name[:40] + "..."
+    raise ValueError(
+        f"{path}: lines {opened}-{opened + len(_BREAK.findall(name))}: the header's column "
+        f"{column} is a quoted name over lines, {shown!r}: a column name over lines is not "
+        'supported; write it on one line (or remove a stray " that a later one closes)'
     )
 
 
 def _table_from_rows(reader: Any, lines: _Lines, path: Path, numeric: Collection[str]) -> _Table:
-    names = _header(reader, path)
+    names = _header(reader, lines, path)
     table = _Table({n: [] for n in names if n})
     table.lines = []  # each row's first line, where its record starts
     end = reader.line_num  # the last record's last line
