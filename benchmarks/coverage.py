@@ -26,7 +26,9 @@ debiased estimate), the pair bootstrap and, for grouped data, the group bootstra
 truth when lower ≤ truth ≤ upper (both ends are clipped at 0; see docs/coverage.md
 for what that means at a true error of 0).
 
-Run ``python benchmarks/coverage.py --write`` (full grid; ``--quick`` for a smoke run).
+Run ``python benchmarks/coverage.py`` (full grid; ``--quick`` for a smoke run); ``--write`` puts
+the tables into docs/coverage.md, whose published tables pool the eight runs listed there
+(``--from-json FILE ... --write`` re-renders them; ``--write`` alone would replace them).
 """
 
 from __future__ import annotations
