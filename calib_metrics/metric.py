@@ -190,7 +190,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         binning: ``"adaptive"`` (equal mass) or ``"uniform"`` (equal width).
         n_bins: number of bins of uniform binning (at most 2**20).
         norm: ``"l2"`` (RMS, the paper's), ``"l1"`` or ``"max"``.
-        n_samples: draws of the interval (the bootstrap's, or Algorithm 2's).
+        n_samples: draws of the interval (the bootstrap's, or Algorithm 2's), at least 2;
+            keep them in the hundreds or more: the ends are Monte Carlo estimates, and a
+            handful of draws can leave out the estimate itself (no warning is given).
         confidence: coverage of the interval.
         method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
         debias: subtract each bin's sampling noise from its squared gap (default True;

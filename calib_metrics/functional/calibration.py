@@ -389,7 +389,10 @@ def calibration_error_ci(
         bin_size: target bin size β of adaptive binning, or ``"auto"`` (β = ⌈√N⌉).
             Bins of 2 or 3 pairs make a bootstrap interval too narrow (about 89%
             coverage at 95%: ``docs/coverage.md``).
-        n_samples: number S of simulated error values (draws).
+        n_samples: number S of simulated error values (draws), at least 2. The ends are
+            Monte Carlo estimates: keep S in the hundreds or more (the default 10,000);
+            with a handful of draws they are noisy enough to leave out the estimate
+            itself (no warning is given).
         confidence: coverage of the interval (0.95 gives the paper's ±1.96·std).
         generator: source of randomness (on the input's device) for reproducible draws.
         method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.

@@ -308,7 +308,10 @@ def compare_calibration(
             (:func:`comparison_units`).
         confidence: coverage of the interval of the difference.
         generator: source of randomness for reproducible draws.
-        n_samples: number of paired bootstrap draws.
+        n_samples: number S of paired bootstrap draws, at least 2. The ends and the
+            p-value are Monte Carlo estimates: the p-value moves in steps of 2/S (p = 0
+            says only that no draw crossed 0), so keep S in the hundreds or more (no
+            warning is given below that).
         bin_size, binning, n_bins, norm, debias: the estimator, as in
             :func:`~calib_metrics.functional.calibration.calibration_error` (defaults: the
             recommended one; ``debias`` falls back to the plug-in for l1 and max).
