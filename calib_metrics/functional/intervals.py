@@ -150,8 +150,15 @@ class CalibrationResult(NamedTuple):
 
     Attributes:
         error: the point estimate (Algorithm 1, plug-in or debiased), 0-dim float64.
-        mean: mean of the sampled errors.
-        std: standard deviation of the sampled errors.
+        mean: mean of the draws' errors (:attr:`Draws.errors`). A debiased bootstrap
+            draw's error is its recentred square θ_s clipped at 0 and square-rooted, so
+            where the debiased square D is negative, and with it most θ_s, ``mean`` and
+            ``std`` are 0 or near it while ``upper`` is not: the interval is taken from
+            the unclipped θ_s, its upper end widened by −D (:func:`interval_of_draws`).
+            The plug-in bootstraps and Algorithm 2: the draws' own errors. Classwise:
+            the classes' means averaged.
+        std: standard deviation of the same errors: not the spread a debiased normal
+            interval is drawn with (the θ_s').
         lower: lower end of the interval.
         upper: upper end of the interval.
         bins: the :class:`~calib_metrics.functional.binning.Bins` behind the estimate.
