@@ -7,7 +7,8 @@ files: :func:`calib_metrics.predictions.paired_by_ids`), checks that
 both hold the same labels for the items paired (and, with ``--groups``, the same grouping
 of the rows when both files have a group column), and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
-difference" (:func:`calib_metrics.functional.compare_calibration`). With ``--label COL``
+difference" (:func:`calib_metrics.functional.compare_calibration`), and the verdict: the
+model better calibrated where p ≤ 1 − confidence, else "no difference shown". With ``--label COL``
 (or ``--labels``: a column naming each pair's label, the tag of a one-vs-rest query, say;
 read from a's file, or b's when only b's has it, and checked to agree when both do) it
 also prints one row per label — the label's paired difference, p-value
@@ -298,12 +299,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         per_bin_rows,
         warn_if_few_bins,
     )
-    from calib_metrics.functional import compare_calibration
-    from calib_metrics.functional.comparison import comparison_units
+    from calib_metrics.functional.comparison import compare_item_pairs, comparison_units
     from calib_metrics.functional.comparison_by_label import SMALL_LABEL_UNITS
     from calib_metrics.functional.intervals import MIN_UNITS
     from calib_metrics.predictions import check_output_paths, text_report_stream
-    from calib_metrics.report import difference_note, labels_outside_note, p_value_or_none
+    from calib_metrics.report import (
+        better_model,
+        difference_note,
+        labels_outside_note,
+        p_value_or_none,
+    )
 
     check_plot_smooth(args)
     outputs = {"--html": args.html, "--plot": args.plot}
@@ -334,8 +339,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         a, args.samples, "paired resamples", passes=2 if per_label else 1,
         again=" (and again per label)" if per_label else "",
     )  # fmt: skip
-    result = compare_calibration(
-        a.probs, b.probs, a.target, groups=a.groups, confidence=args.confidence,
+    # compare_calibration, with the side of 0 its draws lie on: the verdict's direction.
+    result, side = compare_item_pairs(
+        a.probs, b.probs, a.target, None, groups=a.groups, confidence=args.confidence,
         n_samples=args.samples, generator=torch.Generator().manual_seed(args.seed),
         mode=args.mode,
     )  # fmt: skip
@@ -359,6 +365,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "upper": float(result.upper),
         "p_value": float(result.p_value),
         "p_value_text": p_value_or_none(float(result.p_value), args.samples),
+        "better": better_model(float(result.p_value), int(side), args.confidence),
         "samples": args.samples,
     }
     note = difference_note(summary)
@@ -434,6 +441,7 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         p_value_phrase,
         pairs_note,
         untested_phrase,
+        verdict_text,
     )
     from calib_metrics.wording import counted, level_text, visible_controls
 
@@ -464,6 +472,9 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
             f"{p_value_phrase(summary['p_value'], args.samples)}"
         )
     print(f"  a - b = {fixed(summary['difference'], sign='+')}{tested}")
+    verdict = verdict_text(summary)
+    if verdict is not None:
+        print(f"  {verdict}")
     if "difference_note" in summary:
         print(f"  note: {summary['difference_note']}")
     if "per_label" in summary:

@@ -92,7 +92,10 @@ def compared_labels(args: argparse.Namespace, a, b, by_ids: bool = False) -> lis
     if args.label is None:
         return None
     files = [(args.a, a.kept)] if args.b is None else [(args.a, a.kept), (args.b, b.kept)]
-    found = [(path, mask) for path, mask in files if has_column(path, args.label)] or files[:1]
+    found = [(path, mask) for path, mask in files if has_column(path, args.label)]
+    if not found and args.b is not None:
+        raise _no_label_column(args.label, args.a, args.b)
+    found = found or files  # one file: its read names the column it lacks
     n = a.target.shape[0]
     labels = [_read_row_labels(path, args.label, n, mask) for path, mask in found]
     paths, kept = zip(*found)
@@ -105,6 +108,34 @@ def compared_labels(args: argparse.Namespace, a, b, by_ids: bool = False) -> lis
             f"{labels[0][differ]!r} vs {labels[1][differ]!r})"
         )
     return labels[0]
+
+
+def _no_label_column(column: str, *paths: Path) -> ValueError:
+    """The error for a --label column that neither of ``compare``'s files has: the label
+    may come from either, and naming a's file alone had sent the user to look only there.
+
+    Example:
+        >>> import os, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> a, b = (Path(folder, name) for name in ("a.csv", "b.csv"))
+        >>> _ = a.write_text("prob,label,Tag\\n0.9,1,NN\\n"), b.write_text("prob,label\\n0.8,1\\n")
+        >>> message = str(_no_label_column("tag", a, b)).replace(folder + os.sep, "")
+        >>> print(message.replace(" (", "\\n("))
+        --label 'tag': neither a.csv nor b.csv has that column
+        (a.csv: prob, label, Tag; b.csv: prob, label; did you mean 'Tag'?)
+    """
+    from calib_metrics.predictions import column_names
+
+    names = [column_names(path) for path in paths]
+    listed = [", ".join(found) if found is not None else "an unnamed array" for found in names]
+    if listed[0] == listed[1]:
+        columns = f"columns of both: {listed[0]}"
+    else:
+        columns = "; ".join(f"{path}: {text}" for path, text in zip(paths, listed, strict=True))
+    near = {name for found in names for name in found or () if name.lower() == column.lower()}
+    meant = f"; did you mean {' or '.join(map(repr, sorted(near)))}?" if near else ""
+    a, b = paths
+    return ValueError(f"--label {column!r}: neither {a} nor {b} has that column ({columns}{meant})")
 
 
 def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups, kept):

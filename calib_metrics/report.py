@@ -769,6 +769,12 @@ def _note_row(key: str, summary: Mapping[str, Any]) -> list[tuple[str, str, str]
     return [(key, "note", note)] if note else []
 
 
+def _verdict_row(summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """The summary row of the command's verdict (:func:`verdict_text`), where it has one."""
+    verdict = verdict_text(summary)
+    return [("verdict", "verdict", verdict)] if verdict else []
+
+
 def _n_text(summary: Mapping[str, Any]) -> str:
     """``4000``, or ``4000 in 200 groups`` when the summary's ``groups`` were resampled;
     items that are not the pairs binned say their pairs (:func:`pairs_note`, a
@@ -975,6 +981,7 @@ def compare_page(
             "p-value of no difference (two-sided)",
             _p_value(comparison, summary["samples"]),
         ),
+        *_verdict_row(summary),
     ]
     models = _models_table((a, b), (comparison.a, comparison.b), measures, (level, units))
     norm = summary.get("norm", "l2")
@@ -1093,6 +1100,39 @@ def p_value_phrase(p: float, samples: int) -> str:
         ('p < 0.001', 'p = 0.0312')
     """
     return p_phrase(p_value_text(p, samples))
+
+
+def better_model(p: float, side: int, confidence: float) -> str:
+    """The model a comparison calls better calibrated: ``"a"`` or ``"b"`` where p ≤ 1 −
+    confidence, by the side of 0 its draws lie on (``side``, −1: a − b below 0, a better;
+    as the per-label table's ``better``), else ``"-"`` (NaN p: too few units to test).
+
+    Example:
+        >>> better_model(0.0, 1, 0.95), better_model(0.1, 1, 0.9), better_model(0.21, -1, 0.95)
+        ('b', 'b', '-')
+    """
+    # 1 − 0.9 is 0.09999999999999998 in floats: a p of 0.1 (k/S) is at that level.
+    called = p <= round(1 - confidence, 12)
+    return {-1: "a", 1: "b"}.get(side, "-") if called else "-"
+
+
+def verdict_text(summary: Mapping[str, Any]) -> str | None:
+    """``compare``'s verdict, from its summary's ``better`` (:func:`better_model`), p-value,
+    draws and confidence: "b is better calibrated (p < 0.001)", or "no difference shown at
+    95% (p = 0.21)"; None where there is no p-value (too few units) or no ``better``.
+
+    Example:
+        >>> s = {"better": "b", "p_value": 0.0, "samples": 2000, "confidence": 0.95}
+        >>> verdict_text(s), verdict_text(s | {"better": "-", "p_value": 0.21})
+        ('b is better calibrated (p < 0.001)', 'no difference shown at 95% (p = 0.21)')
+    """
+    p = summary.get("p_value", float("nan"))
+    if "better" not in summary or p != p:
+        return None
+    phrase = p_value_phrase(p, summary["samples"])
+    if summary["better"] in ("a", "b"):
+        return f"{summary['better']} is better calibrated ({phrase})"
+    return f"no difference shown at {level_text(summary['confidence'])} ({phrase})"
 
 
 def untested_phrase(units: str, what: str = "interval or p-value") -> str:

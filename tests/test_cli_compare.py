@@ -223,12 +223,13 @@ def test_a_label_per_class_of_a_multiclass_file_is_named_as_such(
     label per item (a domain) is compared per label."""
     import numpy as np
 
-    import calib_metrics.functional as functional
+    import calib_metrics.functional.comparison as comparison
 
+    # The command's paired draws (compare_calibration, with the side of its draws).
     drawn = []
-    compare = functional.compare_calibration
+    compare = comparison.compare_item_pairs
     monkeypatch.setattr(
-        functional, "compare_calibration", lambda *a, **k: drawn.append(1) or compare(*a, **k)
+        comparison, "compare_item_pairs", lambda *a, **k: drawn.append(1) or compare(*a, **k)
     )
     g = torch.Generator().manual_seed(0)
     probs = (torch.randn(800, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
@@ -432,11 +433,14 @@ def test_a_long_run_is_announced_before_it_starts(predictions, capsys, monkeypat
         notice = capsys.readouterr().err  # what stderr held when the draws began
         assert "drawing 200 paired resamples of 3,000 pairs" in notice
         assert "--samples" in notice and notice[-1] == "\n" and notice.count("\n") == 1
-        return compare_calibration(*args, **kwargs)
+        return compare(*args, **kwargs)
 
-    from calib_metrics.functional import compare_calibration
+    # The command's paired draws: compare_calibration, with the side of its draws.
+    from calib_metrics.functional.comparison import compare_item_pairs as compare
 
-    monkeypatch.setattr("calib_metrics.functional.compare_calibration", compare_after_notice)
+    monkeypatch.setattr(
+        "calib_metrics.functional.comparison.compare_item_pairs", compare_after_notice
+    )
     assert main(argv) == 0
     assert "drawing" not in capsys.readouterr().err  # said once, not again among the warnings
 

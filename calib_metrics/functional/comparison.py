@@ -387,7 +387,9 @@ def compare_item_pairs(
     each item's pairs are resampled together and the errors debiased as pairs, as the
     one-vs-rest pairs of ``[N, C]`` input are. :func:`compare_calibration_by_label`
     passes each label its share of those pairs, and reads a called label's direction
-    from the side its draws lie on (returned beside the result, ``PairedDraws.side``)."""
+    from the side its draws lie on (returned beside the result, ``PairedDraws.side``);
+    with ``items`` None it is :func:`compare_calibration` and that side, whose verdict
+    ``calib-metrics compare`` prints."""
     paired = _compare(**_arguments(probs_a, probs_b, target, options), items=items)
     return paired.result, paired.side
 

@@ -50,6 +50,7 @@ from calib_metrics.predictions._pairs import paired_by_ids
 from calib_metrics.predictions._read import (
     Predictions,
     as_multiclass,
+    column_names,
     file_rows,
     group_column,
     group_id_texts,
@@ -82,6 +83,7 @@ __all__ = [
     "check_output_path",
     "check_output_paths",
     "check_writable_folder",
+    "column_names",
     "file_row",
     "file_rows",
     "group_column",

@@ -693,6 +693,20 @@ def has_column(path: str | Path, column: str) -> bool:
         >>> has_column(file, "tag"), has_column(file, "doc")
         (True, False)
     """
+    names = column_names(path)
+    return names is not None and column in names
+
+
+def column_names(path: str | Path) -> list[str] | None:
+    """The file's column names, or None for an unnamed array.
+
+    Example:
+        >>> import tempfile, os
+        >>> file = os.path.join(tempfile.mkdtemp(), "tokens.csv")
+        >>> _ = open(file, "w").write("prob,label,tag\\n0.9,1,NN\\n")
+        >>> column_names(file)
+        ['prob', 'label', 'tag']
+    """
     path = Path(path)
     table = _named_columns(_load(path), path)
-    return table is not None and column in table
+    return None if table is None else list(table)
