@@ -663,7 +663,7 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     )
     if "interval_note" in summary:
         print(f"note: {summary['interval_note']}")
-    # The within-bin term may be negative (− 0.0001) or a tiny negative (+ 0.0000).
+    # The within-bin term may be negative (− 0.0001), a tiny negative too (− 0.0000).
     sign, _, within = plus_term(brier.within_bin).partition(" ")
     of = f" ({summary['brier_pairs']})" if "brier_pairs" in summary else ""
     print(
@@ -785,7 +785,7 @@ def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
     over ``groups`` when given, and over the items of a multiclass file's one-vs-rest
     pairs (an item's labels sum to 1); ``spiegelhalter_groups`` is the number of those
     clusters, ``spiegelhalter_cluster`` what they are, ``"groups"`` or ``"items"`` (both
-    None: the independent variance).
+    None: the independent variance, or no test: ``spiegelhalter_note`` says why).
 
     Example:
         >>> import torch
@@ -814,9 +814,10 @@ def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
         test = spiegelhalter_test(probs, target, mode=mode, groups=groups)
     except ValueError as error:
         # Hard 0/1 or constant-½ predictions, classwise mode: the rest of the report stands.
+        # No test, no variance of one: its clusters had read 250 "groups" beside z null.
         note = str(error).split(" (")[0]
-        return {"spiegelhalter_z": None, "spiegelhalter_p": None, **clusters,
-                "spiegelhalter_note": note}  # fmt: skip
+        return {"spiegelhalter_z": None, "spiegelhalter_p": None, "spiegelhalter_groups": None,
+                "spiegelhalter_cluster": None, "spiegelhalter_note": note}  # fmt: skip
     return {"spiegelhalter_z": test.z, "spiegelhalter_p": test.p_value, **clusters}
 
 
@@ -1013,14 +1014,31 @@ def _without_function(text: str) -> str:
     return _FUNCTION_PREFIX.sub("", text, count=1)
 
 
+#: The library's NaN results as the command shows them: it writes "no interval (…)" and
+#: JSON null, never NaN (the page's warnings had read "so its ends are NaN" beside it). A
+#: caller of the functions keeps the library's words: NaN is the value it holds.
+_NAN_IN_COMMAND_TERMS = (
+    ("so its ends are NaN (the error stands)", "so there is none (the error stands)"),
+    ("so its ends are NaN (the curve stands)", "so there is none (the curve stands)"),
+    (
+        "so both are NaN, as are each model's interval ends (the difference stands)",
+        "so there is neither, nor an interval of either model (the difference stands)",
+    ),
+)
+
+
 def _in_command_terms(text: str) -> str:
     """A library warning's options as the command's (``interval='pairs'`` is
-    ``--interval pairs``).
+    ``--interval pairs``), and its NaN results as the command shows them (none).
 
     Example:
         >>> _in_command_terms("interval='paper': 12 pairs ...; interval='pairs' draws")
         '--interval paper: 12 pairs ...; --interval pairs draws'
+        >>> _in_command_terms("8 pairs; ..., so its ends are NaN (the error stands)")
+        '8 pairs; ..., so there is none (the error stands)'
     """
+    for library, command in _NAN_IN_COMMAND_TERMS:
+        text = text.replace(library, command)
     return re.sub(r"\binterval='(\w+)'", r"--interval \1", text)
 
 

@@ -577,12 +577,14 @@ def _class_panels(args: argparse.Namespace, a, b):
 
 
 def _label_row(result, i: int, samples: int) -> dict[str, Any]:
-    """Label i's numbers: pairs, both errors, the difference, p-values (the raw one's text
-    too) and the verdict."""
+    """Label i's numbers: pairs, both errors with their own intervals (the page's chart
+    draws them), the difference, p-values (the raw one's text too) and the verdict."""
     from calib_metrics.report import p_value_or_none
 
     r = result.per_label[i]
     numbers = {"a": r.a.error, "b": r.b.error, "difference": r.difference}
+    numbers |= {"a_lower": r.a.lower, "a_upper": r.a.upper}
+    numbers |= {"b_lower": r.b.lower, "b_upper": r.b.upper}
     numbers |= {"lower": r.lower, "upper": r.upper, "p_value": r.p_value}
     numbers["adjusted_p_value"] = result.adjusted_p_value[i]
     row = {

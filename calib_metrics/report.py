@@ -51,18 +51,25 @@ EVALUATE_KEYS = (
 )  # fmt: skip
 COMPARE_KEYS = ("n", "resampled", "confidence", "samples")
 # Every block of text wraps anywhere, numbers excepted: a label or path without spaces (300
-# characters) had scrolled the page sideways from its title, a note or a table cell.
+# characters) had scrolled the page sideways from its title, a note or a table cell. A
+# label column breaks a word only past 20em: wrapping anywhere, it had shrunk to one
+# letter beside long cells ("NOU/N" at 1200 px). A table wider than the window scrolls in
+# its own box (a compare page had been 1010 px wide at 400), the page's text off its edges.
 STYLE = """
-body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+body { font-family: sans-serif; margin: 2em auto; padding: 0 1em; max-width: 70em; color: #222; }
+.scroll { overflow-x: auto; margin: 0.5em 0 1.5em; }
+table { border-collapse: collapse; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 h1, h2, h3, p, li, figcaption, td:not(.num), tbody th { overflow-wrap: anywhere; }
+#per-label-table td:first-child { overflow-wrap: break-word; max-width: 20em; }
+td.words { overflow-wrap: normal; }
 thead th { background: #f0f0f0; }
 figure { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
 figure svg { max-width: 100%; height: auto; }
 figcaption { font-size: 0.9em; color: #555; max-width: 40em; }
 .side { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }
+.side > * { min-width: 0; }
 """
 
 
@@ -125,13 +132,15 @@ def _typed_text(value: Any) -> str:
 
 def plus_term(value: Any, digits: int = 4) -> str:
     """A term of a sum after the first: ``+ 0.0134``, or ``− 0.0001`` for a negative one
-    (the within-bin term can be; "+ -0.0001" read badly).
+    (the within-bin term can be; "+ -0.0001" read badly), ``− 0.0000`` for a tiny negative
+    one too: its sign is the term's, which "+ 0.0000" had hidden beside a "− 0.0001". The
+    command's text and the page write the Brier split's terms with it.
 
     Example:
-        >>> plus_term(0.0134), plus_term(-1e-4), plus_term(-1e-6)
-        ('+ 0.0134', '− 0.0001', '+ 0.0000')
+        >>> plus_term(0.0134), plus_term(-1e-4), plus_term(-1e-6), plus_term(0.0)
+        ('+ 0.0134', '− 0.0001', '− 0.0000', '+ 0.0000')
     """
-    text = fixed(value, digits)
+    text = f"{float(value):.{digits}f}"
     return f"− {text[1:]}" if text.startswith("-") else f"+ {text}"
 
 
@@ -432,8 +441,9 @@ def _table(
     numeric_from: int = 1,
     names_shown: bool = False,
 ) -> str:
-    """A table of escaped cells; columns from ``numeric_from`` on are right-aligned numbers.
-    With ``names_shown`` the first column holds label names shown already
+    """A table of escaped cells; columns from ``numeric_from`` on are right-aligned numbers,
+    kept on one line, but for words in their place ("no interval (…)"), which wrap between
+    words. With ``names_shown`` the first column holds label names shown already
     (:func:`~calib_metrics.wording.one_line_names`), HTML-escaped alone."""
     head = "".join(f"<th>{_text(h)}</th>" for h in header)
     body = []
@@ -443,14 +453,33 @@ def _table(
             for i, c in enumerate(row)
         ]
         cells = "".join(
-            f'<td class="num">{c}</td>' if i >= numeric_from else f"<td>{c}</td>"
-            for i, c in enumerate(texts)
+            f"<td{_cell_class(c) if i >= numeric_from else ''}>{text}</td>"
+            for i, (c, text) in enumerate(zip(row, texts, strict=True))
         )
         body.append(f"<tr>{cells}</tr>")
-    return (
+    return _scrolling(
         f'<table id="{table_id}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )
+
+
+def _cell_class(cell: str) -> str:
+    """The class of a cell of a numbers' column: ``num``, or ``words`` for a phrase standing
+    in for a number, which on one line had widened a per-label table past 1200 px (a
+    verdict's one letter stays ``num``, aligned with its column's "-").
+
+    Example:
+        >>> _cell_class("[+0.0452, +0.0713]"), _cell_class("b")
+        (' class="num"', ' class="num"')
+        >>> _cell_class("no interval (fewer than 10 resampled pairs)")
+        ' class="words"'
+    """
+    return ' class="words"' if cell[:1].isalpha() and " " in cell else ' class="num"'
+
+
+def _scrolling(table: str) -> str:
+    """``table`` in a box of the page's width that scrolls it sideways where it is wider."""
+    return f'<div class="scroll">{table}</div>'
 
 
 def _key_table(rows: Sequence[tuple[str, str, str]], table_id: str) -> str:
@@ -459,7 +488,7 @@ def _key_table(rows: Sequence[tuple[str, str, str]], table_id: str) -> str:
         f'<tr data-key="{_text(k)}"><th>{_text(name)}</th><td>{_text(value)}</td></tr>'
         for k, name, value in rows
     )
-    return f'<table id="{table_id}"><tbody>{body}</tbody></table>'
+    return _scrolling(f'<table id="{table_id}"><tbody>{body}</tbody></table>')
 
 
 def bins_rows(bins: Bins) -> list[list[str]]:
@@ -537,10 +566,10 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
         )
     if measures.spiegelhalter_z is not None:
         p = p_phrase(normal_p_text(measures.spiegelhalter_p))
-        test = f"z = {fixed(measures.spiegelhalter_z, 3)}, two-sided {p}"
-        if measures.spiegelhalter_groups is not None:
-            n_clusters, cluster = measures.spiegelhalter_groups, measures.spiegelhalter_cluster
-            test += f" ({spiegelhalter_variance(n_clusters, cluster)})"
+        # Its variance named as the text names it, the independent one too.
+        n_clusters, cluster = measures.spiegelhalter_groups, measures.spiegelhalter_cluster
+        variance = spiegelhalter_variance(n_clusters, cluster)
+        test = f"z = {fixed(measures.spiegelhalter_z, 3)}, two-sided {p} ({variance})"
         rows.append((f"{prefix}spiegelhalter", "Spiegelhalter test", test))
     elif measures.spiegelhalter_note:
         # The text output says why; the page had dropped the row without a word.
@@ -957,7 +986,7 @@ def compare_page(
     level = level_text(summary["confidence"])
     units = summary["resampled"]
     drawn = (
-        f"{summary['samples']} draws"
+        f"{summary['samples']} draws, {_paired_forms(summary)}"
         if _has_interval(comparison)
         else f"none drawn (fewer than {MIN_UNITS} {units})"
     )
@@ -979,7 +1008,7 @@ def compare_page(
         (
             "p_value",
             "p-value of no difference (two-sided)",
-            _p_value(comparison, summary["samples"]),
+            _p_value(comparison, summary["samples"], units),
         ),
         *_verdict_row(summary),
     ]
@@ -1013,6 +1042,20 @@ def compare_page(
     return _page(f"Calibration comparison: {a} vs {b}", _with_warnings(sections, warnings))
 
 
+def _paired_forms(summary: Mapping[str, Any]) -> str:
+    """The form of a comparison's intervals, as the command's text names it ("percentile
+    intervals"; the page had left it out); a plug-in's models have normal ones
+    (:func:`~calib_metrics.functional.compare_calibration`).
+
+    Example:
+        >>> _paired_forms({}), _paired_forms({"norm": "l1"})[:30]
+        ('percentile intervals', "a − b's percentile interval, e")
+    """
+    if summary.get("debias", True) and summary.get("norm", "l2") == "l2":
+        return "percentile intervals"
+    return "a − b's percentile interval, each model's normal one"
+
+
 # A figure's model name is cut to this many characters: two panel titles (or a legend's
 # two entries) side by side had run off a 9.4-inch figure and over each other.
 FIGURE_NAME_CHARS = 44
@@ -1036,11 +1079,11 @@ def model_title(key: str, name: str, room: int | None = None) -> str:
     return f"{key}: {name if room is None else cut_middle(name, room, keep_end=True)}"
 
 
-def _p_value(comparison: ComparisonResult, samples: int) -> str:
-    """The p-value as text; NaN: not tested."""
+def _p_value(comparison: ComparisonResult, samples: int, units: str) -> str:
+    """The p-value as text; NaN: none, from too few ``units`` (the interval's words)."""
     p = float(comparison.p_value)
     if p != p:
-        return "not tested (too few items)"
+        return untested_phrase(units, "p-value")
     text = p_value_text(p, samples)
     return f"{text} (no paired draw reached 0)" if p == 0 else text
 
@@ -1192,7 +1235,8 @@ def _compare_labels(
     shown = dict(zip(order, one_line_names(order), strict=True))
     rows = [
         [shown[k], _pairs(c.a), fixed(c.a.error), fixed(c.b.error), fixed(c.difference, sign="+"),
-         _interval(c, summary["resampled"], sign="+"), _p_value(c, samples), adjusted.get(k, "—"),
+         _interval(c, summary["resampled"], sign="+"), _p_value(c, samples, summary["resampled"]),
+         adjusted.get(k, "—"),
          verdicts.get(k, {}).get("better", "")]
         for k, c in ((k, per_label[k]) for k in order)
     ]  # fmt: skip
@@ -1211,8 +1255,10 @@ def _compare_labels(
         + (f"<p>Note: {_text(note, one_line=True)}.</p>" if note else "")
         + _figure(
             chart,
-            "Each label's items compared on their own (paired); sorted by the "
-            "size of the difference." + _edge_note(per_label, order, shown, summary),
+            "Each label's items compared on their own (paired); sorted by the size of the "
+            "difference. Left: each model's CalibErr with its own interval (--json: per_label's "
+            "a_lower, a_upper, b_lower, b_upper); right: a − b with its paired interval, the "
+            "table's." + _edge_note(per_label, order, shown, summary),
             "per-label-chart",
         )
         + _table(header, rows, table_id="per-label-table", names_shown=True)

@@ -128,6 +128,11 @@ def test_labels_give_the_functional_per_label_result(tagged, capsys, correction)
     assert all(type(r["n"]) is int for r in rows.values())  # a count of pairs, not 1500.0
     for key in ("difference", "lower", "upper", "p_value", "adjusted_p_value"):
         assert [r[key] for r in rows.values()] == pytest.approx(getattr(want, key).tolist())
+    # Each model's own interval, which the page's per-label chart draws as its whiskers.
+    for model in ("a", "b"):
+        for end in ("lower", "upper"):
+            wanted = [float(getattr(getattr(c, model), end)) for c in want.per_label]
+            assert [r[f"{model}_{end}"] for r in rows.values()] == pytest.approx(wanted)
     assert [r["better"] for r in rows.values()] == ["-", "b", "-"]
     counts = got["label_counts"]
     assert (counts["a_better"], counts["b_better"], counts["not_distinguishable"]) == (0, 1, 2)
@@ -289,6 +294,7 @@ def test_label_with_too_few_items_is_reported_as_not_tested(tmp_path, capsys) ->
     assert main(["compare", str(a), str(b), "--label", "tag", "--samples", "100", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)  # strict JSON: NaN printed as null
     assert summary["per_label"]["RARE"]["p_value"] is None
+    assert summary["per_label"]["RARE"]["a_lower"] is None  # no interval of its own either
     assert summary["label_counts"]["not_tested"] == 1
 
 

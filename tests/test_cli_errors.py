@@ -488,17 +488,23 @@ def test_a_seed_out_of_range_is_named_before_any_work(good: Path, capsys, comman
     assert line == f"calib-metrics: error: --seed must be an integer in [0, 2**32), got {seed}"
 
 
-def test_a_term_that_rounds_to_zero_prints_without_a_sign(tmp_path: Path, capsys) -> None:
-    """The within-bin term of these top-label pairs is −1.3e-5: it printed as -0.0000."""
+def test_a_term_that_rounds_to_zero_keeps_its_sign_as_a_term(tmp_path: Path, capsys) -> None:
+    """The within-bin term of these top-label pairs is −1.3e-5: it printed as -0.0000, then
+    as "+ within-bin 0.0000" (the page "+ 0.0000") beside a larger negative's "− 0.0001":
+    the term's sign is kept, written as a term's, in the text and on the page alike."""
     g = torch.Generator().manual_seed(2)
     probs = torch.softmax(1.5 * torch.randn(1500, 4, generator=g, dtype=torch.float64), -1)
     target = torch.multinomial(probs, 1, generator=g)[:, 0]
     path = tmp_path / "mc.npz"
     np.savez(path, probs=probs.numpy(), target=target.numpy())
-    code, out, err = run_cli(capsys, "evaluate", path, "--mode", "top_label", "--samples", "50")
+    page = tmp_path / "mc.html"
+    argv = ["evaluate", path, "--mode", "top_label", "--samples", "50", "--html", page]
+    code, out, err = run_cli(capsys, *argv)
     assert code == 0, err
     (brier,) = [line for line in out.splitlines() if line.startswith("Brier")]
-    assert brier.endswith("within-bin 0.0000") and "-0.0000" not in out, brier
+    assert brier.endswith("− within-bin 0.0000") and "-0.0000" not in out, brier
+    split = page.read_text(encoding="utf-8").split('data-key="brier_split"')[1]
+    assert split.split("</td>")[0].endswith("− 0.0000")
 
 
 # --- What a new user's files and options found (2026-11-29): each had ended in a

@@ -192,6 +192,26 @@ def test_classwise_spiegelhalter_is_reported_as_not_computed(capsys, multiclass_
     assert "mode='classwise'" not in out
 
 
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_a_test_not_computed_names_no_grouping(capsys, tmp_path, command) -> None:
+    """``--mode classwise --groups``: ``spiegelhalter_z`` was null with a note that the test
+    was not computed, beside ``spiegelhalter_groups`` 50 and ``spiegelhalter_cluster``
+    "groups", the grouping of a variance never taken; null, as z and p are."""
+    g = torch.Generator().manual_seed(4)
+    probs = (torch.randn(400, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    path = tmp_path / "tagged.npz"
+    np.savez(path, probs=probs.numpy(), target=target.numpy(), doc=(torch.arange(400) // 8).numpy())
+    argv = ["--groups", "doc", "--mode", "classwise", "--samples", "10", "--json"]
+    argv += ["--html", tmp_path / "page.html"]
+    code, out, err = run(capsys, command, path, *([path] if command == "compare" else []), *argv)
+    assert code == 0, err
+    summary = json.loads(out)
+    for model in [summary] if command == "evaluate" else [summary["a"], summary["b"]]:
+        assert model["spiegelhalter_z"] is None and model["spiegelhalter_note"]
+        assert model["spiegelhalter_groups"] is None and model["spiegelhalter_cluster"] is None
+
+
 def test_groups_of_a_multiclass_file_are_one_per_item(capsys, tmp_path) -> None:
     from calib_metrics.functional import calibration_error_ci
 

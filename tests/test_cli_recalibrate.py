@@ -562,3 +562,5 @@ def test_plot_draws_before_and_after_on_one_x_axis(tmp_path, monkeypatch):
     (fig,) = figures
     diagrams = [ax for ax in fig.axes if any(line.get_gid() == DIAGONAL for line in ax.lines)]
     assert [ax.get_xscale() for ax in diagrams] == ["logit", "logit"]
+    # And one range, as their title says: each had its own, 1e-6 and 1e-4 from the ends.
+    assert diagrams[0].get_xlim() == diagrams[1].get_xlim()

@@ -119,3 +119,14 @@ def test_a_bad_colour_is_refused_before_anything_is_drawn() -> None:
         reliability_diagram(result, ax=ax, color="notacolor")
     assert not ax.has_data() and not ax.lines
     plt.close(fig)
+
+
+def test_a_logit_range_is_drawn_and_a_bad_one_refused() -> None:
+    """``logit_range`` gives diagrams side by side one x range (recalibrate's panels)."""
+    q = torch.rand(400, generator=torch.Generator().manual_seed(0), dtype=torch.float64) ** 8
+    r = calibration_error_ci(q, (q > 0.5).double(), n_samples=20)
+    _, ax = reliability_diagram(r, xscale="logit", logit_range=(1e-6, 1 - 1e-6))
+    assert ax.get_xlim() == pytest.approx((1e-6, 1 - 1e-6))
+    for wrong in [(0.9, 0.1), (0.0, 0.5), (1e-3,)]:
+        with pytest.raises(ValueError, match="logit_range must be"):
+            reliability_diagram(r, xscale="logit", logit_range=wrong)

@@ -144,6 +144,8 @@ def test_evaluate_page_has_summary_figures_labels_bins_settings(tmp_path, tagged
     assert page.value("brier") == f"{summary['brier']:.4f}"
     assert page.value("smooth_ece") == f"{summary['smooth_ece']:.4f}"
     assert page.value("spiegelhalter").startswith(f"z = {summary['spiegelhalter_z']:.3f}")
+    # Its variance named as the text names it: the page had left out the independent one.
+    assert page.value("spiegelhalter").endswith("(independent variance)")
     assert page.count("svg") == 2  # the reliability diagram and the per-label chart
     assert page.rows["bins-table"] == summary["bins"] == len(summary["per_bin"])
     assert page.rows["per-label-table"] == len(TAGS) == len(summary["per_label"])
@@ -164,7 +166,10 @@ def test_compare_bins_keep_each_heading_with_its_table(tmp_path, tagged, capsys)
             "</section>", html.index('<section id="bins">')
         )
     ]
-    one = r'<div class="bins"><h3>[^<]*</h3><table id="bins-[ab]".*?</table></div>'
+    one = (
+        r'<div class="bins"><h3>[^<]*</h3><div class="scroll"><table id="bins-[ab]".*?'
+        r"</table></div></div>"
+    )
     assert re.fullmatch(
         rf'<section id="bins"><h2>Bins</h2><div class="side">({one}){{2}}</div>', section, re.DOTALL
     )
@@ -182,6 +187,9 @@ def test_compare_page_has_both_models_and_the_paired_difference(tmp_path, tagged
         f"[{summary['lower']:+.4f}, {summary['upper']:+.4f}]"
     )
     assert page.value("p_value").split()[0] in (f"{summary['p_value']:.3g}", "<")
+    # The intervals' form, as the text's header names it ("percentile intervals").
+    kind = "95% paired bootstrap over pairs, 200 draws, percentile intervals"
+    assert page.value("interval_kind") == kind
     assert page.count("svg") == 3  # two diagrams and the per-label chart
     assert page.rows["models-table"] >= 3
     text = "".join(page.text)

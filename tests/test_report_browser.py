@@ -7,6 +7,7 @@ it reads; nothing is timed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,9 @@ def test_a_long_label_wraps_in_its_cell(driver, tmp_path: Path, capsys, command:
     assert page_width <= window_width, (page_width, window_width)
     numbers = driver.find_elements("css selector", "#per-label-table td.num")
     assert numbers and all("\n" not in cell.text for cell in numbers)  # numbers stay whole
+    # In its own cell: a table scrolled in its box would keep the page narrow all the same.
+    cell = _label_cells(driver)[long_label]
+    assert driver.execute_script(LINES, cell) > 1
 
 
 def test_a_long_file_name_wraps_in_the_title_and_the_command(driver, tmp_path: Path, capsys):
@@ -157,3 +161,64 @@ def test_a_long_file_name_wraps_in_the_title_and_the_command(driver, tmp_path: P
     _open(driver, page)
     page_width, window_width = driver.execute_script(PAGE_WIDTHS)
     assert page_width <= window_width, (page_width, window_width)
+
+
+# Line boxes of an element's text: a label broken mid-word takes two.
+LINES = (
+    "const r = document.createRange(); r.selectNodeContents(arguments[0]); "
+    "return r.getClientRects().length"
+)
+
+
+def _label_cells(driver: Any) -> dict[str, Any]:
+    browser_harness.wait_for_css(driver, "#per-label-table tbody tr")
+    cells = driver.find_elements("css selector", "#per-label-table tbody td:first-child")
+    return {cell.text: cell for cell in cells}
+
+
+def test_short_labels_stay_whole_beside_long_cells(driver, tmp_path: Path, capsys) -> None:
+    """A row's long cells ("no interval (fewer than 10 resampled pairs)", kept on one line)
+    had squeezed the label column to one letter: "NOU/N", "RAR/E" at 1200 px."""
+    tags = ("NOUN",) * 60 + ("VERB",) * 59 + ("RARE",)  # RARE: 5 pairs, no interval
+    data = report_tests.write_tagged(tmp_path / "tagged.csv", tags=tags)
+    page = tmp_path / "compare.html"
+    argv = ["compare", data, "--probs", "prob_a", "--probs-b", "prob_b", "--label", "tag"]
+    _cli_json(capsys, *argv, "--html", page)
+    _open(driver, page)
+    cells = _label_cells(driver)
+    assert set(cells) == {"NOUN", "VERB", "RARE"}
+    lines = {label: driver.execute_script(LINES, cell) for label, cell in cells.items()}
+    assert lines == {"NOUN": 1, "VERB": 1, "RARE": 1}
+
+
+@contextlib.contextmanager
+def _window_width(driver: Any, width: int):
+    """The page laid out in a window ``width`` CSS pixels wide (a phone's), then as before."""
+    metrics = {"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        yield
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_a_narrow_window_scrolls_wide_tables_not_the_page(driver, tmp_path, capsys, command):
+    """At 400 px the compare page had been 1010 px wide (its right-hand columns off screen)
+    and evaluate's 409, their text flush with the window's left edge: a wide table scrolls
+    in its own box, and the text keeps a margin."""
+    data = report_tests.write_tagged(tmp_path / "tagged.csv")
+    page = tmp_path / "report.html"
+    argv = [command, data, "--probs", "prob_a", "--label", "tag", "--html", page]
+    if command == "compare":
+        argv[4:4] = ["--probs-b", "prob_b"]
+    _cli_json(capsys, *argv)
+    with _window_width(driver, 400):
+        _open(driver, page)
+        assert driver.execute_script("return window.innerWidth") == 400
+        page_width, window_width = driver.execute_script(PAGE_WIDTHS)
+        assert page_width <= window_width, (page_width, window_width)
+        title = browser_harness.wait_for_css(driver, "h1")
+        assert title.rect["x"] >= 8  # a margin, not flush with the edge
+        table = browser_harness.wait_for_css(driver, "#per-label-table")
+        assert table.rect["width"] > 0 and _label_cells(driver)

@@ -73,3 +73,41 @@ def test_compare_of_eight_items_says_there_is_no_interval(tmp_path, capsys, labe
     page = _page(tmp_path, capsys, *argv)
     assert _row(page, "difference_interval") == "no interval (fewer than 10 resampled pairs)"
     assert _row(page, "interval_kind").endswith("none drawn (fewer than 10 pairs)")
+
+
+def _warnings(page: str) -> str:
+    return page.split('<section id="warnings">')[1].split("</section>")[0]
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_the_warnings_say_there_is_no_interval_not_nan(tmp_path, capsys, command) -> None:
+    """The page's warnings (and stderr's) had said "so its ends are NaN" beside a table that
+    writes "no interval (…)" and a JSON that writes null: the command shows no NaN. The
+    library keeps its words: NaN is what a caller of the functions holds."""
+    path = _write(tmp_path / "eight.csv", 8)
+    argv = [command, path, "--probs", "prob", "--samples", "30", "--html", tmp_path / "r.html"]
+    if command == "compare":
+        argv[4:4] = ["--probs-b", "q_b"]
+    code, _, err = _runs.run_cli(capsys, *argv)
+    assert code == 0, err
+    said = _warnings((tmp_path / "r.html").read_text(encoding="utf-8"))
+    assert "NaN" not in said and "NaN" not in err
+    none = "so there is none" if command == "evaluate" else "so there is neither"
+    assert none in said and none in err
+    from calib_metrics.functional import calibration_error_ci
+
+    with pytest.warns(UserWarning, match="so its ends are NaN"):
+        calibration_error_ci(torch.rand(8), torch.ones(8), n_samples=20)
+
+
+@pytest.mark.parametrize(("groups", "units"), [([], "pairs"), (["--groups", "group"], "groups")])
+def test_a_missing_p_value_names_the_units_its_interval_names(tmp_path, capsys, groups, units):
+    """The interval cell said "fewer than 10 resampled pairs" and the p cell beside it "not
+    tested (too few items)": one word for the units, in the summary and the table."""
+    path = _write(tmp_path / "eight.csv", 8)
+    argv = ["compare", path, "--probs", "prob", "--probs-b", "q_b", "--label", "tag", *groups]
+    page = _page(tmp_path, capsys, *argv)
+    missing = f"no p-value (fewer than 10 resampled {units})"
+    assert _row(page, "p_value") == missing
+    assert page.count(f">{missing}</td>") == 3  # the summary and both tags
+    assert "items" not in page.split('id="per-label-table"')[1].split("</table>")[0]

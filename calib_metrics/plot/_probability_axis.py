@@ -36,14 +36,19 @@ class _ProbabilityAxis:
     """The x axis: [0, 1] drawn linearly, or logit over [ε, 1 − ε] with q clipped there.
 
     ε is a power of ten below every bin mean's distance to the nearer end (within
-    [1e-6, 1e-2]), so the logit axis shows every bin. The y axis stays linear on [0, 1]:
-    vertical gaps are the absolute gaps that the calibration error adds up.
+    [1e-6, 1e-2]), so the logit axis shows every bin, or the logit axis' ``ends`` where
+    given. The y axis stays linear on [0, 1]: vertical gaps are the absolute gaps that the
+    calibration error adds up.
     """
 
-    def __init__(self, scale: str, values: list[float]) -> None:
+    def __init__(
+        self, scale: str, values: list[float], ends: tuple[float, float] | None = None
+    ) -> None:
         self.scale = scale
         self.lo, self.hi = 0.0, 1.0
-        if scale == "logit":
+        if scale == "logit" and ends is not None:
+            self.lo, self.hi = ends
+        elif scale == "logit":
             self.lo = _margin([v for v in values if 0 < v < 1])
             self.hi = 1 - _margin([1 - v for v in values if 0 < v < 1])
 

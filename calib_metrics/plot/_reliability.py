@@ -48,6 +48,7 @@ def reliability_diagram(
     xscale: str = "auto",
     smooth: SmoothCurve | None = None,
     norm: str = "l2",
+    logit_range: tuple[float, float] | None = None,
 ) -> tuple[Figure, Axes]:
     """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
     ``confidence``: 1.96 at 0.95; se from each bin's effective sample size, as the
@@ -101,6 +102,10 @@ def reliability_diagram(
             :func:`~calib_metrics.functional.smooth_reliability_curve` on the same pairs,
             drawn with its bootstrap band (whose legend names the band's own level).
         norm: ``result``'s norm, named in the title unless it is the default l2.
+        logit_range: the ends (ε, 1 − ε) of a logit x axis, with 0 < ε < 0.5, to give
+            diagrams side by side one range (default: a power of ten below every bin
+            mean's distance to 0 and to 1, each diagram its own); bins beyond it are drawn
+            at its ends. Not used on a linear axis, nor by a call that overlays a model.
 
     Example:
         >>> import torch
@@ -129,10 +134,11 @@ def reliability_diagram(
     bins = result.bins
     q, p, n, samples = _bin_marks(bins)
     scale, note = _pick_scale(xscale, q, n)
+    ends = _logit_range(logit_range)
     fig, ax = _axes(ax, (4.6, 4.6))
     counts = _count_axis(ax)  # None, unless a diagram is drawn there already
     overlay = counts is not None
-    axis = _ProbabilityAxis(scale, q) if counts is None else _ProbabilityAxis.of(ax)
+    axis = _ProbabilityAxis(scale, q, ends) if counts is None else _ProbabilityAxis.of(ax)
     if counts is None:
         t = axis.grid()
         ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration",
@@ -174,6 +180,28 @@ def reliability_diagram(
         )
         place_legend_when_drawn(ax, legend)
     return fig, ax
+
+
+def _logit_range(ends: tuple[float, float] | None) -> tuple[float, float] | None:
+    """``logit_range`` checked: two probabilities ε < 0.5 < 1 − ε' (either order refused).
+
+    Example:
+        >>> _logit_range((1e-6, 1 - 1e-6)), _logit_range(None)
+        ((1e-06, 0.999999), None)
+        >>> _logit_range((0.9, 0.1))
+        Traceback (most recent call last):
+        ...
+        ValueError: logit_range must be (low, high) with 0 < low < 0.5 < high < 1, got (0.9, 0.1)
+    """
+    if ends is None:
+        return None
+    values = _numbers(ends, "logit_range")
+    low, high = values if len(values) == 2 else (math.nan, math.nan)
+    if not 0 < low < 0.5 < high < 1:
+        raise ValueError(
+            f"logit_range must be (low, high) with 0 < low < 0.5 < high < 1, got {tuple(values)}"
+        )
+    return low, high
 
 
 #: The gid of an overlay's legend, drawn below the diagram: a further model's call finds
