@@ -20,6 +20,8 @@ from calib_metrics.models import linear_chain
 from calib_metrics.recalibration import (
     ChainTemperature,
     CorefTemperature,
+    HistogramBinning,
+    IsotonicCalibration,
     MatrixScaling,
     PlattScaling,
     TemperatureScaling,
@@ -51,6 +53,36 @@ def test_one_error_leaves_a_finite_optimum() -> None:
     labels = (SCORES > 0).float()
     labels[0] = 1
     assert 0 < PlattScaling().fit(SCORES, labels).slope.item() < 10
+
+
+@pytest.mark.parametrize(
+    ("make", "side"),
+    [
+        (IsotonicCalibration, "above"),
+        (lambda: HistogramBinning(n_bins=2), "above"),
+        (lambda: HistogramBinning(n_bins=2), "below"),
+    ],
+    ids=["isotonic", "histogram", "histogram, labels the other way"],
+)
+def test_binning_kinds_warn_that_separable_dev_labels_map_to_0_and_1(make, side) -> None:
+    """Platt and temperature scaling refuse separable dev data; isotonic regression and
+    histogram binning had fitted them silently, with a map of exactly 0 and 1 (a test NLL
+    of 0.755 taken to 8.04 by isotonic)."""
+    labels = (SCORES > 0).float() if side == "above" else (SCORES < 0).float()
+    said = rf"dev labels are separable: every class-1 score lies at or {side} .* exactly 0 or 1"
+    with warnings.catch_warnings(), pytest.warns(UserWarning, match=said + " at 40 of the 40"):
+        warnings.filterwarnings("ignore", message=".*run against")  # said too, the other way
+        module = make().fit(SCORES, labels)
+    assert set(module(SCORES).tolist()) == {0.0, 1.0}
+
+
+@pytest.mark.parametrize("make", [IsotonicCalibration, lambda: HistogramBinning(n_bins=2)])
+def test_one_dev_error_is_not_called_separable(make) -> None:
+    labels = (SCORES > 0).float()
+    labels[0] = 1
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*separable")
+        make().fit(SCORES, labels)
 
 
 def _chain(seed: int):

@@ -17,11 +17,15 @@ first, or through a scaler of :mod:`calib_metrics.recalibration.scaling`.
 
 Each fit warns where the dev data cannot inform it: scores all equal (every score maps to
 the dev frequency of class 1), or labels that run against the scores (a map that inverts
-the model; isotonic's, non-decreasing, is flattened instead).
+the model; isotonic's, non-decreasing, is flattened instead). Histogram binning and
+isotonic regression also warn of dev labels the scores separate, which they fit with a map
+of exactly 0 or 1 where Platt and temperature scaling refuse them (as scaling-binning's
+Platt step does).
 """
 
 from __future__ import annotations
 
+import math
 from decimal import ROUND_FLOOR, Context, Decimal
 from typing import Any
 
@@ -268,6 +272,7 @@ class HistogramBinning(_Binned):
         self.fitted = torch.tensor(True, device=scores.device)
         _warn_of_small_bins(y.numel(), self.values.numel())
         _warn_if_uninformative(self, scores, y)
+        _warn_if_separable(self, given.reshape(-1), y)
         return self
 
     def forward(self, scores: Tensor) -> Tensor:
@@ -392,6 +397,44 @@ def _say_if_flat(module: IsotonicCalibration, kind: str, noun: str, against: str
     )
 
 
+def _warn_if_separable(
+    module: HistogramBinning | IsotonicCalibration, scores: Tensor, y: Tensor
+) -> None:
+    """Warn where one label's dev ``scores`` all lie at or above the other's (ties at the
+    boundary included: Platt scaling's test of separable data, which it refuses) and the
+    fitted ``module`` maps some of them to exactly 0 or 1. Such a map scores test items
+    near them as certain, wrongly for every test error there: isotonic regression of 100
+    separable dev pairs had taken a test NLL from 0.755 to 8.04 (CalibErr 0.159 to 0.290),
+    silently. One host read where the labels are not separable."""
+    ones = y.to(scores.device) == 1
+    low1, high1 = (
+        scores.masked_fill(~ones, math.inf).min(),
+        scores.masked_fill(~ones, -math.inf).max(),
+    )
+    low0, high0 = (
+        scores.masked_fill(ones, math.inf).min(),
+        scores.masked_fill(ones, -math.inf).max(),
+    )
+    above, below = torch.stack([high0 <= low1, high1 <= low0]).tolist()
+    if not (above or below):
+        return
+    mapped = module(scores)
+    certain = int(((mapped == 0) | (mapped == 1)).sum())
+    if not certain:  # all equal, or a flat isotonic map: warned of as such
+        return
+    noun, one = (
+        ("probabilities", "probability") if module.inputs == "probs" else ("scores", "score")
+    )
+    warn_caller(
+        f"{type(module).__name__}: the dev labels are separable: every class-1 {one} lies at "
+        f"or {'above' if above else 'below'} every class-0 one (ties at the boundary "
+        f"included), so the map fitted is exactly 0 or 1 at {certain} of the {y.numel()} dev "
+        f"{noun}, and at test {noun} near them: a test error there gets probability 0 for its "
+        "label (Platt and temperature scaling refuse such data); fit on more held-out "
+        "data, on which the model makes some errors"
+    )
+
+
 class IsotonicCalibration(FittedModule):
     """Isotonic regression of the labels on the scores (scikit-learn's, at the numpy edge).
 
@@ -437,6 +480,7 @@ class IsotonicCalibration(FittedModule):
         self.y_thresholds = torch.as_tensor(iso.y_thresholds_, **as_tensor)
         self.fitted = torch.tensor(True, device=scores.device)
         _warn_if_uninformative(self, scores, y)
+        _warn_if_separable(self, scores, y)
         return self
 
     def check_state(self, state: dict[str, Tensor]) -> None:
