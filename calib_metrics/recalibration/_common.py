@@ -98,8 +98,11 @@ def check_binary_target(target: Tensor, like: Tensor, name: str = "scores") -> T
             f"target must have the shape of {name} {tuple(like.shape)}, got {tuple(target.shape)}"
         )
     check_finite(target.to(torch.float64) if not target.is_floating_point() else target, "target")
-    if not bool(((target == 0) | (target == 1)).all()):
-        raise ValueError("target must hold only 0 and 1 for binary recalibration")
+    outside = (target != 0) & (target != 1)
+    if bool(outside.any()):
+        bad = target[outside][0].item()
+        hint = padding_hint(int(bad), name) if bad % 1 == 0 else ""
+        raise ValueError(f"target must hold only 0 and 1 for binary recalibration{hint}")
     positives = int((target == 1).sum())
     if positives in (0, target.numel()):
         raise ValueError(
@@ -107,6 +110,37 @@ def check_binary_target(target: Tensor, like: Tensor, name: str = "scores") -> T
             "a recalibrator cannot be fitted on it"
         )
     return target.to(torch.float64)
+
+
+def dropped_padding(value: int = -100, inputs: str = "logits") -> str:
+    """How a caller drops padding ``value`` before a fit, which takes no ``ignore_index``:
+    the documented fix of token logits ``[B, T, C]`` (the mask also flattens them)."""
+    return f"keep = target != {value}; fit({inputs}[keep], target[keep])"
+
+
+def padding_hint(value: int, inputs: str = "logits") -> str:
+    """The end of the message for a class id ``value`` that is no class: where it looks
+    like padding (a negative id, as HuggingFace's -100), how to drop it first; else
+    nothing. The metrics' hint names their ``ignore_index`` instead, which a fit lacks.
+
+    Example:
+        >>> padding_hint(-100)
+        ' (padding? drop it first: keep = target != -100; fit(logits[keep], target[keep]))'
+        >>> padding_hint(4)
+        ''
+    """
+    return f" (padding? drop it first: {dropped_padding(value, inputs)})" if value < 0 else ""
+
+
+def tag_padding_hint(value: int) -> str:
+    """:func:`padding_hint` for a structured model's gold ``tags``, whose padding its
+    ``mask`` keeps out of the fit.
+
+    Example:
+        >>> tag_padding_hint(-100), tag_padding_hint(5)
+        (' (padding? pass mask=(tags != -100))', '')
+    """
+    return f" (padding? pass mask=(tags != {value}))" if value < 0 else ""
 
 
 def check_probs(probs: Tensor, name: str = "probs") -> Tensor:

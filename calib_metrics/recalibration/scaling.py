@@ -39,12 +39,14 @@ from calib_metrics.recalibration._common import (
     check_temperature_optimum,
     check_tensor,
     constant_rows,
+    dropped_padding,
     flat_scores_warning,
     float64_copy,
     labels_against,
     lbfgs,
     logit,
     looks_like_probabilities,
+    padding_hint,
     ranks_all_right,
     scores_within_unit,
     typical_gap,
@@ -61,9 +63,19 @@ def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
 
     Class ids held as floats or bools are refused, with the hint ``target.long()``, as
     ``TemperatureRecalibration`` and ``calibration_error`` refuse them (whole-number floats
-    and bools had been fitted on here)."""
+    and bools had been fitted on here). Token logits ``[B, T, C]`` and padding ids (-100)
+    are refused with the documented fix (:func:`dropped_padding`), which the messages had
+    left out."""
     if logits.ndim != 2 or logits.shape[1] < 2:
-        raise ValueError(f"logits must be [N, C] with C >= 2, got shape {tuple(logits.shape)}")
+        # Token logits: the documented fix both flattens them and drops their padding.
+        tokens = (
+            f" (token logits? flatten them, dropping any padding: {dropped_padding()})"
+            if logits.ndim > 2
+            else ""
+        )
+        raise ValueError(
+            f"logits must be [N, C] with C >= 2, got shape {tuple(logits.shape)}{tokens}"
+        )
     check_tensor(target, "target")
     if tuple(target.shape) != (logits.shape[0],):
         raise ValueError(
@@ -73,8 +85,12 @@ def check_multiclass(logits: Tensor, target: Tensor) -> Tensor:
     check_class_id_dtype(target)
     target = target.long()
     num_classes = logits.shape[1]
-    if bool(((target < 0) | (target >= num_classes)).any()):
-        raise ValueError(f"target must hold class indices in [0, {num_classes})")
+    outside = (target < 0) | (target >= num_classes)
+    if bool(outside.any()):
+        bad = int(target[outside][0])
+        raise ValueError(
+            f"target must hold class indices in [0, {num_classes}), got {bad}{padding_hint(bad)}"
+        )
     seen = target.unique()
     if int(seen.numel()) == 1:  # no item at all is refused before
         # With three classes or more the NLL may have an optimum; it calibrates nothing

@@ -49,6 +49,7 @@ from calib_metrics.recalibration._common import (
     lbfgs,
     masked_float64_copy,
     plain_copy,
+    tag_padding_hint,
     typical_gap,
     warn_caller,
 )
@@ -97,9 +98,13 @@ def _check_tags(tags: object, mask: Tensor, num_tags: int) -> Tensor:
         raise ValueError(f"tags must be [B, T] = {tuple(mask.shape)}, got {tuple(tags.shape)}")
     # Widened before the range check: in uint8 the bound 300 wraps to 44.
     tags = linear_chain.as_indices(tags, "tags")
-    real = tags[mask]
-    if bool(((real < 0) | (real >= num_tags)).any()):
-        raise ValueError(f"tags must lie in [0, {num_tags}) at unmasked positions")
+    outside = ((tags < 0) | (tags >= num_tags)) & mask
+    if bool(outside.any()):
+        bad = int(tags[outside][0])
+        raise ValueError(
+            f"tags must lie in [0, {num_tags}) at unmasked positions, got {bad}"
+            f"{tag_padding_hint(bad)}"
+        )
     return torch.where(mask, tags, 0)
 
 

@@ -1,0 +1,89 @@
+"""Padding passed to a fit is refused with the fix the docs give: the scalers had said only
+"target must hold class indices in [0, 4)" of HuggingFace's -100, and "logits must be
+[N, C] with C >= 2" of token logits [B, T, C], where the metrics, the command line and
+``TemperatureRecalibration`` hint at padding; ``ChainTemperature`` had said "tags must lie
+in [0, 3) at unmasked positions" of padded tags without a mask."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from calib_metrics.models.linear_chain import sample
+from calib_metrics.recalibration import (
+    ChainTemperature,
+    IsotonicCalibration,
+    MatrixScaling,
+    PlattScaling,
+    TemperatureScaling,
+    VectorScaling,
+)
+
+PAD = -100
+DROP = "keep = target != -100; fit(logits[keep], target[keep])"
+
+
+def _tokens(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token logits [B, T, C] = [6, 8, 4] and their class ids, each sentence's tail padded."""
+    g = torch.Generator().manual_seed(seed)
+    logits = 2 * torch.randn(6, 8, 4, generator=g, dtype=torch.float64)
+    target = torch.multinomial(logits.softmax(-1).reshape(-1, 4), 1, generator=g).reshape(6, 8)
+    target[:, 6:] = PAD
+    return logits, target
+
+
+@pytest.mark.parametrize("scaler", [TemperatureScaling, VectorScaling, MatrixScaling])
+def test_padding_ids_are_refused_with_the_fix(scaler) -> None:
+    logits, target = _tokens()
+    message = rf"class indices in [0, 4), got -100 (padding? drop it first: {DROP})"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        scaler().fit(logits.reshape(-1, 4), target.reshape(-1))
+    keep = target != PAD
+    scaler().fit(logits[keep], target[keep])  # the fix fits
+
+
+def test_a_class_id_past_the_logits_gets_no_padding_hint() -> None:
+    logits, target = _tokens()
+    target = target.masked_fill(target == PAD, 4)
+    with pytest.raises(ValueError, match=r"class indices in \[0, 4\), got 4$"):
+        TemperatureScaling().fit(logits.reshape(-1, 4), target.reshape(-1))
+
+
+@pytest.mark.parametrize("scaler", [TemperatureScaling, VectorScaling, MatrixScaling])
+def test_token_logits_are_refused_with_the_fix(scaler) -> None:
+    logits, target = _tokens()
+    message = f"got shape (6, 8, 4) (token logits? flatten them, dropping any padding: {DROP})"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        scaler().fit(logits, target)
+
+
+@pytest.mark.parametrize(
+    ("make", "inputs"),
+    [(TemperatureScaling, "logits"), (PlattScaling, "logits"), (IsotonicCalibration, "scores")],
+)
+def test_binary_padding_is_refused_with_the_fix_naming_the_inputs(make, inputs) -> None:
+    logits, target = _tokens()
+    scores, labels = logits[..., 0].reshape(-1), (target.reshape(-1) % 2).float()
+    labels[target.reshape(-1) == PAD] = PAD
+    fix = f"keep = target != -100; fit({inputs}[keep], target[keep])"
+    message = f"only 0 and 1 for binary recalibration (padding? drop it first: {fix})"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make().fit(scores, labels)
+    with pytest.raises(ValueError, match=r"only 0 and 1 for binary recalibration$"):
+        make().fit(scores, labels.masked_fill(labels == PAD, 2))
+
+
+def test_padded_chain_tags_without_a_mask_are_told_to_pass_one() -> None:
+    g = torch.Generator().manual_seed(0)
+    emissions = torch.randn(20, 6, 3, generator=g, dtype=torch.float64)
+    transitions = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    start = end = torch.zeros(3, dtype=torch.float64)
+    tags = sample(emissions, transitions, start, end, n_samples=1, generator=g)[0]
+    tags[:, 4:] = PAD
+    potentials = (2 * emissions, 2 * transitions, start, end)
+    message = "tags must lie in [0, 3) at unmasked positions, got -100 (padding? pass mask="
+    with pytest.raises(ValueError, match=re.escape(message + "(tags != -100))")):
+        ChainTemperature().fit(*potentials, tags)
+    ChainTemperature().fit(*potentials, tags, mask=tags != PAD)  # the fix fits
