@@ -14,8 +14,9 @@ on ``log T`` in float64: its gradient is the usual "observed minus expected" cou
 ``objective="calib_err"`` picks ``T`` by the debiased CalibErr of the dev tag queries, on a
 log grid around the likelihood fit's ``T`` (whose checks it shares), widened while the
 lowest error lies on its edge (``docs/recalibration.md`` compares the two on held-out
-data). A ``-inf`` potential (a forbidden choice: a BIO tagger's I-X after O) stays
-``-inf`` at every ``T``; gold tags that take one are refused.
+data); that error is jagged in ``T``, so its pick is within the dev set's noise, and the
+likelihood is the stable default. A ``-inf`` potential (a forbidden choice: a BIO
+tagger's I-X after O) stays ``-inf`` at every ``T``; gold tags that take one are refused.
 
 Coreference (:class:`CorefTemperature`). Each mention's antecedent distribution is a softmax
 of its scores; ``scores / T`` (plus an optional offset ``b`` on every NEW score) is fitted by
@@ -184,12 +185,23 @@ class ChainTemperature(FittedModule):
 
     Args:
         separate: fit separate emission and transition temperatures.
-        objective: ``"likelihood"`` (L-BFGS on the gold paths' log-likelihood) or
-            ``"calib_err"`` (a grid search over a single ``T`` for the lowest debiased
-            CalibErr of the dev tag queries, ``bin_size="auto"``, around the likelihood
-            fit's ``T``: a factor 5 either side, widened while the lowest error lies on the
-            grid's edge, with a warning if it still does after a factor 3125).
+        objective: ``"likelihood"`` (L-BFGS on the gold paths' log-likelihood), the
+            stable default, or ``"calib_err"`` (a grid search over a single ``T`` for the
+            lowest debiased CalibErr of the dev tag queries, ``bin_size="auto"``, around
+            the likelihood fit's ``T``: a factor 5 either side, widened while the lowest
+            error lies on the grid's edge, with a warning if it still does after a factor
+            3125). The debiased error is jagged in ``T`` (binned, and clipped at 0 where
+            its noise term outweighs the gaps): on 400 dev sentences of 6 tokens it went
+            0.0155, 0.0, 0.0031 at ``T`` = 3.005, 3.031, 3.035, so its pick lies within
+            the dev error's noise; read it with the dev set's interval, not as an optimum.
         max_iter: L-BFGS iterations (of the likelihood fit, which either objective runs).
+
+    Attributes:
+        nll_: the mean per-token dev NLL at the fitted temperatures.
+        calib_err_: with ``objective="calib_err"``, the dev debiased CalibErr at the
+            fitted ``T``, the lowest the search found: an optimistic, noisy estimate (the
+            minimum of a jagged curve, on the data it was picked on); measure the error on
+            held-out data, with its interval.
 
     Example:
         >>> import torch
