@@ -580,8 +580,11 @@ class CalibrationError(_StatesKeepTheirDtype):
                 _check_group_ids(groups, target, "groups")
             return
         groups = self._check_groups(groups, target)
-        probs, target, keep = self._prepare(probs.detach(), target.detach())
-        if self.validate_args and self.num_classes is not None:
+        given = probs.detach(), target.detach()
+        probs, target, keep = self._prepare(*given)
+        if self.validate_args and self.num_classes is None:
+            self._warn_one_hot(*given)
+        elif self.validate_args:
             self._warn_row_sums({"": _kept_rows(probs, target, self.ignore_index)})
         self._keep_rows(probs, target, keep, groups)
 
@@ -869,6 +872,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         # A batch's few bins are not the data's: the warning is compute()'s, once (a
         # batch of 500 pairs had warned "only 5 bins" beside an epoch of 100 bins).
         batch._few_bins_warned = True
+        batch._one_hot_checked = True
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
         if self.streaming:
             # The exact-mode batch metric takes it; this one cannot.
@@ -878,7 +882,9 @@ class CalibrationError(_StatesKeepTheirDtype):
             self._check_group_history(given=groups is not None)
             if self.streaming and groups is not None:
                 self._check_groups(groups, None)  # raises: streaming keeps no group ids
-        if self.validate_args and self.num_classes is not None:
+        if self.validate_args and self.num_classes is None:
+            self._warn_one_hot(*_batch_pairs(args, kwargs))
+        elif self.validate_args:
             self._warn_row_sums({"": _kept_rows(*_batch_pairs(args, kwargs), self.ignore_index)})
         try:
             value = batch.compute()

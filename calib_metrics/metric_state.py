@@ -27,7 +27,7 @@ from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
 from calib_metrics.functional.binning import SUPPORTED_DTYPES, is_id_dtype, non_dense_layout
 from calib_metrics.functional.errors import CountedWarning, stacklevel_outside
-from calib_metrics.functional.multiclass import row_sum_message
+from calib_metrics.functional.multiclass import one_hot_pairs_message, row_sum_message
 
 # dtypes a list state may hold, coded by position for the ranks to agree on one: update
 # converts a batch of another dtype into one of them, or refuses it.
@@ -511,6 +511,26 @@ class _StatesKeepTheirDtype(Metric):
                 # reaches here through its batch's update, and had named its own line.
                 text = f"{type(self).__name__}: {named}{message}"
                 warnings.warn(text, UserWarning, stacklevel=_user_stacklevel())
+
+    # Set once the first batch of binary pairs was looked at (forward's batch metric: the
+    # metric itself looks): a one-hot target is one-hot in every batch.
+    _one_hot_checked = False
+
+    def _warn_one_hot(self, probs: Tensor, target: Tensor) -> None:
+        """Warn, once per metric object, when the first non-empty batch of binary pairs
+        holds a one-hot target beside rows of probabilities that sum to 1
+        (:func:`~calib_metrics.functional.multiclass.one_hot_pairs_message`): read as
+        independent pairs, which ``compute_spiegelhalter`` takes as independent. The
+        batch as given (before flattening), validated; a host synchronisation where its
+        target is ``[..., C]``, in that batch only. Called from ``update``'s or
+        ``forward``'s own code."""
+        if self._one_hot_checked or target.numel() == 0:
+            return
+        self._one_hot_checked = True
+        message = one_hot_pairs_message(probs, target, metric=True)
+        if message is not None:
+            # Above: as _warn_row_sums, the caller's line.
+            warnings.warn(f"{type(self).__name__}: {message}", UserWarning, stacklevel=5)
 
     def _count_merged_updates(self, incoming_state: dict[str, Any] | Metric) -> None:
         """Count the updates behind a merged state (a state dict's as one, as a loaded state

@@ -25,9 +25,9 @@ from calib_metrics.plot import describe, interval_label, literal
 from calib_metrics.plot._labels import _check_names
 from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
 from calib_metrics.plot._reliability import _bin_marks, _draw_bins
-from calib_metrics.plot._smooth import _draw_smooth
+from calib_metrics.plot._smooth import _draw_smooth, band_label
 from calib_metrics.plot._text import _level, _literals, _tick_labels
-from calib_metrics.wording import counted, level_text
+from calib_metrics.wording import counted
 
 #: Panels per row of :func:`reliability_panels`.
 COLUMNS = 4
@@ -229,7 +229,7 @@ def _panel(
             # The legend is the figure's: the panel's own numbers go in its title.
             line.set_label(f"{name}: smooth curve")
             if band is not None:  # none drawn from too few units to resample
-                band.set_label(f"{name}: {level_text(curve.confidence)} pointwise band")
+                band.set_label(f"{name}: {band_label(curve.confidence)}")
             smooth = f", smECE {curve.error.item():.4f}"
         # Bars from each bin's effective sample size, as the reliability diagram's: grouped
         # labels had drawn half as wide here (400-pair bins of n_eff ≈ 100).

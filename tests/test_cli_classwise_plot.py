@@ -133,7 +133,7 @@ def test_evaluate_classwise_smooth_curves_per_class(tmp_path, capsys, drawn) -> 
     ((_, axes),) = drawn
     for ax in axes:
         bands = [c.get_label() for c in ax.collections if not c.get_label().startswith("_")]
-        assert bands == ["a.npz: 95% pointwise band"]
+        assert bands == ["a.npz: 95% band of the σ-smoothed curve"]
         assert ", smECE " in ax.get_title().splitlines()[1]
 
 

@@ -262,3 +262,17 @@ def test_a_classwise_brier_split_says_which_pairs_it_is_of(capsys, tmp_path, mul
     html = tmp_path / f"{mode}.html"
     run(capsys, "compare", path, path, *options, "--html", html)
     assert (f"within-bin ({BRIER_OF_CLASSWISE})" in html.read_text()) == (mode == "classwise")
+
+
+def test_spiegelhalter_of_few_pairs_is_said_in_one_line(tmp_path, capsys) -> None:
+    # One pair at 0.9 with label 0 had printed p = 0.0027 without a word.
+    path = tmp_path / "one.csv"
+    path.write_text("prob,label\n0.9,0\n")
+    code, out, err = run(capsys, "evaluate", path, "--spiegelhalter", "--samples", "20")
+    assert code == 0, err
+    assert "Spiegelhalter z = 3.000" in out
+    said = [line for line in err.splitlines() if "Spiegelhalter" in line]
+    assert said == [
+        "calib-metrics: warning: Spiegelhalter's test: 1 pair; its z is far from normal below "
+        "10 pairs, so the p-value says little"
+    ]

@@ -47,7 +47,7 @@ def run(capsys, *argv) -> tuple[int, str]:
 
 
 def band_labels(ax) -> list[str]:
-    return [c.get_label() for c in ax.collections if "bootstrap band" in c.get_label()]
+    return [c.get_label() for c in ax.collections if "σ-smoothed curve" in c.get_label()]
 
 
 def test_evaluate_draws_the_smooth_curve_with_its_band(tmp_path, capsys, pairs, drawn) -> None:
@@ -62,7 +62,7 @@ def test_evaluate_draws_the_smooth_curve_with_its_band(tmp_path, capsys, pairs, 
     )
     for field in ("curve", "lower", "upper", "bandwidth"):
         torch.testing.assert_close(getattr(smooth, field), getattr(expected, field))
-    assert band_labels(ax) == ["90% pointwise bootstrap band"]
+    assert band_labels(ax) == ["90% band of the σ-smoothed curve"]
     assert png.stat().st_size > 0
     drawn.clear()
     code, err = run(capsys, "evaluate", path, *options)  # without the flag: bins only
@@ -84,7 +84,7 @@ def test_compare_draws_both_models_with_group_bands(tmp_path, capsys, pairs, dra
             probs, y, groups=sentence, generator=torch.Generator().manual_seed(0)
         )
         torch.testing.assert_close(smooth.upper, expected.upper)
-        assert band_labels(ax) == ["95% pointwise bootstrap band"]
+        assert band_labels(ax) == ["95% band of the σ-smoothed curve"]
 
 
 @pytest.mark.parametrize("command", ["evaluate", "compare"])
@@ -108,7 +108,7 @@ def test_the_page_draws_the_smooth_curves_the_figure_draws(
     assert code == 0, err
     models = 2 if command == "compare" else 1
     assert len(drawn) == models and all(smooth is not None for smooth, _ in drawn)
-    assert page.read_text().count("pointwise bootstrap band") == models
+    assert page.read_text().count("band of the σ-smoothed curve") == models
     drawn.clear()
     png = tmp_path / "figure.png"
     code, err = run(capsys, command, pairs[0], *extra, "--samples", "20", "--html", page,

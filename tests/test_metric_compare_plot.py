@@ -164,7 +164,11 @@ def test_plot_smooth_draws_each_models_smooth_curve_of_the_items_seen(num_classe
     metric.update(a, b, target)
     _, axes = metric.plot(smooth=True)
     for ax, probs in zip(axes, (a, b), strict=True):
-        (label,) = [t.get_text() for t in ax.get_legend().get_texts() if "smooth" in t.get_text()]
+        (label,) = [
+            t.get_text()
+            for t in ax.get_legend().get_texts()
+            if t.get_text().startswith("smooth curve")
+        ]
         want = smooth_calibration_error(probs, target, mode=mode).item()
         assert label.startswith(f"smooth curve (smECE {want:.4f}")
     with pytest.raises(ValueError, match="smooth must be True or False"):
@@ -231,7 +235,7 @@ def _band_edges(ax, color: str) -> torch.Tensor:
     """The y values of the band drawn in ``color`` on ``ax`` (its polygon's vertices)."""
     from matplotlib.colors import same_color
 
-    bands = [c for c in ax.collections if c.get_label().endswith("pointwise band")]
+    bands = [c for c in ax.collections if c.get_label().endswith("band of the σ-smoothed curve")]
     (band,) = [c for c in bands if same_color(c.get_facecolor()[0][:3], color)]
     edges = [torch.as_tensor(path.vertices[:, 1]) for path in band.get_paths()]  # its runs
     return torch.cat(edges).double()

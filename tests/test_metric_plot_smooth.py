@@ -19,7 +19,9 @@ C = torch.multinomial(P, 1, generator=G).squeeze(1)
 
 
 def _smooth_label(ax) -> str:
-    (label,) = [t.get_text() for t in ax.get_legend().get_texts() if "smooth" in t.get_text()]
+    (label,) = [
+        t.get_text() for t in ax.get_legend().get_texts() if t.get_text().startswith("smooth curve")
+    ]
     return label
 
 
@@ -173,7 +175,7 @@ def _band_edges(ax, color: str) -> torch.Tensor:
     """The y values of the band drawn in ``color`` on ``ax`` (its polygon's vertices)."""
     from matplotlib.colors import same_color
 
-    bands = [c for c in ax.collections if c.get_label().endswith("pointwise band")]
+    bands = [c for c in ax.collections if c.get_label().endswith("band of the σ-smoothed curve")]
     (band,) = [c for c in bands if same_color(c.get_facecolor()[0][:3], color)]
     edges = [torch.as_tensor(path.vertices[:, 1]) for path in band.get_paths()]  # its runs
     return torch.cat(edges).double()

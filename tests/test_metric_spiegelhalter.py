@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -225,3 +227,23 @@ def test_an_older_pickles_item_sums_are_saved_with_its_sketch() -> None:
     loaded.load_state_dict(state)
     want = spiegelhalter_test(probs, target).z.item()
     assert loaded.compute_spiegelhalter().z.item() == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("forward", [False, True])
+def test_a_one_hot_target_warns_once_at_the_caller(forward) -> None:
+    """A binary metric reads a one-hot target as independent pairs; its test then takes an
+    item's labels, which sum to 1, as independent, silently."""
+    g = torch.Generator().manual_seed(5)
+    probs = torch.randn(200, 3, generator=g, dtype=torch.float64).softmax(-1)
+    one_hot = torch.nn.functional.one_hot(torch.multinomial(probs, 1, generator=g)[:, 0], 3)
+    metric = CalibrationError()
+    add = metric if forward else metric.update
+    with pytest.warns(UserWarning, match=r"one-hot.*target\.argmax\(-1\) with num_classes=3") as w:
+        add(probs[:100], one_hot[:100])
+        add(probs[100:], one_hot[100:])
+    said = [x for x in w if "one-hot" in str(x.message)]
+    assert len(said) == 1 and said[0].filename == __file__
+    multi_label = CalibrationError()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        multi_label.update(probs, (one_hot + (probs > 0.4)).clamp(max=1))

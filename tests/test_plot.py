@@ -147,7 +147,7 @@ def test_smooth_curve_and_its_band_are_drawn() -> None:
     )
     _, ax = reliability_diagram(result, confidence=0.9, smooth=curve, xscale="linear")
     labels = _legend(ax)
-    assert "90% pointwise bootstrap band" in labels
+    assert "90% band of the σ-smoothed curve" in labels
     assert any(label.startswith("smooth curve (smECE ") for label in labels)
     smooth_line = next(line for line in ax.lines if line.get_label().startswith("smooth"))
     assert len(smooth_line.get_xdata()) > 100
@@ -382,13 +382,13 @@ def test_the_band_is_named_at_its_own_level_not_the_diagrams() -> None:
     )
     result = calibration_error_ci(q, y, n_samples=50)
     _, ax = reliability_diagram(result, smooth=curve, xscale="linear")
-    assert "50% pointwise bootstrap band" in _legend(ax)
-    assert not [label for label in _legend(ax) if label.startswith("95% pointwise")]
+    assert "50% band of the σ-smoothed curve" in _legend(ax)
+    assert not [label for label in _legend(ax) if label.startswith("95% band")]
     from calib_metrics.plot_panels import reliability_panels
 
     fig, _ = reliability_panels({"all": [result]}, smooth={"all": [curve]}, names=["model"])
     bands = [c.get_label() for a in fig.axes for c in a.collections if "band" in c.get_label()]
-    assert bands == ["model: 50% pointwise band"]
+    assert bands == ["model: 50% band of the σ-smoothed curve"]
 
 
 def test_reliability_panels_name_smooth_curves_that_do_not_match_the_models() -> None:
@@ -397,3 +397,22 @@ def test_reliability_panels_name_smooth_curves_that_do_not_match_the_models() ->
 
     with pytest.raises(ValueError, match=r"smooth\['c'\] holds 2 curves for 1 models"):
         reliability_panels({"c": [_one_result()]}, smooth={"c": [None, None]})
+
+
+def test_the_title_names_the_kind_its_result_carries() -> None:
+    # reliability_diagram(calibration_error_ci(q, y), smooth=c) had been titled "95% interval ·
+    # 44 bins", its kind unnamed (and a 90% interval called 95%) unless passed again.
+    q, y = _pairs(2000, skewed=False)
+    g = torch.Generator().manual_seed(0)
+    smooth = smooth_reliability_curve(q, y, n_samples=20, generator=g)
+    default = calibration_error_ci(q, y, n_samples=50, generator=g)
+    _, ax = reliability_diagram(default, smooth=smooth, xscale="linear")
+    assert ax.get_title().splitlines()[1].startswith("95% interval: debiased pair bootstrap · ")
+    paper = calibration_error_ci(
+        q, y, n_samples=50, generator=g, interval="paper", debias=False, confidence=0.9
+    )
+    _, ax = reliability_diagram(paper, xscale="linear")
+    assert ax.get_title().splitlines()[1].startswith("90% interval: paper Algorithm 2 · ")
+    # Settings given describe the interval instead (a result made otherwise needs them).
+    _, ax = reliability_diagram(paper, xscale="linear", interval="pairs", confidence=0.8)
+    assert ax.get_title().splitlines()[1].startswith("80% interval: pair bootstrap · ")

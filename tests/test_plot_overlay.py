@@ -106,7 +106,7 @@ def test_a_second_models_smooth_curve_is_named_by_its_label(two) -> None:
     reliability_diagram(b, ax, label="B", color="C1", smooth=curve)
     entries = _legend(ax)
     assert any(e.startswith("B: smooth curve (smECE ") for e in entries)
-    assert any(e.startswith("B: ") and "pointwise bootstrap band" in e for e in entries)
+    assert any(e.startswith("B: ") and "band of the σ-smoothed curve" in e for e in entries)
 
 
 def test_the_first_models_smooth_curve_is_named_by_its_label_too(two) -> None:
@@ -118,7 +118,7 @@ def test_the_first_models_smooth_curve_is_named_by_its_label_too(two) -> None:
     a, b = two
     _, ax = reliability_diagram(a, label="m1", smooth=curve)
     reliability_diagram(b, ax, label="m2", color="C1", smooth=curve)
-    smooth = [e for e in _legend(ax) if "smooth curve" in e or "pointwise" in e]
+    smooth = [e for e in _legend(ax) if "smooth curve" in e or "smoothed curve" in e]
     assert sorted(e.split(": ")[0] for e in smooth) == ["m1", "m1", "m2", "m2"]
     _, alone = reliability_diagram(a, smooth=curve)  # no label: nothing to name them by
     assert any(e.startswith("smooth curve (smECE ") for e in _legend(alone))

@@ -159,5 +159,5 @@ def test_the_legend_names_what_any_panel_draws(results) -> None:
     smooth = {"b": [smooth_reliability_curve(q, y, n_samples=20)]}
     fig, _ = reliability_panels(given, smooth=smooth)
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "model: smooth curve" in texts and "model: 95% pointwise band" in texts
+    assert "model: smooth curve" in texts and "model: 95% band of the σ-smoothed curve" in texts
     assert texts.count("model: bins (±1.96 se)") == 1

@@ -199,8 +199,8 @@ def test_review_four_findings() -> None:
     )
     labels = [h.get_label() for h in fig.legends[0].legend_handles] if fig.legends else []
     labels += [t for ax in axes for t in ax.get_legend_handles_labels()[1]]
-    assert any(t.startswith("a: 95% pointwise band") for t in labels)
-    assert not any(t.startswith("b: 95% pointwise band") for t in labels)
+    assert any(t.startswith("a: 95% band of the σ-smoothed curve") for t in labels)
+    assert not any(t.startswith("b: 95% band of the σ-smoothed curve") for t in labels)
     both = {"x": (result, result), "z": (result, result)}
     for names in ({"b", "a"}, {"a": 1, "b": 2}, np.array("A"), torch.tensor([1, 2])):
         with pytest.raises(ValueError, match="names must be a sequence of 2 names"):

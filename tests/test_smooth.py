@@ -443,3 +443,20 @@ def test_a_histogram_of_integer_counts_is_read_as_its_floats() -> None:
         smooth_calibration_from_histogram(torch.arange(3), count[:3], sum_y[:3])
     with pytest.raises(ValueError, match=r"count must hold real numbers, got dtype torch\.bool"):
         smooth_calibration_from_histogram(position[:3], count[:3] > 0, sum_y[:3])
+
+
+@pytest.mark.parametrize("sigma", [0.01, 0.05, 0.3])
+def test_the_tolerance_of_pairs_at_their_cells_means_allows_for_rounding(sigma) -> None:
+    # Discrete ties: every pair sits at its cell's mean, so the shift term is 0, while the
+    # exact and histogram values, summed in another order, differ by rounding (the bound
+    # had been exactly 0 and |gap| <= bound failed).
+    g = torch.Generator().manual_seed(1)
+    q = (torch.randint(0, 21, (5000,), generator=g) / 20).double()
+    y = torch.bernoulli(q * 0.9 + 0.05, generator=g)
+    position, cell = torch.unique(q, return_inverse=True)
+    count = torch.zeros_like(position).index_add_(0, cell, torch.ones_like(q))
+    sum_y = torch.zeros_like(position).index_add_(0, cell, y)
+    histogram = smooth_calibration_from_histogram(position, count, sum_y, bandwidth=sigma)
+    gap = abs(histogram - smooth_calibration_error(q, y, bandwidth=sigma)).item()
+    assert gap > 0  # the case in point: a rounding difference
+    assert gap <= histogram_tolerance(q, position[cell], sigma).item() < 1e-11

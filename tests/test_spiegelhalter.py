@@ -183,3 +183,74 @@ def test_item_sums_drop_padding_rows_whatever_they_hold() -> None:
     torch.testing.assert_close(got.p_value, want.p_value)
     with pytest.raises(ValueError, match="needs at least 2 items"):
         spiegelhalter_from_item_sums(item_score_sums(probs[:1], target[:1]))
+
+
+@pytest.mark.parametrize("n_pairs", [1, 3, 9])
+def test_few_pairs_warn_that_the_p_value_says_little(n_pairs) -> None:
+    # One pair at q = 0.9 with y = 0 gave z = 3, p = 0.0027, silently, where P(y = 0) = 0.1.
+    q, y = torch.full((n_pairs,), 0.9, dtype=torch.float64), torch.zeros(n_pairs)
+    with pytest.warns(UserWarning, match=rf"{n_pairs} pairs?; its z is far from normal"):
+        spiegelhalter_test(q, y)
+
+
+def test_ten_pairs_do_not_warn() -> None:
+    q = torch.linspace(0.05, 0.95, 10, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spiegelhalter_test(q, (q > 0.5).double())
+
+
+def _one_hot_data(n: int = 300, classes: int = 3):
+    g = torch.Generator().manual_seed(3)
+    probs = torch.randn(n, classes, generator=g, dtype=torch.float64).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    return probs, target, torch.nn.functional.one_hot(target, classes)
+
+
+def test_a_one_hot_target_beside_probability_rows_warns_once() -> None:
+    # Read as independent pairs, not grouped by item as class ids are: z moves.
+    probs, target, one_hot = _one_hot_data()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        as_pairs = spiegelhalter_test(probs, one_hot)
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1 and "target looks one-hot" in said[0]
+    assert "pass target.argmax(-1)" in said[0]
+    assert as_pairs.z != spiegelhalter_test(probs, target).z
+
+
+@pytest.mark.parametrize("case", ["multi-label", "no label", "scores"])
+def test_genuine_multi_label_input_does_not_warn(case) -> None:
+    probs, _, one_hot = _one_hot_data()
+    if case == "multi-label":
+        one_hot = one_hot.clone()
+        one_hot[0] = 1  # a row of several labels
+    elif case == "no label":
+        one_hot = one_hot.clone()
+        one_hot[0] = 0
+    else:
+        probs = probs * 0.5 + 0.2  # independent scores: rows sum to 1.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spiegelhalter_test(probs, one_hot)
+
+
+_T = torch.tensor
+
+
+@pytest.mark.parametrize(
+    ("cells", "said"),
+    [
+        ((_T([0.2, 0.9]), _T([-1.0, 50.0]), _T([0.0, 44.0])), "count >= 0"),
+        ((_T([0.2, 0.9]), _T([10.0, 50.0]), _T([11.0, 44.0])), "sum_y <= count"),
+        ((_T([1.2, 0.9]), _T([10.0, 50.0]), _T([1.0, 44.0])), r"pred_mean must lie in \[0, 1\]"),
+        ((_T([float("nan"), 0.9]), _T([0.0, 50.0]), _T([0.0, 44.0])), "pred_mean holds NaN"),
+        ((_T([0.2, 0.9]), _T([10.0, 50.0, 3.0]), _T([1.0, 44.0])), "must have one shape"),
+        ((_T([0.2, 0.9]), _T([0.0, 0.0]), _T([0.0, 0.0])), "empty histogram"),
+    ],
+)
+def test_the_histogram_form_checks_its_cells(cells, said) -> None:
+    from calib_metrics.functional.spiegelhalter import spiegelhalter_from_histogram
+
+    with pytest.raises(ValueError, match=said):
+        spiegelhalter_from_histogram(*cells)

@@ -467,6 +467,14 @@ def one_hot_hint(probs: Tensor, target: Tensor) -> str:
         >>> one_hot_hint(probs, torch.tensor([[1, 1], [1, 0]]))
         ''
     """
+    advice = one_hot_advice(probs, target)
+    return f" (target looks one-hot: pass {advice})" if advice else ""
+
+
+def one_hot_advice(probs: Tensor, target: Tensor) -> str:
+    """The class ids of a one-hot ``target`` (:func:`one_hot_hint`) as code to pass,
+    ``"target.argmax(-1)"``; empty where ``target`` is not one-hot. One host
+    synchronisation where ``target`` has ``probs``' shape ``[..., C]``, none otherwise."""
     shape = tuple(probs.shape)
     if len(shape) < 2 or shape[-1] < 2 or tuple(target.shape) != shape:
         return ""
@@ -479,7 +487,7 @@ def one_hot_hint(probs: Tensor, target: Tensor) -> str:
         return ""
     # torch has no argmax of bools, unsigned 16- to 64-bit integers or float8.
     direct = target.dtype in SUPPORTED_DTYPES and target.dtype != torch.bool
-    return f" (target looks one-hot: pass target{'' if direct else '.long()'}.argmax(-1))"
+    return f"target{'' if direct else '.long()'}.argmax(-1)"
 
 
 def class_id_hint(probs: Tensor, target: Tensor) -> str:

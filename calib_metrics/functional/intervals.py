@@ -121,6 +121,7 @@ __all__ = [
     "group_bootstrap",
     "group_draws",
     "group_sum_matrix",
+    "interval_kind",
     "interval_of_draws",
     "normal_quantile",
     "pair_bootstrap",
@@ -198,7 +199,40 @@ class CalibrationResult(NamedTuple):
             f"{name}={summary(getattr(self, name))}"
             for name in ("error", "lower", "upper", "mean", "std")
         )
-        return f"{type(self).__name__}({numbers}, bins={bins_summary(self.bins)})"
+        # CalibrationResult for a drawn result too: the subclass only holds the kind.
+        return f"CalibrationResult({numbers}, bins={bins_summary(self.bins)})"
+
+
+class IntervalKind(NamedTuple):
+    """How a result's interval was drawn: what a diagram's title names
+    (:func:`~calib_metrics.plot.reliability_diagram`)."""
+
+    confidence: float
+    interval: str
+    debias: bool
+
+
+class _DrawnResult(CalibrationResult):
+    """A :class:`CalibrationResult` that knows its interval's kind (``kind``): a subclass,
+    since a NamedTuple's instances hold no attributes. ``_replace`` gives one without it."""
+
+
+def interval_kind(result: object) -> IntervalKind | None:
+    """The kind of ``result``'s interval where it carries it (the results of
+    :func:`resampled_interval`: ``calibration_error_ci``'s, the bootstraps', a metric's),
+    else None (a result made by hand, averaged over classes, or without an interval).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> r = pair_bootstrap(bins, n_samples=100, confidence=0.9, debias=True)
+        >>> interval_kind(r)
+        IntervalKind(confidence=0.9, interval='pairs', debias=True)
+        >>> interval_kind(r._replace(lower=r.upper)) is None
+        True
+    """
+    return getattr(result, "kind", None)
 
 
 def summary(value: object, digits: str = ".4f") -> str:
@@ -1076,7 +1110,8 @@ def resampled_interval(
     norm: Norm = "l2",
     debias: bool = False,
 ) -> CalibrationResult:
-    """The pipeline's last two steps: ``interval``'s draws of ``bins`` to a result.
+    """The pipeline's last two steps: ``interval``'s draws of ``bins`` to a result, which
+    carries its kind (:func:`interval_kind`).
 
     Example:
         >>> import torch
@@ -1088,7 +1123,9 @@ def resampled_interval(
         (0.1, True)
     """
     draws = draw_statistics(bins, blocks, norm=norm, debias=debias, world=_WORLD[interval])
-    return CalibrationResult(*interval_of_draws(draws, confidence=confidence, method=method), bins)
+    result = _DrawnResult(*interval_of_draws(draws, confidence=confidence, method=method), bins)
+    result.kind = IntervalKind(float(confidence), interval, bool(debias))
+    return result
 
 
 def pair_bootstrap(

@@ -55,7 +55,8 @@ count and Σy (:func:`smooth_calibration_from_histogram`): the streaming sketch 
 feed it without keeping pairs. A pair given to the cell at mean position m instead of
 its own q moves each kernel by at most |q − m|, so the error moves by at most
 2·√(2/π)/σ · (1/N) Σᵢ |qᵢ − m(i)| (each kernel's L1 derivative, doubled for the
-reflection): :func:`histogram_tolerance`, checked in ``tests/test_smooth.py``.
+reflection): :func:`histogram_tolerance` (with an allowance for rounding), checked in
+``tests/test_smooth.py``.
 """
 
 from __future__ import annotations
@@ -262,18 +263,23 @@ def _check_bandwidth(bandwidth: float | Tensor | None) -> float | None:
 
 
 def _check_histogram(
-    position: Tensor, count: Tensor, sum_target: Tensor
+    position: Tensor,
+    count: Tensor,
+    sum_target: Tensor,
+    names: tuple[str, str, str] = ("position", "count", "sum_target"),
 ) -> tuple[Tensor, Tensor, Tensor]:
     """The histogram checked, detached as :func:`_check_pairs` detaches pairs. Counts and
     label sums may be integers (``torch.bincount``'s) and are read as float64; positions
-    must be floating point."""
-    tensors = {"position": position, "count": count, "sum_target": sum_target}
+    must be floating point. ``names`` are the caller's for the three (Spiegelhalter's
+    histogram calls them ``pred_mean``, ``count``, ``sum_y``)."""
+    tensors = dict(zip(names, (position, count, sum_target), strict=True))
+    at, n, y = names
     for name, value in tensors.items():
         if not isinstance(value, Tensor) or value.ndim != 1:
             raise ValueError(f"{name} must be a 1-D tensor")
         check_not_meta(value, name)
-        if name == "position" and not value.is_floating_point():
-            raise ValueError(f"position must be floating point, got dtype {value.dtype}")
+        if name == at and not value.is_floating_point():
+            raise ValueError(f"{at} must be floating point, got dtype {value.dtype}")
         if value.is_complex() or value.dtype == torch.bool:
             raise ValueError(f"{name} must hold real numbers, got dtype {value.dtype}")
         if not value.is_floating_point():
@@ -281,10 +287,10 @@ def _check_histogram(
     position, count, sum_target = tensors.values()
     if not position.shape == count.shape == sum_target.shape:
         raise ValueError(
-            f"position, count and sum_target must have one shape, got {tuple(position.shape)}, "
+            f"{at}, {n} and {y} must have one shape, got {tuple(position.shape)}, "
             f"{tuple(count.shape)} and {tuple(sum_target.shape)}"
         )
-    for name in ("count", "sum_target"):
+    for name in (n, y):
         if not bool(tensors[name].isfinite().all()):
             raise ValueError(f"{name} holds NaN or infinite values")
     if position.numel() == 0 or not bool((count > 0).any()):
@@ -292,13 +298,13 @@ def _check_histogram(
     if bool(position.isnan().any()):
         # The mean q of an empty cell is 0/0: the one NaN a hand-made histogram is likely to hold.
         raise ValueError(
-            "position holds NaN (the mean of an empty cell, 0/0?): give each cell a position "
+            f"{at} holds NaN (the mean of an empty cell, 0/0?): give each cell a {at} "
             "in [0, 1], or leave cells of count 0 out"
         )
     if bool(((position < 0) | (position > 1)).any()):
-        raise ValueError("position must lie in [0, 1]")
+        raise ValueError(f"{at} must lie in [0, 1]")
     if bool(((count < 0) | (sum_target < 0) | (sum_target > count)).any()):
-        raise ValueError("histogram needs count >= 0 and 0 <= sum_target <= count in every cell")
+        raise ValueError(f"histogram needs {n} >= 0 and 0 <= {y} <= {n} in every cell")
     return position.detach(), count.detach(), sum_target.detach()
 
 
@@ -339,13 +345,18 @@ def histogram_tolerance(probs: Tensor, position_of_pair: Tensor, bandwidth: floa
     """Bound on |smECE(pairs) − smECE(histogram)| at bandwidth σ.
 
     2·√(2/π)/σ · mean |qᵢ − m(i)|, where ``position_of_pair`` is the position m(i) of
-    the cell that holds pair i (see the module docstring).
+    the cell that holds pair i (see the module docstring), plus (N + M)·ε for float64's
+    rounding (ε = 2.2e-16; the worst case of sums over the N pairs and the M grid points
+    of σ): where every pair sits at its cell's mean the first term is 0, yet the two
+    values, summed in another order, had differed by up to 1.5e-15.
 
     Example:
         >>> import torch
         >>> q = torch.tensor([0.1, 0.12, 0.5])
         >>> histogram_tolerance(q, torch.tensor([0.11, 0.11, 0.5]), 0.05)
         tensor(0.2128, dtype=torch.float64)
+        >>> histogram_tolerance(q, q, 0.05).item()  # N = 3, M = 1001
+        2.2293278334473143e-13
     """
     # Checked as the smoothing it bounds checks its inputs: a bandwidth of 0 had been a
     # ZeroDivisionError, a negative one a negative bound, NaN a NaN bound.
@@ -364,7 +375,8 @@ def histogram_tolerance(probs: Tensor, position_of_pair: Tensor, bandwidth: floa
             f"{tuple(probs.shape)} and {tuple(position_of_pair.shape)}"
         )
     shift = (probs.to(torch.float64) - position_of_pair.to(torch.float64)).abs().mean()
-    return 2 * math.sqrt(2 / math.pi) / bandwidth * shift
+    rounding = torch.finfo(torch.float64).eps * (probs.numel() + _grid_points(bandwidth))
+    return 2 * math.sqrt(2 / math.pi) / bandwidth * shift + rounding
 
 
 def _kind(value: object) -> str:
@@ -484,7 +496,10 @@ def smooth_reliability_curve(
     had covered the smoothed truth 0.68 and 0.76 of the time at t = 0 and 1, and this
     band covers it 1.00 and 0.97 (0.947 inside); on miscalibrated data it is on the safe
     side, 0.97–0.98 on average where the quantiles gave 0.93–0.95
-    (``python benchmarks/smooth_band_coverage.py``; docs/measures.md).
+    (``python benchmarks/smooth_band_coverage.py``; docs/measures.md). It is a band of
+    the curve smoothed at σ, not of the true calibration curve: near 0 and 1, where
+    smoothing bends the curve inwards, it need not hold the diagonal even for a
+    calibrated model.
 
     Args:
         probs, target, mode: as in :func:`smooth_calibration_error` (``"classwise"``

@@ -17,7 +17,11 @@ from matplotlib.transforms import ScaledTranslation, Transform
 from calib_metrics.functional.binning import Bins, check_bins
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import stacklevel_outside
-from calib_metrics.functional.intervals import effective_samples, normal_quantile
+from calib_metrics.functional.intervals import (
+    effective_samples,
+    interval_kind,
+    normal_quantile,
+)
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot._arguments import _axes, _numbers
 from calib_metrics.plot._counts import (
@@ -42,9 +46,9 @@ def reliability_diagram(
     title: str | None = None,
     label: str | None = None,
     color: str = "C0",
-    confidence: float = 0.95,
+    confidence: float | None = None,
     interval: str | None = None,
-    debias: bool = False,
+    debias: bool | None = None,
     xscale: str = "auto",
     smooth: SmoothCurve | None = None,
     norm: str = "l2",
@@ -66,8 +70,9 @@ def reliability_diagram(
     axis cuts to less than its end slice (a bin at q̂ = 0) count in one bar on that slice.
     The title gives the error with its interval (after ``label``, when given), and the
     interval's level and kind (:func:`interval_label` of ``confidence``, ``interval`` and
-    ``debias``: pass the settings that made ``result``; neither where ``result`` has no
-    interval).
+    ``debias``: the settings that made ``result``, which the results of
+    :func:`~calib_metrics.functional.calibration_error_ci` and the bootstraps carry, and
+    which a result made otherwise needs passed; neither where ``result`` has no interval).
 
     Called again on the same ``ax`` for a second model, it draws that model over the
     first, in ``color``: its bins (and smooth curve), and its pairs as bars in its colour
@@ -93,7 +98,10 @@ def reliability_diagram(
         label: the model's name: the legend entry of its bins, and before its error in
             the title.
         color: colour of the bins (and of the smooth curve).
-        confidence, interval, debias: the settings behind ``result``'s interval.
+        confidence, interval, debias: the settings behind ``result``'s interval; all
+            three left None, the result's own where it carries them
+            (:func:`~calib_metrics.functional.intervals.interval_kind`); otherwise those
+            given, and 0.95, no kind named, not debiased for the others.
         xscale: ``"linear"``, ``"logit"`` (the x axis in log-odds, which spreads the
             ends; y stays linear), or
             ``"auto"``: logit when more than half of the pairs lie in bins whose mean is
@@ -124,6 +132,7 @@ def reliability_diagram(
             f"CalibrationError.compute_result returns), got {type(result).__name__}"
         )
     _refuse_pooled_classes(result.bins)
+    confidence, interval, debias = _interval_settings(result, confidence, interval, debias)
     confidence = _level(confidence)
     heading = interval_label(confidence, interval, debias)
     title, label = literal(title), literal(label)
@@ -207,6 +216,24 @@ def _logit_range(ends: tuple[float, float] | None) -> tuple[float, float] | None
 #: The gid of an overlay's legend, drawn below the diagram: a further model's call finds
 #: it, to grow the figure by what its own legend adds only.
 LEGEND_BELOW = "calib_metrics: legend below"
+
+
+def _interval_settings(
+    result: CalibrationResult, confidence: float | None, interval: str | None, debias: bool | None
+) -> tuple[float, str | None, bool]:
+    """The settings that name ``result``'s interval: the result's own where none is given
+    and it carries them, else those given, the others at their defaults (0.95, no kind,
+    not debiased): a caller who names some describes the interval itself. A result of
+    ``calibration_error_ci`` had been titled "95% interval" alone, its kind unnamed,
+    unless the caller repeated its settings."""
+    kind = interval_kind(result)
+    if kind is not None and confidence is None and interval is None and debias is None:
+        return kind
+    return (
+        0.95 if confidence is None else confidence,
+        interval,
+        False if debias is None else debias,
+    )
 
 
 def _legend_below(ax: Axes, handles: list) -> None:

@@ -49,7 +49,7 @@ def _draw_smooth(
             color=color,
             alpha=0.18,
             linewidth=0,
-            label=f"{prefix}{level_text(smooth.confidence)} pointwise bootstrap band",
+            label=f"{prefix}{band_label(smooth.confidence)}",
         )
     (line,) = ax.plot(
         t,
@@ -61,6 +61,18 @@ def _draw_smooth(
         gid=SMOOTH,
     )
     return line, band
+
+
+def band_label(confidence: float) -> str:
+    """What the band is in a legend: a band of the curve smoothed at σ, which near 0 and 1
+    need not hold the diagonal even for a calibrated model (it had read "95% pointwise
+    bootstrap band", as if of the calibration curve itself).
+
+    Example:
+        >>> band_label(0.95)
+        '95% band of the σ-smoothed curve'
+    """
+    return f"{level_text(confidence)} band of the σ-smoothed curve"
 
 
 def _on_axis(grid: list[float], axis: _ProbabilityAxis) -> list[float | None]:
