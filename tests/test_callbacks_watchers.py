@@ -5,6 +5,8 @@ without a word. The monitor says which as the fit starts, with what works instea
 
 from __future__ import annotations
 
+import ast
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -188,8 +190,11 @@ def test_reads_at_epoch_ends_beside_validation_by_batch_count_are_warned_of(
     )
     assert "could not find the monitored key" in error
     assert len(said) == 1 and "stops the fit" in said[0]
-    # Saving at validations instead, at epoch 5's alone: the monitor's.
-    assert said[0].endswith("; give the checkpoint save_on_train_epoch_end=False")
+    # Saving at the end of every 6th epoch (validated and measured), or at validations
+    # instead, at epoch 5's alone: the monitor's.
+    assert said[0].endswith(
+        "; give the checkpoint every_n_epochs=6 or save_on_train_epoch_end=False"
+    )
 
 
 def test_a_resumed_fit_is_told_it_starts_with_no_logged_value(tmp_path: Path) -> None:
@@ -259,30 +264,42 @@ def test_reads_at_the_training_epochs_end_are_warned_of(tmp_path: Path) -> None:
         assert _fit(tmp_path, callbacks, **every_2nd) == ([], "")
 
 
+def _at_epoch_ends(every_n_epochs: int) -> ModelCheckpoint:
+    return ModelCheckpoint(
+        monitor="val/calib_err", **{**_ON_EPOCH_END, "every_n_epochs": every_n_epochs}
+    )
+
+
 @pytest.mark.parametrize(
-    ("watcher", "fix"),
+    ("watcher", "fit", "fix"),
     [
         # Validated every 3rd epoch, measured every 6th: reading at validations is not enough.
         (
             EarlyStopping("val/calib_err", check_on_train_epoch_end=True),
+            Fit(3),
             "give EarlyStopping check_on_train_epoch_end=False, and measure every epoch",
         ),
-        # Saving at every 2nd epoch's end: at validations every 6th epoch, the monitor's.
+        # Saving at every 6th epoch's end, or at validations (every 6th epoch's, the monitor's).
         (
-            ModelCheckpoint(monitor="val/calib_err", **{**_ON_EPOCH_END, "every_n_epochs": 2}),
-            "give the checkpoint save_on_train_epoch_end=False",
+            _at_epoch_ends(2),
+            Fit(3),
+            "give the checkpoint every_n_epochs=6 or save_on_train_epoch_end=False",
         ),
-        # Saving at every 3rd epoch's end, or at every validation: both changes together.
+        # Saving at every 3rd epoch's end, or at every validation: at every 6th epoch's end
+        # alone (it had been told to save every 2nd epoch and at validations, both).
+        (_at_epoch_ends(3), Fit(3), "give the checkpoint every_n_epochs=6"),
+        # Validated at epochs not known ahead: neither change alone.
         (
-            ModelCheckpoint(monitor="val/calib_err", **{**_ON_EPOCH_END, "every_n_epochs": 3}),
+            _at_epoch_ends(3),
+            Fit(1, epochs_known=False),
             "give the checkpoint every_n_epochs=2 and save_on_train_epoch_end=False",
         ),
     ],
 )
 def test_reads_at_the_training_epochs_end_are_told_the_changes_they_need(
-    watcher: Any, fix: str
+    watcher: Any, fit: Fit, fix: str
 ) -> None:
-    [said] = unseen_tag_messages([watcher], ["val/calib_err"], 2, Fit(3))
+    [said] = unseen_tag_messages([watcher], ["val/calib_err"], 2, fit)
     assert said.endswith(f"; {fix}") or f"; {fix} " in said
 
 
@@ -325,3 +342,99 @@ def test_every_fit_is_warned(tmp_path: Path) -> None:
     for _ in range(2):
         said, error = _fit(tmp_path, callbacks)
         assert len(said) == 1 and "which is not available" in error
+
+
+def _trainer_advised(said: str) -> dict[str, Any]:
+    """The Trainer options of the warning's "measure every epoch" alternative."""
+    [options] = re.findall(r"with Trainer\((.*?)\) to validate", said)
+    return {k: ast.literal_eval(v) for k, v in (o.split("=") for o in options.split(", "))}
+
+
+def test_measuring_every_epoch_also_stops_reads_at_the_training_epochs_end(
+    tmp_path: Path,
+) -> None:
+    """Validated every epoch, a callback reading at training epochs' ends had been told to
+    measure every epoch and validate every 2nd alone: it then read at epoch 0's end, where
+    nothing was validated (EarlyStopping stops the fit), and a checkpoint at epoch 2's, of
+    epoch 1's value. The advice now sets its option False as well, and works."""
+    stopping = EarlyStopping("val/calib_err", check_on_train_epoch_end=True)
+    said, error = _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), stopping])
+    assert "which is not available" in error
+    assert said[0].endswith(
+        "; give EarlyStopping check_on_train_epoch_end=False, and measure every epoch "
+        "(every_n_epochs=1), with Trainer(check_val_every_n_epoch=2) to validate every 2 epochs"
+    )
+    at_validations = EarlyStopping("val/calib_err", check_on_train_epoch_end=False)
+    callbacks = [monitor(save_png=False), at_validations]
+    assert _fit(tmp_path, callbacks, **_trainer_advised(said[0])) == ([], "")
+
+    saving = ModelCheckpoint(dirpath=tmp_path / "a", monitor="val/calib_err", **_ON_EPOCH_END)
+    said, _ = _fit(tmp_path, [monitor(every_n_epochs=2, save_png=False), saving])
+    assert said[0].endswith(
+        "; give the checkpoint every_n_epochs=2 too, or save_on_train_epoch_end=False and "
+        "measure every epoch (every_n_epochs=1), with Trainer(check_val_every_n_epoch=2) to "
+        "validate every 2 epochs"
+    )
+    at_validations = ModelCheckpoint(
+        dirpath=tmp_path / "b",
+        monitor="val/calib_err",
+        **{**_ON_EPOCH_END, "save_on_train_epoch_end": False},
+    )
+    measuring = monitor(save_png=False)
+    callbacks = [measuring, at_validations]
+    assert _fit(tmp_path, callbacks, **_trainer_advised(said[0])) == ([], "")
+    # Each checkpoint scored by its own epoch's value.
+    scores = {
+        Path(path).name.split("-")[0]: float(s) for path, s in at_validations.best_k_models.items()
+    }
+    assert scores == {f"epoch={r['epoch']}": r["error"] for r in measuring.history}
+    assert sorted(scores) == ["epoch=1", "epoch=3"]
+
+
+def test_a_fit_validating_by_batch_count_is_told_a_trainer_lightning_accepts(
+    tmp_path: Path,
+) -> None:
+    """Validating every 9 batches (every 3rd epoch of 3 batches), the advice had been
+    Trainer(check_val_every_n_epoch=2), which Lightning refuses beside val_check_interval=9
+    (more than an epoch's batches): it now sets val_check_interval=1.0 too."""
+    by_count = {"check_val_every_n_epoch": None, "val_check_interval": 9}
+    stopping = EarlyStopping("val/calib_err")
+    said, error = _fit(
+        tmp_path, [monitor(every_n_epochs=2, save_png=False), stopping], epochs=6, **by_count
+    )
+    assert "which is not available" in error
+    assert said[0].endswith(
+        "; measure every epoch (every_n_epochs=1), with Trainer(check_val_every_n_epoch=2, "
+        "val_check_interval=1.0) to validate every 2 epochs (EarlyStopping has no every_n_epochs)"
+    )
+    callbacks = [monitor(save_png=False), EarlyStopping("val/calib_err")]
+    advised = {**by_count, **_trainer_advised(said[0])}
+    assert _fit(tmp_path, callbacks, epochs=6, **advised) == ([], "")
+
+
+def test_a_checkpoint_at_epoch_ends_is_told_the_one_count_that_is_enough(
+    tmp_path: Path,
+) -> None:
+    """Validating every 3rd epoch, measuring every 2nd, a checkpoint saving at every 3rd
+    training epoch's end (stopping the fit at epoch 2) had been told every_n_epochs=2 and
+    save_on_train_epoch_end=False, both; every_n_epochs=6 alone saves at epochs both
+    validated and measured."""
+    every_3rd = {"check_val_every_n_epoch": 3}
+    saving = ModelCheckpoint(
+        dirpath=tmp_path / "a",
+        monitor="val/calib_err",
+        **{**_ON_EPOCH_END, "every_n_epochs": 3},
+    )
+    said, error = _fit(
+        tmp_path, [monitor(every_n_epochs=2, save_png=False), saving], epochs=6, **every_3rd
+    )
+    assert "could not find the monitored key" in error  # at epoch 2, validated, not measured
+    assert said[0].endswith("; give the checkpoint every_n_epochs=6")
+    aligned = ModelCheckpoint(
+        dirpath=tmp_path / "b",
+        monitor="val/calib_err",
+        **{**_ON_EPOCH_END, "every_n_epochs": 6},
+    )
+    callbacks = [monitor(every_n_epochs=2, save_png=False), aligned]
+    assert _fit(tmp_path, callbacks, epochs=6, **every_3rd) == ([], "")
+    assert [Path(path).name.split("-")[0] for path in aligned.best_k_models] == ["epoch=5"]

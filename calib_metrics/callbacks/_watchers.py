@@ -23,6 +23,7 @@ import math
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from lightning.fabric.utilities.data import sized_len
 from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 from lightning.pytorch.loops.fetchers import _DataLoaderIterDataFetcher
 
@@ -33,6 +34,7 @@ class Fit(NamedTuple):
     validated_every: int  # every how many epochs it validates; 1 where not known ahead
     first_epoch: int = 0  # a resumed fit's first epoch (0-based)
     epochs_known: bool = True  # False when validating by time, or by a batch count off epochs
+    by_count: bool = False  # validating by batch count across epochs (check_val_every_n_epoch=None)
 
 
 def fit_of(trainer: Any) -> Fit:
@@ -41,9 +43,10 @@ def fit_of(trainer: Any) -> Fit:
     if getattr(trainer, "_val_check_time_interval", None) is not None:
         return Fit(trainer.check_val_every_n_epoch or 1, trainer.current_epoch, False)
     every = trainer.check_val_every_n_epoch
-    if every is None:  # by batch count across epochs
-        every = _whole_epochs_per_validation(trainer)
-    return Fit(every or 1, trainer.current_epoch, every is not None)
+    if every is not None:
+        return Fit(every, trainer.current_epoch)
+    every = _whole_epochs_per_validation(trainer)  # by batch count across epochs
+    return Fit(every or 1, trainer.current_epoch, every is not None, by_count=True)
 
 
 def _whole_epochs_per_validation(trainer: Any) -> int | None:
@@ -52,8 +55,9 @@ def _whole_epochs_per_validation(trainer: Any) -> int | None:
     batches, interval = trainer.num_training_batches, trainer.val_check_batch
     done = trainer.fit_loop.epoch_loop.batch_progress.total.ready  # before this fit
     if (
-        not isinstance(batches, int)  # inf: an iterable dataset of no length
-        or not isinstance(interval, int)
+        # An epoch of a loader of no length ends where its data does: num_training_batches
+        # is then inf, or limit_train_batches, which need not be reached.
+        not _all_sized(trainer)
         or batches < 1
         or interval % batches
         # Counted from the fit's first batch on, not from its first epoch's.
@@ -65,6 +69,12 @@ def _whole_epochs_per_validation(trainer: Any) -> int | None:
     ):
         return None
     return interval // batches
+
+
+def _all_sized(trainer: Any) -> bool:
+    """Whether every training dataloader of ``trainer``'s fit has a length."""
+    loaders = trainer.fit_loop._combined_loader  # no public way to its flattened loaders
+    return loaders is not None and all(sized_len(dl) is not None for dl in loaders.flattened)
 
 
 def _reads(monitored: str | None, tags: Iterable[str]) -> bool:
@@ -79,31 +89,50 @@ def _reads(monitored: str | None, tags: Iterable[str]) -> bool:
     )
 
 
+def _given_train_epoch_end(callback: Any) -> bool:
+    """Whether ``callback`` is set to read at training epochs' ends (EarlyStopping's own
+    setup sets that where left unset and the Trainer validates once at every epoch's end)."""
+    if isinstance(callback, EarlyStopping):
+        return callback._check_on_train_epoch_end is True
+    return callback._save_on_train_epoch_end is True
+
+
 def _at_train_epoch_end(callback: Any, fit: Fit) -> bool:
     """Whether ``callback`` reads at training epochs' ends that may see no validation."""
-    given = (
-        callback._check_on_train_epoch_end
-        if isinstance(callback, EarlyStopping)
-        else callback._save_on_train_epoch_end
-    )
     # Where every epoch validates, before its end, its end is read at the same epochs as its
-    # validation (EarlyStopping's own setup sets True there when left unset).
-    return given is True and (fit.validated_every > 1 or not fit.epochs_known)
+    # validation.
+    return _given_train_epoch_end(callback) and (fit.validated_every > 1 or not fit.epochs_known)
+
+
+def _validate_every(every: int, callback: Any, fit: Fit) -> str:
+    """The change that validates every ``every``-th epoch alone, measuring each validation."""
+    trainer = f"check_val_every_n_epoch={every}"
+    if fit.by_count:
+        # Lightning refuses a val_check_interval over an epoch's batches once it counts
+        # epochs; a shorter one would go on validating within them.
+        trainer += ", val_check_interval=1.0"
+    change = (
+        f"measure every epoch (every_n_epochs=1), with Trainer({trainer}) to validate every "
+        f"{every} epochs"
+    )
+    if not _given_train_epoch_end(callback):
+        return change
+    # Read at every (every_n_epochs-th) epoch's end, it would read at those unvalidated.
+    if isinstance(callback, EarlyStopping):
+        return f"give EarlyStopping check_on_train_epoch_end=False, and {change}"
+    return f"save_on_train_epoch_end=False and {change}"
 
 
 def _fix(every: int, callback: Any, fit: Fit) -> str:
     """What makes ``callback`` read the tag only at the epochs the monitor measures."""
-    validate = (
-        f"measure every epoch (every_n_epochs=1), with Trainer(check_val_every_n_epoch={every}) "
-        f"to validate every {every} epochs"
-    )
+    validate = _validate_every(every, callback, fit)
     measured_every = math.lcm(fit.validated_every, every)
     if isinstance(callback, ModelCheckpoint):
         if _at_train_epoch_end(callback, fit):
-            # Either change alone may do: saving at the ends of the monitor's epochs (where
-            # they all validate), or at validations (where it measures each one saved at).
+            # Either change alone may do: saving at the ends of epochs both validated and
+            # measured, or at validations (where it measures each one saved at).
             changes = {
-                f"every_n_epochs={every}": fit.epochs_known and every % measured_every == 0,
+                f"every_n_epochs={measured_every}": fit.epochs_known,
                 "save_on_train_epoch_end=False": (
                     math.lcm(fit.validated_every, callback.every_n_epochs) % measured_every == 0
                 ),
@@ -111,11 +140,11 @@ def _fix(every: int, callback: Any, fit: Fit) -> str:
             enough = [change for change, alone in changes.items() if alone]
             return "give the checkpoint " + (" or ".join(enough) or " and ".join(changes))
         return f"give the checkpoint every_n_epochs={every} too, or {validate}"
-    if _at_train_epoch_end(callback, fit):
+    if _at_train_epoch_end(callback, fit) and fit.validated_every % measured_every == 0:
         # It then reads at each validation: enough where the monitor measures them all.
-        if fit.validated_every % measured_every == 0:
-            return "give EarlyStopping check_on_train_epoch_end=False"
-        return f"give EarlyStopping check_on_train_epoch_end=False, and {validate}"
+        return "give EarlyStopping check_on_train_epoch_end=False"
+    if _given_train_epoch_end(callback):
+        return validate
     return f"{validate} (EarlyStopping has no every_n_epochs)"
 
 
