@@ -99,7 +99,7 @@ def test_the_count_bars_legend_names_no_grey_that_a_tinted_style_does_not_draw(p
     assert red > green == blue  # the bars: a pale red
     assert one == "pairs per bar (right axis)"
     assert several == (
-        "pairs per bar (right axis): the first model's in a pale shade of the text colour, "
+        "pairs per bar (right axis): the first model's a shade off the background, "
         "each other's in its colour"
     )
     for context in ("default", "dark_background"):
@@ -108,6 +108,27 @@ def test_the_count_bars_legend_names_no_grey_that_a_tinted_style_does_not_draw(p
         assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == (
             "pairs per grey bar (right axis)"
         )
+
+
+@pytest.mark.parametrize("context", ["Solarize_Light2", "seaborn-v0_8-darkgrid"])
+def test_a_tinted_background_is_no_shade_of_the_text_colour_in_the_legend(
+    pairs, context: str
+) -> None:
+    """Solarize_Light2's bars are a beige, seaborn's a blue, from the axes' background (its
+    text colour is a grey): the legend of several models had called them "a pale shade of
+    the text colour"."""
+    r = calibration_error_ci(*pairs, n_samples=20)
+    with style.context(context):
+        fig, ax = reliability_diagram(r)
+        reliability_diagram(r, ax, color="C1")
+        entry = [t.get_text() for t in ax.get_legend().get_texts()][-1]
+        text = to_rgb(matplotlib.rcParams["text.color"])
+    bar = to_rgb(fig.axes[1].patches[0].get_facecolor())
+    assert max(bar) - min(bar) > 0.02 and max(text) - min(text) <= 0.02
+    assert entry == (
+        "pairs per bar (right axis): the first model's a shade off the background, "
+        "each other's in its colour"
+    )
 
 
 def test_a_transparent_axes_background_shades_the_bars_from_the_figure_behind(pairs) -> None:

@@ -234,8 +234,8 @@ def _slice_bars(
 
 def _count_entry(log: bool, several: bool = False, grey: bool = True) -> str:
     """The count bars' legend entry: one model's bars, or several models'; their colour
-    named only where the first model's are ``grey`` (a shade of a coloured ``text.color``
-    is a tint no word names).
+    named only where the first model's are ``grey`` (shaded from a coloured background or
+    ``text.color``, they are a tint no word names: Solarize_Light2's beige, seaborn's blue).
 
     Example:
         >>> _count_entry(False), _count_entry(False, grey=False)
@@ -245,7 +245,7 @@ def _count_entry(log: bool, several: bool = False, grey: bool = True) -> str:
     """
     axis = "right axis, log" if log else "right axis"
     if several:
-        first = "grey" if grey else "in a pale shade of the text colour"
+        first = "grey" if grey else "a shade off the background"
         return f"pairs per bar ({axis}): the first model's {first}, each other's in its colour"
     return f"pairs per {'grey ' if grey else ''}bar ({axis})"
 

@@ -56,8 +56,8 @@ def reliability_diagram(
 ) -> tuple[Figure, Axes]:
     """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
     ``confidence``: 1.96 at 0.95; se from each bin's effective sample size, as the
-    debiased estimator counts it), over bars counting the pairs (a pale shade of the
-    style's ``text.color``: grey in the default style).
+    debiased estimator counts it), over bars counting the pairs (a shade off the style's
+    background, toward its ``text.color``: grey in the default style).
 
     The diagonal marks perfect calibration: points above it are underconfident
     (q < p), below it overconfident. The bars count the pairs in each of 20 equal
