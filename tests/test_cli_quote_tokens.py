@@ -3,8 +3,9 @@ does not read: it opened a quoted cell that the next one closed, and the rows be
 read as that cell, without a word (a 1,000-token file read as 493 pairs). A quoted cell
 over lines whose lines read as the file's rows cut by a quote (the first as a row's end,
 each between as a whole row or blank, the last as a row's start: numbers in the columns
-read as numbers, written as the record's own) is refused at the line its quote opens on;
-text over lines, commas, numbers and pasted tables and all, is read as before."""
+read as numbers or a padding row's, written as the file's records write them) is refused
+at the line its quote opens on; text over lines, commas, numbers and pasted tables and all,
+is read as before."""
 
 from __future__ import annotations
 
@@ -263,6 +264,48 @@ def test_a_quote_token_beside_bool_labels_or_a_padding_row_is_refused(tmp_path, 
     path.write_text("sentence_id\ttoken\tprob\tlabel\n" + "\n".join(rows) + "\n")
     with pytest.raises(ValueError, match="line 4: a \" opens a quoted field \\(column 'token'\\)"):
         read_table(path, ignore_index=-100)
+
+
+@pytest.mark.parametrize("padding, column", [(5, 0), (5, 2), (3, 0), (7, 2)])
+def test_a_quote_token_over_a_padding_row_of_any_probability_is_refused(tmp_path, padding, column):
+    """A padding row's probability may hold anything (``None``, beside its label -100):
+    between two " tokens, or where one opens or closes, it was not read as a row of the
+    file's, and the rows between merged without a word (11 pairs read as 8)."""
+    from calib_metrics.predictions import read_table
+
+    rows = []
+    for i in range(12):
+        cells = ["None", "-100"] if i == padding else [f"0.{i + 1}", str(i % 2)]
+        cells.insert(column, '"' if i in (3, 7) else f"w{i}")
+        rows.append("\t".join(cells))
+    header = ["prob", "label"]
+    header.insert(column, "token")
+    path = tmp_path / "tok.tsv"
+    path.write_text("\t".join(header) + "\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match=r'line 5: a " opens a quoted field .* to line 9'):
+        read_table(path, ignore_index=-100)
+
+
+@pytest.mark.parametrize(
+    "probs, line, to",
+    [
+        ([0.1, 0.25, 0.125, 0.0625, 0.3, 0.4, 0.5, 0.1234, 0.7, 0.8], 4, 9),
+        ([0.1234, 0.5678, 0.3, 0.25, 0.7123, 0.2, 0.45, 0.8, 0.35, 0.9], 3, 6),
+    ],
+)
+def test_a_quote_token_in_columns_aligned_with_spaces_is_refused(tmp_path, probs, line, to):
+    """Probabilities aligned with spaces (``0.1   ,0``): a " token's record whose own
+    numbers fill the column (``0.1234,1``) read the spaced rows between as prose's, and 10
+    rows had read as 5 without a word; so had one seen before any spaced row."""
+    from calib_metrics.predictions import read_table
+
+    quotes = (line - 2, to - 2)
+    tokens = ['"' if i in quotes else f"w{i}" for i in range(len(probs))]
+    rows = [f"{token},{p!s:<6},{i % 2}" for i, (token, p) in enumerate(zip(tokens, probs))]
+    path = tmp_path / "aligned.csv"
+    path.write_text("token,prob,label\n" + "\n".join(rows) + "\n")
+    with pytest.raises(ValueError, match=rf'line {line}: a " opens a quoted field .* line {to},'):
+        read_table(path)
 
 
 def test_a_no_break_space_beside_a_header_name_is_read_as_before(tmp_path, capsys):

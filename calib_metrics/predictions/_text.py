@@ -334,23 +334,36 @@ def _table_from_rows(reader: Any, lines: _Lines, path: Path, numeric: Collection
     numbers = [name in numeric for name in names]
     # A stray quote's rows are told by their numbers: in a column besides the quote's own.
     rows_told = sum(numbers) > 1
+    # A cell that reads as rows only with white space beside their numbers, as prose's
+    # have: refused at the end if a record of the file's has such numbers too.
+    held = None
     records = iter(reader)
-    while (row := _next_record(records, path, end + 1)) is not None:
-        start, end = end + 1, reader.line_num
-        if lines.ended:  # before the blank-line skip: a lone " is a record too
-            _refuse_unclosed(path, row, names, start)
-        if not _not_blank(row):  # a line of spaces too, as before the header and in JSON lines
-            continue
-        if len(row) != len(names):
-            _wrong_field_count(path, start, end)
-        if end > start:
-            _check_spanned(path, row, names, start, end)
-            if rows_told:
-                _check_rows_inside(path, row, names, reader.dialect.delimiter, start, numbers)
-        for name, raw in zip(names, row, strict=True):
-            if name:  # a column without a name is never read
-                table[name].append(raw.strip(_PADDING))
-        table.lines.append(start)
+    try:
+        while (row := _next_record(records, path, end + 1)) is not None:
+            start, end = end + 1, reader.line_num
+            if lines.ended:  # before the blank-line skip: a lone " is a record too
+                _refuse_unclosed(path, row, names, start)
+            if not _not_blank(row):  # a line of spaces too, as before the header and in JSON lines
+                continue
+            if len(row) != len(names):
+                _wrong_field_count(path, start, end)
+            if end > start:
+                _check_spanned(path, row, names, start, end)
+                if rows_told:
+                    found = _check_rows_inside(
+                        path, row, names, reader.dialect.delimiter, start, numbers
+                    )
+                    held = held or found
+            for name, raw in zip(names, row, strict=True):
+                if name:  # a column without a name is never read
+                    table[name].append(raw.strip(_PADDING))
+            table.lines.append(start)
+    except ValueError:
+        # A later fault (another stray quote, one that never closes) is named after the
+        # cell held, if the records read before it space their numbers.
+        _refuse_held(held, path, reader.dialect.delimiter, numbers, len(table.lines))
+        raise
+    _refuse_held(held, path, reader.dialect.delimiter, numbers)
     return table
 
 
@@ -437,7 +450,7 @@ def _check_rows_inside(
     delimiter: str,
     start: int,
     numbers: list[bool],
-) -> None:
+) -> ValueError | None:
     """Refuse a record from line ``start`` whose quoted cell over lines reads as rows of
     the file's cut at a quote (:func:`_reads_as_rows`): as a ``"`` that is a token (quoted
     speech in a file of NLP tokens) leaves it where the next one closes it, and a
@@ -445,33 +458,56 @@ def _check_rows_inside(
     opens on, not at the end of the file where an odd one never closes. ``numbers``: the
     columns read as numbers (probabilities, labels), where the rows of any file hold
     numbers; a mask of the record's own cells had taken a text column for numbers where a
-    row's text was one ("5"), and missed the quote."""
+    row's text was one ("5"), and missed the quote.
+
+    Numbers with white space beside them are a row's only if the record's own have some
+    (:func:`_spaced_numbers`); a cell that reads as rows only with such numbers is
+    returned, for the caller to refuse if another record of the file's has them: in
+    columns aligned with spaces (``0.1   ,0``) a record whose numbers fill the column
+    (``0.1234,1``) had read the rows between as prose, and 10 rows as 5."""
+    spaced, held = _spaced_numbers(row, numbers), None
     for column, cell in enumerate(row):
         if "\n" not in cell and "\r" not in cell:  # on one line (most cells): no quote over lines
             continue
-        if _reads_as_rows(cell, row, column, delimiter, numbers):
-            opened = start + sum(len(_BREAK.findall(before)) for before in row[:column])
-            raise ValueError(
-                f'{path}: line {opened}: a " opens a quoted field (column {names[column]!r}) '
-                f"that runs to line {opened + len(_BREAK.findall(cell))}, from text that "
-                f"ends a row of the file's to text that begins one: {QUOTE_AS_TEXT}, as csv "
-                "writers and pandas write it; remove a stray one (a cell of text over lines "
-                "that reads so is read from JSON lines: pandas' to_json(orient='records', "
-                "lines=True))"
-            )
+        if _reads_as_rows(cell, row, column, delimiter, numbers, spaced):
+            raise _rows_inside(path, row, names, column, start)
+        if not (spaced or held) and _reads_as_rows(cell, row, column, delimiter, numbers, True):
+            held = _rows_inside(path, row, names, column, start)
+    return held
+
+
+def _rows_inside(
+    path: Path, row: list[str], names: list[str], column: int, start: int
+) -> ValueError:
+    """The error for the record from line ``start`` whose quoted cell in ``column`` reads
+    as rows of the file's, named at the line its quote opens on."""
+    opened = start + sum(len(_BREAK.findall(before)) for before in row[:column])
+    return ValueError(
+        f'{path}: line {opened}: a " opens a quoted field (column {names[column]!r}) '
+        f"that runs to line {opened + len(_BREAK.findall(row[column]))}, from text that "
+        f"ends a row of the file's to text that begins one: {QUOTE_AS_TEXT}, as csv "
+        "writers and pandas write it; remove a stray one (a cell of text over lines "
+        "that reads so is read from JSON lines: pandas' to_json(orient='records', "
+        "lines=True))"
+    )
 
 
 def _reads_as_rows(
-    cell: str, row: list[str], column: int, delimiter: str, numbers: list[bool]
+    cell: str,
+    row: list[str],
+    column: int,
+    delimiter: str,
+    numbers: list[bool],
+    spaced: bool = False,
 ) -> bool:
     r"""Whether the lines of ``row``'s quoted ``cell`` in ``column`` read as the file's rows
     that a stray quote has cut: the first as a row's end (:func:`_ends_a_row`), every one
     between as a whole row or a blank line (:func:`_is_a_row`), the last as a row's start
     (:func:`_begins_a_row`). A table pasted into a prompt has lines between that are no
     rows of the file's, and prose's numbers ("Ratings, 4, 5") a space beside them that
-    the record's own numbers have not: with the first and last lines alone looked at, and
-    any white space, 278 of 1,000 random pandas files holding a table in a text cell had
-    been refused (now 120), and 370 of 1,000 holding prompts (now 38).
+    the file's own numbers have not (``spaced``: they have): with the first and last lines
+    alone looked at, and any white space, 278 of 1,000 random pandas files holding a table
+    in a text cell had been refused (now 120), and 370 of 1,000 holding prompts (now 38).
 
     Example:
         >>> numbers = [True, True, False]  # prob,label,text
@@ -485,13 +521,10 @@ def _reads_as_rows(
         >>> _reads_as_rows(row[0], row, 0, ",", [False, True, True])
         False
     """
-    # A file's rows write their numbers alike: with white space beside them only where the
-    # record's own (outside the cell) have some. (Columns aligned with spaces of varying
-    # width break this, and a stray quote there may go unseen.)
-    bare = not any(_spaced(row[i]) for i, number in enumerate(numbers) if number and i != column)
+    bare = not spaced
     # The first line first: most text over lines has not the fields of a row's end.
     first = _BREAK.split(cell, 1)[0]
-    if not _ends_a_row(first.split(delimiter), column, numbers, bare=bare):
+    if not _ends_a_row(first.split(delimiter), row, column, numbers, bare=bare):
         return False
     *between, last = _BREAK.split(cell)[1:]
     return all(_is_a_row(line.split(delimiter), numbers, bare=bare) for line in between) and (
@@ -499,23 +532,29 @@ def _reads_as_rows(
     )
 
 
-def _ends_a_row(fields: list[str], column: int, numeric: list[bool], bare: bool = False) -> bool:
-    """Whether the ``fields`` of a quoted cell's first line, in ``column``, read as the
-    last fields of a row, as a stray quote leaves them: one a column from ``column`` on,
-    numbers in the columns read as numbers (``numeric``) after the cell's own (``bare``:
-    without white space beside them).
+def _ends_a_row(
+    fields: list[str], row: list[str], column: int, numeric: list[bool], bare: bool = False
+) -> bool:
+    """Whether the ``fields`` of the first line of a quoted cell in ``column`` of ``row``
+    read as the last fields of a row, as a stray quote leaves them: one a column from
+    ``column`` on, numbers in the columns read as numbers (``numeric``) after the cell's
+    own (``bare``: without white space beside them), or anything there in a padding row
+    (:func:`_is_padding`), whose first fields are the record's before the cell.
 
     Example:
         >>> numeric = [False, True, True]
-        >>> _ends_a_row(["", "0.3", "0"], 0, numeric), _ends_a_row(["x", "0.3"], 0, numeric)
+        >>> _ends_a_row(["", "0.3", "0"], [], 0, numeric), _ends_a_row(["x", "0.3"], [], 0, numeric)
         (True, False)
-        >>> _ends_a_row(["Great", " works well", ""], 0, numeric)
+        >>> _ends_a_row(["Great", " works well", ""], [], 0, numeric)
         False
-        >>> _ends_a_row(["Ratings", " 4", " 5"], 0, numeric, bare=True)
+        >>> _ends_a_row(["Ratings", " 4", " 5"], [], 0, numeric, bare=True)
         False
+        >>> _ends_a_row(["", "None", "-100"], [], 0, numeric)  # a padding row's
+        True
     """
-    return len(fields) == len(numeric) - column and _numbers_where(
-        fields[1:], numeric[column + 1 :], bare
+    return len(fields) == len(numeric) - column and (
+        _numbers_where(fields[1:], numeric[column + 1 :], bare)
+        or _is_padding([*row[:column], *fields], numeric, bare)
     )
 
 
@@ -523,7 +562,8 @@ def _is_a_row(fields: list[str], numeric: list[bool], bare: bool = False) -> boo
     """Whether a line's ``fields`` read as a whole row of the file's, as the lines a
     stray quote's cell holds between its first and last do: as many as the file's
     columns, numbers in the columns read as numbers (``numeric``; ``bare``: without white
-    space beside them); or a blank line, which a file may hold between rows.
+    space beside them) or a padding row's (:func:`_is_padding`); or a blank line, which a
+    file may hold between rows.
 
     Example:
         >>> numeric = [True, True, False]
@@ -531,10 +571,14 @@ def _is_a_row(fields: list[str], numeric: list[bool], bare: bool = False) -> boo
         (True, True)
         >>> _is_a_row(["name", "score", "rank"], numeric), _is_a_row(["0.5", "1"], numeric)
         (False, False)
+        >>> _is_a_row(["None", "-100", "x"], numeric)  # a padding row's
+        True
     """
     if len(fields) == 1 and not fields[0].strip():
         return True
-    return len(fields) == len(numeric) and _numbers_where(fields, numeric, bare)
+    return len(fields) == len(numeric) and (
+        _numbers_where(fields, numeric, bare) or _is_padding(fields, numeric, bare)
+    )
 
 
 def _begins_a_row(
@@ -545,7 +589,9 @@ def _begins_a_row(
     columns read as numbers (``numeric``; ``bare``: without white space beside them) up
     to the cell its closing quote is in, the cell's column, or a later one where that
     quote opens a quoted cell that holds the delimiter (``"d,2"``), whose text after it
-    ends the record's cell there in that cell's own closing quote (``2"``).
+    ends the record's cell there in that cell's own closing quote (``2"``); or anything
+    there in a padding row (:func:`_is_padding`), whose last fields are the record's
+    after that cell.
 
     Example:
         >>> numeric = [True, True, False]
@@ -555,10 +601,15 @@ def _begins_a_row(
         True
         >>> _begins_a_row(["buy it", " 5 stars"], ["x", "2", "0.3"], 0, numeric)
         False
+        >>> _begins_a_row(["None", "x"], ["w", "x", "-100"], 1, [True, False, True])
+        True
     """
     spilled = len(fields) - 1 - column  # fields past the cell's column
     closes = spilled == 0 or (0 < spilled < len(row) - column and row[column + spilled][-1:] == '"')
-    return closes and _numbers_where(fields[:-1], numeric, bare)
+    return closes and (
+        _numbers_where(fields[:-1], numeric, bare)
+        or _is_padding([*fields, *row[len(fields) :]], numeric, bare)
+    )
 
 
 def _numbers_where(fields: list[str], numeric: list[bool], bare: bool = False) -> bool:
@@ -573,6 +624,70 @@ def _numbers_where(fields: list[str], numeric: list[bool], bare: bool = False) -
         for text, number in zip(fields, numeric)
         if number
     )
+
+
+def _is_padding(fields: list[str], numeric: list[bool], bare: bool = False) -> bool:
+    """Whether a row's ``fields`` read as a padding row's: a label that looks like padding,
+    a negative whole number (``-100``, with ``bare`` written without white space beside
+    it), in a column read as numbers (``numeric``), and anything in the others: a padding
+    row's probability may hold anything (``None``, ``pad``), and :func:`read_table` drops
+    such a row with ``ignore_index`` or refuses its label. Without it a stray quote over a
+    padding row of ``None`` had merged the rows between without a word (11 tokens read as
+    8 pairs).
+
+    Example:
+        >>> numeric = [False, True, True]  # token,prob,label
+        >>> _is_padding(["w", "None", "-100"], numeric), _is_padding(["w", "None", "1"], numeric)
+        (True, False)
+    """
+    return any(_is_padding_label(text, bare) for text, number in zip(fields, numeric) if number)
+
+
+def _is_padding_label(text: str, bare: bool = False) -> bool:
+    """A negative whole number, as a padding label is (with ``bare``, written without white
+    space beside it).
+
+    Example:
+        >>> [_is_padding_label(t) for t in ("-100", "-1.0", "-0.5", "1", "-inf", "x")]
+        [True, True, False, False, False, False]
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return value < 0 and value.is_integer() and not (bare and _spaced(text))
+
+
+def _spaced_numbers(row: list[str], numbers: list[bool]) -> bool:
+    """Whether a record writes a number (in a column that ``numbers`` says is read as
+    numbers) with white space beside it, in a cell on one line: columns aligned with
+    spaces (``0.1   ,0``). A cell over lines (a quote's) is no number of the record's."""
+    return any(
+        _spaced(cell) and "\n" not in cell and "\r" not in cell
+        for cell, number in zip(row, numbers)
+        if number
+    )
+
+
+def _refuse_held(
+    held: ValueError | None,
+    path: Path,
+    delimiter: str,
+    numbers: list[bool],
+    records: int | None = None,
+) -> None:
+    """Raise ``held``, the error for a cell that reads as rows only with white space beside
+    their numbers (:func:`_check_rows_inside`), if one of the file's first ``records``
+    records (all: None) writes a number so (:func:`_spaced_numbers`): columns aligned with
+    spaces. The file is read again for it only where a cell is held: the reading of any
+    other file does not pay for it, row by row."""
+    if held is None:
+        return
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        rows = filter(_not_blank, csv.reader(_bounded_lines(handle, path), delimiter=delimiter))
+        next(rows, None)  # the header
+        if any(_spaced_numbers(row, numbers) for row in islice(rows, records)):
+            raise held from None
 
 
 def _spaced(text: str) -> bool:
