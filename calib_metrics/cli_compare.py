@@ -365,7 +365,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "upper": float(result.upper),
         "p_value": float(result.p_value),
         "p_value_text": p_value_or_none(float(result.p_value), args.samples),
-        "better": better_model(float(result.p_value), int(side), args.confidence),
+        "better": better_model(
+            float(result.p_value), int(side), args.confidence, args.samples
+        ),
         "samples": args.samples,
     }
     note = difference_note(summary)

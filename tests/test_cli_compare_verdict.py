@@ -66,6 +66,16 @@ def test_the_verdict_follows_the_p_value_and_the_per_label_rule(files, capsys) -
     assert json.loads(capsys.readouterr().out)["better"] == "-"
 
 
+def test_a_few_draws_that_all_lie_on_one_side_call_nothing(files, capsys) -> None:
+    """20 draws of which none crossed 0 bound p by 2/20 only: (20·0 + 2)/21 = 0.095 is no
+    difference shown at 95% (the raw p = 0 had called b better, "p < 0.1"), as the
+    per-label rule has it."""
+    argv = ["compare", str(files["a"]), str(files["b"]), "--json", "--samples", "20"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["p_value"] == 0 and summary["better"] == "-"
+
+
 def test_the_page_states_the_verdict(files, tmp_path: Path, capsys) -> None:
     page = tmp_path / "compare.html"
     _text([str(files["a"]), str(files["b"]), "--html", str(page)], capsys)
