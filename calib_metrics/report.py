@@ -50,19 +50,21 @@ EVALUATE_KEYS = (
     "samples",
 )  # fmt: skip
 COMPARE_KEYS = ("n", "resampled", "confidence", "samples")
-# Every block of text wraps anywhere, numbers excepted: a label or path without spaces (300
-# characters) had scrolled the page sideways from its title, a note or a table cell. A
-# label column breaks a word only past 20em: wrapping anywhere, it had shrunk to one
-# letter beside long cells ("NOU/N" at 1200 px). A table wider than the window scrolls in
-# its own box (a compare page had been 1010 px wide at 400), the page's text off its edges.
+# Every block of text wraps anywhere: a label or path without spaces (300 characters) had
+# scrolled the page sideways from its title or a note. A table wider than the window scrolls
+# in its own box (a compare page had been 1010 px wide at 400), the page's text off its
+# edges, so its cells keep words whole: wrapping anywhere, they had broken "calibratio/n"
+# at 400 px, and shrunk a label column to one letter beside long cells ("NOU/N" at 1200
+# px). A label column breaks a word past 20em alone; numbers never break.
 STYLE = """
 body { font-family: sans-serif; margin: 2em auto; padding: 0 1em; max-width: 70em; color: #222; }
 .scroll { overflow-x: auto; margin: 0.5em 0 1.5em; }
 table { border-collapse: collapse; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-h1, h2, h3, p, li, figcaption, td:not(.num), tbody th { overflow-wrap: anywhere; }
-#per-label-table td:first-child { overflow-wrap: break-word; max-width: 20em; }
+h1, h2, h3, p, li, figcaption { overflow-wrap: anywhere; }
+td:not(.num), tbody th { overflow-wrap: break-word; }
+#per-label-table td:first-child { max-width: 20em; }
 td.words { overflow-wrap: normal; }
 thead th { background: #f0f0f0; }
 figure { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
@@ -130,17 +132,26 @@ def _typed_text(value: Any) -> str:
     return html.escape(escaped_controls(str(value)), quote=True)
 
 
+# Brier terms (all at most 1) nearer 0 than this are float round-off of a zero term.
+ROUND_OFF = 1e-12
+
+
 def plus_term(value: Any, digits: int = 4) -> str:
     """A term of a sum after the first: ``+ 0.0134``, or ``− 0.0001`` for a negative one
     (the within-bin term can be; "+ -0.0001" read badly), ``− 0.0000`` for a tiny negative
-    one too: its sign is the term's, which "+ 0.0000" had hidden beside a "− 0.0001". The
+    one too: its sign is the term's, which "+ 0.0000" had hidden beside a "− 0.0001". A
+    term within ``ROUND_OFF`` of 0 is 0: the within-bin term is a difference of Brier-sized
+    numbers (at most 1), so −1e-16 there is float round-off, not a negative term. The
     command's text and the page write the Brier split's terms with it.
 
     Example:
         >>> plus_term(0.0134), plus_term(-1e-4), plus_term(-1e-6), plus_term(0.0)
         ('+ 0.0134', '− 0.0001', '− 0.0000', '+ 0.0000')
+        >>> plus_term(-1.1e-16)
+        '+ 0.0000'
     """
-    text = f"{float(value):.{digits}f}"
+    value = float(value)
+    text = f"{0.0 if abs(value) < ROUND_OFF else value:.{digits}f}"
     return f"− {text[1:]}" if text.startswith("-") else f"+ {text}"
 
 

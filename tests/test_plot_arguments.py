@@ -3,6 +3,10 @@ a CalibrationResult is refused by name (once, a bare AttributeError)."""
 
 from __future__ import annotations
 
+import re
+import warnings
+
+import numpy as np
 import pytest
 import torch
 
@@ -130,3 +134,24 @@ def test_a_logit_range_is_drawn_and_a_bad_one_refused() -> None:
     for wrong in [(0.9, 0.1), (0.0, 0.5), (1e-3,)]:
         with pytest.raises(ValueError, match="logit_range must be"):
             reliability_diagram(r, xscale="logit", logit_range=wrong)
+
+
+@pytest.mark.parametrize(
+    ("ends", "message"),
+    [
+        ((True, 0.9), "got True (a bool)"),
+        ((0.1, np.bool_(True)), "got True (a bool)"),
+        (("0.1", 0.9), "got '0.1' (a string)"),
+        ((1e-300, 0.9), "at least 1e-12 from 0 and from 1"),
+        ((0.1, 1 - 1e-14), "at least 1e-12 from 0 and from 1"),
+    ],
+)
+def test_a_logit_range_of_bools_strings_or_ends_past_the_floor_is_refused(ends, message):
+    """``True`` had been named "1.0", ``"0.1"`` drawn, and 1e-300 drawn with matplotlib's
+    overflow warning."""
+    q = torch.rand(400, generator=torch.Generator().manual_seed(0), dtype=torch.float64) ** 8
+    r = calibration_error_ci(q, (q > 0.5).double(), n_samples=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=re.escape(message)):
+            reliability_diagram(r, xscale="logit", logit_range=ends)

@@ -222,3 +222,44 @@ def test_a_narrow_window_scrolls_wide_tables_not_the_page(driver, tmp_path, caps
         assert title.rect["x"] >= 8  # a margin, not flush with the edge
         table = browser_harness.wait_for_css(driver, "#per-label-table")
         assert table.rect["width"] > 0 and _label_cells(driver)
+
+
+# Words of a table's cells that the browser broke mid-word ("calibratio|n"): where the line
+# box's height changes between two letters, neither a hyphen nor a slash before the break.
+BROKEN_WORDS = """
+const broken = [];
+const top = (node, i) => {
+  const r = document.createRange();
+  r.setStart(node, i);
+  r.setEnd(node, i + 1);
+  return Math.round(r.getClientRects()[0].top);
+};
+for (const cell of arguments[0].querySelectorAll('td, th')) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const m of node.data.matchAll(/\\S+/g)) {
+      const end = m.index + m[0].length;
+      for (let i = m.index + 1; i < end; i++) {
+        if (top(node, i) !== top(node, i - 1) && !'-/'.includes(node.data[i - 1])) {
+          broken.push(node.data.slice(m.index, i) + '|' + node.data.slice(i, end));
+        }
+      }
+    }
+  }
+}
+return broken;
+"""
+
+
+def test_a_narrow_window_keeps_table_words_whole(driver, tmp_path, capsys) -> None:
+    """At 400 px the compare page's tables had broken words mid-word ("calibratio/n",
+    "Spiegelha/lter", "p = 2.75e-/17"), wrapping anywhere though they scroll in a box."""
+    data = report_tests.write_tagged(tmp_path / "tagged.csv")
+    page = tmp_path / "compare.html"
+    argv = ["compare", data, "--probs", "prob_a", "--probs-b", "prob_b", "--label", "tag"]
+    _cli_json(capsys, *argv, "--html", page)
+    with _window_width(driver, 400):
+        _open(driver, page)
+        for table_id in ("models-table", "summary-table"):
+            table = browser_harness.wait_for_css(driver, f"#{table_id}")
+            assert driver.execute_script(BROKEN_WORDS, table) == [], table_id

@@ -5,12 +5,13 @@ probability by 1e-5), and so had every signed difference (a − b, its interval'
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from calib_metrics.functional import Bins, brier_decomposition, calibration_error_ci
 from calib_metrics.functional.comparison import ComparisonResult
-from calib_metrics.report import Measures, bins_rows, compare_page, fixed
+from calib_metrics.report import Measures, bins_rows, compare_page, fixed, plus_term
 
 TINY = -1.3e-5
 
@@ -56,3 +57,16 @@ def test_the_comparison_metric_figure_title_never_reads_minus_zero() -> None:
     result = ComparisonResult(d, d, d, torch.tensor(0.5, dtype=torch.float64), base, base)
     text = metric._difference_text(result)
     assert "-0.0000" not in text and text.startswith("a − b = +0.0000 [95%: +0.0000, +0.0000]")
+
+
+def test_a_round_off_within_bin_term_reads_plus_zero() -> None:
+    # Five distinct scores in ten uniform bins: each bin holds one score, so the within-bin
+    # term is 0 in exact arithmetic; in floats brier − calibration − refinement is −1.1e-16.
+    rng = np.random.default_rng(1)
+    q = rng.choice([0.1, 0.3, 0.5, 0.7, 0.9], 1000)
+    y = rng.random(1000) < q
+    d = brier_decomposition(torch.tensor(q), torch.tensor(y).long(), binning="uniform", n_bins=10)
+    assert -1e-12 < d.within_bin.item() < 0
+    assert plus_term(d.within_bin) == "+ 0.0000"
+    # A real negative term keeps its sign.
+    assert plus_term(TINY) == "− 0.0000"

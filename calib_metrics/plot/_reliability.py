@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.colors import is_color_like
 from matplotlib.figure import Figure
@@ -110,7 +111,7 @@ def reliability_diagram(
             :func:`~calib_metrics.functional.smooth_reliability_curve` on the same pairs,
             drawn with its bootstrap band (whose legend names the band's own level).
         norm: ``result``'s norm, named in the title unless it is the default l2.
-        logit_range: the ends (ε, 1 − ε) of a logit x axis, with 0 < ε < 0.5, to give
+        logit_range: the ends (ε, 1 − ε) of a logit x axis, with 1e-12 ≤ ε < 0.5, to give
             diagrams side by side one range (default: a power of ten below every bin
             mean's distance to 0 and to 1, each diagram its own); bins beyond it are drawn
             at its ends. Not used on a linear axis, nor by a call that overlays a model.
@@ -191,8 +192,15 @@ def reliability_diagram(
     return fig, ax
 
 
+#: The nearest a logit axis's end may come to 0 or 1: nearer, matplotlib's log-odds
+#: transform overflows (1e-300 had drawn with an overflow warning).
+LOGIT_FLOOR = 1e-12
+
+
 def _logit_range(ends: tuple[float, float] | None) -> tuple[float, float] | None:
-    """``logit_range`` checked: two probabilities ε < 0.5 < 1 − ε' (either order refused).
+    """``logit_range`` checked: two probabilities ε < 0.5 < 1 − ε' (either order refused),
+    neither nearer 0 or 1 than :data:`LOGIT_FLOOR`. A bool or a string is refused by name:
+    ``True`` had read as "1.0" in the message, and ``"0.1"`` had been drawn.
 
     Example:
         >>> _logit_range((1e-6, 1 - 1e-6)), _logit_range(None)
@@ -201,14 +209,28 @@ def _logit_range(ends: tuple[float, float] | None) -> tuple[float, float] | None
         Traceback (most recent call last):
         ...
         ValueError: logit_range must be (low, high) with 0 < low < 0.5 < high < 1, got (0.9, 0.1)
+        >>> _logit_range((True, 0.9))
+        Traceback (most recent call last):
+        ...
+        ValueError: logit_range must hold two probabilities, got True (a bool)
     """
     if ends is None:
         return None
     values = _numbers(ends, "logit_range")
+    for end in ends:
+        if isinstance(end, (bool, np.bool_)):
+            raise ValueError(f"logit_range must hold two probabilities, got {bool(end)} (a bool)")
+        if isinstance(end, (str, bytes)):
+            raise ValueError(f"logit_range must hold two probabilities, got {end!r} (a string)")
     low, high = values if len(values) == 2 else (math.nan, math.nan)
     if not 0 < low < 0.5 < high < 1:
         raise ValueError(
             f"logit_range must be (low, high) with 0 < low < 0.5 < high < 1, got {tuple(values)}"
+        )
+    if min(low, 1 - high) < LOGIT_FLOOR:
+        raise ValueError(
+            f"logit_range's ends must be at least {LOGIT_FLOOR:g} from 0 and from 1, got "
+            f"{tuple(values)}"
         )
     return low, high
 
