@@ -287,6 +287,23 @@ def test_a_quote_token_over_a_padding_row_of_any_probability_is_refused(tmp_path
 
 
 @pytest.mark.parametrize(
+    "cell", ["Inventory changes:\n-5,apples,3\n-2,pears,1", "Deltas:\n-1,worse,x\n-2,worse,y"]
+)
+def test_a_text_cell_whose_lines_start_with_negative_numbers_is_read(tmp_path, cell):
+    """A padding row is told by its label: ``-5,apples,3`` had read as a padding row
+    (-5 in the probability's column) and refused a valid pandas file."""
+    import pandas as pd
+
+    from calib_metrics.predictions import read_table
+
+    frame = pd.DataFrame({"prob": [0.1, 0.2, 0.3, 0.4], "label": [0, 1, 0, 1]})
+    frame["note"] = ["a", cell, "b", "c"]
+    path = tmp_path / "notes.csv"
+    frame.to_csv(path, index=False)
+    assert read_table(path).target.tolist() == [0, 1, 0, 1]
+
+
+@pytest.mark.parametrize(
     "probs, line, to",
     [
         ([0.1, 0.25, 0.125, 0.0625, 0.3, 0.4, 0.5, 0.1234, 0.7, 0.8], 4, 9),

@@ -267,7 +267,7 @@ def _columns_from_table(
         # columns cannot fail to read, so the group column is picked first).
         if groups is not None:
             group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
-        table.want(picked, [group] if group is not None else [])
+        table.want(picked, [group] if group is not None else [], labels=[target])
     columns = tuple((name, _column(table, name, path)) for name in picked)
     if groups is None:
         return (*columns, None)

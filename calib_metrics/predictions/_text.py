@@ -214,17 +214,20 @@ def _read_delimited(path: Path, delimiter: str) -> _Table:
     return _DelimitedTable(path, delimiter, names)
 
 
-def _read_delimited_exact(path: Path, delimiter: str, numeric: Collection[str] = ()) -> _Table:
+def _read_delimited_exact(
+    path: Path, delimiter: str, numeric: Collection[str] = (), labels: Collection[str] = ()
+) -> _Table:
     """Every cell of a CSV/TSV file as text, row by row: the reader of files that the fast
     one (:meth:`_DelimitedTable._read_fast`) does not take as they are (short rows, blank
     lines, fields over several lines, a csv error), and the one whose errors are reported.
     ``numeric``: the columns read as numbers, by which a stray quote's rows are told
-    (:func:`_check_rows_inside`)."""
+    (:func:`_check_rows_inside`); ``labels``: those of them holding labels, where a padding
+    row's label is told."""
     with path.open(newline="", encoding="utf-8-sig") as handle, _long_fields():
         lines = _Lines(handle, path)
         reader = csv.reader(lines, delimiter=delimiter)
         try:
-            return _table_from_rows(reader, lines, path, numeric)
+            return _table_from_rows(reader, lines, path, numeric, labels)
         except csv.Error as err:
             raise ValueError(f"{path}: line {reader.line_num}: {err}") from None
 
@@ -326,12 +329,14 @@ def _refuse_header_over_lines(path: Path, header: list[str], start: int) -> None
     )
 
 
-def _table_from_rows(reader: Any, lines: _Lines, path: Path, numeric: Collection[str]) -> _Table:
+def _table_from_rows(
+    reader: Any, lines: _Lines, path: Path, numeric: Collection[str], labels: Collection[str]
+) -> _Table:
     names = _header(reader, lines, path)
     table = _Table({n: [] for n in names if n})
     table.lines = []  # each row's first line, where its record starts
     end = reader.line_num  # the last record's last line
-    numbers = [name in numeric for name in names]
+    numbers = [(LABEL if name in labels else NUMBER) if name in numeric else 0 for name in names]
     # A stray quote's rows are told by their numbers: in a column besides the quote's own.
     rows_told = sum(numbers) > 1
     # A cell that reads as rows only with white space beside their numbers, as prose's
@@ -449,7 +454,7 @@ def _check_rows_inside(
     names: list[str],
     delimiter: str,
     start: int,
-    numbers: list[bool],
+    numbers: list[int],
 ) -> ValueError | None:
     """Refuse a record from line ``start`` whose quoted cell over lines reads as rows of
     the file's cut at a quote (:func:`_reads_as_rows`): as a ``"`` that is a token (quoted
@@ -497,7 +502,7 @@ def _reads_as_rows(
     row: list[str],
     column: int,
     delimiter: str,
-    numbers: list[bool],
+    numbers: list[int],
     spaced: bool = False,
 ) -> bool:
     r"""Whether the lines of ``row``'s quoted ``cell`` in ``column`` read as the file's rows
@@ -533,7 +538,7 @@ def _reads_as_rows(
 
 
 def _ends_a_row(
-    fields: list[str], row: list[str], column: int, numeric: list[bool], bare: bool = False
+    fields: list[str], row: list[str], column: int, numeric: list[int], bare: bool = False
 ) -> bool:
     """Whether the ``fields`` of the first line of a quoted cell in ``column`` of ``row``
     read as the last fields of a row, as a stray quote leaves them: one a column from
@@ -558,7 +563,7 @@ def _ends_a_row(
     )
 
 
-def _is_a_row(fields: list[str], numeric: list[bool], bare: bool = False) -> bool:
+def _is_a_row(fields: list[str], numeric: list[int], bare: bool = False) -> bool:
     """Whether a line's ``fields`` read as a whole row of the file's, as the lines a
     stray quote's cell holds between its first and last do: as many as the file's
     columns, numbers in the columns read as numbers (``numeric``; ``bare``: without white
@@ -582,7 +587,7 @@ def _is_a_row(fields: list[str], numeric: list[bool], bare: bool = False) -> boo
 
 
 def _begins_a_row(
-    fields: list[str], row: list[str], column: int, numeric: list[bool], bare: bool = False
+    fields: list[str], row: list[str], column: int, numeric: list[int], bare: bool = False
 ) -> bool:
     """Whether the ``fields`` of the last line of a quoted cell in ``column`` of ``row``
     read as the first fields of a row, as a stray quote leaves them: numbers in the
@@ -612,7 +617,7 @@ def _begins_a_row(
     )
 
 
-def _numbers_where(fields: list[str], numeric: list[bool], bare: bool = False) -> bool:
+def _numbers_where(fields: list[str], numeric: list[int], bare: bool = False) -> bool:
     """Whether the ``fields`` read as values where ``numeric``, from the same column, says
     a column is read as numbers: a number, a label ``True``/``False`` (any case, as
     labels are read), or a blank (a padding row's probability); with ``bare``, written
@@ -626,10 +631,16 @@ def _numbers_where(fields: list[str], numeric: list[bool], bare: bool = False) -
     )
 
 
-def _is_padding(fields: list[str], numeric: list[bool], bare: bool = False) -> bool:
+# Kinds of ``numeric`` entries beyond True/False: a column read as numbers, and one of
+# labels, where alone a padding row's label is looked for.
+NUMBER, LABEL = 1, 2
+
+
+def _is_padding(fields: list[str], numeric: list[int], bare: bool = False) -> bool:
     """Whether a row's ``fields`` read as a padding row's: a label that looks like padding,
     a negative whole number (``-100``, with ``bare`` written without white space beside
-    it), in a column read as numbers (``numeric``), and anything in the others: a padding
+    it), in the label column (``numeric``'s ``LABEL``; any column read as numbers where no
+    label column is known), and anything in the others: a padding
     row's probability may hold anything (``None``, ``pad``), and :func:`read_table` drops
     such a row with ``ignore_index`` or refuses its label. Without it a stray quote over a
     padding row of ``None`` had merged the rows between without a word (11 tokens read as
@@ -639,8 +650,12 @@ def _is_padding(fields: list[str], numeric: list[bool], bare: bool = False) -> b
         >>> numeric = [False, True, True]  # token,prob,label
         >>> _is_padding(["w", "None", "-100"], numeric), _is_padding(["w", "None", "1"], numeric)
         (True, False)
+        >>> _is_padding(["-5", "apples", "x"], [NUMBER, LABEL, 0])  # -5 is no label
+        False
     """
-    return any(_is_padding_label(text, bare) for text, number in zip(fields, numeric) if number)
+    labels = [kind == LABEL for kind in numeric]
+    where = labels if any(labels) else numeric
+    return any(_is_padding_label(text, bare) for text, looked in zip(fields, where) if looked)
 
 
 def _is_padding_label(text: str, bare: bool = False) -> bool:
@@ -673,7 +688,7 @@ def _refuse_held(
     held: ValueError | None,
     path: Path,
     delimiter: str,
-    numbers: list[bool],
+    numbers: list[int],
     records: int | None = None,
 ) -> None:
     """Raise ``held``, the error for a cell that reads as rows only with white space beside
@@ -802,13 +817,18 @@ class _DelimitedTable(_Table):
         self.path, self.delimiter, self.names = path, delimiter, names
         self._loaded: dict[str, Any] = {}
         self._numeric: set[str] = set()
+        self._labels: set[str] = set()
         self._text: set[str] = set()
         self._wanted: list[str] = []
         self._lines: Sequence[int] | None = None
 
-    def want(self, numeric: Sequence[str], text: Sequence[str] = ()) -> None:
+    def want(
+        self, numeric: Sequence[str], text: Sequence[str] = (), labels: Sequence[str] = ()
+    ) -> None:
         """Columns the caller will use: ``numeric`` ones are read as numbers where they
-        all are (else as text, as ``text`` ones are)."""
+        all are (else as text, as ``text`` ones are); ``labels``: the numeric ones holding
+        labels (a padding row is told by its label)."""
+        self._labels.update(labels)
         # A column wanted as text too (group ids that are also the probabilities) stays
         # text: "0.1" and "0.10" are two ids, one number.
         self._numeric.update(numeric)
@@ -838,7 +858,9 @@ class _DelimitedTable(_Table):
                     self._text.add(str(err))
                     continue
                 except _Irregular:
-                    exact = _read_delimited_exact(self.path, self.delimiter, self._numeric)
+                    exact = _read_delimited_exact(
+                        self.path, self.delimiter, self._numeric, self._labels
+                    )
                     self._loaded.update(dict(exact))
                     self._lines = exact.lines
                     return
@@ -899,7 +921,7 @@ class _DelimitedTable(_Table):
     def cell(self, name: str, row: int) -> str:
         """The text of data row ``row`` (0-based) of column ``name``, stripped (messages)."""
         with _readable(self.path):
-            exact = _read_delimited_exact(self.path, self.delimiter, self._numeric)
+            exact = _read_delimited_exact(self.path, self.delimiter, self._numeric, self._labels)
         return exact[name][row]
 
 
