@@ -8,7 +8,8 @@ both hold the same labels for the items paired (and, with ``--groups``, the same
 of the rows when both files have a group column), and prints both calibration
 errors, the difference a − b with its paired interval and the two-sided p-value of "no
 difference" (:func:`calib_metrics.functional.compare_calibration`), and the verdict: the
-model better calibrated where p ≤ 1 − confidence, else "no difference shown". With ``--label COL``
+model better calibrated where the Monte Carlo p, (S·p + 2)/(S + 1), is ≤ 1 − confidence,
+else "no difference shown". With ``--label COL``
 (or ``--labels``: a column naming each pair's label, the tag of a one-vs-rest query, say;
 read from a's file, or b's when only b's has it, and checked to agree when both do) it
 also prints one row per label — the label's paired difference, p-value
@@ -365,9 +366,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "upper": float(result.upper),
         "p_value": float(result.p_value),
         "p_value_text": p_value_or_none(float(result.p_value), args.samples),
-        "better": better_model(
-            float(result.p_value), int(side), args.confidence, args.samples
-        ),
+        "better": better_model(float(result.p_value), int(side), args.confidence, args.samples),
         "samples": args.samples,
     }
     note = difference_note(summary)

@@ -1170,29 +1170,42 @@ def better_model(p: float, side: int, confidence: float, samples: int) -> str:
         >>> better_model(0.08, -1, 0.9, 2000), better_model(0.21, -1, 0.95, 2000)
         ('a', '-')
     """
-    monte_carlo = (samples * p + 2) / (samples + 1)
-    # within a few roundings of the level counts, as the per-label rule's does
-    called = monte_carlo <= (1 - confidence) * (1 + 1e-12)
+    called = _monte_carlo_p(p, samples) <= (1 - confidence) * (1 + 1e-12)
     return {-1: "a", 1: "b"}.get(side, "-") if called else "-"
+
+
+def _monte_carlo_p(p: float, samples: int) -> float:
+    """(S·p + 2)/(S + 1): a p-value of S draws as a test at its level may take it (the
+    per-label correction's; :func:`better_model`)."""
+    return (samples * p + 2) / (samples + 1)
 
 
 def verdict_text(summary: Mapping[str, Any]) -> str | None:
     """``compare``'s verdict, from its summary's ``better`` (:func:`better_model`), p-value,
     draws and confidence: "b is better calibrated (p < 0.001)", or "no difference shown at
-    95% (p = 0.21)"; None where there is no p-value (too few units) or no ``better``.
+    95% (p = 0.21)"; None where there is no p-value (too few units) or no ``better``. Where
+    the raw p alone would decide otherwise than its Monte Carlo p does (few draws, or p at
+    the level), the line gives the Monte Carlo p too, so that it never reads as its own
+    contradiction ("p = 0.048" beside "no difference shown at 95%").
 
     Example:
         >>> s = {"better": "b", "p_value": 0.0, "samples": 2000, "confidence": 0.95}
         >>> verdict_text(s), verdict_text(s | {"better": "-", "p_value": 0.21})
         ('b is better calibrated (p < 0.001)', 'no difference shown at 95% (p = 0.21)')
+        >>> verdict_text(s | {"better": "-", "p_value": 0.048, "samples": 500})
+        'no difference shown at 95% (p = 0.048; Monte Carlo p = 0.0519 over 500 draws)'
     """
     p = summary.get("p_value", float("nan"))
     if "better" not in summary or p != p:
         return None
-    phrase = p_value_phrase(p, summary["samples"])
-    if summary["better"] in ("a", "b"):
+    samples, confidence = summary["samples"], summary["confidence"]
+    phrase = p_value_phrase(p, samples)
+    called = summary["better"] in ("a", "b")
+    if called != (p <= round(1 - confidence, 12)):
+        phrase += f"; Monte Carlo p = {_monte_carlo_p(p, samples):.3g} over {samples} draws"
+    if called:
         return f"{summary['better']} is better calibrated ({phrase})"
-    return f"no difference shown at {level_text(summary['confidence'])} ({phrase})"
+    return f"no difference shown at {level_text(confidence)} ({phrase})"
 
 
 def untested_phrase(units: str, what: str = "interval or p-value") -> str:

@@ -205,6 +205,8 @@ def _logit_range(ends: tuple[float, float] | None) -> tuple[float, float] | None
     Example:
         >>> _logit_range((1e-6, 1 - 1e-6)), _logit_range(None)
         ((1e-06, 0.999999), None)
+        >>> _logit_range((1e-12, 1 - 1e-12))  # the floor, at both ends
+        (1e-12, 0.999999999999)
         >>> _logit_range((0.9, 0.1))
         Traceback (most recent call last):
         ...
@@ -227,7 +229,8 @@ def _logit_range(ends: tuple[float, float] | None) -> tuple[float, float] | None
         raise ValueError(
             f"logit_range must be (low, high) with 0 < low < 0.5 < high < 1, got {tuple(values)}"
         )
-    if min(low, 1 - high) < LOGIT_FLOOR:
+    # 1 − (1 − 1e-12) is 9.99978e-13 in floats: an end written at the floor is at it.
+    if min(low, 1 - high) < LOGIT_FLOOR * (1 - 1e-4):
         raise ValueError(
             f"logit_range's ends must be at least {LOGIT_FLOOR:g} from 0 and from 1, got "
             f"{tuple(values)}"

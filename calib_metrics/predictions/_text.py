@@ -338,7 +338,7 @@ def _table_from_rows(
     end = reader.line_num  # the last record's last line
     numbers = [(LABEL if name in labels else NUMBER) if name in numeric else 0 for name in names]
     # A stray quote's rows are told by their numbers: in a column besides the quote's own.
-    rows_told = sum(numbers) > 1
+    rows_told = sum(kind > 0 for kind in numbers) > 1
     # A cell that reads as rows only with white space beside their numbers, as prose's
     # have: refused at the end if a record of the file's has such numbers too.
     held = None
@@ -673,7 +673,7 @@ def _is_padding_label(text: str, bare: bool = False) -> bool:
     return value < 0 and value.is_integer() and not (bare and _spaced(text))
 
 
-def _spaced_numbers(row: list[str], numbers: list[bool]) -> bool:
+def _spaced_numbers(row: list[str], numbers: list[int]) -> bool:
     """Whether a record writes a number (in a column that ``numbers`` says is read as
     numbers) with white space beside it, in a cell on one line: columns aligned with
     spaces (``0.1   ,0``). A cell over lines (a quote's) is no number of the record's."""
