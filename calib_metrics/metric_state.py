@@ -440,6 +440,7 @@ class _StatesKeepTheirDtype(Metric):
         for key, default in self._defaults.items():
             if isinstance(default, list):
                 setattr(self, key, [])
+        self._one_hot_checked = False  # the next data may be another model's
         super().reset()
 
     def _seed_of_draws(self) -> int | None:
@@ -512,25 +513,31 @@ class _StatesKeepTheirDtype(Metric):
                 text = f"{type(self).__name__}: {named}{message}"
                 warnings.warn(text, UserWarning, stacklevel=_user_stacklevel())
 
-    # Set once the first batch of binary pairs was looked at (forward's batch metric: the
-    # metric itself looks): a one-hot target is one-hot in every batch.
+    # Set once a batch of binary pairs was looked at (forward's batch metric: the metric
+    # itself looks): a one-hot target is one-hot in every batch. Cleared by reset().
     _one_hot_checked = False
 
     def _warn_one_hot(self, probs: Tensor, target: Tensor) -> None:
-        """Warn, once per metric object, when the first non-empty batch of binary pairs
-        holds a one-hot target beside rows of probabilities that sum to 1
+        """Warn, once per metric object until reset, when the first batch of binary pairs
+        that can tell holds a one-hot target beside rows of probabilities that sum to 1
         (:func:`~calib_metrics.functional.multiclass.one_hot_pairs_message`): read as
-        independent pairs, which ``compute_spiegelhalter`` takes as independent. The
-        batch as given (before flattening), validated; a host synchronisation where its
-        target is ``[..., C]``, in that batch only. Called from ``update``'s or
+        independent pairs, which ``compute_spiegelhalter`` takes as independent. A batch
+        of fewer than 2 rows ``[..., C]`` cannot tell (one row of two multi-label pairs,
+        [0.3, 0.705] with [0, 1], looks one-hot) and leaves the check armed. The batch as
+        given (before flattening), validated; a host synchronisation where its target is
+        ``[..., C]``, in the deciding batch only. Called from ``update``'s or
         ``forward``'s own code."""
         if self._one_hot_checked or target.numel() == 0:
+            return
+        if target.ndim >= 2 and target.numel() < 2 * target.shape[-1]:
             return
         self._one_hot_checked = True
         message = one_hot_pairs_message(probs, target, metric=True)
         if message is not None:
-            # Above: as _warn_row_sums, the caller's line.
-            warnings.warn(f"{type(self).__name__}: {message}", UserWarning, stacklevel=5)
+            text = f"{type(self).__name__}: {message}"
+            # As _warn_row_sums: no fixed stacklevel names the caller's line (a
+            # MetricCollection's update reaches here through its own frames).
+            warnings.warn(text, UserWarning, stacklevel=_user_stacklevel())
 
     def _count_merged_updates(self, incoming_state: dict[str, Any] | Metric) -> None:
         """Count the updates behind a merged state (a state dict's as one, as a loaded state

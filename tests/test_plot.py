@@ -18,6 +18,7 @@ from calib_metrics.functional import (
     compare_calibration,
     smooth_reliability_curve,
 )
+from calib_metrics.functional.intervals import CalibrationResult
 from calib_metrics.plot import (
     error_curve,
     interval_label,
@@ -122,7 +123,8 @@ def test_auto_picks_logit_for_skewed_predictions_and_says_so(skewed, uniform) ->
     ],
 )
 def test_title_names_the_interval_kind_and_level(uniform, options, expected) -> None:
-    _, ax = reliability_diagram(uniform, title="model", **options)
+    # A result made by hand carries no settings: those given name its interval.
+    _, ax = reliability_diagram(CalibrationResult(*uniform), title="model", **options)
     lines = ax.get_title().splitlines()
     assert lines[0] == "model"
     assert lines[2].startswith(expected + " · ")
@@ -141,7 +143,7 @@ def test_interval_label_refuses_unknown_settings() -> None:
 
 def test_smooth_curve_and_its_band_are_drawn() -> None:
     q, y = _pairs(3000, skewed=False, seed=3)
-    result = calibration_error_ci(q, y, n_samples=50)
+    result = calibration_error_ci(q, y, n_samples=50, confidence=0.9)
     curve = smooth_reliability_curve(
         q, y, n_samples=30, confidence=0.9, generator=torch.Generator().manual_seed(0)
     )
@@ -413,6 +415,9 @@ def test_the_title_names_the_kind_its_result_carries() -> None:
     )
     _, ax = reliability_diagram(paper, xscale="linear")
     assert ax.get_title().splitlines()[1].startswith("90% interval: paper Algorithm 2 · ")
-    # Settings given describe the interval instead (a result made otherwise needs them).
-    _, ax = reliability_diagram(paper, xscale="linear", interval="pairs", confidence=0.8)
-    assert ax.get_title().splitlines()[1].startswith("80% interval: pair bootstrap · ")
+    # A setting given is checked against the result's, not taken over it (confidence=0.8
+    # had titled this 90% interval 80%), and one given leaves the others the result's.
+    with pytest.raises(ValueError, match=r"confidence=0\.8 contradicts .* confidence=0\.9"):
+        reliability_diagram(paper, xscale="linear", confidence=0.8)
+    _, ax = reliability_diagram(default, xscale="linear", interval="pairs")
+    assert ax.get_title().splitlines()[1].startswith("95% interval: debiased pair bootstrap · ")

@@ -68,11 +68,31 @@ def test_binary_padding_is_refused_with_the_fix_naming_the_inputs(make, inputs) 
     scores, labels = logits[..., 0].reshape(-1), (target.reshape(-1) % 2).float()
     labels[target.reshape(-1) == PAD] = PAD
     fix = f"keep = target != -100; fit({inputs}[keep], target[keep])"
-    message = f"only 0 and 1 for binary recalibration (padding? drop it first: {fix})"
+    message = f"only 0 and 1 for binary recalibration, got -100 (padding? drop it first: {fix})"
     with pytest.raises(ValueError, match=re.escape(message)):
         make().fit(scores, labels)
-    with pytest.raises(ValueError, match=r"only 0 and 1 for binary recalibration$"):
+    with pytest.raises(ValueError, match=r"only 0 and 1 for binary recalibration, got 2$"):
         make().fit(scores, labels.masked_fill(labels == PAD, 2))
+
+
+@pytest.mark.parametrize("make", [TemperatureScaling, PlattScaling, IsotonicCalibration])
+def test_labels_coded_minus_one_plus_one_are_not_called_padding(make) -> None:
+    # Dropping the -1s, as the padding hint had said, left a single class.
+    g = torch.Generator().manual_seed(0)
+    scores = 2 * torch.randn(200, generator=g, dtype=torch.float64)
+    labels = torch.bernoulli(torch.sigmoid(scores), generator=g)
+    message = "got -1 (labels coded -1/+1? pass (target + 1) / 2)"
+    with pytest.raises(ValueError, match=re.escape(message) + "$"):
+        make().fit(scores, 2 * labels - 1)
+    make().fit(scores, (2 * labels - 1 + 1) / 2)  # the fix fits
+
+
+def test_a_huge_padding_value_is_written_as_a_float_literal() -> None:
+    scores, labels = torch.randn(50, dtype=torch.float64), torch.zeros(50)
+    labels[:25], labels[-1] = 1, -1e30  # float32: -1e30 is 1.0000000150474662e+30 there
+    message = "got -1e+30 (padding? drop it first: keep = target != -1e+30; "
+    with pytest.raises(ValueError, match=re.escape(message)):
+        PlattScaling().fit(scores, labels)
 
 
 def test_padded_chain_tags_without_a_mask_are_told_to_pass_one() -> None:
@@ -87,3 +107,23 @@ def test_padded_chain_tags_without_a_mask_are_told_to_pass_one() -> None:
     with pytest.raises(ValueError, match=re.escape(message + "(tags != -100))")):
         ChainTemperature().fit(*potentials, tags)
     ChainTemperature().fit(*potentials, tags, mask=tags != PAD)  # the fix fits
+
+
+def test_chain_padding_hints_that_work_first_token_and_given_mask() -> None:
+    # "pass mask=(tags != -100)" had failed on both: a mask must keep every first token,
+    # and a mask already given must be kept.
+    g = torch.Generator().manual_seed(0)
+    emissions = torch.randn(20, 6, 3, generator=g, dtype=torch.float64)
+    transitions = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    start = end = torch.zeros(3, dtype=torch.float64)
+    tags = sample(emissions, transitions, start, end, n_samples=1, generator=g)[0]
+    potentials = (2 * emissions, 2 * transitions, start, end)
+    padded = tags.clone()
+    padded[:, 4:] = PAD
+    given = torch.ones(20, 6, dtype=torch.bool)
+    with pytest.raises(ValueError, match=re.escape("(padding? pass mask=mask & (tags != -100))")):
+        ChainTemperature().fit(*potentials, padded, mask=given)
+    ChainTemperature().fit(*potentials, padded, mask=given & (padded != PAD))
+    padded[:, 0] = PAD  # a [CLS] tagged as padding
+    with pytest.raises(ValueError, match=r"-100 \(padding at a sentence's first position: "):
+        ChainTemperature().fit(*potentials, padded)

@@ -217,9 +217,8 @@ def _check_group_count(n_groups: int, given: bool) -> None:
 def _check_pair_count(n_pairs: int) -> None:
     """A warning below ``MIN_UNITS`` independent pairs, as :func:`_check_group_count` warns
     below that many groups: the normal approximation of a sum of a few Bernoulli terms is
-    poor (one pair at q = 0.9 with y = 0 gives z = 3, p = 0.0027, where P(y = 0) is 0.1;
-    on calibrated uniform q the test rejected 0.196 of single pairs and 0.11 of three at
-    α = 0.05)."""
+    poor: one pair at q = 0.9 with y = 0 gives z = 3, p = 0.0027, where P(y = 0) is 0.1,
+    so a single confident miss reads as strong evidence of miscalibration."""
     if n_pairs < MIN_UNITS:
         warn_at_caller(
             f"Spiegelhalter's test: {n_pairs} pair{'s' * (n_pairs != 1)}; its z is far from "

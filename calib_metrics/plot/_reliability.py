@@ -99,10 +99,11 @@ def reliability_diagram(
         label: the model's name: the legend entry of its bins, and before its error in
             the title.
         color: colour of the bins (and of the smooth curve).
-        confidence, interval, debias: the settings behind ``result``'s interval; all
-            three left None, the result's own where it carries them
-            (:func:`~calib_metrics.functional.intervals.interval_kind`); otherwise those
-            given, and 0.95, no kind named, not debiased for the others.
+        confidence, interval, debias: the settings behind ``result``'s interval, for a
+            result that does not carry them (one made by hand); those left None are
+            0.95, no kind named, not debiased. A result that carries them
+            (:func:`~calib_metrics.functional.intervals.interval_kind`) names its own,
+            and a setting given that differs from its own is a ValueError.
         xscale: ``"linear"``, ``"logit"`` (the x axis in log-odds, which spreads the
             ends; y stays linear), or
             ``"auto"``: logit when more than half of the pairs lie in bins whose mean is
@@ -121,7 +122,7 @@ def reliability_diagram(
         >>> from calib_metrics.functional import calibration_error_ci
         >>> p = torch.rand(2000, generator=torch.Generator().manual_seed(1))
         >>> r = calibration_error_ci(p, (p > 0.5).float(), bin_size=200, n_samples=100)
-        >>> fig, ax = reliability_diagram(r, interval="pairs", debias=True)
+        >>> fig, ax = reliability_diagram(r)
         >>> ax.get_xlabel()
         'predicted probability q̂ (bin mean)'
         >>> ax.get_title().splitlines()[1]
@@ -246,19 +247,28 @@ LEGEND_BELOW = "calib_metrics: legend below"
 def _interval_settings(
     result: CalibrationResult, confidence: float | None, interval: str | None, debias: bool | None
 ) -> tuple[float, str | None, bool]:
-    """The settings that name ``result``'s interval: the result's own where none is given
-    and it carries them, else those given, the others at their defaults (0.95, no kind,
-    not debiased): a caller who names some describes the interval itself. A result of
-    ``calibration_error_ci`` had been titled "95% interval" alone, its kind unnamed,
-    unless the caller repeated its settings."""
+    """The settings that name ``result``'s interval: where it carries them, its own, and a
+    setting given that differs is refused (a 90% interval had been titled 80% when
+    ``confidence=0.8`` was passed beside it, and one given setting had reset the others to
+    their defaults); else those given, the others at their defaults (0.95, no kind, not
+    debiased)."""
     kind = interval_kind(result)
-    if kind is not None and confidence is None and interval is None and debias is None:
-        return kind
-    return (
-        0.95 if confidence is None else confidence,
-        interval,
-        False if debias is None else debias,
-    )
+    if kind is None:
+        return (
+            0.95 if confidence is None else confidence,
+            interval,
+            False if debias is None else debias,
+        )
+    given = {"confidence": confidence, "interval": interval, "debias": debias}
+    for name, value in given.items():
+        own = getattr(kind, name)
+        if value is not None and value != own:
+            raise ValueError(
+                f"{name}={value!r} contradicts result's interval, computed with "
+                f"{name}={own!r}: leave {name} out (a result that carries its interval's "
+                "settings names them itself)"
+            )
+    return kind
 
 
 def _legend_below(ax: Axes, handles: list) -> None:

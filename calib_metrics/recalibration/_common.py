@@ -100,9 +100,11 @@ def check_binary_target(target: Tensor, like: Tensor, name: str = "scores") -> T
     check_finite(target.to(torch.float64) if not target.is_floating_point() else target, "target")
     outside = (target != 0) & (target != 1)
     if bool(outside.any()):
-        bad = target[outside][0].item()
-        hint = padding_hint(int(bad), name) if bad % 1 == 0 else ""
-        raise ValueError(f"target must hold only 0 and 1 for binary recalibration{hint}")
+        bad = target[outside][0]
+        raise ValueError(
+            f"target must hold only 0 and 1 for binary recalibration, got "
+            f"{label_repr(bad)}{_binary_label_hint(target, bad, name)}"
+        )
     positives = int((target == 1).sum())
     if positives in (0, target.numel()):
         raise ValueError(
@@ -112,13 +114,42 @@ def check_binary_target(target: Tensor, like: Tensor, name: str = "scores") -> T
     return target.to(torch.float64)
 
 
-def dropped_padding(value: int = -100, inputs: str = "logits") -> str:
+def _binary_label_hint(target: Tensor, bad: Tensor, name: str) -> str:
+    """Labels of exactly -1 and +1 are a coding, not padding: dropping the -1s would
+    leave a single class. Any other negative whole number may be padding."""
+    if bool(bad % 1 != 0):
+        return ""
+    if bool(((target == -1) | (target == 1)).all()) and bool((target == 1).any()):
+        return " (labels coded -1/+1? pass (target + 1) / 2)"
+    return padding_hint(bad, name)
+
+
+def label_repr(value: Tensor | float) -> str:
+    """A label as a caller would type it: a whole number without ``.0`` (``-100``), else
+    the fewest digits that give back the value in its own dtype (``-1e+30``, not 31 digits).
+
+    Example:
+        >>> label_repr(-100.0), label_repr(torch.tensor(-1e30)), label_repr(0.25)
+        ('-100', '-1e+30', '0.25')
+    """
+    value = torch.as_tensor(value)
+    number = value.item()
+    if number % 1 == 0 and abs(number) < 1e15:
+        return str(int(number))
+    for digits in range(1, 17):
+        text = f"{number:.{digits}g}"
+        if bool(torch.tensor(float(text), dtype=value.dtype) == value):
+            return text
+    return repr(number)
+
+
+def dropped_padding(value: Tensor | float = -100, inputs: str = "logits") -> str:
     """How a caller drops padding ``value`` before a fit, which takes no ``ignore_index``:
     the documented fix of token logits ``[B, T, C]`` (the mask also flattens them)."""
-    return f"keep = target != {value}; fit({inputs}[keep], target[keep])"
+    return f"keep = target != {label_repr(value)}; fit({inputs}[keep], target[keep])"
 
 
-def padding_hint(value: int, inputs: str = "logits") -> str:
+def padding_hint(value: Tensor | float, inputs: str = "logits") -> str:
     """The end of the message for a class id ``value`` that is no class: where it looks
     like padding (a negative id, as HuggingFace's -100), how to drop it first; else
     nothing. The metrics' hint names their ``ignore_index`` instead, which a fit lacks.
@@ -132,15 +163,25 @@ def padding_hint(value: int, inputs: str = "logits") -> str:
     return f" (padding? drop it first: {dropped_padding(value, inputs)})" if value < 0 else ""
 
 
-def tag_padding_hint(value: int) -> str:
+def tag_padding_hint(value: int, mask_given: bool = False, first: bool = False) -> str:
     """:func:`padding_hint` for a structured model's gold ``tags``, whose padding its
-    ``mask`` keeps out of the fit.
+    ``mask`` keeps out of the fit: added to a mask the caller gave, and not at a
+    sentence's first position, which every mask must keep (a [CLS] tagged as padding).
 
     Example:
         >>> tag_padding_hint(-100), tag_padding_hint(5)
         (' (padding? pass mask=(tags != -100))', '')
+        >>> tag_padding_hint(-100, mask_given=True)
+        ' (padding? pass mask=mask & (tags != -100))'
     """
-    return f" (padding? pass mask=(tags != {value}))" if value < 0 else ""
+    if value >= 0:
+        return ""
+    if first:
+        return (
+            " (padding at a sentence's first position: it must be a real token, as a mask"
+            " cannot drop it; drop or shift leading special tokens, then mask the rest)"
+        )
+    return f" (padding? pass mask={'mask & ' * mask_given}(tags != {value}))"
 
 
 def check_probs(probs: Tensor, name: str = "probs") -> Tensor:
