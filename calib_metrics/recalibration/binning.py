@@ -431,7 +431,7 @@ def _warn_if_separable(
         f"included), so the map fitted is exactly 0 or 1 at {certain} of the {y.numel()} dev "
         f"{noun}, and at test {noun} near them: a test error there gets probability 0 for its "
         "label (Platt and temperature scaling refuse such data); fit on more held-out "
-        "data, on which the model makes some errors"
+        + ("data, on which the model makes some errors" if above else "data")
     )
 
 
