@@ -26,7 +26,7 @@ from calib_metrics.functional.calibration import (
 )
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import NoPairsError, check_flag, check_not_meta
-from calib_metrics.functional.intervals import bin_errors, check_confidence
+from calib_metrics.functional.intervals import bin_errors, check_confidence, interval_kind
 from calib_metrics.functional.multiclass import average_results, most_frequent, pair_sets
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
 from calib_metrics.functional.smooth import (
@@ -1704,8 +1704,12 @@ class CalibrationError(_StatesKeepTheirDtype):
             return self._plot_classes(val, ax, smooth)
         curve = self._smooth_curves()[0] if smooth else None
         result = self.compute_result() if val is None else val
-        kind = {"confidence": self.confidence, "interval": self._drawn_interval(result)}
-        kind |= {"debias": self._debias, "norm": self.norm}
+        kind = {"norm": self.norm}
+        # A result that carries its interval's settings names them (one of an earlier
+        # compute_result, since reset or regrouped, had been titled by the state's).
+        if isinstance(result, list) or interval_kind(result) is None:
+            kind |= {"confidence": self.confidence, "interval": self._drawn_interval(result)}
+            kind |= {"debias": self._debias}
         if isinstance(result, list):
             return self._plot_per_class(result, ax, kind)
         return plot.reliability_diagram(result, ax=ax, smooth=curve, **kind)

@@ -31,7 +31,7 @@ class Curve(NamedTuple):
     color: str | None = None
 
 
-def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: float = 0.95):
+def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: float | None = None):
     """Every curve on one ``ax`` (colours ``C0``, ``C1``, ... unless a curve has its own);
     returns ``ax``.
 
@@ -83,7 +83,7 @@ def thesis_figure(
     path: str | Path,
     *,
     suptitle: str,
-    confidence: float = 0.95,
+    confidence: float | None = None,
 ) -> str:
     """One row per query / data set: the overlay, then a panel per model; saved to ``path``.
 

@@ -252,13 +252,16 @@ def _interval_settings(
     ``confidence=0.8`` was passed beside it, and one given setting had reset the others to
     their defaults); else those given, the others at their defaults (0.95, no kind, not
     debiased)."""
+    confidence = None if confidence is None else _level(confidence)
+    settings = (
+        0.95 if confidence is None else confidence,
+        interval,
+        False if debias is None else debias,
+    )
+    interval_label(*settings)  # a bad setting is refused as such, not as a contradiction
     kind = interval_kind(result)
     if kind is None:
-        return (
-            0.95 if confidence is None else confidence,
-            interval,
-            False if debias is None else debias,
-        )
+        return settings
     given = {"confidence": confidence, "interval": interval, "debias": debias}
     for name, value in given.items():
         own = getattr(kind, name)

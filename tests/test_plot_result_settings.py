@@ -1,0 +1,58 @@
+"""A result that carries its interval's settings is drawn with them by every caller that
+passes none of its own (R8): a metric's earlier result, a thesis figure of a 90% result;
+and a bad setting is refused as bad, not as a contradiction."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+
+from calib_metrics import CalibrationError
+from calib_metrics.functional import calibration_error_ci
+from calib_metrics.plot import reliability_diagram
+
+
+def _pairs(n: int = 400):
+    g = torch.Generator().manual_seed(3)
+    p = torch.rand(n, generator=g, dtype=torch.float64)
+    return p, torch.bernoulli(p, generator=g), torch.arange(n) // 10
+
+
+def test_a_metric_draws_an_earlier_result_by_its_own_interval() -> None:
+    """The state's interval (pairs, after a reset) had been passed for a result drawn
+    over groups, which the diagram now refuses: "interval='pairs' contradicts"."""
+    p, y, groups = _pairs()
+    metric = CalibrationError(n_samples=50)
+    metric.update(p, y, groups=groups)
+    grouped = metric.compute_result()
+    metric.reset()
+    metric.update(p, y)
+    metric.compute_result()
+    _, ax = metric.plot(grouped)
+    assert "group bootstrap" in ax.get_title()
+
+
+def test_a_thesis_figure_of_a_90_percent_result_names_90(tmp_path) -> None:
+    """thesis_figure passed its default confidence, 0.95, on: a 90% result raised."""
+    from calib_metrics.paper.thesis_figures import Curve, thesis_figure
+
+    p, y, _ = _pairs()
+    r = calibration_error_ci(p, y, bin_size=40, n_samples=50, confidence=0.9)
+    thesis_figure([("q", [Curve("m", "m", r)])], tmp_path / "f.png", suptitle="s")
+    assert (tmp_path / "f.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [({"interval": "bogus"}, "interval must be one of"), ({"debias": "yes"}, "debias")],
+)
+def test_a_bad_setting_is_refused_as_bad(given, message) -> None:
+    p, y, _ = _pairs()
+    r = calibration_error_ci(p, y, bin_size=40, n_samples=50)
+    with pytest.raises(ValueError, match=message) as caught:
+        reliability_diagram(r, **given)
+    assert "contradicts" not in str(caught.value)
