@@ -114,6 +114,21 @@ def test_a_quote_token_closed_by_a_quoted_cell_is_refused(tmp_path, capsys, sep)
     assert "tok.csv: line 4: a \" opens a quoted field (column 'token') that runs to line 5" in line
 
 
+def _prompts_file(tmp_path: Path, text: str, column: int) -> Path:
+    """N rows as csv writers write them, every seventh's prompt ``text``, in ``column``."""
+    path = tmp_path / "prompts.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        header = ["prob", "label"]
+        header.insert(column, "prompt")
+        writer.writerow(header)
+        for i in range(N):
+            cells = [f"{(i % 10) / 10 + 0.05:.2f}", str(i % 2)]
+            cells.insert(column, text if i % 7 == 0 else "plain")
+            writer.writerow(cells)
+    return path
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -127,17 +142,7 @@ def test_a_table_pasted_into_a_text_cell_is_read(tmp_path, capsys, text, column)
     """A prompt holding a small table, quoted whole as csv writers and pandas write it: a
     line of it between the first and the last read as a row of the file's, and the file was
     refused with no way round (150 of 300 random such files)."""
-    path = tmp_path / "prompts.csv"
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        header = ["prob", "label"]
-        header.insert(column, "prompt")
-        writer.writerow(header)
-        for i in range(N):
-            cells = [f"{(i % 10) / 10 + 0.05:.2f}", str(i % 2)]
-            cells.insert(column, text if i % 7 == 0 else "plain")
-            writer.writerow(cells)
-    assert _pairs(capsys, path) == N
+    assert _pairs(capsys, _prompts_file(tmp_path, text, column)) == N
 
 
 @pytest.mark.parametrize(
@@ -154,17 +159,7 @@ def test_text_in_the_first_or_last_column_is_read(tmp_path, capsys, text, column
     row's (no numbers before or after it): files whose other end read as one were refused,
     278 of 1,000 random pandas files with a table in a text cell. A stray quote's lines
     between are rows of the file's, its numbers written as the record's (no space before)."""
-    path = tmp_path / "prompts.csv"
-    with path.open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        header = ["prob", "label"]
-        header.insert(column, "prompt")
-        writer.writerow(header)
-        for i in range(N):
-            cells = [f"{(i % 10) / 10 + 0.05:.2f}", str(i % 2)]
-            cells.insert(column, text if i % 7 == 0 else "plain")
-            writer.writerow(cells)
-    assert _pairs(capsys, path) == N
+    assert _pairs(capsys, _prompts_file(tmp_path, text, column)) == N
 
 
 @pytest.mark.parametrize("sep, column", [(",", 0), (",", 2), (", ", 0)])
