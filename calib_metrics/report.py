@@ -722,7 +722,7 @@ def evaluate_page(
         >>> from calib_metrics.functional import brier_decomposition, calibration_error_ci
         >>> q = torch.rand(400, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
         >>> y = (q > 0.5).double()
-        >>> r = calibration_error_ci(q, y, bin_size=100, n_samples=50)
+        >>> r = calibration_error_ci(q, y, bin_size=100, n_samples=50, confidence=0.9)
         >>> s = {"file": "a.csv", "n": 400, "binning": "adaptive", "bin_size": 100,
         ...      "norm": "l2", "debias": True, "interval": "pairs", "confidence": 0.9,
         ...      "method": "normal", "samples": 50, "groups": None}

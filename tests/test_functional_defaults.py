@@ -127,8 +127,9 @@ def test_diagram_bars_and_legend_follow_the_confidence() -> None:
 
     g = torch.Generator().manual_seed(0)
     q = torch.rand(2000, generator=g)
-    result = calibration_error_ci(q, torch.bernoulli(q, generator=g), n_samples=50)
-    _, ax = reliability_diagram(result, confidence=0.9)
+    y = torch.bernoulli(q, generator=g)
+    result = calibration_error_ci(q, y, n_samples=50, confidence=0.9)
+    _, ax = reliability_diagram(result)  # a result names its own level
     assert "bins (±1.64 se)" in [t.get_text() for t in ax.get_legend().get_texts()]
     _, ax = posterior_time_series(["a", "b"], [1, 2], [0, 1], [2, 3], confidence=0.8)
     assert "80% interval" in [c.get_label() for c in ax.collections]

@@ -18,14 +18,15 @@ from calib_metrics.plot_panels import reliability_panels
 @pytest.fixture(scope="module")
 def result():
     q = torch.rand(400, generator=torch.Generator().manual_seed(0))
-    return calibration_error_ci(q, (q > 0.5).float(), bin_size=100, n_samples=20)
+    # at the level drawn: a result that carries its level refuses another one
+    return calibration_error_ci(q, (q > 0.5).float(), bin_size=100, n_samples=20, confidence=0.9)
 
 
 @pytest.mark.parametrize("level", [np.float32(0.9), np.float16(0.9), np.float64(0.9)])
 def test_a_numpy_scalar_level_is_drawn_as_written(result, level) -> None:
     assert interval_label(level, "pairs") == "90% interval: pair bootstrap"
     _, ax = reliability_diagram(result, confidence=level)
-    assert ax.get_title().splitlines()[1].startswith("90% interval ·")
+    assert ax.get_title().splitlines()[1].startswith("90% interval: debiased pair bootstrap ·")
     assert ax.get_legend().get_texts()[1].get_text() == "bins (±1.64 se)"
     fig, _ = reliability_panels({"x": [result]}, confidence=level)
     assert fig.legends[0].get_title().get_text() == "titles' [lower, upper]: 90% interval"
