@@ -25,6 +25,7 @@ from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
+from calib_metrics.functional.comparison_by_label import monte_carlo_p_values
 from calib_metrics.functional.intervals import MIN_UNITS
 from calib_metrics.wording import (
     count_text,
@@ -1175,9 +1176,8 @@ def better_model(p: float, side: int, confidence: float, samples: int) -> str:
 
 
 def _monte_carlo_p(p: float, samples: int) -> float:
-    """(S·p + 2)/(S + 1): a p-value of S draws as a test at its level may take it (the
-    per-label correction's; :func:`better_model`)."""
-    return (samples * p + 2) / (samples + 1)
+    """The per-label correction's Monte Carlo p-value of one raw p (:func:`better_model`)."""
+    return float(monte_carlo_p_values(torch.tensor(p, dtype=torch.float64), samples))
 
 
 def verdict_text(summary: Mapping[str, Any]) -> str | None:
