@@ -534,7 +534,7 @@ def _plot(args: argparse.Namespace, result, a, b, panels, smooth) -> str:
     from matplotlib.figure import Figure
 
     from calib_metrics.functional.comparison import comparison_units
-    from calib_metrics.plot import reliability_diagram
+    from calib_metrics.plot import reliability_diagram, shared_x_axis
     from calib_metrics.predictions import save_figure
     from calib_metrics.report import FIGURE_NAME_CHARS, model_title
 
@@ -547,12 +547,15 @@ def _plot(args: argparse.Namespace, result, a, b, panels, smooth) -> str:
     fig = Figure(figsize=(9.4, 4.8))
     axes = fig.subplots(1, 2)
     curves = smooth or (None, None)
+    # One x axis for both, as on the page: a alone had gone logit beside a linear b.
+    shared = shared_x_axis([result.a, result.b])
     for ax, curve, one, key, name, color in zip(
         axes, curves, (result.a, result.b), "ab", model_names(args), ("C0", "C1"), strict=True
     ):
+        title = "\n".join(filter(None, [model_title(key, name, FIGURE_NAME_CHARS), shared.note]))
         reliability_diagram(
-            one, ax, title=model_title(key, name, FIGURE_NAME_CHARS), color=color,
-            confidence=args.confidence, interval=interval, debias=True, smooth=curve,
+            one, ax, title=title, color=color, confidence=args.confidence, interval=interval,
+            debias=True, smooth=curve, xscale=shared.xscale, logit_range=shared.logit_range,
         )  # fmt: skip
     fig.tight_layout()
     save_figure(fig, args.plot, "--plot", dpi=120)

@@ -345,43 +345,21 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
     fig, axes = _subplots()
     # One x axis for both: "before" alone had gone logit (its scores piled at the ends)
     # beside a linear "after", whose shapes and count bars then read unlike.
-    results = [summary[which]["result"] for which in ("before", "after")]
-    scales = {_auto_scale(result) for result in results}
-    xscale = "logit" if "logit" in scales else "linear"
-    logit = " · logit x axes (auto, for both panels)" if xscale == "logit" else ""
-    # One range too: each panel's own had spanned 1e-6 and 1e-4 from the ends.
-    ends = _shared_logit_range(results) if xscale == "logit" else None
+    shared = plot.shared_x_axis([summary[which]["result"] for which in ("before", "after")])
+    note = f" · {shared.note}" if shared.note else ""
     for ax, which in zip(axes, ("before", "after"), strict=True):
         plot.reliability_diagram(
             summary[which]["result"],
             ax,
-            title=f"{which} ({summary['method']}){logit}",
+            title=f"{which} ({summary['method']}){note}",
             confidence=summary["confidence"],
             interval=summary[which]["interval"],
             debias=True,
-            xscale=xscale,
-            logit_range=ends,
+            xscale=shared.xscale,
+            logit_range=shared.logit_range,
         )
     save_figure(fig, path, "--plot", dpi=120, bbox_inches="tight")
     return path
-
-
-def _auto_scale(result: Any) -> str:
-    """The x scale ``xscale="auto"`` would give ``result``'s diagram."""
-    from calib_metrics.plot._probability_axis import _pick_scale
-    from calib_metrics.plot._reliability import _bin_marks
-
-    q, _, n, _ = _bin_marks(result.bins)
-    return _pick_scale("auto", q, n)[0]
-
-
-def _shared_logit_range(results: list[Any]) -> tuple[float, float]:
-    """The ends of a logit axis that shows every bin of every one of ``results``."""
-    from calib_metrics.plot._probability_axis import _ProbabilityAxis
-    from calib_metrics.plot._reliability import _bin_marks
-
-    axis = _ProbabilityAxis("logit", [q for r in results for q in _bin_marks(r.bins)[0]])
-    return axis.lo, axis.hi
 
 
 def _subplots():

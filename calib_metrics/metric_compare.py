@@ -508,8 +508,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     def plot(
         self, val: ComparisonResult | None = None, ax: Any = None, *, smooth: bool = False
     ) -> tuple[Any, Any]:
-        """Both models' reliability diagrams side by side (a in ``C0``, b in ``C1``), the
-        figure titled with the paired difference a − b, its interval and p-value.
+        """Both models' reliability diagrams side by side (a in ``C0``, b in ``C1``) on
+        one x axis (:func:`~calib_metrics.plot.shared_x_axis`: logit for both, over one
+        range, when either is mostly near 0 or 1), the figure titled with the paired
+        difference a − b, its interval and p-value.
 
         ``val``: a result of :meth:`compute` or ``forward`` (default: computed); one
         comparison, not a list of them (their differences over steps:
@@ -558,16 +560,20 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             return self._plot_classes(val, smooth)
         from matplotlib.figure import Figure
 
-        from calib_metrics.plot import reliability_diagram
+        from calib_metrics.plot import reliability_diagram, shared_x_axis
 
         curves = [model[0] for model in self._smooth_curves()] if smooth else (None, None)
         result = self.compute() if val is None else val
         kind = self._drawn_kind(result)
+        # One x axis for both, as compare --plot draws them: a alone had gone logit.
+        shared = shared_x_axis([result.a, result.b])
+        kind |= {"xscale": shared.xscale, "logit_range": shared.logit_range}
         fig = Figure(figsize=(9.4, 5.0), layout="constrained")
         axes = fig.subplots(1, 2)
         for axis, one, name, curve in zip(axes, (result.a, result.b), "ab", curves, strict=True):
+            title = "\n".join(filter(None, [name, shared.note]))
             reliability_diagram(
-                one, axis, title=name, color=f"C{name == 'b':d}", smooth=curve, **kind
+                one, axis, title=title, color=f"C{name == 'b':d}", smooth=curve, **kind
             )
         fig.suptitle(self._difference_text(result), fontsize=9)
         return fig, axes

@@ -17,7 +17,7 @@ import io
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -37,6 +37,9 @@ from calib_metrics.wording import (
     short_names,
     visible_controls,
 )
+
+if TYPE_CHECKING:
+    from calib_metrics.plot import SharedXAxis
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -663,13 +666,24 @@ def _interval_kind(summary: Mapping[str, Any], drawn: bool) -> str:
 
 
 def _diagram(
-    result: CalibrationResult, title: str, name: str, estimator: Estimator, smooth: Any = None
+    result: CalibrationResult,
+    title: str,
+    name: str,
+    estimator: Estimator,
+    smooth: Any = None,
+    axis: SharedXAxis | None = None,
 ) -> str:
     """A reliability diagram as inline SVG, its interval at the estimator's confidence
-    (with the ``smooth`` curve and band of ``--plot-smooth``, if given)."""
+    (with the ``smooth`` curve and band of ``--plot-smooth``, if given), on the ``axis``
+    it shares with the diagrams beside it (:func:`~calib_metrics.plot.shared_x_axis`)."""
     from calib_metrics.plot import reliability_diagram
 
-    fig, _ = reliability_diagram(result, title=title, smooth=smooth, **estimator._asdict())
+    shared = {} if axis is None else {"xscale": axis.xscale, "logit_range": axis.logit_range}
+    if axis is not None and axis.note:
+        title = f"{title}\n{axis.note}"
+    fig, _ = reliability_diagram(
+        result, title=title, smooth=smooth, **estimator._asdict(), **shared
+    )
     return figure_svg(fig, name)
 
 
@@ -1028,14 +1042,11 @@ def compare_page(
     norm = summary.get("norm", "l2")
     debias = bool(summary.get("debias", True)) and norm == "l2"
     estimator = Estimator(summary["confidence"], summary["resampled"], debias, norm)
-    curves = smooth or (None, None)
-    figures = _class_figure(class_panels) if class_panels is not None else "".join(
-        _figure(_diagram(r, model_title(key, name, FIGURE_NAME_CHARS), f"reliability-{key}",
-                         estimator, curve),
-                f"model {model_title(key, name)}", f"reliability-{key}")
-        for key, name, r, curve in (("a", a, comparison.a, curves[0]),
-                                    ("b", b, comparison.b, curves[1]))
-    )  # fmt: skip
+    figures = (
+        _class_figure(class_panels)
+        if class_panels is not None
+        else _model_diagrams(comparison, names, estimator, smooth)
+    )
     sections = [
         '<section id="summary"><h2>Summary</h2>'
         + _key_table(setup, "summary-table")
@@ -1052,6 +1063,26 @@ def compare_page(
     sections.append(f'<section id="bins"><h2>Bins</h2><div class="side">{tables}</div></section>')
     sections.append(_settings_section(settings or {}, command))
     return _page(f"Calibration comparison: {a} vs {b}", _with_warnings(sections, warnings))
+
+
+def _model_diagrams(
+    comparison: ComparisonResult,
+    names: tuple[str, str],
+    estimator: Estimator,
+    smooth: tuple[Any, Any] | None,
+) -> str:
+    """Both models' reliability diagrams, side by side on one x axis: a alone had gone
+    logit (its scores piled at the ends) beside a linear b, which then read unlike."""
+    from calib_metrics.plot import shared_x_axis
+
+    axis = shared_x_axis([comparison.a, comparison.b])
+    models = zip("ab", names, (comparison.a, comparison.b), smooth or (None, None), strict=True)
+    return "".join(
+        _figure(_diagram(r, model_title(key, name, FIGURE_NAME_CHARS), f"reliability-{key}",
+                         estimator, curve, axis),
+                f"model {model_title(key, name)}", f"reliability-{key}")
+        for key, name, r, curve in models
+    )  # fmt: skip
 
 
 def _paired_forms(summary: Mapping[str, Any]) -> str:

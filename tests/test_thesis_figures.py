@@ -83,3 +83,18 @@ def test_overlay_and_figure_draw_dollars_as_written(tmp_path, monkeypatch):
     rows = [("r$", [Curve("m", "m", good)])]
     thesis_figure(rows, tmp_path / "f.png", suptitle="s$x$")
     assert saved["fig"].get_suptitle() == r"s\$x\$"
+
+
+def test_a_rows_overlay_and_panels_share_one_x_axis(tmp_path, monkeypatch):
+    """The overlay took its first model's own axis (a sharper second model's bins drawn at
+    its ends), and each panel its own: one linear beside one logit."""
+    s = torch.randn(2000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    y = torch.bernoulli(torch.sigmoid(s), generator=torch.Generator().manual_seed(1))
+    soft, sharp = (calibration_error_ci(torch.sigmoid(k * s), y) for k in (0.5, 8.0))
+    saved = {}
+    monkeypatch.setattr(plt, "close", lambda fig: saved.setdefault("fig", fig))
+    thesis_figure([("q", [Curve("soft", "S", soft), Curve("sharp", "H", sharp)])],
+                  tmp_path / "f.png", suptitle="s")  # fmt: skip
+    main = [a for a in saved["fig"].axes if a.get_visible() and a.get_xlabel()]
+    assert [a.get_xscale() for a in main] == ["logit"] * 3
+    assert len({a.get_xlim() for a in main}) == 1

@@ -648,11 +648,17 @@ class TemperatureRecalibration(Callback):
         kind = {"interval": "pairs", "debias": True}  # as _result() draws it
         if "confidence" in self.options:
             kind["confidence"] = self.options["confidence"]
+        # Read side by side, as recalibrate --plot draws them: one x axis for both.
+        shared = plot.shared_x_axis([before, after])
+        kind |= {"xscale": shared.xscale, "logit_range": shared.logit_range}
+        titles = ("before", f"after (T = {t:.3f})")
         return {
-            "reliability_before": plot.reliability_diagram(before, title="before", **kind)[0],
-            "reliability_after": plot.reliability_diagram(
-                after, title=f"after (T = {t:.3f})", **kind
-            )[0],
+            f"reliability_{which}": plot.reliability_diagram(
+                result, title="\n".join(filter(None, [title, shared.note])), **kind
+            )[0]
+            for which, result, title in zip(
+                ("before", "after"), (before, after), titles, strict=True
+            )
         }
 
 

@@ -185,10 +185,14 @@ def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
             shown.append((name, res))
         bar.update()
     fig = Figure(figsize=(4.2 * len(shown), 4.8), layout="constrained")
+    shared = plot.shared_x_axis([res for _, (res, _, _) in shown])  # side by side: one x axis
     for i, (name, (res, q, y)) in enumerate(shown):
         ax = fig.add_subplot(1, len(shown), i + 1)
         curve = smooth_reliability_curve(q, y, generator=torch.Generator().manual_seed(i))
-        plot.reliability_diagram(res, ax, title=name, interval="paper", debias=False, smooth=curve)
+        plot.reliability_diagram(
+            res, ax, title="\n".join(filter(None, [name, shared.note])), interval="paper",
+            debias=False, smooth=curve, xscale=shared.xscale, logit_range=shared.logit_range,
+        )  # fmt: skip
     return settings, table, _save(fig, out / "reliability.png")
 
 

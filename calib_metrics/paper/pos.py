@@ -390,7 +390,8 @@ def _wins(a: dict, b: dict) -> dict[str, int]:
     }
 
 
-def _reliability(result: Any, title: str, ax: Any = None) -> Any:
+def _reliability(result: Any, title: str, ax: Any = None, **shared: Any) -> Any:
+    """``result``'s diagram, on the x axis it ``shared`` with those beside it (if given)."""
     try:
         from calib_metrics.plot import reliability_diagram
     except ImportError:  # the plotting module is optional; draw a plain diagram instead
@@ -405,7 +406,7 @@ def _reliability(result: Any, title: str, ax: Any = None) -> Any:
         ax.set_title(title, fontsize=9)
         return ax.figure, ax
     # The paper's setting made these results (calibration(), Algorithm 2).
-    return reliability_diagram(result, ax=ax, title=title, interval="paper", debias=False)
+    return reliability_diagram(result, ax=ax, title=title, interval="paper", debias=False, **shared)
 
 
 def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
@@ -414,16 +415,21 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from calib_metrics.plot import per_label_errors
+    from calib_metrics.plot import per_label_errors, shared_x_axis
 
     paths: dict[str, str] = {}
     models = results["models"]
     fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.6))
+    # The models side by side on one x axis.
+    shared = shared_x_axis([m["all_tags"]["_result"] for m in models.values()])
     for ax, (key, m) in zip(axes, models.items(), strict=True):
         title = (
             f"{MODELS[key]}: acc {m['test_accuracy']:.3f}, CalibErr {m['all_tags']['error']:.4f}"
         )
-        _reliability(m["all_tags"]["_result"], title, ax=ax)
+        _reliability(
+            m["all_tags"]["_result"], "\n".join(filter(None, [title, shared.note])), ax=ax,
+            xscale=shared.xscale, logit_range=shared.logit_range,
+        )  # fmt: skip
         single, _ = _reliability(m["all_tags"]["_result"], title)
         paths[key] = f"pos_reliability_{key}.png"  # relative to --out
         save_figure(single, out / paths[key], "--out", dpi=90, bbox_inches="tight")

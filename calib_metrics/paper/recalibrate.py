@@ -99,18 +99,23 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def figure(curves: dict[str, tuple[Any, Any]], path: Path, interval: str = "pairs") -> str:
-    """Reliability diagrams before (top) and after (bottom), one column per row;
-    ``interval`` is ``"groups"`` when the rows were given groups (see :func:`row`)."""
+    """Reliability diagrams before (top) and after (bottom), one column per row, all on
+    one x axis (:func:`~calib_metrics.plot.shared_x_axis`); ``interval`` is ``"groups"``
+    when the rows were given groups (see :func:`row`)."""
     from matplotlib.figure import Figure
 
-    from calib_metrics.plot import reliability_diagram
+    from calib_metrics.plot import reliability_diagram, shared_x_axis
 
     fig = Figure(figsize=(4.6 * len(curves), 9.2), layout="constrained")
     axes = fig.subplots(2, len(curves), squeeze=False)
+    # A "before" piled at the ends had gone logit beside a linear "after".
+    shared = shared_x_axis([result for pair in curves.values() for result in pair])
+    kind = {"interval": interval, "debias": True}  # as _result() draws it
+    kind |= {"xscale": shared.xscale, "logit_range": shared.logit_range}
     for col, (name, (before, after)) in enumerate(curves.items()):
-        kind = {"interval": interval, "debias": True}  # as _result() draws it
-        reliability_diagram(before, ax=axes[0, col], title=f"{name}: before", **kind)
-        reliability_diagram(after, ax=axes[1, col], title=f"{name}: after", **kind)
+        for row, (which, result) in enumerate((("before", before), ("after", after))):
+            title = "\n".join(filter(None, [f"{name}: {which}", shared.note]))
+            reliability_diagram(result, ax=axes[row, col], title=title, **kind)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_figure(fig, path, "--out", dpi=90)
     return path.name  # relative to --out: an absolute path breaks when it moves

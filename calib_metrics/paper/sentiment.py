@@ -256,16 +256,20 @@ def _feature_texts(corpus: SentimentCorpus, emoticons: str) -> list[str]:
 def _figures(results: dict, curves: dict, out: Path) -> dict[str, str]:
     from matplotlib.figure import Figure
 
-    from calib_metrics.plot import reliability_diagram
+    from calib_metrics.plot import reliability_diagram, shared_x_axis
 
     paths = {}
     both = Figure(figsize=(5 * len(curves), 5.6), layout="constrained")
+    shared = shared_x_axis(list(curves.values()))  # the models side by side on one x axis
     for ax, (key, result) in zip(both.subplots(1, len(curves)), curves.items(), strict=True):
         m = results["models"][key]
         title = f"{MODELS[key]} ({m['hyperparameter']}={m['value']:g}), F1 {100 * m['f1']:.1f}%"
-        kind = {"title": title, "interval": "paper", "debias": False}  # as evaluate() draws
-        reliability_diagram(result, ax=ax, **kind)
-        single, _ = reliability_diagram(result, **kind)
+        kind = {"interval": "paper", "debias": False}  # as evaluate() draws
+        reliability_diagram(
+            result, ax=ax, title="\n".join(filter(None, [title, shared.note])), **kind,
+            xscale=shared.xscale, logit_range=shared.logit_range,
+        )  # fmt: skip
+        single, _ = reliability_diagram(result, title=title, **kind)
         paths[key] = f"sentiment_{key}.png"  # relative to --out
         save_figure(single, out / paths[key], "--out", dpi=100, bbox_inches="tight")
     paths["both"] = "sentiment_reliability.png"

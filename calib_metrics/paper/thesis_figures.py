@@ -55,16 +55,19 @@ def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: floa
         ['perfect calibration', 'sharp', 'flat']
         >>> plt.close(fig)
     """
-    from calib_metrics.plot import literal, reliability_diagram
+    from calib_metrics.plot import literal, reliability_diagram, shared_x_axis
 
     if not curves:
         raise ValueError("overlay_reliability needs at least one curve")
+    # The first model's own axis had cut off the bins of a sharper one (drawn at its ends).
+    shared = shared_x_axis([curve.result for curve in curves])
     for i, curve in enumerate(curves):
         before = set(ax.figure.axes)
         color = curve.color or f"C{i}"
         reliability_diagram(
-            curve.result, ax=ax, label=curve.label, color=color, confidence=confidence
-        )
+            curve.result, ax=ax, label=curve.label, color=color, confidence=confidence,
+            xscale=shared.xscale, logit_range=shared.logit_range,
+        )  # fmt: skip
         for twin in set(ax.figure.axes) - before:  # the first model's count axis: grey bars
             for bar in twin.patches:
                 bar.set_facecolor(color)
@@ -74,7 +77,7 @@ def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: floa
     handles = ax.get_legend_handles_labels()[0][: 1 + len(curves)]
     names = ["perfect calibration", *(literal(c.label) for c in curves)]
     ax.legend(handles, names, loc="upper left", fontsize=7)
-    ax.set_title(literal(title), fontsize=9)
+    ax.set_title("\n".join(filter(None, [literal(title), shared.note])), fontsize=9)
     return ax
 
 
@@ -103,7 +106,7 @@ def thesis_figure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from calib_metrics.plot import literal, reliability_diagram
+    from calib_metrics.plot import literal, reliability_diagram, shared_x_axis
 
     if not rows or any(not curves for _, curves in rows):
         raise ValueError("thesis_figure needs at least one row, each with at least one curve")
@@ -113,13 +116,17 @@ def thesis_figure(
     )
     for row_axes, (name, curves) in zip(axes, rows, strict=True):
         overlay_reliability(row_axes[0], curves, title=name, confidence=confidence)
+        # The row's panels on the overlay's x axis, so that they read alike.
+        shared = shared_x_axis([curve.result for curve in curves])
         for i, (ax, curve) in enumerate(zip(row_axes[1:], curves, strict=False)):
             reliability_diagram(
                 curve.result,
                 ax=ax,
-                title=curve.caption,
+                title="\n".join(filter(None, [curve.caption, shared.note])),
                 color=curve.color or f"C{i}",
                 confidence=confidence,
+                xscale=shared.xscale,
+                logit_range=shared.logit_range,
             )
         for ax in row_axes[1 + len(curves) :]:
             ax.set_visible(False)

@@ -22,8 +22,9 @@ and fonts are chosen so that the figures stay legible as TensorBoard thumbnails 
 
 The figures' parts, each in its module: ``_text`` (the words drawn), ``_arguments`` (the
 axes and numbers every figure takes), ``_probability_axis``, ``_counts`` and ``_smooth``
-(the parts of a reliability diagram), ``_reliability``, ``_labels`` (per-label and
-per-class errors) and ``_series`` (errors over steps, counts over periods). Import from
+(the parts of a reliability diagram), ``_reliability``, ``_shared_axis`` (one x axis for
+diagrams side by side), ``_labels`` (per-label and per-class errors) and ``_series``
+(errors over steps, counts over periods). Import from
 this package, not from them.
 """
 
@@ -32,6 +33,7 @@ from calib_metrics.plot._labels import per_class_errors, per_label_errors
 from calib_metrics.plot._probability_axis import END, END_SHARE, N_SLICES
 from calib_metrics.plot._reliability import reliability_diagram
 from calib_metrics.plot._series import COUNT_NOISE, error_curve, posterior_time_series
+from calib_metrics.plot._shared_axis import SharedXAxis, shared_x_axis
 from calib_metrics.plot._text import (
     INTERVAL_KINDS,
     MAX_TICK_CHARS,
@@ -52,6 +54,7 @@ __all__ = [
     "MAX_TICK_CHARS",
     "NORMS",
     "N_SLICES",
+    "SharedXAxis",
     "describe",
     "error_curve",
     "error_name",
@@ -61,4 +64,5 @@ __all__ = [
     "per_label_errors",
     "posterior_time_series",
     "reliability_diagram",
+    "shared_x_axis",
 ]
