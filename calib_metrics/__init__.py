@@ -31,9 +31,11 @@ _LAZY = {
     "CalibrationComparison": "calib_metrics.metric_compare",
     "CalibrationError": "calib_metrics.metric",
     "NoPairsError": "calib_metrics.functional.errors",
+    "SAFE_GLOBALS": "calib_metrics.functional.saved",
 }
 
 __all__ = [
+    "SAFE_GLOBALS",
     "Bins",
     "BrierDecomposition",
     "CalibrationComparison",
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from calib_metrics.functional.binning import Bins
     from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
     from calib_metrics.functional.errors import NoPairsError
+    from calib_metrics.functional.saved import SAFE_GLOBALS
     from calib_metrics.metric import CalibrationError
     from calib_metrics.metric_compare import CalibrationComparison
 
