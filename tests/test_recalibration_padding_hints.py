@@ -127,3 +127,31 @@ def test_chain_padding_hints_that_work_first_token_and_given_mask() -> None:
     padded[:, 0] = PAD  # a [CLS] tagged as padding
     with pytest.raises(ValueError, match=r"-100 \(padding at a sentence's first position: "):
         ChainTemperature().fit(*potentials, padded)
+
+
+def test_a_sentence_of_padding_alone_is_told_to_be_dropped_not_its_first_token() -> None:
+    """A batch row that is all padding had been blamed as a leading special token ("drop or
+    shift leading special tokens"): it is an empty sentence, dropped with its row."""
+    g = torch.Generator().manual_seed(0)
+    emissions = torch.randn(20, 6, 3, generator=g, dtype=torch.float64)
+    transitions = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    start = end = torch.zeros(3, dtype=torch.float64)
+    tags = sample(emissions, transitions, start, end, n_samples=1, generator=g)[0]
+    potentials = (2 * emissions, 2 * transitions, start, end)
+    tags[:, 4:] = PAD
+    tags[7] = PAD  # an empty sentence
+    message = (
+        "got -100 (row 7 is padding alone, a sentence without tokens, which no mask can "
+        "drop: drop such rows first, keep = (tags != -100).any(1); fit(emissions[keep], "
+        "transitions, start, end, tags[keep]"
+    )
+    with pytest.raises(ValueError, match=re.escape(message + "))")) as caught:
+        ChainTemperature().fit(*potentials, tags)
+    assert "first position" not in str(caught.value)
+    first_kept = torch.zeros(20, 6, dtype=torch.bool)
+    first_kept[:, 0] = True  # a mask that keeps the empty row's first position
+    with pytest.raises(ValueError, match=re.escape(message + ", mask[keep]))")):
+        ChainTemperature().fit(*potentials, tags, mask=first_kept)
+    keep = (tags != PAD).any(1)  # the fix, then the mask of the rest's padding, fits
+    kept = tags[keep]
+    ChainTemperature().fit(2 * emissions[keep], *potentials[1:], kept, mask=kept != PAD)

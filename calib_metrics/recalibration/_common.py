@@ -163,19 +163,34 @@ def padding_hint(value: Tensor | float, inputs: str = "logits") -> str:
     return f" (padding? drop it first: {dropped_padding(value, inputs)})" if value < 0 else ""
 
 
-def tag_padding_hint(value: int, mask_given: bool = False, first: bool = False) -> str:
+def tag_padding_hint(
+    value: int, mask_given: bool = False, first: bool = False, empty_row: int | None = None
+) -> str:
     """:func:`padding_hint` for a structured model's gold ``tags``, whose padding its
     ``mask`` keeps out of the fit: added to a mask the caller gave, and not at a
     sentence's first position, which every mask must keep (a [CLS] tagged as padding).
+    A row of padding alone (``empty_row``) is an empty sentence of the batch, to be
+    dropped: its first position had been blamed as a leading special token.
 
     Example:
         >>> tag_padding_hint(-100), tag_padding_hint(5)
         (' (padding? pass mask=(tags != -100))', '')
         >>> tag_padding_hint(-100, mask_given=True)
         ' (padding? pass mask=mask & (tags != -100))'
+        >>> print(tag_padding_hint(-100, first=True, empty_row=2))
+         (row 2 is padding alone, a sentence without tokens, which no mask can drop: drop
+         such rows first, keep = (tags != -100).any(1); fit(emissions[keep], transitions,
+         start, end, tags[keep]))
     """
     if value >= 0:
         return ""
+    if empty_row is not None:
+        masked = ", mask[keep]" if mask_given else ""
+        return (
+            f" (row {empty_row} is padding alone, a sentence without tokens, which no mask can"
+            f" drop: drop such rows first, keep = (tags != {value}).any(1); fit(emissions[keep],"
+            f" transitions, start, end, tags[keep]{masked}))"
+        )
     if first:
         return (
             " (padding at a sentence's first position: it must be a real token, as a mask"

@@ -101,14 +101,27 @@ def _check_tags(tags: object, mask: Tensor, num_tags: int, mask_given: bool) -> 
     tags = linear_chain.as_indices(tags, "tags")
     outside = ((tags < 0) | (tags >= num_tags)) & mask
     if bool(outside.any()):
-        # A bad first token is told first: no mask can drop it, so its fix differs.
-        first = bool(outside[:, 0].any())
-        bad = int(tags[:, 0][outside[:, 0]][0] if first else tags[outside][0])
+        bad, first, empty_row = _first_bad_tag(tags, outside, mask)
         raise ValueError(
             f"tags must lie in [0, {num_tags}) at unmasked positions, got {bad}"
-            f"{tag_padding_hint(bad, mask_given, first)}"
+            f"{tag_padding_hint(bad, mask_given, first, empty_row)}"
         )
     return torch.where(mask, tags, 0)
+
+
+def _first_bad_tag(tags: Tensor, outside: Tensor, mask: Tensor) -> tuple[int, bool, int | None]:
+    """The bad tag to tell, whether it is at a first position, and the row it fills where
+    it fills one (no tag of the row in range: an empty sentence). Told in the order of
+    their fixes: an empty sentence is dropped from the batch (its first position had been
+    blamed as a leading special token), a bad first token cannot be masked, the rest can."""
+    empty = (outside | ~mask).all(1)
+    if bool(empty.any()):
+        row = int(empty.nonzero()[0])
+        return int(tags[row, 0]), True, row
+    first = outside[:, 0]
+    if bool(first.any()):
+        return int(tags[:, 0][first][0]), True, None
+    return int(tags[outside][0]), False, None
 
 
 def _check_two_tags(tags: Tensor, mask: Tensor) -> None:
