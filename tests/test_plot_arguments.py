@@ -141,6 +141,10 @@ def test_a_logit_range_is_drawn_and_a_bad_one_refused() -> None:
     [
         ((True, 0.9), "got True (a bool)"),
         ((0.1, np.bool_(True)), "got True (a bool)"),
+        # A tensor's or array's bool had been read as 1.0 and refused for its range.
+        ((torch.tensor(True), 0.9), "got True (a bool)"),
+        ((0.1, np.array(False)), "got False (a bool)"),
+        (torch.tensor([False, True]), "got False (a bool)"),
         (("0.1", 0.9), "got '0.1' (a string)"),
         ((1e-300, 0.9), "at least 1e-12 from 0 and from 1"),
         ((0.1, 1 - 1e-14), "at least 1e-12 from 0 and from 1"),

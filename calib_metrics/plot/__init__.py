@@ -15,8 +15,9 @@ on purpose, set the text on the returned axes after drawing::
     ax.set_title(r"$\alpha$ = 0.1")
 
 A figure that shows an interval names its level and kind (:func:`interval_label`), from
-the settings the caller passes or, for a reliability diagram, those its result carries
-(:func:`~calib_metrics.functional.intervals.interval_kind`): nothing assumes 95%. Sizes
+the settings the caller passes or, for a reliability diagram and per-label errors, those
+its results carry (:func:`~calib_metrics.functional.intervals.interval_kind`): nothing
+assumes 95%. Sizes
 and fonts are chosen so that the figures stay legible as TensorBoard thumbnails (about
 300 px wide).
 

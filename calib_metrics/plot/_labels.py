@@ -23,6 +23,7 @@ from calib_metrics.plot._arguments import _axes
 from calib_metrics.plot._bar_notes import keep_notes_inside, no_interval_note
 from calib_metrics.plot._text import (
     MAX_TICK_CHARS,
+    _interval_settings,
     _label_text,
     _literals,
     _norm_note,
@@ -92,9 +93,9 @@ def per_label_errors(
     ax: Axes | None = None,
     *,
     names: Sequence[str] = DEFAULT_NAMES,
-    confidence: float = 0.95,
+    confidence: float | None = None,
     interval: str | None = None,
-    debias: bool = False,
+    debias: bool | None = None,
     sort: bool = True,
     title: str | None = None,
     norm: str = "l2",
@@ -103,7 +104,8 @@ def per_label_errors(
 
     One horizontal bar per label and model (label names stay horizontal and legible for
     50 labels), largest error of the first model at the top, whiskers from the
-    interval's ends; the legend names the interval (:func:`interval_label`) and sits below
+    interval's ends; the legend names the interval (:func:`interval_label` of the settings
+    the results carry, as :func:`reliability_diagram`'s title does) and sits below
     the panels when the function makes the figure (``fig.legends[0]``). A value per
     label is a CalibrationResult (one model), a sequence of them (several models, named
     by ``names``), or a :class:`~calib_metrics.functional.comparison.ComparisonResult`
@@ -123,7 +125,12 @@ def per_label_errors(
             value is drawn).
         ax: axes to draw on (not with comparisons, which make a figure of two panels).
         names: the models' names, in order.
-        confidence, interval, debias: the settings behind the intervals.
+        confidence, interval, debias: the settings behind the intervals, for results
+            that do not carry them (made by hand, or a comparison's); those left None are
+            0.95, no kind named, not debiased. Results that carry them
+            (:func:`~calib_metrics.functional.intervals.interval_kind`) name their own: a
+            setting given that differs, or results of different settings, are a
+            ValueError.
         sort: order labels by the first model's error, largest first; else as given.
         title: the figure's title.
         norm: the errors' norm, named on the x axis unless it is the default l2.
@@ -138,7 +145,7 @@ def per_label_errors(
         >>> p = torch.rand(500, generator=g)
         >>> fit = calibration_error_ci(p, torch.bernoulli(p, generator=g), bin_size=100)
         >>> off = calibration_error_ci(p, (p > 0.5).float(), bin_size=100)
-        >>> fig, ax = per_label_errors({"NN": fit, "VB": off}, interval="pairs", debias=True)
+        >>> fig, ax = per_label_errors({"NN": fit, "VB": off})
         >>> [t.get_text() for t in ax.get_yticklabels()]
         ['VB', 'NN']
         >>> fig.legends[0].get_title().get_text()
@@ -147,7 +154,8 @@ def per_label_errors(
     labels, series, comparisons = _per_label_inputs(results)
     names = _check_names(names, len(series))
     check_flag("sort", sort)  # sort="no" is truthy: it had sorted
-    legend = "whiskers: " + interval_label(confidence, interval, debias)
+    drawn = [r for rows in series for r in rows]
+    legend = "whiskers: " + interval_label(*_interval_settings(drawn, confidence, interval, debias))
     names, title = _literals(names), literal(title)
     order = list(range(len(labels)))
     if sort:  # labels without an error (NaN) last, as Python cannot order NaN

@@ -9,6 +9,7 @@ import math
 import warnings
 
 import numpy as np
+import torch
 from matplotlib.axes import Axes
 from matplotlib.colors import is_color_like
 from matplotlib.figure import Figure
@@ -18,11 +19,7 @@ from matplotlib.transforms import ScaledTranslation, Transform
 from calib_metrics.functional.binning import Bins, check_bins
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import stacklevel_outside
-from calib_metrics.functional.intervals import (
-    effective_samples,
-    interval_kind,
-    normal_quantile,
-)
+from calib_metrics.functional.intervals import effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot._arguments import _axes, _numbers
 from calib_metrics.plot._counts import (
@@ -35,7 +32,13 @@ from calib_metrics.plot._counts import (
 from calib_metrics.plot._legend_place import BINS, place_legend_when_drawn
 from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
 from calib_metrics.plot._smooth import _draw_smooth
-from calib_metrics.plot._text import _level, describe, interval_label, literal
+from calib_metrics.plot._text import (
+    _interval_settings,
+    _level,
+    describe,
+    interval_label,
+    literal,
+)
 from calib_metrics.plot._whole_marks import draw_markers_whole
 from calib_metrics.wording import count_text, counted
 
@@ -134,7 +137,7 @@ def reliability_diagram(
             f"CalibrationError.compute_result returns), got {type(result).__name__}"
         )
     _refuse_pooled_classes(result.bins)
-    confidence, interval, debias = _interval_settings(result, confidence, interval, debias)
+    confidence, interval, debias = _interval_settings([result], confidence, interval, debias)
     confidence = _level(confidence)
     heading = interval_label(confidence, interval, debias)
     title, label = literal(title), literal(label)
@@ -200,8 +203,9 @@ LOGIT_FLOOR = 1e-12
 
 def _logit_range(ends: tuple[float, float] | None) -> tuple[float, float] | None:
     """``logit_range`` checked: two probabilities ε < 0.5 < 1 − ε' (either order refused),
-    neither nearer 0 or 1 than :data:`LOGIT_FLOOR`. A bool or a string is refused by name:
-    ``True`` had read as "1.0" in the message, and ``"0.1"`` had been drawn.
+    neither nearer 0 or 1 than :data:`LOGIT_FLOOR`. A bool (Python's, NumPy's, or a
+    one-element bool tensor or array) or a string is refused by name: ``True`` had read as
+    "1.0" in the message, and ``"0.1"`` had been drawn.
 
     Example:
         >>> _logit_range((1e-6, 1 - 1e-6)), _logit_range(None)
@@ -216,13 +220,19 @@ def _logit_range(ends: tuple[float, float] | None) -> tuple[float, float] | None
         Traceback (most recent call last):
         ...
         ValueError: logit_range must hold two probabilities, got True (a bool)
+        >>> import torch
+        >>> _logit_range((torch.tensor(False), 0.9))
+        Traceback (most recent call last):
+        ...
+        ValueError: logit_range must hold two probabilities, got False (a bool)
     """
     if ends is None:
         return None
     values = _numbers(ends, "logit_range")
     for end in ends:
-        if isinstance(end, (bool, np.bool_)):
-            raise ValueError(f"logit_range must hold two probabilities, got {bool(end)} (a bool)")
+        flag = _bool_value(end)
+        if flag is not None:
+            raise ValueError(f"logit_range must hold two probabilities, got {flag} (a bool)")
         if isinstance(end, (str, bytes)):
             raise ValueError(f"logit_range must hold two probabilities, got {end!r} (a string)")
     low, high = values if len(values) == 2 else (math.nan, math.nan)
@@ -239,39 +249,27 @@ def _logit_range(ends: tuple[float, float] | None) -> tuple[float, float] | None
     return low, high
 
 
+def _bool_value(value: object) -> bool | None:
+    """``value`` as a Python bool where it is one: Python's or NumPy's, or a one-element
+    bool tensor or array (a 0-dim one had been read as the number 1.0 or 0.0, and
+    refused for its range); else None.
+
+    Example:
+        >>> import torch
+        >>> _bool_value(np.bool_(True)), _bool_value(torch.tensor([False])), _bool_value(1.0)
+        (True, False, None)
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    is_tensor = isinstance(value, torch.Tensor) and value.dtype == torch.bool
+    is_array = isinstance(value, np.ndarray) and value.dtype == np.bool_
+    flags = value.reshape(-1).tolist() if is_tensor or is_array else []
+    return bool(flags[0]) if len(flags) == 1 else None
+
+
 #: The gid of an overlay's legend, drawn below the diagram: a further model's call finds
 #: it, to grow the figure by what its own legend adds only.
 LEGEND_BELOW = "calib_metrics: legend below"
-
-
-def _interval_settings(
-    result: CalibrationResult, confidence: float | None, interval: str | None, debias: bool | None
-) -> tuple[float, str | None, bool]:
-    """The settings that name ``result``'s interval: where it carries them, its own, and a
-    setting given that differs is refused (a 90% interval had been titled 80% when
-    ``confidence=0.8`` was passed beside it, and one given setting had reset the others to
-    their defaults); else those given, the others at their defaults (0.95, no kind, not
-    debiased)."""
-    confidence = None if confidence is None else _level(confidence)
-    settings = (
-        0.95 if confidence is None else confidence,
-        interval,
-        False if debias is None else debias,
-    )
-    interval_label(*settings)  # a bad setting is refused as such, not as a contradiction
-    kind = interval_kind(result)
-    if kind is None:
-        return settings
-    given = {"confidence": confidence, "interval": interval, "debias": debias}
-    for name, value in given.items():
-        own = getattr(kind, name)
-        if value is not None and value != own:
-            raise ValueError(
-                f"{name}={value!r} contradicts result's interval, computed with "
-                f"{name}={own!r}: leave {name} out (a result that carries its interval's "
-                "settings names them itself)"
-            )
-    return kind
 
 
 def _legend_below(ax: Axes, handles: list) -> None:

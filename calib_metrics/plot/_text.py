@@ -1,6 +1,7 @@
 """The words on a figure: caller's text drawn verbatim (:func:`literal`), long tick
 labels shortened in the middle, and the names of the error (:func:`describe`,
-:func:`error_name`) and of an interval's level and kind (:func:`interval_label`).
+:func:`error_name`) and of an interval's level and kind (:func:`interval_label`, of the
+settings its results carry: :func:`_interval_settings`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import torch
 
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import check_flag
-from calib_metrics.functional.intervals import decimal_level, normal_quantile
+from calib_metrics.functional.intervals import (
+    IntervalKind,
+    decimal_level,
+    interval_kind,
+    normal_quantile,
+)
 from calib_metrics.wording import MAX_NAME_CHARS, level_text, one_line_names, visible_controls
 
 #: What each ``interval=`` setting of the library draws, as figures name it.
@@ -205,3 +211,69 @@ def interval_label(confidence: float, interval: str | None = None, debias: bool 
     if debias:
         kind = f"{kind}, debiased" if interval == "paper" else f"debiased {kind}"
     return f"{level}: {kind}"
+
+
+def _interval_settings(
+    results: Sequence[CalibrationResult],
+    confidence: float | None,
+    interval: str | None,
+    debias: bool | None,
+) -> tuple[float, str | None, bool]:
+    """The settings that name the intervals of ``results``: where they carry them
+    (:func:`~calib_metrics.functional.intervals.interval_kind`), their own, and a setting
+    given that differs is refused (a 90% interval had been titled 80% when
+    ``confidence=0.8`` was passed beside it, and one given setting had reset the others to
+    their defaults); else those given, the others at their defaults (0.95, no kind, not
+    debiased). Results that carry none (made by hand, or without an interval) take the
+    others' settings; results of different settings are refused, as one legend cannot
+    name them.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional.intervals import pair_bootstrap, Bins
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> r = pair_bootstrap(bins, n_samples=20, confidence=0.9)
+        >>> _interval_settings([r], None, None, None)
+        IntervalKind(confidence=0.9, interval='pairs', debias=False)
+        >>> _interval_settings([r], 0.95, None, None)
+        Traceback (most recent call last):
+        ...
+        ValueError: confidence=0.95 contradicts result's interval, computed with confidence=0.9: ...
+        >>> _interval_settings([r, pair_bootstrap(bins, n_samples=20)], None, None, None)
+        Traceback (most recent call last):
+        ...
+        ValueError: results' intervals differ (90% interval: pair bootstrap; 95% interval: ...
+    """
+    confidence = None if confidence is None else _level(confidence)
+    settings = (
+        0.95 if confidence is None else confidence,
+        interval,
+        False if debias is None else debias,
+    )
+    interval_label(*settings)  # a bad setting is refused as such, not as a contradiction
+    kind = _carried_kind(results)
+    if kind is None:
+        return settings
+    whose = "result's interval" if len(results) == 1 else "the results' intervals"
+    given = {"confidence": confidence, "interval": interval, "debias": debias}
+    for name, value in given.items():
+        own = getattr(kind, name)
+        if value is not None and value != own:
+            raise ValueError(
+                f"{name}={value!r} contradicts {whose}, computed with {name}={own!r}: leave "
+                f"{name} out (a result that carries its interval's settings names them itself)"
+            )
+    return kind
+
+
+def _carried_kind(results: Sequence[CalibrationResult]) -> IntervalKind | None:
+    """The one interval kind that ``results`` carry, None where none carries one."""
+    kinds = list(dict.fromkeys(k for r in results if (k := interval_kind(r)) is not None))
+    if len(kinds) > 1:
+        named = "; ".join(interval_label(*k) for k in kinds)
+        raise ValueError(
+            f"results' intervals differ ({named}), and one legend names one: draw results "
+            "of one interval's settings together"
+        )
+    return kinds[0] if kinds else None
