@@ -65,6 +65,25 @@ def test_score_corpus_micro_average_and_errors():
         score_corpus([KEY_BB], [])
 
 
+@pytest.mark.parametrize(
+    ("q", "y", "message"),
+    [
+        ([0.2, 1.5], [0.0, 1.0], r"q must lie in \[0, 1\], got 1.5"),
+        ([0.2, -0.1], [0.0, 1.0], r"q must lie in \[0, 1\], got -0.1"),
+        ([0.2, math.nan], [0.0, 1.0], "q contains NaN"),
+        ([0.2, 0.3], [0.0, 1.0, 1.0], r"q and y must have the same shape .*\(2,\) and \(3,\)"),
+        ([0.2, 0.3, 0.4], [0.0, 1.0], r"q and y must have the same shape .*\(3,\) and \(2,\)"),
+    ],
+)
+def test_confidence_by_range_refuses_pairs_it_cannot_judge(q, y, message):
+    """A q outside [0, 1] or NaN, in no range, had been dropped silently; q and y of
+    different lengths had been a bare IndexError."""
+    with pytest.raises(ValueError, match=message):
+        coref.confidence_by_range(torch.tensor(q), torch.tensor(y))
+    with pytest.raises(ValueError, match=r"q must be a torch\.Tensor, got list"):
+        coref.confidence_by_range(q, torch.tensor(y))
+
+
 def test_confidence_by_range_verdicts():
     q = torch.tensor([0.8] * 1000 + [0.2] * 1000)
     y = torch.tensor([1.0] * 500 + [0.0] * 500 + [1.0] * 200 + [0.0] * 800)

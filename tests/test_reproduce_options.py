@@ -55,6 +55,11 @@ def test_too_few_interval_draws_are_refused_before_the_data(tmp_path, capsys, ar
     assert err == f"calib-metrics: error: {named}"
 
 
+# One past the binning's bound, 2**62.
+WIDE_BIN = str(2**62 + 1)
+WIDE_BIN_REFUSED = f"--bin-size must be an integer in [1, {2**62}], got {WIDE_BIN}"
+
+
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
@@ -73,6 +78,16 @@ def test_too_few_interval_draws_are_refused_before_the_data(tmp_path, capsys, ar
         ),
         (["events", "--quick", "--unknown-dates", "2000-02-30"], "'2000-02-30' is not a date"),
         (["coref", "--quick", "--n-bits", "31"], "--n-bits must be an integer in [4, 30], got 31"),
+        # Had been the sampler's "n_samples must be in [1, 2147483648)", once the ranker was
+        # trained and saved.
+        (
+            ["coref", "--quick", "--samples", "2147483648"],
+            "--samples must be an integer in [1, 2147483647], got 2147483648",
+        ),
+        # Had been the binning's "bin_size must be at most 2**62", after training.
+        (["coref", "--quick", "--bin-size", WIDE_BIN], WIDE_BIN_REFUSED),
+        (["pos", "--quick", "--bin-size", WIDE_BIN], WIDE_BIN_REFUSED),
+        (["sentiment", "--bin-size", WIDE_BIN], WIDE_BIN_REFUSED),
         (["coref", "--quick", "--lr", "-1"], "--lr must be a finite number > 0, got -1.0"),
         (["coref", "--quick", "--lr", "nan"], "--lr must be a finite number > 0, got nan"),
         (["coref", "--quick", "--l2", "nan"], "--l2 values must be finite numbers >= 0, got nan"),

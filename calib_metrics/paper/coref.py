@@ -29,8 +29,9 @@ import torch
 from tqdm import tqdm
 
 from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
-from calib_metrics.functional.binning import bin_ties
-from calib_metrics.functional.errors import CountedWarning
+from calib_metrics.functional.binning import bin_ties, check_probs
+from calib_metrics.functional.calibration import MAX_BIN_SIZE
+from calib_metrics.functional.errors import MOST_SAMPLES, CountedWarning
 from calib_metrics.functional.ties import cut_pairs, mixed_cuts
 from calib_metrics.models.coref import clusters, coreference_marginals, most_probable_antecedents
 from calib_metrics.models.coref_ranker import N_BITS_RANGE, AntecedentRanker
@@ -45,7 +46,7 @@ from calib_metrics.paper.coref_scores import score_corpus
 from calib_metrics.paper.events.stats import poisson_binomial_pmf
 from calib_metrics.paper.locations import data_file, data_help, find_dataset, missing_data
 from calib_metrics.predictions import save_figure
-from calib_metrics.queries import coref_pair_queries
+from calib_metrics.queries import _check_tensors, coref_pair_queries
 from calib_metrics.report import fixed
 
 DESCRIPTION = "§5: antecedent-ranking coreference, exact vs 1000-sample pairwise marginals"
@@ -171,7 +172,17 @@ def confidence_by_range(q: torch.Tensor, y: torch.Tensor) -> list[dict[str, Any]
         0.1-0.3 calibrated (within 1.96 se)
         0.3-0.5 overconfident
         0.9-1.0 overconfident
+
+    A ValueError names bad input: ``q`` outside [0, 1] or NaN (no range holds it: it had
+    been dropped silently), ``q`` and ``y`` of different shapes, or ``y`` not 0/1.
     """
+    _check_tensors(q=q, y=y)
+    if q.shape != y.shape:  # had been a bare IndexError from the first range's selection
+        raise ValueError(
+            f"q and y must have the same shape (one label per pair), got {tuple(q.shape)} "
+            f"and {tuple(y.shape)}"
+        )
+    check_probs(q, "q")
     if not bool(((y == 0) | (y == 1)).all()):
         raise ValueError("y must hold 0/1 labels (the exact test counts the positives)")
     rows = []
@@ -444,6 +455,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     options.check_integers(
         args, threads=0, samples=1, bin_size=1, epochs=0, max_distance=1, ci_samples=2
     )
+    # The sampler's and the binning's own bounds, said here: the sampler's had been said
+    # only once the ranker was trained and saved.
+    options.check_in_range(args, "samples", 1, MOST_SAMPLES - 1)
+    options.check_in_range(args, "bin_size", 1, MAX_BIN_SIZE)
     options.check_in_range(args, "n_bits", *N_BITS_RANGE)
     options.check_numbers(args, "l2", 0)
     options.check_numbers(args, "lr", 0, above=True)

@@ -24,6 +24,7 @@ import torch
 from tqdm import tqdm
 
 from calib_metrics.functional import calibration_error_ci
+from calib_metrics.functional.calibration import MAX_BIN_SIZE
 from calib_metrics.models.crf import CRFTagger, length_chunks
 from calib_metrics.models.files import load_torch_file
 from calib_metrics.models.hmm import HMM
@@ -614,6 +615,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     options.check_integers(
         args, threads=1, bin_size=1, n_samples=2, max_iter=1, top_pairs=1, max_tokens=1
     )
+    # The binning's own bound, which had been said only after training.
+    options.check_in_range(args, "bin_size", 1, MAX_BIN_SIZE)
     options.check_file(args.load_models, "--load-models")  # said before the data
     # The recursions are many small [B, K] @ [K, K] products: extra threads only add
     # synchronisation, which on a busy machine costs tens of times the work.

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from calib_metrics.few_bins import warn_if_few_adaptive_bins
 from calib_metrics.functional import brier_decomposition, calibration_error, calibration_error_ci
+from calib_metrics.functional.calibration import MAX_BIN_SIZE
 from calib_metrics.paper import options, paired, report
 from calib_metrics.paper.locations import data_help
 from calib_metrics.paper.tweets import (
@@ -364,6 +365,8 @@ def _items(dataset: str) -> str:
 def _check(args: argparse.Namespace) -> None:
     if args.bin_size is not None:  # None: test size // 10
         options.check_integers(args, bin_size=1)
+        # The binning's own bound, which had been said only after training.
+        options.check_in_range(args, "bin_size", 1, MAX_BIN_SIZE)
     options.check_integers(args, n_samples=2)
     options.check_numbers(args, "alphas", 0, above=True)
     options.check_numbers(args, "cs", 0, above=True)
