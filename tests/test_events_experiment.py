@@ -85,6 +85,26 @@ def test_run_with_a_saved_uniform_model(tmp_path):
     )
 
 
+def test_a_corpus_without_candidate_documents_says_so(tmp_path, capsys):
+    """results.md had written empty tables, then "None: no candidate document's event
+    probability lies in [0.05, 0.95]", and "1 documents"."""
+    _args(tmp_path)  # writes the corpus and the lexicon
+    (tmp_path / "corpus" / "tiny-train.conllu").write_text(fx.CITY)  # no country named
+    model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")
+    experiment.run(_args(tmp_path, "--model", str(model)))
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert (
+        "No candidate documents: no document has both an attack-agent mention and a country "
+        "mention, so no clustering gives an event and every count is 0." in md
+    )
+    assert "|---|" not in md and "None: no candidate" not in md
+    assert "— 1 document, 1 quarter period, 1 attack-agent mention, 0 candidate documents" in md
+    out = capsys.readouterr().out
+    assert "1 document, 1 attack-agent mention, 0 candidate documents\n" in out
+    assert "events: 1 document, 1 attack-agent mention, 0 candidates, S=200\n" in out
+    assert "no candidate documents: no clustering gives an event" in out
+
+
 def test_results_give_the_interval_level_with_all_its_digits(tmp_path):
     """results.md had said "98% intervals" for --confidence 0.975 (its figures 97.5%)."""
     model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import as_int, check_not_meta
+from calib_metrics.functional.errors import as_int, check_flag, check_not_meta
 from calib_metrics.models.linear_chain import as_indices
 from calib_metrics.paper.countries import CountryLexicon
 from calib_metrics.paper.events.stats import (
@@ -515,8 +515,12 @@ class EventAnalysis:
         pair_doc, pair_code: ``Long [P]``, the (document, country) pairs that can fire.
         pair_samples: ``Bool [S, P]``, the pair's event indicator in each sample.
         exact: ``Bool [P]``, the document's clustering was given as deterministic
-            (one row of roots: gold coreference or a 1-best clustering), so ``a(d, c)``
-            is exact (0 or 1); otherwise it is the fraction of ``S`` samples, an estimate.
+            (gold coreference or a 1-best clustering: one row of roots, broadcast to
+            ``S > 1`` samples or, with ``S = 1``, so declared by :func:`aggregate_events`'
+            ``deterministic``), so ``a(d, c)`` is exact (0 or 1); otherwise it is the
+            fraction of ``S`` samples, an estimate.
+
+    Every tensor lives on the samples' device (the roots').
     """
 
     codes: list[str]
@@ -597,6 +601,8 @@ def aggregate_events(
     roots: Sequence[Tensor | None],
     periods: Sequence[str | None],
     n_samples: int | None = None,
+    *,
+    deterministic: bool | None = None,
 ) -> EventAnalysis:
     """Collect per-document event samples into an :class:`EventAnalysis`.
 
@@ -613,6 +619,11 @@ def aggregate_events(
             that has no period (:func:`document_period`: a year-only date and month or
             quarter periods); such a document is left out of every count.
         n_samples: ``S``; by default the largest leading dim among ``roots``.
+        deterministic: whether a document's one row of roots is a deterministic
+            clustering (gold, 1-best), whose ``a(d, c)`` is exact, or one sample, an
+            estimate. It tells only when ``S = 1``: with more samples one row can only be
+            a clustering broadcast to them. By default (None) it is deterministic unless
+            ``n_samples`` is given (one sample had been read as exact).
     """
     if not len(tables) == len(roots) == len(periods):
         raise ValueError(
@@ -633,6 +644,10 @@ def aggregate_events(
     s = max(sizes, default=1) if n_samples is None else as_int("n_samples", n_samples, 1)
     if not sizes <= {1, s}:
         raise ValueError(f"roots must all have {s} samples (or 1), got {sorted(sizes)}")
+    if deterministic is None:
+        deterministic = n_samples is None
+    check_flag("deterministic", deterministic)
+    one_row_exact = s > 1 or deterministic
     labels = sorted({p for p in periods if p is not None})
     period_index = {p: k for k, p in enumerate(labels)}
     codes = sorted({c for t in tables for c in t.codes})
@@ -649,17 +664,27 @@ def aggregate_events(
             pair_doc.append(d)
             pair_code.append(code_index[code])
             cols.append(column.expand(s))
-            exact.append(r.shape[0] == 1)
-    samples = torch.stack(cols, 1) if cols else torch.zeros(s, 0, dtype=torch.bool)
+            exact.append(r.shape[0] == 1 and one_row_exact)
+    samples = _stacked(cols, s, roots)
+    # The indices beside the samples: counts() adds the samples into cells by them, and
+    # index_add_ refuses CPU indices for CUDA samples.
+    device = samples.device
+    doc_period = [-1 if p is None else period_index[p] for p in periods]
     return EventAnalysis(
         codes=codes,
         periods=labels,
         doc_ids=[t.doc_id for t in tables],
-        doc_period=torch.tensor(
-            [-1 if p is None else period_index[p] for p in periods], dtype=torch.long
-        ),
-        pair_doc=torch.tensor(pair_doc, dtype=torch.long),
-        pair_code=torch.tensor(pair_code, dtype=torch.long),
+        doc_period=torch.tensor(doc_period, dtype=torch.long, device=device),
+        pair_doc=torch.tensor(pair_doc, dtype=torch.long, device=device),
+        pair_code=torch.tensor(pair_code, dtype=torch.long, device=device),
         pair_samples=samples,
-        exact=torch.tensor(exact, dtype=torch.bool),
+        exact=torch.tensor(exact, dtype=torch.bool, device=device),
     )
+
+
+def _stacked(cols: list[Tensor], s: int, roots: Sequence[Tensor | None]) -> Tensor:
+    """The pairs' event samples ``Bool [S, P]``, on the roots' device (with no pair too)."""
+    if cols:
+        return torch.stack(cols, 1)
+    device = next((r.device for r in roots if r is not None), None)
+    return torch.zeros(s, 0, dtype=torch.bool, device=device)

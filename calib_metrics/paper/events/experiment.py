@@ -492,8 +492,8 @@ def _rules(lexicon, docs, enhanced: bool) -> tuple[list, list[int], int]:
     candidates = [i for i, t in enumerate(tables) if t.can_fire]
     attack_mentions = sum(int(t.attacks.sum()) for t in tables)
     print(
-        f"{len(docs)} documents, {attack_mentions} attack-agent "
-        f"mentions, {len(candidates)} candidate documents"
+        f"{counted(len(docs), 'document')}, {counted(attack_mentions, 'attack-agent mention')}, "
+        f"{counted(len(candidates), 'candidate document')}"
     )
     return tables, candidates, attack_mentions
 
@@ -535,7 +535,7 @@ def _gold(docs, tables, periods):
         entity_roots(gold_antecedents(d))[None] if t.can_fire else None
         for d, t in zip(docs, tables, strict=True)
     ]
-    return aggregate_events(tables, gold_roots, periods)
+    return aggregate_events(tables, gold_roots, periods, deterministic=True)
 
 
 def _check(args: argparse.Namespace) -> AntecedentRanker | None:
@@ -593,8 +593,10 @@ def _run(args: argparse.Namespace, given_model: AntecedentRanker | None) -> dict
     train_docs = [d for i, d in enumerate(docs) if split[i] == "train" and i not in held_out]
     model, model_info = _train_ranker(train_docs, args, out, given_model)
     drawn = _sample_clusterings(model, docs, candidates, args)
-    best = aggregate_events(tables, drawn["best_roots"], periods)
-    sampled = aggregate_events(tables, drawn["sample_roots"], periods, n_samples=args.samples)
+    best = aggregate_events(tables, drawn["best_roots"], periods, deterministic=True)
+    sampled = aggregate_events(
+        tables, drawn["sample_roots"], periods, n_samples=args.samples, deterministic=False
+    )
     # All three share one layout: periods from the documents, codes from the tables.
     summary = sampled.summary(args.confidence)
     dist = sampled.poisson_binomial(args.confidence)
@@ -739,7 +741,16 @@ def _settings_line(r: dict) -> str:
     return f"Attack rule: {rule}. Ranker: {source}."
 
 
-def _markdown(r: dict) -> str:
+def _tables(r: dict) -> list[str]:
+    """The counts per country, per period and country, and per document, and the
+    uncertain documents; with no candidate document, why there are none."""
+    if not r["candidate_documents"]:
+        # Its empty tables had been followed by "no candidate document's event probability
+        # lies in [0.05, 0.95]", as if there were some.
+        return [
+            "No candidate documents: no document has both an attack-agent mention and a "
+            "country mention, so no clustering gives an event and every count is 0.",
+        ]
     documents = report.markdown_table(
         ["document", "period", "country", "P(event)", "gold", "1-best"],
         [
@@ -747,20 +758,7 @@ def _markdown(r: dict) -> str:
             for d in r["document_events"]
         ],
     )
-    lines = [
-        "# Country attack events with coreference uncertainty (paper §6)",
-        "",
-        f"Data: `{r['data']}` — {r['documents']} documents, {r['periods']} {r['period']} periods, "
-        f"{r['attack_mentions']} attack-agent mentions, {len(r['candidate_documents'])} candidate "
-        f"documents (an attack agent and a country mention), S = {r['samples']} samples, "
-        f"{level_text(r['confidence'])} intervals. The lexicon matched "
-        f"{r['lexicon_matches']} words or phrases ({r['distinct_matches']} distinct; each "
-        "with its code and count in "
-        "`matches.tsv`).",
-        "",
-        _settings_line(r),
-        "",
-        *_left_out_note(r),
+    return [
         "## Per country (all periods)",
         "",
         _country_table(r),
@@ -778,6 +776,26 @@ def _markdown(r: dict) -> str:
         "",
         *_uncertain_section(r),
     ]
+
+
+def _markdown(r: dict) -> str:
+    matches = counted(r["lexicon_matches"], "word or phrase", "words or phrases")
+    lines = [
+        "# Country attack events with coreference uncertainty (paper §6)",
+        "",
+        f"Data: `{r['data']}` — {counted(r['documents'], 'document')}, "
+        f"{counted(r['periods'], r['period'] + ' period')}, "
+        f"{counted(r['attack_mentions'], 'attack-agent mention')}, "
+        f"{counted(len(r['candidate_documents']), 'candidate document')} (an attack agent "
+        f"and a country mention), S = {r['samples']} samples, "
+        f"{level_text(r['confidence'])} intervals. The lexicon matched {matches} "
+        f"({r['distinct_matches']} distinct; each with its code and count in `matches.tsv`).",
+        "",
+        _settings_line(r),
+        "",
+        *_left_out_note(r),
+        *_tables(r),
+    ]
     lines += ["", r["exactness"], ""]
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in r["figures"]]
     return "\n".join(lines) + "\n"
@@ -785,7 +803,7 @@ def _markdown(r: dict) -> str:
 
 def _of(part: int, whole: int) -> str:
     """ "1 of 237 documents is", "2 of 237 documents are"."""
-    return f"{part} of {whole} documents {'is' if part == 1 else 'are'}"
+    return f"{part} of {counted(whole, 'document')} {'is' if part == 1 else 'are'}"
 
 
 def _left_out_note(r: dict) -> list[str]:
@@ -827,9 +845,13 @@ def _where(choice) -> str:
 
 def _print_summary(r: dict) -> None:
     print(
-        f"events: {r['documents']} documents, {r['attack_mentions']} attack-agent mentions, "
-        f"{len(r['candidate_documents'])} candidates, S={r['samples']}"
+        f"events: {counted(r['documents'], 'document')}, "
+        f"{counted(r['attack_mentions'], 'attack-agent mention')}, "
+        f"{counted(len(r['candidate_documents']), 'candidate')}, S={r['samples']}"
     )
+    if not r["candidate_documents"]:
+        print("  no candidate documents: no clustering gives an event")
+        return
     for c in r["countries"][:8]:
         print(
             f"  {c['country']}: gold {c['gold']}, 1-best {c['one_best']}, "
