@@ -549,10 +549,10 @@ def _plot(args: argparse.Namespace, result, a, b, panels, smooth) -> str:
     curves = smooth or (None, None)
     # One x axis for both, as on the page: a alone had gone logit beside a linear b.
     shared = shared_x_axis([result.a, result.b])
-    for ax, curve, one, key, name, color in zip(
+    for index, (ax, curve, one, key, name, color) in enumerate(zip(
         axes, curves, (result.a, result.b), "ab", model_names(args), ("C0", "C1"), strict=True
-    ):
-        title = "\n".join(filter(None, [model_title(key, name, FIGURE_NAME_CHARS), shared.note]))
+    )):  # fmt: skip
+        title = shared.title(model_title(key, name, FIGURE_NAME_CHARS), index)
         reliability_diagram(
             one, ax, title=title, color=color, confidence=args.confidence, interval=interval,
             debias=True, smooth=curve, xscale=shared.xscale, logit_range=shared.logit_range,

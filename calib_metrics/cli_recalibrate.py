@@ -346,12 +346,11 @@ def _plot(path: Path, summary: dict[str, Any]) -> Path:
     # One x axis for both: "before" alone had gone logit (its scores piled at the ends)
     # beside a linear "after", whose shapes and count bars then read unlike.
     shared = plot.shared_x_axis([summary[which]["result"] for which in ("before", "after")])
-    note = f" · {shared.note}" if shared.note else ""
-    for ax, which in zip(axes, ("before", "after"), strict=True):
+    for index, (ax, which) in enumerate(zip(axes, ("before", "after"), strict=True)):
         plot.reliability_diagram(
             summary[which]["result"],
             ax,
-            title=f"{which} ({summary['method']}){note}",
+            title=shared.title(f"{which} ({summary['method']})", index),
             confidence=summary["confidence"],
             interval=summary[which]["interval"],
             debias=True,

@@ -570,10 +570,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         kind |= {"xscale": shared.xscale, "logit_range": shared.logit_range}
         fig = Figure(figsize=(9.4, 5.0), layout="constrained")
         axes = fig.subplots(1, 2)
-        for axis, one, name, curve in zip(axes, (result.a, result.b), "ab", curves, strict=True):
-            title = "\n".join(filter(None, [name, shared.note]))
+        models = zip(axes, (result.a, result.b), "ab", curves, strict=True)
+        for index, (axis, one, name, curve) in enumerate(models):
             reliability_diagram(
-                one, axis, title=title, color=f"C{name == 'b':d}", smooth=curve, **kind
+                one, axis, title=shared.title(name, index), color=f"C{index}", smooth=curve, **kind
             )
         fig.suptitle(self._difference_text(result), fontsize=9)
         return fig, axes

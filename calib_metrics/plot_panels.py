@@ -21,9 +21,9 @@ from calib_metrics.functional.errors import check_int
 from calib_metrics.functional.intervals import normal_quantile
 from calib_metrics.functional.multiclass import most_frequent
 from calib_metrics.functional.smooth import SmoothCurve
-from calib_metrics.plot import describe, interval_label, literal
+from calib_metrics.plot import describe, interval_label, literal, shared_x_axis
 from calib_metrics.plot._labels import _check_names
-from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
+from calib_metrics.plot._probability_axis import _ProbabilityAxis
 from calib_metrics.plot._reliability import _bin_marks, _draw_bins
 from calib_metrics.plot._smooth import _draw_smooth, band_label
 from calib_metrics.plot._text import _level, _literals, _tick_labels
@@ -211,16 +211,17 @@ def _panel(
 ) -> None:
     """One label's panel: the diagonal, each model's smooth curve and bins, the title
     (the label, its positives, each model's error in ``norm``). The x axis is logit when
-    most of the pairs lie in bins whose mean is within 0.05 of 0 or 1, as in the
-    reliability diagram."""
+    any one model's diagram would be (:func:`~calib_metrics.plot.shared_x_axis`: the pooled
+    share of pairs near the ends had kept a sharp model's bins on a linear axis beside a
+    soft one), over a range that shows every model's bins."""
     marks = [_bin_marks(r.bins) for r in models]
     q = [v for m in marks for v in m[0]]
-    scale, note = _pick_scale("auto", q, [v for m in marks for v in m[2]])
-    axis = _ProbabilityAxis(scale, q)
+    axis = _ProbabilityAxis(shared_x_axis(models).xscale, q)
     t = axis.grid()
     ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration")
     positives = sum(f * n for f, n in zip(marks[0][1], marks[0][2]))
-    head = [label, counted(positives, "positive", grouped=True)] + (["logit x"] if note else [])
+    head = [label, counted(positives, "positive", grouped=True)]
+    head += ["logit x"] if axis.scale == "logit" else []
     lines = _title_head(head)
     for k, (result, curve, name, tag) in enumerate(zip(models, curves, *names, strict=True)):
         color, smooth = f"C{k}", ""

@@ -672,15 +672,17 @@ def _diagram(
     estimator: Estimator,
     smooth: Any = None,
     axis: SharedXAxis | None = None,
+    index: int = 0,
 ) -> str:
     """A reliability diagram as inline SVG, its interval at the estimator's confidence
     (with the ``smooth`` curve and band of ``--plot-smooth``, if given), on the ``axis``
-    it shares with the diagrams beside it (:func:`~calib_metrics.plot.shared_x_axis`)."""
+    it shares with the diagrams beside it (:func:`~calib_metrics.plot.shared_x_axis`), as
+    its ``index``-th."""
     from calib_metrics.plot import reliability_diagram
 
     shared = {} if axis is None else {"xscale": axis.xscale, "logit_range": axis.logit_range}
-    if axis is not None and axis.note:
-        title = f"{title}\n{axis.note}"
+    if axis is not None:
+        title = axis.title(title, index)
     fig, _ = reliability_diagram(
         result, title=title, smooth=smooth, **estimator._asdict(), **shared
     )
@@ -1079,9 +1081,9 @@ def _model_diagrams(
     models = zip("ab", names, (comparison.a, comparison.b), smooth or (None, None), strict=True)
     return "".join(
         _figure(_diagram(r, model_title(key, name, FIGURE_NAME_CHARS), f"reliability-{key}",
-                         estimator, curve, axis),
+                         estimator, curve, axis, index),
                 f"model {model_title(key, name)}", f"reliability-{key}")
-        for key, name, r, curve in models
+        for index, (key, name, r, curve) in enumerate(models)
     )  # fmt: skip
 
 

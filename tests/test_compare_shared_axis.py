@@ -18,10 +18,10 @@ from calib_metrics.plot import shared_x_axis
 from calib_metrics.plot._counts import DIAGONAL
 
 matplotlib.use("Agg")
-NOTE = "logit x axes (auto, for both panels)"
+NOTE = "logit axes (auto, shared): "
 S = torch.randn(2000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
 Y = torch.bernoulli(torch.sigmoid(S), generator=torch.Generator().manual_seed(1))
-SHARP, SOFT = torch.sigmoid(8 * S), torch.sigmoid(0.5 * S)  # 71% within 0.05 of 0 or 1; none
+SHARP, SOFT = torch.sigmoid(8 * S), torch.sigmoid(0.5 * S)  # 68% in bins near 0 or 1; 0%
 
 
 def _diagrams(fig) -> list:
@@ -80,19 +80,58 @@ def test_calibration_comparison_plot_draws_both_models_on_one_x_axis():
 
 def test_shared_x_axis_is_linear_unless_one_result_would_go_logit():
     sharp, soft = (calibration_error_ci(q, Y, n_samples=20) for q in (SHARP, SOFT))
-    assert shared_x_axis([soft, soft]) == ("linear", None, "")
+    assert shared_x_axis([soft, soft])[:2] == ("linear", None)
+    assert shared_x_axis([soft, soft]).title("a", 0) == "a"
     both = shared_x_axis([soft, sharp])
-    assert both.xscale == "logit" and both.note == NOTE
-    # The range shows every bin of both: the sharp model's alone is the widest here.
+    assert both.xscale == "logit"
+    # Each title names its own diagram's share near the ends (what "auto" alone would
+    # have named), and no count of panels (an overlay row had said "both" of three).
+    near = "of pairs in bins within 0.05 of 0 or 1"
+    assert both.title("b", 0) == f"b\n{NOTE}0% {near}"
+    assert both.title("a", 1) == f"a\n{NOTE}68% {near}"
+    assert both.overlay_note == f"logit axes (auto): up to 68% of a model's {near[3:]}"
     assert both.logit_range == shared_x_axis([sharp]).logit_range
-    assert shared_x_axis([sharp]).note == "logit x axis (auto)"
-    assert shared_x_axis([sharp] * 3).note == "logit x axes (auto, for all 3 panels)"
+
+
+def test_shared_x_axis_shows_the_bins_of_a_result_that_alone_would_be_linear():
+    g = torch.Generator().manual_seed(0)
+    near_zero = torch.where(torch.arange(2000) < 1200, 0.02, 0.5).double()  # logit alone
+    spread = torch.rand(2000, generator=g, dtype=torch.float64) * 0.6 + 0.2
+    spread[:300] = 1e-5  # 15% of its pairs: linear alone, a bin at 1e-5
+    y = torch.bernoulli(torch.full((2000,), 0.3, dtype=torch.float64), generator=g)
+    a, b = (calibration_error_ci(q, y, n_samples=20) for q in (near_zero, spread))
+    assert shared_x_axis([a]).logit_range[0] > 1e-5 and shared_x_axis([b]).xscale == "linear"
+    low, _ = shared_x_axis([a, b]).logit_range
+    assert low <= 1e-5  # b's bin at 1e-5 on the axis, not cut at a's own end
+
+
+def test_a_classwise_panel_goes_logit_when_one_model_would():
+    from calib_metrics.plot_panels import reliability_panels
+
+    sharp, soft = (calibration_error_ci(q, Y, n_samples=20) for q in (SHARP, SOFT))
+    _, axes = reliability_panels({"class 1": [sharp, soft]}, names=["a", "b"])
+    assert axes[0].get_xscale() == "logit"  # the pooled share (34%) had kept it linear
 
 
 @pytest.mark.parametrize(
     ("results", "message"),
-    [([], "at least one result"), (["a result"], "takes CalibrationResults")],
+    [
+        ([], "at least one result"),
+        (["a result"], "takes CalibrationResults"),
+        (None, "got one NoneType"),
+        ("one", "got one str"),
+    ],
 )
 def test_shared_x_axis_refuses_no_results_and_other_things(results, message):
     with pytest.raises(ValueError, match=message):
         shared_x_axis(results)
+
+
+def test_shared_x_axis_refuses_one_result_and_a_classwise_average():
+    result = calibration_error_ci(SOFT, Y, n_samples=20)
+    with pytest.raises(ValueError, match=r"got one CalibrationResult: pass \[result\]"):
+        shared_x_axis(result)
+    probs = torch.softmax(torch.randn(300, 3, generator=torch.Generator().manual_seed(2)), 1)
+    pooled = calibration_error_ci(probs, torch.randint(0, 3, (300,)), mode="classwise")
+    with pytest.raises(ValueError, match="averages 3 classes"):
+        shared_x_axis([pooled])

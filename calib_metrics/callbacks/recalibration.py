@@ -654,10 +654,10 @@ class TemperatureRecalibration(Callback):
         titles = ("before", f"after (T = {t:.3f})")
         return {
             f"reliability_{which}": plot.reliability_diagram(
-                result, title="\n".join(filter(None, [title, shared.note])), **kind
+                result, title=shared.title(title, index), **kind
             )[0]
-            for which, result, title in zip(
-                ("before", "after"), (before, after), titles, strict=True
+            for index, (which, result, title) in enumerate(
+                zip(("before", "after"), (before, after), titles, strict=True)
             )
         }
 

@@ -190,7 +190,7 @@ def _settings(n: int, bin_size: int, samples: int, g, bar, out: Path):
         ax = fig.add_subplot(1, len(shown), i + 1)
         curve = smooth_reliability_curve(q, y, generator=torch.Generator().manual_seed(i))
         plot.reliability_diagram(
-            res, ax, title="\n".join(filter(None, [name, shared.note])), interval="paper",
+            res, ax, title=shared.title(name, i), interval="paper",
             debias=False, smooth=curve, xscale=shared.xscale, logit_range=shared.logit_range,
         )  # fmt: skip
     return settings, table, _save(fig, out / "reliability.png")

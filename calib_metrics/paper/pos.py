@@ -423,12 +423,12 @@ def _figures(results: dict, out: Path, tag_order: list[str]) -> dict[str, str]:
     fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.6))
     # The models side by side on one x axis.
     shared = shared_x_axis([m["all_tags"]["_result"] for m in models.values()])
-    for ax, (key, m) in zip(axes, models.items(), strict=True):
+    for index, (ax, (key, m)) in enumerate(zip(axes, models.items(), strict=True)):
         title = (
             f"{MODELS[key]}: acc {m['test_accuracy']:.3f}, CalibErr {m['all_tags']['error']:.4f}"
         )
         _reliability(
-            m["all_tags"]["_result"], "\n".join(filter(None, [title, shared.note])), ax=ax,
+            m["all_tags"]["_result"], shared.title(title, index), ax=ax,
             xscale=shared.xscale, logit_range=shared.logit_range,
         )  # fmt: skip
         single, _ = _reliability(m["all_tags"]["_result"], title)

@@ -114,7 +114,7 @@ def figure(curves: dict[str, tuple[Any, Any]], path: Path, interval: str = "pair
     kind |= {"xscale": shared.xscale, "logit_range": shared.logit_range}
     for col, (name, (before, after)) in enumerate(curves.items()):
         for row, (which, result) in enumerate((("before", before), ("after", after))):
-            title = "\n".join(filter(None, [f"{name}: {which}", shared.note]))
+            title = shared.title(f"{name}: {which}", 2 * col + row)
             reliability_diagram(result, ax=axes[row, col], title=title, **kind)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_figure(fig, path, "--out", dpi=90)

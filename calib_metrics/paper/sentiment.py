@@ -262,12 +262,13 @@ def _figures(results: dict, curves: dict, out: Path) -> dict[str, str]:
     paths = {}
     both = Figure(figsize=(5 * len(curves), 5.6), layout="constrained")
     shared = shared_x_axis(list(curves.values()))  # the models side by side on one x axis
-    for ax, (key, result) in zip(both.subplots(1, len(curves)), curves.items(), strict=True):
+    panels = zip(both.subplots(1, len(curves)), curves.items(), strict=True)
+    for index, (ax, (key, result)) in enumerate(panels):
         m = results["models"][key]
         title = f"{MODELS[key]} ({m['hyperparameter']}={m['value']:g}), F1 {100 * m['f1']:.1f}%"
         kind = {"interval": "paper", "debias": False}  # as evaluate() draws
         reliability_diagram(
-            result, ax=ax, title="\n".join(filter(None, [title, shared.note])), **kind,
+            result, ax=ax, title=shared.title(title, index), **kind,
             xscale=shared.xscale, logit_range=shared.logit_range,
         )  # fmt: skip
         single, _ = reliability_diagram(result, title=title, **kind)

@@ -77,7 +77,7 @@ def overlay_reliability(ax, curves: list[Curve], *, title: str, confidence: floa
     handles = ax.get_legend_handles_labels()[0][: 1 + len(curves)]
     names = ["perfect calibration", *(literal(c.label) for c in curves)]
     ax.legend(handles, names, loc="upper left", fontsize=7)
-    ax.set_title("\n".join(filter(None, [literal(title), shared.note])), fontsize=9)
+    ax.set_title("\n".join(filter(None, [literal(title), shared.overlay_note])), fontsize=9)
     return ax
 
 
@@ -122,7 +122,7 @@ def thesis_figure(
             reliability_diagram(
                 curve.result,
                 ax=ax,
-                title="\n".join(filter(None, [curve.caption, shared.note])),
+                title=shared.title(curve.caption, i),
                 color=curve.color or f"C{i}",
                 confidence=confidence,
                 xscale=shared.xscale,

@@ -25,11 +25,16 @@ def _pick_scale(xscale: str, q: list[float], n: list[float]) -> tuple[str, str]:
         raise ValueError(f"xscale must be 'linear', 'logit' or 'auto', got {xscale!r}")
     if xscale != "auto":
         return xscale, ""
-    near = sum(ni for qi, ni in zip(q, n) if min(qi, 1 - qi) < END)
-    share = near / max(sum(n), 1e-300)
+    share = _end_share(q, n)
     if share > END_SHARE:
         return "logit", f"logit axes (auto): {share:.0%} of pairs in bins within {END:g} of 0 or 1"
     return "linear", ""
+
+
+def _end_share(q: list[float], n: list[float]) -> float:
+    """The share of the pairs ``n`` in bins whose mean ``q`` is within END of 0 or 1."""
+    near = sum(ni for qi, ni in zip(q, n) if min(qi, 1 - qi) < END)
+    return near / max(sum(n), 1e-300)
 
 
 class _ProbabilityAxis:

@@ -10,17 +10,38 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from calib_metrics.functional.calibration import CalibrationResult
-from calib_metrics.plot._probability_axis import _pick_scale, _ProbabilityAxis
-from calib_metrics.plot._reliability import _bin_marks
+from calib_metrics.plot._probability_axis import END, _end_share, _pick_scale, _ProbabilityAxis
+from calib_metrics.plot._reliability import _bin_marks, _refuse_pooled_classes
 
 
 class SharedXAxis(NamedTuple):
-    """The ``xscale`` and ``logit_range`` to give each of the diagrams, and ``note``, the
-    words their titles carry when the shared axis is logit ("" when it is linear)."""
+    """The ``xscale`` and ``logit_range`` to give each of the diagrams, and ``shares``, the
+    share of each one's pairs in bins near the ends, which its title names when the shared
+    axis is logit (as ``xscale="auto"`` would have)."""
 
     xscale: str
     logit_range: tuple[float, float] | None
-    note: str
+    shares: tuple[float, ...]
+
+    def note(self, index: int) -> str:
+        """The ``index``-th diagram's title note: "" when the shared axis is linear."""
+        if self.xscale == "linear":
+            return ""
+        return f"logit axes (auto, shared): {self.shares[index]:.0%} of {_NEAR}"
+
+    def title(self, head: str, index: int) -> str:
+        """``head``, with the ``index``-th diagram's note on a line of its own below it."""
+        return "\n".join(filter(None, [head, self.note(index)]))
+
+    @property
+    def overlay_note(self) -> str:
+        """The note of one axes that overlays all the diagrams ("" when linear)."""
+        if self.xscale == "linear":
+            return ""
+        return f"logit axes (auto): up to {max(self.shares):.0%} of a model's {_NEAR}"
+
+
+_NEAR = f"pairs in bins within {END:g} of 0 or 1"
 
 
 def shared_x_axis(results: Sequence[CalibrationResult]) -> SharedXAxis:
@@ -28,7 +49,8 @@ def shared_x_axis(results: Sequence[CalibrationResult]) -> SharedXAxis:
     ``xscale="auto"`` would draw any one of them logit (more than half of its pairs in
     bins whose mean is within 0.05 of 0 or 1), over one range that shows every bin of
     every one of them; linear otherwise. Pass ``xscale`` and ``logit_range`` to each
-    :func:`reliability_diagram`, and add ``note`` to each title.
+    :func:`reliability_diagram`, and title each with :meth:`SharedXAxis.title` (which
+    says the axis is shared, and how many of that diagram's pairs lie near the ends).
 
     Example:
         >>> import torch
@@ -40,35 +62,41 @@ def shared_x_axis(results: Sequence[CalibrationResult]) -> SharedXAxis:
         >>> sharp, soft = (calibration_error_ci(torch.sigmoid(k * s), y, n_samples=20)
         ...                for k in (8.0, 0.5))
         >>> axis = shared_x_axis([sharp, soft])
-        >>> axis.xscale, axis.note
-        ('logit', 'logit x axes (auto, for both panels)')
+        >>> axis.xscale, axis.note(1)
+        ('logit', 'logit axes (auto, shared): 0% of pairs in bins within 0.05 of 0 or 1')
         >>> fig = Figure(figsize=(9, 4.5))
-        >>> for ax, r in zip(fig.subplots(1, 2), (sharp, soft)):
-        ...     _ = reliability_diagram(r, ax, title=axis.note, xscale=axis.xscale,
-        ...                             logit_range=axis.logit_range)
+        >>> for i, (ax, r) in enumerate(zip(fig.subplots(1, 2), (sharp, soft))):
+        ...     _ = reliability_diagram(r, ax, title=axis.title("model", i),
+        ...                             xscale=axis.xscale, logit_range=axis.logit_range)
         >>> fig.axes[0].get_xlim() == fig.axes[1].get_xlim() == axis.logit_range
         True
     """
-    marks = [_bin_marks(_checked(result).bins) for result in results]
-    if not marks:
-        raise ValueError("shared_x_axis needs at least one result")
-    scales = {_pick_scale("auto", q, n)[0] for q, _, n, _ in marks}
-    if "logit" not in scales:
-        return SharedXAxis("linear", None, "")
+    marks = [_bin_marks(result.bins) for result in _checked(results)]
+    shares = tuple(_end_share(q, n) for q, _, n, _ in marks)
+    if all(_pick_scale("auto", q, n)[0] == "linear" for q, _, n, _ in marks):
+        return SharedXAxis("linear", None, shares)
     axis = _ProbabilityAxis("logit", [q for m in marks for q in m[0]])
-    return SharedXAxis("logit", (axis.lo, axis.hi), _note(len(marks)))
+    return SharedXAxis("logit", (axis.lo, axis.hi), shares)
 
 
-def _note(panels: int) -> str:
-    if panels == 1:
-        return "logit x axis (auto)"
-    return f"logit x axes (auto, for {'both' if panels == 2 else f'all {panels}'} panels)"
-
-
-def _checked(result: CalibrationResult) -> CalibrationResult:
-    if not isinstance(result, CalibrationResult):
+def _checked(results: Sequence[CalibrationResult]) -> list[CalibrationResult]:
+    if isinstance(results, CalibrationResult):
         raise ValueError(
-            "shared_x_axis takes CalibrationResults (what calibration_error_ci returns), "
-            f"got {type(result).__name__}"
+            "shared_x_axis takes a sequence of CalibrationResults, got one CalibrationResult: "
+            "pass [result]"
         )
-    return result
+    if isinstance(results, str) or not isinstance(results, Sequence):
+        raise ValueError(
+            "shared_x_axis takes a sequence of CalibrationResults (what calibration_error_ci "
+            f"returns), got one {type(results).__name__}"
+        )
+    if not results:
+        raise ValueError("shared_x_axis needs at least one result")
+    for result in results:
+        if not isinstance(result, CalibrationResult):
+            raise ValueError(
+                "shared_x_axis takes CalibrationResults (what calibration_error_ci returns), "
+                f"got {type(result).__name__}"
+            )
+        _refuse_pooled_classes(result.bins)
+    return list(results)
