@@ -537,6 +537,7 @@ def _compute(args: argparse.Namespace):
 
     from calib_metrics import cli_report
     from calib_metrics.functional import brier_decomposition, calibration_error_ci
+    from calib_metrics.functional.calibration import classwise_results
     from calib_metrics.functional.multiclass import average_results, pair_sets
     from calib_metrics.predictions import read_table
 
@@ -554,9 +555,8 @@ def _compute(args: argparse.Namespace):
     per_class = None
     if len(sets) > 1:
         # The library's classwise average, class after class from one generator: the same
-        # numbers, with each class's result kept.
-        per_class = [calibration_error_ci(q, y, groups=g, generator=generator, **estimator)
-                     for q, y, g in sets]  # fmt: skip
+        # numbers and warnings, with each class's result kept.
+        per_class = classwise_results(sets, generator=generator, **estimator)
         result = average_results(per_class)
     else:
         result = calibration_error_ci(

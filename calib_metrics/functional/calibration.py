@@ -31,7 +31,13 @@ from calib_metrics.functional.binning import (
     uniform_binning,
 )
 from calib_metrics.functional.clusters import grouped_bins
-from calib_metrics.functional.errors import check_flag, check_generator, check_int
+from calib_metrics.functional.errors import (
+    CountedWarning,
+    check_flag,
+    check_generator,
+    check_int,
+    warn_at_caller,
+)
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     CalibrationResult,
@@ -50,9 +56,10 @@ from calib_metrics.functional.intervals import (
     weighted_mean,
     without_interval_if_few,
 )
-from calib_metrics.functional.multiclass import Mode, average_results, pair_sets
+from calib_metrics.functional.multiclass import Mode, PairSet, average_results, pair_sets
 from calib_metrics.functional.paper_warnings import warn_of_paper_draws
 from calib_metrics.functional.ties import cut_cells
+from calib_metrics.functional.zero_width import warn_if_zero_width
 
 MAX_BIN_SIZE = 2**62
 MAX_UNIFORM_BINS = 2**20
@@ -329,7 +336,8 @@ def bins_interval(
 ) -> CalibrationResult:
     """:func:`ci_from_bins` unchecked, for bins this library made (``interval`` "paper" or
     "pairs"; ``options``: confidence, method, norm, debias). The paper's draws come with
-    the warnings of :mod:`~calib_metrics.functional.paper_warnings`.
+    the warnings of :mod:`~calib_metrics.functional.paper_warnings`, an interval of zero
+    width with :func:`~calib_metrics.functional.zero_width.warn_if_zero_width`'s.
 
     Example:
         >>> import torch
@@ -348,7 +356,8 @@ def bins_interval(
     if interval == "paper" and n_pairs >= MIN_UNITS:  # of no interval, nothing to say
         debiased = bool(options.get("debias")) and options.get("norm", "l2") == "l2"
         warn_of_paper_draws(bins, debiased)
-    return without_interval_if_few(result, n_pairs, "pair")
+    result = without_interval_if_few(result, n_pairs, "pair")
+    return warn_if_zero_width(result, options.get("norm", "l2"), options.get("confidence", 0.95))
 
 
 def _check_interval_options(
@@ -423,7 +432,18 @@ def calibration_error_ci(
             (the error stands).
         mode: multiclass input as in :func:`calibration_error`; ``"classwise"`` averages
             the per-class results (its interval conservatively, see
-            :func:`~calib_metrics.functional.multiclass.average_results`).
+            :func:`~calib_metrics.functional.multiclass.average_results`) and says each
+            class's warning once for the call (:func:`classwise_results`).
+
+    Every interval holds a bin whose labels all agree at that frequency in every draw
+    (a pure bin's ones and zeros are redrawn as ones and zeros; Algorithm 2's variance
+    p̂(1 − p̂)/|B| is 0 there). The max norm takes the worst bin alone, so when that bin
+    is pure the interval has zero width (10 labels of 0 in a bin of mean prediction 0.4:
+    [0.4, 0.4]), though its labels leave the true frequency open (up to 0.31 at 95%); the
+    l1 and l2 norms weigh the bins by their drawn counts and collapse only where every bin
+    that counts is pure (``interval="paper"`` on separable labels). An interval of zero
+    width warns (:class:`~calib_metrics.functional.zero_width.ZeroWidthWarning`), naming
+    the pure bin and the exact (Clopper-Pearson) bound its labels put on its frequency.
 
     Returns:
         :class:`CalibrationResult` (error, mean, std, lower, upper, bins).
@@ -461,8 +481,7 @@ def calibration_error_ci(
         options = {"bin_size": bin_size, "n_samples": n_samples, "confidence": confidence}
         options |= {"generator": generator, "method": method, "binning": binning}
         options |= {"n_bins": n_bins, "norm": norm, "debias": debias, "interval": interval}
-        per_class = [calibration_error_ci(q, y, groups=g, **options) for q, y, g in sets]
-        return average_results(per_class)
+        return average_results(classwise_results(sets, **options))
     probs, target, groups = sets[0]
     probs, target = _check_pairs(probs, target)
     options = {"n_samples": n_samples, "confidence": confidence, "method": method}
@@ -485,7 +504,46 @@ def calibration_error_ci(
     draws = group_draws(probs, target, units, index, n_bins, n_samples, generator, cells, n_groups)
     del options["n_samples"], options["generator"]
     result = resampled_interval(bins, draws, "groups", **options)
-    return without_interval_if_few(result, n_groups, "group")
+    result = without_interval_if_few(result, n_groups, "group")
+    return warn_if_zero_width(result, norm, confidence)
+
+
+def classwise_results(sets: list[PairSet], **options: object) -> list[CalibrationResult]:
+    """:func:`calibration_error_ci` of each class's pairs (``sets``, in class order; its
+    ``options`` but ``groups``), the classes' warnings said once for the call: the same
+    text once (the too-few-pairs warning had come once per class, 15 times for 15
+    classes), and a :class:`~calib_metrics.functional.errors.CountedWarning` (a zero-width
+    interval, cut tie groups), whose text counts one class's pairs, for the first class
+    that has it, named, with how many others do.
+
+    Example:
+        >>> import warnings
+        >>> from calib_metrics.functional.multiclass import pair_sets
+        >>> probs = torch.full((4, 3), 1 / 3)
+        >>> sets = pair_sets(probs, torch.tensor([0, 1, 2, 0]), "classwise")
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     results = classwise_results(sets, n_samples=10)
+        >>> len(results), len(caught)
+        (3, 1)
+    """
+    results, said = [], {}
+    for c, (q, y, g) in enumerate(sets):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            results.append(calibration_error_ci(q, y, groups=g, **options))
+        for warning in caught:
+            counted = issubclass(warning.category, CountedWarning)
+            key = warning.category if counted else str(warning.message)
+            said.setdefault(key, (warning, c, []))[2].append(c)
+    for warning, first, classes in said.values():
+        text = str(warning.message)
+        if issubclass(warning.category, CountedWarning):
+            others = len(classes) - 1
+            more = f" (so do {others} other class{'es' * (others != 1)})" if others else ""
+            text = f"class {first}: {text}{more}"
+        warn_at_caller(text, category=warning.category)
+    return results
 
 
 def brier_decomposition(

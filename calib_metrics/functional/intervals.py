@@ -66,6 +66,12 @@ bootstrap uses the observed gaps (λ = 1), the conservative choice: on weakly co
 groups it over-covers at a small true error rather than under-covering on strongly
 correlated ones (``docs/coverage.md``).
 
+**Pure bins.** A bin whose labels all agree keeps its frequency (0 or 1) in every draw
+of every generator, so an error that such bins decide (the max norm's worst bin; with
+``"paper"``'s fixed counts, any norm's bins all pure) draws one value and the interval
+has zero width: :mod:`calib_metrics.functional.zero_width` warns of it (the draws stay
+as the coverage tables measured them).
+
 **Covering zero.** A calibration error is never negative, so both ends are clipped at
 0. When the true error is exactly 0 a two-sided interval clipped this way covers it
 unless its lower end is positive: it misses in one tail only, so its coverage there is
@@ -103,6 +109,7 @@ from calib_metrics.functional.ties import (
     tie_run_counts,
     tie_runs,
 )
+from calib_metrics.functional.zero_width import warn_if_zero_width
 
 # Fewer resampling units than this give no interval and no p-value: a bootstrap over a
 # handful of items puts a tenth or more of its mass on one item, and with one item every
@@ -1155,7 +1162,8 @@ def pair_bootstrap(
     bins = check_bins(bins)
     blocks = pair_draws(bins, n_samples, generator)
     options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
-    return resampled_interval(bins, blocks, "pairs", **options)
+    result = resampled_interval(bins, blocks, "pairs", **options)
+    return warn_if_zero_width(result, norm, confidence)
 
 
 def group_bootstrap(
@@ -1205,7 +1213,8 @@ def group_bootstrap(
     n_bins = bins.count.numel()
     blocks = group_draws(probs, target, groups, index, n_bins, n_samples, generator, cells)
     options = {"confidence": confidence, "method": method, "norm": norm, "debias": debias}
-    return resampled_interval(bins, blocks, "groups", **options)
+    result = resampled_interval(bins, blocks, "groups", **options)
+    return warn_if_zero_width(result, norm, confidence)
 
 
 def _check_bin_index(index: Tensor, probs: Tensor, n_bins: int) -> Tensor:
