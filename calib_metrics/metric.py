@@ -56,6 +56,7 @@ from calib_metrics.metric_checks import (
     check_ignore_index,
     check_num_classes,
     ignore_index_label_warning,
+    resolution_warning,
 )
 from calib_metrics.metric_state import (
     _LAYOUT_KEY,
@@ -216,7 +217,9 @@ class CalibrationError(_StatesKeepTheirDtype):
             0 or 1 (a ValueError: it would drop every negative or positive); a class id
             of multiclass pairs is warned about (its probabilities are still scored).
         streaming: keep a fixed-size histogram instead of every pair.
-        resolution: cells of the streaming histogram (even, at least 4; 2¹⁸ by default).
+        resolution: cells of the streaming histogram (even, at least 4; 2¹⁸ by default),
+            checked in either mode; with ``streaming=False``, which keeps no histogram,
+            another value is warned about (a forgotten ``streaming=True``).
         seed: seed of the interval's draws, for reproducible results (None: the global
             RNG; under DDP one seed from the first rank's global RNG at each compute, so
             the ranks still agree). Either way the ranks draw the same resamplings.
@@ -379,6 +382,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             check_flag(flag, args[flag])
         check_ignore_index(args["ignore_index"])
         warn_at_user_line(ignore_index_label_warning(args["ignore_index"], num_classes))
+        warn_at_user_line(resolution_warning(args["resolution"], streaming))
         if streaming and args["binning"] == "uniform":
             # The monitor streams by default: its user had never passed streaming=True.
             raise ValueError(

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from calib_metrics.functional import sketch
 from calib_metrics.functional.binning import (
     _check_pairs,
     check_binary_target,
@@ -136,6 +137,30 @@ def ignore_index_label_warning(value: int | None, num_classes: int | None) -> st
         f"ignore_index={value} is one of the {num_classes} class ids: the items labelled "
         f"{value} are dropped, and class {value}'s probabilities are still scored against "
         "labels that are never it (for padding, use a label of its own, such as -100)"
+    )
+
+
+def resolution_warning(resolution: Any, streaming: bool) -> str | None:
+    """``resolution`` checked in either mode (an even integer of at least 4: the exact
+    mode had taken ``"x"`` or 3 without a word), and, for another value than the default
+    with ``streaming=False``, the warning to give: the exact mode keeps every pair and no
+    histogram, so a forgotten ``streaming=True`` leaves memory growing with the data. Not
+    refused: options shared by both modes (``streaming=flag, resolution=R``) are common.
+    None inside :func:`built_again` (forward's exact-mode batch metric of a streaming one).
+
+    Example:
+        >>> resolution_warning(1024, streaming=True) is None
+        True
+        >>> resolution_warning(1024, streaming=False).split(" (")[0]
+        'resolution=1024 sets the streaming histogram, which streaming=False does not keep'
+    """
+    sketch.num_cells(resolution)
+    if streaming or resolution == sketch.DEFAULT_RESOLUTION or _BUILT_AGAIN.get():
+        return None
+    return (
+        f"resolution={resolution} sets the streaming histogram, which streaming=False does "
+        "not keep (the exact mode keeps every pair, in memory that grows with them): pass "
+        "streaming=True to stream, or leave resolution out"
     )
 
 
