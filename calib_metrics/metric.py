@@ -1066,9 +1066,13 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _no_pairs(self) -> NoPairsError:
         """The error of a metric with nothing to measure, saying why."""
+        pad = self.ignore_index
+        received = self._none_received("" if pad is None else f" but padding ({pad})")
+        if received:
+            return NoPairsError(f"CalibrationError has no pairs: {received}")
         if self.update_count == 0:
             return NoPairsError("CalibrationError has no pairs: call update() before compute()")
-        padding = "" if self.ignore_index is None else f" or padding ({self.ignore_index})"
+        padding = "" if pad is None else f" or padding ({pad})"
         return NoPairsError(
             f"CalibrationError has no pairs: all {self.update_count} updates were empty{padding}"
         )

@@ -368,7 +368,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         # Lists of batches locally; one tensor each once synchronised across ranks.
         probs_a, probs_b, target, *ids = (_cat(getattr(self, name)) for name in _STATES)
         if target is None or target.numel() == 0:
-            raise NoPairsError("CalibrationComparison has no items: call update() first")
+            why = self._none_received() or "call update() first"
+            raise NoPairsError(f"CalibrationComparison has no items: {why}")
         for i, name in enumerate(("groups", "labels")):
             if ids[i] is not None and ids[i].numel() == 0:
                 ids[i] = None

@@ -441,6 +441,7 @@ class _StatesKeepTheirDtype(Metric):
             if isinstance(default, list):
                 setattr(self, key, [])
         self._one_hot_checked = False  # the next data may be another model's
+        self._received = ()  # no loaded or merged state any more (_states_received)
         super().reset()
 
     def _seed_of_draws(self) -> int | None:
@@ -547,6 +548,26 @@ class _StatesKeepTheirDtype(Metric):
             self._update_count += incoming_state.update_count
         else:
             self._update_count = max(self._update_count, 1)
+        if incoming_state is not self.__dict__.get("_batch"):  # forward's batch: an update
+            received = self._states_received()
+            self._received = received if "merged" in received else (*received, "merged")
+
+    def _states_received(self) -> tuple[str, ...]:
+        """How the state came besides updates since the last reset: ``"loaded"`` (which
+        replaced all before it) and ``"merged"``, in that order. Each counts in
+        ``update_count`` as an update, which it was not (see :meth:`_none_received`)."""
+        return self.__dict__.get("_received", ())  # none in a metric pickled before
+
+    def _none_received(self, padding: str = "") -> str | None:
+        """Why a metric holds no pairs when a loaded or merged state is part of the
+        answer (None when not): "all 1 updates were empty" had been said of a metric
+        whose update held 5000 pairs before an empty state was loaded over them."""
+        received = self._states_received()
+        if not received:
+            return None
+        hold = "states hold" if len(received) > 1 else "state holds"
+        since = " since" if "loaded" in received else ""
+        return f"the {' and '.join(received)} {hold} none, and no update{since} added any{padding}"
 
     def _list_state_widths(self) -> dict[str, tuple[int, ...]]:
         """Each list state's trailing shape: ``(C,)`` for multiclass probabilities."""
@@ -918,6 +939,7 @@ class _StatesKeepTheirDtype(Metric):
                     setattr(self, key, [])
             # A loaded state counts as updated: compute() need not warn that it was not.
             self._update_count = max(self._update_count, 1)
+            self._received = ("loaded",)  # it replaced whatever came before
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
