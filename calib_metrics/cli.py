@@ -90,7 +90,9 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "pairs (over groups with --groups) (docs/coverage.md). --paper gives the paper's "
         "method: --bin-size 5000 --no-debias --interval paper.",
     )
-    p.add_argument("file", type=Path)
+    p.add_argument(
+        "file", type=Path, help="the predictions: CSV/TSV, JSON (lines), .npy, .npz or .pt"
+    )
     p.add_argument("--probs", help="column (or array) of probabilities (default: by name)")
     p.add_argument(
         "--target",
@@ -101,14 +103,31 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "--bin-size",
         type=_bin_size,
         default=None,
-        help="adaptive bin size β, or 'auto' (⌈√N⌉, the default; 5000 with --paper)",
+        help="adaptive bin size β, or 'auto': ⌈√N⌉ (default: auto; 5000 with --paper)",
     )
-    p.add_argument("--binning", choices=["adaptive", "uniform"], default="adaptive")
-    p.add_argument("--n-bins", type=int, default=None, help="bins of uniform binning (15)")
-    p.add_argument("--norm", choices=["l2", "l1", "max"], default="l2")
-    p.add_argument("--samples", type=int, default=10000, help="interval draws S (10,000)")
-    p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
-    p.add_argument("--method", choices=["normal", "percentile"], default="normal", help="(normal)")
+    p.add_argument(
+        "--binning",
+        choices=["adaptive", "uniform"],
+        default="adaptive",
+        help="equal-mass bins of --bin-size pairs, or --n-bins equal-width bins "
+        "(default: adaptive)",
+    )
+    p.add_argument("--n-bins", type=int, default=None, help="bins of uniform binning (default: 15)")
+    p.add_argument(
+        "--norm",
+        choices=["l2", "l1", "max"],
+        default="l2",
+        help="the bins' gaps as RMS (l2), mean absolute (l1) or worst (max) (default: l2)",
+    )
+    p.add_argument("--samples", type=int, default=10000, help="interval draws S (default: 10000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: 0.95)")
+    p.add_argument(
+        "--method",
+        choices=["normal", "percentile"],
+        default="normal",
+        help="the interval's ends: error ∓ z·std of the draws, or their percentiles "
+        "(default: normal)",
+    )
     p.add_argument(
         "--debias",
         action=argparse.BooleanOptionalAction,
@@ -138,13 +157,19 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         help="the paper's method: --bin-size 5000 --no-debias --interval paper "
         "(options given explicitly win)",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the interval draws and --plot-smooth's (default: 0)",
+    )
     p.add_argument(
         "--mode",
         choices=["one_vs_rest", "top_label", "classwise"],
         default="one_vs_rest",
         help="multiclass files (C probabilities per label, e.g. an [N, C] array beside [N] "
-        "class ids): pool one-vs-rest pairs, the top label's confidence, or average classes",
+        "class ids): pool one-vs-rest pairs, the top label's confidence, or average classes "
+        "(default: one_vs_rest)",
     )
     p.add_argument("--smooth", action="store_true", help="also print the smooth ECE (binning-free)")
     p.add_argument("--spiegelhalter", action="store_true", help="also print Spiegelhalter's z test")

@@ -67,13 +67,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(without --id, row i of a is paired with row i of b)",
     )  # fmt: skip
     add_ignore_index(p)
-    p.add_argument("--samples", type=int, default=2000, help="paired bootstrap draws (2,000)")
-    p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--samples", type=int, default=2000, help="paired bootstrap draws (default: 2000)"
+    )
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: 0.95)")
+    p.add_argument(
+        "--seed", type=int, default=0,
+        help="seed of the paired draws and --plot-smooth's (default: 0)",
+    )  # fmt: skip
     p.add_argument(
         "--mode", choices=["one_vs_rest", "top_label", "classwise"], default="one_vs_rest",
         help="multiclass files: pool one-vs-rest pairs, the top label's confidence, or "
-        "average the classes' errors (both models resampled together)",
+        "average the classes' errors (both models resampled together) (default: one_vs_rest)",
     )  # fmt: skip
     p.add_argument(
         "--html", type=output_path,
@@ -93,13 +98,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--correction", choices=("holm", "bh"),
-        help="multiple-comparison correction of --label: holm (FWER, default) or bh (FDR)",
+        help="multiple-comparison correction of --label: holm (FWER) or bh (FDR) "
+        "(default: holm)",
     )  # fmt: skip
-    p.add_argument("--alpha", type=float, help="level of --label's correction (default 0.05)")
+    p.add_argument("--alpha", type=float, help="level of --label's correction (default: 0.05)")
     p.add_argument(
         "--min-units", type=int, default=None,
-        help="labels with fewer pairs (or groups) are reported but not called (default 50: "
-        "below it the correction's family-wise error was not held)",
+        help="labels with fewer pairs (or groups) are reported but not called: below 50 "
+        "the correction's family-wise error was not held (default: 50)",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
 

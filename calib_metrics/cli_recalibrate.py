@@ -33,7 +33,10 @@ BINNED = ("histogram", "scaling_binning")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dev", type=Path, help="held-out predictions to fit on")
     p.add_argument("test", type=Path, help="predictions to recalibrate and evaluate")
-    p.add_argument("--method", choices=METHODS, default="temperature", help="(temperature)")
+    p.add_argument(
+        "--method", choices=METHODS, default="temperature",
+        help="the recalibrator fitted on dev (default: temperature)",
+    )  # fmt: skip
     p.add_argument("--probs", help="column (or array) of probabilities (default: by name)")
     p.add_argument(
         "--target",
@@ -54,15 +57,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     add_ignore_index(p)
     p.add_argument(
-        "--n-bins", type=int, default=None, help="bins of histogram/scaling_binning (15)"
+        "--n-bins", type=int, default=None, help="bins of histogram/scaling_binning (default: 15)"
     )
-    p.add_argument("--samples", type=int, default=2000, help="bootstrap draws (2,000)")
-    p.add_argument("--confidence", type=float, default=0.95, help="interval level (0.95)")
+    p.add_argument("--samples", type=int, default=2000, help="bootstrap draws (default: 2000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: 0.95)")
     p.add_argument(
         "--seed",
         type=int,
         default=0,
-        help="seed of the bootstrap draws and of scaling_binning's dev split (0)",
+        help="seed of the bootstrap draws and of scaling_binning's dev split (default: 0)",
     )
     p.add_argument(
         "--out", type=output_path, help="CSV of recalibrated test probabilities (not "

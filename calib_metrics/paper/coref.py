@@ -116,7 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=int,
         default=1,
-        help="torch threads (default 1: the work is many small ops; 0 keeps torch's default)",
+        help="torch threads, 0 for torch's own number: the work is many small ops (default: 1)",
     )
     parser.add_argument(
         "--litbank",

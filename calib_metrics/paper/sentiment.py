@@ -91,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--emoticons",
         choices=("all", "smiley"),
         default="all",
-        help="delete all emoticons (default) or only the ':)' the label keys on",
+        help="delete all emoticons or only the ':)' the label keys on",
     )
     parser.add_argument(
         "--tokenizer",
