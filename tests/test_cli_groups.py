@@ -106,7 +106,7 @@ def test_text_output_names_the_groups(tmp_path: Path, capsys, tokens):
 @pytest.mark.parametrize(
     ("content", "argv", "match"),
     [
-        ("prob,label\n0.2,0\n0.7,1\n", ["--interval", "groups"], "group ids.*--groups"),
+        ("prob,label\n0.2,0\n0.7,1\n", ["--interval", "groups"], "no group-id.*--groups"),
         ("prob,label,s\n0.2,0,1\n", ["--interval", "groups", "--groups", "doc"], "no column 'doc'"),
         ("prob,label,s\n0.2,0,1\n", ["--groups", "s", "--interval", "pairs"], "groups only"),
     ],
@@ -120,6 +120,29 @@ def test_missing_or_unused_group_column_is_one_line_exit_2(
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert re.search(match, err), err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "{f}", "--groups"],
+        ["evaluate", "{f}", "--interval", "groups"],
+        ["compare", "{f}", "{f}", "--groups"],
+        ["recalibrate", "{f}", "{f}", "--groups", "--out", "{f}.out.csv"],
+    ],
+)
+def test_a_file_without_a_group_column_says_so(tmp_path: Path, capsys, argv):
+    """It had said "cannot tell which column holds the group ids ...; name it with
+    --groups" to a user who had given --groups, of a file with no column to name."""
+    path = tmp_path / "dev.csv"
+    path.write_text("prob,label\n0.2,0\n0.7,1\n0.4,1\n")
+    argv = [a.format(f=path) for a in argv]
+    code, out, err = run(capsys, *argv, "--samples", "10")
+    assert code == 2 and out == "", err
+    assert err == (
+        f"calib-metrics: error: {path} has no group-id column (columns: prob, label): name "
+        "one with --groups COLUMN\n"
+    )
 
 
 def test_a_plain_array_has_no_groups(tmp_path: Path, capsys):

@@ -170,6 +170,13 @@ def _none_found(
         rest = [n for n in names if n not in taken and n not in unusable]
         advice = next(filter(None, left_out))
         advice += f", or name another column with --{option}" if rest else ""
+    elif what == "group ids":
+        # Groups are asked for (--groups, --interval groups): "name it with --groups" had
+        # told a user who gave --groups to give it, as if a column were there to name.
+        return ValueError(
+            f"{path} has no group-id column (columns: {', '.join(names)}{others}): name one "
+            f"with --{option} COLUMN{_delimiter_hint(names, path)}"
+        )
     return ValueError(
         f"{path}: cannot tell which column holds the {what} (columns: {', '.join(names)}"
         f"{others}){advice}{multiclass}{_delimiter_hint(names, path)}"
