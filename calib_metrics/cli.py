@@ -691,8 +691,10 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     # The within-bin term may be negative (− 0.0001), a tiny negative too (− 0.0000).
     sign, _, within = plus_term(brier.within_bin).partition(" ")
     of = f" ({summary['brier_pairs']})" if "brier_pairs" in summary else ""
+    # The calibration term is the plug-in square (--no-debias's CalibErr²), not the
+    # debiased CalibErr's above it: said, or a reader squares the wrong number.
     print(
-        f"Brier{of} = {fixed(brier.brier)} = calibration {fixed(brier.calibration)} "
+        f"Brier{of} = {fixed(brier.brier)} = calibration (plug-in) {fixed(brier.calibration)} "
         f"+ refinement {fixed(brier.refinement)} {sign} within-bin {within}"
     )
     for line in _extra_lines(summary):

@@ -566,7 +566,7 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
         (f"{prefix}brier", "Brier score", fixed(b.brier)),
         (
             f"{prefix}brier_split",
-            "Brier = calibration + refinement + within-bin"
+            "Brier = calibration (plug-in) + refinement + within-bin"
             + (f" ({measures.brier_pairs})" if measures.brier_pairs else ""),
             f"{fixed(b.calibration)} {plus_term(b.refinement)} {plus_term(b.within_bin)}",
         ),

@@ -276,3 +276,24 @@ def test_spiegelhalter_of_few_pairs_is_said_in_one_line(tmp_path, capsys) -> Non
         "calib-metrics: warning: Spiegelhalter's test: 1 pair; its z is far from normal below "
         "10 pairs, so the p-value says little"
     ]
+
+
+def test_the_brier_splits_calibration_term_is_said_to_be_the_plug_in(tmp_path, capsys) -> None:
+    """The line "CalibErr (l2, debiased) = 0.1053" stood above "calibration 0.0138", which is the
+    plug-in square (√0.0138 = 0.1176, the --no-debias CalibErr), not 0.1053²: unsaid, a
+    reader squares the wrong number."""
+    g = torch.Generator().manual_seed(3)
+    probs = torch.rand(400, generator=g, dtype=torch.float64)
+    target = torch.bernoulli(probs, generator=g)
+    path = tmp_path / "preds.npz"
+    np.savez(path, probs=probs.numpy(), target=target.numpy())
+    plug_in = calibration_error(probs, target, debias=False).item()
+    assert abs(plug_in**2 - calibration_error(probs, target).item() ** 2) > 1e-3  # they differ
+    page = tmp_path / "page.html"
+    code, out, err = run(capsys, "evaluate", path, "--samples", "20", "--html", page)
+    assert code == 0, err
+    (brier,) = [line for line in out.splitlines() if line.startswith("Brier")]
+    assert f" = calibration (plug-in) {plug_in**2:.4f} + refinement " in brier, brier
+    assert "Brier = calibration (plug-in) + refinement + within-bin" in page.read_text()
+    _, out, _ = run(capsys, "evaluate", path, "--samples", "20", "--json")
+    assert json.loads(out)["calibration"] == pytest.approx(plug_in**2, rel=1e-12)

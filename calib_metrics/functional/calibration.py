@@ -70,8 +70,10 @@ IntervalMethod = Literal["normal", "percentile"]
 class BrierDecomposition(NamedTuple):
     """Brier score and its calibration–refinement split (the paper's Eq. 1), binned.
 
-    ``brier`` is exact, mean of (q − y)². ``calibration`` is Σ|Bᵢ|(q̂ᵢ − p̂ᵢ)²/N (the
-    square of the l2 CalibErr) and ``refinement`` is Σ|Bᵢ| p̂ᵢ(1 − p̂ᵢ)/N. The binned
+    ``brier`` is exact, mean of (q − y)². ``calibration`` is Σ|Bᵢ|(q̂ᵢ − p̂ᵢ)²/N, the
+    plug-in square: the square of the l2 CalibErr with ``debias=False``, not of the
+    debiased default (which subtracts each bin's sampling noise, so is smaller).
+    ``refinement`` is Σ|Bᵢ| p̂ᵢ(1 − p̂ᵢ)/N. The binned
     terms add up to ``brier`` minus ``within_bin``, the part of the score due to the
     spread of q inside bins (Σ over bins of Var(q) − 2·Cov(q, y)), which vanishes as
     bins shrink to single values of q.
@@ -555,7 +557,8 @@ def brier_decomposition(
     n_bins: int = 15,
     mode: Mode = "one_vs_rest",
 ) -> BrierDecomposition:
-    """Brier score with its calibration and refinement terms from the same bins (Eq. 1).
+    """Brier score with its calibration and refinement terms from the same bins (Eq. 1);
+    the calibration term is the plug-in square (see :class:`BrierDecomposition`).
 
     Multiclass ``probs [..., C]`` with integer ``target [...]`` are split by ``mode``
     (``"one_vs_rest"`` or ``"top_label"``) as in :func:`calibration_error`.
