@@ -271,6 +271,22 @@ def _sample_size_curve(quick: bool, g, bar, out: Path) -> tuple[dict, str]:
     return summary, _save(fig, out / "error_vs_sample_size.png")
 
 
+def brier_note(bin_size: int) -> str:
+    """The line under the table: why its Brier and refinement need not add up (a calibrated
+    row's refinement had exceeded its Brier, by the negative within-bin term it lacks).
+
+    Example:
+        >>> brier_note(5000).split(":")[0]
+        "Brier = calibration + refinement + within-bin, in the paper's bins of 5000"
+    """
+    return (
+        f"Brier = calibration + refinement + within-bin, in the paper's bins of {bin_size}: "
+        "the calibration term (the paper's CalibErr²) and the within-bin term (the spread "
+        "of q inside bins, possibly negative) are not shown, so the two columns need not "
+        "add up, and refinement may exceed Brier."
+    )
+
+
 def _write(results: dict, table: list, out: Path) -> None:
     headers = [
         "setting",
@@ -280,8 +296,9 @@ def _write(results: dict, table: list, out: Path) -> None:
         "Brier",
         "refinement",
     ]
-    markdown = report.markdown_table(headers, table)
     n, bin_size, samples = results["n"], results["bin_size"], results["samples"]
+    # A footnote below the table, whose rows the README quotes as written.
+    markdown = f"{report.markdown_table(headers, table)}\n\n{brier_note(bin_size)}"
     report.write_json(out / "results.json", results)
     by_estimator = estimators.render(results["estimators"])
     report.write_text(
