@@ -26,7 +26,7 @@ from calib_metrics.functional.calibration import (
 )
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import NoPairsError, check_flag, check_not_meta
-from calib_metrics.functional.intervals import bin_errors, check_confidence, interval_kind
+from calib_metrics.functional.intervals import bin_errors, check_confidence
 from calib_metrics.functional.multiclass import average_results, most_frequent, pair_sets
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
 from calib_metrics.functional.smooth import (
@@ -1712,15 +1712,23 @@ class CalibrationError(_StatesKeepTheirDtype):
             return self._plot_classes(val, ax, smooth)
         curve = self._smooth_curves()[0] if smooth else None
         result = self.compute_result() if val is None else val
-        kind = {"norm": self.norm}
-        # A result that carries its interval's settings names them (one of an earlier
-        # compute_result, since reset or regrouped, had been titled by the state's).
-        if isinstance(result, list) or interval_kind(result) is None:
-            kind |= {"confidence": self.confidence, "interval": self._drawn_interval(result)}
-            kind |= {"debias": self._debias}
+        kind = {"norm": self.norm} | self._drawn_settings(result)
         if isinstance(result, list):
             return self._plot_per_class(result, ax, kind)
         return plot.reliability_diagram(result, ax=ax, smooth=curve, **kind)
+
+    def _drawn_settings(self, result: Any) -> dict[str, Any]:
+        """The interval settings that label ``result`` (one result, or a list of them):
+        those its results carry, else this metric's. Results of an earlier compute_result,
+        since reset or regrouped, carry their own: the state's had titled them, or (a list)
+        been refused as contradicting them."""
+        from calib_metrics.plot._text import _carried_kind
+
+        carried = _carried_kind(result if isinstance(result, list) else [result])
+        if carried is not None:
+            return carried._asdict()
+        interval = self._drawn_interval(result)
+        return {"confidence": self.confidence, "interval": interval, "debias": self._debias}
 
     def _smooth_curves(self, classwise: bool = False) -> dict[int, SmoothCurve]:
         """The smooth reliability curve of the pairs seen (synchronised under DDP; key 0),
@@ -1808,13 +1816,11 @@ class CalibrationError(_StatesKeepTheirDtype):
 
         curves = {c: [k] for c, k in self._smooth_curves(classwise=True).items()} if smooth else {}
         results = self.compute_class_results() if val is None else val
-        interval = self._drawn_interval(results)
         mean = average_results(results)
         title = f"classwise, the mean of {len(results)} classes: {describe(mean, self.norm)}"
         return classwise_panels(
-            results, confidence=self.confidence, interval=interval, debias=self._debias,
-            title=title, norm=self.norm, smooth=curves,
-        )  # fmt: skip
+            results, title=title, norm=self.norm, smooth=curves, **self._drawn_settings(results)
+        )
 
 
 def _mixes_grouped(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:

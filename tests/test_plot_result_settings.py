@@ -36,6 +36,29 @@ def test_a_metric_draws_an_earlier_result_by_its_own_interval() -> None:
     assert "group bootstrap" in ax.get_title()
 
 
+@pytest.mark.parametrize(
+    "options", [{"average": "none"}, {"average": "macro"}, {"mode": "classwise"}]
+)
+def test_a_metric_draws_earlier_class_results_by_their_own_interval(options) -> None:
+    """Per-class bars were passed the state's interval (pairs, after a reset) for results
+    drawn over groups, and refused them ("interval='pairs' contradicts"); classwise
+    panels were titled with it, as a pair bootstrap."""
+    g = torch.Generator().manual_seed(4)
+    probs = torch.softmax(2 * torch.randn(600, 3, generator=g, dtype=torch.float64), -1)
+    target = torch.multinomial(probs, 1, generator=g)[:, 0]
+    metric = CalibrationError(num_classes=3, n_samples=50, **options)
+    classwise = metric.mode == "classwise"
+    results = metric.compute_class_results if classwise else metric.compute_result
+    metric.update(probs, target, groups=torch.arange(600) // 10)
+    grouped = results()
+    metric.reset()
+    metric.update(probs, target)
+    results()
+    fig, _ = metric.plot(grouped)
+    legend = fig.legends[0].get_title().get_text()
+    assert legend.endswith("95% interval: debiased group bootstrap")
+
+
 def test_a_thesis_figure_of_a_90_percent_result_names_90(tmp_path) -> None:
     """thesis_figure passed its default confidence, 0.95, on: a 90% result raised."""
     from calib_metrics.paper.thesis_figures import Curve, thesis_figure
