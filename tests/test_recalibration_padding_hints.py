@@ -143,15 +143,42 @@ def test_a_sentence_of_padding_alone_is_told_to_be_dropped_not_its_first_token()
     message = (
         "got -100 (row 7 is padding alone, a sentence without tokens, which no mask can "
         "drop: drop such rows first, keep = (tags != -100).any(1); fit(emissions[keep], "
-        "transitions, start, end, tags[keep]"
+        "transitions, start, end, tags[keep], mask="
     )
-    with pytest.raises(ValueError, match=re.escape(message + "))")) as caught:
+    with pytest.raises(ValueError, match=re.escape(message + "(tags[keep] != -100)))")) as caught:
         ChainTemperature().fit(*potentials, tags)
     assert "first position" not in str(caught.value)
+    _follow(str(caught.value), potentials, tags)
     first_kept = torch.zeros(20, 6, dtype=torch.bool)
     first_kept[:, 0] = True  # a mask that keeps the empty row's first position
-    with pytest.raises(ValueError, match=re.escape(message + ", mask[keep]))")):
+    hint = message + "mask[keep] & (tags[keep] != -100)))"
+    with pytest.raises(ValueError, match=re.escape(hint)) as caught:
         ChainTemperature().fit(*potentials, tags, mask=first_kept)
-    keep = (tags != PAD).any(1)  # the fix, then the mask of the rest's padding, fits
-    kept = tags[keep]
-    ChainTemperature().fit(2 * emissions[keep], *potentials[1:], kept, mask=kept != PAD)
+    _follow(str(caught.value), potentials, tags, first_kept)
+
+
+def _follow(message: str, potentials: tuple, tags: torch.Tensor, mask=None) -> None:
+    """Run the code an empty row's hint suggests, as written: its fit had then refused the
+    other rows' padding ("pass mask=(tags != -100)")."""
+    keep, call = re.search(r"keep = (.*?); (fit\(.*\))\)$", message).groups()
+    emissions, transitions, start, end = potentials
+    names = {"emissions": emissions, "transitions": transitions, "start": start, "end": end}
+    names |= {"tags": tags, "mask": mask, "fit": ChainTemperature().fit}
+    names["keep"] = eval(keep, names)
+    assert isinstance(eval(call, names), ChainTemperature)
+
+
+def test_a_row_whose_masked_tokens_hold_tags_is_no_empty_sentence() -> None:
+    """A row whose one unmasked token is -100 and whose masked ones hold real tags had been
+    called padding alone, and the hint's keep = (tags != -100).any(1) kept it: the same
+    error again. Its first token is told, as any row's."""
+    g = torch.Generator().manual_seed(0)
+    emissions = torch.randn(4, 5, 3, generator=g, dtype=torch.float64)
+    transitions = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    start = end = torch.zeros(3, dtype=torch.float64)
+    tags = torch.randint(0, 3, (4, 5), generator=g)
+    mask = torch.ones(4, 5, dtype=torch.bool)
+    mask[2, 1:] = False
+    tags[2, 0] = PAD
+    with pytest.raises(ValueError, match=r"-100 \(padding at a sentence's first position: "):
+        ChainTemperature().fit(emissions, transitions, start, end, tags, mask=mask)

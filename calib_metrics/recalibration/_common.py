@@ -170,7 +170,8 @@ def tag_padding_hint(
     ``mask`` keeps out of the fit: added to a mask the caller gave, and not at a
     sentence's first position, which every mask must keep (a [CLS] tagged as padding).
     A row of padding alone (``empty_row``) is an empty sentence of the batch, to be
-    dropped: its first position had been blamed as a leading special token.
+    dropped: its first position had been blamed as a leading special token. The call
+    suggested then masks the other rows' padding too, which had been refused next.
 
     Example:
         >>> tag_padding_hint(-100), tag_padding_hint(5)
@@ -180,16 +181,16 @@ def tag_padding_hint(
         >>> print(tag_padding_hint(-100, first=True, empty_row=2))
          (row 2 is padding alone, a sentence without tokens, which no mask can drop: drop
          such rows first, keep = (tags != -100).any(1); fit(emissions[keep], transitions,
-         start, end, tags[keep]))
+         start, end, tags[keep], mask=(tags[keep] != -100)))
     """
     if value >= 0:
         return ""
     if empty_row is not None:
-        masked = ", mask[keep]" if mask_given else ""
+        masked = "mask[keep] & " if mask_given else ""
         return (
             f" (row {empty_row} is padding alone, a sentence without tokens, which no mask can"
             f" drop: drop such rows first, keep = (tags != {value}).any(1); fit(emissions[keep],"
-            f" transitions, start, end, tags[keep]{masked}))"
+            f" transitions, start, end, tags[keep], mask={masked}(tags[keep] != {value})))"
         )
     if first:
         return (

@@ -111,10 +111,13 @@ def _check_tags(tags: object, mask: Tensor, num_tags: int, mask_given: bool) -> 
 
 def _first_bad_tag(tags: Tensor, outside: Tensor, mask: Tensor) -> tuple[int, bool, int | None]:
     """The bad tag to tell, whether it is at a first position, and the row it fills where
-    it fills one (no tag of the row in range: an empty sentence). Told in the order of
-    their fixes: an empty sentence is dropped from the batch (its first position had been
-    blamed as a leading special token), a bad first token cannot be masked, the rest can."""
-    empty = (outside | ~mask).all(1)
+    it fills one (every tag of the row that one bad value: an empty sentence). Told in the
+    order of their fixes: an empty sentence is dropped from the batch (its first position
+    had been blamed as a leading special token), a bad first token cannot be masked, the
+    rest can. A row whose masked positions hold real tags is no empty sentence: the
+    hint's ``keep = (tags != -100).any(1)`` would keep it, and the same error repeat."""
+    padding = (tags == tags[:, :1]).all(1)
+    empty = (outside | ~mask).all(1) & padding
     if bool(empty.any()):
         row = int(empty.nonzero()[0])
         return int(tags[row, 0]), True, row
