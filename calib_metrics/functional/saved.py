@@ -6,7 +6,9 @@ private subclass that carries its :class:`~calib_metrics.functional.intervals.In
 and the library's adaptive bins carry the tie groups their boundaries cut. Allowlisting
 the documented classes alone therefore fails; :data:`SAFE_GLOBALS` (also
 ``calib_metrics.SAFE_GLOBALS``) names every class of the results the functional layer and
-the metrics return, and nothing that runs code.
+the metrics return, and nothing that runs code. The example's
+``torch.serialization.safe_globals`` needs torch 2.5 or later (``add_safe_globals``,
+from 2.4); torch before 2.4 allowlists no class.
 
 Example:
     >>> import io
