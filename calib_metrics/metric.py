@@ -1649,7 +1649,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         and ``"weighted"`` add their value, in the title and as a dashed line) or, for
         ``mode="classwise"``, one reliability diagram per class (at most 12: those with
         the most positives), their titles and legends naming this metric's interval and
-        confidence.
+        confidence (those a given result carries, where it does: an earlier
+        compute_result's, since reset or regrouped).
 
         Returns ``(fig, ax)`` (``(fig, axes)`` for classwise panels, which draw their own
         figure); ``val`` may be a result from :meth:`compute_result` (classwise: the list
