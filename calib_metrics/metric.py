@@ -25,7 +25,12 @@ from calib_metrics.functional.calibration import (
     compute_bins,
 )
 from calib_metrics.functional.clusters import grouped_bins
-from calib_metrics.functional.errors import NoPairsError, check_flag, check_not_meta
+from calib_metrics.functional.errors import (
+    NoPairsError,
+    check_flag,
+    check_not_meta,
+    said_once_for_all,
+)
 from calib_metrics.functional.intervals import bin_errors, check_confidence
 from calib_metrics.functional.multiclass import average_results, most_frequent, pair_sets
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
@@ -1618,31 +1623,35 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _results(
         self, inputs: list[Any], interval: str, generator: torch.Generator | None
     ) -> list[CalibrationResult]:
+        """Each input's result (pooled, or each class's: bins, or pairs with their groups),
+        said as the metric's warnings; per class, a counted warning (a zero-width
+        interval) names the first class that has it, as the functions' classwise call
+        does (:func:`~calib_metrics.functional.errors.said_once_for_all`)."""
+        with warnings_said_by(self, "calibration_error_ci"):
+            drawn = (self._drawn_result(item, interval, generator) for item in inputs)
+            return said_once_for_all(drawn) if len(inputs) > 1 else list(drawn)
+
+    def _drawn_result(
+        self, item: Any, interval: str, generator: torch.Generator | None
+    ) -> CalibrationResult:
+        """One input's result: its bins' interval, or its pairs' over their groups."""
         options = {"confidence": self.confidence, "method": self.method, "norm": self.norm}
         options["debias"] = self._debias
-        results = []
-        with warnings_said_by(self, "calibration_error_ci"):
-            for item in inputs:
-                if isinstance(item, Bins):
-                    drawn = bins_interval(item, interval, self.n_samples, generator, **options)
-                    results.append(drawn)
-                    continue
-                probs, target, groups = item
-                results.append(
-                    calibration_error_ci(
-                        probs,
-                        target,
-                        groups=groups,
-                        interval="groups",
-                        n_samples=self.n_samples,
-                        generator=generator,
-                        binning=self.binning,
-                        bin_size=self.bin_size,
-                        n_bins=self.n_bins,
-                        **options,
-                    )
-                )
-        return results
+        if isinstance(item, Bins):
+            return bins_interval(item, interval, self.n_samples, generator, **options)
+        probs, target, groups = item
+        return calibration_error_ci(
+            probs,
+            target,
+            groups=groups,
+            interval="groups",
+            n_samples=self.n_samples,
+            generator=generator,
+            binning=self.binning,
+            bin_size=self.bin_size,
+            n_bins=self.n_bins,
+            **options,
+        )
 
     def plot(self, val: Any = None, ax: Any = None, *, smooth: bool = False) -> tuple[Any, Any]:
         """Reliability diagram (micro), per-class error bars (``average=None``; ``"macro"``

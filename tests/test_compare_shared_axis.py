@@ -135,3 +135,13 @@ def test_shared_x_axis_refuses_one_result_and_a_classwise_average():
     pooled = calibration_error_ci(probs, torch.randint(0, 3, (300,)), mode="classwise")
     with pytest.raises(ValueError, match="averages 3 classes"):
         shared_x_axis([pooled])
+
+
+def test_shared_x_axis_takes_any_iterable_of_results():
+    """A generator or dict.values() had been refused as "got one dict_values"."""
+    results = {k: calibration_error_ci(torch.sigmoid(k * S), Y, n_samples=20) for k in (8.0, 0.5)}
+    listed = shared_x_axis(list(results.values()))
+    assert listed.xscale == "logit"
+    assert shared_x_axis(results.values()) == listed
+    assert shared_x_axis(r for r in results.values()) == listed
+    assert shared_x_axis(iter(results.values())) == listed

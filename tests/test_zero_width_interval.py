@@ -15,7 +15,8 @@ import torch
 from calib_metrics import CalibrationError
 from calib_metrics.cli import main
 from calib_metrics.functional import calibration_error_ci
-from calib_metrics.functional.zero_width import ZeroWidthWarning
+from calib_metrics.functional.binning import Bins
+from calib_metrics.functional.zero_width import ZeroWidthWarning, _consistent, _zero_width_text
 
 MAX_PURE = (
     "the max-norm interval has zero width: its worst bin's 10 labels are all {label}, and "
@@ -150,4 +151,78 @@ def test_classwise_names_the_first_class_of_a_zero_width_interval() -> None:
     assert len(caught) == 1
     text = str(caught[0].message)
     assert text.startswith("class 0: the max-norm interval has zero width: its worst bin's")
-    assert text.endswith("(so do 2 other classes)")
+    assert text.endswith(" (so do 2 other classes)")
+
+
+def test_a_classwise_loop_warns_once_under_the_default_filters() -> None:
+    """Python says a warning once per line by default; each class's catch_warnings had
+    reset that registry, and a loop of classwise calls warned at every pass."""
+    g = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(8, 3, generator=g), -1)
+    target = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        for _ in range(3):
+            calibration_error_ci(probs, target, mode="classwise", n_samples=50)
+    assert [str(w.message)[:29] for w in caught] == ["calibration_error_ci: 8 pairs"]
+
+
+def _sharp_classes() -> tuple[torch.Tensor, torch.Tensor]:
+    """100 items of 10 classes, sharp softmax: classes 3 and 4 have a max-norm worst bin
+    of 10 labels all 1."""
+    g = torch.Generator().manual_seed(0)
+    probs = (5 * torch.randn(100, 10, generator=g)).softmax(-1)
+    return probs, torch.multinomial(probs, 1, generator=g).squeeze(1)
+
+
+def test_the_normal_form_of_equal_draws_is_said_to_have_zero_width() -> None:
+    """Its ends are the draws' mean ∓ z·std, and the std of equal draws is a few ulps:
+    [0.24905003011226640, 0.24905003011226673] had been no zero width."""
+    probs, target = _sharp_classes()
+    q, y = probs[:, 3], (target == 3).long()
+    call = lambda: calibration_error_ci(  # noqa: E731
+        q, y, norm="max", method="normal", n_samples=200, generator=torch.Generator().manual_seed(0)
+    )
+    result, caught = _caught(call)
+    assert 0 < float(result.upper - result.lower) < 1e-15
+    assert [str(w.message) for w in caught] == [MAX_PURE.format(label=1, bound="down to 0.69")]
+
+
+def test_the_metric_names_the_class_of_a_zero_width_interval() -> None:
+    """Per class the metric had said "the max-norm interval has zero width" beside a
+    class average of width 0.27, naming no class."""
+    probs, target = _sharp_classes()
+    options = {"norm": "max", "interval": "pairs", "method": "percentile", "n_samples": 200}
+    metric = CalibrationError(num_classes=10, mode="classwise", seed=0, **options)
+    metric.update(probs, target)
+    result, caught = _caught(metric.compute_result)
+    assert float(result.upper - result.lower) > 0.2
+    text = MAX_PURE.format(label=1, bound="down to 0.69")
+    assert [str(w.message) for w in caught] == [
+        f"CalibrationError: class 3: {text} (so does 1 other class)"
+    ]
+
+
+def test_grouped_labels_bound_their_frequency_if_independent() -> None:
+    """The exact bound counts labels; over groups it holds only if they are independent."""
+    probs, target = _top_label()
+    groups, generator = torch.arange(1000), torch.Generator().manual_seed(0)
+    call = lambda: calibration_error_ci(  # noqa: E731
+        probs, target, groups=groups, mode="top_label", n_samples=200, generator=generator,
+        **OPTIONS,
+    )  # fmt: skip
+    _, caught = _caught(call)
+    assert [str(w.message) for w in caught] == [
+        MAX_PURE.format(label=0, bound="up to 0.31")[:-1] + ", if the labels are independent)"
+    ]
+
+
+def test_counts_are_whole_with_separators_and_bounds_rounded_outward() -> None:
+    t = torch.tensor
+    bins = Bins(t([0.3, 0.9]), t([0.0, 0.9]), t([1_234_567.0, 990.0]))
+    text = _zero_width_text(bins, "max", 0.95)
+    assert "1,234,567 labels are all 0" in text and "1.23457e+06" not in text
+    # 12 labels: the exact bounds are 0.2646 and 0.7354, said 0.26 and 0.74 before.
+    assert "true frequency up to 0.27 (" in _consistent(12, 0, 0.95)
+    assert "true frequency down to 0.73 (" in _consistent(12, 1, 0.95)

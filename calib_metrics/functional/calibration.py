@@ -32,11 +32,10 @@ from calib_metrics.functional.binning import (
 )
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import (
-    CountedWarning,
     check_flag,
     check_generator,
     check_int,
-    warn_at_caller,
+    said_once_for_all,
 )
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
@@ -512,11 +511,11 @@ def calibration_error_ci(
 
 def classwise_results(sets: list[PairSet], **options: object) -> list[CalibrationResult]:
     """:func:`calibration_error_ci` of each class's pairs (``sets``, in class order; its
-    ``options`` but ``groups``), the classes' warnings said once for the call: the same
-    text once (the too-few-pairs warning had come once per class, 15 times for 15
-    classes), and a :class:`~calib_metrics.functional.errors.CountedWarning` (a zero-width
-    interval, cut tie groups), whose text counts one class's pairs, for the first class
-    that has it, named, with how many others do.
+    ``options`` but ``groups``), the classes' warnings said once for the call
+    (:func:`~calib_metrics.functional.errors.said_once_for_all`): the same text once, and
+    a :class:`~calib_metrics.functional.errors.CountedWarning` (a zero-width interval, cut
+    tie groups), whose text counts one class's pairs, for the first class that has it,
+    named, with how many others do.
 
     Example:
         >>> import warnings
@@ -529,23 +528,7 @@ def classwise_results(sets: list[PairSet], **options: object) -> list[Calibratio
         >>> len(results), len(caught)
         (3, 1)
     """
-    results, said = [], {}
-    for c, (q, y, g) in enumerate(sets):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            results.append(calibration_error_ci(q, y, groups=g, **options))
-        for warning in caught:
-            counted = issubclass(warning.category, CountedWarning)
-            key = warning.category if counted else str(warning.message)
-            said.setdefault(key, (warning, c, []))[2].append(c)
-    for warning, first, classes in said.values():
-        text = str(warning.message)
-        if issubclass(warning.category, CountedWarning):
-            others = len(classes) - 1
-            more = f" (so do {others} other class{'es' * (others != 1)})" if others else ""
-            text = f"class {first}: {text}{more}"
-        warn_at_caller(text, category=warning.category)
-    return results
+    return said_once_for_all(calibration_error_ci(q, y, groups=g, **options) for q, y, g in sets)
 
 
 def brier_decomposition(

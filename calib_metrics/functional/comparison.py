@@ -191,6 +191,7 @@ from calib_metrics.functional.multiclass import (
     warn_row_sums,
 )
 from calib_metrics.functional.ties import cut_cells, tie_runs
+from calib_metrics.functional.zero_width import warn_if_comparison_zero_width
 
 
 class ComparisonResult(NamedTuple):
@@ -337,6 +338,9 @@ def compare_calibration(
         (10) resampling units (pairs, items, or groups) the interval and the p-value are NaN,
         and so are ``a``'s and ``b``'s own interval ends (as
         :func:`calibration_error_ci` gives them), with a warning: too few to resample.
+        An interval of zero width (a model's max-norm error decided by a pure bin in
+        every draw; the difference of two such) warns
+        (:func:`~calib_metrics.functional.zero_width.warn_if_comparison_zero_width`).
 
     Example:
         >>> import torch
@@ -498,11 +502,14 @@ def _compare(
     if not debias:
         lower, upper, p_value, centred = _plugin_difference(draws[0], difference, confidence)
         result = ComparisonResult(difference, lower, upper, p_value, a, b)
-        return PairedDraws(result, results_a, results_b, _side(centred))
-    own, at_bound = draws
-    ends = _projected_ends(own, at_bound, confidence)
-    result = ComparisonResult(difference, *ends, _p_value(own), a, b)
-    return PairedDraws(result, results_a, results_b, _side(own))
+        side = _side(centred)
+    else:
+        own, at_bound = draws
+        ends = _projected_ends(own, at_bound, confidence)
+        result = ComparisonResult(difference, *ends, _p_value(own), a, b)
+        side = _side(own)
+    warn_if_comparison_zero_width(result, norm, confidence, grouped=groups is not None)
+    return PairedDraws(result, results_a, results_b, side)
 
 
 # Where set (by compare_calibration_by_label), the one-pair bins of each comparison are

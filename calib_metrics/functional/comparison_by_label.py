@@ -77,7 +77,12 @@ from calib_metrics.functional.comparison import (
     single_pair_tally,
     single_pair_warning,
 )
-from calib_metrics.functional.errors import check_generator, check_int, check_not_meta
+from calib_metrics.functional.errors import (
+    check_generator,
+    check_int,
+    check_not_meta,
+    said_once_for_all,
+)
 from calib_metrics.functional.intervals import MIN_UNITS
 from calib_metrics.functional.multiclass import is_multiclass, pair_sets
 
@@ -337,9 +342,10 @@ def compare_calibration_by_label(
     tally = [0, 0]
     token = single_pair_tally.set(tally)  # one warning of one-pair bins, not one a label
     try:
-        per_label, sides = zip(
-            *(_compare_label(flat, select, confidence, generator, options) for select in selections)
+        compared = (
+            _compare_label(flat, select, confidence, generator, options) for select in selections
         )
+        per_label, sides = zip(*said_once_for_all(compared, ids.tolist(), unit="label"))
     finally:
         single_pair_tally.reset(token)
     if tally[0]:

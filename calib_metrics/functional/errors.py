@@ -6,8 +6,13 @@ import operator
 import os
 import sys
 import warnings
+from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
+from typing import TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 # The library's own files: a warning names the first line outside them.
 _LIBRARY = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -229,5 +234,75 @@ def warn_at_caller(
     """A UserWarning (or ``category``) at the line that called into ``prefixes``
     (default: the library): :func:`stacklevel_outside`. A function reached at several
     depths (``calibration_error_ci`` itself, or through its classwise average) had warned
-    from a line of the library."""
+    from a line of the library. Held instead while :func:`said_once_for_all` computes
+    its parts."""
+    held = _HELD.get()
+    if held is not None:
+        held.append((message, category))
+        return
     warnings.warn(message, category, stacklevel=stacklevel_outside(prefixes))
+
+
+# Where set (by said_once_for_all), warn_at_caller's warnings, (text, category), are kept
+# here to be said once at the end. Not warnings.catch_warnings: entering it resets
+# Python's once-per-line registry, so a loop's classwise call had warned at every pass.
+_HELD: ContextVar[list[tuple[str, type[Warning]]] | None] = ContextVar(
+    "calib_metrics_held_warnings", default=None
+)
+
+
+def said_once_for_all(
+    parts: Iterable[T], names: Sequence[object] | None = None, unit: str = "class"
+) -> list[T]:
+    """The results of ``parts`` (an iterable that computes one part's result a step: a
+    class's), with the warnings :func:`warn_at_caller` gives meanwhile said once for all
+    of them, at the caller's line: the same text once (the too-few-pairs warning had come
+    once per class, 15 times for 15 classes), and a :class:`CountedWarning`, whose text
+    counts one part's data, for the first part that has it, named (``unit`` and its entry
+    of ``names``, default its index), with how many others do.
+
+    Example:
+        >>> def part(k: int) -> int:
+        ...     warn_at_caller(f"{k + 5} pairs", category=CountedWarning)
+        ...     return k
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     said_once_for_all(part(k) for k in range(3))
+        [0, 1, 2]
+        >>> print(caught[0].message)
+        class 0: 5 pairs (so do 2 other classes)
+    """
+    results: list[T] = []
+    said: dict[object, tuple[str, type[Warning], list[int]]] = {}
+    held: list[tuple[str, type[Warning]]] = []
+    token = _HELD.set(held)
+    try:
+        for k, result in enumerate(parts):
+            results.append(result)
+            for text, category in held:
+                key = category if issubclass(category, CountedWarning) else text
+                having = said.setdefault(key, (text, category, []))[2]
+                if k not in having:
+                    having.append(k)
+            held.clear()
+    finally:
+        _HELD.reset(token)
+    for text, category, having in said.values():
+        if issubclass(category, CountedWarning):
+            text = f"{unit} {having[0] if names is None else names[having[0]]}: {text}"
+            text += _others(len(having) - 1, unit)
+        warn_at_caller(text, category=category)
+    return results
+
+
+def _others(count: int, unit: str) -> str:
+    """The end of a counted warning said for one part of ``count + 1``.
+
+    Example:
+        >>> _others(1, "class"), _others(2, "label"), _others(0, "class")
+        (' (so does 1 other class)', ' (so do 2 other labels)', '')
+    """
+    if count == 0:
+        return ""
+    plural = unit + ("es" if unit.endswith("s") else "s")
+    return f" (so {'does' if count == 1 else 'do'} {count} other {unit if count == 1 else plural})"

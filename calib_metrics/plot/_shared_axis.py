@@ -6,7 +6,7 @@ bars then read unlike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from calib_metrics.functional.calibration import CalibrationResult
@@ -44,13 +44,14 @@ class SharedXAxis(NamedTuple):
 _NEAR = f"pairs in bins within {END:g} of 0 or 1"
 
 
-def shared_x_axis(results: Sequence[CalibrationResult]) -> SharedXAxis:
-    """The x axis of reliability diagrams of ``results`` drawn side by side: logit when
-    ``xscale="auto"`` would draw any one of them logit (more than half of its pairs in
-    bins whose mean is within 0.05 of 0 or 1), over one range that shows every bin of
-    every one of them; linear otherwise. Pass ``xscale`` and ``logit_range`` to each
-    :func:`reliability_diagram`, and title each with :meth:`SharedXAxis.title` (which
-    says the axis is shared, and how many of that diagram's pairs lie near the ends).
+def shared_x_axis(results: Iterable[CalibrationResult]) -> SharedXAxis:
+    """The x axis of reliability diagrams of ``results`` (a list, or any other iterable)
+    drawn side by side: logit when ``xscale="auto"`` would draw any one of them logit
+    (more than half of its pairs in bins whose mean is within 0.05 of 0 or 1), over one
+    range that shows every bin of every one of them; linear otherwise. Pass ``xscale``
+    and ``logit_range`` to each :func:`reliability_diagram`, and title each with
+    :meth:`SharedXAxis.title` (which says the axis is shared, and how many of that
+    diagram's pairs lie near the ends).
 
     Example:
         >>> import torch
@@ -79,17 +80,20 @@ def shared_x_axis(results: Sequence[CalibrationResult]) -> SharedXAxis:
     return SharedXAxis("logit", (axis.lo, axis.hi), shares)
 
 
-def _checked(results: Sequence[CalibrationResult]) -> list[CalibrationResult]:
+def _checked(results: Iterable[CalibrationResult]) -> list[CalibrationResult]:
+    """``results`` as a list, taken from any iterable (a generator, ``dict.values()``)
+    but a str and one CalibrationResult, which is a tuple: a diagram per field."""
     if isinstance(results, CalibrationResult):
         raise ValueError(
             "shared_x_axis takes a sequence of CalibrationResults, got one CalibrationResult: "
             "pass [result]"
         )
-    if isinstance(results, str) or not isinstance(results, Sequence):
+    if isinstance(results, str) or not isinstance(results, Iterable):
         raise ValueError(
             "shared_x_axis takes a sequence of CalibrationResults (what calibration_error_ci "
             f"returns), got one {type(results).__name__}"
         )
+    results = list(results)
     if not results:
         raise ValueError("shared_x_axis needs at least one result")
     for result in results:
@@ -99,4 +103,4 @@ def _checked(results: Sequence[CalibrationResult]) -> list[CalibrationResult]:
                 f"got {type(result).__name__}"
             )
         _refuse_pooled_classes(result.bins)
-    return list(results)
+    return results
