@@ -95,14 +95,19 @@ def test_a_huge_padding_value_is_written_as_a_float_literal() -> None:
         PlattScaling().fit(scores, labels)
 
 
-def test_padded_chain_tags_without_a_mask_are_told_to_pass_one() -> None:
+def _sampled_chain() -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+    """A 20 × 6 chain's potentials at T = 0.5, and tags sampled from it at T = 1."""
     g = torch.Generator().manual_seed(0)
     emissions = torch.randn(20, 6, 3, generator=g, dtype=torch.float64)
     transitions = torch.randn(3, 3, generator=g, dtype=torch.float64)
     start = end = torch.zeros(3, dtype=torch.float64)
     tags = sample(emissions, transitions, start, end, n_samples=1, generator=g)[0]
+    return (2 * emissions, 2 * transitions, start, end), tags
+
+
+def test_padded_chain_tags_without_a_mask_are_told_to_pass_one() -> None:
+    potentials, tags = _sampled_chain()
     tags[:, 4:] = PAD
-    potentials = (2 * emissions, 2 * transitions, start, end)
     message = "tags must lie in [0, 3) at unmasked positions, got -100 (padding? pass mask="
     with pytest.raises(ValueError, match=re.escape(message + "(tags != -100))")):
         ChainTemperature().fit(*potentials, tags)
@@ -112,12 +117,7 @@ def test_padded_chain_tags_without_a_mask_are_told_to_pass_one() -> None:
 def test_chain_padding_hints_that_work_first_token_and_given_mask() -> None:
     # "pass mask=(tags != -100)" had failed on both: a mask must keep every first token,
     # and a mask already given must be kept.
-    g = torch.Generator().manual_seed(0)
-    emissions = torch.randn(20, 6, 3, generator=g, dtype=torch.float64)
-    transitions = torch.randn(3, 3, generator=g, dtype=torch.float64)
-    start = end = torch.zeros(3, dtype=torch.float64)
-    tags = sample(emissions, transitions, start, end, n_samples=1, generator=g)[0]
-    potentials = (2 * emissions, 2 * transitions, start, end)
+    potentials, tags = _sampled_chain()
     padded = tags.clone()
     padded[:, 4:] = PAD
     given = torch.ones(20, 6, dtype=torch.bool)
@@ -132,12 +132,7 @@ def test_chain_padding_hints_that_work_first_token_and_given_mask() -> None:
 def test_a_sentence_of_padding_alone_is_told_to_be_dropped_not_its_first_token() -> None:
     """A batch row that is all padding had been blamed as a leading special token ("drop or
     shift leading special tokens"): it is an empty sentence, dropped with its row."""
-    g = torch.Generator().manual_seed(0)
-    emissions = torch.randn(20, 6, 3, generator=g, dtype=torch.float64)
-    transitions = torch.randn(3, 3, generator=g, dtype=torch.float64)
-    start = end = torch.zeros(3, dtype=torch.float64)
-    tags = sample(emissions, transitions, start, end, n_samples=1, generator=g)[0]
-    potentials = (2 * emissions, 2 * transitions, start, end)
+    potentials, tags = _sampled_chain()
     tags[:, 4:] = PAD
     tags[7] = PAD  # an empty sentence
     message = (
