@@ -12,7 +12,7 @@ import torch
 
 from calib_metrics import plot_panels
 from calib_metrics.cli import main
-from calib_metrics.functional import calibration_error_ci
+from calib_metrics.functional import calibration, calibration_error_ci
 from calib_metrics.functional.multiclass import pair_sets
 from calib_metrics.plot_panels import MAX_CLASS_PANELS
 
@@ -195,7 +195,9 @@ def test_classwise_intervals_are_drawn_once_and_shown_alike(tmp_path, capsys, mo
         calls.append(kwargs.get("mode"))
         return original(*args, **kwargs)
 
+    # Both names: the command's own calls and classwise_results' per-class ones.
     monkeypatch.setattr(functional, "calibration_error_ci", counting)
+    monkeypatch.setattr(calibration, "calibration_error_ci", counting)
     shown: dict = {}
     original_panels = plot_panels.reliability_panels
 
