@@ -751,7 +751,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         name = Path(args.file).name
         panels, summary["plot_classes"] = class_panels(
             args, [(probs, target)], [name], groups, cli_report.estimator_options(args),
-            title=f"{name}: classwise, one reliability diagram per class", computed=per_class,
+            title=f"{name}: classwise, one reliability diagram per class", computed=[per_class],
         )  # fmt: skip
     # One smooth curve for --plot and the page (its band's draws are the run's longest).
     smooth = None if panels is not None else smooth_curve_for_plot(args, probs, target, groups,

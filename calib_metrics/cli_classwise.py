@@ -5,8 +5,10 @@ The classwise error averages the classes' errors, each from its own bins; one di
 of every class's bins together would mix the classes. So the figure has one panel per
 class (:func:`calib_metrics.plot_panels.reliability_panels`: the class's one-vs-rest
 pairs, q = probs[c] and y = [target = c]), with ``compare``'s two models overlaid in each
-panel (a in blue, b in orange). Each panel's interval is the model's own bootstrap on
-that class's pairs, with the command's estimator; ``--plot-smooth`` adds each class's
+panel (a in blue, b in orange). Each panel's interval is the one behind the command's
+average: ``evaluate``'s, the model's own bootstrap on that class's pairs with the
+command's estimator; ``compare``'s, the class's share of the paired draws (percentile
+intervals over items or groups, as its text says); ``--plot-smooth`` adds each class's
 smooth curve and band. With more than ``plot_panels.MAX_CLASS_PANELS`` (12) classes, the
 figure draws the 12 most frequent labels (ties: the lower class id), in class order, and
 its title says how many of how many.
@@ -48,7 +50,7 @@ def class_panels(
     estimator: dict[str, Any],
     title: str,
     tags: Sequence[str] | None = None,
-    computed: list | None = None,
+    computed: Sequence[Sequence[Any]] | None = None,
 ) -> tuple[Any, list[int]]:
     """The figure of per-class reliability diagrams of ``models`` ((probs [N, C], class
     ids) each, the same items), for ``--plot`` and the ``--html`` page, and the classes
@@ -56,10 +58,11 @@ def class_panels(
 
     ``estimator``: :func:`~calib_metrics.functional.calibration_error_ci`'s options
     (without ``groups`` and ``generator``: each model draws from a generator seeded with
-    ``args.seed``, class after class, as the classwise average does). ``computed``: one
-    model's results of every class, drawn already (``evaluate``'s classwise average), used
-    as they are: the panels then show the intervals the page's table and the average hold
-    (drawn again for a subset of the classes, they had differed from those).
+    ``args.seed``, class after class, as the classwise average does). ``computed``: each
+    model's results of every class, drawn already (``evaluate``'s classwise average,
+    ``compare``'s paired draws), used as they are: the panels then show the intervals the
+    page's table and the average hold (drawn again for a subset of the classes, they had
+    differed from those, and a comparison's had been of another kind).
     """
     from calib_metrics.cli import smooth_curve_for_plot
     from calib_metrics.functional import calibration_error_ci
@@ -75,7 +78,7 @@ def class_panels(
     for c in classes:
         pairs = [model_sets[c] for model_sets in sets]
         results[f"class {c}"] = (
-            [computed[c]]
+            [model_results[c] for model_results in computed]
             if computed is not None
             else [
                 calibration_error_ci(q, y, groups=g, generator=gen, **estimator)

@@ -306,7 +306,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         per_bin_rows,
         warn_if_few_bins,
     )
-    from calib_metrics.functional.comparison import compare_item_pairs, comparison_units
+    from calib_metrics.functional.comparison import comparison_units, paired_comparison
     from calib_metrics.functional.comparison_by_label import SMALL_LABEL_UNITS
     from calib_metrics.functional.intervals import MIN_UNITS
     from calib_metrics.predictions import check_output_paths, text_report_stream
@@ -346,12 +346,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         a, args.samples, "paired resamples", passes=2 if per_label else 1,
         again=" (and again per label)" if per_label else "",
     )  # fmt: skip
-    # compare_calibration, with the side of 0 its draws lie on: the verdict's direction.
-    result, side = compare_item_pairs(
+    # compare_calibration, with the side of 0 its draws lie on (the verdict's direction)
+    # and each class's results (what --mode classwise draws).
+    paired = paired_comparison(
         a.probs, b.probs, a.target, None, groups=a.groups, confidence=args.confidence,
         n_samples=args.samples, generator=torch.Generator().manual_seed(args.seed),
         mode=args.mode,
     )  # fmt: skip
+    result, side = paired.result, paired.side
     bins = [estimate_bins(m.probs, m.target, args.mode, r, **BINNING) for m, r in
             ((a, result.a), (b, result.b))]  # fmt: skip
     warn_if_few_bins(bins[0] + bins[1], **BINNING, per_class=args.mode == "classwise")
@@ -408,7 +410,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     summary["settings"] = cli_report.compare_settings(args, summary, a, b)
     panels = None
     if args.mode == "classwise" and (args.plot or args.html):
-        panels, summary["plot_classes"] = _class_panels(args, a, b)
+        panels, summary["plot_classes"] = _class_panels(args, a, b, paired, summary)
     smooth = None if panels is not None else _smooth_curves(args, a, b)
     if args.plot:  # first: the page carries what writing it says (a format's warning)
         summary["plot"] = _plot(args, result, a, b, panels, smooth)
@@ -443,6 +445,7 @@ def _group_sources(args: argparse.Namespace, a, b) -> list[tuple[str | None, str
 def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     from calib_metrics.predictions import to_jsonable
     from calib_metrics.report import (
+        _paired_forms,
         fixed,
         no_interval,
         p_value_phrase,
@@ -461,8 +464,8 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     groups += _paired_by(summary["id_columns"])
     print(f"N = {counted(summary['n'], 'item')}{pairs_note(summary)}{groups}, debiased "
           f"CalibErr{mode}, bins of ⌈√N⌉, "
-          f"paired bootstrap over {summary['resampled']} ({args.samples} draws, percentile "
-          "intervals)")  # fmt: skip
+          f"paired bootstrap over {summary['resampled']} ({args.samples} draws, "
+          f"{_paired_forms(summary)})")  # fmt: skip
 
     for name, path in zip("ab", model_names(args), strict=True):
         r = summary[name]
@@ -568,22 +571,27 @@ def _plot(args: argparse.Namespace, result, a, b, panels, smooth) -> str:
     return str(args.plot)
 
 
-def _class_panels(args: argparse.Namespace, a, b):
+def _class_panels(args: argparse.Namespace, a, b, paired, summary: dict[str, Any]):
     """``--mode classwise``: one reliability diagram per class, a and b overlaid
-    (:mod:`calib_metrics.cli_classwise`); the figure and the classes drawn."""
+    (:mod:`calib_metrics.cli_classwise`), each class's results those of the ``paired``
+    draws behind the printed average (drawn again class by class, each model on its own,
+    the panels had shown other intervals, named a pair bootstrap's); the figure and the
+    classes drawn."""
     from calib_metrics.cli_classwise import class_panels
     from calib_metrics.report import FIGURE_NAME_CHARS, model_title
 
-    interval = "pairs" if a.groups is None else "groups"
     estimator = {"n_samples": args.samples, "confidence": args.confidence, "debias": True,
-                 "interval": interval, **BINNING}  # fmt: skip
+                 "interval": summary["resampled"], **BINNING}  # fmt: skip
     models = [(a.probs, a.target), (b.probs, b.target)]
     names = [
         model_title(key, name, FIGURE_NAME_CHARS)
         for key, name in zip("ab", model_names(args), strict=True)
     ]
     title = "classwise: one reliability diagram per class, a and b on the same items"
-    return class_panels(args, models, names, a.groups, estimator, title, tags=("a", "b"))
+    computed = [paired.results_a, paired.results_b]
+    return class_panels(
+        args, models, names, a.groups, estimator, title, tags=("a", "b"), computed=computed
+    )
 
 
 def _label_row(result, i: int, samples: int) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from calib_metrics.plot._labels import _check_names
 from calib_metrics.plot._probability_axis import _ProbabilityAxis
 from calib_metrics.plot._reliability import _bin_marks, _draw_bins
 from calib_metrics.plot._smooth import _draw_smooth, band_label
-from calib_metrics.plot._text import _level, _literals, _tick_labels
+from calib_metrics.plot._text import _interval_settings, _level, _literals, _tick_labels
 from calib_metrics.wording import counted
 
 #: Panels per row of :func:`reliability_panels`.
@@ -49,9 +49,9 @@ def reliability_panels(
     names: Sequence[str] = ("model",),
     tags: Sequence[str] | None = None,
     smooth: Mapping[str, Sequence[SmoothCurve | None]] | None = None,
-    confidence: float = 0.95,
+    confidence: float | None = None,
     interval: str | None = None,
-    debias: bool = False,
+    debias: bool | None = None,
     title: str | None = None,
     note: str | None = None,
     norm: str = "l2",
@@ -60,14 +60,21 @@ def reliability_panels(
     diagonal, and each model's bins (q̂ᵢ, p̂ᵢ) with ±z·se bars in its own colour (``C0``,
     ``C1``, ...), with its smooth curve and band when given. A panel's title is its label
     and each model's error with its interval (:func:`~calib_metrics.plot.describe`); the
-    legend below the panels names the models and the interval's level and kind.
+    legend below the panels names the models and the interval's level and kind (those the
+    results carry, as :func:`~calib_metrics.plot.per_label_errors`' legend names them).
 
     Args:
         results: label -> one CalibrationResult per model (the label's pairs only).
         names: the models' names, in order (the legend's).
         tags: short names of the models for the panels' titles (default: ``names``).
         smooth: label -> one SmoothCurve (or None) per model, made on the same pairs.
-        confidence, interval, debias: the settings behind the intervals.
+        confidence, interval, debias: the settings behind the intervals, for results
+            that do not carry them; those left None are 0.95, no kind named, not
+            debiased. Results that carry them
+            (:func:`~calib_metrics.functional.intervals.interval_kind`) name their own
+            (the form too: a comparison's percentile intervals over items had been named
+            a pair bootstrap's): a setting given that differs, or results of different
+            settings, are a ValueError.
         title: the figure's first title line.
         note: a second title line (which labels are drawn when not all are, say).
         norm: the errors' norm, named in the panels' titles unless it is the default l2.
@@ -99,9 +106,10 @@ def reliability_panels(
     names = _check_names(names, models)
     tags = names if tags is None else _check_names(tags, models, "tags")
     _check_smooth(smooth, results, models)
-    confidence = _level(confidence)
-    z = normal_quantile(confidence)
-    legend = interval_label(confidence, interval, debias)
+    drawn = [r for rs in results.values() for r in rs]
+    kind = _interval_settings(drawn, confidence, interval, debias)
+    z = normal_quantile(_level(kind.confidence))
+    legend = interval_label(*kind)
     names, tags = _literals(names), _literals(tags)
     fig, axes = _grid(len(results))
     # Label names shortened (and kept apart) as the per-label charts' ticks are, so that
@@ -269,9 +277,9 @@ MAX_CLASS_PANELS = 12
 def classwise_panels(
     results: Sequence[CalibrationResult],
     *,
-    confidence: float = 0.95,
+    confidence: float | None = None,
     interval: str | None = None,
-    debias: bool = False,
+    debias: bool | None = None,
     title: str | None = None,
     limit: int | None = MAX_CLASS_PANELS,
     class_names: Sequence[str] | None = None,

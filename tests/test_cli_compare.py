@@ -232,9 +232,9 @@ def test_a_label_per_class_of_a_multiclass_file_is_named_as_such(
 
     # The command's paired draws (compare_calibration, with the side of its draws).
     drawn = []
-    compare = comparison.compare_item_pairs
+    compare = comparison.paired_comparison
     monkeypatch.setattr(
-        comparison, "compare_item_pairs", lambda *a, **k: drawn.append(1) or compare(*a, **k)
+        comparison, "paired_comparison", lambda *a, **k: drawn.append(1) or compare(*a, **k)
     )
     g = torch.Generator().manual_seed(0)
     probs = (torch.randn(800, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
@@ -442,10 +442,10 @@ def test_a_long_run_is_announced_before_it_starts(predictions, capsys, monkeypat
         return compare(*args, **kwargs)
 
     # The command's paired draws: compare_calibration, with the side of its draws.
-    from calib_metrics.functional.comparison import compare_item_pairs as compare
+    from calib_metrics.functional.comparison import paired_comparison as compare
 
     monkeypatch.setattr(
-        "calib_metrics.functional.comparison.compare_item_pairs", compare_after_notice
+        "calib_metrics.functional.comparison.paired_comparison", compare_after_notice
     )
     assert main(argv) == 0
     assert "drawing" not in capsys.readouterr().err  # said once, not again among the warnings

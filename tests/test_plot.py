@@ -200,7 +200,9 @@ def test_paired_comparison_adds_the_difference_panel() -> None:
     assert diff.get_xlabel() == "HMM − CRF (paired)"
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()][:2] == ["CalibErr (HMM)", "CalibErr (CRF)"]
-    assert legend.get_title().get_text() == "whiskers: 95% interval: debiased pair bootstrap"
+    assert legend.get_title().get_text() == (
+        "whiskers: 95% interval: debiased pair bootstrap, percentile"  # what they carry
+    )
     # One point per label, placed at its difference.
     points = sorted(
         (y, x)

@@ -29,7 +29,8 @@ def test_a_numpy_scalar_level_is_drawn_as_written(result, level) -> None:
     assert ax.get_title().splitlines()[1].startswith("90% interval: debiased pair bootstrap ·")
     assert ax.get_legend().get_texts()[1].get_text() == "bins (±1.64 se)"
     fig, _ = reliability_panels({"x": [result]}, confidence=level)
-    assert fig.legends[0].get_title().get_text() == "titles' [lower, upper]: 90% interval"
+    legend = "titles' [lower, upper]: 90% interval: debiased pair bootstrap"  # the result's
+    assert fig.legends[0].get_title().get_text() == legend
     fig, _ = posterior_time_series(["a"], [1.0], [0.5], [1.5], confidence=level)
     assert "90% interval" in [t.get_text() for t in fig.legends[0].get_texts()]  # below
 

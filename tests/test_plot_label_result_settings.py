@@ -81,11 +81,14 @@ def test_a_label_without_an_interval_takes_the_others_settings() -> None:
     assert _legend(fig) == "whiskers: 90% interval: debiased pair bootstrap"
 
 
-def test_comparisons_name_the_settings_given() -> None:
-    """A comparison's results carry no settings: the caller's name the whiskers."""
+def test_comparisons_name_the_settings_they_carry() -> None:
+    """A comparison's results carry their settings, the percentile form too (they had
+    carried none, and the caller's had named the whiskers a normal interval's)."""
     g = torch.Generator().manual_seed(5)
     p = torch.rand(400, generator=g, dtype=torch.float64)
     y = torch.bernoulli(p, generator=g)
     c = compare_calibration(p, (p * 0.9).clamp(0, 1), y, n_samples=50, generator=g)
     fig, _ = per_label_errors({"a": c, "b": c}, interval="pairs", debias=True)
-    assert _legend(fig) == "whiskers: 95% interval: debiased pair bootstrap"
+    assert _legend(fig) == "whiskers: 95% interval: debiased pair bootstrap, percentile"
+    with pytest.raises(ValueError, match="interval='groups' contradicts"):
+        per_label_errors({"a": c}, interval="groups")

@@ -173,9 +173,11 @@ from calib_metrics.functional.clusters import grouped_effective_counts, with_sam
 from calib_metrics.functional.errors import check_generator, check_id_tensor
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
+    IntervalKind,
     UnitSums,
     compact_units,
     draw_statistics,
+    drawn_result,
     interval_of_draws,
     reweighted_bins,
     summary,
@@ -202,7 +204,15 @@ class ComparisonResult(NamedTuple):
         lower: lower end of the paired interval of the difference.
         upper: upper end.
         p_value: two-sided p-value of "no difference" from the same paired draws.
-        a: model a's :class:`~calib_metrics.functional.calibration.CalibrationResult`.
+        a: model a's :class:`~calib_metrics.functional.calibration.CalibrationResult`,
+            carrying its interval's kind for the figures
+            (:func:`~calib_metrics.functional.intervals.interval_kind`: what was resampled,
+            and the form). Under ``mode="classwise"`` it is the classes' average: its
+            error, mean, std and ends are the means of the classes' own, and its ``bins``
+            are every class's own bins sorted together by mean prediction (``bins.classes``
+            says how many classes; its repr, ``<176 bins of 4 classes, 8000 pairs>``),
+            not one binning of the pooled pairs, so no reliability diagram draws them
+            (``calib_metrics.plot_panels.classwise_panels`` draws each class's).
         b: model b's.
 
     Example:
@@ -261,17 +271,19 @@ def _unit_sums(
 
 
 def _model_result(
-    bins: Bins, blocks: list, confidence: float, norm: str, debias: bool, world: str
+    bins: Bins, blocks: list, confidence: float, norm: str, debias: bool, world: str, unit: str
 ) -> tuple[Tensor, CalibrationResult]:
     """One model's per-draw errors and its result from its draws: debiased, the percentile
     interval of its recentred squares; plug-in, the normal interval centred on its
     estimate, :func:`calibration_error_ci`'s default (the plug-in draws sit above the
     estimate by the bias, and their percentiles had excluded it: 0.0653 with
-    [0.0716, 0.1058])."""
+    [0.0716, 0.1058]). The result carries that kind, resampled over ``unit``, for the
+    figures to name (they had named a percentile interval over items a pair bootstrap's)."""
     draws = draw_statistics(bins, blocks, norm=norm, debias=debias, world=world)
     method = "percentile" if debias else "normal"
     summary = interval_of_draws(draws, confidence=confidence, method=method)
-    return draws.errors, CalibrationResult(*summary, bins)
+    kind = IntervalKind(float(confidence), unit, debias, method)
+    return draws.errors, drawn_result(summary, bins, kind)
 
 
 # compare_calibration's number of paired draws unless given.
@@ -334,7 +346,9 @@ def compare_calibration(
         :class:`CalibrationResult` from the same draws: its error is
         :func:`calibration_error_ci`'s, its interval (debiased: the percentiles of its
         draws, as the difference's; plug-in: normal) need not be that function's
-        default one, whose draws are its own. With fewer than ``MIN_UNITS``
+        default one, whose draws are its own (``mode="classwise"``: the classes'
+        average, its ``bins`` each class's own, :class:`ComparisonResult`). With fewer
+        than ``MIN_UNITS``
         (10) resampling units (pairs, items, or groups) the interval and the p-value are NaN,
         and so are ``a``'s and ``b``'s own interval ends (as
         :func:`calibration_error_ci` gives them), with a warning: too few to resample.
@@ -381,7 +395,7 @@ def compare_item_pairs(
     from the side its draws lie on (returned beside the result, ``PairedDraws.side``);
     with ``items`` None it is :func:`compare_calibration` and that side, whose verdict
     ``calib-metrics compare`` prints."""
-    paired = _compare(**_arguments(probs_a, probs_b, target, options), items=items)
+    paired = paired_comparison(probs_a, probs_b, target, items, **options)
     return paired.result, paired.side
 
 
@@ -391,8 +405,18 @@ def compare_with_classes(
     """:func:`compare_calibration` (``options``: its keyword arguments), and each model's
     results of every class from the same draws under ``mode="classwise"`` (the one pair
     set's result otherwise): what a classwise comparison's per-class panels draw."""
-    paired = _compare(**_arguments(probs_a, probs_b, target, options), items=None)
+    paired = paired_comparison(probs_a, probs_b, target, None, **options)
     return paired.result, paired.results_a, paired.results_b
+
+
+def paired_comparison(
+    probs_a: Tensor, probs_b: Tensor, target: Tensor, items: Tensor | None, **options: Any
+) -> PairedDraws:
+    """All that one paired resampling gives (:class:`PairedDraws`):
+    :func:`compare_item_pairs`' result and side, and :func:`compare_with_classes`' results
+    of every class, which ``calib-metrics compare --mode classwise`` draws beside the
+    verdict that it prints."""
+    return _compare(**_arguments(probs_a, probs_b, target, options), items=items)
 
 
 class PairedDraws(NamedTuple):
@@ -466,7 +490,8 @@ def _compare(
     # Each model's own result as calibration_error_ci reports it: the shrunk world for
     # pairs, the observed gaps for groups (see calib_metrics.functional.intervals).
     world = "shrunk" if groups is None else "observed"
-    estimator = {"confidence": confidence, "norm": norm, "debias": debias, "world": world}
+    estimator = {"confidence": confidence, "norm": norm, "debias": debias, "world": world,
+                 "unit": unit_name}  # fmt: skip
     level = boundary_level(confidence, n_units)
     results_a, results_b, draws = [], [], []
     for k, ((bins_a, _), (bins_b, _)) in enumerate(models):

@@ -212,11 +212,15 @@ class CalibrationResult(NamedTuple):
 
 class IntervalKind(NamedTuple):
     """How a result's interval was drawn: what a diagram's title names
-    (:func:`~calib_metrics.plot.reliability_diagram`)."""
+    (:func:`~calib_metrics.plot.reliability_diagram`). ``interval`` is what was
+    resampled (``"paper"``, ``"pairs"``, ``"groups"``, or a comparison's ``"items"``),
+    ``method`` the interval's form, ``"normal"`` or ``"percentile"`` (None: not known, as
+    in a kind saved before it was kept)."""
 
     confidence: float
     interval: str
     debias: bool
+    method: str | None = None
 
 
 class _DrawnResult(CalibrationResult):
@@ -235,7 +239,7 @@ def interval_kind(result: object) -> IntervalKind | None:
         >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
         >>> r = pair_bootstrap(bins, n_samples=100, confidence=0.9, debias=True)
         >>> interval_kind(r)
-        IntervalKind(confidence=0.9, interval='pairs', debias=True)
+        IntervalKind(confidence=0.9, interval='pairs', debias=True, method='percentile')
         >>> interval_kind(r._replace(lower=r.upper)) is None
         True
     """
@@ -258,13 +262,28 @@ def summary(value: object, digits: str = ".4f") -> str:
 
 
 def bins_summary(bins: object) -> str:
-    """``<121 bins, 4000 pairs>``: the bins of a result, counted."""
+    """``<121 bins, 4000 pairs>``: the bins of a result, counted; a classwise average's
+    say whose they are, ``<176 bins of 4 classes, 8000 pairs>`` (each class's own bins,
+    sorted together by mean: they had read as one binning of 8000 pairs).
+
+    Example:
+        >>> from calib_metrics.functional.multiclass import average_results
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> bins_summary(bins)
+        '<2 bins, 800 pairs>'
+        >>> r = CalibrationResult(t(0.1), t(0.1), t(0.01), t(0.08), t(0.12), bins)
+        >>> bins_summary(average_results([r, r]).bins)
+        '<4 bins of 2 classes, 1600 pairs>'
+    """
     count = getattr(bins, "count", None)
     if not isinstance(count, Tensor):
         return repr(bins)
     pairs = count.sum().item()
     pairs = int(pairs) if float(pairs).is_integer() else round(pairs, 2)
-    return f"<{count.shape[-1]} bins, {pairs} pairs>"
+    classes = getattr(bins, "classes", 1)
+    whose = f" of {classes} classes" if classes > 1 else ""
+    return f"<{count.shape[-1]} bins{whose}, {pairs} pairs>"
 
 
 def check_confidence(confidence: float) -> None:
@@ -1130,8 +1149,16 @@ def resampled_interval(
         (0.1, True)
     """
     draws = draw_statistics(bins, blocks, norm=norm, debias=debias, world=_WORLD[interval])
-    result = _DrawnResult(*interval_of_draws(draws, confidence=confidence, method=method), bins)
-    result.kind = IntervalKind(float(confidence), interval, bool(debias))
+    summary = interval_of_draws(draws, confidence=confidence, method=method)
+    kind = IntervalKind(float(confidence), interval, bool(debias), method)
+    return drawn_result(summary, bins, kind)
+
+
+def drawn_result(summary: tuple, bins: Bins, kind: IntervalKind) -> CalibrationResult:
+    """The result of :func:`interval_of_draws`' ``summary`` and ``bins``, carrying its
+    interval's ``kind`` (:func:`interval_kind`), for the figures to name."""
+    result = _DrawnResult(*summary, bins)
+    result.kind = kind
     return result
 
 

@@ -126,7 +126,7 @@ def per_label_errors(
         ax: axes to draw on (not with comparisons, which make a figure of two panels).
         names: the models' names, in order.
         confidence, interval, debias: the settings behind the intervals, for results
-            that do not carry them (made by hand, or a comparison's); those left None are
+            that do not carry them (made by hand, or a classwise average); those left None are
             0.95, no kind named, not debiased. Results that carry them
             (:func:`~calib_metrics.functional.intervals.interval_kind`) name their own: a
             setting given that differs, or results of different settings, are a

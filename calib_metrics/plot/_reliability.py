@@ -19,7 +19,7 @@ from matplotlib.transforms import ScaledTranslation, Transform
 from calib_metrics.functional.binning import Bins, check_bins
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import stacklevel_outside
-from calib_metrics.functional.intervals import effective_samples, normal_quantile
+from calib_metrics.functional.intervals import IntervalKind, effective_samples, normal_quantile
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot._arguments import _axes, _numbers
 from calib_metrics.plot._counts import (
@@ -75,8 +75,10 @@ def reliability_diagram(
     The title gives the error with its interval (after ``label``, when given), and the
     interval's level and kind (:func:`interval_label` of ``confidence``, ``interval`` and
     ``debias``: the settings that made ``result``, which the results of
-    :func:`~calib_metrics.functional.calibration_error_ci` and the bootstraps carry, and
-    which a result made otherwise needs passed; neither where ``result`` has no interval).
+    :func:`~calib_metrics.functional.calibration_error_ci`, the bootstraps and
+    :func:`~calib_metrics.functional.compare_calibration` carry with the interval's form,
+    and which a result made otherwise needs passed; neither where ``result`` has no
+    interval).
 
     Called again on the same ``ax`` for a second model, it draws that model over the
     first, in ``color``: its bins (and smooth curve), and its pairs as bars in its colour
@@ -86,7 +88,11 @@ def reliability_diagram(
     title stay the first call's: bins past the ends of the first model's logit axis are
     drawn at them, said in their legend entry and by a UserWarning (draw the model of the
     most extreme predictions first); the model's legend entry names its error (``"model b:
-    CalibErr …"``), since the title holds the first model's. Give each call a ``label``.
+    CalibErr …"``), since the title holds the first model's, and the title's interval
+    names both: a model whose interval differs from the one the title names (another
+    level, kind or form) is a ValueError, as :func:`per_label_errors` refuses results of
+    different intervals (a 90% interval had been drawn under a 95% title, its bars at
+    ±1.96 se). Give each call a ``label``.
     The legend of several models sits below the diagram in a figure of constrained layout
     (inside, it hid their bins), and a figure holding only this diagram (a new one) grows
     by it; in a figure of another layout it stays inside the diagram. A legend inside sits
@@ -137,9 +143,10 @@ def reliability_diagram(
             f"CalibrationError.compute_result returns), got {type(result).__name__}"
         )
     _refuse_pooled_classes(result.bins)
-    confidence, interval, debias = _interval_settings([result], confidence, interval, debias)
-    confidence = _level(confidence)
-    heading = interval_label(confidence, interval, debias)
+    drawn = _drawn_interval(ax) if isinstance(ax, Axes) else None
+    kind = _interval_settings([result], confidence, interval, debias, drawn)
+    confidence = _level(kind.confidence)
+    heading = interval_label(*kind)
     title, label = literal(title), literal(label)
     if smooth is not None and not isinstance(smooth, SmoothCurve):
         raise ValueError(f"smooth must be a SmoothCurve, got {type(smooth).__name__}")
@@ -155,8 +162,8 @@ def reliability_diagram(
     axis = _ProbabilityAxis(scale, q, ends) if counts is None else _ProbabilityAxis.of(ax)
     if counts is None:
         t = axis.grid()
-        ax.plot(t, t, color="0.55", linestyle="--", linewidth=1, label="perfect calibration",
-                gid=DIAGONAL)  # fmt: skip
+        (diagonal,) = ax.plot(t, t, color="0.55", linestyle="--", linewidth=1,
+                              label="perfect calibration", gid=DIAGONAL)  # fmt: skip
     if smooth is not None:  # a model's curve and band are named by its label, if any
         _draw_smooth(ax, smooth, axis, color, label)
     z = normal_quantile(confidence)
@@ -176,9 +183,11 @@ def reliability_diagram(
         # The level names an interval: none to name where the error has none (NaN ends,
         # "no interval" above), whose second line had named "95% interval" all the same.
         ends = (result.lower.item(), result.upper.item())
-        drawn = [] if any(math.isnan(end) for end in ends) else [heading]
+        named = [] if any(math.isnan(end) for end in ends) else [heading]
+        if named:  # what a further model's interval must be, to be named by this title
+            setattr(diagonal, NAMED_INTERVAL, kind)
         size = [counted(len(q), "bin"), f"N={count_text(sum(n), grouped=True)}"]
-        lines += [" · ".join(drawn + size)]
+        lines += [" · ".join(named + size)]
         ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     else:
         _more_count_bars(counts, axis, q, n, color, _bin_spans(bins))
@@ -194,6 +203,18 @@ def reliability_diagram(
         )
         place_legend_when_drawn(ax, legend)
     return fig, ax
+
+
+#: The attribute of a diagram's diagonal that holds the interval its title names
+#: (an :class:`~calib_metrics.functional.intervals.IntervalKind`).
+NAMED_INTERVAL = "calib_metrics_named_interval"
+
+
+def _drawn_interval(ax: Axes) -> IntervalKind | None:
+    """The interval that the title of a diagram already on ``ax`` names, or None (no
+    diagram there, or its title names no interval)."""
+    diagonals = [line for line in ax.lines if line.get_gid() == DIAGONAL]
+    return getattr(diagonals[0], NAMED_INTERVAL, None) if diagonals else None
 
 
 #: The nearest a logit axis's end may come to 0 or 1: nearer, matplotlib's log-odds

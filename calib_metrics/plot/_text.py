@@ -176,7 +176,12 @@ def _level(confidence: Any) -> Any:
     return confidence if level is None else level
 
 
-def interval_label(confidence: float, interval: str | None = None, debias: bool = False) -> str:
+def interval_label(
+    confidence: float,
+    interval: str | None = None,
+    debias: bool = False,
+    method: str | None = None,
+) -> str:
     """The interval's level and kind, as every figure names it.
 
     Args:
@@ -186,6 +191,9 @@ def interval_label(confidence: float, interval: str | None = None, debias: bool 
             :func:`~calib_metrics.functional.comparison.comparison_units`), or None when
             the kind is not known (only the level is named).
         debias: whether the interval is built around the debiased estimate.
+        method: the interval's form: ``"percentile"`` is named (a comparison's, or
+            ``method="percentile"``); ``"normal"`` (mean ∓ z·std, the paper's and
+            ``calibration_error_ci``'s default) and None (not known) are not.
 
     Example:
         >>> interval_label(0.95, "pairs", debias=True)
@@ -194,6 +202,8 @@ def interval_label(confidence: float, interval: str | None = None, debias: bool 
         '90% interval: paper Algorithm 2'
         >>> interval_label(0.99, "groups")
         '99% interval: group bootstrap'
+        >>> interval_label(0.95, "items", debias=True, method="percentile")
+        '95% interval: debiased item bootstrap, percentile'
         >>> interval_label(0.8)
         '80% interval'
     """
@@ -204,13 +214,20 @@ def interval_label(confidence: float, interval: str | None = None, debias: bool 
             f"interval must be one of {sorted(INTERVAL_KINDS)} or None, got {interval!r}"
         )
     check_flag("debias", debias)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {list(METHODS)}, got {method!r}")
     level = f"{level_text(confidence)} interval"
     if interval is None:
         return level
     kind = INTERVAL_KINDS[interval]
     if debias:
         kind = f"{kind}, debiased" if interval == "paper" else f"debiased {kind}"
-    return f"{level}: {kind}"
+    return f"{level}: {kind}{METHODS[method]}"
+
+
+#: An interval's forms, as figures name them after its kind: the normal form, the
+#: library's default, goes unnamed.
+METHODS = {None: "", "normal": "", "percentile": ", percentile"}
 
 
 def _interval_settings(
@@ -218,15 +235,17 @@ def _interval_settings(
     confidence: float | None,
     interval: str | None,
     debias: bool | None,
-) -> tuple[float, str | None, bool]:
+    drawn: IntervalKind | None = None,
+) -> IntervalKind:
     """The settings that name the intervals of ``results``: where they carry them
     (:func:`~calib_metrics.functional.intervals.interval_kind`), their own, and a setting
     given that differs is refused (a 90% interval had been titled 80% when
     ``confidence=0.8`` was passed beside it, and one given setting had reset the others to
     their defaults); else those given, the others at their defaults (0.95, no kind, not
-    debiased). Results that carry none (made by hand, or without an interval) take the
-    others' settings; results of different settings are refused, as one legend cannot
-    name them.
+    debiased, no form named). Results that carry none (made by hand, or without an
+    interval) take the others' settings; results of different settings are refused, as
+    one legend cannot name them. ``drawn``: the settings of a diagram drawn on the axes
+    already, which ``results`` are overlaid on: they count as a result's.
 
     Example:
         >>> import torch
@@ -235,7 +254,7 @@ def _interval_settings(
         >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
         >>> r = pair_bootstrap(bins, n_samples=20, confidence=0.9)
         >>> _interval_settings([r], None, None, None)
-        IntervalKind(confidence=0.9, interval='pairs', debias=False)
+        IntervalKind(confidence=0.9, interval='pairs', debias=False, method='percentile')
         >>> _interval_settings([r], 0.95, None, None)
         Traceback (most recent call last):
         ...
@@ -243,19 +262,26 @@ def _interval_settings(
         >>> _interval_settings([r, pair_bootstrap(bins, n_samples=20)], None, None, None)
         Traceback (most recent call last):
         ...
-        ValueError: results' intervals differ (90% interval: pair bootstrap; 95% interval: ...
+        ValueError: results' intervals differ (90% interval: pair bootstrap, percentile; 95% ...
+        >>> _interval_settings([r], None, None, None, drawn=interval_kind(r)._replace(debias=True))
+        Traceback (most recent call last):
+        ...
+        ValueError: the diagram drawn on ax and this result name different intervals (90% ...
     """
     confidence = None if confidence is None else _level(confidence)
-    settings = (
+    settings = IntervalKind(
         0.95 if confidence is None else confidence,
         interval,
         False if debias is None else debias,
     )
     interval_label(*settings)  # a bad setting is refused as such, not as a contradiction
-    kind = _carried_kind(results)
+    kind = _carried_kind(results, drawn)
     if kind is None:
         return settings
-    whose = "result's interval" if len(results) == 1 else "the results' intervals"
+    if drawn is not None:
+        whose = "the interval of the diagram drawn on ax"
+    else:
+        whose = "result's interval" if len(results) == 1 else "the results' intervals"
     given = {"confidence": confidence, "interval": interval, "debias": debias}
     for name, value in given.items():
         own = getattr(kind, name)
@@ -267,11 +293,21 @@ def _interval_settings(
     return kind
 
 
-def _carried_kind(results: Sequence[CalibrationResult]) -> IntervalKind | None:
-    """The one interval kind that ``results`` carry, None where none carries one."""
-    kinds = list(dict.fromkeys(k for r in results if (k := interval_kind(r)) is not None))
+def _carried_kind(
+    results: Sequence[CalibrationResult], drawn: IntervalKind | None = None
+) -> IntervalKind | None:
+    """The one interval kind that ``results`` (and the diagram ``drawn`` already) carry,
+    None where none carries one."""
+    carried = (k for r in results if (k := interval_kind(r)) is not None)
+    kinds = list(dict.fromkeys([*([drawn] if drawn is not None else []), *carried]))
     if len(kinds) > 1:
         named = "; ".join(interval_label(*k) for k in kinds)
+        if drawn is not None:  # an overlay: its legend entry would not name its own
+            raise ValueError(
+                f"the diagram drawn on ax and this result name different intervals ({named}), "
+                "and the diagram's title names one: draw results of one interval's settings "
+                "together"
+            )
         raise ValueError(
             f"results' intervals differ ({named}), and one legend names one: draw results "
             "of one interval's settings together"
