@@ -1735,8 +1735,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         from calib_metrics.plot._text import _carried_kind
 
         carried = _carried_kind(result if isinstance(result, list) else [result])
-        if carried is not None:
-            return carried._asdict()
+        if carried is not None:  # its form (method) is read from the results themselves
+            return {"confidence": carried.confidence, "interval": carried.interval,
+                    "debias": carried.debias}  # fmt: skip
         interval = self._drawn_interval(result)
         return {"confidence": self.confidence, "interval": interval, "debias": self._debias}
 
