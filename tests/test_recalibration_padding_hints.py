@@ -177,3 +177,33 @@ def test_a_row_whose_masked_tokens_hold_tags_is_no_empty_sentence() -> None:
     tags[2, 0] = PAD
     with pytest.raises(ValueError, match=r"-100 \(padding at a sentence's first position: "):
         ChainTemperature().fit(emissions, transitions, start, end, tags, mask=mask)
+
+
+def test_a_leading_special_token_is_told_before_an_empty_sentence() -> None:
+    """With every row's [CLS] tagged -100 and one row padding alone, the empty row's hint
+    had been given, and the call it suggests refused ("mask[:, 0] must be all True"): the
+    kept rows' first tokens are told first."""
+    potentials, tags = _sampled_chain()
+    tags[:, 4:] = PAD
+    tags[:, 0] = PAD  # a [CLS] tagged as padding in every sentence
+    tags[7] = PAD  # and an empty sentence
+    for mask in (None, torch.ones(20, 6, dtype=torch.bool)):
+        with pytest.raises(ValueError, match=r"-100 \(padding at a sentence's first position: "):
+            ChainTemperature().fit(*potentials, tags, mask=mask)
+
+
+def test_nll_is_told_to_call_nll_on_the_kept_rows() -> None:
+    """The empty-row hint, shared by ``fit`` and ``nll``, had told an ``nll`` caller to call
+    ``fit(...)``; the call it suggests now is ``nll``'s, and it runs."""
+    potentials, tags = _sampled_chain()
+    fitted = ChainTemperature().fit(*potentials, tags)
+    tags[:, 4:] = PAD
+    tags[7] = PAD
+    with pytest.raises(ValueError, match=r"\.any\(1\); nll\(emissions\[keep\], ") as caught:
+        fitted.nll(*potentials, tags)
+    keep, call = re.search(r"keep = (.*?); (nll\(.*\))\)$", str(caught.value)).groups()
+    emissions, transitions, start, end = potentials
+    names = {"emissions": emissions, "transitions": transitions, "start": start, "end": end}
+    names |= {"tags": tags, "nll": fitted.nll}
+    names["keep"] = eval(keep, names)
+    assert isinstance(eval(call, names), float)

@@ -164,14 +164,19 @@ def padding_hint(value: Tensor | float, inputs: str = "logits") -> str:
 
 
 def tag_padding_hint(
-    value: int, mask_given: bool = False, first: bool = False, empty_row: int | None = None
+    value: int,
+    mask_given: bool = False,
+    first: bool = False,
+    empty_row: int | None = None,
+    method: str = "fit",
 ) -> str:
     """:func:`padding_hint` for a structured model's gold ``tags``, whose padding its
     ``mask`` keeps out of the fit: added to a mask the caller gave, and not at a
     sentence's first position, which every mask must keep (a [CLS] tagged as padding).
     A row of padding alone (``empty_row``) is an empty sentence of the batch, to be
     dropped: its first position had been blamed as a leading special token. The call
-    suggested then masks the other rows' padding too, which had been refused next.
+    suggested then masks the other rows' padding too, which had been refused next; it
+    names the ``method`` refused (``nll`` had been told to call ``fit``).
 
     Example:
         >>> tag_padding_hint(-100), tag_padding_hint(5)
@@ -182,6 +187,8 @@ def tag_padding_hint(
          (row 2 is padding alone, a sentence without tokens, which no mask can drop: drop
          such rows first, keep = (tags != -100).any(1); fit(emissions[keep], transitions,
          start, end, tags[keep], mask=(tags[keep] != -100)))
+        >>> tag_padding_hint(-100, empty_row=0, method="nll").split("; ")[1][:19]
+        'nll(emissions[keep]'
     """
     if value >= 0:
         return ""
@@ -189,8 +196,9 @@ def tag_padding_hint(
         masked = "mask[keep] & " if mask_given else ""
         return (
             f" (row {empty_row} is padding alone, a sentence without tokens, which no mask can"
-            f" drop: drop such rows first, keep = (tags != {value}).any(1); fit(emissions[keep],"
-            f" transitions, start, end, tags[keep], mask={masked}(tags[keep] != {value})))"
+            f" drop: drop such rows first, keep = (tags != {value}).any(1);"
+            f" {method}(emissions[keep], transitions, start, end, tags[keep],"
+            f" mask={masked}(tags[keep] != {value})))"
         )
     if first:
         return (

@@ -93,7 +93,9 @@ def _check_potentials(emissions, transitions, start, end, mask, layout: bool = F
     return mask
 
 
-def _check_tags(tags: object, mask: Tensor, num_tags: int, mask_given: bool) -> Tensor:
+def _check_tags(
+    tags: object, mask: Tensor, num_tags: int, mask_given: bool, method: str = "fit"
+) -> Tensor:
     tags = check_tensor(tags, "tags")
     if tuple(tags.shape) != tuple(mask.shape):
         raise ValueError(f"tags must be [B, T] = {tuple(mask.shape)}, got {tuple(tags.shape)}")
@@ -104,7 +106,7 @@ def _check_tags(tags: object, mask: Tensor, num_tags: int, mask_given: bool) -> 
         bad, first, empty_row = _first_bad_tag(tags, outside, mask)
         raise ValueError(
             f"tags must lie in [0, {num_tags}) at unmasked positions, got {bad}"
-            f"{tag_padding_hint(bad, mask_given, first, empty_row)}"
+            f"{tag_padding_hint(bad, mask_given, first, empty_row, method)}"
         )
     return torch.where(mask, tags, 0)
 
@@ -115,15 +117,17 @@ def _first_bad_tag(tags: Tensor, outside: Tensor, mask: Tensor) -> tuple[int, bo
     order of their fixes: an empty sentence is dropped from the batch (its first position
     had been blamed as a leading special token), a bad first token cannot be masked, the
     rest can. A row whose masked positions hold real tags is no empty sentence: the
-    hint's ``keep = (tags != -100).any(1)`` would keep it, and the same error repeat."""
+    hint's ``keep = (tags != -100).any(1)`` would keep it, and the same error repeat.
+    A bad first token in a row that is not empty is told first: dropping the empty rows
+    alone would keep it, and the call suggested be refused ("mask[:, 0] must be all True")."""
     padding = (tags == tags[:, :1]).all(1)
     empty = (outside | ~mask).all(1) & padding
+    first = outside[:, 0] & ~empty
+    if bool(first.any()):
+        return int(tags[:, 0][first][0]), True, None
     if bool(empty.any()):
         row = int(empty.nonzero()[0])
         return int(tags[row, 0]), True, row
-    first = outside[:, 0]
-    if bool(first.any()):
-        return int(tags[:, 0][first][0]), True, None
     return int(tags[outside][0]), False, None
 
 
@@ -322,7 +326,7 @@ class ChainTemperature(FittedModule):
         self.check_fitted()
         given = mask is not None
         mask = _check_potentials(emissions, transitions, start, end, mask, layout=True)
-        tags = _check_tags(tags, mask, emissions.shape[-1], given)
+        tags = _check_tags(tags, mask, emissions.shape[-1], given, "nll")
         parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
         t_em = self.temperature.to(emissions.device)
         t_tr = self.transition_temperature.to(emissions.device)
