@@ -379,3 +379,31 @@ def test_an_id_is_read_alike_beside_text_ids() -> None:
     for odd in ("٣", "３", "\xa03", "\u30003", "\n3"):
         assert _to_ids([odd, "3"], Path("x.csv"), "g").tolist() == [0, 0]
         assert _to_ids([odd, "3", "s"], Path("x.csv"), "g").tolist() == [0, 0, 1]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npz"])
+def test_a_bare_groups_never_takes_the_labels_column(tmp_path: Path, capsys, suffix):
+    """``--target doc --groups`` had read the labels column 'doc' (a usual group-id name)
+    as the group ids too; it is found among the columns no other option took."""
+    columns = {
+        "prob": np.array([0.2, 0.7, 0.4]),
+        "doc": np.array([0, 1, 1]),
+        "sentence": np.array([1, 2, 2]),
+    }
+    path = tmp_path / f"d{suffix}"
+
+    def write(names: list[str]) -> None:
+        if suffix == ".npz":
+            np.savez(path, **{n: columns[n] for n in names})
+        else:
+            rows = zip(*(columns[n] for n in names), strict=True)
+            path.write_text("\n".join([",".join(names), *(",".join(map(str, r)) for r in rows)]))
+
+    write(["prob", "doc", "sentence"])
+    code, out, err = run(capsys, "evaluate", path, "--target", "doc", "--groups", "--json")
+    assert code == 0, err
+    assert json.loads(out)["group_column"] == "sentence"
+    write(["prob", "doc"])
+    code, out, err = run(capsys, "evaluate", path, "--target", "doc", "--groups")
+    assert code == 2 and out == ""
+    assert err.startswith(f"calib-metrics: error: {path} has no group-id column"), err

@@ -95,18 +95,19 @@ def test_a_short_row_is_named_by_its_line_alone(tmp_path, capsys) -> None:
     assert err.strip() == f"calib-metrics: error: {path}: line 3 has a different number of fields"
 
 
-def test_group_ids_that_are_also_the_probabilities_keep_their_text(tmp_path, capsys) -> None:
-    # "0.1" and "0.10" are two group ids; read through the numbers they had become one.
+def test_the_probabilities_are_never_found_as_the_group_ids(tmp_path, capsys) -> None:
+    # The group-id search had taken the --probs column (read as text, "0.1" and "0.10"
+    # two groups): it looks among the columns no other option took.
     rows = [f"{v},{y}" for v in ("0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7")
             for v, y in ((v, 1), (v + "0", 0))]  # fmt: skip
     path = tmp_path / "gp.csv"
     path.write_text("sentence_id,y\n" + "\n".join(rows) + "\n")
     argv = ["evaluate", str(path), "--probs", "sentence_id", "--interval", "groups"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # 14 pairs: few bins
-        code = main([*argv, "--samples", "20", "--json"])
-    out = capsys.readouterr().out
-    assert code == 0 and json.loads(out)["groups"] == 14
+    assert main([*argv, "--samples", "20", "--json"]) == 2
+    assert capsys.readouterr().err == (
+        f"calib-metrics: error: {path} has no group-id column (columns: sentence_id, y; "
+        "'sentence_id' is the probabilities): name one with --groups COLUMN\n"
+    )
 
 
 def test_a_file_too_large_for_the_memory_is_one_line(tmp_path, capsys, monkeypatch) -> None:

@@ -173,6 +173,9 @@ def _none_found(
     elif what == "group ids":
         # Groups are asked for (--groups, --interval groups): "name it with --groups" had
         # told a user who gave --groups to give it, as if a column were there to name.
+        # Told of the other columns only where one has a group-id name (--target doc).
+        usual = _usual_names(names, defaults)
+        others = "".join(f"; {name!r} is {by}" for name, by in taken.items() if name in usual)
         return ValueError(
             f"{path} has no group-id column (columns: {', '.join(names)}{others}): name one "
             f"with --{option} COLUMN{_delimiter_hint(names, path)}"
@@ -267,20 +270,30 @@ def _columns_from_table(
     probs = _pick(names, probs, PROB_NAMES, "probabilities", path, taken, unusable, options)
     taken = {**taken, probs: "the probabilities"}
     target = _pick(names, target, TARGET_NAMES, "labels", path, taken, options=options)
+    taken = {**taken, target: "the labels"}
     picked = (probs, target)
     group = None
     if isinstance(table, _DelimitedTable):
         # One pass over the file reads the columns used, and only those (a text file's
         # columns cannot fail to read, so the group column is picked first).
         if groups is not None:
-            group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
+            group = _pick_groups(names, groups, path, taken)
         table.want(picked, [group] if group is not None else [], labels=[target])
     columns = tuple((name, _column(table, name, path)) for name in picked)
     if groups is None:
         return (*columns, None)
     if group is None:
-        group = _pick(names, groups or None, GROUP_NAMES, "group ids", path)
+        group = _pick_groups(names, groups, path, taken)
     return (*columns, (group, _column(table, group, path)))
+
+
+def _pick_groups(names: list[str], groups: str, path: Path, taken: Mapping[str, str]) -> str:
+    """The group-id column: ``groups``, or ("") the one usual name among the columns no
+    other option has taken. A bare ``--groups`` had read the labels ``--target doc`` named
+    as the groups. A named one is taken already, by ``--groups`` itself."""
+    if groups:
+        return _pick(names, groups, GROUP_NAMES, "group ids", path)
+    return _pick(names, None, GROUP_NAMES, "group ids", path, taken)
 
 
 def _refuse_hard_predictions(
