@@ -138,8 +138,9 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "--interval",
         choices=["paper", "pairs", "groups"],
         default=None,
-        help="Algorithm 2 (paper), the bootstrap over pairs (the default), or over groups of "
-        "pairs (sentences, documents: the default with --groups) (see docs/coverage.md)",
+        help="Algorithm 2 (paper), the bootstrap over pairs, or over groups of pairs "
+        "(sentences, documents) (default: pairs; groups with --groups; paper with --paper) "
+        "(see docs/coverage.md)",
     )
     p.add_argument(
         "--groups",
@@ -691,8 +692,9 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     # The within-bin term may be negative (− 0.0001), a tiny negative too (− 0.0000).
     sign, _, within = plus_term(brier.within_bin).partition(" ")
     of = f" ({summary['brier_pairs']})" if "brier_pairs" in summary else ""
-    # The calibration term is the plug-in square (--no-debias's CalibErr²), not the
-    # debiased CalibErr's above it: said, or a reader squares the wrong number.
+    # The calibration term is the l2 plug-in square (--norm l2 --no-debias's CalibErr², at
+    # any --norm), not the debiased CalibErr's above it: said, or a reader squares the
+    # wrong number.
     print(
         f"Brier{of} = {fixed(brier.brier)} = calibration (plug-in) {fixed(brier.calibration)} "
         f"+ refinement {fixed(brier.refinement)} {sign} within-bin {within}"

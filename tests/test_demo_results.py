@@ -31,7 +31,7 @@ def test_a_note_below_the_table_says_brier_and_refinement_need_not_add_up(tmp_pa
     )  # the row as before: no column added
     blank, note = lines[rows[0] + 1 : rows[0] + 3]
     assert blank == "" and note.startswith("Brier = calibration + refinement + within-bin, in ")
-    assert "bins of 400" in note and "refinement may exceed Brier" in note
+    assert "bins of 400" in note and "need not equal Brier, and refinement may exceed it." in note
     # The note calls the term left out the paper's CalibErr²: the same bins, plug-in.
     assert abs(result["calibration"] - result["error"] ** 2) < 1e-12
     assert note in capsys.readouterr().out  # the printed table has it too

@@ -282,8 +282,8 @@ def brier_note(bin_size: int) -> str:
     return (
         f"Brier = calibration + refinement + within-bin, in the paper's bins of {bin_size}: "
         "the calibration term (the paper's CalibErr²) and the within-bin term (the spread "
-        "of q inside bins, possibly negative) are not shown, so the two columns need not "
-        "add up, and refinement may exceed Brier."
+        "of q inside bins, possibly negative) are not shown, so calibration + refinement "
+        "need not equal Brier, and refinement may exceed it."
     )
 
 
