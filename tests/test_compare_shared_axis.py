@@ -120,6 +120,7 @@ def test_a_classwise_panel_goes_logit_when_one_model_would():
         (["a result"], "takes CalibrationResults"),
         (None, "got one NoneType"),
         ("one", "got one str"),
+        ({"a": None}, r"got a mapping: pass its \.values\(\)"),
     ],
 )
 def test_shared_x_axis_refuses_no_results_and_other_things(results, message):

@@ -151,3 +151,34 @@ def test_compare_plot_names_the_percentile_interval(tmp_path, capsys, monkeypatc
     drawn = [t for t in titles if "interval" in t]
     assert len(drawn) == 2
     assert all("95% interval: debiased pair bootstrap, percentile · " in t for t in drawn)
+
+
+def test_a_result_saved_before_its_form_was_kept_is_drawn_with_a_new_one() -> None:
+    """A kind without its form (``method`` None, as saved before the form was kept) had
+    been refused beside a new result of the same settings, both named alike."""
+    from calib_metrics.functional.intervals import drawn_result
+    from calib_metrics.plot import per_label_errors
+
+    q, y = _pairs()
+    new = calibration_error_ci(q, y, n_samples=50)
+    old = drawn_result(tuple(new)[:-1], new.bins, interval_kind(new)._replace(method=None))
+    fig, _ = per_label_errors({"A": old, "B": new})
+    legend = " ".join(t.get_text() for t in [fig.legends[0].get_title(), *fig.legends[0].texts])
+    assert "95% interval: debiased pair bootstrap" in legend
+    _, ax = reliability_diagram(old)
+    reliability_diagram(new, ax=ax, label="new")  # and the other way round
+    _, ax = reliability_diagram(new)
+    reliability_diagram(old, ax=ax, label="old")
+
+
+def test_a_diagram_of_a_result_made_by_hand_takes_an_overlay_that_carries_its_kind() -> None:
+    """A hand-made result's title names the settings it was given, which bind no other:
+    a real result overlaid on it had been refused, though the reverse order was drawn."""
+    from calib_metrics.functional.intervals import CalibrationResult
+
+    q, y = _pairs()
+    real = calibration_error_ci(q, y, n_samples=50)
+    hand = CalibrationResult(*real)
+    for given in ({}, {"confidence": 0.95, "interval": "pairs", "debias": True}):
+        _, ax = reliability_diagram(hand, label="hand", **given)
+        reliability_diagram(real, ax=ax, label="real")

@@ -19,7 +19,12 @@ from matplotlib.transforms import ScaledTranslation, Transform
 from calib_metrics.functional.binning import Bins, check_bins
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import stacklevel_outside
-from calib_metrics.functional.intervals import IntervalKind, effective_samples, normal_quantile
+from calib_metrics.functional.intervals import (
+    IntervalKind,
+    effective_samples,
+    interval_kind,
+    normal_quantile,
+)
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.plot._arguments import _axes, _numbers
 from calib_metrics.plot._counts import (
@@ -184,7 +189,9 @@ def reliability_diagram(
         # "no interval" above), whose second line had named "95% interval" all the same.
         ends = (result.lower.item(), result.upper.item())
         named = [] if any(math.isnan(end) for end in ends) else [heading]
-        if named:  # what a further model's interval must be, to be named by this title
+        # What a further model's interval must be, to be named by this title: the kind a
+        # result carries (one made by hand names what it was given, which binds no other).
+        if named and interval_kind(result) is not None:
             setattr(diagonal, NAMED_INTERVAL, kind)
         size = [counted(len(q), "bin"), f"N={count_text(sum(n), grouped=True)}"]
         lines += [" · ".join(named + size)]

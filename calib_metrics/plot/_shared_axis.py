@@ -6,7 +6,7 @@ bars then read unlike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from calib_metrics.functional.calibration import CalibrationResult
@@ -87,6 +87,11 @@ def _checked(results: Iterable[CalibrationResult]) -> list[CalibrationResult]:
         raise ValueError(
             "shared_x_axis takes a sequence of CalibrationResults, got one CalibrationResult: "
             "pass [result]"
+        )
+    if isinstance(results, Mapping):  # its keys, the names, had been refused as strs
+        raise ValueError(
+            "shared_x_axis takes a sequence of CalibrationResults, got a mapping: pass its "
+            ".values()"
         )
     if isinstance(results, str) or not isinstance(results, Iterable):
         raise ValueError(

@@ -293,13 +293,28 @@ def _interval_settings(
     return kind
 
 
+def _add_kind(kinds: list[IntervalKind], kind: IntervalKind) -> None:
+    """Add ``kind`` to the distinct ``kinds``. A form not known (``method`` None: a result
+    saved before its form was kept) matches either form, and the known one is kept: such
+    a result had been refused beside a new one of the same settings, both named alike."""
+    for i, other in enumerate(kinds):
+        if other == kind:
+            return
+        if other[:3] == kind[:3] and None in (other.method, kind.method):
+            kinds[i] = kind if other.method is None else other
+            return
+    kinds.append(kind)
+
+
 def _carried_kind(
     results: Sequence[CalibrationResult], drawn: IntervalKind | None = None
 ) -> IntervalKind | None:
     """The one interval kind that ``results`` (and the diagram ``drawn`` already) carry,
     None where none carries one."""
     carried = (k for r in results if (k := interval_kind(r)) is not None)
-    kinds = list(dict.fromkeys([*([drawn] if drawn is not None else []), *carried]))
+    kinds: list[IntervalKind] = []
+    for kind in [*([drawn] if drawn is not None else []), *carried]:
+        _add_kind(kinds, kind)
     if len(kinds) > 1:
         named = "; ".join(interval_label(*k) for k in kinds)
         if drawn is not None:  # an overlay: its legend entry would not name its own
