@@ -182,3 +182,17 @@ def test_a_diagram_of_a_result_made_by_hand_takes_an_overlay_that_carries_its_ki
     for given in ({}, {"confidence": 0.95, "interval": "pairs", "debias": True}):
         _, ax = reliability_diagram(hand, label="hand", **given)
         reliability_diagram(real, ax=ax, label="real")
+
+
+def test_a_diagram_of_a_result_made_by_hand_still_refuses_another_level() -> None:
+    """Its title names a level (and the settings given): an overlay of another level had
+    been drawn beneath it, its bars at ±1.64 se under a "95% interval" title."""
+    from calib_metrics.functional.intervals import CalibrationResult
+
+    q, y = _pairs()
+    hand = CalibrationResult(*calibration_error_ci(q, y, n_samples=50))
+    ninety = calibration_error_ci(q, y, n_samples=50, confidence=0.9)
+    for first, given in ((hand, {}), (hand, {"interval": "groups"})):
+        _, ax = reliability_diagram(first, label="hand", **given)
+        with pytest.raises(ValueError, match=r"name different intervals \(95% interval"):
+            reliability_diagram(ninety, ax=ax, label="90%")

@@ -190,9 +190,12 @@ def reliability_diagram(
         ends = (result.lower.item(), result.upper.item())
         named = [] if any(math.isnan(end) for end in ends) else [heading]
         # What a further model's interval must be, to be named by this title: the kind a
-        # result carries (one made by hand names what it was given, which binds no other).
-        if named and interval_kind(result) is not None:
-            setattr(diagonal, NAMED_INTERVAL, kind)
+        # result carries, or of one made by hand what the title names (its level, and the
+        # settings given), the rest left open (None) for an overlay to fill.
+        if named:
+            own = interval_kind(result) is not None
+            bound = kind if own else IntervalKind(kind.confidence, interval, debias, None)
+            setattr(diagonal, NAMED_INTERVAL, bound)
         size = [counted(len(q), "bin"), f"N={count_text(sum(n), grouped=True)}"]
         lines += [" · ".join(named + size)]
         ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)

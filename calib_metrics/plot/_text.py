@@ -285,23 +285,23 @@ def _interval_settings(
     given = {"confidence": confidence, "interval": interval, "debias": debias}
     for name, value in given.items():
         own = getattr(kind, name)
-        if value is not None and value != own:
+        if value is not None and own is not None and value != own:
             raise ValueError(
                 f"{name}={value!r} contradicts {whose}, computed with {name}={own!r}: leave "
                 f"{name} out (a result that carries its interval's settings names them itself)"
             )
-    return kind
+    # A hand-made diagram's title leaves unnamed settings open: this call's fill them.
+    return kind._replace(**{f: getattr(settings, f) for f in given if getattr(kind, f) is None})
 
 
 def _add_kind(kinds: list[IntervalKind], kind: IntervalKind) -> None:
-    """Add ``kind`` to the distinct ``kinds``. A form not known (``method`` None: a result
-    saved before its form was kept) matches either form, and the known one is kept: such
-    a result had been refused beside a new one of the same settings, both named alike."""
+    """Add ``kind`` to the distinct ``kinds``. A setting not known (None: a form saved
+    before it was kept, or what a hand-made diagram's title leaves unnamed) matches any,
+    and the known one is kept: such a result had been refused beside a new one of the same
+    settings, both named alike."""
     for i, other in enumerate(kinds):
-        if other == kind:
-            return
-        if other[:3] == kind[:3] and None in (other.method, kind.method):
-            kinds[i] = kind if other.method is None else other
+        if all(a is None or b is None or a == b for a, b in zip(other, kind, strict=True)):
+            kinds[i] = IntervalKind(*(b if a is None else a for a, b in zip(other, kind)))
             return
     kinds.append(kind)
 
@@ -316,7 +316,8 @@ def _carried_kind(
     for kind in [*([drawn] if drawn is not None else []), *carried]:
         _add_kind(kinds, kind)
     if len(kinds) > 1:
-        named = "; ".join(interval_label(*k) for k in kinds)
+        # A hand-made diagram's unnamed debias (None) reads as its title does: not named.
+        named = "; ".join(interval_label(*k._replace(debias=bool(k.debias))) for k in kinds)
         if drawn is not None:  # an overlay: its legend entry would not name its own
             raise ValueError(
                 f"the diagram drawn on ax and this result name different intervals ({named}), "
