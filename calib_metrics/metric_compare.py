@@ -30,7 +30,7 @@ from calib_metrics.functional.comparison_by_label import (
     compare_calibration_by_label,
 )
 from calib_metrics.functional.errors import NoPairsError, check_flag
-from calib_metrics.functional.intervals import check_confidence
+from calib_metrics.functional.intervals import IntervalKind, check_confidence, interval_kind
 from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING, pair_sets
 from calib_metrics.functional.smooth import SmoothCurve, smooth_reliability_curve
 from calib_metrics.metric_checks import (
@@ -517,7 +517,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         ``val``: a result of :meth:`compute` or ``forward`` (default: computed); one
         comparison, not a list of them (their differences over steps:
         :func:`~calib_metrics.plot.error_curve`). The figure is its own
-        (two panels), so ``ax`` must be None.
+        (two panels), so ``ax`` must be None. Its titles name what ``val`` itself
+        resampled (pairs, items or groups: its models carry it), not what the state held
+        since would (a ``val`` made by hand, which carries none, has none named unless it
+        is what :meth:`compute` returned last); a ``val`` of another level or debias than
+        this metric's is a ValueError.
 
         A classwise comparison's bins are every class's pooled, which one diagram would
         mix: it draws one panel per class instead (both models overlaid, at most
@@ -647,21 +651,28 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     def _drawn_kind(self, result: ComparisonResult) -> dict[str, Any]:
         """The settings behind ``result``'s intervals, as the diagrams label them."""
         debias = self.estimator["debias"] and self.estimator["norm"] == "l2"
+        confidence = self.estimator["confidence"]
         return {
-            "confidence": self.estimator["confidence"], "interval": self._drawn_interval(result),
+            "confidence": confidence, "interval": self._drawn_interval(result, confidence, debias),
             "debias": debias, "norm": self.estimator["norm"],
         }  # fmt: skip
 
-    def _drawn_interval(self, result: ComparisonResult) -> str:
-        """The resampling behind ``result``, for the figure's labels: the one drawn, when it
-        is what compute() returned last, else the one this rank's state would draw."""
+    def _drawn_interval(
+        self, result: ComparisonResult, confidence: float, debias: bool
+    ) -> str | None:
+        """What ``result`` resampled, for the figure's labels: what its models carry (the
+        state's guess had named an earlier result over pairs a group bootstrap once groups
+        came); of a result that carries none (a classwise average, one made by hand), the
+        one drawn when it is what compute() returned last, else none named (the state
+        since need not be the one behind it). What it carries must be this metric's level
+        and debias: another estimator's result is refused, whose norm and draws this
+        metric cannot name."""
+        kind = _carried_kind(result)
+        if kind is not None:
+            _check_own_settings(kind, confidence, debias)
+            return kind.interval
         drawn = self.__dict__.get("_drawn")
-        if drawn is not None and drawn[0] is result:
-            return drawn[1]
-        if self.groups:
-            return "groups"
-        by_item = self.num_classes is not None and self.mode != "top_label"
-        return "items" if by_item else "pairs"  # as comparison_units decides
+        return drawn[1] if drawn is not None and drawn[0] is result else None
 
     def _difference_text(self, result: ComparisonResult) -> str:
         """``a − b = +0.1367 [95%: +0.1052, +0.1703], p < 0.004 (paired)``, or that there
@@ -700,6 +711,34 @@ def _described(value: Any) -> str:
         kinds = sorted({type(item).__name__ for item in value if not isinstance(item, Tensor)})
         return f"a list of {', '.join(kinds)}"
     return "None" if value is None else type(value).__name__
+
+
+def _carried_kind(result: ComparisonResult) -> IntervalKind | None:
+    """The interval kind that ``result``'s models carry (None where neither does); models
+    of different kinds (put together by hand) are refused, as one title names one."""
+    from calib_metrics.plot import interval_label
+
+    kinds = {k[:3]: k for r in (result.a, result.b) if (k := interval_kind(r)) is not None}
+    if len(kinds) > 1:
+        named = "; ".join(interval_label(*k) for k in kinds.values())
+        raise ValueError(
+            f"val's two models carry different intervals ({named}): a comparison resamples "
+            "both models alike, and its title names one"
+        )
+    return next(iter(kinds.values()), None)
+
+
+def _check_own_settings(kind: IntervalKind, confidence: float, debias: bool) -> None:
+    """``kind``'s level and debias are this metric's: a result of another estimator's is
+    refused, as a setting given that contradicts a result's kind is."""
+    own = {"confidence": float(confidence), "debias": debias}
+    for name, value in own.items():
+        if getattr(kind, name) != value:
+            raise ValueError(
+                f"val's intervals were computed with {name}={getattr(kind, name)!r}, this "
+                f"metric's {name} is {value!r}: plot it with the metric that computed it, "
+                "or draw val.a and val.b with reliability_diagram"
+            )
 
 
 def _cat(value: list[Tensor] | Tensor) -> Tensor | None:

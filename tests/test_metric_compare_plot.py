@@ -239,3 +239,67 @@ def _band_edges(ax, color: str) -> torch.Tensor:
     (band,) = [c for c in bands if same_color(c.get_facecolor()[0][:3], color)]
     edges = [torch.as_tensor(path.vertices[:, 1]) for path in band.get_paths()]  # its runs
     return torch.cat(edges).double()
+
+
+GROUPS = torch.arange(2000) // 4
+
+
+def _labelled(metric: CalibrationComparison, val) -> list[str]:
+    """The interval line of each model's diagram and the figure's title, plotting ``val``."""
+    fig, axes = metric.plot(val)
+    return [ax.get_title().splitlines()[-1] for ax in axes] + [fig.get_suptitle()]
+
+
+@pytest.mark.parametrize(
+    "grouped_first", [False, True], ids=["pairs_then_groups", "groups_then_pairs"]
+)
+def test_an_earlier_result_is_labelled_by_what_it_resampled(grouped_first) -> None:
+    """The figure of an earlier result had named what the metric's state now would draw:
+    a result over pairs, plotted once groups came, was refused ("interval='groups'
+    contradicts result's interval"), though plot() had been given no interval."""
+    metric = CalibrationComparison(n_samples=200)
+    runs = [(None, "pair"), (GROUPS, "group")][:: -1 if grouped_first else 1]
+    results = []
+    for groups, _ in runs:
+        metric.reset()
+        metric.update(OVERCONFIDENT, Q, Y, groups=groups)
+        results.append(metric.compute())
+    (first, second), ((_, first_unit), (_, second_unit)) = results, runs
+    *first_lines, title = _labelled(metric, first)
+    assert all(
+        f"95% interval: debiased {first_unit} bootstrap, percentile" in t for t in first_lines
+    )
+    assert title.startswith("a − b = +0.1") and "[95%: " in title
+    now = _labelled(metric, None)  # what the state holds now: the second result
+    assert all(f"debiased {second_unit} bootstrap" in t for t in now[:2])
+    assert _labelled(metric, second) == now
+
+
+def test_a_result_of_another_estimators_settings_is_refused_by_name() -> None:
+    """Its level or debias is not this metric's, whose norm and draws would label it: the
+    refusal had told the user to leave out a setting never given to plot()."""
+    metric = CalibrationComparison(n_samples=50)
+    metric.update(OVERCONFIDENT, Q, Y)
+    for settings, name in (({"confidence": 0.9}, "confidence"), ({"debias": False}, "debias")):
+        other = CalibrationComparison(n_samples=50, **settings)
+        other.update(OVERCONFIDENT, Q, Y)
+        with pytest.raises(ValueError, match=rf"val's intervals were computed with {name}="):
+            metric.plot(other.compute())
+
+
+def test_a_result_carrying_no_kind_names_none_unless_it_is_the_last_computed() -> None:
+    """Made by hand, it had been labelled by what the state would draw now (a group
+    bootstrap for a result over pairs): the state since need not be the one behind it."""
+    from calib_metrics.functional import CalibrationResult
+
+    metric = CalibrationComparison(n_samples=50)
+    metric.update(OVERCONFIDENT, Q, Y)
+    pairs = metric.compute()
+    bare = pairs._replace(a=CalibrationResult(*pairs.a), b=CalibrationResult(*pairs.b))
+    metric.reset()
+    metric.update(OVERCONFIDENT, Q, Y, groups=GROUPS)
+    grouped = metric.compute()
+    for line in _labelled(metric, bare)[:2]:
+        assert line.startswith("95% interval · ") and "bootstrap" not in line, line
+    with pytest.raises(ValueError, match=r"val's two models carry different intervals \(95%"):
+        metric.plot(grouped._replace(b=pairs.b))  # put together by hand
