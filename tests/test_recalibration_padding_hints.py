@@ -6,6 +6,8 @@ in [0, 3) at unmasked positions" of padded tags without a mask."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 
 import pytest
@@ -125,8 +127,10 @@ def test_chain_padding_hints_that_work_first_token_and_given_mask() -> None:
         ChainTemperature().fit(*potentials, padded, mask=given)
     ChainTemperature().fit(*potentials, padded, mask=given & (padded != PAD))
     padded[:, 0] = PAD  # a [CLS] tagged as padding
-    with pytest.raises(ValueError, match=r"-100 \(padding at a sentence's first position: "):
+    first = r"-100 \(padding at a sentence's first position \(row 0\): "
+    with pytest.raises(ValueError, match=first) as caught:
         ChainTemperature().fit(*potentials, padded)
+    _follow(str(caught.value), potentials, padded)
 
 
 def test_a_sentence_of_padding_alone_is_told_to_be_dropped_not_its_first_token() -> None:
@@ -137,36 +141,43 @@ def test_a_sentence_of_padding_alone_is_told_to_be_dropped_not_its_first_token()
     tags[7] = PAD  # an empty sentence
     message = (
         "got -100 (row 7 is padding alone, a sentence without tokens, which no mask can "
-        "drop: drop such rows first, keep = (tags != -100).any(1); fit(emissions[keep], "
+        "drop: drop such rows first, keep = {}.any(1); fit(emissions[keep], "
         "transitions, start, end, tags[keep], mask="
     )
-    with pytest.raises(ValueError, match=re.escape(message + "(tags[keep] != -100)))")) as caught:
+    told = message.format("(tags != -100)") + "(tags[keep] != -100)))"
+    with pytest.raises(ValueError, match=re.escape(told)) as caught:
         ChainTemperature().fit(*potentials, tags)
     assert "first position" not in str(caught.value)
     _follow(str(caught.value), potentials, tags)
     first_kept = torch.zeros(20, 6, dtype=torch.bool)
     first_kept[:, 0] = True  # a mask that keeps the empty row's first position
-    hint = message + "mask[keep] & (tags[keep] != -100)))"
-    with pytest.raises(ValueError, match=re.escape(hint)) as caught:
+    told = message.format("(mask & (tags != -100))") + "mask[keep] & (tags[keep] != -100)))"
+    with pytest.raises(ValueError, match=re.escape(told)) as caught:
         ChainTemperature().fit(*potentials, tags, mask=first_kept)
     _follow(str(caught.value), potentials, tags, first_kept)
 
 
-def _follow(message: str, potentials: tuple, tags: torch.Tensor, mask=None) -> None:
-    """Run the code an empty row's hint suggests, as written: its fit had then refused the
-    other rows' padding ("pass mask=(tags != -100)")."""
-    keep, call = re.search(r"keep = (.*?); (fit\(.*\))\)$", message).groups()
+def _follow(message: str, potentials: tuple, tags: torch.Tensor, mask=None, fitted=None):
+    """Run the code the hint at the end of ``message`` suggests, as written, and return what
+    its call returns (``fit``'s module, or ``fitted.nll``'s float). Each hint had been
+    followed into the next one: an empty row's into "pass mask=(tags != -100)", that one
+    into "mask must be left-aligned" where sub-word pieces were -100."""
     emissions, transitions, start, end = potentials
     names = {"emissions": emissions, "transitions": transitions, "start": start, "end": end}
-    names |= {"tags": tags, "mask": mask, "fit": ChainTemperature().fit}
-    names["keep"] = eval(keep, names)
-    assert isinstance(eval(call, names), ChainTemperature)
+    method = {"fit": ChainTemperature().fit} if fitted is None else {"nll": fitted.nll}
+    names |= {"tags": tags, "mask": mask, **method}
+    recipe = re.search(r"(keep = .*; )(\w+\(.*\))\)$", message)
+    if recipe is not None:
+        exec(recipe.group(1), names)
+        return eval(recipe.group(2), names)
+    given = re.search(r"\(padding\? pass mask=(.*)\)$", message).group(1)
+    return next(iter(method.values()))(*potentials, tags, mask=eval(given, names))
 
 
 def test_a_row_whose_masked_tokens_hold_tags_is_no_empty_sentence() -> None:
     """A row whose one unmasked token is -100 and whose masked ones hold real tags had been
     called padding alone, and the hint's keep = (tags != -100).any(1) kept it: the same
-    error again. Its first token is told, as any row's."""
+    error again. The rows kept are those with an unmasked real tag."""
     g = torch.Generator().manual_seed(0)
     emissions = torch.randn(4, 5, 3, generator=g, dtype=torch.float64)
     transitions = torch.randn(3, 3, generator=g, dtype=torch.float64)
@@ -175,21 +186,25 @@ def test_a_row_whose_masked_tokens_hold_tags_is_no_empty_sentence() -> None:
     mask = torch.ones(4, 5, dtype=torch.bool)
     mask[2, 1:] = False
     tags[2, 0] = PAD
-    with pytest.raises(ValueError, match=r"-100 \(padding at a sentence's first position: "):
+    with pytest.raises(ValueError, match=re.escape("keep = (mask & (tags != -100)).any(1)")) as e:
         ChainTemperature().fit(emissions, transitions, start, end, tags, mask=mask)
+    _follow(str(e.value), (emissions, transitions, start, end), tags, mask)
 
 
-def test_a_leading_special_token_is_told_before_an_empty_sentence() -> None:
+def test_a_leading_special_token_is_told_with_an_empty_sentence() -> None:
     """With every row's [CLS] tagged -100 and one row padding alone, the empty row's hint
-    had been given, and the call it suggests refused ("mask[:, 0] must be all True"): the
-    kept rows' first tokens are told first."""
+    had been given, and the call it suggests refused ("mask[:, 0] must be all True"); then
+    the [CLS] alone, whose fix ("drop or shift leading special tokens") left the empty row:
+    both are told, with one fix for both."""
     potentials, tags = _sampled_chain()
     tags[:, 4:] = PAD
     tags[:, 0] = PAD  # a [CLS] tagged as padding in every sentence
     tags[7] = PAD  # and an empty sentence
+    both = r"-100 \(padding at a sentence's first position \(row 0\) and filling row 7: "
     for mask in (None, torch.ones(20, 6, dtype=torch.bool)):
-        with pytest.raises(ValueError, match=r"-100 \(padding at a sentence's first position: "):
+        with pytest.raises(ValueError, match=both) as caught:
             ChainTemperature().fit(*potentials, tags, mask=mask)
+        assert isinstance(_follow(str(caught.value), potentials, tags, mask), ChainTemperature)
 
 
 def test_nll_is_told_to_call_nll_on_the_kept_rows() -> None:
@@ -201,9 +216,95 @@ def test_nll_is_told_to_call_nll_on_the_kept_rows() -> None:
     tags[7] = PAD
     with pytest.raises(ValueError, match=r"\.any\(1\); nll\(emissions\[keep\], ") as caught:
         fitted.nll(*potentials, tags)
-    keep, call = re.search(r"keep = (.*?); (nll\(.*\))\)$", str(caught.value)).groups()
-    emissions, transitions, start, end = potentials
-    names = {"emissions": emissions, "transitions": transitions, "start": start, "end": end}
-    names |= {"tags": tags, "nll": fitted.nll}
-    names["keep"] = eval(keep, names)
-    assert isinstance(eval(call, names), float)
+    assert isinstance(_follow(str(caught.value), potentials, tags, fitted=fitted), float)
+
+
+_MIXES = [
+    dict(zip(("empty", "leading", "inside", "trailing"), bits))
+    for bits in itertools.product((False, True), repeat=4)
+]
+# A mask given beside the tags: none, all True, HuggingFace's attention mask (True but at
+# the trailing padding), and the caller's own tags != -100.
+_MASKS = ("none", "ones", "attention", "own")
+
+
+def _mixed_batch(mix: dict[str, bool]) -> tuple[tuple[torch.Tensor, ...], torch.Tensor, dict]:
+    """A 20 × 8 chain's potentials and gold tags with the padding problems of ``mix``: row 7
+    empty, every row's [CLS] -100, sub-word pieces -100 in rows 1 and 4, ragged trailing
+    padding; and the row told first for each problem but the trailing one."""
+    g = torch.Generator().manual_seed(1)
+    emissions = torch.randn(20, 8, 3, generator=g, dtype=torch.float64)
+    transitions = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    start = end = torch.zeros(3, dtype=torch.float64)
+    tags = sample(emissions, transitions, start, end, n_samples=1, generator=g)[0]
+    if mix["trailing"]:
+        for row in range(20):
+            tags[row, 5 + row % 3 :] = PAD
+    if mix["leading"]:
+        tags[:, 0] = PAD
+    if mix["inside"]:
+        tags[1, 2], tags[4, 3] = PAD, PAD
+    if mix["empty"]:
+        tags[7] = PAD
+    told = {"empty": "row 7", "leading": "first position (row 0)", "inside": "sentence (row 1"}
+    told = {problem: text for problem, text in told.items() if mix[problem]}
+    return (2 * emissions, 2 * transitions, start, end), tags, told
+
+
+@functools.cache
+def _fitted_on_mixed_batch() -> ChainTemperature:
+    potentials, tags, _ = _mixed_batch(
+        dict.fromkeys(("empty", "leading", "inside", "trailing"), False)
+    )
+    return ChainTemperature().fit(*potentials, tags)
+
+
+def _given_mask(kind: str, tags: torch.Tensor) -> torch.Tensor | None:
+    if kind == "none":
+        return None
+    if kind == "ones":
+        return torch.ones_like(tags, dtype=torch.bool)
+    if kind == "attention":
+        trailing = (tags != PAD).flip(1).cumsum(1).flip(1) == 0
+        return ~trailing | (torch.arange(8) < 2)  # an empty row's [CLS] and [SEP] attend
+    return tags != PAD
+
+
+@pytest.mark.parametrize("mask_kind", _MASKS)
+@pytest.mark.parametrize("mix", _MIXES, ids=lambda mix: "+".join(k for k, v in mix.items() if v))
+def test_every_mix_of_padding_is_fixed_by_following_the_first_hint_once(mix, mask_kind) -> None:
+    """Sub-word pieces -100 inside sentences, with an empty row, had been told to drop the
+    row and mask the padding: that mask was then refused ("mask must be left-aligned"),
+    and the fixes of a leading [CLS] and of an empty row each led into the other's error.
+    Whatever the mix, the first error names each problem and its fix, run as written,
+    fits (and scores, for nll)."""
+    potentials, tags, told = _mixed_batch(mix)
+    mask = _given_mask(mask_kind, tags)
+    readable = not told and (not mix["trailing"] or mask_kind in ("attention", "own"))
+    for method, follower in (("fit", None), ("nll", _fitted_on_mixed_batch())):
+        call = getattr(follower or ChainTemperature(), method)
+        if readable:  # no padding, or trailing padding the mask given drops
+            call(*potentials, tags, mask=mask)
+            continue
+        with pytest.raises(ValueError, match=r"keep = |pass mask=") as caught:
+            call(*potentials, tags, mask=mask)
+        message = str(caught.value)
+        assert all(text in message for text in told.values()), message
+        followed = _follow(message, potentials, tags, mask, follower)
+        if follower is None:
+            assert isinstance(followed, ChainTemperature)
+        else:  # the fix scores the real tokens, no others
+            assert followed == pytest.approx(follower.nll(*_real_tokens(potentials, tags)))
+
+
+def _real_tokens(potentials: tuple, tags: torch.Tensor) -> tuple:
+    """The chain of each row's tokens tagged other than -100, moved to the front, the rows
+    without one dropped: built row by row, beside the hint's tensor code."""
+    emissions, *rest = potentials
+    rows = [(e[t != PAD], t[t != PAD]) for e, t in zip(emissions, tags) if bool((t != PAD).any())]
+    kept_emissions = torch.zeros(len(rows), *emissions.shape[1:], dtype=emissions.dtype)
+    kept_tags = torch.zeros(len(rows), tags.shape[1], dtype=tags.dtype)
+    mask = torch.zeros(len(rows), tags.shape[1], dtype=torch.bool)
+    for i, (e, t) in enumerate(rows):
+        kept_emissions[i, : len(t)], kept_tags[i, : len(t)], mask[i, : len(t)] = e, t, True
+    return kept_emissions, *rest, kept_tags, mask

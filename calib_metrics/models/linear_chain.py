@@ -272,14 +272,21 @@ def as_indices(values: Tensor, name: str) -> Tensor:
     return values.long()
 
 
-def check_mask_flags(not_binary: bool, first_missing: bool, not_left_aligned: bool) -> None:
-    """The ValueError of :func:`mask_flags`' flags, read on the host."""
+def check_mask_flags(
+    not_binary: bool, first_missing: bool, not_left_aligned: bool, hint: str = ""
+) -> None:
+    """The ValueError of :func:`mask_flags`' flags, read on the host; a layout error ends
+    with ``hint``, a caller's fix for it (``ChainTemperature``'s, which knows the tags)."""
     if not_binary:
         raise ValueError("mask must be bool or integer 0/1: it holds other integers")
     if first_missing:
-        raise ValueError("mask[:, 0] must be all True: every sentence needs at least one token")
+        raise ValueError(
+            f"mask[:, 0] must be all True: every sentence needs at least one token{hint}"
+        )
     if not_left_aligned:
-        raise ValueError("mask must be left-aligned (True for a prefix of each row, then False)")
+        raise ValueError(
+            f"mask must be left-aligned (True for a prefix of each row, then False){hint}"
+        )
 
 
 def _value_flags(emissions, transitions, start, end, mask) -> Tensor:

@@ -164,48 +164,95 @@ def padding_hint(value: Tensor | float, inputs: str = "logits") -> str:
 
 
 def tag_padding_hint(
-    value: int,
+    value: int | None,
     mask_given: bool = False,
-    first: bool = False,
     empty_row: int | None = None,
+    leading_row: int | None = None,
+    inside_row: int | None = None,
     method: str = "fit",
 ) -> str:
-    """:func:`padding_hint` for a structured model's gold ``tags``, whose padding its
-    ``mask`` keeps out of the fit: added to a mask the caller gave, and not at a
-    sentence's first position, which every mask must keep (a [CLS] tagged as padding).
-    A row of padding alone (``empty_row``) is an empty sentence of the batch, to be
-    dropped: its first position had been blamed as a leading special token. The call
-    suggested then masks the other rows' padding too, which had been refused next; it
-    names the ``method`` refused (``nll`` had been told to call ``fit``).
+    """The fix of a structured model's gold ``tags`` padded with ``value`` (``None``: a
+    mask given alone, whose layout a chain cannot read): one call for every problem
+    present, as a chain's mask keeps a prefix of each row. Trailing padding is masked; a
+    row of padding alone (``empty_row``, an empty sentence) is dropped; padding at a
+    sentence's first position (``leading_row``, a [CLS]) or inside it (``inside_row``,
+    HuggingFace's sub-word pieces) has each row's kept tokens moved to the front, and the
+    empty rows dropped too. Each fix had been told alone, and the call it suggested was
+    refused for the next ("mask must be left-aligned"). The call is ``method``'s (``nll``
+    had been told to call ``fit``).
 
     Example:
         >>> tag_padding_hint(-100), tag_padding_hint(5)
         (' (padding? pass mask=(tags != -100))', '')
         >>> tag_padding_hint(-100, mask_given=True)
         ' (padding? pass mask=mask & (tags != -100))'
-        >>> print(tag_padding_hint(-100, first=True, empty_row=2))
+        >>> print(tag_padding_hint(-100, empty_row=2))
          (row 2 is padding alone, a sentence without tokens, which no mask can drop: drop
          such rows first, keep = (tags != -100).any(1); fit(emissions[keep], transitions,
          start, end, tags[keep], mask=(tags[keep] != -100)))
         >>> tag_padding_hint(-100, empty_row=0, method="nll").split("; ")[1][:19]
         'nll(emissions[keep]'
+        >>> hint = tag_padding_hint(-100, empty_row=7, leading_row=0, inside_row=1)
+        >>> print(hint.split(": a mask")[0])
+         (padding at a sentence's first position (row 0), inside a sentence (row 1: sub-word
+         pieces?) and filling row 7
     """
-    if value >= 0:
+    if value is not None and value >= 0:
         return ""
+    if leading_row is not None or inside_row is not None:
+        return _left_aligned_hint(value, mask_given, empty_row, leading_row, inside_row, method)
     if empty_row is not None:
-        masked = "mask[keep] & " if mask_given else ""
-        return (
-            f" (row {empty_row} is padding alone, a sentence without tokens, which no mask can"
-            f" drop: drop such rows first, keep = (tags != {value}).any(1);"
-            f" {method}(emissions[keep], transitions, start, end, tags[keep],"
-            f" mask={masked}(tags[keep] != {value})))"
-        )
-    if first:
-        return (
-            " (padding at a sentence's first position: it must be a real token, as a mask"
-            " cannot drop it; drop or shift leading special tokens, then mask the rest)"
-        )
+        return _empty_row_hint(value, mask_given, empty_row, method)
+    if value is None:
+        return ""
     return f" (padding? pass mask={'mask & ' * mask_given}(tags != {value}))"
+
+
+def _empty_row_hint(value: int | None, mask_given: bool, row: int, method: str) -> str:
+    """Drop the rows without a kept token, mask the rest: a mask given is read with the
+    padding (a row whose masked positions hold real tags had been kept, and refused)."""
+    if value is None:
+        what, keep, mask = "has every token masked", "mask.any(1)", "mask[keep]"
+    else:
+        padded = f"(tags != {value})"
+        what = "is padding alone"
+        keep = f"(mask & {padded}).any(1)" if mask_given else f"{padded}.any(1)"
+        mask = f"{'mask[keep] & ' * mask_given}(tags[keep] != {value})"
+    return (
+        f" (row {row} {what}, a sentence without tokens, which no mask can drop: drop such"
+        f" rows first, keep = {keep}; {method}(emissions[keep], transitions, start, end,"
+        f" tags[keep], mask={mask}))"
+    )
+
+
+def _left_aligned_hint(
+    value: int | None,
+    mask_given: bool,
+    empty_row: int | None,
+    leading_row: int | None,
+    inside_row: int | None,
+    method: str,
+) -> str:
+    """Name each problem's first row, then move every row's kept tokens to the front (a
+    stable sort), which masks the trailing ones, and drop the rows left empty."""
+    problems = []
+    if leading_row is not None:
+        problems.append(f"at a sentence's first position (row {leading_row})")
+    if inside_row is not None:
+        problems.append(f"inside a sentence (row {inside_row}: sub-word pieces?)")
+    if empty_row is not None:
+        problems.append(f"filling row {empty_row}")
+    named = " and ".join([", ".join(problems[:-1]), problems[-1]] if problems[1:] else problems)
+    noun = "masked tokens" if value is None else "padding"
+    keep = "mask.bool()" if value is None else f"tags != {value}"
+    if value is not None and mask_given:
+        keep = f"mask.bool() & ({keep})"
+    return (
+        f" ({noun} {named}: a mask keeps a prefix of each row, so move the kept tokens to the"
+        f" front and drop empty rows: keep = {keep}; i = (~keep).int().argsort(dim=1, stable=True);"
+        f" m = keep.gather(1, i); r = m[:, 0]; {method}(emissions.gather(1, i[..., None]"
+        f".expand_as(emissions))[r], transitions, start, end, tags.gather(1, i)[r], mask=m[r]))"
+    )
 
 
 def check_probs(probs: Tensor, name: str = "probs") -> Tensor:

@@ -60,12 +60,11 @@ __all__ = ["ChainTemperature", "CorefTemperature"]
 _OBJECTIVES = ("likelihood", "calib_err")
 
 
-def _check_potentials(emissions, transitions, start, end, mask, layout: bool = False) -> Tensor:
+def _check_potentials(emissions, transitions, start, end, mask, binary: bool = False) -> Tensor:
     """Check what linear_chain does not (type, emptiness, NaN, +inf; -inf forbids a
-    choice, as in linear_chain); return the bool mask. With ``layout``, also the mask's
-    values and layout as linear_chain checks them (0/1, every sentence's first token,
-    left-aligned), for the callers that read it as bool themselves (fit, nll): before
-    the tags are read through it (an all-False mask had been "tags hold a single tag")."""
+    choice, as in linear_chain); return the bool mask. With ``binary``, also the mask's
+    values (0/1, as linear_chain checks them), for the callers that read it as bool
+    themselves (fit, nll), whose :func:`_check_tags` checks its layout with the tags."""
     potentials = (("emissions", emissions), ("transitions", transitions), ("start", start),
                   ("end", end))  # fmt: skip
     for name, x in potentials:
@@ -83,8 +82,8 @@ def _check_potentials(emissions, transitions, start, end, mask, layout: bool = F
             f"mask must be [B, T] = {tuple(emissions.shape[:2])}, got {tuple(mask.shape)}"
         )
     linear_chain.check_mask_dtype(mask)
-    if layout:
-        linear_chain.check_mask_flags(*linear_chain.mask_flags(mask).tolist())
+    if binary:  # its layout is checked with the tags, whose padding the fix names
+        linear_chain.check_mask_flags(bool(linear_chain.mask_not_binary(mask)), False, False)
     mask = mask.to(device=emissions.device, dtype=torch.bool)
     # Padded emissions are never read (linear_chain checks them inside the mask only).
     for name, x in (("emissions", emissions[mask]), *potentials[1:]):
@@ -96,39 +95,48 @@ def _check_potentials(emissions, transitions, start, end, mask, layout: bool = F
 def _check_tags(
     tags: object, mask: Tensor, num_tags: int, mask_given: bool, method: str = "fit"
 ) -> Tensor:
+    """The tags in range at unmasked positions, and the mask's layout (every sentence's
+    first token, left-aligned), checked before the tags are read through it (an all-False
+    mask had been "tags hold a single tag"). Either is refused with one fix for every
+    padding problem of the batch (:func:`tag_padding_hint`): each had been told alone."""
     tags = check_tensor(tags, "tags")
     if tuple(tags.shape) != tuple(mask.shape):
         raise ValueError(f"tags must be [B, T] = {tuple(mask.shape)}, got {tuple(tags.shape)}")
     # Widened before the range check: in uint8 the bound 300 wraps to 44.
     tags = linear_chain.as_indices(tags, "tags")
     outside = ((tags < 0) | (tags >= num_tags)) & mask
-    if bool(outside.any()):
-        bad, first, empty_row = _first_bad_tag(tags, outside, mask)
-        raise ValueError(
-            f"tags must lie in [0, {num_tags}) at unmasked positions, got {bad}"
-            f"{tag_padding_hint(bad, mask_given, first, empty_row, method)}"
-        )
+    bad = _told_tag(tags, outside)
+    padding = bad if bad is not None and bad < 0 else None
+    _, first_missing, not_left_aligned = linear_chain.mask_flags(mask).tolist()
+    hint = ""
+    if padding is not None or first_missing or not_left_aligned:
+        keep = mask if padding is None else mask & (tags != padding)
+        hint = tag_padding_hint(padding, mask_given, *_unreadable_rows(keep), method)
+    if padding is None:  # the mask told before a tag id past the last (no padding)
+        linear_chain.check_mask_flags(False, first_missing, not_left_aligned, hint)
+    if bad is not None:
+        raise ValueError(f"tags must lie in [0, {num_tags}) at unmasked positions, got {bad}{hint}")
     return torch.where(mask, tags, 0)
 
 
-def _first_bad_tag(tags: Tensor, outside: Tensor, mask: Tensor) -> tuple[int, bool, int | None]:
-    """The bad tag to tell, whether it is at a first position, and the row it fills where
-    it fills one (every tag of the row that one bad value: an empty sentence). Told in the
-    order of their fixes: an empty sentence is dropped from the batch (its first position
-    had been blamed as a leading special token), a bad first token cannot be masked, the
-    rest can. A row whose masked positions hold real tags is no empty sentence: the
-    hint's ``keep = (tags != -100).any(1)`` would keep it, and the same error repeat.
-    A bad first token in a row that is not empty is told first: dropping the empty rows
-    alone would keep it, and the call suggested be refused ("mask[:, 0] must be all True")."""
-    padding = (tags == tags[:, :1]).all(1)
-    empty = (outside | ~mask).all(1) & padding
-    first = outside[:, 0] & ~empty
-    if bool(first.any()):
-        return int(tags[:, 0][first][0]), True, None
-    if bool(empty.any()):
-        row = int(empty.nonzero()[0])
-        return int(tags[row, 0]), True, row
-    return int(tags[outside][0]), False, None
+def _told_tag(tags: Tensor, outside: Tensor) -> int | None:
+    """The bad tag to tell: the first padding (a negative id), whose fix the message
+    gives, else the first other one."""
+    if not bool(outside.any()):
+        return None
+    padding = outside & (tags < 0)
+    return int(tags[padding if bool(padding.any()) else outside][0])
+
+
+def _unreadable_rows(keep: Tensor) -> tuple[int | None, int | None, int | None]:
+    """The first row of each layout of the tokens to ``keep`` that no chain mask holds:
+    none kept (an empty sentence), the first one dropped (a leading [CLS]), one dropped
+    between kept ones (a sub-word piece)."""
+    seen = keep.cumsum(1) > 0
+    empty = ~seen[:, -1]
+    leading = ~keep[:, 0] & ~empty
+    inside = (keep[:, 1:] & ~keep[:, :-1] & seen[:, :-1]).any(1)
+    return tuple(int(x.nonzero()[0]) if bool(x.any()) else None for x in (empty, leading, inside))
 
 
 def _check_two_tags(tags: Tensor, mask: Tensor) -> None:
@@ -325,7 +333,7 @@ class ChainTemperature(FittedModule):
         """Mean per-token negative log-likelihood of ``tags`` under the recalibrated chain."""
         self.check_fitted()
         given = mask is not None
-        mask = _check_potentials(emissions, transitions, start, end, mask, layout=True)
+        mask = _check_potentials(emissions, transitions, start, end, mask, binary=True)
         tags = _check_tags(tags, mask, emissions.shape[-1], given, "nll")
         parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
         t_em = self.temperature.to(emissions.device)
@@ -365,7 +373,7 @@ class ChainTemperature(FittedModule):
     ) -> ChainTemperature:
         """Fit on dev potentials ``[B, T, K]``, ``[K, K]``, ``[K]``, ``[K]`` and gold ``tags``."""
         given = mask is not None
-        mask = _check_potentials(emissions, transitions, start, end, mask, layout=True)
+        mask = _check_potentials(emissions, transitions, start, end, mask, binary=True)
         tags = _check_tags(tags, mask, emissions.shape[-1], given)
         _check_two_tags(tags, mask)
         mask, tags = plain_copy(mask), plain_copy(tags)
