@@ -403,11 +403,6 @@ def warn_if_rows_do_not_sum_to_one(probs, path, kept=None) -> None:
     )
 
 
-# More draws than this only add time: the ends of an interval from 10⁶ draws are already
-# Monte Carlo-exact to ±0.0005 of their level.
-MAX_DRAWS = 10**7
-
-
 def check_draw_options(args: argparse.Namespace) -> None:
     """``--samples`` and ``--confidence``, checked alike by every command before any work.
 
@@ -417,6 +412,8 @@ def check_draw_options(args: argparse.Namespace) -> None:
         ...
         ValueError: --samples must be at least 2, got 1
     """
+    from calib_metrics.functional.intervals import MAX_DRAWS
+
     if args.samples < 2:
         raise ValueError(f"--samples must be at least 2, got {args.samples}")
     if args.samples > MAX_DRAWS:

@@ -196,7 +196,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         binning: ``"adaptive"`` (equal mass) or ``"uniform"`` (equal width).
         n_bins: number of bins of uniform binning (at most 2**20).
         norm: ``"l2"`` (RMS, the paper's), ``"l1"`` or ``"max"``.
-        n_samples: draws of the interval (the bootstrap's, or Algorithm 2's), at least 2;
+        n_samples: draws of the interval (the bootstrap's, or Algorithm 2's), from 2 to
+            :data:`~calib_metrics.functional.intervals.MAX_DRAWS` (10⁷);
             keep them in the hundreds or more: the ends are Monte Carlo estimates, and a
             handful of draws can leave out the estimate itself (no warning is given).
         confidence: coverage of the interval.

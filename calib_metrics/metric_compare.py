@@ -107,9 +107,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         mode: ``"one_vs_rest"``, ``"top_label"`` or ``"classwise"`` (multiclass only).
         ignore_index: target value marking items to drop (padding), as
             :class:`~calib_metrics.CalibrationError` takes it (not 0 or 1 for binary pairs).
-        n_samples: paired bootstrap draws S, at least 2; keep S in the hundreds or more,
-            as for :func:`~calib_metrics.functional.compare_calibration` (its p-value moves
-            in steps of 2/S).
+        n_samples: paired bootstrap draws S, from 2 to
+            :data:`~calib_metrics.functional.intervals.MAX_DRAWS` (10⁷); keep S in the
+            hundreds or more, as for :func:`~calib_metrics.functional.compare_calibration`
+            (its p-value moves in steps of 2/S).
         confidence: coverage of the interval of the difference.
         bin_size, binning, n_bins, norm, debias: the estimator, as in
             :class:`~calib_metrics.CalibrationError`.

@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from calib_metrics import CalibrationError
+from calib_metrics import CalibrationComparison, CalibrationError
 from calib_metrics.cli import main
 from calib_metrics.functional import (
     calibration_error,
     calibration_error_ci,
     ci_from_bins,
+    compare_calibration,
     error_from_bins,
+    intervals,
 )
 from calib_metrics.functional.auto_bin import auto_bin_size, resolve_bin_size
 from calib_metrics.functional.calibration import compute_bins
@@ -264,6 +266,35 @@ def test_bad_interval_options_raise_elsewhere():
         CalibrationError(interval="documents")
     with pytest.raises(ValueError, match="bin_size must be"):
         calibration_error(torch.rand(5), torch.ones(5), bin_size="sqrt", debias=False)
+
+
+def _draws_nothing(*args, **kwargs):
+    raise AssertionError("drew before refusing n_samples")
+
+
+_Q = torch.rand(100, generator=_gen(16), dtype=torch.float64)
+_Y = torch.bernoulli(_Q, generator=_gen(17))
+_BINS = compute_bins(_Q, _Y, bin_size=10)
+_MANY_DRAWS = {
+    "pairs": lambda n: calibration_error_ci(_Q, _Y, n_samples=n),
+    "paper": lambda n: calibration_error_ci(_Q, _Y, n_samples=n, interval="paper"),
+    "groups": lambda n: calibration_error_ci(_Q, _Y, n_samples=n, groups=torch.arange(100) // 5),
+    "bins": lambda n: ci_from_bins(_BINS, n_samples=n),
+    "compare": lambda n: compare_calibration(_Q, _Q.sqrt(), _Y, n_samples=n),
+    "metric": lambda n: CalibrationError(n_samples=n),
+    "comparison metric": lambda n: CalibrationComparison(n_samples=n),
+}
+
+
+@pytest.mark.parametrize("call", _MANY_DRAWS.values(), ids=_MANY_DRAWS)
+def test_more_than_the_most_draws_are_refused_before_any_is_drawn(monkeypatch, call):
+    """10**12 draws had been drawn block by block, each draw's error kept, until time or
+    memory ran out; the reproductions had no bound of the library's to check first."""
+    monkeypatch.setattr(intervals, "_block_sizes", _draws_nothing)
+    too_many = intervals.MAX_DRAWS + 1
+    with pytest.raises(ValueError, match=f"n_samples must be at most {intervals.MAX_DRAWS:,}, "):
+        call(too_many)
+    intervals.check_draw_options(intervals.MAX_DRAWS, 0.95, "normal")  # the most is taken
 
 
 def _study():

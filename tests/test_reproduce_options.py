@@ -20,7 +20,7 @@ import test_paper_data_up_front as data_up_front
 from cli_runs import one_line_error
 
 from calib_metrics import cli
-from calib_metrics.paper import coref, ner, pos, twitter_pos
+from calib_metrics.paper import coref, demo, ner, pos, twitter_pos
 from calib_metrics.paper.events import experiment as events_experiment
 
 
@@ -53,6 +53,43 @@ def test_too_few_interval_draws_are_refused_before_the_data(tmp_path, capsys, ar
     err = one_line_error(capsys, "reproduce", *argv, "--data", tmp_path / "none",
                          "--out", tmp_path / "out")  # fmt: skip
     assert err == f"calib-metrics: error: {named}"
+
+
+# The library's most interval draws is 10**7 (intervals.MAX_DRAWS); a typo's 10**12 had
+# been taken at start and had failed only once the first interval was drawn, after
+# training (out of memory, or the library's own refusal).
+TOO_MANY = str(10**12)
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["reproduce", "ner", "--quick", "--n-samples", TOO_MANY], "--n-samples"),
+        (["reproduce", "pos", "--quick", "--n-samples", TOO_MANY], "--n-samples"),
+        (["reproduce", "twitter-pos", "--quick", "--n-samples", TOO_MANY], "--n-samples"),
+        (["reproduce", "coref", "--quick", "--ci-samples", TOO_MANY], "--ci-samples"),
+        (["reproduce", "sentiment", "--n-samples", TOO_MANY], "--n-samples"),
+        (["demo", "--quick", "--samples", TOO_MANY], "--samples"),
+    ],
+)
+def test_too_many_interval_draws_are_refused_before_the_data(
+    tmp_path, capsys, monkeypatch, argv, option
+):
+    # The demo needs no data: taken, its study would start drawing (for hours).
+    monkeypatch.setattr(demo, "_settings", _stop())
+    data = ["--data", tmp_path / "none"] if argv[0] == "reproduce" else []
+    err = one_line_error(capsys, *argv, *data, "--out", tmp_path / "out")
+    refused = f"{option} must be an integer in [2, 10000000], got {TOO_MANY}"
+    assert err == f"calib-metrics: error: {refused}"
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_most_interval_draws_reach_training(tmp_path, monkeypatch):
+    monkeypatch.setattr(twitter_pos, "_train", lambda *a: _stop()(a[-1]))
+    data = _tagging_data(tmp_path / "data")
+    argv = ["twitter-pos", "--data", data, "--out", tmp_path / "out", "--ewt-train", "0"]
+    (args,) = _reached("reproduce", *argv, "--quick", "--n-samples", str(10**7))["args"]
+    assert args.n_samples == 10**7
 
 
 # One past the binning's bound, 2**62.

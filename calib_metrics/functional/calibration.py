@@ -399,7 +399,8 @@ def calibration_error_ci(
         bin_size: target bin size β of adaptive binning, or ``"auto"`` (β = ⌈√N⌉).
             Bins of 2 or 3 pairs make a bootstrap interval too narrow (about 89%
             coverage at 95%: ``docs/coverage.md``).
-        n_samples: number S of simulated error values (draws), at least 2. The ends are
+        n_samples: number S of simulated error values (draws), from 2 to
+            :data:`~calib_metrics.functional.intervals.MAX_DRAWS` (10⁷). The ends are
             Monte Carlo estimates: keep S in the hundreds or more (the default 10,000);
             with a handful of draws they are noisy enough to leave out the estimate
             itself (no warning is given).

@@ -321,7 +321,8 @@ def compare_calibration(
             (:func:`comparison_units`).
         confidence: coverage of the interval of the difference.
         generator: source of randomness for reproducible draws.
-        n_samples: number S of paired bootstrap draws, at least 2. The ends and the
+        n_samples: number S of paired bootstrap draws, from 2 to
+            :data:`~calib_metrics.functional.intervals.MAX_DRAWS` (10⁷). The ends and the
             p-value are Monte Carlo estimates: the p-value moves in steps of 2/S (p = 0
             says only that no draw crossed 0), so keep S in the hundreds or more (no
             warning is given below that).

@@ -451,10 +451,9 @@ def _select_l2(splits, feats, args, gen) -> tuple[AntecedentRanker, list[dict[st
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train on OntoGUM, evaluate pairwise calibration on test (and LitBank); write results."""
     options.settle(args, QUICK)
-    # --threads 0 keeps torch's default; an interval needs 2 draws.
-    options.check_integers(
-        args, threads=0, samples=1, bin_size=1, epochs=0, max_distance=1, ci_samples=2
-    )
+    # --threads 0 keeps torch's default.
+    options.check_integers(args, threads=0, samples=1, bin_size=1, epochs=0, max_distance=1)
+    options.check_draws(args, "ci_samples")
     # The sampler's and the binning's own bounds, said here: the sampler's had been said
     # only once the ranker was trained and saved.
     options.check_in_range(args, "samples", 1, MOST_SAMPLES - 1)

@@ -333,9 +333,11 @@ SIZES = {"n": (1_000_000, 20_000), "bin_size": (5000, 1000), "samples": (10_000,
 def _sizes(args: argparse.Namespace) -> tuple[int, int, int]:
     """--n, --bin-size and --samples: as given (--quick too keeps what the user gave), or
     the full run's or --quick's defaults; refused before any work when too small (an
-    interval needs 2 draws, as the library says only once the run has started)."""
+    interval needs 2 draws) or, for --samples, past the library's most draws, as the
+    library says only once the run has started."""
     options.settle(args, SIZES)
-    options.check_integers(args, n=1, bin_size=1, samples=2)
+    options.check_integers(args, n=1, bin_size=1)
+    options.check_draws(args, "samples")
     return args.n, args.bin_size, args.samples
 
 

@@ -407,9 +407,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train the CRF, evaluate token and span calibration, write results and figures."""
     options.settle(args, QUICK)
     options.check_integers(
-        args, threads=1, max_iter=1, n_samples=2, top_k=1, max_length=1, train_sentences=1,
-        buckets=2,
-    )  # fmt: skip
+        args, threads=1, max_iter=1, top_k=1, max_length=1, train_sentences=1, buckets=2
+    )
+    options.check_draws(args, "n_samples")
     options.check_numbers(args, "c2", 0)
     with report.torch_threads(args.threads):
         return _run(args)

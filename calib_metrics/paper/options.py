@@ -29,8 +29,10 @@ from typing import Any
 
 from calib_metrics.few_bins import option_name
 from calib_metrics.functional.errors import check_int
+from calib_metrics.functional.intervals import MAX_DRAWS
 
 __all__ = [
+    "check_draws",
     "check_file",
     "check_in_range",
     "check_integers",
@@ -119,6 +121,21 @@ def check_in_range(args: argparse.Namespace, name: str, low: int, high: int) -> 
         raise ValueError(
             f"{option_name(name, cli=True)} must be an integer in [{low}, {high}], got {value}"
         )
+
+
+def check_draws(args: argparse.Namespace, name: str) -> None:
+    """Refuse an interval's draws option outside the library's ``[2, MAX_DRAWS]``
+    (:data:`~calib_metrics.functional.intervals.MAX_DRAWS`): a value past it had been
+    taken at start and had failed only at the first interval, after training.
+
+    Example:
+        >>> check_draws(argparse.Namespace(n_samples=10**12), "n_samples")
+        Traceback (most recent call last):
+        ...
+        ValueError: --n-samples must be an integer in [2, 10000000], got 1000000000000
+    """
+    check_integers(args, **{name: 2})
+    check_in_range(args, name, 2, MAX_DRAWS)
 
 
 def check_numbers(args: argparse.Namespace, name: str, low: float, *, above: bool = False) -> None:

@@ -612,9 +612,8 @@ def _code(name: str) -> str:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train the taggers, evaluate their calibration on test, write results and figures."""
     options.settle(args, QUICK)
-    options.check_integers(
-        args, threads=1, bin_size=1, n_samples=2, max_iter=1, top_pairs=1, max_tokens=1
-    )
+    options.check_integers(args, threads=1, bin_size=1, max_iter=1, top_pairs=1, max_tokens=1)
+    options.check_draws(args, "n_samples")
     # The binning's own bound, which had been said only after training.
     options.check_in_range(args, "bin_size", 1, MAX_BIN_SIZE)
     options.check_file(args.load_models, "--load-models")  # said before the data

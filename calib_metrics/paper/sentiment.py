@@ -368,7 +368,7 @@ def _check(args: argparse.Namespace) -> None:
         options.check_integers(args, bin_size=1)
         # The binning's own bound, which had been said only after training.
         options.check_in_range(args, "bin_size", 1, MAX_BIN_SIZE)
-    options.check_integers(args, n_samples=2)
+    options.check_draws(args, "n_samples")
     options.check_numbers(args, "alphas", 0, above=True)
     options.check_numbers(args, "cs", 0, above=True)
     try:  # the split is made only once the corpus is read

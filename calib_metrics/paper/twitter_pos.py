@@ -212,7 +212,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Train, evaluate and write results, tables and figures."""
     options.settle(args, QUICK)
     # --ewt-train 0 skips EWT.
-    options.check_integers(args, threads=1, max_iter=1, n_samples=2, buckets=2, ewt_train=0)
+    options.check_integers(args, threads=1, max_iter=1, buckets=2, ewt_train=0)
+    options.check_draws(args, "n_samples")
     options.check_numbers(args, "c2", 0)
     # Many small per-step products: extra threads only add synchronisation.
     with report.torch_threads(args.threads):
