@@ -31,7 +31,7 @@ from calib_metrics.functional.errors import (
     check_not_meta,
     said_once_for_all,
 )
-from calib_metrics.functional.intervals import bin_errors, check_confidence
+from calib_metrics.functional.intervals import IntervalKind, bin_errors, check_confidence
 from calib_metrics.functional.multiclass import average_results, most_frequent, pair_sets
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
 from calib_metrics.functional.smooth import (
@@ -1174,19 +1174,16 @@ class CalibrationError(_StatesKeepTheirDtype):
             )
         return groups
 
-    def _drawn_interval(self, result: Any = None) -> str:
-        """The interval behind ``result``, for figures' labels: the one drawn, when it is
-        what compute_result() returned last, else the one it draws on this rank's state."""
+    def _drawn_interval(self, result: Any) -> str | None:
+        """The interval behind ``result`` (one that carries no kind), for figures' labels:
+        the one drawn, when it is what compute_result() returned last, else this metric's
+        ``interval``, or none named where the data picks it (the state's guess had named a
+        result made by hand over pairs a group bootstrap once groups came: the state
+        since need not be the one behind it)."""
         drawn = self.__dict__.get("_drawn")
-        if result is not None and drawn is not None and drawn[0] is result:
+        if drawn is not None and drawn[0] is result:
             return drawn[1]
-        if self.interval is not None:
-            return self.interval
-        if not self._keeps_groups():
-            return "pairs"
-        groups = self.groups
-        held = sum(g.numel() for g in groups) if isinstance(groups, list) else groups.numel()
-        return "groups" if held else "pairs"
+        return self.interval
 
     def _interval(self, groups: Tensor | None) -> str:
         """The interval that compute_result() draws: interval=None picks by the data."""
@@ -1660,7 +1657,11 @@ class CalibrationError(_StatesKeepTheirDtype):
         ``mode="classwise"``, one reliability diagram per class (at most 12: those with
         the most positives), their titles and legends naming this metric's interval and
         confidence (those a given result carries, where it does: an earlier
-        compute_result's, since reset or regrouped).
+        compute_result's, since reset or regrouped). A result that carries none (made by
+        hand) has no resampling named unless it is what compute_result() returned last
+        or ``interval=`` fixes it (the state since need not be the one behind it); a
+        result of another level, debias or resampling than this metric draws is a
+        ValueError (its title would name this metric's norm).
 
         Returns ``(fig, ax)`` (``(fig, axes)`` for classwise panels, which draw their own
         figure); ``val`` may be a result from :meth:`compute_result` (classwise: the list
@@ -1730,17 +1731,39 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _drawn_settings(self, result: Any) -> dict[str, Any]:
         """The interval settings that label ``result`` (one result, or a list of them):
-        those its results carry, else this metric's. Results of an earlier compute_result,
-        since reset or regrouped, carry their own: the state's had titled them, or (a list)
-        been refused as contradicting them."""
+        those its results carry (which must be ones this metric draws), else this
+        metric's. Results of an earlier compute_result, since reset or regrouped, carry
+        their own: the state's had titled them, or (a list) been refused as contradicting
+        them."""
         from calib_metrics.plot._text import _carried_kind
 
         carried = _carried_kind(result if isinstance(result, list) else [result])
         if carried is not None:  # its form (method) is read from the results themselves
+            self._check_own_kind(carried)
             return {"confidence": carried.confidence, "interval": carried.interval,
                     "debias": carried.debias}  # fmt: skip
         interval = self._drawn_interval(result)
         return {"confidence": self.confidence, "interval": interval, "debias": self._debias}
+
+    def _check_own_kind(self, kind: IntervalKind) -> None:
+        """``kind`` is one this metric draws: a result of another estimator's settings
+        (another level, debias or resampling) is refused, as its title would name this
+        metric's norm beside them (an l1 result had been titled as this l2 metric's)."""
+        own = {"confidence": float(self.confidence), "debias": self._debias}
+        for name, value in own.items():
+            if getattr(kind, name) != value:
+                raise ValueError(
+                    f"val's interval was computed with {name}={getattr(kind, name)!r}, this "
+                    f"metric's {name} is {value!r}: plot it with the metric that computed "
+                    "it, or draw it with calib_metrics.plot.reliability_diagram"
+                )
+        drawn = ("pairs", "groups") if self.interval is None else (self.interval,)
+        if kind.interval not in drawn:
+            raise ValueError(
+                f"val's interval resampled {kind.interval!r}, which this metric "
+                f"(interval={self.interval!r}) never draws: plot it with the metric that "
+                "computed it, or draw it with calib_metrics.plot.reliability_diagram"
+            )
 
     def _smooth_curves(self, classwise: bool = False) -> dict[int, SmoothCurve]:
         """The smooth reliability curve of the pairs seen (synchronised under DDP; key 0),

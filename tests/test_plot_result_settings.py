@@ -4,6 +4,8 @@ and a bad setting is refused as bad, not as a contradiction."""
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -57,6 +59,91 @@ def test_a_metric_draws_earlier_class_results_by_their_own_interval(options) -> 
     fig, _ = metric.plot(grouped)
     legend = fig.legends[0].get_title().get_text()
     assert legend.endswith("95% interval: debiased group bootstrap")
+
+
+def _interval_line(fig, ax) -> str:
+    """The line naming the interval: a diagram's title's last, or a legend's title."""
+    if fig.legends:
+        return fig.legends[0].get_title().get_text()
+    return ax.get_title().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"num_classes": 3, "average": "none"}, {"num_classes": 3, "mode": "classwise"}]
+)
+def test_a_result_made_by_hand_is_not_named_by_the_state_since(options) -> None:
+    """A result that carries no kind, over pairs, had been titled a group bootstrap once
+    the state held groups: the guess of what the state would draw now, not what the
+    result resampled. Only what compute_result() returned last names its draw."""
+    from calib_metrics.functional import CalibrationResult
+
+    g = torch.Generator().manual_seed(4)
+    probs = torch.softmax(2 * torch.randn(600, 3, generator=g, dtype=torch.float64), -1)
+    target = torch.multinomial(probs, 1, generator=g)[:, 0]
+    if "num_classes" not in options:
+        probs, target = probs[:, 0], (target == 0).double()
+    metric = CalibrationError(n_samples=50, **options)
+    classwise = metric.mode == "classwise"
+    results = metric.compute_class_results if classwise else metric.compute_result
+    metric.update(probs, target)
+    pairs = results()
+    bare = [CalibrationResult(*r) for r in pairs] if isinstance(pairs, list) else None
+    bare = CalibrationResult(*pairs) if bare is None else bare
+    metric.reset()
+    metric.update(probs, target, groups=torch.arange(600) // 10)
+    last = results()
+    line = _interval_line(*metric.plot(bare))
+    assert "95% interval" in line and "bootstrap" not in line, line
+    assert "debiased group bootstrap" in _interval_line(*metric.plot(last))
+
+
+def test_a_kind_less_result_is_named_by_a_fixed_interval() -> None:
+    # interval= is this metric's own setting, not a guess from the state: it still names it.
+    from calib_metrics.functional import CalibrationResult
+
+    p, y, _ = _pairs()
+    metric = CalibrationError(n_samples=50, interval="pairs")
+    metric.update(p, y)
+    bare = CalibrationResult(*metric.compute_result())
+    metric.compute_result()
+    _, ax = metric.plot(bare)
+    assert "95% interval: debiased pair bootstrap" in ax.get_title()
+
+
+@pytest.mark.parametrize(
+    "other, message",
+    [
+        ({"confidence": 0.9}, r"computed with confidence=0\.9, this metric's confidence is 0\.95"),
+        ({"debias": False}, "computed with debias=False, this metric's debias is True"),
+        ({"norm": "l1"}, "computed with debias=False, this metric's debias is True"),
+        ({"interval": "paper"}, r"resampled 'paper', which this metric \(interval=None\)"),
+    ],
+    ids=["level", "debias", "norm", "interval"],
+)
+def test_a_result_of_another_estimators_settings_is_refused_by_name(other, message) -> None:
+    """It had been titled with its own level and debias beside this metric's norm (an l1
+    result named as this l2 metric's debiased CalibErr)."""
+    p, y, groups = _pairs()
+    metric = CalibrationError(n_samples=50)
+    metric.update(p, y, groups=groups)
+    metric.compute_result()
+    theirs = CalibrationError(n_samples=50, **other)
+    theirs.update(p, y)
+    with warnings.catch_warnings():  # interval='paper' with debias=True warns: not this test's
+        warnings.simplefilter("ignore")
+        result = theirs.compute_result()
+    with pytest.raises(ValueError, match=message):
+        metric.plot(result)
+
+
+def test_a_grouped_result_is_refused_by_a_metric_of_pairs() -> None:
+    p, y, groups = _pairs()
+    grouped = CalibrationError(n_samples=50)
+    grouped.update(p, y, groups=groups)
+    metric = CalibrationError(n_samples=50, interval="pairs")
+    metric.update(p, y)
+    with pytest.raises(ValueError, match=r"resampled 'groups', which this metric \(interval="):
+        metric.plot(grouped.compute_result())
 
 
 def test_a_thesis_figure_of_a_90_percent_result_names_90(tmp_path) -> None:
