@@ -13,9 +13,9 @@ process, interleaved, after a warm-up, the median of ``--repeats`` runs of:
 The machine may be shared, so what counts is the ratio to each peer measured in the same
 process, printed per size, not the absolute times. Before timing, the values each reader
 parsed (from its warm-up call) are checked against ours: the same probabilities and
-labels, bit for bit, or the script stops. ``--write`` puts the table, with the command,
-the machine's load and whether ours is faster or slower than each peer, in
-``docs/bench_read.md``.
+labels, bit for bit, or the script stops. At the end it prints the table, with the
+command, the machine's load and whether ours is faster or slower than each peer;
+``--write`` puts it in ``docs/bench_read.md`` too.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_read.py --sizes 1e4 1e5 1e6 --repeats 3 --write
 """
@@ -198,8 +198,10 @@ def main(argv: list[str] | None = None) -> dict[int, dict[str, float]]:
             )
             print(f"N={n:.0e}: ours {times['ours']:.3f} s; {cells}", flush=True)
             path.unlink()
+    text = table(results, args.repeats, load_start)
+    print(f"\n{text}")
     if args.write:
-        DOC.write_text(table(results, args.repeats, load_start))
+        DOC.write_text(text)
         print(f"wrote {DOC}")
     return results
 

@@ -28,6 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._args import count
 from calib_metrics.functional import compare_calibration_by_label, holm_adjust
 from calib_metrics.functional.comparison_by_label import (
     SMALL_LABEL_UNITS,
@@ -71,10 +72,10 @@ def family_errors(labels: int, per_label: int, samples: int, data_sets: int, see
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--labels", type=int, default=100)
-    parser.add_argument("--per-label", type=int, default=50)
-    parser.add_argument("--samples", type=int, nargs="+", default=[300, 2000])
-    parser.add_argument("--data-sets", type=int, default=100)
+    parser.add_argument("--labels", type=count, default=100)
+    parser.add_argument("--per-label", type=count, default=50)
+    parser.add_argument("--samples", type=count, nargs="+", default=[300, 2000])
+    parser.add_argument("--data-sets", type=count, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -86,8 +87,8 @@ def main() -> None:
     for samples in args.samples:
         counts = family_errors(args.labels, args.per_label, samples, args.data_sets, args.seed)
         cells = []
-        for count in counts:
-            share = count / args.data_sets
+        for errors in counts:
+            share = errors / args.data_sets
             se = math.sqrt(share * (1 - share) / args.data_sets)
             cells.append(f"{share:.3f} ± {se:.3f}")
         if args.per_label < SMALL_LABEL_UNITS:

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import coverage_compare
 
+from benchmarks._args import count
 from calib_metrics.functional import comparison
 
 RATIOS: list[float] = []
@@ -80,8 +81,8 @@ def settings() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shifts", type=float, nargs="+", default=[1e-9, 1e-6, 1e-5, 1e-4])
-    parser.add_argument("--reps", type=int, default=40)
-    parser.add_argument("--draws", type=int, default=300)
+    parser.add_argument("--reps", type=count, default=40)
+    parser.add_argument("--draws", type=count, default=300)
     parser.add_argument(
         "--near-copy", type=float, default=None,
         help="the hand-over ratio (0: never hand over: the 2 × 2 map alone)",

@@ -30,6 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._args import count
 from benchmarks.coverage_compare import (
     GROUP_SIZE,
     RHO,
@@ -97,12 +98,12 @@ def _estimates(bins_a, bins_b) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--data-sets", type=int, default=30)
-    parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--n", type=count, default=10_000)
+    parser.add_argument("--data-sets", type=count, default=30)
+    parser.add_argument("--draws", type=count, default=200)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
-    parser.add_argument("--group-size", type=int, default=GROUP_SIZE)
+    parser.add_argument("--group-size", type=count, default=GROUP_SIZE)
     parser.add_argument("--rho", type=float, default=RHO, help="grouped labels' correlation")
     args = parser.parse_args()
     use_group_size(args.group_size)

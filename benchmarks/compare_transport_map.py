@@ -20,6 +20,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import calib_metrics.functional.comparison as comparison
+from benchmarks._args import count
 from benchmarks.coverage_compare import SETTINGS, simulated
 
 
@@ -46,8 +47,8 @@ def largest_eigenvalues(setting: str, variant: str, reps: int, n: int, seed: int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--reps", type=count, default=3)
+    parser.add_argument("--n", type=count, default=10_000)
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -15,7 +15,9 @@ group a pair is correct with probability Φ((Φ⁻¹(c(q)) − √ρ·Z_g)/√(1
 random shift of the probit of the accuracy (easy and hard documents), and averaged
 over Z_g that is exactly c(q), so P(y = 1 | q) = t_k(q) as before. The true error is
 computed again by integrating over q (trapezoid in logit space) and over Z_g
-(Gauss–Hermite, 64 nodes) and must agree with the ungrouped one; both are printed.
+(Gauss–Hermite, 64 nodes) and must agree with the ungrouped one to ``TRUTH_TOLERANCE``
+(both are printed; the script stops where they do not). The nodes resolve a group's
+step in Z_g up to ρ = ``RHO_MAX`` only, so a larger ``--rho`` is refused.
 
 Per setting (variant, k, N, β) and repetition the script bins once (β ∈ {100, 1000,
 5000, auto = ⌈√N⌉}), and records the plug-in and debiased estimates and the intervals
@@ -44,7 +46,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count
+from benchmarks._args import count, size
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import compute_bins
@@ -67,8 +69,15 @@ from calib_metrics.paper.synthetic import (
 
 KS = (0.0, 0.02, 0.05, 0.1)
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
+QUICK_MAX = 10_000  # the largest N of a --quick run
 BIN_SIZES = (100, 1000, 5000, "auto")
 ROOT = Path(__file__).resolve().parents[1]
+# How far the grouped true error may be from the ungrouped one (they are equal in theory).
+TRUTH_TOLERANCE = 1e-6
+# Above it a group's P(correct | Z_g) is too sharp a step for 64 Gauss–Hermite nodes: the
+# grouped truth at k = 0 is off by 5e-8 at ρ = 0.9 (Beta(a, b) from 0.1 to 5), 2e-6 at
+# 0.93, 5e-3 at 0.99, and ρ = 1 divides by √(1 − ρ) = 0.
+RHO_MAX = 0.9
 
 
 def bin_size_of(beta: int | str, n: int) -> int:
@@ -84,9 +93,86 @@ def bin_size_of(beta: int | str, n: int) -> int:
 
 
 def _bin_size_arg(text: str) -> int | str:
-    if text in ("auto", "cbrt") or (text.startswith("auto*") and float(text[5:]) > 0):
+    """A β of ``--bin-sizes``: ``auto``, ``cbrt``, ``auto*C`` with C > 0, or a whole number
+    of pairs of at least 1 (0 had stopped in a ZeroDivisionError, −3 in the library)."""
+    if text in ("auto", "cbrt") or (text.startswith("auto*") and _positive(text[5:])):
         return text
-    return int(text)
+    try:
+        return count(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be auto, cbrt, auto*C with C > 0, or a bin size of at least 1, not {text!r}"
+        ) from None
+
+
+def _positive(text: str) -> bool:
+    try:
+        return 0 < float(text) < math.inf
+    except ValueError:
+        return False
+
+
+def _shape(text: str) -> float:
+    """A Beta or Dirichlet parameter: a number above 0 (−1 had stopped in lgamma)."""
+    if not _positive(text):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, not {text!r}")
+    return float(text)
+
+
+def _rho(text: str) -> float:
+    """The copula correlation: from 0 to ``RHO_MAX``, where the grouped truth is accurate."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= RHO_MAX:
+        raise argparse.ArgumentTypeError(
+            f"must be from 0 to {RHO_MAX} (above, the grouped true error's 64-node "
+            f"Gauss–Hermite integral drifts: off by 2e-6 at 0.93, 5e-3 at 0.99), not {text!r}"
+        )
+    return value
+
+
+def _two_or_more(text: str) -> int:
+    """A whole number of at least 2: ``--reps`` (each setting's RMSE and coverage need two
+    data sets; 1 had silently run 2) and ``--classes`` (one class had stopped in lgamma(0))."""
+    value = _count_or_zero(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 2, not {text!r}")
+    return value
+
+
+def _target_reps(text: str) -> int:
+    """0 (no target check) or at least 2 repetitions, as the check reports a standard error
+    (−1 had stopped in torch.cat of no repetitions)."""
+    value = _count_or_zero(text)
+    if value == 1 or value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (no check) or at least 2, not {text!r}")
+    return value
+
+
+def _count_or_zero(text: str) -> int:
+    """``text``'s whole number if it is 0 or a :func:`count`, else −1."""
+    if text == "0":
+        return 0
+    try:
+        return count(text)
+    except argparse.ArgumentTypeError:
+        return -1
+
+
+def _results_file(text: str) -> str:
+    """A saved results file of ``--from-json``: a JSON object with the ``config`` and ``rows``
+    of a run (a missing file had stopped in a FileNotFoundError traceback)."""
+    try:
+        saved = json.loads(Path(text).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot read {text!r}: {error.strerror}") from None
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not JSON ({error})") from None
+    if not (isinstance(saved, dict) and {"config", "rows"} <= saved.keys()):
+        raise argparse.ArgumentTypeError(f"{text!r} holds no run's config and rows")
+    return text
 
 
 def grouped_true_error(a: float, b: float, k: float, rho: float, nodes: int = 64) -> float:
@@ -295,6 +381,7 @@ def run(args) -> dict:
     print("true errors (ungrouped / grouped by integration):", file=sys.stderr)
     for k in KS:
         print(f"  k={k}: {truths[k]:.6f} / {grouped_truths[k]:.6f}", file=sys.stderr)
+    check_truths(truths, grouped_truths)
     truth_of = {"iid": truths, "grouped": grouped_truths, "ovr": ovr_truths}
     config = {"truths": truths, "grouped_truths": grouped_truths, "ovr_truths": ovr_truths}
     results = {"config": vars(args) | config}
@@ -361,6 +448,25 @@ def run(args) -> dict:
     return results
 
 
+class TruthsDisagree(ValueError):
+    """The grouped true error is not the ungrouped one: the integration is off, and every
+    grouped coverage would be measured against a wrong truth."""
+
+
+def check_truths(truths: dict, grouped_truths: dict) -> None:
+    """Raise :class:`TruthsDisagree` where the two true errors differ by more than
+    ``TRUTH_TOLERANCE`` (equal in theory: see the module docstring)."""
+    gaps = {k: abs(grouped_truths[k] - truths[k]) for k in truths}
+    k = max(gaps, key=gaps.get)
+    if not gaps[k] <= TRUTH_TOLERANCE:  # a NaN fails too
+        raise TruthsDisagree(
+            f"the grouped true error is off the ungrouped one by {gaps[k]:.1e} at k = {k} "
+            f"({grouped_truths[k]:.6f} against {truths[k]:.6f}; tolerance "
+            f"{TRUTH_TOLERANCE:.0e}): the integration over Z_g does not hold at these "
+            "--a, --b, --rho"
+        )
+
+
 def target_check(args, g) -> dict:
     """Mean plug-in and debiased error on calibrated data at N = 2·10⁵, β = 5000."""
     n, size, reps = 200_000, 5000, args.target_reps
@@ -417,21 +523,27 @@ def save(results: dict, args) -> None:
         Path(args.json).write_text(json.dumps(results, indent=1))
 
 
-def parse(argv=None):
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--reps", type=count, default=500, help="repetitions per setting")
+    p.add_argument("--reps", type=_two_or_more, default=500, help="repetitions per setting (≥ 2)")
     p.add_argument(
         "--pair-budget",
-        type=float,
+        type=size,
         default=5e8,
-        help="cap on repetitions × N per setting (fewer reps at large N; the default "
-        "allows all 500 at N = 1e6)",
+        help="cap on repetitions × N per setting (fewer reps at large N, at least 2; the "
+        "default allows all 500 at N = 1e6)",
     )
     p.add_argument("--samples", type=count, default=400, help="interval draws S")
     p.add_argument("--samples-large", type=count, default=200, help="interval draws at N=1e6")
-    p.add_argument("--sizes", type=count, nargs="*", default=list(SIZES))
-    p.add_argument("--a", type=float, default=0.3)
-    p.add_argument("--b", type=float, default=0.3)
+    p.add_argument(
+        "--sizes",
+        type=count,
+        nargs="*",
+        default=list(SIZES),
+        help="N (none: the target check only)",
+    )
+    p.add_argument("--a", type=_shape, default=0.3)
+    p.add_argument("--b", type=_shape, default=0.3)
     p.add_argument(
         "--bin-sizes",
         type=_bin_size_arg,
@@ -442,28 +554,54 @@ def parse(argv=None):
     p.add_argument(
         "--variants", nargs="+", choices=["iid", "grouped", "ovr"], default=["iid", "grouped"]
     )
-    p.add_argument("--classes", type=count, default=10, help="ovr: classes C (N/C examples)")
-    p.add_argument("--alpha", type=float, default=0.2, help="ovr: Dirichlet(α·1_C) of π")
+    p.add_argument(
+        "--classes", type=_two_or_more, default=10, help="ovr: classes C ≥ 2 (N/C examples)"
+    )
+    p.add_argument("--alpha", type=_shape, default=0.2, help="ovr: Dirichlet(α·1_C) of π")
     p.add_argument("--group-size", type=count, default=20)
-    p.add_argument("--rho", type=float, default=0.5, help="copula correlation in a group")
+    p.add_argument(
+        "--rho", type=_rho, default=0.5, help=f"copula correlation in a group, 0 to {RHO_MAX}"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=count, default=1, help="1 is fastest on a shared CPU")
-    p.add_argument("--batch-pairs", type=count, default=400_000, help="pairs per rep batch")
-    p.add_argument("--device", default="cpu", help="only cpu is supported")
+    p.add_argument(
+        "--batch-pairs",
+        type=count,
+        default=400_000,
+        help="pairs per rep batch (repetitions drawn at once); it changes the draws: a run "
+        "is reproduced by --seed with the same --batch-pairs, --target-reps and order of "
+        "--sizes, --variants and --bin-sizes",
+    )
+    p.add_argument("--device", choices=["cpu"], default="cpu", help="only cpu is supported")
     p.add_argument("--json", default="out/coverage/results.json")
-    p.add_argument("--target-reps", type=int, default=100, help="reps of the N=2e5 check")
-    p.add_argument("--from-json", nargs="+", help="render saved results instead of running")
+    p.add_argument(
+        "--target-reps", type=_target_reps, default=100, help="reps of the N=2e5 check (0: none)"
+    )
+    p.add_argument(
+        "--from-json", type=_results_file, nargs="+", help="render saved results instead of running"
+    )
     p.add_argument("--quick", action="store_true", help="50 reps, N ≤ 1e4, 200 draws")
     p.add_argument("--write", action="store_true", help="write docs/coverage.md")
     p.add_argument(
         "--spiegelhalter", action="store_true", help="only the size of Spiegelhalter's z test"
     )
+    return p
+
+
+def parse(argv=None, p: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+    p = p or parser()
     args = p.parse_args(argv)
-    if args.device != "cpu":
-        raise SystemExit("--device: the study runs on cpu only")
     if args.quick:
         args.reps, args.samples = min(args.reps, 50), min(args.samples, 200)
-        args.sizes = [s for s in args.sizes if s <= 10_000]
+        kept = [n for n in args.sizes if n <= QUICK_MAX]
+        if args.sizes and not kept:  # every table would be empty
+            p.error(f"--quick runs N ≤ {QUICK_MAX:,} only, and --sizes gave none")
+        args.sizes = kept
+    if "ovr" in args.variants and (odd := [n for n in args.sizes if n % args.classes]):
+        p.error(
+            f"--variants ovr: every size must be a multiple of --classes {args.classes} "
+            f"(N/C examples of C pairs), not {', '.join(map(str, odd))}"
+        )
     return args
 
 
@@ -811,7 +949,8 @@ def spiegelhalter_size(args) -> str:
 
 
 def main(argv=None) -> None:
-    args = parse(argv)
+    p = parser()
+    args = parse(argv, p)
     if args.spiegelhalter:
         table = spiegelhalter_size(args)  # prints each row as it is measured
         if args.write:
@@ -823,7 +962,10 @@ def main(argv=None) -> None:
         results = merge(args.from_json)
     else:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        results = run(args)
+        try:
+            results = run(args)
+        except TruthsDisagree as error:
+            p.error(str(error))
     text = render(results)
     print(text)
     if args.write:

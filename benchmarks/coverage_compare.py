@@ -40,10 +40,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's benchmarks/
+
+from benchmarks._args import count
 from calib_metrics.functional import compare_calibration, comparison
 from calib_metrics.functional.intervals import draw_statistics
 
@@ -191,9 +195,9 @@ def add_data_set_arguments(parser: argparse.ArgumentParser) -> None:
     seed (:func:`use_group_size` applies the group size)."""
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
     parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
-    parser.add_argument("--group-size", type=int, default=GROUP_SIZE)
-    parser.add_argument("--reps", type=int, default=100)
-    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--group-size", type=count, default=GROUP_SIZE)
+    parser.add_argument("--reps", type=count, default=100)
+    parser.add_argument("--n", type=count, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -315,15 +319,15 @@ def _row(r: dict, columns: list[tuple] = COLUMNS) -> str:
 def main() -> None:
     global ENDS, SHRINK, BOUNDARY
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--sizes", type=count, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS)[:3])
-    parser.add_argument("--reps", type=int, default=300)
-    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--reps", type=count, default=300)
+    parser.add_argument("--draws", type=count, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write the rows here as they are measured")
     parser.add_argument("--from-json", nargs="+", help="print the table of saved rows")
-    parser.add_argument("--threads", type=int, default=1, help="1 is fastest on a shared CPU")
+    parser.add_argument("--threads", type=count, default=1, help="1 is fastest on a shared CPU")
     parser.add_argument(
         "--per-draw-ends",
         action="store_true",
@@ -350,7 +354,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--group-size",
-        type=int,
+        type=count,
         default=GROUP_SIZE,
         help="items per group of the grouped labels (20; 333 gives 30 groups at N = 10⁴, "
         "the coreference test set's count of documents)",

@@ -29,6 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._args import count
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.intervals import (
     bins_of_sums,
@@ -58,10 +59,10 @@ def roots(bins, blocks, gaps: torch.Tensor) -> torch.Tensor:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--variant", choices=["iid", "grouped"], default="grouped")
-    p.add_argument("--n", type=int, default=100_000)
+    p.add_argument("--n", type=count, default=100_000)
     p.add_argument("--bin-size", type=int, default=0, help="β (0: auto = ⌈√N⌉)")
-    p.add_argument("--reps", type=int, default=240)
-    p.add_argument("--samples", type=int, default=400)
+    p.add_argument("--reps", type=count, default=240)
+    p.add_argument("--samples", type=count, default=400)
     p.add_argument("--seed", type=int, default=5)
     args = p.parse_args(argv)
     torch.set_num_threads(1)

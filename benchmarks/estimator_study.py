@@ -15,13 +15,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._args import count
 from calib_metrics.paper.estimators import SIZES, render, study
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--reps", type=int, default=100, help="repetitions at N ≤ 1e4")
-    p.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    p.add_argument("--reps", type=count, default=100, help="repetitions at N ≤ 1e4")
+    p.add_argument("--sizes", type=count, nargs="*", default=list(SIZES))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="N ≤ 1e4, 10 repetitions")
     args = p.parse_args(argv)

@@ -30,6 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's benchmarks/
 
+from benchmarks._args import count
 from benchmarks.coverage_compare import SETTINGS, labels
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import adaptive_binning
@@ -101,8 +102,8 @@ def study(n: int, reps: int, seed: int) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--reps", type=int, default=1500)
+    parser.add_argument("--n", type=count, default=10_000)
+    parser.add_argument("--reps", type=count, default=1500)
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
     torch.set_num_threads(1)

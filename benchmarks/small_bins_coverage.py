@@ -28,6 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._args import count
 from calib_metrics.functional import calibration_error_ci
 
 KINDS = {"calibrated": lambda q: q, "miscalibrated": lambda q: 0.8 * q + 0.15}
@@ -64,10 +65,10 @@ def run(n: int, bin_size: int, kind: str, reps: int, samples: int) -> tuple[floa
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=1000)
-    parser.add_argument("--reps", type=int, default=200)
-    parser.add_argument("--samples", type=int, default=400)
-    parser.add_argument("--bin-sizes", type=int, nargs="+", default=[2, 3, 4, 5, 10])
+    parser.add_argument("--n", type=count, default=1000)
+    parser.add_argument("--reps", type=count, default=200)
+    parser.add_argument("--samples", type=count, default=400)
+    parser.add_argument("--bin-sizes", type=count, nargs="+", default=[2, 3, 4, 5, 10])
     args = parser.parse_args(argv)
     print(f"N = {args.n}, {args.reps} data sets a cell, {args.samples} draws, 95% normal form\n")
     print("| β | coverage, calibrated | coverage, miscalibrated | 0 excluded, calibrated |")

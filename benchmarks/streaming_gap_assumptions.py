@@ -38,6 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._args import count
 from calib_metrics import CalibrationError
 
 ESTIMATORS = {
@@ -101,7 +102,7 @@ DATA = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--resolutions", type=int, nargs="+", default=[1024, 2**18])
+    parser.add_argument("--resolutions", type=count, nargs="+", default=[1024, 2**18])
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)

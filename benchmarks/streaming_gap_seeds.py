@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._args import count
 from calib_metrics import CalibrationError
 
 ESTIMATORS = {"plug-in": ("l2", False), "debiased": ("l2", True), "l1 plug-in": ("l1", False)}
@@ -45,8 +46,8 @@ def one(q: torch.Tensor, y: torch.Tensor, bin_size, norm: str, debias: bool) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--n", type=count, default=1_000_000)
+    parser.add_argument("--seeds", type=count, default=10)
     parser.add_argument("--bin-sizes", nargs="+", default=["auto", "5000", "1000", "200"])
     args = parser.parse_args()
     torch.set_num_threads(1)

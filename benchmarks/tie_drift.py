@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks._args import count, size
 from calib_metrics.functional import adaptive_binning, sketch
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import Bins
@@ -53,8 +54,8 @@ def signed(bins: Bins) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=float, nargs="+", default=[1e7, 1e8])
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--sizes", type=size, nargs="+", default=[1e7, 1e8])
+    parser.add_argument("--seeds", type=count, default=3)
     args = parser.parse_args()
     print("N seed beta exact exact_runs streaming streaming_bare neff-1", flush=True)
     for n in (int(s) for s in args.sizes):

@@ -281,6 +281,21 @@ DEGENERATE = [
     ("bench_streaming.py", "--threads", "0"),
     ("bench_chain.py", "--length", "1"),  # torch.randint(2, 2): lengths are drawn in [2, T]
     ("bench_streaming.py", "--n", "10"),  # 10⁵ fresh-metric runs a timing: hours
+    # The studies' counts had been plain ints: an empty median, a division by zero, no pairs.
+    ("compare_near_copies.py", "--reps", "0"),
+    ("compare_noisy_models.py", "--reps", "0"),
+    ("compare_plugin_size.py", "--n", "0"),
+    ("compare_shrink_bias.py", "--reps", "0"),
+    ("compare_spread.py", "--n", "0"),
+    ("compare_transport_map.py", "--n", "0"),
+    ("coverage_compare.py", "--reps", "0"),
+    ("coverage_compare_diagnostics.py", "--reps", "0"),
+    ("coverage_diagnostics.py", "--reps", "0"),
+    ("grouped_debias.py", "--n", "0"),
+    ("small_bins_coverage.py", "--reps", "0"),
+    ("smooth_band_coverage.py", "--reps", "0"),
+    ("streaming_gap_seeds.py", "--n", "0"),
+    ("tie_debias.py", "--n", "0"),
 ]
 
 
@@ -664,3 +679,186 @@ def test_bench_classwise_checks_its_answers_and_the_peer(monkeypatch) -> None:
     monkeypatch.setattr(bench, "plugin", lambda p, t: 1.01 * timed[bench.PEER](p, t))
     with pytest.raises(SystemExit, match="not the same quantity"):
         bench.check(probs, target, timed)
+
+
+COVERAGE_REFUSED = [
+    ("--rho", "0.99"),  # the grouped truth 0.0054 at k = 0, not 0
+    ("--rho", "1"),  # divides by √(1 − ρ) = 0
+    ("--rho", "-0.1"),  # math domain error
+    ("--target-reps", "-1"),  # torch.cat of no repetitions
+    ("--target-reps", "1"),  # a standard error of one repetition
+    ("--bin-sizes", "0"),  # ZeroDivisionError
+    ("--bin-sizes", "-3"),  # the library's traceback
+    ("--bin-sizes", "auto*0"),
+    ("--a", "-1"),  # lgamma's math domain error
+    ("--alpha", "0"),
+    ("--classes", "1"),  # lgamma(0) in the ovr truth, whatever --variants
+    ("--reps", "1"),  # had run 2 without a word
+    ("--pair-budget", "-5"),  # had been accepted
+    ("--from-json", "missing.json"),  # FileNotFoundError traceback
+    ("--device", "cuda"),  # exit status 1 through SystemExit(str)
+]
+
+
+@pytest.mark.parametrize(("option", "value"), COVERAGE_REFUSED)
+def test_coverage_refuses_what_it_cannot_run_in_one_line(capsys, option, value) -> None:
+    """coverage.py's options that had crashed deep in the run, or been silently changed,
+    are argparse errors: exit status 2, one line that names the option."""
+    coverage = _load("coverage")
+    with pytest.raises(SystemExit) as stop:
+        coverage.parse([f"{option}={value}"])
+    assert stop.value.code == 2
+    assert f"error: argument {option}: " in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--quick", "--sizes", "100000"],  # every size dropped: empty tables, exit 0
+        ["--variants", "ovr", "--classes", "3", "--sizes", "1000"],  # a reshape's traceback
+    ],
+)
+def test_coverage_refuses_settings_that_leave_nothing_to_run(capsys, argv) -> None:
+    coverage = _load("coverage")
+    with pytest.raises(SystemExit) as stop:
+        coverage.parse(argv)
+    assert stop.value.code == 2
+    assert "error: --" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_coverage_from_json_reads_only_saved_runs(tmp_path, capsys) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"rows": []}', encoding="utf-8")
+    coverage = _load("coverage")
+    with pytest.raises(SystemExit) as stop:
+        coverage.parse(["--from-json", str(bad)])
+    assert stop.value.code == 2
+    assert "holds no run's config and rows" in capsys.readouterr().err
+    saved = str(BENCHMARKS.parent / "docs" / "coverage" / "iid.json")
+    assert coverage.parse(["--from-json", saved]).from_json == [saved]
+
+
+def test_coverage_stops_when_its_two_true_errors_disagree(monkeypatch, tmp_path, capsys) -> None:
+    """The grouped true error is the ungrouped one in theory; where the integration says
+    otherwise (ρ near 1 had given 0.0054 at a true 0), the script refuses to run instead of
+    scoring every grouped interval against it."""
+    coverage = _load("coverage")
+    monkeypatch.setattr(coverage, "true_calibration_error", lambda a, b, k: k)
+    monkeypatch.setattr(coverage, "grouped_true_error", lambda a, b, k, rho: k + 0.0054)
+    monkeypatch.setattr(coverage, "ovr_true_error", lambda alpha, classes, k: k)
+    argv = ["--sizes", "--target-reps", "0", "--json", str(tmp_path / "r.json")]
+    with pytest.raises(SystemExit) as stop:
+        coverage.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "error: the grouped true error is off the ungrouped one by 5.4e-03" in err
+    monkeypatch.setattr(coverage, "grouped_true_error", lambda a, b, k, rho: k + 1e-7)
+    coverage.main(argv)  # within the tolerance: runs (here nothing but its truths)
+
+
+def test_coverage_grouped_truth_holds_up_to_the_largest_rho() -> None:
+    """At ρ = RHO_MAX the 64-node integral still gives the ungrouped truth at k = 0 (the
+    sharpest case) within the tolerance the script stops at."""
+    coverage = _load("coverage")
+    grouped = coverage.grouped_true_error(0.3, 0.3, 0.0, coverage.RHO_MAX)
+    assert abs(grouped) <= coverage.TRUTH_TOLERANCE / 10
+
+
+def test_coverage_batch_pairs_help_says_it_changes_the_draws(capsys) -> None:
+    """`--batch-pairs` changes the results (other draws); its help had said only "pairs
+    per rep batch"."""
+    coverage = _load("coverage")
+    with pytest.raises(SystemExit):
+        coverage.parse(["--help"])
+    help_text = _squeezed(capsys.readouterr().out)
+    assert _squeezed("it changes the draws: a run is reproduced by --seed with") in help_text
+
+
+def test_bench_read_prints_its_table_without_write(monkeypatch, tmp_path, capsys) -> None:
+    """The documented table is printed whether or not `--write` is given (it had been
+    printed only by writing docs/bench_read.md)."""
+    bench = _load("bench_read")
+    monkeypatch.setattr(bench, "DOC", tmp_path / "bench_read.md")
+    bench.main(["--sizes", "300", "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert "# Reading a CSV of (probability, label) rows: time" in out
+    assert any(line.startswith("| 300 |") for line in out.splitlines())
+    assert not (tmp_path / "bench_read.md").exists()
+
+
+def test_bench_streaming_small_sizes_time_without_warnings(monkeypatch) -> None:
+    """`--n 1e3` makes one bin of 5000: the metric's few-bins warning is expected there and
+    had been printed on every timed run."""
+    import warnings
+
+    bench = _load("bench_streaming")
+    monkeypatch.setattr(bench, "TIMED_PAIRS", 2000)
+    args = argparse.Namespace(n=[1000], device="cpu", batch=500, repeats=1)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        rows = bench.throughput(args)
+    assert len(rows) == 6
+    assert not [w for w in seen if "only 1 bin" in str(w.message)]
+    with warnings.catch_warnings(record=True) as seen:  # outside the timings it still warns
+        warnings.simplefilter("always")
+        bench.fed(bench.factories(False)[bench.EXACT](), *bench.draw(1000, "cpu"), 500).compute()
+    assert [w for w in seen if "only 1 bin" in str(w.message)]
+
+
+def _small_n_rows() -> dict[str, list[str]]:
+    doc = (BENCHMARKS.parent / "docs" / "coverage.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## Small N and few groups") :]
+    section = section[: section.index("\n## ")]
+    rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ")]
+    return {f"{r[0].strip()} {r[2].strip()}": [c.strip() for c in r] for r in rows[1:]}
+
+
+def test_coverage_small_n_table_quotes_its_saved_runs() -> None:
+    """docs/coverage.md's hand-written "Small N and few groups" lengths and RMSEs are the
+    saved runs' ranges to three decimals (0.062–0.087 had stood for 0.06165–0.08648)."""
+    coverage = _load("coverage")
+    grid = ("iid", "grouped", "grouped6", "grouped6b", "beta", "target", "cbrt", "ovr")
+    runs = {
+        "small_n": ["small_n"], "groups12": ["groups12"], "groups20": ["groups20"], "grid": grid
+    }  # fmt: skip
+    cells = {
+        ("iid", 100, "small_n"): "iid 100 pairs", ("iid", 300, "small_n"): "iid 300 pairs",
+        ("iid", 1000, "grid"): "iid 1,000 pairs",
+        ("grouped", 1000, "grid"): "grouped 50 groups of 20",
+        ("grouped", 10_000, "groups12"): "grouped 12 groups of 834",
+        ("grouped", 10_000, "groups20"): "grouped 20 groups of 500",
+        ("grouped", 10_000, "grid"): "grouped 500 groups of 20",
+    }  # fmt: skip
+    table = _small_n_rows()
+    for (variant, n, run), name in cells.items():
+        paths = [str(BENCHMARKS.parent / "docs" / "coverage" / f"{f}.json") for f in runs[run]]
+        rows = [
+            r
+            for r in coverage.merge(paths)["rows"]
+            if (r["variant"], r["n"], r["beta"]) == (variant, n, "auto")
+        ]
+        grouped = variant == "grouped"
+        length = [r["len_groups_db_perc" if grouped else "len_pairs_db_norm"] for r in rows]
+        rmse = [r["debiased_grouped_rmse" if grouped else "debiased_rmse"] for r in rows]
+        assert table[name][4] == f"{min(length):.3f}–{max(length):.3f}", name
+        assert table[name][5] == f"{min(rmse):.3f}–{max(rmse):.3f}", name
+
+
+def test_docs_citations_of_coverage_md_name_one_section() -> None:
+    """A citation `docs/coverage.md, "Title"` names one heading: "Grouped data" had matched
+    the generated grid table and a separate seed-7 run, whose numbers differ."""
+    root = BENCHMARKS.parent
+    headings = [
+        line.lstrip("#").strip()
+        for line in (root / "docs" / "coverage.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("#")
+    ]
+    cited = 0
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = " ".join(doc.read_text(encoding="utf-8").split())
+        for title in re.findall(r"coverage\.md`?\)?, \"([^\"]+)\"", text):
+            cited += 1
+            matches = [h for h in headings if h.startswith(title)]
+            assert len(matches) == 1, (doc.name, title, matches)
+    assert cited >= 5
