@@ -135,24 +135,24 @@ def test_chain_padding_hints_that_work_first_token_and_given_mask() -> None:
 
 def test_a_sentence_of_padding_alone_is_told_to_be_dropped_not_its_first_token() -> None:
     """A batch row that is all padding had been blamed as a leading special token ("drop or
-    shift leading special tokens"): it is an empty sentence, dropped with its row."""
+    shift leading special tokens"): it is an empty sentence, which left_align drops."""
     potentials, tags = _sampled_chain()
     tags[:, 4:] = PAD
     tags[7] = PAD  # an empty sentence
     message = (
-        "got -100 (row 7 is padding alone, a sentence without tokens, which no mask can "
-        "drop: drop such rows first, keep = {}.any(1); fit(emissions[keep], "
-        "transitions, start, end, tags[keep], mask="
+        "got -100 (padding filling row 7: with left_align from calib_metrics.models, aligned = "
+        "left_align({}); fit(aligned.emissions, transitions, start, end, aligned.tags, "
+        "mask=aligned.mask))"
     )
-    told = message.format("(tags != -100)") + "(tags[keep] != -100)))"
-    with pytest.raises(ValueError, match=re.escape(told)) as caught:
+    told = message.format("emissions, tags")
+    with pytest.raises(ValueError, match=re.escape(told) + "$") as caught:
         ChainTemperature().fit(*potentials, tags)
     assert "first position" not in str(caught.value)
     _follow(str(caught.value), potentials, tags)
     first_kept = torch.zeros(20, 6, dtype=torch.bool)
     first_kept[:, 0] = True  # a mask that keeps the empty row's first position
-    told = message.format("(mask & (tags != -100))") + "mask[keep] & (tags[keep] != -100)))"
-    with pytest.raises(ValueError, match=re.escape(told)) as caught:
+    told = message.format("emissions, tags, mask")
+    with pytest.raises(ValueError, match=re.escape(told) + "$") as caught:
         ChainTemperature().fit(*potentials, tags, mask=first_kept)
     _follow(str(caught.value), potentials, tags, first_kept)
 
@@ -161,15 +161,17 @@ def _follow(message: str, potentials: tuple, tags: torch.Tensor, mask=None, fitt
     """Run the code the hint at the end of ``message`` suggests, as written, and return what
     its call returns (``fit``'s module, or ``fitted.nll``'s float). Each hint had been
     followed into the next one: an empty row's into "pass mask=(tags != -100)", that one
-    into "mask must be left-aligned" where sub-word pieces were -100."""
+    into "mask must be left-aligned" where sub-word pieces were -100. The helper it names
+    is imported from where it says."""
     emissions, transitions, start, end = potentials
     names = {"emissions": emissions, "transitions": transitions, "start": start, "end": end}
     method = {"fit": ChainTemperature().fit} if fitted is None else {"nll": fitted.nll}
     names |= {"tags": tags, "mask": mask, **method}
-    recipe = re.search(r"(keep = .*; )(\w+\(.*\))\)$", message)
+    recipe = re.search(r"with (\w+) from ([\w.]+), (aligned = [^;]*); (\w+\(.*\))\)$", message)
     if recipe is not None:
-        exec(recipe.group(1), names)
-        return eval(recipe.group(2), names)
+        helper, module, aligned, call = recipe.groups()
+        exec(f"from {module} import {helper}\n{aligned}", names)
+        return eval(call, names)
     given = re.search(r"\(padding\? pass mask=(.*)\)$", message).group(1)
     return next(iter(method.values()))(*potentials, tags, mask=eval(given, names))
 
@@ -186,7 +188,9 @@ def test_a_row_whose_masked_tokens_hold_tags_is_no_empty_sentence() -> None:
     mask = torch.ones(4, 5, dtype=torch.bool)
     mask[2, 1:] = False
     tags[2, 0] = PAD
-    with pytest.raises(ValueError, match=re.escape("keep = (mask & (tags != -100)).any(1)")) as e:
+    with pytest.raises(
+        ValueError, match=re.escape("aligned = left_align(emissions, tags, mask)")
+    ) as e:
         ChainTemperature().fit(emissions, transitions, start, end, tags, mask=mask)
     _follow(str(e.value), (emissions, transitions, start, end), tags, mask)
 
@@ -214,7 +218,7 @@ def test_nll_is_told_to_call_nll_on_the_kept_rows() -> None:
     fitted = ChainTemperature().fit(*potentials, tags)
     tags[:, 4:] = PAD
     tags[7] = PAD
-    with pytest.raises(ValueError, match=r"\.any\(1\); nll\(emissions\[keep\], ") as caught:
+    with pytest.raises(ValueError, match=re.escape("; nll(aligned.emissions, ")) as caught:
         fitted.nll(*potentials, tags)
     assert isinstance(_follow(str(caught.value), potentials, tags, fitted=fitted), float)
 
@@ -286,7 +290,7 @@ def test_every_mix_of_padding_is_fixed_by_following_the_first_hint_once(mix, mas
         if readable:  # no padding, or trailing padding the mask given drops
             call(*potentials, tags, mask=mask)
             continue
-        with pytest.raises(ValueError, match=r"keep = |pass mask=") as caught:
+        with pytest.raises(ValueError, match=r"aligned = left_align\(|pass mask=") as caught:
             call(*potentials, tags, mask=mask)
         message = str(caught.value)
         assert all(text in message for text in told.values()), message

@@ -77,7 +77,9 @@ def check_words(
         tags = checked_tags(tags, words.shape)
         flags.append(_outside(tags, mask, num_tags))
     not_binary, first_missing, hole, bad_word, *bad_tag = torch.stack(flags).tolist()
-    linear_chain.check_mask_flags(not_binary, first_missing, hole)
+    given = "tags, mask" if num_tags is not None else "mask=mask"
+    hint = linear_chain.left_align_hint(f"words, {given}")
+    linear_chain.check_mask_flags(not_binary, first_missing, hole, hint)
     if bad_word:
         raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
     check_tag_flag(bad_tag, num_tags)

@@ -81,7 +81,9 @@ def check_features(
         tags = checked_tags(tags, features.shape[:2])
         flags.append((((tags < 0) | (tags >= num_tags)) & mask).any())
     not_binary, first_missing, hole, bad_id, *bad_tag = torch.stack(flags).tolist()
-    linear_chain.check_mask_flags(not_binary, first_missing, hole)
+    given = "tags, mask" if num_tags is not None else "mask=mask"
+    hint = linear_chain.left_align_hint(f"features, {given}")
+    linear_chain.check_mask_flags(not_binary, first_missing, hole, hint)
     if bad_id:
         raise ValueError(f"feature ids must lie in [0, {num_features}) where mask is True")
     check_tag_flag(bad_tag, num_tags)

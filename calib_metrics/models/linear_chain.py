@@ -167,7 +167,7 @@ def _check_inputs(
     *flags, bad_emission, bad_other = _value_flags(
         emissions, transitions, start, end, mask
     ).tolist()
-    check_mask_flags(*flags)
+    check_mask_flags(*flags, hint=left_align_hint())
     mask = mask.bool()
     if bad_emission or bad_other:
         where = "emissions (inside the mask)" if bad_emission else "transitions, start or end"
@@ -272,11 +272,29 @@ def as_indices(values: Tensor, name: str) -> Tensor:
     return values.long()
 
 
+def left_align_hint(arguments: str = "emissions, mask=mask") -> str:
+    """The fix of a mask that is no prefix of each row: the call of
+    :func:`calib_metrics.models.left_align` on a chain's inputs, named by ``arguments``.
+
+    Example:
+        >>> print(left_align_hint("words, tags, mask"))
+         (a [CLS], sub-word pieces or a row masked out? aligned =
+         calib_metrics.models.left_align(words, tags, mask) moves the kept tokens to the
+         front; aligned.restore(...) puts results back)
+    """
+    return (
+        " (a [CLS], sub-word pieces or a row masked out? aligned = calib_metrics.models."
+        f"left_align({arguments}) moves the kept tokens to the front; aligned.restore(...)"
+        " puts results back)"
+    )
+
+
 def check_mask_flags(
     not_binary: bool, first_missing: bool, not_left_aligned: bool, hint: str = ""
 ) -> None:
     """The ValueError of :func:`mask_flags`' flags, read on the host; a layout error ends
-    with ``hint``, a caller's fix for it (``ChainTemperature``'s, which knows the tags)."""
+    with ``hint``, a caller's fix for it (:func:`left_align_hint`, or ``ChainTemperature``'s
+    naming the padding of its tags)."""
     if not_binary:
         raise ValueError("mask must be bool or integer 0/1: it holds other integers")
     if first_missing:

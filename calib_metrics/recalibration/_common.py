@@ -173,68 +173,49 @@ def tag_padding_hint(
 ) -> str:
     """The fix of a structured model's gold ``tags`` padded with ``value`` (``None``: a
     mask given alone, whose layout a chain cannot read): one call for every problem
-    present, as a chain's mask keeps a prefix of each row. Trailing padding is masked; a
-    row of padding alone (``empty_row``, an empty sentence) is dropped; padding at a
+    present, as a chain's mask keeps a prefix of each row. Trailing padding alone is
+    masked. A row of padding alone (``empty_row``, an empty sentence), padding at a
     sentence's first position (``leading_row``, a [CLS]) or inside it (``inside_row``,
-    HuggingFace's sub-word pieces) has each row's kept tokens moved to the front, and the
-    empty rows dropped too. Each fix had been told alone, and the call it suggested was
-    refused for the next ("mask must be left-aligned"). The call is ``method``'s (``nll``
-    had been told to call ``fit``).
+    HuggingFace's sub-word pieces) are named, each by its first row, and fixed by
+    :func:`~calib_metrics.models.left_align`, which moves each row's kept tokens to the
+    front and drops the empty rows (each fix had been told alone, and the call it
+    suggested refused for the next; then all of them as a 300-character gather). The call
+    is ``method``'s (``nll`` had been told to call ``fit``).
 
     Example:
         >>> tag_padding_hint(-100), tag_padding_hint(5)
         (' (padding? pass mask=(tags != -100))', '')
         >>> tag_padding_hint(-100, mask_given=True)
         ' (padding? pass mask=mask & (tags != -100))'
-        >>> print(tag_padding_hint(-100, empty_row=2))
-         (row 2 is padding alone, a sentence without tokens, which no mask can drop: drop
-         such rows first, keep = (tags != -100).any(1); fit(emissions[keep], transitions,
-         start, end, tags[keep], mask=(tags[keep] != -100)))
-        >>> tag_padding_hint(-100, empty_row=0, method="nll").split("; ")[1][:19]
-        'nll(emissions[keep]'
-        >>> hint = tag_padding_hint(-100, empty_row=7, leading_row=0, inside_row=1)
-        >>> print(hint.split(": a mask")[0])
+        >>> print(tag_padding_hint(-100, empty_row=7, leading_row=0, inside_row=1))
          (padding at a sentence's first position (row 0), inside a sentence (row 1: sub-word
-         pieces?) and filling row 7
+         pieces?) and filling row 7: with left_align from calib_metrics.models, aligned =
+         left_align(emissions, tags); fit(aligned.emissions, transitions, start, end,
+         aligned.tags, mask=aligned.mask))
+        >>> hint = tag_padding_hint(-1, mask_given=True, empty_row=0, method="nll")
+        >>> hint.split("= ")[1].split("; ")
+        ['left_align(emissions, tags, mask, ignore_index=-1)', 'nll(aligned.emissions, ...)']
     """
     if value is not None and value >= 0:
         return ""
-    if leading_row is not None or inside_row is not None:
-        return _left_aligned_hint(value, mask_given, empty_row, leading_row, inside_row, method)
-    if empty_row is not None:
-        return _empty_row_hint(value, mask_given, empty_row, method)
-    if value is None:
-        return ""
-    return f" (padding? pass mask={'mask & ' * mask_given}(tags != {value}))"
-
-
-def _empty_row_hint(value: int | None, mask_given: bool, row: int, method: str) -> str:
-    """Drop the rows without a kept token, mask the rest: a mask given is read with the
-    padding (a row whose masked positions hold real tags had been kept, and refused)."""
-    if value is None:
-        what, keep, mask = "has every token masked", "mask.any(1)", "mask[keep]"
-    else:
-        padded = f"(tags != {value})"
-        what = "is padding alone"
-        keep = f"(mask & {padded}).any(1)" if mask_given else f"{padded}.any(1)"
-        mask = f"{'mask[keep] & ' * mask_given}(tags[keep] != {value})"
+    if empty_row is None and leading_row is None and inside_row is None:
+        if value is None:
+            return ""
+        return f" (padding? pass mask={'mask & ' * mask_given}(tags != {value}))"
+    arguments = "emissions, tags" + ", mask" * (mask_given or value is None)
+    if value is not None and value != -100:
+        arguments += f", ignore_index={value}"
     return (
-        f" (row {row} {what}, a sentence without tokens, which no mask can drop: drop such"
-        f" rows first, keep = {keep}; {method}(emissions[keep], transitions, start, end,"
-        f" tags[keep], mask={mask}))"
+        f" ({_named_layouts(value, empty_row, leading_row, inside_row)}: with left_align from"
+        f" calib_metrics.models, aligned = left_align({arguments}); {method}(aligned.emissions,"
+        " transitions, start, end, aligned.tags, mask=aligned.mask))"
     )
 
 
-def _left_aligned_hint(
-    value: int | None,
-    mask_given: bool,
-    empty_row: int | None,
-    leading_row: int | None,
-    inside_row: int | None,
-    method: str,
+def _named_layouts(
+    value: int | None, empty_row: int | None, leading_row: int | None, inside_row: int | None
 ) -> str:
-    """Name each problem's first row, then move every row's kept tokens to the front (a
-    stable sort), which masks the trailing ones, and drop the rows left empty."""
+    """Where the padding (or the masked tokens) lies that no chain mask can drop."""
     problems = []
     if leading_row is not None:
         problems.append(f"at a sentence's first position (row {leading_row})")
@@ -243,16 +224,7 @@ def _left_aligned_hint(
     if empty_row is not None:
         problems.append(f"filling row {empty_row}")
     named = " and ".join([", ".join(problems[:-1]), problems[-1]] if problems[1:] else problems)
-    noun = "masked tokens" if value is None else "padding"
-    keep = "mask.bool()" if value is None else f"tags != {value}"
-    if value is not None and mask_given:
-        keep = f"mask.bool() & ({keep})"
-    return (
-        f" ({noun} {named}: a mask keeps a prefix of each row, so move the kept tokens to the"
-        f" front and drop empty rows: keep = {keep}; i = (~keep).int().argsort(dim=1, stable=True);"
-        f" m = keep.gather(1, i); r = m[:, 0]; {method}(emissions.gather(1, i[..., None]"
-        f".expand_as(emissions))[r], transitions, start, end, tags.gather(1, i)[r], mask=m[r]))"
-    )
+    return f"{'masked tokens' if value is None else 'padding'} {named}"
 
 
 def check_probs(probs: Tensor, name: str = "probs") -> Tensor:

@@ -1,0 +1,156 @@
+"""Chain inputs whose kept tokens are not a prefix of each row, moved to the front.
+
+A linear chain reads each sentence through a left-aligned mask (``mask[:, 0]`` all True,
+then a prefix of each row). A sub-word tokenizer's batch keeps other layouts: a [CLS]
+tagged -100 at the front, the later pieces of a word tagged -100 inside a sentence, a row
+of padding alone. :func:`left_align` moves each row's kept tokens to the front, in order,
+and drops the rows that keep none; :meth:`LeftAligned.restore` puts per-token results
+(marginals, samples, tags, scaled emissions) back at the original rows and positions.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from calib_metrics.functional.errors import check_not_meta
+from calib_metrics.models.linear_chain import (
+    as_indices,
+    check_mask_dtype,
+    check_mask_flags,
+    mask_not_binary,
+)
+
+__all__ = ["LeftAligned", "left_align"]
+
+
+class LeftAligned(NamedTuple):
+    """A batch of :func:`left_align`: ``B'`` rows (those with a kept token) of ``T``.
+
+    Attributes:
+        emissions: ``[B', T, *]``, each row's kept tokens first, in order.
+        tags: ``[B', T]`` moved alike, or ``None`` when none were given.
+        mask: ``[B', T]`` bool, left-aligned: True at the kept tokens.
+        rows: ``[B']`` the original row of each aligned row.
+        positions: ``[B', T]`` the original position of each aligned token.
+        batch_size: ``B``, the original number of rows.
+    """
+
+    emissions: Tensor
+    tags: Tensor | None
+    mask: Tensor
+    rows: Tensor
+    positions: Tensor
+    batch_size: int
+
+    def restore(self, values: Tensor, fill: float = 0, dim: int = 0) -> Tensor:
+        """Per-token ``values`` of the aligned batch, ``[B', T, *]`` (``dim``: where ``B'``
+        lies, 1 for samples ``[S, B', T]``), at the original rows and positions: ``[B, T,
+        *]``, in the dtype and on the device of ``values``. The tokens left out and the
+        rows dropped hold ``fill``. No host synchronisation.
+
+        Example:
+            >>> tags = torch.tensor([[-100, 2, -100, 1], [-100, -100, -100, -100]])
+            >>> aligned = left_align(torch.zeros(2, 4, 3), tags)
+            >>> aligned.restore(aligned.tags, fill=-100).equal(tags)
+            True
+        """
+        if not isinstance(values, Tensor):
+            raise ValueError(f"values must be a tensor, got {type(values).__name__}")
+        if not 0 <= dim <= values.dim() - 2:
+            raise ValueError(f"dim must index B' of values [..., B', T, ...], got {dim}")
+        ahead = values.movedim((dim, dim + 1), (0, 1))
+        if tuple(ahead.shape[:2]) != tuple(self.mask.shape):
+            raise ValueError(
+                f"values must be [B', T] = {tuple(self.mask.shape)} at dims {dim} and "
+                f"{dim + 1} (per aligned token), got shape {tuple(values.shape)}"
+            )
+        trailing = (1,) * (ahead.dim() - 2)
+        kept = self.mask.to(values.device).reshape(*self.mask.shape, *trailing)
+        positions = self.positions.to(values.device).reshape(*self.mask.shape, *trailing)
+        # positions is a permutation of each row: the scatter writes every entry once.
+        in_place = torch.empty_like(ahead).scatter_(
+            1, positions.expand_as(ahead), ahead.masked_fill(~kept, fill)
+        )
+        restored = ahead.new_full((self.batch_size, *ahead.shape[1:]), fill)
+        restored.index_copy_(0, self.rows.to(values.device), in_place)
+        return restored.movedim((0, 1), (dim, dim + 1))
+
+
+def left_align(
+    emissions: Tensor,
+    tags: Tensor | None = None,
+    mask: Tensor | None = None,
+    ignore_index: int = -100,
+) -> LeftAligned:
+    """Each row's kept tokens moved to the front, in order, and the rows without one
+    dropped: a batch a chain reads (its mask left-aligned, ``mask[:, 0]`` all True).
+
+    A token is kept where ``mask`` (``[B, T]``, bool or integer 0/1) is True and ``tags``
+    (``[B, T]``, integer) is not ``ignore_index``: a [CLS] or sub-word pieces tagged -100,
+    a row of padding alone. ``emissions`` is ``[B, T, *]``: a chain's potentials, or any
+    per-token input (a tagger's words ``[B, T]``). Everything stays on the device of
+    ``emissions``, in its dtype (the tags in theirs).
+
+    Host synchronisations: one, which rows keep a token (the number of rows returned
+    depends on it); two with an integer mask, whose values (0 and 1) are read first.
+
+    Example:
+        >>> from calib_metrics.models import left_align
+        >>> tags = torch.tensor([[-100, 2, -100, 1], [-100, -100, -100, -100], [0, 1, 2, 0]])
+        >>> aligned = left_align(torch.randn(3, 4, 3), tags)
+        >>> aligned.tags.tolist()
+        [[2, 1, -100, -100], [0, 1, 2, 0]]
+        >>> aligned.mask.int().tolist()
+        [[1, 1, 0, 0], [1, 1, 1, 1]]
+        >>> aligned.rows.tolist(), aligned.positions[0].tolist()
+        ([0, 2], [1, 3, 0, 2])
+        >>> unigram = torch.rand(2, 4, 3)  # e.g. marginals(...).unigram of the aligned batch
+        >>> aligned.restore(unigram).shape
+        torch.Size([3, 4, 3])
+    """
+    keep, tags = _kept(emissions, tags, mask, ignore_index)
+    positions = (~keep).to(torch.uint8).argsort(dim=1, stable=True)  # kept first, in order
+    aligned = keep.gather(1, positions)
+    rows = aligned[:, 0].nonzero().squeeze(1)  # the host synchronisation: B' is data
+    positions, aligned = positions[rows], aligned[rows]
+    trailing = (1,) * (emissions.dim() - 2)
+    moved = emissions[rows].gather(
+        1, positions.reshape(*positions.shape, *trailing).expand(-1, -1, *emissions.shape[2:])
+    )
+    moved_tags = None if tags is None else tags[rows].gather(1, positions)
+    return LeftAligned(moved, moved_tags, aligned, rows, positions, emissions.shape[0])
+
+
+def _kept(
+    emissions: Tensor, tags: Tensor | None, mask: Tensor | None, ignore_index: int
+) -> tuple[Tensor, Tensor | None]:
+    """The tokens to keep, ``[B, T]`` bool on the device of ``emissions``, and the tags
+    there; the arguments' types and shapes checked."""
+    if not isinstance(emissions, Tensor) or emissions.dim() < 2:
+        got = tuple(emissions.shape) if isinstance(emissions, Tensor) else type(emissions).__name__
+        raise ValueError(f"emissions must be a [B, T, *] tensor, got {got}")
+    check_not_meta(emissions, "emissions")
+    if isinstance(ignore_index, bool) or not isinstance(ignore_index, int):
+        raise ValueError(f"ignore_index must be an int, got {ignore_index!r}")
+    shape, device = tuple(emissions.shape[:2]), emissions.device
+    keep = torch.ones(shape, dtype=torch.bool, device=device)
+    for name, given in (("tags", tags), ("mask", mask)):
+        if given is None:
+            continue
+        if not isinstance(given, Tensor) or tuple(given.shape) != shape:
+            got = tuple(given.shape) if isinstance(given, Tensor) else type(given).__name__
+            raise ValueError(f"{name} must be [B, T] = {shape}, got {got}")
+        check_not_meta(given, name)
+    if tags is not None:
+        as_indices(tags, "tags")  # an integer dtype, kept as given
+        tags = tags.to(device)
+        keep = tags != ignore_index
+    if mask is not None:
+        check_mask_dtype(mask)
+        if mask.dtype != torch.bool:  # a bool mask has nothing to read
+            check_mask_flags(bool(mask_not_binary(mask)), False, False)
+        keep = keep & mask.to(device=device, dtype=torch.bool)
+    return keep, tags
