@@ -140,7 +140,7 @@ def test_a_sentence_of_padding_alone_is_told_to_be_dropped_not_its_first_token()
     tags[:, 4:] = PAD
     tags[7] = PAD  # an empty sentence
     message = (
-        "got -100 (padding filling row 7: with left_align from calib_metrics.models, aligned = "
+        "got -100 (padding filling row 7: from calib_metrics.models import left_align; aligned = "
         "left_align({}); fit(aligned.emissions, transitions, start, end, aligned.tags, "
         "mask=aligned.mask))"
     )
@@ -167,10 +167,10 @@ def _follow(message: str, potentials: tuple, tags: torch.Tensor, mask=None, fitt
     names = {"emissions": emissions, "transitions": transitions, "start": start, "end": end}
     method = {"fit": ChainTemperature().fit} if fitted is None else {"nll": fitted.nll}
     names |= {"tags": tags, "mask": mask, **method}
-    recipe = re.search(r"with (\w+) from ([\w.]+), (aligned = [^;]*); (\w+\(.*\))\)$", message)
+    recipe = re.search(r": (from [\w.]+ import \w+; aligned = [^;]*); (\w+\(.*\))\)$", message)
     if recipe is not None:
-        helper, module, aligned, call = recipe.groups()
-        exec(f"from {module} import {helper}\n{aligned}", names)
+        statements, call = recipe.groups()
+        exec(statements, names)
         return eval(call, names)
     given = re.search(r"\(padding\? pass mask=(.*)\)$", message).group(1)
     return next(iter(method.values()))(*potentials, tags, mask=eval(given, names))

@@ -189,7 +189,7 @@ def tag_padding_hint(
         ' (padding? pass mask=mask & (tags != -100))'
         >>> print(tag_padding_hint(-100, empty_row=7, leading_row=0, inside_row=1))
          (padding at a sentence's first position (row 0), inside a sentence (row 1: sub-word
-         pieces?) and filling row 7: with left_align from calib_metrics.models, aligned =
+         pieces?) and filling row 7: from calib_metrics.models import left_align; aligned =
          left_align(emissions, tags); fit(aligned.emissions, transitions, start, end,
          aligned.tags, mask=aligned.mask))
         >>> hint = tag_padding_hint(-1, mask_given=True, empty_row=0, method="nll")
@@ -206,9 +206,10 @@ def tag_padding_hint(
     if value is not None and value != -100:
         arguments += f", ignore_index={value}"
     return (
-        f" ({_named_layouts(value, empty_row, leading_row, inside_row)}: with left_align from"
-        f" calib_metrics.models, aligned = left_align({arguments}); {method}(aligned.emissions,"
-        " transitions, start, end, aligned.tags, mask=aligned.mask))"
+        f" ({_named_layouts(value, empty_row, leading_row, inside_row)}: from"
+        f" calib_metrics.models import left_align; aligned = left_align({arguments});"
+        f" {method}(aligned.emissions, transitions, start, end, aligned.tags,"
+        " mask=aligned.mask))"
     )
 
 
