@@ -317,6 +317,40 @@ def test_a_baseline_validate_before_fit_is_kept_by_the_same_trainer(tmp_path: Pa
     assert [r["fn"] for r in cb.history] == ["fit"]
 
 
+def test_a_baseline_of_fitted_weights_is_drawn_before_the_new_fit(tmp_path: Path) -> None:
+    """A new Trainer validates an already fitted model, then fits it on: the baseline
+    names the earlier fit's weights (epoch 1, step 5), and val_calib_err.png drew it at
+    epoch 1 inside the new fit's curve, beside the new fit's own epoch 1, although it
+    measured the weights the new fit started from. It is now marked and drawn at -1."""
+    from calib_metrics.callbacks import _files
+
+    train, val = loaders()
+    cb, model = monitor(), TinyTagger()
+
+    def run() -> Any:
+        logger = CSVLogger(tmp_path, name="csv", version=0)
+        return trainer(tmp_path, 2, logger=logger, callbacks=[cb])
+
+    quietly(run().fit, model, train, val)
+    again = run()
+    quietly(again.validate, model, val, verbose=False)
+    quietly(again.fit, model, train, val)
+    assert [(r["fn"], r["epoch"], r["step"]) for r in cb.history] == [
+        ("validate", 1, 5),
+        ("fit", 0, 2),
+        ("fit", 1, 5),
+    ]
+    assert cb.history[0]["before_fit"] is True
+    assert not any("before_fit" in r for r in cb.history[1:])
+    path = tmp_path / "csv" / "version_0" / "calibration" / "val_history.json"
+    on_disk = json.loads(path.read_text())
+    assert on_disk == cb.history
+    ax = _files.curve(on_disk, "val CalibErr").axes[0]
+    (bars,) = ax.containers
+    assert list(bars.lines[0].get_xdata()) == [-1]
+    assert bars.get_label() == "trainer.validate() before the fit"
+
+
 def test_each_trainer_keeps_its_own_history_and_file(tmp_path: Path) -> None:
     """One monitor, fit with Trainer A, fit with Trainer B, fit on with A: A's
     val_history.json lost A's records and held B's (B's fit at step 0 had reset the one

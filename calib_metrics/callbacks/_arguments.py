@@ -26,6 +26,24 @@ def check_key(name: str, value: Any) -> None:
         )
 
 
+def check_keys_differ(keys: dict[str, str]) -> None:
+    """The keys of the step's output dict, by option name, are all different: one key
+    cannot hold both the probabilities and the targets (the failure came at the first
+    batch, naming a shape or a dtype, not the keys).
+
+    Example:
+        >>> check_keys_differ({"probs_key": "p", "target_key": "p"})
+        Traceback (most recent call last):
+        ...
+        ValueError: probs_key and target_key must differ, both 'p'
+    """
+    seen: dict[str, str] = {}
+    for name, key in keys.items():
+        if key in seen:
+            raise ValueError(f"{seen[key]} and {name} must differ, both {key!r}")
+        seen[key] = name
+
+
 def check_prefix(value: Any) -> None:
     """The start of every tag: a non-empty string that neither starts nor ends with ``/``
     (``"val/"`` gave ``val//calib_err``).
@@ -62,8 +80,9 @@ def check_class_names(names: Any, num_classes: int | None, used: bool) -> list[s
     """The per-class chart's labels as strings, or None; checked against the other options
     (``used``: whether anything shows them, per_class=True or a classwise monitor).
 
-    Any iterable of names is taken (a list, ``LabelEncoder.classes_``, ``dict.keys()``, a
-    pandas ``Index``), but not a single string, which would be read as one name per letter.
+    Any iterable of names (strings) is taken (a list, ``LabelEncoder.classes_``,
+    ``dict.keys()``, a pandas ``Index``), but not a single string, which would be read as
+    one name per letter.
     Names without ``per_class=True`` label nothing: a warning, not an error (they harm
     nothing, and were accepted before).
 
@@ -82,7 +101,16 @@ def check_class_names(names: Any, num_classes: int | None, used: bool) -> list[s
         raise ValueError(f"class_names must be an iterable of names, one per class, got {got}")
     if isinstance(names, (set, frozenset)):  # string hashing orders it anew in each process
         raise ValueError("class_names must be ordered (class 0 first), got a set")
-    labels = [str(name) for name in names]
+    labels = list(names)
+    for index, name in enumerate(labels):
+        # str() had made any object a name (3 became "3") without a word; numpy's str_
+        # (LabelEncoder.classes_) is a str.
+        if not isinstance(name, str):
+            raise ValueError(
+                f"class_names must be strings, got {name!r} ({type(name).__name__}) at "
+                f"position {index}"
+            )
+    labels = [str(name) for name in labels]
     if num_classes is None:
         raise ValueError("class_names needs num_classes (binary probabilities have no classes)")
     if len(labels) != num_classes:

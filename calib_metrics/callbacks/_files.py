@@ -340,7 +340,10 @@ def _free_suffix(folder: Path, stem: str, names: list[str], suffix: str) -> str:
 def curve(history: Sequence[dict[str, Any]], label: str) -> Any:
     """The error of the fit's validations as a line with its band, over epochs (over steps
     when some epoch was validated more than once), and the ``validate`` / ``test`` runs as
-    points with error bars at the epoch (step) of the weights they measured.
+    points with error bars at the epoch (step) of the weights they measured; those made
+    before the fit (``before_fit``: a baseline, of the weights it started from) at -1,
+    before its first validation (of weights trained one epoch, or one step), whatever
+    earlier fit those weights came from.
 
     Example:
         >>> rows = [{"epoch": e, "step": 6 * (e + 1), "error": 0.1, "lower": 0.08,
@@ -368,16 +371,16 @@ def curve(history: Sequence[dict[str, Any]], label: str) -> Any:
         # Epochs or steps, as the fit's; one run spans less than 1: one whole tick then.
         ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         ax.grid(alpha=0.3)
-    for fn in dict.fromkeys(r["fn"] for r in runs):
-        points = [r for r in runs if r["fn"] == fn]
+    for fn, before in dict.fromkeys((r["fn"], bool(r.get("before_fit"))) for r in runs):
+        points = [r for r in runs if (r["fn"], bool(r.get("before_fit"))) == (fn, before)]
         error = [r["error"] for r in points]
         # An estimate may lie outside its interval (the paper's interval of an error near
         # 0): its bar starts at the estimate, a negative length had failed matplotlib.
         below = [max(r["error"] - r["lower"], 0.0) for r in points]
         above = [max(r["upper"] - r["error"], 0.0) for r in points]
         ax.errorbar(
-            [r[x] for r in points], error, yerr=[below, above], fmt="s", capsize=3,
-            label=f"trainer.{fn}()",
+            [-1 if before else r[x] for r in points], error, yerr=[below, above], fmt="s",
+            capsize=3, label=f"trainer.{fn}()" + (" before the fit" if before else ""),
         )  # fmt: skip
     if runs:
         ax.legend(fontsize=8)

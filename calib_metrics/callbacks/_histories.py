@@ -60,9 +60,13 @@ class Run:
     def restart(self, trainer: Any) -> None:
         """Start the history anew for a fit from step 0, keeping the evaluations
         ``trainer`` made before it (a baseline ``trainer.validate(model)``): they measured
-        the weights the fit starts from."""
+        the weights the fit starts from, and say so (``before_fit``). Their epoch and step
+        are those of the weights (an earlier fit's), which the curve had drawn inside
+        this fit's, beside its own record at that epoch."""
         mine = {id(record) for ref, record in self.evaluations if ref() is trainer}
         self.history = [record for record in self.history if id(record) in mine]
+        for record in self.history:
+            record["before_fit"] = True
         self.from_checkpoint = False
         self.evaluations = [(ref, r) for ref, r in self.evaluations if id(r) in mine]
 

@@ -65,16 +65,24 @@ def uneven_message(
     uneven: dict[int, tuple[int, int, int]],
     many: bool,
     counted: str = "the logged values",
+    ignore_index: int | None = None,
 ) -> str:
     """What the uneven samplers do to what is ``counted`` (the logged value), and how to
-    avoid it.
+    avoid it. With an ``ignore_index`` a repeated item's pairs whose target is that value
+    are not counted at all, nor twice: the sampler's duplicates may be padding only.
 
     Example:
         >>> print(uneven_message("val", {0: (501, 502, 2)}, many=False))  # doctest: +ELLIPSIS
         under DDP the validation sampler repeats 1 of the 501 items (502 drawn, 251 on each
         of 2 ranks), so the logged values count them twice; ...
+        >>> print(uneven_message("val", {0: (501, 502, 2)}, False, ignore_index=-100))
+        under DDP ... so the logged values count their pairs twice, but for those whose
+        target is ignore_index (-100); ...
     """
     name = "validation" if stage == "val" else "test"
+    twice = "them twice"
+    if ignore_index is not None:
+        twice = f"their pairs twice, but for those whose target is ignore_index ({ignore_index})"
     parts = []
     for idx, (items, drawn, ranks) in uneven.items():
         where = f"dataloader {idx}'s" if many else "the"
@@ -82,7 +90,7 @@ def uneven_message(
         if drawn > items:
             parts.append(
                 f"{where} {name} sampler repeats {drawn - items} of the {items} items "
-                f"({share}), so {counted} count them twice"
+                f"({share}), so {counted} count {twice}"
             )
         else:
             parts.append(

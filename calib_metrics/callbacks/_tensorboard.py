@@ -179,6 +179,21 @@ def result_numbers(result: CalibrationResult) -> dict[str, float]:
     return {name: float(getattr(result, name)) for name in CLASS_COLUMNS}
 
 
+def float64(value: float, device: torch.device) -> Tensor | float:
+    """A scalar as Lightning keeps it (``self.log``, ``trainer.callback_metrics``) in
+    float64: a Python float becomes a float32 tensor (the default dtype), and the error
+    logged had differed from the metric's own in the eighth digit, the temperature from
+    the fitted one. MPS has no float64: there it stays a float.
+
+    Example:
+        >>> float(float64(0.5059001914756017, torch.device("cpu"))) == 0.5059001914756017
+        True
+    """
+    if device.type == "mps":
+        return value
+    return torch.tensor(value, dtype=torch.float64, device=device)
+
+
 def bins_markdown(
     result: CalibrationResult,
     confidence: float,

@@ -118,7 +118,8 @@ class CalibrationMonitor(Callback):
     and evaluations of later weights); any other run rewrites the file with its run's
     history. A fit that starts at step 0 without a checkpoint starts its run's history
     anew, keeping only the ``validate`` / ``test`` records its own Trainer made before it
-    (a baseline ``trainer.validate(model)``).
+    (a baseline ``trainer.validate(model)``), which then say ``before_fit`` (True) and are
+    drawn before the fit's first point, at the weights the fit started from.
 
     The history is the run's, a run being the folders its history file goes to (with no
     file, the Trainer's first logger's ``log_dir``): a new Trainer writing to the same
@@ -132,7 +133,8 @@ class CalibrationMonitor(Callback):
             (``probs [..., C]``, integer ``target [...]``).
         probs_key: key of the probabilities in the step's output dict.
         target_key: key of the targets in the step's output dict.
-        groups_key: key of the group ids (``interval="groups"`` only).
+        groups_key: key of the group ids (``interval="groups"`` only). The three keys
+            differ.
         extract: ``extract(outputs, batch) -> (probs, target[, groups]) | None``, replacing
             the keys.
         ignore_index: target value of items to drop (padding).
@@ -145,8 +147,8 @@ class CalibrationMonitor(Callback):
         per_class: also log one result per class (needs ``num_classes``): each class's
             one-vs-rest error, whose mean is ``mode="classwise"``'s value
             (``mode="top_label"`` has no per-class results).
-        class_names: labels of the per-class results, one per class, unique: any iterable of
-            names (a list, ``LabelEncoder.classes_``, ``dict.keys()``); used with
+        class_names: labels of the per-class results, one per class, unique strings: any
+            iterable of them (a list, ``LabelEncoder.classes_``, ``dict.keys()``); used with
             ``per_class=True`` (without it, a warning), default ``0 .. C-1``.
         save_png: PNGs for loggers without images (None), for all (True) or never (False).
         prog_bar: show ``{prefix}/calib_err`` in the progress bar.
@@ -207,6 +209,7 @@ class CalibrationMonitor(Callback):
         keys = {"probs_key": probs_key, "target_key": target_key, "groups_key": groups_key}
         for name, key in keys.items():
             checks.check_key(name, key)
+        checks.check_keys_differ(keys)
         if prefix is not None:
             checks.check_prefix(prefix)
         for name, flag in (("per_class", per_class), ("prog_bar", prog_bar), ("smooth", smooth)):
@@ -442,7 +445,10 @@ class CalibrationMonitor(Callback):
         )
         uneven = {i: u for i, loader in enumerate(loaders) if (u := samplers.uneven_items(loader))}
         if uneven:
-            self._warn_once("uneven", samplers.uneven_message(self.stage, uneven, len(loaders) > 1))
+            message = samplers.uneven_message(
+                self.stage, uneven, len(loaders) > 1, ignore_index=self.metric.ignore_index
+            )
+            self._warn_once("uneven", message)
 
     def _batch_end(self, outputs: Any, batch: Any, dataloader_idx: int) -> None:
         # The sanity check's batches go through the metric's checks too, so that a
@@ -789,7 +795,7 @@ class CalibrationMonitor(Callback):
             for tag, value in values.items():
                 pl_module.log(
                     names[tag],
-                    _float64(value, pl_module.device),
+                    tb.float64(value, pl_module.device),
                     on_step=False,
                     on_epoch=True,
                     prog_bar=self.prog_bar and tag == error_tag,
@@ -1120,8 +1126,9 @@ class CalibrationMonitor(Callback):
         a monitor reused for it (a notebook, a search over settings, one log folder) starts
         a new history, which its files then hold alone, instead of one curve drawn through
         both fits. It keeps the validate / test records this Trainer made before the fit (a
-        baseline ``trainer.validate(model)``), which the curve draws beside the fit's;
-        another Trainer's are dropped."""
+        baseline ``trainer.validate(model)``), which the curve draws before the fit's
+        first point (their epoch and step may be an earlier fit's, whose weights this fit
+        starts from); another Trainer's are dropped."""
         if self._restored is None and trainer.global_step == 0:
             # A Trainer at step 0 has not fitted: every record it made is an evaluation.
             self._histories.current.restart(trainer)
@@ -1181,15 +1188,6 @@ def _reference(thing: Any) -> Callable[[], Any]:
         return weakref.ref(thing)
     except TypeError:
         return lambda: thing
-
-
-def _float64(value: float, device: torch.device) -> torch.Tensor | float:
-    """A scalar as Lightning keeps it in float64: a Python float becomes a float32 tensor
-    (the default dtype), and the error logged had differed from the metric's own in the
-    eighth digit. MPS has no float64: there it stays a float."""
-    if device.type == "mps":
-        return value
-    return torch.tensor(value, dtype=torch.float64, device=device)
 
 
 # Said at setup under DDP when the module lets a rank's evaluation shard be empty: Lightning

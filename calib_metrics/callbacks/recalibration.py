@@ -109,7 +109,7 @@ class TemperatureRecalibration(Callback):
     logs and draws.
 
     Args:
-        logits_key, target_key: keys of the step's output dict.
+        logits_key, target_key: keys of the step's output dict (two different ones).
         extract: ``extract(outputs, batch) -> (logits, target) | None``, replacing the keys.
         ignore_index: target value of items to drop (padding); not 0 or 1 beside binary
             scores, which would drop a class.
@@ -148,8 +148,10 @@ class TemperatureRecalibration(Callback):
         super().__init__()
         # Checked now, not at the first batch or when fitting ends (after the training run);
         # a misspelt option is Python's TypeError, which type checkers see too.
-        for name, key in (("logits_key", logits_key), ("target_key", target_key)):
+        keys = {"logits_key": logits_key, "target_key": target_key}
+        for name, key in keys.items():
             checks.check_key(name, key)
+        checks.check_keys_differ(keys)
         checks.check_extract(extract)
         check_ignore_index(ignore_index)
         checks.check_prefix(prefix)
@@ -342,7 +344,9 @@ class TemperatureRecalibration(Callback):
         uneven = {i: u for i, u in found.items() if u is not None}
         if uneven:
             counted = "the temperature and its before/after errors"
-            message = samplers.uneven_message("val", uneven, n_loaders > 1, counted)
+            message = samplers.uneven_message(
+                "val", uneven, n_loaders > 1, counted, self.ignore_index
+            )
             rank_zero_warn(f"TemperatureRecalibration: {message}")
 
     def on_validation_batch_end(
@@ -589,7 +593,10 @@ class TemperatureRecalibration(Callback):
         (or ``"ddp_fork"``), where the module and this callback the fit was called with
         never see the fit's attributes; and say so there, once, on rank 0."""
         temperature = float(self.recalibrator.temperature)  # type: ignore[union-attr]
-        trainer.callback_metrics[f"{self.prefix}/temperature"] = torch.tensor(temperature)
+        # In float64, as the monitor logs its values: a float32 tensor had changed the
+        # temperature in its eighth digit.
+        metrics = trainer.callback_metrics
+        metrics[f"{self.prefix}/temperature"] = tb.float64(temperature, torch.device("cpu"))
         launcher = getattr(trainer.strategy, "launcher", None)
         if type(launcher).__name__ == "_MultiProcessingLauncher":
             rank_zero_warn(
