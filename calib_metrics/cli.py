@@ -403,6 +403,30 @@ def warn_if_rows_do_not_sum_to_one(probs, path, kept=None) -> None:
     )
 
 
+def check_draw_count(option: str, value: int) -> None:
+    """An interval's draws given on the command line (``--samples``; the reproductions'
+    ``--n-samples`` and ``--ci-samples``): from 2 to the library's
+    :data:`~calib_metrics.functional.intervals.MAX_DRAWS`, said alike by every command
+    (the reproductions had said "an integer in [2, 10000000]").
+
+    Example:
+        >>> check_draw_count("--n-samples", 10**12)
+        Traceback (most recent call last):
+        ...
+        ValueError: --n-samples must be at most 10,000,000, got 1,000,000,000,000 (10,000 ...
+    """
+    from calib_metrics.functional.intervals import MAX_DRAWS
+
+    if value < 2:
+        raise ValueError(f"{option} must be at least 2, got {value}")
+    if value > MAX_DRAWS:
+        # A typo's extra zeros (10¹²) had run on without a word until stopped by hand.
+        raise ValueError(
+            f"{option} must be at most {MAX_DRAWS:,}, got {value:,} (10,000 put a 95% "
+            "interval's ends within about ±0.005 of their level)"
+        )
+
+
 def check_draw_options(args: argparse.Namespace) -> None:
     """``--samples`` and ``--confidence``, checked alike by every command before any work.
 
@@ -412,16 +436,7 @@ def check_draw_options(args: argparse.Namespace) -> None:
         ...
         ValueError: --samples must be at least 2, got 1
     """
-    from calib_metrics.functional.intervals import MAX_DRAWS
-
-    if args.samples < 2:
-        raise ValueError(f"--samples must be at least 2, got {args.samples}")
-    if args.samples > MAX_DRAWS:
-        # A typo's extra zeros (10¹²) had run on without a word until stopped by hand.
-        raise ValueError(
-            f"--samples must be at most {MAX_DRAWS:,}, got {args.samples:,} (10,000 put a "
-            "95% interval's ends within about ±0.005 of their level)"
-        )
+    check_draw_count("--samples", args.samples)
     if not 0 < args.confidence < 1:
         raise ValueError(f"--confidence must lie in (0, 1), got {args.confidence}")
 

@@ -373,6 +373,19 @@ def test_too_few_draws_for_the_correction_are_one_warning_line(tagged, capsys) -
     assert "a better on 0, b better on 0, not distinguishable on 3 of 3" in captured.out
 
 
+def test_a_level_no_allowed_draws_can_reach_is_said_so(tagged, capsys) -> None:
+    """At --alpha 1e-7 the warning had asked for some 60 million draws (--samples), which the
+    command then refused (at most 10,000,000): it now says that no allowed count can."""
+    argv = _by_label_argv(tagged, "--alpha", "1e-7")
+    argv[argv.index("--samples") + 1] = "50"
+    assert main(argv) == 0
+    warning = [line for line in capsys.readouterr().err.splitlines() if "no label" in line]
+    assert len(warning) == 1 and "use --samples" not in warning[0]
+    assert warning[0].endswith(
+        "even --samples 10000000, the most, cannot call one: use a larger alpha or fewer labels"
+    )
+
+
 def test_the_small_label_warning_agrees_with_the_counts_line(tmp_path, capsys) -> None:
     # Labels of 3 and 37 pairs: the counts line said "2 too small to call" and the warning
     # "1 of 3 labels ... (as few as 37) ... --min-units 10 calls them anyway".

@@ -672,7 +672,7 @@ def test_explicit_groups_override_the_paper_interval(tmp_path, capsys) -> None:
 
 def test_demo_refuses_one_draw_before_the_run_starts(capsys) -> None:
     err = one_line_error(capsys, "demo", "--quick", "--samples", "1")
-    assert "--samples must be an integer >= 2, got 1" in err
+    assert err == "calib-metrics: error: --samples must be at least 2, got 1"  # as evaluate's
 
 
 def test_labels_as_a_column_vector_still_line_up(tmp_path, capsys) -> None:

@@ -381,6 +381,41 @@ def test_the_draws_the_warning_asks_for_are_the_fewest_that_can_call(
     assert not _can_call(labels, correction, alpha, needed - 1)
 
 
+@pytest.mark.parametrize(
+    ("correction", "alpha", "labels", "advice"),
+    [
+        ("holm", 1e-7, 2, "use a larger alpha or fewer labels"),
+        ("bh", 1e-8, 2, "use a larger alpha"),
+        ("holm", 1e-6, 20, "use a larger alpha or fewer labels"),
+    ],
+)
+def test_past_the_most_draws_the_warning_asks_for_none(correction, alpha, labels, advice) -> None:
+    """At alpha=1e-7 the warning had said "use n_samples=39999999 or more", which the
+    library then refuses (MAX_DRAWS): it now says that no allowed number of draws can."""
+    from calib_metrics.functional.comparison_by_label import _can_call, _warn_if_none_can_be_called
+    from calib_metrics.functional.intervals import MAX_DRAWS
+
+    assert not _can_call(labels, correction, alpha, MAX_DRAWS)
+    with pytest.warns(UserWarning, match="no label can be called") as caught:
+        _warn_if_none_can_be_called(labels, correction, alpha, 50)
+    said = str(caught[0].message)
+    assert "use n_samples" not in said
+    assert said.endswith(f"even n_samples={MAX_DRAWS}, the most, cannot call one: {advice}")
+
+
+def test_at_the_most_draws_the_warning_still_asks_for_them() -> None:
+    """A level that MAX_DRAWS draws can reach keeps its count (the bound is allowed)."""
+    from calib_metrics.functional.comparison_by_label import _can_call, _warn_if_none_can_be_called
+    from calib_metrics.functional.intervals import MAX_DRAWS
+
+    alpha = 4 / (MAX_DRAWS + 1)  # holm over 2 labels: exactly MAX_DRAWS draws' floor
+    assert _can_call(2, "holm", alpha, MAX_DRAWS)
+    with pytest.warns(UserWarning, match="no label can be called") as caught:
+        _warn_if_none_can_be_called(2, "holm", alpha, 50)
+    needed = int(re.search(r"use n_samples=(\d+) or more", str(caught[0].message)).group(1))
+    assert needed <= MAX_DRAWS and not _can_call(2, "holm", alpha, needed - 1)
+
+
 def _labels_of(sizes: list[int], seed: int = 0):
     """Two noisy copies of one calibrated model over labels of these sizes (pairs)."""
     g = torch.Generator().manual_seed(seed)

@@ -18,8 +18,11 @@ from calib_metrics.functional import (
     calibration_error_ci,
     ci_from_bins,
     compare_calibration,
+    compare_calibration_by_label,
     error_from_bins,
     intervals,
+    smooth_curve_from_histogram,
+    smooth_reliability_curve,
 )
 from calib_metrics.functional.auto_bin import auto_bin_size, resolve_bin_size
 from calib_metrics.functional.calibration import compute_bins
@@ -283,7 +286,23 @@ _MANY_DRAWS = {
     "compare": lambda n: compare_calibration(_Q, _Q.sqrt(), _Y, n_samples=n),
     "metric": lambda n: CalibrationError(n_samples=n),
     "comparison metric": lambda n: CalibrationComparison(n_samples=n),
+    "by label": lambda n: compare_calibration_by_label(
+        _Q, _Q.sqrt(), _Y, torch.arange(100) % 2, n_samples=n
+    ),
+    # The smooth curves' bands had been checked only for n_samples >= 2.
+    "smooth curve": lambda n: smooth_reliability_curve(_Q, _Y, n_samples=n),
+    "smooth curve, groups": lambda n: smooth_reliability_curve(
+        _Q, _Y, n_samples=n, groups=torch.arange(100) // 5
+    ),
+    "smooth histogram": lambda n: smooth_curve_from_histogram(
+        _Q, torch.ones_like(_Q), _Y, n_samples=n
+    ),
 }
+
+
+def test_the_most_draws_is_public():
+    """Docstrings point to MAX_DRAWS, which had not been among the module's names."""
+    assert "MAX_DRAWS" in intervals.__all__
 
 
 @pytest.mark.parametrize("call", _MANY_DRAWS.values(), ids=_MANY_DRAWS)

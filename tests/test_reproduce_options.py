@@ -38,15 +38,15 @@ def _stop(**recorded):
 @pytest.mark.parametrize(
     ("argv", "named"),
     [
-        (["ner", "--quick", "--n-samples", "1"], "--n-samples must be an integer >= 2, got 1"),
-        (["pos", "--quick", "--n-samples", "1"], "--n-samples must be an integer >= 2, got 1"),
+        (["ner", "--quick", "--n-samples", "1"], "--n-samples must be at least 2, got 1"),
+        (["pos", "--quick", "--n-samples", "1"], "--n-samples must be at least 2, got 1"),
         (
             ["twitter-pos", "--quick", "--ewt-train", "0", "--n-samples", "1"],
-            "--n-samples must be an integer >= 2, got 1",
+            "--n-samples must be at least 2, got 1",
         ),
-        (["coref", "--quick", "--ci-samples", "0"], "--ci-samples must be an integer >= 2, got 0"),
-        (["coref", "--quick", "--ci-samples", "1"], "--ci-samples must be an integer >= 2, got 1"),
-        (["sentiment", "--n-samples", "1"], "--n-samples must be an integer >= 2, got 1"),
+        (["coref", "--quick", "--ci-samples", "0"], "--ci-samples must be at least 2, got 0"),
+        (["coref", "--quick", "--ci-samples", "1"], "--ci-samples must be at least 2, got 1"),
+        (["sentiment", "--n-samples", "1"], "--n-samples must be at least 2, got 1"),
     ],
 )
 def test_too_few_interval_draws_are_refused_before_the_data(tmp_path, capsys, argv, named):
@@ -79,8 +79,11 @@ def test_too_many_interval_draws_are_refused_before_the_data(
     monkeypatch.setattr(demo, "_settings", _stop())
     data = ["--data", tmp_path / "none"] if argv[0] == "reproduce" else []
     err = one_line_error(capsys, *argv, *data, "--out", tmp_path / "out")
-    refused = f"{option} must be an integer in [2, 10000000], got {TOO_MANY}"
-    assert err == f"calib-metrics: error: {refused}"
+    # In evaluate --samples' words: they had been "an integer in [2, 10000000], got
+    # 1000000000000" here, without the thousands' separators.
+    refused = f"{option} must be at most 10,000,000, got 1,000,000,000,000 (10,000 put a 95% "
+    assert err.startswith(f"calib-metrics: error: {refused}")
+    assert err.endswith("interval's ends within about ±0.005 of their level)")
     assert not (tmp_path / "out").exists()
 
 

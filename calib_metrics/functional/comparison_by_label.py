@@ -83,7 +83,7 @@ from calib_metrics.functional.errors import (
     check_not_meta,
     said_once_for_all,
 )
-from calib_metrics.functional.intervals import MIN_UNITS
+from calib_metrics.functional.intervals import MAX_DRAWS, MIN_UNITS
 from calib_metrics.functional.multiclass import is_multiclass, pair_sets
 
 CORRECTIONS = ("holm", "bh")
@@ -578,18 +578,35 @@ def _warn_if_none_can_be_called(tested: int, correction: str, alpha: float, n_sa
     if _can_call(tested, correction, alpha, n_samples):
         return
     factor = tested if correction == "holm" else 1  # the smallest p-value's multiplier
-    needed = max(1, math.ceil(2 * factor / alpha) - 2)
-    while not _can_call(tested, correction, alpha, needed):  # the same test, rounding and all
-        needed += 1
     warnings.warn(
         f"compare_calibration_by_label: no label can be called better at alpha={alpha:g}: a "
         f"p-value from {n_samples} draws is at least 2/(S + 1) = "
         f"{_beside(2 / (n_samples + 1), alpha / factor)}, and {correction} over {tested} "
         f"label{'s' * (tested != 1)} needs {_beside(alpha / factor, 2 / (n_samples + 1))} "
-        f"or less; use n_samples={needed} or more",
+        f"or less; {_draws_advice(tested, correction, alpha, factor)}",
         UserWarning,
         stacklevel=4,
     )
+
+
+def _draws_advice(tested: int, correction: str, alpha: float, factor: int) -> str:
+    """The fewest draws that can call a label, or, past the library's most draws (which
+    had been advised, then refused), that no allowed number of draws can.
+
+    Example:
+        >>> _draws_advice(3, "holm", 0.05, 3)
+        'use n_samples=119 or more'
+        >>> _draws_advice(2, "holm", 1e-7, 2)
+        'even n_samples=10000000, the most, cannot call one: use a larger alpha or fewer labels'
+    """
+    if not _can_call(tested, correction, alpha, MAX_DRAWS):
+        # Holm divides alpha by the labels tested; BH's smallest p-value is not multiplied.
+        fewer = " or fewer labels" if factor > 1 else ""
+        return f"even n_samples={MAX_DRAWS}, the most, cannot call one: use a larger alpha{fewer}"
+    needed = max(1, math.ceil(2 * factor / alpha) - 2)
+    while not _can_call(tested, correction, alpha, needed):  # the same test, rounding and all
+        needed += 1
+    return f"use n_samples={needed} or more"
 
 
 def _beside(value: float, other: float) -> str:

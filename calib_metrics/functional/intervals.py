@@ -123,6 +123,7 @@ MIN_UNITS = 10
 MAX_DRAWS = 10**7
 
 __all__ = [
+    "MAX_DRAWS",
     "CalibrationResult",
     "Draws",
     "bin_errors",
@@ -331,6 +332,21 @@ def decimal_level(value: object) -> float | None:
     return float(str(value))
 
 
+def check_draws(n_samples: int) -> None:
+    """Raise ValueError unless ``n_samples`` draws lie in [2, :data:`MAX_DRAWS`]: the one
+    bound of every resampling in the library (intervals, p-values, smooth curves' bands).
+
+    Example:
+        >>> check_draws(10**12)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_samples must be at most 10,000,000, got 1,000,000,000,000
+    """
+    check_int("n_samples", n_samples, 2)
+    if n_samples > MAX_DRAWS:
+        raise ValueError(f"n_samples must be at most {MAX_DRAWS:,}, got {n_samples:,}")
+
+
 def check_draw_options(
     n_samples: int,
     confidence: float,
@@ -352,9 +368,7 @@ def check_draw_options(
         ...
         ValueError: n_samples must be at most 10,000,000, got 1,000,000,000,000
     """
-    check_int("n_samples", n_samples, 2)
-    if n_samples > MAX_DRAWS:
-        raise ValueError(f"n_samples must be at most {MAX_DRAWS:,}, got {n_samples:,}")
+    check_draws(n_samples)
     check_confidence(confidence)
     if method not in ("normal", "percentile"):
         raise ValueError(f"method must be 'normal' or 'percentile', got {method!r}")

@@ -78,6 +78,7 @@ from calib_metrics.functional.errors import (
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     check_confidence,
+    check_draws,
     compact_units,
     group_draws,
     normal_quantile,
@@ -505,7 +506,8 @@ def smooth_reliability_curve(
         probs, target, mode: as in :func:`smooth_calibration_error` (``"classwise"``
             has no single curve and is refused).
         bandwidth: kernel width σ in [1e-4, 1], or ``None`` for σ*.
-        n_samples: bootstrap draws (≥ 2).
+        n_samples: bootstrap draws, from 2 to
+            :data:`~calib_metrics.functional.intervals.MAX_DRAWS` (10⁷).
         confidence: coverage of the pointwise band, in (0, 1).
         groups: integer group id per item (on the probs' device, as every function taking
             groups wants them) for the group bootstrap, or ``None`` for pairs.
@@ -718,7 +720,7 @@ def _score_band(curve: Tensor, n_eff: Tensor, confidence: float) -> tuple[Tensor
 
 
 def _check_curve_options(n_samples: int, confidence: float, points: int, mode: str) -> None:
-    check_int("n_samples", n_samples, 2)
+    check_draws(n_samples)  # 10**12 draws had been drawn until time or memory ran out
     check_confidence(confidence)
     check_int("points", points, 2)
     if mode == "classwise":

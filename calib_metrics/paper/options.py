@@ -29,7 +29,6 @@ from typing import Any
 
 from calib_metrics.few_bins import option_name
 from calib_metrics.functional.errors import check_int
-from calib_metrics.functional.intervals import MAX_DRAWS
 
 __all__ = [
     "check_draws",
@@ -125,17 +124,19 @@ def check_in_range(args: argparse.Namespace, name: str, low: int, high: int) -> 
 
 def check_draws(args: argparse.Namespace, name: str) -> None:
     """Refuse an interval's draws option outside the library's ``[2, MAX_DRAWS]``
-    (:data:`~calib_metrics.functional.intervals.MAX_DRAWS`): a value past it had been
-    taken at start and had failed only at the first interval, after training.
+    (:data:`~calib_metrics.functional.intervals.MAX_DRAWS`), in ``evaluate --samples``'
+    words (:func:`~calib_metrics.cli.check_draw_count`): a value past it had been taken
+    at start and had failed only at the first interval, after training.
 
     Example:
-        >>> check_draws(argparse.Namespace(n_samples=10**12), "n_samples")
+        >>> check_draws(argparse.Namespace(n_samples=1), "n_samples")
         Traceback (most recent call last):
         ...
-        ValueError: --n-samples must be an integer in [2, 10000000], got 1000000000000
+        ValueError: --n-samples must be at least 2, got 1
     """
-    check_integers(args, **{name: 2})
-    check_in_range(args, name, 2, MAX_DRAWS)
+    from calib_metrics.cli import check_draw_count
+
+    check_draw_count(option_name(name, cli=True), getattr(args, name))  # parsed as an int
 
 
 def check_numbers(args: argparse.Namespace, name: str, low: float, *, above: bool = False) -> None:
