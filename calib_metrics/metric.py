@@ -31,7 +31,12 @@ from calib_metrics.functional.errors import (
     check_not_meta,
     said_once_for_all,
 )
-from calib_metrics.functional.intervals import IntervalKind, bin_errors, check_confidence
+from calib_metrics.functional.intervals import (
+    IntervalKind,
+    bin_errors,
+    check_confidence,
+    drawn_norm,
+)
 from calib_metrics.functional.multiclass import average_results, most_frequent, pair_sets
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
 from calib_metrics.functional.smooth import (
@@ -1660,8 +1665,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         compute_result's, since reset or regrouped). A result that carries none (made by
         hand) has no resampling named unless it is what compute_result() returned last
         or ``interval=`` fixes it (the state since need not be the one behind it); a
-        result of another level, debias or resampling than this metric draws is a
-        ValueError (its title would name this metric's norm).
+        result of another norm, level, debias or resampling than this metric draws is a
+        ValueError (its title would name this metric's norm); the binning is not checked.
 
         Returns ``(fig, ax)`` (``(fig, axes)`` for classwise panels, which draw their own
         figure); ``val`` may be a result from :meth:`compute_result` (classwise: the list
@@ -1737,13 +1742,28 @@ class CalibrationError(_StatesKeepTheirDtype):
         them."""
         from calib_metrics.plot._text import _carried_kind
 
-        carried = _carried_kind(result if isinstance(result, list) else [result])
+        results = result if isinstance(result, list) else [result]
+        self._check_own_norm(results)
+        carried = _carried_kind(results)
         if carried is not None:  # its form (method) is read from the results themselves
             self._check_own_kind(carried)
             return {"confidence": carried.confidence, "interval": carried.interval,
                     "debias": carried.debias}  # fmt: skip
         interval = self._drawn_interval(result)
         return {"confidence": self.confidence, "interval": interval, "debias": self._debias}
+
+    def _check_own_norm(self, results: list[Any]) -> None:
+        """The norm ``results`` carry, where they do, is this metric's, which the title
+        names: an l1 result had been titled as this l2 metric's "CalibErr", or refused
+        for its debias when its norm was the difference."""
+        for result in results:
+            norm = drawn_norm(result)
+            if norm is not None and norm != self.norm:
+                raise ValueError(
+                    f"val's error was computed with norm={norm!r}, this metric's norm is "
+                    f"{self.norm!r}: plot it with the metric that computed it, or draw it "
+                    "with calib_metrics.plot.reliability_diagram"
+                )
 
     def _check_own_kind(self, kind: IntervalKind) -> None:
         """``kind`` is one this metric draws: a result of another estimator's settings

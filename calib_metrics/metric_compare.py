@@ -30,7 +30,13 @@ from calib_metrics.functional.comparison_by_label import (
     compare_calibration_by_label,
 )
 from calib_metrics.functional.errors import NoPairsError, check_flag
-from calib_metrics.functional.intervals import IntervalKind, check_confidence, interval_kind
+from calib_metrics.functional.intervals import (
+    IntervalKind,
+    check_confidence,
+    drawn_norm,
+    drawn_samples,
+    interval_kind,
+)
 from calib_metrics.functional.multiclass import MODES, ROW_SUM_WARNING, pair_sets
 from calib_metrics.functional.smooth import SmoothCurve, smooth_reliability_curve
 from calib_metrics.metric_checks import (
@@ -519,10 +525,12 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         comparison, not a list of them (their differences over steps:
         :func:`~calib_metrics.plot.error_curve`). The figure is its own
         (two panels), so ``ax`` must be None. Its titles name what ``val`` itself
-        resampled (pairs, items or groups: its models carry it), not what the state held
-        since would (a ``val`` made by hand, which carries none, has none named unless it
-        is what :meth:`compute` returned last); a ``val`` of another level or debias than
-        this metric's is a ValueError.
+        resampled (pairs, items or groups: its models carry it), not what this metric's
+        state would resample now (a ``val`` made by hand, which carries none, has none
+        named unless it is what :meth:`compute` returned last), and its p-value's bound
+        is that of the draws ``val`` was computed with. A ``val`` of another norm, level
+        or debias than this metric's is a ValueError (its titles name this metric's), as
+        is one whose two models carry different intervals; the binning is not checked.
 
         A classwise comparison's bins are every class's pooled, which one diagram would
         mix: it draws one panel per class instead (both models overlaid, at most
@@ -651,29 +659,39 @@ class CalibrationComparison(_StatesKeepTheirDtype):
 
     def _drawn_kind(self, result: ComparisonResult) -> dict[str, Any]:
         """The settings behind ``result``'s intervals, as the diagrams label them."""
-        debias = self.estimator["debias"] and self.estimator["norm"] == "l2"
-        confidence = self.estimator["confidence"]
-        return {
-            "confidence": confidence, "interval": self._drawn_interval(result, confidence, debias),
-            "debias": debias, "norm": self.estimator["norm"],
-        }  # fmt: skip
+        norm = self.estimator["norm"]
+        debias = self.estimator["debias"] and norm == "l2"
+        own = {"norm": norm, "confidence": self.estimator["confidence"], "debias": debias}
+        return own | {"interval": self._drawn_interval(result, own)}
 
-    def _drawn_interval(
-        self, result: ComparisonResult, confidence: float, debias: bool
-    ) -> str | None:
+    def _drawn_interval(self, result: ComparisonResult, own: dict[str, Any]) -> str | None:
         """What ``result`` resampled, for the figure's labels: what its models carry (the
         state's guess had named an earlier result over pairs a group bootstrap once groups
         came); of a result that carries none (a classwise average, one made by hand), the
         one drawn when it is what compute() returned last, else none named (the state
-        since need not be the one behind it). What it carries must be this metric's level
-        and debias: another estimator's result is refused, whose norm and draws this
-        metric cannot name."""
+        since need not be the one behind it). What it carries must be this metric's
+        ``own`` norm, level and debias, which the titles name: an l1 result had been
+        titled as this l2 metric's "CalibErr"."""
+        _check_own_norm(result, own["norm"])
         kind = _carried_kind(result)
         if kind is not None:
-            _check_own_settings(kind, confidence, debias)
+            _check_own_settings(kind, own["confidence"], own["debias"])
             return kind.interval
+        return self.__dict__["_drawn"][1] if self._is_last(result) else None
+
+    def _is_last(self, result: ComparisonResult) -> bool:
+        """Whether ``result`` is what compute() returned last (kept with what it drew)."""
         drawn = self.__dict__.get("_drawn")
-        return drawn[1] if drawn is not None and drawn[0] is result else None
+        return drawn is not None and drawn[0] is result
+
+    def _draws_of(self, result: ComparisonResult) -> int | None:
+        """The draws behind ``result``'s p-value: those its models carry, else this
+        metric's when it is what compute() returned last, else not known (a 20-draw
+        result plotted by a 100,000-draw metric had read "p < 2e-05", not "p < 0.1")."""
+        carried = drawn_samples(result.a)
+        if carried is not None:
+            return carried
+        return self.estimator["n_samples"] if self._is_last(result) else None
 
     def _difference_text(self, result: ComparisonResult) -> str:
         """``a − b = +0.1367 [95%: +0.1052, +0.1703], p < 0.004 (paired)``, or that there
@@ -685,8 +703,11 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             return f"{text} (no interval: fewer than 10 resampling units)"
         level = level_text(self.estimator["confidence"])
         ends = f"[{level}: {fixed(result.lower, sign='+')}, {fixed(result.upper, sign='+')}]"
-        p = p_value_phrase(result.p_value.item(), self.estimator["n_samples"])
-        return f"{text} {ends}, {p} (paired)"
+        p, draws = result.p_value.item(), self._draws_of(result)
+        if p == 0 and draws is None:
+            # p = 0 says only that no draw crossed 0: p < 2/S, of S draws not known here.
+            return f"{text} {ends}, no draw crossed 0 (paired)"
+        return f"{text} {ends}, {p_value_phrase(p, draws or 1)} (paired)"  # S bounds p = 0 only
 
 
 class _Whole:
@@ -715,18 +736,37 @@ def _described(value: Any) -> str:
 
 
 def _carried_kind(result: ComparisonResult) -> IntervalKind | None:
-    """The interval kind that ``result``'s models carry (None where neither does); models
-    of different kinds (put together by hand) are refused, as one title names one."""
+    """The interval kind that ``result``'s models carry (None where neither does). Models
+    of different kinds, their form (``method``) too, or of which one alone carries a kind
+    (put together by hand) are refused: a comparison resamples both alike, and one title
+    names one (a kind carried by a alone had named b's interval too)."""
     from calib_metrics.plot import interval_label
 
-    kinds = {k[:3]: k for r in (result.a, result.b) if (k := interval_kind(r)) is not None}
-    if len(kinds) > 1:
-        named = "; ".join(interval_label(*k) for k in kinds.values())
+    kind_a, kind_b = interval_kind(result.a), interval_kind(result.b)
+    if kind_a != kind_b:
+        named = "; ".join(
+            f"{name}: {'none' if k is None else interval_label(*k)}"
+            for name, k in (("a", kind_a), ("b", kind_b))
+        )
         raise ValueError(
             f"val's two models carry different intervals ({named}): a comparison resamples "
             "both models alike, and its title names one"
         )
-    return next(iter(kinds.values()), None)
+    return kind_a
+
+
+def _check_own_norm(result: ComparisonResult, norm: str) -> None:
+    """The norm ``result``'s models carry, where they do, is this metric's ``norm``, which
+    the titles name (an l1 result had been titled "CalibErr", this l2 metric's, or refused
+    for its debias when its norm was the difference)."""
+    for name, model in (("a", result.a), ("b", result.b)):
+        carried = drawn_norm(model)
+        if carried is not None and carried != norm:
+            raise ValueError(
+                f"val.{name}'s error was computed with norm={carried!r}, this metric's norm "
+                f"is {norm!r}: plot it with the metric that computed it, or draw val.a and "
+                "val.b with reliability_diagram"
+            )
 
 
 def _check_own_settings(kind: IntervalKind, confidence: float, debias: bool) -> None:

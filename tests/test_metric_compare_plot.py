@@ -276,7 +276,7 @@ def test_an_earlier_result_is_labelled_by_what_it_resampled(grouped_first) -> No
 
 
 def test_a_result_of_another_estimators_settings_is_refused_by_name() -> None:
-    """Its level or debias is not this metric's, whose norm and draws would label it: the
+    """Its level or debias is not this metric's, which its titles would name: the
     refusal had told the user to leave out a setting never given to plot()."""
     metric = CalibrationComparison(n_samples=50)
     metric.update(OVERCONFIDENT, Q, Y)
@@ -301,5 +301,81 @@ def test_a_result_carrying_no_kind_names_none_unless_it_is_the_last_computed() -
     grouped = metric.compute()
     for line in _labelled(metric, bare)[:2]:
         assert line.startswith("95% interval · ") and "bootstrap" not in line, line
-    with pytest.raises(ValueError, match=r"val's two models carry different intervals \(95%"):
+    with pytest.raises(ValueError, match=r"val's two models carry different intervals \(a: 95%"):
         metric.plot(grouped._replace(b=pairs.b))  # put together by hand
+
+
+@pytest.mark.parametrize("settings", [{"debias": False}, {}], ids=["plug_in", "default"])
+@pytest.mark.parametrize("norm", ["l1", "max"])
+def test_a_result_of_another_norm_is_refused_naming_the_norm(settings, norm) -> None:
+    """An l1 result under an l2 metric of debias=False had been titled "CalibErr" (this
+    metric's l2), not "CalibErr (l1)"; under a default metric it had been refused for
+    its debias ("debias=False ... is True") when its norm was the difference."""
+    metric = CalibrationComparison(n_samples=50, **settings)
+    metric.update(OVERCONFIDENT, Q, Y)
+    theirs = CalibrationComparison(n_samples=50, norm=norm)
+    theirs.update(OVERCONFIDENT, Q, Y)
+    result = theirs.compute()
+    with pytest.raises(
+        ValueError, match=f"computed with norm='{norm}', this metric's norm is 'l2'"
+    ):
+        metric.plot(result)
+    _, axes = theirs.plot(result)  # its own metric names its norm
+    assert all(ax.get_title().splitlines()[1].startswith(f"CalibErr ({norm}) ") for ax in axes)
+
+
+def _without_draws(result):
+    """``result`` as a version before 2026-12-02 saved it: its models carry their interval
+    kind, not their norm nor their draws."""
+    for model in (result.a, result.b):
+        del model.norm, model.n_samples
+    return result
+
+
+def test_the_p_value_bound_is_that_of_the_results_own_draws() -> None:
+    """A 20-draw result whose draws all lay on one side (p < 2/20) plotted by a
+    100,000-draw metric had read "p < 2e-05", this metric's bound, not its own."""
+    few = CalibrationComparison(n_samples=20)
+    few.update(OVERCONFIDENT, Q, Y)
+    result = few.compute()
+    assert result.p_value.item() == 0
+    many = CalibrationComparison(n_samples=100_000)
+    many.update(OVERCONFIDENT, Q, Y)
+    assert _labelled(many, result)[-1].endswith(", p < 0.1 (paired)")
+    # One that carries no draws (saved before they were kept) has no bound named, unless
+    # it is what this metric computed last: its draws are then this metric's.
+    _without_draws(result)
+    assert _labelled(many, result)[-1].endswith(", no draw crossed 0 (paired)")
+    assert _labelled(few, result)[-1].endswith(", p < 0.1 (paired)")
+
+
+def test_a_result_saved_before_norms_were_kept_still_plots(tmp_path) -> None:
+    from calib_metrics import SAFE_GLOBALS
+
+    metric = CalibrationComparison(n_samples=50)
+    metric.update(OVERCONFIDENT, Q, Y)
+    path = tmp_path / "result.pt"
+    torch.save(_without_draws(metric.compute()), path)
+    with torch.serialization.safe_globals(SAFE_GLOBALS):
+        loaded = torch.load(path, weights_only=True)
+    other = CalibrationComparison(n_samples=50)
+    other.update(OVERCONFIDENT, Q, Y)
+    assert "debiased pair bootstrap, percentile" in _labelled(other, loaded)[0]
+
+
+def test_models_of_which_one_alone_carries_a_kind_or_of_two_forms_are_refused() -> None:
+    """Kinds had been told apart by level, resampling and debias alone, and a kind that
+    model a alone carried named b's interval too."""
+    import copy
+
+    from calib_metrics.functional import CalibrationResult
+
+    metric = CalibrationComparison(n_samples=50)
+    metric.update(OVERCONFIDENT, Q, Y)
+    result = metric.compute()
+    with pytest.raises(ValueError, match=r"different intervals \(a: 95% .*; b: none\)"):
+        metric.plot(result._replace(b=CalibrationResult(*result.b)))
+    normal = copy.copy(result.b)
+    normal.kind = normal.kind._replace(method="normal")
+    with pytest.raises(ValueError, match=r"different intervals \(a: .*, percentile; b: "):
+        metric.plot(result._replace(b=normal))

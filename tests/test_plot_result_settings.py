@@ -115,7 +115,8 @@ def test_a_kind_less_result_is_named_by_a_fixed_interval() -> None:
     [
         ({"confidence": 0.9}, r"computed with confidence=0\.9, this metric's confidence is 0\.95"),
         ({"debias": False}, "computed with debias=False, this metric's debias is True"),
-        ({"norm": "l1"}, "computed with debias=False, this metric's debias is True"),
+        # Its norm is the difference: it had been refused for the debias that follows.
+        ({"norm": "l1"}, "computed with norm='l1', this metric's norm is 'l2'"),
         ({"interval": "paper"}, r"resampled 'paper', which this metric \(interval=None\)"),
     ],
     ids=["level", "debias", "norm", "interval"],
@@ -134,6 +135,21 @@ def test_a_result_of_another_estimators_settings_is_refused_by_name(other, messa
         result = theirs.compute_result()
     with pytest.raises(ValueError, match=message):
         metric.plot(result)
+
+
+@pytest.mark.parametrize("norm", ["l1", "max"])
+def test_a_result_of_another_norm_is_refused_by_a_metric_of_its_other_settings(norm) -> None:
+    """An l1 result under an l2 metric of debias=False (its level, debias and resampling
+    all alike) had been titled as this metric's "CalibErr", not "CalibErr (l1)"."""
+    p, y, _ = _pairs()
+    metric = CalibrationError(n_samples=50, debias=False)
+    metric.update(p, y)
+    theirs = CalibrationError(n_samples=50, norm=norm)
+    theirs.update(p, y)
+    with pytest.raises(ValueError, match=f"computed with norm='{norm}', this metric's norm is"):
+        metric.plot(theirs.compute_result())
+    _, ax = theirs.plot(theirs.compute_result())  # its own metric names its norm
+    assert ax.get_title().startswith(f"CalibErr ({norm}) ")
 
 
 def test_a_grouped_result_is_refused_by_a_metric_of_pairs() -> None:

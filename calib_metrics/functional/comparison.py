@@ -177,6 +177,7 @@ from calib_metrics.functional.intervals import (
     UnitSums,
     compact_units,
     draw_statistics,
+    drawn_count,
     drawn_result,
     interval_of_draws,
     reweighted_bins,
@@ -283,7 +284,7 @@ def _model_result(
     method = "percentile" if debias else "normal"
     summary = interval_of_draws(draws, confidence=confidence, method=method)
     kind = IntervalKind(float(confidence), unit, debias, method)
-    return draws.errors, drawn_result(summary, bins, kind)
+    return draws.errors, drawn_result(summary, bins, kind, norm, drawn_count(draws))
 
 
 # compare_calibration's number of paired draws unless given.

@@ -131,6 +131,8 @@ __all__ = [
     "compact_units",
     "debiased_square",
     "draw_statistics",
+    "drawn_norm",
+    "drawn_samples",
     "effective_samples",
     "group_bootstrap",
     "group_draws",
@@ -231,8 +233,9 @@ class IntervalKind(NamedTuple):
 
 
 class _DrawnResult(CalibrationResult):
-    """A :class:`CalibrationResult` that knows its interval's kind (``kind``): a subclass,
-    since a NamedTuple's instances hold no attributes. ``_replace`` gives one without it."""
+    """A :class:`CalibrationResult` that knows its interval's kind (``kind``), its error's
+    ``norm`` and its number of draws (``n_samples``): a subclass, since a NamedTuple's
+    instances hold no attributes. ``_replace`` gives one without them."""
 
 
 def interval_kind(result: object) -> IntervalKind | None:
@@ -251,6 +254,28 @@ def interval_kind(result: object) -> IntervalKind | None:
         True
     """
     return getattr(result, "kind", None)
+
+
+def drawn_norm(result: object) -> str | None:
+    """The norm of ``result``'s error where it carries it (as :func:`interval_kind`: a
+    result of :func:`resampled_interval` or of a comparison), else None (a result made by
+    hand, averaged over classes, or saved before 2026-12-02, which kept no norm).
+
+    Example:
+        >>> import torch
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> r = pair_bootstrap(bins, n_samples=100, norm="l1")
+        >>> drawn_norm(r), drawn_samples(r), drawn_norm(r._replace(lower=r.upper))
+        ('l1', 100, None)
+    """
+    return getattr(result, "norm", None)
+
+
+def drawn_samples(result: object) -> int | None:
+    """The number of draws behind ``result``'s interval where it carries it (as
+    :func:`drawn_norm`), else None: what bounds a comparison's p-value of 0 (p < 2/S)."""
+    return getattr(result, "n_samples", None)
 
 
 def summary(value: object, digits: str = ".4f") -> str:
@@ -1178,15 +1203,30 @@ def resampled_interval(
     draws = draw_statistics(bins, blocks, norm=norm, debias=debias, world=_WORLD[interval])
     summary = interval_of_draws(draws, confidence=confidence, method=method)
     kind = IntervalKind(float(confidence), interval, bool(debias), method)
-    return drawn_result(summary, bins, kind)
+    return drawn_result(summary, bins, kind, norm, drawn_count(draws))
 
 
-def drawn_result(summary: tuple, bins: Bins, kind: IntervalKind) -> CalibrationResult:
+def drawn_result(
+    summary: tuple,
+    bins: Bins,
+    kind: IntervalKind,
+    norm: str | None = None,
+    n_samples: int | None = None,
+) -> CalibrationResult:
     """The result of :func:`interval_of_draws`' ``summary`` and ``bins``, carrying its
-    interval's ``kind`` (:func:`interval_kind`), for the figures to name."""
+    interval's ``kind`` (:func:`interval_kind`), its error's ``norm`` and its number of
+    draws, ``n_samples`` (:func:`drawn_norm`, :func:`drawn_samples`; None: not known),
+    for the figures to name."""
     result = _DrawnResult(*summary, bins)
     result.kind = kind
+    result.norm = norm
+    result.n_samples = n_samples
     return result
+
+
+def drawn_count(draws: Draws) -> int:
+    """How many draws ``draws`` holds (along dimension 0)."""
+    return int(draws.errors.shape[0])
 
 
 def pair_bootstrap(

@@ -2,7 +2,8 @@
 
 ``weights_only=True`` (torch's default since 2.6) unpickles only the classes it is told to
 trust. A result holds more than its documented class: a drawn interval's result is a
-private subclass that carries its :class:`~calib_metrics.functional.intervals.IntervalKind`,
+private subclass that carries its :class:`~calib_metrics.functional.intervals.IntervalKind`
+(and its norm and number of draws),
 and the library's adaptive bins carry the tie groups their boundaries cut. Allowlisting
 the documented classes alone therefore fails; :data:`SAFE_GLOBALS` (also
 ``calib_metrics.SAFE_GLOBALS``) names every class of the results the functional layer and
