@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -144,23 +145,42 @@ def _group_ids(path: Path, wanted: str | None, kept: Tensor | None) -> list[str]
 
 
 def _warn_if_tested_on_dev(dev, test, args: argparse.Namespace) -> None:
-    """Warn when the test pairs are the dev pairs, in any order: the 'after' error of a map
-    fitted to them is optimistic, and the paired difference with it."""
+    """Warn when the test pairs are the dev pairs, in any order, or when many more test
+    rows are copies of dev rows than chance gives (:func:`_copied_rows`): the 'after'
+    error of a map fitted to them is optimistic, and the paired difference with it."""
     import warnings
 
+    if dev.probs.shape == test.probs.shape and _same_pairs(dev, test):
+        said = f"{args.test} holds the dev pairs of {args.dev}"
+    else:
+        copied, chance, copies = _copied_rows(_rows(dev), _rows(test))
+        if not copies:
+            return
+        n_test = test.target.numel()
+        said = (
+            f"{copied} of {n_test} test rows ({math.floor(100 * copied / n_test)}%) of "
+            f"{args.test} are also dev rows of {args.dev}, where chance would give about "
+            f"{chance:.0f} (as often as dev rows equal one another)"
+        )
+    warnings.warn(
+        f"{said}: the map was fitted to the pairs it is tested on, so 'after' and the "
+        "difference are optimistic; test on held-out pairs",
+        UserWarning,
+        stacklevel=2,
+    )
+
+
+# The least share of test rows, beyond chance, copied from dev that is warned of.
+COPIED_SHARE = 0.05
+
+
+def _same_pairs(dev, test) -> bool:
+    """Whether two files hold the same (probability, label) pairs, as multisets: a
+    shuffled copy had given no word (isotonic showed "after 0.0000")."""
     import torch
 
-    if dev.probs.shape != test.probs.shape:
-        return
-    # As multisets: a shuffled copy had given no word (isotonic showed "after 0.0000").
     dev_pairs, test_pairs = _sorted_pairs(dev), _sorted_pairs(test)
-    if all(torch.equal(a, b) for a, b in zip(dev_pairs, test_pairs, strict=True)):
-        warnings.warn(
-            f"{args.test} holds the dev pairs of {args.dev}: the map was fitted to the pairs it "
-            "is tested on, so 'after' and the difference are optimistic; test on held-out pairs",
-            UserWarning,
-            stacklevel=2,
-        )
+    return all(torch.equal(a, b) for a, b in zip(dev_pairs, test_pairs, strict=True))
 
 
 def _sorted_pairs(table) -> tuple[Tensor, Tensor]:
@@ -171,6 +191,52 @@ def _sorted_pairs(table) -> tuple[Tensor, Tensor]:
     order = target.argsort(stable=True)
     order = order[probs[order].argsort(stable=True)]
     return probs[order], target[order]
+
+
+def _rows(table) -> Tensor:
+    """A file's rows ``[N, columns]`` in float64: its probabilities, then its label."""
+    import torch
+
+    n = table.target.numel()
+    columns = (table.probs.reshape(n, -1), table.target.reshape(n, 1))
+    return torch.cat([c.to(torch.float64) for c in columns], 1)
+
+
+def _copied_rows(dev: Tensor, test: Tensor) -> tuple[int, float, bool]:
+    """How many test rows are dev rows (each value counted as often as both files hold it,
+    their exact values in every column), how many chance gives, and whether the excess
+    tells a copy: at least ``COPIED_SHARE`` of the test rows, and 4 standard deviations
+    of chance (its count and its estimate, over both files' sizes). Chance is ``n_test``
+    times the share of dev rows that equal another dev row (plus one, over
+    ``n_dev + 1``): how often a row of the same model equals one of the dev rows.
+
+    Rows of a continuous model equal no other row by chance, and a copy of many of them
+    is told (the test file, or a part of it, or the dev file with other rows); a model of
+    few distinct outputs repeats every value, where a copy cannot be told from chance and
+    is not (only a copy of the whole dev file is, by :func:`_same_pairs`). O(N log N)
+    sorts, on the rows' device.
+
+    Example:
+        >>> import torch
+        >>> dev = torch.rand(100, 2, generator=torch.Generator().manual_seed(0))
+        >>> _copied_rows(dev, torch.cat([dev[:30], torch.rand(70, 2)]))
+        (30, 0.99..., True)
+        >>> few = torch.tensor([[0.1, 0.0], [0.9, 1.0]])  # two outputs, each row seen 50 times
+        >>> _copied_rows(few.repeat(50, 1), few.repeat(20, 1))
+        (40, 40.0, False)
+    """
+    import torch
+
+    values, index = torch.unique(torch.cat([dev, test]), dim=0, return_inverse=True)
+    in_dev = torch.bincount(index[: len(dev)], minlength=len(values))
+    in_test = torch.bincount(index[len(dev) :], minlength=len(values))
+    shared = torch.minimum(in_dev, in_test).sum()
+    repeated = torch.where(in_dev > 1, in_dev, 0).sum()
+    copied, repeated = (int(n) for n in torch.stack([shared, repeated]).tolist())
+    chance = len(test) * (repeated + 1) / (len(dev) + 1)
+    spread = math.sqrt(chance * (1 + len(test) / len(dev)))
+    copies = copied - chance >= max(COPIED_SHARE * len(test), 4 * spread)
+    return copied, chance, copies
 
 
 def _check_binary(table, path: Path) -> None:

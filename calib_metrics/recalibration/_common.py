@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -595,6 +595,8 @@ class SettingsInState:
     as it did."""
 
     settings: tuple[str, ...] = ()
+    #: Per setting, what a module built otherwise does with the state (said in a refusal).
+    otherwise: ClassVar[dict[str, str]] = {}
 
     def get_extra_state(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.settings}
@@ -612,9 +614,7 @@ class SettingsInState:
         it lacks says nothing of its kind (a partial state, loaded with strict=False), and
         its settings are still checked; a key of a module inside it is that module's."""
         saved = state_dict.get(prefix + "_extra_state")
-        ours = self._buffers.keys() | self._modules.keys() | {"_extra_state"}  # type: ignore[attr-defined]
-        names = [k[len(prefix) :].split(".")[0] for k in state_dict if k.startswith(prefix)]
-        foreign = set(names) - ours
+        foreign = self.keys_not_held(state_dict, prefix)  # type: ignore[attr-defined]
         return saved if isinstance(saved, dict) and not foreign else {}
 
     def check_settings(self, state_dict: dict[str, Any], prefix: str) -> None:
@@ -630,10 +630,11 @@ class SettingsInState:
                         f"this kind has not: the state is not a {type(self).__name__}'s; load "
                         "it into the module that saved it"
                     )
+                otherwise = self.otherwise.get(name, "reads the same buffers otherwise")
                 raise ValueError(
                     f"{said}: the state was fitted with {name}={saved[name]!r}, this module "
-                    f"has {name}={getattr(self, name)!r}, which reads the same buffers "
-                    f"otherwise: build it with {name}={saved[name]!r}"
+                    f"has {name}={getattr(self, name)!r}, which {otherwise}: build it with "
+                    f"{name}={saved[name]!r}"
                 )
 
     def _load_from_state_dict(  # type: ignore[override]
@@ -816,13 +817,48 @@ class FittedModule(nn.Module):
         ("ScalingBinning" for its Platt step, whose state is a ScalingBinning's)."""
         return self.said_as.partition(" (")[0]
 
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):  # type: ignore[override]
+    def _load_from_state_dict(  # type: ignore[override]
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
+    ) -> None:
+        foreign = self.keys_not_held(state_dict, prefix)
+        if strict and foreign:
+            # Another kind's state: torch's own strict check names its keys, and this
+            # module is left as it was (torch passes strict=True here for every load: with
+            # strict=False nothing of it loads, its result naming the keys, where 'fitted'
+            # alone would have loaded). Its values checked first, an IsotonicCalibration
+            # had been told of "the state's y_thresholds" by a state that holds none (a
+            # HistogramBinning's), and a PlattScaling refused a TemperatureScaling's state
+            # marked fitted, its slope and intercept the defaults.
+            unexpected_keys.extend(foreign)
+            missing_keys.extend(self._keys_lacked(state_dict, prefix))
+            return
         state_dict = self._checked_state(state_dict, prefix)
+        args = (local_metadata, strict, missing_keys, unexpected_keys, errors)
         # Buffers made under torch.inference_mode (a Lightning evaluation hook) would be
         # inference tensors, which a later call on scores that require grad cannot use.
         with torch.inference_mode(False):
-            self._replace_buffers(state_dict, prefix, *args, **kwargs)
+            self._replace_buffers(state_dict, prefix, *args)
         self.__dict__.get("_host_values", {}).clear()  # loaded in place: read again
+
+    def keys_not_held(self, state_dict: dict[str, Any], prefix: str) -> list[str]:
+        """The keys under ``prefix`` that name nothing of this module (another kind's
+        state), as torch's strict load finds them; a module inside it reads its own."""
+        ours = self._buffers.keys() | self._parameters.keys()
+        if type(self).set_extra_state is not nn.Module.set_extra_state:
+            ours |= {"_extra_state"}
+        foreign = []
+        for key in (k for k in state_dict if k.startswith(prefix)):
+            name, *inside = key[len(prefix) :].split(".", 1)
+            if name not in (self._modules if inside else ours):
+                foreign.append(key)
+        return foreign
+
+    def _keys_lacked(self, state_dict: dict[str, Any], prefix: str) -> list[str]:
+        """This module's own keys (not its extra state, which older states lack) that
+        ``state_dict`` lacks under ``prefix``."""
+        own = [n for n, b in self._buffers.items() if b is not None] + list(self._parameters)
+        kept = [n for n in own if n not in self._non_persistent_buffers_set]
+        return [prefix + n for n in kept if prefix + n not in state_dict]
 
     def _checked_state(self, state_dict: dict[str, Any], prefix: str) -> dict[str, Any]:
         """``state_dict``, its single values of shape [1] under ``prefix`` as shape [],

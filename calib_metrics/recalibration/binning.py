@@ -141,7 +141,9 @@ def _check_steps(
     (``names[1]``) probabilities, ``extra`` more of them than knots and at least one, and
     (``increasing``) non-decreasing. Loaded, values of 1.9 had been returned as
     probabilities, unsorted knots had binned meaninglessly, and mismatched lengths or no
-    thresholds failed at the call as an IndexError (one host read)."""
+    thresholds failed at the call as an IndexError (one host read). A key the state lacks
+    (a partial state, loaded with ``strict=False``) keeps the module's own, and is named as
+    such: "the state's y_thresholds" had been said of a state that holds none."""
     knots, values = names
     buffers = {name: state.get(name, module._buffers[name]) for name in ("fitted", *names)}
     if not bool(buffers["fitted"]):
@@ -150,9 +152,14 @@ def _check_steps(
     kind = type(module).__name__
     remedy = "load a state this kind saved"
     if ys.ndim != 1 or xs.ndim != 1 or ys.numel() != xs.numel() + extra or not ys.numel():
+        lacked = [name for name in names if name not in state]
+        whose = "the state's" if not lacked else (
+            f"the state holds no {' and no '.join(lacked)}, which a partial load leaves as "
+            "this module's own, and the"
+        )  # fmt: skip
         raise ValueError(
-            f"{kind}: the state's {values} holds {ys.numel()} value{'s' * (ys.numel() != 1)} for "
-            f"{xs.numel()} {knots}, where a fit keeps {max(xs.numel() + extra, 1)}: {remedy}"
+            f"{kind}: {whose} {values} holds {ys.numel()} value{'s' * (ys.numel() != 1)} "
+            f"for {xs.numel()} {knots}, where a fit keeps {max(xs.numel() + extra, 1)}: {remedy}"
         )
     checks = [(xs.diff() > 0).all(), ((ys >= 0) & (ys <= 1)).all(), (ys.diff() >= 0).all()]
     ordered, within, rising = torch.stack(checks).tolist()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -41,6 +42,7 @@ from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals
 from calib_metrics.recalibration._common import (
     FittedModule,
+    SettingsInState,
     check_finite_optimum,
     check_floating,
     check_temperature_optimum,
@@ -206,12 +208,28 @@ def _chain_slope(
     return float(slope), float(torch.stack(sizes).amax())
 
 
-class ChainTemperature(FittedModule):
+def _state_value(module: FittedModule, state_dict: dict[str, Any], key: str) -> float | None:
+    """The single finite value a load would leave in buffer ``key`` (the state's, or the
+    module's own where a partial state lacks it), or None (not one finite value: the
+    state's checks name it). One host read."""
+    value = state_dict.get(key, module._buffers[key.rpartition(".")[2]])
+    if not isinstance(value, Tensor) or value.is_meta or value.numel() != 1:
+        return None
+    number = float(value.reshape(()))
+    return number if math.isfinite(number) else None
+
+
+class ChainTemperature(SettingsInState, FittedModule):
     """A temperature on a linear chain's potentials, fitted on dev (see the module docstring).
 
     ``.temperature`` divides the emissions and, unless ``separate=True``, all potentials;
     ``.transition_temperature`` divides the transition, start and end scores (it equals
-    ``.temperature`` when ``separate=False``).
+    ``.temperature`` when ``separate=False``). ``separate`` travels in the state, and a
+    load into a module built otherwise is refused (a ``separate=True`` state had loaded
+    into ``ChainTemperature()`` with two temperatures, which a refit then made one). A
+    state saved before it travelled is read by its temperatures: two that differ only
+    ``separate=True`` fits, and a module built without it refuses them; equal ones load
+    into either.
 
     Args:
         separate: fit separate emission and transition temperatures.
@@ -249,6 +267,8 @@ class ChainTemperature(FittedModule):
     """
 
     positive = ("temperature", "transition_temperature")
+    settings = ("separate",)
+    otherwise: ClassVar[dict[str, str]] = {"separate": "fits one temperature for all potentials"}
 
     def __init__(
         self, separate: bool = False, objective: str = "likelihood", max_iter: int = 100
@@ -265,6 +285,21 @@ class ChainTemperature(FittedModule):
         self.max_iter = max_iter
         self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
         self.register_buffer("transition_temperature", torch.tensor(1.0, dtype=torch.float64))
+
+    def check_settings(self, state_dict: dict[str, Any], prefix: str) -> None:
+        """Also a state saved before ``separate`` travelled: two temperatures that differ
+        are ``separate=True``'s."""
+        super().check_settings(state_dict, prefix)
+        if self.separate or "separate" in self.saved_settings(state_dict, prefix):
+            return
+        emission = _state_value(self, state_dict, prefix + "temperature")
+        transition = _state_value(self, state_dict, prefix + "transition_temperature")
+        if None not in (emission, transition) and emission != transition:
+            raise ValueError(
+                f"{self.said_as}: the state's transition_temperature ({transition:g}) is not "
+                f"its temperature ({emission:g}), as only separate=True fits them: build it "
+                "with separate=True"
+            )
 
     # ------------------------------------------------------------------ apply
     def scale(
@@ -550,6 +585,13 @@ def _check_coref(scores: object, mask: Tensor | None) -> Tensor | None:
             f"scores must be [B, N, N] with B, N >= 1 (a non-empty dev set), "
             f"got shape {tuple(scores.shape)}"
         )
+    if scores.shape[1] != scores.shape[2]:
+        # Read as square everywhere: [B, N, M] had failed inside torch (a RuntimeError), and
+        # a fit's all-False gold had been told it marks no antecedent option.
+        raise ValueError(
+            f"scores must be square, [B, N, N] (mention i's score of each mention j <= i as "
+            f"its antecedent, NEW at j = i), got shape {tuple(scores.shape)}"
+        )
     if mask is not None:
         if tuple(check_tensor(mask, "mask").shape) != tuple(scores.shape[:2]):
             raise ValueError(
@@ -577,14 +619,18 @@ def _check_zero_one(flags: Tensor, name: str) -> None:
         raise ValueError(f"{name} must be bool or integer 0/1: it holds other integers")
 
 
-class CorefTemperature(FittedModule):
+class CorefTemperature(SettingsInState, FittedModule):
     """A temperature (and optional NEW offset) on antecedent scores ``[B, N, N]``.
 
     The recalibrated scores are ``scores / T`` with ``b`` added to every NEW score
     (the diagonal) when ``new_offset=True``. Fitting maximises the dev likelihood of the
     gold antecedent sets (mentions with no gold antecedent option are skipped; a mention
     whose every gold option scores -inf, which no temperature can make possible, is
-    refused).
+    refused). ``new_offset`` travels in the state, and a load into a module built
+    otherwise is refused (a ``new_offset=True`` state had loaded into
+    ``CorefTemperature()`` with its offset, which a refit then dropped). A state saved
+    before it travelled is read by its offset: one other than 0 only ``new_offset=True``
+    fits, and a module built without it refuses it; 0 loads into either.
 
     Args:
         new_offset: also fit the NEW-score offset ``b``.
@@ -605,6 +651,8 @@ class CorefTemperature(FittedModule):
     """
 
     positive = ("temperature",)
+    settings = ("new_offset",)
+    otherwise: ClassVar[dict[str, str]] = {"new_offset": "fits no NEW offset"}
 
     def __init__(self, new_offset: bool = False, max_iter: int = 100) -> None:
         super().__init__()
@@ -614,6 +662,19 @@ class CorefTemperature(FittedModule):
         self.max_iter = max_iter
         self.register_buffer("temperature", torch.tensor(1.0, dtype=torch.float64))
         self.register_buffer("offset", torch.tensor(0.0, dtype=torch.float64))
+
+    def check_settings(self, state_dict: dict[str, Any], prefix: str) -> None:
+        """Also a state saved before ``new_offset`` travelled: an offset other than 0 is
+        ``new_offset=True``'s."""
+        super().check_settings(state_dict, prefix)
+        if self.new_offset or "new_offset" in self.saved_settings(state_dict, prefix):
+            return
+        offset = _state_value(self, state_dict, prefix + "offset")
+        if offset is not None and offset != 0:
+            raise ValueError(
+                f"{self.said_as}: the state's offset is {offset:g}, which only "
+                "new_offset=True fits: build it with new_offset=True"
+            )
 
     def scale(self, scores: Tensor, mask: Tensor | None = None) -> Tensor:
         """The recalibrated scores ``scores / T + b * I``, in the scores' dtype, checked as

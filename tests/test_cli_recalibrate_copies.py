@@ -1,0 +1,73 @@
+"""``calib-metrics recalibrate``: a test file of many dev rows is warned of, an honest
+split of a model of few distinct outputs is not."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from calib_metrics.cli import main
+
+
+def _draw(n: int, seed: int, outputs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(probability, label) pairs of a 3x overconfident model; with ``outputs``, a model
+    of those few distinct probabilities."""
+    g = np.random.default_rng(seed)
+    s = g.normal(size=n)
+    q = 1 / (1 + np.exp(-3 * s))
+    if outputs is not None:
+        q = outputs[np.minimum((q * len(outputs)).astype(int), len(outputs) - 1)]
+    return q, (g.uniform(size=n) < 1 / (1 + np.exp(-s))).astype(int)
+
+
+def _write(path, q, y):
+    rows = zip(q.tolist(), y.tolist(), strict=True)
+    path.write_text("prob,label\n" + "".join(f"{a!r},{b}\n" for a, b in rows))
+    return path
+
+
+def _said(tmp_path, capsys, dev, test) -> str:
+    argv = ["recalibrate", str(_write(tmp_path / "dev.csv", *dev)),
+            str(_write(tmp_path / "test.csv", *test)), "--method", "isotonic",
+            "--samples", "20", "--out", str(tmp_path / "o.csv")]  # fmt: skip
+    assert main(argv) == 0
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("copy", ["dev and one row", "a part of dev", "dev and 500 others"])
+def test_a_test_file_of_many_dev_rows_is_warned_of(tmp_path, capsys, copy):
+    """Only a test file of exactly the dev pairs was warned of: the dev file with one row
+    more, a part of it, or with 500 other rows gave no word, and isotonic showed an
+    'after' error of 0.0000 on pairs it was fitted to."""
+    q, y = _draw(1000, 0)
+    other_q, other_y = _draw(500, 1)
+    test = {
+        "dev and one row": (np.r_[q, other_q[:1]], np.r_[y, other_y[:1]]),
+        "a part of dev": (q[::3], y[::3]),
+        "dev and 500 others": (np.r_[other_q, q], np.r_[other_y, y]),
+    }[copy]
+    n = len(test[0])
+    copied = min(n, 1000)
+    share = copied * 100 // n
+    said = _said(tmp_path, capsys, (q, y), test)
+    assert f"{copied} of {n} test rows ({share}%) of " in said
+    assert re.search(r"are also dev rows of .*, where chance would give about [01] \(", said)
+    assert "'after' and the difference are optimistic" in said
+
+
+def test_an_honest_split_of_a_model_of_few_outputs_is_not_warned_of(tmp_path, capsys):
+    """Five distinct probabilities: every test row equals dev rows by chance, as often as
+    dev rows equal one another, which is no copy."""
+    outputs = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
+    said = _said(tmp_path, capsys, _draw(1000, 0, outputs), _draw(1000, 1, outputs))
+    assert "dev rows" not in said and "dev pairs" not in said
+
+
+def test_an_honest_split_of_a_rounded_model_is_not_warned_of(tmp_path, capsys):
+    """Probabilities of 3 decimals: many test rows equal a dev row by chance, and about as
+    many as dev rows equal one another."""
+    dev, test = (_draw(1000, seed) for seed in (0, 1))
+    said = _said(tmp_path, capsys, (dev[0].round(3), dev[1]), (test[0].round(3), test[1]))
+    assert "dev rows" not in said and "dev pairs" not in said
