@@ -47,10 +47,15 @@ def _check_probabilities(q: Tensor, name: str) -> None:
 
 
 def _check_mask(
-    mask: Tensor | None, shape: torch.Size, like: Tensor, *, left_aligned: bool = False
+    mask: Tensor | None,
+    shape: torch.Size,
+    like: Tensor,
+    *,
+    left_aligned: bool = False,
+    hint: str = "",
 ) -> Tensor:
     """``mask`` as bool: bool or integer 0/1, left-aligned if asked (one host read, none
-    for a bool mask that need not be left-aligned)."""
+    for a bool mask that need not be left-aligned); a layout error ends with ``hint``."""
     _check_tensors(**({} if mask is None else {"mask": mask}))
     if mask is None:
         return torch.ones(shape, dtype=torch.bool, device=like.device)
@@ -59,7 +64,7 @@ def _check_mask(
     linear_chain.check_mask_dtype(mask)
     if left_aligned or mask.dtype != torch.bool:  # else there is nothing to read
         not_binary, _, not_left_aligned = linear_chain.mask_flags(mask).tolist()
-        linear_chain.check_mask_flags(not_binary, False, left_aligned and not_left_aligned)
+        linear_chain.check_mask_flags(not_binary, False, left_aligned and not_left_aligned, hint)
     # On the probabilities' device, as the chain functions take it: a CPU mask beside
     # CUDA marginals had failed in torch at the first selection.
     return mask.to(device=like.device, dtype=torch.bool)
@@ -364,6 +369,27 @@ def _span_args(
     return _Spans(begin, inside, as_int("max_length", max_length, 1), last, unit)
 
 
+def _span_keywords(spans: _Spans, with_length: bool = True) -> str:
+    """The span arguments as a call passes them: ``begin=1, inside=2, max_length=3``."""
+    roles = spans._asdict()
+    if not with_length:
+        del roles["max_length"]
+    return ", ".join(f"{name}={value}" for name, value in roles.items() if value is not None)
+
+
+def _aligned_spans_hint(arguments: str, call: str) -> str:
+    """The fix of a span function's mask that is no prefix of each row (sub-word pieces
+    masked out): a span runs over words, so the chain's inputs are aligned by
+    :func:`~calib_metrics.models.left_align` (``arguments``) and every span function called
+    on that one batch (``call``); its queries are flat, with nothing to restore."""
+    return (
+        " (a [CLS], sub-word pieces or a row masked out? spans run over the kept tokens"
+        " moved to the front, in one aligned batch for the marginals and the gold tags:"
+        f" from calib_metrics.models import left_align; aligned = left_align({arguments});"
+        f" {call})"
+    )
+
+
 def _shift_left(x: Tensor, by: int) -> Tensor:
     """``x[:, t + by]`` at ``t``, 0 past the end."""
     pad = x.new_zeros((x.shape[0], by))
@@ -536,7 +562,9 @@ def span_indicators(
     check_not_meta(tags, "tags")
     tags = linear_chain.as_indices(tags, "tags")
     spans = _span_args(None, begin, inside, max_length, last, unit)
-    mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
+    call = f"span_indicators(aligned.tags, aligned.mask, {_span_keywords(spans)})"
+    hint = _aligned_spans_hint("emissions, tags, mask", call)
+    mask = _check_mask(mask, tags.shape, tags, left_aligned=True, hint=hint)
     _check_span_tags(tags, mask)
     return _span_indicators(tags, mask, spans)
 
@@ -584,7 +612,10 @@ def spans_inside(mask: Tensor, max_length: int) -> Tensor:
     if mask.dim() != 2:
         raise ValueError(f"mask must be a [B, T] tensor, got shape {tuple(mask.shape)}")
     max_length = as_int("max_length", max_length, 1)
-    return _spans_inside(_check_mask(mask, mask.shape, mask, left_aligned=True), max_length)
+    call = f"spans_inside(aligned.mask, {max_length})"
+    hint = _aligned_spans_hint("emissions, mask=mask", call)
+    mask = _check_mask(mask, mask.shape, mask, left_aligned=True, hint=hint)
+    return _spans_inside(mask, max_length)
 
 
 def _spans_inside(mask: Tensor, max_length: int) -> Tensor:
@@ -638,7 +669,14 @@ def span_queries(
         top_k = as_int("top_k", top_k, 1)
     tags = linear_chain.as_indices(tags, "tags").to(span_probs.device)
     spans = _span_args(None, begin, inside, max_length, last, unit)
-    mask = _check_mask(mask, tags.shape, tags, left_aligned=True)
+    roles = _span_keywords(spans, with_length=False) + f", top_k={top_k}" * (top_k is not None)
+    call = (  # span_probs read in the sub-word layout would span pieces: computed again
+        "span_probs = span_marginals(aligned.emissions, transitions, start, end, "
+        f"aligned.mask, {_span_keywords(spans)}); "
+        f"span_queries(span_probs, aligned.tags, aligned.mask, {roles})"
+    )
+    hint = _aligned_spans_hint("emissions, tags, mask", call)
+    mask = _check_mask(mask, tags.shape, tags, left_aligned=True, hint=hint)
     _check_span_tags(tags, mask)
     gold = _span_indicators(tags, mask, spans)
     inside_sentence = _spans_inside(mask, max_length)  # [B, T, L]

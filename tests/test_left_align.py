@@ -14,7 +14,8 @@ import torch
 from calib_metrics.models import LeftAligned, left_align
 from calib_metrics.models.feature_crf import FeatureCRF
 from calib_metrics.models.hmm import HMM
-from calib_metrics.models.linear_chain import posterior_marginals, sample
+from calib_metrics.models.linear_chain import posterior_marginals, sample, sequence_score
+from calib_metrics.queries import span_indicators, span_marginals, span_queries, spans_inside
 from calib_metrics.recalibration import ChainTemperature
 
 PAD = -100
@@ -178,13 +179,28 @@ def test_bad_input_is_refused_by_name(call, message) -> None:
 
 
 # The inference errors' hint, followed as written.
-_HINT = re.compile(r"aligned = calib_metrics\.models\.(left_align\([^)]*\)) moves the kept")
+_FIX = "from calib_metrics.models import left_align; aligned = "
 
 
-def _told_call(error: pytest.ExceptionInfo) -> str:
-    found = _HINT.search(str(error.value))
+def _told_code(error: pytest.ExceptionInfo) -> str:
+    """The code at the end of the error's hint, to paste: the helper's import first (the
+    hint had read 'aligned = calib_metrics.models.left_align(...)', a NameError after
+    'from calib_metrics.models import left_align')."""
+    found = re.search(r": (from [\w.]+ import \w+; aligned = .*)\)$", str(error.value))
     assert found, str(error.value)
     return found.group(1)
+
+
+def _run(code: str, names: dict) -> object:
+    """Run ``code`` as written in ``names`` (its import too): the value of its last
+    statement, when that is a call."""
+    *statements, last = code.split("; ")
+    exec("; ".join(statements), names)
+    try:
+        return eval(compile(last, "<hint>", "eval"), names)
+    except SyntaxError:
+        exec(last, names)
+        return None
 
 
 def test_chain_inference_errors_name_the_call_that_fixes_the_mask() -> None:
@@ -200,10 +216,11 @@ def test_chain_inference_errors_name_the_call_that_fixes_the_mask() -> None:
     ):
         with pytest.raises(ValueError, match=r"left-aligned|mask\[:, 0\]") as caught:
             infer(emissions, mask)
-        call = _told_call(caught)
-        assert call == "left_align(emissions, mask=mask)"
-        aligned = eval(call, {"left_align": left_align, "emissions": emissions, "mask": mask})
-        infer(aligned.emissions, aligned.mask)  # runs
+        code = _told_code(caught)
+        assert code == _FIX + "left_align(emissions, mask=mask)"
+        names = {"emissions": emissions, "mask": mask}
+        _run(code, names)  # imports the helper itself
+        infer(names["aligned"].emissions, names["aligned"].mask)  # runs
 
 
 def test_tagger_errors_name_the_call_on_their_own_inputs() -> None:
@@ -211,20 +228,131 @@ def test_tagger_errors_name_the_call_on_their_own_inputs() -> None:
     _, tags = _sub_word_batch()
     words = torch.randint(1, 9, (6, 7), generator=_gen())
     mask = tags != PAD
-    names = {"left_align": left_align, "words": words, "features": words[..., None]}
-    names |= {"tags": tags, "mask": mask}
+    names = {"words": words, "features": words[..., None], "tags": tags, "mask": mask}
     with pytest.raises(ValueError, match="mask") as caught:
         HMM(3, 9).fit(words, tags, mask)
-    aligned = eval(_told_call(caught), names)
-    assert _told_call(caught) == "left_align(words, tags, mask)"
+    assert _told_code(caught) == _FIX + "left_align(words, tags, mask)"
+    _run(_told_code(caught), names)
+    aligned = names["aligned"]
     hmm = HMM(3, 9).fit(aligned.emissions, aligned.tags, aligned.mask)
     with pytest.raises(ValueError, match="mask") as caught:
         hmm.marginals(words, mask)
-    assert _told_call(caught) == "left_align(words, mask=mask)"
+    assert _told_code(caught) == _FIX + "left_align(words, mask=mask)"
     with pytest.raises(ValueError, match="mask") as caught:
         FeatureCRF(3, 9).fit(words[..., None], tags, mask)
-    aligned = eval(_told_call(caught), names)
+    _run(_told_code(caught), names)
+    aligned = names["aligned"]
     FeatureCRF(3, 9).fit(aligned.emissions, aligned.tags, aligned.mask)
+
+
+def test_sequence_score_s_hint_moves_the_tags_and_scores_each_sentence() -> None:
+    """The hint had aligned the emissions alone (left_align(emissions, mask=mask)): the
+    tags, left in the sub-word layout, were scored against other tokens. Followed as
+    written, it scores each kept row's own tokens, row aligned.rows[i] at i."""
+    emissions, tags = _sub_word_batch()
+    tags = tags.masked_fill(tags == PAD, 1)  # every piece tagged, the mask picks the words
+    mask = torch.ones_like(tags, dtype=torch.bool)
+    mask[:, 0], mask[1, 2], mask[4, 3], mask[3] = False, False, False, False
+    potentials = _chain(emissions)
+    with pytest.raises(ValueError, match=r"mask\[:, 0\]") as caught:
+        sequence_score(*potentials, tags, mask)
+    assert "aligned.rows[i]" in str(caught.value)
+    names = dict(zip(("emissions", "transitions", "start", "end"), potentials))
+    names |= {"tags": tags, "mask": mask, "sequence_score": sequence_score}
+    scores = _run(_told_code(caught), names)
+    rows = names["aligned"].rows.tolist()
+    assert rows == [0, 1, 2, 4, 5]
+    for i, row in enumerate(rows):
+        own = sequence_score(emissions[row][mask[row]][None], *potentials[1:],
+                             tags[row][mask[row]][None])  # fmt: skip
+        torch.testing.assert_close(scores[i], own[0], rtol=0, atol=1e-12)
+
+
+def _span_names(emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> dict:
+    names = dict(zip(("emissions", "transitions", "start", "end"), _chain(emissions)))
+    functions = {"span_marginals": span_marginals, "span_queries": span_queries}
+    functions |= {"span_indicators": span_indicators, "spans_inside": spans_inside}
+    return names | functions | {"tags": tags, "mask": mask}
+
+
+def test_span_errors_name_the_aligned_batch_of_marginals_and_gold_spans() -> None:
+    """span_queries, span_indicators and spans_inside had said only "mask must be
+    left-aligned" of a mask of first sub-word pieces. Their hint aligns the chain's inputs
+    and takes the span probabilities from that batch (a span runs over words: those of the
+    sub-word layout cannot be moved); followed as written, it gives each sentence's own
+    queries, as if each were a batch of its own."""
+    emissions, tags = _sub_word_batch()
+    mask = tags != PAD
+    spans = {"begin": 1, "inside": 2}
+    probs = span_marginals(*_chain(emissions), begin=1, inside=2, max_length=3)
+    with pytest.raises(ValueError, match="left-aligned") as caught:
+        span_queries(probs, tags, mask, top_k=2, **spans)
+    q, y = _run(_told_code(caught), _span_names(emissions, tags, mask))
+    kept = [row for row in range(6) if bool(mask[row].any())]
+    own = [
+        span_queries(
+            span_marginals(*_chain(emissions[row][mask[row]][None]), max_length=3, **spans),
+            tags[row][mask[row]][None], top_k=2, **spans,
+        )
+        for row in kept
+    ]  # fmt: skip
+    torch.testing.assert_close(q, torch.cat([o[0] for o in own]), rtol=0, atol=1e-12)
+    assert torch.equal(y, torch.cat([o[1] for o in own]))
+    with pytest.raises(ValueError, match="left-aligned") as caught:
+        span_indicators(tags, mask, max_length=3, **spans)
+    names = _span_names(emissions, tags, mask)
+    gold = _run(_told_code(caught), names)
+    assert gold.shape == (5, 7, 3) and names["aligned"].rows.tolist() == kept
+    with pytest.raises(ValueError, match="left-aligned") as caught:
+        spans_inside(mask, 3)
+    inside = _run(_told_code(caught), _span_names(emissions, tags, mask))
+    assert inside[:, 0, 0].all() and inside.shape == (5, 7, 3)
+
+
+def test_nothing_moved_is_returned_as_given() -> None:
+    """A batch every row of which keeps a prefix had paid an argsort and two copies of the
+    emissions (several times a clone); it is the inputs themselves, read once."""
+    g = torch.Generator().manual_seed(1)
+    emissions, tags = torch.randn(4, 5, 3, generator=g), torch.randint(0, 3, (4, 5), generator=g)
+    tags[1, 3:] = PAD  # trailing padding: nothing moves either
+    aligned = left_align(emissions, tags)
+    assert aligned.emissions is emissions and aligned.tags is tags
+    assert torch.equal(aligned.mask, tags != PAD)
+    assert left_align(emissions).emissions is emissions
+    assert host_reads.count_reads(lambda: left_align(emissions, tags)) == 1
+    assert torch.equal(aligned.restore(aligned.tags, fill=PAD), tags)
+
+
+def test_no_time_steps_keep_no_row() -> None:
+    """T = 0 had raised an IndexError; no token is kept, so no row is, as for B = 0."""
+    for tags in (None, torch.zeros(2, 0, dtype=torch.long)):
+        aligned = left_align(torch.zeros(2, 0, 3), tags)
+        assert aligned.emissions.shape == (0, 0, 3) and aligned.rows.tolist() == []
+        assert aligned.restore(torch.zeros(0, 0)).shape == (2, 0)
+
+
+@pytest.mark.parametrize(
+    ("values", "fill"),
+    [
+        (torch.zeros(5, 7, dtype=torch.long), float("nan")),  # had been a RuntimeError
+        (torch.zeros(5, 7, dtype=torch.long), 2.7),  # had filled 2
+        (torch.zeros(5, 7, dtype=torch.uint8), -100),
+        (torch.zeros(5, 7, dtype=torch.bool), 2),
+        (torch.zeros(5, 7), "0"),
+    ],
+)
+def test_a_fill_the_values_cannot_hold_is_refused(values, fill) -> None:
+    emissions, tags = _sub_word_batch()
+    with pytest.raises(ValueError, match=r"^fill must"):
+        left_align(emissions, tags).restore(values, fill=fill)
+
+
+def test_per_sentence_results_are_told_to_map_back_by_rows() -> None:
+    emissions, tags = _sub_word_batch()
+    aligned = left_align(emissions, tags)
+    log_z = posterior_marginals(*_chain(aligned.emissions), aligned.mask).log_partition
+    with pytest.raises(ValueError, match=r"its i-th entry is row aligned\.rows\[i\]'s"):
+        aligned.restore(log_z)
 
 
 def _chain(emissions: torch.Tensor) -> tuple[torch.Tensor, ...]:

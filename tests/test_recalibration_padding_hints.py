@@ -10,6 +10,7 @@ import functools
 import itertools
 import re
 
+import host_reads
 import pytest
 import torch
 
@@ -221,6 +222,20 @@ def test_nll_is_told_to_call_nll_on_the_kept_rows() -> None:
     with pytest.raises(ValueError, match=re.escape("; nll(aligned.emissions, ")) as caught:
         fitted.nll(*potentials, tags)
     assert isinstance(_follow(str(caught.value), potentials, tags, fitted=fitted), float)
+
+
+def test_a_bool_mask_or_none_costs_no_read_of_its_values() -> None:
+    """fit and nll had read whether the mask holds integers other than 0 and 1 on every
+    call, of a bool mask (or none) too, which holds none: one host read more."""
+    potentials, tags = _sampled_chain()
+    fitted = ChainTemperature().fit(*potentials, tags)
+    ones = torch.ones_like(tags, dtype=torch.bool)
+
+    def reads(mask: torch.Tensor | None) -> int:
+        return host_reads.count_reads(lambda: fitted.nll(*potentials, tags, mask=mask))
+
+    reads(None)  # the first call's one-off set-up is not the mask's
+    assert reads(None) == reads(ones) == reads(ones.long()) - 1
 
 
 _MIXES = [

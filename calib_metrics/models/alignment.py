@@ -10,6 +10,8 @@ and drops the rows that keep none; :meth:`LeftAligned.restore` puts per-token re
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import NamedTuple
 
 import torch
@@ -49,7 +51,11 @@ class LeftAligned(NamedTuple):
         """Per-token ``values`` of the aligned batch, ``[B', T, *]`` (``dim``: where ``B'``
         lies, 1 for samples ``[S, B', T]``), at the original rows and positions: ``[B, T,
         *]``, in the dtype and on the device of ``values``. The tokens left out and the
-        rows dropped hold ``fill``. No host synchronisation.
+        rows dropped hold ``fill``, which that dtype must hold (a whole number in range
+        for integer values). No host synchronisation.
+
+        A result per sentence, ``[B']`` (a log normaliser, a sequence score), has no
+        tokens to restore: its ``i``-th entry is row ``rows[i]``'s.
 
         Example:
             >>> tags = torch.tensor([[-100, 2, -100, 1], [-100, -100, -100, -100]])
@@ -60,13 +66,17 @@ class LeftAligned(NamedTuple):
         if not isinstance(values, Tensor):
             raise ValueError(f"values must be a tensor, got {type(values).__name__}")
         if not 0 <= dim <= values.dim() - 2:
-            raise ValueError(f"dim must index B' of values [..., B', T, ...], got {dim}")
+            raise ValueError(
+                f"dim must index B' of values [..., B', T, ...], got {dim} for "
+                f"shape {tuple(values.shape)}{_PER_SENTENCE * (values.dim() < 2)}"
+            )
         ahead = values.movedim((dim, dim + 1), (0, 1))
         if tuple(ahead.shape[:2]) != tuple(self.mask.shape):
             raise ValueError(
                 f"values must be [B', T] = {tuple(self.mask.shape)} at dims {dim} and "
                 f"{dim + 1} (per aligned token), got shape {tuple(values.shape)}"
             )
+        _check_fill(fill, values.dtype)
         trailing = (1,) * (ahead.dim() - 2)
         kept = self.mask.to(values.device).reshape(*self.mask.shape, *trailing)
         positions = self.positions.to(values.device).reshape(*self.mask.shape, *trailing)
@@ -77,6 +87,26 @@ class LeftAligned(NamedTuple):
         restored = ahead.new_full((self.batch_size, *ahead.shape[1:]), fill)
         restored.index_copy_(0, self.rows.to(values.device), in_place)
         return restored.movedim((0, 1), (dim, dim + 1))
+
+
+_PER_SENTENCE = (
+    " (a result per sentence, [B'] such as a log normaliser or a score, has no tokens to"
+    " restore: its i-th entry is row aligned.rows[i]'s)"
+)
+
+
+def _check_fill(fill: object, dtype: torch.dtype) -> None:
+    """Refuse a ``fill`` that ``dtype`` cannot hold: NaN had failed inside torch for
+    integer values, and 2.7 had silently filled 2."""
+    if not isinstance(fill, numbers.Real):
+        raise ValueError(f"fill must be a number, got {type(fill).__name__}")
+    if dtype.is_floating_point or dtype.is_complex:
+        return
+    low, high = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
+    if not (math.isfinite(fill) and fill == int(fill) and low <= fill <= high):
+        raise ValueError(
+            f"fill must fit values of {dtype}: a whole number in [{low}, {high}], got {fill!r}"
+        )
 
 
 def left_align(
@@ -92,10 +122,14 @@ def left_align(
     (``[B, T]``, integer) is not ``ignore_index``: a [CLS] or sub-word pieces tagged -100,
     a row of padding alone. ``emissions`` is ``[B, T, *]``: a chain's potentials, or any
     per-token input (a tagger's words ``[B, T]``). Everything stays on the device of
-    ``emissions``, in its dtype (the tags in theirs).
+    ``emissions``, in its dtype (the tags in theirs). When nothing moves (every row keeps a
+    prefix of its tokens, its first one included), ``emissions`` and ``tags`` (on that
+    device) are returned as given, not copied; else they are indexed once. With ``T = 0``,
+    no row keeps a token (``B' = 0``).
 
-    Host synchronisations: one, which rows keep a token (the number of rows returned
-    depends on it); two with an integer mask, whose values (0 and 1) are read first.
+    Host synchronisations: one, how many rows keep a token (the number of rows returned
+    depends on it) and whether any token moves; two with an integer mask, whose values (0
+    and 1) are read first.
 
     Example:
         >>> from calib_metrics.models import left_align
@@ -112,16 +146,23 @@ def left_align(
         torch.Size([3, 4, 3])
     """
     keep, tags = _kept(emissions, tags, mask, ignore_index)
-    positions = (~keep).to(torch.uint8).argsort(dim=1, stable=True)  # kept first, in order
-    aligned = keep.gather(1, positions)
-    rows = aligned[:, 0].nonzero().squeeze(1)  # the host synchronisation: B' is data
-    positions, aligned = positions[rows], aligned[rows]
-    trailing = (1,) * (emissions.dim() - 2)
-    moved = emissions[rows].gather(
-        1, positions.reshape(*positions.shape, *trailing).expand(-1, -1, *emissions.shape[2:])
+    batch, length = keep.shape
+    hole = (keep[:, 1:] & ~keep[:, :-1]).any()  # a token kept after one left out
+    # The host synchronisation: B' is data.
+    kept_rows, moves = torch.stack([keep.any(1).sum(), hole.long()]).tolist()
+    if kept_rows == batch and not moves:  # every row a prefix, its first token kept
+        rows = torch.arange(batch, device=keep.device)
+        positions = torch.arange(length, device=keep.device).expand(batch, length)
+        return LeftAligned(emissions, tags, keep, rows, positions, batch)
+    # The rows that keep a token, in order: a stable sort, whose length is known.
+    rows = (~keep.any(1)).to(torch.uint8).argsort(stable=True)[:kept_rows]
+    kept = keep[rows]
+    positions = (~kept).to(torch.uint8).argsort(dim=1, stable=True)  # kept first, in order
+    moved = rows[:, None], positions
+    moved_tags = None if tags is None else tags[moved]
+    return LeftAligned(
+        emissions[moved], moved_tags, kept.gather(1, positions), rows, positions, batch
     )
-    moved_tags = None if tags is None else tags[rows].gather(1, positions)
-    return LeftAligned(moved, moved_tags, aligned, rows, positions, emissions.shape[0])
 
 
 def _kept(

@@ -147,8 +147,10 @@ def _check_inputs(
     start: Tensor,
     end: Tensor,
     mask: Tensor | None,
+    hint: str | None = None,
 ) -> Tensor:
-    """Validate shapes, values and the mask; return the mask as bool ``[B, T]``.
+    """Validate shapes, values and the mask; return the mask as bool ``[B, T]``. A layout
+    error ends with ``hint`` (default: :func:`left_align_hint` of the emissions and mask).
 
     The value checks (NaN / +inf scores, the mask's first column and left alignment) are
     reduced on the device and read back once: one host synchronisation per call.
@@ -167,7 +169,7 @@ def _check_inputs(
     *flags, bad_emission, bad_other = _value_flags(
         emissions, transitions, start, end, mask
     ).tolist()
-    check_mask_flags(*flags, hint=left_align_hint())
+    check_mask_flags(*flags, hint=left_align_hint() if hint is None else hint)
     mask = mask.bool()
     if bad_emission or bad_other:
         where = "emissions (inside the mask)" if bad_emission else "transitions, start or end"
@@ -272,20 +274,32 @@ def as_indices(values: Tensor, name: str) -> Tensor:
     return values.long()
 
 
-def left_align_hint(arguments: str = "emissions, mask=mask") -> str:
+def left_align_hint(arguments: str = "emissions, mask=mask", call: str | None = None) -> str:
     """The fix of a mask that is no prefix of each row: the call of
-    :func:`calib_metrics.models.left_align` on a chain's inputs, named by ``arguments``.
+    :func:`calib_metrics.models.left_align` on a chain's inputs, named by ``arguments``,
+    written to be pasted as it reads (the helper imported by name). ``call``: the caller's
+    own call on the aligned batch, whose result is per sentence (``[B']``, in the order of
+    ``aligned.rows``); else the hint says to call again and restore per-token results.
 
     Example:
         >>> print(left_align_hint("words, tags, mask"))
-         (a [CLS], sub-word pieces or a row masked out? aligned =
-         calib_metrics.models.left_align(words, tags, mask) moves the kept tokens to the
-         front; aligned.restore(...) puts results back)
+         (a [CLS], sub-word pieces or a row masked out? call again on the kept tokens moved
+         to the front (aligned.emissions, aligned.tags, aligned.mask); aligned.restore(...)
+         puts per-token results back: from calib_metrics.models import left_align; aligned =
+         left_align(words, tags, mask))
     """
+    fix = f"from calib_metrics.models import left_align; aligned = left_align({arguments})"
+    if call is not None:
+        return (
+            " (a [CLS], sub-word pieces or a row masked out? call on the kept tokens moved to"
+            " the front, tags too; its result i is row aligned.rows[i]'s (one per sentence:"
+            f" no aligned.restore): {fix}; {call})"
+        )
+    inputs = "aligned.emissions, aligned.tags" if "tags" in arguments else "aligned.emissions"
     return (
-        " (a [CLS], sub-word pieces or a row masked out? aligned = calib_metrics.models."
-        f"left_align({arguments}) moves the kept tokens to the front; aligned.restore(...)"
-        " puts results back)"
+        " (a [CLS], sub-word pieces or a row masked out? call again on the kept tokens moved"
+        f" to the front ({inputs}, aligned.mask); aligned.restore(...) puts per-token"
+        f" results back: {fix})"
     )
 
 
@@ -1400,7 +1414,9 @@ def sequence_score(
     """
     _entry_checks("sequence_score", validate_args, emissions, transitions, start, end, tags, mask)
     if validate_args:
-        mask = _check_inputs(emissions, transitions, start, end, mask)
+        # The tags move with the emissions: aligned alone, they would score other tokens.
+        hint = left_align_hint("emissions, tags, mask", _ALIGNED_SCORE)
+        mask = _check_inputs(emissions, transitions, start, end, mask, hint)
         tags = _check_tags(tags, mask, emissions.shape[2])
     elif mask is None:
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
@@ -1416,6 +1432,11 @@ def sequence_score(
         score = score + steps.masked_fill(~mask[:, 1:], 0).sum(1)
     last_tag = tags.gather(1, (mask.sum(1) - 1)[:, None]).squeeze(1)
     return score + end[last_tag]
+
+
+_ALIGNED_SCORE = (
+    "sequence_score(aligned.emissions, transitions, start, end, aligned.tags, aligned.mask)"
+)
 
 
 def _check_tags(tags: Tensor, mask: Tensor, num_tags: int) -> Tensor:

@@ -84,7 +84,9 @@ def _check_potentials(emissions, transitions, start, end, mask, binary: bool = F
             f"mask must be [B, T] = {tuple(emissions.shape[:2])}, got {tuple(mask.shape)}"
         )
     linear_chain.check_mask_dtype(mask)
-    if binary:  # its layout is checked with the tags, whose padding the fix names
+    # Its layout is checked with the tags, whose padding the fix names; a bool mask (or
+    # none) has no values to read.
+    if binary and mask.dtype != torch.bool:
         linear_chain.check_mask_flags(bool(linear_chain.mask_not_binary(mask)), False, False)
     mask = mask.to(device=emissions.device, dtype=torch.bool)
     # Padded emissions are never read (linear_chain checks them inside the mask only).
