@@ -360,8 +360,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sources = _group_sources(args, a, b)
     summary = {
         "n": a.target.numel(),
-        # The pairs the bins count (⌈√N⌉ of them): C per item one-vs-rest.
-        "pairs": a.probs.numel() if args.mode == "one_vs_rest" else a.target.numel(),
+        # The pairs scored: C per item one-vs-rest and classwise (as evaluate's n counts).
+        "pairs": a.target.numel() if args.mode == "top_label" else a.probs.numel(),
         "id_columns": None if ids is None else list(ids),  # a's and b's; None: by position
         "resampled": comparison_units(a.probs, a.target, args.mode, a.groups),
         "groups": None if a.groups is None else int(a.groups.unique().numel()),

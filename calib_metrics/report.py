@@ -870,13 +870,19 @@ def pairs_note(summary: Mapping[str, Any]) -> str:
     pairs its bins count (C per item, one-vs-rest), else nothing: a page of 600 items had
     shown bins of 2,400 pairs, and its ⌈√N⌉ could not be told from the items'.
 
+    Classwise, each class's N items are binned apart, and N is what ⌈√N⌉ counts.
+
     Example:
         >>> pairs_note({"n": 600, "pairs": 2400}), pairs_note({"n": 600, "pairs": 600})
         (' (2400 one-vs-rest pairs, the N of ⌈√N⌉)', '')
+        >>> pairs_note({"n": 600, "pairs": 2400, "mode": "classwise"})
+        " (2400 one-vs-rest pairs, each class's 600 binned apart)"
     """
     pairs = summary.get("pairs")
     if pairs is None or pairs == summary["n"]:
         return ""
+    if summary.get("mode") == "classwise":  # each class's N items are binned apart
+        return f" ({counted(pairs, 'one-vs-rest pair')}, each class's {summary['n']} binned apart)"
     return f" ({counted(pairs, 'one-vs-rest pair')}, the N of ⌈√N⌉)"
 
 

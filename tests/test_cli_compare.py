@@ -205,6 +205,8 @@ def test_mode_compares_multiclass_files(tmp_path, capsys, mode) -> None:
         sharp, probs, target, mode=mode, n_samples=200, generator=torch.Generator().manual_seed(0)
     )
     assert summary["mode"] == mode
+    # The pairs scored, as evaluate's n counts them: classwise had said 800, its items.
+    assert summary["pairs"] == (800 if mode == "top_label" else 800 * 3)
     # An item's one-vs-rest pairs are resampled together, and so is its pair in every
     # class's set (one weight an item for all classes); a top-label item is one pair.
     units = "pairs" if mode == "top_label" else "items"
@@ -217,6 +219,13 @@ def test_mode_compares_multiclass_files(tmp_path, capsys, mode) -> None:
     assert main([str(a) for a in [*argv[:-1], "--samples", "200", "--html", page]]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert f"paired bootstrap over {units} (200 draws" in header
+    # Classwise, each class's 800 items are what its ⌈√N⌉ bins count, not the 2400 pairs.
+    pairs_note = {
+        "one_vs_rest": " (2400 one-vs-rest pairs, the N of ⌈√N⌉)",
+        "top_label": "",
+        "classwise": " (2400 one-vs-rest pairs, each class's 800 binned apart)",
+    }
+    assert header.startswith(f"N = 800 items{pairs_note[mode]}, ")
     assert f"paired bootstrap over {units}, 200 draws" in page.read_text(encoding="utf-8")
 
 
