@@ -43,11 +43,12 @@ if TYPE_CHECKING:
 
 # Nothing may be fetched: no scripts, fonts, images or styles from anywhere.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-# How each interval is drawn, after the name the figures give it (plot.interval_label).
+# How each interval is drawn, after the name the figures give it (plot.interval_label); a
+# bootstrap's is recentred or not by the estimate (_interval_how).
 INTERVAL_KINDS = {
     "paper": "normal draws per bin",
-    "pairs": "recentred bootstrap over pairs",
-    "groups": "recentred bootstrap over groups",
+    "pairs": "bootstrap over pairs",
+    "groups": "bootstrap over groups",
 }
 EVALUATE_KEYS = (
     "file", "n", "binning", "bin_size", "norm", "debias", "interval", "confidence", "method",
@@ -658,11 +659,32 @@ def _interval_kind(summary: Mapping[str, Any], drawn: bool) -> str:
     # pairs" here and "debiased pair bootstrap" on its diagram.
     interval = summary["interval"]
     named = interval_label(summary["confidence"], interval, bool(summary["debias"]))
-    how = INTERVAL_KINDS.get(interval, interval)
+    how = _interval_how(summary)
     form = f", {summary['method']} form" if summary["method"] else ""
     if not drawn:
         return f"{named} ({how}{form}); none drawn (fewer than {MIN_UNITS} {_units(summary)})"
     return f"{named} ({how}{form}, {summary['samples']} draws)"
+
+
+def _interval_how(summary: Mapping[str, Any]) -> str:
+    """How ``summary``'s interval is drawn: a bootstrap is recentred on the debiased l2
+    estimate only (README, "Trustworthy intervals"); the page had called a plug-in's
+    (``--no-debias``, ``l1``, ``max``) recentred too, against its own note.
+
+    Example:
+        >>> s = {"interval": "pairs", "debias": True, "norm": "l2"}
+        >>> _interval_how(s), _interval_how(s | {"debias": False, "norm": "max"})
+        ('recentred bootstrap over pairs', 'bootstrap over pairs of the plug-in, not recentred')
+        >>> _interval_how(s | {"interval": "paper"})
+        'normal draws per bin'
+    """
+    interval = summary["interval"]
+    how = INTERVAL_KINDS.get(interval, interval)
+    if interval == "paper":
+        return how
+    if summary["debias"] and summary.get("norm", "l2") == "l2":
+        return f"recentred {how}"
+    return f"{how} of the plug-in, not recentred"
 
 
 def _diagram(

@@ -153,6 +153,28 @@ def test_evaluate_page_has_summary_figures_labels_bins_settings(tmp_path, tagged
     assert_self_contained(page)
 
 
+@pytest.mark.parametrize(
+    ("options", "how"),
+    [
+        ((), "recentred bootstrap over pairs, normal form"),
+        (("--no-debias",), "bootstrap over pairs of the plug-in, not recentred, normal form"),
+        (("--norm", "l1"), "bootstrap over pairs of the plug-in, not recentred, normal form"),
+        (
+            ("--norm", "max", "--method", "percentile"),
+            "bootstrap over pairs of the plug-in, not recentred, percentile form",
+        ),
+    ],
+)
+def test_interval_kind_is_recentred_for_the_debiased_estimate_only(
+    tmp_path, tagged, capsys, options, how
+):
+    """Recentring is the debiased l2 estimate's (README, "Trustworthy intervals"): the page
+    had called a plug-in's percentile interval "recentred bootstrap over pairs" too."""
+    out = tmp_path / "report.html"
+    evaluate_json(capsys, tagged, out, *options)
+    assert f"({how}, 200 draws)" in Page(out.read_text(encoding="utf-8")).value("interval_kind")
+
+
 def test_compare_bins_keep_each_heading_with_its_table(tmp_path, tagged, capsys):
     # The side-by-side box laid out the headings and tables as four items: model b's
     # heading sat beside a's table and b's table wrapped below it with no heading.
