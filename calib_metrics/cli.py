@@ -253,7 +253,8 @@ def check_plot_smooth(args: argparse.Namespace) -> None:
 def output_path(text: str, kind: str = "file") -> Path:
     """An output file option (``--html``, ``--plot``, ``--out``): a path, not an empty one,
     which ``Path`` would read as the current folder (``--html ""`` had been refused as
-    "--html .: is a folder").
+    "--html .: is a folder"), nor ``-``, which is no stream here (``--html -`` had written
+    a file named ``-``).
 
     Example:
         >>> output_path("")
@@ -264,9 +265,16 @@ def output_path(text: str, kind: str = "file") -> Path:
         Traceback (most recent call last):
         ...
         argparse.ArgumentTypeError: 'diagram.png/' names a folder: give a file name
+        >>> output_path("-")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: '-' is not stdout here: give a file name, or --json for stdout
     """
     if not text:
         raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a {kind} name")
+    if text == "-":  # no option writes to a stream by '-': it had made a file named '-'
+        hint = ", or --json for stdout" if kind == "file" else ""
+        raise argparse.ArgumentTypeError(f"'-' is not stdout here: give a {kind} name{hint}")
     last = text.replace(os.sep, "/").rsplit("/", 1)[-1]
     if kind == "file" and last in ("", ".", ".."):
         # Path() drops a trailing slash or "/.": "--plot x.png/" had written the file x.png.
@@ -727,7 +735,12 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
 def evaluate(args: argparse.Namespace) -> dict:
     """``calib-metrics evaluate``: read, compute, plot if asked, print; the summary."""
     from calib_metrics import cli_report
-    from calib_metrics.predictions import check_output_paths, text_report_stream, to_jsonable
+    from calib_metrics.predictions import (
+        all_or_none,
+        check_output_paths,
+        text_report_stream,
+        to_jsonable,
+    )
     from calib_metrics.report import interval_note
 
     _settle_options(args)
@@ -770,13 +783,14 @@ def evaluate(args: argparse.Namespace) -> dict:
     # One smooth curve for --plot and the page (its band's draws are the run's longest).
     smooth = None if panels is not None else smooth_curve_for_plot(args, probs, target, groups,
                                                                    args.mode)  # fmt: skip
-    if args.plot:
-        _plot(args, result, panels, smooth)
-        summary["plot"] = str(args.plot)
-    if args.html:
-        summary["html"] = cli_report.write_evaluate(
-            args, summary, result, brier, per_label, panels, smooth
-        )
+    with all_or_none():  # a failure writing the page keeps the old figure beside the old page
+        if args.plot:
+            _plot(args, result, panels, smooth)
+            summary["plot"] = str(args.plot)
+        if args.html:
+            summary["html"] = cli_report.write_evaluate(
+                args, summary, result, brier, per_label, panels, smooth
+            )
     if args.json:
         print(json.dumps(to_jsonable(summary), indent=2))
     else:

@@ -309,7 +309,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from calib_metrics.functional.comparison import comparison_units, paired_comparison
     from calib_metrics.functional.comparison_by_label import SMALL_LABEL_UNITS
     from calib_metrics.functional.intervals import MIN_UNITS
-    from calib_metrics.predictions import check_output_paths, text_report_stream
+    from calib_metrics.predictions import all_or_none, check_output_paths, text_report_stream
     from calib_metrics.report import (
         better_model,
         difference_note,
@@ -412,12 +412,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.mode == "classwise" and (args.plot or args.html):
         panels, summary["plot_classes"] = _class_panels(args, a, b, paired, summary)
     smooth = None if panels is not None else _smooth_curves(args, a, b)
-    if args.plot:  # first: the page carries what writing it says (a format's warning)
-        summary["plot"] = _plot(args, result, a, b, panels, smooth)
-    if args.html:
-        summary["html"] = cli_report.write_compare(
-            args, summary, result, measures, per_label, panels, smooth
-        )
+    with all_or_none():  # a failure writing the page keeps the old figure beside the old page
+        if args.plot:  # first: the page carries what writing it says (a format's warning)
+            summary["plot"] = _plot(args, result, a, b, panels, smooth)
+        if args.html:
+            summary["html"] = cli_report.write_compare(
+                args, summary, result, measures, per_label, panels, smooth
+            )
     with text_report_stream(outputs):
         _print(summary, args)
     return summary

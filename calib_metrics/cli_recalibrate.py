@@ -279,6 +279,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from calib_metrics.cli import announce_long_run, check_draw_options
     from calib_metrics.predictions import (
+        all_or_none,
         check_csv_path,
         check_output_paths,
         read_table,
@@ -331,12 +332,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         summary["temperature"] = float(recalibrator.temperature)
     # Read before the writing: a failure reading the test file is not --out's.
     ids = _group_ids(args.test, args.groups, test.kept)
-    with writing_output(out, "--out") as target:
-        _write_probs(target, before, after, test, args.ignore_index, ids)
-    summary["out"] = str(out)
-    summary["settings"] = _settings(args, dev, test)
-    if args.plot:
-        summary["plot"] = str(_plot(args.plot, summary))
+    with all_or_none():  # a failure writing the figure keeps the old --out beside the old figure
+        with writing_output(out, "--out") as target:
+            _write_probs(target, before, after, test, args.ignore_index, ids)
+        summary["out"] = str(out)
+        summary["settings"] = _settings(args, dev, test)
+        if args.plot:
+            summary["plot"] = str(_plot(args.plot, summary))
     with text_report_stream(outputs):
         _print(summary, args)
     return summary

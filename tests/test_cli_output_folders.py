@@ -62,6 +62,30 @@ def test_an_output_file_ending_in_a_slash_is_refused(capsys, argv) -> None:
     assert f"argument {option}: '{given}' names a folder: give a file name" in line
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "p.csv", "--html", "-"],
+        ["evaluate", "p.csv", "--plot", "-"],
+        ["compare", "p.csv", "--probs-b", "q", "--html", "-"],
+        ["compare", "p.csv", "--probs-b", "q", "--plot", "-"],
+        ["recalibrate", "d.csv", "t.csv", "--out", "-"],
+        ["recalibrate", "d.csv", "t.csv", "--plot", "-"],
+        ["demo", "--quick", "--out", "-"],
+        ["demo", "--quick", "--img", "-"],
+    ],
+)
+def test_a_dash_for_an_output_is_refused_not_made_a_file(tmp_path, capsys, monkeypatch, argv):
+    # "--html -" had written a file named "-" in the current folder.
+    monkeypatch.chdir(tmp_path)
+    option = argv[-2]
+    line = one_line_error(capsys, *argv)
+    kind = "folder" if argv[0] == "demo" else "file"
+    assert f"argument {option}: '-' is not stdout here: give a {kind} name" in line
+    assert ("--json for stdout" in line) == (kind == "file")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("option", ["--out", "--img"])
 def test_an_empty_demo_folder_is_reported_as_given(tmp_path, capsys, monkeypatch, option):
     # Path("") is the current folder: demo --out "" had written its results there.

@@ -264,3 +264,56 @@ def test_a_run_stopped_while_the_page_is_drawn_leaves_nothing(tmp_path: Path, go
             run.wait(timeout=60)
         run.stderr.close()
     assert os.listdir(out) == []
+
+
+def _fails_on(monkeypatch, method: str) -> None:
+    """Make ``Path.<method>`` (the page's write_text, a figure's write_bytes) fail as a
+    file over its size limit does (``ulimit -f``)."""
+
+    def too_large(*_, **__):
+        raise OSError(27, "File too large")
+
+    monkeypatch.setattr(Path, method, too_large)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_a_page_that_fails_to_be_written_keeps_the_old_figure_too(
+    tmp_path: Path, good: Path, capsys, monkeypatch, command
+) -> None:
+    """The new figure had been moved over the old one before the page failed: exit 2 with
+    the new figure beside the old page."""
+    plot, page = tmp_path / "r.png", tmp_path / "r.html"
+    plot.write_text("OLD FIGURE")
+    page.write_text("OLD PAGE")
+    _fails_on(monkeypatch, "write_text")
+    models = [good, good] if command == "compare" else [good]
+    argv = [command, *models, "--samples", "20", "--plot", plot, "--html", page]
+    assert "--html" in one_line_error(capsys, *argv)
+    assert (plot.read_text(), page.read_text()) == ("OLD FIGURE", "OLD PAGE")
+    assert sorted(os.listdir(tmp_path)) == ["good.csv", "r.html", "r.png"]
+
+
+def test_a_figure_that_fails_to_be_written_keeps_the_old_recalibrated_file(
+    tmp_path: Path, good: Path, capsys, monkeypatch
+) -> None:
+    out, plot = tmp_path / "o.csv", tmp_path / "o.png"
+    out.write_text("OLD OUT")
+    plot.write_text("OLD FIGURE")
+    _fails_on(monkeypatch, "write_bytes")
+    argv = ["recalibrate", good, good, "--samples", "20", "--out", out, "--plot", plot]
+    assert "--plot" in one_line_error(capsys, *argv)
+    assert (out.read_text(), plot.read_text()) == ("OLD OUT", "OLD FIGURE")
+    assert sorted(os.listdir(tmp_path)) == ["good.csv", "o.csv", "o.png"]
+
+
+def test_outputs_written_together_replace_theirs_once_all_are_written(tmp_path: Path) -> None:
+    from calib_metrics.predictions import all_or_none
+
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    with all_or_none():
+        for path in (first, second):
+            with writing_output(path, "--out") as target:
+                target.write_text(path.name)
+        assert not first.exists() and not second.exists()
+    assert (first.read_text(), second.read_text()) == ("a.csv", "b.csv")
+    assert sorted(os.listdir(tmp_path)) == ["a.csv", "b.csv"]

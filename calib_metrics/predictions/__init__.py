@@ -35,6 +35,7 @@ from calib_metrics.predictions._columns import (
 from calib_metrics.predictions._files import FORMATS
 from calib_metrics.predictions._files import _load as _load  # the tests read files with it
 from calib_metrics.predictions._output import (
+    all_or_none,
     check_csv_path,
     check_figure_path,
     check_output_path,
@@ -77,6 +78,7 @@ __all__ = [
     "Predictions",
     "SharedName",
     "Wanted",
+    "all_or_none",
     "as_multiclass",
     "check_csv_path",
     "check_figure_path",

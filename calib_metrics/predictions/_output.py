@@ -1,13 +1,14 @@
 """The command line's output edge: output paths and folders refused before any work
 (a folder, a missing or read-only place, an input file, two options naming one file, a
 figure suffix matplotlib does not write or cannot write on this machine, a CSV file
-named as another format), an output that fails while it is written named as those are, and results
-turned into JSON values.
+named as another format), an output that fails while it is written named as those are, a
+run's outputs put in place all or none, and results turned into JSON values.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import io
 import math
 import os
@@ -18,7 +19,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -131,8 +132,9 @@ def writing_output(path: Path, option: str) -> Iterator[Path]:
 
     A file at ``path`` is kept whole until the new one is: the block writes a new file
     beside it (hidden, ending in ``.tmp``, so that no glob of the target's suffix sees it
-    half written), moved over it once written (removed if the writing fails); a symlink
-    is written through to its target. A device or a pipe, which cannot be replaced, is
+    half written), moved over it once written (removed if the writing fails), or, inside
+    :func:`all_or_none`, when every output of the run is; a symlink is written through
+    to its target. A device or a pipe, which cannot be replaced, is
     written in place, as is a file in a folder where no new file can be made. The
     standard output (``/dev/stdout``, or the file it is redirected to) is written through
     the process's own stream, appended where the shell appends.
@@ -149,16 +151,77 @@ def writing_output(path: Path, option: str) -> Iterator[Path]:
         return
     target, existed = _landing(path)
     beside = _file_beside(target, existed)
+    staged = _STAGED.get()
     try:
         with output_failures(path, option):
             yield path if beside is None else beside
-            if beside is not None:
+            if beside is not None and staged is not None:
+                staged.append(_Staged(beside, target, path, option))
+            elif beside is not None:
                 os.replace(beside, target)
-                beside = None
+            beside = None
     finally:
         if beside is not None:
             with contextlib.suppress(OSError):
                 beside.unlink()
+
+
+class _Staged(NamedTuple):
+    """An output written beside its ``target``, to be moved over it (:func:`all_or_none`)."""
+
+    beside: Path
+    target: Path
+    path: Path
+    option: str
+
+
+_STAGED: contextvars.ContextVar[list[_Staged] | None] = contextvars.ContextVar(
+    "staged_outputs", default=None
+)
+
+
+@contextlib.contextmanager
+def all_or_none() -> Iterator[None]:
+    """The files :func:`writing_output` writes inside this block replace their targets
+    together once the block ends; if it fails, none does (each new file is removed), and
+    every file already there stays as it was. A run that failed writing its page had left
+    its new figure beside the old page. (Where a move itself fails, the outputs before it
+    are already in place; a move within a folder fails only where its writing did not.)
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> with all_or_none():
+        ...     with writing_output(folder / "a.csv", "--out") as target:
+        ...         _ = target.write_text("a")
+        ...     (folder / "a.csv").exists()
+        False
+        >>> (folder / "a.csv").read_text()
+        'a'
+    """
+    staged: list[_Staged] = []
+    token = _STAGED.set(staged)
+    try:
+        yield
+    except BaseException:
+        _remove_beside(staged)
+        raise
+    finally:
+        _STAGED.reset(token)
+    for moved, output in enumerate(staged):
+        try:
+            with output_failures(output.path, output.option):
+                os.replace(output.beside, output.target)
+        except BaseException:
+            _remove_beside(staged[moved:])
+            raise
+
+
+def _remove_beside(staged: Sequence[_Staged]) -> None:
+    """Remove the new files of ``staged`` outputs not moved into place."""
+    for output in staged:
+        with contextlib.suppress(OSError):
+            output.beside.unlink()
 
 
 @contextlib.contextmanager
