@@ -477,8 +477,24 @@ WEIGHTS_PER_SECOND = 10**7
 #: take a while: each label's interval costs about 14 µs a draw on a CPU core however
 #: few its pairs, so 1,000 labels at the default 10,000 draws took two silent minutes.
 LONG_RUN_LABEL_DRAWS = 5 * 10**6
-#: Seconds a CPU core takes for one label's interval draw (about 14 µs, as above).
+#: Seconds a CPU core takes for one label's interval draw beyond its weights (about 14 µs,
+#: as above).
 LABEL_DRAW_SECONDS = 14e-6
+
+
+def announce_label_draws(units: Sequence[int], n_samples: int, unit: str) -> None:
+    """Say on stderr, at once, that ``evaluate --label``'s intervals will take a while:
+    ``n_samples`` draws for each label, of its ``units`` (pairs, or groups), each draw
+    costing its fixed :data:`LABEL_DRAW_SECONDS` and its units' weights, counted as
+    :func:`announce_long_run` counts them. The fixed cost alone had been counted: 5 labels
+    of 200,000 pairs ran minutes (3 ms a label's draw) without a word."""
+    draws, weights = len(units) * n_samples, sum(units) * n_samples
+    if draws >= LONG_RUN_LABEL_DRAWS or weights >= LONG_RUN_WEIGHTS:
+        say_long_run(
+            f"drawing {n_samples:,} interval draws for each of {len(units)} labels "
+            f"({sum(units):,} {unit} in all)",
+            draws * LABEL_DRAW_SECONDS + weights / WEIGHTS_PER_SECOND,
+        )
 
 
 def say_long_run(what: str, seconds: float) -> None:

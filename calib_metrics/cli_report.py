@@ -200,14 +200,11 @@ def evaluate_per_label(
     if per_label is None:
         return None
     counts = _group_counts(args, {k: g for k, (_, _, g) in per_label.items()})
-    from calib_metrics.cli import LABEL_DRAW_SECONDS, LONG_RUN_LABEL_DRAWS, say_long_run
+    from calib_metrics.cli import announce_label_draws
 
-    draws = len(per_label) * args.samples
-    if draws >= LONG_RUN_LABEL_DRAWS:
-        say_long_run(
-            f"drawing {args.samples:,} interval draws for each of {len(per_label)} labels",
-            draws * LABEL_DRAW_SECONDS,
-        )
+    # Each label's units, as its interval resamples them: its groups, else its pairs.
+    units = list(counts.values()) if counts else [y.shape[0] for _, y, _ in per_label.values()]
+    announce_label_draws(units, args.samples, "groups" if counts else "pairs")
     generator = torch.Generator().manual_seed(args.seed)
     options = estimator_options(args)
     with warnings.catch_warnings():  # few pairs per label: few bins is expected here

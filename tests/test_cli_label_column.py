@@ -141,6 +141,41 @@ def test_many_labels_announce_their_intervals_before_drawing(tmp_path, capsys, m
     assert "drawing 20 interval draws for each of 2 labels" in "".join(seen[:2])
 
 
+def test_large_labels_announce_their_intervals_by_their_pairs(tmp_path, capsys, monkeypatch):
+    """Each label's draw had been counted at 14 µs however many its pairs: 5 labels of
+    200,000 pairs (3 ms a draw) ran minutes without a notice. Its pairs' weights count
+    now, as the whole file's do."""
+    from calib_metrics import cli
+
+    said = []
+    monkeypatch.setattr(cli, "say_long_run", lambda what, seconds: said.append((what, seconds)))
+    monkeypatch.setattr(cli, "LONG_RUN_WEIGHTS", len(TAGS) * 20)  # 200 pairs × 20 draws
+    path = _write(tmp_path / "a.csv", TAGS)
+    assert _run(capsys, "evaluate", path, "--label", "tag", "--samples", "20")[0] == 0
+    labels = [(what, s) for what, s in said if "labels" in what]
+    assert labels == [
+        (
+            "drawing 20 interval draws for each of 2 labels (200 pairs in all)",
+            pytest.approx(2 * 20 * cli.LABEL_DRAW_SECONDS + 200 * 20 / cli.WEIGHTS_PER_SECOND),
+        )
+    ]
+
+
+def test_label_draws_are_timed_by_their_groups_weights(monkeypatch) -> None:
+    from calib_metrics import cli
+
+    said = []
+    monkeypatch.setattr(cli, "say_long_run", lambda what, seconds: said.append((what, seconds)))
+    cli.announce_label_draws([49_000] * 5, 10_000, "groups")  # the probe's 5 labels
+    ((what, seconds),) = said
+    assert what == "drawing 10,000 interval draws for each of 5 labels (245,000 groups in all)"
+    # 2.45·10⁹ weights at 10⁷ a second, and 14 µs for each of 50,000 label-draws.
+    assert seconds == pytest.approx(245 + 0.7)
+    said.clear()
+    cli.announce_label_draws([100] * 5, 10_000, "pairs")  # 5·10⁶ weights, 5·10⁴ draws: brief
+    assert said == []
+
+
 def _padded_npz(path: Path, tag_length: int) -> Path:
     """200 pairs, every 10th label padding (-100), and a tag column of ``tag_length``."""
     import numpy as np
