@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -302,9 +303,21 @@ def compare_per_label(args: argparse.Namespace, a, b, text: list[str] | None):
     for warning in caught:
         prefix, _, text = str(warning.message).partition(": ")
         if prefix == "compare_calibration_by_label":
-            text = text.replace("n_samples=", "--samples ").replace("min_units=", "--min-units ")
-            warnings.warn(text, UserWarning, stacklevel=2)
+            warnings.warn(_in_option_words(text), UserWarning, stacklevel=2)
     return [str(n) for n in names], result
+
+
+def _in_option_words(text: str) -> str:
+    """A library warning's keywords as this command's options, its draw counts written as
+    the options' refusals write them.
+
+    Example:
+        >>> _in_option_words("at alpha=1e-07: even n_samples=10000000 ...; use alpha=4e-07")
+        'at --alpha 1e-07: even --samples 10,000,000 ...; use --alpha 4e-07'
+    """
+    text = re.sub(r"\bn_samples=(\d+)", lambda m: f"--samples {int(m[1]):,}", text)
+    text = re.sub(r"\balpha=", "--alpha ", text).replace("this alpha", "this --alpha")
+    return text.replace("min_units=", "--min-units ")
 
 
 def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None, mode: str):

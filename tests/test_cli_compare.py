@@ -384,14 +384,17 @@ def test_too_few_draws_for_the_correction_are_one_warning_line(tagged, capsys) -
 
 def test_a_level_no_allowed_draws_can_reach_is_said_so(tagged, capsys) -> None:
     """At --alpha 1e-7 the warning had asked for some 60 million draws (--samples), which the
-    command then refused (at most 10,000,000): it now says that no allowed count can."""
+    command then refused (at most 10,000,000): it now says that no allowed count can, and the
+    smallest --alpha that can (not "fewer labels": not even one label is callable), in the
+    command's words, numbers written as its refusals write them."""
     argv = _by_label_argv(tagged, "--alpha", "1e-7")
     argv[argv.index("--samples") + 1] = "50"
     assert main(argv) == 0
     warning = [line for line in capsys.readouterr().err.splitlines() if "no label" in line]
     assert len(warning) == 1 and "use --samples" not in warning[0]
+    assert "alpha=" not in warning[0] and "at --alpha 1e-07:" in warning[0]
     assert warning[0].endswith(
-        "even --samples 10000000, the most, cannot call one: use a larger alpha or fewer labels"
+        "even --samples 10,000,000, the most, cannot call one: use --alpha 6e-07 or more"
     )
 
 

@@ -384,23 +384,43 @@ def test_the_draws_the_warning_asks_for_are_the_fewest_that_can_call(
 @pytest.mark.parametrize(
     ("correction", "alpha", "labels", "advice"),
     [
-        ("holm", 1e-7, 2, "use a larger alpha or fewer labels"),
-        ("bh", 1e-8, 2, "use a larger alpha"),
-        ("holm", 1e-6, 20, "use a larger alpha or fewer labels"),
+        ("holm", 1e-7, 2, "use alpha=4e-07 or more"),
+        ("holm", 1e-8, 5, "use alpha=1e-06 or more"),
+        ("bh", 1e-8, 2, "use alpha=2e-07 or more"),
     ],
 )
 def test_past_the_most_draws_the_warning_asks_for_none(correction, alpha, labels, advice) -> None:
     """At alpha=1e-7 the warning had said "use n_samples=39999999 or more", which the
-    library then refuses (MAX_DRAWS): it now says that no allowed number of draws can."""
+    library then refuses (MAX_DRAWS): it now says that no allowed number of draws can, and
+    the smallest alpha that can. Not even one label is callable there, so "or fewer labels"
+    (which it had added under Holm) is not offered."""
     from calib_metrics.functional.comparison_by_label import _can_call, _warn_if_none_can_be_called
     from calib_metrics.functional.intervals import MAX_DRAWS
 
-    assert not _can_call(labels, correction, alpha, MAX_DRAWS)
+    assert not _can_call(1, correction, alpha, MAX_DRAWS)
     with pytest.warns(UserWarning, match="no label can be called") as caught:
         _warn_if_none_can_be_called(labels, correction, alpha, 50)
     said = str(caught[0].message)
-    assert "use n_samples" not in said
+    assert "use n_samples" not in said and "labels or fewer" not in said
     assert said.endswith(f"even n_samples={MAX_DRAWS}, the most, cannot call one: {advice}")
+    smallest = float(advice.split("=")[1].split()[0])
+    assert _can_call(labels, correction, smallest, MAX_DRAWS)
+
+
+def test_past_the_most_draws_holm_names_how_many_labels_it_can_call() -> None:
+    """At alpha=1e-6 MAX_DRAWS draws can call one label under Holm but not one of 20: the
+    warning names the most it calls, ⌊alpha (S + 1)/2⌋ = 5, and the smallest alpha for 20."""
+    from calib_metrics.functional.comparison_by_label import _can_call, _warn_if_none_can_be_called
+    from calib_metrics.functional.intervals import MAX_DRAWS
+
+    assert _can_call(5, "holm", 1e-6, MAX_DRAWS) and not _can_call(6, "holm", 1e-6, MAX_DRAWS)
+    with pytest.warns(UserWarning, match="no label can be called") as caught:
+        _warn_if_none_can_be_called(20, "holm", 1e-6, 50)
+    assert str(caught[0].message).endswith(
+        f"even n_samples={MAX_DRAWS}, the most, cannot call one of 20 labels (holm calls at most "
+        "5 at this alpha): use alpha=4e-06 or more, or 5 labels or fewer"
+    )
+    assert _can_call(20, "holm", 4e-6, MAX_DRAWS)
 
 
 def test_at_the_most_draws_the_warning_still_asks_for_them() -> None:

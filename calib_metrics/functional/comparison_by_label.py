@@ -40,7 +40,8 @@ The correction therefore takes each label's Monte Carlo p-value (Phipson & Smyth
 min(1, (S·p + 2)/(S + 1)) — the two-sided form of (k + 1)/(S + 1) for the k draws on the
 rarer side — which is never below 2/(S + 1). Holm over m labels then calls a label only
 where S ≥ 2m/alpha − 1 (4,000 draws for 100 labels at 0.05); with fewer draws no label can
-be called, and a warning says how many draws would do.
+be called, and a warning says how many draws would do (or, past ``MAX_DRAWS``, the smallest
+alpha that would, and under Holm, where one label could be called, how many labels).
 
 **Small labels are not called.** Holm's promise also needs each label's p-value to be
 right far in its tail, at alpha/m: a bootstrap of a few dozen pairs is not. With no real
@@ -591,22 +592,57 @@ def _warn_if_none_can_be_called(tested: int, correction: str, alpha: float, n_sa
 
 def _draws_advice(tested: int, correction: str, alpha: float, factor: int) -> str:
     """The fewest draws that can call a label, or, past the library's most draws (which
-    had been advised, then refused), that no allowed number of draws can.
+    had been advised, then refused), what can: the smallest workable alpha, 2m/(S + 1) at
+    S = ``MAX_DRAWS``, and, where one label is callable there, the most labels Holm calls
+    (⌊alpha (S + 1)/2⌋; "fewer labels" had been offered where not even one could be).
 
     Example:
         >>> _draws_advice(3, "holm", 0.05, 3)
         'use n_samples=119 or more'
         >>> _draws_advice(2, "holm", 1e-7, 2)
-        'even n_samples=10000000, the most, cannot call one: use a larger alpha or fewer labels'
+        'even n_samples=10000000, the most, cannot call one: use alpha=4e-07 or more'
+        >>> print(_draws_advice(20, "holm", 1e-6, 20))
+        even n_samples=10000000, the most, cannot call one of 20 labels (holm calls at most 5
+        at this alpha): use alpha=4e-06 or more, or 5 labels or fewer
     """
     if not _can_call(tested, correction, alpha, MAX_DRAWS):
-        # Holm divides alpha by the labels tested; BH's smallest p-value is not multiplied.
-        fewer = " or fewer labels" if factor > 1 else ""
-        return f"even n_samples={MAX_DRAWS}, the most, cannot call one: use a larger alpha{fewer}"
+        most = f"even n_samples={MAX_DRAWS}, the most, cannot call one"
+        larger = f"use alpha={_smallest_alpha(tested, correction)} or more"
+        if not _can_call(1, correction, alpha, MAX_DRAWS):  # then fewer labels would not help
+            return f"{most}: {larger}"
+        # Only Holm gets here: BH's smallest adjusted p-value is that of one label.
+        labels = _most_callable(correction, alpha)
+        return (
+            f"{most} of {tested} labels ({correction} calls at most {labels} at this alpha): "
+            f"{larger}, or {labels} label{'s' * (labels != 1)} or fewer"
+        )
     needed = max(1, math.ceil(2 * factor / alpha) - 2)
     while not _can_call(tested, correction, alpha, needed):  # the same test, rounding and all
         needed += 1
     return f"use n_samples={needed} or more"
+
+
+def _smallest_alpha(tested: int, correction: str) -> str:
+    """The smallest alpha at which ``MAX_DRAWS`` draws can call a label, 2m/(S + 1) under
+    Holm, 2/(S + 1) under BH, printed with the fewest digits that still can (rounded up)."""
+    factor = tested if correction == "holm" else 1
+    exact = 2 * factor / (MAX_DRAWS + 1)
+    for digits in range(1, 17):
+        shown = f"{exact:.{digits}g}"
+        if _can_call(tested, correction, float(shown), MAX_DRAWS):
+            return shown
+    return repr(math.nextafter(exact, math.inf))
+
+
+def _most_callable(correction: str, alpha: float) -> int:
+    """How many labels ``MAX_DRAWS`` draws can call at ``alpha`` under Holm, which multiplies
+    the smallest p-value by m: ⌊alpha (S + 1)/2⌋, up to the rounding :func:`_called` allows."""
+    labels = math.floor(alpha * (MAX_DRAWS + 1) / 2)
+    while labels > 0 and not _can_call(labels, correction, alpha, MAX_DRAWS):
+        labels -= 1
+    while _can_call(labels + 1, correction, alpha, MAX_DRAWS):  # the same test, rounding and all
+        labels += 1
+    return labels
 
 
 def _beside(value: float, other: float) -> str:
