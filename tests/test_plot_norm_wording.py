@@ -35,7 +35,9 @@ def test_figures_name_the_norm_unless_l2(pairs) -> None:
     assert (
         ax_title(reliability_diagram(r, norm="max")).splitlines()[0].startswith("CalibErr (max) ")
     )
-    assert ax_title(reliability_diagram(r)).startswith("CalibErr 0.")
+    # The result carries its norm, which names it; one made by hand carries none: l2.
+    assert ax_title(reliability_diagram(r)).startswith("CalibErr (max) ")
+    assert ax_title(reliability_diagram(r._replace(lower=r.lower))).startswith("CalibErr 0.")
     _, ax = per_label_errors({"a": r}, norm="l1")
     assert ax.get_xlabel() == "calibration error (l1)"
     _, axes = classwise_panels([r, r], norm="max")

@@ -182,3 +182,35 @@ def test_a_bad_setting_is_refused_as_bad(given, message) -> None:
     with pytest.raises(ValueError, match=message) as caught:
         reliability_diagram(r, **given)
     assert "contradicts" not in str(caught.value)
+
+
+def test_reliability_diagram_names_the_norm_a_result_carries() -> None:
+    """reliability_diagram took norm="l2" by default: an l1 result was titled "CalibErr",
+    and norm="max" on it was drawn as "CalibErr (max)". Its carried norm now names it and a
+    contradicting norm= is refused, as a contradicting confidence= is."""
+    p, y, _ = _pairs()
+    l1 = calibration_error_ci(p, y, bin_size=40, n_samples=50, norm="l1")
+    _, ax = reliability_diagram(l1)
+    assert ax.get_title().startswith("CalibErr (l1) ")
+    _, ax = reliability_diagram(l1, norm="l1")  # its own norm, given, is no contradiction
+    assert ax.get_title().startswith("CalibErr (l1) ")
+    with pytest.raises(ValueError, match="norm='max' contradicts result's error, computed with"):
+        reliability_diagram(l1, norm="max")
+    hand_made = l1._replace(lower=l1.lower)  # a result made by hand carries no norm
+    _, ax = reliability_diagram(hand_made, norm="max")
+    assert ax.get_title().startswith("CalibErr (max) ")
+
+
+def test_an_overlay_of_another_norm_is_refused() -> None:
+    """An l1 result overlaid on an l2 diagram of its interval's settings had been drawn
+    under the l2 title (its entry "CalibErr", not "CalibErr (l1)")."""
+    p, y, _ = _pairs()
+    l2 = calibration_error_ci(p, y, bin_size=40, n_samples=50, debias=False)
+    l1 = calibration_error_ci(p, y, bin_size=40, n_samples=50, norm="l1")
+    _, ax = reliability_diagram(l2, label="a")
+    with pytest.raises(ValueError, match="drawn on ax is of a norm='l2' error and this result's"):
+        reliability_diagram(l1, ax=ax, label="b")
+    _, ax = reliability_diagram(l1, label="a")
+    reliability_diagram(l1._replace(lower=l1.lower), ax=ax, label="b")  # hand-made: the drawn
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(text.startswith("b: CalibErr (l1) ") for text in legend), legend

@@ -21,6 +21,7 @@ from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import stacklevel_outside
 from calib_metrics.functional.intervals import (
     IntervalKind,
+    drawn_norm,
     effective_samples,
     interval_kind,
     normal_quantile,
@@ -41,6 +42,7 @@ from calib_metrics.plot._text import (
     _interval_settings,
     _level,
     describe,
+    error_name,
     interval_label,
     literal,
 )
@@ -60,7 +62,7 @@ def reliability_diagram(
     debias: bool | None = None,
     xscale: str = "auto",
     smooth: SmoothCurve | None = None,
-    norm: str = "l2",
+    norm: str | None = None,
     logit_range: tuple[float, float] | None = None,
 ) -> tuple[Figure, Axes]:
     """The paper's calibration curve: (q̂ᵢ, p̂ᵢ) per bin with ±z·se bars (z from
@@ -97,7 +99,8 @@ def reliability_diagram(
     names both: a model whose interval differs from the one the title names (another
     level, kind or form) is a ValueError, as :func:`per_label_errors` refuses results of
     different intervals (a 90% interval had been drawn under a 95% title, its bars at
-    ±1.96 se). Give each call a ``label``.
+    ±1.96 se), and so is a model of another norm than the title's error. Give each call a
+    ``label``.
     The legend of several models sits below the diagram in a figure of constrained layout
     (inside, it hid their bins), and a figure holding only this diagram (a new one) grows
     by it; in a figure of another layout it stays inside the diagram. A legend inside sits
@@ -125,7 +128,11 @@ def reliability_diagram(
         smooth: a :class:`~calib_metrics.functional.smooth.SmoothCurve` from
             :func:`~calib_metrics.functional.smooth_reliability_curve` on the same pairs,
             drawn with its bootstrap band (whose legend names the band's own level).
-        norm: ``result``'s norm, named in the title unless it is the default l2.
+        norm: ``result``'s norm, named in the title unless it is l2: for a result that
+            does not carry it (one made by hand; default: the diagram's drawn on ``ax``,
+            else l2). A result that carries it
+            (:func:`~calib_metrics.functional.intervals.drawn_norm`) names its own, and a
+            ``norm`` given that differs is a ValueError.
         logit_range: the ends (ε, 1 − ε) of a logit x axis, with 1e-12 ≤ ε < 0.5, to give
             diagrams side by side one range (default: a power of ten below every bin
             mean's distance to 0 and to 1, each diagram its own); bins beyond it are drawn
@@ -149,6 +156,7 @@ def reliability_diagram(
         )
     _refuse_pooled_classes(result.bins)
     drawn = _drawn_interval(ax) if isinstance(ax, Axes) else None
+    norm = _result_norm(result, norm, _drawn_norm(ax) if isinstance(ax, Axes) else None)
     kind = _interval_settings([result], confidence, interval, debias, drawn)
     confidence = _level(kind.confidence)
     heading = interval_label(*kind)
@@ -196,6 +204,7 @@ def reliability_diagram(
             own = interval_kind(result) is not None
             bound = kind if own else IntervalKind(kind.confidence, interval, debias, None)
             setattr(diagonal, NAMED_INTERVAL, bound)
+        setattr(diagonal, NAMED_NORM, norm)
         size = [counted(len(q), "bin"), f"N={count_text(sum(n), grouped=True)}"]
         lines += [" · ".join(named + size)]
         ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
@@ -218,6 +227,54 @@ def reliability_diagram(
 #: The attribute of a diagram's diagonal that holds the interval its title names
 #: (an :class:`~calib_metrics.functional.intervals.IntervalKind`).
 NAMED_INTERVAL = "calib_metrics_named_interval"
+
+
+#: The attribute of a diagram's diagonal that holds the norm its title's error is of.
+NAMED_NORM = "calib_metrics_named_norm"
+
+
+def _result_norm(result: CalibrationResult, norm: str | None, drawn: str | None) -> str:
+    """The norm of ``result``'s error: the one it carries, else ``norm``, else that of the
+    diagram ``drawn`` on the axes already, else l2. A ``norm`` that contradicts the one
+    carried, or a norm other than the drawn diagram's, is refused: an l1 result had been
+    titled "CalibErr" (l2), ``norm="max"`` had renamed it, and one overlaid on an l2
+    diagram had been drawn under its title.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional.intervals import pair_bootstrap, Bins
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> r = pair_bootstrap(bins, n_samples=20, norm="l1")
+        >>> _result_norm(r, None, None), _result_norm(r._replace(lower=r.upper), None, None)
+        ('l1', 'l2')
+        >>> _result_norm(r, "max", None)
+        Traceback (most recent call last):
+        ...
+        ValueError: norm='max' contradicts result's error, computed with norm='l1': leave ...
+    """
+    carried = drawn_norm(result)
+    if norm is not None:
+        error_name(norm)  # a bad norm is refused as such, not as a contradiction
+        if carried is not None and norm != carried:
+            raise ValueError(
+                f"norm={norm!r} contradicts result's error, computed with norm={carried!r}: "
+                "leave norm out (a result that carries its norm names it itself)"
+            )
+    own = carried or norm or drawn or "l2"
+    if drawn is not None and own != drawn:
+        raise ValueError(
+            f"the diagram drawn on ax is of a norm={drawn!r} error and this result's of "
+            f"norm={own!r}, and the diagram's title names one: draw errors of one norm together"
+        )
+    return own
+
+
+def _drawn_norm(ax: Axes) -> str | None:
+    """The norm of the error that the title of a diagram already on ``ax`` names, or None
+    (no diagram there)."""
+    diagonals = [line for line in ax.lines if line.get_gid() == DIAGONAL]
+    return getattr(diagonals[0], NAMED_NORM, None) if diagonals else None
 
 
 def _drawn_interval(ax: Axes) -> IntervalKind | None:
