@@ -528,7 +528,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         resampled (pairs, items or groups: its models carry it), not what this metric's
         state would resample now (a ``val`` made by hand, which carries none, has none
         named unless it is what :meth:`compute` returned last), and its p-value's bound
-        is that of the draws ``val`` was computed with. A ``val`` of another norm, level
+        is that of the draws ``val`` was computed with (where they are not known,
+        "p < 2/S, no draw reached 0"). A ``val`` of another norm, level
         or debias than this metric's is a ValueError (its titles name this metric's), as
         is one whose two models carry different intervals; the binning is not checked.
 
@@ -705,8 +706,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         ends = f"[{level}: {fixed(result.lower, sign='+')}, {fixed(result.upper, sign='+')}]"
         p, draws = result.p_value.item(), self._draws_of(result)
         if p == 0 and draws is None:
-            # p = 0 says only that no draw crossed 0: p < 2/S, of S draws not known here.
-            return f"{text} {ends}, no draw crossed 0 (paired)"
+            # p = 0 says only that no draw reached 0: p < 2/S, of S draws not known here.
+            return f"{text} {ends}, p < 2/S, no draw reached 0 (paired)"
         return f"{text} {ends}, {p_value_phrase(p, draws or 1)} (paired)"  # S bounds p = 0 only
 
 

@@ -1224,7 +1224,7 @@ def better_model(p: float, side: int, confidence: float, samples: int) -> str:
     by the side of 0 its draws lie on (``side``, −1: a − b below 0, a better), as the
     per-label table's ``better`` takes it; else ``"-"`` (NaN p: too few units to test).
     A raw p of 0 from S draws only bounds p below 2/S, so a few draws call nothing: 20
-    draws of which none crossed 0 are p ≤ 0.095, not a difference shown at 95%.
+    draws of which none reached 0 are p ≤ 0.095, not a difference shown at 95%.
 
     Example:
         >>> better_model(0.0, 1, 0.95, 2000), better_model(0.0, 1, 0.95, 20)

@@ -67,7 +67,7 @@ def test_the_verdict_follows_the_p_value_and_the_per_label_rule(files, capsys) -
 
 
 def test_a_few_draws_that_all_lie_on_one_side_call_nothing(files, capsys) -> None:
-    """20 draws of which none crossed 0 bound p by 2/20 only: (20·0 + 2)/21 = 0.095 is no
+    """20 draws of which none reached 0 bound p by 2/20 only: (20·0 + 2)/21 = 0.095 is no
     difference shown at 95% (the raw p = 0 had called b better, "p < 0.1"), as the
     per-label rule has it."""
     argv = ["compare", str(files["a"]), str(files["b"]), "--json", "--samples", "20"]

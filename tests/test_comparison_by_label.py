@@ -333,7 +333,7 @@ def test_a_p_value_of_zero_is_a_bound_not_a_call() -> None:
         res = compare_calibration_by_label(
             a, b, y, labels, n_samples=300, generator=g, min_units=10
         )
-    assert bool((res.p_value == 0).any())  # this data set has a label no draw crossed
+    assert bool((res.p_value == 0).any())  # a label here has p = 0: no draw reached 0
     assert (res.a_better, res.b_better) == (0, 0)
     assert float(res.adjusted_p_value.min()) >= 100 * 2 / 301 - 1e-12
 

@@ -343,9 +343,10 @@ def test_the_p_value_bound_is_that_of_the_results_own_draws() -> None:
     many.update(OVERCONFIDENT, Q, Y)
     assert _labelled(many, result)[-1].endswith(", p < 0.1 (paired)")
     # One that carries no draws (saved before they were kept) has no bound named, unless
-    # it is what this metric computed last: its draws are then this metric's.
+    # it is what this metric computed last: its draws are then this metric's. Its title
+    # keeps a "p" (it had read "no draw crossed 0"), in p_value_phrase's verb, "reached".
     _without_draws(result)
-    assert _labelled(many, result)[-1].endswith(", no draw crossed 0 (paired)")
+    assert _labelled(many, result)[-1].endswith(", p < 2/S, no draw reached 0 (paired)")
     assert _labelled(few, result)[-1].endswith(", p < 0.1 (paired)")
 
 

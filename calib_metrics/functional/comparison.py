@@ -325,7 +325,7 @@ def compare_calibration(
         n_samples: number S of paired bootstrap draws, from 2 to
             :data:`~calib_metrics.functional.intervals.MAX_DRAWS` (10⁷). The ends and the
             p-value are Monte Carlo estimates: the p-value moves in steps of 2/S (p = 0
-            says only that no draw crossed 0), so keep S in the hundreds or more (no
+            says only that no draw reached 0), so keep S in the hundreds or more (no
             warning is given below that).
         bin_size, binning, n_bins, norm, debias: the estimator, as in
             :func:`~calib_metrics.functional.calibration.calibration_error` (defaults: the
