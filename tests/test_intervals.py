@@ -316,6 +316,20 @@ def test_more_than_the_most_draws_are_refused_before_any_is_drawn(monkeypatch, c
     intervals.check_draw_options(intervals.MAX_DRAWS, 0.95, "normal")  # the most is taken
 
 
+@pytest.mark.parametrize("call", _MANY_DRAWS.values(), ids=_MANY_DRAWS)
+def test_too_few_draws_are_said_as_the_commands_say_them(call):
+    """One draw had been "n_samples must be an integer >= 2, got 1" in the library and
+    "--samples must be at least 2, got 1" on the command line: one wording now."""
+    from calib_metrics.cli import check_draw_count
+
+    with pytest.raises(ValueError, match=r"^n_samples must be at least 2, got 1$"):
+        call(1)
+    with pytest.raises(ValueError, match=r"^--samples must be at least 2, got 1$"):
+        check_draw_count("--samples", 1)
+    with pytest.raises(ValueError, match=r"^n_samples must be an integer >= 2, got 2\.5$"):
+        intervals.check_draws(2.5)  # another type is refused as such
+
+
 def _study():
     spec = importlib.util.spec_from_file_location("coverage", ROOT / "benchmarks" / "coverage.py")
     coverage = importlib.util.module_from_spec(spec)

@@ -258,7 +258,7 @@ def test_band_covers_the_truth_and_groups_widen_it() -> None:
         ({"bandwidth": torch.tensor([0.1])}, r"bandwidth must be a number in \[0.0001, 1\]"),
         ({"bandwidth": 1e-9}, r"1e-09 is below 0.0001: .*\(10,000,000,000 here"),  # 160 GB
         ({"bandwidth": 1e-310}, r"1e-310 is below 0.0001"),  # an OverflowError at first
-        ({"n_samples": 1}, "n_samples must be an integer >= 2"),
+        ({"n_samples": 1}, "n_samples must be at least 2, got 1"),
         ({"confidence": 1.0}, "confidence must lie strictly between"),
         ({"points": 1}, "points must be an integer >= 2"),
     ],

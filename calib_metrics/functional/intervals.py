@@ -361,13 +361,22 @@ def check_draws(n_samples: int) -> None:
     """Raise ValueError unless ``n_samples`` draws lie in [2, :data:`MAX_DRAWS`]: the one
     bound of every resampling in the library (intervals, p-values, smooth curves' bands).
 
+    Below 2 it says "at least 2", as the commands' draw options do (it had said "an
+    integer >= 2" and they "at least 2").
+
     Example:
+        >>> check_draws(1)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_samples must be at least 2, got 1
         >>> check_draws(10**12)
         Traceback (most recent call last):
         ...
         ValueError: n_samples must be at most 10,000,000, got 1,000,000,000,000
     """
-    check_int("n_samples", n_samples, 2)
+    if isinstance(n_samples, int) and not isinstance(n_samples, bool) and n_samples < 2:
+        raise ValueError(f"n_samples must be at least 2, got {n_samples}")
+    check_int("n_samples", n_samples, 2)  # another type (a float, a bool) is refused as such
     if n_samples > MAX_DRAWS:
         raise ValueError(f"n_samples must be at most {MAX_DRAWS:,}, got {n_samples:,}")
 
@@ -387,7 +396,7 @@ def check_draw_options(
         >>> check_draw_options(1, 0.95, "normal")
         Traceback (most recent call last):
         ...
-        ValueError: n_samples must be an integer >= 2, got 1
+        ValueError: n_samples must be at least 2, got 1
         >>> check_draw_options(10**12, 0.95, "normal")
         Traceback (most recent call last):
         ...
