@@ -340,7 +340,7 @@ def test_demo_refuses_a_size_that_is_not_positive_before_running(
 ) -> None:
     """With --quick these were overwritten silently (0 ran as 20,000); without it --n 0
     failed only once the progress bar had started."""
-    wanted = "an integer >= 2" if option == "--samples" else "a positive integer"
+    wanted = "at least 2" if option == "--samples" else "a positive integer"
     for quick in ([], ["--quick"]):
         code, _, err = run_cli(capsys, "demo", "--out", tmp_path / "d", *quick, option, "0")
         assert (
