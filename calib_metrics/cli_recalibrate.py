@@ -172,6 +172,8 @@ def _warn_if_tested_on_dev(dev, test, args: argparse.Namespace) -> None:
 
 # The least share of test rows, beyond chance, copied from dev that is warned of.
 COPIED_SHARE = 0.05
+# The least count of them: a few rows over chance in a small file tell no copy.
+COPIED_ROWS = 10
 
 
 def _same_pairs(dev, test) -> bool:
@@ -205,8 +207,9 @@ def _rows(table) -> Tensor:
 def _copied_rows(dev: Tensor, test: Tensor) -> tuple[int, float, bool]:
     """How many test rows are dev rows (each value counted as often as both files hold it,
     their exact values in every column), how many chance gives, and whether the excess
-    tells a copy: at least ``COPIED_SHARE`` of the test rows, and 4 standard deviations
-    of chance (its count and its estimate, over both files' sizes). Chance is ``n_test``
+    tells a copy: at least ``COPIED_ROWS`` and ``COPIED_SHARE`` of the test rows, and 4
+    standard deviations of chance (its count and its estimate, over both files' sizes)
+    beyond chance taken 4 standard deviations of its estimate high. Chance is ``n_test``
     times the share of dev rows that equal another dev row (plus one, over
     ``n_dev + 1``): how often a row of the same model equals one of the dev rows.
 
@@ -233,10 +236,16 @@ def _copied_rows(dev: Tensor, test: Tensor) -> tuple[int, float, bool]:
     shared = torch.minimum(in_dev, in_test).sum()
     repeated = torch.where(in_dev > 1, in_dev, 0).sum()
     copied, repeated = (int(n) for n in torch.stack([shared, repeated]).tolist())
-    chance = len(test) * (repeated + 1) / (len(dev) + 1)
-    spread = math.sqrt(chance * (1 + len(test) / len(dev)))
-    copies = copied - chance >= max(COPIED_SHARE * len(test), 4 * spread)
-    return copied, chance, copies
+    per_dev_row = len(test) / (len(dev) + 1)
+    chance = per_dev_row * (repeated + 1)
+    # The estimate from dev's repeats is itself a count, of pairs that add 2 rows each:
+    # taken as exact, a file with few repeats by chance warned of honest splits of
+    # low-precision outputs at a hundred rows. Chance is tested at 4 of its standard
+    # deviations above the estimate, and the count 4 standard deviations beyond that.
+    high = chance + 4 * per_dev_row * math.sqrt(2 * repeated + 1)
+    spread = math.sqrt(high * (1 + len(test) / len(dev)))
+    least = max(COPIED_ROWS, COPIED_SHARE * len(test), high - chance + 4 * spread)
+    return copied, chance, copied - chance >= least
 
 
 def _check_binary(table, path: Path) -> None:

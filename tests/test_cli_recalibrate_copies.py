@@ -71,3 +71,20 @@ def test_an_honest_split_of_a_rounded_model_is_not_warned_of(tmp_path, capsys):
     dev, test = (_draw(1000, seed) for seed in (0, 1))
     said = _said(tmp_path, capsys, (dev[0].round(3), dev[1]), (test[0].round(3), test[1]))
     assert "dev rows" not in said and "dev pairs" not in said
+
+
+def test_an_honest_split_of_a_few_bfloat16_rows_is_not_warned_of(tmp_path, capsys):
+    """100 dev and 100 test rows of a model run in bfloat16: dev held one repeated pair, and
+    its chance of 3 was taken as exact, so 17 shared rows by chance were warned of."""
+    import torch
+
+    g = torch.Generator().manual_seed(93)
+
+    def draw() -> tuple[np.ndarray, np.ndarray]:
+        s = torch.randn(100, generator=g, dtype=torch.float64)
+        q = torch.sigmoid(3 * s).bfloat16().double()
+        y = torch.rand(100, generator=g, dtype=torch.float64) < torch.sigmoid(s)
+        return q.numpy(), y.long().numpy()
+
+    said = _said(tmp_path, capsys, draw(), draw())
+    assert "dev rows" not in said and "dev pairs" not in said
