@@ -113,3 +113,23 @@ def test_non_square_coref_scores_are_refused_by_their_shape(shape):
         fitted.sample(wide, 2)
     with pytest.raises(ValueError, match=said):
         CorefTemperature().fit(wide, torch.zeros(shape, dtype=torch.bool))
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "does"),
+    [
+        (ChainTemperature, "separate", {False: "one temperature for all potentials",
+                                        True: "one temperature for emissions and one for"}),
+        (CorefTemperature, "new_offset", {False: "fits no NEW offset", True: "fits a NEW offset"}),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("saved", [True, False])
+def test_a_setting_refusal_says_what_each_value_does(kind, name, does, saved):
+    """The refusal said one fixed meaning whichever way round: a separate=False state in a
+    separate=True module was told this module 'fits one temperature for all potentials'."""
+    state = kind(**{name: saved}).state_dict()
+    with pytest.raises(ValueError) as refused:
+        kind(**{name: not saved}).load_state_dict(state)
+    said = str(refused.value)
+    assert f"fitted with {name}={saved} (which {'fits ' * (kind is ChainTemperature)}" in said
+    assert said.index(does[saved]) < said.index("this module has") < said.index(does[not saved])

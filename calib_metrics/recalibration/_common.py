@@ -595,8 +595,9 @@ class SettingsInState:
     as it did."""
 
     settings: tuple[str, ...] = ()
-    #: Per setting, what a module built otherwise does with the state (said in a refusal).
-    otherwise: ClassVar[dict[str, str]] = {}
+    #: Per setting and value, what a module of that value does (said in a refusal, of the
+    #: module's value and the state's).
+    otherwise: ClassVar[dict[str, dict[Any, str]]] = {}
 
     def get_extra_state(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.settings}
@@ -630,12 +631,17 @@ class SettingsInState:
                         f"this kind has not: the state is not a {type(self).__name__}'s; load "
                         "it into the module that saved it"
                     )
-                otherwise = self.otherwise.get(name, "reads the same buffers otherwise")
                 raise ValueError(
-                    f"{said}: the state was fitted with {name}={saved[name]!r}, this module "
-                    f"has {name}={getattr(self, name)!r}, which {otherwise}: build it with "
-                    f"{name}={saved[name]!r}"
+                    f"{said}: the state was fitted with {self._setting(name, saved[name])}, "
+                    f"this module has {self._setting(name, getattr(self, name))}: build it "
+                    f"with {name}={saved[name]!r}"
                 )
+
+    def _setting(self, name: str, value: Any) -> str:
+        """``name=value``, and what a module of that value does where the kind says it: the
+        refusal had said one value's meaning whichever way round the two were."""
+        does = self.otherwise.get(name, {}).get(value)
+        return f"{name}={value!r}" + (f" (which {does})" if does else "")
 
     def _load_from_state_dict(  # type: ignore[override]
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors

@@ -270,7 +270,12 @@ class ChainTemperature(SettingsInState, FittedModule):
 
     positive = ("temperature", "transition_temperature")
     settings = ("separate",)
-    otherwise: ClassVar[dict[str, str]] = {"separate": "fits one temperature for all potentials"}
+    otherwise: ClassVar[dict[str, dict[Any, str]]] = {
+        "separate": {
+            False: "fits one temperature for all potentials",
+            True: "fits one temperature for emissions and one for transitions",
+        }
+    }
 
     def __init__(
         self, separate: bool = False, objective: str = "likelihood", max_iter: int = 100
@@ -654,7 +659,9 @@ class CorefTemperature(SettingsInState, FittedModule):
 
     positive = ("temperature",)
     settings = ("new_offset",)
-    otherwise: ClassVar[dict[str, str]] = {"new_offset": "fits no NEW offset"}
+    otherwise: ClassVar[dict[str, dict[Any, str]]] = {
+        "new_offset": {False: "fits no NEW offset", True: "fits a NEW offset"}
+    }
 
     def __init__(self, new_offset: bool = False, max_iter: int = 100) -> None:
         super().__init__()
