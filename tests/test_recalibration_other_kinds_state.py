@@ -78,3 +78,26 @@ def test_a_partial_binning_state_names_the_key_it_lacks():
     said = r"holds no y_thresholds, which a partial load leaves as this module's own, and the"
     with pytest.raises(ValueError, match=said + " y_thresholds holds 0"):
         IsotonicCalibration().load_state_dict(state, strict=False)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_state_of_its_kind_beside_an_extra_key_loads_with_strict_false(wrapped):
+    """A TemperatureScaling state beside a 'note' had loaded nothing with strict=False (its
+    extra key taken for another kind's), the result naming no key missing: the module
+    stayed unfitted at T = 1 without a word. It holds every key of the kind, so it loads,
+    and the result names the extra key, as torch's does for any module."""
+    q, y = _pairs()
+    fitted = TemperatureScaling(inputs="probs").fit(q, y)
+    state = {**fitted.state_dict(), "note": torch.tensor(1.0)}
+    module = TemperatureScaling(inputs="probs")
+    if wrapped:
+        holder = torch.nn.Module()
+        holder.recal = module
+        result = holder.load_state_dict({f"recal.{k}": v for k, v in state.items()}, False)
+        assert result.unexpected_keys == ["recal.note"]
+    else:
+        result = module.load_state_dict(state, strict=False)
+        assert result.unexpected_keys == ["note"]
+    assert result.missing_keys == []
+    assert bool(module.fitted)
+    assert module.temperature.item() == fitted.temperature.item()

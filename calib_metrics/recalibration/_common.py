@@ -827,7 +827,12 @@ class FittedModule(nn.Module):
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
     ) -> None:
         foreign = self.keys_not_held(state_dict, prefix)
-        if strict and foreign:
+        lacked = self._keys_lacked(state_dict, prefix)
+        # A state holding all of this module's keys is of its kind, whatever else it
+        # holds: it loads, and torch names the extra keys as it does for any module (a
+        # TemperatureScaling state beside a 'note' had loaded nothing with strict=False,
+        # its result naming no key missing).
+        if strict and foreign and lacked:
             # Another kind's state: torch's own strict check names its keys, and this
             # module is left as it was (torch passes strict=True here for every load: with
             # strict=False nothing of it loads, its result naming the keys, where 'fitted'
@@ -836,7 +841,7 @@ class FittedModule(nn.Module):
             # HistogramBinning's), and a PlattScaling refused a TemperatureScaling's state
             # marked fitted, its slope and intercept the defaults.
             unexpected_keys.extend(foreign)
-            missing_keys.extend(self._keys_lacked(state_dict, prefix))
+            missing_keys.extend(lacked)
             return
         state_dict = self._checked_state(state_dict, prefix)
         args = (local_metadata, strict, missing_keys, unexpected_keys, errors)
