@@ -351,6 +351,47 @@ def test_a_baseline_of_fitted_weights_is_drawn_before_the_new_fit(tmp_path: Path
     assert bars.get_label() == "trainer.validate() before the fit"
 
 
+def test_a_baseline_before_a_fit_resumed_before_its_first_validation_is_written_once(
+    tmp_path: Path,
+) -> None:
+    """A baseline validate, a fit stopped before its first validation (so the file kept
+    the baseline unmarked), then resumed from its checkpoint, which holds the baseline
+    marked before_fit: the two copies differed, and the file held both, one drawn at
+    epoch 0 and one at -1."""
+    from calib_metrics.callbacks import _files
+
+    train, val = loaders()
+    cb, model = monitor(), TinyTagger()
+
+    def run(max_epochs: int) -> Any:
+        saved = ModelCheckpoint(
+            dirpath=tmp_path / "ckpt", filename="{epoch}", save_on_train_epoch_end=True
+        )
+        logger = CSVLogger(tmp_path, name="csv", version=0)
+        return trainer(
+            tmp_path, max_epochs, logger=logger, callbacks=[cb, saved],
+            enable_checkpointing=True, check_val_every_n_epoch=2, num_sanity_val_steps=0,
+        )  # fmt: skip
+
+    first = run(1)
+    quietly(first.validate, model, val, verbose=False)
+    quietly(first.fit, model, train, val)
+    quietly(run(2).fit, model, train, val, ckpt_path=tmp_path / "ckpt" / "epoch=0.ckpt")
+    path = tmp_path / "csv" / "version_0" / "calibration" / "val_history.json"
+    on_disk = json.loads(path.read_text())
+    assert [(r["fn"], r["epoch"], r.get("before_fit")) for r in on_disk] == [
+        ("validate", 0, True),
+        ("fit", 1, None),
+    ]
+    assert on_disk == cb.history
+    ax = _files.curve(on_disk, "val CalibErr").axes[0]
+    points = {  # the runs' points (a lone fit point's band is drawn without a line)
+        c.get_label(): list(c.lines[0].get_xdata()) for c in ax.containers if c.lines[0]
+    }
+    assert points["trainer.validate() before the fit"] == [-1]
+    assert "trainer.validate()" not in points
+
+
 def test_each_trainer_keeps_its_own_history_and_file(tmp_path: Path) -> None:
     """One monitor, fit with Trainer A, fit with Trainer B, fit on with A: A's
     val_history.json lost A's records and held B's (B's fit at step 0 had reset the one

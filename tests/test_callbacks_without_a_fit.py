@@ -16,19 +16,33 @@ from calib_metrics.recalibration import TemperatureScaling
 
 KEY_PAIRS = [
     (CalibrationMonitor, {"probs_key": "p", "target_key": "p"}, "probs_key and target_key"),
-    (CalibrationMonitor, {"probs_key": "groups"}, "probs_key and groups_key"),
+    (CalibrationMonitor, {"probs_key": "groups"}, "probs_key and groups_key (default 'groups')"),
     (CalibrationMonitor, {"target_key": "g", "groups_key": "g"}, "target_key and groups_key"),
     (TemperatureRecalibration, {"logits_key": "z", "target_key": "z"}, "logits_key and target_key"),
 ]
 
 
 @pytest.mark.parametrize(("make", "keys", "named"), KEY_PAIRS)
-def test_one_key_for_two_outputs_is_refused_at_construction(make, keys, named) -> None:
-    """Accepted before, and the first batch failed naming a shape or a dtype, not the keys."""
+def test_one_key_for_two_outputs_is_refused_at_construction(
+    make: type, keys: dict[str, str], named: str
+) -> None:
+    """Accepted before, and the first batch failed naming a shape or a dtype, not the keys;
+    a key the user left at its default is named with it."""
     value = next(iter(keys.values()))
     options = {"num_classes": 3} if make is CalibrationMonitor else {}
     with pytest.raises(ValueError, match=re.escape(f"{named} must differ, both {value!r}")):
         make(**options, **keys)
+
+
+@pytest.mark.parametrize(("make", "keys"), [(make, keys) for make, keys, _ in KEY_PAIRS])
+def test_the_keys_may_be_anything_when_extract_replaces_them(
+    make: type, keys: dict[str, str]
+) -> None:
+    """extract reads the step's output itself: the keys go unused, yet probs_key="groups"
+    was refused as the groups key, which extract had replaced."""
+    options = {"num_classes": 3} if make is CalibrationMonitor else {}
+    made = make(**options, **keys, extract=lambda outputs, batch: None)
+    assert made.extract is not None
 
 
 @pytest.mark.parametrize(
@@ -67,7 +81,9 @@ def _padding_trainer() -> SimpleNamespace:
 
 @pytest.mark.parametrize("ignore_index", [None, -100])
 @pytest.mark.parametrize("kind", ["monitor", "recalibration"])
-def test_the_sampler_warning_counts_twice_only_what_is_counted(kind, ignore_index) -> None:
+def test_the_sampler_warning_counts_twice_only_what_is_counted(
+    kind: str, ignore_index: int | None
+) -> None:
     """A repeated item whose targets are ignore_index is not counted at all: the warning
     had said "count them twice" all the same."""
     trainer = _padding_trainer()

@@ -96,7 +96,8 @@ def merged_history(
     run: str | None = None,
 ) -> list[dict[str, Any]]:
     """The records in the file at ``path``, then those of ``history`` it does not hold yet
-    (a record the file holds n times stands for the first n equal ones of ``history``).
+    (a record the file holds n times stands for the first n equal ones of ``history``,
+    equal but for ``before_fit``: :func:`_key`; those take its place).
 
     ``run``: the id of a ``validate`` / ``test`` run restored from a checkpoint, whose
     records alone (``record["run"]``) a file holding records gets. Its others are the
@@ -145,11 +146,15 @@ def merged_history(
     on_disk = [_numbers_read(r) for r in on_disk if isinstance(r, dict)]
     if run is not None and on_disk:
         history = [r for r in history if r.get("run") == run]
-    # Compared as JSON, as they are stored: NaN equals NaN there, and tuples are lists.
-    keys = [json.dumps(r, sort_keys=True) for r in history]
+    keys = [_key(r) for r in history]
     wanted = Counter(keys)
-    held = Counter(json.dumps(r, sort_keys=True) for r in on_disk) & wanted
+    held = Counter(_key(r) for r in on_disk) & wanted
     new = _not_held(history, keys, held)
+    # The file's copy of a record the history holds gives way to the history's: a fit's
+    # restart marks a baseline before_fit in memory, on the copy the file holds unmarked.
+    mine: dict[str, list[dict[str, Any]]] = {}
+    for record, key in zip(history, keys, strict=True):
+        mine.setdefault(key, []).append(record)
     # A resumed fit's history is the truth up to its checkpoint: the file's records of the
     # points it measured are of another run's weights when they differ from its own, and
     # its own take their places.
@@ -159,10 +164,10 @@ def merged_history(
     own_steps = {weights_steps(r, set()) for r in history if r.get("fn", "fit") == "fit"}
     kept = []
     for record in on_disk:
-        key = json.dumps(record, sort_keys=True)
+        key = _key(record)
         if wanted[key]:
             wanted[key] -= 1
-            kept.append(record)
+            kept.append(mine[key].pop(0))
             continue
         if resumed_at is None:
             kept.append(record)
@@ -182,6 +187,19 @@ def merged_history(
     placed = {id(r) for r in kept}
     new = [r for r in new if id(r) not in placed]
     return kept + new if resumed_at is None else _in_step_order(kept, new)
+
+
+def _key(record: dict[str, Any]) -> str:
+    """A record as the file compares it: as JSON, as it is stored (NaN equals NaN there,
+    tuples are lists), less its ``before_fit`` mark, which a fit's restart adds in memory
+    to a baseline the file may hold unmarked: both copies had been kept, the baseline
+    written twice.
+
+    Example:
+        >>> _key({"fn": "validate", "before_fit": True}) == _key({"fn": "validate"})
+        True
+    """
+    return json.dumps({k: v for k, v in record.items() if k != "before_fit"}, sort_keys=True)
 
 
 def _fit_point(record: dict[str, Any]) -> tuple[Any, int] | None:

@@ -134,7 +134,7 @@ class CalibrationMonitor(Callback):
         probs_key: key of the probabilities in the step's output dict.
         target_key: key of the targets in the step's output dict.
         groups_key: key of the group ids (``interval="groups"`` only). The three keys
-            differ.
+            differ (unless ``extract`` is given).
         extract: ``extract(outputs, batch) -> (probs, target[, groups]) | None``, replacing
             the keys.
         ignore_index: target value of items to drop (padding).
@@ -209,7 +209,8 @@ class CalibrationMonitor(Callback):
         keys = {"probs_key": probs_key, "target_key": target_key, "groups_key": groups_key}
         for name, key in keys.items():
             checks.check_key(name, key)
-        checks.check_keys_differ(keys)
+        if extract is None:  # extract replaces the keys: they may be anything then
+            checks.check_keys_differ(keys, checks.defaults_of(CalibrationMonitor.__init__))
         if prefix is not None:
             checks.check_prefix(prefix)
         for name, flag in (("per_class", per_class), ("prog_bar", prog_bar), ("smooth", smooth)):

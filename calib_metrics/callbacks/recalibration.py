@@ -109,7 +109,8 @@ class TemperatureRecalibration(Callback):
     logs and draws.
 
     Args:
-        logits_key, target_key: keys of the step's output dict (two different ones).
+        logits_key, target_key: keys of the step's output dict (two different ones, unless
+            ``extract`` is given).
         extract: ``extract(outputs, batch) -> (logits, target) | None``, replacing the keys.
         ignore_index: target value of items to drop (padding); not 0 or 1 beside binary
             scores, which would drop a class.
@@ -151,7 +152,8 @@ class TemperatureRecalibration(Callback):
         keys = {"logits_key": logits_key, "target_key": target_key}
         for name, key in keys.items():
             checks.check_key(name, key)
-        checks.check_keys_differ(keys)
+        if extract is None:  # extract replaces the keys: they may be anything then
+            checks.check_keys_differ(keys, checks.defaults_of(TemperatureRecalibration.__init__))
         checks.check_extract(extract)
         check_ignore_index(ignore_index)
         checks.check_prefix(prefix)
