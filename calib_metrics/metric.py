@@ -65,6 +65,7 @@ from calib_metrics.metric_checks import (
     built_again,
     check_ignore_index,
     check_num_classes,
+    check_result_settings,
     ignore_index_label_warning,
     resolution_warning,
 )
@@ -1769,14 +1770,10 @@ class CalibrationError(_StatesKeepTheirDtype):
         """``kind`` is one this metric draws: a result of another estimator's settings
         (another level, debias or resampling) is refused, as its title would name this
         metric's norm beside them (an l1 result had been titled as this l2 metric's)."""
-        own = {"confidence": float(self.confidence), "debias": self._debias}
-        for name, value in own.items():
-            if getattr(kind, name) != value:
-                raise ValueError(
-                    f"val's interval was computed with {name}={getattr(kind, name)!r}, this "
-                    f"metric's {name} is {value!r}: plot it with the metric that computed "
-                    "it, or draw it with calib_metrics.plot.reliability_diagram"
-                )
+        check_result_settings(
+            kind, self.confidence, self._debias, intervals="interval was",
+            draw_with="it with calib_metrics.plot.reliability_diagram",
+        )  # fmt: skip
         drawn = ("pairs", "groups") if self.interval is None else (self.interval,)
         if kind.interval not in drawn:
             raise ValueError(

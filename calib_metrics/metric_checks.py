@@ -29,6 +29,7 @@ from calib_metrics.functional.binning import (
 )
 from calib_metrics.functional.calibration import MAX_BIN_SIZE, MAX_UNIFORM_BINS
 from calib_metrics.functional.errors import check_not_meta, python_int_hint
+from calib_metrics.functional.intervals import IntervalKind
 from calib_metrics.functional.multiclass import MODES, check_class_id_dtype
 
 # Beyond these, bin arithmetic overflows int64 or the bins do not fit in memory.
@@ -327,3 +328,20 @@ def _own_copy(tensor: Tensor) -> Tensor:
     the same buffer (a pinned loader's, a preallocated output) cannot change pairs that
     were already counted."""
     return tensor.clone()
+
+
+def check_result_settings(
+    kind: IntervalKind, confidence: float, debias: bool, *, intervals: str, draw_with: str
+) -> None:
+    """``kind``'s level and debias are the metric's own: a result of another estimator's
+    is refused by the setting that differs (``intervals``: how the message names the
+    result's, ``draw_with``: what draws it instead), as its figure would name the
+    metric's settings beside them."""
+    own = {"confidence": float(confidence), "debias": debias}
+    for name, value in own.items():
+        if getattr(kind, name) != value:
+            raise ValueError(
+                f"val's {intervals} computed with {name}={getattr(kind, name)!r}, this "
+                f"metric's {name} is {value!r}: plot it with the metric that computed it, "
+                f"or draw {draw_with}"
+            )

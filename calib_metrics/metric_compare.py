@@ -49,6 +49,7 @@ from calib_metrics.metric_checks import (
     built_again,
     check_ignore_index,
     check_num_classes,
+    check_result_settings,
     ignore_index_label_warning,
 )
 from calib_metrics.metric_state import (
@@ -676,7 +677,10 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         _check_own_norm(result, own["norm"])
         kind = _carried_kind(result)
         if kind is not None:
-            _check_own_settings(kind, own["confidence"], own["debias"])
+            check_result_settings(
+                kind, own["confidence"], own["debias"], intervals="intervals were",
+                draw_with="val.a and val.b with reliability_diagram",
+            )  # fmt: skip
             return kind.interval
         return self.__dict__["_drawn"][1] if self._is_last(result) else None
 
@@ -767,19 +771,6 @@ def _check_own_norm(result: ComparisonResult, norm: str) -> None:
                 f"val.{name}'s error was computed with norm={carried!r}, this metric's norm "
                 f"is {norm!r}: plot it with the metric that computed it, or draw val.a and "
                 "val.b with reliability_diagram"
-            )
-
-
-def _check_own_settings(kind: IntervalKind, confidence: float, debias: bool) -> None:
-    """``kind``'s level and debias are this metric's: a result of another estimator's is
-    refused, as a setting given that contradicts a result's kind is."""
-    own = {"confidence": float(confidence), "debias": debias}
-    for name, value in own.items():
-        if getattr(kind, name) != value:
-            raise ValueError(
-                f"val's intervals were computed with {name}={getattr(kind, name)!r}, this "
-                f"metric's {name} is {value!r}: plot it with the metric that computed it, "
-                "or draw val.a and val.b with reliability_diagram"
             )
 
 
