@@ -32,6 +32,41 @@ def count(text: str) -> int:
     return int(value)
 
 
+def draws(text: str) -> int:
+    """A number of bootstrap draws (or curve points): at least 2, the library's floor
+    (``--draws 1`` had ended in the library's traceback).
+
+    Example:
+        >>> draws("200")
+        200
+        >>> draws("1")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be a whole number of at least 2, not '1'
+    """
+    value = _whole(text)
+    if not value >= 2:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 2, not {text!r}")
+    return int(value)
+
+
+def draws_or_none(text: str) -> int:
+    """0 (no draws: the estimates alone) or :func:`draws`.
+
+    Example:
+        >>> draws_or_none("0"), draws_or_none("2e3")
+        (0, 2000)
+    """
+    if _whole(text) == 0:
+        return 0
+    try:
+        return draws(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be 0 (the estimates alone) or a whole number of at least 2, not {text!r}"
+        ) from None
+
+
 def size(text: str) -> float:
     """A number of pairs of at least 1, in float notation (``1e6``), as a float.
 

@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count
+from benchmarks._args import count, draws_or_none
 from benchmarks.coverage_compare import (
     GROUP_SIZE,
     RHO,
@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
     parser.add_argument("--n", type=count, default=10_000)
     parser.add_argument("--data-sets", type=count, default=30)
-    parser.add_argument("--draws", type=count, default=200)
+    parser.add_argument("--draws", type=draws_or_none, default=200)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
     parser.add_argument("--group-size", type=count, default=GROUP_SIZE)

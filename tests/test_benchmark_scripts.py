@@ -296,7 +296,34 @@ DEGENERATE = [
     ("smooth_band_coverage.py", "--reps", "0"),
     ("streaming_gap_seeds.py", "--n", "0"),
     ("tie_debias.py", "--n", "0"),
+    # One draw (or curve point) had ended in the library's "n_samples must be ... 2" traceback.
+    ("coverage_compare.py", "--draws", "1"),
+    ("compare_plugin_size.py", "--draws", "1"),
+    ("small_bins_coverage.py", "--samples", "1"),
+    ("smooth_band_coverage.py", "--points", "1"),
+    ("compare_spread.py", "--draws", "1"),
 ]
+
+
+def test_compare_spread_takes_no_draws_as_docs_coverage_md_runs_it(monkeypatch) -> None:
+    """``--draws 0`` (the estimates alone) is a mode docs/coverage.md publishes; ba648d1's
+    count type had refused it."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    from benchmarks._args import draws_or_none
+
+    assert draws_or_none("0") == 0 and draws_or_none("200") == 200
+    parse = argparse.ArgumentParser.parse_args
+
+    class Parsed(Exception):
+        """Stops the study once its options are read."""
+
+    def parse_and_stop(parser, *args, **kwargs):
+        raise Parsed(parse(parser, *args, **kwargs))
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_and_stop)
+    with pytest.raises(Parsed) as parsed:
+        _run(monkeypatch, BENCHMARKS / "compare_spread.py", "--draws", "0")
+    assert parsed.value.args[0].draws == 0
 
 
 def test_counts_and_sizes_take_whole_numbers_in_float_notation(monkeypatch) -> None:
