@@ -75,7 +75,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # How far the grouped true error may be from the ungrouped one (they are equal in theory).
 TRUTH_TOLERANCE = 1e-6
 # Above it a group's P(correct | Z_g) is too sharp a step for 64 Gauss–Hermite nodes: the
-# grouped truth at k = 0 is off by 5e-8 at ρ = 0.9 (Beta(a, b) from 0.1 to 5), 2e-6 at
+# grouped truth at k = 0 is off by under 1e-7 at ρ = 0.9 (Beta(a, b) from 0.1 to 50), 2e-6 at
 # 0.93, 5e-3 at 0.99, and ρ = 1 divides by √(1 − ρ) = 0.
 RHO_MAX = 0.9
 
