@@ -32,14 +32,14 @@ def count(text: str) -> int:
     return int(value)
 
 
-def draws(text: str) -> int:
-    """A number of bootstrap draws (or curve points): at least 2, the library's floor
-    (``--draws 1`` had ended in the library's traceback).
+def at_least_two(text: str) -> int:
+    """A whole number of at least 2: bootstrap draws or curve points (the library's floor:
+    ``--draws 1`` had ended in its traceback), repetitions whose spread is reported.
 
     Example:
-        >>> draws("200")
+        >>> at_least_two("200")
         200
-        >>> draws("1")
+        >>> at_least_two("1")
         Traceback (most recent call last):
         ...
         argparse.ArgumentTypeError: must be a whole number of at least 2, not '1'
@@ -50,21 +50,31 @@ def draws(text: str) -> int:
     return int(value)
 
 
-def draws_or_none(text: str) -> int:
-    """0 (no draws: the estimates alone) or :func:`draws`.
+def zero_or_at_least_two(text: str, zero_means: str) -> int:
+    """0 (``zero_means``: what the option then leaves out) or :func:`at_least_two`.
 
     Example:
-        >>> draws_or_none("0"), draws_or_none("2e3")
+        >>> zero_or_at_least_two("0", "no check"), zero_or_at_least_two("2e3", "no check")
         (0, 2000)
     """
     if _whole(text) == 0:
         return 0
     try:
-        return draws(text)
+        return at_least_two(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
-            f"must be 0 (the estimates alone) or a whole number of at least 2, not {text!r}"
+            f"must be 0 ({zero_means}) or a whole number of at least 2, not {text!r}"
         ) from None
+
+
+def draws_or_none(text: str) -> int:
+    """0 (no draws: the estimates alone) or :func:`at_least_two` draws.
+
+    Example:
+        >>> draws_or_none("0"), draws_or_none("2e3")
+        (0, 2000)
+    """
+    return zero_or_at_least_two(text, "the estimates alone")
 
 
 def size(text: str) -> float:

@@ -21,7 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count, draws
+from benchmarks._args import at_least_two, count
 from calib_metrics.functional import compare_calibration
 
 ESTIMATORS = {
@@ -36,7 +36,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=count, default=2000, help="pairs per data set")
     parser.add_argument("--reps", type=count, default=200, help="data sets")
-    parser.add_argument("--draws", type=draws, default=200, help="paired bootstrap draws")
+    parser.add_argument("--draws", type=at_least_two, default=200, help="paired bootstrap draws")
     parser.add_argument("--shift", type=float, default=0.04, help="c: a = q + c, b = q - c")
     parser.add_argument("--bin-size", default="auto", help="'auto' or an integer")
     parser.add_argument("--seed", type=int, default=100)

@@ -46,7 +46,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count, size
+from benchmarks._args import at_least_two, count, size, zero_or_at_least_two
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import compute_bins
@@ -133,32 +133,10 @@ def _rho(text: str) -> float:
     return value
 
 
-def _two_or_more(text: str) -> int:
-    """A whole number of at least 2: ``--reps`` (each setting's RMSE and coverage need two
-    data sets; 1 had silently run 2) and ``--classes`` (one class had stopped in lgamma(0))."""
-    value = _count_or_zero(text)
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 2, not {text!r}")
-    return value
-
-
 def _target_reps(text: str) -> int:
     """0 (no target check) or at least 2 repetitions, as the check reports a standard error
     (−1 had stopped in torch.cat of no repetitions)."""
-    value = _count_or_zero(text)
-    if value == 1 or value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (no check) or at least 2, not {text!r}")
-    return value
-
-
-def _count_or_zero(text: str) -> int:
-    """``text``'s whole number if it is 0 or a :func:`count`, else −1."""
-    if text == "0":
-        return 0
-    try:
-        return count(text)
-    except argparse.ArgumentTypeError:
-        return -1
+    return zero_or_at_least_two(text, "no check")
 
 
 def _results_file(text: str) -> str:
@@ -525,7 +503,7 @@ def save(results: dict, args) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--reps", type=_two_or_more, default=500, help="repetitions per setting (≥ 2)")
+    p.add_argument("--reps", type=at_least_two, default=500, help="repetitions per setting (≥ 2)")
     p.add_argument(
         "--pair-budget",
         type=size,
@@ -555,7 +533,7 @@ def parser() -> argparse.ArgumentParser:
         "--variants", nargs="+", choices=["iid", "grouped", "ovr"], default=["iid", "grouped"]
     )
     p.add_argument(
-        "--classes", type=_two_or_more, default=10, help="ovr: classes C ≥ 2 (N/C examples)"
+        "--classes", type=at_least_two, default=10, help="ovr: classes C ≥ 2 (N/C examples)"
     )
     p.add_argument("--alpha", type=_shape, default=0.2, help="ovr: Dirichlet(α·1_C) of π")
     p.add_argument("--group-size", type=count, default=20)

@@ -47,7 +47,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's benchmarks/
 
-from benchmarks._args import count, draws
+from benchmarks._args import at_least_two, count
 from calib_metrics.functional import compare_calibration, comparison
 from calib_metrics.functional.intervals import draw_statistics
 
@@ -323,7 +323,7 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS)[:3])
     parser.add_argument("--reps", type=count, default=300)
-    parser.add_argument("--draws", type=draws, default=1000)
+    parser.add_argument("--draws", type=at_least_two, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write the rows here as they are measured")
     parser.add_argument("--from-json", nargs="+", help="print the table of saved rows")

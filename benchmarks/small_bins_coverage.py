@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count, draws
+from benchmarks._args import at_least_two, count
 from calib_metrics.functional import calibration_error_ci
 
 KINDS = {"calibrated": lambda q: q, "miscalibrated": lambda q: 0.8 * q + 0.15}
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=count, default=1000)
     parser.add_argument("--reps", type=count, default=200)
-    parser.add_argument("--samples", type=draws, default=400)
+    parser.add_argument("--samples", type=at_least_two, default=400)
     parser.add_argument("--bin-sizes", type=count, nargs="+", default=[2, 3, 4, 5, 10])
     args = parser.parse_args(argv)
     print(f"N = {args.n}, {args.reps} data sets a cell, {args.samples} draws, 95% normal form\n")

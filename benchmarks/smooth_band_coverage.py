@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count, draws
+from benchmarks._args import at_least_two, count
 from calib_metrics.functional import smooth as smooth_module
 from calib_metrics.functional.smooth import smooth_reliability_curve
 
@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=count, default=2000, help="pairs per data set")
     parser.add_argument("--reps", type=count, default=100, help="data sets per kind")
-    parser.add_argument("--samples", type=draws, default=200, help="bootstrap draws")
-    parser.add_argument("--points", type=draws, default=21, help="points t on [0, 1]")
+    parser.add_argument("--samples", type=at_least_two, default=200, help="bootstrap draws")
+    parser.add_argument("--points", type=at_least_two, default=21, help="points t on [0, 1]")
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS))
     parser.add_argument("--groups", action="store_true", help="resample groups of 10")
     parser.add_argument("--seed", type=int, default=1)
