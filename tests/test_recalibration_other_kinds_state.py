@@ -101,3 +101,112 @@ def test_a_state_of_its_kind_beside_an_extra_key_loads_with_strict_false(wrapped
     assert result.missing_keys == []
     assert bool(module.fitted)
     assert module.temperature.item() == fitted.temperature.item()
+
+
+def _kept(module) -> tuple[dict, dict]:
+    """What a load may change: every buffer, and the attributes beside them (``n_bins``)."""
+    attributes = {
+        f"{name}.{k}": v
+        for name, part in module.named_modules()
+        for k, v in vars(part).items()
+        if not k.startswith("_")
+    }
+    return _buffers(module), attributes
+
+
+def _unchanged(before: tuple[dict, dict], after: tuple[dict, dict]) -> bool:
+    (buffers, attributes), (buffers_after, attributes_after) = before, after
+    return (
+        buffers.keys() == buffers_after.keys()
+        and all(
+            buffers[k].shape == buffers_after[k].shape and torch.equal(buffers[k], buffers_after[k])
+            for k in buffers
+        )
+        and attributes == attributes_after
+    )
+
+
+def _other_states(fitted: dict, name: str) -> dict[str, dict]:
+    """Every other kind's state, and this kind's own less each of its keys in turn."""
+    own = fitted[name].state_dict()
+    states = {
+        other: m.state_dict() for other, m in fitted.items() if type(m) is not type(fitted[name])
+    }
+    for key in own:
+        if not key.endswith("_extra_state"):
+            states[f"{name} without {key}"] = {k: v for k, v in own.items() if k != key}
+    return states
+
+
+@pytest.mark.parametrize("fitted_first", [False, True])
+def test_a_refused_load_changes_nothing(fitted_first):
+    """A fitted HistogramBinning state in a fresh ScalingBinning was refused by torch for
+    its missing platt.* keys after the edges, values and flag had loaded: the module was
+    left marked fitted, half loaded. So was every kind by a state of its own lacking a key
+    (TemperatureScaling took 'fitted' without its temperature), and by another kind's state
+    holding all its keys but one (a ChainTemperature's temperature in a TemperatureScaling).
+    A load refused, with strict=True or False, now leaves every kind as it was."""
+    from test_recalibration_inputs import _fitted_recalibrators
+
+    fitted = _fitted_recalibrators()
+    changed = []
+    for name, source in fitted.items():
+        options = {"inputs": "probs"} if name.startswith("fit_binary") else {}
+        for said, state in _other_states(fitted, name).items():
+            for strict in (True, False):
+                module = type(source)(**options)
+                if fitted_first:
+                    module.load_state_dict(source.state_dict())
+                before = _kept(module)
+                try:
+                    module.load_state_dict(state, strict=strict)
+                except (RuntimeError, ValueError):
+                    if not _unchanged(before, _kept(module)):
+                        changed.append((name, said, strict))
+    assert changed == []
+
+
+def test_a_binning_state_in_a_scaling_binning_is_refused_whole():
+    """The finding's case: the ScalingBinning stays unfitted, and a call says so, rather
+    than reading the HistogramBinning's edges through an unfitted Platt step. With
+    strict=False the state is another kind's by its setting binning=, which a
+    ScalingBinning has not: nothing of it loads (it had loaded, its Platt step unfitted)."""
+    from calib_metrics.recalibration import ScalingBinning
+
+    q, y = _pairs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        state = HistogramBinning().fit(q, y).state_dict()
+    module = ScalingBinning()
+    with pytest.raises((RuntimeError, ValueError)):
+        module.load_state_dict(state)
+    assert not module.fitted and module.edges.numel() == 0 and module.n_bins == 15
+    with pytest.raises(ValueError, match="ScalingBinning is not fitted"):
+        module(torch.zeros(3))
+    said = r"binning='adaptive', a setting this kind has not: the state is not a ScalingBinning's"
+    with pytest.raises(ValueError, match=said):
+        module.load_state_dict(state, strict=False)
+    assert not module.fitted and module.edges.numel() == 0
+    # A setting the kind takes is no sign of another kind: HistogramBinning saved inputs=
+    # too before 77ad799, and such a state still loads.
+    older = {**state, "_extra_state": {**state["_extra_state"], "inputs": "scores"}}
+    histogram = HistogramBinning().load_state_dict(older)
+    assert histogram.missing_keys == [] and histogram.unexpected_keys == []
+
+
+def test_another_kinds_partial_state_is_refused_by_its_settings():
+    """A ChainTemperature state without its transition temperature holds no key a
+    TemperatureScaling lacks but num_classes: with strict=False its temperature had loaded
+    into the TemperatureScaling, marked fitted. Its setting separate= says whose it is."""
+    from calib_metrics.recalibration import ChainTemperature
+
+    state = ChainTemperature().state_dict()
+    state["temperature"] = torch.tensor(3.0, dtype=torch.float64)
+    state["fitted"] = torch.tensor(True)
+    del state["transition_temperature"]
+    q, y = _pairs()
+    module = TemperatureScaling().fit(torch.logit(q), y)
+    fitted = module.temperature.item()
+    with pytest.raises(ValueError, match="separate=False, a setting this kind has not"):
+        module.load_state_dict(state, strict=False)
+    assert module.temperature.item() == fitted

@@ -13,7 +13,7 @@ import functools
 import inspect
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, ClassVar
@@ -619,18 +619,25 @@ class SettingsInState:
         return saved if isinstance(saved, dict) and not foreign else {}
 
     def check_settings(self, state_dict: dict[str, Any], prefix: str) -> None:
-        """Refuse a state saved with other ``settings`` than this module's."""
+        """Refuse a state saved with other ``settings`` than this module's, or with a
+        setting this kind has not (another kind's state: a HistogramBinning's ``binning=``
+        in a ScalingBinning, whose keys it all holds, had loaded with strict=False, its
+        Platt step unfitted). A setting the kind takes but no longer saves (``inputs=`` of
+        a HistogramBinning saved before 77ad799) is no sign of another kind."""
         super().check_settings(state_dict, prefix)  # type: ignore[misc]
         saved = self.saved_settings(state_dict, prefix)
         said = self.said_as  # type: ignore[attr-defined]
+        kept = self.get_extra_state()
+        taken = inspect.signature(type(self)).parameters
+        for name, value in saved.items():
+            if name not in taken and (name not in kept or value != kept[name]):
+                raise ValueError(
+                    f"{said}: the state was fitted with {name}={value!r}, a setting this "
+                    f"kind has not: the state is not a {type(self).__name__}'s; load it "
+                    "into the module that saved it"
+                )
         for name in self.settings:
             if name in saved and saved[name] != getattr(self, name):
-                if name not in inspect.signature(type(self)).parameters:
-                    raise ValueError(
-                        f"{said}: the state was fitted with {name}={saved[name]!r}, a setting "
-                        f"this kind has not: the state is not a {type(self).__name__}'s; load "
-                        "it into the module that saved it"
-                    )
                 raise ValueError(
                     f"{said}: the state was fitted with {self._setting(name, saved[name])}, "
                     f"this module has {self._setting(name, getattr(self, name))}: build it "
@@ -689,8 +696,10 @@ def _dimensions(ndim: int) -> str:
 @contextmanager
 def _unchanged_if_refused(module: nn.Module) -> Iterator[None]:
     """Leave ``module`` (and its submodules) as it was when the block raises: a refused
-    fit had already set ``nll_`` (the refused optimum's, beside the kept temperature)."""
-    # Fits assign new tensors and values, never edit them in place: shallow copies do.
+    fit had already set ``nll_`` (the refused optimum's, beside the kept temperature), and
+    a load refused by torch's check of the keys had already loaded the rest."""
+    # Fits and loads assign new tensors and values (a load copies into buffers made anew,
+    # FittedModule._replace_buffers), never edit them in place: shallow copies do.
     kept = [
         (part, dict(part._buffers), dict(part._parameters), _fit_attributes(part))
         for part in module.modules()
@@ -710,9 +719,10 @@ def _unchanged_if_refused(module: nn.Module) -> Iterator[None]:
 
 
 def _fit_attributes(module: nn.Module) -> dict[str, Any]:
-    """What a fit sets besides buffers: scikit-learn's ``name_`` attributes (``nll_``,
-    ``flat_``), and the host copies of buffers (:meth:`FittedModule.host_value`)."""
-    attributes = {k: v for k, v in vars(module).items() if k.endswith("_") and k[0] != "_"}
+    """What a fit or a load sets besides buffers: its public attributes (scikit-learn's
+    ``name_`` ones, ``nll_`` and ``flat_``, and a binning module's ``n_bins``, which a load
+    takes from the state), and the host copies of buffers (:meth:`FittedModule.host_value`)."""
+    attributes = {k: v for k, v in vars(module).items() if not k.startswith("_")}
     if "_host_values" in vars(module):
         attributes["_host_values"] = dict(module._host_values)
     return attributes
@@ -810,6 +820,19 @@ class FittedModule(nn.Module):
             return fn(tensor) if probe.dtype == tensor.dtype else tensor.to(probe.device)
 
         return super()._apply(device_only, recurse)
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> Any:
+        """torch's load, and a load refused leaves the module (and the modules inside it)
+        as it was. torch checks the keys (``strict=True``) once every module has loaded:
+        a fitted HistogramBinning state had loaded its edges into a ScalingBinning, marked
+        it fitted, and only then been refused for the Platt step's missing keys; each kind
+        had kept the rest of its own state less a key. The refusals that come before any
+        change (:meth:`_checked_state`) are the library's; this one is torch's, undone.
+        Inside another module, torch's load of that module decides, as for any module."""
+        with _unchanged_if_refused(self):
+            return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     @property
     def said_as(self) -> str:
