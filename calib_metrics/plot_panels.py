@@ -26,7 +26,13 @@ from calib_metrics.plot._labels import _check_names
 from calib_metrics.plot._probability_axis import _ProbabilityAxis
 from calib_metrics.plot._reliability import _bin_marks, _draw_bins
 from calib_metrics.plot._smooth import _draw_smooth, band_label
-from calib_metrics.plot._text import _interval_settings, _level, _literals, _tick_labels
+from calib_metrics.plot._text import (
+    _interval_settings,
+    _level,
+    _literals,
+    _results_norm,
+    _tick_labels,
+)
 from calib_metrics.wording import counted
 
 #: Panels per row of :func:`reliability_panels`.
@@ -54,7 +60,7 @@ def reliability_panels(
     debias: bool | None = None,
     title: str | None = None,
     note: str | None = None,
-    norm: str = "l2",
+    norm: str | None = None,
 ) -> tuple[Figure, list[Axes]]:
     """One reliability diagram per label (a class of ``mode="classwise"``, say): the
     diagonal, and each model's bins (q̂ᵢ, p̂ᵢ) with ±z·se bars in its own colour (``C0``,
@@ -77,7 +83,11 @@ def reliability_panels(
             settings, are a ValueError.
         title: the figure's first title line.
         note: a second title line (which labels are drawn when not all are, say).
-        norm: the errors' norm, named in the panels' titles unless it is the default l2.
+        norm: the errors' norm, named in the panels' titles unless it is l2: for results
+            that do not carry it (made by hand, or a classwise average; default l2).
+            Results that carry it
+            (:func:`~calib_metrics.functional.intervals.drawn_norm`) name their own: a
+            ``norm`` given that differs, or results of different norms, are a ValueError.
 
     Returns:
         ``(fig, axes)``: one axes per label, in ``results``' order.
@@ -108,6 +118,7 @@ def reliability_panels(
     _check_smooth(smooth, results, models)
     drawn = [r for rs in results.values() for r in rs]
     kind = _interval_settings(drawn, confidence, interval, debias)
+    norm = _results_norm(drawn, norm)
     z = normal_quantile(_level(kind.confidence))
     legend = interval_label(*kind)
     names, tags = _literals(names), _literals(tags)
@@ -283,7 +294,7 @@ def classwise_panels(
     title: str | None = None,
     limit: int | None = MAX_CLASS_PANELS,
     class_names: Sequence[str] | None = None,
-    norm: str = "l2",
+    norm: str | None = None,
     versus: Sequence[CalibrationResult] | None = None,
     names: Sequence[str] = ("model",),
     smooth: Mapping[int, Sequence[SmoothCurve | None]] | None = None,

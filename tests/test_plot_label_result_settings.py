@@ -92,3 +92,43 @@ def test_comparisons_name_the_settings_they_carry() -> None:
     assert _legend(fig) == "whiskers: 95% interval: debiased pair bootstrap, percentile"
     with pytest.raises(ValueError, match="interval='groups' contradicts"):
         per_label_errors({"a": c}, interval="groups")
+
+
+def test_the_per_label_charts_and_panels_name_the_norm_their_results_carry() -> None:
+    """per_label_errors, reliability_panels and classwise_panels took norm="l2" by default
+    and ignored the norm their results carry: an l1 result's axis read "calibration
+    error", its panels "CalibErr", and norm="max" renamed it. They now take the carried
+    norm, as reliability_diagram does, through the same check."""
+    from calib_metrics.plot_panels import classwise_panels, reliability_panels
+
+    l1 = [_result(seed, norm="l1") for seed in (0, 1)]
+    _, ax = per_label_errors({"a": l1[0], "b": l1[1]})
+    assert ax.get_xlabel() == "calibration error (l1)"
+    _, axes = classwise_panels(l1)
+    assert axes[0].get_title().splitlines()[1].startswith("CalibErr (l1) ")
+    _, axes = reliability_panels({"a": l1, "b": l1}, names=["x", "y"])
+    assert axes[0].get_title().splitlines()[1].startswith("x: CalibErr (l1) ")
+    # Its own norm, given, is no contradiction; another is refused, as by the diagram.
+    _, ax = per_label_errors({"a": l1[0]}, norm="l1")
+    assert ax.get_xlabel() == "calibration error (l1)"
+    for draw in (
+        lambda: per_label_errors({"a": l1[0], "b": l1[1]}, norm="max"),
+        lambda: classwise_panels(l1, norm="l2"),
+    ):
+        with pytest.raises(ValueError, match="contradicts the results' errors, computed with"):
+            draw()
+    with pytest.raises(ValueError, match="norm='max' contradicts result's error"):
+        per_label_errors({"a": l1[0]}, norm="max")
+    # Results of two norms cannot share one axis label or legend.
+    l2 = _result(2, debias=False, norm="l2")
+    l1_plain = _result(3, debias=False, norm="l1")
+    with pytest.raises(ValueError, match=r"results' errors differ in norm \('l1', 'l2'\)"):
+        per_label_errors({"a": l2, "b": l1_plain})
+    with pytest.raises(ValueError, match=r"results' errors differ in norm \('l1', 'l2'\)"):
+        classwise_panels([l2], versus=[l1_plain], names=["a", "b"])
+    # A result made by hand carries none: the others' norm, or norm= for it alone.
+    hand_made = l1[1]._replace(lower=l1[1].lower)
+    _, ax = per_label_errors({"a": l1[0], "b": hand_made})
+    assert ax.get_xlabel() == "calibration error (l1)"
+    _, axes = classwise_panels([hand_made], norm="max")
+    assert axes[0].get_title().splitlines()[1].startswith("CalibErr (max) ")

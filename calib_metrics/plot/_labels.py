@@ -27,6 +27,7 @@ from calib_metrics.plot._text import (
     _label_text,
     _literals,
     _norm_note,
+    _results_norm,
     _tick_labels,
     interval_label,
     literal,
@@ -98,7 +99,7 @@ def per_label_errors(
     debias: bool | None = None,
     sort: bool = True,
     title: str | None = None,
-    norm: str = "l2",
+    norm: str | None = None,
 ) -> tuple[Figure, Axes]:
     """Each label's calibration error with its interval, sorted (the paper's Figure 4).
 
@@ -133,7 +134,11 @@ def per_label_errors(
             ValueError.
         sort: order labels by the first model's error, largest first; else as given.
         title: the figure's title.
-        norm: the errors' norm, named on the x axis unless it is the default l2.
+        norm: the errors' norm, named on the x axis unless it is l2: for results that
+            do not carry it (made by hand, or a classwise average; default l2). Results
+            that carry it (:func:`~calib_metrics.functional.intervals.drawn_norm`) name
+            their own: a ``norm`` given that differs, or results of different norms, are
+            a ValueError.
 
     Returns:
         ``(fig, ax)``: ``ax`` holds the error bars.
@@ -156,6 +161,7 @@ def per_label_errors(
     check_flag("sort", sort)  # sort="no" is truthy: it had sorted
     drawn = [r for rows in series for r in rows]
     legend = "whiskers: " + interval_label(*_interval_settings(drawn, confidence, interval, debias))
+    norm = _results_norm(drawn, norm)
     names, title = _literals(names), literal(title)
     order = list(range(len(labels)))
     if sort:  # labels without an error (NaN) last, as Python cannot order NaN

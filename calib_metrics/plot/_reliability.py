@@ -21,7 +21,6 @@ from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import stacklevel_outside
 from calib_metrics.functional.intervals import (
     IntervalKind,
-    drawn_norm,
     effective_samples,
     interval_kind,
     normal_quantile,
@@ -41,8 +40,8 @@ from calib_metrics.plot._smooth import _draw_smooth
 from calib_metrics.plot._text import (
     _interval_settings,
     _level,
+    _results_norm,
     describe,
-    error_name,
     interval_label,
     literal,
 )
@@ -156,7 +155,7 @@ def reliability_diagram(
         )
     _refuse_pooled_classes(result.bins)
     drawn = _drawn_interval(ax) if isinstance(ax, Axes) else None
-    norm = _result_norm(result, norm, _drawn_norm(ax) if isinstance(ax, Axes) else None)
+    norm = _results_norm([result], norm, _drawn_norm(ax) if isinstance(ax, Axes) else None)
     kind = _interval_settings([result], confidence, interval, debias, drawn)
     confidence = _level(kind.confidence)
     heading = interval_label(*kind)
@@ -231,43 +230,6 @@ NAMED_INTERVAL = "calib_metrics_named_interval"
 
 #: The attribute of a diagram's diagonal that holds the norm its title's error is of.
 NAMED_NORM = "calib_metrics_named_norm"
-
-
-def _result_norm(result: CalibrationResult, norm: str | None, drawn: str | None) -> str:
-    """The norm of ``result``'s error: the one it carries, else ``norm``, else that of the
-    diagram ``drawn`` on the axes already, else l2. A ``norm`` that contradicts the one
-    carried, or a norm other than the drawn diagram's, is refused: an l1 result had been
-    titled "CalibErr" (l2), ``norm="max"`` had renamed it, and one overlaid on an l2
-    diagram had been drawn under its title.
-
-    Example:
-        >>> import torch
-        >>> from calib_metrics.functional.intervals import pair_bootstrap, Bins
-        >>> t = torch.tensor
-        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
-        >>> r = pair_bootstrap(bins, n_samples=20, norm="l1")
-        >>> _result_norm(r, None, None), _result_norm(r._replace(lower=r.upper), None, None)
-        ('l1', 'l2')
-        >>> _result_norm(r, "max", None)
-        Traceback (most recent call last):
-        ...
-        ValueError: norm='max' contradicts result's error, computed with norm='l1': leave ...
-    """
-    carried = drawn_norm(result)
-    if norm is not None:
-        error_name(norm)  # a bad norm is refused as such, not as a contradiction
-        if carried is not None and norm != carried:
-            raise ValueError(
-                f"norm={norm!r} contradicts result's error, computed with norm={carried!r}: "
-                "leave norm out (a result that carries its norm names it itself)"
-            )
-    own = carried or norm or drawn or "l2"
-    if drawn is not None and own != drawn:
-        raise ValueError(
-            f"the diagram drawn on ax is of a norm={drawn!r} error and this result's of "
-            f"norm={own!r}, and the diagram's title names one: draw errors of one norm together"
-        )
-    return own
 
 
 def _drawn_norm(ax: Axes) -> str | None:

@@ -18,6 +18,7 @@ from calib_metrics.functional.errors import check_flag
 from calib_metrics.functional.intervals import (
     IntervalKind,
     decimal_level,
+    drawn_norm,
     interval_kind,
     normal_quantile,
 )
@@ -159,6 +160,60 @@ def _norm_note(norm: str) -> str:
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {list(NORMS)}, got {norm!r}")
     return "" if norm == "l2" else f"({norm})"
+
+
+def _results_norm(
+    results: Sequence[CalibrationResult], norm: str | None, drawn: str | None = None
+) -> str:
+    """The norm of the errors of ``results``: the one they carry
+    (:func:`~calib_metrics.functional.intervals.drawn_norm`), else ``norm``, else that of
+    the diagram ``drawn`` on the axes already, else l2. A ``norm`` that contradicts the
+    one carried, results that carry different norms, or a norm other than the drawn
+    diagram's, are refused: an l1 result had been titled "CalibErr" (l2), ``norm="max"``
+    had renamed it, one overlaid on an l2 diagram had been drawn under its title, and the
+    per-label charts and panels had named ``norm`` (default l2) whatever their results
+    carried. Results that carry none (made by hand, averaged over classes) take the
+    others' norm.
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional.intervals import pair_bootstrap, Bins
+        >>> t = torch.tensor
+        >>> bins = Bins(t([0.2, 0.7]), t([0.1, 0.8]), t([400.0, 400.0]))
+        >>> r = pair_bootstrap(bins, n_samples=20, norm="l1")
+        >>> _results_norm([r], None), _results_norm([r._replace(lower=r.upper)], None)
+        ('l1', 'l2')
+        >>> _results_norm([r], "max")
+        Traceback (most recent call last):
+        ...
+        ValueError: norm='max' contradicts result's error, computed with norm='l1': leave ...
+        >>> _results_norm([r, pair_bootstrap(bins, n_samples=20)], None)
+        Traceback (most recent call last):
+        ...
+        ValueError: results' errors differ in norm ('l1', 'l2'), and the figure names one: ...
+    """
+    carried = sorted({n for r in results if (n := drawn_norm(r)) is not None})
+    if len(carried) > 1:
+        raise ValueError(
+            f"results' errors differ in norm ({', '.join(map(repr, carried))}), and the "
+            "figure names one: draw errors of one norm together"
+        )
+    own = carried[0] if carried else None
+    if norm is not None:
+        _norm_note(norm)  # a bad norm is refused as such, not as a contradiction
+        if own is not None and norm != own:
+            whose = "result's error" if len(results) == 1 else "the results' errors"
+            raise ValueError(
+                f"norm={norm!r} contradicts {whose}, computed with norm={own!r}: leave norm "
+                "out (a result that carries its norm names it itself)"
+            )
+    own = own or norm or drawn or "l2"
+    if drawn is not None and own != drawn:
+        raise ValueError(
+            f"the diagram drawn on ax is of a norm={drawn!r} error and this result's of "
+            f"norm={own!r}, and the diagram's title names one: draw errors of one norm together"
+        )
+    return own
 
 
 def _level(confidence: Any) -> Any:
